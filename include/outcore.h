@@ -1,0 +1,254 @@
+/*
+ * outcore.h - the one public header of liboutcore.
+ *
+ * outcore computes the binary Gram matrix C = A·Aᵀ (or A·Bᵀ) of 0/1 matrices and the
+ * similarities built on it (Jaccard, cosine, Hamming), exactly, on the CPU or on 1-bit
+ * tensor cores, out of core under a memory budget.
+ *
+ * Conventions (every function below follows them):
+ *  - Every fallible call returns an oc_status; results come back through out-parameters.
+ *    On failure the context keeps a one-line message (oc_context_last_error) and a
+ *    file:line trace (oc_context_error_trace); out-parameters are left untouched.
+ *  - Handles are opaque. *_free(NULL) is a no-op.
+ *  - Option structs carry their size in their first field and have an ..._INIT macro;
+ *    always start from the macro so fields added later get their defaults.
+ *  - The library never aborts or exits on a runtime condition.
+ *  - A context is used by one thread at a time, except oc_context_cancel, which any
+ *    thread or signal handler may call.
+ */
+#ifndef OUTCORE_H
+#define OUTCORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#define OC_API
+#else
+#define OC_API __attribute__((visibility("default")))
+#endif
+
+/* ---------------------------------------------------------------- version */
+#define OC_VERSION_MAJOR 0
+#define OC_VERSION_MINOR 1
+#define OC_VERSION_PATCH 0
+
+/* "MAJOR.MINOR.PATCH"; static storage. */
+OC_API const char *oc_version(void);
+
+/* ---------------------------------------------------------------- status */
+typedef enum oc_status {
+    OC_OK = 0,
+    OC_ERR_INVALID_ARGUMENT = 1,   /* an option or argument is out of range or inconsistent */
+    OC_ERR_INPUT = 2,              /* an input or output file is missing, malformed or unusable */
+    OC_ERR_IO = 3,                 /* a read or write failed while the job ran */
+    OC_ERR_NO_MEMORY = 4,          /* host memory could not be allocated */
+    OC_ERR_DEVICE_NO_MEMORY = 5,   /* the job does not fit the device memory budget */
+    OC_ERR_DEVICE = 6,             /* a CUDA call failed */
+    OC_ERR_UNSUPPORTED = 7,        /* backend, device or feature not available in this build */
+    OC_ERR_CANCELLED = 8,          /* oc_context_cancel was called */
+    OC_ERR_INTERNAL = 9            /* a bug: please report it */
+} oc_status;
+
+/* A short constant name for a status ("invalid argument", ...). Never NULL. */
+OC_API const char *oc_status_string(oc_status status);
+
+/* ---------------------------------------------------------------- context */
+typedef struct oc_context oc_context;
+
+/* Creates a context. Owns the last-error message and the cancel flag. */
+OC_API oc_status oc_context_create(oc_context **out);
+OC_API void oc_context_free(oc_context *ctx);
+
+/* The one-line message of the last failure on ctx ("" when none). Valid until the next
+ * call on ctx. */
+OC_API const char *oc_context_last_error(const oc_context *ctx);
+
+/* The file:line trace of the last failure, innermost first, one frame per line. */
+OC_API const char *oc_context_error_trace(const oc_context *ctx);
+
+/* Asks the job running on ctx to stop; it returns OC_ERR_CANCELLED soon after and leaves
+ * no output file. Async-signal-safe. The flag is cleared when the next job starts. */
+OC_API void oc_context_cancel(oc_context *ctx);
+
+/* ---------------------------------------------------------------- matrices */
+/* A 0/1 matrix, held as packed bits inside the library. Constructors validate the data
+ * (values other than 0 and 1 are an error naming the row and column) and pack it; the
+ * caller's buffers are not referenced after the call returns. */
+typedef struct oc_matrix oc_matrix;
+
+typedef enum oc_bit_order {
+    OC_BITS_MSB_FIRST = 0, /* numpy.packbits(A, axis=1) default: column 8k is bit 7 of byte k */
+    OC_BITS_LSB_FIRST = 1  /* column 8k is bit 0 of byte k */
+} oc_bit_order;
+
+/* Dense bytes (bool/uint8/int8 holding 0 or 1), row-major, rows row_stride bytes apart. */
+OC_API oc_status oc_matrix_from_dense(oc_context *ctx, const void *data, int64_t rows, int64_t cols,
+                                      int64_t row_stride, oc_matrix **out);
+
+/* Packed bits: each row holds ceil(cols/8) meaningful bytes, rows row_stride bytes apart.
+ * Bits past column cols-1 in the last byte are ignored. */
+OC_API oc_status oc_matrix_from_bits(oc_context *ctx, const void *data, int64_t rows, int64_t cols,
+                                     int64_t row_stride, oc_bit_order order, oc_matrix **out);
+
+/* Sparse rows (CSR): the ones of row i are at columns indices[indptr[i] .. indptr[i+1]-1].
+ * Duplicate indices are allowed; an index outside [0, cols) is an error. */
+OC_API oc_status oc_matrix_from_csr(oc_context *ctx, int64_t rows, int64_t cols, const int64_t *indptr,
+                                    const int64_t *indices, oc_matrix **out);
+
+/* Reads a matrix from a file, chosen by extension: .npy (bool/uint8/int8, versions 1-3,
+ * memory-mapped), .mtx (MatrixMarket coordinate pattern/integer), .txt/.csv (0/1 text).
+ * bits > 0: the .npy holds numpy.packbits(A, axis=1) output of a matrix with `bits`
+ * columns. Errors name the file and the problem. Blocks while reading. */
+OC_API oc_status oc_matrix_open(oc_context *ctx, const char *path, int64_t bits, oc_matrix **out);
+
+/* Writes m to path as .npy: uint8 0/1 (packed = 0) or numpy.packbits rows (packed = 1).
+ * Written under a temporary name and renamed when complete. */
+OC_API oc_status oc_matrix_save(oc_context *ctx, const oc_matrix *m, const char *path, int packed);
+
+OC_API int64_t oc_matrix_rows(const oc_matrix *m);
+OC_API int64_t oc_matrix_cols(const oc_matrix *m);
+/* The name used in messages: the file path, or "A"/"B" style names set by the caller. */
+OC_API const char *oc_matrix_name(const oc_matrix *m);
+OC_API oc_status oc_matrix_set_name(oc_context *ctx, oc_matrix *m, const char *name);
+OC_API void oc_matrix_free(oc_matrix *m);
+
+/* ---------------------------------------------------------------- gram */
+typedef enum oc_metric {
+    OC_METRIC_COUNTS = 0,  /* c = |a ∧ b| */
+    OC_METRIC_JACCARD = 1, /* c / (|a|+|b|-c); 0/0 = 1 */
+    OC_METRIC_COSINE = 2,  /* c / sqrt(|a|·|b|); 0 when a row is empty */
+    OC_METRIC_HAMMING = 3  /* |a|+|b|-2c */
+} oc_metric;
+
+typedef enum oc_dtype {
+    OC_DTYPE_DEFAULT = 0, /* int32 for counts and hamming, float32 for jaccard and cosine */
+    OC_DTYPE_INT32 = 1,
+    OC_DTYPE_UINT16 = 2,  /* counts and hamming when cols < 65536 */
+    OC_DTYPE_FLOAT32 = 3
+} oc_dtype;
+
+typedef enum oc_backend {
+    OC_BACKEND_AUTO = 0, /* CUDA when a usable GPU is present, else CPU */
+    OC_BACKEND_CPU = 1,
+    OC_BACKEND_CUDA = 2
+} oc_backend;
+
+typedef enum oc_gpu_mem_mode {
+    OC_GPU_MEM_GROW = 0,   /* allocate on demand up to the budget */
+    OC_GPU_MEM_RESERVE = 1 /* take the whole budget at start; fail fast */
+} oc_gpu_mem_mode;
+
+/* Called from the thread that called oc_gram, about ten times a second while a job runs:
+ * done and total are in the same unit (work items). */
+typedef void (*oc_progress_fn)(void *user, double done, double total);
+
+typedef struct oc_gram_options {
+    size_t struct_size;         /* sizeof(oc_gram_options) */
+    oc_metric metric;
+    oc_dtype dtype;
+    oc_backend backend;
+    int threads;                /* CPU worker threads; 0 = all cores */
+    int device;                 /* CUDA device index */
+    int64_t gpu_mem_bytes;      /* device budget in bytes; 0 = gpu_mem_fraction of free memory */
+    double gpu_mem_fraction;    /* used when gpu_mem_bytes == 0; default 0.9 */
+    oc_gpu_mem_mode gpu_mem_mode;
+    int64_t host_mem_bytes;     /* cap on pinned host staging; 0 = default */
+    int64_t topk;               /* > 0: each row's topk best columns instead of the dense matrix */
+    int use_threshold;          /* nonzero: all pairs with score >= threshold (<= for hamming) */
+    double threshold;
+    int64_t tile;               /* tile edge in rows; 0 = the planner chooses (tests force it) */
+    oc_progress_fn progress;    /* may be NULL */
+    void *progress_user;
+} oc_gram_options;
+
+#define OC_GRAM_OPTIONS_INIT                                                                     \
+    {                                                                                            \
+        sizeof(oc_gram_options), OC_METRIC_COUNTS, OC_DTYPE_DEFAULT, OC_BACKEND_AUTO, 0, 0, 0,   \
+            0.9, OC_GPU_MEM_GROW, 0, 0, 0, 0.0, 0, NULL, NULL                                    \
+    }
+
+typedef enum oc_output_kind {
+    OC_OUTPUT_MEMORY = 0, /* dense result into caller memory */
+    OC_OUTPUT_FILE = 1,   /* result into a file chosen by extension (.npy dense) */
+    OC_OUTPUT_TOPK = 2,   /* top-k into caller arrays: indices[n*k], scores[n*k] */
+    OC_OUTPUT_PAIRS = 3,  /* threshold pairs through a callback */
+    OC_OUTPUT_DISCARD = 4 /* compute and drop the result (benchmarks: output stays on the device) */
+} oc_output_kind;
+
+/* Receives a batch of threshold pairs; scores has the result dtype. Return nonzero to stop
+ * the job with OC_ERR_CANCELLED. Called from the thread that called oc_gram. */
+typedef int (*oc_pairs_fn)(void *user, const int64_t *rows, const int64_t *cols, const void *scores,
+                           int64_t count);
+
+typedef struct oc_output {
+    size_t struct_size;  /* sizeof(oc_output) */
+    oc_output_kind kind;
+    void *data;          /* MEMORY: n x p elements of the result dtype */
+    int64_t ld;          /* MEMORY: elements between rows; 0 = p */
+    const char *path;    /* FILE */
+    int64_t *indices;    /* TOPK: n*k column indices, -1 where fewer than k exist */
+    void *scores;        /* TOPK: n*k scores of the result dtype */
+    oc_pairs_fn pairs;   /* PAIRS */
+    void *pairs_user;
+} oc_output;
+
+#define OC_OUTPUT_INIT {sizeof(oc_output), OC_OUTPUT_MEMORY, NULL, 0, NULL, NULL, NULL, NULL, NULL}
+
+typedef struct oc_gram_stats {
+    size_t struct_size;         /* sizeof(oc_gram_stats); set by the caller */
+    oc_backend backend;         /* the backend that ran */
+    char backend_desc[96];      /* e.g. "cpu avx512 2 threads", "cuda:0 NVIDIA H100 80GB HBM3" */
+    double seconds;             /* wall time of the job, output included */
+    double bit_macs_computed;   /* bit multiply-adds the kernels actually did */
+    double bit_macs_effective;  /* n·p·m: what the result represents */
+    int64_t tiles;              /* tiles computed */
+    int64_t host_peak_bytes;    /* the process's peak resident memory */
+    int64_t dev_budget_bytes;   /* CUDA only, below */
+    int64_t dev_peak_bytes;
+    int64_t dev_current_bytes;
+    int64_t dev_allocations;
+    int64_t bytes_h2d;
+    int64_t bytes_d2h;
+} oc_gram_stats;
+
+/* Computes the Gram matrix of a (with b == NULL: a·aᵀ, symmetric; only tiles on or above
+ * the diagonal are computed) or a·bᵀ, and delivers it to out. Blocks until done; uses
+ * opts->threads worker threads or the GPU. stats may be NULL. On failure no output file is
+ * left and the message names the problem. */
+OC_API oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const oc_gram_options *opts,
+                         const oc_output *out, oc_gram_stats *stats);
+
+/* The dtype a job with these options produces (resolves OC_DTYPE_DEFAULT), or
+ * OC_DTYPE_DEFAULT when the combination is invalid. */
+OC_API oc_dtype oc_gram_result_dtype(oc_metric metric, oc_dtype dtype);
+
+/* Size in bytes of one element of dtype (0 for OC_DTYPE_DEFAULT). */
+OC_API size_t oc_dtype_size(oc_dtype dtype);
+
+/* Names used by the CLI and the binding: "counts", "int32", "cpu", ... NULL when unknown. */
+OC_API const char *oc_metric_name(oc_metric metric);
+OC_API const char *oc_dtype_name(oc_dtype dtype);
+OC_API const char *oc_backend_name(oc_backend backend);
+/* Parses those names; returns OC_ERR_INVALID_ARGUMENT for an unknown name. */
+OC_API oc_status oc_metric_parse(const char *name, oc_metric *out);
+OC_API oc_status oc_dtype_parse(const char *name, oc_dtype *out);
+OC_API oc_status oc_backend_parse(const char *name, oc_backend *out);
+
+/* ---------------------------------------------------------------- system */
+/* The CPU kernel path in use: "ref", "avx2" or "avx512" (OUTCORE_CPU_ISA forces one). */
+OC_API const char *oc_cpu_isa(void);
+/* Logical CPU cores available to this process. */
+OC_API int oc_cpu_cores(void);
+/* Number of usable CUDA devices; 0 when built without CUDA or none is present. */
+OC_API int oc_cuda_device_count(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* OUTCORE_H */

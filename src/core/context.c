@@ -1,0 +1,101 @@
+#include "context.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+
+const char *oc_version(void)
+{
+#define OC_STR2(x) #x
+#define OC_STR(x) OC_STR2(x)
+    return OC_STR(OC_VERSION_MAJOR) "." OC_STR(OC_VERSION_MINOR) "." OC_STR(OC_VERSION_PATCH);
+}
+
+const char *oc_status_string(oc_status status)
+{
+    switch (status) {
+    case OC_OK: return "ok";
+    case OC_ERR_INVALID_ARGUMENT: return "invalid argument";
+    case OC_ERR_INPUT: return "bad input";
+    case OC_ERR_IO: return "i/o error";
+    case OC_ERR_NO_MEMORY: return "out of host memory";
+    case OC_ERR_DEVICE_NO_MEMORY: return "out of device memory budget";
+    case OC_ERR_DEVICE: return "device error";
+    case OC_ERR_UNSUPPORTED: return "unsupported";
+    case OC_ERR_CANCELLED: return "cancelled";
+    case OC_ERR_INTERNAL: return "internal error";
+    }
+    return "unknown status";
+}
+
+oc_status oc_context_create(oc_context **out)
+{
+    if (!out) return OC_ERR_INVALID_ARGUMENT;
+    oc_context *ctx = calloc(1, sizeof *ctx);
+    if (!ctx) return OC_ERR_NO_MEMORY;
+    atomic_init(&ctx->cancel, 0);
+    *out = ctx;
+    return OC_OK;
+}
+
+void oc_context_free(oc_context *ctx) { free(ctx); }
+
+const char *oc_context_last_error(const oc_context *ctx) { return ctx ? ctx->message : ""; }
+
+const char *oc_context_error_trace(const oc_context *ctx) { return ctx ? ctx->trace : ""; }
+
+void oc_context_cancel(oc_context *ctx)
+{
+    if (ctx) atomic_store(&ctx->cancel, 1);
+}
+
+int oc_cancelled(const oc_context *ctx)
+{
+    return ctx && atomic_load(&((oc_context *)ctx)->cancel) != 0;
+}
+
+void oc_context_begin_job(oc_context *ctx)
+{
+    ctx->status = OC_OK;
+    ctx->message[0] = '\0';
+    ctx->trace[0] = '\0';
+    atomic_store(&ctx->cancel, 0);
+}
+
+static void trace_append(oc_context *ctx, const char *file, int line)
+{
+    const char *base = strrchr(file, '/');
+    base = base ? base + 1 : file;
+    size_t used = strlen(ctx->trace);
+    if (used + 2 >= sizeof ctx->trace) return;
+    snprintf(ctx->trace + used, sizeof ctx->trace - used, "  at %s:%d\n", base, line);
+}
+
+oc_status oc_fail_at(oc_context *ctx, oc_status status, const char *file, int line, const char *fmt, ...)
+{
+    if (!ctx) return status;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(ctx->message, sizeof ctx->message, fmt, ap);
+    va_end(ap);
+    /* The message is one line by contract: fold any newline a formatted value brought in. */
+    for (char *p = ctx->message; *p; ++p)
+        if (*p == '\n' || *p == '\r') *p = ' ';
+    ctx->status = status;
+    ctx->trace[0] = '\0';
+    trace_append(ctx, file, line);
+    return status;
+}
+
+oc_status oc_trace_at(oc_context *ctx, oc_status status, const char *file, int line)
+{
+    if (ctx && status != OC_OK) {
+        if (ctx->message[0] == '\0') /* a status that nobody described: say at least what */
+            snprintf(ctx->message, sizeof ctx->message, "%s", oc_status_string(status));
+        trace_append(ctx, file, line);
+    }
+    return status;
+}

@@ -1,0 +1,21 @@
+/* context.h - the opaque oc_context: last error, trace, cancel flag. */
+#ifndef OC_CORE_CONTEXT_H
+#define OC_CORE_CONTEXT_H
+
+#include <stdatomic.h>
+#include "outcore.h"
+
+#define OC_MESSAGE_MAX 1024
+#define OC_TRACE_MAX 2048
+
+struct oc_context {
+    oc_status status;
+    char message[OC_MESSAGE_MAX];
+    char trace[OC_TRACE_MAX];
+    atomic_int cancel;
+};
+
+/* Clears the error and the cancel flag: called at the start of each job. */
+void oc_context_begin_job(oc_context *ctx);
+
+#endif

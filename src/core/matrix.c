@@ -1,0 +1,113 @@
+#include "matrix.h"
+
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "error.h"
+
+int64_t oc_bits_words_per_row(int64_t cols)
+{
+    int64_t words = (cols + 63) / 64;
+    return (words + OC_ROW_WORD_ALIGN - 1) / OC_ROW_WORD_ALIGN * OC_ROW_WORD_ALIGN;
+}
+
+oc_status oc_matrix_alloc(oc_context *ctx, int64_t rows, int64_t cols, const char *name, oc_matrix **out)
+{
+    if (rows <= 0 || cols <= 0)
+        return oc_fail(ctx, OC_ERR_INPUT, "%s: the matrix has %lld rows and %lld columns; both must be positive",
+                       name, (long long)rows, (long long)cols);
+    int64_t words = oc_bits_words_per_row(cols), total, bytes;
+    if (cols > INT64_MAX - 512 || !oc_mul_i64(rows, words, &total) || !oc_mul_i64(total, 8, &bytes) ||
+        !oc_mul_i64(rows, cols, &(int64_t){0}) || (uint64_t)bytes > (uint64_t)SIZE_MAX / 2)
+        return oc_fail(ctx, OC_ERR_INPUT, "%s: dimensions %lld x %lld overflow 64-bit sizes", name,
+                       (long long)rows, (long long)cols);
+    oc_matrix *m = calloc(1, sizeof *m);
+    if (!m) return oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: out of memory for the matrix header", name);
+    m->bits = aligned_alloc(64, (size_t)bytes);
+    if (!m->bits) {
+        free(m);
+        return oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: cannot allocate %lld bytes for %lld x %lld packed bits", name,
+                       (long long)bytes, (long long)rows, (long long)cols);
+    }
+    memset(m->bits, 0, (size_t)bytes);
+    m->rows = rows;
+    m->cols = cols;
+    m->words_per_row = words;
+    snprintf(m->name, sizeof m->name, "%s", name);
+    *out = m;
+    return OC_OK;
+}
+
+void oc_matrix_free(oc_matrix *m)
+{
+    if (!m) return;
+    free(m->bits);
+    free(m);
+}
+
+int64_t oc_matrix_rows(const oc_matrix *m) { return m ? m->rows : 0; }
+int64_t oc_matrix_cols(const oc_matrix *m) { return m ? m->cols : 0; }
+const char *oc_matrix_name(const oc_matrix *m) { return m ? m->name : ""; }
+
+oc_status oc_matrix_set_name(oc_context *ctx, oc_matrix *m, const char *name)
+{
+    if (!m || !name) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_matrix_set_name: NULL argument");
+    snprintf(m->name, sizeof m->name, "%s", name);
+    return OC_OK;
+}
+
+void oc_matrix_row_popcounts(const oc_matrix *m, int64_t *counts)
+{
+    for (int64_t i = 0; i < m->rows; ++i) {
+        const uint64_t *row = m->bits + i * m->words_per_row;
+        int64_t c = 0;
+        for (int64_t w = 0; w < m->words_per_row; ++w) c += __builtin_popcountll(row[w]);
+        counts[i] = c;
+    }
+}
+
+int64_t oc_pack_dense_row(const unsigned char *src, int64_t cols, uint64_t *dst, int64_t words_per_row)
+{
+    unsigned char *out = (unsigned char *)dst;
+    memset(out, 0, (size_t)words_per_row * 8);
+    unsigned char bad = 0;
+    int64_t full = cols / 8;
+    for (int64_t k = 0; k < full; ++k) {
+        const unsigned char *s = src + 8 * k;
+        /* OR of all bytes above bit 0 flags any value other than 0 and 1 without a branch. */
+        bad |= (unsigned char)((s[0] | s[1] | s[2] | s[3] | s[4] | s[5] | s[6] | s[7]) & 0xFE);
+        out[k] = (unsigned char)((s[0] << 7) | (s[1] << 6) | (s[2] << 5) | (s[3] << 4) | (s[4] << 3) |
+                                 (s[5] << 2) | (s[6] << 1) | s[7]);
+    }
+    for (int64_t j = full * 8; j < cols; ++j) {
+        bad |= (unsigned char)(src[j] & 0xFE);
+        out[j >> 3] |= (unsigned char)((src[j] & 1) << (7 - (j & 7)));
+    }
+    if (!bad) return -1;
+    for (int64_t j = 0; j < cols; ++j)
+        if (src[j] > 1) return j;
+    return -1; /* unreachable: bad was set by some byte above */
+}
+
+static unsigned char reverse_byte(unsigned char b)
+{
+    b = (unsigned char)((b & 0xF0) >> 4 | (b & 0x0F) << 4);
+    b = (unsigned char)((b & 0xCC) >> 2 | (b & 0x33) << 2);
+    b = (unsigned char)((b & 0xAA) >> 1 | (b & 0x55) << 1);
+    return b;
+}
+
+void oc_pack_bits_row(const unsigned char *src, int64_t cols, oc_bit_order order, uint64_t *dst,
+                      int64_t words_per_row)
+{
+    unsigned char *out = (unsigned char *)dst;
+    int64_t nbytes = (cols + 7) / 8;
+    memset(out + nbytes, 0, (size_t)(words_per_row * 8 - nbytes));
+    if (order == OC_BITS_MSB_FIRST) {
+        memcpy(out, src, (size_t)nbytes);
+    } else {
+        for (int64_t k = 0; k < nbytes; ++k) out[k] = reverse_byte(src[k]);
+    }
+    if (cols % 8) out[nbytes - 1] &= (unsigned char)(0xFF00u >> (cols % 8));
+}

@@ -1,0 +1,73 @@
+/*
+ * matrix.h - the library's one representation of a 0/1 matrix: packed bits.
+ *
+ * Layout (shared by every backend and kernel):
+ *   row i occupies words_per_row 64-bit words at bits + i * words_per_row;
+ *   column j is bit (7 - j % 8) of byte j / 8 of the row (numpy.packbits order), the bytes
+ *   in memory order; a word is eight such bytes read little-endian;
+ *   words_per_row is ceil(cols / 64) rounded up to OC_ROW_WORD_ALIGN, and every bit past
+ *   column cols - 1 is zero.
+ * AND and popcount do not care about the order of columns, only that A and B share it, so
+ * numpy.packbits rows are copied unchanged and the zero padding never changes a count.
+ * The alignment (512 bits) covers one AVX-512 vector and two 256-bit steps of the
+ * tensor-core kernel's K loop, so no kernel has a column tail.
+ */
+#ifndef OC_CORE_MATRIX_H
+#define OC_CORE_MATRIX_H
+
+#include <stdint.h>
+#include "outcore.h"
+
+#define OC_ROW_WORD_ALIGN 8
+#define OC_NAME_MAX 512
+
+struct oc_matrix {
+    int64_t rows;
+    int64_t cols;
+    int64_t words_per_row;
+    uint64_t *bits;          /* 64-byte aligned, rows * words_per_row words, owned */
+    char name[OC_NAME_MAX];  /* used in messages */
+};
+
+/* words_per_row for a column count. */
+int64_t oc_bits_words_per_row(int64_t cols);
+
+/* Allocates a zeroed rows x cols bit matrix. Fails with OC_ERR_INPUT when rows or cols is
+ * not positive or the sizes overflow, OC_ERR_NO_MEMORY when memory is short. */
+oc_status oc_matrix_alloc(oc_context *ctx, int64_t rows, int64_t cols, const char *name, oc_matrix **out);
+
+/* Popcount of every row into counts[rows]. */
+void oc_matrix_row_popcounts(const oc_matrix *m, int64_t *counts);
+
+/* Sets bit (i, j): for readers of sparse formats. */
+static inline void oc_matrix_set(oc_matrix *m, int64_t i, int64_t j)
+{
+    unsigned char *row = (unsigned char *)(m->bits + i * m->words_per_row);
+    row[j >> 3] |= (unsigned char)(0x80u >> (j & 7));
+}
+
+static inline int oc_matrix_get(const oc_matrix *m, int64_t i, int64_t j)
+{
+    const unsigned char *row = (const unsigned char *)(m->bits + i * m->words_per_row);
+    return (row[j >> 3] >> (7 - (j & 7))) & 1;
+}
+
+/* Packs one row of 0/1 bytes into dst (words_per_row words, zero padded). Returns the
+ * index of the first value other than 0 or 1, or -1 when all are valid. */
+int64_t oc_pack_dense_row(const unsigned char *src, int64_t cols, uint64_t *dst, int64_t words_per_row);
+
+/* Copies one row of packed bytes (ceil(cols/8) of them) in the given bit order into dst,
+ * clearing bits past cols. */
+void oc_pack_bits_row(const unsigned char *src, int64_t cols, oc_bit_order order, uint64_t *dst,
+                      int64_t words_per_row);
+
+/* Overflow-checked products for sizes (return 0 and leave *out alone on overflow). */
+static inline int oc_mul_i64(int64_t a, int64_t b, int64_t *out)
+{
+    int64_t r;
+    if (a < 0 || b < 0 || __builtin_mul_overflow(a, b, &r)) return 0;
+    *out = r;
+    return 1;
+}
+
+#endif

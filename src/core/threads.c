@@ -1,0 +1,142 @@
+#include "threads.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "error.h"
+
+double oc_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+int oc_cpu_cores(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
+int oc_threads_resolve(int requested) { return requested > 0 ? requested : oc_cpu_cores(); }
+
+typedef struct run_state {
+    oc_task_fn fn;
+    void *arg;
+    int64_t ntasks;
+    const int64_t *weights;
+    atomic_llong next;
+    atomic_llong done_weight;
+    atomic_int stop;
+    atomic_int failure; /* first failing status */
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    int running;
+} run_state;
+
+typedef struct worker_arg {
+    run_state *state;
+    int index;
+} worker_arg;
+
+static void *worker_main(void *p)
+{
+    worker_arg *w = p;
+    run_state *s = w->state;
+    while (!atomic_load(&s->stop)) {
+        int64_t t = atomic_fetch_add(&s->next, 1);
+        if (t >= s->ntasks) break;
+        oc_status st = s->fn(s->arg, t, w->index);
+        if (st != OC_OK) {
+            int expected = OC_OK;
+            atomic_compare_exchange_strong(&s->failure, &expected, (int)st);
+            atomic_store(&s->stop, 1);
+            break;
+        }
+        atomic_fetch_add(&s->done_weight, s->weights ? s->weights[t] : 1);
+    }
+    pthread_mutex_lock(&s->lock);
+    s->running--;
+    pthread_cond_signal(&s->wake);
+    pthread_mutex_unlock(&s->lock);
+    return NULL;
+}
+
+oc_status oc_parallel_run(oc_context *ctx, int threads, int64_t ntasks, oc_task_fn fn, void *arg,
+                          const int64_t *task_weights, oc_progress_fn progress, void *progress_user)
+{
+    if (ntasks <= 0) return OC_OK;
+    if (threads < 1) threads = 1;
+    if (threads > ntasks) threads = (int)ntasks;
+    int64_t total_weight = 0;
+    for (int64_t t = 0; t < ntasks; ++t) total_weight += task_weights ? task_weights[t] : 1;
+
+    run_state s = {.fn = fn, .arg = arg, .ntasks = ntasks, .weights = task_weights, .running = 0};
+    atomic_init(&s.next, 0);
+    atomic_init(&s.done_weight, 0);
+    atomic_init(&s.stop, 0);
+    atomic_init(&s.failure, OC_OK);
+    pthread_mutex_init(&s.lock, NULL);
+    pthread_cond_init(&s.wake, NULL);
+
+    pthread_t *tids = calloc((size_t)threads, sizeof *tids);
+    worker_arg *args = calloc((size_t)threads, sizeof *args);
+    oc_status st = OC_OK;
+    int started = 0;
+    if (!tids || !args) {
+        st = oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate %d worker thread records", threads);
+        goto cleanup;
+    }
+    for (; started < threads; ++started) {
+        args[started] = (worker_arg){&s, started};
+        pthread_mutex_lock(&s.lock);
+        s.running++;
+        pthread_mutex_unlock(&s.lock);
+        int rc = pthread_create(&tids[started], NULL, worker_main, &args[started]);
+        if (rc != 0) {
+            pthread_mutex_lock(&s.lock);
+            s.running--;
+            pthread_mutex_unlock(&s.lock);
+            atomic_store(&s.stop, 1);
+            st = oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot start worker thread %d of %d (error %d)", started + 1,
+                         threads, rc);
+            break;
+        }
+    }
+
+    /* Wait for the workers, reporting progress and watching the cancel flag meanwhile. */
+    pthread_mutex_lock(&s.lock);
+    while (s.running > 0) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += 100 * 1000 * 1000;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        int rc = pthread_cond_timedwait(&s.wake, &s.lock, &until);
+        if (rc == ETIMEDOUT || rc == 0) {
+            pthread_mutex_unlock(&s.lock);
+            if (oc_cancelled(ctx)) atomic_store(&s.stop, 1);
+            if (progress) progress(progress_user, (double)atomic_load(&s.done_weight), (double)total_weight);
+            pthread_mutex_lock(&s.lock);
+        }
+    }
+    pthread_mutex_unlock(&s.lock);
+
+cleanup:
+    for (int i = 0; i < started; ++i) pthread_join(tids[i], NULL);
+    free(tids);
+    free(args);
+    pthread_cond_destroy(&s.wake);
+    pthread_mutex_destroy(&s.lock);
+    if (st != OC_OK) return st;
+    if (atomic_load(&s.failure) != OC_OK) return oc_trace_at(ctx, (oc_status)atomic_load(&s.failure), __FILE__, __LINE__);
+    if (oc_cancelled(ctx)) return oc_fail(ctx, OC_ERR_CANCELLED, "cancelled");
+    if (progress) progress(progress_user, (double)total_weight, (double)total_weight);
+    return OC_OK;
+}

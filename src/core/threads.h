@@ -1,0 +1,32 @@
+/*
+ * threads.h - a parallel-for over independent tasks on pthreads.
+ *
+ * oc_parallel_run starts `threads` workers that take task indices from one atomic counter
+ * (dynamic scheduling: tiles near the diagonal are cheaper than others). The calling thread
+ * does no task: it wakes about ten times a second to report progress and to check the
+ * context's cancel flag, so both reach the user from the thread that called the library.
+ */
+#ifndef OC_CORE_THREADS_H
+#define OC_CORE_THREADS_H
+
+#include <stdint.h>
+#include "outcore.h"
+
+/* Runs fn(arg, task, worker) for task in [0, ntasks) on `threads` workers (worker in
+ * [0, threads)). A task returns OC_OK or a failure status, which stops the run after the
+ * tasks in flight; the first failure is returned. Tasks run concurrently and must not write the
+ * context: a task that can fail keeps its message in its own job state, under its own
+ * lock, and the caller records it. Cancellation returns OC_ERR_CANCELLED. task_weights
+ * (may be NULL) weigh tasks for progress. progress may be NULL. */
+typedef oc_status (*oc_task_fn)(void *arg, int64_t task, int worker);
+
+oc_status oc_parallel_run(oc_context *ctx, int threads, int64_t ntasks, oc_task_fn fn, void *arg,
+                          const int64_t *task_weights, oc_progress_fn progress, void *progress_user);
+
+/* The number of worker threads a job uses for a requested count (0 = all cores). */
+int oc_threads_resolve(int requested);
+
+/* Monotonic seconds. */
+double oc_now(void);
+
+#endif

@@ -1,0 +1,26 @@
+/*
+ * backend.h - the backend vtable. exec/ reaches the backends only through these tables,
+ * so it includes neither cpu/ nor cuda/; each backend defines its table.
+ */
+#ifndef OC_EXEC_BACKEND_H
+#define OC_EXEC_BACKEND_H
+
+#include "gram_job.h"
+
+#define OC_BACKEND_ABI 1
+
+typedef struct oc_backend_vtbl {
+    int abi;                                  /* OC_BACKEND_ABI */
+    const char *name;                         /* "cpu", "cuda" */
+    /* Nonzero when the backend can run a job on device `device` now (cheap; no messages). */
+    int (*usable)(int device);
+    /* Computes the job; fills the backend fields of job->stats. */
+    oc_status (*gram)(oc_gram_job *job);
+} oc_backend_vtbl;
+
+extern const oc_backend_vtbl oc_backend_cpu;
+#ifdef OC_HAVE_CUDA
+extern const oc_backend_vtbl oc_backend_cuda;
+#endif
+
+#endif

@@ -1,0 +1,172 @@
+/*
+ * gram.c - oc_gram: argument checks, backend choice, destination set-up, statistics.
+ *
+ * Order of work: validate everything that can be validated without computing (shapes,
+ * options, the output path) so that bad input fails before any long computation; then
+ * compute row popcounts once; then run the backend; then commit the output. Any failure
+ * after the output was created removes its temporary file.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include "../core/error.h"
+#include "../core/context.h"
+#include "../core/threads.h"
+#include "../io/io.h"
+#include "backend.h"
+
+static const oc_backend_vtbl *backend_for(const oc_gram_options *opts)
+{
+#ifdef OC_HAVE_CUDA
+    if (opts->backend != OC_BACKEND_CPU && oc_backend_cuda.usable(opts->device)) return &oc_backend_cuda;
+    if (opts->backend == OC_BACKEND_CUDA) return NULL;
+#else
+    if (opts->backend == OC_BACKEND_CUDA) return NULL;
+#endif
+    return &oc_backend_cpu;
+}
+
+int oc_cuda_device_count(void)
+{
+#ifdef OC_HAVE_CUDA
+    int count = 0;
+    while (count < 64 && oc_backend_cuda.usable(count)) count++;
+    return count;
+#else
+    return 0;
+#endif
+}
+
+static oc_status check_options(oc_context *ctx, const oc_gram_options *o, int64_t m, oc_dtype *dtype)
+{
+    if (o->struct_size < sizeof(oc_gram_options))
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_gram_options.struct_size is %zu, expected %zu: start from OC_GRAM_OPTIONS_INIT",
+                       o->struct_size, sizeof(oc_gram_options));
+    if ((unsigned)o->metric > OC_METRIC_HAMMING)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "unknown metric %d", (int)o->metric);
+    *dtype = oc_gram_result_dtype(o->metric, o->dtype);
+    if (*dtype == OC_DTYPE_DEFAULT)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "dtype %s does not hold metric %s (counts and hamming: int32 or uint16; jaccard and cosine: float32)",
+                       oc_dtype_name(o->dtype) ? oc_dtype_name(o->dtype) : "?", oc_metric_name(o->metric));
+    if (*dtype == OC_DTYPE_UINT16 && m >= 65536)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "dtype uint16 needs fewer than 65536 columns so every %s fits; the matrix has %lld",
+                       oc_metric_name(o->metric), (long long)m);
+    if (o->threads < 0) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "threads must be >= 0, got %d", o->threads);
+    if (o->tile < 0) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "tile must be >= 0, got %lld", (long long)o->tile);
+    if (o->gpu_mem_bytes < 0 || !(o->gpu_mem_fraction > 0.0 && o->gpu_mem_fraction <= 1.0))
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "the GPU memory budget must be a positive size or a fraction in (0, 1]");
+    if (o->topk < 0) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "topk must be positive, got %lld", (long long)o->topk);
+    if (o->topk > 0 && o->use_threshold)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "top-k and threshold outputs are exclusive: choose one");
+    return OC_OK;
+}
+
+static int64_t host_peak_bytes(void)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0) return 0;
+    return (int64_t)ru.ru_maxrss * 1024; /* Linux reports kilobytes */
+}
+
+oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const oc_gram_options *opts,
+                  const oc_output *out, oc_gram_stats *stats)
+{
+    if (!ctx) return OC_ERR_INVALID_ARGUMENT;
+    oc_context_begin_job(ctx);
+    if (!a || !opts || !out) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_gram: a, opts and out must not be NULL");
+    if (out->struct_size < sizeof(oc_output))
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_output.struct_size is %zu, expected %zu: start from OC_OUTPUT_INIT",
+                       out->struct_size, sizeof(oc_output));
+    if (stats && stats->struct_size < sizeof(oc_gram_stats))
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_gram_stats.struct_size is %zu, expected %zu", stats->struct_size,
+                       sizeof(oc_gram_stats));
+
+    double t0 = oc_now();
+    int symmetric = (b == NULL || b == a);
+    if (symmetric) b = a;
+    if (a->cols != b->cols)
+        return oc_fail(ctx, OC_ERR_INPUT, "%s has %lld columns but %s has %lld: A and B must have the same number of columns",
+                       b->name, (long long)b->cols, a->name, (long long)a->cols);
+
+    oc_dtype dtype;
+    OC_CHECK(check_options(ctx, opts, a->cols, &dtype));
+    int64_t n = a->rows, p = b->rows, m = a->cols, np, npm;
+    if (!oc_mul_i64(n, p, &np) || !oc_mul_i64(np, (int64_t)oc_dtype_size(dtype), &(int64_t){0}) ||
+        !oc_mul_i64(np, m, &npm))
+        return oc_fail(ctx, OC_ERR_INPUT, "the result of %lld x %lld rows over %lld columns overflows 64-bit sizes",
+                       (long long)n, (long long)p, (long long)m);
+
+    const oc_backend_vtbl *backend = backend_for(opts);
+    if (!backend)
+        return oc_fail(ctx, OC_ERR_UNSUPPORTED,
+#ifdef OC_HAVE_CUDA
+                       "backend cuda: CUDA device %d is not usable (no device, or the driver does not work)", opts->device
+#else
+                       "backend cuda: this build of outcore has no CUDA support (configure with nvcc available)"
+#endif
+        );
+
+    oc_gram_stats local_stats = {.struct_size = sizeof local_stats};
+    oc_gram_stats *st_out = stats ? stats : &local_stats;
+    memset((char *)st_out + sizeof(size_t), 0, sizeof *st_out - sizeof(size_t));
+
+    oc_status st = OC_OK;
+    oc_npy_out *npy = NULL;
+    int64_t *pops = NULL;
+    oc_dense_sink sink = {.elem_size = oc_dtype_size(dtype), .symmetric = symmetric};
+    oc_gram_job job = {.ctx = ctx, .a = a, .b = b, .symmetric = symmetric, .n = n, .p = p, .m = m,
+                       .metric = opts->metric, .dtype = dtype, .opts = opts, .stats = st_out};
+
+    switch (out->kind) {
+    case OC_OUTPUT_MEMORY:
+        if (!out->data) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "output memory is NULL");
+        if (out->ld != 0 && out->ld < p)
+            return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "output ld %lld is smaller than the %lld result columns",
+                           (long long)out->ld, (long long)p);
+        sink.base = out->data;
+        sink.ld = out->ld ? out->ld : p;
+        job.dense = &sink;
+        break;
+    case OC_OUTPUT_FILE: {
+        char ext[16];
+        if (!out->path) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "output path is NULL");
+        if (strcmp(oc_path_extension(out->path, ext, sizeof ext), "npy") != 0)
+            return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: a dense result is written as .npy; got '.%s'", out->path, ext);
+        void *data;
+        OC_CHECK(oc_npy_out_create(ctx, out->path, (int)dtype, n, p, &npy, &data));
+        sink.base = data;
+        sink.ld = p;
+        job.dense = &sink;
+        break;
+    }
+    case OC_OUTPUT_DISCARD: job.dense = NULL; break;
+    default:
+        return oc_fail(ctx, OC_ERR_UNSUPPORTED, "output kind %d is not supported by this version", (int)out->kind);
+    }
+
+    pops = malloc((size_t)(n + (symmetric ? 0 : p)) * sizeof *pops);
+    if (!pops) {
+        st = oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate row popcounts for %lld rows", (long long)(n + p));
+        goto cleanup;
+    }
+    oc_matrix_row_popcounts(a, pops);
+    if (!symmetric) oc_matrix_row_popcounts(b, pops + n);
+    job.pop_a = pops;
+    job.pop_b = symmetric ? pops : pops + n;
+
+    st_out->bit_macs_effective = (double)n * (double)p * (double)m;
+    OC_CHECK_GOTO(backend->gram(&job));
+    if (npy) {
+        oc_npy_out *w = npy;
+        npy = NULL;
+        OC_CHECK_GOTO(oc_npy_out_commit(ctx, w));
+    }
+
+cleanup:
+    oc_npy_out_abort(npy);
+    free(pops);
+    st_out->seconds = oc_now() - t0;
+    st_out->host_peak_bytes = host_peak_bytes();
+    return st;
+}

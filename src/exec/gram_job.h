@@ -1,0 +1,31 @@
+/*
+ * gram_job.h - one Gram job as the backends see it.
+ *
+ * exec/gram.c validates the public arguments, resolves defaults, prepares the destination
+ * and fills this struct; a backend computes tiles and hands each finished tile to the
+ * destination (dense sink or selection) that the job names.
+ */
+#ifndef OC_EXEC_GRAM_JOB_H
+#define OC_EXEC_GRAM_JOB_H
+
+#include <stdint.h>
+#include "outcore.h"
+#include "../core/matrix.h"
+#include "sink.h"
+
+typedef struct oc_gram_job {
+    oc_context *ctx;
+    const oc_matrix *a;
+    const oc_matrix *b;       /* == a when symmetric */
+    int symmetric;            /* A·Aᵀ: compute tiles with J >= I only */
+    int64_t n, p, m;          /* C is n x p; m columns */
+    oc_metric metric;
+    oc_dtype dtype;           /* resolved: INT32, UINT16 or FLOAT32 */
+    const int64_t *pop_a;     /* row popcounts of a, n of them */
+    const int64_t *pop_b;     /* of b, p of them (== pop_a when symmetric) */
+    const oc_gram_options *opts;
+    oc_dense_sink *dense;     /* dense destination, or NULL when the result is discarded */
+    oc_gram_stats *stats;     /* never NULL inside the library; the backend fills its fields */
+} oc_gram_job;
+
+#endif

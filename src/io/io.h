@@ -1,0 +1,48 @@
+/*
+ * io.h - file formats: readers that produce oc_matrix, and the .npy output writer.
+ *
+ * Every reader names the file and the problem in its message and returns OC_ERR_INPUT
+ * for bad input. Every writer writes under a temporary name in the destination directory
+ * (PATH.tmp-XXXXXX) and renames it over PATH only when complete, so a failed or
+ * interrupted job never leaves a file that looks done.
+ */
+#ifndef OC_IO_IO_H
+#define OC_IO_IO_H
+
+#include <stdint.h>
+#include "outcore.h"
+
+/* Readers (oc_matrix_open dispatches on the extension). */
+oc_status oc_npy_read(oc_context *ctx, const char *path, int64_t bits, oc_matrix **out);
+oc_status oc_mtx_read(oc_context *ctx, const char *path, oc_matrix **out);
+oc_status oc_text_read(oc_context *ctx, const char *path, oc_matrix **out);
+
+/* A dense .npy being written through a shared memory map. */
+typedef struct oc_npy_out oc_npy_out;
+
+/* Creates PATH's temporary file sized for a rows x cols array of dtype (INT32, UINT16,
+ * FLOAT32 or, for oc_matrix_save, the internal UINT8 code below), maps it, and returns the
+ * address of element (0,0). Fails with OC_ERR_INPUT when the directory is missing or not
+ * writable. */
+#define OC_NPY_UINT8 100
+oc_status oc_npy_out_create(oc_context *ctx, const char *path, int dtype, int64_t rows, int64_t cols,
+                            oc_npy_out **out, void **data);
+/* Flushes, unmaps and renames the file into place; frees w. */
+oc_status oc_npy_out_commit(oc_context *ctx, oc_npy_out *w);
+/* Unmaps and removes the temporary file; frees w. NULL is a no-op. */
+void oc_npy_out_abort(oc_npy_out *w);
+
+/* Temporary-name helpers for writers of other formats (.npz, .tsv, .mtx). */
+typedef struct oc_tmpfile {
+    char *path;      /* final name */
+    char *tmp_path;  /* where it is written */
+    int fd;
+} oc_tmpfile;
+oc_status oc_tmpfile_open(oc_context *ctx, const char *path, oc_tmpfile *f);
+oc_status oc_tmpfile_commit(oc_context *ctx, oc_tmpfile *f); /* fsync-free close + rename */
+void oc_tmpfile_abort(oc_tmpfile *f);
+
+/* Lower-case extension of path without the dot ("npy"), or "" when none. */
+const char *oc_path_extension(const char *path, char *buf, size_t bufsize);
+
+#endif

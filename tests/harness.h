@@ -1,0 +1,48 @@
+/*
+ * harness.h - the tiny test harness of outcore's C tests.
+ *
+ * CHECK(cond) and CHECK_EQ_I64(a, b) record a failure with file:line and go on, so one run
+ * shows every broken case; main() returns oc_test_finish(), which is 1 after any failure,
+ * 77 (ctest's "skipped") when the test called oc_test_skip() and checked nothing, else 0.
+ */
+#ifndef OC_TEST_HARNESS_H
+#define OC_TEST_HARNESS_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+extern int oc_test_failures;
+extern int oc_test_checks;
+
+void oc_test_fail(const char *file, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        oc_test_checks++;                                                                          \
+        if (!(cond)) oc_test_fail(__FILE__, __LINE__, "CHECK(%s)", #cond);                         \
+    } while (0)
+
+#define CHECK_MSG(cond, ...)                                                                       \
+    do {                                                                                           \
+        oc_test_checks++;                                                                          \
+        if (!(cond)) oc_test_fail(__FILE__, __LINE__, __VA_ARGS__);                                \
+    } while (0)
+
+#define CHECK_EQ_I64(a, b)                                                                         \
+    do {                                                                                           \
+        long long oc_a_ = (long long)(a), oc_b_ = (long long)(b);                                  \
+        oc_test_checks++;                                                                          \
+        if (oc_a_ != oc_b_) oc_test_fail(__FILE__, __LINE__, "%s == %lld, expected %s == %lld", #a, oc_a_, #b, oc_b_); \
+    } while (0)
+
+/* Marks the test as skipped with a reason (printed). */
+void oc_test_skip(const char *reason);
+int oc_test_finish(void);
+
+/* ../shared/data/<name> relative to the source tree, or NULL when absent. */
+const char *oc_test_data_path(const char *name, char *buf, size_t size);
+
+/* A deterministic xorshift generator for test data. */
+uint64_t oc_test_rand(uint64_t *state);
+
+#endif
