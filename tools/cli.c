@@ -1,0 +1,199 @@
+#include "cli.h"
+
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+int cli_usage_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("outcore: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return OC_EXIT_USAGE;
+}
+
+int cli_exit_code(oc_status st)
+{
+    switch (st) {
+    case OC_OK: return OC_EXIT_OK;
+    case OC_ERR_INVALID_ARGUMENT:
+    case OC_ERR_INPUT: return OC_EXIT_USAGE;
+    case OC_ERR_CANCELLED: return OC_EXIT_CANCELLED;
+    default: return OC_EXIT_FAILURE;
+    }
+}
+
+int cli_status_error(oc_context *ctx, oc_status st)
+{
+    const char *msg = ctx ? oc_context_last_error(ctx) : "";
+    fprintf(stderr, "outcore: %s\n", msg && *msg ? msg : oc_status_string(st));
+    if (ctx && getenv("OUTCORE_VERBOSE")) fputs(oc_context_error_trace(ctx), stderr);
+    return cli_exit_code(st);
+}
+
+int cli_parse_i64(const char *text, int64_t *out)
+{
+    if (!text || !*text) return -1;
+    char *end;
+    errno = 0;
+    long long v = strtoll(text, &end, 10);
+    if (errno || *end) return -1;
+    *out = v;
+    return 0;
+}
+
+int cli_parse_double(const char *text, double *out)
+{
+    if (!text || !*text) return -1;
+    char *end;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (errno || *end || !isfinite(v)) return -1;
+    *out = v;
+    return 0;
+}
+
+int cli_parse_size(const char *text, int64_t *bytes, double *fraction)
+{
+    if (!text || !*text) return -1;
+    char *end;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (errno || end == text || !isfinite(v) || v <= 0) return -1;
+    if (strcmp(end, "%") == 0) {
+        if (v > 100) return -1;
+        *fraction = v / 100.0;
+        *bytes = 0;
+        return 0;
+    }
+    static const struct { const char *suffix; double scale; } units[] = {
+        {"", 1}, {"B", 1}, {"K", 1024.0}, {"KB", 1024.0}, {"KiB", 1024.0}, {"M", 1048576.0}, {"MB", 1048576.0},
+        {"MiB", 1048576.0}, {"G", 1073741824.0}, {"GB", 1073741824.0}, {"GiB", 1073741824.0},
+        {"T", 1099511627776.0}, {"TB", 1099511627776.0}, {"TiB", 1099511627776.0}};
+    for (size_t k = 0; k < sizeof units / sizeof units[0]; ++k) {
+        if (strcasecmp(end, units[k].suffix) == 0) {
+            double b = v * units[k].scale;
+            if (b < 1 || b > 9.0e18) return -1;
+            *bytes = (int64_t)b;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+int cli_option(int argc, char **argv, int *i, const char *name, const char **value)
+{
+    const char *arg = argv[*i];
+    size_t len = strlen(name);
+    if (strncmp(arg, name, len) != 0) return 0;
+    if (arg[len] == '=') {
+        *value = arg + len + 1;
+        return 1;
+    }
+    if (arg[len] != '\0') return 0;
+    if (*i + 1 >= argc) {
+        cli_usage_error("option %s needs a value (see outcore --help)", name);
+        return -1;
+    }
+    *value = argv[++*i];
+    return 1;
+}
+
+double cli_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+const char *cli_si(double v, char *buf, int size)
+{
+    static const char prefixes[] = " kMGTPE";
+    int k = 0;
+    while (fabs(v) >= 1000.0 && k < 6) {
+        v /= 1000.0;
+        k++;
+    }
+    if (k == 0)
+        snprintf(buf, (size_t)size, "%.3g", v);
+    else
+        snprintf(buf, (size_t)size, "%.3g %c", v, prefixes[k]);
+    return buf;
+}
+
+const char *cli_bytes(double b, char *buf, int size)
+{
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int k = 0;
+    while (b >= 1024.0 && k < 4) {
+        b /= 1024.0;
+        k++;
+    }
+    snprintf(buf, (size_t)size, k ? "%.1f %s" : "%.0f %s", b, units[k]);
+    return buf;
+}
+
+void cli_progress_init(cli_progress *p, const char *label, int enabled)
+{
+    p->start = cli_now();
+    p->last_draw = 0;
+    p->drawn = 0;
+    p->label = label;
+    /* A bar is for people: only on a terminal, and never when asked to be quiet. */
+    p->enabled = enabled && isatty(STDERR_FILENO);
+}
+
+void cli_progress_update(void *user, double done, double total)
+{
+    cli_progress *p = user;
+    if (!p->enabled || total <= 0) return;
+    double now = cli_now(), elapsed = now - p->start;
+    if (elapsed < 1.0 || (p->drawn && now - p->last_draw < 0.1)) return;
+    double frac = done / total;
+    if (frac > 1) frac = 1;
+    char bar[31];
+    int fill = (int)(frac * 30);
+    for (int k = 0; k < 30; ++k) bar[k] = k < fill ? '#' : '.';
+    bar[30] = '\0';
+    double eta = frac > 0 ? elapsed * (1 - frac) / frac : 0;
+    fprintf(stderr, "\r%s [%s] %5.1f%%  %.1f%%/s  ETA %.0fs   ", p->label, bar, 100 * frac,
+            100 * frac / elapsed, eta);
+    fflush(stderr);
+    p->last_draw = now;
+    p->drawn = 1;
+}
+
+void cli_progress_finish(cli_progress *p)
+{
+    if (p->drawn) fputs("\r\033[K", stderr);
+    p->drawn = 0;
+}
+
+static oc_context *signal_ctx;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    if (signal_ctx) oc_context_cancel(signal_ctx);
+}
+
+void cli_cancel_on_signal(oc_context *ctx)
+{
+    signal_ctx = ctx;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+}

@@ -1,0 +1,56 @@
+/*
+ * cli.h - what the subcommands share: error reporting with exit codes, option value
+ * parsing, the progress bar and the job summary. Uses include/outcore.h only.
+ */
+#ifndef OC_TOOLS_CLI_H
+#define OC_TOOLS_CLI_H
+
+#include <stdint.h>
+#include "outcore.h"
+
+#define OC_EXIT_OK 0
+#define OC_EXIT_FAILURE 1
+#define OC_EXIT_USAGE 2
+#define OC_EXIT_CANCELLED 130
+
+/* Prints "outcore: <message>" on stderr (one line) and returns 2. */
+int cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Prints the context's last error and returns the exit status its status maps to. With
+ * OUTCORE_VERBOSE set, the file:line trace follows on further lines. */
+int cli_status_error(oc_context *ctx, oc_status st);
+int cli_exit_code(oc_status st);
+
+/* Strict parsers: the whole text must be the value. Return 0 on success. */
+int cli_parse_i64(const char *text, int64_t *out);
+int cli_parse_double(const char *text, double *out);
+/* "123", "64K", "64M", "2G", "1.5GiB" -> bytes; "90%" -> *fraction = 0.9, *bytes = 0. */
+int cli_parse_size(const char *text, int64_t *bytes, double *fraction);
+
+/* Matches "--name VALUE" or "--name=VALUE" at argv[*i]; advances *i past the value.
+ * Returns 1 when matched (value in *value), 0 when argv[*i] is another option, -1 when the
+ * value is missing (after printing the usage error). */
+int cli_option(int argc, char **argv, int *i, const char *name, const char **value);
+
+/* The progress bar: pass as oc_gram_options.progress with a cli_progress as user data. It
+ * draws on stderr (a terminal only) once the job has run about a second. */
+typedef struct cli_progress {
+    double start;
+    double last_draw;
+    int drawn;
+    int enabled;
+    const char *label;
+} cli_progress;
+void cli_progress_init(cli_progress *p, const char *label, int enabled);
+void cli_progress_update(void *user, double done, double total);
+void cli_progress_finish(cli_progress *p);
+
+double cli_now(void);
+/* "1.23 T", "456 G" style figure with a unit prefix. */
+const char *cli_si(double value, char *buf, int size);
+/* "120 MiB" style byte count. */
+const char *cli_bytes(double bytes, char *buf, int size);
+
+/* Installs SIGINT/SIGTERM handlers that cancel the job running on ctx. */
+void cli_cancel_on_signal(oc_context *ctx);
+
+#endif

@@ -1,0 +1,212 @@
+/* cmd_gram.c - `outcore gram`: the binary Gram matrix of one or two 0/1 matrix files. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "commands.h"
+
+static const char gram_usage[] =
+    "usage: outcore gram A [B] -o OUT [options]\n"
+    "\n"
+    "Computes C = A·Aᵀ (or A·Bᵀ) of 0/1 matrices exactly: C[i,j] counts the columns where\n"
+    "rows i and j are both 1; --metric turns counts into similarities.\n"
+    "Inputs: .npy (bool/uint8/int8 0/1; or numpy.packbits rows with --bits), .mtx, .txt/.csv.\n"
+    "Output: OUT.npy, dense (int32 counts; float32 jaccard/cosine).\n"
+    "\n"
+    "  -o, --output OUT       result file (written under a temporary name, renamed when done)\n"
+    "  --metric M             counts (default), jaccard, cosine, hamming\n"
+    "  --dtype T              int32 | uint16 (counts/hamming, < 65536 columns) | float32\n"
+    "  --bits M               .npy inputs hold numpy.packbits(A, axis=1) of M columns\n"
+    "  --backend B            auto (default: CUDA when usable, else CPU), cpu, cuda\n"
+    "  --threads N            CPU worker threads (default: all cores)\n"
+    "  --device N             CUDA device index (default 0)\n"
+    "  --gpu-mem SIZE|PCT     device memory budget, e.g. 2G or 50% (default 90%% of free)\n"
+    "  --gpu-mem-mode MODE    grow (default) or reserve\n"
+    "  --host-mem SIZE        cap on pinned host staging memory\n"
+    "  --tile N               tile edge in rows (default: chosen by the planner)\n"
+    "  --json                 print the summary as JSON on stdout\n"
+    "  --quiet                no progress bar and no summary\n";
+
+typedef struct gram_args {
+    const char *inputs[2];
+    int ninputs;
+    const char *output;
+    int64_t bits;
+    int json, quiet;
+    oc_gram_options opts;
+} gram_args;
+
+/* Parses argv into args; returns -1 when parsing succeeded, else the exit status. */
+static int parse_gram_args(int argc, char **argv, gram_args *g)
+{
+    for (int i = 1; i < argc; ++i) {
+        const char *arg = argv[i], *v = NULL;
+        int r;
+        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+            fputs(gram_usage, stdout);
+            return OC_EXIT_OK;
+        }
+        if (strcmp(arg, "--json") == 0) { g->json = 1; continue; }
+        if (strcmp(arg, "--quiet") == 0 || strcmp(arg, "-q") == 0) { g->quiet = 1; continue; }
+#define OPTION(name) ((r = cli_option(argc, argv, &i, name, &v)) != 0)
+        if (OPTION("-o") || OPTION("--output")) {
+            if (r < 0) return OC_EXIT_USAGE;
+            g->output = v;
+        } else if (OPTION("--metric")) {
+            if (r < 0) return OC_EXIT_USAGE;
+            if (oc_metric_parse(v, &g->opts.metric) != OC_OK)
+                return cli_usage_error("--metric %s: expected counts, jaccard, cosine or hamming", v);
+        } else if (OPTION("--dtype")) {
+            if (r < 0) return OC_EXIT_USAGE;
+            if (oc_dtype_parse(v, &g->opts.dtype) != OC_OK)
+                return cli_usage_error("--dtype %s: expected int32, uint16 or float32", v);
+        } else if (OPTION("--backend")) {
+            if (r < 0) return OC_EXIT_USAGE;
+            if (oc_backend_parse(v, &g->opts.backend) != OC_OK)
+                return cli_usage_error("--backend %s: expected auto, cpu or cuda", v);
+        } else if (OPTION("--threads")) {
+            int64_t t;
+            if (r < 0) return OC_EXIT_USAGE;
+            if (cli_parse_i64(v, &t) || t < 1 || t > 4096)
+                return cli_usage_error("--threads %s: expected a whole number from 1 to 4096", v);
+            g->opts.threads = (int)t;
+        } else if (OPTION("--device")) {
+            int64_t d;
+            if (r < 0) return OC_EXIT_USAGE;
+            if (cli_parse_i64(v, &d) || d < 0 || d > 1024) return cli_usage_error("--device %s: expected a device index", v);
+            g->opts.device = (int)d;
+        } else if (OPTION("--gpu-mem")) {
+            if (r < 0) return OC_EXIT_USAGE;
+            if (cli_parse_size(v, &g->opts.gpu_mem_bytes, &g->opts.gpu_mem_fraction))
+                return cli_usage_error("--gpu-mem %s: expected a size such as 2G or 512M, or a percentage such as 50%%", v);
+        } else if (OPTION("--gpu-mem-mode")) {
+            if (r < 0) return OC_EXIT_USAGE;
+            if (strcmp(v, "grow") == 0) g->opts.gpu_mem_mode = OC_GPU_MEM_GROW;
+            else if (strcmp(v, "reserve") == 0) g->opts.gpu_mem_mode = OC_GPU_MEM_RESERVE;
+            else return cli_usage_error("--gpu-mem-mode %s: expected grow or reserve", v);
+        } else if (OPTION("--host-mem")) {
+            double frac = 0;
+            if (r < 0) return OC_EXIT_USAGE;
+            if (cli_parse_size(v, &g->opts.host_mem_bytes, &frac) || frac != 0)
+                return cli_usage_error("--host-mem %s: expected a size such as 4G", v);
+        } else if (OPTION("--tile")) {
+            if (r < 0) return OC_EXIT_USAGE;
+            if (cli_parse_i64(v, &g->opts.tile) || g->opts.tile < 1)
+                return cli_usage_error("--tile %s: expected a positive number of rows", v);
+        } else if (OPTION("--bits")) {
+            if (r < 0) return OC_EXIT_USAGE;
+            if (cli_parse_i64(v, &g->bits) || g->bits < 1)
+                return cli_usage_error("--bits %s: expected the positive column count of the packed matrix", v);
+        } else if (arg[0] == '-' && arg[1] != '\0') {
+            return cli_usage_error("gram: unknown option %s (see outcore gram --help)", arg);
+        } else {
+            if (g->ninputs == 2) return cli_usage_error("gram: at most two inputs (A and B), got a third: %s", arg);
+            g->inputs[g->ninputs++] = arg;
+        }
+#undef OPTION
+    }
+    if (g->ninputs == 0) return cli_usage_error("gram: no input matrix given (see outcore gram --help)");
+    if (!g->output) return cli_usage_error("gram: no output given: add -o OUT.npy");
+    return -1;
+}
+
+static void json_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; s && *s; ++s) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+        else if (c < 0x20) fprintf(f, "\\u%04x", c);
+        else fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+static void print_summary(const gram_args *g, const oc_matrix *a, const oc_matrix *b, const oc_gram_stats *s,
+                          double load_seconds)
+{
+    int64_t n = oc_matrix_rows(a), p = b ? oc_matrix_rows(b) : n, m = oc_matrix_cols(a);
+    oc_dtype dtype = oc_gram_result_dtype(g->opts.metric, g->opts.dtype);
+    double eff = s->seconds > 0 ? s->bit_macs_effective / s->seconds : 0;
+    double raw = s->seconds > 0 ? s->bit_macs_computed / s->seconds : 0;
+    if (g->json) {
+        printf("{\"command\": \"gram\", \"a\": ");
+        json_string(stdout, g->inputs[0]);
+        printf(", \"b\": ");
+        if (g->ninputs > 1) json_string(stdout, g->inputs[1]); else printf("null");
+        printf(", \"output\": ");
+        json_string(stdout, g->output);
+        printf(", \"n\": %lld, \"p\": %lld, \"m\": %lld, \"metric\": \"%s\", \"dtype\": \"%s\", \"backend\": \"%s\", "
+               "\"backend_desc\": ",
+               (long long)n, (long long)p, (long long)m, oc_metric_name(g->opts.metric), oc_dtype_name(dtype),
+               oc_backend_name(s->backend));
+        json_string(stdout, s->backend_desc);
+        printf(", \"seconds\": %.6f, \"load_seconds\": %.6f, \"bit_macs_computed\": %.0f, \"bit_macs_effective\": %.0f, "
+               "\"rate_computed\": %.6g, \"rate_effective\": %.6g, \"tiles\": %lld, \"host_peak_bytes\": %lld, "
+               "\"gpu\": {\"budget_bytes\": %lld, \"peak_bytes\": %lld, \"current_bytes\": %lld, \"allocations\": %lld, "
+               "\"bytes_h2d\": %lld, \"bytes_d2h\": %lld}}\n",
+               s->seconds, load_seconds, s->bit_macs_computed, s->bit_macs_effective, raw, eff, (long long)s->tiles,
+               (long long)s->host_peak_bytes, (long long)s->dev_budget_bytes, (long long)s->dev_peak_bytes,
+               (long long)s->dev_current_bytes, (long long)s->dev_allocations, (long long)s->bytes_h2d,
+               (long long)s->bytes_d2h);
+        return;
+    }
+    char r1[32], r2[32], mem[32], gpu[128] = "";
+    if (s->backend == OC_BACKEND_CUDA) {
+        char peak[32], budget[32];
+        snprintf(gpu, sizeof gpu, ", GPU peak %s of %s budget", cli_bytes((double)s->dev_peak_bytes, peak, sizeof peak),
+                 cli_bytes((double)s->dev_budget_bytes, budget, sizeof budget));
+    }
+    fprintf(stderr,
+            "outcore: %s %lld x %lld over %lld columns on %s: %.3f s, %sbit-MAC/s effective (%sbit-MAC/s computed), "
+            "peak memory %s%s -> %s\n",
+            oc_metric_name(g->opts.metric), (long long)n, (long long)p, (long long)m, s->backend_desc, s->seconds,
+            cli_si(eff, r1, sizeof r1), cli_si(raw, r2, sizeof r2), cli_bytes((double)s->host_peak_bytes, mem, sizeof mem),
+            gpu, g->output);
+}
+
+int oc_cmd_gram(int argc, char **argv)
+{
+    gram_args g = {.opts = OC_GRAM_OPTIONS_INIT};
+    int rc = parse_gram_args(argc, argv, &g);
+    if (rc >= 0) return rc;
+
+    oc_context *ctx = NULL;
+    oc_matrix *a = NULL, *b = NULL;
+    oc_status st = oc_context_create(&ctx);
+    if (st != OC_OK) return cli_usage_error("cannot create a context: %s", oc_status_string(st)) - 1;
+    cli_cancel_on_signal(ctx);
+
+    double t0 = cli_now();
+    st = oc_matrix_open(ctx, g.inputs[0], g.bits, &a);
+    if (st == OC_OK && g.ninputs > 1) st = oc_matrix_open(ctx, g.inputs[1], g.bits, &b);
+    if (st != OC_OK) {
+        rc = cli_status_error(ctx, st);
+        goto done;
+    }
+    double load_seconds = cli_now() - t0;
+
+    cli_progress progress;
+    cli_progress_init(&progress, "gram", !g.quiet);
+    g.opts.progress = cli_progress_update;
+    g.opts.progress_user = &progress;
+    oc_output out = OC_OUTPUT_INIT;
+    out.kind = OC_OUTPUT_FILE;
+    out.path = g.output;
+    oc_gram_stats stats = {.struct_size = sizeof stats};
+    st = oc_gram(ctx, a, b, &g.opts, &out, &stats);
+    cli_progress_finish(&progress);
+    if (st != OC_OK) {
+        rc = cli_status_error(ctx, st);
+        goto done;
+    }
+    if (!g.quiet || g.json) print_summary(&g, a, b, &stats, load_seconds);
+    rc = OC_EXIT_OK;
+
+done:
+    oc_matrix_free(a);
+    oc_matrix_free(b);
+    oc_context_free(ctx);
+    return rc;
+}

@@ -1,0 +1,47 @@
+/* main.c - the outcore command line: dispatches to the subcommands. Uses outcore.h only. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "commands.h"
+#include "outcore.h"
+
+static const char usage[] =
+    "usage: outcore <command> [options]\n"
+    "\n"
+    "Binary Gram matrices (A·Aᵀ of 0/1 matrices) that do not fit: exact counts, Jaccard,\n"
+    "cosine and Hamming similarity, on 1-bit tensor cores or a fast CPU backend.\n"
+    "\n"
+    "commands:\n"
+    "  gram      C = A·Aᵀ or A·Bᵀ of 0/1 matrix files          (outcore gram --help)\n"
+    "  gen       write a random 0/1 matrix with planted near-duplicates\n"
+    "  demo      run the main job on a built-in example and check what it finds\n"
+    "  devices   the GPUs (and CPU) outcore can use, their limits and bandwidth\n"
+    "  inspect   registers, shared memory and launch limits of a PTX/cubin kernel\n"
+    "\n"
+    "  --version, --help\n"
+    "Exit status: 0 success, 2 bad input or usage, 1 other failures, 130 interrupted.\n";
+
+int main(int argc, char **argv)
+{
+    static const struct { const char *name; int (*run)(int, char **); } commands[] = {
+        {"gram", oc_cmd_gram},       {"gen", oc_cmd_gen},         {"demo", oc_cmd_demo},
+        {"devices", oc_cmd_devices}, {"inspect", oc_cmd_inspect},
+    };
+    if (argc < 2) {
+        fputs(usage, stderr);
+        return OC_EXIT_USAGE;
+    }
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
+        fputs(usage, stdout);
+        return OC_EXIT_OK;
+    }
+    if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {
+        printf("outcore %s (cpu %s, %d CUDA device%s)\n", oc_version(), oc_cpu_isa(), oc_cuda_device_count(),
+               oc_cuda_device_count() == 1 ? "" : "s");
+        return OC_EXIT_OK;
+    }
+    for (size_t k = 0; k < sizeof commands / sizeof commands[0]; ++k)
+        if (strcmp(argv[1], commands[k].name) == 0) return commands[k].run(argc - 1, argv + 1);
+    return cli_usage_error("unknown command '%s' (see outcore --help)", argv[1]);
+}
