@@ -1,0 +1,39 @@
+# The two set-up commands of the README:
+#   make demo   builds outcore and runs the main job on a built-in example (GPU when usable)
+#   make test   builds everything and runs every test, then the C tests again under
+#               AddressSanitizer and UndefinedBehaviorSanitizer
+BUILD ?= build
+ASAN_BUILD ?= build-asan
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+PYTHON ?= python3
+
+.PHONY: all demo test test-fast pydeps bench gpu-check clean
+
+all:
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
+	cmake --build $(BUILD) -j $(JOBS)
+
+demo: all
+	$(BUILD)/outcore demo
+
+# numpy, scipy and pytest are what the CLI and binding tests compare against.
+pydeps:
+	@$(PYTHON) -c "import numpy, scipy, pytest" 2>/dev/null || \
+	  $(PYTHON) -m pip install --quiet numpy scipy pytest
+
+test: pydeps all
+	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DOUTCORE_CUDA=OFF \
+	  -DOUTCORE_SANITIZE=address,undefined -DCMAKE_C_FLAGS="-O1"
+	cmake --build $(ASAN_BUILD) -j $(JOBS)
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  ctest --test-dir $(ASAN_BUILD) -L unit --output-on-failure -j $(JOBS)
+
+bench: all
+	$(PYTHON) bench/bench_cpu.py
+
+gpu-check:
+	bash bench/gpu_check.sh
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)

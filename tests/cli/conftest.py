@@ -1,0 +1,74 @@
+"""Shared fixtures of the CLI tests: the binary, a runner, numpy references."""
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+SOURCE_DIR = Path(os.environ.get("OUTCORE_SOURCE_DIR", Path(__file__).resolve().parents[2]))
+DATA_DIR = SOURCE_DIR.parent / "shared" / "data"
+
+
+def outcore_bin():
+    path = os.environ.get("OUTCORE_BIN")
+    if path and Path(path).exists():
+        return path
+    fallback = SOURCE_DIR / "build" / "outcore"
+    if fallback.exists():
+        return str(fallback)
+    pytest.skip("outcore binary not found: set OUTCORE_BIN or build into ./build")
+
+
+def run(*args, check=True, env=None):
+    """Runs the CLI; returns the CompletedProcess (text mode)."""
+    full_env = dict(os.environ)
+    if env:
+        full_env.update(env)
+    proc = subprocess.run([outcore_bin(), *map(str, args)], capture_output=True, text=True, env=full_env)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"outcore {' '.join(map(str, args))} exited {proc.returncode}: {proc.stderr}")
+    return proc
+
+
+def data_file(name):
+    path = DATA_DIR / name
+    if not path.exists():
+        pytest.skip(f"{path} is absent (../shared/data is not beside the project)")
+    return path
+
+
+def reference(a, b=None, metric="counts", dtype=None):
+    """The Gram semantics of design.md, computed with numpy in float64/int64."""
+    a = np.asarray(a, dtype=np.int64)
+    b = a if b is None else np.asarray(b, dtype=np.int64)
+    c = a @ b.T
+    pa = a.sum(axis=1)[:, None]
+    pb = b.sum(axis=1)[None, :]
+    if metric == "counts":
+        out = c
+    elif metric == "hamming":
+        out = pa + pb - 2 * c
+    elif metric == "jaccard":
+        union = (pa + pb - c).astype(np.float64)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out = np.where(union == 0, 1.0, c / union)
+        return out.astype(np.float32)
+    elif metric == "cosine":
+        prod = pa.astype(np.float64) * pb.astype(np.float64)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out = np.where(prod == 0, 0.0, c / np.sqrt(prod))
+        return out.astype(np.float32)
+    else:
+        raise ValueError(metric)
+    return out.astype(np.uint16 if dtype == "uint16" else np.int32)
+
+
+def summary_json(proc):
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(20261121)
