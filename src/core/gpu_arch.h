@@ -31,6 +31,8 @@ typedef struct oc_gpu_arch {
 
 /* The table entry for a compute capability (x10), or NULL when unknown. */
 const oc_gpu_arch *oc_gpu_arch_find(int cc);
+/* The index-th table entry in ascending order, NULL past the end (for listing known arches). */
+const oc_gpu_arch *oc_gpu_arch_at(int index);
 /* Parses "sm_90", "sm_90a", "90", "9.0"; NULL when unknown. */
 const oc_gpu_arch *oc_gpu_arch_parse(const char *text);
 
@@ -49,6 +51,10 @@ typedef struct oc_launch_verdict {
     int reg_cap_for_block;       /* the register cap that makes `block` fit, 0 if none helps */
     char limiter[64];            /* "registers", "shared memory", "threads", "warps", "blocks" */
     char explanation[1024];      /* the arithmetic, several lines */
+    int regs_per_warp;           /* registers one warp takes after rounding (0: count unknown) */
+    int warps_per_block;         /* ceil(block / 32) */
+    int reg_warp_limit;          /* warps per block the register file allows */
+    int needs_smem_optin;        /* fits only after raising cudaFuncAttributeMaxDynamicSharedMemorySize */
 } oc_launch_verdict;
 
 /* Decides whether a kernel with resources r launches with `block` threads and dyn_smem bytes
@@ -56,5 +62,10 @@ typedef struct oc_launch_verdict {
  * [1, 1024]; otherwise OC_OK with the verdict filled (fits or not). */
 oc_status oc_launch_check(const oc_gpu_arch *arch, const oc_kernel_resources *r, int block, size_t dyn_smem,
                           oc_launch_verdict *v);
+
+/* The largest block (a multiple of 32) with which the kernel launches on arch with dyn_smem
+ * bytes of dynamic shared memory; 0 when not even one warp fits. reg_cap_for_block above is
+ * the largest per-thread register count with which `block` fits (0 when no count helps). */
+int oc_launch_largest_block(const oc_gpu_arch *arch, const oc_kernel_resources *r, size_t dyn_smem);
 
 #endif
