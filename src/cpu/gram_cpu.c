@@ -1,46 +1,235 @@
-/* gram_cpu.c - placeholder CPU backend: a direct loop, correct but slow. */
+/*
+ * gram_cpu.c - the CPU backend: cache-blocked, multi-threaded Gram tiles on the micro-kernel
+ * that src/cpu/isa.c chose.
+ *
+ * Blocking (BLIS order, without packing: rows are already contiguous, 64-byte aligned and
+ * zero padded, which is all the kernels need):
+ *
+ *   task = one output tile (I, J) of T x T rows       (for A·Aᵀ only tiles with J >= I)
+ *     for each K block of KC words                    (long rows: the A tile's block stays in L2)
+ *       for each B micro-panel of NR rows             (NR x KC words: stays in L1 while ...)
+ *         for each A micro-panel of MR rows           (... it meets every A micro-panel of the tile)
+ *           kernel(MR x NR x KC) += into the tile's uint32 accumulator
+ *     epilogue (metric, dtype) into the worker's tile buffer, then the dense sink.
+ *
+ * With T = 240 and KC = 512 words the A tile's K block is 960 KiB (half the 2 MiB L2 of the
+ * machines this was tuned on) and a B micro-panel of 6 rows is 24 KiB (half a 48 KiB L1).
+ * In a diagonal tile, micro-tiles wholly below the diagonal are skipped: the sink reads only
+ * the upper part of such a tile and mirrors it.
+ *
+ * Tasks are tiles handed out by oc_parallel_run in row-major order, so the workers share the
+ * A tile of the current row in the L3 cache; each worker owns its accumulator and output
+ * buffers, and tiles never overlap in the sink, so no task takes a lock.
+ */
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "../core/error.h"
 #include "../core/metric.h"
+#include "../core/threads.h"
 #include "../exec/backend.h"
+#include "isa.h"
 
-const char *oc_cpu_isa(void) { return "ref"; }
+#define TILE_DEFAULT 240      /* a multiple of every ISA's MR and NR (4 x 6, 2 x 4, 4 x 4) */
+#define TILE_MIN_AUTO 24      /* the planner does not shrink tiles below this for balance */
+#define K_BLOCK_WORDS 512     /* see the top comment; kernel.h needs K_BLOCK_WORDS * 64 < 2^32 */
+#define TASKS_PER_THREAD 4    /* enough tiles for dynamic scheduling to even out the threads */
 
-static int cpu_usable(int device) { (void)device; return 1; }
+typedef struct cpu_worker {
+    uint32_t *acc;          /* T x T accumulator, row stride T */
+    void *out;              /* T x T converted tile (NULL when counts go out as they are) */
+    double bit_macs;        /* what this worker's kernel calls did */
+    char pad[64];           /* keeps workers' counters on separate cache lines */
+} cpu_worker;
+
+typedef struct cpu_job {
+    const oc_gram_job *job;
+    const oc_cpu_kernel *kernel;
+    int64_t tile;           /* T */
+    int64_t tiles_j;        /* tiles along p */
+    int32_t *task_tiles;    /* (I, J) per task */
+    cpu_worker *workers;
+} cpu_job;
+
+static int cpu_usable(int device)
+{
+    (void)device;
+    return 1;
+}
+
+/* Tiles of edge t for this job. */
+static int64_t count_tasks(const oc_gram_job *job, int64_t t)
+{
+    int64_t ti = (job->n + t - 1) / t, tj = (job->p + t - 1) / t;
+    return job->symmetric ? ti * (ti + 1) / 2 : ti * tj;
+}
+
+/* The tile edge: forced by opts->tile, else TILE_DEFAULT halved while the job has too few
+ * tiles to keep every thread busy. */
+static int64_t choose_tile(const oc_gram_job *job, int threads)
+{
+    if (job->opts->tile > 0) return job->opts->tile;
+    int64_t t = TILE_DEFAULT;
+    while (t / 2 >= TILE_MIN_AUTO && count_tasks(job, t) < (int64_t)TASKS_PER_THREAD * threads) t /= 2;
+    return t;
+}
+
+/* Converts the uint32 counts of a rows x cols tile into the job's metric and dtype. */
+static void tile_epilogue(const oc_gram_job *job, int64_t i0, int64_t j0, int64_t rows, int64_t cols,
+                          const uint32_t *acc, int64_t ld, void *out)
+{
+    const int64_t *pa = job->pop_a + i0, *pb = job->pop_b + j0;
+    for (int64_t r = 0; r < rows; ++r) {
+        const uint32_t *c = acc + r * ld;
+        switch (job->metric) {
+        case OC_METRIC_JACCARD: {
+            float *o = (float *)out + r * ld;
+            for (int64_t j = 0; j < cols; ++j) o[j] = oc_metric_jaccard(c[j], pa[r], pb[j]);
+            break;
+        }
+        case OC_METRIC_COSINE: {
+            float *o = (float *)out + r * ld;
+            for (int64_t j = 0; j < cols; ++j) o[j] = oc_metric_cosine(c[j], pa[r], pb[j]);
+            break;
+        }
+        case OC_METRIC_HAMMING:
+            if (job->dtype == OC_DTYPE_UINT16) {
+                uint16_t *o = (uint16_t *)out + r * ld;
+                for (int64_t j = 0; j < cols; ++j) o[j] = (uint16_t)oc_metric_hamming(c[j], pa[r], pb[j]);
+            } else {
+                int32_t *o = (int32_t *)out + r * ld;
+                for (int64_t j = 0; j < cols; ++j) o[j] = (int32_t)oc_metric_hamming(c[j], pa[r], pb[j]);
+            }
+            break;
+        default: { /* counts as uint16; int32 counts never come here */
+            uint16_t *o = (uint16_t *)out + r * ld;
+            for (int64_t j = 0; j < cols; ++j) o[j] = (uint16_t)c[j];
+        }
+        }
+    }
+}
+
+static oc_status gram_tile(void *arg, int64_t task, int worker)
+{
+    cpu_job *cj = arg;
+    const oc_gram_job *job = cj->job;
+    const oc_cpu_kernel *k = cj->kernel;
+    cpu_worker *w = &cj->workers[worker];
+    const int64_t t = cj->tile, ld = t;
+    const int64_t i0 = cj->task_tiles[2 * task] * t, j0 = cj->task_tiles[2 * task + 1] * t;
+    const int64_t rows = job->n - i0 < t ? job->n - i0 : t, cols = job->p - j0 < t ? job->p - j0 : t;
+    const int diagonal = job->symmetric && i0 == j0;
+    const int64_t lda = job->a->words_per_row, ldb = job->b->words_per_row;
+    double macs = 0;
+
+    memset(w->acc, 0, (size_t)(rows * ld) * sizeof *w->acc);
+    for (int64_t k0 = 0; k0 < lda; k0 += K_BLOCK_WORDS) {
+        const int64_t kw = lda - k0 < K_BLOCK_WORDS ? lda - k0 : K_BLOCK_WORDS;
+        for (int64_t jr = 0; jr < cols; jr += k->nr) {
+            const int nr = (int)(cols - jr < k->nr ? cols - jr : k->nr);
+            const uint64_t *b = job->b->bits + (j0 + jr) * ldb + k0;
+            for (int64_t ir = 0; ir < rows; ir += k->mr) {
+                /* In a diagonal tile, rows below the micro-panel's last column only get
+                 * further below: the rest of this column of micro-tiles is the mirror's. */
+                if (diagonal && ir > jr + nr - 1) break;
+                const int mr = (int)(rows - ir < k->mr ? rows - ir : k->mr);
+                k->fn(job->a->bits + (i0 + ir) * lda + k0, lda, b, ldb, kw, mr, nr, w->acc + ir * ld + jr, ld);
+                macs += (double)(mr * nr) * (double)kw * 64.0;
+            }
+        }
+    }
+    w->bit_macs += macs;
+
+    /* int32 counts are the accumulator itself (every count <= m <= INT32_MAX, checked). */
+    const void *result = w->acc;
+    if (w->out) {
+        tile_epilogue(job, i0, j0, rows, cols, w->acc, ld, w->out);
+        result = w->out;
+    }
+    if (job->dense) oc_dense_sink_store(job->dense, i0, j0, rows, cols, result, ld);
+    return OC_OK;
+}
 
 static oc_status cpu_gram(oc_gram_job *job)
 {
     oc_context *ctx = job->ctx;
-    int64_t tp = job->p;
-    char *row = malloc((size_t)tp * 4);
-    if (!row) return oc_fail(ctx, OC_ERR_NO_MEMORY, "out of memory");
-    for (int64_t i = 0; i < job->n; ++i) {
-        for (int64_t j = 0; j < tp; ++j) {
-            const uint64_t *a = job->a->bits + i * job->a->words_per_row, *b = job->b->bits + j * job->b->words_per_row;
-            int64_t c = 0;
-            for (int64_t w = 0; w < job->a->words_per_row; ++w) c += __builtin_popcountll(a[w] & b[w]);
-            int64_t pa = job->pop_a[i], pb = job->pop_b[j];
-            switch (job->metric) {
-            case OC_METRIC_JACCARD: ((float *)row)[j] = oc_metric_jaccard(c, pa, pb); break;
-            case OC_METRIC_COSINE: ((float *)row)[j] = oc_metric_cosine(c, pa, pb); break;
-            default: {
-                int64_t v = job->metric == OC_METRIC_HAMMING ? oc_metric_hamming(c, pa, pb) : c;
-                if (job->dtype == OC_DTYPE_UINT16) ((uint16_t *)row)[j] = (uint16_t)v;
-                else ((int32_t *)row)[j] = (int32_t)v;
-            }
-            }
-        }
-        if (job->dense) {
-            oc_dense_sink s = *job->dense;
-            s.symmetric = 0;
-            oc_dense_sink_store(&s, i, 0, 1, tp, row, tp);
+    oc_status st = OC_OK;
+    const oc_cpu_kernel *kernel = oc_cpu_kernel_get();
+    int threads = oc_threads_resolve(job->opts->threads);
+    cpu_job cj = {.job = job, .kernel = kernel};
+    int64_t *weights = NULL;
+
+    /* The kernels accumulate in uint32, and int32 results must hold every count. */
+    if (job->m > (int64_t)UINT32_MAX ||
+        (job->dtype == OC_DTYPE_INT32 && job->m > INT32_MAX))
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s has %lld columns: the CPU backend counts at most %lld (%s results)",
+                       job->a->name, (long long)job->m,
+                       job->dtype == OC_DTYPE_INT32 ? (long long)INT32_MAX : (long long)UINT32_MAX,
+                       oc_dtype_name(job->dtype));
+
+    cj.tile = choose_tile(job, threads);
+    const int64_t t = cj.tile, tiles_i = (job->n + t - 1) / t;
+    cj.tiles_j = (job->p + t - 1) / t;
+    const int64_t ntasks = count_tasks(job, t);
+    if (threads > ntasks) threads = (int)ntasks;
+
+    int64_t tile_elems;
+    if (!oc_mul_i64(t, t, &tile_elems) || tile_elems > INT64_MAX / 8 || tiles_i > INT32_MAX || cj.tiles_j > INT32_MAX)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "tile edge %lld does not fit this job (too large, or too many tiles)",
+                       (long long)t);
+    cj.task_tiles = malloc((size_t)ntasks * 2 * sizeof *cj.task_tiles);
+    weights = malloc((size_t)ntasks * sizeof *weights);
+    cj.workers = calloc((size_t)threads, sizeof *cj.workers);
+    if (!cj.task_tiles || !weights || !cj.workers) {
+        st = oc_fail(ctx, OC_ERR_NO_MEMORY, "cpu backend: cannot allocate the plan of %lld tiles", (long long)ntasks);
+        goto cleanup;
+    }
+    const int convert = !(job->metric == OC_METRIC_COUNTS && job->dtype == OC_DTYPE_INT32);
+    const size_t tile_bytes = ((size_t)tile_elems * 4 + 63) / 64 * 64;
+    for (int i = 0; i < threads; ++i) {
+        cj.workers[i].acc = aligned_alloc(64, tile_bytes);
+        cj.workers[i].out = convert ? aligned_alloc(64, tile_bytes) : NULL;
+        if (!cj.workers[i].acc || (convert && !cj.workers[i].out)) {
+            st = oc_fail(ctx, OC_ERR_NO_MEMORY, "cpu backend: cannot allocate %zu-byte tile buffers for %d threads",
+                         tile_bytes, threads);
+            goto cleanup;
         }
     }
-    free(row);
+
+    /* Row-major tile order; progress weights are the tiles' computed areas. */
+    int64_t task = 0;
+    for (int64_t ti = 0; ti < tiles_i; ++ti)
+        for (int64_t tj = job->symmetric ? ti : 0; tj < cj.tiles_j; ++tj, ++task) {
+            int64_t rows = job->n - ti * t < t ? job->n - ti * t : t;
+            int64_t cols = job->p - tj * t < t ? job->p - tj * t : t;
+            cj.task_tiles[2 * task] = (int32_t)ti;
+            cj.task_tiles[2 * task + 1] = (int32_t)tj;
+            weights[task] = (job->symmetric && ti == tj) ? rows * (cols + 1) / 2 : rows * cols;
+        }
+
+    OC_CHECK_GOTO(oc_parallel_run(ctx, threads, ntasks, gram_tile, &cj, weights, job->opts->progress,
+                                  job->opts->progress_user));
+
+    double macs = 0;
+    for (int i = 0; i < threads; ++i) macs += cj.workers[i].bit_macs;
+    const char *note = oc_cpu_isa_note();
     job->stats->backend = OC_BACKEND_CPU;
-    job->stats->bit_macs_computed = (double)job->n * (double)job->p * (double)job->m;
-    return OC_OK;
+    snprintf(job->stats->backend_desc, sizeof job->stats->backend_desc, "cpu %s %d thread%s%s%s%s", kernel->name,
+             threads, threads == 1 ? "" : "s", *note ? " (" : "", note, *note ? ")" : "");
+    job->stats->bit_macs_computed = macs;
+    job->stats->tiles = ntasks;
+
+cleanup:
+    if (cj.workers)
+        for (int i = 0; i < threads; ++i) {
+            free(cj.workers[i].acc);
+            free(cj.workers[i].out);
+        }
+    free(cj.workers);
+    free(cj.task_tiles);
+    free(weights);
+    return st;
 }
 
 const oc_backend_vtbl oc_backend_cpu = {OC_BACKEND_ABI, "cpu", cpu_usable, cpu_gram};
