@@ -1,0 +1,35 @@
+"""outcore: exact binary Gram matrices (A·Aᵀ of 0/1 matrices) and Jaccard, cosine and
+Hamming similarities, on the CPU or 1-bit tensor cores, out of core under a memory budget.
+
+    import numpy as np, outcore
+    A = np.random.default_rng(0).random((1000, 5000)) < 0.1
+    C = outcore.gram(A)                        # int32 counts |a_i ∧ a_j|
+    J = outcore.gram(A, metric="jaccard")      # float32
+    idx, score = outcore.gram(A, metric="jaccard", topk=10)
+
+A thin ctypes layer over liboutcore (include/outcore.h); see docs/python.md.
+"""
+from . import _lib
+from ._gram import gram
+from ._tools import devices, inspect
+from .errors import (CancelledError, DeviceError, Error, InputError, InternalError, IOFailure,
+                     OutOfMemoryError, UnsupportedError)
+
+__version__ = _lib.text(_lib.lib.oc_version())
+
+
+def cpu_isa():
+    """The CPU kernel path in use: "ref", "avx2" or "avx512" (OUTCORE_CPU_ISA forces one)."""
+    return _lib.text(_lib.lib.oc_cpu_isa())
+
+
+def cuda_device_count():
+    """Usable CUDA devices (0 without CUDA support or without a GPU)."""
+    return _lib.lib.oc_cuda_device_count()
+
+
+library_path = str(_lib.library_path)
+
+__all__ = ["gram", "devices", "inspect", "cpu_isa", "cuda_device_count", "library_path", "__version__",
+           "Error", "InputError", "OutOfMemoryError", "DeviceError", "UnsupportedError", "CancelledError",
+           "IOFailure", "InternalError"]

@@ -1,0 +1,402 @@
+"""outcore.gram: numpy arrays or files in, numpy arrays or files out.
+
+How a call runs:
+  1. Options are checked in the caller's thread (cheap, before anything is allocated).
+  2. One library context is created; a worker thread then builds the matrices (packing the
+     caller's arrays into bits, or reading files out of core) and runs oc_gram. Every library
+     call is a ctypes call, so the GIL is released while it works.
+  3. The calling thread, when it is the main thread, waits in short joins so that Ctrl-C
+     reaches it. On KeyboardInterrupt it sets a Python-side cancel flag, then calls
+     oc_context_cancel again at every wait step until the worker has returned: oc_gram clears
+     the library's cancel flag when a job starts, so a single early call could be lost. The
+     caller's buffers stay referenced until the worker has returned, so the library never
+     writes into freed memory, and the library removes a half-written output file itself.
+"""
+import ctypes
+import math
+import operator
+import os
+import re
+import threading
+
+import numpy as np
+
+from . import _lib
+from .errors import CancelledError, InputError, check
+
+lib = _lib.lib
+
+_NUMPY_DTYPES = {
+    _lib.OC_DTYPE_INT32: np.dtype(np.int32),
+    _lib.OC_DTYPE_UINT16: np.dtype(np.uint16),
+    _lib.OC_DTYPE_FLOAT32: np.dtype(np.float32),
+}
+_DENSE_INPUT_DTYPES = (np.dtype(np.bool_), np.dtype(np.uint8), np.dtype(np.int8))
+_WAIT_STEP_S = 0.05  # how quickly Ctrl-C is noticed and cancel is repeated
+
+
+# ---------------------------------------------------------------- option parsing
+def _parse_name(kind, value, parse, choices):
+    if not isinstance(value, str):
+        raise InputError(f"{kind} must be a string, one of {choices}; got {value!r}")
+    code = ctypes.c_int()
+    if parse(value.encode(), ctypes.byref(code)) != _lib.OC_OK:
+        raise InputError(f"unknown {kind} {value!r}: expected one of {choices}")
+    return code.value
+
+
+def _parse_dtype(dtype):
+    if dtype is None:
+        return _lib.OC_DTYPE_DEFAULT
+    if isinstance(dtype, str):
+        name = dtype
+    else:
+        try:
+            name = np.dtype(dtype).name
+        except TypeError:
+            raise InputError(f"dtype {dtype!r} is not a dtype: use int32, uint16 or float32") from None
+    return _parse_name("dtype", name, lib.oc_dtype_parse, "int32, uint16, float32")
+
+
+_SIZE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(%|[KMGT]?I?B?)\s*$", re.IGNORECASE)
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def parse_gpu_mem(value):
+    """(bytes, fraction) of a budget given as bytes (int) or as "2G", "512MiB", "50%".
+
+    Mirrors the CLI's --gpu-mem: exactly one of the two is nonzero.
+    """
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        if value <= 0:
+            raise InputError(f"gpu_mem must be a positive number of bytes; got {value}")
+        return int(value), 0.0
+    match = _SIZE.match(value) if isinstance(value, str) else None
+    unit = match.group(2).upper() if match else ""
+    # "B" alone and "IB" without a scale letter are not units of their own.
+    if match and unit not in ("%", "B") and unit[:1] not in _UNITS:
+        match = None
+    if not match:
+        raise InputError(f"gpu_mem {value!r}: expected bytes as an int, a size such as '2G' or '512M', "
+                         "or a percentage such as '50%'")
+    number = float(match.group(1))
+    if unit == "%":
+        if not 0 < number <= 100:
+            raise InputError(f"gpu_mem {value!r}: a percentage must be in (0, 100]")
+        return 0, number / 100.0
+    size = number * _UNITS[unit[:1] if unit[:1] in "KMGT" else ""]
+    if size < 1:
+        raise InputError(f"gpu_mem {value!r} is less than one byte")
+    return int(size), 0.0
+
+
+def _positive_int(name, value):
+    try:
+        value = operator.index(value)
+    except TypeError:
+        raise InputError(f"{name} must be an integer; got {value!r}") from None
+    if value < 1:
+        raise InputError(f"{name} must be at least 1; got {value}")
+    return value
+
+
+def _options(metric, dtype, backend, gpu_mem, threads, topk, threshold):
+    opts = _lib.GramOptions()
+    opts.metric = _parse_name("metric", metric, lib.oc_metric_parse, "counts, jaccard, cosine, hamming")
+    opts.dtype = _parse_dtype(dtype)
+    opts.backend = _parse_name("backend", backend, lib.oc_backend_parse, "auto, cpu, cuda")
+    if gpu_mem is not None:
+        opts.gpu_mem_bytes, fraction = parse_gpu_mem(gpu_mem)
+        if fraction:
+            opts.gpu_mem_fraction = fraction
+    if threads is not None:
+        opts.threads = _positive_int("threads", threads)
+    if topk is not None and threshold is not None:
+        raise InputError("topk and threshold are exclusive: choose one")
+    if topk is not None:
+        opts.topk = _positive_int("topk", topk)
+    if threshold is not None:
+        try:
+            opts.threshold = float(threshold)
+        except (TypeError, ValueError):
+            raise InputError(f"threshold must be a number; got {threshold!r}") from None
+        if not math.isfinite(opts.threshold):
+            raise InputError(f"threshold must be finite; got {threshold!r}")
+        opts.use_threshold = 1
+    return opts
+
+
+# ---------------------------------------------------------------- inputs
+def _is_path(x):
+    return isinstance(x, (str, bytes, os.PathLike))
+
+
+def _is_sparse(x):
+    # scipy.sparse without importing scipy: numpy is the binding's only dependency.
+    return hasattr(x, "tocsr") and hasattr(x, "nnz") and hasattr(x, "shape")
+
+
+def _rows_are_byte_runs(arr, row_bytes):
+    """Whether from_dense/from_bits can read arr in place: each row a run of bytes, rows a
+    non-negative stride apart."""
+    if arr.shape[1] > 1 and arr.strides[1] != 1:
+        return False
+    return arr.shape[0] <= 1 or arr.strides[0] >= row_bytes
+
+
+def _dense_array(x, name, bits):
+    arr = x if isinstance(x, np.ndarray) else np.asarray(x)
+    if arr.ndim != 2:
+        hint = f" (one row: {name}.reshape(1, -1))" if arr.ndim == 1 else ""
+        raise InputError(f"{name} must be a 2-D array (rows x columns); got {arr.ndim}-D shape {arr.shape}{hint}")
+    if bits is None:
+        if arr.dtype not in _DENSE_INPUT_DTYPES:
+            raise InputError(f"{name} has dtype {arr.dtype}; expected bool, uint8 or int8 holding 0 and 1 "
+                             f"(for example {name}.astype(np.uint8), or bits=M for numpy.packbits rows)")
+        row_bytes = arr.shape[1]
+    else:
+        if arr.dtype != np.uint8:
+            raise InputError(f"{name} has dtype {arr.dtype}; with bits={bits} it must be uint8 rows of "
+                             "numpy.packbits(A, axis=1)")
+        row_bytes = (bits + 7) // 8
+        if arr.shape[1] != row_bytes:
+            raise InputError(f"{name} has {arr.shape[1]} bytes per row; bits={bits} packs into {row_bytes}")
+    if not _rows_are_byte_runs(arr, row_bytes):
+        # Transposed, column-strided or negatively strided views: one copy in C order.
+        arr = np.ascontiguousarray(arr)
+    return arr, row_bytes
+
+
+def _build_matrix(ctx, x, name, bits, keep):
+    """An oc_matrix handle (c_void_p) for x; arrays it reads are appended to keep."""
+    handle = ctypes.c_void_p()
+    if _is_path(x):
+        path = os.fsencode(x)
+        check(lib.oc_matrix_open(ctx, path, bits or 0, ctypes.byref(handle)), ctx)
+        return handle
+    if _is_sparse(x):
+        if bits is not None:
+            raise InputError(f"bits= applies to packed uint8 arrays and .npy files, not to sparse {name}")
+        csr = x.tocsr()
+        data = np.asarray(csr.data)
+        if np.any((data != 0) & (data != 1)):
+            raise InputError(f"sparse {name} stores values other than 0 and 1")
+        if np.any(data == 0):
+            csr = csr.copy()
+            csr.eliminate_zeros()  # a stored zero is not a one
+        indptr = np.ascontiguousarray(csr.indptr, dtype=np.int64)
+        indices = np.ascontiguousarray(csr.indices, dtype=np.int64)
+        keep += [indptr, indices]
+        rows, cols = csr.shape
+        check(lib.oc_matrix_from_csr(ctx, rows, cols, indptr.ctypes.data_as(_lib.c_int64_p),
+                                     indices.ctypes.data_as(_lib.c_int64_p), ctypes.byref(handle)), ctx)
+    else:
+        arr, _ = _dense_array(x, name, bits)
+        keep.append(arr)
+        rows = arr.shape[0]
+        stride = arr.strides[0] if rows > 1 else max(arr.shape[1], 1)
+        if bits is None:
+            status = lib.oc_matrix_from_dense(ctx, arr.ctypes.data, rows, arr.shape[1], stride, ctypes.byref(handle))
+        else:
+            status = lib.oc_matrix_from_bits(ctx, arr.ctypes.data, rows, bits, stride, _lib.OC_BITS_MSB_FIRST,
+                                             ctypes.byref(handle))
+        check(status, ctx)
+    try:
+        check(lib.oc_matrix_set_name(ctx, handle, name.encode()), ctx)
+    except BaseException:
+        lib.oc_matrix_free(handle)
+        raise
+    return handle
+
+
+# ---------------------------------------------------------------- outputs
+def _out_array(out, n, p, dtype):
+    """ld (in elements) of a caller array that receives the n x p result in place."""
+    if out.shape != (n, p):
+        raise InputError(f"out has shape {out.shape}; the result is {n} x {p}")
+    if out.dtype != dtype:
+        raise InputError(f"out has dtype {out.dtype}; the result is {dtype} (pass dtype= to choose it)")
+    if not out.flags.writeable:
+        raise InputError("out is read-only")
+    item = dtype.itemsize
+    ok = (p <= 1 or out.strides[1] == item) and (n <= 1 or (out.strides[0] % item == 0 and out.strides[0] >= p * item))
+    if not ok:
+        raise InputError(f"out must have contiguous rows (strides {out.strides} with itemsize {item}); "
+                         "pass a C-ordered array or a row slice of one")
+    return out.strides[0] // item if n > 1 else p
+
+
+class _PairCollector:
+    """Receives threshold pairs from the library in batches and keeps copies of them."""
+
+    def __init__(self, dtype, cancel):
+        self.dtype, self.cancel = dtype, cancel
+        self.rows, self.cols, self.values = [], [], []
+        self.error = None
+        self.callback = _lib.pairs_fn(self._receive)  # referenced here for the job's lifetime
+
+    def _receive(self, user, rows, cols, scores, count):
+        try:
+            self.rows.append(np.ctypeslib.as_array(rows, shape=(count,)).copy())
+            self.cols.append(np.ctypeslib.as_array(cols, shape=(count,)).copy())
+            raw = ctypes.string_at(scores, count * self.dtype.itemsize)
+            self.values.append(np.frombuffer(raw, dtype=self.dtype).copy())
+        except BaseException as exc:  # an exception must not cross the C frames
+            self.error = exc
+            return 1
+        return 1 if self.cancel.is_set() else 0
+
+    def result(self):
+        if not self.rows:
+            return np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, self.dtype)
+        rows, cols, values = (np.concatenate(x) for x in (self.rows, self.cols, self.values))
+        # Batches arrive in tile order; sorting makes the result independent of tiling.
+        order = np.lexsort((cols, rows))
+        return rows[order], cols[order], values[order]
+
+
+# ---------------------------------------------------------------- the job
+class _Job:
+    def __init__(self, ctx, opts, A, B, bits, out):
+        self.ctx, self.opts, self.A, self.B, self.bits, self.out = ctx, opts, A, B, bits, out
+        self.cancel = threading.Event()
+
+    def run(self):
+        keep, handles = [], []
+        try:
+            handles.append(_build_matrix(self.ctx, self.A, "A", self.bits, keep))
+            if self.B is not None:
+                handles.append(_build_matrix(self.ctx, self.B, "B", self.bits, keep))
+            return self._gram(handles[0], handles[1] if len(handles) > 1 else None)
+        finally:
+            for h in handles:
+                lib.oc_matrix_free(h)
+
+    def _result_dtype(self):
+        code = lib.oc_gram_result_dtype(self.opts.metric, self.opts.dtype)
+        if code == _lib.OC_DTYPE_DEFAULT:
+            metric = _lib.text(lib.oc_metric_name(self.opts.metric))
+            raise InputError(f"the requested dtype cannot hold metric {metric}: counts and hamming give int32 "
+                             "or uint16, jaccard and cosine float32")
+        return _NUMPY_DTYPES[code]
+
+    def _gram(self, a, b):
+        n = lib.oc_matrix_rows(a)
+        p = lib.oc_matrix_rows(b if b else a)
+        dtype = self._result_dtype()
+        output = _lib.Output()
+        out, result, pairs = self.out, None, None
+        if _is_path(out):
+            output.kind = _lib.OC_OUTPUT_FILE
+            output.path = os.fsencode(out)
+        elif out is not None and (self.opts.topk or self.opts.use_threshold):
+            raise InputError("out= for top-k and threshold results must be a file path (.npz, .tsv, .mtx)")
+        elif self.opts.topk:
+            k = self.opts.topk
+            indices, scores = np.empty((n, k), np.int64), np.empty((n, k), dtype)
+            output.kind = _lib.OC_OUTPUT_TOPK
+            output.indices = indices.ctypes.data_as(_lib.c_int64_p)
+            output.scores = scores.ctypes.data
+            result = (indices, scores)
+        elif self.opts.use_threshold:
+            pairs = _PairCollector(dtype, self.cancel)
+            output.kind = _lib.OC_OUTPUT_PAIRS
+            output.pairs = pairs.callback
+        else:
+            if out is None:
+                out = np.empty((n, p), dtype)
+            elif not isinstance(out, np.ndarray):
+                raise InputError(f"out must be a path or a numpy array; got {type(out).__name__}")
+            output.kind = _lib.OC_OUTPUT_MEMORY
+            output.ld = _out_array(out, n, p, dtype)
+            output.data = out.ctypes.data
+            result = out
+
+        if self.cancel.is_set():
+            raise CancelledError("cancelled before the job started")
+        stats = _lib.GramStats()
+        status = lib.oc_gram(self.ctx, a, b, ctypes.byref(self.opts), ctypes.byref(output), ctypes.byref(stats))
+        if pairs is not None and pairs.error is not None:
+            raise pairs.error
+        check(status, self.ctx)
+        if pairs is not None:
+            return pairs.result()
+        if output.kind == _lib.OC_OUTPUT_FILE:
+            if not (self.opts.topk or self.opts.use_threshold) and os.fsdecode(out).lower().endswith(".npy"):
+                return np.load(os.fsdecode(out), mmap_mode="r")
+            return out
+        return result
+
+
+def _wait(job, thread):
+    """Joins thread in short steps; turns Ctrl-C into a cancel of the job, then re-raises it."""
+    interrupted = False
+    while thread.is_alive():
+        try:
+            if interrupted:
+                lib.oc_context_cancel(job.ctx)
+            thread.join(_WAIT_STEP_S)
+        except KeyboardInterrupt:
+            # A second Ctrl-C lands here too: the worker must still be joined before its
+            # buffers can be released, and cancelling is what makes that prompt.
+            interrupted = True
+            job.cancel.set()
+            lib.oc_context_cancel(job.ctx)
+    return interrupted
+
+
+def gram(A, B=None, metric="counts", topk=None, threshold=None, dtype=None, backend="auto",
+         gpu_mem=None, threads=None, out=None, bits=None):
+    """The binary Gram matrix A·Aᵀ (or A·Bᵀ) and the similarities built on it.
+
+    A, B: 2-D numpy arrays of bool, uint8 or int8 holding 0 and 1; uint8 rows of
+        numpy.packbits(X, axis=1) with bits=M (the true column count); scipy.sparse matrices;
+        or file paths (.npy, .mtx, .txt, .csv; with bits=M a packed .npy), which the library
+        reads out of core without loading them into Python.
+    metric: "counts", "jaccard", "cosine" or "hamming".
+    topk: K -> (indices, scores), each n x K: every row's K best columns (the row itself
+        excluded for A·Aᵀ), -1 where fewer exist.
+    threshold: T -> (rows, cols, values) of all pairs with score >= T (<= T for hamming),
+        sorted by row then column.
+    dtype: "int32"/"uint16" (counts, hamming) or "float32" (jaccard, cosine); numpy dtypes work.
+    backend: "auto", "cpu" or "cuda". gpu_mem: device budget in bytes, or "2G", "50%".
+    threads: CPU worker threads (default: all cores).
+    out: a path -> the result is written to that file (.npy dense; .npz/.tsv/.mtx for top-k and
+        threshold) and gram returns a read-only memmap of a .npy, else the path; or a numpy
+        array (e.g. a np.memmap) of shape (n, p) and the result dtype with contiguous rows,
+        written in place and returned.
+    Raises outcore.InputError, OutOfMemoryError, DeviceError (UnsupportedError) or Error;
+    KeyboardInterrupt after Ctrl-C has cancelled the job.
+    """
+    if bits is not None:
+        bits = _positive_int("bits", bits)
+    if (dtype is None and isinstance(out, np.ndarray) and topk is None and threshold is None
+            and out.dtype in _NUMPY_DTYPES.values()):
+        dtype = out.dtype  # the caller's array decides, e.g. uint16 counts
+    opts = _options(metric, dtype, backend, gpu_mem, threads, topk, threshold)
+
+    handle = ctypes.c_void_p()
+    status = lib.oc_context_create(ctypes.byref(handle))
+    check(status, None)
+    ctx = handle
+    try:
+        job = _Job(ctx, opts, A, B, bits, out)
+        if threading.current_thread() is not threading.main_thread():
+            return job.run()  # signals reach the main thread only: nothing to listen for here
+        box = {}
+
+        def work():
+            try:
+                box["result"] = job.run()
+            except BaseException as exc:
+                box["error"] = exc
+
+        thread = threading.Thread(target=work, name="outcore-gram", daemon=True)
+        thread.start()
+        if _wait(job, thread):
+            raise KeyboardInterrupt
+        if "error" in box:
+            raise box.pop("error")
+        return box["result"]
+    finally:
+        lib.oc_context_free(ctx)

@@ -1,0 +1,180 @@
+"""Finds liboutcore and declares its C API (include/outcore.h) for ctypes.
+
+The structures below mirror outcore.h field for field; every option struct carries its size
+in its first field, and the library rejects a size smaller than its own, so a mismatch between
+this file and the library shows up as a clear error instead of memory corruption.
+
+ctypes.CDLL releases the GIL around every foreign call, which is what lets other Python
+threads run while a job computes.
+"""
+import ctypes
+import glob
+import os
+from pathlib import Path
+
+_HERE = Path(__file__).resolve().parent
+# python/outcore/_lib.py -> the repository root is two levels up.
+_BUILD_TREE = _HERE.parent.parent / "build"
+
+
+def _candidates():
+    """Where the library may be, in the order documented in docs/python.md."""
+    env = os.environ.get("OUTCORE_LIBRARY")
+    if env:
+        # An explicit choice is never silently replaced by another copy.
+        return [Path(env)], True
+    beside = sorted(glob.glob(str(_HERE / "liboutcore.so*")), key=len)
+    return [Path(p) for p in beside] + [_BUILD_TREE / "liboutcore.so"], False
+
+
+def _load():
+    paths, explicit = _candidates()
+    for path in paths:
+        if path.exists():
+            try:
+                return ctypes.CDLL(str(path)), path
+            except OSError as exc:
+                raise ImportError(f"outcore: cannot load {path}: {exc}") from exc
+    if explicit:
+        raise ImportError(f"outcore: OUTCORE_LIBRARY={paths[0]} does not exist")
+    raise ImportError("outcore: liboutcore.so not found; looked beside the package "
+                      f"({_HERE}) and in the build tree ({_BUILD_TREE}). Build it with "
+                      "`cmake -S . -B build && cmake --build build`, or set OUTCORE_LIBRARY.")
+
+
+lib, library_path = _load()
+
+# ---------------------------------------------------------------- enums (outcore.h)
+OC_OK = 0
+OC_ERR_INVALID_ARGUMENT = 1
+OC_ERR_INPUT = 2
+OC_ERR_IO = 3
+OC_ERR_NO_MEMORY = 4
+OC_ERR_DEVICE_NO_MEMORY = 5
+OC_ERR_DEVICE = 6
+OC_ERR_UNSUPPORTED = 7
+OC_ERR_CANCELLED = 8
+OC_ERR_INTERNAL = 9
+
+OC_BITS_MSB_FIRST = 0
+
+OC_DTYPE_DEFAULT = 0
+OC_DTYPE_INT32 = 1
+OC_DTYPE_UINT16 = 2
+OC_DTYPE_FLOAT32 = 3
+
+OC_OUTPUT_MEMORY = 0
+OC_OUTPUT_FILE = 1
+OC_OUTPUT_TOPK = 2
+OC_OUTPUT_PAIRS = 3
+
+c_int64_p = ctypes.POINTER(ctypes.c_int64)
+progress_fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_double, ctypes.c_double)
+pairs_fn = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, c_int64_p, c_int64_p, ctypes.c_void_p,
+                            ctypes.c_int64)
+
+
+class GramOptions(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("metric", ctypes.c_int),
+        ("dtype", ctypes.c_int),
+        ("backend", ctypes.c_int),
+        ("threads", ctypes.c_int),
+        ("device", ctypes.c_int),
+        ("gpu_mem_bytes", ctypes.c_int64),
+        ("gpu_mem_fraction", ctypes.c_double),
+        ("gpu_mem_mode", ctypes.c_int),
+        ("host_mem_bytes", ctypes.c_int64),
+        ("topk", ctypes.c_int64),
+        ("use_threshold", ctypes.c_int),
+        ("threshold", ctypes.c_double),
+        ("tile", ctypes.c_int64),
+        ("progress", progress_fn),
+        ("progress_user", ctypes.c_void_p),
+    ]
+
+    def __init__(self):
+        # The values of OC_GRAM_OPTIONS_INIT.
+        super().__init__(struct_size=ctypes.sizeof(GramOptions), gpu_mem_fraction=0.9)
+
+
+class Output(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("kind", ctypes.c_int),
+        ("data", ctypes.c_void_p),
+        ("ld", ctypes.c_int64),
+        ("path", ctypes.c_char_p),
+        ("indices", c_int64_p),
+        ("scores", ctypes.c_void_p),
+        ("pairs", pairs_fn),
+        ("pairs_user", ctypes.c_void_p),
+    ]
+
+    def __init__(self):
+        super().__init__(struct_size=ctypes.sizeof(Output))
+
+
+class GramStats(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("backend", ctypes.c_int),
+        ("backend_desc", ctypes.c_char * 96),
+        ("seconds", ctypes.c_double),
+        ("bit_macs_computed", ctypes.c_double),
+        ("bit_macs_effective", ctypes.c_double),
+        ("tiles", ctypes.c_int64),
+        ("host_peak_bytes", ctypes.c_int64),
+        ("dev_budget_bytes", ctypes.c_int64),
+        ("dev_peak_bytes", ctypes.c_int64),
+        ("dev_current_bytes", ctypes.c_int64),
+        ("dev_allocations", ctypes.c_int64),
+        ("bytes_h2d", ctypes.c_int64),
+        ("bytes_d2h", ctypes.c_int64),
+    ]
+
+    def __init__(self):
+        super().__init__(struct_size=ctypes.sizeof(GramStats))
+
+
+# ---------------------------------------------------------------- functions
+_vp = ctypes.c_void_p
+_i64 = ctypes.c_int64
+_ctx_pp = ctypes.POINTER(ctypes.c_void_p)
+_SIGNATURES = {
+    "oc_version": (ctypes.c_char_p, []),
+    "oc_status_string": (ctypes.c_char_p, [ctypes.c_int]),
+    "oc_context_create": (ctypes.c_int, [_ctx_pp]),
+    "oc_context_free": (None, [_vp]),
+    "oc_context_last_error": (ctypes.c_char_p, [_vp]),
+    "oc_context_error_trace": (ctypes.c_char_p, [_vp]),
+    "oc_context_cancel": (None, [_vp]),
+    "oc_matrix_from_dense": (ctypes.c_int, [_vp, _vp, _i64, _i64, _i64, _ctx_pp]),
+    "oc_matrix_from_bits": (ctypes.c_int, [_vp, _vp, _i64, _i64, _i64, ctypes.c_int, _ctx_pp]),
+    "oc_matrix_from_csr": (ctypes.c_int, [_vp, _i64, _i64, c_int64_p, c_int64_p, _ctx_pp]),
+    "oc_matrix_open": (ctypes.c_int, [_vp, ctypes.c_char_p, _i64, _ctx_pp]),
+    "oc_matrix_rows": (_i64, [_vp]),
+    "oc_matrix_cols": (_i64, [_vp]),
+    "oc_matrix_set_name": (ctypes.c_int, [_vp, _vp, ctypes.c_char_p]),
+    "oc_matrix_free": (None, [_vp]),
+    "oc_gram": (ctypes.c_int, [_vp, _vp, _vp, ctypes.POINTER(GramOptions), ctypes.POINTER(Output),
+                               ctypes.POINTER(GramStats)]),
+    "oc_gram_result_dtype": (ctypes.c_int, [ctypes.c_int, ctypes.c_int]),
+    "oc_metric_parse": (ctypes.c_int, [ctypes.c_char_p, ctypes.POINTER(ctypes.c_int)]),
+    "oc_dtype_parse": (ctypes.c_int, [ctypes.c_char_p, ctypes.POINTER(ctypes.c_int)]),
+    "oc_backend_parse": (ctypes.c_int, [ctypes.c_char_p, ctypes.POINTER(ctypes.c_int)]),
+    "oc_metric_name": (ctypes.c_char_p, [ctypes.c_int]),
+    "oc_cpu_isa": (ctypes.c_char_p, []),
+    "oc_cpu_cores": (ctypes.c_int, []),
+    "oc_cuda_device_count": (ctypes.c_int, []),
+}
+for _name, (_restype, _argtypes) in _SIGNATURES.items():
+    _fn = getattr(lib, _name)
+    _fn.restype = _restype
+    _fn.argtypes = _argtypes
+
+
+def text(raw):
+    """A C string from the library as str (messages may quote file names in any encoding)."""
+    return raw.decode("utf-8", "replace") if raw else ""

@@ -1,0 +1,75 @@
+"""The exceptions of outcore: one class per kind of failure the caller can act on.
+
+Every exception carries the library's one-line message (which names the file or matrix and
+the problem), the status code (`status`, an int of outcore.h's oc_status) and its name
+(`status_name`), and the library's file:line trace (`trace`) for bug reports.
+"""
+from . import _lib
+
+
+class Error(Exception):
+    """Base class of every error outcore raises."""
+
+    def __init__(self, message, status=None, trace=""):
+        super().__init__(message)
+        self.message = message
+        self.status = status
+        self.status_name = _lib.text(_lib.lib.oc_status_string(status)) if status is not None else ""
+        self.trace = trace
+
+
+class InputError(Error, ValueError):
+    """A bad argument or input: wrong dtype or shape, values other than 0/1, unreadable file."""
+
+
+class OutOfMemoryError(Error, MemoryError):
+    """Host memory, or the device memory budget, does not hold the job."""
+
+
+class DeviceError(Error):
+    """A CUDA failure, or a backend or feature this build or machine does not have."""
+
+
+class UnsupportedError(DeviceError):
+    """A backend, device or feature not available in this build (OC_ERR_UNSUPPORTED)."""
+
+
+class CancelledError(Error):
+    """The job was cancelled (raised only when the cancel did not come from Ctrl-C, which
+    raises KeyboardInterrupt)."""
+
+
+class IOFailure(Error, OSError):
+    """A read or write failed while the job ran (OC_ERR_IO)."""
+
+
+class InternalError(Error):
+    """A bug in outcore: please report it with the message and `trace`."""
+
+
+_BY_STATUS = {
+    _lib.OC_ERR_INVALID_ARGUMENT: InputError,
+    _lib.OC_ERR_INPUT: InputError,
+    _lib.OC_ERR_IO: IOFailure,
+    _lib.OC_ERR_NO_MEMORY: OutOfMemoryError,
+    _lib.OC_ERR_DEVICE_NO_MEMORY: OutOfMemoryError,
+    _lib.OC_ERR_DEVICE: DeviceError,
+    _lib.OC_ERR_UNSUPPORTED: UnsupportedError,
+    _lib.OC_ERR_CANCELLED: CancelledError,
+    _lib.OC_ERR_INTERNAL: InternalError,
+}
+
+
+def from_status(status, ctx):
+    """The exception for a failed call on context ctx (ctx may be None before one exists)."""
+    message = _lib.text(_lib.lib.oc_context_last_error(ctx)) if ctx else ""
+    trace = _lib.text(_lib.lib.oc_context_error_trace(ctx)) if ctx else ""
+    if not message:
+        message = _lib.text(_lib.lib.oc_status_string(status))
+    return _BY_STATUS.get(status, Error)(message, status, trace)
+
+
+def check(status, ctx):
+    """Raises the matching exception unless status is OC_OK."""
+    if status != _lib.OC_OK:
+        raise from_status(status, ctx)
