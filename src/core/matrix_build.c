@@ -1,0 +1,124 @@
+/*
+ * matrix_build.c - the public constructors of oc_matrix from caller memory: dense 0/1
+ * bytes, packed bits, and sparse rows (CSR).
+ *
+ * Each one checks its arguments before it allocates, packs into the layout of matrix.h, and
+ * keeps no pointer into the caller's buffers. Structural mistakes (NULL pointers, strides
+ * shorter than a row, an index pointer that goes backwards, an index out of range) are
+ * OC_ERR_INVALID_ARGUMENT; a value other than 0 or 1 in the data is OC_ERR_INPUT, like the
+ * same value in a file.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "core/error.h"
+#include "core/matrix.h"
+#include "core/matrix_build.h"
+
+/* The name a matrix built from memory carries in messages until oc_matrix_set_name. */
+#define OC_DEFAULT_NAME "A"
+
+oc_status oc_matrix_pack_dense_rows(oc_context *ctx, oc_matrix *m, int64_t row0, int64_t nrows,
+                                    const unsigned char *src, int64_t stride, int is_signed)
+{
+    for (int64_t k = 0; k < nrows; ++k) {
+        const unsigned char *row = src + k * stride;
+        int64_t i = row0 + k;
+        int64_t bad = oc_pack_dense_row(row, m->cols, m->bits + i * m->words_per_row, m->words_per_row);
+        if (bad >= 0) {
+            int value = is_signed ? (int)(signed char)row[bad] : (int)row[bad];
+            return oc_fail(ctx, OC_ERR_INPUT,
+                           "%s: value %d at row %" PRId64 ", column %" PRId64
+                           " is not 0 or 1 (rows and columns count from 0)",
+                           m->name, value, i, bad);
+        }
+    }
+    return OC_OK;
+}
+
+/* Checks what every constructor shares: out, the dimensions, and that rows * stride bytes
+ * are addressable. */
+static oc_status check_shape(oc_context *ctx, const char *fn, const void *data, int64_t rows, int64_t cols,
+                             int64_t row_stride, int64_t row_bytes, oc_matrix **out)
+{
+    if (!out) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: out is NULL", fn);
+    if (!data) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: data is NULL", fn);
+    if (rows <= 0 || cols <= 0)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                       "%s: the matrix has %" PRId64 " rows and %" PRId64 " columns; both must be positive", fn, rows,
+                       cols);
+    if (row_stride < row_bytes)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                       "%s: row_stride %" PRId64 " is smaller than a row (%" PRId64 " bytes)", fn, row_stride,
+                       row_bytes);
+    if (!oc_mul_i64(rows - 1, row_stride, &(int64_t){0}))
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: %" PRId64 " rows of stride %" PRId64 " overflow 64-bit sizes",
+                       fn, rows, row_stride);
+    return OC_OK;
+}
+
+oc_status oc_matrix_from_dense(oc_context *ctx, const void *data, int64_t rows, int64_t cols, int64_t row_stride,
+                               oc_matrix **out)
+{
+    OC_CHECK(check_shape(ctx, "oc_matrix_from_dense", data, rows, cols, row_stride, cols, out));
+    oc_matrix *m;
+    OC_CHECK(oc_matrix_alloc(ctx, rows, cols, OC_DEFAULT_NAME, &m));
+    oc_status st = oc_matrix_pack_dense_rows(ctx, m, 0, rows, data, row_stride, 0);
+    if (st != OC_OK) {
+        oc_matrix_free(m);
+        return oc_trace_at(ctx, st, __FILE__, __LINE__);
+    }
+    *out = m;
+    return OC_OK;
+}
+
+oc_status oc_matrix_from_bits(oc_context *ctx, const void *data, int64_t rows, int64_t cols, int64_t row_stride,
+                              oc_bit_order order, oc_matrix **out)
+{
+    if (cols > INT64_MAX - 7)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_matrix_from_bits: %" PRId64 " columns overflow", cols);
+    int64_t row_bytes = cols / 8 + (cols % 8 != 0);
+    OC_CHECK(check_shape(ctx, "oc_matrix_from_bits", data, rows, cols, row_stride, row_bytes, out));
+    if (order != OC_BITS_MSB_FIRST && order != OC_BITS_LSB_FIRST)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_matrix_from_bits: unknown bit order %d", (int)order);
+    oc_matrix *m;
+    OC_CHECK(oc_matrix_alloc(ctx, rows, cols, OC_DEFAULT_NAME, &m));
+    const unsigned char *src = data;
+    for (int64_t i = 0; i < rows; ++i)
+        oc_pack_bits_row(src + i * row_stride, cols, order, m->bits + i * m->words_per_row, m->words_per_row);
+    *out = m;
+    return OC_OK;
+}
+
+oc_status oc_matrix_from_csr(oc_context *ctx, int64_t rows, int64_t cols, const int64_t *indptr, const int64_t *indices,
+                             oc_matrix **out)
+{
+    static const char fn[] = "oc_matrix_from_csr";
+    if (!indptr) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: indptr is NULL", fn);
+    /* indptr is known non-NULL; data stands in for it in the shared checks (stride 1, 1 byte). */
+    OC_CHECK(check_shape(ctx, fn, indptr, rows, cols, 1, 1, out));
+    if (indptr[0] < 0)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: indptr[0] = %" PRId64 " is negative", fn, indptr[0]);
+    /* Every structural check runs before the allocation, so a bad argument costs nothing. */
+    for (int64_t i = 0; i < rows; ++i)
+        if (indptr[i + 1] < indptr[i])
+            return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                           "%s: indptr is not monotone: indptr[%" PRId64 "] = %" PRId64
+                           " is smaller than indptr[%" PRId64 "] = %" PRId64,
+                           fn, i + 1, indptr[i + 1], i, indptr[i]);
+    if (indptr[rows] > indptr[0] && !indices)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: indices is NULL but indptr holds %" PRId64 " entries", fn,
+                       indptr[rows] - indptr[0]);
+    for (int64_t i = 0; i < rows; ++i)
+        for (int64_t k = indptr[i]; k < indptr[i + 1]; ++k)
+            if (indices[k] < 0 || indices[k] >= cols)
+                return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                               "%s: indices[%" PRId64 "] = %" PRId64 " (row %" PRId64 ") is outside [0, %" PRId64 ")",
+                               fn, k, indices[k], i, cols);
+    oc_matrix *m;
+    OC_CHECK(oc_matrix_alloc(ctx, rows, cols, OC_DEFAULT_NAME, &m));
+    for (int64_t i = 0; i < rows; ++i)
+        for (int64_t k = indptr[i]; k < indptr[i + 1]; ++k) oc_matrix_set(m, i, indices[k]);
+    *out = m;
+    return OC_OK;
+}

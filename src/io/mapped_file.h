@@ -1,0 +1,53 @@
+/*
+ * mapped_file.h - an input file mapped read-only, shared by the readers so that a missing,
+ * unreadable or empty file gets the same message whatever its format.
+ */
+#ifndef OC_IO_MAPPED_FILE_H
+#define OC_IO_MAPPED_FILE_H
+
+#include <stddef.h>
+#include <string.h>
+#include "outcore.h"
+
+typedef struct oc_mapped_file {
+    const unsigned char *data; /* size bytes, read-only; NULL when closed */
+    size_t size;               /* > 0 once open */
+    size_t released;           /* pages below this offset were dropped from the mapping */
+} oc_mapped_file;
+
+/* Maps path. Fails with OC_ERR_INPUT naming path when it is missing, unreadable, not a
+ * regular file or empty. */
+oc_status oc_mapped_file_open(oc_context *ctx, const char *path, oc_mapped_file *f);
+
+/* Tells the kernel the file is read front to back (larger read-ahead). */
+void oc_mapped_file_advise_sequential(oc_mapped_file *f);
+
+/* Drops the whole pages below offset from the mapping: they stay in the page cache but no
+ * longer count as this process's resident memory. Reading them again is still valid. */
+void oc_mapped_file_release_before(oc_mapped_file *f, size_t offset);
+
+/* The next line of [*pos, end) without its '\n' (a final line may lack one); advances *pos.
+ * Returns 0 at the end of the data. */
+static inline int oc_next_line(const unsigned char **pos, const unsigned char *end, const char **line, size_t *len)
+{
+    if (*pos >= end) return 0;
+    const unsigned char *nl = memchr(*pos, '\n', (size_t)(end - *pos));
+    const unsigned char *stop = nl ? nl : end;
+    *line = (const char *)*pos;
+    *len = (size_t)(stop - *pos);
+    *pos = nl ? nl + 1 : end;
+    return 1;
+}
+
+/* Parses a mapped file into a matrix; allocates *m itself. On failure it may leave a
+ * partly filled *m behind: oc_mapped_read frees it. */
+typedef oc_status (*oc_mapped_parse_fn)(oc_context *ctx, const char *path, oc_mapped_file *f, void *arg, oc_matrix **m);
+
+/* Maps path, runs parse, unmaps; *out is set only on success. Keeps each reader free of
+ * cleanup paths: a parser fails by returning. */
+oc_status oc_mapped_read(oc_context *ctx, const char *path, oc_mapped_parse_fn parse, void *arg, oc_matrix **out);
+
+/* Unmaps; a closed or never-opened (zeroed) file is a no-op. */
+void oc_mapped_file_close(oc_mapped_file *f);
+
+#endif

@@ -1,0 +1,60 @@
+/*
+ * matrix_open.c - the public file entry points: oc_matrix_open picks a reader by the
+ * file's extension; oc_matrix_save writes a matrix as .npy (0/1 bytes or packbits rows).
+ */
+#include <inttypes.h>
+#include <string.h>
+
+#include "core/context.h"
+#include "core/error.h"
+#include "core/matrix.h"
+#include "io/io.h"
+
+oc_status oc_matrix_open(oc_context *ctx, const char *path, int64_t bits, oc_matrix **out)
+{
+    if (!path || !out) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_matrix_open: NULL argument");
+    /* Reading a large file is a job: oc_context_cancel stops it, and a cancel left over from
+     * an earlier job must not. */
+    if (ctx) oc_context_begin_job(ctx);
+    if (bits < 0) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: --bits %" PRId64 " is negative", path, bits);
+    char ext[16];
+    oc_path_extension(path, ext, sizeof ext);
+    if (bits > 0 && strcmp(ext, "npy") != 0)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: --bits applies to .npy files of numpy.packbits output only",
+                       path);
+    if (strcmp(ext, "npy") == 0)
+        OC_CHECK(oc_npy_read(ctx, path, bits, out));
+    else if (strcmp(ext, "mtx") == 0)
+        OC_CHECK(oc_mtx_read(ctx, path, out));
+    else if (strcmp(ext, "txt") == 0 || strcmp(ext, "csv") == 0)
+        OC_CHECK(oc_text_read(ctx, path, out));
+    else
+        return oc_fail(ctx, OC_ERR_INPUT, "%s: unknown file type%s%s%s; supported inputs are .npy, .mtx, .txt and .csv",
+                       path, ext[0] ? " '." : "", ext, ext[0] ? "'" : " (no extension)");
+    return OC_OK;
+}
+
+oc_status oc_matrix_save(oc_context *ctx, const oc_matrix *m, const char *path, int packed)
+{
+    if (!m || !path) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_matrix_save: NULL argument");
+    char ext[16];
+    if (strcmp(oc_path_extension(path, ext, sizeof ext), "npy") != 0)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: a matrix is saved as .npy; the name must end in .npy", path);
+    int64_t width = packed ? (m->cols + 7) / 8 : m->cols;
+    oc_npy_out *w;
+    void *data;
+    OC_CHECK(oc_npy_out_create(ctx, path, OC_NPY_UINT8, m->rows, width, &w, &data));
+    unsigned char *dst = data;
+    for (int64_t i = 0; i < m->rows; ++i, dst += width) {
+        const unsigned char *row = (const unsigned char *)(m->bits + i * m->words_per_row);
+        if (packed) {
+            /* The packed layout is numpy.packbits order with zero padding: the row's first
+             * bytes are the file's bytes. */
+            memcpy(dst, row, (size_t)width);
+        } else {
+            for (int64_t j = 0; j < m->cols; ++j) dst[j] = (unsigned char)((row[j >> 3] >> (7 - (j & 7))) & 1);
+        }
+    }
+    OC_CHECK(oc_npy_out_commit(ctx, w));
+    return OC_OK;
+}

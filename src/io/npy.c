@@ -1,0 +1,465 @@
+/*
+ * npy.c - the .npy format: a memory-mapped reader of 0/1 matrices and the dense writer.
+ *
+ * File layout (numpy/lib/format.py):
+ *
+ *   offset 0   "\x93NUMPY"                     magic, 6 bytes
+ *   offset 6   major, minor                     (1,0), (2,0) or (3,0)
+ *   offset 8   header length, little-endian     2 bytes in 1.0, 4 bytes in 2.0 and 3.0
+ *   then       a Python dict literal             {'descr': '|u1', 'fortran_order': False,
+ *                                                 'shape': (R, C), } padded with spaces, '\n'
+ *   then       the data, R*C elements in C order; numpy starts it at a multiple of 64 bytes
+ *
+ * The reader maps the file and packs it row by row, so only the packed matrix (1 bit per
+ * value) stays in memory: a 20 GB uint8 input becomes 2.5 GB. Pages already packed are
+ * released from the mapping as it goes, so the process's resident size says what it holds.
+ * The writer sizes its temporary file up front and hands out a shared mapping of it: the
+ * result goes straight to the page cache and the disk, never through anonymous memory.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/error.h"
+#include "core/matrix.h"
+#include "core/matrix_build.h"
+#include "io/io.h"
+#include "io/mapped_file.h"
+
+#define NPY_MAGIC "\x93NUMPY"
+#define NPY_MAGIC_LEN 6
+#define NPY_ALIGN 64 /* numpy's ARRAY_ALIGN: the data starts at a multiple of this */
+#define NPY_MAX_DIMS 32
+
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define NPY_NATIVE "<"
+#else
+#define NPY_NATIVE ">"
+#endif
+
+/* ---------------------------------------------------------------- header parsing */
+
+typedef struct npy_header {
+    char descr[40];
+    int fortran_order;
+    int ndim;
+    int64_t shape[NPY_MAX_DIMS];
+    int shape_overflow; /* a dimension does not fit int64 */
+    unsigned seen;      /* bit 0 descr, bit 1 fortran_order, bit 2 shape */
+} npy_header;
+
+typedef struct header_cursor {
+    const char *p, *begin, *end;
+    const char *error; /* what was expected where parsing stopped */
+} header_cursor;
+
+static void skip_space(header_cursor *c)
+{
+    while (c->p < c->end && (*c->p == ' ' || *c->p == '\t' || *c->p == '\n' || *c->p == '\r')) c->p++;
+}
+
+static int accept(header_cursor *c, char ch)
+{
+    skip_space(c);
+    if (c->p < c->end && *c->p == ch) {
+        c->p++;
+        return 1;
+    }
+    return 0;
+}
+
+static int expect(header_cursor *c, char ch, const char *what)
+{
+    if (accept(c, ch)) return 1;
+    c->error = what;
+    return 0;
+}
+
+/* A Python string literal in single or double quotes, without escapes (numpy never
+ * writes any in these keys and values). */
+static int parse_string(header_cursor *c, char *buf, size_t size)
+{
+    skip_space(c);
+    if (c->p >= c->end || (*c->p != '\'' && *c->p != '"')) {
+        c->error = "expected a quoted string";
+        return 0;
+    }
+    char quote = *c->p++;
+    size_t k = 0;
+    while (c->p < c->end && *c->p != quote) {
+        if (*c->p == '\\' || *c->p == '\n' || k + 1 >= size) {
+            c->error = "a string is too long or has escapes";
+            return 0;
+        }
+        buf[k++] = *c->p++;
+    }
+    if (c->p >= c->end) {
+        c->error = "a string is not closed";
+        return 0;
+    }
+    c->p++;
+    buf[k] = '\0';
+    return 1;
+}
+
+static int parse_word(header_cursor *c, const char *word)
+{
+    size_t n = strlen(word);
+    skip_space(c);
+    if ((size_t)(c->end - c->p) >= n && memcmp(c->p, word, n) == 0) {
+        c->p += n;
+        return 1;
+    }
+    return 0;
+}
+
+static int parse_bool(header_cursor *c, int *out)
+{
+    if (parse_word(c, "True")) return *out = 1, 1;
+    if (parse_word(c, "False")) return *out = 0, 1;
+    c->error = "expected True or False";
+    return 0;
+}
+
+/* A shape tuple: "()", "(5,)", "(3, 4)"; "3L" is what Python 2 numpy wrote. */
+static int parse_shape(header_cursor *c, npy_header *h)
+{
+    if (!expect(c, '(', "expected '(' to open the shape")) return 0;
+    h->ndim = 0;
+    for (;;) {
+        if (accept(c, ')')) return 1;
+        skip_space(c);
+        if (c->p >= c->end || *c->p < '0' || *c->p > '9') {
+            c->error = "expected a non-negative integer in the shape";
+            return 0;
+        }
+        uint64_t v = 0;
+        int overflow = 0;
+        while (c->p < c->end && *c->p >= '0' && *c->p <= '9') {
+            if (v > (uint64_t)(INT64_MAX - 9) / 10) overflow = 1;
+            v = v * 10 + (uint64_t)(*c->p++ - '0');
+        }
+        if (c->p < c->end && *c->p == 'L') c->p++;
+        if (h->ndim == NPY_MAX_DIMS) {
+            c->error = "the shape has more than 32 dimensions";
+            return 0;
+        }
+        h->shape_overflow |= overflow;
+        h->shape[h->ndim++] = overflow ? INT64_MAX : (int64_t)v;
+        if (accept(c, ')')) return 1;
+        if (!expect(c, ',', "expected ',' or ')' in the shape")) return 0;
+    }
+}
+
+static int parse_header_dict(header_cursor *c, npy_header *h)
+{
+    if (!expect(c, '{', "expected '{'")) return 0;
+    for (;;) {
+        if (accept(c, '}')) break;
+        char key[32];
+        if (!parse_string(c, key, sizeof key)) return 0;
+        if (!expect(c, ':', "expected ':' after a key")) return 0;
+        if (strcmp(key, "descr") == 0) {
+            skip_space(c);
+            if (c->p < c->end && *c->p == '[') {
+                /* A list descr is a structured dtype: name it as such rather than "not a dict". */
+                snprintf(h->descr, sizeof h->descr, "structured");
+                h->seen |= 1;
+                return 1;
+            }
+            if (!parse_string(c, h->descr, sizeof h->descr)) return 0;
+            h->seen |= 1;
+        } else if (strcmp(key, "fortran_order") == 0) {
+            if (!parse_bool(c, &h->fortran_order)) return 0;
+            h->seen |= 2;
+        } else if (strcmp(key, "shape") == 0) {
+            if (!parse_shape(c, h)) return 0;
+            h->seen |= 4;
+        } else {
+            c->error = "unexpected key (numpy writes only 'descr', 'fortran_order' and 'shape')";
+            return 0;
+        }
+        if (accept(c, '}')) break;
+        if (!expect(c, ',', "expected ',' or '}' after a value")) return 0;
+    }
+    skip_space(c);
+    /* Some writers pad with NULs instead of spaces; numpy's own parser tolerates neither,
+     * but the padding carries no meaning, so only other characters are an error. */
+    while (c->p < c->end && *c->p == '\0') c->p++;
+    if (c->p != c->end) {
+        c->error = "text after the closing '}'";
+        return 0;
+    }
+    if (h->seen != 7) {
+        c->error = "a key is missing ('descr', 'fortran_order' and 'shape' are required)";
+        return 0;
+    }
+    return 1;
+}
+
+/* The element kinds the reader accepts: 1-byte bool, unsigned or signed integers, in any
+ * spelling numpy may use for a byte ('|u1', '<u1', '=u1', 'u1', '?' ...). */
+typedef enum npy_kind { NPY_KIND_OTHER, NPY_KIND_BOOL, NPY_KIND_U8, NPY_KIND_I8 } npy_kind;
+
+static npy_kind descr_kind(const char *descr)
+{
+    const char *d = descr;
+    if (*d == '|' || *d == '<' || *d == '>' || *d == '=') d++;
+    if (strcmp(d, "b1") == 0 || strcmp(d, "?") == 0) return NPY_KIND_BOOL;
+    if (strcmp(d, "u1") == 0 || strcmp(d, "B") == 0) return NPY_KIND_U8;
+    if (strcmp(d, "i1") == 0 || strcmp(d, "b") == 0) return NPY_KIND_I8;
+    return NPY_KIND_OTHER;
+}
+
+/* Reads and checks the magic, version and header dict of a mapped file; on success sets
+ * *data_offset to where the array starts. */
+static oc_status npy_parse(oc_context *ctx, const char *path, const unsigned char *base, size_t size, npy_header *h,
+                           size_t *data_offset)
+{
+    /* A file that is a prefix of the magic is a truncated .npy, not some other file. */
+    if (memcmp(base, NPY_MAGIC, size < NPY_MAGIC_LEN ? size : NPY_MAGIC_LEN) != 0)
+        return oc_fail(ctx, OC_ERR_INPUT, "%s: not a .npy file (bad magic: it does not start with \\x93NUMPY)", path);
+    if (size < 10)
+        return oc_fail(ctx, OC_ERR_INPUT, "%s: truncated .npy header: the file has only %zu bytes", path, size);
+    unsigned major = base[6], minor = base[7];
+    size_t prefix;
+    uint64_t header_len;
+    if (major == 1 && minor == 0) {
+        prefix = 10;
+        header_len = (uint64_t)base[8] | (uint64_t)base[9] << 8;
+    } else if ((major == 2 || major == 3) && minor == 0) {
+        prefix = 12;
+        if (size < prefix)
+            return oc_fail(ctx, OC_ERR_INPUT, "%s: truncated .npy header: the file has only %zu bytes", path, size);
+        header_len = (uint64_t)base[8] | (uint64_t)base[9] << 8 | (uint64_t)base[10] << 16 | (uint64_t)base[11] << 24;
+    } else {
+        return oc_fail(ctx, OC_ERR_INPUT, "%s: unsupported .npy format version %u.%u (1.0, 2.0 and 3.0 are read)", path,
+                       major, minor);
+    }
+    if (header_len > size - prefix)
+        return oc_fail(ctx, OC_ERR_INPUT,
+                       "%s: truncated .npy header: it declares %" PRIu64 " header bytes but only %zu follow", path,
+                       header_len, size - prefix);
+
+    memset(h, 0, sizeof *h);
+    header_cursor c = {.p = (const char *)base + prefix, .begin = (const char *)base + prefix};
+    c.end = c.p + header_len;
+    if (!parse_header_dict(&c, h))
+        return oc_fail(ctx, OC_ERR_INPUT, "%s: the .npy header is not a valid dict: %s (at header byte %td)", path,
+                       c.error, c.p - c.begin);
+    *data_offset = prefix + (size_t)header_len;
+    return OC_OK;
+}
+
+/* ---------------------------------------------------------------- reader */
+
+static oc_status parse_npy(oc_context *ctx, const char *path, oc_mapped_file *file, void *arg, oc_matrix **out)
+{
+    int64_t bits = *(const int64_t *)arg;
+    npy_header h;
+    size_t offset = 0;
+    OC_CHECK(npy_parse(ctx, path, file->data, file->size, &h, &offset));
+
+    npy_kind kind = descr_kind(h.descr);
+    if (kind == NPY_KIND_OTHER)
+        return oc_fail(ctx, OC_ERR_INPUT,
+                       "%s: dtype '%s' is not supported: the matrix must be bool, uint8 or int8 holding 0 and 1", path,
+                       h.descr);
+    if (h.fortran_order)
+        return oc_fail(ctx, OC_ERR_INPUT,
+                       "%s: fortran_order is True: only C-order arrays are read (save numpy.ascontiguousarray(A))",
+                       path);
+    if (h.ndim != 2) {
+        char shape[64] = "(";
+        for (int d = 0; d < h.ndim && d < 4; ++d)
+            snprintf(shape + strlen(shape), sizeof shape - strlen(shape), "%s%" PRId64, d ? ", " : "", h.shape[d]);
+        snprintf(shape + strlen(shape), sizeof shape - strlen(shape), "%s)",
+                 h.ndim == 1  ? ","
+                 : h.ndim > 4 ? ", ..."
+                              : "");
+        return oc_fail(ctx, OC_ERR_INPUT, "%s: shape %s is not 2-D: a matrix needs rows and columns", path, shape);
+    }
+    int64_t rows = h.shape[0], width = h.shape[1], data_bytes;
+    if (h.shape_overflow || !oc_mul_i64(rows, width, &data_bytes))
+        return oc_fail(ctx, OC_ERR_INPUT, "%s: dimensions %" PRId64 " x %" PRId64 " overflow 64-bit sizes", path, rows,
+                       width);
+    if (rows == 0 || width == 0)
+        return oc_fail(ctx, OC_ERR_INPUT,
+                       "%s: the matrix has %" PRId64 " rows and %" PRId64 " columns; both must be positive", path, rows,
+                       width);
+    int64_t cols = width;
+    if (bits > 0) {
+        /* numpy.packbits(A, axis=1) output: uint8 rows of ceil(bits / 8) bytes. */
+        if (kind == NPY_KIND_BOOL)
+            return oc_fail(ctx, OC_ERR_INPUT, "%s: --bits expects numpy.packbits output (uint8) but the dtype is bool",
+                           path);
+        int64_t need = bits / 8 + (bits % 8 != 0);
+        if (need != width)
+            return oc_fail(ctx, OC_ERR_INPUT,
+                           "%s: --bits %" PRId64 " needs %" PRId64 " bytes per row but the rows have %" PRId64
+                           " (%" PRId64 " to %" PRId64 " bits fit)",
+                           path, bits, need, width, 8 * width - 7, 8 * width);
+        cols = bits;
+    }
+    if ((uint64_t)data_bytes > file->size - offset)
+        return oc_fail(ctx, OC_ERR_INPUT,
+                       "%s: truncated .npy data: %" PRId64 " x %" PRId64 " needs %" PRId64
+                       " bytes after the header but the file has %zu",
+                       path, rows, width, data_bytes, file->size - offset);
+
+    OC_CHECK(oc_matrix_alloc(ctx, rows, cols, path, out));
+    oc_matrix *m = *out;
+    oc_mapped_file_advise_sequential(file);
+    /* Chunks of about 64 MB: after each, the pages behind are dropped and cancel is checked. */
+    int64_t chunk_rows = (int64_t)(64u << 20) / width + 1;
+    const unsigned char *data = file->data + offset;
+    for (int64_t r0 = 0; r0 < rows; r0 += chunk_rows) {
+        int64_t nr = rows - r0 < chunk_rows ? rows - r0 : chunk_rows;
+        if (bits > 0) {
+            for (int64_t i = r0; i < r0 + nr; ++i)
+                oc_pack_bits_row(data + i * width, cols, OC_BITS_MSB_FIRST, m->bits + i * m->words_per_row,
+                                 m->words_per_row);
+        } else {
+            OC_CHECK(oc_matrix_pack_dense_rows(ctx, m, r0, nr, data + r0 * width, width, kind == NPY_KIND_I8));
+        }
+        oc_mapped_file_release_before(file, offset + (size_t)((r0 + nr) * width));
+        if (oc_cancelled(ctx)) return oc_fail(ctx, OC_ERR_CANCELLED, "%s: reading was cancelled", path);
+    }
+    return OC_OK;
+}
+
+oc_status oc_npy_read(oc_context *ctx, const char *path, int64_t bits, oc_matrix **out)
+{
+    OC_CHECK(oc_mapped_read(ctx, path, parse_npy, &bits, out));
+    return OC_OK;
+}
+
+/* ---------------------------------------------------------------- writer */
+
+struct oc_npy_out {
+    oc_tmpfile file;
+    unsigned char *map;
+    size_t map_len;
+};
+
+/* Writes the magic, version and padded header dict for shape (rows, cols) into buf (at
+ * least NPY_ALIGN * 4 bytes); returns the data offset, a multiple of NPY_ALIGN. */
+static size_t npy_format_header(unsigned char *buf, const char *descr, int64_t rows, int64_t cols)
+{
+    char dict[160];
+    int len =
+        snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (%" PRId64 ", %" PRId64 "), }",
+                 descr, rows, cols);
+    /* Version 1.0 stores the header length in 2 bytes; 2.0 only when it does not fit. With
+     * two int64 dimensions it always fits, but the rule is numpy's and costs nothing. */
+    size_t prefix = 10;
+    size_t total = (prefix + (size_t)len + 1 + NPY_ALIGN - 1) / NPY_ALIGN * NPY_ALIGN;
+    if (total - prefix > 65535) {
+        prefix = 12;
+        total = (prefix + (size_t)len + 1 + NPY_ALIGN - 1) / NPY_ALIGN * NPY_ALIGN;
+    }
+    size_t header_len = total - prefix;
+    memcpy(buf, NPY_MAGIC, NPY_MAGIC_LEN);
+    buf[6] = prefix == 10 ? 1 : 2;
+    buf[7] = 0;
+    for (size_t k = 0; k < prefix - 8; ++k) buf[8 + k] = (unsigned char)(header_len >> (8 * k));
+    memcpy(buf + prefix, dict, (size_t)len);
+    memset(buf + prefix + len, ' ', header_len - (size_t)len - 1);
+    buf[total - 1] = '\n';
+    return total;
+}
+
+/* Creates w's temporary file, total bytes long with its blocks reserved, and maps it. On
+ * failure the caller aborts w, which removes whatever was created. */
+static oc_status npy_out_map(oc_context *ctx, const char *path, size_t total, oc_npy_out *w)
+{
+    OC_CHECK(oc_tmpfile_open(ctx, path, &w->file));
+    if (ftruncate(w->file.fd, (off_t)total) != 0)
+        return oc_fail(ctx, OC_ERR_IO, "%s: cannot size the output to %zu bytes: %s", path, total, strerror(errno));
+    /* Reserve the blocks now: a shared mapping of a sparse file that later meets a full disk
+     * kills the process with SIGBUS instead of returning an error. File systems without
+     * fallocate keep the sparse file (and that risk). */
+    if (fallocate(w->file.fd, 0, 0, (off_t)total) != 0 && errno != EOPNOTSUPP && errno != ENOSYS) {
+        int err = errno;
+        return oc_fail(ctx, OC_ERR_IO, "%s: cannot reserve %zu bytes for the output: %s", path, total,
+                       err == ENOSPC ? "not enough space on the device" : strerror(err));
+    }
+    void *map = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED, w->file.fd, 0);
+    if (map == MAP_FAILED)
+        return oc_fail(ctx, OC_ERR_IO, "%s: cannot map the %zu-byte output: %s", path, total, strerror(errno));
+    w->map = map;
+    w->map_len = total;
+    return OC_OK;
+}
+
+oc_status oc_npy_out_create(oc_context *ctx, const char *path, int dtype, int64_t rows, int64_t cols, oc_npy_out **out,
+                            void **data)
+{
+    if (!path || !out || !data) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_npy_out_create: NULL argument");
+    const char *descr;
+    int64_t elem;
+    switch (dtype) {
+    case OC_DTYPE_INT32: descr = NPY_NATIVE "i4", elem = 4; break;
+    case OC_DTYPE_UINT16: descr = NPY_NATIVE "u2", elem = 2; break;
+    case OC_DTYPE_FLOAT32: descr = NPY_NATIVE "f4", elem = 4; break;
+    case OC_NPY_UINT8: descr = "|u1", elem = 1; break;
+    default: return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: no .npy output for dtype code %d", path, dtype);
+    }
+    int64_t count, bytes;
+    if (rows <= 0 || cols <= 0)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: output shape %" PRId64 " x %" PRId64 " is not positive", path,
+                       rows, cols);
+    if (!oc_mul_i64(rows, cols, &count) || !oc_mul_i64(count, elem, &bytes) || bytes > INT64_MAX - 4 * NPY_ALIGN ||
+        (uint64_t)bytes > SIZE_MAX / 2)
+        return oc_fail(ctx, OC_ERR_INPUT, "%s: output %" PRId64 " x %" PRId64 " overflows 64-bit sizes", path, rows,
+                       cols);
+
+    unsigned char header[4 * NPY_ALIGN];
+    size_t offset = npy_format_header(header, descr, rows, cols);
+    size_t total = offset + (size_t)bytes;
+
+    oc_npy_out *w = calloc(1, sizeof *w);
+    if (!w) return oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: out of memory", path);
+    w->file.fd = -1;
+    oc_status st = npy_out_map(ctx, path, total, w);
+    if (st != OC_OK) {
+        oc_npy_out_abort(w);
+        return oc_trace_at(ctx, st, __FILE__, __LINE__);
+    }
+    memcpy(w->map, header, offset);
+    *out = w;
+    *data = w->map + offset;
+    return OC_OK;
+}
+
+oc_status oc_npy_out_commit(oc_context *ctx, oc_npy_out *w)
+{
+    if (!w) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_npy_out_commit: NULL writer");
+    /* msync is where a failed write-back (full disk, I/O error) shows; munmap never says. */
+    if (msync(w->map, w->map_len, MS_SYNC) != 0) {
+        int err = errno;
+        oc_status st = oc_fail(ctx, OC_ERR_IO, "%s: writing the output failed: %s", w->file.path, strerror(err));
+        oc_npy_out_abort(w);
+        return st;
+    }
+    munmap(w->map, w->map_len);
+    w->map = NULL;
+    oc_status st = oc_tmpfile_commit(ctx, &w->file);
+    if (st != OC_OK) oc_trace_at(ctx, st, __FILE__, __LINE__);
+    free(w);
+    return st;
+}
+
+void oc_npy_out_abort(oc_npy_out *w)
+{
+    if (!w) return;
+    if (w->map) munmap(w->map, w->map_len);
+    oc_tmpfile_abort(&w->file);
+    free(w);
+}

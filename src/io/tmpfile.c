@@ -1,0 +1,157 @@
+/*
+ * tmpfile.c - write-then-rename: every output is created as PATH.tmp-XXXXXX beside PATH and
+ * renamed over PATH only when complete.
+ *
+ * The temporary file lives in the destination directory because rename(2) is atomic only
+ * within one file system; a reader of PATH sees either the old file or the finished new one.
+ * A missing or unwritable directory is found here, before any work starts, and reported as
+ * bad input naming the path.
+ */
+#include <ctype.h>
+#include <stdint.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/error.h"
+#include "io/io.h"
+
+const char *oc_path_extension(const char *path, char *buf, size_t bufsize)
+{
+    if (bufsize == 0) return buf;
+    buf[0] = '\0';
+    if (!path) return buf;
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    const char *dot = strrchr(base, '.');
+    /* ".bashrc" is a name, not an extension, as os.path.splitext says. */
+    if (!dot || dot == base) return buf;
+    size_t k = 0;
+    for (const char *p = dot + 1; *p && k + 1 < bufsize; ++p) buf[k++] = (char)tolower((unsigned char)*p);
+    buf[k] = '\0';
+    return buf;
+}
+
+/* The directory part of path, for messages ("." when path has none). */
+static void path_directory(const char *path, char *buf, size_t size)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        snprintf(buf, size, ".");
+    else if (slash == path)
+        snprintf(buf, size, "/");
+    else
+        snprintf(buf, size, "%.*s", (int)(slash - path), path);
+}
+
+/* Turns the errno of a failed create in path's directory into a one-line message. */
+static oc_status fail_create(oc_context *ctx, const char *path, int err)
+{
+    char dir[4096];
+    path_directory(path, dir, sizeof dir);
+    switch (err) {
+    case ENOENT:
+        return oc_fail(ctx, OC_ERR_INPUT, "%s: cannot write the output: directory %s does not exist", path, dir);
+    case ENOTDIR: return oc_fail(ctx, OC_ERR_INPUT, "%s: cannot write the output: %s is not a directory", path, dir);
+    case EACCES:
+    case EPERM:
+        return oc_fail(ctx, OC_ERR_INPUT, "%s: cannot write the output: no write permission in directory %s", path,
+                       dir);
+    case EROFS:
+        return oc_fail(ctx, OC_ERR_INPUT, "%s: cannot write the output: directory %s is on a read-only file system",
+                       path, dir);
+    default:
+        return oc_fail(ctx, OC_ERR_INPUT, "%s: cannot create the output in directory %s: %s", path, dir, strerror(err));
+    }
+}
+
+oc_status oc_tmpfile_open(oc_context *ctx, const char *path, oc_tmpfile *f)
+{
+    if (!path || !f) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_tmpfile_open: NULL argument");
+    f->path = f->tmp_path = NULL;
+    f->fd = -1;
+    if (path[0] == '\0') return oc_fail(ctx, OC_ERR_INPUT, "the output path is empty");
+    struct stat sb;
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
+        return oc_fail(ctx, OC_ERR_INPUT, "%s: the output path is a directory", path);
+
+    size_t len = strlen(path);
+    f->path = malloc(len + 1);
+    f->tmp_path = malloc(len + sizeof ".tmp-XXXXXX");
+    if (!f->path || !f->tmp_path) {
+        oc_tmpfile_abort(f);
+        return oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: out of memory for the output name", path);
+    }
+    memcpy(f->path, path, len + 1);
+
+    /* Not mkstemp: it creates mode 0600, and an output should get the permissions any other
+     * new file gets (0666 less the umask). The name is random enough; O_EXCL settles races. */
+    static const char alphabet[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    uint64_t seed = (uint64_t)now.tv_nsec * 0x9E3779B97F4A7C15ull ^ (uint64_t)getpid() << 32 ^ (uintptr_t)f;
+    for (int attempt = 0; attempt < 100; ++attempt) {
+        char suffix[7];
+        for (int k = 0; k < 6; ++k) {
+            seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+            suffix[k] = alphabet[seed % (sizeof alphabet - 1)];
+        }
+        suffix[6] = '\0';
+        snprintf(f->tmp_path, len + sizeof ".tmp-XXXXXX", "%s.tmp-%s", path, suffix);
+        f->fd = open(f->tmp_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (f->fd >= 0) return OC_OK;
+        if (errno != EEXIST) {
+            int err = errno;
+            free(f->tmp_path);
+            f->tmp_path = NULL; /* nothing was created: abort must not unlink */
+            oc_tmpfile_abort(f);
+            return fail_create(ctx, path, err);
+        }
+    }
+    free(f->tmp_path);
+    f->tmp_path = NULL;
+    oc_tmpfile_abort(f);
+    return oc_fail(ctx, OC_ERR_IO, "%s: could not find a free temporary name beside it", path);
+}
+
+oc_status oc_tmpfile_commit(oc_context *ctx, oc_tmpfile *f)
+{
+    if (!f || f->fd < 0 || !f->tmp_path)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_tmpfile_commit: the file is not open");
+    /* close() can report a deferred write error (NFS); a file that failed there is not done. */
+    int rc = close(f->fd);
+    f->fd = -1;
+    if (rc != 0) {
+        int err = errno;
+        oc_status st = oc_fail(ctx, OC_ERR_IO, "%s: writing the output failed: %s", f->path, strerror(err));
+        oc_tmpfile_abort(f);
+        return st;
+    }
+    if (rename(f->tmp_path, f->path) != 0) {
+        int err = errno;
+        oc_status st =
+            oc_fail(ctx, OC_ERR_IO, "%s: cannot rename the finished output into place: %s", f->path, strerror(err));
+        oc_tmpfile_abort(f);
+        return st;
+    }
+    free(f->tmp_path);
+    free(f->path);
+    f->tmp_path = f->path = NULL;
+    return OC_OK;
+}
+
+void oc_tmpfile_abort(oc_tmpfile *f)
+{
+    if (!f) return;
+    if (f->fd >= 0) close(f->fd);
+    if (f->tmp_path) unlink(f->tmp_path);
+    free(f->tmp_path);
+    free(f->path);
+    f->tmp_path = f->path = NULL;
+    f->fd = -1;
+}
