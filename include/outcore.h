@@ -247,6 +247,114 @@ OC_API int oc_cpu_cores(void);
 /* Number of usable CUDA devices; 0 when built without CUDA or none is present. */
 OC_API int oc_cuda_device_count(void);
 
+/* ---- resource tools (inspect, devices) */
+/* `outcore inspect`: the resources of each kernel in a PTX, cubin, fatbinary or host
+ * object/executable file, and whether a block size fits on a GPU architecture, with the
+ * arithmetic. With a usable GPU whose architecture is the target, the driver loads the code
+ * and answers; otherwise the toolkit's ptxas compiles PTX, and cubins are read directly. */
+typedef struct oc_inspect_options {
+    size_t struct_size;   /* sizeof(oc_inspect_options) */
+    const char *arch;     /* "sm_90", "9.0", ...; NULL: the GPU's, else the code's own target */
+    int block;            /* > 0: a verdict for this block size (1..1024) */
+    int64_t dyn_smem;     /* dynamic shared memory per block, bytes */
+    const char *kernel;   /* only this kernel (exact name); NULL: all */
+    int use_gpu;          /* nonzero (default): use the driver when a GPU of the target arch is there */
+} oc_inspect_options;
+
+#define OC_INSPECT_OPTIONS_INIT {sizeof(oc_inspect_options), NULL, 0, 0, NULL, 1}
+
+/* Block sizes at which occupancy is reported. */
+#define OC_INSPECT_BLOCK_SIZES 6
+OC_API const int *oc_inspect_block_sizes(void); /* {64, 128, 256, 512, 768, 1024} */
+
+typedef struct oc_inspect_kernel {
+    const char *name;             /* as in the code (mangled for C++) */
+    int regs_per_thread;
+    int64_t static_smem_bytes;
+    int64_t local_bytes;          /* stack frame per thread, spills included */
+    int64_t spill_store_bytes;    /* -1 when the source does not report it */
+    int64_t spill_load_bytes;
+    int64_t const_bytes;          /* constant bank 0 (parameters), -1 when unknown */
+    int launch_bounds;            /* __launch_bounds__ / .maxntid threads, 0 = none */
+    int max_threads_per_block;    /* the largest block that fits on the target (no dyn smem: dyn_smem) */
+    double occupancy[OC_INSPECT_BLOCK_SIZES]; /* at oc_inspect_block_sizes(); 0 = does not fit */
+    int driver_blocks_per_sm;     /* with the driver and a block: cuOccupancy's answer, else -1 */
+    /* With options.block > 0: */
+    int fits;
+    int blocks_per_sm;
+    double block_occupancy;
+    int largest_block;
+    int reg_cap;                  /* registers per thread with which `block` fits, 0 = none */
+    int needs_smem_optin;
+    char limiter[64];
+    char explanation[1024];       /* the arithmetic, several lines */
+} oc_inspect_kernel;
+
+typedef struct oc_inspect_report {
+    char path[512];
+    char format[16];              /* "ptx", "cubin", "fatbin", "host-elf" */
+    char arch[16];                /* the target the verdicts are for, "sm_90" */
+    int code_cc;                  /* compute capability x10 of the code the figures come from */
+    char source[64];              /* "ptxas 13.0", "cubin attributes", "driver (NVIDIA H100 ...)" */
+    int block;                    /* the options' block, 0 = none */
+    int64_t dyn_smem;
+    int count;
+    oc_inspect_kernel *kernels;   /* count entries, in the code's order */
+} oc_inspect_report;
+
+/* Inspects path. Bad input (not a kernel image, PTX that does not assemble (ptxas' message),
+ * an unknown arch, a block outside 1..1024, a kernel name that does not exist) fails with
+ * OC_ERR_INPUT or OC_ERR_INVALID_ARGUMENT and a one-line message. Blocks while ptxas runs.
+ * The caller frees *out with oc_inspect_report_free. */
+OC_API oc_status oc_inspect_file(oc_context *ctx, const char *path, const oc_inspect_options *opts,
+                                 oc_inspect_report **out);
+OC_API void oc_inspect_report_free(oc_inspect_report *report);
+/* Renders the report as JSON or as text for people; *out is malloc'ed, the caller frees it. */
+OC_API oc_status oc_inspect_report_render(oc_context *ctx, const oc_inspect_report *report, int json, char **out);
+
+/* `outcore devices`: what each GPU gives and, on request, measured transfer rates. */
+typedef struct oc_device_info {
+    int index;
+    char name[256];
+    int cc;                       /* compute capability x10 */
+    int sm_count;
+    int64_t mem_total_bytes;
+    int64_t mem_free_bytes;
+    int regs_per_sm;
+    int regs_per_block;
+    int64_t smem_per_block;       /* default limit */
+    int64_t smem_per_block_optin;
+    int64_t smem_per_sm;
+    int max_threads_per_block;
+    int max_threads_per_sm;
+    int copy_engines;             /* asyncEngineCount */
+    int pcie_gen;                 /* current link generation, 0 when unknown (needs NVML) */
+    int pcie_width;               /* current link width, 0 when unknown */
+    int pcie_gen_max, pcie_width_max;
+    char pci_bus_id[32];
+    /* --bandwidth, GB/s (1e9 bytes/s), 0 when not measured: median of several 256 MiB copies */
+    double h2d_pageable, d2h_pageable, h2d_pinned, d2h_pinned;
+    double bidir_pinned;          /* both directions at once on two streams, total */
+    int64_t bandwidth_bytes;      /* transfer size used */
+} oc_device_info;
+
+typedef struct oc_devices {
+    int count;
+    oc_device_info *devices;
+    char no_gpu_reason[256];      /* when count == 0: why ("built without CUDA", the driver's answer) */
+    char cpu_model[256];          /* from /proc/cpuinfo, "" when unknown */
+    int cpu_cores;                /* oc_cpu_cores() */
+    char cpu_isa[16];             /* oc_cpu_isa() */
+} oc_devices;
+
+/* Lists the usable GPUs and the CPU. bandwidth != 0 measures transfer rates (seconds per
+ * GPU). No GPU is not an error: count is 0 and no_gpu_reason says why. Free with
+ * oc_devices_free. */
+OC_API oc_status oc_devices_query(oc_context *ctx, int bandwidth, oc_devices **out);
+OC_API void oc_devices_free(oc_devices *devices);
+/* Renders JSON or text; *out is malloc'ed. */
+OC_API oc_status oc_devices_render(oc_context *ctx, const oc_devices *devices, int json, char **out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,458 @@
+/*
+ * kernel_image.c - recognising GPU code files and choosing which code inside answers.
+ *
+ * A fatbinary is a 16-byte header (magic 0xBA55ED50, version, header size, payload size)
+ * followed by entries, each with its own header:
+ *
+ *     offset  0  u16 kind (1 = PTX, 2 = ELF cubin)     offset 28  u32 sm (90 for sm_90)
+ *     offset  4  u32 entry header size                 offset 40  u64 flags
+ *     offset  8  u64 payload size (padded)             offset 56  u64 uncompressed size
+ *     offset 16  u64 compressed size
+ *
+ * Flag 0x2000 marks an LZ4 block (`-compress-mode=speed`), 0x8000 a zstd frame (the
+ * default of `-compress-all`). Host objects and executables carry one or more fatbinaries,
+ * back to back, in their .nv_fatbin section.
+ */
+#include "kernel_image.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../core/error.h"
+#include "elf_read.h"
+
+#define FATBIN_MAGIC 0xBA55ED50u
+#define FATBIN_KIND_PTX 1
+#define FATBIN_KIND_ELF 2
+#define FATBIN_FLAG_LZ4 0x2000u
+#define FATBIN_FLAG_ZSTD 0x8000u
+#define EM_CUDA 190
+
+const char *oc_image_format_name(oc_image_format format)
+{
+    static const char *const names[] = {"ptx", "cubin", "fatbin", "host-elf"};
+    return (unsigned)format < 4 ? names[format] : "?";
+}
+
+/* ------------------------------------------------------------------ kernel lists */
+
+oc_status oc_kernel_list_add(oc_context *ctx, oc_kernel_list *list, const char *name, size_t name_len,
+                             oc_kernel_entry **entry)
+{
+    if (list->count == list->capacity) {
+        int capacity = list->capacity ? list->capacity * 2 : 8;
+        oc_kernel_entry *items = realloc(list->items, (size_t)capacity * sizeof *items);
+        if (!items) return oc_fail(ctx, OC_ERR_NO_MEMORY, "out of host memory listing kernels");
+        list->items = items;
+        list->capacity = capacity;
+    }
+    char *copy = malloc(name_len + 1);
+    if (!copy) return oc_fail(ctx, OC_ERR_NO_MEMORY, "out of host memory listing kernels");
+    memcpy(copy, name, name_len);
+    copy[name_len] = '\0';
+    oc_kernel_entry *e = &list->items[list->count++];
+    memset(e, 0, sizeof *e);
+    e->name = copy;
+    e->spill_store_bytes = -1;
+    e->spill_load_bytes = -1;
+    e->const_bytes = -1;
+    e->driver_blocks_per_sm = -1;
+    *entry = e;
+    return OC_OK;
+}
+
+oc_kernel_entry *oc_kernel_list_find(oc_kernel_list *list, const char *name, size_t name_len)
+{
+    for (int i = 0; i < list->count; i++)
+        if (strlen(list->items[i].name) == name_len && memcmp(list->items[i].name, name, name_len) == 0)
+            return &list->items[i];
+    return NULL;
+}
+
+void oc_kernel_list_clear(oc_kernel_list *list)
+{
+    for (int i = 0; i < list->count; i++) free(list->items[i].name);
+    free(list->items);
+    memset(list, 0, sizeof *list);
+}
+
+/* ------------------------------------------------------------------ recognising files */
+
+static uint16_t rd16(const unsigned char *p) { return (uint16_t)(p[0] | p[1] << 8); }
+static uint32_t rd32(const unsigned char *p) { return (uint32_t)rd16(p) | (uint32_t)rd16(p + 2) << 16; }
+static uint64_t rd64(const unsigned char *p) { return (uint64_t)rd32(p) | (uint64_t)rd32(p + 4) << 32; }
+
+/* Finds a PTX directive as a whole word at the start of a line (after blanks). */
+static const char *find_directive(const char *text, size_t size, const char *directive)
+{
+    size_t n = strlen(directive);
+    for (size_t i = 0; i + n < size; i++) {
+        if ((i == 0 || text[i - 1] == '\n' || text[i - 1] == ' ' || text[i - 1] == '\t') &&
+            memcmp(text + i, directive, n) == 0 && (text[i + n] == ' ' || text[i + n] == '\t'))
+            return text + i + n;
+    }
+    return NULL;
+}
+
+int oc_ptx_target_cc(const char *text, size_t size)
+{
+    const char *t = find_directive(text, size, ".target");
+    if (!t) return 0;
+    while (*t == ' ' || *t == '\t') t++;
+    if (strncmp(t, "sm_", 3) != 0) return 0;
+    return atoi(t + 3);
+}
+
+static int looks_like_ptx(const unsigned char *data, size_t size)
+{
+    size_t scan = size < 65536 ? size : 65536;
+    if (memchr(data, '\0', scan)) return 0; /* binary */
+    return find_directive((const char *)data, scan, ".version") && find_directive((const char *)data, scan, ".target");
+}
+
+static int is_elf64(const unsigned char *d, size_t size)
+{
+    return size >= 64 && memcmp(d, "\177ELF", 4) == 0 && d[4] == 2 && d[5] == 1;
+}
+
+static oc_status read_whole(oc_context *ctx, const char *path, unsigned char **data, size_t *size)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return oc_fail(ctx, OC_ERR_INPUT, "%s: cannot open: %s", path, strerror(errno));
+    oc_status st = OC_OK;
+    unsigned char *buf = NULL;
+    long len = -1;
+    if (fseek(f, 0, SEEK_END) == 0) len = ftell(f);
+    if (len < 0 || fseek(f, 0, SEEK_SET) != 0) {
+        st = oc_fail(ctx, OC_ERR_INPUT, "%s: not a regular file", path);
+        goto cleanup;
+    }
+    /* One spare byte keeps PTX text NUL-terminated for the driver and the parsers. */
+    buf = malloc((size_t)len + 1);
+    if (!buf) {
+        st = oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: out of host memory reading %ld bytes", path, len);
+        goto cleanup;
+    }
+    if (fread(buf, 1, (size_t)len, f) != (size_t)len) {
+        st = oc_fail(ctx, OC_ERR_IO, "%s: read failed: %s", path, strerror(errno));
+        goto cleanup;
+    }
+    buf[len] = '\0';
+    *data = buf;
+    *size = (size_t)len;
+    buf = NULL;
+cleanup:
+    free(buf);
+    fclose(f);
+    return st;
+}
+
+oc_status oc_kernel_image_read(oc_context *ctx, const char *path, oc_kernel_image *img)
+{
+    memset(img, 0, sizeof *img);
+    OC_CHECK(read_whole(ctx, path, &img->data, &img->size));
+    img->path = path;
+    const unsigned char *d = img->data;
+    if (img->size >= 16 && rd32(d) == FATBIN_MAGIC) {
+        img->format = OC_IMAGE_FATBIN;
+    } else if (is_elf64(d, img->size) && rd16(d + 18) == EM_CUDA) {
+        img->format = OC_IMAGE_CUBIN;
+    } else if (is_elf64(d, img->size) && oc_elf_find_section(d, img->size, ".nv_fatbin", NULL, NULL)) {
+        img->format = OC_IMAGE_HOST_ELF;
+    } else if (looks_like_ptx(d, img->size)) {
+        img->format = OC_IMAGE_PTX;
+    } else {
+        int elf = img->size >= 4 && memcmp(d, "\177ELF", 4) == 0;
+        oc_kernel_image_release(img);
+        return oc_fail(ctx, OC_ERR_INPUT, "%s: %s", path,
+                       elf ? "an ELF file without GPU code (no EM_CUDA machine, no .nv_fatbin section)"
+                           : "not PTX, a cubin, a fatbinary or an object with a .nv_fatbin section");
+    }
+    return OC_OK;
+}
+
+void oc_kernel_image_release(oc_kernel_image *img)
+{
+    if (!img) return;
+    free(img->data);
+    memset(img, 0, sizeof *img);
+}
+
+/* The fatbinary inside img: the file itself, or the start of the host ELF's .nv_fatbin. */
+static void fatbin_region(const oc_kernel_image *img, const unsigned char **data, size_t *size)
+{
+    *data = img->data;
+    *size = img->size;
+    if (img->format == OC_IMAGE_HOST_ELF) oc_elf_find_section(img->data, img->size, ".nv_fatbin", data, size);
+}
+
+void oc_kernel_image_loadable(const oc_kernel_image *img, const void **data, size_t *size)
+{
+    const unsigned char *d;
+    size_t n;
+    fatbin_region(img, &d, &n);
+    if (img->format == OC_IMAGE_HOST_ELF && n >= 16) n = 16 + (size_t)rd64(d + 8); /* the first fatbinary */
+    *data = d;
+    *size = img->format == OC_IMAGE_PTX ? n + 1 : n;
+}
+
+/* ------------------------------------------------------------------ fatbinary entries */
+
+typedef struct fat_entry {
+    int kind;                    /* FATBIN_KIND_PTX or FATBIN_KIND_ELF */
+    int cc;
+    uint64_t flags;
+    const unsigned char *payload;
+    size_t payload_size;         /* bytes stored (compressed when flagged) */
+    size_t plain_size;           /* bytes once decompressed */
+} fat_entry;
+
+typedef struct fat_entries {
+    fat_entry items[64];
+    int count;
+} fat_entries;
+
+/* Walks the fatbinaries back to back in [data, data + size). */
+static oc_status fatbin_entries(oc_context *ctx, const char *path, const unsigned char *data, size_t size,
+                                fat_entries *out)
+{
+    size_t at = 0;
+    out->count = 0;
+    while (at + 16 <= size && rd32(data + at) == FATBIN_MAGIC) {
+        size_t header = rd16(data + at + 6);
+        uint64_t body = rd64(data + at + 8);
+        if (header < 16 || body > size - at - header)
+            return oc_fail(ctx, OC_ERR_INPUT, "%s: truncated fatbinary at offset %zu", path, at);
+        const unsigned char *e = data + at + header, *end = e + body;
+        while (end - e >= 64) {
+            size_t eh = rd32(e + 4);
+            uint64_t payload = rd64(e + 8);
+            if (eh < 64 || payload > (uint64_t)(end - e) - eh)
+                return oc_fail(ctx, OC_ERR_INPUT, "%s: malformed fatbinary entry at offset %zu", path,
+                               (size_t)(e - data));
+            if (out->count < (int)(sizeof out->items / sizeof out->items[0])) {
+                fat_entry *f = &out->items[out->count++];
+                f->kind = rd16(e);
+                f->cc = (int)rd32(e + 28);
+                f->flags = rd64(e + 40);
+                f->payload = e + eh;
+                f->payload_size = (size_t)payload;
+                f->plain_size = (size_t)payload;
+                if (f->flags & (FATBIN_FLAG_LZ4 | FATBIN_FLAG_ZSTD)) {
+                    f->payload_size = (size_t)rd64(e + 16);
+                    f->plain_size = (size_t)rd64(e + 56);
+                    if (f->payload_size > payload) f->payload_size = (size_t)payload;
+                }
+            }
+            e += eh + payload;
+        }
+        at += header + body;
+        at = (at + 7) & ~(size_t)7; /* fatbinaries in a section are 8-byte aligned */
+    }
+    if (out->count == 0) return oc_fail(ctx, OC_ERR_INPUT, "%s: the fatbinary holds no code", path);
+    return OC_OK;
+}
+
+/* LZ4 block format: sequences of (token, literals, 2-byte offset, match); the last has
+ * literals only. Returns the bytes written, or -1 on malformed input. */
+static long lz4_block_decode(const unsigned char *src, size_t src_size, unsigned char *dst, size_t dst_size)
+{
+    const unsigned char *s = src, *s_end = src + src_size;
+    unsigned char *d = dst, *d_end = dst + dst_size;
+    while (s < s_end) {
+        unsigned token = *s++;
+        size_t literals = token >> 4;
+        if (literals == 15) {
+            unsigned char b;
+            do {
+                if (s >= s_end) return -1;
+                b = *s++;
+                literals += b;
+            } while (b == 255);
+        }
+        if (literals > (size_t)(s_end - s) || literals > (size_t)(d_end - d)) return -1;
+        memcpy(d, s, literals);
+        d += literals;
+        s += literals;
+        if (s >= s_end) break; /* the last sequence ends after its literals */
+        if (s_end - s < 2) return -1;
+        size_t offset = (size_t)s[0] | (size_t)s[1] << 8;
+        s += 2;
+        if (offset == 0 || offset > (size_t)(d - dst)) return -1;
+        size_t match = (token & 15) + 4;
+        if ((token & 15) == 15) {
+            unsigned char b;
+            do {
+                if (s >= s_end) return -1;
+                b = *s++;
+                match += b;
+            } while (b == 255);
+        }
+        if (match > (size_t)(d_end - d)) return -1;
+        /* Byte by byte: a match may overlap the bytes it produces (offset < length). */
+        for (size_t i = 0; i < match; i++, d++) *d = *(d - offset);
+    }
+    return (long)(d - dst);
+}
+
+/* zstd frames are decoded by the system's libzstd, loaded on first use: outcore does not
+ * link it, so a build without it still reads uncompressed and LZ4 fatbinaries. */
+typedef size_t (*zstd_decompress_fn)(void *, size_t, const void *, size_t);
+typedef unsigned (*zstd_is_error_fn)(size_t);
+
+static long zstd_decode(const unsigned char *src, size_t src_size, unsigned char *dst, size_t dst_size)
+{
+    static void *lib;
+    if (!lib) lib = dlopen("libzstd.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) return -2;
+    zstd_decompress_fn decompress = (zstd_decompress_fn)dlsym(lib, "ZSTD_decompress");
+    zstd_is_error_fn is_error = (zstd_is_error_fn)dlsym(lib, "ZSTD_isError");
+    if (!decompress || !is_error) return -2;
+    size_t n = decompress(dst, dst_size, src, src_size);
+    return is_error(n) ? -1 : (long)n;
+}
+
+/* The entry's code, decompressed into a new buffer (NUL-terminated for PTX). */
+static oc_status entry_code(oc_context *ctx, const char *path, const fat_entry *e, unsigned char **code, size_t *size)
+{
+    unsigned char *buf = malloc(e->plain_size + 1);
+    if (!buf) return oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: out of host memory for a %zu-byte fatbinary entry", path, e->plain_size);
+    long n;
+    if (e->flags & FATBIN_FLAG_ZSTD)
+        n = zstd_decode(e->payload, e->payload_size, buf, e->plain_size);
+    else if (e->flags & FATBIN_FLAG_LZ4)
+        n = lz4_block_decode(e->payload, e->payload_size, buf, e->plain_size);
+    else
+        n = (long)e->plain_size, memcpy(buf, e->payload, e->plain_size);
+    if (n == -2) {
+        free(buf);
+        return oc_fail(ctx, OC_ERR_UNSUPPORTED, "%s: the sm_%d entry is zstd-compressed and libzstd.so.1 is not installed", path, e->cc);
+    }
+    if (n < 0 || (size_t)n != e->plain_size) {
+        free(buf);
+        return oc_fail(ctx, OC_ERR_INPUT, "%s: the sm_%d entry does not decompress", path, e->cc);
+    }
+    buf[n] = '\0';
+    /* PTX entries may be padded with NULs up to the payload size. */
+    if (e->kind == FATBIN_KIND_PTX) n = (long)strlen((char *)buf);
+    *code = buf;
+    *size = (size_t)n;
+    return OC_OK;
+}
+
+/* Which entry answers for target (0 = the best the file offers). */
+static const fat_entry *choose_entry(const fat_entries *all, int target)
+{
+    const fat_entry *exact = NULL, *ptx = NULL, *compatible = NULL, *best = NULL;
+    for (int i = 0; i < all->count; i++) {
+        const fat_entry *e = &all->items[i];
+        if (e->kind == FATBIN_KIND_ELF) {
+            if (e->cc == target) exact = e;
+            /* A cubin runs on a later minor of its major (sm_80 code on sm_86). */
+            if (target && e->cc / 10 == target / 10 && e->cc < target && (!compatible || e->cc > compatible->cc))
+                compatible = e;
+            if (!best || e->cc > best->cc || best->kind != FATBIN_KIND_ELF) best = e;
+        } else if (e->kind == FATBIN_KIND_PTX) {
+            if ((!target || e->cc <= target) && (!ptx || e->cc > ptx->cc)) ptx = e;
+            if (!best) best = e;
+        }
+    }
+    if (!target) return best;
+    return exact ? exact : ptx ? ptx : compatible;
+}
+
+/* Writes PTX to a temporary file for ptxas and removes it afterwards. */
+static oc_status ptx_text_resources(oc_context *ctx, const char *display, const unsigned char *ptx, size_t size,
+                                    int cc, oc_kernel_list *out)
+{
+    const char *dir = getenv("TMPDIR");
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s/outcore-inspect-XXXXXX.ptx", dir && *dir ? dir : "/tmp");
+    int fd = mkstemps(tmp, 4);
+    if (fd < 0) return oc_fail(ctx, OC_ERR_IO, "%s: cannot create a temporary file for ptxas in %s: %s", display, dir && *dir ? dir : "/tmp", strerror(errno));
+    size_t done = 0;
+    while (done < size) {
+        ssize_t w = write(fd, ptx + done, size - done);
+        if (w <= 0) break;
+        done += (size_t)w;
+    }
+    close(fd);
+    oc_status st = done == size ? oc_ptxas_resources(ctx, tmp, display, cc, out)
+                                : oc_fail(ctx, OC_ERR_IO, "%s: cannot write the temporary file %s", display, tmp);
+    unlink(tmp);
+    return st;
+}
+
+static oc_status fatbin_resources(oc_context *ctx, const oc_kernel_image *img, int target, oc_kernel_list *out)
+{
+    const unsigned char *region;
+    size_t region_size;
+    fatbin_region(img, &region, &region_size);
+    fat_entries *all = malloc(sizeof *all);
+    if (!all) return oc_fail(ctx, OC_ERR_NO_MEMORY, "out of host memory");
+    oc_status st = fatbin_entries(ctx, img->path, region, region_size, all);
+    if (st != OC_OK) {
+        free(all);
+        return oc_trace_at(ctx, st, __FILE__, __LINE__);
+    }
+    const fat_entry *e = choose_entry(all, target);
+    if (!e) {
+        char have[256] = "";
+        for (int i = 0; i < all->count; i++)
+            snprintf(have + strlen(have), sizeof have - strlen(have), "%s%s_%d", i ? ", " : "",
+                     all->items[i].kind == FATBIN_KIND_PTX ? "compute" : "sm", all->items[i].cc);
+        free(all);
+        return oc_fail(ctx, OC_ERR_INPUT, "%s: no code for sm_%d (the file holds %s)", img->path, target, have);
+    }
+    st = OC_OK;
+    /* An executable carries one fatbinary per translation unit (and the CUDA runtime's own):
+     * every entry of the chosen kind and SM contributes its kernels. */
+    fat_entry chosen = *e;
+    for (int i = 0; i < all->count && st == OC_OK; i++) {
+        const fat_entry *f = &all->items[i];
+        if (f->kind != chosen.kind || f->cc != chosen.cc) continue;
+        unsigned char *code = NULL;
+        size_t code_size = 0;
+        st = entry_code(ctx, img->path, f, &code, &code_size);
+        if (st != OC_OK) break;
+        char display[600];
+        if (f->kind == FATBIN_KIND_PTX) {
+            int cc = target ? target : f->cc;
+            snprintf(display, sizeof display, "%s (compute_%d PTX inside)", img->path, f->cc);
+            st = ptx_text_resources(ctx, display, code, code_size, cc, out);
+            out->code_cc = cc;
+        } else {
+            snprintf(display, sizeof display, "%s (sm_%d cubin inside)", img->path, f->cc);
+            st = oc_cubin_resources(ctx, display, code, code_size, out);
+        }
+        free(code);
+    }
+    free(all);
+    return st == OC_OK ? OC_OK : oc_trace_at(ctx, st, __FILE__, __LINE__);
+}
+
+oc_status oc_kernel_image_resources(oc_context *ctx, const oc_kernel_image *img, int target_cc, oc_kernel_list *out)
+{
+    switch (img->format) {
+    case OC_IMAGE_PTX: {
+        int cc = target_cc ? target_cc : oc_ptx_target_cc((const char *)img->data, img->size);
+        if (!oc_gpu_arch_find(cc))
+            return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: PTX for sm_%d; pass --arch with a known architecture", img->path, cc);
+        OC_CHECK(oc_ptxas_resources(ctx, img->path, img->path, cc, out));
+        out->code_cc = cc;
+        return OC_OK;
+    }
+    case OC_IMAGE_CUBIN:
+        OC_CHECK(oc_cubin_resources(ctx, img->path, img->data, img->size, out));
+        return OC_OK;
+    case OC_IMAGE_FATBIN:
+    case OC_IMAGE_HOST_ELF:
+        OC_CHECK(fatbin_resources(ctx, img, target_cc, out));
+        return OC_OK;
+    }
+    return oc_fail(ctx, OC_ERR_INTERNAL, "%s: unknown image format %d", img->path, (int)img->format);
+}

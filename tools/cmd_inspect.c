@@ -1,0 +1,87 @@
+/* cmd_inspect.c - `outcore inspect`: registers, shared memory and launch limits of the kernels
+ * in a PTX, cubin, fatbinary or object file, and why a block size fits or does not. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "commands.h"
+#include "outcore.h"
+
+static const char inspect_usage[] =
+    "usage: outcore inspect FILE [--arch sm_XX] [--block N] [--dyn-smem BYTES] [--kernel NAME] [--json]\n"
+    "\n"
+    "FILE is PTX, a cubin, a fatbinary, or an object/executable with embedded GPU code (nvcc,\n"
+    "numba, Triton, ...). For each kernel: registers per thread, static shared memory, local\n"
+    "(spill) memory, the largest block that fits and the occupancy at common block sizes.\n"
+    "\n"
+    "  --arch sm_XX        the target GPU (default: this machine's GPU, else the code's own)\n"
+    "  --block N           whether a block of N threads (1..1024) fits, with the arithmetic\n"
+    "                      and the register cap that would make it fit\n"
+    "  --dyn-smem BYTES    dynamic shared memory per block (64K, 100000, ...)\n"
+    "  --kernel NAME       only this kernel\n"
+    "  --no-gpu            answer from the file alone even when a GPU is present\n"
+    "  --json              machine-readable output\n";
+
+int oc_cmd_inspect(int argc, char **argv)
+{
+    oc_inspect_options opts = OC_INSPECT_OPTIONS_INIT;
+    const char *path = NULL, *value;
+    int json = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        int m;
+        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+            fputs(inspect_usage, stdout);
+            return OC_EXIT_OK;
+        }
+        if (strcmp(arg, "--json") == 0) { json = 1; continue; }
+        if (strcmp(arg, "--no-gpu") == 0) { opts.use_gpu = 0; continue; }
+        if ((m = cli_option(argc, argv, &i, "--arch", &value)) != 0) {
+            if (m < 0) return OC_EXIT_USAGE;
+            opts.arch = value;
+            continue;
+        }
+        if ((m = cli_option(argc, argv, &i, "--kernel", &value)) != 0) {
+            if (m < 0) return OC_EXIT_USAGE;
+            opts.kernel = value;
+            continue;
+        }
+        if ((m = cli_option(argc, argv, &i, "--block", &value)) != 0) {
+            int64_t block;
+            if (m < 0) return OC_EXIT_USAGE;
+            if (cli_parse_i64(value, &block) != 0 || block < 1 || block > 1024)
+                return cli_usage_error("--block must be a thread count from 1 to 1024, got '%s'", value);
+            opts.block = (int)block;
+            continue;
+        }
+        if ((m = cli_option(argc, argv, &i, "--dyn-smem", &value)) != 0) {
+            int64_t bytes;
+            double fraction = 0.0;
+            if (m < 0) return OC_EXIT_USAGE;
+            if (cli_parse_size(value, &bytes, &fraction) != 0 || fraction != 0.0 || bytes < 0)
+                return cli_usage_error("--dyn-smem must be a byte count, got '%s'", value);
+            opts.dyn_smem = bytes;
+            continue;
+        }
+        if (arg[0] == '-' && arg[1] != '\0') return cli_usage_error("inspect: unknown option '%s' (see outcore inspect --help)", arg);
+        if (path) return cli_usage_error("inspect: one file at a time ('%s' and '%s')", path, arg);
+        path = arg;
+    }
+    if (!path) return cli_usage_error("inspect: which file? (see outcore inspect --help)");
+
+    oc_context *ctx = NULL;
+    oc_inspect_report *report = NULL;
+    char *text = NULL;
+    int code = OC_EXIT_OK;
+    oc_status st = oc_context_create(&ctx);
+    if (st != OC_OK) return cli_status_error(NULL, st);
+    st = oc_inspect_file(ctx, path, &opts, &report);
+    if (st == OC_OK) st = oc_inspect_report_render(ctx, report, json, &text);
+    if (st == OC_OK) fputs(text, stdout);
+    else code = cli_status_error(ctx, st);
+    free(text);
+    oc_inspect_report_free(report);
+    oc_context_free(ctx);
+    return code;
+}
