@@ -62,7 +62,7 @@ static const output_kind outputs[] = {
     {OC_METRIC_HAMMING, OC_DTYPE_UINT16}, {OC_METRIC_JACCARD, OC_DTYPE_FLOAT32}, {OC_METRIC_COSINE, OC_DTYPE_FLOAT32},
 };
 
-/* Threads and tile edge (0 = the planner's choice); pad > 0 gives the output rows that
+/* Threads (0 = all cores) and tile edge (0 = the planner's choice); pad > 0 gives the output rows that
  * many extra elements, which must stay untouched. */
 typedef struct run_config {
     int threads;
@@ -71,7 +71,7 @@ typedef struct run_config {
 } run_config;
 
 static const run_config configs[] = {
-    {1, 0, 0}, {2, 0, 0}, {3, 0, 0}, {1, 5, 0}, {2, 7, 3}, {3, 13, 0}, {2, 64, 0}, {3, 240, 1}, {2, 1, 0},
+    {0, 0, 0}, {1, 0, 0}, {2, 0, 0}, {3, 0, 0}, {1, 5, 0}, {2, 7, 3}, {3, 13, 0}, {2, 64, 0}, {3, 240, 1}, {2, 1, 0},
 };
 
 static const char *const isa_names[OC_CPU_ISA_COUNT] = {"ref", "avx2", "avx512"};
@@ -293,6 +293,56 @@ static void check_fallback(oc_context *ctx)
         }
 }
 
+typedef struct progress_log {
+    int calls;
+    double last_done, last_total;
+    int monotonic;
+} progress_log;
+
+static void record_progress(void *user, double done, double total)
+{
+    progress_log *log = user;
+    if (log->calls && done < log->last_done) log->monotonic = 0;
+    log->calls++;
+    log->last_done = done;
+    log->last_total = total;
+}
+
+/* Progress reaches done == total and never goes back; the stats describe the run. */
+static void check_progress(oc_context *ctx)
+{
+    enum { N = 300, M = 3000 };
+    unsigned char *d = malloc(N * M);
+    oc_matrix *a = NULL;
+    int32_t *c = malloc(sizeof(int32_t) * N * N);
+    CHECK(d && c);
+    if (!d || !c) goto done;
+    uint64_t seed = 7;
+    for (int i = 0; i < N * M; ++i) d[i] = (unsigned char)(oc_test_rand(&seed) & 1);
+    CHECK_EQ_I64(oc_matrix_from_dense(ctx, d, N, M, M, &a), OC_OK);
+    if (!a) goto done;
+    progress_log log = {.monotonic = 1};
+    oc_gram_options opts = OC_GRAM_OPTIONS_INIT;
+    opts.backend = OC_BACKEND_CPU;
+    opts.threads = 2;
+    opts.tile = 16;
+    opts.progress = record_progress;
+    opts.progress_user = &log;
+    oc_output out = OC_OUTPUT_INIT;
+    out.data = c;
+    oc_gram_stats stats = {.struct_size = sizeof stats};
+    CHECK_EQ_I64(oc_gram(ctx, a, NULL, &opts, &out, &stats), OC_OK);
+    CHECK(log.calls >= 1 && log.monotonic);
+    CHECK(log.last_total > 0 && log.last_done == log.last_total);
+    /* 19 tile rows of 16: the upper triangle has 19 * 20 / 2 tiles. */
+    CHECK_EQ_I64(stats.tiles, 190);
+    CHECK(strstr(stats.backend_desc, "2 threads") != NULL);
+done:
+    oc_matrix_free(a);
+    free(d);
+    free(c);
+}
+
 int main(void)
 {
     oc_context *ctx = NULL;
@@ -310,6 +360,7 @@ int main(void)
         printf("path %s: %zu cases %s\n", isa_names[i], sizeof cases / sizeof cases[0],
                oc_test_failures == before ? "exact" : "FAILED");
     }
+    check_progress(ctx);
     check_fallback(ctx);
     oc_cpu_isa_select(NULL);
     oc_context_free(ctx);

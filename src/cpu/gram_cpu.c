@@ -31,7 +31,7 @@
 #include "../exec/backend.h"
 #include "isa.h"
 
-#define TILE_DEFAULT 240      /* a multiple of every ISA's MR and NR (4 x 6, 2 x 4, 4 x 4) */
+#define TILE_DEFAULT 240      /* a multiple of every ISA's MR and NR (4 x 6, 2 x 3, 4 x 4) */
 #define TILE_MIN_AUTO 24      /* the planner does not shrink tiles below this for balance */
 #define K_BLOCK_WORDS 512     /* see the top comment; kernel.h needs K_BLOCK_WORDS * 64 < 2^32 */
 #define TASKS_PER_THREAD 4    /* enough tiles for dynamic scheduling to even out the threads */

@@ -38,10 +38,10 @@ typedef void (*oc_gram_kernel_fn)(const uint64_t *a, int64_t lda, const uint64_t
 /* Micro-tile shapes (MR rows of A x NR rows of B). */
 #define OC_KERNEL_REF_MR 4
 #define OC_KERNEL_REF_NR 4
-/* AVX2 has 16 ymm registers: 8 byte accumulators, the nibble table, the mask, two A rows,
- * one B row and a temporary. */
+/* AVX2 has 16 ymm registers: 6 byte accumulators, the nibble table, the mask, two A rows,
+ * one B row and the lookup's temporaries (a 2 x 4 block spills accumulators in the loop). */
 #define OC_KERNEL_AVX2_MR 2
-#define OC_KERNEL_AVX2_NR 4
+#define OC_KERNEL_AVX2_NR 3
 /* AVX-512 has 32 zmm registers: 24 accumulators, 4 A rows, one B row and temporaries. */
 #define OC_KERNEL_AVX512_MR 4
 #define OC_KERNEL_AVX512_NR 6
