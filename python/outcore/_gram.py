@@ -5,7 +5,7 @@ How a call runs:
   2. One library context is created; a worker thread then builds the matrices (packing the
      caller's arrays into bits, or reading files out of core) and runs oc_gram. Every library
      call is a ctypes call, so the GIL is released while it works.
-  3. The calling thread, when it is the main thread, waits in short joins so that Ctrl-C
+  3. The calling thread, when it is the main thread, waits in short steps so that Ctrl-C
      reaches it. On KeyboardInterrupt it sets a Python-side cancel flag, then calls
      oc_context_cancel again at every wait step until the worker has returned: oc_gram clears
      the library's cancel flag when a job starts, so a single early call could be lost. The
@@ -287,6 +287,9 @@ class _Job:
         output = _lib.Output()
         out, result, pairs = self.out, None, None
         if _is_path(out):
+            if (self.opts.topk or self.opts.use_threshold) and os.fsdecode(out).lower().endswith(".npy"):
+                raise InputError(f"{os.fsdecode(out)}: .npy holds a dense result; write top-k and threshold "
+                                 "results as .npz, .tsv or .mtx")
             output.kind = _lib.OC_OUTPUT_FILE
             output.path = os.fsencode(out)
         elif out is not None and (self.opts.topk or self.opts.use_threshold):
@@ -328,16 +331,22 @@ class _Job:
         return result
 
 
-def _wait(job, thread):
-    """Joins thread in short steps; turns Ctrl-C into a cancel of the job, then re-raises it."""
+def _wait(job, done):
+    """Waits for the worker in short steps; turns Ctrl-C into a cancel of the job.
+
+    Returns whether Ctrl-C was pressed. It waits on an Event the worker sets when it has
+    returned, not on Thread.join: a KeyboardInterrupt inside join can mark a running thread
+    as stopped (CPython's bpo-45274 handling releases the lock the live thread holds), and
+    the context and the caller's buffers must outlive the library's use of them.
+    """
     interrupted = False
-    while thread.is_alive():
+    while not done.is_set():
         try:
             if interrupted:
                 lib.oc_context_cancel(job.ctx)
-            thread.join(_WAIT_STEP_S)
+            done.wait(_WAIT_STEP_S)
         except KeyboardInterrupt:
-            # A second Ctrl-C lands here too: the worker must still be joined before its
+            # A second Ctrl-C lands here too: the worker must still finish before its
             # buffers can be released, and cancelling is what makes that prompt.
             interrupted = True
             job.cancel.set()
@@ -383,17 +392,18 @@ def gram(A, B=None, metric="counts", topk=None, threshold=None, dtype=None, back
         job = _Job(ctx, opts, A, B, bits, out)
         if threading.current_thread() is not threading.main_thread():
             return job.run()  # signals reach the main thread only: nothing to listen for here
-        box = {}
+        box, done = {}, threading.Event()
 
         def work():
             try:
                 box["result"] = job.run()
             except BaseException as exc:
                 box["error"] = exc
+            finally:
+                done.set()
 
-        thread = threading.Thread(target=work, name="outcore-gram", daemon=True)
-        thread.start()
-        if _wait(job, thread):
+        threading.Thread(target=work, name="outcore-gram", daemon=True).start()
+        if _wait(job, done):
             raise KeyboardInterrupt
         if "error" in box:
             raise box.pop("error")

@@ -1,0 +1,480 @@
+"""The Python binding against numpy and scipy references, on arrays, packed bits and files.
+
+Run by ctest with PYTHONPATH=<repo>/python and OUTCORE_LIBRARY=<build>/liboutcore.so, or by
+hand: OUTCORE_LIBRARY=build/liboutcore.so PYTHONPATH=python python3 -m pytest tests/python
+"""
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import outcore
+from outcore._gram import parse_gpu_mem
+
+SOURCE_DIR = Path(os.environ.get("OUTCORE_SOURCE_DIR", Path(__file__).resolve().parents[2]))
+DATA_DIR = SOURCE_DIR.parent / "shared" / "data"
+METRICS = ["counts", "jaccard", "cosine", "hamming"]
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(20261121)
+
+
+def random01(rng, n, m, density=0.3, dtype=np.uint8):
+    a = (rng.random((n, m)) < density).astype(dtype)
+    if n > 4:
+        a[2] = 0  # an empty row: the 0/0 rules of jaccard and cosine
+        a[3] = 1  # a full one
+    return a
+
+
+def exact(a, b=None, metric="counts"):
+    """design.md's Gram semantics: integers exact in int64, ratios in float64 rounded once."""
+    a = np.asarray(a, np.int64)
+    b = a if b is None else np.asarray(b, np.int64)
+    c = a @ b.T
+    size_a, size_b = a.sum(1)[:, None], b.sum(1)[None, :]
+    if metric == "counts":
+        return c.astype(np.int32)
+    if metric == "hamming":
+        return (size_a + size_b - 2 * c).astype(np.int32)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        if metric == "jaccard":
+            union = size_a + size_b - c
+            return np.where(union == 0, 1.0, c / union).astype(np.float32)
+        product = (size_a * size_b).astype(np.float64)
+        return np.where(product == 0, 0.0, c / np.sqrt(product)).astype(np.float32)
+
+
+def no_temporaries(directory):
+    return [p.name for p in Path(directory).iterdir() if ".tmp-" in p.name] == []
+
+
+# ---------------------------------------------------------------- results
+def test_version():
+    assert outcore.__version__.count(".") == 2
+    assert all(part.isdigit() for part in outcore.__version__.split("."))
+
+
+@pytest.mark.parametrize("metric", METRICS)
+@pytest.mark.parametrize("in_dtype", [np.bool_, np.uint8, np.int8])
+def test_symmetric_matches_numpy(rng, metric, in_dtype):
+    a = random01(rng, 97, 517, dtype=in_dtype)
+    got = outcore.gram(a, metric=metric, backend="cpu", threads=1 + (in_dtype is np.int8))
+    want = exact(a, metric=metric)
+    assert got.dtype == want.dtype and got.shape == (97, 97)
+    assert np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("metric", METRICS)
+def test_ab_matches_numpy(rng, metric):
+    a = random01(rng, 70, 1000, 0.2, np.bool_)
+    b = random01(rng, 45, 1000, 0.4, np.int8)
+    got = outcore.gram(a, b, metric=metric)
+    assert got.shape == (70, 45)
+    assert np.array_equal(got, exact(a, b, metric))
+
+
+@pytest.mark.parametrize("metric", ["jaccard", "cosine", "hamming"])
+def test_similarities_match_scipy(rng, metric):
+    from scipy.spatial.distance import cdist
+    m = 300
+    a = random01(rng, 40, m, 0.15, np.bool_)
+    b = random01(rng, 31, m, 0.25, np.bool_)
+    b[5] = 0  # empty against empty: jaccard 1, cosine 0
+    got = outcore.gram(a, b, metric=metric)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        import warnings
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            d = cdist(a, b, metric)
+    if metric == "hamming":
+        # scipy's hamming is the fraction of differing columns.
+        assert np.array_equal(got, np.rint(d * m).astype(np.int32))
+        return
+    sim = 1.0 - d
+    if metric == "cosine":
+        sim = np.nan_to_num(sim, nan=0.0)  # scipy leaves empty rows undefined; outcore defines 0
+    # scipy's 1 - d passes through one more rounding than outcore's single-rounded ratio.
+    np.testing.assert_allclose(got, sim, rtol=1e-6, atol=1e-7)
+    assert np.array_equal(got, exact(a, b, metric))
+
+
+@pytest.mark.parametrize("dtype", ["uint16", np.uint16, "u16"])
+def test_uint16_counts(rng, dtype):
+    a = random01(rng, 50, 700)
+    got = outcore.gram(a, dtype=dtype)
+    assert got.dtype == np.uint16
+    assert np.array_equal(got, exact(a).astype(np.uint16))
+
+
+def test_dtype_that_cannot_hold_the_metric(rng):
+    with pytest.raises(outcore.InputError, match="jaccard"):
+        outcore.gram(random01(rng, 5, 9), metric="jaccard", dtype="int32")
+
+
+def test_sparse_input(rng):
+    sparse = pytest.importorskip("scipy.sparse")
+    a = random01(rng, 60, 400, 0.05)
+    s = sparse.csr_matrix(a)
+    s.data[:3] = 0  # stored zeros are not ones
+    a_effective = s.toarray()
+    assert np.array_equal(outcore.gram(s, metric="jaccard"), exact(a_effective, metric="jaccard"))
+    with pytest.raises(outcore.InputError, match="0 and 1"):
+        outcore.gram(sparse.csr_matrix(a * 3))
+
+
+# ---------------------------------------------------------------- outputs
+def test_memmap_output_written_in_place(tmp_path, rng):
+    a = random01(rng, 64, 333)
+    mm = np.lib.format.open_memmap(tmp_path / "c.npy", mode="w+", dtype=np.float32, shape=(64, 64))
+    assert outcore.gram(a, metric="cosine", out=mm) is mm
+    mm.flush()
+    del mm
+    assert np.array_equal(np.load(tmp_path / "c.npy"), exact(a, metric="cosine"))
+
+
+def test_output_into_rows_of_a_wider_array(rng):
+    a, b = random01(rng, 30, 200), random01(rng, 20, 200)
+    big = np.full((30, 27), -7, np.int32)
+    view = big[:, 3:23]  # rows 27 elements apart: passed as ld, no copy
+    assert outcore.gram(a, b, out=view) is view
+    assert np.array_equal(view, exact(a, b))
+    assert (big[:, :3] == -7).all() and (big[:, 23:] == -7).all()
+
+
+def test_output_dtype_follows_the_out_array(rng):
+    a = random01(rng, 12, 100)
+    out = np.zeros((12, 12), np.uint16)
+    outcore.gram(a, out=out)
+    assert np.array_equal(out, exact(a))
+
+
+@pytest.mark.parametrize("make_out, match", [
+    (lambda: np.zeros((10, 11), np.int32), "shape"),
+    (lambda: np.zeros((10, 10), np.float32), "dtype"),
+    (lambda: np.zeros((10, 20), np.int32)[:, ::2], "contiguous rows"),
+    (lambda: np.zeros((10, 10), np.int32).T[::-1], "contiguous rows"),
+])
+def test_bad_out_arrays(rng, make_out, match):
+    with pytest.raises(outcore.InputError, match=match):
+        outcore.gram(random01(rng, 10, 50), out=make_out(), dtype="int32")
+
+
+def test_file_output(tmp_path, rng):
+    a = random01(rng, 80, 250)
+    path = tmp_path / "c.npy"
+    got = outcore.gram(a, metric="hamming", out=path)
+    assert isinstance(got, np.memmap) and not got.flags.writeable
+    assert np.array_equal(got, exact(a, metric="hamming"))
+    assert np.array_equal(np.load(path), exact(a, metric="hamming"))
+    assert no_temporaries(tmp_path)
+
+
+def test_file_output_with_a_wrong_extension_leaves_nothing(tmp_path, rng):
+    with pytest.raises(outcore.InputError, match="npy"):
+        outcore.gram(random01(rng, 8, 20), out=str(tmp_path / "c.txt"))
+    assert list(tmp_path.iterdir()) == []
+
+
+# ---------------------------------------------------------------- packed bits and files
+@pytest.mark.parametrize("m", [1, 8, 1001, 1024])
+def test_packed_input(rng, m):
+    a = random01(rng, 33, m)
+    b = random01(rng, 21, m)
+    pa, pb = np.packbits(a, axis=1), np.packbits(b, axis=1)
+    if m % 8:
+        pa[:, -1] |= (1 << (8 - m % 8)) - 1  # bits past column m-1 are ignored
+    assert np.array_equal(outcore.gram(pa, pb, bits=m, metric="jaccard"), exact(a, b, "jaccard"))
+    # Every other row of the packed array: read in place through its row stride.
+    assert np.array_equal(outcore.gram(pa[::2], bits=m), exact(a[::2]))
+
+
+def test_packed_input_errors(rng):
+    packed = np.packbits(random01(rng, 10, 100), axis=1)
+    with pytest.raises(outcore.InputError, match="bytes per row"):
+        outcore.gram(packed, bits=200)
+    with pytest.raises(outcore.InputError, match="uint8"):
+        outcore.gram(packed.astype(np.int8), bits=100)
+    with pytest.raises(outcore.InputError, match="bits"):
+        outcore.gram(packed, bits=0)
+
+
+def test_npy_paths(tmp_path, rng):
+    a = random01(rng, 40, 300, dtype=np.bool_)
+    b = random01(rng, 25, 300, dtype=np.int8)
+    np.save(tmp_path / "a.npy", a)
+    np.save(tmp_path / "b.npy", b)
+    np.save(tmp_path / "packed.npy", np.packbits(a, axis=1))
+    assert np.array_equal(outcore.gram(str(tmp_path / "a.npy"), metric="cosine"), exact(a, metric="cosine"))
+    assert np.array_equal(outcore.gram(tmp_path / "a.npy", tmp_path / "b.npy"), exact(a, b))
+    assert np.array_equal(outcore.gram(tmp_path / "a.npy", b), exact(a, b))  # a file and an array
+    assert np.array_equal(outcore.gram(tmp_path / "packed.npy", bits=300), exact(a))
+
+
+def test_real_markers_file():
+    path = DATA_DIR / "aflp_markers.txt"
+    if not path.exists():
+        pytest.skip(f"{path} is absent (../shared/data is not beside the project)")
+    a = np.loadtxt(path, dtype=np.uint8, ndmin=2)
+    got = outcore.gram(path, metric="jaccard")
+    assert got.shape == (a.shape[0], a.shape[0])
+    assert np.array_equal(got, exact(a, metric="jaccard"))
+    assert np.array_equal(got, outcore.gram(a, metric="jaccard"))
+
+
+# ---------------------------------------------------------------- bad input
+def test_wrong_dtype_is_refused(rng):
+    with pytest.raises(outcore.InputError, match="float64"):
+        outcore.gram(rng.random((5, 5)))
+    with pytest.raises(outcore.InputError, match="int64"):
+        outcore.gram([[0, 1], [1, 0]])
+
+
+@pytest.mark.parametrize("which", ["A", "B"])
+def test_values_other_than_0_1_name_row_and_column(rng, which):
+    a, b = random01(rng, 12, 40), random01(rng, 9, 40)
+    bad = a if which == "A" else b
+    bad[5, 17] = 2
+    with pytest.raises(outcore.InputError, match=r"row 5\b.*column 17\b") as info:
+        outcore.gram(a, b)
+    assert info.value.status == 2 and info.value.status_name == "bad input"
+
+
+def test_negative_int8_is_refused(rng):
+    a = random01(rng, 6, 10, dtype=np.int8)
+    a[1, 4] = -1
+    with pytest.raises(outcore.InputError, match=r"row 1\b.*column 4\b"):
+        outcore.gram(a)
+
+
+def test_mismatched_columns(rng):
+    with pytest.raises(outcore.InputError, match="columns"):
+        outcore.gram(random01(rng, 5, 30), random01(rng, 5, 31))
+
+
+@pytest.mark.parametrize("shape", [(10,), (2, 3, 4)])
+def test_arrays_that_are_not_2d(shape):
+    with pytest.raises(outcore.InputError, match="2-D"):
+        outcore.gram(np.zeros(shape, np.uint8))
+
+
+@pytest.mark.parametrize("view", [
+    lambda a: np.asfortranarray(a),  # column-major
+    lambda a: a[:, ::2],             # every other column
+    lambda a: a[::-1],               # rows backwards
+    lambda a: a[::3, 1:],            # strided rows, offset columns: read in place
+])
+def test_non_contiguous_inputs_are_handled(rng, view):
+    v = view(random01(rng, 41, 120))
+    assert np.array_equal(outcore.gram(v, metric="jaccard"), exact(np.ascontiguousarray(v), metric="jaccard"))
+
+
+def test_missing_file_is_named(tmp_path):
+    path = tmp_path / "nothere.npy"
+    with pytest.raises(outcore.InputError, match="nothere.npy"):
+        outcore.gram(path)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"metric": "dice"}, "metric"),
+    ({"backend": "tpu"}, "backend"),
+    ({"dtype": "float64"}, "dtype"),
+    ({"gpu_mem": "lots"}, "gpu_mem"),
+    ({"gpu_mem": "150%"}, "percentage"),
+    ({"gpu_mem": -5}, "positive"),
+    ({"threads": 0}, "threads"),
+    ({"topk": 0}, "topk"),
+    ({"topk": 3, "threshold": 0.5}, "exclusive"),
+    ({"threshold": "high"}, "threshold"),
+    ({"out": 42}, "out"),
+])
+def test_bad_options(rng, kwargs, match):
+    with pytest.raises(outcore.InputError, match=match):
+        outcore.gram(random01(rng, 6, 20), **kwargs)
+
+
+def test_gpu_mem_forms(rng):
+    assert parse_gpu_mem(512) == (512, 0.0)
+    assert parse_gpu_mem("2G") == (2 << 30, 0.0)
+    assert parse_gpu_mem("1.5GiB") == (3 << 29, 0.0)
+    assert parse_gpu_mem("512m") == (512 << 20, 0.0)
+    assert parse_gpu_mem("50%") == (0, 0.5)
+    a = random01(rng, 20, 64)
+    assert np.array_equal(outcore.gram(a, gpu_mem="50%"), exact(a))
+
+
+def test_cuda_backend_without_a_gpu(rng):
+    if outcore.cuda_device_count() > 0:
+        pytest.skip("a CUDA device is usable here")
+    with pytest.raises(outcore.DeviceError, match="cuda") as info:
+        outcore.gram(random01(rng, 4, 8), backend="cuda")
+    assert isinstance(info.value, outcore.UnsupportedError)
+
+
+# ---------------------------------------------------------------- threads and signals
+def big_packed_job(rng, n, m):
+    return rng.integers(0, 256, size=(n, m // 8), dtype=np.uint8)
+
+
+def test_ctrl_c_cancels_promptly_and_leaves_no_file(tmp_path, rng):
+    # About 4e12 bit multiply-adds on one thread: tens of seconds on any current CPU core.
+    n, m = 8000, 131072
+    packed = big_packed_job(rng, n, m)
+    out = tmp_path / "c.npy"
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    sent = []
+
+    def interrupt():
+        sent.append(time.monotonic())
+        os.kill(os.getpid(), signal.SIGINT)
+
+    timer = threading.Timer(0.3, interrupt)
+    try:
+        timer.start()
+        with pytest.raises(KeyboardInterrupt):
+            outcore.gram(packed, bits=m, backend="cpu", threads=1, out=out)
+        latency = time.monotonic() - sent[0]
+    finally:
+        timer.cancel()
+        signal.signal(signal.SIGINT, previous)
+    assert latency < 2.0, f"the job took {latency:.2f} s to stop after SIGINT"
+    assert list(tmp_path.iterdir()) == [], "a cancelled job left files behind"
+    # The library is left in a clean state: the next job runs normally.
+    small = random01(rng, 20, 70)
+    assert np.array_equal(outcore.gram(small), exact(small))
+
+
+@pytest.mark.parametrize("caller", ["main thread", "other thread"])
+def test_other_threads_run_during_a_job(rng, caller):
+    n, m = 3000, 65536
+    packed = big_packed_job(rng, n, m)
+    ticks, stop = [], threading.Event()
+
+    def count():
+        while not stop.is_set():
+            ticks.append(time.monotonic())
+            time.sleep(0.001)
+
+    def job():
+        outcore.gram(packed, bits=m, backend="cpu", threads=1)
+
+    counter = threading.Thread(target=count)
+    counter.start()
+    t0 = time.monotonic()
+    try:
+        if caller == "main thread":
+            job()
+        else:
+            worker = threading.Thread(target=job)
+            worker.start()
+            worker.join()
+    finally:
+        t1 = time.monotonic()
+        stop.set()
+        counter.join()
+    inside = [t0] + [t for t in ticks if t0 <= t <= t1] + [t1]
+    longest_gap = max(b - a for a, b in zip(inside, inside[1:]))
+    assert t1 - t0 > 0.2, "the job is too short to tell"
+    # Holding the GIL in oc_gram would stall the counter for nearly the whole job.
+    assert longest_gap < 0.1, f"another thread stalled {longest_gap:.2f} s of a {t1 - t0:.2f} s job"
+
+
+# ---------------------------------------------------------------- top-k and threshold
+def skip_if_unsupported(call):
+    """Runs call(); skips the test while the library answers OC_ERR_UNSUPPORTED for the output."""
+    try:
+        return call()
+    except outcore.UnsupportedError as exc:
+        pytest.skip(f"the library does not produce this output yet: {exc}")
+
+
+def topk_reference(scores, k, symmetric, hamming):
+    n, p = scores.shape
+    indices = np.full((n, k), -1, np.int64)
+    values = np.zeros((n, k), scores.dtype)
+    for i in range(n):
+        cols = np.array([j for j in range(p) if not (symmetric and j == i)], np.int64)
+        key = scores[i, cols].astype(np.float64)
+        # Best first (highest score, lowest Hamming distance), then the lower column.
+        order = np.lexsort((cols, key if hamming else -key))[:k]
+        indices[i, :len(order)] = cols[order]
+        values[i, :len(order)] = scores[i, cols[order]]
+    return indices, values
+
+
+@pytest.mark.parametrize("metric", METRICS)
+@pytest.mark.parametrize("symmetric", [True, False])
+def test_topk(rng, metric, symmetric):
+    a = random01(rng, 40, 24, 0.2)  # small m and density: many ties
+    b = None if symmetric else random01(rng, 30, 24, 0.3)
+    k = 5
+    indices, scores = skip_if_unsupported(lambda: outcore.gram(a, b, metric=metric, topk=k, backend="cpu"))
+    want_idx, want_scores = topk_reference(exact(a, b, metric), k, symmetric, metric == "hamming")
+    assert indices.shape == (40, k) and indices.dtype == np.int64
+    assert np.array_equal(indices, want_idx)
+    assert np.array_equal(scores, want_scores)
+
+
+def test_topk_larger_than_the_row_count_pads_with_minus_one(rng):
+    a = random01(rng, 6, 30)
+    indices, _ = skip_if_unsupported(lambda: outcore.gram(a, topk=10, backend="cpu"))
+    assert (indices[:, 5:] == -1).all() and (indices[:, :5] >= 0).all()
+
+
+@pytest.mark.parametrize("metric, threshold", [("counts", 3), ("jaccard", 0.25), ("cosine", 0.4), ("hamming", 6)])
+def test_threshold_pairs(rng, metric, threshold):
+    a, b = random01(rng, 35, 24, 0.25), random01(rng, 28, 24, 0.3)
+    rows, cols, values = skip_if_unsupported(
+        lambda: outcore.gram(a, b, metric=metric, threshold=threshold, backend="cpu"))
+    full = exact(a, b, metric)
+    keep = full <= threshold if metric == "hamming" else full >= threshold
+    want_rows, want_cols = np.nonzero(keep)  # row-major: sorted by row, then column
+    assert np.array_equal(rows, want_rows) and np.array_equal(cols, want_cols)
+    assert values.dtype == full.dtype and np.array_equal(values, full[keep])
+
+
+def test_threshold_above_every_score_gives_no_pairs(rng):
+    a = random01(rng, 20, 30)
+    rows, cols, values = skip_if_unsupported(
+        lambda: outcore.gram(a, metric="jaccard", threshold=1.5, backend="cpu"))
+    assert rows.size == cols.size == values.size == 0
+
+
+def test_topk_to_file(tmp_path, rng):
+    a = random01(rng, 25, 40)
+    indices, scores = skip_if_unsupported(lambda: outcore.gram(a, metric="jaccard", topk=3))
+    path = tmp_path / "nn.npz"
+    assert outcore.gram(a, metric="jaccard", topk=3, out=path) == path
+    with np.load(path) as f:
+        assert np.array_equal(f["indices"], indices) and np.array_equal(f["scores"], scores)
+    with pytest.raises(outcore.InputError, match="npy"):
+        outcore.gram(a, topk=3, out=tmp_path / "nn.npy")
+    assert no_temporaries(tmp_path)
+
+
+# ---------------------------------------------------------------- resource reports
+def cli_report(call):
+    try:
+        return call()
+    except outcore.Error as exc:
+        if "not built" in str(exc) or "not found" in str(exc):
+            pytest.skip(f"the resource tools are not available: {exc}")
+        raise
+
+
+def test_devices_report():
+    report = cli_report(outcore.devices)
+    assert isinstance(report, dict) and report
+
+
+def test_inspect_refuses_a_file_that_is_not_a_kernel(tmp_path):
+    path = tmp_path / "notes.ptx"
+    path.write_text("this is not PTX\n")
+    with pytest.raises(outcore.Error):
+        cli_report(lambda: outcore.inspect(path, block=256, arch="sm_90"))
