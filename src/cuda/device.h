@@ -1,0 +1,72 @@
+/*
+ * device.h - one CUDA device as a job uses it: properties, streams, memory pool, and the
+ * launch planner's verdicts.
+ *
+ * One oc_cuda_device per device and job, so that several devices can later each draw tiles
+ * from one queue: nothing in it is shared between devices. All its calls are made from the
+ * thread that drives the device, except where a function says otherwise.
+ */
+#ifndef OC_CUDA_DEVICE_H
+#define OC_CUDA_DEVICE_H
+
+#include <cuda_runtime_api.h>
+
+#include "../core/gpu_arch.h"
+#include "../mem/pool.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define OC_CUDA_MAX_KERNELS 8
+
+/* A launch configuration that passed the launch planner on this device. */
+typedef struct oc_cuda_launch_ok {
+    const void *func;
+    int block;
+    size_t dyn_smem;
+} oc_cuda_launch_ok;
+
+typedef struct oc_cuda_device {
+    int index;
+    int cc;                       /* compute capability x10 */
+    char name[256];
+    int sm_count;
+    size_t total_mem;
+    size_t free_mem_at_open;
+    size_t smem_optin;            /* cudaDevAttrMaxSharedMemoryPerBlockOptin */
+    const oc_gpu_arch *arch;      /* NULL for a generation the table does not know */
+    cudaStream_t h2d, compute, d2h;
+    oc_pool *pool;                /* the job's budgeted memory, created by the pipeline */
+    oc_cuda_launch_ok checked[OC_CUDA_MAX_KERNELS];
+    int nchecked;
+} oc_cuda_device;
+
+/* Selects device `index`, reads its properties and creates its streams. A missing index
+ * is OC_ERR_INVALID_ARGUMENT naming how many devices exist. */
+oc_status oc_cuda_device_open(oc_context *ctx, int index, oc_cuda_device *dev);
+/* Destroys the streams and the pool (after synchronising); safe on a partly opened device. */
+void oc_cuda_device_close(oc_cuda_device *dev);
+
+/* The allocation calls of a pool on this device: cudaMalloc and cudaHostAlloc. */
+oc_mem_ops oc_cuda_mem_ops(void);
+
+/* Device and pinned bytes allocated through oc_cuda_mem_ops and not yet freed, in this
+ * process (any thread): tests check that a failed job leaves none behind. */
+int64_t oc_cuda_live_device_bytes(void);
+int64_t oc_cuda_live_pinned_bytes(void);
+
+/* The launch planner: before the first launch of `func` with `block` threads and dyn_smem
+ * bytes of dynamic shared memory on this device, reads the kernel's registers and shared
+ * memory (cudaFuncGetAttributes), decides with oc_launch_check whether it fits, raises the
+ * kernel's dynamic shared memory limit when it needs more than the default, and remembers
+ * the verdict. A configuration that cannot launch is OC_ERR_UNSUPPORTED with the
+ * explanation, never a launch that fails with "too many resources requested". */
+oc_status oc_cuda_launch_prepare(oc_context *ctx, oc_cuda_device *dev, const void *func, const char *name, int block,
+                                 size_t dyn_smem);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

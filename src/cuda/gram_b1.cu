@@ -1,0 +1,206 @@
+/*
+ * gram_b1.cu - the binary Gram tile on 1-bit tensor cores:
+ * mma.sync.aligned.m16n8k256.row.col.s32.b1.b1.s32.and.popc (sm_80 and later).
+ *
+ * Structure (one CTA = 8 warps = one 128 x 256 block of the output tile):
+ *
+ *   global --cp.async 16 B--> shared, STAGES-deep ring of K blocks of 512 bits
+ *   shared --ldmatrix.x4-----> registers (A: 4 m16 fragments, B: 8 n8 fragments per warp)
+ *   registers --mma b1 AND+POPC--> int32 accumulators, 64 x 64 per warp (128 per thread)
+ *   accumulators --metric (src/core/metric.h)--> the converted tile in global memory
+ *
+ * "row.col" wants A as rows with K contiguous and B as columns with K contiguous: the rows
+ * of A and the rows of B in our packed layout, unchanged. A fragment register holds 32
+ * consecutive K bits of one row; which bit is which does not matter for AND+POPC as long
+ * as A and B agree, and both are loaded the same way from the same layout.
+ *
+ * Shared layout: each row of a stage is 64 bytes (four 16-byte chunks). ldmatrix reads
+ * eight rows of one chunk; rows 64 bytes apart would put rows 0, 2, 4, 6 in the same
+ * banks (4-way conflict), so chunk c of row r is stored at chunk c ^ ((r >> 1) & 3): the
+ * eight rows of a read then cover all 32 banks once. cp.async writes the same permutation.
+ *
+ * Rows past the tile's edge are zero-filled by cp.async (source size 0), so they add
+ * nothing and are never stored. The kernel does no error handling; the entry point checks
+ * the configuration with the launch planner and the launch itself.
+ */
+#include <cuda_runtime.h>
+
+/* The core headers have no C++ guards: give their declarations C linkage here, before
+ * the headers below include them again (their include guards keep this first copy). */
+extern "C" {
+#include "../core/error.h"
+#include "../core/gpu_arch.h"
+#include "../core/matrix.h"
+}
+#include "cuda_check.h"
+#include "gram_b1.cuh"
+#include "gram_epilogue.cuh"
+
+namespace {
+
+constexpr int BM = 128;              /* CTA rows */
+constexpr int BN = 256;              /* CTA columns */
+constexpr int KW = 8;                /* 64-bit words per stage and row: 512 bits */
+constexpr int ROW_BYTES = KW * 8;    /* 64 */
+constexpr int STAGES = 4;
+constexpr int THREADS = 256;
+constexpr int A_BYTES = BM * ROW_BYTES;
+constexpr int STAGE_BYTES = (BM + BN) * ROW_BYTES;
+constexpr int SMEM_BYTES = STAGES * STAGE_BYTES; /* 96 KiB: fits sm_80 (163 KiB) and sm_90 (227 KiB) */
+constexpr int GROUP_M = 16;          /* CTA rows per raster group: concurrent CTAs share panels in L2 */
+
+static_assert(OC_ROW_WORD_ALIGN % KW == 0, "rows must be padded to whole K blocks");
+
+__device__ __forceinline__ uint32_t swizzle(int row, int chunk) { return (uint32_t)(row * ROW_BYTES + ((chunk ^ ((row >> 1) & 3)) << 4)); }
+
+__device__ __forceinline__ void cp_async16(uint32_t dst, const void *src, bool valid)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0));
+}
+
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+
+template <int N> __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
+
+__device__ __forceinline__ void mma_b1(int (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1)
+{
+    asm volatile("mma.sync.aligned.m16n8k256.row.col.s32.b1.b1.s32.and.popc "
+                 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                 : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+__global__ void __launch_bounds__(THREADS, 1) gram_b1_kernel(const oc_gram_tile t)
+{
+    extern __shared__ __align__(128) unsigned char smem[];
+
+    /* Grouped rasterisation: GROUP_M block rows advance together across the columns, so
+     * the CTAs resident at one time read few distinct panels and mostly hit in L2. */
+    const int grid_m = (t.rows + BM - 1) / BM, grid_n = (t.cols + BN - 1) / BN;
+    const int per_group = GROUP_M * grid_n;
+    const int group = blockIdx.x / per_group, first_m = group * GROUP_M;
+    const int group_m = min(grid_m - first_m, GROUP_M);
+    const int in_group = blockIdx.x % per_group;
+    const int bm = first_m + in_group % group_m, bn = in_group / group_m;
+    if (t.upper_only && (bn + 1) * BN <= bm * BM) return; /* wholly below the diagonal */
+
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int wm = warp & 1, wn = warp >> 1; /* 2 x 4 warps of 64 x 64 */
+    const uint32_t s_base = (uint32_t)__cvta_generic_to_shared(smem);
+    const int kblocks = (int)(t.words / KW);
+    const int rows_left = t.rows - bm * BM, cols_left = t.cols - bn * BN;
+
+    /* Each thread copies the same chunks in every stage: 2 of A's 512 and 4 of B's 1024. */
+    const uint64_t *src_a[2], *src_b[4];
+    uint32_t dst_a[2], dst_b[4];
+    bool ok_a[2], ok_b[4];
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+        int c = tid + i * THREADS, row = c >> 2, ch = c & 3;
+        ok_a[i] = row < rows_left;
+        src_a[i] = t.a + ((size_t)bm * BM + (ok_a[i] ? row : 0)) * (size_t)t.words + ch * 2;
+        dst_a[i] = swizzle(row, ch);
+    }
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        int c = tid + i * THREADS, row = c >> 2, ch = c & 3;
+        ok_b[i] = row < cols_left;
+        src_b[i] = t.b + ((size_t)bn * BN + (ok_b[i] ? row : 0)) * (size_t)t.words + ch * 2;
+        dst_b[i] = A_BYTES + swizzle(row, ch);
+    }
+    auto load_stage = [&](int stage, int kb) {
+        const uint32_t s = s_base + stage * STAGE_BYTES;
+        const size_t k = (size_t)kb * KW;
+#pragma unroll
+        for (int i = 0; i < 2; ++i) cp_async16(s + dst_a[i], src_a[i] + k, ok_a[i]);
+#pragma unroll
+        for (int i = 0; i < 4; ++i) cp_async16(s + dst_b[i], src_b[i] + k, ok_b[i]);
+    };
+
+    /* ldmatrix.x4: lane l addresses row (l & 7) of matrix l >> 3. For A, matrices are
+     * (rows 0-7, chunk lo), (rows 8-15, lo), (rows 0-7, hi), (rows 8-15, hi) = a0..a3 of
+     * m16n8k256; for a pair of B n8 tiles, (n 0-7, lo), (n 0-7, hi), (n 8-15, lo),
+     * (n 8-15, hi) = b0, b1 of each. lo/hi are the two 128-bit halves of a 256-bit K step. */
+    const int q = lane >> 3, r8 = lane & 7;
+    const int a_row = wm * 64 + (q & 1) * 8 + r8, a_hi = q >> 1;
+    const int b_row = wn * 64 + (q >> 1) * 8 + r8, b_hi = q & 1;
+
+    int acc[4][8][4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+#pragma unroll
+        for (int j = 0; j < 8; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) acc[i][j][e] = 0;
+
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+        if (s < kblocks) load_stage(s, s);
+        cp_async_commit();
+    }
+
+    for (int kb = 0; kb < kblocks; ++kb) {
+        /* Stage kb has landed once at most STAGES-2 younger groups are pending; the barrier
+         * also tells every warp that the stage read in iteration kb-1 is free to refill. */
+        cp_async_wait<STAGES - 2>();
+        __syncthreads();
+        const int pf = kb + STAGES - 1;
+        if (pf < kblocks) load_stage(pf % STAGES, pf);
+        cp_async_commit();
+
+        const uint32_t sa = s_base + (kb % STAGES) * STAGE_BYTES, sb = sa + A_BYTES;
+#pragma unroll
+        for (int ks = 0; ks < 2; ++ks) {
+            uint32_t af[4][4], bf[4][4];
+#pragma unroll
+            for (int mt = 0; mt < 4; ++mt) ldmatrix_x4(af[mt], sa + swizzle(a_row + mt * 16, ks * 2 + a_hi));
+#pragma unroll
+            for (int np = 0; np < 4; ++np) ldmatrix_x4(bf[np], sb + swizzle(b_row + np * 16, ks * 2 + b_hi));
+#pragma unroll
+            for (int mt = 0; mt < 4; ++mt)
+#pragma unroll
+                for (int nt = 0; nt < 8; ++nt)
+                    mma_b1(acc[mt][nt], af[mt], bf[nt >> 1][(nt & 1) * 2], bf[nt >> 1][(nt & 1) * 2 + 1]);
+        }
+    }
+    cp_async_wait<0>();
+
+    /* Accumulator e of fragment (mt, nt): row g (+8 for e >= 2), columns 2*(lane&3) + (e&1). */
+    const int g = lane >> 2, c2 = (lane & 3) * 2;
+#pragma unroll
+    for (int mt = 0; mt < 4; ++mt)
+#pragma unroll
+        for (int nt = 0; nt < 8; ++nt) {
+            const int r = bm * BM + wm * 64 + mt * 16 + g, c = bn * BN + wn * 64 + nt * 8 + c2;
+            oc_gram_store(t, r, c, acc[mt][nt][0]);
+            oc_gram_store(t, r, c + 1, acc[mt][nt][1]);
+            oc_gram_store(t, r + 8, c, acc[mt][nt][2]);
+            oc_gram_store(t, r + 8, c + 1, acc[mt][nt][3]);
+        }
+}
+
+} // namespace
+
+extern "C" oc_status oc_cuda_gram_b1(oc_context *ctx, oc_cuda_device *dev, const oc_gram_tile *tile,
+                                     cudaStream_t stream, double *bit_macs)
+{
+    if (dev->cc < 80)
+        return oc_fail(ctx, OC_ERR_UNSUPPORTED, "cuda:%d (%s, sm_%d) has no 1-bit tensor-core MMA (needs sm_80 or later)",
+                       dev->index, dev->name, dev->cc);
+    if (tile->words % KW != 0)
+        return oc_fail(ctx, OC_ERR_INTERNAL, "gram_b1: %lld words per row is not a multiple of %d", (long long)tile->words, KW);
+    if (tile->rows <= 0 || tile->cols <= 0) return OC_OK;
+    OC_CHECK(oc_cuda_launch_prepare(ctx, dev, (const void *)gram_b1_kernel, "gram_b1_kernel", THREADS, SMEM_BYTES));
+    const long long blocks = (long long)((tile->rows + BM - 1) / BM) * ((tile->cols + BN - 1) / BN);
+    gram_b1_kernel<<<(unsigned)blocks, THREADS, SMEM_BYTES, stream>>>(*tile);
+    CUDA_CHECK_LAUNCH(ctx, "gram_b1_kernel");
+    *bit_macs = (double)oc_gram_tile_blocks(tile, BM, BN) * BM * BN * (double)tile->words * 64.0;
+    return OC_OK;
+}

@@ -1,0 +1,22 @@
+/* gram_b1.cuh - the 1-bit tensor-core Gram kernel (sm_80+): one host entry point. */
+#ifndef OC_CUDA_GRAM_B1_CUH
+#define OC_CUDA_GRAM_B1_CUH
+
+#include "device.h"
+#include "gram_tile.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Enqueues the tile on `stream` (asynchronous; returns once launched). Checks the launch
+ * configuration with the launch planner first and the launch itself after. *bit_macs
+ * receives the bit multiply-adds the launch performs. OC_ERR_UNSUPPORTED below sm_80. */
+oc_status oc_cuda_gram_b1(oc_context *ctx, oc_cuda_device *dev, const oc_gram_tile *tile, cudaStream_t stream,
+                          double *bit_macs);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,563 @@
+/*
+ * gram_cuda.c - the CUDA Gram pipeline: panels in, tiles computed, tiles out.
+ *
+ * One driving thread (the caller's) walks the tile order of the plan (src/exec/tile_plan.h)
+ * and only enqueues work; sink threads deliver finished tiles to the destination.
+ *
+ *   host A rows --memcpy (helper threads)--> pinned H2D slot --cudaMemcpyAsync [h2d]--> panel slot
+ *   panel slots --kernel [compute]--> output slot --cudaMemcpy2DAsync [d2h]--> pinned D2H slot
+ *   pinned D2H slot --sink thread: oc_dense_sink_store (tile and mirror)--> destination
+ *
+ * Asynchronous calls: every copy and kernel is enqueued on one of the device's three
+ * streams (h2d, compute, d2h) and returns at once. What orders them (all events are
+ * recorded by the driving thread, so "the last record" is well defined):
+ *   - a panel upload waits (on h2d) for panel_free[slot], recorded after the last kernel
+ *     that read the slot's previous panel;
+ *   - a kernel waits (on compute) for panel_loaded[] of both its panels and for
+ *     out_free[slot], recorded after the last D2H copy out of its output slot;
+ *   - the D2H copies wait (on d2h) for out_done[slot], recorded after the kernel;
+ *   - the host waits (cudaEventSynchronize) for h2d_pin_free[k] before it refills pinned
+ *     H2D slot k, and a sink thread waits for d2h_pin_ready[k] before it reads D2H slot k.
+ * Nothing is allocated per tile: every buffer and event comes from the plan at start.
+ *
+ * Host threads and locks: one mutex (pipeline.lock) guards the D2H queue, the busy flags
+ * of the pinned D2H slots and the sinks' error; there is no other lock, so there is no
+ * lock order. The driving thread blocks only for a free pinned slot (H2D: on its event;
+ * D2H: on the condition variable a sink signals), which bounds how far it runs ahead.
+ * Progress and cancellation are handled on the driving thread, between tiles.
+ */
+#include "gram_cuda.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../core/threads.h"
+#include "../exec/tile_plan.h"
+#include "cuda_check.h"
+#include "device.h"
+#include "gram_b1.cuh"
+#include "gram_popc.cuh"
+
+#define TILE_GRANULARITY 256          /* the b1 kernel's CTA is 128 x 256 */
+#define HEADROOM (256LL << 20)        /* left to the CUDA context and libraries */
+#define DEFAULT_HOST_MEM (1LL << 30)  /* pinned staging when --host-mem is not given */
+#define MAX_STAGING_SLOT (32LL << 20)
+#define H2D_SLOTS 2
+
+typedef enum { KERNEL_B1, KERNEL_POPC } kernel_kind;
+
+typedef struct d2h_chunk {
+    int slot;
+    int64_t i0, j0, rows, cols;
+} d2h_chunk;
+
+typedef struct pipeline {
+    oc_gram_job *job;
+    oc_context *ctx;
+    oc_cuda_device dev;
+    oc_tile_plan plan;
+    kernel_kind kernel;
+    int64_t words, row_bytes, elem;
+
+    /* device */
+    uint64_t **panel;
+    cudaEvent_t *panel_loaded, *panel_free;
+    void **out;
+    cudaEvent_t *out_done, *out_free;
+    int32_t *pop_a, *pop_b;
+
+    /* pinned staging */
+    int64_t h2d_slot_bytes, d2h_slot_bytes;
+    unsigned char *h2d_pin[H2D_SLOTS];
+    cudaEvent_t h2d_pin_free[H2D_SLOTS];
+    int h2d_next;
+    int d2h_slots;
+    unsigned char **d2h_pin;
+    cudaEvent_t *d2h_pin_ready;
+    int copy_threads;
+
+    /* sink threads: everything below is guarded by lock */
+    pthread_mutex_t lock;
+    pthread_cond_t work, slot_freed;
+    int sync_ready;
+    pthread_t *sinks;
+    int nsinks;
+    d2h_chunk *queue;          /* ring of d2h_slots entries */
+    int q_head, q_count;
+    int *slot_busy;
+    int d2h_next;
+    int stop;
+    oc_status sink_status;
+    char sink_message[256];
+} pipeline;
+
+/* ---------------------------------------------------------------- sink threads */
+static void *sink_main(void *arg)
+{
+    pipeline *pl = arg;
+    cudaError_t set = cudaSetDevice(pl->dev.index); /* the runtime's current device is per thread */
+    pthread_mutex_lock(&pl->lock);
+    for (;;) {
+        while (pl->q_count == 0 && !pl->stop) pthread_cond_wait(&pl->work, &pl->lock);
+        if (pl->q_count == 0) break;
+        d2h_chunk c = pl->queue[pl->q_head];
+        pl->q_head = (pl->q_head + 1) % pl->d2h_slots;
+        pl->q_count--;
+        pthread_mutex_unlock(&pl->lock);
+
+        cudaError_t e = set != cudaSuccess ? set : cudaEventSynchronize(pl->d2h_pin_ready[c.slot]);
+        if (e == cudaSuccess && pl->sink_status == OC_OK)
+            oc_dense_sink_store(pl->job->dense, c.i0, c.j0, c.rows, c.cols, pl->d2h_pin[c.slot], c.cols);
+
+        pthread_mutex_lock(&pl->lock);
+        if (e != cudaSuccess && pl->sink_status == OC_OK) {
+            pl->sink_status = oc_cuda_status(e);
+            snprintf(pl->sink_message, sizeof pl->sink_message, "waiting for the copy of tile rows %lld.. : %s",
+                     (long long)c.i0, cudaGetErrorString(e));
+        }
+        pl->slot_busy[c.slot] = 0;
+        pthread_cond_broadcast(&pl->slot_freed);
+    }
+    pthread_mutex_unlock(&pl->lock);
+    return NULL;
+}
+
+static oc_status sink_error(pipeline *pl)
+{
+    oc_context *ctx = pl->ctx;
+    return oc_fail(ctx, pl->sink_status, "cuda:%d: %s", pl->dev.index, pl->sink_message);
+}
+
+/* A free pinned D2H slot, waiting for a sink to release one. */
+static oc_status d2h_acquire(pipeline *pl, int *slot)
+{
+    pthread_mutex_lock(&pl->lock);
+    for (;;) {
+        if (pl->sink_status != OC_OK) {
+            pthread_mutex_unlock(&pl->lock);
+            return sink_error(pl);
+        }
+        for (int k = 0; k < pl->d2h_slots; ++k) {
+            int s = (pl->d2h_next + k) % pl->d2h_slots;
+            if (!pl->slot_busy[s]) {
+                pl->slot_busy[s] = 1;
+                pl->d2h_next = (s + 1) % pl->d2h_slots;
+                *slot = s;
+                pthread_mutex_unlock(&pl->lock);
+                return OC_OK;
+            }
+        }
+        pthread_cond_wait(&pl->slot_freed, &pl->lock);
+    }
+}
+
+static void d2h_submit(pipeline *pl, d2h_chunk c)
+{
+    pthread_mutex_lock(&pl->lock);
+    pl->queue[(pl->q_head + pl->q_count) % pl->d2h_slots] = c;
+    pl->q_count++;
+    pthread_cond_signal(&pl->work);
+    pthread_mutex_unlock(&pl->lock);
+}
+
+/* Stops the sinks after they drained the queue; returns their first error when `report`
+ * (an error path that already recorded its own message passes 0). */
+static oc_status sinks_join(pipeline *pl, int report)
+{
+    if (!pl->sync_ready) return OC_OK;
+    pl->sync_ready = 0;
+    pthread_mutex_lock(&pl->lock);
+    pl->stop = 1;
+    pthread_cond_broadcast(&pl->work);
+    pthread_mutex_unlock(&pl->lock);
+    for (int i = 0; i < pl->nsinks; ++i) pthread_join(pl->sinks[i], NULL);
+    pl->nsinks = 0;
+    return pl->sink_status == OC_OK || !report ? OC_OK : sink_error(pl);
+}
+
+/* ---------------------------------------------------------------- set-up */
+static oc_status choose_kernel(pipeline *pl)
+{
+    oc_context *ctx = pl->ctx;
+    const char *force = getenv("OUTCORE_CUDA_KERNEL");
+    if (force && *force) {
+        if (strcmp(force, "b1") == 0) pl->kernel = KERNEL_B1;
+        else if (strcmp(force, "popc") == 0) pl->kernel = KERNEL_POPC;
+        else return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "OUTCORE_CUDA_KERNEL=%s: expected b1 or popc", force);
+        if (pl->kernel == KERNEL_B1 && pl->dev.cc < 80)
+            return oc_fail(ctx, OC_ERR_UNSUPPORTED, "OUTCORE_CUDA_KERNEL=b1: cuda:%d (%s, sm_%d) has no 1-bit tensor cores",
+                           pl->dev.index, pl->dev.name, pl->dev.cc);
+        return OC_OK;
+    }
+    pl->kernel = pl->dev.cc >= 80 ? KERNEL_B1 : KERNEL_POPC;
+    return OC_OK;
+}
+
+static oc_status resolve_budget(pipeline *pl, int64_t *budget)
+{
+    oc_context *ctx = pl->ctx;
+    const oc_gram_options *o = pl->job->opts;
+    int64_t total = (int64_t)pl->dev.total_mem, avail = (int64_t)pl->dev.free_mem_at_open - HEADROOM;
+    if (o->gpu_mem_bytes > 0) {
+        if (o->gpu_mem_bytes > total - HEADROOM)
+            return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                           "--gpu-mem %.1f MiB exceeds what cuda:%d (%s) can give: %.1f MiB in all, less %lld MiB kept for "
+                           "the CUDA context and libraries",
+                           o->gpu_mem_bytes / 1048576.0, pl->dev.index, pl->dev.name, total / 1048576.0, HEADROOM >> 20);
+        *budget = o->gpu_mem_bytes;
+        return OC_OK;
+    }
+    /* The default never takes the whole card: a fraction of what is free, less headroom. */
+    int64_t b = (int64_t)(o->gpu_mem_fraction * (double)pl->dev.free_mem_at_open);
+    *budget = b < avail ? b : avail;
+    if (*budget <= 0)
+        return oc_fail(ctx, OC_ERR_DEVICE_NO_MEMORY, "cuda:%d has only %.1f MiB free: nothing left for a budget",
+                       pl->dev.index, pl->dev.free_mem_at_open / 1048576.0);
+    return OC_OK;
+}
+
+static oc_status create_events(oc_context *ctx, cudaEvent_t *ev, int count)
+{
+    for (int i = 0; i < count; ++i) {
+        /* Timing off: these events only order work, and timed events cost more to record. */
+        CUDA_CHECK(ctx, cudaEventCreateWithFlags(&ev[i], cudaEventDisableTiming));
+    }
+    return OC_OK;
+}
+
+static void destroy_events(cudaEvent_t *ev, int count)
+{
+    if (!ev) return;
+    for (int i = 0; i < count; ++i)
+        if (ev[i]) (void)cudaEventDestroy(ev[i]);
+}
+
+static oc_status upload_popcounts(pipeline *pl)
+{
+    oc_context *ctx = pl->ctx;
+    oc_gram_job *job = pl->job;
+    int64_t total = job->n + (job->symmetric ? 0 : job->p);
+    int32_t *host = malloc((size_t)total * sizeof *host);
+    if (!host) return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate %lld row popcounts", (long long)total);
+    for (int64_t i = 0; i < job->n; ++i) host[i] = (int32_t)job->pop_a[i];
+    if (!job->symmetric)
+        for (int64_t j = 0; j < job->p; ++j) host[job->n + j] = (int32_t)job->pop_b[j];
+    cudaError_t e = cudaMemcpy(pl->pop_a, host, (size_t)total * sizeof *host, cudaMemcpyHostToDevice);
+    free(host);
+    CUDA_CHECK(ctx, e);
+    pl->pop_b = job->symmetric ? pl->pop_a : pl->pop_a + job->n;
+    job->stats->bytes_h2d += total * (int64_t)sizeof(int32_t);
+    return OC_OK;
+}
+
+static oc_status setup(pipeline *pl)
+{
+    oc_context *ctx = pl->ctx;
+    oc_gram_job *job = pl->job;
+    const oc_gram_options *o = job->opts;
+    int64_t budget = 0;
+    OC_CHECK(resolve_budget(pl, &budget));
+    int64_t host_budget = o->host_mem_bytes > 0 ? o->host_mem_bytes : DEFAULT_HOST_MEM;
+    oc_mem_ops ops = oc_cuda_mem_ops();
+    OC_CHECK(oc_pool_create(ctx, &ops, pl->dev.index, budget, o->gpu_mem_mode, host_budget, &pl->dev.pool));
+
+    int64_t pops = job->n + (job->symmetric ? 0 : job->p);
+    int64_t pop_bytes = (pops * 4 + OC_POOL_ALIGN - 1) / OC_POOL_ALIGN * OC_POOL_ALIGN;
+    oc_tile_plan_input in = {.n = job->n, .p = job->p, .row_bytes = pl->row_bytes, .elem_size = pl->elem,
+                             .symmetric = job->symmetric, .keep_output = job->dense != NULL, .budget = budget,
+                             .fixed_bytes = pop_bytes, .tile = o->tile, .granularity = TILE_GRANULARITY};
+    OC_CHECK(oc_tile_plan_make(ctx, &in, &pl->plan));
+    const oc_tile_plan *plan = &pl->plan;
+
+    OC_CHECK(oc_pool_alloc(ctx, pl->dev.pool, (size_t)pops * 4, "the row popcounts", (void **)&pl->pop_a));
+    OC_CHECK(upload_popcounts(pl));
+
+    int ns = plan->panel_slots, no = plan->out_slots;
+    pl->panel = calloc((size_t)ns, sizeof *pl->panel);
+    pl->panel_loaded = calloc((size_t)ns, sizeof *pl->panel_loaded);
+    pl->panel_free = calloc((size_t)ns, sizeof *pl->panel_free);
+    pl->out = calloc((size_t)no, sizeof *pl->out);
+    pl->out_done = calloc((size_t)no, sizeof *pl->out_done);
+    pl->out_free = calloc((size_t)no, sizeof *pl->out_free);
+    if (!pl->panel || !pl->panel_loaded || !pl->panel_free || !pl->out || !pl->out_done || !pl->out_free)
+        return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the pipeline's slot tables");
+    for (int s = 0; s < ns; ++s)
+        OC_CHECK(oc_pool_alloc(ctx, pl->dev.pool, (size_t)plan->panel_bytes, "a row panel", (void **)&pl->panel[s]));
+    for (int s = 0; s < no; ++s)
+        OC_CHECK(oc_pool_alloc(ctx, pl->dev.pool, (size_t)plan->out_bytes, "an output tile", &pl->out[s]));
+    OC_CHECK(create_events(ctx, pl->panel_loaded, ns));
+    OC_CHECK(create_events(ctx, pl->panel_free, ns));
+    OC_CHECK(create_events(ctx, pl->out_done, no));
+    OC_CHECK(create_events(ctx, pl->out_free, no));
+
+    /* Pinned staging: two H2D slots (one fills while the other uploads) and, for a kept
+     * result, two D2H slots per sink thread, all within the host budget. */
+    int cores = oc_cpu_cores();
+    pl->copy_threads = cores / 2 < 1 ? 1 : (cores / 2 > 8 ? 8 : cores / 2);
+    pl->nsinks = job->dense ? pl->copy_threads : 0;
+    pl->d2h_slots = 2 * pl->nsinks;
+    int64_t share = host_budget / (H2D_SLOTS + pl->d2h_slots);
+    if (share > MAX_STAGING_SLOT) share = MAX_STAGING_SLOT;
+    int64_t panel_total = plan->panel_bytes;
+    pl->h2d_slot_bytes = share < panel_total ? share / pl->row_bytes * pl->row_bytes : panel_total;
+    if (pl->h2d_slot_bytes < pl->row_bytes) pl->h2d_slot_bytes = pl->row_bytes;
+    for (int k = 0; k < H2D_SLOTS; ++k)
+        OC_CHECK(oc_pool_host_alloc(ctx, pl->dev.pool, (size_t)pl->h2d_slot_bytes, "a pinned upload slot",
+                                    (void **)&pl->h2d_pin[k]));
+    OC_CHECK(create_events(ctx, pl->h2d_pin_free, H2D_SLOTS));
+
+    if (job->dense) {
+        int64_t out_row = plan->tile * pl->elem;
+        pl->d2h_slot_bytes = share < plan->out_bytes ? share / out_row * out_row : plan->out_bytes;
+        if (pl->d2h_slot_bytes < out_row) pl->d2h_slot_bytes = out_row;
+        pl->d2h_pin = calloc((size_t)pl->d2h_slots, sizeof *pl->d2h_pin);
+        pl->d2h_pin_ready = calloc((size_t)pl->d2h_slots, sizeof *pl->d2h_pin_ready);
+        pl->queue = calloc((size_t)pl->d2h_slots, sizeof *pl->queue);
+        pl->slot_busy = calloc((size_t)pl->d2h_slots, sizeof *pl->slot_busy);
+        pl->sinks = calloc((size_t)pl->nsinks, sizeof *pl->sinks);
+        if (!pl->d2h_pin || !pl->d2h_pin_ready || !pl->queue || !pl->slot_busy || !pl->sinks)
+            return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the pipeline's staging tables");
+        for (int k = 0; k < pl->d2h_slots; ++k)
+            OC_CHECK(oc_pool_host_alloc(ctx, pl->dev.pool, (size_t)pl->d2h_slot_bytes, "a pinned download slot",
+                                        (void **)&pl->d2h_pin[k]));
+        OC_CHECK(create_events(ctx, pl->d2h_pin_ready, pl->d2h_slots));
+        int want = pl->nsinks;
+        pl->nsinks = 0;
+        pl->sync_ready = 1;
+        for (int i = 0; i < want; ++i) {
+            int rc = pthread_create(&pl->sinks[i], NULL, sink_main, pl);
+            if (rc != 0) return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot start sink thread %d of %d (error %d)", i + 1, want, rc);
+            pl->nsinks++;
+        }
+    }
+    return OC_OK;
+}
+
+/* ---------------------------------------------------------------- per tile */
+typedef struct copy_task {
+    unsigned char *dst;
+    const unsigned char *src;
+    int64_t bytes, parts;
+} copy_task;
+
+static oc_status copy_part(void *arg, int64_t part, int worker)
+{
+    (void)worker;
+    const copy_task *t = arg;
+    int64_t per = (t->bytes + t->parts - 1) / t->parts, off = part * per;
+    if (off < t->bytes) memcpy(t->dst + off, t->src + off, (size_t)(t->bytes - off < per ? t->bytes - off : per));
+    return OC_OK;
+}
+
+static oc_status load_panel(pipeline *pl, int side, int64_t index, int slot)
+{
+    oc_context *ctx = pl->ctx;
+    const oc_matrix *m = side == 0 ? pl->job->a : pl->job->b;
+    int64_t rows = oc_tile_panel_rows(&pl->plan, m->rows, index);
+    const unsigned char *src = (const unsigned char *)(m->bits + index * pl->plan.tile * pl->words);
+    unsigned char *dst = (unsigned char *)pl->panel[slot];
+    int64_t bytes = rows * pl->row_bytes;
+    /* The slot's previous panel may still be read by a kernel enqueued earlier. */
+    CUDA_CHECK(ctx, cudaStreamWaitEvent(pl->dev.h2d, pl->panel_free[slot], 0));
+    for (int64_t off = 0; off < bytes; off += pl->h2d_slot_bytes) {
+        int64_t len = bytes - off < pl->h2d_slot_bytes ? bytes - off : pl->h2d_slot_bytes;
+        int k = pl->h2d_next;
+        pl->h2d_next = (k + 1) % H2D_SLOTS;
+        CUDA_CHECK(ctx, cudaEventSynchronize(pl->h2d_pin_free[k]));
+        /* Pageable rows into pinned memory on several cores: one core copies about 10 GB/s,
+         * less than the link's 55 GB/s. */
+        if (len >= (8 << 20)) {
+            copy_task task = {pl->h2d_pin[k], src + off, len, pl->copy_threads};
+            OC_CHECK(oc_parallel_run(ctx, pl->copy_threads, task.parts, copy_part, &task, NULL, NULL, NULL));
+        } else {
+            memcpy(pl->h2d_pin[k], src + off, (size_t)len);
+        }
+        CUDA_CHECK(ctx, cudaMemcpyAsync(dst + off, pl->h2d_pin[k], (size_t)len, cudaMemcpyHostToDevice, pl->dev.h2d));
+        CUDA_CHECK(ctx, cudaEventRecord(pl->h2d_pin_free[k], pl->dev.h2d));
+    }
+    CUDA_CHECK(ctx, cudaEventRecord(pl->panel_loaded[slot], pl->dev.h2d));
+    pl->job->stats->bytes_h2d += bytes;
+    return OC_OK;
+}
+
+static oc_status place_panel(pipeline *pl, oc_panel_cache *cache, int side, int64_t index, int64_t keep, int *slot)
+{
+    oc_context *ctx = pl->ctx;
+    int load;
+    *slot = oc_panel_cache_place(cache, oc_tile_panel_key(side, index), keep, &load);
+    if (load) OC_CHECK(load_panel(pl, side, index, *slot));
+    return OC_OK;
+}
+
+static oc_status download_tile(pipeline *pl, int o, int64_t i0, int64_t j0, int64_t rows, int64_t cols)
+{
+    oc_context *ctx = pl->ctx;
+    const oc_tile_plan *plan = &pl->plan;
+    size_t pitch = (size_t)(plan->tile * pl->elem), width = (size_t)(cols * pl->elem);
+    int64_t chunk_rows = pl->d2h_slot_bytes / (int64_t)width;
+    CUDA_CHECK(ctx, cudaStreamWaitEvent(pl->dev.d2h, pl->out_done[o], 0));
+    for (int64_t r0 = 0; r0 < rows; r0 += chunk_rows) {
+        int64_t nr = rows - r0 < chunk_rows ? rows - r0 : chunk_rows;
+        int k = 0;
+        OC_CHECK(d2h_acquire(pl, &k));
+        cudaError_t e = cudaMemcpy2DAsync(pl->d2h_pin[k], width, (const char *)pl->out[o] + (size_t)r0 * pitch, pitch,
+                                          width, (size_t)nr, cudaMemcpyDeviceToHost, pl->dev.d2h);
+        if (e == cudaSuccess) e = cudaEventRecord(pl->d2h_pin_ready[k], pl->dev.d2h);
+        if (e != cudaSuccess) {
+            pthread_mutex_lock(&pl->lock);
+            pl->slot_busy[k] = 0;
+            pthread_mutex_unlock(&pl->lock);
+            CUDA_CHECK(ctx, e);
+        }
+        d2h_submit(pl, (d2h_chunk){k, i0 + r0, j0, nr, cols});
+    }
+    CUDA_CHECK(ctx, cudaEventRecord(pl->out_free[o], pl->dev.d2h));
+    pl->job->stats->bytes_d2h += rows * (int64_t)width;
+    return OC_OK;
+}
+
+static oc_status run_tiles(pipeline *pl)
+{
+    oc_context *ctx = pl->ctx;
+    oc_gram_job *job = pl->job;
+    const oc_tile_plan *plan = &pl->plan;
+    oc_status st = OC_OK;
+    oc_panel_cache cache;
+    int64_t maxp = plan->panels_a > plan->panels_b ? plan->panels_a : plan->panels_b;
+    int64_t *order = malloc((size_t)plan->ntiles * 2 * sizeof *order);
+    if (!order) return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the tile order (%lld tiles)", (long long)plan->ntiles);
+    st = oc_panel_cache_init(ctx, &cache, plan->panel_slots, 2 * maxp);
+    if (st != OC_OK) {
+        free(order);
+        return oc_trace_at(ctx, st, __FILE__, __LINE__);
+    }
+    oc_tile_plan_order(plan, job->symmetric, order);
+    const oc_gram_options *o = job->opts;
+    double last_progress = oc_now();
+    int side_b = job->symmetric ? 0 : 1;
+
+    for (int64_t t = 0; t < plan->ntiles; ++t) {
+        if (oc_cancelled(ctx)) {
+            st = oc_fail(ctx, OC_ERR_CANCELLED, "cancelled after %lld of %lld tiles", (long long)t, (long long)plan->ntiles);
+            goto cleanup;
+        }
+        int64_t I = order[2 * t], J = order[2 * t + 1];
+        int64_t ka = oc_tile_panel_key(0, I), kb = oc_tile_panel_key(side_b, J);
+        int sa, sb = -1;
+        OC_CHECK_GOTO(place_panel(pl, &cache, 0, I, kb, &sa));
+        if (kb != ka) OC_CHECK_GOTO(place_panel(pl, &cache, side_b, J, ka, &sb));
+        else sb = sa;
+        int out_slot = (int)(t % plan->out_slots);
+        CUDA_CHECK_GOTO(ctx, cudaStreamWaitEvent(pl->dev.compute, pl->panel_loaded[sa], 0));
+        CUDA_CHECK_GOTO(ctx, cudaStreamWaitEvent(pl->dev.compute, pl->panel_loaded[sb], 0));
+        CUDA_CHECK_GOTO(ctx, cudaStreamWaitEvent(pl->dev.compute, pl->out_free[out_slot], 0));
+
+        oc_gram_tile tile = {.a = pl->panel[sa], .b = pl->panel[sb], .words = pl->words,
+                             .rows = (int)oc_tile_panel_rows(plan, job->n, I), .cols = (int)oc_tile_panel_rows(plan, job->p, J),
+                             .pop_a = pl->pop_a + I * plan->tile, .pop_b = pl->pop_b + J * plan->tile,
+                             .out = pl->out[out_slot], .ld = plan->tile, .metric = job->metric, .dtype = job->dtype,
+                             .upper_only = job->symmetric && I == J};
+        double macs = 0;
+        if (pl->kernel == KERNEL_B1) OC_CHECK_GOTO(oc_cuda_gram_b1(ctx, &pl->dev, &tile, pl->dev.compute, &macs));
+        else OC_CHECK_GOTO(oc_cuda_gram_popc(ctx, &pl->dev, &tile, pl->dev.compute, &macs));
+        job->stats->bit_macs_computed += macs;
+        job->stats->tiles++;
+        CUDA_CHECK_GOTO(ctx, cudaEventRecord(pl->out_done[out_slot], pl->dev.compute));
+        CUDA_CHECK_GOTO(ctx, cudaEventRecord(pl->panel_free[sa], pl->dev.compute));
+        if (sb != sa) CUDA_CHECK_GOTO(ctx, cudaEventRecord(pl->panel_free[sb], pl->dev.compute));
+        if (job->dense)
+            OC_CHECK_GOTO(download_tile(pl, out_slot, I * plan->tile, J * plan->tile, tile.rows, tile.cols));
+
+        double now = oc_now();
+        if (o->progress && now - last_progress >= 0.1) {
+            o->progress(o->progress_user, (double)(t + 1), (double)plan->ntiles);
+            last_progress = now;
+        }
+    }
+    CUDA_CHECK_GOTO(ctx, cudaStreamSynchronize(pl->dev.compute));
+    CUDA_CHECK_GOTO(ctx, cudaStreamSynchronize(pl->dev.d2h));
+    if (o->progress) o->progress(o->progress_user, (double)plan->ntiles, (double)plan->ntiles);
+
+cleanup:
+    oc_panel_cache_free(&cache);
+    free(order);
+    return st;
+}
+
+/* ---------------------------------------------------------------- the job */
+static void teardown(pipeline *pl)
+{
+    (void)sinks_join(pl, 0);
+    if (pl->dev.pool) {
+        /* Every enqueued copy and kernel must finish before its buffers go back. */
+        (void)cudaDeviceSynchronize();
+        (void)cudaGetLastError();
+    }
+    destroy_events(pl->panel_loaded, pl->plan.panel_slots);
+    destroy_events(pl->panel_free, pl->plan.panel_slots);
+    destroy_events(pl->out_done, pl->plan.out_slots);
+    destroy_events(pl->out_free, pl->plan.out_slots);
+    destroy_events(pl->h2d_pin_free, H2D_SLOTS);
+    destroy_events(pl->d2h_pin_ready, pl->d2h_slots);
+    oc_cuda_device_close(&pl->dev); /* frees the pool: every device and pinned buffer */
+    free(pl->panel);
+    free(pl->panel_loaded);
+    free(pl->panel_free);
+    free(pl->out);
+    free(pl->out_done);
+    free(pl->out_free);
+    free(pl->d2h_pin);
+    free(pl->d2h_pin_ready);
+    free(pl->queue);
+    free(pl->slot_busy);
+    free(pl->sinks);
+    pthread_cond_destroy(&pl->work);
+    pthread_cond_destroy(&pl->slot_freed);
+    pthread_mutex_destroy(&pl->lock);
+}
+
+oc_status oc_cuda_gram(oc_gram_job *job)
+{
+    oc_context *ctx = job->ctx;
+    oc_status st = OC_OK;
+    if (job->m >= (1LL << 31))
+        return oc_fail(ctx, OC_ERR_UNSUPPORTED, "the CUDA kernels count in 32 bits: %lld columns is too many (at most %lld)",
+                       (long long)job->m, (1LL << 31) - 1);
+    pipeline *pl = calloc(1, sizeof *pl);
+    if (!pl) return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the pipeline state");
+    pl->job = job;
+    pl->ctx = ctx;
+    pl->words = job->a->words_per_row;
+    pl->row_bytes = pl->words * 8;
+    pl->elem = (int64_t)oc_dtype_size(job->dtype);
+    pthread_mutex_init(&pl->lock, NULL);
+    pthread_cond_init(&pl->work, NULL);
+    pthread_cond_init(&pl->slot_freed, NULL);
+
+    OC_CHECK_GOTO(oc_cuda_device_open(ctx, job->opts->device, &pl->dev));
+    OC_CHECK_GOTO(choose_kernel(pl));
+    OC_CHECK_GOTO(setup(pl));
+    OC_CHECK_GOTO(run_tiles(pl));
+    OC_CHECK_GOTO(sinks_join(pl, 1));
+
+cleanup:
+    oc_gram_stats *s = job->stats;
+    s->backend = OC_BACKEND_CUDA;
+    snprintf(s->backend_desc, sizeof s->backend_desc, "cuda:%d %.48s %s", pl->dev.index, pl->dev.name,
+             pl->kernel == KERNEL_B1 ? "b1-mma"
+             : pl->dev.cc >= 80      ? "popc"
+                                     : "popc (no b1 mma before sm_80)");
+    if (pl->dev.pool) {
+        oc_pool_stats ps;
+        oc_pool_get_stats(pl->dev.pool, &ps);
+        s->dev_budget_bytes = ps.budget;
+        s->dev_peak_bytes = ps.peak;
+        s->dev_current_bytes = ps.current;
+        s->dev_allocations = ps.allocations;
+    }
+    teardown(pl);
+    free(pl);
+    return st;
+}

@@ -1,0 +1,10 @@
+/* gram_cuda.h - the CUDA backend's Gram job (the pipeline in gram_cuda.c). */
+#ifndef OC_CUDA_GRAM_CUDA_H
+#define OC_CUDA_GRAM_CUDA_H
+
+#include "../exec/gram_job.h"
+
+/* Runs job on device job->opts->device; blocks until the result is delivered. */
+oc_status oc_cuda_gram(oc_gram_job *job);
+
+#endif
