@@ -1,0 +1,48 @@
+/* cmd_devices.c - `outcore devices`: the GPUs outcore can use, their limits and, with
+ * --bandwidth, measured transfer rates; the CPU when there is no GPU. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "commands.h"
+#include "outcore.h"
+
+static const char devices_usage[] =
+    "usage: outcore devices [--bandwidth] [--json]\n"
+    "\n"
+    "Per GPU: name, compute capability, SMs, memory total and free, registers and shared\n"
+    "memory per SM and per block, thread limits, copy engines, PCIe link. Without a GPU: why,\n"
+    "and the CPU outcore will use.\n"
+    "\n"
+    "  --bandwidth   measure host<->device copy rates (pageable and pinned, each way and\n"
+    "                both at once; 256 MiB copies, median of several): a few seconds per GPU\n"
+    "  --json        machine-readable output\n";
+
+int oc_cmd_devices(int argc, char **argv)
+{
+    int json = 0, bandwidth = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            fputs(devices_usage, stdout);
+            return OC_EXIT_OK;
+        }
+        if (strcmp(argv[i], "--json") == 0) json = 1;
+        else if (strcmp(argv[i], "--bandwidth") == 0) bandwidth = 1;
+        else return cli_usage_error("devices: unknown argument '%s' (see outcore devices --help)", argv[i]);
+    }
+    oc_context *ctx = NULL;
+    oc_devices *devices = NULL;
+    char *text = NULL;
+    int code = OC_EXIT_OK;
+    oc_status st = oc_context_create(&ctx);
+    if (st != OC_OK) return cli_status_error(NULL, st);
+    st = oc_devices_query(ctx, bandwidth, &devices);
+    if (st == OC_OK) st = oc_devices_render(ctx, devices, json, &text);
+    if (st == OC_OK) fputs(text, stdout);
+    else code = cli_status_error(ctx, st);
+    free(text);
+    oc_devices_free(devices);
+    oc_context_free(ctx);
+    return code;
+}
