@@ -459,22 +459,52 @@ def test_topk_to_file(tmp_path, rng):
 
 
 # ---------------------------------------------------------------- resource reports
-def cli_report(call):
-    try:
-        return call()
-    except outcore.Error as exc:
-        if "not built" in str(exc) or "not found" in str(exc):
-            pytest.skip(f"the resource tools are not available: {exc}")
-        raise
+def cli_json(*args):
+    """The CLI's --json report, or a skip when the binary is not at hand."""
+    import json
+    import subprocess
+    cli = os.environ.get("OUTCORE_BIN")
+    if not cli or not Path(cli).exists():
+        pytest.skip("OUTCORE_BIN is not set: no CLI report to compare with")
+    proc = subprocess.run([cli, *map(str, args), "--json"], capture_output=True, text=True, check=True)
+    return json.loads(proc.stdout)
 
 
-def test_devices_report():
-    report = cli_report(outcore.devices)
-    assert isinstance(report, dict) and report
+def without_free_memory(report):
+    """The devices report less what changes from one call to the next."""
+    for gpu in report.get("gpus", []):
+        for key in [k for k in gpu if "free" in k]:
+            del gpu[key]
+    return report
 
 
-def test_inspect_refuses_a_file_that_is_not_a_kernel(tmp_path):
+def test_devices_report_is_the_cli_report():
+    report = outcore.devices()
+    assert isinstance(report["cpu"], dict) and report["cpu"]["cores"] >= 1
+    assert len(report["gpus"]) == outcore.cuda_device_count()
+    assert without_free_memory(report) == without_free_memory(cli_json("devices"))
+
+
+def test_inspect_report_is_the_cli_report(tmp_path):
+    import shutil
+    import subprocess
+    if not shutil.which("nvcc"):
+        pytest.skip("nvcc is not available to produce PTX")
+    (tmp_path / "k.cu").write_text("__global__ void twice(float *x) { x[threadIdx.x] *= 2.0f; }\n")
+    subprocess.run(["nvcc", "-ptx", "-arch=sm_90", str(tmp_path / "k.cu"), "-o", str(tmp_path / "k.ptx")],
+                   check=True, capture_output=True)
+    report = outcore.inspect(tmp_path / "k.ptx", block=256, arch="sm_90")
+    assert [k["name"] for k in report["kernels"]] == ["_Z5twicePf"]
+    assert report["kernels"][0]["verdict"]["fits"] is True
+    assert report == cli_json("inspect", tmp_path / "k.ptx", "--block", 256, "--arch", "sm_90")
+
+
+def test_inspect_bad_input(tmp_path):
     path = tmp_path / "notes.ptx"
     path.write_text("this is not PTX\n")
-    with pytest.raises(outcore.Error):
-        cli_report(lambda: outcore.inspect(path, block=256, arch="sm_90"))
+    with pytest.raises(outcore.InputError):
+        outcore.inspect(path, block=256, arch="sm_90")
+    with pytest.raises(outcore.InputError, match="nothere"):
+        outcore.inspect(tmp_path / "nothere.ptx")
+    with pytest.raises(outcore.InputError, match="block"):
+        outcore.inspect(path, block="many")
