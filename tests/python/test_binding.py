@@ -7,6 +7,7 @@ import os
 import signal
 import threading
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -65,7 +66,8 @@ def test_version():
 @pytest.mark.parametrize("in_dtype", [np.bool_, np.uint8, np.int8])
 def test_symmetric_matches_numpy(rng, metric, in_dtype):
     a = random01(rng, 97, 517, dtype=in_dtype)
-    got = outcore.gram(a, metric=metric, backend="cpu", threads=1 + (in_dtype is np.int8))
+    threads = 2 if in_dtype is np.int8 else 1  # both the one-thread and the parallel path
+    got = outcore.gram(a, metric=metric, backend="cpu", threads=threads)
     want = exact(a, metric=metric)
     assert got.dtype == want.dtype and got.shape == (97, 97)
     assert np.array_equal(got, want)
@@ -88,11 +90,9 @@ def test_similarities_match_scipy(rng, metric):
     b = random01(rng, 31, m, 0.25, np.bool_)
     b[5] = 0  # empty against empty: jaccard 1, cosine 0
     got = outcore.gram(a, b, metric=metric)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        import warnings
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            d = cdist(a, b, metric)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # scipy's cosine of an empty row is 0/0
+        d = cdist(a, b, metric)
     if metric == "hamming":
         # scipy's hamming is the fraction of differing columns.
         assert np.array_equal(got, np.rint(d * m).astype(np.int32))
@@ -381,8 +381,9 @@ def test_other_threads_run_during_a_job(rng, caller):
     inside = [t0] + [t for t in ticks if t0 <= t <= t1] + [t1]
     longest_gap = max(b - a for a, b in zip(inside, inside[1:]))
     assert t1 - t0 > 0.2, "the job is too short to tell"
-    # Holding the GIL in oc_gram would stall the counter for nearly the whole job.
-    assert longest_gap < 0.1, f"another thread stalled {longest_gap:.2f} s of a {t1 - t0:.2f} s job"
+    # Holding the GIL in oc_gram would stall the counter for nearly the whole job; half of it
+    # leaves room for a loaded machine's scheduling delays.
+    assert longest_gap < 0.5 * (t1 - t0), f"another thread stalled {longest_gap:.2f} s of a {t1 - t0:.2f} s job"
 
 
 # ---------------------------------------------------------------- top-k and threshold
