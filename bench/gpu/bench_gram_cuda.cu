@@ -1,0 +1,416 @@
+/*
+ * bench_gram_cuda.cu - the CUDA engine's rates, with cuBLASLt int8 GEMM on the same 0/1 data
+ * as the reference measured in the same run.
+ *
+ *   kernel   A·Aᵀ n=32768 m=524288, the b1 kernel alone on one whole-matrix tile (upper
+ *            triangle of CTAs), counts kept on the device; popc kernel on m/8 for scale
+ *   cublas   cublasLtMatmul int8 TN, CUBLAS_COMPUTE_32I, int32 out, on the same matrix
+ *            unpacked to one byte per bit (n x k int8; k = m, 16 GiB, when memory allows)
+ *   e2e      oc_gram of the kernel case into host memory (upload, compute, download, mirror)
+ *   ooc      oc_gram n=100000 m=200000 under --gpu-mem 2G, output discarded on the device
+ *   dense    oc_gram n=65536 m=65536 int32 counts into host memory (16 GiB): D2H rate
+ *   file     the dense job into /dev/shm and into a file on disk (.npy)
+ *
+ * Rates: raw = bit-MACs the kernels did / time; effective = n·p·m / time (A·Aᵀ computes only
+ * the upper triangle, so effective is about twice raw). cuBLASLt MAC/s count one int8
+ * multiply-add per bit pair, the same unit as effective. Usage: bench_gram_cuda [parts...]
+ * (default: kernel cublas e2e ooc dense). Exit status 1 if any check fails.
+ */
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+extern "C" {
+#include "core/error.h"
+#include "core/gpu_arch.h"
+#include "core/matrix.h"
+#include "core/threads.h"
+}
+#include "cuda/device.h"
+#include "cuda/gram_b1.cuh"
+#include "cuda/gram_popc.cuh"
+
+static int failures = 0;
+
+#define CK(call)                                                                                   \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        if (e_ != cudaSuccess) {                                                                   \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
+            exit(1);                                                                               \
+        }                                                                                          \
+    } while (0)
+#define CKL(call)                                                                                  \
+    do {                                                                                           \
+        cublasStatus_t s_ = (call);                                                                \
+        if (s_ != CUBLAS_STATUS_SUCCESS) {                                                         \
+            fprintf(stderr, "%s:%d: %s: cublas status %d\n", __FILE__, __LINE__, #call, (int)s_);  \
+            exit(1);                                                                               \
+        }                                                                                          \
+    } while (0)
+#define CKO(ctx, call)                                                                             \
+    do {                                                                                           \
+        if ((call) != OC_OK) {                                                                     \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, oc_context_last_error(ctx)); \
+            exit(1);                                                                               \
+        }                                                                                          \
+    } while (0)
+
+typedef struct row {
+    char name[48];
+    double seconds, raw, effective, extra;
+    char note[96];
+} row;
+static row rows[16];
+static int nrows = 0;
+
+static void add_row(const char *name, double seconds, double raw, double effective, double extra, const char *note)
+{
+    row *r = &rows[nrows++];
+    snprintf(r->name, sizeof r->name, "%s", name);
+    r->seconds = seconds;
+    r->raw = raw;
+    r->effective = effective;
+    r->extra = extra;
+    snprintf(r->note, sizeof r->note, "%s", note);
+    printf("%-28s %9.4f s  raw %7.3f P  eff %7.3f P  %s\n", name, seconds, raw / 1e15, effective / 1e15, note);
+    fflush(stdout);
+}
+
+/* ---------------------------------------------------------------- data */
+typedef struct fill_arg {
+    oc_matrix *m;
+    int64_t full_words;
+    int64_t block;
+    uint64_t seed;
+} fill_arg;
+
+static oc_status fill_rows(void *arg, int64_t task, int worker)
+{
+    (void)worker;
+    fill_arg *f = (fill_arg *)arg;
+    int64_t r0 = task * f->block, r1 = r0 + f->block < f->m->rows ? r0 + f->block : f->m->rows;
+    uint64_t s = f->seed ^ (0x9e3779b97f4a7c15ull * (uint64_t)(task + 1));
+    for (int64_t i = r0; i < r1; ++i) {
+        uint64_t *w = f->m->bits + i * f->m->words_per_row;
+        for (int64_t k = 0; k < f->m->words_per_row; ++k) {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            w[k] = k < f->full_words ? s : 0;
+        }
+    }
+    return OC_OK;
+}
+
+/* A random 0/1 matrix of density 1/2 (cols a multiple of 64). */
+static oc_matrix *random_matrix(oc_context *ctx, int64_t rows, int64_t cols, uint64_t seed)
+{
+    oc_matrix *m = NULL;
+    CKO(ctx, oc_matrix_alloc(ctx, rows, cols, "A", &m));
+    fill_arg f = {m, cols / 64, 256, seed};
+    CKO(ctx, oc_parallel_run(ctx, 0 + oc_threads_resolve(0), (rows + 255) / 256, fill_rows, &f, NULL, NULL, NULL));
+    return m;
+}
+
+/* One byte per bit for cuBLASLt: row i, column j of the packed layout (byte j/8, bit 7-j%8). */
+__global__ void unpack_bits(const uint64_t *bits, int64_t words, int64_t rows, int64_t k, int8_t *out)
+{
+    int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    int64_t total = rows * (k / 8);
+    for (; idx < total; idx += (int64_t)gridDim.x * blockDim.x) {
+        int64_t i = idx / (k / 8), byte = idx % (k / 8);
+        unsigned char v = ((const unsigned char *)(bits + i * words))[byte];
+        uint64_t packed = 0;
+        for (int b = 0; b < 8; ++b) packed |= (uint64_t)((v >> (7 - b)) & 1) << (8 * b);
+        *(uint64_t *)(out + i * k + byte * 8) = packed;
+    }
+}
+
+static double median3(double a, double b, double c)
+{
+    return a > b ? (b > c ? b : (a > c ? c : a)) : (a > c ? a : (b > c ? c : b));
+}
+
+/* ---------------------------------------------------------------- parts */
+static double kernel_raw_rate = 0, kernel_eff_rate = 0;
+
+static void bench_kernel(oc_context *ctx, oc_cuda_device *dev, const oc_matrix *a, uint64_t **d_a, int32_t **d_out)
+{
+    const int64_t n = a->rows, m = a->cols;
+    size_t abytes = (size_t)(n * a->words_per_row * 8), obytes = (size_t)(n * n) * 4;
+    int64_t *pop64 = (int64_t *)malloc((size_t)n * 8);
+    int32_t *pop32 = (int32_t *)malloc((size_t)n * 4);
+    oc_matrix_row_popcounts(a, pop64);
+    for (int64_t i = 0; i < n; ++i) pop32[i] = (int32_t)pop64[i];
+    int32_t *d_pop;
+    CK(cudaMalloc((void **)d_a, abytes));
+    CK(cudaMalloc((void **)&d_pop, (size_t)n * 4));
+    CK(cudaMalloc((void **)d_out, obytes));
+    CK(cudaMemcpy(*d_a, a->bits, abytes, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(d_pop, pop32, (size_t)n * 4, cudaMemcpyHostToDevice));
+    oc_gram_tile t = {*d_a, *d_a, a->words_per_row, (int)n, (int)n, d_pop, d_pop, *d_out, n, OC_METRIC_COUNTS,
+                      OC_DTYPE_INT32, 1};
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    double macs = 0, times[3];
+    CKO(ctx, oc_cuda_gram_b1(ctx, dev, &t, dev->compute, &macs)); /* warm-up */
+    CK(cudaStreamSynchronize(dev->compute));
+    for (int r = 0; r < 3; ++r) {
+        CK(cudaEventRecord(e0, dev->compute));
+        CKO(ctx, oc_cuda_gram_b1(ctx, dev, &t, dev->compute, &macs));
+        CK(cudaEventRecord(e1, dev->compute));
+        CK(cudaEventSynchronize(e1));
+        float ms;
+        CK(cudaEventElapsedTime(&ms, e0, e1));
+        times[r] = ms / 1e3;
+    }
+    double sec = median3(times[0], times[1], times[2]);
+    kernel_raw_rate = macs / sec;
+    kernel_eff_rate = (double)n * n * m / sec;
+    char note[96];
+    snprintf(note, sizeof note, "b1 n=%lld m=%lld, runs %.4f %.4f %.4f s", (long long)n, (long long)m, times[0], times[1],
+             times[2]);
+    add_row("kernel b1 (device only)", sec, kernel_raw_rate, kernel_eff_rate, 0, note);
+
+    /* Spot check against the CPU definition on a few pairs of the upper triangle. */
+    int32_t got;
+    int bad = 0;
+    for (int s = 0; s < 64; ++s) {
+        int64_t i = (s * 7919) % n, j = i + (s * 104729) % (n - i);
+        CK(cudaMemcpy(&got, *d_out + i * n + j, 4, cudaMemcpyDeviceToHost));
+        int64_t c = 0;
+        for (int64_t w = 0; w < a->words_per_row; ++w)
+            c += __builtin_popcountll(a->bits[i * a->words_per_row + w] & a->bits[j * a->words_per_row + w]);
+        bad += c != got;
+    }
+    if (bad) {
+        printf("  kernel b1: %d of 64 sampled counts wrong\n", bad);
+        failures++;
+    }
+
+    /* popc on an eighth of K, for scale. */
+    t.words = a->words_per_row / 8;
+    CKO(ctx, oc_cuda_gram_popc(ctx, dev, &t, dev->compute, &macs));
+    CK(cudaEventRecord(e0, dev->compute));
+    CKO(ctx, oc_cuda_gram_popc(ctx, dev, &t, dev->compute, &macs));
+    CK(cudaEventRecord(e1, dev->compute));
+    CK(cudaEventSynchronize(e1));
+    float ms;
+    CK(cudaEventElapsedTime(&ms, e0, e1));
+    snprintf(note, sizeof note, "popc CUDA cores, n=%lld m=%lld", (long long)n, (long long)(t.words * 64));
+    add_row("kernel popc (device only)", ms / 1e3, macs / (ms / 1e3), (double)n * n * t.words * 64 / (ms / 1e3), 0, note);
+    CK(cudaFree(d_pop));
+    free(pop64);
+    free(pop32);
+    CK(cudaEventDestroy(e0));
+    CK(cudaEventDestroy(e1));
+}
+
+static void bench_cublas(const oc_matrix *a, const uint64_t *d_a, const int32_t *d_b1)
+{
+    const int64_t n = a->rows;
+    size_t free_b, total_b;
+    CK(cudaMemGetInfo(&free_b, &total_b));
+    /* k = m when n*k int8 plus the int32 result fit with 2 GiB to spare; else the largest
+     * multiple of 4096 that does (rates are per MAC, so k only sets the run time). */
+    int64_t k = a->cols;
+    while (k > 4096 && (double)n * k + (double)n * n * 4 + (2.0 * (1 << 30)) > (double)free_b) k /= 2;
+    int8_t *d_i8;
+    int32_t *d_c;
+    CK(cudaMalloc((void **)&d_i8, (size_t)(n * k)));
+    CK(cudaMalloc((void **)&d_c, (size_t)(n * n) * 4));
+    unpack_bits<<<132 * 8, 256>>>(d_a, a->words_per_row, n, k, d_i8);
+    CK(cudaGetLastError());
+    CK(cudaDeviceSynchronize());
+
+    cublasLtHandle_t lt;
+    CKL(cublasLtCreate(&lt));
+    cublasLtMatmulDesc_t op;
+    CKL(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32I, CUDA_R_32I));
+    cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+    CKL(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+    CKL(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+    /* Column-major: A is k x n (each packed row of A is a column), C = Aᵀ·A is n x n. */
+    cublasLtMatrixLayout_t la, lc;
+    CKL(cublasLtMatrixLayoutCreate(&la, CUDA_R_8I, (uint64_t)k, (uint64_t)n, k));
+    CKL(cublasLtMatrixLayoutCreate(&lc, CUDA_R_32I, (uint64_t)n, (uint64_t)n, n));
+    size_t ws_bytes = 64 << 20;
+    void *ws;
+    CK(cudaMalloc(&ws, ws_bytes));
+    cublasLtMatmulPreference_t pref;
+    CKL(cublasLtMatmulPreferenceCreate(&pref));
+    CKL(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes, sizeof ws_bytes));
+    cublasLtMatmulHeuristicResult_t heur;
+    int found = 0;
+    CKL(cublasLtMatmulAlgoGetHeuristic(lt, op, la, la, lc, lc, pref, 1, &heur, &found));
+    if (!found) {
+        printf("cuBLASLt: no int8 algorithm for this shape\n");
+        failures++;
+        return;
+    }
+    int32_t alpha = 1, beta = 0;
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    double times[3];
+    for (int r = -1; r < 3; ++r) {
+        CK(cudaEventRecord(e0));
+        CKL(cublasLtMatmul(lt, op, &alpha, d_i8, la, d_i8, la, &beta, d_c, lc, d_c, lc, &heur.algo, ws, ws_bytes, 0));
+        CK(cudaEventRecord(e1));
+        CK(cudaEventSynchronize(e1));
+        float ms;
+        CK(cudaEventElapsedTime(&ms, e0, e1));
+        if (r >= 0) times[r] = ms / 1e3;
+    }
+    double sec = median3(times[0], times[1], times[2]);
+    double rate = (double)n * n * k / sec;
+    char note[96];
+    snprintf(note, sizeof note, "int8 TN COMPUTE_32I n=%lld k=%lld%s", (long long)n, (long long)k,
+             k < a->cols ? " (k reduced to fit)" : "");
+    add_row("cuBLASLt int8 GEMM", sec, rate, rate, 0, note);
+    if (kernel_eff_rate > 0)
+        printf("  ratio b1 effective / cuBLASLt: %.2fx, raw / cuBLASLt: %.2fx\n", kernel_eff_rate / rate, kernel_raw_rate / rate);
+
+    /* The same counts as the b1 kernel where k = m (upper triangle samples). */
+    if (k == a->cols && d_b1) {
+        int bad = 0;
+        for (int s = 0; s < 64; ++s) {
+            int64_t i = (s * 7919) % n, j = i + (s * 104729) % (n - i);
+            int32_t x, y;
+            CK(cudaMemcpy(&x, d_c + j * n + i, 4, cudaMemcpyDeviceToHost));
+            CK(cudaMemcpy(&y, d_b1 + i * n + j, 4, cudaMemcpyDeviceToHost));
+            bad += x != y;
+        }
+        if (bad) {
+            printf("  cuBLASLt and b1 disagree on %d of 64 samples\n", bad);
+            failures++;
+        }
+    }
+    cublasLtMatmulPreferenceDestroy(pref);
+    cublasLtMatrixLayoutDestroy(la);
+    cublasLtMatrixLayoutDestroy(lc);
+    cublasLtMatmulDescDestroy(op);
+    cublasLtDestroy(lt);
+    CK(cudaFree(ws));
+    CK(cudaFree(d_i8));
+    CK(cudaFree(d_c));
+}
+
+/* oc_gram through the whole pipeline; prints and records the row. */
+static void bench_job(oc_context *ctx, const char *name, const oc_matrix *a, int64_t gpu_mem, oc_output *out)
+{
+    oc_gram_options o = OC_GRAM_OPTIONS_INIT;
+    o.backend = OC_BACKEND_CUDA;
+    o.gpu_mem_bytes = gpu_mem;
+    oc_gram_stats s = {.struct_size = sizeof s};
+    CKO(ctx, oc_gram(ctx, a, NULL, &o, out, &s));
+    char note[96];
+    snprintf(note, sizeof note, "%lld tiles, dev peak %.2f/%.2f GiB, H2D %.1f GB, D2H %.1f GB = %.1f GB/s", (long long)s.tiles,
+             s.dev_peak_bytes / 1073741824.0, s.dev_budget_bytes / 1073741824.0, s.bytes_h2d / 1e9, s.bytes_d2h / 1e9,
+             s.bytes_d2h / 1e9 / s.seconds);
+    add_row(name, s.seconds, s.bit_macs_computed / s.seconds, s.bit_macs_effective / s.seconds, s.bytes_d2h / s.seconds, note);
+    if (s.dev_peak_bytes > s.dev_budget_bytes) {
+        printf("  %s: peak device memory above the budget\n", name);
+        failures++;
+    }
+}
+
+static int want(int argc, char **argv, const char *part)
+{
+    if (argc <= 1) return strcmp(part, "file") != 0;
+    for (int i = 1; i < argc; ++i)
+        if (strcmp(argv[i], part) == 0) return 1;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    oc_context *ctx;
+    if (oc_context_create(&ctx) != OC_OK) return 1;
+    if (oc_cuda_device_count() == 0) {
+        printf("SKIPPED: no usable CUDA device\n");
+        return 77;
+    }
+    oc_cuda_device dev;
+    CKO(ctx, oc_cuda_device_open(ctx, 0, &dev));
+    time_t now = time(NULL);
+    char date[32];
+    strftime(date, sizeof date, "%Y-%m-%d", gmtime(&now));
+    printf("device: %s (sm_%d, %d SMs, %.1f GiB), date %s\n", dev.name, dev.cc, dev.sm_count, dev.total_mem / 1073741824.0,
+           date);
+
+    if (want(argc, argv, "kernel") || want(argc, argv, "cublas") || want(argc, argv, "e2e")) {
+        oc_matrix *a = random_matrix(ctx, 32768, 524288, 1);
+        uint64_t *d_a = NULL;
+        int32_t *d_out = NULL;
+        if (want(argc, argv, "kernel")) bench_kernel(ctx, &dev, a, &d_a, &d_out);
+        if (want(argc, argv, "cublas")) {
+            if (!d_a) {
+                CK(cudaMalloc((void **)&d_a, (size_t)(a->rows * a->words_per_row * 8)));
+                CK(cudaMemcpy(d_a, a->bits, (size_t)(a->rows * a->words_per_row * 8), cudaMemcpyHostToDevice));
+            }
+            bench_cublas(a, d_a, d_out);
+        }
+        CK(cudaFree(d_a));
+        CK(cudaFree(d_out));
+        if (want(argc, argv, "e2e")) {
+            size_t bytes = (size_t)(a->rows * a->rows) * 4;
+            int32_t *host = (int32_t *)malloc(bytes);
+            memset(host, 0, bytes); /* fault the pages in: the rate is the pipeline's, not the kernel's page faults */
+            oc_output out = OC_OUTPUT_INIT;
+            out.data = host;
+            bench_job(ctx, "end to end (host memory)", a, 0, &out);
+            oc_output discard = OC_OUTPUT_INIT;
+            discard.kind = OC_OUTPUT_DISCARD;
+            bench_job(ctx, "pipeline, output discarded", a, 0, &discard);
+            free(host);
+        }
+        oc_matrix_free(a);
+    }
+    if (want(argc, argv, "ooc")) {
+        oc_matrix *a = random_matrix(ctx, 100000, 200000, 2);
+        oc_output discard = OC_OUTPUT_INIT;
+        discard.kind = OC_OUTPUT_DISCARD;
+        bench_job(ctx, "out of core, --gpu-mem 2G", a, 2ll << 30, &discard);
+        if (kernel_raw_rate > 0)
+            printf("  out-of-core raw rate / in-core kernel raw rate: %.0f%%\n", 100.0 * rows[nrows - 1].raw / kernel_raw_rate);
+        oc_matrix_free(a);
+    }
+    if (want(argc, argv, "dense") || want(argc, argv, "file")) {
+        oc_matrix *a = random_matrix(ctx, 65536, 65536, 3);
+        if (want(argc, argv, "dense")) {
+            size_t bytes = (size_t)(a->rows * a->rows) * 4;
+            int32_t *host = (int32_t *)malloc(bytes);
+            memset(host, 0, bytes);
+            oc_output out = OC_OUTPUT_INIT;
+            out.data = host;
+            bench_job(ctx, "dense int32 -> host memory", a, 0, &out);
+            free(host);
+        }
+        if (want(argc, argv, "file")) {
+            oc_output out = OC_OUTPUT_INIT;
+            out.kind = OC_OUTPUT_FILE;
+            out.path = "/dev/shm/outcore_bench.npy";
+            bench_job(ctx, "dense int32 -> /dev/shm .npy", a, 0, &out);
+            remove(out.path);
+            out.path = "outcore_bench.npy";
+            bench_job(ctx, "dense int32 -> disk .npy", a, 0, &out);
+            remove(out.path);
+        }
+        oc_matrix_free(a);
+    }
+    oc_cuda_device_close(&dev);
+
+    printf("\n| case | seconds | raw P bit-MAC/s | effective P bit-MAC/s | note |\n|---|---|---|---|---|\n");
+    for (int i = 0; i < nrows; ++i)
+        printf("| %s | %.4f | %.3f | %.3f | %s |\n", rows[i].name, rows[i].seconds, rows[i].raw / 1e15, rows[i].effective / 1e15,
+               rows[i].note);
+    oc_context_free(ctx);
+    return failures ? 1 : 0;
+}

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# gpu_check.sh - build, test, sanitize and benchmark the CUDA engine on a machine with a GPU.
+#
+#   bash bench/gpu_check.sh [build] [test] [sanitize] [bench [BENCH PARTS...]]
+#
+# With no argument it does all four. "bench" may be followed by the benchmark's own parts
+# (kernel cublas e2e ooc dense file). Logs go to $OUT (or /tmp/gpu_check); a short table
+# of every step's result is printed last. TEST_TIMEOUT, SANITIZE_TIMEOUT and BENCH_TIMEOUT
+# (seconds) bound each step so that a hang cannot eat a whole lease.
+set -u
+cd "$(dirname "$0")/.."
+BUILD=${BUILD:-build-gpu}
+LOGS=${OUT:-/tmp/gpu_check}
+mkdir -p "$LOGS"
+steps=()
+bench_parts=()
+for arg in "$@"; do
+  case "$arg" in
+    build|test|sanitize|bench) steps+=("$arg") ;;
+    *) bench_parts+=("$arg") ;;
+  esac
+done
+[ ${#steps[@]} -eq 0 ] && steps=(build test sanitize bench)
+has() { local s; for s in "${steps[@]}"; do [ "$s" = "$1" ] && return 0; done; return 1; }
+summary=()
+note() { summary+=("$(printf '%-10s %s' "$1" "$2")"); }
+
+if has build; then
+  if cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release >"$LOGS/configure.log" 2>&1 &&
+     cmake --build "$BUILD" -j16 >"$LOGS/build.log" 2>&1; then
+    note build ok
+  else
+    tail -30 "$LOGS/build.log"; note build FAILED
+  fi
+fi
+
+if has test; then
+  ctest --test-dir "$BUILD" -L gpu --output-on-failure --timeout "${TEST_TIMEOUT:-300}" >"$LOGS/ctest.log" 2>&1
+  rc=$?
+  grep -E "tests passed|Passed|Failed|Not Run|Skipped|\*\*\*" "$LOGS/ctest.log" | tail -15
+  [ $rc -ne 0 ] && tail -60 "$LOGS/ctest.log"
+  note test "$(grep -E 'tests passed' "$LOGS/ctest.log" | tail -1) (rc $rc)"
+fi
+
+if has sanitize; then
+  for tool in memcheck racecheck; do
+    OUTCORE_TEST_QUICK=1 timeout "${SANITIZE_TIMEOUT:-200}" compute-sanitizer --tool "$tool" --error-exitcode 99 \
+      "$BUILD/tests/gpu_test_cuda_gram" >"$LOGS/sanitize_$tool.log" 2>&1
+    rc=$?
+    tail -4 "$LOGS/sanitize_$tool.log"
+    note "$tool" "rc $rc: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$LOGS/sanitize_$tool.log" | tail -1)"
+  done
+fi
+
+if has bench; then
+  timeout "${BENCH_TIMEOUT:-400}" "$BUILD/bench/bench_gram_cuda" "${bench_parts[@]}" 2>&1 | tee "$LOGS/bench.log"
+  note bench "rc ${PIPESTATUS[0]}"
+fi
+
+echo
+echo "== gpu_check summary ($(date -u +%F) $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1))"
+printf '%s\n' "${summary[@]}"
+[ -f "$LOGS/bench.log" ] && has bench && grep -E '^\|' "$LOGS/bench.log"
+exit 0

@@ -1,0 +1,328 @@
+/*
+ * test_cuda_gram.c - the CUDA engine against the CPU engine, bit for bit.
+ *
+ * One table of shapes (n = 1, m = 1, m off every word and K-block boundary, n off the tile
+ * edge, all-zero and all-one rows, A·Bᵀ with n != p) runs with both kernels (b1 tensor
+ * cores and CUDA-core popc, forced through OUTCORE_CUDA_KERNEL), every output (counts and
+ * hamming in int32 and uint16, jaccard and cosine in float32), and several budgets: the
+ * default, and budgets so small that the planner must stream row panels through a few
+ * slots. Every GPU result is memcmp'd with oc_gram on the CPU backend. Then the failures:
+ * a job that cannot fit its smallest plan, a budget above the card, a device that does
+ * not exist, and an injected failure at every device and pinned allocation point, each of
+ * which must return a clean status and leave no device or pinned memory behind.
+ *
+ * OUTCORE_TEST_QUICK=1 (for compute-sanitizer runs) keeps the case table with two outputs
+ * (int32 counts, float32 cosine) and skips the failure and large streaming parts.
+ * Exits 77 when no CUDA device is usable.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../harness.h"
+#include "outcore.h"
+#include "core/matrix.h"
+#include "cuda/device.h"
+
+typedef struct gpu_case {
+    const char *name;
+    int64_t n, p; /* p == 0: A·Aᵀ */
+    int64_t m;
+    double density;
+    int64_t tile;        /* forced tile edge, 0 = planner */
+    int64_t gpu_mem;     /* budget in bytes, 0 = default */
+} gpu_case;
+
+static const gpu_case cases[] = {
+    {"n=1 m=1", 1, 0, 1, 1.0, 0, 0},
+    {"n=1 p=1 m=1", 1, 1, 1, 1.0, 0, 0},
+    {"m=63", 5, 0, 63, 0.5, 0, 0},
+    {"m=100 n!=p", 17, 9, 100, 0.5, 0, 0},
+    {"m=511", 40, 0, 511, 0.5, 0, 0},
+    {"m=513 n!=p", 33, 70, 513, 0.5, 0, 0},
+    {"m=1000", 129, 0, 1000, 0.3, 0, 0},
+    {"n=300 past one CTA", 300, 0, 777, 0.5, 0, 0},
+    {"sparse n!=p", 257, 130, 2000, 0.02, 0, 0},
+    {"dense", 200, 0, 1500, 0.95, 0, 0},
+    {"tile 256 n=700", 700, 0, 1100, 0.5, 256, 0},
+    {"tile 256 n!=p", 600, 333, 900, 0.5, 256, 0},
+    {"K blocks", 20, 0, 40000, 0.5, 0, 0},
+    /* 800 KiB holds fewer panels than the job has: panels stream through a few slots. */
+    {"streamed A·Aᵀ", 1500, 0, 3000, 0.5, 256, 800 * 1024},
+    {"streamed A·Bᵀ", 1300, 900, 2500, 0.5, 256, 800 * 1024},
+};
+
+typedef struct output_kind {
+    oc_metric metric;
+    oc_dtype dtype;
+} output_kind;
+
+static const output_kind outputs[] = {
+    {OC_METRIC_COUNTS, OC_DTYPE_INT32},  {OC_METRIC_COUNTS, OC_DTYPE_UINT16},  {OC_METRIC_HAMMING, OC_DTYPE_INT32},
+    {OC_METRIC_HAMMING, OC_DTYPE_UINT16}, {OC_METRIC_JACCARD, OC_DTYPE_FLOAT32}, {OC_METRIC_COSINE, OC_DTYPE_FLOAT32},
+};
+
+static oc_context *ctx;
+static int quick;
+
+/* Rows cycle: all zero, all one, then random of the given density. */
+static oc_matrix *make_matrix(int64_t rows, int64_t cols, double density, uint64_t *seed)
+{
+    unsigned char *bytes = malloc((size_t)(rows * cols));
+    if (!bytes) return NULL;
+    uint64_t thresh = (uint64_t)(density * 4294967296.0);
+    for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = 0; j < cols; ++j) {
+            unsigned char v;
+            if (i % 7 == 3) v = 0;
+            else if (i % 7 == 5) v = 1;
+            else v = (oc_test_rand(seed) & 0xffffffffu) < thresh;
+            bytes[i * cols + j] = v;
+        }
+    oc_matrix *m = NULL;
+    oc_status st = oc_matrix_from_dense(ctx, bytes, rows, cols, cols, &m);
+    free(bytes);
+    return st == OC_OK ? m : NULL;
+}
+
+static void *gram_into(const oc_matrix *a, const oc_matrix *b, oc_gram_options *o, size_t bytes, oc_status *st,
+                       oc_gram_stats *stats)
+{
+    void *buf = malloc(bytes ? bytes : 1);
+    *st = OC_ERR_NO_MEMORY;
+    if (!buf) return NULL;
+    memset(buf, 0xAB, bytes); /* poison: an element never written shows up as a mismatch */
+    oc_output out = OC_OUTPUT_INIT;
+    out.kind = OC_OUTPUT_MEMORY;
+    out.data = buf;
+    *st = oc_gram(ctx, a, b, o, &out, stats);
+    return buf;
+}
+
+static void first_mismatch(const char *what, const void *x, const void *y, int64_t n, int64_t p, size_t es)
+{
+    for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < p; ++j)
+            if (memcmp((const char *)x + (i * p + j) * es, (const char *)y + (i * p + j) * es, es) != 0) {
+                printf("  %s: first difference at (%lld, %lld)\n", what, (long long)i, (long long)j);
+                return;
+            }
+}
+
+static void run_case(const gpu_case *c, const char *kernel)
+{
+    uint64_t seed = 0x9e3779b97f4a7c15ull ^ (uint64_t)(c->n * 131 + c->m);
+    oc_matrix *a = make_matrix(c->n, c->m, c->density, &seed);
+    oc_matrix *b = c->p ? make_matrix(c->p, c->m, c->density, &seed) : NULL;
+    CHECK(a && (b || !c->p));
+    if (!a || (c->p && !b)) return;
+    int64_t p = c->p ? c->p : c->n;
+    setenv("OUTCORE_CUDA_KERNEL", kernel, 1);
+    for (size_t k = 0; k < sizeof outputs / sizeof outputs[0]; ++k) {
+        const output_kind *ok = &outputs[k];
+        if (ok->dtype == OC_DTYPE_UINT16 && c->m >= 65536) continue;
+        if (quick && !(k == 0 || ok->metric == OC_METRIC_COSINE)) continue;
+        size_t es = oc_dtype_size(ok->dtype), bytes = (size_t)(c->n * p) * es;
+        oc_gram_options o = OC_GRAM_OPTIONS_INIT;
+        o.metric = ok->metric;
+        o.dtype = ok->dtype;
+        o.backend = OC_BACKEND_CPU;
+        oc_status st_cpu, st_gpu;
+        void *ref = gram_into(a, b, &o, bytes, &st_cpu, NULL);
+        o.backend = OC_BACKEND_CUDA;
+        o.tile = c->tile;
+        o.gpu_mem_bytes = c->gpu_mem;
+        oc_gram_stats stats = {.struct_size = sizeof stats};
+        void *got = gram_into(a, b, &o, bytes, &st_gpu, &stats);
+        CHECK_MSG(st_cpu == OC_OK && st_gpu == OC_OK, "%s [%s %s %s]: cpu %s, gpu %s: %s", c->name, kernel,
+                  oc_metric_name(ok->metric), oc_dtype_name(ok->dtype), oc_status_string(st_cpu),
+                  oc_status_string(st_gpu), oc_context_last_error(ctx));
+        if (st_cpu == OC_OK && st_gpu == OC_OK && ref && got) {
+            int same = memcmp(ref, got, bytes) == 0;
+            CHECK_MSG(same, "%s [%s %s %s]: GPU result differs from the CPU", c->name, kernel, oc_metric_name(ok->metric),
+                      oc_dtype_name(ok->dtype));
+            if (!same) first_mismatch(c->name, ref, got, c->n, p, es);
+            CHECK(stats.backend == OC_BACKEND_CUDA);
+            CHECK(strncmp(stats.backend_desc, "cuda:0 ", 7) == 0);
+            CHECK(strstr(stats.backend_desc, kernel[0] == 'b' ? "b1-mma" : "popc") != NULL);
+            CHECK(stats.tiles > 0);
+            CHECK(stats.dev_peak_bytes <= stats.dev_budget_bytes);
+            CHECK(stats.bytes_d2h > 0);
+            if (c->gpu_mem) {
+                /* Streaming re-uploads panels: more bytes go up than A and B hold. */
+                int64_t held = (c->n + (c->p ? c->p : 0)) * a->words_per_row * 8;
+                CHECK_MSG(stats.bytes_h2d > held, "%s: %lld bytes uploaded, matrices hold %lld: panels did not stream",
+                          c->name, (long long)stats.bytes_h2d, (long long)held);
+            }
+        }
+        free(ref);
+        free(got);
+    }
+    oc_matrix_free(a);
+    oc_matrix_free(b);
+}
+
+/* n = 20000, m = 100000 under 64 MiB: b1 against popc over the whole result, and against
+ * the CPU on a sample of rows (the full CPU reference would take minutes). */
+static void run_large_streamed(void)
+{
+    const int64_t n = 20000, m = 100000, sample = 48;
+    uint64_t seed = 42;
+    oc_matrix *a = make_matrix(n, m, 0.3, &seed);
+    CHECK(a != NULL);
+    if (!a) return;
+    size_t bytes = (size_t)(n * n) * 4;
+    oc_gram_options o = OC_GRAM_OPTIONS_INIT;
+    o.backend = OC_BACKEND_CUDA;
+    o.gpu_mem_bytes = 64ll << 20;
+    oc_gram_stats sb = {.struct_size = sizeof sb}, sp = {.struct_size = sizeof sp};
+    oc_status st_b, st_p, st_c;
+    setenv("OUTCORE_CUDA_KERNEL", "b1", 1);
+    int32_t *gb = gram_into(a, NULL, &o, bytes, &st_b, &sb);
+    setenv("OUTCORE_CUDA_KERNEL", "popc", 1);
+    int32_t *gp = gram_into(a, NULL, &o, bytes, &st_p, &sp);
+    CHECK_MSG(st_b == OC_OK && st_p == OC_OK, "large streamed: %s", oc_context_last_error(ctx));
+    if (st_b == OC_OK && st_p == OC_OK) {
+        CHECK_MSG(memcmp(gb, gp, bytes) == 0, "large streamed: b1 and popc differ");
+        CHECK(sb.dev_peak_bytes <= o.gpu_mem_bytes);
+        CHECK(sb.bytes_h2d > n * a->words_per_row * 8);
+        printf("  large streamed: %lld tiles, %.1f MiB peak of 64, %.0f MiB uploaded (A is %.0f MiB)\n",
+               (long long)sb.tiles, sb.dev_peak_bytes / 1048576.0, sb.bytes_h2d / 1048576.0,
+               n * a->words_per_row * 8 / 1048576.0);
+        /* CPU reference for rows r0 .. r0+sample-1 against all rows. */
+        oc_matrix *s = NULL;
+        int64_t r0 = 9973;
+        CHECK(oc_matrix_alloc(ctx, sample, m, "sample", &s) == OC_OK);
+        if (s) {
+            memcpy(s->bits, a->bits + r0 * a->words_per_row, (size_t)(sample * a->words_per_row) * 8);
+            o.backend = OC_BACKEND_CPU;
+            int32_t *ref = gram_into(s, a, &o, (size_t)(sample * n) * 4, &st_c, NULL);
+            CHECK(st_c == OC_OK);
+            if (st_c == OC_OK && ref)
+                CHECK_MSG(memcmp(ref, gb + r0 * n, (size_t)(sample * n) * 4) == 0, "large streamed: rows %lld.. differ from the CPU",
+                          (long long)r0);
+            free(ref);
+            oc_matrix_free(s);
+        }
+    }
+    free(gb);
+    free(gp);
+    oc_matrix_free(a);
+}
+
+static void check_clean(const char *what)
+{
+    CHECK_MSG(oc_cuda_live_device_bytes() == 0 && oc_cuda_live_pinned_bytes() == 0,
+              "%s: %lld device and %lld pinned bytes left allocated", what, (long long)oc_cuda_live_device_bytes(),
+              (long long)oc_cuda_live_pinned_bytes());
+}
+
+static void run_failures(void)
+{
+    uint64_t seed = 7;
+    oc_matrix *a = make_matrix(600, 100000, 0.5, &seed);
+    CHECK(a != NULL);
+    if (!a) return;
+    size_t bytes = (size_t)600 * 600 * 4;
+    oc_status st;
+    oc_gram_options o = OC_GRAM_OPTIONS_INIT;
+    o.backend = OC_BACKEND_CUDA;
+    unsetenv("OUTCORE_CUDA_KERNEL");
+
+    /* Smallest plan: two panels of 256 rows x 12.5 KiB = 6.3 MiB > 4 MiB. */
+    o.gpu_mem_bytes = 4 << 20;
+    free(gram_into(a, NULL, &o, bytes, &st, NULL));
+    CHECK_MSG(st == OC_ERR_DEVICE_NO_MEMORY, "tiny budget: %s", oc_status_string(st));
+    CHECK_MSG(strstr(oc_context_last_error(ctx), "smallest plan") && strstr(oc_context_last_error(ctx), "budget"),
+              "tiny budget message: %s", oc_context_last_error(ctx));
+    check_clean("tiny budget");
+
+    o.gpu_mem_bytes = 1ll << 50;
+    free(gram_into(a, NULL, &o, bytes, &st, NULL));
+    CHECK_MSG(st == OC_ERR_INVALID_ARGUMENT && strstr(oc_context_last_error(ctx), "exceeds"), "budget above the card: %s: %s",
+              oc_status_string(st), oc_context_last_error(ctx));
+    o.gpu_mem_bytes = -5;
+    free(gram_into(a, NULL, &o, bytes, &st, NULL));
+    CHECK(st == OC_ERR_INVALID_ARGUMENT);
+    o.gpu_mem_bytes = 0;
+    o.gpu_mem_fraction = 1.5;
+    free(gram_into(a, NULL, &o, bytes, &st, NULL));
+    CHECK(st == OC_ERR_INVALID_ARGUMENT);
+    o.gpu_mem_fraction = 0.9;
+
+    o.device = 99;
+    free(gram_into(a, NULL, &o, bytes, &st, NULL));
+    CHECK_MSG(st == OC_ERR_UNSUPPORTED && strstr(oc_context_last_error(ctx), "99"), "device 99: %s: %s",
+              oc_status_string(st), oc_context_last_error(ctx));
+    o.device = 0;
+
+    /* Reserve mode: the budget taken at start, the same result. */
+    o.gpu_mem_bytes = 32 << 20;
+    o.gpu_mem_mode = OC_GPU_MEM_RESERVE;
+    oc_gram_stats sr = {.struct_size = sizeof sr};
+    void *reserved = gram_into(a, NULL, &o, bytes, &st, &sr);
+    CHECK_MSG(st == OC_OK, "reserve mode: %s", oc_context_last_error(ctx));
+    o.gpu_mem_mode = OC_GPU_MEM_GROW;
+    o.backend = OC_BACKEND_CPU;
+    void *ref = gram_into(a, NULL, &o, bytes, &st, NULL);
+    CHECK(st == OC_OK && reserved && ref && memcmp(reserved, ref, bytes) == 0);
+    CHECK(sr.dev_budget_bytes == 32 << 20 && sr.dev_peak_bytes <= sr.dev_budget_bytes);
+    free(reserved);
+    check_clean("reserve mode");
+
+    /* Every allocation point fails once: the job reports it and frees everything. */
+    o.backend = OC_BACKEND_CUDA;
+    o.gpu_mem_bytes = 16 << 20; /* streams: several panel slots, two output slots */
+    o.tile = 256;
+    const char *vars[2] = {"OUTCORE_FAULT_DEVICE_ALLOC", "OUTCORE_FAULT_PINNED_ALLOC"};
+    const oc_status expect[2] = {OC_ERR_DEVICE_NO_MEMORY, OC_ERR_NO_MEMORY};
+    o.gpu_mem_mode = OC_GPU_MEM_GROW;
+    for (int v = 0; v < 2; ++v) {
+        int points = 0;
+        for (int nth = 1; nth < 200; ++nth) {
+            char num[16];
+            snprintf(num, sizeof num, "%d", nth);
+            setenv(vars[v], num, 1);
+            void *got = gram_into(a, NULL, &o, bytes, &st, NULL);
+            if (st == OC_OK) {
+                CHECK(memcmp(got, ref, bytes) == 0);
+                free(got);
+                break;
+            }
+            free(got);
+            points++;
+            CHECK_MSG(st == expect[v] && strstr(oc_context_last_error(ctx), "injected"), "%s=%d: %s: %s", vars[v], nth,
+                      oc_status_string(st), oc_context_last_error(ctx));
+            check_clean(vars[v]);
+        }
+        unsetenv(vars[v]);
+        printf("  %s: %d allocation points failed cleanly\n", vars[v], points);
+        CHECK(points >= 2);
+    }
+    free(ref);
+    oc_matrix_free(a);
+}
+
+int main(void)
+{
+    if (oc_cuda_device_count() == 0) {
+        printf("SKIPPED: no usable CUDA device\n");
+        oc_test_skip("no usable CUDA device");
+        return oc_test_finish();
+    }
+    if (oc_context_create(&ctx) != OC_OK) return 1;
+    const char *q = getenv("OUTCORE_TEST_QUICK");
+    quick = q && strcmp(q, "1") == 0;
+    const char *kernels[2] = {"b1", "popc"};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i)
+        for (int k = 0; k < 2; ++k) run_case(&cases[i], kernels[k]);
+    check_clean("the case table");
+    if (!quick) {
+        run_failures();
+        run_large_streamed();
+        check_clean("the large case");
+    }
+    unsetenv("OUTCORE_CUDA_KERNEL");
+    oc_context_free(ctx);
+    return oc_test_finish();
+}
