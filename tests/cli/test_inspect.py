@@ -1,0 +1,219 @@
+"""`outcore inspect` and `outcore devices` on the real binary, without a GPU.
+
+The kernels of tests/kernels/register_pressure.cu are compiled here, in the test run, to PTX,
+a cubin, a fatbinary and a host object; inspect's figures are checked against ptxas' own -v
+report, and its verdicts against what an H100 (sm_90) accepted and refused.
+"""
+import json
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+
+OUTCORE = os.environ.get("OUTCORE_BIN", "outcore")
+SOURCE_DIR = os.environ.get("OUTCORE_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+KERNELS = os.path.join(SOURCE_DIR, "tests", "kernels", "register_pressure.cu")
+
+
+def find_nvcc():
+    for home in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
+        if home and os.access(os.path.join(home, "bin", "nvcc"), os.X_OK):
+            return os.path.join(home, "bin", "nvcc")
+    return shutil.which("nvcc")
+
+
+NVCC = find_nvcc()
+needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc is not installed: no kernels to inspect")
+
+# (registers per thread, largest block on an H100): measured, one warp more is refused.
+H100_LARGEST = [(64, 1024), (72, 896), (96, 640), (128, 512), (168, 384), (255, 256)]
+
+
+def run(*args):
+    return subprocess.run([OUTCORE, *args], capture_output=True, text=True, timeout=300)
+
+
+def inspect_json(*args):
+    r = run("inspect", *args, "--json", "--no-gpu")
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def by_name(report):
+    return {k["name"]: k for k in report["kernels"]}
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """PTX, cubin, fatbinary and host object of the test kernels, plus ptxas' own report."""
+    if NVCC is None:
+        pytest.skip("nvcc is not installed")
+    d = tmp_path_factory.mktemp("kernels")
+    files = {
+        "ptx": d / "rp.ptx",
+        "cubin": d / "rp.cubin",
+        "fatbin": d / "rp.fatbin",
+        "object": d / "rp.o",
+        "ptx80": d / "rp80.ptx",
+    }
+    arch = "-arch=sm_90"
+    subprocess.run([NVCC, arch, "-ptx", KERNELS, "-o", files["ptx"]], check=True)
+    report = subprocess.run([NVCC, arch, "-cubin", "-Xptxas", "-v", KERNELS, "-o", files["cubin"]], check=True,
+                            capture_output=True, text=True)
+    # -compress-all: zstd-compressed entries, read through the system's libzstd.
+    subprocess.run([NVCC, arch, "-fatbin", "-Xfatbin", "-compress-all", KERNELS, "-o", files["fatbin"]], check=True)
+    subprocess.run([NVCC, arch, "-c", KERNELS, "-o", files["object"]], check=True)
+    subprocess.run([NVCC, "-arch=sm_80", "-ptx", KERNELS, "-o", files["ptx80"]], check=True)
+    return files, parse_ptxas_report(report.stderr + report.stdout)
+
+
+def parse_ptxas_report(text):
+    """{kernel: (registers, stack frame, spill stores, spill loads)} from ptxas -v."""
+    out, current, props = {}, None, {}
+    for line in text.splitlines():
+        m = re.search(r"Compiling entry function '([^']+)'", line)
+        if m:
+            current = m.group(1)
+            continue
+        m = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", line)
+        if m and current:
+            props[current] = tuple(int(x) for x in m.groups())
+            continue
+        m = re.search(r"Used (\d+) registers", line)
+        if m and current:
+            out[current] = (int(m.group(1)),) + props.get(current, (None, None, None))
+    return out
+
+
+@needs_nvcc
+def test_figures_match_ptxas_report(built):
+    files, ptxas = built
+    assert set(ptxas) == {f"regs{r}" for r, _ in H100_LARGEST}
+    for kind in ("ptx", "cubin", "fatbin", "object"):
+        report = inspect_json(str(files[kind]))
+        assert report["arch"] == "sm_90" and report["code_arch"] == "sm_90"
+        kernels = by_name(report)
+        assert set(kernels) == set(ptxas), kind
+        for name, (regs, frame, stores, loads) in ptxas.items():
+            k = kernels[name]
+            assert k["registers"] == regs, (kind, name)
+            assert k["local_bytes"] == frame, (kind, name)
+            assert k["static_smem"] == 0
+            if kind == "ptx":  # only ptxas reports the spill traffic
+                assert (k["spill_store_bytes"], k["spill_load_bytes"]) == (stores, loads)
+
+
+@needs_nvcc
+def test_registers_are_the_known_counts(built):
+    _, ptxas = built
+    for regs, _ in H100_LARGEST:
+        assert ptxas[f"regs{regs}"][0] == regs
+
+
+@needs_nvcc
+@pytest.mark.parametrize("kind", ["ptx", "cubin"])
+@pytest.mark.parametrize("regs,largest", H100_LARGEST)
+def test_h100_verdicts(built, kind, regs, largest):
+    files, _ = built
+    path = str(files[kind])
+    fits = inspect_json(path, "--arch", "sm_90", "--kernel", f"regs{regs}", "--block", str(largest))
+    (k,) = fits["kernels"]
+    assert k["max_threads_per_block"] == largest
+    assert k["verdict"]["fits"] is True
+    assert k["verdict"]["largest_block"] == largest
+    if largest < 1024:
+        more = inspect_json(path, "--arch", "sm_90", "--kernel", f"regs{regs}", "--block", str(largest + 32))
+        (k,) = more["kernels"]
+        assert k["verdict"]["fits"] is False
+        assert k["verdict"]["limiter"] == "registers"
+        assert k["verdict"]["largest_block"] == largest
+        assert 0 < k["verdict"]["reg_cap"] < regs
+
+
+@needs_nvcc
+def test_641_threads_explained(built):
+    files, _ = built
+    r = run("inspect", str(files["ptx"]), "--arch", "sm_90", "--kernel", "regs96", "--block", "641", "--no-gpu")
+    assert r.returncode == 0, r.stderr
+    text = r.stdout
+    assert "DOES NOT FIT" in text
+    assert "96 (multiple of 8) x 32 = 3072/warp" in text
+    assert "floor(16384 / 3072) = 5 warps each" in text
+    assert "20 warps (640 threads) per block" in text
+    assert "largest block that fits: 640 threads" in text
+    assert "__launch_bounds__(641), -maxrregcount=80, numba max_registers=80" in text
+
+
+@needs_nvcc
+def test_other_arch_from_ptx(built):
+    """sm_80 PTX compiles for a later target: on sm_86 (48 warps per SM) 1024 threads of the
+    64-register kernel still fit, but occupancy is 2/3."""
+    files, _ = built
+    report = inspect_json(str(files["ptx80"]), "--arch", "sm_86", "--kernel", "regs64", "--block", "1024")
+    (k,) = report["kernels"]
+    assert report["code_arch"] == "sm_86"
+    assert k["verdict"]["fits"] is True
+    assert abs(k["verdict"]["occupancy"] - 32 / 48) < 1e-3
+
+
+@needs_nvcc
+def test_dynamic_shared_memory_limit(built):
+    files, _ = built
+    # 227 KiB is the sm_90 opt-in limit per block; 228 KiB cannot launch at any block size.
+    ok = inspect_json(str(files["cubin"]), "--kernel", "regs64", "--block", "256", "--dyn-smem", str(227 * 1024))
+    assert ok["kernels"][0]["verdict"]["fits"] is True
+    assert ok["kernels"][0]["verdict"]["needs_smem_optin"] is True
+    bad = inspect_json(str(files["cubin"]), "--kernel", "regs64", "--block", "256", "--dyn-smem", str(228 * 1024))
+    assert bad["kernels"][0]["verdict"]["fits"] is False
+    assert bad["kernels"][0]["verdict"]["limiter"] == "shared memory"
+
+
+def expect_usage_error(r, *fragments):
+    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("outcore: "), r.stderr
+    for f in fragments:
+        assert f in lines[0], lines[0]
+    assert r.stdout == ""
+
+
+def test_not_a_kernel_file(tmp_path):
+    p = tmp_path / "notes.txt"
+    p.write_text("hello\n")
+    expect_usage_error(run("inspect", str(p)), "notes.txt", "not PTX, a cubin, a fatbinary")
+    expect_usage_error(run("inspect", str(tmp_path / "missing.ptx")), "missing.ptx")
+
+
+@needs_nvcc
+def test_ptx_syntax_error_shows_ptxas_message(tmp_path):
+    p = tmp_path / "broken.ptx"
+    p.write_text(".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry broken()\n{\n"
+                 "  mov.u32 %r1, 5;\n  ret;\n}\n")
+    r = run("inspect", str(p), "--arch", "sm_90")
+    expect_usage_error(r, "broken.ptx", "ptxas", "line 6", "error")
+
+
+@needs_nvcc
+def test_bad_options(built):
+    files, _ = built
+    ptx = str(files["ptx"])
+    expect_usage_error(run("inspect", ptx, "--arch", "sm_91"), "unknown architecture 'sm_91'")
+    expect_usage_error(run("inspect", ptx, "--block", "0"), "--block")
+    expect_usage_error(run("inspect", ptx, "--block", "1025"), "--block")
+    expect_usage_error(run("inspect", ptx, "--kernel", "nope"), "no kernel named 'nope'", "regs96")
+    expect_usage_error(run("inspect", str(files["cubin"]), "--arch", "sm_80"), "sm_90 machine code")
+
+
+def test_devices_without_gpu_describes_cpu():
+    r = run("devices", "--json")
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert d["cpu"]["cores"] >= 1
+    assert d["cpu"]["isa"] in ("ref", "avx2", "avx512")
+    if not d["gpus"]:
+        assert d["no_gpu_reason"]
+        text = run("devices").stdout
+        assert "no usable GPU" in text and "CPU:" in text
+    expect_usage_error(run("devices", "--fast"), "--fast")
