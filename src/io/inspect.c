@@ -71,8 +71,16 @@ static oc_status gather(oc_context *ctx, const oc_kernel_image *img, const oc_in
         const void *image;
         size_t size;
         oc_kernel_image_loadable(img, &image, &size);
-        OC_CHECK(oc_gpu_probe_cuda.inspect(ctx, img->path, image, size, 0, o->block, (size_t)o->dyn_smem, list));
-        list->code_cc = gpu_cc;
+        oc_status st = oc_gpu_probe_cuda.inspect(ctx, img->path, image, size, 0, o->block, (size_t)o->dyn_smem, list);
+        /* PTX the driver's JIT refuses: ptxas names the line and the problem, the driver does not. */
+        if (st == OC_ERR_INPUT && img->format == OC_IMAGE_PTX) {
+            oc_kernel_list_clear(list);
+            gpu_cc = 0;
+        } else if (st != OC_OK) {
+            return oc_trace_at(ctx, st, __FILE__, __LINE__);
+        } else {
+            list->code_cc = gpu_cc;
+        }
     }
 #endif
     if (!gpu_cc) OC_CHECK(oc_kernel_image_resources(ctx, img, *arch ? (*arch)->cc : 0, list));
