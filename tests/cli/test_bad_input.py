@@ -1,0 +1,150 @@
+"""Bad input to `outcore gram`: each case must exit 2, print exactly one line on stderr
+naming the file and the problem, and leave neither the output nor a temporary file."""
+import io
+import os
+
+import numpy as np
+import pytest
+
+from conftest import run
+
+
+def npy_bytes(array, version=(1, 0)):
+    buf = io.BytesIO()
+    np.lib.format.write_array(buf, np.asarray(array), version=version)
+    return buf.getvalue()
+
+
+def header_bytes(dict_text):
+    """A version 1.0 .npy header around an arbitrary dict text, padded as numpy pads it."""
+    body = dict_text.encode("latin1")
+    total = (10 + len(body) + 1 + 63) // 64 * 64
+    hlen = total - 10
+    return b"\x93NUMPY\x01\x00" + hlen.to_bytes(2, "little") + body + b" " * (hlen - len(body) - 1) + b"\n"
+
+
+A = (np.arange(5 * 13).reshape(5, 13) % 3 == 0).astype(np.uint8)
+GOOD = npy_bytes(A)
+DATA_START = 128  # the header numpy writes for A: a 61-byte dict padded to 128 bytes
+assert GOOD[DATA_START - 1:DATA_START] == b"\n" and len(GOOD) == DATA_START + A.size
+
+A_TWO = A.copy()
+A_TWO[3, 7] = 2
+
+MTX_HEAD = "%%MatrixMarket matrix coordinate pattern general\n"
+
+# name, file content, what the message must also say (besides the file name)
+CASES = [
+    ("empty.npy", b"", ["empty"]),
+    ("empty.mtx", b"", ["empty"]),
+    ("empty.txt", b"", ["empty"]),
+    ("cut_header.npy", GOOD[:9], ["truncated .npy header"]),
+    ("cut_dict.npy", GOOD[:50], ["truncated .npy header"]),
+    ("cut_data.npy", GOOD[:-1], ["truncated .npy data"]),
+    ("no_data.npy", GOOD[:DATA_START], ["truncated .npy data"]),
+    ("magic.npy", b"PK\x03\x04" + GOOD[4:], ["bad magic"]),
+    ("long_header.npy", GOOD[:8] + b"\xff\x7f" + GOOD[10:], ["truncated .npy header", "32767"]),
+    ("not_dict.npy", header_bytes("[1, 2, 3]") + A.tobytes(), ["not a valid dict"]),
+    ("missing_key.npy", header_bytes("{'descr': '|u1', 'fortran_order': False}") + A.tobytes(), ["not a valid dict"]),
+    ("f8.npy", npy_bytes(A.astype("<f8")), ["'<f8'", "not supported"]),
+    ("i4.npy", npy_bytes(A.astype(">i4")), ["'>i4'", "not supported"]),
+    ("fortran.npy", npy_bytes(np.asfortranarray(A)), ["fortran_order"]),
+    ("value2.npy", npy_bytes(A_TWO), ["value 2", "row 3", "column 7"]),
+    ("minus1.npy", npy_bytes(np.where(A_TWO == 2, -1, A_TWO).astype(np.int8)), ["value -1", "row 3", "column 7"]),
+    ("one_d.npy", npy_bytes(A.ravel()), ["not 2-D"]),
+    ("zero_rows.npy", npy_bytes(np.zeros((0, 13), np.uint8)), ["0 rows"]),
+    ("overflow.npy", header_bytes("{'descr': '|u1', 'fortran_order': False, 'shape': (4611686018427387904, 4), }")
+     + A.tobytes(), ["overflow"]),
+    ("bad_banner.mtx", b"%%MatrixMarket matrix coordinate\n3 4 1\n1 1\n", ["banner"]),
+    ("array.mtx", b"%%MatrixMarket matrix array integer general\n2 2\n1\n0\n1\n1\n", ["'array'", "coordinate"]),
+    ("range.mtx", (MTX_HEAD + "3 4 2\n1 1\n4 1\n").encode(), ["line 4", "(4, 1)", "outside"]),
+    ("fewer.mtx", (MTX_HEAD + "3 4 3\n1 1\n2 2\n").encode(), ["declares 3 entries", "only 2"]),
+    ("more.mtx", (MTX_HEAD + "3 4 1\n1 1\n2 2\n").encode(), ["line 4", "more entries"]),
+    ("word.mtx", (MTX_HEAD + "3 4 1\n1 x\n").encode(), ["line 3", "'x'"]),
+    ("ragged.txt", b"1 0 1\n0 1 1\n1 1\n", ["line 3", "2 values", "has 3"]),
+    ("value2.csv", b"1,0,1\n0,2,1\n", ["line 2", "column 2", "'2'"]),
+    ("matrix.xlsx", GOOD, ["unknown file type", ".npy"]),
+]
+
+
+def check_fails(tmp_path, args, must_say, code=2):
+    """Runs `outcore gram ARGS -o tmp_path/out.npy`; checks the exit code, that stderr is one
+    line that says every string in must_say, and that the directory did not change."""
+    before = set(os.listdir(tmp_path))
+    proc = run("gram", *args, "-o", tmp_path / "out.npy", check=False)
+    assert proc.returncode == code, proc.stderr
+    assert proc.stderr.endswith("\n") and proc.stderr.count("\n") == 1, repr(proc.stderr)
+    assert proc.stderr.startswith("outcore: "), proc.stderr
+    for part in must_say:
+        assert str(part) in proc.stderr, (part, proc.stderr)
+    assert set(os.listdir(tmp_path)) == before, "output or temporary file left behind"
+    return proc.stderr
+
+
+@pytest.mark.parametrize("name,content,says", CASES, ids=[c[0] for c in CASES])
+def test_bad_file(tmp_path, name, content, says):
+    path = tmp_path / name
+    path.write_bytes(content)
+    check_fails(tmp_path, [path], [name, *says])
+
+
+@pytest.mark.parametrize("name,content,says", CASES[:8], ids=[c[0] for c in CASES[:8]])
+def test_bad_second_input(tmp_path, name, content, says):
+    """A bad B fails the same way when A is good."""
+    np.save(tmp_path / "good.npy", A)
+    (tmp_path / name).write_bytes(content)
+    check_fails(tmp_path, [tmp_path / "good.npy", tmp_path / name], [name, *says])
+
+
+def test_missing_file(tmp_path):
+    check_fails(tmp_path, [tmp_path / "nowhere.npy"], ["nowhere.npy", "no such file"])
+
+
+def test_column_mismatch(tmp_path):
+    np.save(tmp_path / "a13.npy", A)
+    np.save(tmp_path / "b14.npy", np.zeros((4, 14), np.uint8))
+    check_fails(tmp_path, [tmp_path / "a13.npy", tmp_path / "b14.npy"], ["b14.npy", "13", "14", "columns"])
+
+
+def test_bits_mismatch(tmp_path):
+    np.save(tmp_path / "packed.npy", np.zeros((4, 100), np.uint8))
+    check_fails(tmp_path, [tmp_path / "packed.npy", "--bits", 1000],
+                ["packed.npy", "--bits 1000 needs 125 bytes per row", "100"])
+    check_fails(tmp_path, [tmp_path / "packed.npy", "--bits", 792], ["packed.npy", "--bits 792"])
+
+
+def test_bits_on_text(tmp_path):
+    (tmp_path / "a.txt").write_text("1 0\n0 1\n")
+    check_fails(tmp_path, [tmp_path / "a.txt", "--bits", 2], ["a.txt", "--bits"])
+
+
+def test_output_in_missing_directory(tmp_path):
+    np.save(tmp_path / "a.npy", A)
+    out = tmp_path / "no" / "such" / "out.npy"
+    proc = run("gram", tmp_path / "a.npy", "-o", out, check=False)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.count("\n") == 1 and str(out) in proc.stderr and "does not exist" in proc.stderr
+    assert sorted(os.listdir(tmp_path)) == ["a.npy"]
+
+
+def test_output_in_read_only_directory(tmp_path):
+    if os.geteuid() == 0:
+        pytest.skip("running as root, which ignores directory permissions: a read-only directory cannot be tested")
+    np.save(tmp_path / "a.npy", A)
+    ro = tmp_path / "ro"
+    ro.mkdir(mode=0o555)
+    try:
+        proc = run("gram", tmp_path / "a.npy", "-o", ro / "out.npy", check=False)
+        assert proc.returncode == 2, proc.stderr
+        assert proc.stderr.count("\n") == 1 and str(ro / "out.npy") in proc.stderr
+        assert os.listdir(ro) == []
+    finally:
+        ro.chmod(0o755)
+
+
+def test_failed_job_keeps_existing_output(tmp_path):
+    """An earlier result under the output name survives a failed job untouched."""
+    (tmp_path / "out.npy").write_bytes(b"earlier result")
+    (tmp_path / "bad.npy").write_bytes(GOOD[:-1])
+    check_fails(tmp_path, [tmp_path / "bad.npy"], ["bad.npy"])
+    assert (tmp_path / "out.npy").read_bytes() == b"earlier result"
