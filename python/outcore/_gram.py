@@ -317,8 +317,7 @@ class _Job:
 
         if self.cancel.is_set():
             raise CancelledError("cancelled before the job started")
-        stats = _lib.GramStats()
-        status = lib.oc_gram(self.ctx, a, b, ctypes.byref(self.opts), ctypes.byref(output), ctypes.byref(stats))
+        status = lib.oc_gram(self.ctx, a, b, ctypes.byref(self.opts), ctypes.byref(output), None)
         if pairs is not None and pairs.error is not None:
             raise pairs.error
         check(status, self.ctx)
@@ -384,10 +383,8 @@ def gram(A, B=None, metric="counts", topk=None, threshold=None, dtype=None, back
         dtype = out.dtype  # the caller's array decides, e.g. uint16 counts
     opts = _options(metric, dtype, backend, gpu_mem, threads, topk, threshold)
 
-    handle = ctypes.c_void_p()
-    status = lib.oc_context_create(ctypes.byref(handle))
-    check(status, None)
-    ctx = handle
+    ctx = ctypes.c_void_p()
+    check(lib.oc_context_create(ctypes.byref(ctx)), None)
     try:
         job = _Job(ctx, opts, A, B, bits, out)
         if threading.current_thread() is not threading.main_thread():
