@@ -89,7 +89,7 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
         return oc_fail(ctx, OC_ERR_INPUT, "%s has %lld columns but %s has %lld: A and B must have the same number of columns",
                        b->name, (long long)b->cols, a->name, (long long)a->cols);
 
-    oc_dtype dtype;
+    oc_dtype dtype = OC_DTYPE_DEFAULT;
     OC_CHECK(check_options(ctx, opts, a->cols, &dtype));
     int64_t n = a->rows, p = b->rows, m = a->cols, np, npm;
     if (!oc_mul_i64(n, p, &np) || !oc_mul_i64(np, (int64_t)oc_dtype_size(dtype), &(int64_t){0}) ||
