@@ -136,7 +136,45 @@ static double median3(double a, double b, double c)
     return a > b ? (b > c ? b : (a > c ? c : a)) : (a > c ? a : (b > c ? c : b));
 }
 
+static int32_t host_count(const oc_matrix *a, int64_t i, int64_t j)
+{
+    int64_t c = 0;
+    for (int64_t w = 0; w < a->words_per_row; ++w)
+        c += __builtin_popcountll(a->bits[i * a->words_per_row + w] & a->bits[j * a->words_per_row + w]);
+    return (int32_t)c;
+}
+
 /* ---------------------------------------------------------------- parts */
+/* The host-side rates the pipeline is built on: pinned copies each way, and one core's
+ * memcpy into pinned memory; plus the row popcounts oc_gram computes before any backend. */
+static void bench_host(const oc_matrix *a)
+{
+    size_t bytes = 1ull << 30;
+    void *pin, *dev;
+    CK(cudaHostAlloc(&pin, bytes, cudaHostAllocPortable));
+    CK(cudaMalloc(&dev, bytes));
+    memset(pin, 1, bytes);
+    double t0 = oc_now();
+    CK(cudaMemcpy(dev, pin, bytes, cudaMemcpyHostToDevice));
+    double h2d = oc_now() - t0;
+    t0 = oc_now();
+    CK(cudaMemcpy(pin, dev, bytes, cudaMemcpyDeviceToHost));
+    double d2h = oc_now() - t0;
+    t0 = oc_now();
+    memcpy(pin, a->bits, bytes);
+    double cpy = oc_now() - t0;
+    int64_t *pops = (int64_t *)malloc((size_t)a->rows * 8);
+    t0 = oc_now();
+    oc_matrix_row_popcounts(a, pops);
+    double pc = oc_now() - t0;
+    printf("host: pinned H2D %.1f GB/s, pinned D2H %.1f GB/s, memcpy into pinned (1 core) %.1f GB/s, "
+           "row popcounts of A (%.2f GB) %.3f s\n",
+           bytes / h2d / 1e9, bytes / d2h / 1e9, bytes / cpy / 1e9, a->rows * a->words_per_row * 8 / 1e9, pc);
+    free(pops);
+    CK(cudaFree(dev));
+    CK(cudaFreeHost(pin));
+}
+
 static double kernel_raw_rate = 0, kernel_eff_rate = 0;
 
 static void bench_kernel(oc_context *ctx, oc_cuda_device *dev, const oc_matrix *a, uint64_t **d_a, int32_t **d_out)
@@ -184,10 +222,7 @@ static void bench_kernel(oc_context *ctx, oc_cuda_device *dev, const oc_matrix *
     for (int s = 0; s < 64; ++s) {
         int64_t i = (s * 7919) % n, j = i + (s * 104729) % (n - i);
         CK(cudaMemcpy(&got, *d_out + i * n + j, 4, cudaMemcpyDeviceToHost));
-        int64_t c = 0;
-        for (int64_t w = 0; w < a->words_per_row; ++w)
-            c += __builtin_popcountll(a->bits[i * a->words_per_row + w] & a->bits[j * a->words_per_row + w]);
-        bad += c != got;
+        bad += host_count(a, i, j) != got;
     }
     if (bad) {
         printf("  kernel b1: %d of 64 sampled counts wrong\n", bad);
@@ -212,7 +247,7 @@ static void bench_kernel(oc_context *ctx, oc_cuda_device *dev, const oc_matrix *
     CK(cudaEventDestroy(e1));
 }
 
-static void bench_cublas(const oc_matrix *a, const uint64_t *d_a, const int32_t *d_b1)
+static void bench_cublas(const oc_matrix *a, const uint64_t *d_a)
 {
     const int64_t n = a->rows;
     size_t free_b, total_b;
@@ -246,9 +281,11 @@ static void bench_cublas(const oc_matrix *a, const uint64_t *d_a, const int32_t 
     cublasLtMatmulPreference_t pref;
     CKL(cublasLtMatmulPreferenceCreate(&pref));
     CKL(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes, sizeof ws_bytes));
-    cublasLtMatmulHeuristicResult_t heur;
+    /* The heuristic's first choice is not always the fastest for this shape: time each
+     * candidate once and keep the best, so the reference is cuBLASLt at its best. */
+    cublasLtMatmulHeuristicResult_t heur[8];
     int found = 0;
-    CKL(cublasLtMatmulAlgoGetHeuristic(lt, op, la, la, lc, lc, pref, 1, &heur, &found));
+    CKL(cublasLtMatmulAlgoGetHeuristic(lt, op, la, la, lc, lc, pref, 8, heur, &found));
     if (!found) {
         printf("cuBLASLt: no int8 algorithm for this shape\n");
         failures++;
@@ -258,15 +295,32 @@ static void bench_cublas(const oc_matrix *a, const uint64_t *d_a, const int32_t 
     cudaEvent_t e0, e1;
     CK(cudaEventCreate(&e0));
     CK(cudaEventCreate(&e1));
-    double times[3];
-    for (int r = -1; r < 3; ++r) {
+    int best = 0;
+    double best_ms = 1e30;
+    for (int h = 0; h < found; ++h) {
         CK(cudaEventRecord(e0));
-        CKL(cublasLtMatmul(lt, op, &alpha, d_i8, la, d_i8, la, &beta, d_c, lc, d_c, lc, &heur.algo, ws, ws_bytes, 0));
+        if (cublasLtMatmul(lt, op, &alpha, d_i8, la, d_i8, la, &beta, d_c, lc, d_c, lc, &heur[h].algo, ws, ws_bytes, 0) !=
+            CUBLAS_STATUS_SUCCESS)
+            continue;
         CK(cudaEventRecord(e1));
         CK(cudaEventSynchronize(e1));
         float ms;
         CK(cudaEventElapsedTime(&ms, e0, e1));
-        if (r >= 0) times[r] = ms / 1e3;
+        printf("  cuBLASLt candidate %d: %.4f s\n", h, ms / 1e3);
+        if (ms < best_ms) {
+            best_ms = ms;
+            best = h;
+        }
+    }
+    double times[3];
+    for (int r = 0; r < 3; ++r) {
+        CK(cudaEventRecord(e0));
+        CKL(cublasLtMatmul(lt, op, &alpha, d_i8, la, d_i8, la, &beta, d_c, lc, d_c, lc, &heur[best].algo, ws, ws_bytes, 0));
+        CK(cudaEventRecord(e1));
+        CK(cudaEventSynchronize(e1));
+        float ms;
+        CK(cudaEventElapsedTime(&ms, e0, e1));
+        times[r] = ms / 1e3;
     }
     double sec = median3(times[0], times[1], times[2]);
     double rate = (double)n * n * k / sec;
@@ -277,18 +331,17 @@ static void bench_cublas(const oc_matrix *a, const uint64_t *d_a, const int32_t 
     if (kernel_eff_rate > 0)
         printf("  ratio b1 effective / cuBLASLt: %.2fx, raw / cuBLASLt: %.2fx\n", kernel_eff_rate / rate, kernel_raw_rate / rate);
 
-    /* The same counts as the b1 kernel where k = m (upper triangle samples). */
-    if (k == a->cols && d_b1) {
+    /* The same counts as the CPU definition where k = m. */
+    if (k == a->cols) {
         int bad = 0;
-        for (int s = 0; s < 64; ++s) {
-            int64_t i = (s * 7919) % n, j = i + (s * 104729) % (n - i);
-            int32_t x, y;
+        for (int smp = 0; smp < 64; ++smp) {
+            int64_t i = (smp * 7919) % n, j = i + (smp * 104729) % (n - i);
+            int32_t x;
             CK(cudaMemcpy(&x, d_c + j * n + i, 4, cudaMemcpyDeviceToHost));
-            CK(cudaMemcpy(&y, d_b1 + i * n + j, 4, cudaMemcpyDeviceToHost));
-            bad += x != y;
+            bad += x != host_count(a, i, j);
         }
         if (bad) {
-            printf("  cuBLASLt and b1 disagree on %d of 64 samples\n", bad);
+            printf("  cuBLASLt disagrees with the CPU on %d of 64 samples\n", bad);
             failures++;
         }
     }
@@ -349,13 +402,14 @@ int main(int argc, char **argv)
         oc_matrix *a = random_matrix(ctx, 32768, 524288, 1);
         uint64_t *d_a = NULL;
         int32_t *d_out = NULL;
+        bench_host(a);
         if (want(argc, argv, "kernel")) bench_kernel(ctx, &dev, a, &d_a, &d_out);
         if (want(argc, argv, "cublas")) {
             if (!d_a) {
                 CK(cudaMalloc((void **)&d_a, (size_t)(a->rows * a->words_per_row * 8)));
                 CK(cudaMemcpy(d_a, a->bits, (size_t)(a->rows * a->words_per_row * 8), cudaMemcpyHostToDevice));
             }
-            bench_cublas(a, d_a, d_out);
+            bench_cublas(a, d_a);
         }
         CK(cudaFree(d_a));
         CK(cudaFree(d_out));

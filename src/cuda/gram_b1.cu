@@ -4,7 +4,7 @@
  *
  * Structure (one CTA = 8 warps = one 128 x 256 block of the output tile):
  *
- *   global --cp.async 16 B--> shared, STAGES-deep ring of K blocks of 512 bits
+ *   global --cp.async 16 B--> shared, STAGES-deep ring of K blocks of 1024 bits
  *   shared --ldmatrix.x4-----> registers (A: 4 m16 fragments, B: 8 n8 fragments per warp)
  *   registers --mma b1 AND+POPC--> int32 accumulators, 64 x 64 per warp (128 per thread)
  *   accumulators --metric (src/core/metric.h)--> the converted tile in global memory
@@ -14,13 +14,16 @@
  * consecutive K bits of one row; which bit is which does not matter for AND+POPC as long
  * as A and B agree, and both are loaded the same way from the same layout.
  *
- * Shared layout: each row of a stage is 64 bytes (four 16-byte chunks). ldmatrix reads
- * eight rows of one chunk; rows 64 bytes apart would put rows 0, 2, 4, 6 in the same
- * banks (4-way conflict), so chunk c of row r is stored at chunk c ^ ((r >> 1) & 3): the
- * eight rows of a read then cover all 32 banks once. cp.async writes the same permutation.
+ * Shared layout: each row of a stage is 128 bytes (eight 16-byte chunks). ldmatrix reads
+ * eight consecutive rows of one chunk; rows 128 bytes apart would put all eight in the same
+ * banks (8-way conflict), so chunk c of row r is stored at chunk c ^ (r & 7): the eight
+ * rows of a read then cover all 32 banks once. cp.async writes the same permutation.
  *
- * Rows past the tile's edge are zero-filled by cp.async (source size 0), so they add
- * nothing and are never stored. The kernel does no error handling; the entry point checks
+ * Rows past the tile's edge, and the second half of the last K block when the row holds an
+ * odd number of 512-bit blocks, are zero-filled by cp.async (source size 0): they add
+ * nothing. A 1024-bit K block halves the barriers per MMA against 512 bits (measured on the
+ * H100: 2.85 P bit-MAC/s with 512-bit blocks). Stages: 4 (192 KiB) where the device allows
+ * (sm_90), 3 (144 KiB) on sm_80. The kernel does no error handling; the entry point checks
  * the configuration with the launch planner and the launch itself.
  */
 #include <cuda_runtime.h>
@@ -40,18 +43,18 @@ namespace {
 
 constexpr int BM = 128;              /* CTA rows */
 constexpr int BN = 256;              /* CTA columns */
-constexpr int KW = 8;                /* 64-bit words per stage and row: 512 bits */
-constexpr int ROW_BYTES = KW * 8;    /* 64 */
-constexpr int STAGES = 4;
+constexpr int KW = 16;               /* 64-bit words per stage and row: 1024 bits */
+constexpr int CHUNKS = KW / 2;       /* 16-byte chunks per row and stage */
+constexpr int ROW_BYTES = KW * 8;    /* 128 */
 constexpr int THREADS = 256;
 constexpr int A_BYTES = BM * ROW_BYTES;
-constexpr int STAGE_BYTES = (BM + BN) * ROW_BYTES;
-constexpr int SMEM_BYTES = STAGES * STAGE_BYTES; /* 96 KiB: fits sm_80 (163 KiB) and sm_90 (227 KiB) */
+constexpr int STAGE_BYTES = (BM + BN) * ROW_BYTES; /* 48 KiB */
 constexpr int GROUP_M = 16;          /* CTA rows per raster group: concurrent CTAs share panels in L2 */
+constexpr int ROWS_PER_PASS = THREADS / CHUNKS; /* rows one pass of cp.async covers: 32 */
 
-static_assert(OC_ROW_WORD_ALIGN % KW == 0, "rows must be padded to whole K blocks");
+static_assert(KW % OC_ROW_WORD_ALIGN == 0 || OC_ROW_WORD_ALIGN % KW == 0, "K blocks and row padding must nest");
 
-__device__ __forceinline__ uint32_t swizzle(int row, int chunk) { return (uint32_t)(row * ROW_BYTES + ((chunk ^ ((row >> 1) & 3)) << 4)); }
+__device__ __forceinline__ uint32_t swizzle(int row, int chunk) { return (uint32_t)(row * ROW_BYTES + ((chunk ^ (row & 7)) << 4)); }
 
 __device__ __forceinline__ void cp_async16(uint32_t dst, const void *src, bool valid)
 {
@@ -77,7 +80,7 @@ __device__ __forceinline__ void mma_b1(int (&c)[4], const uint32_t (&a)[4], uint
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-__global__ void __launch_bounds__(THREADS, 1) gram_b1_kernel(const oc_gram_tile t)
+template <int STAGES> __global__ void __launch_bounds__(THREADS, 1) gram_b1_kernel(const oc_gram_tile t)
 {
     extern __shared__ __align__(128) unsigned char smem[];
 
@@ -94,34 +97,30 @@ __global__ void __launch_bounds__(THREADS, 1) gram_b1_kernel(const oc_gram_tile 
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int wm = warp & 1, wn = warp >> 1; /* 2 x 4 warps of 64 x 64 */
     const uint32_t s_base = (uint32_t)__cvta_generic_to_shared(smem);
-    const int kblocks = (int)(t.words / KW);
+    const int kblocks = (int)((t.words + KW - 1) / KW);
     const int rows_left = t.rows - bm * BM, cols_left = t.cols - bn * BN;
 
-    /* Each thread copies the same chunks in every stage: 2 of A's 512 and 4 of B's 1024. */
-    const uint64_t *src_a[2], *src_b[4];
-    uint32_t dst_a[2], dst_b[4];
-    bool ok_a[2], ok_b[4];
-#pragma unroll
-    for (int i = 0; i < 2; ++i) {
-        int c = tid + i * THREADS, row = c >> 2, ch = c & 3;
-        ok_a[i] = row < rows_left;
-        src_a[i] = t.a + ((size_t)bm * BM + (ok_a[i] ? row : 0)) * (size_t)t.words + ch * 2;
-        dst_a[i] = swizzle(row, ch);
-    }
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-        int c = tid + i * THREADS, row = c >> 2, ch = c & 3;
-        ok_b[i] = row < cols_left;
-        src_b[i] = t.b + ((size_t)bn * BN + (ok_b[i] ? row : 0)) * (size_t)t.words + ch * 2;
-        dst_b[i] = A_BYTES + swizzle(row, ch);
-    }
+    /* Each thread copies chunk `ch` of rows row0 + 32 i in every stage: 4 rows of A, 8 of
+     * B. Since 32 is a multiple of 8, the swizzle is the same for all of them. */
+    const int ch = tid % CHUNKS, row0 = tid / CHUNKS;
+    const uint64_t *src_a = t.a + ((size_t)bm * BM + row0) * (size_t)t.words + ch * 2;
+    const uint64_t *src_b = t.b + ((size_t)bn * BN + row0) * (size_t)t.words + ch * 2;
+    const uint32_t dst0 = swizzle(row0, ch);
+    const size_t pass_stride = (size_t)ROWS_PER_PASS * (size_t)t.words;
     auto load_stage = [&](int stage, int kb) {
-        const uint32_t s = s_base + stage * STAGE_BYTES;
-        const size_t k = (size_t)kb * KW;
+        const uint32_t s = s_base + stage * STAGE_BYTES + dst0;
+        const int64_t k = (int64_t)kb * KW;
+        const bool k_ok = k + ch * 2 < t.words; /* the odd 512-bit half past the row's end */
 #pragma unroll
-        for (int i = 0; i < 2; ++i) cp_async16(s + dst_a[i], src_a[i] + k, ok_a[i]);
+        for (int i = 0; i < BM / ROWS_PER_PASS; ++i) {
+            const bool ok = k_ok && row0 + i * ROWS_PER_PASS < rows_left;
+            cp_async16(s + i * ROWS_PER_PASS * ROW_BYTES, ok ? src_a + i * pass_stride + k : t.a, ok);
+        }
 #pragma unroll
-        for (int i = 0; i < 4; ++i) cp_async16(s + dst_b[i], src_b[i] + k, ok_b[i]);
+        for (int i = 0; i < BN / ROWS_PER_PASS; ++i) {
+            const bool ok = k_ok && row0 + i * ROWS_PER_PASS < cols_left;
+            cp_async16(s + A_BYTES + i * ROWS_PER_PASS * ROW_BYTES, ok ? src_b + i * pass_stride + k : t.b, ok);
+        }
     };
 
     /* ldmatrix.x4: lane l addresses row (l & 7) of matrix l >> 3. For A, matrices are
@@ -157,7 +156,7 @@ __global__ void __launch_bounds__(THREADS, 1) gram_b1_kernel(const oc_gram_tile 
 
         const uint32_t sa = s_base + (kb % STAGES) * STAGE_BYTES, sb = sa + A_BYTES;
 #pragma unroll
-        for (int ks = 0; ks < 2; ++ks) {
+        for (int ks = 0; ks < KW / 4; ++ks) {
             uint32_t af[4][4], bf[4][4];
 #pragma unroll
             for (int mt = 0; mt < 4; ++mt) ldmatrix_x4(af[mt], sa + swizzle(a_row + mt * 16, ks * 2 + a_hi));
@@ -194,13 +193,21 @@ extern "C" oc_status oc_cuda_gram_b1(oc_context *ctx, oc_cuda_device *dev, const
     if (dev->cc < 80)
         return oc_fail(ctx, OC_ERR_UNSUPPORTED, "cuda:%d (%s, sm_%d) has no 1-bit tensor-core MMA (needs sm_80 or later)",
                        dev->index, dev->name, dev->cc);
-    if (tile->words % KW != 0)
-        return oc_fail(ctx, OC_ERR_INTERNAL, "gram_b1: %lld words per row is not a multiple of %d", (long long)tile->words, KW);
+    if (tile->words % OC_ROW_WORD_ALIGN != 0)
+        return oc_fail(ctx, OC_ERR_INTERNAL, "gram_b1: %lld words per row is not a multiple of %d", (long long)tile->words,
+                       OC_ROW_WORD_ALIGN);
     if (tile->rows <= 0 || tile->cols <= 0) return OC_OK;
-    OC_CHECK(oc_cuda_launch_prepare(ctx, dev, (const void *)gram_b1_kernel, "gram_b1_kernel", THREADS, SMEM_BYTES));
     const long long blocks = (long long)((tile->rows + BM - 1) / BM) * ((tile->cols + BN - 1) / BN);
-    gram_b1_kernel<<<(unsigned)blocks, THREADS, SMEM_BYTES, stream>>>(*tile);
+    /* Four stages where the device grants 192 KiB to a block, else three (sm_80: 163 KiB). */
+    if (dev->smem_optin >= 4 * (size_t)STAGE_BYTES) {
+        OC_CHECK(oc_cuda_launch_prepare(ctx, dev, (const void *)gram_b1_kernel<4>, "gram_b1_kernel<4>", THREADS, 4 * STAGE_BYTES));
+        gram_b1_kernel<4><<<(unsigned)blocks, THREADS, 4 * STAGE_BYTES, stream>>>(*tile);
+    } else {
+        OC_CHECK(oc_cuda_launch_prepare(ctx, dev, (const void *)gram_b1_kernel<3>, "gram_b1_kernel<3>", THREADS, 3 * STAGE_BYTES));
+        gram_b1_kernel<3><<<(unsigned)blocks, THREADS, 3 * STAGE_BYTES, stream>>>(*tile);
+    }
     CUDA_CHECK_LAUNCH(ctx, "gram_b1_kernel");
-    *bit_macs = (double)oc_gram_tile_blocks(tile, BM, BN) * BM * BN * (double)tile->words * 64.0;
+    /* The kernel runs whole 1024-bit blocks; a zero-filled half still occupies the MMAs. */
+    *bit_macs = (double)oc_gram_tile_blocks(tile, BM, BN) * BM * BN * (double)((tile->words + KW - 1) / KW * KW) * 64.0;
     return OC_OK;
 }

@@ -44,6 +44,9 @@
 #define HEADROOM (256LL << 20)        /* left to the CUDA context and libraries */
 #define DEFAULT_HOST_MEM (1LL << 30)  /* pinned staging when --host-mem is not given */
 #define MAX_STAGING_SLOT (32LL << 20)
+/* D2H slots are many (two per sink thread), so each stays small: pinning is slow (about
+ * 1.6 GB/s on the lent H100's host), and a job pays for its staging at every start. */
+#define MAX_D2H_SLOT (8LL << 20)
 #define H2D_SLOTS 2
 
 typedef enum { KERNEL_B1, KERNEL_POPC } kernel_kind;
@@ -77,6 +80,8 @@ typedef struct pipeline {
     unsigned char **d2h_pin;
     cudaEvent_t *d2h_pin_ready;
     int copy_threads;
+    double upload_seconds;     /* host time spent staging panels (OUTCORE_TRACE) */
+    double acquire_seconds;    /* host time spent waiting for a free D2H slot */
 
     /* sink threads: everything below is guarded by lock */
     pthread_mutex_t lock;
@@ -218,12 +223,13 @@ static oc_status resolve_budget(pipeline *pl, int64_t *budget)
     return OC_OK;
 }
 
-static oc_status create_events(oc_context *ctx, cudaEvent_t *ev, int count)
+/* Timing off: these events only order work, and timed events cost more to record. Events
+ * that host threads wait on block (sleep) instead of spinning: a dozen spinning sink and
+ * copy threads would take the cores the copies need. */
+static oc_status create_events(oc_context *ctx, cudaEvent_t *ev, int count, int host_waits)
 {
-    for (int i = 0; i < count; ++i) {
-        /* Timing off: these events only order work, and timed events cost more to record. */
-        CUDA_CHECK(ctx, cudaEventCreateWithFlags(&ev[i], cudaEventDisableTiming));
-    }
+    unsigned flags = cudaEventDisableTiming | (host_waits ? cudaEventBlockingSync : 0);
+    for (int i = 0; i < count; ++i) CUDA_CHECK(ctx, cudaEventCreateWithFlags(&ev[i], flags));
     return OC_OK;
 }
 
@@ -287,10 +293,10 @@ static oc_status setup(pipeline *pl)
         OC_CHECK(oc_pool_alloc(ctx, pl->dev.pool, (size_t)plan->panel_bytes, "a row panel", (void **)&pl->panel[s]));
     for (int s = 0; s < no; ++s)
         OC_CHECK(oc_pool_alloc(ctx, pl->dev.pool, (size_t)plan->out_bytes, "an output tile", &pl->out[s]));
-    OC_CHECK(create_events(ctx, pl->panel_loaded, ns));
-    OC_CHECK(create_events(ctx, pl->panel_free, ns));
-    OC_CHECK(create_events(ctx, pl->out_done, no));
-    OC_CHECK(create_events(ctx, pl->out_free, no));
+    OC_CHECK(create_events(ctx, pl->panel_loaded, ns, 0));
+    OC_CHECK(create_events(ctx, pl->panel_free, ns, 0));
+    OC_CHECK(create_events(ctx, pl->out_done, no, 0));
+    OC_CHECK(create_events(ctx, pl->out_free, no, 0));
 
     /* Pinned staging: two H2D slots (one fills while the other uploads) and, for a kept
      * result, two D2H slots per sink thread, all within the host budget. */
@@ -306,11 +312,12 @@ static oc_status setup(pipeline *pl)
     for (int k = 0; k < H2D_SLOTS; ++k)
         OC_CHECK(oc_pool_host_alloc(ctx, pl->dev.pool, (size_t)pl->h2d_slot_bytes, "a pinned upload slot",
                                     (void **)&pl->h2d_pin[k]));
-    OC_CHECK(create_events(ctx, pl->h2d_pin_free, H2D_SLOTS));
+    OC_CHECK(create_events(ctx, pl->h2d_pin_free, H2D_SLOTS, 1));
 
     if (job->dense) {
         int64_t out_row = plan->tile * pl->elem;
-        pl->d2h_slot_bytes = share < plan->out_bytes ? share / out_row * out_row : plan->out_bytes;
+        int64_t d2h_share = share < MAX_D2H_SLOT ? share : MAX_D2H_SLOT;
+        pl->d2h_slot_bytes = d2h_share < plan->out_bytes ? d2h_share / out_row * out_row : plan->out_bytes;
         if (pl->d2h_slot_bytes < out_row) pl->d2h_slot_bytes = out_row;
         pl->d2h_pin = calloc((size_t)pl->d2h_slots, sizeof *pl->d2h_pin);
         pl->d2h_pin_ready = calloc((size_t)pl->d2h_slots, sizeof *pl->d2h_pin_ready);
@@ -322,7 +329,7 @@ static oc_status setup(pipeline *pl)
         for (int k = 0; k < pl->d2h_slots; ++k)
             OC_CHECK(oc_pool_host_alloc(ctx, pl->dev.pool, (size_t)pl->d2h_slot_bytes, "a pinned download slot",
                                         (void **)&pl->d2h_pin[k]));
-        OC_CHECK(create_events(ctx, pl->d2h_pin_ready, pl->d2h_slots));
+        OC_CHECK(create_events(ctx, pl->d2h_pin_ready, pl->d2h_slots, 1));
         int want = pl->nsinks;
         pl->nsinks = 0;
         pl->sync_ready = 1;
@@ -359,6 +366,7 @@ static oc_status load_panel(pipeline *pl, int side, int64_t index, int slot)
     const unsigned char *src = (const unsigned char *)(m->bits + index * pl->plan.tile * pl->words);
     unsigned char *dst = (unsigned char *)pl->panel[slot];
     int64_t bytes = rows * pl->row_bytes;
+    double t0 = oc_now();
     /* The slot's previous panel may still be read by a kernel enqueued earlier. */
     CUDA_CHECK(ctx, cudaStreamWaitEvent(pl->dev.h2d, pl->panel_free[slot], 0));
     for (int64_t off = 0; off < bytes; off += pl->h2d_slot_bytes) {
@@ -379,6 +387,7 @@ static oc_status load_panel(pipeline *pl, int side, int64_t index, int slot)
     }
     CUDA_CHECK(ctx, cudaEventRecord(pl->panel_loaded[slot], pl->dev.h2d));
     pl->job->stats->bytes_h2d += bytes;
+    pl->upload_seconds += oc_now() - t0;
     return OC_OK;
 }
 
@@ -401,7 +410,9 @@ static oc_status download_tile(pipeline *pl, int o, int64_t i0, int64_t j0, int6
     for (int64_t r0 = 0; r0 < rows; r0 += chunk_rows) {
         int64_t nr = rows - r0 < chunk_rows ? rows - r0 : chunk_rows;
         int k = 0;
+        double t0 = oc_now();
         OC_CHECK(d2h_acquire(pl, &k));
+        pl->acquire_seconds += oc_now() - t0;
         cudaError_t e = cudaMemcpy2DAsync(pl->d2h_pin[k], width, (const char *)pl->out[o] + (size_t)r0 * pitch, pitch,
                                           width, (size_t)nr, cudaMemcpyDeviceToHost, pl->dev.d2h);
         if (e == cudaSuccess) e = cudaEventRecord(pl->d2h_pin_ready[k], pl->dev.d2h);
@@ -487,6 +498,16 @@ cleanup:
 }
 
 /* ---------------------------------------------------------------- the job */
+/* OUTCORE_TRACE=1 prints the time of each phase to stderr: a diagnostic for benchmarks. */
+static void trace(double *t, const char *phase)
+{
+    static int on = -1;
+    if (on < 0) on = getenv("OUTCORE_TRACE") != NULL;
+    double now = oc_now();
+    if (on) fprintf(stderr, "outcore cuda: %-10s %8.4f s\n", phase, now - *t);
+    *t = now;
+}
+
 static void teardown(pipeline *pl)
 {
     (void)sinks_join(pl, 0);
@@ -522,6 +543,7 @@ oc_status oc_cuda_gram(oc_gram_job *job)
 {
     oc_context *ctx = job->ctx;
     oc_status st = OC_OK;
+    double t = oc_now();
     if (job->m >= (1LL << 31))
         return oc_fail(ctx, OC_ERR_UNSUPPORTED, "the CUDA kernels count in 32 bits: %lld columns is too many (at most %lld)",
                        (long long)job->m, (1LL << 31) - 1);
@@ -538,9 +560,17 @@ oc_status oc_cuda_gram(oc_gram_job *job)
 
     OC_CHECK_GOTO(oc_cuda_device_open(ctx, job->opts->device, &pl->dev));
     OC_CHECK_GOTO(choose_kernel(pl));
+    trace(&t, "open");
     OC_CHECK_GOTO(setup(pl));
+    trace(&t, "setup");
     OC_CHECK_GOTO(run_tiles(pl));
+    trace(&t, "tiles");
+    if (getenv("OUTCORE_TRACE"))
+        fprintf(stderr, "outcore cuda: tile %lld, %lld tiles, %d panel slots%s, %lld uploads; staging %.4f s, D2H slot waits %.4f s\n",
+                (long long)pl->plan.tile, (long long)pl->plan.ntiles, pl->plan.panel_slots, pl->plan.resident ? " (resident)" : "",
+                (long long)pl->plan.panel_loads, pl->upload_seconds, pl->acquire_seconds);
     OC_CHECK_GOTO(sinks_join(pl, 1));
+    trace(&t, "sinks");
 
 cleanup:
     oc_gram_stats *s = job->stats;
@@ -558,6 +588,7 @@ cleanup:
         s->dev_allocations = ps.allocations;
     }
     teardown(pl);
+    trace(&t, "teardown");
     free(pl);
     return st;
 }
