@@ -5,7 +5,10 @@
  * discarded (OC_OUTPUT_DISCARD: the engine still computes every tile and its epilogue),
  * and one run into caller memory (int32 counts, so the sink and the mirror are included).
  * Prints one table: case, time, raw rate (bit-MACs the kernels did / time) and effective
- * rate (n·p·m / time, which credits A·Aᵀ's symmetry). bench_cpu.py runs this binary and
+ * rate (n·p·m / time, which credits A·Aᵀ's symmetry). On a shared machine other processes
+ * take cores away, so each row also gives the process's CPU time and the raw rate per busy
+ * core-second times the threads (what the run would reach with its cores to itself) and
+ * the load average when the row was printed. bench_cpu.py runs this binary and
  * numpy on the same bits (--dump) and prints the ratio.
  *
  * Usage: bench_cpu [--quick] [--large] [--runs N] [--threads N] [--dump DIR]
@@ -14,9 +17,11 @@
  *   --dump   writes each case's A as DIR/A_<n>x<m>.bits (rows of m/8 bytes, numpy.packbits
  *            order) so that another program can time itself on the same data
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "outcore.h"
 #include "core/matrix.h"
@@ -77,23 +82,41 @@ static int dump_bits(const oc_matrix *a, const char *dir)
     return ok;
 }
 
-static int cmp_double(const void *x, const void *y)
+static double cpu_seconds(void)
 {
-    double a = *(const double *)x, b = *(const double *)y;
-    return (a > b) - (a < b);
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* Runs the job once; returns its wall time, or a negative value on failure. */
+static double load_average(void)
+{
+    double load = -1.0;
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (f) {
+        if (fscanf(f, "%lf", &load) != 1) load = -1.0;
+        fclose(f);
+    }
+    return load;
+}
+
+/* Wall and CPU time of one run. */
+typedef struct run_time {
+    double wall, cpu;
+} run_time;
+
+/* Runs the job once; returns its wall time (negative on failure) and sets *cpu. */
 static double run_once(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, int threads, oc_output *out,
-                       oc_gram_stats *stats)
+                       oc_gram_stats *stats, double *cpu)
 {
     oc_gram_options opts = OC_GRAM_OPTIONS_INIT;
     opts.backend = OC_BACKEND_CPU;
     opts.threads = threads;
     stats->struct_size = sizeof *stats;
-    double t0 = oc_now();
+    double c0 = cpu_seconds(), t0 = oc_now();
     oc_status st = oc_gram(ctx, a, b, &opts, out, stats);
     double t = oc_now() - t0;
+    *cpu = cpu_seconds() - c0;
     if (st != OC_OK) {
         fprintf(stderr, "bench_cpu: %s\n", oc_context_last_error(ctx));
         return -1.0;
@@ -101,11 +124,73 @@ static double run_once(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, 
     return t;
 }
 
-static void print_row(const char *name, const char *output, double t, const oc_gram_stats *s)
+static void print_row(const char *name, const char *output, run_time t, int threads, const oc_gram_stats *s)
 {
-    printf("%-30s %-8s %9.3f %12.3f %12.3f   %s\n", name, output, t, s->bit_macs_computed / t * 1e-12,
-           s->bit_macs_effective / t * 1e-12, s->backend_desc);
+    printf("%-30s %-8s %8.3f %9.3f %9.3f %8.3f %11.3f %5.1f   %s\n", name, output, t.wall,
+           s->bit_macs_computed / t.wall * 1e-12, s->bit_macs_effective / t.wall * 1e-12, t.cpu,
+           s->bit_macs_computed / t.cpu * threads * 1e-12, load_average(), s->backend_desc);
     fflush(stdout);
+}
+
+static int cmp_run_time(const void *x, const void *y)
+{
+    double a = ((const run_time *)x)->wall, b = ((const run_time *)y)->wall;
+    return (a > b) - (a < b);
+}
+
+/* The machine's ceiling for the AVX-512 kernel: the kernel's three operations per word pair
+ * (vpandq, vpopcntq, vpaddq) on 8 independent accumulators straight from registers, no
+ * loads, on every core at once (the all-core clock under AVX-512 is what the kernel gets).
+ * Written in assembly, in a function built for AVX-512 while the rest of this file is built
+ * for any x86-64; run only when cpuid said AVX-512 VPOPCNTDQ is usable. */
+#define CEILING_ITERATIONS 50000000L
+#define CEILING_PAIRS_PER_ITERATION 8
+
+__attribute__((target("avx512f,avx512vpopcntdq"))) static void *ceiling_worker(void *arg)
+{
+    long n = CEILING_ITERATIONS;
+    __asm__ volatile("vpxorq %%zmm20, %%zmm20, %%zmm20\n"
+                     "vpternlogq $0xff, %%zmm21, %%zmm21, %%zmm21\n"
+                     "1:\n"
+                     ".irp r,1,2,3,4,5,6,7,8\n"
+                     "vpandq %%zmm21, %%zmm20, %%zmm1\\r\n"
+                     "vpopcntq %%zmm1\\r, %%zmm1\\r\n"
+                     "vpaddq %%zmm1\\r, %%zmm\\r, %%zmm\\r\n"
+                     ".endr\n"
+                     "dec %0\n"
+                     "jnz 1b\n"
+                     "vzeroupper\n"
+                     : "+r"(n)
+                     :
+                     : "memory", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm11", "xmm12",
+                       "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", "xmm20", "xmm21");
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    *(double *)arg = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    return NULL;
+}
+
+/* bit-MACs per second of the ceiling loop on `threads` threads (0 when it cannot run), and
+ * in *per_core_second the same per CPU-second of the threads times their number: what the
+ * loop reaches with the cores to itself, whatever else the machine runs. */
+static double measure_ceiling(int threads, double *per_core_second)
+{
+    *per_core_second = 0.0;
+    if (strcmp(oc_cpu_isa(), "avx512") != 0 || threads < 1 || threads > 256) return 0.0;
+    pthread_t tids[256];
+    double cpu[256];
+    int started = 0;
+    double t0 = oc_now();
+    for (; started < threads; ++started)
+        if (pthread_create(&tids[started], NULL, ceiling_worker, &cpu[started]) != 0) break;
+    double cpu_total = 0.0;
+    for (int i = 0; i < started; ++i) {
+        pthread_join(tids[i], NULL);
+        cpu_total += cpu[i];
+    }
+    double t = oc_now() - t0, macs = (double)started * CEILING_ITERATIONS * CEILING_PAIRS_PER_ITERATION * 512.0;
+    if (cpu_total > 0) *per_core_second = macs / cpu_total * started;
+    return macs / t;
 }
 
 static void print_device(void)
@@ -144,7 +229,15 @@ int main(int argc, char **argv)
     oc_context *ctx = NULL;
     if (oc_context_create(&ctx) != OC_OK) return 1;
     print_device();
-    printf("%-30s %-8s %9s %12s %12s   %s\n", "case", "output", "time s", "raw T/s", "eff T/s", "backend");
+    const int used_threads = threads > 0 ? threads : oc_cpu_cores();
+    double ceiling_core, ceiling = measure_ceiling(used_threads, &ceiling_core);
+    if (ceiling > 0)
+        printf("ceiling (vpandq+vpopcntq+vpaddq from registers, %d threads): %.3f T bit-MAC/s, %.3f T per "
+               "core-second x threads, load %.1f\n",
+               used_threads, ceiling * 1e-12, ceiling_core * 1e-12, load_average());
+    printf("%-30s %-8s %8s %9s %9s %8s %11s %5s   %s\n", "case", "output", "time s", "raw T/s", "eff T/s", "cpu s",
+           "raw/core-s", "load", "backend");
+    printf("%-30s %-8s %8s %9s %9s %8s %11s\n", "", "", "", "", "", "", "x threads");
 
     int status = 0;
     for (size_t c = 0; c < sizeof cases / sizeof cases[0] && status == 0; ++c) {
@@ -162,16 +255,17 @@ int main(int argc, char **argv)
         if (status == 0 && dump && !bc->p && !dump_bits(a, dump)) status = 1;
 
         const int64_t p = bc->p ? bc->p : bc->n;
-        double *times = calloc((size_t)runs, sizeof *times);
+        run_time *times = calloc((size_t)runs, sizeof *times);
         oc_gram_stats stats;
         oc_output discard = OC_OUTPUT_INIT;
         discard.kind = OC_OUTPUT_DISCARD;
-        if (status == 0 && times && run_once(ctx, a, b, threads, &discard, &stats) >= 0) {
+        double warm_cpu;
+        if (status == 0 && times && run_once(ctx, a, b, threads, &discard, &stats, &warm_cpu) >= 0) {
             for (int r = 0; r < runs && status == 0; ++r)
-                if ((times[r] = run_once(ctx, a, b, threads, &discard, &stats)) < 0) status = 1;
+                if ((times[r].wall = run_once(ctx, a, b, threads, &discard, &stats, &times[r].cpu)) < 0) status = 1;
             if (status == 0) {
-                qsort(times, (size_t)runs, sizeof *times, cmp_double);
-                print_row(name, "discard", times[runs / 2], &stats);
+                qsort(times, (size_t)runs, sizeof *times, cmp_run_time);
+                print_row(name, "discard", times[runs / 2], used_threads, &stats);
             }
         } else {
             status = 1;
@@ -182,9 +276,10 @@ int main(int argc, char **argv)
             oc_output mem = OC_OUTPUT_INIT;
             mem.kind = OC_OUTPUT_MEMORY;
             mem.data = malloc((size_t)(bc->n * p) * sizeof(int32_t));
-            double t = mem.data ? run_once(ctx, a, b, threads, &mem, &stats) : -1.0;
-            if (t < 0) status = 1;
-            else print_row(name, "memory", t, &stats);
+            run_time t = {-1.0, 0.0};
+            if (mem.data) t.wall = run_once(ctx, a, b, threads, &mem, &stats, &t.cpu);
+            if (t.wall < 0) status = 1;
+            else print_row(name, "memory", t, used_threads, &stats);
             free(mem.data);
         }
         oc_matrix_free(a);

@@ -30,6 +30,17 @@ def find_binary(explicit):
     sys.exit("bench_cpu.py: no built bench_cpu found; pass --binary")
 
 
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def blas_name():
     try:
         info = np.show_config(mode="dicts")
@@ -80,8 +91,7 @@ def main():
             rate = n * n * m / t * 1e-12
             print("%-30s %9.3f %12.3f %12.3f %7.1fx" % ("A.At n=%d m=%d" % (n, m), t, rate, eff, eff / rate))
             sys.stdout.flush()
-    print("\nmachine: %s, %s, %d cores" % (platform.node(), platform.processor() or platform.machine(),
-                                         os.cpu_count()))
+    print("\nmachine: %s, %d cores, %s" % (cpu_model(), os.cpu_count(), time.strftime("%Y-%m-%d")))
 
 
 if __name__ == "__main__":

@@ -69,7 +69,11 @@ static int64_t count_tasks(const oc_gram_job *job, int64_t t)
  * tiles to keep every thread busy. */
 static int64_t choose_tile(const oc_gram_job *job, int threads)
 {
-    if (job->opts->tile > 0) return job->opts->tile;
+    if (job->opts->tile > 0) {
+        /* A tile larger than the result is the whole result: do not allocate for more. */
+        int64_t whole = job->n > job->p ? job->n : job->p;
+        return job->opts->tile < whole ? job->opts->tile : whole;
+    }
     int64_t t = TILE_DEFAULT;
     while (t / 2 >= TILE_MIN_AUTO && count_tasks(job, t) < (int64_t)TASKS_PER_THREAD * threads) t /= 2;
     return t;
