@@ -1,0 +1,158 @@
+/*
+ * test_pool_plan.c - the device pool's accounting and the tile planner, without a GPU.
+ *
+ * The pool takes its allocators as callbacks, so malloc stands in for cudaMalloc here and
+ * every rule is checked on any machine: the budget, the message of a request that does not
+ * fit, RESERVE mode's arena (splitting and merging), fault injection, the pinned budget.
+ * The planner: resident plans when everything fits, streaming plans whose tile order covers
+ * every I <= J tile once, the smallest-plan failure.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "outcore.h"
+#include "exec/tile_plan.h"
+#include "mem/pool.h"
+
+static int64_t live;
+
+static int fake_alloc(void *user, size_t bytes, void **out, char *why, size_t why_size)
+{
+    (void)user;
+    (void)why;
+    (void)why_size;
+    *out = malloc(bytes);
+    if (!*out) return 1;
+    live += (int64_t)bytes;
+    return 0;
+}
+
+static void fake_free(void *user, void *ptr, size_t bytes)
+{
+    (void)user;
+    free(ptr);
+    live -= (int64_t)bytes;
+}
+
+static const oc_mem_ops ops = {NULL, fake_alloc, fake_free, fake_alloc, fake_free};
+
+static void test_grow(oc_context *ctx)
+{
+    oc_pool *p = NULL;
+    CHECK(oc_pool_create(ctx, &ops, 0, 1 << 20, OC_GPU_MEM_GROW, 1 << 20, &p) == OC_OK);
+    void *a, *b, *c;
+    CHECK(oc_pool_alloc(ctx, p, 400000, "a", &a) == OC_OK);
+    CHECK(oc_pool_alloc(ctx, p, 400000, "b", &b) == OC_OK);
+    CHECK(oc_pool_alloc(ctx, p, 400000, "a third buffer", &c) == OC_ERR_DEVICE_NO_MEMORY);
+    const char *msg = oc_context_last_error(ctx);
+    CHECK_MSG(strstr(msg, "a third buffer") && strstr(msg, "budget is 1.0 MiB") && strstr(msg, "in use"), "message: %s", msg);
+    oc_pool_stats st;
+    oc_pool_get_stats(p, &st);
+    CHECK_EQ_I64(st.allocations, 2);
+    CHECK(st.current == st.peak && st.current >= 800000 && st.current <= st.budget);
+    oc_pool_free(p, a);
+    CHECK(oc_pool_alloc(ctx, p, 400000, "c", &c) == OC_OK);
+    oc_pool_destroy(p);
+    CHECK_EQ_I64(live, 0);
+}
+
+static void test_reserve(oc_context *ctx)
+{
+    oc_pool *p = NULL;
+    CHECK(oc_pool_create(ctx, &ops, 0, 4096, OC_GPU_MEM_RESERVE, 4096, &p) == OC_OK);
+    CHECK_EQ_I64(live, 4096); /* the arena, taken at once */
+    void *x[16];
+    for (int i = 0; i < 16; ++i) CHECK(oc_pool_alloc(ctx, p, 200, "slot", &x[i]) == OC_OK);
+    CHECK(oc_pool_alloc(ctx, p, 1, "one more", &x[0]) == OC_ERR_DEVICE_NO_MEMORY);
+    /* Free two neighbours: they merge and hold a 512-byte request. */
+    oc_pool_free(p, x[4]);
+    oc_pool_free(p, x[5]);
+    void *y;
+    CHECK(oc_pool_alloc(ctx, p, 512, "merged", &y) == OC_OK);
+    CHECK(y == x[4]);
+    oc_pool_destroy(p);
+    CHECK_EQ_I64(live, 0);
+}
+
+static void test_faults(oc_context *ctx)
+{
+    setenv("OUTCORE_FAULT_DEVICE_ALLOC", "2", 1);
+    setenv("OUTCORE_FAULT_PINNED_ALLOC", "1", 1);
+    oc_pool *p = NULL;
+    CHECK(oc_pool_create(ctx, &ops, 0, 1 << 20, OC_GPU_MEM_GROW, 1 << 20, &p) == OC_OK);
+    void *a, *b;
+    CHECK(oc_pool_alloc(ctx, p, 100, "first", &a) == OC_OK);
+    CHECK(oc_pool_alloc(ctx, p, 100, "second", &b) == OC_ERR_DEVICE_NO_MEMORY);
+    CHECK(strstr(oc_context_last_error(ctx), "injected") != NULL);
+    CHECK(oc_pool_alloc(ctx, p, 100, "third", &b) == OC_OK);
+    CHECK(oc_pool_host_alloc(ctx, p, 100, "pinned", &b) == OC_ERR_NO_MEMORY);
+    CHECK(oc_pool_host_alloc(ctx, p, 100, "pinned", &b) == OC_OK);
+    CHECK(oc_pool_host_alloc(ctx, p, 1 << 20, "too much pinned", &b) == OC_ERR_NO_MEMORY);
+    CHECK(strstr(oc_context_last_error(ctx), "--host-mem") != NULL);
+    oc_pool_destroy(p);
+    CHECK_EQ_I64(live, 0);
+    unsetenv("OUTCORE_FAULT_DEVICE_ALLOC");
+    unsetenv("OUTCORE_FAULT_PINNED_ALLOC");
+}
+
+static void check_order(oc_context *ctx, const oc_tile_plan_input *in)
+{
+    oc_tile_plan plan;
+    CHECK(oc_tile_plan_make(ctx, in, &plan) == OC_OK);
+    CHECK(plan.device_bytes <= in->budget);
+    CHECK(plan.tile % in->granularity == 0);
+    int64_t *order = malloc((size_t)plan.ntiles * 2 * sizeof *order);
+    char *seen = calloc((size_t)(plan.panels_a * plan.panels_b), 1);
+    oc_tile_plan_order(&plan, in->symmetric, order);
+    for (int64_t t = 0; t < plan.ntiles; ++t) {
+        int64_t i = order[2 * t], j = order[2 * t + 1];
+        CHECK(!in->symmetric || i <= j);
+        CHECK(!seen[i * plan.panels_b + j]);
+        seen[i * plan.panels_b + j] = 1;
+    }
+    int64_t expect = in->symmetric ? plan.panels_a * (plan.panels_a + 1) / 2 : plan.panels_a * plan.panels_b;
+    CHECK_EQ_I64(plan.ntiles, expect);
+    free(order);
+    free(seen);
+}
+
+static void test_plans(oc_context *ctx)
+{
+    /* 100000 x 200000 bits under 2 GiB, output discarded: A (2.5 GB) cannot stay resident. */
+    oc_tile_plan_input ooc = {.n = 100000, .p = 100000, .row_bytes = 25024, .elem_size = 4, .symmetric = 1,
+                              .keep_output = 0, .budget = 2ll << 30, .fixed_bytes = 400000, .granularity = 256};
+    oc_tile_plan plan;
+    CHECK(oc_tile_plan_make(ctx, &ooc, &plan) == OC_OK);
+    CHECK(!plan.resident);
+    CHECK(plan.panel_loads < 2 * plan.panels_a); /* grouped order: far fewer than one upload per tile */
+    check_order(ctx, &ooc);
+    /* Everything fits: resident, each panel uploaded once. */
+    oc_tile_plan_input small = {.n = 1000, .p = 700, .row_bytes = 640, .elem_size = 4, .symmetric = 0,
+                                .keep_output = 1, .budget = 1ll << 30, .granularity = 256};
+    CHECK(oc_tile_plan_make(ctx, &small, &plan) == OC_OK);
+    CHECK(plan.resident);
+    CHECK_EQ_I64(plan.panel_loads, plan.panels_a + plan.panels_b);
+    check_order(ctx, &small);
+    small.tile = 100; /* forced edges round up to the granularity */
+    small.budget = 900 * 1024;
+    CHECK(oc_tile_plan_make(ctx, &small, &plan) == OC_OK);
+    CHECK_EQ_I64(plan.tile, 256);
+    check_order(ctx, &small);
+    /* Below the smallest plan. */
+    small.budget = 300 * 1024;
+    CHECK(oc_tile_plan_make(ctx, &small, &plan) == OC_ERR_DEVICE_NO_MEMORY);
+    CHECK(strstr(oc_context_last_error(ctx), "smallest plan") != NULL);
+}
+
+int main(void)
+{
+    oc_context *ctx;
+    if (oc_context_create(&ctx) != OC_OK) return 1;
+    test_grow(ctx);
+    test_reserve(ctx);
+    test_faults(ctx);
+    test_plans(ctx);
+    oc_context_free(ctx);
+    return oc_test_finish();
+}
