@@ -36,6 +36,9 @@
 #define K_BLOCK_WORDS 512     /* see the top comment; kernel.h needs K_BLOCK_WORDS * 64 < 2^32 */
 #define TASKS_PER_THREAD 4    /* enough tiles for dynamic scheduling to even out the threads */
 
+_Static_assert(K_BLOCK_WORDS % OC_KERNEL_K_WORDS == 0 && K_BLOCK_WORDS * 64ull < (1ull << 32),
+               "kernel.h: kw is a multiple of 8 words and one call's counts fit 32 bits");
+
 typedef struct cpu_worker {
     uint32_t *acc;          /* T x T accumulator, row stride T */
     void *out;              /* T x T converted tile (NULL when counts go out as they are) */

@@ -11,6 +11,12 @@
  *
  * Every (mr, nr) tail shape is its own instance of one inlined body with compile-time
  * sizes, so the accumulators stay in registers and a tail costs no wasted pairs.
+ *
+ * Check after any change that the hot loop has 24 x (vpandd/q, vpopcntq, vpaddq), 10 loads
+ * and no stack access, and that the reduction does not spill either:
+ *   objdump -d --no-show-raw-insn <build>/CMakeFiles/outcore_obj.dir/src/cpu/kernels/avx512/
+ *     gram_kernel_avx512.c.o | awk '/<kernel_4x6>:/,/ret/' | grep zmm | grep -c 'sp)\|bp)'
+ * (expect 0; the one stack read is the 7th argument, ldc).
  */
 #include <immintrin.h>
 
