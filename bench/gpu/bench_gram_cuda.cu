@@ -165,7 +165,7 @@ static void bench_host(const oc_matrix *a)
     double cpy = oc_now() - t0;
     int64_t *pops = (int64_t *)malloc((size_t)a->rows * 8);
     t0 = oc_now();
-    oc_matrix_row_popcounts(a, pops);
+    oc_matrix_row_popcounts(NULL, a, 0, pops);
     double pc = oc_now() - t0;
     printf("host: pinned H2D %.1f GB/s, pinned D2H %.1f GB/s, memcpy into pinned (1 core) %.1f GB/s, "
            "row popcounts of A (%.2f GB) %.3f s\n",
@@ -183,7 +183,7 @@ static void bench_kernel(oc_context *ctx, oc_cuda_device *dev, const oc_matrix *
     size_t abytes = (size_t)(n * a->words_per_row * 8), obytes = (size_t)(n * n) * 4;
     int64_t *pop64 = (int64_t *)malloc((size_t)n * 8);
     int32_t *pop32 = (int32_t *)malloc((size_t)n * 4);
-    oc_matrix_row_popcounts(a, pop64);
+    oc_matrix_row_popcounts(NULL, a, 0, pop64);
     for (int64_t i = 0; i < n; ++i) pop32[i] = (int32_t)pop64[i];
     int32_t *d_pop;
     CK(cudaMalloc((void **)d_a, abytes));

@@ -36,8 +36,9 @@ int64_t oc_bits_words_per_row(int64_t cols);
  * not positive or the sizes overflow, OC_ERR_NO_MEMORY when memory is short. */
 oc_status oc_matrix_alloc(oc_context *ctx, int64_t rows, int64_t cols, const char *name, oc_matrix **out);
 
-/* Popcount of every row into counts[rows]. */
-void oc_matrix_row_popcounts(const oc_matrix *m, int64_t *counts);
+/* Popcount of every row into counts[rows], on `threads` threads (0 = all cores). Fails only
+ * when threads cannot start or the job is cancelled. */
+oc_status oc_matrix_row_popcounts(oc_context *ctx, const oc_matrix *m, int threads, int64_t *counts);
 
 /* Sets bit (i, j): for readers of sparse formats. */
 static inline void oc_matrix_set(oc_matrix *m, int64_t i, int64_t j)

@@ -150,8 +150,8 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
         st = oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate row popcounts for %lld rows", (long long)(n + p));
         goto cleanup;
     }
-    oc_matrix_row_popcounts(a, pops);
-    if (!symmetric) oc_matrix_row_popcounts(b, pops + n);
+    OC_CHECK_GOTO(oc_matrix_row_popcounts(ctx, a, opts->threads, pops));
+    if (!symmetric) OC_CHECK_GOTO(oc_matrix_row_popcounts(ctx, b, opts->threads, pops + n));
     job.pop_a = pops;
     job.pop_b = symmetric ? pops : pops + n;
 
