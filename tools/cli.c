@@ -11,6 +11,8 @@
 #include <time.h>
 #include <unistd.h>
 
+int cli_verbose = 0;
+
 int cli_usage_error(const char *fmt, ...)
 {
     va_list ap;
@@ -37,7 +39,7 @@ int cli_status_error(oc_context *ctx, oc_status st)
 {
     const char *msg = ctx ? oc_context_last_error(ctx) : "";
     fprintf(stderr, "outcore: %s\n", msg && *msg ? msg : oc_status_string(st));
-    if (ctx && getenv("OUTCORE_VERBOSE")) fputs(oc_context_error_trace(ctx), stderr);
+    if (ctx && (cli_verbose || getenv("OUTCORE_VERBOSE"))) fputs(oc_context_error_trace(ctx), stderr);
     return cli_exit_code(st);
 }
 

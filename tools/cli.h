@@ -15,8 +15,11 @@
 
 /* Prints "outcore: <message>" on stderr (one line) and returns 2. */
 int cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Set by --verbose: errors are followed by the library's file:line trace. */
+extern int cli_verbose;
+
 /* Prints the context's last error and returns the exit status its status maps to. With
- * OUTCORE_VERBOSE set, the file:line trace follows on further lines. */
+ * --verbose (or OUTCORE_VERBOSE set), the file:line trace follows on further lines. */
 int cli_status_error(oc_context *ctx, oc_status st);
 int cli_exit_code(oc_status st);
 

@@ -26,7 +26,8 @@ static const char gram_usage[] =
     "  --host-mem SIZE        cap on pinned host staging memory\n"
     "  --tile N               tile edge in rows (default: chosen by the planner)\n"
     "  --json                 print the summary as JSON on stdout\n"
-    "  --quiet                no progress bar and no summary\n";
+    "  --quiet                no progress bar and no summary\n"
+    "  --verbose              on failure, also print the library's file:line trace\n";
 
 typedef struct gram_args {
     const char *inputs[2];
@@ -49,6 +50,7 @@ static int parse_gram_args(int argc, char **argv, gram_args *g)
         }
         if (strcmp(arg, "--json") == 0) { g->json = 1; continue; }
         if (strcmp(arg, "--quiet") == 0 || strcmp(arg, "-q") == 0) { g->quiet = 1; continue; }
+        if (strcmp(arg, "--verbose") == 0 || strcmp(arg, "-v") == 0) { cli_verbose = 1; continue; }
 #define OPTION(name) ((r = cli_option(argc, argv, &i, name, &v)) != 0)
         if (OPTION("-o") || OPTION("--output")) {
             if (r < 0) return OC_EXIT_USAGE;
