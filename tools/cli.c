@@ -145,8 +145,9 @@ const char *cli_bytes(double b, char *buf, int size)
     return buf;
 }
 
-void cli_progress_init(cli_progress *p, const char *label, int enabled)
+void cli_progress_init(cli_progress *p, const char *label, double work, int enabled)
 {
+    p->work = work;
     p->start = cli_now();
     p->last_draw = 0;
     p->drawn = 0;
@@ -168,8 +169,9 @@ void cli_progress_update(void *user, double done, double total)
     for (int k = 0; k < 30; ++k) bar[k] = k < fill ? '#' : '.';
     bar[30] = '\0';
     double eta = frac > 0 ? elapsed * (1 - frac) / frac : 0;
-    fprintf(stderr, "\r%s [%s] %5.1f%%  %.1f%%/s  ETA %.0fs   ", p->label, bar, 100 * frac,
-            100 * frac / elapsed, eta);
+    char rate[32] = "";
+    if (p->work > 0) cli_si(frac * p->work / elapsed, rate, sizeof rate);
+    fprintf(stderr, "\r%s [%s] %5.1f%%  %sbit-MAC/s  ETA %.0fs   ", p->label, bar, 100 * frac, rate, eta);
     fflush(stderr);
     p->last_draw = now;
     p->drawn = 1;

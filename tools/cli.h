@@ -42,8 +42,9 @@ typedef struct cli_progress {
     int drawn;
     int enabled;
     const char *label;
+    double work;        /* bit-MACs the whole job represents (n·p·m), for the rate; 0 = unknown */
 } cli_progress;
-void cli_progress_init(cli_progress *p, const char *label, int enabled);
+void cli_progress_init(cli_progress *p, const char *label, double work, int enabled);
 void cli_progress_update(void *user, double done, double total);
 void cli_progress_finish(cli_progress *p);
 

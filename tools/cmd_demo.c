@@ -68,7 +68,7 @@ int oc_cmd_demo(int argc, char **argv)
         goto done;
     }
     cli_progress progress;
-    cli_progress_init(&progress, "gram", 1);
+    cli_progress_init(&progress, "gram", (double)p.rows * (double)p.rows * (double)p.cols, 1);
     opts.progress = cli_progress_update;
     opts.progress_user = &progress;
     oc_output out = OC_OUTPUT_INIT;

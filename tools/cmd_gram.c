@@ -190,7 +190,9 @@ int oc_cmd_gram(int argc, char **argv)
     double load_seconds = cli_now() - t0;
 
     cli_progress progress;
-    cli_progress_init(&progress, "gram", !g.quiet);
+    cli_progress_init(&progress, "gram",
+                      (double)oc_matrix_rows(a) * (double)(b ? oc_matrix_rows(b) : oc_matrix_rows(a)) * (double)oc_matrix_cols(a),
+                      !g.quiet);
     g.opts.progress = cli_progress_update;
     g.opts.progress_user = &progress;
     oc_output out = OC_OUTPUT_INIT;
