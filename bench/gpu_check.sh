@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # gpu_check.sh - build, test, sanitize and benchmark the CUDA engine on a machine with a GPU.
 #
-#   bash bench/gpu_check.sh [build] [test] [sanitize] [bench [BENCH PARTS...]]
+#   bash bench/gpu_check.sh [build] [test] [sanitize] [devices] [bench [BENCH PARTS...]]
 #
-# With no argument it does all four. "bench" may be followed by the benchmark's own parts
+# With no argument it does all five ("devices" runs `outcore devices --bandwidth --json`).
+# "bench" may be followed by the benchmark's own parts
 # (kernel cublas e2e ooc dense file). Logs go to $OUT (or /tmp/gpu_check); a short table
 # of every step's result is printed last. TEST_TIMEOUT, SANITIZE_TIMEOUT and BENCH_TIMEOUT
-# (seconds) bound each step so that a hang cannot eat a whole lease.
+# (seconds) bound each step so that a hang cannot eat a whole lease; SANITIZE_TOOLS picks
+# the compute-sanitizer tools (default: memcheck racecheck).
 set -u
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build-gpu}
@@ -16,11 +18,11 @@ steps=()
 bench_parts=()
 for arg in "$@"; do
   case "$arg" in
-    build|test|sanitize|bench) steps+=("$arg") ;;
+    build|test|sanitize|devices|bench) steps+=("$arg") ;;
     *) bench_parts+=("$arg") ;;
   esac
 done
-[ ${#steps[@]} -eq 0 ] && steps=(build test sanitize bench)
+[ ${#steps[@]} -eq 0 ] && steps=(build test sanitize devices bench)
 has() { local s; for s in "${steps[@]}"; do [ "$s" = "$1" ] && return 0; done; return 1; }
 summary=()
 note() { summary+=("$(printf '%-10s %s' "$1" "$2")"); }
@@ -43,13 +45,20 @@ if has test; then
 fi
 
 if has sanitize; then
-  for tool in memcheck racecheck; do
+  for tool in ${SANITIZE_TOOLS:-memcheck racecheck}; do
     OUTCORE_TEST_QUICK=1 timeout "${SANITIZE_TIMEOUT:-200}" compute-sanitizer --tool "$tool" --error-exitcode 99 \
       "$BUILD/tests/gpu_test_cuda_gram" >"$LOGS/sanitize_$tool.log" 2>&1
     rc=$?
     tail -4 "$LOGS/sanitize_$tool.log"
     note "$tool" "rc $rc: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$LOGS/sanitize_$tool.log" | tail -1)"
   done
+fi
+
+if has devices; then
+  timeout 120 "$BUILD/outcore" devices --bandwidth --json >"$LOGS/devices.json" 2>"$LOGS/devices.err"
+  rc=$?
+  cat "$LOGS/devices.json" "$LOGS/devices.err"
+  note devices "rc $rc"
 fi
 
 if has bench; then

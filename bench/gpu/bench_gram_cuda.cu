@@ -8,8 +8,13 @@
  *            unpacked to one byte per bit (n x k int8; k = m, 16 GiB, when memory allows)
  *   e2e      oc_gram of the kernel case into host memory (upload, compute, download, mirror)
  *   ooc      oc_gram n=100000 m=200000 under --gpu-mem 2G, output discarded on the device
- *   dense    oc_gram n=65536 m=65536 int32 counts into host memory (16 GiB): D2H rate
+ *   dense    oc_gram n=65536 m=65536 int32 counts into host memory (16 GiB): D2H rate, with
+ *            the copy paths compared (pinned staging with the default and with 8 sink
+ *            threads; the destination registered for the job)
  *   file     the dense job into /dev/shm and into a file on disk (.npy)
+ *   ooc also runs with A registered for the job (OUTCORE_CUDA_H2D=register). The host part
+ *   (with kernel, cublas or e2e) measures what the copy paths are built on: pinned copies,
+ *   pinning and registering, and the sinks' row copies on 1..14 threads.
  *
  * Rates: raw = bit-MACs the kernels did / time; effective = n·p·m / time (A·Aᵀ computes only
  * the upper triangle, so effective is about twice raw). cuBLASLt MAC/s count one int8
@@ -29,6 +34,7 @@ extern "C" {
 #include "core/gpu_arch.h"
 #include "core/matrix.h"
 #include "core/threads.h"
+#include "exec/sink.h"
 }
 #include "cuda/device.h"
 #include "cuda/gram_b1.cuh"
@@ -145,9 +151,56 @@ static int32_t host_count(const oc_matrix *a, int64_t i, int64_t j)
 }
 
 /* ---------------------------------------------------------------- parts */
+typedef struct put_arg {
+    oc_dense_sink sink;
+    const char *src;
+    int64_t rows_per_task, cols;
+} put_arg;
+
+static oc_status put_rows(void *arg, int64_t task, int worker)
+{
+    (void)worker;
+    const put_arg *p = (const put_arg *)arg;
+    oc_dense_sink_put(&p->sink, task * p->rows_per_task, 0, p->rows_per_task, p->cols,
+                      p->src + task * p->rows_per_task * p->cols * 4, p->cols);
+    return OC_OK;
+}
+
+/* What the copy paths cost on this host: pinning (cudaHostAlloc), registering malloc'd
+ * memory already faulted in (cudaHostRegister / Unregister), and the sinks' row copies from
+ * a pinned slot into pageable memory (oc_dense_sink_put, 4 MiB per task, 16 KiB rows). */
+static void bench_copy_paths(oc_context *ctx, void *pin, size_t bytes)
+{
+    double t0 = oc_now();
+    void *p2;
+    CK(cudaHostAlloc(&p2, 256u << 20, cudaHostAllocPortable));
+    double alloc = oc_now() - t0;
+    CK(cudaFreeHost(p2));
+    char *dst = (char *)malloc(bytes);
+    memset(dst, 0, bytes);
+    t0 = oc_now();
+    CK(cudaHostRegister(dst, bytes, cudaHostRegisterPortable));
+    double reg = oc_now() - t0;
+    t0 = oc_now();
+    CK(cudaHostUnregister(dst));
+    double unreg = oc_now() - t0;
+    printf("host: cudaHostAlloc 256 MiB %.3f s (%.1f GB/s); cudaHostRegister 1 GiB %.3f s (%.1f GB/s), unregister %.3f s\n",
+           alloc, (256 << 20) / alloc / 1e9, reg, bytes / reg / 1e9, unreg);
+    put_arg p = {{dst, 4096, 4, 0}, (const char *)pin, 256, 4096};
+    const int threads[] = {1, 4, 8, 14};
+    printf("host: sink row copies pinned -> pageable (non-temporal):");
+    for (int k = 0; k < 4; ++k) {
+        CKO(ctx, oc_parallel_run(ctx, threads[k], (int64_t)(bytes / (4u << 20)), put_rows, &p, NULL, NULL, NULL));
+        t0 = oc_now();
+        CKO(ctx, oc_parallel_run(ctx, threads[k], (int64_t)(bytes / (4u << 20)), put_rows, &p, NULL, NULL, NULL));
+        printf(" %d thr %.1f GB/s%s", threads[k], bytes / (oc_now() - t0) / 1e9, k < 3 ? "," : "\n");
+    }
+    free(dst);
+}
+
 /* The host-side rates the pipeline is built on: pinned copies each way, and one core's
  * memcpy into pinned memory; plus the row popcounts oc_gram computes before any backend. */
-static void bench_host(const oc_matrix *a)
+static void bench_host(oc_context *ctx, const oc_matrix *a)
 {
     size_t bytes = 1ull << 30;
     void *pin, *dev;
@@ -171,6 +224,7 @@ static void bench_host(const oc_matrix *a)
            "row popcounts of A (%.2f GB) %.3f s\n",
            bytes / h2d / 1e9, bytes / d2h / 1e9, bytes / cpy / 1e9, a->rows * a->words_per_row * 8 / 1e9, pc);
     free(pops);
+    bench_copy_paths(ctx, pin, bytes);
     CK(cudaFree(dev));
     CK(cudaFreeHost(pin));
 }
@@ -374,6 +428,19 @@ static void bench_job(oc_context *ctx, const char *name, const oc_matrix *a, int
     }
 }
 
+/* Spot check of a dense A·Aᵀ result against the CPU definition, both triangles. */
+static int cuda_host_matches(const oc_matrix *a, const int32_t *c)
+{
+    int64_t n = a->rows;
+    int bad = 0;
+    for (int s = 0; s < 256; ++s) {
+        int64_t i = (s * 7919ll) % n, j = (s * 104729ll + 17) % n;
+        bad += c[i * n + j] != host_count(a, i, j);
+    }
+    if (bad) printf("  dense result: %d of 256 sampled counts wrong\n", bad);
+    return bad == 0;
+}
+
 static int want(int argc, char **argv, const char *part)
 {
     if (argc <= 1) return strcmp(part, "file") != 0;
@@ -402,7 +469,7 @@ int main(int argc, char **argv)
         oc_matrix *a = random_matrix(ctx, 32768, 524288, 1);
         uint64_t *d_a = NULL;
         int32_t *d_out = NULL;
-        bench_host(a);
+        bench_host(ctx, a);
         if (want(argc, argv, "kernel")) bench_kernel(ctx, &dev, a, &d_a, &d_out);
         if (want(argc, argv, "cublas")) {
             if (!d_a) {
@@ -434,6 +501,11 @@ int main(int argc, char **argv)
         bench_job(ctx, "out of core, --gpu-mem 2G", a, 2ll << 30, &discard);
         if (kernel_raw_rate > 0)
             printf("  out-of-core raw rate / in-core kernel raw rate: %.0f%%\n", 100.0 * rows[nrows - 1].raw / kernel_raw_rate);
+        setenv("OUTCORE_CUDA_H2D", "register", 1);
+        bench_job(ctx, "out of core, A registered", a, 2ll << 30, &discard);
+        unsetenv("OUTCORE_CUDA_H2D");
+        if (kernel_raw_rate > 0)
+            printf("  out-of-core raw rate / in-core kernel raw rate: %.0f%%\n", 100.0 * rows[nrows - 1].raw / kernel_raw_rate);
         oc_matrix_free(a);
     }
     if (want(argc, argv, "dense") || want(argc, argv, "file")) {
@@ -445,6 +517,15 @@ int main(int argc, char **argv)
             oc_output out = OC_OUTPUT_INIT;
             out.data = host;
             bench_job(ctx, "dense int32 -> host memory", a, 0, &out);
+            if (!cuda_host_matches(a, host)) failures++;
+            setenv("OUTCORE_CUDA_SINKS", "8", 1);
+            bench_job(ctx, "dense, 8 sink threads", a, 0, &out);
+            unsetenv("OUTCORE_CUDA_SINKS");
+            setenv("OUTCORE_CUDA_D2H", "register", 1);
+            memset(host, 0xff, bytes);
+            bench_job(ctx, "dense, destination registered", a, 0, &out);
+            unsetenv("OUTCORE_CUDA_D2H");
+            if (!cuda_host_matches(a, host)) failures++;
             free(host);
         }
         if (want(argc, argv, "file")) {

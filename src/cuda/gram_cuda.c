@@ -5,8 +5,15 @@
  * and only enqueues work; sink threads deliver finished tiles to the destination.
  *
  *   host A rows --memcpy (helper threads)--> pinned H2D slot --cudaMemcpyAsync [h2d]--> panel slot
- *   panel slots --kernel [compute]--> output slot --cudaMemcpy2DAsync [d2h]--> pinned D2H slot
- *   pinned D2H slot --sink thread: oc_dense_sink_store (tile and mirror)--> destination
+ *   panel slots --kernel [compute]--> output slot (tile | mirror) --cudaMemcpy2DAsync [d2h]--> pinned D2H slot
+ *   pinned D2H slot --sink thread: oc_dense_sink_put (whole rows)--> destination
+ *
+ * For A·Aᵀ the mirror kernel (gram_mirror.cu) writes, next to each tile in its output slot,
+ * the block the tile stands for at (J, I) (for a diagonal tile: the whole symmetric block),
+ * so the host copies only rows; a transposed scatter on the host ran at about 1 GB/s per
+ * core and bounded the dense job. Where host memory is page-locked (the caller's, or
+ * registered for the job on request: OUTCORE_CUDA_H2D / OUTCORE_CUDA_D2H=register) the copy
+ * engine reads A or writes the destination directly and the staging step disappears.
  *
  * Asynchronous calls: every copy and kernel is enqueued on one of the device's three
  * streams (h2d, compute, d2h) and returns at once. What orders them (all events are
@@ -38,6 +45,7 @@
 #include "cuda_check.h"
 #include "device.h"
 #include "gram_b1.cuh"
+#include "gram_mirror.cuh"
 #include "gram_popc.cuh"
 
 #define TILE_GRANULARITY 256          /* the b1 kernel's CTA is 128 x 256 */
@@ -46,7 +54,8 @@
 #define MAX_STAGING_SLOT (32LL << 20)
 /* D2H slots are many (two per sink thread), so each stays small: pinning is slow (about
  * 1.6 GB/s on the lent H100's host), and a job pays for its staging at every start. */
-#define MAX_D2H_SLOT (8LL << 20)
+#define MAX_D2H_SLOT (4LL << 20)
+#define MAX_SINKS 16
 #define H2D_SLOTS 2
 
 typedef enum { KERNEL_B1, KERNEL_POPC } kernel_kind;
@@ -71,6 +80,13 @@ typedef struct pipeline {
     cudaEvent_t *out_done, *out_free;
     int32_t *pop_a, *pop_b;
 
+    /* host memory the copy engine reaches directly (page-locked): no staging on that side */
+    int h2d_direct, d2h_direct;
+    const void *locked[2];     /* ranges this job registered (unregistered at teardown) */
+    int nlocked;
+    double lock_seconds;       /* host time spent registering them */
+    int gpu_mirror;            /* A·Aᵀ into a dense destination: mirrors made on the device */
+
     /* pinned staging */
     int64_t h2d_slot_bytes, d2h_slot_bytes;
     unsigned char *h2d_pin[H2D_SLOTS];
@@ -81,7 +97,9 @@ typedef struct pipeline {
     cudaEvent_t *d2h_pin_ready;
     int copy_threads;
     double upload_seconds;     /* host time spent staging panels (OUTCORE_TRACE) */
+    double stage_wait_seconds; /* of which waiting for a pinned H2D slot to be free */
     double acquire_seconds;    /* host time spent waiting for a free D2H slot */
+    cudaEvent_t *kernel_ev;    /* OUTCORE_TRACE: timed events around each tile's kernels */
 
     /* sink threads: everything below is guarded by lock */
     pthread_mutex_t lock;
@@ -114,7 +132,7 @@ static void *sink_main(void *arg)
 
         cudaError_t e = set != cudaSuccess ? set : cudaEventSynchronize(pl->d2h_pin_ready[c.slot]);
         if (e == cudaSuccess && pl->sink_status == OC_OK)
-            oc_dense_sink_store(pl->job->dense, c.i0, c.j0, c.rows, c.cols, pl->d2h_pin[c.slot], c.cols);
+            oc_dense_sink_put(pl->job->dense, c.i0, c.j0, c.rows, c.cols, pl->d2h_pin[c.slot], c.cols);
 
         pthread_mutex_lock(&pl->lock);
         if (e != cudaSuccess && pl->sink_status == OC_OK) {
@@ -258,6 +276,53 @@ static oc_status upload_popcounts(pipeline *pl)
     return OC_OK;
 }
 
+/* OUTCORE_TRACE=1 prints the time of each phase and the pipeline's choices to stderr: a
+ * diagnostic for benchmarks. */
+static int tracing(void)
+{
+    static int on = -1;
+    if (on < 0) on = getenv("OUTCORE_TRACE") != NULL;
+    return on;
+}
+
+/* OUTCORE_CUDA_H2D / OUTCORE_CUDA_D2H = staged | register: whether the job may page-lock
+ * A (or the destination) for its duration. Registering costs host time in proportion to
+ * the bytes (the kernel pins every page), so it pays only when the copies it saves cost
+ * more; memory the caller already page-locked is used directly in either mode. */
+static oc_status lock_mode(oc_context *ctx, const char *var, int *want)
+{
+    const char *v = getenv(var);
+    *want = 0;
+    if (!v || !*v || strcmp(v, "staged") == 0) return OC_OK;
+    if (strcmp(v, "register") == 0) {
+        *want = 1;
+        return OC_OK;
+    }
+    return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s=%s: expected staged or register", var, v);
+}
+
+/* Whether [ptr, ptr + bytes) can be reached by the copy engine: already page-locked, or
+ * registered now when `may_register` (then teardown unregisters it). A range that cannot
+ * be registered (a file mapping the driver refuses, a locked-memory limit) is staged
+ * instead: registration is an optimisation, not a requirement. */
+static int host_reachable(pipeline *pl, const void *ptr, size_t bytes, int may_register, const char *what)
+{
+    struct cudaPointerAttributes attr;
+    if (cudaPointerGetAttributes(&attr, ptr) == cudaSuccess && attr.type == cudaMemoryTypeHost) return 1;
+    (void)cudaGetLastError();
+    if (!may_register || bytes == 0) return 0;
+    double t0 = oc_now();
+    cudaError_t e = cudaHostRegister((void *)ptr, bytes, cudaHostRegisterPortable);
+    pl->lock_seconds += oc_now() - t0;
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        if (tracing()) fprintf(stderr, "outcore cuda: cannot register %s (%s): staged instead\n", what, cudaGetErrorString(e));
+        return 0;
+    }
+    pl->locked[pl->nlocked++] = ptr;
+    return 1;
+}
+
 static oc_status setup(pipeline *pl)
 {
     oc_context *ctx = pl->ctx;
@@ -271,8 +336,10 @@ static oc_status setup(pipeline *pl)
 
     int64_t pops = job->n + (job->symmetric ? 0 : job->p);
     int64_t pop_bytes = (pops * 4 + OC_POOL_ALIGN - 1) / OC_POOL_ALIGN * OC_POOL_ALIGN;
+    pl->gpu_mirror = job->symmetric && job->dense != NULL;
     oc_tile_plan_input in = {.n = job->n, .p = job->p, .row_bytes = pl->row_bytes, .elem_size = pl->elem,
-                             .symmetric = job->symmetric, .keep_output = job->dense != NULL, .budget = budget,
+                             .symmetric = job->symmetric, .keep_output = job->dense != NULL,
+                             .mirror_output = pl->gpu_mirror, .budget = budget,
                              .fixed_bytes = pop_bytes, .tile = o->tile, .granularity = TILE_GRANULARITY};
     OC_CHECK(oc_tile_plan_make(ctx, &in, &pl->plan));
     const oc_tile_plan *plan = &pl->plan;
@@ -298,23 +365,53 @@ static oc_status setup(pipeline *pl)
     OC_CHECK(create_events(ctx, pl->out_done, no, 0));
     OC_CHECK(create_events(ctx, pl->out_free, no, 0));
 
+    if (tracing()) {
+        pl->kernel_ev = calloc((size_t)(2 * plan->ntiles), sizeof *pl->kernel_ev);
+        if (!pl->kernel_ev) return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the trace's kernel events");
+        for (int64_t i = 0; i < 2 * plan->ntiles; ++i) CUDA_CHECK(ctx, cudaEventCreate(&pl->kernel_ev[i]));
+    }
+
+    /* Which host sides the copy engine reaches directly; the others are staged. */
+    int reg_h2d, reg_d2h;
+    OC_CHECK(lock_mode(ctx, "OUTCORE_CUDA_H2D", &reg_h2d));
+    OC_CHECK(lock_mode(ctx, "OUTCORE_CUDA_D2H", &reg_d2h));
+    pl->h2d_direct = host_reachable(pl, job->a->bits, (size_t)(job->n * pl->row_bytes), reg_h2d, "A");
+    if (pl->h2d_direct && !job->symmetric)
+        pl->h2d_direct = host_reachable(pl, job->b->bits, (size_t)(job->p * pl->row_bytes), reg_h2d, "B");
+    if (job->dense) {
+        const oc_dense_sink *d = job->dense;
+        size_t span = (size_t)(((job->n - 1) * d->ld + job->p) * (int64_t)d->elem_size);
+        pl->d2h_direct = host_reachable(pl, d->base, span, reg_d2h, "the destination");
+    }
+
     /* Pinned staging: two H2D slots (one fills while the other uploads) and, for a kept
-     * result, two D2H slots per sink thread, all within the host budget. */
+     * result, two D2H slots per sink thread, all within the host budget. Sinks only copy
+     * whole rows, which scales with cores until memory bandwidth runs out: all cores but
+     * the driving thread's and one for the system (OUTCORE_CUDA_SINKS=N overrides). */
     int cores = oc_cpu_cores();
     pl->copy_threads = cores / 2 < 1 ? 1 : (cores / 2 > 8 ? 8 : cores / 2);
-    pl->nsinks = job->dense ? pl->copy_threads : 0;
+    int sinks = cores - 2 < 1 ? 1 : (cores - 2 > MAX_SINKS ? MAX_SINKS : cores - 2);
+    const char *force_sinks = getenv("OUTCORE_CUDA_SINKS");
+    if (force_sinks && *force_sinks) {
+        sinks = atoi(force_sinks);
+        if (sinks < 1 || sinks > 4 * MAX_SINKS)
+            return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "OUTCORE_CUDA_SINKS=%s: expected 1 to %d", force_sinks, 4 * MAX_SINKS);
+    }
+    pl->nsinks = job->dense && !pl->d2h_direct ? sinks : 0;
     pl->d2h_slots = 2 * pl->nsinks;
-    int64_t share = host_budget / (H2D_SLOTS + pl->d2h_slots);
+    int64_t share = host_budget / ((pl->h2d_direct ? 0 : H2D_SLOTS) + pl->d2h_slots + 1);
     if (share > MAX_STAGING_SLOT) share = MAX_STAGING_SLOT;
-    int64_t panel_total = plan->panel_bytes;
-    pl->h2d_slot_bytes = share < panel_total ? share / pl->row_bytes * pl->row_bytes : panel_total;
-    if (pl->h2d_slot_bytes < pl->row_bytes) pl->h2d_slot_bytes = pl->row_bytes;
-    for (int k = 0; k < H2D_SLOTS; ++k)
-        OC_CHECK(oc_pool_host_alloc(ctx, pl->dev.pool, (size_t)pl->h2d_slot_bytes, "a pinned upload slot",
-                                    (void **)&pl->h2d_pin[k]));
-    OC_CHECK(create_events(ctx, pl->h2d_pin_free, H2D_SLOTS, 1));
+    if (!pl->h2d_direct) {
+        int64_t panel_total = plan->panel_bytes;
+        pl->h2d_slot_bytes = share < panel_total ? share / pl->row_bytes * pl->row_bytes : panel_total;
+        if (pl->h2d_slot_bytes < pl->row_bytes) pl->h2d_slot_bytes = pl->row_bytes;
+        for (int k = 0; k < H2D_SLOTS; ++k)
+            OC_CHECK(oc_pool_host_alloc(ctx, pl->dev.pool, (size_t)pl->h2d_slot_bytes, "a pinned upload slot",
+                                        (void **)&pl->h2d_pin[k]));
+        OC_CHECK(create_events(ctx, pl->h2d_pin_free, H2D_SLOTS, 1));
+    }
 
-    if (job->dense) {
+    if (pl->nsinks > 0) {
         int64_t out_row = plan->tile * pl->elem;
         int64_t d2h_share = share < MAX_D2H_SLOT ? share : MAX_D2H_SLOT;
         pl->d2h_slot_bytes = d2h_share < plan->out_bytes ? d2h_share / out_row * out_row : plan->out_bytes;
@@ -369,11 +466,15 @@ static oc_status load_panel(pipeline *pl, int side, int64_t index, int slot)
     double t0 = oc_now();
     /* The slot's previous panel may still be read by a kernel enqueued earlier. */
     CUDA_CHECK(ctx, cudaStreamWaitEvent(pl->dev.h2d, pl->panel_free[slot], 0));
-    for (int64_t off = 0; off < bytes; off += pl->h2d_slot_bytes) {
+    if (pl->h2d_direct) /* page-locked rows: one DMA, and the driving thread never waits here */
+        CUDA_CHECK(ctx, cudaMemcpyAsync(dst, src, (size_t)bytes, cudaMemcpyHostToDevice, pl->dev.h2d));
+    for (int64_t off = 0; !pl->h2d_direct && off < bytes; off += pl->h2d_slot_bytes) {
         int64_t len = bytes - off < pl->h2d_slot_bytes ? bytes - off : pl->h2d_slot_bytes;
         int k = pl->h2d_next;
         pl->h2d_next = (k + 1) % H2D_SLOTS;
+        double w0 = oc_now();
         CUDA_CHECK(ctx, cudaEventSynchronize(pl->h2d_pin_free[k]));
+        pl->stage_wait_seconds += oc_now() - w0;
         /* Pageable rows into pinned memory on several cores: one core copies about 10 GB/s,
          * less than the link's 55 GB/s. */
         if (len >= (8 << 20)) {
@@ -400,21 +501,29 @@ static oc_status place_panel(pipeline *pl, oc_panel_cache *cache, int side, int6
     return OC_OK;
 }
 
-static oc_status download_tile(pipeline *pl, int o, int64_t i0, int64_t j0, int64_t rows, int64_t cols)
+/* Copies the rows x cols block at `src` (rows plan->tile elements apart) on the device to
+ * C(i0, j0): straight into a page-locked destination, else through pinned slots and the
+ * sink threads. Enqueued on the d2h stream after whatever it already waits for. */
+static oc_status download_block(pipeline *pl, const char *src, int64_t i0, int64_t j0, int64_t rows, int64_t cols)
 {
     oc_context *ctx = pl->ctx;
-    const oc_tile_plan *plan = &pl->plan;
-    size_t pitch = (size_t)(plan->tile * pl->elem), width = (size_t)(cols * pl->elem);
+    const oc_dense_sink *d = pl->job->dense;
+    size_t pitch = (size_t)(pl->plan.tile * pl->elem), width = (size_t)(cols * pl->elem);
+    pl->job->stats->bytes_d2h += rows * (int64_t)width;
+    if (pl->d2h_direct) {
+        CUDA_CHECK(ctx, cudaMemcpy2DAsync(d->base + (i0 * d->ld + j0) * pl->elem, (size_t)(d->ld * pl->elem), src, pitch,
+                                          width, (size_t)rows, cudaMemcpyDeviceToHost, pl->dev.d2h));
+        return OC_OK;
+    }
     int64_t chunk_rows = pl->d2h_slot_bytes / (int64_t)width;
-    CUDA_CHECK(ctx, cudaStreamWaitEvent(pl->dev.d2h, pl->out_done[o], 0));
     for (int64_t r0 = 0; r0 < rows; r0 += chunk_rows) {
         int64_t nr = rows - r0 < chunk_rows ? rows - r0 : chunk_rows;
         int k = 0;
         double t0 = oc_now();
         OC_CHECK(d2h_acquire(pl, &k));
         pl->acquire_seconds += oc_now() - t0;
-        cudaError_t e = cudaMemcpy2DAsync(pl->d2h_pin[k], width, (const char *)pl->out[o] + (size_t)r0 * pitch, pitch,
-                                          width, (size_t)nr, cudaMemcpyDeviceToHost, pl->dev.d2h);
+        cudaError_t e = cudaMemcpy2DAsync(pl->d2h_pin[k], width, src + (size_t)r0 * pitch, pitch, width, (size_t)nr,
+                                          cudaMemcpyDeviceToHost, pl->dev.d2h);
         if (e == cudaSuccess) e = cudaEventRecord(pl->d2h_pin_ready[k], pl->dev.d2h);
         if (e != cudaSuccess) {
             pthread_mutex_lock(&pl->lock);
@@ -424,8 +533,26 @@ static oc_status download_tile(pipeline *pl, int o, int64_t i0, int64_t j0, int6
         }
         d2h_submit(pl, (d2h_chunk){k, i0 + r0, j0, nr, cols});
     }
+    return OC_OK;
+}
+
+/* Everything output slot o holds for tile (I, J) to the destination, then frees the slot.
+ * For A·Aᵀ the slot's second half holds the mirror: the whole symmetric block of a
+ * diagonal tile (sent instead of the tile), or the block at (J, I). */
+static oc_status download_tile(pipeline *pl, int o, int64_t I, int64_t J, int64_t rows, int64_t cols)
+{
+    oc_context *ctx = pl->ctx;
+    const oc_tile_plan *plan = &pl->plan;
+    const char *tile = pl->out[o], *mirror = tile + plan->tile * plan->tile * pl->elem;
+    int64_t i0 = I * plan->tile, j0 = J * plan->tile;
+    CUDA_CHECK(ctx, cudaStreamWaitEvent(pl->dev.d2h, pl->out_done[o], 0));
+    if (pl->gpu_mirror && I == J) {
+        OC_CHECK(download_block(pl, mirror, i0, j0, rows, cols));
+    } else {
+        OC_CHECK(download_block(pl, tile, i0, j0, rows, cols));
+        if (pl->gpu_mirror) OC_CHECK(download_block(pl, mirror, j0, i0, cols, rows));
+    }
     CUDA_CHECK(ctx, cudaEventRecord(pl->out_free[o], pl->dev.d2h));
-    pl->job->stats->bytes_d2h += rows * (int64_t)width;
     return OC_OK;
 }
 
@@ -471,15 +598,19 @@ static oc_status run_tiles(pipeline *pl)
                              .out = pl->out[out_slot], .ld = plan->tile, .metric = job->metric, .dtype = job->dtype,
                              .upper_only = job->symmetric && I == J};
         double macs = 0;
+        if (pl->kernel_ev) CUDA_CHECK_GOTO(ctx, cudaEventRecord(pl->kernel_ev[2 * t], pl->dev.compute));
         if (pl->kernel == KERNEL_B1) OC_CHECK_GOTO(oc_cuda_gram_b1(ctx, &pl->dev, &tile, pl->dev.compute, &macs));
         else OC_CHECK_GOTO(oc_cuda_gram_popc(ctx, &pl->dev, &tile, pl->dev.compute, &macs));
+        if (pl->gpu_mirror)
+            OC_CHECK_GOTO(oc_cuda_gram_mirror(ctx, &pl->dev, tile.out, (char *)tile.out + plan->tile * plan->tile * pl->elem,
+                                              tile.rows, tile.cols, plan->tile, (int)pl->elem, I == J, pl->dev.compute));
+        if (pl->kernel_ev) CUDA_CHECK_GOTO(ctx, cudaEventRecord(pl->kernel_ev[2 * t + 1], pl->dev.compute));
         job->stats->bit_macs_computed += macs;
         job->stats->tiles++;
         CUDA_CHECK_GOTO(ctx, cudaEventRecord(pl->out_done[out_slot], pl->dev.compute));
         CUDA_CHECK_GOTO(ctx, cudaEventRecord(pl->panel_free[sa], pl->dev.compute));
         if (sb != sa) CUDA_CHECK_GOTO(ctx, cudaEventRecord(pl->panel_free[sb], pl->dev.compute));
-        if (job->dense)
-            OC_CHECK_GOTO(download_tile(pl, out_slot, I * plan->tile, J * plan->tile, tile.rows, tile.cols));
+        if (job->dense) OC_CHECK_GOTO(download_tile(pl, out_slot, I, J, tile.rows, tile.cols));
 
         double now = oc_now();
         if (o->progress && now - last_progress >= 0.1) {
@@ -498,14 +629,29 @@ cleanup:
 }
 
 /* ---------------------------------------------------------------- the job */
-/* OUTCORE_TRACE=1 prints the time of each phase to stderr: a diagnostic for benchmarks. */
 static void trace(double *t, const char *phase)
 {
-    static int on = -1;
-    if (on < 0) on = getenv("OUTCORE_TRACE") != NULL;
     double now = oc_now();
-    if (on) fprintf(stderr, "outcore cuda: %-10s %8.4f s\n", phase, now - *t);
+    if (tracing()) fprintf(stderr, "outcore cuda: %-10s %8.4f s\n", phase, now - *t);
     *t = now;
+}
+
+/* The pipeline's choices and where its time went (OUTCORE_TRACE). */
+static void trace_pipeline(pipeline *pl)
+{
+    if (!tracing()) return;
+    double kernels = 0;
+    for (int64_t i = 0; pl->kernel_ev && i < pl->plan.ntiles; ++i) {
+        float ms = 0;
+        if (cudaEventElapsedTime(&ms, pl->kernel_ev[2 * i], pl->kernel_ev[2 * i + 1]) == cudaSuccess) kernels += ms / 1e3;
+    }
+    (void)cudaGetLastError();
+    fprintf(stderr,
+            "outcore cuda: tile %lld, %lld tiles, %d panel slots%s, %lld uploads; kernels busy %.4f s; H2D %s "
+            "(staging %.4f s, of which slot waits %.4f s); D2H %s, %d sinks (slot waits %.4f s); registering %.4f s\n",
+            (long long)pl->plan.tile, (long long)pl->plan.ntiles, pl->plan.panel_slots, pl->plan.resident ? " (resident)" : "",
+            (long long)pl->plan.panel_loads, kernels, pl->h2d_direct ? "direct" : "staged", pl->upload_seconds,
+            pl->stage_wait_seconds, pl->d2h_direct ? "direct" : "staged", pl->nsinks, pl->acquire_seconds, pl->lock_seconds);
 }
 
 static void teardown(pipeline *pl)
@@ -522,6 +668,9 @@ static void teardown(pipeline *pl)
     destroy_events(pl->out_free, pl->plan.out_slots);
     destroy_events(pl->h2d_pin_free, H2D_SLOTS);
     destroy_events(pl->d2h_pin_ready, pl->d2h_slots);
+    destroy_events(pl->kernel_ev, pl->kernel_ev ? 2 * pl->plan.ntiles : 0);
+    for (int i = 0; i < pl->nlocked; ++i) (void)cudaHostUnregister((void *)pl->locked[i]);
+    (void)cudaGetLastError();
     oc_cuda_device_close(&pl->dev); /* frees the pool: every device and pinned buffer */
     free(pl->panel);
     free(pl->panel_loaded);
@@ -534,6 +683,7 @@ static void teardown(pipeline *pl)
     free(pl->queue);
     free(pl->slot_busy);
     free(pl->sinks);
+    free(pl->kernel_ev);
     pthread_cond_destroy(&pl->work);
     pthread_cond_destroy(&pl->slot_freed);
     pthread_mutex_destroy(&pl->lock);
@@ -565,10 +715,7 @@ oc_status oc_cuda_gram(oc_gram_job *job)
     trace(&t, "setup");
     OC_CHECK_GOTO(run_tiles(pl));
     trace(&t, "tiles");
-    if (getenv("OUTCORE_TRACE"))
-        fprintf(stderr, "outcore cuda: tile %lld, %lld tiles, %d panel slots%s, %lld uploads; staging %.4f s, D2H slot waits %.4f s\n",
-                (long long)pl->plan.tile, (long long)pl->plan.ntiles, pl->plan.panel_slots, pl->plan.resident ? " (resident)" : "",
-                (long long)pl->plan.panel_loads, pl->upload_seconds, pl->acquire_seconds);
+    trace_pipeline(pl);
     OC_CHECK_GOTO(sinks_join(pl, 1));
     trace(&t, "sinks");
 

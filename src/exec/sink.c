@@ -2,6 +2,10 @@
 
 #include <string.h>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 /* Transposed copy in 32x32 blocks keeps both the reads and the writes within a few cache
  * lines per row. */
 #define MIRROR_BLOCK 32
@@ -44,4 +48,49 @@ void oc_dense_sink_store(const oc_dense_sink *s, int64_t i0, int64_t j0, int64_t
         mirror_u16(s, i0, j0, rows, cols, tile, tile_ld);
     else
         mirror_u32(s, i0, j0, rows, cols, tile, tile_ld);
+}
+
+/* One row, n bytes: plain stores up to a 16-byte boundary of the destination, then 16-byte
+ * non-temporal stores (SSE2 is part of x86-64, so this needs no dispatch), then the tail. */
+static void copy_row_streaming(char *dst, const char *src, size_t n)
+{
+#if defined(__SSE2__)
+    size_t head = (16 - ((uintptr_t)dst & 15)) & 15;
+    if (n < head + 64) {
+        memcpy(dst, src, n);
+        return;
+    }
+    memcpy(dst, src, head);
+    dst += head;
+    src += head;
+    n -= head;
+    size_t i = 0;
+    for (; i + 64 <= n; i += 64) {
+        __m128i a = _mm_loadu_si128((const __m128i *)(src + i));
+        __m128i b = _mm_loadu_si128((const __m128i *)(src + i + 16));
+        __m128i c = _mm_loadu_si128((const __m128i *)(src + i + 32));
+        __m128i d = _mm_loadu_si128((const __m128i *)(src + i + 48));
+        _mm_stream_si128((__m128i *)(dst + i), a);
+        _mm_stream_si128((__m128i *)(dst + i + 16), b);
+        _mm_stream_si128((__m128i *)(dst + i + 32), c);
+        _mm_stream_si128((__m128i *)(dst + i + 48), d);
+    }
+    memcpy(dst + i, src + i, n - i);
+#else
+    memcpy(dst, src, n);
+#endif
+}
+
+void oc_dense_sink_put(const oc_dense_sink *s, int64_t i0, int64_t j0, int64_t rows, int64_t cols, const void *block,
+                       int64_t block_ld)
+{
+    const char *src = block;
+    int64_t es = (int64_t)s->elem_size;
+    for (int64_t r = 0; r < rows; ++r)
+        copy_row_streaming(s->base + ((i0 + r) * s->ld + j0) * es, src + r * block_ld * es, (size_t)(cols * es));
+#if defined(__SSE2__)
+    /* Non-temporal stores are weakly ordered: fence them before the caller reports the
+     * block delivered (another thread may read the destination after that). */
+    _mm_sfence();
+#endif
 }

@@ -24,4 +24,13 @@ typedef struct oc_dense_sink {
 void oc_dense_sink_store(const oc_dense_sink *sink, int64_t i0, int64_t j0, int64_t rows, int64_t cols,
                          const void *tile, int64_t tile_ld);
 
+/* Stores a rows x cols block at C(i0, j0) as it is: no diagonal rule and no mirror (a
+ * backend that produced the mirror itself sends it as a block of its own). Rows are copied
+ * with non-temporal stores where the platform has them: the destination is written once
+ * and not read again by the job, so loading its lines into the cache first (what a plain
+ * store does) would only double the memory traffic of the copy. Blocks never overlap, so
+ * concurrent puts need no lock. */
+void oc_dense_sink_put(const oc_dense_sink *sink, int64_t i0, int64_t j0, int64_t rows, int64_t cols,
+                       const void *block, int64_t block_ld);
+
 #endif

@@ -128,7 +128,7 @@ static int plan_for_tile(const oc_tile_plan_input *in, int64_t T, oc_tile_plan *
     pl->panels_a = ceil_div(in->n, T);
     pl->panels_b = in->symmetric ? pl->panels_a : ceil_div(in->p, T);
     pl->panel_bytes = T * in->row_bytes;
-    pl->out_bytes = T * T * in->elem_size;
+    pl->out_bytes = T * T * in->elem_size * (in->mirror_output ? 2 : 1);
     /* Two output slots let the kernel fill one while the other drains to the host. */
     pl->out_slots = in->keep_output ? 2 : 1;
     int64_t total_panels = in->symmetric ? pl->panels_a : pl->panels_a + pl->panels_b;
@@ -185,11 +185,12 @@ oc_status oc_tile_plan_make(oc_context *ctx, const oc_tile_plan_input *in, oc_ti
 
     int64_t T = in->tile > 0 ? first : g;
     int64_t total_panels = in->symmetric ? ceil_div(in->n, T) : ceil_div(in->n, T) + ceil_div(in->p, T);
-    int64_t need = in->fixed_bytes + (in->keep_output ? 2 : 1) * T * T * in->elem_size +
+    int64_t out_bytes = T * T * in->elem_size * (in->mirror_output ? 2 : 1);
+    int64_t need = in->fixed_bytes + (in->keep_output ? 2 : 1) * out_bytes +
                    (total_panels == 1 ? 1 : 2) * T * in->row_bytes;
     return oc_fail(ctx, OC_ERR_DEVICE_NO_MEMORY,
                    "the smallest plan (tiles of %lld rows: %s panels of %.1f MiB, output slots of %.1f MiB) needs %.1f MiB "
                    "of device memory but the budget is %.1f MiB; raise --gpu-mem",
                    (long long)T, total_panels == 1 ? "one" : "two", (double)(T * in->row_bytes) / 1048576.0,
-                   (double)(T * T * in->elem_size) / 1048576.0, (double)need / 1048576.0, (double)in->budget / 1048576.0);
+                   (double)out_bytes / 1048576.0, (double)need / 1048576.0, (double)in->budget / 1048576.0);
 }

@@ -21,6 +21,7 @@ typedef struct oc_tile_plan_input {
     int64_t elem_size;       /* bytes of one result element */
     int symmetric;           /* A·Aᵀ: only tiles with I <= J, one set of panels */
     int keep_output;         /* 0: output discarded on the device (one output slot suffices) */
+    int mirror_output;       /* output slots also hold the tile's mirror (A·Aᵀ made on the device) */
     int64_t budget;          /* device bytes available to the plan */
     int64_t fixed_bytes;     /* device bytes the job needs besides panels and output slots */
     int64_t tile;            /* forced tile edge (0 = choose); rounded up to granularity */
@@ -34,7 +35,7 @@ typedef struct oc_tile_plan {
     int panel_slots;         /* device panel buffers */
     int out_slots;           /* device output tile buffers */
     int64_t panel_bytes;     /* one slot: T rows */
-    int64_t out_bytes;       /* one output slot: T x T elements */
+    int64_t out_bytes;       /* one output slot: T x T elements, twice that with mirror_output */
     int64_t device_bytes;    /* everything the plan allocates, fixed_bytes included */
     int group;               /* A panels kept resident together while B panels stream */
     int64_t ntiles;
