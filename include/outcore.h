@@ -158,8 +158,17 @@ typedef struct oc_gram_options {
     double gpu_mem_fraction;    /* used when gpu_mem_bytes == 0; default 0.9 */
     oc_gpu_mem_mode gpu_mem_mode;
     int64_t host_mem_bytes;     /* cap on pinned host staging; 0 = default */
-    int64_t topk;               /* > 0: each row's topk best columns instead of the dense matrix */
-    int use_threshold;          /* nonzero: all pairs with score >= threshold (<= for hamming) */
+    /* Top-k and threshold (docs/topk.md): the same results on every backend, tile size, thread
+     * count and budget.
+     * topk > 0: each row's topk best columns instead of the dense matrix, best first: score
+     *   descending (hamming, a distance: ascending), ties broken by the lower column. For
+     *   A·Aᵀ the row itself is excluded. Slots past the columns a row has: index -1, score 0.
+     * use_threshold: every pair whose score is >= threshold (hamming: <=), compared in the
+     *   result dtype (float32 scores against (float)threshold; integer scores against the
+     *   integers the threshold admits). For A·Aᵀ each unordered pair once, as (i, j) with
+     *   i < j; the diagonal is excluded. Pairs arrive sorted by (row, col). NaN is invalid. */
+    int64_t topk;
+    int use_threshold;
     double threshold;
     int64_t tile;               /* tile edge in rows; 0 = the planner chooses (tests force it) */
     oc_progress_fn progress;    /* may be NULL */
@@ -174,9 +183,11 @@ typedef struct oc_gram_options {
 
 typedef enum oc_output_kind {
     OC_OUTPUT_MEMORY = 0, /* dense result into caller memory */
-    OC_OUTPUT_FILE = 1,   /* result into a file chosen by extension (.npy dense) */
-    OC_OUTPUT_TOPK = 2,   /* top-k into caller arrays: indices[n*k], scores[n*k] */
-    OC_OUTPUT_PAIRS = 3,  /* threshold pairs through a callback */
+    OC_OUTPUT_FILE = 1,   /* result into a file chosen by extension: .npy dense; top-k .npz
+                           * (indices, scores) or .tsv; threshold .npz (rows, cols, values),
+                           * .mtx or .tsv */
+    OC_OUTPUT_TOPK = 2,   /* top-k into caller arrays: indices[n*k] (int64), scores[n*k] */
+    OC_OUTPUT_PAIRS = 3,  /* threshold pairs through a callback, in (row, col) order */
     OC_OUTPUT_DISCARD = 4 /* compute and drop the result (benchmarks: output stays on the device) */
 } oc_output_kind;
 
@@ -214,6 +225,9 @@ typedef struct oc_gram_stats {
     int64_t dev_allocations;
     int64_t bytes_h2d;
     int64_t bytes_d2h;
+    /* top-k and threshold */
+    int64_t pairs;              /* threshold: pairs delivered (written or passed to the callback) */
+    char select_desc[64];       /* where the selection ran: "cpu", "device", "host (k > 128)" */
 } oc_gram_stats;
 
 /* Computes the Gram matrix of a (with b == NULL: a·aᵀ, symmetric; only tiles on or above

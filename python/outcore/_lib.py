@@ -132,6 +132,8 @@ class GramStats(ctypes.Structure):
         ("dev_allocations", ctypes.c_int64),
         ("bytes_h2d", ctypes.c_int64),
         ("bytes_d2h", ctypes.c_int64),
+        ("pairs", ctypes.c_int64),
+        ("select_desc", ctypes.c_char * 64),
     ]
 
     def __init__(self):

@@ -10,7 +10,9 @@
  *       for each B micro-panel of NR rows             (NR x KC words: stays in L1 while ...)
  *         for each A micro-panel of MR rows           (... it meets every A micro-panel of the tile)
  *           kernel(MR x NR x KC) += into the tile's uint32 accumulator
- *     epilogue (metric, dtype) into the worker's tile buffer, then the dense sink.
+ *     epilogue (metric, dtype) into the worker's tile buffer, then the dense sink, or the
+ *     top-k / threshold selection (src/exec/select.h), which the worker runs on the tile
+ *     while it is still in its caches.
  *
  * With T = 240 and KC = 512 words the A tile's K block is 960 KiB (half the 2 MiB L2 of the
  * machines this was tuned on) and a B micro-panel of 6 rows is 24 KiB (half a 48 KiB L1).
@@ -29,6 +31,7 @@
 #include "../core/metric.h"
 #include "../core/threads.h"
 #include "../exec/backend.h"
+#include "../exec/select.h"
 #include "isa.h"
 
 #define TILE_DEFAULT 240      /* a multiple of every ISA's MR and NR (4 x 6, 2 x 3, 4 x 4) */
@@ -48,6 +51,7 @@ typedef struct cpu_worker {
 
 typedef struct cpu_job {
     const oc_gram_job *job;
+    int64_t task_base;      /* threshold jobs run in groups of row blocks: the group's first task */
     const oc_cpu_kernel *kernel;
     int64_t tile;           /* T */
     int64_t tiles_j;        /* tiles along p */
@@ -124,6 +128,7 @@ static oc_status gram_tile(void *arg, int64_t task, int worker)
     const oc_cpu_kernel *k = cj->kernel;
     cpu_worker *w = &cj->workers[worker];
     const int64_t t = cj->tile, ld = t;
+    task += cj->task_base;
     const int64_t i0 = cj->task_tiles[2 * task] * t, j0 = cj->task_tiles[2 * task + 1] * t;
     const int64_t rows = job->n - i0 < t ? job->n - i0 : t, cols = job->p - j0 < t ? job->p - j0 : t;
     const int diagonal = job->symmetric && i0 == j0;
@@ -155,6 +160,60 @@ static oc_status gram_tile(void *arg, int64_t task, int worker)
         result = w->out;
     }
     if (job->dense) oc_dense_sink_store(job->dense, i0, j0, rows, cols, result, ld);
+    if (job->select) return oc_select_tile(job->select, worker, i0, j0, rows, cols, result, ld);
+    return OC_OK;
+}
+
+/* Progress of one group of tasks as a part of the whole job. */
+typedef struct group_progress {
+    const oc_gram_options *opts;
+    double before, total;
+} group_progress;
+
+static void report_group(void *user, double done, double total)
+{
+    (void)total;
+    const group_progress *g = user;
+    g->opts->progress(g->opts->progress_user, g->before + done, g->total);
+}
+
+/* A task's failure inside the selection left its message there (tasks do not write ctx). */
+static oc_status select_failure(oc_context *ctx, oc_select *sel, oc_status st)
+{
+    oc_status inner = oc_select_check(ctx, sel);
+    return inner != OC_OK ? inner : st;
+}
+
+/* Runs the tasks. Threshold pairs must leave in row order from the caller's thread, so
+ * those jobs run in groups of whole row blocks (enough tiles per group to keep every thread
+ * busy), and the caller delivers each group's pairs before the next group starts: pairs wait
+ * in memory (or spill) for one group at most. */
+static oc_status run_tasks(oc_context *ctx, cpu_job *cj, int threads, int64_t tiles_i, int64_t ntasks,
+                           const int64_t *weights)
+{
+    const oc_gram_job *job = cj->job;
+    const oc_gram_options *o = job->opts;
+    oc_status st = OC_OK;
+    if (!job->select || oc_select_get_mode(job->select) != OC_SELECT_PAIRS) {
+        st = oc_parallel_run(ctx, threads, ntasks, gram_tile, cj, weights, o->progress, o->progress_user);
+        return st != OC_OK && job->select ? select_failure(ctx, job->select, st) : st;
+    }
+    double total = 0;
+    for (int64_t t = 0; t < ntasks; ++t) total += (double)weights[t];
+    group_progress gp = {.opts = o, .total = total};
+    const int64_t want = 32 * (int64_t)threads;
+    int64_t task = 0;
+    for (int64_t b = 0; b < tiles_i;) {
+        int64_t count = 0;
+        for (; b < tiles_i && count < want; ++b) count += job->symmetric ? cj->tiles_j - b : cj->tiles_j;
+        cj->task_base = task;
+        st = oc_parallel_run(ctx, threads < count ? threads : (int)count, count, gram_tile, cj, weights + task,
+                             o->progress ? report_group : NULL, &gp);
+        if (st != OC_OK) return select_failure(ctx, job->select, st);
+        OC_CHECK(oc_select_drain(ctx, job->select));
+        for (int64_t t = task; t < task + count; ++t) gp.before += (double)weights[t];
+        task += count;
+    }
     return OC_OK;
 }
 
@@ -215,8 +274,8 @@ static oc_status cpu_gram(oc_gram_job *job)
             weights[task] = (job->symmetric && ti == tj) ? rows * (cols + 1) / 2 : rows * cols;
         }
 
-    OC_CHECK_GOTO(oc_parallel_run(ctx, threads, ntasks, gram_tile, &cj, weights, job->opts->progress,
-                                  job->opts->progress_user));
+    if (job->select) OC_CHECK_GOTO(oc_select_begin(ctx, job->select, t, threads));
+    OC_CHECK_GOTO(run_tasks(ctx, &cj, threads, tiles_i, ntasks, weights));
 
     double macs = 0;
     for (int i = 0; i < threads; ++i) macs += cj.workers[i].bit_macs;
@@ -225,6 +284,7 @@ static oc_status cpu_gram(oc_gram_job *job)
     snprintf(job->stats->backend_desc, sizeof job->stats->backend_desc, "cpu %s %d thread%s%s%s%s", kernel->name,
              threads, threads == 1 ? "" : "s", *note ? " (" : "", note, *note ? ")" : "");
     job->stats->bit_macs_computed = macs;
+    if (job->select) snprintf(job->stats->select_desc, sizeof job->stats->select_desc, "cpu");
     job->stats->tiles = ntasks;
 
 cleanup:

@@ -6,6 +6,7 @@
  * compute row popcounts once; then run the backend; then commit the output. Any failure
  * after the output was created removes its temporary file.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -14,7 +15,9 @@
 #include "../core/context.h"
 #include "../core/threads.h"
 #include "../io/io.h"
+#include "../io/select_out.h"
 #include "backend.h"
+#include "select.h"
 
 static const oc_backend_vtbl *backend_for(const oc_gram_options *opts)
 {
@@ -59,7 +62,105 @@ static oc_status check_options(oc_context *ctx, const oc_gram_options *o, int64_
     if (o->topk < 0) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "topk must be positive, got %lld", (long long)o->topk);
     if (o->topk > 0 && o->use_threshold)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "top-k and threshold outputs are exclusive: choose one");
+    if (o->use_threshold && isnan(o->threshold))
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "the threshold is NaN: give a number");
     return OC_OK;
+}
+
+/* ---------------------------------------------------------------- top-k and threshold */
+/* Where a job's selection goes: caller arrays, a callback, a file, or nowhere (discard). */
+typedef struct select_dest {
+    const oc_output *out;
+    oc_topk_out *topk_file;
+    oc_pairs_out *pairs_file;
+} select_dest;
+
+static oc_status emit_to_callback(oc_context *ctx, void *user, const int64_t *rows, const int64_t *cols,
+                                  const void *values, int64_t count)
+{
+    const oc_output *out = ((select_dest *)user)->out;
+    if (out->pairs(out->pairs_user, rows, cols, values, count) != 0)
+        return oc_fail(ctx, OC_ERR_CANCELLED, "the pairs callback asked to stop");
+    return OC_OK;
+}
+
+static oc_status emit_to_file(oc_context *ctx, void *user, const int64_t *rows, const int64_t *cols,
+                              const void *values, int64_t count)
+{
+    return oc_pairs_out_append(ctx, ((select_dest *)user)->pairs_file, rows, cols, values, count);
+}
+
+/* Checks the output against the selection options and opens what must be opened before the
+ * job (a file's temporary name), then creates the selection state. */
+static oc_status select_setup(oc_context *ctx, const oc_gram_options *o, const oc_output *out, oc_gram_job *job,
+                              select_dest *dest, oc_select **sel)
+{
+    int topk = o->topk > 0;
+    oc_select_config cfg = {.mode = topk ? OC_SELECT_TOPK : OC_SELECT_PAIRS, .n = job->n, .p = job->p,
+                            .symmetric = job->symmetric, .metric = job->metric, .dtype = job->dtype, .k = o->topk,
+                            .threshold = o->threshold, .emit_user = dest};
+    const char *buffer = getenv("OUTCORE_PAIRS_BUFFER"); /* tests force spilling with a small value */
+    if (buffer && *buffer) cfg.buffer_bytes = strtoll(buffer, NULL, 10);
+    dest->out = out;
+    switch (out->kind) {
+    case OC_OUTPUT_TOPK:
+        if (!topk) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "output kind TOPK needs opts.topk > 0");
+        if (!out->indices && !out->scores)
+            return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "top-k output: indices and scores are both NULL");
+        break;
+    case OC_OUTPUT_PAIRS:
+        if (topk) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "output kind PAIRS is for threshold jobs, not top-k");
+        if (!out->pairs) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "pairs output: the callback is NULL");
+        cfg.emit = emit_to_callback;
+        break;
+    case OC_OUTPUT_FILE:
+        if (topk) OC_CHECK(oc_topk_out_create(ctx, out->path, &dest->topk_file));
+        else {
+            OC_CHECK(oc_pairs_out_create(ctx, out->path, job->dtype, job->n, job->p, &dest->pairs_file));
+            cfg.emit = emit_to_file;
+        }
+        break;
+    case OC_OUTPUT_DISCARD: break;
+    default:
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s results go to OC_OUTPUT_%s, a file or OC_OUTPUT_DISCARD, not "
+                       "output kind %d", topk ? "top-k" : "threshold", topk ? "TOPK" : "PAIRS", (int)out->kind);
+    }
+    return oc_select_create(ctx, &cfg, sel);
+}
+
+/* After the backend: the top-k lists into the caller's arrays or the file; the last pairs out
+ * and the file renamed into place. */
+static oc_status select_commit(oc_context *ctx, const oc_gram_job *job, select_dest *dest, oc_select *sel)
+{
+    if (oc_select_get_mode(sel) == OC_SELECT_PAIRS) {
+        OC_CHECK(oc_select_pairs_finish(ctx, sel));
+        job->stats->pairs = oc_select_pairs_count(sel);
+        if (dest->pairs_file) {
+            oc_pairs_out *w = dest->pairs_file;
+            dest->pairs_file = NULL;
+            OC_CHECK(oc_pairs_out_commit(ctx, w));
+        }
+        return OC_OK;
+    }
+    const oc_output *out = dest->out;
+    if (out->kind == OC_OUTPUT_TOPK) return oc_select_topk_result(ctx, sel, out->indices, out->scores);
+    if (!dest->topk_file) return OC_OK;
+    int64_t k = job->opts->topk, nk = job->n * k;
+    int64_t *indices = malloc((size_t)(nk ? nk : 1) * sizeof *indices);
+    void *scores = malloc((size_t)(nk ? nk : 1) * oc_dtype_size(job->dtype));
+    oc_status st = OC_OK;
+    if (!indices || !scores) {
+        st = oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the top-%lld result of %lld rows", (long long)k, (long long)job->n);
+        goto cleanup;
+    }
+    OC_CHECK_GOTO(oc_select_topk_result(ctx, sel, indices, scores));
+    oc_topk_out *w = dest->topk_file;
+    dest->topk_file = NULL;
+    OC_CHECK_GOTO(oc_topk_out_commit(ctx, w, job->n, k, indices, scores, job->dtype));
+cleanup:
+    free(indices);
+    free(scores);
+    return st;
 }
 
 static int64_t host_peak_bytes(void)
@@ -114,11 +215,16 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
     oc_status st = OC_OK;
     oc_npy_out *npy = NULL;
     int64_t *pops = NULL;
+    oc_select *sel = NULL;
+    select_dest dest = {0};
     oc_dense_sink sink = {.elem_size = oc_dtype_size(dtype), .symmetric = symmetric};
     oc_gram_job job = {.ctx = ctx, .a = a, .b = b, .symmetric = symmetric, .n = n, .p = p, .m = m,
                        .metric = opts->metric, .dtype = dtype, .opts = opts, .stats = st_out};
 
-    switch (out->kind) {
+    if (opts->topk > 0 || opts->use_threshold) {
+        OC_CHECK_GOTO(select_setup(ctx, opts, out, &job, &dest, &sel));
+        job.select = sel;
+    } else switch (out->kind) {
     case OC_OUTPUT_MEMORY:
         if (!out->data) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "output memory is NULL");
         if (out->ld != 0 && out->ld < p)
@@ -141,6 +247,10 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
         break;
     }
     case OC_OUTPUT_DISCARD: job.dense = NULL; break;
+    case OC_OUTPUT_TOPK:
+    case OC_OUTPUT_PAIRS:
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "output kind %s needs opts.%s", out->kind == OC_OUTPUT_TOPK ? "TOPK" : "PAIRS",
+                       out->kind == OC_OUTPUT_TOPK ? "topk > 0" : "use_threshold");
     default:
         return oc_fail(ctx, OC_ERR_UNSUPPORTED, "output kind %d is not supported by this version", (int)out->kind);
     }
@@ -157,6 +267,7 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
 
     st_out->bit_macs_effective = (double)n * (double)p * (double)m;
     OC_CHECK_GOTO(backend->gram(&job));
+    if (sel) OC_CHECK_GOTO(select_commit(ctx, &job, &dest, sel));
     if (npy) {
         oc_npy_out *w = npy;
         npy = NULL;
@@ -165,6 +276,9 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
 
 cleanup:
     oc_npy_out_abort(npy);
+    oc_topk_out_abort(dest.topk_file);
+    oc_pairs_out_abort(dest.pairs_file);
+    oc_select_free(sel);
     free(pops);
     st_out->seconds = oc_now() - t0;
     st_out->host_peak_bytes = host_peak_bytes();

@@ -13,6 +13,8 @@
 #include "../core/matrix.h"
 #include "sink.h"
 
+struct oc_select;
+
 typedef struct oc_gram_job {
     oc_context *ctx;
     const oc_matrix *a;
@@ -25,6 +27,7 @@ typedef struct oc_gram_job {
     const int64_t *pop_b;     /* of b, p of them (== pop_a when symmetric) */
     const oc_gram_options *opts;
     oc_dense_sink *dense;     /* dense destination, or NULL when the result is discarded */
+    struct oc_select *select; /* top-k or threshold destination (select.h), else NULL */
     oc_gram_stats *stats;     /* never NULL inside the library; the backend fills its fields */
 } oc_gram_job;
 

@@ -1,0 +1,691 @@
+/*
+ * select.c - top-k lists and threshold pairs from Gram tiles (see select.h for the data flow,
+ * select_key.h for the order, docs/topk.md for the semantics).
+ *
+ * Top-k on concurrent workers: each row has a list of `kept` keys (best first, 0 = empty)
+ * and a floor, the key a candidate must beat once the list is full. A worker scans a tile
+ * against the floors it read when the tile started (a stale floor is only lower, so it lets
+ * more candidates through, never fewer), collects the survivors per row in its own buffer,
+ * trims that buffer to the best `kept` whenever it fills (raising its local floor), and
+ * finally merges each row's survivors into the row's list under one of NLOCKS striped
+ * mutexes. After a row's first tiles its floor is high and almost every element costs one
+ * comparison, which is what keeps selection at the speed of the kernel.
+ *
+ * Threshold pairs: a tile's pairs form one chunk of its row block, sorted by (row, col)
+ * within the tile. A row block is complete when all its tiles have arrived; complete blocks
+ * are delivered in row order on the caller's thread by oc_select_drain, which walks each row
+ * across the block's chunks in column-tile order: the (row, col) order needs no sort. Chunks
+ * beyond buffer_bytes of waiting pairs are written to an unlinked temporary file and read
+ * back at delivery.
+ *
+ * Lock order: a row stripe lock and the pairs lock are never held together.
+ */
+#include "select.h"
+
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../core/error.h"
+#include "../core/matrix.h"
+
+#define NLOCKS 1024                     /* row stripes: rows of one tile never share a lock */
+#define EMIT_BATCH 65536                /* pairs per emit call */
+#define DEFAULT_BUFFER_BYTES (256LL << 20)
+#define SMALL_SORT 24
+
+typedef struct sel_worker {
+    /* top-k */
+    uint64_t *rowbuf;       /* rowcap survivors of the current tile row */
+    uint64_t *colbuf;       /* A·Aᵀ: colcap survivors per tile column (the mirrored rows) */
+    int64_t *colcount;
+    uint64_t *colfloor;
+    uint64_t *merge;        /* kept keys: the merged list before it is copied back */
+    /* pairs */
+    uint32_t *pcols;
+    unsigned char *pvals;
+    uint32_t *pcounts;
+    char pad[64];           /* workers' fields on separate cache lines */
+} sel_worker;
+
+typedef struct pair_chunk {
+    int64_t count;
+    uint32_t *row_counts;   /* pairs per row of the block; NULL when count == 0 */
+    uint32_t *cols;         /* tile-local columns; NULL when spilled */
+    unsigned char *values;
+    int64_t spill_off;      /* -1: in memory; else cols then values in the spill file */
+    int64_t mem_bytes;
+} pair_chunk;
+
+typedef struct row_block {
+    int64_t expected, done;
+    pair_chunk *chunks;     /* one per column tile, allocated when the first arrives */
+} row_block;
+
+struct oc_select {
+    oc_select_config cfg;
+    oc_key_kind kind;
+    size_t elem;
+    int64_t kept;
+    uint64_t min_key;
+
+    uint64_t *keys;                 /* n x kept */
+    _Atomic uint64_t *floors;       /* n: the kept-th key once a list is full, else 0 */
+    pthread_mutex_t locks[NLOCKS];
+
+    int64_t tile, tiles_j, rowcap, colcap;
+    int nworkers;
+    sel_worker *workers;
+
+    pthread_mutex_t plock;          /* guards blocks, pending_bytes and the spill file's end */
+    row_block *blocks;
+    int64_t nblocks, next_block;
+    int64_t pending_bytes, buffer_bytes;
+    int spill_fd;
+    int64_t spill_end;
+    int64_t emitted;
+    int64_t *out_rows, *out_cols;
+    unsigned char *out_vals;
+    uint32_t *read_cols;            /* spilled columns being read back */
+    unsigned char *read_vals;
+
+    pthread_mutex_t elock;          /* guards err and errmsg */
+    oc_status err;
+    char errmsg[256];
+};
+
+/* ---------------------------------------------------------------- helpers */
+static void set_error(oc_select *s, oc_status st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void set_error(oc_select *s, oc_status st, const char *fmt, ...)
+{
+    pthread_mutex_lock(&s->elock);
+    if (s->err == OC_OK) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(s->errmsg, sizeof s->errmsg, fmt, ap);
+        va_end(ap);
+        s->err = st;
+    }
+    pthread_mutex_unlock(&s->elock);
+}
+
+oc_status oc_select_check(oc_context *ctx, oc_select *s)
+{
+    pthread_mutex_lock(&s->elock);
+    oc_status st = s->err;
+    char msg[sizeof s->errmsg];
+    memcpy(msg, s->errmsg, sizeof msg);
+    pthread_mutex_unlock(&s->elock);
+    return st == OC_OK ? OC_OK : oc_fail(ctx, st, "%s", msg);
+}
+
+static int cmp_desc(const void *x, const void *y)
+{
+    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+    return a < b ? 1 : (a > b ? -1 : 0);
+}
+
+static void sort_desc(uint64_t *a, int64_t n)
+{
+    if (n > SMALL_SORT) {
+        qsort(a, (size_t)n, sizeof *a, cmp_desc);
+        return;
+    }
+    for (int64_t i = 1; i < n; ++i) {
+        uint64_t v = a[i];
+        int64_t j = i;
+        for (; j > 0 && a[j - 1] < v; --j) a[j] = a[j - 1];
+        a[j] = v;
+    }
+}
+
+/* Sorts buf[0..*count) best first and keeps the best `kept`; returns the kept-th key, the
+ * floor the buffer's row now imposes (0 when fewer remain). */
+static uint64_t trim(uint64_t *buf, int64_t *count, int64_t kept)
+{
+    sort_desc(buf, *count);
+    if (*count > kept) *count = kept;
+    return *count == kept ? buf[kept - 1] : 0;
+}
+
+/* Merges nc survivors (any order) into row i's list. */
+static void merge_row(oc_select *s, int64_t i, uint64_t *cand, int64_t nc, uint64_t *tmp)
+{
+    const int64_t kept = s->kept;
+    sort_desc(cand, nc);
+    if (nc > kept) nc = kept;
+    pthread_mutex_t *lock = &s->locks[i % NLOCKS];
+    pthread_mutex_lock(lock);
+    uint64_t *list = s->keys + i * kept;
+    int64_t a = 0, b = 0, o = 0;
+    /* Keys are distinct and empty slots (0) sort last, so a plain merge of two descending
+     * runs gives the best `kept` of their union. */
+    while (o < kept) {
+        uint64_t x = a < kept ? list[a] : 0, y = b < nc ? cand[b] : 0;
+        if (x == 0 && y == 0) break;
+        if (x > y) tmp[o++] = x, a++;
+        else tmp[o++] = y, b++;
+    }
+    memcpy(list, tmp, (size_t)o * sizeof *list);
+    if (o == kept) atomic_store_explicit(&s->floors[i], list[kept - 1], memory_order_relaxed);
+    pthread_mutex_unlock(lock);
+}
+
+static inline uint64_t max_u64(uint64_t a, uint64_t b) { return a > b ? a : b; }
+
+/* ---------------------------------------------------------------- top-k per tile */
+/* One instance per key kind, so that the scan's inner loop has no switch. */
+#define DEFINE_TOPK_TILE(NAME, T, SCORE)                                                                   \
+    static void NAME(oc_select *s, sel_worker *w, int64_t i0, int64_t j0, int64_t rows, int64_t cols,     \
+                     const T *tile, int64_t ld)                                                            \
+    {                                                                                                      \
+        const int64_t kept = s->kept, rowcap = s->rowcap, colcap = s->colcap;                              \
+        const int mirror = s->cfg.symmetric, diag = mirror && i0 == j0;                                    \
+        if (mirror)                                                                                        \
+            for (int64_t c = 0; c < cols; ++c) {                                                           \
+                w->colcount[c] = 0;                                                                        \
+                w->colfloor[c] = atomic_load_explicit(&s->floors[j0 + c], memory_order_relaxed);           \
+            }                                                                                              \
+        for (int64_t r = 0; r < rows; ++r) {                                                               \
+            const T *v = tile + r * ld;                                                                    \
+            uint64_t rf = atomic_load_explicit(&s->floors[i0 + r], memory_order_relaxed);                  \
+            const uint32_t jlow0 = 0xFFFFFFFFu - (uint32_t)j0, ilow = 0xFFFFFFFFu - (uint32_t)(i0 + r);    \
+            int64_t nr = 0;                                                                                \
+            for (int64_t c = diag ? r + 1 : 0; c < cols; ++c) {                                            \
+                const uint64_t hi = (uint64_t)(SCORE(v[c])) << 32;                                         \
+                const uint64_t kr = hi | (uint32_t)(jlow0 - (uint32_t)c);                                  \
+                if (kr > rf) {                                                                             \
+                    w->rowbuf[nr++] = kr;                                                                  \
+                    if (nr == rowcap && rowcap > kept) rf = max_u64(rf, trim(w->rowbuf, &nr, kept));       \
+                }                                                                                          \
+                if (mirror) {                                                                              \
+                    const uint64_t kc = hi | ilow;                                                         \
+                    if (kc > w->colfloor[c]) {                                                             \
+                        uint64_t *cb = w->colbuf + c * colcap;                                             \
+                        cb[w->colcount[c]++] = kc;                                                         \
+                        if (w->colcount[c] == colcap && colcap > kept)                                     \
+                            w->colfloor[c] = max_u64(w->colfloor[c], trim(cb, &w->colcount[c], kept));     \
+                    }                                                                                      \
+                }                                                                                          \
+            }                                                                                              \
+            if (nr) merge_row(s, i0 + r, w->rowbuf, nr, w->merge);                                         \
+        }                                                                                                  \
+        if (mirror)                                                                                        \
+            for (int64_t c = 0; c < cols; ++c)                                                             \
+                if (w->colcount[c]) merge_row(s, j0 + c, w->colbuf + c * colcap, w->colcount[c], w->merge); \
+    }
+
+#define SCORE_F32(x) oc_key_f32(x)
+#define SCORE_I32(x) oc_key_i32(x)
+#define SCORE_U16(x) ((uint32_t)(x))
+#define SCORE_I32_REV(x) (~oc_key_i32(x))
+#define SCORE_U16_REV(x) (0xFFFFu - (uint32_t)(x))
+
+DEFINE_TOPK_TILE(topk_f32, float, SCORE_F32)
+DEFINE_TOPK_TILE(topk_i32, int32_t, SCORE_I32)
+DEFINE_TOPK_TILE(topk_u16, uint16_t, SCORE_U16)
+DEFINE_TOPK_TILE(topk_i32_rev, int32_t, SCORE_I32_REV)
+DEFINE_TOPK_TILE(topk_u16_rev, uint16_t, SCORE_U16_REV)
+
+/* ---------------------------------------------------------------- pairs per tile */
+#define DEFINE_PAIRS_TILE(NAME, T, SCORE)                                                                  \
+    static int64_t NAME(const oc_select *s, sel_worker *w, int64_t i0, int64_t j0, int64_t rows,          \
+                        int64_t cols, const T *tile, int64_t ld)                                           \
+    {                                                                                                      \
+        const uint32_t mk = (uint32_t)s->min_key;                                                          \
+        const int diag = s->cfg.symmetric && i0 == j0;                                                     \
+        T *vals = (T *)w->pvals;                                                                           \
+        int64_t n = 0;                                                                                     \
+        for (int64_t r = 0; r < rows; ++r) {                                                               \
+            const T *v = tile + r * ld;                                                                    \
+            int64_t before = n;                                                                            \
+            for (int64_t c = diag ? r + 1 : 0; c < cols; ++c)                                              \
+                if ((uint32_t)(SCORE(v[c])) >= mk) {                                                       \
+                    w->pcols[n] = (uint32_t)c;                                                             \
+                    vals[n++] = v[c];                                                                      \
+                }                                                                                          \
+            w->pcounts[r] = (uint32_t)(n - before);                                                        \
+        }                                                                                                  \
+        return n;                                                                                          \
+    }
+
+DEFINE_PAIRS_TILE(pairs_f32, float, SCORE_F32)
+DEFINE_PAIRS_TILE(pairs_i32, int32_t, SCORE_I32)
+DEFINE_PAIRS_TILE(pairs_u16, uint16_t, SCORE_U16)
+DEFINE_PAIRS_TILE(pairs_i32_rev, int32_t, SCORE_I32_REV)
+DEFINE_PAIRS_TILE(pairs_u16_rev, uint16_t, SCORE_U16_REV)
+
+/* ---------------------------------------------------------------- set-up */
+static oc_key_kind key_kind(oc_metric metric, oc_dtype dtype)
+{
+    if (dtype == OC_DTYPE_FLOAT32) return OC_KEY_F32;
+    int rev = metric == OC_METRIC_HAMMING;
+    if (dtype == OC_DTYPE_UINT16) return rev ? OC_KEY_U16_REV : OC_KEY_U16;
+    return rev ? OC_KEY_I32_REV : OC_KEY_I32;
+}
+
+/* The smallest score key that passes the threshold (see select.h); 2^32 when none can. The
+ * test is made in the result dtype: float scores against (float)T, integer scores against
+ * ceil(T) (>=) or floor(T) (Hamming, <=). */
+static uint64_t threshold_key(oc_key_kind kind, double t)
+{
+    const uint64_t none = 1ull << 32;
+    switch (kind) {
+    case OC_KEY_F32: return oc_key_f32((float)t);
+    case OC_KEY_I32: {
+        double lo = ceil(t);
+        if (lo <= (double)INT32_MIN) return 0;
+        return lo > (double)INT32_MAX ? none : oc_key_i32((int32_t)lo);
+    }
+    case OC_KEY_U16: {
+        double lo = ceil(t);
+        if (lo <= 0) return 0;
+        return lo > 65535.0 ? none : (uint64_t)lo;
+    }
+    case OC_KEY_I32_REV: {
+        double hi = floor(t);
+        if (hi >= (double)INT32_MAX) return 0;
+        return hi < (double)INT32_MIN ? none : ~oc_key_i32((int32_t)hi);
+    }
+    default: {
+        double hi = floor(t);
+        if (hi >= 65535.0) return 0;
+        return hi < 0 ? none : 0xFFFFu - (uint64_t)hi;
+    }
+    }
+}
+
+oc_status oc_select_create(oc_context *ctx, const oc_select_config *cfg, oc_select **out)
+{
+    if (cfg->n > OC_KEY_MAX_INDEX || cfg->p > OC_KEY_MAX_INDEX)
+        return oc_fail(ctx, OC_ERR_UNSUPPORTED, "top-k and threshold outputs index rows and columns in 32 bits: "
+                       "%lld x %lld is too large", (long long)cfg->n, (long long)cfg->p);
+    oc_select *s = calloc(1, sizeof *s);
+    if (!s) return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the selection state");
+    s->cfg = *cfg;
+    s->spill_fd = -1;
+    s->kind = key_kind(cfg->metric, cfg->dtype);
+    s->elem = oc_dtype_size(cfg->dtype);
+    s->buffer_bytes = cfg->buffer_bytes > 0 ? cfg->buffer_bytes : DEFAULT_BUFFER_BYTES;
+    for (int i = 0; i < NLOCKS; ++i) pthread_mutex_init(&s->locks[i], NULL);
+    pthread_mutex_init(&s->plock, NULL);
+    pthread_mutex_init(&s->elock, NULL);
+    *out = s;
+
+    if (cfg->mode == OC_SELECT_PAIRS) {
+        s->min_key = threshold_key(s->kind, cfg->threshold);
+        return OC_OK;
+    }
+    /* A row has p candidates (p - 1 for A·Aᵀ); lists never hold more. */
+    int64_t candidates = cfg->p - (cfg->symmetric ? 1 : 0);
+    s->kept = cfg->k < candidates ? cfg->k : candidates;
+    if (s->kept < 0) s->kept = 0;
+    int64_t entries;
+    if (!oc_mul_i64(cfg->n, s->kept, &entries) || entries > INT64_MAX / 8)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "top-%lld of %lld rows overflows 64-bit sizes", (long long)cfg->k,
+                       (long long)cfg->n);
+    s->keys = calloc((size_t)(entries ? entries : 1), sizeof *s->keys);
+    s->floors = calloc((size_t)(cfg->n ? cfg->n : 1), sizeof *s->floors);
+    if (!s->keys || !s->floors)
+        return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate top-%lld lists for %lld rows (%.1f MiB)",
+                       (long long)s->kept, (long long)cfg->n, (double)entries * 8 / 1048576.0);
+    return OC_OK;
+}
+
+oc_status oc_select_begin(oc_context *ctx, oc_select *s, int64_t tile, int workers)
+{
+    s->tile = tile;
+    s->tiles_j = (s->cfg.p + tile - 1) / tile;
+    s->nworkers = workers;
+    s->workers = calloc((size_t)(workers > 0 ? workers : 1), sizeof *s->workers);
+    if (!s->workers) return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the selection's worker state");
+    int64_t tt;
+    if (!oc_mul_i64(tile, tile, &tt)) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "tile edge %lld is too large", (long long)tile);
+    if (s->cfg.mode == OC_SELECT_TOPK) {
+        /* Buffers of 2k + 32 trim rarely (amortised sorting) yet stay small; a buffer that
+         * can hold a whole tile row never needs trimming. */
+        int64_t cap = 2 * s->kept + 32;
+        s->rowcap = s->colcap = cap < tile ? cap : tile;
+        for (int i = 0; i < workers; ++i) {
+            sel_worker *w = &s->workers[i];
+            w->rowbuf = malloc((size_t)s->rowcap * sizeof *w->rowbuf);
+            w->merge = malloc((size_t)(s->kept ? s->kept : 1) * sizeof *w->merge);
+            if (s->cfg.symmetric) {
+                w->colbuf = malloc((size_t)(tile * s->colcap) * sizeof *w->colbuf);
+                w->colcount = malloc((size_t)tile * sizeof *w->colcount);
+                w->colfloor = malloc((size_t)tile * sizeof *w->colfloor);
+            }
+            if (!w->rowbuf || !w->merge || (s->cfg.symmetric && (!w->colbuf || !w->colcount || !w->colfloor)))
+                return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate top-k buffers for %d workers", workers);
+        }
+        return OC_OK;
+    }
+    s->nblocks = (s->cfg.n + tile - 1) / tile;
+    s->blocks = calloc((size_t)(s->nblocks ? s->nblocks : 1), sizeof *s->blocks);
+    s->out_rows = malloc(EMIT_BATCH * sizeof *s->out_rows);
+    s->out_cols = malloc(EMIT_BATCH * sizeof *s->out_cols);
+    s->out_vals = malloc(EMIT_BATCH * s->elem);
+    s->read_cols = malloc(EMIT_BATCH * sizeof *s->read_cols);
+    s->read_vals = malloc(EMIT_BATCH * s->elem);
+    if (!s->blocks || !s->out_rows || !s->out_cols || !s->out_vals || !s->read_cols || !s->read_vals)
+        return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the threshold pair buffers");
+    for (int64_t b = 0; b < s->nblocks; ++b) s->blocks[b].expected = s->cfg.symmetric ? s->tiles_j - b : s->tiles_j;
+    for (int i = 0; i < workers; ++i) {
+        sel_worker *w = &s->workers[i];
+        w->pcols = malloc((size_t)tt * sizeof *w->pcols);
+        w->pvals = malloc((size_t)tt * s->elem);
+        w->pcounts = malloc((size_t)tile * sizeof *w->pcounts);
+        if (!w->pcols || !w->pvals || !w->pcounts)
+            return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate threshold buffers for %d workers", workers);
+    }
+    return OC_OK;
+}
+
+static void free_chunk(pair_chunk *c)
+{
+    free(c->row_counts);
+    free(c->cols);
+    free(c->values);
+    memset(c, 0, sizeof *c);
+}
+
+void oc_select_free(oc_select *s)
+{
+    if (!s) return;
+    if (s->workers)
+        for (int i = 0; i < s->nworkers; ++i) {
+            sel_worker *w = &s->workers[i];
+            free(w->rowbuf);
+            free(w->colbuf);
+            free(w->colcount);
+            free(w->colfloor);
+            free(w->merge);
+            free(w->pcols);
+            free(w->pvals);
+            free(w->pcounts);
+        }
+    free(s->workers);
+    if (s->blocks)
+        for (int64_t b = 0; b < s->nblocks; ++b)
+            if (s->blocks[b].chunks) {
+                for (int64_t k = 0; k < s->blocks[b].expected; ++k) free_chunk(&s->blocks[b].chunks[k]);
+                free(s->blocks[b].chunks);
+            }
+    free(s->blocks);
+    if (s->spill_fd >= 0) close(s->spill_fd);
+    free(s->out_rows);
+    free(s->out_cols);
+    free(s->out_vals);
+    free(s->read_cols);
+    free(s->read_vals);
+    free(s->keys);
+    free((void *)s->floors);
+    for (int i = 0; i < NLOCKS; ++i) pthread_mutex_destroy(&s->locks[i]);
+    pthread_mutex_destroy(&s->plock);
+    pthread_mutex_destroy(&s->elock);
+    free(s);
+}
+
+oc_select_mode oc_select_get_mode(const oc_select *s) { return s->cfg.mode; }
+oc_key_kind oc_select_key_kind(const oc_select *s) { return s->kind; }
+int64_t oc_select_kept(const oc_select *s) { return s->kept; }
+uint64_t oc_select_min_key(const oc_select *s) { return s->min_key; }
+uint64_t *oc_select_topk_keys(oc_select *s) { return s->keys; }
+int64_t oc_select_pairs_count(const oc_select *s) { return s->emitted; }
+
+/* ---------------------------------------------------------------- pairs: chunks */
+static int write_all(int fd, const void *buf, size_t len, int64_t off)
+{
+    const char *p = buf;
+    while (len > 0) {
+        ssize_t w = pwrite(fd, p, len, (off_t)off);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            return -1;
+        }
+        p += w, len -= (size_t)w, off += w;
+    }
+    return 0;
+}
+
+static int read_all(int fd, void *buf, size_t len, int64_t off)
+{
+    char *p = buf;
+    while (len > 0) {
+        ssize_t r = pread(fd, p, len, (off_t)off);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) return -1;
+        p += r, len -= (size_t)r, off += r;
+    }
+    return 0;
+}
+
+/* The spill file: unlinked at once, so nothing is left behind whatever happens. Called with
+ * plock held. */
+static int spill_open(oc_select *s)
+{
+    if (s->spill_fd >= 0) return 0;
+    const char *dir = getenv("TMPDIR");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/outcore-pairs-XXXXXX", dir && *dir ? dir : "/tmp");
+    int fd = mkstemp(path);
+    if (fd < 0) {
+        set_error(s, OC_ERR_IO, "cannot create a temporary file for threshold pairs in %s: %s", dir && *dir ? dir : "/tmp",
+                  strerror(errno));
+        return -1;
+    }
+    unlink(path);
+    s->spill_fd = fd;
+    return 0;
+}
+
+/* Stores a tile's pairs as a chunk of its row block; copies everything it keeps. */
+static oc_status add_chunk(oc_select *s, int64_t i0, int64_t j0, int64_t rows, const uint32_t *row_counts,
+                           const uint32_t *cols, const void *values, int64_t count)
+{
+    const int64_t I = i0 / s->tile, J = j0 / s->tile;
+    pair_chunk c = {.count = count, .spill_off = -1};
+    if (count > 0) {
+        c.row_counts = malloc((size_t)rows * sizeof *c.row_counts);
+        if (!c.row_counts) goto no_memory;
+        memcpy(c.row_counts, row_counts, (size_t)rows * sizeof *c.row_counts);
+        c.mem_bytes = rows * (int64_t)sizeof *c.row_counts;
+    }
+    pthread_mutex_lock(&s->plock);
+    int spill = count > 0 && s->pending_bytes + count * (int64_t)(4 + s->elem) > s->buffer_bytes;
+    if (spill) {
+        /* The file's end is reserved under the lock; writing at it happens after. */
+        if (spill_open(s) != 0) {
+            pthread_mutex_unlock(&s->plock);
+            free_chunk(&c);
+            return OC_ERR_IO;
+        }
+        c.spill_off = s->spill_end;
+        s->spill_end += count * (int64_t)(4 + s->elem);
+    }
+    pthread_mutex_unlock(&s->plock);
+    if (spill) {
+        if (write_all(s->spill_fd, cols, (size_t)count * 4, c.spill_off) != 0 ||
+            write_all(s->spill_fd, values, (size_t)count * s->elem, c.spill_off + count * 4) != 0) {
+            set_error(s, OC_ERR_IO, "writing threshold pairs to a temporary file failed: %s", strerror(errno));
+            free_chunk(&c);
+            return OC_ERR_IO;
+        }
+    } else if (count > 0) {
+        c.cols = malloc((size_t)count * sizeof *c.cols);
+        c.values = malloc((size_t)count * s->elem);
+        if (!c.cols || !c.values) goto no_memory;
+        memcpy(c.cols, cols, (size_t)count * sizeof *c.cols);
+        memcpy(c.values, values, (size_t)count * s->elem);
+        c.mem_bytes += count * (int64_t)(4 + s->elem);
+    }
+
+    pthread_mutex_lock(&s->plock);
+    row_block *b = &s->blocks[I];
+    if (!b->chunks && !(b->chunks = calloc((size_t)b->expected, sizeof *b->chunks))) {
+        pthread_mutex_unlock(&s->plock);
+        goto no_memory;
+    }
+    b->chunks[J - (s->cfg.symmetric ? I : 0)] = c;
+    b->done++;
+    s->pending_bytes += c.mem_bytes;
+    pthread_mutex_unlock(&s->plock);
+    return OC_OK;
+
+no_memory:
+    free_chunk(&c);
+    set_error(s, OC_ERR_NO_MEMORY, "cannot allocate %lld threshold pairs of tile rows %lld..", (long long)count,
+              (long long)i0);
+    return OC_ERR_NO_MEMORY;
+}
+
+oc_status oc_select_add_pairs(oc_select *s, int64_t i0, int64_t j0, int64_t rows, const uint32_t *row_counts,
+                              const uint32_t *cols, const void *values, int64_t count)
+{
+    return add_chunk(s, i0, j0, rows, row_counts, cols, values, count);
+}
+
+oc_status oc_select_tile(oc_select *s, int worker, int64_t i0, int64_t j0, int64_t rows, int64_t cols,
+                         const void *tile, int64_t ld)
+{
+    sel_worker *w = &s->workers[worker];
+    if (s->cfg.mode == OC_SELECT_TOPK) {
+        if (s->kept == 0) return OC_OK;
+        switch (s->kind) {
+        case OC_KEY_F32: topk_f32(s, w, i0, j0, rows, cols, tile, ld); break;
+        case OC_KEY_I32: topk_i32(s, w, i0, j0, rows, cols, tile, ld); break;
+        case OC_KEY_U16: topk_u16(s, w, i0, j0, rows, cols, tile, ld); break;
+        case OC_KEY_I32_REV: topk_i32_rev(s, w, i0, j0, rows, cols, tile, ld); break;
+        default: topk_u16_rev(s, w, i0, j0, rows, cols, tile, ld); break;
+        }
+        return OC_OK;
+    }
+    int64_t n = 0;
+    if (s->min_key <= 0xFFFFFFFFu) switch (s->kind) {
+        case OC_KEY_F32: n = pairs_f32(s, w, i0, j0, rows, cols, tile, ld); break;
+        case OC_KEY_I32: n = pairs_i32(s, w, i0, j0, rows, cols, tile, ld); break;
+        case OC_KEY_U16: n = pairs_u16(s, w, i0, j0, rows, cols, tile, ld); break;
+        case OC_KEY_I32_REV: n = pairs_i32_rev(s, w, i0, j0, rows, cols, tile, ld); break;
+        default: n = pairs_u16_rev(s, w, i0, j0, rows, cols, tile, ld); break;
+        }
+    return add_chunk(s, i0, j0, rows, w->pcounts, w->pcols, w->pvals, n);
+}
+
+/* ---------------------------------------------------------------- pairs: delivery */
+static oc_status flush_out(oc_context *ctx, oc_select *s, int64_t *n)
+{
+    if (*n == 0) return OC_OK;
+    if (s->cfg.emit) OC_CHECK(s->cfg.emit(ctx, s->cfg.emit_user, s->out_rows, s->out_cols, s->out_vals, *n));
+    s->emitted += *n;
+    *n = 0;
+    return OC_OK;
+}
+
+/* Appends `count` pairs of row `row` whose columns are j0 + cols[i]. */
+static oc_status append(oc_context *ctx, oc_select *s, int64_t *n, int64_t row, int64_t j0, const uint32_t *cols,
+                        const unsigned char *values, int64_t count)
+{
+    while (count > 0) {
+        int64_t take = EMIT_BATCH - *n < count ? EMIT_BATCH - *n : count;
+        for (int64_t i = 0; i < take; ++i) {
+            s->out_rows[*n + i] = row;
+            s->out_cols[*n + i] = j0 + cols[i];
+        }
+        memcpy(s->out_vals + *n * s->elem, values, (size_t)take * s->elem);
+        *n += take, cols += take, values += take * s->elem, count -= take;
+        if (*n == EMIT_BATCH) OC_CHECK(flush_out(ctx, s, n));
+    }
+    return OC_OK;
+}
+
+static oc_status deliver_block(oc_context *ctx, oc_select *s, int64_t I)
+{
+    row_block *b = &s->blocks[I];
+    const int64_t i0 = I * s->tile, rows = s->cfg.n - i0 < s->tile ? s->cfg.n - i0 : s->tile;
+    const int64_t first_j = s->cfg.symmetric ? I : 0;
+    int64_t *cursor = calloc((size_t)b->expected, sizeof *cursor), n = 0;
+    if (!cursor) return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the delivery state of %lld tiles", (long long)b->expected);
+    oc_status st = OC_OK;
+    for (int64_t r = 0; r < rows && st == OC_OK; ++r)
+        for (int64_t k = 0; k < b->expected && st == OC_OK; ++k) {
+            pair_chunk *c = &b->chunks[k];
+            if (c->count == 0 || c->row_counts[r] == 0) continue;
+            int64_t cnt = c->row_counts[r], j0 = (first_j + k) * s->tile;
+            if (c->spill_off < 0) {
+                st = append(ctx, s, &n, i0 + r, j0, c->cols + cursor[k], c->values + cursor[k] * s->elem, cnt);
+            } else {
+                for (int64_t done = 0; done < cnt && st == OC_OK;) {
+                    int64_t part = cnt - done < EMIT_BATCH ? cnt - done : EMIT_BATCH, at = cursor[k] + done;
+                    if (read_all(s->spill_fd, s->read_cols, (size_t)part * 4, c->spill_off + at * 4) != 0 ||
+                        read_all(s->spill_fd, s->read_vals, (size_t)part * s->elem,
+                                 c->spill_off + c->count * 4 + at * (int64_t)s->elem) != 0) {
+                        st = oc_fail(ctx, OC_ERR_IO, "reading threshold pairs back from the temporary file failed: %s",
+                                     strerror(errno));
+                        break;
+                    }
+                    st = append(ctx, s, &n, i0 + r, j0, s->read_cols, s->read_vals, part);
+                    done += part;
+                }
+            }
+            cursor[k] += cnt;
+        }
+    if (st == OC_OK) st = flush_out(ctx, s, &n);
+    free(cursor);
+    int64_t freed = 0;
+    for (int64_t k = 0; k < b->expected; ++k) {
+        freed += b->chunks[k].mem_bytes;
+        free_chunk(&b->chunks[k]);
+    }
+    free(b->chunks);
+    b->chunks = NULL;
+    pthread_mutex_lock(&s->plock);
+    s->pending_bytes -= freed;
+    pthread_mutex_unlock(&s->plock);
+    return st == OC_OK ? OC_OK : oc_trace_at(ctx, st, __FILE__, __LINE__);
+}
+
+oc_status oc_select_drain(oc_context *ctx, oc_select *s)
+{
+    OC_CHECK(oc_select_check(ctx, s));
+    if (s->cfg.mode != OC_SELECT_PAIRS) return OC_OK;
+    for (;;) {
+        pthread_mutex_lock(&s->plock);
+        int ready = s->next_block < s->nblocks && s->blocks[s->next_block].done == s->blocks[s->next_block].expected;
+        int64_t I = s->next_block;
+        if (ready) s->next_block++;
+        pthread_mutex_unlock(&s->plock);
+        if (!ready) return OC_OK;
+        OC_CHECK(deliver_block(ctx, s, I));
+    }
+}
+
+oc_status oc_select_pairs_finish(oc_context *ctx, oc_select *s)
+{
+    OC_CHECK(oc_select_drain(ctx, s));
+    if (s->next_block != s->nblocks)
+        return oc_fail(ctx, OC_ERR_INTERNAL, "threshold selection: row block %lld of %lld never completed",
+                       (long long)s->next_block, (long long)s->nblocks);
+    return OC_OK;
+}
+
+oc_status oc_select_topk_result(oc_context *ctx, oc_select *s, int64_t *indices, void *scores)
+{
+    OC_CHECK(oc_select_check(ctx, s));
+    const int64_t k = s->cfg.k, kept = s->kept;
+    for (int64_t i = 0; i < s->cfg.n; ++i)
+        for (int64_t t = 0; t < k; ++t) {
+            uint64_t key = t < kept ? s->keys[i * kept + t] : 0;
+            int64_t e = i * k + t;
+            if (indices) indices[e] = key ? oc_key_index(key) : -1;
+            if (!scores) continue;
+            if (key) oc_key_store_score(s->kind, (uint32_t)(key >> 32), scores, e);
+            else memset((char *)scores + e * (int64_t)s->elem, 0, s->elem); /* padding scores 0 */
+        }
+    return OC_OK;
+}

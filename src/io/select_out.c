@@ -1,0 +1,630 @@
+/*
+ * select_out.c - .npz, .tsv and .mtx files of top-k and threshold results (select_out.h).
+ *
+ * .npz layout of a threshold result (offsets grow downwards):
+ *
+ *   local header "rows.npy" (ZIP64 extra: sizes patched at commit)
+ *   npy header, fixed 128 bytes (shape patched at commit)
+ *   rows data ............................ streamed while the job runs
+ *   local header "cols.npy"   + npy header + cols data    copied from side file 1 at commit
+ *   local header "values.npy" + npy header + values data  copied from side file 2 at commit
+ *   central directory, [ZIP64 end record + locator], end record
+ *
+ * The CRC of an entry covers its npy header and its data. Data CRCs are computed while the
+ * data streams; the header's CRC is combined in front of them at the end (oc_crc32_combine),
+ * so no byte is read back to be checksummed.
+ */
+#include "select_out.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#ifdef OC_HAVE_ZLIB
+#include <zlib.h>
+#endif
+
+#include "../core/error.h"
+#include "io.h"
+
+#define BUF_BYTES (1 << 20)
+#define NPY_STREAM_HEADER 128           /* room for any 1-D shape: patched in place */
+#define LOCAL_HEADER(name_len) (30 + (name_len) + 20)
+#define MTX_COUNT_WIDTH 20              /* digits of any int64 */
+
+/* ---------------------------------------------------------------- CRC-32 */
+#ifndef OC_HAVE_ZLIB
+#include <pthread.h>
+static uint32_t crc_table[256];
+static void crc_table_init(void)
+{
+    for (uint32_t n = 0; n < 256; ++n) {
+        uint32_t c = n;
+        for (int k = 0; k < 8; ++k) c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+        crc_table[n] = c;
+    }
+}
+#endif
+
+uint32_t oc_crc32_update(uint32_t crc, const void *buf, size_t len)
+{
+#ifdef OC_HAVE_ZLIB
+    const unsigned char *p = buf;
+    while (len > 0) { /* zlib takes uInt lengths */
+        uInt part = len > (1u << 30) ? (1u << 30) : (uInt)len;
+        crc = (uint32_t)crc32(crc, p, part);
+        p += part, len -= part;
+    }
+    return crc;
+#else
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, crc_table_init);
+    const unsigned char *p = buf;
+    crc = ~crc;
+    while (len--) crc = crc_table[(crc ^ *p++) & 0xFF] ^ (crc >> 8);
+    return ~crc;
+#endif
+}
+
+/* Polynomial arithmetic modulo the CRC polynomial (reflected), as in zlib 1.2.12's
+ * crc32_combine: crc(A||B) = crc(A)·x^(8·len(B)) + crc(B). */
+static uint32_t multmodp(uint32_t a, uint32_t b)
+{
+    uint32_t m = 1u << 31, p = 0;
+    for (;;) {
+        if (a & m) {
+            p ^= b;
+            if ((a & (m - 1)) == 0) break;
+        }
+        m >>= 1;
+        b = b & 1 ? (b >> 1) ^ 0xEDB88320u : b >> 1;
+    }
+    return p;
+}
+
+uint32_t oc_crc32_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b)
+{
+    /* x^(2^k) mod p for k = 3, 4, ...: len_b bytes are 8·len_b bits, x^(8·len_b). */
+    uint32_t x2k = 1u << 30; /* x^1 */
+    for (int k = 0; k < 3; ++k) x2k = multmodp(x2k, x2k);
+    uint32_t p = 1u << 31; /* x^0 */
+    for (uint64_t n = len_b; n; n >>= 1) {
+        if (n & 1) p = multmodp(x2k, p);
+        x2k = multmodp(x2k, x2k);
+    }
+    return multmodp(p, crc_a) ^ crc_b;
+}
+
+/* ---------------------------------------------------------------- buffered streams */
+typedef struct out_stream {
+    int fd;
+    unsigned char *buf;
+    size_t len;
+    int checksum;       /* keep crc (npz data) */
+    uint32_t crc;       /* of the bytes put so far */
+    int64_t bytes;
+    const char *path;   /* for messages */
+} out_stream;
+
+static oc_status write_fd(oc_context *ctx, int fd, const void *buf, size_t len, const char *path)
+{
+    const char *p = buf;
+    while (len > 0) {
+        ssize_t w = write(fd, p, len);
+        if (w < 0 && errno == EINTR) continue;
+        if (w < 0) return oc_fail(ctx, OC_ERR_IO, "%s: writing the output failed: %s", path, strerror(errno));
+        p += w, len -= (size_t)w;
+    }
+    return OC_OK;
+}
+
+static oc_status pwrite_fd(oc_context *ctx, int fd, const void *buf, size_t len, int64_t off, const char *path)
+{
+    const char *p = buf;
+    while (len > 0) {
+        ssize_t w = pwrite(fd, p, len, (off_t)off);
+        if (w < 0 && errno == EINTR) continue;
+        if (w < 0) return oc_fail(ctx, OC_ERR_IO, "%s: writing the output failed: %s", path, strerror(errno));
+        p += w, len -= (size_t)w, off += w;
+    }
+    return OC_OK;
+}
+
+static oc_status stream_flush(oc_context *ctx, out_stream *s)
+{
+    if (s->len == 0) return OC_OK;
+    size_t len = s->len;
+    s->len = 0;
+    return write_fd(ctx, s->fd, s->buf, len, s->path);
+}
+
+static oc_status stream_put(oc_context *ctx, out_stream *s, const void *data, size_t len)
+{
+    if (s->checksum) s->crc = oc_crc32_update(s->crc, data, len);
+    s->bytes += (int64_t)len;
+    if (s->len + len > BUF_BYTES) OC_CHECK(stream_flush(ctx, s));
+    if (len >= BUF_BYTES) return write_fd(ctx, s->fd, data, len, s->path);
+    memcpy(s->buf + s->len, data, len);
+    s->len += len;
+    return OC_OK;
+}
+
+/* ---------------------------------------------------------------- npy and zip records */
+static void put16(unsigned char *p, uint32_t v) { p[0] = (unsigned char)v, p[1] = (unsigned char)(v >> 8); }
+static void put32(unsigned char *p, uint32_t v)
+{
+    for (int i = 0; i < 4; ++i) p[i] = (unsigned char)(v >> (8 * i));
+}
+static void put64(unsigned char *p, uint64_t v)
+{
+    for (int i = 0; i < 8; ++i) p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static const char *npy_descr(oc_dtype dtype)
+{
+    return dtype == OC_DTYPE_FLOAT32 ? "<f4" : dtype == OC_DTYPE_UINT16 ? "<u2" : "<i4";
+}
+
+/* A version 1.0 npy header of shape (d0,) (d1 < 0) or (d0, d1): `fixed` bytes long when
+ * nonzero, else the natural length rounded up to 64 as numpy writes it. Returns its length. */
+static size_t npy_header(unsigned char *h, size_t fixed, const char *descr, int64_t d0, int64_t d1)
+{
+    char dict[160];
+    int len = d1 < 0 ? snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (%lld,), }", descr,
+                                (long long)d0)
+                     : snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (%lld, %lld), }",
+                                descr, (long long)d0, (long long)d1);
+    size_t total = fixed ? fixed : ((size_t)(10 + len + 1) + 63) / 64 * 64;
+    memcpy(h, "\x93NUMPY\x01\x00", 8);
+    put16(h + 8, (uint32_t)(total - 10));
+    memset(h + 10, ' ', total - 10);
+    memcpy(h + 10, dict, (size_t)len);
+    h[total - 1] = '\n';
+    return total;
+}
+
+typedef struct zip_entry {
+    char name[16];
+    uint32_t crc;
+    uint64_t size;      /* stored = compressed = uncompressed */
+    uint64_t offset;    /* of the local header */
+} zip_entry;
+
+static void dos_time(uint32_t *time_out, uint32_t *date_out)
+{
+    time_t now = time(NULL);
+    struct tm tm;
+    localtime_r(&now, &tm);
+    *time_out = (uint32_t)(tm.tm_hour << 11 | tm.tm_min << 5 | tm.tm_sec / 2);
+    *date_out = (uint32_t)((tm.tm_year - 80) << 9 | (tm.tm_mon + 1) << 5 | tm.tm_mday);
+}
+
+/* A local header with a ZIP64 extra field holding both sizes (the 32-bit fields say
+ * 0xFFFFFFFF), so one layout serves entries of any size. */
+static size_t local_header(unsigned char *h, const zip_entry *e)
+{
+    uint32_t t, d;
+    dos_time(&t, &d);
+    size_t nl = strlen(e->name);
+    put32(h, 0x04034b50u);
+    put16(h + 4, 45); /* version needed: ZIP64 */
+    put16(h + 6, 0);
+    put16(h + 8, 0);  /* stored */
+    put16(h + 10, t);
+    put16(h + 12, d);
+    put32(h + 14, e->crc);
+    put32(h + 18, 0xFFFFFFFFu);
+    put32(h + 22, 0xFFFFFFFFu);
+    put16(h + 26, (uint32_t)nl);
+    put16(h + 28, 20);
+    memcpy(h + 30, e->name, nl);
+    unsigned char *x = h + 30 + nl;
+    put16(x, 0x0001);
+    put16(x + 2, 16);
+    put64(x + 4, e->size);
+    put64(x + 12, e->size);
+    return LOCAL_HEADER(nl);
+}
+
+/* Central directory and end records after the entries, at the file's current end `off`. */
+static oc_status zip_finish(oc_context *ctx, int fd, const char *path, const zip_entry *e, int count, uint64_t off)
+{
+    unsigned char buf[512];
+    size_t len = 0;
+    uint32_t t, d;
+    dos_time(&t, &d);
+    for (int i = 0; i < count; ++i) {
+        size_t nl = strlen(e[i].name);
+        int big = e[i].size >= 0xFFFFFFFFu, far = e[i].offset >= 0xFFFFFFFFu;
+        size_t extra = (big ? 16 : 0) + (far ? 8 : 0);
+        unsigned char *h = buf + len;
+        put32(h, 0x02014b50u);
+        put16(h + 4, 3 << 8 | 45); /* made by: Unix, ZIP 4.5 */
+        put16(h + 6, 45);
+        put16(h + 8, 0);
+        put16(h + 10, 0);
+        put16(h + 12, t);
+        put16(h + 14, d);
+        put32(h + 16, e[i].crc);
+        put32(h + 20, big ? 0xFFFFFFFFu : (uint32_t)e[i].size);
+        put32(h + 24, big ? 0xFFFFFFFFu : (uint32_t)e[i].size);
+        put16(h + 28, (uint32_t)nl);
+        put16(h + 30, (uint32_t)(extra ? extra + 4 : 0));
+        put16(h + 32, 0);
+        put16(h + 34, 0);
+        put16(h + 36, 0);
+        put32(h + 38, 0100644u << 16);
+        put32(h + 42, far ? 0xFFFFFFFFu : (uint32_t)e[i].offset);
+        memcpy(h + 46, e[i].name, nl);
+        unsigned char *x = h + 46 + nl;
+        if (extra) {
+            put16(x, 0x0001);
+            put16(x + 2, (uint32_t)extra);
+            x += 4;
+            if (big) put64(x, e[i].size), put64(x + 8, e[i].size), x += 16;
+            if (far) put64(x, e[i].offset), x += 8;
+        }
+        len = (size_t)(x - buf);
+    }
+    uint64_t cd_size = len, cd_off = off;
+    if (cd_off >= 0xFFFFFFFFu) {
+        unsigned char *z = buf + len;
+        put32(z, 0x06064b50u);
+        put64(z + 4, 44);
+        put16(z + 12, 3 << 8 | 45);
+        put16(z + 14, 45);
+        put32(z + 16, 0);
+        put32(z + 20, 0);
+        put64(z + 24, (uint64_t)count);
+        put64(z + 32, (uint64_t)count);
+        put64(z + 40, cd_size);
+        put64(z + 48, cd_off);
+        unsigned char *l = z + 56;
+        put32(l, 0x07064b50u);
+        put32(l + 4, 0);
+        put64(l + 8, cd_off + cd_size);
+        put32(l + 16, 1);
+        len += 56 + 20;
+    }
+    unsigned char *r = buf + len;
+    put32(r, 0x06054b50u);
+    put16(r + 4, 0);
+    put16(r + 6, 0);
+    put16(r + 8, (uint32_t)count);
+    put16(r + 10, (uint32_t)count);
+    put32(r + 12, (uint32_t)cd_size);
+    put32(r + 16, cd_off >= 0xFFFFFFFFu ? 0xFFFFFFFFu : (uint32_t)cd_off);
+    put16(r + 20, 0);
+    len += 22;
+    return write_fd(ctx, fd, buf, len, path);
+}
+
+/* Writes one whole entry (npy header + data in memory) at offset `off`; returns its end. */
+static oc_status zip_put_array(oc_context *ctx, int fd, const char *path, zip_entry *e, uint64_t *off,
+                               const char *descr, int64_t d0, int64_t d1, const void *data, size_t bytes)
+{
+    unsigned char lh[128], nh[256];
+    size_t hl = npy_header(nh, 0, descr, d0, d1);
+    e->offset = *off;
+    e->size = hl + bytes;
+    e->crc = oc_crc32_update(oc_crc32_update(0, nh, hl), data, bytes);
+    size_t ll = local_header(lh, e);
+    OC_CHECK(write_fd(ctx, fd, lh, ll, path));
+    OC_CHECK(write_fd(ctx, fd, nh, hl, path));
+    OC_CHECK(write_fd(ctx, fd, data, bytes, path));
+    *off += ll + hl + bytes;
+    return OC_OK;
+}
+
+/* ---------------------------------------------------------------- text lines */
+static char *put_i64(char *p, int64_t v)
+{
+    char tmp[24];
+    int n = 0;
+    uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+    if (v < 0) *p++ = '-';
+    do tmp[n++] = (char)('0' + u % 10), u /= 10;
+    while (u);
+    while (n) *p++ = tmp[--n];
+    return p;
+}
+
+/* A score as text: integers exactly, float32 with 9 significant digits (round-trips). */
+static char *put_score(char *p, oc_dtype dtype, const void *values, int64_t i)
+{
+    switch (dtype) {
+    case OC_DTYPE_FLOAT32: return p + sprintf(p, "%.9g", (double)((const float *)values)[i]);
+    case OC_DTYPE_UINT16: return put_i64(p, ((const uint16_t *)values)[i]);
+    default: return put_i64(p, ((const int32_t *)values)[i]);
+    }
+}
+
+/* ---------------------------------------------------------------- checks */
+oc_status oc_select_out_check_path(oc_context *ctx, const char *path, int topk)
+{
+    char ext[16];
+    if (!path) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "output path is NULL");
+    oc_path_extension(path, ext, sizeof ext);
+    if (strcmp(ext, "npz") == 0 || strcmp(ext, "tsv") == 0 || (!topk && strcmp(ext, "mtx") == 0)) return OC_OK;
+    return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: a %s result is written as %s; got '.%s'", path,
+                   topk ? "top-k" : "threshold", topk ? ".npz or .tsv" : ".npz, .mtx or .tsv", ext);
+}
+
+/* ---------------------------------------------------------------- top-k */
+struct oc_topk_out {
+    oc_tmpfile f;
+};
+
+oc_status oc_topk_out_create(oc_context *ctx, const char *path, oc_topk_out **out)
+{
+    OC_CHECK(oc_select_out_check_path(ctx, path, 1));
+    oc_topk_out *w = calloc(1, sizeof *w);
+    if (!w) return oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: cannot allocate the writer", path);
+    oc_status st = oc_tmpfile_open(ctx, path, &w->f);
+    if (st != OC_OK) {
+        free(w);
+        return oc_trace_at(ctx, st, __FILE__, __LINE__);
+    }
+    *out = w;
+    return OC_OK;
+}
+
+void oc_topk_out_abort(oc_topk_out *w)
+{
+    if (!w) return;
+    oc_tmpfile_abort(&w->f);
+    free(w);
+}
+
+oc_status oc_topk_out_commit(oc_context *ctx, oc_topk_out *w, int64_t n, int64_t k, const int64_t *indices,
+                             const void *scores, oc_dtype dtype)
+{
+    char ext[16];
+    oc_status st = OC_OK;
+    unsigned char *buf = NULL;
+    const char *path = w->f.path;
+    int fd = w->f.fd;
+    size_t elem = oc_dtype_size(dtype);
+    if (strcmp(oc_path_extension(path, ext, sizeof ext), "npz") == 0) {
+        zip_entry e[2] = {{.name = "indices.npy"}, {.name = "scores.npy"}};
+        uint64_t off = 0;
+        OC_CHECK_GOTO(zip_put_array(ctx, fd, path, &e[0], &off, "<i8", n, k, indices, (size_t)(n * k) * 8));
+        OC_CHECK_GOTO(zip_put_array(ctx, fd, path, &e[1], &off, npy_descr(dtype), n, k, scores, (size_t)(n * k) * elem));
+        OC_CHECK_GOTO(zip_finish(ctx, fd, path, e, 2, off));
+    } else {
+        out_stream s = {.fd = fd, .path = path};
+        buf = s.buf = malloc(BUF_BYTES);
+        if (!buf) {
+            st = oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: cannot allocate the output buffer", path);
+            goto cleanup;
+        }
+        static const char header[] = "row\trank\tcol\tscore\n";
+        OC_CHECK_GOTO(stream_put(ctx, &s, header, sizeof header - 1));
+        for (int64_t i = 0; i < n; ++i)
+            for (int64_t r = 0; r < k && indices[i * k + r] >= 0; ++r) {
+                char line[96], *p = line;
+                p = put_i64(p, i), *p++ = '\t';
+                p = put_i64(p, r), *p++ = '\t';
+                p = put_i64(p, indices[i * k + r]), *p++ = '\t';
+                p = put_score(p, dtype, scores, i * k + r), *p++ = '\n';
+                OC_CHECK_GOTO(stream_put(ctx, &s, line, (size_t)(p - line)));
+            }
+        OC_CHECK_GOTO(stream_flush(ctx, &s));
+    }
+    OC_CHECK_GOTO(oc_tmpfile_commit(ctx, &w->f));
+
+cleanup:
+    free(buf);
+    oc_topk_out_abort(w);
+    return st;
+}
+
+/* ---------------------------------------------------------------- threshold pairs */
+typedef enum { PAIRS_NPZ, PAIRS_MTX, PAIRS_TSV } pairs_format;
+
+struct oc_pairs_out {
+    pairs_format format;
+    oc_tmpfile f;
+    out_stream main;            /* npz: rows data; text: the lines */
+    out_stream side[2];         /* npz: cols, values */
+    oc_dtype dtype;
+    size_t elem;
+    int64_t n, p, count;
+    int64_t mtx_count_at;       /* offset of the .mtx size line's count field */
+};
+
+void oc_pairs_out_abort(oc_pairs_out *w)
+{
+    if (!w) return;
+    oc_tmpfile_abort(&w->f);
+    free(w->main.buf);
+    for (int i = 0; i < 2; ++i) {
+        if (w->side[i].fd >= 0) close(w->side[i].fd);
+        free(w->side[i].buf);
+    }
+    free(w);
+}
+
+/* An unlinked scratch file beside the output: same file system, nothing left behind. */
+static oc_status side_open(oc_context *ctx, const char *path, int *fd)
+{
+    size_t len = strlen(path);
+    char *tmpl = malloc(len + 32);
+    if (!tmpl) return oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: out of memory", path);
+    snprintf(tmpl, len + 32, "%s.side-XXXXXX", path);
+    *fd = mkstemp(tmpl);
+    int err = errno;
+    if (*fd >= 0) unlink(tmpl);
+    free(tmpl);
+    if (*fd < 0) return oc_fail(ctx, OC_ERR_IO, "%s: cannot create a scratch file beside the output: %s", path, strerror(err));
+    return OC_OK;
+}
+
+oc_status oc_pairs_out_create(oc_context *ctx, const char *path, oc_dtype dtype, int64_t n, int64_t p,
+                              oc_pairs_out **out)
+{
+    char ext[16];
+    OC_CHECK(oc_select_out_check_path(ctx, path, 0));
+    oc_pairs_out *w = calloc(1, sizeof *w);
+    if (!w) return oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: cannot allocate the writer", path);
+    w->f.fd = w->side[0].fd = w->side[1].fd = -1;
+    w->dtype = dtype;
+    w->elem = oc_dtype_size(dtype);
+    w->n = n, w->p = p;
+    oc_path_extension(path, ext, sizeof ext);
+    w->format = strcmp(ext, "npz") == 0 ? PAIRS_NPZ : strcmp(ext, "mtx") == 0 ? PAIRS_MTX : PAIRS_TSV;
+    oc_status st = oc_tmpfile_open(ctx, path, &w->f);
+    if (st != OC_OK) {
+        free(w);
+        return oc_trace_at(ctx, st, __FILE__, __LINE__);
+    }
+    w->main = (out_stream){.fd = w->f.fd, .path = w->f.path, .buf = malloc(BUF_BYTES)};
+    if (!w->main.buf) {
+        st = oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: cannot allocate the output buffer", path);
+        goto cleanup;
+    }
+    if (w->format == PAIRS_NPZ) {
+        for (int i = 0; i < 2; ++i) {
+            OC_CHECK_GOTO(side_open(ctx, path, &w->side[i].fd));
+            w->side[i].path = w->f.path;
+            w->side[i].checksum = 1;
+            if (!(w->side[i].buf = malloc(BUF_BYTES))) {
+                st = oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: cannot allocate the output buffer", path);
+                goto cleanup;
+            }
+        }
+        w->main.checksum = 1;
+        /* Room for the rows entry's headers, written for real at commit. */
+        unsigned char zero[LOCAL_HEADER(8) + NPY_STREAM_HEADER] = {0};
+        OC_CHECK_GOTO(write_fd(ctx, w->f.fd, zero, sizeof zero, path));
+    } else if (w->format == PAIRS_MTX) {
+        char head[256];
+        int len = snprintf(head, sizeof head,
+                           "%%%%MatrixMarket matrix coordinate %s general\n"
+                           "%% outcore threshold pairs, 1-based; each line: row col score\n%lld %lld ",
+                           dtype == OC_DTYPE_FLOAT32 ? "real" : "integer", (long long)n, (long long)p);
+        w->mtx_count_at = len;
+        /* The count is known at the end: a fixed-width field, patched in place. */
+        len += snprintf(head + len, sizeof head - (size_t)len, "%-*s\n", MTX_COUNT_WIDTH, "0");
+        OC_CHECK_GOTO(write_fd(ctx, w->f.fd, head, (size_t)len, path));
+    } else {
+        static const char header[] = "row\tcol\tscore\n";
+        OC_CHECK_GOTO(write_fd(ctx, w->f.fd, header, sizeof header - 1, path));
+    }
+    w->main.crc = 0;
+    w->main.bytes = 0;
+    *out = w;
+    return OC_OK;
+
+cleanup:
+    oc_pairs_out_abort(w);
+    return st;
+}
+
+oc_status oc_pairs_out_append(oc_context *ctx, oc_pairs_out *w, const int64_t *rows, const int64_t *cols,
+                              const void *values, int64_t count)
+{
+    if (w->format == PAIRS_NPZ) {
+        OC_CHECK(stream_put(ctx, &w->main, rows, (size_t)count * 8));
+        OC_CHECK(stream_put(ctx, &w->side[0], cols, (size_t)count * 8));
+        OC_CHECK(stream_put(ctx, &w->side[1], values, (size_t)count * w->elem));
+    } else {
+        const int64_t base = w->format == PAIRS_MTX ? 1 : 0;
+        const char sep = w->format == PAIRS_MTX ? ' ' : '\t';
+        for (int64_t i = 0; i < count; ++i) {
+            char line[96], *p = line;
+            p = put_i64(p, rows[i] + base), *p++ = sep;
+            p = put_i64(p, cols[i] + base), *p++ = sep;
+            p = put_score(p, w->dtype, values, i), *p++ = '\n';
+            OC_CHECK(stream_put(ctx, &w->main, line, (size_t)(p - line)));
+        }
+    }
+    w->count += count;
+    return OC_OK;
+}
+
+/* Appends side file `s` (its `bytes` from offset 0) to fd: in the kernel where it can. */
+static oc_status copy_side(oc_context *ctx, oc_pairs_out *w, out_stream *s)
+{
+    int64_t left = s->bytes;
+    loff_t in = 0;
+    while (left > 0) {
+        ssize_t c = copy_file_range(s->fd, &in, w->f.fd, NULL, (size_t)left, 0);
+        if (c < 0 && errno == EINTR) continue;
+        if (c <= 0) break; /* not supported here (EXDEV, ENOSYS, ...): copy by hand below */
+        left -= c;
+    }
+    unsigned char *buf = left > 0 ? malloc(BUF_BYTES) : NULL;
+    if (left > 0 && !buf) return oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: cannot allocate a copy buffer", w->f.path);
+    while (left > 0) {
+        ssize_t r = pread(s->fd, buf, left < BUF_BYTES ? (size_t)left : BUF_BYTES, (off_t)in);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) {
+            free(buf);
+            return oc_fail(ctx, OC_ERR_IO, "%s: reading back a scratch file failed: %s", w->f.path,
+                           r < 0 ? strerror(errno) : "unexpected end");
+        }
+        oc_status st = write_fd(ctx, w->f.fd, buf, (size_t)r, w->f.path);
+        if (st != OC_OK) {
+            free(buf);
+            return oc_trace_at(ctx, st, __FILE__, __LINE__);
+        }
+        in += r, left -= r;
+    }
+    free(buf);
+    return OC_OK;
+}
+
+static oc_status commit_npz(oc_context *ctx, oc_pairs_out *w)
+{
+    unsigned char lh[128], nh[256];
+    zip_entry e[3] = {{.name = "rows.npy"}, {.name = "cols.npy"}, {.name = "values.npy"}};
+    const char *descr[3] = {"<i8", "<i8", npy_descr(w->dtype)};
+    out_stream *data[3] = {&w->main, &w->side[0], &w->side[1]};
+    for (int i = 0; i < 3; ++i) OC_CHECK(stream_flush(ctx, data[i]));
+
+    /* rows: headers patched in front of the streamed data */
+    size_t hl = npy_header(nh, NPY_STREAM_HEADER, descr[0], w->count, -1);
+    e[0].offset = 0;
+    e[0].size = hl + (uint64_t)w->main.bytes;
+    e[0].crc = oc_crc32_combine(oc_crc32_update(0, nh, hl), w->main.crc, (uint64_t)w->main.bytes);
+    size_t ll = local_header(lh, &e[0]);
+    OC_CHECK(pwrite_fd(ctx, w->f.fd, lh, ll, 0, w->f.path));
+    OC_CHECK(pwrite_fd(ctx, w->f.fd, nh, hl, (int64_t)ll, w->f.path));
+    uint64_t off = ll + hl + (uint64_t)w->main.bytes;
+
+    for (int i = 1; i < 3; ++i) {
+        hl = npy_header(nh, 0, descr[i], w->count, -1);
+        e[i].offset = off;
+        e[i].size = hl + (uint64_t)data[i]->bytes;
+        e[i].crc = oc_crc32_combine(oc_crc32_update(0, nh, hl), data[i]->crc, (uint64_t)data[i]->bytes);
+        ll = local_header(lh, &e[i]);
+        OC_CHECK(write_fd(ctx, w->f.fd, lh, ll, w->f.path));
+        OC_CHECK(write_fd(ctx, w->f.fd, nh, hl, w->f.path));
+        OC_CHECK(copy_side(ctx, w, data[i]));
+        off += ll + hl + (uint64_t)data[i]->bytes;
+    }
+    return zip_finish(ctx, w->f.fd, w->f.path, e, 3, off);
+}
+
+oc_status oc_pairs_out_commit(oc_context *ctx, oc_pairs_out *w)
+{
+    oc_status st = OC_OK;
+    if (w->format == PAIRS_NPZ) {
+        OC_CHECK_GOTO(commit_npz(ctx, w));
+    } else {
+        OC_CHECK_GOTO(stream_flush(ctx, &w->main));
+        if (w->format == PAIRS_MTX) {
+            char field[MTX_COUNT_WIDTH + 1];
+            snprintf(field, sizeof field, "%-*lld", MTX_COUNT_WIDTH, (long long)w->count);
+            OC_CHECK_GOTO(pwrite_fd(ctx, w->f.fd, field, MTX_COUNT_WIDTH, w->mtx_count_at, w->f.path));
+        }
+    }
+    OC_CHECK_GOTO(oc_tmpfile_commit(ctx, &w->f));
+cleanup:
+    oc_pairs_out_abort(w);
+    return st;
+}
