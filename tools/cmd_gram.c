@@ -2,17 +2,22 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "cli.h"
 #include "commands.h"
 
 static const char gram_usage[] =
     "usage: outcore gram A [B] -o OUT [options]\n"
+    "       outcore gram A [B] --topk K -o OUT.npz|OUT.tsv [options]\n"
+    "       outcore gram A [B] --threshold T -o OUT.npz|OUT.mtx|OUT.tsv [options]\n"
     "\n"
     "Computes C = A·Aᵀ (or A·Bᵀ) of 0/1 matrices exactly: C[i,j] counts the columns where\n"
     "rows i and j are both 1; --metric turns counts into similarities.\n"
     "Inputs: .npy (bool/uint8/int8 0/1; or numpy.packbits rows with --bits), .mtx, .txt/.csv.\n"
-    "Output: OUT.npy, dense (int32 counts; float32 jaccard/cosine).\n"
+    "Output: OUT.npy, dense (int32 counts; float32 jaccard/cosine); with --topk each row's K\n"
+    "best columns (.npz: indices, scores; .tsv), with --threshold every pair whose score passes\n"
+    "(.npz: rows, cols, values; .mtx; .tsv). See docs/topk.md.\n"
     "\n"
     "  -o, --output OUT       result file (written under a temporary name, renamed when done)\n"
     "  --metric M             counts (default), jaccard, cosine, hamming\n"
@@ -25,6 +30,12 @@ static const char gram_usage[] =
     "  --gpu-mem-mode MODE    grow (default) or reserve\n"
     "  --host-mem SIZE        cap on pinned host staging memory\n"
     "  --tile N               tile edge in rows (default: chosen by the planner)\n"
+    "  --topk K               each row's K best columns, best first (score descending, then the\n"
+    "                         lower column; hamming: ascending); A·Aᵀ excludes the row itself;\n"
+    "                         index -1 and score 0 where a row has fewer than K\n"
+    "  --threshold T          every pair with score >= T (hamming: <= T); jaccard, cosine: T in\n"
+    "                         [0, 1]; counts, hamming: a whole number in [0, columns]. For A·Aᵀ\n"
+    "                         each pair once as (i, j), i < j. Pairs are sorted by row, then column\n"
     "  --json                 print the summary as JSON on stdout\n"
     "  --quiet                no progress bar and no summary\n"
     "  --verbose              on failure, also print the library's file:line trace\n";
@@ -35,8 +46,43 @@ typedef struct gram_args {
     const char *output;
     int64_t bits;
     int json, quiet;
+    const char *threshold_text;  /* as given, for the range check once the column count is known */
     oc_gram_options opts;
 } gram_args;
+
+/* The output's extension must suit the mode (dense .npy, top-k .npz/.tsv, threshold
+ * .npz/.mtx/.tsv); -1 when it does, else the exit status. */
+static int check_output_kind(const gram_args *g)
+{
+    const char *dot = strrchr(g->output, '.'), *slash = strrchr(g->output, '/');
+    const char *ext = dot && (!slash || dot > slash + 1) ? dot + 1 : "";
+    int npy = strcasecmp(ext, "npy") == 0, npz = strcasecmp(ext, "npz") == 0, tsv = strcasecmp(ext, "tsv") == 0,
+        mtx = strcasecmp(ext, "mtx") == 0;
+    if (g->opts.topk > 0 && !(npz || tsv))
+        return cli_usage_error("%s: a --topk result is written as .npz or .tsv, not '.%s'", g->output, ext);
+    if (g->opts.use_threshold && !(npz || tsv || mtx))
+        return cli_usage_error("%s: a --threshold result is written as .npz, .mtx or .tsv, not '.%s'", g->output, ext);
+    if (!g->opts.topk && !g->opts.use_threshold && !npy)
+        return cli_usage_error("%s: a dense result is written as .npy, not '.%s' (.npz, .mtx and .tsv hold --topk or "
+                               "--threshold results)", g->output, ext);
+    return -1;
+}
+
+/* The threshold's range for the metric: [0, 1] for jaccard and cosine, whole numbers in
+ * [0, m] for counts and hamming. -1 when it fits, else the exit status. */
+static int check_threshold(const gram_args *g, int64_t m)
+{
+    double t = g->opts.threshold;
+    const char *metric = oc_metric_name(g->opts.metric);
+    if (g->opts.metric == OC_METRIC_JACCARD || g->opts.metric == OC_METRIC_COSINE) {
+        if (!(t >= 0.0 && t <= 1.0))
+            return cli_usage_error("--threshold %s: a %s similarity lies in [0, 1]", g->threshold_text, metric);
+    } else if (t != (double)(int64_t)t || t < 0 || t > (double)m) {
+        return cli_usage_error("--threshold %s: %s are whole numbers from 0 to %lld (the column count)", g->threshold_text,
+                               metric, (long long)m);
+    }
+    return -1;
+}
 
 /* Parses argv into args; returns -1 when parsing succeeded, else the exit status. */
 static int parse_gram_args(int argc, char **argv, gram_args *g)
@@ -96,6 +142,16 @@ static int parse_gram_args(int argc, char **argv, gram_args *g)
             if (r < 0) return OC_EXIT_USAGE;
             if (cli_parse_i64(v, &g->opts.tile) || g->opts.tile < 1)
                 return cli_usage_error("--tile %s: expected a positive number of rows", v);
+        } else if (OPTION("--topk")) {
+            if (r < 0) return OC_EXIT_USAGE;
+            if (cli_parse_i64(v, &g->opts.topk) || g->opts.topk < 1)
+                return cli_usage_error("--topk %s: expected a positive whole number of neighbours", v);
+        } else if (OPTION("--threshold")) {
+            if (r < 0) return OC_EXIT_USAGE;
+            if (cli_parse_double(v, &g->opts.threshold) || !(g->opts.threshold == g->opts.threshold))
+                return cli_usage_error("--threshold %s: expected a number", v);
+            g->opts.use_threshold = 1;
+            g->threshold_text = v;
         } else if (OPTION("--bits")) {
             if (r < 0) return OC_EXIT_USAGE;
             if (cli_parse_i64(v, &g->bits) || g->bits < 1)
@@ -109,8 +165,13 @@ static int parse_gram_args(int argc, char **argv, gram_args *g)
 #undef OPTION
     }
     if (g->ninputs == 0) return cli_usage_error("gram: no input matrix given (see outcore gram --help)");
-    if (!g->output) return cli_usage_error("gram: no output given: add -o OUT.npy");
-    return -1;
+    if (g->opts.topk > 0 && g->opts.use_threshold)
+        return cli_usage_error("gram: --topk and --threshold are exclusive: choose one");
+    if (!g->output)
+        return cli_usage_error("gram: no output given: add -o %s", g->opts.topk       ? "OUT.npz (or .tsv)"
+                                                                  : g->opts.use_threshold ? "OUT.npz (or .mtx, .tsv)"
+                                                                                          : "OUT.npy");
+    return check_output_kind(g);
 }
 
 static void json_string(FILE *f, const char *s)
@@ -139,6 +200,12 @@ static void print_summary(const gram_args *g, const oc_matrix *a, const oc_matri
         if (g->ninputs > 1) json_string(stdout, g->inputs[1]); else printf("null");
         printf(", \"output\": ");
         json_string(stdout, g->output);
+        if (g->opts.topk > 0) printf(", \"topk\": %lld", (long long)g->opts.topk);
+        if (g->opts.use_threshold) printf(", \"threshold\": %.17g, \"pairs\": %lld", g->opts.threshold, (long long)s->pairs);
+        if (s->select_desc[0]) {
+            printf(", \"selection\": ");
+            json_string(stdout, s->select_desc);
+        }
         printf(", \"n\": %lld, \"p\": %lld, \"m\": %lld, \"metric\": \"%s\", \"dtype\": \"%s\", \"backend\": \"%s\", "
                "\"backend_desc\": ",
                (long long)n, (long long)p, (long long)m, oc_metric_name(g->opts.metric), oc_dtype_name(dtype),
@@ -154,7 +221,9 @@ static void print_summary(const gram_args *g, const oc_matrix *a, const oc_matri
                (long long)s->bytes_d2h);
         return;
     }
-    char r1[32], r2[32], mem[32], gpu[128] = "";
+    char r1[32], r2[32], mem[32], gpu[128] = "", what[64] = "";
+    if (g->opts.topk > 0) snprintf(what, sizeof what, " top-%lld", (long long)g->opts.topk);
+    if (g->opts.use_threshold) snprintf(what, sizeof what, " %lld pairs", (long long)s->pairs);
     if (s->backend == OC_BACKEND_CUDA) {
         char peak[32], budget[32];
         snprintf(gpu, sizeof gpu, ", GPU peak %s of %s budget", cli_bytes((double)s->dev_peak_bytes, peak, sizeof peak),
@@ -162,10 +231,10 @@ static void print_summary(const gram_args *g, const oc_matrix *a, const oc_matri
     }
     fprintf(stderr,
             "outcore: %s %lld x %lld over %lld columns on %s: %.3f s, %sbit-MAC/s effective (%sbit-MAC/s computed), "
-            "peak memory %s%s -> %s\n",
+            "peak memory %s%s ->%s %s\n",
             oc_metric_name(g->opts.metric), (long long)n, (long long)p, (long long)m, s->backend_desc, s->seconds,
             cli_si(eff, r1, sizeof r1), cli_si(raw, r2, sizeof r2), cli_bytes((double)s->host_peak_bytes, mem, sizeof mem),
-            gpu, g->output);
+            gpu, what, g->output);
 }
 
 int oc_cmd_gram(int argc, char **argv)
@@ -188,6 +257,7 @@ int oc_cmd_gram(int argc, char **argv)
         goto done;
     }
     double load_seconds = cli_now() - t0;
+    if (g.opts.use_threshold && (rc = check_threshold(&g, oc_matrix_cols(a))) >= 0) goto done;
 
     cli_progress progress;
     cli_progress_init(&progress, "gram",
