@@ -1,0 +1,209 @@
+"""outcore gram --topk / --threshold: the files numpy, scipy and people read, against numpy.
+
+References are brute force over the dense result (conftest.reference), with the documented
+rules written out here: best first (score descending, hamming ascending), the lower column
+among equal scores, the row itself excluded for A·Aᵀ, -1 and 0 past a row's candidates;
+threshold pairs i < j for A·Aᵀ, compared in the result dtype, sorted by (row, col).
+"""
+import csv
+
+import numpy as np
+import pytest
+
+from conftest import data_file, reference, run, summary_json
+
+
+def random01(rng, n, m, density=0.3):
+    return (rng.random((n, m)) < density).astype(np.uint8)
+
+
+def topk_reference(scores, k, symmetric, hamming):
+    n, p = scores.shape
+    indices = np.full((n, k), -1, np.int64)
+    values = np.zeros((n, k), scores.dtype)
+    cols = np.arange(p)
+    for i in range(n):
+        cand = cols[cols != i] if symmetric else cols
+        key = scores[i, cand].astype(np.float64)
+        order = np.lexsort((cand, key if hamming else -key))[:k]
+        indices[i, :len(order)] = cand[order]
+        values[i, :len(order)] = scores[i, cand[order]]
+    return indices, values
+
+
+def threshold_reference(scores, t, symmetric, hamming):
+    keep = scores <= t if hamming else scores >= scores.dtype.type(t)
+    if symmetric:
+        keep = np.triu(keep, 1)
+    rows, cols = np.nonzero(keep)  # row-major: sorted by row, then column
+    return rows, cols, scores[rows, cols]
+
+
+def load_aflp():
+    return np.loadtxt(data_file("aflp_markers.txt"), dtype=np.uint8)
+
+
+def load_reuters():
+    scipy_io = pytest.importorskip("scipy.io")
+    return (scipy_io.mmread(str(data_file("reuters_docterm.mtx"))).toarray() != 0).astype(np.uint8)
+
+
+def no_leftovers(directory, keep):
+    return sorted(p.name for p in directory.iterdir()) == sorted(keep)
+
+
+@pytest.mark.parametrize("metric", ["counts", "jaccard", "cosine", "hamming"])
+def test_aflp_topk_npz(tmp_path, metric):
+    a = load_aflp()
+    out = tmp_path / "nn.npz"
+    run("gram", data_file("aflp_markers.txt"), "--topk", 10, "--metric", metric, "-o", out, "-q")
+    want_idx, want_scores = topk_reference(reference(a, metric=metric), 10, True, metric == "hamming")
+    with np.load(out) as f:
+        assert sorted(f.files) == ["indices", "scores"]
+        assert f["indices"].dtype == np.int64 and f["indices"].shape == (a.shape[0], 10)
+        assert np.array_equal(f["indices"], want_idx)
+        assert f["scores"].dtype == want_scores.dtype and np.array_equal(f["scores"], want_scores)
+    assert no_leftovers(tmp_path, ["nn.npz"])
+
+
+def test_reuters_topk_npz_and_tsv(tmp_path):
+    a = load_reuters()
+    path = data_file("reuters_docterm.mtx")
+    run("gram", path, "--topk", 5, "--metric", "cosine", "-o", tmp_path / "nn.npz", "-q")
+    run("gram", path, "--topk", 5, "--metric", "cosine", "-o", tmp_path / "nn.tsv", "-q")
+    want_idx, want_scores = topk_reference(reference(a, metric="cosine"), 5, True, False)
+    with np.load(tmp_path / "nn.npz") as f:
+        assert np.array_equal(f["indices"], want_idx) and np.array_equal(f["scores"], want_scores)
+    with open(tmp_path / "nn.tsv", newline="") as f:
+        rows = list(csv.reader(f, delimiter="\t"))
+    assert rows[0] == ["row", "rank", "col", "score"]
+    body = np.array([[int(r[0]), int(r[1]), int(r[2])] for r in rows[1:]])
+    scores = np.array([np.float32(r[3]) for r in rows[1:]], np.float32)
+    valid = want_idx >= 0
+    assert len(body) == valid.sum()
+    assert np.array_equal(body[:, 2], want_idx[valid]) and np.array_equal(scores, want_scores[valid])
+    assert np.array_equal(body[:, 0], np.nonzero(valid)[0])
+
+
+def test_topk_ab_and_k_beyond_the_columns(tmp_path, rng):
+    a, b = random01(rng, 30, 20, 0.2), random01(rng, 7, 20, 0.2)
+    np.save(tmp_path / "a.npy", a)
+    np.save(tmp_path / "b.npy", b)
+    run("gram", tmp_path / "a.npy", tmp_path / "b.npy", "--topk", 9, "--metric", "jaccard", "-o", tmp_path / "nn.npz", "-q")
+    want_idx, want_scores = topk_reference(reference(a, b, metric="jaccard"), 9, False, False)
+    with np.load(tmp_path / "nn.npz") as f:
+        assert np.array_equal(f["indices"], want_idx) and np.array_equal(f["scores"], want_scores)
+        assert (f["indices"][:, 7:] == -1).all() and (f["scores"][:, 7:] == 0).all()
+
+
+@pytest.mark.parametrize("metric, t", [("jaccard", 0.5), ("cosine", 0.6), ("counts", 40), ("hamming", 60)])
+def test_aflp_threshold_every_format(tmp_path, metric, t):
+    scipy_io = pytest.importorskip("scipy.io")
+    a = load_aflp()
+    full = reference(a, metric=metric)
+    want_rows, want_cols, want_vals = threshold_reference(full, t, True, metric == "hamming")
+    assert len(want_rows) > 0
+    proc = run("gram", data_file("aflp_markers.txt"), "--threshold", t, "--metric", metric, "-o", tmp_path / "p.npz",
+               "--json")
+    assert summary_json(proc)["pairs"] == len(want_rows)
+    with np.load(tmp_path / "p.npz") as f:
+        assert sorted(f.files) == ["cols", "rows", "values"]
+        assert f["rows"].dtype == np.int64 and f["cols"].dtype == np.int64 and f["values"].dtype == full.dtype
+        assert np.array_equal(f["rows"], want_rows) and np.array_equal(f["cols"], want_cols)
+        assert np.array_equal(f["values"], want_vals)
+
+    run("gram", data_file("aflp_markers.txt"), "--threshold", t, "--metric", metric, "-o", tmp_path / "p.mtx", "-q")
+    m = scipy_io.mmread(str(tmp_path / "p.mtx")).tocoo()
+    assert m.shape == full.shape and m.nnz == len(want_rows)
+    order = np.lexsort((m.col, m.row))
+    assert np.array_equal(m.row[order], want_rows) and np.array_equal(m.col[order], want_cols)
+    assert np.array_equal(m.data[order].astype(full.dtype), want_vals)
+
+    run("gram", data_file("aflp_markers.txt"), "--threshold", t, "--metric", metric, "-o", tmp_path / "p.tsv", "-q")
+    lines = (tmp_path / "p.tsv").read_text().splitlines()
+    assert lines[0] == "row\tcol\tscore" and len(lines) == len(want_rows) + 1
+    parsed = np.array([line.split("\t") for line in lines[1:]])
+    assert np.array_equal(parsed[:, 0].astype(np.int64), want_rows)
+    assert np.array_equal(parsed[:, 1].astype(np.int64), want_cols)
+    assert np.array_equal(parsed[:, 2].astype(np.float64).astype(full.dtype), want_vals)
+    assert no_leftovers(tmp_path, ["p.npz", "p.mtx", "p.tsv"])
+
+
+def test_reuters_threshold_ab(tmp_path):
+    a = load_reuters()
+    top, bottom = a[:900], a[900:]
+    np.save(tmp_path / "a.npy", top)
+    np.save(tmp_path / "b.npy", bottom)
+    proc = run("gram", tmp_path / "a.npy", tmp_path / "b.npy", "--threshold", 0.4, "--metric", "jaccard", "-o",
+               tmp_path / "p.npz", "--json")
+    want_rows, want_cols, want_vals = threshold_reference(reference(top, bottom, metric="jaccard"), 0.4, False, False)
+    assert summary_json(proc)["pairs"] == len(want_rows) > 0
+    with np.load(tmp_path / "p.npz") as f:
+        assert np.array_equal(f["rows"], want_rows) and np.array_equal(f["cols"], want_cols)
+        assert np.array_equal(f["values"], want_vals)
+
+
+def test_threshold_edges(tmp_path, rng):
+    a = random01(rng, 40, 16, 0.2)
+    np.save(tmp_path / "a.npy", a)
+    # counts >= 0: every pair i < j; jaccard 1.0: identical rows only; above the maximum: none.
+    proc = run("gram", tmp_path / "a.npy", "--threshold", 0, "-o", tmp_path / "all.npz", "--json")
+    assert summary_json(proc)["pairs"] == 40 * 39 // 2
+    with np.load(tmp_path / "all.npz") as f:
+        r, c = np.triu_indices(40, 1)
+        assert np.array_equal(f["rows"], r) and np.array_equal(f["cols"], c)
+    proc = run("gram", tmp_path / "a.npy", "--threshold", 16, "-o", tmp_path / "none.npz", "--json")
+    assert summary_json(proc)["pairs"] == 0
+    with np.load(tmp_path / "none.npz") as f:
+        assert f["rows"].shape == (0,) and f["values"].dtype == np.int32
+
+
+def test_spilled_pairs_are_identical(tmp_path, rng):
+    a = random01(rng, 300, 24, 0.3)
+    np.save(tmp_path / "a.npy", a)
+    run("gram", tmp_path / "a.npy", "--threshold", 2, "-o", tmp_path / "mem.npz", "-q", "--tile", 32)
+    run("gram", tmp_path / "a.npy", "--threshold", 2, "-o", tmp_path / "spill.npz", "-q", "--tile", 32,
+        env={"OUTCORE_PAIRS_BUFFER": "4096"})
+    with np.load(tmp_path / "mem.npz") as f, np.load(tmp_path / "spill.npz") as g:
+        for name in ("rows", "cols", "values"):
+            assert np.array_equal(f[name], g[name])
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--topk", "0"], "--topk 0"),
+    (["--topk", "-3"], "--topk -3"),
+    (["--topk", "ten"], "--topk ten"),
+    (["--threshold", "high"], "--threshold high"),
+    (["--threshold", "nan"], "--threshold nan"),
+    (["--threshold", "1.5", "--metric", "jaccard"], "[0, 1]"),
+    (["--threshold", "-0.1", "--metric", "cosine"], "[0, 1]"),
+    (["--threshold", "2.5"], "whole numbers"),
+    (["--threshold", "584", "--metric", "hamming"], "583"),
+    (["--threshold", "-1"], "whole numbers"),
+    (["--topk", "3", "--threshold", "0.5"], "exclusive"),
+])
+def test_bad_selection_arguments(tmp_path, args, message):
+    out = tmp_path / "out.npz"
+    proc = run("gram", data_file("aflp_markers.txt"), *args, "-o", out, check=False)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0]
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("args, out", [
+    (["--topk", "3"], "nn.mtx"),
+    (["--topk", "3"], "nn.npy"),
+    (["--threshold", "3"], "p.npy"),
+    (["--threshold", "3"], "p.csv"),
+    ([], "dense.npz"),
+])
+def test_output_extension_must_fit_the_mode(tmp_path, args, out):
+    proc = run("gram", data_file("aflp_markers.txt"), *args, "-o", tmp_path / out, check=False)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_missing_output_directory_fails_before_work(tmp_path):
+    proc = run("gram", data_file("aflp_markers.txt"), "--topk", "3", "-o", tmp_path / "no" / "nn.npz", check=False)
+    assert proc.returncode == 2 and "does not exist" in proc.stderr
