@@ -46,6 +46,9 @@ typedef struct sel_worker {
     uint64_t *colbuf;       /* A·Aᵀ: colcap survivors per tile column (the mirrored rows) */
     int64_t *colcount;
     uint64_t *colfloor;
+    uint32_t *colfloor_hi;  /* halves of colfloor: the vectorised pre-test */
+    uint32_t *colfloor_lo;
+    uint32_t *scorekeys;    /* score keys of the tile row being scanned */
     uint64_t *merge;        /* kept keys: the merged list before it is copied back */
     /* pairs */
     uint32_t *pcols;
@@ -145,13 +148,43 @@ static void sort_desc(uint64_t *a, int64_t n)
     }
 }
 
-/* Sorts buf[0..*count) best first and keeps the best `kept`; returns the kept-th key, the
- * floor the buffer's row now imposes (0 when fewer remain). */
+/* Rearranges a[0..n) so that a[k-1] is the k-th largest, a[0..k-1) hold larger keys and
+ * a[k..n) smaller ones (quickselect, median-of-three pivots; keys are distinct). */
+static void select_desc(uint64_t *a, int64_t n, int64_t k)
+{
+    int64_t lo = 0, hi = n - 1, want = k - 1;
+    while (hi - lo > SMALL_SORT) {
+        int64_t mid = lo + (hi - lo) / 2;
+        uint64_t x = a[lo], y = a[mid], z = a[hi];
+        uint64_t pivot = x > y ? (y > z ? y : (x > z ? z : x)) : (x > z ? x : (y > z ? z : y));
+        int64_t i = lo, j = hi;
+        while (i <= j) {
+            while (a[i] > pivot) i++;
+            while (a[j] < pivot) j--;
+            if (i <= j) {
+                uint64_t t = a[i];
+                a[i++] = a[j], a[j--] = t;
+            }
+        }
+        if (want <= j) hi = j;
+        else if (want >= i) lo = i;
+        else return;
+    }
+    sort_desc(a + lo, hi - lo + 1);
+}
+
+/* Keeps the best `kept` of buf[0..*count) (in no particular order) and returns the kept-th
+ * key, the floor the buffer's row now imposes (0 when fewer remain). Linear time: the first
+ * tile of a row, whose floor is still 0, trims often. */
 static uint64_t trim(uint64_t *buf, int64_t *count, int64_t kept)
 {
-    sort_desc(buf, *count);
-    if (*count > kept) *count = kept;
-    return *count == kept ? buf[kept - 1] : 0;
+    if (*count < kept) return 0;
+    select_desc(buf, *count, kept);
+    *count = kept;
+    uint64_t floor = buf[0];
+    for (int64_t i = 1; i < kept; ++i)
+        if (buf[i] < floor) floor = buf[i];
+    return floor;
 }
 
 /* Merges nc survivors (any order) into row i's list. */
@@ -177,48 +210,79 @@ static void merge_row(oc_select *s, int64_t i, uint64_t *cand, int64_t nc, uint6
     pthread_mutex_unlock(lock);
 }
 
-static inline uint64_t max_u64(uint64_t a, uint64_t b) { return a > b ? a : b; }
 
 /* ---------------------------------------------------------------- top-k per tile */
-/* One instance per key kind, so that the scan's inner loop has no switch. */
+/* The scan runs in two steps per tile row: the score keys of the row into a small array,
+ * then blocks of SCAN_BLOCK elements are tested against the floors with 32-bit compares and
+ * no branches, which the compiler vectorises; only a block with a passing element is then
+ * handled element by element. The 64-bit test key > floor splits into 32-bit halves:
+ *   row i, column j0 + c:  sk > hi(floor_i) || (sk == hi(floor_i) && c < climit), where
+ *                          lo(key) > lo(floor_i) is c < (0xFFFFFFFF - j0) - lo(floor_i);
+ *   column j0 + c, row i:  sk > hi(floor_j) || (sk == hi(floor_j) && ilow > lo(floor_j)).
+ * so the pre-test is exact and ties (frequent with counts) do not wake the slow path. */
+#define SCAN_BLOCK 32
+
+static inline uint64_t max_u64(uint64_t a, uint64_t b) { return a > b ? a : b; }
+
+/* The exact test and bookkeeping of element c of tile row r (see the scan below). */
+static inline void topk_consider(oc_select *s, sel_worker *w, uint32_t sk, int64_t c, uint32_t jlow0, uint32_t ilow,
+                                 uint64_t *rf, int64_t *nr, int mirror)
+{
+    const int64_t kept = s->kept;
+    const uint64_t hi = (uint64_t)sk << 32;
+    const uint64_t kr = hi | (uint32_t)(jlow0 - (uint32_t)c);
+    if (kr > *rf) {
+        w->rowbuf[(*nr)++] = kr;
+        if (*nr == s->rowcap && s->rowcap > kept) *rf = max_u64(*rf, trim(w->rowbuf, nr, kept));
+    }
+    if (mirror) {
+        const uint64_t kc = hi | ilow;
+        if (kc > w->colfloor[c]) {
+            uint64_t *cb = w->colbuf + c * s->colcap;
+            cb[w->colcount[c]++] = kc;
+            if (w->colcount[c] == s->colcap && s->colcap > kept)
+                w->colfloor[c] = max_u64(w->colfloor[c], trim(cb, &w->colcount[c], kept));
+            w->colfloor_hi[c] = (uint32_t)(w->colfloor[c] >> 32);
+            w->colfloor_lo[c] = (uint32_t)w->colfloor[c];
+        }
+    }
+}
+
+/* One instance per key kind, so that the key computation has no switch. */
 #define DEFINE_TOPK_TILE(NAME, T, SCORE)                                                                   \
     static void NAME(oc_select *s, sel_worker *w, int64_t i0, int64_t j0, int64_t rows, int64_t cols,     \
                      const T *tile, int64_t ld)                                                            \
     {                                                                                                      \
-        const int64_t kept = s->kept, rowcap = s->rowcap, colcap = s->colcap;                              \
         const int mirror = s->cfg.symmetric, diag = mirror && i0 == j0;                                    \
-        if (mirror)                                                                                        \
-            for (int64_t c = 0; c < cols; ++c) {                                                           \
-                w->colcount[c] = 0;                                                                        \
-                w->colfloor[c] = atomic_load_explicit(&s->floors[j0 + c], memory_order_relaxed);           \
-            }                                                                                              \
+        uint32_t *restrict sk = w->scorekeys, *restrict chi = w->colfloor_hi, *restrict clo = w->colfloor_lo; \
+        for (int64_t c = 0; c < cols; ++c) {                                                               \
+            w->colcount[c] = 0;                                                                            \
+            w->colfloor[c] = mirror ? atomic_load_explicit(&s->floors[j0 + c], memory_order_relaxed) : ~0ull; \
+            chi[c] = (uint32_t)(w->colfloor[c] >> 32);                                                     \
+            clo[c] = (uint32_t)w->colfloor[c];                                                             \
+        }                                                                                                  \
         for (int64_t r = 0; r < rows; ++r) {                                                               \
-            const T *v = tile + r * ld;                                                                    \
+            const T *restrict v = tile + r * ld;                                                           \
             uint64_t rf = atomic_load_explicit(&s->floors[i0 + r], memory_order_relaxed);                  \
             const uint32_t jlow0 = 0xFFFFFFFFu - (uint32_t)j0, ilow = 0xFFFFFFFFu - (uint32_t)(i0 + r);    \
-            int64_t nr = 0;                                                                                \
-            for (int64_t c = diag ? r + 1 : 0; c < cols; ++c) {                                            \
-                const uint64_t hi = (uint64_t)(SCORE(v[c])) << 32;                                         \
-                const uint64_t kr = hi | (uint32_t)(jlow0 - (uint32_t)c);                                  \
-                if (kr > rf) {                                                                             \
-                    w->rowbuf[nr++] = kr;                                                                  \
-                    if (nr == rowcap && rowcap > kept) rf = max_u64(rf, trim(w->rowbuf, &nr, kept));       \
-                }                                                                                          \
-                if (mirror) {                                                                              \
-                    const uint64_t kc = hi | ilow;                                                         \
-                    if (kc > w->colfloor[c]) {                                                             \
-                        uint64_t *cb = w->colbuf + c * colcap;                                             \
-                        cb[w->colcount[c]++] = kc;                                                         \
-                        if (w->colcount[c] == colcap && colcap > kept)                                     \
-                            w->colfloor[c] = max_u64(w->colfloor[c], trim(cb, &w->colcount[c], kept));     \
-                    }                                                                                      \
-                }                                                                                          \
+            int64_t nr = 0, c0 = diag ? r + 1 : 0;                                                         \
+            for (int64_t c = c0; c < cols; ++c) sk[c] = SCORE(v[c]);                                       \
+            for (int64_t b = c0; b < cols; b += SCAN_BLOCK) {                                              \
+                const int64_t e = b + SCAN_BLOCK < cols ? b + SCAN_BLOCK : cols;                           \
+                const uint32_t rhi = (uint32_t)(rf >> 32), rlo = (uint32_t)rf;                             \
+                const uint32_t climit = jlow0 > rlo ? jlow0 - rlo : 0;                                     \
+                uint32_t any = 0;                                                                          \
+                for (uint32_t c = (uint32_t)b; c < (uint32_t)e; ++c)                                       \
+                    any |= (uint32_t)(sk[c] > rhi) | ((uint32_t)(sk[c] == rhi) & (uint32_t)(c < climit)) |  \
+                           (uint32_t)(sk[c] > chi[c]) | ((uint32_t)(sk[c] == chi[c]) & (uint32_t)(ilow > clo[c])); \
+                if (!any) continue;                                                                        \
+                for (int64_t c = b; c < e; ++c) topk_consider(s, w, sk[c], c, jlow0, ilow, &rf, &nr, mirror); \
             }                                                                                              \
             if (nr) merge_row(s, i0 + r, w->rowbuf, nr, w->merge);                                         \
         }                                                                                                  \
         if (mirror)                                                                                        \
             for (int64_t c = 0; c < cols; ++c)                                                             \
-                if (w->colcount[c]) merge_row(s, j0 + c, w->colbuf + c * colcap, w->colcount[c], w->merge); \
+                if (w->colcount[c]) merge_row(s, j0 + c, w->colbuf + c * s->colcap, w->colcount[c], w->merge); \
     }
 
 #define SCORE_F32(x) oc_key_f32(x)
@@ -243,7 +307,7 @@ DEFINE_TOPK_TILE(topk_u16_rev, uint16_t, SCORE_U16_REV)
         T *vals = (T *)w->pvals;                                                                           \
         int64_t n = 0;                                                                                     \
         for (int64_t r = 0; r < rows; ++r) {                                                               \
-            const T *v = tile + r * ld;                                                                    \
+            const T *restrict v = tile + r * ld;                                                           \
             int64_t before = n;                                                                            \
             for (int64_t c = diag ? r + 1 : 0; c < cols; ++c)                                              \
                 if ((uint32_t)(SCORE(v[c])) >= mk) {                                                       \
@@ -348,20 +412,22 @@ oc_status oc_select_begin(oc_context *ctx, oc_select *s, int64_t tile, int worke
     int64_t tt;
     if (!oc_mul_i64(tile, tile, &tt)) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "tile edge %lld is too large", (long long)tile);
     if (s->cfg.mode == OC_SELECT_TOPK) {
-        /* Buffers of 2k + 32 trim rarely (amortised sorting) yet stay small; a buffer that
+        /* Buffers of 4k + 64 trim rarely (each trim is linear) yet stay small; a buffer that
          * can hold a whole tile row never needs trimming. */
-        int64_t cap = 2 * s->kept + 32;
+        int64_t cap = 4 * s->kept + 64;
         s->rowcap = s->colcap = cap < tile ? cap : tile;
         for (int i = 0; i < workers; ++i) {
             sel_worker *w = &s->workers[i];
             w->rowbuf = malloc((size_t)s->rowcap * sizeof *w->rowbuf);
             w->merge = malloc((size_t)(s->kept ? s->kept : 1) * sizeof *w->merge);
-            if (s->cfg.symmetric) {
-                w->colbuf = malloc((size_t)(tile * s->colcap) * sizeof *w->colbuf);
-                w->colcount = malloc((size_t)tile * sizeof *w->colcount);
-                w->colfloor = malloc((size_t)tile * sizeof *w->colfloor);
-            }
-            if (!w->rowbuf || !w->merge || (s->cfg.symmetric && (!w->colbuf || !w->colcount || !w->colfloor)))
+            if (s->cfg.symmetric) w->colbuf = malloc((size_t)(tile * s->colcap) * sizeof *w->colbuf);
+            w->colcount = malloc((size_t)tile * sizeof *w->colcount);
+            w->colfloor = malloc((size_t)tile * sizeof *w->colfloor);
+            w->colfloor_hi = malloc((size_t)tile * sizeof *w->colfloor_hi);
+            w->colfloor_lo = malloc((size_t)tile * sizeof *w->colfloor_lo);
+            w->scorekeys = malloc((size_t)tile * sizeof *w->scorekeys);
+            if (!w->rowbuf || !w->merge || (s->cfg.symmetric && !w->colbuf) || !w->colcount || !w->colfloor ||
+                !w->colfloor_hi || !w->colfloor_lo || !w->scorekeys)
                 return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate top-k buffers for %d workers", workers);
         }
         return OC_OK;
@@ -405,6 +471,9 @@ void oc_select_free(oc_select *s)
             free(w->colbuf);
             free(w->colcount);
             free(w->colfloor);
+            free(w->colfloor_hi);
+            free(w->colfloor_lo);
+            free(w->scorekeys);
             free(w->merge);
             free(w->pcols);
             free(w->pvals);
