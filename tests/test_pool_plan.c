@@ -143,6 +143,20 @@ static void test_plans(oc_context *ctx)
     small.budget = 300 * 1024;
     CHECK(oc_tile_plan_make(ctx, &small, &plan) == OC_ERR_DEVICE_NO_MEMORY);
     CHECK(strstr(oc_context_last_error(ctx), "smallest plan") != NULL);
+
+    /* Mirrored output slots (A·Aᵀ dense): taken when they fit, else the plan without them. */
+    oc_tile_plan_input sym = {.n = 700, .p = 700, .row_bytes = 640, .elem_size = 4, .symmetric = 1, .keep_output = 1,
+                              .mirror_output = 1, .budget = 64ll << 20, .granularity = 256};
+    CHECK(oc_tile_plan_make(ctx, &sym, &plan) == OC_OK);
+    CHECK(plan.mirror_output);
+    CHECK_EQ_I64(plan.out_bytes, 2 * plan.tile * plan.tile * 4);
+    CHECK(plan.device_bytes <= sym.budget);
+    sym.budget = 900 * 1024; /* two 256-row slots of 256 KiB fit, of 512 KiB do not */
+    CHECK(oc_tile_plan_make(ctx, &sym, &plan) == OC_OK);
+    CHECK(!plan.mirror_output);
+    CHECK_EQ_I64(plan.tile, 256);
+    CHECK_EQ_I64(plan.out_bytes, 256 * 256 * 4);
+    CHECK(plan.device_bytes <= sym.budget);
 }
 
 int main(void)

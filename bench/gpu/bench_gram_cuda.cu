@@ -8,13 +8,12 @@
  *            unpacked to one byte per bit (n x k int8; k = m, 16 GiB, when memory allows)
  *   e2e      oc_gram of the kernel case into host memory (upload, compute, download, mirror)
  *   ooc      oc_gram n=100000 m=200000 under --gpu-mem 2G, output discarded on the device
- *   dense    oc_gram n=65536 m=65536 int32 counts into host memory (16 GiB): D2H rate, with
- *            the copy paths compared (pinned staging with the default and with 8 sink
- *            threads; the destination registered for the job)
+ *            (and with tiles of 8192 forced, against the planner's choice)
+ *   dense    oc_gram n=65536 m=65536 int32 counts into host memory (16 GiB): D2H rate (and
+ *            with 8 sink threads, OUTCORE_CUDA_SINKS=8, against the default)
  *   file     the dense job into /dev/shm and into a file on disk (.npy)
- *   ooc also runs with A registered for the job (OUTCORE_CUDA_H2D=register). The host part
- *   (with kernel, cublas or e2e) measures what the copy paths are built on: pinned copies,
- *   pinning and registering, and the sinks' row copies on 1..14 threads.
+ * The host part (with kernel, cublas or e2e) measures what the copy paths are built on:
+ * pinned copies, pinning and registering host memory, the sinks' row copies on 1..14 threads.
  *
  * Rates: raw = bit-MACs the kernels did / time; effective = n·p·m / time (A·Aᵀ computes only
  * the upper triangle, so effective is about twice raw). cuBLASLt MAC/s count one int8
@@ -410,11 +409,12 @@ static void bench_cublas(const oc_matrix *a, const uint64_t *d_a)
 }
 
 /* oc_gram through the whole pipeline; prints and records the row. */
-static void bench_job(oc_context *ctx, const char *name, const oc_matrix *a, int64_t gpu_mem, oc_output *out)
+static void bench_job(oc_context *ctx, const char *name, const oc_matrix *a, int64_t gpu_mem, int64_t tile, oc_output *out)
 {
     oc_gram_options o = OC_GRAM_OPTIONS_INIT;
     o.backend = OC_BACKEND_CUDA;
     o.gpu_mem_bytes = gpu_mem;
+    o.tile = tile;
     oc_gram_stats s = {.struct_size = sizeof s};
     CKO(ctx, oc_gram(ctx, a, NULL, &o, out, &s));
     char note[96];
@@ -486,10 +486,10 @@ int main(int argc, char **argv)
             memset(host, 0, bytes); /* fault the pages in: the rate is the pipeline's, not the kernel's page faults */
             oc_output out = OC_OUTPUT_INIT;
             out.data = host;
-            bench_job(ctx, "end to end (host memory)", a, 0, &out);
+            bench_job(ctx, "end to end (host memory)", a, 0, 0, &out);
             oc_output discard = OC_OUTPUT_INIT;
             discard.kind = OC_OUTPUT_DISCARD;
-            bench_job(ctx, "pipeline, output discarded", a, 0, &discard);
+            bench_job(ctx, "pipeline, output discarded", a, 0, 0, &discard);
             free(host);
         }
         oc_matrix_free(a);
@@ -498,12 +498,10 @@ int main(int argc, char **argv)
         oc_matrix *a = random_matrix(ctx, 100000, 200000, 2);
         oc_output discard = OC_OUTPUT_INIT;
         discard.kind = OC_OUTPUT_DISCARD;
-        bench_job(ctx, "out of core, --gpu-mem 2G", a, 2ll << 30, &discard);
+        bench_job(ctx, "out of core, --gpu-mem 2G", a, 2ll << 30, 0, &discard);
         if (kernel_raw_rate > 0)
             printf("  out-of-core raw rate / in-core kernel raw rate: %.0f%%\n", 100.0 * rows[nrows - 1].raw / kernel_raw_rate);
-        setenv("OUTCORE_CUDA_H2D", "register", 1);
-        bench_job(ctx, "out of core, A registered", a, 2ll << 30, &discard);
-        unsetenv("OUTCORE_CUDA_H2D");
+        bench_job(ctx, "out of core, tile 8192", a, 2ll << 30, 8192, &discard);
         if (kernel_raw_rate > 0)
             printf("  out-of-core raw rate / in-core kernel raw rate: %.0f%%\n", 100.0 * rows[nrows - 1].raw / kernel_raw_rate);
         oc_matrix_free(a);
@@ -516,15 +514,12 @@ int main(int argc, char **argv)
             memset(host, 0, bytes);
             oc_output out = OC_OUTPUT_INIT;
             out.data = host;
-            bench_job(ctx, "dense int32 -> host memory", a, 0, &out);
+            bench_job(ctx, "dense int32 -> host memory", a, 0, 0, &out);
             if (!cuda_host_matches(a, host)) failures++;
             setenv("OUTCORE_CUDA_SINKS", "8", 1);
-            bench_job(ctx, "dense, 8 sink threads", a, 0, &out);
-            unsetenv("OUTCORE_CUDA_SINKS");
-            setenv("OUTCORE_CUDA_D2H", "register", 1);
             memset(host, 0xff, bytes);
-            bench_job(ctx, "dense, destination registered", a, 0, &out);
-            unsetenv("OUTCORE_CUDA_D2H");
+            bench_job(ctx, "dense, 8 sink threads", a, 0, 0, &out);
+            unsetenv("OUTCORE_CUDA_SINKS");
             if (!cuda_host_matches(a, host)) failures++;
             free(host);
         }
@@ -532,10 +527,10 @@ int main(int argc, char **argv)
             oc_output out = OC_OUTPUT_INIT;
             out.kind = OC_OUTPUT_FILE;
             out.path = "/dev/shm/outcore_bench.npy";
-            bench_job(ctx, "dense int32 -> /dev/shm .npy", a, 0, &out);
+            bench_job(ctx, "dense int32 -> /dev/shm .npy", a, 0, 0, &out);
             remove(out.path);
             out.path = "outcore_bench.npy";
-            bench_job(ctx, "dense int32 -> disk .npy", a, 0, &out);
+            bench_job(ctx, "dense int32 -> disk .npy", a, 0, 0, &out);
             remove(out.path);
         }
         oc_matrix_free(a);

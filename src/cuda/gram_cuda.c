@@ -10,10 +10,15 @@
  *
  * For A·Aᵀ the mirror kernel (gram_mirror.cu) writes, next to each tile in its output slot,
  * the block the tile stands for at (J, I) (for a diagonal tile: the whole symmetric block),
- * so the host copies only rows; a transposed scatter on the host ran at about 1 GB/s per
- * core and bounded the dense job. Where host memory is page-locked (the caller's, or
- * registered for the job on request: OUTCORE_CUDA_H2D / OUTCORE_CUDA_D2H=register) the copy
- * engine reads A or writes the destination directly and the staging step disappears.
+ * so the sinks copy only whole rows; the host's transposed scatter (oc_dense_sink_store)
+ * ran at about 1 GB/s per core and bounded the dense job. Only when the budget cannot hold
+ * output slots twice the size does the plan leave the mirror to the host.
+ *
+ * Why pinned staging rather than page-locking A or the destination (cudaHostRegister), as
+ * measured on the lent H100 (bench/RESULTS.md): registering runs at about 20 GB/s plus the
+ * unregistering, and DMA into registered 4 KiB pages of a 16 GiB destination ran at 32 GB/s
+ * against 46 GB/s through the staging ring and 14 sink threads; for out-of-core panels the
+ * registration (0.13 s per 2.5 GB) cost more than the staging it saved.
  *
  * Asynchronous calls: every copy and kernel is enqueued on one of the device's three
  * streams (h2d, compute, d2h) and returns at once. What orders them (all events are
@@ -80,12 +85,8 @@ typedef struct pipeline {
     cudaEvent_t *out_done, *out_free;
     int32_t *pop_a, *pop_b;
 
-    /* host memory the copy engine reaches directly (page-locked): no staging on that side */
-    int h2d_direct, d2h_direct;
-    const void *locked[2];     /* ranges this job registered (unregistered at teardown) */
-    int nlocked;
-    double lock_seconds;       /* host time spent registering them */
-    int gpu_mirror;            /* A·Aᵀ into a dense destination: mirrors made on the device */
+    int gpu_mirror;            /* A·Aᵀ into a dense destination, mirrors made on the device */
+    int host_mirror;           /* A·Aᵀ into a dense destination, mirrors made by the sinks */
 
     /* pinned staging */
     int64_t h2d_slot_bytes, d2h_slot_bytes;
@@ -131,8 +132,10 @@ static void *sink_main(void *arg)
         pthread_mutex_unlock(&pl->lock);
 
         cudaError_t e = set != cudaSuccess ? set : cudaEventSynchronize(pl->d2h_pin_ready[c.slot]);
-        if (e == cudaSuccess && pl->sink_status == OC_OK)
-            oc_dense_sink_put(pl->job->dense, c.i0, c.j0, c.rows, c.cols, pl->d2h_pin[c.slot], c.cols);
+        if (e == cudaSuccess && pl->sink_status == OC_OK) {
+            if (pl->host_mirror) oc_dense_sink_store(pl->job->dense, c.i0, c.j0, c.rows, c.cols, pl->d2h_pin[c.slot], c.cols);
+            else oc_dense_sink_put(pl->job->dense, c.i0, c.j0, c.rows, c.cols, pl->d2h_pin[c.slot], c.cols);
+        }
 
         pthread_mutex_lock(&pl->lock);
         if (e != cudaSuccess && pl->sink_status == OC_OK) {
@@ -285,44 +288,6 @@ static int tracing(void)
     return on;
 }
 
-/* OUTCORE_CUDA_H2D / OUTCORE_CUDA_D2H = staged | register: whether the job may page-lock
- * A (or the destination) for its duration. Registering costs host time in proportion to
- * the bytes (the kernel pins every page), so it pays only when the copies it saves cost
- * more; memory the caller already page-locked is used directly in either mode. */
-static oc_status lock_mode(oc_context *ctx, const char *var, int *want)
-{
-    const char *v = getenv(var);
-    *want = 0;
-    if (!v || !*v || strcmp(v, "staged") == 0) return OC_OK;
-    if (strcmp(v, "register") == 0) {
-        *want = 1;
-        return OC_OK;
-    }
-    return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s=%s: expected staged or register", var, v);
-}
-
-/* Whether [ptr, ptr + bytes) can be reached by the copy engine: already page-locked, or
- * registered now when `may_register` (then teardown unregisters it). A range that cannot
- * be registered (a file mapping the driver refuses, a locked-memory limit) is staged
- * instead: registration is an optimisation, not a requirement. */
-static int host_reachable(pipeline *pl, const void *ptr, size_t bytes, int may_register, const char *what)
-{
-    struct cudaPointerAttributes attr;
-    if (cudaPointerGetAttributes(&attr, ptr) == cudaSuccess && attr.type == cudaMemoryTypeHost) return 1;
-    (void)cudaGetLastError();
-    if (!may_register || bytes == 0) return 0;
-    double t0 = oc_now();
-    cudaError_t e = cudaHostRegister((void *)ptr, bytes, cudaHostRegisterPortable);
-    pl->lock_seconds += oc_now() - t0;
-    if (e != cudaSuccess) {
-        (void)cudaGetLastError();
-        if (tracing()) fprintf(stderr, "outcore cuda: cannot register %s (%s): staged instead\n", what, cudaGetErrorString(e));
-        return 0;
-    }
-    pl->locked[pl->nlocked++] = ptr;
-    return 1;
-}
-
 static oc_status setup(pipeline *pl)
 {
     oc_context *ctx = pl->ctx;
@@ -336,13 +301,14 @@ static oc_status setup(pipeline *pl)
 
     int64_t pops = job->n + (job->symmetric ? 0 : job->p);
     int64_t pop_bytes = (pops * 4 + OC_POOL_ALIGN - 1) / OC_POOL_ALIGN * OC_POOL_ALIGN;
-    pl->gpu_mirror = job->symmetric && job->dense != NULL;
     oc_tile_plan_input in = {.n = job->n, .p = job->p, .row_bytes = pl->row_bytes, .elem_size = pl->elem,
                              .symmetric = job->symmetric, .keep_output = job->dense != NULL,
-                             .mirror_output = pl->gpu_mirror, .budget = budget,
+                             .mirror_output = job->symmetric && job->dense != NULL, .budget = budget,
                              .fixed_bytes = pop_bytes, .tile = o->tile, .granularity = TILE_GRANULARITY};
     OC_CHECK(oc_tile_plan_make(ctx, &in, &pl->plan));
     const oc_tile_plan *plan = &pl->plan;
+    pl->gpu_mirror = plan->mirror_output;
+    pl->host_mirror = job->symmetric && job->dense != NULL && !plan->mirror_output;
 
     OC_CHECK(oc_pool_alloc(ctx, pl->dev.pool, (size_t)pops * 4, "the row popcounts", (void **)&pl->pop_a));
     OC_CHECK(upload_popcounts(pl));
@@ -371,23 +337,13 @@ static oc_status setup(pipeline *pl)
         for (int64_t i = 0; i < 2 * plan->ntiles; ++i) CUDA_CHECK(ctx, cudaEventCreate(&pl->kernel_ev[i]));
     }
 
-    /* Which host sides the copy engine reaches directly; the others are staged. */
-    int reg_h2d, reg_d2h;
-    OC_CHECK(lock_mode(ctx, "OUTCORE_CUDA_H2D", &reg_h2d));
-    OC_CHECK(lock_mode(ctx, "OUTCORE_CUDA_D2H", &reg_d2h));
-    pl->h2d_direct = host_reachable(pl, job->a->bits, (size_t)(job->n * pl->row_bytes), reg_h2d, "A");
-    if (pl->h2d_direct && !job->symmetric)
-        pl->h2d_direct = host_reachable(pl, job->b->bits, (size_t)(job->p * pl->row_bytes), reg_h2d, "B");
-    if (job->dense) {
-        const oc_dense_sink *d = job->dense;
-        size_t span = (size_t)(((job->n - 1) * d->ld + job->p) * (int64_t)d->elem_size);
-        pl->d2h_direct = host_reachable(pl, d->base, span, reg_d2h, "the destination");
-    }
-
     /* Pinned staging: two H2D slots (one fills while the other uploads) and, for a kept
-     * result, two D2H slots per sink thread, all within the host budget. Sinks only copy
-     * whole rows, which scales with cores until memory bandwidth runs out: all cores but
-     * the driving thread's and one for the system (OUTCORE_CUDA_SINKS=N overrides). */
+     * result, D2H slots for the sink threads, all within the host budget. Row copies scale
+     * with cores (on the lent H100's host 8 threads copy 44 GB/s, 14 threads 56 GB/s, the
+     * PCIe rate): all cores but the driving thread's and one for the system
+     * (OUTCORE_CUDA_SINKS=N overrides). A sink holds one slot while it copies; four more
+     * keep the copy engine busy meanwhile. Each slot costs pinning time at every job start
+     * (cudaHostAlloc: 2.4 GB/s there), so there are no more than that. */
     int cores = oc_cpu_cores();
     pl->copy_threads = cores / 2 < 1 ? 1 : (cores / 2 > 8 ? 8 : cores / 2);
     int sinks = cores - 2 < 1 ? 1 : (cores - 2 > MAX_SINKS ? MAX_SINKS : cores - 2);
@@ -397,21 +353,19 @@ static oc_status setup(pipeline *pl)
         if (sinks < 1 || sinks > 4 * MAX_SINKS)
             return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "OUTCORE_CUDA_SINKS=%s: expected 1 to %d", force_sinks, 4 * MAX_SINKS);
     }
-    pl->nsinks = job->dense && !pl->d2h_direct ? sinks : 0;
-    pl->d2h_slots = 2 * pl->nsinks;
-    int64_t share = host_budget / ((pl->h2d_direct ? 0 : H2D_SLOTS) + pl->d2h_slots + 1);
+    pl->nsinks = job->dense ? sinks : 0;
+    pl->d2h_slots = job->dense ? pl->nsinks + 4 : 0;
+    int64_t share = host_budget / (H2D_SLOTS + pl->d2h_slots);
     if (share > MAX_STAGING_SLOT) share = MAX_STAGING_SLOT;
-    if (!pl->h2d_direct) {
-        int64_t panel_total = plan->panel_bytes;
-        pl->h2d_slot_bytes = share < panel_total ? share / pl->row_bytes * pl->row_bytes : panel_total;
-        if (pl->h2d_slot_bytes < pl->row_bytes) pl->h2d_slot_bytes = pl->row_bytes;
-        for (int k = 0; k < H2D_SLOTS; ++k)
-            OC_CHECK(oc_pool_host_alloc(ctx, pl->dev.pool, (size_t)pl->h2d_slot_bytes, "a pinned upload slot",
-                                        (void **)&pl->h2d_pin[k]));
-        OC_CHECK(create_events(ctx, pl->h2d_pin_free, H2D_SLOTS, 1));
-    }
+    int64_t panel_total = plan->panel_bytes;
+    pl->h2d_slot_bytes = share < panel_total ? share / pl->row_bytes * pl->row_bytes : panel_total;
+    if (pl->h2d_slot_bytes < pl->row_bytes) pl->h2d_slot_bytes = pl->row_bytes;
+    for (int k = 0; k < H2D_SLOTS; ++k)
+        OC_CHECK(oc_pool_host_alloc(ctx, pl->dev.pool, (size_t)pl->h2d_slot_bytes, "a pinned upload slot",
+                                    (void **)&pl->h2d_pin[k]));
+    OC_CHECK(create_events(ctx, pl->h2d_pin_free, H2D_SLOTS, 1));
 
-    if (pl->nsinks > 0) {
+    if (job->dense) {
         int64_t out_row = plan->tile * pl->elem;
         int64_t d2h_share = share < MAX_D2H_SLOT ? share : MAX_D2H_SLOT;
         pl->d2h_slot_bytes = d2h_share < plan->out_bytes ? d2h_share / out_row * out_row : plan->out_bytes;
@@ -466,9 +420,7 @@ static oc_status load_panel(pipeline *pl, int side, int64_t index, int slot)
     double t0 = oc_now();
     /* The slot's previous panel may still be read by a kernel enqueued earlier. */
     CUDA_CHECK(ctx, cudaStreamWaitEvent(pl->dev.h2d, pl->panel_free[slot], 0));
-    if (pl->h2d_direct) /* page-locked rows: one DMA, and the driving thread never waits here */
-        CUDA_CHECK(ctx, cudaMemcpyAsync(dst, src, (size_t)bytes, cudaMemcpyHostToDevice, pl->dev.h2d));
-    for (int64_t off = 0; !pl->h2d_direct && off < bytes; off += pl->h2d_slot_bytes) {
+    for (int64_t off = 0; off < bytes; off += pl->h2d_slot_bytes) {
         int64_t len = bytes - off < pl->h2d_slot_bytes ? bytes - off : pl->h2d_slot_bytes;
         int k = pl->h2d_next;
         pl->h2d_next = (k + 1) % H2D_SLOTS;
@@ -502,19 +454,13 @@ static oc_status place_panel(pipeline *pl, oc_panel_cache *cache, int side, int6
 }
 
 /* Copies the rows x cols block at `src` (rows plan->tile elements apart) on the device to
- * C(i0, j0): straight into a page-locked destination, else through pinned slots and the
- * sink threads. Enqueued on the d2h stream after whatever it already waits for. */
+ * C(i0, j0) through pinned slots and the sink threads. Enqueued on the d2h stream after
+ * whatever it already waits for. */
 static oc_status download_block(pipeline *pl, const char *src, int64_t i0, int64_t j0, int64_t rows, int64_t cols)
 {
     oc_context *ctx = pl->ctx;
-    const oc_dense_sink *d = pl->job->dense;
     size_t pitch = (size_t)(pl->plan.tile * pl->elem), width = (size_t)(cols * pl->elem);
     pl->job->stats->bytes_d2h += rows * (int64_t)width;
-    if (pl->d2h_direct) {
-        CUDA_CHECK(ctx, cudaMemcpy2DAsync(d->base + (i0 * d->ld + j0) * pl->elem, (size_t)(d->ld * pl->elem), src, pitch,
-                                          width, (size_t)rows, cudaMemcpyDeviceToHost, pl->dev.d2h));
-        return OC_OK;
-    }
     int64_t chunk_rows = pl->d2h_slot_bytes / (int64_t)width;
     for (int64_t r0 = 0; r0 < rows; r0 += chunk_rows) {
         int64_t nr = rows - r0 < chunk_rows ? rows - r0 : chunk_rows;
@@ -647,11 +593,11 @@ static void trace_pipeline(pipeline *pl)
     }
     (void)cudaGetLastError();
     fprintf(stderr,
-            "outcore cuda: tile %lld, %lld tiles, %d panel slots%s, %lld uploads; kernels busy %.4f s; H2D %s "
-            "(staging %.4f s, of which slot waits %.4f s); D2H %s, %d sinks (slot waits %.4f s); registering %.4f s\n",
+            "outcore cuda: tile %lld, %lld tiles, %d panel slots%s, %lld uploads; kernels busy %.4f s; staging %.4f s "
+            "(of which slot waits %.4f s); %d sinks, %d D2H slots of %.0f MiB, mirror on the %s (slot waits %.4f s)\n",
             (long long)pl->plan.tile, (long long)pl->plan.ntiles, pl->plan.panel_slots, pl->plan.resident ? " (resident)" : "",
-            (long long)pl->plan.panel_loads, kernels, pl->h2d_direct ? "direct" : "staged", pl->upload_seconds,
-            pl->stage_wait_seconds, pl->d2h_direct ? "direct" : "staged", pl->nsinks, pl->acquire_seconds, pl->lock_seconds);
+            (long long)pl->plan.panel_loads, kernels, pl->upload_seconds, pl->stage_wait_seconds, pl->nsinks, pl->d2h_slots,
+            pl->d2h_slot_bytes / 1048576.0, pl->gpu_mirror ? "device" : pl->host_mirror ? "host" : "-", pl->acquire_seconds);
 }
 
 static void teardown(pipeline *pl)
@@ -669,8 +615,6 @@ static void teardown(pipeline *pl)
     destroy_events(pl->h2d_pin_free, H2D_SLOTS);
     destroy_events(pl->d2h_pin_ready, pl->d2h_slots);
     destroy_events(pl->kernel_ev, pl->kernel_ev ? 2 * pl->plan.ntiles : 0);
-    for (int i = 0; i < pl->nlocked; ++i) (void)cudaHostUnregister((void *)pl->locked[i]);
-    (void)cudaGetLastError();
     oc_cuda_device_close(&pl->dev); /* frees the pool: every device and pinned buffer */
     free(pl->panel);
     free(pl->panel_loaded);

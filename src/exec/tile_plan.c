@@ -121,14 +121,15 @@ static oc_status count_loads(oc_context *ctx, oc_tile_plan *plan, int symmetric)
 }
 
 /* Fills a plan for tile edge T, or returns 0 when it does not fit the budget. */
-static int plan_for_tile(const oc_tile_plan_input *in, int64_t T, oc_tile_plan *pl)
+static int plan_for_tile(const oc_tile_plan_input *in, int64_t T, int mirror, oc_tile_plan *pl)
 {
     memset(pl, 0, sizeof *pl);
     pl->tile = T;
     pl->panels_a = ceil_div(in->n, T);
     pl->panels_b = in->symmetric ? pl->panels_a : ceil_div(in->p, T);
     pl->panel_bytes = T * in->row_bytes;
-    pl->out_bytes = T * T * in->elem_size * (in->mirror_output ? 2 : 1);
+    pl->mirror_output = mirror;
+    pl->out_bytes = T * T * in->elem_size * (mirror ? 2 : 1);
     /* Two output slots let the kernel fill one while the other drains to the host. */
     pl->out_slots = in->keep_output ? 2 : 1;
     int64_t total_panels = in->symmetric ? pl->panels_a : pl->panels_a + pl->panels_b;
@@ -170,22 +171,26 @@ oc_status oc_tile_plan_make(oc_context *ctx, const oc_tile_plan_input *in, oc_ti
     if (in->tile <= 0)
         for (size_t i = 0; i < sizeof edges / sizeof edges[0]; ++i)
             if (edges[i] < first && edges[i] % g == 0) cand[ncand++] = edges[i];
-    for (int c = 0; c < ncand; ++c) {
-        oc_tile_plan pl;
-        if (!plan_for_tile(in, cand[c], &pl)) continue;
-        OC_CHECK(count_loads(ctx, &pl, in->symmetric));
-        double cost = plan_cost(in, &pl);
-        if (!found || cost < best_cost) {
-            *plan = pl;
-            best_cost = cost;
-            found = 1;
+    /* Mirrored output slots first: they cost device memory but spare the host a transposed
+     * scatter of half the result, which is slower than everything else the job does. */
+    for (int mirror = in->mirror_output != 0; mirror >= 0 && !found; --mirror) {
+        for (int c = 0; c < ncand; ++c) {
+            oc_tile_plan pl;
+            if (!plan_for_tile(in, cand[c], mirror, &pl)) continue;
+            OC_CHECK(count_loads(ctx, &pl, in->symmetric));
+            double cost = plan_cost(in, &pl);
+            if (!found || cost < best_cost) {
+                *plan = pl;
+                best_cost = cost;
+                found = 1;
+            }
         }
     }
     if (found) return OC_OK;
 
     int64_t T = in->tile > 0 ? first : g;
     int64_t total_panels = in->symmetric ? ceil_div(in->n, T) : ceil_div(in->n, T) + ceil_div(in->p, T);
-    int64_t out_bytes = T * T * in->elem_size * (in->mirror_output ? 2 : 1);
+    int64_t out_bytes = T * T * in->elem_size;
     int64_t need = in->fixed_bytes + (in->keep_output ? 2 : 1) * out_bytes +
                    (total_panels == 1 ? 1 : 2) * T * in->row_bytes;
     return oc_fail(ctx, OC_ERR_DEVICE_NO_MEMORY,

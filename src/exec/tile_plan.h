@@ -21,7 +21,7 @@ typedef struct oc_tile_plan_input {
     int64_t elem_size;       /* bytes of one result element */
     int symmetric;           /* A·Aᵀ: only tiles with I <= J, one set of panels */
     int keep_output;         /* 0: output discarded on the device (one output slot suffices) */
-    int mirror_output;       /* output slots also hold the tile's mirror (A·Aᵀ made on the device) */
+    int mirror_output;       /* want output slots that also hold the tile's mirror (A·Aᵀ) */
     int64_t budget;          /* device bytes available to the plan */
     int64_t fixed_bytes;     /* device bytes the job needs besides panels and output slots */
     int64_t tile;            /* forced tile edge (0 = choose); rounded up to granularity */
@@ -36,6 +36,7 @@ typedef struct oc_tile_plan {
     int out_slots;           /* device output tile buffers */
     int64_t panel_bytes;     /* one slot: T rows */
     int64_t out_bytes;       /* one output slot: T x T elements, twice that with mirror_output */
+    int mirror_output;       /* the output slots hold mirrors (asked for, and it fit the budget) */
     int64_t device_bytes;    /* everything the plan allocates, fixed_bytes included */
     int group;               /* A panels kept resident together while B panels stream */
     int64_t ntiles;
@@ -43,7 +44,8 @@ typedef struct oc_tile_plan {
 } oc_tile_plan;
 
 /* Chooses the plan with the least estimated transfer and overhead time that fits the
- * budget. OC_ERR_DEVICE_NO_MEMORY when even the smallest plan (tile = granularity, two
+ * budget; with mirror_output, a plan with mirrored output slots when any fits, else one
+ * without (the mirror is then left to the host). OC_ERR_DEVICE_NO_MEMORY when even the smallest plan (tile = granularity, two
  * panel slots, one output slot) does not fit: the message names its size and the budget. */
 oc_status oc_tile_plan_make(oc_context *ctx, const oc_tile_plan_input *in, oc_tile_plan *plan);
 

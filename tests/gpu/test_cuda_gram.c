@@ -11,9 +11,6 @@
  * not exist, and an injected failure at every device and pinned allocation point, each of
  * which must return a clean status and leave no device or pinned memory behind.
  *
- * The table runs again (b1) with A and the destination page-locked for the job
- * (OUTCORE_CUDA_H2D / OUTCORE_CUDA_D2H=register), the copy paths without staging.
- *
  * OUTCORE_TEST_QUICK=1 (for compute-sanitizer runs) keeps the case table with two outputs
  * (int32 counts, float32 cosine) and skips the failure and large streaming parts.
  * Exits 77 when no CUDA device is usable.
@@ -320,14 +317,6 @@ int main(void)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i)
         for (int k = 0; k < 2; ++k) run_case(&cases[i], kernels[k]);
     check_clean("the case table");
-    /* The same table with A and the destination page-locked for the job, so that panels
-     * and tiles move by DMA without staging (and teardown must unregister both). */
-    setenv("OUTCORE_CUDA_H2D", "register", 1);
-    setenv("OUTCORE_CUDA_D2H", "register", 1);
-    for (size_t i = 0; !quick && i < sizeof cases / sizeof cases[0]; ++i) run_case(&cases[i], "b1");
-    unsetenv("OUTCORE_CUDA_H2D");
-    unsetenv("OUTCORE_CUDA_D2H");
-    check_clean("the case table, registered host memory");
     if (!quick) {
         run_failures();
         run_large_streamed();
