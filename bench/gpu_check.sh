@@ -5,7 +5,9 @@
 #
 # With no argument it does all five ("devices" runs `outcore devices --bandwidth --json`).
 # "bench" may be followed by the benchmark's own parts
-# (kernel cublas e2e ooc dense file). Logs go to $OUT (or /tmp/gpu_check); a short table
+# (kernel cublas e2e ooc dense file), or by "topk": top-k and threshold (bench_topk_cuda and
+# the CLI end to end: a packed .npy of 100000 x 200000 bits to a top-10 .npz); "bench" alone
+# runs both benchmarks. Logs go to $OUT (or /tmp/gpu_check); a short table
 # of every step's result is printed last. TEST_TIMEOUT, SANITIZE_TIMEOUT and BENCH_TIMEOUT
 # (seconds) bound each step so that a hang cannot eat a whole lease; SANITIZE_TOOLS picks
 # the compute-sanitizer tools (default: memcheck racecheck).
@@ -51,6 +53,11 @@ if has sanitize; then
     rc=$?
     tail -4 "$LOGS/sanitize_$tool.log"
     note "$tool" "rc $rc: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$LOGS/sanitize_$tool.log" | tail -1)"
+    OUTCORE_TEST_QUICK=1 timeout "${SANITIZE_TIMEOUT:-200}" compute-sanitizer --tool "$tool" --error-exitcode 99 \
+      "$BUILD/tests/gpu_test_cuda_select" >"$LOGS/sanitize_select_$tool.log" 2>&1
+    rc=$?
+    tail -4 "$LOGS/sanitize_select_$tool.log"
+    note "$tool" "select rc $rc: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$LOGS/sanitize_select_$tool.log" | tail -1)"
   done
 fi
 
@@ -61,13 +68,37 @@ if has devices; then
   note devices "rc $rc"
 fi
 
-if has bench; then
-  timeout "${BENCH_TIMEOUT:-400}" "$BUILD/bench/bench_gram_cuda" "${bench_parts[@]}" 2>&1 | tee "$LOGS/bench.log"
+topk_bench=0
+gram_parts=()
+for part in "${bench_parts[@]}"; do
+  if [ "$part" = topk ]; then topk_bench=1; else gram_parts+=("$part"); fi
+done
+[ ${#bench_parts[@]} -eq 0 ] && topk_bench=1
+
+if has bench && { [ ${#gram_parts[@]} -gt 0 ] || [ ${#bench_parts[@]} -eq 0 ]; }; then
+  timeout "${BENCH_TIMEOUT:-400}" "$BUILD/bench/bench_gram_cuda" "${gram_parts[@]}" 2>&1 | tee "$LOGS/bench.log"
   note bench "rc ${PIPESTATUS[0]}"
+fi
+
+if has bench && [ $topk_bench -eq 1 ]; then
+  timeout "${BENCH_TIMEOUT:-400}" "$BUILD/bench/bench_topk_cuda" 2>&1 | tee "$LOGS/bench_topk.log"
+  note bench_topk "rc ${PIPESTATUS[0]}"
+  # End to end through the CLI (issue 4's target: under 5 s): read packed bits, write .npz.
+  "$BUILD/outcore" gen --rows 100000 --cols 200000 --density 0.05 --packed -o /dev/shm/A.npy >"$LOGS/gen.log" 2>&1
+  start=$(date +%s%N)
+  timeout 120 "$BUILD/outcore" gram /dev/shm/A.npy --bits 200000 --topk 10 --metric jaccard --gpu-mem 4G \
+    -o /dev/shm/top.npz --json >"$LOGS/topk_cli.json" 2>"$LOGS/topk_cli.err"
+  rc=$?
+  wall_ms=$(( ($(date +%s%N) - start) / 1000000 ))
+  cat "$LOGS/topk_cli.json" "$LOGS/topk_cli.err"
+  python3 -c "import numpy as np; f = np.load('/dev/shm/top.npz'); print('npz', f['indices'].shape, f['scores'].dtype)" 2>&1
+  note topk_cli "rc $rc, wall ${wall_ms} ms (process, load included)"
+  rm -f /dev/shm/A.npy /dev/shm/top.npz
 fi
 
 echo
 echo "== gpu_check summary ($(date -u +%F) $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1))"
 printf '%s\n' "${summary[@]}"
 [ -f "$LOGS/bench.log" ] && has bench && grep -E '^\|' "$LOGS/bench.log"
+[ -f "$LOGS/bench_topk.log" ] && has bench && grep -E '^\|' "$LOGS/bench_topk.log"
 exit 0

@@ -52,6 +52,7 @@
 #include "gram_b1.cuh"
 #include "gram_mirror.cuh"
 #include "gram_popc.cuh"
+#include "select_cuda.h"
 
 #define TILE_GRANULARITY 256          /* the b1 kernel's CTA is 128 x 256 */
 #define HEADROOM (256LL << 20)        /* left to the CUDA context and libraries */
@@ -77,6 +78,7 @@ typedef struct pipeline {
     oc_tile_plan plan;
     kernel_kind kernel;
     int64_t words, row_bytes, elem;
+    oc_cuda_select *select;    /* top-k / threshold selection on the device (select_cuda.h) */
 
     /* device */
     uint64_t **panel;
@@ -301,10 +303,11 @@ static oc_status setup(pipeline *pl)
 
     int64_t pops = job->n + (job->symmetric ? 0 : job->p);
     int64_t pop_bytes = (pops * 4 + OC_POOL_ALIGN - 1) / OC_POOL_ALIGN * OC_POOL_ALIGN;
-    oc_tile_plan_input in = {.n = job->n, .p = job->p, .row_bytes = pl->row_bytes, .elem_size = pl->elem,
+    oc_tile_plan_input in = {.n = job->n, .p = job->p, .row_bytes = pl->row_bytes,
+                             .elem_size = pl->elem + oc_cuda_select_extra_elem_bytes(job),
                              .symmetric = job->symmetric, .keep_output = job->dense != NULL,
                              .mirror_output = job->symmetric && job->dense != NULL, .budget = budget,
-                             .fixed_bytes = pop_bytes, .tile = o->tile, .granularity = TILE_GRANULARITY};
+                             .fixed_bytes = pop_bytes + oc_cuda_select_fixed_bytes(job), .tile = o->tile, .granularity = TILE_GRANULARITY};
     OC_CHECK(oc_tile_plan_make(ctx, &in, &pl->plan));
     const oc_tile_plan *plan = &pl->plan;
     pl->gpu_mirror = plan->mirror_output;
@@ -326,6 +329,7 @@ static oc_status setup(pipeline *pl)
         OC_CHECK(oc_pool_alloc(ctx, pl->dev.pool, (size_t)plan->panel_bytes, "a row panel", (void **)&pl->panel[s]));
     for (int s = 0; s < no; ++s)
         OC_CHECK(oc_pool_alloc(ctx, pl->dev.pool, (size_t)plan->out_bytes, "an output tile", &pl->out[s]));
+    if (job->select) OC_CHECK(oc_cuda_select_open(ctx, &pl->dev, job, plan->tile, pl->out[0], &pl->select));
     OC_CHECK(create_events(ctx, pl->panel_loaded, ns, 0));
     OC_CHECK(create_events(ctx, pl->panel_free, ns, 0));
     OC_CHECK(create_events(ctx, pl->out_done, no, 0));
@@ -551,6 +555,9 @@ static oc_status run_tiles(pipeline *pl)
             OC_CHECK_GOTO(oc_cuda_gram_mirror(ctx, &pl->dev, tile.out, (char *)tile.out + plan->tile * plan->tile * pl->elem,
                                               tile.rows, tile.cols, plan->tile, (int)pl->elem, I == J, pl->dev.compute));
         if (pl->kernel_ev) CUDA_CHECK_GOTO(ctx, cudaEventRecord(pl->kernel_ev[2 * t + 1], pl->dev.compute));
+        if (pl->select)
+            OC_CHECK_GOTO(oc_cuda_select_tile_done(pl->select, &tile, I * plan->tile, J * plan->tile, pl->dev.compute,
+                                                   pl->dev.d2h));
         job->stats->bit_macs_computed += macs;
         job->stats->tiles++;
         CUDA_CHECK_GOTO(ctx, cudaEventRecord(pl->out_done[out_slot], pl->dev.compute));
@@ -564,6 +571,7 @@ static oc_status run_tiles(pipeline *pl)
             last_progress = now;
         }
     }
+    if (pl->select) OC_CHECK_GOTO(oc_cuda_select_finish(pl->select, pl->dev.compute, pl->dev.d2h));
     CUDA_CHECK_GOTO(ctx, cudaStreamSynchronize(pl->dev.compute));
     CUDA_CHECK_GOTO(ctx, cudaStreamSynchronize(pl->dev.d2h));
     if (o->progress) o->progress(o->progress_user, (double)plan->ntiles, (double)plan->ntiles);
@@ -603,6 +611,7 @@ static void trace_pipeline(pipeline *pl)
 static void teardown(pipeline *pl)
 {
     (void)sinks_join(pl, 0);
+    oc_cuda_select_close(pl->select);
     if (pl->dev.pool) {
         /* Every enqueued copy and kernel must finish before its buffers go back. */
         (void)cudaDeviceSynchronize();

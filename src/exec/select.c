@@ -224,6 +224,15 @@ static void merge_row(oc_select *s, int64_t i, uint64_t *cand, int64_t nc, uint6
 
 static inline uint64_t max_u64(uint64_t a, uint64_t b) { return a > b ? a : b; }
 
+/* The first tile column that counts in global row i: for A·Aᵀ only columns past the row
+ * (the row itself and the mirror's half are excluded), whatever part of a tile this is. */
+static inline int64_t first_column(const oc_select *s, int64_t i, int64_t j0, int64_t cols)
+{
+    if (!s->cfg.symmetric) return 0;
+    int64_t f = i + 1 - j0;
+    return f < 0 ? 0 : (f > cols ? cols : f);
+}
+
 /* The exact test and bookkeeping of element c of tile row r (see the scan below). */
 static inline void topk_consider(oc_select *s, sel_worker *w, uint32_t sk, int64_t c, uint32_t jlow0, uint32_t ilow,
                                  uint64_t *rf, int64_t *nr, int mirror)
@@ -253,7 +262,7 @@ static inline void topk_consider(oc_select *s, sel_worker *w, uint32_t sk, int64
     static void NAME(oc_select *s, sel_worker *w, int64_t i0, int64_t j0, int64_t rows, int64_t cols,     \
                      const T *tile, int64_t ld)                                                            \
     {                                                                                                      \
-        const int mirror = s->cfg.symmetric, diag = mirror && i0 == j0;                                    \
+        const int mirror = s->cfg.symmetric;                                                               \
         uint32_t *restrict sk = w->scorekeys, *restrict chi = w->colfloor_hi, *restrict clo = w->colfloor_lo; \
         for (int64_t c = 0; c < cols; ++c) {                                                               \
             w->colcount[c] = 0;                                                                            \
@@ -265,7 +274,7 @@ static inline void topk_consider(oc_select *s, sel_worker *w, uint32_t sk, int64
             const T *restrict v = tile + r * ld;                                                           \
             uint64_t rf = atomic_load_explicit(&s->floors[i0 + r], memory_order_relaxed);                  \
             const uint32_t jlow0 = 0xFFFFFFFFu - (uint32_t)j0, ilow = 0xFFFFFFFFu - (uint32_t)(i0 + r);    \
-            int64_t nr = 0, c0 = diag ? r + 1 : 0;                                                         \
+            int64_t nr = 0, c0 = first_column(s, i0 + r, j0, cols);                                        \
             for (int64_t c = c0; c < cols; ++c) sk[c] = SCORE(v[c]);                                       \
             for (int64_t b = c0; b < cols; b += SCAN_BLOCK) {                                              \
                 const int64_t e = b + SCAN_BLOCK < cols ? b + SCAN_BLOCK : cols;                           \
@@ -303,13 +312,12 @@ DEFINE_TOPK_TILE(topk_u16_rev, uint16_t, SCORE_U16_REV)
                         int64_t cols, const T *tile, int64_t ld)                                           \
     {                                                                                                      \
         const uint32_t mk = (uint32_t)s->min_key;                                                          \
-        const int diag = s->cfg.symmetric && i0 == j0;                                                     \
         T *vals = (T *)w->pvals;                                                                           \
         int64_t n = 0;                                                                                     \
         for (int64_t r = 0; r < rows; ++r) {                                                               \
             const T *restrict v = tile + r * ld;                                                           \
             int64_t before = n;                                                                            \
-            for (int64_t c = diag ? r + 1 : 0; c < cols; ++c)                                              \
+            for (int64_t c = first_column(s, i0 + r, j0, cols); c < cols; ++c)                             \
                 if ((uint32_t)(SCORE(v[c])) >= mk) {                                                       \
                     w->pcols[n] = (uint32_t)c;                                                             \
                     vals[n++] = v[c];                                                                      \

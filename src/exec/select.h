@@ -74,8 +74,10 @@ uint64_t oc_select_min_key(const oc_select *s);
  * how many workers call oc_select_tile concurrently (0: none, e.g. a device selects). */
 oc_status oc_select_begin(oc_context *ctx, oc_select *s, int64_t tile, int workers);
 
-/* Worker `worker` hands over converted tile (i0, j0) of rows x cols, elements ld apart (a
- * diagonal tile of A·Aᵀ is read above its diagonal only). Thread-safe. */
+/* Worker `worker` hands over converted tile (i0, j0) of rows x cols, elements ld apart. For
+ * A·Aᵀ only elements whose global column exceeds their global row are read, so a top-k tile
+ * may also come in row slices (i0 + r0, j0) of a tile; a threshold tile must come whole.
+ * Thread-safe. */
 oc_status oc_select_tile(oc_select *s, int worker, int64_t i0, int64_t j0, int64_t rows, int64_t cols,
                          const void *tile, int64_t ld);
 

@@ -1,0 +1,52 @@
+/*
+ * gram_select.cuh - top-k and threshold selection of one Gram tile on the device: one host
+ * entry point.
+ *
+ * The tile is the converted result the Gram kernel left in its output slot (rows x cols of
+ * the result dtype, ld elements apart); nothing of it leaves the device. Keys and the order
+ * are those of src/exec/select_key.h, so the device keeps exactly the lists the CPU keeps.
+ */
+#ifndef OC_CUDA_GRAM_SELECT_CUH
+#define OC_CUDA_GRAM_SELECT_CUH
+
+#include <stdint.h>
+
+#include "device.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The largest k the device lists support; larger k are selected on the host. */
+#define OC_CUDA_SELECT_MAX_K 128
+
+typedef struct oc_select_tile_args {
+    const void *tile;          /* device: the converted tile */
+    int64_t ld;                /* elements between tile rows */
+    int rows, cols;
+    int64_t i0, j0;            /* global row and column of element (0, 0) */
+    int kind;                  /* oc_key_kind */
+    int symmetric;             /* A·Aᵀ: only elements with global column > global row count */
+    /* top-k (topk_lists != NULL): n x kept keys, best first, 0 = empty */
+    uint64_t *topk_lists;
+    int kept;
+    /* threshold (topk_lists == NULL): a pair passes when its score key >= min_key */
+    uint32_t min_key;
+    uint32_t *row_counts;      /* device: rows + 1 entries: pairs per row, then the total */
+    uint32_t *row_offsets;     /* device: rows entries, exclusive prefix sums */
+    uint32_t *pair_cols;       /* device: tile-local columns, in (row, col) order */
+    void *pair_values;         /* device: scores of the result dtype */
+} oc_select_tile_args;
+
+/* Enqueues the selection of one tile on `stream` (asynchronous). Top-k: updates the lists of
+ * the tile's rows and, for A·Aᵀ, mirrored, of its columns (the rows of column panel J), in
+ * two launches, so that a diagonal tile never updates a list from two warps at once.
+ * Threshold: counts, prefix sums and writes the passing pairs in (row, col) order. */
+oc_status oc_cuda_select_tile(oc_context *ctx, oc_cuda_device *dev, const oc_select_tile_args *args,
+                              cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
