@@ -15,10 +15,11 @@
  * output slots twice the size does the plan leave the mirror to the host.
  *
  * Why pinned staging rather than page-locking A or the destination (cudaHostRegister), as
- * measured on the lent H100 (bench/RESULTS.md): registering large ranges runs at about 20 GB/s plus the
- * unregistering, and DMA into registered 4 KiB pages of a 16 GiB destination ran at 32 GB/s
- * against 46 GB/s through the staging ring and 14 sink threads; for out-of-core panels the
- * registration (0.13 s per 2.5 GB) cost more than the staging it saved.
+ * measured on the lent H100 (bench/RESULTS.md): registering large ranges runs at about
+ * 20 GB/s plus the unregistering, and DMA into registered 4 KiB pages of a 16 GiB
+ * destination ran at 32 GB/s against 46 GB/s through the staging ring and 14 sink threads;
+ * for out-of-core panels the registration (0.13 s per 2.5 GB) cost more than the staging
+ * it saved.
  *
  * Asynchronous calls: every copy and kernel is enqueued on one of the device's three
  * streams (h2d, compute, d2h) and returns at once. What orders them (all events are
