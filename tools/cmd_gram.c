@@ -26,7 +26,7 @@ static const char gram_usage[] =
     "  --backend B            auto (default: CUDA when usable, else CPU), cpu, cuda\n"
     "  --threads N            CPU worker threads (default: all cores)\n"
     "  --device N             CUDA device index (default 0)\n"
-    "  --gpu-mem SIZE|PCT     device memory budget, e.g. 2G or 50% (default 90%% of free)\n"
+    "  --gpu-mem SIZE|PCT     device memory budget, e.g. 2G or 50% (default 90% of free)\n"
     "  --gpu-mem-mode MODE    grow (default) or reserve\n"
     "  --host-mem SIZE        cap on pinned host staging memory\n"
     "  --tile N               tile edge in rows (default: chosen by the planner)\n"
