@@ -157,6 +157,28 @@ static void test_plans(oc_context *ctx)
     CHECK_EQ_I64(plan.tile, 256);
     CHECK_EQ_I64(plan.out_bytes, 256 * 256 * 4);
     CHECK(plan.device_bytes <= sym.budget);
+
+    /* The kernel model: one CTA of 128 x 256 per SM on 132 SMs. Kernel-bound, tiles run
+     * whole waves, so the planner's tile wastes no more kernel time than 4096-row tiles. */
+    ooc.cta_rows = 128;
+    ooc.cta_cols = 256;
+    ooc.concurrent_ctas = 132;
+    ooc.cta_seconds = 2.6e-4;
+    oc_tile_plan forced;
+    CHECK(oc_tile_plan_make(ctx, &ooc, &plan) == OC_OK);
+    ooc.tile = 4096;
+    CHECK(oc_tile_plan_make(ctx, &ooc, &forced) == OC_OK);
+    CHECK(plan.kernel_seconds > 0 && plan.kernel_seconds <= forced.kernel_seconds);
+    CHECK(plan.cost_seconds <= forced.cost_seconds && plan.cost_seconds >= plan.kernel_seconds);
+    /* Overlapping tiles fill the last waves: no more kernel time, two output slots. */
+    ooc.overlap_tiles = 1;
+    oc_tile_plan overlapped;
+    CHECK(oc_tile_plan_make(ctx, &ooc, &overlapped) == OC_OK);
+    CHECK(overlapped.kernel_seconds <= forced.kernel_seconds);
+    CHECK_EQ_I64(overlapped.out_slots, 2);
+    CHECK(overlapped.device_bytes <= ooc.budget);
+    ooc.tile = 0;
+    check_order(ctx, &ooc);
 }
 
 int main(void)

@@ -37,6 +37,7 @@ typedef struct oc_cuda_device {
     size_t smem_optin;            /* cudaDevAttrMaxSharedMemoryPerBlockOptin */
     const oc_gpu_arch *arch;      /* NULL for a generation the table does not know */
     cudaStream_t h2d, compute, d2h;
+    cudaStream_t compute2;        /* consecutive tiles alternate between compute and this */
     oc_pool *pool;                /* the job's budgeted memory, created by the pipeline */
     oc_cuda_launch_ok checked[OC_CUDA_MAX_KERNELS];
     int nchecked;
@@ -48,11 +49,21 @@ oc_status oc_cuda_device_open(oc_context *ctx, int index, oc_cuda_device *dev);
 /* Destroys the streams and the pool (after synchronising); safe on a partly opened device. */
 void oc_cuda_device_close(oc_cuda_device *dev);
 
-/* The allocation calls of a pool on this device: cudaMalloc and cudaHostAlloc. */
+/* The allocation calls of a pool on this device: cudaMalloc, and cudaHostAlloc behind a
+ * cache of pinned blocks that outlives the job (device.c says why and its rules). */
 oc_mem_ops oc_cuda_mem_ops(void);
 
+/* The pinned size to ask for when `need` bytes are needed and at most `limit` may be taken:
+ * the smallest idle cached block within [need, limit], else need. Thread safe. */
+size_t oc_cuda_staging_fit(size_t need, size_t limit);
+/* Unpins every idle cached block (tests, benchmarks, a caller done with the GPU). */
+void oc_cuda_staging_release(void);
+/* Bytes of pinned staging held idle between jobs. */
+int64_t oc_cuda_staging_idle_bytes(void);
+
 /* Device and pinned bytes allocated through oc_cuda_mem_ops and not yet freed, in this
- * process (any thread): tests check that a failed job leaves none behind. */
+ * process (any thread), idle cached staging included: tests check that a failed job leaves
+ * none behind once oc_cuda_staging_release has run. */
 int64_t oc_cuda_live_device_bytes(void);
 int64_t oc_cuda_live_pinned_bytes(void);
 

@@ -21,17 +21,26 @@
  * for out-of-core panels the registration (0.13 s per 2.5 GB) cost more than the staging
  * it saved.
  *
- * Asynchronous calls: every copy and kernel is enqueued on one of the device's three
- * streams (h2d, compute, d2h) and returns at once. What orders them (all events are
- * recorded by the driving thread, so "the last record" is well defined):
- *   - a panel upload waits (on h2d) for panel_free[slot], recorded after the last kernel
- *     that read the slot's previous panel;
- *   - a kernel waits (on compute) for panel_loaded[] of both its panels and for
- *     out_free[slot], recorded after the last D2H copy out of its output slot;
+ * Asynchronous calls: every copy and kernel is enqueued on one of the device's streams
+ * (h2d, compute, compute2, d2h) and returns at once. Consecutive tiles alternate between
+ * the two compute streams (one only when the device selects top-k or threshold pairs,
+ * whose per-tile state is ordered on one stream), so the next tile's CTAs fill the SMs the
+ * last wave of a tile leaves idle; nothing else orders two tiles' kernels. What orders
+ * them (all events are recorded by the driving thread, so "the last record" is well
+ * defined):
+ *   - a panel upload waits (on h2d) for panel_free[slot][c] of both compute streams c,
+ *     recorded after the last kernel on c that read the slot's previous panel;
+ *   - a kernel waits (on its compute stream) for panel_loaded[] of both its panels and for
+ *     out_free[slot], recorded after the last D2H copy out of its output slot (output
+ *     slot t % 2 of tile t lives on compute stream t % 2, so two kernels never share one);
  *   - the D2H copies wait (on d2h) for out_done[slot], recorded after the kernel;
  *   - the host waits (cudaEventSynchronize) for h2d_pin_free[k] before it refills pinned
  *     H2D slot k, and a sink thread waits for d2h_pin_ready[k] before it reads D2H slot k.
  * Nothing is allocated per tile: every buffer and event comes from the plan at start.
+ *
+ * Pinned staging is two rings, one pinned allocation each (upload slots, download slots),
+ * that outlive the job in the device layer's cache (device.c): a later job with the same
+ * or smaller staging pins nothing.
  *
  * Host threads and locks: one mutex (pipeline.lock) guards the D2H queue, the busy flags
  * of the pinned D2H slots and the sinks' error; there is no other lock, so there is no
@@ -58,12 +67,19 @@
 #define TILE_GRANULARITY 256          /* the b1 kernel's CTA is 128 x 256 */
 #define HEADROOM (256LL << 20)        /* left to the CUDA context and libraries */
 #define DEFAULT_HOST_MEM (1LL << 30)  /* pinned staging when --host-mem is not given */
-#define MAX_STAGING_SLOT (32LL << 20)
-/* D2H slots are many (two per sink thread), so each stays small: pinning is slow (about
- * 1.6 GB/s on the lent H100's host), and a job pays for its staging at every start. */
+/* Upload slots of 16 MiB keep the link busy (0.3 ms per copy at 55 GB/s against tens of
+ * microseconds of issue) at half the pinning of 32 MiB ones. */
+#define MAX_STAGING_SLOT (16LL << 20)
+/* D2H slots are many (one per sink thread and four more), so each stays small: a job that
+ * finds no cached staging pins it at about 2.5 GB/s on the lent H100's host. */
 #define MAX_D2H_SLOT (4LL << 20)
 #define MAX_SINKS 16
 #define H2D_SLOTS 2
+#define STAGING_ALIGN 4096            /* slots start on pages: the copy engine's best case */
+/* The b1 kernel's rate per SM, measured on the lent H100 (3.37 P bit-MAC/s on 132 SMs, one
+ * CTA each): the planner's kernel model. On another device only its ratio to the transfer
+ * rates is off, by that device's clock. */
+#define B1_RATE_PER_SM 2.55e13
 
 typedef enum { KERNEL_B1, KERNEL_POPC } kernel_kind;
 
@@ -83,7 +99,9 @@ typedef struct pipeline {
 
     /* device */
     uint64_t **panel;
-    cudaEvent_t *panel_loaded, *panel_free;
+    cudaEvent_t *panel_loaded;
+    cudaEvent_t *panel_free;   /* two per slot: [2 * slot + compute stream] */
+    int streams;               /* compute streams the tiles alternate between: 1 or 2 */
     void **out;
     cudaEvent_t *out_done, *out_free;
     int32_t *pop_a, *pop_b;
@@ -92,7 +110,9 @@ typedef struct pipeline {
     int host_mirror;           /* A·Aᵀ into a dense destination, mirrors made by the sinks */
 
     /* pinned staging */
-    int64_t h2d_slot_bytes, d2h_slot_bytes;
+    int64_t h2d_slot_bytes, d2h_slot_bytes; /* usable bytes of a slot */
+    int64_t h2d_stride, d2h_stride;         /* slot to slot in its ring */
+    unsigned char *h2d_ring, *d2h_ring;     /* one pinned allocation each */
     unsigned char *h2d_pin[H2D_SLOTS];
     cudaEvent_t h2d_pin_free[H2D_SLOTS];
     int h2d_next;
@@ -309,6 +329,16 @@ static oc_status setup(pipeline *pl)
                              .symmetric = job->symmetric, .keep_output = job->dense != NULL,
                              .mirror_output = job->symmetric && job->dense != NULL, .budget = budget,
                              .fixed_bytes = pop_bytes + oc_cuda_select_fixed_bytes(job), .tile = o->tile, .granularity = TILE_GRANULARITY};
+    pl->streams = job->select ? 1 : 2;
+    in.overlap_tiles = pl->streams == 2;
+    if (pl->kernel == KERNEL_B1) {
+        /* One 128 x 256 CTA per SM over K rounded up to its 1024-bit blocks (gram_b1.cu). */
+        double bits = (double)((pl->words * 64 + 1023) / 1024 * 1024);
+        in.cta_rows = 128;
+        in.cta_cols = 256;
+        in.concurrent_ctas = pl->dev.sm_count;
+        in.cta_seconds = 128.0 * 256.0 * bits / B1_RATE_PER_SM;
+    }
     OC_CHECK(oc_tile_plan_make(ctx, &in, &pl->plan));
     const oc_tile_plan *plan = &pl->plan;
     pl->gpu_mirror = plan->mirror_output;
@@ -320,7 +350,7 @@ static oc_status setup(pipeline *pl)
     int ns = plan->panel_slots, no = plan->out_slots;
     pl->panel = calloc((size_t)ns, sizeof *pl->panel);
     pl->panel_loaded = calloc((size_t)ns, sizeof *pl->panel_loaded);
-    pl->panel_free = calloc((size_t)ns, sizeof *pl->panel_free);
+    pl->panel_free = calloc((size_t)(2 * ns), sizeof *pl->panel_free);
     pl->out = calloc((size_t)no, sizeof *pl->out);
     pl->out_done = calloc((size_t)no, sizeof *pl->out_done);
     pl->out_free = calloc((size_t)no, sizeof *pl->out_free);
@@ -332,7 +362,7 @@ static oc_status setup(pipeline *pl)
         OC_CHECK(oc_pool_alloc(ctx, pl->dev.pool, (size_t)plan->out_bytes, "an output tile", &pl->out[s]));
     if (job->select) OC_CHECK(oc_cuda_select_open(ctx, &pl->dev, job, plan->tile, pl->out[0], &pl->select));
     OC_CHECK(create_events(ctx, pl->panel_loaded, ns, 0));
-    OC_CHECK(create_events(ctx, pl->panel_free, ns, 0));
+    OC_CHECK(create_events(ctx, pl->panel_free, 2 * ns, 0));
     OC_CHECK(create_events(ctx, pl->out_done, no, 0));
     OC_CHECK(create_events(ctx, pl->out_free, no, 0));
 
@@ -347,8 +377,7 @@ static oc_status setup(pipeline *pl)
      * with cores (on the lent H100's host 8 threads copy 44 GB/s, 14 threads 56 GB/s, the
      * PCIe rate): all cores but the driving thread's and one for the system
      * (OUTCORE_CUDA_SINKS=N overrides). A sink holds one slot while it copies; four more
-     * keep the copy engine busy meanwhile. Each slot costs pinning time at every job start
-     * (cudaHostAlloc: 2.4 GB/s there), so there are no more than that. */
+     * keep the copy engine busy meanwhile. */
     int cores = oc_cpu_cores();
     pl->copy_threads = cores / 2 < 1 ? 1 : (cores / 2 > 8 ? 8 : cores / 2);
     int sinks = cores - 2 < 1 ? 1 : (cores - 2 > MAX_SINKS ? MAX_SINKS : cores - 2);
@@ -365,16 +394,26 @@ static oc_status setup(pipeline *pl)
     int64_t panel_total = plan->panel_bytes;
     pl->h2d_slot_bytes = share < panel_total ? share / pl->row_bytes * pl->row_bytes : panel_total;
     if (pl->h2d_slot_bytes < pl->row_bytes) pl->h2d_slot_bytes = pl->row_bytes;
-    for (int k = 0; k < H2D_SLOTS; ++k)
-        OC_CHECK(oc_pool_host_alloc(ctx, pl->dev.pool, (size_t)pl->h2d_slot_bytes, "a pinned upload slot",
-                                    (void **)&pl->h2d_pin[k]));
-    OC_CHECK(create_events(ctx, pl->h2d_pin_free, H2D_SLOTS, 1));
-
+    pl->h2d_stride = (pl->h2d_slot_bytes + STAGING_ALIGN - 1) / STAGING_ALIGN * STAGING_ALIGN;
     if (job->dense) {
         int64_t out_row = plan->tile * pl->elem;
         int64_t d2h_share = share < MAX_D2H_SLOT ? share : MAX_D2H_SLOT;
         pl->d2h_slot_bytes = d2h_share < plan->out_bytes ? d2h_share / out_row * out_row : plan->out_bytes;
         if (pl->d2h_slot_bytes < out_row) pl->d2h_slot_bytes = out_row;
+        pl->d2h_stride = (pl->d2h_slot_bytes + STAGING_ALIGN - 1) / STAGING_ALIGN * STAGING_ALIGN;
+    }
+
+    /* Each ring is one pinned allocation, of the size a cached ring has when that covers
+     * the need without passing the host budget (no pinning then), else of the need. */
+    int64_t h2d_need = H2D_SLOTS * pl->h2d_stride, d2h_need = pl->d2h_slots * pl->d2h_stride;
+    size_t h2d_bytes = oc_cuda_staging_fit((size_t)h2d_need, (size_t)(host_budget - d2h_need > 0 ? host_budget - d2h_need : 0));
+    OC_CHECK(oc_pool_host_alloc(ctx, pl->dev.pool, h2d_bytes, "the pinned upload ring", (void **)&pl->h2d_ring));
+    for (int k = 0; k < H2D_SLOTS; ++k) pl->h2d_pin[k] = pl->h2d_ring + k * pl->h2d_stride;
+    OC_CHECK(create_events(ctx, pl->h2d_pin_free, H2D_SLOTS, 1));
+
+    if (job->dense) {
+        int64_t left = host_budget - (int64_t)h2d_bytes;
+        size_t d2h_bytes = oc_cuda_staging_fit((size_t)d2h_need, (size_t)(left > 0 ? left : 0));
         pl->d2h_pin = calloc((size_t)pl->d2h_slots, sizeof *pl->d2h_pin);
         pl->d2h_pin_ready = calloc((size_t)pl->d2h_slots, sizeof *pl->d2h_pin_ready);
         pl->queue = calloc((size_t)pl->d2h_slots, sizeof *pl->queue);
@@ -382,9 +421,8 @@ static oc_status setup(pipeline *pl)
         pl->sinks = calloc((size_t)pl->nsinks, sizeof *pl->sinks);
         if (!pl->d2h_pin || !pl->d2h_pin_ready || !pl->queue || !pl->slot_busy || !pl->sinks)
             return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the pipeline's staging tables");
-        for (int k = 0; k < pl->d2h_slots; ++k)
-            OC_CHECK(oc_pool_host_alloc(ctx, pl->dev.pool, (size_t)pl->d2h_slot_bytes, "a pinned download slot",
-                                        (void **)&pl->d2h_pin[k]));
+        OC_CHECK(oc_pool_host_alloc(ctx, pl->dev.pool, d2h_bytes, "the pinned download ring", (void **)&pl->d2h_ring));
+        for (int k = 0; k < pl->d2h_slots; ++k) pl->d2h_pin[k] = pl->d2h_ring + k * pl->d2h_stride;
         OC_CHECK(create_events(ctx, pl->d2h_pin_ready, pl->d2h_slots, 1));
         int want = pl->nsinks;
         pl->nsinks = 0;
@@ -423,8 +461,10 @@ static oc_status load_panel(pipeline *pl, int side, int64_t index, int slot)
     unsigned char *dst = (unsigned char *)pl->panel[slot];
     int64_t bytes = rows * pl->row_bytes;
     double t0 = oc_now();
-    /* The slot's previous panel may still be read by a kernel enqueued earlier. */
-    CUDA_CHECK(ctx, cudaStreamWaitEvent(pl->dev.h2d, pl->panel_free[slot], 0));
+    /* The slot's previous panel may still be read by kernels enqueued earlier, on either
+     * compute stream (an event never recorded is complete). */
+    CUDA_CHECK(ctx, cudaStreamWaitEvent(pl->dev.h2d, pl->panel_free[2 * slot], 0));
+    CUDA_CHECK(ctx, cudaStreamWaitEvent(pl->dev.h2d, pl->panel_free[2 * slot + 1], 0));
     for (int64_t off = 0; off < bytes; off += pl->h2d_slot_bytes) {
         int64_t len = bytes - off < pl->h2d_slot_bytes ? bytes - off : pl->h2d_slot_bytes;
         int k = pl->h2d_next;
@@ -538,10 +578,11 @@ static oc_status run_tiles(pipeline *pl)
         OC_CHECK_GOTO(place_panel(pl, &cache, 0, I, kb, &sa));
         if (kb != ka) OC_CHECK_GOTO(place_panel(pl, &cache, side_b, J, ka, &sb));
         else sb = sa;
-        int out_slot = (int)(t % plan->out_slots);
-        CUDA_CHECK_GOTO(ctx, cudaStreamWaitEvent(pl->dev.compute, pl->panel_loaded[sa], 0));
-        CUDA_CHECK_GOTO(ctx, cudaStreamWaitEvent(pl->dev.compute, pl->panel_loaded[sb], 0));
-        CUDA_CHECK_GOTO(ctx, cudaStreamWaitEvent(pl->dev.compute, pl->out_free[out_slot], 0));
+        int out_slot = (int)(t % plan->out_slots), c = (int)(t % pl->streams);
+        cudaStream_t stream = c ? pl->dev.compute2 : pl->dev.compute;
+        CUDA_CHECK_GOTO(ctx, cudaStreamWaitEvent(stream, pl->panel_loaded[sa], 0));
+        CUDA_CHECK_GOTO(ctx, cudaStreamWaitEvent(stream, pl->panel_loaded[sb], 0));
+        CUDA_CHECK_GOTO(ctx, cudaStreamWaitEvent(stream, pl->out_free[out_slot], 0));
 
         oc_gram_tile tile = {.a = pl->panel[sa], .b = pl->panel[sb], .words = pl->words,
                              .rows = (int)oc_tile_panel_rows(plan, job->n, I), .cols = (int)oc_tile_panel_rows(plan, job->p, J),
@@ -549,21 +590,21 @@ static oc_status run_tiles(pipeline *pl)
                              .out = pl->out[out_slot], .ld = plan->tile, .metric = job->metric, .dtype = job->dtype,
                              .upper_only = job->symmetric && I == J};
         double macs = 0;
-        if (pl->kernel_ev) CUDA_CHECK_GOTO(ctx, cudaEventRecord(pl->kernel_ev[2 * t], pl->dev.compute));
-        if (pl->kernel == KERNEL_B1) OC_CHECK_GOTO(oc_cuda_gram_b1(ctx, &pl->dev, &tile, pl->dev.compute, &macs));
-        else OC_CHECK_GOTO(oc_cuda_gram_popc(ctx, &pl->dev, &tile, pl->dev.compute, &macs));
+        if (pl->kernel_ev) CUDA_CHECK_GOTO(ctx, cudaEventRecord(pl->kernel_ev[2 * t], stream));
+        if (pl->kernel == KERNEL_B1) OC_CHECK_GOTO(oc_cuda_gram_b1(ctx, &pl->dev, &tile, stream, &macs));
+        else OC_CHECK_GOTO(oc_cuda_gram_popc(ctx, &pl->dev, &tile, stream, &macs));
         if (pl->gpu_mirror)
             OC_CHECK_GOTO(oc_cuda_gram_mirror(ctx, &pl->dev, tile.out, (char *)tile.out + plan->tile * plan->tile * pl->elem,
-                                              tile.rows, tile.cols, plan->tile, (int)pl->elem, I == J, pl->dev.compute));
-        if (pl->kernel_ev) CUDA_CHECK_GOTO(ctx, cudaEventRecord(pl->kernel_ev[2 * t + 1], pl->dev.compute));
+                                              tile.rows, tile.cols, plan->tile, (int)pl->elem, I == J, stream));
+        if (pl->kernel_ev) CUDA_CHECK_GOTO(ctx, cudaEventRecord(pl->kernel_ev[2 * t + 1], stream));
         if (pl->select)
             OC_CHECK_GOTO(oc_cuda_select_tile_done(pl->select, &tile, I * plan->tile, J * plan->tile, pl->dev.compute,
                                                    pl->dev.d2h));
         job->stats->bit_macs_computed += macs;
         job->stats->tiles++;
-        CUDA_CHECK_GOTO(ctx, cudaEventRecord(pl->out_done[out_slot], pl->dev.compute));
-        CUDA_CHECK_GOTO(ctx, cudaEventRecord(pl->panel_free[sa], pl->dev.compute));
-        if (sb != sa) CUDA_CHECK_GOTO(ctx, cudaEventRecord(pl->panel_free[sb], pl->dev.compute));
+        CUDA_CHECK_GOTO(ctx, cudaEventRecord(pl->out_done[out_slot], stream));
+        CUDA_CHECK_GOTO(ctx, cudaEventRecord(pl->panel_free[2 * sa + c], stream));
+        if (sb != sa) CUDA_CHECK_GOTO(ctx, cudaEventRecord(pl->panel_free[2 * sb + c], stream));
         if (job->dense) OC_CHECK_GOTO(download_tile(pl, out_slot, I, J, tile.rows, tile.cols));
 
         double now = oc_now();
@@ -574,6 +615,7 @@ static oc_status run_tiles(pipeline *pl)
     }
     if (pl->select) OC_CHECK_GOTO(oc_cuda_select_finish(pl->select, pl->dev.compute, pl->dev.d2h));
     CUDA_CHECK_GOTO(ctx, cudaStreamSynchronize(pl->dev.compute));
+    CUDA_CHECK_GOTO(ctx, cudaStreamSynchronize(pl->dev.compute2));
     CUDA_CHECK_GOTO(ctx, cudaStreamSynchronize(pl->dev.d2h));
     if (o->progress) o->progress(o->progress_user, (double)plan->ntiles, (double)plan->ntiles);
 
@@ -602,10 +644,12 @@ static void trace_pipeline(pipeline *pl)
     }
     (void)cudaGetLastError();
     fprintf(stderr,
-            "outcore cuda: tile %lld, %lld tiles, %d panel slots%s, %lld uploads; kernels busy %.4f s; staging %.4f s "
-            "(of which slot waits %.4f s); %d sinks, %d D2H slots of %.0f MiB, mirror on the %s (slot waits %.4f s)\n",
+            "outcore cuda: tile %lld, %lld tiles, %d panel slots%s, %lld uploads; plan: kernels %.4f s, cost %.4f s; "
+            "kernels busy %.4f s (summed per tile, on %d stream%s); staging %.4f s (of which slot waits %.4f s); %d sinks, "
+            "%d D2H slots of %.2f MiB, mirror on the %s (slot waits %.4f s)\n",
             (long long)pl->plan.tile, (long long)pl->plan.ntiles, pl->plan.panel_slots, pl->plan.resident ? " (resident)" : "",
-            (long long)pl->plan.panel_loads, kernels, pl->upload_seconds, pl->stage_wait_seconds, pl->nsinks, pl->d2h_slots,
+            (long long)pl->plan.panel_loads, pl->plan.kernel_seconds, pl->plan.cost_seconds, kernels, pl->streams,
+            pl->streams > 1 ? "s" : "", pl->upload_seconds, pl->stage_wait_seconds, pl->nsinks, pl->d2h_slots,
             pl->d2h_slot_bytes / 1048576.0, pl->gpu_mirror ? "device" : pl->host_mirror ? "host" : "-", pl->acquire_seconds);
 }
 
@@ -619,7 +663,7 @@ static void teardown(pipeline *pl)
         (void)cudaGetLastError();
     }
     destroy_events(pl->panel_loaded, pl->plan.panel_slots);
-    destroy_events(pl->panel_free, pl->plan.panel_slots);
+    destroy_events(pl->panel_free, 2 * pl->plan.panel_slots);
     destroy_events(pl->out_done, pl->plan.out_slots);
     destroy_events(pl->out_free, pl->plan.out_slots);
     destroy_events(pl->h2d_pin_free, H2D_SLOTS);

@@ -1,11 +1,17 @@
 /*
  * tile_plan.c - the tile planner and the panel cache (see tile_plan.h).
  *
- * Cost model used to rank the plans that fit: uploads of panels at a conservative 20 GB/s
- * (staged pinned copies), output tiles at 25 GB/s when they leave the device, the last
- * tile's transfer that nothing overlaps, and about 30 microseconds of issue and
- * synchronisation work per tile. The kernel time is the same for every plan (the same
- * pairs are computed), so it does not enter the ranking.
+ * Cost model used to rank the plans that fit. Uploads, kernels and downloads run on their
+ * own streams and overlap, so a plan costs its slowest stage, plus what nothing overlaps:
+ * the first panel's upload before the first kernel, the last tile's download after the
+ * last, and about 30 microseconds of issue and synchronisation work per tile. Uploads of
+ * panels count at a conservative 20 GB/s (staged pinned copies), output tiles at 25 GB/s.
+ * The kernels compute the same pairs under every plan, but not in the same time: a tile
+ * runs whole waves of CTAs, and the last wave of a small tile leaves SMs idle (on the
+ * lent H100, 4096-row tiles of the 100000 x 200000 job kept the kernels at 89% of the
+ * one-tile rate, 8192-row tiles at 93%). With the kernel model given, each tile costs its
+ * waves, or only the fraction of a wave its CTAs fill when the next tile's CTAs take the
+ * idle SMs (two compute streams).
  */
 #include "tile_plan.h"
 
@@ -130,8 +136,9 @@ static int plan_for_tile(const oc_tile_plan_input *in, int64_t T, int mirror, oc
     pl->panel_bytes = T * in->row_bytes;
     pl->mirror_output = mirror;
     pl->out_bytes = T * T * in->elem_size * (mirror ? 2 : 1);
-    /* Two output slots let the kernel fill one while the other drains to the host. */
-    pl->out_slots = in->keep_output ? 2 : 1;
+    /* Two output slots let the kernel fill one while the other drains to the host, or two
+     * overlapping kernels write each their own. */
+    pl->out_slots = in->keep_output || in->overlap_tiles ? 2 : 1;
     int64_t total_panels = in->symmetric ? pl->panels_a : pl->panels_a + pl->panels_b;
     int64_t room = in->budget - in->fixed_bytes - pl->out_slots * pl->out_bytes;
     if (room < 0) return 0;
@@ -148,10 +155,62 @@ static int plan_for_tile(const oc_tile_plan_input *in, int64_t T, int mirror, oc
     return 1;
 }
 
-static double plan_cost(const oc_tile_plan_input *in, const oc_tile_plan *pl)
+/* CTAs of a tile with `rows` x `cols` that compute: for a diagonal tile of A·Aᵀ only the
+ * blocks reaching the upper triangle (the kernels skip the others at once). */
+static int64_t tile_ctas(const oc_tile_plan_input *in, int64_t rows, int64_t cols, int upper_only)
 {
-    double cost = (double)pl->panel_loads * (double)pl->panel_bytes / H2D_RATE + (double)pl->ntiles * TILE_OVERHEAD;
+    int64_t grid_m = ceil_div(rows, in->cta_rows), grid_n = ceil_div(cols, in->cta_cols), ctas = 0;
+    if (!upper_only) return grid_m * grid_n;
+    for (int64_t i = 0; i < grid_m; ++i) {
+        int64_t first = i * in->cta_rows / in->cta_cols;
+        ctas += grid_n > first ? grid_n - first : 0;
+    }
+    return ctas;
+}
+
+static double tile_kernel_seconds(const oc_tile_plan_input *in, int64_t ctas)
+{
+    double waves = (double)ctas / in->concurrent_ctas;
+    if (!in->overlap_tiles) waves = (double)ceil_div(ctas, in->concurrent_ctas);
+    return waves * in->cta_seconds;
+}
+
+/* The kernel time of every tile of the plan: tiles differ only by their panels' rows and
+ * by being on the diagonal, so each kind is counted rather than each tile visited. */
+static double plan_kernel_seconds(const oc_tile_plan_input *in, const oc_tile_plan *pl)
+{
+    if (in->cta_rows <= 0 || in->cta_cols <= 0 || in->concurrent_ctas <= 0) return 0;
+    int64_t T = pl->tile, last_a = in->n - (pl->panels_a - 1) * T, last_b = in->p - (pl->panels_b - 1) * T;
+    int64_t full_a = pl->panels_a - 1, full_b = pl->panels_b - 1;
+    double s = 0;
+    if (in->symmetric) {
+        /* Off-diagonal: full x full, full x last; diagonal: full ones and the last. */
+        s += (double)(full_a * (full_a - 1) / 2) * tile_kernel_seconds(in, tile_ctas(in, T, T, 0));
+        s += (double)full_a * tile_kernel_seconds(in, tile_ctas(in, T, last_a, 0));
+        s += (double)full_a * tile_kernel_seconds(in, tile_ctas(in, T, T, 1));
+        s += tile_kernel_seconds(in, tile_ctas(in, last_a, last_a, 1));
+    } else {
+        s += (double)(full_a * full_b) * tile_kernel_seconds(in, tile_ctas(in, T, T, 0));
+        s += (double)full_a * tile_kernel_seconds(in, tile_ctas(in, T, last_b, 0));
+        s += (double)full_b * tile_kernel_seconds(in, tile_ctas(in, last_a, T, 0));
+        s += tile_kernel_seconds(in, tile_ctas(in, last_a, last_b, 0));
+    }
+    return s;
+}
+
+static double plan_cost(const oc_tile_plan_input *in, oc_tile_plan *pl)
+{
+    double h2d = (double)pl->panel_loads * (double)pl->panel_bytes / H2D_RATE;
+    /* Every result element leaves the device once, whatever the tiles: for A·Aᵀ the upper
+     * triangle only when the host makes the mirrors. */
+    double elems = (double)in->n * (double)in->p * (in->symmetric && !pl->mirror_output ? 0.5 : 1.0);
+    double d2h = in->keep_output ? elems * (double)in->elem_size / D2H_RATE : 0;
+    pl->kernel_seconds = plan_kernel_seconds(in, pl);
+    double slowest = h2d > d2h ? h2d : d2h;
+    if (pl->kernel_seconds > slowest) slowest = pl->kernel_seconds;
+    double cost = slowest + (double)pl->panel_bytes / H2D_RATE + (double)pl->ntiles * TILE_OVERHEAD;
     if (in->keep_output) cost += (double)pl->out_bytes / D2H_RATE;
+    pl->cost_seconds = cost;
     return cost;
 }
 

@@ -26,6 +26,13 @@ typedef struct oc_tile_plan_input {
     int64_t fixed_bytes;     /* device bytes the job needs besides panels and output slots */
     int64_t tile;            /* forced tile edge (0 = choose); rounded up to granularity */
     int64_t granularity;     /* tile edges are multiples of this (the kernel's CTA tile) */
+    /* The kernel, for the kernel time of each plan (cta_rows == 0: transfers alone rank the
+     * plans). A tile runs ceil(CTAs / concurrent_ctas) waves of cta_seconds each, or, when
+     * consecutive tiles overlap on two streams, the fraction of a wave its CTAs fill. */
+    int64_t cta_rows, cta_cols;  /* output block of one CTA */
+    int concurrent_ctas;     /* CTAs resident on the device at once */
+    double cta_seconds;      /* one CTA over a whole row (all K) */
+    int overlap_tiles;       /* the next tile's CTAs fill the last wave of the previous one */
 } oc_tile_plan_input;
 
 typedef struct oc_tile_plan {
@@ -41,12 +48,15 @@ typedef struct oc_tile_plan {
     int group;               /* A panels kept resident together while B panels stream */
     int64_t ntiles;
     int64_t panel_loads;     /* uploads the tile order causes with panel_slots slots (LRU) */
+    double kernel_seconds;   /* the kernel model's estimate for every tile (0 without one) */
+    double cost_seconds;     /* the estimate the plan was chosen by */
 } oc_tile_plan;
 
-/* Chooses the plan with the least estimated transfer and overhead time that fits the
- * budget; with mirror_output, a plan with mirrored output slots when any fits, else one
- * without (the mirror is then left to the host). OC_ERR_DEVICE_NO_MEMORY when even the smallest plan (tile = granularity, two
- * panel slots, one output slot) does not fit: the message names its size and the budget. */
+/* Chooses the plan with the least estimated job time that fits the budget (tile_plan.c
+ * says how it is estimated); with mirror_output, a plan with mirrored output slots when any
+ * fits, else one without (the mirror is then left to the host). OC_ERR_DEVICE_NO_MEMORY
+ * when even the smallest plan (tile = granularity, two panel slots, one output slot) does
+ * not fit: the message names its size and the budget. */
 oc_status oc_tile_plan_make(oc_context *ctx, const oc_tile_plan_input *in, oc_tile_plan *plan);
 
 /* The tile order of a plan: plan->ntiles pairs (I, J) into order[2 * t], order[2 * t + 1]. */

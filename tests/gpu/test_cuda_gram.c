@@ -210,8 +210,12 @@ static void run_large_streamed(void)
     oc_matrix_free(a);
 }
 
+/* Jobs keep their pinned staging for the next job (device.c); once that is released,
+ * nothing the jobs took may be left. */
 static void check_clean(const char *what)
 {
+    oc_cuda_staging_release();
+    CHECK_MSG(oc_cuda_staging_idle_bytes() == 0, "%s: idle staging left after its release", what);
     CHECK_MSG(oc_cuda_live_device_bytes() == 0 && oc_cuda_live_pinned_bytes() == 0,
               "%s: %lld device and %lld pinned bytes left allocated", what, (long long)oc_cuda_live_device_bytes(),
               (long long)oc_cuda_live_pinned_bytes());
