@@ -10,8 +10,8 @@
  *   After the row's first tiles the floor is high, nearly nothing is appended and the walk
  *   is one coalesced read of the tile row. At the end the list goes back to global memory.
  *   Rows: a warp per tile row, lanes across columns (coalesced). Columns (A·Aᵀ mirror): a
- *   warp per tile column, lanes down the rows; the 8 warps of a block take 8 adjacent
- *   columns, so each 32-byte sector a warp fetches serves the block's other warps from L1.
+ *   warp per tile column; the block stages 256 rows of its 8 adjacent columns in shared
+ *   memory (one full 32-byte sector per row) and each warp walks its column there.
  *   The row launch and the column launch are separate kernels on one stream: a diagonal
  *   tile's rows and columns are the same lists, and stream order keeps them apart.
  * Threshold (deterministic, no atomics): a warp per row counts its passing pairs, one block
@@ -33,6 +33,7 @@ namespace {
 constexpr int WARPS = 8;             /* warps per block */
 constexpr int SORT_N = 512;          /* keys per warp in shared memory: the list and candidates */
 constexpr int SCAN_THREADS = 1024;
+constexpr int UNROLL = 4;            /* loads in flight per lane in the row walks */
 
 static_assert(2 * OC_CUDA_SELECT_MAX_K <= SORT_N, "room for at least as many candidates as list keys");
 
@@ -63,49 +64,25 @@ __device__ void warp_merge(uint64_t *buf, int kept, int count, int lane)
     warp_sort_desc(buf, n, lane);
 }
 
-/* The list of `target` fed by the candidates (score at tile[e(t)], index idx(t)) for t in
- * [0, count): the row kernel walks a tile row, the column kernel a tile column. */
-template <bool COLUMN>
-__global__ void __launch_bounds__(WARPS * 32) topk_kernel(const oc_select_tile_args a)
-{
-    __shared__ uint64_t smem[WARPS][SORT_N];
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const int line = blockIdx.x * WARPS + warp; /* the tile row (or column) of this warp */
-    if (line >= (COLUMN ? a.cols : a.rows)) return;
-    const int64_t target = COLUMN ? a.j0 + line : a.i0 + line;
-    /* A·Aᵀ counts element (r, c) only when its global column exceeds its global row. */
-    int first = 0, count;
-    if (COLUMN) {
-        count = a.rows;
-        if (a.symmetric) {
-            int64_t lim = a.j0 + line - a.i0; /* rows r < lim */
-            count = lim < 0 ? 0 : (lim < a.rows ? (int)lim : a.rows);
-        }
-    } else {
-        count = a.cols;
-        if (a.symmetric) {
-            int64_t f = a.i0 + line + 1 - a.j0;
-            first = f < 0 ? 0 : (f > a.cols ? a.cols : (int)f);
-        }
+/* The candidate loop of one list, shared by the row and the column kernels: the warp
+ * offers 32 keys at a time (0 = no candidate) and keeps the list in buf[0..kept). */
+struct warp_list {
+    uint64_t *buf;
+    int kept, cap, ncand, lane;
+    uint64_t floor;
+
+    __device__ void begin(const uint64_t *list, uint64_t *shared, int k, int l)
+    {
+        buf = shared, kept = k, cap = SORT_N - k, ncand = 0, lane = l;
+        for (int i = lane; i < kept; i += 32) buf[i] = list[i];
+        __syncwarp();
+        floor = buf[kept - 1];
     }
-    if (first >= count) return;
-    uint64_t *buf = smem[warp];
-    uint64_t *list = a.topk_lists + target * a.kept;
-    const int kept = a.kept, cap = SORT_N - kept;
-    for (int i = lane; i < kept; i += 32) buf[i] = list[i];
-    __syncwarp();
-    uint64_t floor = buf[kept - 1];
-    int ncand = 0;
-    for (int t0 = first; t0 < count; t0 += 32) {
-        const int t = t0 + lane;
-        uint64_t key = 0;
-        if (t < count) {
-            int64_t e = COLUMN ? (int64_t)t * a.ld + line : (int64_t)line * a.ld + t;
-            int64_t index = COLUMN ? a.i0 + t : a.j0 + t;
-            key = oc_key_make(oc_key_score(a.kind, a.tile, e), index);
-        }
+    /* The whole warp calls offer with one key per lane. */
+    __device__ void offer(uint64_t key)
+    {
         unsigned pass = __ballot_sync(0xFFFFFFFFu, key > floor);
-        if (!pass) continue;
+        if (!pass) return;
         if (ncand + __popc(pass) > cap) {
             warp_merge(buf, kept, ncand, lane);
             ncand = 0;
@@ -116,8 +93,95 @@ __global__ void __launch_bounds__(WARPS * 32) topk_kernel(const oc_select_tile_a
         ncand += __popc(pass);
         __syncwarp();
     }
-    if (ncand) warp_merge(buf, kept, ncand, lane);
-    for (int i = lane; i < kept; i += 32) list[i] = buf[i];
+    __device__ void end(uint64_t *list)
+    {
+        if (ncand) warp_merge(buf, kept, ncand, lane);
+        for (int i = lane; i < kept; i += 32) list[i] = buf[i];
+    }
+};
+
+/* Rows: a warp per tile row, lanes across its columns (coalesced reads). */
+__global__ void __launch_bounds__(WARPS * 32) topk_rows_kernel(const oc_select_tile_args a)
+{
+    __shared__ uint64_t smem[WARPS][SORT_N];
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int row = blockIdx.x * WARPS + warp;
+    if (row >= a.rows) return;
+    /* A·Aᵀ counts element (r, c) only when its global column exceeds its global row. */
+    int first = 0;
+    if (a.symmetric) {
+        int64_t f = a.i0 + row + 1 - a.j0;
+        first = f < 0 ? 0 : (f > a.cols ? a.cols : (int)f);
+    }
+    if (first >= a.cols) return;
+    uint64_t *list = a.topk_lists + (a.i0 + row) * a.kept;
+    warp_list wl;
+    wl.begin(list, smem[warp], a.kept, lane);
+    /* UNROLL loads in flight per lane before the ballots that need them: one load at a time
+     * leaves the warp waiting a memory latency per 32 elements. */
+    for (int c0 = first; c0 < a.cols; c0 += 32 * UNROLL) {
+        uint64_t key[UNROLL];
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) {
+            const int c = c0 + u * 32 + lane;
+            key[u] = c < a.cols ? oc_key_make(oc_key_score(a.kind, a.tile, (int64_t)row * a.ld + c), a.j0 + c) : 0;
+        }
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) wl.offer(key[u]);
+    }
+    wl.end(list);
+}
+
+constexpr int CHUNK = WARPS * 32;    /* tile rows staged per step of the column kernel */
+
+/* Columns (the mirror of A·Aᵀ): a warp per tile column. A column read directly would touch
+ * one 32-byte sector per element; instead the block stages CHUNK rows of its WARPS adjacent
+ * columns in shared memory (WARPS 4-byte columns are one sector per row: nothing fetched is
+ * wasted), and each warp walks its column there. */
+__global__ void __launch_bounds__(WARPS * 32) topk_cols_kernel(const oc_select_tile_args a)
+{
+    __shared__ uint64_t smem[WARPS][SORT_N];
+    __shared__ uint32_t stage[CHUNK][WARPS + 1]; /* +1: lanes reading one column hit distinct banks */
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int c0 = blockIdx.x * WARPS, col = c0 + warp;
+    const bool two = !(a.kind == OC_KEY_F32 || a.kind == OC_KEY_I32 || a.kind == OC_KEY_I32_REV);
+    /* Rows that count for a column: r < j0 + col - i0 for A·Aᵀ; the block's last column has
+     * the most. */
+    auto limit = [&](int c) -> int {
+        if (c >= a.cols) return 0;
+        if (!a.symmetric) return a.rows;
+        int64_t l = a.j0 + c - a.i0;
+        return l < 0 ? 0 : (l < a.rows ? (int)l : a.rows);
+    };
+    const int lim = limit(col);
+    const int block_lim = limit(c0 + WARPS - 1 < a.cols ? c0 + WARPS - 1 : a.cols - 1);
+    uint64_t *list = a.topk_lists + (a.j0 + col) * a.kept;
+    warp_list wl;
+    if (lim > 0) wl.begin(list, smem[warp], a.kept, lane);
+    for (int t0 = 0; t0 < block_lim; t0 += CHUNK) {
+        __syncthreads(); /* the previous chunk has been read */
+        const int r = t0 + (int)threadIdx.x;
+        if (r < block_lim) {
+            const int64_t e = (int64_t)r * a.ld + c0;
+            for (int w = 0; w < WARPS; ++w)
+                stage[threadIdx.x][w] = c0 + w >= a.cols ? 0u
+                                        : two        ? (uint32_t)((const uint16_t *)a.tile)[e + w]
+                                                     : ((const uint32_t *)a.tile)[e + w];
+        }
+        __syncthreads();
+        if (t0 >= lim) continue;
+        for (int tt = 0; tt < CHUNK && t0 + tt < lim; tt += 32) {
+            const int t = t0 + tt + lane;
+            uint64_t key = 0;
+            if (t < lim) {
+                uint32_t raw = stage[tt + lane][warp];
+                uint16_t half = (uint16_t)raw;
+                key = oc_key_make(oc_key_score(a.kind, two ? (const void *)&half : (const void *)&raw, 0), a.i0 + t);
+            }
+            wl.offer(key);
+        }
+    }
+    if (lim > 0) wl.end(list);
 }
 
 /* Threshold: the first column of tile row `row` that counts (A·Aᵀ: global column > row). */
@@ -135,18 +199,26 @@ __global__ void __launch_bounds__(WARPS * 32) pairs_kernel(const oc_select_tile_
     if (row >= a.rows) return;
     uint32_t at = WRITE ? a.row_offsets[row] : 0;
     const size_t elem = a.kind == OC_KEY_F32 || a.kind == OC_KEY_I32 || a.kind == OC_KEY_I32_REV ? 4 : 2;
-    for (int c0 = pairs_first(a, row); c0 < a.cols; c0 += 32) {
-        const int c = c0 + lane;
-        const int64_t e = (int64_t)row * a.ld + c;
-        const bool ok = c < a.cols && oc_key_score(a.kind, a.tile, e) >= a.min_key;
-        const unsigned pass = __ballot_sync(0xFFFFFFFFu, ok);
-        if (WRITE && ok) {
-            uint32_t slot = at + __popc(pass & ((1u << lane) - 1));
-            a.pair_cols[slot] = (uint32_t)c;
-            if (elem == 4) ((uint32_t *)a.pair_values)[slot] = ((const uint32_t *)a.tile)[e];
-            else ((uint16_t *)a.pair_values)[slot] = ((const uint16_t *)a.tile)[e];
+    for (int c0 = pairs_first(a, row); c0 < a.cols; c0 += 32 * UNROLL) {
+        bool ok[UNROLL];
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) { /* the loads first, as in topk_rows_kernel */
+            const int c = c0 + u * 32 + lane;
+            ok[u] = c < a.cols && oc_key_score(a.kind, a.tile, (int64_t)row * a.ld + c) >= a.min_key;
         }
-        at += __popc(pass);
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) { /* then the pairs in column order */
+            const int c = c0 + u * 32 + lane;
+            const unsigned pass = __ballot_sync(0xFFFFFFFFu, ok[u]);
+            if (WRITE && ok[u]) {
+                const int64_t e = (int64_t)row * a.ld + c;
+                uint32_t slot = at + __popc(pass & ((1u << lane) - 1));
+                a.pair_cols[slot] = (uint32_t)c;
+                if (elem == 4) ((uint32_t *)a.pair_values)[slot] = ((const uint32_t *)a.tile)[e];
+                else ((uint16_t *)a.pair_values)[slot] = ((const uint16_t *)a.tile)[e];
+            }
+            at += __popc(pass);
+        }
     }
     if (!WRITE && lane == 0) a.row_counts[row] = at;
 }
@@ -187,11 +259,11 @@ extern "C" oc_status oc_cuda_select_tile(oc_context *ctx, oc_cuda_device *dev, c
         if (args->kept <= 0) return OC_OK;
         if (args->kept > OC_CUDA_SELECT_MAX_K)
             return oc_fail(ctx, OC_ERR_INTERNAL, "device top-k with k = %d > %d", args->kept, OC_CUDA_SELECT_MAX_K);
-        topk_kernel<false><<<row_blocks, WARPS * 32, 0, stream>>>(*args);
-        CUDA_CHECK_LAUNCH(ctx, "topk_kernel<rows>");
+        topk_rows_kernel<<<row_blocks, WARPS * 32, 0, stream>>>(*args);
+        CUDA_CHECK_LAUNCH(ctx, "topk_rows_kernel");
         if (args->symmetric) {
-            topk_kernel<true><<<(unsigned)((args->cols + WARPS - 1) / WARPS), WARPS * 32, 0, stream>>>(*args);
-            CUDA_CHECK_LAUNCH(ctx, "topk_kernel<columns>");
+            topk_cols_kernel<<<(unsigned)((args->cols + WARPS - 1) / WARPS), WARPS * 32, 0, stream>>>(*args);
+            CUDA_CHECK_LAUNCH(ctx, "topk_cols_kernel");
         }
         return OC_OK;
     }
