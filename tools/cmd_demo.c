@@ -1,7 +1,8 @@
 /*
  * cmd_demo.c - `outcore demo`: the main job on a built-in example. Generates a random 0/1
  * matrix with planted near-duplicate rows, computes its Jaccard Gram matrix (on the GPU when
- * one is usable), finds every pair above a threshold and checks them against the plant.
+ * one is usable) as the pairs above a threshold, without the dense matrix existing anywhere,
+ * and checks them against the plant.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,13 @@
 #include "cli.h"
 #include "commands.h"
 #include "generate.h"
+
+typedef struct found_pairs {
+    const int64_t *planted;
+    int64_t plant;
+    int64_t found, planted_found;
+    float planted_min, planted_max, other_max;
+} found_pairs;
 
 static int is_planted(const int64_t *pairs, int64_t plant, int64_t i, int64_t j)
 {
@@ -20,12 +28,31 @@ static int is_planted(const int64_t *pairs, int64_t plant, int64_t i, int64_t j)
     return 0;
 }
 
+/* Receives the threshold pairs (i < j, in row order) as the job produces them. */
+static int on_pairs(void *user, const int64_t *rows, const int64_t *cols, const void *scores, int64_t count)
+{
+    found_pairs *f = user;
+    const float *s = scores;
+    for (int64_t k = 0; k < count; ++k) {
+        f->found++;
+        if (is_planted(f->planted, f->plant, rows[k], cols[k])) {
+            f->planted_found++;
+            f->planted_min = s[k] < f->planted_min ? s[k] : f->planted_min;
+            f->planted_max = s[k] > f->planted_max ? s[k] : f->planted_max;
+        } else if (s[k] > f->other_max) {
+            f->other_max = s[k];
+        }
+    }
+    return 0;
+}
+
 int oc_cmd_demo(int argc, char **argv)
 {
     gen_params p = {.rows = 8192, .cols = 32768, .density = 0.1, .plant = 32, .flip = 0.01, .seed = 2026};
     oc_gram_options opts = OC_GRAM_OPTIONS_INIT;
     opts.metric = OC_METRIC_JACCARD;
-    const double threshold = 0.5;
+    opts.use_threshold = 1;
+    opts.threshold = 0.5;
     for (int i = 1; i < argc; ++i) {
         const char *v;
         int r;
@@ -43,12 +70,10 @@ int oc_cmd_demo(int argc, char **argv)
             return cli_usage_error("demo: unknown argument %s", argv[i]);
         }
     }
-    if (p.rows * p.rows > (int64_t)1 << 31) return cli_usage_error("demo: --rows at most 46340 (the demo keeps the dense result in memory)");
     if (p.plant > p.rows / 2) p.plant = p.rows / 2;
 
     oc_context *ctx = NULL;
     oc_matrix *a = NULL;
-    float *jac = NULL;
     int64_t *pairs = malloc((size_t)(2 * p.plant + 2) * sizeof *pairs);
     int rc = OC_EXIT_FAILURE;
     oc_status st = oc_context_create(&ctx);
@@ -62,18 +87,15 @@ int oc_cmd_demo(int argc, char **argv)
         rc = cli_status_error(ctx, st);
         goto done;
     }
-    jac = malloc((size_t)(p.rows * p.rows) * sizeof *jac);
-    if (!jac) {
-        fprintf(stderr, "outcore: demo: out of memory for the %lld x %lld result\n", (long long)p.rows, (long long)p.rows);
-        goto done;
-    }
     cli_progress progress;
     cli_progress_init(&progress, "gram", (double)p.rows * (double)p.rows * (double)p.cols, 1);
     opts.progress = cli_progress_update;
     opts.progress_user = &progress;
+    found_pairs f = {.planted = pairs, .plant = p.plant, .planted_min = 1};
     oc_output out = OC_OUTPUT_INIT;
-    out.kind = OC_OUTPUT_MEMORY;
-    out.data = jac;
+    out.kind = OC_OUTPUT_PAIRS;
+    out.pairs = on_pairs;
+    out.pairs_user = &f;
     oc_gram_stats stats = {.struct_size = sizeof stats};
     st = oc_gram(ctx, a, NULL, &opts, &out, &stats);
     cli_progress_finish(&progress);
@@ -85,31 +107,15 @@ int oc_cmd_demo(int argc, char **argv)
     printf("gram jaccard on %s: %.3f s, %sbit-MAC/s effective\n", stats.backend_desc, stats.seconds,
            cli_si(stats.bit_macs_effective / stats.seconds, rate, sizeof rate));
 
-    int64_t found = 0, planted_found = 0;
-    float planted_min = 1, planted_max = 0, other_max = 0;
-    for (int64_t i = 0; i < p.rows; ++i)
-        for (int64_t j = i + 1; j < p.rows; ++j) {
-            float s = jac[i * p.rows + j];
-            int planted = is_planted(pairs, p.plant, i, j);
-            if (planted) {
-                planted_min = s < planted_min ? s : planted_min;
-                planted_max = s > planted_max ? s : planted_max;
-            } else if (s > other_max) {
-                other_max = s;
-            }
-            if (s >= threshold) {
-                found++;
-                planted_found += planted;
-            }
-        }
-    printf("pairs with jaccard >= %.2f: %lld, of which %lld of the %lld planted ones (planted jaccard %.3f-%.3f, "
-           "best other pair %.3f)\n",
-           threshold, (long long)found, (long long)planted_found, (long long)p.plant, planted_min, planted_max, other_max);
-    rc = (planted_found == p.plant && found == p.plant) ? OC_EXIT_OK : OC_EXIT_FAILURE;
+    printf("pairs with jaccard >= %.2f: %lld, of which %lld of the %lld planted ones (jaccard %.3f-%.3f); %lld others",
+           opts.threshold, (long long)f.found, (long long)f.planted_found, (long long)p.plant, f.planted_min,
+           f.planted_max, (long long)(f.found - f.planted_found));
+    if (f.found > f.planted_found) printf(" (best %.3f)", f.other_max);
+    printf("\n");
+    rc = (f.planted_found == p.plant && f.found == p.plant) ? OC_EXIT_OK : OC_EXIT_FAILURE;
     if (rc != OC_EXIT_OK) fprintf(stderr, "outcore: demo: the pairs found differ from the planted ones\n");
 
 done:
-    free(jac);
     free(pairs);
     oc_matrix_free(a);
     oc_context_free(ctx);
