@@ -60,7 +60,8 @@ OC_API const char *oc_status_string(oc_status status);
 /* ---------------------------------------------------------------- context */
 typedef struct oc_context oc_context;
 
-/* Creates a context. Owns the last-error message and the cancel flag. */
+/* Creates a context. Owns the last-error message, the cancel flag and, after GPU jobs, the
+ * pinned staging kept for the next job (see oc_release_cached_memory). */
 OC_API oc_status oc_context_create(oc_context **out);
 OC_API void oc_context_free(oc_context *ctx);
 
@@ -260,6 +261,12 @@ OC_API const char *oc_cpu_isa(void);
 OC_API int oc_cpu_cores(void);
 /* Number of usable CUDA devices; 0 when built without CUDA or none is present. */
 OC_API int oc_cuda_device_count(void);
+
+/* GPU jobs keep their pinned host staging (up to a few hundred MiB, never more than the
+ * job's host_mem_bytes cap) between jobs, since pinning costs more than a small job; it is
+ * freed by oc_context_free of a context that ran a GPU job, or now by this call. Thread
+ * safe; staging of a job still running is not touched. */
+OC_API void oc_release_cached_memory(void);
 
 /* ---- resource tools (inspect, devices) */
 /* `outcore inspect`: the resources of each kernel in a PTX, cubin, fatbinary or host

@@ -41,7 +41,12 @@ oc_status oc_context_create(oc_context **out)
     return OC_OK;
 }
 
-void oc_context_free(oc_context *ctx) { free(ctx); }
+void oc_context_free(oc_context *ctx)
+{
+    if (!ctx) return;
+    if (ctx->release_cached) ctx->release_cached();
+    free(ctx);
+}
 
 const char *oc_context_last_error(const oc_context *ctx) { return ctx ? ctx->message : ""; }
 

@@ -13,6 +13,9 @@ struct oc_context {
     char message[OC_MESSAGE_MAX];
     char trace[OC_TRACE_MAX];
     atomic_int cancel;
+    /* Set by a job whose backend keeps resources between jobs (pinned staging): freeing the
+     * context frees them. core/ holds only the pointer, so it includes no backend. */
+    void (*release_cached)(void);
 };
 
 /* Clears the error and the cancel flag: called at the start of each job. */

@@ -299,4 +299,4 @@ cleanup:
     return st;
 }
 
-const oc_backend_vtbl oc_backend_cpu = {OC_BACKEND_ABI, "cpu", cpu_usable, cpu_gram};
+const oc_backend_vtbl oc_backend_cpu = {OC_BACKEND_ABI, "cpu", cpu_usable, cpu_gram, NULL};

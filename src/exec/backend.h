@@ -16,6 +16,8 @@ typedef struct oc_backend_vtbl {
     int (*usable)(int device);
     /* Computes the job; fills the backend fields of job->stats. */
     oc_status (*gram)(oc_gram_job *job);
+    /* Frees what the backend keeps between jobs (pinned staging); NULL when nothing. */
+    void (*release_cached)(void);
 } oc_backend_vtbl;
 
 extern const oc_backend_vtbl oc_backend_cpu;

@@ -221,6 +221,31 @@ static void check_clean(const char *what)
               (long long)oc_cuda_live_pinned_bytes());
 }
 
+/* A context that ran a GPU job frees the staging kept for its next job when it is freed. */
+static void check_context_free_releases(void)
+{
+    uint64_t seed = 11;
+    oc_context *c2 = NULL;
+    oc_matrix *a = make_matrix(300, 4096, 0.5, &seed);
+    int32_t *out = malloc((size_t)300 * 300 * 4);
+    CHECK(a && out && oc_context_create(&c2) == OC_OK);
+    if (a && out && c2) {
+        oc_gram_options o = OC_GRAM_OPTIONS_INIT;
+        o.backend = OC_BACKEND_CUDA;
+        oc_output dst = OC_OUTPUT_INIT;
+        dst.data = out;
+        CHECK(oc_gram(c2, a, NULL, &o, &dst, NULL) == OC_OK);
+        CHECK_MSG(oc_cuda_staging_idle_bytes() > 0, "a finished GPU job keeps its staging for the next one");
+        oc_context_free(c2);
+        c2 = NULL;
+        CHECK_MSG(oc_cuda_staging_idle_bytes() == 0 && oc_cuda_live_pinned_bytes() == 0,
+                  "oc_context_free left %lld pinned bytes", (long long)oc_cuda_live_pinned_bytes());
+    }
+    oc_context_free(c2);
+    oc_matrix_free(a);
+    free(out);
+}
+
 static void run_failures(void)
 {
     uint64_t seed = 7;
@@ -328,5 +353,6 @@ int main(void)
     }
     unsetenv("OUTCORE_CUDA_KERNEL");
     oc_context_free(ctx);
+    check_context_free_releases();
     return oc_test_finish();
 }
