@@ -143,6 +143,10 @@ static void test_plans(oc_context *ctx)
     small.budget = 300 * 1024;
     CHECK(oc_tile_plan_make(ctx, &small, &plan) == OC_ERR_DEVICE_NO_MEMORY);
     CHECK(strstr(oc_context_last_error(ctx), "smallest plan") != NULL);
+    /* The same budget chosen by the caller is a bad argument, not a shortage. */
+    small.budget_given = 1;
+    CHECK(oc_tile_plan_make(ctx, &small, &plan) == OC_ERR_INVALID_ARGUMENT);
+    small.budget_given = 0;
 
     /* Mirrored output slots (A·Aᵀ dense): taken when they fit, else the plan without them. */
     oc_tile_plan_input sym = {.n = 700, .p = 700, .row_bytes = 640, .elem_size = 4, .symmetric = 1, .keep_output = 1,

@@ -328,6 +328,7 @@ static oc_status setup(pipeline *pl)
                              .elem_size = pl->elem + oc_cuda_select_extra_elem_bytes(job),
                              .symmetric = job->symmetric, .keep_output = job->dense != NULL,
                              .mirror_output = job->symmetric && job->dense != NULL, .budget = budget,
+                             .budget_given = job->opts->gpu_mem_bytes > 0,
                              .fixed_bytes = pop_bytes + oc_cuda_select_fixed_bytes(job), .tile = o->tile, .granularity = TILE_GRANULARITY};
     pl->streams = job->select ? 1 : 2;
     in.overlap_tiles = pl->streams == 2;

@@ -252,7 +252,9 @@ oc_status oc_tile_plan_make(oc_context *ctx, const oc_tile_plan_input *in, oc_ti
     int64_t out_bytes = T * T * in->elem_size;
     int64_t need = in->fixed_bytes + (in->keep_output ? 2 : 1) * out_bytes +
                    (total_panels == 1 ? 1 : 2) * T * in->row_bytes;
-    return oc_fail(ctx, OC_ERR_DEVICE_NO_MEMORY,
+    /* A budget the caller chose is a bad argument when nothing fits it; a budget taken from
+     * the memory free on the device is a resource shortage. */
+    return oc_fail(ctx, in->budget_given ? OC_ERR_INVALID_ARGUMENT : OC_ERR_DEVICE_NO_MEMORY,
                    "the smallest plan (tiles of %lld rows: %s panels of %.1f MiB, output slots of %.1f MiB) needs %.1f MiB "
                    "of device memory but the budget is %.1f MiB; raise --gpu-mem",
                    (long long)T, total_panels == 1 ? "one" : "two", (double)(T * in->row_bytes) / 1048576.0,

@@ -23,6 +23,7 @@ typedef struct oc_tile_plan_input {
     int keep_output;         /* 0: output discarded on the device (one output slot suffices) */
     int mirror_output;       /* want output slots that also hold the tile's mirror (A·Aᵀ) */
     int64_t budget;          /* device bytes available to the plan */
+    int budget_given;        /* the caller set the budget (--gpu-mem SIZE): too small is its error */
     int64_t fixed_bytes;     /* device bytes the job needs besides panels and output slots */
     int64_t tile;            /* forced tile edge (0 = choose); rounded up to granularity */
     int64_t granularity;     /* tile edges are multiples of this (the kernel's CTA tile) */

@@ -261,10 +261,17 @@ static void run_failures(void)
     /* Smallest plan: two panels of 256 rows x 12.5 KiB = 6.3 MiB > 4 MiB. */
     o.gpu_mem_bytes = 4 << 20;
     free(gram_into(a, NULL, &o, bytes, &st, NULL));
-    CHECK_MSG(st == OC_ERR_DEVICE_NO_MEMORY, "tiny budget: %s", oc_status_string(st));
+    CHECK_MSG(st == OC_ERR_INVALID_ARGUMENT, "tiny --gpu-mem: %s", oc_status_string(st));
     CHECK_MSG(strstr(oc_context_last_error(ctx), "smallest plan") && strstr(oc_context_last_error(ctx), "budget"),
               "tiny budget message: %s", oc_context_last_error(ctx));
     check_clean("tiny budget");
+    /* A budget taken as a fraction of free memory that no plan fits is a shortage. */
+    o.gpu_mem_bytes = 0;
+    o.gpu_mem_fraction = 1e-7;
+    free(gram_into(a, NULL, &o, bytes, &st, NULL));
+    CHECK_MSG(st == OC_ERR_DEVICE_NO_MEMORY, "tiny fraction: %s", oc_status_string(st));
+    check_clean("tiny fraction");
+    o.gpu_mem_fraction = 0.9;
 
     o.gpu_mem_bytes = 1ll << 50;
     free(gram_into(a, NULL, &o, bytes, &st, NULL));
@@ -281,7 +288,7 @@ static void run_failures(void)
 
     o.device = 99;
     free(gram_into(a, NULL, &o, bytes, &st, NULL));
-    CHECK_MSG(st == OC_ERR_UNSUPPORTED && strstr(oc_context_last_error(ctx), "99"), "device 99: %s: %s",
+    CHECK_MSG(st == OC_ERR_INVALID_ARGUMENT && strstr(oc_context_last_error(ctx), "does not exist"), "device 99: %s: %s",
               oc_status_string(st), oc_context_last_error(ctx));
     o.device = 0;
 
