@@ -5,7 +5,7 @@
 #
 # With no argument it does all five ("devices" runs `outcore devices --bandwidth --json`).
 # "bench" may be followed by the benchmark's own parts
-# (kernel cublas e2e ooc dense file), or by "topk": top-k and threshold (bench_topk_cuda and
+# (kernel kernel-200k cublas e2e ooc dense file), or by "topk": top-k and threshold (bench_topk_cuda and
 # the CLI end to end: a packed .npy of 100000 x 200000 bits to a top-10 .npz); "bench" alone
 # runs both benchmarks. Logs go to $OUT (or /tmp/gpu_check); a short table
 # of every step's result is printed last. TEST_TIMEOUT, SANITIZE_TIMEOUT and BENCH_TIMEOUT

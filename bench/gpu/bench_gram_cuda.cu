@@ -7,6 +7,8 @@
  *   cublas   cublasLtMatmul int8 TN, CUBLAS_COMPUTE_32I, int32 out, on the same matrix
  *            unpacked to one byte per bit (n x k int8; k = m, 16 GiB, when memory allows)
  *   e2e      oc_gram of the kernel case into host memory (upload, compute, download, mirror)
+ *   kernel-200k  the b1 kernel alone as for kernel, at the out-of-core case's row length
+ *            (n=32768 m=200000): the in-core rate the out-of-core job can reach at its K
  *   ooc      oc_gram n=100000 m=200000 under --gpu-mem 2G, output discarded on the device:
  *            the planner's choice twice, then tiles of 8192 and of 4096 forced
  *   dense    oc_gram n=65536 m=65536 int32 counts into host memory (16 GiB): D2H rate, with
@@ -285,7 +287,7 @@ static void bench_kernel(oc_context *ctx, oc_cuda_device *dev, const oc_matrix *
     }
 
     /* popc on an eighth of K, for scale. */
-    t.words = a->words_per_row / 8;
+    t.words = a->words_per_row / 64 * 8; /* an eighth, in whole 512-bit rows (the popc kernel's unit) */
     CKO(ctx, oc_cuda_gram_popc(ctx, dev, &t, dev->compute, &macs));
     CK(cudaEventRecord(e0, dev->compute));
     CKO(ctx, oc_cuda_gram_popc(ctx, dev, &t, dev->compute, &macs));
@@ -445,7 +447,7 @@ static int cuda_host_matches(const oc_matrix *a, const int32_t *c)
 
 static int want(int argc, char **argv, const char *part)
 {
-    if (argc <= 1) return strcmp(part, "file") != 0;
+    if (argc <= 1) return strcmp(part, "file") != 0 && strcmp(part, "kernel-200k") != 0;
     for (int i = 1; i < argc; ++i)
         if (strcmp(argv[i], part) == 0) return 1;
     return 0;
@@ -494,6 +496,15 @@ int main(int argc, char **argv)
             bench_job(ctx, "pipeline, output discarded", a, 0, 0, &discard);
             free(host);
         }
+        oc_matrix_free(a);
+    }
+    if (want(argc, argv, "kernel-200k")) {
+        oc_matrix *a = random_matrix(ctx, 32768, 200000, 4);
+        uint64_t *d_a = NULL;
+        int32_t *d_out = NULL;
+        bench_kernel(ctx, &dev, a, &d_a, &d_out);
+        CK(cudaFree(d_a));
+        CK(cudaFree(d_out));
         oc_matrix_free(a);
     }
     if (want(argc, argv, "ooc")) {

@@ -56,6 +56,7 @@
 #include <string.h>
 
 #include "../core/threads.h"
+#include "../exec/sink.h"
 #include "../exec/tile_plan.h"
 #include "cuda_check.h"
 #include "device.h"
@@ -82,6 +83,23 @@
 #define B1_RATE_PER_SM 2.55e13
 
 typedef enum { KERNEL_B1, KERNEL_POPC } kernel_kind;
+
+/* Threads that stage panel rows into pinned memory with the driving thread. They live for
+ * the job: starting threads for every 16 MiB slot cost about as much as the copy itself
+ * (the staging ran at 18 GB/s on 8 threads so). The driving thread posts a copy, takes
+ * part 0 itself and waits until every worker has done its part. */
+typedef struct copy_pool {
+    pthread_mutex_t lock;
+    pthread_cond_t go, done;
+    pthread_t *threads;
+    int workers;               /* started, besides the driving thread */
+    int64_t generation;        /* one per posted copy */
+    int pending;               /* workers still copying the current one */
+    int stop;
+    unsigned char *dst;
+    const unsigned char *src;
+    int64_t bytes;
+} copy_pool;
 
 typedef struct d2h_chunk {
     int slot;
@@ -120,10 +138,13 @@ typedef struct pipeline {
     unsigned char **d2h_pin;
     cudaEvent_t *d2h_pin_ready;
     int copy_threads;
+    copy_pool copier;
+    int copier_ready;          /* its lock and conditions exist */
     double upload_seconds;     /* host time spent staging panels (OUTCORE_TRACE) */
     double stage_wait_seconds; /* of which waiting for a pinned H2D slot to be free */
     double acquire_seconds;    /* host time spent waiting for a free D2H slot */
     cudaEvent_t *kernel_ev;    /* OUTCORE_TRACE: timed events around each tile's kernels */
+    cudaEvent_t trace_begin;   /* OUTCORE_TRACE: recorded when the tiles phase starts */
 
     /* sink threads: everything below is guarded by lock */
     pthread_mutex_t lock;
@@ -224,6 +245,104 @@ static oc_status sinks_join(pipeline *pl, int report)
     for (int i = 0; i < pl->nsinks; ++i) pthread_join(pl->sinks[i], NULL);
     pl->nsinks = 0;
     return pl->sink_status == OC_OK || !report ? OC_OK : sink_error(pl);
+}
+
+/* ---------------------------------------------------------------- panel staging threads */
+/* Part `part` of `parts` of the posted copy, with non-temporal stores (the pinned slot is
+ * read by the copy engine, not by this core). */
+static void copy_share(const copy_pool *cp, int part, int parts)
+{
+    int64_t per = (cp->bytes + parts - 1) / parts, off = part * per;
+    if (off >= cp->bytes) return;
+    int64_t len = cp->bytes - off < per ? cp->bytes - off : per;
+    oc_dense_sink row = {.base = (char *)cp->dst + off, .ld = len, .elem_size = 1};
+    oc_dense_sink_put(&row, 0, 0, 1, len, cp->src + off, len);
+}
+
+typedef struct copy_worker {
+    copy_pool *cp;
+    int part;
+} copy_worker;
+
+static void *copy_main(void *arg)
+{
+    copy_worker *w = arg;
+    copy_pool *cp = w->cp;
+    int part = w->part;
+    free(w);
+    int64_t seen = 0;
+    pthread_mutex_lock(&cp->lock);
+    for (;;) {
+        while (cp->generation == seen && !cp->stop) pthread_cond_wait(&cp->go, &cp->lock);
+        if (cp->stop) break;
+        seen = cp->generation;
+        pthread_mutex_unlock(&cp->lock);
+        copy_share(cp, part, cp->workers + 1);
+        pthread_mutex_lock(&cp->lock);
+        if (--cp->pending == 0) pthread_cond_signal(&cp->done);
+    }
+    pthread_mutex_unlock(&cp->lock);
+    return NULL;
+}
+
+/* Starts up to `threads` - 1 workers; fewer (even none) only make the copies slower. */
+static void copy_pool_start(pipeline *pl, int threads)
+{
+    copy_pool *cp = &pl->copier;
+    pthread_mutex_init(&cp->lock, NULL);
+    pthread_cond_init(&cp->go, NULL);
+    pthread_cond_init(&cp->done, NULL);
+    pl->copier_ready = 1;
+    cp->threads = threads > 1 ? calloc((size_t)(threads - 1), sizeof *cp->threads) : NULL;
+    for (int i = 0; cp->threads && i < threads - 1; ++i) {
+        copy_worker *w = malloc(sizeof *w);
+        if (!w) break;
+        *w = (copy_worker){cp, i + 1};
+        pthread_mutex_lock(&cp->lock); /* a worker reads cp->workers for its share */
+        int rc = pthread_create(&cp->threads[i], NULL, copy_main, w);
+        if (rc == 0) cp->workers++;
+        pthread_mutex_unlock(&cp->lock);
+        if (rc != 0) {
+            free(w);
+            break;
+        }
+    }
+}
+
+static void copy_pool_stop(pipeline *pl)
+{
+    copy_pool *cp = &pl->copier;
+    if (!pl->copier_ready) return;
+    pthread_mutex_lock(&cp->lock);
+    cp->stop = 1;
+    pthread_cond_broadcast(&cp->go);
+    pthread_mutex_unlock(&cp->lock);
+    for (int i = 0; i < cp->workers; ++i) pthread_join(cp->threads[i], NULL);
+    free(cp->threads);
+    pthread_cond_destroy(&cp->go);
+    pthread_cond_destroy(&cp->done);
+    pthread_mutex_destroy(&cp->lock);
+    pl->copier_ready = 0;
+}
+
+/* dst <- src on the driving thread and the workers; returns when all is copied. */
+static void copy_pool_run(pipeline *pl, unsigned char *dst, const unsigned char *src, int64_t bytes)
+{
+    copy_pool *cp = &pl->copier;
+    if (cp->workers == 0 || bytes < (1 << 20)) {
+        memcpy(dst, src, (size_t)bytes);
+        return;
+    }
+    pthread_mutex_lock(&cp->lock);
+    cp->dst = dst, cp->src = src, cp->bytes = bytes;
+    cp->pending = cp->workers;
+    cp->generation++;
+    pthread_cond_broadcast(&cp->go);
+    pthread_mutex_unlock(&cp->lock);
+    copy_share(cp, 0, cp->workers + 1);
+    pthread_mutex_lock(&cp->lock);
+    while (cp->pending > 0) pthread_cond_wait(&cp->done, &cp->lock);
+    pthread_mutex_unlock(&cp->lock);
 }
 
 /* ---------------------------------------------------------------- set-up */
@@ -371,6 +490,7 @@ static oc_status setup(pipeline *pl)
         pl->kernel_ev = calloc((size_t)(2 * plan->ntiles), sizeof *pl->kernel_ev);
         if (!pl->kernel_ev) return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the trace's kernel events");
         for (int64_t i = 0; i < 2 * plan->ntiles; ++i) CUDA_CHECK(ctx, cudaEventCreate(&pl->kernel_ev[i]));
+        CUDA_CHECK(ctx, cudaEventCreate(&pl->trace_begin));
     }
 
     /* Pinned staging: two H2D slots (one fills while the other uploads) and, for a kept
@@ -380,16 +500,25 @@ static oc_status setup(pipeline *pl)
      * (OUTCORE_CUDA_SINKS=N overrides). A sink holds one slot while it copies; four more
      * keep the copy engine busy meanwhile. With the staging cached between jobs, 14 sinks
      * beat 8 on the dense 65536 x 65536 job there (44.5 against 43-44 GB/s over the job)
-     * and tie when the job pins its own (39-41 GB/s). */
+     * and tie when the job pins its own (39-41 GB/s). Panel uploads take half the cores
+     * (at most 8) beside the sinks, and as many as sinks would when the result stays on the
+     * device (OUTCORE_CUDA_COPY_THREADS=N overrides). */
     int cores = oc_cpu_cores();
-    pl->copy_threads = cores / 2 < 1 ? 1 : (cores / 2 > 8 ? 8 : cores / 2);
     int sinks = cores - 2 < 1 ? 1 : (cores - 2 > MAX_SINKS ? MAX_SINKS : cores - 2);
-    const char *force_sinks = getenv("OUTCORE_CUDA_SINKS");
+    pl->copy_threads = job->dense ? (cores / 2 < 1 ? 1 : (cores / 2 > 8 ? 8 : cores / 2)) : sinks;
+    const char *force_sinks = getenv("OUTCORE_CUDA_SINKS"), *force_copy = getenv("OUTCORE_CUDA_COPY_THREADS");
     if (force_sinks && *force_sinks) {
         sinks = atoi(force_sinks);
         if (sinks < 1 || sinks > 4 * MAX_SINKS)
             return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "OUTCORE_CUDA_SINKS=%s: expected 1 to %d", force_sinks, 4 * MAX_SINKS);
     }
+    if (force_copy && *force_copy) {
+        pl->copy_threads = atoi(force_copy);
+        if (pl->copy_threads < 1 || pl->copy_threads > 4 * MAX_SINKS)
+            return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "OUTCORE_CUDA_COPY_THREADS=%s: expected 1 to %d", force_copy,
+                           4 * MAX_SINKS);
+    }
+    copy_pool_start(pl, pl->copy_threads);
     pl->nsinks = job->dense ? sinks : 0;
     pl->d2h_slots = job->dense ? pl->nsinks + 4 : 0;
     int64_t share = host_budget / (H2D_SLOTS + pl->d2h_slots);
@@ -440,21 +569,6 @@ static oc_status setup(pipeline *pl)
 }
 
 /* ---------------------------------------------------------------- per tile */
-typedef struct copy_task {
-    unsigned char *dst;
-    const unsigned char *src;
-    int64_t bytes, parts;
-} copy_task;
-
-static oc_status copy_part(void *arg, int64_t part, int worker)
-{
-    (void)worker;
-    const copy_task *t = arg;
-    int64_t per = (t->bytes + t->parts - 1) / t->parts, off = part * per;
-    if (off < t->bytes) memcpy(t->dst + off, t->src + off, (size_t)(t->bytes - off < per ? t->bytes - off : per));
-    return OC_OK;
-}
-
 static oc_status load_panel(pipeline *pl, int side, int64_t index, int slot)
 {
     oc_context *ctx = pl->ctx;
@@ -477,12 +591,7 @@ static oc_status load_panel(pipeline *pl, int side, int64_t index, int slot)
         pl->stage_wait_seconds += oc_now() - w0;
         /* Pageable rows into pinned memory on several cores: one core copies about 10 GB/s,
          * less than the link's 55 GB/s. */
-        if (len >= (8 << 20)) {
-            copy_task task = {pl->h2d_pin[k], src + off, len, pl->copy_threads};
-            OC_CHECK(oc_parallel_run(ctx, pl->copy_threads, task.parts, copy_part, &task, NULL, NULL, NULL));
-        } else {
-            memcpy(pl->h2d_pin[k], src + off, (size_t)len);
-        }
+        copy_pool_run(pl, pl->h2d_pin[k], src + off, len);
         CUDA_CHECK(ctx, cudaMemcpyAsync(dst + off, pl->h2d_pin[k], (size_t)len, cudaMemcpyHostToDevice, pl->dev.h2d));
         CUDA_CHECK(ctx, cudaEventRecord(pl->h2d_pin_free[k], pl->dev.h2d));
     }
@@ -569,6 +678,7 @@ static oc_status run_tiles(pipeline *pl)
     const oc_gram_options *o = job->opts;
     double last_progress = oc_now();
     int side_b = job->symmetric ? 0 : 1;
+    if (pl->kernel_ev) CUDA_CHECK_GOTO(ctx, cudaEventRecord(pl->trace_begin, pl->dev.compute));
 
     for (int64_t t = 0; t < plan->ntiles; ++t) {
         if (oc_cancelled(ctx)) {
@@ -599,10 +709,10 @@ static oc_status run_tiles(pipeline *pl)
         if (pl->gpu_mirror)
             OC_CHECK_GOTO(oc_cuda_gram_mirror(ctx, &pl->dev, tile.out, (char *)tile.out + plan->tile * plan->tile * pl->elem,
                                               tile.rows, tile.cols, plan->tile, (int)pl->elem, I == J, stream));
-        if (pl->kernel_ev) CUDA_CHECK_GOTO(ctx, cudaEventRecord(pl->kernel_ev[2 * t + 1], stream));
         if (pl->select)
             OC_CHECK_GOTO(oc_cuda_select_tile_done(pl->select, &tile, I * plan->tile, J * plan->tile, pl->dev.compute,
                                                    pl->dev.d2h));
+        if (pl->kernel_ev) CUDA_CHECK_GOTO(ctx, cudaEventRecord(pl->kernel_ev[2 * t + 1], stream));
         job->stats->bit_macs_computed += macs;
         job->stats->tiles++;
         CUDA_CHECK_GOTO(ctx, cudaEventRecord(pl->out_done[out_slot], stream));
@@ -636,6 +746,73 @@ static void trace(double *t, const char *phase)
     *t = now;
 }
 
+typedef struct busy_span {
+    double start, end;
+    int64_t tile;
+} busy_span;
+
+static int by_start(const void *a, const void *b)
+{
+    double x = ((const busy_span *)a)->start, y = ((const busy_span *)b)->start;
+    return x < y ? -1 : x > y;
+}
+
+/* When the GPU computed, from the timed events around each tile's kernels (selection
+ * included) on both compute streams, relative to the start of the tiles phase: the first
+ * kernel's start, the last one's end, the time at least one tile's kernels ran, and the
+ * longest gaps with none (named by the tile that ended them). Idle gaps say the GPU was
+ * starved; a busy time above the kernel model says the kernels ran slower than on one
+ * large tile. */
+static void trace_busy(pipeline *pl)
+{
+    int64_t n = pl->plan.ntiles;
+    busy_span *sp = malloc((size_t)n * sizeof *sp);
+    if (!sp) return;
+    int64_t m = 0;
+    for (int64_t i = 0; i < n; ++i) {
+        float a = 0, b = 0;
+        if (cudaEventElapsedTime(&a, pl->trace_begin, pl->kernel_ev[2 * i]) != cudaSuccess ||
+            cudaEventElapsedTime(&b, pl->trace_begin, pl->kernel_ev[2 * i + 1]) != cudaSuccess)
+            continue;
+        sp[m++] = (busy_span){a / 1e3, b / 1e3, i};
+    }
+    (void)cudaGetLastError();
+    if (m == 0) {
+        free(sp);
+        return;
+    }
+    qsort(sp, (size_t)m, sizeof *sp, by_start);
+    enum { TOP = 5 };
+    busy_span gap[TOP] = {{0, 0, -1}, {0, 0, -1}, {0, 0, -1}, {0, 0, -1}, {0, 0, -1}};
+    double busy = 0, idle = 0, cur0 = sp[0].start, cur1 = sp[0].end, last = sp[0].end;
+    for (int64_t i = 1; i <= m; ++i) {
+        if (i < m && sp[i].start <= cur1) {
+            if (sp[i].end > cur1) cur1 = sp[i].end;
+            continue;
+        }
+        busy += cur1 - cur0;
+        if (cur1 > last) last = cur1;
+        if (i == m) break;
+        double g = sp[i].start - cur1;
+        idle += g;
+        for (int k = 0; k < TOP; ++k)
+            if (g > gap[k].end - gap[k].start) {
+                memmove(&gap[k + 1], &gap[k], (TOP - 1 - k) * sizeof *gap);
+                gap[k] = (busy_span){cur1, sp[i].start, sp[i].tile};
+                break;
+            }
+        cur0 = sp[i].start, cur1 = sp[i].end;
+    }
+    fprintf(stderr,
+            "outcore cuda: GPU busy %.4f s of the span %.4f-%.4f s after the tiles phase began (idle inside %.4f s); "
+            "longest gaps (ms before tile):",
+            busy, sp[0].start, last, idle);
+    for (int k = 0; k < TOP && gap[k].tile >= 0; ++k)
+        fprintf(stderr, " %.2f@%lld", 1e3 * (gap[k].end - gap[k].start), (long long)gap[k].tile);
+    fprintf(stderr, "\n");
+    free(sp);
+}
+
 /* The pipeline's choices and where its time went (OUTCORE_TRACE). */
 static void trace_pipeline(pipeline *pl)
 {
@@ -648,17 +825,20 @@ static void trace_pipeline(pipeline *pl)
     (void)cudaGetLastError();
     fprintf(stderr,
             "outcore cuda: tile %lld, %lld tiles, %d panel slots%s, %lld uploads; plan: kernels %.4f s, cost %.4f s; "
-            "kernels busy %.4f s (summed per tile, on %d stream%s); staging %.4f s (of which slot waits %.4f s); %d sinks, "
-            "%d D2H slots of %.2f MiB, mirror on the %s (slot waits %.4f s)\n",
+            "kernels busy %.4f s (summed per tile, on %d stream%s); staging %.4f s on %d threads (of which slot waits "
+            "%.4f s); %d sinks, %d D2H slots of %.2f MiB, mirror on the %s (slot waits %.4f s)\n",
             (long long)pl->plan.tile, (long long)pl->plan.ntiles, pl->plan.panel_slots, pl->plan.resident ? " (resident)" : "",
             (long long)pl->plan.panel_loads, pl->plan.kernel_seconds, pl->plan.cost_seconds, kernels, pl->streams,
-            pl->streams > 1 ? "s" : "", pl->upload_seconds, pl->stage_wait_seconds, pl->nsinks, pl->d2h_slots,
-            pl->d2h_slot_bytes / 1048576.0, pl->gpu_mirror ? "device" : pl->host_mirror ? "host" : "-", pl->acquire_seconds);
+            pl->streams > 1 ? "s" : "", pl->upload_seconds, pl->copier.workers + 1, pl->stage_wait_seconds, pl->nsinks,
+            pl->d2h_slots, pl->d2h_slot_bytes / 1048576.0, pl->gpu_mirror ? "device" : pl->host_mirror ? "host" : "-",
+            pl->acquire_seconds);
+    if (pl->kernel_ev) trace_busy(pl);
 }
 
 static void teardown(pipeline *pl)
 {
     (void)sinks_join(pl, 0);
+    copy_pool_stop(pl);
     oc_cuda_select_close(pl->select);
     if (pl->dev.pool) {
         /* Every enqueued copy and kernel must finish before its buffers go back. */
@@ -672,6 +852,7 @@ static void teardown(pipeline *pl)
     destroy_events(pl->h2d_pin_free, H2D_SLOTS);
     destroy_events(pl->d2h_pin_ready, pl->d2h_slots);
     destroy_events(pl->kernel_ev, pl->kernel_ev ? 2 * pl->plan.ntiles : 0);
+    destroy_events(&pl->trace_begin, pl->trace_begin ? 1 : 0);
     oc_cuda_device_close(&pl->dev); /* frees the pool: every device and pinned buffer */
     free(pl->panel);
     free(pl->panel_loaded);

@@ -77,18 +77,40 @@ int oc_panel_cache_place(oc_panel_cache *c, int64_t key, int64_t keep, int *load
     return s;
 }
 
+/* Groups of A panels in turn. The panels of B stream past a group in alternating
+ * directions, so that the last B panels a group used are the first the next group needs
+ * while they are still in their slots; for A·Aᵀ the group first computes its own triangle
+ * (each A panel as it arrives, with the group's panels before it), then streams the panels
+ * after the group from the last down, so the two that stay resident are the next group's
+ * first two and its triangle starts on tiles that need no upload. */
 void oc_tile_plan_order(const oc_tile_plan *plan, int symmetric, int64_t *order)
 {
     int64_t t = 0;
-    for (int64_t g0 = 0; g0 < plan->panels_a; g0 += plan->group) {
+    for (int64_t g0 = 0, g = 0; g0 < plan->panels_a; g0 += plan->group, ++g) {
         int64_t g1 = g0 + plan->group < plan->panels_a ? g0 + plan->group : plan->panels_a;
-        for (int64_t j = symmetric ? g0 : 0; j < plan->panels_b; ++j)
+        if (symmetric) {
+            for (int64_t j = g0; j < g1; ++j)
+                for (int64_t i = g0; i <= j; ++i) {
+                    order[2 * t] = i;
+                    order[2 * t + 1] = j;
+                    t++;
+                }
+            for (int64_t j = plan->panels_b - 1; j >= g1; --j)
+                for (int64_t i = g0; i < g1; ++i) {
+                    order[2 * t] = i;
+                    order[2 * t + 1] = j;
+                    t++;
+                }
+            continue;
+        }
+        for (int64_t s = 0; s < plan->panels_b; ++s) {
+            int64_t j = g % 2 ? plan->panels_b - 1 - s : s;
             for (int64_t i = g0; i < g1; ++i) {
-                if (symmetric && i > j) continue;
                 order[2 * t] = i;
                 order[2 * t + 1] = j;
                 t++;
             }
+        }
     }
 }
 
