@@ -50,6 +50,11 @@ const char *oc_test_data_path(const char *name, char *buf, size_t size)
     return access(buf, R_OK) == 0 ? buf : NULL;
 }
 
+const oc_test_output oc_test_outputs[OC_TEST_OUTPUT_COUNT] = {
+    {OC_METRIC_COUNTS, OC_DTYPE_INT32},  {OC_METRIC_COUNTS, OC_DTYPE_UINT16},  {OC_METRIC_HAMMING, OC_DTYPE_INT32},
+    {OC_METRIC_HAMMING, OC_DTYPE_UINT16}, {OC_METRIC_JACCARD, OC_DTYPE_FLOAT32}, {OC_METRIC_COSINE, OC_DTYPE_FLOAT32},
+};
+
 uint64_t oc_test_rand(uint64_t *s)
 {
     uint64_t x = *s;

@@ -51,17 +51,6 @@ static const gram_case cases[] = {
     {"m >= 65536", 5, 0, 70001, 0.5, PATTERN_RANDOM},
 };
 
-/* Every output of the engine: a metric and the dtype it is stored in. */
-typedef struct output_kind {
-    oc_metric metric;
-    oc_dtype dtype;
-} output_kind;
-
-static const output_kind outputs[] = {
-    {OC_METRIC_COUNTS, OC_DTYPE_INT32},  {OC_METRIC_COUNTS, OC_DTYPE_UINT16},  {OC_METRIC_HAMMING, OC_DTYPE_INT32},
-    {OC_METRIC_HAMMING, OC_DTYPE_UINT16}, {OC_METRIC_JACCARD, OC_DTYPE_FLOAT32}, {OC_METRIC_COSINE, OC_DTYPE_FLOAT32},
-};
-
 /* Threads (0 = all cores) and tile edge (0 = the planner's choice); pad > 0 gives the output rows that
  * many extra elements, which must stay untouched. */
 typedef struct run_config {
@@ -118,7 +107,7 @@ static int count_exactly(const unsigned char *a, const unsigned char *b, int64_t
 }
 
 /* The expected result, from the exact counts with the formulas of the design. */
-static void *reference(const exact_counts *e, const output_kind *ok, int64_t n, int64_t p, int64_t ld)
+static void *reference(const exact_counts *e, const oc_test_output *ok, int64_t n, int64_t p, int64_t ld)
 {
     size_t es = oc_dtype_size(ok->dtype);
     char *out = calloc((size_t)(n * ld), es);
@@ -163,8 +152,8 @@ static void run_case(oc_context *ctx, const char *isa, const gram_case *gc)
     if (!symmetric) CHECK_EQ_I64(oc_matrix_from_dense(ctx, db, p, m, m, &b), OC_OK);
     if (!a || (!symmetric && !b)) goto done;
 
-    for (size_t o = 0; o < sizeof outputs / sizeof outputs[0]; ++o) {
-        const output_kind *ok = &outputs[o];
+    for (size_t o = 0; o < OC_TEST_OUTPUT_COUNT; ++o) {
+        const oc_test_output *ok = &oc_test_outputs[o];
         if (ok->dtype == OC_DTYPE_UINT16 && m >= 65536) continue; /* refused by design */
         const size_t es = oc_dtype_size(ok->dtype);
         for (size_t r = 0; r < sizeof configs / sizeof configs[0]; ++r) {

@@ -35,16 +35,6 @@ static const sel_case cases[] = {
     {"several tiles A·Bᵀ", 97, 143, 70, 0.12},
 };
 
-typedef struct metric_dtype {
-    oc_metric metric;
-    oc_dtype dtype;
-} metric_dtype;
-
-static const metric_dtype outputs[] = {
-    {OC_METRIC_COUNTS, OC_DTYPE_INT32},  {OC_METRIC_COUNTS, OC_DTYPE_UINT16}, {OC_METRIC_JACCARD, OC_DTYPE_FLOAT32},
-    {OC_METRIC_COSINE, OC_DTYPE_FLOAT32}, {OC_METRIC_HAMMING, OC_DTYPE_INT32}, {OC_METRIC_HAMMING, OC_DTYPE_UINT16},
-};
-
 /* The exact score as a double (float32 scores are the float the library must produce). */
 static double score(oc_metric metric, int64_t c, int64_t pa, int64_t pb)
 {
@@ -213,8 +203,8 @@ static void run_case(oc_context *ctx, const sel_case *sc, uint64_t *seed)
 
     const int thread_counts[] = {1, 2, 3};
     const int64_t tiles[] = {0, 8, 24};
-    for (size_t o = 0; o < sizeof outputs / sizeof *outputs; ++o) {
-        ref_data r = {.n = n, .p = p, .m = m, .symmetric = symmetric, .metric = outputs[o].metric};
+    for (size_t o = 0; o < OC_TEST_OUTPUT_COUNT; ++o) {
+        ref_data r = {.n = n, .p = p, .m = m, .symmetric = symmetric, .metric = oc_test_outputs[o].metric};
         r.s = malloc((size_t)(n * p) * sizeof *r.s);
         double max = 0;
         for (int64_t i = 0; i < n; ++i)
@@ -223,7 +213,7 @@ static void run_case(oc_context *ctx, const sel_case *sc, uint64_t *seed)
                 if (r.s[i * p + j] > max) max = r.s[i * p + j];
             }
         char name[160];
-        snprintf(name, sizeof name, "%s %s/%s", sc->name, oc_metric_name(r.metric), oc_dtype_name(outputs[o].dtype));
+        snprintf(name, sizeof name, "%s %s/%s", sc->name, oc_metric_name(r.metric), oc_dtype_name(oc_test_outputs[o].dtype));
         const int64_t ks[] = {1, 4, p + 3};
         int is_float = r.metric == OC_METRIC_JACCARD || r.metric == OC_METRIC_COSINE;
         /* 0, a middle value (integers for counts and hamming), above the maximum. */
@@ -234,9 +224,9 @@ static void run_case(oc_context *ctx, const sel_case *sc, uint64_t *seed)
                  * keeps the run short while each setting still meets every metric. */
                 if (o > 0 && ti != tt) continue;
                 for (size_t kk = 0; kk < 3; ++kk)
-                    check_topk(ctx, a, b, &r, outputs[o].dtype, ks[kk], thread_counts[ti], tiles[tt], name);
+                    check_topk(ctx, a, b, &r, oc_test_outputs[o].dtype, ks[kk], thread_counts[ti], tiles[tt], name);
                 for (size_t th = 0; th < 3; ++th)
-                    check_pairs(ctx, a, b, &r, outputs[o].dtype, ts[th], thread_counts[ti], tiles[tt], name);
+                    check_pairs(ctx, a, b, &r, oc_test_outputs[o].dtype, ts[th], thread_counts[ti], tiles[tt], name);
             }
         free(r.s);
     }

@@ -52,16 +52,6 @@ static const gpu_case cases[] = {
     {"streamed A·Bᵀ", 1300, 900, 2500, 0.5, 256, 800 * 1024},
 };
 
-typedef struct output_kind {
-    oc_metric metric;
-    oc_dtype dtype;
-} output_kind;
-
-static const output_kind outputs[] = {
-    {OC_METRIC_COUNTS, OC_DTYPE_INT32},  {OC_METRIC_COUNTS, OC_DTYPE_UINT16},  {OC_METRIC_HAMMING, OC_DTYPE_INT32},
-    {OC_METRIC_HAMMING, OC_DTYPE_UINT16}, {OC_METRIC_JACCARD, OC_DTYPE_FLOAT32}, {OC_METRIC_COSINE, OC_DTYPE_FLOAT32},
-};
-
 static oc_context *ctx;
 static int quick;
 
@@ -118,8 +108,8 @@ static void run_case(const gpu_case *c, const char *kernel)
     if (!a || (c->p && !b)) return;
     int64_t p = c->p ? c->p : c->n;
     setenv("OUTCORE_CUDA_KERNEL", kernel, 1);
-    for (size_t k = 0; k < sizeof outputs / sizeof outputs[0]; ++k) {
-        const output_kind *ok = &outputs[k];
+    for (size_t k = 0; k < OC_TEST_OUTPUT_COUNT; ++k) {
+        const oc_test_output *ok = &oc_test_outputs[k];
         if (ok->dtype == OC_DTYPE_UINT16 && c->m >= 65536) continue;
         if (quick && !(k == 0 || ok->metric == OC_METRIC_COSINE)) continue;
         size_t es = oc_dtype_size(ok->dtype), bytes = (size_t)(c->n * p) * es;
