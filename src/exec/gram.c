@@ -205,8 +205,9 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
         return oc_fail(ctx, OC_ERR_INPUT, "the result of %lld x %lld rows over %lld columns overflows 64-bit sizes",
                        (long long)n, (long long)p, (long long)m);
 
-    /* A device named by the caller must exist, whichever backend was asked for. */
-    int devices = oc_cuda_device_count();
+    /* A device named by the caller must exist when a GPU may run the job. A CPU job asks
+     * nothing of CUDA: counting devices would initialise the runtime for nothing. */
+    int devices = opts->backend == OC_BACKEND_CPU ? 0 : oc_cuda_device_count();
     if (devices > 0 && (opts->device < 0 || opts->device >= devices))
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "CUDA device %d does not exist: this machine has %d (0 to %d)",
                        opts->device, devices, devices - 1);
