@@ -34,11 +34,13 @@
 
 #include "../core/error.h"
 #include "../core/matrix.h"
+#include "select_scan.h"
 
 #define NLOCKS 1024                     /* row stripes: rows of one tile never share a lock */
 #define EMIT_BATCH 65536                /* pairs per emit call */
 #define DEFAULT_BUFFER_BYTES (256LL << 20)
 #define SMALL_SORT 24
+#define INSERT_MAX 8                    /* survivors inserted one by one into a list */
 
 typedef struct sel_worker {
     /* top-k */
@@ -46,10 +48,13 @@ typedef struct sel_worker {
     uint64_t *colbuf;       /* A·Aᵀ: colcap survivors per tile column (the mirrored rows) */
     int64_t *colcount;
     uint64_t *colfloor;
-    uint32_t *colfloor_hi;  /* halves of colfloor: the vectorised pre-test */
+    uint32_t *colfloor_hi;  /* halves of colfloor: the pre-test's inputs (select_scan.h) */
     uint32_t *colfloor_lo;
     uint32_t *scorekeys;    /* score keys of the tile row being scanned */
-    uint64_t *merge;        /* kept keys: the merged list before it is copied back */
+    uint64_t *words;        /* the pre-test's bits for that row */
+    uint64_t *merge;        /* kept keys: a merged list before it is copied back */
+    uint64_t *seedmax;      /* seeding: one group's maxima (see "Seeding" below) */
+    uint32_t *colmax;       /* A·Aᵀ: the group maxima of every column, group-major */
     /* pairs */
     uint32_t *pcols;
     unsigned char *pvals;
@@ -83,6 +88,7 @@ struct oc_select {
     pthread_mutex_t locks[NLOCKS];
 
     int64_t tile, tiles_j, rowcap, colcap;
+    oc_scan_fn scan;                /* top-k pre-test of this CPU (select_scan.h) */
     int nworkers;
     sel_worker *workers;
 
@@ -187,40 +193,89 @@ static uint64_t trim(uint64_t *buf, int64_t *count, int64_t kept)
     return floor;
 }
 
-/* Merges nc survivors (any order) into row i's list. */
+/* Merges nc survivors (any order) into row i's list; tmp holds `kept` keys. Keys are
+ * distinct and empty slots (0) sort last. */
 static void merge_row(oc_select *s, int64_t i, uint64_t *cand, int64_t nc, uint64_t *tmp)
 {
     const int64_t kept = s->kept;
-    sort_desc(cand, nc);
-    if (nc > kept) nc = kept;
+    /* Many survivors (a row's first tile): only the best `kept` of them can enter. */
+    if (nc > kept) {
+        select_desc(cand, nc, kept);
+        nc = kept;
+    }
+    /* Other workers may have raised the row's floor since this tile read it: survivors that
+     * no longer beat it cannot enter, and a row left with none takes no lock. */
+    const uint64_t floor = atomic_load_explicit(&s->floors[i], memory_order_relaxed);
+    int64_t live = 0;
+    for (int64_t c = 0; c < nc; ++c)
+        if (cand[c] > floor) cand[live++] = cand[c];
+    if (live == 0) return;
+    if (live > INSERT_MAX) sort_desc(cand, live);
     pthread_mutex_t *lock = &s->locks[i % NLOCKS];
     pthread_mutex_lock(lock);
     uint64_t *list = s->keys + i * kept;
-    int64_t a = 0, b = 0, o = 0;
-    /* Keys are distinct and empty slots (0) sort last, so a plain merge of two descending
-     * runs gives the best `kept` of their union. */
-    while (o < kept) {
-        uint64_t x = a < kept ? list[a] : 0, y = b < nc ? cand[b] : 0;
-        if (x == 0 && y == 0) break;
-        if (x > y) tmp[o++] = x, a++;
-        else tmp[o++] = y, b++;
+    if (live <= INSERT_MAX) {
+        /* Few survivors, which mostly land near the end of the list: insert each one by
+         * shifting the smaller keys down, in time proportional to how far it climbs. */
+        for (int64_t c = 0; c < live; ++c) {
+            const uint64_t key = cand[c];
+            if (key <= list[kept - 1]) continue;
+            int64_t j = kept - 1;
+            for (; j > 0 && list[j - 1] < key; --j) list[j] = list[j - 1];
+            list[j] = key;
+        }
+    } else {
+        /* A plain merge of two descending runs gives the best `kept` of their union. */
+        int64_t a = 0, b = 0, o = 0;
+        while (o < kept) {
+            uint64_t x = a < kept ? list[a] : 0, y = b < live ? cand[b] : 0;
+            if (x == 0 && y == 0) break;
+            if (x > y) tmp[o++] = x, a++;
+            else tmp[o++] = y, b++;
+        }
+        memcpy(list, tmp, (size_t)o * sizeof *list);
     }
-    memcpy(list, tmp, (size_t)o * sizeof *list);
-    if (o == kept) atomic_store_explicit(&s->floors[i], list[kept - 1], memory_order_relaxed);
+    if (list[kept - 1]) atomic_store_explicit(&s->floors[i], list[kept - 1], memory_order_relaxed);
     pthread_mutex_unlock(lock);
 }
 
-
 /* ---------------------------------------------------------------- top-k per tile */
-/* The scan runs in two steps per tile row: the score keys of the row into a small array,
- * then blocks of SCAN_BLOCK elements are tested against the floors with 32-bit compares and
- * no branches, which the compiler vectorises; only a block with a passing element is then
- * handled element by element. The 64-bit test key > floor splits into 32-bit halves:
- *   row i, column j0 + c:  sk > hi(floor_i) || (sk == hi(floor_i) && c < climit), where
- *                          lo(key) > lo(floor_i) is c < (0xFFFFFFFF - j0) - lo(floor_i);
- *   column j0 + c, row i:  sk > hi(floor_j) || (sk == hi(floor_j) && ilow > lo(floor_j)).
- * so the pre-test is exact and ties (frequent with counts) do not wake the slow path. */
-#define SCAN_BLOCK 32
+/* Per tile row: the score keys of the row into a small array, the pre-test of
+ * select_scan.h over it (vectorised, exact, one bit per element), then the exact test and
+ * bookkeeping for the set bits only.
+ *
+ * Seeding. A list that is not yet full has floor 0, so the first tile a row meets would
+ * pass every element through the slow path (and with short rows that costs as much as the
+ * kernel). A tile can raise such a floor itself: split the row's eligible elements into
+ * g >= kept groups and let S be the kept-th largest of the group maxima. Those kept groups
+ * each hold an element scoring S or more, so an element scoring below S is beaten by kept
+ * others and can never be listed, while every element scoring S or more has a key above
+ * S << 32 (a key's index half is never 0): S << 32 is an exact floor. With g = 2 kept about
+ * 1.3 kept elements of a first tile pass instead of all of them (min over kept groups,
+ * the simpler choice, lets 2.5 kept through). For columns (A·Aᵀ's mirrored rows) the groups
+ * are groups of tile rows, whose maxima for all columns at once are elementwise maxima of
+ * whole tile rows. */
+#define SEED_GROUPS(kept, len) ((len) < 2 * (kept) ? (len) : 2 * (kept))
+
+/* The floor seeded from the maxima of g >= kept groups: gm[q] = maximum << 32 | q (the
+ * group tags keep keys distinct, which select_desc wants). */
+static uint64_t seed_floor(uint64_t *gm, int64_t g, int64_t kept)
+{
+    select_desc(gm, g, kept);
+    return gm[kept - 1] >> 32 << 32;
+}
+
+/* The seeded floor of a row whose eligible score keys are sk[c0..cols), cols - c0 >= kept. */
+static uint64_t row_seed(const uint32_t *sk, int64_t c0, int64_t cols, int64_t kept, uint64_t *gm)
+{
+    const int64_t len = cols - c0, g = SEED_GROUPS(kept, len);
+    for (int64_t q = 0; q < g; ++q) {
+        uint32_t gmax = 0;
+        for (int64_t c = c0 + q * len / g; c < c0 + (q + 1) * len / g; ++c) gmax = sk[c] > gmax ? sk[c] : gmax;
+        gm[q] = (uint64_t)gmax << 32 | (uint64_t)q;
+    }
+    return seed_floor(gm, g, kept);
+}
 
 static inline uint64_t max_u64(uint64_t a, uint64_t b) { return a > b ? a : b; }
 
@@ -233,7 +288,26 @@ static inline int64_t first_column(const oc_select *s, int64_t i, int64_t j0, in
     return f < 0 ? 0 : (f > cols ? cols : f);
 }
 
-/* The exact test and bookkeeping of element c of tile row r (see the scan below). */
+static inline void set_column_floor(sel_worker *w, int64_t c, uint64_t floor)
+{
+    w->colfloor[c] = floor;
+    w->colfloor_hi[c] = (uint32_t)(floor >> 32);
+    w->colfloor_lo[c] = (uint32_t)floor;
+}
+
+/* A·Aᵀ: the column floors as the tile starts; nonzero when a column's list is not full. */
+static int load_column_floors(oc_select *s, sel_worker *w, int64_t j0, int64_t cols)
+{
+    int empty = 0;
+    for (int64_t c = 0; c < cols; ++c) {
+        w->colcount[c] = 0;
+        set_column_floor(w, c, atomic_load_explicit(&s->floors[j0 + c], memory_order_relaxed));
+        empty |= w->colfloor[c] == 0;
+    }
+    return empty;
+}
+
+/* The exact test and bookkeeping of element c of tile row r (the pre-test passed it). */
 static inline void topk_consider(oc_select *s, sel_worker *w, uint32_t sk, int64_t c, uint32_t jlow0, uint32_t ilow,
                                  uint64_t *rf, int64_t *nr, int mirror)
 {
@@ -250,11 +324,34 @@ static inline void topk_consider(oc_select *s, sel_worker *w, uint32_t sk, int64
             uint64_t *cb = w->colbuf + c * s->colcap;
             cb[w->colcount[c]++] = kc;
             if (w->colcount[c] == s->colcap && s->colcap > kept)
-                w->colfloor[c] = max_u64(w->colfloor[c], trim(cb, &w->colcount[c], kept));
-            w->colfloor_hi[c] = (uint32_t)(w->colfloor[c] >> 32);
-            w->colfloor_lo[c] = (uint32_t)w->colfloor[c];
+                set_column_floor(w, c, max_u64(w->colfloor[c], trim(cb, &w->colcount[c], kept)));
         }
     }
+}
+
+/* Tile row r of global row i, whose score keys w->scorekeys[c0..cols) are ready and whose
+ * floor is rf: the pre-test, the survivors, and their merge into the row's list. */
+static void topk_row(oc_select *s, sel_worker *w, int64_t i, int64_t j0, int64_t c0, int64_t cols, uint64_t rf)
+{
+    const int mirror = s->cfg.symmetric;
+    const uint32_t jlow0 = 0xFFFFFFFFu - (uint32_t)j0, ilow = 0xFFFFFFFFu - (uint32_t)i, rlo = (uint32_t)rf;
+    /* Key (i, j0 + c) > rf: a higher score half, or the same one and an index half
+     * jlow0 - c above rlo, i.e. c < jlow0 - rlo. */
+    const oc_scan_row sr = {.sk = w->scorekeys, .chi = w->colfloor_hi, .clo = w->colfloor_lo,
+                            .rhi = (uint32_t)(rf >> 32), .climit = jlow0 > rlo ? jlow0 - rlo : 0, .ilow = ilow,
+                            .mirror = mirror};
+    const int64_t w0 = c0 / OC_SCAN_WORD, w1 = (cols + OC_SCAN_WORD - 1) / OC_SCAN_WORD;
+    uint64_t *words = w->words;
+    s->scan(&sr, w0, w1, words);
+    words[w0] &= ~0ull << (c0 % OC_SCAN_WORD);
+    if (cols % OC_SCAN_WORD) words[w1 - 1] &= (1ull << (cols % OC_SCAN_WORD)) - 1;
+    int64_t nr = 0;
+    for (int64_t wd = w0; wd < w1; ++wd)
+        for (uint64_t m = words[wd]; m; m &= m - 1) {
+            const int64_t c = wd * OC_SCAN_WORD + __builtin_ctzll(m);
+            topk_consider(s, w, w->scorekeys[c], c, jlow0, ilow, &rf, &nr, mirror);
+        }
+    if (nr) merge_row(s, i, w->rowbuf, nr, w->merge);
 }
 
 /* One instance per key kind, so that the key computation has no switch. */
@@ -263,31 +360,36 @@ static inline void topk_consider(oc_select *s, sel_worker *w, uint32_t sk, int64
                      const T *tile, int64_t ld)                                                            \
     {                                                                                                      \
         const int mirror = s->cfg.symmetric;                                                               \
-        uint32_t *restrict sk = w->scorekeys, *restrict chi = w->colfloor_hi, *restrict clo = w->colfloor_lo; \
-        for (int64_t c = 0; c < cols; ++c) {                                                               \
-            w->colcount[c] = 0;                                                                            \
-            w->colfloor[c] = mirror ? atomic_load_explicit(&s->floors[j0 + c], memory_order_relaxed) : ~0ull; \
-            chi[c] = (uint32_t)(w->colfloor[c] >> 32);                                                     \
-            clo[c] = (uint32_t)w->colfloor[c];                                                             \
+        const int64_t kept = s->kept;                                                                      \
+        uint32_t *restrict sk = w->scorekeys;                                                              \
+        /* Column seeds where a list is not full, in tiles wholly above the diagonal (every    \
+         * tile row is eligible in every column). */                                                       \
+        if (mirror && load_column_floors(s, w, j0, cols) && i0 + rows <= j0 && rows >= kept) {             \
+            const int64_t g = SEED_GROUPS(kept, rows);                                                     \
+            for (int64_t q = 0; q < g; ++q) {                                                              \
+                uint32_t *restrict gmax = w->colmax + q * cols;                                            \
+                for (int64_t c = 0; c < cols; ++c) gmax[c] = 0;                                            \
+                for (int64_t r = q * rows / g; r < (q + 1) * rows / g; ++r) {                              \
+                    const T *restrict v = tile + r * ld;                                                   \
+                    for (int64_t c = 0; c < cols; ++c) {                                                   \
+                        const uint32_t x = SCORE(v[c]);                                                    \
+                        gmax[c] = x > gmax[c] ? x : gmax[c];                                               \
+                    }                                                                                      \
+                }                                                                                          \
+            }                                                                                              \
+            for (int64_t c = 0; c < cols; ++c) {                                                           \
+                for (int64_t q = 0; q < g; ++q) w->seedmax[q] = (uint64_t)w->colmax[q * cols + c] << 32 | (uint64_t)q; \
+                set_column_floor(w, c, max_u64(w->colfloor[c], seed_floor(w->seedmax, g, kept)));         \
+            }                                                                                              \
         }                                                                                                  \
         for (int64_t r = 0; r < rows; ++r) {                                                               \
             const T *restrict v = tile + r * ld;                                                           \
-            uint64_t rf = atomic_load_explicit(&s->floors[i0 + r], memory_order_relaxed);                  \
-            const uint32_t jlow0 = 0xFFFFFFFFu - (uint32_t)j0, ilow = 0xFFFFFFFFu - (uint32_t)(i0 + r);    \
-            int64_t nr = 0, c0 = first_column(s, i0 + r, j0, cols);                                        \
+            const int64_t c0 = first_column(s, i0 + r, j0, cols);                                          \
+            if (c0 == cols) continue;                                                                      \
             for (int64_t c = c0; c < cols; ++c) sk[c] = SCORE(v[c]);                                       \
-            for (int64_t b = c0; b < cols; b += SCAN_BLOCK) {                                              \
-                const int64_t e = b + SCAN_BLOCK < cols ? b + SCAN_BLOCK : cols;                           \
-                const uint32_t rhi = (uint32_t)(rf >> 32), rlo = (uint32_t)rf;                             \
-                const uint32_t climit = jlow0 > rlo ? jlow0 - rlo : 0;                                     \
-                uint32_t any = 0;                                                                          \
-                for (uint32_t c = (uint32_t)b; c < (uint32_t)e; ++c)                                       \
-                    any |= (uint32_t)(sk[c] > rhi) | ((uint32_t)(sk[c] == rhi) & (uint32_t)(c < climit)) |  \
-                           (uint32_t)(sk[c] > chi[c]) | ((uint32_t)(sk[c] == chi[c]) & (uint32_t)(ilow > clo[c])); \
-                if (!any) continue;                                                                        \
-                for (int64_t c = b; c < e; ++c) topk_consider(s, w, sk[c], c, jlow0, ilow, &rf, &nr, mirror); \
-            }                                                                                              \
-            if (nr) merge_row(s, i0 + r, w->rowbuf, nr, w->merge);                                         \
+            uint64_t rf = atomic_load_explicit(&s->floors[i0 + r], memory_order_relaxed);                  \
+            if (rf == 0 && cols - c0 >= kept) rf = row_seed(sk, c0, cols, kept, w->seedmax);                       \
+            topk_row(s, w, i0 + r, j0, c0, cols, rf);                                                      \
         }                                                                                                  \
         if (mirror)                                                                                        \
             for (int64_t c = 0; c < cols; ++c)                                                             \
@@ -424,6 +526,8 @@ oc_status oc_select_begin(oc_context *ctx, oc_select *s, int64_t tile, int worke
          * can hold a whole tile row never needs trimming. */
         int64_t cap = 4 * s->kept + 64;
         s->rowcap = s->colcap = cap < tile ? cap : tile;
+        const int64_t padded = (tile + OC_SCAN_WORD - 1) / OC_SCAN_WORD * OC_SCAN_WORD;
+        s->scan = oc_scan_choose();
         for (int i = 0; i < workers; ++i) {
             sel_worker *w = &s->workers[i];
             w->rowbuf = malloc((size_t)s->rowcap * sizeof *w->rowbuf);
@@ -431,11 +535,18 @@ oc_status oc_select_begin(oc_context *ctx, oc_select *s, int64_t tile, int worke
             if (s->cfg.symmetric) w->colbuf = malloc((size_t)(tile * s->colcap) * sizeof *w->colbuf);
             w->colcount = malloc((size_t)tile * sizeof *w->colcount);
             w->colfloor = malloc((size_t)tile * sizeof *w->colfloor);
-            w->colfloor_hi = malloc((size_t)tile * sizeof *w->colfloor_hi);
-            w->colfloor_lo = malloc((size_t)tile * sizeof *w->colfloor_lo);
-            w->scorekeys = malloc((size_t)tile * sizeof *w->scorekeys);
+            /* The pre-test reads whole words of columns (select_scan.h): pad, and zero the
+             * padding so that it is defined, though its bits are masked. */
+            w->colfloor_hi = calloc((size_t)padded, sizeof *w->colfloor_hi);
+            w->colfloor_lo = calloc((size_t)padded, sizeof *w->colfloor_lo);
+            w->scorekeys = calloc((size_t)padded, sizeof *w->scorekeys);
+            w->words = calloc((size_t)(padded / OC_SCAN_WORD), sizeof *w->words);
+            const int64_t groups = SEED_GROUPS(s->kept, tile);
+            w->seedmax = malloc((size_t)(groups ? groups : 1) * sizeof *w->seedmax);
+            if (s->cfg.symmetric) w->colmax = malloc((size_t)(groups * tile) * sizeof *w->colmax);
             if (!w->rowbuf || !w->merge || (s->cfg.symmetric && !w->colbuf) || !w->colcount || !w->colfloor ||
-                !w->colfloor_hi || !w->colfloor_lo || !w->scorekeys)
+                !w->colfloor_hi || !w->colfloor_lo || !w->scorekeys || !w->words || !w->seedmax ||
+                (s->cfg.symmetric && !w->colmax))
                 return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate top-k buffers for %d workers", workers);
         }
         return OC_OK;
@@ -482,7 +593,10 @@ void oc_select_free(oc_select *s)
             free(w->colfloor_hi);
             free(w->colfloor_lo);
             free(w->scorekeys);
+            free(w->words);
             free(w->merge);
+            free(w->seedmax);
+            free(w->colmax);
             free(w->pcols);
             free(w->pvals);
             free(w->pcounts);
