@@ -7,9 +7,11 @@
  * against the floors it read when the tile started (a stale floor is only lower, so it lets
  * more candidates through, never fewer), collects the survivors per row in its own buffer,
  * trims that buffer to the best `kept` whenever it fills (raising its local floor), and
- * finally merges each row's survivors into the row's list under one of NLOCKS striped
- * mutexes. After a row's first tiles its floor is high and almost every element costs one
- * comparison, which is what keeps selection at the speed of the kernel.
+ * when the tile is done merges the survivors of all its rows, then of all its columns
+ * (A·Aᵀ), each batch under one mutex: rows of one row block share a lock stripe, so a tile
+ * takes two locks, not one per row. After a row's first tiles its floor is high and almost
+ * every element costs one comparison, which is what keeps selection at the speed of the
+ * kernel.
  *
  * Threshold pairs: a tile's pairs form one chunk of its row block, sorted by (row, col)
  * within the tile. A row block is complete when all its tiles have arrived; complete blocks
@@ -18,7 +20,7 @@
  * beyond buffer_bytes of waiting pairs are written to an unlinked temporary file and read
  * back at delivery.
  *
- * Lock order: a row stripe lock and the pairs lock are never held together.
+ * Lock order: a worker holds at most one lock stripe at a time, never with the pairs lock.
  */
 #include "select.h"
 
@@ -36,7 +38,7 @@
 #include "../core/matrix.h"
 #include "select_scan.h"
 
-#define NLOCKS 1024                     /* row stripes: rows of one tile never share a lock */
+#define NLOCKS 1024                     /* lock stripes, one per row block (of `tile` rows) */
 #define EMIT_BATCH 65536                /* pairs per emit call */
 #define DEFAULT_BUFFER_BYTES (256LL << 20)
 #define SMALL_SORT 24
@@ -44,14 +46,16 @@
 
 typedef struct sel_worker {
     /* top-k */
-    uint64_t *rowbuf;       /* rowcap survivors of the current tile row */
+    uint64_t *rowbuf;       /* rowcap survivors per tile row */
+    int64_t *rowcount;
     uint64_t *colbuf;       /* A·Aᵀ: colcap survivors per tile column (the mirrored rows) */
     int64_t *colcount;
     uint64_t *colfloor;
     uint32_t *colfloor_hi;  /* halves of colfloor: the pre-test's inputs (select_scan.h) */
     uint32_t *colfloor_lo;
-    uint32_t *scorekeys;    /* score keys of the tile row being scanned */
-    uint64_t *words;        /* the pre-test's bits for that row */
+    uint32_t *scorekeys;    /* score keys of a row being seeded */
+    uint64_t *rowfloor;     /* the tile rows' floors, as the pre-test saw them */
+    uint64_t *words;        /* the pre-test's bits, OC_SCAN_WORDS(tile) words per tile row */
     uint64_t *merge;        /* kept keys: a merged list before it is copied back */
     uint64_t *seedmax;      /* seeding: one group's maxima (see "Seeding" below) */
     uint32_t *colmax;       /* A·Aᵀ: the group maxima of every column, group-major */
@@ -193,26 +197,28 @@ static uint64_t trim(uint64_t *buf, int64_t *count, int64_t kept)
     return floor;
 }
 
-/* Merges nc survivors (any order) into row i's list; tmp holds `kept` keys. Keys are
- * distinct and empty slots (0) sort last. */
-static void merge_row(oc_select *s, int64_t i, uint64_t *cand, int64_t nc, uint64_t *tmp)
+/* Cuts nc survivors (any order) of list i to those that can still enter it: at most
+ * `kept`, each above the list's floor as it is now (other workers may have raised it since
+ * the tile started). Returns how many remain, sorted best first when more than INSERT_MAX. */
+static int64_t merge_prepare(oc_select *s, int64_t i, uint64_t *cand, int64_t nc)
 {
-    const int64_t kept = s->kept;
-    /* Many survivors (a row's first tile): only the best `kept` of them can enter. */
-    if (nc > kept) {
-        select_desc(cand, nc, kept);
-        nc = kept;
+    if (nc > s->kept) {
+        select_desc(cand, nc, s->kept);
+        nc = s->kept;
     }
-    /* Other workers may have raised the row's floor since this tile read it: survivors that
-     * no longer beat it cannot enter, and a row left with none takes no lock. */
     const uint64_t floor = atomic_load_explicit(&s->floors[i], memory_order_relaxed);
     int64_t live = 0;
     for (int64_t c = 0; c < nc; ++c)
         if (cand[c] > floor) cand[live++] = cand[c];
-    if (live == 0) return;
     if (live > INSERT_MAX) sort_desc(cand, live);
-    pthread_mutex_t *lock = &s->locks[i % NLOCKS];
-    pthread_mutex_lock(lock);
+    return live;
+}
+
+/* Merges live prepared survivors into list i, whose lock the caller holds; tmp holds
+ * `kept` keys. Keys are distinct and empty slots (0) sort last. */
+static void merge_locked(oc_select *s, int64_t i, const uint64_t *cand, int64_t live, uint64_t *tmp)
+{
+    const int64_t kept = s->kept;
     uint64_t *list = s->keys + i * kept;
     if (live <= INSERT_MAX) {
         /* Few survivors, which mostly land near the end of the list: insert each one by
@@ -236,7 +242,31 @@ static void merge_row(oc_select *s, int64_t i, uint64_t *cand, int64_t nc, uint6
         memcpy(list, tmp, (size_t)o * sizeof *list);
     }
     if (list[kept - 1]) atomic_store_explicit(&s->floors[i], list[kept - 1], memory_order_relaxed);
-    pthread_mutex_unlock(lock);
+}
+
+/* Merges the survivors of lists first .. first + count - 1 (counts[t] keys at bufs + t *
+ * cap), taking each lock stripe once for a run of lists that share it; a list left with no
+ * survivor that can enter takes no lock. */
+static void merge_lists(oc_select *s, sel_worker *w, int64_t first, int64_t count, uint64_t *bufs, int64_t cap,
+                        const int64_t *counts)
+{
+    pthread_mutex_t *held = NULL;
+    int64_t block_end = first; /* the end of the row block whose lock is held */
+    for (int64_t t = 0; t < count; ++t) {
+        if (!counts[t]) continue;
+        const int64_t i = first + t;
+        uint64_t *cand = bufs + t * cap;
+        const int64_t live = merge_prepare(s, i, cand, counts[t]);
+        if (!live) continue;
+        if (!held || i >= block_end) {
+            if (held) pthread_mutex_unlock(held);
+            held = &s->locks[i / s->tile % NLOCKS];
+            block_end = (i / s->tile + 1) * s->tile;
+            pthread_mutex_lock(held);
+        }
+        merge_locked(s, i, cand, live, w->merge);
+    }
+    if (held) pthread_mutex_unlock(held);
 }
 
 /* ---------------------------------------------------------------- top-k per tile */
@@ -309,14 +339,14 @@ static int load_column_floors(oc_select *s, sel_worker *w, int64_t j0, int64_t c
 
 /* The exact test and bookkeeping of element c of tile row r (the pre-test passed it). */
 static inline void topk_consider(oc_select *s, sel_worker *w, uint32_t sk, int64_t c, uint32_t jlow0, uint32_t ilow,
-                                 uint64_t *rf, int64_t *nr, int mirror)
+                                 uint64_t *rb, uint64_t *rf, int64_t *nr, int mirror)
 {
     const int64_t kept = s->kept;
     const uint64_t hi = (uint64_t)sk << 32;
     const uint64_t kr = hi | (uint32_t)(jlow0 - (uint32_t)c);
     if (kr > *rf) {
-        w->rowbuf[(*nr)++] = kr;
-        if (*nr == s->rowcap && s->rowcap > kept) *rf = max_u64(*rf, trim(w->rowbuf, nr, kept));
+        rb[(*nr)++] = kr;
+        if (*nr == s->rowcap && s->rowcap > kept) *rf = max_u64(*rf, trim(rb, nr, kept));
     }
     if (mirror) {
         const uint64_t kc = hi | ilow;
@@ -329,39 +359,22 @@ static inline void topk_consider(oc_select *s, sel_worker *w, uint32_t sk, int64
     }
 }
 
-/* Tile row r of global row i, whose score keys w->scorekeys[c0..cols) are ready and whose
- * floor is rf: the pre-test, the survivors, and their merge into the row's list. */
-static void topk_row(oc_select *s, sel_worker *w, int64_t i, int64_t j0, int64_t c0, int64_t cols, uint64_t rf)
+/* Row r's pre-test bits, without the columns before c0. */
+static inline uint64_t row_word(const sel_worker *w, int64_t r, int64_t wpr, int64_t wd, int64_t c0)
 {
-    const int mirror = s->cfg.symmetric;
-    const uint32_t jlow0 = 0xFFFFFFFFu - (uint32_t)j0, ilow = 0xFFFFFFFFu - (uint32_t)i, rlo = (uint32_t)rf;
-    /* Key (i, j0 + c) > rf: a higher score half, or the same one and an index half
-     * jlow0 - c above rlo, i.e. c < jlow0 - rlo. */
-    const oc_scan_row sr = {.sk = w->scorekeys, .chi = w->colfloor_hi, .clo = w->colfloor_lo,
-                            .rhi = (uint32_t)(rf >> 32), .climit = jlow0 > rlo ? jlow0 - rlo : 0, .ilow = ilow,
-                            .mirror = mirror};
-    const int64_t w0 = c0 / OC_SCAN_WORD, w1 = (cols + OC_SCAN_WORD - 1) / OC_SCAN_WORD;
-    uint64_t *words = w->words;
-    s->scan(&sr, w0, w1, words);
-    words[w0] &= ~0ull << (c0 % OC_SCAN_WORD);
-    if (cols % OC_SCAN_WORD) words[w1 - 1] &= (1ull << (cols % OC_SCAN_WORD)) - 1;
-    int64_t nr = 0;
-    for (int64_t wd = w0; wd < w1; ++wd)
-        for (uint64_t m = words[wd]; m; m &= m - 1) {
-            const int64_t c = wd * OC_SCAN_WORD + __builtin_ctzll(m);
-            topk_consider(s, w, w->scorekeys[c], c, jlow0, ilow, &rf, &nr, mirror);
-        }
-    if (nr) merge_row(s, i, w->rowbuf, nr, w->merge);
+    uint64_t m = w->words[r * wpr + wd];
+    return wd == c0 / OC_SCAN_WORD ? m & (~0ull << (c0 % OC_SCAN_WORD)) : m;
 }
 
-/* One instance per key kind, so that the key computation has no switch. */
-#define DEFINE_TOPK_TILE(NAME, T, SCORE)                                                                   \
+/* One instance per key kind, so that the key computation has no switch. The row floors and
+ * column floors (both possibly seeded) go to the pre-test of the whole tile; the set bits
+ * then get the exact test, row by row, and each row's survivors are merged at once. */
+#define DEFINE_TOPK_TILE(NAME, KIND, T, SCORE)                                                             \
     static void NAME(oc_select *s, sel_worker *w, int64_t i0, int64_t j0, int64_t rows, int64_t cols,     \
                      const T *tile, int64_t ld)                                                            \
     {                                                                                                      \
         const int mirror = s->cfg.symmetric;                                                               \
-        const int64_t kept = s->kept;                                                                      \
-        uint32_t *restrict sk = w->scorekeys;                                                              \
+        const int64_t kept = s->kept, wpr = OC_SCAN_WORDS(cols);                                           \
         /* Column seeds where a list is not full, in tiles wholly above the diagonal (every    \
          * tile row is eligible in every column). */                                                       \
         if (mirror && load_column_floors(s, w, j0, cols) && i0 + rows <= j0 && rows >= kept) {             \
@@ -383,17 +396,35 @@ static void topk_row(oc_select *s, sel_worker *w, int64_t i, int64_t j0, int64_t
             }                                                                                              \
         }                                                                                                  \
         for (int64_t r = 0; r < rows; ++r) {                                                               \
+            const int64_t c0 = first_column(s, i0 + r, j0, cols);                                          \
+            uint64_t rf = atomic_load_explicit(&s->floors[i0 + r], memory_order_relaxed);                  \
+            if (rf == 0 && cols - c0 >= kept) {                                                            \
+                const T *restrict v = tile + r * ld;                                                       \
+                for (int64_t c = c0; c < cols; ++c) w->scorekeys[c] = SCORE(v[c]);                         \
+                rf = row_seed(w->scorekeys, c0, cols, kept, w->seedmax);                                   \
+            }                                                                                              \
+            w->rowfloor[r] = rf;                                                                           \
+        }                                                                                                  \
+        const oc_scan_tile st = {.kind = KIND, .values = tile, .ld = ld, .rows = rows, .cols = cols,      \
+                                 .i0 = i0, .j0 = j0, .row_floor = w->rowfloor, .chi = w->colfloor_hi,      \
+                                 .clo = w->colfloor_lo, .mirror = mirror, .words = w->words};              \
+        s->scan(&st);                                                                                      \
+        const uint32_t jlow0 = 0xFFFFFFFFu - (uint32_t)j0;                                                 \
+        for (int64_t r = 0; r < rows; ++r) {                                                               \
             const T *restrict v = tile + r * ld;                                                           \
             const int64_t c0 = first_column(s, i0 + r, j0, cols);                                          \
-            if (c0 == cols) continue;                                                                      \
-            for (int64_t c = c0; c < cols; ++c) sk[c] = SCORE(v[c]);                                       \
-            uint64_t rf = atomic_load_explicit(&s->floors[i0 + r], memory_order_relaxed);                  \
-            if (rf == 0 && cols - c0 >= kept) rf = row_seed(sk, c0, cols, kept, w->seedmax);                       \
-            topk_row(s, w, i0 + r, j0, c0, cols, rf);                                                      \
+            const uint32_t ilow = 0xFFFFFFFFu - (uint32_t)(i0 + r);                                        \
+            uint64_t rf = w->rowfloor[r], *rb = w->rowbuf + r * s->rowcap;                                 \
+            int64_t nr = 0;                                                                                \
+            for (int64_t wd = c0 / OC_SCAN_WORD; wd < wpr; ++wd)                                           \
+                for (uint64_t m = row_word(w, r, wpr, wd, c0); m; m &= m - 1) {                            \
+                    const int64_t c = wd * OC_SCAN_WORD + __builtin_ctzll(m);                              \
+                    topk_consider(s, w, SCORE(v[c]), c, jlow0, ilow, rb, &rf, &nr, mirror);                \
+                }                                                                                          \
+            w->rowcount[r] = nr;                                                                           \
         }                                                                                                  \
-        if (mirror)                                                                                        \
-            for (int64_t c = 0; c < cols; ++c)                                                             \
-                if (w->colcount[c]) merge_row(s, j0 + c, w->colbuf + c * s->colcap, w->colcount[c], w->merge); \
+        merge_lists(s, w, i0, rows, w->rowbuf, s->rowcap, w->rowcount);                                    \
+        if (mirror) merge_lists(s, w, j0, cols, w->colbuf, s->colcap, w->colcount);                        \
     }
 
 #define SCORE_F32(x) oc_key_f32(x)
@@ -402,11 +433,11 @@ static void topk_row(oc_select *s, sel_worker *w, int64_t i, int64_t j0, int64_t
 #define SCORE_I32_REV(x) (~oc_key_i32(x))
 #define SCORE_U16_REV(x) (0xFFFFu - (uint32_t)(x))
 
-DEFINE_TOPK_TILE(topk_f32, float, SCORE_F32)
-DEFINE_TOPK_TILE(topk_i32, int32_t, SCORE_I32)
-DEFINE_TOPK_TILE(topk_u16, uint16_t, SCORE_U16)
-DEFINE_TOPK_TILE(topk_i32_rev, int32_t, SCORE_I32_REV)
-DEFINE_TOPK_TILE(topk_u16_rev, uint16_t, SCORE_U16_REV)
+DEFINE_TOPK_TILE(topk_f32, OC_KEY_F32, float, SCORE_F32)
+DEFINE_TOPK_TILE(topk_i32, OC_KEY_I32, int32_t, SCORE_I32)
+DEFINE_TOPK_TILE(topk_u16, OC_KEY_U16, uint16_t, SCORE_U16)
+DEFINE_TOPK_TILE(topk_i32_rev, OC_KEY_I32_REV, int32_t, SCORE_I32_REV)
+DEFINE_TOPK_TILE(topk_u16_rev, OC_KEY_U16_REV, uint16_t, SCORE_U16_REV)
 
 /* ---------------------------------------------------------------- pairs per tile */
 #define DEFINE_PAIRS_TILE(NAME, T, SCORE)                                                                  \
@@ -526,26 +557,28 @@ oc_status oc_select_begin(oc_context *ctx, oc_select *s, int64_t tile, int worke
          * can hold a whole tile row never needs trimming. */
         int64_t cap = 4 * s->kept + 64;
         s->rowcap = s->colcap = cap < tile ? cap : tile;
-        const int64_t padded = (tile + OC_SCAN_WORD - 1) / OC_SCAN_WORD * OC_SCAN_WORD;
+        const int64_t padded = OC_SCAN_WORDS(tile) * OC_SCAN_WORD;
         s->scan = oc_scan_choose();
         for (int i = 0; i < workers; ++i) {
             sel_worker *w = &s->workers[i];
-            w->rowbuf = malloc((size_t)s->rowcap * sizeof *w->rowbuf);
+            w->rowbuf = malloc((size_t)(tile * s->rowcap) * sizeof *w->rowbuf);
+            w->rowcount = malloc((size_t)tile * sizeof *w->rowcount);
             w->merge = malloc((size_t)(s->kept ? s->kept : 1) * sizeof *w->merge);
             if (s->cfg.symmetric) w->colbuf = malloc((size_t)(tile * s->colcap) * sizeof *w->colbuf);
             w->colcount = malloc((size_t)tile * sizeof *w->colcount);
             w->colfloor = malloc((size_t)tile * sizeof *w->colfloor);
-            /* The pre-test reads whole words of columns (select_scan.h): pad, and zero the
-             * padding so that it is defined, though its bits are masked. */
+            /* The pre-test reads column floors up to a whole word (select_scan.h): pad, and
+             * zero the padding so that it is defined, though its bits are dropped. */
             w->colfloor_hi = calloc((size_t)padded, sizeof *w->colfloor_hi);
             w->colfloor_lo = calloc((size_t)padded, sizeof *w->colfloor_lo);
-            w->scorekeys = calloc((size_t)padded, sizeof *w->scorekeys);
-            w->words = calloc((size_t)(padded / OC_SCAN_WORD), sizeof *w->words);
+            w->scorekeys = malloc((size_t)tile * sizeof *w->scorekeys);
+            w->rowfloor = malloc((size_t)tile * sizeof *w->rowfloor);
+            w->words = malloc((size_t)(tile * OC_SCAN_WORDS(tile)) * sizeof *w->words);
             const int64_t groups = SEED_GROUPS(s->kept, tile);
             w->seedmax = malloc((size_t)(groups ? groups : 1) * sizeof *w->seedmax);
             if (s->cfg.symmetric) w->colmax = malloc((size_t)(groups * tile) * sizeof *w->colmax);
-            if (!w->rowbuf || !w->merge || (s->cfg.symmetric && !w->colbuf) || !w->colcount || !w->colfloor ||
-                !w->colfloor_hi || !w->colfloor_lo || !w->scorekeys || !w->words || !w->seedmax ||
+            if (!w->rowbuf || !w->rowcount || !w->merge || (s->cfg.symmetric && !w->colbuf) || !w->colcount || !w->colfloor ||
+                !w->colfloor_hi || !w->colfloor_lo || !w->scorekeys || !w->rowfloor || !w->words || !w->seedmax ||
                 (s->cfg.symmetric && !w->colmax))
                 return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate top-k buffers for %d workers", workers);
         }
@@ -587,12 +620,14 @@ void oc_select_free(oc_select *s)
         for (int i = 0; i < s->nworkers; ++i) {
             sel_worker *w = &s->workers[i];
             free(w->rowbuf);
+            free(w->rowcount);
             free(w->colbuf);
             free(w->colcount);
             free(w->colfloor);
             free(w->colfloor_hi);
             free(w->colfloor_lo);
             free(w->scorekeys);
+            free(w->rowfloor);
             free(w->words);
             free(w->merge);
             free(w->seedmax);
