@@ -42,7 +42,8 @@
 #define EMIT_BATCH 65536                /* pairs per emit call */
 #define DEFAULT_BUFFER_BYTES (256LL << 20)
 #define SMALL_SORT 24
-#define INSERT_MAX 8                    /* survivors inserted one by one into a list */
+#define INSERT_WORK 1024                /* survivors x kept up to which a list takes them one by one */
+#define SEED_RANK_MAX 32                /* group maxima up to which seeding ranks them directly */
 
 typedef struct sel_worker {
     /* top-k */
@@ -51,13 +52,14 @@ typedef struct sel_worker {
     uint64_t *colbuf;       /* A·Aᵀ: colcap survivors per tile column (the mirrored rows) */
     int64_t *colcount;
     uint64_t *colfloor;
-    uint32_t *colfloor_hi;  /* halves of colfloor: the pre-test's inputs (select_scan.h) */
-    uint32_t *colfloor_lo;
+    uint32_t *colmin;       /* the pre-test's bounds (select_scan.h): per tile column */
     uint32_t *scorekeys;    /* score keys of a row being seeded */
     uint64_t *rowfloor;     /* the tile rows' floors, as the pre-test saw them */
+    uint32_t *rowmin;       /* and its bounds for them */
     uint64_t *words;        /* the pre-test's bits, OC_SCAN_WORDS(tile) words per tile row */
     uint64_t *merge;        /* kept keys: a merged list before it is copied back */
-    uint64_t *seedmax;      /* seeding: one group's maxima (see "Seeding" below) */
+    uint32_t *seedmax;      /* seeding: one list's group maxima (see "Seeding" below) */
+    uint64_t *seedkeys;     /* the same as distinct keys, when there are many */
     uint32_t *colmax;       /* A·Aᵀ: the group maxima of every column, group-major */
     /* pairs */
     uint32_t *pcols;
@@ -197,20 +199,27 @@ static uint64_t trim(uint64_t *buf, int64_t *count, int64_t kept)
     return floor;
 }
 
-/* Cuts nc survivors (any order) of list i to those that can still enter it: at most
- * `kept`, each above the list's floor as it is now (other workers may have raised it since
- * the tile started). Returns how many remain, sorted best first when more than INSERT_MAX. */
+/* Whether list i takes its nc survivors one by one: each is inserted by shifting the
+ * smaller keys down, in time proportional to how far it climbs, and most land near the end
+ * of the list; so this beats sorting them and merging two runs unless both are long. */
+static inline int merge_by_insertion(const oc_select *s, int64_t nc) { return nc * s->kept <= INSERT_WORK; }
+
+/* Cuts nc survivors (any order) of list i to those that can still enter it: each above the
+ * list's floor as it is now (other workers may have raised it since the tile started), and
+ * at most `kept` of them, sorted best first, unless they go in one by one. Returns how many
+ * remain. */
 static int64_t merge_prepare(oc_select *s, int64_t i, uint64_t *cand, int64_t nc)
 {
-    if (nc > s->kept) {
-        select_desc(cand, nc, s->kept);
-        nc = s->kept;
-    }
     const uint64_t floor = atomic_load_explicit(&s->floors[i], memory_order_relaxed);
     int64_t live = 0;
     for (int64_t c = 0; c < nc; ++c)
         if (cand[c] > floor) cand[live++] = cand[c];
-    if (live > INSERT_MAX) sort_desc(cand, live);
+    if (merge_by_insertion(s, live)) return live;
+    if (live > s->kept) {
+        select_desc(cand, live, s->kept);
+        live = s->kept;
+    }
+    sort_desc(cand, live);
     return live;
 }
 
@@ -220,15 +229,17 @@ static void merge_locked(oc_select *s, int64_t i, const uint64_t *cand, int64_t 
 {
     const int64_t kept = s->kept;
     uint64_t *list = s->keys + i * kept;
-    if (live <= INSERT_MAX) {
-        /* Few survivors, which mostly land near the end of the list: insert each one by
-         * shifting the smaller keys down, in time proportional to how far it climbs. */
+    if (merge_by_insertion(s, live)) {
         for (int64_t c = 0; c < live; ++c) {
             const uint64_t key = cand[c];
             if (key <= list[kept - 1]) continue;
-            int64_t j = kept - 1;
-            for (; j > 0 && list[j - 1] < key; --j) list[j] = list[j - 1];
-            list[j] = key;
+            uint64_t prev = list[0];
+            list[0] = prev > key ? prev : key;
+            for (int64_t j = 1; j < kept; ++j) {
+                const uint64_t cur = list[j], up = prev < key ? prev : key;
+                list[j] = cur > up ? cur : up;
+                prev = cur;
+            }
         }
     } else {
         /* A plain merge of two descending runs gives the best `kept` of their union. */
@@ -270,9 +281,10 @@ static void merge_lists(oc_select *s, sel_worker *w, int64_t first, int64_t coun
 }
 
 /* ---------------------------------------------------------------- top-k per tile */
-/* Per tile row: the score keys of the row into a small array, the pre-test of
- * select_scan.h over it (vectorised, exact, one bit per element), then the exact test and
- * bookkeeping for the set bits only.
+/* Per tile: the floors of its rows and columns as it starts (seeded where a list is not
+ * full), the pre-test of select_scan.h over the whole tile (vectorised, one bit per
+ * element, every key above a floor passes), then the exact test and bookkeeping for the
+ * set bits only, and the merges.
  *
  * Seeding. A list that is not yet full has floor 0, so the first tile a row meets would
  * pass every element through the slow path (and with short rows that costs as much as the
@@ -287,24 +299,34 @@ static void merge_lists(oc_select *s, sel_worker *w, int64_t first, int64_t coun
  * whole tile rows. */
 #define SEED_GROUPS(kept, len) ((len) < 2 * (kept) ? (len) : 2 * (kept))
 
-/* The floor seeded from the maxima of g >= kept groups: gm[q] = maximum << 32 | q (the
- * group tags keep keys distinct, which select_desc wants). */
-static uint64_t seed_floor(uint64_t *gm, int64_t g, int64_t kept)
+/* The floor seeded from the maxima gm[0..g) of g >= kept groups; keys holds g keys. */
+static uint64_t seed_floor(const uint32_t *gm, int64_t g, int64_t kept, uint64_t *keys)
 {
-    select_desc(gm, g, kept);
-    return gm[kept - 1] >> 32 << 32;
+    if (g <= SEED_RANK_MAX) {
+        /* The kept-th largest has kept - 1 maxima ahead of it (equal ones ahead when they
+         * come first): counted without branches, which the compiler vectorises. */
+        for (int64_t q = 0; q < g; ++q) {
+            int64_t ahead = 0;
+            for (int64_t x = 0; x < g; ++x) ahead += (gm[x] > gm[q]) | ((gm[x] == gm[q]) & (x < q));
+            if (ahead == kept - 1) return (uint64_t)gm[q] << 32;
+        }
+    }
+    /* Many groups: select among distinct keys (the group number in the low half). */
+    for (int64_t q = 0; q < g; ++q) keys[q] = (uint64_t)gm[q] << 32 | (uint64_t)q;
+    select_desc(keys, g, kept);
+    return keys[kept - 1] >> 32 << 32;
 }
 
 /* The seeded floor of a row whose eligible score keys are sk[c0..cols), cols - c0 >= kept. */
-static uint64_t row_seed(const uint32_t *sk, int64_t c0, int64_t cols, int64_t kept, uint64_t *gm)
+static uint64_t row_seed(sel_worker *w, const uint32_t *sk, int64_t c0, int64_t cols, int64_t kept)
 {
     const int64_t len = cols - c0, g = SEED_GROUPS(kept, len);
     for (int64_t q = 0; q < g; ++q) {
         uint32_t gmax = 0;
         for (int64_t c = c0 + q * len / g; c < c0 + (q + 1) * len / g; ++c) gmax = sk[c] > gmax ? sk[c] : gmax;
-        gm[q] = (uint64_t)gmax << 32 | (uint64_t)q;
+        w->seedmax[q] = gmax;
     }
-    return seed_floor(gm, g, kept);
+    return seed_floor(w->seedmax, g, kept, w->seedkeys);
 }
 
 static inline uint64_t max_u64(uint64_t a, uint64_t b) { return a > b ? a : b; }
@@ -318,11 +340,14 @@ static inline int64_t first_column(const oc_select *s, int64_t i, int64_t j0, in
     return f < 0 ? 0 : (f > cols ? cols : f);
 }
 
-static inline void set_column_floor(sel_worker *w, int64_t c, uint64_t floor)
+/* The pre-test's bound for a list whose floor is f (select_scan.h): its score half, or the
+ * next score when a tie on the score loses for every element of the tile. A tie wins when
+ * the element's index half exceeds the floor's: from the tile's first element (index half
+ * first_low) on, the index halves only decrease. */
+static inline uint32_t scan_bound(uint64_t f, uint32_t first_low)
 {
-    w->colfloor[c] = floor;
-    w->colfloor_hi[c] = (uint32_t)(floor >> 32);
-    w->colfloor_lo[c] = (uint32_t)floor;
+    const uint32_t hi = (uint32_t)(f >> 32);
+    return first_low > (uint32_t)f || hi == 0xFFFFFFFFu ? hi : hi + 1;
 }
 
 /* A·Aᵀ: the column floors as the tile starts; nonzero when a column's list is not full. */
@@ -331,7 +356,7 @@ static int load_column_floors(oc_select *s, sel_worker *w, int64_t j0, int64_t c
     int empty = 0;
     for (int64_t c = 0; c < cols; ++c) {
         w->colcount[c] = 0;
-        set_column_floor(w, c, atomic_load_explicit(&s->floors[j0 + c], memory_order_relaxed));
+        w->colfloor[c] = atomic_load_explicit(&s->floors[j0 + c], memory_order_relaxed);
         empty |= w->colfloor[c] == 0;
     }
     return empty;
@@ -354,7 +379,7 @@ static inline void topk_consider(oc_select *s, sel_worker *w, uint32_t sk, int64
             uint64_t *cb = w->colbuf + c * s->colcap;
             cb[w->colcount[c]++] = kc;
             if (w->colcount[c] == s->colcap && s->colcap > kept)
-                set_column_floor(w, c, max_u64(w->colfloor[c], trim(cb, &w->colcount[c], kept)));
+                w->colfloor[c] = max_u64(w->colfloor[c], trim(cb, &w->colcount[c], kept));
         }
     }
 }
@@ -375,6 +400,7 @@ static inline uint64_t row_word(const sel_worker *w, int64_t r, int64_t wpr, int
     {                                                                                                      \
         const int mirror = s->cfg.symmetric;                                                               \
         const int64_t kept = s->kept, wpr = OC_SCAN_WORDS(cols);                                           \
+        const uint32_t jlow0 = 0xFFFFFFFFu - (uint32_t)j0; /* index half of column j0 */                   \
         /* Column seeds where a list is not full, in tiles wholly above the diagonal (every    \
          * tile row is eligible in every column). */                                                       \
         if (mirror && load_column_floors(s, w, j0, cols) && i0 + rows <= j0 && rows >= kept) {             \
@@ -391,8 +417,8 @@ static inline uint64_t row_word(const sel_worker *w, int64_t r, int64_t wpr, int
                 }                                                                                          \
             }                                                                                              \
             for (int64_t c = 0; c < cols; ++c) {                                                           \
-                for (int64_t q = 0; q < g; ++q) w->seedmax[q] = (uint64_t)w->colmax[q * cols + c] << 32 | (uint64_t)q; \
-                set_column_floor(w, c, max_u64(w->colfloor[c], seed_floor(w->seedmax, g, kept)));         \
+                for (int64_t q = 0; q < g; ++q) w->seedmax[q] = w->colmax[q * cols + c];                   \
+                w->colfloor[c] = max_u64(w->colfloor[c], seed_floor(w->seedmax, g, kept, w->seedkeys));    \
             }                                                                                              \
         }                                                                                                  \
         for (int64_t r = 0; r < rows; ++r) {                                                               \
@@ -401,15 +427,17 @@ static inline uint64_t row_word(const sel_worker *w, int64_t r, int64_t wpr, int
             if (rf == 0 && cols - c0 >= kept) {                                                            \
                 const T *restrict v = tile + r * ld;                                                       \
                 for (int64_t c = c0; c < cols; ++c) w->scorekeys[c] = SCORE(v[c]);                         \
-                rf = row_seed(w->scorekeys, c0, cols, kept, w->seedmax);                                   \
+                rf = row_seed(w, w->scorekeys, c0, cols, kept);                                            \
             }                                                                                              \
             w->rowfloor[r] = rf;                                                                           \
+            w->rowmin[r] = scan_bound(rf, jlow0);                                                          \
         }                                                                                                  \
+        if (mirror)                                                                                        \
+            for (int64_t c = 0; c < cols; ++c) w->colmin[c] = scan_bound(w->colfloor[c], 0xFFFFFFFFu - (uint32_t)i0); \
         const oc_scan_tile st = {.kind = KIND, .values = tile, .ld = ld, .rows = rows, .cols = cols,      \
-                                 .i0 = i0, .j0 = j0, .row_floor = w->rowfloor, .chi = w->colfloor_hi,      \
-                                 .clo = w->colfloor_lo, .mirror = mirror, .words = w->words};              \
+                                 .row_min = w->rowmin, .col_min = w->colmin, .mirror = mirror,             \
+                                 .words = w->words};                                                       \
         s->scan(&st);                                                                                      \
-        const uint32_t jlow0 = 0xFFFFFFFFu - (uint32_t)j0;                                                 \
         for (int64_t r = 0; r < rows; ++r) {                                                               \
             const T *restrict v = tile + r * ld;                                                           \
             const int64_t c0 = first_column(s, i0 + r, j0, cols);                                          \
@@ -567,18 +595,19 @@ oc_status oc_select_begin(oc_context *ctx, oc_select *s, int64_t tile, int worke
             if (s->cfg.symmetric) w->colbuf = malloc((size_t)(tile * s->colcap) * sizeof *w->colbuf);
             w->colcount = malloc((size_t)tile * sizeof *w->colcount);
             w->colfloor = malloc((size_t)tile * sizeof *w->colfloor);
-            /* The pre-test reads column floors up to a whole word (select_scan.h): pad, and
+            /* The pre-test reads column bounds up to a whole word (select_scan.h): pad, and
              * zero the padding so that it is defined, though its bits are dropped. */
-            w->colfloor_hi = calloc((size_t)padded, sizeof *w->colfloor_hi);
-            w->colfloor_lo = calloc((size_t)padded, sizeof *w->colfloor_lo);
+            w->colmin = calloc((size_t)padded, sizeof *w->colmin);
             w->scorekeys = malloc((size_t)tile * sizeof *w->scorekeys);
             w->rowfloor = malloc((size_t)tile * sizeof *w->rowfloor);
+            w->rowmin = malloc((size_t)tile * sizeof *w->rowmin);
             w->words = malloc((size_t)(tile * OC_SCAN_WORDS(tile)) * sizeof *w->words);
             const int64_t groups = SEED_GROUPS(s->kept, tile);
             w->seedmax = malloc((size_t)(groups ? groups : 1) * sizeof *w->seedmax);
+            w->seedkeys = malloc((size_t)(groups ? groups : 1) * sizeof *w->seedkeys);
             if (s->cfg.symmetric) w->colmax = malloc((size_t)(groups * tile) * sizeof *w->colmax);
             if (!w->rowbuf || !w->rowcount || !w->merge || (s->cfg.symmetric && !w->colbuf) || !w->colcount || !w->colfloor ||
-                !w->colfloor_hi || !w->colfloor_lo || !w->scorekeys || !w->rowfloor || !w->words || !w->seedmax ||
+                !w->colmin || !w->scorekeys || !w->rowfloor || !w->rowmin || !w->words || !w->seedmax || !w->seedkeys ||
                 (s->cfg.symmetric && !w->colmax))
                 return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate top-k buffers for %d workers", workers);
         }
@@ -624,13 +653,14 @@ void oc_select_free(oc_select *s)
             free(w->colbuf);
             free(w->colcount);
             free(w->colfloor);
-            free(w->colfloor_hi);
-            free(w->colfloor_lo);
+            free(w->colmin);
             free(w->scorekeys);
             free(w->rowfloor);
+            free(w->rowmin);
             free(w->words);
             free(w->merge);
             free(w->seedmax);
+            free(w->seedkeys);
             free(w->colmax);
             free(w->pcols);
             free(w->pvals);
