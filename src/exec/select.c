@@ -204,23 +204,19 @@ static uint64_t trim(uint64_t *buf, int64_t *count, int64_t kept)
  * of the list; so this beats sorting them and merging two runs unless both are long. */
 static inline int merge_by_insertion(const oc_select *s, int64_t nc) { return nc * s->kept <= INSERT_WORK; }
 
-/* Cuts nc survivors (any order) of list i to those that can still enter it: each above the
- * list's floor as it is now (other workers may have raised it since the tile started), and
- * at most `kept` of them, sorted best first, unless they go in one by one. Returns how many
- * remain. */
-static int64_t merge_prepare(oc_select *s, int64_t i, uint64_t *cand, int64_t nc)
+/* Readies nc survivors (any order) for merge_locked: as they are when they go in one by
+ * one, else the best `kept` of them sorted best first. Returns how many remain. (Comparing
+ * them with the list's floor first would save nothing: the insertion starts with that
+ * comparison, and the floor's cache line is the one other workers write.) */
+static int64_t merge_prepare(const oc_select *s, uint64_t *cand, int64_t nc)
 {
-    const uint64_t floor = atomic_load_explicit(&s->floors[i], memory_order_relaxed);
-    int64_t live = 0;
-    for (int64_t c = 0; c < nc; ++c)
-        if (cand[c] > floor) cand[live++] = cand[c];
-    if (merge_by_insertion(s, live)) return live;
-    if (live > s->kept) {
-        select_desc(cand, live, s->kept);
-        live = s->kept;
+    if (merge_by_insertion(s, nc)) return nc;
+    if (nc > s->kept) {
+        select_desc(cand, nc, s->kept);
+        nc = s->kept;
     }
-    sort_desc(cand, live);
-    return live;
+    sort_desc(cand, nc);
+    return nc;
 }
 
 /* Merges live prepared survivors into list i, whose lock the caller holds; tmp holds
@@ -229,6 +225,7 @@ static void merge_locked(oc_select *s, int64_t i, const uint64_t *cand, int64_t 
 {
     const int64_t kept = s->kept;
     uint64_t *list = s->keys + i * kept;
+    const uint64_t last = list[kept - 1];
     if (merge_by_insertion(s, live)) {
         for (int64_t c = 0; c < live; ++c) {
             const uint64_t key = cand[c];
@@ -252,12 +249,12 @@ static void merge_locked(oc_select *s, int64_t i, const uint64_t *cand, int64_t 
         }
         memcpy(list, tmp, (size_t)o * sizeof *list);
     }
-    if (list[kept - 1]) atomic_store_explicit(&s->floors[i], list[kept - 1], memory_order_relaxed);
+    /* Only a change is written: other workers read this cache line. */
+    if (list[kept - 1] != last) atomic_store_explicit(&s->floors[i], list[kept - 1], memory_order_relaxed);
 }
 
 /* Merges the survivors of lists first .. first + count - 1 (counts[t] keys at bufs + t *
- * cap), taking each lock stripe once for a run of lists that share it; a list left with no
- * survivor that can enter takes no lock. */
+ * cap), taking each lock stripe once for a run of lists that share it. */
 static void merge_lists(oc_select *s, sel_worker *w, int64_t first, int64_t count, uint64_t *bufs, int64_t cap,
                         const int64_t *counts)
 {
@@ -267,8 +264,7 @@ static void merge_lists(oc_select *s, sel_worker *w, int64_t first, int64_t coun
         if (!counts[t]) continue;
         const int64_t i = first + t;
         uint64_t *cand = bufs + t * cap;
-        const int64_t live = merge_prepare(s, i, cand, counts[t]);
-        if (!live) continue;
+        const int64_t live = merge_prepare(s, cand, counts[t]);
         if (!held || i >= block_end) {
             if (held) pthread_mutex_unlock(held);
             held = &s->locks[i / s->tile % NLOCKS];
@@ -305,10 +301,13 @@ static uint64_t seed_floor(const uint32_t *gm, int64_t g, int64_t kept, uint64_t
     if (g <= SEED_RANK_MAX) {
         /* The kept-th largest has kept - 1 maxima ahead of it (equal ones ahead when they
          * come first): counted without branches, which the compiler vectorises. */
-        for (int64_t q = 0; q < g; ++q) {
-            int64_t ahead = 0;
-            for (int64_t x = 0; x < g; ++x) ahead += (gm[x] > gm[q]) | ((gm[x] == gm[q]) & (x < q));
-            if (ahead == kept - 1) return (uint64_t)gm[q] << 32;
+        const uint32_t n = (uint32_t)g;
+        for (uint32_t q = 0; q < n; ++q) {
+            const uint32_t v = gm[q];
+            uint32_t ahead = 0;
+            for (uint32_t x = 0; x < n; ++x) ahead += gm[x] > v;
+            for (uint32_t x = 0; x < q; ++x) ahead += gm[x] == v;
+            if (ahead == (uint32_t)kept - 1) return (uint64_t)v << 32;
         }
     }
     /* Many groups: select among distinct keys (the group number in the low half). */
@@ -362,24 +361,33 @@ static int load_column_floors(oc_select *s, sel_worker *w, int64_t j0, int64_t c
     return empty;
 }
 
+/* What the exact test of one tile reads and writes, copied out of the selection and the
+ * worker once: the buffers are written through uint64_t and int64_t pointers, which may
+ * alias the fields they come from, so the compiler would reload every field after every
+ * store. */
+typedef struct topk_scratch {
+    int64_t kept, rowcap, colcap;
+    uint64_t *colbuf, *colfloor;
+    int64_t *colcount;
+} topk_scratch;
+
 /* The exact test and bookkeeping of element c of tile row r (the pre-test passed it). */
-static inline void topk_consider(oc_select *s, sel_worker *w, uint32_t sk, int64_t c, uint32_t jlow0, uint32_t ilow,
+static inline void topk_consider(const topk_scratch *x, uint32_t sk, int64_t c, uint32_t jlow0, uint32_t ilow,
                                  uint64_t *rb, uint64_t *rf, int64_t *nr, int mirror)
 {
-    const int64_t kept = s->kept;
     const uint64_t hi = (uint64_t)sk << 32;
     const uint64_t kr = hi | (uint32_t)(jlow0 - (uint32_t)c);
     if (kr > *rf) {
         rb[(*nr)++] = kr;
-        if (*nr == s->rowcap && s->rowcap > kept) *rf = max_u64(*rf, trim(rb, nr, kept));
+        if (*nr == x->rowcap && x->rowcap > x->kept) *rf = max_u64(*rf, trim(rb, nr, x->kept));
     }
     if (mirror) {
         const uint64_t kc = hi | ilow;
-        if (kc > w->colfloor[c]) {
-            uint64_t *cb = w->colbuf + c * s->colcap;
-            cb[w->colcount[c]++] = kc;
-            if (w->colcount[c] == s->colcap && s->colcap > kept)
-                w->colfloor[c] = max_u64(w->colfloor[c], trim(cb, &w->colcount[c], kept));
+        if (kc > x->colfloor[c]) {
+            uint64_t *cb = x->colbuf + c * x->colcap;
+            cb[x->colcount[c]++] = kc;
+            if (x->colcount[c] == x->colcap && x->colcap > x->kept)
+                x->colfloor[c] = max_u64(x->colfloor[c], trim(cb, &x->colcount[c], x->kept));
         }
     }
 }
@@ -438,6 +446,8 @@ static inline uint64_t row_word(const sel_worker *w, int64_t r, int64_t wpr, int
                                  .row_min = w->rowmin, .col_min = w->colmin, .mirror = mirror,             \
                                  .words = w->words};                                                       \
         s->scan(&st);                                                                                      \
+        const topk_scratch x = {.kept = kept, .rowcap = s->rowcap, .colcap = s->colcap, .colbuf = w->colbuf, \
+                                .colfloor = w->colfloor, .colcount = w->colcount};                         \
         for (int64_t r = 0; r < rows; ++r) {                                                               \
             const T *restrict v = tile + r * ld;                                                           \
             const int64_t c0 = first_column(s, i0 + r, j0, cols);                                          \
@@ -447,7 +457,7 @@ static inline uint64_t row_word(const sel_worker *w, int64_t r, int64_t wpr, int
             for (int64_t wd = c0 / OC_SCAN_WORD; wd < wpr; ++wd)                                           \
                 for (uint64_t m = row_word(w, r, wpr, wd, c0); m; m &= m - 1) {                            \
                     const int64_t c = wd * OC_SCAN_WORD + __builtin_ctzll(m);                              \
-                    topk_consider(s, w, SCORE(v[c]), c, jlow0, ilow, rb, &rf, &nr, mirror);                \
+                    topk_consider(&x, SCORE(v[c]), c, jlow0, ilow, rb, &rf, &nr, mirror);                  \
                 }                                                                                          \
             w->rowcount[r] = nr;                                                                           \
         }                                                                                                  \
