@@ -36,7 +36,7 @@
 
 #include "../core/error.h"
 #include "../core/matrix.h"
-#include "select_scan.h"
+#include "select_simd.h"
 
 #define NLOCKS 1024                     /* lock stripes, one per row block (of `tile` rows) */
 #define EMIT_BATCH 65536                /* pairs per emit call */
@@ -52,7 +52,7 @@ typedef struct sel_worker {
     uint64_t *colbuf;       /* A·Aᵀ: colcap survivors per tile column (the mirrored rows) */
     int64_t *colcount;
     uint64_t *colfloor;
-    uint32_t *colmin;       /* the pre-test's bounds (select_scan.h): per tile column */
+    uint32_t *colmin;       /* the pre-test's bounds (select_simd.h): per tile column */
     uint32_t *scorekeys;    /* score keys of a row being seeded */
     uint64_t *rowfloor;     /* the tile rows' floors, as the pre-test saw them */
     uint32_t *rowmin;       /* and its bounds for them */
@@ -94,7 +94,7 @@ struct oc_select {
     pthread_mutex_t locks[NLOCKS];
 
     int64_t tile, tiles_j, rowcap, colcap;
-    oc_scan_fn scan;                /* top-k pre-test of this CPU (select_scan.h) */
+    oc_select_simd simd;            /* top-k pre-test and insertion of this CPU (select_simd.h) */
     int nworkers;
     sel_worker *workers;
 
@@ -199,9 +199,8 @@ static uint64_t trim(uint64_t *buf, int64_t *count, int64_t kept)
     return floor;
 }
 
-/* Whether list i takes its nc survivors one by one: each is inserted by shifting the
- * smaller keys down, in time proportional to how far it climbs, and most land near the end
- * of the list; so this beats sorting them and merging two runs unless both are long. */
+/* Whether a list takes its nc survivors one by one (select_simd.h: kept steps each, no
+ * branch), which beats sorting them and merging two runs unless both are long. */
 static inline int merge_by_insertion(const oc_select *s, int64_t nc) { return nc * s->kept <= INSERT_WORK; }
 
 /* Readies nc survivors (any order) for merge_locked: as they are when they go in one by
@@ -227,17 +226,7 @@ static void merge_locked(oc_select *s, int64_t i, const uint64_t *cand, int64_t 
     uint64_t *list = s->keys + i * kept;
     const uint64_t last = list[kept - 1];
     if (merge_by_insertion(s, live)) {
-        for (int64_t c = 0; c < live; ++c) {
-            const uint64_t key = cand[c];
-            if (key <= list[kept - 1]) continue;
-            uint64_t prev = list[0];
-            list[0] = prev > key ? prev : key;
-            for (int64_t j = 1; j < kept; ++j) {
-                const uint64_t cur = list[j], up = prev < key ? prev : key;
-                list[j] = cur > up ? cur : up;
-                prev = cur;
-            }
-        }
+        s->simd.insert(list, kept, cand, live);
     } else {
         /* A plain merge of two descending runs gives the best `kept` of their union. */
         int64_t a = 0, b = 0, o = 0;
@@ -278,7 +267,7 @@ static void merge_lists(oc_select *s, sel_worker *w, int64_t first, int64_t coun
 
 /* ---------------------------------------------------------------- top-k per tile */
 /* Per tile: the floors of its rows and columns as it starts (seeded where a list is not
- * full), the pre-test of select_scan.h over the whole tile (vectorised, one bit per
+ * full), the pre-test of select_simd.h over the whole tile (vectorised, one bit per
  * element, every key above a floor passes), then the exact test and bookkeeping for the
  * set bits only, and the merges.
  *
@@ -339,7 +328,7 @@ static inline int64_t first_column(const oc_select *s, int64_t i, int64_t j0, in
     return f < 0 ? 0 : (f > cols ? cols : f);
 }
 
-/* The pre-test's bound for a list whose floor is f (select_scan.h): its score half, or the
+/* The pre-test's bound for a list whose floor is f (select_simd.h): its score half, or the
  * next score when a tie on the score loses for every element of the tile. A tie wins when
  * the element's index half exceeds the floor's: from the tile's first element (index half
  * first_low) on, the index halves only decrease. */
@@ -445,7 +434,7 @@ static inline uint64_t row_word(const sel_worker *w, int64_t r, int64_t wpr, int
         const oc_scan_tile st = {.kind = KIND, .values = tile, .ld = ld, .rows = rows, .cols = cols,      \
                                  .row_min = w->rowmin, .col_min = w->colmin, .mirror = mirror,             \
                                  .words = w->words};                                                       \
-        s->scan(&st);                                                                                      \
+        s->simd.scan(&st);                                                                                 \
         const topk_scratch x = {.kept = kept, .rowcap = s->rowcap, .colcap = s->colcap, .colbuf = w->colbuf, \
                                 .colfloor = w->colfloor, .colcount = w->colcount};                         \
         for (int64_t r = 0; r < rows; ++r) {                                                               \
@@ -596,7 +585,7 @@ oc_status oc_select_begin(oc_context *ctx, oc_select *s, int64_t tile, int worke
         int64_t cap = 4 * s->kept + 64;
         s->rowcap = s->colcap = cap < tile ? cap : tile;
         const int64_t padded = OC_SCAN_WORDS(tile) * OC_SCAN_WORD;
-        s->scan = oc_scan_choose();
+        s->simd = oc_select_simd_choose();
         for (int i = 0; i < workers; ++i) {
             sel_worker *w = &s->workers[i];
             w->rowbuf = malloc((size_t)(tile * s->rowcap) * sizeof *w->rowbuf);
@@ -605,7 +594,7 @@ oc_status oc_select_begin(oc_context *ctx, oc_select *s, int64_t tile, int worke
             if (s->cfg.symmetric) w->colbuf = malloc((size_t)(tile * s->colcap) * sizeof *w->colbuf);
             w->colcount = malloc((size_t)tile * sizeof *w->colcount);
             w->colfloor = malloc((size_t)tile * sizeof *w->colfloor);
-            /* The pre-test reads column bounds up to a whole word (select_scan.h): pad, and
+            /* The pre-test reads column bounds up to a whole word (select_simd.h): pad, and
              * zero the padding so that it is defined, though its bits are dropped. */
             w->colmin = calloc((size_t)padded, sizeof *w->colmin);
             w->scorekeys = malloc((size_t)tile * sizeof *w->scorekeys);

@@ -1,6 +1,6 @@
 /*
- * select_scan.c - the top-k pre-test on each CPU path (see select_scan.h for the test and
- * the contract shared by every path).
+ * select_simd.c - the top-k pre-test and list insertion on each CPU path (see
+ * select_simd.h for what they compute and the contract shared by every path).
  *
  * Each path is written once as a body that takes the key kind and the mirror flag as
  * constants; SCAN_DISPATCH instantiates it for every combination, so the key conversion
@@ -14,7 +14,7 @@
  * last, partial vector is loaded from a zeroed copy: the tile may end exactly at the row's
  * last value.
  */
-#include "select_scan.h"
+#include "select_simd.h"
 
 #include <string.h>
 
@@ -84,6 +84,21 @@ ALWAYS_INLINE void scan_ref_body(const oc_scan_tile *t, const int kind, const in
 }
 
 static void scan_ref(const oc_scan_tile *t) { SCAN_DISPATCH(scan_ref_body, t); }
+
+static void insert_ref(uint64_t *list, int64_t kept, const uint64_t *keys, int64_t n)
+{
+    for (int64_t c = 0; c < n; ++c) {
+        const uint64_t key = keys[c];
+        if (key <= list[kept - 1]) continue; /* most survivors of later tiles: nothing changes */
+        uint64_t prev = list[0];
+        list[0] = prev > key ? prev : key;
+        for (int64_t j = 1; j < kept; ++j) {
+            const uint64_t cur = list[j], down = prev < key ? prev : key;
+            list[j] = cur > down ? cur : down;
+            prev = cur;
+        }
+    }
+}
 
 #ifdef OC_SCAN_X86
 /* The loop of the vector paths: ROW_BOUND(rmin) makes a row's bound vector, BITS(...) the
@@ -177,16 +192,40 @@ TARGET_AVX512 ALWAYS_INLINE uint32_t bits16(const oc_scan_tile *t, int kind, int
 
 #define SCAN_AVX512_BODY(t, kind, mirror) SCAN_VECTOR_ROWS(t, kind, mirror, 16, ROW_BOUND16, bits16)
 TARGET_AVX512 static void scan_avx512(const oc_scan_tile *t) { SCAN_DISPATCH(SCAN_AVX512_BODY, t); }
+
+/* Lists of up to 16 keys live in two registers while the keys go in; list[j - 1] for every
+ * lane is the pair shifted up one lane, with all ones (larger than any key) above lane 0.
+ * Lanes past `kept` hold whatever comes, are never stored and never reach a lane below. */
+TARGET_AVX512 static void insert_avx512(uint64_t *list, int64_t kept, const uint64_t *keys, int64_t n)
+{
+    if (kept > 16) {
+        insert_ref(list, kept, keys, n);
+        return;
+    }
+    const __mmask8 mlo = (__mmask8)(kept >= 8 ? 0xFF : (1u << kept) - 1);
+    const __mmask8 mhi = (__mmask8)(kept <= 8 ? 0 : (1u << (kept - 8)) - 1);
+    const __m512i top = _mm512_set1_epi64(-1);
+    __m512i lo = _mm512_maskz_loadu_epi64(mlo, list), hi = _mm512_maskz_loadu_epi64(mhi, list + 8);
+    for (int64_t c = 0; c < n; ++c) {
+        const __m512i x = _mm512_set1_epi64((long long)keys[c]);
+        const __m512i up_lo = _mm512_alignr_epi64(lo, top, 7), up_hi = _mm512_alignr_epi64(hi, lo, 7);
+        lo = _mm512_max_epu64(lo, _mm512_min_epu64(up_lo, x));
+        hi = _mm512_max_epu64(hi, _mm512_min_epu64(up_hi, x));
+    }
+    _mm512_mask_storeu_epi64(list, mlo, lo);
+    _mm512_mask_storeu_epi64(list + 8, mhi, hi);
+}
 #endif
 
-oc_scan_fn oc_scan_choose(void)
+oc_select_simd oc_select_simd_choose(void)
 {
 #ifdef OC_SCAN_X86
     /* oc_cpu_isa() names a path only after checking the CPU and the OS (isa.c); each
-     * kernel path's instruction sets include what the scan of the same name uses. */
+     * kernel path's instruction sets include what the code of the same name uses. AVX2 has
+     * no unsigned 64-bit min and max: its lists take the reference insertion. */
     const char *isa = oc_cpu_isa();
-    if (strcmp(isa, "avx512") == 0) return scan_avx512;
-    if (strcmp(isa, "avx2") == 0) return scan_avx2;
+    if (strcmp(isa, "avx512") == 0) return (oc_select_simd){scan_avx512, insert_avx512};
+    if (strcmp(isa, "avx2") == 0) return (oc_select_simd){scan_avx2, insert_ref};
 #endif
-    return scan_ref;
+    return (oc_select_simd){scan_ref, insert_ref};
 }

@@ -1,7 +1,8 @@
 /*
- * select_scan.h - the top-k pre-test: which elements of a tile may enter a list.
+ * select_simd.h - the vectorised parts of CPU top-k selection: the pre-test of a tile and
+ * the insertion of survivors into a list. select.c does the bookkeeping around them.
  *
- * Almost every element of a Gram tile fails its row's floor and its column's floor (the
+ * The pre-test: which elements of a tile may enter a list. Almost every element of a Gram tile fails its row's floor and its column's floor (the
  * kept-th key of each list, see select.c), so top-k selection runs at the speed of this
  * test. It reads the tile's values as they are, turns them into 32-bit score keys in
  * registers (select_key.h) and sets one bit per element whose score key reaches the
@@ -20,10 +21,18 @@
  * next multiple of OC_SCAN_WORD columns, so the caller pads it. Every path sets the same
  * bits: they are a pure function of the inputs.
  *
+ * The insertion: a list is `kept` keys in descending order, 0 for an empty slot (keys are
+ * never 0, and distinct). Inserting key x keeps the best `kept` of the list and x:
+ *
+ *     list'[0] = max(list[0], x),  list'[j] = max(list[j], min(list[j - 1], x)),
+ *
+ * which leaves the list as it was when x does not beat its last key: no branch, and on
+ * AVX-512 two min/max per 8 keys.
+ *
  * The path follows the CPU kernels' (oc_cpu_isa(): cpuid, the OS's saved state, and
- * OUTCORE_CPU_ISA), so forcing a kernel path forces the matching scan too. The vector
- * paths are compiled with target attributes in select_scan.c and called only where that
- * check allowed them; the rest of the library still runs on any x86-64.
+ * OUTCORE_CPU_ISA), so forcing a kernel path forces the matching vector code too. The
+ * vector paths are compiled with target attributes in select_simd.c and called only where
+ * that check allowed them; the rest of the library still runs on any x86-64.
  */
 #ifndef OC_EXEC_SELECT_SCAN_H
 #define OC_EXEC_SELECT_SCAN_H
@@ -45,7 +54,15 @@ typedef struct oc_scan_tile {
 
 typedef void (*oc_scan_fn)(const oc_scan_tile *t);
 
-/* The scan for this CPU (see the top comment). */
-oc_scan_fn oc_scan_choose(void);
+/* Inserts keys[0..n) (any order) into a list of kept keys (see the top comment). */
+typedef void (*oc_insert_fn)(uint64_t *list, int64_t kept, const uint64_t *keys, int64_t n);
+
+typedef struct oc_select_simd {
+    oc_scan_fn scan;
+    oc_insert_fn insert;
+} oc_select_simd;
+
+/* The vector code for this CPU (see the top comment). */
+oc_select_simd oc_select_simd_choose(void);
 
 #endif
