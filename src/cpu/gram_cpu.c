@@ -90,7 +90,8 @@ static int64_t choose_tile(const oc_gram_job *job, int threads)
 static void tile_epilogue(const oc_gram_job *job, int64_t i0, int64_t j0, int64_t rows, int64_t cols,
                           const uint32_t *acc, int64_t ld, void *out)
 {
-    const int64_t *pa = job->pop_a + i0, *pb = job->pop_b + j0;
+    /* counts never read the popcounts, and have none */
+    const int64_t *pa = job->pop_a ? job->pop_a + i0 : NULL, *pb = job->pop_b ? job->pop_b + j0 : NULL;
     for (int64_t r = 0; r < rows; ++r) {
         const uint32_t *c = acc + r * ld;
         switch (job->metric) {
@@ -299,4 +300,4 @@ cleanup:
     return st;
 }
 
-const oc_backend_vtbl oc_backend_cpu = {OC_BACKEND_ABI, "cpu", cpu_usable, cpu_gram, NULL};
+const oc_backend_vtbl oc_backend_cpu = {OC_BACKEND_ABI, "cpu", cpu_usable, cpu_gram, NULL, 0};

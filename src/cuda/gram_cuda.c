@@ -22,17 +22,18 @@
  * it saved.
  *
  * Asynchronous calls: every copy and kernel is enqueued on one of the device's streams
- * (h2d, compute, compute2, d2h) and returns at once. Consecutive tiles alternate between
- * the two compute streams (one only when the device selects top-k or threshold pairs,
- * whose per-tile state is ordered on one stream), so the next tile's CTAs fill the SMs the
- * last wave of a tile leaves idle; nothing else orders two tiles' kernels. What orders
- * them (all events are recorded by the driving thread, so "the last record" is well
- * defined):
+ * (h2d, compute, compute2, d2h; top-k and threshold selection on its own, select_cuda.h)
+ * and returns at once. Consecutive tiles alternate between the two compute streams (one
+ * only when a selection reads dense tiles that it cannot fuse into the kernel), so the
+ * next tile's CTAs fill the SMs the last wave of a tile leaves idle; nothing else orders
+ * two tiles' kernels. What orders them (all events are recorded by the driving thread, so
+ * "the last record" is well defined):
  *   - a panel upload waits (on h2d) for panel_free[slot][c] of both compute streams c,
  *     recorded after the last kernel on c that read the slot's previous panel;
  *   - a kernel waits (on its compute stream) for panel_loaded[] of both its panels and for
- *     out_free[slot], recorded after the last D2H copy out of its output slot (output
- *     slot t % 2 of tile t lives on compute stream t % 2, so two kernels never share one);
+ *     out_free[slot], recorded after the last D2H copy out of its output slot or after the
+ *     selection of its last tile (output slot t % 2 of tile t lives on compute stream
+ *     t % 2, so two kernels never share one);
  *   - the D2H copies wait (on d2h) for out_done[slot], recorded after the kernel;
  *   - the host waits (cudaEventSynchronize) for h2d_pin_free[k] before it refills pinned
  *     H2D slot k, and a sink thread waits for d2h_pin_ready[k] before it reads D2H slot k.
@@ -63,6 +64,7 @@
 #include "gram_b1.cuh"
 #include "gram_mirror.cuh"
 #include "gram_popc.cuh"
+#include "row_popc.cuh"
 #include "select_cuda.h"
 
 #define TILE_GRANULARITY 256          /* the b1 kernel's CTA is 128 x 256 */
@@ -122,7 +124,7 @@ typedef struct pipeline {
     int streams;               /* compute streams the tiles alternate between: 1 or 2 */
     void **out;
     cudaEvent_t *out_done, *out_free;
-    int32_t *pop_a, *pop_b;
+    int pops;                  /* the metric needs row popcounts: each panel slot counts its rows' */
 
     int gpu_mirror;            /* A·Aᵀ into a dense destination, mirrors made on the device */
     int host_mirror;           /* A·Aᵀ into a dense destination, mirrors made by the sinks */
@@ -403,24 +405,6 @@ static void destroy_events(cudaEvent_t *ev, int count)
         if (ev[i]) (void)cudaEventDestroy(ev[i]);
 }
 
-static oc_status upload_popcounts(pipeline *pl)
-{
-    oc_context *ctx = pl->ctx;
-    oc_gram_job *job = pl->job;
-    int64_t total = job->n + (job->symmetric ? 0 : job->p);
-    int32_t *host = malloc((size_t)total * sizeof *host);
-    if (!host) return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate %lld row popcounts", (long long)total);
-    for (int64_t i = 0; i < job->n; ++i) host[i] = (int32_t)job->pop_a[i];
-    if (!job->symmetric)
-        for (int64_t j = 0; j < job->p; ++j) host[job->n + j] = (int32_t)job->pop_b[j];
-    cudaError_t e = cudaMemcpy(pl->pop_a, host, (size_t)total * sizeof *host, cudaMemcpyHostToDevice);
-    free(host);
-    CUDA_CHECK(ctx, e);
-    pl->pop_b = job->symmetric ? pl->pop_a : pl->pop_a + job->n;
-    job->stats->bytes_h2d += total * (int64_t)sizeof(int32_t);
-    return OC_OK;
-}
-
 /* OUTCORE_TRACE=1 prints the time of each phase and the pipeline's choices to stderr: a
  * diagnostic for benchmarks. */
 static int tracing(void)
@@ -441,15 +425,20 @@ static oc_status setup(pipeline *pl)
     oc_mem_ops ops = oc_cuda_mem_ops();
     OC_CHECK(oc_pool_create(ctx, &ops, pl->dev.index, budget, o->gpu_mem_mode, host_budget, &pl->dev.pool));
 
-    int64_t pops = job->n + (job->symmetric ? 0 : job->p);
-    int64_t pop_bytes = (pops * 4 + OC_POOL_ALIGN - 1) / OC_POOL_ALIGN * OC_POOL_ALIGN;
-    oc_tile_plan_input in = {.n = job->n, .p = job->p, .row_bytes = pl->row_bytes,
+    /* Every metric but counts reads the rows' popcounts: 4 more bytes per panel row. */
+    pl->pops = job->metric != OC_METRIC_COUNTS;
+    oc_tile_plan_input in = {.n = job->n, .p = job->p, .row_bytes = pl->row_bytes + (pl->pops ? 4 : 0),
                              .elem_size = pl->elem + oc_cuda_select_extra_elem_bytes(job),
                              .symmetric = job->symmetric, .keep_output = job->dense != NULL,
                              .mirror_output = job->symmetric && job->dense != NULL, .budget = budget,
                              .budget_given = job->opts->gpu_mem_bytes > 0,
-                             .fixed_bytes = pop_bytes + oc_cuda_select_fixed_bytes(job), .tile = o->tile, .granularity = TILE_GRANULARITY};
-    pl->streams = job->select ? 1 : 2;
+                             .fixed_bytes = oc_cuda_select_fixed_bytes(job),
+                             .out_edge_bytes = oc_cuda_select_edge_bytes(job, pl->kernel == KERNEL_B1), .tile = o->tile,
+                             .granularity = TILE_GRANULARITY};
+    /* Selection on the device orders its updates on its own stream; the tiles may then
+     * overlap on two, except when the selection reads dense tiles it cannot keep apart
+     * (the popc kernel, or k past the device lists: one stream). */
+    pl->streams = !job->select || oc_cuda_select_can_fuse(job, pl->kernel == KERNEL_B1) ? 2 : 1;
     in.overlap_tiles = pl->streams == 2;
     if (pl->kernel == KERNEL_B1) {
         /* One 128 x 256 CTA per SM over K rounded up to its 1024-bit blocks (gram_b1.cu). */
@@ -464,8 +453,6 @@ static oc_status setup(pipeline *pl)
     pl->gpu_mirror = plan->mirror_output;
     pl->host_mirror = job->symmetric && job->dense != NULL && !plan->mirror_output;
 
-    OC_CHECK(oc_pool_alloc(ctx, pl->dev.pool, (size_t)pops * 4, "the row popcounts", (void **)&pl->pop_a));
-    OC_CHECK(upload_popcounts(pl));
 
     int ns = plan->panel_slots, no = plan->out_slots;
     pl->panel = calloc((size_t)ns, sizeof *pl->panel);
@@ -480,7 +467,9 @@ static oc_status setup(pipeline *pl)
         OC_CHECK(oc_pool_alloc(ctx, pl->dev.pool, (size_t)plan->panel_bytes, "a row panel", (void **)&pl->panel[s]));
     for (int s = 0; s < no; ++s)
         OC_CHECK(oc_pool_alloc(ctx, pl->dev.pool, (size_t)plan->out_bytes, "an output tile", &pl->out[s]));
-    if (job->select) OC_CHECK(oc_cuda_select_open(ctx, &pl->dev, job, plan->tile, pl->out[0], &pl->select));
+    if (job->select)
+        OC_CHECK(oc_cuda_select_open(ctx, &pl->dev, job, plan->tile, pl->out, plan->out_slots, pl->kernel == KERNEL_B1,
+                                     &pl->select));
     OC_CHECK(create_events(ctx, pl->panel_loaded, ns, 0));
     OC_CHECK(create_events(ctx, pl->panel_free, 2 * ns, 0));
     OC_CHECK(create_events(ctx, pl->out_done, no, 0));
@@ -569,6 +558,12 @@ static oc_status setup(pipeline *pl)
 }
 
 /* ---------------------------------------------------------------- per tile */
+/* The row popcounts of the panel in `slot`, behind its rows. */
+static int32_t *panel_pops(const pipeline *pl, int slot)
+{
+    return (int32_t *)((char *)pl->panel[slot] + pl->plan.tile * pl->row_bytes);
+}
+
 static oc_status load_panel(pipeline *pl, int side, int64_t index, int slot)
 {
     oc_context *ctx = pl->ctx;
@@ -595,6 +590,9 @@ static oc_status load_panel(pipeline *pl, int side, int64_t index, int slot)
         CUDA_CHECK(ctx, cudaMemcpyAsync(dst + off, pl->h2d_pin[k], (size_t)len, cudaMemcpyHostToDevice, pl->dev.h2d));
         CUDA_CHECK(ctx, cudaEventRecord(pl->h2d_pin_free[k], pl->dev.h2d));
     }
+    if (pl->pops)
+        OC_CHECK(oc_cuda_row_popcounts(ctx, &pl->dev, pl->panel[slot], pl->words, (int)rows, panel_pops(pl, slot),
+                                       pl->dev.h2d));
     CUDA_CHECK(ctx, cudaEventRecord(pl->panel_loaded[slot], pl->dev.h2d));
     pl->job->stats->bytes_h2d += bytes;
     pl->upload_seconds += oc_now() - t0;
@@ -675,6 +673,17 @@ static oc_status run_tiles(pipeline *pl)
         return oc_trace_at(ctx, st, __FILE__, __LINE__);
     }
     oc_tile_plan_order(plan, job->symmetric, order);
+    if (plan->resident && oc_cuda_select_seeds_first(pl->select)) {
+        /* Diagonal tiles first, the others after in their order (stable). */
+        int64_t d = 0;
+        for (int64_t t = 0; t < plan->ntiles; ++t)
+            if (order[2 * t] == order[2 * t + 1]) {
+                int64_t i = order[2 * t], j = order[2 * t + 1];
+                memmove(&order[2 * d + 2], &order[2 * d], (size_t)(t - d) * 2 * sizeof *order);
+                order[2 * d] = i, order[2 * d + 1] = j;
+                d++;
+            }
+    }
     const oc_gram_options *o = job->opts;
     double last_progress = oc_now();
     int side_b = job->symmetric ? 0 : 1;
@@ -699,20 +708,28 @@ static oc_status run_tiles(pipeline *pl)
 
         oc_gram_tile tile = {.a = pl->panel[sa], .b = pl->panel[sb], .words = pl->words,
                              .rows = (int)oc_tile_panel_rows(plan, job->n, I), .cols = (int)oc_tile_panel_rows(plan, job->p, J),
-                             .pop_a = pl->pop_a + I * plan->tile, .pop_b = pl->pop_b + J * plan->tile,
+                             .pop_a = pl->pops ? panel_pops(pl, sa) : NULL, .pop_b = pl->pops ? panel_pops(pl, sb) : NULL,
                              .out = pl->out[out_slot], .ld = plan->tile, .metric = job->metric, .dtype = job->dtype,
                              .upper_only = job->symmetric && I == J};
-        double macs = 0;
+        double macs = 0, again = 0;
+        if (pl->select) OC_CHECK_GOTO(oc_cuda_select_tile_begin(pl->select, t, out_slot, I, J, &tile, stream));
         if (pl->kernel_ev) CUDA_CHECK_GOTO(ctx, cudaEventRecord(pl->kernel_ev[2 * t], stream));
         if (pl->kernel == KERNEL_B1) OC_CHECK_GOTO(oc_cuda_gram_b1(ctx, &pl->dev, &tile, stream, &macs));
         else OC_CHECK_GOTO(oc_cuda_gram_popc(ctx, &pl->dev, &tile, stream, &macs));
+        if (tile.select != OC_TILE_DENSE) {
+            /* The dense pass a fused tile needs when a bucket overflowed; it returns at once
+             * otherwise (its bit-MACs are not counted). */
+            oc_gram_tile dense = tile;
+            dense.select = OC_TILE_DENSE;
+            dense.run_if = tile.over;
+            OC_CHECK_GOTO(oc_cuda_gram_b1(ctx, &pl->dev, &dense, stream, &again));
+        }
         if (pl->gpu_mirror)
             OC_CHECK_GOTO(oc_cuda_gram_mirror(ctx, &pl->dev, tile.out, (char *)tile.out + plan->tile * plan->tile * pl->elem,
                                               tile.rows, tile.cols, plan->tile, (int)pl->elem, I == J, stream));
-        if (pl->select)
-            OC_CHECK_GOTO(oc_cuda_select_tile_done(pl->select, &tile, I * plan->tile, J * plan->tile, pl->dev.compute,
-                                                   pl->dev.d2h));
         if (pl->kernel_ev) CUDA_CHECK_GOTO(ctx, cudaEventRecord(pl->kernel_ev[2 * t + 1], stream));
+        if (pl->select)
+            OC_CHECK_GOTO(oc_cuda_select_tile_done(pl->select, &tile, out_slot, stream, pl->dev.d2h, pl->out_free[out_slot]));
         job->stats->bit_macs_computed += macs;
         job->stats->tiles++;
         CUDA_CHECK_GOTO(ctx, cudaEventRecord(pl->out_done[out_slot], stream));
@@ -726,7 +743,7 @@ static oc_status run_tiles(pipeline *pl)
             last_progress = now;
         }
     }
-    if (pl->select) OC_CHECK_GOTO(oc_cuda_select_finish(pl->select, pl->dev.compute, pl->dev.d2h));
+    if (pl->select) OC_CHECK_GOTO(oc_cuda_select_finish(pl->select, pl->dev.d2h));
     CUDA_CHECK_GOTO(ctx, cudaStreamSynchronize(pl->dev.compute));
     CUDA_CHECK_GOTO(ctx, cudaStreamSynchronize(pl->dev.compute2));
     CUDA_CHECK_GOTO(ctx, cudaStreamSynchronize(pl->dev.d2h));
@@ -832,6 +849,16 @@ static void trace_pipeline(pipeline *pl)
             pl->streams > 1 ? "s" : "", pl->upload_seconds, pl->copier.workers + 1, pl->stage_wait_seconds, pl->nsinks,
             pl->d2h_slots, pl->d2h_slot_bytes / 1048576.0, pl->gpu_mirror ? "device" : pl->host_mirror ? "host" : "-",
             pl->acquire_seconds);
+    if (pl->select) {
+        int64_t fused, over;
+        oc_cuda_select_counts(pl->select, &fused, &over);
+        double wait, work;
+        oc_cuda_select_host_seconds(pl->select, &wait, &work);
+        fprintf(stderr,
+                "outcore cuda: selection: %lld of %lld tiles fused in the kernel, %lld overflowed; host waited %.4f s for "
+                "threshold pairs, handled them in %.4f s\n",
+                (long long)fused, (long long)pl->plan.ntiles, (long long)over, wait, work);
+    }
     if (pl->kernel_ev) trace_busy(pl);
 }
 

@@ -28,6 +28,7 @@ __global__ void __launch_bounds__(THREADS) gram_popc_kernel(const oc_gram_tile t
 {
     __shared__ uint64_t sa[PK][PB + 1];
     __shared__ uint64_t sb[PK][PB + 1];
+    if (t.run_if && *t.run_if == 0) return;
     const int bm = blockIdx.y, bn = blockIdx.x;
     if (t.upper_only && (bn + 1) * PB <= bm * PB) return; /* wholly below the diagonal */
     const int tid = threadIdx.x, tx = tid & 15, ty = tid >> 4;
@@ -69,6 +70,8 @@ extern "C" oc_status oc_cuda_gram_popc(oc_context *ctx, oc_cuda_device *dev, con
 {
     if (tile->words % PK != 0)
         return oc_fail(ctx, OC_ERR_INTERNAL, "gram_popc: %lld words per row is not a multiple of %d", (long long)tile->words, PK);
+    if (tile->select != OC_TILE_DENSE)
+        return oc_fail(ctx, OC_ERR_INTERNAL, "gram_popc: fused selection is a b1 kernel mode");
     if (tile->rows <= 0 || tile->cols <= 0) return OC_OK;
     OC_CHECK(oc_cuda_launch_prepare(ctx, dev, (const void *)gram_popc_kernel, "gram_popc_kernel", THREADS, 0));
     const dim3 grid((unsigned)((tile->cols + PB - 1) / PB), (unsigned)((tile->rows + PB - 1) / PB));

@@ -17,6 +17,11 @@
  * Threshold (deterministic, no atomics): a warp per row counts its passing pairs, one block
  *   turns the counts into exclusive offsets and the total, and a warp per row writes its
  *   pairs at its offset in column order: the pairs come out sorted by (row, col).
+ * Fused tiles (the Gram kernel filled bounded buckets instead of writing the tile): top-k
+ *   merges each list's bucket(s) with the same warp_list code, a warp per list; threshold
+ *   sorts each row's bucket by column and writes it at the row's offset. Only when a bucket
+ *   overflowed (*over) did a dense pass write the tile; then the dense kernels above run
+ *   and the bucket kernels return at once, so either path alone selects each tile.
  * Kernels do no error handling; the entry point checks each launch.
  */
 #include <cuda_runtime.h>
@@ -36,6 +41,7 @@ constexpr int SCAN_THREADS = 1024;
 constexpr int UNROLL = 4;            /* loads in flight per lane in the row walks */
 
 static_assert(2 * OC_CUDA_SELECT_MAX_K <= SORT_N, "room for at least as many candidates as list keys");
+static_assert(OC_CUDA_SELECT_MAX_BUCKET <= SORT_N, "a threshold bucket sorts in one warp's keys");
 
 /* Sorts buf[0..n) descending; n a power of two; the whole warp calls it. */
 __device__ void warp_sort_desc(uint64_t *buf, int n, int lane)
@@ -93,10 +99,12 @@ struct warp_list {
         ncand += __popc(pass);
         __syncwarp();
     }
-    __device__ void end(uint64_t *list)
+    /* Writes the list back and, when kept, its floor (the kept-th key). */
+    __device__ void end(uint64_t *list, uint64_t *floor_out)
     {
         if (ncand) warp_merge(buf, kept, ncand, lane);
         for (int i = lane; i < kept; i += 32) list[i] = buf[i];
+        if (floor_out && lane == 0) *floor_out = buf[kept - 1];
     }
 };
 
@@ -104,6 +112,7 @@ struct warp_list {
 __global__ void __launch_bounds__(WARPS * 32) topk_rows_kernel(const oc_select_tile_args a)
 {
     __shared__ uint64_t smem[WARPS][SORT_N];
+    if (a.fused && *a.over == 0) return; /* the buckets hold this tile */
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int row = blockIdx.x * WARPS + warp;
     if (row >= a.rows) return;
@@ -129,7 +138,7 @@ __global__ void __launch_bounds__(WARPS * 32) topk_rows_kernel(const oc_select_t
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) wl.offer(key[u]);
     }
-    wl.end(list);
+    wl.end(list, a.floors ? a.floors + a.i0 + row : NULL);
 }
 
 constexpr int CHUNK = WARPS * 32;    /* tile rows staged per step of the column kernel */
@@ -142,6 +151,7 @@ __global__ void __launch_bounds__(WARPS * 32) topk_cols_kernel(const oc_select_t
 {
     __shared__ uint64_t smem[WARPS][SORT_N];
     __shared__ uint32_t stage[CHUNK][WARPS + 1]; /* +1: lanes reading one column hit distinct banks */
+    if (a.fused && *a.over == 0) return;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int c0 = blockIdx.x * WARPS, col = c0 + warp;
     const bool two = !(a.kind == OC_KEY_F32 || a.kind == OC_KEY_I32 || a.kind == OC_KEY_I32_REV);
@@ -181,7 +191,41 @@ __global__ void __launch_bounds__(WARPS * 32) topk_cols_kernel(const oc_select_t
             wl.offer(key);
         }
     }
-    if (lim > 0) wl.end(list);
+    if (lim > 0) wl.end(list, a.floors ? a.floors + a.j0 + col : NULL);
+}
+
+/* A fused tile's buckets into the lists: a warp per list. A·Aᵀ: the row lists of panel I take
+ * the row buckets, those of panel J the column buckets; on a diagonal tile they are the same
+ * lists and one warp takes both. */
+__global__ void __launch_bounds__(WARPS * 32) topk_merge_kernel(const oc_select_tile_args a)
+{
+    __shared__ uint64_t smem[WARPS][SORT_N];
+    if (*a.over) { /* the dense kernels selected this tile */
+        if (a.overflows && blockIdx.x == 0 && threadIdx.x == 0) atomicAdd(a.overflows, 1u);
+        return;
+    }
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, w = blockIdx.x * WARPS + warp;
+    const bool diag = a.symmetric && a.i0 == a.j0;
+    if (w >= a.rows + (a.symmetric && !diag ? a.cols : 0)) return;
+    const uint32_t cap = (uint32_t)a.bucket;
+    const uint64_t *src[2] = {NULL, NULL};
+    uint32_t cnt[2] = {0, 0};
+    int64_t list;
+    if (w < a.rows) {
+        list = a.i0 + w;
+        src[0] = a.row_keys + (size_t)w * cap, cnt[0] = min(a.row_counts[w], cap);
+        if (diag) src[1] = a.col_keys + (size_t)w * cap, cnt[1] = min(a.col_counts[w], cap);
+    } else {
+        const int c = w - a.rows;
+        list = a.j0 + c;
+        src[0] = a.col_keys + (size_t)c * cap, cnt[0] = min(a.col_counts[c], cap);
+    }
+    if (cnt[0] + cnt[1] == 0) return;
+    warp_list wl;
+    wl.begin(a.topk_lists + list * a.kept, smem[warp], a.kept, lane);
+    for (int s = 0; s < 2; ++s)
+        for (uint32_t i = 0; i < cnt[s]; i += 32) wl.offer(i + lane < cnt[s] ? src[s][i + lane] : 0);
+    wl.end(a.topk_lists + list * a.kept, a.floors + list);
 }
 
 /* Threshold: the first column of tile row `row` that counts (A·Aᵀ: global column > row). */
@@ -195,6 +239,7 @@ __device__ __forceinline__ int pairs_first(const oc_select_tile_args &a, int row
 template <bool WRITE>
 __global__ void __launch_bounds__(WARPS * 32) pairs_kernel(const oc_select_tile_args a)
 {
+    if (a.fused && *a.over == 0) return;
     const int lane = threadIdx.x & 31, row = blockIdx.x * WARPS + (threadIdx.x >> 5);
     if (row >= a.rows) return;
     uint32_t at = WRITE ? a.row_offsets[row] : 0;
@@ -221,6 +266,30 @@ __global__ void __launch_bounds__(WARPS * 32) pairs_kernel(const oc_select_tile_
         }
     }
     if (!WRITE && lane == 0) a.row_counts[row] = at;
+}
+
+/* A fused tile's pairs: a warp per row sorts its bucket (entries ~column << 32 | value, so
+ * descending is by column ascending) and writes it at the row's offset. */
+__global__ void __launch_bounds__(WARPS * 32) pairs_bucket_kernel(const oc_select_tile_args a)
+{
+    __shared__ uint64_t smem[WARPS][SORT_N];
+    if (*a.over) return;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, row = blockIdx.x * WARPS + warp;
+    if (row >= a.rows) return;
+    const int n = (int)a.row_counts[row]; /* <= bucket: nothing overflowed */
+    if (n == 0) return;
+    uint64_t *buf = smem[warp];
+    const uint64_t *src = a.row_keys + (size_t)row * a.bucket;
+    for (int i = lane; i < n; i += 32) buf[i] = src[i];
+    warp_merge(buf, 0, n, lane);
+    const uint32_t at = a.row_offsets[row];
+    const bool four = a.kind == OC_KEY_F32 || a.kind == OC_KEY_I32 || a.kind == OC_KEY_I32_REV;
+    for (int i = lane; i < n; i += 32) {
+        const uint64_t e = buf[i];
+        a.pair_cols[at + i] = ~(uint32_t)(e >> 32);
+        if (four) ((uint32_t *)a.pair_values)[at + i] = (uint32_t)e;
+        else ((uint16_t *)a.pair_values)[at + i] = (uint16_t)e;
+    }
 }
 
 /* Exclusive prefix sums of the row counts, and the total in row_counts[rows]: one block. */
@@ -265,13 +334,24 @@ extern "C" oc_status oc_cuda_select_tile(oc_context *ctx, oc_cuda_device *dev, c
             topk_cols_kernel<<<(unsigned)((args->cols + WARPS - 1) / WARPS), WARPS * 32, 0, stream>>>(*args);
             CUDA_CHECK_LAUNCH(ctx, "topk_cols_kernel");
         }
+        if (args->fused) {
+            const int lists = args->rows + (args->symmetric && args->i0 != args->j0 ? args->cols : 0);
+            topk_merge_kernel<<<(unsigned)((lists + WARPS - 1) / WARPS), WARPS * 32, 0, stream>>>(*args);
+            CUDA_CHECK_LAUNCH(ctx, "topk_merge_kernel");
+        }
         return OC_OK;
     }
+    if (args->fused && (args->bucket < 1 || args->bucket > SORT_N))
+        return oc_fail(ctx, OC_ERR_INTERNAL, "fused threshold bucket of %d (1 to %d)", args->bucket, SORT_N);
     pairs_kernel<false><<<row_blocks, WARPS * 32, 0, stream>>>(*args);
     CUDA_CHECK_LAUNCH(ctx, "pairs_kernel<count>");
     pairs_scan_kernel<<<1, SCAN_THREADS, 0, stream>>>(*args);
     CUDA_CHECK_LAUNCH(ctx, "pairs_scan_kernel");
     pairs_kernel<true><<<row_blocks, WARPS * 32, 0, stream>>>(*args);
     CUDA_CHECK_LAUNCH(ctx, "pairs_kernel<write>");
+    if (args->fused) {
+        pairs_bucket_kernel<<<row_blocks, WARPS * 32, 0, stream>>>(*args);
+        CUDA_CHECK_LAUNCH(ctx, "pairs_bucket_kernel");
+    }
     return OC_OK;
 }

@@ -19,6 +19,8 @@ extern "C" {
 
 /* The largest k the device lists support; larger k are selected on the host. */
 #define OC_CUDA_SELECT_MAX_K 128
+/* The largest bucket of a fused threshold tile (a warp sorts it in shared memory). */
+#define OC_CUDA_SELECT_MAX_BUCKET 512
 
 typedef struct oc_select_tile_args {
     const void *tile;          /* device: the converted tile */
@@ -36,12 +38,27 @@ typedef struct oc_select_tile_args {
     uint32_t *row_offsets;     /* device: rows entries, exclusive prefix sums */
     uint32_t *pair_cols;       /* device: tile-local columns, in (row, col) order */
     void *pair_values;         /* device: scores of the result dtype */
+    /* top-k: the kept-th key of each list (what a candidate must beat), kept with the lists
+     * for the fused epilogue; NULL when nothing reads them */
+    uint64_t *floors;
+    /* Fused tiles (gram_tile.h): the kernel left bounded buckets instead of the tile, and a
+     * dense pass recomputed the tile only if *over. The selection then runs the dense
+     * kernels above only if *over, and otherwise takes the buckets: top-k merges them into
+     * the lists; threshold sorts each row's bucket by column (row_counts are the buckets'
+     * counts). */
+    int fused;
+    const uint32_t *over;
+    int bucket;
+    const uint32_t *col_counts;
+    const uint64_t *row_keys, *col_keys;
+    uint32_t *overflows;       /* top-k: counts the fused tiles that overflowed (may be NULL) */
 } oc_select_tile_args;
 
 /* Enqueues the selection of one tile on `stream` (asynchronous). Top-k: updates the lists of
  * the tile's rows and, for A·Aᵀ, mirrored, of its columns (the rows of column panel J), in
- * two launches, so that a diagonal tile never updates a list from two warps at once.
- * Threshold: counts, prefix sums and writes the passing pairs in (row, col) order. */
+ * two launches, so that a diagonal tile never updates a list from two warps at once; a
+ * fused tile's buckets in one launch with a warp per list. Threshold: counts, prefix sums
+ * and writes the passing pairs in (row, col) order. */
 oc_status oc_cuda_select_tile(oc_context *ctx, oc_cuda_device *dev, const oc_select_tile_args *args,
                               cudaStream_t stream);
 

@@ -23,7 +23,35 @@ typedef struct oc_gram_tile {
     int metric;             /* oc_metric */
     int dtype;              /* resolved oc_dtype: INT32, UINT16 or FLOAT32 */
     int upper_only;         /* a diagonal tile of A·Aᵀ: elements with c < r are not needed */
+    /* Dense mode only: when not NULL the kernel runs only if *run_if != 0 (the second,
+     * dense pass over a fused tile whose buckets overflowed: see below). */
+    const uint32_t *run_if;
+    /* Fused selection (select != OC_TILE_DENSE, b1 kernel only): instead of storing the tile
+     * the epilogue offers each element to bounded per-row buckets (select_cuda.h):
+     *   OC_TILE_TOPK:  key (score, column) to row r's bucket when it beats floors[i0 + r], and
+     *                  for A·Aᵀ key (score, row) to column c's bucket when it beats
+     *                  floors[j0 + c] (the mirror);
+     *   OC_TILE_PAIRS: (column, value) to row r's bucket when its score key >= min_key.
+     * A full bucket sets *over; the pipeline then runs the tile again in dense mode and
+     * selects from it, and the buckets are ignored. */
+    int select;             /* oc_tile_select */
+    int64_t i0, j0;         /* global row and column of element (0, 0) */
+    int kind;               /* oc_key_kind of the scores */
+    int symmetric;          /* A·Aᵀ: only elements with global column > global row count */
+    const uint64_t *floors; /* top-k: the key a candidate of each list must beat (0: any) */
+    uint32_t min_key;       /* pairs: the score key a pair needs */
+    float approx_min;       /* pairs, float scores: below this (with margin) nothing passes */
+    int bucket;             /* slots per bucket */
+    uint32_t *row_count, *col_count; /* entries offered to each bucket (may pass `bucket`) */
+    uint64_t *row_keys, *col_keys;   /* tile rows (cols) x bucket */
+    uint32_t *over;         /* set when any bucket overflowed */
 } oc_gram_tile;
+
+/* Relative margin of the fused epilogue's float prefilter (gram_epilogue.cuh says why it is
+ * safe); the host uses it for the threshold's bound. */
+#define OC_FUSE_MARGIN 1e-5f
+
+typedef enum oc_tile_select { OC_TILE_DENSE = 0, OC_TILE_TOPK = 1, OC_TILE_PAIRS = 2 } oc_tile_select;
 
 /* CTAs of a bm x bn tiling of the tile that compute (those of a diagonal tile lying wholly
  * below the diagonal return at once): the kernels' bit-MACs are this times bm * bn * K. */

@@ -1,20 +1,30 @@
 /*
  * select_cuda.c - the pipeline side of device selection (see select_cuda.h).
  *
- * Order of a threshold tile t (all calls on the driving thread):
- *   compute: Gram kernel t -> count, scan, write kernels -> D2H row counts (pinned)
- *            -> record counts_ready
- *   at tile t+1 (its Gram kernel already enqueued) or at finish: wait counts_ready, copy
- *            exactly the tile's pairs on d2h, wait for them, hand them to the host selection
- *            and deliver the complete row blocks; only then is t+1's write kernel enqueued,
- *            so the pair buffer is never overwritten before it was read.
+ * Every tile's selection runs on the selection stream, after the tile's Gram kernels (an
+ * event from their stream), in tile order: the lists, floors, pair buffer and row offsets
+ * are shared by all tiles, and one stream orders their updates.
+ *
+ * Order of a threshold tile t in output slot s (all calls on the driving thread):
+ *   selection stream: wait for tile t's kernels -> (dense kernels | bucket sort) into slot
+ *            s's pair buffer -> D2H of the row counts and the overflow flag (pinned) ->
+ *            record slot s's counts_ready -> clear the slot's bucket counts -> record the
+ *            slot free
+ *   at the next tile of slot s (t + 2 with two slots; its Gram kernel already enqueued) or
+ *            at finish: wait counts_ready, copy exactly the tile's pairs on d2h, wait for
+ *            them, hand them to the host selection and deliver the complete row blocks; only
+ *            then is that tile's selection enqueued, so a pair buffer is never overwritten
+ *            before it was read. Two slots let the driving thread wait for the tile before
+ *            last, while the last one still computes: the GPU is never left without work.
  */
 #include "select_cuda.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../core/threads.h"
 #include "../exec/select.h"
 #include "cuda_check.h"
 #include "gram_select.cuh"
@@ -22,6 +32,26 @@
 #define PINNED_PAIRS_BYTES (32LL << 20)   /* staging for pairs; more goes through pageable memory */
 #define PINNED_TILE_BYTES (64LL << 20)    /* host top-k: row slices of a tile */
 #define ALIGN 256
+/* Bucket slots per tile row of a fused tile. After a row's first tile its floor is the
+ * kept-th best of thousands of candidates, and a later tile offers about kept of its own on
+ * random data; 128 leaves room for ties (OUTCORE_CUDA_SELECT_BUCKET=N overrides, for tests). */
+#define DEFAULT_BUCKET 128
+
+typedef struct slot_state {
+    uint64_t *row_keys, *col_keys; /* tile x bucket each */
+    uint32_t *counts;              /* rows: tile + 2 (the scan's total, then the overflow flag); columns: tile */
+} slot_state;
+
+/* A threshold tile's pairs on their way to the host, in the tail of its output slot. */
+typedef struct pair_slot {
+    uint32_t *d_offsets, *d_cols, *d_counts; /* d_counts: dense tiles of a job without buckets */
+    void *d_values;
+    uint32_t *h_counts;         /* pinned: tile + 1 counts, then the overflow flag */
+    cudaEvent_t counts_ready;
+    int pending;                /* a tile's pairs wait on the device */
+    int fused;
+    int64_t seq, i0, j0, rows;  /* seq: the tile's place in the order */
+} pair_slot;
 
 struct oc_cuda_select {
     oc_context *ctx;
@@ -31,15 +61,22 @@ struct oc_cuda_select {
     int64_t tile;
     size_t elem;
     int host_topk;              /* k above the device limit: tiles selected on the host */
-    uint64_t *d_lists;
+    cudaStream_t stream;        /* the selection's own stream */
+    cudaEvent_t *gram_done;     /* per slot: the tile's Gram kernels are done */
+    cudaEvent_t sel_done;       /* the last tile's selection is done */
+    int nslots;
+    slot_state *slots;
+    int fused;                  /* tiles may be fused */
+    int bucket;
+    int64_t tiles, fused_tiles, overflowed;
+    int64_t *seeded;            /* top-k: the tile that first selected each panel's lists, -1 none */
+    uint64_t *d_lists, *d_floors;
+    uint32_t *d_overflows;      /* top-k: fused tiles that overflowed, counted on the device */
     /* threshold */
-    uint32_t *d_counts, *d_offsets, *d_cols;
-    void *d_values;
-    uint32_t *h_counts;         /* pinned: tile + 1 */
+    pair_slot *pairs;           /* one per output slot */
     unsigned char *h_pairs;     /* pinned: PINNED_PAIRS_BYTES */
-    cudaEvent_t counts_ready;
-    int pending;                /* a tile's pairs wait on the device */
-    int64_t pending_i0, pending_j0, pending_rows;
+    int pairs_dense;            /* recent threshold tiles overflowed: select them dense */
+    double wait_seconds, work_seconds; /* in consume_pairs: waiting for the device, the rest */
     /* host top-k */
     unsigned char *h_tile;
     int64_t h_tile_bytes;
@@ -51,35 +88,114 @@ static int select_on_device(const oc_gram_job *job)
                            oc_select_kept(job->select) <= OC_CUDA_SELECT_MAX_K);
 }
 
+static int bucket_size(void)
+{
+    const char *env = getenv("OUTCORE_CUDA_SELECT_BUCKET");
+    int b = env && *env ? atoi(env) : DEFAULT_BUCKET;
+    return b < 1 ? 1 : (b > OC_CUDA_SELECT_MAX_BUCKET ? OC_CUDA_SELECT_MAX_BUCKET : b);
+}
+
+int oc_cuda_select_can_fuse(const oc_gram_job *job, int b1_kernel)
+{
+    if (!b1_kernel || !select_on_device(job)) return 0;
+    return oc_select_get_mode(job->select) == OC_SELECT_PAIRS || oc_select_kept(job->select) > 0;
+}
+
 int64_t oc_cuda_select_fixed_bytes(const oc_gram_job *job)
 {
     if (!select_on_device(job) || oc_select_get_mode(job->select) != OC_SELECT_TOPK) return 0;
-    return (job->n * oc_select_kept(job->select) * 8 + ALIGN - 1) / ALIGN * ALIGN;
+    /* the lists and their floors */
+    return (job->n * (oc_select_kept(job->select) + 1) * 8 + 4 * ALIGN - 1) / ALIGN * ALIGN;
 }
 
 int64_t oc_cuda_select_extra_elem_bytes(const oc_gram_job *job)
 {
     if (!job->select || oc_select_get_mode(job->select) != OC_SELECT_PAIRS) return 0;
-    /* a column and a value per pair, and one byte per element for the row counts and
-     * offsets (2 (T + 1) 4-byte words <= T * T bytes for T >= 16), with alignment slack */
+    /* a column and a value per pair, and one byte per element for the row offsets and
+     * counts (8 T + 8 <= T * T bytes for T >= 16), with alignment slack */
     return 4 + (int64_t)oc_dtype_size(job->dtype) + 1;
+}
+
+int64_t oc_cuda_select_edge_bytes(const oc_gram_job *job, int b1_kernel)
+{
+    /* Per tile row: a row and a column bucket of 8-byte entries and their two counts; the
+     * 8 bytes of slack per row cover the two extra counts and the alignment (T >= 256). */
+    return oc_cuda_select_can_fuse(job, b1_kernel) ? 16 * (int64_t)bucket_size() + 16 : 0;
 }
 
 static uint64_t align_up(uint64_t v) { return (v + ALIGN - 1) / ALIGN * ALIGN; }
 
-oc_status oc_cuda_select_open(oc_context *ctx, oc_cuda_device *dev, oc_gram_job *job, int64_t tile, void *out_slot,
-                              oc_cuda_select **out)
+static oc_status open_threshold(oc_cuda_select *s, void *const *slots)
+{
+    oc_context *ctx = s->ctx;
+    const int64_t tile = s->tile;
+    const uint64_t tt = (uint64_t)(tile * tile);
+    s->pairs = calloc((size_t)s->nslots, sizeof *s->pairs);
+    if (!s->pairs) return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the threshold's slot table");
+    for (int i = 0; i < s->nslots; ++i) {
+        /* The pair buffer, its offsets and counts behind the tile in the output slot. */
+        pair_slot *ps = &s->pairs[i];
+        char *base = slots[i];
+        uint64_t at = align_up(tt * s->elem);
+        ps->d_cols = (uint32_t *)(base + at);
+        at = align_up(at + tt * 4);
+        ps->d_values = base + at;
+        at = align_up(at + tt * s->elem);
+        ps->d_offsets = (uint32_t *)(base + at);
+        at = align_up(at + (uint64_t)tile * 4);
+        ps->d_counts = (uint32_t *)(base + at);
+        at += (uint64_t)(tile + 2) * 4;
+        if (at > tt * (s->elem + (uint64_t)oc_cuda_select_extra_elem_bytes(s->job)))
+            return oc_fail(ctx, OC_ERR_INTERNAL, "pair buffer of tile %lld overflows its output slot", (long long)tile);
+        OC_CHECK(oc_pool_host_alloc(ctx, s->dev->pool, (size_t)(tile + 2) * 4, "pinned pair counts", (void **)&ps->h_counts));
+        CUDA_CHECK(ctx, cudaEventCreateWithFlags(&ps->counts_ready, cudaEventDisableTiming | cudaEventBlockingSync));
+    }
+    return oc_pool_host_alloc(ctx, s->dev->pool, PINNED_PAIRS_BYTES, "pinned pairs", (void **)&s->h_pairs);
+}
+
+/* Each slot's buckets and their counts (the dense kernels write a dense tile's row counts
+ * there too), after the slot's tile and pair buffer; none when tiles are not fused. */
+static oc_status open_slots(oc_cuda_select *s, void *const *slots)
+{
+    oc_context *ctx = s->ctx;
+    const int64_t tile = s->tile;
+    const uint64_t region = align_up((uint64_t)(tile * tile) * (s->elem + (uint64_t)oc_cuda_select_extra_elem_bytes(s->job)));
+    const uint64_t keys = (uint64_t)tile * (uint64_t)s->bucket * 8;
+    s->slots = calloc((size_t)s->nslots, sizeof *s->slots);
+    if (!s->slots) return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the selection's slot table");
+    for (int i = 0; i < s->nslots; ++i) {
+        char *base = (char *)slots[i] + region;
+        slot_state *st = &s->slots[i];
+        if (!s->fused) continue;
+        st->row_keys = (uint64_t *)base;
+        st->col_keys = (uint64_t *)(base + align_up(keys));
+        st->counts = (uint32_t *)(base + 2 * align_up(keys));
+        CUDA_CHECK(ctx, cudaMemset(st->counts, 0, (size_t)(2 * tile + 2) * 4));
+    }
+    return OC_OK;
+}
+
+oc_status oc_cuda_select_open(oc_context *ctx, oc_cuda_device *dev, oc_gram_job *job, int64_t tile, void *const *slots,
+                              int nslots, int b1_kernel, oc_cuda_select **out)
 {
     oc_cuda_select *s = calloc(1, sizeof *s);
     if (!s) return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the device selection state");
     *out = s;
-    s->ctx = ctx, s->job = job, s->sel = job->select, s->dev = dev, s->tile = tile;
+    s->ctx = ctx, s->job = job, s->sel = job->select, s->dev = dev, s->tile = tile, s->nslots = nslots;
     s->elem = oc_dtype_size(job->dtype);
+    s->fused = oc_cuda_select_can_fuse(job, b1_kernel);
+    s->bucket = bucket_size();
     oc_select_mode mode = oc_select_get_mode(s->sel);
     s->host_topk = mode == OC_SELECT_TOPK && !select_on_device(job);
     OC_CHECK(oc_select_begin(ctx, s->sel, tile, s->host_topk ? 1 : 0));
     snprintf(job->stats->select_desc, sizeof job->stats->select_desc, "%s",
-             s->host_topk ? "host (k above the device's 128)" : "device");
+             s->host_topk ? "host (k above the device's 128)" : s->fused ? "device, fused in the Gram kernel" : "device");
+    CUDA_CHECK(ctx, cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking));
+    s->gram_done = calloc((size_t)nslots, sizeof *s->gram_done);
+    if (!s->gram_done) return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the selection's events");
+    for (int i = 0; i < nslots; ++i) CUDA_CHECK(ctx, cudaEventCreateWithFlags(&s->gram_done[i], cudaEventDisableTiming));
+    CUDA_CHECK(ctx, cudaEventCreateWithFlags(&s->sel_done, cudaEventDisableTiming));
+    OC_CHECK(open_slots(s, slots));
     if (mode == OC_SELECT_TOPK) {
         if (s->host_topk) {
             s->h_tile_bytes = tile * tile * (int64_t)s->elem < PINNED_TILE_BYTES ? tile * tile * (int64_t)s->elem
@@ -90,36 +206,102 @@ oc_status oc_cuda_select_open(oc_context *ctx, oc_cuda_device *dev, oc_gram_job 
         size_t bytes = (size_t)(job->n * oc_select_kept(s->sel) * 8);
         if (bytes == 0) return OC_OK;
         OC_CHECK(oc_pool_alloc(ctx, dev->pool, bytes, "the top-k lists", (void **)&s->d_lists));
+        OC_CHECK(oc_pool_alloc(ctx, dev->pool, (size_t)job->n * 8, "the top-k floors", (void **)&s->d_floors));
+        OC_CHECK(oc_pool_alloc(ctx, dev->pool, 4, "the overflow count", (void **)&s->d_overflows));
+        CUDA_CHECK(ctx, cudaMemset(s->d_overflows, 0, 4));
         CUDA_CHECK(ctx, cudaMemset(s->d_lists, 0, bytes));
+        CUDA_CHECK(ctx, cudaMemset(s->d_floors, 0, (size_t)job->n * 8));
+        int64_t panels = (job->n + tile - 1) / tile;
+        s->seeded = malloc((size_t)panels * sizeof *s->seeded);
+        if (!s->seeded) return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the selection's panel table");
+        for (int64_t i = 0; i < panels; ++i) s->seeded[i] = -1;
         return OC_OK;
     }
-    /* The pair buffer and its counts behind the tile in the output slot. */
-    uint64_t at = align_up((uint64_t)(tile * tile) * s->elem), tt = (uint64_t)(tile * tile);
-    char *base = out_slot;
-    s->d_cols = (uint32_t *)(base + at);
-    at = align_up(at + tt * 4);
-    s->d_values = base + at;
-    at = align_up(at + tt * s->elem);
-    s->d_counts = (uint32_t *)(base + at);
-    at = align_up(at + (uint64_t)(tile + 1) * 4);
-    s->d_offsets = (uint32_t *)(base + at);
-    at += (uint64_t)tile * 4;
-    if (at > tt * (s->elem + (uint64_t)oc_cuda_select_extra_elem_bytes(job)))
-        return oc_fail(ctx, OC_ERR_INTERNAL, "pair buffer of tile %lld overflows its output slot", (long long)tile);
-    OC_CHECK(oc_pool_host_alloc(ctx, dev->pool, (size_t)(tile + 1) * 4, "pinned pair counts", (void **)&s->h_counts));
-    OC_CHECK(oc_pool_host_alloc(ctx, dev->pool, PINNED_PAIRS_BYTES, "pinned pairs", (void **)&s->h_pairs));
-    CUDA_CHECK(ctx, cudaEventCreateWithFlags(&s->counts_ready, cudaEventDisableTiming | cudaEventBlockingSync));
+    return open_threshold(s, slots);
+}
+
+int oc_cuda_select_fuses(const oc_cuda_select *s) { return s && s->fused; }
+
+int oc_cuda_select_seeds_first(const oc_cuda_select *s)
+{
+    return s && s->fused && s->job->symmetric && oc_select_get_mode(s->sel) == OC_SELECT_TOPK;
+}
+
+void oc_cuda_select_host_seconds(const oc_cuda_select *s, double *wait, double *work)
+{
+    *wait = s ? s->wait_seconds : 0;
+    *work = s ? s->work_seconds : 0;
+}
+
+void oc_cuda_select_counts(const oc_cuda_select *s, int64_t *fused, int64_t *overflowed)
+{
+    *fused = s ? s->fused_tiles : 0;
+    *overflowed = s ? s->overflowed : 0;
+}
+
+oc_status oc_cuda_select_tile_begin(oc_cuda_select *s, int64_t t, int slot, int64_t I, int64_t J, oc_gram_tile *tile,
+                                    cudaStream_t stream)
+{
+    oc_context *ctx = s->ctx;
+    const int sym = s->job->symmetric;
+    tile->i0 = I * s->tile, tile->j0 = J * s->tile;
+    tile->kind = oc_select_key_kind(s->sel);
+    tile->symmetric = sym;
+    s->tiles++;
+    if (!s->fused) return OC_OK;
+    int fuse;
+    if (oc_select_get_mode(s->sel) == OC_SELECT_TOPK) {
+        /* Fused once both panels' lists hold a full tile's candidates. A panel seeded by the
+         * previous tile needs that tile's selection done before this tile reads its floors
+         * (one seeded earlier is ordered already: this stream waits for its slot). */
+        fuse = s->seeded[I] >= 0 && (!sym || s->seeded[J] >= 0);
+        int wait = fuse && (s->seeded[I] == t - 1 || (sym && s->seeded[J] == t - 1));
+        if (s->seeded[I] < 0) s->seeded[I] = t;
+        if (sym && s->seeded[J] < 0) s->seeded[J] = t;
+        if (wait) CUDA_CHECK(ctx, cudaStreamWaitEvent(stream, s->sel_done, 0));
+        tile->floors = s->d_floors;
+    } else {
+        uint64_t mk = oc_select_min_key(s->sel);
+        fuse = !s->pairs_dense && mk <= 0xFFFFFFFFu;
+        if (fuse) {
+            tile->min_key = (uint32_t)mk;
+            float v = tile->kind == OC_KEY_F32 ? oc_key_f32_value((uint32_t)mk) : 0.0f;
+            tile->approx_min = tile->kind == OC_KEY_F32 && v > 0.0f ? v * (1.0f - OC_FUSE_MARGIN) : -INFINITY;
+        }
+    }
+    if (!fuse) return OC_OK;
+    const slot_state *st = &s->slots[slot];
+    tile->select = oc_select_get_mode(s->sel) == OC_SELECT_TOPK ? OC_TILE_TOPK : OC_TILE_PAIRS;
+    tile->bucket = s->bucket;
+    tile->row_keys = st->row_keys, tile->col_keys = st->col_keys;
+    tile->row_count = st->counts, tile->col_count = st->counts + s->tile + 2;
+    tile->over = st->counts + s->tile + 1;
+    s->fused_tiles++;
     return OC_OK;
 }
 
-/* Copies the pending tile's pairs to the host and hands them to the selection. */
-static oc_status consume_pairs(oc_cuda_select *s, cudaStream_t d2h)
+/* Copies the pairs a slot holds to the host and hands them to the selection. */
+static oc_status consume_pairs(oc_cuda_select *s, pair_slot *ps, cudaStream_t d2h)
 {
     oc_context *ctx = s->ctx;
-    if (!s->pending) return OC_OK;
-    s->pending = 0;
-    CUDA_CHECK(ctx, cudaEventSynchronize(s->counts_ready));
-    const int64_t count = s->h_counts[s->pending_rows];
+    if (!ps->pending) return OC_OK;
+    ps->pending = 0;
+    double t0 = oc_now();
+    CUDA_CHECK(ctx, cudaEventSynchronize(ps->counts_ready));
+    double t1 = oc_now();
+    s->wait_seconds += t1 - t0;
+    const uint32_t *counts = ps->h_counts;
+    const int64_t rows = ps->rows, count = counts[rows];
+    /* Adapt: after an overflow the next tiles go dense, until a dense tile shows rows far
+     * from the bucket size again. */
+    if (ps->fused && counts[rows + 1]) {
+        s->overflowed++;
+        s->pairs_dense = 1;
+    } else if (!ps->fused && s->pairs_dense) {
+        uint32_t most = 0;
+        for (int64_t r = 0; r < rows; ++r) most = counts[r] > most ? counts[r] : most;
+        if (most <= (uint32_t)s->bucket / 4) s->pairs_dense = 0;
+    }
     const size_t bytes = (size_t)count * (4 + s->elem);
     unsigned char *host = s->h_pairs, *heap = NULL;
     if ((int64_t)bytes > PINNED_PAIRS_BYTES) {
@@ -130,23 +312,24 @@ static oc_status consume_pairs(oc_cuda_select *s, cudaStream_t d2h)
     }
     oc_status st = OC_OK;
     if (count > 0) {
-        cudaError_t e = cudaMemcpyAsync(host, s->d_cols, (size_t)count * 4, cudaMemcpyDeviceToHost, d2h);
+        cudaError_t e = cudaMemcpyAsync(host, ps->d_cols, (size_t)count * 4, cudaMemcpyDeviceToHost, d2h);
         if (e == cudaSuccess)
-            e = cudaMemcpyAsync(host + count * 4, s->d_values, (size_t)count * s->elem, cudaMemcpyDeviceToHost, d2h);
+            e = cudaMemcpyAsync(host + count * 4, ps->d_values, (size_t)count * s->elem, cudaMemcpyDeviceToHost, d2h);
         if (e == cudaSuccess) e = cudaStreamSynchronize(d2h);
         if (e != cudaSuccess) st = oc_cuda_fail_at(ctx, e, "copying threshold pairs to the host", __FILE__, __LINE__);
         s->job->stats->bytes_d2h += (int64_t)bytes;
     }
     if (st == OC_OK)
-        st = oc_select_add_pairs(s->sel, s->pending_i0, s->pending_j0, s->pending_rows, s->h_counts,
-                                 (const uint32_t *)host, host + count * 4, count);
+        st = oc_select_add_pairs(s->sel, ps->i0, ps->j0, rows, counts, (const uint32_t *)host, host + count * 4, count);
     free(heap);
     if (st != OC_OK) return oc_select_check(ctx, s->sel);
-    return oc_select_drain(ctx, s->sel);
+    st = oc_select_drain(ctx, s->sel);
+    s->work_seconds += oc_now() - t1;
+    return st;
 }
 
 /* k above the device limit: the tile in row slices through pinned memory to the host. */
-static oc_status host_topk_tile(oc_cuda_select *s, const oc_gram_tile *t, int64_t i0, int64_t j0, cudaStream_t d2h)
+static oc_status host_topk_tile(oc_cuda_select *s, const oc_gram_tile *t, cudaStream_t d2h)
 {
     oc_context *ctx = s->ctx;
     const size_t width = (size_t)t->cols * s->elem, pitch = (size_t)t->ld * s->elem;
@@ -157,59 +340,98 @@ static oc_status host_topk_tile(oc_cuda_select *s, const oc_gram_tile *t, int64_
                                           (size_t)nr, cudaMemcpyDeviceToHost, d2h));
         CUDA_CHECK(ctx, cudaStreamSynchronize(d2h));
         s->job->stats->bytes_d2h += nr * (int64_t)width;
-        if (oc_select_tile(s->sel, 0, i0 + r0, j0, nr, t->cols, s->h_tile, t->cols) != OC_OK)
+        if (oc_select_tile(s->sel, 0, t->i0 + r0, t->j0, nr, t->cols, s->h_tile, t->cols) != OC_OK)
             return oc_select_check(ctx, s->sel);
     }
     return OC_OK;
 }
 
-oc_status oc_cuda_select_tile_done(oc_cuda_select *s, const oc_gram_tile *t, int64_t i0, int64_t j0,
-                                   cudaStream_t compute, cudaStream_t d2h)
+/* The threshold part of oc_cuda_select_tile_done, on the selection stream. */
+static oc_status threshold_tile(oc_cuda_select *s, const oc_gram_tile *t, oc_select_tile_args *a, pair_slot *ps,
+                                uint32_t *counts, cudaStream_t d2h)
 {
     oc_context *ctx = s->ctx;
-    oc_select_tile_args a = {.tile = t->out, .ld = t->ld, .rows = t->rows, .cols = t->cols, .i0 = i0, .j0 = j0,
-                             .kind = oc_select_key_kind(s->sel), .symmetric = s->job->symmetric};
-    if (oc_select_get_mode(s->sel) == OC_SELECT_TOPK) {
-        if (s->host_topk) {
-            /* The D2H stream must see the kernel's tile. */
-            cudaEvent_t done;
-            CUDA_CHECK(ctx, cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
-            cudaError_t e = cudaEventRecord(done, compute);
-            if (e == cudaSuccess) e = cudaStreamWaitEvent(d2h, done, 0);
-            (void)cudaEventDestroy(done);
-            CUDA_CHECK(ctx, e);
-            return host_topk_tile(s, t, i0, j0, d2h);
-        }
-        a.topk_lists = s->d_lists;
-        a.kept = (int)oc_select_kept(s->sel);
-        return oc_cuda_select_tile(ctx, s->dev, &a, compute);
-    }
-    OC_CHECK(consume_pairs(s, d2h));
+    OC_CHECK(consume_pairs(s, ps, d2h)); /* the slot's previous tile */
     uint64_t mk = oc_select_min_key(s->sel);
     if (mk > 0xFFFFFFFFu) { /* nothing can pass: the tile has no pairs */
-        memset(s->h_counts, 0, (size_t)(t->rows + 1) * 4);
-        return oc_select_add_pairs(s->sel, i0, j0, t->rows, s->h_counts, NULL, NULL, 0) == OC_OK
+        memset(ps->h_counts, 0, (size_t)(t->rows + 1) * 4);
+        return oc_select_add_pairs(s->sel, t->i0, t->j0, t->rows, ps->h_counts, NULL, NULL, 0) == OC_OK
                    ? oc_select_drain(ctx, s->sel)
                    : oc_select_check(ctx, s->sel);
     }
-    a.min_key = (uint32_t)mk;
-    a.row_counts = s->d_counts, a.row_offsets = s->d_offsets, a.pair_cols = s->d_cols, a.pair_values = s->d_values;
-    OC_CHECK(oc_cuda_select_tile(ctx, s->dev, &a, compute));
-    CUDA_CHECK(ctx, cudaMemcpyAsync(s->h_counts, s->d_counts, (size_t)(t->rows + 1) * 4, cudaMemcpyDeviceToHost, compute));
-    CUDA_CHECK(ctx, cudaEventRecord(s->counts_ready, compute));
+    a->min_key = (uint32_t)mk;
+    a->row_counts = counts, a->row_offsets = ps->d_offsets, a->pair_cols = ps->d_cols, a->pair_values = ps->d_values;
+    OC_CHECK(oc_cuda_select_tile(ctx, s->dev, a, s->stream));
+    CUDA_CHECK(ctx, cudaMemcpyAsync(ps->h_counts, counts, (size_t)(t->rows + 1) * 4, cudaMemcpyDeviceToHost, s->stream));
+    ps->h_counts[t->rows + 1] = 0;
+    if (a->fused)
+        CUDA_CHECK(ctx, cudaMemcpyAsync(ps->h_counts + t->rows + 1, a->over, 4, cudaMemcpyDeviceToHost, s->stream));
+    CUDA_CHECK(ctx, cudaEventRecord(ps->counts_ready, s->stream));
     s->job->stats->bytes_d2h += (int64_t)(t->rows + 1) * 4;
-    s->pending = 1, s->pending_i0 = i0, s->pending_j0 = j0, s->pending_rows = t->rows;
+    ps->pending = 1, ps->fused = a->fused, ps->seq = s->tiles, ps->i0 = t->i0, ps->j0 = t->j0, ps->rows = t->rows;
     return OC_OK;
 }
 
-oc_status oc_cuda_select_finish(oc_cuda_select *s, cudaStream_t compute, cudaStream_t d2h)
+oc_status oc_cuda_select_tile_done(oc_cuda_select *s, const oc_gram_tile *t, int slot, cudaStream_t stream,
+                                   cudaStream_t d2h, cudaEvent_t slot_free)
 {
     oc_context *ctx = s->ctx;
-    if (oc_select_get_mode(s->sel) == OC_SELECT_PAIRS) return consume_pairs(s, d2h);
+    CUDA_CHECK(ctx, cudaEventRecord(s->gram_done[slot], stream));
+    if (s->host_topk) {
+        CUDA_CHECK(ctx, cudaStreamWaitEvent(d2h, s->gram_done[slot], 0));
+        OC_CHECK(host_topk_tile(s, t, d2h));
+        CUDA_CHECK(ctx, cudaEventRecord(slot_free, d2h));
+        return OC_OK;
+    }
+    CUDA_CHECK(ctx, cudaStreamWaitEvent(s->stream, s->gram_done[slot], 0));
+    const slot_state *st = &s->slots[slot];
+    const int fused = t->select != OC_TILE_DENSE;
+    oc_select_tile_args a = {.tile = t->out, .ld = t->ld, .rows = t->rows, .cols = t->cols, .i0 = t->i0, .j0 = t->j0,
+                             .kind = oc_select_key_kind(s->sel), .symmetric = s->job->symmetric, .fused = fused,
+                             .over = t->over, .bucket = t->bucket, .row_keys = t->row_keys, .col_keys = t->col_keys,
+                             .col_counts = t->col_count};
+    if (oc_select_get_mode(s->sel) == OC_SELECT_TOPK) {
+        a.topk_lists = s->d_lists;
+        a.kept = (int)oc_select_kept(s->sel);
+        a.floors = s->d_floors;
+        a.overflows = s->d_overflows;
+        a.row_counts = t->row_count;
+        OC_CHECK(oc_cuda_select_tile(ctx, s->dev, &a, s->stream));
+    } else {
+        pair_slot *ps = &s->pairs[slot];
+        OC_CHECK(threshold_tile(s, t, &a, ps, st->counts ? st->counts : ps->d_counts, d2h));
+    }
+    /* The next tile of this slot starts from empty buckets (a dense tile's row counts
+     * were written there too). */
+    if (s->fused) CUDA_CHECK(ctx, cudaMemsetAsync(st->counts, 0, (size_t)(2 * s->tile + 2) * 4, s->stream));
+    CUDA_CHECK(ctx, cudaEventRecord(slot_free, s->stream));
+    CUDA_CHECK(ctx, cudaEventRecord(s->sel_done, s->stream));
+    return OC_OK;
+}
+
+oc_status oc_cuda_select_finish(oc_cuda_select *s, cudaStream_t d2h)
+{
+    oc_context *ctx = s->ctx;
+    if (s->fused)
+        snprintf(s->job->stats->select_desc, sizeof s->job->stats->select_desc,
+                 "device, %lld of %lld tiles fused in the Gram kernel", (long long)s->fused_tiles, (long long)s->tiles);
+    if (oc_select_get_mode(s->sel) == OC_SELECT_PAIRS) {
+        /* The slots' last tiles, oldest first. */
+        for (;;) {
+            pair_slot *next = NULL;
+            for (int i = 0; i < s->nslots; ++i)
+                if (s->pairs[i].pending && (!next || s->pairs[i].seq < next->seq)) next = &s->pairs[i];
+            if (!next) return OC_OK;
+            OC_CHECK(consume_pairs(s, next, d2h));
+        }
+    }
     if (!s->d_lists) return OC_OK;
-    CUDA_CHECK(ctx, cudaStreamSynchronize(compute));
+    CUDA_CHECK(ctx, cudaStreamSynchronize(s->stream));
     size_t bytes = (size_t)(s->job->n * oc_select_kept(s->sel) * 8);
     CUDA_CHECK(ctx, cudaMemcpy(oc_select_topk_keys(s->sel), s->d_lists, bytes, cudaMemcpyDeviceToHost));
+    uint32_t over = 0;
+    CUDA_CHECK(ctx, cudaMemcpy(&over, s->d_overflows, 4, cudaMemcpyDeviceToHost));
+    s->overflowed += over;
     s->job->stats->bytes_d2h += (int64_t)bytes;
     return OC_OK;
 }
@@ -217,6 +439,15 @@ oc_status oc_cuda_select_finish(oc_cuda_select *s, cudaStream_t compute, cudaStr
 void oc_cuda_select_close(oc_cuda_select *s)
 {
     if (!s) return;
-    if (s->counts_ready) (void)cudaEventDestroy(s->counts_ready);
+    for (int i = 0; s->pairs && i < s->nslots; ++i)
+        if (s->pairs[i].counts_ready) (void)cudaEventDestroy(s->pairs[i].counts_ready);
+    free(s->pairs);
+    for (int i = 0; s->gram_done && i < s->nslots; ++i)
+        if (s->gram_done[i]) (void)cudaEventDestroy(s->gram_done[i]);
+    if (s->sel_done) (void)cudaEventDestroy(s->sel_done);
+    if (s->stream) (void)cudaStreamDestroy(s->stream);
+    free(s->gram_done);
+    free(s->slots);
+    free(s->seeded);
     free(s);
 }

@@ -1,20 +1,32 @@
 /*
  * select_cuda.h - top-k and threshold selection in the CUDA pipeline (gram_cuda.c calls
- * these; the device work is gram_select.cu).
+ * these; the device work is gram_select.cu and, for fused tiles, the Gram kernel's epilogue).
  *
- *   top-k, k <= OC_CUDA_SELECT_MAX_K: the n x kept key lists live on the device; after each
- *     tile the selection kernels update them on the compute stream; one D2H at the end.
+ *   top-k, k <= OC_CUDA_SELECT_MAX_K: the n x kept key lists and their floors live on the
+ *     device; every tile's selection updates them on the selection's own stream; one D2H at
+ *     the end.
  *   top-k, larger k: each tile is copied to pinned memory in row slices and selected on the
  *     host (stats say "host"): correct, but the tile crosses PCIe.
- *   threshold: after each tile the device counts, offsets and writes the passing pairs in
- *     (row, col) order into a pair buffer carved from the output slot; the row counts come
- *     back at once, the pairs when the next tile is selected (one tile of lag, so the copy
- *     overlaps the next kernel), and go to the host selection (oc_select_add_pairs) and from
- *     there, in row order, to the writer or callback on this (the caller's) thread.
+ *   threshold: after each tile the device writes the passing pairs in (row, col) order into
+ *     a pair buffer; the row counts come back at once, the pairs when the next tile is
+ *     selected (one tile of lag, so the copy overlaps the next kernel), and go to the host
+ *     selection (oc_select_add_pairs) and from there, in row order, to the writer or
+ *     callback on this (the caller's) thread.
  *
- * Device memory: the lists are fixed bytes of the plan (oc_cuda_select_fixed_bytes); the
- * pair buffer, its row counts and offsets take oc_cuda_select_extra_elem_bytes more per
- * element of the output slot, which the plan budgets by planning with a larger element.
+ * Fused tiles (b1 kernel, device selection): the Gram kernel does not write the tile; its
+ * epilogue compares each element with the row's floor (top-k) or the threshold and appends
+ * the few that pass to bounded per-row buckets in the tile's output slot (gram_tile.h), so
+ * the selection reads kilobytes instead of the tile. A bucket that overflows makes the
+ * pipeline run the tile again in dense mode and select it with the dense kernels. Top-k
+ * fuses a tile once the lists of both its panels were seeded by an earlier (dense) tile, so
+ * that the floors already prune; a threshold tile is fused unless recent tiles overflowed.
+ * With fusion the tiles alternate between two compute streams and the selection follows
+ * each tile on its own stream, in tile order.
+ *
+ * Device memory: the lists and floors are fixed bytes of the plan
+ * (oc_cuda_select_fixed_bytes); the pair buffer, its row counts and offsets take
+ * oc_cuda_select_extra_elem_bytes more per element of an output slot, the buckets
+ * oc_cuda_select_edge_bytes per tile row, which the plan budgets.
  */
 #ifndef OC_CUDA_SELECT_CUDA_H
 #define OC_CUDA_SELECT_CUDA_H
@@ -25,22 +37,44 @@
 
 typedef struct oc_cuda_select oc_cuda_select;
 
-/* Device bytes the selection needs besides the output slot (0 without selection). */
+/* Whether the job's tiles may be fused (selection on the device and the b1 kernel). */
+int oc_cuda_select_can_fuse(const oc_gram_job *job, int b1_kernel);
+/* Device bytes the selection needs besides the output slots (0 without selection). */
 int64_t oc_cuda_select_fixed_bytes(const oc_gram_job *job);
-/* Bytes the selection adds to each element of the (single) output slot. */
+/* Bytes the selection adds to each element of an output slot. */
 int64_t oc_cuda_select_extra_elem_bytes(const oc_gram_job *job);
+/* Bytes the selection adds to an output slot per tile row (the fused tiles' buckets). */
+int64_t oc_cuda_select_edge_bytes(const oc_gram_job *job, int b1_kernel);
 
-/* Sets up for tiles of edge `tile` whose output slot `out_slot` has tile * tile result
+/* Sets up for tiles of edge `tile` whose `nslots` output slots each have tile * tile result
  * elements followed by the extra bytes above. */
-oc_status oc_cuda_select_open(oc_context *ctx, oc_cuda_device *dev, oc_gram_job *job, int64_t tile, void *out_slot,
-                              oc_cuda_select **out);
-/* After the kernel of `t` (enqueued on `compute`): selects it. May wait for the previous
+oc_status oc_cuda_select_open(oc_context *ctx, oc_cuda_device *dev, oc_gram_job *job, int64_t tile, void *const *slots,
+                              int nslots, int b1_kernel, oc_cuda_select **out);
+/* Whether tiles are fused, and how many were / overflowed so far (threshold: overflows
+ * counted as their counts come back). */
+int oc_cuda_select_fuses(const oc_cuda_select *s);
+void oc_cuda_select_counts(const oc_cuda_select *s, int64_t *fused, int64_t *overflowed);
+/* Fused top-k of A·Aᵀ: the diagonal tiles, which seed each panel's lists from its own
+ * rows, should come first when the order is free (every panel resident), so that no later
+ * tile waits for the one before it. */
+int oc_cuda_select_seeds_first(const oc_cuda_select *s);
+/* Host seconds spent waiting for threshold pairs and handing them over (OUTCORE_TRACE). */
+void oc_cuda_select_host_seconds(const oc_cuda_select *s, double *wait, double *work);
+
+/* Before tile t = (I, J) in output slot `slot` is enqueued on `stream`: sets its global
+ * offsets and, when it is fused, its selection fields (tile->select != OC_TILE_DENSE); may
+ * make `stream` wait for the previous tile's selection (the floors it raises). */
+oc_status oc_cuda_select_tile_begin(oc_cuda_select *s, int64_t t, int slot, int64_t I, int64_t J, oc_gram_tile *tile,
+                                    cudaStream_t stream);
+/* After the kernels of `tile` (enqueued on `stream`): selects it on the selection stream and
+ * records `slot_free` there once the output slot may be reused. May wait for the previous
  * tile's pairs and deliver them. */
-oc_status oc_cuda_select_tile_done(oc_cuda_select *s, const oc_gram_tile *t, int64_t i0, int64_t j0,
-                                   cudaStream_t compute, cudaStream_t d2h);
+oc_status oc_cuda_select_tile_done(oc_cuda_select *s, const oc_gram_tile *tile, int slot, cudaStream_t stream,
+                                   cudaStream_t d2h, cudaEvent_t slot_free);
 /* After the last tile: the lists come back, the last pairs are delivered. */
-oc_status oc_cuda_select_finish(oc_cuda_select *s, cudaStream_t compute, cudaStream_t d2h);
-/* Frees host state; device and pinned buffers go with the pool. NULL is a no-op. */
+oc_status oc_cuda_select_finish(oc_cuda_select *s, cudaStream_t d2h);
+/* Frees host state and the selection stream; device and pinned buffers go with the pool.
+ * NULL is a no-op. */
 void oc_cuda_select_close(oc_cuda_select *s);
 
 #endif

@@ -18,6 +18,9 @@ typedef struct oc_backend_vtbl {
     oc_status (*gram)(oc_gram_job *job);
     /* Frees what the backend keeps between jobs (pinned staging); NULL when nothing. */
     void (*release_cached)(void);
+    /* Nonzero when the backend counts the rows' popcounts itself (the GPU, from the panels
+     * it uploads): oc_gram then leaves job.pop_a and pop_b NULL. */
+    int own_popcounts;
 } oc_backend_vtbl;
 
 extern const oc_backend_vtbl oc_backend_cpu;

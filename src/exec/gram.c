@@ -268,15 +268,20 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
         return oc_fail(ctx, OC_ERR_UNSUPPORTED, "output kind %d is not supported by this version", (int)out->kind);
     }
 
-    pops = malloc((size_t)(n + (symmetric ? 0 : p)) * sizeof *pops);
-    if (!pops) {
-        st = oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate row popcounts for %lld rows", (long long)(n + p));
-        goto cleanup;
+    /* Counts need no row popcounts, and a backend that counts them itself (the GPU, from
+     * the panels it uploads) needs none from here: either way the pass over A (and B) before
+     * the first tile is spared. */
+    if (opts->metric != OC_METRIC_COUNTS && !backend->own_popcounts) {
+        pops = malloc((size_t)(n + (symmetric ? 0 : p)) * sizeof *pops);
+        if (!pops) {
+            st = oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate row popcounts for %lld rows", (long long)(n + p));
+            goto cleanup;
+        }
+        OC_CHECK_GOTO(oc_matrix_row_popcounts(ctx, a, opts->threads, pops));
+        if (!symmetric) OC_CHECK_GOTO(oc_matrix_row_popcounts(ctx, b, opts->threads, pops + n));
+        job.pop_a = pops;
+        job.pop_b = symmetric ? pops : pops + n;
     }
-    OC_CHECK_GOTO(oc_matrix_row_popcounts(ctx, a, opts->threads, pops));
-    if (!symmetric) OC_CHECK_GOTO(oc_matrix_row_popcounts(ctx, b, opts->threads, pops + n));
-    job.pop_a = pops;
-    job.pop_b = symmetric ? pops : pops + n;
 
     st_out->bit_macs_effective = (double)n * (double)p * (double)m;
     if (backend->release_cached) ctx->release_cached = backend->release_cached;

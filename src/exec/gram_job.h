@@ -23,8 +23,9 @@ typedef struct oc_gram_job {
     int64_t n, p, m;          /* C is n x p; m columns */
     oc_metric metric;
     oc_dtype dtype;           /* resolved: INT32, UINT16 or FLOAT32 */
-    const int64_t *pop_a;     /* row popcounts of a, n of them */
-    const int64_t *pop_b;     /* of b, p of them (== pop_a when symmetric) */
+    const int64_t *pop_a;     /* row popcounts of a, n of them; NULL for counts (unused) and
+                               * for a backend that counts them itself (own_popcounts) */
+    const int64_t *pop_b;     /* of b, p of them (== pop_a when symmetric); NULL likewise */
     const oc_gram_options *opts;
     oc_dense_sink *dense;     /* dense destination, or NULL when the result is discarded */
     struct oc_select *select; /* top-k or threshold destination (select.h), else NULL */

@@ -157,7 +157,7 @@ static int plan_for_tile(const oc_tile_plan_input *in, int64_t T, int mirror, oc
     pl->panels_b = in->symmetric ? pl->panels_a : ceil_div(in->p, T);
     pl->panel_bytes = T * in->row_bytes;
     pl->mirror_output = mirror;
-    pl->out_bytes = T * T * in->elem_size * (mirror ? 2 : 1);
+    pl->out_bytes = T * T * in->elem_size * (mirror ? 2 : 1) + T * in->out_edge_bytes;
     /* Two output slots let the kernel fill one while the other drains to the host, or two
      * overlapping kernels write each their own. */
     pl->out_slots = in->keep_output || in->overlap_tiles ? 2 : 1;
@@ -271,7 +271,7 @@ oc_status oc_tile_plan_make(oc_context *ctx, const oc_tile_plan_input *in, oc_ti
 
     int64_t T = in->tile > 0 ? first : g;
     int64_t total_panels = in->symmetric ? ceil_div(in->n, T) : ceil_div(in->n, T) + ceil_div(in->p, T);
-    int64_t out_bytes = T * T * in->elem_size;
+    int64_t out_bytes = T * T * in->elem_size + T * in->out_edge_bytes;
     int64_t need = in->fixed_bytes + (in->keep_output ? 2 : 1) * out_bytes +
                    (total_panels == 1 ? 1 : 2) * T * in->row_bytes;
     /* A budget the caller chose is a bad argument when nothing fits it; a budget taken from

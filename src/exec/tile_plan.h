@@ -25,6 +25,8 @@ typedef struct oc_tile_plan_input {
     int64_t budget;          /* device bytes available to the plan */
     int budget_given;        /* the caller set the budget (--gpu-mem SIZE): too small is its error */
     int64_t fixed_bytes;     /* device bytes the job needs besides panels and output slots */
+    int64_t out_edge_bytes;  /* bytes each output slot holds per row of its tile besides the tile
+                              * (per-row state of a selection that runs in the kernel) */
     int64_t tile;            /* forced tile edge (0 = choose); rounded up to granularity */
     int64_t granularity;     /* tile edges are multiples of this (the kernel's CTA tile) */
     /* The kernel, for the kernel time of each plan (cta_rows == 0: transfers alone rank the
@@ -43,7 +45,8 @@ typedef struct oc_tile_plan {
     int panel_slots;         /* device panel buffers */
     int out_slots;           /* device output tile buffers */
     int64_t panel_bytes;     /* one slot: T rows */
-    int64_t out_bytes;       /* one output slot: T x T elements, twice that with mirror_output */
+    int64_t out_bytes;       /* one output slot: T x T elements, twice that with mirror_output,
+                              * and T * out_edge_bytes */
     int mirror_output;       /* the output slots hold mirrors (asked for, and it fit the budget) */
     int64_t device_bytes;    /* everything the plan allocates, fixed_bytes included */
     int group;               /* A panels kept resident together while B panels stream */

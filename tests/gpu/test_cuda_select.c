@@ -10,6 +10,7 @@
  * without a usable GPU. OUTCORE_TEST_QUICK=1 (sanitizers) runs a reduced grid.
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -89,6 +90,8 @@ static void compare_case(oc_context *ctx, const oc_matrix *a, const oc_matrix *b
     const int64_t ks[] = {1, 10, 128, 200, p + 2};
     const run_cfg gpus[] = {{OC_BACKEND_CUDA, 256, 0}, {OC_BACKEND_CUDA, 0, 0}, {OC_BACKEND_CUDA, 256, 24 << 20}};
     const run_cfg cpu = {OC_BACKEND_CPU, 0, 0};
+    const char *kernel = getenv("OUTCORE_CUDA_KERNEL");
+    const int b1 = kernel && strcmp(kernel, "b1") == 0;
     for (size_t o = 0; o < sizeof outs / sizeof *outs; ++o) {
         if (quick && o % 2) continue;
         size_t elem = oc_dtype_size(outs[o].dtype);
@@ -108,7 +111,15 @@ static void compare_case(oc_context *ctx, const oc_matrix *a, const oc_matrix *b
                           oc_metric_name(outs[o].metric), oc_dtype_name(outs[o].dtype), (long long)k,
                           (long long)gpus[g].tile, (long long)gpus[g].gpu_mem, st.select_desc);
                 if (k > 128 && k < p) CHECK(strstr(st.select_desc, "host") != NULL);
-                if (k <= 128) CHECK(strcmp(st.select_desc, "device") == 0);
+                if (k <= 128) CHECK(strncmp(st.select_desc, "device", 6) == 0);
+                /* With the b1 kernel and several tiles, tiles after the first of each panel
+                 * are fused into the kernel's epilogue. */
+                long long fused = 0, tiles = 0;
+                if (k <= 128 && b1 && gpus[g].tile == 256 && n > 256)
+                    CHECK_MSG(sscanf(st.select_desc, "device, %lld of %lld tiles fused", &fused, &tiles) == 2 && fused > 0 &&
+                                  fused < tiles,
+                              "%s top-%lld: expected some tiles fused and the first dense (%s)", label, (long long)k,
+                              st.select_desc);
             }
             free(ci), free(gi), free(cs), free(gs);
         }
@@ -154,20 +165,26 @@ int main(void)
     oc_context *ctx = NULL;
     if (oc_context_create(&ctx) != OC_OK) return 1;
     uint64_t seed = 0xC0FFEE;
-    const char *kernels[] = {"b1", "popc"};
-    for (int kern = 0; kern < (quick ? 1 : 2); ++kern) {
+    /* b1 with the default buckets (fused tiles rarely overflow), with buckets of one and
+     * three entries (most fused tiles overflow and are selected by the dense pass: both
+     * paths, and tiles of either kind in one job), and popc (nothing fused). */
+    const char *kernels[] = {"b1", "b1", "b1", "popc"}, *buckets[] = {NULL, "1", "3", NULL};
+    for (int kern = 0; kern < (quick ? 2 : 4); ++kern) {
         setenv("OUTCORE_CUDA_KERNEL", kernels[kern], 1);
+        if (buckets[kern]) setenv("OUTCORE_CUDA_SELECT_BUCKET", buckets[kern], 1);
+        else unsetenv("OUTCORE_CUDA_SELECT_BUCKET");
         /* A·Aᵀ over 3 tiles of 256 (the last partial), and A·Bᵀ of unequal sizes. */
         oc_matrix *a = random_matrix(ctx, 700, 40, 120, &seed), *b = random_matrix(ctx, 530, 40, 150, &seed);
         oc_matrix *s = random_matrix(ctx, 37, 1100, 80, &seed);
         CHECK(a && b && s);
         if (a && b && s) {
             char label[64];
-            snprintf(label, sizeof label, "%s A·Aᵀ 700", kernels[kern]);
+            const char *bk = buckets[kern] ? buckets[kern] : "default";
+            snprintf(label, sizeof label, "%s (buckets %s) A·Aᵀ 700", kernels[kern], bk);
             compare_case(ctx, a, NULL, 700, 700, quick, label);
-            snprintf(label, sizeof label, "%s A·Bᵀ 700x530", kernels[kern]);
+            snprintf(label, sizeof label, "%s (buckets %s) A·Bᵀ 700x530", kernels[kern], bk);
             compare_case(ctx, a, b, 700, 530, quick, label);
-            snprintf(label, sizeof label, "%s small, long rows", kernels[kern]);
+            snprintf(label, sizeof label, "%s (buckets %s) small, long rows", kernels[kern], bk);
             compare_case(ctx, s, NULL, 37, 37, quick, label);
         }
         oc_matrix_free(a);
@@ -175,6 +192,7 @@ int main(void)
         oc_matrix_free(s);
     }
     unsetenv("OUTCORE_CUDA_KERNEL");
+    unsetenv("OUTCORE_CUDA_SELECT_BUCKET");
     oc_context_free(ctx);
     return oc_test_finish();
 }
