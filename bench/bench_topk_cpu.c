@@ -6,8 +6,10 @@
  * (OC_OUTPUT_DISCARD: every tile and its epilogue computed, nothing stored: the kernel's
  * rate), then top-10 of counts and of jaccard into caller arrays, then a selective jaccard
  * threshold through a counting callback. Each figure is the median of --runs runs after a
- * warm-up. Jaccard runs also compare with jaccard discarded (the epilogue's own cost: a
- * double division per pair, which the counts rate does not pay). Prints one table: case,
+ * warm-up; the modes take turns run by run, so that load from elsewhere on a shared
+ * machine falls on all of them alike instead of on whichever ran then. Jaccard runs also
+ * compare with jaccard discarded (the epilogue's own cost: a double division per pair,
+ * which the counts rate does not pay). Prints one table: case,
  * mode, seconds, effective rate (n·n·m / time), ratio to counts, ratio to the same metric
  * discarded. Target (issue 4): top-k at >= 0.8 of counts.
  *
@@ -38,20 +40,52 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* Median seconds of `runs` runs (after one warm-up); -1 on failure. */
-static double time_runs(oc_context *ctx, const oc_matrix *a, const oc_gram_options *o, const oc_output *out, int runs)
+#define MODES 5
+
+/* The job of each mode: 0 counts discarded, 1 top-k counts, 2 top-k jaccard, 3 jaccard
+ * threshold, 4 jaccard discarded. */
+static void mode_job(int mode, int threads, int64_t k, int64_t *idx, float *scores, int64_t *pairs, oc_gram_options *o,
+                     oc_output *out)
 {
-    double t[32];
-    for (int r = -1; r < runs; ++r) {
-        oc_gram_stats s = {.struct_size = sizeof s};
-        if (oc_gram(ctx, a, NULL, o, out, &s) != OC_OK) {
-            fprintf(stderr, "bench_topk_cpu: %s\n", oc_context_last_error(ctx));
-            return -1;
-        }
-        if (r >= 0) t[r] = s.seconds;
+    *o = (oc_gram_options)OC_GRAM_OPTIONS_INIT;
+    o->backend = OC_BACKEND_CPU, o->threads = threads;
+    *out = (oc_output)OC_OUTPUT_INIT;
+    if (mode == 1 || mode == 2) {
+        o->topk = k, o->metric = mode == 1 ? OC_METRIC_COUNTS : OC_METRIC_JACCARD;
+        out->kind = OC_OUTPUT_TOPK, out->indices = idx, out->scores = scores;
+    } else if (mode == 3) {
+        /* Random rows of density 0.5 have jaccard near 1/3: 0.36 keeps a few pairs. */
+        o->metric = OC_METRIC_JACCARD, o->use_threshold = 1, o->threshold = 0.36;
+        out->kind = OC_OUTPUT_PAIRS, out->pairs = count_pairs, out->pairs_user = pairs;
+    } else {
+        if (mode == 4) o->metric = OC_METRIC_JACCARD;
+        out->kind = OC_OUTPUT_DISCARD;
     }
-    qsort(t, (size_t)runs, sizeof *t, cmp_double);
-    return t[runs / 2];
+}
+
+/* Median seconds of each mode over `runs` rounds (after a warm-up round), the modes taking
+ * turns within a round; nonzero on failure. */
+static int time_modes(oc_context *ctx, const oc_matrix *a, int threads, int64_t k, int64_t *idx, float *scores,
+                      int64_t *pairs, int runs, double *median)
+{
+    double t[MODES][32];
+    for (int r = -1; r < runs; ++r)
+        for (int mode = 0; mode < MODES; ++mode) {
+            oc_gram_options o;
+            oc_output out;
+            mode_job(mode, threads, k, idx, scores, pairs, &o, &out);
+            oc_gram_stats s = {.struct_size = sizeof s};
+            if (oc_gram(ctx, a, NULL, &o, &out, &s) != OC_OK) {
+                fprintf(stderr, "bench_topk_cpu: %s\n", oc_context_last_error(ctx));
+                return 1;
+            }
+            if (r >= 0) t[mode][r] = s.seconds;
+        }
+    for (int mode = 0; mode < MODES; ++mode) {
+        qsort(t[mode], (size_t)runs, sizeof *t[mode], cmp_double);
+        median[mode] = t[mode][runs / 2];
+    }
+    return 0;
 }
 
 int main(int argc, char **argv)
@@ -91,44 +125,16 @@ int main(int argc, char **argv)
         free(bits);
         char name[32];
         snprintf(name, sizeof name, "n=%lld m=%lld", (long long)n, (long long)m);
-        double base = 0, base_jaccard = 0, results[5] = {0};
-        int64_t pair_count = 0;
+        double results[MODES] = {0};
         int64_t pairs = 0;
-        for (int mode = 0; mode < 5 && rc == 0; ++mode) {
-            oc_gram_options o = OC_GRAM_OPTIONS_INIT;
-            o.backend = OC_BACKEND_CPU, o.threads = threads;
-            oc_output out = OC_OUTPUT_INIT;
-            if (mode == 1 || mode == 2) {
-                o.topk = k, o.metric = mode == 1 ? OC_METRIC_COUNTS : OC_METRIC_JACCARD;
-                out.kind = OC_OUTPUT_TOPK, out.indices = idx, out.scores = scores;
-
-            } else if (mode == 3) {
-                /* Random rows of density 0.5 have jaccard near 1/3: 0.36 keeps a few pairs. */
-                o.metric = OC_METRIC_JACCARD, o.use_threshold = 1, o.threshold = 0.36;
-                out.kind = OC_OUTPUT_PAIRS, out.pairs = count_pairs, out.pairs_user = &pairs;
-
-            } else if (mode == 4) {
-                o.metric = OC_METRIC_JACCARD;
-                out.kind = OC_OUTPUT_DISCARD;
-
-            } else {
-                out.kind = OC_OUTPUT_DISCARD;
-            }
-            double t = time_runs(ctx, a, &o, &out, runs);
-            if (t < 0) {
-                rc = 1;
-                break;
-            }
-            if (mode == 0) base = t;
-            if (mode == 4) base_jaccard = t;
-            results[mode] = t;
-            if (mode == 3) pair_count = pairs / (runs + 1);
-        }
+        if (rc == 0) rc = time_modes(ctx, a, threads, k, idx, scores, &pairs, runs, results);
+        const double base = results[0], base_jaccard = results[4];
+        const int64_t pair_count = pairs / (runs + 1);
         /* Printed after the jaccard discard run, which the jaccard rows are compared with. */
         static const char *labels[] = {"counts (discard)", "top-10 counts", "top-10 jaccard", "jaccard >= 0.36",
                                        "jaccard (discard)"};
         static const int order[] = {0, 1, 4, 2, 3};
-        for (int q = 0; q < 5 && rc == 0; ++q) {
+        for (int q = 0; q < MODES && rc == 0; ++q) {
             int mode = order[q];
             double t = results[mode], rate = (double)n * (double)n * (double)m / t;
             printf("%-18s %-22s %9.4f %14.4g %9.3f", name, labels[mode], t, rate, base / t);
