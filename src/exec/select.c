@@ -140,18 +140,8 @@ oc_status oc_select_check(oc_context *ctx, oc_select *s)
     return st == OC_OK ? OC_OK : oc_fail(ctx, st, "%s", msg);
 }
 
-static int cmp_desc(const void *x, const void *y)
+static void insertion_sort_desc(uint64_t *a, int64_t n)
 {
-    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
-    return a < b ? 1 : (a > b ? -1 : 0);
-}
-
-static void sort_desc(uint64_t *a, int64_t n)
-{
-    if (n > SMALL_SORT) {
-        qsort(a, (size_t)n, sizeof *a, cmp_desc);
-        return;
-    }
     for (int64_t i = 1; i < n; ++i) {
         uint64_t v = a[i];
         int64_t j = i;
@@ -160,29 +150,57 @@ static void sort_desc(uint64_t *a, int64_t n)
     }
 }
 
+/* Hoare partition of a[lo..hi] (descending) around a median-of-three pivot: afterwards
+ * a[lo..*pj] >= pivot >= a[*pi..hi], and what lies between equals the pivot. */
+static void partition_desc(uint64_t *a, int64_t lo, int64_t hi, int64_t *pi, int64_t *pj)
+{
+    int64_t mid = lo + (hi - lo) / 2;
+    uint64_t x = a[lo], y = a[mid], z = a[hi];
+    uint64_t pivot = x > y ? (y > z ? y : (x > z ? z : x)) : (x > z ? x : (y > z ? z : y));
+    int64_t i = lo, j = hi;
+    while (i <= j) {
+        while (a[i] > pivot) i++;
+        while (a[j] < pivot) j--;
+        if (i <= j) {
+            uint64_t t = a[i];
+            a[i++] = a[j], a[j--] = t;
+        }
+    }
+    *pi = i, *pj = j;
+}
+
+/* Quicksort, descending; no comparison callback (qsort's costs more than the sort here). */
+static void sort_desc(uint64_t *a, int64_t n)
+{
+    int64_t lo = 0, hi = n - 1;
+    while (hi - lo > SMALL_SORT) {
+        int64_t i, j;
+        partition_desc(a, lo, hi, &i, &j);
+        /* Recursing into the smaller side keeps the depth below log2(n). */
+        if (j - lo < hi - i) {
+            sort_desc(a + lo, j - lo + 1);
+            lo = i;
+        } else {
+            sort_desc(a + i, hi - i + 1);
+            hi = j;
+        }
+    }
+    insertion_sort_desc(a + lo, hi - lo + 1);
+}
+
 /* Rearranges a[0..n) so that a[k-1] is the k-th largest, a[0..k-1) hold larger keys and
- * a[k..n) smaller ones (quickselect, median-of-three pivots; keys are distinct). */
+ * a[k..n) smaller ones (quickselect; keys are distinct). */
 static void select_desc(uint64_t *a, int64_t n, int64_t k)
 {
     int64_t lo = 0, hi = n - 1, want = k - 1;
     while (hi - lo > SMALL_SORT) {
-        int64_t mid = lo + (hi - lo) / 2;
-        uint64_t x = a[lo], y = a[mid], z = a[hi];
-        uint64_t pivot = x > y ? (y > z ? y : (x > z ? z : x)) : (x > z ? x : (y > z ? z : y));
-        int64_t i = lo, j = hi;
-        while (i <= j) {
-            while (a[i] > pivot) i++;
-            while (a[j] < pivot) j--;
-            if (i <= j) {
-                uint64_t t = a[i];
-                a[i++] = a[j], a[j--] = t;
-            }
-        }
+        int64_t i, j;
+        partition_desc(a, lo, hi, &i, &j);
         if (want <= j) hi = j;
         else if (want >= i) lo = i;
         else return;
     }
-    sort_desc(a + lo, hi - lo + 1);
+    insertion_sort_desc(a + lo, hi - lo + 1);
 }
 
 /* Keeps the best `kept` of buf[0..*count) (in no particular order) and returns the kept-th
@@ -199,14 +217,16 @@ static uint64_t trim(uint64_t *buf, int64_t *count, int64_t kept)
     return floor;
 }
 
-/* Whether a list takes its nc survivors one by one (select_simd.h: kept steps each, no
- * branch), which beats sorting them and merging two runs unless both are long. */
+/* Whether a list takes its nc survivors one by one (select_simd.h: a binary search and a
+ * move per key, or a few vector min/max), which beats sorting them and merging two runs
+ * unless both are long: the moves grow as nc x kept. */
 static inline int merge_by_insertion(const oc_select *s, int64_t nc) { return nc * s->kept <= INSERT_WORK; }
 
 /* Readies nc survivors (any order) for merge_locked: as they are when they go in one by
- * one, else the best `kept` of them sorted best first. Returns how many remain. (Comparing
- * them with the list's floor first would save nothing: the insertion starts with that
- * comparison, and the floor's cache line is the one other workers write.) */
+ * one, else the best `kept` of them, sorted best first unless those go in one by one.
+ * Returns how many remain. (Comparing them with the list's floor first would save nothing:
+ * the insertion starts with that comparison, and the floor's cache line is the one other
+ * workers write.) */
 static int64_t merge_prepare(const oc_select *s, uint64_t *cand, int64_t nc)
 {
     if (merge_by_insertion(s, nc)) return nc;
@@ -214,7 +234,7 @@ static int64_t merge_prepare(const oc_select *s, uint64_t *cand, int64_t nc)
         select_desc(cand, nc, s->kept);
         nc = s->kept;
     }
-    sort_desc(cand, nc);
+    if (!merge_by_insertion(s, nc)) sort_desc(cand, nc);
     return nc;
 }
 

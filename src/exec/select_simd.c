@@ -85,18 +85,24 @@ ALWAYS_INLINE void scan_ref_body(const oc_scan_tile *t, const int kind, const in
 
 static void scan_ref(const oc_scan_tile *t) { SCAN_DISPATCH(scan_ref_body, t); }
 
+/* Lists of more than INSERT_BRANCHFREE_MAX keys (and every list off AVX-512): the slot
+ * by binary search, then the smaller keys move down one; the formula of select_simd.h
+ * would touch every slot for every key. */
+#define INSERT_BRANCHFREE_MAX 16
+
 static void insert_ref(uint64_t *list, int64_t kept, const uint64_t *keys, int64_t n)
 {
     for (int64_t c = 0; c < n; ++c) {
         const uint64_t key = keys[c];
         if (key <= list[kept - 1]) continue; /* most survivors of later tiles: nothing changes */
-        uint64_t prev = list[0];
-        list[0] = prev > key ? prev : key;
-        for (int64_t j = 1; j < kept; ++j) {
-            const uint64_t cur = list[j], down = prev < key ? prev : key;
-            list[j] = cur > down ? cur : down;
-            prev = cur;
+        int64_t lo = 0, len = kept - 1; /* the slot is in [lo, lo + len]: list[kept - 1] < key */
+        while (len > 0) {
+            const int64_t half = len / 2;
+            if (list[lo + half] > key) lo += half + 1, len -= half + 1;
+            else len = half;
         }
+        memmove(list + lo + 1, list + lo, (size_t)(kept - 1 - lo) * sizeof *list);
+        list[lo] = key;
     }
 }
 
@@ -198,7 +204,7 @@ TARGET_AVX512 static void scan_avx512(const oc_scan_tile *t) { SCAN_DISPATCH(SCA
  * Lanes past `kept` hold whatever comes, are never stored and never reach a lane below. */
 TARGET_AVX512 static void insert_avx512(uint64_t *list, int64_t kept, const uint64_t *keys, int64_t n)
 {
-    if (kept > 16) {
+    if (kept > INSERT_BRANCHFREE_MAX) {
         insert_ref(list, kept, keys, n);
         return;
     }

@@ -27,7 +27,8 @@
  *     list'[0] = max(list[0], x),  list'[j] = max(list[j], min(list[j - 1], x)),
  *
  * which leaves the list as it was when x does not beat its last key: no branch, and on
- * AVX-512 two min/max per 8 keys.
+ * AVX-512 two min/max per 8 keys, for lists of up to 16 keys. Longer lists (and all lists
+ * off AVX-512) find the slot by binary search and move the smaller keys down one.
  *
  * The path follows the CPU kernels' (oc_cpu_isa(): cpuid, the OS's saved state, and
  * OUTCORE_CPU_ISA), so forcing a kernel path forces the matching vector code too. The
