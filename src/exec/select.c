@@ -7,9 +7,9 @@
  * against the floors it read when the tile started (a stale floor is only lower, so it lets
  * more candidates through, never fewer), collects the survivors per row in its own buffer,
  * trims that buffer to the best `kept` whenever it fills (raising its local floor), and
- * when the tile is done merges the survivors of all its rows, then of all its columns
- * (A·Aᵀ), each batch under one mutex: rows of one row block share a lock stripe, so a tile
- * takes two locks, not one per row. After a row's first tiles its floor is high and almost
+ * merges the survivors of a batch of rows, and of all its columns (A·Aᵀ) when the tile is
+ * done, each batch under one mutex: rows of one row block share a lock stripe, so a tile
+ * takes a few locks, not one per row. After a row's first tiles its floor is high and almost
  * every element costs one comparison, which is what keeps selection at the speed of the
  * kernel.
  *
@@ -44,19 +44,20 @@
 #define SMALL_SORT 24
 #define INSERT_WORK 1024                /* survivors x kept up to which a list takes them one by one */
 #define SEED_RANK_MAX 32                /* group maxima up to which seeding ranks them directly */
+#define ROW_BATCH 64                    /* tile rows pre-tested and merged together */
 
 typedef struct sel_worker {
     /* top-k */
-    uint64_t *rowbuf;       /* rowcap survivors per tile row */
+    uint64_t *rowbuf;       /* rowcap survivors per tile row of a batch (ROW_BATCH rows) */
     int64_t *rowcount;
     uint64_t *colbuf;       /* A·Aᵀ: colcap survivors per tile column (the mirrored rows) */
     int64_t *colcount;
     uint64_t *colfloor;
     uint32_t *colmin;       /* the pre-test's bounds (select_simd.h): per tile column */
     uint32_t *scorekeys;    /* score keys of a row being seeded */
-    uint64_t *rowfloor;     /* the tile rows' floors, as the pre-test saw them */
+    uint64_t *rowfloor;     /* a batch's row floors, as the pre-test saw them */
     uint32_t *rowmin;       /* and its bounds for them */
-    uint64_t *words;        /* the pre-test's bits, OC_SCAN_WORDS(tile) words per tile row */
+    uint64_t *words;        /* the pre-test's bits, OC_SCAN_WORDS(tile) words per batch row */
     uint64_t *merge;        /* kept keys: a merged list before it is copied back */
     uint32_t *seedmax;      /* seeding: one list's group maxima (see "Seeding" below) */
     uint64_t *seedkeys;     /* the same as distinct keys, when there are many */
@@ -204,8 +205,7 @@ static void select_desc(uint64_t *a, int64_t n, int64_t k)
 }
 
 /* Keeps the best `kept` of buf[0..*count) (in no particular order) and returns the kept-th
- * key, the floor the buffer's row now imposes (0 when fewer remain). Linear time: the first
- * tile of a row, whose floor is still 0, trims often. */
+ * key, the floor the buffer's row now imposes (0 when fewer remain). Linear time. */
 static uint64_t trim(uint64_t *buf, int64_t *count, int64_t kept)
 {
     if (*count < kept) return 0;
@@ -408,9 +408,11 @@ static inline uint64_t row_word(const sel_worker *w, int64_t r, int64_t wpr, int
     return wd == c0 / OC_SCAN_WORD ? m & (~0ull << (c0 % OC_SCAN_WORD)) : m;
 }
 
-/* One instance per key kind, so that the key computation has no switch. The row floors and
- * column floors (both possibly seeded) go to the pre-test of the whole tile; the set bits
- * then get the exact test, row by row, and each row's survivors are merged at once. */
+/* One instance per key kind, so that the key computation has no switch. Column floors
+ * (seeded where a list is not full) are read once per tile; then per batch of ROW_BATCH
+ * tile rows: their floors (seeded likewise), the pre-test, the exact test of the set bits,
+ * and the merge of the batch's rows under one lock. The columns' survivors are merged when
+ * the tile is done. Batches bound the worker's buffers whatever the tile edge. */
 #define DEFINE_TOPK_TILE(NAME, KIND, T, SCORE)                                                             \
     static void NAME(oc_select *s, sel_worker *w, int64_t i0, int64_t j0, int64_t rows, int64_t cols,     \
                      const T *tile, int64_t ld)                                                            \
@@ -438,39 +440,43 @@ static inline uint64_t row_word(const sel_worker *w, int64_t r, int64_t wpr, int
                 w->colfloor[c] = max_u64(w->colfloor[c], seed_floor(w->seedmax, g, kept, w->seedkeys));    \
             }                                                                                              \
         }                                                                                                  \
-        for (int64_t r = 0; r < rows; ++r) {                                                               \
-            const int64_t c0 = first_column(s, i0 + r, j0, cols);                                          \
-            uint64_t rf = atomic_load_explicit(&s->floors[i0 + r], memory_order_relaxed);                  \
-            if (rf == 0 && cols - c0 >= kept) {                                                            \
-                const T *restrict v = tile + r * ld;                                                       \
-                for (int64_t c = c0; c < cols; ++c) w->scorekeys[c] = SCORE(v[c]);                         \
-                rf = row_seed(w, w->scorekeys, c0, cols, kept);                                            \
-            }                                                                                              \
-            w->rowfloor[r] = rf;                                                                           \
-            w->rowmin[r] = scan_bound(rf, jlow0);                                                          \
-        }                                                                                                  \
+        /* Bounds for the tile's first row hold for every later one (select_simd.h). */                    \
         if (mirror)                                                                                        \
             for (int64_t c = 0; c < cols; ++c) w->colmin[c] = scan_bound(w->colfloor[c], 0xFFFFFFFFu - (uint32_t)i0); \
-        const oc_scan_tile st = {.kind = KIND, .values = tile, .ld = ld, .rows = rows, .cols = cols,      \
-                                 .row_min = w->rowmin, .col_min = w->colmin, .mirror = mirror,             \
-                                 .words = w->words};                                                       \
-        s->simd.scan(&st);                                                                                 \
         const topk_scratch x = {.kept = kept, .rowcap = s->rowcap, .colcap = s->colcap, .colbuf = w->colbuf, \
                                 .colfloor = w->colfloor, .colcount = w->colcount};                         \
-        for (int64_t r = 0; r < rows; ++r) {                                                               \
-            const T *restrict v = tile + r * ld;                                                           \
-            const int64_t c0 = first_column(s, i0 + r, j0, cols);                                          \
-            const uint32_t ilow = 0xFFFFFFFFu - (uint32_t)(i0 + r);                                        \
-            uint64_t rf = w->rowfloor[r], *rb = w->rowbuf + r * s->rowcap;                                 \
-            int64_t nr = 0;                                                                                \
-            for (int64_t wd = c0 / OC_SCAN_WORD; wd < wpr; ++wd)                                           \
-                for (uint64_t m = row_word(w, r, wpr, wd, c0); m; m &= m - 1) {                            \
-                    const int64_t c = wd * OC_SCAN_WORD + __builtin_ctzll(m);                              \
-                    topk_consider(&x, SCORE(v[c]), c, jlow0, ilow, rb, &rf, &nr, mirror);                  \
+        for (int64_t r0 = 0; r0 < rows; r0 += ROW_BATCH) {                                                 \
+            const int64_t nb = rows - r0 < ROW_BATCH ? rows - r0 : ROW_BATCH;                              \
+            for (int64_t b = 0; b < nb; ++b) {                                                             \
+                const int64_t c0 = first_column(s, i0 + r0 + b, j0, cols);                                 \
+                uint64_t rf = atomic_load_explicit(&s->floors[i0 + r0 + b], memory_order_relaxed);         \
+                if (rf == 0 && cols - c0 >= kept) {                                                        \
+                    const T *restrict v = tile + (r0 + b) * ld;                                            \
+                    for (int64_t c = c0; c < cols; ++c) w->scorekeys[c] = SCORE(v[c]);                     \
+                    rf = row_seed(w, w->scorekeys, c0, cols, kept);                                        \
                 }                                                                                          \
-            w->rowcount[r] = nr;                                                                           \
+                w->rowfloor[b] = rf;                                                                       \
+                w->rowmin[b] = scan_bound(rf, jlow0);                                                      \
+            }                                                                                              \
+            const oc_scan_tile st = {.kind = KIND, .values = tile + r0 * ld, .ld = ld, .rows = nb,         \
+                                     .cols = cols, .row_min = w->rowmin, .col_min = w->colmin,             \
+                                     .mirror = mirror, .words = w->words};                                 \
+            s->simd.scan(&st);                                                                             \
+            for (int64_t b = 0; b < nb; ++b) {                                                             \
+                const T *restrict v = tile + (r0 + b) * ld;                                                \
+                const int64_t c0 = first_column(s, i0 + r0 + b, j0, cols);                                 \
+                const uint32_t ilow = 0xFFFFFFFFu - (uint32_t)(i0 + r0 + b);                               \
+                uint64_t rf = w->rowfloor[b], *rb = w->rowbuf + b * s->rowcap;                             \
+                int64_t nr = 0;                                                                            \
+                for (int64_t wd = c0 / OC_SCAN_WORD; wd < wpr; ++wd)                                       \
+                    for (uint64_t m = row_word(w, b, wpr, wd, c0); m; m &= m - 1) {                        \
+                        const int64_t c = wd * OC_SCAN_WORD + __builtin_ctzll(m);                          \
+                        topk_consider(&x, SCORE(v[c]), c, jlow0, ilow, rb, &rf, &nr, mirror);              \
+                    }                                                                                      \
+                w->rowcount[b] = nr;                                                                       \
+            }                                                                                              \
+            merge_lists(s, w, i0 + r0, nb, w->rowbuf, s->rowcap, w->rowcount);                             \
         }                                                                                                  \
-        merge_lists(s, w, i0, rows, w->rowbuf, s->rowcap, w->rowcount);                                    \
         if (mirror) merge_lists(s, w, j0, cols, w->colbuf, s->colcap, w->colcount);                        \
     }
 
@@ -608,8 +614,9 @@ oc_status oc_select_begin(oc_context *ctx, oc_select *s, int64_t tile, int worke
         s->simd = oc_select_simd_choose();
         for (int i = 0; i < workers; ++i) {
             sel_worker *w = &s->workers[i];
-            w->rowbuf = malloc((size_t)(tile * s->rowcap) * sizeof *w->rowbuf);
-            w->rowcount = malloc((size_t)tile * sizeof *w->rowcount);
+            const int64_t batch = tile < ROW_BATCH ? tile : ROW_BATCH;
+            w->rowbuf = malloc((size_t)(batch * s->rowcap) * sizeof *w->rowbuf);
+            w->rowcount = malloc((size_t)batch * sizeof *w->rowcount);
             w->merge = malloc((size_t)(s->kept ? s->kept : 1) * sizeof *w->merge);
             if (s->cfg.symmetric) w->colbuf = malloc((size_t)(tile * s->colcap) * sizeof *w->colbuf);
             w->colcount = malloc((size_t)tile * sizeof *w->colcount);
@@ -618,9 +625,9 @@ oc_status oc_select_begin(oc_context *ctx, oc_select *s, int64_t tile, int worke
              * zero the padding so that it is defined, though its bits are dropped. */
             w->colmin = calloc((size_t)padded, sizeof *w->colmin);
             w->scorekeys = malloc((size_t)tile * sizeof *w->scorekeys);
-            w->rowfloor = malloc((size_t)tile * sizeof *w->rowfloor);
-            w->rowmin = malloc((size_t)tile * sizeof *w->rowmin);
-            w->words = malloc((size_t)(tile * OC_SCAN_WORDS(tile)) * sizeof *w->words);
+            w->rowfloor = malloc((size_t)batch * sizeof *w->rowfloor);
+            w->rowmin = malloc((size_t)batch * sizeof *w->rowmin);
+            w->words = malloc((size_t)(batch * OC_SCAN_WORDS(tile)) * sizeof *w->words);
             const int64_t groups = SEED_GROUPS(s->kept, tile);
             w->seedmax = malloc((size_t)(groups ? groups : 1) * sizeof *w->seedmax);
             w->seedkeys = malloc((size_t)(groups ? groups : 1) * sizeof *w->seedkeys);
