@@ -6,7 +6,10 @@
  * cosine float32), symmetric (A·Aᵀ) and not (A·Bᵀ), under several thread counts and forced
  * tile edges. Each result is compared bit for bit (memcmp) with a reference the test computes
  * from the 0/1 bytes it built the matrices from. A path the CPU lacks is reported as skipped.
- * A second, smaller check holds every micro-kernel to the contract of kernel.h directly.
+ * A second, smaller check holds every micro-kernel to the contract of kernel.h directly, and
+ * a third every tile epilogue: empty rows, empty unions, identical rows, popcounts at both
+ * sides of the float path's bound and up to 2^32 - 1, every tail width, and every jaccard
+ * and cosine quotient of popcounts below 2048.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -247,6 +250,87 @@ done:
     free(b);
 }
 
+static const char *const epilogue_names[] = {"counts uint16", "hamming int32", "hamming uint16", "jaccard",
+                                              "cosine"};
+
+/* One epilogue call against the reference: the same bytes in the block, and nothing written
+ * around it (both buffers start with the same filler, which the reference leaves alone). */
+static void check_epilogue(const oc_cpu_kernel *k, oc_epilogue_kind kind, const uint32_t *c, int64_t ldc,
+                           const int64_t *pa, const int64_t *pb, int64_t rows, int64_t cols, int64_t pop_max,
+                           const char *what)
+{
+    const int64_t ldo = cols + 5;
+    const size_t bytes = (size_t)(rows * ldo) * 4;
+    unsigned char *want = malloc(bytes), *got = malloc(bytes);
+    CHECK(want && got);
+    if (want && got) {
+        memset(want, 0xA5, bytes);
+        memset(got, 0xA5, bytes);
+        oc_epilogue_ref(kind, c, ldc, pa, pb, rows, cols, pop_max, want, ldo);
+        k->epilogue(kind, c, ldc, pa, pb, rows, cols, pop_max, got, ldo);
+        CHECK_MSG(memcmp(want, got, bytes) == 0, "epilogue %s %s: %s, %lld x %lld, pop_max %lld differs from the reference",
+                  k->name, epilogue_names[kind], what, (long long)rows, (long long)cols, (long long)pop_max);
+    }
+    free(want);
+    free(got);
+}
+
+static uint64_t rand_upto(uint64_t *seed, int64_t max) { return oc_test_rand(seed) % ((uint64_t)max + 1); }
+
+/* Every tile epilogue against the reference epilogue. */
+static void check_epilogue_contract(const oc_cpu_kernel *k)
+{
+    enum { ROWS = 6, MAX_COLS = 1100, GRID = 2048 };
+    const int64_t float_max = (int64_t)1 << 23; /* the float path's bound (epilogue_blocks.h) */
+    const int64_t pop_maxes[] = {1000, 65535, float_max, float_max + 1, UINT32_MAX};
+    static const int64_t widths[] = {1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 33, 511, 512, 513, 1030, MAX_COLS};
+    uint32_t *c = malloc((size_t)GRID * GRID * sizeof *c);
+    int64_t *pa = malloc(GRID * sizeof *pa), *pb = malloc(GRID * sizeof *pb);
+    CHECK(c && pa && pb);
+    if (!c || !pa || !pb) goto done;
+    uint64_t seed = 777;
+
+    /* Random blocks with the special cases planted: row 0 and every 7th column empty (an
+     * empty union where both are), rows and columns at pop_max, identical rows (c = |a| = |b|)
+     * and subsets (c = min). */
+    for (size_t q = 0; q < sizeof pop_maxes / sizeof pop_maxes[0]; ++q) {
+        const int64_t pm = pop_maxes[q], ldc = MAX_COLS + 3;
+        for (int64_t r = 0; r < ROWS; ++r) pa[r] = r == 0 ? 0 : r == 1 ? pm : (int64_t)rand_upto(&seed, pm);
+        for (int64_t j = 0; j < MAX_COLS; ++j) {
+            pb[j] = j % 7 == 0 ? 0 : j % 7 == 1 ? pm : j % 7 == 2 ? pa[j % ROWS] : (int64_t)rand_upto(&seed, pm);
+            for (int64_t r = 0; r < ROWS; ++r) {
+                int64_t low = pa[r] < pb[j] ? pa[r] : pb[j];
+                c[r * ldc + j] = (uint32_t)(j % 7 == 2 || j % 7 == 3 ? low : (int64_t)rand_upto(&seed, low));
+            }
+        }
+        for (int kind = OC_EPILOGUE_COUNTS_U16; kind <= OC_EPILOGUE_COSINE; ++kind)
+            for (size_t w = 0; w < sizeof widths / sizeof widths[0]; ++w)
+                check_epilogue(k, (oc_epilogue_kind)kind, c, ldc, pa, pb, ROWS, widths[w], pm, "random");
+    }
+
+    /* Rows r and columns j of popcounts r and j with c = min(r, j): the union is max(r, j), so
+     * the grid holds every jaccard quotient c / u with c <= u < GRID, and cosine's too. */
+    for (int64_t i = 0; i < GRID; ++i) pa[i] = pb[i] = i;
+    for (int64_t r = 0; r < GRID; ++r)
+        for (int64_t j = 0; j < GRID; ++j) c[r * GRID + j] = (uint32_t)(r < j ? r : j);
+    check_epilogue(k, OC_EPILOGUE_JACCARD, c, GRID, pa, pb, GRID, GRID, GRID - 1, "all quotients below 2048");
+    check_epilogue(k, OC_EPILOGUE_COSINE, c, GRID, pa, pb, GRID, GRID, GRID - 1, "all quotients below 2048");
+
+    /* Unions up to 2^24, where the float path's operands are largest. */
+    for (int64_t i = 0; i < 256; ++i) {
+        pa[i] = float_max - (int64_t)rand_upto(&seed, float_max / 2);
+        pb[i] = float_max - (int64_t)rand_upto(&seed, float_max / 2);
+    }
+    for (int64_t r = 0; r < 256; ++r)
+        for (int64_t j = 0; j < 256; ++j)
+            c[r * 256 + j] = (uint32_t)rand_upto(&seed, pa[r] < pb[j] ? pa[r] : pb[j]);
+    check_epilogue(k, OC_EPILOGUE_JACCARD, c, 256, pa, pb, 256, 256, float_max, "unions near 2^24");
+done:
+    free(c);
+    free(pa);
+    free(pb);
+}
+
 /* A request the CPU cannot honour, or an unknown name, falls back visibly. */
 static void check_fallback(oc_context *ctx)
 {
@@ -344,6 +428,7 @@ int main(void)
         CHECK(oc_cpu_isa_select(isa_names[i]));
         CHECK(strcmp(oc_cpu_isa(), isa_names[i]) == 0);
         check_kernel_contract(oc_cpu_kernel_get());
+        check_epilogue_contract(oc_cpu_kernel_get());
         int before = oc_test_failures;
         for (size_t c = 0; c < sizeof cases / sizeof cases[0]; ++c) run_case(ctx, isa_names[i], &cases[c]);
         printf("path %s: %zu cases %s\n", isa_names[i], sizeof cases / sizeof cases[0],

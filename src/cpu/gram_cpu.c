@@ -10,9 +10,9 @@
  *       for each B micro-panel of NR rows             (NR x KC words: stays in L1 while ...)
  *         for each A micro-panel of MR rows           (... it meets every A micro-panel of the tile)
  *           kernel(MR x NR x KC) += into the tile's uint32 accumulator
- *     epilogue (metric, dtype) into the worker's tile buffer, then the dense sink, or the
- *     top-k / threshold selection (src/exec/select.h), which the worker runs on the tile
- *     while it is still in its caches.
+ *     epilogue (metric, dtype; the same ISA's, kernel.h) into the worker's tile buffer, then
+ *     the dense sink, or the top-k / threshold selection (src/exec/select.h), which the
+ *     worker runs on the tile while it is still in its caches.
  *
  * With T = 240 and KC = 512 words the A tile's K block is 960 KiB (half the 2 MiB L2 of the
  * machines this was tuned on) and a B micro-panel of 6 rows is 24 KiB (half a 48 KiB L1).
@@ -28,7 +28,6 @@
 #include <string.h>
 
 #include "../core/error.h"
-#include "../core/metric.h"
 #include "../core/threads.h"
 #include "../exec/backend.h"
 #include "../exec/select.h"
@@ -53,6 +52,7 @@ typedef struct cpu_job {
     const oc_gram_job *job;
     int64_t task_base;      /* threshold jobs run in groups of row blocks: the group's first task */
     const oc_cpu_kernel *kernel;
+    oc_epilogue_kind epilogue;  /* used when the result is not the int32 counts themselves */
     int64_t tile;           /* T */
     int64_t tiles_j;        /* tiles along p */
     int32_t *task_tiles;    /* (I, J) per task */
@@ -86,39 +86,14 @@ static int64_t choose_tile(const oc_gram_job *job, int threads)
     return t;
 }
 
-/* Converts the uint32 counts of a rows x cols tile into the job's metric and dtype. */
-static void tile_epilogue(const oc_gram_job *job, int64_t i0, int64_t j0, int64_t rows, int64_t cols,
-                          const uint32_t *acc, int64_t ld, void *out)
+/* What the epilogue makes of the counts: the job's metric in its result dtype. */
+static oc_epilogue_kind epilogue_kind(const oc_gram_job *job)
 {
-    /* counts never read the popcounts, and have none */
-    const int64_t *pa = job->pop_a ? job->pop_a + i0 : NULL, *pb = job->pop_b ? job->pop_b + j0 : NULL;
-    for (int64_t r = 0; r < rows; ++r) {
-        const uint32_t *c = acc + r * ld;
-        switch (job->metric) {
-        case OC_METRIC_JACCARD: {
-            float *o = (float *)out + r * ld;
-            for (int64_t j = 0; j < cols; ++j) o[j] = oc_metric_jaccard(c[j], pa[r], pb[j]);
-            break;
-        }
-        case OC_METRIC_COSINE: {
-            float *o = (float *)out + r * ld;
-            for (int64_t j = 0; j < cols; ++j) o[j] = oc_metric_cosine(c[j], pa[r], pb[j]);
-            break;
-        }
-        case OC_METRIC_HAMMING:
-            if (job->dtype == OC_DTYPE_UINT16) {
-                uint16_t *o = (uint16_t *)out + r * ld;
-                for (int64_t j = 0; j < cols; ++j) o[j] = (uint16_t)oc_metric_hamming(c[j], pa[r], pb[j]);
-            } else {
-                int32_t *o = (int32_t *)out + r * ld;
-                for (int64_t j = 0; j < cols; ++j) o[j] = (int32_t)oc_metric_hamming(c[j], pa[r], pb[j]);
-            }
-            break;
-        default: { /* counts as uint16; int32 counts never come here */
-            uint16_t *o = (uint16_t *)out + r * ld;
-            for (int64_t j = 0; j < cols; ++j) o[j] = (uint16_t)c[j];
-        }
-        }
+    switch (job->metric) {
+    case OC_METRIC_JACCARD: return OC_EPILOGUE_JACCARD;
+    case OC_METRIC_COSINE: return OC_EPILOGUE_COSINE;
+    case OC_METRIC_HAMMING: return job->dtype == OC_DTYPE_UINT16 ? OC_EPILOGUE_HAMMING_U16 : OC_EPILOGUE_HAMMING_I32;
+    default: return OC_EPILOGUE_COUNTS_U16; /* int32 counts are the accumulator itself */
     }
 }
 
@@ -157,7 +132,9 @@ static oc_status gram_tile(void *arg, int64_t task, int worker)
     /* int32 counts are the accumulator itself (every count <= m <= INT32_MAX, checked). */
     const void *result = w->acc;
     if (w->out) {
-        tile_epilogue(job, i0, j0, rows, cols, w->acc, ld, w->out);
+        /* counts never read the popcounts, and have none; every popcount and count is <= m */
+        k->epilogue(cj->epilogue, w->acc, ld, job->pop_a ? job->pop_a + i0 : NULL, job->pop_b ? job->pop_b + j0 : NULL,
+                    rows, cols, job->m, w->out, ld);
         result = w->out;
     }
     if (job->dense) oc_dense_sink_store(job->dense, i0, j0, rows, cols, result, ld);
@@ -224,7 +201,7 @@ static oc_status cpu_gram(oc_gram_job *job)
     oc_status st = OC_OK;
     const oc_cpu_kernel *kernel = oc_cpu_kernel_get();
     int threads = oc_threads_resolve(job->opts->threads);
-    cpu_job cj = {.job = job, .kernel = kernel};
+    cpu_job cj = {.job = job, .kernel = kernel, .epilogue = epilogue_kind(job)};
     int64_t *weights = NULL;
 
     /* The kernels accumulate in uint32, and int32 results must hold every count. */

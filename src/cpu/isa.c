@@ -18,9 +18,9 @@
 #include "outcore.h"
 
 static const oc_cpu_kernel kernels[OC_CPU_ISA_COUNT] = {
-    {OC_CPU_ISA_REF, "ref", OC_KERNEL_REF_MR, OC_KERNEL_REF_NR, oc_gram_kernel_ref},
-    {OC_CPU_ISA_AVX2, "avx2", OC_KERNEL_AVX2_MR, OC_KERNEL_AVX2_NR, oc_gram_kernel_avx2},
-    {OC_CPU_ISA_AVX512, "avx512", OC_KERNEL_AVX512_MR, OC_KERNEL_AVX512_NR, oc_gram_kernel_avx512},
+    {OC_CPU_ISA_REF, "ref", OC_KERNEL_REF_MR, OC_KERNEL_REF_NR, oc_gram_kernel_ref, oc_epilogue_ref},
+    {OC_CPU_ISA_AVX2, "avx2", OC_KERNEL_AVX2_MR, OC_KERNEL_AVX2_NR, oc_gram_kernel_avx2, oc_epilogue_avx2},
+    {OC_CPU_ISA_AVX512, "avx512", OC_KERNEL_AVX512_MR, OC_KERNEL_AVX512_NR, oc_gram_kernel_avx512, oc_epilogue_avx512},
 };
 
 /* XCR0 state components (Intel SDM vol. 1, 13.1). */

@@ -19,6 +19,7 @@ typedef struct oc_cpu_kernel {
     const char *name;      /* "ref", "avx2", "avx512" */
     int mr, nr;            /* micro-tile shape */
     oc_gram_kernel_fn fn;
+    oc_epilogue_fn epilogue; /* the same ISA's tile epilogue */
 } oc_cpu_kernel;
 
 /* The kernel in use (selected on first call; thread-safe). */

@@ -1,5 +1,6 @@
 /*
- * kernel.h - the contract of the CPU Gram micro-kernels, written once for every ISA.
+ * kernel.h - the contracts of the CPU Gram micro-kernels and tile epilogues, written once for
+ * every ISA.
  *
  * A micro-kernel adds the AND-popcounts of a small block of row pairs into a uint32 tile:
  *
@@ -52,5 +53,42 @@ void oc_gram_kernel_avx2(const uint64_t *a, int64_t lda, const uint64_t *b, int6
                          uint32_t *c, int64_t ldc);
 void oc_gram_kernel_avx512(const uint64_t *a, int64_t lda, const uint64_t *b, int64_t ldb, int64_t kw, int mr,
                            int nr, uint32_t *c, int64_t ldc);
+
+/*
+ * The tile epilogue: converts a rows x cols block of uint32 counts into one output of the
+ * job (src/core/metric.h defines every value):
+ *
+ *     for r < rows, j < cols:   out[r * ldo + j] = metric(c[r * ldc + j], pa[r], pb[j])
+ *
+ *   kind     the metric and the output's element type (below); pa and pb are unused, and may
+ *            be NULL, for OC_EPILOGUE_COUNTS_U16.
+ *   pa, pb   the row popcounts of the block's A rows and B rows.
+ *   pop_max  a bound of every popcount and every count: 0 <= c, pa[r], pb[j] <= pop_max
+ *            <= UINT32_MAX (the matrix's column count bounds them all). Kernels may use it to
+ *            pick a narrower exact path (avx2/ and avx512/ say when).
+ *   out, ldo the output block and the elements between its rows; nothing outside the
+ *            rows x cols block is written.
+ *
+ * The reference (ref/) calls metric.h element by element; every other ISA's epilogue must
+ * give the same bytes for every input that satisfies the bounds above.
+ */
+typedef enum oc_epilogue_kind {
+    OC_EPILOGUE_COUNTS_U16 = 0, /* uint16: the count, truncated (the caller checked it fits) */
+    OC_EPILOGUE_HAMMING_I32,    /* int32: |a| + |b| - 2c */
+    OC_EPILOGUE_HAMMING_U16,    /* uint16: |a| + |b| - 2c, truncated (the caller checked it fits) */
+    OC_EPILOGUE_JACCARD,        /* float32 */
+    OC_EPILOGUE_COSINE          /* float32 */
+} oc_epilogue_kind;
+
+typedef void (*oc_epilogue_fn)(oc_epilogue_kind kind, const uint32_t *c, int64_t ldc, const int64_t *pa,
+                               const int64_t *pb, int64_t rows, int64_t cols, int64_t pop_max, void *out,
+                               int64_t ldo);
+
+void oc_epilogue_ref(oc_epilogue_kind kind, const uint32_t *c, int64_t ldc, const int64_t *pa, const int64_t *pb,
+                     int64_t rows, int64_t cols, int64_t pop_max, void *out, int64_t ldo);
+void oc_epilogue_avx2(oc_epilogue_kind kind, const uint32_t *c, int64_t ldc, const int64_t *pa, const int64_t *pb,
+                      int64_t rows, int64_t cols, int64_t pop_max, void *out, int64_t ldo);
+void oc_epilogue_avx512(oc_epilogue_kind kind, const uint32_t *c, int64_t ldc, const int64_t *pa, const int64_t *pb,
+                        int64_t rows, int64_t cols, int64_t pop_max, void *out, int64_t ldo);
 
 #endif
