@@ -18,7 +18,7 @@
 extern "C" {
 #endif
 
-#define OC_CUDA_MAX_KERNELS 8
+#define OC_CUDA_MAX_KERNELS 32
 
 /* A launch configuration that passed the launch planner on this device. */
 typedef struct oc_cuda_launch_ok {

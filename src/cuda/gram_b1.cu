@@ -55,10 +55,14 @@ constexpr int GROUP_M = 16;          /* CTA rows per raster group: concurrent CT
 constexpr int ROWS_PER_PASS = THREADS / CHUNKS; /* rows one pass of cp.async covers: 32 */
 
 static_assert(KW % OC_ROW_WORD_ALIGN == 0 || OC_ROW_WORD_ALIGN % KW == 0, "K blocks and row padding must nest");
+/* Top-k of an integer metric (counts, hamming): its own instance of the kernel, whose
+ * exact keys are a few integer operations (gram_epilogue.cuh), not a float metric's test. */
+constexpr int SEL_TOPK_INT = 3;
+
 /* The fused epilogue's counts (rows padded against bank conflicts) and floors. */
-constexpr int FUSE_LD = BN + 4;
+constexpr int FUSE_LD = BN + 1;
 constexpr int FUSE_COUNT_BYTES = BM * FUSE_LD * 4;
-static_assert(FUSE_COUNT_BYTES + (BM + BN) * 12 <= 3 * STAGE_BYTES, "the fused epilogue fits the stage memory");
+static_assert(FUSE_COUNT_BYTES + (BM + BN) * 16 <= 3 * STAGE_BYTES, "the fused epilogue fits the stage memory");
 
 __device__ __forceinline__ uint32_t swizzle(int row, int chunk) { return (uint32_t)(row * ROW_BYTES + ((chunk ^ (row & 7)) << 4)); }
 
@@ -86,18 +90,16 @@ __device__ __forceinline__ void mma_b1(int (&c)[4], const uint32_t (&a)[4], uint
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-template <int STAGES, int SEL> __global__ void __launch_bounds__(THREADS, 1) gram_b1_kernel(const oc_gram_tile t)
+/* Output block `block` of the tile (in the order of the grouped rasterisation). */
+template <int STAGES, int SEL> __device__ __forceinline__ void gram_b1_block(const oc_gram_tile &t, int block, unsigned char *smem)
 {
-    extern __shared__ __align__(128) unsigned char smem[];
-    if (SEL == OC_TILE_DENSE && t.run_if && *t.run_if == 0) return; /* a fused tile that did not overflow */
-
     /* Grouped rasterisation: GROUP_M block rows advance together across the columns, so
      * the CTAs resident at one time read few distinct panels and mostly hit in L2. */
     const int grid_m = (t.rows + BM - 1) / BM, grid_n = (t.cols + BN - 1) / BN;
     const int per_group = GROUP_M * grid_n;
-    const int group = blockIdx.x / per_group, first_m = group * GROUP_M;
+    const int group = block / per_group, first_m = group * GROUP_M;
     const int group_m = min(grid_m - first_m, GROUP_M);
-    const int in_group = blockIdx.x % per_group;
+    const int in_group = block % per_group;
     const int bm = first_m + in_group % group_m, bn = in_group / group_m;
     if (t.upper_only && (bn + 1) * BN <= bm * BM) return; /* wholly below the diagonal */
 
@@ -195,55 +197,129 @@ template <int STAGES, int SEL> __global__ void __launch_bounds__(THREADS, 1) gra
     }
 
     /* Fused selection. The accumulators go to the stage memory (free once every warp has
-     * left the K loop) and one compact loop offers the block's elements from there, a warp
-     * per 32 columns of a row: the offer is long, and unrolled over a thread's 128
-     * accumulators its code outgrew the instruction cache (measured on the H100: the kernel
-     * ran 27% slower than the dense one with 6% more instructions). The block's floors
-     * (top-k) follow the counts. Rows and columns past the tile get floors nothing beats. */
+     * left the K loop), rows FUSE_LD apart (odd: a warp reading a column hits 32 banks), and
+     * compact loops select from there: unrolled over a thread's 128 accumulators the
+     * selection's code outgrew the instruction cache (measured on the H100: the kernel ran
+     * 27% slower than the dense one with 6% more instructions). The block's floors (top-k)
+     * follow the counts; rows and columns past the tile get floors nothing beats. */
     __syncthreads();
     int *cs = (int *)smem;
-    uint64_t *fr = (uint64_t *)(smem + FUSE_COUNT_BYTES), *fc = fr + BM;
-    float *br = (float *)(fc + BN), *bc = br + BM;
 #pragma unroll
     for (int mt = 0; mt < 4; ++mt)
 #pragma unroll
         for (int nt = 0; nt < 8; ++nt) {
             const int rl = wm * 64 + mt * 16 + g, cl = wn * 64 + nt * 8 + c2;
-            *(int2 *)&cs[rl * FUSE_LD + cl] = make_int2(acc[mt][nt][0], acc[mt][nt][1]);
-            *(int2 *)&cs[(rl + 8) * FUSE_LD + cl] = make_int2(acc[mt][nt][2], acc[mt][nt][3]);
+            cs[rl * FUSE_LD + cl] = acc[mt][nt][0];
+            cs[rl * FUSE_LD + cl + 1] = acc[mt][nt][1];
+            cs[(rl + 8) * FUSE_LD + cl] = acc[mt][nt][2];
+            cs[(rl + 8) * FUSE_LD + cl + 1] = acc[mt][nt][3];
         }
-    if (SEL == OC_TILE_TOPK) {
-        for (int i = tid; i < BM + BN; i += THREADS) {
-            const bool row = i < BM;
-            const int local = row ? i : i - BM;
-            const int64_t tl = row ? (int64_t)bm * BM + local : (int64_t)bn * BN + local;
-            const bool inside = row ? tl < t.rows : tl < t.cols;
-            uint64_t key = ~0ull;
-            if (inside && (row || t.symmetric)) key = t.floors[(row ? t.i0 : t.j0) + tl];
-            (row ? fr[local] : fc[local]) = key;
-            (row ? br[local] : bc[local]) = key == ~0ull ? INFINITY : oc_fuse_bound(key);
+    const int last_row = min(BM, rows_left);
+    if (SEL == OC_TILE_PAIRS) {
+        __syncthreads();
+#pragma unroll 1
+        for (int e = tid; e < last_row * BN; e += THREADS) {
+            const int rl = e / BN, cl = e % BN;
+            oc_fuse_pair(t, bm * BM + rl, bn * BN + cl, cs[rl * FUSE_LD + cl]);
         }
+        return;
+    }
+
+    /* Top-k: the block's floors, their bounds and the rows' and columns' popcounts; then a
+     * warp per row, and per column for A·Aᵀ, offers the keys that beat the floor, at most
+     * kept of them. An element is first tested against the floor's bound in a few float
+     * operations (gram_epilogue.cuh); only those that pass get their exact score and key. */
+    uint64_t *fr = (uint64_t *)(smem + FUSE_COUNT_BYTES), *fc = fr + BM;
+    float *br = (float *)(fc + BN), *bc = br + BM;
+    int *pr = (int *)(bc + BN), *pc = pr + BM;
+    for (int i = tid; i < BM + BN; i += THREADS) {
+        const bool row = i < BM;
+        const int local = row ? i : i - BM;
+        const int tl = row ? bm * BM + local : bn * BN + local;
+        const bool inside = row ? tl < t.rows : tl < t.cols;
+        uint64_t key = ~0ull;
+        if (inside && (row || t.symmetric)) key = t.floors[(row ? t.i0 : t.j0) + tl];
+        (row ? fr[local] : fc[local]) = key;
+        (row ? br[local] : bc[local]) = oc_fuse_bound(t.metric, key);
+        (row ? pr[local] : pc[local]) = inside && t.metric != OC_METRIC_COUNTS ? (row ? t.pop_a : t.pop_b)[tl] : 0;
     }
     __syncthreads();
-    const oc_fuse_floors f = {fr, fc, br, bc};
-    const int last_row = min(BM, rows_left);
+    const oc_fuse_int ik = oc_fuse_int_make(t);
 #pragma unroll 1
-    for (int e = tid; e < last_row * BN; e += THREADS) {
-        const int rl = e / BN, cl = e % BN;
-        oc_fuse_offer<SEL>(t, f, bm * BM + rl, bn * BN + cl, rl, cl, cs[rl * FUSE_LD + cl]);
+    for (int rl = warp; rl < last_row; rl += THREADS / 32) {
+        const int r = bm * BM + rl;
+        /* Columns that count: inside the tile and, for A·Aᵀ, right of the diagonal. */
+        const int lo = t.symmetric ? max(0, (int)(t.i0 + r + 1 - t.j0) - bn * BN) : 0, hi = min(BN, t.cols - bn * BN);
+        uint64_t k[BN / 32];
+#pragma unroll
+        for (int j = 0; j < BN / 32; ++j) {
+            const int cl = lane + 32 * j, count = cs[rl * FUSE_LD + cl];
+            k[j] = 0;
+            if (SEL == SEL_TOPK_INT) {
+                const uint64_t key = oc_key_make(oc_fuse_int_key(ik, count, pr[rl], pc[cl]), t.j0 + bn * BN + cl);
+                k[j] = cl >= lo && cl < hi && key > fr[rl] ? key : 0;
+            } else if (cl >= lo && cl < hi && oc_fuse_maybe(t.metric, count, pr[rl], pc[cl], br[rl])) {
+                const uint64_t key = oc_key_make(oc_fuse_score_key(t, count, pr[rl], pc[cl]), t.j0 + bn * BN + cl);
+                k[j] = key > fr[rl] ? key : 0;
+            }
+        }
+        oc_fuse_push_best(t, k, t.row_count + r, t.row_keys + (size_t)r * t.bucket, lane);
     }
+    if (!t.symmetric) return;
+#pragma unroll 1
+    for (int cl = warp; cl < BN; cl += THREADS / 32) {
+        const int c = bn * BN + cl;
+        if (c >= t.cols) break;
+        /* Rows that count: above the diagonal of the result. */
+        const int hi = min(last_row, (int)(t.j0 + c - t.i0) - bm * BM);
+        uint64_t k[BM / 32];
+#pragma unroll
+        for (int j = 0; j < BM / 32; ++j) {
+            const int rl = lane + 32 * j, count = cs[rl * FUSE_LD + cl];
+            k[j] = 0;
+            if (SEL == SEL_TOPK_INT) {
+                const uint64_t key = oc_key_make(oc_fuse_int_key(ik, count, pr[rl], pc[cl]), t.i0 + bm * BM + rl);
+                k[j] = rl < hi && key > fc[cl] ? key : 0;
+            } else if (rl < hi && oc_fuse_maybe(t.metric, count, pr[rl], pc[cl], bc[cl])) {
+                const uint64_t key = oc_key_make(oc_fuse_score_key(t, count, pr[rl], pc[cl]), t.i0 + bm * BM + rl);
+                k[j] = key > fc[cl] ? key : 0;
+            }
+        }
+        oc_fuse_push_best(t, k, t.col_count + c, t.col_keys + (size_t)c * t.bucket, lane);
+    }
+}
+
+/* One CTA per output block; or, for the dense pass of a fused tile (run_if), a CTA per SM
+ * that returns at once unless the tile overflowed, and then walks the blocks in turn: a
+ * grid of one CTA per block would make every block claim a whole SM's shared memory only to
+ * return, between the CTAs of the tiles that compute. */
+template <int STAGES, int SEL> __global__ void __launch_bounds__(THREADS, 1) gram_b1_kernel(const oc_gram_tile t)
+{
+    extern __shared__ __align__(128) unsigned char smem[];
+    if (SEL == OC_TILE_DENSE && t.run_if) {
+        if (*t.run_if == 0) return;
+        const int blocks = ((t.rows + BM - 1) / BM) * ((t.cols + BN - 1) / BN);
+        for (int b = blockIdx.x; b < blocks; b += gridDim.x) {
+            gram_b1_block<STAGES, SEL>(t, b, smem);
+            __syncthreads(); /* every warp is done with the stages before the next block's loads */
+        }
+        return;
+    }
+    gram_b1_block<STAGES, SEL>(t, blockIdx.x, smem);
 }
 
 /* Checks the configuration with the launch planner and launches one instance. */
 template <int STAGES, int SEL>
 oc_status launch_b1(oc_context *ctx, oc_cuda_device *dev, const oc_gram_tile *tile, long long blocks, cudaStream_t stream)
 {
-    static const char *const names[3][2] = {{"gram_b1_kernel<3>", "gram_b1_kernel<4>"},
+    static const char *const names[4][2] = {{"gram_b1_kernel<3>", "gram_b1_kernel<4>"},
                                             {"gram_b1_kernel<3, topk>", "gram_b1_kernel<4, topk>"},
-                                            {"gram_b1_kernel<3, pairs>", "gram_b1_kernel<4, pairs>"}};
+                                            {"gram_b1_kernel<3, pairs>", "gram_b1_kernel<4, pairs>"},
+                                            {"gram_b1_kernel<3, topk int>", "gram_b1_kernel<4, topk int>"}};
     const char *name = names[SEL][STAGES == 4];
     OC_CHECK(oc_cuda_launch_prepare(ctx, dev, (const void *)gram_b1_kernel<STAGES, SEL>, name, THREADS, STAGES * STAGE_BYTES));
-    gram_b1_kernel<STAGES, SEL><<<(unsigned)blocks, THREADS, STAGES * STAGE_BYTES, stream>>>(*tile);
+    const long long grid = tile->run_if && blocks > dev->sm_count ? dev->sm_count : blocks;
+    gram_b1_kernel<STAGES, SEL><<<(unsigned)grid, THREADS, STAGES * STAGE_BYTES, stream>>>(*tile);
     CUDA_CHECK_LAUNCH(ctx, "gram_b1_kernel");
     return OC_OK;
 }
@@ -252,7 +328,10 @@ template <int STAGES>
 oc_status launch_b1_mode(oc_context *ctx, oc_cuda_device *dev, const oc_gram_tile *tile, long long blocks, cudaStream_t stream)
 {
     switch (tile->select) {
-    case OC_TILE_TOPK: return launch_b1<STAGES, OC_TILE_TOPK>(ctx, dev, tile, blocks, stream);
+    case OC_TILE_TOPK:
+        if (tile->metric == OC_METRIC_COUNTS || tile->metric == OC_METRIC_HAMMING)
+            return launch_b1<STAGES, SEL_TOPK_INT>(ctx, dev, tile, blocks, stream);
+        return launch_b1<STAGES, OC_TILE_TOPK>(ctx, dev, tile, blocks, stream);
     case OC_TILE_PAIRS: return launch_b1<STAGES, OC_TILE_PAIRS>(ctx, dev, tile, blocks, stream);
     default: return launch_b1<STAGES, OC_TILE_DENSE>(ctx, dev, tile, blocks, stream);
     }

@@ -657,6 +657,32 @@ static oc_status download_tile(pipeline *pl, int o, int64_t I, int64_t J, int64_
     return OC_OK;
 }
 
+/* Places both panels of tile (I, J), uploading what is not resident. */
+static oc_status place_tile(pipeline *pl, oc_panel_cache *cache, int64_t I, int64_t J, int *sa, int *sb)
+{
+    oc_context *ctx = pl->ctx;
+    int side_b = pl->job->symmetric ? 0 : 1;
+    int64_t ka = oc_tile_panel_key(0, I), kb = oc_tile_panel_key(side_b, J);
+    OC_CHECK(place_panel(pl, cache, 0, I, kb, sa));
+    if (kb != ka) OC_CHECK(place_panel(pl, cache, side_b, J, ka, sb));
+    else *sb = *sa;
+    return OC_OK;
+}
+
+/* The tile order of fused top-k of A·Aᵀ when every panel is resident: each diagonal tile
+ * (which seeds its panel's lists) comes one column before the first tile that needs its
+ * floors, so no tile waits for the selection of the tile just before it:
+ *   D0, D1, D2, (0,1), D3, (0,2), (1,2), D4, (0,3), (1,3), (2,3), ... */
+static void seeded_order(int64_t panels, int64_t *order)
+{
+    int64_t t = 0;
+    for (int64_t d = 0; d < panels && d < 2; ++d) order[2 * t] = order[2 * t + 1] = d, t++;
+    for (int64_t j = 1; j < panels; ++j) {
+        if (j + 1 < panels) order[2 * t] = order[2 * t + 1] = j + 1, t++;
+        for (int64_t i = 0; i < j; ++i) order[2 * t] = i, order[2 * t + 1] = j, t++;
+    }
+}
+
 static oc_status run_tiles(pipeline *pl)
 {
     oc_context *ctx = pl->ctx;
@@ -672,21 +698,10 @@ static oc_status run_tiles(pipeline *pl)
         free(order);
         return oc_trace_at(ctx, st, __FILE__, __LINE__);
     }
-    oc_tile_plan_order(plan, job->symmetric, order);
-    if (plan->resident && oc_cuda_select_seeds_first(pl->select)) {
-        /* Diagonal tiles first, the others after in their order (stable). */
-        int64_t d = 0;
-        for (int64_t t = 0; t < plan->ntiles; ++t)
-            if (order[2 * t] == order[2 * t + 1]) {
-                int64_t i = order[2 * t], j = order[2 * t + 1];
-                memmove(&order[2 * d + 2], &order[2 * d], (size_t)(t - d) * 2 * sizeof *order);
-                order[2 * d] = i, order[2 * d + 1] = j;
-                d++;
-            }
-    }
+    if (plan->resident && oc_cuda_select_seeds_first(pl->select)) seeded_order(plan->panels_a, order);
+    else oc_tile_plan_order(plan, job->symmetric, order);
     const oc_gram_options *o = job->opts;
     double last_progress = oc_now();
-    int side_b = job->symmetric ? 0 : 1;
     if (pl->kernel_ev) CUDA_CHECK_GOTO(ctx, cudaEventRecord(pl->trace_begin, pl->dev.compute));
 
     for (int64_t t = 0; t < plan->ntiles; ++t) {
@@ -695,11 +710,8 @@ static oc_status run_tiles(pipeline *pl)
             goto cleanup;
         }
         int64_t I = order[2 * t], J = order[2 * t + 1];
-        int64_t ka = oc_tile_panel_key(0, I), kb = oc_tile_panel_key(side_b, J);
-        int sa, sb = -1;
-        OC_CHECK_GOTO(place_panel(pl, &cache, 0, I, kb, &sa));
-        if (kb != ka) OC_CHECK_GOTO(place_panel(pl, &cache, side_b, J, ka, &sb));
-        else sb = sa;
+        int sa, sb;
+        OC_CHECK_GOTO(place_tile(pl, &cache, I, J, &sa, &sb));
         int out_slot = (int)(t % plan->out_slots), c = (int)(t % pl->streams);
         cudaStream_t stream = c ? pl->dev.compute2 : pl->dev.compute;
         CUDA_CHECK_GOTO(ctx, cudaStreamWaitEvent(stream, pl->panel_loaded[sa], 0));
@@ -728,13 +740,21 @@ static oc_status run_tiles(pipeline *pl)
             OC_CHECK_GOTO(oc_cuda_gram_mirror(ctx, &pl->dev, tile.out, (char *)tile.out + plan->tile * plan->tile * pl->elem,
                                               tile.rows, tile.cols, plan->tile, (int)pl->elem, I == J, stream));
         if (pl->kernel_ev) CUDA_CHECK_GOTO(ctx, cudaEventRecord(pl->kernel_ev[2 * t + 1], stream));
-        if (pl->select)
-            OC_CHECK_GOTO(oc_cuda_select_tile_done(pl->select, &tile, out_slot, stream, pl->dev.d2h, pl->out_free[out_slot]));
         job->stats->bit_macs_computed += macs;
         job->stats->tiles++;
         CUDA_CHECK_GOTO(ctx, cudaEventRecord(pl->out_done[out_slot], stream));
         CUDA_CHECK_GOTO(ctx, cudaEventRecord(pl->panel_free[2 * sa + c], stream));
         if (sb != sa) CUDA_CHECK_GOTO(ctx, cudaEventRecord(pl->panel_free[2 * sb + c], stream));
+        /* The next tile's panels go up now: what follows may block this thread (a selection
+         * waiting for its pairs, a sink for a free slot), and an upload issued only after it
+         * would leave the GPU waiting for the panel. The cache sees the same placements in
+         * the same order as without this (the next iteration finds them placed). */
+        if (t + 1 < plan->ntiles) {
+            int na, nb;
+            OC_CHECK_GOTO(place_tile(pl, &cache, order[2 * t + 2], order[2 * t + 3], &na, &nb));
+        }
+        if (pl->select)
+            OC_CHECK_GOTO(oc_cuda_select_tile_done(pl->select, &tile, out_slot, stream, pl->dev.d2h, pl->out_free[out_slot]));
         if (job->dense) OC_CHECK_GOTO(download_tile(pl, out_slot, I, J, tile.rows, tile.cols));
 
         double now = oc_now();

@@ -8,6 +8,8 @@
 #ifndef OC_CUDA_GRAM_EPILOGUE_CUH
 #define OC_CUDA_GRAM_EPILOGUE_CUH
 
+#include <float.h>
+
 #include "outcore.h"
 #include "../core/metric.h"
 #include "../exec/select_key.h"
@@ -38,27 +40,40 @@ __device__ __forceinline__ void oc_gram_store(const oc_gram_tile &t, int r, int 
 
 /* ------------------------------------------------------------------ fused selection */
 
-/* An approximate float score for the prefilter. OC_FUSE_MARGIN (gram_tile.h) is its
- * relative margin: the exact score (double arithmetic rounded once to float) and this one
- * (integers rounded to float, a fast division or reciprocal square root of at most 2 ulp)
- * each lie within a few 2^-24 of the true ratio; 1e-5 is two orders of magnitude more, so
- * an element the prefilter rejects can never pass. */
+/* The bound of a floor key for a cheap first test of the elements against it (float
+ * metrics): jaccard c / (|a| + |b| - c) >= f holds only if c >= (|a| + |b|) f / (1 + f), and
+ * cosine c / sqrt(|a||b|) >= f only if c^2 >= |a||b| f^2. The bound is that factor lowered
+ * by OC_FUSE_MARGIN (gram_tile.h), 1e-5 relative: the exact score (double arithmetic rounded
+ * once to float) and the float products of the test (integers rounded to float) are each
+ * within a few 2^-24 of the true values, so an element the test rejects can never beat the
+ * floor. -FLT_MAX: no bound (an empty list, a floor of score 0, counts and hamming, whose
+ * exact keys cost no more than the test); +inf: outside the tile, nothing passes. */
+__device__ __forceinline__ float oc_fuse_bound(int metric, uint64_t floor_key)
+{
+    if (floor_key == ~0ull) return INFINITY;
+    if (floor_key == 0 || (metric != OC_METRIC_JACCARD && metric != OC_METRIC_COSINE)) return -FLT_MAX;
+    const float f = oc_key_f32_value((uint32_t)(floor_key >> 32));
+    if (!(f > 0.0f)) return -FLT_MAX;
+    return metric == OC_METRIC_JACCARD ? f * (1.0f - OC_FUSE_MARGIN) / (1.0f + f) : f * f * (1.0f - OC_FUSE_MARGIN);
+}
+
+/* The cheap test: false only when the element cannot reach the bound's floor. */
+__device__ __forceinline__ bool oc_fuse_maybe(int metric, int count, int pa, int pb, float bound)
+{
+    if (metric == OC_METRIC_JACCARD) return (float)count >= bound * ((float)pa + (float)pb);
+    if (metric == OC_METRIC_COSINE) return (float)count * (float)count >= bound * ((float)pa * (float)pb);
+    return bound != INFINITY;
+}
+
+/* Threshold: an approximate float score, with the same margin (a fast division or
+ * reciprocal square root of at most 2 ulp, integers rounded to float). */
 __device__ __forceinline__ float oc_fuse_approx(int metric, int count, int pa, int pb)
 {
     if (metric == OC_METRIC_JACCARD) {
-        int uni = pa + pb - count;
+        const int64_t uni = (int64_t)pa + pb - count;
         return uni == 0 ? 1.0f : __fdividef((float)count, (float)uni);
     }
     return (pa == 0 || pb == 0) ? 0.0f : (float)count * rsqrtf((float)pa * (float)pb);
-}
-
-/* The prefilter bound of a floor key: a float score below it cannot beat the floor
- * (-inf: no bound, the exact score decides). */
-__device__ __forceinline__ float oc_fuse_bound(uint64_t floor_key)
-{
-    if (floor_key == 0) return -INFINITY;
-    float v = oc_key_f32_value((uint32_t)(floor_key >> 32));
-    return v > 0.0f ? v * (1.0f - OC_FUSE_MARGIN) : -INFINITY;
 }
 
 /* The element's exact value in the job's dtype as 32 bits (float bits, int32, uint16 zero
@@ -88,47 +103,119 @@ __device__ __forceinline__ void oc_fuse_push(const oc_gram_tile &t, uint32_t *co
     else *t.over = 1u;
 }
 
-/* Per-CTA copies of the floors the CTA's elements are compared with (top-k). */
-struct oc_fuse_floors {
-    const uint64_t *row, *col; /* keys, by CTA-local row and column */
-    const float *row_bound, *col_bound;
+/* The exact score key of an element. */
+__device__ __forceinline__ uint32_t oc_fuse_score_key(const oc_gram_tile &t, int count, int pa, int pb)
+{
+    uint32_t sk;
+    (void)oc_fuse_value(t, count, pa, pb, &sk);
+    return sk;
+}
+
+/* The exact score key of an integer metric (counts, hamming) in a few operations: the value
+ * is |a| + |b| - 2c (hamming) or c (counts), exact in 32-bit unsigned arithmetic since it
+ * lies in [0, 2^31); the key of select_key.h is then (value & mask) ^ flip: int32 flips the
+ * sign bit (and, lower first, every other bit), uint16 keeps 16 bits (lower first: 0xFFFF -
+ * v, which is v ^ 0xFFFF). */
+struct oc_fuse_int {
+    uint32_t pops, mul, mask, flip;
 };
 
-/* Element (r, c) of the tile (rl, cl within the CTA's block) with its count. */
-template <int SEL>
-__device__ __forceinline__ void oc_fuse_offer(const oc_gram_tile &t, const oc_fuse_floors &f, int r, int c, int rl, int cl,
-                                              int count)
+__device__ __forceinline__ oc_fuse_int oc_fuse_int_make(const oc_gram_tile &t)
 {
-    if (r >= t.rows || c >= t.cols) return;
-    const int64_t gi = t.i0 + r, gj = t.j0 + c;
-    if (t.symmetric && gj <= gi) return;
-    const bool fl = t.metric == OC_METRIC_JACCARD || t.metric == OC_METRIC_COSINE;
+    const bool ham = t.metric == OC_METRIC_HAMMING, u16 = t.dtype == OC_DTYPE_UINT16;
+    oc_fuse_int k;
+    k.pops = ham ? 1u : 0u;
+    k.mul = ham ? (uint32_t)-2 : 1u;
+    k.mask = u16 ? 0xFFFFu : 0xFFFFFFFFu;
+    k.flip = u16 ? (ham ? 0xFFFFu : 0u) : (ham ? 0x7FFFFFFFu : 0x80000000u);
+    return k;
+}
+
+__device__ __forceinline__ uint32_t oc_fuse_int_key(const oc_fuse_int &k, int count, int pa, int pb)
+{
+    const uint32_t v = k.pops * ((uint32_t)pa + (uint32_t)pb) + k.mul * (uint32_t)count;
+    return (v & k.mask) ^ k.flip;
+}
+
+/* Whether element (r, c) of the tile is a candidate at all: inside the tile and, for A·Aᵀ,
+ * above the diagonal of the result. */
+__device__ __forceinline__ bool oc_fuse_valid(const oc_gram_tile &t, int r, int c)
+{
+    return r < t.rows && c < t.cols && (!t.symmetric || t.j0 + c > t.i0 + r);
+}
+
+/* Top-k: a warp offers one list the keys its lanes hold (N each, 0 = none,
+ * every one already known to beat the list's floor). At most kept of them can be in the
+ * list's top kept, so when more pass only the warp's best kept are appended: a block of
+ * 128 x 256 elements adds at most kept keys to each row's and column's bucket, whatever the
+ * floors. The whole warp calls it. */
+template <int N>
+__device__ __forceinline__ void oc_fuse_push_best(const oc_gram_tile &t, uint64_t (&k)[N], uint32_t *count, uint64_t *keys,
+                                                  int lane)
+{
+    int mine = 0;
+#pragma unroll
+    for (int j = 0; j < N; ++j) mine += k[j] != 0;
+    int total = mine;
+#pragma unroll
+    for (int d = 16; d > 0; d >>= 1) total += __shfl_xor_sync(0xFFFFFFFFu, total, d);
+    if (total == 0) return;
+    const int n = total < t.kept ? total : t.kept;
+    uint32_t base = 0;
+    if (lane == 0) base = atomicAdd(count, (uint32_t)n);
+    base = __shfl_sync(0xFFFFFFFFu, base, 0);
+    if (base + (uint32_t)n > (uint32_t)t.bucket && lane == 0) *t.over = 1u;
+    if (total <= t.kept) {
+        int before = mine; /* exclusive prefix of the lanes' counts */
+#pragma unroll
+        for (int d = 1; d < 32; d <<= 1) {
+            int v = __shfl_up_sync(0xFFFFFFFFu, before, d);
+            if (lane >= d) before += v;
+        }
+        uint32_t at = base + (uint32_t)(before - mine);
+#pragma unroll
+        for (int j = 0; j < N; ++j)
+            if (k[j]) {
+                if (at < (uint32_t)t.bucket) keys[at] = k[j];
+                at++;
+            }
+        return;
+    }
+    /* More than kept pass: kept rounds of a warp-wide maximum (keys are distinct). */
+    for (int i = 0; i < n; ++i) {
+        uint64_t best = 0;
+#pragma unroll
+        for (int j = 0; j < N; ++j) best = k[j] > best ? k[j] : best;
+        uint64_t top = best;
+#pragma unroll
+        for (int d = 16; d > 0; d >>= 1) {
+            uint64_t o = __shfl_xor_sync(0xFFFFFFFFu, top, d);
+            top = o > top ? o : top;
+        }
+        if (best == top) {
+#pragma unroll
+            for (int j = 0; j < N; ++j)
+                if (k[j] == top) k[j] = 0;
+            if (base + (uint32_t)i < (uint32_t)t.bucket) keys[base + i] = top;
+        }
+    }
+}
+
+/* Threshold: element (r, c) with its count goes to row r's bucket when it passes. */
+__device__ __forceinline__ void oc_fuse_pair(const oc_gram_tile &t, int r, int c, int count)
+{
+    if (!oc_fuse_valid(t, r, c)) return;
     int pa = 0, pb = 0;
     if (t.metric != OC_METRIC_COUNTS) pa = t.pop_a[r], pb = t.pop_b[c];
-    if (SEL == OC_TILE_TOPK) {
-        if (fl) {
-            float ap = oc_fuse_approx(t.metric, count, pa, pb);
-            if (ap < f.row_bound[rl] && !(t.symmetric && ap >= f.col_bound[cl])) return;
-        }
-        uint32_t sk;
-        (void)oc_fuse_value(t, count, pa, pb, &sk);
-        /* A key beats a floor only if its score key reaches the floor's. */
-        if (sk < (uint32_t)(f.row[rl] >> 32) && !(t.symmetric && sk >= (uint32_t)(f.col[cl] >> 32))) return;
-        const uint64_t kr = oc_key_make(sk, gj);
-        if (kr > f.row[rl]) oc_fuse_push(t, t.row_count + r, t.row_keys + (size_t)r * t.bucket, kr);
-        if (t.symmetric) {
-            const uint64_t kc = oc_key_make(sk, gi);
-            if (kc > f.col[cl]) oc_fuse_push(t, t.col_count + c, t.col_keys + (size_t)c * t.bucket, kc);
-        }
-    } else {
-        if (fl && oc_fuse_approx(t.metric, count, pa, pb) < t.approx_min) return;
-        uint32_t sk;
-        const uint32_t v = oc_fuse_value(t, count, pa, pb, &sk);
-        /* ~column in the high half: sorting entries descending puts columns ascending, and
-         * no entry is 0 (the padding of the sort). */
-        if (sk >= t.min_key)
-            oc_fuse_push(t, t.row_count + r, t.row_keys + (size_t)r * t.bucket, (uint64_t)(~(uint32_t)c) << 32 | v);
-    }
+    if ((t.metric == OC_METRIC_JACCARD || t.metric == OC_METRIC_COSINE) &&
+        oc_fuse_approx(t.metric, count, pa, pb) < t.approx_min)
+        return;
+    uint32_t sk;
+    const uint32_t v = oc_fuse_value(t, count, pa, pb, &sk);
+    /* ~column in the high half: sorting entries descending puts columns ascending, and
+     * no entry is 0 (the padding of the sort). */
+    if (sk >= t.min_key)
+        oc_fuse_push(t, t.row_count + r, t.row_keys + (size_t)r * t.bucket, (uint64_t)(~(uint32_t)c) << 32 | v);
 }
 
 #endif

@@ -109,13 +109,8 @@ struct warp_list {
 };
 
 /* Rows: a warp per tile row, lanes across its columns (coalesced reads). */
-__global__ void __launch_bounds__(WARPS * 32) topk_rows_kernel(const oc_select_tile_args a)
+__device__ void topk_row(const oc_select_tile_args &a, int row, uint64_t *smem, int lane)
 {
-    __shared__ uint64_t smem[WARPS][SORT_N];
-    if (a.fused && *a.over == 0) return; /* the buckets hold this tile */
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const int row = blockIdx.x * WARPS + warp;
-    if (row >= a.rows) return;
     /* A·Aᵀ counts element (r, c) only when its global column exceeds its global row. */
     int first = 0;
     if (a.symmetric) {
@@ -125,7 +120,7 @@ __global__ void __launch_bounds__(WARPS * 32) topk_rows_kernel(const oc_select_t
     if (first >= a.cols) return;
     uint64_t *list = a.topk_lists + (a.i0 + row) * a.kept;
     warp_list wl;
-    wl.begin(list, smem[warp], a.kept, lane);
+    wl.begin(list, smem, a.kept, lane);
     /* UNROLL loads in flight per lane before the ballots that need them: one load at a time
      * leaves the warp waiting a memory latency per 32 elements. */
     for (int c0 = first; c0 < a.cols; c0 += 32 * UNROLL) {
@@ -141,19 +136,33 @@ __global__ void __launch_bounds__(WARPS * 32) topk_rows_kernel(const oc_select_t
     wl.end(list, a.floors ? a.floors + a.i0 + row : NULL);
 }
 
+/* The kernels walk their units (rows, column groups, lists) grid-stride: on a fused tile
+ * they are launched with a small grid, since they return at once unless it overflowed. */
+__global__ void __launch_bounds__(WARPS * 32) topk_rows_kernel(const oc_select_tile_args a)
+{
+    __shared__ uint64_t smem[WARPS][SORT_N];
+    if (a.fused && *a.over == 0) return; /* the buckets hold this tile */
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    for (int row = blockIdx.x * WARPS + warp; row < a.rows; row += gridDim.x * WARPS) topk_row(a, row, smem[warp], lane);
+}
+
 constexpr int CHUNK = WARPS * 32;    /* tile rows staged per step of the column kernel */
 
 /* Columns (the mirror of A·Aᵀ): a warp per tile column. A column read directly would touch
  * one 32-byte sector per element; instead the block stages CHUNK rows of its WARPS adjacent
  * columns in shared memory (WARPS 4-byte columns are one sector per row: nothing fetched is
  * wasted), and each warp walks its column there. */
-__global__ void __launch_bounds__(WARPS * 32) topk_cols_kernel(const oc_select_tile_args a)
+struct cols_shared {
+    uint64_t lists[WARPS][SORT_N];
+    uint32_t stage[CHUNK][WARPS + 1]; /* +1: lanes reading one column hit distinct banks */
+};
+
+/* The WARPS columns from c0; the whole block calls it (it synchronises). */
+__device__ void topk_col_group(const oc_select_tile_args &a, int c0, cols_shared &sh)
 {
-    __shared__ uint64_t smem[WARPS][SORT_N];
-    __shared__ uint32_t stage[CHUNK][WARPS + 1]; /* +1: lanes reading one column hit distinct banks */
-    if (a.fused && *a.over == 0) return;
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const int c0 = blockIdx.x * WARPS, col = c0 + warp;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, col = c0 + warp;
+    uint64_t(*smem)[SORT_N] = sh.lists;
+    uint32_t(*stage)[WARPS + 1] = sh.stage;
     const bool two = !(a.kind == OC_KEY_F32 || a.kind == OC_KEY_I32 || a.kind == OC_KEY_I32_REV);
     /* Rows that count for a column: r < j0 + col - i0 for A·Aᵀ; the block's last column has
      * the most. */
@@ -194,19 +203,19 @@ __global__ void __launch_bounds__(WARPS * 32) topk_cols_kernel(const oc_select_t
     if (lim > 0) wl.end(list, a.floors ? a.floors + a.j0 + col : NULL);
 }
 
-/* A fused tile's buckets into the lists: a warp per list. A·Aᵀ: the row lists of panel I take
- * the row buckets, those of panel J the column buckets; on a diagonal tile they are the same
- * lists and one warp takes both. */
-__global__ void __launch_bounds__(WARPS * 32) topk_merge_kernel(const oc_select_tile_args a)
+__global__ void __launch_bounds__(WARPS * 32) topk_cols_kernel(const oc_select_tile_args a)
 {
-    __shared__ uint64_t smem[WARPS][SORT_N];
-    if (*a.over) { /* the dense kernels selected this tile */
-        if (a.overflows && blockIdx.x == 0 && threadIdx.x == 0) atomicAdd(a.overflows, 1u);
-        return;
+    __shared__ cols_shared sh;
+    if (a.fused && *a.over == 0) return;
+    for (int c0 = blockIdx.x * WARPS; c0 < a.cols; c0 += gridDim.x * WARPS) {
+        topk_col_group(a, c0, sh);
+        __syncthreads(); /* the lists and the stage are free for the next group */
     }
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, w = blockIdx.x * WARPS + warp;
-    const bool diag = a.symmetric && a.i0 == a.j0;
-    if (w >= a.rows + (a.symmetric && !diag ? a.cols : 0)) return;
+}
+
+/* List w of a fused tile's merge (topk_merge_kernel). */
+__device__ void merge_list(const oc_select_tile_args &a, int w, bool diag, uint64_t *smem, int lane)
+{
     const uint32_t cap = (uint32_t)a.bucket;
     const uint64_t *src[2] = {NULL, NULL};
     uint32_t cnt[2] = {0, 0};
@@ -222,10 +231,26 @@ __global__ void __launch_bounds__(WARPS * 32) topk_merge_kernel(const oc_select_
     }
     if (cnt[0] + cnt[1] == 0) return;
     warp_list wl;
-    wl.begin(a.topk_lists + list * a.kept, smem[warp], a.kept, lane);
+    wl.begin(a.topk_lists + list * a.kept, smem, a.kept, lane);
     for (int s = 0; s < 2; ++s)
         for (uint32_t i = 0; i < cnt[s]; i += 32) wl.offer(i + lane < cnt[s] ? src[s][i + lane] : 0);
     wl.end(a.topk_lists + list * a.kept, a.floors + list);
+}
+
+/* A fused tile's buckets into the lists: a warp per list. A·Aᵀ: the row lists of panel I take
+ * the row buckets, those of panel J the column buckets; on a diagonal tile they are the same
+ * lists and one warp takes both. */
+__global__ void __launch_bounds__(WARPS * 32) topk_merge_kernel(const oc_select_tile_args a)
+{
+    __shared__ uint64_t smem[WARPS][SORT_N];
+    if (*a.over) { /* the dense kernels selected this tile */
+        if (a.overflows && blockIdx.x == 0 && threadIdx.x == 0) atomicAdd(a.overflows, 1u);
+        return;
+    }
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const bool diag = a.symmetric && a.i0 == a.j0;
+    const int lists = a.rows + (a.symmetric && !diag ? a.cols : 0);
+    for (int w = blockIdx.x * WARPS + warp; w < lists; w += gridDim.x * WARPS) merge_list(a, w, diag, smem[warp], lane);
 }
 
 /* Threshold: the first column of tile row `row` that counts (A·Aᵀ: global column > row). */
@@ -236,12 +261,8 @@ __device__ __forceinline__ int pairs_first(const oc_select_tile_args &a, int row
     return f < 0 ? 0 : (f > a.cols ? a.cols : (int)f);
 }
 
-template <bool WRITE>
-__global__ void __launch_bounds__(WARPS * 32) pairs_kernel(const oc_select_tile_args a)
+template <bool WRITE> __device__ void pairs_row(const oc_select_tile_args &a, int row, int lane)
 {
-    if (a.fused && *a.over == 0) return;
-    const int lane = threadIdx.x & 31, row = blockIdx.x * WARPS + (threadIdx.x >> 5);
-    if (row >= a.rows) return;
     uint32_t at = WRITE ? a.row_offsets[row] : 0;
     const size_t elem = a.kind == OC_KEY_F32 || a.kind == OC_KEY_I32 || a.kind == OC_KEY_I32_REV ? 4 : 2;
     for (int c0 = pairs_first(a, row); c0 < a.cols; c0 += 32 * UNROLL) {
@@ -268,17 +289,21 @@ __global__ void __launch_bounds__(WARPS * 32) pairs_kernel(const oc_select_tile_
     if (!WRITE && lane == 0) a.row_counts[row] = at;
 }
 
+template <bool WRITE>
+__global__ void __launch_bounds__(WARPS * 32) pairs_kernel(const oc_select_tile_args a)
+{
+    if (a.fused && *a.over == 0) return;
+    const int lane = threadIdx.x & 31;
+    for (int row = blockIdx.x * WARPS + (threadIdx.x >> 5); row < a.rows; row += gridDim.x * WARPS)
+        pairs_row<WRITE>(a, row, lane);
+}
+
 /* A fused tile's pairs: a warp per row sorts its bucket (entries ~column << 32 | value, so
  * descending is by column ascending) and writes it at the row's offset. */
-__global__ void __launch_bounds__(WARPS * 32) pairs_bucket_kernel(const oc_select_tile_args a)
+__device__ void pairs_bucket_row(const oc_select_tile_args &a, int row, uint64_t *buf, int lane)
 {
-    __shared__ uint64_t smem[WARPS][SORT_N];
-    if (*a.over) return;
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, row = blockIdx.x * WARPS + warp;
-    if (row >= a.rows) return;
     const int n = (int)a.row_counts[row]; /* <= bucket: nothing overflowed */
     if (n == 0) return;
-    uint64_t *buf = smem[warp];
     const uint64_t *src = a.row_keys + (size_t)row * a.bucket;
     for (int i = lane; i < n; i += 32) buf[i] = src[i];
     warp_merge(buf, 0, n, lane);
@@ -290,6 +315,15 @@ __global__ void __launch_bounds__(WARPS * 32) pairs_bucket_kernel(const oc_selec
         if (four) ((uint32_t *)a.pair_values)[at + i] = (uint32_t)e;
         else ((uint16_t *)a.pair_values)[at + i] = (uint16_t)e;
     }
+}
+
+__global__ void __launch_bounds__(WARPS * 32) pairs_bucket_kernel(const oc_select_tile_args a)
+{
+    __shared__ uint64_t smem[WARPS][SORT_N];
+    if (*a.over) return;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    for (int row = blockIdx.x * WARPS + warp; row < a.rows; row += gridDim.x * WARPS)
+        pairs_bucket_row(a, row, smem[warp], lane);
 }
 
 /* Exclusive prefix sums of the row counts, and the total in row_counts[rows]: one block. */
@@ -316,42 +350,57 @@ __global__ void __launch_bounds__(SCAN_THREADS) pairs_scan_kernel(const oc_selec
     if (t == SCAN_THREADS - 1) a.row_counts[a.rows] = part[t];
 }
 
+/* Blocks of WARPS warps for `units` warp units, at most `cap` (0: no cap). */
+unsigned grid(int units, int cap)
+{
+    int blocks = (units + WARPS - 1) / WARPS;
+    return (unsigned)(cap > 0 && blocks > cap ? cap : blocks);
+}
+
+/* Every launch goes through the launch planner (device.c), then is checked. */
+oc_status launch(oc_context *ctx, oc_cuda_device *dev, void (*kernel)(oc_select_tile_args), const char *name,
+                 unsigned blocks, int threads, const oc_select_tile_args *args, cudaStream_t stream)
+{
+    OC_CHECK(oc_cuda_launch_prepare(ctx, dev, (const void *)kernel, name, threads, 0));
+    kernel<<<blocks, threads, 0, stream>>>(*args);
+    CUDA_CHECK_LAUNCH(ctx, "a selection kernel");
+    return OC_OK;
+}
+
 } // namespace
 
 extern "C" oc_status oc_cuda_select_tile(oc_context *ctx, oc_cuda_device *dev, const oc_select_tile_args *args,
                                          cudaStream_t stream)
 {
-    (void)dev;
     if (args->rows <= 0 || args->cols <= 0) return OC_OK;
-    const unsigned row_blocks = (unsigned)((args->rows + WARPS - 1) / WARPS);
+    /* On a fused tile the dense kernels return at once unless it overflowed (then they walk
+     * the tile grid-stride), and the bucket kernels have little to do: small grids. */
+    const int fused = args->fused;
+    const unsigned row_blocks = grid(args->rows, fused ? dev->sm_count : 0);
+    const unsigned bucket_blocks = grid(args->rows, 4 * dev->sm_count);
     if (args->topk_lists) {
         if (args->kept <= 0) return OC_OK;
         if (args->kept > OC_CUDA_SELECT_MAX_K)
             return oc_fail(ctx, OC_ERR_INTERNAL, "device top-k with k = %d > %d", args->kept, OC_CUDA_SELECT_MAX_K);
-        topk_rows_kernel<<<row_blocks, WARPS * 32, 0, stream>>>(*args);
-        CUDA_CHECK_LAUNCH(ctx, "topk_rows_kernel");
+        OC_CHECK(launch(ctx, dev, topk_rows_kernel, "topk_rows_kernel", row_blocks, WARPS * 32, args, stream));
         if (args->symmetric) {
-            topk_cols_kernel<<<(unsigned)((args->cols + WARPS - 1) / WARPS), WARPS * 32, 0, stream>>>(*args);
-            CUDA_CHECK_LAUNCH(ctx, "topk_cols_kernel");
+            OC_CHECK(launch(ctx, dev, topk_cols_kernel, "topk_cols_kernel", grid(args->cols, fused ? dev->sm_count : 0),
+                            WARPS * 32, args, stream));
         }
         if (args->fused) {
             const int lists = args->rows + (args->symmetric && args->i0 != args->j0 ? args->cols : 0);
-            topk_merge_kernel<<<(unsigned)((lists + WARPS - 1) / WARPS), WARPS * 32, 0, stream>>>(*args);
-            CUDA_CHECK_LAUNCH(ctx, "topk_merge_kernel");
+            OC_CHECK(launch(ctx, dev, topk_merge_kernel, "topk_merge_kernel", grid(lists, 4 * dev->sm_count), WARPS * 32,
+                            args, stream));
         }
         return OC_OK;
     }
     if (args->fused && (args->bucket < 1 || args->bucket > SORT_N))
         return oc_fail(ctx, OC_ERR_INTERNAL, "fused threshold bucket of %d (1 to %d)", args->bucket, SORT_N);
-    pairs_kernel<false><<<row_blocks, WARPS * 32, 0, stream>>>(*args);
-    CUDA_CHECK_LAUNCH(ctx, "pairs_kernel<count>");
-    pairs_scan_kernel<<<1, SCAN_THREADS, 0, stream>>>(*args);
-    CUDA_CHECK_LAUNCH(ctx, "pairs_scan_kernel");
-    pairs_kernel<true><<<row_blocks, WARPS * 32, 0, stream>>>(*args);
-    CUDA_CHECK_LAUNCH(ctx, "pairs_kernel<write>");
+    OC_CHECK(launch(ctx, dev, pairs_kernel<false>, "pairs_kernel<count>", row_blocks, WARPS * 32, args, stream));
+    OC_CHECK(launch(ctx, dev, pairs_scan_kernel, "pairs_scan_kernel", 1, SCAN_THREADS, args, stream));
+    OC_CHECK(launch(ctx, dev, pairs_kernel<true>, "pairs_kernel<write>", row_blocks, WARPS * 32, args, stream));
     if (args->fused) {
-        pairs_bucket_kernel<<<row_blocks, WARPS * 32, 0, stream>>>(*args);
-        CUDA_CHECK_LAUNCH(ctx, "pairs_bucket_kernel");
+        OC_CHECK(launch(ctx, dev, pairs_bucket_kernel, "pairs_bucket_kernel", bucket_blocks, WARPS * 32, args, stream));
     }
     return OC_OK;
 }

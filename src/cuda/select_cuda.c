@@ -32,10 +32,14 @@
 #define PINNED_PAIRS_BYTES (32LL << 20)   /* staging for pairs; more goes through pageable memory */
 #define PINNED_TILE_BYTES (64LL << 20)    /* host top-k: row slices of a tile */
 #define ALIGN 256
-/* Bucket slots per tile row of a fused tile. After a row's first tile its floor is the
- * kept-th best of thousands of candidates, and a later tile offers about kept of its own on
- * random data; 128 leaves room for ties (OUTCORE_CUDA_SELECT_BUCKET=N overrides, for tests). */
-#define DEFAULT_BUCKET 128
+/* Bucket slots per tile row of a fused tile (OUTCORE_CUDA_SELECT_BUCKET=N overrides, for
+ * tests). Top-k: each CTA adds at most kept keys to a row's bucket and to a column's, so a
+ * row's first tile, whose floor is still 0, adds kept per CTA across it (240 for k = 10 and
+ * tiles of 6144: 24 CTAs of 256 columns; a column 480: 48 CTAs of 128 rows); later tiles,
+ * under floors that are the kept-th best of thousands, add a few. Threshold: a selective
+ * threshold keeps few pairs per row and tile. */
+#define TOPK_BUCKET 512
+#define PAIRS_BUCKET 128
 
 typedef struct slot_state {
     uint64_t *row_keys, *col_keys; /* tile x bucket each */
@@ -63,13 +67,14 @@ struct oc_cuda_select {
     int host_topk;              /* k above the device limit: tiles selected on the host */
     cudaStream_t stream;        /* the selection's own stream */
     cudaEvent_t *gram_done;     /* per slot: the tile's Gram kernels are done */
-    cudaEvent_t sel_done;       /* the last tile's selection is done */
     int nslots;
     slot_state *slots;
     int fused;                  /* tiles may be fused */
     int bucket;
     int64_t tiles, fused_tiles, overflowed;
-    int64_t *seeded;            /* top-k: the tile that first selected each panel's lists, -1 none */
+    int64_t npanels;
+    int64_t *seed_tile;         /* top-k: the tile that first selected each panel's lists, -1 none */
+    cudaEvent_t *seed_ev;       /* recorded once that tile's selection is done */
     uint64_t *d_lists, *d_floors;
     uint32_t *d_overflows;      /* top-k: fused tiles that overflowed, counted on the device */
     /* threshold */
@@ -88,10 +93,10 @@ static int select_on_device(const oc_gram_job *job)
                            oc_select_kept(job->select) <= OC_CUDA_SELECT_MAX_K);
 }
 
-static int bucket_size(void)
+static int bucket_size(const oc_gram_job *job)
 {
     const char *env = getenv("OUTCORE_CUDA_SELECT_BUCKET");
-    int b = env && *env ? atoi(env) : DEFAULT_BUCKET;
+    int b = env && *env ? atoi(env) : oc_select_get_mode(job->select) == OC_SELECT_TOPK ? TOPK_BUCKET : PAIRS_BUCKET;
     return b < 1 ? 1 : (b > OC_CUDA_SELECT_MAX_BUCKET ? OC_CUDA_SELECT_MAX_BUCKET : b);
 }
 
@@ -120,7 +125,7 @@ int64_t oc_cuda_select_edge_bytes(const oc_gram_job *job, int b1_kernel)
 {
     /* Per tile row: a row and a column bucket of 8-byte entries and their two counts; the
      * 8 bytes of slack per row cover the two extra counts and the alignment (T >= 256). */
-    return oc_cuda_select_can_fuse(job, b1_kernel) ? 16 * (int64_t)bucket_size() + 16 : 0;
+    return oc_cuda_select_can_fuse(job, b1_kernel) ? 16 * (int64_t)bucket_size(job) + 16 : 0;
 }
 
 static uint64_t align_up(uint64_t v) { return (v + ALIGN - 1) / ALIGN * ALIGN; }
@@ -184,7 +189,7 @@ oc_status oc_cuda_select_open(oc_context *ctx, oc_cuda_device *dev, oc_gram_job 
     s->ctx = ctx, s->job = job, s->sel = job->select, s->dev = dev, s->tile = tile, s->nslots = nslots;
     s->elem = oc_dtype_size(job->dtype);
     s->fused = oc_cuda_select_can_fuse(job, b1_kernel);
-    s->bucket = bucket_size();
+    s->bucket = bucket_size(job);
     oc_select_mode mode = oc_select_get_mode(s->sel);
     s->host_topk = mode == OC_SELECT_TOPK && !select_on_device(job);
     OC_CHECK(oc_select_begin(ctx, s->sel, tile, s->host_topk ? 1 : 0));
@@ -194,7 +199,6 @@ oc_status oc_cuda_select_open(oc_context *ctx, oc_cuda_device *dev, oc_gram_job 
     s->gram_done = calloc((size_t)nslots, sizeof *s->gram_done);
     if (!s->gram_done) return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the selection's events");
     for (int i = 0; i < nslots; ++i) CUDA_CHECK(ctx, cudaEventCreateWithFlags(&s->gram_done[i], cudaEventDisableTiming));
-    CUDA_CHECK(ctx, cudaEventCreateWithFlags(&s->sel_done, cudaEventDisableTiming));
     OC_CHECK(open_slots(s, slots));
     if (mode == OC_SELECT_TOPK) {
         if (s->host_topk) {
@@ -211,21 +215,19 @@ oc_status oc_cuda_select_open(oc_context *ctx, oc_cuda_device *dev, oc_gram_job 
         CUDA_CHECK(ctx, cudaMemset(s->d_overflows, 0, 4));
         CUDA_CHECK(ctx, cudaMemset(s->d_lists, 0, bytes));
         CUDA_CHECK(ctx, cudaMemset(s->d_floors, 0, (size_t)job->n * 8));
-        int64_t panels = (job->n + tile - 1) / tile;
-        s->seeded = malloc((size_t)panels * sizeof *s->seeded);
-        if (!s->seeded) return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the selection's panel table");
-        for (int64_t i = 0; i < panels; ++i) s->seeded[i] = -1;
+        s->npanels = (job->n + tile - 1) / tile;
+        s->seed_tile = malloc((size_t)s->npanels * sizeof *s->seed_tile);
+        s->seed_ev = calloc((size_t)s->npanels, sizeof *s->seed_ev);
+        if (!s->seed_tile || !s->seed_ev) return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the selection's panel table");
+        for (int64_t i = 0; i < s->npanels; ++i) s->seed_tile[i] = -1;
+        for (int64_t i = 0; i < s->npanels; ++i)
+            CUDA_CHECK(ctx, cudaEventCreateWithFlags(&s->seed_ev[i], cudaEventDisableTiming));
         return OC_OK;
     }
     return open_threshold(s, slots);
 }
 
 int oc_cuda_select_fuses(const oc_cuda_select *s) { return s && s->fused; }
-
-int oc_cuda_select_seeds_first(const oc_cuda_select *s)
-{
-    return s && s->fused && s->job->symmetric && oc_select_get_mode(s->sel) == OC_SELECT_TOPK;
-}
 
 void oc_cuda_select_host_seconds(const oc_cuda_select *s, double *wait, double *work)
 {
@@ -239,6 +241,11 @@ void oc_cuda_select_counts(const oc_cuda_select *s, int64_t *fused, int64_t *ove
     *overflowed = s ? s->overflowed : 0;
 }
 
+int oc_cuda_select_seeds_first(const oc_cuda_select *s)
+{
+    return s && s->fused && s->job->symmetric && oc_select_get_mode(s->sel) == OC_SELECT_TOPK;
+}
+
 oc_status oc_cuda_select_tile_begin(oc_cuda_select *s, int64_t t, int slot, int64_t I, int64_t J, oc_gram_tile *tile,
                                     cudaStream_t stream)
 {
@@ -249,17 +256,22 @@ oc_status oc_cuda_select_tile_begin(oc_cuda_select *s, int64_t t, int slot, int6
     tile->symmetric = sym;
     s->tiles++;
     if (!s->fused) return OC_OK;
-    int fuse;
+    int fuse = 1;
     if (oc_select_get_mode(s->sel) == OC_SELECT_TOPK) {
-        /* Fused once both panels' lists hold a full tile's candidates. A panel seeded by the
-         * previous tile needs that tile's selection done before this tile reads its floors
-         * (one seeded earlier is ordered already: this stream waits for its slot). */
-        fuse = s->seeded[I] >= 0 && (!sym || s->seeded[J] >= 0);
-        int wait = fuse && (s->seeded[I] == t - 1 || (sym && s->seeded[J] == t - 1));
-        if (s->seeded[I] < 0) s->seeded[I] = t;
-        if (sym && s->seeded[J] < 0) s->seeded[J] = t;
-        if (wait) CUDA_CHECK(ctx, cudaStreamWaitEvent(stream, s->sel_done, 0));
+        /* Every tile is fused: the floors prune once a list is full, and until then each CTA
+         * appends only its best kept per row and column, which costs the epilogue every
+         * score and kept rounds of a warp maximum. So a panel's lists are seeded by the
+         * first tile that covers it, and later tiles wait for that tile's selection: they
+         * then run with floors that prune. (Floors raised concurrently by other tiles' merges
+         * only let more keys through while they are lower.) */
+        const int64_t panels[2] = {I, J};
+        for (int p = 0; p < (sym ? 2 : 1); ++p) {
+            const int64_t P = panels[p];
+            if (s->seed_tile[P] < 0) s->seed_tile[P] = t;
+            else if (s->seed_tile[P] != t) CUDA_CHECK(ctx, cudaStreamWaitEvent(stream, s->seed_ev[P], 0));
+        }
         tile->floors = s->d_floors;
+        tile->kept = (int)oc_select_kept(s->sel);
     } else {
         uint64_t mk = oc_select_min_key(s->sel);
         fuse = !s->pairs_dense && mk <= 0xFFFFFFFFu;
@@ -404,8 +416,13 @@ oc_status oc_cuda_select_tile_done(oc_cuda_select *s, const oc_gram_tile *t, int
     /* The next tile of this slot starts from empty buckets (a dense tile's row counts
      * were written there too). */
     if (s->fused) CUDA_CHECK(ctx, cudaMemsetAsync(st->counts, 0, (size_t)(2 * s->tile + 2) * 4, s->stream));
+    if (s->seed_tile) {
+        const int64_t I = t->i0 / s->tile, J = t->j0 / s->tile;
+        if (s->seed_tile[I] == s->tiles - 1) CUDA_CHECK(ctx, cudaEventRecord(s->seed_ev[I], s->stream));
+        if (J != I && s->job->symmetric && s->seed_tile[J] == s->tiles - 1)
+            CUDA_CHECK(ctx, cudaEventRecord(s->seed_ev[J], s->stream));
+    }
     CUDA_CHECK(ctx, cudaEventRecord(slot_free, s->stream));
-    CUDA_CHECK(ctx, cudaEventRecord(s->sel_done, s->stream));
     return OC_OK;
 }
 
@@ -444,10 +461,12 @@ void oc_cuda_select_close(oc_cuda_select *s)
     free(s->pairs);
     for (int i = 0; s->gram_done && i < s->nslots; ++i)
         if (s->gram_done[i]) (void)cudaEventDestroy(s->gram_done[i]);
-    if (s->sel_done) (void)cudaEventDestroy(s->sel_done);
     if (s->stream) (void)cudaStreamDestroy(s->stream);
+    for (int64_t i = 0; s->seed_ev && i < s->npanels; ++i)
+        if (s->seed_ev[i]) (void)cudaEventDestroy(s->seed_ev[i]);
+    free(s->seed_ev);
+    free(s->seed_tile);
     free(s->gram_done);
     free(s->slots);
-    free(s->seeded);
     free(s);
 }

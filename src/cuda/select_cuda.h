@@ -18,8 +18,9 @@
  * the few that pass to bounded per-row buckets in the tile's output slot (gram_tile.h), so
  * the selection reads kilobytes instead of the tile. A bucket that overflows makes the
  * pipeline run the tile again in dense mode and select it with the dense kernels. Top-k
- * fuses a tile once the lists of both its panels were seeded by an earlier (dense) tile, so
- * that the floors already prune; a threshold tile is fused unless recent tiles overflowed.
+ * fuses every tile (a CTA appends at most k keys per row and column, so even a row's first
+ * tile, before its floor prunes, fits the buckets) and orders the tiles after the ones that
+ * seed their lists; a threshold tile is fused unless recent tiles overflowed.
  * With fusion the tiles alternate between two compute streams and the selection follows
  * each tile on its own stream, in tile order.
  *
@@ -54,16 +55,17 @@ oc_status oc_cuda_select_open(oc_context *ctx, oc_cuda_device *dev, oc_gram_job 
  * counted as their counts come back). */
 int oc_cuda_select_fuses(const oc_cuda_select *s);
 void oc_cuda_select_counts(const oc_cuda_select *s, int64_t *fused, int64_t *overflowed);
-/* Fused top-k of A·Aᵀ: the diagonal tiles, which seed each panel's lists from its own
- * rows, should come first when the order is free (every panel resident), so that no later
- * tile waits for the one before it. */
-int oc_cuda_select_seeds_first(const oc_cuda_select *s);
 /* Host seconds spent waiting for threshold pairs and handing them over (OUTCORE_TRACE). */
 void oc_cuda_select_host_seconds(const oc_cuda_select *s, double *wait, double *work);
 
+/* Fused top-k of A·Aᵀ: the diagonal tiles, which seed each panel's lists from its own
+ * rows, should come before the tiles that need them when the order is free (every panel
+ * resident), so that no tile waits for the selection of the one just before it. */
+int oc_cuda_select_seeds_first(const oc_cuda_select *s);
+
 /* Before tile t = (I, J) in output slot `slot` is enqueued on `stream`: sets its global
- * offsets and, when it is fused, its selection fields (tile->select != OC_TILE_DENSE); may
- * make `stream` wait for the previous tile's selection (the floors it raises). */
+ * offsets and, when it is fused, its selection fields (tile->select != OC_TILE_DENSE); top-k
+ * makes `stream` wait for the selection of the tiles that seeded its panels' lists. */
 oc_status oc_cuda_select_tile_begin(oc_cuda_select *s, int64_t t, int slot, int64_t I, int64_t J, oc_gram_tile *tile,
                                     cudaStream_t stream);
 /* After the kernels of `tile` (enqueued on `stream`): selects it on the selection stream and

@@ -112,14 +112,12 @@ static void compare_case(oc_context *ctx, const oc_matrix *a, const oc_matrix *b
                           (long long)gpus[g].tile, (long long)gpus[g].gpu_mem, st.select_desc);
                 if (k > 128 && k < p) CHECK(strstr(st.select_desc, "host") != NULL);
                 if (k <= 128) CHECK(strncmp(st.select_desc, "device", 6) == 0);
-                /* With the b1 kernel and several tiles, tiles after the first of each panel
-                 * are fused into the kernel's epilogue. */
+                /* With the b1 kernel every tile is fused into the kernel's epilogue. */
                 long long fused = 0, tiles = 0;
-                if (k <= 128 && b1 && gpus[g].tile == 256 && n > 256)
+                if (k <= 128 && b1)
                     CHECK_MSG(sscanf(st.select_desc, "device, %lld of %lld tiles fused", &fused, &tiles) == 2 && fused > 0 &&
-                                  fused < tiles,
-                              "%s top-%lld: expected some tiles fused and the first dense (%s)", label, (long long)k,
-                              st.select_desc);
+                                  fused == tiles,
+                              "%s top-%lld: expected every tile fused (%s)", label, (long long)k, st.select_desc);
             }
             free(ci), free(gi), free(cs), free(gs);
         }
