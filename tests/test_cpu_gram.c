@@ -9,7 +9,7 @@
  * A second, smaller check holds every micro-kernel to the contract of kernel.h directly, and
  * a third every tile epilogue: empty rows, empty unions, identical rows, popcounts at both
  * sides of the float path's bound and up to 2^32 - 1, every tail width, and every jaccard
- * and cosine quotient of popcounts below 2048.
+ * quotient of popcounts below 2048.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -309,7 +309,8 @@ static void check_epilogue_contract(const oc_cpu_kernel *k)
     }
 
     /* Rows r and columns j of popcounts r and j with c = min(r, j): the union is max(r, j), so
-     * the grid holds every jaccard quotient c / u with c <= u < GRID, and cosine's too. */
+     * the grid holds every jaccard quotient c / u with c <= u < GRID (cosine gets the grid too,
+     * for every pair of popcounts below GRID). */
     for (int64_t i = 0; i < GRID; ++i) pa[i] = pb[i] = i;
     for (int64_t r = 0; r < GRID; ++r)
         for (int64_t j = 0; j < GRID; ++j) c[r * GRID + j] = (uint32_t)(r < j ? r : j);
