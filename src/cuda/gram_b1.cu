@@ -250,20 +250,8 @@ template <int STAGES, int SEL> __device__ __forceinline__ void gram_b1_block(con
         const int r = bm * BM + rl;
         /* Columns that count: inside the tile and, for A·Aᵀ, right of the diagonal. */
         const int lo = t.symmetric ? max(0, (int)(t.i0 + r + 1 - t.j0) - bn * BN) : 0, hi = min(BN, t.cols - bn * BN);
-        uint64_t k[BN / 32];
-#pragma unroll
-        for (int j = 0; j < BN / 32; ++j) {
-            const int cl = lane + 32 * j, count = cs[rl * FUSE_LD + cl];
-            k[j] = 0;
-            if (SEL == SEL_TOPK_INT) {
-                const uint64_t key = oc_key_make(oc_fuse_int_key(ik, count, pr[rl], pc[cl]), t.j0 + bn * BN + cl);
-                k[j] = cl >= lo && cl < hi && key > fr[rl] ? key : 0;
-            } else if (cl >= lo && cl < hi && oc_fuse_maybe(t.metric, count, pr[rl], pc[cl], br[rl])) {
-                const uint64_t key = oc_key_make(oc_fuse_score_key(t, count, pr[rl], pc[cl]), t.j0 + bn * BN + cl);
-                k[j] = key > fr[rl] ? key : 0;
-            }
-        }
-        oc_fuse_push_best(t, k, t.row_count + r, t.row_keys + (size_t)r * t.bucket, lane);
+        oc_fuse_line<SEL == SEL_TOPK_INT, BN / 32>(t, ik, cs + rl * FUSE_LD, 1, pr[rl], pc, t.j0 + bn * BN, lo, hi, fr[rl],
+                                                   br[rl], t.row_count + r, t.row_keys + (size_t)r * t.bucket, lane);
     }
     if (!t.symmetric) return;
 #pragma unroll 1
@@ -272,20 +260,8 @@ template <int STAGES, int SEL> __device__ __forceinline__ void gram_b1_block(con
         if (c >= t.cols) break;
         /* Rows that count: above the diagonal of the result. */
         const int hi = min(last_row, (int)(t.j0 + c - t.i0) - bm * BM);
-        uint64_t k[BM / 32];
-#pragma unroll
-        for (int j = 0; j < BM / 32; ++j) {
-            const int rl = lane + 32 * j, count = cs[rl * FUSE_LD + cl];
-            k[j] = 0;
-            if (SEL == SEL_TOPK_INT) {
-                const uint64_t key = oc_key_make(oc_fuse_int_key(ik, count, pr[rl], pc[cl]), t.i0 + bm * BM + rl);
-                k[j] = rl < hi && key > fc[cl] ? key : 0;
-            } else if (rl < hi && oc_fuse_maybe(t.metric, count, pr[rl], pc[cl], bc[cl])) {
-                const uint64_t key = oc_key_make(oc_fuse_score_key(t, count, pr[rl], pc[cl]), t.i0 + bm * BM + rl);
-                k[j] = key > fc[cl] ? key : 0;
-            }
-        }
-        oc_fuse_push_best(t, k, t.col_count + c, t.col_keys + (size_t)c * t.bucket, lane);
+        oc_fuse_line<SEL == SEL_TOPK_INT, BM / 32>(t, ik, cs + cl, FUSE_LD, pc[cl], pr, t.i0 + bm * BM, 0, hi, fc[cl], bc[cl],
+                                                   t.col_count + c, t.col_keys + (size_t)c * t.bucket, lane);
     }
 }
 

@@ -658,6 +658,13 @@ static oc_status download_tile(pipeline *pl, int o, int64_t I, int64_t J, int64_
 }
 
 /* Places both panels of tile (I, J), uploading what is not resident. */
+/* Panels of tile (I, J) not yet on the device. */
+static int tile_uploads(const oc_panel_cache *cache, int side_b, int64_t I, int64_t J)
+{
+    int64_t ka = oc_tile_panel_key(0, I), kb = oc_tile_panel_key(side_b, J);
+    return (cache->key_slot[ka] < 0) + (kb != ka && cache->key_slot[kb] < 0);
+}
+
 static oc_status place_tile(pipeline *pl, oc_panel_cache *cache, int64_t I, int64_t J, int *sa, int *sb)
 {
     oc_context *ctx = pl->ctx;
@@ -704,6 +711,8 @@ static oc_status run_tiles(pipeline *pl)
     double last_progress = oc_now();
     if (pl->kernel_ev) CUDA_CHECK_GOTO(ctx, cudaEventRecord(pl->trace_begin, pl->dev.compute));
 
+    int64_t prefetched = 0; /* tiles up to this one have their panels placed */
+    const int side_b = job->symmetric ? 0 : 1;
     for (int64_t t = 0; t < plan->ntiles; ++t) {
         if (oc_cancelled(ctx)) {
             st = oc_fail(ctx, OC_ERR_CANCELLED, "cancelled after %lld of %lld tiles", (long long)t, (long long)plan->ntiles);
@@ -745,13 +754,21 @@ static oc_status run_tiles(pipeline *pl)
         CUDA_CHECK_GOTO(ctx, cudaEventRecord(pl->out_done[out_slot], stream));
         CUDA_CHECK_GOTO(ctx, cudaEventRecord(pl->panel_free[2 * sa + c], stream));
         if (sb != sa) CUDA_CHECK_GOTO(ctx, cudaEventRecord(pl->panel_free[2 * sb + c], stream));
-        /* The next tile's panels go up now: what follows may block this thread (a selection
+        /* The next tiles' panels go up now: what follows may block this thread (a selection
          * waiting for its pairs, a sink for a free slot), and an upload issued only after it
-         * would leave the GPU waiting for the panel. The cache sees the same placements in
-         * the same order as without this (the next iteration finds them placed). */
-        if (t + 1 < plan->ntiles) {
-            int na, nb;
-            OC_CHECK_GOTO(place_tile(pl, &cache, order[2 * t + 2], order[2 * t + 3], &na, &nb));
+         * would leave the GPU waiting for the panel (a panel of 6144 rows of 200000 bits takes
+         * longer to upload than a tile to compute). With every panel resident nothing is
+         * evicted, so the uploads run up to three tiles ahead, one tile's uploads per tile (a
+         * burst would keep this thread staging while the GPU waits for the next kernel);
+         * streaming panels, one tile, so that the cache sees the placements in the plan's
+         * order (each tile's own placement then finds its panels placed). */
+        for (int64_t ahead = plan->resident ? 3 : 1, issued = 0; prefetched < t + ahead && prefetched + 1 < plan->ntiles;
+             ++prefetched) {
+            int64_t nI = order[2 * prefetched + 2], nJ = order[2 * prefetched + 3];
+            int na, nb, need = tile_uploads(&cache, side_b, nI, nJ);
+            if (need && issued) break;
+            issued += need;
+            OC_CHECK_GOTO(place_tile(pl, &cache, nI, nJ, &na, &nb));
         }
         if (pl->select)
             OC_CHECK_GOTO(oc_cuda_select_tile_done(pl->select, &tile, out_slot, stream, pl->dev.d2h, pl->out_free[out_slot]));

@@ -201,6 +201,31 @@ __device__ __forceinline__ void oc_fuse_push_best(const oc_gram_tile &t, uint64_
     }
 }
 
+/* Top-k: one row (or, for A·Aᵀ, one column) of a CTA's block offers its keys to its list.
+ * The warp's lanes take every 32nd element: element i has its count at counts[i * stride],
+ * the popcount pops[i] of its column (row) and the line's own fixed_pop (the metrics are
+ * symmetric in the two popcounts), and index index0 + i in the list; elements outside
+ * [lo, hi) are not candidates. */
+template <bool INT, int N>
+__device__ __forceinline__ void oc_fuse_line(const oc_gram_tile &t, const oc_fuse_int &ik, const int *counts, int stride,
+                                             int fixed_pop, const int *pops, int64_t index0, int lo, int hi, uint64_t floor,
+                                             float bound, uint32_t *count, uint64_t *keys, int lane)
+{
+    uint64_t k[N];
+#pragma unroll
+    for (int j = 0; j < N; ++j) {
+        const int i = lane + 32 * j, c = counts[i * stride];
+        k[j] = 0;
+        if (i < lo || i >= hi) continue;
+        uint64_t key = 0;
+        if (INT) key = oc_key_make(oc_fuse_int_key(ik, c, fixed_pop, pops[i]), index0 + i);
+        else if (oc_fuse_maybe(t.metric, c, fixed_pop, pops[i], bound))
+            key = oc_key_make(oc_fuse_score_key(t, c, fixed_pop, pops[i]), index0 + i);
+        k[j] = key > floor ? key : 0;
+    }
+    oc_fuse_push_best(t, k, count, keys, lane);
+}
+
 /* Threshold: element (r, c) with its count goes to row r's bucket when it passes. */
 __device__ __forceinline__ void oc_fuse_pair(const oc_gram_tile &t, int r, int c, int count)
 {

@@ -29,7 +29,12 @@
 #include "cuda_check.h"
 #include "gram_select.cuh"
 
-#define PINNED_PAIRS_BYTES (32LL << 20)   /* staging for pairs; more goes through pageable memory */
+/* Pinned staging for a tile's pairs: it starts small and grows (doubling, up to the most)
+ * when a tile brings more; more than the most goes through pageable memory. Pinning is slow
+ * (2-3 GB/s on the lent machines: 32 MiB up front took longer than a selective job's whole
+ * selection), and a selective threshold keeps kilobytes per tile. */
+#define PINNED_PAIRS_FIRST (1LL << 20)
+#define PINNED_PAIRS_MOST (32LL << 20)
 #define PINNED_TILE_BYTES (64LL << 20)    /* host top-k: row slices of a tile */
 #define ALIGN 256
 /* Bucket slots per tile row of a fused tile (OUTCORE_CUDA_SELECT_BUCKET=N overrides, for
@@ -79,7 +84,8 @@ struct oc_cuda_select {
     uint32_t *d_overflows;      /* top-k: fused tiles that overflowed, counted on the device */
     /* threshold */
     pair_slot *pairs;           /* one per output slot */
-    unsigned char *h_pairs;     /* pinned: PINNED_PAIRS_BYTES */
+    unsigned char *h_pairs;     /* pinned: h_pairs_bytes */
+    int64_t h_pairs_bytes;
     int pairs_dense;            /* recent threshold tiles overflowed: select them dense */
     double wait_seconds, work_seconds; /* in consume_pairs: waiting for the device, the rest */
     /* host top-k */
@@ -155,7 +161,8 @@ static oc_status open_threshold(oc_cuda_select *s, void *const *slots)
         OC_CHECK(oc_pool_host_alloc(ctx, s->dev->pool, (size_t)(tile + 2) * 4, "pinned pair counts", (void **)&ps->h_counts));
         CUDA_CHECK(ctx, cudaEventCreateWithFlags(&ps->counts_ready, cudaEventDisableTiming | cudaEventBlockingSync));
     }
-    return oc_pool_host_alloc(ctx, s->dev->pool, PINNED_PAIRS_BYTES, "pinned pairs", (void **)&s->h_pairs);
+    s->h_pairs_bytes = PINNED_PAIRS_FIRST;
+    return oc_pool_host_alloc(ctx, s->dev->pool, (size_t)s->h_pairs_bytes, "pinned pairs", (void **)&s->h_pairs);
 }
 
 /* Each slot's buckets and their counts (the dense kernels write a dense tile's row counts
@@ -315,8 +322,16 @@ static oc_status consume_pairs(oc_cuda_select *s, pair_slot *ps, cudaStream_t d2
         if (most <= (uint32_t)s->bucket / 4) s->pairs_dense = 0;
     }
     const size_t bytes = (size_t)count * (4 + s->elem);
+    if ((int64_t)bytes > s->h_pairs_bytes && s->h_pairs_bytes < PINNED_PAIRS_MOST) {
+        int64_t grown = s->h_pairs_bytes;
+        while (grown < (int64_t)bytes && grown < PINNED_PAIRS_MOST) grown *= 2;
+        oc_pool_host_free(s->dev->pool, s->h_pairs);
+        s->h_pairs = NULL, s->h_pairs_bytes = 0;
+        OC_CHECK(oc_pool_host_alloc(ctx, s->dev->pool, (size_t)grown, "pinned pairs", (void **)&s->h_pairs));
+        s->h_pairs_bytes = grown;
+    }
     unsigned char *host = s->h_pairs, *heap = NULL;
-    if ((int64_t)bytes > PINNED_PAIRS_BYTES) {
+    if ((int64_t)bytes > s->h_pairs_bytes) {
         /* Rare (a threshold that keeps most pairs): pageable memory, slower but unbounded by
          * the pinned budget. */
         host = heap = malloc(bytes);
