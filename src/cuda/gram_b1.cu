@@ -62,7 +62,7 @@ constexpr int SEL_TOPK_INT = 3;
 /* The fused epilogue's counts (rows padded against bank conflicts) and floors. */
 constexpr int FUSE_LD = BN + 1;
 constexpr int FUSE_COUNT_BYTES = BM * FUSE_LD * 4;
-static_assert(FUSE_COUNT_BYTES + (BM + BN) * 16 <= 3 * STAGE_BYTES, "the fused epilogue fits the stage memory");
+static_assert(FUSE_COUNT_BYTES + (BM + BN) * 20 <= 3 * STAGE_BYTES, "the fused epilogue fits the stage memory");
 
 __device__ __forceinline__ uint32_t swizzle(int row, int chunk) { return (uint32_t)(row * ROW_BYTES + ((chunk ^ (row & 7)) << 4)); }
 
@@ -232,6 +232,7 @@ template <int STAGES, int SEL> __device__ __forceinline__ void gram_b1_block(con
     uint64_t *fr = (uint64_t *)(smem + FUSE_COUNT_BYTES), *fc = fr + BM;
     float *br = (float *)(fc + BN), *bc = br + BM;
     int *pr = (int *)(bc + BN), *pc = pr + BM;
+    float *qr = (float *)(pc + BN), *qc = qr + BM; /* the popcounts as floats, for the bound test */
     for (int i = tid; i < BM + BN; i += THREADS) {
         const bool row = i < BM;
         const int local = row ? i : i - BM;
@@ -241,7 +242,9 @@ template <int STAGES, int SEL> __device__ __forceinline__ void gram_b1_block(con
         if (inside && (row || t.symmetric)) key = t.floors[(row ? t.i0 : t.j0) + tl];
         (row ? fr[local] : fc[local]) = key;
         (row ? br[local] : bc[local]) = oc_fuse_bound(t.metric, key);
-        (row ? pr[local] : pc[local]) = inside && t.metric != OC_METRIC_COUNTS ? (row ? t.pop_a : t.pop_b)[tl] : 0;
+        const int pop = inside && t.metric != OC_METRIC_COUNTS ? (row ? t.pop_a : t.pop_b)[tl] : 0;
+        (row ? pr[local] : pc[local]) = pop;
+        (row ? qr[local] : qc[local]) = (float)pop;
     }
     __syncthreads();
     const oc_fuse_int ik = oc_fuse_int_make(t);
@@ -250,8 +253,8 @@ template <int STAGES, int SEL> __device__ __forceinline__ void gram_b1_block(con
         const int r = bm * BM + rl;
         /* Columns that count: inside the tile and, for A·Aᵀ, right of the diagonal. */
         const int lo = t.symmetric ? max(0, (int)(t.i0 + r + 1 - t.j0) - bn * BN) : 0, hi = min(BN, t.cols - bn * BN);
-        oc_fuse_line<SEL == SEL_TOPK_INT, BN / 32>(t, ik, cs + rl * FUSE_LD, 1, pr[rl], pc, t.j0 + bn * BN, lo, hi, fr[rl],
-                                                   br[rl], t.row_count + r, t.row_keys + (size_t)r * t.bucket, lane);
+        oc_fuse_line<SEL == SEL_TOPK_INT, BN / 32>(t, ik, cs + rl * FUSE_LD, 1, pr[rl], pc, qc, t.j0 + bn * BN, lo, hi,
+                                                   fr[rl], br[rl], t.row_count + r, t.row_keys + (size_t)r * t.bucket, lane);
     }
     if (!t.symmetric) return;
 #pragma unroll 1
@@ -260,8 +263,8 @@ template <int STAGES, int SEL> __device__ __forceinline__ void gram_b1_block(con
         if (c >= t.cols) break;
         /* Rows that count: above the diagonal of the result. */
         const int hi = min(last_row, (int)(t.j0 + c - t.i0) - bm * BM);
-        oc_fuse_line<SEL == SEL_TOPK_INT, BM / 32>(t, ik, cs + cl, FUSE_LD, pc[cl], pr, t.i0 + bm * BM, 0, hi, fc[cl], bc[cl],
-                                                   t.col_count + c, t.col_keys + (size_t)c * t.bucket, lane);
+        oc_fuse_line<SEL == SEL_TOPK_INT, BM / 32>(t, ik, cs + cl, FUSE_LD, pc[cl], pr, qr, t.i0 + bm * BM, 0, hi, fc[cl],
+                                                   bc[cl], t.col_count + c, t.col_keys + (size_t)c * t.bucket, lane);
     }
 }
 

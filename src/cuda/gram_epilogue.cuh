@@ -47,7 +47,8 @@ __device__ __forceinline__ void oc_gram_store(const oc_gram_tile &t, int r, int 
  * once to float) and the float products of the test (integers rounded to float) are each
  * within a few 2^-24 of the true values, so an element the test rejects can never beat the
  * floor. -FLT_MAX: no bound (an empty list, a floor of score 0, counts and hamming, whose
- * exact keys cost no more than the test); +inf: outside the tile, nothing passes. */
+ * exact keys cost no more than the test); +inf: outside the tile (never tested). The test
+ * itself is in oc_fuse_line. */
 __device__ __forceinline__ float oc_fuse_bound(int metric, uint64_t floor_key)
 {
     if (floor_key == ~0ull) return INFINITY;
@@ -55,14 +56,6 @@ __device__ __forceinline__ float oc_fuse_bound(int metric, uint64_t floor_key)
     const float f = oc_key_f32_value((uint32_t)(floor_key >> 32));
     if (!(f > 0.0f)) return -FLT_MAX;
     return metric == OC_METRIC_JACCARD ? f * (1.0f - OC_FUSE_MARGIN) / (1.0f + f) : f * f * (1.0f - OC_FUSE_MARGIN);
-}
-
-/* The cheap test: false only when the element cannot reach the bound's floor. */
-__device__ __forceinline__ bool oc_fuse_maybe(int metric, int count, int pa, int pb, float bound)
-{
-    if (metric == OC_METRIC_JACCARD) return (float)count >= bound * ((float)pa + (float)pb);
-    if (metric == OC_METRIC_COSINE) return (float)count * (float)count >= bound * ((float)pa * (float)pb);
-    return bound != INFINITY;
 }
 
 /* Threshold: an approximate float score, with the same margin (a fast division or
@@ -208,9 +201,14 @@ __device__ __forceinline__ void oc_fuse_push_best(const oc_gram_tile &t, uint64_
  * [lo, hi) are not candidates. */
 template <bool INT, int N>
 __device__ __forceinline__ void oc_fuse_line(const oc_gram_tile &t, const oc_fuse_int &ik, const int *counts, int stride,
-                                             int fixed_pop, const int *pops, int64_t index0, int lo, int hi, uint64_t floor,
-                                             float bound, uint32_t *count, uint64_t *keys, int lane)
+                                             int fixed_pop, const int *pops, const float *fpops, int64_t index0, int lo,
+                                             int hi, uint64_t floor, float bound, uint32_t *count, uint64_t *keys, int lane)
 {
+    /* The bound test of a float metric in a multiply-add per element: jaccard
+     * c >= bound (|a| + |b|) = bound |a| + bound |b|, cosine c^2 >= (bound |a|) |b|, with
+     * bound |a| once per line. No bound (-FLT_MAX): every element goes to the exact test. */
+    const bool jac = t.metric == OC_METRIC_JACCARD, test = !INT && bound > -FLT_MAX;
+    const float line = bound * (float)fixed_pop;
     uint64_t k[N];
 #pragma unroll
     for (int j = 0; j < N; ++j) {
@@ -218,9 +216,13 @@ __device__ __forceinline__ void oc_fuse_line(const oc_gram_tile &t, const oc_fus
         k[j] = 0;
         if (i < lo || i >= hi) continue;
         uint64_t key = 0;
-        if (INT) key = oc_key_make(oc_fuse_int_key(ik, c, fixed_pop, pops[i]), index0 + i);
-        else if (oc_fuse_maybe(t.metric, c, fixed_pop, pops[i], bound))
+        if (INT) {
+            key = oc_key_make(oc_fuse_int_key(ik, c, fixed_pop, pops[i]), index0 + i);
+        } else {
+            const float cf = (float)c;
+            if (test && (jac ? cf < fmaf(bound, fpops[i], line) : cf * cf < line * fpops[i])) continue;
             key = oc_key_make(oc_fuse_score_key(t, c, fixed_pop, pops[i]), index0 + i);
+        }
         k[j] = key > floor ? key : 0;
     }
     oc_fuse_push_best(t, k, count, keys, lane);
