@@ -90,6 +90,34 @@ __device__ __forceinline__ void mma_b1(int (&c)[4], const uint32_t (&a)[4], uint
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+/* Top-k: a warp per row of the block's counts, and for A·Aᵀ per column, offers its list the
+ * keys that beat the floor (oc_fuse_line). */
+template <bool INT>
+__device__ __forceinline__ void fuse_lines(const oc_gram_tile &t, const oc_fuse_int &ik, const int *cs, const int *pr,
+                                           const int *pc, const float *qr, const float *qc, const uint64_t *fr,
+                                           const uint64_t *fc, const float *br, const float *bc, int bm, int bn, int last_row,
+                                           int warp, int lane)
+{
+#pragma unroll 1
+    for (int rl = warp; rl < last_row; rl += THREADS / 32) {
+        const int r = bm * BM + rl;
+        /* Columns that count: inside the tile and, for A·Aᵀ, right of the diagonal. */
+        const int lo = t.symmetric ? max(0, (int)(t.i0 + r + 1 - t.j0) - bn * BN) : 0, hi = min(BN, t.cols - bn * BN);
+        oc_fuse_line<INT, BN / 32>(t, ik, cs + rl * FUSE_LD, 1, pr[rl], pc, qc, t.j0 + bn * BN, lo, hi, fr[rl], br[rl],
+                                   t.row_count + r, t.row_keys + (size_t)r * t.bucket, lane);
+    }
+    if (!t.symmetric) return;
+#pragma unroll 1
+    for (int cl = warp; cl < BN; cl += THREADS / 32) {
+        const int c = bn * BN + cl;
+        if (c >= t.cols) break;
+        /* Rows that count: above the diagonal of the result. */
+        const int hi = min(last_row, (int)(t.j0 + c - t.i0) - bm * BM);
+        oc_fuse_line<INT, BM / 32>(t, ik, cs + cl, FUSE_LD, pc[cl], pr, qr, t.i0 + bm * BM, 0, hi, fc[cl], bc[cl],
+                                   t.col_count + c, t.col_keys + (size_t)c * t.bucket, lane);
+    }
+}
+
 /* Output block `block` of the tile (in the order of the grouped rasterisation). */
 template <int STAGES, int SEL> __device__ __forceinline__ void gram_b1_block(const oc_gram_tile &t, int block, unsigned char *smem)
 {
@@ -247,24 +275,23 @@ template <int STAGES, int SEL> __device__ __forceinline__ void gram_b1_block(con
         (row ? qr[local] : qc[local]) = (float)pop;
     }
     __syncthreads();
-    const oc_fuse_int ik = oc_fuse_int_make(t);
+    if (SEL == SEL_TOPK_INT) {
+        fuse_lines<true>(t, oc_fuse_int_make(t), cs, pr, pc, qr, qc, fr, fc, br, bc, bm, bn, last_row, warp, lane);
+    } else if (t.seed) {
+        /* No list of this tile has a floor yet, so every element needs its exact score, in
+         * both passes: compute each once, in place, and let the passes read the score keys
+         * (an integer key with the identity transform). */
 #pragma unroll 1
-    for (int rl = warp; rl < last_row; rl += THREADS / 32) {
-        const int r = bm * BM + rl;
-        /* Columns that count: inside the tile and, for A·Aᵀ, right of the diagonal. */
-        const int lo = t.symmetric ? max(0, (int)(t.i0 + r + 1 - t.j0) - bn * BN) : 0, hi = min(BN, t.cols - bn * BN);
-        oc_fuse_line<SEL == SEL_TOPK_INT, BN / 32>(t, ik, cs + rl * FUSE_LD, 1, pr[rl], pc, qc, t.j0 + bn * BN, lo, hi,
-                                                   fr[rl], br[rl], t.row_count + r, t.row_keys + (size_t)r * t.bucket, lane);
-    }
-    if (!t.symmetric) return;
-#pragma unroll 1
-    for (int cl = warp; cl < BN; cl += THREADS / 32) {
-        const int c = bn * BN + cl;
-        if (c >= t.cols) break;
-        /* Rows that count: above the diagonal of the result. */
-        const int hi = min(last_row, (int)(t.j0 + c - t.i0) - bm * BM);
-        oc_fuse_line<SEL == SEL_TOPK_INT, BM / 32>(t, ik, cs + cl, FUSE_LD, pc[cl], pr, qr, t.i0 + bm * BM, 0, hi, fc[cl],
-                                                   bc[cl], t.col_count + c, t.col_keys + (size_t)c * t.bucket, lane);
+        for (int e = tid; e < last_row * BN; e += THREADS) {
+            const int rl = e / BN, cl = e % BN;
+            if (oc_fuse_valid(t, bm * BM + rl, bn * BN + cl))
+                cs[rl * FUSE_LD + cl] = (int)oc_fuse_score_key(t, cs[rl * FUSE_LD + cl], pr[rl], pc[cl]);
+        }
+        __syncthreads();
+        const oc_fuse_int identity = {0u, 1u, 0xFFFFFFFFu, 0u};
+        fuse_lines<true>(t, identity, cs, pr, pc, qr, qc, fr, fc, br, bc, bm, bn, last_row, warp, lane);
+    } else {
+        fuse_lines<false>(t, oc_fuse_int(), cs, pr, pc, qr, qc, fr, fc, br, bc, bm, bn, last_row, warp, lane);
     }
 }
 

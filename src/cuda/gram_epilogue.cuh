@@ -204,26 +204,42 @@ __device__ __forceinline__ void oc_fuse_line(const oc_gram_tile &t, const oc_fus
                                              int fixed_pop, const int *pops, const float *fpops, int64_t index0, int lo,
                                              int hi, uint64_t floor, float bound, uint32_t *count, uint64_t *keys, int lane)
 {
-    /* The bound test of a float metric in a multiply-add per element: jaccard
-     * c >= bound (|a| + |b|) = bound |a| + bound |b|, cosine c^2 >= (bound |a|) |b|, with
-     * bound |a| once per line. No bound (-FLT_MAX): every element goes to the exact test. */
-    const bool jac = t.metric == OC_METRIC_JACCARD, test = !INT && bound > -FLT_MAX;
-    const float line = bound * (float)fixed_pop;
     uint64_t k[N];
+    if (INT) {
+#pragma unroll
+        for (int j = 0; j < N; ++j) {
+            const int i = lane + 32 * j;
+            const uint64_t key = oc_key_make(oc_fuse_int_key(ik, counts[i * stride], fixed_pop, pops[i]), index0 + i);
+            k[j] = i >= lo && i < hi && key > floor ? key : 0;
+        }
+        oc_fuse_push_best(t, k, count, keys, lane);
+        return;
+    }
+    /* Float metrics: first the bound test, branch-free, one bit per element: jaccard
+     * c >= bound (|a| + |b|) = bound |a| + bound |b|, cosine c^2 >= (bound |a|) |b|, with
+     * bound |a| once per line (no bound, -FLT_MAX: every element). Only when a lane of the
+     * warp has a bit set (rarely, once the floors prune) are exact scores computed: a
+     * branch per element around the exact score made the kernel 5% slower than the integer
+     * metrics' (measured on the H100). */
+    const float line = bound * (float)fixed_pop;
+    const bool all = !(bound > -FLT_MAX), jac = t.metric == OC_METRIC_JACCARD;
+    unsigned bits = 0;
 #pragma unroll
     for (int j = 0; j < N; ++j) {
-        const int i = lane + 32 * j, c = counts[i * stride];
+        const int i = lane + 32 * j;
+        const float cf = (float)counts[i * stride];
+        const bool pass = all || (jac ? cf >= fmaf(bound, fpops[i], line) : cf * cf >= line * fpops[i]);
+        bits |= (unsigned)(pass && i >= lo && i < hi) << j;
+    }
+    if (!__any_sync(0xFFFFFFFFu, bits)) return;
+#pragma unroll
+    for (int j = 0; j < N; ++j) {
+        const int i = lane + 32 * j;
         k[j] = 0;
-        if (i < lo || i >= hi) continue;
-        uint64_t key = 0;
-        if (INT) {
-            key = oc_key_make(oc_fuse_int_key(ik, c, fixed_pop, pops[i]), index0 + i);
-        } else {
-            const float cf = (float)c;
-            if (test && (jac ? cf < fmaf(bound, fpops[i], line) : cf * cf < line * fpops[i])) continue;
-            key = oc_key_make(oc_fuse_score_key(t, c, fixed_pop, pops[i]), index0 + i);
+        if ((bits >> j) & 1u) {
+            const uint64_t key = oc_key_make(oc_fuse_score_key(t, counts[i * stride], fixed_pop, pops[i]), index0 + i);
+            k[j] = key > floor ? key : 0;
         }
-        k[j] = key > floor ? key : 0;
     }
     oc_fuse_push_best(t, k, count, keys, lane);
 }

@@ -40,6 +40,7 @@ typedef struct oc_gram_tile {
     int symmetric;          /* A·Aᵀ: only elements with global column > global row count */
     const uint64_t *floors; /* top-k: the key a candidate of each list must beat (0: any) */
     int kept;               /* top-k: keys kept per list */
+    int seed;               /* top-k: no list of the tile's rows or columns has a floor yet */
     uint32_t min_key;       /* pairs: the score key a pair needs */
     float approx_min;       /* pairs, float scores: below this (with margin) nothing passes */
     int bucket;             /* slots per bucket */

@@ -272,10 +272,12 @@ oc_status oc_cuda_select_tile_begin(oc_cuda_select *s, int64_t t, int slot, int6
          * then run with floors that prune. (Floors raised concurrently by other tiles' merges
          * only let more keys through while they are lower.) */
         const int64_t panels[2] = {I, J};
+        tile->seed = 1;
         for (int p = 0; p < (sym ? 2 : 1); ++p) {
             const int64_t P = panels[p];
             if (s->seed_tile[P] < 0) s->seed_tile[P] = t;
             else if (s->seed_tile[P] != t) CUDA_CHECK(ctx, cudaStreamWaitEvent(stream, s->seed_ev[P], 0));
+            if (s->seed_tile[P] != t) tile->seed = 0;
         }
         tile->floors = s->d_floors;
         tile->kept = (int)oc_select_kept(s->sel);
