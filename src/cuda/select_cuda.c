@@ -202,7 +202,13 @@ oc_status oc_cuda_select_open(oc_context *ctx, oc_cuda_device *dev, oc_gram_job 
     OC_CHECK(oc_select_begin(ctx, s->sel, tile, s->host_topk ? 1 : 0));
     snprintf(job->stats->select_desc, sizeof job->stats->select_desc, "%s",
              s->host_topk ? "host (k above the device's 128)" : s->fused ? "device, fused in the Gram kernel" : "device");
-    CUDA_CHECK(ctx, cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking));
+    /* The selection's kernels are short and the tiles' wait for them (their output slot,
+     * the floors, the threshold's pairs); at equal priority their blocks found no SM until
+     * both compute streams' Gram CTAs drained from one. At the highest priority the block
+     * scheduler gives them the first SM a Gram CTA leaves. */
+    int least = 0, greatest = 0;
+    CUDA_CHECK(ctx, cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    CUDA_CHECK(ctx, cudaStreamCreateWithPriority(&s->stream, cudaStreamNonBlocking, greatest));
     s->gram_done = calloc((size_t)nslots, sizeof *s->gram_done);
     if (!s->gram_done) return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the selection's events");
     for (int i = 0; i < nslots; ++i) CUDA_CHECK(ctx, cudaEventCreateWithFlags(&s->gram_done[i], cudaEventDisableTiming));
