@@ -281,11 +281,24 @@ template <int STAGES, int SEL> __device__ __forceinline__ void gram_b1_block(con
         /* No list of this tile has a floor yet, so every element needs its exact score, in
          * both passes: compute each once, in place, and let the passes read the score keys
          * (an integer key with the identity transform). */
+        /* Four elements per thread and step, inline: a double division's latency, one
+         * element at a time, made a seeding tile's epilogue as long as half its K loop. */
+        constexpr int U = 4;
 #pragma unroll 1
-        for (int e = tid; e < last_row * BN; e += THREADS) {
-            const int rl = e / BN, cl = e % BN;
-            if (oc_fuse_valid(t, bm * BM + rl, bn * BN + cl))
-                cs[rl * FUSE_LD + cl] = (int)oc_fuse_score_key(t, cs[rl * FUSE_LD + cl], pr[rl], pc[cl]);
+        for (int e0 = tid; e0 < last_row * BN; e0 += U * THREADS) {
+            uint32_t sk[U];
+#pragma unroll
+            for (int u = 0; u < U; ++u) {
+                const int e = e0 + u * THREADS, rl = e / BN, cl = e % BN;
+                sk[u] = e < last_row * BN && oc_fuse_valid(t, bm * BM + rl, bn * BN + cl)
+                            ? oc_fuse_float_key(t, cs[rl * FUSE_LD + cl], pr[rl], pc[cl])
+                            : 0u;
+            }
+#pragma unroll
+            for (int u = 0; u < U; ++u) {
+                const int e = e0 + u * THREADS;
+                if (e < last_row * BN) cs[(e / BN) * FUSE_LD + e % BN] = (int)sk[u];
+            }
         }
         __syncthreads();
         const oc_fuse_int identity = {0u, 1u, 0xFFFFFFFFu, 0u};

@@ -96,6 +96,14 @@ __device__ __forceinline__ void oc_fuse_push(const oc_gram_tile &t, uint32_t *co
     else *t.over = 1u;
 }
 
+/* The exact score key of a float metric's element, inline (for loops that keep several
+ * in flight). */
+__device__ __forceinline__ uint32_t oc_fuse_float_key(const oc_gram_tile &t, int count, int pa, int pb)
+{
+    float f = t.metric == OC_METRIC_JACCARD ? oc_metric_jaccard(count, pa, pb) : oc_metric_cosine(count, pa, pb);
+    return oc_key_score(t.kind, &f, 0);
+}
+
 /* The exact score key of an element. */
 __device__ __forceinline__ uint32_t oc_fuse_score_key(const oc_gram_tile &t, int count, int pa, int pb)
 {
