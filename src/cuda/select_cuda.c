@@ -15,7 +15,9 @@
  *            them, hand them to the host selection and deliver the complete row blocks; only
  *            then is that tile's selection enqueued, so a pair buffer is never overwritten
  *            before it was read. Two slots let the driving thread wait for the tile before
- *            last, while the last one still computes: the GPU is never left without work.
+ *            last while the last one still computes; on a busy host that wait still leaves
+ *            the GPU idle at times (bench/RESULTS.md), which more pair buffers than output
+ *            slots would avoid.
  */
 #include "select_cuda.h"
 
@@ -115,7 +117,7 @@ int oc_cuda_select_can_fuse(const oc_gram_job *job, int b1_kernel)
 int64_t oc_cuda_select_fixed_bytes(const oc_gram_job *job)
 {
     if (!select_on_device(job) || oc_select_get_mode(job->select) != OC_SELECT_TOPK) return 0;
-    /* the lists and their floors */
+    /* the lists, their floors and the overflow count */
     return (job->n * (oc_select_kept(job->select) + 1) * 8 + 4 * ALIGN - 1) / ALIGN * ALIGN;
 }
 
