@@ -33,6 +33,10 @@ static const sel_case cases[] = {
     {"A·Bᵀ ties", 41, 29, 10, 0.2},
     {"several tiles", 131, 0, 40, 0.1},
     {"several tiles A·Bᵀ", 97, 143, 70, 0.12},
+    /* Dense rows of equal length: many pairs share a jaccard score through different counts
+     * and popcounts, which the pre-test on counts (select.c) must all let through. */
+    {"dense jaccard ties", 150, 0, 96, 0.5},
+    {"dense jaccard ties A·Bᵀ", 90, 120, 64, 0.5},
 };
 
 /* The exact score as a double (float32 scores are the float the library must produce). */

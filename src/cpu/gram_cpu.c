@@ -131,6 +131,11 @@ static oc_status gram_tile(void *arg, int64_t task, int worker)
 
     /* int32 counts are the accumulator itself (every count <= m <= INT32_MAX, checked). */
     const void *result = w->acc;
+    /* Jaccard top-k selects from the counts once the tile's lists have floors: only the
+     * elements that may enter a list get a score (select.c), not every one. */
+    if (job->select && !job->dense && job->pop_a && job->pop_b &&
+        oc_select_tile_counts(job->select, worker, i0, j0, rows, cols, w->acc, ld, job->pop_a + i0, job->pop_b + j0))
+        return OC_OK;
     if (w->out) {
         /* counts never read the popcounts, and have none; every popcount and count is <= m */
         k->epilogue(cj->epilogue, w->acc, ld, job->pop_a ? job->pop_a + i0 : NULL, job->pop_b ? job->pop_b + j0 : NULL,

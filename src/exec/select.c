@@ -36,6 +36,7 @@
 
 #include "../core/error.h"
 #include "../core/matrix.h"
+#include "../core/metric.h"
 #include "select_simd.h"
 
 #define NLOCKS 1024                     /* lock stripes, one per row block (of `tile` rows) */
@@ -62,6 +63,8 @@ typedef struct sel_worker {
     uint32_t *seedmax;      /* seeding: one list's group maxima (see "Seeding" below) */
     uint64_t *seedkeys;     /* the same as distinct keys, when there are many */
     uint32_t *colmax;       /* A·Aᵀ: the group maxima of every column, group-major */
+    float *popr, *gr;       /* jaccard from counts: a batch's row popcounts and factors */
+    float *popc, *gc;       /* and the tile columns' */
     /* pairs */
     uint32_t *pcols;
     unsigned char *pvals;
@@ -380,24 +383,28 @@ typedef struct topk_scratch {
     int64_t *colcount;
 } topk_scratch;
 
-/* The exact test and bookkeeping of element c of tile row r (the pre-test passed it). */
+/* The exact test and bookkeeping of element c of tile row r (the pre-test passed it). A
+ * key is written to the end of its buffer whether or not it beats the floor, and the count
+ * grows only when it does: which of the two tests an element passes is close to a coin toss
+ * (the pre-test passed it against the lower of both bounds), so branches on them would be
+ * mispredicted about half the time. The slot exists: a buffer is trimmed as soon as it is
+ * full, and one that is never trimmed holds a whole tile row or column. */
 static inline void topk_consider(const topk_scratch *x, uint32_t sk, int64_t c, uint32_t jlow0, uint32_t ilow,
                                  uint64_t *rb, uint64_t *rf, int64_t *nr, int mirror)
 {
     const uint64_t hi = (uint64_t)sk << 32;
     const uint64_t kr = hi | (uint32_t)(jlow0 - (uint32_t)c);
-    if (kr > *rf) {
-        rb[(*nr)++] = kr;
-        if (*nr == x->rowcap && x->rowcap > x->kept) *rf = max_u64(*rf, trim(rb, nr, x->kept));
-    }
+    rb[*nr] = kr;
+    *nr += kr > *rf;
+    if (__builtin_expect(*nr == x->rowcap, 0) && x->rowcap > x->kept) *rf = max_u64(*rf, trim(rb, nr, x->kept));
     if (mirror) {
         const uint64_t kc = hi | ilow;
-        if (kc > x->colfloor[c]) {
-            uint64_t *cb = x->colbuf + c * x->colcap;
-            cb[x->colcount[c]++] = kc;
-            if (x->colcount[c] == x->colcap && x->colcap > x->kept)
-                x->colfloor[c] = max_u64(x->colfloor[c], trim(cb, &x->colcount[c], x->kept));
-        }
+        uint64_t *cb = x->colbuf + c * x->colcap;
+        int64_t *count = &x->colcount[c];
+        cb[*count] = kc;
+        *count += kc > x->colfloor[c];
+        if (__builtin_expect(*count == x->colcap, 0) && x->colcap > x->kept)
+            x->colfloor[c] = max_u64(x->colfloor[c], trim(cb, count, x->kept));
     }
 }
 
@@ -407,6 +414,25 @@ static inline uint64_t row_word(const sel_worker *w, int64_t r, int64_t wpr, int
     uint64_t m = w->words[r * wpr + wd];
     return wd == c0 / OC_SCAN_WORD ? m & (~0ull << (c0 % OC_SCAN_WORD)) : m;
 }
+
+/* The exact test of the set bits of batch rows r0 .. r0 + nb - 1, then their merge under
+ * one lock per row block; SCORE_AT(ARG, r, c) is the score key of tile element (r, c). */
+#define TOPK_EXACT_BATCH(SCORE_AT, ARG)                                                                         \
+    do {                                                                                                   \
+        for (int64_t b = 0; b < nb; ++b) {                                                                 \
+            const int64_t c0 = first_column(s, i0 + r0 + b, j0, cols);                                     \
+            const uint32_t ilow = 0xFFFFFFFFu - (uint32_t)(i0 + r0 + b);                                   \
+            uint64_t rf = w->rowfloor[b], *rb = w->rowbuf + b * s->rowcap;                                 \
+            int64_t nr = 0;                                                                                \
+            for (int64_t wd = c0 / OC_SCAN_WORD; wd < wpr; ++wd)                                           \
+                for (uint64_t m = row_word(w, b, wpr, wd, c0); m; m &= m - 1) {                            \
+                    const int64_t c = wd * OC_SCAN_WORD + __builtin_ctzll(m);                              \
+                    topk_consider(&x, SCORE_AT(ARG, r0 + b, c), c, jlow0, ilow, rb, &rf, &nr, mirror);          \
+                }                                                                                          \
+            w->rowcount[b] = nr;                                                                           \
+        }                                                                                                  \
+        merge_lists(s, w, i0 + r0, nb, w->rowbuf, s->rowcap, w->rowcount);                                 \
+    } while (0)
 
 /* One instance per key kind, so that the key computation has no switch. Column floors
  * (seeded where a list is not full) are read once per tile; then per batch of ROW_BATCH
@@ -462,24 +488,12 @@ static inline uint64_t row_word(const sel_worker *w, int64_t r, int64_t wpr, int
                                      .cols = cols, .row_min = w->rowmin, .col_min = w->colmin,             \
                                      .mirror = mirror, .words = w->words};                                 \
             s->simd.scan(&st);                                                                             \
-            for (int64_t b = 0; b < nb; ++b) {                                                             \
-                const T *restrict v = tile + (r0 + b) * ld;                                                \
-                const int64_t c0 = first_column(s, i0 + r0 + b, j0, cols);                                 \
-                const uint32_t ilow = 0xFFFFFFFFu - (uint32_t)(i0 + r0 + b);                               \
-                uint64_t rf = w->rowfloor[b], *rb = w->rowbuf + b * s->rowcap;                             \
-                int64_t nr = 0;                                                                            \
-                for (int64_t wd = c0 / OC_SCAN_WORD; wd < wpr; ++wd)                                       \
-                    for (uint64_t m = row_word(w, b, wpr, wd, c0); m; m &= m - 1) {                        \
-                        const int64_t c = wd * OC_SCAN_WORD + __builtin_ctzll(m);                          \
-                        topk_consider(&x, SCORE(v[c]), c, jlow0, ilow, rb, &rf, &nr, mirror);              \
-                    }                                                                                      \
-                w->rowcount[b] = nr;                                                                       \
-            }                                                                                              \
-            merge_lists(s, w, i0 + r0, nb, w->rowbuf, s->rowcap, w->rowcount);                             \
+            TOPK_EXACT_BATCH(TILE_SCORE_AT, SCORE);                                                                \
         }                                                                                                  \
         if (mirror) merge_lists(s, w, j0, cols, w->colbuf, s->colcap, w->colcount);                        \
     }
 
+#define TILE_SCORE_AT(SCORE, r, c) SCORE(tile[(r) * ld + (c)])
 #define SCORE_F32(x) oc_key_f32(x)
 #define SCORE_I32(x) oc_key_i32(x)
 #define SCORE_U16(x) ((uint32_t)(x))
@@ -491,6 +505,71 @@ DEFINE_TOPK_TILE(topk_i32, OC_KEY_I32, int32_t, SCORE_I32)
 DEFINE_TOPK_TILE(topk_u16, OC_KEY_U16, uint16_t, SCORE_U16)
 DEFINE_TOPK_TILE(topk_i32_rev, OC_KEY_I32_REV, int32_t, SCORE_I32_REV)
 DEFINE_TOPK_TILE(topk_u16_rev, OC_KEY_U16_REV, uint16_t, SCORE_U16_REV)
+#undef TILE_SCORE_AT
+
+/* ---------------------------------------------------------------- jaccard top-k from counts */
+/* Jaccard scores cost a double division each, as much as the whole pre-test; a tile whose
+ * lists all have floors skips them: the pre-test reads the counts (select_simd.h) against
+ * a bound on the count that a score needs to reach each floor, and only the elements that
+ * pass get a score, computed by metric.h as the epilogue would, so the exact test and the
+ * results are the same as from the converted tile.
+ *
+ * The bound. A score key reaching bound key B means s = fl(c / u) >= t, t the float of B,
+ * u = |a| + |b| - c > 0 (u = 0 scores 1 and c = 0 passes any bound below). Rounding to
+ * float: c / u >= t (1 - 2^-24); and c / u >= t' is c >= (|a| + |b|) t' / (1 + t'), a
+ * g(t') that grows with t', so g(t) (1 - 2^-24) is below it. The factor drops 2^-16 more,
+ * which covers the float rounding of the factor, of c and of |a| + |b| (2^-24 each) many
+ * times over: a superset passes, never fewer. */
+#define JACCARD_FACTOR_MARGIN (1.0 - 1.0 / 65536.0)
+
+/* The pre-test's factor g for score key bound B (scan_bound's): c >= (|a| + |b|) g. */
+static float jaccard_factor(uint32_t bound)
+{
+    if (bound <= oc_key_f32(0.0f)) return 0.0f; /* every score, never negative, passes */
+    const double t = oc_key_f32_value(bound);
+    if (t > 1.0) return 1.0f; /* no score exceeds 1: whatever passes fails the exact test */
+    return (float)(t / (1.0 + t) * JACCARD_FACTOR_MARGIN);
+}
+
+int oc_select_tile_counts(oc_select *s, int worker, int64_t i0, int64_t j0, int64_t rows, int64_t cols,
+                          const uint32_t *counts, int64_t ld, const int64_t *pop_a, const int64_t *pop_b)
+{
+    if (s->cfg.mode != OC_SELECT_TOPK || s->kind != OC_KEY_F32 || s->cfg.metric != OC_METRIC_JACCARD) return 0;
+    if (s->kept == 0) return 1;
+    sel_worker *w = &s->workers[worker];
+    const int mirror = s->cfg.symmetric;
+    const int64_t kept = s->kept, wpr = OC_SCAN_WORDS(cols);
+    const uint32_t jlow0 = 0xFFFFFFFFu - (uint32_t)j0;
+    /* A list that would be seeded (see "Seeding") needs the tile's scores: the converted
+     * tile. Floors only rise, so a list with one now keeps it. */
+    if (mirror && load_column_floors(s, w, j0, cols) && i0 + rows <= j0 && rows >= kept) return 0;
+    for (int64_t r = 0; r < rows; ++r)
+        if (atomic_load_explicit(&s->floors[i0 + r], memory_order_relaxed) == 0 &&
+            cols - first_column(s, i0 + r, j0, cols) >= kept)
+            return 0;
+    for (int64_t c = 0; c < cols; ++c) {
+        w->popc[c] = (float)pop_b[c];
+        if (mirror) w->gc[c] = jaccard_factor(scan_bound(w->colfloor[c], 0xFFFFFFFFu - (uint32_t)i0));
+    }
+    const topk_scratch x = {.kept = kept, .rowcap = s->rowcap, .colcap = s->colcap, .colbuf = w->colbuf,
+                            .colfloor = w->colfloor, .colcount = w->colcount};
+    for (int64_t r0 = 0; r0 < rows; r0 += ROW_BATCH) {
+        const int64_t nb = rows - r0 < ROW_BATCH ? rows - r0 : ROW_BATCH;
+        for (int64_t b = 0; b < nb; ++b) {
+            w->rowfloor[b] = atomic_load_explicit(&s->floors[i0 + r0 + b], memory_order_relaxed);
+            w->popr[b] = (float)pop_a[r0 + b];
+            w->gr[b] = jaccard_factor(scan_bound(w->rowfloor[b], jlow0));
+        }
+        const oc_scan_counts st = {.counts = counts + r0 * ld, .ld = ld, .rows = nb, .cols = cols, .pop_r = w->popr,
+                                   .g_r = w->gr, .pop_c = w->popc, .g_c = w->gc, .mirror = mirror, .words = w->words};
+        s->simd.scan_counts(&st);
+#define JACCARD_AT(unused, r, c) oc_key_f32(oc_metric_jaccard(counts[(r) * ld + (c)], pop_a[r], pop_b[c]))
+        TOPK_EXACT_BATCH(JACCARD_AT, 0);
+#undef JACCARD_AT
+    }
+    if (mirror) merge_lists(s, w, j0, cols, w->colbuf, s->colcap, w->colcount);
+    return 1;
+}
 
 /* ---------------------------------------------------------------- pairs per tile */
 #define DEFINE_PAIRS_TILE(NAME, T, SCORE)                                                                  \
@@ -632,9 +711,13 @@ oc_status oc_select_begin(oc_context *ctx, oc_select *s, int64_t tile, int worke
             w->seedmax = malloc((size_t)(groups ? groups : 1) * sizeof *w->seedmax);
             w->seedkeys = malloc((size_t)(groups ? groups : 1) * sizeof *w->seedkeys);
             if (s->cfg.symmetric) w->colmax = malloc((size_t)(groups * tile) * sizeof *w->colmax);
+            w->popr = malloc((size_t)batch * sizeof *w->popr);
+            w->gr = malloc((size_t)batch * sizeof *w->gr);
+            w->popc = malloc((size_t)tile * sizeof *w->popc);
+            w->gc = malloc((size_t)tile * sizeof *w->gc);
             if (!w->rowbuf || !w->rowcount || !w->merge || (s->cfg.symmetric && !w->colbuf) || !w->colcount || !w->colfloor ||
                 !w->colmin || !w->scorekeys || !w->rowfloor || !w->rowmin || !w->words || !w->seedmax || !w->seedkeys ||
-                (s->cfg.symmetric && !w->colmax))
+                (s->cfg.symmetric && !w->colmax) || !w->popr || !w->gr || !w->popc || !w->gc)
                 return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate top-k buffers for %d workers", workers);
         }
         return OC_OK;
@@ -688,6 +771,10 @@ void oc_select_free(oc_select *s)
             free(w->seedmax);
             free(w->seedkeys);
             free(w->colmax);
+            free(w->popr);
+            free(w->gr);
+            free(w->popc);
+            free(w->gc);
             free(w->pcols);
             free(w->pvals);
             free(w->pcounts);

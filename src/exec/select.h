@@ -81,6 +81,13 @@ oc_status oc_select_begin(oc_context *ctx, oc_select *s, int64_t tile, int worke
 oc_status oc_select_tile(oc_select *s, int worker, int64_t i0, int64_t j0, int64_t rows, int64_t cols,
                          const void *tile, int64_t ld);
 
+/* Jaccard top-k straight from a tile's uint32 counts (ld apart) and its rows' and columns'
+ * popcounts (pop_a[rows], pop_b[cols]): returns 1 when the tile was selected so, 0 when it
+ * must come converted through oc_select_tile instead (another mode or metric, or a list of
+ * the tile still needs the tile's scores for its first floor). Thread-safe. */
+int oc_select_tile_counts(oc_select *s, int worker, int64_t i0, int64_t j0, int64_t rows, int64_t cols,
+                          const uint32_t *counts, int64_t ld, const int64_t *pop_a, const int64_t *pop_b);
+
 /* Pairs a device already selected from tile (i0, j0): row_counts[rows] pairs per tile row, in
  * row order, columns tile-local and ascending within a row. Copied; thread-safe. */
 oc_status oc_select_add_pairs(oc_select *s, int64_t i0, int64_t j0, int64_t rows, const uint32_t *row_counts,

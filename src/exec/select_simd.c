@@ -6,13 +6,13 @@
  * constants; SCAN_DISPATCH instantiates it for every combination, so the key conversion
  * and the column bound cost nothing when they do not apply.
  *
- * The reference path is plain C: per 64 columns one branch-free pass that the compiler
- * vectorises for any x86-64 answers "does any column pass?", and only then are the bits
- * gathered one by one (after a row's first tiles most words have none). The AVX2 and
+ * The reference path is plain C (ROW_WORDS_BY_PASS), vectorised by the compiler for any
+ * x86-64. The AVX2 and
  * AVX-512 paths convert 8 or 16 values to score keys in registers, compare them with the
  * bounds and take the bits straight from the compare masks (SCAN_VECTOR_ROWS). A row's
  * last, partial vector is loaded from a zeroed copy: the tile may end exactly at the row's
- * last value.
+ * last value. The pre-test on jaccard counts has the plain C body for the reference and
+ * AVX2 paths and its own AVX-512 loop.
  */
 #include "select_simd.h"
 
@@ -64,26 +64,54 @@ ALWAYS_INLINE uint32_t passes(const oc_scan_tile *t, int kind, int mirror, const
     return oc_key_score(kind, row, c) >= bound;
 }
 
+/* A row's words from PASS (0 or 1 for the column in c): per 64 columns one branch-free pass
+ * that the compiler vectorises answers "does any column pass?", and only then are the bits
+ * gathered one by one (after a row's first tiles most words have none). */
+#define ROW_WORDS_BY_PASS(words, cols, PASS)                                                             \
+    for (int64_t w_ = 0; w_ < OC_SCAN_WORDS(cols); ++w_) {                                              \
+        const int64_t b_ = w_ * OC_SCAN_WORD, e_ = b_ + OC_SCAN_WORD < (cols) ? b_ + OC_SCAN_WORD : (cols); \
+        uint32_t any_ = 0;                                                                               \
+        for (int64_t c = b_; c < e_; ++c) any_ |= (PASS);                                                \
+        uint64_t m_ = 0;                                                                                 \
+        if (any_)                                                                                        \
+            for (int64_t c = b_; c < e_; ++c) m_ |= (uint64_t)(PASS) << (c - b_);                        \
+        (words)[w_] = m_;                                                                                \
+    }
+
 ALWAYS_INLINE void scan_ref_body(const oc_scan_tile *t, const int kind, const int mirror)
 {
     const int64_t wpr = OC_SCAN_WORDS(t->cols);
     for (int64_t r = 0; r < t->rows; ++r) {
         const void *row = scan_row(t, kind, r);
         const uint32_t rmin = t->row_min[r];
-        uint64_t *words = t->words + r * wpr;
-        for (int64_t w = 0; w < wpr; ++w) {
-            const int64_t b = w * OC_SCAN_WORD, e = b + OC_SCAN_WORD < t->cols ? b + OC_SCAN_WORD : t->cols;
-            uint32_t any = 0;
-            for (int64_t c = b; c < e; ++c) any |= passes(t, kind, mirror, row, rmin, c);
-            uint64_t m = 0;
-            if (any)
-                for (int64_t c = b; c < e; ++c) m |= (uint64_t)passes(t, kind, mirror, row, rmin, c) << (c - b);
-            words[w] = m;
-        }
+        ROW_WORDS_BY_PASS(t->words + r * wpr, t->cols, passes(t, kind, mirror, row, rmin, c));
     }
 }
 
 static void scan_ref(const oc_scan_tile *t) { SCAN_DISPATCH(scan_ref_body, t); }
+
+/* The counts pre-test (select_simd.h) in plain C, for the reference and AVX2 paths (the
+ * latter compiled with its target attribute). No operation can be contracted into an FMA (a sum is multiplied,
+ * never a product added), so the bits do not depend on the path. */
+ALWAYS_INLINE uint32_t count_passes(const oc_scan_counts *t, const int mirror, const uint32_t *row, float pr, float gr,
+                                    int64_t c)
+{
+    const float g = mirror && t->g_c[c] < gr ? t->g_c[c] : gr;
+    return (float)row[c] >= (pr + t->pop_c[c]) * g;
+}
+
+ALWAYS_INLINE void scan_counts_body(const oc_scan_counts *t, const int mirror)
+{
+    const int64_t wpr = OC_SCAN_WORDS(t->cols);
+    for (int64_t r = 0; r < t->rows; ++r) {
+        const uint32_t *row = t->counts + r * t->ld;
+        const float pr = t->pop_r[r], gr = t->g_r[r];
+        ROW_WORDS_BY_PASS(t->words + r * wpr, t->cols, count_passes(t, mirror, row, pr, gr, c));
+    }
+}
+
+#define SCAN_COUNTS(t) (t)->mirror ? scan_counts_body(t, 1) : scan_counts_body(t, 0)
+static void scan_counts_ref(const oc_scan_counts *t) { SCAN_COUNTS(t); }
 
 /* Lists of more than INSERT_BRANCHFREE_MAX keys (and every list off AVX-512): the slot
  * by binary search, then the smaller keys move down one; the formula of select_simd.h
@@ -166,6 +194,7 @@ TARGET_AVX2 ALWAYS_INLINE uint32_t bits8(const oc_scan_tile *t, int kind, int mi
 
 #define SCAN_AVX2_BODY(t, kind, mirror) SCAN_VECTOR_ROWS(t, kind, mirror, 8, ROW_BOUND8, bits8)
 TARGET_AVX2 static void scan_avx2(const oc_scan_tile *t) { SCAN_DISPATCH(SCAN_AVX2_BODY, t); }
+TARGET_AVX2 static void scan_counts_avx2(const oc_scan_counts *t) { SCAN_COUNTS(t); }
 
 /* ---------------------------------------------------------------- AVX-512 */
 #define TARGET_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl")))
@@ -198,6 +227,32 @@ TARGET_AVX512 ALWAYS_INLINE uint32_t bits16(const oc_scan_tile *t, int kind, int
 
 #define SCAN_AVX512_BODY(t, kind, mirror) SCAN_VECTOR_ROWS(t, kind, mirror, 16, ROW_BOUND16, bits16)
 TARGET_AVX512 static void scan_avx512(const oc_scan_tile *t) { SCAN_DISPATCH(SCAN_AVX512_BODY, t); }
+/* The counts pre-test in 16 lanes: the generic body's operations one for one (the
+ * conversion of a count rounds to nearest like C's, min_ps(x, y) is x < y ? x : y), so the
+ * bits are the same; a row's last vector is a masked load. */
+TARGET_AVX512 ALWAYS_INLINE void scan_counts_avx512_body(const oc_scan_counts *t, const int mirror)
+{
+    const int64_t wpr = OC_SCAN_WORDS(t->cols), cols = t->cols;
+    for (int64_t r = 0; r < t->rows; ++r) {
+        const uint32_t *row = t->counts + r * t->ld;
+        const __m512 pr = _mm512_set1_ps(t->pop_r[r]), gr = _mm512_set1_ps(t->g_r[r]);
+        uint64_t *words = t->words + r * wpr;
+        memset(words, 0, (size_t)wpr * sizeof *words);
+        for (int64_t c = 0; c < cols; c += 16) {
+            const __mmask16 in = (__mmask16)(cols - c >= 16 ? 0xFFFFu : (1u << (cols - c)) - 1);
+            const __m512 n = _mm512_cvtepu32_ps(_mm512_maskz_loadu_epi32(in, row + c));
+            const __m512 pc = _mm512_maskz_loadu_ps(in, t->pop_c + c);
+            const __m512 g = mirror ? _mm512_min_ps(_mm512_maskz_loadu_ps(in, t->g_c + c), gr) : gr;
+            const __mmask16 pass = _mm512_mask_cmp_ps_mask(in, n, _mm512_mul_ps(_mm512_add_ps(pr, pc), g), _CMP_GE_OQ);
+            words[c / OC_SCAN_WORD] |= (uint64_t)pass << (c % OC_SCAN_WORD);
+        }
+    }
+}
+
+TARGET_AVX512 static void scan_counts_avx512(const oc_scan_counts *t)
+{
+    t->mirror ? scan_counts_avx512_body(t, 1) : scan_counts_avx512_body(t, 0);
+}
 
 /* Lists of up to 16 keys live in two registers while the keys go in; list[j - 1] for every
  * lane is the pair shifted up one lane, with all ones (larger than any key) above lane 0.
@@ -230,8 +285,8 @@ oc_select_simd oc_select_simd_choose(void)
      * kernel path's instruction sets include what the code of the same name uses. AVX2 has
      * no unsigned 64-bit min and max: its lists take the reference insertion. */
     const char *isa = oc_cpu_isa();
-    if (strcmp(isa, "avx512") == 0) return (oc_select_simd){scan_avx512, insert_avx512};
-    if (strcmp(isa, "avx2") == 0) return (oc_select_simd){scan_avx2, insert_ref};
+    if (strcmp(isa, "avx512") == 0) return (oc_select_simd){scan_avx512, insert_avx512, scan_counts_avx512};
+    if (strcmp(isa, "avx2") == 0) return (oc_select_simd){scan_avx2, insert_ref, scan_counts_avx2};
 #endif
-    return (oc_select_simd){scan_ref, insert_ref};
+    return (oc_select_simd){scan_ref, insert_ref, scan_counts_ref};
 }

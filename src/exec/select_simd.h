@@ -55,12 +55,33 @@ typedef struct oc_scan_tile {
 
 typedef void (*oc_scan_fn)(const oc_scan_tile *t);
 
+/* The pre-test on a tile of jaccard counts, before any score is computed (select.c turns a
+ * floor into a factor g: a score can reach the floor only if c >= (|a| + |b|)·g, with a
+ * margin for every rounding). One bit per element whose count c satisfies
+ *
+ *     (float)c >= (pop_r[r] + pop_c[c]) * min(g_r[r], g_c[c])   (g_c only when mirror)
+ *
+ * in float arithmetic, the same operations in the same order on every path, so every path
+ * sets the same bits. The words follow oc_scan_tile's contract; pop_c and g_c are read
+ * only inside the tile. */
+typedef struct oc_scan_counts {
+    const uint32_t *counts;  /* rows x cols, ld apart */
+    int64_t ld, rows, cols;
+    const float *pop_r, *g_r; /* rows */
+    const float *pop_c, *g_c; /* cols; g_c read only when mirror */
+    int mirror;
+    uint64_t *words;
+} oc_scan_counts;
+
+typedef void (*oc_scan_counts_fn)(const oc_scan_counts *t);
+
 /* Inserts keys[0..n) (any order) into a list of kept keys (see the top comment). */
 typedef void (*oc_insert_fn)(uint64_t *list, int64_t kept, const uint64_t *keys, int64_t n);
 
 typedef struct oc_select_simd {
     oc_scan_fn scan;
     oc_insert_fn insert;
+    oc_scan_counts_fn scan_counts;
 } oc_select_simd;
 
 /* The vector code for this CPU (see the top comment). */
