@@ -12,7 +12,8 @@
  *           kernel(MR x NR x KC) += into the tile's uint32 accumulator
  *     epilogue (metric, dtype; the same ISA's, kernel.h) into the worker's tile buffer, then
  *     the dense sink, or the top-k / threshold selection (src/exec/select.h), which the
- *     worker runs on the tile while it is still in its caches.
+ *     worker runs on the tile while it is still in its caches (jaccard top-k takes the
+ *     counts themselves once the tile's lists have floors: no epilogue, see select.c).
  *
  * With T = 240 and KC = 512 words the A tile's K block is 960 KiB (half the 2 MiB L2 of the
  * machines this was tuned on) and a B micro-panel of 6 rows is 24 KiB (half a 48 KiB L1).
