@@ -280,9 +280,9 @@ template <int STAGES, int SEL> __device__ __forceinline__ void gram_b1_block(con
     } else if (t.seed) {
         /* No list of this tile has a floor yet, so every element needs its exact score, in
          * both passes: compute each once, in place, and let the passes read the score keys
-         * (an integer key with the identity transform). */
-        /* Four elements per thread and step, inline: a double division's latency, one
-         * element at a time, made a seeding tile's epilogue as long as half its K loop. */
+         * (an integer key with the identity transform). Four elements per thread and step,
+         * inline: a double division's latency, one element at a time, made a seeding tile's
+         * epilogue as long as half its K loop. */
         constexpr int U = 4;
 #pragma unroll 1
         for (int e0 = tid; e0 < last_row * BN; e0 += U * THREADS) {

@@ -658,7 +658,6 @@ static oc_status download_tile(pipeline *pl, int o, int64_t I, int64_t J, int64_
     return OC_OK;
 }
 
-/* Places both panels of tile (I, J), uploading what is not resident. */
 /* Panels of tile (I, J) not yet on the device. */
 static int tile_uploads(const oc_panel_cache *cache, int side_b, int64_t I, int64_t J)
 {
@@ -666,6 +665,7 @@ static int tile_uploads(const oc_panel_cache *cache, int side_b, int64_t I, int6
     return (cache->key_slot[ka] < 0) + (kb != ka && cache->key_slot[kb] < 0);
 }
 
+/* Places both panels of tile (I, J), uploading what is not resident. */
 static oc_status place_tile(pipeline *pl, oc_panel_cache *cache, int64_t I, int64_t J, int *sa, int *sb)
 {
     oc_context *ctx = pl->ctx;

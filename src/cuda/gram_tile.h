@@ -30,7 +30,8 @@ typedef struct oc_gram_tile {
      * the epilogue offers each element to bounded per-row buckets (select_cuda.h):
      *   OC_TILE_TOPK:  key (score, column) to row r's bucket when it beats floors[i0 + r], and
      *                  for A·Aᵀ key (score, row) to column c's bucket when it beats
-     *                  floors[j0 + c] (the mirror);
+     *                  floors[j0 + c] (the mirror); of one row's (column's) keys in one
+     *                  CTA's block only the best `kept` (the others cannot be in the list);
      *   OC_TILE_PAIRS: (column, value) to row r's bucket when its score key >= min_key.
      * A full bucket sets *over; the pipeline then runs the tile again in dense mode and
      * selects from it, and the buckets are ignored. */

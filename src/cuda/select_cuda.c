@@ -177,10 +177,10 @@ static oc_status open_slots(oc_cuda_select *s, void *const *slots)
     const uint64_t keys = (uint64_t)tile * (uint64_t)s->bucket * 8;
     s->slots = calloc((size_t)s->nslots, sizeof *s->slots);
     if (!s->slots) return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the selection's slot table");
+    if (!s->fused) return OC_OK;
     for (int i = 0; i < s->nslots; ++i) {
         char *base = (char *)slots[i] + region;
         slot_state *st = &s->slots[i];
-        if (!s->fused) continue;
         st->row_keys = (uint64_t *)base;
         st->col_keys = (uint64_t *)(base + align_up(keys));
         st->counts = (uint32_t *)(base + 2 * align_up(keys));
@@ -234,15 +234,14 @@ oc_status oc_cuda_select_open(oc_context *ctx, oc_cuda_device *dev, oc_gram_job 
         s->seed_tile = malloc((size_t)s->npanels * sizeof *s->seed_tile);
         s->seed_ev = calloc((size_t)s->npanels, sizeof *s->seed_ev);
         if (!s->seed_tile || !s->seed_ev) return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the selection's panel table");
-        for (int64_t i = 0; i < s->npanels; ++i) s->seed_tile[i] = -1;
-        for (int64_t i = 0; i < s->npanels; ++i)
+        for (int64_t i = 0; i < s->npanels; ++i) {
+            s->seed_tile[i] = -1;
             CUDA_CHECK(ctx, cudaEventCreateWithFlags(&s->seed_ev[i], cudaEventDisableTiming));
+        }
         return OC_OK;
     }
     return open_threshold(s, slots);
 }
-
-int oc_cuda_select_fuses(const oc_cuda_select *s) { return s && s->fused; }
 
 void oc_cuda_select_host_seconds(const oc_cuda_select *s, double *wait, double *work)
 {

@@ -51,9 +51,8 @@ int64_t oc_cuda_select_edge_bytes(const oc_gram_job *job, int b1_kernel);
  * elements followed by the extra bytes above. */
 oc_status oc_cuda_select_open(oc_context *ctx, oc_cuda_device *dev, oc_gram_job *job, int64_t tile, void *const *slots,
                               int nslots, int b1_kernel, oc_cuda_select **out);
-/* Whether tiles are fused, and how many were / overflowed so far (threshold: overflows
- * counted as their counts come back). */
-int oc_cuda_select_fuses(const oc_cuda_select *s);
+/* How many tiles were fused and overflowed so far (threshold: overflows counted as their
+ * counts come back; top-k: once the lists are back). */
 void oc_cuda_select_counts(const oc_cuda_select *s, int64_t *fused, int64_t *overflowed);
 /* Host seconds spent waiting for threshold pairs and handing them over (OUTCORE_TRACE). */
 void oc_cuda_select_host_seconds(const oc_cuda_select *s, double *wait, double *work);
