@@ -243,20 +243,10 @@ template <int STAGES, int SEL> __device__ __forceinline__ void gram_b1_block(con
             cs[(rl + 8) * FUSE_LD + cl + 1] = acc[mt][nt][3];
         }
     const int last_row = min(BM, rows_left);
-    if (SEL == OC_TILE_PAIRS) {
-        __syncthreads();
-#pragma unroll 1
-        for (int e = tid; e < last_row * BN; e += THREADS) {
-            const int rl = e / BN, cl = e % BN;
-            oc_fuse_pair(t, bm * BM + rl, bn * BN + cl, cs[rl * FUSE_LD + cl]);
-        }
-        return;
-    }
-
-    /* Top-k: the block's floors, their bounds and the rows' and columns' popcounts; then a
-     * warp per row, and per column for A·Aᵀ, offers the keys that beat the floor, at most
-     * kept of them. An element is first tested against the floor's bound in a few float
-     * operations (gram_epilogue.cuh); only those that pass get their exact score and key. */
+    /* The block's floors (top-k), their bounds and the rows' and columns' popcounts; then a
+     * warp per row, and for top-k of A·Aᵀ per column, offers the elements that pass (top-k:
+     * at most kept of them). An element is first tested in a few operations
+     * (gram_epilogue.cuh); only those that pass get their exact score and key. */
     uint64_t *fr = (uint64_t *)(smem + FUSE_COUNT_BYTES), *fc = fr + BM;
     float *br = (float *)(fc + BN), *bc = br + BM;
     int *pr = (int *)(bc + BN), *pc = pr + BM;
@@ -266,15 +256,31 @@ template <int STAGES, int SEL> __device__ __forceinline__ void gram_b1_block(con
         const int local = row ? i : i - BM;
         const int tl = row ? bm * BM + local : bn * BN + local;
         const bool inside = row ? tl < t.rows : tl < t.cols;
-        uint64_t key = ~0ull;
-        if (inside && (row || t.symmetric)) key = t.floors[(row ? t.i0 : t.j0) + tl];
-        (row ? fr[local] : fc[local]) = key;
-        (row ? br[local] : bc[local]) = oc_fuse_bound(t.metric, key);
+        if (SEL != OC_TILE_PAIRS) {
+            uint64_t key = ~0ull;
+            if (inside && (row || t.symmetric)) key = t.floors[(row ? t.i0 : t.j0) + tl];
+            (row ? fr[local] : fc[local]) = key;
+            (row ? br[local] : bc[local]) = oc_fuse_bound(t.metric, key);
+        }
         const int pop = inside && t.metric != OC_METRIC_COUNTS ? (row ? t.pop_a : t.pop_b)[tl] : 0;
         (row ? pr[local] : pc[local]) = pop;
         (row ? qr[local] : qc[local]) = (float)pop;
     }
     __syncthreads();
+    if (SEL == OC_TILE_PAIRS) {
+        /* The threshold's bound: the top-k floor test with min_key as every row's floor. */
+        const float bound = oc_fuse_bound(t.metric, (uint64_t)t.min_key << 32);
+        const bool int_metric = t.metric == OC_METRIC_COUNTS || t.metric == OC_METRIC_HAMMING;
+        const oc_fuse_int ik = oc_fuse_int_make(t);
+#pragma unroll 1
+        for (int rl = warp; rl < last_row; rl += THREADS / 32) {
+            const int r = bm * BM + rl;
+            const int lo = t.symmetric ? max(0, (int)(t.i0 + r + 1 - t.j0) - bn * BN) : 0, hi = min(BN, t.cols - bn * BN);
+            oc_fuse_pair_line<BN / 32>(t, ik, int_metric, cs + rl * FUSE_LD, pr[rl], pc, qc, bn * BN, lo, hi, bound,
+                                       t.row_count + r, t.row_keys + (size_t)r * t.bucket, lane);
+        }
+        return;
+    }
     if (SEL == SEL_TOPK_INT) {
         fuse_lines<true>(t, oc_fuse_int_make(t), cs, pr, pc, qr, qc, fr, fc, br, bc, bm, bn, last_row, warp, lane);
     } else if (t.seed) {

@@ -43,7 +43,6 @@ typedef struct oc_gram_tile {
     int kept;               /* top-k: keys kept per list */
     int seed;               /* top-k: no list of the tile's rows or columns has a floor yet */
     uint32_t min_key;       /* pairs: the score key a pair needs */
-    float approx_min;       /* pairs, float scores: below this (with margin) nothing passes */
     int bucket;             /* slots per bucket */
     uint32_t *row_count, *col_count; /* entries offered to each bucket (may pass `bucket`) */
     uint64_t *row_keys, *col_keys;   /* tile rows (cols) x bucket */
@@ -51,7 +50,7 @@ typedef struct oc_gram_tile {
 } oc_gram_tile;
 
 /* Relative margin of the fused epilogue's float prefilter (gram_epilogue.cuh says why it is
- * safe); the host uses it for the threshold's bound. */
+ * safe). */
 #define OC_FUSE_MARGIN 1e-5f
 
 typedef enum oc_tile_select { OC_TILE_DENSE = 0, OC_TILE_TOPK = 1, OC_TILE_PAIRS = 2 } oc_tile_select;

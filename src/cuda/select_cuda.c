@@ -21,7 +21,6 @@
  */
 #include "select_cuda.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -291,11 +290,7 @@ oc_status oc_cuda_select_tile_begin(oc_cuda_select *s, int64_t t, int slot, int6
     } else {
         uint64_t mk = oc_select_min_key(s->sel);
         fuse = !s->pairs_dense && mk <= 0xFFFFFFFFu;
-        if (fuse) {
-            tile->min_key = (uint32_t)mk;
-            float v = tile->kind == OC_KEY_F32 ? oc_key_f32_value((uint32_t)mk) : 0.0f;
-            tile->approx_min = tile->kind == OC_KEY_F32 && v > 0.0f ? v * (1.0f - OC_FUSE_MARGIN) : -INFINITY;
-        }
+        if (fuse) tile->min_key = (uint32_t)mk;
     }
     if (!fuse) return OC_OK;
     const slot_state *st = &s->slots[slot];
