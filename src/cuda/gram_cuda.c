@@ -679,15 +679,19 @@ static oc_status place_tile(pipeline *pl, oc_panel_cache *cache, int64_t I, int6
 
 /* The tile order of fused top-k of A·Aᵀ when every panel is resident: each diagonal tile
  * (which seeds its panel's lists) comes one column before the first tile that needs its
- * floors, so no tile waits for the selection of the tile just before it:
- *   D0, D1, D2, (0,1), D3, (0,2), (1,2), D4, (0,3), (1,3), (2,3), ... */
+ * floors, so no tile waits for the selection of the tile just before it; except (0,1),
+ * which comes before D2: while panel 2 is still being uploaded (the driving thread waits
+ * for it at D2) the GPU then has (0,1) to run instead of nothing:
+ *   D0, D1, (0,1), D2, D3, (0,2), (1,2), D4, (0,3), (1,3), (2,3), ... */
 static void seeded_order(int64_t panels, int64_t *order)
 {
     int64_t t = 0;
     for (int64_t d = 0; d < panels && d < 2; ++d) order[2 * t] = order[2 * t + 1] = d, t++;
     for (int64_t j = 1; j < panels; ++j) {
+        if (j == 1) order[2 * t] = 0, order[2 * t + 1] = 1, t++;
         if (j + 1 < panels) order[2 * t] = order[2 * t + 1] = j + 1, t++;
-        for (int64_t i = 0; i < j; ++i) order[2 * t] = i, order[2 * t + 1] = j, t++;
+        for (int64_t i = 0; i < j; ++i)
+            if (j > 1) order[2 * t] = i, order[2 * t + 1] = j, t++;
     }
 }
 
