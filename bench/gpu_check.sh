@@ -10,7 +10,8 @@
 # runs both benchmarks. Logs go to $OUT (or /tmp/gpu_check); a short table
 # of every step's result is printed last. TEST_TIMEOUT, SANITIZE_TIMEOUT and BENCH_TIMEOUT
 # (seconds) bound each step so that a hang cannot eat a whole lease; SANITIZE_TOOLS picks
-# the compute-sanitizer tools (default: memcheck racecheck).
+# the compute-sanitizer tools (default: memcheck racecheck); TOPK_ARGS are passed to
+# bench_topk_cuda (e.g. "--quick --runs 5").
 set -u
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build-gpu}
@@ -83,7 +84,8 @@ if has bench && { [ ${#gram_parts[@]} -gt 0 ] || [ ${#bench_parts[@]} -eq 0 ]; }
 fi
 
 if has bench && [ $topk_bench -eq 1 ]; then
-  timeout "${BENCH_TIMEOUT:-400}" "$BUILD/bench/bench_topk_cuda" 2>&1 | tee "$LOGS/bench_topk.log"
+  # shellcheck disable=SC2086 # TOPK_ARGS is a list of options
+  timeout "${BENCH_TIMEOUT:-400}" "$BUILD/bench/bench_topk_cuda" ${TOPK_ARGS:-} 2>&1 | tee "$LOGS/bench_topk.log"
   note bench_topk "rc ${PIPESTATUS[0]}"
   # End to end through the CLI (issue 4's target: under 5 s): read packed bits, write .npz.
   "$BUILD/outcore" gen --rows 100000 --cols 200000 --density 0.05 --packed -o /dev/shm/A.npy >"$LOGS/gen.log" 2>&1
