@@ -15,12 +15,25 @@
 #include "../exec/select_key.h"
 #include "gram_tile.h"
 
-/* The floating metrics stay out of line: a double division inlined at every one of a
- * thread's 128 stores would bloat the kernel and its register pressure for a step that
- * runs once per element. */
+/* Jaccard as metric.h defines it (the double quotient rounded to float), by one float
+ * division while the union |a| + |b| - c is at most 2^24: then c and the union are exact in
+ * float, and rounding the quotient to double and then to float equals rounding it to float
+ * once (53 >= 2 * 24 + 2: the argument and reference in src/cpu/kernels/epilogue_blocks.h,
+ * which the CPU's float lanes use). A float division is a fraction of the double one's
+ * cost: no 64-bit conversions, no double reciprocal. */
+__device__ __forceinline__ float oc_gram_jaccard(int count, int pa, int pb)
+{
+    const int64_t uni = (int64_t)pa + pb - count;
+    if (uni <= (1 << 24)) return uni == 0 ? 1.0f : __fdiv_rn((float)count, (float)uni);
+    return oc_metric_jaccard(count, pa, pb);
+}
+
+/* The floating metrics stay out of line: a division inlined at every one of a thread's 128
+ * stores would bloat the kernel and its register pressure for a step that runs once per
+ * element. */
 __device__ __noinline__ static float oc_gram_float_metric(int metric, int count, int pa, int pb)
 {
-    return metric == OC_METRIC_JACCARD ? oc_metric_jaccard(count, pa, pb) : oc_metric_cosine(count, pa, pb);
+    return metric == OC_METRIC_JACCARD ? oc_gram_jaccard(count, pa, pb) : oc_metric_cosine(count, pa, pb);
 }
 
 __device__ __forceinline__ void oc_gram_store(const oc_gram_tile &t, int r, int c, int count)
@@ -120,7 +133,7 @@ __device__ __forceinline__ void oc_fuse_push(const oc_gram_tile &t, uint32_t *co
  * in flight). */
 __device__ __forceinline__ uint32_t oc_fuse_float_key(const oc_gram_tile &t, int count, int pa, int pb)
 {
-    float f = t.metric == OC_METRIC_JACCARD ? oc_metric_jaccard(count, pa, pb) : oc_metric_cosine(count, pa, pb);
+    float f = t.metric == OC_METRIC_JACCARD ? oc_gram_jaccard(count, pa, pb) : oc_metric_cosine(count, pa, pb);
     return oc_key_score(t.kind, &f, 0);
 }
 
