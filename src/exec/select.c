@@ -63,6 +63,7 @@ typedef struct sel_worker {
     uint32_t *seedmax;      /* seeding: one list's group maxima (see "Seeding" below) */
     uint64_t *seedkeys;     /* the same as distinct keys, when there are many */
     uint32_t *colmax;       /* A·Aᵀ: the group maxima of every column, group-major */
+    uint32_t *colrank;      /* kth_largest's scratch (select_simd.h) */
     float *popr, *gr;       /* jaccard from counts: a batch's row popcounts and factors */
     float *popc, *gc;       /* and the tile columns' */
     /* pairs */
@@ -304,7 +305,9 @@ static void merge_lists(oc_select *s, sel_worker *w, int64_t first, int64_t coun
  * 1.3 kept elements of a first tile pass instead of all of them (min over kept groups,
  * the simpler choice, lets 2.5 kept through). For columns (A·Aᵀ's mirrored rows) the groups
  * are groups of tile rows, whose maxima for all columns at once are elementwise maxima of
- * whole tile rows. */
+ * whole tile rows, and whose kept-th largest is also found for all columns at once: both
+ * in select_simd.c's vector code (a tile's columns seeded one by one cost about half as
+ * much as the tile's kernel). */
 #define SEED_GROUPS(kept, len) ((len) < 2 * (kept) ? (len) : 2 * (kept))
 
 /* The floor seeded from the maxima gm[0..g) of g >= kept groups; keys holds g keys. */
@@ -450,20 +453,17 @@ static inline uint64_t row_word(const sel_worker *w, int64_t r, int64_t wpr, int
          * tile row is eligible in every column). */                                                       \
         if (mirror && load_column_floors(s, w, j0, cols) && i0 + rows <= j0 && rows >= kept) {             \
             const int64_t g = SEED_GROUPS(kept, rows);                                                     \
-            for (int64_t q = 0; q < g; ++q) {                                                              \
-                uint32_t *restrict gmax = w->colmax + q * cols;                                            \
-                for (int64_t c = 0; c < cols; ++c) gmax[c] = 0;                                            \
-                for (int64_t r = q * rows / g; r < (q + 1) * rows / g; ++r) {                              \
-                    const T *restrict v = tile + r * ld;                                                   \
-                    for (int64_t c = 0; c < cols; ++c) {                                                   \
-                        const uint32_t x = SCORE(v[c]);                                                    \
-                        gmax[c] = x > gmax[c] ? x : gmax[c];                                               \
-                    }                                                                                      \
+            const oc_scan_tile gt = {.kind = KIND, .values = tile, .ld = ld, .rows = rows, .cols = cols};  \
+            s->simd.group_max(&gt, g, w->colmax);                                                         \
+            if (kept <= OC_SEED_RANK_MAX) {                                                                \
+                s->simd.kth_largest(w->colmax, g, cols, kept, w->colrank);                                 \
+                for (int64_t c = 0; c < cols; ++c)                                                         \
+                    w->colfloor[c] = max_u64(w->colfloor[c], (uint64_t)w->colrank[c] << 32);               \
+            } else {                                                                                       \
+                for (int64_t c = 0; c < cols; ++c) {                                                       \
+                    for (int64_t q = 0; q < g; ++q) w->seedmax[q] = w->colmax[q * cols + c];               \
+                    w->colfloor[c] = max_u64(w->colfloor[c], seed_floor(w->seedmax, g, kept, w->seedkeys)); \
                 }                                                                                          \
-            }                                                                                              \
-            for (int64_t c = 0; c < cols; ++c) {                                                           \
-                for (int64_t q = 0; q < g; ++q) w->seedmax[q] = w->colmax[q * cols + c];                   \
-                w->colfloor[c] = max_u64(w->colfloor[c], seed_floor(w->seedmax, g, kept, w->seedkeys));    \
             }                                                                                              \
         }                                                                                                  \
         /* Bounds for the tile's first row hold for every later one (select_simd.h). */                    \
@@ -488,7 +488,7 @@ static inline uint64_t row_word(const sel_worker *w, int64_t r, int64_t wpr, int
                                      .cols = cols, .row_min = w->rowmin, .col_min = w->colmin,             \
                                      .mirror = mirror, .words = w->words};                                 \
             s->simd.scan(&st);                                                                             \
-            TOPK_EXACT_BATCH(TILE_SCORE_AT, SCORE);                                                                \
+            TOPK_EXACT_BATCH(TILE_SCORE_AT, SCORE);                                                        \
         }                                                                                                  \
         if (mirror) merge_lists(s, w, j0, cols, w->colbuf, s->colcap, w->colcount);                        \
     }
@@ -710,14 +710,18 @@ oc_status oc_select_begin(oc_context *ctx, oc_select *s, int64_t tile, int worke
             const int64_t groups = SEED_GROUPS(s->kept, tile);
             w->seedmax = malloc((size_t)(groups ? groups : 1) * sizeof *w->seedmax);
             w->seedkeys = malloc((size_t)(groups ? groups : 1) * sizeof *w->seedkeys);
-            if (s->cfg.symmetric) w->colmax = malloc((size_t)(groups * tile) * sizeof *w->colmax);
+            if (s->cfg.symmetric) {
+                w->colmax = malloc((size_t)(groups * tile) * sizeof *w->colmax);
+                w->colrank = malloc((size_t)((s->kept < OC_SEED_RANK_MAX ? s->kept : OC_SEED_RANK_MAX) * tile + 1) *
+                                    sizeof *w->colrank);
+            }
             w->popr = malloc((size_t)batch * sizeof *w->popr);
             w->gr = malloc((size_t)batch * sizeof *w->gr);
             w->popc = malloc((size_t)tile * sizeof *w->popc);
             w->gc = malloc((size_t)tile * sizeof *w->gc);
             if (!w->rowbuf || !w->rowcount || !w->merge || (s->cfg.symmetric && !w->colbuf) || !w->colcount || !w->colfloor ||
                 !w->colmin || !w->scorekeys || !w->rowfloor || !w->rowmin || !w->words || !w->seedmax || !w->seedkeys ||
-                (s->cfg.symmetric && !w->colmax) || !w->popr || !w->gr || !w->popc || !w->gc)
+                (s->cfg.symmetric && (!w->colmax || !w->colrank)) || !w->popr || !w->gr || !w->popc || !w->gc)
                 return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate top-k buffers for %d workers", workers);
         }
         return OC_OK;
@@ -771,6 +775,7 @@ void oc_select_free(oc_select *s)
             free(w->seedmax);
             free(w->seedkeys);
             free(w->colmax);
+            free(w->colrank);
             free(w->popr);
             free(w->gr);
             free(w->popc);

@@ -1,5 +1,5 @@
 /*
- * select_simd.c - the top-k pre-test and list insertion on each CPU path (see
+ * select_simd.c - the top-k pre-test, list insertion and column seeds on each CPU path (see
  * select_simd.h for what they compute and the contract shared by every path).
  *
  * Each path is written once as a body that takes the key kind and the mirror flag as
@@ -12,7 +12,9 @@
  * bounds and take the bits straight from the compare masks (SCAN_VECTOR_ROWS). A row's
  * last, partial vector is loaded from a zeroed copy: the tile may end exactly at the row's
  * last value. The pre-test on jaccard counts has the plain C body for the reference and
- * AVX2 paths and its own AVX-512 loop.
+ * AVX2 paths and its own AVX-512 loop. The column seeds are plain C bodies compiled once
+ * per path with its instruction set (select.c, built for any x86-64, would do the
+ * unsigned 32-bit max and min of their loops with SSE2 emulations).
  */
 #include "select_simd.h"
 
@@ -113,6 +115,55 @@ ALWAYS_INLINE void scan_counts_body(const oc_scan_counts *t, const int mirror)
 #define SCAN_COUNTS(t) (t)->mirror ? scan_counts_body(t, 1) : scan_counts_body(t, 0)
 static void scan_counts_ref(const oc_scan_counts *t) { SCAN_COUNTS(t); }
 
+/* The group maxima of seeding (select_simd.h) as one plain C body: the key conversion of
+ * a constant kind and the unsigned max vectorise on every path, each with its own
+ * instruction set. */
+ALWAYS_INLINE void group_max_body(const oc_scan_tile *t, const int kind, int64_t g, uint32_t *out)
+{
+    const int64_t rows = t->rows, cols = t->cols;
+    for (int64_t q = 0; q < g; ++q) {
+        uint32_t *restrict gmax = out + q * cols;
+        for (int64_t c = 0; c < cols; ++c) gmax[c] = 0;
+        for (int64_t r = q * rows / g; r < (q + 1) * rows / g; ++r) {
+            const void *row = scan_row(t, kind, r);
+            for (int64_t c = 0; c < cols; ++c) {
+                const uint32_t x = oc_key_score(kind, row, c);
+                gmax[c] = x > gmax[c] ? x : gmax[c];
+            }
+        }
+    }
+}
+
+#define GROUP_MAX_BODY(t, kind, mirror) group_max_body(t, kind, g, out)
+static void group_max_ref(const oc_scan_tile *t, int64_t g, uint32_t *out) { SCAN_DISPATCH(GROUP_MAX_BODY, t); }
+
+/* oc_kth_fn: each column keeps its kept largest values so far in descending order,
+ * w[j * cols + c] for slot j, and a value x goes in as in the insertion above (ties each
+ * take a slot): w'[j] = max(w[j], min(w[j - 1], x)), one branch-free pass over the columns
+ * per slot, from the last slot up so that w[j - 1] is still the old one. */
+ALWAYS_INLINE void kth_body(const uint32_t *gm, int64_t g, int64_t cols, int64_t kept, uint32_t *w)
+{
+    memset(w, 0, (size_t)(kept * cols) * sizeof *w);
+    for (int64_t q = 0; q < g; ++q) {
+        const uint32_t *restrict x = gm + q * cols;
+        for (int64_t j = kept - 1; j > 0; --j) {
+            uint32_t *restrict wj = w + j * cols;
+            const uint32_t *restrict up = w + (j - 1) * cols;
+            for (int64_t c = 0; c < cols; ++c) {
+                const uint32_t m = up[c] < x[c] ? up[c] : x[c];
+                wj[c] = wj[c] > m ? wj[c] : m;
+            }
+        }
+        for (int64_t c = 0; c < cols; ++c) w[c] = w[c] > x[c] ? w[c] : x[c];
+    }
+    memmove(w, w + (kept - 1) * cols, (size_t)cols * sizeof *w);
+}
+
+static void kth_ref(const uint32_t *gm, int64_t g, int64_t cols, int64_t kept, uint32_t *w)
+{
+    kth_body(gm, g, cols, kept, w);
+}
+
 /* Lists of more than INSERT_BRANCHFREE_MAX keys (and every list off AVX-512): the slot
  * by binary search, then the smaller keys move down one; the formula of select_simd.h
  * would touch every slot for every key. */
@@ -195,6 +246,14 @@ TARGET_AVX2 ALWAYS_INLINE uint32_t bits8(const oc_scan_tile *t, int kind, int mi
 #define SCAN_AVX2_BODY(t, kind, mirror) SCAN_VECTOR_ROWS(t, kind, mirror, 8, ROW_BOUND8, bits8)
 TARGET_AVX2 static void scan_avx2(const oc_scan_tile *t) { SCAN_DISPATCH(SCAN_AVX2_BODY, t); }
 TARGET_AVX2 static void scan_counts_avx2(const oc_scan_counts *t) { SCAN_COUNTS(t); }
+TARGET_AVX2 static void group_max_avx2(const oc_scan_tile *t, int64_t g, uint32_t *out)
+{
+    SCAN_DISPATCH(GROUP_MAX_BODY, t);
+}
+TARGET_AVX2 static void kth_avx2(const uint32_t *gm, int64_t g, int64_t cols, int64_t kept, uint32_t *w)
+{
+    kth_body(gm, g, cols, kept, w);
+}
 
 /* ---------------------------------------------------------------- AVX-512 */
 #define TARGET_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl")))
@@ -249,6 +308,15 @@ TARGET_AVX512 ALWAYS_INLINE void scan_counts_avx512_body(const oc_scan_counts *t
     }
 }
 
+TARGET_AVX512 static void group_max_avx512(const oc_scan_tile *t, int64_t g, uint32_t *out)
+{
+    SCAN_DISPATCH(GROUP_MAX_BODY, t);
+}
+TARGET_AVX512 static void kth_avx512(const uint32_t *gm, int64_t g, int64_t cols, int64_t kept, uint32_t *w)
+{
+    kth_body(gm, g, cols, kept, w);
+}
+
 TARGET_AVX512 static void scan_counts_avx512(const oc_scan_counts *t)
 {
     t->mirror ? scan_counts_avx512_body(t, 1) : scan_counts_avx512_body(t, 0);
@@ -285,8 +353,10 @@ oc_select_simd oc_select_simd_choose(void)
      * kernel path's instruction sets include what the code of the same name uses. AVX2 has
      * no unsigned 64-bit min and max: its lists take the reference insertion. */
     const char *isa = oc_cpu_isa();
-    if (strcmp(isa, "avx512") == 0) return (oc_select_simd){scan_avx512, insert_avx512, scan_counts_avx512};
-    if (strcmp(isa, "avx2") == 0) return (oc_select_simd){scan_avx2, insert_ref, scan_counts_avx2};
+    if (strcmp(isa, "avx512") == 0)
+        return (oc_select_simd){scan_avx512, insert_avx512, scan_counts_avx512, group_max_avx512, kth_avx512};
+    if (strcmp(isa, "avx2") == 0)
+        return (oc_select_simd){scan_avx2, insert_ref, scan_counts_avx2, group_max_avx2, kth_avx2};
 #endif
-    return (oc_select_simd){scan_ref, insert_ref, scan_counts_ref};
+    return (oc_select_simd){scan_ref, insert_ref, scan_counts_ref, group_max_ref, kth_ref};
 }

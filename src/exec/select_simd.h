@@ -1,6 +1,7 @@
 /*
- * select_simd.h - the vectorised parts of CPU top-k selection: the pre-test of a tile and
- * the insertion of survivors into a list. select.c does the bookkeeping around them.
+ * select_simd.h - the vectorised parts of CPU top-k selection: the pre-test of a tile, the
+ * insertion of survivors into a list and the column seeds of a tile. select.c does the
+ * bookkeeping around them.
  *
  * The pre-test: which elements of a tile may enter a list. Almost every element of a Gram tile fails its row's floor and its column's floor (the
  * kept-th key of each list, see select.c), so top-k selection runs at the speed of this
@@ -78,10 +79,23 @@ typedef void (*oc_scan_counts_fn)(const oc_scan_counts *t);
 /* Inserts keys[0..n) (any order) into a list of kept keys (see the top comment). */
 typedef void (*oc_insert_fn)(uint64_t *list, int64_t kept, const uint64_t *keys, int64_t n);
 
+/* Seeding's group maxima (select.c): out[q * cols + c] is the largest score key of column c
+ * over tile rows q * rows / g .. (q + 1) * rows / g - 1, for q < g <= rows. Reads only
+ * kind, values, ld, rows and cols of t. */
+typedef void (*oc_group_max_fn)(const oc_scan_tile *t, int64_t g, uint32_t *out);
+
+/* Seeding's floors for all columns at once: for each c < cols, the kept-th largest (equal
+ * values each counted) of gm[q * cols + c], q < g, g >= kept, kept <= OC_SEED_RANK_MAX.
+ * work holds kept * cols values; the results are in work[0 .. cols). */
+#define OC_SEED_RANK_MAX 16
+typedef void (*oc_kth_fn)(const uint32_t *gm, int64_t g, int64_t cols, int64_t kept, uint32_t *work);
+
 typedef struct oc_select_simd {
     oc_scan_fn scan;
     oc_insert_fn insert;
     oc_scan_counts_fn scan_counts;
+    oc_group_max_fn group_max;
+    oc_kth_fn kth_largest;
 } oc_select_simd;
 
 /* The vector code for this CPU (see the top comment). */
