@@ -13,7 +13,8 @@
  * mode, seconds, effective rate (n·n·m / time), ratio to counts, ratio to the same metric
  * discarded. Target (issue 4): top-k at >= 0.8 of counts.
  *
- * Usage: bench_topk_cpu [--runs N] [--threads N] [--quick]
+ * Usage: bench_topk_cpu [--runs N] [--threads N] [--quick] [--n N --m M]
+ * (--n and --m: that one case instead of the list; m a multiple of 8)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,7 +26,10 @@ typedef struct topk_case {
     int64_t n, m;
 } topk_case;
 
-static const topk_case cases[] = {{4096, 2048}, {4096, 8192}, {4096, 65536}, {8192, 16384}};
+/* Short rows small and large (n = 4096 at m = 2048 is a job of about 20 ms, where the
+ * lists' first tiles weigh most), then longer rows. The issue's row length (m = 200000) is
+ * `--n 8192 --m 200000` (minutes per run). */
+static const topk_case cases[] = {{4096, 2048}, {16384, 2048}, {4096, 8192}, {4096, 65536}, {8192, 16384}};
 
 static int count_pairs(void *user, const int64_t *rows, const int64_t *cols, const void *scores, int64_t count)
 {
@@ -91,24 +95,33 @@ static int time_modes(oc_context *ctx, const oc_matrix *a, int threads, int64_t 
 int main(int argc, char **argv)
 {
     int runs = 3, threads = 0, quick = 0;
+    topk_case custom = {0, 0};
     for (int i = 1; i < argc; ++i) {
         if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc) runs = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--n") == 0 && i + 1 < argc) custom.n = atoll(argv[++i]);
+        else if (strcmp(argv[i], "--m") == 0 && i + 1 < argc) custom.m = atoll(argv[++i]) / 8 * 8;
         else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) threads = atoi(argv[++i]);
         else if (strcmp(argv[i], "--quick") == 0) quick = 1;
         else {
-            fprintf(stderr, "usage: bench_topk_cpu [--runs N] [--threads N] [--quick]\n");
+            fprintf(stderr, "usage: bench_topk_cpu [--runs N] [--threads N] [--quick] [--n N --m M]\n");
             return 2;
         }
     }
     if (runs < 1 || runs > 32) runs = 3;
+    if ((custom.n > 0) != (custom.m > 0)) {
+        fprintf(stderr, "bench_topk_cpu: --n and --m go together (one case of n rows and m columns)\n");
+        return 2;
+    }
+    const topk_case *list = custom.n > 0 ? &custom : cases;
+    const size_t ncases = custom.n > 0 ? 1 : sizeof cases / sizeof *cases;
     oc_context *ctx = NULL;
     if (oc_context_create(&ctx) != OC_OK) return 1;
     printf("CPU %s, %d threads; median of %d runs\n", oc_cpu_isa(), threads ? threads : oc_cpu_cores(), runs);
     printf("%-18s %-22s %9s %14s %9s %9s\n", "case", "mode", "seconds", "bit-MAC/s eff", "vs counts", "vs metric");
     int rc = 0;
-    for (size_t c = 0; c < sizeof cases / sizeof *cases && rc == 0; ++c) {
+    for (size_t c = 0; c < ncases && rc == 0; ++c) {
         if (quick && c > 0) break;
-        const int64_t n = cases[c].n, m = cases[c].m, row_bytes = m / 8, k = 10;
+        const int64_t n = list[c].n, m = list[c].m, row_bytes = m / 8, k = 10;
         unsigned char *bits = malloc((size_t)(n * row_bytes));
         uint64_t seed = 0x9E3779B97F4A7C15ull * (c + 1);
         for (int64_t i = 0; i < n * row_bytes; ++i) {
