@@ -90,6 +90,14 @@ __device__ __forceinline__ void mma_b1(int (&c)[4], const uint32_t (&a)[4], uint
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+/* The columns of the block that count for tile row r: inside the tile and, for A·Aᵀ,
+ * right of the diagonal: [lo, hi) of the block's BN. */
+__device__ __forceinline__ void row_span(const oc_gram_tile &t, int r, int bn, int &lo, int &hi)
+{
+    lo = t.symmetric ? max(0, (int)(t.i0 + r + 1 - t.j0) - bn * BN) : 0;
+    hi = min(BN, t.cols - bn * BN);
+}
+
 /* Top-k: a warp per row of the block's counts, and for A·Aᵀ per column, offers its list the
  * keys that beat the floor (oc_fuse_line). */
 template <bool INT>
@@ -101,8 +109,8 @@ __device__ __forceinline__ void fuse_lines(const oc_gram_tile &t, const oc_fuse_
 #pragma unroll 1
     for (int rl = warp; rl < last_row; rl += THREADS / 32) {
         const int r = bm * BM + rl;
-        /* Columns that count: inside the tile and, for A·Aᵀ, right of the diagonal. */
-        const int lo = t.symmetric ? max(0, (int)(t.i0 + r + 1 - t.j0) - bn * BN) : 0, hi = min(BN, t.cols - bn * BN);
+        int lo, hi;
+        row_span(t, r, bn, lo, hi);
         oc_fuse_line<INT, BN / 32>(t, ik, cs + rl * FUSE_LD, 1, pr[rl], pc, qc, t.j0 + bn * BN, lo, hi, fr[rl], br[rl],
                                    t.row_count + r, t.row_keys + (size_t)r * t.bucket, lane);
     }
@@ -275,7 +283,8 @@ template <int STAGES, int SEL> __device__ __forceinline__ void gram_b1_block(con
 #pragma unroll 1
         for (int rl = warp; rl < last_row; rl += THREADS / 32) {
             const int r = bm * BM + rl;
-            const int lo = t.symmetric ? max(0, (int)(t.i0 + r + 1 - t.j0) - bn * BN) : 0, hi = min(BN, t.cols - bn * BN);
+            int lo, hi;
+            row_span(t, r, bn, lo, hi);
             oc_fuse_pair_line<BN / 32>(t, ik, int_metric, cs + rl * FUSE_LD, pr[rl], pc, qc, bn * BN, lo, hi, bound,
                                        t.row_count + r, t.row_keys + (size_t)r * t.bucket, lane);
         }

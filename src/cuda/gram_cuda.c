@@ -686,12 +686,13 @@ static oc_status place_tile(pipeline *pl, oc_panel_cache *cache, int64_t I, int6
 static void seeded_order(int64_t panels, int64_t *order)
 {
     int64_t t = 0;
-    for (int64_t d = 0; d < panels && d < 2; ++d) order[2 * t] = order[2 * t + 1] = d, t++;
-    for (int64_t j = 1; j < panels; ++j) {
-        if (j == 1) order[2 * t] = 0, order[2 * t + 1] = 1, t++;
+    for (int64_t d = 0; d < panels && d < 3; ++d) {
+        order[2 * t] = order[2 * t + 1] = d, t++;
+        if (d == 1) order[2 * t] = 0, order[2 * t + 1] = 1, t++;
+    }
+    for (int64_t j = 2; j < panels; ++j) {
         if (j + 1 < panels) order[2 * t] = order[2 * t + 1] = j + 1, t++;
-        for (int64_t i = 0; i < j; ++i)
-            if (j > 1) order[2 * t] = i, order[2 * t + 1] = j, t++;
+        for (int64_t i = 0; i < j; ++i) order[2 * t] = i, order[2 * t + 1] = j, t++;
     }
 }
 

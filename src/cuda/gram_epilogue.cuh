@@ -54,8 +54,9 @@ __device__ __forceinline__ void oc_gram_store(const oc_gram_tile &t, int r, int 
 /* ------------------------------------------------------------------ fused selection */
 
 /* The bound of a floor key (top-k: a list's floor; threshold: min_key in the high half) for
- * a cheap first test of the elements against it (float metrics): jaccard c / (|a| + |b| - c) >= f holds only if c >= (|a| + |b|) f / (1 + f), and
- * cosine c / sqrt(|a||b|) >= f only if c^2 >= |a||b| f^2. The bound is that factor lowered
+ * a cheap first test of the elements against it (float metrics): jaccard
+ * c / (|a| + |b| - c) >= f holds only if c >= (|a| + |b|) f / (1 + f), and cosine
+ * c / sqrt(|a||b|) >= f only if c^2 >= |a||b| f^2. The bound is that factor lowered
  * by OC_FUSE_MARGIN (gram_tile.h), 1e-5 relative: the exact score (double arithmetic rounded
  * once to float) and the float products of the test (integers rounded to float) are each
  * within a few 2^-24 of the true values, so an element the test rejects can never beat the
@@ -100,6 +101,21 @@ __device__ __forceinline__ bool oc_fuse_ftest_pass(const oc_fuse_ftest &f, int c
 {
     const float cf = (float)count;
     return cf * (f.square ? cf : 1.0f) >= fmaf(f.b, other_pop, f.l);
+}
+
+/* A warp's bits of one line: bit j for element i = lane + 32 j (count counts[i * stride],
+ * other popcount fpops[i]) when it passes the bound test and lies in [lo, hi). */
+template <int N>
+__device__ __forceinline__ unsigned oc_fuse_ftest_bits(const oc_fuse_ftest &f, const int *counts, int stride,
+                                                       const float *fpops, int lo, int hi, int lane)
+{
+    unsigned bits = 0;
+#pragma unroll
+    for (int j = 0; j < N; ++j) {
+        const int i = lane + 32 * j;
+        bits |= (unsigned)(oc_fuse_ftest_pass(f, counts[i * stride], fpops[i]) && i >= lo && i < hi) << j;
+    }
+    return bits;
 }
 
 /* The element's exact value in the job's dtype as 32 bits (float bits, int32, uint16 zero
@@ -260,13 +276,8 @@ __device__ __forceinline__ void oc_fuse_line(const oc_gram_tile &t, const oc_fus
      * element. Only when a lane of the warp has a bit set (rarely, once the floors prune)
      * are exact scores computed: a branch per element around the exact score made the
      * kernel 5% slower than the integer metrics' (measured on the H100). */
-    const oc_fuse_ftest ft = oc_fuse_ftest_make(t.metric, bound, fixed_pop);
-    unsigned bits = 0;
-#pragma unroll
-    for (int j = 0; j < N; ++j) {
-        const int i = lane + 32 * j;
-        bits |= (unsigned)(oc_fuse_ftest_pass(ft, counts[i * stride], fpops[i]) && i >= lo && i < hi) << j;
-    }
+    const unsigned bits =
+        oc_fuse_ftest_bits<N>(oc_fuse_ftest_make(t.metric, bound, fixed_pop), counts, stride, fpops, lo, hi, lane);
     if (!__any_sync(0xFFFFFFFFu, bits)) return;
 #pragma unroll
     for (int j = 0; j < N; ++j) {
@@ -304,12 +315,7 @@ __device__ __forceinline__ void oc_fuse_pair_line(const oc_gram_tile &t, const o
             bits |= (unsigned)(oc_fuse_int_key(ik, counts[i], fixed_pop, pops[i]) >= t.min_key && i >= lo && i < hi) << j;
         }
     } else {
-        const oc_fuse_ftest ft = oc_fuse_ftest_make(t.metric, bound, fixed_pop);
-#pragma unroll
-        for (int j = 0; j < N; ++j) {
-            const int i = lane + 32 * j;
-            bits |= (unsigned)(oc_fuse_ftest_pass(ft, counts[i], fpops[i]) && i >= lo && i < hi) << j;
-        }
+        bits = oc_fuse_ftest_bits<N>(oc_fuse_ftest_make(t.metric, bound, fixed_pop), counts, 1, fpops, lo, hi, lane);
     }
     if (!__any_sync(0xFFFFFFFFu, bits)) return;
 #pragma unroll
