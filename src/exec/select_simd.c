@@ -187,7 +187,9 @@ static void insert_ref(uint64_t *list, int64_t kept, const uint64_t *keys, int64
 
 #ifdef OC_SCAN_X86
 /* The loop of the vector paths: ROW_BOUND(rmin) makes a row's bound vector, BITS(...) the
- * bits of n <= LANES columns from c. */
+ * bits of n <= LANES columns from c. Each word is built in a register and stored once: an
+ * OR into memory per vector would chain every vector of a word through store forwarding,
+ * which costs more than the compares. */
 #define SCAN_VECTOR_ROWS(t, kind, mirror, LANES, ROW_BOUND, BITS)                                        \
     do {                                                                                                 \
         const int64_t wpr_ = OC_SCAN_WORDS((t)->cols), cols_ = (t)->cols;                                 \
@@ -195,11 +197,14 @@ static void insert_ref(uint64_t *list, int64_t kept, const uint64_t *keys, int64
             const void *row = scan_row(t, kind, r);                                                      \
             const __typeof__(ROW_BOUND((t)->row_min[r])) rbound = ROW_BOUND((t)->row_min[r]);            \
             uint64_t *words = (t)->words + r * wpr_;                                                     \
-            memset(words, 0, (size_t)wpr_ * sizeof *words);                                              \
-            for (int64_t c = 0; c < cols_; c += LANES)                                                   \
-                words[c / OC_SCAN_WORD] |= (uint64_t)BITS(t, kind, mirror, row, rbound, c,               \
-                                                          cols_ - c < LANES ? cols_ - c : LANES)         \
-                                           << (c % OC_SCAN_WORD);                                        \
+            for (int64_t w_ = 0; w_ < wpr_; ++w_) {                                                      \
+                const int64_t b_ = w_ * OC_SCAN_WORD, e_ = cols_ - b_ < OC_SCAN_WORD ? cols_ : b_ + OC_SCAN_WORD; \
+                uint64_t m_ = 0;                                                                         \
+                for (int64_t c = b_; c < e_; c += LANES)                                                 \
+                    m_ |= (uint64_t)BITS(t, kind, mirror, row, rbound, c, e_ - c < LANES ? e_ - c : LANES)  \
+                          << (c - b_);                                                                   \
+                words[w_] = m_;                                                                          \
+            }                                                                                            \
         }                                                                                                \
     } while (0)
 
@@ -289,21 +294,39 @@ TARGET_AVX512 static void scan_avx512(const oc_scan_tile *t) { SCAN_DISPATCH(SCA
 /* The counts pre-test in 16 lanes: the generic body's operations one for one (the
  * conversion of a count rounds to nearest like C's, min_ps(x, y) is x < y ? x : y), so the
  * bits are the same; a row's last vector is a masked load. */
+TARGET_AVX512 ALWAYS_INLINE __mmask16 counts_bits16(const oc_scan_counts *t, const int mirror, const uint32_t *row,
+                                                    __m512 pr, __m512 gr, int64_t c, __mmask16 in)
+{
+    const __m512 n = _mm512_cvtepu32_ps(_mm512_maskz_loadu_epi32(in, row + c));
+    const __m512 pc = _mm512_maskz_loadu_ps(in, t->pop_c + c);
+    const __m512 g = mirror ? _mm512_min_ps(_mm512_maskz_loadu_ps(in, t->g_c + c), gr) : gr;
+    return _mm512_mask_cmp_ps_mask(in, n, _mm512_mul_ps(_mm512_add_ps(pr, pc), g), _CMP_GE_OQ);
+}
+
+/* Words are built in registers, as in SCAN_VECTOR_ROWS: whole words of four full vectors,
+ * then the row's last word from masked loads. */
 TARGET_AVX512 ALWAYS_INLINE void scan_counts_avx512_body(const oc_scan_counts *t, const int mirror)
 {
-    const int64_t wpr = OC_SCAN_WORDS(t->cols), cols = t->cols;
+    const int64_t cols = t->cols, full = cols / OC_SCAN_WORD;
     for (int64_t r = 0; r < t->rows; ++r) {
         const uint32_t *row = t->counts + r * t->ld;
         const __m512 pr = _mm512_set1_ps(t->pop_r[r]), gr = _mm512_set1_ps(t->g_r[r]);
-        uint64_t *words = t->words + r * wpr;
-        memset(words, 0, (size_t)wpr * sizeof *words);
-        for (int64_t c = 0; c < cols; c += 16) {
-            const __mmask16 in = (__mmask16)(cols - c >= 16 ? 0xFFFFu : (1u << (cols - c)) - 1);
-            const __m512 n = _mm512_cvtepu32_ps(_mm512_maskz_loadu_epi32(in, row + c));
-            const __m512 pc = _mm512_maskz_loadu_ps(in, t->pop_c + c);
-            const __m512 g = mirror ? _mm512_min_ps(_mm512_maskz_loadu_ps(in, t->g_c + c), gr) : gr;
-            const __mmask16 pass = _mm512_mask_cmp_ps_mask(in, n, _mm512_mul_ps(_mm512_add_ps(pr, pc), g), _CMP_GE_OQ);
-            words[c / OC_SCAN_WORD] |= (uint64_t)pass << (c % OC_SCAN_WORD);
+        uint64_t *words = t->words + r * OC_SCAN_WORDS(cols);
+        for (int64_t w = 0; w < full; ++w) {
+            const int64_t c = w * OC_SCAN_WORD;
+            const uint64_t m0 = counts_bits16(t, mirror, row, pr, gr, c, 0xFFFF);
+            const uint64_t m1 = counts_bits16(t, mirror, row, pr, gr, c + 16, 0xFFFF);
+            const uint64_t m2 = counts_bits16(t, mirror, row, pr, gr, c + 32, 0xFFFF);
+            const uint64_t m3 = counts_bits16(t, mirror, row, pr, gr, c + 48, 0xFFFF);
+            words[w] = m0 | m1 << 16 | m2 << 32 | m3 << 48;
+        }
+        if (full * OC_SCAN_WORD < cols) {
+            uint64_t m = 0;
+            for (int64_t c = full * OC_SCAN_WORD; c < cols; c += 16) {
+                const __mmask16 in = (__mmask16)(cols - c >= 16 ? 0xFFFFu : (1u << (cols - c)) - 1);
+                m |= (uint64_t)counts_bits16(t, mirror, row, pr, gr, c, in) << (c % OC_SCAN_WORD);
+            }
+            words[full] = m;
         }
     }
 }
