@@ -22,7 +22,7 @@ import threading
 import numpy as np
 
 from . import _lib
-from .errors import CancelledError, InputError, check
+from .errors import CancelledError, InputError, check, from_status
 
 lib = _lib.lib
 
@@ -167,6 +167,19 @@ def _dense_array(x, name, bits):
     return arr, row_bytes
 
 
+# What the C constructors call a matrix until oc_matrix_set_name (src/core/matrix_build.c).
+_DEFAULT_NAME = "A"
+
+
+def _renamed(err, name):
+    """err, a constructor's failure, with its message naming the matrix as the caller does:
+    a bad value is found while the array is packed, before the handle exists to be named."""
+    prefix = _DEFAULT_NAME + ": "
+    if name != _DEFAULT_NAME and err.message.startswith(prefix):
+        return type(err)(name + ": " + err.message[len(prefix):], err.status, err.trace)
+    return err
+
+
 def _build_matrix(ctx, x, name, bits, keep):
     """An oc_matrix handle (c_void_p) for x; arrays it reads are appended to keep."""
     handle = ctypes.c_void_p()
@@ -200,7 +213,8 @@ def _build_matrix(ctx, x, name, bits, keep):
         else:
             status = lib.oc_matrix_from_bits(ctx, arr.ctypes.data, rows, bits, stride, _lib.OC_BITS_MSB_FIRST,
                                              ctypes.byref(handle))
-        check(status, ctx)
+        if status != _lib.OC_OK:
+            raise _renamed(from_status(status, ctx), name)
     try:
         check(lib.oc_matrix_set_name(ctx, handle, name.encode()), ctx)
     except BaseException:

@@ -244,6 +244,7 @@ def test_values_other_than_0_1_name_row_and_column(rng, which):
     with pytest.raises(outcore.InputError, match=r"row 5\b.*column 17\b") as info:
         outcore.gram(a, b)
     assert info.value.status == 2 and info.value.status_name == "bad input"
+    assert info.value.message.startswith(which + ": ") and str(info.value) == info.value.message
 
 
 def test_negative_int8_is_refused(rng):
