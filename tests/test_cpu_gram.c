@@ -221,11 +221,12 @@ done:
     free(da);
 }
 
-/* Every micro-kernel against the reference kernel on every tail shape: the block is added
- * to what c holds, and nothing outside it is written. */
+/* Every micro-kernel against the reference kernel on every tail shape and on strips of
+ * several micro-tiles (mr up to 3 MR + 1 and more): the block is added to what c holds,
+ * and nothing outside it is written. */
 static void check_kernel_contract(const oc_cpu_kernel *k)
 {
-    enum { ROWS = 8, KW = 1024 + 16, LDC = 11 };
+    enum { ROWS = 14, KW = 1024 + 16, LDC = 11 };
     uint64_t *a = aligned_alloc(64, ROWS * KW * 8), *b = aligned_alloc(64, ROWS * KW * 8);
     CHECK(a && b);
     if (!a || !b) goto done;
@@ -236,7 +237,7 @@ static void check_kernel_contract(const oc_cpu_kernel *k)
     }
     static const int64_t kws[] = {8, 16, 64, 1024, KW};
     for (size_t q = 0; q < sizeof kws / sizeof kws[0]; ++q)
-        for (int mr = 1; mr <= k->mr; ++mr)
+        for (int mr = 1; mr < ROWS; ++mr)
             for (int nr = 1; nr <= k->nr; ++nr) {
                 uint32_t want[ROWS * LDC], got[ROWS * LDC];
                 for (int t = 0; t < ROWS * LDC; ++t) want[t] = got[t] = 1000u + (uint32_t)t;

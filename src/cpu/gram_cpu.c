@@ -8,8 +8,8 @@
  *   task = one output tile (I, J) of T x T rows       (for A·Aᵀ only tiles with J >= I)
  *     for each K block of KC words                    (long rows: the A tile's block stays in L2)
  *       for each B micro-panel of NR rows             (NR x KC words: stays in L1 while ...)
- *         for each A micro-panel of MR rows           (... it meets every A micro-panel of the tile)
- *           kernel(MR x NR x KC) += into the tile's uint32 accumulator
+ *         kernel: for each A micro-panel of MR rows   (... it meets every A micro-panel of the tile)
+ *           MR x NR x KC += into the tile's uint32 accumulator
  *     epilogue (metric, dtype; the same ISA's, kernel.h) into the worker's tile buffer, then
  *     the dense sink, or the top-k / threshold selection (src/exec/select.h), which the
  *     worker runs on the tile while it is still in its caches (jaccard top-k takes the
@@ -110,7 +110,7 @@ static oc_status gram_tile(void *arg, int64_t task, int worker)
     const int64_t rows = job->n - i0 < t ? job->n - i0 : t, cols = job->p - j0 < t ? job->p - j0 : t;
     const int diagonal = job->symmetric && i0 == j0;
     const int64_t lda = job->a->words_per_row, ldb = job->b->words_per_row;
-    double macs = 0;
+    int64_t pairs = 0; /* row pairs the kernel computed in the first K block (every block alike) */
 
     memset(w->acc, 0, (size_t)(rows * ld) * sizeof *w->acc);
     for (int64_t k0 = 0; k0 < lda; k0 += K_BLOCK_WORDS) {
@@ -118,17 +118,16 @@ static oc_status gram_tile(void *arg, int64_t task, int worker)
         for (int64_t jr = 0; jr < cols; jr += k->nr) {
             const int nr = (int)(cols - jr < k->nr ? cols - jr : k->nr);
             const uint64_t *b = job->b->bits + (j0 + jr) * ldb + k0;
-            for (int64_t ir = 0; ir < rows; ir += k->mr) {
-                /* In a diagonal tile, rows below the micro-panel's last column only get
-                 * further below: the rest of this column of micro-tiles is the mirror's. */
-                if (diagonal && ir > jr + nr - 1) break;
-                const int mr = (int)(rows - ir < k->mr ? rows - ir : k->mr);
-                k->fn(job->a->bits + (i0 + ir) * lda + k0, lda, b, ldb, kw, mr, nr, w->acc + ir * ld + jr, ld);
-                macs += (double)(mr * nr) * (double)kw * 64.0;
-            }
+            /* One call for the tile's rows against this B micro-panel. In a diagonal tile
+             * it stops after the micro-tile holding the panel's last column: rows below
+             * it only get further below, the mirror's half. */
+            const int64_t below = (jr + nr - 1) / k->mr * k->mr + k->mr;
+            const int64_t strip = diagonal && below < rows ? below : rows;
+            k->fn(job->a->bits + i0 * lda + k0, lda, b, ldb, kw, (int)strip, nr, w->acc + jr, ld);
+            if (k0 == 0) pairs += strip * nr;
         }
     }
-    w->bit_macs += macs;
+    w->bit_macs += (double)pairs * (double)lda * 64.0;
 
     /* int32 counts are the accumulator itself (every count <= m <= INT32_MAX, checked). */
     const void *result = w->acc;
@@ -225,7 +224,8 @@ static oc_status cpu_gram(oc_gram_job *job)
     if (threads > ntasks) threads = (int)ntasks;
 
     int64_t tile_elems;
-    if (!oc_mul_i64(t, t, &tile_elems) || tile_elems > INT64_MAX / 8 || tiles_i > INT32_MAX || cj.tiles_j > INT32_MAX)
+    if (!oc_mul_i64(t, t, &tile_elems) || tile_elems > INT64_MAX / 8 || t > INT32_MAX || tiles_i > INT32_MAX ||
+        cj.tiles_j > INT32_MAX)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "tile edge %lld does not fit this job (too large, or too many tiles)",
                        (long long)t);
     cj.task_tiles = malloc((size_t)ntasks * 2 * sizeof *cj.task_tiles);

@@ -12,10 +12,12 @@
  *   kw       words in the K block: a positive multiple of 8 (512 bits), so no kernel has a
  *            column tail. Padding bits past the last column are zero in every row, which
  *            leaves every count unchanged.
- *   mr, nr   rows of the block, 1 <= mr <= MR and 1 <= nr <= NR of the kernel's ISA. The
- *            tails (mr < MR at the bottom edge of a tile, nr < NR at its right edge) are
- *            exact: a kernel never reads rows at or past a + mr * lda or b + nr * ldb and
- *            never writes outside the mr x nr block of c.
+ *   mr, nr   rows of the block, mr >= 1 and 1 <= nr <= NR of the kernel's ISA: a call
+ *            covers a strip of A rows against one B micro-panel, walking the strip MR rows
+ *            at a time inside the ISA's code (one call per micro-tile cost as much as a
+ *            third of the loop at short K). The tails (the strip's last rows, nr < NR at
+ *            a tile's right edge) are exact: a kernel never reads rows at or past
+ *            a + mr * lda or b + nr * ldb and never writes outside the mr x nr block of c.
  *   c, ldc   the uint32 accumulator tile and the elements between its rows; the kernel adds
  *            to what is there, so a caller splits K into blocks by calling it once per block.
  *            The caller keeps kw * 64 plus the tile's previous values below 2^32.
@@ -36,7 +38,7 @@ typedef void (*oc_gram_kernel_fn)(const uint64_t *a, int64_t lda, const uint64_t
 /* Words per K step of every kernel: one 512-bit row segment. */
 #define OC_KERNEL_K_WORDS 8
 
-/* Micro-tile shapes (MR rows of A x NR rows of B). */
+/* Micro-tile shapes (MR rows of A x NR rows of B): what a kernel keeps in registers. */
 #define OC_KERNEL_REF_MR 4
 #define OC_KERNEL_REF_NR 4
 /* AVX2 has 16 ymm registers: 6 byte accumulators, the nibble table, the mask, two A rows,

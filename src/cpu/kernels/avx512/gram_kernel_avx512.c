@@ -12,11 +12,13 @@
  * Every (mr, nr) tail shape is its own instance of one inlined body with compile-time
  * sizes, so the accumulators stay in registers and a tail costs no wasted pairs.
  *
- * Check after any change that the hot loop has 24 x (vpandd/q, vpopcntq, vpaddq), 10 loads
- * and no stack access, and that the reduction does not spill either:
+ * A call walks a strip of A rows (kernel.h); its full 4 x 6 micro-tiles run the body inlined
+ * in oc_gram_kernel_avx512, the tails through the instances. Check after any change that the
+ * hot loop has 24 x (vpandd/q, vpopcntq, vpaddq), 10 loads and no stack access, and that the
+ * reduction does not spill either:
  *   objdump -d --no-show-raw-insn <build>/CMakeFiles/outcore_obj.dir/src/cpu/kernels/avx512/
- *     gram_kernel_avx512.c.o | awk '/<kernel_4x6>:/,/ret/' | grep zmm | grep -c 'sp)\|bp)'
- * (expect 0; the one stack read is the 7th argument, ldc).
+ *     gram_kernel_avx512.c.o | awk '/<oc_gram_kernel_avx512>:/,/^$/' | grep zmm | grep -c 'sp)\|bp)'
+ * (expect 0; the same for <kernel_4x6>).
  */
 #include <immintrin.h>
 
@@ -62,21 +64,28 @@ static inline __attribute__((always_inline)) void kernel_body(const uint64_t *a,
         }
     }
 
-    /* Sums fit in 32 bits (kernel.h bounds kw), so the qword sums narrow exactly. */
-    uint32_t sums[ACC_GROUPS * 8];
-    /* Spelled out per group (not a loop) so that the accumulators are never spilled. */
+    /* Sums fit in 32 bits (kernel.h bounds kw), so the qword sums narrow exactly: sum t of
+     * pair (i, j), t = i * nr + j, is dword t % 8 of group t / 8. Spelled out per group (not
+     * a loop) so that the accumulators are never spilled. */
 #define REDUCE_GROUP(g)                                                                            \
-    if ((g) < mr * nr)                                                                             \
-        _mm256_storeu_si256((__m256i *)(sums + (g)),                                               \
-                            _mm512_cvtepi64_epi32(reduce8(acc[(g)], acc[(g) + 1], acc[(g) + 2], acc[(g) + 3], \
-                                                          acc[(g) + 4], acc[(g) + 5], acc[(g) + 6], acc[(g) + 7])));
+    ((g) < mr * nr ? _mm512_cvtepi64_epi32(reduce8(acc[(g)], acc[(g) + 1], acc[(g) + 2], acc[(g) + 3], \
+                                                   acc[(g) + 4], acc[(g) + 5], acc[(g) + 6], acc[(g) + 7])) \
+                   : _mm256_setzero_si256())
     _Static_assert(ACC_GROUPS == 3, "one REDUCE_GROUP per group of 8 accumulators");
-    REDUCE_GROUP(0)
-    REDUCE_GROUP(8)
-    REDUCE_GROUP(16)
+    const __m512i s01 = _mm512_inserti64x4(_mm512_castsi256_si512(REDUCE_GROUP(0)), REDUCE_GROUP(8), 1);
+    const __m512i s2 = _mm512_castsi256_si512(REDUCE_GROUP(16));
 #undef REDUCE_GROUP
-    for (int i = 0; i < mr; ++i)
-        for (int j = 0; j < nr; ++j) c[i * ldc + j] += sums[i * nr + j];
+    /* Row i's nr sums are dwords i * nr .. of (s01, s2): one two-source permute gathers them,
+     * and one masked add updates the row of c (24 scalar updates took a third of a short-K
+     * call, about as long as the whole loop at kw = 32). */
+    const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const __mmask8 cols = (__mmask8)((1u << nr) - 1);
+    for (int i = 0; i < mr; ++i) {
+        const __m512i idx = _mm512_add_epi32(iota, _mm512_set1_epi32(i * nr));
+        const __m256i row = _mm512_castsi512_si256(_mm512_permutex2var_epi32(s01, idx, s2));
+        const __m256i old = _mm256_maskz_loadu_epi32(cols, c + i * ldc);
+        _mm256_mask_storeu_epi32(c + i * ldc, cols, _mm256_add_epi32(old, row));
+    }
 }
 
 #define KERNEL_INSTANCE(R, S)                                                                      \
@@ -101,5 +110,9 @@ static const shape_fn shapes[MR][NR] = {SHAPE_ROW(1), SHAPE_ROW(2), SHAPE_ROW(3)
 void oc_gram_kernel_avx512(const uint64_t *a, int64_t lda, const uint64_t *b, int64_t ldb, int64_t kw, int mr,
                            int nr, uint32_t *c, int64_t ldc)
 {
-    shapes[mr - 1][nr - 1](a, lda, b, ldb, kw, c, ldc);
+    int i = 0;
+    /* Whole micro-tiles of the full width: the body inlined, no call per micro-tile. */
+    if (nr == NR)
+        for (; i + MR <= mr; i += MR) kernel_body(a + i * lda, lda, b, ldb, kw, c + i * ldc, ldc, MR, NR);
+    for (; i < mr; i += MR) shapes[(mr - i < MR ? mr - i : MR) - 1][nr - 1](a + i * lda, lda, b, ldb, kw, c + i * ldc, ldc);
 }
