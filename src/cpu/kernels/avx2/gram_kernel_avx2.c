@@ -85,5 +85,8 @@ void oc_gram_kernel_avx2(const uint64_t *a, int64_t lda, const uint64_t *b, int6
     /* Whole micro-tiles of the full width: the body inlined, no call per micro-tile. */
     if (nr == NR)
         for (; i + MR <= mr; i += MR) kernel_body(a + i * lda, lda, b, ldb, kw, c + i * ldc, ldc, MR, NR);
-    for (; i < mr; i += MR) shapes[(mr - i < MR ? mr - i : MR) - 1][nr - 1](a + i * lda, lda, b, ldb, kw, c + i * ldc, ldc);
+    for (; i < mr; i += MR) {
+        const int rows = mr - i < MR ? mr - i : MR;
+        shapes[rows - 1][nr - 1](a + i * lda, lda, b, ldb, kw, c + i * ldc, ldc);
+    }
 }
