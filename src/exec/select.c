@@ -59,6 +59,7 @@ typedef struct sel_worker {
     uint64_t *rowfloor;     /* a batch's row floors, as the pre-test saw them */
     uint32_t *rowmin;       /* and its bounds for them */
     uint64_t *words;        /* the pre-test's bits, OC_SCAN_WORDS(tile) words per batch row */
+    uint32_t *survivors;    /* the columns of one batch row's set bits */
     uint64_t *merge;        /* kept keys: a merged list before it is copied back */
     uint32_t *seedmax;      /* seeding: one list's group maxima (see "Seeding" below) */
     uint64_t *seedkeys;     /* the same as distinct keys, when there are many */
@@ -386,54 +387,70 @@ typedef struct topk_scratch {
     int64_t *colcount;
 } topk_scratch;
 
-/* The exact test and bookkeeping of element c of tile row r (the pre-test passed it). A
- * key is written to the end of its buffer whether or not it beats the floor, and the count
- * grows only when it does: which of the two tests an element passes is close to a coin toss
- * (the pre-test passed it against the lower of both bounds), so branches on them would be
- * mispredicted about half the time. The slot exists: a buffer is trimmed as soon as it is
- * full, and one that is never trimmed holds a whole tile row or column. */
-static inline void topk_consider(const topk_scratch *x, uint32_t sk, int64_t c, uint32_t jlow0, uint32_t ilow,
-                                 uint64_t *rb, uint64_t *rf, int64_t *nr, int mirror)
+/* The columns c0 on of a batch row's set pre-test bits, ascending, into out: a loop of
+ * its own, so that the bit word stays in a register (inside the exact test's loop, with
+ * its many live values, it went through the stack, and each ctz waited on a reload). */
+static inline int64_t row_survivors(const uint64_t *words, int64_t wpr, int64_t c0, uint32_t *restrict out)
 {
-    const uint64_t hi = (uint64_t)sk << 32;
-    const uint64_t kr = hi | (uint32_t)(jlow0 - (uint32_t)c);
-    rb[*nr] = kr;
-    *nr += kr > *rf;
-    if (__builtin_expect(*nr == x->rowcap, 0) && x->rowcap > x->kept) *rf = max_u64(*rf, trim(rb, nr, x->kept));
-    if (mirror) {
-        const uint64_t kc = hi | ilow;
-        uint64_t *cb = x->colbuf + c * x->colcap;
-        int64_t *count = &x->colcount[c];
-        cb[*count] = kc;
-        *count += kc > x->colfloor[c];
-        if (__builtin_expect(*count == x->colcap, 0) && x->colcap > x->kept)
-            x->colfloor[c] = max_u64(x->colfloor[c], trim(cb, count, x->kept));
+    int64_t n = 0;
+    const int64_t first = c0 / OC_SCAN_WORD;
+    for (int64_t wd = first; wd < wpr; ++wd) {
+        uint64_t m = words[wd];
+        if (wd == first) m &= ~0ull << (c0 % OC_SCAN_WORD);
+        for (; m; m &= m - 1) out[n++] = (uint32_t)(wd * OC_SCAN_WORD + __builtin_ctzll(m));
     }
+    return n;
 }
 
-/* Row r's pre-test bits, without the columns before c0. */
-static inline uint64_t row_word(const sel_worker *w, int64_t r, int64_t wpr, int64_t wd, int64_t c0)
+/* The exact test and bookkeeping of a survivor's key in column c's buffer (A·Aᵀ: the
+ * mirrored row). As for the rows in TOPK_EXACT_BATCH, the key is written to the end of the
+ * buffer whether or not it beats the floor, and the count grows only when it does: which
+ * of a row's and a column's tests an element passes is close to a coin toss (the pre-test
+ * passed it against the lower of both bounds), so branches on them would be mispredicted
+ * about half the time. The slot exists: a buffer is trimmed as soon as it is full, and
+ * one that is never trimmed holds a whole tile column. The count is read before the store,
+ * which may alias it. */
+static inline void column_take(const topk_scratch *x, int64_t c, uint64_t key)
 {
-    uint64_t m = w->words[r * wpr + wd];
-    return wd == c0 / OC_SCAN_WORD ? m & (~0ull << (c0 % OC_SCAN_WORD)) : m;
+    int64_t n = x->colcount[c];
+    const uint64_t f = x->colfloor[c];
+    uint64_t *cb = x->colbuf + c * x->colcap;
+    cb[n] = key;
+    n += key > f;
+    x->colcount[c] = n;
+    if (__builtin_expect(n == x->colcap, 0) && x->colcap > x->kept)
+        x->colfloor[c] = max_u64(f, trim(cb, &x->colcount[c], x->kept));
 }
 
 /* The exact test of the set bits of batch rows r0 .. r0 + nb - 1, then their merge under
- * one lock per row block; SCORE_AT(ARG, r, c) is the score key of tile element (r, c). */
-#define TOPK_EXACT_BATCH(SCORE_AT, ARG)                                                                         \
-    do {                                                                                                   \
-        for (int64_t b = 0; b < nb; ++b) {                                                                 \
-            const int64_t c0 = first_column(s, i0 + r0 + b, j0, cols);                                     \
-            const uint32_t ilow = 0xFFFFFFFFu - (uint32_t)(i0 + r0 + b);                                   \
-            uint64_t rf = w->rowfloor[b], *rb = w->rowbuf + b * s->rowcap;                                 \
-            int64_t nr = 0;                                                                                \
-            for (int64_t wd = c0 / OC_SCAN_WORD; wd < wpr; ++wd)                                           \
-                for (uint64_t m = row_word(w, b, wpr, wd, c0); m; m &= m - 1) {                            \
-                    const int64_t c = wd * OC_SCAN_WORD + __builtin_ctzll(m);                              \
-                    topk_consider(&x, SCORE_AT(ARG, r0 + b, c), c, jlow0, ilow, rb, &rf, &nr, mirror);          \
-                }                                                                                          \
-            w->rowcount[b] = nr;                                                                           \
+ * one lock per row block; SCORE_AT(ARG, r, c) is the score key of tile element (r, c). A
+ * row's survivors are listed first (row_survivors), then each key goes to the row's
+ * buffer, kept in locals (see column_take for why without branches), and for A·Aᵀ to its
+ * column's. The loop is instantiated with the mirror flag as a constant. */
+#define TOPK_EXACT_ROWS(SCORE_AT, ARG, MIRROR)                                                             \
+    for (int64_t b = 0; b < nb; ++b) {                                                                     \
+        const int64_t c0 = first_column(s, i0 + r0 + b, j0, cols);                                         \
+        const uint32_t ilow = 0xFFFFFFFFu - (uint32_t)(i0 + r0 + b);                                       \
+        const uint32_t *restrict sc = w->survivors;                                                        \
+        const int64_t ns = row_survivors(w->words + b * wpr, wpr, c0, w->survivors);                       \
+        uint64_t rf = w->rowfloor[b], *restrict rb = w->rowbuf + b * x.rowcap;                             \
+        int64_t nr = 0;                                                                                    \
+        for (int64_t q = 0; q < ns; ++q) {                                                                 \
+            const int64_t c = sc[q];                                                                       \
+            const uint64_t hi = (uint64_t)SCORE_AT(ARG, r0 + b, c) << 32;                                  \
+            const uint64_t kr = hi | (uint32_t)(jlow0 - (uint32_t)c);                                      \
+            rb[nr] = kr;                                                                                   \
+            nr += kr > rf;                                                                                 \
+            if (__builtin_expect(nr == x.rowcap, 0) && x.rowcap > x.kept) rf = max_u64(rf, trim(rb, &nr, x.kept)); \
+            if (MIRROR) column_take(&x, c, hi | ilow);                                                     \
         }                                                                                                  \
+        w->rowcount[b] = nr;                                                                               \
+    }
+
+#define TOPK_EXACT_BATCH(SCORE_AT, ARG)                                                                    \
+    do {                                                                                                   \
+        if (mirror) TOPK_EXACT_ROWS(SCORE_AT, ARG, 1)                                                      \
+        else TOPK_EXACT_ROWS(SCORE_AT, ARG, 0)                                                             \
         merge_lists(s, w, i0 + r0, nb, w->rowbuf, s->rowcap, w->rowcount);                                 \
     } while (0)
 
@@ -444,7 +461,7 @@ static inline uint64_t row_word(const sel_worker *w, int64_t r, int64_t wpr, int
  * the tile is done. Batches bound the worker's buffers whatever the tile edge. */
 #define DEFINE_TOPK_TILE(NAME, KIND, T, SCORE)                                                             \
     static void NAME(oc_select *s, sel_worker *w, int64_t i0, int64_t j0, int64_t rows, int64_t cols,     \
-                     const T *tile, int64_t ld)                                                            \
+                     const T *restrict tile, int64_t ld)                                                   \
     {                                                                                                      \
         const int mirror = s->cfg.symmetric;                                                               \
         const int64_t kept = s->kept, wpr = OC_SCAN_WORDS(cols);                                           \
@@ -532,7 +549,8 @@ static float jaccard_factor(uint32_t bound)
 }
 
 int oc_select_tile_counts(oc_select *s, int worker, int64_t i0, int64_t j0, int64_t rows, int64_t cols,
-                          const uint32_t *counts, int64_t ld, const int64_t *pop_a, const int64_t *pop_b)
+                          const uint32_t *restrict counts, int64_t ld, const int64_t *restrict pop_a,
+                          const int64_t *restrict pop_b)
 {
     if (s->cfg.mode != OC_SELECT_TOPK || s->kind != OC_KEY_F32 || s->cfg.metric != OC_METRIC_JACCARD) return 0;
     if (s->kept == 0) return 1;
@@ -707,6 +725,7 @@ oc_status oc_select_begin(oc_context *ctx, oc_select *s, int64_t tile, int worke
             w->rowfloor = malloc((size_t)batch * sizeof *w->rowfloor);
             w->rowmin = malloc((size_t)batch * sizeof *w->rowmin);
             w->words = malloc((size_t)(batch * OC_SCAN_WORDS(tile)) * sizeof *w->words);
+            w->survivors = malloc((size_t)tile * sizeof *w->survivors);
             const int64_t groups = SEED_GROUPS(s->kept, tile);
             w->seedmax = malloc((size_t)(groups ? groups : 1) * sizeof *w->seedmax);
             w->seedkeys = malloc((size_t)(groups ? groups : 1) * sizeof *w->seedkeys);
@@ -720,7 +739,7 @@ oc_status oc_select_begin(oc_context *ctx, oc_select *s, int64_t tile, int worke
             w->popc = malloc((size_t)tile * sizeof *w->popc);
             w->gc = malloc((size_t)tile * sizeof *w->gc);
             if (!w->rowbuf || !w->rowcount || !w->merge || (s->cfg.symmetric && !w->colbuf) || !w->colcount || !w->colfloor ||
-                !w->colmin || !w->scorekeys || !w->rowfloor || !w->rowmin || !w->words || !w->seedmax || !w->seedkeys ||
+                !w->colmin || !w->scorekeys || !w->rowfloor || !w->rowmin || !w->words || !w->survivors || !w->seedmax || !w->seedkeys ||
                 (s->cfg.symmetric && (!w->colmax || !w->colrank)) || !w->popr || !w->gr || !w->popc || !w->gc)
                 return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate top-k buffers for %d workers", workers);
         }
@@ -771,6 +790,7 @@ void oc_select_free(oc_select *s)
             free(w->rowfloor);
             free(w->rowmin);
             free(w->words);
+            free(w->survivors);
             free(w->merge);
             free(w->seedmax);
             free(w->seedkeys);

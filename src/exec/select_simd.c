@@ -189,21 +189,30 @@ static void insert_ref(uint64_t *list, int64_t kept, const uint64_t *keys, int64
 /* The loop of the vector paths: ROW_BOUND(rmin) makes a row's bound vector, BITS(...) the
  * bits of n <= LANES columns from c. Each word is built in a register and stored once: an
  * OR into memory per vector would chain every vector of a word through store forwarding,
- * which costs more than the compares. */
+ * which costs more than the compares. A row's whole words take a loop of constant length
+ * (unrolled, every vector full: no tail test per vector), its last partial word the
+ * general one. */
 #define SCAN_VECTOR_ROWS(t, kind, mirror, LANES, ROW_BOUND, BITS)                                        \
     do {                                                                                                 \
-        const int64_t wpr_ = OC_SCAN_WORDS((t)->cols), cols_ = (t)->cols;                                 \
+        const int64_t wpr_ = OC_SCAN_WORDS((t)->cols), cols_ = (t)->cols, full_ = cols_ / OC_SCAN_WORD;    \
         for (int64_t r = 0; r < (t)->rows; ++r) {                                                        \
             const void *row = scan_row(t, kind, r);                                                      \
             const __typeof__(ROW_BOUND((t)->row_min[r])) rbound = ROW_BOUND((t)->row_min[r]);            \
             uint64_t *words = (t)->words + r * wpr_;                                                     \
-            for (int64_t w_ = 0; w_ < wpr_; ++w_) {                                                      \
-                const int64_t b_ = w_ * OC_SCAN_WORD, e_ = cols_ - b_ < OC_SCAN_WORD ? cols_ : b_ + OC_SCAN_WORD; \
+            for (int64_t w_ = 0; w_ < full_; ++w_) {                                                     \
                 uint64_t m_ = 0;                                                                         \
-                for (int64_t c = b_; c < e_; c += LANES)                                                 \
-                    m_ |= (uint64_t)BITS(t, kind, mirror, row, rbound, c, e_ - c < LANES ? e_ - c : LANES)  \
-                          << (c - b_);                                                                   \
+                for (int v_ = 0; v_ < OC_SCAN_WORD / (LANES); ++v_)                                      \
+                    m_ |= (uint64_t)BITS(t, kind, mirror, row, rbound, w_ * OC_SCAN_WORD + v_ * (LANES), LANES) \
+                          << (v_ * (LANES));                                                             \
                 words[w_] = m_;                                                                          \
+            }                                                                                            \
+            if (full_ < wpr_) {                                                                          \
+                const int64_t b_ = full_ * OC_SCAN_WORD;                                                 \
+                uint64_t m_ = 0;                                                                         \
+                for (int64_t c = b_; c < cols_; c += LANES)                                              \
+                    m_ |= (uint64_t)BITS(t, kind, mirror, row, rbound, c, cols_ - c < LANES ? cols_ - c : LANES) \
+                          << (c - b_);                                                                   \
+                words[full_] = m_;                                                                       \
             }                                                                                            \
         }                                                                                                \
     } while (0)
