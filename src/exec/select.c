@@ -39,13 +39,19 @@
 #include "../core/metric.h"
 #include "select_simd.h"
 
-#define NLOCKS 1024                     /* lock stripes, one per row block (of `tile` rows) */
+#define NLOCKS 1024                     /* lock stripes of the top-k lists ... */
+#define LOCK_ROWS 32                    /* ... of this many consecutive rows each (see merge_lists) */
 #define EMIT_BATCH 65536                /* pairs per emit call */
 #define DEFAULT_BUFFER_BYTES (256LL << 20)
 #define SMALL_SORT 24
 #define INSERT_WORK 1024                /* survivors x kept up to which a list takes them one by one */
 #define SEED_RANK_MAX 32                /* group maxima up to which seeding ranks them directly */
 #define ROW_BATCH 64                    /* tile rows pre-tested and merged together */
+
+/* A lock alone on its cache line, so that workers on neighbouring stripes do not share one. */
+typedef struct padded_lock {
+    _Alignas(64) pthread_mutex_t m;
+} padded_lock;
 
 typedef struct sel_worker {
     /* top-k */
@@ -97,7 +103,7 @@ struct oc_select {
 
     uint64_t *keys;                 /* n x kept */
     _Atomic uint64_t *floors;       /* n: the kept-th key once a list is full, else 0 */
-    pthread_mutex_t locks[NLOCKS];
+    padded_lock locks[NLOCKS];
 
     int64_t tile, tiles_j, rowcap, colcap;
     oc_select_simd simd;            /* top-k pre-test and insertion of this CPU (select_simd.h) */
@@ -268,12 +274,16 @@ static void merge_locked(oc_select *s, int64_t i, const uint64_t *cand, int64_t 
 }
 
 /* Merges the survivors of lists first .. first + count - 1 (counts[t] keys at bufs + t *
- * cap), taking each lock stripe once for a run of lists that share it. */
+ * cap), taking each lock stripe once for a run of lists that share it. A stripe covers
+ * LOCK_ROWS rows, not a tile's: tasks go out in row-major order, so every worker merges
+ * rows of the same row block at once, and with one lock per block 16 workers queued on it
+ * (n = 16384, m = 2048: top-10 jaccard 0.80-0.83 of counts with a stripe per block,
+ * 0.84-0.86 with 32 rows). */
 static void merge_lists(oc_select *s, sel_worker *w, int64_t first, int64_t count, uint64_t *bufs, int64_t cap,
                         const int64_t *counts)
 {
     pthread_mutex_t *held = NULL;
-    int64_t block_end = first; /* the end of the row block whose lock is held */
+    int64_t block_end = first; /* the end of the rows whose stripe is held */
     for (int64_t t = 0; t < count; ++t) {
         if (!counts[t]) continue;
         const int64_t i = first + t;
@@ -281,8 +291,8 @@ static void merge_lists(oc_select *s, sel_worker *w, int64_t first, int64_t coun
         const int64_t live = merge_prepare(s, cand, counts[t]);
         if (!held || i >= block_end) {
             if (held) pthread_mutex_unlock(held);
-            held = &s->locks[i / s->tile % NLOCKS];
-            block_end = (i / s->tile + 1) * s->tile;
+            held = &s->locks[i / LOCK_ROWS % NLOCKS].m;
+            block_end = (i / LOCK_ROWS + 1) * LOCK_ROWS;
             pthread_mutex_lock(held);
         }
         merge_locked(s, i, cand, live, w->merge);
@@ -661,14 +671,16 @@ oc_status oc_select_create(oc_context *ctx, const oc_select_config *cfg, oc_sele
     if (cfg->n > OC_KEY_MAX_INDEX || cfg->p > OC_KEY_MAX_INDEX)
         return oc_fail(ctx, OC_ERR_UNSUPPORTED, "top-k and threshold outputs index rows and columns in 32 bits: "
                        "%lld x %lld is too large", (long long)cfg->n, (long long)cfg->p);
-    oc_select *s = calloc(1, sizeof *s);
+    /* aligned: the locks are a cache line each (sizeof is a multiple of their alignment) */
+    oc_select *s = aligned_alloc(_Alignof(oc_select), sizeof *s);
     if (!s) return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the selection state");
+    memset(s, 0, sizeof *s);
     s->cfg = *cfg;
     s->spill_fd = -1;
     s->kind = key_kind(cfg->metric, cfg->dtype);
     s->elem = oc_dtype_size(cfg->dtype);
     s->buffer_bytes = cfg->buffer_bytes > 0 ? cfg->buffer_bytes : DEFAULT_BUFFER_BYTES;
-    for (int i = 0; i < NLOCKS; ++i) pthread_mutex_init(&s->locks[i], NULL);
+    for (int i = 0; i < NLOCKS; ++i) pthread_mutex_init(&s->locks[i].m, NULL);
     pthread_mutex_init(&s->plock, NULL);
     pthread_mutex_init(&s->elock, NULL);
     *out = s;
@@ -820,7 +832,7 @@ void oc_select_free(oc_select *s)
     free(s->read_vals);
     free(s->keys);
     free((void *)s->floors);
-    for (int i = 0; i < NLOCKS; ++i) pthread_mutex_destroy(&s->locks[i]);
+    for (int i = 0; i < NLOCKS; ++i) pthread_mutex_destroy(&s->locks[i].m);
     pthread_mutex_destroy(&s->plock);
     pthread_mutex_destroy(&s->elock);
     free(s);
