@@ -432,8 +432,8 @@ static inline void column_take(const topk_scratch *x, int64_t c, uint64_t key)
         x->colfloor[c] = max_u64(f, trim(cb, &x->colcount[c], x->kept));
 }
 
-/* The exact test of the set bits of batch rows r0 .. r0 + nb - 1, then their merge under
- * one lock per row block; SCORE_AT(ARG, r, c) is the score key of tile element (r, c). A
+/* The exact test of the set bits of batch rows r0 .. r0 + nb - 1, then their merge (one
+ * lock per stripe of rows, see merge_lists); SCORE_AT(ARG, r, c) is the score key of tile element (r, c). A
  * row's survivors are listed first (row_survivors), then each key goes to the row's
  * buffer, kept in locals (see column_take for why without branches), and for A·Aᵀ to its
  * column's. The loop is instantiated with the mirror flag as a constant. */
@@ -441,8 +441,8 @@ static inline void column_take(const topk_scratch *x, int64_t c, uint64_t key)
     for (int64_t b = 0; b < nb; ++b) {                                                                     \
         const int64_t c0 = first_column(s, i0 + r0 + b, j0, cols);                                         \
         const uint32_t ilow = 0xFFFFFFFFu - (uint32_t)(i0 + r0 + b);                                       \
-        const uint32_t *restrict sc = w->survivors;                                                        \
         const int64_t ns = row_survivors(w->words + b * wpr, wpr, c0, w->survivors);                       \
+        const uint32_t *restrict sc = w->survivors; /* declared after they are written */                  \
         uint64_t rf = w->rowfloor[b], *restrict rb = w->rowbuf + b * x.rowcap;                             \
         int64_t nr = 0;                                                                                    \
         for (int64_t q = 0; q < ns; ++q) {                                                                 \
@@ -751,7 +751,8 @@ oc_status oc_select_begin(oc_context *ctx, oc_select *s, int64_t tile, int worke
             w->popc = malloc((size_t)tile * sizeof *w->popc);
             w->gc = malloc((size_t)tile * sizeof *w->gc);
             if (!w->rowbuf || !w->rowcount || !w->merge || (s->cfg.symmetric && !w->colbuf) || !w->colcount || !w->colfloor ||
-                !w->colmin || !w->scorekeys || !w->rowfloor || !w->rowmin || !w->words || !w->survivors || !w->seedmax || !w->seedkeys ||
+                !w->colmin || !w->scorekeys || !w->rowfloor || !w->rowmin || !w->words || !w->survivors ||
+                !w->seedmax || !w->seedkeys ||
                 (s->cfg.symmetric && (!w->colmax || !w->colrank)) || !w->popr || !w->gr || !w->popc || !w->gc)
                 return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate top-k buffers for %d workers", workers);
         }
