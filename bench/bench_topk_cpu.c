@@ -13,8 +13,10 @@
  * mode, seconds, effective rate (n·n·m / time), ratio to counts, ratio to the same metric
  * discarded. Target (issue 4): top-k at >= 0.8 of counts.
  *
- * Usage: bench_topk_cpu [--runs N] [--threads N] [--quick] [--n N --m M]
- * (--n and --m: that one case instead of the list; m a multiple of 8)
+ * Usage: bench_topk_cpu [--runs N] [--threads N] [--quick] [--n N --m M] [--warmup N] [--topk-only]
+ * (--n and --m: that one case instead of the list; m a multiple of 8; --warmup: rounds
+ * before the timed ones, default 1; --topk-only: counts discarded and the two top-k modes,
+ * e.g. for the issue's n = 100000, m = 200000 on a many-core host, minutes per mode)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,7 +30,8 @@ typedef struct topk_case {
 
 /* Short rows small and large (n = 4096 at m = 2048 is a job of about 20 ms, where the
  * lists' first tiles weigh most), then longer rows. The issue's row length (m = 200000) is
- * `--n 8192 --m 200000` (minutes per run). */
+ * `--n 8192 --m 200000` (minutes per run on 2 cores), its whole benchmark `--n 100000
+ * --m 200000 --runs 1 --warmup 0 --topk-only` (about 100 s per mode on 16 cores). */
 static const topk_case cases[] = {{4096, 2048}, {16384, 2048}, {4096, 8192}, {4096, 65536}, {8192, 16384}};
 
 static int count_pairs(void *user, const int64_t *rows, const int64_t *cols, const void *scores, int64_t count)
@@ -67,14 +70,15 @@ static void mode_job(int mode, int threads, int64_t k, int64_t *idx, float *scor
     }
 }
 
-/* Median seconds of each mode over `runs` rounds (after a warm-up round), the modes taking
- * turns within a round; nonzero on failure. */
+/* Median seconds of each mode that is on over `runs` rounds (after `warmup` rounds), the
+ * modes taking turns within a round; nonzero on failure. */
 static int time_modes(oc_context *ctx, const oc_matrix *a, int threads, int64_t k, int64_t *idx, float *scores,
-                      int64_t *pairs, int runs, double *median)
+                      int64_t *pairs, int warmup, int runs, const int *on, double *median)
 {
     double t[MODES][32];
-    for (int r = -1; r < runs; ++r)
+    for (int r = -warmup; r < runs; ++r)
         for (int mode = 0; mode < MODES; ++mode) {
+            if (!on[mode]) continue;
             oc_gram_options o;
             oc_output out;
             mode_job(mode, threads, k, idx, scores, pairs, &o, &out);
@@ -86,6 +90,7 @@ static int time_modes(oc_context *ctx, const oc_matrix *a, int threads, int64_t 
             if (r >= 0) t[mode][r] = s.seconds;
         }
     for (int mode = 0; mode < MODES; ++mode) {
+        if (!on[mode]) continue;
         qsort(t[mode], (size_t)runs, sizeof *t[mode], cmp_double);
         median[mode] = t[mode][runs / 2];
     }
@@ -94,7 +99,8 @@ static int time_modes(oc_context *ctx, const oc_matrix *a, int threads, int64_t 
 
 int main(int argc, char **argv)
 {
-    int runs = 3, threads = 0, quick = 0;
+    int runs = 3, threads = 0, quick = 0, warmup = 1;
+    int on[MODES] = {1, 1, 1, 1, 1};
     topk_case custom = {0, 0};
     for (int i = 1; i < argc; ++i) {
         if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc) runs = atoi(argv[++i]);
@@ -102,12 +108,16 @@ int main(int argc, char **argv)
         else if (strcmp(argv[i], "--m") == 0 && i + 1 < argc) custom.m = atoll(argv[++i]) / 8 * 8;
         else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) threads = atoi(argv[++i]);
         else if (strcmp(argv[i], "--quick") == 0) quick = 1;
+        else if (strcmp(argv[i], "--warmup") == 0 && i + 1 < argc) warmup = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--topk-only") == 0) on[3] = on[4] = 0;
         else {
-            fprintf(stderr, "usage: bench_topk_cpu [--runs N] [--threads N] [--quick] [--n N --m M]\n");
+            fprintf(stderr, "usage: bench_topk_cpu [--runs N] [--threads N] [--quick] [--n N --m M] [--warmup N] "
+                            "[--topk-only]\n");
             return 2;
         }
     }
     if (runs < 1 || runs > 32) runs = 3;
+    if (warmup < 0 || warmup > 8) warmup = 1;
     if ((custom.n > 0) != (custom.m > 0)) {
         fprintf(stderr, "bench_topk_cpu: --n and --m go together (one case of n rows and m columns)\n");
         return 2;
@@ -116,7 +126,8 @@ int main(int argc, char **argv)
     const size_t ncases = custom.n > 0 ? 1 : sizeof cases / sizeof *cases;
     oc_context *ctx = NULL;
     if (oc_context_create(&ctx) != OC_OK) return 1;
-    printf("CPU %s, %d threads; median of %d runs\n", oc_cpu_isa(), threads ? threads : oc_cpu_cores(), runs);
+    printf("CPU %s, %d threads; median of %d runs after %d warm-up round%s\n", oc_cpu_isa(),
+           threads ? threads : oc_cpu_cores(), runs, warmup, warmup == 1 ? "" : "s");
     printf("%-18s %-22s %9s %14s %9s %9s\n", "case", "mode", "seconds", "bit-MAC/s eff", "vs counts", "vs metric");
     int rc = 0;
     for (size_t c = 0; c < ncases && rc == 0; ++c) {
@@ -140,19 +151,20 @@ int main(int argc, char **argv)
         snprintf(name, sizeof name, "n=%lld m=%lld", (long long)n, (long long)m);
         double results[MODES] = {0};
         int64_t pairs = 0;
-        if (rc == 0) rc = time_modes(ctx, a, threads, k, idx, scores, &pairs, runs, results);
+        if (rc == 0) rc = time_modes(ctx, a, threads, k, idx, scores, &pairs, warmup, runs, on, results);
         const double base = results[0], base_jaccard = results[4];
-        const int64_t pair_count = pairs / (runs + 1);
+        const int64_t pair_count = pairs / (runs + warmup);
         /* Printed after the jaccard discard run, which the jaccard rows are compared with. */
         static const char *labels[] = {"counts (discard)", "top-10 counts", "top-10 jaccard", "jaccard >= 0.36",
                                        "jaccard (discard)"};
         static const int order[] = {0, 1, 4, 2, 3};
         for (int q = 0; q < MODES && rc == 0; ++q) {
             int mode = order[q];
+            if (!on[mode]) continue;
             double t = results[mode], rate = (double)n * (double)n * (double)m / t;
             printf("%-18s %-22s %9.4f %14.4g %9.3f", name, labels[mode], t, rate, base / t);
             if (mode == 1) printf(" %9.3f", base / t);
-            else if (mode >= 2) printf(" %9.3f", base_jaccard / t);
+            else if (mode >= 2 && on[4]) printf(" %9.3f", base_jaccard / t);
             if (mode == 3) printf("  (%lld pairs per run)", (long long)pair_count);
             printf("\n");
         }
