@@ -49,6 +49,21 @@ typedef void (*oc_gram_kernel_fn)(const uint64_t *a, int64_t lda, const uint64_t
 #define OC_KERNEL_AVX512_MR 4
 #define OC_KERNEL_AVX512_NR 6
 
+/* The strip walk of a vector kernel, in the body of a function with the parameters above:
+ * whole micro-tiles of the full width run BODY(a, lda, b, ldb, kw, c, ldc, MR, NR), the
+ * ISA's always-inline micro-tile, so there is no call per micro-tile; the tails call
+ * SHAPES[rows - 1][nr - 1](a, lda, b, ldb, kw, c, ldc), its instances for smaller blocks. */
+#define OC_KERNEL_STRIP_WALK(BODY, SHAPES, MR, NR)                                                          \
+    do {                                                                                                   \
+        int i_ = 0;                                                                                        \
+        if (nr == (NR))                                                                                    \
+            for (; i_ + (MR) <= mr; i_ += (MR)) BODY(a + i_ * lda, lda, b, ldb, kw, c + i_ * ldc, ldc, (MR), (NR)); \
+        for (; i_ < mr; i_ += (MR)) {                                                                      \
+            const int rows_ = mr - i_ < (MR) ? mr - i_ : (MR);                                             \
+            (SHAPES)[rows_ - 1][nr - 1](a + i_ * lda, lda, b, ldb, kw, c + i_ * ldc, ldc);                 \
+        }                                                                                                  \
+    } while (0)
+
 void oc_gram_kernel_ref(const uint64_t *a, int64_t lda, const uint64_t *b, int64_t ldb, int64_t kw, int mr, int nr,
                         uint32_t *c, int64_t ldc);
 void oc_gram_kernel_avx2(const uint64_t *a, int64_t lda, const uint64_t *b, int64_t ldb, int64_t kw, int mr, int nr,

@@ -81,12 +81,5 @@ static const shape_fn shapes[MR][NR] = {SHAPE_ROW(1), SHAPE_ROW(2)};
 void oc_gram_kernel_avx2(const uint64_t *a, int64_t lda, const uint64_t *b, int64_t ldb, int64_t kw, int mr, int nr,
                          uint32_t *c, int64_t ldc)
 {
-    int i = 0;
-    /* Whole micro-tiles of the full width: the body inlined, no call per micro-tile. */
-    if (nr == NR)
-        for (; i + MR <= mr; i += MR) kernel_body(a + i * lda, lda, b, ldb, kw, c + i * ldc, ldc, MR, NR);
-    for (; i < mr; i += MR) {
-        const int rows = mr - i < MR ? mr - i : MR;
-        shapes[rows - 1][nr - 1](a + i * lda, lda, b, ldb, kw, c + i * ldc, ldc);
-    }
+    OC_KERNEL_STRIP_WALK(kernel_body, shapes, MR, NR);
 }
