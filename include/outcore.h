@@ -145,7 +145,8 @@ typedef enum oc_gpu_mem_mode {
 } oc_gpu_mem_mode;
 
 /* Called from the thread that called oc_gram, about ten times a second while a job runs:
- * done and total are in the same unit (work items). */
+ * done and total are in the same unit (work items). The callback may call oc_context_cancel
+ * on the job's context: the job then stops as it would on a cancel from another thread. */
 typedef void (*oc_progress_fn)(void *user, double done, double total);
 
 typedef struct oc_gram_options {

@@ -269,11 +269,43 @@ class _PairCollector:
         return rows[order], cols[order], values[order]
 
 
+def _check_out_is_not_an_input(out, A, B):
+    """An out array that shares memory with an input array is refused before anything runs.
+    (An out path that is an input file, by any name, is refused by the library itself.)"""
+    if not isinstance(out, np.ndarray):
+        return
+    for name, x in (("A", A), ("B", B)):
+        if isinstance(x, np.ndarray) and np.may_share_memory(out, x):
+            raise InputError(f"out shares memory with {name}: writing the result would overwrite the input; "
+                             "pass a separate array")
+
+
 # ---------------------------------------------------------------- the job
+class _Progress:
+    """Calls the caller's progress(done, total) from the library; an exception it raises
+    cancels the job and is raised by gram once the library has stopped."""
+
+    def __init__(self, fn, ctx):
+        self.fn, self.ctx, self.error = fn, ctx, None
+        self.callback = _lib.progress_fn(self._report)  # referenced here for the job's lifetime
+
+    def _report(self, user, done, total):
+        if self.error is not None:
+            return
+        try:
+            self.fn(done, total)
+        except BaseException as exc:  # an exception must not cross the C frames
+            self.error = exc
+            lib.oc_context_cancel(self.ctx)
+
+
 class _Job:
-    def __init__(self, ctx, opts, A, B, bits, out):
+    def __init__(self, ctx, opts, A, B, bits, out, progress=None):
         self.ctx, self.opts, self.A, self.B, self.bits, self.out = ctx, opts, A, B, bits, out
         self.cancel = threading.Event()
+        self.progress = _Progress(progress, ctx) if progress is not None else None
+        if self.progress is not None:
+            opts.progress = self.progress.callback
 
     def run(self):
         keep, handles = [], []
@@ -334,6 +366,8 @@ class _Job:
         status = lib.oc_gram(self.ctx, a, b, ctypes.byref(self.opts), ctypes.byref(output), None)
         if pairs is not None and pairs.error is not None:
             raise pairs.error
+        if self.progress is not None and self.progress.error is not None:
+            raise self.progress.error
         check(status, self.ctx)
         if pairs is not None:
             return pairs.result()
@@ -368,7 +402,7 @@ def _wait(job, done):
 
 
 def gram(A, B=None, metric="counts", topk=None, threshold=None, dtype=None, backend="auto",
-         gpu_mem=None, threads=None, out=None, bits=None):
+         gpu_mem=None, threads=None, out=None, bits=None, progress=None):
     """The binary Gram matrix A·Aᵀ (or A·Bᵀ) and the similarities built on it.
 
     A, B: 2-D numpy arrays of bool, uint8 or int8 holding 0 and 1; uint8 rows of
@@ -387,6 +421,9 @@ def gram(A, B=None, metric="counts", topk=None, threshold=None, dtype=None, back
         threshold) and gram returns a read-only memmap of a .npy, else the path; or a numpy
         array (e.g. a np.memmap) of shape (n, p) and the result dtype with contiguous rows,
         written in place and returned.
+    progress: a callable progress(done, total), called about ten times a second from the
+        library's thread while the job runs (done and total in the same unit); an exception
+        it raises cancels the job and is raised by gram.
     Raises outcore.InputError, OutOfMemoryError, DeviceError (UnsupportedError) or Error;
     KeyboardInterrupt after Ctrl-C has cancelled the job.
     """
@@ -396,11 +433,14 @@ def gram(A, B=None, metric="counts", topk=None, threshold=None, dtype=None, back
             and out.dtype in _NUMPY_DTYPES.values()):
         dtype = out.dtype  # the caller's array decides, e.g. uint16 counts
     opts = _options(metric, dtype, backend, gpu_mem, threads, topk, threshold)
+    if progress is not None and not callable(progress):
+        raise InputError(f"progress must be a callable progress(done, total); got {progress!r}")
+    _check_out_is_not_an_input(out, A, B)
 
     ctx = ctypes.c_void_p()
     check(lib.oc_context_create(ctypes.byref(ctx)), None)
     try:
-        job = _Job(ctx, opts, A, B, bits, out)
+        job = _Job(ctx, opts, A, B, bits, out, progress)
         if threading.current_thread() is not threading.main_thread():
             return job.run()  # signals reach the main thread only: nothing to listen for here
         box, done = {}, threading.Event()

@@ -121,8 +121,9 @@ oc_status oc_parallel_run(oc_context *ctx, int threads, int64_t ntasks, oc_task_
         int rc = pthread_cond_timedwait(&s.wake, &s.lock, &until);
         if (rc == ETIMEDOUT || rc == 0) {
             pthread_mutex_unlock(&s.lock);
-            if (oc_cancelled(ctx)) atomic_store(&s.stop, 1);
             if (progress) progress(progress_user, (double)atomic_load(&s.done_weight), (double)total_weight);
+            /* After the report: a progress callback may itself cancel the job. */
+            if (oc_cancelled(ctx)) atomic_store(&s.stop, 1);
             pthread_mutex_lock(&s.lock);
         }
     }
