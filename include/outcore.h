@@ -101,10 +101,26 @@ OC_API oc_status oc_matrix_from_bits(oc_context *ctx, const void *data, int64_t 
 OC_API oc_status oc_matrix_from_csr(oc_context *ctx, int64_t rows, int64_t cols, const int64_t *indptr,
                                     const int64_t *indices, oc_matrix **out);
 
+/* How a file is read into a 0/1 matrix. */
+typedef struct oc_read_options {
+    size_t struct_size; /* sizeof(oc_read_options) */
+    /* > 0: the .npy holds numpy.packbits(A, axis=1) output of a matrix with `bits` columns;
+     * a bit set past them in a row's last byte is an input error. */
+    int64_t bits;
+    /* Nonzero: any nonzero value is a one, in every format. Zero (the default): a value other
+     * than 0 or 1 is an input error naming its row and column. */
+    int binarize;
+} oc_read_options;
+
+#define OC_READ_OPTIONS_INIT {sizeof(oc_read_options), 0, 0}
+
 /* Reads a matrix from a file, chosen by extension: .npy (bool/uint8/int8, versions 1-3,
- * memory-mapped), .mtx (MatrixMarket coordinate pattern/integer), .txt/.csv (0/1 text).
- * bits > 0: the .npy holds numpy.packbits(A, axis=1) output of a matrix with `bits`
- * columns. Errors name the file and the problem. Blocks while reading. */
+ * memory-mapped), .mtx (MatrixMarket coordinate pattern/integer/real), .txt/.csv (0/1 text).
+ * opts may be NULL (the defaults). Errors name the file and the problem; rows and columns
+ * in them count from 0, line numbers from 1. Blocks while reading. */
+OC_API oc_status oc_matrix_read(oc_context *ctx, const char *path, const oc_read_options *opts, oc_matrix **out);
+
+/* oc_matrix_read with bits and no other option. */
 OC_API oc_status oc_matrix_open(oc_context *ctx, const char *path, int64_t bits, oc_matrix **out);
 
 /* Writes m to path as .npy: uint8 0/1 (packed = 0) or numpy.packbits rows (packed = 1).

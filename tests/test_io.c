@@ -145,14 +145,23 @@ static void check_equals_dense(const oc_matrix *m, const unsigned char *a, int r
     CHECK_EQ_I64(want, rows);
 }
 
-/* Opens path and checks that it reads as the dense rows x cols matrix want. */
-static void check_reads_as(const char *path, int64_t bits, const unsigned char *want, int rows, int cols)
+/* Reads path with opts and checks that it reads as the dense rows x cols matrix want (only
+ * the shape when want is NULL). */
+static void check_read_with(const char *path, const oc_read_options *opts, const unsigned char *want, int rows, int cols)
 {
     oc_matrix *m = NULL;
-    oc_status st = oc_matrix_open(ctx, path, bits, &m);
+    oc_status st = oc_matrix_read(ctx, path, opts, &m);
     CHECK_MSG(st == OC_OK, "%s: %s", path, oc_context_last_error(ctx));
-    if (m) check_equals_dense(m, want, rows, cols);
+    if (m && want) check_equals_dense(m, want, rows, cols);
+    if (m) CHECK(oc_matrix_rows(m) == rows && oc_matrix_cols(m) == cols);
     oc_matrix_free(m);
+}
+
+static void check_reads_as(const char *path, int64_t bits, const unsigned char *want, int rows, int cols)
+{
+    oc_read_options opts = OC_READ_OPTIONS_INIT;
+    opts.bits = bits;
+    check_read_with(path, &opts, want, rows, cols);
 }
 
 /* A 5 x 13 test matrix with a pattern that puts ones in every byte position. */
@@ -200,6 +209,16 @@ static void test_npy_values(void)
     oc_matrix *m = NULL;
     CHECK_FAIL(oc_matrix_open(ctx, path, 0, &m), OC_ERR_INPUT, path, "value 2", "row 3", "column 7");
     CHECK(m == NULL);
+    /* uint8 bytes above 1 are most likely numpy.packbits rows read without --bits. */
+    CHECK_FAIL(oc_matrix_open(ctx, path, 0, &m), OC_ERR_INPUT, "look like numpy.packbits output", "add --bits M",
+               "97 to 104 for these 13-byte rows");
+    /* Binarized, every nonzero byte is a one. */
+    oc_read_options binarize = OC_READ_OPTIONS_INIT;
+    binarize.binarize = 1;
+    unsigned char ones[R * C];
+    memcpy(ones, dense, sizeof ones);
+    ones[3 * C + 7] = 1;
+    check_read_with(path, &binarize, ones, R, C);
 
     a[3 * C + 7] = 0xFF; /* int8 -1 */
     path = write_npy("minus.npy", 1, "|i1", 0, "(5, 13)", a, sizeof a);
@@ -220,12 +239,22 @@ static void test_npy_packbits(void)
     oc_matrix *m = NULL;
     check_reads_as(path, C, dense, R, C);
 
-    /* Padding bits set in the file are ignored, not counted. */
+    /* A bit set past --bits is a column the count would drop: an error naming the row and
+     * the first such bit, never a silent loss. */
     unsigned char dirty[R * 2];
     memcpy(dirty, packed, sizeof dirty);
-    for (int i = 0; i < R; ++i) dirty[2 * i + 1] |= 0x07;
+    dirty[2 * 3 + 1] |= 0x02; /* row 3, bit 14 */
+    dirty[2 * 4 + 1] |= 0x07;
     path = write_npy("dirty.npy", 1, "|u1", 0, "(5, 2)", dirty, sizeof dirty);
-    check_reads_as(path, C, dense, R, C);
+    CHECK_FAIL(oc_matrix_open(ctx, path, C, &m), OC_ERR_INPUT, path, "row 3 has bit 14 set",
+               "--bits 13 says the rows hold 13 columns");
+    CHECK(m == NULL);
+    check_reads_as(path, 16, NULL, R, 16); /* the same bytes read as 16 columns are fine */
+    /* The same check on packed rows from memory, in both bit orders. */
+    CHECK_FAIL(oc_matrix_from_bits(ctx, dirty, R, C, 2, OC_BITS_MSB_FIRST, &m), OC_ERR_INPUT, "row 3 has bit 14 set");
+    unsigned char lsb[2] = {0x00, 0x80}; /* LSB first: bit 7 of byte 1 is column 15 */
+    CHECK_FAIL(oc_matrix_from_bits(ctx, lsb, 1, C, 2, OC_BITS_LSB_FIRST, &m), OC_ERR_INPUT, "row 0 has bit 15 set");
+    CHECK(m == NULL);
 
     static unsigned char wide[4 * 100];
     path = write_npy("width100.npy", 1, "|u1", 0, "(4, 100)", wide, sizeof wide);
@@ -487,13 +516,26 @@ static void test_mtx(void)
     const unsigned char want[12] = {1, 0, 0, 0, 0, 0, 0, 1, 0, 1, 0, 0};
     check_reads_as(p, 0, want, 3, 4);
 
+    /* Values: 0 and 1 only (an explicit zero is no one), unless binarizing. */
+    p = write_text("ones.mtx", "%%MatrixMarket matrix coordinate integer general\r\n"
+                               "3 4 5\r\n1 1 1\r\n2 4 +01\r\n3 2 1\r\n3 3 0\r\n1 2 -000\r\n");
+    check_reads_as(p, 0, want, 3, 4);
+    p = write_text("real01.mtx", "%%MatrixMarket matrix coordinate real general\n3 4 4\n1 1 1.0\n2 4 1e0\n3 2 1\n3 3 0.0\n");
+    check_reads_as(p, 0, want, 3, 4);
+    oc_read_options binarize = OC_READ_OPTIONS_INIT;
+    binarize.binarize = 1;
     p = write_text("integer.mtx", "%%MatrixMarket matrix coordinate integer general\r\n"
                                   "3 4 5\r\n1 1 5\r\n2 4 -1\r\n3 2 1\r\n3 3 0\r\n1 2 000\r\n");
-    check_reads_as(p, 0, want, 3, 4);
-
+    CHECK_FAIL(oc_matrix_open(ctx, p, 0, &m), OC_ERR_INPUT, p, "line 3: value 5 at row 0, column 0", "--binarize");
+    check_read_with(p, &binarize, want, 3, 4);
     p = write_text("real.mtx", "%%MatrixMarket matrix coordinate real general\n"
                                "3 4 4\n1 1 0.5\n2 4 1e-3\n3 2 -2\n3 3 0.0\n");
-    check_reads_as(p, 0, want, 3, 4);
+    CHECK_FAIL(oc_matrix_open(ctx, p, 0, &m), OC_ERR_INPUT, p, "line 3: value 0.5 at row 0, column 0", "not 0 or 1");
+    check_read_with(p, &binarize, want, 3, 4);
+    p = write_text("skew.mtx", "%%MatrixMarket matrix coordinate integer skew-symmetric\n3 3 1\n3 1 1\n");
+    CHECK_FAIL(oc_matrix_open(ctx, p, 0, &m), OC_ERR_INPUT, p, "skew-symmetric", "--binarize");
+    const unsigned char skew[9] = {0, 0, 1, 0, 0, 0, 1, 0, 0};
+    check_read_with(p, &binarize, skew, 3, 3);
 
     p = write_text("sym.mtx", "%%MatrixMarket matrix coordinate pattern symmetric\n3 3 3\n1 1\n3 1\n3 2\n");
     const unsigned char sym[9] = {1, 0, 1, 0, 0, 1, 1, 1, 0};
@@ -555,12 +597,14 @@ static void test_text(void)
     static const struct {
         const char *name, *text, *part1, *part2;
     } bad[] = {
-        {"ragged.txt", "1 0 0 0\n# c\n0 0 0 1\n0 1 0\n", "line 4 (row 3) has 3 values", "first row (line 1) has 4"},
-        {"long.txt", "1 0\n0 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1\n", "line 2 (row 2) has 19 values", "has 2"},
-        {"two.txt", "1 0 0 0\n0 0 2 1\n", "line 2 (row 2, column 3)", "'2' is not 0 or 1"},
-        {"word.csv", "a,b\n0,1\n", "line 1 (row 1, column 1)", "'a' is not 0 or 1"},
-        {"float.txt", "1.0 0\n", "'1.0' is not 0 or 1", ""},
-        {"commas.csv", "1,,0\n", "line 1", "empty value at column 2"},
+        {"ragged.txt", "1 0 0 0\n# c\n0 0 0 1\n0 1 0\n", "line 4 (row 2, counting from 0) has 3 values",
+         "first row (line 1) has 4"},
+        {"long.txt", "1 0\n0 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1\n", "line 2 (row 1, counting from 0) has 19 values",
+         "has 2"},
+        {"two.txt", "1 0 0 0\n0 0 2 1\n", "line 2: '2' at row 1, column 2", "is not 0 or 1"},
+        {"word.csv", "a,b\n0,1\n", "line 1: 'a' at row 0, column 0", "is not 0 or 1"},
+        {"float.txt", "1.0 0\n", "'1.0' at row 0, column 0 is not 0 or 1", ""},
+        {"commas.csv", "1,,0\n", "line 1", "empty value at column 1"},
         {"trailing.csv", "1,0,\n", "line 1 ends with ','", ""},
         {"comments.txt", "# nothing\n\n", "no matrix rows", ""},
         {"empty.csv", "", "empty", ""},
@@ -571,6 +615,13 @@ static void test_text(void)
         CHECK_FAIL(oc_matrix_open(ctx, p, 0, &m), OC_ERR_INPUT, p, bad[k].part1, bad[k].part2);
         CHECK(m == NULL);
     }
+    /* Binarizing reads any number, nonzero as 1; a word is still an error. */
+    oc_read_options binarize = OC_READ_OPTIONS_INIT;
+    binarize.binarize = 1;
+    check_read_with(write_text("numbers.csv", "2.5,0,0,0\n0,0,0,-1\n0,1e3,0.0,0\n"), &binarize, want, 3, 4);
+    oc_matrix *m = NULL;
+    const char *p = write_text("word2.csv", "1,0\n0,x\n");
+    CHECK_FAIL(oc_matrix_read(ctx, p, &binarize, &m), OC_ERR_INPUT, p, "'x' at row 1, column 1 is not a number");
 }
 
 /* ---------------------------------------------------------------- constructors */

@@ -220,8 +220,9 @@ static void run_case(oc_context *ctx, const sel_case *sc, uint64_t *seed)
         snprintf(name, sizeof name, "%s %s/%s", sc->name, oc_metric_name(r.metric), oc_dtype_name(oc_test_outputs[o].dtype));
         const int64_t ks[] = {1, 4, p + 3};
         int is_float = r.metric == OC_METRIC_JACCARD || r.metric == OC_METRIC_COSINE;
-        /* 0, a middle value (integers for counts and hamming), above the maximum. */
-        const double ts[] = {0.0, is_float ? 0.25 : (double)(m / 6), is_float ? 1.5 : max + 1};
+        /* 0, a middle value (integers for counts and hamming), and the top of the metric's
+         * range or just above the largest score (thresholds outside the range are refused). */
+        const double ts[] = {0.0, is_float ? 0.25 : (double)(m / 6), is_float ? 1.0 : max + 1 > m ? (double)m : max + 1};
         for (size_t ti = 0; ti < 3; ++ti)
             for (size_t tt = 0; tt < 3; ++tt) {
                 /* Every combination for the first output; a diagonal of the grid for the rest

@@ -23,6 +23,8 @@ static const char gram_usage[] =
     "  --metric M             counts (default), jaccard, cosine, hamming\n"
     "  --dtype T              int32 | uint16 (counts/hamming, < 65536 columns) | float32\n"
     "  --bits M               .npy inputs hold numpy.packbits(A, axis=1) of M columns\n"
+    "  --binarize             read any nonzero value as 1 (default: values other than 0/1 are\n"
+    "                         an error naming the row and column, counted from 0)\n"
     "  --backend B            auto (default: CUDA when usable, else CPU), cpu, cuda\n"
     "  --threads N            CPU worker threads (default: all cores)\n"
     "  --device N             CUDA device index (default 0)\n"
@@ -44,9 +46,8 @@ typedef struct gram_args {
     const char *inputs[2];
     int ninputs;
     const char *output;
-    int64_t bits;
+    oc_read_options read;
     int json, quiet;
-    const char *threshold_text;  /* as given, for the range check once the column count is known */
     oc_gram_options opts;
 } gram_args;
 
@@ -68,22 +69,6 @@ static int check_output_kind(const gram_args *g)
     return -1;
 }
 
-/* The threshold's range for the metric: [0, 1] for jaccard and cosine, whole numbers in
- * [0, m] for counts and hamming. -1 when it fits, else the exit status. */
-static int check_threshold(const gram_args *g, int64_t m)
-{
-    double t = g->opts.threshold;
-    const char *metric = oc_metric_name(g->opts.metric);
-    if (g->opts.metric == OC_METRIC_JACCARD || g->opts.metric == OC_METRIC_COSINE) {
-        if (!(t >= 0.0 && t <= 1.0))
-            return cli_usage_error("--threshold %s: a %s similarity lies in [0, 1]", g->threshold_text, metric);
-    } else if (t != (double)(int64_t)t || t < 0 || t > (double)m) {
-        return cli_usage_error("--threshold %s: %s are whole numbers from 0 to %lld (the column count)", g->threshold_text,
-                               metric, (long long)m);
-    }
-    return -1;
-}
-
 /* Parses argv into args; returns -1 when parsing succeeded, else the exit status. */
 static int parse_gram_args(int argc, char **argv, gram_args *g)
 {
@@ -95,6 +80,7 @@ static int parse_gram_args(int argc, char **argv, gram_args *g)
             return OC_EXIT_OK;
         }
         if (strcmp(arg, "--json") == 0) { g->json = 1; continue; }
+        if (strcmp(arg, "--binarize") == 0) { g->read.binarize = 1; continue; }
         if (strcmp(arg, "--quiet") == 0 || strcmp(arg, "-q") == 0) { g->quiet = 1; continue; }
         if (strcmp(arg, "--verbose") == 0 || strcmp(arg, "-v") == 0) { cli_verbose = 1; continue; }
 #define OPTION(name) ((r = cli_option(argc, argv, &i, name, &v)) != 0)
@@ -151,10 +137,9 @@ static int parse_gram_args(int argc, char **argv, gram_args *g)
             if (cli_parse_double(v, &g->opts.threshold) || !(g->opts.threshold == g->opts.threshold))
                 return cli_usage_error("--threshold %s: expected a number", v);
             g->opts.use_threshold = 1;
-            g->threshold_text = v;
         } else if (OPTION("--bits")) {
             if (r < 0) return OC_EXIT_USAGE;
-            if (cli_parse_i64(v, &g->bits) || g->bits < 1)
+            if (cli_parse_i64(v, &g->read.bits) || g->read.bits < 1)
                 return cli_usage_error("--bits %s: expected the positive column count of the packed matrix", v);
         } else if (arg[0] == '-' && arg[1] != '\0') {
             return cli_usage_error("gram: unknown option %s (see outcore gram --help)", arg);
@@ -239,7 +224,7 @@ static void print_summary(const gram_args *g, const oc_matrix *a, const oc_matri
 
 int oc_cmd_gram(int argc, char **argv)
 {
-    gram_args g = {.opts = OC_GRAM_OPTIONS_INIT};
+    gram_args g = {.opts = OC_GRAM_OPTIONS_INIT, .read = OC_READ_OPTIONS_INIT};
     int rc = parse_gram_args(argc, argv, &g);
     if (rc >= 0) return rc;
 
@@ -250,14 +235,13 @@ int oc_cmd_gram(int argc, char **argv)
     cli_cancel_on_signal(ctx);
 
     double t0 = cli_now();
-    st = oc_matrix_open(ctx, g.inputs[0], g.bits, &a);
-    if (st == OC_OK && g.ninputs > 1) st = oc_matrix_open(ctx, g.inputs[1], g.bits, &b);
+    st = oc_matrix_read(ctx, g.inputs[0], &g.read, &a);
+    if (st == OC_OK && g.ninputs > 1) st = oc_matrix_read(ctx, g.inputs[1], &g.read, &b);
     if (st != OC_OK) {
         rc = cli_status_error(ctx, st);
         goto done;
     }
     double load_seconds = cli_now() - t0;
-    if (g.opts.use_threshold && (rc = check_threshold(&g, oc_matrix_cols(a))) >= 0) goto done;
 
     cli_progress progress;
     cli_progress_init(&progress, "gram",

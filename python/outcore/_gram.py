@@ -144,11 +144,20 @@ def _rows_are_byte_runs(arr, row_bytes):
     return arr.shape[0] <= 1 or arr.strides[0] >= row_bytes
 
 
-def _dense_array(x, name, bits):
+def _dense_array(x, name, bits, binarize=False):
     arr = x if isinstance(x, np.ndarray) else np.asarray(x)
     if arr.ndim != 2:
         hint = f" (one row: {name}.reshape(1, -1))" if arr.ndim == 1 else ""
         raise InputError(f"{name} must be a 2-D array (rows x columns); got {arr.ndim}-D shape {arr.shape}{hint}")
+    if 0 in arr.shape:
+        raise InputError(f"{name} has shape {arr.shape}: a matrix needs at least one row and one column")
+    if binarize and bits is None:
+        if arr.dtype.kind not in "biuf":
+            raise InputError(f"{name} has dtype {arr.dtype}; binarize=True reads numbers (bool, integers, floats)")
+        if np.isnan(arr).any() if arr.dtype.kind == "f" else False:
+            raise InputError(f"{name} holds NaN, which is neither zero nor nonzero")
+        arr = np.not_equal(arr, 0).view(np.uint8)  # any nonzero value is a one
+        return arr, arr.shape[1]
     if bits is None:
         if arr.dtype not in _DENSE_INPUT_DTYPES:
             raise InputError(f"{name} has dtype {arr.dtype}; expected bool, uint8 or int8 holding 0 and 1 "
@@ -180,20 +189,37 @@ def _renamed(err, name):
     return err
 
 
-def _build_matrix(ctx, x, name, bits, keep):
+def _packbits_hint(arr, name, bits):
+    """The hint for a uint8 array with values above 1 and no bits=: it looks like packbits rows."""
+    if bits is not None or arr.dtype != np.uint8 or not (arr > 1).any():
+        return ""
+    width = arr.shape[1]
+    return (f"; uint8 rows holding bytes like this look like numpy.packbits output: pass bits=M with M the "
+            f"true column count, {8 * width - 7} to {8 * width} for these {width}-byte rows")
+
+
+def _build_matrix(ctx, x, name, bits, keep, binarize=False):
     """An oc_matrix handle (c_void_p) for x; arrays it reads are appended to keep."""
     handle = ctypes.c_void_p()
     if _is_path(x):
         path = os.fsencode(x)
-        check(lib.oc_matrix_open(ctx, path, bits or 0, ctypes.byref(handle)), ctx)
+        opts = _lib.ReadOptions(bits or 0, binarize)
+        check(lib.oc_matrix_read(ctx, path, ctypes.byref(opts), ctypes.byref(handle)), ctx)
         return handle
     if _is_sparse(x):
         if bits is not None:
             raise InputError(f"bits= applies to packed uint8 arrays and .npy files, not to sparse {name}")
         csr = x.tocsr()
+        if 0 in csr.shape:
+            raise InputError(f"sparse {name} has shape {csr.shape}: a matrix needs at least one row and one column")
         data = np.asarray(csr.data)
-        if np.any((data != 0) & (data != 1)):
-            raise InputError(f"sparse {name} stores values other than 0 and 1")
+        if not binarize and np.any((data != 0) & (data != 1)):
+            bad = int(np.flatnonzero((data != 0) & (data != 1))[0])
+            row = int(np.searchsorted(csr.indptr, bad, side="right") - 1)
+            raise InputError(f"sparse {name}: value {data[bad]} at row {row}, column {csr.indices[bad]} is not 0 or 1 "
+                             "(rows and columns count from 0; binarize=True reads any nonzero value as 1)")
+        if binarize and data.dtype.kind == "f" and np.isnan(data).any():
+            raise InputError(f"sparse {name} holds NaN, which is neither zero nor nonzero")
         if np.any(data == 0):
             csr = csr.copy()
             csr.eliminate_zeros()  # a stored zero is not a one
@@ -201,10 +227,12 @@ def _build_matrix(ctx, x, name, bits, keep):
         indices = np.ascontiguousarray(csr.indices, dtype=np.int64)
         keep += [indptr, indices]
         rows, cols = csr.shape
-        check(lib.oc_matrix_from_csr(ctx, rows, cols, indptr.ctypes.data_as(_lib.c_int64_p),
-                                     indices.ctypes.data_as(_lib.c_int64_p), ctypes.byref(handle)), ctx)
+        status = lib.oc_matrix_from_csr(ctx, rows, cols, indptr.ctypes.data_as(_lib.c_int64_p),
+                                        indices.ctypes.data_as(_lib.c_int64_p), ctypes.byref(handle))
+        if status != _lib.OC_OK:
+            raise _renamed(from_status(status, ctx), name)
     else:
-        arr, _ = _dense_array(x, name, bits)
+        arr, _ = _dense_array(x, name, bits, binarize)
         keep.append(arr)
         rows = arr.shape[0]
         stride = arr.strides[0] if rows > 1 else max(arr.shape[1], 1)
@@ -214,7 +242,11 @@ def _build_matrix(ctx, x, name, bits, keep):
             status = lib.oc_matrix_from_bits(ctx, arr.ctypes.data, rows, bits, stride, _lib.OC_BITS_MSB_FIRST,
                                              ctypes.byref(handle))
         if status != _lib.OC_OK:
-            raise _renamed(from_status(status, ctx), name)
+            err = _renamed(from_status(status, ctx), name)
+            if "is not 0 or 1" in err.message:
+                hint = "; binarize=True reads any nonzero value as 1" + _packbits_hint(arr, name, bits)
+                err = type(err)(err.message + hint, err.status, err.trace)
+            raise err
     try:
         check(lib.oc_matrix_set_name(ctx, handle, name.encode()), ctx)
     except BaseException:
@@ -300,8 +332,9 @@ class _Progress:
 
 
 class _Job:
-    def __init__(self, ctx, opts, A, B, bits, out, progress=None):
+    def __init__(self, ctx, opts, A, B, bits, out, progress=None, binarize=False):
         self.ctx, self.opts, self.A, self.B, self.bits, self.out = ctx, opts, A, B, bits, out
+        self.binarize = binarize
         self.cancel = threading.Event()
         self.progress = _Progress(progress, ctx) if progress is not None else None
         if self.progress is not None:
@@ -310,9 +343,9 @@ class _Job:
     def run(self):
         keep, handles = [], []
         try:
-            handles.append(_build_matrix(self.ctx, self.A, "A", self.bits, keep))
+            handles.append(_build_matrix(self.ctx, self.A, "A", self.bits, keep, self.binarize))
             if self.B is not None:
-                handles.append(_build_matrix(self.ctx, self.B, "B", self.bits, keep))
+                handles.append(_build_matrix(self.ctx, self.B, "B", self.bits, keep, self.binarize))
             return self._gram(handles[0], handles[1] if len(handles) > 1 else None)
         finally:
             for h in handles:
@@ -402,7 +435,7 @@ def _wait(job, done):
 
 
 def gram(A, B=None, metric="counts", topk=None, threshold=None, dtype=None, backend="auto",
-         gpu_mem=None, threads=None, out=None, bits=None, progress=None):
+         gpu_mem=None, threads=None, out=None, bits=None, progress=None, binarize=False):
     """The binary Gram matrix A·Aᵀ (or A·Bᵀ) and the similarities built on it.
 
     A, B: 2-D numpy arrays of bool, uint8 or int8 holding 0 and 1; uint8 rows of
@@ -421,6 +454,9 @@ def gram(A, B=None, metric="counts", topk=None, threshold=None, dtype=None, back
         threshold) and gram returns a read-only memmap of a .npy, else the path; or a numpy
         array (e.g. a np.memmap) of shape (n, p) and the result dtype with contiguous rows,
         written in place and returned.
+    binarize: True reads any nonzero value as 1 (arrays of any numeric dtype, sparse matrices
+        and every file format); by default a value other than 0 or 1 is an InputError naming
+        its row and column (counted from 0).
     progress: a callable progress(done, total), called about ten times a second from the
         library's thread while the job runs (done and total in the same unit); an exception
         it raises cancels the job and is raised by gram.
@@ -440,7 +476,7 @@ def gram(A, B=None, metric="counts", topk=None, threshold=None, dtype=None, back
     ctx = ctypes.c_void_p()
     check(lib.oc_context_create(ctypes.byref(ctx)), None)
     try:
-        job = _Job(ctx, opts, A, B, bits, out, progress)
+        job = _Job(ctx, opts, A, B, bits, out, progress, binarize)
         if threading.current_thread() is not threading.main_thread():
             return job.run()  # signals reach the main thread only: nothing to listen for here
         box, done = {}, threading.Event()

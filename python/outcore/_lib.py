@@ -116,6 +116,17 @@ class Output(ctypes.Structure):
         super().__init__(struct_size=ctypes.sizeof(Output))
 
 
+class ReadOptions(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("bits", ctypes.c_int64),
+        ("binarize", ctypes.c_int),
+    ]
+
+    def __init__(self, bits=0, binarize=False):
+        super().__init__(struct_size=ctypes.sizeof(ReadOptions), bits=bits, binarize=int(bool(binarize)))
+
+
 class GramStats(ctypes.Structure):
     _fields_ = [
         ("struct_size", ctypes.c_size_t),
@@ -156,6 +167,7 @@ _SIGNATURES = {
     "oc_matrix_from_bits": (ctypes.c_int, [_vp, _vp, _i64, _i64, _i64, ctypes.c_int, _ctx_pp]),
     "oc_matrix_from_csr": (ctypes.c_int, [_vp, _i64, _i64, c_int64_p, c_int64_p, _ctx_pp]),
     "oc_matrix_open": (ctypes.c_int, [_vp, ctypes.c_char_p, _i64, _ctx_pp]),
+    "oc_matrix_read": (ctypes.c_int, [_vp, ctypes.c_char_p, ctypes.POINTER(ReadOptions), _ctx_pp]),
     "oc_matrix_rows": (_i64, [_vp]),
     "oc_matrix_cols": (_i64, [_vp]),
     "oc_matrix_set_name": (ctypes.c_int, [_vp, _vp, ctypes.c_char_p]),

@@ -132,6 +132,13 @@ int64_t oc_pack_dense_row(const unsigned char *src, int64_t cols, uint64_t *dst,
     return -1; /* unreachable: bad was set by some byte above */
 }
 
+void oc_pack_nonzero_row(const unsigned char *src, int64_t cols, uint64_t *dst, int64_t words_per_row)
+{
+    unsigned char *out = (unsigned char *)dst;
+    memset(out, 0, (size_t)words_per_row * 8);
+    for (int64_t j = 0; j < cols; ++j) out[j >> 3] |= (unsigned char)((src[j] != 0) << (7 - (j & 7)));
+}
+
 static unsigned char reverse_byte(unsigned char b)
 {
     b = (unsigned char)((b & 0xF0) >> 4 | (b & 0x0F) << 4);
@@ -140,8 +147,8 @@ static unsigned char reverse_byte(unsigned char b)
     return b;
 }
 
-void oc_pack_bits_row(const unsigned char *src, int64_t cols, oc_bit_order order, uint64_t *dst,
-                      int64_t words_per_row)
+int64_t oc_pack_bits_row(const unsigned char *src, int64_t cols, oc_bit_order order, uint64_t *dst,
+                         int64_t words_per_row)
 {
     unsigned char *out = (unsigned char *)dst;
     int64_t nbytes = (cols + 7) / 8;
@@ -151,5 +158,13 @@ void oc_pack_bits_row(const unsigned char *src, int64_t cols, oc_bit_order order
     } else {
         for (int64_t k = 0; k < nbytes; ++k) out[k] = reverse_byte(src[k]);
     }
-    if (cols % 8) out[nbytes - 1] &= (unsigned char)(0xFF00u >> (cols % 8));
+    if (cols % 8 == 0) return -1;
+    /* Only the last byte can hold bits past the columns: its low 8 - cols % 8 bits in
+     * packbits order. A set one is a column the caller's count leaves out. */
+    unsigned char last = out[nbytes - 1], keep = (unsigned char)(0xFF00u >> (cols % 8));
+    out[nbytes - 1] = last & keep;
+    if (!(last & (unsigned char)~keep)) return -1;
+    int64_t column = 8 * (nbytes - 1) + cols % 8;
+    while (!(last & (0x80u >> (column % 8)))) column++;
+    return column;
 }

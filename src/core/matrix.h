@@ -27,6 +27,11 @@ struct oc_matrix {
     int64_t words_per_row;
     uint64_t *bits;          /* 64-byte aligned, rows * words_per_row words, owned */
     char name[OC_NAME_MAX];  /* used in messages */
+    /* The file the matrix was read from (device and inode), so that no job writes its
+     * result over its own input by another name; has_source is 0 for matrices built from
+     * memory. */
+    int has_source;
+    uint64_t source_dev, source_ino;
 };
 
 /* words_per_row for a column count. */
@@ -57,10 +62,14 @@ static inline int oc_matrix_get(const oc_matrix *m, int64_t i, int64_t j)
  * index of the first value other than 0 or 1, or -1 when all are valid. */
 int64_t oc_pack_dense_row(const unsigned char *src, int64_t cols, uint64_t *dst, int64_t words_per_row);
 
+/* Packs one row of bytes into dst, any nonzero byte a one (reading with binarize). */
+void oc_pack_nonzero_row(const unsigned char *src, int64_t cols, uint64_t *dst, int64_t words_per_row);
+
 /* Copies one row of packed bytes (ceil(cols/8) of them) in the given bit order into dst,
- * clearing bits past cols. */
-void oc_pack_bits_row(const unsigned char *src, int64_t cols, oc_bit_order order, uint64_t *dst,
-                      int64_t words_per_row);
+ * clearing bits past cols. Returns the first column >= cols whose bit is set in src (a
+ * column the count leaves out: an input error for the caller to report), or -1. */
+int64_t oc_pack_bits_row(const unsigned char *src, int64_t cols, oc_bit_order order, uint64_t *dst,
+                         int64_t words_per_row);
 
 /* Overflow-checked products for sizes (return 0 and leave *out alone on overflow). */
 static inline int oc_mul_i64(int64_t a, int64_t b, int64_t *out)

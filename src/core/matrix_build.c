@@ -19,51 +19,63 @@
 #define OC_DEFAULT_NAME "A"
 
 oc_status oc_matrix_pack_dense_rows(oc_context *ctx, oc_matrix *m, int64_t row0, int64_t nrows,
-                                    const unsigned char *src, int64_t stride, int is_signed)
+                                    const unsigned char *src, int64_t stride, oc_dense_bytes kind)
 {
     for (int64_t k = 0; k < nrows; ++k) {
         const unsigned char *row = src + k * stride;
         int64_t i = row0 + k;
-        int64_t bad = oc_pack_dense_row(row, m->cols, m->bits + i * m->words_per_row, m->words_per_row);
-        if (bad >= 0) {
-            int value = is_signed ? (int)(signed char)row[bad] : (int)row[bad];
-            return oc_fail(ctx, OC_ERR_INPUT,
-                           "%s: value %d at row %" PRId64 ", column %" PRId64
-                           " is not 0 or 1 (rows and columns count from 0)",
-                           m->name, value, i, bad);
+        uint64_t *dst = m->bits + i * m->words_per_row;
+        if (kind == OC_DENSE_BINARIZE) {
+            oc_pack_nonzero_row(row, m->cols, dst, m->words_per_row);
+            continue;
         }
+        int64_t bad = oc_pack_dense_row(row, m->cols, dst, m->words_per_row);
+        if (bad < 0) continue;
+        int value = kind == OC_DENSE_INT8 ? (int)(signed char)row[bad] : (int)row[bad];
+        char hint[200] = "";
+        if (kind == OC_DENSE_UINT8_FILE)
+            snprintf(hint, sizeof hint,
+                     "; uint8 rows holding bytes like this look like numpy.packbits output: add --bits M "
+                     "(Python: bits=M) with M the true column count, %" PRId64 " to %" PRId64
+                     " for these %" PRId64 "-byte rows",
+                     8 * m->cols - 7, 8 * m->cols, m->cols);
+        return oc_fail(ctx, OC_ERR_INPUT,
+                       "%s: value %d at row %" PRId64 ", column %" PRId64
+                       " is not 0 or 1 (rows and columns count from 0; --binarize, in Python binarize=True, reads "
+                       "any nonzero value as 1)%s",
+                       m->name, value, i, bad, hint);
     }
     return OC_OK;
 }
 
 /* Checks what every constructor shares: out, the dimensions, and that rows * stride bytes
  * are addressable. */
-static oc_status check_shape(oc_context *ctx, const char *fn, const void *data, int64_t rows, int64_t cols,
+static oc_status check_shape(oc_context *ctx, const char *name, const void *data, int64_t rows, int64_t cols,
                              int64_t row_stride, int64_t row_bytes, oc_matrix **out)
 {
-    if (!out) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: out is NULL", fn);
-    if (!data) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: data is NULL", fn);
+    if (!out) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: out is NULL", name);
+    if (!data) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: data is NULL", name);
     if (rows <= 0 || cols <= 0)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
-                       "%s: the matrix has %" PRId64 " rows and %" PRId64 " columns; both must be positive", fn, rows,
+                       "%s: the matrix has %" PRId64 " rows and %" PRId64 " columns; both must be positive", name, rows,
                        cols);
     if (row_stride < row_bytes)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
-                       "%s: row_stride %" PRId64 " is smaller than a row (%" PRId64 " bytes)", fn, row_stride,
+                       "%s: row_stride %" PRId64 " is smaller than a row (%" PRId64 " bytes)", name, row_stride,
                        row_bytes);
     if (!oc_mul_i64(rows - 1, row_stride, &(int64_t){0}))
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: %" PRId64 " rows of stride %" PRId64 " overflow 64-bit sizes",
-                       fn, rows, row_stride);
+                       name, rows, row_stride);
     return OC_OK;
 }
 
 oc_status oc_matrix_from_dense(oc_context *ctx, const void *data, int64_t rows, int64_t cols, int64_t row_stride,
                                oc_matrix **out)
 {
-    OC_CHECK(check_shape(ctx, "oc_matrix_from_dense", data, rows, cols, row_stride, cols, out));
+    OC_CHECK(check_shape(ctx, OC_DEFAULT_NAME, data, rows, cols, row_stride, cols, out));
     oc_matrix *m;
     OC_CHECK(oc_matrix_alloc(ctx, rows, cols, OC_DEFAULT_NAME, &m));
-    oc_status st = oc_matrix_pack_dense_rows(ctx, m, 0, rows, data, row_stride, 0);
+    oc_status st = oc_matrix_pack_dense_rows(ctx, m, 0, rows, data, row_stride, OC_DENSE_BYTES);
     if (st != OC_OK) {
         oc_matrix_free(m);
         return oc_trace_at(ctx, st, __FILE__, __LINE__);
@@ -76,16 +88,25 @@ oc_status oc_matrix_from_bits(oc_context *ctx, const void *data, int64_t rows, i
                               oc_bit_order order, oc_matrix **out)
 {
     if (cols > INT64_MAX - 7)
-        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_matrix_from_bits: %" PRId64 " columns overflow", cols);
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, OC_DEFAULT_NAME ": %" PRId64 " columns overflow", cols);
     int64_t row_bytes = cols / 8 + (cols % 8 != 0);
-    OC_CHECK(check_shape(ctx, "oc_matrix_from_bits", data, rows, cols, row_stride, row_bytes, out));
+    OC_CHECK(check_shape(ctx, OC_DEFAULT_NAME, data, rows, cols, row_stride, row_bytes, out));
     if (order != OC_BITS_MSB_FIRST && order != OC_BITS_LSB_FIRST)
-        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_matrix_from_bits: unknown bit order %d", (int)order);
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, OC_DEFAULT_NAME ": unknown bit order %d", (int)order);
     oc_matrix *m;
     OC_CHECK(oc_matrix_alloc(ctx, rows, cols, OC_DEFAULT_NAME, &m));
     const unsigned char *src = data;
-    for (int64_t i = 0; i < rows; ++i)
-        oc_pack_bits_row(src + i * row_stride, cols, order, m->bits + i * m->words_per_row, m->words_per_row);
+    for (int64_t i = 0; i < rows; ++i) {
+        int64_t extra = oc_pack_bits_row(src + i * row_stride, cols, order, m->bits + i * m->words_per_row,
+                                         m->words_per_row);
+        if (extra >= 0) {
+            oc_matrix_free(m);
+            return oc_fail(ctx, OC_ERR_INPUT,
+                           "%s: row %" PRId64 " has bit %" PRId64 " set but bits=%" PRId64
+                           " says the rows hold %" PRId64 " columns (rows and columns count from 0)",
+                           OC_DEFAULT_NAME, i, extra, cols, cols);
+        }
+    }
     *out = m;
     return OC_OK;
 }
@@ -93,7 +114,7 @@ oc_status oc_matrix_from_bits(oc_context *ctx, const void *data, int64_t rows, i
 oc_status oc_matrix_from_csr(oc_context *ctx, int64_t rows, int64_t cols, const int64_t *indptr, const int64_t *indices,
                              oc_matrix **out)
 {
-    static const char fn[] = "oc_matrix_from_csr";
+    static const char fn[] = OC_DEFAULT_NAME;
     if (!indptr) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: indptr is NULL", fn);
     /* indptr is known non-NULL; data stands in for it in the shared checks (stride 1, 1 byte). */
     OC_CHECK(check_shape(ctx, fn, indptr, rows, cols, 1, 1, out));

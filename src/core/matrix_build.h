@@ -8,11 +8,19 @@
 #include <stdint.h>
 #include "core/matrix.h"
 
-/* Packs rows [row0, row0 + nrows) of m from dense 0/1 bytes: src points at row row0, rows
- * are stride bytes apart, m->cols bytes each. A byte other than 0 or 1 fails with
- * OC_ERR_INPUT naming m's name and the 0-based row and column; the value is shown signed
- * when is_signed (int8 data). */
+/* What the bytes of a dense source hold, and so how a value other than 0 or 1 is told. */
+typedef enum oc_dense_bytes {
+    OC_DENSE_BYTES = 0,  /* bool or uint8 from memory: the value is shown unsigned */
+    OC_DENSE_INT8,       /* int8: the value is shown signed */
+    OC_DENSE_UINT8_FILE, /* uint8 read from a file without --bits: the message adds that such
+                            bytes look like numpy.packbits output and which --bits fit */
+    OC_DENSE_BINARIZE,   /* any nonzero byte is a one; no value is an error */
+} oc_dense_bytes;
+
+/* Packs rows [row0, row0 + nrows) of m from dense bytes: src points at row row0, rows are
+ * stride bytes apart, m->cols bytes each. Unless kind is OC_DENSE_BINARIZE, a byte other
+ * than 0 or 1 fails with OC_ERR_INPUT naming m's name and the 0-based row and column. */
 oc_status oc_matrix_pack_dense_rows(oc_context *ctx, oc_matrix *m, int64_t row0, int64_t nrows,
-                                    const unsigned char *src, int64_t stride, int is_signed);
+                                    const unsigned char *src, int64_t stride, oc_dense_bytes kind);
 
 #endif

@@ -48,6 +48,22 @@ int oc_cuda_device_count(void)
 #endif
 }
 
+/* The threshold's range for the metric: [0, 1] for jaccard and cosine, whole numbers in
+ * [0, m] for counts and hamming. */
+static oc_status check_threshold_range(oc_context *ctx, oc_metric metric, double t, int64_t m)
+{
+    if (metric == OC_METRIC_JACCARD || metric == OC_METRIC_COSINE) {
+        if (!(t >= 0.0 && t <= 1.0))
+            return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "threshold %g: a %s similarity lies in [0, 1]", t,
+                           oc_metric_name(metric));
+    } else if (!(t >= 0 && t <= (double)m) || t != floor(t)) {
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                       "threshold %g: %s are whole numbers from 0 to %lld (the column count)", t, oc_metric_name(metric),
+                       (long long)m);
+    }
+    return OC_OK;
+}
+
 static oc_status check_options(oc_context *ctx, const oc_gram_options *o, int64_t m, oc_dtype *dtype)
 {
     if (o->struct_size < sizeof(oc_gram_options))
@@ -71,6 +87,7 @@ static oc_status check_options(oc_context *ctx, const oc_gram_options *o, int64_
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "top-k and threshold outputs are exclusive: choose one");
     if (o->use_threshold && isnan(o->threshold))
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "the threshold is NaN: give a number");
+    if (o->use_threshold) OC_CHECK(check_threshold_range(ctx, o->metric, o->threshold, m));
     return OC_OK;
 }
 
@@ -220,6 +237,8 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
                        "backend cuda: this build of outcore has no CUDA support (configure with nvcc available)"
 #endif
         );
+
+    if (out->kind == OC_OUTPUT_FILE) OC_CHECK(oc_output_check_not_input(ctx, out->path, a, b));
 
     oc_gram_stats local_stats = {.struct_size = sizeof local_stats};
     oc_gram_stats *st_out = stats ? stats : &local_stats;

@@ -12,10 +12,10 @@
 #include <stdint.h>
 #include "outcore.h"
 
-/* Readers (oc_matrix_open dispatches on the extension). */
-oc_status oc_npy_read(oc_context *ctx, const char *path, int64_t bits, oc_matrix **out);
-oc_status oc_mtx_read(oc_context *ctx, const char *path, oc_matrix **out);
-oc_status oc_text_read(oc_context *ctx, const char *path, oc_matrix **out);
+/* Readers (oc_matrix_read dispatches on the extension; opts is never NULL here). */
+oc_status oc_npy_read(oc_context *ctx, const char *path, const oc_read_options *opts, oc_matrix **out);
+oc_status oc_mtx_read(oc_context *ctx, const char *path, const oc_read_options *opts, oc_matrix **out);
+oc_status oc_text_read(oc_context *ctx, const char *path, const oc_read_options *opts, oc_matrix **out);
 
 /* A dense .npy being written through a shared memory map. */
 typedef struct oc_npy_out oc_npy_out;
@@ -41,6 +41,10 @@ typedef struct oc_tmpfile {
 oc_status oc_tmpfile_open(oc_context *ctx, const char *path, oc_tmpfile *f);
 oc_status oc_tmpfile_commit(oc_context *ctx, oc_tmpfile *f); /* fsync-free close + rename */
 void oc_tmpfile_abort(oc_tmpfile *f);
+
+/* Fails with OC_ERR_INPUT when path names the file a or b (either may be NULL) was read
+ * from, by any name: same path, another spelling, a symbolic or a hard link. */
+oc_status oc_output_check_not_input(oc_context *ctx, const char *path, const oc_matrix *a, const oc_matrix *b);
 
 /* Lower-case extension of path without the dot ("npy"), or "" when none. */
 const char *oc_path_extension(const char *path, char *buf, size_t bufsize);

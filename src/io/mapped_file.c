@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "core/error.h"
+#include "core/matrix.h"
 
 oc_status oc_mapped_file_open(oc_context *ctx, const char *path, oc_mapped_file *f)
 {
@@ -38,6 +39,8 @@ oc_status oc_mapped_file_open(oc_context *ctx, const char *path, oc_mapped_file 
         } else {
             f->data = map;
             f->size = (size_t)sb.st_size;
+            f->dev = (uint64_t)sb.st_dev;
+            f->ino = (uint64_t)sb.st_ino;
         }
     }
     /* The mapping keeps the file alive; the descriptor is no longer needed. */
@@ -79,6 +82,9 @@ oc_status oc_mapped_read(oc_context *ctx, const char *path, oc_mapped_parse_fn p
         oc_matrix_free(m);
         return oc_trace_at(ctx, st, __FILE__, __LINE__);
     }
+    m->has_source = 1;
+    m->source_dev = file.dev;
+    m->source_ino = file.ino;
     *out = m;
     return OC_OK;
 }

@@ -6,6 +6,7 @@
 #define OC_IO_MAPPED_FILE_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <string.h>
 #include "outcore.h"
 
@@ -13,6 +14,7 @@ typedef struct oc_mapped_file {
     const unsigned char *data; /* size bytes, read-only; NULL when closed */
     size_t size;               /* > 0 once open */
     size_t released;           /* pages below this offset were dropped from the mapping */
+    uint64_t dev, ino;         /* the file's identity (st_dev, st_ino) */
 } oc_mapped_file;
 
 /* Maps path. Fails with OC_ERR_INPUT naming path when it is missing, unreadable, not a

@@ -10,12 +10,19 @@
 #include "core/matrix.h"
 #include "io/io.h"
 
-oc_status oc_matrix_open(oc_context *ctx, const char *path, int64_t bits, oc_matrix **out)
+oc_status oc_matrix_read(oc_context *ctx, const char *path, const oc_read_options *opts, oc_matrix **out)
 {
-    if (!path || !out) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_matrix_open: NULL argument");
+    if (!path || !out) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "reading a matrix: the path or out is NULL");
     /* Reading a large file is a job: oc_context_cancel stops it, and a cancel left over from
      * an earlier job must not. */
     if (ctx) oc_context_begin_job(ctx);
+    oc_read_options defaults = OC_READ_OPTIONS_INIT;
+    if (!opts) opts = &defaults;
+    if (opts->struct_size < sizeof(oc_read_options))
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                       "oc_read_options.struct_size is %zu, expected %zu: start from OC_READ_OPTIONS_INIT",
+                       opts->struct_size, sizeof(oc_read_options));
+    int64_t bits = opts->bits;
     if (bits < 0) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: --bits %" PRId64 " is negative", path, bits);
     char ext[16];
     oc_path_extension(path, ext, sizeof ext);
@@ -23,14 +30,22 @@ oc_status oc_matrix_open(oc_context *ctx, const char *path, int64_t bits, oc_mat
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: --bits applies to .npy files of numpy.packbits output only",
                        path);
     if (strcmp(ext, "npy") == 0)
-        OC_CHECK(oc_npy_read(ctx, path, bits, out));
+        OC_CHECK(oc_npy_read(ctx, path, opts, out));
     else if (strcmp(ext, "mtx") == 0)
-        OC_CHECK(oc_mtx_read(ctx, path, out));
+        OC_CHECK(oc_mtx_read(ctx, path, opts, out));
     else if (strcmp(ext, "txt") == 0 || strcmp(ext, "csv") == 0)
-        OC_CHECK(oc_text_read(ctx, path, out));
+        OC_CHECK(oc_text_read(ctx, path, opts, out));
     else
         return oc_fail(ctx, OC_ERR_INPUT, "%s: unknown file type%s%s%s; supported inputs are .npy, .mtx, .txt and .csv",
                        path, ext[0] ? " '." : "", ext, ext[0] ? "'" : " (no extension)");
+    return OC_OK;
+}
+
+oc_status oc_matrix_open(oc_context *ctx, const char *path, int64_t bits, oc_matrix **out)
+{
+    oc_read_options opts = OC_READ_OPTIONS_INIT;
+    opts.bits = bits;
+    OC_CHECK(oc_matrix_read(ctx, path, &opts, out));
     return OC_OK;
 }
 

@@ -6,10 +6,13 @@
  *   rows cols entries
  *   i j [value]            entries lines, indices from 1
  *
- * Any nonzero value is a one; an explicit zero is stored by some writers and is not a one.
- * Symmetric and skew-symmetric files store one triangle: each entry is mirrored (a skew
- * entry's mirror is its negation, still nonzero). Duplicate entries are harmless. Messages
- * give the line number, from 1, as editors show it.
+ * Values must be 0 or 1 (an explicit zero is stored by some writers and is not a one);
+ * any other value is an input error, unless the caller binarizes, when every nonzero
+ * value is a one. Symmetric files store one triangle: each entry is mirrored. A
+ * skew-symmetric file mirrors v as -v, so its ones imply -1 entries: it is read only when
+ * binarizing. Duplicate entries are one 1, whatever their count. Messages give the line
+ * number from 1, as editors show it, and the row and column from 0, as every reader does
+ * (the file's own 1-based indices beside them).
  */
 #include <ctype.h>
 #include <inttypes.h>
@@ -62,36 +65,40 @@ static int parse_int(const token *t, int64_t *out)
     uint64_t v = 0;
     for (; k < t->len; ++k) {
         if (t->s[k] < '0' || t->s[k] > '9') return 0;
+        /* Tested before the step, which could wrap past 2^64 and read as a small number. */
+        if (v > ((uint64_t)INT64_MAX - (uint64_t)(t->s[k] - '0')) / 10) return 0;
         v = v * 10 + (uint64_t)(t->s[k] - '0');
-        if (v > (uint64_t)INT64_MAX) return 0;
     }
     *out = neg ? -(int64_t)v : (int64_t)v;
     return 1;
 }
 
-/* Whether a value token is nonzero; 0 with *ok = 0 when it is not a number. Integers are
- * judged by their digits, so values past int64 are still read correctly. */
-static int value_nonzero(const token *t, int real, int *ok)
+/* What a value token holds. Integers are judged by their digits, so values past int64 are
+ * still told apart correctly. */
+typedef enum mtx_value { VALUE_NOT_A_NUMBER, VALUE_ZERO, VALUE_ONE, VALUE_OTHER } mtx_value;
+
+static mtx_value classify_value(const token *t, int real)
 {
-    *ok = 1;
     if (!real) {
         size_t k = (t->len && (t->s[0] == '+' || t->s[0] == '-')) ? 1 : 0;
-        int nonzero = 0;
-        if (k == t->len) *ok = 0;
+        int negative = t->len && t->s[0] == '-';
+        if (k == t->len) return VALUE_NOT_A_NUMBER;
+        uint64_t v = 0; /* saturates at 2: only 0, 1 and "more" matter */
         for (; k < t->len; ++k) {
-            if (t->s[k] < '0' || t->s[k] > '9') *ok = 0;
-            nonzero |= t->s[k] != '0';
+            if (t->s[k] < '0' || t->s[k] > '9') return VALUE_NOT_A_NUMBER;
+            v = v * 10 + (uint64_t)(t->s[k] - '0');
+            if (v > 1) v = 2;
         }
-        return nonzero;
+        return v == 0 ? VALUE_ZERO : v == 1 && !negative ? VALUE_ONE : VALUE_OTHER;
     }
     char buf[64];
-    if (t->len >= sizeof buf) return *ok = 0, 0;
+    if (t->len >= sizeof buf) return VALUE_NOT_A_NUMBER;
     memcpy(buf, t->s, t->len);
     buf[t->len] = '\0';
     char *end;
     double v = strtod(buf, &end);
-    if (end != buf + t->len || v != v) return *ok = 0, 0; /* NaN is no answer to "is it a one" */
-    return v != 0.0;
+    if (end != buf + t->len || v != v) return VALUE_NOT_A_NUMBER; /* NaN is no answer to "is it a one" */
+    return v == 0.0 ? VALUE_ZERO : v == 1.0 ? VALUE_ONE : VALUE_OTHER;
 }
 
 static int is_skippable(const char *line, size_t len)
@@ -103,6 +110,7 @@ static int is_skippable(const char *line, size_t len)
 
 static oc_status parse_mtx(oc_context *ctx, const char *path, oc_mapped_file *file, void *arg, oc_matrix **out)
 {
+    const oc_read_options *opts = arg;
     const unsigned char *end = file->data + file->size, *pos = file->data;
     const char *line = NULL;
     size_t len = 0;
@@ -125,7 +133,7 @@ static oc_status parse_mtx(oc_context *ctx, const char *path, oc_mapped_file *fi
                        "%s: MatrixMarket field '%.*s' is not supported; pattern, integer and real "
                        "are read",
                        path, (int)tok[3].len, tok[3].s);
-    int mirror = token_is(&tok[4], "symmetric") || token_is(&tok[4], "skew-symmetric");
+    int skew = token_is(&tok[4], "skew-symmetric"), mirror = skew || token_is(&tok[4], "symmetric");
     if (!mirror && !token_is(&tok[4], "general"))
         return oc_fail(ctx, OC_ERR_INPUT,
                        "%s: MatrixMarket symmetry '%.*s' is not supported; general, symmetric and "
@@ -153,6 +161,11 @@ static oc_status parse_mtx(oc_context *ctx, const char *path, oc_mapped_file *fi
         return oc_fail(ctx, OC_ERR_INPUT,
                        "%s: line %" PRId64 ": a symmetric matrix must be square, not %" PRId64 " x %" PRId64, path,
                        line_no, rows, cols);
+    if (skew && !opts->binarize)
+        return oc_fail(ctx, OC_ERR_INPUT,
+                       "%s: a skew-symmetric file mirrors each value v as -v, so its entries are not all 0 or 1: "
+                       "--binarize (Python: binarize=True) reads every nonzero value as 1",
+                       path);
     OC_CHECK(oc_matrix_alloc(ctx, rows, cols, path, out));
     oc_matrix *m = *out;
 
@@ -179,15 +192,22 @@ static oc_status parse_mtx(oc_context *ctx, const char *path, oc_mapped_file *fi
         if (i < 1 || i > rows || j < 1 || j > cols)
             return oc_fail(ctx, OC_ERR_INPUT,
                            "%s: line %" PRId64 ": index (%" PRId64 ", %" PRId64 ") is outside the %" PRId64
-                           " x %" PRId64 " matrix (indices count from 1)",
+                           " x %" PRId64 " matrix (the file's indices count from 1)",
                            path, line_no, i, j, rows, cols);
         int one = 1;
         if (!pattern) {
-            int ok;
-            one = value_nonzero(&tok[2], real, &ok);
-            if (!ok)
-                return oc_fail(ctx, OC_ERR_INPUT, "%s: line %" PRId64 ": value '%.*s' is not %s", path, line_no,
-                               tok[2].len > 24 ? 24 : (int)tok[2].len, tok[2].s, real ? "a number" : "an integer");
+            mtx_value v = classify_value(&tok[2], real);
+            int shown = tok[2].len > 24 ? 24 : (int)tok[2].len;
+            if (v == VALUE_NOT_A_NUMBER)
+                return oc_fail(ctx, OC_ERR_INPUT, "%s: line %" PRId64 ": value '%.*s' is not %s", path, line_no, shown,
+                               tok[2].s, real ? "a number" : "an integer");
+            if (v == VALUE_OTHER && !opts->binarize)
+                return oc_fail(ctx, OC_ERR_INPUT,
+                               "%s: line %" PRId64 ": value %.*s at row %" PRId64 ", column %" PRId64
+                               " (the file's %" PRId64 " %" PRId64 ") is not 0 or 1 (rows and columns count from 0; "
+                               "--binarize, in Python binarize=True, reads any nonzero value as 1)",
+                               path, line_no, shown, tok[2].s, i - 1, j - 1, i, j);
+            one = v != VALUE_ZERO;
         }
         if (one) {
             oc_matrix_set(m, i - 1, j - 1);
@@ -201,8 +221,8 @@ static oc_status parse_mtx(oc_context *ctx, const char *path, oc_mapped_file *fi
     return OC_OK;
 }
 
-oc_status oc_mtx_read(oc_context *ctx, const char *path, oc_matrix **out)
+oc_status oc_mtx_read(oc_context *ctx, const char *path, const oc_read_options *opts, oc_matrix **out)
 {
-    OC_CHECK(oc_mapped_read(ctx, path, parse_mtx, NULL, out));
+    OC_CHECK(oc_mapped_read(ctx, path, parse_mtx, (void *)opts, out));
     return OC_OK;
 }

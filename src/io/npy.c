@@ -261,7 +261,8 @@ static oc_status npy_parse(oc_context *ctx, const char *path, const unsigned cha
 
 static oc_status parse_npy(oc_context *ctx, const char *path, oc_mapped_file *file, void *arg, oc_matrix **out)
 {
-    int64_t bits = *(const int64_t *)arg;
+    const oc_read_options *opts = arg;
+    int64_t bits = opts->bits;
     npy_header h;
     size_t offset = 0;
     OC_CHECK(npy_parse(ctx, path, file->data, file->size, &h, &offset));
@@ -315,6 +316,10 @@ static oc_status parse_npy(oc_context *ctx, const char *path, oc_mapped_file *fi
 
     OC_CHECK(oc_matrix_alloc(ctx, rows, cols, path, out));
     oc_matrix *m = *out;
+    oc_dense_bytes dense_kind = opts->binarize        ? OC_DENSE_BINARIZE
+                                : kind == NPY_KIND_I8 ? OC_DENSE_INT8
+                                : kind == NPY_KIND_U8 ? OC_DENSE_UINT8_FILE
+                                                      : OC_DENSE_BYTES;
     oc_mapped_file_advise_sequential(file);
     /* Chunks of about 64 MB: after each, the pages behind are dropped and cancel is checked. */
     int64_t chunk_rows = (int64_t)(64u << 20) / width + 1;
@@ -322,11 +327,17 @@ static oc_status parse_npy(oc_context *ctx, const char *path, oc_mapped_file *fi
     for (int64_t r0 = 0; r0 < rows; r0 += chunk_rows) {
         int64_t nr = rows - r0 < chunk_rows ? rows - r0 : chunk_rows;
         if (bits > 0) {
-            for (int64_t i = r0; i < r0 + nr; ++i)
-                oc_pack_bits_row(data + i * width, cols, OC_BITS_MSB_FIRST, m->bits + i * m->words_per_row,
-                                 m->words_per_row);
+            for (int64_t i = r0; i < r0 + nr; ++i) {
+                int64_t extra = oc_pack_bits_row(data + i * width, cols, OC_BITS_MSB_FIRST,
+                                                 m->bits + i * m->words_per_row, m->words_per_row);
+                if (extra >= 0)
+                    return oc_fail(ctx, OC_ERR_INPUT,
+                                   "%s: row %" PRId64 " has bit %" PRId64 " set but --bits %" PRId64
+                                   " says the rows hold %" PRId64 " columns (rows and columns count from 0)",
+                                   path, i, extra, bits, bits);
+            }
         } else {
-            OC_CHECK(oc_matrix_pack_dense_rows(ctx, m, r0, nr, data + r0 * width, width, kind == NPY_KIND_I8));
+            OC_CHECK(oc_matrix_pack_dense_rows(ctx, m, r0, nr, data + r0 * width, width, dense_kind));
         }
         oc_mapped_file_release_before(file, offset + (size_t)((r0 + nr) * width));
         if (oc_cancelled(ctx)) return oc_fail(ctx, OC_ERR_CANCELLED, "%s: reading was cancelled", path);
@@ -334,9 +345,9 @@ static oc_status parse_npy(oc_context *ctx, const char *path, oc_mapped_file *fi
     return OC_OK;
 }
 
-oc_status oc_npy_read(oc_context *ctx, const char *path, int64_t bits, oc_matrix **out)
+oc_status oc_npy_read(oc_context *ctx, const char *path, const oc_read_options *opts, oc_matrix **out)
 {
-    OC_CHECK(oc_mapped_read(ctx, path, parse_npy, &bits, out));
+    OC_CHECK(oc_mapped_read(ctx, path, parse_npy, (void *)opts, out));
     return OC_OK;
 }
 

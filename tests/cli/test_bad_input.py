@@ -62,8 +62,39 @@ CASES = [
     ("more.mtx", (MTX_HEAD + "3 4 1\n1 1\n2 2\n").encode(), ["line 4", "more entries"]),
     ("word.mtx", (MTX_HEAD + "3 4 1\n1 x\n").encode(), ["line 3", "'x'"]),
     ("ragged.txt", b"1 0 1\n0 1 1\n1 1\n", ["line 3", "2 values", "has 3"]),
-    ("value2.csv", b"1,0,1\n0,2,1\n", ["line 2", "column 2", "'2'"]),
+    ("value2.csv", b"1,0,1\n0,2,1\n", ["line 2", "row 1, column 1", "'2'", "--binarize"]),
     ("matrix.xlsx", GOOD, ["unknown file type", ".npy"]),
+    # Hostile .npy headers.
+    ("product.npy", header_bytes("{'descr': '|u1', 'fortran_order': False, 'shape': (4294967296, 4294967296), }")
+     + A.tobytes(), ["overflow"]),
+    ("huge_dim.npy", header_bytes("{'descr': '|u1', 'fortran_order': False, 'shape': (99999999999999999999, 4), }")
+     + A.tobytes(), ["overflow"]),
+    ("past_end_v2.npy", b"\x93NUMPY\x02\x00" + (1 << 30).to_bytes(4, "little") + GOOD[10:],
+     ["truncated .npy header", str(1 << 30)]),
+    ("negative.npy", header_bytes("{'descr': '|u1', 'fortran_order': False, 'shape': (-5, 13), }") + A.tobytes(),
+     ["not a valid dict", "non-negative integer"]),
+    ("float_shape.npy", header_bytes("{'descr': '|u1', 'fortran_order': False, 'shape': (5.0, 13), }") + A.tobytes(),
+     ["not a valid dict"]),
+    ("word_shape.npy", header_bytes("{'descr': '|u1', 'fortran_order': False, 'shape': (five, 13), }") + A.tobytes(),
+     ["not a valid dict"]),
+    ("descr_word.npy", header_bytes("{'descr': 'banana', 'fortran_order': False, 'shape': (5, 13), }") + A.tobytes(),
+     ["'banana'", "not supported"]),
+    ("descr_int.npy", header_bytes("{'descr': 7, 'fortran_order': False, 'shape': (5, 13), }") + A.tobytes(),
+     ["not a valid dict", "quoted string"]),
+    ("descr_struct.npy", npy_bytes(np.zeros((5, 13), dtype=[("a", "u1")])), ["structured", "not supported"]),
+    ("shape_vs_size.npy", header_bytes("{'descr': '|u1', 'fortran_order': False, 'shape': (6, 13), }") + A.tobytes(),
+     ["truncated .npy data", "78 bytes"]),
+    # Hostile .mtx entries.
+    ("zero_index.mtx", (MTX_HEAD + "3 4 1\n0 1\n").encode(), ["line 3", "(0, 1)", "outside"]),
+    ("negative_index.mtx", (MTX_HEAD + "3 4 1\n2 -1\n").encode(), ["line 3", "(2, -1)", "outside"]),
+    ("index_2_31.mtx", (MTX_HEAD + "3 4 1\n2147483649 1\n").encode(), ["line 3", "(2147483649, 1)", "outside"]),
+    ("index_2_64.mtx", (MTX_HEAD + "3 4 1\n18446744073709551617 1\n").encode(), ["line 3", "not an integer index"]),
+    ("count_word.mtx", (MTX_HEAD + "3 4 many\n1 1\n").encode(), ["line 2", "bad size line"]),
+    ("negative_count.mtx", (MTX_HEAD + "3 4 -1\n").encode(), ["line 2", "bad size line"]),
+    ("value2.mtx", b"%%MatrixMarket matrix coordinate integer general\n3 4 2\n1 1 1\n2 3 2\n",
+     ["line 4", "value 2 at row 1, column 2", "--binarize"]),
+    ("half.mtx", b"%%MatrixMarket matrix coordinate real general\n3 4 1\n1 1 0.5\n", ["value 0.5", "not 0 or 1"]),
+    ("nan.mtx", b"%%MatrixMarket matrix coordinate real general\n3 4 1\n1 1 nan\n", ["'nan'", "not a number"]),
 ]
 
 
@@ -94,6 +125,72 @@ def test_bad_second_input(tmp_path, name, content, says):
     np.save(tmp_path / "good.npy", A)
     (tmp_path / name).write_bytes(content)
     check_fails(tmp_path, [tmp_path / "good.npy", tmp_path / name], [name, *says])
+
+
+def test_duplicate_mtx_entries_are_one_one(tmp_path):
+    (tmp_path / "dup.mtx").write_text(MTX_HEAD + "2 3 4\n1 2\n1 2\n1 2\n2 2\n")
+    run("gram", tmp_path / "dup.mtx", "-o", tmp_path / "c.npy", "--quiet")
+    assert np.load(tmp_path / "c.npy").tolist() == [[1, 1], [1, 1]]
+
+
+def test_binarize_reads_every_format(tmp_path):
+    want = np.array([[1, 0, 1], [0, 1, 1]], np.uint8)
+    (tmp_path / "v.mtx").write_text("%%MatrixMarket matrix coordinate real general\n2 3 4\n1 1 2.5\n1 3 -1\n"
+                                    "2 2 7\n2 3 1\n")
+    (tmp_path / "v.csv").write_text("3,0,1\n0,0.5,-2\n")
+    np.save(tmp_path / "v.npy", want * 9)
+    for name in ("v.mtx", "v.csv", "v.npy"):
+        check_fails(tmp_path, [tmp_path / name], [name, "not 0 or 1", "--binarize"])
+        out = tmp_path / (name + ".out.npy")
+        run("gram", tmp_path / name, "--binarize", "-o", out, "--quiet")
+        assert np.array_equal(np.load(out), want.astype(np.int32) @ want.T.astype(np.int32)), name
+        out.unlink()
+
+
+def test_packed_without_bits_hints_at_bits(tmp_path):
+    np.save(tmp_path / "packed.npy", np.packbits(np.ones((4, 300), np.uint8), axis=1))
+    check_fails(tmp_path, [tmp_path / "packed.npy"], ["packed.npy", "numpy.packbits output", "--bits M",
+                                                      "297 to 304 for these 38-byte rows"])
+
+
+def test_bits_set_past_bits_are_an_error(tmp_path):
+    a = np.ones((6, 300), np.uint8)
+    np.save(tmp_path / "packed.npy", np.packbits(a, axis=1))
+    check_fails(tmp_path, [tmp_path / "packed.npy", "--bits", 299],
+                ["packed.npy: row 0 has bit 299 set but --bits 299 says the rows hold 299 columns"])
+    a[:, 299] = 0
+    a[4, 299] = 1
+    np.save(tmp_path / "packed.npy", np.packbits(a, axis=1))
+    check_fails(tmp_path, [tmp_path / "packed.npy", "--bits", 299], ["row 4 has bit 299 set"])
+    a[4, 299] = 0
+    np.save(tmp_path / "packed.npy", np.packbits(a, axis=1))
+    run("gram", tmp_path / "packed.npy", "--bits", 299, "-o", tmp_path / "c.npy", "--quiet")
+    assert np.load(tmp_path / "c.npy")[0, 0] == 299
+
+
+@pytest.mark.parametrize("spelling", ["same", "dot", "symlink", "hardlink", "b_is_out"])
+def test_output_that_is_an_input_is_refused(tmp_path, spelling, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    np.save("good.npy", A)
+    np.save("other.npy", A)
+    before = (tmp_path / "good.npy").read_bytes()
+    inputs, out = ["good.npy"], "good.npy"
+    if spelling == "dot":
+        out = "./good.npy"
+    elif spelling == "symlink":
+        os.symlink("good.npy", "link.npy")
+        out = "link.npy"
+    elif spelling == "hardlink":
+        os.link("good.npy", "hard.npy")
+        out = str(tmp_path / "hard.npy")
+    elif spelling == "b_is_out":
+        inputs = ["other.npy", str(tmp_path / "good.npy")]
+    listing = sorted(os.listdir(tmp_path))
+    proc = run("gram", *inputs, "-o", out, check=False)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.count("\n") == 1 and "the output is the input file" in proc.stderr, proc.stderr
+    assert (tmp_path / "good.npy").read_bytes() == before
+    assert sorted(os.listdir(tmp_path)) == listing
 
 
 def test_missing_file(tmp_path):

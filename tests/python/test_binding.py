@@ -4,6 +4,7 @@ Run by ctest with PYTHONPATH=<repo>/python and OUTCORE_LIBRARY=<build>/liboutcor
 hand: OUTCORE_LIBRARY=build/liboutcore.so PYTHONPATH=python python3 -m pytest tests/python
 """
 import os
+import re
 import signal
 import threading
 import time
@@ -125,8 +126,9 @@ def test_sparse_input(rng):
     s.data[:3] = 0  # stored zeros are not ones
     a_effective = s.toarray()
     assert np.array_equal(outcore.gram(s, metric="jaccard"), exact(a_effective, metric="jaccard"))
-    with pytest.raises(outcore.InputError, match="0 and 1"):
+    with pytest.raises(outcore.InputError, match="value 3 at row 0, column 19 is not 0 or 1"):
         outcore.gram(sparse.csr_matrix(a * 3))
+    assert np.array_equal(outcore.gram(sparse.csr_matrix(a * 3), binarize=True), exact(a))
 
 
 # ---------------------------------------------------------------- outputs
@@ -188,9 +190,12 @@ def test_packed_input(rng, m):
     a = random01(rng, 33, m)
     b = random01(rng, 21, m)
     pa, pb = np.packbits(a, axis=1), np.packbits(b, axis=1)
-    if m % 8:
-        pa[:, -1] |= (1 << (8 - m % 8)) - 1  # bits past column m-1 are ignored
     assert np.array_equal(outcore.gram(pa, pb, bits=m, metric="jaccard"), exact(a, b, "jaccard"))
+    if m % 8:
+        # A bit past column m-1 is a column bits=m would drop: an error, never a silent loss.
+        pb[4, -1] |= 1
+        with pytest.raises(outcore.InputError, match=f"B: row 4 has bit {8 * pb.shape[1] - 1} set but bits={m}"):
+            outcore.gram(pa, pb, bits=m)
     # Every other row of the packed array: read in place through its row stride.
     assert np.array_equal(outcore.gram(pa[::2], bits=m), exact(a[::2]))
 
@@ -494,9 +499,25 @@ def test_threshold_pairs(rng, metric, threshold):
 
 def test_threshold_above_every_score_gives_no_pairs(rng):
     a = random01(rng, 20, 30)
-    rows, cols, values = skip_if_unsupported(
-        lambda: outcore.gram(a, metric="jaccard", threshold=1.5, backend="cpu"))
+    a[3] = 0  # no row is full, and no two rows are equal
+    a[0] = 1
+    a[1, :] = 0
+    a[1, 0] = 1
+    rows, cols, values = outcore.gram(a[:2], metric="counts", threshold=30, backend="cpu")
     assert rows.size == cols.size == values.size == 0
+
+
+@pytest.mark.parametrize("metric, threshold, message", [
+    ("jaccard", 1.5, "a jaccard similarity lies in [0, 1]"),
+    ("cosine", -0.1, "a cosine similarity lies in [0, 1]"),
+    ("counts", 2.5, "whole numbers from 0 to 30"),
+    ("hamming", 31, "whole numbers from 0 to 30"),
+    ("counts", -1, "whole numbers"),
+])
+def test_threshold_outside_the_metric_range(rng, metric, threshold, message):
+    with pytest.raises(outcore.InputError, match=re.escape(message)) as info:
+        outcore.gram(random01(rng, 20, 30), metric=metric, threshold=threshold)
+    assert "oc_" not in str(info.value)
 
 
 def test_topk_to_file(tmp_path, rng):
@@ -561,3 +582,56 @@ def test_inspect_bad_input(tmp_path):
         outcore.inspect(tmp_path / "nothere.ptx")
     with pytest.raises(outcore.InputError, match="block"):
         outcore.inspect(path, block="many")
+
+
+# ---------------------------------------------------------------- no input is ever lost
+def test_out_array_sharing_memory_with_an_input_is_refused(rng):
+    a = random01(rng, 16, 16).astype(np.int32)
+    with pytest.raises(outcore.InputError, match="shares memory with A"):
+        outcore.gram(a.view(np.uint8)[:, :16], out=a)
+    b = np.zeros((16, 64), np.uint8)
+    with pytest.raises(outcore.InputError, match="shares memory with B"):
+        outcore.gram(random01(rng, 16, 64), b, out=b.view(np.int32))
+
+
+@pytest.mark.parametrize("spelling", ["same", "dot", "symlink", "hardlink"])
+def test_out_path_naming_an_input_file_is_refused(tmp_path, rng, spelling):
+    a = random01(rng, 12, 40)
+    path = tmp_path / "a.npy"
+    np.save(path, a)
+    before = path.read_bytes()
+    out = {"same": path, "dot": tmp_path / "." / "a.npy", "symlink": tmp_path / "link.npy",
+           "hardlink": tmp_path / "hard.npy"}[spelling]
+    if spelling == "symlink":
+        out.symlink_to(path)
+    elif spelling == "hardlink":
+        os.link(path, out)
+    with pytest.raises(outcore.InputError, match="the output is the input file"):
+        outcore.gram(str(path), out=str(out))
+    assert path.read_bytes() == before
+    with pytest.raises(outcore.InputError, match="the output is the input file"):
+        outcore.gram(a, str(path), out=str(out))  # B is the file
+    assert path.read_bytes() == before
+    assert no_temporaries(tmp_path)
+
+
+def test_binarize_reads_any_nonzero_value_as_one(tmp_path, rng):
+    a = random01(rng, 30, 50)
+    values = a * rng.integers(1, 9, size=a.shape)  # nonzero where a is 1
+    with pytest.raises(outcore.InputError, match=r"is not 0 or 1.*binarize=True"):
+        outcore.gram(values.astype(np.uint8))
+    for x in (values.astype(np.uint8), values.astype(np.float64) * 0.5, -values.astype(np.int64)):
+        assert np.array_equal(outcore.gram(x, binarize=True), exact(a))
+    np.save(tmp_path / "v.npy", values.astype(np.uint8))
+    with pytest.raises(outcore.InputError, match="--binarize"):
+        outcore.gram(tmp_path / "v.npy")
+    assert np.array_equal(outcore.gram(tmp_path / "v.npy", binarize=True), exact(a))
+    with pytest.raises(outcore.InputError, match="NaN"):
+        outcore.gram(np.full((3, 3), np.nan), binarize=True)
+
+
+def test_uint8_values_above_one_hint_at_packbits(rng):
+    a = random01(rng, 10, 300)
+    packed = np.packbits(a, axis=1)
+    with pytest.raises(outcore.InputError, match=r"look like numpy.packbits output: pass bits=M.* 297 to 304"):
+        outcore.gram(packed)
