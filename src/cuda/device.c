@@ -11,6 +11,7 @@
 
 #include "../exec/backend.h"
 #include "cuda_check.h"
+#include "driver_status.h"
 #include "gram_cuda.h"
 
 /* ---------------------------------------------------------------- allocators */
@@ -174,7 +175,9 @@ oc_status oc_cuda_device_open(oc_context *ctx, int index, oc_cuda_device *dev)
     cudaError_t e = cudaGetDeviceCount(&count);
     if (e != cudaSuccess) {
         (void)cudaGetLastError();
-        return oc_fail(ctx, OC_ERR_UNSUPPORTED, "no usable CUDA device: %s", cudaGetErrorString(e));
+        char why[400];
+        oc_cuda_no_device_reason(e, why, sizeof why);
+        return oc_fail(ctx, OC_ERR_UNSUPPORTED, "no usable CUDA device: %s", why);
     }
     if (index < 0 || index >= count)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "CUDA device %d does not exist: this machine has %d (0..%d)", index,

@@ -21,6 +21,7 @@
 
 #include "../core/gpu_probe.h"
 #include "cuda_check.h"
+#include "driver_status.h"
 
 int oc_cuda_probe_device_cc(int device, char *why, size_t why_size);
 oc_status oc_cuda_probe_inspect(oc_context *ctx, const char *display, const void *image, size_t size, int device,
@@ -196,8 +197,7 @@ static oc_status probe_devices(oc_context *ctx, int bandwidth, oc_devices *d)
     cudaError_t e = cudaGetDeviceCount(&count);
     if (e != cudaSuccess || count == 0) {
         (void)cudaGetLastError();
-        snprintf(d->no_gpu_reason, sizeof d->no_gpu_reason, "%s",
-                 e != cudaSuccess ? cudaGetErrorString(e) : "the CUDA runtime sees no device");
+        oc_cuda_no_device_reason(e != cudaSuccess ? e : cudaErrorNoDevice, d->no_gpu_reason, sizeof d->no_gpu_reason);
         return OC_OK;
     }
     d->devices = calloc((size_t)count, sizeof *d->devices);

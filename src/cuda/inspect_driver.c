@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "driver_status.h"
 #include "../core/error.h"
 #include "../io/kernel_image.h"
 
@@ -105,7 +106,7 @@ int oc_cuda_probe_device_cc(int device, char *why, size_t why_size)
     if (e == cudaSuccess) e = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device);
     if (e != cudaSuccess) {
         (void)cudaGetLastError();
-        snprintf(why, why_size, "%s", cudaGetErrorString(e));
+        oc_cuda_no_device_reason(e, why, why_size);
         return 0;
     }
     return major * 10 + minor;

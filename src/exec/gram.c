@@ -13,6 +13,7 @@
 
 #include "../core/error.h"
 #include "../core/context.h"
+#include "../core/gpu_probe.h"
 #include "../core/threads.h"
 #include "../io/io.h"
 #include "../io/select_out.h"
@@ -229,14 +230,16 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "CUDA device %d does not exist: this machine has %d (0 to %d)",
                        opts->device, devices, devices - 1);
     const oc_backend_vtbl *backend = backend_for(opts);
-    if (!backend)
-        return oc_fail(ctx, OC_ERR_UNSUPPORTED,
+    if (!backend) {
 #ifdef OC_HAVE_CUDA
-                       "backend cuda: CUDA device %d is not usable (no device, or the driver does not work)", opts->device
+        char why[400] = "";
+        oc_gpu_probe_cuda.device_cc(opts->device, why, sizeof why);
+        return oc_fail(ctx, OC_ERR_UNSUPPORTED, "backend cuda: CUDA device %d is not usable: %s", opts->device, why);
 #else
-                       "backend cuda: this build of outcore has no CUDA support (configure with nvcc available)"
+        return oc_fail(ctx, OC_ERR_UNSUPPORTED,
+                       "backend cuda: this build of outcore has no CUDA support (configure with nvcc available)");
 #endif
-        );
+    }
 
     if (out->kind == OC_OUTPUT_FILE) OC_CHECK(oc_output_check_not_input(ctx, out->path, a, b));
 
