@@ -1,0 +1,100 @@
+"""Every shell and Python example of README.md and docs/*.md runs as written.
+
+Blocks run in order, one temporary directory per document (so a later block uses the files
+an earlier one made), with the repository's tests/ reachable as ./tests. A ```sh block runs
+line by line in bash with the built `outcore` first on PATH; each line must exit 0. A
+```console block is a transcript: each `$ ` line runs, and every line printed under it in the
+document must appear in what it prints. ```python blocks run in one interpreter each. Blocks
+tagged `setup` (building and installing, which `make test` itself does) and other languages
+are not run. Sizes after --rows, --cols and --bits are divided by OUTCORE_EXAMPLE_SCALE (100
+unless set; 1 runs the examples as written), so a 100000-row example runs with 1000 rows.
+"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import SOURCE_DIR, outcore_bin
+
+FENCE = re.compile(r"^```(\w*)([^\n]*)\n(.*?)^```\s*$", re.S | re.M)
+SIZE_OPTION = re.compile(r"(--(?:rows|cols|bits)\s+)(\d+)")
+NEEDS_NVCC = re.compile(r"\bnvcc\b|\.ptx\b|\.cubin\b")
+
+
+def blocks(doc):
+    """(language, info, text) of every block of doc that runs, in order."""
+    found = [(m.group(1), m.group(2).strip(), m.group(3)) for m in FENCE.finditer(doc.read_text())]
+    return [b for b in found if b[0] in ("sh", "console", "python") and "setup" not in b[1].split()]
+
+
+DOCS = [d for d in [SOURCE_DIR / "README.md"] + sorted((SOURCE_DIR / "docs").glob("*.md")) if blocks(d)]
+
+
+def scaled(command, scale):
+    return SIZE_OPTION.sub(lambda m: m.group(1) + str(max(int(m.group(2)) // scale, 8)), command)
+
+
+def environment():
+    env = dict(os.environ)
+    env["PATH"] = str(Path(outcore_bin()).resolve().parent) + os.pathsep + env.get("PATH", "")
+    return env
+
+
+def run_shell(line, cwd, env):
+    return subprocess.run(["bash", "-c", line], cwd=cwd, env=env, capture_output=True, text=True, timeout=1200)
+
+
+def words(text):
+    return " ".join(text.split())
+
+
+def check_console(text, cwd, env, scale):
+    command, expected = None, []
+
+    def finish():
+        if command is None:
+            return
+        proc = run_shell(scaled(command, scale), cwd, env)
+        assert proc.returncode == 0, f"$ {command}\n{proc.stdout}{proc.stderr}"
+        printed = words(proc.stdout + proc.stderr)
+        for line in expected:
+            assert words(line) in printed, f"$ {command}: the document shows\n  {line}\nbut it printed\n{proc.stdout}"
+
+    for line in text.splitlines():
+        if line.startswith("$ "):
+            finish()
+            command, expected = line[2:], []
+        elif line.strip():
+            expected.append(line)
+    finish()
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=[d.name for d in DOCS])
+def test_examples_run(doc, tmp_path):
+    scale = int(os.environ.get("OUTCORE_EXAMPLE_SCALE", "100"))
+    env = environment()
+    (tmp_path / "tests").symlink_to(SOURCE_DIR / "tests")
+    have_nvcc = shutil.which("nvcc") is not None
+    ran, skipped = 0, []
+    for language, info, text in blocks(doc):
+        if NEEDS_NVCC.search(text) and not have_nvcc:
+            skipped.append(text.splitlines()[0])
+            continue
+        if language == "sh":
+            for line in text.splitlines():
+                if line.strip() and not line.lstrip().startswith("#"):
+                    proc = run_shell(scaled(line, scale), tmp_path, env)
+                    assert proc.returncode == 0, f"{doc.name}: {line}\n{proc.stdout}{proc.stderr}"
+        elif language == "console":
+            check_console(text, tmp_path, env, scale)
+        else:
+            proc = subprocess.run([sys.executable, "-c", text], cwd=tmp_path, env=env, capture_output=True,
+                                  text=True, timeout=1200)
+            assert proc.returncode == 0, f"{doc.name}: python example failed\n{text}\n{proc.stderr}"
+        ran += 1
+    if ran == 0:
+        pytest.skip(f"{doc.name}: no example runs here" + (f" (needs nvcc: {skipped})" if skipped else ""))
