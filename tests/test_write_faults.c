@@ -114,8 +114,8 @@ static void arm(oc_fault_call call, const char *spec)
 /* After a successful job: its output alone in the directory, equal to the reference. */
 static void check_success(const out_case *c, const unsigned char *ref, size_t ref_len, const char *what)
 {
-    CHECK_MSG(oc_test_dir_entries(outdir) == 1, "%s %s: %d entries in the output directory, expected the output alone", c->name,
-              what, oc_test_dir_entries(outdir));
+    CHECK_MSG(oc_test_dir_entries(outdir) == 1, "%s %s: %d entries in the output directory, expected the output alone",
+              c->name, what, oc_test_dir_entries(outdir));
     size_t len = 0;
     unsigned char *got = oc_test_read_file(out_path(c), &len);
     if (got) blank_zip_times(got, len);
@@ -133,11 +133,12 @@ static void check_failure(const out_case *c, oc_status st, const char *cause, co
     snprintf(spill_name, sizeof spill_name, "temporary file of threshold pairs in %s", outdir);
     int names_spill = strstr(msg, spill_name) != NULL;
     *spilled |= names_spill;
-    CHECK_MSG(st == OC_ERR_IO, "%s %s: status %s (%s), expected an i/o error", c->name, what, oc_status_string(st), msg);
+    CHECK_MSG(st == OC_ERR_IO, "%s %s: status %s (%s), expected an i/o error", c->name, what, oc_status_string(st),
+              msg);
     CHECK_MSG(strchr(msg, '\n') == NULL && (strstr(msg, out_path(c)) || names_spill),
               "%s %s: the message '%s' is not one line naming %s", c->name, what, msg, out_path(c));
-    CHECK_MSG(strncmp(msg, cause, strlen(cause)) == 0, "%s %s: the message '%s' does not start with '%s'", c->name, what,
-              msg, cause);
+    CHECK_MSG(strncmp(msg, cause, strlen(cause)) == 0, "%s %s: the message '%s' does not start with '%s'", c->name,
+              what, msg, cause);
     CHECK_MSG(oc_test_dir_entries(outdir) == 0, "%s %s: %d files left in the output directory", c->name, what,
               oc_test_dir_entries(outdir));
 }

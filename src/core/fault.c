@@ -55,8 +55,8 @@ oc_status oc_fault_arm(oc_context *ctx, oc_fault_call call, const char *spec)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_fault_arm: no context or an unknown kind of call");
     oc_fault_entry parsed[OC_FAULT_ENTRIES];
     if (!parse_spec(call, spec, parsed))
-        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "fault spec '%s' for %s does not parse (k[:enospc|:eio|:short],...)",
-                       spec, variables[call]);
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                       "fault spec '%s' for %s does not parse (k[:enospc|:eio|:short],...)", spec, variables[call]);
     memcpy(ctx->faults.armed[call], parsed, sizeof parsed);
     return OC_OK;
 }

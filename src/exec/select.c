@@ -920,8 +920,9 @@ static oc_status add_chunk(oc_select *s, int64_t i0, int64_t j0, int64_t rows, c
     }
     pthread_mutex_unlock(&s->plock);
     if (spill) {
+        int64_t values_off = c.spill_off + count * 4;
         int err = oc_sys_write_all(s->io_ctx, s->spill_fd, cols, (size_t)count * 4, c.spill_off);
-        if (!err) err = oc_sys_write_all(s->io_ctx, s->spill_fd, values, (size_t)count * s->elem, c.spill_off + count * 4);
+        if (!err) err = oc_sys_write_all(s->io_ctx, s->spill_fd, values, (size_t)count * s->elem, values_off);
         if (err) {
             spill_failed(s, "writing", err);
             free_chunk(&c);

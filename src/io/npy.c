@@ -384,7 +384,8 @@ static oc_status npy_out_map(oc_context *ctx, const char *path, size_t total, oc
 {
     OC_CHECK(oc_tmpfile_open(ctx, path, &w->file));
     int fd = w->file.fd;
-    if (oc_sys_ftruncate(ctx, fd, (off_t)total) != 0) return oc_io_fail(ctx, "writing", path, errno, -1, (int64_t)total, fd);
+    if (oc_sys_ftruncate(ctx, fd, (off_t)total) != 0)
+        return oc_io_fail(ctx, "writing", path, errno, -1, (int64_t)total, fd);
     /* Reserve the blocks now: a shared mapping of a sparse file that later meets a full disk
      * kills the process with SIGBUS instead of returning an error. File systems without
      * fallocate keep the sparse file (and that risk). */

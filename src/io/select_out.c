@@ -606,7 +606,8 @@ static int commit_npz(oc_context *ctx, oc_pairs_out *w)
     e[0].size = hl + (uint64_t)w->main.bytes;
     e[0].crc = oc_crc32_combine(oc_crc32_update(0, nh, hl), w->main.crc, (uint64_t)w->main.bytes);
     size_t ll = local_header(lh, &e[0]);
-    if ((err = oc_sys_write_all(ctx, w->f.fd, lh, ll, 0)) || (err = oc_sys_write_all(ctx, w->f.fd, nh, hl, (int64_t)ll)))
+    if ((err = oc_sys_write_all(ctx, w->f.fd, lh, ll, 0)) ||
+        (err = oc_sys_write_all(ctx, w->f.fd, nh, hl, (int64_t)ll)))
         return err;
     uint64_t off = ll + hl + (uint64_t)w->main.bytes;
 
