@@ -30,7 +30,8 @@ test: pydeps all
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --test-dir $(ASAN_BUILD) -L unit --output-on-failure -j $(JOBS)
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 OUTCORE_BIN=$(ASAN_BUILD)/outcore \
-	  OUTCORE_SOURCE_DIR=$(CURDIR) $(PYTHON) -m pytest -q -rs tests/cli/test_topk_cli.py
+	  OUTCORE_SOURCE_DIR=$(CURDIR) $(PYTHON) -m pytest -q -rs tests/cli/test_topk_cli.py \
+	  tests/cli/test_write_faults.py
 
 bench: all
 	$(PYTHON) bench/bench_cpu.py

@@ -1,7 +1,9 @@
 #include "harness.h"
 
+#include <dirent.h>
 #include <stdarg.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 int oc_test_failures = 0;
@@ -48,6 +50,31 @@ const char *oc_test_data_path(const char *name, char *buf, size_t size)
     const char *src = getenv("OUTCORE_SOURCE_DIR");
     snprintf(buf, size, "%s/../shared/data/%s", src ? src : ".", name);
     return access(buf, R_OK) == 0 ? buf : NULL;
+}
+
+int oc_test_dir_entries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d) return -1;
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));)
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) ++n;
+    closedir(d);
+    return n;
+}
+
+unsigned char *oc_test_read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *buf = malloc((size_t)n + 1);
+    if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) n = 0;
+    fclose(f);
+    *len = (size_t)n;
+    return buf;
 }
 
 const oc_test_output oc_test_outputs[OC_TEST_OUTPUT_COUNT] = {

@@ -53,6 +53,12 @@ typedef struct oc_test_output {
 #define OC_TEST_OUTPUT_COUNT 6
 extern const oc_test_output oc_test_outputs[OC_TEST_OUTPUT_COUNT];
 
+/* Entries of dir other than . and .. (-1 when it cannot be read): what a writer left there. */
+int oc_test_dir_entries(const char *dir);
+
+/* The whole file (malloc'ed, *len bytes), or NULL when it cannot be opened. */
+unsigned char *oc_test_read_file(const char *path, size_t *len);
+
 /* A deterministic xorshift generator for test data. */
 uint64_t oc_test_rand(uint64_t *state);
 

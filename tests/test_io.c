@@ -89,32 +89,6 @@ static int contains(const char *s, const char *part) { return strstr(s, part) !=
         CHECK_MSG(!strchr(oc_context_last_error(ctx), '\n'), "message is not one line");                               \
     } while (0)
 
-/* Number of entries in dir other than . and .. */
-static int dir_entries(const char *dir)
-{
-    DIR *d = opendir(dir);
-    if (!d) return -1;
-    int n = 0;
-    for (struct dirent *e; (e = readdir(d));)
-        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) ++n;
-    closedir(d);
-    return n;
-}
-
-static unsigned char *read_all(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *buf = malloc((size_t)n + 1);
-    if (fread(buf, 1, (size_t)n, f) != (size_t)n) n = 0;
-    fclose(f);
-    *len = (size_t)n;
-    return buf;
-}
-
 /* numpy.packbits(A, axis=1) of a dense 0/1 matrix, written out by the definition. */
 static void packbits(const unsigned char *a, int rows, int cols, unsigned char *out)
 {
@@ -386,14 +360,14 @@ static void test_npy_write(void)
         CHECK_MSG(st == OC_OK, "%s", oc_context_last_error(ctx));
         if (st != OC_OK) continue;
         CHECK_EQ_I64((uintptr_t)data % 64, 0);
-        CHECK_EQ_I64(dir_entries(outdir), 1); /* the temporary file */
+        CHECK_EQ_I64(oc_test_dir_entries(outdir), 1); /* the temporary file */
         CHECK(access(path, F_OK) != 0);       /* nothing under the final name yet */
         for (size_t b = 0; b < 15 * kinds[k].elem; ++b) ((unsigned char *)data)[b] = (unsigned char)(b * 7 + 1);
         CHECK(oc_npy_out_commit(ctx, w) == OC_OK);
-        CHECK_EQ_I64(dir_entries(outdir), 1);
+        CHECK_EQ_I64(oc_test_dir_entries(outdir), 1);
 
         size_t len;
-        unsigned char *file = read_all(path, &len);
+        unsigned char *file = oc_test_read_file(path, &len);
         CHECK(file != NULL);
         if (!file) continue;
         CHECK(memcmp(file, "\x93NUMPY\x01\x00", 8) == 0);
@@ -417,7 +391,7 @@ static void test_npy_write(void)
     void *data;
     CHECK(oc_npy_out_create(ctx, path, OC_DTYPE_INT32, 100, 100, &w, &data) == OC_OK);
     oc_npy_out_abort(w);
-    CHECK_EQ_I64(dir_entries(outdir), 0);
+    CHECK_EQ_I64(oc_test_dir_entries(outdir), 0);
     oc_npy_out_abort(NULL);
 
     /* An existing file is replaced only on commit. */
@@ -425,7 +399,7 @@ static void test_npy_write(void)
     CHECK(oc_npy_out_create(ctx, path, OC_DTYPE_INT32, 2, 2, &w, &data) == OC_OK);
     oc_npy_out_abort(w);
     size_t len;
-    unsigned char *old = read_all(path, &len);
+    unsigned char *old = oc_test_read_file(path, &len);
     CHECK(old && len == 3 && memcmp(old, "old", 3) == 0);
     free(old);
     unlink(path);
@@ -441,7 +415,7 @@ static void test_npy_write(void)
     CHECK_FAIL(oc_npy_out_create(ctx, path, OC_DTYPE_INT32, 0, 2, &w, &data), OC_ERR_INVALID_ARGUMENT, path);
     CHECK_FAIL(oc_npy_out_create(ctx, path, OC_DTYPE_INT32, INT64_C(1) << 40, INT64_C(1) << 30, &w, &data),
                OC_ERR_INPUT, path, "overflow");
-    CHECK_EQ_I64(dir_entries(outdir), 0);
+    CHECK_EQ_I64(oc_test_dir_entries(outdir), 0);
 
     /* A read-only directory: root ignores permission bits, so the case cannot fail as root. */
     if (geteuid() == 0) {
@@ -453,7 +427,7 @@ static void test_npy_write(void)
         snprintf(ropath, sizeof ropath, "%s/C.npy", rodir);
         CHECK_FAIL(oc_npy_out_create(ctx, ropath, OC_DTYPE_INT32, 2, 2, &w, &data), OC_ERR_INPUT, ropath,
                    "no write permission");
-        CHECK_EQ_I64(dir_entries(rodir), 0);
+        CHECK_EQ_I64(oc_test_dir_entries(rodir), 0);
         rmdir(rodir);
     }
 
@@ -467,7 +441,7 @@ static void test_npy_write(void)
     unlink(path);
     CHECK(oc_tmpfile_open(ctx, path, &f) == OC_OK);
     oc_tmpfile_abort(&f);
-    CHECK_EQ_I64(dir_entries(outdir), 0);
+    CHECK_EQ_I64(oc_test_dir_entries(outdir), 0);
     CHECK_FAIL(oc_tmpfile_open(ctx, nodir, &f), OC_ERR_INPUT, nodir);
     rmdir(outdir);
 }
@@ -489,7 +463,7 @@ static void test_save_round_trip(void)
     unsigned char want[R * 2];
     packbits(dense, R, C, want);
     size_t len;
-    unsigned char *file = read_all(ppath, &len);
+    unsigned char *file = oc_test_read_file(ppath, &len);
     size_t offset = file && len > 10 ? 10 + (size_t)(file[8] | file[9] << 8) : 0;
     CHECK(file && offset % 64 == 0 && len == offset + sizeof want && memcmp(file + offset, want, sizeof want) == 0);
     CHECK(file && contains((const char *)file + 10, "'shape': (5, 2)"));
@@ -743,7 +717,7 @@ static void test_real_data(void)
     } else {
         /* Count rows, columns and ones from the text independently of the reader. */
         size_t len;
-        unsigned char *text = read_all(path, &len);
+        unsigned char *text = oc_test_read_file(path, &len);
         int64_t rows = 0, ones = 0, first_cols = 0, cols = 0, in_token = 0;
         for (size_t k = 0; text && k <= len; ++k) {
             int c = k < len ? text[k] : '\n';

@@ -68,6 +68,7 @@ void oc_context_begin_job(oc_context *ctx)
     ctx->message[0] = '\0';
     ctx->trace[0] = '\0';
     atomic_store(&ctx->cancel, 0);
+    oc_fault_plan_begin_job(&ctx->faults);
 }
 
 static void trace_append(oc_context *ctx, const char *file, int line)

@@ -4,6 +4,7 @@
 
 #include <stdatomic.h>
 #include "outcore.h"
+#include "fault.h"
 
 #define OC_MESSAGE_MAX 1024
 #define OC_TRACE_MAX 2048
@@ -16,9 +17,11 @@ struct oc_context {
     /* Set by a job whose backend keeps resources between jobs (pinned staging): freeing the
      * context frees them. core/ holds only the pointer, so it includes no backend. */
     void (*release_cached)(void);
+    oc_fault_plan faults; /* write-side fault injection for tests (fault.h) */
 };
 
-/* Clears the error and the cancel flag: called at the start of each job. */
+/* Clears the error and the cancel flag and starts the fault plan's counts: called at the
+ * start of each job. */
 void oc_context_begin_job(oc_context *ctx);
 
 #endif

@@ -37,6 +37,7 @@
 #include "../core/error.h"
 #include "../core/matrix.h"
 #include "../core/metric.h"
+#include "../io/sysio.h"
 #include "select_simd.h"
 
 #define NLOCKS 1024                     /* lock stripes of the top-k lists ... */
@@ -116,6 +117,7 @@ struct oc_select {
     int64_t pending_bytes, buffer_bytes;
     int spill_fd;
     int64_t spill_end;
+    oc_context *io_ctx;             /* the job's context: the spill file's system calls ask its fault plan */
     int64_t emitted;
     int64_t *out_rows, *out_cols;
     unsigned char *out_vals;
@@ -677,6 +679,7 @@ oc_status oc_select_create(oc_context *ctx, const oc_select_config *cfg, oc_sele
     memset(s, 0, sizeof *s);
     s->cfg = *cfg;
     s->spill_fd = -1;
+    s->io_ctx = ctx;
     s->kind = key_kind(cfg->metric, cfg->dtype);
     s->elem = oc_dtype_size(cfg->dtype);
     s->buffer_bytes = cfg->buffer_bytes > 0 ? cfg->buffer_bytes : DEFAULT_BUFFER_BYTES;
@@ -847,20 +850,6 @@ uint64_t *oc_select_topk_keys(oc_select *s) { return s->keys; }
 int64_t oc_select_pairs_count(const oc_select *s) { return s->emitted; }
 
 /* ---------------------------------------------------------------- pairs: chunks */
-static int write_all(int fd, const void *buf, size_t len, int64_t off)
-{
-    const char *p = buf;
-    while (len > 0) {
-        ssize_t w = pwrite(fd, p, len, (off_t)off);
-        if (w < 0) {
-            if (errno == EINTR) continue;
-            return -1;
-        }
-        p += w, len -= (size_t)w, off += w;
-    }
-    return 0;
-}
-
 static int read_all(int fd, void *buf, size_t len, int64_t off)
 {
     char *p = buf;
@@ -873,18 +862,31 @@ static int read_all(int fd, void *buf, size_t len, int64_t off)
     return 0;
 }
 
+static const char *spill_dir(void)
+{
+    const char *dir = getenv("TMPDIR");
+    return dir && *dir ? dir : "/tmp";
+}
+
+/* Records a failed create or write of the spill file as the selection's error. */
+static void spill_failed(oc_select *s, const char *action, int err)
+{
+    char name[4200], msg[sizeof s->errmsg];
+    snprintf(name, sizeof name, "the temporary file of threshold pairs in %s", spill_dir());
+    oc_io_describe(msg, sizeof msg, action, name, err, oc_sys_file_size(s->spill_fd), -1, -1);
+    set_error(s, OC_ERR_IO, "%s", msg);
+}
+
 /* The spill file: unlinked at once, so nothing is left behind whatever happens. Called with
  * plock held. */
 static int spill_open(oc_select *s)
 {
     if (s->spill_fd >= 0) return 0;
-    const char *dir = getenv("TMPDIR");
     char path[4096];
-    snprintf(path, sizeof path, "%s/outcore-pairs-XXXXXX", dir && *dir ? dir : "/tmp");
-    int fd = mkstemp(path);
+    snprintf(path, sizeof path, "%s/outcore-pairs-XXXXXX", spill_dir());
+    int fd = oc_sys_mkstemp(s->io_ctx, path);
     if (fd < 0) {
-        set_error(s, OC_ERR_IO, "cannot create a temporary file for threshold pairs in %s: %s", dir && *dir ? dir : "/tmp",
-                  strerror(errno));
+        spill_failed(s, "creating", errno);
         return -1;
     }
     unlink(path);
@@ -918,9 +920,11 @@ static oc_status add_chunk(oc_select *s, int64_t i0, int64_t j0, int64_t rows, c
     }
     pthread_mutex_unlock(&s->plock);
     if (spill) {
-        if (write_all(s->spill_fd, cols, (size_t)count * 4, c.spill_off) != 0 ||
-            write_all(s->spill_fd, values, (size_t)count * s->elem, c.spill_off + count * 4) != 0) {
-            set_error(s, OC_ERR_IO, "writing threshold pairs to a temporary file failed: %s", strerror(errno));
+        int64_t values_off = c.spill_off + count * 4;
+        int err = oc_sys_write_all(s->io_ctx, s->spill_fd, cols, (size_t)count * 4, c.spill_off);
+        if (!err) err = oc_sys_write_all(s->io_ctx, s->spill_fd, values, (size_t)count * s->elem, values_off);
+        if (err) {
+            spill_failed(s, "writing", err);
             free_chunk(&c);
             return OC_ERR_IO;
         }

@@ -27,7 +27,8 @@ typedef struct oc_npy_out oc_npy_out;
 #define OC_NPY_UINT8 100
 oc_status oc_npy_out_create(oc_context *ctx, const char *path, int dtype, int64_t rows, int64_t cols,
                             oc_npy_out **out, void **data);
-/* Flushes, unmaps and renames the file into place; frees w. */
+/* Flushes, unmaps and renames the file into place; frees w. On failure (OC_ERR_IO naming the
+ * file and the cause) nothing is left under either name. */
 oc_status oc_npy_out_commit(oc_context *ctx, oc_npy_out *w);
 /* Unmaps and removes the temporary file; frees w. NULL is a no-op. */
 void oc_npy_out_abort(oc_npy_out *w);
@@ -39,7 +40,9 @@ typedef struct oc_tmpfile {
     int fd;
 } oc_tmpfile;
 oc_status oc_tmpfile_open(oc_context *ctx, const char *path, oc_tmpfile *f);
-oc_status oc_tmpfile_commit(oc_context *ctx, oc_tmpfile *f); /* fsync-free close + rename */
+/* fsync, close, rename over path; on failure (OC_ERR_IO, message naming path and the cause)
+ * the temporary file is removed. Either way f is released. */
+oc_status oc_tmpfile_commit(oc_context *ctx, oc_tmpfile *f);
 void oc_tmpfile_abort(oc_tmpfile *f);
 
 /* Fails with OC_ERR_INPUT when path names the file a or b (either may be NULL) was read

@@ -352,6 +352,9 @@ oc_status oc_npy_read(oc_context *ctx, const char *path, const oc_read_options *
 }
 
 /* ---------------------------------------------------------------- writer */
+/* The writer creates, sizes, maps, flushes and renames only through sysio.h, so the tests'
+ * fault plan reaches each of those failures. */
+#include "io/sysio.h"
 
 struct oc_npy_out {
     oc_tmpfile file;
@@ -391,19 +394,16 @@ static size_t npy_format_header(unsigned char *buf, const char *descr, int64_t r
 static oc_status npy_out_map(oc_context *ctx, const char *path, size_t total, oc_npy_out *w)
 {
     OC_CHECK(oc_tmpfile_open(ctx, path, &w->file));
-    if (ftruncate(w->file.fd, (off_t)total) != 0)
-        return oc_fail(ctx, OC_ERR_IO, "%s: cannot size the output to %zu bytes: %s", path, total, strerror(errno));
+    int fd = w->file.fd;
+    if (oc_sys_ftruncate(ctx, fd, (off_t)total) != 0)
+        return oc_io_fail(ctx, "writing", path, errno, -1, (int64_t)total, fd);
     /* Reserve the blocks now: a shared mapping of a sparse file that later meets a full disk
      * kills the process with SIGBUS instead of returning an error. File systems without
      * fallocate keep the sparse file (and that risk). */
-    if (fallocate(w->file.fd, 0, 0, (off_t)total) != 0 && errno != EOPNOTSUPP && errno != ENOSYS) {
-        int err = errno;
-        return oc_fail(ctx, OC_ERR_IO, "%s: cannot reserve %zu bytes for the output: %s", path, total,
-                       err == ENOSPC ? "not enough space on the device" : strerror(err));
-    }
-    void *map = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED, w->file.fd, 0);
-    if (map == MAP_FAILED)
-        return oc_fail(ctx, OC_ERR_IO, "%s: cannot map the %zu-byte output: %s", path, total, strerror(errno));
+    if (oc_sys_fallocate(ctx, fd, 0, (off_t)total) != 0 && errno != EOPNOTSUPP && errno != ENOSYS)
+        return oc_io_fail(ctx, "writing", path, errno, -1, (int64_t)total, fd);
+    void *map = oc_sys_mmap_shared(ctx, fd, total);
+    if (map == MAP_FAILED) return oc_io_fail(ctx, "mapping", path, errno, -1, -1, -1);
     w->map = map;
     w->map_len = total;
     return OC_OK;
@@ -453,9 +453,8 @@ oc_status oc_npy_out_commit(oc_context *ctx, oc_npy_out *w)
 {
     if (!w) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_npy_out_commit: NULL writer");
     /* msync is where a failed write-back (full disk, I/O error) shows; munmap never says. */
-    if (msync(w->map, w->map_len, MS_SYNC) != 0) {
-        int err = errno;
-        oc_status st = oc_fail(ctx, OC_ERR_IO, "%s: writing the output failed: %s", w->file.path, strerror(err));
+    if (oc_sys_msync(ctx, w->map, w->map_len) != 0) {
+        oc_status st = oc_io_fail(ctx, "writing", w->file.path, errno, -1, -1, -1);
         oc_npy_out_abort(w);
         return st;
     }

@@ -13,6 +13,11 @@
  * The CRC of an entry covers its npy header and its data. Data CRCs are computed while the
  * data streams; the header's CRC is combined in front of them at the end (oc_crc32_combine),
  * so no byte is read back to be checksummed.
+ *
+ * Errors: the helpers that write return 0 or the errno of the call that failed; the entry
+ * points turn it into the one message of a failed output (write_failed: the cause and how
+ * much of the output was written), and the caller's abort removes every file. All writes go
+ * through sysio.h.
  */
 #include "select_out.h"
 
@@ -29,6 +34,7 @@
 
 #include "../core/error.h"
 #include "io.h"
+#include "sysio.h"
 
 #define BUF_BYTES (1 << 20)
 #define NPY_STREAM_HEADER 128           /* room for any 1-D shape: patched in place */
@@ -106,50 +112,39 @@ typedef struct out_stream {
     int checksum;       /* keep crc (npz data) */
     uint32_t crc;       /* of the bytes put so far */
     int64_t bytes;
-    const char *path;   /* for messages */
 } out_stream;
 
-static oc_status write_fd(oc_context *ctx, int fd, const void *buf, size_t len, const char *path)
+/* The message of a failed write of the output `path` whose bytes so far are in fds[0..n). */
+static oc_status write_failed(oc_context *ctx, const char *path, int err, const int *fds, int n)
 {
-    const char *p = buf;
-    while (len > 0) {
-        ssize_t w = write(fd, p, len);
-        if (w < 0 && errno == EINTR) continue;
-        if (w < 0) return oc_fail(ctx, OC_ERR_IO, "%s: writing the output failed: %s", path, strerror(errno));
-        p += w, len -= (size_t)w;
+    int64_t done = 0;
+    for (int i = 0; i < n; ++i) {
+        int64_t size = oc_sys_file_size(fds[i]);
+        if (size > 0) done += size;
     }
-    return OC_OK;
+    return oc_io_fail(ctx, "writing", path, err, done, -1, -1);
 }
 
-static oc_status pwrite_fd(oc_context *ctx, int fd, const void *buf, size_t len, int64_t off, const char *path)
+static int stream_flush(oc_context *ctx, out_stream *s)
 {
-    const char *p = buf;
-    while (len > 0) {
-        ssize_t w = pwrite(fd, p, len, (off_t)off);
-        if (w < 0 && errno == EINTR) continue;
-        if (w < 0) return oc_fail(ctx, OC_ERR_IO, "%s: writing the output failed: %s", path, strerror(errno));
-        p += w, len -= (size_t)w, off += w;
-    }
-    return OC_OK;
-}
-
-static oc_status stream_flush(oc_context *ctx, out_stream *s)
-{
-    if (s->len == 0) return OC_OK;
+    if (s->len == 0) return 0;
     size_t len = s->len;
     s->len = 0;
-    return write_fd(ctx, s->fd, s->buf, len, s->path);
+    return oc_sys_write_all(ctx, s->fd, s->buf, len, -1);
 }
 
-static oc_status stream_put(oc_context *ctx, out_stream *s, const void *data, size_t len)
+static int stream_put(oc_context *ctx, out_stream *s, const void *data, size_t len)
 {
     if (s->checksum) s->crc = oc_crc32_update(s->crc, data, len);
     s->bytes += (int64_t)len;
-    if (s->len + len > BUF_BYTES) OC_CHECK(stream_flush(ctx, s));
-    if (len >= BUF_BYTES) return write_fd(ctx, s->fd, data, len, s->path);
+    if (s->len + len > BUF_BYTES) {
+        int err = stream_flush(ctx, s);
+        if (err) return err;
+    }
+    if (len >= BUF_BYTES) return oc_sys_write_all(ctx, s->fd, data, len, -1);
     memcpy(s->buf + s->len, data, len);
     s->len += len;
-    return OC_OK;
+    return 0;
 }
 
 /* ---------------------------------------------------------------- npy and zip records */
@@ -230,7 +225,7 @@ static size_t local_header(unsigned char *h, const zip_entry *e)
 }
 
 /* Central directory and end records after the entries, at the file's current end `off`. */
-static oc_status zip_finish(oc_context *ctx, int fd, const char *path, const zip_entry *e, int count, uint64_t off)
+static int zip_finish(oc_context *ctx, int fd, const zip_entry *e, int count, uint64_t off)
 {
     unsigned char buf[512];
     size_t len = 0;
@@ -299,12 +294,12 @@ static oc_status zip_finish(oc_context *ctx, int fd, const char *path, const zip
     put32(r + 16, cd_off >= 0xFFFFFFFFu ? 0xFFFFFFFFu : (uint32_t)cd_off);
     put16(r + 20, 0);
     len += 22;
-    return write_fd(ctx, fd, buf, len, path);
+    return oc_sys_write_all(ctx, fd, buf, len, -1);
 }
 
 /* Writes one whole entry (npy header + data in memory) at offset `off`; returns its end. */
-static oc_status zip_put_array(oc_context *ctx, int fd, const char *path, zip_entry *e, uint64_t *off,
-                               const char *descr, int64_t d0, int64_t d1, const void *data, size_t bytes)
+static int zip_put_array(oc_context *ctx, int fd, zip_entry *e, uint64_t *off, const char *descr, int64_t d0,
+                         int64_t d1, const void *data, size_t bytes)
 {
     unsigned char lh[128], nh[256];
     size_t hl = npy_header(nh, 0, descr, d0, d1);
@@ -312,11 +307,11 @@ static oc_status zip_put_array(oc_context *ctx, int fd, const char *path, zip_en
     e->size = hl + bytes;
     e->crc = oc_crc32_update(oc_crc32_update(0, nh, hl), data, bytes);
     size_t ll = local_header(lh, e);
-    OC_CHECK(write_fd(ctx, fd, lh, ll, path));
-    OC_CHECK(write_fd(ctx, fd, nh, hl, path));
-    OC_CHECK(write_fd(ctx, fd, data, bytes, path));
+    int err = oc_sys_write_all(ctx, fd, lh, ll, -1);
+    if (!err) err = oc_sys_write_all(ctx, fd, nh, hl, -1);
+    if (!err) err = oc_sys_write_all(ctx, fd, data, bytes, -1);
     *off += ll + hl + bytes;
-    return OC_OK;
+    return err;
 }
 
 /* ---------------------------------------------------------------- text lines */
@@ -384,6 +379,7 @@ oc_status oc_topk_out_commit(oc_context *ctx, oc_topk_out *w, int64_t n, int64_t
 {
     char ext[16];
     oc_status st = OC_OK;
+    int err = 0;
     unsigned char *buf = NULL;
     const char *path = w->f.path;
     int fd = w->f.fd;
@@ -391,28 +387,32 @@ oc_status oc_topk_out_commit(oc_context *ctx, oc_topk_out *w, int64_t n, int64_t
     if (strcmp(oc_path_extension(path, ext, sizeof ext), "npz") == 0) {
         zip_entry e[2] = {{.name = "indices.npy"}, {.name = "scores.npy"}};
         uint64_t off = 0;
-        OC_CHECK_GOTO(zip_put_array(ctx, fd, path, &e[0], &off, "<i8", n, k, indices, (size_t)(n * k) * 8));
-        OC_CHECK_GOTO(zip_put_array(ctx, fd, path, &e[1], &off, npy_descr(dtype), n, k, scores, (size_t)(n * k) * elem));
-        OC_CHECK_GOTO(zip_finish(ctx, fd, path, e, 2, off));
+        err = zip_put_array(ctx, fd, &e[0], &off, "<i8", n, k, indices, (size_t)(n * k) * 8);
+        if (!err) err = zip_put_array(ctx, fd, &e[1], &off, npy_descr(dtype), n, k, scores, (size_t)(n * k) * elem);
+        if (!err) err = zip_finish(ctx, fd, e, 2, off);
     } else {
-        out_stream s = {.fd = fd, .path = path};
+        out_stream s = {.fd = fd};
         buf = s.buf = malloc(BUF_BYTES);
         if (!buf) {
             st = oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: cannot allocate the output buffer", path);
             goto cleanup;
         }
         static const char header[] = "row\trank\tcol\tscore\n";
-        OC_CHECK_GOTO(stream_put(ctx, &s, header, sizeof header - 1));
-        for (int64_t i = 0; i < n; ++i)
-            for (int64_t r = 0; r < k && indices[i * k + r] >= 0; ++r) {
+        err = stream_put(ctx, &s, header, sizeof header - 1);
+        for (int64_t i = 0; i < n && !err; ++i)
+            for (int64_t r = 0; r < k && !err && indices[i * k + r] >= 0; ++r) {
                 char line[96], *p = line;
                 p = put_i64(p, i), *p++ = '\t';
                 p = put_i64(p, r), *p++ = '\t';
                 p = put_i64(p, indices[i * k + r]), *p++ = '\t';
                 p = put_score(p, dtype, scores, i * k + r), *p++ = '\n';
-                OC_CHECK_GOTO(stream_put(ctx, &s, line, (size_t)(p - line)));
+                err = stream_put(ctx, &s, line, (size_t)(p - line));
             }
-        OC_CHECK_GOTO(stream_flush(ctx, &s));
+        if (!err) err = stream_flush(ctx, &s);
+    }
+    if (err) {
+        st = write_failed(ctx, path, err, &fd, 1);
+        goto cleanup;
     }
     OC_CHECK_GOTO(oc_tmpfile_commit(ctx, &w->f));
 
@@ -448,6 +448,13 @@ void oc_pairs_out_abort(oc_pairs_out *w)
     free(w);
 }
 
+/* How much of w's output is written so far (its file and its side files), for messages. */
+static oc_status pairs_write_failed(oc_context *ctx, const oc_pairs_out *w, int err)
+{
+    const int fds[3] = {w->f.fd, w->side[0].fd, w->side[1].fd};
+    return write_failed(ctx, w->f.path, err, fds, 3);
+}
+
 /* An unlinked scratch file beside the output: same file system, nothing left behind. */
 static oc_status side_open(oc_context *ctx, const char *path, int *fd)
 {
@@ -455,12 +462,35 @@ static oc_status side_open(oc_context *ctx, const char *path, int *fd)
     char *tmpl = malloc(len + 32);
     if (!tmpl) return oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: out of memory", path);
     snprintf(tmpl, len + 32, "%s.side-XXXXXX", path);
-    *fd = mkstemp(tmpl);
+    *fd = oc_sys_mkstemp(ctx, tmpl);
     int err = errno;
     if (*fd >= 0) unlink(tmpl);
     free(tmpl);
-    if (*fd < 0) return oc_fail(ctx, OC_ERR_IO, "%s: cannot create a scratch file beside the output: %s", path, strerror(err));
+    if (*fd < 0) return oc_io_fail(ctx, "creating a scratch file beside", path, err, -1, -1, -1);
     return OC_OK;
+}
+
+/* The file's first bytes: the room for the rows entry's headers (.npz) or the text header. */
+static int pairs_write_head(oc_context *ctx, oc_pairs_out *w)
+{
+    if (w->format == PAIRS_NPZ) {
+        /* Room for the rows entry's headers, written for real at commit. */
+        unsigned char zero[LOCAL_HEADER(8) + NPY_STREAM_HEADER] = {0};
+        return oc_sys_write_all(ctx, w->f.fd, zero, sizeof zero, -1);
+    }
+    if (w->format == PAIRS_MTX) {
+        char head[256];
+        int len = snprintf(head, sizeof head,
+                           "%%%%MatrixMarket matrix coordinate %s general\n"
+                           "%% outcore threshold pairs, 1-based; each line: row col score\n%lld %lld ",
+                           w->dtype == OC_DTYPE_FLOAT32 ? "real" : "integer", (long long)w->n, (long long)w->p);
+        w->mtx_count_at = len;
+        /* The count is known at the end: a fixed-width field, patched in place. */
+        len += snprintf(head + len, sizeof head - (size_t)len, "%-*s\n", MTX_COUNT_WIDTH, "0");
+        return oc_sys_write_all(ctx, w->f.fd, head, (size_t)len, -1);
+    }
+    static const char header[] = "row\tcol\tscore\n";
+    return oc_sys_write_all(ctx, w->f.fd, header, sizeof header - 1, -1);
 }
 
 oc_status oc_pairs_out_create(oc_context *ctx, const char *path, oc_dtype dtype, int64_t n, int64_t p,
@@ -481,41 +511,25 @@ oc_status oc_pairs_out_create(oc_context *ctx, const char *path, oc_dtype dtype,
         free(w);
         return oc_trace_at(ctx, st, __FILE__, __LINE__);
     }
-    w->main = (out_stream){.fd = w->f.fd, .path = w->f.path, .buf = malloc(BUF_BYTES)};
+    w->main = (out_stream){.fd = w->f.fd, .buf = malloc(BUF_BYTES), .checksum = w->format == PAIRS_NPZ};
     if (!w->main.buf) {
         st = oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: cannot allocate the output buffer", path);
         goto cleanup;
     }
-    if (w->format == PAIRS_NPZ) {
+    if (w->format == PAIRS_NPZ)
         for (int i = 0; i < 2; ++i) {
             OC_CHECK_GOTO(side_open(ctx, path, &w->side[i].fd));
-            w->side[i].path = w->f.path;
             w->side[i].checksum = 1;
             if (!(w->side[i].buf = malloc(BUF_BYTES))) {
                 st = oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: cannot allocate the output buffer", path);
                 goto cleanup;
             }
         }
-        w->main.checksum = 1;
-        /* Room for the rows entry's headers, written for real at commit. */
-        unsigned char zero[LOCAL_HEADER(8) + NPY_STREAM_HEADER] = {0};
-        OC_CHECK_GOTO(write_fd(ctx, w->f.fd, zero, sizeof zero, path));
-    } else if (w->format == PAIRS_MTX) {
-        char head[256];
-        int len = snprintf(head, sizeof head,
-                           "%%%%MatrixMarket matrix coordinate %s general\n"
-                           "%% outcore threshold pairs, 1-based; each line: row col score\n%lld %lld ",
-                           dtype == OC_DTYPE_FLOAT32 ? "real" : "integer", (long long)n, (long long)p);
-        w->mtx_count_at = len;
-        /* The count is known at the end: a fixed-width field, patched in place. */
-        len += snprintf(head + len, sizeof head - (size_t)len, "%-*s\n", MTX_COUNT_WIDTH, "0");
-        OC_CHECK_GOTO(write_fd(ctx, w->f.fd, head, (size_t)len, path));
-    } else {
-        static const char header[] = "row\tcol\tscore\n";
-        OC_CHECK_GOTO(write_fd(ctx, w->f.fd, header, sizeof header - 1, path));
+    int err = pairs_write_head(ctx, w);
+    if (err) {
+        st = pairs_write_failed(ctx, w, err);
+        goto cleanup;
     }
-    w->main.crc = 0;
-    w->main.bytes = 0;
     *out = w;
     return OC_OK;
 
@@ -527,64 +541,64 @@ cleanup:
 oc_status oc_pairs_out_append(oc_context *ctx, oc_pairs_out *w, const int64_t *rows, const int64_t *cols,
                               const void *values, int64_t count)
 {
+    int err = 0;
     if (w->format == PAIRS_NPZ) {
-        OC_CHECK(stream_put(ctx, &w->main, rows, (size_t)count * 8));
-        OC_CHECK(stream_put(ctx, &w->side[0], cols, (size_t)count * 8));
-        OC_CHECK(stream_put(ctx, &w->side[1], values, (size_t)count * w->elem));
+        err = stream_put(ctx, &w->main, rows, (size_t)count * 8);
+        if (!err) err = stream_put(ctx, &w->side[0], cols, (size_t)count * 8);
+        if (!err) err = stream_put(ctx, &w->side[1], values, (size_t)count * w->elem);
     } else {
         const int64_t base = w->format == PAIRS_MTX ? 1 : 0;
         const char sep = w->format == PAIRS_MTX ? ' ' : '\t';
-        for (int64_t i = 0; i < count; ++i) {
+        for (int64_t i = 0; i < count && !err; ++i) {
             char line[96], *p = line;
             p = put_i64(p, rows[i] + base), *p++ = sep;
             p = put_i64(p, cols[i] + base), *p++ = sep;
             p = put_score(p, w->dtype, values, i), *p++ = '\n';
-            OC_CHECK(stream_put(ctx, &w->main, line, (size_t)(p - line)));
+            err = stream_put(ctx, &w->main, line, (size_t)(p - line));
         }
     }
+    if (err) return pairs_write_failed(ctx, w, err);
     w->count += count;
     return OC_OK;
 }
 
-/* Appends side file `s` (its `bytes` from offset 0) to fd: in the kernel where it can. */
-static oc_status copy_side(oc_context *ctx, oc_pairs_out *w, out_stream *s)
+/* Appends side file `s` (its `bytes` from offset 0) to the output: in the kernel where it
+ * can, else through s's buffer (empty once flushed). */
+static int copy_side(oc_context *ctx, oc_pairs_out *w, out_stream *s)
 {
     int64_t left = s->bytes;
-    loff_t in = 0;
+    off_t in = 0;
     while (left > 0) {
-        ssize_t c = copy_file_range(s->fd, &in, w->f.fd, NULL, (size_t)left, 0);
+        ssize_t c = oc_sys_copy_file_range(ctx, s->fd, &in, w->f.fd, (size_t)left);
         if (c < 0 && errno == EINTR) continue;
-        if (c <= 0) break; /* not supported here (EXDEV, ENOSYS, ...): copy by hand below */
+        /* Not supported between these files (another file system, an old kernel, a file
+         * system that declines): the copy by hand below does it. Any other error is the
+         * output's, a full disk above all, and a hand copy would only meet it again. */
+        if (c < 0 && errno != EXDEV && errno != ENOSYS && errno != EOPNOTSUPP && errno != EINVAL) return errno;
+        if (c <= 0) break;
         left -= c;
     }
-    unsigned char *buf = left > 0 ? malloc(BUF_BYTES) : NULL;
-    if (left > 0 && !buf) return oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: cannot allocate a copy buffer", w->f.path);
     while (left > 0) {
-        ssize_t r = pread(s->fd, buf, left < BUF_BYTES ? (size_t)left : BUF_BYTES, (off_t)in);
+        ssize_t r = pread(s->fd, s->buf, left < BUF_BYTES ? (size_t)left : BUF_BYTES, in);
         if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) {
-            free(buf);
-            return oc_fail(ctx, OC_ERR_IO, "%s: reading back a scratch file failed: %s", w->f.path,
-                           r < 0 ? strerror(errno) : "unexpected end");
-        }
-        oc_status st = write_fd(ctx, w->f.fd, buf, (size_t)r, w->f.path);
-        if (st != OC_OK) {
-            free(buf);
-            return oc_trace_at(ctx, st, __FILE__, __LINE__);
-        }
+        if (r < 0) return errno;
+        if (r == 0) return EIO; /* the scratch file is shorter than what was written to it */
+        int err = oc_sys_write_all(ctx, w->f.fd, s->buf, (size_t)r, -1);
+        if (err) return err;
         in += r, left -= r;
     }
-    free(buf);
-    return OC_OK;
+    return 0;
 }
 
-static oc_status commit_npz(oc_context *ctx, oc_pairs_out *w)
+static int commit_npz(oc_context *ctx, oc_pairs_out *w)
 {
     unsigned char lh[128], nh[256];
     zip_entry e[3] = {{.name = "rows.npy"}, {.name = "cols.npy"}, {.name = "values.npy"}};
     const char *descr[3] = {"<i8", "<i8", npy_descr(w->dtype)};
     out_stream *data[3] = {&w->main, &w->side[0], &w->side[1]};
-    for (int i = 0; i < 3; ++i) OC_CHECK(stream_flush(ctx, data[i]));
+    int err = 0;
+    for (int i = 0; i < 3 && !err; ++i) err = stream_flush(ctx, data[i]);
+    if (err) return err;
 
     /* rows: headers patched in front of the streamed data */
     size_t hl = npy_header(nh, NPY_STREAM_HEADER, descr[0], w->count, -1);
@@ -592,8 +606,9 @@ static oc_status commit_npz(oc_context *ctx, oc_pairs_out *w)
     e[0].size = hl + (uint64_t)w->main.bytes;
     e[0].crc = oc_crc32_combine(oc_crc32_update(0, nh, hl), w->main.crc, (uint64_t)w->main.bytes);
     size_t ll = local_header(lh, &e[0]);
-    OC_CHECK(pwrite_fd(ctx, w->f.fd, lh, ll, 0, w->f.path));
-    OC_CHECK(pwrite_fd(ctx, w->f.fd, nh, hl, (int64_t)ll, w->f.path));
+    if ((err = oc_sys_write_all(ctx, w->f.fd, lh, ll, 0)) ||
+        (err = oc_sys_write_all(ctx, w->f.fd, nh, hl, (int64_t)ll)))
+        return err;
     uint64_t off = ll + hl + (uint64_t)w->main.bytes;
 
     for (int i = 1; i < 3; ++i) {
@@ -602,26 +617,31 @@ static oc_status commit_npz(oc_context *ctx, oc_pairs_out *w)
         e[i].size = hl + (uint64_t)data[i]->bytes;
         e[i].crc = oc_crc32_combine(oc_crc32_update(0, nh, hl), data[i]->crc, (uint64_t)data[i]->bytes);
         ll = local_header(lh, &e[i]);
-        OC_CHECK(write_fd(ctx, w->f.fd, lh, ll, w->f.path));
-        OC_CHECK(write_fd(ctx, w->f.fd, nh, hl, w->f.path));
-        OC_CHECK(copy_side(ctx, w, data[i]));
+        if ((err = oc_sys_write_all(ctx, w->f.fd, lh, ll, -1)) || (err = oc_sys_write_all(ctx, w->f.fd, nh, hl, -1)) ||
+            (err = copy_side(ctx, w, data[i])))
+            return err;
         off += ll + hl + (uint64_t)data[i]->bytes;
     }
-    return zip_finish(ctx, w->f.fd, w->f.path, e, 3, off);
+    return zip_finish(ctx, w->f.fd, e, 3, off);
 }
 
 oc_status oc_pairs_out_commit(oc_context *ctx, oc_pairs_out *w)
 {
     oc_status st = OC_OK;
+    int err;
     if (w->format == PAIRS_NPZ) {
-        OC_CHECK_GOTO(commit_npz(ctx, w));
+        err = commit_npz(ctx, w);
     } else {
-        OC_CHECK_GOTO(stream_flush(ctx, &w->main));
-        if (w->format == PAIRS_MTX) {
+        err = stream_flush(ctx, &w->main);
+        if (!err && w->format == PAIRS_MTX) {
             char field[MTX_COUNT_WIDTH + 1];
             snprintf(field, sizeof field, "%-*lld", MTX_COUNT_WIDTH, (long long)w->count);
-            OC_CHECK_GOTO(pwrite_fd(ctx, w->f.fd, field, MTX_COUNT_WIDTH, w->mtx_count_at, w->f.path));
+            err = oc_sys_write_all(ctx, w->f.fd, field, MTX_COUNT_WIDTH, w->mtx_count_at);
         }
+    }
+    if (err) {
+        st = pairs_write_failed(ctx, w, err);
+        goto cleanup;
     }
     OC_CHECK_GOTO(oc_tmpfile_commit(ctx, &w->f));
 cleanup:

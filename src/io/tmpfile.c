@@ -6,6 +6,12 @@
  * within one file system; a reader of PATH sees either the old file or the finished new one.
  * A missing or unwritable directory is found here, before any work starts, and reported as
  * bad input naming the path.
+ *
+ * Commit flushes the file to the disk (fsync) before it renames it: a rename that reaches
+ * the disk before the data would leave, after a crash, a complete-looking name over an
+ * empty or partial file; and the flush is where a deferred write error (a full disk under
+ * delayed allocation, NFS) shows while the temporary name can still be removed. Every call
+ * that creates, writes or renames goes through sysio.h, whose fault plan tests use.
  */
 #include <ctype.h>
 #include <stdint.h>
@@ -20,6 +26,7 @@
 
 #include "core/error.h"
 #include "io/io.h"
+#include "io/sysio.h"
 
 const char *oc_path_extension(const char *path, char *buf, size_t bufsize)
 {
@@ -65,6 +72,9 @@ static oc_status fail_create(oc_context *ctx, const char *path, int err)
     case EROFS:
         return oc_fail(ctx, OC_ERR_INPUT, "%s: cannot write the output: directory %s is on a read-only file system",
                        path, dir);
+    case ENOSPC: /* the file system ran out of room (or of inodes), or its device failed */
+    case EDQUOT:
+    case EIO: return oc_io_fail(ctx, "creating", path, err, -1, -1, -1);
     default:
         return oc_fail(ctx, OC_ERR_INPUT, "%s: cannot create the output in directory %s: %s", path, dir, strerror(err));
     }
@@ -103,7 +113,7 @@ oc_status oc_tmpfile_open(oc_context *ctx, const char *path, oc_tmpfile *f)
         }
         suffix[6] = '\0';
         snprintf(f->tmp_path, len + sizeof ".tmp-XXXXXX", "%s.tmp-%s", path, suffix);
-        f->fd = open(f->tmp_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        f->fd = oc_sys_open(ctx, f->tmp_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
         if (f->fd >= 0) return OC_OK;
         if (errno != EEXIST) {
             int err = errno;
@@ -123,26 +133,27 @@ oc_status oc_tmpfile_commit(oc_context *ctx, oc_tmpfile *f)
 {
     if (!f || f->fd < 0 || !f->tmp_path)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_tmpfile_commit: the file is not open");
+    oc_status st = OC_OK;
+    if (oc_sys_fsync(ctx, f->fd) != 0) {
+        st = oc_io_fail(ctx, "flushing", f->path, errno, -1, -1, -1);
+        goto cleanup;
+    }
     /* close() can report a deferred write error (NFS); a file that failed there is not done. */
-    int rc = close(f->fd);
+    int rc = oc_sys_close(ctx, f->fd);
     f->fd = -1;
     if (rc != 0) {
-        int err = errno;
-        oc_status st = oc_fail(ctx, OC_ERR_IO, "%s: writing the output failed: %s", f->path, strerror(err));
-        oc_tmpfile_abort(f);
-        return st;
+        st = oc_io_fail(ctx, "writing", f->path, errno, -1, -1, -1);
+        goto cleanup;
     }
-    if (rename(f->tmp_path, f->path) != 0) {
-        int err = errno;
-        oc_status st =
-            oc_fail(ctx, OC_ERR_IO, "%s: cannot rename the finished output into place: %s", f->path, strerror(err));
-        oc_tmpfile_abort(f);
-        return st;
+    if (oc_sys_rename(ctx, f->tmp_path, f->path) != 0) {
+        st = oc_io_fail(ctx, "renaming the finished output to", f->path, errno, -1, -1, -1);
+        goto cleanup;
     }
     free(f->tmp_path);
-    free(f->path);
-    f->tmp_path = f->path = NULL;
-    return OC_OK;
+    f->tmp_path = NULL;
+cleanup:
+    oc_tmpfile_abort(f);
+    return st;
 }
 
 void oc_tmpfile_abort(oc_tmpfile *f)

@@ -1,0 +1,208 @@
+/* sysio.c - write-side system calls behind the fault plan, and their messages (sysio.h). */
+#include "sysio.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include "core/context.h"
+#include "core/error.h"
+
+/* How the next call of `call` must go: OC_FAULT_NONE when it runs as asked. */
+static oc_fault_mode next_fault(oc_context *ctx, oc_fault_call call)
+{
+    return ctx ? oc_fault_plan_next(&ctx->faults, call) : OC_FAULT_NONE;
+}
+
+/* Sets errno for an injected failure; returns -1 for the caller to return. */
+static int injected(oc_fault_mode mode)
+{
+    errno = mode == OC_FAULT_ENOSPC ? ENOSPC : EIO;
+    return -1;
+}
+
+/* A write that must fail fails; one that must be short asks for half (a 1-byte write cannot
+ * be short and goes whole). */
+static int write_fault(oc_context *ctx, size_t *len)
+{
+    oc_fault_mode mode = next_fault(ctx, OC_FAULT_WRITE);
+    if (mode == OC_FAULT_SHORT) {
+        if (*len > 1) *len /= 2;
+        return 0;
+    }
+    return mode == OC_FAULT_NONE ? 0 : injected(mode);
+}
+
+int oc_sys_open(oc_context *ctx, const char *path, int flags, mode_t mode)
+{
+    oc_fault_mode f = next_fault(ctx, OC_FAULT_OPEN);
+    return f == OC_FAULT_NONE ? open(path, flags, mode) : injected(f);
+}
+
+int oc_sys_mkstemp(oc_context *ctx, char *tmpl)
+{
+    oc_fault_mode f = next_fault(ctx, OC_FAULT_OPEN);
+    return f == OC_FAULT_NONE ? mkostemp(tmpl, O_CLOEXEC) : injected(f);
+}
+
+ssize_t oc_sys_write(oc_context *ctx, int fd, const void *buf, size_t len)
+{
+    return write_fault(ctx, &len) ? -1 : write(fd, buf, len);
+}
+
+ssize_t oc_sys_pwrite(oc_context *ctx, int fd, const void *buf, size_t len, off_t off)
+{
+    return write_fault(ctx, &len) ? -1 : pwrite(fd, buf, len, off);
+}
+
+ssize_t oc_sys_copy_file_range(oc_context *ctx, int fd_in, off_t *off_in, int fd_out, size_t len)
+{
+    if (write_fault(ctx, &len)) return -1;
+    loff_t in = *off_in;
+    ssize_t c = copy_file_range(fd_in, &in, fd_out, NULL, len, 0);
+    *off_in = (off_t)in;
+    return c;
+}
+
+int oc_sys_ftruncate(oc_context *ctx, int fd, off_t len)
+{
+    oc_fault_mode f = next_fault(ctx, OC_FAULT_TRUNCATE);
+    return f == OC_FAULT_NONE ? ftruncate(fd, len) : injected(f);
+}
+
+int oc_sys_fallocate(oc_context *ctx, int fd, off_t off, off_t len)
+{
+    oc_fault_mode f = next_fault(ctx, OC_FAULT_TRUNCATE);
+    return f == OC_FAULT_NONE ? fallocate(fd, 0, off, len) : injected(f);
+}
+
+void *oc_sys_mmap_shared(oc_context *ctx, int fd, size_t len)
+{
+    oc_fault_mode f = next_fault(ctx, OC_FAULT_MMAP);
+    if (f != OC_FAULT_NONE) return injected(f), MAP_FAILED;
+    return mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+}
+
+int oc_sys_msync(oc_context *ctx, void *addr, size_t len)
+{
+    oc_fault_mode f = next_fault(ctx, OC_FAULT_FSYNC);
+    return f == OC_FAULT_NONE ? msync(addr, len, MS_SYNC) : injected(f);
+}
+
+int oc_sys_fsync(oc_context *ctx, int fd)
+{
+    oc_fault_mode f = next_fault(ctx, OC_FAULT_FSYNC);
+    return f == OC_FAULT_NONE ? fsync(fd) : injected(f);
+}
+
+int oc_sys_close(oc_context *ctx, int fd)
+{
+    oc_fault_mode f = next_fault(ctx, OC_FAULT_FSYNC);
+    if (f == OC_FAULT_NONE) return close(fd);
+    close(fd); /* the descriptor is gone either way, as after a real failure of close */
+    return injected(f);
+}
+
+int oc_sys_rename(oc_context *ctx, const char *from, const char *to)
+{
+    oc_fault_mode f = next_fault(ctx, OC_FAULT_RENAME);
+    return f == OC_FAULT_NONE ? rename(from, to) : injected(f);
+}
+
+int oc_sys_write_all(oc_context *ctx, int fd, const void *buf, size_t len, int64_t off)
+{
+    const char *p = buf;
+    while (len > 0) {
+        ssize_t w = off < 0 ? oc_sys_write(ctx, fd, p, len) : oc_sys_pwrite(ctx, fd, p, len, (off_t)off);
+        if (w < 0 && errno == EINTR) continue;
+        if (w < 0) return errno;
+        /* A regular file that takes nothing and says no error would make this loop spin. */
+        if (w == 0) return EIO;
+        p += w, len -= (size_t)w;
+        if (off >= 0) off += w;
+    }
+    return 0;
+}
+
+int64_t oc_sys_file_size(int fd)
+{
+    struct stat sb;
+    return fd >= 0 && fstat(fd, &sb) == 0 ? (int64_t)sb.st_size : -1;
+}
+
+/* ---------------------------------------------------------------- messages */
+
+/* The decimal unit people read sizes in for `big` bytes: its scale and name (bytes below 1 kB). */
+static double size_unit(int64_t big, const char **name)
+{
+    static const char *const units[] = {"bytes", "kB", "MB", "GB", "TB", "PB"};
+    double scale = 1;
+    int unit = 0;
+    while ((double)big >= 1000.0 * scale && unit < 5) scale *= 1000.0, unit++;
+    *name = units[unit];
+    return scale;
+}
+
+/* v in the unit chosen for `big`: "1.2" or, in bytes, "512". */
+static void size_in(char *buf, size_t size, int64_t v, double scale)
+{
+    if (scale == 1) snprintf(buf, size, "%lld", (long long)v);
+    else snprintf(buf, size, "%.1f", (double)v / scale);
+}
+
+/* "1.2 of 4.0 GB written", "1.2 GB written" (total < 0), "4.0 GB needed, 1.2 GB free". */
+static void progress_text(char *buf, size_t size, int err, int64_t done, int64_t total, int free_fd)
+{
+    const char *unit;
+    char a[32], b[32];
+    struct statvfs vfs;
+    if (done >= 0) {
+        double scale = size_unit(done > total ? done : total, &unit);
+        size_in(a, sizeof a, done, scale);
+        size_in(b, sizeof b, total, scale);
+        if (total >= 0) snprintf(buf, size, "%s of %s %s written", a, b, unit);
+        else snprintf(buf, size, "%s %s written", a, unit);
+    } else if (total >= 0) {
+        size_in(a, sizeof a, total, size_unit(total, &unit));
+        int n = snprintf(buf, size, "%s %s needed", a, unit);
+        if ((err == ENOSPC || err == EDQUOT) && free_fd >= 0 && fstatvfs(free_fd, &vfs) == 0 && n > 0 &&
+            (size_t)n < size) {
+            int64_t avail = (int64_t)vfs.f_bavail * (int64_t)vfs.f_frsize;
+            size_in(b, sizeof b, avail, size_unit(avail, &unit));
+            snprintf(buf + n, size - (size_t)n, ", %s %s free", b, unit);
+        }
+    } else {
+        buf[0] = '\0';
+    }
+}
+
+void oc_io_describe(char *buf, size_t size, const char *action, const char *name, int err, int64_t done,
+                    int64_t total, int free_fd)
+{
+    char progress[128];
+    progress_text(progress, sizeof progress, err, done, total, free_fd);
+    const char *cause = NULL;
+    switch (err) {
+    case ENOSPC: cause = "disk full"; break;
+    case EDQUOT: cause = "disk quota exceeded"; break;
+    case EIO: cause = "I/O error"; break;
+    }
+    if (cause)
+        snprintf(buf, size, "%s %s %s%s%s", cause, action, name, progress[0] ? ": " : "", progress);
+    else
+        snprintf(buf, size, "%s %s failed: %s%s%s", action, name, strerror(err), progress[0] ? "; " : "", progress);
+}
+
+oc_status oc_io_fail_at(oc_context *ctx, const char *file, int line, const char *action, const char *name, int err,
+                        int64_t done, int64_t total, int free_fd)
+{
+    char msg[OC_MESSAGE_MAX];
+    oc_io_describe(msg, sizeof msg, action, name, err, done, total, free_fd);
+    return oc_fail_at(ctx, OC_ERR_IO, file, line, "%s", msg);
+}

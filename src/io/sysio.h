@@ -1,0 +1,60 @@
+/*
+ * sysio.h - the one door of every writer to the file system, and the messages of its
+ * failures.
+ *
+ * Each oc_sys_* call does what the system call of its name does (same return value, errno
+ * set on failure), after asking ctx's fault plan (src/core/fault.h) whether this call must
+ * fail instead; ctx NULL asks nothing. Writers of outputs, their side files and the spill
+ * file of threshold pairs call nothing else to create, size, map, write, flush or rename a
+ * file, so a test that fails the k-th call of each kind reaches every write error path.
+ * Reading, closing a file that failed already, and unlink stay plain system calls: they
+ * are not where a full disk or a failing device shows.
+ */
+#ifndef OC_IO_SYSIO_H
+#define OC_IO_SYSIO_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "outcore.h"
+
+int oc_sys_open(oc_context *ctx, const char *path, int flags, mode_t mode);
+int oc_sys_mkstemp(oc_context *ctx, char *tmpl);
+ssize_t oc_sys_write(oc_context *ctx, int fd, const void *buf, size_t len);
+ssize_t oc_sys_pwrite(oc_context *ctx, int fd, const void *buf, size_t len, off_t off);
+ssize_t oc_sys_copy_file_range(oc_context *ctx, int fd_in, off_t *off_in, int fd_out, size_t len);
+int oc_sys_ftruncate(oc_context *ctx, int fd, off_t len);
+int oc_sys_fallocate(oc_context *ctx, int fd, off_t off, off_t len);
+/* A shared read-write mapping of len bytes of fd from offset 0; MAP_FAILED on failure. */
+void *oc_sys_mmap_shared(oc_context *ctx, int fd, size_t len);
+int oc_sys_msync(oc_context *ctx, void *addr, size_t len);
+int oc_sys_fsync(oc_context *ctx, int fd);
+/* close() of a file that was written: it may report a deferred write error (NFS). */
+int oc_sys_close(oc_context *ctx, int fd);
+int oc_sys_rename(oc_context *ctx, const char *from, const char *to);
+
+/* Writes all len bytes of buf at offset off (off < 0: at the file position), retrying
+ * interrupted and short writes: a short write is not an error, the call after it tells.
+ * Returns 0, or the errno of the call that failed (EIO for a write that wrote nothing). */
+int oc_sys_write_all(oc_context *ctx, int fd, const void *buf, size_t len, int64_t off);
+
+/* The size of the file behind fd, or -1: how much of an output was written when it failed. */
+int64_t oc_sys_file_size(int fd);
+
+/* The one-line message of a write-side failure:
+ *   "disk full writing C.npy: 1.2 of 4.0 GB written"        (ENOSPC; EDQUOT: "disk quota exceeded")
+ *   "I/O error writing C.npy: 1.2 GB written"               (EIO; total unknown)
+ *   "disk full reserving space for C.npy: 4.0 GB needed, 1.2 GB free"
+ *   "writing C.npy failed: Read-only file system"           (any other errno)
+ * `action` is the verb phrase before the name ("writing", "creating", "reserving space
+ * for"); done and total are bytes (negative: unknown); free_fd >= 0 adds the free space of
+ * its file system when nothing was written. oc_io_describe writes it into buf; oc_io_fail
+ * records it on ctx and returns OC_ERR_IO. */
+void oc_io_describe(char *buf, size_t size, const char *action, const char *name, int err, int64_t done,
+                    int64_t total, int free_fd);
+oc_status oc_io_fail_at(oc_context *ctx, const char *file, int line, const char *action, const char *name, int err,
+                        int64_t done, int64_t total, int free_fd);
+#define oc_io_fail(ctx, ...) oc_io_fail_at((ctx), __FILE__, __LINE__, __VA_ARGS__)
+
+#endif
