@@ -50,7 +50,7 @@ CASES = [
     ("i4.npy", npy_bytes(A.astype(">i4")), ["'>i4'", "not supported"]),
     ("fortran.npy", npy_bytes(np.asfortranarray(A)), ["fortran_order"]),
     ("value2.npy", npy_bytes(A_TWO), ["value 2", "row 3", "column 7"]),
-    ("minus1.npy", npy_bytes(np.where(A_TWO == 2, -1, A_TWO).astype(np.int8)), ["value -1", "row 3", "column 7"]),
+    ("minus1.npy", npy_bytes(np.where(A_TWO == 2, -1, A_TWO.astype(np.int8))), ["value -1", "row 3", "column 7"]),
     ("one_d.npy", npy_bytes(A.ravel()), ["not 2-D"]),
     ("zero_rows.npy", npy_bytes(np.zeros((0, 13), np.uint8)), ["0 rows"]),
     ("overflow.npy", header_bytes("{'descr': '|u1', 'fortran_order': False, 'shape': (4611686018427387904, 4), }")

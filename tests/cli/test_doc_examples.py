@@ -6,7 +6,8 @@ line by line in bash with the built `outcore` first on PATH; each line must exit
 ```console block is a transcript: each `$ ` line runs, and every line printed under it in the
 document must appear in what it prints. ```python blocks run in one interpreter each. Blocks
 tagged `setup` (building and installing, which `make test` itself does) and other languages
-are not run. Sizes after --rows, --cols and --bits are divided by OUTCORE_EXAMPLE_SCALE (100
+are not run. A transcript runs with CUDA_VISIBLE_DEVICES empty: it shows what a machine
+without a GPU prints. Sizes after --rows, --cols and --bits are divided by OUTCORE_EXAMPLE_SCALE (100
 unless set; 1 runs the examples as written), so a 100000-row example runs with 1000 rows.
 """
 import os
@@ -53,6 +54,9 @@ def words(text):
 
 
 def check_console(text, cwd, env, scale):
+    # Transcripts show what a machine without a GPU prints (figures from the code file):
+    # with one, the driver answers instead and says so.
+    env = dict(env, CUDA_VISIBLE_DEVICES="")
     command, expected = None, []
 
     def finish():

@@ -4,7 +4,7 @@
  * The CPU results are checked against brute force by tests/test_select.c; here every GPU
  * result must equal them bit for bit: every metric and dtype, A·Aᵀ and A·Bᵀ, k = 1, 10, the
  * device limit 128, 200 (selected on the host from copied tiles), k > p; thresholds at 0, in
- * the middle and above the maximum; forced tiles of 256 (several tiles per row, diagonal
+ * the middle and at the top of the metric's range; forced tiles of 256 (several tiles per row, diagonal
  * and off-diagonal) and the planner's choice; a small budget (streamed panels); both device
  * kernels (b1 and popc). Matrices have few columns and low density: many ties. Exits 77
  * without a usable GPU. OUTCORE_TEST_QUICK=1 (sanitizers) runs a reduced grid, =2 less.
@@ -123,7 +123,10 @@ static void compare_case(oc_context *ctx, const oc_matrix *a, const oc_matrix *b
             }
             free(ci), free(gi), free(cs), free(gs);
         }
-        const double ts[] = {0, outs[o].mid, 1e9};
+        /* The top of the metric's range: no pair passes but identical rows (1.0) or full
+         * overlaps (m columns); thresholds outside the range are refused. */
+        int is_float = outs[o].metric == OC_METRIC_JACCARD || outs[o].metric == OC_METRIC_COSINE;
+        const double ts[] = {0, outs[o].mid, is_float ? 1.0 : (double)oc_matrix_cols(a)};
         for (size_t ti = 0; ti < 3; ++ti) {
             if (quick > 1 && ti != 1) continue;
             pairs_buf c = {.elem = elem};
