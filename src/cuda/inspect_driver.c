@@ -245,14 +245,15 @@ oc_status oc_cuda_probe_inspect_module(oc_context *ctx, const char *display, voi
         pushed = 1;
     }
     CU_CHECK_GOTO(ctx, cu.CtxGetDevice(&dev));
-    st = query_module(ctx, (CUmodule)module, dev, opts, out);
+    OC_CHECK_GOTO(query_module(ctx, (CUmodule)module, dev, opts, out));
+cleanup:
+    if (pushed) cu.CtxPopCurrent(NULL);
+    if (primary) cu.DevicePrimaryCtxRelease(dev);
     if (st != OC_OK) {
+        /* Name the caller's object: the driver's message alone does not say what was asked. */
         char why[512];
         snprintf(why, sizeof why, "%s", oc_context_last_error(ctx));
         st = oc_fail(ctx, st, "%s: the driver cannot query the loaded module: %s", display, why);
     }
-cleanup:
-    if (pushed) cu.CtxPopCurrent(NULL);
-    if (primary) cu.DevicePrimaryCtxRelease(dev);
     return st;
 }
