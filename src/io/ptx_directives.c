@@ -14,22 +14,46 @@
  *     .maxnreg 64                         register cap of this kernel; overrides -maxrregcount
  *     {
  */
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "kernel_image.h"
 
 static int is_blank(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
 
+/* 1 when text[at] follows a "//" on its line: a comment, which declares nothing. */
+static int in_comment(const char *text, size_t at)
+{
+    for (size_t i = at; i > 0 && text[i - 1] != '\n'; i--)
+        if (i >= 2 && text[i - 1] == '/' && text[i - 2] == '/') return 1;
+    return 0;
+}
+
 const char *oc_ptx_find_directive(const char *text, size_t size, const char *directive)
 {
     size_t n = strlen(directive);
     for (size_t i = 0; i + n < size; i++) {
-        if ((i == 0 || is_blank(text[i - 1])) && memcmp(text + i, directive, n) == 0 && is_blank(text[i + n]))
+        if ((i == 0 || is_blank(text[i - 1])) && memcmp(text + i, directive, n) == 0 && is_blank(text[i + n]) &&
+            !in_comment(text, i))
             return text + i + n;
     }
     return NULL;
+}
+
+/* Reads a decimal number at *p, after blanks, without passing end; advances *p past it.
+ * Returns 0 when there is none. The text need not be NUL-terminated. */
+static int read_number(const char **p, const char *end, long *value)
+{
+    const char *q = *p;
+    while (q < end && (*q == ' ' || *q == '\t')) q++;
+    if (q >= end || *q < '0' || *q > '9') return 0;
+    long v = 0;
+    while (q < end && *q >= '0' && *q <= '9') {
+        if (v < 100000000) v = v * 10 + (*q - '0');
+        q++;
+    }
+    *value = v;
+    *p = q;
+    return 1;
 }
 
 int oc_ptx_target_cc(const char *text, size_t size, char *suffix)
@@ -39,19 +63,29 @@ int oc_ptx_target_cc(const char *text, size_t size, char *suffix)
     if (!t) return 0;
     const char *end = text + size;
     while (t < end && (*t == ' ' || *t == '\t')) t++;
-    if (end - t < 4 || strncmp(t, "sm_", 3) != 0) return 0;
-    char *after = NULL;
-    long cc = strtol(t + 3, &after, 10);
-    if (suffix && after < end && (*after == 'a' || *after == 'f')) *suffix = *after;
-    return cc > 0 && cc < 10000 ? (int)cc : 0;
+    if (end - t < 3 || strncmp(t, "sm_", 3) != 0) return 0;
+    t += 3;
+    long cc;
+    if (!read_number(&t, end, &cc) || cc <= 0 || cc >= 10000) return 0;
+    if (suffix && t < end && (*t == 'a' || *t == 'f')) *suffix = *t;
+    return (int)cc;
 }
 
-/* Threads named by "x[, y[, z]]" after a directive; 0 when malformed. */
-static int thread_count(const char *p)
+/* Threads named by "x[, y[, z]]" at p; 0 when malformed or zero. */
+static int thread_count(const char *p, const char *end)
 {
-    int x = 1, y = 1, z = 1;
-    int got = sscanf(p, " %d , %d , %d", &x, &y, &z);
-    return got >= 1 && x > 0 && y > 0 && z > 0 ? x * y * z : 0;
+    long dims[3] = {1, 1, 1};
+    if (!read_number(&p, end, &dims[0])) return 0;
+    for (int i = 1; i < 3; i++) {
+        const char *q = p;
+        while (q < end && (*q == ' ' || *q == '\t')) q++;
+        if (q >= end || *q != ',') break;
+        q++;
+        if (!read_number(&q, end, &dims[i])) return 0;
+        p = q;
+    }
+    long threads = dims[0] * dims[1] * dims[2];
+    return threads > 0 && threads <= 1 << 20 ? (int)threads : 0;
 }
 
 /* The header of entry `name`: from just after its name to the '{' of its body. */
@@ -71,14 +105,15 @@ static int entry_header(const char *text, size_t size, const char *name, const c
     return 0;
 }
 
-/* The integer argument of `directive` inside [begin, end), 0 when absent. */
+/* The argument of `directive` inside [begin, end) (threads: "x, y, z" multiplied), 0 when
+ * absent or malformed. */
 static int directive_value(const char *begin, const char *end, const char *directive, int threads)
 {
     const char *p = oc_ptx_find_directive(begin, (size_t)(end - begin), directive);
     if (!p) return 0;
-    if (threads) return thread_count(p);
-    int v = atoi(p);
-    return v > 0 ? v : 0;
+    if (threads) return thread_count(p, end);
+    long v;
+    return read_number(&p, end, &v) && v > 0 && v <= 1 << 20 ? (int)v : 0;
 }
 
 void oc_ptx_entry_directives(const char *text, size_t size, oc_kernel_list *list, int first)

@@ -205,6 +205,22 @@ def test_jit_options_reach_the_compile(cubins):
         outcore.inspect(cubins["ptx"], opt_level="high")
 
 
+def test_ptx_held_in_memory(cubins):
+    """Code handed over as bytes may be PTX too: it is compiled from a temporary copy, with
+    the options asked, and its report names the object, not the copy."""
+    ptx = cubins["ptx"].read_bytes()
+    for cap in CAPS:
+        report = outcore.inspect(FakeKernel(ptx, ("float32[::1]",)), arch="sm_90", maxrregcount=cap)
+        assert report["format"] == "ptx" and report["jit"]["maxrregcount"] == cap
+        (k,) = report["kernels"]
+        assert k["file"] == "numba kernel pressure(float32[::1])"
+        (want,) = outcore.inspect(cubins[cap], arch="sm_90")["kernels"]
+        assert (k["registers"], k["max_threads_per_block"]) == (want["registers"], want["max_threads_per_block"])
+    broken = ptx.replace(b".entry pressure(", b".entry pressure(\n  nonsense")
+    with pytest.raises(outcore.InputError, match=r"numba kernel pressure\(float32\[::1\]\): ptxas"):
+        outcore.inspect(FakeKernel(broken, ("float32[::1]",)), arch="sm_90")
+
+
 def test_numba_and_cupy_are_not_imported(cubins):
     """Duck typing only: inspecting does not import either package."""
     code = ("import sys, outcore; outcore.inspect(sys.argv[1]); "
