@@ -45,6 +45,11 @@ if has test; then
   grep -E "tests passed|Passed|Failed|Not Run|Skipped|\*\*\*" "$LOGS/ctest.log" | tail -15
   [ $rc -ne 0 ] && tail -60 "$LOGS/ctest.log"
   note test "$(grep -E 'tests passed' "$LOGS/ctest.log" | tail -1) (rc $rc)"
+  # numba kernels' real launch limits against `inspect` (reports Skipped without numba).
+  ctest --test-dir "$BUILD" -R python_test_numba_launch_limits --output-on-failure --timeout "${TEST_TIMEOUT:-300}" \
+    >"$LOGS/ctest_numba.log" 2>&1
+  rc=$?
+  note numba "$(grep -E 'tests passed|Skipped|Failed' "$LOGS/ctest_numba.log" | tail -1) (rc $rc)"
 fi
 
 if has sanitize; then

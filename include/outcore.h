@@ -289,7 +289,10 @@ OC_API void oc_release_cached_memory(void);
 /* `outcore inspect`: the resources of each kernel in a PTX, cubin, fatbinary or host
  * object/executable file, and whether a block size fits on a GPU architecture, with the
  * arithmetic. With a usable GPU whose architecture is the target, the driver loads the code
- * and answers; otherwise the toolkit's ptxas compiles PTX, and cubins are read directly. */
+ * and answers; otherwise the toolkit's ptxas compiles PTX, and cubins are read directly.
+ * PTX is compiled with the compiler's defaults unless maxrregcount / opt_level say otherwise
+ * (a producer such as numba passes its register cap to the linker, not in the PTX); the
+ * report states the options the figures assume. */
 typedef struct oc_inspect_options {
     size_t struct_size;   /* sizeof(oc_inspect_options) */
     const char *arch;     /* "sm_90", "9.0", ...; NULL: the GPU's, else the code's own target */
@@ -297,9 +300,13 @@ typedef struct oc_inspect_options {
     int64_t dyn_smem;     /* dynamic shared memory per block, bytes */
     const char *kernel;   /* only this kernel (exact name); NULL: all */
     int use_gpu;          /* nonzero (default): use the driver when a GPU of the target arch is there */
+    int maxrregcount;     /* > 0: register cap for compiling PTX (ptxas -maxrregcount, CU_JIT_MAX_REGISTERS);
+                           * 0: none. A kernel's own .maxnreg overrides it, as in ptxas */
+    int opt_level;        /* 0..4: optimisation level for compiling PTX (ptxas -O, CU_JIT_OPTIMIZATION_LEVEL);
+                           * -1: the compiler's default (ptxas 3, driver JIT 4) */
 } oc_inspect_options;
 
-#define OC_INSPECT_OPTIONS_INIT {sizeof(oc_inspect_options), NULL, 0, 0, NULL, 1}
+#define OC_INSPECT_OPTIONS_INIT {sizeof(oc_inspect_options), NULL, 0, 0, NULL, 1, 0, -1}
 
 /* Block sizes at which occupancy is reported. */
 #define OC_INSPECT_BLOCK_SIZES 6
@@ -313,7 +320,12 @@ typedef struct oc_inspect_kernel {
     int64_t spill_store_bytes;    /* -1 when the source does not report it */
     int64_t spill_load_bytes;
     int64_t const_bytes;          /* constant bank 0 (parameters), -1 when unknown */
-    int launch_bounds;            /* __launch_bounds__ / .maxntid threads, 0 = none */
+    int launch_bounds;            /* threads per block the kernel allows (.maxntid, .reqntid,
+                                   * __launch_bounds__), 0 = no limit of its own */
+    int maxntid;                  /* the code's directives (threads as x*y*z), 0 = absent */
+    int reqntid;
+    int maxnreg;
+    int minnctapersm;
     int max_threads_per_block;    /* the largest block that fits on the target (no dyn smem: dyn_smem) */
     double occupancy[OC_INSPECT_BLOCK_SIZES]; /* at oc_inspect_block_sizes(); 0 = does not fit */
     int driver_blocks_per_sm;     /* with the driver and a block: cuOccupancy's answer, else -1 */
@@ -329,23 +341,42 @@ typedef struct oc_inspect_kernel {
 } oc_inspect_kernel;
 
 typedef struct oc_inspect_report {
-    char path[512];
-    char format[16];              /* "ptx", "cubin", "fatbin", "host-elf" */
+    char path[512];               /* the file, or the name given to oc_inspect_image / _module */
+    char format[16];              /* "ptx", "cubin", "fatbin", "host-elf", "module" */
     char arch[16];                /* the target the verdicts are for, "sm_90" */
     int code_cc;                  /* compute capability x10 of the code the figures come from */
-    char source[64];              /* "ptxas 13.0", "cubin attributes", "driver (NVIDIA H100 ...)" */
+    char source[64];              /* "ptxas 13.0", "cubin attributes", "CUDA driver" */
     int block;                    /* the options' block, 0 = none */
     int64_t dyn_smem;
+    /* How PTX was compiled for the figures; jit_compiler[0] == '\0' when they come from
+     * machine code (a cubin), where no JIT option applies. */
+    char jit_compiler[64];        /* "ptxas 13.0", "CUDA driver JIT" */
+    int jit_opt_level;            /* the level used (the compiler's default when not asked) */
+    int jit_maxrregcount;         /* the register cap passed, 0 = none */
+    int jit_defaults;             /* 1: neither was asked, the compiler's defaults apply */
     int count;
     oc_inspect_kernel *kernels;   /* count entries, in the code's order */
 } oc_inspect_report;
 
 /* Inspects path. Bad input (not a kernel image, PTX that does not assemble (ptxas' message),
- * an unknown arch, a block outside 1..1024, a kernel name that does not exist) fails with
- * OC_ERR_INPUT or OC_ERR_INVALID_ARGUMENT and a one-line message. Blocks while ptxas runs.
- * The caller frees *out with oc_inspect_report_free. */
+ * PTX whose .target is newer than the target, an unknown arch, a block outside 1..1024, a
+ * kernel name that does not exist, maxrregcount outside 0..255, opt_level outside -1..4) fails
+ * with OC_ERR_INPUT or OC_ERR_INVALID_ARGUMENT and a one-line message. Blocks while ptxas
+ * runs. The caller frees *out with oc_inspect_report_free. */
 OC_API oc_status oc_inspect_file(oc_context *ctx, const char *path, const oc_inspect_options *opts,
                                  oc_inspect_report **out);
+/* The same for code held in memory (PTX text, a cubin or a fatbinary, size bytes, copied):
+ * the code a framework loaded, such as numba's linked cubin. `name` stands for the file in
+ * the report and in messages. */
+OC_API oc_status oc_inspect_image(oc_context *ctx, const char *name, const void *data, size_t size,
+                                  const oc_inspect_options *opts, oc_inspect_report **out);
+/* The kernels of a module the caller has already loaded (a CUmodule handle, such as CuPy's
+ * Module.ptr), as the driver reports them: what was really loaded, however it was compiled.
+ * Queried in the context current on the calling thread (else device 0's primary context);
+ * the verdicts are for that device. Needs a CUDA build and a GPU (OC_ERR_UNSUPPORTED
+ * otherwise). The module stays loaded. */
+OC_API oc_status oc_inspect_module(oc_context *ctx, const char *name, void *cu_module,
+                                   const oc_inspect_options *opts, oc_inspect_report **out);
 OC_API void oc_inspect_report_free(oc_inspect_report *report);
 /* Renders the report as JSON or as text for people; *out is malloc'ed, the caller frees it. */
 OC_API oc_status oc_inspect_report_render(oc_context *ctx, const oc_inspect_report *report, int json, char **out);

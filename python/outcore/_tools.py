@@ -2,14 +2,16 @@
 `outcore inspect --json`, as plain dicts.
 
 Both go through the same C calls as the CLI (oc_devices_query / oc_inspect_file, then the
-library's own JSON rendering), so the dicts have exactly the CLI's keys and values.
+library's own JSON rendering), so the dicts have exactly the CLI's keys and values. inspect()
+also takes the kernel objects of numba and CuPy: the code they really load (see
+_kernel_objects.py) goes to oc_inspect_image or oc_inspect_module.
 """
 import ctypes
 import ctypes.util
 import json
 import os
 
-from . import _lib
+from . import _kernel_objects, _lib
 from .errors import Error, InputError, check
 
 _ctx_p = ctypes.c_void_p
@@ -24,11 +26,13 @@ class InspectOptions(ctypes.Structure):
         ("dyn_smem", ctypes.c_int64),
         ("kernel", ctypes.c_char_p),
         ("use_gpu", ctypes.c_int),
+        ("maxrregcount", ctypes.c_int),
+        ("opt_level", ctypes.c_int),
     ]
 
     def __init__(self):
         # The values of OC_INSPECT_OPTIONS_INIT.
-        super().__init__(struct_size=ctypes.sizeof(InspectOptions), use_gpu=1)
+        super().__init__(struct_size=ctypes.sizeof(InspectOptions), use_gpu=1, opt_level=-1)
 
 
 # The rendered text is malloc'ed by the library and released with the C library's free.
@@ -70,20 +74,83 @@ def devices(bandwidth=False):
     return _report(query, render, free, (1 if bandwidth else 0,))
 
 
-def inspect(path, block=None, arch=None):
-    """Registers, shared memory and launch limits of every kernel in a .ptx, .cubin, fatbinary
-    or host object file, as `outcore inspect --json` reports them. block=N adds the verdict
-    for N threads per block; arch="sm_90" chooses the target (default: the GPU's, else the
-    code's own)."""
-    query = _function("oc_inspect_file", ctypes.c_int, [_ctx_p, ctypes.c_char_p, ctypes.POINTER(InspectOptions), _out_p])
-    render = _function("oc_inspect_report_render", ctypes.c_int, [_ctx_p, ctypes.c_void_p, ctypes.c_int, _out_p])
-    free = _function("oc_inspect_report_free", None, [ctypes.c_void_p])
+def _int_option(name, value):
+    try:
+        return int(value)
+    except (TypeError, ValueError, OverflowError):
+        raise InputError(f"{name} must be an integer; got {value!r}") from None
+
+
+def _inspect_options(block, arch, kernel, dyn_smem, maxrregcount, opt_level, use_gpu):
     opts = InspectOptions()
     if block is not None:
-        try:
-            opts.block = int(block)
-        except (TypeError, ValueError, OverflowError):
-            raise InputError(f"block must be an integer; got {block!r}") from None
+        opts.block = _int_option("block", block)
     if arch is not None:
         opts.arch = str(arch).encode()
-    return _report(query, render, free, (os.fsencode(path), ctypes.byref(opts)))
+    if kernel is not None:
+        opts.kernel = str(kernel).encode()
+    if dyn_smem is not None:
+        opts.dyn_smem = _int_option("dyn_smem", dyn_smem)
+    if maxrregcount is not None:
+        opts.maxrregcount = _int_option("maxrregcount", maxrregcount)
+    if opt_level is not None:
+        opts.opt_level = _int_option("opt_level", opt_level)
+    opts.use_gpu = 1 if use_gpu else 0
+    return opts
+
+
+def _inspect_code(code, opts):
+    """The report of one Code (a file, an image, or a loaded module)."""
+    render = _function("oc_inspect_report_render", ctypes.c_int, [_ctx_p, ctypes.c_void_p, ctypes.c_int, _out_p])
+    free = _function("oc_inspect_report_free", None, [ctypes.c_void_p])
+    if code.kernel is not None and not opts.kernel:
+        opts = InspectOptions.from_buffer_copy(opts)
+        opts.kernel = code.kernel.encode()
+    if code.path is not None:
+        query = _function("oc_inspect_file", ctypes.c_int,
+                          [_ctx_p, ctypes.c_char_p, ctypes.POINTER(InspectOptions), _out_p])
+        return _report(query, render, free, (os.fsencode(code.path), ctypes.byref(opts)))
+    name = code.name.encode("utf-8", "replace")
+    if code.data is not None:
+        query = _function("oc_inspect_image", ctypes.c_int,
+                          [_ctx_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(InspectOptions),
+                           _out_p])
+        return _report(query, render, free, (name, code.data, len(code.data), ctypes.byref(opts)))
+    query = _function("oc_inspect_module", ctypes.c_int,
+                      [_ctx_p, ctypes.c_char_p, ctypes.c_void_p, ctypes.POINTER(InspectOptions), _out_p])
+    return _report(query, render, free, (name, ctypes.c_void_p(code.module), ctypes.byref(opts)))
+
+
+def _merge(obj_name, reports, codes):
+    """One report for a numba dispatcher's signatures: the first report's header, every
+    kernel tagged with its signature and the code it came from."""
+    merged = dict(reports[0], file=obj_name, kernels=[])
+    for report, code in zip(reports, codes):
+        for k in report["kernels"]:
+            merged["kernels"].append(dict(k, file=report["file"], signature=code.signature))
+    return merged
+
+
+def inspect(obj, block=None, arch=None, *, kernel=None, dyn_smem=None, maxrregcount=None, opt_level=None,
+            use_gpu=True):
+    """Registers, shared memory and launch limits of every kernel in obj, as `outcore inspect
+    --json` reports them. obj is a path (.ptx, .cubin, fatbinary or host object file), a numba
+    CUDA kernel (a @cuda.jit dispatcher: each compiled signature's cubin, as numba links and
+    loads it; or one of its .overloads), or a CuPy RawKernel / RawModule (the file it was
+    loaded from, else the module it loaded, asked of the driver).
+
+    block=N adds the verdict for N threads per block; arch="sm_90" chooses the target
+    (default: the GPU's, else the code's own); kernel= keeps one kernel; dyn_smem= bytes of
+    dynamic shared memory. maxrregcount=N and opt_level=N compile PTX as the producer does
+    (ptxas -maxrregcount / -O, or the driver JIT's options); the report's "jit" says which
+    options the figures assume. A dispatcher with several signatures gives one report whose
+    kernels carry their "signature"."""
+    opts = _inspect_options(block, arch, kernel, dyn_smem, maxrregcount, opt_level, use_gpu)
+    codes = _kernel_objects.codes(obj, arch)
+    if codes is None:
+        return _inspect_code(_kernel_objects.Code(name=os.fsdecode(obj), path=obj), opts)
+    reports = [_inspect_code(code, opts) for code in codes]
+    if len(reports) == 1 and codes[0].signature is None:
+        return reports[0]
+    name = getattr(getattr(obj, "py_func", None), "__name__", None) or codes[0].name
+    return _merge(f"numba kernel {name}", reports, codes)

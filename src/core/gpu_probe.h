@@ -16,11 +16,15 @@ struct oc_kernel_list;
 typedef struct oc_gpu_probe {
     /* Compute capability x10 of GPU `device`, 0 when none is usable (why[] says why). */
     int (*device_cc)(int device, char *why, size_t why_size);
-    /* Loads image (PTX, cubin or fatbinary bytes) on `device`, loads every kernel and queries
-     * its attributes; with block > 0 also the driver's occupancy. display_name names the file
-     * in messages. */
+    /* Loads image (PTX, cubin or fatbinary bytes) on `device`, JIT-compiling PTX with opts'
+     * maxrregcount and opt_level, loads every kernel and queries its attributes; with
+     * opts->block > 0 also the driver's occupancy. display_name names the file in messages. */
     oc_status (*inspect)(oc_context *ctx, const char *display_name, const void *image, size_t size, int device,
-                         int block, size_t dyn_smem, struct oc_kernel_list *out);
+                         const oc_inspect_options *opts, struct oc_kernel_list *out);
+    /* The same for a module the caller loaded (a CUmodule), in the calling thread's current
+     * context (else device 0's primary one); out->code_cc gets that device's architecture. */
+    oc_status (*inspect_module)(oc_context *ctx, const char *display_name, void *module,
+                                const oc_inspect_options *opts, struct oc_kernel_list *out);
     /* Fills devices->count and devices->devices (and no_gpu_reason when there are none). */
     oc_status (*devices)(oc_context *ctx, int bandwidth, oc_devices *devices);
 } oc_gpu_probe;

@@ -25,7 +25,9 @@
 
 int oc_cuda_probe_device_cc(int device, char *why, size_t why_size);
 oc_status oc_cuda_probe_inspect(oc_context *ctx, const char *display, const void *image, size_t size, int device,
-                                int block, size_t dyn_smem, struct oc_kernel_list *out);
+                                const oc_inspect_options *opts, struct oc_kernel_list *out);
+oc_status oc_cuda_probe_inspect_module(oc_context *ctx, const char *display, void *module,
+                                       const oc_inspect_options *opts, struct oc_kernel_list *out);
 
 /* ------------------------------------------------------------------ NVML, optional */
 
@@ -212,5 +214,6 @@ static oc_status probe_devices(oc_context *ctx, int bandwidth, oc_devices *d)
 const oc_gpu_probe oc_gpu_probe_cuda = {
     oc_cuda_probe_device_cc,
     oc_cuda_probe_inspect,
+    oc_cuda_probe_inspect_module,
     probe_devices,
 };

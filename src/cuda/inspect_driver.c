@@ -3,7 +3,10 @@
  * kernel will really get.
  *
  * Order of work, and why:
- *   1. cuModuleLoadData on the device's primary context (PTX is JIT-compiled here).
+ *   1. cuModuleLoadDataEx on the device's primary context (PTX is JIT-compiled here, with
+ *      CU_JIT_MAX_REGISTERS and CU_JIT_OPTIMIZATION_LEVEL when the caller names them, so the
+ *      figures are those of the producer's options). A module the caller loaded itself
+ *      (oc_inspect_module: CuPy's) skips this step and is queried where it lives.
  *   2. cuModuleEnumerateFunctions (CUDA 12.4+) lists every kernel without knowing names.
  *   3. cuFuncLoad on each: with lazy loading (the default since CUDA 12.2) enumerated
  *      functions are not loaded yet, and some attributes fail or read 0 until they are.
@@ -18,6 +21,7 @@
  */
 #include <cuda.h>
 #include <cuda_runtime_api.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,7 +41,9 @@ typedef struct driver_api {
     CUresult (*DevicePrimaryCtxRelease)(CUdevice);
     CUresult (*CtxPushCurrent)(CUcontext);
     CUresult (*CtxPopCurrent)(CUcontext *);
-    CUresult (*ModuleLoadData)(CUmodule *, const void *);
+    CUresult (*CtxGetCurrent)(CUcontext *);
+    CUresult (*CtxGetDevice)(CUdevice *);
+    CUresult (*ModuleLoadDataEx)(CUmodule *, const void *, unsigned, CUjit_option *, void **);
     CUresult (*ModuleUnload)(CUmodule);
     CUresult (*ModuleGetFunctionCount)(unsigned *, CUmodule);
     CUresult (*ModuleEnumerateFunctions)(CUfunction *, unsigned, CUmodule);
@@ -55,7 +61,7 @@ static oc_status driver_resolve(oc_context *ctx)
     static const char *const names[] = {
         "cuGetErrorName", "cuGetErrorString", "cuInit", "cuDeviceGet", "cuDeviceGetAttribute",
         "cuDevicePrimaryCtxRetain", "cuDevicePrimaryCtxRelease", "cuCtxPushCurrent", "cuCtxPopCurrent",
-        "cuModuleLoadData", "cuModuleUnload", "cuModuleGetFunctionCount", "cuModuleEnumerateFunctions",
+        "cuCtxGetCurrent", "cuCtxGetDevice", "cuModuleLoadDataEx", "cuModuleUnload", "cuModuleGetFunctionCount", "cuModuleEnumerateFunctions",
         "cuFuncLoad", "cuFuncGetName", "cuFuncGetAttribute", "cuOccupancyMaxActiveBlocksPerMultiprocessor",
     };
     void **slots = (void **)&cu;
@@ -112,7 +118,7 @@ int oc_cuda_probe_device_cc(int device, char *why, size_t why_size)
     return major * 10 + minor;
 }
 
-static oc_status query_function(oc_context *ctx, const oc_gpu_arch *arch, CUfunction f, int block, size_t dyn_smem,
+static oc_status query_function(oc_context *ctx, const oc_gpu_arch *arch, CUfunction f, const oc_inspect_options *opts,
                                 oc_kernel_list *out)
 {
     oc_status st = OC_OK;
@@ -136,33 +142,75 @@ static oc_status query_function(oc_context *ctx, const oc_gpu_arch *arch, CUfunc
     if (arch && max_threads < oc_launch_largest_block(arch, &e->res, 0))
         e->launch_bounds = e->res.max_threads_per_block = max_threads;
     e->const_bytes = cmem;
-    if (block > 0) {
+    if (opts->block > 0) {
         int blocks = 0;
-        CU_CHECK_GOTO(ctx, cu.OccupancyMaxActiveBlocksPerMultiprocessor(&blocks, f, block, dyn_smem));
+        CU_CHECK_GOTO(ctx, cu.OccupancyMaxActiveBlocksPerMultiprocessor(&blocks, f, opts->block, (size_t)opts->dyn_smem));
         e->driver_blocks_per_sm = blocks;
     }
 cleanup:
     return st;
 }
 
+/* Every kernel of a loaded module, queried on device dev (the current context's). */
+static oc_status query_module(oc_context *ctx, CUmodule module, CUdevice dev, const oc_inspect_options *opts,
+                              oc_kernel_list *out)
+{
+    oc_status st = OC_OK;
+    unsigned count = 0;
+    CUfunction *functions = NULL;
+    int major = 0, minor = 0;
+    CU_CHECK_GOTO(ctx, cu.ModuleGetFunctionCount(&count, module));
+    functions = calloc(count ? count : 1, sizeof *functions);
+    if (!functions) {
+        st = oc_fail(ctx, OC_ERR_NO_MEMORY, "out of host memory");
+        goto cleanup;
+    }
+    CU_CHECK_GOTO(ctx, cu.ModuleEnumerateFunctions(functions, count, module));
+    CU_CHECK_GOTO(ctx, cu.DeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev));
+    CU_CHECK_GOTO(ctx, cu.DeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev));
+    const oc_gpu_arch *arch = oc_gpu_arch_find(major * 10 + minor);
+    for (unsigned i = 0; i < count; i++) OC_CHECK_GOTO(query_function(ctx, arch, functions[i], opts, out));
+    out->code_cc = major * 10 + minor;
+    snprintf(out->source, sizeof out->source, "CUDA driver");
+cleanup:
+    free(functions);
+    return st;
+}
+
+/* The JIT options the caller asked for, as cuModuleLoadDataEx takes them (values by value). */
+static unsigned jit_options(const oc_inspect_options *opts, CUjit_option names[2], void *values[2])
+{
+    unsigned n = 0;
+    if (opts->maxrregcount > 0) {
+        names[n] = CU_JIT_MAX_REGISTERS;
+        values[n++] = (void *)(uintptr_t)(unsigned)opts->maxrregcount;
+    }
+    if (opts->opt_level >= 0) {
+        names[n] = CU_JIT_OPTIMIZATION_LEVEL;
+        values[n++] = (void *)(uintptr_t)(unsigned)opts->opt_level;
+    }
+    return n;
+}
+
 oc_status oc_cuda_probe_inspect(oc_context *ctx, const char *display, const void *image, size_t size, int device,
-                                int block, size_t dyn_smem, oc_kernel_list *out)
+                                const oc_inspect_options *opts, oc_kernel_list *out)
 {
     (void)size;
     oc_status st = OC_OK;
     CUdevice dev;
     CUcontext cu_ctx = NULL;
     CUmodule module = NULL;
-    CUfunction *functions = NULL;
-    unsigned count = 0;
     int pushed = 0;
+    CUjit_option names[2];
+    void *values[2];
+    unsigned n_options = jit_options(opts, names, values);
     OC_CHECK_GOTO(driver_resolve(ctx));
     CU_CHECK_GOTO(ctx, cu.Init(0));
     CU_CHECK_GOTO(ctx, cu.DeviceGet(&dev, device));
     CU_CHECK_GOTO(ctx, cu.DevicePrimaryCtxRetain(&cu_ctx, dev));
     CU_CHECK_GOTO(ctx, cu.CtxPushCurrent(cu_ctx));
     pushed = 1;
-    CUresult r = cu.ModuleLoadData(&module, image);
+    CUresult r = cu.ModuleLoadDataEx(&module, image, n_options, n_options ? names : NULL, n_options ? values : NULL);
     if (r != CUDA_SUCCESS) {
         const char *text = NULL;
         cu.GetErrorString(r, &text);
@@ -171,23 +219,42 @@ oc_status oc_cuda_probe_inspect(oc_context *ctx, const char *display, const void
                      "%s: the driver cannot load it: %s", display, text ? text : "unknown error");
         goto cleanup;
     }
-    CU_CHECK_GOTO(ctx, cu.ModuleGetFunctionCount(&count, module));
-    functions = calloc(count ? count : 1, sizeof *functions);
-    if (!functions) {
-        st = oc_fail(ctx, OC_ERR_NO_MEMORY, "out of host memory");
-        goto cleanup;
-    }
-    CU_CHECK_GOTO(ctx, cu.ModuleEnumerateFunctions(functions, count, module));
-    int major = 0, minor = 0;
-    CU_CHECK_GOTO(ctx, cu.DeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev));
-    CU_CHECK_GOTO(ctx, cu.DeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev));
-    const oc_gpu_arch *arch = oc_gpu_arch_find(major * 10 + minor);
-    for (unsigned i = 0; i < count; i++) OC_CHECK_GOTO(query_function(ctx, arch, functions[i], block, dyn_smem, out));
-    snprintf(out->source, sizeof out->source, "CUDA driver");
+    OC_CHECK_GOTO(query_module(ctx, module, dev, opts, out));
 cleanup:
-    free(functions);
     if (module) cu.ModuleUnload(module);
     if (pushed) cu.CtxPopCurrent(NULL);
     if (cu_ctx) cu.DevicePrimaryCtxRelease(dev);
+    return st;
+}
+
+oc_status oc_cuda_probe_inspect_module(oc_context *ctx, const char *display, void *module,
+                                       const oc_inspect_options *opts, oc_kernel_list *out)
+{
+    oc_status st = OC_OK;
+    CUdevice dev = 0;
+    CUcontext current = NULL, primary = NULL;
+    int pushed = 0;
+    OC_CHECK_GOTO(driver_resolve(ctx));
+    CU_CHECK_GOTO(ctx, cu.Init(0));
+    CU_CHECK_GOTO(ctx, cu.CtxGetCurrent(&current));
+    /* The module lives in the context that loaded it: normally the caller's current one (CuPy
+     * and numba both use the device's primary context). */
+    if (!current) {
+        CU_CHECK_GOTO(ctx, cu.DeviceGet(&dev, 0));
+        CU_CHECK_GOTO(ctx, cu.DevicePrimaryCtxRetain(&primary, dev));
+        CU_CHECK_GOTO(ctx, cu.CtxPushCurrent(primary));
+        pushed = 1;
+    }
+    CU_CHECK_GOTO(ctx, cu.CtxGetDevice(&dev));
+    OC_CHECK_GOTO(query_module(ctx, (CUmodule)module, dev, opts, out));
+cleanup:
+    if (pushed) cu.CtxPopCurrent(NULL);
+    if (primary) cu.DevicePrimaryCtxRelease(dev);
+    if (st != OC_OK) {
+        /* Name the caller's object: the driver's message alone does not say what was asked. */
+        char why[512];
+        snprintf(why, sizeof why, "%s", oc_context_last_error(ctx));
+        st = oc_fail(ctx, st, "%s: the driver cannot query the loaded module: %s", display, why);
+    }
     return st;
 }

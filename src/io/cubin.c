@@ -90,7 +90,12 @@ static void visit_kernel(void *user, int attr, const unsigned char *v, size_t le
     oc_kernel_entry *e = user;
     if ((attr == EIATTR_MAX_THREADS || attr == EIATTR_REQNTID) && len == 12) {
         uint32_t threads = rd32(v) * rd32(v + 4) * rd32(v + 8);
-        if (threads > 0) e->launch_bounds = e->res.max_threads_per_block = (int)threads;
+        if (threads == 0 || threads > 1024) return;
+        if (attr == EIATTR_MAX_THREADS) e->maxntid = (int)threads;
+        else e->reqntid = (int)threads;
+        /* A block larger than either does not launch. */
+        if (e->launch_bounds == 0 || (int)threads < e->launch_bounds)
+            e->launch_bounds = e->res.max_threads_per_block = (int)threads;
     }
 }
 

@@ -6,6 +6,12 @@
  * and reports what it will really allocate); otherwise the code itself (ptxas' report for
  * PTX, the cubin's attributes). Either way the verdicts come from oc_launch_check, the rules
  * the CUDA launch planner uses too, so `inspect` and the library never disagree.
+ *
+ * PTX is not yet machine code: its registers depend on how it is compiled. The report names
+ * the compiler and the options (the defaults unless the caller gave a register cap or an
+ * optimisation level, as a producer like numba gives its linker), and the PTX's own
+ * directives (.maxnreg, .maxntid, .reqntid, .minnctapersm) enter the figures and the verdict.
+ * Rendering lives in inspect_render.c.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +36,11 @@ static oc_status check_options(oc_context *ctx, const oc_inspect_options *o, con
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "block size %d is outside 1..1024", o->block);
     if (o->dyn_smem < 0)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "dynamic shared memory must be >= 0, got %lld", (long long)o->dyn_smem);
+    if (o->maxrregcount < 0 || o->maxrregcount > 255)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "maxrregcount must be from 1 to 255 (0: no cap), got %d", o->maxrregcount);
+    if (o->opt_level < -1 || o->opt_level > 4)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "opt_level must be from 0 to 4 (-1: the compiler's default), got %d",
+                       o->opt_level);
     *arch = NULL;
     if (o->arch) {
         *arch = oc_gpu_arch_parse(o->arch);
@@ -62,28 +73,51 @@ static int code_runs_on(int code_cc, int target_cc)
     return code_cc == target_cc || (code_cc / 10 == target_cc / 10 && code_cc < target_cc);
 }
 
+/* PTX compiles for its .target and later architectures only (an sm_90a .target for sm_90
+ * alone). ptxas says "SM version specified by .target is higher than default"; this says it
+ * in the user's terms, naming both architectures and the two ways out. */
+static oc_status check_ptx_target(oc_context *ctx, const oc_kernel_image *img, const oc_gpu_arch *arch, int gpu_cc)
+{
+    char suffix;
+    int ptx_cc = oc_ptx_target_cc((const char *)img->data, img->size, &suffix);
+    int target = arch ? arch->cc : gpu_cc;
+    if (ptx_cc == 0 || target == 0 || (ptx_cc <= target && (!suffix || ptx_cc == target))) return OC_OK;
+    char named[48];
+    if (arch) snprintf(named, sizeof named, "--arch sm_%d", target);
+    else snprintf(named, sizeof named, "this GPU (sm_%d)", target);
+    if (ptx_cc > target)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: .target sm_%d%.1s is newer than %s: pass --arch sm_%d%.1s or compile the PTX for sm_%d",
+                       img->path, ptx_cc, &suffix, named, ptx_cc, &suffix, target);
+    return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: .target sm_%d%c compiles for sm_%d%c alone, not %s: pass --arch sm_%d%c or compile the PTX for sm_%d",
+                   img->path, ptx_cc, suffix, ptx_cc, suffix, named, ptx_cc, suffix, target);
+}
+
 static oc_status gather(oc_context *ctx, const oc_kernel_image *img, const oc_inspect_options *o,
                         const oc_gpu_arch **arch, oc_kernel_list *list)
 {
     int gpu_cc = driver_target(o, *arch);
+    if (img->format == OC_IMAGE_PTX) OC_CHECK(check_ptx_target(ctx, img, *arch, gpu_cc));
 #ifdef OC_HAVE_CUDA
     if (gpu_cc) {
         const void *image;
         size_t size;
         oc_kernel_image_loadable(img, &image, &size);
-        oc_status st = oc_gpu_probe_cuda.inspect(ctx, img->path, image, size, 0, o->block, (size_t)o->dyn_smem, list);
+        oc_status st = oc_gpu_probe_cuda.inspect(ctx, img->path, image, size, 0, o, list);
         /* PTX the driver's JIT refuses: ptxas names the line and the problem, the driver does not. */
         if (st == OC_ERR_INPUT && img->format == OC_IMAGE_PTX) {
             oc_kernel_list_clear(list);
             gpu_cc = 0;
         } else if (st != OC_OK) {
             return oc_trace_at(ctx, st, __FILE__, __LINE__);
-        } else {
-            list->code_cc = gpu_cc;
+        } else if (oc_kernel_image_is_jit(img, gpu_cc)) {
+            snprintf(list->jit_compiler, sizeof list->jit_compiler, "CUDA driver JIT");
+            list->jit_opt_level = o->opt_level >= 0 ? o->opt_level : OC_DRIVER_JIT_DEFAULT_OPT_LEVEL;
+            /* The driver folds the thread directives into one limit; the text has them all. */
+            if (img->format == OC_IMAGE_PTX) oc_ptx_entry_directives((const char *)img->data, img->size, list, 0);
         }
     }
 #endif
-    if (!gpu_cc) OC_CHECK(oc_kernel_image_resources(ctx, img, *arch ? (*arch)->cc : 0, list));
+    if (!gpu_cc) OC_CHECK(oc_kernel_image_resources(ctx, img, *arch ? (*arch)->cc : 0, o, list));
     if (!*arch) {
         *arch = oc_gpu_arch_find(gpu_cc ? gpu_cc : list->code_cc);
         if (!*arch)
@@ -108,6 +142,10 @@ static oc_status fill_kernel(oc_context *ctx, const oc_gpu_arch *arch, const oc_
     k->spill_load_bytes = e->spill_load_bytes;
     k->const_bytes = e->const_bytes;
     k->launch_bounds = e->launch_bounds;
+    k->maxntid = e->maxntid;
+    k->reqntid = e->reqntid;
+    k->maxnreg = e->maxnreg;
+    k->minnctapersm = e->minnctapersm;
     k->driver_blocks_per_sm = e->driver_blocks_per_sm;
     k->max_threads_per_block = oc_launch_largest_block(arch, &e->res, (size_t)o->dyn_smem);
     for (int i = 0; i < OC_INSPECT_BLOCK_SIZES; i++) {
@@ -131,53 +169,111 @@ static oc_status fill_kernel(oc_context *ctx, const oc_gpu_arch *arch, const oc_
     return OC_OK;
 }
 
-oc_status oc_inspect_file(oc_context *ctx, const char *path, const oc_inspect_options *opts, oc_inspect_report **out)
+/* The report of the kernels in list (only opts->kernel when named), judged for arch. */
+static oc_status build_report(oc_context *ctx, const char *display, const char *format, const oc_gpu_arch *arch,
+                              oc_kernel_list *list, const oc_inspect_options *opts, oc_inspect_report **out)
 {
-    if (!path || !opts || !out) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_inspect_file: NULL argument");
-    const oc_gpu_arch *arch = NULL;
-    OC_CHECK(check_options(ctx, opts, &arch));
-
-    oc_status st = OC_OK;
-    oc_kernel_image img = {0};
-    oc_kernel_list list = {0};
-    oc_inspect_report *r = NULL;
-    OC_CHECK_GOTO(oc_kernel_image_read(ctx, path, &img));
-    OC_CHECK_GOTO(gather(ctx, &img, opts, &arch, &list));
-
-    if (opts->kernel && !oc_kernel_list_find(&list, opts->kernel, strlen(opts->kernel))) {
+    if (opts->kernel && !oc_kernel_list_find(list, opts->kernel, strlen(opts->kernel))) {
         char names[512] = "";
-        for (int i = 0; i < list.count && strlen(names) < sizeof names - 64; i++)
-            snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "", list.items[i].name);
-        st = oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: no kernel named '%s' (kernels: %s)", path, opts->kernel,
-                     list.count ? names : "none");
-        goto cleanup;
+        for (int i = 0; i < list->count && strlen(names) < sizeof names - 64; i++)
+            snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "", list->items[i].name);
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: no kernel named '%s' (kernels: %s)", display, opts->kernel,
+                       list->count ? names : "none");
     }
-
-    r = calloc(1, sizeof *r);
-    if (r) r->kernels = calloc(list.count ? (size_t)list.count : 1, sizeof *r->kernels);
+    oc_status st = OC_OK;
+    oc_inspect_report *r = calloc(1, sizeof *r);
+    if (r) r->kernels = calloc(list->count ? (size_t)list->count : 1, sizeof *r->kernels);
     if (!r || !r->kernels) {
         st = oc_fail(ctx, OC_ERR_NO_MEMORY, "out of host memory");
         goto cleanup;
     }
-    snprintf(r->path, sizeof r->path, "%s", path);
-    snprintf(r->format, sizeof r->format, "%s", oc_image_format_name(img.format));
+    snprintf(r->path, sizeof r->path, "%s", display);
+    snprintf(r->format, sizeof r->format, "%s", format);
     snprintf(r->arch, sizeof r->arch, "%s", arch->name);
-    snprintf(r->source, sizeof r->source, "%s", list.source);
-    r->code_cc = list.code_cc;
+    snprintf(r->source, sizeof r->source, "%s", list->source);
+    r->code_cc = list->code_cc;
     r->block = opts->block;
     r->dyn_smem = opts->dyn_smem;
-    for (int i = 0; i < list.count; i++) {
-        if (opts->kernel && strcmp(list.items[i].name, opts->kernel) != 0) continue;
-        OC_CHECK_GOTO(fill_kernel(ctx, arch, opts, &list.items[i], &r->kernels[r->count]));
+    snprintf(r->jit_compiler, sizeof r->jit_compiler, "%s", list->jit_compiler);
+    if (r->jit_compiler[0]) {
+        r->jit_opt_level = list->jit_opt_level;
+        r->jit_maxrregcount = opts->maxrregcount;
+        r->jit_defaults = opts->maxrregcount == 0 && opts->opt_level < 0;
+    }
+    for (int i = 0; i < list->count; i++) {
+        if (opts->kernel && strcmp(list->items[i].name, opts->kernel) != 0) continue;
+        OC_CHECK_GOTO(fill_kernel(ctx, arch, opts, &list->items[i], &r->kernels[r->count]));
         r->count++;
     }
     *out = r;
     r = NULL;
 cleanup:
     oc_inspect_report_free(r);
-    oc_kernel_list_clear(&list);
-    oc_kernel_image_release(&img);
     return st;
+}
+
+/* Inspects an image already in memory; img is released by the caller. */
+static oc_status inspect_image(oc_context *ctx, const oc_kernel_image *img, const oc_inspect_options *opts,
+                               const oc_gpu_arch *arch, oc_inspect_report **out)
+{
+    oc_status st = OC_OK;
+    oc_kernel_list list = {0};
+    OC_CHECK_GOTO(gather(ctx, img, opts, &arch, &list));
+    OC_CHECK_GOTO(build_report(ctx, img->path, oc_image_format_name(img->format), arch, &list, opts, out));
+cleanup:
+    oc_kernel_list_clear(&list);
+    return st;
+}
+
+oc_status oc_inspect_file(oc_context *ctx, const char *path, const oc_inspect_options *opts, oc_inspect_report **out)
+{
+    if (!path || !opts || !out) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_inspect_file: NULL argument");
+    const oc_gpu_arch *arch = NULL;
+    OC_CHECK(check_options(ctx, opts, &arch));
+    oc_kernel_image img = {0};
+    OC_CHECK(oc_kernel_image_read(ctx, path, &img));
+    oc_status st = inspect_image(ctx, &img, opts, arch, out);
+    oc_kernel_image_release(&img);
+    return st == OC_OK ? OC_OK : oc_trace_at(ctx, st, __FILE__, __LINE__);
+}
+
+oc_status oc_inspect_image(oc_context *ctx, const char *name, const void *data, size_t size,
+                           const oc_inspect_options *opts, oc_inspect_report **out)
+{
+    if (!name || !opts || !out) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_inspect_image: NULL argument");
+    const oc_gpu_arch *arch = NULL;
+    OC_CHECK(check_options(ctx, opts, &arch));
+    oc_kernel_image img = {0};
+    OC_CHECK(oc_kernel_image_copy(ctx, name, data, size, &img));
+    oc_status st = inspect_image(ctx, &img, opts, arch, out);
+    oc_kernel_image_release(&img);
+    return st == OC_OK ? OC_OK : oc_trace_at(ctx, st, __FILE__, __LINE__);
+}
+
+oc_status oc_inspect_module(oc_context *ctx, const char *name, void *cu_module, const oc_inspect_options *opts,
+                            oc_inspect_report **out)
+{
+    if (!name || !cu_module || !opts || !out) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_inspect_module: NULL argument");
+    const oc_gpu_arch *arch = NULL;
+    OC_CHECK(check_options(ctx, opts, &arch));
+#ifdef OC_HAVE_CUDA
+    oc_status st = OC_OK;
+    oc_kernel_list list = {0};
+    OC_CHECK_GOTO(oc_gpu_probe_cuda.inspect_module(ctx, name, cu_module, opts, &list));
+    const oc_gpu_arch *device_arch = oc_gpu_arch_find(list.code_cc);
+    if (!device_arch || (arch && arch != device_arch)) {
+        st = oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: the module is loaded on an sm_%d GPU; its figures answer for sm_%d only%s",
+                     name, list.code_cc, list.code_cc, device_arch ? "" : ", an architecture outcore has no table for");
+        goto cleanup;
+    }
+    OC_CHECK_GOTO(build_report(ctx, name, "module", device_arch, &list, opts, out));
+cleanup:
+    oc_kernel_list_clear(&list);
+    return st;
+#else
+    (void)arch;
+    return oc_fail(ctx, OC_ERR_UNSUPPORTED, "%s: a loaded CUDA module is read through the driver, and this outcore is built without CUDA", name);
+#endif
 }
 
 void oc_inspect_report_free(oc_inspect_report *report)
@@ -189,90 +285,3 @@ void oc_inspect_report_free(oc_inspect_report *report)
     free(report);
 }
 
-/* ------------------------------------------------------------------ rendering */
-
-static void render_json(oc_text *t, const oc_inspect_report *r)
-{
-    oc_text_printf(t, "{\"file\": ");
-    oc_text_json_string(t, r->path);
-    oc_text_printf(t, ", \"format\": \"%s\", \"arch\": \"%s\", \"code_arch\": \"sm_%d\", \"source\": ", r->format, r->arch,
-                   r->code_cc);
-    oc_text_json_string(t, r->source);
-    oc_text_printf(t, ", \"block\": %d, \"dyn_smem\": %lld, \"kernels\": [", r->block, (long long)r->dyn_smem);
-    for (int i = 0; i < r->count; i++) {
-        const oc_inspect_kernel *k = &r->kernels[i];
-        oc_text_printf(t, "%s\n  {\"name\": ", i ? "," : "");
-        oc_text_json_string(t, k->name);
-        oc_text_printf(t,
-                       ", \"registers\": %d, \"static_smem\": %lld, \"local_bytes\": %lld, \"spill_store_bytes\": %lld, "
-                       "\"spill_load_bytes\": %lld, \"const_bytes\": %lld, \"launch_bounds\": %d, "
-                       "\"max_threads_per_block\": %d, \"occupancy\": {",
-                       k->regs_per_thread, (long long)k->static_smem_bytes, (long long)k->local_bytes,
-                       (long long)k->spill_store_bytes, (long long)k->spill_load_bytes, (long long)k->const_bytes,
-                       k->launch_bounds, k->max_threads_per_block);
-        for (int j = 0; j < OC_INSPECT_BLOCK_SIZES; j++)
-            oc_text_printf(t, "%s\"%d\": %.4f", j ? ", " : "", block_sizes[j], k->occupancy[j]);
-        oc_text_printf(t, "}");
-        if (r->block > 0) {
-            oc_text_printf(t,
-                           ", \"verdict\": {\"block\": %d, \"fits\": %s, \"blocks_per_sm\": %d, \"occupancy\": %.4f, "
-                           "\"largest_block\": %d, \"reg_cap\": %d, \"needs_smem_optin\": %s, \"driver_blocks_per_sm\": %d, "
-                           "\"limiter\": ",
-                           r->block, k->fits ? "true" : "false", k->blocks_per_sm, k->block_occupancy, k->largest_block,
-                           k->reg_cap, k->needs_smem_optin ? "true" : "false", k->driver_blocks_per_sm);
-            oc_text_json_string(t, k->limiter);
-            oc_text_printf(t, ", \"explanation\": ");
-            oc_text_json_string(t, k->explanation);
-            oc_text_printf(t, "}");
-        }
-        oc_text_printf(t, "}");
-    }
-    oc_text_printf(t, "%s]}\n", r->count ? "\n" : "");
-}
-
-static void render_text(oc_text *t, const oc_inspect_report *r)
-{
-    oc_text_printf(t, "%s: %s, sm_%d code, figures from %s; limits of %s\n", r->path, r->format, r->code_cc, r->source,
-                   r->arch);
-    if (r->count == 0) oc_text_printf(t, "no kernels (entry functions) in the file\n");
-    for (int i = 0; i < r->count; i++) {
-        const oc_inspect_kernel *k = &r->kernels[i];
-        oc_text_printf(t, "\nkernel %s\n", k->name);
-        oc_text_printf(t, "  registers        %d per thread\n", k->regs_per_thread);
-        oc_text_printf(t, "  shared memory    %lld bytes static", (long long)k->static_smem_bytes);
-        if (r->dyn_smem) oc_text_printf(t, " + %lld dynamic", (long long)r->dyn_smem);
-        oc_text_printf(t, "\n  local memory     %lld bytes per thread (stack frame)", (long long)k->local_bytes);
-        if (k->spill_store_bytes >= 0)
-            oc_text_printf(t, "; spills: %lld bytes stored, %lld loaded", (long long)k->spill_store_bytes,
-                           (long long)k->spill_load_bytes);
-        oc_text_printf(t, "\n");
-        if (k->launch_bounds) oc_text_printf(t, "  launch bounds    %d threads\n", k->launch_bounds);
-        oc_text_printf(t, "  largest block    %d threads on %s\n", k->max_threads_per_block, r->arch);
-        oc_text_printf(t, "  occupancy       ");
-        for (int j = 0; j < OC_INSPECT_BLOCK_SIZES; j++)
-            oc_text_printf(t, " %d: %3.0f%%", block_sizes[j], k->occupancy[j] * 100.0);
-        oc_text_printf(t, "\n");
-        if (r->block > 0) {
-            oc_text_printf(t, "  block %d: %s\n", r->block, k->fits ? "fits" : "DOES NOT FIT");
-            /* The explanation's lines, indented under the verdict. */
-            for (const char *line = k->explanation; *line;) {
-                const char *end = strchr(line, '\n');
-                int len = end ? (int)(end - line) : (int)strlen(line);
-                oc_text_printf(t, "    %.*s\n", len, line);
-                line += len + (end ? 1 : 0);
-            }
-            if (k->driver_blocks_per_sm >= 0)
-                oc_text_printf(t, "    the driver's occupancy calculator: %d block(s) per SM\n", k->driver_blocks_per_sm);
-        }
-    }
-}
-
-oc_status oc_inspect_report_render(oc_context *ctx, const oc_inspect_report *report, int json, char **out)
-{
-    if (!report || !out) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_inspect_report_render: NULL argument");
-    oc_text t = {0};
-    if (json) render_json(&t, report);
-    else render_text(&t, report);
-    OC_CHECK(oc_text_finish(ctx, &t, out));
-    return OC_OK;
-}

@@ -86,32 +86,11 @@ static uint16_t rd16(const unsigned char *p) { return (uint16_t)(p[0] | p[1] << 
 static uint32_t rd32(const unsigned char *p) { return (uint32_t)rd16(p) | (uint32_t)rd16(p + 2) << 16; }
 static uint64_t rd64(const unsigned char *p) { return (uint64_t)rd32(p) | (uint64_t)rd32(p + 4) << 32; }
 
-/* Finds a PTX directive as a whole word at the start of a line (after blanks). */
-static const char *find_directive(const char *text, size_t size, const char *directive)
-{
-    size_t n = strlen(directive);
-    for (size_t i = 0; i + n < size; i++) {
-        if ((i == 0 || text[i - 1] == '\n' || text[i - 1] == ' ' || text[i - 1] == '\t') &&
-            memcmp(text + i, directive, n) == 0 && (text[i + n] == ' ' || text[i + n] == '\t'))
-            return text + i + n;
-    }
-    return NULL;
-}
-
-int oc_ptx_target_cc(const char *text, size_t size)
-{
-    const char *t = find_directive(text, size, ".target");
-    if (!t) return 0;
-    while (*t == ' ' || *t == '\t') t++;
-    if (strncmp(t, "sm_", 3) != 0) return 0;
-    return atoi(t + 3);
-}
-
 static int looks_like_ptx(const unsigned char *data, size_t size)
 {
     size_t scan = size < 65536 ? size : 65536;
     if (memchr(data, '\0', scan)) return 0; /* binary */
-    return find_directive((const char *)data, scan, ".version") && find_directive((const char *)data, scan, ".target");
+    return oc_ptx_find_directive((const char *)data, scan, ".version") && oc_ptx_find_directive((const char *)data, scan, ".target");
 }
 
 static int is_elf64(const unsigned char *d, size_t size)
@@ -151,11 +130,9 @@ cleanup:
     return st;
 }
 
-oc_status oc_kernel_image_read(oc_context *ctx, const char *path, oc_kernel_image *img)
+/* Recognises the format of img->data; anything else fails with OC_ERR_INPUT naming img->path. */
+static oc_status recognise(oc_context *ctx, oc_kernel_image *img)
 {
-    memset(img, 0, sizeof *img);
-    OC_CHECK(read_whole(ctx, path, &img->data, &img->size));
-    img->path = path;
     const unsigned char *d = img->data;
     if (img->size >= 16 && rd32(d) == FATBIN_MAGIC) {
         img->format = OC_IMAGE_FATBIN;
@@ -167,11 +144,37 @@ oc_status oc_kernel_image_read(oc_context *ctx, const char *path, oc_kernel_imag
         img->format = OC_IMAGE_PTX;
     } else {
         int elf = img->size >= 4 && memcmp(d, "\177ELF", 4) == 0;
+        const char *path = img->path;
         oc_kernel_image_release(img);
         return oc_fail(ctx, OC_ERR_INPUT, "%s: %s", path,
                        elf ? "an ELF file without GPU code (no EM_CUDA machine, no .nv_fatbin section)"
                            : "not PTX, a cubin, a fatbinary or an object with a .nv_fatbin section");
     }
+    return OC_OK;
+}
+
+oc_status oc_kernel_image_read(oc_context *ctx, const char *path, oc_kernel_image *img)
+{
+    memset(img, 0, sizeof *img);
+    OC_CHECK(read_whole(ctx, path, &img->data, &img->size));
+    img->path = path;
+    OC_CHECK(recognise(ctx, img));
+    return OC_OK;
+}
+
+oc_status oc_kernel_image_copy(oc_context *ctx, const char *name, const void *data, size_t size, oc_kernel_image *img)
+{
+    memset(img, 0, sizeof *img);
+    if (!data || size == 0) return oc_fail(ctx, OC_ERR_INPUT, "%s: no code (0 bytes)", name);
+    /* One spare byte keeps PTX text NUL-terminated, as read_whole does. */
+    img->data = malloc(size + 1);
+    if (!img->data) return oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: out of host memory copying %zu bytes", name, size);
+    memcpy(img->data, data, size);
+    img->data[size] = '\0';
+    img->size = size;
+    img->path = name;
+    img->in_memory = 1;
+    OC_CHECK(recognise(ctx, img));
     return OC_OK;
 }
 
@@ -366,8 +369,8 @@ static const fat_entry *choose_entry(const fat_entries *all, int target)
 }
 
 /* Writes PTX to a temporary file for ptxas and removes it afterwards. */
-static oc_status ptx_text_resources(oc_context *ctx, const char *display, const unsigned char *ptx, size_t size,
-                                    int cc, oc_kernel_list *out)
+static oc_status ptxas_on_copy(oc_context *ctx, const char *display, const unsigned char *ptx, size_t size, int cc,
+                               char suffix, const oc_inspect_options *jit, oc_kernel_list *out)
 {
     const char *dir = getenv("TMPDIR");
     char tmp[4096];
@@ -381,13 +384,32 @@ static oc_status ptx_text_resources(oc_context *ctx, const char *display, const 
         done += (size_t)w;
     }
     close(fd);
-    oc_status st = done == size ? oc_ptxas_resources(ctx, tmp, display, cc, out)
+    oc_status st = done == size ? oc_ptxas_resources(ctx, tmp, display, cc, suffix, jit, out)
                                 : oc_fail(ctx, OC_ERR_IO, "%s: cannot write the temporary file %s", display, tmp);
     unlink(tmp);
     return st;
 }
 
-static oc_status fatbin_resources(oc_context *ctx, const oc_kernel_image *img, int target, oc_kernel_list *out)
+/* The kernels of PTX text compiled by ptxas for cc, with the directives ptxas does not
+ * report. file: the PTX's own file, handed to ptxas so that its messages name it; NULL when
+ * the text exists only in memory. */
+static oc_status ptx_resources(oc_context *ctx, const char *display, const char *file, const unsigned char *ptx,
+                               size_t size, int cc, const oc_inspect_options *jit, oc_kernel_list *out)
+{
+    char suffix;
+    int ptx_cc = oc_ptx_target_cc((const char *)ptx, size, &suffix);
+    /* sm_90a PTX compiles only for sm_90a: the feature-set letter goes to ptxas too. */
+    if (ptx_cc != cc) suffix = '\0';
+    int first = out->count;
+    if (file) OC_CHECK(oc_ptxas_resources(ctx, file, display, cc, suffix, jit, out));
+    else OC_CHECK(ptxas_on_copy(ctx, display, ptx, size, cc, suffix, jit, out));
+    oc_ptx_entry_directives((const char *)ptx, size, out, first);
+    out->code_cc = cc;
+    return OC_OK;
+}
+
+static oc_status fatbin_resources(oc_context *ctx, const oc_kernel_image *img, int target, const oc_inspect_options *jit,
+                                  oc_kernel_list *out)
 {
     const unsigned char *region;
     size_t region_size;
@@ -423,8 +445,7 @@ static oc_status fatbin_resources(oc_context *ctx, const oc_kernel_image *img, i
         if (f->kind == FATBIN_KIND_PTX) {
             int cc = target ? target : f->cc;
             snprintf(display, sizeof display, "%s (compute_%d PTX inside)", img->path, f->cc);
-            st = ptx_text_resources(ctx, display, code, code_size, cc, out);
-            out->code_cc = cc;
+            st = ptx_resources(ctx, display, NULL, code, code_size, cc, jit, out);
         } else {
             snprintf(display, sizeof display, "%s (sm_%d cubin inside)", img->path, f->cc);
             st = oc_cubin_resources(ctx, display, code, code_size, out);
@@ -435,15 +456,15 @@ static oc_status fatbin_resources(oc_context *ctx, const oc_kernel_image *img, i
     return st == OC_OK ? OC_OK : oc_trace_at(ctx, st, __FILE__, __LINE__);
 }
 
-oc_status oc_kernel_image_resources(oc_context *ctx, const oc_kernel_image *img, int target_cc, oc_kernel_list *out)
+oc_status oc_kernel_image_resources(oc_context *ctx, const oc_kernel_image *img, int target_cc,
+                                    const oc_inspect_options *jit, oc_kernel_list *out)
 {
     switch (img->format) {
     case OC_IMAGE_PTX: {
-        int cc = target_cc ? target_cc : oc_ptx_target_cc((const char *)img->data, img->size);
+        int cc = target_cc ? target_cc : oc_ptx_target_cc((const char *)img->data, img->size, NULL);
         if (!oc_gpu_arch_find(cc))
             return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: PTX for sm_%d; pass --arch with a known architecture", img->path, cc);
-        OC_CHECK(oc_ptxas_resources(ctx, img->path, img->path, cc, out));
-        out->code_cc = cc;
+        OC_CHECK(ptx_resources(ctx, img->path, img->in_memory ? NULL : img->path, img->data, img->size, cc, jit, out));
         return OC_OK;
     }
     case OC_IMAGE_CUBIN:
@@ -451,8 +472,25 @@ oc_status oc_kernel_image_resources(oc_context *ctx, const oc_kernel_image *img,
         return OC_OK;
     case OC_IMAGE_FATBIN:
     case OC_IMAGE_HOST_ELF:
-        OC_CHECK(fatbin_resources(ctx, img, target_cc, out));
+        OC_CHECK(fatbin_resources(ctx, img, target_cc, jit, out));
         return OC_OK;
     }
     return oc_fail(ctx, OC_ERR_INTERNAL, "%s: unknown image format %d", img->path, (int)img->format);
+}
+
+int oc_kernel_image_is_jit(const oc_kernel_image *img, int target_cc)
+{
+    if (img->format == OC_IMAGE_PTX) return 1;
+    if (img->format == OC_IMAGE_CUBIN) return 0;
+    const unsigned char *region;
+    size_t region_size;
+    fatbin_region(img, &region, &region_size);
+    fat_entries *all = malloc(sizeof *all);
+    int jit = 0;
+    if (all && fatbin_entries(NULL, img->path, region, region_size, all) == OC_OK) {
+        const fat_entry *e = choose_entry(all, target_cc);
+        jit = e && e->kind == FATBIN_KIND_PTX;
+    }
+    free(all);
+    return jit;
 }

@@ -197,34 +197,30 @@ static void parse_report(const char *text, oc_kernel_list *out, int first_new)
     }
 }
 
-/* .maxntid of each entry in the PTX text: the kernel's launch bound. */
-static void read_maxntid(const char *ptx, oc_kernel_list *out, int first_new)
-{
-    for (int i = first_new; i < out->count; i++) {
-        oc_kernel_entry *e = &out->items[i];
-        char pattern[1100];
-        snprintf(pattern, sizeof pattern, ".entry %s(", e->name);
-        const char *at = strstr(ptx, pattern);
-        if (!at) continue;
-        const char *body = strchr(at, '{');
-        const char *m = strstr(at, ".maxntid");
-        if (!m || (body && m > body)) continue;
-        int x = 1, y = 1, z = 1;
-        int got = sscanf(m + 8, " %d , %d , %d", &x, &y, &z);
-        if (got >= 1 && x > 0 && y > 0 && z > 0) e->launch_bounds = e->res.max_threads_per_block = x * y * z;
-    }
-}
-
-oc_status oc_ptxas_resources(oc_context *ctx, const char *ptx_path, const char *display, int cc, oc_kernel_list *out)
+oc_status oc_ptxas_resources(oc_context *ctx, const char *ptx_path, const char *display, int cc, char suffix,
+                             const oc_inspect_options *jit, oc_kernel_list *out)
 {
     char ptxas[4096];
     if (!find_ptxas(ptxas, sizeof ptxas))
         return oc_fail(ctx, OC_ERR_UNSUPPORTED,
                        "%s: reading PTX needs the CUDA toolkit's ptxas; none in $CUDA_HOME/bin, /usr/local/cuda/bin or PATH",
                        display);
-    char arch[32];
-    snprintf(arch, sizeof arch, "-arch=sm_%d", cc);
-    char *argv[] = {ptxas, arch, "-v", "-o", "/dev/null", (char *)ptx_path, NULL};
+    char arch[32], opt[16] = "", cap[32] = "";
+    snprintf(arch, sizeof arch, "-arch=sm_%d%.1s", cc, suffix ? &suffix : "");
+    char *argv[10] = {ptxas, arch, "-v"};
+    int argc = 3;
+    if (jit && jit->opt_level >= 0) {
+        snprintf(opt, sizeof opt, "-O%d", jit->opt_level);
+        argv[argc++] = opt;
+    }
+    if (jit && jit->maxrregcount > 0) {
+        snprintf(cap, sizeof cap, "-maxrregcount=%d", jit->maxrregcount);
+        argv[argc++] = cap;
+    }
+    argv[argc++] = "-o";
+    argv[argc++] = "/dev/null";
+    argv[argc++] = (char *)ptx_path;
+    argv[argc] = NULL;
     char *text = NULL;
     int code = 0;
     OC_CHECK(run_capture(ctx, argv, &text, &code));
@@ -240,24 +236,10 @@ oc_status oc_ptxas_resources(oc_context *ctx, const char *ptx_path, const char *
         free(text);
         return st;
     }
-    int first_new = out->count;
-    parse_report(text, out, first_new);
+    parse_report(text, out, out->count);
     free(text);
-    if (out->count - first_new != 0) {
-        /* The launch bounds are in the PTX, not in ptxas' report. */
-        unsigned char *ptx = NULL;
-        FILE *f = fopen(ptx_path, "rb");
-        if (f) {
-            struct stat sb;
-            if (fstat(fileno(f), &sb) == 0 && (ptx = malloc((size_t)sb.st_size + 1))) {
-                size_t n = fread(ptx, 1, (size_t)sb.st_size, f);
-                ptx[n] = '\0';
-                read_maxntid((const char *)ptx, out, first_new);
-                free(ptx);
-            }
-            fclose(f);
-        }
-    }
     snprintf(out->source, sizeof out->source, "ptxas %s", ptxas_release(ptxas));
+    snprintf(out->jit_compiler, sizeof out->jit_compiler, "ptxas %s", ptxas_release(ptxas));
+    out->jit_opt_level = jit && jit->opt_level >= 0 ? jit->opt_level : OC_PTXAS_DEFAULT_OPT_LEVEL;
     return OC_OK;
 }

@@ -2,7 +2,9 @@
 
 The kernels of tests/kernels/register_pressure.cu are compiled here, in the test run, to PTX,
 a cubin, a fatbinary and a host object; inspect's figures are checked against ptxas' own -v
-report, and its verdicts against what an H100 (sm_90) accepted and refused.
+report, and its verdicts against what an H100 (sm_90) accepted and refused. PTX verdicts are
+checked against the cubin the same PTX becomes under the same options (a register cap, an
+optimisation level, the PTX's own directives), since that cubin is what a framework loads.
 """
 import json
 import os
@@ -36,9 +38,13 @@ def run(*args):
 
 
 def inspect_json(*args):
+    """The JSON report; the exit status must be the verdict's (3 when a block does not fit)."""
     r = run("inspect", *args, "--json", "--no-gpu")
-    assert r.returncode == 0, r.stderr
-    return json.loads(r.stdout)
+    assert r.returncode in (0, 3), r.stderr
+    report = json.loads(r.stdout)
+    refused = any(not k["verdict"]["fits"] for k in report["kernels"] if "verdict" in k)
+    assert r.returncode == (3 if refused else 0), (r.returncode, refused)
+    return report
 
 
 def by_name(report):
@@ -136,7 +142,7 @@ def test_h100_verdicts(built, kind, regs, largest):
 def test_641_threads_explained(built):
     files, _ = built
     r = run("inspect", str(files["ptx"]), "--arch", "sm_90", "--kernel", "regs96", "--block", "641", "--no-gpu")
-    assert r.returncode == 0, r.stderr
+    assert r.returncode == 3, r.stderr
     text = r.stdout
     assert "DOES NOT FIT" in text
     assert "96 (multiple of 8) x 32 = 3072/warp" in text
@@ -168,6 +174,173 @@ def test_dynamic_shared_memory_limit(built):
     bad = inspect_json(str(files["cubin"]), "--kernel", "regs64", "--block", "256", "--dyn-smem", str(228 * 1024))
     assert bad["kernels"][0]["verdict"]["fits"] is False
     assert bad["kernels"][0]["verdict"]["limiter"] == "shared memory"
+
+
+def find_ptxas():
+    for home in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
+        if home and os.access(os.path.join(home, "bin", "ptxas"), os.X_OK):
+            return os.path.join(home, "bin", "ptxas")
+    return shutil.which("ptxas")
+
+
+def ptxas(*args):
+    """ptxas' own -v report of a compile, as parse_ptxas_report reads it."""
+    r = subprocess.run([find_ptxas(), "-v", *map(str, args)], capture_output=True, text=True, check=True)
+    return parse_ptxas_report(r.stdout + r.stderr)
+
+
+@pytest.fixture(scope="module")
+def uncapped(built, tmp_path_factory):
+    """The test kernels' PTX without its .maxnreg lines: what a producer such as numba emits,
+    whose register cap goes to the linker instead of into the PTX."""
+    files, _ = built
+    d = tmp_path_factory.mktemp("uncapped")
+    text = files["ptx"].read_text()
+    stripped = re.sub(r"^\s*\.maxnreg\s+\d+\s*$\n", "", text, flags=re.M)
+    assert stripped != text
+    path = d / "free.ptx"
+    path.write_text(stripped)
+    return path
+
+
+@needs_nvcc
+def test_ptx_states_the_options_it_assumes(built):
+    files, _ = built
+    report = inspect_json(str(files["ptx"]), "--kernel", "regs96")
+    jit = report["jit"]
+    assert jit["compiler"].startswith("ptxas ") and jit["compiler"] == report["source"]
+    assert (jit["opt_level"], jit["maxrregcount"], jit["defaults"]) == (3, 0, True)
+    text = run("inspect", str(files["ptx"]), "--kernel", "regs96", "--no-gpu").stdout
+    assert "with its defaults (-O3, no register cap)" in text and "--maxrregcount N" in text
+    # Machine code is not compiled again: no option applies to it.
+    assert inspect_json(str(files["cubin"]), "--kernel", "regs96")["jit"] is None
+    assert "PTX compiled by" not in run("inspect", str(files["cubin"]), "--no-gpu").stdout
+
+
+@needs_nvcc
+@pytest.mark.parametrize("cap", [32, 64, 96, 128])
+def test_maxrregcount_gives_the_cubin_a_linker_makes(uncapped, tmp_path, cap):
+    """A producer that links PTX with a register cap (numba max_registers=cap) loads the cubin
+    ptxas makes with -maxrregcount=cap; inspecting the PTX with --maxrregcount cap must give
+    that cubin's registers and largest block, and not the defaults' figures."""
+    cubin = tmp_path / f"cap{cap}.cubin"
+    subprocess.run([find_ptxas(), "-arch=sm_90", f"-maxrregcount={cap}", str(uncapped), "-o", str(cubin)], check=True,
+                   capture_output=True)
+    want = by_name(inspect_json(str(cubin), "--arch", "sm_90"))
+    report = inspect_json(str(uncapped), "--arch", "sm_90", "--maxrregcount", str(cap))
+    assert report["jit"]["maxrregcount"] == cap and report["jit"]["defaults"] is False
+    got = by_name(report)
+    assert set(got) == set(want)
+    for name, k in got.items():
+        assert k["registers"] == want[name]["registers"] <= cap, name
+        assert k["max_threads_per_block"] == want[name]["max_threads_per_block"], name
+        assert k["maxnreg"] == 0
+    # Without the cap the kernels that want every register get other figures: the verdict of
+    # the defaults is not the verdict of the producer's cubin.
+    default = by_name(inspect_json(str(uncapped), "--arch", "sm_90", "--kernel", "regs255"))["regs255"]
+    assert default["registers"] > cap
+    largest = got["regs255"]["max_threads_per_block"]
+    assert default["max_threads_per_block"] < largest
+    if largest < 1024:
+        over = inspect_json(str(uncapped), "--arch", "sm_90", "--maxrregcount", str(cap), "--kernel", "regs255",
+                            "--block", str(largest + 1))
+        assert over["kernels"][0]["verdict"]["fits"] is False
+
+
+@needs_nvcc
+def test_maxnreg_overrides_maxrregcount(built):
+    """ptxas lets a kernel's .maxnreg override -maxrregcount; inspect does the same and says so."""
+    files, _ = built
+    k = inspect_json(str(files["ptx"]), "--maxrregcount", "64", "--kernel", "regs96")["kernels"][0]
+    assert (k["registers"], k["maxnreg"]) == (96, 96)
+    text = run("inspect", str(files["ptx"]), "--maxrregcount", "64", "--kernel", "regs96", "--no-gpu").stdout
+    assert ".maxnreg 96 (overrides -maxrregcount=64)" in text
+    assert "-maxrregcount=64 (a kernel's own .maxnreg overrides it)" in text
+
+
+@needs_nvcc
+def test_opt_level_reaches_ptxas(built):
+    files, _ = built
+    want = ptxas("-arch=sm_90", "-O0", str(files["ptx"]), "-o", os.devnull)
+    report = inspect_json(str(files["ptx"]), "--opt-level", "0")
+    assert (report["jit"]["opt_level"], report["jit"]["defaults"]) == (0, False)
+    for name, k in by_name(report).items():
+        assert k["registers"] == want[name][0], name
+        assert k["local_bytes"] == want[name][1], name
+
+
+BOUNDED_KERNEL = """
+extern "C" __global__ void __launch_bounds__(256, 2) bounded(float *x) { x[blockIdx.x * 256 + threadIdx.x] *= 2.0f; }
+"""
+
+
+@pytest.fixture(scope="module")
+def bounded(tmp_path_factory):
+    """A kernel with .maxntid 256 and .minnctapersm 2, the same PTX with .reqntid 128 instead,
+    and the cubins ptxas makes of both."""
+    if NVCC is None:
+        pytest.skip("nvcc is not installed")
+    d = tmp_path_factory.mktemp("bounded")
+    (d / "b.cu").write_text(BOUNDED_KERNEL)
+    subprocess.run([NVCC, "-arch=sm_90", "-ptx", d / "b.cu", "-o", d / "maxntid.ptx"], check=True)
+    text = (d / "maxntid.ptx").read_text()
+    assert re.search(r"\.maxntid 256, 1, 1", text) and ".minnctapersm 2" in text
+    (d / "reqntid.ptx").write_text(text.replace(".maxntid 256, 1, 1", ".reqntid 128, 1, 1"))
+    for name in ("maxntid", "reqntid"):
+        subprocess.run([find_ptxas(), "-arch=sm_90", d / f"{name}.ptx", "-o", d / f"{name}.cubin"], check=True)
+    return d
+
+
+@needs_nvcc
+@pytest.mark.parametrize("directive,threads", [("maxntid", 256), ("reqntid", 128)])
+def test_thread_directives_bound_the_block(bounded, directive, threads):
+    """A block larger than .maxntid / .reqntid does not launch, whatever the registers; the PTX
+    and the cubin made of it say the same."""
+    for kind in ("ptx", "cubin"):
+        path = str(bounded / f"{directive}.{kind}")
+        k = inspect_json(path, "--kernel", "bounded", "--block", str(threads))["kernels"][0]
+        assert k[directive] == threads and k["launch_bounds"] == threads, kind
+        assert k["max_threads_per_block"] == threads and k["verdict"]["fits"] is True, kind
+        over = inspect_json(path, "--kernel", "bounded", "--block", str(threads + 1))["kernels"][0]
+        assert over["verdict"]["fits"] is False and over["verdict"]["limiter"] == "launch bounds", kind
+        assert over["verdict"]["reg_cap"] == 0, kind  # no register cap can help
+    k = inspect_json(str(bounded / "maxntid.ptx"))["kernels"][0]
+    assert k["minnctapersm"] == 2
+    text = run("inspect", str(bounded / f"{directive}.ptx"), "--no-gpu").stdout
+    assert f".{directive} {threads} (no larger block launches)" in text
+
+
+@needs_nvcc
+def test_exit_status_is_the_verdict(built):
+    files, _ = built
+    for kind in ("ptx", "cubin"):
+        path = str(files[kind])
+        assert run("inspect", path, "--kernel", "regs96", "--block", "640", "--no-gpu").returncode == 0
+        assert run("inspect", path, "--kernel", "regs96", "--block", "641", "--no-gpu").returncode == 3
+        assert run("inspect", path, "--kernel", "regs96", "--no-gpu").returncode == 0
+    # Several kernels: 3 when any of them refuses the block.
+    assert run("inspect", str(files["cubin"]), "--block", "640", "--no-gpu").returncode == 3
+    assert run("inspect", str(files["cubin"]), "--block", "256", "--no-gpu").returncode == 0
+    usage = run("inspect", "--help")
+    assert usage.returncode == 0
+    assert "--maxrregcount N" in usage.stdout and "--opt-level N" in usage.stdout
+    assert "3 with --block: the block does not fit" in usage.stdout
+
+
+@needs_nvcc
+def test_target_newer_than_arch(built, tmp_path):
+    files, _ = built
+    path = str(files["ptx"])
+    expect_usage_error(run("inspect", path, "--arch", "sm_80"),
+                       f"{path}: .target sm_90 is newer than --arch sm_80: pass --arch sm_90 or compile the PTX for sm_80")
+    # Architecture-specific PTX (numba emits sm_90a on Hopper) compiles for its own SM only.
+    specific = tmp_path / "rp90a.ptx"
+    specific.write_text(re.sub(r"^\.target sm_90$", ".target sm_90a", files["ptx"].read_text(), flags=re.M))
+    same = by_name(inspect_json(str(specific), "--arch", "sm_90"))
+    plain = by_name(inspect_json(path, "--arch", "sm_90"))
+    assert {n: k["registers"] for n, k in same.items()} == {n: k["registers"] for n, k in plain.items()}
+    expect_usage_error(run("inspect", str(specific), "--arch", "sm_100"), ".target sm_90a", "--arch sm_100",
+                       "pass --arch sm_90a or compile the PTX for sm_100")
 
 
 def expect_usage_error(r, *fragments):
@@ -204,6 +377,10 @@ def test_bad_options(built):
     expect_usage_error(run("inspect", ptx, "--block", "1025"), "--block")
     expect_usage_error(run("inspect", ptx, "--kernel", "nope"), "no kernel named 'nope'", "regs96")
     expect_usage_error(run("inspect", str(files["cubin"]), "--arch", "sm_80"), "sm_90 machine code")
+    for bad in ("0", "256", "many"):
+        expect_usage_error(run("inspect", ptx, "--maxrregcount", bad), "--maxrregcount", bad)
+    for bad in ("5", "-1"):
+        expect_usage_error(run("inspect", ptx, "--opt-level", bad), "--opt-level")
 
 
 def test_devices_without_gpu_describes_cpu():
