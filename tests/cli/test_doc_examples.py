@@ -3,8 +3,8 @@
 Blocks run in order, one temporary directory per document (so a later block uses the files
 an earlier one made), with the repository's tests/ reachable as ./tests. A ```sh block runs
 line by line in bash with the built `outcore` first on PATH; each line must exit 0. A
-```console block is a transcript: each `$ ` line runs, and every line printed under it in the
-document must appear in what it prints. ```python blocks run in one interpreter each. Blocks
+```console block is a transcript: each `$ ` line runs and must exit 0 (or N where it ends in
+`# exits N`), and every line printed under it in the document must appear in what it prints. ```python blocks run in one interpreter each. Blocks
 tagged `setup` (building and installing, which `make test` itself does) and other languages
 are not run. A transcript runs with CUDA_VISIBLE_DEVICES empty: it shows what a machine
 without a GPU prints. Sizes after --rows, --cols and --bits are divided by OUTCORE_EXAMPLE_SCALE (100
@@ -24,6 +24,17 @@ from conftest import SOURCE_DIR, outcore_bin
 FENCE = re.compile(r"^```(\w*)([^\n]*)\n(.*?)^```\s*$", re.S | re.M)
 SIZE_OPTION = re.compile(r"(--(?:rows|cols|bits)\s+)(\d+)")
 NEEDS_NVCC = re.compile(r"\bnvcc\b|\.ptx\b|\.cubin\b")
+NEEDS_GPU_MODULE = re.compile(r"^\s*(?:from|import)\s+(numba|cupy)\b", re.M)
+
+
+def gpu_module_missing(text):
+    """The GPU framework a Python example imports, when it or a GPU is missing here; else None."""
+    match = NEEDS_GPU_MODULE.search(text)
+    if not match:
+        return None
+    probe = f"import {match.group(1)}, outcore, sys; sys.exit(0 if outcore.cuda_device_count() > 0 else 1)"
+    usable = subprocess.run([sys.executable, "-c", probe], capture_output=True).returncode == 0
+    return None if usable else f"{match.group(1)} with a GPU"
 
 
 def blocks(doc):
@@ -62,8 +73,10 @@ def check_console(text, cwd, env, scale):
     def finish():
         if command is None:
             return
+        status = re.search(r"#\s*exits (\d+)", command)
         proc = run_shell(scaled(command, scale), cwd, env)
-        assert proc.returncode == 0, f"$ {command}\n{proc.stdout}{proc.stderr}"
+        want = int(status.group(1)) if status else 0
+        assert proc.returncode == want, f"$ {command}\n{proc.stdout}{proc.stderr}"
         printed = words(proc.stdout + proc.stderr)
         for line in expected:
             assert words(line) in printed, f"$ {command}: the document shows\n  {line}\nbut it printed\n{proc.stdout}"
@@ -86,7 +99,11 @@ def test_examples_run(doc, tmp_path):
     ran, skipped = 0, []
     for language, info, text in blocks(doc):
         if NEEDS_NVCC.search(text) and not have_nvcc:
-            skipped.append(text.splitlines()[0])
+            skipped.append("nvcc: " + text.splitlines()[0])
+            continue
+        missing = gpu_module_missing(text) if language == "python" else None
+        if missing:
+            skipped.append(f"{missing}: " + text.splitlines()[0])
             continue
         if language == "sh":
             for line in text.splitlines():
@@ -101,4 +118,4 @@ def test_examples_run(doc, tmp_path):
             assert proc.returncode == 0, f"{doc.name}: python example failed\n{text}\n{proc.stderr}"
         ran += 1
     if ran == 0:
-        pytest.skip(f"{doc.name}: no example runs here" + (f" (needs nvcc: {skipped})" if skipped else ""))
+        pytest.skip(f"{doc.name}: no example runs here (each needs: {skipped})")
