@@ -23,7 +23,9 @@ def _candidates():
     if env:
         # An explicit choice is never silently replaced by another copy.
         return [Path(env)], True
-    beside = sorted(glob.glob(str(_HERE / "liboutcore.so*")), key=len)
+    # The wheel installs outcore/lib/liboutcore.so.<major> (cmake/wheel.cmake).
+    beside = [p for pattern in ("lib/liboutcore.so*", "liboutcore.so*")
+              for p in sorted(glob.glob(str(_HERE / pattern)), key=len)]
     return [Path(p) for p in beside] + [_BUILD_TREE / "liboutcore.so"], False
 
 

@@ -1,0 +1,99 @@
+# install.cmake - what `cmake --install build --prefix P` puts under P (GNUInstallDirs layout):
+#
+#   bin/outcore                                  the CLI; RUNPATH $ORIGIN/../lib      runtime
+#   lib/liboutcore.so.0.1.0, liboutcore.so.0     SONAME liboutcore.so.<major>          runtime
+#   share/man/man1/outcore.1                     generated from the CLI's --help      runtime
+#   share/bash-completion/completions/outcore                                         runtime
+#   lib/liboutcore.so, lib/liboutcore.a          the link-time names                  development
+#   include/outcore.h                                                                 development
+#   lib/cmake/outcore/                           find_package(outcore CONFIG)         development
+#   lib/pkgconfig/outcore.pc                     pkg-config outcore                   development
+#
+# Relocatable: no installed file holds an absolute path of the build tree or of P. The CLI
+# finds the library relative to itself, the CMake package computes its prefix from its own
+# location, and outcore.pc from ${pcfiledir}. (Absolute CMAKE_INSTALL_*DIR values, which a
+# distribution may pass, are kept absolute and give up relocation.)
+include(CMakePackageConfigHelpers)
+
+set(OC_CMAKE_DIR "${CMAKE_INSTALL_LIBDIR}/cmake/outcore")
+set(OC_PKGCONFIG_DIR "${CMAKE_INSTALL_LIBDIR}/pkgconfig")
+
+# How FROM (an install directory) reaches TO: relative when both are relative to the prefix.
+function(oc_install_relpath out from to)
+  if(IS_ABSOLUTE "${from}" OR IS_ABSOLUTE "${to}")
+    set(abs_to "${to}")
+    if(NOT IS_ABSOLUTE "${to}")
+      set(abs_to "${CMAKE_INSTALL_PREFIX}/${to}")
+    endif()
+    set(${out} "${abs_to}" PARENT_SCOPE)
+  else()
+    file(RELATIVE_PATH rel "/${from}" "/${to}")
+    string(REGEX REPLACE "/$" "" rel "${rel}")
+    if(rel STREQUAL "")
+      set(rel ".")
+    endif()
+    set(${out} "${rel}" PARENT_SCOPE)
+  endif()
+endfunction()
+
+# ---------------------------------------------------------------- the CLI and the libraries
+oc_install_relpath(oc_bin_to_lib "${CMAKE_INSTALL_BINDIR}" "${CMAKE_INSTALL_LIBDIR}")
+if(IS_ABSOLUTE "${oc_bin_to_lib}")
+  set_target_properties(outcore_cli PROPERTIES INSTALL_RPATH "${oc_bin_to_lib}")
+else()
+  set_target_properties(outcore_cli PROPERTIES INSTALL_RPATH "$ORIGIN/${oc_bin_to_lib}")
+endif()
+
+install(TARGETS outcore_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runtime)
+install(TARGETS outcore EXPORT outcoreTargets
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime NAMELINK_COMPONENT development)
+# The static library has an export set of its own: its link dependencies (zlib, CUDA) are
+# looked for only by a consumer that uses it.
+install(TARGETS outcore_archive EXPORT outcoreStaticTargets
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT development)
+install(FILES include/outcore.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT development)
+
+# ---------------------------------------------------------------- CMake package
+install(EXPORT outcoreTargets NAMESPACE outcore:: DESTINATION ${OC_CMAKE_DIR} COMPONENT development)
+install(EXPORT outcoreStaticTargets NAMESPACE outcore:: DESTINATION ${OC_CMAKE_DIR} COMPONENT development)
+set(OC_CONFIG_HAVE_ZLIB ${ZLIB_FOUND})
+set(OC_CONFIG_HAVE_CUDA ${OUTCORE_HAVE_CUDA})
+configure_package_config_file(cmake/outcoreConfig.cmake.in ${CMAKE_BINARY_DIR}/outcoreConfig.cmake
+                              INSTALL_DESTINATION ${OC_CMAKE_DIR} NO_SET_AND_CHECK_MACRO)
+# 0.x releases follow the soname, liboutcore.so.<major>: the same major version is compatible.
+write_basic_package_version_file(${CMAKE_BINARY_DIR}/outcoreConfigVersion.cmake
+                                 VERSION ${PROJECT_VERSION} COMPATIBILITY SameMajorVersion)
+install(FILES ${CMAKE_BINARY_DIR}/outcoreConfig.cmake ${CMAKE_BINARY_DIR}/outcoreConfigVersion.cmake
+        DESTINATION ${OC_CMAKE_DIR} COMPONENT development)
+
+# ---------------------------------------------------------------- pkg-config
+oc_install_relpath(OC_PC_PREFIX "${OC_PKGCONFIG_DIR}" "")
+if(NOT IS_ABSOLUTE "${OC_PC_PREFIX}")
+  set(OC_PC_PREFIX "\${pcfiledir}/${OC_PC_PREFIX}")
+endif()
+foreach(dir LIBDIR INCLUDEDIR)
+  if(IS_ABSOLUTE "${CMAKE_INSTALL_${dir}}")
+    set(OC_PC_${dir} "${CMAKE_INSTALL_${dir}}")
+  else()
+    set(OC_PC_${dir} "\${prefix}/${CMAKE_INSTALL_${dir}}")
+  endif()
+endforeach()
+# What a static link needs besides liboutcore.a, in the order the linker wants it.
+set(OC_PC_LIBS_PRIVATE "")
+if(ZLIB_FOUND)
+  string(APPEND OC_PC_LIBS_PRIVATE " -lz")
+endif()
+if(OUTCORE_HAVE_CUDA)
+  # The CUDA runtime is linked statically; nvcc's host code needs the C++ runtime.
+  string(APPEND OC_PC_LIBS_PRIVATE " -L${CUDAToolkit_LIBRARY_DIR} -lcudart_static -ldl -lrt -lstdc++")
+endif()
+string(APPEND OC_PC_LIBS_PRIVATE " -lm")
+if(CMAKE_THREAD_LIBS_INIT)
+  string(APPEND OC_PC_LIBS_PRIVATE " ${CMAKE_THREAD_LIBS_INIT}")
+endif()
+string(STRIP "${OC_PC_LIBS_PRIVATE}" OC_PC_LIBS_PRIVATE)
+configure_file(cmake/outcore.pc.in ${CMAKE_BINARY_DIR}/outcore.pc @ONLY)
+install(FILES ${CMAKE_BINARY_DIR}/outcore.pc DESTINATION ${OC_PKGCONFIG_DIR} COMPONENT development)
+
+include(cmake/cli_docs.cmake)
+include(cmake/wheel.cmake)

@@ -1,0 +1,117 @@
+# bash completion for outcore(1): commands, options, option values and file names.
+#
+# Commands and options are read from the CLI's own --help when completing, so they are always
+# those of the outcore being completed. Installed as
+# share/bash-completion/completions/outcore; to try it from a checkout:
+#   source tools/completion/outcore.bash
+# tests/cli/test_completion.py checks every value below against what the CLI accepts.
+
+# The synopsis lines and option terms of a help text, one per line: "usage: X" lines and the
+# "outcore ..." lines under them, and "  -o, --output OUT" up to the description's column.
+_outcore_syntax()
+{
+    printf '%s\n' "$1" |
+        sed -n -e 's/^usage: //p' -e 's/^  *\(outcore .*\)/\1/p' -e 's/^ \{1,4\}\(-[^ ].*\)/\1/p' |
+        sed 's/  .*//'
+}
+
+_outcore_options()
+{
+    _outcore_syntax "$1" | grep -oE -- '(^|[ [])--?[A-Za-z][A-Za-z0-9-]*' | tr -d ' [' | sort -u
+    echo --help
+}
+
+# Whether option $2 takes a value in help text $1: "--metric M", "[--plant K]", "-o, --output OUT".
+_outcore_takes_value()
+{
+    _outcore_syntax "$1" | grep -qE -- "(^|[ [])$2(, --?[A-Za-z][A-Za-z0-9-]*)? [^] [|-]"
+}
+
+# The command names under "commands:" in `outcore --help`.
+_outcore_commands()
+{
+    "$1" --help 2>/dev/null | sed -n '/^commands:/,/^$/s/^  \([a-z][a-z0-9-]*\)  .*/\1/p'
+}
+
+# Directories and the files whose names end in one of the extensions $2...
+_outcore_files()
+{
+    local cur=$1 ext name
+    shift
+    COMPREPLY=()
+    while IFS= read -r name; do COMPREPLY+=("$name"); done < <(compgen -d -- "$cur")
+    for ext in "$@"; do
+        while IFS= read -r name; do COMPREPLY+=("$name"); done < <(compgen -f -X "!*.$ext" -- "$cur")
+    done
+    compopt -o filenames 2>/dev/null
+    return 0
+}
+
+_outcore_words()
+{
+    local name
+    COMPREPLY=()
+    while IFS= read -r name; do COMPREPLY+=("$name"); done < <(compgen -W "$1" -- "$2")
+}
+
+_outcore()
+{
+    local cli=${COMP_WORDS[0]} cur=${COMP_WORDS[COMP_CWORD]} prev=
+    ((COMP_CWORD > 0)) && prev=${COMP_WORDS[COMP_CWORD - 1]}
+    # "--metric=ja" arrives as "--metric" "=" "ja" (= is a word break).
+    if [[ $cur == = ]]; then
+        cur=
+    elif [[ $prev == = ]] && ((COMP_CWORD > 1)); then
+        prev=${COMP_WORDS[COMP_CWORD - 2]}
+    fi
+    [[ $cli == */* ]] || cli=$(type -P "$cli") || return 0
+
+    local command= i
+    for ((i = 1; i < COMP_CWORD; i++)); do
+        if [[ ${COMP_WORDS[i]} != -* ]]; then
+            command=${COMP_WORDS[i]}
+            break
+        fi
+    done
+    if [[ -z $command ]]; then
+        _outcore_words "$(_outcore_commands "$cli") --help --version" "$cur"
+        return 0
+    fi
+
+    local help
+    help=$("$cli" "$command" --help 2>/dev/null) || return 0
+    if [[ $prev == -* ]] && _outcore_takes_value "$help" "$prev"; then
+        case $prev in
+            --metric) _outcore_words "counts jaccard cosine hamming" "$cur" ;;
+            --dtype) _outcore_words "int32 uint16 float32" "$cur" ;;
+            --backend) _outcore_words "auto cpu cuda" "$cur" ;;
+            --gpu-mem-mode) _outcore_words "grow reserve" "$cur" ;;
+            -o | --output)
+                local words=" ${COMP_WORDS[*]} "
+                if [[ $command != gram ]]; then
+                    _outcore_files "$cur" npy
+                elif [[ $words == *" --topk"[\ =]* ]]; then
+                    _outcore_files "$cur" npz tsv
+                elif [[ $words == *" --threshold"[\ =]* ]]; then
+                    _outcore_files "$cur" npz mtx tsv
+                else
+                    _outcore_files "$cur" npy
+                fi
+                ;;
+            *) COMPREPLY=() ;;  # a number, a size or a name: nothing to offer
+        esac
+        return 0
+    fi
+    if [[ $cur == -* ]]; then
+        _outcore_words "$(_outcore_options "$help")" "$cur"
+        return 0
+    fi
+    case $command in
+        gram) _outcore_files "$cur" npy mtx txt csv ;;
+        inspect) _outcore_files "$cur" ptx cubin fatbin o so ;;
+        *) _outcore_words "$(_outcore_options "$help")" "$cur" ;;
+    esac
+    return 0
+}
+
+complete -F _outcore outcore
