@@ -5,7 +5,7 @@
 # the same text and cannot disagree. The completion asks the installed CLI for its commands
 # and options when it runs, for the same reason.
 find_package(Python3 COMPONENTS Interpreter)
-if(Python3_FOUND AND NOT CMAKE_CROSSCOMPILING)
+if(Python3_FOUND AND NOT CMAKE_CROSSCOMPILING AND NOT OUTCORE_SANITIZE)
   add_custom_command(
     OUTPUT ${CMAKE_BINARY_DIR}/outcore.1
     COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tools/man/outcore_man.py
@@ -15,7 +15,8 @@ if(Python3_FOUND AND NOT CMAKE_CROSSCOMPILING)
   add_custom_target(outcore_man ALL DEPENDS ${CMAKE_BINARY_DIR}/outcore.1)
   install(FILES ${CMAKE_BINARY_DIR}/outcore.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1 COMPONENT runtime)
 else()
-  message(STATUS "outcore: no Python 3 interpreter (or cross-compiling): the man page is not built")
+  message(STATUS "outcore: the man page is not built (it needs Python 3 and a CLI that runs here, "
+                 "without sanitizers)")
 endif()
 
 install(FILES tools/completion/outcore.bash DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions

@@ -33,6 +33,8 @@ extern "C" {
 #endif
 
 /* ---------------------------------------------------------------- version */
+/* The same as the CMake project version (checked when CMake configures). What stays compatible
+ * across versions, and the struct_size rules: docs/abi.md. */
 #define OC_VERSION_MAJOR 0
 #define OC_VERSION_MINOR 1
 #define OC_VERSION_PATCH 0
