@@ -121,3 +121,15 @@ def test_pkg_config_consumer(installed, tmp_path):
         assert ("[liboutcore.so." in readelf_dynamic(exe)) == links_shared, exe.name
         assert run([exe, *ROWS], env=clean_env()).stdout == expected_output(ROWS), exe.name
 
+
+
+def test_cmake_package_refuses_another_major_version(installed, tmp_path):
+    """outcoreConfigVersion.cmake: SameMajorVersion, as the SONAME liboutcore.so.MAJOR."""
+    _, prefix = installed
+    major = int(project_version().split(".")[0])
+    proc = subprocess.run(["cmake", "-S", SOURCE_DIR / "tests" / "install", "-B", tmp_path / "b",
+                           f"-DCMAKE_PREFIX_PATH={prefix}", f"-DOUTCORE_WANTED={major + 1}.0"],
+                          capture_output=True, text=True, env=clean_env())
+    assert proc.returncode != 0
+    assert f'compatible with requested version "{major + 1}.0"' in proc.stderr, proc.stderr
+    assert f"version: {project_version()}" in proc.stderr, proc.stderr
