@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SOURCE_DIR, clean_env, project_version, run
+from conftest import SOURCE_DIR, build_dir, clean_env, project_version, run
 
 # Runs the README's example (argv[1]) and reports what it made, checked against numpy.
 CHECK = r'''
@@ -109,3 +109,11 @@ def test_python_m_outcore_is_the_cli(venv, tmp_path):
     proc = subprocess.run([venv["python"], "-m", "outcore", "gram", "missing.npy", "-o", "C.npy"],
                           capture_output=True, text=True, env=venv["env"], cwd=tmp_path)
     assert proc.returncode == 2 and "missing.npy" in proc.stderr and not (tmp_path / "C.npy").exists()
+
+
+def test_cuda_backend_built_as_the_c_build(venv, tmp_path):
+    """The wheel has the CUDA backend exactly when the C build beside it has (nvcc found)."""
+    without = "this outcore was built without CUDA"
+    wheel = run([venv["python"], "-m", "outcore", "devices", "--json"], env=venv["env"], cwd=tmp_path).stdout
+    c_build = run([build_dir() / "outcore", "devices", "--json"], env=clean_env()).stdout
+    assert (without in wheel) == (without in c_build), (wheel, c_build)
