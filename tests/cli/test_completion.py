@@ -49,7 +49,7 @@ def listed_options(command):
     """Every option named in the option list of `outcore <command> --help` and its synopsis."""
     text = run(command, "--help").stdout
     terms = [re.split(r" {2,}", line.strip())[0] for line in text.splitlines() if re.match(r"^ {1,4}-", line)]
-    synopsis = [line for line in text.splitlines() if line.startswith("usage:") or line.strip().startswith("outcore ")]
+    synopsis = text.split("\n\n", 1)[0].replace("usage: ", "").split("\n")  # up to the first blank line
     return set(re.findall(r"(?:^|[ \[])(--?[A-Za-z][\w-]*)", "\n".join(terms + synopsis), re.M))
 
 

@@ -6,12 +6,11 @@
 #   source tools/completion/outcore.bash
 # tests/cli/test_completion.py checks every value below against what the CLI accepts.
 
-# The synopsis lines and option terms of a help text, one per line: "usage: X" lines and the
-# "outcore ..." lines under them, and "  -o, --output OUT" up to the description's column.
+# The synopsis lines and option terms of a help text, one per line: "usage: X" and the indented
+# lines under it up to a blank line, and "  -o, --output OUT" up to the description's column.
 _outcore_syntax()
 {
-    printf '%s\n' "$1" |
-        sed -n -e 's/^usage: //p' -e 's/^  *\(outcore .*\)/\1/p' -e 's/^ \{1,4\}\(-[^ ].*\)/\1/p' |
+    printf '%s\n' "$1" | sed -n -e '/^usage: /,/^$/{s/^usage: //;s/^ *//;p;}' -e 's/^ \{1,4\}\(-[^ ].*\)/\1/p' |
         sed 's/  .*//'
 }
 

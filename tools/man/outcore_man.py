@@ -11,7 +11,7 @@ so the page says what --help says; tests/cli/test_man_page.py renders it with gr
 that every help line is there, in order.
 
 How a help text is read (the form every command's text already has):
-  "usage: ..." and the indented "outcore ..." lines under it    -> the synopsis, verbatim
+  "usage: ..." and the indented lines under it                 -> the synopsis, verbatim
   "  -o, --output OUT     description" and its deeper-indented
   continuation lines; "  name      description" in a list       -> a tagged paragraph (.TP)
   "heading:" alone on a line                                    -> a subsection
@@ -64,10 +64,12 @@ def parse(text):
     while i < len(lines):
         line = lines[i]
         if line.startswith("usage: "):
+            # Further forms ("       outcore gram ...") and wrapped options ("   [--json]") follow,
+            # indented, up to a blank line; "usage: " is dropped and the alignment kept.
             synopsis = [line[len("usage: "):]]
             i += 1
-            while i < len(lines) and lines[i].startswith(" ") and lines[i].strip().startswith("outcore"):
-                synopsis.append(lines[i].strip())
+            while i < len(lines) and lines[i].startswith(" ") and lines[i].strip():
+                synopsis.append(lines[i][len("usage: "):] if lines[i].startswith(" " * 7) else lines[i].strip())
                 i += 1
             blocks.append(("synopsis", synopsis))
             continue
