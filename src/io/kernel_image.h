@@ -80,6 +80,11 @@ void oc_kernel_list_clear(oc_kernel_list *list);
  * OC_ERR_INPUT and ptxas' first error line. */
 oc_status oc_ptxas_resources(oc_context *ctx, const char *ptx_path, const char *display_name, int cc,
                              oc_kernel_list *out);
+/* Its two text readers, on NUL-terminated text in memory (also the fuzz targets' entry):
+ * ptxas' -v report adds an entry per "Compiling entry function" and its figures; the PTX
+ * gives entries out->items[first_new..] the launch bound of their .maxntid. */
+void oc_ptxas_parse_report(const char *text, oc_kernel_list *out, int first_new);
+void oc_ptx_read_maxntid(const char *ptx, oc_kernel_list *out, int first_new);
 
 /* Cubin (cubin.c): the kernels of an ELF cubin and their attributes. */
 oc_status oc_cubin_resources(oc_context *ctx, const char *display_name, const unsigned char *data, size_t size,

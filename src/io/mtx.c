@@ -206,3 +206,9 @@ oc_status oc_mtx_read(oc_context *ctx, const char *path, oc_matrix **out)
     OC_CHECK(oc_mapped_read(ctx, path, parse_mtx, NULL, out));
     return OC_OK;
 }
+
+oc_status oc_mtx_read_buffer(oc_context *ctx, const char *name, const void *data, size_t size, oc_matrix **out)
+{
+    OC_CHECK(oc_buffer_read(ctx, name, data, size, parse_mtx, NULL, out));
+    return OC_OK;
+}

@@ -159,7 +159,7 @@ static long long figure_before(const char *line, const char *line_end, const cha
     return -1;
 }
 
-static void parse_report(const char *text, oc_kernel_list *out, int first_new)
+void oc_ptxas_parse_report(const char *text, oc_kernel_list *out, int first_new)
 {
     oc_kernel_entry *entry = NULL;      /* the entry "Used ... registers" applies to */
     char props_name[1024] = "";          /* the function the next properties line is about */
@@ -197,8 +197,7 @@ static void parse_report(const char *text, oc_kernel_list *out, int first_new)
     }
 }
 
-/* .maxntid of each entry in the PTX text: the kernel's launch bound. */
-static void read_maxntid(const char *ptx, oc_kernel_list *out, int first_new)
+void oc_ptx_read_maxntid(const char *ptx, oc_kernel_list *out, int first_new)
 {
     for (int i = first_new; i < out->count; i++) {
         oc_kernel_entry *e = &out->items[i];
@@ -209,9 +208,12 @@ static void read_maxntid(const char *ptx, oc_kernel_list *out, int first_new)
         const char *body = strchr(at, '{');
         const char *m = strstr(at, ".maxntid");
         if (!m || (body && m > body)) continue;
-        int x = 1, y = 1, z = 1;
+        int x = 1, y = 1, z = 1, threads;
         int got = sscanf(m + 8, " %d , %d , %d", &x, &y, &z);
-        if (got >= 1 && x > 0 && y > 0 && z > 0) e->launch_bounds = e->res.max_threads_per_block = x * y * z;
+        /* A product past int is no launch bound any block could meet: ignored, like a bad one. */
+        if (got >= 1 && x > 0 && y > 0 && z > 0 && !__builtin_mul_overflow(x, y, &threads) &&
+            !__builtin_mul_overflow(threads, z, &threads))
+            e->launch_bounds = e->res.max_threads_per_block = threads;
     }
 }
 
@@ -241,7 +243,7 @@ oc_status oc_ptxas_resources(oc_context *ctx, const char *ptx_path, const char *
         return st;
     }
     int first_new = out->count;
-    parse_report(text, out, first_new);
+    oc_ptxas_parse_report(text, out, first_new);
     free(text);
     if (out->count - first_new != 0) {
         /* The launch bounds are in the PTX, not in ptxas' report. */
@@ -252,7 +254,7 @@ oc_status oc_ptxas_resources(oc_context *ctx, const char *ptx_path, const char *
             if (fstat(fileno(f), &sb) == 0 && (ptx = malloc((size_t)sb.st_size + 1))) {
                 size_t n = fread(ptx, 1, (size_t)sb.st_size, f);
                 ptx[n] = '\0';
-                read_maxntid((const char *)ptx, out, first_new);
+                oc_ptx_read_maxntid((const char *)ptx, out, first_new);
                 free(ptx);
             }
             fclose(f);

@@ -115,3 +115,9 @@ oc_status oc_text_read(oc_context *ctx, const char *path, oc_matrix **out)
     OC_CHECK(oc_mapped_read(ctx, path, parse_text, NULL, out));
     return OC_OK;
 }
+
+oc_status oc_text_read_buffer(oc_context *ctx, const char *name, const void *data, size_t size, oc_matrix **out)
+{
+    OC_CHECK(oc_buffer_read(ctx, name, data, size, parse_text, NULL, out));
+    return OC_OK;
+}
