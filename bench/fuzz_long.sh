@@ -6,7 +6,8 @@
 #   bench/fuzz_long.sh --prebuilt DIR         runs the fuzz_* binaries found in DIR (a build-fuzz
 #                                             folder copied from another machine: no clang needed)
 #   options: --runs N (per target)  --jobs P (processes at once, default nproc)
-#            --workers W (processes per target, default P / number of targets, at least 1)
+#            --workers W (processes per target; default P / number of targets, at least 1,
+#                         and the cores left over to the slowest targets)
 #            --out DIR (corpora, artifacts and logs; default fuzz-long-<date>)
 #
 # The W workers of a target share its corpus folder (libFuzzer reloads what the others found)
@@ -42,15 +43,27 @@ DICTS=$(dirname "$SEEDS")
 [ -f "$DICTS/npy.dict" ] || DICTS="$ROOT/tests/fuzz"
 
 ntargets=$(echo "$BINS" | wc -l)
-[ -n "$WORKERS" ] || WORKERS=$((JOBS / ntargets))
-[ "$WORKERS" -ge 1 ] || WORKERS=1
-per_worker=$(((RUNS + WORKERS - 1) / WORKERS))
+# Workers per target: an equal share of the cores; the cores left over go to the slowest
+# targets first (fatbin runs the whole inspect path twice per input, cubin every launch rule).
+declare -A workers
+share=${WORKERS:-$((JOBS / ntargets))}
+[ "$share" -ge 1 ] || share=1
+for bin in $BINS; do name=$(basename "$bin"); workers[${name#fuzz_}]=$share; done
+spare=$((JOBS - share * ntargets))
+if [ -z "$WORKERS" ]; then
+  for name in fatbin cubin text ptx mtx npy; do
+    [ "$spare" -gt 0 ] && [ -n "${workers[$name]:-}" ] || continue
+    workers[$name]=$((workers[$name] + 1))
+    spare=$((spare - 1))
+  done
+fi
 mkdir -p "$OUT"
-echo "fuzz_long: $ntargets targets x $WORKERS workers, $per_worker executions each, at most $JOBS at once; output in $OUT"
+echo "fuzz_long: $ntargets targets, $RUNS executions each, at most $JOBS processes at once; output in $OUT"
 
 # One worker: its log, its wall time and its exit status.
 run_worker() { # bin name index
   local bin=$1 name=$2 i=$3 dict=()
+  local per_worker=$(((RUNS + workers[$name] - 1) / workers[$name]))
   [ -f "$DICTS/$name.dict" ] && dict=(-dict="$DICTS/$name.dict")
   local start end
   start=$(date +%s.%N)
@@ -68,8 +81,11 @@ for bin in $BINS; do
 done
 # Workers round-robin over the targets, so that each target starts at once.
 queue=()
-for ((i = 0; i < WORKERS; i++)); do
-  for bin in $BINS; do queue+=("$bin $i"); done
+for ((i = 0; i < JOBS; i++)); do
+  for bin in $BINS; do
+    name=$(basename "$bin")
+    [ "$i" -lt "${workers[${name#fuzz_}]}" ] && queue+=("$bin $i")
+  done
 done
 for item in "${queue[@]}"; do
   set -- $item
@@ -79,12 +95,12 @@ for item in "${queue[@]}"; do
 done
 wait
 
-printf '\n%-10s %14s %10s %12s %9s\n' target executions seconds "exec/s" findings
+printf '\n%-10s %8s %14s %10s %12s %9s\n' target workers executions seconds "exec/s" findings
 status=0
 for bin in $BINS; do
   name=$(basename "$bin"); name=${name#fuzz_}
   execs=0
-  for ((i = 0; i < WORKERS; i++)); do
+  for ((i = 0; i < workers[$name]; i++)); do
     log="$OUT/logs/$name.$i.log"
     n=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
     # A worker stopped by a finding prints no final statistics: its last status line counts.
@@ -95,7 +111,7 @@ for bin in $BINS; do
   secs=$(cat "$OUT/logs/$name".*.time | awk 'NR == 1 || $1 < s { s = $1 } $2 > e { e = $2 } END { print e - s }')
   findings=$(find "$OUT/artifacts/$name" -type f \( -name 'crash-*' -o -name 'leak-*' -o -name 'timeout-*' -o -name 'oom-*' \) | wc -l)
   rate=$(awk -v n="$execs" -v s="$secs" 'BEGIN { print s > 0 ? n / s : 0 }')
-  printf '%-10s %14d %10.0f %12.0f %9d\n' "$name" "$execs" "$secs" "$rate" "$findings"
+  printf '%-10s %8d %14d %10.0f %12.0f %9d\n' "$name" "${workers[$name]}" "$execs" "$secs" "$rate" "$findings"
   [ "$findings" -eq 0 ] || status=1
 done
 [ $status -eq 0 ] || echo "fuzz_long: findings; inputs in $OUT/artifacts/<target>/, logs in $OUT/logs/" >&2

@@ -69,7 +69,8 @@ static void test_sizes_past_the_end(void)
         {"fatbinary header larger than the file", 0xFFFF, 0, 0, "truncated fatbinary at offset 0"},
         /* The entry's header and payload sizes add up to minus 8 bytes: a pointer that wraps
          * back inside the buffer and loops, or leaves it. */
-        {"entry header larger than the rest", 16, 0x1000, (uint64_t)0 - 0x1000 - 8, "malformed fatbinary entry at offset 16"},
+        {"entry header larger than the rest", 16, 0x1000, (uint64_t)0 - 0x1000 - 8,
+         "malformed fatbinary entry at offset 16"},
         {"entry payload larger than the rest", 16, ENTRY_HEADER, 1, "malformed fatbinary entry at offset 16"},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
@@ -145,6 +146,29 @@ static void test_ptx_launch_bounds(void)
         oc_ptx_read_maxntid(ptx, &list, 0);
         CHECK_MSG(list.items[0].launch_bounds == cases[k].bound, ".maxntid %s: bound %d, expected %d", cases[k].dims,
                   list.items[0].launch_bounds, cases[k].bound);
+        oc_kernel_list_clear(&list);
+    }
+}
+
+/* ptxas' report: a register figure past int is no count (it read as -1). */
+static void test_ptxas_report_registers(void)
+{
+    static const struct {
+        const char *figure;
+        int regs;
+    } cases[] = {{"40", 40}, {"2147483647", 2147483647}, {"2147483648", 0}, {"66666666666666666666666666", 0}};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        char report[256];
+        snprintf(report, sizeof report,
+                 "ptxas info    : Compiling entry function 'k' for 'sm_90'\n"
+                 "ptxas info    : Used %s registers, used 0 barriers\n",
+                 cases[k].figure);
+        oc_kernel_list list = {0};
+        oc_ptxas_parse_report(report, &list, 0);
+        CHECK_EQ_I64(list.count, 1);
+        if (list.count == 1)
+            CHECK_MSG(list.items[0].res.regs_per_thread == cases[k].regs, "'Used %s registers' read as %d",
+                      cases[k].figure, list.items[0].res.regs_per_thread);
         oc_kernel_list_clear(&list);
     }
 }
@@ -247,6 +271,7 @@ int main(void)
     test_sizes_past_the_end();
     test_compressed_ptx_entry();
     test_ptx_launch_bounds();
+    test_ptxas_report_registers();
     test_cubin_launch_bounds();
     test_cubin_register_count();
     oc_context_free(ctx);

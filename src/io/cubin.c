@@ -165,8 +165,9 @@ oc_status oc_cubin_resources(oc_context *ctx, const char *display, const unsigne
         if (regs <= 0)
             st = oc_fail(ctx, OC_ERR_INPUT, "%s: kernel %s has no register count in the cubin", display, out->items[k].name);
         else if (regs > max_regs)
-            st = oc_fail(ctx, OC_ERR_INPUT, "%s: kernel %s claims %d registers per thread; no GPU gives a thread more than %d",
-                         display, out->items[k].name, regs, max_regs);
+            st = oc_fail(ctx, OC_ERR_INPUT,
+                         "%s: kernel %s claims %d registers per thread; no GPU gives a thread more than %d", display,
+                         out->items[k].name, regs, max_regs);
     }
 cleanup:
     free(symbol_kernel);

@@ -340,7 +340,8 @@ oc_status oc_npy_read(oc_context *ctx, const char *path, int64_t bits, oc_matrix
     return OC_OK;
 }
 
-oc_status oc_npy_read_buffer(oc_context *ctx, const char *name, const void *data, size_t size, int64_t bits, oc_matrix **out)
+oc_status oc_npy_read_buffer(oc_context *ctx, const char *name, const void *data, size_t size, int64_t bits,
+                             oc_matrix **out)
 {
     OC_CHECK(oc_buffer_read(ctx, name, data, size, parse_npy, &bits, out));
     return OC_OK;

@@ -13,6 +13,7 @@
  * found through $CUDA_HOME/bin, $CUDA_PATH/bin, /usr/local/cuda/bin and then PATH.
  */
 #include <errno.h>
+#include <limits.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -190,7 +191,8 @@ void oc_ptxas_parse_report(const char *text, oc_kernel_list *out, int first_new)
             long long regs = figure_before(line, line_end, "registers");
             long long smem = figure_before(line, line_end, "bytes smem");
             long long cmem = figure_before(line, line_end, "bytes cmem[0]");
-            if (regs >= 0) entry->res.regs_per_thread = (int)regs;
+            /* A figure past int is no register count (strtoll saturates a long run of digits). */
+            if (regs >= 0 && regs <= INT_MAX) entry->res.regs_per_thread = (int)regs;
             entry->res.static_smem = smem > 0 ? (size_t)smem : 0;
             if (cmem >= 0) entry->const_bytes = cmem;
         }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include "core/matrix.h"
@@ -33,6 +34,18 @@ int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *
 {
     (void)pid, (void)path, (void)actions, (void)attr, (void)argv, (void)envp;
     return ENOSYS;
+}
+
+/* libFuzzer comes with libstdc++, linked statically (CMakeLists.txt) so that the binaries
+ * run where this compiler's libstdc++ is missing; libstdc++ 12 seeds std::random_device with
+ * arc4random, which glibc has only since 2.36. This definition takes its place, so that
+ * the binaries need glibc 2.34 only (Ubuntu 22.04, RHEL 9) when a build folder is copied to
+ * another host (bench/fuzz_long.sh --prebuilt). */
+uint32_t arc4random(void)
+{
+    uint32_t v;
+    while (getrandom(&v, sizeof v, 0) != (ssize_t)sizeof v) {}
+    return v;
 }
 
 oc_context *fuzz_context(void)
@@ -63,11 +76,13 @@ void fuzz_check_status(oc_status st, const char *name, const oc_status *allowed)
     if (st == OC_OK) return;
     int ok = 0;
     for (const oc_status *a = allowed; *a != OC_OK; ++a) ok |= *a == st;
-    if (!ok) fuzz_fail("status %d (%s) is not one a reader returns for bad input: %s", (int)st, oc_status_string(st), msg);
+    if (!ok)
+        fuzz_fail("status %d (%s) is not one a reader returns for bad input: %s", (int)st, oc_status_string(st), msg);
     if (!msg[0] || strchr(msg, '\n')) fuzz_fail("the message '%s' is not one non-empty line", msg);
     /* Bad input names the file (design.md, Reliability); other failures (out of memory, no
      * usable ptxas) need only say what went wrong. */
-    if (st == OC_ERR_INPUT && strncmp(msg, name, strlen(name)) != 0) fuzz_fail("the message '%s' does not start with the file name %s", msg, name);
+    if (st == OC_ERR_INPUT && strncmp(msg, name, strlen(name)) != 0)
+        fuzz_fail("the message '%s' does not start with the file name %s", msg, name);
 }
 
 const char *fuzz_file(const uint8_t *data, size_t size)
