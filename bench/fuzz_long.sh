@@ -35,7 +35,7 @@ if [ -z "$PREBUILT" ]; then
   "$ROOT/tests/fuzz/fuzz.sh" build || exit 1
   PREBUILT="$ROOT/${FUZZ_BUILD:-build-fuzz}"
 fi
-BINS=$(find "$PREBUILT" -maxdepth 3 -type f -name 'fuzz_*' -perm -u+x | grep -v '\.' | sort)
+BINS=$(find "$PREBUILT" -maxdepth 3 -type f -name 'fuzz_*' ! -name '*.*' -perm -u+x | sort)
 [ -n "$BINS" ] || { echo "fuzz_long: no fuzz_* executables under $PREBUILT" >&2; exit 2; }
 SEEDS=$(find "$PREBUILT" -maxdepth 3 -type d -name seeds | head -n 1)
 [ -n "$SEEDS" ] || SEEDS="$ROOT/tests/fuzz/corpus"

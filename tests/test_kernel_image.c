@@ -102,32 +102,53 @@ static size_t lz4_literals(const char *text, unsigned char *out)
     return n + len;
 }
 
-/* A compressed PTX entry keeps other data in the 4 bytes after its 32-bit compressed size
- * (nvcc 13 writes 0x40 there); read as a 64-bit size, the entry did not decompress and
- * `inspect --arch` of any architecture that only the PTX serves failed. */
-static void test_compressed_ptx_entry(void)
+/* A fatbinary of one LZ4-compressed PTX entry for sm_80 holding ptx, which states plain_size
+ * as its uncompressed size; *size is set. A compressed PTX entry keeps other data in the 4
+ * bytes after its 32-bit compressed size (nvcc 13 writes 0x40 there). */
+static unsigned char *lz4_ptx_fatbin(const char *ptx, uint64_t plain_size, size_t *size)
 {
-    static const char ptx[] = ".version 7.0\n.target sm_80\n.address_size 64\n\n"
-                              ".visible .entry fuzz_found()\n{\n\tret;\n}\n";
     unsigned char block[256];
     size_t packed = lz4_literals(ptx, block), padded = (packed + 7) / 8 * 8;
-    size_t size = 16 + ENTRY_HEADER + padded;
-    unsigned char *image = calloc(1, size);
-    if (!image) return;
+    *size = 16 + ENTRY_HEADER + padded;
+    unsigned char *image = calloc(1, *size);
+    if (!image) return NULL;
     fatbin_header(image, 16, ENTRY_HEADER + padded);
     unsigned char *e = image + 16;
     entry_header(e, 1, ENTRY_HEADER, padded, 80, 0x2011); /* PTX, LZ4 */
     put32(e + 16, (uint32_t)packed);
     put32(e + 20, 0x40);
-    put64(e + 56, strlen(ptx));
+    put64(e + 56, plain_size);
     memcpy(e + ENTRY_HEADER, block, packed);
+    return image;
+}
 
-    oc_kernel_list list = {0};
-    oc_status st = resources(image, size, 80, &list);
-    /* With the toolkit's ptxas the kernel is listed; without it, ptxas is what is missing. */
-    CHECK_MSG(st == OC_OK || st == OC_ERR_UNSUPPORTED, "status %d: %s", (int)st, oc_context_last_error(ctx));
-    if (st == OC_OK) CHECK(oc_kernel_list_find(&list, "fuzz_found", strlen("fuzz_found")) != NULL);
-    oc_kernel_list_clear(&list);
+/* Read as a 64-bit size, the compressed size of a PTX entry took in the 0x40 after it and the
+ * entry did not decompress: `inspect --arch` of any architecture that only the PTX serves
+ * failed. A stated uncompressed size of 2^64 - 1 wrapped the buffer size to 0. */
+static void test_compressed_ptx_entry(void)
+{
+    static const char ptx[] = ".version 7.0\n.target sm_80\n.address_size 64\n\n"
+                              ".visible .entry fuzz_found()\n{\n\tret;\n}\n";
+    const struct {
+        uint64_t plain_size;
+        const char *part; /* NULL: it decompresses */
+    } cases[] = {{strlen(ptx), NULL}, {strlen(ptx) + 1, "does not decompress"}, {UINT64_MAX, "uncompressed size"}};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        size_t size;
+        unsigned char *image = lz4_ptx_fatbin(ptx, cases[k].plain_size, &size);
+        if (!image) return;
+        oc_kernel_list list = {0};
+        oc_status st = resources(image, size, 80, &list);
+        if (cases[k].part) {
+            CHECK_MSG(st == OC_ERR_INPUT && says("case.fatbin") && says(cases[k].part), "size %llu: status %d: %s",
+                      (unsigned long long)cases[k].plain_size, (int)st, oc_context_last_error(ctx));
+        } else {
+            /* With the toolkit's ptxas the kernel is listed; without it, ptxas is what is missing. */
+            CHECK_MSG(st == OC_OK || st == OC_ERR_UNSUPPORTED, "status %d: %s", (int)st, oc_context_last_error(ctx));
+            if (st == OC_OK) CHECK(oc_kernel_list_find(&list, "fuzz_found", strlen("fuzz_found")) != NULL);
+        }
+        oc_kernel_list_clear(&list);
+    }
 }
 
 /* .maxntid x, y, z whose product overflows int is no launch bound (it was signed overflow). */

@@ -320,6 +320,11 @@ static long zstd_decode(const unsigned char *src, size_t src_size, unsigned char
 /* The entry's code, decompressed into a new buffer (NUL-terminated for PTX). */
 static oc_status entry_code(oc_context *ctx, const char *path, const fat_entry *e, unsigned char **code, size_t *size)
 {
+    /* The size is the file's word: one that no object can have is a damaged entry, not a lack
+     * of memory, and it would wrap the + 1 below to an empty buffer. */
+    if (e->plain_size >= PTRDIFF_MAX)
+        return oc_fail(ctx, OC_ERR_INPUT, "%s: the sm_%d entry states an uncompressed size of %zu bytes", path, e->cc,
+                       e->plain_size);
     unsigned char *buf = malloc(e->plain_size + 1);
     if (!buf) return oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: out of host memory for a %zu-byte fatbinary entry", path, e->plain_size);
     long n;
