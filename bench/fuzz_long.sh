@@ -81,7 +81,9 @@ for bin in $BINS; do
 done
 # Workers round-robin over the targets, so that each target starts at once.
 queue=()
-for ((i = 0; i < JOBS; i++)); do
+most=0
+for name in "${!workers[@]}"; do [ "${workers[$name]}" -le "$most" ] || most=${workers[$name]}; done
+for ((i = 0; i < most; i++)); do
   for bin in $BINS; do
     name=$(basename "$bin")
     [ "$i" -lt "${workers[${name#fuzz_}]}" ] && queue+=("$bin $i")
@@ -110,7 +112,7 @@ for bin in $BINS; do
   # The target's seconds: from its first worker's start to its last worker's end.
   secs=$(cat "$OUT/logs/$name".*.time | awk 'NR == 1 || $1 < s { s = $1 } $2 > e { e = $2 } END { print e - s }')
   findings=$(find "$OUT/artifacts/$name" -type f \( -name 'crash-*' -o -name 'leak-*' -o -name 'timeout-*' -o -name 'oom-*' \) | wc -l)
-  rate=$(awk -v n="$execs" -v s="$secs" 'BEGIN { print s > 0 ? n / s : 0 }')
+  rate=$(awk -v n="$execs" -v s="$secs" 'BEGIN { print (s > 0 ? n / s : 0) }')
   printf '%-10s %8d %14d %10.0f %12.0f %9d\n' "$name" "${workers[$name]}" "$execs" "$secs" "$rate" "$findings"
   [ "$findings" -eq 0 ] || status=1
 done
