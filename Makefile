@@ -8,7 +8,7 @@ ASAN_BUILD ?= build-asan
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 PYTHON ?= python3
 
-.PHONY: all demo test test-fast pydeps bench gpu-check clean
+.PHONY: all demo test test-fast pydeps bench gpu-check clean fuzz fuzz-regress
 
 all:
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
@@ -33,6 +33,18 @@ test: pydeps all
 	  OUTCORE_SOURCE_DIR=$(CURDIR) $(PYTHON) -m pytest -q -rs tests/cli/test_topk_cli.py \
 	  tests/cli/test_write_faults.py
 
+# libFuzzer targets of every reader, in a clang build of their own (docs/testing.md): each
+# target runs over its seed corpus, then fuzzes for FUZZ_SECONDS, or FUZZ_RUNS executions
+# when set; nonzero exit on any crash, leak or sanitizer report. fuzz-regress: seeds only.
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_RUNS ?=
+fuzz:
+	FUZZ_BUILD=$(FUZZ_BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_RUNS=$(FUZZ_RUNS) JOBS=$(JOBS) bash tests/fuzz/fuzz.sh run
+
+fuzz-regress:
+	FUZZ_BUILD=$(FUZZ_BUILD) JOBS=$(JOBS) bash tests/fuzz/fuzz.sh regress
+
 bench: all
 	$(PYTHON) bench/bench_cpu.py
 
@@ -40,4 +52,4 @@ gpu-check:
 	bash bench/gpu_check.sh
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

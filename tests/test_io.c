@@ -529,6 +529,9 @@ static void test_mtx(void)
         {"%%MatrixMarket matrix coordinate pattern general\n% only comments\n", "no size line", ""},
         {"%%MatrixMarket matrix coordinate pattern general\n0 4 0\n", "0 rows", ""},
         {"%%MatrixMarket matrix coordinate pattern symmetric\n3 4 0\n", "must be square", ""},
+        /* Found by fuzz_mtx: the column count's rounding to whole words overflowed first. */
+        {"%%MatrixMarket matrix coordinate pattern general\n921 9223372036854775807 0\n", "921 x 9223372036854775807",
+         "overflow 64-bit sizes"},
         {"%%MatrixMarket matrix coordinate pattern general\n%c\n3 4 3\n1 1\n2 2\n4 1\n", "line 6",
          "index (4, 1) is outside the 3 x 4 matrix"},
         {"%%MatrixMarket matrix coordinate pattern general\n3 4 2\n1 0\n", "line 3", "index (1, 0)"},

@@ -18,7 +18,8 @@ oc_status oc_matrix_alloc(oc_context *ctx, int64_t rows, int64_t cols, const cha
     if (rows <= 0 || cols <= 0)
         return oc_fail(ctx, OC_ERR_INPUT, "%s: the matrix has %lld rows and %lld columns; both must be positive",
                        name, (long long)rows, (long long)cols);
-    int64_t words = oc_bits_words_per_row(cols), total, bytes;
+    /* cols is checked before oc_bits_words_per_row rounds it up, which would overflow. */
+    int64_t words = cols > INT64_MAX - 512 ? 0 : oc_bits_words_per_row(cols), total, bytes;
     if (cols > INT64_MAX - 512 || !oc_mul_i64(rows, words, &total) || !oc_mul_i64(total, 8, &bytes) ||
         !oc_mul_i64(rows, cols, &(int64_t){0}) || (uint64_t)bytes > (uint64_t)SIZE_MAX / 2)
         return oc_fail(ctx, OC_ERR_INPUT, "%s: dimensions %lld x %lld overflow 64-bit sizes", name,

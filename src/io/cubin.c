@@ -13,6 +13,7 @@
  * An .nv.info section is a list of {u8 format, u8 attribute, value}: format 1 has no value,
  * 2 one byte, 3 a u16, 4 a u16 length and that many bytes.
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,13 +90,16 @@ static void visit_kernel(void *user, int attr, const unsigned char *v, size_t le
 {
     oc_kernel_entry *e = user;
     if ((attr == EIATTR_MAX_THREADS || attr == EIATTR_REQNTID) && len == 12) {
-        uint32_t threads = rd32(v) * rd32(v + 4) * rd32(v + 8);
-        if (threads == 0 || threads > 1024) return;
-        if (attr == EIATTR_MAX_THREADS) e->maxntid = (int)threads;
-        else e->reqntid = (int)threads;
+        /* The product in 64 bits, so that x * y * z cannot wrap to a small, plausible bound. */
+        uint64_t product = (uint64_t)rd32(v) * rd32(v + 4);
+        if (product <= INT_MAX) product *= rd32(v + 8);
+        if (product == 0 || product > 1024) return;
+        int threads = (int)product;
+        if (attr == EIATTR_MAX_THREADS) e->maxntid = threads;
+        else e->reqntid = threads;
         /* A block larger than either does not launch. */
-        if (e->launch_bounds == 0 || (int)threads < e->launch_bounds)
-            e->launch_bounds = e->res.max_threads_per_block = (int)threads;
+        if (e->launch_bounds == 0 || threads < e->launch_bounds)
+            e->launch_bounds = e->res.max_threads_per_block = threads;
     }
 }
 
@@ -157,9 +161,20 @@ oc_status oc_cubin_resources(oc_context *ctx, const char *display, const unsigne
             e->res.regs_per_thread = (int)(s.info >> 24); /* older cubins; EIATTR_REGCOUNT wins */
         }
     }
-    for (int k = first_new; k < out->count && st == OC_OK; k++)
-        if (out->items[k].res.regs_per_thread <= 0)
+    /* A count past what any GPU gives a thread is a damaged file, and the launch arithmetic
+     * (registers x 32 x warps) assumes counts the hardware can have. */
+    int max_regs = 0;
+    for (int a = 0; oc_gpu_arch_at(a); a++)
+        if (oc_gpu_arch_at(a)->max_regs_per_thread > max_regs) max_regs = oc_gpu_arch_at(a)->max_regs_per_thread;
+    for (int k = first_new; k < out->count && st == OC_OK; k++) {
+        int regs = out->items[k].res.regs_per_thread;
+        if (regs <= 0)
             st = oc_fail(ctx, OC_ERR_INPUT, "%s: kernel %s has no register count in the cubin", display, out->items[k].name);
+        else if (regs > max_regs)
+            st = oc_fail(ctx, OC_ERR_INPUT,
+                         "%s: kernel %s claims %d registers per thread; no GPU gives a thread more than %d", display,
+                         out->items[k].name, regs, max_regs);
+    }
 cleanup:
     free(symbol_kernel);
     return st;

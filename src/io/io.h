@@ -9,6 +9,7 @@
 #ifndef OC_IO_IO_H
 #define OC_IO_IO_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include "outcore.h"
 
@@ -16,6 +17,14 @@
 oc_status oc_npy_read(oc_context *ctx, const char *path, const oc_read_options *opts, oc_matrix **out);
 oc_status oc_mtx_read(oc_context *ctx, const char *path, const oc_read_options *opts, oc_matrix **out);
 oc_status oc_text_read(oc_context *ctx, const char *path, const oc_read_options *opts, oc_matrix **out);
+/* The same readers over size bytes in memory, name standing for the path in messages (the
+ * fuzz targets' entry points: see oc_buffer_read in mapped_file.h); opts may be NULL. */
+oc_status oc_npy_read_buffer(oc_context *ctx, const char *name, const void *data, size_t size,
+                             const oc_read_options *opts, oc_matrix **out);
+oc_status oc_mtx_read_buffer(oc_context *ctx, const char *name, const void *data, size_t size,
+                             const oc_read_options *opts, oc_matrix **out);
+oc_status oc_text_read_buffer(oc_context *ctx, const char *name, const void *data, size_t size,
+                              const oc_read_options *opts, oc_matrix **out);
 
 /* A dense .npy being written through a shared memory map. */
 typedef struct oc_npy_out oc_npy_out;

@@ -7,7 +7,7 @@
  *     offset  0  u16 kind (1 = PTX, 2 = ELF cubin)     offset 28  u32 sm (90 for sm_90)
  *     offset  4  u32 entry header size                 offset 40  u64 flags
  *     offset  8  u64 payload size (padded)             offset 56  u64 uncompressed size
- *     offset 16  u64 compressed size
+ *     offset 16  u32 compressed size (PTX entries keep other data in the 4 bytes after it)
  *
  * Flag 0x2000 marks an LZ4 block (`-compress-mode=speed`), 0x8000 a zstd frame (the
  * default of `-compress-all`). Host objects and executables carry one or more fatbinaries,
@@ -228,13 +228,14 @@ static oc_status fatbin_entries(oc_context *ctx, const char *path, const unsigne
     while (at + 16 <= size && rd32(data + at) == FATBIN_MAGIC) {
         size_t header = rd16(data + at + 6);
         uint64_t body = rd64(data + at + 8);
-        if (header < 16 || body > size - at - header)
+        /* Each size is checked against what remains before it is subtracted from it. */
+        if (header < 16 || header > size - at || body > size - at - header)
             return oc_fail(ctx, OC_ERR_INPUT, "%s: truncated fatbinary at offset %zu", path, at);
         const unsigned char *e = data + at + header, *end = e + body;
         while (end - e >= 64) {
             size_t eh = rd32(e + 4);
             uint64_t payload = rd64(e + 8);
-            if (eh < 64 || payload > (uint64_t)(end - e) - eh)
+            if (eh < 64 || eh > (size_t)(end - e) || payload > (uint64_t)(end - e) - eh)
                 return oc_fail(ctx, OC_ERR_INPUT, "%s: malformed fatbinary entry at offset %zu", path,
                                (size_t)(e - data));
             if (out->count < (int)(sizeof out->items / sizeof out->items[0])) {
@@ -246,7 +247,7 @@ static oc_status fatbin_entries(oc_context *ctx, const char *path, const unsigne
                 f->payload_size = (size_t)payload;
                 f->plain_size = (size_t)payload;
                 if (f->flags & (FATBIN_FLAG_LZ4 | FATBIN_FLAG_ZSTD)) {
-                    f->payload_size = (size_t)rd64(e + 16);
+                    f->payload_size = (size_t)rd32(e + 16);
                     f->plain_size = (size_t)rd64(e + 56);
                     if (f->payload_size > payload) f->payload_size = (size_t)payload;
                 }
@@ -322,6 +323,11 @@ static long zstd_decode(const unsigned char *src, size_t src_size, unsigned char
 /* The entry's code, decompressed into a new buffer (NUL-terminated for PTX). */
 static oc_status entry_code(oc_context *ctx, const char *path, const fat_entry *e, unsigned char **code, size_t *size)
 {
+    /* The size is the file's word: one that no object can have is a damaged entry, not a lack
+     * of memory, and it would wrap the + 1 below to an empty buffer. */
+    if (e->plain_size >= PTRDIFF_MAX)
+        return oc_fail(ctx, OC_ERR_INPUT, "%s: the sm_%d entry states an uncompressed size of %zu bytes", path, e->cc,
+                       e->plain_size);
     unsigned char *buf = malloc(e->plain_size + 1);
     if (!buf) return oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: out of host memory for a %zu-byte fatbinary entry", path, e->plain_size);
     long n;

@@ -104,6 +104,9 @@ void oc_kernel_list_clear(oc_kernel_list *list);
  * fails with OC_ERR_INPUT and ptxas' first error line. */
 oc_status oc_ptxas_resources(oc_context *ctx, const char *ptx_path, const char *display_name, int cc, char suffix,
                              const oc_inspect_options *jit, oc_kernel_list *out);
+/* Its report reader, on NUL-terminated text in memory (also a fuzz target's entry): adds an
+ * entry per "Compiling entry function" and its figures to out (entries from first_new on). */
+void oc_ptxas_parse_report(const char *text, oc_kernel_list *out, int first_new);
 
 /* Cubin (cubin.c): the kernels of an ELF cubin and their attributes. */
 oc_status oc_cubin_resources(oc_context *ctx, const char *display_name, const unsigned char *data, size_t size,

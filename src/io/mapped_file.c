@@ -50,14 +50,14 @@ oc_status oc_mapped_file_open(oc_context *ctx, const char *path, oc_mapped_file 
 
 void oc_mapped_file_advise_sequential(oc_mapped_file *f)
 {
-    if (f->data) madvise((void *)f->data, f->size, MADV_SEQUENTIAL);
+    if (f->data && !f->borrowed) madvise((void *)f->data, f->size, MADV_SEQUENTIAL);
 }
 
 void oc_mapped_file_release_before(oc_mapped_file *f, size_t offset)
 {
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
     size_t end = (offset < f->size ? offset : f->size) / page * page;
-    if (!f->data || end <= f->released) return;
+    if (!f->data || f->borrowed || end <= f->released) return;
     /* Advice only: a failure changes nothing but the resident size. */
     madvise((void *)(f->data + f->released), end - f->released, MADV_DONTNEED);
     f->released = end;
@@ -65,26 +65,43 @@ void oc_mapped_file_release_before(oc_mapped_file *f, size_t offset)
 
 void oc_mapped_file_close(oc_mapped_file *f)
 {
-    if (f->data) munmap((void *)f->data, f->size);
-    f->data = NULL;
-    f->size = 0;
-    f->released = 0;
+    if (f->data && !f->borrowed) munmap((void *)f->data, f->size);
+    memset(f, 0, sizeof *f);
+}
+
+/* Runs parse over an opened file and closes it; *out is set only on success. */
+static oc_status parse_and_close(oc_context *ctx, const char *path, oc_mapped_file *file, oc_mapped_parse_fn parse,
+                                 void *arg, oc_matrix **out)
+{
+    oc_matrix *m = NULL;
+    oc_status st = parse(ctx, path, file, arg, &m);
+    int from_file = !file->borrowed;
+    uint64_t dev = file->dev, ino = file->ino;
+    oc_mapped_file_close(file);
+    if (st != OC_OK) {
+        oc_matrix_free(m);
+        return oc_trace_at(ctx, st, __FILE__, __LINE__);
+    }
+    m->has_source = from_file;
+    m->source_dev = dev;
+    m->source_ino = ino;
+    *out = m;
+    return OC_OK;
 }
 
 oc_status oc_mapped_read(oc_context *ctx, const char *path, oc_mapped_parse_fn parse, void *arg, oc_matrix **out)
 {
     oc_mapped_file file;
     OC_CHECK(oc_mapped_file_open(ctx, path, &file));
-    oc_matrix *m = NULL;
-    oc_status st = parse(ctx, path, &file, arg, &m);
-    oc_mapped_file_close(&file);
-    if (st != OC_OK) {
-        oc_matrix_free(m);
-        return oc_trace_at(ctx, st, __FILE__, __LINE__);
-    }
-    m->has_source = 1;
-    m->source_dev = file.dev;
-    m->source_ino = file.ino;
-    *out = m;
+    OC_CHECK(parse_and_close(ctx, path, &file, parse, arg, out));
+    return OC_OK;
+}
+
+oc_status oc_buffer_read(oc_context *ctx, const char *name, const void *data, size_t size, oc_mapped_parse_fn parse,
+                         void *arg, oc_matrix **out)
+{
+    if (size == 0) return oc_fail(ctx, OC_ERR_INPUT, "%s: the file is empty", name);
+    oc_mapped_file file = {.data = data, .size = size, .borrowed = 1};
+    OC_CHECK(parse_and_close(ctx, name, &file, parse, arg, out));
     return OC_OK;
 }

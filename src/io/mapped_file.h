@@ -15,6 +15,8 @@ typedef struct oc_mapped_file {
     size_t size;               /* > 0 once open */
     size_t released;           /* pages below this offset were dropped from the mapping */
     uint64_t dev, ino;         /* the file's identity (st_dev, st_ino) */
+    int borrowed;              /* data is the caller's memory (oc_buffer_read): never advised,
+                                * released or unmapped */
 } oc_mapped_file;
 
 /* Maps path. Fails with OC_ERR_INPUT naming path when it is missing, unreadable, not a
@@ -48,6 +50,13 @@ typedef oc_status (*oc_mapped_parse_fn)(oc_context *ctx, const char *path, oc_ma
 /* Maps path, runs parse, unmaps; *out is set only on success. Keeps each reader free of
  * cleanup paths: a parser fails by returning. */
 oc_status oc_mapped_read(oc_context *ctx, const char *path, oc_mapped_parse_fn parse, void *arg, oc_matrix **out);
+
+/* Runs parse over size bytes the caller holds, named name in messages, as oc_mapped_read
+ * runs it over a file (an empty buffer is "the file is empty"). The fuzz targets read through
+ * it: their inputs are heap buffers of the exact size, so AddressSanitizer sees a read past
+ * the end, which the page-rounded tail of a mapping would hide. */
+oc_status oc_buffer_read(oc_context *ctx, const char *name, const void *data, size_t size, oc_mapped_parse_fn parse,
+                         void *arg, oc_matrix **out);
 
 /* Unmaps; a closed or never-opened (zeroed) file is a no-op. */
 void oc_mapped_file_close(oc_mapped_file *f);

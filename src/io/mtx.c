@@ -226,3 +226,11 @@ oc_status oc_mtx_read(oc_context *ctx, const char *path, const oc_read_options *
     OC_CHECK(oc_mapped_read(ctx, path, parse_mtx, (void *)opts, out));
     return OC_OK;
 }
+
+oc_status oc_mtx_read_buffer(oc_context *ctx, const char *name, const void *data, size_t size,
+                             const oc_read_options *opts, oc_matrix **out)
+{
+    oc_read_options defaults = OC_READ_OPTIONS_INIT;
+    OC_CHECK(oc_buffer_read(ctx, name, data, size, parse_mtx, (void *)(opts ? opts : &defaults), out));
+    return OC_OK;
+}

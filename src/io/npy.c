@@ -351,6 +351,14 @@ oc_status oc_npy_read(oc_context *ctx, const char *path, const oc_read_options *
     return OC_OK;
 }
 
+oc_status oc_npy_read_buffer(oc_context *ctx, const char *name, const void *data, size_t size,
+                             const oc_read_options *opts, oc_matrix **out)
+{
+    oc_read_options defaults = OC_READ_OPTIONS_INIT;
+    OC_CHECK(oc_buffer_read(ctx, name, data, size, parse_npy, (void *)(opts ? opts : &defaults), out));
+    return OC_OK;
+}
+
 /* ---------------------------------------------------------------- writer */
 /* The writer creates, sizes, maps, flushes and renames only through sysio.h, so the tests'
  * fault plan reaches each of those failures. */

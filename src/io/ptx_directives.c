@@ -84,7 +84,10 @@ static int thread_count(const char *p, const char *end)
         if (!read_number(&q, end, &dims[i])) return 0;
         p = q;
     }
-    long threads = dims[0] * dims[1] * dims[2];
+    /* Overflow-checked: a product that wraps must not read as a small, plausible bound. */
+    long threads;
+    if (__builtin_mul_overflow(dims[0], dims[1], &threads) || __builtin_mul_overflow(threads, dims[2], &threads))
+        return 0;
     return threads > 0 && threads <= 1 << 20 ? (int)threads : 0;
 }
 

@@ -13,6 +13,7 @@
  * found through $CUDA_HOME/bin, $CUDA_PATH/bin, /usr/local/cuda/bin and then PATH.
  */
 #include <errno.h>
+#include <limits.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -159,7 +160,7 @@ static long long figure_before(const char *line, const char *line_end, const cha
     return -1;
 }
 
-static void parse_report(const char *text, oc_kernel_list *out, int first_new)
+void oc_ptxas_parse_report(const char *text, oc_kernel_list *out, int first_new)
 {
     oc_kernel_entry *entry = NULL;      /* the entry "Used ... registers" applies to */
     char props_name[1024] = "";          /* the function the next properties line is about */
@@ -190,7 +191,8 @@ static void parse_report(const char *text, oc_kernel_list *out, int first_new)
             long long regs = figure_before(line, line_end, "registers");
             long long smem = figure_before(line, line_end, "bytes smem");
             long long cmem = figure_before(line, line_end, "bytes cmem[0]");
-            if (regs >= 0) entry->res.regs_per_thread = (int)regs;
+            /* A figure past int is no register count (strtoll saturates a long run of digits). */
+            if (regs >= 0 && regs <= INT_MAX) entry->res.regs_per_thread = (int)regs;
             entry->res.static_smem = smem > 0 ? (size_t)smem : 0;
             if (cmem >= 0) entry->const_bytes = cmem;
         }
@@ -236,7 +238,7 @@ oc_status oc_ptxas_resources(oc_context *ctx, const char *ptx_path, const char *
         free(text);
         return st;
     }
-    parse_report(text, out, out->count);
+    oc_ptxas_parse_report(text, out, out->count);
     free(text);
     snprintf(out->source, sizeof out->source, "ptxas %s", ptxas_release(ptxas));
     snprintf(out->jit_compiler, sizeof out->jit_compiler, "ptxas %s", ptxas_release(ptxas));

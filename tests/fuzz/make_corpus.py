@@ -1,0 +1,259 @@
+#!/usr/bin/env python3
+"""Writes the seed corpora of the fuzz targets into tests/fuzz/corpus/<target>/.
+
+Small valid files of every kind the readers take, and the bad inputs of the unit and CLI
+tests (tests/test_io.c, tests/cli/test_bad_input.py). The GPU code seeds (cubin, fatbinary,
+host object, PTX, ptxas' report) need nvcc; without it they are left as they are. The
+corpora are committed: run this again only to change them. The finding_* files are inputs
+the fuzz targets found (each with its fix); they are kept as found, not written here.
+
+    python3 tests/fuzz/make_corpus.py
+"""
+import ast
+import io
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CORPUS = os.path.join(HERE, "corpus")
+TESTS = os.path.dirname(HERE)
+
+# The dense test matrix of tests/test_io.c and tests/cli/test_bad_input.py: 5 x 13, ones in
+# every byte position.
+A = (np.arange(5 * 13).reshape(5, 13) % 3 == 0).astype(np.uint8)
+A_TWO = A.copy()
+A_TWO[3, 7] = 2
+
+
+def c_strings(path, array):
+    """The string literals of `static const char *const ARRAY[] = {...};` in a C test file, so
+    that the seeds and the unit test share one list of bad inputs."""
+    text = open(path).read()
+    start = text.index(f"{array}[] = {{")
+    body = text[start:text.index("};", start)]
+    return [ast.literal_eval(line.strip().rstrip(",")) for line in body.splitlines()[1:] if line.strip()]
+
+
+def write(target, name, content):
+    d = os.path.join(CORPUS, target)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(content.encode() if isinstance(content, str) else content)
+
+
+# ---------------------------------------------------------------- .npy (selector byte first)
+
+def npy_bytes(array, version=(1, 0)):
+    buf = io.BytesIO()
+    np.lib.format.write_array(buf, np.asarray(array), version=version)
+    return buf.getvalue()
+
+
+def header_bytes(dict_text, major=1, pad=b" "):
+    """A .npy header around an arbitrary dict text, padded as numpy pads it."""
+    body = dict_text.encode("latin1")
+    prefix = 10 if major == 1 else 12
+    total = (prefix + len(body) + 1 + 63) // 64 * 64
+    hlen = total - prefix
+    return (b"\x93NUMPY" + bytes([major, 0]) + hlen.to_bytes(prefix - 8, "little") + body +
+            pad * (hlen - len(body) - 1) + b"\n")
+
+
+def npy(name, content, bits=0):
+    """fuzz_npy's input: the selector byte (0 dense, 1..239 the --bits value), then the file."""
+    assert 0 <= bits < 240
+    write("npy", name, bytes([bits]) + content)
+
+
+def npy_corpus():
+    for major in (1, 2, 3):
+        for dtype in (np.bool_, np.uint8, np.int8):
+            npy(f"v{major}_{np.dtype(dtype).name}.npy", npy_bytes(A.astype(dtype), (major, 0)))
+    cols = A.shape[1]
+    packed = np.packbits(A, axis=1)
+    npy("packed_v1.npy", npy_bytes(packed), bits=cols)
+    npy("packed_v2.npy", npy_bytes(packed, (2, 0)), bits=cols)
+    npy("packed_v3_full_bytes.npy", npy_bytes(packed, (3, 0)), bits=8 * packed.shape[1])
+    dirty = packed.copy()
+    dirty[:, -1] |= (1 << (8 * packed.shape[1] - cols)) - 1  # padding bits past the last column
+    npy("packed_dirty_padding.npy", npy_bytes(dirty), bits=cols)
+    npy("packed_bool.npy", npy_bytes(packed.astype(bool)), bits=cols)
+    npy("packed_bits_mismatch.npy", npy_bytes(packed), bits=cols + 8)
+    npy("big_endian_u1.npy", header_bytes("{'descr': '>u1', 'fortran_order': False, 'shape': (5, 13), }") + A.tobytes())
+    npy("py2_long_shape.npy",
+        header_bytes('{"descr": "|u1", "shape": (5L, 13L), "fortran_order": False}') + A.tobytes())
+    npy("nul_padding.npy",
+        header_bytes("{'descr': '|u1', 'fortran_order': False, 'shape': (5, 13), }", pad=b"\0") + A.tobytes())
+
+    good = npy_bytes(A)
+    data_start = len(good) - A.size
+    # The bad inputs of tests/cli/test_bad_input.py and tests/test_io.c.
+    bad = {
+        "cut_magic": good[:4],
+        "cut_header": good[:9],
+        "cut_dict": good[:50],
+        "cut_data": good[:-1],
+        "no_data": good[:data_start],
+        "zip_magic": b"PK\x03\x04" + good[4:],
+        "long_header": good[:8] + b"\xff\x7f" + good[10:],
+        "version4": b"\x93NUMPY\x04\x00\x10\x00{}              ",
+        "f8": npy_bytes(A.astype("<f8")),
+        "i4_big_endian": npy_bytes(A.astype(">i4")),
+        "fortran": npy_bytes(np.asfortranarray(A)),
+        "value2": npy_bytes(A_TWO),
+        "minus1": npy_bytes(np.where(A_TWO == 2, -1, A_TWO).astype(np.int8)),
+        "one_d": npy_bytes(A.ravel()),
+        "three_d": npy_bytes(A.reshape(5, 13, 1)),
+        "scalar": npy_bytes(np.uint8(1)),
+        "zero_rows": npy_bytes(np.zeros((0, 13), np.uint8)),
+        "zero_cols": npy_bytes(np.zeros((5, 0), np.uint8)),
+        "structured": header_bytes("{'descr': [('a', '<i4')], 'fortran_order': False, 'shape': (5,), }") +
+        bytes(20),
+    }
+    for k, text in enumerate(c_strings(os.path.join(TESTS, "test_io.c"), "not_dicts")):
+        bad[f"not_dict{k}"] = header_bytes(text) + A.tobytes()
+    for name, shape in [("overflow", "(4611686018427387904, 4)"), ("overflow_dim", "(5, 99999999999999999999999)"),
+                        ("huge_no_data", "(3000000000, 3000000000)")]:
+        bad[name] = header_bytes(f"{{'descr': '|u1', 'fortran_order': False, 'shape': {shape}, }}") + A.tobytes()
+    for name, content in bad.items():
+        npy(f"bad_{name}.npy", content)
+
+
+# ---------------------------------------------------------------- .mtx
+
+def mtx_corpus():
+    head = "%%MatrixMarket matrix coordinate {} {}\n"
+    rows, cols = np.nonzero(A)
+    entries = "".join(f"{i + 1} {j + 1}\n" for i, j in zip(rows, cols))
+    valued = "".join(f"{i + 1} {j + 1} 1\n" for i, j in zip(rows, cols))
+    size = f"{A.shape[0]} {A.shape[1]} {len(rows)}\n"
+    write("mtx", "pattern.mtx", head.format("pattern", "general") + "% a comment\n\n" + size + entries)
+    write("mtx", "integer.mtx", head.format("integer", "general") + size + valued + "")
+    write("mtx", "integer_explicit_zero.mtx", head.format("integer", "general") + "3 3 2\n1 1 0\n2 3 -7\n")
+    write("mtx", "real.mtx", head.format("real", "general") + "3 3 3\n1 1 1.0\n2 2 0.0\n3 1 -2.5e-3\n")
+    write("mtx", "symmetric.mtx", head.format("pattern", "symmetric") + "4 4 3\n1 1\n3 1\n4 2\n")
+    write("mtx", "skew.mtx", head.format("integer", "skew-symmetric") + "3 3 2\n2 1 1\n3 2 -1\n")
+    write("mtx", "crlf_upper_case.mtx", "%%MATRIXMARKET MATRIX COORDINATE PATTERN GENERAL\r\n2 2 1\r\n2 2\r\n")
+    mtx_head = head.format("pattern", "general")
+    bad = {
+        "empty": "",
+        "bad_banner": "%%MatrixMarket matrix coordinate\n3 4 1\n1 1\n",
+        "array": "%%MatrixMarket matrix array integer general\n2 2\n1\n0\n1\n1\n",
+        "complex": "%%MatrixMarket matrix coordinate complex general\n1 1 1\n1 1 1 0\n",
+        "hermitian": "%%MatrixMarket matrix coordinate pattern hermitian\n1 1 1\n1 1\n",
+        "range": mtx_head + "3 4 2\n1 1\n4 1\n",
+        "zero_index": mtx_head + "3 4 1\n0 1\n",
+        "fewer": mtx_head + "3 4 3\n1 1\n2 2\n",
+        "more": mtx_head + "3 4 1\n1 1\n2 2\n",
+        "word": mtx_head + "3 4 1\n1 x\n",
+        "no_size": mtx_head + "% only a comment\n",
+        "bad_size": mtx_head + "3 four 1\n",
+        "non_square_symmetric": head.format("pattern", "symmetric") + "3 4 1\n1 1\n",
+        "nan": head.format("real", "general") + "2 2 1\n1 1 nan\n",
+        "huge_index": mtx_head + "3 4 1\n99999999999999999999 1\n",
+        "too_many_fields": mtx_head + "3 4 1\n1 1 1 1 1 1 1\n",
+    }
+    for name, content in bad.items():
+        write("mtx", f"bad_{name}.mtx", content)
+
+
+# ---------------------------------------------------------------- .txt / .csv
+
+def text_corpus():
+    write("text", "spaces.txt", "\n".join(" ".join(map(str, r)) for r in A) + "\n")
+    write("text", "commas.csv", "\n".join(",".join(map(str, r)) for r in A) + "\n")
+    write("text", "comments_crlf.csv", "# header comment\r\n1, 0 ,1\r\n\r\n0,1,1\r\n")
+    write("text", "tabs_no_final_newline.txt", "1\t0\t1\n0\t1\t1")
+    bad = {
+        "empty": "",
+        "only_comments": "# nothing\n\n   \n",
+        "ragged": "1 0 1\n0 1 1\n1 1\n",
+        "value2": "1,0,1\n0,2,1\n",
+        "double_comma": "1,,0\n",
+        "trailing_comma": "1,0,\n",
+        "long_token": "1 0 10\n",
+    }
+    for name, content in bad.items():
+        write("text", f"bad_{name}.{'csv' if ',' in content else 'txt'}", content)
+
+
+# ---------------------------------------------------------------- GPU code (needs nvcc)
+
+KERNELS = r"""
+// Two small kernels: launch bounds, static shared memory, a register cap, a device function.
+__device__ __noinline__ float twice(float x) { return 2.0f * x; }
+
+extern "C" __global__ void __launch_bounds__(128) bounded(const float *in, float *out)
+{
+    __shared__ float tile[128];
+    tile[threadIdx.x] = in[blockIdx.x * 128 + threadIdx.x];
+    __syncthreads();
+    out[blockIdx.x * 128 + threadIdx.x] = twice(tile[127 - threadIdx.x]);
+}
+
+extern "C" __global__ void __maxnreg__(40) capped(const float *in, float *out, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = in[i] * in[(i + 1) % n];
+}
+"""
+
+
+def nvcc_path():
+    for home in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
+        if home and os.access(os.path.join(home, "bin", "nvcc"), os.X_OK):
+            return os.path.join(home, "bin", "nvcc")
+    return shutil.which("nvcc")
+
+
+def gpu_corpus():
+    nvcc = nvcc_path()
+    if not nvcc:
+        print("make_corpus: nvcc not found; the cubin, fatbin and ptx seeds are left as they are", file=sys.stderr)
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        src = os.path.join(tmp, "k.cu")
+        with open(src, "w") as f:
+            f.write(KERNELS)
+
+        def build(*args):
+            out = os.path.join(tmp, "out")
+            proc = subprocess.run([nvcc, *args, src, "-o", out], check=True, capture_output=True, text=True)
+            with open(out, "rb") as f:
+                return f.read(), proc.stdout + proc.stderr
+
+        cubin90, report = build("-cubin", "-arch=sm_90", "-Xptxas", "-v")
+        # Without the timings, the report is the same on every run.
+        report = "".join(line for line in report.splitlines(True) if "Compile time" not in line)
+        cubin80, _ = build("-cubin", "-arch=sm_80")
+        ptx, _ = build("-ptx", "-arch=sm_90")
+        for name, data in [("sm_90.cubin", cubin90), ("sm_80.cubin", cubin80)]:
+            write("cubin", name, data)
+            write("fatbin", name, data)
+        fat = ["-fatbin", "-gencode", "arch=compute_80,code=sm_80", "-gencode", "arch=compute_90,code=[sm_90,compute_90]"]
+        write("fatbin", "plain.fatbin", build(*fat, "-compress-mode=none")[0])
+        write("fatbin", "lz4.fatbin", build(*fat, "-compress-mode=speed")[0])
+        write("fatbin", "zstd.fatbin", build(*fat, "-compress-mode=size")[0])
+        write("fatbin", "ptx_only.fatbin", build("-fatbin", "-gencode", "arch=compute_90,code=compute_90",
+                                                 "-compress-mode=none")[0])
+        write("fatbin", "host_object.o", build("-c", "-arch=sm_90", "-compress-mode=none")[0])
+        write("ptx", "kernels.ptx", ptx)
+        write("ptx", "ptxas_report.txt", report)
+        # Both at once: a report that names the PTX's entries, then the PTX with their bounds.
+        write("ptx", "report_and_ptx.txt", report.encode() + ptx)
+        write("cubin", "bad_truncated.cubin", cubin90[:len(cubin90) // 2])
+        write("fatbin", "bad_truncated.fatbin", build(*fat, "-compress-mode=none")[0][:200])
+    write("fatbin", "not_gpu_code.txt", "notes, not a kernel image\n")
+    write("fatbin", "elf_no_gpu_code", open(sys.executable, "rb").read(64))
+
+
+if __name__ == "__main__":
+    npy_corpus()
+    mtx_corpus()
+    text_corpus()
+    gpu_corpus()
