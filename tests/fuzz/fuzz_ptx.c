@@ -25,7 +25,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     oc_status st = oc_kernel_image_read(ctx, path, &img);
     fuzz_check_status(st, path, allowed);
     if (st == OC_OK) {
-        if (img.format == OC_IMAGE_PTX) (void)oc_ptx_target_cc((const char *)img.data, img.size);
+        char suffix;
+        if (img.format == OC_IMAGE_PTX) (void)oc_ptx_target_cc((const char *)img.data, img.size, &suffix);
         oc_kernel_image_release(&img);
     }
 
@@ -34,7 +35,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!text) return 0;
     memcpy(text, data, size);
     text[size] = '\0';
-    (void)oc_ptx_target_cc(text, size);
+    char suffix;
+    (void)oc_ptx_target_cc(text, size, &suffix);
+    (void)oc_ptx_find_directive(text, size, ".version");
     oc_kernel_list list = {0};
     oc_ptxas_parse_report(text, &list, 0);
     oc_ptx_entry_directives(text, size, &list, 0);
