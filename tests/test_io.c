@@ -239,6 +239,11 @@ static void test_npy_packbits(void)
     CHECK(oc_matrix_open(ctx, path, 793, &m) == OC_OK);
     oc_matrix_free(m);
     m = NULL;
+    /* Rows too wide for 8 * width to be counted (found by fuzz_npy: the message overflowed). */
+    path = write_npy("wide.npy", 1, "|u1", 0, "(2, 2999999999999999999)", wide, sizeof wide);
+    CHECK_FAIL(oc_matrix_open(ctx, path, 8, &m), OC_ERR_INPUT, path, "--bits 8 needs 1 bytes per row");
+    oc_matrix_free(m);
+    m = NULL;
     path = write_npy("packed_bool.npy", 1, "|b1", 0, "(5, 2)", packed, sizeof packed);
     CHECK_FAIL(oc_matrix_open(ctx, path, C, &m), OC_ERR_INPUT, path, "bool");
     CHECK_FAIL(oc_matrix_open(ctx, "x.txt", 8, &m), OC_ERR_INVALID_ARGUMENT, "x.txt", "--bits");

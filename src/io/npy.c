@@ -301,6 +301,10 @@ static oc_status parse_npy(oc_context *ctx, const char *path, oc_mapped_file *fi
             return oc_fail(ctx, OC_ERR_INPUT, "%s: --bits expects numpy.packbits output (uint8) but the dtype is bool",
                            path);
         int64_t need = bits / 8 + (bits % 8 != 0);
+        /* The message's bit range is 8 * width: rows that wide cannot be packbits rows anyway. */
+        if (width > INT64_MAX / 8)
+            return oc_fail(ctx, OC_ERR_INPUT, "%s: --bits %" PRId64 " needs %" PRId64 " bytes per row but the rows have %" PRId64,
+                           path, bits, need, width);
         if (need != width)
             return oc_fail(ctx, OC_ERR_INPUT,
                            "%s: --bits %" PRId64 " needs %" PRId64 " bytes per row but the rows have %" PRId64
