@@ -17,7 +17,7 @@
 #include "harness.h"
 #include "outcore.h"
 #include "core/metric.h"
-#include "io/select_out.h"
+#include "io/crc32.h"
 
 typedef struct sel_case {
     const char *name;
