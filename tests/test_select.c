@@ -17,7 +17,7 @@
 #include "harness.h"
 #include "outcore.h"
 #include "core/metric.h"
-#include "io/select_out.h"
+#include "io/crc32.h"
 
 typedef struct sel_case {
     const char *name;
@@ -34,7 +34,7 @@ static const sel_case cases[] = {
     {"several tiles", 131, 0, 40, 0.1},
     {"several tiles A·Bᵀ", 97, 143, 70, 0.12},
     /* Dense rows of equal length: many pairs share a jaccard score through different counts
-     * and popcounts, which the pre-test on counts (select.c) must all let through. */
+     * and popcounts, which the pre-test on counts (select_topk.c) must all let through. */
     {"dense jaccard ties", 150, 0, 96, 0.5},
     {"dense jaccard ties A·Bᵀ", 90, 120, 64, 0.5},
 };

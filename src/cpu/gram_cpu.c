@@ -13,7 +13,7 @@
  *     epilogue (metric, dtype; the same ISA's, kernel.h) into the worker's tile buffer, then
  *     the dense sink, or the top-k / threshold selection (src/exec/select.h), which the
  *     worker runs on the tile while it is still in its caches (jaccard top-k takes the
- *     counts themselves once the tile's lists have floors: no epilogue, see select.c).
+ *     counts themselves once the tile's lists have floors: no epilogue, see select_topk.c).
  *
  * With T = 240 and KC = 512 words the A tile's K block is 960 KiB (half the 2 MiB L2 of the
  * machines this was tuned on) and a B micro-panel of 6 rows is 24 KiB (half a 48 KiB L1).
@@ -132,7 +132,7 @@ static oc_status gram_tile(void *arg, int64_t task, int worker)
     /* int32 counts are the accumulator itself (every count <= m <= INT32_MAX, checked). */
     const void *result = w->acc;
     /* Jaccard top-k selects from the counts once the tile's lists have floors: only the
-     * elements that may enter a list get a score (select.c), not every one. */
+     * elements that may enter a list get a score (select_topk.c), not every one. */
     if (job->select && !job->dense && job->pop_a && job->pop_b &&
         oc_select_tile_counts(job->select, worker, i0, j0, rows, cols, w->acc, ld, job->pop_a + i0, job->pop_b + j0))
         return OC_OK;

@@ -1,17 +1,17 @@
 /*
  * select_simd.h - the vectorised parts of CPU top-k selection: the pre-test of a tile, the
- * insertion of survivors into a list and the column seeds of a tile. select.c does the
+ * insertion of survivors into a list and the column seeds of a tile. select_topk.c does the
  * bookkeeping around them.
  *
  * The pre-test: which elements of a tile may enter a list. Almost every element of a Gram tile fails its row's floor and its column's floor (the
- * kept-th key of each list, see select.c), so top-k selection runs at the speed of this
+ * kept-th key of each list, see select_topk.c), so top-k selection runs at the speed of this
  * test. It reads the tile's values as they are, turns them into 32-bit score keys in
  * registers (select_key.h) and sets one bit per element whose score key reaches the
  * smaller of two bounds:
  *
  *     sk >= min(row_min[r], col_min[c])      (col_min only for A·Aᵀ, the mirrored lists)
  *
- * select.c derives each bound from a floor so that every key above the floor passes (a
+ * select_topk.c derives each bound from a floor so that every key above the floor passes (a
  * superset: ties at the floor's score pass unless all of them lose on the index, and the
  * exact 64-bit test follows for the set bits only), and one compare per element decides.
  *
@@ -56,7 +56,7 @@ typedef struct oc_scan_tile {
 
 typedef void (*oc_scan_fn)(const oc_scan_tile *t);
 
-/* The pre-test on a tile of jaccard counts, before any score is computed (select.c turns a
+/* The pre-test on a tile of jaccard counts, before any score is computed (select_topk.c turns a
  * floor into a factor g: a score can reach the floor only if c >= (|a| + |b|)·g, with a
  * margin for every rounding). One bit per element whose count c satisfies
  *
@@ -79,7 +79,7 @@ typedef void (*oc_scan_counts_fn)(const oc_scan_counts *t);
 /* Inserts keys[0..n) (any order) into a list of kept keys (see the top comment). */
 typedef void (*oc_insert_fn)(uint64_t *list, int64_t kept, const uint64_t *keys, int64_t n);
 
-/* Seeding's group maxima (select.c): out[q * cols + c] is the largest score key of column c
+/* Seeding's group maxima (select_topk.c): out[q * cols + c] is the largest score key of column c
  * over tile rows q * rows / g .. (q + 1) * rows / g - 1, for q < g <= rows. Reads only
  * kind, values, ld, rows and cols of t. */
 typedef void (*oc_group_max_fn)(const oc_scan_tile *t, int64_t g, uint32_t *out);

@@ -54,6 +54,15 @@ oc_status oc_tmpfile_open(oc_context *ctx, const char *path, oc_tmpfile *f);
 oc_status oc_tmpfile_commit(oc_context *ctx, oc_tmpfile *f);
 void oc_tmpfile_abort(oc_tmpfile *f);
 
+/* A scratch file that no name keeps (the side files of .npz pairs, the spill file of
+ * threshold pairs): created from tmpl, whose last six characters XXXXXX are replaced as
+ * mkstemp does, through sysio.h (so the fault plan reaches it), and unlinked at once, so
+ * that nothing is left behind whatever happens; it lives until its descriptor is closed,
+ * and its writes go through sysio.h too. Returns the descriptor, or -1 with errno set. */
+int oc_scratch_open(oc_context *ctx, char *tmpl);
+/* Where scratch files that belong to no output go: $TMPDIR, else /tmp. */
+const char *oc_scratch_dir(void);
+
 /* Fails with OC_ERR_INPUT when path names the file a or b (either may be NULL) was read
  * from, by any name: same path, another spelling, a symbolic or a hard link. */
 oc_status oc_output_check_not_input(oc_context *ctx, const char *path, const oc_matrix *a, const oc_matrix *b);

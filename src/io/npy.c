@@ -14,7 +14,8 @@
  * value) stays in memory: a 20 GB uint8 input becomes 2.5 GB. Pages already packed are
  * released from the mapping as it goes, so the process's resident size says what it holds.
  * The writer sizes its temporary file up front and hands out a shared mapping of it: the
- * result goes straight to the page cache and the disk, never through anonymous memory.
+ * result goes straight to the page cache and the disk, never through anonymous memory. Its
+ * header, like every header the library writes, comes from npy_header.c.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -34,14 +35,7 @@
 
 #define NPY_MAGIC "\x93NUMPY"
 #define NPY_MAGIC_LEN 6
-#define NPY_ALIGN 64 /* numpy's ARRAY_ALIGN: the data starts at a multiple of this */
 #define NPY_MAX_DIMS 32
-
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-#define NPY_NATIVE "<"
-#else
-#define NPY_NATIVE ">"
-#endif
 
 /* ---------------------------------------------------------------- header parsing */
 
@@ -365,7 +359,9 @@ oc_status oc_npy_read_buffer(oc_context *ctx, const char *name, const void *data
 
 /* ---------------------------------------------------------------- writer */
 /* The writer creates, sizes, maps, flushes and renames only through sysio.h, so the tests'
- * fault plan reaches each of those failures. */
+ * fault plan reaches each of those failures; its header is npy_header.c's, as every .npy
+ * the library writes. */
+#include "io/npy_header.h"
 #include "io/sysio.h"
 
 struct oc_npy_out {
@@ -373,33 +369,6 @@ struct oc_npy_out {
     unsigned char *map;
     size_t map_len;
 };
-
-/* Writes the magic, version and padded header dict for shape (rows, cols) into buf (at
- * least NPY_ALIGN * 4 bytes); returns the data offset, a multiple of NPY_ALIGN. */
-static size_t npy_format_header(unsigned char *buf, const char *descr, int64_t rows, int64_t cols)
-{
-    char dict[160];
-    int len =
-        snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (%" PRId64 ", %" PRId64 "), }",
-                 descr, rows, cols);
-    /* Version 1.0 stores the header length in 2 bytes; 2.0 only when it does not fit. With
-     * two int64 dimensions it always fits, but the rule is numpy's and costs nothing. */
-    size_t prefix = 10;
-    size_t total = (prefix + (size_t)len + 1 + NPY_ALIGN - 1) / NPY_ALIGN * NPY_ALIGN;
-    if (total - prefix > 65535) {
-        prefix = 12;
-        total = (prefix + (size_t)len + 1 + NPY_ALIGN - 1) / NPY_ALIGN * NPY_ALIGN;
-    }
-    size_t header_len = total - prefix;
-    memcpy(buf, NPY_MAGIC, NPY_MAGIC_LEN);
-    buf[6] = prefix == 10 ? 1 : 2;
-    buf[7] = 0;
-    for (size_t k = 0; k < prefix - 8; ++k) buf[8 + k] = (unsigned char)(header_len >> (8 * k));
-    memcpy(buf + prefix, dict, (size_t)len);
-    memset(buf + prefix + len, ' ', header_len - (size_t)len - 1);
-    buf[total - 1] = '\n';
-    return total;
-}
 
 /* Creates w's temporary file, total bytes long with its blocks reserved, and maps it. On
  * failure the caller aborts w, which removes whatever was created. */
@@ -425,26 +394,25 @@ oc_status oc_npy_out_create(oc_context *ctx, const char *path, int dtype, int64_
                             void **data)
 {
     if (!path || !out || !data) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_npy_out_create: NULL argument");
-    const char *descr;
     int64_t elem;
     switch (dtype) {
-    case OC_DTYPE_INT32: descr = NPY_NATIVE "i4", elem = 4; break;
-    case OC_DTYPE_UINT16: descr = NPY_NATIVE "u2", elem = 2; break;
-    case OC_DTYPE_FLOAT32: descr = NPY_NATIVE "f4", elem = 4; break;
-    case OC_NPY_UINT8: descr = "|u1", elem = 1; break;
+    case OC_DTYPE_INT32: elem = 4; break;
+    case OC_DTYPE_UINT16: elem = 2; break;
+    case OC_DTYPE_FLOAT32: elem = 4; break;
+    case OC_NPY_UINT8: elem = 1; break;
     default: return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: no .npy output for dtype code %d", path, dtype);
     }
     int64_t count, bytes;
     if (rows <= 0 || cols <= 0)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: output shape %" PRId64 " x %" PRId64 " is not positive", path,
                        rows, cols);
-    if (!oc_mul_i64(rows, cols, &count) || !oc_mul_i64(count, elem, &bytes) || bytes > INT64_MAX - 4 * NPY_ALIGN ||
+    if (!oc_mul_i64(rows, cols, &count) || !oc_mul_i64(count, elem, &bytes) || bytes > INT64_MAX - OC_NPY_HEADER_MAX ||
         (uint64_t)bytes > SIZE_MAX / 2)
         return oc_fail(ctx, OC_ERR_INPUT, "%s: output %" PRId64 " x %" PRId64 " overflows 64-bit sizes", path, rows,
                        cols);
 
-    unsigned char header[4 * NPY_ALIGN];
-    size_t offset = npy_format_header(header, descr, rows, cols);
+    unsigned char header[OC_NPY_HEADER_MAX];
+    size_t offset = oc_npy_header(header, dtype, rows, cols, 0);
     size_t total = offset + (size_t)bytes;
 
     oc_npy_out *w = calloc(1, sizeof *w);

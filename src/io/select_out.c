@@ -10,9 +10,10 @@
  *   local header "values.npy" + npy header + values data  copied from side file 2 at commit
  *   central directory, [ZIP64 end record + locator], end record
  *
- * The CRC of an entry covers its npy header and its data. Data CRCs are computed while the
- * data streams; the header's CRC is combined in front of them at the end (oc_crc32_combine),
- * so no byte is read back to be checksummed.
+ * The members' records are npz.c's (their .npy headers npy_header.c's, their CRC crc32.c's).
+ * Data CRCs are computed here while the data streams; npz.c combines each member's header
+ * CRC in front of its data's at the end, so no byte is read back to be checksummed. The side
+ * files are io.h's scratch files (oc_scratch_open), beside the output.
  *
  * Errors: the helpers that write return 0 or the errno of the call that failed; the entry
  * points turn it into the one message of a failed output (write_failed: the cause and how
@@ -26,83 +27,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
-#ifdef OC_HAVE_ZLIB
-#include <zlib.h>
-#endif
 
 #include "../core/error.h"
+#include "crc32.h"
 #include "io.h"
+#include "npz.h"
 #include "sysio.h"
 
 #define BUF_BYTES (1 << 20)
 #define NPY_STREAM_HEADER 128           /* room for any 1-D shape: patched in place */
-#define LOCAL_HEADER(name_len) (30 + (name_len) + 20)
 #define MTX_COUNT_WIDTH 20              /* digits of any int64 */
-
-/* ---------------------------------------------------------------- CRC-32 */
-#ifndef OC_HAVE_ZLIB
-#include <pthread.h>
-static uint32_t crc_table[256];
-static void crc_table_init(void)
-{
-    for (uint32_t n = 0; n < 256; ++n) {
-        uint32_t c = n;
-        for (int k = 0; k < 8; ++k) c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-        crc_table[n] = c;
-    }
-}
-#endif
-
-uint32_t oc_crc32_update(uint32_t crc, const void *buf, size_t len)
-{
-#ifdef OC_HAVE_ZLIB
-    const unsigned char *p = buf;
-    while (len > 0) { /* zlib takes uInt lengths */
-        uInt part = len > (1u << 30) ? (1u << 30) : (uInt)len;
-        crc = (uint32_t)crc32(crc, p, part);
-        p += part, len -= part;
-    }
-    return crc;
-#else
-    static pthread_once_t once = PTHREAD_ONCE_INIT;
-    pthread_once(&once, crc_table_init);
-    const unsigned char *p = buf;
-    crc = ~crc;
-    while (len--) crc = crc_table[(crc ^ *p++) & 0xFF] ^ (crc >> 8);
-    return ~crc;
-#endif
-}
-
-/* Polynomial arithmetic modulo the CRC polynomial (reflected), as in zlib 1.2.12's
- * crc32_combine: crc(A||B) = crc(A)·x^(8·len(B)) + crc(B). */
-static uint32_t multmodp(uint32_t a, uint32_t b)
-{
-    uint32_t m = 1u << 31, p = 0;
-    for (;;) {
-        if (a & m) {
-            p ^= b;
-            if ((a & (m - 1)) == 0) break;
-        }
-        m >>= 1;
-        b = b & 1 ? (b >> 1) ^ 0xEDB88320u : b >> 1;
-    }
-    return p;
-}
-
-uint32_t oc_crc32_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b)
-{
-    /* x^(2^k) mod p for k = 3, 4, ...: len_b bytes are 8·len_b bits, x^(8·len_b). */
-    uint32_t x2k = 1u << 30; /* x^1 */
-    for (int k = 0; k < 3; ++k) x2k = multmodp(x2k, x2k);
-    uint32_t p = 1u << 31; /* x^0 */
-    for (uint64_t n = len_b; n; n >>= 1) {
-        if (n & 1) p = multmodp(x2k, p);
-        x2k = multmodp(x2k, x2k);
-    }
-    return multmodp(p, crc_a) ^ crc_b;
-}
 
 /* ---------------------------------------------------------------- buffered streams */
 typedef struct out_stream {
@@ -145,173 +80,6 @@ static int stream_put(oc_context *ctx, out_stream *s, const void *data, size_t l
     memcpy(s->buf + s->len, data, len);
     s->len += len;
     return 0;
-}
-
-/* ---------------------------------------------------------------- npy and zip records */
-static void put16(unsigned char *p, uint32_t v) { p[0] = (unsigned char)v, p[1] = (unsigned char)(v >> 8); }
-static void put32(unsigned char *p, uint32_t v)
-{
-    for (int i = 0; i < 4; ++i) p[i] = (unsigned char)(v >> (8 * i));
-}
-static void put64(unsigned char *p, uint64_t v)
-{
-    for (int i = 0; i < 8; ++i) p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static const char *npy_descr(oc_dtype dtype)
-{
-    return dtype == OC_DTYPE_FLOAT32 ? "<f4" : dtype == OC_DTYPE_UINT16 ? "<u2" : "<i4";
-}
-
-/* A version 1.0 npy header of shape (d0,) (d1 < 0) or (d0, d1): `fixed` bytes long when
- * nonzero, else the natural length rounded up to 64 as numpy writes it. Returns its length. */
-static size_t npy_header(unsigned char *h, size_t fixed, const char *descr, int64_t d0, int64_t d1)
-{
-    char dict[160];
-    int len = d1 < 0 ? snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (%lld,), }", descr,
-                                (long long)d0)
-                     : snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (%lld, %lld), }",
-                                descr, (long long)d0, (long long)d1);
-    size_t total = fixed ? fixed : ((size_t)(10 + len + 1) + 63) / 64 * 64;
-    memcpy(h, "\x93NUMPY\x01\x00", 8);
-    put16(h + 8, (uint32_t)(total - 10));
-    memset(h + 10, ' ', total - 10);
-    memcpy(h + 10, dict, (size_t)len);
-    h[total - 1] = '\n';
-    return total;
-}
-
-typedef struct zip_entry {
-    char name[16];
-    uint32_t crc;
-    uint64_t size;      /* stored = compressed = uncompressed */
-    uint64_t offset;    /* of the local header */
-} zip_entry;
-
-static void dos_time(uint32_t *time_out, uint32_t *date_out)
-{
-    time_t now = time(NULL);
-    struct tm tm;
-    localtime_r(&now, &tm);
-    *time_out = (uint32_t)(tm.tm_hour << 11 | tm.tm_min << 5 | tm.tm_sec / 2);
-    *date_out = (uint32_t)((tm.tm_year - 80) << 9 | (tm.tm_mon + 1) << 5 | tm.tm_mday);
-}
-
-/* A local header with a ZIP64 extra field holding both sizes (the 32-bit fields say
- * 0xFFFFFFFF), so one layout serves entries of any size. */
-static size_t local_header(unsigned char *h, const zip_entry *e)
-{
-    uint32_t t, d;
-    dos_time(&t, &d);
-    size_t nl = strlen(e->name);
-    put32(h, 0x04034b50u);
-    put16(h + 4, 45); /* version needed: ZIP64 */
-    put16(h + 6, 0);
-    put16(h + 8, 0);  /* stored */
-    put16(h + 10, t);
-    put16(h + 12, d);
-    put32(h + 14, e->crc);
-    put32(h + 18, 0xFFFFFFFFu);
-    put32(h + 22, 0xFFFFFFFFu);
-    put16(h + 26, (uint32_t)nl);
-    put16(h + 28, 20);
-    memcpy(h + 30, e->name, nl);
-    unsigned char *x = h + 30 + nl;
-    put16(x, 0x0001);
-    put16(x + 2, 16);
-    put64(x + 4, e->size);
-    put64(x + 12, e->size);
-    return LOCAL_HEADER(nl);
-}
-
-/* Central directory and end records after the entries, at the file's current end `off`. */
-static int zip_finish(oc_context *ctx, int fd, const zip_entry *e, int count, uint64_t off)
-{
-    unsigned char buf[512];
-    size_t len = 0;
-    uint32_t t, d;
-    dos_time(&t, &d);
-    for (int i = 0; i < count; ++i) {
-        size_t nl = strlen(e[i].name);
-        int big = e[i].size >= 0xFFFFFFFFu, far = e[i].offset >= 0xFFFFFFFFu;
-        size_t extra = (big ? 16 : 0) + (far ? 8 : 0);
-        unsigned char *h = buf + len;
-        put32(h, 0x02014b50u);
-        put16(h + 4, 3 << 8 | 45); /* made by: Unix, ZIP 4.5 */
-        put16(h + 6, 45);
-        put16(h + 8, 0);
-        put16(h + 10, 0);
-        put16(h + 12, t);
-        put16(h + 14, d);
-        put32(h + 16, e[i].crc);
-        put32(h + 20, big ? 0xFFFFFFFFu : (uint32_t)e[i].size);
-        put32(h + 24, big ? 0xFFFFFFFFu : (uint32_t)e[i].size);
-        put16(h + 28, (uint32_t)nl);
-        put16(h + 30, (uint32_t)(extra ? extra + 4 : 0));
-        put16(h + 32, 0);
-        put16(h + 34, 0);
-        put16(h + 36, 0);
-        put32(h + 38, 0100644u << 16);
-        put32(h + 42, far ? 0xFFFFFFFFu : (uint32_t)e[i].offset);
-        memcpy(h + 46, e[i].name, nl);
-        unsigned char *x = h + 46 + nl;
-        if (extra) {
-            put16(x, 0x0001);
-            put16(x + 2, (uint32_t)extra);
-            x += 4;
-            if (big) put64(x, e[i].size), put64(x + 8, e[i].size), x += 16;
-            if (far) put64(x, e[i].offset), x += 8;
-        }
-        len = (size_t)(x - buf);
-    }
-    uint64_t cd_size = len, cd_off = off;
-    if (cd_off >= 0xFFFFFFFFu) {
-        unsigned char *z = buf + len;
-        put32(z, 0x06064b50u);
-        put64(z + 4, 44);
-        put16(z + 12, 3 << 8 | 45);
-        put16(z + 14, 45);
-        put32(z + 16, 0);
-        put32(z + 20, 0);
-        put64(z + 24, (uint64_t)count);
-        put64(z + 32, (uint64_t)count);
-        put64(z + 40, cd_size);
-        put64(z + 48, cd_off);
-        unsigned char *l = z + 56;
-        put32(l, 0x07064b50u);
-        put32(l + 4, 0);
-        put64(l + 8, cd_off + cd_size);
-        put32(l + 16, 1);
-        len += 56 + 20;
-    }
-    unsigned char *r = buf + len;
-    put32(r, 0x06054b50u);
-    put16(r + 4, 0);
-    put16(r + 6, 0);
-    put16(r + 8, (uint32_t)count);
-    put16(r + 10, (uint32_t)count);
-    put32(r + 12, (uint32_t)cd_size);
-    put32(r + 16, cd_off >= 0xFFFFFFFFu ? 0xFFFFFFFFu : (uint32_t)cd_off);
-    put16(r + 20, 0);
-    len += 22;
-    return oc_sys_write_all(ctx, fd, buf, len, -1);
-}
-
-/* Writes one whole entry (npy header + data in memory) at offset `off`; returns its end. */
-static int zip_put_array(oc_context *ctx, int fd, zip_entry *e, uint64_t *off, const char *descr, int64_t d0,
-                         int64_t d1, const void *data, size_t bytes)
-{
-    unsigned char lh[128], nh[256];
-    size_t hl = npy_header(nh, 0, descr, d0, d1);
-    e->offset = *off;
-    e->size = hl + bytes;
-    e->crc = oc_crc32_update(oc_crc32_update(0, nh, hl), data, bytes);
-    size_t ll = local_header(lh, e);
-    int err = oc_sys_write_all(ctx, fd, lh, ll, -1);
-    if (!err) err = oc_sys_write_all(ctx, fd, nh, hl, -1);
-    if (!err) err = oc_sys_write_all(ctx, fd, data, bytes, -1);
-    *off += ll + hl + bytes;
-    return err;
 }
 
 /* ---------------------------------------------------------------- text lines */
@@ -385,11 +153,11 @@ oc_status oc_topk_out_commit(oc_context *ctx, oc_topk_out *w, int64_t n, int64_t
     int fd = w->f.fd;
     size_t elem = oc_dtype_size(dtype);
     if (strcmp(oc_path_extension(path, ext, sizeof ext), "npz") == 0) {
-        zip_entry e[2] = {{.name = "indices.npy"}, {.name = "scores.npy"}};
+        oc_npz_entry e[2] = {{.name = "indices.npy"}, {.name = "scores.npy"}};
         uint64_t off = 0;
-        err = zip_put_array(ctx, fd, &e[0], &off, "<i8", n, k, indices, (size_t)(n * k) * 8);
-        if (!err) err = zip_put_array(ctx, fd, &e[1], &off, npy_descr(dtype), n, k, scores, (size_t)(n * k) * elem);
-        if (!err) err = zip_finish(ctx, fd, e, 2, off);
+        err = oc_npz_put_array(ctx, fd, &e[0], &off, OC_NPY_INT64, n, k, indices, (size_t)(n * k) * 8);
+        if (!err) err = oc_npz_put_array(ctx, fd, &e[1], &off, dtype, n, k, scores, (size_t)(n * k) * elem);
+        if (!err) err = oc_npz_finish(ctx, fd, e, 2, off);
     } else {
         out_stream s = {.fd = fd};
         buf = s.buf = malloc(BUF_BYTES);
@@ -462,9 +230,8 @@ static oc_status side_open(oc_context *ctx, const char *path, int *fd)
     char *tmpl = malloc(len + 32);
     if (!tmpl) return oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: out of memory", path);
     snprintf(tmpl, len + 32, "%s.side-XXXXXX", path);
-    *fd = oc_sys_mkstemp(ctx, tmpl);
+    *fd = oc_scratch_open(ctx, tmpl);
     int err = errno;
-    if (*fd >= 0) unlink(tmpl);
     free(tmpl);
     if (*fd < 0) return oc_io_fail(ctx, "creating a scratch file beside", path, err, -1, -1, -1);
     return OC_OK;
@@ -475,7 +242,7 @@ static int pairs_write_head(oc_context *ctx, oc_pairs_out *w)
 {
     if (w->format == PAIRS_NPZ) {
         /* Room for the rows entry's headers, written for real at commit. */
-        unsigned char zero[LOCAL_HEADER(8) + NPY_STREAM_HEADER] = {0};
+        unsigned char zero[OC_NPZ_LOCAL_HEADER(8) + NPY_STREAM_HEADER] = {0};
         return oc_sys_write_all(ctx, w->f.fd, zero, sizeof zero, -1);
     }
     if (w->format == PAIRS_MTX) {
@@ -592,37 +359,29 @@ static int copy_side(oc_context *ctx, oc_pairs_out *w, out_stream *s)
 
 static int commit_npz(oc_context *ctx, oc_pairs_out *w)
 {
-    unsigned char lh[128], nh[256];
-    zip_entry e[3] = {{.name = "rows.npy"}, {.name = "cols.npy"}, {.name = "values.npy"}};
-    const char *descr[3] = {"<i8", "<i8", npy_descr(w->dtype)};
+    oc_npz_entry e[3] = {{.name = "rows.npy"}, {.name = "cols.npy"}, {.name = "values.npy"}};
+    const int dtype[3] = {OC_NPY_INT64, OC_NPY_INT64, w->dtype};
     out_stream *data[3] = {&w->main, &w->side[0], &w->side[1]};
+    oc_npz_headers h;
     int err = 0;
     for (int i = 0; i < 3 && !err; ++i) err = stream_flush(ctx, data[i]);
     if (err) return err;
 
     /* rows: headers patched in front of the streamed data */
-    size_t hl = npy_header(nh, NPY_STREAM_HEADER, descr[0], w->count, -1);
-    e[0].offset = 0;
-    e[0].size = hl + (uint64_t)w->main.bytes;
-    e[0].crc = oc_crc32_combine(oc_crc32_update(0, nh, hl), w->main.crc, (uint64_t)w->main.bytes);
-    size_t ll = local_header(lh, &e[0]);
-    if ((err = oc_sys_write_all(ctx, w->f.fd, lh, ll, 0)) ||
-        (err = oc_sys_write_all(ctx, w->f.fd, nh, hl, (int64_t)ll)))
+    oc_npz_member(&e[0], &h, 0, dtype[0], w->count, -1, NPY_STREAM_HEADER, w->main.crc, (uint64_t)w->main.bytes);
+    if ((err = oc_sys_write_all(ctx, w->f.fd, h.local, h.local_len, 0)) ||
+        (err = oc_sys_write_all(ctx, w->f.fd, h.npy, h.npy_len, (int64_t)h.local_len)))
         return err;
-    uint64_t off = ll + hl + (uint64_t)w->main.bytes;
+    uint64_t off = h.local_len + h.npy_len + (uint64_t)w->main.bytes;
 
     for (int i = 1; i < 3; ++i) {
-        hl = npy_header(nh, 0, descr[i], w->count, -1);
-        e[i].offset = off;
-        e[i].size = hl + (uint64_t)data[i]->bytes;
-        e[i].crc = oc_crc32_combine(oc_crc32_update(0, nh, hl), data[i]->crc, (uint64_t)data[i]->bytes);
-        ll = local_header(lh, &e[i]);
-        if ((err = oc_sys_write_all(ctx, w->f.fd, lh, ll, -1)) || (err = oc_sys_write_all(ctx, w->f.fd, nh, hl, -1)) ||
-            (err = copy_side(ctx, w, data[i])))
+        oc_npz_member(&e[i], &h, off, dtype[i], w->count, -1, 0, data[i]->crc, (uint64_t)data[i]->bytes);
+        if ((err = oc_sys_write_all(ctx, w->f.fd, h.local, h.local_len, -1)) ||
+            (err = oc_sys_write_all(ctx, w->f.fd, h.npy, h.npy_len, -1)) || (err = copy_side(ctx, w, data[i])))
             return err;
-        off += ll + hl + (uint64_t)data[i]->bytes;
+        off += h.local_len + h.npy_len + (uint64_t)data[i]->bytes;
     }
-    return zip_finish(ctx, w->f.fd, e, 3, off);
+    return oc_npz_finish(ctx, w->f.fd, e, 3, off);
 }
 
 oc_status oc_pairs_out_commit(oc_context *ctx, oc_pairs_out *w)

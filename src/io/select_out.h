@@ -9,7 +9,7 @@
  *              .tsv: header "row<TAB>col<TAB>score"
  *
  * .npz entries are stored (not compressed) with their CRC-32, so numpy.load can map them;
- * ZIP64 fields appear wherever a size or offset passes 4 GiB. Threshold pairs stream: their
+ * ZIP64 fields appear wherever a size or offset passes 4 GiB (npz.h). Threshold pairs stream: their
  * number is known only at the end, so the rows array goes straight into the archive and its
  * headers are patched at the end, while cols and values go to unlinked side files in the
  * output's directory and are copied in at commit (copy_file_range where the kernel can).
@@ -45,10 +45,5 @@ oc_status oc_pairs_out_append(oc_context *ctx, oc_pairs_out *w, const int64_t *r
 oc_status oc_pairs_out_commit(oc_context *ctx, oc_pairs_out *w);
 /* Removes the temporary file(s); frees w. NULL is a no-op. */
 void oc_pairs_out_abort(oc_pairs_out *w);
-
-/* CRC-32 (zip's polynomial): the running value over buf, and the CRC of A||B from those of
- * A and B and B's length. Exposed for tests. */
-uint32_t oc_crc32_update(uint32_t crc, const void *buf, size_t len);
-uint32_t oc_crc32_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b);
 
 #endif

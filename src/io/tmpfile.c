@@ -12,6 +12,9 @@
  * empty or partial file; and the flush is where a deferred write error (a full disk under
  * delayed allocation, NFS) shows while the temporary name can still be removed. Every call
  * that creates, writes or renames goes through sysio.h, whose fault plan tests use.
+ *
+ * Scratch files (oc_scratch_open) hold data on its way to an output, never an output: they
+ * are unlinked as soon as they exist, so no crash can leave one behind.
  */
 #include <ctype.h>
 #include <stdint.h>
@@ -165,4 +168,17 @@ void oc_tmpfile_abort(oc_tmpfile *f)
     free(f->path);
     f->tmp_path = f->path = NULL;
     f->fd = -1;
+}
+
+const char *oc_scratch_dir(void)
+{
+    const char *dir = getenv("TMPDIR");
+    return dir && *dir ? dir : "/tmp";
+}
+
+int oc_scratch_open(oc_context *ctx, char *tmpl)
+{
+    int fd = oc_sys_mkstemp(ctx, tmpl);
+    if (fd >= 0) unlink(tmpl); /* a failed unlink leaves a name, not lost data: nothing to report */
+    return fd;
 }

@@ -1,0 +1,54 @@
+/* npy_header.c - the one writer of .npy headers (npy_header.h). */
+#include "npy_header.h"
+
+#include <assert.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "outcore.h"
+#include "io.h"
+
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define NPY_NATIVE "<"
+#else
+#define NPY_NATIVE ">"
+#endif
+
+/* The descr of dtype's elements in this host's byte order (see the header's top comment). */
+static const char *npy_descr(int dtype)
+{
+    switch (dtype) {
+    case OC_DTYPE_INT32: return NPY_NATIVE "i4";
+    case OC_DTYPE_UINT16: return NPY_NATIVE "u2";
+    case OC_DTYPE_FLOAT32: return NPY_NATIVE "f4";
+    case OC_NPY_INT64: return NPY_NATIVE "i8";
+    case OC_NPY_UINT8: return "|u1";
+    default: return NULL;
+    }
+}
+
+size_t oc_npy_header(unsigned char *h, int dtype, int64_t d0, int64_t d1, size_t fixed)
+{
+    const char *descr = npy_descr(dtype);
+    assert(descr != NULL);
+    char dict[160];
+    int len = d1 < 0 ? snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (%" PRId64 ",), }",
+                                descr, d0)
+                     : snprintf(dict, sizeof dict,
+                                "{'descr': '%s', 'fortran_order': False, 'shape': (%" PRId64 ", %" PRId64 "), }",
+                                descr, d0, d1);
+    /* Version 1.0: its 2-byte header length holds any dict of at most two dimensions
+     * (numpy moves to 2.0 only past 65535 bytes). */
+    const size_t prefix = 10;
+    const size_t total = fixed ? fixed : (prefix + (size_t)len + 1 + OC_NPY_ALIGN - 1) / OC_NPY_ALIGN * OC_NPY_ALIGN;
+    assert(total <= OC_NPY_HEADER_MAX && total % OC_NPY_ALIGN == 0 && prefix + (size_t)len + 1 <= total);
+    const size_t header_len = total - prefix;
+    memcpy(h, "\x93NUMPY", 6);
+    h[6] = 1, h[7] = 0;
+    h[8] = (unsigned char)header_len, h[9] = (unsigned char)(header_len >> 8);
+    memcpy(h + prefix, dict, (size_t)len);
+    memset(h + prefix + len, ' ', header_len - (size_t)len - 1);
+    h[total - 1] = '\n';
+    return total;
+}
