@@ -28,7 +28,7 @@
 
 #include "driver_status.h"
 #include "../core/error.h"
-#include "../io/kernel_image.h"
+#include "../inspect/kernel_image.h"
 
 /* The driver entry points used here, resolved once. */
 typedef struct driver_api {
