@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "harness.h"
-#include "inspect/kernel_image.h"
+#include "inspect/ptx_directives.h"
 
 static const struct target_case {
     const char *text;

@@ -28,7 +28,7 @@
 
 #include "driver_status.h"
 #include "../core/error.h"
-#include "../inspect/kernel_image.h"
+#include "../inspect/kernel_list.h"
 
 /* The driver entry points used here, resolved once. */
 typedef struct driver_api {

@@ -19,7 +19,7 @@
 
 #include "../core/error.h"
 #include "elf_read.h"
-#include "kernel_image.h"
+#include "inspect/cubin.h"
 
 #define EM_CUDA 190
 #define SHT_SYMTAB 2

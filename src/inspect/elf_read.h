@@ -3,8 +3,8 @@
  * and host objects). Every accessor checks offsets against the buffer, so a truncated or
  * hostile file yields "not found", never a read past the end.
  */
-#ifndef OC_IO_ELF_READ_H
-#define OC_IO_ELF_READ_H
+#ifndef OC_INSPECT_ELF_READ_H
+#define OC_INSPECT_ELF_READ_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -21,6 +21,7 @@
 #include "../core/gpu_probe.h"
 #include "../core/text_buf.h"
 #include "kernel_image.h"
+#include "inspect/ptx_directives.h"
 
 static const int block_sizes[OC_INSPECT_BLOCK_SIZES] = {64, 128, 256, 512, 768, 1024};
 

@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "../core/error.h"
-#include "kernel_image.h"
+#include "inspect/ptxas.h"
 
 extern char **environ;
 
