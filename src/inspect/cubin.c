@@ -148,18 +148,21 @@ oc_status oc_cubin_resources(oc_context *ctx, const char *display, const unsigne
         } else if ((kernel = suffix_after(s.name, ".nv.info.")) && s.data &&
                    (e = oc_kernel_list_find(out, kernel, strlen(kernel)))) {
             walk_nv_info(&s, visit_kernel, e);
-        } else if ((kernel = suffix_after(s.name, ".nv.shared.")) && (e = oc_kernel_list_find(out, kernel, strlen(kernel)))) {
+        } else if ((kernel = suffix_after(s.name, ".nv.shared.")) &&
+                   (e = oc_kernel_list_find(out, kernel, strlen(kernel)))) {
             e->res.static_smem = s.size;
-        } else if ((kernel = suffix_after(s.name, ".nv.constant0.")) && (e = oc_kernel_list_find(out, kernel, strlen(kernel)))) {
+        } else if ((kernel = suffix_after(s.name, ".nv.constant0.")) &&
+                   (e = oc_kernel_list_find(out, kernel, strlen(kernel)))) {
             e->const_bytes = (int64_t)s.size;
-        } else if ((kernel = suffix_after(s.name, ".text.")) && (e = oc_kernel_list_find(out, kernel, strlen(kernel))) &&
-                   e->res.regs_per_thread == 0) {
+        } else if ((kernel = suffix_after(s.name, ".text.")) &&
+                   (e = oc_kernel_list_find(out, kernel, strlen(kernel))) && e->res.regs_per_thread == 0) {
             e->res.regs_per_thread = (int)(s.info >> 24); /* older cubins; EIATTR_REGCOUNT wins */
         }
     }
     for (int k = first_new; k < out->count && st == OC_OK; k++)
         if (out->items[k].res.regs_per_thread <= 0)
-            st = oc_fail(ctx, OC_ERR_INPUT, "%s: kernel %s has no register count in the cubin", display, out->items[k].name);
+            st = oc_fail(ctx, OC_ERR_INPUT, "%s: kernel %s has no register count in the cubin", display,
+                         out->items[k].name);
 cleanup:
     free(symbol_kernel);
     return st;

@@ -10,13 +10,13 @@
 #include <stdint.h>
 
 typedef struct oc_elf_section {
-    const char *name;            /* points into the file ("" when unnamed) */
+    const char *name; /* points into the file ("" when unnamed) */
     uint32_t type;
     uint64_t flags;
     uint32_t link;
     uint32_t info;
-    const unsigned char *data;   /* NULL for SHT_NOBITS (.nv.shared.*) */
-    size_t size;                 /* sh_size, also for NOBITS */
+    const unsigned char *data; /* NULL for SHT_NOBITS (.nv.shared.*) */
+    size_t size;               /* sh_size, also for NOBITS */
 } oc_elf_section;
 
 typedef struct oc_elf {

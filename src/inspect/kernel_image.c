@@ -51,7 +51,8 @@ static int looks_like_ptx(const unsigned char *data, size_t size)
 {
     size_t scan = size < 65536 ? size : 65536;
     if (memchr(data, '\0', scan)) return 0; /* binary */
-    return oc_ptx_find_directive((const char *)data, scan, ".version") && oc_ptx_find_directive((const char *)data, scan, ".target");
+    return oc_ptx_find_directive((const char *)data, scan, ".version") &&
+           oc_ptx_find_directive((const char *)data, scan, ".target");
 }
 
 static int is_elf64(const unsigned char *d, size_t size)
@@ -167,12 +168,12 @@ void oc_kernel_image_loadable(const oc_kernel_image *img, const void **data, siz
 /* ------------------------------------------------------------------ fatbinary entries */
 
 typedef struct fat_entry {
-    int kind;                    /* FATBIN_KIND_PTX or FATBIN_KIND_ELF */
+    int kind; /* FATBIN_KIND_PTX or FATBIN_KIND_ELF */
     int cc;
     uint64_t flags;
     const unsigned char *payload;
-    size_t payload_size;         /* bytes stored (compressed when flagged) */
-    size_t plain_size;           /* bytes once decompressed */
+    size_t payload_size; /* bytes stored (compressed when flagged) */
+    size_t plain_size;   /* bytes once decompressed */
 } fat_entry;
 
 typedef struct fat_entries {
@@ -284,17 +285,17 @@ static long zstd_decode(const unsigned char *src, size_t src_size, unsigned char
 static oc_status entry_code(oc_context *ctx, const char *path, const fat_entry *e, unsigned char **code, size_t *size)
 {
     unsigned char *buf = malloc(e->plain_size + 1);
-    if (!buf) return oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: out of host memory for a %zu-byte fatbinary entry", path, e->plain_size);
+    if (!buf)
+        return oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: out of host memory for a %zu-byte fatbinary entry", path,
+                       e->plain_size);
     long n;
-    if (e->flags & FATBIN_FLAG_ZSTD)
-        n = zstd_decode(e->payload, e->payload_size, buf, e->plain_size);
-    else if (e->flags & FATBIN_FLAG_LZ4)
-        n = lz4_block_decode(e->payload, e->payload_size, buf, e->plain_size);
-    else
-        n = (long)e->plain_size, memcpy(buf, e->payload, e->plain_size);
+    if (e->flags & FATBIN_FLAG_ZSTD) n = zstd_decode(e->payload, e->payload_size, buf, e->plain_size);
+    else if (e->flags & FATBIN_FLAG_LZ4) n = lz4_block_decode(e->payload, e->payload_size, buf, e->plain_size);
+    else n = (long)e->plain_size, memcpy(buf, e->payload, e->plain_size);
     if (n == -2) {
         free(buf);
-        return oc_fail(ctx, OC_ERR_UNSUPPORTED, "%s: the sm_%d entry is zstd-compressed and libzstd.so.1 is not installed", path, e->cc);
+        return oc_fail(ctx, OC_ERR_UNSUPPORTED,
+                       "%s: the sm_%d entry is zstd-compressed and libzstd.so.1 is not installed", path, e->cc);
     }
     if (n < 0 || (size_t)n != e->plain_size) {
         free(buf);
@@ -337,7 +338,9 @@ static oc_status ptxas_on_copy(oc_context *ctx, const char *display, const unsig
     char tmp[4096];
     snprintf(tmp, sizeof tmp, "%s/outcore-inspect-XXXXXX.ptx", dir && *dir ? dir : "/tmp");
     int fd = mkstemps(tmp, 4);
-    if (fd < 0) return oc_fail(ctx, OC_ERR_IO, "%s: cannot create a temporary file for ptxas in %s: %s", display, dir && *dir ? dir : "/tmp", strerror(errno));
+    if (fd < 0)
+        return oc_fail(ctx, OC_ERR_IO, "%s: cannot create a temporary file for ptxas in %s: %s", display,
+                       dir && *dir ? dir : "/tmp", strerror(errno));
     size_t done = 0;
     while (done < size) {
         ssize_t w = write(fd, ptx + done, size - done);
@@ -369,8 +372,8 @@ static oc_status ptx_resources(oc_context *ctx, const char *display, const char 
     return OC_OK;
 }
 
-static oc_status fatbin_resources(oc_context *ctx, const oc_kernel_image *img, int target, const oc_inspect_options *jit,
-                                  oc_kernel_list *out)
+static oc_status fatbin_resources(oc_context *ctx, const oc_kernel_image *img, int target,
+                                  const oc_inspect_options *jit, oc_kernel_list *out)
 {
     const unsigned char *region;
     size_t region_size;
@@ -424,7 +427,8 @@ oc_status oc_kernel_image_resources(oc_context *ctx, const oc_kernel_image *img,
     case OC_IMAGE_PTX: {
         int cc = target_cc ? target_cc : oc_ptx_target_cc((const char *)img->data, img->size, NULL);
         if (!oc_gpu_arch_find(cc))
-            return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: PTX for sm_%d; pass --arch with a known architecture", img->path, cc);
+            return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: PTX for sm_%d; pass --arch with a known architecture",
+                           img->path, cc);
         OC_CHECK(ptx_resources(ctx, img->path, img->in_memory ? NULL : img->path, img->data, img->size, cc, jit, out));
         return OC_OK;
     }

@@ -28,8 +28,8 @@ typedef enum oc_image_format {
 
 /* A whole file (or a caller's buffer, copied) in memory with its recognised format. */
 typedef struct oc_kernel_image {
-    const char *path;           /* the file, or the name the caller gave the buffer */
-    int in_memory;              /* 1: no file of that name exists for ptxas to read */
+    const char *path; /* the file, or the name the caller gave the buffer */
+    int in_memory;    /* 1: no file of that name exists for ptxas to read */
     oc_image_format format;
     unsigned char *data;
     size_t size;

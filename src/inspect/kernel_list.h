@@ -19,23 +19,23 @@
 typedef struct oc_kernel_entry {
     char *name;
     oc_kernel_resources res;
-    int64_t spill_store_bytes;  /* -1: not reported by the source */
+    int64_t spill_store_bytes; /* -1: not reported by the source */
     int64_t spill_load_bytes;
-    int64_t const_bytes;        /* -1: unknown */
-    int launch_bounds;          /* threads the kernel allows (.maxntid, .reqntid), 0 = no own limit */
-    int maxntid, reqntid;       /* the code's thread directives (x*y*z), 0 = absent */
-    int maxnreg, minnctapersm;  /* PTX register directives, 0 = absent */
-    int driver_blocks_per_sm;   /* cuOccupancyMaxActiveBlocksPerMultiprocessor, -1 = not asked */
+    int64_t const_bytes;       /* -1: unknown */
+    int launch_bounds;         /* threads the kernel allows (.maxntid, .reqntid), 0 = no own limit */
+    int maxntid, reqntid;      /* the code's thread directives (x*y*z), 0 = absent */
+    int maxnreg, minnctapersm; /* PTX register directives, 0 = absent */
+    int driver_blocks_per_sm;  /* cuOccupancyMaxActiveBlocksPerMultiprocessor, -1 = not asked */
 } oc_kernel_entry;
 
 typedef struct oc_kernel_list {
     oc_kernel_entry *items;
     int count;
     int capacity;
-    int code_cc;                /* compute capability x10 of the machine code measured */
-    char source[64];            /* "ptxas 13.0", "cubin attributes", "driver" */
-    char jit_compiler[64];      /* who compiled PTX for these figures; "" for machine code */
-    int jit_opt_level;          /* the optimisation level it used */
+    int code_cc;           /* compute capability x10 of the machine code measured */
+    char source[64];       /* "ptxas 13.0", "cubin attributes", "driver" */
+    char jit_compiler[64]; /* who compiled PTX for these figures; "" for machine code */
+    int jit_opt_level;     /* the optimisation level it used */
 } oc_kernel_list;
 
 /* The optimisation levels ptxas and the driver's JIT use when none is asked (`ptxas --help`:
