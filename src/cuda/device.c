@@ -2,17 +2,17 @@
  * device.c - CUDA device discovery, per-device state, the pool's allocators, the launch
  * planner and the backend table.
  */
-#include "device.h"
+#include "cuda/device.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "../exec/backend.h"
-#include "cuda_check.h"
-#include "driver_status.h"
-#include "gram_cuda.h"
+#include "exec/backend.h"
+#include "cuda/cuda_check.h"
+#include "cuda/driver_status.h"
+#include "cuda/gram_cuda.h"
 
 /* ---------------------------------------------------------------- allocators */
 static atomic_llong live_device_bytes;

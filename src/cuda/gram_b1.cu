@@ -33,13 +33,13 @@
 /* The core headers have no C++ guards: give their declarations C linkage here, before
  * the headers below include them again (their include guards keep this first copy). */
 extern "C" {
-#include "../core/error.h"
-#include "../core/gpu_arch.h"
-#include "../core/matrix.h"
+#include "core/error.h"
+#include "core/gpu_arch.h"
+#include "core/matrix.h"
 }
-#include "cuda_check.h"
-#include "gram_b1.cuh"
-#include "gram_epilogue.cuh"
+#include "cuda/cuda_check.h"
+#include "cuda/gram_b1.cuh"
+#include "cuda/gram_epilogue.cuh"
 
 namespace {
 

@@ -11,9 +11,9 @@
 #include <float.h>
 
 #include "outcore.h"
-#include "../core/metric.h"
-#include "../exec/select_key.h"
-#include "gram_tile.h"
+#include "core/metric.h"
+#include "exec/select_key.h"
+#include "cuda/gram_tile.h"
 
 /* Jaccard as metric.h defines it (the double quotient rounded to float), by one float
  * division while the union |a| + |b| - c is at most 2^24: then c and the union are exact in

@@ -15,10 +15,10 @@
 #include <cuda_runtime.h>
 
 extern "C" {
-#include "../core/error.h"
+#include "core/error.h"
 }
-#include "cuda_check.h"
-#include "gram_mirror.cuh"
+#include "cuda/cuda_check.h"
+#include "cuda/gram_mirror.cuh"
 
 namespace {
 

@@ -8,10 +8,10 @@
 #include <cuda_runtime.h>
 
 extern "C" {
-#include "../core/error.h"
+#include "core/error.h"
 }
-#include "cuda_check.h"
-#include "row_popc.cuh"
+#include "cuda/cuda_check.h"
+#include "cuda/row_popc.cuh"
 
 namespace {
 

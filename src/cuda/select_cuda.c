@@ -19,16 +19,16 @@
  *            the GPU idle at times (bench/RESULTS.md), which more pair buffers than output
  *            slots would avoid.
  */
-#include "select_cuda.h"
+#include "cuda/select_cuda.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/threads.h"
-#include "../exec/select.h"
-#include "cuda_check.h"
-#include "gram_select.cuh"
+#include "core/threads.h"
+#include "exec/select.h"
+#include "cuda/cuda_check.h"
+#include "cuda/gram_select.cuh"
 
 /* Pinned staging for a tile's pairs: it starts small and grows (doubling, up to the most)
  * when a tile brings more; more than the most goes through pageable memory. Pinning is slow

@@ -22,7 +22,7 @@
  *
  * Lock order: a worker holds at most one lock stripe at a time, never with the pairs lock.
  */
-#include "select.h"
+#include "exec/select.h"
 
 #include <errno.h>
 #include <math.h>
@@ -34,11 +34,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../core/error.h"
-#include "../core/matrix.h"
-#include "../core/metric.h"
-#include "../io/sysio.h"
-#include "select_simd.h"
+#include "core/error.h"
+#include "core/matrix.h"
+#include "core/metric.h"
+#include "io/sysio.h"
+#include "exec/select_simd.h"
 
 #define NLOCKS 1024                     /* lock stripes of the top-k lists ... */
 #define LOCK_ROWS 32                    /* ... of this many consecutive rows each (see merge_lists) */

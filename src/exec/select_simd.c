@@ -16,12 +16,12 @@
  * per path with its instruction set (select.c, built for any x86-64, would do the
  * unsigned 32-bit max and min of their loops with SSE2 emulations).
  */
-#include "select_simd.h"
+#include "exec/select_simd.h"
 
 #include <string.h>
 
 #include "outcore.h"
-#include "select_key.h"
+#include "exec/select_key.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>

@@ -12,12 +12,12 @@
  * kernel model given, each tile costs its waves, or only the fraction of a wave its CTAs
  * fill when the next tile's CTAs take the idle SMs (two compute streams).
  */
-#include "tile_plan.h"
+#include "exec/tile_plan.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/error.h"
+#include "core/error.h"
 
 #define MAX_TILE 16384
 #define H2D_RATE 20e9

@@ -17,8 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/error.h"
-#include "elf_read.h"
+#include "core/error.h"
+#include "inspect/elf_read.h"
 #include "inspect/cubin.h"
 
 #define EM_CUDA 190

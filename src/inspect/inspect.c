@@ -17,10 +17,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/error.h"
-#include "../core/gpu_probe.h"
-#include "../core/text_buf.h"
-#include "kernel_image.h"
+#include "core/error.h"
+#include "core/gpu_probe.h"
+#include "core/text_buf.h"
+#include "inspect/kernel_image.h"
 #include "inspect/ptx_directives.h"
 
 static const int block_sizes[OC_INSPECT_BLOCK_SIZES] = {64, 128, 256, 512, 768, 1024};

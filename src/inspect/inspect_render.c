@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../core/error.h"
-#include "../core/text_buf.h"
+#include "core/error.h"
+#include "core/text_buf.h"
 #include "outcore.h"
 
 static void render_json(oc_text *t, const oc_inspect_report *r)

@@ -13,7 +13,7 @@
  * default of `-compress-all`). Host objects and executables carry one or more fatbinaries,
  * back to back, in their .nv_fatbin section.
  */
-#include "kernel_image.h"
+#include "inspect/kernel_image.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -22,8 +22,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../core/error.h"
-#include "elf_read.h"
+#include "core/error.h"
+#include "inspect/elf_read.h"
 #include "inspect/cubin.h"
 #include "inspect/ptx_directives.h"
 #include "inspect/ptxas.h"

@@ -21,7 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../core/error.h"
+#include "core/error.h"
 #include "inspect/ptxas.h"
 
 extern char **environ;
