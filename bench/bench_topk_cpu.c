@@ -28,10 +28,10 @@ typedef struct topk_case {
     int64_t n, m;
 } topk_case;
 
-/* Short rows small and large (n = 4096 at m = 2048 is a job of about 20 ms, where the
- * lists' first tiles weigh most), then longer rows. The issue's row length (m = 200000) is
- * `--n 8192 --m 200000` (minutes per run on 2 cores), its whole benchmark `--n 100000
- * --m 200000 --runs 1 --warmup 0 --topk-only` (about 100 s per mode on 16 cores). */
+/* Short rows small and large (n = 4096 at m = 2048 is a short job, where the lists' first
+ * tiles weigh most), then longer rows. The issue's row length (m = 200000) is `--n 8192
+ * --m 200000`, its whole benchmark `--n 100000 --m 200000 --runs 1 --warmup 0 --topk-only`
+ * (both long on a small machine: bench/RESULTS.md says how long they took). */
 static const topk_case cases[] = {{4096, 2048}, {16384, 2048}, {4096, 8192}, {4096, 65536}, {8192, 16384}};
 
 static int count_pairs(void *user, const int64_t *rows, const int64_t *cols, const void *scores, int64_t count)

@@ -1,5 +1,5 @@
 /*
- * test_kernel_image.c - the fatbinary reader of the launch doctor (src/io/kernel_image.c) on
+ * test_kernel_image.c - the fatbinary reader of the launch doctor (src/inspect/kernel_image.c) on
  * hand-made images: sizes that point past the end of the file, and compressed PTX entries;
  * and the launch bounds that the cubin and PTX readers multiply out of three dimensions.
  * Each case is an input the fuzz targets found (tests/fuzz); the images are built in heap
@@ -10,8 +10,12 @@
 #include <string.h>
 
 #include "harness.h"
-#include "io/elf_read.h"
-#include "io/kernel_image.h"
+#include "inspect/elf_read.h"
+#include "inspect/cubin.h"
+#include "inspect/kernel_image.h"
+#include "inspect/kernel_list.h"
+#include "inspect/ptx_directives.h"
+#include "inspect/ptxas.h"
 
 static oc_context *ctx;
 

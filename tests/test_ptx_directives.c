@@ -1,13 +1,13 @@
 /*
  * test_ptx_directives.c - reading .target and the per-entry launch directives of PTX text
- * (src/io/ptx_directives.c): a table of headers as nvcc and numba write them, each read
+ * (src/inspect/ptx_directives.c): a table of headers as nvcc and numba write them, each read
  * from an exact-size heap copy so that AddressSanitizer sees any read past the text.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "harness.h"
-#include "io/kernel_image.h"
+#include "inspect/ptx_directives.h"
 
 static const struct target_case {
     const char *text;

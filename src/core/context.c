@@ -1,11 +1,11 @@
-#include "context.h"
+#include "core/context.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "error.h"
+#include "core/error.h"
 
 const char *oc_version(void)
 {

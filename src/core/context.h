@@ -4,7 +4,7 @@
 
 #include <stdatomic.h>
 #include "outcore.h"
-#include "fault.h"
+#include "core/fault.h"
 
 #define OC_MESSAGE_MAX 1024
 #define OC_TRACE_MAX 2048

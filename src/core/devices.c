@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "error.h"
-#include "gpu_probe.h"
-#include "text_buf.h"
+#include "core/error.h"
+#include "core/gpu_probe.h"
+#include "core/text_buf.h"
 
 /* "model name : Intel(R) Xeon(R) ..." from /proc/cpuinfo; "" where there is none (non-x86
  * kernels name the field differently, and that is not worth an error). */

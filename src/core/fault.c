@@ -1,12 +1,12 @@
 /* fault.c - the write-side fault plan (fault.h). */
-#include "fault.h"
+#include "core/fault.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "context.h"
-#include "error.h"
+#include "core/context.h"
+#include "core/error.h"
 
 static const char *const variables[OC_FAULT_CALLS] = {
     "OUTCORE_FAULT_OPEN",  "OUTCORE_FAULT_WRITE", "OUTCORE_FAULT_TRUNCATE",

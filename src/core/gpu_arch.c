@@ -17,7 +17,7 @@
  * warps per sub-partition, 20 warps = 640 threads. 641 threads are 21 warps: refused with
  * CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES however much device memory is free.
  */
-#include "gpu_arch.h"
+#include "core/gpu_arch.h"
 
 #include <stdarg.h>
 #include <stdio.h>

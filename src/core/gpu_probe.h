@@ -1,7 +1,7 @@
 /*
  * gpu_probe.h - the driver-side questions of `inspect` and `devices`, behind one table.
  *
- * core/ and io/ include no CUDA header; the CUDA build defines oc_gpu_probe_cuda in
+ * core/, io/ and inspect/ include no CUDA header; the CUDA build defines oc_gpu_probe_cuda in
  * src/cuda (inspect_driver.c, devices.c). A CPU-only build has no table and answers from
  * the code files and /proc alone.
  */

@@ -1,11 +1,11 @@
-#include "matrix.h"
+#include "core/matrix.h"
 
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "error.h"
-#include "threads.h"
+#include "core/error.h"
+#include "core/threads.h"
 
 int64_t oc_bits_words_per_row(int64_t cols)
 {

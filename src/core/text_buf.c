@@ -1,11 +1,11 @@
 /* text_buf.c - see text_buf.h. */
-#include "text_buf.h"
+#include "core/text_buf.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "error.h"
+#include "core/error.h"
 
 static int reserve(oc_text *t, size_t more)
 {

@@ -1,4 +1,4 @@
-#include "threads.h"
+#include "core/threads.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -7,7 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "error.h"
+#include "core/error.h"
 
 double oc_now(void)
 {

@@ -28,11 +28,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/error.h"
-#include "../core/threads.h"
-#include "../exec/backend.h"
-#include "../exec/select.h"
-#include "isa.h"
+#include "core/error.h"
+#include "core/threads.h"
+#include "exec/backend.h"
+#include "exec/select.h"
+#include "cpu/isa.h"
 
 #define TILE_DEFAULT 240      /* a multiple of every ISA's MR and NR (4 x 6, 2 x 3, 4 x 4) */
 #define TILE_MIN_AUTO 24      /* the planner does not shrink tiles below this for balance */

@@ -6,7 +6,7 @@
  * under an OS that does not save them would be corrupted by the first interrupt, and one
  * run where the OS disabled them faults. Both checks are done here, once.
  */
-#include "isa.h"
+#include "cpu/isa.h"
 
 #include <cpuid.h>
 #include <pthread.h>

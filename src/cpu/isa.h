@@ -10,7 +10,7 @@
 #ifndef OC_CPU_ISA_H
 #define OC_CPU_ISA_H
 
-#include "kernels/kernel.h"
+#include "cpu/kernels/kernel.h"
 
 typedef enum oc_cpu_isa_id { OC_CPU_ISA_REF = 0, OC_CPU_ISA_AVX2 = 1, OC_CPU_ISA_AVX512 = 2, OC_CPU_ISA_COUNT } oc_cpu_isa_id;
 

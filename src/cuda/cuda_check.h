@@ -12,7 +12,7 @@
 
 #include <cuda_runtime_api.h>
 
-#include "../core/error.h"
+#include "core/error.h"
 
 static inline oc_status oc_cuda_status(cudaError_t e)
 {

@@ -2,17 +2,17 @@
  * device.c - CUDA device discovery, per-device state, the pool's allocators, the launch
  * planner and the backend table.
  */
-#include "device.h"
+#include "cuda/device.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "../exec/backend.h"
-#include "cuda_check.h"
-#include "driver_status.h"
-#include "gram_cuda.h"
+#include "exec/backend.h"
+#include "cuda/cuda_check.h"
+#include "cuda/driver_status.h"
+#include "cuda/gram_cuda.h"
 
 /* ---------------------------------------------------------------- allocators */
 static atomic_llong live_device_bytes;
@@ -39,9 +39,9 @@ static void dev_free(void *user, void *ptr, size_t bytes)
     if (cudaFree(ptr) != cudaSuccess) (void)cudaGetLastError();
 }
 
-/* Pinned staging kept between jobs. Pinning runs at about 2.5 GB/s on the lent H100's host
- * (0.05-0.11 s for a dense job's staging) and unpinning costs a further 0.01-0.03 s: a job's
- * fixed cost that bounded the dense job's rate. So a job's pinned buffers are not unpinned
+/* Pinned staging kept between jobs. Pinning runs far slower than the copies it serves, and
+ * unpinning costs more time again: a job's fixed cost that bounded the dense job's rate
+ * (bench/RESULTS.md). So a job's pinned buffers are not unpinned
  * when it ends but kept here, idle, and the next job that asks for a size they cover (the
  * pipeline asks for the cached size when it covers its need within its --host-mem cap, see
  * oc_cuda_staging_fit) takes one back without pinning. Rules that keep the cap true:

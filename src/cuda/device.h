@@ -11,8 +11,8 @@
 
 #include <cuda_runtime_api.h>
 
-#include "../core/gpu_arch.h"
-#include "../mem/pool.h"
+#include "core/gpu_arch.h"
+#include "mem/pool.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -19,9 +19,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "../core/gpu_probe.h"
-#include "cuda_check.h"
-#include "driver_status.h"
+#include "core/gpu_probe.h"
+#include "cuda/cuda_check.h"
+#include "cuda/driver_status.h"
 
 int oc_cuda_probe_device_cc(int device, char *why, size_t why_size);
 oc_status oc_cuda_probe_inspect(oc_context *ctx, const char *display, const void *image, size_t size, int device,

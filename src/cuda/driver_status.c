@@ -1,4 +1,4 @@
-#include "driver_status.h"
+#include "cuda/driver_status.h"
 
 #include <dlfcn.h>
 #include <stdio.h>

@@ -23,8 +23,8 @@
  *
  * Rows past the tile's edge, and the second half of the last K block when the row holds an
  * odd number of 512-bit blocks, are zero-filled by cp.async (source size 0): they add
- * nothing. A 1024-bit K block halves the barriers per MMA against 512 bits (measured on the
- * H100: 2.85 P bit-MAC/s with 512-bit blocks). Stages: 4 (192 KiB) where the device allows
+ * nothing. A 1024-bit K block halves the barriers per MMA against 512 bits, which ran slower
+ * (bench/RESULTS.md). Stages: 4 (192 KiB) where the device allows
  * (sm_90), 3 (144 KiB) on sm_80. The kernel does no error handling; the entry point checks
  * the configuration with the launch planner and the launch itself.
  */
@@ -33,13 +33,13 @@
 /* The core headers have no C++ guards: give their declarations C linkage here, before
  * the headers below include them again (their include guards keep this first copy). */
 extern "C" {
-#include "../core/error.h"
-#include "../core/gpu_arch.h"
-#include "../core/matrix.h"
+#include "core/error.h"
+#include "core/gpu_arch.h"
+#include "core/matrix.h"
 }
-#include "cuda_check.h"
-#include "gram_b1.cuh"
-#include "gram_epilogue.cuh"
+#include "cuda/cuda_check.h"
+#include "cuda/gram_b1.cuh"
+#include "cuda/gram_epilogue.cuh"
 
 namespace {
 
@@ -235,8 +235,8 @@ template <int STAGES, int SEL> __device__ __forceinline__ void gram_b1_block(con
     /* Fused selection. The accumulators go to the stage memory (free once every warp has
      * left the K loop), rows FUSE_LD apart (odd: a warp reading a column hits 32 banks), and
      * compact loops select from there: unrolled over a thread's 128 accumulators the
-     * selection's code outgrew the instruction cache (measured on the H100: the kernel ran
-     * 27% slower than the dense one with 6% more instructions). The block's floors (top-k)
+     * selection's code outgrew the instruction cache (the kernel ran much slower than the
+     * dense one with few more instructions: bench/RESULTS.md). The block's floors (top-k)
      * follow the counts; rows and columns past the tile get floors nothing beats. */
     __syncthreads();
     int *cs = (int *)smem;

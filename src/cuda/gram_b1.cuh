@@ -2,8 +2,8 @@
 #ifndef OC_CUDA_GRAM_B1_CUH
 #define OC_CUDA_GRAM_B1_CUH
 
-#include "device.h"
-#include "gram_tile.h"
+#include "cuda/device.h"
+#include "cuda/gram_tile.h"
 
 #ifdef __cplusplus
 extern "C" {

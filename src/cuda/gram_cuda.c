@@ -49,23 +49,23 @@
  * D2H: on the condition variable a sink signals), which bounds how far it runs ahead.
  * Progress and cancellation are handled on the driving thread, between tiles.
  */
-#include "gram_cuda.h"
+#include "cuda/gram_cuda.h"
 
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/threads.h"
-#include "../exec/sink.h"
-#include "../exec/tile_plan.h"
-#include "cuda_check.h"
-#include "device.h"
-#include "gram_b1.cuh"
-#include "gram_mirror.cuh"
-#include "gram_popc.cuh"
-#include "row_popc.cuh"
-#include "select_cuda.h"
+#include "core/threads.h"
+#include "exec/sink.h"
+#include "exec/tile_plan.h"
+#include "cuda/cuda_check.h"
+#include "cuda/device.h"
+#include "cuda/gram_b1.cuh"
+#include "cuda/gram_mirror.cuh"
+#include "cuda/gram_popc.cuh"
+#include "cuda/row_popc.cuh"
+#include "cuda/select_cuda.h"
 
 #define TILE_GRANULARITY 256          /* the b1 kernel's CTA is 128 x 256 */
 #define HEADROOM (256LL << 20)        /* left to the CUDA context and libraries */

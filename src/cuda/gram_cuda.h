@@ -2,7 +2,7 @@
 #ifndef OC_CUDA_GRAM_CUDA_H
 #define OC_CUDA_GRAM_CUDA_H
 
-#include "../exec/gram_job.h"
+#include "exec/gram_job.h"
 
 /* Runs job on device job->opts->device; blocks until the result is delivered. */
 oc_status oc_cuda_gram(oc_gram_job *job);

@@ -11,9 +11,9 @@
 #include <float.h>
 
 #include "outcore.h"
-#include "../core/metric.h"
-#include "../exec/select_key.h"
-#include "gram_tile.h"
+#include "core/metric.h"
+#include "exec/select_key.h"
+#include "cuda/gram_tile.h"
 
 /* Jaccard as metric.h defines it (the double quotient rounded to float), by one float
  * division while the union |a| + |b| - c is at most 2^24: then c and the union are exact in
@@ -74,8 +74,8 @@ __device__ __forceinline__ float oc_fuse_bound(int metric, uint64_t floor_key)
 
 /* The bound test of one line (a row or a column of a CTA's block) in one form for both
  * float metrics, so that the per-element test has no branch (a branch per element kept each
- * element's shared-memory load from overlapping the next: measured on the H200, the
- * jaccard top-k kernel ran 6% longer than the counts one). An element with count c and the
+ * element's shared-memory load from overlapping the next, and the jaccard top-k kernel ran
+ * longer than the counts one: bench/RESULTS.md). An element with count c and the
  * other popcount q passes when c * (square ? c : 1) >= b q + l:
  *   jaccard: c >= bound |a| + bound q      (b = bound, l = bound |a|)
  *   cosine:  c^2 >= (bound |a|) q          (b = bound |a|, l = 0)
@@ -275,7 +275,7 @@ __device__ __forceinline__ void oc_fuse_line(const oc_gram_tile &t, const oc_fus
     /* Float metrics: first the bound test (oc_fuse_ftest), branch-free, one bit per
      * element. Only when a lane of the warp has a bit set (rarely, once the floors prune)
      * are exact scores computed: a branch per element around the exact score made the
-     * kernel 5% slower than the integer metrics' (measured on the H100). */
+     * kernel slower than the integer metrics' (bench/RESULTS.md). */
     const unsigned bits =
         oc_fuse_ftest_bits<N>(oc_fuse_ftest_make(t.metric, bound, fixed_pop), counts, stride, fpops, lo, hi, lane);
     if (!__any_sync(0xFFFFFFFFu, bits)) return;

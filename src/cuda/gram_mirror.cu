@@ -4,9 +4,9 @@
  *
  * Why on the device: the mirror of a dense A·Aᵀ is half of the result. Written by the host
  * it is a transposed scatter (one element per destination cache line and row), which ran
- * at about 1 GB/s per core on the lent H100's host and bounded the whole dense job; the
- * device transposes a 64 MiB tile in tens of microseconds, and the D2H engine then carries
- * the mirror as ordinary rows.
+ * far below the copy rates on the host and bounded the whole dense job; on the device the
+ * transpose is a small fraction of the tile's kernel time, and the D2H engine then carries
+ * the mirror as ordinary rows (bench/RESULTS.md).
  *
  * The classic shared-memory transpose: a CTA of 32 x 8 threads moves a 32 x 32 block; it
  * reads rows of src (coalesced), and writes rows of dst from a shared block padded by one
@@ -15,10 +15,10 @@
 #include <cuda_runtime.h>
 
 extern "C" {
-#include "../core/error.h"
+#include "core/error.h"
 }
-#include "cuda_check.h"
-#include "gram_mirror.cuh"
+#include "cuda/cuda_check.h"
+#include "cuda/gram_mirror.cuh"
 
 namespace {
 

@@ -2,7 +2,7 @@
 #ifndef OC_CUDA_GRAM_MIRROR_CUH
 #define OC_CUDA_GRAM_MIRROR_CUH
 
-#include "device.h"
+#include "cuda/device.h"
 
 #ifdef __cplusplus
 extern "C" {

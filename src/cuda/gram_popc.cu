@@ -11,12 +11,12 @@
 #include <cuda_runtime.h>
 
 extern "C" {
-#include "../core/error.h"
-#include "../core/gpu_arch.h"
+#include "core/error.h"
+#include "core/gpu_arch.h"
 }
-#include "cuda_check.h"
-#include "gram_epilogue.cuh"
-#include "gram_popc.cuh"
+#include "cuda/cuda_check.h"
+#include "cuda/gram_epilogue.cuh"
+#include "cuda/gram_popc.cuh"
 
 namespace {
 

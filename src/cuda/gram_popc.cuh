@@ -2,8 +2,8 @@
 #ifndef OC_CUDA_GRAM_POPC_CUH
 #define OC_CUDA_GRAM_POPC_CUH
 
-#include "device.h"
-#include "gram_tile.h"
+#include "cuda/device.h"
+#include "cuda/gram_tile.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -27,11 +27,11 @@
 #include <cuda_runtime.h>
 
 extern "C" {
-#include "../core/error.h"
+#include "core/error.h"
 }
-#include "../exec/select_key.h"
-#include "cuda_check.h"
-#include "gram_select.cuh"
+#include "exec/select_key.h"
+#include "cuda/cuda_check.h"
+#include "cuda/gram_select.cuh"
 
 namespace {
 

@@ -11,7 +11,7 @@
 
 #include <stdint.h>
 
-#include "device.h"
+#include "cuda/device.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -26,9 +26,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "driver_status.h"
-#include "../core/error.h"
-#include "../io/kernel_image.h"
+#include "cuda/driver_status.h"
+#include "core/error.h"
+#include "inspect/kernel_list.h"
 
 /* The driver entry points used here, resolved once. */
 typedef struct driver_api {

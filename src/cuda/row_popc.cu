@@ -1,18 +1,17 @@
 /*
  * row_popc.cu - the row popcounts the metrics need (|a| and |b|), counted on the device from
  * the panels just uploaded, so the host never makes its own pass over A and B before the
- * first tile (0.03 s for the 2.5 GB of a 100000 x 200000 A on 14 cores of the lent H100's
- * host, which the GPU waited for). A warp per row; each lane adds the popcounts of every
+ * first tile (a pass over all of A on every core, which the GPU waited for). A warp per row; each lane adds the popcounts of every
  * 32nd word (coalesced), and the warp reduces. Reading the panel costs its size at HBM
  * bandwidth, a few microseconds per panel.
  */
 #include <cuda_runtime.h>
 
 extern "C" {
-#include "../core/error.h"
+#include "core/error.h"
 }
-#include "cuda_check.h"
-#include "row_popc.cuh"
+#include "cuda/cuda_check.h"
+#include "cuda/row_popc.cuh"
 
 namespace {
 

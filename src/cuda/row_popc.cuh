@@ -2,7 +2,7 @@
 #ifndef OC_CUDA_ROW_POPC_CUH
 #define OC_CUDA_ROW_POPC_CUH
 
-#include "device.h"
+#include "cuda/device.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -19,21 +19,21 @@
  *            the GPU idle at times (bench/RESULTS.md), which more pair buffers than output
  *            slots would avoid.
  */
-#include "select_cuda.h"
+#include "cuda/select_cuda.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/threads.h"
-#include "../exec/select.h"
-#include "cuda_check.h"
-#include "gram_select.cuh"
+#include "core/threads.h"
+#include "exec/select.h"
+#include "cuda/cuda_check.h"
+#include "cuda/gram_select.cuh"
 
 /* Pinned staging for a tile's pairs: it starts small and grows (doubling, up to the most)
  * when a tile brings more; more than the most goes through pageable memory. Pinning is slow
- * (2-3 GB/s on the lent machines: 32 MiB up front took longer than a selective job's whole
- * selection), and a selective threshold keeps kilobytes per tile. */
+ * (the most, pinned up front, took longer than a selective job's whole selection:
+ * bench/RESULTS.md), and a selective threshold keeps kilobytes per tile. */
 #define PINNED_PAIRS_FIRST (1LL << 20)
 #define PINNED_PAIRS_MOST (32LL << 20)
 #define PINNED_TILE_BYTES (64LL << 20)    /* host top-k: row slices of a tile */

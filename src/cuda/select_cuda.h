@@ -32,9 +32,9 @@
 #ifndef OC_CUDA_SELECT_CUDA_H
 #define OC_CUDA_SELECT_CUDA_H
 
-#include "../exec/gram_job.h"
-#include "device.h"
-#include "gram_tile.h"
+#include "exec/gram_job.h"
+#include "cuda/device.h"
+#include "cuda/gram_tile.h"
 
 typedef struct oc_cuda_select oc_cuda_select;
 

@@ -5,7 +5,7 @@
 #ifndef OC_EXEC_BACKEND_H
 #define OC_EXEC_BACKEND_H
 
-#include "gram_job.h"
+#include "exec/gram_job.h"
 
 #define OC_BACKEND_ABI 1
 

@@ -11,14 +11,14 @@
 #include <string.h>
 #include <sys/resource.h>
 
-#include "../core/error.h"
-#include "../core/context.h"
-#include "../core/gpu_probe.h"
-#include "../core/threads.h"
-#include "../io/io.h"
-#include "../io/select_out.h"
-#include "backend.h"
-#include "select.h"
+#include "core/error.h"
+#include "core/context.h"
+#include "core/gpu_probe.h"
+#include "core/threads.h"
+#include "io/io.h"
+#include "io/select_out.h"
+#include "exec/backend.h"
+#include "exec/select.h"
 
 static const oc_backend_vtbl *backend_for(const oc_gram_options *opts)
 {

@@ -10,8 +10,8 @@
 
 #include <stdint.h>
 #include "outcore.h"
-#include "../core/matrix.h"
-#include "sink.h"
+#include "core/matrix.h"
+#include "exec/sink.h"
 
 struct oc_select;
 

@@ -4,7 +4,7 @@
  * select_topk.c (top-k lists) or select_pairs.c (threshold pairs). select_state.h holds
  * the state they share; select_key.h the order of both.
  */
-#include "select.h"
+#include "exec/select.h"
 
 #include <pthread.h>
 #include <stdarg.h>
@@ -12,9 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/error.h"
-#include "../core/matrix.h"
-#include "select_state.h"
+#include "core/error.h"
+#include "core/matrix.h"
+#include "exec/select_state.h"
 
 /* ---------------------------------------------------------------- errors */
 void oc_select_set_error(oc_select *s, oc_status st, const char *fmt, ...)

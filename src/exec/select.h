@@ -36,7 +36,7 @@
 #include <stdint.h>
 
 #include "outcore.h"
-#include "select_key.h"
+#include "exec/select_key.h"
 
 typedef enum oc_select_mode { OC_SELECT_TOPK = 1, OC_SELECT_PAIRS = 2 } oc_select_mode;
 

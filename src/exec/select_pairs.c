@@ -20,11 +20,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../core/error.h"
-#include "../core/matrix.h"
-#include "../io/io.h"
-#include "../io/sysio.h"
-#include "select_state.h"
+#include "core/error.h"
+#include "core/matrix.h"
+#include "io/io.h"
+#include "io/sysio.h"
+#include "exec/select_state.h"
 
 #define EMIT_BATCH 65536                /* pairs per emit call */
 #define DEFAULT_BUFFER_BYTES (256LL << 20)

@@ -16,12 +16,12 @@
  * per path with its instruction set (select.c, built for any x86-64, would do the
  * unsigned 32-bit max and min of their loops with SSE2 emulations).
  */
-#include "select_simd.h"
+#include "exec/select_simd.h"
 
 #include <string.h>
 
 #include "outcore.h"
-#include "select_key.h"
+#include "exec/select_key.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -314,8 +314,8 @@ TARGET_AVX512 ALWAYS_INLINE __mmask16 counts_bits16(const oc_scan_counts *t, con
 
 /* Words are built in registers, as in SCAN_VECTOR_ROWS: whole words of four full vectors,
  * then the row's last word from masked loads. A loop of its own, since a row's bound here
- * is a popcount and a factor, not one key; a loop per word with a mask per vector took 5.2%
- * of a short-row jaccard top-k job's samples against 3.5% for this form. */
+ * is a popcount and a factor, not one key; a loop per word with a mask per vector took a
+ * larger share of a short-row jaccard top-k job's samples than this form (bench/RESULTS.md). */
 TARGET_AVX512 ALWAYS_INLINE void scan_counts_avx512_body(const oc_scan_counts *t, const int mirror)
 {
     const int64_t cols = t->cols, full = cols / OC_SCAN_WORD;

@@ -1,5 +1,5 @@
 /* select_sort.c - descending sort and selection of selection keys (select_sort.h). */
-#include "select_sort.h"
+#include "exec/select_sort.h"
 
 #define SMALL_SORT 24 /* runs up to this many keys end in an insertion sort */
 

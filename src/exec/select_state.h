@@ -20,8 +20,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "select.h"
-#include "select_simd.h"
+#include "exec/select.h"
+#include "exec/select_simd.h"
 
 #define NLOCKS 1024                     /* lock stripes of the top-k lists (select_topk.c) */
 

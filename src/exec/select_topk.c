@@ -26,12 +26,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/error.h"
-#include "../core/matrix.h"
-#include "../core/metric.h"
-#include "select_simd.h"
-#include "select_sort.h"
-#include "select_state.h"
+#include "core/error.h"
+#include "core/matrix.h"
+#include "core/metric.h"
+#include "exec/select_simd.h"
+#include "exec/select_sort.h"
+#include "exec/select_state.h"
 
 #define LOCK_ROWS 32                    /* rows of one lock stripe (see merge_lists) */
 #define INSERT_WORK 1024                /* survivors x kept up to which a list takes them one by one */

@@ -1,4 +1,4 @@
-#include "sink.h"
+#include "exec/sink.h"
 
 #include <string.h>
 

@@ -7,18 +7,17 @@
  * last, and about 30 microseconds of issue and synchronisation work per tile. Uploads of
  * panels count at a conservative 20 GB/s (staged pinned copies), output tiles at 25 GB/s.
  * The kernels compute the same pairs under every plan, but not in the same time: a tile
- * runs whole waves of CTAs, and the last wave of a small tile leaves SMs idle (on the
- * lent H100, 4096-row tiles of the 100000 x 200000 job kept the kernels at 89% of the
- * one-tile rate, 8192-row tiles at 93%). With the kernel model given, each tile costs its
- * waves, or only the fraction of a wave its CTAs fill when the next tile's CTAs take the
- * idle SMs (two compute streams).
+ * runs whole waves of CTAs, and the last wave of a small tile leaves SMs idle (smaller
+ * tiles kept the kernels further below the one-tile rate: bench/RESULTS.md). With the
+ * kernel model given, each tile costs its waves, or only the fraction of a wave its CTAs
+ * fill when the next tile's CTAs take the idle SMs (two compute streams).
  */
-#include "tile_plan.h"
+#include "exec/tile_plan.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/error.h"
+#include "core/error.h"
 
 #define MAX_TILE 16384
 #define H2D_RATE 20e9

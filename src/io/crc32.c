@@ -1,5 +1,5 @@
 /* crc32.c - CRC-32 of zip entries (crc32.h). */
-#include "crc32.h"
+#include "io/crc32.h"
 
 #ifdef OC_HAVE_ZLIB
 #include <zlib.h>

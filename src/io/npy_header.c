@@ -1,5 +1,5 @@
 /* npy_header.c - the one writer of .npy headers (npy_header.h). */
-#include "npy_header.h"
+#include "io/npy_header.h"
 
 #include <assert.h>
 #include <inttypes.h>
@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "outcore.h"
-#include "io.h"
+#include "io/io.h"
 
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 #define NPY_NATIVE "<"

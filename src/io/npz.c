@@ -11,13 +11,13 @@
  * of the data's (oc_crc32_combine), so data that streamed to a file is never read back to
  * be checksummed.
  */
-#include "npz.h"
+#include "io/npz.h"
 
 #include <string.h>
 #include <time.h>
 
-#include "crc32.h"
-#include "sysio.h"
+#include "io/crc32.h"
+#include "io/sysio.h"
 
 static void put16(unsigned char *p, uint32_t v) { p[0] = (unsigned char)v, p[1] = (unsigned char)(v >> 8); }
 static void put32(unsigned char *p, uint32_t v)

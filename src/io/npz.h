@@ -17,7 +17,7 @@
 #include <stdint.h>
 
 #include "outcore.h"
-#include "npy_header.h"
+#include "io/npy_header.h"
 
 /* Bytes of the local header of a member whose name has name_len characters. */
 #define OC_NPZ_LOCAL_HEADER(name_len) (30 + (name_len) + 20)

@@ -20,7 +20,7 @@
  * much of the output was written), and the caller's abort removes every file. All writes go
  * through sysio.h.
  */
-#include "select_out.h"
+#include "io/select_out.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -29,11 +29,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../core/error.h"
-#include "crc32.h"
-#include "io.h"
-#include "npz.h"
-#include "sysio.h"
+#include "core/error.h"
+#include "io/crc32.h"
+#include "io/io.h"
+#include "io/npz.h"
+#include "io/sysio.h"
 
 #define BUF_BYTES (1 << 20)
 #define NPY_STREAM_HEADER 128           /* room for any 1-D shape: patched in place */

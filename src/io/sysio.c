@@ -1,5 +1,5 @@
 /* sysio.c - write-side system calls behind the fault plan, and their messages (sysio.h). */
-#include "sysio.h"
+#include "io/sysio.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -30,13 +30,13 @@
  * build compiles this file too. With the allocation calls passed in, the accounting and the
  * fault injection are the same code on every build and are tested without a GPU.
  */
-#include "pool.h"
+#include "mem/pool.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/error.h"
+#include "core/error.h"
 
 typedef struct pool_seg {
     void *ptr;

@@ -1,6 +1,6 @@
 /*
- * fuzz_cubin.c - the cubin reader (src/io/cubin.c) and the ELF section reader under it
- * (src/io/elf_read.c); the input is the file, read in place as the inspector reads it.
+ * fuzz_cubin.c - the cubin reader (src/inspect/cubin.c) and the ELF section reader under it
+ * (src/inspect/elf_read.c); the input is the file, read in place as the inspector reads it.
  *
  * Beyond the statuses, it checks that every section the ELF reader hands out lies inside the
  * file, and runs each kernel it finds through the launch rules of every known architecture,
@@ -11,8 +11,12 @@
 
 #include "common.h"
 #include "core/gpu_arch.h"
-#include "io/elf_read.h"
-#include "io/kernel_image.h"
+#include "inspect/elf_read.h"
+#include "inspect/cubin.h"
+#include "inspect/kernel_image.h"
+#include "inspect/kernel_list.h"
+#include "inspect/ptx_directives.h"
+#include "inspect/ptxas.h"
 
 static void check_inside(const uint8_t *data, size_t size, const unsigned char *p, size_t n, const char *what)
 {

@@ -1,7 +1,7 @@
 /*
  * fuzz_fatbin.c - `outcore inspect` over any kernel image, fatbinaries first: recognition
- * (src/io/kernel_image.c), the fatbinary walk, LZ4 and zstd entries, host objects with a
- * .nv_fatbin section, the cubin inside, the launch verdicts (src/io/inspect.c) and both
+ * (src/inspect/kernel_image.c), the fatbinary walk, LZ4 and zstd entries, host objects with a
+ * .nv_fatbin section, the cubin inside, the launch verdicts (src/inspect/inspect.c) and both
  * renderings of the report. The input is the file, read through a memfd as the CLI reads
  * a path. No GPU is asked, and no ptxas is started (see common.c): PTX inside a fatbinary
  * ends in OC_ERR_UNSUPPORTED.

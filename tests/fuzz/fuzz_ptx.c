@@ -1,8 +1,8 @@
 /*
  * fuzz_ptx.c - the PTX readers of the launch doctor: recognising PTX text among kernel
- * images (src/io/kernel_image.c: .version and .target at the start of a line), the target
+ * images (src/inspect/kernel_image.c: .version and .target at the start of a line), the target
  * architecture it names, the .maxntid launch bounds of its entries, and the parser of
- * ptxas' -v report (src/io/ptxas.c). ptxas itself is not run: its report is text the fuzzer
+ * ptxas' -v report (src/inspect/ptxas.c). ptxas itself is not run: its report is text the fuzzer
  * writes too. The input is read as both, so one file can name an entry in a report line
  * ("Compiling entry function 'k'") and give it bounds (".entry k( ... .maxntid 128, 1, 1").
  */
@@ -11,7 +11,11 @@
 #include <string.h>
 
 #include "common.h"
-#include "io/kernel_image.h"
+#include "inspect/cubin.h"
+#include "inspect/kernel_image.h"
+#include "inspect/kernel_list.h"
+#include "inspect/ptx_directives.h"
+#include "inspect/ptxas.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

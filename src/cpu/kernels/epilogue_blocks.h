@@ -18,7 +18,7 @@
 
 #include <stddef.h>
 
-#include "kernel.h"
+#include "cpu/kernels/kernel.h"
 
 /* 512 columns: 6 KiB of stack for both buffers, a few rows' worth of counts. */
 #define OC_EPILOGUE_CHUNK 512

@@ -12,7 +12,7 @@
  */
 #include <immintrin.h>
 
-#include "../epilogue_blocks.h"
+#include "cpu/kernels/epilogue_blocks.h"
 
 /* The low halves of eight 32-bit lanes, in order: the uint16 casts of the lanes. */
 static inline __m128i low_halves(__m256i v)

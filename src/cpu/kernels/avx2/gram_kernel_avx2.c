@@ -12,7 +12,7 @@
  */
 #include <immintrin.h>
 
-#include "../kernel.h"
+#include "cpu/kernels/kernel.h"
 
 #define MR OC_KERNEL_AVX2_MR
 #define NR OC_KERNEL_AVX2_NR

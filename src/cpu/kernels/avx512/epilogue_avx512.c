@@ -14,7 +14,7 @@
  */
 #include <immintrin.h>
 
-#include "../epilogue_blocks.h"
+#include "cpu/kernels/epilogue_blocks.h"
 
 static inline __mmask16 mask16(int64_t left) { return left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1); }
 static inline __mmask8 mask8(int64_t left) { return left >= 8 ? (__mmask8)0xFF : (__mmask8)((1u << left) - 1); }

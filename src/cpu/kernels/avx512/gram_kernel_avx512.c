@@ -22,7 +22,7 @@
  */
 #include <immintrin.h>
 
-#include "../kernel.h"
+#include "cpu/kernels/kernel.h"
 
 #define MR OC_KERNEL_AVX512_MR
 #define NR OC_KERNEL_AVX512_NR

@@ -3,8 +3,8 @@
  * in ../kernel.h, element by element through src/core/metric.h. Every ISA epilogue is
  * tested against it byte for byte; keep it obviously correct.
  */
-#include "../../../core/metric.h"
-#include "../kernel.h"
+#include "core/metric.h"
+#include "cpu/kernels/kernel.h"
 
 void oc_epilogue_ref(oc_epilogue_kind kind, const uint32_t *c, int64_t ldc, const int64_t *pa, const int64_t *pb,
                      int64_t rows, int64_t cols, int64_t pop_max, void *out, int64_t ldo)

@@ -2,7 +2,7 @@
  * gram_kernel_ref.c - the reference micro-kernel: the specification of kernel.h in plain C.
  * Every ISA kernel is tested against it bit for bit; keep it obviously correct.
  */
-#include "../kernel.h"
+#include "cpu/kernels/kernel.h"
 
 void oc_gram_kernel_ref(const uint64_t *a, int64_t lda, const uint64_t *b, int64_t ldb, int64_t kw, int mr, int nr,
                         uint32_t *c, int64_t ldc)

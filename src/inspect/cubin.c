@@ -18,9 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/error.h"
-#include "elf_read.h"
-#include "kernel_image.h"
+#include "core/error.h"
+#include "inspect/elf_read.h"
+#include "inspect/cubin.h"
 
 #define EM_CUDA 190
 #define SHT_SYMTAB 2
@@ -152,12 +152,14 @@ oc_status oc_cubin_resources(oc_context *ctx, const char *display, const unsigne
         } else if ((kernel = suffix_after(s.name, ".nv.info.")) && s.data &&
                    (e = oc_kernel_list_find(out, kernel, strlen(kernel)))) {
             walk_nv_info(&s, visit_kernel, e);
-        } else if ((kernel = suffix_after(s.name, ".nv.shared.")) && (e = oc_kernel_list_find(out, kernel, strlen(kernel)))) {
+        } else if ((kernel = suffix_after(s.name, ".nv.shared.")) &&
+                   (e = oc_kernel_list_find(out, kernel, strlen(kernel)))) {
             e->res.static_smem = s.size;
-        } else if ((kernel = suffix_after(s.name, ".nv.constant0.")) && (e = oc_kernel_list_find(out, kernel, strlen(kernel)))) {
+        } else if ((kernel = suffix_after(s.name, ".nv.constant0.")) &&
+                   (e = oc_kernel_list_find(out, kernel, strlen(kernel)))) {
             e->const_bytes = (int64_t)s.size;
-        } else if ((kernel = suffix_after(s.name, ".text.")) && (e = oc_kernel_list_find(out, kernel, strlen(kernel))) &&
-                   e->res.regs_per_thread == 0) {
+        } else if ((kernel = suffix_after(s.name, ".text.")) &&
+                   (e = oc_kernel_list_find(out, kernel, strlen(kernel))) && e->res.regs_per_thread == 0) {
             e->res.regs_per_thread = (int)(s.info >> 24); /* older cubins; EIATTR_REGCOUNT wins */
         }
     }

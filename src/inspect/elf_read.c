@@ -1,5 +1,5 @@
 /* elf_read.c - bounds-checked ELF64 section access (see elf_read.h). */
-#include "elf_read.h"
+#include "inspect/elf_read.h"
 
 #include <string.h>
 

@@ -16,7 +16,7 @@
  */
 #include <string.h>
 
-#include "kernel_image.h"
+#include "inspect/ptx_directives.h"
 
 static int is_blank(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
 

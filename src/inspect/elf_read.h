@@ -3,20 +3,20 @@
  * and host objects). Every accessor checks offsets against the buffer, so a truncated or
  * hostile file yields "not found", never a read past the end.
  */
-#ifndef OC_IO_ELF_READ_H
-#define OC_IO_ELF_READ_H
+#ifndef OC_INSPECT_ELF_READ_H
+#define OC_INSPECT_ELF_READ_H
 
 #include <stddef.h>
 #include <stdint.h>
 
 typedef struct oc_elf_section {
-    const char *name;            /* points into the file ("" when unnamed) */
+    const char *name; /* points into the file ("" when unnamed) */
     uint32_t type;
     uint64_t flags;
     uint32_t link;
     uint32_t info;
-    const unsigned char *data;   /* NULL for SHT_NOBITS (.nv.shared.*) */
-    size_t size;                 /* sh_size, also for NOBITS */
+    const unsigned char *data; /* NULL for SHT_NOBITS (.nv.shared.*) */
+    size_t size;               /* sh_size, also for NOBITS */
 } oc_elf_section;
 
 typedef struct oc_elf {

@@ -13,7 +13,7 @@
  * default of `-compress-all`). Host objects and executables carry one or more fatbinaries,
  * back to back, in their .nv_fatbin section.
  */
-#include "kernel_image.h"
+#include "inspect/kernel_image.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -22,8 +22,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../core/error.h"
-#include "elf_read.h"
+#include "core/error.h"
+#include "inspect/elf_read.h"
+#include "inspect/cubin.h"
+#include "inspect/ptx_directives.h"
+#include "inspect/ptxas.h"
 
 #define FATBIN_MAGIC 0xBA55ED50u
 #define FATBIN_KIND_PTX 1
@@ -38,48 +41,6 @@ const char *oc_image_format_name(oc_image_format format)
     return (unsigned)format < 4 ? names[format] : "?";
 }
 
-/* ------------------------------------------------------------------ kernel lists */
-
-oc_status oc_kernel_list_add(oc_context *ctx, oc_kernel_list *list, const char *name, size_t name_len,
-                             oc_kernel_entry **entry)
-{
-    if (list->count == list->capacity) {
-        int capacity = list->capacity ? list->capacity * 2 : 8;
-        oc_kernel_entry *items = realloc(list->items, (size_t)capacity * sizeof *items);
-        if (!items) return oc_fail(ctx, OC_ERR_NO_MEMORY, "out of host memory listing kernels");
-        list->items = items;
-        list->capacity = capacity;
-    }
-    char *copy = malloc(name_len + 1);
-    if (!copy) return oc_fail(ctx, OC_ERR_NO_MEMORY, "out of host memory listing kernels");
-    memcpy(copy, name, name_len);
-    copy[name_len] = '\0';
-    oc_kernel_entry *e = &list->items[list->count++];
-    memset(e, 0, sizeof *e);
-    e->name = copy;
-    e->spill_store_bytes = -1;
-    e->spill_load_bytes = -1;
-    e->const_bytes = -1;
-    e->driver_blocks_per_sm = -1;
-    *entry = e;
-    return OC_OK;
-}
-
-oc_kernel_entry *oc_kernel_list_find(oc_kernel_list *list, const char *name, size_t name_len)
-{
-    for (int i = 0; i < list->count; i++)
-        if (strlen(list->items[i].name) == name_len && memcmp(list->items[i].name, name, name_len) == 0)
-            return &list->items[i];
-    return NULL;
-}
-
-void oc_kernel_list_clear(oc_kernel_list *list)
-{
-    for (int i = 0; i < list->count; i++) free(list->items[i].name);
-    free(list->items);
-    memset(list, 0, sizeof *list);
-}
-
 /* ------------------------------------------------------------------ recognising files */
 
 static uint16_t rd16(const unsigned char *p) { return (uint16_t)(p[0] | p[1] << 8); }
@@ -90,7 +51,8 @@ static int looks_like_ptx(const unsigned char *data, size_t size)
 {
     size_t scan = size < 65536 ? size : 65536;
     if (memchr(data, '\0', scan)) return 0; /* binary */
-    return oc_ptx_find_directive((const char *)data, scan, ".version") && oc_ptx_find_directive((const char *)data, scan, ".target");
+    return oc_ptx_find_directive((const char *)data, scan, ".version") &&
+           oc_ptx_find_directive((const char *)data, scan, ".target");
 }
 
 static int is_elf64(const unsigned char *d, size_t size)
@@ -206,12 +168,12 @@ void oc_kernel_image_loadable(const oc_kernel_image *img, const void **data, siz
 /* ------------------------------------------------------------------ fatbinary entries */
 
 typedef struct fat_entry {
-    int kind;                    /* FATBIN_KIND_PTX or FATBIN_KIND_ELF */
+    int kind; /* FATBIN_KIND_PTX or FATBIN_KIND_ELF */
     int cc;
     uint64_t flags;
     const unsigned char *payload;
-    size_t payload_size;         /* bytes stored (compressed when flagged) */
-    size_t plain_size;           /* bytes once decompressed */
+    size_t payload_size; /* bytes stored (compressed when flagged) */
+    size_t plain_size;   /* bytes once decompressed */
 } fat_entry;
 
 typedef struct fat_entries {
@@ -329,17 +291,17 @@ static oc_status entry_code(oc_context *ctx, const char *path, const fat_entry *
         return oc_fail(ctx, OC_ERR_INPUT, "%s: the sm_%d entry states an uncompressed size of %zu bytes", path, e->cc,
                        e->plain_size);
     unsigned char *buf = malloc(e->plain_size + 1);
-    if (!buf) return oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: out of host memory for a %zu-byte fatbinary entry", path, e->plain_size);
+    if (!buf)
+        return oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: out of host memory for a %zu-byte fatbinary entry", path,
+                       e->plain_size);
     long n;
-    if (e->flags & FATBIN_FLAG_ZSTD)
-        n = zstd_decode(e->payload, e->payload_size, buf, e->plain_size);
-    else if (e->flags & FATBIN_FLAG_LZ4)
-        n = lz4_block_decode(e->payload, e->payload_size, buf, e->plain_size);
-    else
-        n = (long)e->plain_size, memcpy(buf, e->payload, e->plain_size);
+    if (e->flags & FATBIN_FLAG_ZSTD) n = zstd_decode(e->payload, e->payload_size, buf, e->plain_size);
+    else if (e->flags & FATBIN_FLAG_LZ4) n = lz4_block_decode(e->payload, e->payload_size, buf, e->plain_size);
+    else n = (long)e->plain_size, memcpy(buf, e->payload, e->plain_size);
     if (n == -2) {
         free(buf);
-        return oc_fail(ctx, OC_ERR_UNSUPPORTED, "%s: the sm_%d entry is zstd-compressed and libzstd.so.1 is not installed", path, e->cc);
+        return oc_fail(ctx, OC_ERR_UNSUPPORTED,
+                       "%s: the sm_%d entry is zstd-compressed and libzstd.so.1 is not installed", path, e->cc);
     }
     if (n < 0 || (size_t)n != e->plain_size) {
         free(buf);
@@ -382,7 +344,9 @@ static oc_status ptxas_on_copy(oc_context *ctx, const char *display, const unsig
     char tmp[4096];
     snprintf(tmp, sizeof tmp, "%s/outcore-inspect-XXXXXX.ptx", dir && *dir ? dir : "/tmp");
     int fd = mkstemps(tmp, 4);
-    if (fd < 0) return oc_fail(ctx, OC_ERR_IO, "%s: cannot create a temporary file for ptxas in %s: %s", display, dir && *dir ? dir : "/tmp", strerror(errno));
+    if (fd < 0)
+        return oc_fail(ctx, OC_ERR_IO, "%s: cannot create a temporary file for ptxas in %s: %s", display,
+                       dir && *dir ? dir : "/tmp", strerror(errno));
     size_t done = 0;
     while (done < size) {
         ssize_t w = write(fd, ptx + done, size - done);
@@ -414,8 +378,8 @@ static oc_status ptx_resources(oc_context *ctx, const char *display, const char 
     return OC_OK;
 }
 
-static oc_status fatbin_resources(oc_context *ctx, const oc_kernel_image *img, int target, const oc_inspect_options *jit,
-                                  oc_kernel_list *out)
+static oc_status fatbin_resources(oc_context *ctx, const oc_kernel_image *img, int target,
+                                  const oc_inspect_options *jit, oc_kernel_list *out)
 {
     const unsigned char *region;
     size_t region_size;
@@ -469,7 +433,8 @@ oc_status oc_kernel_image_resources(oc_context *ctx, const oc_kernel_image *img,
     case OC_IMAGE_PTX: {
         int cc = target_cc ? target_cc : oc_ptx_target_cc((const char *)img->data, img->size, NULL);
         if (!oc_gpu_arch_find(cc))
-            return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: PTX for sm_%d; pass --arch with a known architecture", img->path, cc);
+            return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: PTX for sm_%d; pass --arch with a known architecture",
+                           img->path, cc);
         OC_CHECK(ptx_resources(ctx, img->path, img->in_memory ? NULL : img->path, img->data, img->size, cc, jit, out));
         return OC_OK;
     }

@@ -22,8 +22,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../core/error.h"
-#include "kernel_image.h"
+#include "core/error.h"
+#include "inspect/ptxas.h"
 
 extern char **environ;
 
@@ -162,8 +162,8 @@ static long long figure_before(const char *line, const char *line_end, const cha
 
 void oc_ptxas_parse_report(const char *text, oc_kernel_list *out, int first_new)
 {
-    oc_kernel_entry *entry = NULL;      /* the entry "Used ... registers" applies to */
-    char props_name[1024] = "";          /* the function the next properties line is about */
+    oc_kernel_entry *entry = NULL; /* the entry "Used ... registers" applies to */
+    char props_name[1024] = "";    /* the function the next properties line is about */
     char line[2048];
     for (const char *at = text; *at;) {
         /* One line at a time, copied so that every search stops at its end. */
@@ -204,9 +204,10 @@ oc_status oc_ptxas_resources(oc_context *ctx, const char *ptx_path, const char *
 {
     char ptxas[4096];
     if (!find_ptxas(ptxas, sizeof ptxas))
-        return oc_fail(ctx, OC_ERR_UNSUPPORTED,
-                       "%s: reading PTX needs the CUDA toolkit's ptxas; none in $CUDA_HOME/bin, /usr/local/cuda/bin or PATH",
-                       display);
+        return oc_fail(
+            ctx, OC_ERR_UNSUPPORTED,
+            "%s: reading PTX needs the CUDA toolkit's ptxas; none in $CUDA_HOME/bin, /usr/local/cuda/bin or PATH",
+            display);
     char arch[32], opt[16] = "", cap[32] = "";
     snprintf(arch, sizeof arch, "-arch=sm_%d%.1s", cc, suffix ? &suffix : "");
     char *argv[10] = {ptxas, arch, "-v"};
@@ -233,8 +234,7 @@ oc_status oc_ptxas_resources(oc_context *ctx, const char *ptx_path, const char *
         if (strstr(text, "is not defined for option 'gpu-name'"))
             st = oc_fail(ctx, OC_ERR_UNSUPPORTED, "%s: ptxas %s cannot compile for sm_%d: %s", display,
                          ptxas_release(ptxas), cc, line);
-        else
-            st = oc_fail(ctx, OC_ERR_INPUT, "%s: ptxas: %s", display, line);
+        else st = oc_fail(ctx, OC_ERR_INPUT, "%s: ptxas: %s", display, line);
         free(text);
         return st;
     }

@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../core/error.h"
-#include "../core/text_buf.h"
+#include "core/error.h"
+#include "core/text_buf.h"
 #include "outcore.h"
 
 static void render_json(oc_text *t, const oc_inspect_report *r)
@@ -15,8 +15,8 @@ static void render_json(oc_text *t, const oc_inspect_report *r)
     const int *block_sizes = oc_inspect_block_sizes();
     oc_text_printf(t, "{\"file\": ");
     oc_text_json_string(t, r->path);
-    oc_text_printf(t, ", \"format\": \"%s\", \"arch\": \"%s\", \"code_arch\": \"sm_%d\", \"source\": ", r->format, r->arch,
-                   r->code_cc);
+    oc_text_printf(t, ", \"format\": \"%s\", \"arch\": \"%s\", \"code_arch\": \"sm_%d\", \"source\": ", r->format,
+                   r->arch, r->code_cc);
     oc_text_json_string(t, r->source);
     oc_text_printf(t, ", \"jit\": ");
     if (r->jit_compiler[0]) {
@@ -32,24 +32,26 @@ static void render_json(oc_text *t, const oc_inspect_report *r)
         const oc_inspect_kernel *k = &r->kernels[i];
         oc_text_printf(t, "%s\n  {\"name\": ", i ? "," : "");
         oc_text_json_string(t, k->name);
-        oc_text_printf(t,
-                       ", \"registers\": %d, \"static_smem\": %lld, \"local_bytes\": %lld, \"spill_store_bytes\": %lld, "
-                       "\"spill_load_bytes\": %lld, \"const_bytes\": %lld, \"launch_bounds\": %d, "
-                       "\"maxntid\": %d, \"reqntid\": %d, \"maxnreg\": %d, \"minnctapersm\": %d, "
-                       "\"max_threads_per_block\": %d, \"occupancy\": {",
-                       k->regs_per_thread, (long long)k->static_smem_bytes, (long long)k->local_bytes,
-                       (long long)k->spill_store_bytes, (long long)k->spill_load_bytes, (long long)k->const_bytes,
-                       k->launch_bounds, k->maxntid, k->reqntid, k->maxnreg, k->minnctapersm, k->max_threads_per_block);
+        oc_text_printf(
+            t,
+            ", \"registers\": %d, \"static_smem\": %lld, \"local_bytes\": %lld, \"spill_store_bytes\": %lld, "
+            "\"spill_load_bytes\": %lld, \"const_bytes\": %lld, \"launch_bounds\": %d, "
+            "\"maxntid\": %d, \"reqntid\": %d, \"maxnreg\": %d, \"minnctapersm\": %d, "
+            "\"max_threads_per_block\": %d, \"occupancy\": {",
+            k->regs_per_thread, (long long)k->static_smem_bytes, (long long)k->local_bytes,
+            (long long)k->spill_store_bytes, (long long)k->spill_load_bytes, (long long)k->const_bytes,
+            k->launch_bounds, k->maxntid, k->reqntid, k->maxnreg, k->minnctapersm, k->max_threads_per_block);
         for (int j = 0; j < OC_INSPECT_BLOCK_SIZES; j++)
             oc_text_printf(t, "%s\"%d\": %.4f", j ? ", " : "", block_sizes[j], k->occupancy[j]);
         oc_text_printf(t, "}");
         if (r->block > 0) {
-            oc_text_printf(t,
-                           ", \"verdict\": {\"block\": %d, \"fits\": %s, \"blocks_per_sm\": %d, \"occupancy\": %.4f, "
-                           "\"largest_block\": %d, \"reg_cap\": %d, \"needs_smem_optin\": %s, \"driver_blocks_per_sm\": %d, "
-                           "\"limiter\": ",
-                           r->block, k->fits ? "true" : "false", k->blocks_per_sm, k->block_occupancy, k->largest_block,
-                           k->reg_cap, k->needs_smem_optin ? "true" : "false", k->driver_blocks_per_sm);
+            oc_text_printf(
+                t,
+                ", \"verdict\": {\"block\": %d, \"fits\": %s, \"blocks_per_sm\": %d, \"occupancy\": %.4f, "
+                "\"largest_block\": %d, \"reg_cap\": %d, \"needs_smem_optin\": %s, \"driver_blocks_per_sm\": %d, "
+                "\"limiter\": ",
+                r->block, k->fits ? "true" : "false", k->blocks_per_sm, k->block_occupancy, k->largest_block,
+                k->reg_cap, k->needs_smem_optin ? "true" : "false", k->driver_blocks_per_sm);
             oc_text_json_string(t, k->limiter);
             oc_text_printf(t, ", \"explanation\": ");
             oc_text_json_string(t, k->explanation);
@@ -65,16 +67,17 @@ static void render_jit(oc_text *t, const oc_inspect_report *r)
 {
     if (!r->jit_compiler[0]) return;
     if (r->jit_defaults) {
-        oc_text_printf(t, "PTX compiled by %s with its defaults (-O%d, no register cap); where the producer compiles "
-                          "it otherwise (numba max_registers, nvcc -maxrregcount), pass --maxrregcount N / --opt-level N\n",
-                       r->jit_compiler, r->jit_opt_level);
+        oc_text_printf(
+            t,
+            "PTX compiled by %s with its defaults (-O%d, no register cap); where the producer compiles "
+            "it otherwise (numba max_registers, nvcc -maxrregcount), pass --maxrregcount N / --opt-level N\n",
+            r->jit_compiler, r->jit_opt_level);
         return;
     }
     oc_text_printf(t, "PTX compiled by %s with -O%d", r->jit_compiler, r->jit_opt_level);
     if (r->jit_maxrregcount > 0)
         oc_text_printf(t, ", -maxrregcount=%d (a kernel's own .maxnreg overrides it)", r->jit_maxrregcount);
-    else
-        oc_text_printf(t, ", no register cap");
+    else oc_text_printf(t, ", no register cap");
     oc_text_printf(t, "\n");
 }
 
@@ -84,10 +87,12 @@ static void render_directives(oc_text *t, const oc_inspect_report *r, const oc_i
     if (!k->maxntid && !k->reqntid && !k->maxnreg && !k->minnctapersm) return;
     char line[256] = "";
     size_t n = 0;
-    if (k->maxntid) n += (size_t)snprintf(line + n, sizeof line - n, ", .maxntid %d (no larger block launches)", k->maxntid);
+    if (k->maxntid)
+        n += (size_t)snprintf(line + n, sizeof line - n, ", .maxntid %d (no larger block launches)", k->maxntid);
     if (k->reqntid && n < sizeof line)
         n += (size_t)snprintf(line + n, sizeof line - n, ", .reqntid %d (no larger block launches)", k->reqntid);
-    if (k->minnctapersm && n < sizeof line) n += (size_t)snprintf(line + n, sizeof line - n, ", .minnctapersm %d", k->minnctapersm);
+    if (k->minnctapersm && n < sizeof line)
+        n += (size_t)snprintf(line + n, sizeof line - n, ", .minnctapersm %d", k->minnctapersm);
     if (k->maxnreg && n < sizeof line) {
         n += (size_t)snprintf(line + n, sizeof line - n, ", .maxnreg %d", k->maxnreg);
         if (r->jit_maxrregcount > 0 && r->jit_maxrregcount != k->maxnreg && n < sizeof line)
@@ -131,7 +136,8 @@ static void render_text(oc_text *t, const oc_inspect_report *r)
                 line += len + (end ? 1 : 0);
             }
             if (k->driver_blocks_per_sm >= 0)
-                oc_text_printf(t, "    the driver's occupancy calculator: %d block(s) per SM\n", k->driver_blocks_per_sm);
+                oc_text_printf(t, "    the driver's occupancy calculator: %d block(s) per SM\n",
+                               k->driver_blocks_per_sm);
         }
     }
 }

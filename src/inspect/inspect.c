@@ -17,10 +17,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/error.h"
-#include "../core/gpu_probe.h"
-#include "../core/text_buf.h"
-#include "kernel_image.h"
+#include "core/error.h"
+#include "core/gpu_probe.h"
+#include "core/text_buf.h"
+#include "inspect/kernel_image.h"
+#include "inspect/ptx_directives.h"
 
 static const int block_sizes[OC_INSPECT_BLOCK_SIZES] = {64, 128, 256, 512, 768, 1024};
 
@@ -35,19 +36,22 @@ static oc_status check_options(oc_context *ctx, const oc_inspect_options *o, con
     if (o->block < 0 || o->block > 1024)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "block size %d is outside 1..1024", o->block);
     if (o->dyn_smem < 0)
-        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "dynamic shared memory must be >= 0, got %lld", (long long)o->dyn_smem);
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "dynamic shared memory must be >= 0, got %lld",
+                       (long long)o->dyn_smem);
     if (o->maxrregcount < 0 || o->maxrregcount > 255)
-        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "maxrregcount must be from 1 to 255 (0: no cap), got %d", o->maxrregcount);
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "maxrregcount must be from 1 to 255 (0: no cap), got %d",
+                       o->maxrregcount);
     if (o->opt_level < -1 || o->opt_level > 4)
-        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "opt_level must be from 0 to 4 (-1: the compiler's default), got %d",
-                       o->opt_level);
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                       "opt_level must be from 0 to 4 (-1: the compiler's default), got %d", o->opt_level);
     *arch = NULL;
     if (o->arch) {
         *arch = oc_gpu_arch_parse(o->arch);
         if (!*arch) {
             char known[256] = "";
             for (int i = 0; oc_gpu_arch_at(i); i++)
-                snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", i ? ", " : "", oc_gpu_arch_at(i)->name);
+                snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", i ? ", " : "",
+                         oc_gpu_arch_at(i)->name);
             return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "unknown architecture '%s' (known: %s)", o->arch, known);
         }
     }
@@ -86,10 +90,13 @@ static oc_status check_ptx_target(oc_context *ctx, const oc_kernel_image *img, c
     if (arch) snprintf(named, sizeof named, "--arch sm_%d", target);
     else snprintf(named, sizeof named, "this GPU (sm_%d)", target);
     if (ptx_cc > target)
-        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: .target sm_%d%.1s is newer than %s: pass --arch sm_%d%.1s or compile the PTX for sm_%d",
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                       "%s: .target sm_%d%.1s is newer than %s: pass --arch sm_%d%.1s or compile the PTX for sm_%d",
                        img->path, ptx_cc, &suffix, named, ptx_cc, &suffix, target);
-    return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: .target sm_%d%c compiles for sm_%d%c alone, not %s: pass --arch sm_%d%c or compile the PTX for sm_%d",
-                   img->path, ptx_cc, suffix, ptx_cc, suffix, named, ptx_cc, suffix, target);
+    return oc_fail(
+        ctx, OC_ERR_INVALID_ARGUMENT,
+        "%s: .target sm_%d%c compiles for sm_%d%c alone, not %s: pass --arch sm_%d%c or compile the PTX for sm_%d",
+        img->path, ptx_cc, suffix, ptx_cc, suffix, named, ptx_cc, suffix, target);
 }
 
 static oc_status gather(oc_context *ctx, const oc_kernel_image *img, const oc_inspect_options *o,
@@ -121,12 +128,14 @@ static oc_status gather(oc_context *ctx, const oc_kernel_image *img, const oc_in
     if (!*arch) {
         *arch = oc_gpu_arch_find(gpu_cc ? gpu_cc : list->code_cc);
         if (!*arch)
-            return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: code for sm_%d, an architecture outcore has no table for; pass --arch",
-                           img->path, list->code_cc);
+            return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                           "%s: code for sm_%d, an architecture outcore has no table for; pass --arch", img->path,
+                           list->code_cc);
     }
     if (!code_runs_on(list->code_cc, (*arch)->cc))
-        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: the code is sm_%d machine code, which %s cannot run; pass --arch sm_%d",
-                       img->path, list->code_cc, (*arch)->name, list->code_cc);
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                       "%s: the code is sm_%d machine code, which %s cannot run; pass --arch sm_%d", img->path,
+                       list->code_cc, (*arch)->name, list->code_cc);
     return OC_OK;
 }
 
@@ -253,7 +262,8 @@ oc_status oc_inspect_image(oc_context *ctx, const char *name, const void *data, 
 oc_status oc_inspect_module(oc_context *ctx, const char *name, void *cu_module, const oc_inspect_options *opts,
                             oc_inspect_report **out)
 {
-    if (!name || !cu_module || !opts || !out) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_inspect_module: NULL argument");
+    if (!name || !cu_module || !opts || !out)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_inspect_module: NULL argument");
     const oc_gpu_arch *arch = NULL;
     OC_CHECK(check_options(ctx, opts, &arch));
 #ifdef OC_HAVE_CUDA
@@ -262,8 +272,9 @@ oc_status oc_inspect_module(oc_context *ctx, const char *name, void *cu_module, 
     OC_CHECK_GOTO(oc_gpu_probe_cuda.inspect_module(ctx, name, cu_module, opts, &list));
     const oc_gpu_arch *device_arch = oc_gpu_arch_find(list.code_cc);
     if (!device_arch || (arch && arch != device_arch)) {
-        st = oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: the module is loaded on an sm_%d GPU; its figures answer for sm_%d only%s",
-                     name, list.code_cc, list.code_cc, device_arch ? "" : ", an architecture outcore has no table for");
+        st = oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                     "%s: the module is loaded on an sm_%d GPU; its figures answer for sm_%d only%s", name,
+                     list.code_cc, list.code_cc, device_arch ? "" : ", an architecture outcore has no table for");
         goto cleanup;
     }
     OC_CHECK_GOTO(build_report(ctx, name, "module", device_arch, &list, opts, out));
@@ -272,7 +283,8 @@ cleanup:
     return st;
 #else
     (void)arch;
-    return oc_fail(ctx, OC_ERR_UNSUPPORTED, "%s: a loaded CUDA module is read through the driver, and this outcore is built without CUDA", name);
+    return oc_fail(ctx, OC_ERR_UNSUPPORTED,
+                   "%s: a loaded CUDA module is read through the driver, and this outcore is built without CUDA", name);
 #endif
 }
 
@@ -284,4 +296,3 @@ void oc_inspect_report_free(oc_inspect_report *report)
     free(report->kernels);
     free(report);
 }
-
