@@ -5,8 +5,8 @@ an earlier one made), with the repository's tests/ reachable as ./tests. A ```sh
 line by line in bash with the built `outcore` first on PATH; each line must exit 0. A
 ```console block is a transcript: each `$ ` line runs and must exit 0 (or N where it ends in
 `# exits N`), and every line printed under it in the document must appear in what it prints. ```python blocks run in one interpreter each. Blocks
-tagged `setup` (building and installing, which `make test` itself does) and other languages
-are not run. A transcript runs with CUDA_VISIBLE_DEVICES empty: it shows what a machine
+tagged `setup` (building, installing, fuzzing: what `make test` and .ci/run do themselves)
+and other languages are not run. A transcript runs with CUDA_VISIBLE_DEVICES empty: it shows what a machine
 without a GPU prints. Sizes after --rows, --cols and --bits are divided by OUTCORE_EXAMPLE_SCALE (100
 unless set; 1 runs the examples as written), so a 100000-row example runs with 1000 rows.
 """
