@@ -243,8 +243,8 @@ def _build_matrix(ctx, x, name, bits, keep, binarize=False):
                                              ctypes.byref(handle))
         if status != _lib.OC_OK:
             err = _renamed(from_status(status, ctx), name)
-            if "is not 0 or 1" in err.message:
-                hint = "; binarize=True reads any nonzero value as 1" + _packbits_hint(arr, name, bits)
+            hint = _packbits_hint(arr, name, bits) if "is not 0 or 1" in err.message else ""
+            if hint:  # the library's message already names binarize; the packbits hint is Python's
                 err = type(err)(err.message + hint, err.status, err.trace)
             raise err
     try:
