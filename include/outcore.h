@@ -257,6 +257,16 @@ typedef struct oc_gram_stats {
 OC_API oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const oc_gram_options *opts,
                          const oc_output *out, oc_gram_stats *stats);
 
+/* The plan oc_gram would run these arguments under, without running it: on a GPU the tile
+ * edge, panel and output slots, the device budget and what bounds it, the pinned staging
+ * under the host budget, the sink and copy threads, and the estimated time of kernels,
+ * uploads and output (which one bounds the job); on the CPU the tiles and threads. Text for
+ * people, or a JSON object when json != 0, into *text (malloc'ed: the caller frees it).
+ * Fails as oc_gram would when nothing fits the budgets, naming what the smallest plan
+ * needs. Opens no output. Blocks while it queries the device. */
+OC_API oc_status oc_gram_plan(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const oc_gram_options *opts,
+                              const oc_output *out, int json, char **text);
+
 /* The dtype a job with these options produces (resolves OC_DTYPE_DEFAULT), or
  * OC_DTYPE_DEFAULT when the combination is invalid. */
 OC_API oc_dtype oc_gram_result_dtype(oc_metric metric, oc_dtype dtype);

@@ -38,7 +38,9 @@ static const char gram_usage[] =
     "  --threshold T          every pair with score >= T (hamming: <= T); jaccard, cosine: T in\n"
     "                         [0, 1]; counts, hamming: a whole number in [0, columns]. For A·Aᵀ\n"
     "                         each pair once as (i, j), i < j. Pairs are sorted by row, then column\n"
-    "  --json                 print the summary as JSON on stdout\n"
+    "  --plan                 print the plan (tiles, budgets, staging, threads, the estimated\n"
+    "                         time of kernels, uploads and output) and exit without computing\n"
+    "  --json                 print the summary (or the plan) as JSON on stdout\n"
     "  --quiet                no progress bar and no summary\n"
     "  --verbose              on failure, also print the library's file:line trace\n";
 
@@ -48,6 +50,7 @@ typedef struct gram_args {
     const char *output;
     oc_read_options read;
     int json, quiet;
+    int plan;
     oc_gram_options opts;
 } gram_args;
 
@@ -80,6 +83,7 @@ static int parse_gram_args(int argc, char **argv, gram_args *g)
             return OC_EXIT_OK;
         }
         if (strcmp(arg, "--json") == 0) { g->json = 1; continue; }
+        if (strcmp(arg, "--plan") == 0) { g->plan = 1; continue; }
         if (strcmp(arg, "--binarize") == 0) { g->read.binarize = 1; continue; }
         if (strcmp(arg, "--quiet") == 0 || strcmp(arg, "-q") == 0) { g->quiet = 1; continue; }
         if (strcmp(arg, "--verbose") == 0 || strcmp(arg, "-v") == 0) { cli_verbose = 1; continue; }
@@ -242,6 +246,22 @@ int oc_cmd_gram(int argc, char **argv)
         goto done;
     }
     double load_seconds = cli_now() - t0;
+
+    if (g.plan) {
+        oc_output where = OC_OUTPUT_INIT;
+        where.kind = OC_OUTPUT_FILE;
+        where.path = g.output;
+        char *text = NULL;
+        st = oc_gram_plan(ctx, a, b, &g.opts, &where, g.json, &text);
+        if (st != OC_OK) {
+            rc = cli_status_error(ctx, st);
+            goto done;
+        }
+        fputs(text, stdout);
+        free(text);
+        rc = OC_EXIT_OK;
+        goto done;
+    }
 
     cli_progress progress;
     cli_progress_init(&progress, "gram",

@@ -45,7 +45,16 @@ void oc_context_free(oc_context *ctx)
 {
     if (!ctx) return;
     if (ctx->release_cached) ctx->release_cached();
+    oc_workers_free(ctx->workers);
     free(ctx);
+}
+
+oc_status oc_context_workers(oc_context *ctx, int threads, oc_workers **out)
+{
+    if (!ctx->workers) OC_CHECK(oc_workers_create(ctx, threads, &ctx->workers));
+    else OC_CHECK(oc_workers_grow(ctx, ctx->workers, threads));
+    *out = ctx->workers;
+    return OC_OK;
 }
 
 const char *oc_context_last_error(const oc_context *ctx) { return ctx ? ctx->message : ""; }

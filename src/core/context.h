@@ -5,6 +5,7 @@
 #include <stdatomic.h>
 #include "outcore.h"
 #include "core/fault.h"
+#include "core/workers.h"
 
 #define OC_MESSAGE_MAX 1024
 #define OC_TRACE_MAX 2048
@@ -18,10 +19,17 @@ struct oc_context {
      * context frees them. core/ holds only the pointer, so it includes no backend. */
     void (*release_cached)(void);
     oc_fault_plan faults; /* write-side fault injection for tests (fault.h) */
+    /* The threads that stage copies and run sinks for the context's jobs (workers.h):
+     * started by the first job that needs them, grown by later ones, joined by
+     * oc_context_free. */
+    oc_workers *workers;
 };
 
 /* Clears the error and the cancel flag and starts the fault plan's counts: called at the
  * start of each job. */
 void oc_context_begin_job(oc_context *ctx);
+
+/* The context's worker pool with at least `threads` workers, started or grown now. */
+oc_status oc_context_workers(oc_context *ctx, int threads, oc_workers **out);
 
 #endif

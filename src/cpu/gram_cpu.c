@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/text_buf.h"
 #include "core/threads.h"
 #include "exec/backend.h"
 #include "exec/select.h"
@@ -283,4 +284,22 @@ cleanup:
     return st;
 }
 
-const oc_backend_vtbl oc_backend_cpu = {OC_BACKEND_ABI, "cpu", cpu_usable, cpu_gram, NULL, 0};
+/* The CPU plan: the kernel, the tile edge and the tasks the threads share. */
+static oc_status cpu_plan(oc_gram_job *job, int json, char **out)
+{
+    oc_context *ctx = job->ctx;
+    const int threads = oc_threads_resolve(job->opts->threads);
+    const int64_t t = choose_tile(job, threads), tasks = count_tasks(job, t);
+    const char *isa = oc_cpu_kernel_get()->name;
+    oc_text text = {0};
+    if (json)
+        oc_text_printf(&text, "{\"where\": \"cpu\", \"kernel\": \"%s\", \"threads\": %d, \"tile\": %lld, \"tiles\": %lld}\n",
+                       isa, threads, (long long)t, (long long)tasks);
+    else
+        oc_text_printf(&text, "plan for cpu (%s kernels)\n  tiles    %lld x %lld rows: %lld tiles%s\n  threads  %d workers\n",
+                       isa, (long long)t, (long long)t, (long long)tasks, job->symmetric ? " (upper triangle)" : "",
+                       threads);
+    return oc_text_finish(ctx, &text, out);
+}
+
+const oc_backend_vtbl oc_backend_cpu = {OC_BACKEND_ABI, "cpu", cpu_usable, cpu_gram, NULL, 0, cpu_plan};

@@ -251,4 +251,4 @@ oc_status oc_cuda_launch_prepare(oc_context *ctx, oc_cuda_device *dev, const voi
 }
 
 /* ---------------------------------------------------------------- backend table */
-const oc_backend_vtbl oc_backend_cuda = {OC_BACKEND_ABI, "cuda", cuda_usable, oc_cuda_gram, oc_cuda_staging_release, 1};
+const oc_backend_vtbl oc_backend_cuda = {OC_BACKEND_ABI, "cuda", cuda_usable, oc_cuda_gram, oc_cuda_staging_release, 1, oc_cuda_gram_plan};

@@ -21,6 +21,8 @@ typedef struct oc_backend_vtbl {
     /* Nonzero when the backend counts the rows' popcounts itself (the GPU, from the panels
      * it uploads): oc_gram then leaves job.pop_a and pop_b NULL. */
     int own_popcounts;
+    /* The plan the job would run under, as text or JSON (--plan), without running it. */
+    oc_status (*plan)(oc_gram_job *job, int json, char **out);
 } oc_backend_vtbl;
 
 extern const oc_backend_vtbl oc_backend_cpu;

@@ -195,20 +195,16 @@ static int64_t host_peak_bytes(void)
     return (int64_t)ru.ru_maxrss * 1024; /* Linux reports kilobytes */
 }
 
-oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const oc_gram_options *opts,
-                  const oc_output *out, oc_gram_stats *stats)
+/* Everything that can be checked before any work: the structs, the shapes, the options, the
+ * device and the backend. Fills the job's shape, metric and dtype. */
+static oc_status job_prepare(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const oc_gram_options *opts,
+                             const oc_output *out, oc_gram_job *job, const oc_backend_vtbl **backend_out)
 {
-    if (!ctx) return OC_ERR_INVALID_ARGUMENT;
-    oc_context_begin_job(ctx);
     if (!a || !opts || !out) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_gram: a, opts and out must not be NULL");
     if (out->struct_size < sizeof(oc_output))
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_output.struct_size is %zu, expected %zu: start from OC_OUTPUT_INIT",
                        out->struct_size, sizeof(oc_output));
-    if (stats && stats->struct_size < sizeof(oc_gram_stats))
-        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_gram_stats.struct_size is %zu, expected %zu", stats->struct_size,
-                       sizeof(oc_gram_stats));
 
-    double t0 = oc_now();
     int symmetric = (b == NULL || b == a);
     if (symmetric) b = a;
     if (a->cols != b->cols)
@@ -241,6 +237,30 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
 #endif
     }
 
+    *job = (oc_gram_job){.ctx = ctx, .a = a, .b = b, .symmetric = symmetric, .n = n, .p = p, .m = m,
+                         .metric = opts->metric, .dtype = dtype, .opts = opts};
+    *backend_out = backend;
+    return OC_OK;
+}
+
+oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const oc_gram_options *opts,
+                  const oc_output *out, oc_gram_stats *stats)
+{
+    if (!ctx) return OC_ERR_INVALID_ARGUMENT;
+    oc_context_begin_job(ctx);
+    double t0 = oc_now();
+    oc_gram_job job;
+    const oc_backend_vtbl *backend = NULL;
+    OC_CHECK(job_prepare(ctx, a, b, opts, out, &job, &backend));
+    if (stats && stats->struct_size < sizeof(oc_gram_stats))
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_gram_stats.struct_size is %zu, expected %zu", stats->struct_size,
+                       sizeof(oc_gram_stats));
+    b = job.b;
+    const int symmetric = job.symmetric;
+    const int64_t n = job.n, p = job.p;
+    const oc_dtype dtype = job.dtype;
+    const oc_metric metric = opts->metric;
+
     if (out->kind == OC_OUTPUT_FILE) OC_CHECK(oc_output_check_not_input(ctx, out->path, a, b));
 
     oc_gram_stats local_stats = {.struct_size = sizeof local_stats};
@@ -253,8 +273,7 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
     oc_select *sel = NULL;
     select_dest dest = {0};
     oc_dense_sink sink = {.elem_size = oc_dtype_size(dtype), .symmetric = symmetric};
-    oc_gram_job job = {.ctx = ctx, .a = a, .b = b, .symmetric = symmetric, .n = n, .p = p, .m = m,
-                       .metric = opts->metric, .dtype = dtype, .opts = opts, .stats = st_out};
+    job.stats = st_out;
 
     if (opts->topk > 0 || opts->use_threshold) {
         OC_CHECK_GOTO(select_setup(ctx, opts, out, &job, &dest, &sel));
@@ -293,7 +312,7 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
     /* Counts need no row popcounts, and a backend that counts them itself (the GPU, from
      * the panels it uploads) needs none from here: either way the pass over A (and B) before
      * the first tile is spared. */
-    if (opts->metric != OC_METRIC_COUNTS && !backend->own_popcounts) {
+    if (metric != OC_METRIC_COUNTS && !backend->own_popcounts) {
         pops = malloc((size_t)(n + (symmetric ? 0 : p)) * sizeof *pops);
         if (!pops) {
             st = oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate row popcounts for %lld rows", (long long)(n + p));
@@ -305,7 +324,7 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
         job.pop_b = symmetric ? pops : pops + n;
     }
 
-    st_out->bit_macs_effective = (double)n * (double)p * (double)m;
+    st_out->bit_macs_effective = (double)n * (double)p * (double)job.m;
     if (backend->release_cached) ctx->release_cached = backend->release_cached;
     OC_CHECK_GOTO(backend->gram(&job));
     if (sel) OC_CHECK_GOTO(select_commit(ctx, &job, &dest, sel));
@@ -323,5 +342,34 @@ cleanup:
     free(pops);
     st_out->seconds = oc_now() - t0;
     st_out->host_peak_bytes = host_peak_bytes();
+    return st;
+}
+
+oc_status oc_gram_plan(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const oc_gram_options *opts,
+                       const oc_output *out, int json, char **text)
+{
+    if (!ctx) return OC_ERR_INVALID_ARGUMENT;
+    oc_context_begin_job(ctx);
+    if (!text) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_gram_plan: text must not be NULL");
+    oc_gram_job job;
+    const oc_backend_vtbl *backend = NULL;
+    OC_CHECK(job_prepare(ctx, a, b, opts, out, &job, &backend));
+    oc_gram_stats stats = {.struct_size = sizeof stats};
+    job.stats = &stats;
+    /* The plan depends on the kind of output, never on its place: nothing is opened. */
+    oc_output nowhere = *out;
+    nowhere.kind = OC_OUTPUT_DISCARD;
+    oc_dense_sink sink = {.elem_size = oc_dtype_size(job.dtype), .symmetric = job.symmetric};
+    select_dest dest = {0};
+    oc_select *sel = NULL;
+    oc_status st = OC_OK;
+    if (opts->topk > 0 || opts->use_threshold) {
+        OC_CHECK(select_setup(ctx, opts, &nowhere, &job, &dest, &sel));
+        job.select = sel;
+    } else if (out->kind == OC_OUTPUT_MEMORY || out->kind == OC_OUTPUT_FILE) {
+        job.dense = &sink;
+    }
+    st = backend->plan(&job, json, text);
+    oc_select_free(sel);
     return st;
 }

@@ -1,0 +1,53 @@
+/*
+ * workers.h - the persistent thread pool of a context: one set of threads for the copies
+ * that stage inputs and for the sinks that deliver outputs.
+ *
+ * Two kinds of work share the threads:
+ *   - posted tasks (oc_workers_post), run in the order they were posted (FIFO): a sink's
+ *     delivery of one staged block, for instance. The poster does not wait for them; it
+ *     learns of their end through its own state (a staging slot released, a counter).
+ *   - a split (oc_workers_split): one piece of work cut into parts that idle workers and
+ *     the calling thread run together; the call returns when every part is done. Parts go
+ *     before queued tasks, and the caller itself takes every part no worker has taken, so
+ *     a split never waits behind posted tasks: with every worker busy it runs on the
+ *     caller alone, which is what one thread copying would have done.
+ * Why one pool and not one per kind: a job's staging copies and its sinks are busy at
+ * different times (uploads before the first tiles, deliveries after each), so threads that
+ * serve both stay busy where two fixed pools left one idle; and a pool that outlives the
+ * job spares every later job of the context the thread start-up.
+ *
+ * Threads: created by oc_workers_create and oc_workers_grow, joined by oc_workers_free.
+ * Locks: one mutex guards the queue and the split; tasks run without it. Splits from
+ * several threads at once are serialised (a second splitter waits for the first).
+ */
+#ifndef OC_CORE_WORKERS_H
+#define OC_CORE_WORKERS_H
+
+#include "outcore.h"
+
+typedef struct oc_workers oc_workers;
+
+typedef void (*oc_work_fn)(void *arg);
+typedef void (*oc_split_fn)(void *arg, int part, int parts);
+
+/* A pool of `threads` workers (at least 1). OC_ERR_NO_MEMORY when none can start; fewer
+ * than asked (the system's thread limit) is not an error, see oc_workers_count. */
+oc_status oc_workers_create(oc_context *ctx, int threads, oc_workers **out);
+
+/* Starts workers until there are `threads`; never stops any. Same errors as create. */
+oc_status oc_workers_grow(oc_context *ctx, oc_workers *w, int threads);
+
+/* Runs every task still queued, then joins the workers and frees the pool. NULL: no-op. */
+void oc_workers_free(oc_workers *w);
+
+/* Workers started. */
+int oc_workers_count(const oc_workers *w);
+
+/* Queues fn(arg) to run on a worker. OC_ERR_NO_MEMORY when the queue cannot grow. */
+oc_status oc_workers_post(oc_context *ctx, oc_workers *w, oc_work_fn fn, void *arg);
+
+/* Runs fn(arg, part, parts) for part in [0, parts) on idle workers and the calling thread;
+ * returns when all parts are done. Parts must not fail (they record failures themselves). */
+void oc_workers_split(oc_workers *w, int parts, oc_split_fn fn, void *arg);
+
+#endif
