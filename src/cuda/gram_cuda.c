@@ -423,7 +423,7 @@ static oc_status setup(pipeline *pl)
     int64_t budget = 0;
     OC_CHECK(resolve_budget(pl, &budget));
     int64_t host_budget = o->host_mem_bytes > 0 ? o->host_mem_bytes : DEFAULT_HOST_MEM;
-    oc_mem_ops ops = oc_cuda_mem_ops();
+    oc_mem_ops ops = oc_cuda_mem_ops(ctx);
     OC_CHECK(oc_pool_create(ctx, &ops, pl->dev.index, budget, o->gpu_mem_mode, host_budget, &pl->dev.pool));
 
     /* Every metric but counts reads the rows' popcounts: 4 more bytes per panel row. */
@@ -528,14 +528,14 @@ static oc_status setup(pipeline *pl)
     /* Each ring is one pinned allocation, of the size a cached ring has when that covers
      * the need without passing the host budget (no pinning then), else of the need. */
     int64_t h2d_need = H2D_SLOTS * pl->h2d_stride, d2h_need = pl->d2h_slots * pl->d2h_stride;
-    size_t h2d_bytes = oc_cuda_staging_fit((size_t)h2d_need, (size_t)(host_budget - d2h_need > 0 ? host_budget - d2h_need : 0));
+    size_t h2d_bytes = oc_cuda_staging_fit(ctx, (size_t)h2d_need, (size_t)(host_budget - d2h_need > 0 ? host_budget - d2h_need : 0));
     OC_CHECK(oc_pool_host_alloc(ctx, pl->dev.pool, h2d_bytes, "the pinned upload ring", (void **)&pl->h2d_ring));
     for (int k = 0; k < H2D_SLOTS; ++k) pl->h2d_pin[k] = pl->h2d_ring + k * pl->h2d_stride;
     OC_CHECK(create_events(ctx, pl->h2d_pin_free, H2D_SLOTS, 1));
 
     if (job->dense) {
         int64_t left = host_budget - (int64_t)h2d_bytes;
-        size_t d2h_bytes = oc_cuda_staging_fit((size_t)d2h_need, (size_t)(left > 0 ? left : 0));
+        size_t d2h_bytes = oc_cuda_staging_fit(ctx, (size_t)d2h_need, (size_t)(left > 0 ? left : 0));
         pl->d2h_pin = calloc((size_t)pl->d2h_slots, sizeof *pl->d2h_pin);
         pl->d2h_pin_ready = calloc((size_t)pl->d2h_slots, sizeof *pl->d2h_pin_ready);
         pl->queue = calloc((size_t)pl->d2h_slots, sizeof *pl->queue);
