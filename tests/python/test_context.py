@@ -127,10 +127,11 @@ def test_two_threads_share_the_default_context_safely(rng):
     # default context busy, runs on a context of its own instead of waiting or sharing it.
     a, b = random01(rng, 400, 3000), random01(rng, 150, 2000)
     outcore.gram(b)  # the default context exists
-    second_done = threading.Event()
+    first_in_job, second_done = threading.Event(), threading.Event()
     results, errors = {}, []
 
     def first_progress(done, total):
+        first_in_job.set()
         assert second_done.wait(120), "the second call never returned"
 
     def run(key, fn):
@@ -141,6 +142,7 @@ def test_two_threads_share_the_default_context_safely(rng):
 
     def second():
         try:
+            assert first_in_job.wait(120), "the first call never reported progress"
             run("second", lambda: outcore.gram(b, metric="hamming"))
         finally:
             second_done.set()
