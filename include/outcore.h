@@ -63,8 +63,13 @@ OC_API const char *oc_status_string(oc_status status);
 typedef struct oc_context oc_context;
 
 /* Creates a context. Owns the last-error message, the cancel flag and, after GPU jobs, the
- * pinned staging kept for the next job (see oc_release_cached_memory). */
+ * pinned staging kept for its next job (see oc_context_release_cached_memory). A context is
+ * used by one thread at a time: calls on one context from two threads at once are not
+ * allowed, except oc_context_cancel and oc_context_release_cached_memory. Contexts used by
+ * different threads are independent. Reusing one context for a series of jobs spares each
+ * job after the first the pinning of its staging. */
 OC_API oc_status oc_context_create(oc_context **out);
+/* Frees the context and the pinned staging it keeps. NULL is a no-op. */
 OC_API void oc_context_free(oc_context *ctx);
 
 /* The one-line message of the last failure on ctx ("" when none). Valid until the next
@@ -292,10 +297,17 @@ OC_API int oc_cpu_cores(void);
 OC_API int oc_cuda_device_count(void);
 
 /* GPU jobs keep their pinned host staging (up to a few hundred MiB, never more than the
- * job's host_mem_bytes cap) between jobs, since pinning costs more than a small job; it is
- * freed by oc_context_free of a context that ran a GPU job, or now by this call. Thread
- * safe; staging of a job still running is not touched. */
+ * job's host_mem_bytes cap) idle in their context between jobs, since pinning costs more
+ * than a small job: the context's next job takes it back. It is freed by oc_context_free,
+ * or now by oc_context_release_cached_memory(ctx). Safe from any thread, even while a job
+ * runs on ctx (that job's staging is not touched; it is kept when the job ends). NULL is a
+ * no-op. */
+OC_API void oc_context_release_cached_memory(oc_context *ctx);
+/* oc_context_release_cached_memory on every live context of the process. Thread safe. */
 OC_API void oc_release_cached_memory(void);
+/* Bytes of pinned staging ctx keeps idle now (0 before its first GPU job, after a release,
+ * and for CPU jobs). Any thread. */
+OC_API int64_t oc_context_cached_memory_bytes(oc_context *ctx);
 
 /* ---- resource tools (inspect, devices) */
 /* `outcore inspect`: the resources of each kernel in a PTX, cubin, fatbinary or host

@@ -302,4 +302,4 @@ static oc_status cpu_plan(oc_gram_job *job, int json, char **out)
     return oc_text_finish(ctx, &text, out);
 }
 
-const oc_backend_vtbl oc_backend_cpu = {OC_BACKEND_ABI, "cpu", cpu_usable, cpu_gram, NULL, 0, cpu_plan};
+const oc_backend_vtbl oc_backend_cpu = {OC_BACKEND_ABI, "cpu", cpu_usable, cpu_gram, 0, cpu_plan};

@@ -77,7 +77,10 @@ static void destroy_events(cudaEvent_t *ev, int count)
 
 /* Each ring is one pinned allocation, of the size a cached block has when that covers the
  * need without passing the host budget (no pinning then), else of the need. */
-static size_t ring_bytes(int64_t need, int64_t limit) { return oc_cuda_staging_fit((size_t)need, (size_t)(limit > 0 ? limit : 0)); }
+static size_t ring_bytes(oc_context *ctx, int64_t need, int64_t limit)
+{
+    return oc_cuda_staging_fit(ctx, (size_t)need, (size_t)(limit > 0 ? limit : 0));
+}
 
 oc_status oc_engine_worker_setup(oc_engine_worker *w, const oc_engine_plan *plan, const oc_engine_job *job)
 {
@@ -86,7 +89,7 @@ oc_status oc_engine_worker_setup(oc_engine_worker *w, const oc_engine_plan *plan
     w->plan = *plan;
     w->job = *job;
     w->streams = job->two_streams ? 2 : 1;
-    oc_mem_ops ops = oc_cuda_mem_ops();
+    oc_mem_ops ops = oc_cuda_mem_ops(ctx);
     OC_CHECK(oc_pool_create(ctx, &ops, w->dev.index, plan->device_budget, job->gpu_mem_mode, plan->host_budget,
                             &w->dev.pool));
     w->ready = 1;
@@ -108,10 +111,10 @@ oc_status oc_engine_worker_setup(oc_engine_worker *w, const oc_engine_plan *plan
     OC_CHECK(oc_context_workers(ctx, plan->workers, &pool_threads));
     int64_t h2d_need = oc_staging_bytes(plan->h2d_slots, plan->h2d_slot_bytes);
     int64_t d2h_need = plan->d2h_slots ? oc_staging_bytes(plan->d2h_slots, plan->d2h_slot_bytes) : 0;
-    size_t h2d_bytes = ring_bytes(h2d_need, plan->host_budget - d2h_need);
+    size_t h2d_bytes = ring_bytes(ctx, h2d_need, plan->host_budget - d2h_need);
     OC_CHECK(oc_engine_upload_open(ctx, w->dev.pool, plan, h2d_bytes, pool_threads, &w->upload));
     if (job->dense && plan->d2h_slots > 0) {
-        size_t d2h_bytes = ring_bytes(d2h_need, plan->host_budget - (int64_t)h2d_bytes);
+        size_t d2h_bytes = ring_bytes(ctx, d2h_need, plan->host_budget - (int64_t)h2d_bytes);
         OC_CHECK(oc_engine_sinks_open(ctx, w->dev.pool, plan, d2h_bytes, w->dev.index, job->dense, job->host_mirror,
                                       pool_threads, &w->sinks));
     }

@@ -31,13 +31,6 @@ static const oc_backend_vtbl *backend_for(const oc_gram_options *opts)
     return &oc_backend_cpu;
 }
 
-void oc_release_cached_memory(void)
-{
-#ifdef OC_HAVE_CUDA
-    if (oc_backend_cuda.release_cached) oc_backend_cuda.release_cached();
-#endif
-}
-
 int oc_cuda_device_count(void)
 {
 #ifdef OC_HAVE_CUDA
@@ -325,7 +318,6 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
     }
 
     st_out->bit_macs_effective = (double)n * (double)p * (double)job.m;
-    if (backend->release_cached) ctx->release_cached = backend->release_cached;
     OC_CHECK_GOTO(backend->gram(&job));
     if (sel) OC_CHECK_GOTO(select_commit(ctx, &job, &dest, sel));
     if (npy) {

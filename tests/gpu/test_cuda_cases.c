@@ -123,10 +123,10 @@ int main(void)
     unsetenv("OUTCORE_CUDA_KERNEL");
     unsetenv("OUTCORE_CUDA_SELECT_BUCKET");
 
-    /* Jobs keep their pinned staging for the next job (device.c); once that is released,
-     * nothing the jobs took may be left. */
-    oc_cuda_staging_release();
-    CHECK_MSG(oc_cuda_staging_idle_bytes() == 0, "idle staging left after its release");
+    /* Jobs keep their pinned staging in the context for its next job; once that is
+     * released, nothing the jobs took may be left. */
+    oc_context_release_cached_memory(ctx);
+    CHECK_MSG(oc_context_cached_memory_bytes(ctx) == 0, "idle staging left after its release");
     CHECK_MSG(oc_cuda_live_device_bytes() == 0 && oc_cuda_live_pinned_bytes() == 0,
               "%lld device and %lld pinned bytes left allocated", (long long)oc_cuda_live_device_bytes(),
               (long long)oc_cuda_live_pinned_bytes());

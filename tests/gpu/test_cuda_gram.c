@@ -106,12 +106,12 @@ static void run_large_streamed(void)
     oc_matrix_free(a);
 }
 
-/* Jobs keep their pinned staging for the next job (device.c); once that is released,
- * nothing the jobs took may be left. */
+/* Jobs keep their pinned staging in their context for the next job (mem/pinned_cache.c);
+ * once that is released, nothing the jobs took may be left. */
 static void check_clean(const char *what)
 {
-    oc_cuda_staging_release();
-    CHECK_MSG(oc_cuda_staging_idle_bytes() == 0, "%s: idle staging left after its release", what);
+    oc_context_release_cached_memory(ctx);
+    CHECK_MSG(oc_context_cached_memory_bytes(ctx) == 0, "%s: idle staging left after its release", what);
     CHECK_MSG(oc_cuda_live_device_bytes() == 0 && oc_cuda_live_pinned_bytes() == 0,
               "%s: %lld device and %lld pinned bytes left allocated", what, (long long)oc_cuda_live_device_bytes(),
               (long long)oc_cuda_live_pinned_bytes());
@@ -131,11 +131,22 @@ static void check_context_free_releases(void)
         oc_output dst = OC_OUTPUT_INIT;
         dst.data = out;
         CHECK(oc_gram(c2, a, NULL, &o, &dst, NULL) == OC_OK);
-        CHECK_MSG(oc_cuda_staging_idle_bytes() > 0, "a finished GPU job keeps its staging for the next one");
+        int64_t kept = oc_context_cached_memory_bytes(c2);
+        CHECK_MSG(kept > 0, "a finished GPU job keeps its staging for the next one");
+        /* The next job on the context takes the kept staging back: nothing new is pinned. */
+        int64_t pinned = oc_cuda_live_pinned_bytes();
+        CHECK(oc_gram(c2, a, NULL, &o, &dst, NULL) == OC_OK);
+        CHECK_MSG(oc_cuda_live_pinned_bytes() == pinned && oc_context_cached_memory_bytes(c2) == kept,
+                  "the second job pinned %lld bytes more", (long long)(oc_cuda_live_pinned_bytes() - pinned));
+        /* oc_release_cached_memory reaches every live context. */
+        oc_release_cached_memory();
+        CHECK_EQ_I64(oc_context_cached_memory_bytes(c2), 0);
+        CHECK(oc_gram(c2, a, NULL, &o, &dst, NULL) == OC_OK);
+        CHECK_EQ_I64(oc_context_cached_memory_bytes(c2), kept);
         oc_context_free(c2);
         c2 = NULL;
-        CHECK_MSG(oc_cuda_staging_idle_bytes() == 0 && oc_cuda_live_pinned_bytes() == 0,
-                  "oc_context_free left %lld pinned bytes", (long long)oc_cuda_live_pinned_bytes());
+        CHECK_MSG(oc_cuda_live_pinned_bytes() == 0, "oc_context_free left %lld pinned bytes",
+                  (long long)oc_cuda_live_pinned_bytes());
     }
     oc_context_free(c2);
     oc_matrix_free(a);
