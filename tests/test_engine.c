@@ -99,6 +99,31 @@ static void test_workers(oc_context *ctx)
     pthread_mutex_unlock(&b.lock);
     for (int spin = 0; spin < 20000 && atomic_load(&c.hits) < 1000; ++spin) usleep(100);
     CHECK_EQ_I64(atomic_load(&c.hits), 1000);
+
+    /* A task limit keeps workers free: 2 of 5 blocking tasks run, a split uses the others. */
+    b.open = 0;
+    b.started = 0;
+    oc_workers_limit_tasks(w, 2);
+    for (int i = 0; i < 5; ++i) CHECK(oc_workers_post(ctx, w, block_until_open, &b) == OC_OK);
+    pthread_mutex_lock(&b.lock);
+    while (b.started < 2) pthread_cond_wait(&b.cond, &b.lock);
+    pthread_mutex_unlock(&b.lock);
+    usleep(20000);
+    pthread_mutex_lock(&b.lock);
+    CHECK_EQ_I64(b.started, 2);
+    pthread_mutex_unlock(&b.lock);
+    split_check s2 = {.parts = 6};
+    oc_workers_split(w, 6, mark_part, &s2);
+    ok = 1;
+    for (int i = 0; i < 6; ++i) ok &= atomic_load(&s2.seen[i]) == 1;
+    CHECK(ok);
+    pthread_mutex_lock(&b.lock);
+    b.open = 1;
+    pthread_cond_broadcast(&b.cond);
+    while (b.started < 5) pthread_cond_wait(&b.cond, &b.lock);
+    pthread_mutex_unlock(&b.lock);
+    oc_workers_limit_tasks(w, 0);
+
     pthread_cond_destroy(&b.cond);
     pthread_mutex_destroy(&b.lock);
     /* The pool goes with the context (checked under ASan: no thread or block leaks). */
@@ -248,7 +273,7 @@ static oc_engine_plan_input plan_input(int64_t n, int dense, int64_t gpu_mem, in
 static void test_plan(oc_context *ctx)
 {
     oc_engine_plan plan;
-    /* Dense on 16 cores: 14 sinks, 8 copy threads, one pool of 14; 18 download slots. */
+    /* Dense on 16 cores: 14 sinks, 8 copy threads, one pool of 21; 18 download slots. */
     oc_engine_plan_input in = plan_input(100000, 1, 2LL << 30, 16);
     CHECK(oc_engine_plan_make(ctx, &in, &plan) == OC_OK);
     CHECK_EQ_I64(plan.device_budget, 2LL << 30);
@@ -256,7 +281,7 @@ static void test_plan(oc_context *ctx)
     CHECK(plan.tiles.device_bytes <= plan.device_budget);
     CHECK_EQ_I64(plan.sinks, 14);
     CHECK_EQ_I64(plan.copy_threads, 8);
-    CHECK_EQ_I64(plan.workers, 14);
+    CHECK_EQ_I64(plan.workers, 21);
     CHECK_EQ_I64(plan.d2h_slots, 18);
     CHECK_EQ_I64(plan.h2d_slots, 2);
     CHECK(plan.h2d_slot_bytes % in.row_bytes == 0 && plan.h2d_slot_bytes <= (8 << 20));
@@ -292,7 +317,7 @@ static void test_plan(oc_context *ctx)
     in.force_sinks = 2;
     in.dense_output = 1;
     CHECK(oc_engine_plan_make(ctx, &in, &plan) == OC_OK);
-    CHECK(plan.copy_threads == 3 && plan.sinks == 2 && plan.workers == 2);
+    CHECK(plan.copy_threads == 3 && plan.sinks == 2 && plan.workers == 4);
     in.force_sinks = 1000;
     CHECK(oc_engine_plan_make(ctx, &in, &plan) == OC_ERR_INVALID_ARGUMENT);
     CHECK_MSG(strstr(oc_context_last_error(ctx), "OUTCORE_CUDA_SINKS"), "message: %s", oc_context_last_error(ctx));

@@ -6,8 +6,9 @@
  *   split      the current split: its function, the next part not yet taken, and the parts
  *              taken but not finished (`split_busy`); `split_parts == 0` when there is none;
  *   stop       set by oc_workers_free: workers leave once the queue is empty.
- * A worker takes, in this order: a part of the split, a queued task, else it sleeps on
- * `wake`. The splitter sleeps on `split_done` until split_busy falls to zero after it ran
+ * A worker takes, in this order: a part of the split, a queued task (unless task_limit
+ * tasks already run: a worker that finishes one takes the next itself, so none is lost),
+ * else it sleeps on `wake`. The splitter sleeps on `split_done` until split_busy falls to zero after it ran
  * out of parts to take itself. `split_gate` admits one splitter at a time.
  */
 #include "core/workers.h"
@@ -33,6 +34,8 @@ struct oc_workers {
     oc_split_fn split_fn;
     void *split_arg;
     int split_parts, split_next, split_busy;
+    int task_limit;    /* posted tasks that may run at once (0: any number) */
+    int tasks_running;
     int stop;
 };
 
@@ -65,13 +68,15 @@ static void *worker_main(void *p)
             run_part(w, part);
             continue;
         }
-        if (w->q_count > 0) {
+        if (w->q_count > 0 && (w->task_limit == 0 || w->tasks_running < w->task_limit)) {
             posted t = w->queue[w->q_head];
             w->q_head = (w->q_head + 1) % w->q_cap;
             w->q_count--;
+            w->tasks_running++;
             pthread_mutex_unlock(&w->lock);
             t.fn(t.arg);
             pthread_mutex_lock(&w->lock);
+            w->tasks_running--;
             continue;
         }
         if (w->stop) break;
@@ -136,6 +141,14 @@ void oc_workers_free(oc_workers *w)
 }
 
 int oc_workers_count(const oc_workers *w) { return w ? w->nthreads : 0; }
+
+void oc_workers_limit_tasks(oc_workers *w, int limit)
+{
+    pthread_mutex_lock(&w->lock);
+    w->task_limit = limit > 0 ? limit : 0;
+    pthread_cond_broadcast(&w->wake);
+    pthread_mutex_unlock(&w->lock);
+}
 
 oc_status oc_workers_post(oc_context *ctx, oc_workers *w, oc_work_fn fn, void *arg)
 {

@@ -11,10 +11,13 @@
  *     before queued tasks, and the caller itself takes every part no worker has taken, so
  *     a split never waits behind posted tasks: with every worker busy it runs on the
  *     caller alone, which is what one thread copying would have done.
- * Why one pool and not one per kind: a job's staging copies and its sinks are busy at
- * different times (uploads before the first tiles, deliveries after each), so threads that
- * serve both stay busy where two fixed pools left one idle; and a pool that outlives the
- * job spares every later job of the context the thread start-up.
+ * Why one pool and not one per kind: one set of threads is started once per context and
+ * serves every job after it, whatever mix of copies and deliveries the job needs. A job
+ * that needs both at once sizes the pool for both (sinks + copy threads) and caps the
+ * posted tasks at its sinks (oc_workers_limit_tasks): with the deliveries holding every
+ * worker, a split would otherwise run on its caller alone, and the driving thread copying
+ * an upload by itself stops feeding the download queue (measured: a dense job lost a third
+ * of its rate that way, bench/RESULTS.md).
  *
  * Threads: created by oc_workers_create and oc_workers_grow, joined by oc_workers_free.
  * Locks: one mutex guards the queue and the split; tasks run without it. Splits from
@@ -42,6 +45,11 @@ void oc_workers_free(oc_workers *w);
 
 /* Workers started. */
 int oc_workers_count(const oc_workers *w);
+
+/* At most `limit` posted tasks run at once (0: no limit), so that the other workers stay
+ * free for splits: a job's sinks then never hold the threads its uploads need. Set by the
+ * job that uses the pool (a context runs one job at a time). */
+void oc_workers_limit_tasks(oc_workers *w, int limit);
 
 /* Queues fn(arg) to run on a worker. OC_ERR_NO_MEMORY when the queue cannot grow. */
 oc_status oc_workers_post(oc_context *ctx, oc_workers *w, oc_work_fn fn, void *arg);

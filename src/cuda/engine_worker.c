@@ -109,6 +109,7 @@ oc_status oc_engine_worker_setup(oc_engine_worker *w, const oc_engine_plan *plan
 
     oc_workers *pool_threads;
     OC_CHECK(oc_context_workers(ctx, plan->workers, &pool_threads));
+    oc_workers_limit_tasks(pool_threads, plan->sinks);
     int64_t h2d_need = oc_staging_bytes(plan->h2d_slots, plan->h2d_slot_bytes);
     int64_t d2h_need = plan->d2h_slots ? oc_staging_bytes(plan->d2h_slots, plan->d2h_slot_bytes) : 0;
     size_t h2d_bytes = ring_bytes(ctx, h2d_need, plan->host_budget - d2h_need);

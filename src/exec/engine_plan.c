@@ -69,7 +69,10 @@ static oc_status threads(oc_context *ctx, const oc_engine_plan_input *in, oc_eng
     }
     plan->sinks = in->dense_output ? sinks : 0;
     plan->copy_threads = copy;
-    plan->workers = plan->sinks > copy - 1 ? plan->sinks : copy - 1;
+    /* Sinks and copies run at the same time (uploads of the next panels between tiles whose
+     * results are being delivered): the pool holds both, and the sinks' tasks are capped at
+     * their count so that copy threads are always free (workers.h). */
+    plan->workers = plan->sinks + copy - 1;
     if (plan->workers < 1) plan->workers = 1;
     return OC_OK;
 }

@@ -11,7 +11,8 @@
  *   - the staging: pinned upload slots (a panel goes up in slot-sized pieces) and, when the
  *     result comes back to the host, pinned download slots, all within the host budget;
  *   - the threads: sinks (deliver downloaded rows) and copy threads (stage uploads), which
- *     share one pool of max(sinks, copy threads - 1) workers besides the driving thread.
+ *     share one pool of sinks + copy threads - 1 workers besides the driving thread, the
+ *     sinks' tasks capped at their count so that copies always find free threads.
  */
 #ifndef OC_EXEC_ENGINE_PLAN_H
 #define OC_EXEC_ENGINE_PLAN_H
