@@ -112,9 +112,15 @@ typedef struct oc_read_options {
     /* Nonzero: any nonzero value is a one, in every format. Zero (the default): a value other
      * than 0 or 1 is an input error naming its row and column. */
     int binarize;
+    /* The host memory budget in bytes (docs/memory.md); 0 = 80% of the memory available
+     * (MemAvailable) when the read starts. A .npy whose packed bits take more than half of it
+     * is not loaded: the matrix stays file-backed and jobs read its rows in panels on demand,
+     * checking the values as they go, so a bad value fails the job that meets it. .mtx and
+     * text inputs are always read into memory. */
+    int64_t host_mem_bytes;
 } oc_read_options;
 
-#define OC_READ_OPTIONS_INIT {sizeof(oc_read_options), 0, 0}
+#define OC_READ_OPTIONS_INIT {sizeof(oc_read_options), 0, 0, 0}
 
 /* Reads a matrix from a file, chosen by extension: .npy (bool/uint8/int8, versions 1-3,
  * memory-mapped), .mtx (MatrixMarket coordinate pattern/integer/real), .txt/.csv (0/1 text).
@@ -177,7 +183,11 @@ typedef struct oc_gram_options {
     int64_t gpu_mem_bytes;      /* device budget in bytes; 0 = gpu_mem_fraction of free memory */
     double gpu_mem_fraction;    /* used when gpu_mem_bytes == 0; default 0.9 */
     oc_gpu_mem_mode gpu_mem_mode;
-    int64_t host_mem_bytes;     /* cap on pinned host staging; 0 = default */
+    /* The job's host memory budget in bytes (docs/memory.md); 0 = 80% of the memory available
+     * (MemAvailable) when the job starts. The CPU backend reads the rows of file-backed inputs
+     * (oc_read_options.host_mem_bytes) in panels that fit in it beside what the job keeps;
+     * the CUDA backend caps its pinned staging by it (0 there: 1 GiB of staging). */
+    int64_t host_mem_bytes;
     /* Top-k and threshold (docs/topk.md): the same results on every backend, tile size, thread
      * count and budget.
      * topk > 0: each row's topk best columns instead of the dense matrix, best first: score
@@ -248,6 +258,7 @@ typedef struct oc_gram_stats {
     /* top-k and threshold */
     int64_t pairs;              /* threshold: pairs delivered (written or passed to the callback) */
     char select_desc[64];       /* where the selection ran: "cpu", "device", "host (k > 128)" */
+    int64_t host_budget_bytes;  /* the job's host memory budget (host_mem_bytes, resolved) */
 } oc_gram_stats;
 
 /* Computes the Gram matrix of a (with b == NULL: a·aᵀ, symmetric; only tiles on or above

@@ -19,6 +19,7 @@
 #include "io/select_out.h"
 #include "exec/backend.h"
 #include "exec/select.h"
+#include "mem/host_budget.h"
 
 static const oc_backend_vtbl *backend_for(const oc_gram_options *opts)
 {
@@ -83,6 +84,9 @@ static oc_status check_options(oc_context *ctx, const oc_gram_options *o, int64_
     if (o->tile < 0) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "tile must be >= 0, got %lld", (long long)o->tile);
     if (o->gpu_mem_bytes < 0 || !(o->gpu_mem_fraction > 0.0 && o->gpu_mem_fraction <= 1.0))
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "the GPU memory budget must be a positive size or a fraction in (0, 1]");
+    if (o->host_mem_bytes < 0)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "the host memory budget must be a positive size, got %lld",
+                       (long long)o->host_mem_bytes);
     if (o->topk < 0) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "topk must be positive, got %lld", (long long)o->topk);
     if (o->topk > 0 && o->use_threshold)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "top-k and threshold outputs are exclusive: choose one");
@@ -254,7 +258,9 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
     select_dest dest = {0};
     oc_dense_sink sink = {.elem_size = oc_dtype_size(dtype), .symmetric = symmetric};
     oc_gram_job job = {.ctx = ctx, .a = a, .b = b, .symmetric = symmetric, .n = n, .p = p, .m = m,
-                       .metric = opts->metric, .dtype = dtype, .opts = opts, .stats = st_out};
+                       .metric = opts->metric, .dtype = dtype, .opts = opts, .stats = st_out,
+                       .host_budget = oc_host_budget_resolve(opts->host_mem_bytes)};
+    st_out->host_budget_bytes = job.host_budget;
 
     if (opts->topk > 0 || opts->use_threshold) {
         OC_CHECK_GOTO(select_setup(ctx, opts, out, &job, &dest, &sel));
