@@ -248,7 +248,7 @@ typedef struct oc_gram_stats {
     double bit_macs_computed;   /* bit multiply-adds the kernels actually did */
     double bit_macs_effective;  /* n·p·m: what the result represents */
     int64_t tiles;              /* tiles computed */
-    int64_t host_peak_bytes;    /* the process's peak resident memory */
+    int64_t host_peak_bytes;    /* the process's peak resident memory since it started (VmHWM) */
     int64_t dev_budget_bytes;   /* CUDA only, below */
     int64_t dev_peak_bytes;
     int64_t dev_current_bytes;

@@ -67,9 +67,22 @@ def parse_gpu_mem(value):
 
     Mirrors the CLI's --gpu-mem: exactly one of the two is nonzero.
     """
+    return _parse_budget("gpu_mem", value)
+
+
+def parse_host_mem(value):
+    """Bytes of a host budget given as bytes (int) or as "4G", "512MiB", or "25%" of the
+    machine's physical memory, as the CLI's --host-mem takes it."""
+    size, fraction = _parse_budget("host_mem", value)
+    if fraction:
+        size = int(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") * fraction)
+    return size
+
+
+def _parse_budget(name, value):
     if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
         if value <= 0:
-            raise InputError(f"gpu_mem must be a positive number of bytes; got {value}")
+            raise InputError(f"{name} must be a positive number of bytes; got {value}")
         return int(value), 0.0
     match = _SIZE.match(value) if isinstance(value, str) else None
     unit = match.group(2).upper() if match else ""
@@ -77,16 +90,16 @@ def parse_gpu_mem(value):
     if match and unit not in ("%", "B") and unit[:1] not in _UNITS:
         match = None
     if not match:
-        raise InputError(f"gpu_mem {value!r}: expected bytes as an int, a size such as '2G' or '512M', "
+        raise InputError(f"{name} {value!r}: expected bytes as an int, a size such as '2G' or '512M', "
                          "or a percentage such as '50%'")
     number = float(match.group(1))
     if unit == "%":
         if not 0 < number <= 100:
-            raise InputError(f"gpu_mem {value!r}: a percentage must be in (0, 100]")
+            raise InputError(f"{name} {value!r}: a percentage must be in (0, 100]")
         return 0, number / 100.0
     size = number * _UNITS[unit[:1] if unit[:1] in "KMGT" else ""]
     if size < 1:
-        raise InputError(f"gpu_mem {value!r} is less than one byte")
+        raise InputError(f"{name} {value!r} is less than one byte")
     return int(size), 0.0
 
 
@@ -100,7 +113,7 @@ def _positive_int(name, value):
     return value
 
 
-def _options(metric, dtype, backend, gpu_mem, threads, topk, threshold):
+def _options(metric, dtype, backend, gpu_mem, threads, topk, threshold, host_mem=None):
     opts = _lib.GramOptions()
     opts.metric = _parse_name("metric", metric, lib.oc_metric_parse, "counts, jaccard, cosine, hamming")
     opts.dtype = _parse_dtype(dtype)
@@ -109,6 +122,8 @@ def _options(metric, dtype, backend, gpu_mem, threads, topk, threshold):
         opts.gpu_mem_bytes, fraction = parse_gpu_mem(gpu_mem)
         if fraction:
             opts.gpu_mem_fraction = fraction
+    if host_mem is not None:
+        opts.host_mem_bytes = parse_host_mem(host_mem)
     if threads is not None:
         opts.threads = _positive_int("threads", threads)
     if topk is not None and threshold is not None:
@@ -198,12 +213,13 @@ def _packbits_hint(arr, name, bits):
             f"true column count, {8 * width - 7} to {8 * width} for these {width}-byte rows")
 
 
-def _build_matrix(ctx, x, name, bits, keep, binarize=False):
-    """An oc_matrix handle (c_void_p) for x; arrays it reads are appended to keep."""
+def _build_matrix(ctx, x, name, bits, keep, binarize=False, host_mem=0):
+    """An oc_matrix handle (c_void_p) for x; arrays it reads are appended to keep. A path is
+    read under the host budget host_mem (bytes, 0 = the library's default)."""
     handle = ctypes.c_void_p()
     if _is_path(x):
         path = os.fsencode(x)
-        opts = _lib.ReadOptions(bits or 0, binarize)
+        opts = _lib.ReadOptions(bits or 0, binarize, host_mem)
         check(lib.oc_matrix_read(ctx, path, ctypes.byref(opts), ctypes.byref(handle)), ctx)
         return handle
     if _is_sparse(x):
@@ -343,9 +359,10 @@ class _Job:
     def run(self):
         keep, handles = [], []
         try:
-            handles.append(_build_matrix(self.ctx, self.A, "A", self.bits, keep, self.binarize))
+            host_mem = self.opts.host_mem_bytes
+            handles.append(_build_matrix(self.ctx, self.A, "A", self.bits, keep, self.binarize, host_mem))
             if self.B is not None:
-                handles.append(_build_matrix(self.ctx, self.B, "B", self.bits, keep, self.binarize))
+                handles.append(_build_matrix(self.ctx, self.B, "B", self.bits, keep, self.binarize, host_mem))
             return self._gram(handles[0], handles[1] if len(handles) > 1 else None)
         finally:
             for h in handles:
@@ -435,7 +452,7 @@ def _wait(job, done):
 
 
 def gram(A, B=None, metric="counts", topk=None, threshold=None, dtype=None, backend="auto",
-         gpu_mem=None, threads=None, out=None, bits=None, progress=None, binarize=False):
+         gpu_mem=None, threads=None, out=None, bits=None, progress=None, binarize=False, host_mem=None):
     """The binary Gram matrix A·Aᵀ (or A·Bᵀ) and the similarities built on it.
 
     A, B: 2-D numpy arrays of bool, uint8 or int8 holding 0 and 1; uint8 rows of
@@ -449,6 +466,9 @@ def gram(A, B=None, metric="counts", topk=None, threshold=None, dtype=None, back
         sorted by row then column.
     dtype: "int32"/"uint16" (counts, hamming) or "float32" (jaccard, cosine); numpy dtypes work.
     backend: "auto", "cpu" or "cuda". gpu_mem: device budget in bytes, or "2G", "50%".
+    host_mem: host memory budget in bytes, or "4G", "25%" (of the machine's memory); default 80%
+        of the memory available. A .npy path whose packed bits take more than half of it is not
+        loaded: the job reads its rows in panels from the file (docs/memory.md).
     threads: CPU worker threads (default: all cores).
     out: a path -> the result is written to that file (.npy dense; .npz/.tsv/.mtx for top-k and
         threshold) and gram returns a read-only memmap of a .npy, else the path; or a numpy
@@ -468,7 +488,7 @@ def gram(A, B=None, metric="counts", topk=None, threshold=None, dtype=None, back
     if (dtype is None and isinstance(out, np.ndarray) and topk is None and threshold is None
             and out.dtype in _NUMPY_DTYPES.values()):
         dtype = out.dtype  # the caller's array decides, e.g. uint16 counts
-    opts = _options(metric, dtype, backend, gpu_mem, threads, topk, threshold)
+    opts = _options(metric, dtype, backend, gpu_mem, threads, topk, threshold, host_mem)
     if progress is not None and not callable(progress):
         raise InputError(f"progress must be a callable progress(done, total); got {progress!r}")
     _check_out_is_not_an_input(out, A, B)

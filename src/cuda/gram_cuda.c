@@ -570,7 +570,9 @@ static oc_status load_panel(pipeline *pl, int side, int64_t index, int slot)
     oc_context *ctx = pl->ctx;
     const oc_matrix *m = side == 0 ? pl->job->a : pl->job->b;
     int64_t rows = oc_tile_panel_rows(&pl->plan, m->rows, index);
-    const unsigned char *src = (const unsigned char *)(m->bits + index * pl->plan.tile * pl->words);
+    /* A file-backed matrix (no bits) is read straight into the pinned slots, whole rows each. */
+    const unsigned char *src =
+        oc_matrix_resident(m) ? (const unsigned char *)(m->bits + index * pl->plan.tile * pl->words) : NULL;
     unsigned char *dst = (unsigned char *)pl->panel[slot];
     int64_t bytes = rows * pl->row_bytes;
     double t0 = oc_now();
@@ -587,7 +589,10 @@ static oc_status load_panel(pipeline *pl, int side, int64_t index, int slot)
         pl->stage_wait_seconds += oc_now() - w0;
         /* Pageable rows into pinned memory on several cores: one core copies about 10 GB/s,
          * less than the link's 55 GB/s. */
-        copy_pool_run(pl, pl->h2d_pin[k], src + off, len);
+        if (src) copy_pool_run(pl, pl->h2d_pin[k], src + off, len);
+        else
+            OC_CHECK(oc_matrix_load_rows(ctx, m, index * pl->plan.tile + off / pl->row_bytes, len / pl->row_bytes,
+                                         (uint64_t *)pl->h2d_pin[k]));
         CUDA_CHECK(ctx, cudaMemcpyAsync(dst + off, pl->h2d_pin[k], (size_t)len, cudaMemcpyHostToDevice, pl->dev.h2d));
         CUDA_CHECK(ctx, cudaEventRecord(pl->h2d_pin_free[k], pl->dev.h2d));
     }

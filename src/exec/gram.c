@@ -7,6 +7,7 @@
  * after the output was created removes its temporary file.
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -192,8 +193,20 @@ cleanup:
     return st;
 }
 
+/* The process's peak resident memory: VmHWM, which counts from the process's own exec. (The
+ * maxrss of getrusage carries over the peak of the process that forked it: a CLI started from
+ * a large Python process would report Python's size.) */
 static int64_t host_peak_bytes(void)
 {
+    FILE *f = fopen("/proc/self/status", "r");
+    if (f) {
+        char line[256];
+        long long kb = -1;
+        while (fgets(line, sizeof line, f))
+            if (sscanf(line, "VmHWM: %lld kB", &kb) == 1) break;
+        fclose(f);
+        if (kb >= 0) return (int64_t)kb * 1024;
+    }
     struct rusage ru;
     if (getrusage(RUSAGE_SELF, &ru) != 0) return 0;
     return (int64_t)ru.ru_maxrss * 1024; /* Linux reports kilobytes */
