@@ -131,6 +131,9 @@ static oc_status select_setup(oc_context *ctx, const oc_gram_options *o, const o
                             .threshold = o->threshold, .emit_user = dest};
     const char *buffer = getenv("OUTCORE_PAIRS_BUFFER"); /* tests force spilling with a small value */
     if (buffer && *buffer) cfg.buffer_bytes = strtoll(buffer, NULL, 10);
+    /* Pairs wait in memory for at most a quarter of the host budget before they spill. */
+    else if (job->host_budget / 4 < OC_SELECT_BUFFER_DEFAULT)
+        cfg.buffer_bytes = job->host_budget / 4 > 0 ? job->host_budget / 4 : 1;
     dest->out = out;
     switch (out->kind) {
     case OC_OUTPUT_TOPK:
