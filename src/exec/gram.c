@@ -7,10 +7,8 @@
  * after the output was created removes its temporary file.
  */
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 
 #include "core/error.h"
 #include "core/context.h"
@@ -196,25 +194,6 @@ cleanup:
     return st;
 }
 
-/* The process's peak resident memory: VmHWM, which counts from the process's own exec. (The
- * maxrss of getrusage carries over the peak of the process that forked it: a CLI started from
- * a large Python process would report Python's size.) */
-static int64_t host_peak_bytes(void)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    if (f) {
-        char line[256];
-        long long kb = -1;
-        while (fgets(line, sizeof line, f))
-            if (sscanf(line, "VmHWM: %lld kB", &kb) == 1) break;
-        fclose(f);
-        if (kb >= 0) return (int64_t)kb * 1024;
-    }
-    struct rusage ru;
-    if (getrusage(RUSAGE_SELF, &ru) != 0) return 0;
-    return (int64_t)ru.ru_maxrss * 1024; /* Linux reports kilobytes */
-}
-
 oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const oc_gram_options *opts,
                   const oc_output *out, oc_gram_stats *stats)
 {
@@ -344,6 +323,6 @@ cleanup:
     oc_select_free(sel);
     free(pops);
     st_out->seconds = oc_now() - t0;
-    st_out->host_peak_bytes = host_peak_bytes();
+    st_out->host_peak_bytes = oc_host_mem_peak();
     return st;
 }

@@ -22,6 +22,11 @@ int64_t oc_host_mem_available(void);
  * 64 MiB so that a machine that reports nothing still runs). */
 int64_t oc_host_budget_resolve(int64_t requested);
 
+/* The process's peak resident memory in bytes: VmHWM, which counts from the process's own
+ * exec. (getrusage's maxrss carries over the peak of the process that forked it: a CLI
+ * started from a large Python process would report Python's size.) */
+int64_t oc_host_mem_peak(void);
+
 /* Nonzero when an input of packed_bytes stays resident under budget. */
 static inline int oc_host_budget_keeps_input(int64_t packed_bytes, int64_t budget)
 {
