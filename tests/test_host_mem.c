@@ -217,9 +217,22 @@ static void test_gram_panels(void)
     oc_matrix *la = read_with_budget(pa, 700, 16 << 10), *lb = read_with_budget(pb, 0, 16 << 10);
     if (!la || !lb) return;
     CHECK(!oc_matrix_resident(la) && !oc_matrix_resident(lb));
-    for (int sym = 0; sym < 2; ++sym)
+    /* pair 0: A·Aᵀ; 1: A·Bᵀ both file-backed; 2 and 3: one of them resident (a is 301 rows
+     * of 128 bytes, b 157). */
+    const oc_matrix *lazy_a[4] = {la, la, a, la}, *lazy_b[4] = {NULL, lb, lb, b};
+    oc_gram_options small = OC_GRAM_OPTIONS_INIT;
+    small.backend = OC_BACKEND_CPU;
+    small.tile = 24;
+    small.host_mem_bytes = 16 << 10;
+    oc_output none = OC_OUTPUT_INIT;
+    none.kind = OC_OUTPUT_DISCARD;
+    CHECK(oc_gram(ctx, a, lb, &small, &none, NULL) == OC_ERR_NO_MEMORY);
+    CHECK_MSG(strstr(oc_context_last_error(ctx), "host memory budget 16384 bytes is too small") &&
+                  strstr(oc_context_last_error(ctx), "raise --host-mem"),
+              "%s", oc_context_last_error(ctx));
+    for (int pair = 0; pair < 4; ++pair)
         for (int metric = OC_METRIC_COUNTS; metric <= OC_METRIC_HAMMING; ++metric) {
-            int64_t p = sym ? 301 : 157;
+            int64_t p = pair == 0 ? 301 : 157;
             size_t n = (size_t)(301 * p) * 4;
             void *want = malloc(n), *got = malloc(n);
             oc_gram_options opts = OC_GRAM_OPTIONS_INIT;
@@ -229,12 +242,14 @@ static void test_gram_panels(void)
             opts.threads = 3;
             oc_output out = OC_OUTPUT_INIT;
             out.data = want;
-            CHECK(oc_gram(ctx, a, sym ? NULL : b, &opts, &out, NULL) == OC_OK);
-            opts.host_mem_bytes = 16 << 10;
+            CHECK(oc_gram(ctx, a, pair == 0 ? NULL : b, &opts, &out, NULL) == OC_OK);
+            /* With a resident input the panels get what it leaves of the budget: a takes 38.5
+             * KiB, b 19.6 KiB (under the half of 40 KiB that keeps it resident). */
+            opts.host_mem_bytes = pair == 2 ? 48 << 10 : pair == 3 ? 40 << 10 : 16 << 10;
             out.data = got;
-            oc_status st = oc_gram(ctx, la, sym ? NULL : lb, &opts, &out, NULL);
+            oc_status st = oc_gram(ctx, lazy_a[pair], lazy_b[pair], &opts, &out, NULL);
             CHECK_MSG(st == OC_OK, "%s", oc_context_last_error(ctx));
-            CHECK_MSG(memcmp(want, got, n) == 0, "metric %d symmetric %d", metric, sym);
+            CHECK_MSG(memcmp(want, got, n) == 0, "metric %d pair %d", metric, pair);
             free(want);
             free(got);
         }

@@ -203,11 +203,12 @@ static oc_status plan_panels(oc_context *ctx, const oc_gram_job *job, int64_t t,
         rows = left > 0 ? left / 2 / panels / row_bytes / t * t : 0;
         if (rows < t)
             return oc_fail(ctx, OC_ERR_NO_MEMORY,
-                           "host memory budget %lld bytes is too small for this job: %lld panel%s of one %lld-row tile of "
-                           "%s need %lld bytes, twice that with what the job keeps beside them%s; raise --host-mem",
-                           (long long)job->host_budget, (long long)panels, panels == 1 ? "" : "s", (long long)t,
-                           job->a->name, (long long)(panels * t * row_bytes),
-                           resident ? ", after the resident input" : "");
+                           "host memory budget %lld bytes is too small for this job: the smallest panels (%lld of one "
+                           "%lld-row tile of %s, %lld bytes) need twice their size with what the job keeps beside "
+                           "them%s; raise --host-mem",
+                           (long long)job->host_budget, (long long)panels, (long long)t,
+                           pp->a_file ? job->a->name : job->b->name,
+                           (long long)(panels * t * row_bytes), resident ? ", after the inputs held in memory" : "");
     }
     pp->a_rows = pp->a_file ? (rows < job->n ? rows : job->n) : job->n;
     pp->b_rows = job->symmetric ? pp->a_rows : pp->b_file ? (rows < job->p ? rows : job->p) : job->p;
