@@ -127,7 +127,8 @@ static int parse_gram_args(int argc, char **argv, gram_args *g)
             double frac = 0;
             if (r < 0) return OC_EXIT_USAGE;
             if (cli_parse_size(v, &g->opts.host_mem_bytes, &frac))
-                return cli_usage_error("--host-mem %s: expected a size such as 4G or 512M, or a percentage such as 25%%", v);
+                return cli_usage_error("--host-mem %s: expected a size such as 4G or 512M, or a percentage such as 25%%",
+                                       v);
             if (frac > 0) {
                 /* A percentage is of the machine's physical memory. */
                 long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
@@ -214,7 +215,8 @@ static void print_summary(const gram_args *g, const oc_matrix *a, const oc_matri
                "\"gpu\": {\"budget_bytes\": %lld, \"peak_bytes\": %lld, \"current_bytes\": %lld, \"allocations\": %lld, "
                "\"bytes_h2d\": %lld, \"bytes_d2h\": %lld}}\n",
                s->seconds, load_seconds, s->bit_macs_computed, s->bit_macs_effective, raw, eff, (long long)s->tiles,
-               (long long)s->host_peak_bytes, (long long)s->host_budget_bytes, (long long)s->dev_budget_bytes, (long long)s->dev_peak_bytes,
+               (long long)s->host_peak_bytes, (long long)s->host_budget_bytes, (long long)s->dev_budget_bytes,
+               (long long)s->dev_peak_bytes,
                (long long)s->dev_current_bytes, (long long)s->dev_allocations, (long long)s->bytes_h2d,
                (long long)s->bytes_d2h);
         return;

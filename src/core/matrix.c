@@ -76,7 +76,8 @@ oc_status oc_matrix_create_file_backed(oc_context *ctx, int64_t rows, int64_t co
 oc_status oc_matrix_load_rows(oc_context *ctx, const oc_matrix *m, int64_t row0, int64_t rows, uint64_t *dst)
 {
     if (row0 < 0 || rows < 0 || row0 > m->rows - rows)
-        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: rows %lld to %lld requested of a matrix of %lld rows", m->name,
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: rows %lld to %lld requested of a matrix of %lld rows",
+                       m->name,
                        (long long)row0, (long long)(row0 + rows), (long long)m->rows);
     if (rows == 0) return OC_OK;
     if (oc_matrix_resident(m)) {
@@ -97,7 +98,8 @@ static oc_status load_task(void *arg, int64_t task, int worker)
 {
     (void)worker;
     const load_job *j = arg;
-    int64_t first = task * j->rows_per_task, count = j->rows - first < j->rows_per_task ? j->rows - first : j->rows_per_task;
+    int64_t first = task * j->rows_per_task;
+    int64_t count = j->rows - first < j->rows_per_task ? j->rows - first : j->rows_per_task;
     return oc_matrix_load_rows(j->ctx, j->m, j->row0 + first, count, j->dst + first * j->m->words_per_row);
 }
 

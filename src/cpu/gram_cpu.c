@@ -29,7 +29,7 @@
  * ordered panel pair by panel pair (A panel I, B panel J; J >= I for A·Aᵀ), row-major inside
  * a pair, and each pair's tiles run on all threads once both panels are loaded. Resident
  * inputs make one pair that covers everything: the order and the work of an in-memory job.
- * Panels share the host budget with what the job keeps (see plan_panels).
+ * Panels share the host budget with what the job keeps (gram_cpu_panels.h).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +39,7 @@
 #include "core/threads.h"
 #include "exec/backend.h"
 #include "exec/select.h"
+#include "cpu/gram_cpu_panels.h"
 #include "cpu/isa.h"
 
 #define TILE_DEFAULT 240      /* a multiple of every ISA's MR and NR (4 x 6, 2 x 3, 4 x 4) */
@@ -177,74 +178,6 @@ static oc_status select_failure(oc_context *ctx, oc_select *sel, oc_status st)
     return inner != OC_OK ? inner : st;
 }
 
-/* Rows per panel of each input: the whole matrix when it is resident (one panel, never
- * loaded), else a multiple of the tile. Panels take at most half of the host budget left
- * after the resident inputs; the other half is for what the job keeps beside them (row
- * popcounts, tile buffers, the selection). A·Aᵀ holds two panels of A, A·Bᵀ one of each
- * file-backed input. */
-typedef struct panel_plan {
-    int64_t a_rows, b_rows;      /* rows per panel */
-    int64_t a_count, b_count;    /* panels along n and along p */
-    int a_file, b_file;          /* the input is file-backed: its panels are loaded */
-    int64_t a_bytes, b_bytes;    /* the panel buffers */
-} panel_plan;
-
-static oc_status plan_panels(oc_context *ctx, const oc_gram_job *job, int64_t t, panel_plan *pp)
-{
-    const int64_t row_bytes = job->a->words_per_row * 8;
-    pp->a_file = !oc_matrix_resident(job->a);
-    pp->b_file = !job->symmetric && !oc_matrix_resident(job->b);
-    int64_t resident = (pp->a_file ? 0 : job->a->rows * row_bytes) +
-                       (job->symmetric || pp->b_file ? 0 : job->b->rows * row_bytes);
-    int64_t panels = job->symmetric ? 2 * pp->a_file : pp->a_file + pp->b_file;
-    int64_t rows = job->n > job->p ? job->n : job->p;
-    if (panels > 0) {
-        int64_t left = job->host_budget - resident;
-        rows = left > 0 ? left / 2 / panels / row_bytes / t * t : 0;
-        if (rows < t)
-            return oc_fail(ctx, OC_ERR_NO_MEMORY,
-                           "host memory budget %lld bytes is too small for this job: the smallest panels (%lld of one "
-                           "%lld-row tile of %s, %lld bytes) need twice their size with what the job keeps beside "
-                           "them%s; raise --host-mem",
-                           (long long)job->host_budget, (long long)panels, (long long)t,
-                           pp->a_file ? job->a->name : job->b->name,
-                           (long long)(panels * t * row_bytes), resident ? ", after the inputs held in memory" : "");
-    }
-    pp->a_rows = pp->a_file ? (rows < job->n ? rows : job->n) : job->n;
-    pp->b_rows = job->symmetric ? pp->a_rows : pp->b_file ? (rows < job->p ? rows : job->p) : job->p;
-    pp->a_count = (job->n + pp->a_rows - 1) / pp->a_rows;
-    pp->b_count = (job->p + pp->b_rows - 1) / pp->b_rows;
-    pp->a_bytes = pp->a_file ? pp->a_rows * row_bytes : 0;
-    /* A·Aᵀ with more than one panel holds the column panel beside the row panel. */
-    pp->b_bytes = pp->b_file || (job->symmetric && pp->a_count > 1) ? pp->b_rows * row_bytes : 0;
-    return OC_OK;
-}
-
-/* Lists the tiles panel pair by panel pair, row-major inside a pair, with their progress
- * weights (computed areas); pair_first[k] is the first task of pair k, and the pairs come
- * in the order run_tasks loads them. */
-static void order_tasks(cpu_job *cj, const panel_plan *pp, int64_t tiles_i, int64_t *weights, int64_t *pair_first)
-{
-    const oc_gram_job *job = cj->job;
-    const int64_t t = cj->tile, ta = pp->a_rows / t + (pp->a_rows % t != 0), tb = pp->b_rows / t + (pp->b_rows % t != 0);
-    int64_t task = 0, pair = 0;
-    for (int64_t pi = 0; pi < pp->a_count; ++pi)
-        for (int64_t pj = job->symmetric ? pi : 0; pj < pp->b_count; ++pj) {
-            pair_first[pair++] = task;
-            int64_t ti_end = (pi + 1) * ta < tiles_i ? (pi + 1) * ta : tiles_i;
-            int64_t tj_end = (pj + 1) * tb < cj->tiles_j ? (pj + 1) * tb : cj->tiles_j;
-            for (int64_t ti = pi * ta; ti < ti_end; ++ti)
-                for (int64_t tj = job->symmetric && ti > pj * tb ? ti : pj * tb; tj < tj_end; ++tj, ++task) {
-                    int64_t rows = job->n - ti * t < t ? job->n - ti * t : t;
-                    int64_t cols = job->p - tj * t < t ? job->p - tj * t : t;
-                    cj->task_tiles[2 * task] = (int32_t)ti;
-                    cj->task_tiles[2 * task + 1] = (int32_t)tj;
-                    weights[task] = (job->symmetric && ti == tj) ? rows * (cols + 1) / 2 : rows * cols;
-                }
-        }
-    pair_first[pair] = task;
-}
-
 /* Runs tasks [first, first + count) on up to `threads` threads, progress counted on from gp. */
 static oc_status run_range(oc_context *ctx, cpu_job *cj, int threads, int64_t first, int64_t count,
                            const int64_t *weights, group_progress *gp)
@@ -263,8 +196,8 @@ static oc_status run_range(oc_context *ctx, cpu_job *cj, int threads, int64_t fi
  * group to keep every thread busy), and the caller delivers each group's pairs before the
  * next group starts, so pairs wait in memory (or spill) for one group at most. With several
  * B panels the rows are complete only after the last one: run_tasks drains then. */
-static oc_status run_pair(oc_context *ctx, cpu_job *cj, int threads, const panel_plan *pp, int64_t first, int64_t end,
-                          const int64_t *weights, group_progress *gp)
+static oc_status run_pair(oc_context *ctx, cpu_job *cj, int threads, const oc_cpu_panel_plan *pp, int64_t first,
+                          int64_t end, const int64_t *weights, group_progress *gp)
 {
     const oc_gram_job *job = cj->job;
     if (!job->select || oc_select_get_mode(job->select) != OC_SELECT_PAIRS || pp->b_count > 1)
@@ -283,8 +216,9 @@ static oc_status run_pair(oc_context *ctx, cpu_job *cj, int threads, const panel
 }
 
 /* Loads the panels pair by pair and runs their tiles. */
-static oc_status run_tasks(oc_context *ctx, cpu_job *cj, int threads, const panel_plan *pp, const int64_t *pair_first,
-                           const int64_t *weights, uint64_t *a_buf, uint64_t *b_buf, int64_t ntasks)
+static oc_status run_tasks(oc_context *ctx, cpu_job *cj, int threads, const oc_cpu_panel_plan *pp,
+                           const int64_t *pair_first, const int64_t *weights, uint64_t *a_buf, uint64_t *b_buf,
+                           int64_t ntasks)
 {
     const oc_gram_job *job = cj->job;
     double total = 0;
@@ -328,7 +262,7 @@ static oc_status cpu_gram(oc_gram_job *job)
     cpu_job cj = {.job = job, .kernel = kernel, .epilogue = epilogue_kind(job)};
     int64_t *weights = NULL, *pair_first = NULL;
     uint64_t *a_buf = NULL, *b_buf = NULL;
-    panel_plan pp = {0};
+    oc_cpu_panel_plan pp = {0};
 
     /* The kernels accumulate in uint32, and int32 results must hold every count. */
     if (job->m > (int64_t)UINT32_MAX ||
@@ -349,7 +283,7 @@ static oc_status cpu_gram(oc_gram_job *job)
         cj.tiles_j > INT32_MAX)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "tile edge %lld does not fit this job (too large, or too many tiles)",
                        (long long)t);
-    OC_CHECK(plan_panels(ctx, job, t, &pp));
+    OC_CHECK(oc_cpu_plan_panels(ctx, job, t, &pp));
     const int64_t npairs = job->symmetric ? pp.a_count * (pp.a_count + 1) / 2 : pp.a_count * pp.b_count;
     cj.task_tiles = malloc((size_t)ntasks * 2 * sizeof *cj.task_tiles);
     weights = malloc((size_t)ntasks * sizeof *weights);
@@ -377,7 +311,7 @@ static oc_status cpu_gram(oc_gram_job *job)
             goto cleanup;
         }
     }
-    order_tasks(&cj, &pp, tiles_i, weights, pair_first);
+    oc_cpu_order_tasks(job, &pp, t, cj.task_tiles, weights, pair_first);
 
     if (job->select) OC_CHECK_GOTO(oc_select_begin(ctx, job->select, t, threads));
     OC_CHECK_GOTO(run_tasks(ctx, &cj, threads, &pp, pair_first, weights, a_buf, b_buf, ntasks));

@@ -68,8 +68,8 @@ static oc_status read_rows(npy_source *s, oc_context *ctx, const oc_matrix *m, i
     pthread_mutex_lock(&s->lock);
     oc_status st = got < 0 ? oc_io_fail(ctx, "reading", m->name, err, -1, -1, -1)
                            : oc_fail(ctx, OC_ERR_INPUT,
-                                     "%s: truncated .npy data: the file ends at byte %" PRId64
-                                     " but row %" PRId64 " needs bytes up to %" PRId64 " (it shrank after it was opened)",
+                                     "%s: truncated .npy data: the file ends at byte %" PRId64 " but row %" PRId64
+                                     " needs bytes up to %" PRId64 " (it shrank after it was opened)",
                                      m->name, off + got, row0 + got / s->width, off + len);
     pthread_mutex_unlock(&s->lock);
     return st;
