@@ -123,7 +123,8 @@ typedef struct oc_read_options {
 #define OC_READ_OPTIONS_INIT {sizeof(oc_read_options), 0, 0, 0}
 
 /* Reads a matrix from a file, chosen by extension: .npy (bool/uint8/int8, versions 1-3,
- * memory-mapped), .mtx (MatrixMarket coordinate pattern/integer/real), .txt/.csv (0/1 text).
+ * memory-mapped; one larger than opts->host_mem_bytes allows stays in its file and is read
+ * by jobs in panels), .mtx (MatrixMarket coordinate pattern/integer/real), .txt/.csv (0/1 text).
  * opts may be NULL (the defaults). Errors name the file and the problem; rows and columns
  * in them count from 0, line numbers from 1. Blocks while reading. */
 OC_API oc_status oc_matrix_read(oc_context *ctx, const char *path, const oc_read_options *opts, oc_matrix **out);
