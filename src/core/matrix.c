@@ -77,8 +77,7 @@ oc_status oc_matrix_load_rows(oc_context *ctx, const oc_matrix *m, int64_t row0,
 {
     if (row0 < 0 || rows < 0 || row0 > m->rows - rows)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: rows %lld to %lld requested of a matrix of %lld rows",
-                       m->name,
-                       (long long)row0, (long long)(row0 + rows), (long long)m->rows);
+                       m->name, (long long)row0, (long long)(row0 + rows), (long long)m->rows);
     if (rows == 0) return OC_OK;
     if (oc_matrix_resident(m)) {
         memcpy(dst, m->bits + row0 * m->words_per_row, (size_t)(rows * m->words_per_row) * 8);

@@ -11,10 +11,11 @@
  *   then       the data, R*C elements in C order; numpy starts it at a multiple of 64 bytes
  *
  * The reader maps the file and packs it row by row, so only the packed matrix (1 bit per
- * value) stays in memory: a 20 GB uint8 input becomes 2.5 GB. When even the packed matrix
- * would take more than the host budget allows (oc_read_options.host_mem_bytes), the reader
- * checks the header and the size and leaves the rows in the file (npy_source.c). Pages already packed are
+ * value) stays in memory: a 20 GB uint8 input becomes 2.5 GB. Pages already packed are
  * released from the mapping as it goes, so the process's resident size says what it holds.
+ * When even the packed matrix would take more than the host budget allows
+ * (oc_read_options.host_mem_bytes), the reader checks the header and the size and leaves the
+ * rows in the file (npy_source.c).
  * The writer sizes its temporary file up front and hands out a shared mapping of it: the
  * result goes straight to the page cache and the disk, never through anonymous memory. Its
  * header, like every header the library writes, comes from npy_header.c.
@@ -322,8 +323,8 @@ static oc_status parse_npy(oc_context *ctx, const char *path, oc_mapped_file *fi
                                                       : OC_DENSE_BYTES;
     /* Larger than the host budget keeps resident: leave the rows in the file (npy_source.c).
      * Only a real file can be read again later, not the caller's buffer. */
-    if (!file->borrowed &&
-        !oc_host_budget_keeps_input(oc_matrix_packed_bytes(rows, cols), oc_host_budget_resolve(opts->host_mem_bytes))) {
+    int64_t budget = oc_host_budget_resolve(opts->host_mem_bytes);
+    if (!file->borrowed && !oc_host_budget_keeps_input(oc_matrix_packed_bytes(rows, cols), budget)) {
         oc_npy_layout layout = {.rows = rows, .cols = cols, .data_offset = (int64_t)offset, .width = width,
                                 .bits = bits, .kind = dense_kind, .dev = file->dev, .ino = file->ino};
         OC_CHECK(oc_npy_source_open(ctx, path, &layout, out));
