@@ -323,8 +323,8 @@ static oc_status parse_npy(oc_context *ctx, const char *path, oc_mapped_file *fi
                                                       : OC_DENSE_BYTES;
     /* Larger than the host budget keeps resident: leave the rows in the file (npy_source.c).
      * Only a real file can be read again later, not the caller's buffer. */
-    int64_t budget = oc_host_budget_resolve(opts->host_mem_bytes);
-    if (!file->borrowed && !oc_host_budget_keeps_input(oc_matrix_packed_bytes(rows, cols), budget)) {
+    if (!file->borrowed && !oc_host_budget_keeps_input(oc_matrix_packed_bytes(rows, cols),
+                                                       oc_host_budget_resolve(opts->host_mem_bytes))) {
         oc_npy_layout layout = {.rows = rows, .cols = cols, .data_offset = (int64_t)offset, .width = width,
                                 .bits = bits, .kind = dense_kind, .dev = file->dev, .ino = file->ino};
         OC_CHECK(oc_npy_source_open(ctx, path, &layout, out));
