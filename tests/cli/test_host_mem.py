@@ -43,11 +43,14 @@ def inputs(tmp_path_factory):
 
 
 BUDGET = 320 * KIB  # A's packed bits are four times this; B's more than half of it
+# Thresholds that pass some 60000 pairs: A·Aᵀ (density 0.3 against itself) scores higher than
+# A·Bᵀ (0.3 against 0.2).
+THRESHOLD = {False: "0.195", True: "0.155"}
 OUTPUTS = [
     ("dense", [], "npy"),
     ("jaccard dense", ["--metric", "jaccard"], "npy"),
     ("topk", ["--metric", "cosine", "--topk", "7"], "npz"),
-    ("threshold", ["--metric", "jaccard", "--threshold", "0.19"], "npz"),
+    ("threshold", ["--metric", "jaccard", "--threshold", "T"], "npz"),
     ("hamming topk", ["--metric", "hamming", "--topk", "3"], "npz"),
 ]
 
@@ -60,10 +63,13 @@ def test_out_of_core_matches_unbounded(inputs, tmp_path, kind, with_b, name, arg
     assert a.shape[0] * row_bytes(a.shape[1]) >= 4 * BUDGET
     files = [d / f"A_{kind}.npy"] + ([d / f"B_{kind}.npy"] if with_b else [])
     bits = ["--bits", "4000"] if kind == "bits" else []
+    args = [THRESHOLD[with_b] if a == "T" else a for a in args]
     common = ["gram", *files, *bits, *args, "--backend", "cpu", "--tile", "96", "--json"]
     full = summary_json(run(*common, "-o", tmp_path / f"full.{ext}"))
     lazy = summary_json(run(*common, "--host-mem", str(BUDGET), "-o", tmp_path / f"lazy.{ext}"))
     assert lazy["host_budget_bytes"] == BUDGET
+    if "--threshold" in args:
+        assert lazy["pairs"] > 10000
     assert full["host_budget_bytes"] > BUDGET  # the default: a share of the available memory
     assert same_result(tmp_path / f"full.{ext}", tmp_path / f"lazy.{ext}")
 
@@ -178,8 +184,9 @@ def test_gpu_reads_panels_from_the_file(inputs, tmp_path, kind, name, args, ext)
     d, _, _ = inputs
     bits = ["--bits", "4000"] if kind == "bits" else []
     for files in ([d / f"A_{kind}.npy"], [d / f"A_{kind}.npy", d / f"B_{kind}.npy"]):
-        run("gram", *files, *bits, *args, "--backend", "cpu", "-q", "-o", tmp_path / f"cpu.{ext}")
-        gpu = summary_json(run("gram", *files, *bits, *args, "--backend", "cuda", "--host-mem", "2M", "--json",
+        job = [THRESHOLD[len(files) == 2] if a == "T" else a for a in args]
+        run("gram", *files, *bits, *job, "--backend", "cpu", "-q", "-o", tmp_path / f"cpu.{ext}")
+        gpu = summary_json(run("gram", *files, *bits, *job, "--backend", "cuda", "--host-mem", "2M", "--json",
                                "-o", tmp_path / f"gpu.{ext}"))
         assert gpu["backend"] == "cuda" and gpu["host_budget_bytes"] == 2 * MIB
         assert same_result(tmp_path / f"cpu.{ext}", tmp_path / f"gpu.{ext}"), files
