@@ -117,12 +117,19 @@ typedef struct oc_read_options {
     /* Nonzero: any nonzero value is a one, in every format. Zero (the default): a value other
      * than 0 or 1 is an input error naming its row and column. */
     int binarize;
+    /* The host memory budget in bytes (docs/memory.md); 0 = 80% of the memory available
+     * (MemAvailable) when the read starts. A .npy whose packed bits take more than half of it
+     * is not loaded: the matrix stays file-backed and jobs read its rows in panels on demand,
+     * checking the values as they go, so a bad value fails the job that meets it. .mtx and
+     * text inputs are always read into memory. */
+    int64_t host_mem_bytes;
 } oc_read_options;
 
-#define OC_READ_OPTIONS_INIT {sizeof(oc_read_options), 0, 0}
+#define OC_READ_OPTIONS_INIT {sizeof(oc_read_options), 0, 0, 0}
 
 /* Reads a matrix from a file, chosen by extension: .npy (bool/uint8/int8, versions 1-3,
- * memory-mapped), .mtx (MatrixMarket coordinate pattern/integer/real), .txt/.csv (0/1 text).
+ * memory-mapped; one larger than opts->host_mem_bytes allows stays in its file and is read
+ * by jobs in panels), .mtx (MatrixMarket coordinate pattern/integer/real), .txt/.csv (0/1 text).
  * opts may be NULL (the defaults). Errors name the file and the problem; rows and columns
  * in them count from 0, line numbers from 1. Blocks while reading. */
 OC_API oc_status oc_matrix_read(oc_context *ctx, const char *path, const oc_read_options *opts, oc_matrix **out);
@@ -182,7 +189,11 @@ typedef struct oc_gram_options {
     int64_t gpu_mem_bytes;      /* device budget in bytes; 0 = gpu_mem_fraction of free memory */
     double gpu_mem_fraction;    /* used when gpu_mem_bytes == 0; default 0.9 */
     oc_gpu_mem_mode gpu_mem_mode;
-    int64_t host_mem_bytes;     /* cap on pinned host staging; 0 = default */
+    /* The job's host memory budget in bytes (docs/memory.md); 0 = 80% of the memory available
+     * (MemAvailable) when the job starts. The CPU backend reads the rows of file-backed inputs
+     * (oc_read_options.host_mem_bytes) in panels that fit in it beside what the job keeps;
+     * the CUDA backend caps its pinned staging by it (0 there: 1 GiB of staging). */
+    int64_t host_mem_bytes;
     /* Top-k and threshold (docs/topk.md): the same results on every backend, tile size, thread
      * count and budget.
      * topk > 0: each row's topk best columns instead of the dense matrix, best first: score
@@ -243,7 +254,7 @@ typedef struct oc_gram_stats {
     double bit_macs_computed;   /* bit multiply-adds the kernels actually did */
     double bit_macs_effective;  /* n·p·m: what the result represents */
     int64_t tiles;              /* tiles computed */
-    int64_t host_peak_bytes;    /* the process's peak resident memory */
+    int64_t host_peak_bytes;    /* the process's peak resident memory since it started (VmHWM) */
     int64_t dev_budget_bytes;   /* CUDA only, below */
     int64_t dev_peak_bytes;
     int64_t dev_current_bytes;
@@ -253,6 +264,7 @@ typedef struct oc_gram_stats {
     /* top-k and threshold */
     int64_t pairs;              /* threshold: pairs delivered (written or passed to the callback) */
     char select_desc[64];       /* where the selection ran: "cpu", "device", "host (k > 128)" */
+    int64_t host_budget_bytes;  /* the job's host memory budget (host_mem_bytes, resolved) */
 } oc_gram_stats;
 
 /* Computes the Gram matrix of a (with b == NULL: a·aᵀ, symmetric; only tiles on or above

@@ -109,12 +109,13 @@ def _packbits_hint(arr, name, bits):
             f"true column count, {8 * width - 7} to {8 * width} for these {width}-byte rows")
 
 
-def _build_matrix(ctx, x, name, bits, keep, binarize=False):
-    """An oc_matrix handle (c_void_p) for x; arrays it reads are appended to keep."""
+def _build_matrix(ctx, x, name, bits, keep, binarize=False, host_mem=0):
+    """An oc_matrix handle (c_void_p) for x; arrays it reads are appended to keep. A path is
+    read under the host budget host_mem (bytes, 0 = the library's default)."""
     handle = ctypes.c_void_p()
     if _is_path(x):
         path = os.fsencode(x)
-        opts = _lib.ReadOptions(bits or 0, binarize)
+        opts = _lib.ReadOptions(bits or 0, binarize, host_mem)
         check(lib.oc_matrix_read(ctx, path, ctypes.byref(opts), ctypes.byref(handle)), ctx)
         return handle
     if _is_sparse(x):
@@ -254,9 +255,10 @@ class _Job:
     def run(self):
         keep, handles = [], []
         try:
-            handles.append(_build_matrix(self.ctx, self.A, "A", self.bits, keep, self.binarize))
+            host_mem = self.opts.host_mem_bytes
+            handles.append(_build_matrix(self.ctx, self.A, "A", self.bits, keep, self.binarize, host_mem))
             if self.B is not None:
-                handles.append(_build_matrix(self.ctx, self.B, "B", self.bits, keep, self.binarize))
+                handles.append(_build_matrix(self.ctx, self.B, "B", self.bits, keep, self.binarize, host_mem))
             return self._gram(handles[0], handles[1] if len(handles) > 1 else None)
         finally:
             for h in handles:
@@ -361,8 +363,11 @@ def gram(A, B=None, metric="counts", topk=None, threshold=None, dtype=None, back
         sorted by row then column.
     dtype: "int32"/"uint16" (counts, hamming) or "float32" (jaccard, cosine); numpy dtypes work.
     backend: "auto" (the default), "cpu" or "cuda". device: the CUDA device index (0).
-    gpu_mem: device budget in bytes, or "2G", "50%". host_mem: cap on pinned host staging,
-        bytes or "2G". threads: CPU worker threads (default: all cores).
+    gpu_mem: device budget in bytes, or "2G", "50%".
+    host_mem: host memory budget in bytes, or "4G", "25%" (of the machine's memory); default 80%
+        of the memory available. A .npy path whose packed bits take more than half of it is not
+        loaded: the job reads its rows in panels from the file (docs/memory.md).
+    threads: CPU worker threads (default: all cores).
     context: an outcore.Context to run on, whose settings are the defaults of the resource
         arguments above; without it the module's default context is used, so that a call
         reuses what the previous one set up (outcore.release_cached_memory frees that).

@@ -123,10 +123,12 @@ class ReadOptions(ctypes.Structure):
         ("struct_size", ctypes.c_size_t),
         ("bits", ctypes.c_int64),
         ("binarize", ctypes.c_int),
+        ("host_mem_bytes", ctypes.c_int64),
     ]
 
-    def __init__(self, bits=0, binarize=False):
-        super().__init__(struct_size=ctypes.sizeof(ReadOptions), bits=bits, binarize=int(bool(binarize)))
+    def __init__(self, bits=0, binarize=False, host_mem_bytes=0):
+        super().__init__(struct_size=ctypes.sizeof(ReadOptions), bits=bits, binarize=int(bool(binarize)),
+                         host_mem_bytes=host_mem_bytes)
 
 
 class GramStats(ctypes.Structure):
@@ -147,6 +149,7 @@ class GramStats(ctypes.Structure):
         ("bytes_d2h", ctypes.c_int64),
         ("pairs", ctypes.c_int64),
         ("select_desc", ctypes.c_char * 64),
+        ("host_budget_bytes", ctypes.c_int64),
     ]
 
     def __init__(self):

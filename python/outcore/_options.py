@@ -3,6 +3,7 @@ Python, before anything is allocated, and turned into the library's oc_gram_opti
 import ctypes
 import math
 import operator
+import os
 import re
 
 import numpy as np
@@ -84,8 +85,12 @@ def parse_gpu_mem(value):
 
 
 def parse_host_mem(value):
-    """Bytes of a host budget given as bytes (int) or as "4G", "512MiB" (the CLI's --host-mem)."""
-    return _parse_budget("host_mem", value, percent=False)[0]
+    """Bytes of a host budget given as bytes (int) or as "4G", "512MiB", or "25%" of the
+    machine's physical memory, as the CLI's --host-mem takes it."""
+    size, fraction = _parse_budget("host_mem", value, percent=True)
+    if fraction:
+        size = int(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") * fraction)
+    return size
 
 
 def _integer(name, value, least):

@@ -11,6 +11,12 @@
  * numpy.packbits rows are copied unchanged and the zero padding never changes a count.
  * The alignment (512 bits) covers one AVX-512 vector and two 256-bit steps of the
  * tensor-core kernel's K loop, so no kernel has a column tail.
+ *
+ * Resident or file-backed: a matrix either holds all its rows in `bits` (resident), or holds
+ * none (bits == NULL) and reads rows on demand from the file it came from through a source
+ * that the I/O layer supplies (oc_matrix_source_ops, the way pool.c takes oc_mem_ops, so core
+ * never includes io/). Every backend reads rows through oc_matrix_load_rows, which works for
+ * both kinds; only code that checked oc_matrix_resident may read `bits` directly.
  */
 #ifndef OC_CORE_MATRIX_H
 #define OC_CORE_MATRIX_H
@@ -21,18 +27,57 @@
 #define OC_ROW_WORD_ALIGN 8
 #define OC_NAME_MAX 512
 
+/* Where a file-backed matrix gets its rows. load_rows has oc_matrix_load_rows's contract
+ * (below) with the range already checked; close releases the source (oc_matrix_free). */
+typedef struct oc_matrix_source_ops {
+    oc_status (*load_rows)(void *source, oc_context *ctx, const oc_matrix *m, int64_t row0, int64_t rows,
+                           uint64_t *dst);
+    void (*close)(void *source);
+} oc_matrix_source_ops;
+
 struct oc_matrix {
     int64_t rows;
     int64_t cols;
     int64_t words_per_row;
-    uint64_t *bits;          /* 64-byte aligned, rows * words_per_row words, owned */
+    uint64_t *bits;          /* 64-byte aligned, rows * words_per_row words, owned; NULL when
+                              * the matrix is file-backed */
     char name[OC_NAME_MAX];  /* used in messages */
     /* The file the matrix was read from (device and inode), so that no job writes its
      * result over its own input by another name; has_source is 0 for matrices built from
      * memory. */
     int has_source;
     uint64_t source_dev, source_ino;
+    /* File-backed matrices only (bits == NULL): the rows' source, owned. */
+    const oc_matrix_source_ops *source_ops;
+    void *source;
 };
+
+/* Nonzero when every row is in memory at `bits`. */
+static inline int oc_matrix_resident(const oc_matrix *m) { return m->bits != NULL; }
+
+/* Fills rows [row0, row0 + rows) of m at dst: rows * m->words_per_row words in the layout
+ * above (padding bits zero). dst is the caller's, at least 8-byte aligned. For a resident
+ * matrix a copy from bits; for a file-backed one a read from the file that validates the
+ * values as it goes (a value other than 0/1 without binarize, a bit past --bits in packed
+ * input: OC_ERR_INPUT with the reader's one-line message naming the file, row and column; a
+ * failed or short read: OC_ERR_IO). Thread safe: several threads may load disjoint (or
+ * overlapping) ranges at once with the same ctx; a failure records its message on ctx under
+ * the matrix's lock, so callers on several threads must not write ctx meanwhile themselves. */
+oc_status oc_matrix_load_rows(oc_context *ctx, const oc_matrix *m, int64_t row0, int64_t rows, uint64_t *dst);
+
+/* oc_matrix_load_rows split over `threads` threads (0 = all cores) in tasks of about 1 MB;
+ * blocks until the rows are in dst. Fails as oc_matrix_load_rows does, or on cancel. */
+oc_status oc_matrix_load_rows_parallel(oc_context *ctx, const oc_matrix *m, int64_t row0, int64_t rows, uint64_t *dst,
+                                       int threads);
+
+/* Creates a file-backed rows x cols matrix (bits == NULL) that reads its rows through ops
+ * and source; it takes source (closed by oc_matrix_free, or here on failure). */
+oc_status oc_matrix_create_file_backed(oc_context *ctx, int64_t rows, int64_t cols, const char *name,
+                                       const oc_matrix_source_ops *ops, void *source, oc_matrix **out);
+
+/* Bytes a resident copy of a rows x cols matrix takes (rows * words_per_row * 8), or
+ * INT64_MAX when that overflows. */
+int64_t oc_matrix_packed_bytes(int64_t rows, int64_t cols);
 
 /* words_per_row for a column count. */
 int64_t oc_bits_words_per_row(int64_t cols);
@@ -42,7 +87,9 @@ int64_t oc_bits_words_per_row(int64_t cols);
 oc_status oc_matrix_alloc(oc_context *ctx, int64_t rows, int64_t cols, const char *name, oc_matrix **out);
 
 /* Popcount of every row into counts[rows], on `threads` threads (0 = all cores). Fails only
- * when threads cannot start or the job is cancelled. */
+ * when threads cannot start or the job is cancelled, or, for a file-backed matrix (read in
+ * panels of OC_POPCOUNT_PANEL_BYTES per thread), when a row cannot be read. */
+#define OC_POPCOUNT_PANEL_BYTES (1 << 20)
 oc_status oc_matrix_row_popcounts(oc_context *ctx, const oc_matrix *m, int threads, int64_t *counts);
 
 /* Sets bit (i, j): for readers of sparse formats. */
@@ -70,6 +117,13 @@ void oc_pack_nonzero_row(const unsigned char *src, int64_t cols, uint64_t *dst, 
  * column the count leaves out: an input error for the caller to report), or -1. */
 int64_t oc_pack_bits_row(const unsigned char *src, int64_t cols, oc_bit_order order, uint64_t *dst,
                          int64_t words_per_row);
+
+/* Spreads `rows` packbits rows of ceil(cols/8) bytes each, stored back to back at the start
+ * of dst, to the padded stride in place (from the last row backwards, so no row is
+ * overwritten before it moved), zeroing the padding and the bits past cols. Returns the
+ * first row (0-based within dst) whose last byte had a bit set past cols, with that column
+ * in *extra_col, or -1 when none had. */
+int64_t oc_expand_packed_rows(uint64_t *dst, int64_t rows, int64_t cols, int64_t words_per_row, int64_t *extra_col);
 
 /* Overflow-checked products for sizes (return 0 and leave *out alone on overflow). */
 static inline int oc_mul_i64(int64_t a, int64_t b, int64_t *out)

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/context.h"
 #include "core/error.h"
 #include "core/threads.h"
 #include "cuda/cuda_check.h"
@@ -21,23 +22,40 @@ struct oc_engine_upload {
     oc_workers *workers;
 };
 
-/* One piece being staged: bytes [0, bytes) of src into dst. */
+/* One piece being staged: bytes [0, bytes) of src into dst, or, for a matrix left in its
+ * file (src NULL), rows [row0, row0 + rows) of m read into dst. */
 typedef struct piece {
     unsigned char *dst;
     const unsigned char *src;
     int64_t bytes;
+    oc_context *ctx;
+    const oc_matrix *m;
+    int64_t row0, rows;
+    _Atomic int failed;  /* a part's read failed (its message is on ctx) */
 } piece;
 
 /* Part `part` of `parts` of a piece, with non-temporal stores through the dense sink's row
  * copy (one 1-row block). */
 static void copy_part(void *arg, int part, int parts)
 {
-    const piece *p = arg;
+    piece *p = arg;
     int64_t per = (p->bytes + parts - 1) / parts, off = part * per;
     if (off >= p->bytes) return;
     int64_t len = p->bytes - off < per ? p->bytes - off : per;
     oc_dense_sink row = {.base = (char *)p->dst + off, .ld = len, .elem_size = 1};
     oc_dense_sink_put(&row, 0, 0, 1, len, p->src + off, len);
+}
+
+/* Part `part` of a piece read from the matrix's file: whole rows, read and checked by the
+ * matrix's source, which may run on several threads at once (core/matrix.h). */
+static void load_part(void *arg, int part, int parts)
+{
+    piece *p = arg;
+    int64_t per = (p->rows + parts - 1) / parts, r0 = part * per;
+    if (r0 >= p->rows) return;
+    int64_t n = p->rows - r0 < per ? p->rows - r0 : per;
+    uint64_t *dst = (uint64_t *)p->dst + r0 * p->m->words_per_row;
+    if (oc_matrix_load_rows(p->ctx, p->m, p->row0 + r0, n, dst) != OC_OK) p->failed = 1;
 }
 
 static int wait_read_done(void *user, int slot, char *why, size_t why_size)
@@ -83,15 +101,26 @@ oc_status oc_engine_upload_rows(oc_context *ctx, oc_engine_upload *u, const oc_m
     double t0 = oc_now();
     int64_t row_bytes = m->words_per_row * 8, bytes = rows * row_bytes;
     int64_t slot_bytes = oc_staging_slot_bytes(u->ring) / row_bytes * row_bytes;
-    const unsigned char *src = (const unsigned char *)(m->bits + row0 * m->words_per_row);
+    /* A matrix left in its file (core/matrix.h) is read straight into the pinned slots. */
+    const unsigned char *src = oc_matrix_resident(m) ? (const unsigned char *)(m->bits + row0 * m->words_per_row) : NULL;
     for (int64_t off = 0; off < bytes; off += slot_bytes) {
         int64_t len = bytes - off < slot_bytes ? bytes - off : slot_bytes;
         int k;
         OC_CHECK(oc_staging_acquire(ctx, u->ring, &k, waited));
         unsigned char *pin = oc_staging_slot(u->ring, k);
-        piece p = {pin, src + off, len};
+        piece p = {.dst = pin, .bytes = len, .ctx = ctx, .m = m, .row0 = row0 + off / row_bytes, .rows = len / row_bytes};
         /* Small pieces are not worth waking the pool for. */
-        oc_workers_split(u->workers, len < (1 << 20) ? 1 : u->copy_threads, copy_part, &p);
+        int parts = len < (1 << 20) ? 1 : u->copy_threads;
+        if (src) {
+            p.src = src + off;
+            oc_workers_split(u->workers, parts, copy_part, &p);
+        } else {
+            oc_workers_split(u->workers, parts, load_part, &p);
+            if (p.failed) {
+                oc_staging_release(u->ring, k);
+                return oc_trace_at(ctx, ctx->status != OC_OK ? ctx->status : OC_ERR_IO, __FILE__, __LINE__);
+            }
+        }
         cudaError_t e = cudaMemcpyAsync((char *)dst + off, pin, (size_t)len, cudaMemcpyHostToDevice, h2d);
         if (e == cudaSuccess) e = cudaEventRecord(u->read_done[k], h2d);
         oc_staging_release(u->ring, k);

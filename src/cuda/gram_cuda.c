@@ -101,7 +101,7 @@ static oc_status make_plan(gram_cuda *g)
                   .fixed_bytes = oc_cuda_select_fixed_bytes(job), .out_edge_bytes = oc_cuda_select_edge_bytes(job, b1),
                   .tile = o->tile, .granularity = TILE_GRANULARITY, .overlap_tiles = g->two_streams},
         .device_total = (int64_t)dev->total_mem, .device_free = (int64_t)dev->free_mem_at_open,
-        .gpu_mem_bytes = o->gpu_mem_bytes, .gpu_mem_fraction = o->gpu_mem_fraction, .host_budget = o->host_mem_bytes,
+        .gpu_mem_bytes = o->gpu_mem_bytes, .gpu_mem_fraction = o->gpu_mem_fraction, .host_budget = job->host_budget,
         .cores = oc_cpu_cores(), .row_bytes = g->words * 8, .elem_size = g->elem, .dense_output = job->dense != NULL,
         .force_sinks = env_count("OUTCORE_CUDA_SINKS"), .force_copy_threads = env_count("OUTCORE_CUDA_COPY_THREADS"),
         .device_name = name};

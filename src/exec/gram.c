@@ -9,7 +9,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 
 #include "core/error.h"
 #include "core/context.h"
@@ -19,6 +18,7 @@
 #include "io/select_out.h"
 #include "exec/backend.h"
 #include "exec/select.h"
+#include "mem/host_budget.h"
 
 static const oc_backend_vtbl *backend_for(const oc_gram_options *opts)
 {
@@ -76,6 +76,9 @@ static oc_status check_options(oc_context *ctx, const oc_gram_options *o, int64_
     if (o->tile < 0) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "tile must be >= 0, got %lld", (long long)o->tile);
     if (o->gpu_mem_bytes < 0 || !(o->gpu_mem_fraction > 0.0 && o->gpu_mem_fraction <= 1.0))
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "the GPU memory budget must be a positive size or a fraction in (0, 1]");
+    if (o->host_mem_bytes < 0)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "the host memory budget must be a positive size, got %lld",
+                       (long long)o->host_mem_bytes);
     if (o->topk < 0) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "topk must be positive, got %lld", (long long)o->topk);
     if (o->topk > 0 && o->use_threshold)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "top-k and threshold outputs are exclusive: choose one");
@@ -119,6 +122,9 @@ static oc_status select_setup(oc_context *ctx, const oc_gram_options *o, const o
                             .threshold = o->threshold, .emit_user = dest};
     const char *buffer = getenv("OUTCORE_PAIRS_BUFFER"); /* tests force spilling with a small value */
     if (buffer && *buffer) cfg.buffer_bytes = strtoll(buffer, NULL, 10);
+    /* Pairs wait in memory for at most a quarter of the host budget before they spill. */
+    else if (job->host_budget / 4 < OC_SELECT_BUFFER_DEFAULT)
+        cfg.buffer_bytes = job->host_budget / 4 > 0 ? job->host_budget / 4 : 1;
     dest->out = out;
     switch (out->kind) {
     case OC_OUTPUT_TOPK:
@@ -181,13 +187,6 @@ cleanup:
     return st;
 }
 
-static int64_t host_peak_bytes(void)
-{
-    struct rusage ru;
-    if (getrusage(RUSAGE_SELF, &ru) != 0) return 0;
-    return (int64_t)ru.ru_maxrss * 1024; /* Linux reports kilobytes */
-}
-
 /* Everything that can be checked before any work: the structs, the shapes, the options, the
  * device and the backend. Fills the job's shape, metric and dtype. */
 static oc_status job_prepare(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const oc_gram_options *opts,
@@ -231,7 +230,8 @@ static oc_status job_prepare(oc_context *ctx, const oc_matrix *a, const oc_matri
     }
 
     *job = (oc_gram_job){.ctx = ctx, .a = a, .b = b, .symmetric = symmetric, .n = n, .p = p, .m = m,
-                         .metric = opts->metric, .dtype = dtype, .opts = opts};
+                         .metric = opts->metric, .dtype = dtype, .opts = opts,
+                         .host_budget = oc_host_budget_resolve(opts->host_mem_bytes)};
     *backend_out = backend;
     return OC_OK;
 }
@@ -267,6 +267,7 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
     select_dest dest = {0};
     oc_dense_sink sink = {.elem_size = oc_dtype_size(dtype), .symmetric = symmetric};
     job.stats = st_out;
+    st_out->host_budget_bytes = job.host_budget;
 
     if (opts->topk > 0 || opts->use_threshold) {
         OC_CHECK_GOTO(select_setup(ctx, opts, out, &job, &dest, &sel));
@@ -333,7 +334,7 @@ cleanup:
     oc_select_free(sel);
     free(pops);
     st_out->seconds = oc_now() - t0;
-    st_out->host_peak_bytes = host_peak_bytes();
+    st_out->host_peak_bytes = oc_host_mem_peak();
     return st;
 }
 

@@ -3,6 +3,7 @@
  * file's extension; oc_matrix_save writes a matrix as .npy (0/1 bytes or packbits rows).
  */
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/context.h"
@@ -61,17 +62,37 @@ oc_status oc_matrix_save(oc_context *ctx, const oc_matrix *m, const char *path, 
     oc_npy_out *w;
     void *data;
     OC_CHECK(oc_npy_out_create(ctx, path, OC_NPY_UINT8, m->rows, width, &w, &data));
+    /* A file-backed matrix is copied through a buffer of about 1 MB of rows. */
+    const int64_t row_bytes = m->words_per_row * 8;
+    const int64_t chunk = oc_matrix_resident(m) ? m->rows : (1 << 20) / row_bytes > 0 ? (1 << 20) / row_bytes : 1;
+    uint64_t *buf = oc_matrix_resident(m) ? NULL : aligned_alloc(64, (size_t)(chunk * row_bytes));
+    if (!oc_matrix_resident(m) && !buf) {
+        oc_npy_out_abort(w);
+        return oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: out of memory for a %lld-byte row buffer", path,
+                       (long long)(chunk * row_bytes));
+    }
     unsigned char *dst = data;
-    for (int64_t i = 0; i < m->rows; ++i, dst += width) {
-        const unsigned char *row = (const unsigned char *)(m->bits + i * m->words_per_row);
-        if (packed) {
-            /* The packed layout is numpy.packbits order with zero padding: the row's first
-             * bytes are the file's bytes. */
-            memcpy(dst, row, (size_t)width);
-        } else {
-            for (int64_t j = 0; j < m->cols; ++j) dst[j] = (unsigned char)((row[j >> 3] >> (7 - (j & 7))) & 1);
+    for (int64_t r0 = 0; r0 < m->rows; r0 += chunk) {
+        const int64_t nr = m->rows - r0 < chunk ? m->rows - r0 : chunk;
+        const uint64_t *rows = buf ? buf : m->bits + r0 * m->words_per_row;
+        oc_status st = buf ? oc_matrix_load_rows(ctx, m, r0, nr, buf) : OC_OK;
+        if (st != OC_OK) {
+            free(buf);
+            oc_npy_out_abort(w);
+            return oc_trace_at(ctx, st, __FILE__, __LINE__);
+        }
+        for (int64_t i = 0; i < nr; ++i, dst += width) {
+            const unsigned char *row = (const unsigned char *)(rows + i * m->words_per_row);
+            if (packed) {
+                /* The packed layout is numpy.packbits order with zero padding: the row's first
+                 * bytes are the file's bytes. */
+                memcpy(dst, row, (size_t)width);
+            } else {
+                for (int64_t j = 0; j < m->cols; ++j) dst[j] = (unsigned char)((row[j >> 3] >> (7 - (j & 7))) & 1);
+            }
         }
     }
+    free(buf);
     OC_CHECK(oc_npy_out_commit(ctx, w));
     return OC_OK;
 }
