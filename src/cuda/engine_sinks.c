@@ -30,13 +30,22 @@ struct oc_engine_sinks {
     size_t elem;
 };
 
+/* The device current on this thread, as this file last set it (-1: none yet). */
+static _Thread_local int thread_device = -1;
+
 /* On a pool worker: the slot's rows to the destination once its copy has landed. */
 static void deliver(void *arg)
 {
     sink_task *t = arg;
     oc_engine_sinks *s = t->sinks;
-    /* The runtime's current device is per thread, and pool threads serve every device. */
-    cudaError_t e = cudaSetDevice(s->device);
+    /* The runtime's current device is per thread, and pool threads serve every device; it is
+     * set only when it changes, since setting it takes the driver's locks that the driving
+     * thread's copies and events need too. */
+    cudaError_t e = cudaSuccess;
+    if (thread_device != s->device) {
+        e = cudaSetDevice(s->device);
+        if (e == cudaSuccess) thread_device = s->device;
+    }
     if (e == cudaSuccess) e = cudaEventSynchronize(s->ready[t->slot]);
     if (e != cudaSuccess) {
         (void)cudaGetLastError();

@@ -196,16 +196,18 @@ static oc_status finish(void *user, cudaStream_t d2h)
 /* ---------------------------------------------------------------- the job */
 static void trace_selection(const gram_cuda *g)
 {
-    if (!oc_engine_tracing() || !g->select) return;
+    if (!oc_engine_tracing()) return;
+    if (g->job->dense && g->job->symmetric)
+        fprintf(stderr, "outcore cuda: mirror on the %s\n", g->gpu_mirror ? "device" : "host");
+    if (!g->select) return;
     int64_t fused, over;
     oc_cuda_select_counts(g->select, &fused, &over);
     double wait, work;
     oc_cuda_select_host_seconds(g->select, &wait, &work);
     fprintf(stderr,
             "outcore cuda: selection: %lld of %lld tiles fused in the kernel, %lld overflowed; host waited %.4f s for "
-            "threshold pairs, handled them in %.4f s; mirror on the %s\n",
-            (long long)fused, (long long)g->plan.tiles.ntiles, (long long)over, wait, work,
-            g->gpu_mirror ? "device" : g->job->dense && g->job->symmetric ? "host" : "-");
+            "threshold pairs, handled them in %.4f s\n",
+            (long long)fused, (long long)g->plan.tiles.ntiles, (long long)over, wait, work);
 }
 
 /* Opens the device and makes the plan: what both the job and --plan need. */

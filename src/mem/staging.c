@@ -7,6 +7,7 @@
 #include "mem/staging.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +27,7 @@ struct oc_staging_ring {
     int held_count;
     int next;
     oc_status failure;
+    atomic_int failed;   /* failure != OC_OK, readable without the lock */
     char message[512];
 };
 
@@ -136,18 +138,13 @@ void oc_staging_fail(oc_staging_ring *r, oc_status status, const char *fmt, ...)
         va_start(ap, fmt);
         vsnprintf(r->message, sizeof r->message, fmt, ap);
         va_end(ap);
+        atomic_store(&r->failed, 1);
     }
     pthread_cond_broadcast(&r->freed);
     pthread_mutex_unlock(&r->lock);
 }
 
-int oc_staging_failed(oc_staging_ring *r)
-{
-    pthread_mutex_lock(&r->lock);
-    int failed = r->failure != OC_OK;
-    pthread_mutex_unlock(&r->lock);
-    return failed;
-}
+int oc_staging_failed(oc_staging_ring *r) { return atomic_load(&r->failed); }
 
 oc_status oc_staging_drain(oc_context *ctx, oc_staging_ring *r)
 {
