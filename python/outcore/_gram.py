@@ -23,7 +23,7 @@ import numpy as np
 
 from . import _lib
 from ._context import Context, lease
-from ._options import gram_options, parse_gpu_mem, positive_int  # noqa: F401 (parse_gpu_mem: tests)
+from ._options import gram_options, parse_gpu_mem, parse_host_mem, positive_int  # noqa: F401 (parse_*: tests)
 from .errors import CancelledError, InputError, check, from_status
 
 lib = _lib.lib

@@ -93,7 +93,7 @@ def test_context_device_and_gpu_mem_reach_the_library(rng):
     (dict(backend="tpu"), "unknown backend"),
     (dict(device=-1), "device must be at least 0"),
     (dict(gpu_mem="lots"), "gpu_mem 'lots'"),
-    (dict(host_mem="50%"), "not a percentage"),
+    (dict(host_mem="150%"), "a percentage must be in"),
     (dict(host_mem=0), "host_mem must be a positive number of bytes"),
     (dict(threads=0), "threads must be at least 1"),
 ])
