@@ -25,8 +25,11 @@ if WHY_NOT is None:
     # numba must compile a trivial kernel here: a numba that does not fit the installed numpy
     # (numpy 2 removed names numba's compiler uses) fails inside numba, not in what this
     # file checks.
+    def _noop(out):
+        out[0] = 0
+
     try:
-        numba_cuda.jit("void(float32[::1])")(lambda out: None)
+        numba_cuda.jit("void(float32[::1])")(_noop)
     except Exception as error:
         WHY_NOT = f"numba cannot compile a kernel in this environment: {type(error).__name__}: {error}"
 
