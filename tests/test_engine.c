@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "malloc_ops.h"
 #include "outcore.h"
 #include "core/context.h"
 #include "core/workers.h"
@@ -130,25 +131,6 @@ static void test_workers(oc_context *ctx)
 }
 
 /* ---------------------------------------------------------------- staging ring */
-static int64_t live;
-
-static int fake_alloc(void *user, size_t bytes, void **out, char *why, size_t why_size)
-{
-    (void)user, (void)why, (void)why_size;
-    *out = malloc(bytes);
-    if (!*out) return 1;
-    live += (int64_t)bytes;
-    return 0;
-}
-
-static void fake_free(void *user, void *ptr, size_t bytes)
-{
-    (void)user;
-    free(ptr);
-    live -= (int64_t)bytes;
-}
-
-static const oc_mem_ops ops = {NULL, fake_alloc, fake_free, fake_alloc, fake_free};
 
 typedef struct device_log {
     int waits[8];

@@ -11,31 +11,11 @@
 #include <string.h>
 
 #include "harness.h"
+#include "malloc_ops.h"
 #include "outcore.h"
 #include "exec/tile_plan.h"
 #include "mem/pool.h"
 
-static int64_t live;
-
-static int fake_alloc(void *user, size_t bytes, void **out, char *why, size_t why_size)
-{
-    (void)user;
-    (void)why;
-    (void)why_size;
-    *out = malloc(bytes);
-    if (!*out) return 1;
-    live += (int64_t)bytes;
-    return 0;
-}
-
-static void fake_free(void *user, void *ptr, size_t bytes)
-{
-    (void)user;
-    free(ptr);
-    live -= (int64_t)bytes;
-}
-
-static const oc_mem_ops ops = {NULL, fake_alloc, fake_free, fake_alloc, fake_free};
 
 static void test_grow(oc_context *ctx)
 {
