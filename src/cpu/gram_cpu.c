@@ -342,21 +342,37 @@ cleanup:
     return st;
 }
 
-/* The CPU plan: the kernel, the tile edge and the tasks the threads share. */
+/* The CPU plan: the kernel, the tile edge, the tasks the threads share, and the row panels
+ * under the host budget (one pair when the inputs are in memory). */
 static oc_status cpu_plan(oc_gram_job *job, int json, char **out)
 {
     oc_context *ctx = job->ctx;
     const int threads = oc_threads_resolve(job->opts->threads);
     const int64_t t = choose_tile(job, threads), tasks = count_tasks(job, t);
     const char *isa = oc_cpu_kernel_get()->name;
+    oc_cpu_panel_plan pp;
+    OC_CHECK(oc_cpu_plan_panels(ctx, job, t, &pp));
     oc_text text = {0};
-    if (json)
-        oc_text_printf(&text, "{\"where\": \"cpu\", \"kernel\": \"%s\", \"threads\": %d, \"tile\": %lld, \"tiles\": %lld}\n",
-                       isa, threads, (long long)t, (long long)tasks);
-    else
-        oc_text_printf(&text, "plan for cpu (%s kernels)\n  tiles    %lld x %lld rows: %lld tiles%s\n  threads  %d workers\n",
-                       isa, (long long)t, (long long)t, (long long)tasks, job->symmetric ? " (upper triangle)" : "",
-                       threads);
+    if (json) {
+        oc_text_printf(&text,
+                       "{\"where\": \"cpu\", \"kernel\": \"%s\", \"threads\": %d, \"tile\": %lld, \"tiles\": %lld, "
+                       "\"host_budget\": %lld, \"panel_rows_a\": %lld, \"panels_a\": %lld, \"panel_rows_b\": %lld, "
+                       "\"panels_b\": %lld, \"panel_bytes\": %lld}\n",
+                       isa, threads, (long long)t, (long long)tasks, (long long)job->host_budget, (long long)pp.a_rows,
+                       (long long)pp.a_count, (long long)pp.b_rows, (long long)pp.b_count,
+                       (long long)(pp.a_bytes + pp.b_bytes));
+    } else {
+        oc_text_printf(&text, "plan for cpu (%s kernels)\n  tiles    %lld x %lld rows: %lld tiles%s\n", isa,
+                       (long long)t, (long long)t, (long long)tasks, job->symmetric ? " (upper triangle)" : "");
+        if (pp.a_file || pp.b_file)
+            oc_text_printf(&text, "  host     budget %.1f MiB: inputs read from their files in panels of %lld (A) and %lld "
+                                  "(B) rows, %lld x %lld panels, %.1f MiB of panel buffers\n",
+                           (double)job->host_budget / 1048576.0, (long long)pp.a_rows, (long long)pp.b_rows,
+                           (long long)pp.a_count, (long long)pp.b_count, (double)(pp.a_bytes + pp.b_bytes) / 1048576.0);
+        else
+            oc_text_printf(&text, "  host     budget %.1f MiB: the inputs are in memory\n", (double)job->host_budget / 1048576.0);
+        oc_text_printf(&text, "  threads  %d workers\n", threads);
+    }
     return oc_text_finish(ctx, &text, out);
 }
 

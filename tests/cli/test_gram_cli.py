@@ -171,3 +171,40 @@ def test_usage_errors_are_one_line(tmp_path, rng):
 def test_demo_finds_planted_pairs():
     proc = run("demo", "--rows", 1000, "--cols", 4096, "--backend", "cpu")
     assert "32 of the 32 planted" in proc.stdout
+
+
+def test_plan_prints_the_plan_and_writes_nothing(tmp_path, rng):
+    """--plan says how the job would run (tiles, threads; panels under --host-mem) and stops
+    there: no output file, no temporary, exit 0; --json gives the same figures as JSON."""
+    a = random01(rng, 3000, 4096, 0.1)
+    np.save(tmp_path / "a.npy", np.packbits(a, axis=1))
+    base = ["gram", tmp_path / "a.npy", "--bits", "4096", "--backend", "cpu", "--threads", "2"]
+    text = run(*base, "--topk", "5", "-o", tmp_path / "t.npz", "--plan").stdout
+    assert text.startswith("plan for cpu") and "tiles" in text and "threads  2 workers" in text
+    assert "the inputs are in memory" in text
+    plan = summary_json(run(*base, "-o", tmp_path / "c.npy", "--plan", "--json"))
+    tiles = -(-3000 // plan["tile"])
+    assert plan["where"] == "cpu" and plan["threads"] == 2 and plan["tiles"] == tiles * (tiles + 1) // 2
+    # A budget that leaves the input in its file: the plan shows the panels it reads.
+    small = summary_json(run(*base, "--host-mem", "1M", "-o", tmp_path / "c.npy", "--plan", "--json"))
+    assert small["host_budget"] == 1 << 20 and small["panels_a"] > 1 and small["panel_bytes"] <= 1 << 20
+    assert sorted(os.listdir(tmp_path)) == ["a.npy"]
+
+
+def test_plan_on_the_gpu_fits_its_budgets(tmp_path, rng):
+    """On a GPU, --plan names the device and the figures fit --gpu-mem and --host-mem."""
+    a = random01(rng, 20000, 8192, 0.1)
+    np.save(tmp_path / "a.npy", np.packbits(a, axis=1))
+    proc = run("gram", tmp_path / "a.npy", "--bits", "8192", "--backend", "cuda", "--gpu-mem", "64M",
+               "-o", tmp_path / "c.npy", "--plan", "--json", check=False)
+    if proc.returncode != 0:
+        pytest.skip(f"no usable GPU: {proc.stderr.strip()}")
+    plan = summary_json(proc)
+    assert plan["where"].startswith("cuda:") and plan["device_budget"] == 64 << 20 and plan["device_budget_given"]
+    assert plan["device_bytes"] <= plan["device_budget"] and plan["pinned_bytes"] <= plan["host_budget"]
+    assert plan["sinks"] >= 1 and plan["d2h_slots"] == plan["sinks"] + 4 and not plan["resident"]
+    assert plan["bound"] in ("kernels", "uploads", "output")
+    too_small = run("gram", tmp_path / "a.npy", "--bits", "8192", "--backend", "cuda", "--gpu-mem", "1M",
+                    "-o", tmp_path / "c.npy", "--plan", check=False)
+    assert too_small.returncode == 2 and "the smallest plan" in too_small.stderr and "needs" in too_small.stderr
+    assert sorted(os.listdir(tmp_path)) == ["a.npy"]
