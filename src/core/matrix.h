@@ -45,6 +45,13 @@ oc_status oc_matrix_alloc(oc_context *ctx, int64_t rows, int64_t cols, const cha
  * when threads cannot start or the job is cancelled. */
 oc_status oc_matrix_row_popcounts(oc_context *ctx, const oc_matrix *m, int threads, int64_t *counts);
 
+/* The columns of row i's set bits, ascending, into cols (room for the row's popcount);
+ * returns how many (matrix_columns.c). O(words + ones). */
+int64_t oc_matrix_row_columns(const oc_matrix *m, int64_t i, uint32_t *cols);
+
+/* The number of set bits in each column into counts[m->cols]. O(words + ones). */
+void oc_matrix_col_counts(const oc_matrix *m, int64_t *counts);
+
 /* Sets bit (i, j): for readers of sparse formats. */
 static inline void oc_matrix_set(oc_matrix *m, int64_t i, int64_t j)
 {

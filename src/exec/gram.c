@@ -7,6 +7,7 @@
  * after the output was created removes its temporary file.
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -18,6 +19,7 @@
 #include "io/io.h"
 #include "io/select_out.h"
 #include "exec/backend.h"
+#include "exec/gram_choice.h"
 #include "exec/select.h"
 
 static const oc_backend_vtbl *backend_for(const oc_gram_options *opts)
@@ -252,6 +254,7 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
     int64_t *pops = NULL;
     oc_select *sel = NULL;
     select_dest dest = {0};
+    oc_sparse_plan plan = {0};
     oc_dense_sink sink = {.elem_size = oc_dtype_size(dtype), .symmetric = symmetric};
     oc_gram_job job = {.ctx = ctx, .a = a, .b = b, .symmetric = symmetric, .n = n, .p = p, .m = m,
                        .metric = opts->metric, .dtype = dtype, .opts = opts, .stats = st_out};
@@ -306,6 +309,10 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
     }
 
     st_out->bit_macs_effective = (double)n * (double)p * (double)m;
+    OC_CHECK_GOTO(oc_gram_choose_algorithm(ctx, &job, backend != &oc_backend_cpu, &plan));
+    snprintf(st_out->algorithm_desc, sizeof st_out->algorithm_desc, "%s", plan.explain);
+    st_out->algorithm = plan.use_sparse ? OC_ALGORITHM_SPARSE : OC_ALGORITHM_DENSE;
+    if (plan.use_sparse) backend = &oc_backend_cpu_sparse, job.sparse = &plan;
     if (backend->release_cached) ctx->release_cached = backend->release_cached;
     OC_CHECK_GOTO(backend->gram(&job));
     if (sel) OC_CHECK_GOTO(select_commit(ctx, &job, &dest, sel));
@@ -320,6 +327,7 @@ cleanup:
     oc_topk_out_abort(dest.topk_file);
     oc_pairs_out_abort(dest.pairs_file);
     oc_select_free(sel);
+    oc_sparse_plan_free(&plan);
     free(pops);
     st_out->seconds = oc_now() - t0;
     st_out->host_peak_bytes = host_peak_bytes();
