@@ -100,8 +100,9 @@ def _positive_int(name, value):
     return value
 
 
-def _options(metric, dtype, backend, gpu_mem, threads, topk, threshold):
+def _options(metric, dtype, backend, gpu_mem, threads, topk, threshold, algorithm="auto"):
     opts = _lib.GramOptions()
+    opts.algorithm = _parse_name("algorithm", algorithm, lib.oc_algorithm_parse, "auto, dense, sparse")
     opts.metric = _parse_name("metric", metric, lib.oc_metric_parse, "counts, jaccard, cosine, hamming")
     opts.dtype = _parse_dtype(dtype)
     opts.backend = _parse_name("backend", backend, lib.oc_backend_parse, "auto, cpu, cuda")
@@ -435,7 +436,7 @@ def _wait(job, done):
 
 
 def gram(A, B=None, metric="counts", topk=None, threshold=None, dtype=None, backend="auto",
-         gpu_mem=None, threads=None, out=None, bits=None, progress=None, binarize=False):
+         gpu_mem=None, threads=None, out=None, bits=None, progress=None, binarize=False, algorithm="auto"):
     """The binary Gram matrix A·Aᵀ (or A·Bᵀ) and the similarities built on it.
 
     A, B: 2-D numpy arrays of bool, uint8 or int8 holding 0 and 1; uint8 rows of
@@ -449,6 +450,9 @@ def gram(A, B=None, metric="counts", topk=None, threshold=None, dtype=None, back
         sorted by row then column.
     dtype: "int32"/"uint16" (counts, hamming) or "float32" (jaccard, cosine); numpy dtypes work.
     backend: "auto", "cpu" or "cuda". gpu_mem: device budget in bytes, or "2G", "50%".
+    algorithm: "auto" (the one predicted faster), "dense" (packed-bit kernels) or "sparse"
+        (per-row accumulation over column lists, on the CPU; scipy.sparse inputs and .mtx files
+        are never densified for it); the same result either way.
     threads: CPU worker threads (default: all cores).
     out: a path -> the result is written to that file (.npy dense; .npz/.tsv/.mtx for top-k and
         threshold) and gram returns a read-only memmap of a .npy, else the path; or a numpy
@@ -468,7 +472,7 @@ def gram(A, B=None, metric="counts", topk=None, threshold=None, dtype=None, back
     if (dtype is None and isinstance(out, np.ndarray) and topk is None and threshold is None
             and out.dtype in _NUMPY_DTYPES.values()):
         dtype = out.dtype  # the caller's array decides, e.g. uint16 counts
-    opts = _options(metric, dtype, backend, gpu_mem, threads, topk, threshold)
+    opts = _options(metric, dtype, backend, gpu_mem, threads, topk, threshold, algorithm)
     if progress is not None and not callable(progress):
         raise InputError(f"progress must be a callable progress(done, total); got {progress!r}")
     _check_out_is_not_an_input(out, A, B)

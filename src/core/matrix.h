@@ -15,6 +15,7 @@
 #ifndef OC_CORE_MATRIX_H
 #define OC_CORE_MATRIX_H
 
+#include <pthread.h>
 #include <stdint.h>
 #include "outcore.h"
 
@@ -25,14 +26,43 @@ struct oc_matrix {
     int64_t rows;
     int64_t cols;
     int64_t words_per_row;
-    uint64_t *bits;          /* 64-byte aligned, rows * words_per_row words, owned */
+    uint64_t *bits;          /* 64-byte aligned, rows * words_per_row words, owned; NULL in a
+                              * sparse matrix until oc_matrix_pack */
     char name[OC_NAME_MAX];  /* used in messages */
     /* The file the matrix was read from (device and inode), so that no job writes its
      * result over its own input by another name; has_source is 0 for matrices built from
      * memory. */
     int has_source;
     uint64_t source_dev, source_ino;
+    /* A sparse matrix (read from .mtx, or built by oc_matrix_from_csr) holds its rows as
+     * column lists: row i's ones at csr_idx[csr_ptr[i] .. csr_ptr[i + 1]), ascending and
+     * distinct. The sparse Gram path reads them as they are; the dense path packs the bits
+     * once, on first use (oc_matrix_pack, under pack_lock), so a job that never needs them
+     * never holds rows x cols bits. NULL for matrices read as bits. */
+    int64_t *csr_ptr;
+    uint32_t *csr_idx;
+    pthread_mutex_t pack_lock;
 };
+
+/* Fails with oc_matrix_alloc's message when a rows x cols matrix could not be made: a
+ * dimension not positive, sizes that overflow, or more than 2^32 - 1 columns or rows for a
+ * sparse one (checked by the sparse constructors). */
+oc_status oc_matrix_check_dims(oc_context *ctx, int64_t rows, int64_t cols, const char *name);
+
+/* A sparse matrix owning ptr[rows + 1] and idx (each row ascending and distinct, columns
+ * below cols; the caller checked): no bits until oc_matrix_pack. Checks the dimensions as
+ * oc_matrix_alloc does; frees ptr and idx when it fails. */
+oc_status oc_matrix_alloc_csr(oc_context *ctx, int64_t rows, int64_t cols, const char *name, int64_t *ptr,
+                              uint32_t *idx, oc_matrix **out);
+
+/* A sparse matrix from coordinates (row[k], col[k]), k < count, each inside the matrix;
+ * duplicates are one 1. Used by the readers of sparse formats and oc_matrix_from_csr. */
+oc_status oc_matrix_from_coords(oc_context *ctx, int64_t rows, int64_t cols, const char *name, const uint32_t *row,
+                                const uint32_t *col, int64_t count, oc_matrix **out);
+
+/* Packs a sparse matrix's bits if they are not there yet (thread-safe; the bits are a cache
+ * of the same matrix, hence const). Fails when memory is short. */
+oc_status oc_matrix_pack(oc_context *ctx, const oc_matrix *m);
 
 /* words_per_row for a column count. */
 int64_t oc_bits_words_per_row(int64_t cols);
@@ -61,6 +91,11 @@ static inline void oc_matrix_set(oc_matrix *m, int64_t i, int64_t j)
 
 static inline int oc_matrix_get(const oc_matrix *m, int64_t i, int64_t j)
 {
+    if (!m->bits) {
+        for (int64_t k = m->csr_ptr[i]; k < m->csr_ptr[i + 1]; ++k)
+            if (m->csr_idx[k] == (uint32_t)j) return 1;
+        return 0;
+    }
     const unsigned char *row = (const unsigned char *)(m->bits + i * m->words_per_row);
     return (row[j >> 3] >> (7 - (j & 7))) & 1;
 }

@@ -12,6 +12,11 @@
  * byte swap puts column 64w + b at bit 63 - b: counting leading zeros walks columns upward. */
 int64_t oc_matrix_row_columns(const oc_matrix *m, int64_t i, uint32_t *cols)
 {
+    if (m->csr_ptr) {
+        const int64_t n = m->csr_ptr[i + 1] - m->csr_ptr[i];
+        memcpy(cols, m->csr_idx + m->csr_ptr[i], (size_t)n * sizeof *cols);
+        return n;
+    }
     const uint64_t *row = m->bits + i * m->words_per_row;
     int64_t n = 0;
     for (int64_t w = 0; w < m->words_per_row; ++w) {
@@ -28,6 +33,10 @@ int64_t oc_matrix_row_columns(const oc_matrix *m, int64_t i, uint32_t *cols)
 void oc_matrix_col_counts(const oc_matrix *m, int64_t *counts)
 {
     memset(counts, 0, (size_t)m->cols * sizeof *counts);
+    if (m->csr_ptr) {
+        for (int64_t k = 0; k < m->csr_ptr[m->rows]; ++k) counts[m->csr_idx[k]]++;
+        return;
+    }
     for (int64_t i = 0; i < m->rows; ++i) {
         const uint64_t *row = m->bits + i * m->words_per_row;
         for (int64_t w = 0; w < m->words_per_row; ++w) {

@@ -115,24 +115,29 @@ static inline __attribute__((always_inline)) void hub_sweep(row_state *rs, const
     const oc_sparse_index *ix = sj->ix;
     const int hw = ix->hub_words;
     const uint32_t *acc = rs->w->acc;
+    /* A row reaching the sweep shares no non-hub column with row i (those were offered and
+     * marked done), so its count is at most h = row i's hub bits, and the best a group of
+     * popcount q can score is that of a count min(h, q): it rises with q up to h and falls
+     * after, so the walk starts at h and goes outward. */
+    const int64_t h = hub_count(ha, ha, hw);
     int64_t lo = 0, hi = ix->ngroups;
-    while (lo < hi) { /* the first group whose popcount is >= |a| */
+    while (lo < hi) { /* the first group whose popcount is >= h */
         int64_t mid = lo + (hi - lo) / 2;
-        if (ix->group_pop[mid] < rs->pa) lo = mid + 1;
+        if (ix->group_pop[mid] < h) lo = mid + 1;
         else hi = mid;
     }
     int64_t down = lo - 1, up = lo;
     while (down >= 0 || up < ix->ngroups) {
-        /* Bounds fall away from |a| on both sides, so the larger of the two next ones failing
+        /* Bounds fall away from h on both sides, so the larger of the two next ones failing
          * ends the sweep. */
         uint32_t bd = 0, bu = 0;
         if (down >= 0) {
             int64_t q = ix->group_pop[down];
-            bd = candidate_key(sj, q < rs->pa ? q : rs->pa, rs->pa, q);
+            bd = candidate_key(sj, q < h ? q : h, rs->pa, q);
         }
         if (up < ix->ngroups) {
             int64_t q = ix->group_pop[up];
-            bu = candidate_key(sj, q < rs->pa ? q : rs->pa, rs->pa, q);
+            bu = candidate_key(sj, q < h ? q : h, rs->pa, q);
         }
         int64_t g;
         uint32_t bound;

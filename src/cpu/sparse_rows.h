@@ -6,11 +6,11 @@
  *   1. scatter: for each non-hub column of row i, +1 into acc[j] for every B row j in the
  *      column's list (the first touch of j goes to the touched list);
  *   2. touched rows: count = acc[j] + popcount(hub_a[i] & hub_b[j]); j is marked done;
- *   3. hub sweep (row i has a hub bit): the B hub rows not done, count = the hub words'
- *      popcount alone, visited by groups of one popcount q in order of the best score a
- *      count can give (c = min(|a|, q)), and stopped when that bound cannot beat the
- *      row's floor (top-k) or the threshold: the size filter of all-pairs similarity search
- *      (Bayardo et al., WWW 2007).
+ *   3. hub sweep (row i has h hub bits): the B hub rows not done, count = the hub words'
+ *      popcount alone (so at most h), visited by groups of one popcount q in order of the
+ *      best score such a count can give (c = min(h, q)), and stopped when that bound cannot
+ *      beat the row's floor (top-k) or the threshold: the size filter of all-pairs
+ *      similarity search (Bayardo et al., WWW 2007).
  * Pairs with a count of 0 are never candidates. Their score is the same for every column
  * (0, or 1 for two empty rows under jaccard), so top-k lists are completed with them in
  * column order afterwards, and a threshold that a count of 0 passes goes the full-row way:

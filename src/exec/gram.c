@@ -313,6 +313,10 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
     snprintf(st_out->algorithm_desc, sizeof st_out->algorithm_desc, "%s", plan.explain);
     st_out->algorithm = plan.use_sparse ? OC_ALGORITHM_SPARSE : OC_ALGORITHM_DENSE;
     if (plan.use_sparse) backend = &oc_backend_cpu_sparse, job.sparse = &plan;
+    else {
+        OC_CHECK_GOTO(oc_matrix_pack(ctx, a)); /* sparse inputs get their bits when a dense job first needs them */
+        OC_CHECK_GOTO(oc_matrix_pack(ctx, b));
+    }
     if (backend->release_cached) ctx->release_cached = backend->release_cached;
     OC_CHECK_GOTO(backend->gram(&job));
     if (sel) OC_CHECK_GOTO(select_commit(ctx, &job, &dest, sel));

@@ -20,6 +20,7 @@
 #define MAX_SPARSE_DENSITY 0.02
 #define COST_PAIR_UPDATE 2.0e-9    /* one scattered increment of a row's accumulator, and its candidate */
 #define COST_HUB_WORD 0.5e-9       /* one hub word of one row pair: AND, popcount, the candidate test */
+#define HUB_SWEEP_PRUNED 0.05      /* share of hub pairs a size-filtered sweep visits (top-k, threshold) */
 #define COST_SPARSE_ROW 2.0e-7     /* per row: lists, sorting a row's pairs, clearing */
 #define COST_ONE 1.0e-8            /* per set bit: the column lists built from the packed rows */
 #define COST_FULL_ELEMENT 1.5e-9   /* sparse: a result element of a full row (dense output, hamming) */
@@ -76,11 +77,15 @@ static oc_status plan_hubs(oc_context *ctx, const oc_gram_job *job, const int64_
         plan->ones_b += (double)cb[j];
     }
     qsort(cw, (size_t)m, sizeof *cw, by_weight_desc);
+    /* Top-k and threshold jobs of jaccard and cosine sweep the hub rows by popcount and stop
+     * where no score can pass (sparse_rows.h): they visit a small share of the hub pairs. */
+    const int pruned = !needs_full_rows(job) && (job->metric == OC_METRIC_JACCARD || job->metric == OC_METRIC_COSINE);
+    const double hub_word = COST_HUB_WORD * (pruned ? HUB_SWEEP_PRUNED : 1.0);
     double best = INFINITY, rest = total, miss_a = 1.0, miss_b = 1.0;
     int64_t best_h = 0;
     for (int64_t h = 0; h <= OC_SPARSE_MAX_HUBS && h <= m; ++h) {
         double ra = rows_with_any((double)job->n, miss_a), rb = rows_with_any((double)job->p, miss_b);
-        double cost = rest * COST_PAIR_UPDATE + ra * rb * (double)((h + 63) / 64) * COST_HUB_WORD;
+        double cost = rest * COST_PAIR_UPDATE + ra * rb * (double)((h + 63) / 64) * hub_word;
         if (cost < best) {
             best = cost, best_h = h;
             plan->pair_updates = rest, plan->hub_rows_a = ra, plan->hub_rows_b = rb;

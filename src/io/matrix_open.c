@@ -54,6 +54,7 @@ oc_status oc_matrix_save(oc_context *ctx, const oc_matrix *m, const char *path, 
     if (!m || !path) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_matrix_save: NULL argument");
     /* A job of its own: its writes are counted from the first for the fault plan (fault.h). */
     if (ctx) oc_context_begin_job(ctx);
+    OC_CHECK(oc_matrix_pack(ctx, m));
     char ext[16];
     if (strcmp(oc_path_extension(path, ext, sizeof ext), "npy") != 0)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: a matrix is saved as .npy; the name must end in .npy", path);

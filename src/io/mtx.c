@@ -108,9 +108,16 @@ static int is_skippable(const char *line, size_t len)
     return k == len || line[k] == '%';
 }
 
-static oc_status parse_mtx(oc_context *ctx, const char *path, oc_mapped_file *file, void *arg, oc_matrix **out)
+/* The ones of the file as coordinates (0-based), mirrored ones included. */
+typedef struct coords {
+    uint32_t *row, *col;
+    int64_t count, cap;
+    int64_t rows, cols;
+} coords;
+
+static oc_status parse_entries(oc_context *ctx, const char *path, oc_mapped_file *file, const oc_read_options *opts,
+                               coords *c)
 {
-    const oc_read_options *opts = arg;
     const unsigned char *end = file->data + file->size, *pos = file->data;
     const char *line = NULL;
     size_t len = 0;
@@ -166,8 +173,16 @@ static oc_status parse_mtx(oc_context *ctx, const char *path, oc_mapped_file *fi
                        "%s: a skew-symmetric file mirrors each value v as -v, so its entries are not all 0 or 1: "
                        "--binarize (Python: binarize=True) reads every nonzero value as 1",
                        path);
-    OC_CHECK(oc_matrix_alloc(ctx, rows, cols, path, out));
-    oc_matrix *m = *out;
+    OC_CHECK(oc_matrix_check_dims(ctx, rows, cols, path));
+    /* An entry takes at least 4 bytes ("1 1\n"), so the file's size bounds what is allocated
+     * whatever the size line declares. */
+    int64_t most = (int64_t)(file->size / 4) + 1;
+    c->cap = (entries < most ? entries : most) * (mirror ? 2 : 1) + 1;
+    c->rows = rows, c->cols = cols;
+    c->row = malloc((size_t)c->cap * sizeof *c->row);
+    c->col = malloc((size_t)c->cap * sizeof *c->col);
+    if (!c->row || !c->col)
+        return oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: cannot allocate room for %lld entries", path, (long long)c->cap);
 
     int want = pattern ? 2 : 3;
     int64_t seen = 0;
@@ -210,8 +225,8 @@ static oc_status parse_mtx(oc_context *ctx, const char *path, oc_mapped_file *fi
             one = v != VALUE_ZERO;
         }
         if (one) {
-            oc_matrix_set(m, i - 1, j - 1);
-            if (mirror) oc_matrix_set(m, j - 1, i - 1);
+            c->row[c->count] = (uint32_t)(i - 1), c->col[c->count++] = (uint32_t)(j - 1);
+            if (mirror && i != j) c->row[c->count] = (uint32_t)(j - 1), c->col[c->count++] = (uint32_t)(i - 1);
         }
     }
     if (seen != entries)
@@ -219,6 +234,16 @@ static oc_status parse_mtx(oc_context *ctx, const char *path, oc_mapped_file *fi
                        "%s: the size line declares %" PRId64 " entries but the file has only %" PRId64, path, entries,
                        seen);
     return OC_OK;
+}
+
+static oc_status parse_mtx(oc_context *ctx, const char *path, oc_mapped_file *file, void *arg, oc_matrix **out)
+{
+    coords c = {0};
+    oc_status st = parse_entries(ctx, path, file, arg, &c);
+    if (st == OC_OK) st = oc_matrix_from_coords(ctx, c.rows, c.cols, path, c.row, c.col, c.count, out);
+    free(c.row);
+    free(c.col);
+    return st;
 }
 
 oc_status oc_mtx_read(oc_context *ctx, const char *path, const oc_read_options *opts, oc_matrix **out)
