@@ -11,6 +11,7 @@
  * shared with other backends by calling run_case per entry.
  * Also: auto picks dense on dense data, and bad options fail with a message.
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -260,6 +261,22 @@ static void check_bad_options(oc_context *ctx)
     r = run(ctx, a, NULL, o, OUT_DENSE, 2, 2);
     CHECK(r.st != OC_OK);
     result_free(&r);
+    /* Version 1 of the structs (before `algorithm`) still works: auto, and stats written
+     * only within their size. */
+    oc_gram_options v1 = OC_GRAM_OPTIONS_INIT;
+    v1.struct_size = offsetof(oc_gram_options, algorithm);
+    v1.algorithm = (oc_algorithm)99; /* past the caller's struct: never read */
+    int32_t counts[4];
+    oc_output mem = OC_OUTPUT_INIT;
+    mem.data = counts;
+    oc_gram_stats st1;
+    memset(&st1, 0x5A, sizeof st1);
+    st1.struct_size = offsetof(oc_gram_stats, algorithm);
+    CHECK_MSG(oc_gram(ctx, a, NULL, &v1, &mem, &st1) == OC_OK, "version 1 options: %s", oc_context_last_error(ctx));
+    CHECK(counts[0] == 1 && counts[1] == 0 && counts[3] == 1 && st1.seconds >= 0);
+    CHECK(((unsigned char *)&st1)[offsetof(oc_gram_stats, algorithm)] == 0x5A);
+    v1.struct_size = offsetof(oc_gram_options, algorithm) - 8;
+    CHECK(oc_gram(ctx, a, NULL, &v1, &mem, NULL) == OC_ERR_INVALID_ARGUMENT);
     oc_algorithm parsed;
     CHECK(oc_algorithm_parse("sparse", &parsed) == OC_OK && parsed == OC_ALGORITHM_SPARSE);
     CHECK(oc_algorithm_parse("fast", &parsed) == OC_ERR_INVALID_ARGUMENT);

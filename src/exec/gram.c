@@ -20,6 +20,7 @@
 #include "io/select_out.h"
 #include "exec/backend.h"
 #include "exec/gram_choice.h"
+#include "exec/gram_compat.h"
 #include "exec/select.h"
 
 static const oc_backend_vtbl *backend_for(const oc_gram_options *opts)
@@ -206,7 +207,10 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
     if (out->struct_size < sizeof(oc_output))
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_output.struct_size is %zu, expected %zu: start from OC_OUTPUT_INIT",
                        out->struct_size, sizeof(oc_output));
-    if (stats && stats->struct_size < sizeof(oc_gram_stats))
+    oc_gram_options current_opts;
+    const oc_gram_options *given = opts;
+    if (!(opts = oc_gram_options_current(opts, &current_opts))) opts = given; /* check_options names the size */
+    if (stats && !oc_gram_stats_size_known(stats->struct_size))
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_gram_stats.struct_size is %zu, expected %zu", stats->struct_size,
                        sizeof(oc_gram_stats));
 
@@ -246,7 +250,7 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
     if (out->kind == OC_OUTPUT_FILE) OC_CHECK(oc_output_check_not_input(ctx, out->path, a, b));
 
     oc_gram_stats local_stats = {.struct_size = sizeof local_stats};
-    oc_gram_stats *st_out = stats ? stats : &local_stats;
+    oc_gram_stats *st_out = stats && stats->struct_size == sizeof *stats ? stats : &local_stats;
     memset((char *)st_out + sizeof(size_t), 0, sizeof *st_out - sizeof(size_t));
 
     oc_status st = OC_OK;
@@ -335,5 +339,7 @@ cleanup:
     free(pops);
     st_out->seconds = oc_now() - t0;
     st_out->host_peak_bytes = host_peak_bytes();
+    if (stats && st_out != stats) /* an earlier version of the struct: its fields only */
+        memcpy((char *)stats + sizeof(size_t), (char *)st_out + sizeof(size_t), stats->struct_size - sizeof(size_t));
     return st;
 }

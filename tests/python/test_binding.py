@@ -635,3 +635,27 @@ def test_uint8_values_above_one_hint_at_packbits(rng):
     packed = np.packbits(a, axis=1)
     with pytest.raises(outcore.InputError, match=r"look like numpy.packbits output: pass bits=M.* 297 to 304"):
         outcore.gram(packed)
+
+
+@pytest.mark.parametrize("metric", ["counts", "jaccard", "cosine", "hamming"])
+def test_sparse_algorithm_matches_dense(rng, metric):
+    a = (rng.random((150, 800)) < 0.01).astype(np.uint8)
+    a[5] = 0
+    a[9] = 0  # two empty rows: jaccard 1 between them
+    for kw in ({"topk": 6}, {"threshold": 0.3 if metric in ("jaccard", "cosine") else 1}, {}):
+        s = outcore.gram(a, metric=metric, algorithm="sparse", **kw)
+        d = outcore.gram(a, metric=metric, algorithm="dense", **kw)
+        for x, y in zip(s if isinstance(s, tuple) else (s,), d if isinstance(d, tuple) else (d,)):
+            assert x.dtype == y.dtype and x.tobytes() == y.tobytes()
+    with pytest.raises(outcore.InputError, match="algorithm"):
+        outcore.gram(a, algorithm="fast")
+
+
+def test_scipy_sparse_stays_sparse(rng):
+    sp = pytest.importorskip("scipy.sparse")
+    a = sp.random(1500, 30000, density=0.0003, format="csr", random_state=1)
+    a.data[:] = 1
+    idx, sc = outcore.gram(a, metric="jaccard", topk=4, algorithm="sparse")
+    dense = np.asarray(a.todense() != 0, dtype=np.uint8)
+    idx_d, sc_d = outcore.gram(dense, metric="jaccard", topk=4, algorithm="dense")
+    assert np.array_equal(idx, idx_d) and sc.tobytes() == sc_d.tobytes()

@@ -1,0 +1,73 @@
+"""`outcore gram --algorithm` and `--explain` on real files: the sparse and dense algorithms
+give the same bytes, auto picks sparse on sparse data and dense on dense data, bad values
+are usage errors."""
+import numpy as np
+import pytest
+
+from conftest import data_file, run, summary_json
+
+
+def same_npz(x, y):
+    a, b = np.load(x), np.load(y)
+    return sorted(a.files) == sorted(b.files) and all(
+        a[k].dtype == b[k].dtype and a[k].tobytes() == b[k].tobytes() for k in a.files)
+
+
+@pytest.mark.parametrize("mode", [["--topk", "10"], ["--threshold", "0.5"]])
+def test_debian_sparse_equals_dense(tmp_path, mode):
+    """Hub columns, 7,589 empty rows (jaccard 0/0 = 1), ties: the two algorithms agree."""
+    path = data_file("debian_depends.mtx")
+    sparse = run("gram", path, "--metric", "jaccard", *mode, "-o", tmp_path / "s.npz", "--algorithm", "sparse",
+                 "--quiet", "--json")
+    assert summary_json(sparse)["algorithm"] == "sparse"
+    # the dense path on all of debian takes tens of seconds: compare on its first 6,000 rows
+    # through A·Bᵀ instead, which keeps every kind of row (hubs, empty rows)
+    with open(path) as f:
+        body = [line for line in f if not line.startswith("%")][1:]  # past the size line
+    rows = np.array([line.split() for line in body], dtype=np.int64)
+    keep = rows[rows[:, 0] <= 6000]
+    head = tmp_path / "head.mtx"
+    with open(head, "w") as f:
+        f.write("%%MatrixMarket matrix coordinate pattern general\n")
+        f.write(f"6000 35437 {len(keep)}\n")
+        np.savetxt(f, keep, fmt="%d")
+    for algo in ("sparse", "dense"):
+        run("gram", head, path, "--metric", "jaccard", *mode, "-o", tmp_path / f"{algo}.npz", "--algorithm", algo,
+            "--quiet")
+    assert same_npz(tmp_path / "sparse.npz", tmp_path / "dense.npz")
+
+
+def test_reuters_every_metric(tmp_path):
+    path = data_file("reuters_docterm.mtx")
+    for metric in ("counts", "jaccard", "cosine", "hamming"):
+        for algo in ("sparse", "dense"):
+            run("gram", path, "--metric", metric, "--topk", "7", "-o", tmp_path / f"{algo}.npz", "--algorithm", algo,
+                "--quiet")
+        assert same_npz(tmp_path / "sparse.npz", tmp_path / "dense.npz"), metric
+
+
+def test_auto_and_explain(tmp_path, rng):
+    sparse = (rng.random((400, 3000)) < 0.001).astype(np.uint8)
+    dense = (rng.random((200, 1000)) < 0.5).astype(np.uint8)
+    np.save(tmp_path / "sparse.npy", sparse)
+    np.save(tmp_path / "dense.npy", dense)
+    proc = run("gram", tmp_path / "sparse.npy", "--metric", "jaccard", "--topk", "3", "-o", tmp_path / "s.npz",
+               "--explain", "--json")
+    assert summary_json(proc)["algorithm"] == "sparse"
+    assert "algorithm sparse: predicted sparse" in proc.stderr and "dense" in proc.stderr
+    proc = run("gram", tmp_path / "dense.npy", "--metric", "jaccard", "--topk", "3", "-o", tmp_path / "d.npz",
+               "--explain", "--json")
+    assert summary_json(proc)["algorithm"] == "dense"
+    assert "algorithm dense: density" in proc.stderr
+
+
+def test_bad_algorithm(tmp_path, rng):
+    np.save(tmp_path / "a.npy", (rng.random((5, 5)) < 0.5).astype(np.uint8))
+    proc = run("gram", tmp_path / "a.npy", "-o", tmp_path / "c.npy", "--algorithm", "fast", check=False)
+    assert proc.returncode == 2 and "--algorithm fast" in proc.stderr
+    assert not (tmp_path / "c.npy").exists()
+    proc = run("gram", tmp_path / "a.npy", "-o", tmp_path / "c.npy", "--algorithm", "sparse", "--backend", "cuda",
+               check=False)
+    # without a usable GPU the backend is refused first (exit 1); with one, the algorithm (exit 2)
+    assert proc.returncode != 0 and ("sparse algorithm runs on the CPU" in proc.stderr or "cuda" in proc.stderr)
+    assert not (tmp_path / "c.npy").exists()
