@@ -71,3 +71,29 @@ def test_bad_algorithm(tmp_path, rng):
     # without a usable GPU the backend is refused first (exit 1); with one, the algorithm (exit 2)
     assert proc.returncode != 0 and ("sparse algorithm runs on the CPU" in proc.stderr or "cuda" in proc.stderr)
     assert not (tmp_path / "c.npy").exists()
+
+
+def test_large_mtx_parallel_read(tmp_path, rng):
+    """Files past 1 MB are parsed on every core: the same matrix, and for a bad line the same
+    message (line number included) as the sequential reader."""
+    n, m, ones = 20000, 5000, 200000
+    r = rng.integers(1, n + 1, ones)
+    c = rng.integers(1, m + 1, ones)
+    body = "".join(f"{i} {j}\n" for i, j in zip(r, c))
+    good = tmp_path / "big.mtx"
+    good.write_text(f"%%MatrixMarket matrix coordinate pattern general\n{n} {m} {ones}\n{body}")
+    run("gram", good, "--metric", "jaccard", "--topk", "3", "-o", tmp_path / "s.npz", "--algorithm", "sparse", "--quiet")
+    run("gram", good, "--metric", "jaccard", "--topk", "3", "-o", tmp_path / "d.npz", "--algorithm", "dense", "--quiet")
+    assert same_npz(tmp_path / "s.npz", tmp_path / "d.npz")
+    a = np.zeros((n, m), np.uint8)
+    a[r - 1, c - 1] = 1
+    np.save(tmp_path / "a.npy", a)
+    run("gram", tmp_path / "a.npy", "--metric", "jaccard", "--topk", "3", "-o", tmp_path / "n.npz", "--quiet")
+    assert same_npz(tmp_path / "s.npz", tmp_path / "n.npz")
+    bad = tmp_path / "bad.mtx"
+    lines = body.splitlines()
+    lines[150000] = f"{n + 1} 1"
+    bad.write_text(f"%%MatrixMarket matrix coordinate pattern general\n{n} {m} {ones}\n" + "\n".join(lines) + "\n")
+    proc = run("gram", bad, "-o", tmp_path / "x.npz", "--topk", "3", check=False)
+    assert proc.returncode == 2 and "line 150003" in proc.stderr and "outside" in proc.stderr
+    assert not (tmp_path / "x.npz").exists()
