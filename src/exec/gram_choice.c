@@ -18,6 +18,7 @@
 #include "exec/gram_choice.h"
 
 #define MAX_SPARSE_DENSITY 0.02
+#define SAMPLE_ROWS 4096           /* rows whose popcounts estimate the density when none are known */
 #define COST_PAIR_UPDATE 2.0e-9    /* one scattered increment of a row's accumulator, and its candidate */
 #define COST_HUB_WORD 0.5e-9       /* one hub word of one row pair: AND, popcount, the candidate test */
 #define HUB_SWEEP_PRUNED 0.05      /* share of hub pairs a size-filtered sweep visits (top-k, threshold) */
@@ -150,18 +151,17 @@ oc_status oc_gram_choose_algorithm(oc_context *ctx, const oc_gram_job *job, int 
     double ones = 0;
     if (job->pop_a) {
         for (int64_t i = 0; i < job->n; ++i) ones += (double)job->pop_a[i];
+    } else if (job->a->csr_ptr) {
+        ones = (double)job->a->csr_ptr[job->n];
     } else if (want == OC_ALGORITHM_AUTO) {
-        /* Counts jobs have no popcounts: a POPCNT pass over A (all cores) is far cheaper than
-         * walking the set bits of a dense matrix. */
-        int64_t *pops = malloc((size_t)job->n * sizeof *pops);
-        if (!pops) {
-            st = oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate row popcounts for %lld rows", (long long)job->n);
-            goto cleanup;
-        }
-        st = oc_matrix_row_popcounts(ctx, job->a, job->opts->threads, pops);
-        for (int64_t i = 0; i < job->n && st == OC_OK; ++i) ones += (double)pops[i];
-        free(pops);
-        if (st != OC_OK) goto cleanup;
+        /* Counts jobs (and GPU jobs, which count on the device) have no popcounts here: a
+         * sample of evenly spaced rows estimates the density without a pass over A, which
+         * would cost as much as a short GPU job. */
+        const int64_t step = job->n > SAMPLE_ROWS ? job->n / SAMPLE_ROWS : 1, words = job->a->words_per_row;
+        double sampled = 0;
+        for (int64_t i = 0; i < job->n; i += step, sampled += 1)
+            for (int64_t w = 0; w < words; ++w) ones += __builtin_popcountll(job->a->bits[i * words + w]);
+        ones *= n / sampled;
     }
     double density = ones / (n * m);
     if (want == OC_ALGORITHM_AUTO && density > MAX_SPARSE_DENSITY) {
