@@ -81,8 +81,9 @@ static oc_status alloc_workers(oc_context *ctx, sparse_run *run, int threads, in
         w->touched = malloc((size_t)p * sizeof *w->touched);
         w->heap = malloc((size_t)(sj->kept ? sj->kept : 1) * sizeof *w->heap);
         w->sortbuf = malloc((size_t)p * sizeof *w->sortbuf);
+        w->sortspare = malloc((size_t)p * sizeof *w->sortspare);
         w->row_pairs = malloc(ROWS_PER_BLOCK * sizeof *w->row_pairs);
-        if (!w->acc || !w->touched || !w->heap || !w->sortbuf || !w->row_pairs) goto no_memory;
+        if (!w->acc || !w->touched || !w->heap || !w->sortbuf || !w->sortspare || !w->row_pairs) goto no_memory;
         if (sj->mode == SPARSE_FULL) {
             w->full = malloc((size_t)p * sizeof *w->full);
             w->out = sj->convert ? malloc((size_t)p * 4) : NULL;
@@ -104,6 +105,7 @@ static void free_workers(sparse_run *run, int threads)
         free(w->touched);
         free(w->heap);
         free(w->sortbuf);
+        free(w->sortspare);
         free(w->row_pairs);
         free(w->full);
         free(w->out);

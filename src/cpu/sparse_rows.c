@@ -144,7 +144,16 @@ static inline __attribute__((always_inline)) void hub_sweep(row_state *rs, const
         if (up < ix->ngroups && (down < 0 || bu >= bd)) g = up++, bound = bu;
         else g = down--, bound = bd;
         if (!could_pass(rs, bound)) break;
-        for (int64_t r = ix->group_start[g]; r < ix->group_start[g + 1]; ++r) {
+        int64_t r = ix->group_start[g];
+        if (sj->mode == SPARSE_PAIRS && sj->job->symmetric) { /* A·Aᵀ pairs: only j > i, and a group ascends */
+            int64_t hi_r = ix->group_start[g + 1];
+            while (r < hi_r) {
+                int64_t mid = r + (hi_r - r) / 2;
+                if ((int64_t)ix->hub_rows[mid] <= rs->i) r = mid + 1;
+                else hi_r = mid;
+            }
+        }
+        for (; r < ix->group_start[g + 1]; ++r) {
             const uint32_t j = ix->hub_rows[r];
             if (acc[j] & DONE) continue;
             /* Rows of a group ascend: once the floor's score equals the bound, only a lower
@@ -202,6 +211,28 @@ static void finish_topk(row_state *rs)
     }
 }
 
+/* Sorts a row's pairs (column << 32 | score key) by column: a row of a hub can have tens of
+ * thousands, where an LSD radix sort over the column's bytes beats qsort's comparisons;
+ * spare has room for n. */
+static void sort_by_column(uint64_t *keys, uint64_t *spare, int64_t n)
+{
+    if (n < 256) {
+        qsort(keys, (size_t)n, sizeof *keys, asc_u64);
+        return;
+    }
+    uint64_t *from = keys, *to = spare;
+    for (int shift = 32; shift < 64; shift += 8) {
+        int64_t count[257] = {0};
+        for (int64_t e = 0; e < n; ++e) count[((from[e] >> shift) & 0xFF) + 1]++;
+        if (count[1] == n) continue; /* every key has this byte 0 (columns below 2^(shift - 32)) */
+        for (int b = 0; b < 256; ++b) count[b + 1] += count[b];
+        for (int64_t e = 0; e < n; ++e) to[count[(from[e] >> shift) & 0xFF]++] = from[e];
+        uint64_t *t = from;
+        from = to, to = t;
+    }
+    if (from != keys) memcpy(keys, from, (size_t)n * sizeof *keys);
+}
+
 /* Appends one pair to the worker's block buffers. */
 static inline int append_pair(const sparse_job *sj, sparse_worker *w, uint32_t col, const void *value)
 {
@@ -234,7 +265,7 @@ static int finish_pairs(row_state *rs)
                 return -1;
         return 0;
     }
-    qsort(w->sortbuf, (size_t)rs->npairs, sizeof *w->sortbuf, asc_u64);
+    sort_by_column(w->sortbuf, w->sortspare, rs->npairs);
     unsigned char value[8];
     for (int64_t t = 0; t < rs->npairs; ++t) {
         oc_key_store_score(sj->kind, (uint32_t)w->sortbuf[t], value, 0);

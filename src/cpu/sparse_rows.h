@@ -60,6 +60,7 @@ typedef struct sparse_worker {
     int64_t pcount, pcap;
     uint32_t *row_pairs;      /* per block row */
     uint64_t *sortbuf;        /* a row's pairs as col << 32 | score key */
+    uint64_t *sortspare;      /* p: the radix sort's other half */
     int64_t sortcap;
     double updates;           /* counts added, for the statistics */
 } sparse_worker;
