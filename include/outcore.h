@@ -63,8 +63,13 @@ OC_API const char *oc_status_string(oc_status status);
 typedef struct oc_context oc_context;
 
 /* Creates a context. Owns the last-error message, the cancel flag and, after GPU jobs, the
- * pinned staging kept for the next job (see oc_release_cached_memory). */
+ * pinned staging kept for its next job (see oc_context_release_cached_memory). A context is
+ * used by one thread at a time: calls on one context from two threads at once are not
+ * allowed, except oc_context_cancel and oc_context_release_cached_memory. Contexts used by
+ * different threads are independent. Reusing one context for a series of jobs spares each
+ * job after the first the pinning of its staging. */
 OC_API oc_status oc_context_create(oc_context **out);
+/* Frees the context and the pinned staging it keeps. NULL is a no-op. */
 OC_API void oc_context_free(oc_context *ctx);
 
 /* The one-line message of the last failure on ctx ("" when none). Valid until the next
@@ -112,12 +117,19 @@ typedef struct oc_read_options {
     /* Nonzero: any nonzero value is a one, in every format. Zero (the default): a value other
      * than 0 or 1 is an input error naming its row and column. */
     int binarize;
+    /* The host memory budget in bytes (docs/memory.md); 0 = 80% of the memory available
+     * (MemAvailable) when the read starts. A .npy whose packed bits take more than half of it
+     * is not loaded: the matrix stays file-backed and jobs read its rows in panels on demand,
+     * checking the values as they go, so a bad value fails the job that meets it. .mtx and
+     * text inputs are always read into memory. */
+    int64_t host_mem_bytes;
 } oc_read_options;
 
-#define OC_READ_OPTIONS_INIT {sizeof(oc_read_options), 0, 0}
+#define OC_READ_OPTIONS_INIT {sizeof(oc_read_options), 0, 0, 0}
 
 /* Reads a matrix from a file, chosen by extension: .npy (bool/uint8/int8, versions 1-3,
- * memory-mapped), .mtx (MatrixMarket coordinate pattern/integer/real), .txt/.csv (0/1 text).
+ * memory-mapped; one larger than opts->host_mem_bytes allows stays in its file and is read
+ * by jobs in panels), .mtx (MatrixMarket coordinate pattern/integer/real), .txt/.csv (0/1 text).
  * opts may be NULL (the defaults). Errors name the file and the problem; rows and columns
  * in them count from 0, line numbers from 1. Blocks while reading. */
 OC_API oc_status oc_matrix_read(oc_context *ctx, const char *path, const oc_read_options *opts, oc_matrix **out);
@@ -186,7 +198,11 @@ typedef struct oc_gram_options {
     int64_t gpu_mem_bytes;      /* device budget in bytes; 0 = gpu_mem_fraction of free memory */
     double gpu_mem_fraction;    /* used when gpu_mem_bytes == 0; default 0.9 */
     oc_gpu_mem_mode gpu_mem_mode;
-    int64_t host_mem_bytes;     /* cap on pinned host staging; 0 = default */
+    /* The job's host memory budget in bytes (docs/memory.md); 0 = 80% of the memory available
+     * (MemAvailable) when the job starts. The CPU backend reads the rows of file-backed inputs
+     * (oc_read_options.host_mem_bytes) in panels that fit in it beside what the job keeps;
+     * the CUDA backend caps its pinned staging by it (0 there: 1 GiB of staging). */
+    int64_t host_mem_bytes;
     /* Top-k and threshold (docs/topk.md): the same results on every backend, tile size, thread
      * count and budget.
      * topk > 0: each row's topk best columns instead of the dense matrix, best first: score
@@ -248,7 +264,7 @@ typedef struct oc_gram_stats {
     double bit_macs_computed;   /* bit multiply-adds the kernels actually did */
     double bit_macs_effective;  /* n·p·m: what the result represents */
     int64_t tiles;              /* tiles computed */
-    int64_t host_peak_bytes;    /* the process's peak resident memory */
+    int64_t host_peak_bytes;    /* the process's peak resident memory since it started (VmHWM) */
     int64_t dev_budget_bytes;   /* CUDA only, below */
     int64_t dev_peak_bytes;
     int64_t dev_current_bytes;
@@ -258,6 +274,7 @@ typedef struct oc_gram_stats {
     /* top-k and threshold */
     int64_t pairs;              /* threshold: pairs delivered (written or passed to the callback) */
     char select_desc[64];       /* where the selection ran: "cpu", "device", "host (k > 128)" */
+    int64_t host_budget_bytes;  /* the job's host memory budget (host_mem_bytes, resolved) */
     oc_algorithm algorithm;     /* the algorithm that ran: dense or sparse */
     char algorithm_desc[320];   /* why: the predicted times of both (`--explain`) */
 } oc_gram_stats;
@@ -268,6 +285,18 @@ typedef struct oc_gram_stats {
  * left and the message names the problem. */
 OC_API oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const oc_gram_options *opts,
                          const oc_output *out, oc_gram_stats *stats);
+
+/* The plan oc_gram would run these arguments under, without running it: on a GPU the tile
+ * edge, panel and output slots, the device budget and what bounds it, the pinned staging
+ * under the host budget, the sink and copy threads, and the estimated time of kernels,
+ * uploads and output (which one bounds the job); on the CPU the tiles and threads; for a job
+ * that opts->algorithm (auto's choice, or sparse) runs on the sparse algorithm, that and why
+ * (JSON: "algorithm": "sparse"). Text for
+ * people, or a JSON object when json != 0, into *text (malloc'ed: the caller frees it).
+ * Fails as oc_gram would when nothing fits the budgets, naming what the smallest plan
+ * needs. Opens no output. Blocks while it queries the device. */
+OC_API oc_status oc_gram_plan(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const oc_gram_options *opts,
+                              const oc_output *out, int json, char **text);
 
 /* The dtype a job with these options produces (resolves OC_DTYPE_DEFAULT), or
  * OC_DTYPE_DEFAULT when the combination is invalid. */
@@ -296,10 +325,17 @@ OC_API int oc_cpu_cores(void);
 OC_API int oc_cuda_device_count(void);
 
 /* GPU jobs keep their pinned host staging (up to a few hundred MiB, never more than the
- * job's host_mem_bytes cap) between jobs, since pinning costs more than a small job; it is
- * freed by oc_context_free of a context that ran a GPU job, or now by this call. Thread
- * safe; staging of a job still running is not touched. */
+ * job's host_mem_bytes cap) idle in their context between jobs, since pinning costs more
+ * than a small job: the context's next job takes it back. It is freed by oc_context_free,
+ * or now by oc_context_release_cached_memory(ctx). Safe from any thread, even while a job
+ * runs on ctx (that job's staging is not touched; it is kept when the job ends). NULL is a
+ * no-op. */
+OC_API void oc_context_release_cached_memory(oc_context *ctx);
+/* oc_context_release_cached_memory on every live context of the process. Thread safe. */
 OC_API void oc_release_cached_memory(void);
+/* Bytes of pinned staging ctx keeps idle now (0 before its first GPU job, after a release,
+ * and for CPU jobs). Any thread. */
+OC_API int64_t oc_context_cached_memory_bytes(oc_context *ctx);
 
 /* ---- resource tools (inspect, devices) */
 /* `outcore inspect`: the resources of each kernel in a PTX, cubin, fatbinary or host

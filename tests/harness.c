@@ -77,11 +77,6 @@ unsigned char *oc_test_read_file(const char *path, size_t *len)
     return buf;
 }
 
-const oc_test_output oc_test_outputs[OC_TEST_OUTPUT_COUNT] = {
-    {OC_METRIC_COUNTS, OC_DTYPE_INT32},  {OC_METRIC_COUNTS, OC_DTYPE_UINT16},  {OC_METRIC_HAMMING, OC_DTYPE_INT32},
-    {OC_METRIC_HAMMING, OC_DTYPE_UINT16}, {OC_METRIC_JACCARD, OC_DTYPE_FLOAT32}, {OC_METRIC_COSINE, OC_DTYPE_FLOAT32},
-};
-
 uint64_t oc_test_rand(uint64_t *s)
 {
     uint64_t x = *s;

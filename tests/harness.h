@@ -44,15 +44,6 @@ int oc_test_finish(void);
 /* ../shared/data/<name> relative to the source tree, or NULL when absent. */
 const char *oc_test_data_path(const char *name, char *buf, size_t size);
 
-/* Every output a Gram job can produce: a metric and the dtype it is stored in. The case
- * tables of every backend run all of them. */
-typedef struct oc_test_output {
-    oc_metric metric;
-    oc_dtype dtype;
-} oc_test_output;
-#define OC_TEST_OUTPUT_COUNT 6
-extern const oc_test_output oc_test_outputs[OC_TEST_OUTPUT_COUNT];
-
 /* Entries of dir other than . and .. (-1 when it cannot be read): what a writer left there. */
 int oc_test_dir_entries(const char *dir);
 

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gram_cases.h"
 #include "harness.h"
 #include "outcore.h"
 
@@ -190,10 +191,10 @@ static void run_case(oc_context *ctx, const sparse_case *c, int threads)
     oc_matrix *a = to_matrix(ctx, da, c->n, c->m), *b = c->p ? to_matrix(ctx, db, c->p, c->m) : NULL;
     const int64_t p = c->p ? c->p : c->n;
     const int64_t ks[] = {1, 4, p + 3};
-    for (int out = 0; out < OC_TEST_OUTPUT_COUNT; ++out) {
+    for (int out = 0; out < GRAM_OUTPUT_COUNT; ++out) {
         oc_gram_options o = OC_GRAM_OPTIONS_INIT;
-        o.metric = oc_test_outputs[out].metric;
-        o.dtype = oc_test_outputs[out].dtype;
+        o.metric = gram_outputs[out].metric;
+        o.dtype = gram_outputs[out].dtype;
         o.threads = threads;
         if (o.dtype == OC_DTYPE_UINT16 && c->m >= 65536) continue;
         char what[128];
@@ -261,8 +262,8 @@ static void check_bad_options(oc_context *ctx)
     r = run(ctx, a, NULL, o, OUT_DENSE, 2, 2);
     CHECK(r.st != OC_OK);
     result_free(&r);
-    /* Version 1 of the structs (before `algorithm`) still works: auto, and stats written
-     * only within their size. */
+    /* Version 1 of the structs (options before `algorithm`, stats before `host_budget_bytes`)
+     * still works: auto, and stats written only within their size. */
     oc_gram_options v1 = OC_GRAM_OPTIONS_INIT;
     v1.struct_size = offsetof(oc_gram_options, algorithm);
     v1.algorithm = (oc_algorithm)99; /* past the caller's struct: never read */
@@ -271,10 +272,10 @@ static void check_bad_options(oc_context *ctx)
     mem.data = counts;
     oc_gram_stats st1;
     memset(&st1, 0x5A, sizeof st1);
-    st1.struct_size = offsetof(oc_gram_stats, algorithm);
+    st1.struct_size = offsetof(oc_gram_stats, host_budget_bytes);
     CHECK_MSG(oc_gram(ctx, a, NULL, &v1, &mem, &st1) == OC_OK, "version 1 options: %s", oc_context_last_error(ctx));
     CHECK(counts[0] == 1 && counts[1] == 0 && counts[3] == 1 && st1.seconds >= 0);
-    CHECK(((unsigned char *)&st1)[offsetof(oc_gram_stats, algorithm)] == 0x5A);
+    CHECK(((unsigned char *)&st1)[offsetof(oc_gram_stats, host_budget_bytes)] == 0x5A);
     v1.struct_size = offsetof(oc_gram_options, algorithm) - 8;
     CHECK(oc_gram(ctx, a, NULL, &v1, &mem, NULL) == OC_ERR_INVALID_ARGUMENT);
     oc_algorithm parsed;

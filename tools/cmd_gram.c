@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "commands.h"
@@ -34,7 +35,10 @@ static const char gram_usage[] =
     "  --device N             CUDA device index (default 0)\n"
     "  --gpu-mem SIZE|PCT     device memory budget, e.g. 2G or 50% (default 90% of free)\n"
     "  --gpu-mem-mode MODE    grow (default) or reserve\n"
-    "  --host-mem SIZE        cap on pinned host staging memory\n"
+    "  --host-mem SIZE|PCT    host memory budget, e.g. 4G or 25% of the machine's memory\n"
+    "                         (default 80% of the memory available at start): a .npy input\n"
+    "                         whose packed bits take more than half of it stays in its file and\n"
+    "                         is read in panels; .mtx and text inputs are always loaded\n"
     "  --tile N               tile edge in rows (default: chosen by the planner)\n"
     "  --topk K               each row's K best columns, best first (score descending, then the\n"
     "                         lower column; hamming: ascending); A·Aᵀ excludes the row itself;\n"
@@ -42,7 +46,9 @@ static const char gram_usage[] =
     "  --threshold T          every pair with score >= T (hamming: <= T); jaccard, cosine: T in\n"
     "                         [0, 1]; counts, hamming: a whole number in [0, columns]. For A·Aᵀ\n"
     "                         each pair once as (i, j), i < j. Pairs are sorted by row, then column\n"
-    "  --json                 print the summary as JSON on stdout\n"
+    "  --plan                 print the plan (tiles, budgets, staging, threads, the estimated\n"
+    "                         time of kernels, uploads and output) and exit without computing\n"
+    "  --json                 print the summary (or the plan) as JSON on stdout\n"
     "  --quiet                no progress bar and no summary\n"
     "  --verbose              on failure, also print the library's file:line trace\n";
 
@@ -52,6 +58,7 @@ typedef struct gram_args {
     const char *output;
     oc_read_options read;
     int json, quiet, explain;
+    int plan;
     oc_gram_options opts;
 } gram_args;
 
@@ -85,6 +92,7 @@ static int parse_gram_args(int argc, char **argv, gram_args *g)
         }
         if (strcmp(arg, "--json") == 0) { g->json = 1; continue; }
         if (strcmp(arg, "--explain") == 0) { g->explain = 1; continue; }
+        if (strcmp(arg, "--plan") == 0) { g->plan = 1; continue; }
         if (strcmp(arg, "--binarize") == 0) { g->read.binarize = 1; continue; }
         if (strcmp(arg, "--quiet") == 0 || strcmp(arg, "-q") == 0) { g->quiet = 1; continue; }
         if (strcmp(arg, "--verbose") == 0 || strcmp(arg, "-v") == 0) { cli_verbose = 1; continue; }
@@ -131,8 +139,17 @@ static int parse_gram_args(int argc, char **argv, gram_args *g)
         } else if (OPTION("--host-mem")) {
             double frac = 0;
             if (r < 0) return OC_EXIT_USAGE;
-            if (cli_parse_size(v, &g->opts.host_mem_bytes, &frac) || frac != 0)
-                return cli_usage_error("--host-mem %s: expected a size such as 4G", v);
+            if (cli_parse_size(v, &g->opts.host_mem_bytes, &frac))
+                return cli_usage_error("--host-mem %s: expected a size such as 4G or 512M, or a percentage such as 25%%",
+                                       v);
+            if (frac > 0) {
+                /* A percentage is of the machine's physical memory. */
+                long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+                g->opts.host_mem_bytes = (int64_t)((double)pages * (double)page * frac);
+                if (pages <= 0 || page <= 0 || g->opts.host_mem_bytes < 1)
+                    return cli_usage_error("--host-mem %s: the machine's memory size is unknown; give a size", v);
+            }
+            g->read.host_mem_bytes = g->opts.host_mem_bytes;
         } else if (OPTION("--tile")) {
             if (r < 0) return OC_EXIT_USAGE;
             if (cli_parse_i64(v, &g->opts.tile) || g->opts.tile < 1)
@@ -209,10 +226,12 @@ static void print_summary(const gram_args *g, const oc_matrix *a, const oc_matri
         json_string(stdout, s->algorithm_desc);
         printf(", \"seconds\": %.6f, \"load_seconds\": %.6f, \"bit_macs_computed\": %.0f, \"bit_macs_effective\": %.0f, "
                "\"rate_computed\": %.6g, \"rate_effective\": %.6g, \"tiles\": %lld, \"host_peak_bytes\": %lld, "
+               "\"host_budget_bytes\": %lld, "
                "\"gpu\": {\"budget_bytes\": %lld, \"peak_bytes\": %lld, \"current_bytes\": %lld, \"allocations\": %lld, "
                "\"bytes_h2d\": %lld, \"bytes_d2h\": %lld}}\n",
                s->seconds, load_seconds, s->bit_macs_computed, s->bit_macs_effective, raw, eff, (long long)s->tiles,
-               (long long)s->host_peak_bytes, (long long)s->dev_budget_bytes, (long long)s->dev_peak_bytes,
+               (long long)s->host_peak_bytes, (long long)s->host_budget_bytes, (long long)s->dev_budget_bytes,
+               (long long)s->dev_peak_bytes,
                (long long)s->dev_current_bytes, (long long)s->dev_allocations, (long long)s->bytes_h2d,
                (long long)s->bytes_d2h);
         return;
@@ -253,6 +272,22 @@ int oc_cmd_gram(int argc, char **argv)
         goto done;
     }
     double load_seconds = cli_now() - t0;
+
+    if (g.plan) {
+        oc_output where = OC_OUTPUT_INIT;
+        where.kind = OC_OUTPUT_FILE;
+        where.path = g.output;
+        char *text = NULL;
+        st = oc_gram_plan(ctx, a, b, &g.opts, &where, g.json, &text);
+        if (st != OC_OK) {
+            rc = cli_status_error(ctx, st);
+            goto done;
+        }
+        fputs(text, stdout);
+        free(text);
+        rc = OC_EXIT_OK;
+        goto done;
+    }
 
     cli_progress progress;
     cli_progress_init(&progress, "gram",

@@ -533,7 +533,7 @@ int main(int argc, char **argv)
                                     "dense, 8 sinks, warm"};
             for (int k = 0; k < 4; ++k) {
                 if (k == 2) setenv("OUTCORE_CUDA_SINKS", "8", 1);
-                if (k % 2 == 0) oc_cuda_staging_release();
+                if (k % 2 == 0) oc_context_release_cached_memory(ctx);
                 memset(host, k % 2 ? 0xff : 0, bytes); /* a stale result cannot pass the check */
                 bench_job(ctx, names[k], a, 0, 0, &out);
                 if (!cuda_host_matches(a, host)) failures++;

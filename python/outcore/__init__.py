@@ -6,10 +6,13 @@ Hamming similarities, on the CPU or 1-bit tensor cores, out of core under a memo
     C = outcore.gram(A)                        # int32 counts |a_i ∧ a_j|
     J = outcore.gram(A, metric="jaccard")      # float32
     idx, score = outcore.gram(A, metric="jaccard", topk=10)
+    with outcore.Context(backend="cpu", threads=4) as ctx:   # settings for a series of calls
+        C = ctx.gram(A)
 
 A thin ctypes layer over liboutcore (include/outcore.h); see docs/python.md.
 """
 from . import _lib
+from ._context import Context, release_cached_memory
 from ._gram import gram
 from ._tools import devices, inspect
 from .errors import (CancelledError, DeviceError, Error, InputError, InternalError, IOFailure,
@@ -30,6 +33,6 @@ def cuda_device_count():
 
 library_path = str(_lib.library_path)
 
-__all__ = ["gram", "devices", "inspect", "cpu_isa", "cuda_device_count", "library_path", "__version__",
+__all__ = ["gram", "Context", "release_cached_memory", "devices", "inspect", "cpu_isa", "cuda_device_count", "library_path", "__version__",
            "Error", "InputError", "OutOfMemoryError", "DeviceError", "UnsupportedError", "CancelledError",
            "IOFailure", "InternalError"]

@@ -2,9 +2,12 @@
 
 How a call runs:
   1. Options are checked in the caller's thread (cheap, before anything is allocated).
-  2. One library context is created; a worker thread then builds the matrices (packing the
-     caller's arrays into bits, or reading files out of core) and runs oc_gram. Every library
-     call is a ctypes call, so the GIL is released while it works.
+  2. The call takes a library context for its whole run (_context.py: the caller's
+     Context, else the module's default one, else a fresh one while the default is busy in
+     another thread), so the set-up a job keeps for the next one (pinned staging) is reused;
+     a worker thread then builds the matrices (packing the caller's arrays into bits, or
+     reading files out of core) and runs oc_gram. Every library call is a ctypes call, so
+     the GIL is released while it works.
   3. The calling thread, when it is the main thread, waits in short steps so that Ctrl-C
      reaches it. On KeyboardInterrupt it sets a Python-side cancel flag, then calls
      oc_context_cancel again at every wait step until the worker has returned: oc_gram clears
@@ -13,15 +16,14 @@ How a call runs:
      writes into freed memory, and the library removes a half-written output file itself.
 """
 import ctypes
-import math
-import operator
 import os
-import re
 import threading
 
 import numpy as np
 
 from . import _lib
+from ._context import Context, lease
+from ._options import gram_options, parse_gpu_mem, parse_host_mem, positive_int  # noqa: F401 (parse_*: tests)
 from .errors import CancelledError, InputError, check, from_status
 
 lib = _lib.lib
@@ -33,98 +35,6 @@ _NUMPY_DTYPES = {
 }
 _DENSE_INPUT_DTYPES = (np.dtype(np.bool_), np.dtype(np.uint8), np.dtype(np.int8))
 _WAIT_STEP_S = 0.05  # how quickly Ctrl-C is noticed and cancel is repeated
-
-
-# ---------------------------------------------------------------- option parsing
-def _parse_name(kind, value, parse, choices):
-    if not isinstance(value, str):
-        raise InputError(f"{kind} must be a string, one of {choices}; got {value!r}")
-    code = ctypes.c_int()
-    if parse(value.encode(), ctypes.byref(code)) != _lib.OC_OK:
-        raise InputError(f"unknown {kind} {value!r}: expected one of {choices}")
-    return code.value
-
-
-def _parse_dtype(dtype):
-    if dtype is None:
-        return _lib.OC_DTYPE_DEFAULT
-    if isinstance(dtype, str):
-        name = dtype
-    else:
-        try:
-            name = np.dtype(dtype).name
-        except TypeError:
-            raise InputError(f"dtype {dtype!r} is not a dtype: use int32, uint16 or float32") from None
-    return _parse_name("dtype", name, lib.oc_dtype_parse, "int32, uint16, float32")
-
-
-_SIZE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(%|[KMGT]?I?B?)\s*$", re.IGNORECASE)
-_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
-
-
-def parse_gpu_mem(value):
-    """(bytes, fraction) of a budget given as bytes (int) or as "2G", "512MiB", "50%".
-
-    Mirrors the CLI's --gpu-mem: exactly one of the two is nonzero.
-    """
-    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
-        if value <= 0:
-            raise InputError(f"gpu_mem must be a positive number of bytes; got {value}")
-        return int(value), 0.0
-    match = _SIZE.match(value) if isinstance(value, str) else None
-    unit = match.group(2).upper() if match else ""
-    # "B" alone and "IB" without a scale letter are not units of their own.
-    if match and unit not in ("%", "B") and unit[:1] not in _UNITS:
-        match = None
-    if not match:
-        raise InputError(f"gpu_mem {value!r}: expected bytes as an int, a size such as '2G' or '512M', "
-                         "or a percentage such as '50%'")
-    number = float(match.group(1))
-    if unit == "%":
-        if not 0 < number <= 100:
-            raise InputError(f"gpu_mem {value!r}: a percentage must be in (0, 100]")
-        return 0, number / 100.0
-    size = number * _UNITS[unit[:1] if unit[:1] in "KMGT" else ""]
-    if size < 1:
-        raise InputError(f"gpu_mem {value!r} is less than one byte")
-    return int(size), 0.0
-
-
-def _positive_int(name, value):
-    try:
-        value = operator.index(value)
-    except TypeError:
-        raise InputError(f"{name} must be an integer; got {value!r}") from None
-    if value < 1:
-        raise InputError(f"{name} must be at least 1; got {value}")
-    return value
-
-
-def _options(metric, dtype, backend, gpu_mem, threads, topk, threshold, algorithm="auto"):
-    opts = _lib.GramOptions()
-    opts.algorithm = _parse_name("algorithm", algorithm, lib.oc_algorithm_parse, "auto, dense, sparse")
-    opts.metric = _parse_name("metric", metric, lib.oc_metric_parse, "counts, jaccard, cosine, hamming")
-    opts.dtype = _parse_dtype(dtype)
-    opts.backend = _parse_name("backend", backend, lib.oc_backend_parse, "auto, cpu, cuda")
-    if gpu_mem is not None:
-        opts.gpu_mem_bytes, fraction = parse_gpu_mem(gpu_mem)
-        if fraction:
-            opts.gpu_mem_fraction = fraction
-    if threads is not None:
-        opts.threads = _positive_int("threads", threads)
-    if topk is not None and threshold is not None:
-        raise InputError("topk and threshold are exclusive: choose one")
-    if topk is not None:
-        opts.topk = _positive_int("topk", topk)
-    if threshold is not None:
-        try:
-            opts.threshold = float(threshold)
-        except (TypeError, ValueError):
-            raise InputError(f"threshold must be a number; got {threshold!r}") from None
-        if not math.isfinite(opts.threshold):
-            raise InputError(f"threshold must be finite; got {threshold!r}")
-        opts.use_threshold = 1
-    return opts
 
 
 # ---------------------------------------------------------------- inputs
@@ -199,12 +109,13 @@ def _packbits_hint(arr, name, bits):
             f"true column count, {8 * width - 7} to {8 * width} for these {width}-byte rows")
 
 
-def _build_matrix(ctx, x, name, bits, keep, binarize=False):
-    """An oc_matrix handle (c_void_p) for x; arrays it reads are appended to keep."""
+def _build_matrix(ctx, x, name, bits, keep, binarize=False, host_mem=0):
+    """An oc_matrix handle (c_void_p) for x; arrays it reads are appended to keep. A path is
+    read under the host budget host_mem (bytes, 0 = the library's default)."""
     handle = ctypes.c_void_p()
     if _is_path(x):
         path = os.fsencode(x)
-        opts = _lib.ReadOptions(bits or 0, binarize)
+        opts = _lib.ReadOptions(bits or 0, binarize, host_mem)
         check(lib.oc_matrix_read(ctx, path, ctypes.byref(opts), ctypes.byref(handle)), ctx)
         return handle
     if _is_sparse(x):
@@ -344,9 +255,10 @@ class _Job:
     def run(self):
         keep, handles = [], []
         try:
-            handles.append(_build_matrix(self.ctx, self.A, "A", self.bits, keep, self.binarize))
+            host_mem = self.opts.host_mem_bytes
+            handles.append(_build_matrix(self.ctx, self.A, "A", self.bits, keep, self.binarize, host_mem))
             if self.B is not None:
-                handles.append(_build_matrix(self.ctx, self.B, "B", self.bits, keep, self.binarize))
+                handles.append(_build_matrix(self.ctx, self.B, "B", self.bits, keep, self.binarize, host_mem))
             return self._gram(handles[0], handles[1] if len(handles) > 1 else None)
         finally:
             for h in handles:
@@ -435,8 +347,9 @@ def _wait(job, done):
     return interrupted
 
 
-def gram(A, B=None, metric="counts", topk=None, threshold=None, dtype=None, backend="auto",
-         gpu_mem=None, threads=None, out=None, bits=None, progress=None, binarize=False, algorithm="auto"):
+def gram(A, B=None, metric="counts", topk=None, threshold=None, dtype=None, backend=None,
+         gpu_mem=None, threads=None, out=None, bits=None, progress=None, binarize=False, *,
+         device=None, host_mem=None, context=None, algorithm="auto"):
     """The binary Gram matrix A·Aᵀ (or A·Bᵀ) and the similarities built on it.
 
     A, B: 2-D numpy arrays of bool, uint8 or int8 holding 0 and 1; uint8 rows of
@@ -449,11 +362,18 @@ def gram(A, B=None, metric="counts", topk=None, threshold=None, dtype=None, back
     threshold: T -> (rows, cols, values) of all pairs with score >= T (<= T for hamming),
         sorted by row then column.
     dtype: "int32"/"uint16" (counts, hamming) or "float32" (jaccard, cosine); numpy dtypes work.
-    backend: "auto", "cpu" or "cuda". gpu_mem: device budget in bytes, or "2G", "50%".
+    backend: "auto" (the default), "cpu" or "cuda". device: the CUDA device index (0).
+    gpu_mem: device budget in bytes, or "2G", "50%".
+    host_mem: host memory budget in bytes, or "4G", "25%" (of the machine's memory); default 80%
+        of the memory available. A .npy path whose packed bits take more than half of it is not
+        loaded: the job reads its rows in panels from the file (docs/memory.md).
     algorithm: "auto" (the one predicted faster), "dense" (packed-bit kernels) or "sparse"
         (per-row accumulation over column lists, on the CPU; scipy.sparse inputs and .mtx files
         are never densified for it); the same result either way.
     threads: CPU worker threads (default: all cores).
+    context: an outcore.Context to run on, whose settings are the defaults of the resource
+        arguments above; without it the module's default context is used, so that a call
+        reuses what the previous one set up (outcore.release_cached_memory frees that).
     out: a path -> the result is written to that file (.npy dense; .npz/.tsv/.mtx for top-k and
         threshold) and gram returns a read-only memmap of a .npy, else the path; or a numpy
         array (e.g. a np.memmap) of shape (n, p) and the result dtype with contiguous rows,
@@ -468,18 +388,21 @@ def gram(A, B=None, metric="counts", topk=None, threshold=None, dtype=None, back
     KeyboardInterrupt after Ctrl-C has cancelled the job.
     """
     if bits is not None:
-        bits = _positive_int("bits", bits)
+        bits = positive_int("bits", bits)
     if (dtype is None and isinstance(out, np.ndarray) and topk is None and threshold is None
             and out.dtype in _NUMPY_DTYPES.values()):
         dtype = out.dtype  # the caller's array decides, e.g. uint16 counts
-    opts = _options(metric, dtype, backend, gpu_mem, threads, topk, threshold, algorithm)
+    resources = dict(backend=backend, device=device, gpu_mem=gpu_mem, host_mem=host_mem, threads=threads)
+    if context is not None:
+        if not isinstance(context, Context):
+            raise InputError(f"context must be an outcore.Context; got {type(context).__name__}")
+        resources = context.options(**resources)
+    opts = gram_options(metric, dtype, topk, threshold, algorithm=algorithm, **resources)
     if progress is not None and not callable(progress):
         raise InputError(f"progress must be a callable progress(done, total); got {progress!r}")
     _check_out_is_not_an_input(out, A, B)
 
-    ctx = ctypes.c_void_p()
-    check(lib.oc_context_create(ctypes.byref(ctx)), None)
-    try:
+    with lease(context) as ctx:
         job = _Job(ctx, opts, A, B, bits, out, progress, binarize)
         if threading.current_thread() is not threading.main_thread():
             return job.run()  # signals reach the main thread only: nothing to listen for here
@@ -499,5 +422,3 @@ def gram(A, B=None, metric="counts", topk=None, threshold=None, dtype=None, back
         if "error" in box:
             raise box.pop("error")
         return box["result"]
-    finally:
-        lib.oc_context_free(ctx)

@@ -124,10 +124,12 @@ class ReadOptions(ctypes.Structure):
         ("struct_size", ctypes.c_size_t),
         ("bits", ctypes.c_int64),
         ("binarize", ctypes.c_int),
+        ("host_mem_bytes", ctypes.c_int64),
     ]
 
-    def __init__(self, bits=0, binarize=False):
-        super().__init__(struct_size=ctypes.sizeof(ReadOptions), bits=bits, binarize=int(bool(binarize)))
+    def __init__(self, bits=0, binarize=False, host_mem_bytes=0):
+        super().__init__(struct_size=ctypes.sizeof(ReadOptions), bits=bits, binarize=int(bool(binarize)),
+                         host_mem_bytes=host_mem_bytes)
 
 
 class GramStats(ctypes.Structure):
@@ -148,6 +150,7 @@ class GramStats(ctypes.Structure):
         ("bytes_d2h", ctypes.c_int64),
         ("pairs", ctypes.c_int64),
         ("select_desc", ctypes.c_char * 64),
+        ("host_budget_bytes", ctypes.c_int64),
         ("algorithm", ctypes.c_int),
         ("algorithm_desc", ctypes.c_char * 320),
     ]
@@ -168,6 +171,9 @@ _SIGNATURES = {
     "oc_context_last_error": (ctypes.c_char_p, [_vp]),
     "oc_context_error_trace": (ctypes.c_char_p, [_vp]),
     "oc_context_cancel": (None, [_vp]),
+    "oc_context_release_cached_memory": (None, [_vp]),
+    "oc_context_cached_memory_bytes": (_i64, [_vp]),
+    "oc_release_cached_memory": (None, []),
     "oc_matrix_from_dense": (ctypes.c_int, [_vp, _vp, _i64, _i64, _i64, _ctx_pp]),
     "oc_matrix_from_bits": (ctypes.c_int, [_vp, _vp, _i64, _i64, _i64, ctypes.c_int, _ctx_pp]),
     "oc_matrix_from_csr": (ctypes.c_int, [_vp, _i64, _i64, c_int64_p, c_int64_p, _ctx_pp]),

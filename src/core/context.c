@@ -1,5 +1,7 @@
 #include "core/context.h"
 
+#include <assert.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,12 +33,24 @@ const char *oc_status_string(oc_status status)
     return "unknown status";
 }
 
+/* Every live context, so that oc_release_cached_memory (no context argument, any thread)
+ * reaches the staging each one keeps. The lock guards the list's links only; it is taken
+ * before a cache's own lock, never after. */
+static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
+static oc_context *live_head;
+
 oc_status oc_context_create(oc_context **out)
 {
     if (!out) return OC_ERR_INVALID_ARGUMENT;
     oc_context *ctx = calloc(1, sizeof *ctx);
     if (!ctx) return OC_ERR_NO_MEMORY;
     atomic_init(&ctx->cancel, 0);
+    atomic_init(&ctx->pinned_cache, NULL);
+    pthread_mutex_lock(&live_lock);
+    ctx->live_next = live_head;
+    if (live_head) live_head->live_prev = ctx;
+    live_head = ctx;
+    pthread_mutex_unlock(&live_lock);
     *out = ctx;
     return OC_OK;
 }
@@ -44,8 +58,41 @@ oc_status oc_context_create(oc_context **out)
 void oc_context_free(oc_context *ctx)
 {
     if (!ctx) return;
-    if (ctx->release_cached) ctx->release_cached();
+    /* Unlinked first: once out of the list no other thread can reach its cache. */
+    pthread_mutex_lock(&live_lock);
+    if (ctx->live_prev) ctx->live_prev->live_next = ctx->live_next;
+    else live_head = ctx->live_next;
+    if (ctx->live_next) ctx->live_next->live_prev = ctx->live_prev;
+    pthread_mutex_unlock(&live_lock);
+    struct oc_pinned_cache *cache = atomic_load(&ctx->pinned_cache);
+    if (cache) ctx->pinned_cache_free(cache);
+    oc_workers_free(ctx->workers);
     free(ctx);
+}
+
+oc_status oc_context_workers(oc_context *ctx, int threads, oc_workers **out)
+{
+    if (!ctx->workers) OC_CHECK(oc_workers_create(ctx, threads, &ctx->workers));
+    else OC_CHECK(oc_workers_grow(ctx, ctx->workers, threads));
+    *out = ctx->workers;
+    return OC_OK;
+}
+
+struct oc_pinned_cache *oc_context_pinned_cache(oc_context *ctx) { return atomic_load(&ctx->pinned_cache); }
+
+void oc_context_adopt_pinned_cache(oc_context *ctx, struct oc_pinned_cache *cache,
+                                   void (*free_fn)(struct oc_pinned_cache *cache))
+{
+    assert(atomic_load(&ctx->pinned_cache) == NULL);
+    ctx->pinned_cache_free = free_fn; /* before the pointer: a reader that sees it sees the call */
+    atomic_store(&ctx->pinned_cache, cache);
+}
+
+void oc_context_for_each_live(void (*fn)(oc_context *ctx, void *arg), void *arg)
+{
+    pthread_mutex_lock(&live_lock);
+    for (oc_context *c = live_head; c; c = c->live_next) fn(c, arg);
+    pthread_mutex_unlock(&live_lock);
 }
 
 const char *oc_context_last_error(const oc_context *ctx) { return ctx ? ctx->message : ""; }

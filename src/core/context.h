@@ -5,6 +5,9 @@
 #include <stdatomic.h>
 #include "outcore.h"
 #include "core/fault.h"
+#include "core/workers.h"
+
+struct oc_pinned_cache; /* mem/pinned_cache.h; core/ holds only the pointer */
 
 #define OC_MESSAGE_MAX 1024
 #define OC_TRACE_MAX 2048
@@ -14,14 +17,34 @@ struct oc_context {
     char message[OC_MESSAGE_MAX];
     char trace[OC_TRACE_MAX];
     atomic_int cancel;
-    /* Set by a job whose backend keeps resources between jobs (pinned staging): freeing the
-     * context frees them. core/ holds only the pointer, so it includes no backend. */
-    void (*release_cached)(void);
+    /* The pinned staging kept between this context's jobs, created by the backend on its
+     * first GPU job (oc_context_adopt_pinned_cache) and freed with the context through
+     * pinned_cache_free: core/ holds only the pointer and the call, so it includes no mem/
+     * or backend header. Atomic because oc_release_cached_memory reads it from any thread. */
+    struct oc_pinned_cache *_Atomic pinned_cache;
+    void (*pinned_cache_free)(struct oc_pinned_cache *cache);
+    oc_context *live_prev, *live_next; /* the registry of live contexts (context.c) */
     oc_fault_plan faults; /* write-side fault injection for tests (fault.h) */
+    /* The threads that stage copies and run sinks for the context's jobs (workers.h):
+     * started by the first job that needs them, grown by later ones, joined by
+     * oc_context_free. */
+    oc_workers *workers;
 };
 
 /* Clears the error and the cancel flag and starts the fault plan's counts: called at the
  * start of each job. */
 void oc_context_begin_job(oc_context *ctx);
+
+/* The context's worker pool with at least `threads` workers, started or grown now. */
+oc_status oc_context_workers(oc_context *ctx, int threads, oc_workers **out);
+/* The context's pinned cache, NULL before its first GPU job. Any thread. */
+struct oc_pinned_cache *oc_context_pinned_cache(oc_context *ctx);
+/* Hands ctx a pinned cache to keep until oc_context_free, which calls free_fn on it. Only
+ * the thread running ctx's job, and only while ctx has none. */
+void oc_context_adopt_pinned_cache(oc_context *ctx, struct oc_pinned_cache *cache,
+                                   void (*free_fn)(struct oc_pinned_cache *cache));
+/* Calls fn(ctx, arg) for every live context under the registry's lock, so that none of
+ * them is freed meanwhile; fn must not create or free a context. */
+void oc_context_for_each_live(void (*fn)(oc_context *ctx, void *arg), void *arg);
 
 #endif

@@ -85,10 +85,46 @@ oc_status oc_matrix_alloc_csr(oc_context *ctx, int64_t rows, int64_t cols, const
     return OC_OK;
 }
 
+int64_t oc_matrix_packed_bytes(int64_t rows, int64_t cols)
+{
+    int64_t words, bytes;
+    if (cols <= 0 || cols > INT64_MAX - 512) return INT64_MAX;
+    words = oc_bits_words_per_row(cols);
+    if (!oc_mul_i64(rows, words, &bytes) || !oc_mul_i64(bytes, 8, &bytes)) return INT64_MAX;
+    return bytes;
+}
+
+oc_status oc_matrix_create_file_backed(oc_context *ctx, int64_t rows, int64_t cols, const char *name,
+                                       const oc_matrix_source_ops *ops, void *source, oc_matrix **out)
+{
+    if (rows <= 0 || cols <= 0 || oc_matrix_packed_bytes(rows, cols) == INT64_MAX) {
+        ops->close(source);
+        return oc_fail(ctx, OC_ERR_INPUT, "%s: dimensions %lld x %lld are not positive or overflow 64-bit sizes", name,
+                       (long long)rows, (long long)cols);
+    }
+    oc_matrix *m = new_header(rows, cols, name);
+    if (!m) {
+        ops->close(source);
+        return oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: out of memory for the matrix header", name);
+    }
+    m->source_ops = ops;
+    m->source = source;
+    *out = m;
+    return OC_OK;
+}
+
+/* Sets the bits of lists row i in a zeroed packed row. */
+static void set_row_bits(const oc_matrix *m, int64_t i, uint64_t *dst)
+{
+    unsigned char *row = (unsigned char *)dst;
+    for (int64_t k = m->csr_ptr[i]; k < m->csr_ptr[i + 1]; ++k)
+        row[m->csr_idx[k] >> 3] |= (unsigned char)(0x80u >> (m->csr_idx[k] & 7));
+}
+
 oc_status oc_matrix_pack(oc_context *ctx, const oc_matrix *cm)
 {
     oc_matrix *m = (oc_matrix *)cm;
-    if (__atomic_load_n(&m->bits, __ATOMIC_ACQUIRE)) return OC_OK;
+    if (!m->csr_ptr || __atomic_load_n(&m->bits, __ATOMIC_ACQUIRE)) return OC_OK; /* resident, or file-backed */
     oc_status st = OC_OK;
     pthread_mutex_lock(&m->pack_lock);
     if (!m->bits) {
@@ -100,16 +136,62 @@ oc_status oc_matrix_pack(oc_context *ctx, const oc_matrix *cm)
                          m->name, bytes, (long long)m->rows, (long long)m->cols);
         } else {
             memset(bits, 0, bytes);
-            for (int64_t i = 0; i < m->rows; ++i) {
-                unsigned char *row = (unsigned char *)(bits + i * m->words_per_row);
-                for (int64_t k = m->csr_ptr[i]; k < m->csr_ptr[i + 1]; ++k)
-                    row[m->csr_idx[k] >> 3] |= (unsigned char)(0x80u >> (m->csr_idx[k] & 7));
-            }
+            for (int64_t i = 0; i < m->rows; ++i) set_row_bits(m, i, bits + i * m->words_per_row);
             __atomic_store_n(&m->bits, bits, __ATOMIC_RELEASE);
         }
     }
     pthread_mutex_unlock(&m->pack_lock);
     return st;
+}
+
+oc_status oc_matrix_load_rows(oc_context *ctx, const oc_matrix *m, int64_t row0, int64_t rows, uint64_t *dst)
+{
+    if (row0 < 0 || rows < 0 || row0 > m->rows - rows)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: rows %lld to %lld requested of a matrix of %lld rows",
+                       m->name, (long long)row0, (long long)(row0 + rows), (long long)m->rows);
+    if (rows == 0) return OC_OK;
+    const uint64_t *bits = __atomic_load_n(&m->bits, __ATOMIC_ACQUIRE); /* oc_matrix_pack may set it */
+    if (bits) {
+        memcpy(dst, bits + row0 * m->words_per_row, (size_t)(rows * m->words_per_row) * 8);
+        return OC_OK;
+    }
+    if (m->csr_ptr) { /* lists: the rows are filled from them, so loading never packs the whole matrix */
+        memset(dst, 0, (size_t)(rows * m->words_per_row) * 8);
+        for (int64_t i = 0; i < rows; ++i)
+            set_row_bits(m, row0 + i, dst + i * m->words_per_row);
+        return OC_OK;
+    }
+    return m->source_ops->load_rows(m->source, ctx, m, row0, rows, dst);
+}
+
+typedef struct load_job {
+    oc_context *ctx;
+    const oc_matrix *m;
+    int64_t row0, rows, rows_per_task;
+    uint64_t *dst;
+} load_job;
+
+static oc_status load_task(void *arg, int64_t task, int worker)
+{
+    (void)worker;
+    const load_job *j = arg;
+    int64_t first = task * j->rows_per_task;
+    int64_t count = j->rows - first < j->rows_per_task ? j->rows - first : j->rows_per_task;
+    return oc_matrix_load_rows(j->ctx, j->m, j->row0 + first, count, j->dst + first * j->m->words_per_row);
+}
+
+oc_status oc_matrix_load_rows_parallel(oc_context *ctx, const oc_matrix *m, int64_t row0, int64_t rows, uint64_t *dst,
+                                       int threads)
+{
+    if (rows <= 0) return oc_matrix_load_rows(ctx, m, row0, rows, dst);
+    /* Tasks of about 1 MB of packed rows: packing 0/1 bytes is the cost for byte input, and
+     * several reads in flight are what the storage wants for packed input. */
+    int64_t per = (1 << 20) / (m->words_per_row * 8) > 0 ? (1 << 20) / (m->words_per_row * 8) : 1;
+    load_job job = {ctx, m, row0, rows, per, dst};
+    int64_t tasks = (rows + per - 1) / per;
+    int nthreads = oc_threads_resolve(threads);
+    if (nthreads > tasks) nthreads = (int)tasks;
+    return oc_parallel_run(ctx, nthreads, tasks, load_task, &job, NULL, NULL, NULL);
 }
 
 void oc_matrix_free(oc_matrix *m)
@@ -119,6 +201,7 @@ void oc_matrix_free(oc_matrix *m)
     free(m->csr_ptr);
     free(m->csr_idx);
     pthread_mutex_destroy(&m->pack_lock);
+    if (m->source_ops) m->source_ops->close(m->source);
     free(m);
 }
 
@@ -155,37 +238,65 @@ __attribute__((target("popcnt"))) static int64_t row_popcount_hw(const uint64_t 
 #endif
 
 typedef struct popcount_job {
+    oc_context *ctx;
     const oc_matrix *m;
     int64_t *counts;
     int64_t rows_per_task;
     int64_t (*count_row)(const uint64_t *, int64_t);
+    uint64_t **panels;      /* file-backed: one panel of rows_per_task rows per worker */
 } popcount_job;
 
 static oc_status popcount_task(void *arg, int64_t task, int worker)
 {
-    (void)worker;
     const popcount_job *j = arg;
+    const int64_t wpr = j->m->words_per_row, row0 = task * j->rows_per_task;
     int64_t end = (task + 1) * j->rows_per_task < j->m->rows ? (task + 1) * j->rows_per_task : j->m->rows;
-    for (int64_t i = task * j->rows_per_task; i < end; ++i)
-        j->counts[i] = j->count_row(j->m->bits + i * j->m->words_per_row, j->m->words_per_row);
+    const uint64_t *rows = j->m->bits ? j->m->bits + row0 * wpr : j->panels[worker];
+    if (!j->m->bits) {
+        /* The source records a failure's message on ctx under its lock (matrix.h). */
+        oc_status st = oc_matrix_load_rows(j->ctx, j->m, row0, end - row0, j->panels[worker]);
+        if (st != OC_OK) return st;
+    }
+    for (int64_t i = row0; i < end; ++i) j->counts[i] = j->count_row(rows + (i - row0) * wpr, wpr);
     return OC_OK;
 }
 
 oc_status oc_matrix_row_popcounts(oc_context *ctx, const oc_matrix *m, int threads, int64_t *counts)
 {
-    if (m->csr_ptr) {
+    if (m->csr_ptr) { /* lists, packed or not: the row lengths */
         for (int64_t i = 0; i < m->rows; ++i) counts[i] = m->csr_ptr[i + 1] - m->csr_ptr[i];
         return OC_OK;
     }
-    popcount_job job = {m, counts, 0, row_popcount_sw};
+    popcount_job job = {ctx, m, counts, 0, row_popcount_sw, NULL};
 #ifdef HAVE_HW_POPCOUNT
     if (__builtin_cpu_supports("popcnt")) job.count_row = row_popcount_hw;
 #endif
-    /* Tasks of about 4 MB keep the threads busy without contention on the task counter. */
-    int64_t bytes_per_row = m->words_per_row * 8;
-    job.rows_per_task = (4 << 20) / bytes_per_row > 0 ? (4 << 20) / bytes_per_row : 1;
+    /* Tasks of about 4 MB keep the threads busy without contention on the task counter; a
+     * file-backed matrix is read in smaller panels, one per thread, which bound what the
+     * pass holds. */
+    int64_t bytes_per_row = m->words_per_row * 8, task_bytes = m->bits ? 4 << 20 : OC_POPCOUNT_PANEL_BYTES;
+    job.rows_per_task = task_bytes / bytes_per_row > 0 ? task_bytes / bytes_per_row : 1;
     int64_t tasks = (m->rows + job.rows_per_task - 1) / job.rows_per_task;
-    return oc_parallel_run(ctx, oc_threads_resolve(threads), tasks, popcount_task, &job, NULL, NULL, NULL);
+    int nthreads = oc_threads_resolve(threads);
+    if (nthreads > tasks) nthreads = (int)tasks;
+    if (m->bits) return oc_parallel_run(ctx, nthreads, tasks, popcount_task, &job, NULL, NULL, NULL);
+
+    oc_status st = OC_OK;
+    job.panels = calloc((size_t)nthreads, sizeof *job.panels);
+    if (!job.panels) return oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: cannot allocate the popcount panels", m->name);
+    for (int i = 0; i < nthreads; ++i) {
+        job.panels[i] = aligned_alloc(64, (size_t)(job.rows_per_task * bytes_per_row));
+        if (!job.panels[i]) {
+            st = oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: cannot allocate %d popcount panels of %lld bytes", m->name,
+                         nthreads, (long long)(job.rows_per_task * bytes_per_row));
+            goto cleanup;
+        }
+    }
+    OC_CHECK_GOTO(oc_parallel_run(ctx, nthreads, tasks, popcount_task, &job, NULL, NULL, NULL));
+cleanup:
+    for (int i = 0; i < nthreads; ++i) free(job.panels[i]);
+    free(job.panels);
+    return st;
 }
 
 int64_t oc_pack_dense_row(const unsigned char *src, int64_t cols, uint64_t *dst, int64_t words_per_row)
@@ -246,4 +357,30 @@ int64_t oc_pack_bits_row(const unsigned char *src, int64_t cols, oc_bit_order or
     int64_t column = 8 * (nbytes - 1) + cols % 8;
     while (!(last & (0x80u >> (column % 8)))) column++;
     return column;
+}
+
+int64_t oc_expand_packed_rows(uint64_t *dst, int64_t rows, int64_t cols, int64_t words_per_row, int64_t *extra_col)
+{
+    unsigned char *base = (unsigned char *)dst;
+    const int64_t width = (cols + 7) / 8, stride = words_per_row * 8;
+    const unsigned char keep = (unsigned char)(0xFF00u >> (cols % 8));
+    int64_t bad_row = -1;
+    /* Row i moves from i * width up to i * stride >= i * width: the rows below i still wait
+     * below i * width, so walking down overwrites only rows that already moved. */
+    for (int64_t i = rows - 1; i >= 0; --i) {
+        unsigned char *row = base + i * stride;
+        if (i * width != i * stride) memmove(row, base + i * width, (size_t)width);
+        memset(row + width, 0, (size_t)(stride - width));
+        if (cols % 8 == 0) continue;
+        unsigned char last = row[width - 1];
+        if (last & (unsigned char)~keep) {
+            /* The walk is backwards: the last row found is the first in the file. */
+            bad_row = i;
+            int64_t column = 8 * (width - 1) + cols % 8;
+            while (!(last & (0x80u >> (column % 8)))) column++;
+            *extra_col = column;
+        }
+        row[width - 1] = last & keep;
+    }
+    return bad_row;
 }

@@ -11,6 +11,26 @@
  * numpy.packbits rows are copied unchanged and the zero padding never changes a count.
  * The alignment (512 bits) covers one AVX-512 vector and two 256-bit steps of the
  * tensor-core kernel's K loop, so no kernel has a column tail.
+ *
+ * Three kinds, told apart by which fields are set (never by `bits` alone):
+ *   resident    bits != NULL: every row in memory (csr_ptr may also be set: a lists
+ *               matrix that was packed keeps its lists).
+ *   lists       csr_ptr != NULL, bits == NULL until oc_matrix_pack: rows held as column
+ *               lists (.mtx, oc_matrix_from_csr, scipy.sparse).
+ *   file-backed source_ops != NULL, bits == NULL always: rows read on demand from the file
+ *               it came from through a source that the I/O layer supplies
+ *               (oc_matrix_source_ops, the way pool.c takes oc_mem_ops, so core never
+ *               includes io/). Never has lists.
+ * The rule for the two kinds without bits:
+ *   - oc_gram packs a lists matrix (oc_matrix_pack) before any dense backend sees it; the
+ *     sparse path reads its lists as they are.
+ *   - a file-backed matrix is never packed; dense backends read it in panels, and the sparse
+ *     path gets it only as a lists copy built from oc_matrix_load_rows
+ *     (oc_matrix_lists_from_rows).
+ *   - oc_matrix_load_rows and oc_matrix_row_popcounts work on all three kinds (lists: from
+ *     the lists, without packing); oc_matrix_row_columns, oc_matrix_col_counts and
+ *     oc_matrix_get read memory only and must not be given a file-backed matrix.
+ * Only code that checked oc_matrix_resident may read `bits` directly.
  */
 #ifndef OC_CORE_MATRIX_H
 #define OC_CORE_MATRIX_H
@@ -22,12 +42,20 @@
 #define OC_ROW_WORD_ALIGN 8
 #define OC_NAME_MAX 512
 
+/* Where a file-backed matrix gets its rows. load_rows has oc_matrix_load_rows's contract
+ * (below) with the range already checked; close releases the source (oc_matrix_free). */
+typedef struct oc_matrix_source_ops {
+    oc_status (*load_rows)(void *source, oc_context *ctx, const oc_matrix *m, int64_t row0, int64_t rows,
+                           uint64_t *dst);
+    void (*close)(void *source);
+} oc_matrix_source_ops;
+
 struct oc_matrix {
     int64_t rows;
     int64_t cols;
     int64_t words_per_row;
-    uint64_t *bits;          /* 64-byte aligned, rows * words_per_row words, owned; NULL in a
-                              * sparse matrix until oc_matrix_pack */
+    uint64_t *bits;          /* 64-byte aligned, rows * words_per_row words, owned; NULL when
+                              * the matrix is file-backed, or held as lists and not packed yet */
     char name[OC_NAME_MAX];  /* used in messages */
     /* The file the matrix was read from (device and inode), so that no job writes its
      * result over its own input by another name; has_source is 0 for matrices built from
@@ -42,7 +70,37 @@ struct oc_matrix {
     int64_t *csr_ptr;
     uint32_t *csr_idx;
     pthread_mutex_t pack_lock;
+    /* File-backed matrices only (bits == NULL): the rows' source, owned. */
+    const oc_matrix_source_ops *source_ops;
+    void *source;
 };
+
+/* Nonzero when every row is in memory at `bits`. */
+static inline int oc_matrix_resident(const oc_matrix *m) { return m->bits != NULL; }
+
+/* Fills rows [row0, row0 + rows) of m at dst: rows * m->words_per_row words in the layout
+ * above (padding bits zero). dst is the caller's, at least 8-byte aligned. For a resident
+ * matrix a copy from bits; for a file-backed one a read from the file that validates the
+ * values as it goes (a value other than 0/1 without binarize, a bit past --bits in packed
+ * input: OC_ERR_INPUT with the reader's one-line message naming the file, row and column; a
+ * failed or short read: OC_ERR_IO). Thread safe: several threads may load disjoint (or
+ * overlapping) ranges at once with the same ctx; a failure records its message on ctx under
+ * the matrix's lock, so callers on several threads must not write ctx meanwhile themselves. */
+oc_status oc_matrix_load_rows(oc_context *ctx, const oc_matrix *m, int64_t row0, int64_t rows, uint64_t *dst);
+
+/* oc_matrix_load_rows split over `threads` threads (0 = all cores) in tasks of about 1 MB;
+ * blocks until the rows are in dst. Fails as oc_matrix_load_rows does, or on cancel. */
+oc_status oc_matrix_load_rows_parallel(oc_context *ctx, const oc_matrix *m, int64_t row0, int64_t rows, uint64_t *dst,
+                                       int threads);
+
+/* Creates a file-backed rows x cols matrix (bits == NULL) that reads its rows through ops
+ * and source; it takes source (closed by oc_matrix_free, or here on failure). */
+oc_status oc_matrix_create_file_backed(oc_context *ctx, int64_t rows, int64_t cols, const char *name,
+                                       const oc_matrix_source_ops *ops, void *source, oc_matrix **out);
+
+/* Bytes a resident copy of a rows x cols matrix takes (rows * words_per_row * 8), or
+ * INT64_MAX when that overflows. */
+int64_t oc_matrix_packed_bytes(int64_t rows, int64_t cols);
 
 /* Fails with oc_matrix_alloc's message when a rows x cols matrix could not be made: a
  * dimension not positive, sizes that overflow, or more than 2^32 - 1 columns or rows for a
@@ -60,8 +118,9 @@ oc_status oc_matrix_alloc_csr(oc_context *ctx, int64_t rows, int64_t cols, const
 oc_status oc_matrix_from_coords(oc_context *ctx, int64_t rows, int64_t cols, const char *name, const uint32_t *row,
                                 const uint32_t *col, int64_t count, oc_matrix **out);
 
-/* Packs a sparse matrix's bits if they are not there yet (thread-safe; the bits are a cache
- * of the same matrix, hence const). Fails when memory is short. */
+/* Packs a lists matrix's bits if they are not there yet (thread-safe; the bits are a cache
+ * of the same matrix, hence const). A no-op for resident and file-backed matrices (the
+ * latter stay in their file). Fails when memory is short. */
 oc_status oc_matrix_pack(oc_context *ctx, const oc_matrix *m);
 
 /* words_per_row for a column count. */
@@ -72,15 +131,29 @@ int64_t oc_bits_words_per_row(int64_t cols);
 oc_status oc_matrix_alloc(oc_context *ctx, int64_t rows, int64_t cols, const char *name, oc_matrix **out);
 
 /* Popcount of every row into counts[rows], on `threads` threads (0 = all cores). Fails only
- * when threads cannot start or the job is cancelled. */
+ * when threads cannot start or the job is cancelled, or, for a file-backed matrix (read in
+ * panels of OC_POPCOUNT_PANEL_BYTES per thread), when a row cannot be read. */
+#define OC_POPCOUNT_PANEL_BYTES (1 << 20)
 oc_status oc_matrix_row_popcounts(oc_context *ctx, const oc_matrix *m, int threads, int64_t *counts);
 
+/* Nonzero for a file-backed matrix (rows in its file, read through oc_matrix_load_rows). */
+static inline int oc_matrix_file_backed(const oc_matrix *m) { return m->source_ops != NULL; }
+
 /* The columns of row i's set bits, ascending, into cols (room for the row's popcount);
- * returns how many (matrix_columns.c). O(words + ones). */
+ * returns how many (matrix_columns.c). O(words + ones). Resident or lists matrices only. */
 int64_t oc_matrix_row_columns(const oc_matrix *m, int64_t i, uint32_t *cols);
 
-/* The number of set bits in each column into counts[m->cols]. O(words + ones). */
+/* The columns of the set bits of one packed row of `words` words into cols; returns how many. */
+int64_t oc_bits_row_columns(const uint64_t *row, int64_t words, uint32_t *cols);
+
+/* The number of set bits in each column into counts[m->cols]. O(words + ones). Resident or
+ * lists matrices only. */
 void oc_matrix_col_counts(const oc_matrix *m, int64_t *counts);
+
+/* A lists copy of m (any kind) in *out, its rows read through oc_matrix_load_rows in panels
+ * of about 1 MB: how the sparse path takes a file-backed matrix. The copy has m's name and
+ * source identity. Fails as oc_matrix_load_rows does, or when memory is short. */
+oc_status oc_matrix_lists_from_rows(oc_context *ctx, const oc_matrix *m, oc_matrix **out);
 
 /* Sets bit (i, j): for readers of sparse formats. */
 static inline void oc_matrix_set(oc_matrix *m, int64_t i, int64_t j)
@@ -112,6 +185,13 @@ void oc_pack_nonzero_row(const unsigned char *src, int64_t cols, uint64_t *dst, 
  * column the count leaves out: an input error for the caller to report), or -1. */
 int64_t oc_pack_bits_row(const unsigned char *src, int64_t cols, oc_bit_order order, uint64_t *dst,
                          int64_t words_per_row);
+
+/* Spreads `rows` packbits rows of ceil(cols/8) bytes each, stored back to back at the start
+ * of dst, to the padded stride in place (from the last row backwards, so no row is
+ * overwritten before it moved), zeroing the padding and the bits past cols. Returns the
+ * first row (0-based within dst) whose last byte had a bit set past cols, with that column
+ * in *extra_col, or -1 when none had. */
+int64_t oc_expand_packed_rows(uint64_t *dst, int64_t rows, int64_t cols, int64_t words_per_row, int64_t *extra_col);
 
 /* Overflow-checked products for sizes (return 0 and leave *out alone on overflow). */
 static inline int oc_mul_i64(int64_t a, int64_t b, int64_t *out)

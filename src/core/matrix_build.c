@@ -19,34 +19,51 @@
 /* The name a matrix built from memory carries in messages until oc_matrix_set_name. */
 #define OC_DEFAULT_NAME "A"
 
-oc_status oc_matrix_pack_dense_rows(oc_context *ctx, oc_matrix *m, int64_t row0, int64_t nrows,
-                                    const unsigned char *src, int64_t stride, oc_dense_bytes kind)
+int64_t oc_pack_dense_rows(const unsigned char *src, int64_t nrows, int64_t stride, int64_t cols,
+                           int64_t words_per_row, oc_dense_bytes kind, uint64_t *dst, int64_t *bad_col)
 {
     for (int64_t k = 0; k < nrows; ++k) {
         const unsigned char *row = src + k * stride;
-        int64_t i = row0 + k;
-        uint64_t *dst = m->bits + i * m->words_per_row;
+        uint64_t *out = dst + k * words_per_row;
         if (kind == OC_DENSE_BINARIZE) {
-            oc_pack_nonzero_row(row, m->cols, dst, m->words_per_row);
+            oc_pack_nonzero_row(row, cols, out, words_per_row);
             continue;
         }
-        int64_t bad = oc_pack_dense_row(row, m->cols, dst, m->words_per_row);
-        if (bad < 0) continue;
-        int value = kind == OC_DENSE_INT8 ? (int)(signed char)row[bad] : (int)row[bad];
-        char hint[200] = "";
-        if (kind == OC_DENSE_UINT8_FILE)
-            snprintf(hint, sizeof hint,
-                     "; uint8 rows holding bytes like this look like numpy.packbits output: add --bits M "
-                     "(Python: bits=M) with M the true column count, %" PRId64 " to %" PRId64
-                     " for these %" PRId64 "-byte rows",
-                     8 * m->cols - 7, 8 * m->cols, m->cols);
-        return oc_fail(ctx, OC_ERR_INPUT,
-                       "%s: value %d at row %" PRId64 ", column %" PRId64
-                       " is not 0 or 1 (rows and columns count from 0; --binarize, in Python binarize=True, reads "
-                       "any nonzero value as 1)%s",
-                       m->name, value, i, bad, hint);
+        int64_t bad = oc_pack_dense_row(row, cols, out, words_per_row);
+        if (bad >= 0) {
+            *bad_col = bad;
+            return k;
+        }
     }
-    return OC_OK;
+    return -1;
+}
+
+oc_status oc_dense_value_error(oc_context *ctx, const char *name, oc_dense_bytes kind, int64_t cols, int64_t row,
+                               int64_t col, unsigned char byte)
+{
+    int value = kind == OC_DENSE_INT8 ? (int)(signed char)byte : (int)byte;
+    char hint[200] = "";
+    if (kind == OC_DENSE_UINT8_FILE)
+        snprintf(hint, sizeof hint,
+                 "; uint8 rows holding bytes like this look like numpy.packbits output: add --bits M "
+                 "(Python: bits=M) with M the true column count, %" PRId64 " to %" PRId64 " for these %" PRId64
+                 "-byte rows",
+                 8 * cols - 7, 8 * cols, cols);
+    return oc_fail(ctx, OC_ERR_INPUT,
+                   "%s: value %d at row %" PRId64 ", column %" PRId64
+                   " is not 0 or 1 (rows and columns count from 0; --binarize, in Python binarize=True, reads "
+                   "any nonzero value as 1)%s",
+                   name, value, row, col, hint);
+}
+
+oc_status oc_matrix_pack_dense_rows(oc_context *ctx, oc_matrix *m, int64_t row0, int64_t nrows,
+                                    const unsigned char *src, int64_t stride, oc_dense_bytes kind)
+{
+    int64_t col = -1;
+    int64_t bad = oc_pack_dense_rows(src, nrows, stride, m->cols, m->words_per_row, kind,
+                                     m->bits + row0 * m->words_per_row, &col);
+    if (bad < 0) return OC_OK;
+    return oc_dense_value_error(ctx, m->name, kind, m->cols, row0 + bad, col, src[bad * stride + col]);
 }
 
 /* Checks what every constructor shares: out, the dimensions, and that rows * stride bytes

@@ -23,15 +23,24 @@
  * Tasks are tiles handed out by oc_parallel_run in row-major order, so the workers share the
  * A tile of the current row in the L3 cache; each worker owns its accumulator and output
  * buffers, and tiles never overlap in the sink, so no task takes a lock.
+ *
+ * Panels (file-backed inputs, matrix.h): the tasks read rows from cj->a_rows and b_rows, the
+ * resident matrix itself or a panel of whole tiles loaded from the file. The tiles are
+ * ordered panel pair by panel pair (A panel I, B panel J; J >= I for A·Aᵀ), row-major inside
+ * a pair, and each pair's tiles run on all threads once both panels are loaded. Resident
+ * inputs make one pair that covers everything: the order and the work of an in-memory job.
+ * Panels share the host budget with what the job keeps (gram_cpu_panels.h).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
+#include "core/text_buf.h"
 #include "core/threads.h"
 #include "exec/backend.h"
 #include "exec/select.h"
+#include "cpu/gram_cpu_panels.h"
 #include "cpu/isa.h"
 #include "cpu/gram_cpu.h"
 
@@ -52,6 +61,9 @@ typedef struct cpu_worker {
 
 typedef struct cpu_job {
     const oc_gram_job *job;
+    const uint64_t *a_rows;  /* rows a_row0.. of A: a resident matrix's bits or a panel */
+    const uint64_t *b_rows;  /* likewise for B */
+    int64_t a_row0, b_row0;
     int64_t task_base;      /* threshold jobs run in groups of row blocks: the group's first task */
     const oc_cpu_kernel *kernel;
     oc_epilogue_kind epilogue;  /* used when the result is not the int32 counts themselves */
@@ -118,13 +130,13 @@ static oc_status gram_tile(void *arg, int64_t task, int worker)
         const int64_t kw = lda - k0 < K_BLOCK_WORDS ? lda - k0 : K_BLOCK_WORDS;
         for (int64_t jr = 0; jr < cols; jr += k->nr) {
             const int nr = (int)(cols - jr < k->nr ? cols - jr : k->nr);
-            const uint64_t *b = job->b->bits + (j0 + jr) * ldb + k0;
+            const uint64_t *b = cj->b_rows + (j0 + jr - cj->b_row0) * ldb + k0;
             /* One call for the tile's rows against this B micro-panel. In a diagonal tile
              * it stops after the micro-tile holding the panel's last column: rows below
              * it only get further below, the mirror's half. */
             const int64_t below = (jr + nr - 1) / k->mr * k->mr + k->mr;
             const int64_t strip = diagonal && below < rows ? below : rows;
-            k->fn(job->a->bits + i0 * lda + k0, lda, b, ldb, kw, (int)strip, nr, w->acc + jr, ld);
+            k->fn(cj->a_rows + (i0 - cj->a_row0) * lda + k0, lda, b, ldb, kw, (int)strip, nr, w->acc + jr, ld);
             if (k0 == 0) pairs += strip * nr;
         }
     }
@@ -168,35 +180,77 @@ static oc_status select_failure(oc_context *ctx, oc_select *sel, oc_status st)
     return inner != OC_OK ? inner : st;
 }
 
-/* Runs the tasks. Threshold pairs must leave in row order from the caller's thread, so
- * those jobs run in groups of whole row blocks (enough tiles per group to keep every thread
- * busy), and the caller delivers each group's pairs before the next group starts: pairs wait
- * in memory (or spill) for one group at most. */
-static oc_status run_tasks(oc_context *ctx, cpu_job *cj, int threads, int64_t tiles_i, int64_t ntasks,
-                           const int64_t *weights)
+/* Runs tasks [first, first + count) on up to `threads` threads, progress counted on from gp. */
+static oc_status run_range(oc_context *ctx, cpu_job *cj, int threads, int64_t first, int64_t count,
+                           const int64_t *weights, group_progress *gp)
 {
     const oc_gram_job *job = cj->job;
-    const oc_gram_options *o = job->opts;
-    oc_status st = OC_OK;
-    if (!job->select || oc_select_get_mode(job->select) != OC_SELECT_PAIRS) {
-        st = oc_parallel_run(ctx, threads, ntasks, gram_tile, cj, weights, o->progress, o->progress_user);
-        return st != OC_OK && job->select ? select_failure(ctx, job->select, st) : st;
-    }
-    double total = 0;
-    for (int64_t t = 0; t < ntasks; ++t) total += (double)weights[t];
-    group_progress gp = {.opts = o, .total = total};
+    cj->task_base = first;
+    oc_status st = oc_parallel_run(ctx, threads < count ? threads : (int)count, count, gram_tile, cj, weights + first,
+                                   gp->opts->progress ? report_group : NULL, gp);
+    if (st != OC_OK) return job->select ? select_failure(ctx, job->select, st) : st;
+    for (int64_t k = first; k < first + count; ++k) gp->before += (double)weights[k];
+    return OC_OK;
+}
+
+/* Runs one panel pair's tasks. Threshold pairs must leave in row order from the caller's
+ * thread: when B is one panel, the pair runs in groups of whole row blocks (enough tiles per
+ * group to keep every thread busy), and the caller delivers each group's pairs before the
+ * next group starts, so pairs wait in memory (or spill) for one group at most. With several
+ * B panels the rows are complete only after the last one: run_tasks drains then. */
+static oc_status run_pair(oc_context *ctx, cpu_job *cj, int threads, const oc_cpu_panel_plan *pp, int64_t first,
+                          int64_t end, const int64_t *weights, group_progress *gp)
+{
+    const oc_gram_job *job = cj->job;
+    if (!job->select || oc_select_get_mode(job->select) != OC_SELECT_PAIRS || pp->b_count > 1)
+        return run_range(ctx, cj, threads, first, end - first, weights, gp);
     const int64_t want = 32 * (int64_t)threads;
-    int64_t task = 0;
-    for (int64_t b = 0; b < tiles_i;) {
+    for (int64_t task = first; task < end;) {
         int64_t count = 0;
-        for (; b < tiles_i && count < want; ++b) count += job->symmetric ? cj->tiles_j - b : cj->tiles_j;
-        cj->task_base = task;
-        st = oc_parallel_run(ctx, threads < count ? threads : (int)count, count, gram_tile, cj, weights + task,
-                             o->progress ? report_group : NULL, &gp);
-        if (st != OC_OK) return select_failure(ctx, job->select, st);
+        /* A row block's tiles are consecutive, all of them in this pair (B is one panel). */
+        for (int64_t b = cj->task_tiles[2 * task]; task + count < end && count < want; ++b)
+            count += job->symmetric ? cj->tiles_j - b : cj->tiles_j;
+        OC_CHECK(run_range(ctx, cj, threads, task, count, weights, gp));
         OC_CHECK(oc_select_drain(ctx, job->select));
-        for (int64_t t = task; t < task + count; ++t) gp.before += (double)weights[t];
         task += count;
+    }
+    return OC_OK;
+}
+
+/* Loads the panels pair by pair and runs their tiles. */
+static oc_status run_tasks(oc_context *ctx, cpu_job *cj, int threads, const oc_cpu_panel_plan *pp,
+                           const int64_t *pair_first, const int64_t *weights, uint64_t *a_buf, uint64_t *b_buf,
+                           int64_t ntasks)
+{
+    const oc_gram_job *job = cj->job;
+    double total = 0;
+    for (int64_t k = 0; k < ntasks; ++k) total += (double)weights[k];
+    group_progress gp = {.opts = job->opts, .total = total};
+    const int pairs_out = job->select && oc_select_get_mode(job->select) == OC_SELECT_PAIRS;
+    int64_t pair = 0;
+    cj->a_rows = job->a->bits;
+    cj->b_rows = job->b->bits;
+    for (int64_t pi = 0; pi < pp->a_count; ++pi) {
+        const int64_t a0 = pi * pp->a_rows, an = job->n - a0 < pp->a_rows ? job->n - a0 : pp->a_rows;
+        if (pp->a_file) {
+            OC_CHECK(oc_matrix_load_rows_parallel(ctx, job->a, a0, an, a_buf, threads));
+            cj->a_rows = a_buf;
+            cj->a_row0 = a0;
+        }
+        for (int64_t pj = job->symmetric ? pi : 0; pj < pp->b_count; ++pj, ++pair) {
+            const int64_t b0 = pj * pp->b_rows, bn = job->p - b0 < pp->b_rows ? job->p - b0 : pp->b_rows;
+            if (job->symmetric && pj == pi) {
+                cj->b_rows = cj->a_rows;
+                cj->b_row0 = cj->a_row0;
+            } else if (job->symmetric ? pp->a_file : pp->b_file) {
+                /* A·Aᵀ's column panel, or B's panel. */
+                OC_CHECK(oc_matrix_load_rows_parallel(ctx, job->b, b0, bn, b_buf, threads));
+                cj->b_rows = b_buf;
+                cj->b_row0 = b0;
+            }
+            OC_CHECK(run_pair(ctx, cj, threads, pp, pair_first[pair], pair_first[pair + 1], weights, &gp));
+        }
+        if (pairs_out && pp->b_count > 1) OC_CHECK(oc_select_drain(ctx, job->select));
     }
     return OC_OK;
 }
@@ -208,7 +262,9 @@ static oc_status cpu_gram(oc_gram_job *job)
     const oc_cpu_kernel *kernel = oc_cpu_kernel_get();
     int threads = oc_threads_resolve(job->opts->threads);
     cpu_job cj = {.job = job, .kernel = kernel, .epilogue = oc_cpu_epilogue_kind(job)};
-    int64_t *weights = NULL;
+    int64_t *weights = NULL, *pair_first = NULL;
+    uint64_t *a_buf = NULL, *b_buf = NULL;
+    oc_cpu_panel_plan pp = {0};
 
     /* The kernels accumulate in uint32, and int32 results must hold every count. */
     if (job->m > (int64_t)UINT32_MAX ||
@@ -229,11 +285,21 @@ static oc_status cpu_gram(oc_gram_job *job)
         cj.tiles_j > INT32_MAX)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "tile edge %lld does not fit this job (too large, or too many tiles)",
                        (long long)t);
+    OC_CHECK(oc_cpu_plan_panels(ctx, job, t, &pp));
+    const int64_t npairs = job->symmetric ? pp.a_count * (pp.a_count + 1) / 2 : pp.a_count * pp.b_count;
     cj.task_tiles = malloc((size_t)ntasks * 2 * sizeof *cj.task_tiles);
     weights = malloc((size_t)ntasks * sizeof *weights);
+    pair_first = malloc((size_t)(npairs + 1) * sizeof *pair_first);
     cj.workers = calloc((size_t)threads, sizeof *cj.workers);
-    if (!cj.task_tiles || !weights || !cj.workers) {
+    if (!cj.task_tiles || !weights || !pair_first || !cj.workers) {
         st = oc_fail(ctx, OC_ERR_NO_MEMORY, "cpu backend: cannot allocate the plan of %lld tiles", (long long)ntasks);
+        goto cleanup;
+    }
+    if (pp.a_bytes) a_buf = aligned_alloc(64, (size_t)pp.a_bytes);
+    if (pp.b_bytes) b_buf = aligned_alloc(64, (size_t)pp.b_bytes);
+    if ((pp.a_bytes && !a_buf) || (pp.b_bytes && !b_buf)) {
+        st = oc_fail(ctx, OC_ERR_NO_MEMORY, "cpu backend: cannot allocate row panels of %lld and %lld bytes",
+                     (long long)pp.a_bytes, (long long)pp.b_bytes);
         goto cleanup;
     }
     const int convert = !(job->metric == OC_METRIC_COUNTS && job->dtype == OC_DTYPE_INT32);
@@ -247,20 +313,10 @@ static oc_status cpu_gram(oc_gram_job *job)
             goto cleanup;
         }
     }
-
-    /* Row-major tile order; progress weights are the tiles' computed areas. */
-    int64_t task = 0;
-    for (int64_t ti = 0; ti < tiles_i; ++ti)
-        for (int64_t tj = job->symmetric ? ti : 0; tj < cj.tiles_j; ++tj, ++task) {
-            int64_t rows = job->n - ti * t < t ? job->n - ti * t : t;
-            int64_t cols = job->p - tj * t < t ? job->p - tj * t : t;
-            cj.task_tiles[2 * task] = (int32_t)ti;
-            cj.task_tiles[2 * task + 1] = (int32_t)tj;
-            weights[task] = (job->symmetric && ti == tj) ? rows * (cols + 1) / 2 : rows * cols;
-        }
+    oc_cpu_order_tasks(job, &pp, t, cj.task_tiles, weights, pair_first);
 
     if (job->select) OC_CHECK_GOTO(oc_select_begin(ctx, job->select, t, threads));
-    OC_CHECK_GOTO(run_tasks(ctx, &cj, threads, tiles_i, ntasks, weights));
+    OC_CHECK_GOTO(run_tasks(ctx, &cj, threads, &pp, pair_first, weights, a_buf, b_buf, ntasks));
 
     double macs = 0;
     for (int i = 0; i < threads; ++i) macs += cj.workers[i].bit_macs;
@@ -281,7 +337,28 @@ cleanup:
     free(cj.workers);
     free(cj.task_tiles);
     free(weights);
+    free(pair_first);
+    free(a_buf);
+    free(b_buf);
     return st;
 }
 
-const oc_backend_vtbl oc_backend_cpu = {OC_BACKEND_ABI, "cpu", cpu_usable, cpu_gram, NULL, 0};
+/* The CPU plan: the kernel, the tile edge and the tasks the threads share. */
+static oc_status cpu_plan(oc_gram_job *job, int json, char **out)
+{
+    oc_context *ctx = job->ctx;
+    const int threads = oc_threads_resolve(job->opts->threads);
+    const int64_t t = choose_tile(job, threads), tasks = count_tasks(job, t);
+    const char *isa = oc_cpu_kernel_get()->name;
+    oc_text text = {0};
+    if (json)
+        oc_text_printf(&text, "{\"where\": \"cpu\", \"kernel\": \"%s\", \"threads\": %d, \"tile\": %lld, \"tiles\": %lld}\n",
+                       isa, threads, (long long)t, (long long)tasks);
+    else
+        oc_text_printf(&text, "plan for cpu (%s kernels)\n  tiles    %lld x %lld rows: %lld tiles%s\n  threads  %d workers\n",
+                       isa, (long long)t, (long long)t, (long long)tasks, job->symmetric ? " (upper triangle)" : "",
+                       threads);
+    return oc_text_finish(ctx, &text, out);
+}
+
+const oc_backend_vtbl oc_backend_cpu = {OC_BACKEND_ABI, "cpu", cpu_usable, cpu_gram, 0, cpu_plan};

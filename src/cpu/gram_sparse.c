@@ -188,4 +188,4 @@ cleanup:
     return st;
 }
 
-const oc_backend_vtbl oc_backend_cpu_sparse = {OC_BACKEND_ABI, "cpu-sparse", sparse_usable, sparse_gram, NULL, 0};
+const oc_backend_vtbl oc_backend_cpu_sparse = {OC_BACKEND_ABI, "cpu-sparse", sparse_usable, sparse_gram, 0, NULL};

@@ -4,12 +4,13 @@
  */
 #include "cuda/device.h"
 
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "core/context.h"
 #include "exec/backend.h"
+#include "mem/pinned_cache.h"
 #include "cuda/cuda_check.h"
 #include "cuda/driver_status.h"
 #include "cuda/gram_cuda.h"
@@ -39,91 +40,11 @@ static void dev_free(void *user, void *ptr, size_t bytes)
     if (cudaFree(ptr) != cudaSuccess) (void)cudaGetLastError();
 }
 
-/* Pinned staging kept between jobs. Pinning runs far slower than the copies it serves, and
- * unpinning costs more time again: a job's fixed cost that bounded the dense job's rate
- * (bench/RESULTS.md). So a job's pinned buffers are not unpinned
- * when it ends but kept here, idle, and the next job that asks for a size they cover (the
- * pipeline asks for the cached size when it covers its need within its --host-mem cap, see
- * oc_cuda_staging_fit) takes one back without pinning. Rules that keep the cap true:
- *   - at most STAGING_KEEP idle blocks, the most recently released;
- *   - a request no idle block matches exactly unpins every idle block before it pins, so
- *     the process never holds idle staging beside staging pinned for a job that could not
- *     use it.
- * Idle blocks count in oc_cuda_live_pinned_bytes (they are pinned) and are freed by
- * oc_cuda_staging_release or with the process. One lock guards the list; it is held for
- * list edits and the unpinning of evicted blocks, never while pinning. */
-#define STAGING_KEEP 4
-
-typedef struct staging_block {
-    void *ptr;
-    size_t bytes;
-} staging_block;
-
-static pthread_mutex_t staging_lock = PTHREAD_MUTEX_INITIALIZER;
-static staging_block staging_idle[STAGING_KEEP]; /* oldest first */
-static int staging_count;
-
-static void unpin(void *ptr, size_t bytes)
-{
-    atomic_fetch_sub(&live_pinned_bytes, (long long)bytes);
-    if (cudaFreeHost(ptr) != cudaSuccess) (void)cudaGetLastError();
-}
-
-/* Removes idle block k (lock held). */
-static staging_block staging_take(int k)
-{
-    staging_block b = staging_idle[k];
-    memmove(staging_idle + k, staging_idle + k + 1, (size_t)(staging_count - k - 1) * sizeof *staging_idle);
-    staging_count--;
-    return b;
-}
-
-size_t oc_cuda_staging_fit(size_t need, size_t limit)
-{
-    size_t best = 0;
-    pthread_mutex_lock(&staging_lock);
-    for (int k = 0; k < staging_count; ++k) {
-        size_t b = staging_idle[k].bytes;
-        if (b >= need && b <= limit && (best == 0 || b < best)) best = b;
-    }
-    pthread_mutex_unlock(&staging_lock);
-    return best ? best : need;
-}
-
-void oc_cuda_staging_release(void)
-{
-    pthread_mutex_lock(&staging_lock);
-    while (staging_count > 0) {
-        staging_block b = staging_take(0);
-        unpin(b.ptr, b.bytes);
-    }
-    pthread_mutex_unlock(&staging_lock);
-}
-
-int64_t oc_cuda_staging_idle_bytes(void)
-{
-    int64_t total = 0;
-    pthread_mutex_lock(&staging_lock);
-    for (int k = 0; k < staging_count; ++k) total += (int64_t)staging_idle[k].bytes;
-    pthread_mutex_unlock(&staging_lock);
-    return total;
-}
-
-static int host_alloc(void *user, size_t bytes, void **out, char *why, size_t why_size)
+/* Pinned staging: each context keeps the blocks its jobs pinned, idle, for its next job
+ * (mem/pinned_cache.c says why and its rules); these two calls are the cache's pinning. */
+static int pin(void *user, size_t bytes, void **out, char *why, size_t why_size)
 {
     (void)user;
-    pthread_mutex_lock(&staging_lock);
-    for (int k = staging_count - 1; k >= 0; --k)
-        if (staging_idle[k].bytes == bytes) {
-            *out = staging_take(k).ptr;
-            pthread_mutex_unlock(&staging_lock);
-            return 0;
-        }
-    while (staging_count > 0) {
-        staging_block b = staging_take(0);
-        unpin(b.ptr, b.bytes);
-    }
-    pthread_mutex_unlock(&staging_lock);
     /* Portable: any device may copy from it; a later multi-GPU job shares the ring. */
     cudaError_t e = cudaHostAlloc(out, bytes, cudaHostAllocPortable);
     if (e != cudaSuccess) {
@@ -135,21 +56,51 @@ static int host_alloc(void *user, size_t bytes, void **out, char *why, size_t wh
     return 0;
 }
 
-/* Keeps the block idle for the next job; the oldest idle block makes room. The caller has
- * finished every copy that used it (the pipeline synchronises the device first). */
-static void host_free(void *user, void *ptr, size_t bytes)
+static void unpin(void *user, void *ptr, size_t bytes)
 {
     (void)user;
-    pthread_mutex_lock(&staging_lock);
-    if (staging_count == STAGING_KEEP) {
-        staging_block old = staging_take(0);
-        unpin(old.ptr, old.bytes);
-    }
-    staging_idle[staging_count++] = (staging_block){ptr, bytes};
-    pthread_mutex_unlock(&staging_lock);
+    atomic_fetch_sub(&live_pinned_bytes, (long long)bytes);
+    if (cudaFreeHost(ptr) != cudaSuccess) (void)cudaGetLastError();
 }
 
-oc_mem_ops oc_cuda_mem_ops(void) { return (oc_mem_ops){NULL, dev_alloc, dev_free, host_alloc, host_free}; }
+static void cache_free(struct oc_pinned_cache *cache) { oc_pinned_cache_free(cache); }
+
+/* The context's cache, created on its first GPU job; NULL only when a few bytes of host
+ * memory could not be had, and then every block is pinned and unpinned per job. */
+static oc_pinned_cache *context_cache(oc_context *ctx)
+{
+    oc_pinned_cache *cache = oc_context_pinned_cache(ctx);
+    if (!cache) {
+        static const oc_pinned_ops ops = {NULL, pin, unpin};
+        cache = oc_pinned_cache_create(&ops);
+        if (cache) oc_context_adopt_pinned_cache(ctx, cache, cache_free);
+    }
+    return cache;
+}
+
+static int host_alloc(void *user, size_t bytes, void **out, char *why, size_t why_size)
+{
+    return user ? oc_pinned_cache_take(user, bytes, out, why, why_size) : pin(NULL, bytes, out, why, why_size);
+}
+
+/* Keeps the block idle for the context's next job. The caller has finished every copy that
+ * used it (the pipeline synchronises the device first). */
+static void host_free(void *user, void *ptr, size_t bytes)
+{
+    if (user) oc_pinned_cache_give(user, ptr, bytes);
+    else unpin(NULL, ptr, bytes);
+}
+
+oc_mem_ops oc_cuda_mem_ops(oc_context *ctx)
+{
+    return (oc_mem_ops){context_cache(ctx), dev_alloc, dev_free, host_alloc, host_free};
+}
+
+size_t oc_cuda_staging_fit(oc_context *ctx, size_t need, size_t limit)
+{
+    oc_pinned_cache *cache = context_cache(ctx);
+    return cache ? oc_pinned_cache_fit(cache, need, limit) : need;
+}
 
 int64_t oc_cuda_live_device_bytes(void) { return atomic_load(&live_device_bytes); }
 int64_t oc_cuda_live_pinned_bytes(void) { return atomic_load(&live_pinned_bytes); }
@@ -251,4 +202,4 @@ oc_status oc_cuda_launch_prepare(oc_context *ctx, oc_cuda_device *dev, const voi
 }
 
 /* ---------------------------------------------------------------- backend table */
-const oc_backend_vtbl oc_backend_cuda = {OC_BACKEND_ABI, "cuda", cuda_usable, oc_cuda_gram, oc_cuda_staging_release, 1};
+const oc_backend_vtbl oc_backend_cuda = {OC_BACKEND_ABI, "cuda", cuda_usable, oc_cuda_gram, 1, oc_cuda_gram_plan};

@@ -49,21 +49,19 @@ oc_status oc_cuda_device_open(oc_context *ctx, int index, oc_cuda_device *dev);
 /* Destroys the streams and the pool (after synchronising); safe on a partly opened device. */
 void oc_cuda_device_close(oc_cuda_device *dev);
 
-/* The allocation calls of a pool on this device: cudaMalloc, and cudaHostAlloc behind a
- * cache of pinned blocks that outlives the job (device.c says why and its rules). */
-oc_mem_ops oc_cuda_mem_ops(void);
+/* The allocation calls of a pool on this device: cudaMalloc, and cudaHostAlloc behind the
+ * pinned cache of ctx, which outlives the job (mem/pinned_cache.c says why and its rules);
+ * creates that cache on ctx's first GPU job. Called by the thread running ctx's job. */
+oc_mem_ops oc_cuda_mem_ops(oc_context *ctx);
 
 /* The pinned size to ask for when `need` bytes are needed and at most `limit` may be taken:
- * the smallest idle cached block within [need, limit], else need. Thread safe. */
-size_t oc_cuda_staging_fit(size_t need, size_t limit);
-/* Unpins every idle cached block (tests, benchmarks, a caller done with the GPU). */
-void oc_cuda_staging_release(void);
-/* Bytes of pinned staging held idle between jobs. */
-int64_t oc_cuda_staging_idle_bytes(void);
+ * the smallest block idle in ctx's cache within [need, limit], else need. Called by the
+ * thread running ctx's job. (oc_context_release_cached_memory unpins the idle blocks.) */
+size_t oc_cuda_staging_fit(oc_context *ctx, size_t need, size_t limit);
 
 /* Device and pinned bytes allocated through oc_cuda_mem_ops and not yet freed, in this
  * process (any thread), idle cached staging included: tests check that a failed job leaves
- * none behind once oc_cuda_staging_release has run. */
+ * none behind once oc_context_release_cached_memory has run. */
 int64_t oc_cuda_live_device_bytes(void);
 int64_t oc_cuda_live_pinned_bytes(void);
 

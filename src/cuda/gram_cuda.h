@@ -7,4 +7,8 @@
 /* Runs job on device job->opts->device; blocks until the result is delivered. */
 oc_status oc_cuda_gram(oc_gram_job *job);
 
+/* The plan the job would run under, rendered as text or JSON into *out (caller frees),
+ * without running it: opens the device for its figures and allocates nothing on it. */
+oc_status oc_cuda_gram_plan(oc_gram_job *job, int json, char **out);
+
 #endif

@@ -422,6 +422,12 @@ oc_status oc_cuda_select_tile_done(oc_cuda_select *s, const oc_gram_tile *t, int
                              .over = t->over, .bucket = t->bucket, .row_keys = t->row_keys, .col_keys = t->col_keys,
                              .col_counts = t->col_count};
     if (oc_select_get_mode(s->sel) == OC_SELECT_TOPK) {
+        /* No list keeps an entry (a single row of A·Aᵀ has no other column): no lists were
+         * allocated and there is nothing to select. */
+        if (!s->d_lists) {
+            CUDA_CHECK(ctx, cudaEventRecord(slot_free, s->stream));
+            return OC_OK;
+        }
         a.topk_lists = s->d_lists;
         a.kept = (int)oc_select_kept(s->sel);
         a.floors = s->d_floors;

@@ -7,7 +7,9 @@
 
 #include "exec/gram_job.h"
 
-#define OC_BACKEND_ABI 1
+/* Raised when the table's layout changes. What a backend keeps between jobs (pinned
+ * staging) belongs to the context (core/context.h) and is freed without the table. */
+#define OC_BACKEND_ABI 2
 
 typedef struct oc_backend_vtbl {
     int abi;                                  /* OC_BACKEND_ABI */
@@ -16,11 +18,11 @@ typedef struct oc_backend_vtbl {
     int (*usable)(int device);
     /* Computes the job; fills the backend fields of job->stats. */
     oc_status (*gram)(oc_gram_job *job);
-    /* Frees what the backend keeps between jobs (pinned staging); NULL when nothing. */
-    void (*release_cached)(void);
     /* Nonzero when the backend counts the rows' popcounts itself (the GPU, from the panels
      * it uploads): oc_gram then leaves job.pop_a and pop_b NULL. */
     int own_popcounts;
+    /* The plan the job would run under, as text or JSON (--plan), without running it. */
+    oc_status (*plan)(oc_gram_job *job, int json, char **out);
 } oc_backend_vtbl;
 
 extern const oc_backend_vtbl oc_backend_cpu;

@@ -10,11 +10,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 
 #include "core/error.h"
 #include "core/context.h"
 #include "core/gpu_probe.h"
+#include "core/text_buf.h"
 #include "core/threads.h"
 #include "io/io.h"
 #include "io/select_out.h"
@@ -22,6 +22,7 @@
 #include "exec/gram_choice.h"
 #include "exec/gram_compat.h"
 #include "exec/select.h"
+#include "mem/host_budget.h"
 
 static const oc_backend_vtbl *backend_for(const oc_gram_options *opts)
 {
@@ -32,13 +33,6 @@ static const oc_backend_vtbl *backend_for(const oc_gram_options *opts)
     if (opts->backend == OC_BACKEND_CUDA) return NULL;
 #endif
     return &oc_backend_cpu;
-}
-
-void oc_release_cached_memory(void)
-{
-#ifdef OC_HAVE_CUDA
-    if (oc_backend_cuda.release_cached) oc_backend_cuda.release_cached();
-#endif
 }
 
 int oc_cuda_device_count(void)
@@ -86,6 +80,9 @@ static oc_status check_options(oc_context *ctx, const oc_gram_options *o, int64_
     if (o->tile < 0) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "tile must be >= 0, got %lld", (long long)o->tile);
     if (o->gpu_mem_bytes < 0 || !(o->gpu_mem_fraction > 0.0 && o->gpu_mem_fraction <= 1.0))
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "the GPU memory budget must be a positive size or a fraction in (0, 1]");
+    if (o->host_mem_bytes < 0)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "the host memory budget must be a positive size, got %lld",
+                       (long long)o->host_mem_bytes);
     if (o->topk < 0) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "topk must be positive, got %lld", (long long)o->topk);
     if (o->topk > 0 && o->use_threshold)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "top-k and threshold outputs are exclusive: choose one");
@@ -129,6 +126,9 @@ static oc_status select_setup(oc_context *ctx, const oc_gram_options *o, const o
                             .threshold = o->threshold, .emit_user = dest};
     const char *buffer = getenv("OUTCORE_PAIRS_BUFFER"); /* tests force spilling with a small value */
     if (buffer && *buffer) cfg.buffer_bytes = strtoll(buffer, NULL, 10);
+    /* Pairs wait in memory for at most a quarter of the host budget before they spill. */
+    else if (job->host_budget / 4 < OC_SELECT_BUFFER_DEFAULT)
+        cfg.buffer_bytes = job->host_budget / 4 > 0 ? job->host_budget / 4 : 1;
     dest->out = out;
     switch (out->kind) {
     case OC_OUTPUT_TOPK:
@@ -191,30 +191,43 @@ cleanup:
     return st;
 }
 
-static int64_t host_peak_bytes(void)
+/* opts as the current version of the struct (a copy in *local for version 1, gram_compat.h),
+ * or opts itself when it is NULL or of no known size, for job_prepare to refuse by name. */
+static const oc_gram_options *current_options(const oc_gram_options *opts, oc_gram_options *local)
 {
-    struct rusage ru;
-    if (getrusage(RUSAGE_SELF, &ru) != 0) return 0;
-    return (int64_t)ru.ru_maxrss * 1024; /* Linux reports kilobytes */
+    const oc_gram_options *current = opts ? oc_gram_options_current(opts, local) : NULL;
+    return current ? current : opts;
 }
 
-oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const oc_gram_options *opts,
-                  const oc_output *out, oc_gram_stats *stats)
+/* The sparse path reads rows as lists, and a file-backed input is never given to it as it
+ * is (matrix.h): a job that asks for the sparse algorithm gets lists copies of such inputs,
+ * built through oc_matrix_load_rows, in lists[] (the caller frees them). Auto never picks
+ * the sparse path for a file-backed input (gram_choice.c). */
+static oc_status sparse_inputs(oc_context *ctx, oc_gram_job *job, oc_matrix **lists)
 {
-    if (!ctx) return OC_ERR_INVALID_ARGUMENT;
-    oc_context_begin_job(ctx);
+    if (job->opts->algorithm != OC_ALGORITHM_SPARSE) return OC_OK;
+    if (oc_matrix_file_backed(job->a)) {
+        OC_CHECK(oc_matrix_lists_from_rows(ctx, job->a, &lists[0]));
+        job->a = lists[0];
+    }
+    if (job->symmetric) job->b = job->a;
+    else if (oc_matrix_file_backed(job->b)) {
+        OC_CHECK(oc_matrix_lists_from_rows(ctx, job->b, &lists[1]));
+        job->b = lists[1];
+    }
+    return OC_OK;
+}
+
+/* Everything that can be checked before any work: the structs, the shapes, the options, the
+ * device and the backend. Fills the job's shape, metric and dtype. */
+static oc_status job_prepare(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const oc_gram_options *opts,
+                             const oc_output *out, oc_gram_job *job, const oc_backend_vtbl **backend_out)
+{
     if (!a || !opts || !out) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_gram: a, opts and out must not be NULL");
     if (out->struct_size < sizeof(oc_output))
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_output.struct_size is %zu, expected %zu: start from OC_OUTPUT_INIT",
                        out->struct_size, sizeof(oc_output));
-    oc_gram_options current_opts;
-    const oc_gram_options *given = opts;
-    if (!(opts = oc_gram_options_current(opts, &current_opts))) opts = given; /* check_options names the size */
-    if (stats && !oc_gram_stats_size_known(stats->struct_size))
-        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_gram_stats.struct_size is %zu, expected %zu", stats->struct_size,
-                       sizeof(oc_gram_stats));
 
-    double t0 = oc_now();
     int symmetric = (b == NULL || b == a);
     if (symmetric) b = a;
     if (a->cols != b->cols)
@@ -247,6 +260,33 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
 #endif
     }
 
+    *job = (oc_gram_job){.ctx = ctx, .a = a, .b = b, .symmetric = symmetric, .n = n, .p = p, .m = m,
+                         .metric = opts->metric, .dtype = dtype, .opts = opts,
+                         .host_budget = oc_host_budget_resolve(opts->host_mem_bytes)};
+    *backend_out = backend;
+    return OC_OK;
+}
+
+oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const oc_gram_options *opts,
+                  const oc_output *out, oc_gram_stats *stats)
+{
+    if (!ctx) return OC_ERR_INVALID_ARGUMENT;
+    oc_context_begin_job(ctx);
+    double t0 = oc_now();
+    oc_gram_job job;
+    const oc_backend_vtbl *backend = NULL;
+    oc_gram_options current_opts;
+    opts = current_options(opts, &current_opts);
+    OC_CHECK(job_prepare(ctx, a, b, opts, out, &job, &backend));
+    if (stats && !oc_gram_stats_size_known(stats->struct_size))
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_gram_stats.struct_size is %zu, expected %zu", stats->struct_size,
+                       sizeof(oc_gram_stats));
+    b = job.b;
+    const int symmetric = job.symmetric;
+    const int64_t n = job.n, p = job.p;
+    const oc_dtype dtype = job.dtype;
+    const oc_metric metric = opts->metric;
+
     if (out->kind == OC_OUTPUT_FILE) OC_CHECK(oc_output_check_not_input(ctx, out->path, a, b));
 
     oc_gram_stats local_stats = {.struct_size = sizeof local_stats};
@@ -259,9 +299,10 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
     oc_select *sel = NULL;
     select_dest dest = {0};
     oc_sparse_plan plan = {0};
+    oc_matrix *lists[2] = {NULL, NULL}; /* lists copies of file-backed inputs for the sparse path */
     oc_dense_sink sink = {.elem_size = oc_dtype_size(dtype), .symmetric = symmetric};
-    oc_gram_job job = {.ctx = ctx, .a = a, .b = b, .symmetric = symmetric, .n = n, .p = p, .m = m,
-                       .metric = opts->metric, .dtype = dtype, .opts = opts, .stats = st_out};
+    job.stats = st_out;
+    st_out->host_budget_bytes = job.host_budget;
 
     if (opts->topk > 0 || opts->use_threshold) {
         OC_CHECK_GOTO(select_setup(ctx, opts, out, &job, &dest, &sel));
@@ -300,7 +341,7 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
     /* Counts need no row popcounts, and a backend that counts them itself (the GPU, from
      * the panels it uploads) needs none from here: either way the pass over A (and B) before
      * the first tile is spared. */
-    if (opts->metric != OC_METRIC_COUNTS && !backend->own_popcounts) {
+    if (metric != OC_METRIC_COUNTS && !backend->own_popcounts) {
         pops = malloc((size_t)(n + (symmetric ? 0 : p)) * sizeof *pops);
         if (!pops) {
             st = oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate row popcounts for %lld rows", (long long)(n + p));
@@ -312,16 +353,19 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
         job.pop_b = symmetric ? pops : pops + n;
     }
 
-    st_out->bit_macs_effective = (double)n * (double)p * (double)m;
+    st_out->bit_macs_effective = (double)n * (double)p * (double)job.m;
+    OC_CHECK_GOTO(sparse_inputs(ctx, &job, lists));
     OC_CHECK_GOTO(oc_gram_choose_algorithm(ctx, &job, backend != &oc_backend_cpu, &plan));
     snprintf(st_out->algorithm_desc, sizeof st_out->algorithm_desc, "%s", plan.explain);
     st_out->algorithm = plan.use_sparse ? OC_ALGORITHM_SPARSE : OC_ALGORITHM_DENSE;
-    if (plan.use_sparse) backend = &oc_backend_cpu_sparse, job.sparse = &plan;
-    else {
-        OC_CHECK_GOTO(oc_matrix_pack(ctx, a)); /* sparse inputs get their bits when a dense job first needs them */
-        OC_CHECK_GOTO(oc_matrix_pack(ctx, b));
+    if (plan.use_sparse) {
+        backend = &oc_backend_cpu_sparse;
+        job.sparse = &plan;
+    } else {
+        /* Lists inputs get their bits when a dense job first needs them (matrix.h). */
+        OC_CHECK_GOTO(oc_matrix_pack(ctx, job.a));
+        OC_CHECK_GOTO(oc_matrix_pack(ctx, job.b));
     }
-    if (backend->release_cached) ctx->release_cached = backend->release_cached;
     OC_CHECK_GOTO(backend->gram(&job));
     if (sel) OC_CHECK_GOTO(select_commit(ctx, &job, &dest, sel));
     if (npy) {
@@ -338,8 +382,70 @@ cleanup:
     oc_sparse_plan_free(&plan);
     free(pops);
     st_out->seconds = oc_now() - t0;
-    st_out->host_peak_bytes = host_peak_bytes();
+    st_out->host_peak_bytes = oc_host_mem_peak();
+    oc_matrix_free(lists[0]);
+    oc_matrix_free(lists[1]);
     if (stats && st_out != stats) /* an earlier version of the struct: its fields only */
         memcpy((char *)stats + sizeof(size_t), (char *)st_out + sizeof(size_t), stats->struct_size - sizeof(size_t));
+    return st;
+}
+
+/* --plan of a job the sparse algorithm runs: where, and why (the predictions). */
+static oc_status sparse_plan_text(const oc_gram_job *job, const oc_sparse_plan *choice, int json, char **out)
+{
+    const int threads = oc_threads_resolve(job->opts->threads);
+    oc_text text = {0};
+    if (json) {
+        oc_text_printf(&text, "{\"where\": \"cpu\", \"algorithm\": \"sparse\", \"threads\": %d, \"hubs\": %lld, "
+                       "\"algorithm_desc\": ", threads, (long long)choice->hubs);
+        oc_text_json_string(&text, choice->explain);
+        oc_text_printf(&text, "}\n");
+    } else {
+        oc_text_printf(&text, "plan for cpu (sparse algorithm, docs/sparse.md)\n  threads  %d workers\n  why      %s\n",
+                       threads, choice->explain);
+    }
+    return oc_text_finish(job->ctx, &text, out);
+}
+
+oc_status oc_gram_plan(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const oc_gram_options *opts,
+                       const oc_output *out, int json, char **text)
+{
+    if (!ctx) return OC_ERR_INVALID_ARGUMENT;
+    oc_context_begin_job(ctx);
+    if (!text) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_gram_plan: text must not be NULL");
+    oc_gram_job job;
+    const oc_backend_vtbl *backend = NULL;
+    oc_gram_options current_opts;
+    opts = current_options(opts, &current_opts);
+    OC_CHECK(job_prepare(ctx, a, b, opts, out, &job, &backend));
+    oc_gram_stats stats = {.struct_size = sizeof stats};
+    job.stats = &stats;
+    /* The plan depends on the kind of output, never on its place: nothing is opened. */
+    oc_output nowhere = *out;
+    nowhere.kind = OC_OUTPUT_DISCARD;
+    oc_dense_sink sink = {.elem_size = oc_dtype_size(job.dtype), .symmetric = job.symmetric};
+    select_dest dest = {0};
+    oc_select *sel = NULL;
+    oc_status st = OC_OK;
+    if (opts->topk > 0 || opts->use_threshold) {
+        OC_CHECK(select_setup(ctx, opts, &nowhere, &job, &dest, &sel));
+        job.select = sel;
+    } else if (out->kind == OC_OUTPUT_MEMORY || out->kind == OC_OUTPUT_FILE) {
+        job.dense = &sink;
+    }
+    /* The algorithm is chosen as oc_gram chooses it; a file-backed input that the sparse
+     * algorithm was asked for is not read into lists for a plan. */
+    oc_sparse_plan choice = {0};
+    int in_file = oc_matrix_file_backed(job.a) || oc_matrix_file_backed(job.b);
+    if (opts->algorithm == OC_ALGORITHM_SPARSE && in_file) {
+        choice.use_sparse = 1;
+        snprintf(choice.explain, sizeof choice.explain, "sparse (asked), after reading the inputs left in their "
+                 "files into row lists");
+    } else {
+        st = oc_gram_choose_algorithm(ctx, &job, backend != &oc_backend_cpu, &choice);
+    }
+    if (st == OC_OK) st = choice.use_sparse ? sparse_plan_text(&job, &choice, json, text) : backend->plan(&job, json, text);
+    oc_sparse_plan_free(&choice);
+    oc_select_free(sel);
     return st;
 }

@@ -138,6 +138,20 @@ oc_status oc_gram_choose_algorithm(oc_context *ctx, const oc_gram_job *job, int 
         snprintf(plan->explain, sizeof plan->explain, "dense (asked); predicted %.3g s", plan->dense_seconds);
         return OC_OK;
     }
+    /* A file-backed input reaches the sparse path only as a lists copy (matrix.h), which
+     * oc_gram makes when the sparse algorithm is asked for; auto does not build one. */
+    if (job->opts->backend == OC_BACKEND_CUDA) { /* asked for the GPU: auto keeps the job there */
+        snprintf(plan->explain, sizeof plan->explain,
+                 "dense: --backend cuda (the sparse algorithm runs on the CPU); dense predicted %.3g s",
+                 plan->dense_seconds);
+        return OC_OK;
+    }
+    if (oc_matrix_file_backed(job->a) || oc_matrix_file_backed(job->b)) {
+        snprintf(plan->explain, sizeof plan->explain,
+                 "dense: an input is read from its file in panels (--host-mem); --algorithm sparse reads it "
+                 "into row lists first; dense predicted %.3g s", plan->dense_seconds);
+        return OC_OK;
+    }
 
     /* The density from the row popcounts when the job has them; else the column counts
      * answer it (the matrix is then sparse enough to walk, or the walk stops early). */

@@ -1,6 +1,7 @@
 /*
  * gram_compat.h - the earlier versions of oc_gram's structs (docs/abi.md): a caller built
- * against version 1 of oc_gram_options or oc_gram_stats (before `algorithm`) still works.
+ * against version 1 of oc_gram_options (before `algorithm`) or of oc_gram_stats (before
+ * `host_budget_bytes`, `algorithm` and `algorithm_desc`) still works.
  */
 #ifndef OC_EXEC_GRAM_COMPAT_H
 #define OC_EXEC_GRAM_COMPAT_H
@@ -9,7 +10,7 @@
 #include "outcore.h"
 
 #define OC_GRAM_OPTIONS_V1_SIZE offsetof(oc_gram_options, algorithm)
-#define OC_GRAM_STATS_V1_SIZE offsetof(oc_gram_stats, algorithm)
+#define OC_GRAM_STATS_V1_SIZE offsetof(oc_gram_stats, host_budget_bytes)
 
 /* opts itself when it is the current version; a copy in *local with the later fields at
  * their defaults when it is version 1; NULL when its size is no version's. */

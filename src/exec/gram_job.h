@@ -28,6 +28,7 @@ typedef struct oc_gram_job {
                                * for a backend that counts them itself (own_popcounts) */
     const int64_t *pop_b;     /* of b, p of them (== pop_a when symmetric); NULL likewise */
     const oc_gram_options *opts;
+    int64_t host_budget;      /* bytes: opts->host_mem_bytes resolved (mem/host_budget.h) */
     oc_dense_sink *dense;     /* dense destination, or NULL when the result is discarded */
     struct oc_select *select; /* top-k or threshold destination (select.h), else NULL */
     oc_gram_stats *stats;     /* never NULL inside the library; the backend fills its fields */

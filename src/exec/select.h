@@ -54,8 +54,10 @@ typedef struct oc_select_config {
     double threshold;         /* pairs */
     oc_select_emit_fn emit;   /* pairs: NULL drops them (they are still counted) */
     void *emit_user;
-    int64_t buffer_bytes;     /* pairs waiting in memory before spilling; 0 = default */
+    int64_t buffer_bytes;     /* pairs waiting in memory before spilling; 0 = the default */
 } oc_select_config;
+
+#define OC_SELECT_BUFFER_DEFAULT (256LL << 20) /* buffer_bytes when 0 */
 
 typedef struct oc_select oc_select;
 

@@ -27,7 +27,6 @@
 #include "exec/select_state.h"
 
 #define EMIT_BATCH 65536                /* pairs per emit call */
-#define DEFAULT_BUFFER_BYTES (256LL << 20)
 
 /* ---------------------------------------------------------------- a tile's pairs */
 /* out[n] = element e of values, both of the kind's dtype: a typed copy, bit for bit. */
@@ -96,7 +95,7 @@ static uint64_t threshold_key(oc_key_kind kind, double t)
 
 void oc_select_pairs_create(oc_select *s)
 {
-    s->buffer_bytes = s->cfg.buffer_bytes > 0 ? s->cfg.buffer_bytes : DEFAULT_BUFFER_BYTES;
+    s->buffer_bytes = s->cfg.buffer_bytes > 0 ? s->cfg.buffer_bytes : OC_SELECT_BUFFER_DEFAULT;
     s->min_key = threshold_key(s->kind, s->cfg.threshold);
 }
 

@@ -20,8 +20,8 @@
 #include "core/error.h"
 
 #define MAX_TILE 16384
-#define H2D_RATE 20e9
-#define D2H_RATE 25e9
+#define H2D_RATE OC_PLAN_H2D_RATE
+#define D2H_RATE OC_PLAN_D2H_RATE
 #define TILE_OVERHEAD 30e-6
 
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }

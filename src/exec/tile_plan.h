@@ -15,6 +15,10 @@
 
 #include "outcore.h"
 
+/* The transfer rates plans are ranked by (tile_plan.c says why these). */
+#define OC_PLAN_H2D_RATE 20e9
+#define OC_PLAN_D2H_RATE 25e9
+
 typedef struct oc_tile_plan_input {
     int64_t n, p;            /* rows of A and of B */
     int64_t row_bytes;       /* bytes of one packed row on the device */

@@ -13,6 +13,9 @@
  * The reader maps the file and packs it row by row, so only the packed matrix (1 bit per
  * value) stays in memory: a 20 GB uint8 input becomes 2.5 GB. Pages already packed are
  * released from the mapping as it goes, so the process's resident size says what it holds.
+ * When even the packed matrix would take more than the host budget allows
+ * (oc_read_options.host_mem_bytes), the reader checks the header and the size and leaves the
+ * rows in the file (npy_source.c).
  * The writer sizes its temporary file up front and hands out a shared mapping of it: the
  * result goes straight to the page cache and the disk, never through anonymous memory. Its
  * header, like every header the library writes, comes from npy_header.c.
@@ -32,6 +35,8 @@
 #include "core/matrix_build.h"
 #include "io/io.h"
 #include "io/mapped_file.h"
+#include "io/npy_source.h"
+#include "mem/host_budget.h"
 
 #define NPY_MAGIC "\x93NUMPY"
 #define NPY_MAGIC_LEN 6
@@ -312,12 +317,21 @@ static oc_status parse_npy(oc_context *ctx, const char *path, oc_mapped_file *fi
                        " bytes after the header but the file has %zu",
                        path, rows, width, data_bytes, file->size - offset);
 
-    OC_CHECK(oc_matrix_alloc(ctx, rows, cols, path, out));
-    oc_matrix *m = *out;
     oc_dense_bytes dense_kind = opts->binarize        ? OC_DENSE_BINARIZE
                                 : kind == NPY_KIND_I8 ? OC_DENSE_INT8
                                 : kind == NPY_KIND_U8 ? OC_DENSE_UINT8_FILE
                                                       : OC_DENSE_BYTES;
+    /* Larger than the host budget keeps resident: leave the rows in the file (npy_source.c).
+     * Only a real file can be read again later, not the caller's buffer. */
+    if (!file->borrowed && !oc_host_budget_keeps_input(oc_matrix_packed_bytes(rows, cols),
+                                                       oc_host_budget_resolve(opts->host_mem_bytes))) {
+        oc_npy_layout layout = {.rows = rows, .cols = cols, .data_offset = (int64_t)offset, .width = width,
+                                .bits = bits, .kind = dense_kind, .dev = file->dev, .ino = file->ino};
+        OC_CHECK(oc_npy_source_open(ctx, path, &layout, out));
+        return OC_OK;
+    }
+    OC_CHECK(oc_matrix_alloc(ctx, rows, cols, path, out));
+    oc_matrix *m = *out;
     oc_mapped_file_advise_sequential(file);
     /* Chunks of about 64 MB: after each, the pages behind are dropped and cancel is checked. */
     int64_t chunk_rows = (int64_t)(64u << 20) / width + 1;

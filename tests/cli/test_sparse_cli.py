@@ -1,6 +1,8 @@
 """`outcore gram --algorithm` and `--explain` on real files: the sparse and dense algorithms
 give the same bytes, auto picks sparse on sparse data and dense on dense data, bad values
 are usage errors."""
+import json
+
 import numpy as np
 import pytest
 
@@ -97,3 +99,33 @@ def test_large_mtx_parallel_read(tmp_path, rng):
     proc = run("gram", bad, "-o", tmp_path / "x.npz", "--topk", "3", check=False)
     assert proc.returncode == 2 and "line 150003" in proc.stderr and "outside" in proc.stderr
     assert not (tmp_path / "x.npz").exists()
+
+
+def test_file_backed_input(tmp_path):
+    """A .npy left in its file (--host-mem): auto runs the dense algorithm and says why;
+    --algorithm sparse reads its rows into lists first and gives the same bytes; --plan names
+    the algorithm that would run."""
+    rng = np.random.default_rng(18)
+    a = rng.random((3000, 4000)) < 0.002
+    np.save(tmp_path / "a.npy", np.packbits(a, axis=1))
+    common = ["gram", tmp_path / "a.npy", "--bits", "4000", "--metric", "jaccard", "--topk", "5", "--backend", "cpu",
+              "--host-mem", str(1 << 20)]
+    auto = summary_json(run(*common, "-o", tmp_path / "auto.npz", "--json", "--quiet"))
+    assert auto["algorithm"] == "dense" and "from its file" in auto["algorithm_desc"]
+    sparse = summary_json(run(*common, "--algorithm", "sparse", "-o", tmp_path / "sparse.npz", "--json", "--quiet"))
+    assert sparse["algorithm"] == "sparse"
+    assert same_npz(tmp_path / "auto.npz", tmp_path / "sparse.npz")
+    plan = json.loads(run(*common, "--algorithm", "sparse", "--plan", "--json", "-o", tmp_path / "p.npz").stdout)
+    assert plan["algorithm"] == "sparse"
+    assert "algorithm" not in json.loads(run(*common, "--plan", "--json", "-o", tmp_path / "p.npz").stdout)
+    assert not (tmp_path / "p.npz").exists()
+
+
+def test_plan_of_a_sparse_job(tmp_path):
+    """--plan chooses as the job would: reuters (held as lists) goes to the sparse path."""
+    path = data_file("reuters_docterm.mtx")
+    args = ["gram", path, "--metric", "jaccard", "--topk", "10", "--backend", "cpu", "-o", tmp_path / "r.npz"]
+    ran = summary_json(run(*args, "--json", "--quiet"))
+    plan = json.loads(run(*args, "--plan", "--json").stdout)
+    assert ran["algorithm"] == "sparse" and plan["algorithm"] == "sparse"
+    assert "plan for cpu (sparse algorithm" in run(*args, "--plan").stdout

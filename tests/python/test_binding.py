@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import outcore
-from outcore._gram import parse_gpu_mem
+from outcore._gram import parse_gpu_mem, parse_host_mem
 
 SOURCE_DIR = Path(os.environ.get("OUTCORE_SOURCE_DIR", Path(__file__).resolve().parents[2]))
 DATA_DIR = SOURCE_DIR.parent / "shared" / "data"
@@ -313,6 +313,26 @@ def test_gpu_mem_forms(rng):
     assert parse_gpu_mem("50%") == (0, 0.5)
     a = random01(rng, 20, 64)
     assert np.array_equal(outcore.gram(a, gpu_mem="50%"), exact(a))
+
+
+def test_host_mem_reads_a_large_file_in_panels(rng, tmp_path):
+    """A path whose packed bits exceed half of host_mem stays in its file: the same results."""
+    assert parse_host_mem("3M") == 3 << 20
+    assert parse_host_mem(4096) == 4096
+    total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    assert abs(parse_host_mem("10%") - total // 10) <= 1
+    with pytest.raises(outcore.InputError, match="host_mem"):
+        outcore.gram(random01(rng, 6, 20), host_mem="lots")
+    a = random01(rng, 900, 1500).astype(bool)
+    np.save(tmp_path / "a.npy", a)
+    np.save(tmp_path / "p.npy", np.packbits(a, axis=1))
+    budget = 192 << 10  # a's packed bits (900 rows of 192 bytes) take more than its half
+    for path, bits in ((tmp_path / "a.npy", None), (tmp_path / "p.npy", 1500)):
+        got = outcore.gram(str(path), metric="jaccard", bits=bits, host_mem=budget, backend="cpu")
+        np.testing.assert_array_equal(got, exact(a, metric="jaccard"))
+        idx, scores = outcore.gram(str(path), topk=5, bits=bits, host_mem=budget, backend="cpu")
+        want_idx, want_scores = outcore.gram(a, topk=5, backend="cpu")
+        assert np.array_equal(idx, want_idx) and np.array_equal(scores, want_scores)
 
 
 def test_cuda_backend_without_a_gpu(rng):
@@ -659,3 +679,16 @@ def test_scipy_sparse_stays_sparse(rng):
     dense = np.asarray(a.todense() != 0, dtype=np.uint8)
     idx_d, sc_d = outcore.gram(dense, metric="jaccard", topk=4, algorithm="dense")
     assert np.array_equal(idx, idx_d) and sc.tobytes() == sc_d.tobytes()
+
+
+def test_sparse_algorithm_on_a_file_left_in_place(rng, tmp_path):
+    """host_mem= leaves a .npy path in its file; algorithm="sparse" reads its rows into lists,
+    with the same bytes as the dense panels; a Context's resources and algorithm= combine."""
+    a = (rng.random((3000, 4000)) < 0.002).astype(np.uint8)
+    np.save(tmp_path / "a.npy", a)
+    with outcore.Context(backend="cpu", host_mem=1 << 20) as ctx:
+        s = outcore.gram(tmp_path / "a.npy", metric="jaccard", topk=5, algorithm="sparse", context=ctx)
+        d = outcore.gram(tmp_path / "a.npy", metric="jaccard", topk=5, algorithm="dense", context=ctx)
+    ref = outcore.gram(a, metric="jaccard", topk=5, algorithm="dense")
+    for x, y, z in zip(s, d, ref):
+        assert x.tobytes() == y.tobytes() == z.tobytes()

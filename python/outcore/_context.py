@@ -1,0 +1,172 @@
+"""outcore.Context and the default context: one library context reused by many calls.
+
+A library context keeps what a job set up for the next one, chiefly the pinned host staging
+of GPU jobs (pinning costs more than a small job) and, with the same process, the CUDA
+start-up. Creating one per call paid both every time, so:
+
+  - outcore.gram without context= uses the module's default context, created on first use
+    and freed at interpreter exit (atexit);
+  - outcore.Context(...) is one the caller owns, with resource settings (device, gpu_mem,
+    host_mem, backend, threads) that become the defaults of its calls.
+
+The library's rule is that a context is used by one thread at a time (oc_context_cancel and
+oc_context_release_cached_memory excepted). Each Context has a lock held for a whole call:
+calls on one explicit Context from several threads run one after another; a call that finds
+the default context busy (another thread's call, or a progress callback calling gram) runs
+on a context of its own for that call instead of waiting, so threads never serialise on it.
+"""
+import atexit
+import ctypes
+import threading
+from contextlib import contextmanager
+
+from . import _lib
+from ._options import RESOURCES, gram_options
+from .errors import InputError, check
+
+lib = _lib.lib
+
+_created = 0  # library contexts this module has created (the tests watch the default's reuse)
+_created_lock = threading.Lock()
+
+
+def _new_handle():
+    global _created
+    handle = ctypes.c_void_p()
+    check(lib.oc_context_create(ctypes.byref(handle)), None)
+    with _created_lock:
+        _created += 1
+    return handle
+
+
+class Context:
+    """A library context for a series of outcore calls, with their resource settings.
+
+        with outcore.Context(device=0, gpu_mem="8G", host_mem="2G") as ctx:
+            C = ctx.gram(A)                       # or outcore.gram(A, context=ctx)
+            J = ctx.gram(A, metric="jaccard")     # reuses the first call's set-up
+
+    backend ("auto", "cpu", "cuda"), device (CUDA index), gpu_mem (bytes, "8G", "50%"),
+    host_mem (bytes, "2G": the cap on pinned host staging) and threads (CPU workers) are
+    checked now and used by every call that does not pass its own. A Context is safe to
+    share between threads; their calls on it run one at a time. close() (or leaving the
+    with block) frees it and the staging it keeps; a closed Context refuses further calls.
+    """
+
+    def __init__(self, backend=None, device=None, gpu_mem=None, host_mem=None, threads=None):
+        self.settings = dict(zip(RESOURCES, (backend, device, gpu_mem, host_mem, threads)))
+        gram_options("counts", None, None, None, **self.settings)  # InputError now, not at the first call
+        self._lock = threading.Lock()
+        self._handle = _new_handle()
+
+    def __repr__(self):
+        given = ", ".join(f"{k}={v!r}" for k, v in self.settings.items() if v is not None)
+        return f"outcore.Context({given}){' (closed)' if self.closed else ''}"
+
+    @property
+    def closed(self):
+        return self._handle is None
+
+    def gram(self, A, B=None, **kwargs):
+        """outcore.gram(A, B, ..., context=self): the settings of this Context are the defaults."""
+        from ._gram import gram
+        return gram(A, B, context=self, **kwargs)
+
+    def options(self, **given):
+        """The call's resource settings: what the call gives, else this Context's."""
+        return {k: given[k] if given.get(k) is not None else self.settings[k] for k in RESOURCES}
+
+    @contextmanager
+    def _use(self, blocking=True):
+        """The library handle, held for one call (None when not blocking and busy)."""
+        if not self._lock.acquire(blocking):
+            yield None
+            return
+        try:
+            if self._handle is None:
+                raise InputError("this outcore.Context is closed: create a new one, or call outcore.gram "
+                                 "without context= to use the default one")
+            yield self._handle
+        finally:
+            self._lock.release()
+
+    @property
+    def cached_memory_bytes(self):
+        """Bytes of pinned host staging this context keeps idle for its next GPU job."""
+        handle = self._handle
+        return lib.oc_context_cached_memory_bytes(handle) if handle is not None else 0
+
+    def release_cached_memory(self):
+        """Frees the pinned staging this context keeps idle now (safe while a call runs on it:
+        that call's staging is not touched)."""
+        handle = self._handle
+        if handle is not None:
+            lib.oc_context_release_cached_memory(handle)
+
+    def close(self, blocking=True):
+        """Frees the library context and its staging, after a call running on it has returned.
+        Closing twice is a no-op. Returns whether it is closed (False only when not blocking
+        and a call holds it)."""
+        if not self._lock.acquire(blocking):
+            return False
+        try:
+            handle, self._handle = self._handle, None
+            if handle is not None:
+                lib.oc_context_free(handle)
+        finally:
+            self._lock.release()
+        return True
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        # A Context dropped without close(): no call can hold it any more.
+        if getattr(self, "_handle", None) is not None:
+            lib.oc_context_free(self._handle)
+            self._handle = None
+
+
+_default = None
+_default_guard = threading.Lock()
+
+
+def default_context():
+    """The module's default Context, created on first use."""
+    global _default
+    with _default_guard:
+        if _default is None:
+            _default = Context()
+        return _default
+
+
+@contextmanager
+def lease(context):
+    """The library handle for one call: context's, waiting while another thread uses it; or,
+    with context None, the default one's, else a fresh one's when the default is busy."""
+    if context is not None:
+        with context._use() as handle:
+            yield handle
+        return
+    with default_context()._use(blocking=False) as handle:
+        if handle is not None:
+            yield handle
+            return
+    with Context() as own, own._use() as handle:
+        yield handle
+
+
+def release_cached_memory():
+    """Frees the pinned host staging that every context of the process keeps idle (the
+    default one and each outcore.Context); the next GPU job pins its own again."""
+    lib.oc_release_cached_memory()
+
+
+@atexit.register
+def _close_default():
+    # A daemon thread may still be in a call on it at exit: then it is left to the process.
+    if _default is not None:
+        _default.close(blocking=False)

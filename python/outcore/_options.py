@@ -1,0 +1,140 @@
+"""Option parsing for outcore.gram and outcore.Context: names, sizes and counts checked in
+Python, before anything is allocated, and turned into the library's oc_gram_options."""
+import ctypes
+import math
+import operator
+import os
+import re
+
+import numpy as np
+
+from . import _lib
+from .errors import InputError
+
+lib = _lib.lib
+
+# The settings an outcore.Context holds for its calls (each None when it leaves the call's
+# own default), in the order of Context's parameters.
+RESOURCES = ("backend", "device", "gpu_mem", "host_mem", "threads")
+
+
+def _parse_name(kind, value, parse, choices):
+    if not isinstance(value, str):
+        raise InputError(f"{kind} must be a string, one of {choices}; got {value!r}")
+    code = ctypes.c_int()
+    if parse(value.encode(), ctypes.byref(code)) != _lib.OC_OK:
+        raise InputError(f"unknown {kind} {value!r}: expected one of {choices}")
+    return code.value
+
+
+def _parse_dtype(dtype):
+    if dtype is None:
+        return _lib.OC_DTYPE_DEFAULT
+    if isinstance(dtype, str):
+        name = dtype
+    else:
+        try:
+            name = np.dtype(dtype).name
+        except TypeError:
+            raise InputError(f"dtype {dtype!r} is not a dtype: use int32, uint16 or float32") from None
+    return _parse_name("dtype", name, lib.oc_dtype_parse, "int32, uint16, float32")
+
+
+def parse_backend(value):
+    return _parse_name("backend", value, lib.oc_backend_parse, "auto, cpu, cuda")
+
+
+_SIZE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(%|[KMGT]?I?B?)\s*$", re.IGNORECASE)
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def _parse_budget(name, value, percent):
+    """(bytes, fraction) of a budget given as bytes (int), "2G", "512MiB" or, when percent
+    is allowed, "50%": exactly one of the two is nonzero."""
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        if value <= 0:
+            raise InputError(f"{name} must be a positive number of bytes; got {value}")
+        return int(value), 0.0
+    match = _SIZE.match(value) if isinstance(value, str) else None
+    unit = match.group(2).upper() if match else ""
+    # "B" alone and "IB" without a scale letter are not units of their own.
+    if match and unit not in ("%", "B") and unit[:1] not in _UNITS:
+        match = None
+    if match and unit == "%" and not percent:
+        raise InputError(f"{name} {value!r}: expected bytes as an int or a size such as '4G' (not a percentage)")
+    if not match:
+        shapes = "a size such as '2G' or '512M'" + (", or a percentage such as '50%'" if percent else "")
+        raise InputError(f"{name} {value!r}: expected bytes as an int, {shapes}")
+    number = float(match.group(1))
+    if unit == "%":
+        if not 0 < number <= 100:
+            raise InputError(f"{name} {value!r}: a percentage must be in (0, 100]")
+        return 0, number / 100.0
+    size = number * _UNITS[unit[:1] if unit[:1] in "KMGT" else ""]
+    if size < 1:
+        raise InputError(f"{name} {value!r} is less than one byte")
+    return int(size), 0.0
+
+
+def parse_gpu_mem(value):
+    """(bytes, fraction) of a budget given as bytes (int) or as "2G", "512MiB", "50%".
+
+    Mirrors the CLI's --gpu-mem: exactly one of the two is nonzero.
+    """
+    return _parse_budget("gpu_mem", value, percent=True)
+
+
+def parse_host_mem(value):
+    """Bytes of a host budget given as bytes (int) or as "4G", "512MiB", or "25%" of the
+    machine's physical memory, as the CLI's --host-mem takes it."""
+    size, fraction = _parse_budget("host_mem", value, percent=True)
+    if fraction:
+        size = int(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") * fraction)
+    return size
+
+
+def _integer(name, value, least):
+    try:
+        value = operator.index(value)
+    except TypeError:
+        raise InputError(f"{name} must be an integer; got {value!r}") from None
+    if value < least:
+        raise InputError(f"{name} must be at least {least}; got {value}")
+    return value
+
+
+def positive_int(name, value):
+    return _integer(name, value, 1)
+
+
+def gram_options(metric, dtype, topk, threshold, backend=None, device=None, gpu_mem=None, host_mem=None,
+                 threads=None, algorithm="auto"):
+    """oc_gram_options for one call; resources left None keep the library's defaults."""
+    opts = _lib.GramOptions()
+    opts.algorithm = _parse_name("algorithm", algorithm, lib.oc_algorithm_parse, "auto, dense, sparse")
+    opts.metric = _parse_name("metric", metric, lib.oc_metric_parse, "counts, jaccard, cosine, hamming")
+    opts.dtype = _parse_dtype(dtype)
+    opts.backend = parse_backend("auto" if backend is None else backend)
+    if device is not None:
+        opts.device = _integer("device", device, 0)
+    if gpu_mem is not None:
+        opts.gpu_mem_bytes, fraction = parse_gpu_mem(gpu_mem)
+        if fraction:
+            opts.gpu_mem_fraction = fraction
+    if host_mem is not None:
+        opts.host_mem_bytes = parse_host_mem(host_mem)
+    if threads is not None:
+        opts.threads = positive_int("threads", threads)
+    if topk is not None and threshold is not None:
+        raise InputError("topk and threshold are exclusive: choose one")
+    if topk is not None:
+        opts.topk = positive_int("topk", topk)
+    if threshold is not None:
+        try:
+            opts.threshold = float(threshold)
+        except (TypeError, ValueError):
+            raise InputError(f"threshold must be a number; got {threshold!r}") from None
+        if not math.isfinite(opts.threshold):
+            raise InputError(f"threshold must be finite; got {threshold!r}")
+        opts.use_threshold = 1
+    return opts

@@ -1,0 +1,116 @@
+/*
+ * engine.h - the CUDA device worker and the interface a job gives it.
+ *
+ *   job (gram_cuda.c: kernels, epilogue, selection)
+ *     -> plan (exec/engine_plan.h: tiles, slots, staging, threads; no device calls)
+ *       -> worker (engine_worker.c: device, pool, panel uploads, the tile loop)
+ *         -> sinks (engine_sinks.c: pinned download slots delivered by pool threads)
+ *
+ * A job is a set of tiles (I, J) over row panels of one or two inputs: panel I of A and
+ * panel J of B (of A again for A·Aᵀ). The worker owns the device memory the plan names
+ * (panel slots, output slots), places and uploads panels, walks the plan's tile order and,
+ * for each tile, asks the job to compute it into an output slot on a compute stream; then
+ * either the job consumes the slot itself (a selection on the device) or the worker
+ * downloads the blocks the job names into the dense destination through the sinks.
+ * Every callback runs on the driving thread (the caller's), which only enqueues work on
+ * the device's streams; waiting for the device happens in the staging rings and sinks.
+ *
+ * What orders the device work (events recorded by the driving thread):
+ *   - a panel upload waits (on h2d) until no kernel on either compute stream still reads the
+ *     slot's previous panel; a kernel waits for the upload of both its panels;
+ *   - a kernel waits for its output slot to be free: after the last download out of it, or
+ *     after the job's consumption of its last tile (the `slot_free` event the job records);
+ *   - downloads wait (on d2h) for the tile's kernels.
+ * Consecutive tiles alternate between two compute streams (one when the job says its tiles
+ * must not overlap), so a tile's CTAs fill the SMs the last wave of the previous one leaves.
+ */
+#ifndef OC_CUDA_ENGINE_H
+#define OC_CUDA_ENGINE_H
+
+#include <cuda_runtime_api.h>
+
+#include "core/matrix.h"
+#include "exec/engine_plan.h"
+#include "exec/sink.h"
+#include "cuda/device.h"
+
+typedef struct oc_engine_tile {
+    int64_t t;              /* position in the tile order */
+    int64_t I, J;           /* panels */
+    int rows, cols;         /* rows of panel I and of panel J */
+    void *panel_a, *panel_b;/* their device rows (panel_b == panel_a on the diagonal of A·Aᵀ) */
+    void *out;              /* the tile's output slot */
+    int out_slot;
+    cudaStream_t stream;    /* the compute stream the tile runs on */
+} oc_engine_tile;
+
+/* A block of an output slot to deliver: rows x cols elements at src (rows plan.tile elements
+ * apart) to C(i0, j0). */
+typedef struct oc_engine_block {
+    const void *src;
+    int64_t i0, j0, rows, cols;
+} oc_engine_block;
+
+typedef struct oc_engine_job {
+    void *user;                      /* passed to every callback */
+    const oc_matrix *a, *b;          /* inputs; b == a for A·Aᵀ */
+    int symmetric;                   /* tiles with I <= J over A's panels only */
+    int two_streams;                 /* consecutive tiles may overlap on two compute streams */
+    int seeded_order;                /* the plan's seeded order (engine_plan.h) */
+    oc_dense_sink *dense;            /* where downloaded blocks go; NULL: nothing comes back */
+    int host_mirror;                 /* blocks are tiles of A·Aᵀ the sinks mirror on the host */
+    oc_gpu_mem_mode gpu_mem_mode;    /* grow or reserve the plan's device budget */
+    oc_progress_fn progress;         /* called between tiles, about ten times a second; may be NULL */
+    void *progress_user;
+    /* After a panel's rows were enqueued on `h2d` (the panel's extra bytes lie behind its
+     * rows): e.g. the rows' popcounts. May be NULL. */
+    oc_status (*panel_loaded)(void *user, void *panel, int64_t rows, cudaStream_t h2d);
+    /* Enqueues the tile's kernels on t->stream into t->out. Adds bit-MACs to *macs. */
+    oc_status (*compute)(void *user, const oc_engine_tile *t, double *macs);
+    /* Called after compute of the same tile (no other tile's compute comes between), once
+     * the next tiles' uploads were issued. Consumes the output
+     * slot on the device and records slot_free (on any stream) when done with it; returns
+     * 1 when it did, 0 when the worker should download the tile. May be NULL (download). */
+    int (*consume)(void *user, const oc_engine_tile *t, cudaStream_t d2h, cudaEvent_t slot_free, oc_status *st);
+    /* The blocks (at most 2) a downloaded tile delivers; NULL: the tile itself. */
+    int (*blocks)(void *user, const oc_engine_tile *t, oc_engine_block out[2]);
+    /* After the last tile: the job's last device work (on d2h). May be NULL. */
+    oc_status (*finish)(void *user, cudaStream_t d2h);
+} oc_engine_job;
+
+/* What a worker did, for the job's statistics and the trace. */
+typedef struct oc_engine_counts {
+    int64_t tiles;
+    int64_t bytes_h2d, bytes_d2h;
+    double bit_macs;
+    double upload_seconds;      /* host time staging panels */
+    double stage_wait_seconds;  /* of which waiting for a free upload slot */
+    double acquire_seconds;     /* waiting for a free download slot */
+} oc_engine_counts;
+
+typedef struct oc_engine_worker oc_engine_worker;
+
+/* Opens device `index` (properties, streams); the plan is made from what it reports. */
+oc_status oc_engine_worker_open(oc_context *ctx, int index, oc_engine_worker **out);
+oc_cuda_device *oc_engine_worker_device(oc_engine_worker *w);
+
+/* Creates the pool under the plan's budgets and allocates what the plan names: panel and
+ * output slots, events, the pinned rings, the threads. The output slots are then available
+ * to the job (oc_engine_worker_out_slots) for its own set-up. */
+oc_status oc_engine_worker_setup(oc_engine_worker *w, const oc_engine_plan *plan, const oc_engine_job *job);
+void *const *oc_engine_worker_out_slots(const oc_engine_worker *w);
+/* Sets the job's seeded_order after set-up (a selection decides it once it has the slots). */
+void oc_engine_worker_seed_order(oc_engine_worker *w, int seeded);
+
+/* Runs every tile of the plan's order; returns when the last result was delivered. */
+oc_status oc_engine_worker_run(oc_engine_worker *w);
+
+const oc_engine_counts *oc_engine_worker_counts(const oc_engine_worker *w);
+/* OUTCORE_TRACE: the worker's choices and where its time went, to stderr. */
+void oc_engine_worker_trace(const oc_engine_worker *w);
+
+/* Waits for the device, frees everything (pool statistics first into *stats when not NULL).
+ * NULL: no-op. */
+void oc_engine_worker_close(oc_engine_worker *w, oc_pool_stats *stats);
+
+#endif

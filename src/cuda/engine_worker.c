@@ -1,0 +1,326 @@
+/*
+ * engine_worker.c - the device worker: one device, the plan's buffers, the tile loop
+ * (engine.h says what orders the device work; engine_upload.h and engine_sinks.h how rows
+ * go up and results come down).
+ *
+ * Memory: the worker's pool (the device budget and the pinned host budget of the plan)
+ * holds every device buffer and both pinned rings; nothing is allocated per tile. Events:
+ * panel_loaded[slot] after a panel's upload; panel_free[2 * slot + c] after the last kernel
+ * on compute stream c that read the slot; out_done[slot] after a tile's kernels; out_free
+ * [slot] after the last download out of the slot or the job's consumption of it.
+ * Threads: the caller's (the driving thread) enqueues everything; the context's pool runs
+ * the upload copies (with it) and the sink deliveries.
+ */
+#include "cuda/engine.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/context.h"
+#include "core/threads.h"
+#include "cuda/cuda_check.h"
+#include "cuda/engine_sinks.h"
+#include "cuda/engine_trace.h"
+#include "cuda/engine_upload.h"
+#include "mem/staging.h"
+
+struct oc_engine_worker {
+    oc_context *ctx;
+    oc_cuda_device dev;
+    oc_engine_plan plan;
+    oc_engine_job job;
+    int streams;                 /* compute streams the tiles alternate between */
+    void **panel, **out;
+    cudaEvent_t *panel_loaded, *panel_free, *out_done, *out_free;
+    oc_engine_upload *upload;
+    oc_engine_sinks *sinks;
+    oc_engine_counts counts;
+    oc_engine_trace *trace;      /* OUTCORE_TRACE only */
+    int ready;                   /* setup completed: the tables below have their sizes */
+};
+
+oc_status oc_engine_worker_open(oc_context *ctx, int index, oc_engine_worker **out)
+{
+    oc_engine_worker *w = calloc(1, sizeof *w);
+    if (!w) return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the device worker");
+    w->ctx = ctx;
+    oc_status st = oc_cuda_device_open(ctx, index, &w->dev);
+    if (st != OC_OK) {
+        oc_engine_worker_close(w, NULL);
+        return oc_trace_at(ctx, st, __FILE__, __LINE__);
+    }
+    *out = w;
+    return OC_OK;
+}
+
+oc_cuda_device *oc_engine_worker_device(oc_engine_worker *w) { return &w->dev; }
+void *const *oc_engine_worker_out_slots(const oc_engine_worker *w) { return w->out; }
+void oc_engine_worker_seed_order(oc_engine_worker *w, int seeded) { w->job.seeded_order = seeded; }
+const oc_engine_counts *oc_engine_worker_counts(const oc_engine_worker *w) { return &w->counts; }
+
+static oc_status create_events(oc_context *ctx, cudaEvent_t **ev, int count)
+{
+    *ev = calloc((size_t)count, sizeof **ev);
+    if (!*ev) return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate %d events", count);
+    /* Timing off: these only order work, and timed events cost more to record. */
+    for (int i = 0; i < count; ++i) CUDA_CHECK(ctx, cudaEventCreateWithFlags(&(*ev)[i], cudaEventDisableTiming));
+    return OC_OK;
+}
+
+static void destroy_events(cudaEvent_t *ev, int count)
+{
+    for (int i = 0; ev && i < count; ++i)
+        if (ev[i]) (void)cudaEventDestroy(ev[i]);
+    free(ev);
+}
+
+/* Each ring is one pinned allocation, of the size a cached block has when that covers the
+ * need without passing the host budget (no pinning then), else of the need. */
+static size_t ring_bytes(oc_context *ctx, int64_t need, int64_t limit)
+{
+    return oc_cuda_staging_fit(ctx, (size_t)need, (size_t)(limit > 0 ? limit : 0));
+}
+
+oc_status oc_engine_worker_setup(oc_engine_worker *w, const oc_engine_plan *plan, const oc_engine_job *job)
+{
+    oc_context *ctx = w->ctx;
+    const oc_tile_plan *tp = &plan->tiles;
+    w->plan = *plan;
+    w->job = *job;
+    w->streams = job->two_streams ? 2 : 1;
+    oc_mem_ops ops = oc_cuda_mem_ops(ctx);
+    OC_CHECK(oc_pool_create(ctx, &ops, w->dev.index, plan->device_budget, job->gpu_mem_mode, plan->host_budget,
+                            &w->dev.pool));
+    w->ready = 1;
+
+    int ns = tp->panel_slots, no = tp->out_slots;
+    w->panel = calloc((size_t)ns, sizeof *w->panel);
+    w->out = calloc((size_t)no, sizeof *w->out);
+    if (!w->panel || !w->out) return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the worker's slot tables");
+    for (int s = 0; s < ns; ++s)
+        OC_CHECK(oc_pool_alloc(ctx, w->dev.pool, (size_t)tp->panel_bytes, "a row panel", &w->panel[s]));
+    for (int s = 0; s < no; ++s) OC_CHECK(oc_pool_alloc(ctx, w->dev.pool, (size_t)tp->out_bytes, "an output tile", &w->out[s]));
+    OC_CHECK(create_events(ctx, &w->panel_loaded, ns));
+    OC_CHECK(create_events(ctx, &w->panel_free, 2 * ns));
+    OC_CHECK(create_events(ctx, &w->out_done, no));
+    OC_CHECK(create_events(ctx, &w->out_free, no));
+    if (oc_engine_tracing()) OC_CHECK(oc_engine_trace_open(ctx, tp->ntiles, &w->trace));
+
+    oc_workers *pool_threads;
+    OC_CHECK(oc_context_workers(ctx, plan->workers, &pool_threads));
+    oc_workers_limit_tasks(pool_threads, plan->sinks);
+    int64_t h2d_need = oc_staging_bytes(plan->h2d_slots, plan->h2d_slot_bytes);
+    int64_t d2h_need = plan->d2h_slots ? oc_staging_bytes(plan->d2h_slots, plan->d2h_slot_bytes) : 0;
+    size_t h2d_bytes = ring_bytes(ctx, h2d_need, plan->host_budget - d2h_need);
+    OC_CHECK(oc_engine_upload_open(ctx, w->dev.pool, plan, h2d_bytes, pool_threads, &w->upload));
+    if (job->dense && plan->d2h_slots > 0) {
+        size_t d2h_bytes = ring_bytes(ctx, d2h_need, plan->host_budget - (int64_t)h2d_bytes);
+        OC_CHECK(oc_engine_sinks_open(ctx, w->dev.pool, plan, d2h_bytes, w->dev.index, job->dense, job->host_mirror,
+                                      pool_threads, &w->sinks));
+    }
+    return OC_OK;
+}
+
+/* ---------------------------------------------------------------- panels */
+static oc_status load_panel(oc_engine_worker *w, int side, int64_t index, int slot)
+{
+    oc_context *ctx = w->ctx;
+    const oc_matrix *m = side == 0 ? w->job.a : w->job.b;
+    int64_t rows = oc_tile_panel_rows(&w->plan.tiles, m->rows, index);
+    /* The slot's previous panel may still be read by kernels enqueued earlier, on either
+     * compute stream (an event never recorded is complete). */
+    CUDA_CHECK(ctx, cudaStreamWaitEvent(w->dev.h2d, w->panel_free[2 * slot], 0));
+    CUDA_CHECK(ctx, cudaStreamWaitEvent(w->dev.h2d, w->panel_free[2 * slot + 1], 0));
+    OC_CHECK(oc_engine_upload_rows(ctx, w->upload, m, index * w->plan.tiles.tile, rows, w->panel[slot], w->dev.h2d,
+                                   &w->counts.upload_seconds, &w->counts.stage_wait_seconds));
+    if (w->job.panel_loaded) OC_CHECK(w->job.panel_loaded(w->job.user, w->panel[slot], rows, w->dev.h2d));
+    CUDA_CHECK(ctx, cudaEventRecord(w->panel_loaded[slot], w->dev.h2d));
+    w->counts.bytes_h2d += rows * m->words_per_row * 8;
+    return OC_OK;
+}
+
+static oc_status place_panel(oc_engine_worker *w, oc_panel_cache *cache, int side, int64_t index, int64_t keep, int *slot)
+{
+    oc_context *ctx = w->ctx;
+    int load;
+    *slot = oc_panel_cache_place(cache, oc_tile_panel_key(side, index), keep, &load);
+    if (load) OC_CHECK(load_panel(w, side, index, *slot));
+    return OC_OK;
+}
+
+/* Panels of tile (I, J) not yet on the device. */
+static int tile_uploads(const oc_panel_cache *cache, int side_b, int64_t I, int64_t J)
+{
+    int64_t ka = oc_tile_panel_key(0, I), kb = oc_tile_panel_key(side_b, J);
+    return (cache->key_slot[ka] < 0) + (kb != ka && cache->key_slot[kb] < 0);
+}
+
+/* Places both panels of tile (I, J), uploading what is not resident. */
+static oc_status place_tile(oc_engine_worker *w, oc_panel_cache *cache, int64_t I, int64_t J, int *sa, int *sb)
+{
+    oc_context *ctx = w->ctx;
+    int side_b = w->job.symmetric ? 0 : 1;
+    int64_t ka = oc_tile_panel_key(0, I), kb = oc_tile_panel_key(side_b, J);
+    OC_CHECK(place_panel(w, cache, 0, I, kb, sa));
+    if (kb != ka) OC_CHECK(place_panel(w, cache, side_b, J, ka, sb));
+    else *sb = *sa;
+    return OC_OK;
+}
+
+/* ---------------------------------------------------------------- results */
+/* The tile's blocks to the destination through the sinks, then frees its output slot. */
+static oc_status download_tile(oc_engine_worker *w, const oc_engine_tile *t)
+{
+    oc_context *ctx = w->ctx;
+    oc_engine_block blocks[2] = {{t->out, t->I * w->plan.tiles.tile, t->J * w->plan.tiles.tile, t->rows, t->cols}};
+    int nblocks = w->job.blocks ? w->job.blocks(w->job.user, t, blocks) : 1;
+    size_t pitch = (size_t)(w->plan.tiles.tile * (int64_t)w->job.dense->elem_size);
+    CUDA_CHECK(ctx, cudaStreamWaitEvent(w->dev.d2h, w->out_done[t->out_slot], 0));
+    for (int b = 0; b < nblocks; ++b)
+        OC_CHECK(oc_engine_sinks_download(ctx, w->sinks, blocks[b].src, pitch, blocks[b].i0, blocks[b].j0, blocks[b].rows,
+                                          blocks[b].cols, w->dev.d2h, &w->counts.bytes_d2h, &w->counts.acquire_seconds));
+    CUDA_CHECK(ctx, cudaEventRecord(w->out_free[t->out_slot], w->dev.d2h));
+    return OC_OK;
+}
+
+/* ---------------------------------------------------------------- the tile loop */
+/* Enqueues tile t of the order: waits for its panels and output slot, the job's kernels,
+ * then the events that free what it read and wrote. */
+static oc_status compute_tile(oc_engine_worker *w, oc_panel_cache *cache, int64_t t, int64_t I, int64_t J,
+                              oc_engine_tile *tile)
+{
+    oc_context *ctx = w->ctx;
+    const oc_tile_plan *tp = &w->plan.tiles;
+    int sa, sb;
+    OC_CHECK(place_tile(w, cache, I, J, &sa, &sb));
+    int o = (int)(t % tp->out_slots), c = (int)(t % w->streams);
+    cudaStream_t stream = c ? w->dev.compute2 : w->dev.compute;
+    CUDA_CHECK(ctx, cudaStreamWaitEvent(stream, w->panel_loaded[sa], 0));
+    CUDA_CHECK(ctx, cudaStreamWaitEvent(stream, w->panel_loaded[sb], 0));
+    CUDA_CHECK(ctx, cudaStreamWaitEvent(stream, w->out_free[o], 0));
+    *tile = (oc_engine_tile){.t = t, .I = I, .J = J, .rows = (int)oc_tile_panel_rows(tp, w->job.a->rows, I),
+                             .cols = (int)oc_tile_panel_rows(tp, w->job.b->rows, J), .panel_a = w->panel[sa],
+                             .panel_b = w->panel[sb], .out = w->out[o], .out_slot = o, .stream = stream};
+    if (w->trace) OC_CHECK(oc_engine_trace_tile_begin(ctx, w->trace, t, stream));
+    OC_CHECK(w->job.compute(w->job.user, tile, &w->counts.bit_macs));
+    if (w->trace) OC_CHECK(oc_engine_trace_tile_end(ctx, w->trace, t, stream));
+    w->counts.tiles++;
+    CUDA_CHECK(ctx, cudaEventRecord(w->out_done[o], stream));
+    CUDA_CHECK(ctx, cudaEventRecord(w->panel_free[2 * sa + c], stream));
+    if (sb != sa) CUDA_CHECK(ctx, cudaEventRecord(w->panel_free[2 * sb + c], stream));
+    return OC_OK;
+}
+
+/* The next tiles' panels go up now: what follows may block this thread (a selection
+ * waiting for its pairs, a sink for a free slot), and an upload issued only after it would
+ * leave the GPU waiting for the panel (a long panel takes longer to upload than a tile to
+ * compute). With every panel resident nothing is evicted, so the uploads run up to three
+ * tiles ahead, one tile's uploads per tile (a burst would keep this thread staging while
+ * the GPU waits for the next kernel); streaming panels, one tile, so that the cache sees
+ * the placements in the plan's order (each tile's own placement then finds its panels
+ * placed). */
+static oc_status prefetch(oc_engine_worker *w, oc_panel_cache *cache, const int64_t *order, int64_t t, int64_t *prefetched)
+{
+    oc_context *ctx = w->ctx;
+    const oc_tile_plan *tp = &w->plan.tiles;
+    const int side_b = w->job.symmetric ? 0 : 1;
+    for (int64_t ahead = tp->resident ? 3 : 1, issued = 0; *prefetched < t + ahead && *prefetched + 1 < tp->ntiles;
+         ++*prefetched) {
+        int64_t nI = order[2 * *prefetched + 2], nJ = order[2 * *prefetched + 3];
+        int na, nb, need = tile_uploads(cache, side_b, nI, nJ);
+        if (need && issued) break;
+        issued += need;
+        OC_CHECK(place_tile(w, cache, nI, nJ, &na, &nb));
+    }
+    return OC_OK;
+}
+
+oc_status oc_engine_worker_run(oc_engine_worker *w)
+{
+    oc_context *ctx = w->ctx;
+    const oc_tile_plan *tp = &w->plan.tiles;
+    oc_status st = OC_OK;
+    oc_panel_cache cache = {0};
+    int64_t maxp = tp->panels_a > tp->panels_b ? tp->panels_a : tp->panels_b;
+    int64_t *order = oc_engine_plan_order(&w->plan, w->job.symmetric, w->job.seeded_order);
+    if (!order) return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the tile order (%lld tiles)", (long long)tp->ntiles);
+    OC_CHECK_GOTO(oc_panel_cache_init(ctx, &cache, tp->panel_slots, 2 * maxp));
+    if (w->trace) OC_CHECK_GOTO(oc_engine_trace_begin(ctx, w->trace, w->dev.compute));
+
+    double last_progress = oc_now();
+    int64_t prefetched = 0; /* tiles up to this one have their panels placed */
+    for (int64_t t = 0; t < tp->ntiles; ++t) {
+        if (oc_cancelled(ctx)) {
+            st = oc_fail(ctx, OC_ERR_CANCELLED, "cancelled after %lld of %lld tiles", (long long)t, (long long)tp->ntiles);
+            goto cleanup;
+        }
+        oc_engine_tile tile;
+        OC_CHECK_GOTO(compute_tile(w, &cache, t, order[2 * t], order[2 * t + 1], &tile));
+        OC_CHECK_GOTO(prefetch(w, &cache, order, t, &prefetched));
+        int consumed = 0;
+        if (w->job.consume) {
+            consumed = w->job.consume(w->job.user, &tile, w->dev.d2h, w->out_free[tile.out_slot], &st);
+            if (st != OC_OK) goto cleanup;
+        }
+        if (!consumed && w->sinks) OC_CHECK_GOTO(download_tile(w, &tile));
+
+        double now = oc_now();
+        if (w->job.progress && now - last_progress >= 0.1) {
+            w->job.progress(w->job.progress_user, (double)(t + 1), (double)tp->ntiles);
+            last_progress = now;
+        }
+    }
+    if (w->job.finish) OC_CHECK_GOTO(w->job.finish(w->job.user, w->dev.d2h));
+    CUDA_CHECK_GOTO(ctx, cudaStreamSynchronize(w->dev.compute));
+    CUDA_CHECK_GOTO(ctx, cudaStreamSynchronize(w->dev.compute2));
+    CUDA_CHECK_GOTO(ctx, cudaStreamSynchronize(w->dev.d2h));
+    if (w->sinks) OC_CHECK_GOTO(oc_engine_sinks_drain(ctx, w->sinks));
+    if (w->job.progress) w->job.progress(w->job.progress_user, (double)tp->ntiles, (double)tp->ntiles);
+
+cleanup:
+    oc_panel_cache_free(&cache);
+    free(order);
+    return st;
+}
+
+void oc_engine_worker_trace(const oc_engine_worker *w)
+{
+    if (!w->trace) return;
+    const oc_tile_plan *tp = &w->plan.tiles;
+    fprintf(stderr,
+            "outcore cuda: tile %lld, %lld tiles, %d panel slots%s, %lld uploads; plan: kernels %.4f s, cost %.4f s; "
+            "kernels busy %.4f s (summed per tile, on %d stream%s); staging %.4f s on %d threads (of which slot waits "
+            "%.4f s); %d sinks, %d D2H slots of %.2f MiB (slot waits %.4f s)\n",
+            (long long)tp->tile, (long long)tp->ntiles, tp->panel_slots, tp->resident ? " (resident)" : "",
+            (long long)tp->panel_loads, tp->kernel_seconds, tp->cost_seconds, oc_engine_trace_kernel_seconds(w->trace),
+            w->streams, w->streams > 1 ? "s" : "", w->counts.upload_seconds, w->plan.copy_threads,
+            w->counts.stage_wait_seconds, w->plan.sinks, w->plan.d2h_slots, w->plan.d2h_slot_bytes / 1048576.0,
+            w->counts.acquire_seconds);
+    oc_engine_trace_busy(w->trace);
+}
+
+void oc_engine_worker_close(oc_engine_worker *w, oc_pool_stats *stats)
+{
+    if (!w) return;
+    if (w->dev.pool) {
+        /* Every enqueued copy and kernel must finish before its buffers go back. */
+        (void)cudaDeviceSynchronize();
+        (void)cudaGetLastError();
+    }
+    oc_engine_sinks_close(w->sinks);
+    oc_engine_upload_close(w->upload);
+    if (w->ready) {
+        const oc_tile_plan *tp = &w->plan.tiles;
+        destroy_events(w->panel_loaded, tp->panel_slots);
+        destroy_events(w->panel_free, 2 * tp->panel_slots);
+        destroy_events(w->out_done, tp->out_slots);
+        destroy_events(w->out_free, tp->out_slots);
+    }
+    oc_engine_trace_close(w->trace);
+    if (stats && w->dev.pool) oc_pool_get_stats(w->dev.pool, stats);
+    oc_cuda_device_close(&w->dev); /* frees the pool: every device and pinned buffer */
+    free(w->panel);
+    free(w->out);
+    free(w);
+}

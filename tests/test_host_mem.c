@@ -1,0 +1,279 @@
+/*
+ * test_host_mem.c - file-backed matrices (matrix.h, io/npy_source.c) and the CPU backend's
+ * panels: oc_matrix_load_rows must give, for every row range, exactly the rows a resident read
+ * of the same file holds, from any number of threads at once; bad rows must fail with the
+ * reader's message; a Gram job on file-backed inputs must equal the in-memory job.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/matrix.h"
+#include "harness.h"
+#include "outcore.h"
+
+static oc_context *ctx;
+static char tmpdir[256];
+
+static const char *tmp_path(const char *name)
+{
+    static char buf[4][512];
+    static int next;
+    char *p = buf[next++ % 4];
+    snprintf(p, 512, "%s/%s", tmpdir, name);
+    return p;
+}
+
+static uint64_t splitmix64(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* A rows x cols matrix of density about 1/3. */
+static oc_matrix *random_matrix(int64_t rows, int64_t cols, uint64_t seed)
+{
+    oc_matrix *m = NULL;
+    CHECK(oc_matrix_alloc(ctx, rows, cols, "R", &m) == OC_OK);
+    for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = 0; j < cols; ++j)
+            if (splitmix64(&seed) % 3 == 0) oc_matrix_set(m, i, j);
+    return m;
+}
+
+static oc_matrix *read_with_budget(const char *path, int64_t bits, int64_t budget)
+{
+    oc_read_options opts = OC_READ_OPTIONS_INIT;
+    opts.bits = bits;
+    opts.host_mem_bytes = budget;
+    oc_matrix *m = NULL;
+    oc_status st = oc_matrix_read(ctx, path, &opts, &m);
+    CHECK_MSG(st == OC_OK, "%s: %s", path, oc_context_last_error(ctx));
+    return m;
+}
+
+/* Rows [row0, row0 + rows) loaded from f equal r's, padding included (dst starts as 0xFF). */
+static int rows_equal(const oc_matrix *f, const oc_matrix *r, int64_t row0, int64_t rows)
+{
+    size_t bytes = (size_t)(rows * f->words_per_row) * 8;
+    uint64_t *dst = aligned_alloc(64, bytes + 64);
+    memset(dst, 0xFF, bytes + 64);
+    oc_status st = oc_matrix_load_rows(ctx, f, row0, rows, dst);
+    int same = st == OC_OK && memcmp(dst, r->bits + row0 * r->words_per_row, bytes) == 0;
+    /* Nothing past the rows asked for is written. */
+    for (int k = 0; k < 64; ++k) same &= ((unsigned char *)dst)[bytes + k] == 0xFF;
+    free(dst);
+    return same;
+}
+
+typedef struct thread_load {
+    const oc_matrix *m;
+    int64_t row0, rows;
+    uint64_t *dst;
+    oc_status st;
+} thread_load;
+
+static void *load_main(void *arg)
+{
+    thread_load *t = arg;
+    t->st = oc_matrix_load_rows(ctx, t->m, t->row0, t->rows, t->dst + t->row0 * t->m->words_per_row);
+    return NULL;
+}
+
+/* Both kinds of .npy (packbits rows, 0/1 bytes), cols not a multiple of 8 and rows wider than
+ * the dense reader's bounce buffer holds ten of, so that ranges cross its chunks. */
+static void test_load_rows(void)
+{
+    const int64_t rows = 37, cols = 100003;
+    oc_matrix *ref = random_matrix(rows, cols, 11);
+    const char *packed = tmp_path("packed.npy"), *bytes = tmp_path("bytes.npy");
+    CHECK(oc_matrix_save(ctx, ref, packed, 1) == OC_OK);
+    CHECK(oc_matrix_save(ctx, ref, bytes, 0) == OC_OK);
+    for (int kind = 0; kind < 2; ++kind) {
+        const char *path = kind ? bytes : packed;
+        int64_t bits = kind ? 0 : cols;
+        oc_matrix *resident = read_with_budget(path, bits, 0), *lazy = read_with_budget(path, bits, 4096);
+        if (!resident || !lazy) return;
+        CHECK(oc_matrix_resident(resident) && !oc_matrix_resident(lazy));
+        CHECK(lazy->words_per_row == ref->words_per_row && lazy->rows == rows && lazy->cols == cols);
+        CHECK(memcmp(resident->bits, ref->bits, (size_t)(rows * ref->words_per_row) * 8) == 0);
+        /* Panel edges: first and last rows, single rows, ranges across 10-row chunks, all. */
+        static const int64_t ranges[][2] = {{0, 1}, {36, 1}, {0, 37}, {9, 2}, {10, 10}, {5, 26}, {35, 2}, {17, 0}};
+        for (size_t k = 0; k < sizeof ranges / sizeof ranges[0]; ++k) {
+            CHECK_MSG(rows_equal(lazy, ref, ranges[k][0], ranges[k][1]), "%s rows %lld+%lld", path,
+                      (long long)ranges[k][0], (long long)ranges[k][1]);
+            CHECK(rows_equal(resident, ref, ranges[k][0], ranges[k][1]));
+        }
+        uint64_t word[8];
+        CHECK(oc_matrix_load_rows(ctx, lazy, 36, 2, word) == OC_ERR_INVALID_ARGUMENT);
+        CHECK(oc_matrix_load_rows(ctx, lazy, -1, 1, word) == OC_ERR_INVALID_ARGUMENT);
+
+        /* Several threads on disjoint ranges at once, and the parallel loader. */
+        size_t all = (size_t)(rows * ref->words_per_row) * 8;
+        uint64_t *dst = aligned_alloc(64, all);
+        memset(dst, 0xFF, all);
+        static const int64_t split[6] = {0, 7, 8, 20, 36, 37};
+        thread_load t[5];
+        pthread_t tid[5];
+        for (int i = 0; i < 5; ++i) {
+            t[i] = (thread_load){.m = lazy, .row0 = split[i], .rows = split[i + 1] - split[i], .dst = dst};
+            pthread_create(&tid[i], NULL, load_main, &t[i]);
+        }
+        for (int i = 0; i < 5; ++i) {
+            pthread_join(tid[i], NULL);
+            CHECK(t[i].st == OC_OK);
+        }
+        CHECK(memcmp(dst, ref->bits, all) == 0);
+        memset(dst, 0xFF, all);
+        CHECK(oc_matrix_load_rows_parallel(ctx, lazy, 3, 30, dst, 4) == OC_OK);
+        CHECK(memcmp(dst, ref->bits + 3 * ref->words_per_row, (size_t)(30 * ref->words_per_row) * 8) == 0);
+        free(dst);
+
+        /* Saving a file-backed matrix reads it through the same rows. */
+        const char *again = tmp_path("again.npy");
+        CHECK(oc_matrix_save(ctx, lazy, again, kind == 0) == OC_OK);
+        oc_matrix *back = read_with_budget(again, kind == 0 ? cols : 0, 0);
+        CHECK(back && memcmp(back->bits, ref->bits, all) == 0);
+        oc_matrix_free(back);
+
+        /* Popcounts by panels. */
+        int64_t want[37], got[37];
+        CHECK(oc_matrix_row_popcounts(ctx, resident, 2, want) == OC_OK);
+        CHECK(oc_matrix_row_popcounts(ctx, lazy, 3, got) == OC_OK);
+        CHECK(memcmp(want, got, sizeof want) == 0);
+        oc_matrix_free(resident);
+        oc_matrix_free(lazy);
+    }
+    oc_matrix_free(ref);
+}
+
+/* The in-place spread of compact packbits rows, and the first row with a bit past cols. */
+static void test_expand_packed_rows(void)
+{
+    const int64_t cols = 13, wpr = oc_bits_words_per_row(cols);
+    uint64_t buf[4 * 8];
+    unsigned char *b = (unsigned char *)buf;
+    memset(buf, 0xEE, sizeof buf);
+    const unsigned char rows[4][2] = {{0xA5, 0xF8}, {0x01, 0x0C}, {0xFF, 0x00}, {0x10, 0x0F}};
+    memcpy(b, rows, sizeof rows);
+    int64_t col = -1;
+    CHECK_EQ_I64(oc_expand_packed_rows(buf, 4, cols, wpr, &col), 1); /* rows 1 and 3 have bits past 13 */
+    CHECK_EQ_I64(col, 13);
+    for (int i = 0; i < 4; ++i) {
+        CHECK(b[i * wpr * 8] == rows[i][0]);
+        CHECK(b[i * wpr * 8 + 1] == (rows[i][1] & 0xF8));
+        for (int64_t k = 2; k < wpr * 8; ++k) CHECK(b[i * wpr * 8 + k] == 0);
+    }
+}
+
+/* Values checked as they are read: the message of the whole-file reader, row and column. */
+static void test_bad_rows(void)
+{
+    const int64_t rows = 40, cols = 1000;
+    unsigned char *a = calloc((size_t)(rows * cols), 1);
+    for (int64_t k = 0; k < rows * cols; k += 7) a[k] = 1;
+    a[33 * cols + 456] = 3;
+    /* A uint8 .npy with numpy's 128-byte header (the library writes no invalid values). */
+    const char *path = tmp_path("bad.npy");
+    FILE *f = fopen(path, "wb");
+    char header[128];
+    int len = snprintf(header, sizeof header, "{'descr': '|u1', 'fortran_order': False, 'shape': (%lld, %lld), }",
+                       (long long)rows, (long long)cols);
+    memset(header + len, ' ', (size_t)(117 - len));
+    header[117] = '\n';
+    fwrite("\x93NUMPY\x01\x00\x76\x00", 1, 10, f);
+    fwrite(header, 1, 118, f);
+    fwrite(a, 1, (size_t)(rows * cols), f);
+    fclose(f);
+    oc_matrix *lazy = read_with_budget(path, 0, 1024);
+    if (!lazy) return;
+    CHECK(!oc_matrix_resident(lazy));
+    uint64_t *dst = aligned_alloc(64, (size_t)(rows * lazy->words_per_row) * 8);
+    CHECK(oc_matrix_load_rows(ctx, lazy, 0, 33, dst) == OC_OK);
+    CHECK(oc_matrix_load_rows(ctx, lazy, 30, 10, dst) == OC_ERR_INPUT);
+    const char *msg = oc_context_last_error(ctx);
+    CHECK_MSG(strstr(msg, "bad.npy: value 3 at row 33, column 456 is not 0 or 1") && !strchr(msg, '\n'), "%s", msg);
+    /* A file cut short after it was opened: the read says so. */
+    CHECK(truncate(path, 128 + 35 * cols) == 0);
+    CHECK(oc_matrix_load_rows(ctx, lazy, 34, 3, dst) == OC_ERR_INPUT);
+    msg = oc_context_last_error(ctx);
+    CHECK_MSG(strstr(msg, "bad.npy: truncated .npy data") && strstr(msg, "row 35"), "%s", msg);
+    free(dst);
+    free(a);
+    oc_matrix_free(lazy);
+}
+
+/* A Gram job on file-backed inputs in panels equals the in-memory job, A·Aᵀ and A·Bᵀ. */
+static void test_gram_panels(void)
+{
+    oc_matrix *a = random_matrix(301, 700, 5), *b = random_matrix(157, 700, 6);
+    const char *pa = tmp_path("ga.npy"), *pb = tmp_path("gb.npy");
+    CHECK(oc_matrix_save(ctx, a, pa, 1) == OC_OK);
+    CHECK(oc_matrix_save(ctx, b, pb, 0) == OC_OK);
+    oc_matrix *la = read_with_budget(pa, 700, 16 << 10), *lb = read_with_budget(pb, 0, 16 << 10);
+    if (!la || !lb) return;
+    CHECK(!oc_matrix_resident(la) && !oc_matrix_resident(lb));
+    /* pair 0: A·Aᵀ; 1: A·Bᵀ both file-backed; 2 and 3: one of them resident (a is 301 rows
+     * of 128 bytes, b 157). */
+    const oc_matrix *lazy_a[4] = {la, la, a, la}, *lazy_b[4] = {NULL, lb, lb, b};
+    oc_gram_options small = OC_GRAM_OPTIONS_INIT;
+    small.backend = OC_BACKEND_CPU;
+    small.tile = 24;
+    small.host_mem_bytes = 16 << 10;
+    oc_output none = OC_OUTPUT_INIT;
+    none.kind = OC_OUTPUT_DISCARD;
+    CHECK(oc_gram(ctx, a, lb, &small, &none, NULL) == OC_ERR_NO_MEMORY);
+    CHECK_MSG(strstr(oc_context_last_error(ctx), "host memory budget 16384 bytes is too small") &&
+                  strstr(oc_context_last_error(ctx), "raise --host-mem"),
+              "%s", oc_context_last_error(ctx));
+    for (int pair = 0; pair < 4; ++pair)
+        for (int metric = OC_METRIC_COUNTS; metric <= OC_METRIC_HAMMING; ++metric) {
+            int64_t p = pair == 0 ? 301 : 157;
+            size_t n = (size_t)(301 * p) * 4;
+            void *want = malloc(n), *got = malloc(n);
+            oc_gram_options opts = OC_GRAM_OPTIONS_INIT;
+            opts.backend = OC_BACKEND_CPU;
+            opts.metric = (oc_metric)metric;
+            opts.tile = 24;
+            opts.threads = 3;
+            oc_output out = OC_OUTPUT_INIT;
+            out.data = want;
+            CHECK(oc_gram(ctx, a, pair == 0 ? NULL : b, &opts, &out, NULL) == OC_OK);
+            /* With a resident input the panels get what it leaves of the budget: a takes 38.5
+             * KiB, b 19.6 KiB (under the half of 40 KiB that keeps it resident). */
+            opts.host_mem_bytes = pair == 2 ? 48 << 10 : pair == 3 ? 40 << 10 : 16 << 10;
+            out.data = got;
+            oc_status st = oc_gram(ctx, lazy_a[pair], lazy_b[pair], &opts, &out, NULL);
+            CHECK_MSG(st == OC_OK, "%s", oc_context_last_error(ctx));
+            CHECK_MSG(memcmp(want, got, n) == 0, "metric %d pair %d", metric, pair);
+            free(want);
+            free(got);
+        }
+    oc_matrix_free(a);
+    oc_matrix_free(b);
+    oc_matrix_free(la);
+    oc_matrix_free(lb);
+}
+
+int main(void)
+{
+    snprintf(tmpdir, sizeof tmpdir, "%s/oc_host_mem_XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    if (!mkdtemp(tmpdir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    if (oc_context_create(&ctx) != OC_OK) return 1;
+    test_expand_packed_rows();
+    test_load_rows();
+    test_bad_rows();
+    test_gram_panels();
+    oc_context_free(ctx);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);
+    return oc_test_finish();
+}
