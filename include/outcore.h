@@ -169,6 +169,15 @@ typedef enum oc_backend {
     OC_BACKEND_CUDA = 2
 } oc_backend;
 
+/* How oc_gram computes: the packed-bit kernels (dense), or per-row accumulation over the
+ * columns' row lists with the densest columns as bit words (sparse, CPU; docs/sparse.md).
+ * Both give the same bytes for every output. */
+typedef enum oc_algorithm {
+    OC_ALGORITHM_AUTO = 0,   /* the one predicted faster (oc_gram_stats.algorithm_desc says why) */
+    OC_ALGORITHM_DENSE = 1,
+    OC_ALGORITHM_SPARSE = 2
+} oc_algorithm;
+
 typedef enum oc_gpu_mem_mode {
     OC_GPU_MEM_GROW = 0,   /* allocate on demand up to the budget */
     OC_GPU_MEM_RESERVE = 1 /* take the whole budget at start; fail fast */
@@ -209,12 +218,13 @@ typedef struct oc_gram_options {
     int64_t tile;               /* tile edge in rows; 0 = the planner chooses (tests force it) */
     oc_progress_fn progress;    /* may be NULL */
     void *progress_user;
+    oc_algorithm algorithm;     /* auto (default), dense or sparse */
 } oc_gram_options;
 
 #define OC_GRAM_OPTIONS_INIT                                                                     \
     {                                                                                            \
         sizeof(oc_gram_options), OC_METRIC_COUNTS, OC_DTYPE_DEFAULT, OC_BACKEND_AUTO, 0, 0, 0,   \
-            0.9, OC_GPU_MEM_GROW, 0, 0, 0, 0.0, 0, NULL, NULL                                    \
+            0.9, OC_GPU_MEM_GROW, 0, 0, 0, 0.0, 0, NULL, NULL, OC_ALGORITHM_AUTO                 \
     }
 
 typedef enum oc_output_kind {
@@ -265,6 +275,8 @@ typedef struct oc_gram_stats {
     int64_t pairs;              /* threshold: pairs delivered (written or passed to the callback) */
     char select_desc[64];       /* where the selection ran: "cpu", "device", "host (k > 128)" */
     int64_t host_budget_bytes;  /* the job's host memory budget (host_mem_bytes, resolved) */
+    oc_algorithm algorithm;     /* the algorithm that ran: dense or sparse */
+    char algorithm_desc[320];   /* why: the predicted times of both (`--explain`) */
 } oc_gram_stats;
 
 /* Computes the Gram matrix of a (with b == NULL: a·aᵀ, symmetric; only tiles on or above
@@ -277,7 +289,9 @@ OC_API oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b
 /* The plan oc_gram would run these arguments under, without running it: on a GPU the tile
  * edge, panel and output slots, the device budget and what bounds it, the pinned staging
  * under the host budget, the sink and copy threads, and the estimated time of kernels,
- * uploads and output (which one bounds the job); on the CPU the tiles and threads. Text for
+ * uploads and output (which one bounds the job); on the CPU the tiles and threads; for a job
+ * that opts->algorithm (auto's choice, or sparse) runs on the sparse algorithm, that and why
+ * (JSON: "algorithm": "sparse"). Text for
  * people, or a JSON object when json != 0, into *text (malloc'ed: the caller frees it).
  * Fails as oc_gram would when nothing fits the budgets, naming what the smallest plan
  * needs. Opens no output. Blocks while it queries the device. */
@@ -295,10 +309,12 @@ OC_API size_t oc_dtype_size(oc_dtype dtype);
 OC_API const char *oc_metric_name(oc_metric metric);
 OC_API const char *oc_dtype_name(oc_dtype dtype);
 OC_API const char *oc_backend_name(oc_backend backend);
+OC_API const char *oc_algorithm_name(oc_algorithm algorithm);
 /* Parses those names; returns OC_ERR_INVALID_ARGUMENT for an unknown name. */
 OC_API oc_status oc_metric_parse(const char *name, oc_metric *out);
 OC_API oc_status oc_dtype_parse(const char *name, oc_dtype *out);
 OC_API oc_status oc_backend_parse(const char *name, oc_backend *out);
+OC_API oc_status oc_algorithm_parse(const char *name, oc_algorithm *out);
 
 /* ---------------------------------------------------------------- system */
 /* The CPU kernel path in use: "ref", "avx2" or "avx512" (OUTCORE_CPU_ISA forces one). */

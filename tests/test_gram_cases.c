@@ -8,6 +8,9 @@
  * The backend also checks what only it reports: the path and thread count it ran with, and
  * the pairs its kernels computed (every pair once for A·Bᵀ; for A·Aᵀ at least the upper
  * triangle and less than everything).
+ * The same rows also run with the sparse algorithm (docs/sparse.md), which must give the
+ * reference's bytes as the dense kernels do; tests/test_gram_sparse.c checks its own
+ * corners (hub splits, inputs held as lists).
  */
 #include <stdio.h>
 #include <string.h>
@@ -38,6 +41,7 @@ static oc_status run_cpu(const gram_backend *be, oc_context *ctx, const gram_job
     gram_job_options(job, &o);
     o.backend = OC_BACKEND_CPU;
     o.tile = job->row->tile;
+    o.algorithm = OC_ALGORITHM_DENSE; /* the kernels under test, not auto's choice */
     o.threads = threads;
     oc_status st = gram_job_run_oc_gram(ctx, job, &o, res, label);
     if (st != OC_OK) return st;
@@ -60,13 +64,33 @@ static oc_status run_cpu(const gram_backend *be, oc_context *ctx, const gram_job
     return st;
 }
 
+/* The sparse algorithm on the CPU: the thread counts in turn, as above. */
+static oc_status run_sparse(const gram_backend *be, oc_context *ctx, const gram_job *job, gram_result *res, char *label)
+{
+    (void)be;
+    const int threads = thread_counts[job->serial % 4];
+    const size_t len = strlen(label);
+    snprintf(label + len, GRAM_LABEL_SIZE - len, " threads %d", threads);
+    oc_cpu_isa_select(NULL); /* the dense variants above leave their path selected */
+    oc_gram_options o;
+    gram_job_options(job, &o);
+    o.backend = OC_BACKEND_CPU;
+    o.threads = threads;
+    o.algorithm = OC_ALGORITHM_SPARSE;
+    oc_status st = gram_job_run_oc_gram(ctx, job, &o, res, label);
+    if (st != OC_OK) return st;
+    CHECK_MSG(res->stats.algorithm == OC_ALGORITHM_SPARSE, "%s: algorithm %s ran, not sparse", label,
+              oc_algorithm_name(res->stats.algorithm));
+    return st;
+}
+
 int main(void)
 {
     static const char *const isa_names[OC_CPU_ISA_COUNT] = {"ref", "avx2", "avx512"};
     cpu_settings settings[OC_CPU_ISA_COUNT];
     char names[OC_CPU_ISA_COUNT][32];
-    gram_backend backends[OC_CPU_ISA_COUNT];
-    const gram_backend *list[OC_CPU_ISA_COUNT];
+    gram_backend backends[OC_CPU_ISA_COUNT + 1];
+    const gram_backend *list[OC_CPU_ISA_COUNT + 1];
     int count = 0;
     for (int i = 0; i < OC_CPU_ISA_COUNT; ++i) {
         if (!oc_cpu_isa_supported((oc_cpu_isa_id)i)) {
@@ -80,6 +104,9 @@ int main(void)
         list[count] = &backends[count];
         count++;
     }
+    backends[count] = (gram_backend){.name = "cpu sparse", .kind = GRAM_ON_CPU, .run = run_sparse};
+    list[count] = &backends[count];
+    count++;
     oc_context *ctx = NULL;
     if (oc_context_create(&ctx) != OC_OK) return 1;
     int64_t jobs = gram_cases_run(ctx, list, count, 0);

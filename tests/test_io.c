@@ -8,6 +8,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -477,6 +478,40 @@ static void test_save_round_trip(void)
     oc_matrix_free(a);
     oc_matrix_free(b);
     oc_matrix_free(c);
+
+    /* A matrix held as row lists is saved from its lists, never packed whole (matrix.h). */
+    int64_t indptr[R + 1] = {0};
+    int64_t indices[R * C];
+    for (int i = 0; i < R; ++i) {
+        indptr[i + 1] = indptr[i];
+        for (int j = 0; j < C; ++j)
+            if (dense[i * C + j]) indices[indptr[i + 1]++] = j;
+    }
+    a = b = NULL;
+    CHECK(oc_matrix_from_csr(ctx, R, C, indptr, indices, &a) == OC_OK);
+    if (!a) return;
+    CHECK(a->csr_ptr && !a->bits);
+    CHECK_MSG(oc_matrix_save(ctx, a, dpath, 0) == OC_OK, "%s", oc_context_last_error(ctx));
+    CHECK(!a->bits);
+    CHECK(oc_matrix_open(ctx, dpath, 0, &b) == OC_OK);
+    if (b) check_equals_dense(b, dense, R, C);
+    oc_matrix_free(a);
+    oc_matrix_free(b);
+}
+
+/* Version 1 of oc_read_options (before host_mem_bytes, docs/abi.md) is still read; a size
+ * that is no version's is refused. */
+static void test_read_options_v1(void)
+{
+    const char *path = write_npy("v1opts.npy", 1, "|u1", 0, "(5, 13)", dense, sizeof dense);
+    oc_read_options v1 = OC_READ_OPTIONS_INIT;
+    v1.struct_size = offsetof(oc_read_options, host_mem_bytes);
+    v1.host_mem_bytes = -1; /* past the caller's struct: never read */
+    check_read_with(path, &v1, dense, R, C);
+    oc_matrix *m = NULL;
+    v1.struct_size = offsetof(oc_read_options, host_mem_bytes) - 4;
+    CHECK_FAIL(oc_matrix_read(ctx, path, &v1, &m), OC_ERR_INVALID_ARGUMENT, "oc_read_options.struct_size");
+    CHECK(m == NULL);
 }
 
 /* ---------------------------------------------------------------- .mtx */
@@ -786,6 +821,7 @@ int main(void)
     test_npy_bad();
     test_npy_write();
     test_save_round_trip();
+    test_read_options_v1();
     test_mtx();
     test_text();
     test_constructors();

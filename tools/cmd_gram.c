@@ -27,6 +27,10 @@ static const char gram_usage[] =
     "  --binarize             read any nonzero value as 1 (default: values other than 0/1 are\n"
     "                         an error naming the row and column, counted from 0)\n"
     "  --backend B            auto (default: CUDA when usable, else CPU), cpu, cuda\n"
+    "  --algorithm A          auto (default: the one predicted faster), dense (packed-bit\n"
+    "                         kernels) or sparse (per-row accumulation over column lists, CPU);\n"
+    "                         the same bytes either way. See docs/sparse.md\n"
+    "  --explain              print the predicted time of each algorithm and the choice\n"
     "  --threads N            CPU worker threads (default: all cores)\n"
     "  --device N             CUDA device index (default 0)\n"
     "  --gpu-mem SIZE|PCT     device memory budget, e.g. 2G or 50% (default 90% of free)\n"
@@ -53,7 +57,7 @@ typedef struct gram_args {
     int ninputs;
     const char *output;
     oc_read_options read;
-    int json, quiet;
+    int json, quiet, explain;
     int plan;
     oc_gram_options opts;
 } gram_args;
@@ -87,6 +91,7 @@ static int parse_gram_args(int argc, char **argv, gram_args *g)
             return OC_EXIT_OK;
         }
         if (strcmp(arg, "--json") == 0) { g->json = 1; continue; }
+        if (strcmp(arg, "--explain") == 0) { g->explain = 1; continue; }
         if (strcmp(arg, "--plan") == 0) { g->plan = 1; continue; }
         if (strcmp(arg, "--binarize") == 0) { g->read.binarize = 1; continue; }
         if (strcmp(arg, "--quiet") == 0 || strcmp(arg, "-q") == 0) { g->quiet = 1; continue; }
@@ -107,6 +112,10 @@ static int parse_gram_args(int argc, char **argv, gram_args *g)
             if (r < 0) return OC_EXIT_USAGE;
             if (oc_backend_parse(v, &g->opts.backend) != OC_OK)
                 return cli_usage_error("--backend %s: expected auto, cpu or cuda", v);
+        } else if (OPTION("--algorithm")) {
+            if (r < 0) return OC_EXIT_USAGE;
+            if (oc_algorithm_parse(v, &g->opts.algorithm) != OC_OK)
+                return cli_usage_error("--algorithm %s: expected auto, dense or sparse", v);
         } else if (OPTION("--threads")) {
             int64_t t;
             if (r < 0) return OC_EXIT_USAGE;
@@ -213,6 +222,8 @@ static void print_summary(const gram_args *g, const oc_matrix *a, const oc_matri
                (long long)n, (long long)p, (long long)m, oc_metric_name(g->opts.metric), oc_dtype_name(dtype),
                oc_backend_name(s->backend));
         json_string(stdout, s->backend_desc);
+        printf(", \"algorithm\": \"%s\", \"algorithm_desc\": ", oc_algorithm_name(s->algorithm));
+        json_string(stdout, s->algorithm_desc);
         printf(", \"seconds\": %.6f, \"load_seconds\": %.6f, \"bit_macs_computed\": %.0f, \"bit_macs_effective\": %.0f, "
                "\"rate_computed\": %.6g, \"rate_effective\": %.6g, \"tiles\": %lld, \"host_peak_bytes\": %lld, "
                "\"host_budget_bytes\": %lld, "
@@ -294,6 +305,7 @@ int oc_cmd_gram(int argc, char **argv)
         rc = cli_status_error(ctx, st);
         goto done;
     }
+    if (g.explain) fprintf(stderr, "outcore: algorithm %s\n", stats.algorithm_desc);
     if (!g.quiet || g.json) print_summary(&g, a, b, &stats, load_seconds);
     rc = OC_EXIT_OK;
 

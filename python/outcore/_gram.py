@@ -349,7 +349,7 @@ def _wait(job, done):
 
 def gram(A, B=None, metric="counts", topk=None, threshold=None, dtype=None, backend=None,
          gpu_mem=None, threads=None, out=None, bits=None, progress=None, binarize=False, *,
-         device=None, host_mem=None, context=None):
+         device=None, host_mem=None, context=None, algorithm="auto"):
     """The binary Gram matrix A·Aᵀ (or A·Bᵀ) and the similarities built on it.
 
     A, B: 2-D numpy arrays of bool, uint8 or int8 holding 0 and 1; uint8 rows of
@@ -367,6 +367,9 @@ def gram(A, B=None, metric="counts", topk=None, threshold=None, dtype=None, back
     host_mem: host memory budget in bytes, or "4G", "25%" (of the machine's memory); default 80%
         of the memory available. A .npy path whose packed bits take more than half of it is not
         loaded: the job reads its rows in panels from the file (docs/memory.md).
+    algorithm: "auto" (the one predicted faster), "dense" (packed-bit kernels) or "sparse"
+        (per-row accumulation over column lists, on the CPU; scipy.sparse inputs and .mtx files
+        are never densified for it); the same result either way.
     threads: CPU worker threads (default: all cores).
     context: an outcore.Context to run on, whose settings are the defaults of the resource
         arguments above; without it the module's default context is used, so that a call
@@ -394,7 +397,7 @@ def gram(A, B=None, metric="counts", topk=None, threshold=None, dtype=None, back
         if not isinstance(context, Context):
             raise InputError(f"context must be an outcore.Context; got {type(context).__name__}")
         resources = context.options(**resources)
-    opts = gram_options(metric, dtype, topk, threshold, **resources)
+    opts = gram_options(metric, dtype, topk, threshold, algorithm=algorithm, **resources)
     if progress is not None and not callable(progress):
         raise InputError(f"progress must be a callable progress(done, total); got {progress!r}")
     _check_out_is_not_an_input(out, A, B)

@@ -94,6 +94,7 @@ class GramOptions(ctypes.Structure):
         ("tile", ctypes.c_int64),
         ("progress", progress_fn),
         ("progress_user", ctypes.c_void_p),
+        ("algorithm", ctypes.c_int),
     ]
 
     def __init__(self):
@@ -150,6 +151,8 @@ class GramStats(ctypes.Structure):
         ("pairs", ctypes.c_int64),
         ("select_desc", ctypes.c_char * 64),
         ("host_budget_bytes", ctypes.c_int64),
+        ("algorithm", ctypes.c_int),
+        ("algorithm_desc", ctypes.c_char * 320),
     ]
 
     def __init__(self):
@@ -186,6 +189,7 @@ _SIGNATURES = {
     "oc_metric_parse": (ctypes.c_int, [ctypes.c_char_p, ctypes.POINTER(ctypes.c_int)]),
     "oc_dtype_parse": (ctypes.c_int, [ctypes.c_char_p, ctypes.POINTER(ctypes.c_int)]),
     "oc_backend_parse": (ctypes.c_int, [ctypes.c_char_p, ctypes.POINTER(ctypes.c_int)]),
+    "oc_algorithm_parse": (ctypes.c_int, [ctypes.c_char_p, ctypes.POINTER(ctypes.c_int)]),
     "oc_metric_name": (ctypes.c_char_p, [ctypes.c_int]),
     "oc_cpu_isa": (ctypes.c_char_p, []),
     "oc_cpu_cores": (ctypes.c_int, []),

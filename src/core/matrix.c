@@ -13,30 +13,74 @@ int64_t oc_bits_words_per_row(int64_t cols)
     return (words + OC_ROW_WORD_ALIGN - 1) / OC_ROW_WORD_ALIGN * OC_ROW_WORD_ALIGN;
 }
 
-oc_status oc_matrix_alloc(oc_context *ctx, int64_t rows, int64_t cols, const char *name, oc_matrix **out)
+/* Positive dimensions whose bits' size fits 64-bit sizes; *bytes is that size. */
+static oc_status check_dims(oc_context *ctx, int64_t rows, int64_t cols, const char *name, int64_t *bytes)
 {
+    *bytes = 0;
     if (rows <= 0 || cols <= 0)
         return oc_fail(ctx, OC_ERR_INPUT, "%s: the matrix has %lld rows and %lld columns; both must be positive",
                        name, (long long)rows, (long long)cols);
     /* cols is checked before oc_bits_words_per_row rounds it up, which would overflow. */
-    int64_t words = cols > INT64_MAX - 512 ? 0 : oc_bits_words_per_row(cols), total, bytes;
-    if (cols > INT64_MAX - 512 || !oc_mul_i64(rows, words, &total) || !oc_mul_i64(total, 8, &bytes) ||
-        !oc_mul_i64(rows, cols, &(int64_t){0}) || (uint64_t)bytes > (uint64_t)SIZE_MAX / 2)
+    int64_t words = cols > INT64_MAX - 512 ? 0 : oc_bits_words_per_row(cols), total;
+    if (cols > INT64_MAX - 512 || !oc_mul_i64(rows, words, &total) || !oc_mul_i64(total, 8, bytes) ||
+        !oc_mul_i64(rows, cols, &(int64_t){0}) || (uint64_t)*bytes > (uint64_t)SIZE_MAX / 2)
         return oc_fail(ctx, OC_ERR_INPUT, "%s: dimensions %lld x %lld overflow 64-bit sizes", name,
                        (long long)rows, (long long)cols);
+    return OC_OK;
+}
+
+oc_status oc_matrix_check_dims(oc_context *ctx, int64_t rows, int64_t cols, const char *name)
+{
+    int64_t bytes;
+    OC_CHECK(check_dims(ctx, rows, cols, name, &bytes));
+    if (cols > (int64_t)UINT32_MAX || rows > (int64_t)UINT32_MAX)
+        return oc_fail(ctx, OC_ERR_INPUT, "%s: %lld x %lld: a sparse matrix holds at most %lld rows and columns", name,
+                       (long long)rows, (long long)cols, (long long)UINT32_MAX);
+    return OC_OK;
+}
+
+static oc_matrix *new_header(int64_t rows, int64_t cols, const char *name)
+{
     oc_matrix *m = calloc(1, sizeof *m);
+    if (!m) return NULL;
+    m->rows = rows;
+    m->cols = cols;
+    m->words_per_row = oc_bits_words_per_row(cols);
+    pthread_mutex_init(&m->pack_lock, NULL);
+    snprintf(m->name, sizeof m->name, "%s", name);
+    return m;
+}
+
+oc_status oc_matrix_alloc(oc_context *ctx, int64_t rows, int64_t cols, const char *name, oc_matrix **out)
+{
+    int64_t bytes;
+    OC_CHECK(check_dims(ctx, rows, cols, name, &bytes));
+    oc_matrix *m = new_header(rows, cols, name);
     if (!m) return oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: out of memory for the matrix header", name);
     m->bits = aligned_alloc(64, (size_t)bytes);
     if (!m->bits) {
-        free(m);
+        oc_matrix_free(m);
         return oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: cannot allocate %lld bytes for %lld x %lld packed bits", name,
                        (long long)bytes, (long long)rows, (long long)cols);
     }
     memset(m->bits, 0, (size_t)bytes);
-    m->rows = rows;
-    m->cols = cols;
-    m->words_per_row = words;
-    snprintf(m->name, sizeof m->name, "%s", name);
+    *out = m;
+    return OC_OK;
+}
+
+oc_status oc_matrix_alloc_csr(oc_context *ctx, int64_t rows, int64_t cols, const char *name, int64_t *ptr,
+                              uint32_t *idx, oc_matrix **out)
+{
+    oc_status st = oc_matrix_check_dims(ctx, rows, cols, name);
+    oc_matrix *m = st == OC_OK ? new_header(rows, cols, name) : NULL;
+    if (st == OC_OK && !m) st = oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: out of memory for the matrix header", name);
+    if (st != OC_OK) {
+        free(ptr);
+        free(idx);
+        return st;
+    }
+    m->csr_ptr = ptr;
+    m->csr_idx = idx;
     *out = m;
     return OC_OK;
 }
@@ -58,19 +102,46 @@ oc_status oc_matrix_create_file_backed(oc_context *ctx, int64_t rows, int64_t co
         return oc_fail(ctx, OC_ERR_INPUT, "%s: dimensions %lld x %lld are not positive or overflow 64-bit sizes", name,
                        (long long)rows, (long long)cols);
     }
-    oc_matrix *m = calloc(1, sizeof *m);
+    oc_matrix *m = new_header(rows, cols, name);
     if (!m) {
         ops->close(source);
         return oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: out of memory for the matrix header", name);
     }
-    m->rows = rows;
-    m->cols = cols;
-    m->words_per_row = oc_bits_words_per_row(cols);
     m->source_ops = ops;
     m->source = source;
-    snprintf(m->name, sizeof m->name, "%s", name);
     *out = m;
     return OC_OK;
+}
+
+/* Sets the bits of lists row i in a zeroed packed row. */
+static void set_row_bits(const oc_matrix *m, int64_t i, uint64_t *dst)
+{
+    unsigned char *row = (unsigned char *)dst;
+    for (int64_t k = m->csr_ptr[i]; k < m->csr_ptr[i + 1]; ++k)
+        row[m->csr_idx[k] >> 3] |= (unsigned char)(0x80u >> (m->csr_idx[k] & 7));
+}
+
+oc_status oc_matrix_pack(oc_context *ctx, const oc_matrix *cm)
+{
+    oc_matrix *m = (oc_matrix *)cm;
+    if (!m->csr_ptr || __atomic_load_n(&m->bits, __ATOMIC_ACQUIRE)) return OC_OK; /* resident, or file-backed */
+    oc_status st = OC_OK;
+    pthread_mutex_lock(&m->pack_lock);
+    if (!m->bits) {
+        const size_t bytes = (size_t)(m->rows * m->words_per_row) * 8; /* checked when the matrix was made */
+        uint64_t *bits = aligned_alloc(64, bytes);
+        if (!bits) {
+            st = oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: cannot allocate %zu bytes to pack %lld x %lld bits for the dense "
+                         "algorithm (the sparse one needs none: --algorithm sparse)",
+                         m->name, bytes, (long long)m->rows, (long long)m->cols);
+        } else {
+            memset(bits, 0, bytes);
+            for (int64_t i = 0; i < m->rows; ++i) set_row_bits(m, i, bits + i * m->words_per_row);
+            __atomic_store_n(&m->bits, bits, __ATOMIC_RELEASE);
+        }
+    }
+    pthread_mutex_unlock(&m->pack_lock);
+    return st;
 }
 
 oc_status oc_matrix_load_rows(oc_context *ctx, const oc_matrix *m, int64_t row0, int64_t rows, uint64_t *dst)
@@ -79,8 +150,15 @@ oc_status oc_matrix_load_rows(oc_context *ctx, const oc_matrix *m, int64_t row0,
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: rows %lld to %lld requested of a matrix of %lld rows",
                        m->name, (long long)row0, (long long)(row0 + rows), (long long)m->rows);
     if (rows == 0) return OC_OK;
-    if (oc_matrix_resident(m)) {
-        memcpy(dst, m->bits + row0 * m->words_per_row, (size_t)(rows * m->words_per_row) * 8);
+    const uint64_t *bits = __atomic_load_n(&m->bits, __ATOMIC_ACQUIRE); /* oc_matrix_pack may set it */
+    if (bits) {
+        memcpy(dst, bits + row0 * m->words_per_row, (size_t)(rows * m->words_per_row) * 8);
+        return OC_OK;
+    }
+    if (m->csr_ptr) { /* lists: the rows are filled from them, so loading never packs the whole matrix */
+        memset(dst, 0, (size_t)(rows * m->words_per_row) * 8);
+        for (int64_t i = 0; i < rows; ++i)
+            set_row_bits(m, row0 + i, dst + i * m->words_per_row);
         return OC_OK;
     }
     return m->source_ops->load_rows(m->source, ctx, m, row0, rows, dst);
@@ -120,6 +198,9 @@ void oc_matrix_free(oc_matrix *m)
 {
     if (!m) return;
     free(m->bits);
+    free(m->csr_ptr);
+    free(m->csr_idx);
+    pthread_mutex_destroy(&m->pack_lock);
     if (m->source_ops) m->source_ops->close(m->source);
     free(m);
 }
@@ -182,6 +263,10 @@ static oc_status popcount_task(void *arg, int64_t task, int worker)
 
 oc_status oc_matrix_row_popcounts(oc_context *ctx, const oc_matrix *m, int threads, int64_t *counts)
 {
+    if (m->csr_ptr) { /* lists, packed or not: the row lengths */
+        for (int64_t i = 0; i < m->rows; ++i) counts[i] = m->csr_ptr[i + 1] - m->csr_ptr[i];
+        return OC_OK;
+    }
     popcount_job job = {ctx, m, counts, 0, row_popcount_sw, NULL};
 #ifdef HAVE_HW_POPCOUNT
     if (__builtin_cpu_supports("popcnt")) job.count_row = row_popcount_hw;

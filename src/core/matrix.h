@@ -12,15 +12,30 @@
  * The alignment (512 bits) covers one AVX-512 vector and two 256-bit steps of the
  * tensor-core kernel's K loop, so no kernel has a column tail.
  *
- * Resident or file-backed: a matrix either holds all its rows in `bits` (resident), or holds
- * none (bits == NULL) and reads rows on demand from the file it came from through a source
- * that the I/O layer supplies (oc_matrix_source_ops, the way pool.c takes oc_mem_ops, so core
- * never includes io/). Every backend reads rows through oc_matrix_load_rows, which works for
- * both kinds; only code that checked oc_matrix_resident may read `bits` directly.
+ * Three kinds, told apart by which fields are set (never by `bits` alone):
+ *   resident    bits != NULL: every row in memory (csr_ptr may also be set: a lists
+ *               matrix that was packed keeps its lists).
+ *   lists       csr_ptr != NULL, bits == NULL until oc_matrix_pack: rows held as column
+ *               lists (.mtx, oc_matrix_from_csr, scipy.sparse).
+ *   file-backed source_ops != NULL, bits == NULL always: rows read on demand from the file
+ *               it came from through a source that the I/O layer supplies
+ *               (oc_matrix_source_ops, the way pool.c takes oc_mem_ops, so core never
+ *               includes io/). Never has lists.
+ * The rule for the two kinds without bits:
+ *   - oc_gram packs a lists matrix (oc_matrix_pack) before any dense backend sees it; the
+ *     sparse path reads its lists as they are.
+ *   - a file-backed matrix is never packed; dense backends read it in panels, and the sparse
+ *     path gets it only as a lists copy built from oc_matrix_load_rows
+ *     (oc_matrix_lists_from_rows).
+ *   - oc_matrix_load_rows and oc_matrix_row_popcounts work on all three kinds (lists: from
+ *     the lists, without packing); oc_matrix_row_columns, oc_matrix_col_counts and
+ *     oc_matrix_get read memory only and must not be given a file-backed matrix.
+ * Only code that checked oc_matrix_resident may read `bits` directly.
  */
 #ifndef OC_CORE_MATRIX_H
 #define OC_CORE_MATRIX_H
 
+#include <pthread.h>
 #include <stdint.h>
 #include "outcore.h"
 
@@ -40,13 +55,21 @@ struct oc_matrix {
     int64_t cols;
     int64_t words_per_row;
     uint64_t *bits;          /* 64-byte aligned, rows * words_per_row words, owned; NULL when
-                              * the matrix is file-backed */
+                              * the matrix is file-backed, or held as lists and not packed yet */
     char name[OC_NAME_MAX];  /* used in messages */
     /* The file the matrix was read from (device and inode), so that no job writes its
      * result over its own input by another name; has_source is 0 for matrices built from
      * memory. */
     int has_source;
     uint64_t source_dev, source_ino;
+    /* A sparse matrix (read from .mtx, or built by oc_matrix_from_csr) holds its rows as
+     * column lists: row i's ones at csr_idx[csr_ptr[i] .. csr_ptr[i + 1]), ascending and
+     * distinct. The sparse Gram path reads them as they are; the dense path packs the bits
+     * once, on first use (oc_matrix_pack, under pack_lock), so a job that never needs them
+     * never holds rows x cols bits. NULL for matrices read as bits. */
+    int64_t *csr_ptr;
+    uint32_t *csr_idx;
+    pthread_mutex_t pack_lock;
     /* File-backed matrices only (bits == NULL): the rows' source, owned. */
     const oc_matrix_source_ops *source_ops;
     void *source;
@@ -79,6 +102,27 @@ oc_status oc_matrix_create_file_backed(oc_context *ctx, int64_t rows, int64_t co
  * INT64_MAX when that overflows. */
 int64_t oc_matrix_packed_bytes(int64_t rows, int64_t cols);
 
+/* Fails with oc_matrix_alloc's message when a rows x cols matrix could not be made: a
+ * dimension not positive, sizes that overflow, or more than 2^32 - 1 columns or rows for a
+ * sparse one (checked by the sparse constructors). */
+oc_status oc_matrix_check_dims(oc_context *ctx, int64_t rows, int64_t cols, const char *name);
+
+/* A sparse matrix owning ptr[rows + 1] and idx (each row ascending and distinct, columns
+ * below cols; the caller checked): no bits until oc_matrix_pack. Checks the dimensions as
+ * oc_matrix_alloc does; frees ptr and idx when it fails. */
+oc_status oc_matrix_alloc_csr(oc_context *ctx, int64_t rows, int64_t cols, const char *name, int64_t *ptr,
+                              uint32_t *idx, oc_matrix **out);
+
+/* A sparse matrix from coordinates (row[k], col[k]), k < count, each inside the matrix;
+ * duplicates are one 1. Used by the readers of sparse formats and oc_matrix_from_csr. */
+oc_status oc_matrix_from_coords(oc_context *ctx, int64_t rows, int64_t cols, const char *name, const uint32_t *row,
+                                const uint32_t *col, int64_t count, oc_matrix **out);
+
+/* Packs a lists matrix's bits if they are not there yet (thread-safe; the bits are a cache
+ * of the same matrix, hence const). A no-op for resident and file-backed matrices (the
+ * latter stay in their file). Fails when memory is short. */
+oc_status oc_matrix_pack(oc_context *ctx, const oc_matrix *m);
+
 /* words_per_row for a column count. */
 int64_t oc_bits_words_per_row(int64_t cols);
 
@@ -92,6 +136,25 @@ oc_status oc_matrix_alloc(oc_context *ctx, int64_t rows, int64_t cols, const cha
 #define OC_POPCOUNT_PANEL_BYTES (1 << 20)
 oc_status oc_matrix_row_popcounts(oc_context *ctx, const oc_matrix *m, int threads, int64_t *counts);
 
+/* Nonzero for a file-backed matrix (rows in its file, read through oc_matrix_load_rows). */
+static inline int oc_matrix_file_backed(const oc_matrix *m) { return m->source_ops != NULL; }
+
+/* The columns of row i's set bits, ascending, into cols (room for the row's popcount);
+ * returns how many (matrix_columns.c). O(words + ones). Resident or lists matrices only. */
+int64_t oc_matrix_row_columns(const oc_matrix *m, int64_t i, uint32_t *cols);
+
+/* The columns of the set bits of one packed row of `words` words into cols; returns how many. */
+int64_t oc_bits_row_columns(const uint64_t *row, int64_t words, uint32_t *cols);
+
+/* The number of set bits in each column into counts[m->cols]. O(words + ones). Resident or
+ * lists matrices only. */
+void oc_matrix_col_counts(const oc_matrix *m, int64_t *counts);
+
+/* A lists copy of m (any kind) in *out, its rows read through oc_matrix_load_rows in panels
+ * of about 1 MB: how the sparse path takes a file-backed matrix. The copy has m's name and
+ * source identity. Fails as oc_matrix_load_rows does, or when memory is short. */
+oc_status oc_matrix_lists_from_rows(oc_context *ctx, const oc_matrix *m, oc_matrix **out);
+
 /* Sets bit (i, j): for readers of sparse formats. */
 static inline void oc_matrix_set(oc_matrix *m, int64_t i, int64_t j)
 {
@@ -101,6 +164,11 @@ static inline void oc_matrix_set(oc_matrix *m, int64_t i, int64_t j)
 
 static inline int oc_matrix_get(const oc_matrix *m, int64_t i, int64_t j)
 {
+    if (!m->bits) {
+        for (int64_t k = m->csr_ptr[i]; k < m->csr_ptr[i + 1]; ++k)
+            if (m->csr_idx[k] == (uint32_t)j) return 1;
+        return 0;
+    }
     const unsigned char *row = (const unsigned char *)(m->bits + i * m->words_per_row);
     return (row[j >> 3] >> (7 - (j & 7))) & 1;
 }

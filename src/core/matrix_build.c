@@ -10,6 +10,7 @@
  */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "core/error.h"
 #include "core/matrix.h"
@@ -153,10 +154,22 @@ oc_status oc_matrix_from_csr(oc_context *ctx, int64_t rows, int64_t cols, const 
                 return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
                                "%s: indices[%" PRId64 "] = %" PRId64 " (row %" PRId64 ") is outside [0, %" PRId64 ")",
                                fn, k, indices[k], i, cols);
-    oc_matrix *m;
-    OC_CHECK(oc_matrix_alloc(ctx, rows, cols, OC_DEFAULT_NAME, &m));
-    for (int64_t i = 0; i < rows; ++i)
-        for (int64_t k = indptr[i]; k < indptr[i + 1]; ++k) oc_matrix_set(m, i, indices[k]);
-    *out = m;
-    return OC_OK;
+    /* Held as column lists (matrix.h): the sparse algorithm reads them as they are. */
+    OC_CHECK(oc_matrix_check_dims(ctx, rows, cols, fn));
+    const int64_t count = indptr[rows] - indptr[0];
+    uint32_t *row = malloc((size_t)(count ? count : 1) * sizeof *row), *col = malloc((size_t)(count ? count : 1) * sizeof *col);
+    oc_status st = OC_OK;
+    if (!row || !col) {
+        st = oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: cannot allocate %" PRId64 " entries", fn, count);
+    } else {
+        for (int64_t i = 0; i < rows; ++i)
+            for (int64_t k = indptr[i]; k < indptr[i + 1]; ++k) {
+                row[k - indptr[0]] = (uint32_t)i;
+                col[k - indptr[0]] = (uint32_t)indices[k];
+            }
+        st = oc_matrix_from_coords(ctx, rows, cols, OC_DEFAULT_NAME, row, col, count, out);
+    }
+    free(row);
+    free(col);
+    return st;
 }

@@ -6,6 +6,7 @@
 static const char *const metric_names[] = {"counts", "jaccard", "cosine", "hamming"};
 static const char *const dtype_names[] = {"default", "int32", "uint16", "float32"};
 static const char *const backend_names[] = {"auto", "cpu", "cuda"};
+static const char *const algorithm_names[] = {"auto", "dense", "sparse"};
 
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
@@ -20,6 +21,10 @@ static int find_name(const char *const *names, int count, const char *name)
 const char *oc_metric_name(oc_metric m) { return (unsigned)m < COUNT(metric_names) ? metric_names[m] : NULL; }
 const char *oc_dtype_name(oc_dtype d) { return (unsigned)d < COUNT(dtype_names) ? dtype_names[d] : NULL; }
 const char *oc_backend_name(oc_backend b) { return (unsigned)b < COUNT(backend_names) ? backend_names[b] : NULL; }
+const char *oc_algorithm_name(oc_algorithm a)
+{
+    return (unsigned)a < COUNT(algorithm_names) ? algorithm_names[a] : NULL;
+}
 
 oc_status oc_metric_parse(const char *name, oc_metric *out)
 {
@@ -46,6 +51,14 @@ oc_status oc_backend_parse(const char *name, oc_backend *out)
     int i = find_name(backend_names, COUNT(backend_names), name);
     if (i < 0) return OC_ERR_INVALID_ARGUMENT;
     *out = (oc_backend)i;
+    return OC_OK;
+}
+
+oc_status oc_algorithm_parse(const char *name, oc_algorithm *out)
+{
+    int i = find_name(algorithm_names, COUNT(algorithm_names), name);
+    if (i < 0) return OC_ERR_INVALID_ARGUMENT;
+    *out = (oc_algorithm)i;
     return OC_OK;
 }
 

@@ -42,6 +42,7 @@
 #include "exec/select.h"
 #include "cpu/gram_cpu_panels.h"
 #include "cpu/isa.h"
+#include "cpu/gram_cpu.h"
 
 #define TILE_DEFAULT 240      /* a multiple of every ISA's MR and NR (4 x 6, 2 x 3, 4 x 4) */
 #define TILE_MIN_AUTO 24      /* the planner does not shrink tiles below this for balance */
@@ -100,7 +101,7 @@ static int64_t choose_tile(const oc_gram_job *job, int threads)
 }
 
 /* What the epilogue makes of the counts: the job's metric in its result dtype. */
-static oc_epilogue_kind epilogue_kind(const oc_gram_job *job)
+oc_epilogue_kind oc_cpu_epilogue_kind(const oc_gram_job *job)
 {
     switch (job->metric) {
     case OC_METRIC_JACCARD: return OC_EPILOGUE_JACCARD;
@@ -260,7 +261,7 @@ static oc_status cpu_gram(oc_gram_job *job)
     oc_status st = OC_OK;
     const oc_cpu_kernel *kernel = oc_cpu_kernel_get();
     int threads = oc_threads_resolve(job->opts->threads);
-    cpu_job cj = {.job = job, .kernel = kernel, .epilogue = epilogue_kind(job)};
+    cpu_job cj = {.job = job, .kernel = kernel, .epilogue = oc_cpu_epilogue_kind(job)};
     int64_t *weights = NULL, *pair_first = NULL;
     uint64_t *a_buf = NULL, *b_buf = NULL;
     oc_cpu_panel_plan pp = {0};

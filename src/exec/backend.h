@@ -26,6 +26,9 @@ typedef struct oc_backend_vtbl {
 } oc_backend_vtbl;
 
 extern const oc_backend_vtbl oc_backend_cpu;
+/* The CPU's sparse algorithm (src/cpu/gram_sparse.c): needs job->sparse, the plan of
+ * exec/gram_choice.h. */
+extern const oc_backend_vtbl oc_backend_cpu_sparse;
 #ifdef OC_HAVE_CUDA
 extern const oc_backend_vtbl oc_backend_cuda;
 #endif

@@ -7,16 +7,20 @@
  * after the output was created removes its temporary file.
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
 #include "core/context.h"
 #include "core/gpu_probe.h"
+#include "core/text_buf.h"
 #include "core/threads.h"
 #include "io/io.h"
 #include "io/select_out.h"
 #include "exec/backend.h"
+#include "exec/gram_choice.h"
+#include "exec/gram_compat.h"
 #include "exec/select.h"
 #include "mem/host_budget.h"
 
@@ -187,6 +191,33 @@ cleanup:
     return st;
 }
 
+/* opts as the current version of the struct (a copy in *local for version 1, gram_compat.h),
+ * or opts itself when it is NULL or of no known size, for job_prepare to refuse by name. */
+static const oc_gram_options *current_options(const oc_gram_options *opts, oc_gram_options *local)
+{
+    const oc_gram_options *current = opts ? oc_gram_options_current(opts, local) : NULL;
+    return current ? current : opts;
+}
+
+/* The sparse path reads rows as lists, and a file-backed input is never given to it as it
+ * is (matrix.h): a job that asks for the sparse algorithm gets lists copies of such inputs,
+ * built through oc_matrix_load_rows, in lists[] (the caller frees them). Auto never picks
+ * the sparse path for a file-backed input (gram_choice.c). */
+static oc_status sparse_inputs(oc_context *ctx, oc_gram_job *job, oc_matrix **lists)
+{
+    if (job->opts->algorithm != OC_ALGORITHM_SPARSE) return OC_OK;
+    if (oc_matrix_file_backed(job->a)) {
+        OC_CHECK(oc_matrix_lists_from_rows(ctx, job->a, &lists[0]));
+        job->a = lists[0];
+    }
+    if (job->symmetric) job->b = job->a;
+    else if (oc_matrix_file_backed(job->b)) {
+        OC_CHECK(oc_matrix_lists_from_rows(ctx, job->b, &lists[1]));
+        job->b = lists[1];
+    }
+    return OC_OK;
+}
+
 /* Everything that can be checked before any work: the structs, the shapes, the options, the
  * device and the backend. Fills the job's shape, metric and dtype. */
 static oc_status job_prepare(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const oc_gram_options *opts,
@@ -244,8 +275,10 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
     double t0 = oc_now();
     oc_gram_job job;
     const oc_backend_vtbl *backend = NULL;
+    oc_gram_options current_opts;
+    opts = current_options(opts, &current_opts);
     OC_CHECK(job_prepare(ctx, a, b, opts, out, &job, &backend));
-    if (stats && stats->struct_size < sizeof(oc_gram_stats))
+    if (stats && !oc_gram_stats_size_known(stats->struct_size))
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_gram_stats.struct_size is %zu, expected %zu", stats->struct_size,
                        sizeof(oc_gram_stats));
     b = job.b;
@@ -257,7 +290,7 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
     if (out->kind == OC_OUTPUT_FILE) OC_CHECK(oc_output_check_not_input(ctx, out->path, a, b));
 
     oc_gram_stats local_stats = {.struct_size = sizeof local_stats};
-    oc_gram_stats *st_out = stats ? stats : &local_stats;
+    oc_gram_stats *st_out = stats && stats->struct_size == sizeof *stats ? stats : &local_stats;
     memset((char *)st_out + sizeof(size_t), 0, sizeof *st_out - sizeof(size_t));
 
     oc_status st = OC_OK;
@@ -265,6 +298,8 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
     int64_t *pops = NULL;
     oc_select *sel = NULL;
     select_dest dest = {0};
+    oc_sparse_plan plan = {0};
+    oc_matrix *lists[2] = {NULL, NULL}; /* lists copies of file-backed inputs for the sparse path */
     oc_dense_sink sink = {.elem_size = oc_dtype_size(dtype), .symmetric = symmetric};
     job.stats = st_out;
     st_out->host_budget_bytes = job.host_budget;
@@ -319,6 +354,18 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
     }
 
     st_out->bit_macs_effective = (double)n * (double)p * (double)job.m;
+    OC_CHECK_GOTO(sparse_inputs(ctx, &job, lists));
+    OC_CHECK_GOTO(oc_gram_choose_algorithm(ctx, &job, backend != &oc_backend_cpu, &plan));
+    snprintf(st_out->algorithm_desc, sizeof st_out->algorithm_desc, "%s", plan.explain);
+    st_out->algorithm = plan.use_sparse ? OC_ALGORITHM_SPARSE : OC_ALGORITHM_DENSE;
+    if (plan.use_sparse) {
+        backend = &oc_backend_cpu_sparse;
+        job.sparse = &plan;
+    } else {
+        /* Lists inputs get their bits when a dense job first needs them (matrix.h). */
+        OC_CHECK_GOTO(oc_matrix_pack(ctx, job.a));
+        OC_CHECK_GOTO(oc_matrix_pack(ctx, job.b));
+    }
     OC_CHECK_GOTO(backend->gram(&job));
     if (sel) OC_CHECK_GOTO(select_commit(ctx, &job, &dest, sel));
     if (npy) {
@@ -332,10 +379,32 @@ cleanup:
     oc_topk_out_abort(dest.topk_file);
     oc_pairs_out_abort(dest.pairs_file);
     oc_select_free(sel);
+    oc_sparse_plan_free(&plan);
     free(pops);
     st_out->seconds = oc_now() - t0;
     st_out->host_peak_bytes = oc_host_mem_peak();
+    oc_matrix_free(lists[0]);
+    oc_matrix_free(lists[1]);
+    if (stats && st_out != stats) /* an earlier version of the struct: its fields only */
+        memcpy((char *)stats + sizeof(size_t), (char *)st_out + sizeof(size_t), stats->struct_size - sizeof(size_t));
     return st;
+}
+
+/* --plan of a job the sparse algorithm runs: where, and why (the predictions). */
+static oc_status sparse_plan_text(const oc_gram_job *job, const oc_sparse_plan *choice, int json, char **out)
+{
+    const int threads = oc_threads_resolve(job->opts->threads);
+    oc_text text = {0};
+    if (json) {
+        oc_text_printf(&text, "{\"where\": \"cpu\", \"algorithm\": \"sparse\", \"threads\": %d, \"hubs\": %lld, "
+                       "\"algorithm_desc\": ", threads, (long long)choice->hubs);
+        oc_text_json_string(&text, choice->explain);
+        oc_text_printf(&text, "}\n");
+    } else {
+        oc_text_printf(&text, "plan for cpu (sparse algorithm, docs/sparse.md)\n  threads  %d workers\n  why      %s\n",
+                       threads, choice->explain);
+    }
+    return oc_text_finish(job->ctx, &text, out);
 }
 
 oc_status oc_gram_plan(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const oc_gram_options *opts,
@@ -346,6 +415,8 @@ oc_status oc_gram_plan(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, 
     if (!text) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_gram_plan: text must not be NULL");
     oc_gram_job job;
     const oc_backend_vtbl *backend = NULL;
+    oc_gram_options current_opts;
+    opts = current_options(opts, &current_opts);
     OC_CHECK(job_prepare(ctx, a, b, opts, out, &job, &backend));
     oc_gram_stats stats = {.struct_size = sizeof stats};
     job.stats = &stats;
@@ -362,7 +433,19 @@ oc_status oc_gram_plan(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, 
     } else if (out->kind == OC_OUTPUT_MEMORY || out->kind == OC_OUTPUT_FILE) {
         job.dense = &sink;
     }
-    st = backend->plan(&job, json, text);
+    /* The algorithm is chosen as oc_gram chooses it; a file-backed input that the sparse
+     * algorithm was asked for is not read into lists for a plan. */
+    oc_sparse_plan choice = {0};
+    int in_file = oc_matrix_file_backed(job.a) || oc_matrix_file_backed(job.b);
+    if (opts->algorithm == OC_ALGORITHM_SPARSE && in_file) {
+        choice.use_sparse = 1;
+        snprintf(choice.explain, sizeof choice.explain, "sparse (asked), after reading the inputs left in their "
+                 "files into row lists");
+    } else {
+        st = oc_gram_choose_algorithm(ctx, &job, backend != &oc_backend_cpu, &choice);
+    }
+    if (st == OC_OK) st = choice.use_sparse ? sparse_plan_text(&job, &choice, json, text) : backend->plan(&job, json, text);
+    oc_sparse_plan_free(&choice);
     oc_select_free(sel);
     return st;
 }

@@ -14,6 +14,7 @@
 #include "exec/sink.h"
 
 struct oc_select;
+struct oc_sparse_plan;
 
 typedef struct oc_gram_job {
     oc_context *ctx;
@@ -31,6 +32,7 @@ typedef struct oc_gram_job {
     oc_dense_sink *dense;     /* dense destination, or NULL when the result is discarded */
     struct oc_select *select; /* top-k or threshold destination (select.h), else NULL */
     oc_gram_stats *stats;     /* never NULL inside the library; the backend fills its fields */
+    const struct oc_sparse_plan *sparse; /* the hub split for the sparse backend (gram_choice.h) */
 } oc_gram_job;
 
 #endif

@@ -87,6 +87,14 @@ oc_status oc_select_begin(oc_context *ctx, oc_select *s, int64_t tile, int worke
     return s->cfg.mode == OC_SELECT_TOPK ? oc_select_topk_begin(ctx, s) : oc_select_pairs_begin(ctx, s);
 }
 
+oc_status oc_select_begin_rows(oc_context *ctx, oc_select *s, int64_t rows)
+{
+    s->whole_rows = 1;
+    OC_CHECK(oc_select_begin(ctx, s, rows, 0));
+    s->tiles_j = 1;
+    return s->cfg.mode == OC_SELECT_PAIRS ? oc_select_pairs_rows(s) : OC_OK;
+}
+
 void oc_select_free(oc_select *s)
 {
     if (!s) return;

@@ -76,6 +76,12 @@ uint64_t oc_select_min_key(const oc_select *s);
  * how many workers call oc_select_tile concurrently (0: none, e.g. a device selects). */
 oc_status oc_select_begin(oc_context *ctx, oc_select *s, int64_t tile, int workers);
 
+/* Instead of oc_select_begin, for a backend that computes whole rows (the sparse path):
+ * row blocks of `rows` rows, each complete with one oc_select_add_pairs(s, i0, 0, ...) call
+ * whose columns are global; top-k lists are filled through oc_select_topk_keys. No
+ * oc_select_tile calls. */
+oc_status oc_select_begin_rows(oc_context *ctx, oc_select *s, int64_t rows);
+
 /* Worker `worker` hands over converted tile (i0, j0) of rows x cols, elements ld apart. For
  * A·Aᵀ only elements whose global column exceeds their global row are read, so a top-k tile
  * may also come in row slices (i0 + r0, j0) of a tile; a threshold tile must come whole.

@@ -124,6 +124,12 @@ oc_status oc_select_pairs_begin(oc_context *ctx, oc_select *s)
     return OC_OK;
 }
 
+oc_status oc_select_pairs_rows(oc_select *s)
+{
+    for (int64_t b = 0; b < s->nblocks; ++b) s->blocks[b].expected = 1;
+    return OC_OK;
+}
+
 static void free_chunk(pair_chunk *c)
 {
     free(c->row_counts);
@@ -244,7 +250,7 @@ static oc_status add_chunk(oc_select *s, int64_t i0, int64_t j0, int64_t rows, c
         pthread_mutex_unlock(&s->plock);
         goto no_memory;
     }
-    b->chunks[J - (s->cfg.symmetric ? I : 0)] = c;
+    b->chunks[J - (s->cfg.symmetric && !s->whole_rows ? I : 0)] = c;
     b->done++;
     s->pending_bytes += c.mem_bytes;
     pthread_mutex_unlock(&s->plock);
@@ -308,7 +314,7 @@ static oc_status deliver_block(oc_context *ctx, oc_select *s, int64_t I)
 {
     row_block *b = &s->blocks[I];
     const int64_t i0 = I * s->tile, rows = s->cfg.n - i0 < s->tile ? s->cfg.n - i0 : s->tile;
-    const int64_t first_j = s->cfg.symmetric ? I : 0;
+    const int64_t first_j = s->cfg.symmetric && !s->whole_rows ? I : 0;
     int64_t *cursor = calloc((size_t)b->expected, sizeof *cursor), n = 0;
     if (!cursor) return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the delivery state of %lld tiles", (long long)b->expected);
     oc_status st = OC_OK;

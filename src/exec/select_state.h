@@ -84,6 +84,7 @@ struct oc_select {
     padded_lock locks[NLOCKS];
 
     int64_t tile, tiles_j, rowcap, colcap;
+    int whole_rows;                 /* oc_select_begin_rows: one chunk per row block, at column 0 */
     oc_select_simd simd;            /* top-k pre-test and insertion of this CPU (select_simd.h) */
     int nworkers;
     sel_worker *workers;
@@ -139,5 +140,7 @@ oc_status oc_select_pairs_begin(oc_context *ctx, oc_select *s);
 oc_status oc_select_pairs_tile(oc_select *s, sel_worker *w, int64_t i0, int64_t j0, int64_t rows, int64_t cols,
                                const void *tile, int64_t ld);
 void oc_select_pairs_free(oc_select *s);
+/* After oc_select_pairs_begin, for oc_select_begin_rows: every row block takes one chunk. */
+oc_status oc_select_pairs_rows(oc_select *s);
 
 #endif

@@ -3,6 +3,7 @@
  * file's extension; oc_matrix_save writes a matrix as .npy (0/1 bytes or packbits rows).
  */
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,6 +11,9 @@
 #include "core/error.h"
 #include "core/matrix.h"
 #include "io/io.h"
+
+/* Version 1 of oc_read_options ends before host_mem_bytes (docs/abi.md). */
+#define OC_READ_OPTIONS_V1_SIZE offsetof(oc_read_options, host_mem_bytes)
 
 oc_status oc_matrix_read(oc_context *ctx, const char *path, const oc_read_options *opts, oc_matrix **out)
 {
@@ -19,6 +23,11 @@ oc_status oc_matrix_read(oc_context *ctx, const char *path, const oc_read_option
     if (ctx) oc_context_begin_job(ctx);
     oc_read_options defaults = OC_READ_OPTIONS_INIT;
     if (!opts) opts = &defaults;
+    if (opts->struct_size == OC_READ_OPTIONS_V1_SIZE) { /* before host_mem_bytes (docs/abi.md): its default */
+        memcpy(&defaults, opts, OC_READ_OPTIONS_V1_SIZE);
+        defaults.struct_size = sizeof defaults;
+        opts = &defaults;
+    }
     if (opts->struct_size < sizeof(oc_read_options))
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
                        "oc_read_options.struct_size is %zu, expected %zu: start from OC_READ_OPTIONS_INIT",
@@ -62,7 +71,8 @@ oc_status oc_matrix_save(oc_context *ctx, const oc_matrix *m, const char *path, 
     oc_npy_out *w;
     void *data;
     OC_CHECK(oc_npy_out_create(ctx, path, OC_NPY_UINT8, m->rows, width, &w, &data));
-    /* A file-backed matrix is copied through a buffer of about 1 MB of rows. */
+    /* A file-backed or lists matrix is copied through a buffer of about 1 MB of rows
+     * (oc_matrix_load_rows fills lists rows without packing the whole matrix). */
     const int64_t row_bytes = m->words_per_row * 8;
     const int64_t chunk = oc_matrix_resident(m) ? m->rows : (1 << 20) / row_bytes > 0 ? (1 << 20) / row_bytes : 1;
     uint64_t *buf = oc_matrix_resident(m) ? NULL : aligned_alloc(64, (size_t)(chunk * row_bytes));

@@ -25,92 +25,14 @@
 #include "core/matrix.h"
 #include "io/io.h"
 #include "io/mapped_file.h"
+#include "io/mtx_tokens.h"
+#include "core/threads.h"
 
-#define MTX_MAX_TOKENS 6
+#define PARALLEL_MIN_BYTES (1 << 20) /* below, starting threads costs more than it saves */
 
-typedef struct token {
-    const char *s;
-    size_t len;
-} token;
-
-/* Splits a line at whitespace into at most MTX_MAX_TOKENS tokens; returns how many there
- * are (MTX_MAX_TOKENS + 1 when there are more). */
-static int split(const char *line, size_t len, token *tok)
+static oc_status parse_entries(oc_context *ctx, const char *path, oc_mapped_file *file, const oc_read_options *opts,
+                               coords *c)
 {
-    int n = 0;
-    size_t k = 0;
-    for (;;) {
-        while (k < len && isspace((unsigned char)line[k])) ++k;
-        if (k == len) return n;
-        if (n == MTX_MAX_TOKENS) return n + 1;
-        tok[n].s = line + k;
-        while (k < len && !isspace((unsigned char)line[k])) ++k;
-        tok[n].len = (size_t)(line + k - tok[n].s);
-        ++n;
-    }
-}
-
-static int token_is(const token *t, const char *word)
-{
-    return t->len == strlen(word) && strncasecmp(t->s, word, t->len) == 0;
-}
-
-/* A decimal integer token ("+12", "007"); 0 when it is not one or does not fit int64. */
-static int parse_int(const token *t, int64_t *out)
-{
-    size_t k = 0;
-    int neg = 0;
-    if (k < t->len && (t->s[k] == '+' || t->s[k] == '-')) neg = t->s[k++] == '-';
-    if (k == t->len) return 0;
-    uint64_t v = 0;
-    for (; k < t->len; ++k) {
-        if (t->s[k] < '0' || t->s[k] > '9') return 0;
-        /* Tested before the step, which could wrap past 2^64 and read as a small number. */
-        if (v > ((uint64_t)INT64_MAX - (uint64_t)(t->s[k] - '0')) / 10) return 0;
-        v = v * 10 + (uint64_t)(t->s[k] - '0');
-    }
-    *out = neg ? -(int64_t)v : (int64_t)v;
-    return 1;
-}
-
-/* What a value token holds. Integers are judged by their digits, so values past int64 are
- * still told apart correctly. */
-typedef enum mtx_value { VALUE_NOT_A_NUMBER, VALUE_ZERO, VALUE_ONE, VALUE_OTHER } mtx_value;
-
-static mtx_value classify_value(const token *t, int real)
-{
-    if (!real) {
-        size_t k = (t->len && (t->s[0] == '+' || t->s[0] == '-')) ? 1 : 0;
-        int negative = t->len && t->s[0] == '-';
-        if (k == t->len) return VALUE_NOT_A_NUMBER;
-        uint64_t v = 0; /* saturates at 2: only 0, 1 and "more" matter */
-        for (; k < t->len; ++k) {
-            if (t->s[k] < '0' || t->s[k] > '9') return VALUE_NOT_A_NUMBER;
-            v = v * 10 + (uint64_t)(t->s[k] - '0');
-            if (v > 1) v = 2;
-        }
-        return v == 0 ? VALUE_ZERO : v == 1 && !negative ? VALUE_ONE : VALUE_OTHER;
-    }
-    char buf[64];
-    if (t->len >= sizeof buf) return VALUE_NOT_A_NUMBER;
-    memcpy(buf, t->s, t->len);
-    buf[t->len] = '\0';
-    char *end;
-    double v = strtod(buf, &end);
-    if (end != buf + t->len || v != v) return VALUE_NOT_A_NUMBER; /* NaN is no answer to "is it a one" */
-    return v == 0.0 ? VALUE_ZERO : v == 1.0 ? VALUE_ONE : VALUE_OTHER;
-}
-
-static int is_skippable(const char *line, size_t len)
-{
-    size_t k = 0;
-    while (k < len && isspace((unsigned char)line[k])) ++k;
-    return k == len || line[k] == '%';
-}
-
-static oc_status parse_mtx(oc_context *ctx, const char *path, oc_mapped_file *file, void *arg, oc_matrix **out)
-{
-    const oc_read_options *opts = arg;
     const unsigned char *end = file->data + file->size, *pos = file->data;
     const char *line = NULL;
     size_t len = 0;
@@ -166,8 +88,25 @@ static oc_status parse_mtx(oc_context *ctx, const char *path, oc_mapped_file *fi
                        "%s: a skew-symmetric file mirrors each value v as -v, so its entries are not all 0 or 1: "
                        "--binarize (Python: binarize=True) reads every nonzero value as 1",
                        path);
-    OC_CHECK(oc_matrix_alloc(ctx, rows, cols, path, out));
-    oc_matrix *m = *out;
+    OC_CHECK(oc_matrix_check_dims(ctx, rows, cols, path));
+    /* An entry takes at least 4 bytes ("1 1\n"), so the file's size bounds what is allocated
+     * whatever the size line declares. */
+    int64_t most = (int64_t)(file->size / 4) + 1;
+    c->cap = (entries < most ? entries : most) * (mirror ? 2 : 1) + 1;
+    c->rows = rows, c->cols = cols;
+    c->row = malloc((size_t)c->cap * sizeof *c->row);
+    c->col = malloc((size_t)c->cap * sizeof *c->col);
+    if (!c->row || !c->col)
+        return oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: cannot allocate room for %lld entries", path, (long long)c->cap);
+
+    /* Large files are parsed on every core first; a file that is not valid is parsed again
+     * below, on one thread, for its exact message (mtx_parallel.c). Oversubscription would
+     * only slow this down, and a cancel is checked at the end. */
+    if ((size_t)(end - pos) >= PARALLEL_MIN_BYTES &&
+        oc_mtx_parse_parallel(ctx, pos, (size_t)(end - pos), pattern, real, mirror, opts->binarize, entries,
+                              oc_threads_resolve(0), c))
+        return OC_OK;
+    c->count = 0;
 
     int want = pattern ? 2 : 3;
     int64_t seen = 0;
@@ -210,8 +149,8 @@ static oc_status parse_mtx(oc_context *ctx, const char *path, oc_mapped_file *fi
             one = v != VALUE_ZERO;
         }
         if (one) {
-            oc_matrix_set(m, i - 1, j - 1);
-            if (mirror) oc_matrix_set(m, j - 1, i - 1);
+            c->row[c->count] = (uint32_t)(i - 1), c->col[c->count++] = (uint32_t)(j - 1);
+            if (mirror && i != j) c->row[c->count] = (uint32_t)(j - 1), c->col[c->count++] = (uint32_t)(i - 1);
         }
     }
     if (seen != entries)
@@ -219,6 +158,16 @@ static oc_status parse_mtx(oc_context *ctx, const char *path, oc_mapped_file *fi
                        "%s: the size line declares %" PRId64 " entries but the file has only %" PRId64, path, entries,
                        seen);
     return OC_OK;
+}
+
+static oc_status parse_mtx(oc_context *ctx, const char *path, oc_mapped_file *file, void *arg, oc_matrix **out)
+{
+    coords c = {0};
+    oc_status st = parse_entries(ctx, path, file, arg, &c);
+    if (st == OC_OK) st = oc_matrix_from_coords(ctx, c.rows, c.cols, path, c.row, c.col, c.count, out);
+    free(c.row);
+    free(c.col);
+    return st;
 }
 
 oc_status oc_mtx_read(oc_context *ctx, const char *path, const oc_read_options *opts, oc_matrix **out)

@@ -67,6 +67,7 @@ static oc_status run_cuda(const gram_backend *be, oc_context *ctx, const gram_jo
     oc_gram_options o;
     gram_job_options(job, &o);
     o.backend = OC_BACKEND_CUDA;
+    o.algorithm = OC_ALGORITHM_DENSE; /* the kernels under test, not auto's choice */
     o.tile = job->row->gpu_tile;
     o.gpu_mem_bytes = job->row->gpu_mem;
     oc_status st = gram_job_run_oc_gram(ctx, job, &o, res, label);

@@ -655,3 +655,40 @@ def test_uint8_values_above_one_hint_at_packbits(rng):
     packed = np.packbits(a, axis=1)
     with pytest.raises(outcore.InputError, match=r"look like numpy.packbits output: pass bits=M.* 297 to 304"):
         outcore.gram(packed)
+
+
+@pytest.mark.parametrize("metric", ["counts", "jaccard", "cosine", "hamming"])
+def test_sparse_algorithm_matches_dense(rng, metric):
+    a = (rng.random((150, 800)) < 0.01).astype(np.uint8)
+    a[5] = 0
+    a[9] = 0  # two empty rows: jaccard 1 between them
+    for kw in ({"topk": 6}, {"threshold": 0.3 if metric in ("jaccard", "cosine") else 1}, {}):
+        s = outcore.gram(a, metric=metric, algorithm="sparse", **kw)
+        d = outcore.gram(a, metric=metric, algorithm="dense", **kw)
+        for x, y in zip(s if isinstance(s, tuple) else (s,), d if isinstance(d, tuple) else (d,)):
+            assert x.dtype == y.dtype and x.tobytes() == y.tobytes()
+    with pytest.raises(outcore.InputError, match="algorithm"):
+        outcore.gram(a, algorithm="fast")
+
+
+def test_scipy_sparse_stays_sparse(rng):
+    sp = pytest.importorskip("scipy.sparse")
+    a = sp.random(1500, 30000, density=0.0003, format="csr", random_state=1)
+    a.data[:] = 1
+    idx, sc = outcore.gram(a, metric="jaccard", topk=4, algorithm="sparse")
+    dense = np.asarray(a.todense() != 0, dtype=np.uint8)
+    idx_d, sc_d = outcore.gram(dense, metric="jaccard", topk=4, algorithm="dense")
+    assert np.array_equal(idx, idx_d) and sc.tobytes() == sc_d.tobytes()
+
+
+def test_sparse_algorithm_on_a_file_left_in_place(rng, tmp_path):
+    """host_mem= leaves a .npy path in its file; algorithm="sparse" reads its rows into lists,
+    with the same bytes as the dense panels; a Context's resources and algorithm= combine."""
+    a = (rng.random((3000, 4000)) < 0.002).astype(np.uint8)
+    np.save(tmp_path / "a.npy", a)
+    with outcore.Context(backend="cpu", host_mem=1 << 20) as ctx:
+        s = outcore.gram(tmp_path / "a.npy", metric="jaccard", topk=5, algorithm="sparse", context=ctx)
+        d = outcore.gram(tmp_path / "a.npy", metric="jaccard", topk=5, algorithm="dense", context=ctx)
+    ref = outcore.gram(a, metric="jaccard", topk=5, algorithm="dense")
+    for x, y, z in zip(s, d, ref):
+        assert x.tobytes() == y.tobytes() == z.tobytes()

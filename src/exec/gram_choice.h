@@ -1,0 +1,37 @@
+/*
+ * gram_choice.h - dense or sparse: the prediction behind `--algorithm auto` and `--explain`.
+ *
+ * Device agnostic: it reads the packed matrices and the job's options and predicts two
+ * times from per-operation costs: the dense path (n·p·m bit-MACs at the kernel rate of the
+ * chosen backend, plus every result element once) and the sparse path (src/cpu/gram_sparse.c:
+ * one pair update per column shared by two rows, Σ_j ca_j·cb_j, except for the hub columns,
+ * which are swept as dense bit words: rows-with-a-hub of A x of B x hub words). The hub split
+ * that minimises the sparse prediction is the one the sparse path uses, so the plan carries it.
+ */
+#ifndef OC_EXEC_GRAM_CHOICE_H
+#define OC_EXEC_GRAM_CHOICE_H
+
+#include <stdint.h>
+#include "exec/gram_job.h"
+
+/* Hub columns are held as up to this many bits per row (8 words: one AVX-512 vector). */
+#define OC_SPARSE_MAX_HUBS 512
+
+typedef struct oc_sparse_plan {
+    int use_sparse;           /* the decision */
+    int64_t hubs;             /* hub columns, hub_cols[hubs], densest first */
+    uint32_t *hub_cols;       /* owned; NULL when hubs == 0 */
+    double ones_a, ones_b;    /* set bits */
+    double pair_updates;      /* Σ over non-hub columns of ca_j·cb_j */
+    double hub_rows_a, hub_rows_b; /* rows holding a hub (estimated as independent columns) */
+    double sparse_seconds, dense_seconds; /* predictions; < 0 when not predicted */
+    char explain[320];        /* one line for --explain */
+} oc_sparse_plan;
+
+/* Fills plan for the job and decides (opts->algorithm: forced, or auto by the predictions;
+ * gpu: the dense path would run on a GPU). Fails only on allocation. */
+oc_status oc_gram_choose_algorithm(oc_context *ctx, const oc_gram_job *job, int gpu, oc_sparse_plan *plan);
+
+void oc_sparse_plan_free(oc_sparse_plan *plan);
+
+#endif

@@ -1,0 +1,131 @@
+"""`outcore gram --algorithm` and `--explain` on real files: the sparse and dense algorithms
+give the same bytes, auto picks sparse on sparse data and dense on dense data, bad values
+are usage errors."""
+import json
+
+import numpy as np
+import pytest
+
+from conftest import data_file, run, summary_json
+
+
+def same_npz(x, y):
+    a, b = np.load(x), np.load(y)
+    return sorted(a.files) == sorted(b.files) and all(
+        a[k].dtype == b[k].dtype and a[k].tobytes() == b[k].tobytes() for k in a.files)
+
+
+@pytest.mark.parametrize("mode", [["--topk", "10"], ["--threshold", "0.5"]])
+def test_debian_sparse_equals_dense(tmp_path, mode):
+    """Hub columns, 7,589 empty rows (jaccard 0/0 = 1), ties: the two algorithms agree."""
+    path = data_file("debian_depends.mtx")
+    sparse = run("gram", path, "--metric", "jaccard", *mode, "-o", tmp_path / "s.npz", "--algorithm", "sparse",
+                 "--quiet", "--json")
+    assert summary_json(sparse)["algorithm"] == "sparse"
+    # the dense path on all of debian takes tens of seconds: compare on its first 6,000 rows
+    # through A·Bᵀ instead, which keeps every kind of row (hubs, empty rows)
+    with open(path) as f:
+        body = [line for line in f if not line.startswith("%")][1:]  # past the size line
+    rows = np.array([line.split() for line in body], dtype=np.int64)
+    keep = rows[rows[:, 0] <= 6000]
+    head = tmp_path / "head.mtx"
+    with open(head, "w") as f:
+        f.write("%%MatrixMarket matrix coordinate pattern general\n")
+        f.write(f"6000 35437 {len(keep)}\n")
+        np.savetxt(f, keep, fmt="%d")
+    for algo in ("sparse", "dense"):
+        run("gram", head, path, "--metric", "jaccard", *mode, "-o", tmp_path / f"{algo}.npz", "--algorithm", algo,
+            "--quiet")
+    assert same_npz(tmp_path / "sparse.npz", tmp_path / "dense.npz")
+
+
+def test_reuters_every_metric(tmp_path):
+    path = data_file("reuters_docterm.mtx")
+    for metric in ("counts", "jaccard", "cosine", "hamming"):
+        for algo in ("sparse", "dense"):
+            run("gram", path, "--metric", metric, "--topk", "7", "-o", tmp_path / f"{algo}.npz", "--algorithm", algo,
+                "--quiet")
+        assert same_npz(tmp_path / "sparse.npz", tmp_path / "dense.npz"), metric
+
+
+def test_auto_and_explain(tmp_path, rng):
+    sparse = (rng.random((400, 3000)) < 0.001).astype(np.uint8)
+    dense = (rng.random((200, 1000)) < 0.5).astype(np.uint8)
+    np.save(tmp_path / "sparse.npy", sparse)
+    np.save(tmp_path / "dense.npy", dense)
+    proc = run("gram", tmp_path / "sparse.npy", "--metric", "jaccard", "--topk", "3", "-o", tmp_path / "s.npz",
+               "--explain", "--json")
+    assert summary_json(proc)["algorithm"] == "sparse"
+    assert "algorithm sparse: predicted sparse" in proc.stderr and "dense" in proc.stderr
+    proc = run("gram", tmp_path / "dense.npy", "--metric", "jaccard", "--topk", "3", "-o", tmp_path / "d.npz",
+               "--explain", "--json")
+    assert summary_json(proc)["algorithm"] == "dense"
+    assert "algorithm dense: density" in proc.stderr
+
+
+def test_bad_algorithm(tmp_path, rng):
+    np.save(tmp_path / "a.npy", (rng.random((5, 5)) < 0.5).astype(np.uint8))
+    proc = run("gram", tmp_path / "a.npy", "-o", tmp_path / "c.npy", "--algorithm", "fast", check=False)
+    assert proc.returncode == 2 and "--algorithm fast" in proc.stderr
+    assert not (tmp_path / "c.npy").exists()
+    proc = run("gram", tmp_path / "a.npy", "-o", tmp_path / "c.npy", "--algorithm", "sparse", "--backend", "cuda",
+               check=False)
+    # without a usable GPU the backend is refused first (exit 1); with one, the algorithm (exit 2)
+    assert proc.returncode != 0 and ("sparse algorithm runs on the CPU" in proc.stderr or "cuda" in proc.stderr)
+    assert not (tmp_path / "c.npy").exists()
+
+
+def test_large_mtx_parallel_read(tmp_path, rng):
+    """Files past 1 MB are parsed on every core: the same matrix, and for a bad line the same
+    message (line number included) as the sequential reader."""
+    n, m, ones = 20000, 5000, 200000
+    r = rng.integers(1, n + 1, ones)
+    c = rng.integers(1, m + 1, ones)
+    body = "".join(f"{i} {j}\n" for i, j in zip(r, c))
+    good = tmp_path / "big.mtx"
+    good.write_text(f"%%MatrixMarket matrix coordinate pattern general\n{n} {m} {ones}\n{body}")
+    run("gram", good, "--metric", "jaccard", "--topk", "3", "-o", tmp_path / "s.npz", "--algorithm", "sparse", "--quiet")
+    run("gram", good, "--metric", "jaccard", "--topk", "3", "-o", tmp_path / "d.npz", "--algorithm", "dense", "--quiet")
+    assert same_npz(tmp_path / "s.npz", tmp_path / "d.npz")
+    a = np.zeros((n, m), np.uint8)
+    a[r - 1, c - 1] = 1
+    np.save(tmp_path / "a.npy", a)
+    run("gram", tmp_path / "a.npy", "--metric", "jaccard", "--topk", "3", "-o", tmp_path / "n.npz", "--quiet")
+    assert same_npz(tmp_path / "s.npz", tmp_path / "n.npz")
+    bad = tmp_path / "bad.mtx"
+    lines = body.splitlines()
+    lines[150000] = f"{n + 1} 1"
+    bad.write_text(f"%%MatrixMarket matrix coordinate pattern general\n{n} {m} {ones}\n" + "\n".join(lines) + "\n")
+    proc = run("gram", bad, "-o", tmp_path / "x.npz", "--topk", "3", check=False)
+    assert proc.returncode == 2 and "line 150003" in proc.stderr and "outside" in proc.stderr
+    assert not (tmp_path / "x.npz").exists()
+
+
+def test_file_backed_input(tmp_path):
+    """A .npy left in its file (--host-mem): auto runs the dense algorithm and says why;
+    --algorithm sparse reads its rows into lists first and gives the same bytes; --plan names
+    the algorithm that would run."""
+    rng = np.random.default_rng(18)
+    a = rng.random((3000, 4000)) < 0.002
+    np.save(tmp_path / "a.npy", np.packbits(a, axis=1))
+    common = ["gram", tmp_path / "a.npy", "--bits", "4000", "--metric", "jaccard", "--topk", "5", "--backend", "cpu",
+              "--host-mem", str(1 << 20)]
+    auto = summary_json(run(*common, "-o", tmp_path / "auto.npz", "--json", "--quiet"))
+    assert auto["algorithm"] == "dense" and "from its file" in auto["algorithm_desc"]
+    sparse = summary_json(run(*common, "--algorithm", "sparse", "-o", tmp_path / "sparse.npz", "--json", "--quiet"))
+    assert sparse["algorithm"] == "sparse"
+    assert same_npz(tmp_path / "auto.npz", tmp_path / "sparse.npz")
+    plan = json.loads(run(*common, "--algorithm", "sparse", "--plan", "--json", "-o", tmp_path / "p.npz").stdout)
+    assert plan["algorithm"] == "sparse"
+    assert "algorithm" not in json.loads(run(*common, "--plan", "--json", "-o", tmp_path / "p.npz").stdout)
+    assert not (tmp_path / "p.npz").exists()
+
+
+def test_plan_of_a_sparse_job(tmp_path):
+    """--plan chooses as the job would: reuters (held as lists) goes to the sparse path."""
+    path = data_file("reuters_docterm.mtx")
+    args = ["gram", path, "--metric", "jaccard", "--topk", "10", "--backend", "cpu", "-o", tmp_path / "r.npz"]
+    ran = summary_json(run(*args, "--json", "--quiet"))
+    plan = json.loads(run(*args, "--plan", "--json").stdout)
+    assert ran["algorithm"] == "sparse" and plan["algorithm"] == "sparse"
+    assert "plan for cpu (sparse algorithm" in run(*args, "--plan").stdout

@@ -1,0 +1,305 @@
+/*
+ * test_gram_sparse.c - the sparse algorithm against the dense one, byte for byte.
+ *
+ * One table of matrix cases (shapes, densities, empty rows and columns, hub columns, A·Bᵀ
+ * with different sparsity of A and B) runs every output: dense results of every metric and
+ * dtype, top-k (k = 1, a few, more than the columns) and threshold pairs (thresholds a count
+ * of 0 passes and ones it does not), under 1 and 2 threads and several hub splits
+ * (OUTCORE_SPARSE_HUBS: none, the predicted one, a few, more than 64). The dense algorithm
+ * is the reference: it is itself held to a direct reference by test_cpu_gram.c. The runner
+ * takes a case and an output and compares the two algorithms, so it joins a case table
+ * shared with other backends by calling run_case per entry.
+ * Also: auto picks dense on dense data, and bad options fail with a message.
+ */
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gram_cases.h"
+#include "harness.h"
+#include "outcore.h"
+
+typedef struct sparse_case {
+    const char *name;
+    int64_t n, p;          /* p == 0: A·Aᵀ */
+    int64_t m;
+    double density_a, density_b;
+    double empty_rows;     /* share of rows left empty */
+    int64_t hub_cols;      /* columns set in hub_share of the rows */
+    double hub_share;
+    int64_t empty_cols;    /* the last columns hold nothing */
+} sparse_case;
+
+static const sparse_case cases[] = {
+    {"one row", 1, 0, 5, 0.5, 0, 0, 0, 0, 0},
+    {"tiny", 7, 0, 9, 0.3, 0, 0.2, 0, 0, 2},
+    {"random 1%", 300, 0, 500, 0.01, 0, 0, 0, 0, 0},
+    {"random 5% empty rows", 257, 0, 300, 0.05, 0, 0.3, 0, 0, 50},
+    {"random 20%", 130, 0, 200, 0.2, 0, 0.1, 0, 0, 0},
+    {"hubs", 400, 0, 1000, 0.003, 0, 0.1, 5, 0.4, 100},
+    {"many hubs", 300, 0, 700, 0.002, 0, 0.05, 90, 0.15, 0},
+    {"all empty", 20, 0, 30, 0.0, 0, 1.0, 0, 0, 0},
+    {"A·Bᵀ", 150, 90, 400, 0.01, 0.05, 0.1, 3, 0.3, 20},
+    {"A·Bᵀ sparse A dense B", 60, 200, 100, 0.002, 0.3, 0.2, 0, 0, 0},
+    {"A·Bᵀ empty B rows", 80, 70, 300, 0.02, 0.01, 0.5, 2, 0.5, 0},
+    {"more rows than a block", 700, 0, 2000, 0.002, 0, 0.2, 4, 0.3, 0},
+};
+
+static unsigned char *make_bytes(const sparse_case *c, int64_t rows, double density, uint64_t *seed)
+{
+    unsigned char *d = calloc((size_t)(rows * c->m), 1);
+    if (!d) return NULL;
+    const uint64_t t = (uint64_t)(density * 18446744073709551615.0);
+    const uint64_t te = (uint64_t)(c->empty_rows * 18446744073709551615.0);
+    const uint64_t th = (uint64_t)(c->hub_share * 18446744073709551615.0);
+    const int64_t live = c->m - c->empty_cols;
+    for (int64_t i = 0; i < rows; ++i) {
+        if (c->empty_rows >= 1.0 || oc_test_rand(seed) < te) continue;
+        for (int64_t j = 0; j < live; ++j) {
+            uint64_t r = oc_test_rand(seed);
+            d[i * c->m + j] = j < c->hub_cols ? r < th : r < t;
+        }
+    }
+    return d;
+}
+
+/* The bytes as CSR, read through oc_matrix_from_csr: the C API's sparse input. */
+static oc_matrix *to_matrix(oc_context *ctx, const unsigned char *d, int64_t rows, int64_t m)
+{
+    int64_t *ptr = malloc((size_t)(rows + 1) * sizeof *ptr), *idx = malloc((size_t)(rows * m + 1) * sizeof *idx);
+    oc_matrix *out = NULL;
+    ptr[0] = 0;
+    for (int64_t i = 0; i < rows; ++i) {
+        ptr[i + 1] = ptr[i];
+        for (int64_t j = 0; j < m; ++j)
+            if (d[i * m + j]) idx[ptr[i + 1]++] = j;
+    }
+    CHECK(oc_matrix_from_csr(ctx, rows, m, ptr, idx, &out) == OC_OK);
+    free(ptr);
+    free(idx);
+    return out;
+}
+
+typedef struct pairs_buf {
+    int64_t n, cap;
+    int64_t *rows, *cols;
+    unsigned char *vals;
+    size_t elem;
+} pairs_buf;
+
+static int collect(void *user, const int64_t *rows, const int64_t *cols, const void *scores, int64_t count)
+{
+    pairs_buf *b = user;
+    if (b->n + count > b->cap) {
+        b->cap = (b->n + count) * 2;
+        b->rows = realloc(b->rows, (size_t)b->cap * sizeof *b->rows);
+        b->cols = realloc(b->cols, (size_t)b->cap * sizeof *b->cols);
+        b->vals = realloc(b->vals, (size_t)b->cap * b->elem);
+    }
+    memcpy(b->rows + b->n, rows, (size_t)count * sizeof *rows);
+    memcpy(b->cols + b->n, cols, (size_t)count * sizeof *cols);
+    memcpy(b->vals + b->n * b->elem, scores, (size_t)count * b->elem);
+    b->n += count;
+    return 0;
+}
+
+/* What one run produced. */
+typedef struct result {
+    oc_status st;
+    void *dense;
+    int64_t *indices;
+    void *scores;
+    pairs_buf pairs;
+    oc_algorithm ran;
+} result;
+
+typedef enum out_kind { OUT_DENSE, OUT_TOPK, OUT_PAIRS } out_kind;
+
+static result run(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, oc_gram_options o, out_kind kind,
+                  int64_t n, int64_t p)
+{
+    result r = {0};
+    size_t elem = oc_dtype_size(oc_gram_result_dtype(o.metric, o.dtype));
+    oc_output out = OC_OUTPUT_INIT;
+    oc_gram_stats stats = {.struct_size = sizeof stats};
+    if (kind == OUT_DENSE) {
+        r.dense = calloc((size_t)(n * p), elem);
+        out.data = r.dense;
+    } else if (kind == OUT_TOPK) {
+        out.kind = OC_OUTPUT_TOPK;
+        r.indices = calloc((size_t)(n * o.topk), sizeof *r.indices);
+        r.scores = calloc((size_t)(n * o.topk), elem);
+        out.indices = r.indices;
+        out.scores = r.scores;
+    } else {
+        out.kind = OC_OUTPUT_PAIRS;
+        r.pairs.elem = elem;
+        out.pairs = collect;
+        out.pairs_user = &r.pairs;
+    }
+    r.st = oc_gram(ctx, a, b, &o, &out, &stats);
+    r.ran = stats.algorithm;
+    return r;
+}
+
+static void result_free(result *r)
+{
+    free(r->dense);
+    free(r->indices);
+    free(r->scores);
+    free(r->pairs.rows);
+    free(r->pairs.cols);
+    free(r->pairs.vals);
+}
+
+static int same(const result *x, const result *y, out_kind kind, int64_t n, int64_t p, int64_t k, size_t elem)
+{
+    if (x->st != OC_OK || y->st != OC_OK) return 0;
+    if (kind == OUT_DENSE) return memcmp(x->dense, y->dense, (size_t)(n * p) * elem) == 0;
+    if (kind == OUT_TOPK)
+        return memcmp(x->indices, y->indices, (size_t)(n * k) * sizeof *x->indices) == 0 &&
+               memcmp(x->scores, y->scores, (size_t)(n * k) * elem) == 0;
+    return x->pairs.n == y->pairs.n && (x->pairs.n == 0 || (memcmp(x->pairs.rows, y->pairs.rows, (size_t)x->pairs.n * 8) == 0 &&
+                                                            memcmp(x->pairs.cols, y->pairs.cols, (size_t)x->pairs.n * 8) == 0 &&
+                                                            memcmp(x->pairs.vals, y->pairs.vals, (size_t)x->pairs.n * elem) == 0));
+}
+
+/* One output of one case: dense algorithm, then sparse, bytes compared. */
+static void compare(oc_context *ctx, const sparse_case *c, const oc_matrix *a, const oc_matrix *b, oc_gram_options o,
+                    out_kind kind, const char *what)
+{
+    const int64_t n = c->n, p = c->p ? c->p : c->n;
+    size_t elem = oc_dtype_size(oc_gram_result_dtype(o.metric, o.dtype));
+    o.algorithm = OC_ALGORITHM_DENSE;
+    result d = run(ctx, a, b, o, kind, n, p);
+    CHECK_MSG(d.st == OC_OK, "%s %s dense: %s", c->name, what, oc_context_last_error(ctx));
+    o.algorithm = OC_ALGORITHM_SPARSE;
+    result s = run(ctx, a, b, o, kind, n, p);
+    CHECK_MSG(s.st == OC_OK, "%s %s sparse: %s", c->name, what, oc_context_last_error(ctx));
+    CHECK_MSG(s.ran == OC_ALGORITHM_SPARSE && d.ran == OC_ALGORITHM_DENSE, "%s %s: the algorithm asked did not run",
+              c->name, what);
+    CHECK_MSG(same(&d, &s, kind, n, p, o.topk, elem), "%s %s: sparse and dense results differ", c->name, what);
+    result_free(&d);
+    result_free(&s);
+}
+
+static void run_case(oc_context *ctx, const sparse_case *c, int threads)
+{
+    uint64_t seed = 0x9E3779B97F4A7C15ull ^ (uint64_t)(c->n * 131 + c->m);
+    unsigned char *da = make_bytes(c, c->n, c->density_a, &seed);
+    unsigned char *db = c->p ? make_bytes(c, c->p, c->density_b, &seed) : NULL;
+    oc_matrix *a = to_matrix(ctx, da, c->n, c->m), *b = c->p ? to_matrix(ctx, db, c->p, c->m) : NULL;
+    const int64_t p = c->p ? c->p : c->n;
+    const int64_t ks[] = {1, 4, p + 3};
+    for (int out = 0; out < GRAM_OUTPUT_COUNT; ++out) {
+        oc_gram_options o = OC_GRAM_OPTIONS_INIT;
+        o.metric = gram_outputs[out].metric;
+        o.dtype = gram_outputs[out].dtype;
+        o.threads = threads;
+        if (o.dtype == OC_DTYPE_UINT16 && c->m >= 65536) continue;
+        char what[128];
+        snprintf(what, sizeof what, "%s/%s %d threads dense", oc_metric_name(o.metric), oc_dtype_name(o.dtype), threads);
+        compare(ctx, c, a, b, o, OUT_DENSE, what);
+        for (int t = 0; t < 3; ++t) {
+            oc_gram_options ok = o;
+            ok.topk = ks[t];
+            snprintf(what, sizeof what, "%s/%s %d threads top-%lld", oc_metric_name(o.metric), oc_dtype_name(o.dtype),
+                     threads, (long long)ks[t]);
+            compare(ctx, c, a, b, ok, OUT_TOPK, what);
+        }
+        const int fractional = o.metric == OC_METRIC_JACCARD || o.metric == OC_METRIC_COSINE;
+        const double thresholds[] = {0.0, fractional ? 0.2 : 1.0, fractional ? 0.5 : 2.0, fractional ? 1.0 : 5.0};
+        for (int t = 0; t < 4; ++t) {
+            oc_gram_options ot = o;
+            ot.use_threshold = 1;
+            ot.threshold = thresholds[t];
+            snprintf(what, sizeof what, "%s/%s %d threads threshold %g", oc_metric_name(o.metric),
+                     oc_dtype_name(o.dtype), threads, thresholds[t]);
+            compare(ctx, c, a, b, ot, OUT_PAIRS, what);
+        }
+    }
+    oc_matrix_free(a);
+    oc_matrix_free(b);
+    free(da);
+    free(db);
+}
+
+/* auto keeps dense data on the dense path, and takes the sparse one where it wins by far. */
+static void check_auto(oc_context *ctx)
+{
+    const sparse_case dense = {"dense", 200, 0, 2000, 0.5, 0, 0, 0, 0, 0};
+    const sparse_case sparse = {"sparse", 3000, 0, 20000, 0.0003, 0, 0, 0, 0, 0};
+    const sparse_case *both[] = {&dense, &sparse};
+    for (int k = 0; k < 2; ++k) {
+        uint64_t seed = 7;
+        unsigned char *d = make_bytes(both[k], both[k]->n, both[k]->density_a, &seed);
+        oc_matrix *a = to_matrix(ctx, d, both[k]->n, both[k]->m);
+        oc_gram_options o = OC_GRAM_OPTIONS_INIT;
+        o.metric = OC_METRIC_JACCARD;
+        o.topk = 5;
+        result r = run(ctx, a, NULL, o, OUT_TOPK, both[k]->n, both[k]->n);
+        CHECK_MSG(r.st == OC_OK, "auto %s: %s", both[k]->name, oc_context_last_error(ctx));
+        CHECK_MSG(r.ran == (k == 0 ? OC_ALGORITHM_DENSE : OC_ALGORITHM_SPARSE), "auto on %s data ran %s", both[k]->name,
+                  oc_algorithm_name(r.ran));
+        result_free(&r);
+        oc_matrix_free(a);
+        free(d);
+    }
+}
+
+static void check_bad_options(oc_context *ctx)
+{
+    unsigned char d[4] = {1, 0, 0, 1};
+    oc_matrix *a = NULL;
+    CHECK(oc_matrix_from_dense(ctx, d, 2, 2, 2, &a) == OC_OK);
+    oc_gram_options o = OC_GRAM_OPTIONS_INIT;
+    o.algorithm = (oc_algorithm)7;
+    result r = run(ctx, a, NULL, o, OUT_DENSE, 2, 2);
+    CHECK(r.st == OC_ERR_INVALID_ARGUMENT && strstr(oc_context_last_error(ctx), "algorithm") != NULL);
+    result_free(&r);
+    o.algorithm = OC_ALGORITHM_SPARSE;
+    o.backend = OC_BACKEND_CUDA;
+    r = run(ctx, a, NULL, o, OUT_DENSE, 2, 2);
+    CHECK(r.st != OC_OK);
+    result_free(&r);
+    /* Version 1 of the structs (options before `algorithm`, stats before `host_budget_bytes`)
+     * still works: auto, and stats written only within their size. */
+    oc_gram_options v1 = OC_GRAM_OPTIONS_INIT;
+    v1.struct_size = offsetof(oc_gram_options, algorithm);
+    v1.algorithm = (oc_algorithm)99; /* past the caller's struct: never read */
+    int32_t counts[4];
+    oc_output mem = OC_OUTPUT_INIT;
+    mem.data = counts;
+    oc_gram_stats st1;
+    memset(&st1, 0x5A, sizeof st1);
+    st1.struct_size = offsetof(oc_gram_stats, host_budget_bytes);
+    CHECK_MSG(oc_gram(ctx, a, NULL, &v1, &mem, &st1) == OC_OK, "version 1 options: %s", oc_context_last_error(ctx));
+    CHECK(counts[0] == 1 && counts[1] == 0 && counts[3] == 1 && st1.seconds >= 0);
+    CHECK(((unsigned char *)&st1)[offsetof(oc_gram_stats, host_budget_bytes)] == 0x5A);
+    v1.struct_size = offsetof(oc_gram_options, algorithm) - 8;
+    CHECK(oc_gram(ctx, a, NULL, &v1, &mem, NULL) == OC_ERR_INVALID_ARGUMENT);
+    oc_algorithm parsed;
+    CHECK(oc_algorithm_parse("sparse", &parsed) == OC_OK && parsed == OC_ALGORITHM_SPARSE);
+    CHECK(oc_algorithm_parse("fast", &parsed) == OC_ERR_INVALID_ARGUMENT);
+    oc_matrix_free(a);
+}
+
+int main(void)
+{
+    oc_context *ctx = NULL;
+    if (oc_context_create(&ctx) != OC_OK) return 1;
+    const char *hub_splits[] = {"", "0", "3", "70"};
+    for (int h = 0; h < 4; ++h) {
+        setenv("OUTCORE_SPARSE_HUBS", hub_splits[h], 1);
+        for (size_t c = 0; c < sizeof cases / sizeof *cases; ++c)
+            for (int threads = 1; threads <= 2; ++threads) {
+                if (h > 0 && threads == 2) continue; /* thread counts once, with the predicted split */
+                run_case(ctx, &cases[c], threads);
+            }
+    }
+    unsetenv("OUTCORE_SPARSE_HUBS");
+    check_auto(ctx);
+    check_bad_options(ctx);
+    oc_context_free(ctx);
+    return oc_test_finish();
+}
