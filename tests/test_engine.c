@@ -44,7 +44,7 @@ static void mark_part(void *arg, int part, int parts)
 typedef struct blocker {
     pthread_mutex_t lock;
     pthread_cond_t cond;
-    int open, started;
+    int open, started, finished;
 } blocker;
 
 static void block_until_open(void *arg)
@@ -54,6 +54,8 @@ static void block_until_open(void *arg)
     b->started++;
     pthread_cond_broadcast(&b->cond);
     while (!b->open) pthread_cond_wait(&b->cond, &b->lock);
+    b->finished++;
+    pthread_cond_broadcast(&b->cond);
     pthread_mutex_unlock(&b->lock);
 }
 
@@ -100,10 +102,14 @@ static void test_workers(oc_context *ctx)
     pthread_mutex_unlock(&b.lock);
     for (int spin = 0; spin < 20000 && atomic_load(&c.hits) < 1000; ++spin) usleep(100);
     CHECK_EQ_I64(atomic_load(&c.hits), 1000);
+    /* Every blocker has left before the next part closes the gate again. */
+    pthread_mutex_lock(&b.lock);
+    while (b.finished < 5) pthread_cond_wait(&b.cond, &b.lock);
+    pthread_mutex_unlock(&b.lock);
 
     /* A task limit keeps workers free: 2 of 5 blocking tasks run, a split uses the others. */
     b.open = 0;
-    b.started = 0;
+    b.started = b.finished = 0;
     oc_workers_limit_tasks(w, 2);
     for (int i = 0; i < 5; ++i) CHECK(oc_workers_post(ctx, w, block_until_open, &b) == OC_OK);
     pthread_mutex_lock(&b.lock);
@@ -121,7 +127,7 @@ static void test_workers(oc_context *ctx)
     pthread_mutex_lock(&b.lock);
     b.open = 1;
     pthread_cond_broadcast(&b.cond);
-    while (b.started < 5) pthread_cond_wait(&b.cond, &b.lock);
+    while (b.finished < 5) pthread_cond_wait(&b.cond, &b.lock);
     pthread_mutex_unlock(&b.lock);
     oc_workers_limit_tasks(w, 0);
 
