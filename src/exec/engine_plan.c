@@ -84,9 +84,10 @@ static void staging(const oc_engine_plan_input *in, oc_engine_plan *plan)
     plan->host_budget = in->host_budget > 0 ? in->host_budget : OC_ENGINE_DEFAULT_STAGING;
     plan->h2d_slots = H2D_SLOTS;
     plan->d2h_slots = in->dense_output ? plan->sinks + D2H_SPARE : 0;
-    /* Staging takes at most half the host budget: the selection's pinned buffers and the
-     * host side of the job need the rest. Shares are whole pages, as slots are laid out. */
-    int64_t share = plan->host_budget / 2 / (plan->h2d_slots + plan->d2h_slots);
+    /* Staging takes at most a quarter of the host budget: the selection's pinned buffers (a
+     * threshold job pins its pairs) and the host side of the job need the rest. Shares are
+     * whole pages, as slots are laid out. */
+    int64_t share = plan->host_budget / 4 / (plan->h2d_slots + plan->d2h_slots);
     if (share > MAX_H2D_SLOT) share = MAX_H2D_SLOT;
     if (share > 4096) share = share / 4096 * 4096;
     int64_t panel = tp->panel_bytes;

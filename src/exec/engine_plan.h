@@ -37,7 +37,7 @@ typedef struct oc_engine_plan_input {
     int64_t gpu_mem_bytes;     /* --gpu-mem SIZE, else 0 */
     double gpu_mem_fraction;   /* --gpu-mem PCT (or the default) when gpu_mem_bytes == 0 */
     /* the host */
-    int64_t host_budget;       /* the job's host budget (pinned staging takes at most half); 0 = OC_ENGINE_DEFAULT_STAGING */
+    int64_t host_budget;       /* the job's host budget (pinned staging takes at most a quarter); 0 = OC_ENGINE_DEFAULT_STAGING */
     int cores;                 /* host cores */
     int64_t row_bytes;         /* bytes of one input row as uploaded */
     int64_t elem_size;         /* bytes of one result element as downloaded */

@@ -204,7 +204,7 @@ def test_plan_on_the_gpu_fits_its_budgets(tmp_path, rng):
     assert plan["device_bytes"] <= plan["device_budget"] and plan["pinned_bytes"] <= plan["host_budget"]
     assert plan["sinks"] >= 1 and plan["d2h_slots"] == plan["sinks"] + 4
     assert plan["bound"] in ("kernels", "uploads", "output")
-    too_small = run("gram", tmp_path / "a.npy", "--bits", "8192", "--backend", "cuda", "--gpu-mem", "1M",
+    too_small = run("gram", tmp_path / "a.npy", "--bits", "8192", "--backend", "cuda", "--gpu-mem", "256K",
                     "-o", tmp_path / "c.npy", "--plan", check=False)
     assert too_small.returncode == 2 and "the smallest plan" in too_small.stderr and "needs" in too_small.stderr
     assert sorted(os.listdir(tmp_path)) == ["a.npy"]
