@@ -1,6 +1,8 @@
 #include "harness.h"
 
 #include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,3 +87,41 @@ uint64_t oc_test_rand(uint64_t *s)
     x ^= x << 17;
     return *s = x;
 }
+
+char oc_test_tmpdir[256];
+
+const char *oc_test_tmp_create(const char *prefix)
+{
+    const char *base = getenv("TMPDIR");
+    snprintf(oc_test_tmpdir, sizeof oc_test_tmpdir, "%s/%s_XXXXXX", base && *base ? base : "/tmp", prefix);
+    if (!mkdtemp(oc_test_tmpdir)) {
+        perror("mkdtemp");
+        return NULL;
+    }
+    return oc_test_tmpdir;
+}
+
+const char *oc_test_tmp_path(const char *name)
+{
+    static char buf[8][512];
+    static int next;
+    char *p = buf[next++ % 8];
+    snprintf(p, 512, "%s/%s", oc_test_tmpdir, name);
+    return p;
+}
+
+static void remove_tree(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d) return;
+    for (struct dirent *e; (e = readdir(d));) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        char p[1024];
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        if (unlink(p) != 0 && errno == EISDIR) remove_tree(p);
+    }
+    closedir(d);
+    rmdir(dir);
+}
+
+void oc_test_tmp_remove(void) { remove_tree(oc_test_tmpdir); }

@@ -47,6 +47,15 @@ const char *oc_test_data_path(const char *name, char *buf, size_t size);
 /* Entries of dir other than . and .. (-1 when it cannot be read): what a writer left there. */
 int oc_test_dir_entries(const char *dir);
 
+/* A scratch directory for one test binary: created under $TMPDIR (else /tmp) with the prefix,
+ * its path kept in oc_test_tmpdir; NULL (after a message) when it cannot be made.
+ * oc_test_tmp_path joins a name to it (eight results stay valid at once); oc_test_tmp_remove
+ * removes it with everything in it. */
+extern char oc_test_tmpdir[256];
+const char *oc_test_tmp_create(const char *prefix);
+const char *oc_test_tmp_path(const char *name);
+void oc_test_tmp_remove(void);
+
 /* The whole file (malloc'ed, *len bytes), or NULL when it cannot be opened. */
 unsigned char *oc_test_read_file(const char *path, size_t *len);
 

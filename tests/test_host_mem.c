@@ -15,16 +15,7 @@
 #include "outcore.h"
 
 static oc_context *ctx;
-static char tmpdir[256];
 
-static const char *tmp_path(const char *name)
-{
-    static char buf[4][512];
-    static int next;
-    char *p = buf[next++ % 4];
-    snprintf(p, 512, "%s/%s", tmpdir, name);
-    return p;
-}
 
 static uint64_t splitmix64(uint64_t *s)
 {
@@ -90,7 +81,7 @@ static void test_load_rows(void)
 {
     const int64_t rows = 37, cols = 100003;
     oc_matrix *ref = random_matrix(rows, cols, 11);
-    const char *packed = tmp_path("packed.npy"), *bytes = tmp_path("bytes.npy");
+    const char *packed = oc_test_tmp_path("packed.npy"), *bytes = oc_test_tmp_path("bytes.npy");
     CHECK(oc_matrix_save(ctx, ref, packed, 1) == OC_OK);
     CHECK(oc_matrix_save(ctx, ref, bytes, 0) == OC_OK);
     for (int kind = 0; kind < 2; ++kind) {
@@ -134,7 +125,7 @@ static void test_load_rows(void)
         free(dst);
 
         /* Saving a file-backed matrix reads it through the same rows. */
-        const char *again = tmp_path("again.npy");
+        const char *again = oc_test_tmp_path("again.npy");
         CHECK(oc_matrix_save(ctx, lazy, again, kind == 0) == OC_OK);
         oc_matrix *back = read_with_budget(again, kind == 0 ? cols : 0, 0);
         CHECK(back && memcmp(back->bits, ref->bits, all) == 0);
@@ -178,7 +169,7 @@ static void test_bad_rows(void)
     for (int64_t k = 0; k < rows * cols; k += 7) a[k] = 1;
     a[33 * cols + 456] = 3;
     /* A uint8 .npy with numpy's 128-byte header (the library writes no invalid values). */
-    const char *path = tmp_path("bad.npy");
+    const char *path = oc_test_tmp_path("bad.npy");
     FILE *f = fopen(path, "wb");
     char header[128];
     int len = snprintf(header, sizeof header, "{'descr': '|u1', 'fortran_order': False, 'shape': (%lld, %lld), }",
@@ -211,7 +202,7 @@ static void test_bad_rows(void)
 static void test_gram_panels(void)
 {
     oc_matrix *a = random_matrix(301, 700, 5), *b = random_matrix(157, 700, 6);
-    const char *pa = tmp_path("ga.npy"), *pb = tmp_path("gb.npy");
+    const char *pa = oc_test_tmp_path("ga.npy"), *pb = oc_test_tmp_path("gb.npy");
     CHECK(oc_matrix_save(ctx, a, pa, 1) == OC_OK);
     CHECK(oc_matrix_save(ctx, b, pb, 0) == OC_OK);
     oc_matrix *la = read_with_budget(pa, 700, 16 << 10), *lb = read_with_budget(pb, 0, 16 << 10);
@@ -261,19 +252,13 @@ static void test_gram_panels(void)
 
 int main(void)
 {
-    snprintf(tmpdir, sizeof tmpdir, "%s/oc_host_mem_XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-    if (!mkdtemp(tmpdir)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    if (!oc_test_tmp_create("oc_host_mem")) return 1;
     if (oc_context_create(&ctx) != OC_OK) return 1;
     test_expand_packed_rows();
     test_load_rows();
     test_bad_rows();
     test_gram_panels();
     oc_context_free(ctx);
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);
+    oc_test_tmp_remove();
     return oc_test_finish();
 }

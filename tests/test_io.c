@@ -21,22 +21,13 @@
 #include "outcore.h"
 
 static oc_context *ctx;
-static char tmpdir[256];
 
 /* ---------------------------------------------------------------- helpers */
 
-static const char *tmp_path(const char *name)
-{
-    static char buf[8][512];
-    static int next;
-    char *p = buf[next++ % 8];
-    snprintf(p, 512, "%s/%s", tmpdir, name);
-    return p;
-}
 
 static const char *write_file(const char *name, const void *bytes, size_t len)
 {
-    const char *path = tmp_path(name);
+    const char *path = oc_test_tmp_path(name);
     FILE *f = fopen(path, "wb");
     if (!f || fwrite(bytes, 1, len, f) != len) {
         fprintf(stderr, "cannot write %s\n", path);
@@ -254,11 +245,11 @@ static void test_npy_packbits(void)
 static void test_npy_bad(void)
 {
     oc_matrix *m = NULL;
-    const char *missing = tmp_path("missing.npy");
+    const char *missing = oc_test_tmp_path("missing.npy");
     CHECK_FAIL(oc_matrix_open(ctx, missing, 0, &m), OC_ERR_INPUT, missing, "no such file");
     const char *empty = write_text("empty.npy", "");
     CHECK_FAIL(oc_matrix_open(ctx, empty, 0, &m), OC_ERR_INPUT, empty, "empty");
-    CHECK_FAIL(oc_matrix_open(ctx, tmpdir, 0, &m), OC_ERR_INPUT, tmpdir, "unknown file type");
+    CHECK_FAIL(oc_matrix_open(ctx, oc_test_tmpdir, 0, &m), OC_ERR_INPUT, oc_test_tmpdir, "unknown file type");
 
     /* A valid file cut at several places. */
     static unsigned char buf[4096];
@@ -346,7 +337,7 @@ static void test_npy_bad(void)
 static void test_npy_write(void)
 {
     char outdir[512];
-    snprintf(outdir, sizeof outdir, "%s/out", tmpdir);
+    snprintf(outdir, sizeof outdir, "%s/out", oc_test_tmpdir);
     mkdir(outdir, 0777);
     char path[600];
     snprintf(path, sizeof path, "%s/C.npy", outdir);
@@ -412,7 +403,7 @@ static void test_npy_write(void)
 
     /* A missing directory, a directory as the output, a bad dtype, a bad shape. */
     char nodir[600];
-    snprintf(nodir, sizeof nodir, "%s/no/such/dir/C.npy", tmpdir);
+    snprintf(nodir, sizeof nodir, "%s/no/such/dir/C.npy", oc_test_tmpdir);
     w = NULL;
     CHECK_FAIL(oc_npy_out_create(ctx, nodir, OC_DTYPE_INT32, 2, 2, &w, &data), OC_ERR_INPUT, nodir, "does not exist");
     CHECK(w == NULL);
@@ -428,7 +419,7 @@ static void test_npy_write(void)
         printf("note: read-only output directory case skipped: running as root, which ignores permissions\n");
     } else {
         char rodir[512], ropath[600];
-        snprintf(rodir, sizeof rodir, "%s/ro", tmpdir);
+        snprintf(rodir, sizeof rodir, "%s/ro", oc_test_tmpdir);
         mkdir(rodir, 0555);
         snprintf(ropath, sizeof ropath, "%s/C.npy", rodir);
         CHECK_FAIL(oc_npy_out_create(ctx, ropath, OC_DTYPE_INT32, 2, 2, &w, &data), OC_ERR_INPUT, ropath,
@@ -457,7 +448,7 @@ static void test_save_round_trip(void)
     oc_matrix *a = NULL, *b = NULL, *c = NULL;
     CHECK(oc_matrix_from_dense(ctx, dense, R, C, C, &a) == OC_OK);
     if (!a) return;
-    const char *dpath = tmp_path("saved_dense.npy"), *ppath = tmp_path("saved_packed.npy");
+    const char *dpath = oc_test_tmp_path("saved_dense.npy"), *ppath = oc_test_tmp_path("saved_packed.npy");
     CHECK(oc_matrix_save(ctx, a, dpath, 0) == OC_OK);
     CHECK(oc_matrix_save(ctx, a, ppath, 1) == OC_OK);
     CHECK(oc_matrix_open(ctx, dpath, 0, &b) == OC_OK);
@@ -474,7 +465,7 @@ static void test_save_round_trip(void)
     CHECK(file && offset % 64 == 0 && len == offset + sizeof want && memcmp(file + offset, want, sizeof want) == 0);
     CHECK(file && contains((const char *)file + 10, "'shape': (5, 2)"));
     free(file);
-    CHECK_FAIL(oc_matrix_save(ctx, a, tmp_path("saved.txt"), 0), OC_ERR_INVALID_ARGUMENT, "saved.txt", ".npy");
+    CHECK_FAIL(oc_matrix_save(ctx, a, oc_test_tmp_path("saved.txt"), 0), OC_ERR_INVALID_ARGUMENT, "saved.txt", ".npy");
     oc_matrix_free(a);
     oc_matrix_free(b);
     oc_matrix_free(c);
@@ -790,28 +781,9 @@ static void test_real_data(void)
 }
 
 /* Removes the files the test wrote (one level of subdirectories). */
-static void remove_tree(const char *dir)
-{
-    DIR *d = opendir(dir);
-    if (!d) return;
-    for (struct dirent *e; (e = readdir(d));) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-        char p[1024];
-        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-        if (unlink(p) != 0 && errno == EISDIR) remove_tree(p);
-    }
-    closedir(d);
-    rmdir(dir);
-}
-
 int main(void)
 {
-    const char *base = getenv("TMPDIR");
-    snprintf(tmpdir, sizeof tmpdir, "%s/oc_test_io_XXXXXX", base && *base ? base : "/tmp");
-    if (!mkdtemp(tmpdir)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    if (!oc_test_tmp_create("oc_test_io")) return 1;
     if (oc_context_create(&ctx) != OC_OK) return 1;
     make_dense();
     test_path_extension();
@@ -827,6 +799,6 @@ int main(void)
     test_constructors();
     test_real_data();
     oc_context_free(ctx);
-    remove_tree(tmpdir);
+    oc_test_tmp_remove();
     return oc_test_finish();
 }
