@@ -5,7 +5,8 @@
 #
 # With no argument it does all five ("devices" runs `outcore devices --bandwidth --json`).
 # "bench" may be followed by the benchmark's own parts
-# (kernel kernel-200k cublas e2e ooc dense file), or by "topk": top-k and threshold (bench_topk_cuda and
+# (kernel kernel-200k cublas e2e ooc dense file), "sweep" (both 1-bit kernels over a grid of
+# shapes: bench_b1_sweep), or "topk": top-k and threshold (bench_topk_cuda and
 # the CLI end to end: a packed .npy of 100000 x 200000 bits to a top-10 .npz); "bench" alone
 # runs both benchmarks. Logs go to $OUT (or /tmp/gpu_check); a short table
 # of every step's result is printed last. TEST_TIMEOUT, SANITIZE_TIMEOUT and BENCH_TIMEOUT
@@ -80,9 +81,14 @@ if has devices; then
 fi
 
 topk_bench=0
+sweep_bench=0
 gram_parts=()
 for part in "${bench_parts[@]}"; do
-  if [ "$part" = topk ]; then topk_bench=1; else gram_parts+=("$part"); fi
+  case "$part" in
+    topk) topk_bench=1 ;;
+    sweep) sweep_bench=1 ;;
+    *) gram_parts+=("$part") ;;
+  esac
 done
 [ ${#bench_parts[@]} -eq 0 ] && topk_bench=1
 
@@ -108,9 +114,16 @@ if has bench && [ $topk_bench -eq 1 ]; then
   rm -f /dev/shm/A.npy /dev/shm/top.npz
 fi
 
+if has bench && [ $sweep_bench -eq 1 ]; then
+  # Both 1-bit kernels over a grid of shapes, outputs compared in full (bench_b1_sweep.cu).
+  timeout "${BENCH_TIMEOUT:-400}" "$BUILD/bench/bench_b1_sweep" 2>&1 | tee "$LOGS/bench_sweep.log"
+  note sweep "rc ${PIPESTATUS[0]}"
+fi
+
 echo
 echo "== gpu_check summary ($(date -u +%F) $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1))"
 printf '%s\n' "${summary[@]}"
 [ -f "$LOGS/bench.log" ] && has bench && grep -E '^\|' "$LOGS/bench.log"
 [ -f "$LOGS/bench_topk.log" ] && has bench && grep -E '^\|' "$LOGS/bench_topk.log"
+[ -f "$LOGS/bench_sweep.log" ] && has bench && grep -E '^\|' "$LOGS/bench_sweep.log"
 exit 0
