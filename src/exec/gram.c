@@ -28,7 +28,11 @@
 static const oc_backend_vtbl *backend_for(const oc_gram_options *opts)
 {
 #ifdef OC_HAVE_CUDA
-    if (opts->backend != OC_BACKEND_CPU && oc_backend_cuda.usable(opts->device)) return &oc_backend_cuda;
+    /* Resumable top-k and threshold jobs run on the CPU: their journal snapshots the lists and
+     * pairs the host holds (the device keeps its own; gram_resume.h). */
+    const int host_select = opts->resume && (opts->topk > 0 || opts->use_threshold);
+    if (opts->backend != OC_BACKEND_CPU && !host_select && oc_backend_cuda.usable(opts->device))
+        return &oc_backend_cuda;
     if (opts->backend == OC_BACKEND_CUDA) return NULL;
 #else
     if (opts->backend == OC_BACKEND_CUDA) return NULL;
@@ -290,6 +294,9 @@ static oc_status job_prepare(oc_context *ctx, const oc_matrix *a, const oc_matri
     if (devices > 0 && (opts->device < 0 || opts->device >= devices))
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "CUDA device %d does not exist: this machine has %d (0 to %d)",
                        opts->device, devices, devices - 1);
+    if (opts->resume && (opts->topk > 0 || opts->use_threshold) && opts->backend == OC_BACKEND_CUDA)
+        return oc_fail(ctx, OC_ERR_UNSUPPORTED, "resume: top-k and threshold jobs resume on the CPU backend only "
+                       "(--backend cpu or auto); dense jobs resume on either");
     const oc_backend_vtbl *backend = backend_for(opts);
     if (!backend) {
 #ifdef OC_HAVE_CUDA

@@ -423,8 +423,9 @@ static oc_status replay_pairs(oc_context *ctx, oc_resume *r, const oc_gram_job *
 oc_status oc_resume_begin(oc_context *ctx, oc_resume *r, const oc_gram_job *job, int64_t tile)
 {
     if (r->tile && r->tile != tile)
-        return oc_fail(ctx, OC_ERR_INTERNAL, "%s: the journal's tiles have edge %lld, the backend chose %lld",
-                       oc_journal_name(r->journal), (long long)r->tile, (long long)tile);
+        return oc_fail(ctx, OC_ERR_INPUT, "%s: the journal counts tiles of %lld rows, which this backend cannot use "
+                       "(its plan has %lld): resume with the backend that started the job", oc_journal_name(r->journal),
+                       (long long)r->tile, (long long)tile);
     const int fresh = r->tile == 0;
     r->tile = tile;
     r->tiles_i = (job->n + tile - 1) / tile;
