@@ -263,6 +263,7 @@ oc_status oc_engine_worker_run(oc_engine_worker *w)
     const oc_tile_plan *tp = &w->plan.tiles;
     oc_status st = OC_OK;
     oc_panel_cache cache = {0};
+    int64_t *delivered = NULL, ndelivered = 0; /* a resumable job's tiles since its checkpoint */
     int64_t maxp = tp->panels_a > tp->panels_b ? tp->panels_a : tp->panels_b;
     int64_t *order = oc_engine_plan_order(&w->plan, w->job.symmetric, w->job.seeded_order);
     if (!order) return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the tile order (%lld tiles)", (long long)tp->ntiles);
@@ -271,7 +272,6 @@ oc_status oc_engine_worker_run(oc_engine_worker *w)
 
     double last_progress = oc_now();
     int64_t prefetched = 0; /* tiles up to this one have their panels placed */
-    int64_t *delivered = NULL, ndelivered = 0; /* a resumable job's tiles since its checkpoint */
     if (w->job.delivered && w->job.deliver_every > 0) {
         delivered = malloc((size_t)w->job.deliver_every * 2 * sizeof *delivered);
         if (!delivered) {
