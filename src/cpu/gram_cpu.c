@@ -215,11 +215,15 @@ static oc_status run_range(oc_context *ctx, cpu_job *cj, int threads, int64_t fi
     const oc_gram_job *job = cj->job;
     if (!job->resume) return run_range_once(ctx, cj, threads, first, count, weights, gp);
     const int64_t group = oc_resume_group_tiles(job->resume, threads);
+    const int pairs = job->select && oc_select_get_mode(job->select) == OC_SELECT_PAIRS;
     for (int64_t done = 0; done < count; done += group) {
-        OC_CHECK(run_range_once(ctx, cj, threads, first + done, count - done < group ? count - done : group, weights, gp));
+        oc_status st = run_range_once(ctx, cj, threads, first + done, count - done < group ? count - done : group,
+                                      weights, gp);
+        /* Cancelled (Ctrl-C): every tile that finished goes on record before the job stops. */
+        if (st == OC_ERR_CANCELLED && !pairs) (void)oc_resume_checkpoint(ctx, job->resume, job, 1);
+        if (st != OC_OK) return st;
         /* A threshold job's pairs are on record only once drained: its caller checkpoints. */
-        if (!job->select || oc_select_get_mode(job->select) != OC_SELECT_PAIRS)
-            OC_CHECK(oc_resume_checkpoint(ctx, job->resume, job, 0));
+        if (!pairs) OC_CHECK(oc_resume_checkpoint(ctx, job->resume, job, 0));
     }
     return OC_OK;
 }

@@ -10,27 +10,12 @@ import time
 import numpy as np
 import pytest
 
-from conftest import outcore_bin, run
+from conftest import outcore_bin, require_backend, run
 
 # .npz members carry their write time: both runs write the same one.
 EPOCH = {"SOURCE_DATE_EPOCH": "1700000000"}
 # A checkpoint after every group of tiles, so a kill after unit k lands where the test says.
 EVERY = dict(EPOCH, OUTCORE_RESUME_INTERVAL="0")
-
-_cuda_usable = None
-
-
-def require_backend(backend, tmp_path):
-    global _cuda_usable
-    if backend != "cuda":
-        return
-    if _cuda_usable is None:
-        np.save(tmp_path / "probe.npy", np.eye(4, dtype=np.uint8))
-        proc = run("gram", tmp_path / "probe.npy", "--backend", "cuda", "-o", tmp_path / "probe_c.npy", "-q", check=False)
-        _cuda_usable = (proc.returncode == 0, proc.stderr.strip())
-    if not _cuda_usable[0]:
-        pytest.skip(f"no usable GPU: {_cuda_usable[1]}")
-
 
 @pytest.fixture
 def inputs(tmp_path):
@@ -200,3 +185,25 @@ def test_sparse_algorithm_cannot_resume(inputs):
                "--resume", check=False)
     assert proc.returncode != 0 and "sparse" in proc.stderr
     assert not (inputs / "p.npz.outcore-journal").exists()
+
+
+def test_ctrl_c_keeps_the_journal(inputs):
+    """SIGINT cancels a resumable job (exit 130) and keeps what it finished for --resume."""
+    d = inputs
+    rng = np.random.default_rng(13)
+    np.save(d / "big.npy", (rng.random((2400, 4096)) < 0.05).astype(np.uint8))
+    args = [outcore_bin(), "gram", str(d / "big.npy"), "--metric", "cosine", "--tile", "48", "--threads", "1", "-q"]
+    out, ref = d / "C.npy", d / "ref.npy"
+    start = time.monotonic()
+    subprocess.run(args + ["-o", str(ref), "--resume"], check=True, env=dict(os.environ, **EVERY))
+    whole = time.monotonic() - start
+    job = subprocess.Popen(args + ["-o", str(out), "--resume"], env=dict(os.environ, **EVERY), stderr=subprocess.PIPE)
+    time.sleep(whole * 0.5)
+    job.send_signal(signal.SIGINT)
+    job.communicate()
+    if job.returncode == 130:
+        assert (d / "C.npy.outcore-journal").exists() and not out.exists()
+        assert len([p for p in d.iterdir() if p.name.startswith("C.npy.tmp-")]) == 1
+    subprocess.run(args + ["-o", str(out), "--resume"], check=True, env=dict(os.environ, **EVERY))
+    assert out.read_bytes() == ref.read_bytes()
+    assert leftovers(d, out) == []
