@@ -43,7 +43,7 @@ CASES = [
 def test_kill_and_resume_cpu(inputs, name, opts, out_name, two):
     """Killed after unit 2, then after 7 more, then finished: the bytes of one run, no leftovers."""
     d = inputs
-    args = ["gram", d / "A.npy"] + ([d / "B.npy"] if two else []) + opts + ["--tile", "24", "-q"]
+    args = ["gram", d / "A.npy"] + ([d / "B.npy"] if two else []) + opts + ["--tile", "24", "--backend", "cpu", "-q"]
     ref = d / ("ref_" + out_name)
     run(*args, "-o", ref, "--threads", "1", env=EPOCH)
     out = d / out_name
@@ -68,10 +68,12 @@ def test_dense_resume_backend(inputs, backend, tmp_path):
     require_backend(backend, tmp_path)
     d = inputs
     rng = np.random.default_rng(3)
-    np.save(d / "big.npy", (rng.random((1500, 900)) < 0.1).astype(np.uint8))
+    # 16 panels of 256 rows: 136 tiles, several of the engine's checkpoints (every 4 output
+    # slots' worth of tiles) before the end.
+    np.save(d / "big.npy", (rng.random((4096, 900)) < 0.1).astype(np.uint8))
     args = ["gram", d / "big.npy", "--metric", "cosine", "--backend", backend, "-q"]
     run(*args, "-o", d / "ref.npy")
-    tile = ["--tile", "256"] if backend == "cuda" else ["--tile", "48"]
+    tile = ["--tile", "256"] if backend == "cuda" else ["--tile", "128"]
     out = d / "C.npy"
     for k in (3, 12):
         proc = run(*args, *tile, "-o", out, "--resume", check=False, env=dict(EVERY, OUTCORE_RESUME_KILL_AFTER=str(k)))
@@ -88,7 +90,7 @@ def test_real_sigkill_of_running_jobs(inputs):
     np.save(d / "big.npy", (rng.random((2400, 4096)) < 0.05).astype(np.uint8))
     for opts, out_name in ((["--metric", "jaccard"], "C.npy"), (["--threshold", "10"], "pairs.npz"),
                            (["--topk", "9", "--metric", "cosine"], "nn.npz")):
-        args = [outcore_bin(), "gram", str(d / "big.npy"), *opts, "--tile", "48", "--threads", "1", "-q"]
+        args = [outcore_bin(), "gram", str(d / "big.npy"), *opts, "--tile", "48", "--threads", "1", "--backend", "cpu", "-q"]
         ref, out = d / ("ref_" + out_name), d / out_name
         journal = d / (out_name + ".outcore-journal")
         env = dict(os.environ, **EVERY)
@@ -110,7 +112,7 @@ def test_real_sigkill_of_running_jobs(inputs):
 
 def killed_job(d, extra=()):
     """A dense job of A killed after its third unit; returns its arguments and the journal."""
-    args = ["gram", d / "A.npy", "--tile", "24", "--threads", "1", "-q", *extra]
+    args = ["gram", d / "A.npy", "--tile", "24", "--threads", "1", "--backend", "cpu", "-q", *extra]
     proc = run(*args, "-o", d / "C.npy", "--resume", check=False, env=dict(EVERY, OUTCORE_RESUME_KILL_AFTER="3"))
     assert proc.returncode == -signal.SIGKILL
     return args, d / "C.npy.outcore-journal"
@@ -174,7 +176,7 @@ def test_damaged_tile_in_the_output_is_redone(inputs):
 
 def test_resume_without_journal_and_success_removes_it(inputs):
     d = inputs
-    run("gram", d / "A.npy", "-o", d / "C.npy", "--resume", "-q")
+    run("gram", d / "A.npy", "-o", d / "C.npy", "--resume", "-q", "--backend", "cpu")
     run("gram", d / "A.npy", "-o", d / "R.npy", "-q")
     assert (d / "C.npy").read_bytes() == (d / "R.npy").read_bytes()
     assert leftovers(d, d / "C.npy") == []
@@ -192,7 +194,7 @@ def test_ctrl_c_keeps_the_journal(inputs):
     d = inputs
     rng = np.random.default_rng(13)
     np.save(d / "big.npy", (rng.random((2400, 4096)) < 0.05).astype(np.uint8))
-    args = [outcore_bin(), "gram", str(d / "big.npy"), "--metric", "cosine", "--tile", "48", "--threads", "1", "-q"]
+    args = [outcore_bin(), "gram", str(d / "big.npy"), "--metric", "cosine", "--tile", "48", "--threads", "1", "--backend", "cpu", "-q"]
     out, ref = d / "C.npy", d / "ref.npy"
     start = time.monotonic()
     subprocess.run(args + ["-o", str(ref), "--resume"], check=True, env=dict(os.environ, **EVERY))
