@@ -265,9 +265,8 @@ static oc_status run(gram_cuda *g)
                         .progress_user = job->opts->progress_user, .panel_loaded = panel_loaded, .compute = compute,
                         .consume = consume, .blocks = blocks, .finish = finish};
     if (job->resume) {
-        /* gram.c gives the device dense resumable jobs only: top-k and threshold ones resume
-         * on the CPU, whose lists and pairs stay on the host. */
-        OC_CHECK(oc_resume_begin(ctx, job->resume, job, g->plan.tiles.tile));
+        /* gram.c gives the device dense and threshold resumable jobs: top-k ones resume on
+         * the CPU, whose lists the journal snapshots (the device keeps its own). */
         ej.skip = skip_tile;
         ej.delivered = tiles_delivered;
         ej.deliver_every = 4 * (int64_t)g->plan.tiles.out_slots;
@@ -279,6 +278,8 @@ static oc_status run(gram_cuda *g)
         /* Fused top-k of A·Aᵀ seeds each panel's lists from its diagonal tile first. */
         oc_engine_worker_seed_order(g->worker, oc_cuda_select_seeds_first(g->select));
     }
+    /* After the selection began: a resumed threshold job marks the row blocks delivered. */
+    if (job->resume) OC_CHECK(oc_resume_begin(ctx, job->resume, job, g->plan.tiles.tile));
     oc_engine_trace_phase(&t, "setup");
     OC_CHECK(oc_engine_worker_run(g->worker));
     oc_engine_trace_phase(&t, "tiles");

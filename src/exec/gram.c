@@ -28,9 +28,9 @@
 static const oc_backend_vtbl *backend_for(const oc_gram_options *opts)
 {
 #ifdef OC_HAVE_CUDA
-    /* Resumable top-k and threshold jobs run on the CPU: their journal snapshots the lists and
-     * pairs the host holds (the device keeps its own; gram_resume.h). */
-    const int host_select = opts->resume && (opts->topk > 0 || opts->use_threshold);
+    /* Resumable top-k jobs run on the CPU: their journal snapshots the lists the host holds
+     * (the device keeps its own; gram_resume.h). */
+    const int host_select = opts->resume && opts->topk > 0;
     if (opts->backend != OC_BACKEND_CPU && !host_select && oc_backend_cuda.usable(opts->device))
         return &oc_backend_cuda;
     if (opts->backend == OC_BACKEND_CUDA) return NULL;
@@ -294,9 +294,9 @@ static oc_status job_prepare(oc_context *ctx, const oc_matrix *a, const oc_matri
     if (devices > 0 && (opts->device < 0 || opts->device >= devices))
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "CUDA device %d does not exist: this machine has %d (0 to %d)",
                        opts->device, devices, devices - 1);
-    if (opts->resume && (opts->topk > 0 || opts->use_threshold) && opts->backend == OC_BACKEND_CUDA)
-        return oc_fail(ctx, OC_ERR_UNSUPPORTED, "resume: top-k and threshold jobs resume on the CPU backend only "
-                       "(--backend cpu or auto); dense jobs resume on either");
+    if (opts->resume && opts->topk > 0 && opts->backend == OC_BACKEND_CUDA)
+        return oc_fail(ctx, OC_ERR_UNSUPPORTED, "resume: top-k jobs resume on the CPU backend only (--backend cpu or "
+                       "auto); dense and threshold jobs resume on either");
     const oc_backend_vtbl *backend = backend_for(opts);
     if (!backend) {
 #ifdef OC_HAVE_CUDA
