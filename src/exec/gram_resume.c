@@ -1,6 +1,7 @@
 /*
- * gram_resume.c - resumable Gram jobs (gram_resume.h): the job's identity in the journal's
- * header, what the records of an earlier run restore, and the checkpoints.
+ * gram_resume.c - resumable Gram jobs (gram_resume.h): the journal opened or created, what
+ * the records of an earlier run restore, and the checkpoints. The header's lines are
+ * gram_resume_job.c's, the top-k snapshot file gram_resume_snapshot.c's.
  *
  * What a checkpoint makes durable, in this order (so a record never vouches for bytes that
  * are not on the disk yet):
@@ -15,6 +16,7 @@
  * or more: the tests' crash at a chosen point.
  */
 #include "exec/gram_resume.h"
+#include "exec/gram_resume_parts.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -23,11 +25,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/error.h"
-#include "core/text_buf.h"
 #include "core/threads.h"
 #include "exec/select.h"
 #include "io/crc32.h"
@@ -38,7 +38,6 @@
 enum { REC_TEMP = 1, REC_PLAN = 2, REC_TILE = 3, REC_TOPK = 4, REC_PAIRS = 5, REC_BLOCKS = 6 };
 enum { KIND_DENSE, KIND_TOPK, KIND_PAIRS };
 
-#define SNAPSHOT_MAGIC 0x4B504F544A434F00ull /* "\0OCJTOPK" */
 #define PAIRS_FLUSH_BYTES (64 << 20)         /* buffered pairs records that force a checkpoint */
 #define INTERVAL_DEFAULT 2.0                 /* seconds between checkpoints */
 
@@ -81,66 +80,6 @@ struct oc_resume {
     void *emit_user;
     int replaying;
 };
-
-/* ---------------------------------------------------------------- the job's identity */
-/* What identifies an input: its shape, the CRC of sampled rows' bits (any matrix, also one
- * from memory), and for one read from a file its path, size, modification time, and the
- * CRCs of its first 4 KiB (the .npy or .mtx header) and of 16 blocks spread over it. */
-static oc_status describe_input(oc_context *ctx, oc_text *t, const char *tag, const oc_matrix *m)
-{
-    oc_text_printf(t, "%s.shape %lld %lld\n", tag, (long long)m->rows, (long long)m->cols);
-    struct stat sb;
-    if (m->has_source && stat(m->name, &sb) == 0 && S_ISREG(sb.st_mode) && (uint64_t)sb.st_dev == m->source_dev &&
-        (uint64_t)sb.st_ino == m->source_ino) {
-        oc_text_printf(t, "%s.path %s\n%s.size %lld\n%s.mtime %lld.%09ld\n", tag, m->name, tag, (long long)sb.st_size,
-                       tag, (long long)sb.st_mtim.tv_sec, (long)sb.st_mtim.tv_nsec);
-        int fd = open(m->name, O_RDONLY | O_CLOEXEC);
-        if (fd < 0) return oc_fail(ctx, OC_ERR_INPUT, "%s: cannot read it again: %s", m->name, strerror(errno));
-        char block[4096];
-        ssize_t got = pread(fd, block, sizeof block, 0);
-        uint32_t head = oc_crc32_update(0, block, got > 0 ? (size_t)got : 0), sample = 0;
-        for (int k = 0; k < 16 && sb.st_size > 0; ++k) {
-            got = pread(fd, block, sizeof block, (off_t)((sb.st_size - 1) / 16 * k));
-            sample = oc_crc32_update(sample, block, got > 0 ? (size_t)got : 0);
-        }
-        close(fd);
-        oc_text_printf(t, "%s.header_crc %08x\n%s.blocks_crc %08x\n", tag, (unsigned)head, tag, (unsigned)sample);
-    }
-    uint64_t *row = aligned_alloc(64, (size_t)m->words_per_row * 8);
-    if (!row) return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate a row of %s", m->name);
-    uint32_t crc = 0;
-    const int64_t samples = m->rows < 64 ? m->rows : 64;
-    oc_status st = OC_OK;
-    for (int64_t k = 0; k < samples && st == OC_OK; ++k) {
-        st = oc_matrix_load_rows(ctx, m, samples > 1 ? k * (m->rows - 1) / (samples - 1) : 0, 1, row);
-        crc = oc_crc32_update(crc, row, (size_t)m->words_per_row * 8);
-    }
-    free(row);
-    oc_text_printf(t, "%s.rows_crc %08x\n", tag, (unsigned)crc);
-    return st;
-}
-
-/* The header: everything that changes the output's bytes. Not the backend, threads, tile or
- * budgets, which do not (a job may resume on another machine or backend). */
-static oc_status describe_job(oc_context *ctx, const oc_gram_job *job, const oc_output *out, int kind, char **text)
-{
-    const oc_gram_options *o = job->opts;
-    char ext[16];
-    oc_text t = {0};
-    oc_text_printf(&t, "output %s\nformat %s\nproduct %s\nmetric %s\ndtype %s\n", out->path,
-                   oc_path_extension(out->path, ext, sizeof ext), job->symmetric ? "A.At" : "A.Bt",
-                   oc_metric_name(job->metric), oc_dtype_name(job->dtype));
-    if (kind == KIND_TOPK) oc_text_printf(&t, "topk %lld\n", (long long)o->topk);
-    else if (kind == KIND_PAIRS) oc_text_printf(&t, "threshold %.17g\n", o->threshold);
-    else oc_text_printf(&t, "dense\n");
-    oc_status st = describe_input(ctx, &t, "a", job->a);
-    if (st == OC_OK && !job->symmetric) st = describe_input(ctx, &t, "b", job->b);
-    if (st != OC_OK) {
-        free(t.data);
-        return st;
-    }
-    return oc_text_finish(ctx, &t, text);
-}
 
 /* ---------------------------------------------------------------- reading the journal */
 static int on_record(void *user, uint32_t type, uint64_t unit, const void *payload, uint32_t len, int64_t offset)
@@ -232,7 +171,7 @@ oc_status oc_resume_start(oc_context *ctx, const oc_gram_job *job, const oc_outp
         goto cleanup;
     }
     snprintf(r->snap_path, jl + sizeof ".topk", "%s.topk", jpath);
-    OC_CHECK_GOTO(describe_job(ctx, job, out, r->kind, &text));
+    OC_CHECK_GOTO(oc_resume_describe_job(ctx, job, out, &text));
     r->job_crc = oc_crc32_update(0, text, strlen(text));
     if (exists) {
         OC_CHECK_GOTO(oc_journal_open(ctx, jpath, text, on_record, r, &r->journal));
@@ -349,46 +288,6 @@ static uint32_t dense_tile_crc(const oc_gram_job *job, int64_t tile, int64_t I, 
     return crc;
 }
 
-/* The snapshot of the top-k lists: header, bitmap of the tiles in them, keys, CRC. */
-typedef struct snapshot_head {
-    uint64_t magic;
-    uint32_t job_crc, pad;
-    int64_t tiles, n, kept, tile;
-} snapshot_head;
-
-static int load_snapshot(oc_resume *r, const oc_gram_job *job, int64_t ntiles)
-{
-    oc_select *s = job->select;
-    const int64_t kept = oc_select_kept(s), bitmap = (ntiles + 7) / 8;
-    int fd = open(r->snap_path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return 0;
-    snapshot_head h;
-    int ok = pread(fd, &h, sizeof h, 0) == (ssize_t)sizeof h && h.magic == SNAPSHOT_MAGIC && h.job_crc == r->job_crc &&
-             h.tiles == ntiles && h.n == job->n && h.kept == kept && h.tile == r->tile;
-    unsigned char *bits = ok ? malloc((size_t)bitmap) : NULL;
-    uint64_t *keys = oc_select_topk_keys(s);
-    size_t key_bytes = (size_t)(job->n * kept) * 8;
-    uint32_t crc = 0, want = 0;
-    if (bits && pread(fd, bits, (size_t)bitmap, sizeof h) == (ssize_t)bitmap &&
-        (key_bytes == 0 || pread(fd, keys, key_bytes, (off_t)(sizeof h + (size_t)bitmap)) == (ssize_t)key_bytes) &&
-        pread(fd, &want, 4, (off_t)(sizeof h + (size_t)bitmap + key_bytes)) == 4) {
-        crc = oc_crc32_update(oc_crc32_update(oc_crc32_update(0, &h, sizeof h), bits, (size_t)bitmap), keys, key_bytes);
-        ok = crc == want;
-    } else {
-        ok = 0;
-    }
-    close(fd);
-    if (ok) {
-        memcpy(r->done, bits, (size_t)bitmap);
-        oc_select_topk_restored(s);
-        for (int64_t k = 0; k < ntiles; ++k) r->units += bit_get(bits, k);
-    } else if (key_bytes) {
-        memset(keys, 0, key_bytes); /* a damaged snapshot: start the lists again */
-    }
-    free(bits);
-    return ok;
-}
-
 static oc_status replay_pairs(oc_context *ctx, oc_resume *r, const oc_gram_job *job)
 {
     oc_status st = OC_OK;
@@ -450,7 +349,8 @@ oc_status oc_resume_begin(oc_context *ctx, oc_resume *r, const oc_gram_job *job,
         return OC_OK;
     }
     if (r->kind == KIND_TOPK) {
-        load_snapshot(r, job, ntiles);
+        if (oc_resume_snapshot_load(r->snap_path, r->job_crc, tile, ntiles, r->done, job))
+            for (int64_t k = 0; k < ntiles; ++k) r->units += bit_get(r->done, k);
         return OC_OK;
     }
     return replay_pairs(ctx, r, job);
@@ -481,34 +381,6 @@ void oc_resume_tile_done(oc_resume *r, const oc_gram_job *job, int64_t I, int64_
     pthread_mutex_unlock(&r->lock);
 }
 
-static oc_status write_snapshot(oc_context *ctx, oc_resume *r, const oc_gram_job *job)
-{
-    const int64_t ntiles = r->tiles_i * r->tiles_j, bitmap = (ntiles + 7) / 8, kept = oc_select_kept(job->select);
-    snapshot_head h = {.magic = SNAPSHOT_MAGIC, .job_crc = r->job_crc, .tiles = ntiles, .n = job->n, .kept = kept,
-                       .tile = r->tile};
-    const uint64_t *keys = oc_select_topk_keys(job->select);
-    const size_t key_bytes = (size_t)(job->n * kept) * 8;
-    uint32_t crc = oc_crc32_update(oc_crc32_update(oc_crc32_update(0, &h, sizeof h), r->done, (size_t)bitmap), keys,
-                                   key_bytes);
-    size_t len = strlen(r->snap_path);
-    char *tmp = malloc(len + 5);
-    if (!tmp) return oc_fail(ctx, OC_ERR_NO_MEMORY, "out of memory");
-    snprintf(tmp, len + 5, "%s.new", r->snap_path);
-    int fd = oc_sys_open(ctx, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-    int err = fd < 0 ? errno : 0;
-    if (!err) err = oc_sys_write_all(ctx, fd, &h, sizeof h, 0);
-    if (!err) err = oc_sys_write_all(ctx, fd, r->done, (size_t)bitmap, (int64_t)sizeof h);
-    if (!err && key_bytes) err = oc_sys_write_all(ctx, fd, keys, key_bytes, (int64_t)(sizeof h + (size_t)bitmap));
-    if (!err) err = oc_sys_write_all(ctx, fd, &crc, 4, (int64_t)(sizeof h + (size_t)bitmap + key_bytes));
-    if (!err && oc_sys_fsync(ctx, fd) != 0) err = errno;
-    if (fd >= 0) close(fd);
-    if (!err && oc_sys_rename(ctx, tmp, r->snap_path) != 0) err = errno;
-    if (err) unlink(tmp);
-    free(tmp);
-    if (err) return oc_io_fail(ctx, "writing the top-k snapshot", r->snap_path, err, -1, -1, -1);
-    return oc_journal_append(ctx, r->journal, REC_TOPK, (uint64_t)r->units, &crc, 4);
-}
-
 oc_status oc_resume_checkpoint(oc_context *ctx, oc_resume *r, const oc_gram_job *job, int force)
 {
     const double now = oc_now();
@@ -534,7 +406,12 @@ oc_status oc_resume_checkpoint(oc_context *ctx, oc_resume *r, const oc_gram_job 
         }
         r->units += r->npending;
         r->npending = 0;
-        if (r->kind == KIND_TOPK) OC_CHECK(write_snapshot(ctx, r, job));
+        if (r->kind == KIND_TOPK) {
+            uint32_t crc;
+            OC_CHECK(oc_resume_snapshot_write(ctx, r->snap_path, r->job_crc, r->tile, r->tiles_i * r->tiles_j, r->done,
+                                              job, &crc));
+            OC_CHECK(oc_journal_append(ctx, r->journal, REC_TOPK, (uint64_t)r->units, &crc, 4));
+        }
     }
     OC_CHECK(oc_journal_flush(ctx, r->journal));
     r->units_this_run += r->units - before;
