@@ -88,7 +88,8 @@ static void test_another_job(const char *path)
     seen s;
     CHECK(reopen(path, "output C.npy\nmetric jaccard\na.shape 10 20\n", &s) == OC_ERR_INPUT);
     const char *msg = oc_context_last_error(ctx);
-    CHECK_MSG(strstr(msg, path) && strstr(msg, "'metric counts' (journal)") && strstr(msg, "'metric jaccard' (this job)"),
+    CHECK_MSG(strstr(msg, path) && strstr(msg, "'metric counts' (journal)") &&
+                  strstr(msg, "'metric jaccard' (this job)"),
               "message: %s", msg);
     CHECK(strchr(msg, '\n') == NULL);
 }

@@ -284,7 +284,10 @@ oc_status oc_engine_worker_run(oc_engine_worker *w)
             st = oc_fail(ctx, OC_ERR_CANCELLED, "cancelled after %lld of %lld tiles", (long long)t, (long long)tp->ntiles);
             goto cleanup;
         }
-        if (w->job.skip && w->job.skip(w->job.user, order[2 * t], order[2 * t + 1])) continue;
+        if (w->job.skip && w->job.skip(w->job.user, order[2 * t], order[2 * t + 1])) {
+            if (prefetched < t) prefetched = t; /* a tile passed by needs no panels */
+            continue;
+        }
         oc_engine_tile tile;
         OC_CHECK_GOTO(compute_tile(w, &cache, t, order[2 * t], order[2 * t + 1], &tile));
         OC_CHECK_GOTO(prefetch(w, &cache, order, t, &prefetched));

@@ -381,7 +381,8 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
         char ext[16];
         if (!out->path) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "output path is NULL");
         if (strcmp(oc_path_extension(out->path, ext, sizeof ext), "npy") != 0) {
-            st = oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: a dense result is written as .npy; got '.%s'", out->path, ext);
+            st = oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: a dense result is written as .npy; got '.%s'", out->path,
+                         ext);
             goto cleanup;
         }
         void *data;
@@ -394,8 +395,8 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
     case OC_OUTPUT_DISCARD: job.dense = NULL; break;
     case OC_OUTPUT_TOPK:
     case OC_OUTPUT_PAIRS:
-        st = oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "output kind %s needs opts.%s", out->kind == OC_OUTPUT_TOPK ? "TOPK" : "PAIRS",
-                     out->kind == OC_OUTPUT_TOPK ? "topk > 0" : "use_threshold");
+        st = oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "output kind %s needs opts.%s",
+                     out->kind == OC_OUTPUT_TOPK ? "TOPK" : "PAIRS", out->kind == OC_OUTPUT_TOPK ? "topk > 0" : "use_threshold");
         goto cleanup;
     default:
         st = oc_fail(ctx, OC_ERR_UNSUPPORTED, "output kind %d is not supported by this version", (int)out->kind);

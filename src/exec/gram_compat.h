@@ -1,7 +1,8 @@
 /*
  * gram_compat.h - the earlier versions of oc_gram's structs (docs/abi.md): a caller built
- * against version 1 of oc_gram_options (before `algorithm`), or version 2 (before `resume`), or of oc_gram_stats (before
- * `host_budget_bytes`, `algorithm` and `algorithm_desc`) still works.
+ * against version 1 of oc_gram_options (before `algorithm`) or version 2 (before `resume`),
+ * or version 1 of oc_gram_stats (before `host_budget_bytes`, `algorithm` and
+ * `algorithm_desc`) still works.
  */
 #ifndef OC_EXEC_GRAM_COMPAT_H
 #define OC_EXEC_GRAM_COMPAT_H

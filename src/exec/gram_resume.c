@@ -280,7 +280,8 @@ static uint32_t dense_tile_crc(const oc_gram_job *job, int64_t tile, int64_t I, 
     const int64_t rows = job->n - i0 < tile ? job->n - i0 : tile, cols = job->p - j0 < tile ? job->p - j0 : tile;
     uint32_t crc = 0;
     for (int64_t r = 0; r < rows; ++r)
-        crc = oc_crc32_update(crc, s->base + ((i0 + r) * s->ld + j0) * (int64_t)s->elem_size, (size_t)cols * s->elem_size);
+        crc = oc_crc32_update(crc, s->base + ((i0 + r) * s->ld + j0) * (int64_t)s->elem_size,
+                              (size_t)cols * s->elem_size);
     if (s->symmetric && I != J)
         for (int64_t c = 0; c < cols; ++c)
             crc = oc_crc32_update(crc, s->base + ((j0 + c) * s->ld + i0) * (int64_t)s->elem_size,
@@ -331,7 +332,8 @@ oc_status oc_resume_begin(oc_context *ctx, oc_resume *r, const oc_gram_job *job,
     r->tiles_j = (job->p + tile - 1) / tile;
     const int64_t ntiles = r->tiles_i * r->tiles_j;
     r->done = calloc((size_t)(ntiles + 7) / 8, 1);
-    if (!r->done) return oc_fail(ctx, OC_ERR_NO_MEMORY, "out of memory for the bitmap of %lld tiles", (long long)ntiles);
+    if (!r->done)
+        return oc_fail(ctx, OC_ERR_NO_MEMORY, "out of memory for the bitmap of %lld tiles", (long long)ntiles);
     if (fresh) {
         OC_CHECK(oc_journal_append(ctx, r->journal, REC_PLAN, (uint64_t)tile, NULL, 0));
         return oc_journal_flush(ctx, r->journal);
@@ -390,7 +392,8 @@ oc_status oc_resume_checkpoint(oc_context *ctx, oc_resume *r, const oc_gram_job 
     r->last = now;
     const int64_t before = r->units;
     if (r->kind == KIND_PAIRS) {
-        const int64_t blocks = oc_select_pairs_blocks_delivered(job->select), pairs = oc_select_pairs_count(job->select);
+        const int64_t blocks = oc_select_pairs_blocks_delivered(job->select);
+        const int64_t pairs = oc_select_pairs_count(job->select);
         if (blocks == r->blocks_done) return OC_OK;
         OC_CHECK(oc_journal_append(ctx, r->journal, REC_BLOCKS, (uint64_t)blocks, &pairs, 8));
         r->units = r->blocks_done = blocks;
