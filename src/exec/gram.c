@@ -446,10 +446,15 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
     resume = NULL;
 
 cleanup:
-    /* A resumable job's temporary file stays for the run that continues it. */
-    if (resume) oc_npy_out_keep(npy);
-    else oc_npy_out_abort(npy);
-    oc_resume_close(resume);
+    /* A resumable job's temporary file stays for the run that continues it, unless the job
+     * had nothing on record yet. */
+    if (oc_resume_worth_keeping(resume)) {
+        oc_npy_out_keep(npy);
+        oc_resume_close(resume);
+    } else {
+        oc_npy_out_abort(npy);
+        oc_resume_finish(resume);
+    }
     oc_topk_out_abort(dest.topk_file);
     oc_pairs_out_abort(dest.pairs_file);
     oc_select_free(sel);

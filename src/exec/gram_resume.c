@@ -79,6 +79,7 @@ struct oc_resume {
     oc_resume_emit_fn emit;
     void *emit_user;
     int replaying;
+    int resumed;                 /* the journal existed when this run started */
 };
 
 /* ---------------------------------------------------------------- reading the journal */
@@ -174,6 +175,7 @@ oc_status oc_resume_start(oc_context *ctx, const oc_gram_job *job, const oc_outp
     OC_CHECK_GOTO(oc_resume_describe_job(ctx, job, out, &text));
     r->job_crc = oc_crc32_update(0, text, strlen(text));
     if (exists) {
+        r->resumed = 1;
         OC_CHECK_GOTO(oc_journal_open(ctx, jpath, text, on_record, r, &r->journal));
         /* PAIRS after the last BLOCKS went to an output that died with its run. */
         if (r->uncommitted_off >= 0) OC_CHECK_GOTO(oc_journal_truncate_before(ctx, r->journal, r->uncommitted_off));
@@ -219,6 +221,8 @@ void oc_resume_close(oc_resume *r)
 {
     if (r) resume_free(r);
 }
+
+int oc_resume_worth_keeping(const oc_resume *r) { return r && (r->resumed || r->units > 0); }
 
 /* ---------------------------------------------------------------- outputs */
 const char *oc_resume_dense_temp(const oc_resume *r)

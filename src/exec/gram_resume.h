@@ -65,5 +65,8 @@ int64_t oc_resume_group_tiles(const oc_resume *r, int threads);
 void oc_resume_finish(oc_resume *r);
 /* After a failure: the journal stays for a later run. Frees r; NULL is a no-op. */
 void oc_resume_close(oc_resume *r);
+/* Whether a failed job's journal is worth keeping: it was resumed, or it has work on record
+ * (a new job that failed before any checkpoint leaves nothing: oc_resume_finish instead). */
+int oc_resume_worth_keeping(const oc_resume *r);
 
 #endif

@@ -223,3 +223,16 @@ def test_ctrl_c_keeps_the_journal(inputs):
     subprocess.run(args + ["-o", str(out), "--resume"], check=True, env=dict(os.environ, **EVERY))
     assert out.read_bytes() == ref.read_bytes()
     assert leftovers(d, out) == []
+
+
+def test_a_new_job_that_fails_leaves_nothing(inputs):
+    """A resumable job that fails before anything is on record removes its journal too."""
+    d = inputs
+    proc = run("gram", d / "A.npy", "-o", d / "C.npy", "--resume", "-q", "--backend", "cpu", check=False,
+               env={"OUTCORE_FAULT_TRUNCATE": "1:enospc"})
+    assert proc.returncode == 1 and "disk full" in proc.stderr
+    assert leftovers(d, d / "C.npy") == [] and not (d / "C.npy").exists()
+    proc = run("gram", d / "A.npy", "--topk", "3", "-o", d / "nn.npz", "--resume", "-q", "--backend", "cpu",
+               check=False, env={"OUTCORE_FAULT_OPEN": "2:eio"})
+    assert proc.returncode != 0
+    assert leftovers(d, d / "nn.npz") == [] and not (d / "nn.npz").exists()
