@@ -219,12 +219,18 @@ typedef struct oc_gram_options {
     oc_progress_fn progress;    /* may be NULL */
     void *progress_user;
     oc_algorithm algorithm;     /* auto (default), dense or sparse */
+    /* Nonzero: keep a journal of the work done beside a file output (PATH.outcore-journal)
+     * and continue from it when one of the same job exists (a journal of another job is
+     * refused with OC_ERR_INPUT); the result's bytes are those of an uninterrupted run. With
+     * 0, an existing journal is refused with OC_ERR_INPUT saying how to resume or remove it.
+     * Dense resumable jobs run the dense algorithm (auto never picks sparse for them). */
+    int resume;
 } oc_gram_options;
 
 #define OC_GRAM_OPTIONS_INIT                                                                     \
     {                                                                                            \
         sizeof(oc_gram_options), OC_METRIC_COUNTS, OC_DTYPE_DEFAULT, OC_BACKEND_AUTO, 0, 0, 0,   \
-            0.9, OC_GPU_MEM_GROW, 0, 0, 0, 0.0, 0, NULL, NULL, OC_ALGORITHM_AUTO                 \
+            0.9, OC_GPU_MEM_GROW, 0, 0, 0, 0.0, 0, NULL, NULL, OC_ALGORITHM_AUTO, 0              \
     }
 
 typedef enum oc_output_kind {

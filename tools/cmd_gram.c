@@ -48,6 +48,9 @@ static const char gram_usage[] =
     "                         each pair once as (i, j), i < j. Pairs are sorted by row, then column\n"
     "  --plan                 print the plan (tiles, budgets, staging, threads, the estimated\n"
     "                         time of kernels, uploads and output) and exit without computing\n"
+    "  --resume               keep a journal of the work done beside OUT (OUT.outcore-journal)\n"
+    "                         and continue an interrupted run of the same command from it; the\n"
+    "                         result has the bytes of an uninterrupted run. See docs/resume.md\n"
     "  --json                 print the summary (or the plan) as JSON on stdout\n"
     "  --quiet                no progress bar and no summary\n"
     "  --verbose              on failure, also print the library's file:line trace\n";
@@ -93,6 +96,7 @@ static int parse_gram_args(int argc, char **argv, gram_args *g)
         if (strcmp(arg, "--json") == 0) { g->json = 1; continue; }
         if (strcmp(arg, "--explain") == 0) { g->explain = 1; continue; }
         if (strcmp(arg, "--plan") == 0) { g->plan = 1; continue; }
+        if (strcmp(arg, "--resume") == 0) { g->opts.resume = 1; continue; }
         if (strcmp(arg, "--binarize") == 0) { g->read.binarize = 1; continue; }
         if (strcmp(arg, "--quiet") == 0 || strcmp(arg, "-q") == 0) { g->quiet = 1; continue; }
         if (strcmp(arg, "--verbose") == 0 || strcmp(arg, "-v") == 0) { cli_verbose = 1; continue; }

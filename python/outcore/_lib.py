@@ -95,6 +95,7 @@ class GramOptions(ctypes.Structure):
         ("progress", progress_fn),
         ("progress_user", ctypes.c_void_p),
         ("algorithm", ctypes.c_int),
+        ("resume", ctypes.c_int),
     ]
 
     def __init__(self):

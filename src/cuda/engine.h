@@ -76,6 +76,13 @@ typedef struct oc_engine_job {
     int (*blocks)(void *user, const oc_engine_tile *t, oc_engine_block out[2]);
     /* After the last tile: the job's last device work (on d2h). May be NULL. */
     oc_status (*finish)(void *user, cudaStream_t d2h);
+    /* Resumable jobs (exec/gram_resume.h), else NULL: skip(I, J) nonzero passes tile (I, J)
+     * by (done by an earlier run); delivered gets the tiles (I, J pairs) enqueued since its
+     * last call, every deliver_every tiles and after the last, once the device and the sinks
+     * have delivered them all (the worker waits for both: a checkpoint). */
+    int (*skip)(void *user, int64_t I, int64_t J);
+    oc_status (*delivered)(void *user, const int64_t *tiles, int64_t count);
+    int64_t deliver_every;
 } oc_engine_job;
 
 /* What a worker did, for the job's statistics and the trace. */

@@ -236,12 +236,34 @@ static oc_status prefetch(oc_engine_worker *w, oc_panel_cache *cache, const int6
     return OC_OK;
 }
 
+/* A resumable job's checkpoint (engine.h: delivered): tile (I, J) was enqueued; every
+ * deliver_every tiles, and at the end (I < 0), waits until the device and the sinks have
+ * delivered every tile so far and hands them to the job. */
+static oc_status deliver_checkpoint(oc_engine_worker *w, int64_t *pending, int64_t *count, int64_t I, int64_t J)
+{
+    oc_context *ctx = w->ctx;
+    if (I >= 0) {
+        pending[2 * *count] = I;
+        pending[2 * *count + 1] = J;
+        if (++*count < w->job.deliver_every) return OC_OK;
+    }
+    if (*count == 0) return OC_OK;
+    CUDA_CHECK(ctx, cudaStreamSynchronize(w->dev.compute));
+    CUDA_CHECK(ctx, cudaStreamSynchronize(w->dev.compute2));
+    CUDA_CHECK(ctx, cudaStreamSynchronize(w->dev.d2h));
+    if (w->sinks) OC_CHECK(oc_engine_sinks_drain(ctx, w->sinks));
+    oc_status st = w->job.delivered(w->job.user, pending, *count);
+    *count = 0;
+    return st;
+}
+
 oc_status oc_engine_worker_run(oc_engine_worker *w)
 {
     oc_context *ctx = w->ctx;
     const oc_tile_plan *tp = &w->plan.tiles;
     oc_status st = OC_OK;
     oc_panel_cache cache = {0};
+    int64_t *delivered = NULL, ndelivered = 0; /* a resumable job's tiles since its checkpoint */
     int64_t maxp = tp->panels_a > tp->panels_b ? tp->panels_a : tp->panels_b;
     int64_t *order = oc_engine_plan_order(&w->plan, w->job.symmetric, w->job.seeded_order);
     if (!order) return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the tile order (%lld tiles)", (long long)tp->ntiles);
@@ -250,10 +272,21 @@ oc_status oc_engine_worker_run(oc_engine_worker *w)
 
     double last_progress = oc_now();
     int64_t prefetched = 0; /* tiles up to this one have their panels placed */
+    if (w->job.delivered && w->job.deliver_every > 0) {
+        delivered = malloc((size_t)w->job.deliver_every * 2 * sizeof *delivered);
+        if (!delivered) {
+            st = oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the list of delivered tiles");
+            goto cleanup;
+        }
+    }
     for (int64_t t = 0; t < tp->ntiles; ++t) {
         if (oc_cancelled(ctx)) {
             st = oc_fail(ctx, OC_ERR_CANCELLED, "cancelled after %lld of %lld tiles", (long long)t, (long long)tp->ntiles);
             goto cleanup;
+        }
+        if (w->job.skip && w->job.skip(w->job.user, order[2 * t], order[2 * t + 1])) {
+            if (prefetched < t) prefetched = t; /* a tile passed by needs no panels */
+            continue;
         }
         oc_engine_tile tile;
         OC_CHECK_GOTO(compute_tile(w, &cache, t, order[2 * t], order[2 * t + 1], &tile));
@@ -264,6 +297,7 @@ oc_status oc_engine_worker_run(oc_engine_worker *w)
             if (st != OC_OK) goto cleanup;
         }
         if (!consumed && w->sinks) OC_CHECK_GOTO(download_tile(w, &tile));
+        if (delivered) OC_CHECK_GOTO(deliver_checkpoint(w, delivered, &ndelivered, tile.I, tile.J));
 
         double now = oc_now();
         if (w->job.progress && now - last_progress >= 0.1) {
@@ -276,9 +310,11 @@ oc_status oc_engine_worker_run(oc_engine_worker *w)
     CUDA_CHECK_GOTO(ctx, cudaStreamSynchronize(w->dev.compute2));
     CUDA_CHECK_GOTO(ctx, cudaStreamSynchronize(w->dev.d2h));
     if (w->sinks) OC_CHECK_GOTO(oc_engine_sinks_drain(ctx, w->sinks));
+    if (delivered) OC_CHECK_GOTO(deliver_checkpoint(w, delivered, &ndelivered, -1, -1));
     if (w->job.progress) w->job.progress(w->job.progress_user, (double)tp->ntiles, (double)tp->ntiles);
 
 cleanup:
+    free(delivered);
     oc_panel_cache_free(&cache);
     free(order);
     return st;

@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "core/threads.h"
+#include "exec/gram_resume.h"
 #include "cuda/cuda_check.h"
 #include "cuda/engine.h"
 #include "cuda/engine_trace.h"
@@ -123,7 +124,8 @@ static oc_status make_plan(gram_cuda *g)
                   .elem_size = g->elem + oc_cuda_select_extra_elem_bytes(job), .symmetric = job->symmetric,
                   .keep_output = job->dense != NULL, .mirror_output = job->symmetric && job->dense != NULL,
                   .fixed_bytes = oc_cuda_select_fixed_bytes(job), .out_edge_bytes = oc_cuda_select_edge_bytes(job, b1),
-                  .tile = o->tile, .granularity = TILE_GRANULARITY, .overlap_tiles = g->two_streams},
+                  .tile = oc_resume_tile_edge(job->resume) > 0 ? oc_resume_tile_edge(job->resume) : o->tile,
+                  .granularity = TILE_GRANULARITY, .overlap_tiles = g->two_streams},
         .device_total = (int64_t)dev->total_mem, .device_free = (int64_t)dev->free_mem_at_open,
         .gpu_mem_bytes = o->gpu_mem_bytes, .gpu_mem_fraction = o->gpu_mem_fraction, .host_budget = job->host_budget,
         .cores = oc_cpu_cores(), .row_bytes = g->words * 8, .elem_size = g->elem, .dense_output = job->dense != NULL,
@@ -259,6 +261,21 @@ static const char *kernel_desc(const gram_cuda *g)
     return g->kernel == KERNEL_B1 ? "b1-mma" : g->dev->cc >= 80 ? "popc" : "popc (no b1 mma before sm_80)";
 }
 
+/* A resumable job (gram_resume.h): the tiles an earlier run did are passed by; the others
+ * go on record at the engine's checkpoints. */
+static int skip_tile(void *user, int64_t I, int64_t J)
+{
+    const gram_cuda *g = user;
+    return oc_resume_skip(g->job->resume, I, J);
+}
+
+static oc_status tiles_delivered(void *user, const int64_t *tiles, int64_t count)
+{
+    gram_cuda *g = user;
+    for (int64_t k = 0; k < count; ++k) oc_resume_tile_done(g->job->resume, g->job, tiles[2 * k], tiles[2 * k + 1]);
+    return oc_resume_checkpoint(g->ctx, g->job->resume, g->job, 0);
+}
+
 static oc_status run(gram_cuda *g)
 {
     oc_context *ctx = g->ctx;
@@ -272,6 +289,13 @@ static oc_status run(gram_cuda *g)
                         .gpu_mem_mode = job->opts->gpu_mem_mode, .progress = job->opts->progress,
                         .progress_user = job->opts->progress_user, .panel_loaded = panel_loaded, .compute = compute,
                         .consume = consume, .blocks = blocks, .finish = finish};
+    if (job->resume) {
+        /* gram.c gives the device dense and threshold resumable jobs: top-k ones resume on
+         * the CPU, whose lists the journal snapshots (the device keeps its own). */
+        ej.skip = skip_tile;
+        ej.delivered = tiles_delivered;
+        ej.deliver_every = 4 * (int64_t)g->plan.tiles.out_slots;
+    }
     OC_CHECK(oc_engine_worker_setup(g->worker, &g->plan, &ej));
     if (job->select) {
         OC_CHECK(oc_cuda_select_open(ctx, g->dev, job, g->plan.tiles.tile, oc_engine_worker_out_slots(g->worker),
@@ -279,6 +303,8 @@ static oc_status run(gram_cuda *g)
         /* Fused top-k of A·Aᵀ seeds each panel's lists from its diagonal tile first. */
         oc_engine_worker_seed_order(g->worker, oc_cuda_select_seeds_first(g->select));
     }
+    /* After the selection began: a resumed threshold job marks the row blocks delivered. */
+    if (job->resume) OC_CHECK(oc_resume_begin(ctx, job->resume, job, g->plan.tiles.tile));
     oc_engine_trace_phase(&t, "setup");
     OC_CHECK(oc_engine_worker_run(g->worker));
     oc_engine_trace_phase(&t, "tiles");

@@ -21,13 +21,18 @@
 #include "exec/backend.h"
 #include "exec/gram_choice.h"
 #include "exec/gram_compat.h"
+#include "exec/gram_resume.h"
 #include "exec/select.h"
 #include "mem/host_budget.h"
 
 static const oc_backend_vtbl *backend_for(const oc_gram_options *opts)
 {
 #ifdef OC_HAVE_CUDA
-    if (opts->backend != OC_BACKEND_CPU && oc_backend_cuda.usable(opts->device)) return &oc_backend_cuda;
+    /* Resumable top-k jobs run on the CPU: their journal snapshots the lists the host holds
+     * (the device keeps its own; gram_resume.h). */
+    const int host_select = opts->resume && opts->topk > 0;
+    if (opts->backend != OC_BACKEND_CPU && !host_select && oc_backend_cuda.usable(opts->device))
+        return &oc_backend_cuda;
     if (opts->backend == OC_BACKEND_CUDA) return NULL;
 #else
     if (opts->backend == OC_BACKEND_CUDA) return NULL;
@@ -98,6 +103,7 @@ typedef struct select_dest {
     const oc_output *out;
     oc_topk_out *topk_file;
     oc_pairs_out *pairs_file;
+    oc_resume *resume;          /* a resumable job journals the pairs it writes */
 } select_dest;
 
 static oc_status emit_to_callback(oc_context *ctx, void *user, const int64_t *rows, const int64_t *cols,
@@ -112,7 +118,47 @@ static oc_status emit_to_callback(oc_context *ctx, void *user, const int64_t *ro
 static oc_status emit_to_file(oc_context *ctx, void *user, const int64_t *rows, const int64_t *cols,
                               const void *values, int64_t count)
 {
-    return oc_pairs_out_append(ctx, ((select_dest *)user)->pairs_file, rows, cols, values, count);
+    select_dest *dest = user;
+    OC_CHECK(oc_pairs_out_append(ctx, dest->pairs_file, rows, cols, values, count));
+    return dest->resume ? oc_resume_pairs(ctx, dest->resume, rows, cols, values, count) : OC_OK;
+}
+
+/* A resumable job: the temporary name of its top-k or threshold file, on record (a later
+ * run removes it), and the way back to the file for the pairs an earlier run delivered. */
+static oc_status select_resume_setup(oc_context *ctx, select_dest *dest, oc_resume *r)
+{
+    dest->resume = r;
+    if (!r) return OC_OK;
+    if (dest->pairs_file) {
+        oc_resume_set_emit(r, emit_to_file, dest);
+        return oc_resume_record_temp(ctx, r, oc_pairs_out_temp_path(dest->pairs_file), NULL);
+    }
+    if (dest->topk_file) return oc_resume_record_temp(ctx, r, oc_topk_out_temp_path(dest->topk_file), NULL);
+    return OC_OK;
+}
+
+/* The dense output file: created, or for a resumed job the temporary file its journal names,
+ * reopened with the tiles done so far. */
+static oc_status dense_file_open(oc_context *ctx, const oc_gram_job *job, const oc_output *out, oc_resume *r,
+                                 oc_npy_out **npy, void **data)
+{
+    const char *temp = r ? oc_resume_dense_temp(r) : NULL;
+    if (temp) OC_CHECK(oc_npy_out_reopen(ctx, out->path, temp, (int)job->dtype, job->n, job->p, npy, data));
+    else OC_CHECK(oc_npy_out_create(ctx, out->path, (int)job->dtype, job->n, job->p, npy, data));
+    return r ? oc_resume_record_temp(ctx, r, oc_npy_out_temp_path(*npy), *npy) : OC_OK;
+}
+
+/* A resumable job runs the dense algorithm: its journal counts tiles (auto picks dense). */
+static oc_status resume_options(oc_context *ctx, const oc_gram_options **opts, oc_gram_options *local)
+{
+    if (!(*opts)->resume || (*opts)->algorithm == OC_ALGORITHM_DENSE) return OC_OK;
+    if ((*opts)->algorithm == OC_ALGORITHM_SPARSE)
+        return oc_fail(ctx, OC_ERR_UNSUPPORTED, "resume: a resumable job runs the dense algorithm; the sparse one "
+                       "keeps no journal (use --algorithm dense or auto)");
+    *local = **opts;
+    local->algorithm = OC_ALGORITHM_DENSE;
+    *opts = local;
+    return OC_OK;
 }
 
 /* Checks the output against the selection options and opens what must be opened before the
@@ -248,6 +294,9 @@ static oc_status job_prepare(oc_context *ctx, const oc_matrix *a, const oc_matri
     if (devices > 0 && (opts->device < 0 || opts->device >= devices))
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "CUDA device %d does not exist: this machine has %d (0 to %d)",
                        opts->device, devices, devices - 1);
+    if (opts->resume && opts->topk > 0 && opts->backend == OC_BACKEND_CUDA)
+        return oc_fail(ctx, OC_ERR_UNSUPPORTED, "resume: top-k jobs resume on the CPU backend only (--backend cpu or "
+                       "auto); dense and threshold jobs resume on either");
     const oc_backend_vtbl *backend = backend_for(opts);
     if (!backend) {
 #ifdef OC_HAVE_CUDA
@@ -275,9 +324,11 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
     double t0 = oc_now();
     oc_gram_job job;
     const oc_backend_vtbl *backend = NULL;
-    oc_gram_options current_opts;
+    oc_gram_options current_opts, resume_opts;
     opts = current_options(opts, &current_opts);
     OC_CHECK(job_prepare(ctx, a, b, opts, out, &job, &backend));
+    OC_CHECK(resume_options(ctx, &opts, &resume_opts));
+    job.opts = opts;
     if (stats && !oc_gram_stats_size_known(stats->struct_size))
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_gram_stats.struct_size is %zu, expected %zu", stats->struct_size,
                        sizeof(oc_gram_stats));
@@ -288,6 +339,9 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
     const oc_metric metric = opts->metric;
 
     if (out->kind == OC_OUTPUT_FILE) OC_CHECK(oc_output_check_not_input(ctx, out->path, a, b));
+    oc_resume *resume = NULL;
+    OC_CHECK(oc_resume_start(ctx, &job, out, &resume));
+    job.resume = resume;
 
     oc_gram_stats local_stats = {.struct_size = sizeof local_stats};
     oc_gram_stats *st_out = stats && stats->struct_size == sizeof *stats ? stats : &local_stats;
@@ -307,12 +361,18 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
     if (opts->topk > 0 || opts->use_threshold) {
         OC_CHECK_GOTO(select_setup(ctx, opts, out, &job, &dest, &sel));
         job.select = sel;
+        OC_CHECK_GOTO(select_resume_setup(ctx, &dest, resume));
     } else switch (out->kind) {
     case OC_OUTPUT_MEMORY:
-        if (!out->data) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "output memory is NULL");
-        if (out->ld != 0 && out->ld < p)
-            return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "output ld %lld is smaller than the %lld result columns",
-                           (long long)out->ld, (long long)p);
+        if (!out->data) {
+            st = oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "output memory is NULL");
+            goto cleanup;
+        }
+        if (out->ld != 0 && out->ld < p) {
+            st = oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "output ld %lld is smaller than the %lld result columns",
+                         (long long)out->ld, (long long)p);
+            goto cleanup;
+        }
         sink.base = out->data;
         sink.ld = out->ld ? out->ld : p;
         job.dense = &sink;
@@ -320,10 +380,13 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
     case OC_OUTPUT_FILE: {
         char ext[16];
         if (!out->path) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "output path is NULL");
-        if (strcmp(oc_path_extension(out->path, ext, sizeof ext), "npy") != 0)
-            return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: a dense result is written as .npy; got '.%s'", out->path, ext);
+        if (strcmp(oc_path_extension(out->path, ext, sizeof ext), "npy") != 0) {
+            st = oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: a dense result is written as .npy; got '.%s'", out->path,
+                         ext);
+            goto cleanup;
+        }
         void *data;
-        OC_CHECK(oc_npy_out_create(ctx, out->path, (int)dtype, n, p, &npy, &data));
+        OC_CHECK_GOTO(dense_file_open(ctx, &job, out, resume, &npy, &data));
         sink.base = data;
         sink.ld = p;
         job.dense = &sink;
@@ -332,10 +395,12 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
     case OC_OUTPUT_DISCARD: job.dense = NULL; break;
     case OC_OUTPUT_TOPK:
     case OC_OUTPUT_PAIRS:
-        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "output kind %s needs opts.%s", out->kind == OC_OUTPUT_TOPK ? "TOPK" : "PAIRS",
-                       out->kind == OC_OUTPUT_TOPK ? "topk > 0" : "use_threshold");
+        st = oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "output kind %s needs opts.%s",
+                     out->kind == OC_OUTPUT_TOPK ? "TOPK" : "PAIRS", out->kind == OC_OUTPUT_TOPK ? "topk > 0" : "use_threshold");
+        goto cleanup;
     default:
-        return oc_fail(ctx, OC_ERR_UNSUPPORTED, "output kind %d is not supported by this version", (int)out->kind);
+        st = oc_fail(ctx, OC_ERR_UNSUPPORTED, "output kind %d is not supported by this version", (int)out->kind);
+        goto cleanup;
     }
 
     /* Counts need no row popcounts, and a backend that counts them itself (the GPU, from
@@ -371,11 +436,25 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
     if (npy) {
         oc_npy_out *w = npy;
         npy = NULL;
-        OC_CHECK_GOTO(oc_npy_out_commit(ctx, w));
+        st = oc_npy_out_commit(ctx, w);
+        /* Its temporary file is gone either way: the journal has nothing to resume. */
+        oc_resume_finish(resume);
+        resume = NULL;
+        if (st != OC_OK) goto cleanup;
     }
+    oc_resume_finish(resume);
+    resume = NULL;
 
 cleanup:
-    oc_npy_out_abort(npy);
+    /* A resumable job's temporary file stays for the run that continues it, unless the job
+     * had nothing on record yet. */
+    if (oc_resume_worth_keeping(resume)) {
+        oc_npy_out_keep(npy);
+        oc_resume_close(resume);
+    } else {
+        oc_npy_out_abort(npy);
+        oc_resume_finish(resume);
+    }
     oc_topk_out_abort(dest.topk_file);
     oc_pairs_out_abort(dest.pairs_file);
     oc_select_free(sel);

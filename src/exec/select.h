@@ -117,4 +117,12 @@ oc_status oc_select_pairs_finish(oc_context *ctx, oc_select *s);
 /* Pairs delivered so far. */
 int64_t oc_select_pairs_count(const oc_select *s);
 
+/* Resumed jobs (exec/gram_resume.h), after oc_select_begin: pairs: the row blocks delivered
+ * so far (the next one to deliver), and the mark that blocks [0, blocks) and their `pairs`
+ * pairs were delivered by an earlier run (their tiles must not come); top-k: the floors
+ * made again from lists restored into oc_select_topk_keys. */
+int64_t oc_select_pairs_blocks_delivered(const oc_select *s);
+void oc_select_pairs_resume(oc_select *s, int64_t blocks, int64_t pairs);
+void oc_select_topk_restored(oc_select *s);
+
 #endif
