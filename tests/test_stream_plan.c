@@ -74,6 +74,11 @@ static void test_plans(oc_context *ctx)
                                 .gpu_mem_fraction = 0.9, .cores = 16};
     CHECK(oc_stream_plan_make(ctx, &dev, &p) == OC_OK);
     CHECK(p.h2d_slots == 0 && p.d2h_slots == 0 && p.pinned_bytes == 0);
+    dev.side_bytes = 4096, dev.side_buffers = 1; /* a side input still goes up through the ring */
+    CHECK(oc_stream_plan_make(ctx, &dev, &p) == OC_OK);
+    CHECK(p.h2d_slots > 0 && p.d2h_slots == 0);
+    dev.side_bytes = 0, dev.side_buffers = 0;
+    CHECK(oc_stream_plan_make(ctx, &dev, &p) == OC_OK);
     CHECK(p.device_bytes <= 2 * GIB && p.device_bytes > 2 * GIB - 3 * 256 * dev.dev_row_bytes - 3 * 256 - 4096);
 
     /* A small extent is still cut into the slots in flight, so copies overlap. */

@@ -108,7 +108,8 @@ static oc_status allocate(stream_run *r)
         CUDA_CHECK(ctx, cudaEventCreateWithFlags(&sl->freed, cudaEventDisableTiming));
         for (int a = 0; a < n; ++a) {
             const oc_stream_job_array *ja = &job->arrays[a];
-            memcpy(sl->shapes + a * OC_STREAM_MAX_DIMS, ja->a.shape, sizeof ja->a.shape);
+            /* Only the array's own dimensions: the entries past ndim stay 0 (calloc). */
+            memcpy(sl->shapes + a * OC_STREAM_MAX_DIMS, ja->a.shape, sizeof ja->a.shape[0] * (size_t)ja->a.ndim);
             if (!ja->chunked) {
                 sl->data[a] = r->side[a];
                 continue;

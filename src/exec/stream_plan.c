@@ -17,7 +17,7 @@ static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 static void staging(const oc_stream_plan_input *in, oc_stream_plan *plan)
 {
     plan->host_budget = in->host_budget > 0 ? in->host_budget : 4 * OC_ENGINE_DEFAULT_STAGING;
-    plan->h2d_slots = in->up_row_bytes > 0 ? OC_STREAM_H2D_SLOTS : 0;
+    plan->h2d_slots = in->up_row_bytes > 0 || in->side_bytes > 0 ? OC_STREAM_H2D_SLOTS : 0;
     plan->d2h_slots = in->down_row_bytes > 0 ? plan->sinks + D2H_SPARE : 0;
     int slots = plan->h2d_slots + plan->d2h_slots;
     int64_t share = slots ? plan->host_budget / 4 / slots : 0;

@@ -60,7 +60,7 @@ typedef struct oc_stream_plan {
     int64_t chunk_rows, chunks;
     int64_t device_bytes;      /* what the plan allocates on the device */
     int64_t host_budget;
-    int h2d_slots;             /* 0 when nothing is uploaded */
+    int h2d_slots;             /* 0 when nothing is uploaded (no inputs, no side inputs) */
     int64_t h2d_slot_bytes;
     int d2h_slots;             /* 0 when nothing is downloaded */
     int64_t d2h_slot_bytes;
