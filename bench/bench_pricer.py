@@ -126,7 +126,7 @@ def main():
     args = ap.parse_args()
     binary = os.path.join(args.build, "examples", "pricer")
     if not os.path.exists(binary):
-        sys.exit(f"bench_pricer: {binary} not found (build with CUDA and OUTCORE_EXAMPLES=ON)")
+        sys.exit(f"bench_pricer: {binary} not found (build with CUDA and the examples, which are on by default)")
 
     numba_rates, why_no_numba = {}, None
     try:
