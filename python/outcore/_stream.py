@@ -34,7 +34,7 @@ import numpy as np
 
 from . import _lib
 from ._context import lease
-from ._options import _integer, parse_gpu_mem, parse_host_mem
+from ._options import _integer, set_device_budgets
 from .errors import InputError, from_status
 
 lib = _lib.lib
@@ -138,14 +138,7 @@ def _axis_of(axis, name):
 
 def _options(gpu_mem, host_mem, device, chunk_rows, in_flight):
     opts = _lib.StreamOptions()
-    if device is not None:
-        opts.device = _integer("device", device, 0)
-    if gpu_mem is not None:
-        opts.gpu_mem_bytes, fraction = parse_gpu_mem(gpu_mem)
-        if fraction:
-            opts.gpu_mem_fraction = fraction
-    if host_mem is not None:
-        opts.host_mem_bytes = parse_host_mem(host_mem)
+    set_device_budgets(opts, device, gpu_mem, host_mem)
     if chunk_rows is not None:
         opts.chunk_rows = _integer("chunk_rows", chunk_rows, 1)
     if in_flight is not None:
