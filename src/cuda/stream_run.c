@@ -51,6 +51,7 @@ typedef struct stream_run {
     void **side;               /* per array: its device copy when SIDE */
     oc_stream_copy *copy;
     double launch_seconds;
+    int64_t launched;          /* chunks launched so far */
 } stream_run;
 
 static oc_status make_plan(stream_run *r)
@@ -190,6 +191,7 @@ static oc_status upload_and_launch(stream_run *r, int64_t c, slot_state *sl)
                        (long long)start, (long long)(start + rows), cudaGetErrorString(e));
     CUDA_CHECK(ctx, cudaEventRecord(sl->computed, stream));
     sl->chunk = c;
+    r->launched = c + 1;
     return OC_OK;
 }
 
@@ -263,7 +265,16 @@ oc_status oc_cuda_stream_run(oc_stream_job *job)
     oc_workers_limit_tasks(workers, r.plan.sinks);
     OC_CHECK_GOTO(oc_stream_copy_open(ctx, r.dev.pool, &r.plan, r.dev.index, workers, &r.copy));
     OC_CHECK_GOTO(allocate(&r));
-    OC_CHECK_GOTO(run_chunks(&r));
+    st = run_chunks(&r);
+    /* A kernel fault is sticky: the next CUDA call of any kind reports it, often an event or a
+     * copy of a later chunk. Say which chunks were on the device. */
+    if (st == OC_ERR_DEVICE && r.launched > 0 && !strstr(oc_context_last_error(ctx), "chunk")) {
+        char was[OC_MESSAGE_MAX];
+        snprintf(was, sizeof was, "%s", oc_context_last_error(ctx));
+        int64_t first = r.launched > r.plan.in_flight ? r.launched - r.plan.in_flight : 0;
+        st = oc_fail(ctx, st, "stream: a kernel of chunks %lld..%lld (the ones on the device) or a copy failed: %s",
+                     (long long)first, (long long)(r.launched - 1), was);
+    }
 cleanup:
     if (job->stats && r.dev.pool) {
         oc_pool_stats ps;
