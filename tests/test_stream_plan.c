@@ -191,6 +191,16 @@ static void test_bad_specs(oc_context *ctx)
     oc_stream_options opts = OC_STREAM_OPTIONS_INIT;
     opts.in_flight = 1;
     CHECK(oc_stream_run(ctx, &spec, &opts, NULL) == OC_ERR_INVALID_ARGUMENT);
+    /* Struct sizes of no version are refused (docs/abi.md). */
+    spec.array_struct_size = sizeof(oc_stream_array) + 8;
+    CHECK(oc_stream_run(ctx, &spec, NULL, NULL) == OC_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(oc_context_last_error(ctx), "OC_STREAM_SPEC_INIT") != NULL);
+    spec.array_struct_size = sizeof(oc_stream_array);
+    opts = (oc_stream_options)OC_STREAM_OPTIONS_INIT;
+    opts.struct_size -= 8;
+    CHECK(oc_stream_run(ctx, &spec, &opts, NULL) == OC_ERR_INVALID_ARGUMENT);
+    oc_stream_stats stats = {.struct_size = sizeof stats - 8};
+    CHECK(oc_stream_run(ctx, &spec, NULL, &stats) == OC_ERR_INVALID_ARGUMENT);
     /* A side input alone does not say how to cut the job. */
     oc_stream_array side = {"k", OC_STREAM_SIDE, 8, 1, {10}, 0, x};
     spec.arrays = &side, spec.narrays = 1;

@@ -14,7 +14,7 @@ oc_status oc_stream_run(oc_context *ctx, const oc_stream_spec *spec, const oc_st
 {
     if (!ctx) return OC_ERR_INVALID_ARGUMENT;
     oc_context_begin_job(ctx);
-    if (stats && stats->struct_size < sizeof(oc_stream_stats))
+    if (stats && stats->struct_size != sizeof(oc_stream_stats))
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "stream: stats.struct_size must be sizeof(oc_stream_stats)");
     double t0 = oc_now();
     oc_stream_job job;

@@ -73,9 +73,10 @@ oc_status oc_stream_job_make(oc_context *ctx, const oc_stream_spec *spec, const 
 {
     memset(job, 0, sizeof *job);
     job->ctx = ctx;
-    if (!spec || spec->struct_size < sizeof(oc_stream_spec) || spec->array_struct_size != sizeof(oc_stream_array))
+    /* Version 1 of each struct is the only one (docs/abi.md): any other size is an error. */
+    if (!spec || spec->struct_size != sizeof(oc_stream_spec) || spec->array_struct_size != sizeof(oc_stream_array))
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "stream: the spec is missing or was not made from OC_STREAM_SPEC_INIT");
-    if (opts && opts->struct_size < sizeof(oc_stream_options))
+    if (opts && opts->struct_size != sizeof(oc_stream_options))
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "stream: the options were not made from OC_STREAM_OPTIONS_INIT");
     if (!spec->launch) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "stream: no launch callback");
     if (spec->narrays < 1 || spec->narrays > 1024 || !spec->arrays)
