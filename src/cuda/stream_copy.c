@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "cuda/cuda_check.h"
+#include "cuda/device.h"
 #include "mem/staging.h"
 
 /* Below this a piece is gathered by the driving thread alone: a split's hand-off costs more. */
@@ -51,6 +52,14 @@ static int wait_upload_slot(void *user, int slot, char *why, size_t why_size)
     return 1;
 }
 
+/* A ring's pinned bytes: a block the context's cache holds idle when one fits the staging
+ * share of the host budget (a job after the first then pins nothing), else the need. */
+static size_t ring_bytes(oc_context *ctx, const oc_stream_plan *plan, int slots, int64_t slot_bytes)
+{
+    int64_t need = oc_staging_bytes(slots, slot_bytes), limit = plan->host_budget / 4;
+    return oc_cuda_staging_fit(ctx, (size_t)need, (size_t)(limit > need ? limit : need));
+}
+
 oc_status oc_stream_copy_open(oc_context *ctx, oc_pool *pool, const oc_stream_plan *plan, int device,
                               oc_workers *workers, oc_stream_copy **out)
 {
@@ -76,12 +85,12 @@ oc_status oc_stream_copy_open(oc_context *ctx, oc_pool *pool, const oc_stream_pl
         /* A fresh event counts as done, so a slot never used waits for nothing. */
         oc_staging_ops ops = {c, wait_upload_slot};
         OC_CHECK_GOTO(oc_staging_create(ctx, pool, c->up_slots, plan->h2d_slot_bytes,
-                                        (size_t)oc_staging_bytes(c->up_slots, plan->h2d_slot_bytes), "stream upload ring",
+                                        ring_bytes(ctx, plan, c->up_slots, plan->h2d_slot_bytes), "stream upload ring",
                                         &ops, &c->up));
     }
     if (c->down_slots)
         OC_CHECK_GOTO(oc_staging_create(ctx, pool, c->down_slots, plan->d2h_slot_bytes,
-                                        (size_t)oc_staging_bytes(c->down_slots, plan->d2h_slot_bytes),
+                                        ring_bytes(ctx, plan, c->down_slots, plan->d2h_slot_bytes),
                                         "stream download ring", NULL, &c->down));
     *out = c;
     return OC_OK;
