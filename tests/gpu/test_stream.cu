@@ -68,6 +68,13 @@ static int launch_first(const oc_stream_chunk *c, void *user)
     return 0;
 }
 
+static void record_progress(void *user, double done, double total)
+{
+    double *last = (double *)user;
+    CHECK(done >= last[0] && done <= total); // never backwards, never past the end
+    last[0] = done, last[1] = total;
+}
+
 static void test_rows(oc_context *ctx)
 {
     const int cols = 16;
@@ -89,6 +96,8 @@ static void test_rows(oc_context *ctx)
     oc_stream_options opts = OC_STREAM_OPTIONS_INIT;
     opts.gpu_mem_bytes = budget;
     opts.host_mem_bytes = 64 * MIB; // small slots: chunks cross in many pieces
+    double progress[2] = {0, 0};
+    opts.progress = record_progress, opts.progress_user = progress;
     oc_stream_stats st;
     st.struct_size = sizeof st;
     oc_status s = oc_stream_run(ctx, &spec, &opts, &st);
@@ -100,6 +109,7 @@ static void test_rows(oc_context *ctx)
     CHECK(st.dev_peak_bytes <= budget);
     CHECK_EQ_I64(st.bytes_h2d, n * 8 + cols * 8);
     CHECK_EQ_I64(st.bytes_d2h, n * 8);
+    CHECK(progress[0] == (double)rows && progress[1] == (double)rows); // the last call: all done
     printf("rows: %lld chunks of %lld rows, %d in flight, %.3f s\n", (long long)st.chunks, (long long)st.chunk_rows,
            st.in_flight, st.seconds);
     free(x);
