@@ -45,7 +45,9 @@ typedef struct oc_nvrtc_image {
 } oc_nvrtc_image;
 
 /* A compilation request. options are extra NVRTC options (e.g. "-DN=4", "--use_fast_math");
- * "-arch" is added from cc. name names the program in messages and logs. */
+ * "--gpu-architecture" (from cc) and "--std=c++17" are always given, so options must not
+ * repeat them. name names the program in messages and logs. Kernels are looked up by name:
+ * declare them extern "C" (no C++ name mangling). */
 typedef struct oc_nvrtc_source {
     const char *name;
     const char *code;
