@@ -492,12 +492,17 @@ typedef enum oc_stream_role {
     OC_STREAM_OUTPUT = 1,  /* chunked, device -> host after it; never uploaded */
     OC_STREAM_INOUT = 2,   /* chunked, uploaded, changed by the kernel, downloaded */
     OC_STREAM_SIDE = 3,    /* not chunked: uploaded once, whole, before the first chunk */
-    OC_STREAM_SCRATCH = 4  /* chunked device memory only (host is NULL): never copied */
+    OC_STREAM_SCRATCH = 4, /* chunked device memory only (host is NULL): never copied */
+    /* Not chunked: uploaded once (its initial value) before the first chunk, kept on the
+     * device through every chunk, downloaded once after the last: a reduction's accumulator
+     * (sums, counts, histograms). Chunks run on two streams and may overlap, so kernels
+     * update it with atomics. */
+    OC_STREAM_RESULT = 5
 } oc_stream_role;
 
 #define OC_STREAM_MAX_DIMS 8
 
-/* One array. Chunked arrays (every role but SIDE) share one chunk extent: shape[axis] is the
+/* One array. Chunked arrays (every role but SIDE and RESULT) share one chunk extent: shape[axis] is the
  * same for all of them, and a chunk is the rows [start, start + rows) of that axis. */
 typedef struct oc_stream_array {
     const char *name;          /* names the array in messages */
@@ -519,7 +524,7 @@ typedef struct oc_stream_chunk {
     int narrays;
     /* Device pointer of each array, in the spec's order: a chunk's C-order buffer of shape
      * `shapes + k*OC_STREAM_MAX_DIMS` (the array's shape with shape[axis] = rows), or, for
-     * SIDE, the whole array. */
+     * SIDE and RESULT, the whole array. */
     void *const *data;
     const int64_t *shapes;
     void *stream;              /* the cudaStream_t (= CUstream) to launch on; do not synchronise it */
@@ -538,9 +543,12 @@ typedef struct oc_stream_spec {
     int narrays;
     oc_stream_launch_fn launch;
     void *user;                /* passed to launch */
+    /* Rows of the chunk extent when no array is chunked (work that lives on the device and
+     * returns only results); 0: the chunked arrays' extent (when both are given they agree). */
+    int64_t extent;
 } oc_stream_spec;
 
-#define OC_STREAM_SPEC_INIT {sizeof(oc_stream_spec), sizeof(oc_stream_array), NULL, 0, NULL, NULL}
+#define OC_STREAM_SPEC_INIT {sizeof(oc_stream_spec), sizeof(oc_stream_array), NULL, 0, NULL, NULL, 0}
 
 typedef struct oc_stream_options {
     size_t struct_size;        /* sizeof(oc_stream_options) */

@@ -77,9 +77,21 @@ static void test_plans(oc_context *ctx)
     dev.side_bytes = 4096, dev.side_buffers = 1; /* a side input still goes up through the ring */
     CHECK(oc_stream_plan_make(ctx, &dev, &p) == OC_OK);
     CHECK(p.h2d_slots > 0 && p.d2h_slots == 0);
-    dev.side_bytes = 0, dev.side_buffers = 0;
+    dev.side_bytes = 16, dev.side_buffers = 1, dev.result_bytes = 16; /* a result comes back once */
+    CHECK(oc_stream_plan_make(ctx, &dev, &p) == OC_OK);
+    CHECK(p.h2d_slots > 0 && p.d2h_slots > 0 && p.sinks >= 1);
+    dev.side_bytes = 0, dev.side_buffers = 0, dev.result_bytes = 0;
     CHECK(oc_stream_plan_make(ctx, &dev, &p) == OC_OK);
     CHECK(p.device_bytes <= 2 * GIB && p.device_bytes > 2 * GIB - 3 * 256 * dev.dev_row_bytes - 3 * 256 - 4096);
+
+    /* Nothing chunked at all (an extent and results): chunks of at most OC_STREAM_MAX_ROWS. */
+    oc_stream_plan_input bare = {.extent = 100000000, .side_bytes = 16, .side_buffers = 1, .result_bytes = 16,
+                                 .device_total = 80 * GIB, .device_free = 79 * GIB, .gpu_mem_bytes = 2 * GIB,
+                                 .gpu_mem_fraction = 0.9, .cores = 16};
+    CHECK(oc_stream_plan_make(ctx, &bare, &p) == OC_OK);
+    CHECK_EQ_I64(p.chunk_rows, OC_STREAM_MAX_ROWS);
+    CHECK_EQ_I64(p.chunks, (bare.extent + OC_STREAM_MAX_ROWS - 1) / OC_STREAM_MAX_ROWS);
+    CHECK(p.device_bytes < 4096);
 
     /* A small extent is still cut into the slots in flight, so copies overlap. */
     in = big_multiply(1 * GIB);
@@ -205,6 +217,30 @@ static void test_bad_specs(oc_context *ctx)
     oc_stream_array side = {"k", OC_STREAM_SIDE, 8, 1, {10}, 0, x};
     spec.arrays = &side, spec.narrays = 1;
     CHECK(oc_stream_run(ctx, &spec, NULL, NULL) == OC_ERR_INVALID_ARGUMENT);
+    /* A result is not chunked: one alone cannot cut the job either; beside a chunked array it
+     * is counted with the whole arrays. */
+    double acc[2] = {0, 0};
+    oc_stream_array with_result[2] = {{"x", OC_STREAM_INPUT, 8, 1, {10}, 0, x},
+                                      {"sums", OC_STREAM_RESULT, 8, 1, {2}, 5, acc}};
+    spec.arrays = with_result + 1, spec.narrays = 1;
+    CHECK(oc_stream_run(ctx, &spec, NULL, NULL) == OC_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(oc_context_last_error(ctx), "no extent") != NULL);
+    spec.extent = 1000; /* device-only work: the extent alone says how to cut it */
+    {
+        oc_stream_job bare;
+        CHECK(oc_stream_job_make(ctx, &spec, NULL, &bare) == OC_OK && bare.extent == 1000 && bare.dev_row_bytes == 0);
+        oc_stream_job_release(&bare);
+    }
+    spec.arrays = with_result, spec.narrays = 2; /* x has 10 rows */
+    CHECK(oc_stream_run(ctx, &spec, NULL, NULL) == OC_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(oc_context_last_error(ctx), "extent 1000 differs from the 10 rows of 'x'") != NULL);
+    spec.extent = 0;
+    spec.arrays = with_result, spec.narrays = 2;
+    oc_stream_job job;
+    CHECK(oc_stream_job_make(ctx, &spec, NULL, &job) == OC_OK); /* its axis is not read */
+    CHECK(job.side_bytes == 16 && job.result_bytes == 16 && job.side_buffers == 1 && job.dev_row_bytes == 8);
+    CHECK(!job.arrays[1].chunked && job.arrays[1].upload && job.arrays[1].download);
+    oc_stream_job_release(&job);
 #ifndef OC_HAVE_CUDA
     /* A valid spec without CUDA: unsupported, saying why. */
     spec.arrays = arrays, spec.narrays = 3;

@@ -212,6 +212,7 @@ OC_STREAM_OUTPUT = 1
 OC_STREAM_INOUT = 2
 OC_STREAM_SIDE = 3
 OC_STREAM_SCRATCH = 4
+OC_STREAM_RESULT = 5
 OC_STREAM_MAX_DIMS = 8
 
 
@@ -252,6 +253,7 @@ class StreamSpec(ctypes.Structure):
         ("narrays", ctypes.c_int),
         ("launch", stream_launch_fn),
         ("user", ctypes.c_void_p),
+        ("extent", ctypes.c_int64),
     ]
 
     def __init__(self):

@@ -146,11 +146,11 @@ def _options(gpu_mem, host_mem, device, chunk_rows, in_flight):
     return opts
 
 
-def stream(fn, inputs=None, outputs=None, *, side=None, scratch=None, inout=None, axis=0, gpu_mem=None,
-           host_mem=None, device=None, chunk_rows=None, in_flight=None, progress=None, context=None,
+def stream(fn, inputs=None, outputs=None, *, side=None, scratch=None, inout=None, result=None, axis=0, extent=None,
+           gpu_mem=None, host_mem=None, device=None, chunk_rows=None, in_flight=None, progress=None, context=None,
            return_stats=False):
-    """Runs fn(chunk) over chunks of the arrays; returns {name: array} of the outputs and
-    inout arrays (with return_stats, also a dict of the job's statistics).
+    """Runs fn(chunk) over chunks of the arrays; returns {name: array} of the outputs, inout
+    and result arrays (with return_stats, also a dict of the job's statistics).
 
     inputs:  {name: array or path.npy}   uploaded chunk by chunk (a path is memory-mapped)
     outputs: {name: array, (shape, dtype) or (path.npy, shape, dtype)}   downloaded chunk by
@@ -158,7 +158,11 @@ def stream(fn, inputs=None, outputs=None, *, side=None, scratch=None, inout=None
     inout:   {name: array}               uploaded, changed by fn's kernel, written back
     side:    {name: array}               uploaded once, whole, seen by every chunk
     scratch: {name: (shape, dtype)}      chunk-sized device memory, never copied
+    result:  {name: array}               uploaded once (its initial value), kept on the device
+             through every chunk, written back after the last: an accumulator that kernels
+             update with atomics (chunks may run at the same time on two streams)
     axis:    the axis chunks cut (one int, or {name: int}); chunked arrays agree on its length
+    extent:  the rows to cut when no array is chunked (device-only work returning results)
     gpu_mem, host_mem, device: the budgets and the device, as outcore.gram takes them;
     chunk_rows, in_flight: force the chunk size and the chunks in flight (tests, tuning);
     progress(done, total): called between chunks with rows of the chunk extent.
@@ -166,7 +170,7 @@ def stream(fn, inputs=None, outputs=None, *, side=None, scratch=None, inout=None
     if not callable(fn):
         raise InputError("fn must be callable: it receives each chunk and launches the kernel")
     roles = [(inputs, _lib.OC_STREAM_INPUT), (outputs, _lib.OC_STREAM_OUTPUT), (inout, _lib.OC_STREAM_INOUT),
-             (side, _lib.OC_STREAM_SIDE), (scratch, _lib.OC_STREAM_SCRATCH)]
+             (side, _lib.OC_STREAM_SIDE), (scratch, _lib.OC_STREAM_SCRATCH), (result, _lib.OC_STREAM_RESULT)]
     names, hosts, files, dtypes, results = [], [], [], [], {}
     arrays = (_lib.StreamArray * sum(len(d or {}) for d, _ in roles))()
     try:
@@ -181,10 +185,11 @@ def stream(fn, inputs=None, outputs=None, *, side=None, scratch=None, inout=None
                     arr, f = _as_output(name, value)
                     if f is not None:
                         files.append((name, f))
-                elif role == _lib.OC_STREAM_INOUT:
-                    arr, _ = _as_output(name, value)
+                elif role in (_lib.OC_STREAM_INOUT, _lib.OC_STREAM_RESULT):
                     if not isinstance(value, np.ndarray):
-                        raise InputError(f"inout {name} must be an array (it is read and written back)")
+                        kind = "inout" if role == _lib.OC_STREAM_INOUT else "result"
+                        raise InputError(f"{kind} {name} must be an array (it is read and written back)")
+                    arr, _ = _as_output(name, value)
                 if role == _lib.OC_STREAM_SCRATCH:
                     try:
                         shape, dtype, arr = tuple(int(n) for n in value[0]), np.dtype(value[1]), None
@@ -201,12 +206,12 @@ def stream(fn, inputs=None, outputs=None, *, side=None, scratch=None, inout=None
                 a.ndim = len(shape)
                 for d, n in enumerate(shape):
                     a.shape[d] = n
-                a.axis = _axis_of(axis, name) if role != _lib.OC_STREAM_SIDE else 0
+                a.axis = _axis_of(axis, name) if role not in (_lib.OC_STREAM_SIDE, _lib.OC_STREAM_RESULT) else 0
                 a.host = None if arr is None else arr.ctypes.data
                 names.append(name)
                 hosts.append(arr)  # keeps every buffer alive for the call
                 dtypes.append(dtype)
-                if role in (_lib.OC_STREAM_OUTPUT, _lib.OC_STREAM_INOUT):
+                if role in (_lib.OC_STREAM_OUTPUT, _lib.OC_STREAM_INOUT, _lib.OC_STREAM_RESULT):
                     results[name] = arr
 
         failure = []
@@ -228,6 +233,8 @@ def stream(fn, inputs=None, outputs=None, *, side=None, scratch=None, inout=None
         spec.arrays = arrays
         spec.narrays = len(names)
         spec.launch = _lib.stream_launch_fn(launch)
+        if extent is not None:
+            spec.extent = _integer("extent", extent, 1)
         opts = _options(gpu_mem, host_mem, device, chunk_rows, in_flight)
         if progress is not None:
             opts.progress = _lib.progress_fn(lambda _u, done, total: progress(done, total))

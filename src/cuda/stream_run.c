@@ -18,8 +18,8 @@
  *               -> freed
  *
  * Events only order the streams; the host blocks in step 1, for free pinned slots, and at
- * the end (drain). Side inputs go up once, before chunk 0, on h2d. Scratch buffers are
- * only allocated. Progress and cancellation are handled between chunks.
+ * the end (drain). Side inputs and results go up once, before chunk 0, on h2d; results come
+ * back once, after the last kernel. Scratch buffers are only allocated. Progress and cancellation are handled between chunks.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,12 +60,10 @@ static oc_status make_plan(stream_run *r)
     oc_context *ctx = r->ctx;
     char where[300];
     snprintf(where, sizeof where, "cuda:%d (%s)", r->dev.index, r->dev.name);
-    int64_t side_buffers = 0;
-    for (int k = 0; k < job->narrays; ++k) side_buffers += !job->arrays[k].chunked;
     oc_stream_plan_input in = {
         .extent = job->extent, .up_row_bytes = job->up_row_bytes, .down_row_bytes = job->down_row_bytes,
         .dev_row_bytes = job->dev_row_bytes, .chunked_buffers = job->chunked_buffers, .side_bytes = job->side_bytes,
-        .side_buffers = side_buffers, .device_total = (int64_t)r->dev.total_mem,
+        .side_buffers = job->side_buffers, .result_bytes = job->result_bytes, .device_total = (int64_t)r->dev.total_mem,
         .device_free = (int64_t)r->dev.free_mem_at_open, .gpu_mem_bytes = job->opts.gpu_mem_bytes,
         .gpu_mem_fraction = job->opts.gpu_mem_fraction, .host_budget = job->opts.host_mem_bytes,
         .cores = oc_cpu_cores(), .chunk_rows = job->opts.chunk_rows, .in_flight = job->opts.in_flight,
@@ -95,7 +93,7 @@ static oc_status allocate(stream_run *r)
         const oc_stream_job_array *ja = &job->arrays[a];
         if (ja->chunked) continue;
         char what[120];
-        snprintf(what, sizeof what, "side input '%s'", ja->a.name ? ja->a.name : "?");
+        snprintf(what, sizeof what, "%s '%s'", ja->download ? "result" : "side input", ja->a.name ? ja->a.name : "?");
         OC_CHECK(oc_pool_alloc(ctx, r->dev.pool, (size_t)ja->total_bytes, what, &r->side[a]));
     }
     for (int s = 0; s < k; ++s) {
@@ -243,6 +241,11 @@ static oc_status run_chunks(stream_run *r)
     }
     if (prev) OC_CHECK(download(r, prev));
     for (int s = 0; s < r->plan.in_flight; ++s) OC_CHECK(slot_wait(r, &r->slots[s]));
+    /* Every kernel is done (waited for above): the results are final. */
+    for (int a = 0; a < job->narrays; ++a) {
+        const oc_stream_job_array *ja = &job->arrays[a];
+        if (!ja->chunked && ja->download) OC_CHECK(oc_stream_copy_download(ctx, r->copy, ja, 0, 1, r->side[a], r->dev.d2h));
+    }
     OC_CHECK(oc_stream_copy_drain(ctx, r->copy));
     CUDA_CHECK(ctx, cudaStreamSynchronize(r->dev.d2h));
     CUDA_CHECK(ctx, cudaStreamSynchronize(r->dev.h2d));

@@ -15,6 +15,7 @@ static const char *role_name(oc_stream_role r)
     case OC_STREAM_INOUT: return "inout";
     case OC_STREAM_SIDE: return "side input";
     case OC_STREAM_SCRATCH: return "scratch";
+    case OC_STREAM_RESULT: return "result";
     }
     return "?";
 }
@@ -31,7 +32,7 @@ static oc_status check_array(oc_context *ctx, int k, const oc_stream_array *a, o
     snprintf(name, sizeof name, "%s%s%s", a->name ? "array '" : "array ", a->name ? a->name : "",
              a->name ? "'" : "");
     if (!a->name) snprintf(name, sizeof name, "array %d", k);
-    if (a->role < OC_STREAM_INPUT || a->role > OC_STREAM_SCRATCH)
+    if (a->role < OC_STREAM_INPUT || a->role > OC_STREAM_RESULT)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "stream: %s: unknown role %d", name, (int)a->role);
     if (a->elem_size <= 0 || a->elem_size > 64)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "stream: %s: element size %d (expected 1 to 64 bytes)", name,
@@ -40,9 +41,10 @@ static oc_status check_array(oc_context *ctx, int k, const oc_stream_array *a, o
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "stream: %s: %d dimensions (expected 1 to %d)", name, a->ndim,
                        OC_STREAM_MAX_DIMS);
     ja->a = *a;
-    ja->chunked = a->role != OC_STREAM_SIDE;
-    ja->upload = a->role == OC_STREAM_INPUT || a->role == OC_STREAM_INOUT || a->role == OC_STREAM_SIDE;
-    ja->download = a->role == OC_STREAM_OUTPUT || a->role == OC_STREAM_INOUT;
+    ja->chunked = a->role != OC_STREAM_SIDE && a->role != OC_STREAM_RESULT;
+    ja->upload = a->role == OC_STREAM_INPUT || a->role == OC_STREAM_INOUT || a->role == OC_STREAM_SIDE ||
+                 a->role == OC_STREAM_RESULT;
+    ja->download = a->role == OC_STREAM_OUTPUT || a->role == OC_STREAM_INOUT || a->role == OC_STREAM_RESULT;
     if (ja->chunked && (a->axis < 0 || a->axis >= a->ndim))
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "stream: %s: chunk axis %d outside its %d dimensions", name,
                        a->axis, a->ndim);
@@ -99,6 +101,8 @@ oc_status oc_stream_job_make(oc_context *ctx, const oc_stream_spec *spec, const 
         OC_CHECK(check_array(ctx, k, &spec->arrays[k], ja));
         if (!ja->chunked) {
             job->side_bytes += ja->total_bytes;
+            job->side_buffers++;
+            if (ja->download) job->result_bytes += ja->total_bytes;
             continue;
         }
         if (first < 0) first = k, job->extent = ja->extent;
@@ -113,9 +117,17 @@ oc_status oc_stream_job_make(oc_context *ctx, const oc_stream_spec *spec, const 
         if (ja->upload) job->up_row_bytes += ja->row_bytes;
         if (ja->download) job->down_row_bytes += ja->row_bytes;
     }
-    if (first < 0)
+    if (spec->extent < 0)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "stream: extent %lld (expected >= 0)", (long long)spec->extent);
+    if (first < 0 && spec->extent == 0)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
-                       "stream: no chunked array (inputs, outputs or scratch): nothing says how to cut the job");
+                       "stream: no chunked array (inputs, outputs or scratch) and no extent: nothing says how to cut "
+                       "the job");
+    if (first >= 0 && spec->extent > 0 && spec->extent != job->extent)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "stream: the spec's extent %lld differs from the %lld rows of '%s'",
+                       (long long)spec->extent, (long long)job->extent,
+                       job->arrays[first].a.name ? job->arrays[first].a.name : "?");
+    if (first < 0) job->extent = spec->extent;
     return OC_OK;
 }
 

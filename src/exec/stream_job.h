@@ -6,7 +6,7 @@
  * the chunked axis, inner = the bytes of the dimensions after it. A chunk of `rows` rows of the
  * extent lives on the device as one C-order buffer [outer][rows][inner]; on the host it is
  * `outer` runs of rows*inner bytes, extent*inner bytes apart (one run when axis is 0). Side
- * inputs are one run of their whole size (outer = 1, extent = 1, inner = all of it).
+ * inputs and results are one run of their whole size (outer = 1, extent = 1, inner = all).
  * oc_stream_gather and oc_stream_scatter copy any byte range of the device layout from or to
  * the host, so that a chunk crosses the pinned ring in slot-sized pieces wherever the runs
  * break.
@@ -20,7 +20,7 @@
 
 typedef struct oc_stream_job_array {
     oc_stream_array a;        /* the caller's description */
-    int chunked;              /* every role but SIDE */
+    int chunked;              /* every role but SIDE and RESULT */
     int upload, download;     /* crosses host -> device per chunk (or once: SIDE) / device -> host */
     int64_t outer, extent, inner_bytes;
     int64_t row_bytes;        /* device bytes per row of the extent: outer * inner_bytes */
@@ -37,7 +37,9 @@ typedef struct oc_stream_job {
     int64_t up_row_bytes;     /* per row of the extent: uploaded, downloaded, on the device */
     int64_t down_row_bytes;
     int64_t dev_row_bytes;
-    int64_t side_bytes;       /* side inputs, uploaded once */
+    int64_t side_bytes;       /* side inputs and results: whole arrays on the device */
+    int64_t side_buffers;
+    int64_t result_bytes;     /* of which results, downloaded once at the end */
     int64_t chunked_buffers;  /* chunked arrays (device buffers per chunk in flight) */
     oc_stream_stats *stats;   /* NULL or the caller's */
 } oc_stream_job;

@@ -18,7 +18,7 @@ static void staging(const oc_stream_plan_input *in, oc_stream_plan *plan)
 {
     plan->host_budget = in->host_budget > 0 ? in->host_budget : 4 * OC_ENGINE_DEFAULT_STAGING;
     plan->h2d_slots = in->up_row_bytes > 0 || in->side_bytes > 0 ? OC_STREAM_H2D_SLOTS : 0;
-    plan->d2h_slots = in->down_row_bytes > 0 ? plan->sinks + D2H_SPARE : 0;
+    plan->d2h_slots = in->down_row_bytes > 0 || in->result_bytes > 0 ? plan->sinks + D2H_SPARE : 0;
     int slots = plan->h2d_slots + plan->d2h_slots;
     int64_t share = slots ? plan->host_budget / 4 / slots : 0;
     share = share / PAGE * PAGE;
@@ -34,14 +34,15 @@ oc_status oc_stream_plan_make(oc_context *ctx, const oc_stream_plan_input *in, o
     const char *dev = in->device_name ? in->device_name : "the device";
     oc_engine_plan_input ei = {.device_total = in->device_total, .device_free = in->device_free,
                                .gpu_mem_bytes = in->gpu_mem_bytes, .gpu_mem_fraction = in->gpu_mem_fraction,
-                               .cores = in->cores, .dense_output = in->down_row_bytes > 0, .device_name = dev};
+                               .cores = in->cores, .dense_output = in->down_row_bytes > 0 || in->result_bytes > 0,
+                               .device_name = dev};
     oc_engine_plan ep;
     OC_CHECK(oc_engine_plan_device_budget(ctx, &ei, &ep));
     OC_CHECK(oc_engine_plan_threads(ctx, &ei, &ep));
     plan->device_budget = ep.device_budget;
     plan->device_budget_given = ep.device_budget_given;
     plan->sinks = ep.sinks, plan->copy_threads = ep.copy_threads, plan->workers = ep.workers;
-    if (plan->sinks < 1 && in->down_row_bytes > 0) plan->sinks = 1;
+    if (plan->sinks < 1 && (in->down_row_bytes > 0 || in->result_bytes > 0)) plan->sinks = 1;
 
     int k = in->in_flight > 0 ? in->in_flight : OC_STREAM_IN_FLIGHT;
     plan->in_flight = k;
@@ -50,7 +51,8 @@ oc_status oc_stream_plan_make(oc_context *ctx, const oc_stream_plan_input *in, o
     if (in->side_bytes) side = in->side_bytes + 256 * in->side_buffers;
     int64_t slack = 256 * in->chunked_buffers;
     int64_t left = plan->device_budget - side - k * slack;
-    int64_t fit = left > 0 ? left / k / in->dev_row_bytes : 0;
+    /* No chunked array (only the extent and whole arrays): rows cost no device memory. */
+    int64_t fit = left <= 0 ? 0 : in->dev_row_bytes > 0 ? left / k / in->dev_row_bytes : in->extent;
     if (fit < 1)
         return oc_fail(ctx, OC_ERR_DEVICE_NO_MEMORY,
                        "stream: the smallest plan (%d chunks in flight of one row: %lld B each, side inputs %.1f MiB) "
@@ -80,6 +82,8 @@ oc_status oc_stream_plan_make(oc_context *ctx, const oc_stream_plan_input *in, o
             if (by_transfer < 1) by_transfer = 1;
             rows = min64(rows, by_transfer);
             rows = min64(rows, (in->extent + k - 1) / k);
+        } else {
+            rows = min64(rows, OC_STREAM_MAX_ROWS);
         }
         if (rows > ROW_ROUND) rows = rows / ROW_ROUND * ROW_ROUND;
     }

@@ -16,7 +16,8 @@
  *   - the extent cut into k chunks, so that even a small job overlaps its copies;
  * rounded down to a multiple of 256 rows when larger than that, so that chunk boundaries
  * fall on whole warps and blocks of the user's kernel. A chunk that moves nothing (scratch
- * and device-only work) takes what the budget allows.
+ * and device-only work) takes what the budget allows, at most OC_STREAM_MAX_ROWS rows: more
+ * threads than any GPU runs at once, and chunks short enough for progress and cancellation.
  *
  * Pinned staging: an upload ring of OC_STREAM_H2D_SLOTS slots and a download ring of one
  * slot per sink and four more, in equal shares of a quarter of the host budget (at most
@@ -34,6 +35,7 @@
 #define OC_STREAM_IN_FLIGHT 3
 #define OC_STREAM_CHUNK_TRANSFER (256LL << 20)
 #define OC_STREAM_H2D_SLOTS 3
+#define OC_STREAM_MAX_ROWS (1LL << 24)
 
 typedef struct oc_stream_plan_input {
     int64_t extent;            /* rows of the chunk extent */
@@ -41,8 +43,9 @@ typedef struct oc_stream_plan_input {
     int64_t down_row_bytes;
     int64_t dev_row_bytes;
     int64_t chunked_buffers;   /* device buffers per slot (one per chunked array) */
-    int64_t side_bytes;        /* side inputs */
+    int64_t side_bytes;        /* side inputs and results (whole arrays on the device) */
     int64_t side_buffers;
+    int64_t result_bytes;      /* results: downloaded once, after the last chunk */
     /* the device budget, as engine_plan.h takes it */
     int64_t device_total, device_free, gpu_mem_bytes;
     double gpu_mem_fraction;
@@ -62,7 +65,7 @@ typedef struct oc_stream_plan {
     int64_t host_budget;
     int h2d_slots;             /* 0 when nothing is uploaded (no inputs, no side inputs) */
     int64_t h2d_slot_bytes;
-    int d2h_slots;             /* 0 when nothing is downloaded */
+    int d2h_slots;             /* 0 when nothing is downloaded (no outputs, no results) */
     int64_t d2h_slot_bytes;
     int64_t pinned_bytes;
     int sinks, copy_threads, workers;

@@ -39,6 +39,15 @@ __global__ void iota(long long *y, long long start, long long n)
         y[i] = start + i;
 }
 
+// acc[0] += elements, acc[1] += their sum (integers: exact in any order)
+__global__ void accumulate(const long long *y, unsigned long long *acc, long long n)
+{
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+        atomicAdd(&acc[0], 1ULL);
+        atomicAdd(&acc[1], (unsigned long long)y[i]);
+    }
+}
+
 __global__ void fault(double *y) { y[(long long)1 << 40] = 1.0; }
 
 static long long elems(const oc_stream_chunk *c, int k)
@@ -152,6 +161,9 @@ static int launch_iota(const oc_stream_chunk *c, void *user)
     if (c->index == u->cancel_at) oc_context_cancel(u->ctx); // the job stops before the next chunk
     if (c->index == u->fail_at) return 5;
     iota<<<128, 256, 0, (cudaStream_t)c->stream>>>((long long *)c->data[0], c->start, c->rows);
+    if (c->narrays > 1) // the result: kept on the device through every chunk
+        accumulate<<<128, 256, 0, (cudaStream_t)c->stream>>>((const long long *)c->data[0],
+                                                             (unsigned long long *)c->data[1], c->rows);
     return 0;
 }
 
@@ -181,6 +193,14 @@ static void test_output_only(oc_context *ctx)
     CHECK(oc_stream_run(ctx, &spec, &opts, NULL) == OC_ERR_CANCELLED);
     u.cancel_at = -1;
     CHECK(oc_stream_run(ctx, &spec, &opts, NULL) == OC_OK); // the context runs jobs again
+
+    // With a result: uploaded once with its initial value, updated by every chunk, back once.
+    unsigned long long acc[2] = {5, 7};
+    oc_stream_array two[2] = {a, {"acc", OC_STREAM_RESULT, 8, 1, {2}, 0, acc}};
+    spec.arrays = two, spec.narrays = 2;
+    CHECK_MSG(oc_stream_run(ctx, &spec, &opts, &st) == OC_OK, "result: %s", oc_context_last_error(ctx));
+    CHECK(acc[0] == 5 + (unsigned long long)n && acc[1] == 7 + (unsigned long long)n * (n - 1) / 2);
+    CHECK(st.chunks > 1 && st.bytes_d2h == n * 8 + 16 && st.bytes_h2d == 16);
     free(y);
 }
 

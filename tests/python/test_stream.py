@@ -27,6 +27,8 @@ def test_axis_out_of_range():
 def test_side_alone_cannot_be_cut():
     with pytest.raises(InputError, match="no chunked array"):
         outcore.stream(nothing, side={"k": np.zeros(3)})
+    with pytest.raises(InputError, match="extent 5 differs from the 3 rows of 'x'"):
+        outcore.stream(nothing, inputs={"x": np.zeros(3)}, extent=5)
 
 
 def test_bad_arguments():
@@ -40,6 +42,8 @@ def test_bad_arguments():
         outcore.stream(nothing, inputs={"x": np.zeros(3)}, outputs={"y": 3})
     with pytest.raises(InputError, match="writeable C-contiguous"):
         outcore.stream(nothing, inputs={"x": np.zeros(3)}, outputs={"y": np.zeros((3, 2))[:, 0]})
+    with pytest.raises(InputError, match="result s must be an array"):
+        outcore.stream(nothing, inputs={"x": np.zeros(3)}, result={"s": ((2,), np.float64)})
     with pytest.raises(InputError, match="scratch t"):
         outcore.stream(nothing, inputs={"x": np.zeros(3)}, scratch={"t": 5})
 

@@ -98,6 +98,24 @@ def test_numba_inner_axis_in_place(tmp_path):
     np.testing.assert_array_equal(np.load(out), want)
 
 
+def test_numba_result_accumulates_over_chunks():
+    @cuda.jit
+    def count_and_sum(x, acc):
+        i = cuda.grid(1)
+        if i < x.shape[0]:
+            cuda.atomic.add(acc, 0, 1.0)
+            cuda.atomic.add(acc, 1, x[i])
+
+    x = np.arange(5_000_000, dtype=np.float64) % 1000  # integers: every order of sums is exact
+    acc = np.zeros(2)
+
+    def launch(chunk):
+        count_and_sum[(chunk.rows + 255) // 256, 256, cuda.external_stream(chunk.stream)](chunk.x, chunk.acc)
+
+    got = outcore.stream(launch, inputs={"x": x}, result={"acc": acc}, gpu_mem=BUDGET // 4)
+    assert got["acc"][0] == x.size and got["acc"][1] == x.sum()
+
+
 def test_exception_in_fn_stops_the_job():
     def launch(chunk):
         if chunk.index == 1:
