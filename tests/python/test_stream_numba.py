@@ -12,11 +12,9 @@ import pytest
 
 import outcore
 
-try:
-    from numba import cuda
-    WHY_NOT = None if cuda.is_available() else "numba sees no usable CUDA GPU"
-except Exception as error:  # ImportError, or numba's own failure to find CUDA
-    cuda, WHY_NOT = None, f"numba.cuda cannot be imported: {error}"
+from numba_probe import numba_cuda
+
+cuda, WHY_NOT = numba_cuda()
 
 if WHY_NOT is None:
     try:
