@@ -67,6 +67,12 @@ int main(int argc, char **argv)
         printf("big_multiply: no usable CUDA device (skipped)\n");
         return 77;
     }
+    // This program's kernels launch through its own CUDA runtime, on outcore's streams: they
+    // must run on the device outcore uses.
+    if (cudaSetDevice(device) != cudaSuccess) {
+        fprintf(stderr, "big_multiply: CUDA device %d does not exist\n", device);
+        return 2;
+    }
 
     npy_file fa, fb, fc;
     double *a, *b, *c;

@@ -116,6 +116,12 @@ int main(int argc, char **argv)
         printf("pricer: no usable CUDA device (skipped)\n");
         return 77;
     }
+    // This program's kernels launch through its own CUDA runtime, on outcore's streams: they
+    // must run on the device outcore uses.
+    if (cudaSetDevice(device) != cudaSuccess) {
+        fprintf(stderr, "pricer: CUDA device %d does not exist\n", device);
+        return 2;
+    }
 
     oc_context *ctx = NULL;
     if (oc_context_create(&ctx) != OC_OK) return 1;
