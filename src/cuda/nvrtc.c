@@ -123,7 +123,31 @@ static void fold_log(const char *log, const char *name, char *out, size_t size)
     size_t n = 0, name_len = strlen(name);
     int space = 0;
     for (const char *p = log; *p && n + 8 < size; ++p) {
-        if ((p == log || p[-1] == '\n') && strncmp(p, name, name_len) == 0) p += name_len;
+        if (p == log || p[-1] == '\n') {
+            /* The caret line under the echoed source says nothing without its columns. */
+            const char *q = p;
+            while (*q == ' ' || *q == '\t') ++q;
+            if (*q == '^') {
+                ++q;
+                while (*q == ' ' || *q == '\t') ++q;
+                if (*q == '\n' || *q == '\r' || *q == '\0') {
+                    while (*q == '\n' || *q == '\r') ++q; /* and the blank lines after it */
+                    p = q - 1;                             /* the loop's ++p lands on q */
+                    continue;
+                }
+            }
+        }
+        if ((p == log || p[-1] == '\n') && strncmp(p, name, name_len) == 0) {
+            /* "name(12): error: ..." becomes "line 12: error: ..." */
+            p += name_len;
+            int line = 0, used = 0;
+            if (sscanf(p, "(%d):%n", &line, &used) == 1 && used > 0 && n + 24 < size) {
+                n += (size_t)snprintf(out + n, size - n, "line %d:", line);
+                p += used - 1; /* the loop's ++p steps past the ':' */
+                space = 0;
+                continue;
+            }
+        }
         if (!*p) break;
         if (*p == '\n' || *p == '\r') {
             while (p[1] == '\n' || p[1] == '\r') ++p;

@@ -101,9 +101,11 @@ int main(void)
     oc_nvrtc_source broken = {"broken.cu", bad, NULL, 0};
     CHECK(oc_nvrtc_compile(ctx, &broken, 80, &b) == OC_ERR_INVALID_ARGUMENT);
     const char *msg = oc_context_last_error(ctx);
-    CHECK_MSG(msg && strstr(msg, "broken.cu") && strstr(msg, "undefined_name") && !strchr(msg, '\n'),
+    CHECK_MSG(msg && strstr(msg, "broken.cu") && strstr(msg, "line 3: error") && strstr(msg, "undefined_name") &&
+                  !strchr(msg, '\n'),
               "message: %s", msg ? msg : "(none)");
     CHECK(b.data == NULL);
+    printf("compile error: %s\n", msg ? msg : "");
 
     /* No disk cache: compiled each time, nothing written. */
     setenv("OUTCORE_NVRTC_CACHE", "off", 1);
