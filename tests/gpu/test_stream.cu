@@ -132,8 +132,9 @@ static int launch_scale(const oc_stream_chunk *c, void *user)
     return 0;
 }
 
-// Chunks along axis 1 of a (5, N, 3) array, changed in place: strided on the host.
-static void test_inner_axis(oc_context *ctx)
+// Chunks along axis 1 of a (5, N, 3) array, changed in place: strided on the host; with
+// in_flight chunks at once (0: the planner's) and the budget reserved or grown.
+static void test_inner_axis(oc_context *ctx, int in_flight, oc_gpu_mem_mode mode)
 {
     const long long d0 = 5, d1 = 400000, d2 = 3, n = d0 * d1 * d2; // 24 MB
     float *x = (float *)malloc(n * 4), *want = (float *)malloc(n * 4);
@@ -143,8 +144,13 @@ static void test_inner_axis(oc_context *ctx)
     spec.arrays = &a, spec.narrays = 1, spec.launch = launch_scale;
     oc_stream_options opts = OC_STREAM_OPTIONS_INIT;
     opts.gpu_mem_bytes = 8 * MIB;
-    oc_status s = oc_stream_run(ctx, &spec, &opts, NULL);
-    CHECK_MSG(s == OC_OK, "inner axis: %s", oc_context_last_error(ctx));
+    opts.in_flight = in_flight;
+    opts.gpu_mem_mode = mode;
+    oc_stream_stats st;
+    st.struct_size = sizeof st;
+    oc_status s = oc_stream_run(ctx, &spec, &opts, &st);
+    CHECK_MSG(s == OC_OK, "inner axis, %d in flight: %s", in_flight, oc_context_last_error(ctx));
+    CHECK(in_flight == 0 || st.in_flight == in_flight);
     CHECK(memcmp(x, want, n * 4) == 0);
     free(x);
     free(want);
@@ -238,7 +244,9 @@ int main(void)
     oc_context *ctx = NULL;
     CHECK(oc_context_create(&ctx) == OC_OK);
     test_rows(ctx);
-    test_inner_axis(ctx);
+    test_inner_axis(ctx, 0, OC_GPU_MEM_GROW);
+    test_inner_axis(ctx, 2, OC_GPU_MEM_GROW);
+    test_inner_axis(ctx, 8, OC_GPU_MEM_RESERVE);
     test_output_only(ctx);
     test_fault(ctx);
     oc_context_free(ctx);
