@@ -4,10 +4,11 @@
 #   bash bench/gpu_check.sh [build] [test] [sanitize] [devices] [bench [BENCH PARTS...]]
 #
 # With no argument it does all five ("devices" runs `outcore devices --bandwidth --json`).
-# "bench" may be followed by the benchmark's own parts
-# (kernel kernel-200k cublas e2e ooc dense file), "sweep" (both 1-bit kernels over a grid of
-# shapes: bench_b1_sweep), or "topk": top-k and threshold (bench_topk_cuda and
-# the CLI end to end: a packed .npy of 100000 x 200000 bits to a top-10 .npz); "bench" alone
+# "bench" may be followed by parts: bench_gram_cuda's own (kernel kernel-200k cublas e2e ooc
+# dense file); "topk": top-k and threshold (bench_topk_cuda and the CLI end to end: a packed
+# .npy of 100000 x 200000 bits to a top-10 .npz); "sweep": both 1-bit kernels over a grid of
+# shapes (bench_b1_sweep); "pricer": the streaming API's pricer example against the textbook
+# numba pricer (bench/bench_pricer.py). "bench" alone
 # runs both benchmarks. Logs go to $OUT (or /tmp/gpu_check); a short table
 # of every step's result is printed last. TEST_TIMEOUT, SANITIZE_TIMEOUT and BENCH_TIMEOUT
 # (seconds) bound each step so that a hang cannot eat a whole lease (the case table's
@@ -48,7 +49,7 @@ if has test; then
   [ $rc -ne 0 ] && tail -60 "$LOGS/ctest.log"
   note test "$(grep -E 'tests passed' "$LOGS/ctest.log" | tail -1) (rc $rc)"
   # numba kernels' real launch limits against `inspect` (reports Skipped without numba).
-  ctest --test-dir "$BUILD" -R python_test_numba_launch_limits --output-on-failure --timeout "${TEST_TIMEOUT:-300}" \
+  ctest --test-dir "$BUILD" -R 'python_test_numba_launch_limits|python_test_stream_numba' --output-on-failure --timeout "${TEST_TIMEOUT:-300}" \
     >"$LOGS/ctest_numba.log" 2>&1
   rc=$?
   note numba "$(grep -E 'tests passed|Skipped|Failed' "$LOGS/ctest_numba.log" | tail -1) (rc $rc)"
@@ -82,11 +83,13 @@ fi
 
 topk_bench=0
 sweep_bench=0
+pricer_bench=0
 gram_parts=()
 for part in "${bench_parts[@]}"; do
   case "$part" in
     topk) topk_bench=1 ;;
     sweep) sweep_bench=1 ;;
+    pricer) pricer_bench=1 ;;
     *) gram_parts+=("$part") ;;
   esac
 done
@@ -120,10 +123,16 @@ if has bench && [ $sweep_bench -eq 1 ]; then
   note sweep "rc ${PIPESTATUS[0]}"
 fi
 
+if has bench && [ $pricer_bench -eq 1 ]; then
+  BUILD="$BUILD" timeout "${BENCH_TIMEOUT:-400}" python3 bench/bench_pricer.py 2>&1 | tee "$LOGS/bench_pricer.log"
+  note bench_pricer "rc ${PIPESTATUS[0]}"
+fi
+
 echo
 echo "== gpu_check summary ($(date -u +%F) $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1))"
 printf '%s\n' "${summary[@]}"
 [ -f "$LOGS/bench.log" ] && has bench && grep -E '^\|' "$LOGS/bench.log"
 [ -f "$LOGS/bench_topk.log" ] && has bench && grep -E '^\|' "$LOGS/bench_topk.log"
 [ -f "$LOGS/bench_sweep.log" ] && has bench && grep -E '^\|' "$LOGS/bench_sweep.log"
+[ -f "$LOGS/bench_pricer.log" ] && has bench && grep -E '^\||^numba' "$LOGS/bench_pricer.log"
 exit 0

@@ -482,6 +482,116 @@ OC_API void oc_devices_free(oc_devices *devices);
 /* Renders JSON or text; *out is malloc'ed. */
 OC_API oc_status oc_devices_render(oc_context *ctx, const oc_devices *devices, int json, char **out);
 
+/* ---------------------------------------------------------------- streaming user kernels */
+/*
+ * oc_stream_run runs the caller's own CUDA kernel over arrays larger than the device
+ * (docs/stream.md). The caller declares its arrays and a launch callback; outcore cuts the
+ * chunked arrays into chunks along their chunk axis, sizes the chunks under the device and
+ * host budgets, stages inputs through pinned rings, and pipelines each chunk on three streams
+ * (upload, compute, download) with several chunks in flight:
+ *
+ *   chunk c:  H2D inputs (stream h2d) -> launch(c) on the compute stream -> D2H outputs (d2h)
+ *             ordered by events; chunk c+1 uploads while c computes and c-1 downloads.
+ */
+typedef enum oc_stream_role {
+    OC_STREAM_INPUT = 0,   /* chunked, host -> device before each chunk's launch */
+    OC_STREAM_OUTPUT = 1,  /* chunked, device -> host after it; never uploaded */
+    OC_STREAM_INOUT = 2,   /* chunked, uploaded, changed by the kernel, downloaded */
+    OC_STREAM_SIDE = 3,    /* not chunked: uploaded once, whole, before the first chunk */
+    OC_STREAM_SCRATCH = 4, /* chunked device memory only (host is NULL): never copied */
+    /* Not chunked: uploaded once (its initial value) before the first chunk, kept on the
+     * device through every chunk, downloaded once after the last: a reduction's accumulator
+     * (sums, counts, histograms). Chunks run on two streams and may overlap, so kernels
+     * update it with atomics. */
+    OC_STREAM_RESULT = 5
+} oc_stream_role;
+
+#define OC_STREAM_MAX_DIMS 8
+
+/* One array. Chunked arrays (every role but SIDE and RESULT) share one chunk extent: shape[axis] is the
+ * same for all of them, and a chunk is the rows [start, start + rows) of that axis. */
+typedef struct oc_stream_array {
+    const char *name;          /* names the array in messages */
+    oc_stream_role role;
+    int elem_size;             /* bytes per element (8 for float64) */
+    int ndim;                  /* 1 .. OC_STREAM_MAX_DIMS */
+    int64_t shape[OC_STREAM_MAX_DIMS];
+    int axis;                  /* the chunked axis, 0 .. ndim-1 (axis 0 keeps chunks contiguous) */
+    /* C-order host memory (input: read; output: written; a memory-mapped .npy works), the
+     * caller's, which must stay valid for the call; NULL for SCRATCH. */
+    void *host;
+} oc_stream_array;
+
+/* One chunk as the launch callback sees it. Every pointer is valid during the call only. */
+typedef struct oc_stream_chunk {
+    int64_t index;             /* 0, 1, ... in launch order */
+    int64_t count;             /* chunks in all */
+    int64_t start, rows;       /* this chunk is [start, start + rows) of the chunk extent */
+    int narrays;
+    /* Device pointer of each array, in the spec's order: a chunk's C-order buffer of shape
+     * `shapes + k*OC_STREAM_MAX_DIMS` (the array's shape with shape[axis] = rows), or, for
+     * SIDE and RESULT, the whole array. */
+    void *const *data;
+    const int64_t *shapes;
+    void *stream;              /* the cudaStream_t (= CUstream) to launch on; do not synchronise it */
+    int device;
+} oc_stream_chunk;
+
+/* Enqueues the caller's kernel(s) for one chunk on chunk->stream and returns 0, or nonzero to
+ * stop the job (OC_ERR_INVALID_ARGUMENT naming the chunk and the value). Runs on the thread
+ * that called oc_stream_run. The kernel must only read and write the chunk's buffers. */
+typedef int (*oc_stream_launch_fn)(const oc_stream_chunk *chunk, void *user);
+
+typedef struct oc_stream_spec {
+    size_t struct_size;        /* sizeof(oc_stream_spec) */
+    size_t array_struct_size;  /* sizeof(oc_stream_array) */
+    const oc_stream_array *arrays;
+    int narrays;
+    oc_stream_launch_fn launch;
+    void *user;                /* passed to launch */
+    /* Rows of the chunk extent when no array is chunked (work that lives on the device and
+     * returns only results); 0: the chunked arrays' extent (when both are given they agree). */
+    int64_t extent;
+} oc_stream_spec;
+
+#define OC_STREAM_SPEC_INIT {sizeof(oc_stream_spec), sizeof(oc_stream_array), NULL, 0, NULL, NULL, 0}
+
+typedef struct oc_stream_options {
+    size_t struct_size;        /* sizeof(oc_stream_options) */
+    int device;                /* CUDA device index */
+    int64_t gpu_mem_bytes;     /* device budget in bytes; 0 = gpu_mem_fraction of free memory */
+    double gpu_mem_fraction;   /* default 0.9 */
+    oc_gpu_mem_mode gpu_mem_mode;
+    int64_t host_mem_bytes;    /* caps the pinned staging (a quarter of it); 0: 1 GiB of staging */
+    int64_t chunk_rows;        /* rows per chunk; 0 = the planner chooses */
+    int in_flight;             /* chunks with device buffers at once, 2..8; 0 = the planner (3) */
+    oc_progress_fn progress;   /* done/total in rows of the chunk extent; may be NULL */
+    void *progress_user;
+} oc_stream_options;
+
+#define OC_STREAM_OPTIONS_INIT {sizeof(oc_stream_options), 0, 0, 0.9, OC_GPU_MEM_GROW, 0, 0, 0, NULL, NULL}
+
+typedef struct oc_stream_stats {
+    size_t struct_size;        /* set by the caller: sizeof(oc_stream_stats) */
+    int64_t chunks, chunk_rows;
+    int in_flight;
+    int64_t bytes_h2d, bytes_d2h;
+    int64_t dev_budget_bytes, dev_peak_bytes;
+    int64_t pinned_bytes;
+    double seconds;            /* wall time of the whole call */
+    double launch_seconds;     /* time spent inside the launch callback */
+} oc_stream_stats;
+
+/* Runs spec over its chunks on device opts->device (opts may be NULL: defaults); blocks
+ * until every output is written. Fails with OC_ERR_INVALID_ARGUMENT on an inconsistent spec
+ * (shapes, roles, chunk extents) or a nonzero return of launch, OC_ERR_DEVICE_NO_MEMORY when
+ * even one row per chunk does not fit the budget (naming the need), OC_ERR_DEVICE on a CUDA
+ * error or a kernel fault (naming the chunk), OC_ERR_CANCELLED after oc_context_cancel,
+ * OC_ERR_UNSUPPORTED without CUDA or a GPU. Outputs are then partly written. stats may be
+ * NULL. */
+OC_API oc_status oc_stream_run(oc_context *ctx, const oc_stream_spec *spec, const oc_stream_options *opts,
+                               oc_stream_stats *stats);
+
 #ifdef __cplusplus
 }
 #endif

@@ -107,14 +107,8 @@ def positive_int(name, value):
     return _integer(name, value, 1)
 
 
-def gram_options(metric, dtype, topk, threshold, backend=None, device=None, gpu_mem=None, host_mem=None,
-                 threads=None, algorithm="auto"):
-    """oc_gram_options for one call; resources left None keep the library's defaults."""
-    opts = _lib.GramOptions()
-    opts.algorithm = _parse_name("algorithm", algorithm, lib.oc_algorithm_parse, "auto, dense, sparse")
-    opts.metric = _parse_name("metric", metric, lib.oc_metric_parse, "counts, jaccard, cosine, hamming")
-    opts.dtype = _parse_dtype(dtype)
-    opts.backend = parse_backend("auto" if backend is None else backend)
+def set_device_budgets(opts, device, gpu_mem, host_mem):
+    """Sets an option struct's device, gpu_mem_* and host_mem_bytes from what is not None."""
     if device is not None:
         opts.device = _integer("device", device, 0)
     if gpu_mem is not None:
@@ -123,6 +117,17 @@ def gram_options(metric, dtype, topk, threshold, backend=None, device=None, gpu_
             opts.gpu_mem_fraction = fraction
     if host_mem is not None:
         opts.host_mem_bytes = parse_host_mem(host_mem)
+
+
+def gram_options(metric, dtype, topk, threshold, backend=None, device=None, gpu_mem=None, host_mem=None,
+                 threads=None, algorithm="auto"):
+    """oc_gram_options for one call; resources left None keep the library's defaults."""
+    opts = _lib.GramOptions()
+    opts.algorithm = _parse_name("algorithm", algorithm, lib.oc_algorithm_parse, "auto, dense, sparse")
+    opts.metric = _parse_name("metric", metric, lib.oc_metric_parse, "counts, jaccard, cosine, hamming")
+    opts.dtype = _parse_dtype(dtype)
+    opts.backend = parse_backend("auto" if backend is None else backend)
+    set_device_budgets(opts, device, gpu_mem, host_mem)
     if threads is not None:
         opts.threads = positive_int("threads", threads)
     if topk is not None and threshold is not None:
