@@ -164,7 +164,7 @@ typedef enum oc_dtype {
 } oc_dtype;
 
 typedef enum oc_backend {
-    OC_BACKEND_AUTO = 0, /* CUDA when a usable GPU is present, else CPU */
+    OC_BACKEND_AUTO = 0, /* the one the cost model predicts faster (docs/cost-model.md); CPU without a usable GPU */
     OC_BACKEND_CPU = 1,
     OC_BACKEND_CUDA = 2
 } oc_backend;
@@ -277,6 +277,9 @@ typedef struct oc_gram_stats {
     int64_t host_budget_bytes;  /* the job's host memory budget (host_mem_bytes, resolved) */
     oc_algorithm algorithm;     /* the algorithm that ran: dense or sparse */
     char algorithm_desc[320];   /* why: the predicted times of both (`--explain`) */
+    /* Where it ran and why: the cost model's prediction for the CPU and the GPU, the stage
+     * that bounds each, and which rates were defaults (`--explain`, docs/cost-model.md). */
+    char backend_explain[640];
 } oc_gram_stats;
 
 /* Computes the Gram matrix of a (with b == NULL: a·aᵀ, symmetric; only tiles on or above
@@ -475,6 +478,17 @@ OC_API oc_status oc_devices_query(oc_context *ctx, int bandwidth, oc_devices **o
 OC_API void oc_devices_free(oc_devices *devices);
 /* Renders JSON or text; *out is malloc'ed. */
 OC_API oc_status oc_devices_render(oc_context *ctx, const oc_devices *devices, int json, char **out);
+
+/* ---------------------------------------------------------------- cost model */
+/* Measures this machine's rates for the cost model (`--backend auto`, docs/cost-model.md)
+ * and stores them in the rate cache (OUTCORE_COST_CACHE): with a usable GPU first its
+ * start-up (a tiny job; right only when this process has not used CUDA yet) and its Gram
+ * kernel rate, then the PCIe rates of every GPU (as oc_devices_query with bandwidth), the
+ * host memory bandwidth (STREAM triad on all cores) and the CPU Gram kernel's rate. Takes a
+ * few seconds per GPU. *devices (may be NULL) receives the device list with its measured
+ * rates (free with oc_devices_free); *report (may be NULL) a few lines of text naming each
+ * figure and where it was stored (malloc'ed). Blocks. */
+OC_API oc_status oc_cost_calibrate(oc_context *ctx, oc_devices **devices, char **report);
 
 #ifdef __cplusplus
 }

@@ -153,6 +153,7 @@ class GramStats(ctypes.Structure):
         ("host_budget_bytes", ctypes.c_int64),
         ("algorithm", ctypes.c_int),
         ("algorithm_desc", ctypes.c_char * 320),
+        ("backend_explain", ctypes.c_char * 640),
     ]
 
     def __init__(self):
