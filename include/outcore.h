@@ -301,6 +301,14 @@ OC_API oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b
 OC_API oc_status oc_gram_plan(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const oc_gram_options *opts,
                               const oc_output *out, int json, char **text);
 
+/* Why oc_gram would run these arguments where and how it would, without running them: two
+ * lines of text, "backend: " and the cost model's prediction for the CPU and the GPU
+ * (docs/cost-model.md), "algorithm: " and the dense/sparse prediction; what `--explain`
+ * prints. *text is malloc'ed (the caller frees it). Only out->kind is read. May measure this
+ * machine's host rates once, as an auto job would. Blocks. */
+OC_API oc_status oc_gram_explain(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const oc_gram_options *opts,
+                                 const oc_output *out, char **text);
+
 /* The dtype a job with these options produces (resolves OC_DTYPE_DEFAULT), or
  * OC_DTYPE_DEFAULT when the combination is invalid. */
 OC_API oc_dtype oc_gram_result_dtype(oc_metric metric, oc_dtype dtype);

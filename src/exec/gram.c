@@ -412,6 +412,23 @@ cleanup:
     return st;
 }
 
+/* The algorithm as oc_gram chooses it, for a plan or an explanation: a file-backed input
+ * that the sparse algorithm was asked for is not read into lists for them. */
+static oc_status choose_without_running(const oc_gram_job *job, const oc_backend_vtbl *backend,
+                                        const oc_gram_backend_choice *where, oc_sparse_plan *choice)
+{
+    memset(choice, 0, sizeof *choice);
+    int in_file = oc_matrix_file_backed(job->a) || oc_matrix_file_backed(job->b);
+    if (job->opts->algorithm == OC_ALGORITHM_SPARSE && in_file) {
+        choice->use_sparse = 1;
+        snprintf(choice->explain, sizeof choice->explain, "sparse (asked), after reading the inputs left in their "
+                 "files into row lists");
+        return OC_OK;
+    }
+    return oc_gram_choose_algorithm(job->ctx, job, &where->rates, backend != &oc_backend_cpu ? where->pred.gpu_seconds : -1,
+                                    choice);
+}
+
 /* --plan of a job the sparse algorithm runs: where, and why (the predictions). */
 static oc_status sparse_plan_text(const oc_gram_job *job, const oc_sparse_plan *choice, int json, char **out)
 {
@@ -456,20 +473,34 @@ oc_status oc_gram_plan(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, 
     } else if (out->kind == OC_OUTPUT_MEMORY || out->kind == OC_OUTPUT_FILE) {
         job.dense = &sink;
     }
-    /* The algorithm is chosen as oc_gram chooses it; a file-backed input that the sparse
-     * algorithm was asked for is not read into lists for a plan. */
     oc_sparse_plan choice = {0};
-    int in_file = oc_matrix_file_backed(job.a) || oc_matrix_file_backed(job.b);
-    if (opts->algorithm == OC_ALGORITHM_SPARSE && in_file) {
-        choice.use_sparse = 1;
-        snprintf(choice.explain, sizeof choice.explain, "sparse (asked), after reading the inputs left in their "
-                 "files into row lists");
-    } else {
-        st = oc_gram_choose_algorithm(ctx, &job, &where.rates, backend != &oc_backend_cpu ? where.pred.gpu_seconds : -1,
-                                      &choice);
-    }
+    st = choose_without_running(&job, backend, &where, &choice);
     if (st == OC_OK) st = choice.use_sparse ? sparse_plan_text(&job, &choice, json, text) : backend->plan(&job, json, text);
     oc_sparse_plan_free(&choice);
     oc_select_free(sel);
+    return st;
+}
+
+oc_status oc_gram_explain(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const oc_gram_options *opts,
+                          const oc_output *out, char **text)
+{
+    if (!ctx) return OC_ERR_INVALID_ARGUMENT;
+    oc_context_begin_job(ctx);
+    if (!text) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_gram_explain: text must not be NULL");
+    oc_gram_job job;
+    const oc_backend_vtbl *backend = NULL;
+    oc_gram_options current_opts;
+    oc_gram_backend_choice where;
+    opts = current_options(opts, &current_opts);
+    OC_CHECK(job_prepare(ctx, a, b, opts, out, &job, &backend, &where));
+    oc_sparse_plan choice;
+    oc_status st = choose_without_running(&job, backend, &where, &choice);
+    if (st == OC_OK) {
+        oc_text t = {0};
+        oc_text_printf(&t, "backend: %s%s\nalgorithm: %s\n", where.explain,
+                       choice.use_sparse ? "; the sparse algorithm runs on the CPU" : "", choice.explain);
+        st = oc_text_finish(ctx, &t, text);
+    }
+    oc_sparse_plan_free(&choice);
     return st;
 }
