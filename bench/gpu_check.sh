@@ -6,8 +6,9 @@
 # With no argument it does all five ("devices" runs `outcore devices --bandwidth --json`).
 # "bench" may be followed by the benchmark's own parts
 # (kernel kernel-200k cublas e2e ooc dense file), or by "topk": top-k and threshold (bench_topk_cuda and
-# the CLI end to end: a packed .npy of 100000 x 200000 bits to a top-10 .npz); "bench" alone
-# runs both benchmarks. Logs go to $OUT (or /tmp/gpu_check); a short table
+# the CLI end to end: a packed .npy of 100000 x 200000 bits to a top-10 .npz), or by "cost": the
+# cost model's validation grid (bench/cost_grid.py; COST_ARGS are passed to it, COST_TIMEOUT
+# bounds it, default 1500 s); "bench" alone runs the first two benchmarks. Logs go to $OUT (or /tmp/gpu_check); a short table
 # of every step's result is printed last. TEST_TIMEOUT, SANITIZE_TIMEOUT and BENCH_TIMEOUT
 # (seconds) bound each step so that a hang cannot eat a whole lease (the case table's
 # sanitizer run gets twice SANITIZE_TIMEOUT); SANITIZE_TOOLS picks
@@ -80,9 +81,14 @@ if has devices; then
 fi
 
 topk_bench=0
+cost_bench=0
 gram_parts=()
 for part in "${bench_parts[@]}"; do
-  if [ "$part" = topk ]; then topk_bench=1; else gram_parts+=("$part"); fi
+  case "$part" in
+    topk) topk_bench=1 ;;
+    cost) cost_bench=1 ;;
+    *) gram_parts+=("$part") ;;
+  esac
 done
 [ ${#bench_parts[@]} -eq 0 ] && topk_bench=1
 
@@ -106,6 +112,13 @@ if has bench && [ $topk_bench -eq 1 ]; then
   python3 -c "import numpy as np; f = np.load('/dev/shm/top.npz'); print('npz', f['indices'].shape, f['scores'].dtype)" 2>&1
   note topk_cli "rc $rc, wall ${wall_ms} ms (process, load included)"
   rm -f /dev/shm/A.npy /dev/shm/top.npz
+fi
+
+if has bench && [ $cost_bench -eq 1 ]; then
+  # The cost model's validation grid (docs/cost-model.md): cpu, cuda and auto on every job.
+  timeout "${COST_TIMEOUT:-1500}" python3 bench/cost_grid.py --outcore "$BUILD/outcore" ${COST_ARGS:-} 2>&1 |
+    tee "$LOGS/cost_grid.log"
+  note cost_grid "rc ${PIPESTATUS[0]}: $(grep -E '^summary' "$LOGS/cost_grid.log" | tail -1)"
 fi
 
 echo
