@@ -446,12 +446,17 @@ static oc_status sparse_plan_text(const oc_gram_job *job, const oc_sparse_plan *
     return oc_text_finish(job->ctx, &text, out);
 }
 
-oc_status oc_gram_plan(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const oc_gram_options *opts,
-                       const oc_output *out, int json, char **text)
+/* What oc_gram_plan and oc_gram_explain share: everything oc_gram decides before it runs,
+ * then the plan (text or JSON) or the explanation of the choices. */
+enum describe_what { DESCRIBE_PLAN_TEXT, DESCRIBE_PLAN_JSON, DESCRIBE_EXPLAIN };
+
+static oc_status describe_without_running(oc_context *ctx, const oc_matrix *a, const oc_matrix *b,
+                                          const oc_gram_options *opts, const oc_output *out, enum describe_what what,
+                                          const char *caller, char **text)
 {
     if (!ctx) return OC_ERR_INVALID_ARGUMENT;
     oc_context_begin_job(ctx);
-    if (!text) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_gram_plan: text must not be NULL");
+    if (!text) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: text must not be NULL", caller);
     oc_gram_job job;
     const oc_backend_vtbl *backend = NULL;
     oc_gram_options current_opts;
@@ -467,7 +472,7 @@ oc_status oc_gram_plan(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, 
     select_dest dest = {0};
     oc_select *sel = NULL;
     oc_status st = OC_OK;
-    if (opts->topk > 0 || opts->use_threshold) {
+    if (what != DESCRIBE_EXPLAIN && (opts->topk > 0 || opts->use_threshold)) {
         OC_CHECK(select_setup(ctx, opts, &nowhere, &job, &dest, &sel));
         job.select = sel;
     } else if (out->kind == OC_OUTPUT_MEMORY || out->kind == OC_OUTPUT_FILE) {
@@ -475,32 +480,29 @@ oc_status oc_gram_plan(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, 
     }
     oc_sparse_plan choice = {0};
     st = choose_without_running(&job, backend, &where, &choice);
-    if (st == OC_OK) st = choice.use_sparse ? sparse_plan_text(&job, &choice, json, text) : backend->plan(&job, json, text);
+    if (st == OC_OK && what == DESCRIBE_EXPLAIN) {
+        oc_text t = {0};
+        oc_text_printf(&t, "backend: %s%s\nalgorithm: %s\n", where.explain,
+                       choice.use_sparse ? "; the sparse algorithm runs on the CPU" : "", choice.explain);
+        st = oc_text_finish(ctx, &t, text);
+    } else if (st == OC_OK) {
+        const int json = what == DESCRIBE_PLAN_JSON;
+        st = choice.use_sparse ? sparse_plan_text(&job, &choice, json, text) : backend->plan(&job, json, text);
+    }
     oc_sparse_plan_free(&choice);
     oc_select_free(sel);
     return st;
 }
 
+oc_status oc_gram_plan(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const oc_gram_options *opts,
+                       const oc_output *out, int json, char **text)
+{
+    return describe_without_running(ctx, a, b, opts, out, json ? DESCRIBE_PLAN_JSON : DESCRIBE_PLAN_TEXT,
+                                    "oc_gram_plan", text);
+}
+
 oc_status oc_gram_explain(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const oc_gram_options *opts,
                           const oc_output *out, char **text)
 {
-    if (!ctx) return OC_ERR_INVALID_ARGUMENT;
-    oc_context_begin_job(ctx);
-    if (!text) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_gram_explain: text must not be NULL");
-    oc_gram_job job;
-    const oc_backend_vtbl *backend = NULL;
-    oc_gram_options current_opts;
-    oc_gram_backend_choice where;
-    opts = current_options(opts, &current_opts);
-    OC_CHECK(job_prepare(ctx, a, b, opts, out, &job, &backend, &where));
-    oc_sparse_plan choice;
-    oc_status st = choose_without_running(&job, backend, &where, &choice);
-    if (st == OC_OK) {
-        oc_text t = {0};
-        oc_text_printf(&t, "backend: %s%s\nalgorithm: %s\n", where.explain,
-                       choice.use_sparse ? "; the sparse algorithm runs on the CPU" : "", choice.explain);
-        st = oc_text_finish(ctx, &t, text);
-    }
-    oc_sparse_plan_free(&choice);
-    return st;
+    return describe_without_running(ctx, a, b, opts, out, DESCRIBE_EXPLAIN, "oc_gram_explain", text);
 }

@@ -52,22 +52,25 @@ def test_devices_bandwidth_stores_the_rates_that_explain_then_uses(small, tmp_pa
     assert host_bw in cpu_part or kernel or "element/s (default)" in cpu_part, explain
 
 
-def test_corrupted_cache_is_ignored_with_a_warning(small, tmp_path):
+def explain_with_cache(small, tmp_path, cache_text):
+    """--explain's stderr of a job on `small` under a rate cache holding cache_text."""
     cache = tmp_path / "rates.txt"
-    cache.write_text("# outcore cost-model rates\nmachine x\nhost_bw fast\n")
-    proc = run("gram", small, "-o", tmp_path / "c.npy", "--explain", "--quiet",
-               env={"OUTCORE_COST_CACHE": str(cache)})
-    assert "line 3 is not a rate" in proc.stderr, proc.stderr
+    cache.write_text(cache_text)
+    proc = run("gram", small, "-o", tmp_path / "c.npy", "--explain", "--quiet", env={"OUTCORE_COST_CACHE": str(cache)})
     assert np.load(tmp_path / "c.npy").shape == (300, 300)
+    return proc.stderr
+
+
+def test_corrupted_cache_is_ignored_with_a_warning(small, tmp_path):
+    err = explain_with_cache(small, tmp_path, "# outcore cost-model rates\nmachine x\nhost_bw fast\n")
+    assert "line 3 is not a rate" in err, err
 
 
 def test_foreign_cache_is_ignored_with_a_warning(small, tmp_path):
-    cache = tmp_path / "rates.txt"
-    cache.write_text("# outcore cost-model rates\nmachine another-host | some CPU | 64 cores\nhost_bw 1e+12\n")
-    proc = run("gram", small, "-o", tmp_path / "c.npy", "--explain", "--quiet",
-               env={"OUTCORE_COST_CACHE": str(cache)})
-    assert "other machines' rates only" in proc.stderr, proc.stderr
-    assert "1 TB/s" not in proc.stderr  # the other machine's figure was not used
+    err = explain_with_cache(small, tmp_path, "# outcore cost-model rates\nmachine another-host | some CPU | 64 cores\n"
+                             "host_bw 1e+12\n")
+    assert "other machines' rates only" in err, err
+    assert "1 TB/s" not in err  # the other machine's figure was not used
 
 
 def test_backend_cpu_asked_is_said(small, tmp_path):
