@@ -138,6 +138,11 @@ static void test_cache(void)
     other.host_bw = 12e9;
     CHECK(oc_cost_cache_store(path, "machine-b | cpu", &other, OC_COST_M_HOST_BW) == 0);
 
+    /* An element-op rate a job kind measured itself (outcore map's evaluator) goes with them. */
+    r.cpu[OC_COST_F64] = 3.25e10;
+    r.cpu_ops_measured = 1u << OC_COST_F64;
+    r.measured |= OC_COST_M_CPU_OPS;
+    CHECK(oc_cost_cache_store(path, "machine-a | cpu", &r, all) == 0);
     /* Round trip: machine a's figures come back (printed with 6 digits), marked measured. */
     oc_cost_rates back = {0};
     snprintf(back.cpu_isa, sizeof back.cpu_isa, "avx512");
@@ -148,6 +153,8 @@ static void test_cache(void)
     CHECK(fabs(back.gpu_startup - r.gpu_startup) < 1e-5);
     CHECK(fabs(back.cpu[OC_COST_BIT_MAC] - r.cpu[OC_COST_BIT_MAC]) < 1e-5 * r.cpu[OC_COST_BIT_MAC]);
     CHECK(back.measured == r.measured);
+    CHECK(back.cpu_ops_measured == 1u << OC_COST_F64 && fabs(back.cpu[OC_COST_F64] - 3.25e10) < 1);
+    CHECK(back.cpu[OC_COST_F32] == 0); /* not measured, not stored: the default fills it later */
     /* The CPU kernel's rate is per ISA: another ISA's is not taken. */
     oc_cost_rates avx2 = {0};
     snprintf(avx2.cpu_isa, sizeof avx2.cpu_isa, "avx2");

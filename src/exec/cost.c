@@ -165,6 +165,13 @@ static void fmt_bytes(char *buf, size_t size, double b)
 
 static const char *dflt(const oc_cost_rates *r, unsigned bit) { return r->measured & bit ? "" : " (default)"; }
 
+/* " (default)" after an operation rate that was not measured. */
+static const char *op_dflt(const oc_cost_rates *r, int gpu, int op)
+{
+    if (op == OC_COST_BIT_MAC) return dflt(r, gpu ? OC_COST_M_GPU_BITS : OC_COST_M_CPU_BITS);
+    return (gpu ? r->gpu_ops_measured : r->cpu_ops_measured) & (1u << op) ? "" : " (default)";
+}
+
 void oc_cost_predict(const oc_cost_rates *r, const oc_cost_job *job, int gpu_available, const char *gpu_label,
                      const char *no_gpu_reason, oc_cost_prediction *out)
 {
@@ -201,11 +208,8 @@ void oc_cost_predict(const oc_cost_rates *r, const oc_cost_job *job, int gpu_ava
     fmt_seconds(a, sizeof a, out->cpu_seconds);
     if (cpu_op >= 0 && out->cpu_compute >= out->cpu_memory) {
         fmt_rate(b, sizeof b, r->cpu[cpu_op], oc_cost_op_name((oc_cost_op)cpu_op));
-        if (cpu_op == OC_COST_BIT_MAC)
-            oc_text_printf(&t, ": %s kernel %s/s%s -> %s on %d cores", r->cpu_isa, b, dflt(r, OC_COST_M_CPU_BITS), a,
-                           r->cpu_cores);
-        else
-            oc_text_printf(&t, ": %s/s (default) -> %s on %d cores", b, a, r->cpu_cores);
+        oc_text_printf(&t, ": %s%s%s/s%s -> %s on %d cores", cpu_op == OC_COST_BIT_MAC ? r->cpu_isa : "",
+                       cpu_op == OC_COST_BIT_MAC ? " kernel " : "", b, op_dflt(r, 0, cpu_op), a, r->cpu_cores);
     } else {
         fmt_rate(b, sizeof b, r->host_bw, "B/s");
         oc_text_printf(&t, ": host memory %s%s -> %s on %d cores", b, dflt(r, OC_COST_M_HOST_BW), a, r->cpu_cores);
@@ -233,7 +237,7 @@ void oc_cost_predict(const oc_cost_rates *r, const oc_cost_job *job, int gpu_ava
                 oc_text_printf(&t, ", host memory %s%s -> %s", b, dflt(r, OC_COST_M_HOST_BW), c);
             } else {
                 fmt_rate(b, sizeof b, r->gpu[gpu_op], oc_cost_op_name((oc_cost_op)gpu_op));
-                oc_text_printf(&t, ", %s/s%s -> %s", b, gpu_op == OC_COST_BIT_MAC ? dflt(r, OC_COST_M_GPU_BITS) : " (default)", c);
+                oc_text_printf(&t, ", %s/s%s -> %s", b, op_dflt(r, 1, gpu_op), c);
             }
         }
         oc_text_printf(&t, ")");

@@ -20,7 +20,17 @@
  * Users: oc_gram's `--backend auto` (gram.c, through oc_cost_job_gram) and the sparse/dense
  * choice (gram_choice.c, which takes its kernel rates from the same table); `outcore map`
  * and the streaming API fill an oc_cost_job themselves (oc_cost_job_map for element-wise
- * expressions; a user kernel with a CPU version states its bytes and operations directly).
+ * expressions; a user kernel with a CPU version states its bytes and operations directly):
+ *
+ *   oc_cost_rates rates;
+ *   oc_cost_rates_get(ctx, backend == OC_BACKEND_AUTO && gpu_usable, gpu_usable, &rates);
+ *   double per_element[OC_COST_OPS] = {[OC_COST_F64] = 1};          // a * b
+ *   oc_cost_job job;
+ *   oc_cost_job_map("a*b", in_bytes, out_bytes, elements, per_element, &job);
+ *   job.gpu_warm = oc_cost_gpu_warm();
+ *   oc_cost_prediction p;
+ *   oc_cost_predict(&rates, &job, gpu_usable, "cuda:0", why_not, &p);
+ *   run on p.choice; print p.reason for --explain; after a GPU run, oc_cost_note_gpu_job().
  */
 #ifndef OC_EXEC_COST_H
 #define OC_EXEC_COST_H
@@ -51,7 +61,10 @@ enum {
     OC_COST_M_HOST_BW = 1 << 1,  /* STREAM triad */
     OC_COST_M_CPU_BITS = 1 << 2, /* the CPU Gram kernel's bit-MAC rate */
     OC_COST_M_STARTUP = 1 << 3,  /* device start-up */
-    OC_COST_M_GPU_BITS = 1 << 4  /* the GPU Gram kernel's bit-MAC rate */
+    OC_COST_M_GPU_BITS = 1 << 4, /* the GPU Gram kernel's bit-MAC rate */
+    OC_COST_M_CPU_OPS = 1 << 5,  /* some element-op rates on the CPU (cpu_ops_measured says which) */
+    OC_COST_M_GPU_OPS = 1 << 6,  /* some element-op rates on the GPU (gpu_ops_measured) */
+    OC_COST_M_HOST = OC_COST_M_HOST_BW | OC_COST_M_CPU_BITS | OC_COST_M_CPU_OPS /* stored under the host's key */
 };
 
 typedef struct oc_cost_rates {
@@ -66,6 +79,7 @@ typedef struct oc_cost_rates {
     char cpu_isa[16];
     char gpu_name[128];                          /* "" when no GPU is described */
     unsigned measured;                           /* OC_COST_M_* */
+    unsigned cpu_ops_measured, gpu_ops_measured; /* bit 1 << op per element-op class measured */
     char note[256];                              /* why the cache was not used, or "" */
 } oc_cost_rates;
 
@@ -165,6 +179,14 @@ int oc_cost_cache_store(const char *path, const char *key, const oc_cost_rates *
  * come only from `outcore devices --bandwidth` (oc_cost_calibrate). Thread-safe; never fails
  * (a failure to measure leaves the default, and the note says why). */
 void oc_cost_rates_get(oc_context *ctx, int measure, int gpu, oc_cost_rates *out);
+
+/* Stores the measured figures of *r in the rate cache (host figures under the host's key, GPU
+ * figures under the GPUs'), keeping every figure it does not measure, and makes this process's
+ * next oc_cost_rates_get read them. For a job kind that calibrates its own rates (`outcore map`
+ * measuring its evaluator: set r->cpu[op], r->cpu_ops_measured |= 1 << op, r->measured |=
+ * OC_COST_M_CPU_OPS). Returns 0, or -1 with errno when the cache is off (ENOENT) or cannot
+ * be written. */
+int oc_cost_rates_store(const oc_cost_rates *r);
 
 /* Forgets the rates read by oc_cost_rates_get (tests change OUTCORE_COST_CACHE between cases). */
 void oc_cost_rates_reset(void);

@@ -143,18 +143,13 @@ oc_status oc_cost_calibrate(oc_context *ctx, oc_devices **devices_out, char **re
         oc_text_printf(&report, "CPU Gram kernel   %.3g bit-MAC/s (%s, %d threads)\n", r.cpu[OC_COST_BIT_MAC], r.cpu_isa,
                        oc_cpu_cores());
     }
-    char path[4096], host_key[1400], gpu_key[2500];
-    if (oc_cost_cache_path(path, sizeof path)) {
-        oc_cost_cache_keys(host_key, sizeof host_key, gpu_key, sizeof gpu_key);
-        const unsigned host = OC_COST_M_HOST_BW | OC_COST_M_CPU_BITS;
-        if (oc_cost_cache_store(path, host_key, &r, host) == 0 &&
-            (!(r.measured & ~host) || oc_cost_cache_store(path, gpu_key, &r, ~host) == 0))
-            oc_text_printf(&report, "stored in         %s\n", path);
-        else oc_text_printf(&report, "not stored: cannot write %s: %s\n", path, strerror(errno));
-    } else {
+    char path[4096];
+    if (!oc_cost_cache_path(path, sizeof path))
         oc_text_printf(&report, "not stored: the rate cache is off (OUTCORE_COST_CACHE)\n");
-    }
-    oc_cost_rates_reset(); /* this process's next prediction reads the new figures */
+    else if (oc_cost_rates_store(&r) == 0)
+        oc_text_printf(&report, "stored in         %s\n", path);
+    else
+        oc_text_printf(&report, "not stored: cannot write %s: %s\n", path, strerror(errno));
     if (report_out) OC_CHECK_GOTO(oc_text_finish(ctx, &report, report_out));
     if (devices_out) *devices_out = devices, devices = NULL;
 cleanup:

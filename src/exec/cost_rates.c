@@ -87,10 +87,29 @@ static const field fields[] = {
     {"gpu_startup", offsetof(oc_cost_rates, gpu_startup), OC_COST_M_STARTUP},
     {"gpu_job_setup", offsetof(oc_cost_rates, gpu_job_setup), OC_COST_M_STARTUP},
     {"gpu_bit_macs", offsetof(oc_cost_rates, gpu) + OC_COST_BIT_MAC * sizeof(double), OC_COST_M_GPU_BITS},
+#define OP_FIELDS(side, bit)                                                                       \
+    {#side "_ops.element", offsetof(oc_cost_rates, side) + OC_COST_ELEMENT * sizeof(double), bit},  \
+    {#side "_ops.f32", offsetof(oc_cost_rates, side) + OC_COST_F32 * sizeof(double), bit},          \
+    {#side "_ops.f64", offsetof(oc_cost_rates, side) + OC_COST_F64 * sizeof(double), bit},          \
+    {#side "_ops.f32_math", offsetof(oc_cost_rates, side) + OC_COST_F32_MATH * sizeof(double), bit},\
+    {#side "_ops.f64_math", offsetof(oc_cost_rates, side) + OC_COST_F64_MATH * sizeof(double), bit},\
+    {#side "_ops.int", offsetof(oc_cost_rates, side) + OC_COST_INT * sizeof(double), bit}
+    OP_FIELDS(cpu, OC_COST_M_CPU_OPS),
+    OP_FIELDS(gpu, OC_COST_M_GPU_OPS),
+#undef OP_FIELDS
 };
 #define NFIELDS (sizeof fields / sizeof fields[0])
 
 static double *field_ptr(oc_cost_rates *r, const field *f) { return (double *)((char *)r + f->offset); }
+
+/* For an element-op field, its side's mask of measured ops and the op's bit; NULL otherwise. */
+static unsigned *op_mask(oc_cost_rates *r, const field *f, unsigned *bit)
+{
+    if (f->bit != OC_COST_M_CPU_OPS && f->bit != OC_COST_M_GPU_OPS) return NULL;
+    size_t base = f->bit == OC_COST_M_CPU_OPS ? offsetof(oc_cost_rates, cpu) : offsetof(oc_cost_rates, gpu);
+    *bit = 1u << ((f->offset - base) / sizeof(double));
+    return f->bit == OC_COST_M_CPU_OPS ? &r->cpu_ops_measured : &r->gpu_ops_measured;
+}
 
 /* One parsed section: its key and its lines, kept as text so that a store rewrites the
  * other machines' sections as they were. */
@@ -212,8 +231,10 @@ int oc_cost_cache_load(const char *path, const char *key, oc_cost_rates *r)
                 }
                 for (size_t k = 0; k < NFIELDS; ++k)
                     if (strcmp(name, fields[k].name) == 0) {
+                        unsigned bit, *mask = op_mask(r, &fields[k], &bit);
                         *field_ptr(r, &fields[k]) = v;
                         r->measured |= fields[k].bit;
+                        if (mask) *mask |= bit;
                     }
             }
             char *nl = strchr(line, '\n');
@@ -256,8 +277,10 @@ int oc_cost_cache_store(const char *path, const char *key, const oc_cost_rates *
     char line[128];
     int ok = 0;
     for (size_t k = 0; k < NFIELDS; ++k) {
-        double v = *field_ptr((oc_cost_rates *)r, &fields[k]);
-        if (!(r->measured & fields_mask & fields[k].bit) || !(v > 0)) continue;
+        oc_cost_rates *rw = (oc_cost_rates *)r; /* read only: field_ptr and op_mask serve loads too */
+        double v = *field_ptr(rw, &fields[k]);
+        unsigned bit, *mask = op_mask(rw, &fields[k], &bit);
+        if (!(r->measured & fields_mask & fields[k].bit) || !(v > 0) || (mask && !(*mask & bit))) continue;
         snprintf(line, sizeof line, "%s %.6g", fields[k].name, v);
         ok |= append_line(&mine, line);
     }
@@ -362,6 +385,21 @@ void oc_cost_cache_keys(char *host, size_t host_size, char *gpu, size_t gpu_size
     snprintf(host, host_size, "%s", host_key);
     snprintf(gpu, gpu_size, "%s", gpu_key);
     pthread_mutex_unlock(&rates_lock);
+}
+
+int oc_cost_rates_store(const oc_cost_rates *r)
+{
+    char path[4096], host[1400], gpu[2500];
+    if (!oc_cost_cache_path(path, sizeof path)) {
+        errno = ENOENT;
+        return -1;
+    }
+    oc_cost_cache_keys(host, sizeof host, gpu, sizeof gpu);
+    int rc = 0;
+    if (r->measured & OC_COST_M_HOST) rc = oc_cost_cache_store(path, host, r, OC_COST_M_HOST);
+    if (rc == 0 && r->measured & ~OC_COST_M_HOST) rc = oc_cost_cache_store(path, gpu, r, ~(unsigned)OC_COST_M_HOST);
+    oc_cost_rates_reset();
+    return rc;
 }
 
 void oc_cost_rates_get(oc_context *ctx, int measure, int gpu, oc_cost_rates *out)
