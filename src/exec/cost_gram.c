@@ -28,6 +28,13 @@ void oc_gram_choose_backend(oc_context *ctx, const oc_gram_job *job, oc_output_k
     const oc_backend asked = job->opts->backend;
     /* Measuring is worth it only where there is a choice to make. */
     oc_cost_rates_get(ctx, asked == OC_BACKEND_AUTO && gpu_usable, asked != OC_BACKEND_CPU && gpu_usable, &c->rates);
+    /* A job on fewer threads than cores gets their share of the arithmetic rates (memory
+     * bandwidth is kept: a few cores already draw most of it). */
+    const int threads = job->opts->threads;
+    if (threads > 0 && threads < c->rates.cpu_cores) {
+        for (int op = 0; op < OC_COST_OPS; ++op) c->rates.cpu[op] *= (double)threads / c->rates.cpu_cores;
+        c->rates.cpu_cores = threads;
+    }
     oc_cost_gram_shape g;
     gram_shape(job, out_kind, &g);
     oc_cost_job cj;
