@@ -236,6 +236,33 @@ static void test_auto_without_gpu(oc_context *ctx)
     oc_test_tmp_remove();
 }
 
+/* The first auto job with a GPU measures the host's figures once and stores them; a later
+ * process (here: after a reset) reads them back instead of measuring. Here without a GPU the
+ * measurement is asked for directly. */
+static void test_measure_and_store(oc_context *ctx)
+{
+    if (!oc_test_tmp_create("oc_cost_measure")) return;
+    const char *path = oc_test_tmp_path("rates.txt");
+    setenv("OUTCORE_COST_CACHE", path, 1);
+    oc_cost_rates_reset();
+    oc_cost_rates first, again;
+    oc_cost_rates_get(ctx, 1, 0, &first);
+    const unsigned host = OC_COST_M_HOST_BW | OC_COST_M_CPU_BITS;
+    CHECK_MSG((first.measured & host) == host, "measured %#x: %s", first.measured, first.note);
+    CHECK(first.host_bw > 0 && first.cpu[OC_COST_BIT_MAC] > 0);
+    size_t len = 0;
+    unsigned char *text = oc_test_read_file(path, &len);
+    CHECK(text && strstr((char *)text, "\nhost_bw ") && strstr((char *)text, "\ncpu_bit_macs."));
+    free(text);
+    oc_cost_rates_reset();
+    oc_cost_rates_get(ctx, 0, 0, &again);
+    CHECK((again.measured & host) == host);
+    CHECK(fabs(again.host_bw - first.host_bw) < 1e-5 * first.host_bw);
+    unsetenv("OUTCORE_COST_CACHE");
+    oc_cost_rates_reset();
+    oc_test_tmp_remove();
+}
+
 int main(void)
 {
     oc_context *ctx = NULL;
@@ -245,6 +272,7 @@ int main(void)
     test_defaults();
     test_cache();
     test_auto_without_gpu(ctx);
+    test_measure_and_store(ctx);
     oc_context_free(ctx);
     return oc_test_finish();
 }
