@@ -305,7 +305,10 @@ int oc_cost_cache_store(const char *path, const char *key, const oc_cost_rates *
     int rc = -1;
     FILE *fp = NULL;
     if (ok != 0 || make_parent_dirs(path) != 0) goto cleanup;
-    if (snprintf(tmp, sizeof tmp, "%s.tmp-%ld", path, (long)getpid()) >= (int)sizeof tmp) goto cleanup;
+    /* Unique per process and call: two stores may run at once (measurements outside the lock). */
+    static unsigned store_count;
+    unsigned call = __atomic_fetch_add(&store_count, 1, __ATOMIC_RELAXED);
+    if (snprintf(tmp, sizeof tmp, "%s.tmp-%ld-%u", path, (long)getpid(), call) >= (int)sizeof tmp) goto cleanup;
     fp = fopen(tmp, "w");
     if (!fp) goto cleanup;
     fprintf(fp, "%s\n", CACHE_HEADER);
