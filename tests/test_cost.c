@@ -8,6 +8,7 @@
  * formulas of cost.h, and the test also checks the times against those formulas.
  */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -222,6 +223,13 @@ static void test_auto_without_gpu(oc_context *ctx)
     CHECK(stats.backend == OC_BACKEND_CPU);
     CHECK_MSG(strstr(stats.backend_explain, ": cpu") != NULL, "explain: %s", stats.backend_explain);
     CHECK_MSG(strstr(stats.backend_explain, "not a rate") != NULL, "the warning: %s", stats.backend_explain);
+    /* A caller built before backend_explain (version 2 of the struct) gets its fields only. */
+    oc_gram_stats v2;
+    memset(&v2, 0x5a, sizeof v2);
+    v2.struct_size = offsetof(oc_gram_stats, backend_explain);
+    CHECK(oc_gram(ctx, a, NULL, &opts, &out, &v2) == OC_OK);
+    CHECK(v2.backend == OC_BACKEND_CPU && v2.algorithm == OC_ALGORITHM_DENSE);
+    CHECK((unsigned char)v2.backend_explain[0] == 0x5a && (unsigned char)v2.backend_explain[639] == 0x5a);
     /* The cache is off: defaults, named as such, and no file is written. */
     setenv("OUTCORE_COST_CACHE", "off", 1);
     oc_cost_rates_reset();
