@@ -14,8 +14,9 @@
  *                                     host_bytes_gpu / host_bw, Σ ops[c] / gpu_rate[c])
  *
  * Pure arithmetic: no I/O, no device calls, so the decisions are unit-tested on synthetic
- * rate tables (tests/test_cost.c). Where the rates come from: cost_rates.c (the cache file,
- * the defaults) and cost_measure.c (the measurements).
+ * rate tables (tests/test_cost.c). Where the rates come from: cost_cache.c (the cache file),
+ * cost_rates.c (the process's table, with the defaults of cost.c) and cost_measure.c (the
+ * measurements, with src/cpu/stream_triad.c).
  *
  * Users: oc_gram's `--backend auto` (gram.c, through oc_cost_job_gram) and the sparse/dense
  * choice (gram_choice.c, which takes its kernel rates from the same table); `outcore map`
@@ -146,7 +147,7 @@ typedef struct oc_cost_prediction {
 void oc_cost_predict(const oc_cost_rates *r, const oc_cost_job *job, int gpu_available, const char *gpu_label,
                      const char *no_gpu_reason, oc_cost_prediction *out);
 
-/* ---------------------------------------------------------------- the rate cache (cost_rates.c) */
+/* ---------------------------------------------------------------- the rate cache (cost_cache.c, cost_rates.c) */
 
 /* The cache file: $OUTCORE_COST_CACHE ("off" disables it), else
  * $XDG_CACHE_HOME/outcore/rates.txt, else ~/.cache/outcore/rates.txt. Returns 0 when the cache
