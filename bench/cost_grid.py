@@ -205,6 +205,10 @@ def main():
                 print(f"| {name:<52} | failed: {why}")
                 continue
             ran = backend_ran(s_auto)
+            if ran not in ("cpu", "cuda"):
+                failures.append(f"{name}: the --json summary names no backend ({ran})")
+                print(f"| {name:<52} | auto's summary names no backend: not counted")
+                continue
             times = {"cpu": t_cpu}
             if gpu:
                 times["cuda"] = t_gpu
