@@ -200,9 +200,9 @@ void oc_cost_predict(const oc_cost_rates *r, const oc_cost_job *job, int gpu_ava
     double ops_total = 0, pcie = job->h2d_bytes + job->d2h_bytes;
     for (int op = 0; op < OC_COST_OPS; ++op) ops_total += job->ops[op];
     oc_text_printf(&t, "%s", job->what);
-    if (ops_total > 0 && pcie > 0) oc_text_printf(&t, " moves %.3g bytes over PCIe per operation", pcie / ops_total);
+    if (gpu_available && ops_total > 0 && pcie > 0) oc_text_printf(&t, " moves %.3g bytes over PCIe per operation and", pcie / ops_total);
     fmt_bytes(a, sizeof a, job->host_bytes_cpu);
-    oc_text_printf(&t, " and %s of host memory", a);
+    oc_text_printf(&t, " touches %s of host memory", a);
 
     /* CPU */
     fmt_seconds(a, sizeof a, out->cpu_seconds);
