@@ -8,8 +8,10 @@
 # dense file); "topk": top-k and threshold (bench_topk_cuda and the CLI end to end: a packed
 # .npy of 100000 x 200000 bits to a top-10 .npz); "sweep": both 1-bit kernels over a grid of
 # shapes (bench_b1_sweep); "pricer": the streaming API's pricer example against the textbook
-# numba pricer (bench/bench_pricer.py). "bench" alone
-# runs both benchmarks. Logs go to $OUT (or /tmp/gpu_check); a short table
+# numba pricer (bench/bench_pricer.py); "cost": the cost model's validation grid
+# (bench/cost_grid.py; COST_ARGS are passed to it, COST_TIMEOUT bounds it, default 1500 s).
+# "bench" alone runs bench_gram_cuda's default parts and topk. Logs go to $OUT (or
+# /tmp/gpu_check); a short table
 # of every step's result is printed last. TEST_TIMEOUT, SANITIZE_TIMEOUT and BENCH_TIMEOUT
 # (seconds) bound each step so that a hang cannot eat a whole lease (the case table's
 # sanitizer run gets twice SANITIZE_TIMEOUT); SANITIZE_TOOLS picks
@@ -84,12 +86,14 @@ fi
 topk_bench=0
 sweep_bench=0
 pricer_bench=0
+cost_bench=0
 gram_parts=()
 for part in "${bench_parts[@]}"; do
   case "$part" in
     topk) topk_bench=1 ;;
     sweep) sweep_bench=1 ;;
     pricer) pricer_bench=1 ;;
+    cost) cost_bench=1 ;;
     *) gram_parts+=("$part") ;;
   esac
 done
@@ -126,6 +130,13 @@ fi
 if has bench && [ $pricer_bench -eq 1 ]; then
   BUILD="$BUILD" timeout "${BENCH_TIMEOUT:-400}" python3 bench/bench_pricer.py 2>&1 | tee "$LOGS/bench_pricer.log"
   note bench_pricer "rc ${PIPESTATUS[0]}"
+fi
+
+if has bench && [ $cost_bench -eq 1 ]; then
+  # The cost model's validation grid (docs/cost-model.md): cpu, cuda and auto on every job.
+  timeout "${COST_TIMEOUT:-1500}" python3 bench/cost_grid.py --outcore "$BUILD/outcore" ${COST_ARGS:-} 2>&1 |
+    tee "$LOGS/cost_grid.log"
+  note cost_grid "rc ${PIPESTATUS[0]}: $(grep -E '^summary' "$LOGS/cost_grid.log" | tail -1)"
 fi
 
 echo

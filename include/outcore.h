@@ -164,7 +164,7 @@ typedef enum oc_dtype {
 } oc_dtype;
 
 typedef enum oc_backend {
-    OC_BACKEND_AUTO = 0, /* CUDA when a usable GPU is present, else CPU */
+    OC_BACKEND_AUTO = 0, /* the one the cost model predicts faster (docs/cost-model.md); CPU without a usable GPU */
     OC_BACKEND_CPU = 1,
     OC_BACKEND_CUDA = 2
 } oc_backend;
@@ -283,6 +283,9 @@ typedef struct oc_gram_stats {
     int64_t host_budget_bytes;  /* the job's host memory budget (host_mem_bytes, resolved) */
     oc_algorithm algorithm;     /* the algorithm that ran: dense or sparse */
     char algorithm_desc[320];   /* why: the predicted times of both (`--explain`) */
+    /* Where it ran and why: the cost model's prediction for the CPU and the GPU, the stage
+     * that bounds each, and which rates were defaults (`--explain`, docs/cost-model.md). */
+    char backend_explain[640];
 } oc_gram_stats;
 
 /* Computes the Gram matrix of a (with b == NULL: a·aᵀ, symmetric; only tiles on or above
@@ -303,6 +306,14 @@ OC_API oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b
  * needs. Opens no output. Blocks while it queries the device. */
 OC_API oc_status oc_gram_plan(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const oc_gram_options *opts,
                               const oc_output *out, int json, char **text);
+
+/* Why oc_gram would run these arguments where and how it would, without running them: two
+ * lines of text, "backend: " and the cost model's prediction for the CPU and the GPU
+ * (docs/cost-model.md), "algorithm: " and the dense/sparse prediction; what `--explain`
+ * prints. *text is malloc'ed (the caller frees it). Only out->kind is read. May measure this
+ * machine's host rates once, as an auto job would. Blocks. */
+OC_API oc_status oc_gram_explain(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const oc_gram_options *opts,
+                                 const oc_output *out, char **text);
 
 /* The dtype a job with these options produces (resolves OC_DTYPE_DEFAULT), or
  * OC_DTYPE_DEFAULT when the combination is invalid. */
@@ -591,6 +602,16 @@ typedef struct oc_stream_stats {
  * NULL. */
 OC_API oc_status oc_stream_run(oc_context *ctx, const oc_stream_spec *spec, const oc_stream_options *opts,
                                oc_stream_stats *stats);
+/* ---------------------------------------------------------------- cost model */
+/* Measures this machine's rates for the cost model (`--backend auto`, docs/cost-model.md)
+ * and stores them in the rate cache (OUTCORE_COST_CACHE): with a usable GPU first its
+ * start-up (a tiny job; right only when this process has not used CUDA yet) and its Gram
+ * kernel rate, then the PCIe rates of every GPU (as oc_devices_query with bandwidth), the
+ * host memory bandwidth (STREAM triad on all cores) and the CPU Gram kernel's rate. Takes a
+ * few seconds per GPU. *devices (may be NULL) receives the device list with its measured
+ * rates (free with oc_devices_free); *report (may be NULL) a few lines of text naming each
+ * figure and where it was stored (malloc'ed). Blocks. */
+OC_API oc_status oc_cost_calibrate(oc_context *ctx, oc_devices **devices, char **report);
 
 #ifdef __cplusplus
 }

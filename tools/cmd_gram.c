@@ -26,11 +26,14 @@ static const char gram_usage[] =
     "  --bits M               .npy inputs hold numpy.packbits(A, axis=1) of M columns\n"
     "  --binarize             read any nonzero value as 1 (default: values other than 0/1 are\n"
     "                         an error naming the row and column, counted from 0)\n"
-    "  --backend B            auto (default: CUDA when usable, else CPU), cpu, cuda\n"
+    "  --backend B            auto (default), cpu, cuda\n"
+    "                         auto runs the one the cost model predicts faster, the CPU\n"
+    "                         without a usable GPU (docs/cost-model.md)\n"
     "  --algorithm A          auto (default: the one predicted faster), dense (packed-bit\n"
     "                         kernels) or sparse (per-row accumulation over column lists, CPU);\n"
     "                         the same bytes either way. See docs/sparse.md\n"
-    "  --explain              print the predicted time of each algorithm and the choice\n"
+    "  --explain              print the predicted time of each backend and algorithm, the\n"
+    "                         rates behind them, and the choices (stderr)\n"
     "  --threads N            CPU worker threads (default: all cores)\n"
     "  --device N             CUDA device index (default 0)\n"
     "  --gpu-mem SIZE|PCT     device memory budget, e.g. 2G or 50% (default 90% of free)\n"
@@ -228,6 +231,8 @@ static void print_summary(const gram_args *g, const oc_matrix *a, const oc_matri
         json_string(stdout, s->backend_desc);
         printf(", \"algorithm\": \"%s\", \"algorithm_desc\": ", oc_algorithm_name(s->algorithm));
         json_string(stdout, s->algorithm_desc);
+        printf(", \"backend_explain\": ");
+        json_string(stdout, s->backend_explain);
         printf(", \"seconds\": %.6f, \"load_seconds\": %.6f, \"bit_macs_computed\": %.0f, \"bit_macs_effective\": %.0f, "
                "\"rate_computed\": %.6g, \"rate_effective\": %.6g, \"tiles\": %lld, \"host_peak_bytes\": %lld, "
                "\"host_budget_bytes\": %lld, "
@@ -309,7 +314,8 @@ int oc_cmd_gram(int argc, char **argv)
         rc = cli_status_error(ctx, st);
         goto done;
     }
-    if (g.explain) fprintf(stderr, "outcore: algorithm %s\n", stats.algorithm_desc);
+    if (g.explain) fprintf(stderr, "outcore: backend %s\noutcore: algorithm %s\n", stats.backend_explain,
+                           stats.algorithm_desc);
     if (!g.quiet || g.json) print_summary(&g, a, b, &stats, load_seconds);
     rc = OC_EXIT_OK;
 

@@ -69,6 +69,7 @@ OC_OUTPUT_MEMORY = 0
 OC_OUTPUT_FILE = 1
 OC_OUTPUT_TOPK = 2
 OC_OUTPUT_PAIRS = 3
+OC_OUTPUT_DISCARD = 4
 
 c_int64_p = ctypes.POINTER(ctypes.c_int64)
 progress_fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_double, ctypes.c_double)
@@ -154,6 +155,7 @@ class GramStats(ctypes.Structure):
         ("host_budget_bytes", ctypes.c_int64),
         ("algorithm", ctypes.c_int),
         ("algorithm_desc", ctypes.c_char * 320),
+        ("backend_explain", ctypes.c_char * 640),
     ]
 
     def __init__(self):

@@ -19,6 +19,7 @@
 #include "io/io.h"
 #include "io/select_out.h"
 #include "exec/backend.h"
+#include "exec/cost_gram.h"
 #include "exec/gram_choice.h"
 #include "exec/gram_compat.h"
 #include "exec/gram_resume.h"
@@ -264,10 +265,26 @@ static oc_status sparse_inputs(oc_context *ctx, oc_gram_job *job, oc_matrix **li
     return OC_OK;
 }
 
+/* Where a dense job runs (cost_gram.h): auto takes the faster prediction when a GPU is usable. */
+static const oc_backend_vtbl *choose_backend(oc_context *ctx, const oc_gram_job *job, const oc_output *out,
+                                             const oc_backend_vtbl *usable, oc_gram_backend_choice *choice)
+{
+    char why[400] = "";
+#ifdef OC_HAVE_CUDA
+    if (usable == &oc_backend_cpu && job->opts->backend == OC_BACKEND_AUTO)
+        oc_gpu_probe_cuda.device_cc(job->opts->device, why, sizeof why);
+#else
+    snprintf(why, sizeof why, "this outcore was built without CUDA");
+#endif
+    oc_gram_choose_backend(ctx, job, out->kind, usable != &oc_backend_cpu, why, choice);
+    return choice->use_gpu ? usable : &oc_backend_cpu;
+}
+
 /* Everything that can be checked before any work: the structs, the shapes, the options, the
  * device and the backend. Fills the job's shape, metric and dtype. */
 static oc_status job_prepare(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const oc_gram_options *opts,
-                             const oc_output *out, oc_gram_job *job, const oc_backend_vtbl **backend_out)
+                             const oc_output *out, oc_gram_job *job, const oc_backend_vtbl **backend_out,
+                             oc_gram_backend_choice *choice)
 {
     if (!a || !opts || !out) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_gram: a, opts and out must not be NULL");
     if (out->struct_size < sizeof(oc_output))
@@ -312,7 +329,7 @@ static oc_status job_prepare(oc_context *ctx, const oc_matrix *a, const oc_matri
     *job = (oc_gram_job){.ctx = ctx, .a = a, .b = b, .symmetric = symmetric, .n = n, .p = p, .m = m,
                          .metric = opts->metric, .dtype = dtype, .opts = opts,
                          .host_budget = oc_host_budget_resolve(opts->host_mem_bytes)};
-    *backend_out = backend;
+    *backend_out = choose_backend(ctx, job, out, backend, choice);
     return OC_OK;
 }
 
@@ -325,8 +342,9 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
     oc_gram_job job;
     const oc_backend_vtbl *backend = NULL;
     oc_gram_options current_opts, resume_opts;
+    oc_gram_backend_choice where;
     opts = current_options(opts, &current_opts);
-    OC_CHECK(job_prepare(ctx, a, b, opts, out, &job, &backend));
+    OC_CHECK(job_prepare(ctx, a, b, opts, out, &job, &backend, &where));
     OC_CHECK(resume_options(ctx, &opts, &resume_opts));
     job.opts = opts;
     if (stats && !oc_gram_stats_size_known(stats->struct_size))
@@ -420,8 +438,11 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
 
     st_out->bit_macs_effective = (double)n * (double)p * (double)job.m;
     OC_CHECK_GOTO(sparse_inputs(ctx, &job, lists));
-    OC_CHECK_GOTO(oc_gram_choose_algorithm(ctx, &job, backend != &oc_backend_cpu, &plan));
+    OC_CHECK_GOTO(oc_gram_choose_algorithm(ctx, &job, &where.rates, backend != &oc_backend_cpu ? where.pred.gpu_seconds : -1,
+                                           &plan));
     snprintf(st_out->algorithm_desc, sizeof st_out->algorithm_desc, "%s", plan.explain);
+    snprintf(st_out->backend_explain, sizeof st_out->backend_explain, "%.590s%s", where.explain,
+             plan.use_sparse ? "; the sparse algorithm runs on the CPU" : "");
     st_out->algorithm = plan.use_sparse ? OC_ALGORITHM_SPARSE : OC_ALGORITHM_DENSE;
     if (plan.use_sparse) {
         backend = &oc_backend_cpu_sparse;
@@ -432,6 +453,7 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
         OC_CHECK_GOTO(oc_matrix_pack(ctx, job.b));
     }
     OC_CHECK_GOTO(backend->gram(&job));
+    if (backend != &oc_backend_cpu && backend != &oc_backend_cpu_sparse) oc_cost_note_gpu_job();
     if (sel) OC_CHECK_GOTO(select_commit(ctx, &job, &dest, sel));
     if (npy) {
         oc_npy_out *w = npy;
@@ -469,6 +491,23 @@ cleanup:
     return st;
 }
 
+/* The algorithm as oc_gram chooses it, for a plan or an explanation: a file-backed input
+ * that the sparse algorithm was asked for is not read into lists for them. */
+static oc_status choose_without_running(const oc_gram_job *job, const oc_backend_vtbl *backend,
+                                        const oc_gram_backend_choice *where, oc_sparse_plan *choice)
+{
+    memset(choice, 0, sizeof *choice);
+    int in_file = oc_matrix_file_backed(job->a) || oc_matrix_file_backed(job->b);
+    if (job->opts->algorithm == OC_ALGORITHM_SPARSE && in_file) {
+        choice->use_sparse = 1;
+        snprintf(choice->explain, sizeof choice->explain, "sparse (asked), after reading the inputs left in their "
+                 "files into row lists");
+        return OC_OK;
+    }
+    return oc_gram_choose_algorithm(job->ctx, job, &where->rates, backend != &oc_backend_cpu ? where->pred.gpu_seconds : -1,
+                                    choice);
+}
+
 /* --plan of a job the sparse algorithm runs: where, and why (the predictions). */
 static oc_status sparse_plan_text(const oc_gram_job *job, const oc_sparse_plan *choice, int json, char **out)
 {
@@ -486,17 +525,23 @@ static oc_status sparse_plan_text(const oc_gram_job *job, const oc_sparse_plan *
     return oc_text_finish(job->ctx, &text, out);
 }
 
-oc_status oc_gram_plan(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const oc_gram_options *opts,
-                       const oc_output *out, int json, char **text)
+/* What oc_gram_plan and oc_gram_explain share: everything oc_gram decides before it runs,
+ * then the plan (text or JSON) or the explanation of the choices. */
+enum describe_what { DESCRIBE_PLAN_TEXT, DESCRIBE_PLAN_JSON, DESCRIBE_EXPLAIN };
+
+static oc_status describe_without_running(oc_context *ctx, const oc_matrix *a, const oc_matrix *b,
+                                          const oc_gram_options *opts, const oc_output *out, enum describe_what what,
+                                          const char *caller, char **text)
 {
     if (!ctx) return OC_ERR_INVALID_ARGUMENT;
     oc_context_begin_job(ctx);
-    if (!text) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_gram_plan: text must not be NULL");
+    if (!text) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: text must not be NULL", caller);
     oc_gram_job job;
     const oc_backend_vtbl *backend = NULL;
     oc_gram_options current_opts;
+    oc_gram_backend_choice where;
     opts = current_options(opts, &current_opts);
-    OC_CHECK(job_prepare(ctx, a, b, opts, out, &job, &backend));
+    OC_CHECK(job_prepare(ctx, a, b, opts, out, &job, &backend, &where));
     oc_gram_stats stats = {.struct_size = sizeof stats};
     job.stats = &stats;
     /* The plan depends on the kind of output, never on its place: nothing is opened. */
@@ -506,25 +551,37 @@ oc_status oc_gram_plan(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, 
     select_dest dest = {0};
     oc_select *sel = NULL;
     oc_status st = OC_OK;
-    if (opts->topk > 0 || opts->use_threshold) {
+    if (what != DESCRIBE_EXPLAIN && (opts->topk > 0 || opts->use_threshold)) {
         OC_CHECK(select_setup(ctx, opts, &nowhere, &job, &dest, &sel));
         job.select = sel;
     } else if (out->kind == OC_OUTPUT_MEMORY || out->kind == OC_OUTPUT_FILE) {
         job.dense = &sink;
     }
-    /* The algorithm is chosen as oc_gram chooses it; a file-backed input that the sparse
-     * algorithm was asked for is not read into lists for a plan. */
     oc_sparse_plan choice = {0};
-    int in_file = oc_matrix_file_backed(job.a) || oc_matrix_file_backed(job.b);
-    if (opts->algorithm == OC_ALGORITHM_SPARSE && in_file) {
-        choice.use_sparse = 1;
-        snprintf(choice.explain, sizeof choice.explain, "sparse (asked), after reading the inputs left in their "
-                 "files into row lists");
-    } else {
-        st = oc_gram_choose_algorithm(ctx, &job, backend != &oc_backend_cpu, &choice);
+    st = choose_without_running(&job, backend, &where, &choice);
+    if (st == OC_OK && what == DESCRIBE_EXPLAIN) {
+        oc_text t = {0};
+        oc_text_printf(&t, "backend: %s%s\nalgorithm: %s\n", where.explain,
+                       choice.use_sparse ? "; the sparse algorithm runs on the CPU" : "", choice.explain);
+        st = oc_text_finish(ctx, &t, text);
+    } else if (st == OC_OK) {
+        const int json = what == DESCRIBE_PLAN_JSON;
+        st = choice.use_sparse ? sparse_plan_text(&job, &choice, json, text) : backend->plan(&job, json, text);
     }
-    if (st == OC_OK) st = choice.use_sparse ? sparse_plan_text(&job, &choice, json, text) : backend->plan(&job, json, text);
     oc_sparse_plan_free(&choice);
     oc_select_free(sel);
     return st;
+}
+
+oc_status oc_gram_plan(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const oc_gram_options *opts,
+                       const oc_output *out, int json, char **text)
+{
+    return describe_without_running(ctx, a, b, opts, out, json ? DESCRIBE_PLAN_JSON : DESCRIBE_PLAN_TEXT,
+                                    "oc_gram_plan", text);
+}
+
+oc_status oc_gram_explain(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const oc_gram_options *opts,
+                          const oc_output *out, char **text)
+{
+    return describe_without_running(ctx, a, b, opts, out, DESCRIBE_EXPLAIN, "oc_gram_explain", text);
 }

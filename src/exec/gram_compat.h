@@ -2,7 +2,7 @@
  * gram_compat.h - the earlier versions of oc_gram's structs (docs/abi.md): a caller built
  * against version 1 of oc_gram_options (before `algorithm`) or version 2 (before `resume`),
  * or version 1 of oc_gram_stats (before `host_budget_bytes`, `algorithm` and
- * `algorithm_desc`) still works.
+ * `algorithm_desc`) or version 2 (before `backend_explain`) still works.
  */
 #ifndef OC_EXEC_GRAM_COMPAT_H
 #define OC_EXEC_GRAM_COMPAT_H
@@ -13,6 +13,7 @@
 #define OC_GRAM_OPTIONS_V1_SIZE offsetof(oc_gram_options, algorithm)
 #define OC_GRAM_OPTIONS_V2_SIZE offsetof(oc_gram_options, resume)
 #define OC_GRAM_STATS_V1_SIZE offsetof(oc_gram_stats, host_budget_bytes)
+#define OC_GRAM_STATS_V2_SIZE offsetof(oc_gram_stats, backend_explain)
 
 /* opts itself when it is the current version; a copy in *local with the later fields at
  * their defaults when it is version 1; NULL when its size is no version's. */
@@ -29,7 +30,7 @@ static inline const oc_gram_options *oc_gram_options_current(const oc_gram_optio
 /* Whether a stats struct of this size is a version the library writes (only its fields). */
 static inline int oc_gram_stats_size_known(size_t size)
 {
-    return size == sizeof(oc_gram_stats) || size == OC_GRAM_STATS_V1_SIZE;
+    return size == sizeof(oc_gram_stats) || size == OC_GRAM_STATS_V1_SIZE || size == OC_GRAM_STATS_V2_SIZE;
 }
 
 #endif

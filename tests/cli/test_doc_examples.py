@@ -101,6 +101,7 @@ def check_console(text, cwd, env, scale):
 def test_examples_run(doc, tmp_path):
     scale = int(os.environ.get("OUTCORE_EXAMPLE_SCALE", "100"))
     env = environment()
+    env["OUTCORE_COST_CACHE"] = str(tmp_path / "rates.txt")  # `devices --bandwidth` stores rates: not in $HOME
     (tmp_path / "tests").symlink_to(SOURCE_DIR / "tests")
     have_nvcc = shutil.which("nvcc") is not None
     ran, skipped = 0, []
