@@ -6,8 +6,9 @@
 # With no argument it does all five ("devices" runs `outcore devices --bandwidth --json`).
 # "bench" may be followed by the benchmark's own parts
 # (kernel kernel-200k cublas e2e ooc dense file), or by "topk": top-k and threshold (bench_topk_cuda and
-# the CLI end to end: a packed .npy of 100000 x 200000 bits to a top-10 .npz); "bench" alone
-# runs both benchmarks. Logs go to $OUT (or /tmp/gpu_check); a short table
+# the CLI end to end: a packed .npy of 100000 x 200000 bits to a top-10 .npz), or by
+# "virtual-devices": bench/bench_devices.sh, one GPU split in 2 and 3 logical devices against
+# the whole device ("devices" alone is the step above); "bench" alone runs the first two. Logs go to $OUT (or /tmp/gpu_check); a short table
 # of every step's result is printed last. TEST_TIMEOUT, SANITIZE_TIMEOUT and BENCH_TIMEOUT
 # (seconds) bound each step so that a hang cannot eat a whole lease (the case table's
 # sanitizer run gets twice SANITIZE_TIMEOUT); SANITIZE_TOOLS picks
@@ -81,10 +82,18 @@ fi
 
 topk_bench=0
 gram_parts=()
+split_bench=0
 for part in "${bench_parts[@]}"; do
-  if [ "$part" = topk ]; then topk_bench=1; else gram_parts+=("$part"); fi
+  if [ "$part" = topk ]; then topk_bench=1
+  elif [ "$part" = virtual-devices ]; then split_bench=1
+  else gram_parts+=("$part"); fi
 done
 [ ${#bench_parts[@]} -eq 0 ] && topk_bench=1
+
+if has bench && [ $split_bench -eq 1 ]; then
+  timeout "${BENCH_TIMEOUT:-400}" bash bench/bench_devices.sh "$BUILD" 2>&1 | tee "$LOGS/bench_devices.log"
+  note bench_devices "rc ${PIPESTATUS[0]}"
+fi
 
 if has bench && { [ ${#gram_parts[@]} -gt 0 ] || [ ${#bench_parts[@]} -eq 0 ]; }; then
   timeout "${BENCH_TIMEOUT:-400}" "$BUILD/bench/bench_gram_cuda" "${gram_parts[@]}" 2>&1 | tee "$LOGS/bench.log"
@@ -113,4 +122,5 @@ echo "== gpu_check summary ($(date -u +%F) $(nvidia-smi --query-gpu=name --forma
 printf '%s\n' "${summary[@]}"
 [ -f "$LOGS/bench.log" ] && has bench && grep -E '^\|' "$LOGS/bench.log"
 [ -f "$LOGS/bench_topk.log" ] && has bench && grep -E '^\|' "$LOGS/bench_topk.log"
+[ -f "$LOGS/bench_devices.log" ] && has bench && grep -E '^\|' "$LOGS/bench_devices.log"
 exit 0
