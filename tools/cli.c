@@ -67,7 +67,13 @@ int cli_parse_double(const char *text, double *out)
 
 int cli_parse_size(const char *text, int64_t *bytes, double *fraction)
 {
-    return oc_size_parse(text, bytes, fraction) == OC_OK ? 0 : -1;
+    int64_t b;
+    double f;
+    if (oc_size_parse(text, &b, &f) != OC_OK) return -1;
+    /* A size leaves the fraction as it was (the option struct's default stays valid). */
+    *bytes = b;
+    if (f > 0) *fraction = f;
+    return 0;
 }
 
 int cli_option(int argc, char **argv, int *i, const char *name, const char **value)

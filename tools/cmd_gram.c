@@ -275,6 +275,13 @@ static void print_summary(const gram_args *g, const oc_matrix *a, const oc_matri
             oc_metric_name(g->opts.metric), (long long)n, (long long)p, (long long)m, s->backend_desc, s->seconds,
             cli_si(eff, r1, sizeof r1), cli_si(raw, r2, sizeof r2), cli_bytes((double)s->host_peak_bytes, mem, sizeof mem),
             gpu, what, g->output);
+    /* Several devices: what each did, on one line. */
+    for (int d = 0; s->device_count > 1 && d < s->device_count; ++d) {
+        char peak[32];
+        fprintf(stderr, "%s%s %lld tiles, busy %.3f s, peak %s%s", d ? "; " : "outcore: devices: ", s->devices[d].name,
+                (long long)s->devices[d].tiles, s->devices[d].busy_seconds,
+                cli_bytes((double)s->devices[d].peak_bytes, peak, sizeof peak), d + 1 == s->device_count ? "\n" : "");
+    }
 }
 
 int oc_cmd_gram(int argc, char **argv)

@@ -81,6 +81,16 @@ static oc_status add_physical(oc_context *ctx, oc_device_list *list, int physica
     return OC_OK;
 }
 
+/* Whether the named devices exist, once every token parsed: a typo is named before a device. */
+static oc_status check_exist(oc_context *ctx, const oc_device_list *list, int physical_count)
+{
+    for (int i = 0; i < list->count; ++i)
+        if (physical_count >= 0 && list->dev[i].physical >= physical_count)
+            return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "devices: \"%d\": CUDA device %d does not exist (this machine has %d)",
+                           list->dev[i].physical, list->dev[i].physical, physical_count);
+    return OC_OK;
+}
+
 static oc_status parse_devices(oc_context *ctx, const char *text, int physical_count, oc_device_list *list)
 {
     if (strcmp(text, "all") == 0) {
@@ -101,9 +111,6 @@ static oc_status parse_devices(oc_context *ctx, const char *text, int physical_c
         if (colon && (parse_index(colon + 1, strlen(colon + 1), &parts) != 0 || parts < 1 || parts > OC_DEVICE_MAX_PARTS))
             return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "devices: \"%s\": a device splits into 1 to %d parts", token,
                            OC_DEVICE_MAX_PARTS);
-        if (physical_count >= 0 && physical >= physical_count)
-            return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "devices: \"%s\": CUDA device %d does not exist (this machine has %d)",
-                           token, physical, physical_count);
         OC_CHECK(add_physical(ctx, list, physical, parts, token));
     }
     return OC_OK;
@@ -159,7 +166,7 @@ oc_status oc_device_list_parse(oc_context *ctx, const oc_gram_options *opts, int
     /* The job's one budget first; per-device entries then override theirs. */
     set_budget(out, -1, opts->gpu_mem_bytes, opts->gpu_mem_fraction > 0 ? opts->gpu_mem_fraction : 0.9);
     if (opts->gpu_mem_devices && *opts->gpu_mem_devices) OC_CHECK(parse_budgets(ctx, opts->gpu_mem_devices, out));
-    return OC_OK;
+    return devices ? check_exist(ctx, out, physical_count) : OC_OK;
 }
 
 void oc_logical_device_name(const oc_logical_device *d, char *buf, int size)

@@ -124,7 +124,7 @@ int main(void)
     }
     const int quick = gram_test_quick();
     static const cuda_settings settings[] = {
-        {"b1", NULL, 2, 1}, {"popc", NULL, 2, 1}, {"b1", "1", 2, 1}, {"b1", "3", 0, 1}, {"b1", NULL, 1, 2}, {"b1", NULL, 0, 3},
+        {"b1", NULL, 2, 1}, {"popc", NULL, 2, 1}, {"b1", "1", 2, 1}, {"b1", "3", 0, 1}, {"b1", NULL, 0, 2}, {"b1", NULL, 0, 3},
     };
     static const char *const names[] = {"cuda b1",           "cuda popc",           "cuda b1 buckets 1",
                                         "cuda b1 buckets 3", "cuda b1 devices 0:2", "cuda b1 devices 0:3"};
