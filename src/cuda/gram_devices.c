@@ -66,10 +66,11 @@ static int64_t fault_tile(int device)
 static oc_status parts_create(oc_context *ctx, gram_devices *g)
 {
     oc_gram_job *job = g->job;
-    g->count = job->devices.count > 0 ? job->devices.count : 1;
+    /* A job made without oc_gram's checks: the options' one device and budget. */
+    if (job->devices.count == 0) OC_CHECK(oc_device_list_parse(ctx, job->opts, -1, &job->devices));
+    g->count = job->devices.count;
     g->slot = calloc((size_t)g->count, sizeof *g->slot);
     if (!g->slot) return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate %d device parts", g->count);
-    static const oc_logical_device alone = {.budget_fraction = 0.9, .parts = 1};
     for (int d = 0; d < g->count; ++d) {
         part_slot *p = &g->slot[d];
         p->job = *job;
@@ -81,7 +82,7 @@ static oc_status parts_create(oc_context *ctx, gram_devices *g)
             p->job.ctx = p->own_ctx;
         }
         p->part = (oc_gram_part){.job = &p->job, .ctx = p->job.ctx,
-                                 .ldev = job->devices.count > 0 ? &job->devices.dev[d] : &alone,
+                                 .ldev = &job->devices.dev[d],
                                  .host_budget = job->host_budget / g->count};
     }
     return OC_OK;
