@@ -196,7 +196,15 @@ cleanup:
 static const oc_gram_options *current_options(const oc_gram_options *opts, oc_gram_options *local)
 {
     const oc_gram_options *current = opts ? oc_gram_options_current(opts, local) : NULL;
-    return current ? current : opts;
+    if (!current) return opts;
+    /* A device list asks for the GPU: backend auto then means cuda (which also keeps the
+     * algorithm choice on the GPU's dense kernels). */
+    if (current->devices && *current->devices && current->backend == OC_BACKEND_AUTO) {
+        if (current != local) *local = *current;
+        local->backend = OC_BACKEND_CUDA;
+        current = local;
+    }
+    return current;
 }
 
 /* The sparse path reads rows as lists, and a file-backed input is never given to it as it
@@ -254,10 +262,10 @@ static oc_status job_prepare(oc_context *ctx, const oc_matrix *a, const oc_matri
                        opts->device, devices, devices - 1);
     oc_device_list list = {0};
     if (opts->backend != OC_BACKEND_CPU) OC_CHECK(oc_device_list_parse(ctx, opts, devices, &list));
-    /* The backend is chosen on the first logical device; a list asks for CUDA. */
+    /* The backend is chosen on the first logical device (a list asks for CUDA:
+     * current_options). */
     oc_gram_options first = *opts;
     if (list.count > 0) first.device = list.dev[0].physical;
-    if (several && first.backend == OC_BACKEND_AUTO) first.backend = OC_BACKEND_CUDA;
     const oc_backend_vtbl *backend = backend_for(&first);
     if (!backend) {
 #ifdef OC_HAVE_CUDA
