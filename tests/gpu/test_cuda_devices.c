@@ -1,7 +1,8 @@
 /*
  * test_cuda_devices.c - several logical devices on one GPU (--devices 0:N) beyond the case
  * table's results (test_cuda_cases.c runs every row on 0:2 and 0:3 against the reference):
- * the per-device statistics, the same bytes as one device for a job with many tiles, and a
+ * the per-device statistics, the same bytes as one device for jobs with many tiles (dense,
+ * top-k on the device's lists and past them, threshold pairs; A·Aᵀ and A·Bᵀ), and a
  * device that fails mid-job (OUTCORE_FAULT_DEVICE=d:k), which must end the job with one line
  * naming that logical device, no output file, and no device or pinned memory left behind.
  * Exits 77 when no CUDA device is usable.
@@ -83,6 +84,79 @@ static void check_split_matches_one_device(oc_context *ctx, const oc_matrix *a, 
     free(c1);
 }
 
+/* Pairs a threshold job delivers, in order, as one byte string per field. */
+typedef struct pairs_seen {
+    int64_t count, cap;
+    int64_t *rows, *cols;
+    float *values;
+} pairs_seen;
+
+static int keep_pairs(void *user, const int64_t *rows, const int64_t *cols, const void *scores, int64_t count)
+{
+    pairs_seen *p = user;
+    if (p->count + count > p->cap) {
+        int64_t cap = (p->count + count) * 2;
+        int64_t *r = realloc(p->rows, (size_t)cap * 8), *c = r ? realloc(p->cols, (size_t)cap * 8) : NULL;
+        float *v = c ? realloc(p->values, (size_t)cap * 4) : NULL;
+        if (r) p->rows = r;
+        if (c) p->cols = c;
+        if (!v) return 1;
+        p->values = v, p->cap = cap;
+    }
+    memcpy(p->rows + p->count, rows, (size_t)count * 8);
+    memcpy(p->cols + p->count, cols, (size_t)count * 8);
+    memcpy(p->values + p->count, scores, (size_t)count * 4);
+    p->count += count;
+    return 0;
+}
+
+/* Jaccard top-k (k on the device's lists, or past them on the host) and threshold pairs on
+ * 0:2 and 0:3: the same bytes as on one device. */
+static void check_selection_matches_one_device(oc_context *ctx, const oc_matrix *a, const oc_matrix *b)
+{
+    const int64_t n = oc_matrix_rows(a);
+    static const char *const specs[] = {NULL, "0:2", "0:3"};
+    static const int64_t ks[] = {10, 200};
+    for (int ki = 0; ki < 2; ++ki) {
+        const int64_t k = ks[ki];
+        int64_t *idx[3] = {0};
+        float *sc[3] = {0};
+        for (int i = 0; i < 3; ++i) {
+            idx[i] = malloc((size_t)(n * k) * 8);
+            sc[i] = malloc((size_t)(n * k) * 4);
+            oc_gram_options o = OC_GRAM_OPTIONS_INIT;
+            o.backend = OC_BACKEND_CUDA, o.algorithm = OC_ALGORITHM_DENSE, o.tile = 256;
+            o.metric = OC_METRIC_JACCARD, o.topk = k, o.devices = specs[i];
+            oc_output out = OC_OUTPUT_INIT;
+            out.kind = OC_OUTPUT_TOPK, out.indices = idx[i], out.scores = sc[i];
+            CHECK_MSG(idx[i] && sc[i] && oc_gram(ctx, a, b, &o, &out, NULL) == OC_OK, "top-%lld on %s: %s", (long long)k,
+                      specs[i] ? specs[i] : "one device", oc_context_last_error(ctx));
+            if (i > 0 && idx[0] && idx[i] && sc[0] && sc[i])
+                CHECK_MSG(memcmp(idx[0], idx[i], (size_t)(n * k) * 8) == 0 && memcmp(sc[0], sc[i], (size_t)(n * k) * 4) == 0,
+                          "top-%lld of %s on %s differs from one device", (long long)k, b ? "A·Bᵀ" : "A·Aᵀ", specs[i]);
+        }
+        for (int i = 0; i < 3; ++i) free(idx[i]), free(sc[i]);
+    }
+    pairs_seen seen[3] = {{0}};
+    for (int i = 0; i < 3; ++i) {
+        oc_gram_options o = OC_GRAM_OPTIONS_INIT;
+        o.backend = OC_BACKEND_CUDA, o.algorithm = OC_ALGORITHM_DENSE, o.tile = 256;
+        o.metric = OC_METRIC_JACCARD, o.use_threshold = 1, o.threshold = 0.12, o.devices = specs[i];
+        oc_output out = OC_OUTPUT_INIT;
+        out.kind = OC_OUTPUT_PAIRS, out.pairs = keep_pairs, out.pairs_user = &seen[i];
+        CHECK_MSG(oc_gram(ctx, a, b, &o, &out, NULL) == OC_OK, "threshold on %s: %s", specs[i] ? specs[i] : "one device",
+                  oc_context_last_error(ctx));
+        if (i > 0)
+            CHECK_MSG(seen[i].count == seen[0].count && seen[0].count > 0 &&
+                          memcmp(seen[0].rows, seen[i].rows, (size_t)seen[0].count * 8) == 0 &&
+                          memcmp(seen[0].cols, seen[i].cols, (size_t)seen[0].count * 8) == 0 &&
+                          memcmp(seen[0].values, seen[i].values, (size_t)seen[0].count * 4) == 0,
+                      "threshold pairs of %s on %s differ from one device (%lld against %lld)", b ? "A·Bᵀ" : "A·Aᵀ",
+                      specs[i], (long long)seen[i].count, (long long)seen[0].count);
+    }
+    for (int i = 0; i < 3; ++i) free(seen[i].rows), free(seen[i].cols), free(seen[i].values);
+}
+
 /* A logical device failing at its k-th tile ends the job naming it; no output file. */
 static void check_failing_device(oc_context *ctx, const oc_matrix *a)
 {
@@ -127,6 +201,8 @@ int main(void)
     if (a && b) {
         check_split_matches_one_device(ctx, a, NULL);
         check_split_matches_one_device(ctx, a, b);
+        check_selection_matches_one_device(ctx, a, NULL);
+        check_selection_matches_one_device(ctx, a, b);
         check_failing_device(ctx, a);
     }
     oc_matrix_free(a);
