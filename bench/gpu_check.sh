@@ -9,9 +9,10 @@
 # .npy of 100000 x 200000 bits to a top-10 .npz); "sweep": both 1-bit kernels over a grid of
 # shapes (bench_b1_sweep); "pricer": the streaming API's pricer example against the textbook
 # numba pricer (bench/bench_pricer.py); "cost": the cost model's validation grid
-# (bench/cost_grid.py; COST_ARGS are passed to it, COST_TIMEOUT bounds it, default 1500 s).
-# "bench" alone runs bench_gram_cuda's default parts and topk. Logs go to $OUT (or
-# /tmp/gpu_check); a short table
+# (bench/cost_grid.py; COST_ARGS are passed to it, COST_TIMEOUT bounds it, default 1500 s);
+# "virtual-devices": bench/bench_devices.sh, one GPU split in 2 and 3 logical devices against
+# the whole device ("devices" alone is the step above). "bench" alone runs bench_gram_cuda's
+# default parts and topk. Logs go to $OUT (or /tmp/gpu_check); a short table
 # of every step's result is printed last. TEST_TIMEOUT, SANITIZE_TIMEOUT and BENCH_TIMEOUT
 # (seconds) bound each step so that a hang cannot eat a whole lease (the case table's
 # sanitizer run gets twice SANITIZE_TIMEOUT); SANITIZE_TOOLS picks
@@ -88,16 +89,23 @@ sweep_bench=0
 pricer_bench=0
 cost_bench=0
 gram_parts=()
+split_bench=0
 for part in "${bench_parts[@]}"; do
   case "$part" in
     topk) topk_bench=1 ;;
     sweep) sweep_bench=1 ;;
     pricer) pricer_bench=1 ;;
     cost) cost_bench=1 ;;
+    virtual-devices) split_bench=1 ;;
     *) gram_parts+=("$part") ;;
   esac
 done
 [ ${#bench_parts[@]} -eq 0 ] && topk_bench=1
+
+if has bench && [ $split_bench -eq 1 ]; then
+  timeout "${BENCH_TIMEOUT:-400}" bash bench/bench_devices.sh "$BUILD" 2>&1 | tee "$LOGS/bench_devices.log"
+  note bench_devices "rc ${PIPESTATUS[0]}"
+fi
 
 if has bench && { [ ${#gram_parts[@]} -gt 0 ] || [ ${#bench_parts[@]} -eq 0 ]; }; then
   timeout "${BENCH_TIMEOUT:-400}" "$BUILD/bench/bench_gram_cuda" "${gram_parts[@]}" 2>&1 | tee "$LOGS/bench.log"
@@ -146,4 +154,5 @@ printf '%s\n' "${summary[@]}"
 [ -f "$LOGS/bench_topk.log" ] && has bench && grep -E '^\|' "$LOGS/bench_topk.log"
 [ -f "$LOGS/bench_sweep.log" ] && has bench && grep -E '^\|' "$LOGS/bench_sweep.log"
 [ -f "$LOGS/bench_pricer.log" ] && has bench && grep -E '^\||^numba' "$LOGS/bench_pricer.log"
+[ -f "$LOGS/bench_devices.log" ] && has bench && grep -E '^\|' "$LOGS/bench_devices.log"
 exit 0

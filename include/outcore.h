@@ -225,12 +225,20 @@ typedef struct oc_gram_options {
      * 0, an existing journal is refused with OC_ERR_INPUT saying how to resume or remove it.
      * Dense resumable jobs run the dense algorithm (auto never picks sparse for them). */
     int resume;
+    /* Several devices (CUDA backend; an error with OC_BACKEND_CPU): "0,1,3", "all", or "0:2"
+     * to split device 0 into two logical devices, each with half of its budget and its own
+     * streams (docs/architecture.md). NULL or "": `device` alone. */
+    const char *devices;
+    /* Per-device budgets, "0=20G,1=40G" (SIZE or PCT as gpu_mem_bytes / gpu_mem_fraction take
+     * them), or one value for every device; devices not named keep gpu_mem_bytes /
+     * gpu_mem_fraction. A split device's budget is shared equally by its parts. NULL or "". */
+    const char *gpu_mem_devices;
 } oc_gram_options;
 
 #define OC_GRAM_OPTIONS_INIT                                                                     \
     {                                                                                            \
         sizeof(oc_gram_options), OC_METRIC_COUNTS, OC_DTYPE_DEFAULT, OC_BACKEND_AUTO, 0, 0, 0,   \
-            0.9, OC_GPU_MEM_GROW, 0, 0, 0, 0.0, 0, NULL, NULL, OC_ALGORITHM_AUTO, 0              \
+            0.9, OC_GPU_MEM_GROW, 0, 0, 0, 0.0, 0, NULL, NULL, OC_ALGORITHM_AUTO, 0, NULL, NULL  \
     }
 
 typedef enum oc_output_kind {
@@ -262,6 +270,18 @@ typedef struct oc_output {
 
 #define OC_OUTPUT_INIT {sizeof(oc_output), OC_OUTPUT_MEMORY, NULL, 0, NULL, NULL, NULL, NULL, NULL}
 
+/* Logical devices one job may run on (oc_gram_options.devices). */
+#define OC_MAX_LOGICAL_DEVICES 16
+
+/* What one logical device of a CUDA job did. */
+typedef struct oc_device_stats {
+    char name[32];              /* "cuda:0", or "cuda:0.1/2": part 1 of device 0 split in two */
+    int64_t tiles;              /* tiles it computed */
+    int64_t bytes_h2d, bytes_d2h;
+    double busy_seconds;        /* wall time its worker spent on tiles (set-up excluded) */
+    int64_t budget_bytes, peak_bytes; /* its device budget and the most its pool held */
+} oc_device_stats;
+
 typedef struct oc_gram_stats {
     size_t struct_size;         /* sizeof(oc_gram_stats); set by the caller */
     oc_backend backend;         /* the backend that ran */
@@ -286,6 +306,9 @@ typedef struct oc_gram_stats {
     /* Where it ran and why: the cost model's prediction for the CPU and the GPU, the stage
      * that bounds each, and which rates were defaults (`--explain`, docs/cost-model.md). */
     char backend_explain[640];
+    /* CUDA: what each logical device did (oc_gram_options.devices), in the order named. */
+    int device_count;
+    oc_device_stats devices[OC_MAX_LOGICAL_DEVICES];
 } oc_gram_stats;
 
 /* Computes the Gram matrix of a (with b == NULL: a·aᵀ, symmetric; only tiles on or above
@@ -332,6 +355,11 @@ OC_API oc_status oc_metric_parse(const char *name, oc_metric *out);
 OC_API oc_status oc_dtype_parse(const char *name, oc_dtype *out);
 OC_API oc_status oc_backend_parse(const char *name, oc_backend *out);
 OC_API oc_status oc_algorithm_parse(const char *name, oc_algorithm *out);
+/* A budget as --gpu-mem and --host-mem take it: a size ("2G", "512MiB", "4096": bytes into
+ * *bytes, *fraction = 0) or a percentage ("50%": *fraction = 0.5, *bytes = 0). Returns
+ * OC_ERR_INVALID_ARGUMENT, setting nothing, for anything else (zero, above 100%, a unit
+ * other than B, K, M, G, T with optional B or iB). */
+OC_API oc_status oc_size_parse(const char *text, int64_t *bytes, double *fraction);
 
 /* ---------------------------------------------------------------- system */
 /* The CPU kernel path in use: "ref", "avx2" or "avx512" (OUTCORE_CPU_ISA forces one). */

@@ -36,7 +36,10 @@ static const char gram_usage[] =
     "                         rates behind them, and the choices (stderr)\n"
     "  --threads N            CPU worker threads (default: all cores)\n"
     "  --device N             CUDA device index (default 0)\n"
-    "  --gpu-mem SIZE|PCT     device memory budget, e.g. 2G or 50% (default 90% of free)\n"
+    "  --devices LIST         several CUDA devices: 0,1,3 or all; 0:2 splits device 0 into two\n"
+    "                         logical devices, each with half its budget (docs/architecture.md)\n"
+    "  --gpu-mem SIZE|PCT     device memory budget, e.g. 2G or 50% (default 90% of free); per\n"
+    "                         device: 0=20G,1=40G\n"
     "  --gpu-mem-mode MODE    grow (default) or reserve\n"
     "  --host-mem SIZE|PCT    host memory budget, e.g. 4G or 25% of the machine's memory\n"
     "                         (default 80% of the memory available at start): a .npy input\n"
@@ -134,9 +137,13 @@ static int parse_gram_args(int argc, char **argv, gram_args *g)
             if (r < 0) return OC_EXIT_USAGE;
             if (cli_parse_i64(v, &d) || d < 0 || d > 1024) return cli_usage_error("--device %s: expected a device index", v);
             g->opts.device = (int)d;
+        } else if (OPTION("--devices")) {
+            if (r < 0) return OC_EXIT_USAGE;
+            g->opts.devices = v; /* the library parses it (one parser, one message per bad token) */
         } else if (OPTION("--gpu-mem")) {
             if (r < 0) return OC_EXIT_USAGE;
-            if (cli_parse_size(v, &g->opts.gpu_mem_bytes, &g->opts.gpu_mem_fraction))
+            if (strchr(v, '=')) g->opts.gpu_mem_devices = v; /* per device: parsed by the library */
+            else if (cli_parse_size(v, &g->opts.gpu_mem_bytes, &g->opts.gpu_mem_fraction))
                 return cli_usage_error("--gpu-mem %s: expected a size such as 2G or 512M, or a percentage such as 50%%", v);
         } else if (OPTION("--gpu-mem-mode")) {
             if (r < 0) return OC_EXIT_USAGE;
@@ -204,6 +211,22 @@ static void json_string(FILE *f, const char *s)
     fputc('"', f);
 }
 
+/* ", "devices": [...]: what each logical device of a CUDA job did. */
+static void print_devices_json(const oc_gram_stats *s)
+{
+    printf(", \"devices\": [");
+    for (int d = 0; d < s->device_count; ++d) {
+        const oc_device_stats *x = &s->devices[d];
+        printf("%s{\"name\": ", d ? ", " : "");
+        json_string(stdout, x->name);
+        printf(", \"tiles\": %lld, \"bytes_h2d\": %lld, \"bytes_d2h\": %lld, \"busy_seconds\": %.6f, "
+               "\"budget_bytes\": %lld, \"peak_bytes\": %lld}",
+               (long long)x->tiles, (long long)x->bytes_h2d, (long long)x->bytes_d2h, x->busy_seconds,
+               (long long)x->budget_bytes, (long long)x->peak_bytes);
+    }
+    printf("]");
+}
+
 static void print_summary(const gram_args *g, const oc_matrix *a, const oc_matrix *b, const oc_gram_stats *s,
                           double load_seconds)
 {
@@ -237,12 +260,14 @@ static void print_summary(const gram_args *g, const oc_matrix *a, const oc_matri
                "\"rate_computed\": %.6g, \"rate_effective\": %.6g, \"tiles\": %lld, \"host_peak_bytes\": %lld, "
                "\"host_budget_bytes\": %lld, "
                "\"gpu\": {\"budget_bytes\": %lld, \"peak_bytes\": %lld, \"current_bytes\": %lld, \"allocations\": %lld, "
-               "\"bytes_h2d\": %lld, \"bytes_d2h\": %lld}}\n",
+               "\"bytes_h2d\": %lld, \"bytes_d2h\": %lld}",
                s->seconds, load_seconds, s->bit_macs_computed, s->bit_macs_effective, raw, eff, (long long)s->tiles,
                (long long)s->host_peak_bytes, (long long)s->host_budget_bytes, (long long)s->dev_budget_bytes,
                (long long)s->dev_peak_bytes,
                (long long)s->dev_current_bytes, (long long)s->dev_allocations, (long long)s->bytes_h2d,
                (long long)s->bytes_d2h);
+        print_devices_json(s);
+        printf("}\n");
         return;
     }
     char r1[32], r2[32], mem[32], gpu[128] = "", what[64] = "";
@@ -259,6 +284,13 @@ static void print_summary(const gram_args *g, const oc_matrix *a, const oc_matri
             oc_metric_name(g->opts.metric), (long long)n, (long long)p, (long long)m, s->backend_desc, s->seconds,
             cli_si(eff, r1, sizeof r1), cli_si(raw, r2, sizeof r2), cli_bytes((double)s->host_peak_bytes, mem, sizeof mem),
             gpu, what, g->output);
+    /* Several devices: what each did, on one line. */
+    for (int d = 0; s->device_count > 1 && d < s->device_count; ++d) {
+        char peak[32];
+        fprintf(stderr, "%s%s %lld tiles, busy %.3f s, peak %s%s", d ? "; " : "outcore: devices: ", s->devices[d].name,
+                (long long)s->devices[d].tiles, s->devices[d].busy_seconds,
+                cli_bytes((double)s->devices[d].peak_bytes, peak, sizeof peak), d + 1 == s->device_count ? "\n" : "");
+    }
 }
 
 int oc_cmd_gram(int argc, char **argv)

@@ -97,6 +97,8 @@ class GramOptions(ctypes.Structure):
         ("progress_user", ctypes.c_void_p),
         ("algorithm", ctypes.c_int),
         ("resume", ctypes.c_int),
+        ("devices", ctypes.c_char_p),
+        ("gpu_mem_devices", ctypes.c_char_p),
     ]
 
     def __init__(self):
@@ -134,6 +136,21 @@ class ReadOptions(ctypes.Structure):
                          host_mem_bytes=host_mem_bytes)
 
 
+MAX_LOGICAL_DEVICES = 16  # OC_MAX_LOGICAL_DEVICES
+
+
+class DeviceStats(ctypes.Structure):
+    _fields_ = [
+        ("name", ctypes.c_char * 32),
+        ("tiles", ctypes.c_int64),
+        ("bytes_h2d", ctypes.c_int64),
+        ("bytes_d2h", ctypes.c_int64),
+        ("busy_seconds", ctypes.c_double),
+        ("budget_bytes", ctypes.c_int64),
+        ("peak_bytes", ctypes.c_int64),
+    ]
+
+
 class GramStats(ctypes.Structure):
     _fields_ = [
         ("struct_size", ctypes.c_size_t),
@@ -156,6 +173,8 @@ class GramStats(ctypes.Structure):
         ("algorithm", ctypes.c_int),
         ("algorithm_desc", ctypes.c_char * 320),
         ("backend_explain", ctypes.c_char * 640),
+        ("device_count", ctypes.c_int),
+        ("devices", DeviceStats * MAX_LOGICAL_DEVICES),
     ]
 
     def __init__(self):

@@ -1,8 +1,10 @@
 /*
- * gram_cuda.c - the Gram job on the CUDA engine: what is specific to A·Aᵀ and A·Bᵀ.
+ * gram_cuda.c - the Gram job on the CUDA engine: what is specific to A·Aᵀ and A·Bᵀ, for one
+ * logical device (gram_part.h; gram_devices.c runs the parts of a job).
  *
  * The engine (engine.h) places panels, walks the tiles and delivers results; this file gives
- * it the job: the kernel (the 1-bit tensor-core kernel, or popcounts before sm_80), the
+ * it the job: the kernel (1-bit tensor cores: wgmma on Hopper, mma.sync on other sm_80 and
+ * later; popcounts before sm_80), the
  * metric's row popcounts counted from each uploaded panel, the top-k or threshold
  * selection on the device, and for a dense A·Aᵀ the mirror of each tile.
  *
@@ -18,7 +20,7 @@
  * than the staging ring and its sinks; for out-of-core panels the registration cost more
  * than the staging it saved.
  */
-#include "cuda/gram_cuda.h"
+#include "cuda/gram_part.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,22 +44,10 @@
  * device's clock. */
 #define B1_RATE_PER_SM 2.55e13
 
-typedef enum { KERNEL_B1, KERNEL_WGMMA, KERNEL_POPC } kernel_kind;
-
-typedef struct gram_cuda {
-    oc_gram_job *job;
-    oc_context *ctx;
-    oc_engine_worker *worker;
-    oc_cuda_device *dev;
-    oc_engine_plan plan;
-    kernel_kind kernel;
-    int64_t words, elem;
-    int pops;                  /* the metric reads row popcounts: each panel slot counts its rows' */
-    int gpu_mirror;            /* dense A·Aᵀ, mirrors made on the device */
-    int two_streams;           /* consecutive tiles may overlap (engine.h) */
-    oc_cuda_select *select;
-    oc_gram_tile tile;         /* the tile last computed, which consume() hands to the selection */
-} gram_cuda;
+typedef oc_gram_part gram_cuda;
+#define KERNEL_B1 OC_GRAM_KERNEL_B1
+#define KERNEL_WGMMA OC_GRAM_KERNEL_WGMMA
+#define KERNEL_POPC OC_GRAM_KERNEL_POPC
 
 /* The wgmma kernel needs sm_90 and a build that holds sm_90a code. */
 static int has_wgmma(const oc_cuda_device *dev)
@@ -118,16 +108,18 @@ static oc_status make_plan(gram_cuda *g)
      * (the popc kernel, or k past the device lists: one stream). */
     g->two_streams = !job->select || oc_cuda_select_can_fuse(job, b1);
     char name[300];
-    snprintf(name, sizeof name, "cuda:%d (%s)", dev->index, dev->name);
+    char logical[32];
+    oc_logical_device_name(g->ldev, logical, sizeof logical);
+    snprintf(name, sizeof name, "%s (%s)", logical, dev->name);
     oc_engine_plan_input in = {
         .tiles = {.n = job->n, .p = job->p, .row_bytes = g->words * 8 + (g->pops ? 4 : 0),
                   .elem_size = g->elem + oc_cuda_select_extra_elem_bytes(job), .symmetric = job->symmetric,
                   .keep_output = job->dense != NULL, .mirror_output = job->symmetric && job->dense != NULL,
                   .fixed_bytes = oc_cuda_select_fixed_bytes(job), .out_edge_bytes = oc_cuda_select_edge_bytes(job, b1),
-                  .tile = oc_resume_tile_edge(job->resume) > 0 ? oc_resume_tile_edge(job->resume) : o->tile,
+                  .tile = g->force_tile > 0 ? g->force_tile : oc_resume_tile_edge(job->resume) > 0 ? oc_resume_tile_edge(job->resume) : o->tile,
                   .granularity = TILE_GRANULARITY, .overlap_tiles = g->two_streams},
         .device_total = (int64_t)dev->total_mem, .device_free = (int64_t)dev->free_mem_at_open,
-        .gpu_mem_bytes = o->gpu_mem_bytes, .gpu_mem_fraction = o->gpu_mem_fraction, .host_budget = job->host_budget,
+        .gpu_mem_bytes = g->ldev->budget_bytes, .gpu_mem_fraction = g->ldev->budget_fraction, .host_budget = g->host_budget,
         .cores = oc_cpu_cores(), .row_bytes = g->words * 8, .elem_size = g->elem, .dense_output = job->dense != NULL,
         .force_sinks = env_count("OUTCORE_CUDA_SINKS"), .force_copy_threads = env_count("OUTCORE_CUDA_COPY_THREADS"),
         .device_name = name};
@@ -219,7 +211,7 @@ static oc_status finish(void *user, cudaStream_t d2h)
     return g->select ? oc_cuda_select_finish(g->select, d2h) : OC_OK;
 }
 
-/* ---------------------------------------------------------------- the job */
+/* ---------------------------------------------------------------- the part */
 static void trace_selection(const gram_cuda *g)
 {
     if (!oc_engine_tracing()) return;
@@ -236,8 +228,7 @@ static void trace_selection(const gram_cuda *g)
             (long long)fused, (long long)g->plan.tiles.ntiles, (long long)over, wait, work);
 }
 
-/* Opens the device and makes the plan: what both the job and --plan need. */
-static oc_status open_and_plan(gram_cuda *g)
+oc_status oc_gram_part_open(gram_cuda *g)
 {
     oc_context *ctx = g->ctx;
     oc_gram_job *job = g->job;
@@ -247,14 +238,16 @@ static oc_status open_and_plan(gram_cuda *g)
     g->words = job->a->words_per_row;
     g->elem = (int64_t)oc_dtype_size(job->dtype);
     g->pops = job->metric != OC_METRIC_COUNTS;
-    OC_CHECK(oc_engine_worker_open(ctx, job->opts->device, &g->worker));
+    OC_CHECK(oc_engine_worker_open(ctx, g->ldev->physical, &g->worker));
     g->dev = oc_engine_worker_device(g->worker);
     OC_CHECK(choose_kernel(g));
     OC_CHECK(make_plan(g));
     return OC_OK;
 }
 
-static const char *kernel_desc(const gram_cuda *g)
+oc_status oc_gram_part_replan(gram_cuda *g) { return make_plan(g); }
+
+const char *oc_gram_part_kernel_desc(const gram_cuda *g)
 {
     if (!g->dev) return "";
     if (g->kernel == KERNEL_WGMMA) return "b1-wgmma";
@@ -276,17 +269,14 @@ static oc_status tiles_delivered(void *user, const int64_t *tiles, int64_t count
     return oc_resume_checkpoint(g->ctx, g->job->resume, g->job, 0);
 }
 
-static oc_status run(gram_cuda *g)
+oc_status oc_gram_part_setup(gram_cuda *g, const oc_cuda_select_share *share, int progress)
 {
     oc_context *ctx = g->ctx;
     oc_gram_job *job = g->job;
-    double t = oc_now();
-    OC_CHECK(open_and_plan(g));
-    oc_engine_trace_phase(&t, "open");
     oc_engine_job ej = {.user = g, .a = job->a, .b = job->b, .symmetric = job->symmetric,
                         .two_streams = g->two_streams,
                         .dense = job->dense, .host_mirror = job->symmetric && job->dense && !g->gpu_mirror,
-                        .gpu_mem_mode = job->opts->gpu_mem_mode, .progress = job->opts->progress,
+                        .gpu_mem_mode = job->opts->gpu_mem_mode, .progress = progress ? job->opts->progress : NULL,
                         .progress_user = job->opts->progress_user, .panel_loaded = panel_loaded, .compute = compute,
                         .consume = consume, .blocks = blocks, .finish = finish};
     if (job->resume) {
@@ -299,60 +289,27 @@ static oc_status run(gram_cuda *g)
     OC_CHECK(oc_engine_worker_setup(g->worker, &g->plan, &ej));
     if (job->select) {
         OC_CHECK(oc_cuda_select_open(ctx, g->dev, job, g->plan.tiles.tile, oc_engine_worker_out_slots(g->worker),
-                                     g->plan.tiles.out_slots, g->kernel != KERNEL_POPC, &g->select));
+                                     g->plan.tiles.out_slots, g->kernel != KERNEL_POPC, share, &g->select));
         /* Fused top-k of A·Aᵀ seeds each panel's lists from its diagonal tile first. */
         oc_engine_worker_seed_order(g->worker, oc_cuda_select_seeds_first(g->select));
     }
     /* After the selection began: a resumed threshold job marks the row blocks delivered. */
     if (job->resume) OC_CHECK(oc_resume_begin(ctx, job->resume, job, g->plan.tiles.tile));
-    oc_engine_trace_phase(&t, "setup");
-    OC_CHECK(oc_engine_worker_run(g->worker));
-    oc_engine_trace_phase(&t, "tiles");
-    oc_engine_worker_trace(g->worker);
-    trace_selection(g);
     return OC_OK;
 }
 
-oc_status oc_cuda_gram(oc_gram_job *job)
+void oc_gram_part_trace(const gram_cuda *g)
 {
-    gram_cuda g = {.job = job, .ctx = job->ctx};
-    double t = oc_now();
-    oc_status st = run(&g);
-    oc_gram_stats *s = job->stats;
-    s->backend = OC_BACKEND_CUDA;
-    if (g.dev) snprintf(s->backend_desc, sizeof s->backend_desc, "cuda:%d %.48s %s", g.dev->index, g.dev->name, kernel_desc(&g));
-    if (g.worker) {
-        const oc_engine_counts *c = oc_engine_worker_counts(g.worker);
-        s->bit_macs_computed += c->bit_macs;
-        s->tiles += c->tiles;
-        s->bytes_h2d += c->bytes_h2d;
-        s->bytes_d2h += c->bytes_d2h;
-    }
-    oc_cuda_select_close(g.select);
-    oc_pool_stats ps = {0};
-    int had_pool = g.dev && g.dev->pool;
-    oc_engine_worker_close(g.worker, &ps);
-    if (had_pool) {
-        s->dev_budget_bytes = ps.budget;
-        s->dev_peak_bytes = ps.peak;
-        s->dev_current_bytes = ps.current;
-        s->dev_allocations = ps.allocations;
-    }
-    oc_engine_trace_phase(&t, "teardown");
-    return st;
+    oc_engine_worker_trace(g->worker);
+    trace_selection(g);
 }
 
-oc_status oc_cuda_gram_plan(oc_gram_job *job, int json, char **out)
+void oc_gram_part_close(gram_cuda *g, oc_pool_stats *stats)
 {
-    gram_cuda g = {.job = job, .ctx = job->ctx};
-    oc_context *ctx = job->ctx;
-    oc_status st = open_and_plan(&g);
-    if (st == OC_OK) {
-        char where[400];
-        snprintf(where, sizeof where, "cuda:%d %s (%d SMs, %.1f GiB free), %s kernel", g.dev->index, g.dev->name,
-                 g.dev->sm_count, (double)g.dev->free_mem_at_open / (1 << 30), kernel_desc(&g));
-        st = oc_engine_plan_render(ctx, &g.plan, where, json, out);
-    }
-    oc_engine_worker_close(g.worker, NULL);
-    return st;
+    oc_cuda_select_close(g->select);
+    g->select = NULL;
+    if (g->dev) (void)cudaSetDevice(g->dev->index);
+    oc_engine_worker_close(g->worker, g->dev && g->dev->pool ? stats : NULL);
+    g->worker = NULL;
+    g->dev = NULL;
 }

@@ -243,7 +243,15 @@ cleanup:
 static const oc_gram_options *current_options(const oc_gram_options *opts, oc_gram_options *local)
 {
     const oc_gram_options *current = opts ? oc_gram_options_current(opts, local) : NULL;
-    return current ? current : opts;
+    if (!current) return opts;
+    /* A device list asks for the GPU: backend auto then means cuda (which also keeps the
+     * algorithm choice on the GPU's dense kernels). */
+    if (current->devices && *current->devices && current->backend == OC_BACKEND_AUTO) {
+        if (current != local) *local = *current;
+        local->backend = OC_BACKEND_CUDA;
+        current = local;
+    }
+    return current;
 }
 
 /* The sparse path reads rows as lists, and a file-backed input is never given to it as it
@@ -307,19 +315,32 @@ static oc_status job_prepare(oc_context *ctx, const oc_matrix *a, const oc_matri
 
     /* A device named by the caller must exist when a GPU may run the job. A CPU job asks
      * nothing of CUDA: counting devices would initialise the runtime for nothing. */
+    const int several = opts->devices && *opts->devices;
+    if (several && opts->backend == OC_BACKEND_CPU)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "devices \"%s\": the cpu backend runs on no device (drop --devices or "
+                       "use --backend cuda)", opts->devices);
     int devices = opts->backend == OC_BACKEND_CPU ? 0 : oc_cuda_device_count();
-    if (devices > 0 && (opts->device < 0 || opts->device >= devices))
+    if (!several && devices > 0 && (opts->device < 0 || opts->device >= devices))
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "CUDA device %d does not exist: this machine has %d (0 to %d)",
                        opts->device, devices, devices - 1);
     if (opts->resume && opts->topk > 0 && opts->backend == OC_BACKEND_CUDA)
         return oc_fail(ctx, OC_ERR_UNSUPPORTED, "resume: top-k jobs resume on the CPU backend only (--backend cpu or "
                        "auto); dense and threshold jobs resume on either");
-    const oc_backend_vtbl *backend = backend_for(opts);
+    oc_device_list list = {0};
+    if (opts->backend != OC_BACKEND_CPU) OC_CHECK(oc_device_list_parse(ctx, opts, devices, &list));
+    if (opts->resume && list.count > 1)
+        return oc_fail(ctx, OC_ERR_UNSUPPORTED, "resume: a job on several devices (%d logical devices) cannot be "
+                       "resumed; run it on one device", list.count);
+    /* The backend is chosen on the first logical device (a list asks for CUDA:
+     * current_options). */
+    oc_gram_options first = *opts;
+    if (list.count > 0) first.device = list.dev[0].physical;
+    const oc_backend_vtbl *backend = backend_for(&first);
     if (!backend) {
 #ifdef OC_HAVE_CUDA
         char why[400] = "";
-        oc_gpu_probe_cuda.device_cc(opts->device, why, sizeof why);
-        return oc_fail(ctx, OC_ERR_UNSUPPORTED, "backend cuda: CUDA device %d is not usable: %s", opts->device, why);
+        oc_gpu_probe_cuda.device_cc(first.device, why, sizeof why);
+        return oc_fail(ctx, OC_ERR_UNSUPPORTED, "backend cuda: CUDA device %d is not usable: %s", first.device, why);
 #else
         return oc_fail(ctx, OC_ERR_UNSUPPORTED,
                        "backend cuda: this build of outcore has no CUDA support (configure with nvcc available)");
@@ -328,7 +349,7 @@ static oc_status job_prepare(oc_context *ctx, const oc_matrix *a, const oc_matri
 
     *job = (oc_gram_job){.ctx = ctx, .a = a, .b = b, .symmetric = symmetric, .n = n, .p = p, .m = m,
                          .metric = opts->metric, .dtype = dtype, .opts = opts,
-                         .host_budget = oc_host_budget_resolve(opts->host_mem_bytes)};
+                         .host_budget = oc_host_budget_resolve(opts->host_mem_bytes), .devices = list};
     *backend_out = choose_backend(ctx, job, out, backend, choice);
     return OC_OK;
 }
