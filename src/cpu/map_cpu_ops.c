@@ -94,8 +94,8 @@ static inline bool8 min_b(bool8 a, bool8 b) { return a & b; }
     static inline T mul_##S(T a, T b) { return a * b; }                                                   \
     static inline T div_##S(T a, T b) { return a / b; }                                                   \
     static inline T neg_##S(T a) { return -a; }                                                           \
-    static inline T max_##S(T a, T b) { return a >= b || isnan(a) ? a : b; }                             \
-    static inline T min_##S(T a, T b) { return a <= b || isnan(a) ? a : b; }                             \
+    static inline T max_##S(T a, T b) { return a > b || isnan(a) ? a : b; }                              \
+    static inline T min_##S(T a, T b) { return a < b || isnan(a) ? a : b; }                              \
     static inline T divmod_##S(T a, T b, T *modulus)                                                      \
     {                                                                                                     \
         T mod = fmod##SUF(a, b);                                                                          \

@@ -11,7 +11,8 @@
  * Values follow numpy's loops: integer arithmetic wraps; // and % floor toward -inf with
  * the divisor's sign, and give 0 on division by zero (numpy warns and gives 0); the minimum
  * of an integer type // -1 is that minimum; float // and % are npy_divmod's; maximum and
- * minimum propagate NaN.
+ * minimum propagate NaN and return the second operand on a tie (maximum(0.0, -0.0) is
+ * -0.0, as numpy's).
  */
 #ifndef OC_CPU_MAP_CPU_OPS_H
 #define OC_CPU_MAP_CPU_OPS_H

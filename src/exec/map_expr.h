@@ -53,6 +53,8 @@ typedef struct oc_map_node {
     int input;         /* MOP_INPUT */
     int name_pos, name_len; /* MOP_NAME and calls: where the name is in the expression */
     int pos;           /* offset in the expression, for messages */
+    int array;         /* IR: depends on an input of at least one dimension (numpy gives an
+                        * array, not a numpy scalar: operators differ, see fast_power) */
     oc_map_value value;
 } oc_map_node;
 
@@ -76,6 +78,7 @@ typedef struct oc_map_binding {
     const char *name;
     int is_scalar;        /* a Python scalar (weak) rather than an array */
     int type;             /* arrays: the dtype */
+    int ndim;             /* arrays: dimensions */
     oc_map_node scalar;   /* scalars: a MOP_CONST node (weak) */
 } oc_map_binding;
 

@@ -260,7 +260,7 @@ static oc_status map_create(oc_context *ctx, oc_map *m, const char *expr, const 
         bind = calloc((size_t)(n_inputs + n_scalars + 1), sizeof *bind);
         if (!bind) st = oc_fail(ctx, OC_ERR_NO_MEMORY, "out of memory");
     }
-    for (int i = 0; st == OC_OK && i < n_inputs; i++) bind[i] = (oc_map_binding){.name = m->inputs[i].name, .type = m->inputs[i].type};
+    for (int i = 0; st == OC_OK && i < n_inputs; i++) bind[i] = (oc_map_binding){.name = m->inputs[i].name, .type = m->inputs[i].type, .ndim = m->inputs[i].ndim};
     for (int i = 0; st == OC_OK && i < n_scalars; i++) {
         oc_map_binding *b = &bind[n_inputs + i];
         b->name = scalars[i].name;

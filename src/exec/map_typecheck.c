@@ -30,6 +30,9 @@ typedef struct checker {
 
 static int emit(checker *c, oc_map_node n)
 {
+    const oc_map_node *nodes = c->out->nodes;
+    if (n.op != MOP_INPUT)
+        n.array = (n.a >= 0 && nodes[n.a].array) || (n.b >= 0 && nodes[n.b].array) || (n.c >= 0 && nodes[n.c].array);
     int k = oc_map_expr_add(c->out, n);
     if (k < 0) oc_fail(c->ctx, OC_ERR_NO_MEMORY, "out of memory typing the expression");
     return k;
@@ -90,7 +93,7 @@ static int convert(checker *c, int k, int t)
 }
 
 /* numpy's common type of operands ks (NEP 50); -1 after an error. */
-static int common_type(checker *c, const int *ks, int n, int pos)
+static int common_type(checker *c, const int *ks, int n, int check_bounds)
 {
     int s = -1;
     int weak_int = 0, weak_float = 0;
@@ -106,7 +109,7 @@ static int common_type(checker *c, const int *ks, int n, int pos)
     if (s < 0) s = weak_float ? MT_F64 : weak_int ? MT_I64 : MT_BOOL;
     if (weak_int && s == MT_BOOL) s = MT_I64;
     if (weak_float && !oc_mt_is_float(s)) s = MT_F64;
-    if (oc_mt_is_integer(s))
+    if (oc_mt_is_integer(s) && check_bounds)
         for (int i = 0; i < n; i++) {
             const oc_map_node *x = &c->out->nodes[ks[i]];
             if (x->weak == MW_INT && !oc_mt_int_fits(s, x->value.i)) {
@@ -116,7 +119,6 @@ static int common_type(checker *c, const int *ks, int n, int pos)
                 return -1;
             }
         }
-    (void)pos;
     return s;
 }
 
@@ -310,6 +312,65 @@ static int check_unary(checker *c, const oc_map_node *n)
     return emit(c, r);
 }
 
+/* numpy compares an integer array with a Python int outside its range exactly (uint8 < -1
+ * is False everywhere) where arithmetic would raise: the result is then the same for every
+ * element, written here as x == x (True) or x != x (False) over the array operand x so that
+ * it keeps x's shape. Returns the node, -1 on error, -2 when the int is in range. */
+static int out_of_range_comparison(checker *c, const oc_map_node *n, int a, int b)
+{
+    int wa = c->out->nodes[a].weak == MW_INT, wb = c->out->nodes[b].weak == MW_INT;
+    if (wa == wb) return -2;
+    int x = wa ? b : a;
+    int64_t v = c->out->nodes[wa ? a : b].value.i;
+    int t = c->out->nodes[x].weak == MW_BOOL ? MT_BOOL : c->out->nodes[x].type;
+    if (!oc_mt_is_integer(t) || oc_mt_int_fits(t, v)) return -2;
+    oc_map_op op = n->op;
+    if (wa) /* v OP x is x OP' v */
+        op = op == MOP_LT ? MOP_GT : op == MOP_GT ? MOP_LT : op == MOP_LE ? MOP_GE : op == MOP_GE ? MOP_LE : op;
+    int below = v < 0; /* out of range below the minimum, else above the maximum */
+    int truth = op == MOP_NE || (below ? (op == MOP_GT || op == MOP_GE) : (op == MOP_LT || op == MOP_LE));
+    x = strong(c, x);
+    if (x < 0) return -1;
+    oc_map_node r = node_of(truth ? MOP_EQ : MOP_NE, MT_BOOL, c->out->nodes[x].type, n->pos);
+    r.a = r.b = x;
+    return emit(c, r);
+}
+
+/* numpy's ndarray ** Python scalar takes a shortcut (fast_scalar_power in numpy's number.c):
+ * x ** 2 is numpy.square(x) for every type (bool squares in int8), and for float arrays
+ * x ** -1 is numpy.reciprocal(x) and x ** 0.5 is numpy.sqrt(x) (sqrt(-0.0) is -0.0 where
+ * pow gives +0.0). Only arrays of one or more dimensions take it: an operation on 0-d
+ * operands gives a numpy scalar, whose ** is plain power. Returns the node, -1 on error, -2 when no shortcut applies. */
+static int fast_power(checker *c, const oc_map_node *n, int a, int b)
+{
+    const oc_map_node y = c->out->nodes[b];
+    int t = c->out->nodes[a].type;
+    if (y.weak == MW_INT && y.value.i == 2) {
+        int l = t == MT_BOOL ? MT_I8 : t;
+        int x = convert(c, a, l);
+        if (x < 0) return -1;
+        oc_map_node r = node_of(MOP_MUL, l, l, n->pos);
+        r.a = r.b = x;
+        return emit(c, r);
+    }
+    if (!oc_mt_is_float(t)) return -2;
+    if (y.weak == MW_INT && y.value.i == -1) {
+        oc_map_node one = node_of(MOP_CONST, t, t, n->pos);
+        one.value.f = 1.0;
+        int k = emit(c, one);
+        if (k < 0) return -1;
+        oc_map_node r = node_of(MOP_DIV, t, t, n->pos);
+        r.a = k, r.b = a;
+        return emit(c, r);
+    }
+    if (y.weak == MW_FLOAT && y.value.f == 0.5) {
+        oc_map_node r = node_of(MOP_SQRT, t, t, n->pos);
+        r.a = a;
+        return emit(c, r);
+    }
+    return -2;
+}
+
 static int check_binary(checker *c, const oc_map_node *n)
 {
     int a = check(c, n->a), b = a < 0 ? -1 : check(c, n->b);
@@ -320,8 +381,17 @@ static int check_binary(checker *c, const oc_map_node *n)
         a = strong(c, a), b = strong(c, b);
         if (b < 0) return -1;
     }
+    if (n->op == MOP_POW && !is_weak(c, a) && c->out->nodes[a].array) {
+        int k = fast_power(c, n, a, b);
+        if (k != -2) return k;
+    }
+    int is_cmp = n->op >= MOP_EQ && n->op <= MOP_GE;
+    if (is_cmp) {
+        int k = out_of_range_comparison(c, n, a, b);
+        if (k != -2) return k;
+    }
     int ks[2] = {a, b};
-    int t = common_type(c, ks, 2, n->pos);
+    int t = common_type(c, ks, 2, 1);
     if (t < 0) return -1;
     int l = t, r = t;
     switch (n->op) {
@@ -371,7 +441,9 @@ static int check_ternary(checker *c, const oc_map_node *n)
     if (all_weak)
         for (int i = first; i < 3; i++)
             if ((k[i] = strong(c, k[i])) < 0) return -1;
-    int t = common_type(c, k + first, 3 - first, n->pos);
+    /* numpy.where casts a Python int the array type cannot hold (it wraps); clip and the
+     * ufuncs raise OverflowError. */
+    int t = common_type(c, k + first, 3 - first, n->op != MOP_WHERE);
     if (t < 0) return -1;
     for (int i = first; i < 3; i++)
         if ((k[i] = convert(c, k[i], t)) < 0) return -1;
@@ -405,6 +477,7 @@ static int check_name(checker *c, const oc_map_node *n)
         }
         oc_map_node x = node_of(MOP_INPUT, b->type, b->type, n->pos);
         x.input = i;
+        x.array = b->ndim > 0;
         return emit(c, x);
     }
     oc_fail(c->ctx, OC_ERR_INPUT, "unknown name '%.*s' in the expression (column %d): give it as NAME=FILE.npy or --set NAME=VALUE",
