@@ -93,7 +93,7 @@ static int convert(checker *c, int k, int t)
 }
 
 /* numpy's common type of operands ks (NEP 50); -1 after an error. */
-static int common_type(checker *c, const int *ks, int n, int check_bounds)
+static int common_type(checker *c, const int *ks, int n)
 {
     int s = -1;
     int weak_int = 0, weak_float = 0;
@@ -109,17 +109,23 @@ static int common_type(checker *c, const int *ks, int n, int check_bounds)
     if (s < 0) s = weak_float ? MT_F64 : weak_int ? MT_I64 : MT_BOOL;
     if (weak_int && s == MT_BOOL) s = MT_I64;
     if (weak_float && !oc_mt_is_float(s)) s = MT_F64;
-    if (oc_mt_is_integer(s) && check_bounds)
-        for (int i = 0; i < n; i++) {
-            const oc_map_node *x = &c->out->nodes[ks[i]];
-            if (x->weak == MW_INT && !oc_mt_int_fits(s, x->value.i)) {
-                oc_fail(c->ctx, OC_ERR_INPUT,
-                        "Python integer %lld is out of bounds for %s (column %d; numpy raises OverflowError too)",
-                        (long long)x->value.i, oc_mt_name(s), x->pos + 1);
-                return -1;
-            }
-        }
     return s;
+}
+
+/* NEP 50: a Python int converted to an integer loop type it does not fit is numpy's
+ * OverflowError (uint8 + 300); one converted to a float loop (uint8 / 300) is not. */
+static int check_weak_bounds(checker *c, const int *ks, int n, int loop)
+{
+    if (!oc_mt_is_integer(loop)) return 0;
+    for (int i = 0; i < n; i++) {
+        const oc_map_node *x = &c->out->nodes[ks[i]];
+        if (x->weak == MW_INT && !oc_mt_int_fits(loop, x->value.i)) {
+            oc_fail(c->ctx, OC_ERR_INPUT, "Python integer %lld is out of bounds for %s (column %d; numpy raises OverflowError too)",
+                    (long long)x->value.i, oc_mt_name(loop), x->pos + 1);
+            return -1;
+        }
+    }
+    return 0;
 }
 
 /* numpy's loop for sqrt, exp, ... and arctan2: the smallest float holding the input. */
@@ -391,7 +397,7 @@ static int check_binary(checker *c, const oc_map_node *n)
         if (k != -2) return k;
     }
     int ks[2] = {a, b};
-    int t = common_type(c, ks, 2, 1);
+    int t = common_type(c, ks, 2);
     if (t < 0) return -1;
     int l = t, r = t;
     switch (n->op) {
@@ -420,6 +426,7 @@ static int check_binary(checker *c, const oc_map_node *n)
         break;
     default: break;
     }
+    if (check_weak_bounds(c, ks, 2, l) < 0) return -1;
     a = convert(c, a, l);
     b = a < 0 ? -1 : convert(c, b, l);
     if (b < 0) return -1;
@@ -443,8 +450,8 @@ static int check_ternary(checker *c, const oc_map_node *n)
             if ((k[i] = strong(c, k[i])) < 0) return -1;
     /* numpy.where casts a Python int the array type cannot hold (it wraps); clip and the
      * ufuncs raise OverflowError. */
-    int t = common_type(c, k + first, 3 - first, n->op != MOP_WHERE);
-    if (t < 0) return -1;
+    int t = common_type(c, k + first, 3 - first);
+    if (t < 0 || (n->op != MOP_WHERE && check_weak_bounds(c, k + first, 3 - first, t) < 0)) return -1;
     for (int i = first; i < 3; i++)
         if ((k[i] = convert(c, k[i], t)) < 0) return -1;
     if (n->op == MOP_WHERE) {
