@@ -20,7 +20,8 @@
  *     only for reductions over all elements (sum, mean, min, max): block b writes the
  *     reduction of its grid-stride share of the n elements to partials[b], in the
  *     reduction's type RT (oc_map_plan.reduce_type; mean's partials are sums); launch with
- *     blockDim.x == OC_MAP_CUDA_BLOCK. The host adds the partials in block order. The order
+ *     blockDim.x == OC_MAP_CUDA_BLOCK and at most ceil(n / OC_MAP_CUDA_BLOCK) blocks (a
+ *     block without elements writes 0). The host combines the partials in block order. The order
  *     of a float sum is a tree within each block, not numpy's pairwise order: the result
  *     differs from numpy by at most about (log2(n) + 2) * eps * sum(|x|) (docs/map.md).
  *

@@ -26,6 +26,7 @@ typedef struct checker {
     const oc_map_binding *bind;
     int nbind;
     oc_map_expr *out;
+    int *input_node;   /* per binding: its MOP_INPUT node once emitted, else -1 */
 } checker;
 
 static int emit(checker *c, oc_map_node n)
@@ -482,10 +483,12 @@ static int check_name(checker *c, const oc_map_node *n)
             s.pos = n->pos;
             return emit(c, s);
         }
+        /* One node per input, however often the expression names it: read once per block. */
+        if (c->input_node[i] >= 0) return c->input_node[i];
         oc_map_node x = node_of(MOP_INPUT, b->type, b->type, n->pos);
         x.input = i;
         x.array = b->ndim > 0;
-        return emit(c, x);
+        return c->input_node[i] = emit(c, x);
     }
     oc_fail(c->ctx, OC_ERR_INPUT, "unknown name '%.*s' in the expression (column %d): give it as NAME=FILE.npy or --set NAME=VALUE",
             n->name_len, name, n->pos + 1);
@@ -517,7 +520,11 @@ oc_status oc_map_typecheck(oc_context *ctx, const oc_map_expr *e, const oc_map_b
     memset(out, 0, sizeof *out);
     out->text = e->text;
     checker c = {.ctx = ctx, .e = e, .bind = bindings, .nbind = n_bindings, .out = out};
+    c.input_node = malloc(sizeof(int) * (size_t)(n_bindings + 1));
+    if (!c.input_node) return oc_fail(ctx, OC_ERR_NO_MEMORY, "out of memory");
+    for (int i = 0; i < n_bindings; i++) c.input_node[i] = -1;
     int root = check(&c, e->root);
+    free(c.input_node);
     /* A result made of Python scalars alone becomes numpy's default int or float. */
     if (root >= 0) root = strong(&c, root);
     if (root < 0) {
