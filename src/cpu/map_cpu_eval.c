@@ -31,15 +31,6 @@ struct oc_map_eval {
     unsigned char *arena;
 };
 
-static void mark(const oc_map_expr *ir, int k, char *live)
-{
-    if (k < 0 || live[k]) return;
-    live[k] = 1;
-    mark(ir, ir->nodes[k].a, live);
-    mark(ir, ir->nodes[k].b, live);
-    mark(ir, ir->nodes[k].c, live);
-}
-
 oc_map_eval *oc_map_eval_create(const oc_map_plan *m)
 {
     const oc_map_expr *ir = &m->ir;
@@ -50,7 +41,7 @@ oc_map_eval *oc_map_eval_create(const oc_map_plan *m)
     ev->step_of = malloc(sizeof(int) * (size_t)ir->count);
     ev->steps = calloc((size_t)ir->count, sizeof *ev->steps);
     if (!ev->step_of || !ev->steps) goto fail;
-    mark(ir, ir->root, live);
+    oc_map_expr_live(ir, ir->root, live);
     for (int k = 0; k < ir->count; k++) {
         ev->step_of[k] = -1;
         if (!live[k]) continue;

@@ -221,15 +221,6 @@ static void emit_expr(oc_text *b, const oc_map_plan *m, int k)
     }
 }
 
-static void mark(const oc_map_expr *ir, int k, char *live)
-{
-    if (k < 0 || live[k]) return;
-    live[k] = 1;
-    mark(ir, ir->nodes[k].a, live);
-    mark(ir, ir->nodes[k].b, live);
-    mark(ir, ir->nodes[k].c, live);
-}
-
 /* The parameters after the first: the used inputs, then n, start and error. */
 static void emit_params(oc_text *b, const oc_map_plan *m)
 {
@@ -280,7 +271,7 @@ oc_status oc_map_emit_cuda(oc_context *ctx, const oc_map_plan *m, char **src, in
 {
     char *live = calloc((size_t)m->ir.count, 1);
     if (!live) return oc_fail(ctx, OC_ERR_NO_MEMORY, "out of memory");
-    mark(&m->ir, m->ir.root, live);
+    oc_map_expr_live(&m->ir, m->ir.root, live);
     const int root = m->ir.root, et = m->expr_type;
     char rootname[24];
     snprintf(rootname, sizeof rootname, "v%d", root);

@@ -70,6 +70,9 @@ typedef struct oc_map_expr {
 oc_status oc_map_parse(oc_context *ctx, const char *text, oc_map_expr *e);
 void oc_map_expr_free(oc_map_expr *e);
 
+/* Sets live[j] for node k and every node it depends on (live: e->count zeroed bytes). */
+void oc_map_expr_live(const oc_map_expr *e, int k, char *live);
+
 /* Appends a node; returns its index or -1 when out of memory. */
 int oc_map_expr_add(oc_map_expr *e, oc_map_node n);
 

@@ -69,6 +69,15 @@ int oc_map_expr_add(oc_map_expr *e, oc_map_node n)
     return e->count++;
 }
 
+void oc_map_expr_live(const oc_map_expr *e, int k, char *live)
+{
+    if (k < 0 || live[k]) return;
+    live[k] = 1;
+    oc_map_expr_live(e, e->nodes[k].a, live);
+    oc_map_expr_live(e, e->nodes[k].b, live);
+    oc_map_expr_live(e, e->nodes[k].c, live);
+}
+
 void oc_map_expr_free(oc_map_expr *e)
 {
     if (!e) return;

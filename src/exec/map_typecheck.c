@@ -179,6 +179,21 @@ static double py_floordiv(double a, double b, double *mod)
     return fl;
 }
 
+/* A comparison of two Python scalars from how they compare (all three 0: unordered, NaN). */
+static int fold_compare(checker *c, oc_map_op op, int lt, int eq, int gt, int pos)
+{
+    oc_map_value v = {0};
+    switch (op) {
+    case MOP_EQ: v.i = eq; break;
+    case MOP_NE: v.i = !eq; break;
+    case MOP_LT: v.i = lt; break;
+    case MOP_LE: v.i = lt || eq; break;
+    case MOP_GT: v.i = gt; break;
+    default: v.i = gt || eq; break;
+    }
+    return weak_const(c, MW_BOOL, v, pos);
+}
+
 /* a op b on two Python scalars, as Python computes it. */
 static int fold_binary(checker *c, oc_map_op op, int ka, int kb, int pos)
 {
@@ -207,12 +222,8 @@ static int fold_binary(checker *c, oc_map_op op, int ka, int kb, int pos)
             if (x == 0 && y < 0) return fold_fail(c, pos, "0.0 cannot be raised to a negative power");
             v.f = pow(x, y);
             break;
-        case MOP_EQ: v.i = x == y; return weak_const(c, MW_BOOL, v, pos);
-        case MOP_NE: v.i = x != y; return weak_const(c, MW_BOOL, v, pos);
-        case MOP_LT: v.i = x < y; return weak_const(c, MW_BOOL, v, pos);
-        case MOP_LE: v.i = x <= y; return weak_const(c, MW_BOOL, v, pos);
-        case MOP_GT: v.i = x > y; return weak_const(c, MW_BOOL, v, pos);
-        case MOP_GE: v.i = x >= y; return weak_const(c, MW_BOOL, v, pos);
+        case MOP_EQ: case MOP_NE: case MOP_LT: case MOP_LE: case MOP_GT: case MOP_GE:
+            return fold_compare(c, op, x < y, x == y, x > y, pos);
         default: return fold_fail(c, pos, "bitwise operators do not apply to floats");
         }
         return weak_const(c, MW_FLOAT, v, pos);
@@ -254,12 +265,8 @@ static int fold_binary(checker *c, oc_map_op op, int ka, int kb, int pos)
     case MOP_AND: v.i = x & y; return weak_const(c, both_bool ? MW_BOOL : MW_INT, v, pos);
     case MOP_OR: v.i = x | y; return weak_const(c, both_bool ? MW_BOOL : MW_INT, v, pos);
     case MOP_XOR: v.i = x ^ y; return weak_const(c, both_bool ? MW_BOOL : MW_INT, v, pos);
-    case MOP_EQ: v.i = x == y; return weak_const(c, MW_BOOL, v, pos);
-    case MOP_NE: v.i = x != y; return weak_const(c, MW_BOOL, v, pos);
-    case MOP_LT: v.i = x < y; return weak_const(c, MW_BOOL, v, pos);
-    case MOP_LE: v.i = x <= y; return weak_const(c, MW_BOOL, v, pos);
-    case MOP_GT: v.i = x > y; return weak_const(c, MW_BOOL, v, pos);
-    case MOP_GE: v.i = x >= y; return weak_const(c, MW_BOOL, v, pos);
+    case MOP_EQ: case MOP_NE: case MOP_LT: case MOP_LE: case MOP_GT: case MOP_GE:
+        return fold_compare(c, op, x < y, x == y, x > y, pos);
     default: return fold_fail(c, pos, "internal: unexpected operator");
     }
     if (overflow) return fold_fail(c, pos, "arithmetic on Python integers overflows int64");
