@@ -1,5 +1,6 @@
 /* cmd_map.c - `outcore map`: an element-wise expression over .npy arrays (docs/map.md). */
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -159,24 +160,29 @@ static int parse_map_args(int argc, char **argv, map_args *g)
     return -1;
 }
 
-static void print_value(oc_map_dtype t, const void *p)
+/* One value as numpy prints it (bool as true/false in JSON, where NaN and infinities are null). */
+static const char *format_value(oc_map_dtype t, const void *p, int json, char *buf, size_t size)
 {
     switch (t) {
-    case OC_MAP_BOOL: printf("%s\n", *(const uint8_t *)p ? "True" : "False"); break;
-    case OC_MAP_INT8: printf("%d\n", *(const int8_t *)p); break;
-    case OC_MAP_INT16: printf("%d\n", *(const int16_t *)p); break;
-    case OC_MAP_INT32: printf("%" PRId32 "\n", *(const int32_t *)p); break;
-    case OC_MAP_INT64: printf("%" PRId64 "\n", *(const int64_t *)p); break;
-    case OC_MAP_UINT8: printf("%u\n", *(const uint8_t *)p); break;
-    case OC_MAP_UINT16: printf("%u\n", *(const uint16_t *)p); break;
-    case OC_MAP_UINT32: printf("%" PRIu32 "\n", *(const uint32_t *)p); break;
-    case OC_MAP_UINT64: printf("%" PRIu64 "\n", *(const uint64_t *)p); break;
-    case OC_MAP_FLOAT32: printf("%.9g\n", (double)*(const float *)p); break;
-    default: printf("%.17g\n", *(const double *)p); break;
+    case OC_MAP_BOOL: snprintf(buf, size, "%s", *(const uint8_t *)p ? (json ? "true" : "True") : (json ? "false" : "False")); break;
+    case OC_MAP_INT8: snprintf(buf, size, "%d", *(const int8_t *)p); break;
+    case OC_MAP_INT16: snprintf(buf, size, "%d", *(const int16_t *)p); break;
+    case OC_MAP_INT32: snprintf(buf, size, "%" PRId32, *(const int32_t *)p); break;
+    case OC_MAP_INT64: snprintf(buf, size, "%" PRId64, *(const int64_t *)p); break;
+    case OC_MAP_UINT8: snprintf(buf, size, "%u", *(const uint8_t *)p); break;
+    case OC_MAP_UINT16: snprintf(buf, size, "%u", *(const uint16_t *)p); break;
+    case OC_MAP_UINT32: snprintf(buf, size, "%" PRIu32, *(const uint32_t *)p); break;
+    case OC_MAP_UINT64: snprintf(buf, size, "%" PRIu64, *(const uint64_t *)p); break;
+    default: {
+        double v = t == OC_MAP_FLOAT32 ? (double)*(const float *)p : *(const double *)p;
+        if (json && !isfinite(v)) snprintf(buf, size, "null");
+        else snprintf(buf, size, t == OC_MAP_FLOAT32 ? "%.9g" : "%.17g", v);
     }
+    }
+    return buf;
 }
 
-static void print_summary(const map_args *g, const oc_map *m, const oc_map_stats *s)
+static void print_summary(const map_args *g, const oc_map *m, const oc_map_stats *s, const void *value)
 {
     int64_t shape[OC_MAP_MAX_DIMS];
     int nd = oc_map_result_shape(m, shape);
@@ -190,6 +196,8 @@ static void print_summary(const map_args *g, const oc_map *m, const oc_map_stats
             else putchar(*c);
         printf("\", \"output\": ");
         if (g->output) printf("\"%s\"", g->output); else printf("null");
+        char buf[64];
+        if (value) printf(", \"value\": %s", format_value(oc_map_result_dtype(m), value, 1, buf, sizeof buf));
         printf(", \"dtype\": \"%s\", \"shape\": [", oc_map_dtype_name(oc_map_result_dtype(m)));
         for (int d = 0; d < nd; d++) printf("%s%" PRId64, d ? ", " : "", shape[d]);
         printf("], \"backend\": \"%s\", \"backend_desc\": \"%s\", \"seconds\": %.6f, \"elements\": %" PRId64
@@ -274,8 +282,9 @@ int oc_cmd_map(int argc, char **argv)
         rc = cli_status_error(ctx, st);
         goto done;
     }
-    if (to_stdout && !g.json) print_value(oc_map_result_dtype(m), value);
-    if (!g.quiet || g.json) print_summary(&g, m, &stats);
+    char text[64];
+    if (to_stdout && !g.json) printf("%s\n", format_value(oc_map_result_dtype(m), value, 0, text, sizeof text));
+    if (!g.quiet || g.json) print_summary(&g, m, &stats, to_stdout ? value : NULL);
     rc = OC_EXIT_OK;
 done:
     oc_map_free(m);

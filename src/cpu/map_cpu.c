@@ -11,11 +11,14 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "core/context.h"
 #include "core/error.h"
 #include "core/threads.h"
 #include "cpu/map_cpu_ops.h"
+#include "mem/host_budget.h"
 
 /* Parts per thread: enough that a slow thread (a busy core) does not hold up the end. */
 #define PARTS_PER_THREAD 4
@@ -48,7 +51,33 @@ typedef struct elementwise {
     oc_map_cpu_job *job;
     unsigned char *out;
     int64_t per_part;
+    int release;      /* drop the input pages behind each part (inputs larger than the budget) */
 } elementwise;
+
+/* Elements between two releases of the input pages a part has read. */
+#define RELEASE_EVERY (64 * OC_MAP_BLOCK)
+
+/* Drops the whole pages of the file inputs' elements [begin, end) from this process's
+ * mapping: they stay in the page cache but no longer count in its resident memory, so a job
+ * over inputs larger than --host-mem holds only what the parts are reading. */
+static void release_pages(const unsigned char *data, size_t elem, int64_t begin, int64_t end)
+{
+    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t lo = ((uintptr_t)(data + begin * (int64_t)elem) + page - 1) & ~(page - 1);
+    uintptr_t hi = (uintptr_t)(data + end * (int64_t)elem) & ~(page - 1);
+    if (hi > lo) madvise((void *)lo, hi - lo, MADV_DONTNEED);
+}
+
+/* The output too when it is a shared file mapping: the kernel moves a dropped dirty page's
+ * state to the page cache, which writes it back; a caller's memory is never touched. */
+static void release_inputs(const oc_map_plan *m, unsigned char *out, int64_t begin, int64_t end)
+{
+    for (int k = 0; k < m->n_inputs; k++) {
+        const oc_map_bound *b = &m->inputs[k];
+        if (b->used && b->same_shape && b->path) release_pages(b->data, oc_mt_size(b->type), begin, end);
+    }
+    if (m->out_is_file) release_pages(out, oc_mt_size(m->out_type), begin, end);
+}
 
 static void elementwise_part(void *arg, int part, int parts)
 {
@@ -67,6 +96,7 @@ static void elementwise_part(void *arg, int part, int parts)
     const int same = m->out_type == m->expr_type;
     oc_map_cast_loop cast = same ? NULL : oc_map_cpu_cast(m->expr_type, m->out_type);
     int error = 0;
+    int64_t released = begin;
     for (int64_t s = begin; s < end; s += OC_MAP_BLOCK) {
         int64_t n = end - s < OC_MAP_BLOCK ? end - s : OC_MAP_BLOCK;
         unsigned char *dst = w->out + s * (int64_t)osize;
@@ -77,8 +107,13 @@ static void elementwise_part(void *arg, int part, int parts)
             atomic_store(&job->failed, 2);
             break;
         }
+        if (w->release && s + n - released >= RELEASE_EVERY) {
+            release_inputs(m, w->out, released, s + n);
+            released = s + n;
+        }
         if (oc_map_cpu_tick(job, n)) break;
     }
+    if (w->release) release_inputs(m, w->out, released, end);
     oc_map_eval_free(ev);
 }
 
@@ -111,6 +146,10 @@ static oc_status map_cpu_run(oc_context *ctx, const oc_map_plan *m, void *out, o
     if (parts > blocks) parts = (int)blocks;
     /* Parts start on block boundaries, so every block but the last is whole. */
     elementwise w = {.job = &job, .out = out, .per_part = (blocks + parts - 1) / parts * OC_MAP_BLOCK};
+    int64_t in_bytes = 0;
+    for (int k = 0; k < m->n_inputs; k++)
+        if (m->inputs[k].used) in_bytes += m->inputs[k].count * (int64_t)oc_mt_size(m->inputs[k].type);
+    w.release = in_bytes > oc_host_budget_resolve(m->opts.host_mem_bytes);
     if (job.workers) oc_workers_split(job.workers, parts, elementwise_part, &w);
     else
         for (int p = 0; p < parts; p++) elementwise_part(&w, p, parts);

@@ -372,6 +372,7 @@ oc_status oc_map_run(oc_context *ctx, oc_map *m, const char *out_path, void *out
         OC_CHECK(oc_npy_out_create_nd(ctx, out_path, oc_mt_descr(m->out_type), oc_mt_size(m->out_type), m->out_ndim,
                                       m->out_shape, &w, &dst));
     }
+    m->out_is_file = w != NULL;
     oc_status st = m->count > 0 || m->reduce != OC_MAP_REDUCE_NONE ? be->run(ctx, m, dst, &local) : OC_OK;
     if (st == OC_OK && w) {
         st = oc_npy_out_commit(ctx, w);

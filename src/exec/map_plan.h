@@ -48,6 +48,9 @@ struct oc_map {
     int64_t out_shape[OC_MAP_MAX_DIMS];
     int64_t out_count;
     oc_map_options opts;
+    int out_is_file;                  /* set by oc_map_run: the output is a shared file mapping,
+                                       * whose written pages the backend may drop (they stay in
+                                       * the page cache and reach the file) */
 };
 typedef struct oc_map oc_map_plan;
 

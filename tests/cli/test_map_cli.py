@@ -93,3 +93,16 @@ def test_explain(arrays):
     proc = run("map", "a * b", f"a={d/'a.npy'}", f"b={d/'b.npy'}", "--explain", "--json")
     info = json.loads(proc.stdout)
     assert info["backend"] == "cpu" and info["elements"] == 12000
+
+
+def test_inputs_larger_than_host_mem(tmp_path):
+    """Inputs past --host-mem are read through the mapping and their pages dropped behind the
+    parts (and the output's): same result."""
+    rng = np.random.default_rng(9)
+    a = rng.standard_normal((700, 1000))
+    b = rng.standard_normal((700, 1000)).astype(np.float32)
+    np.save(tmp_path / "a.npy", a)
+    np.save(tmp_path / "b.npy", b)
+    out = tmp_path / "c.npy"
+    run("map", "a * b - 1", f"a={tmp_path/'a.npy'}", f"b={tmp_path/'b.npy'}", "-o", out, "--host-mem", "1M")
+    assert np.array_equal(np.load(out), a * b - 1)
