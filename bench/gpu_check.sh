@@ -6,7 +6,8 @@
 # With no argument it does all five ("devices" runs `outcore devices --bandwidth --json`).
 # "bench" may be followed by the benchmark's own parts
 # (kernel kernel-200k cublas e2e ooc dense file), or by "topk": top-k and threshold (bench_topk_cuda and
-# the CLI end to end: a packed .npy of 100000 x 200000 bits to a top-10 .npz); "bench" alone
+# the CLI end to end: a packed .npy of 100000 x 200000 bits to a top-10 .npz), or by "map"
+# (bench/bench_map.py: outcore map on the CPU against numpy, numexpr and the STREAM triad); "bench" alone
 # runs both benchmarks. Logs go to $OUT (or /tmp/gpu_check); a short table
 # of every step's result is printed last. TEST_TIMEOUT, SANITIZE_TIMEOUT and BENCH_TIMEOUT
 # (seconds) bound each step so that a hang cannot eat a whole lease (the case table's
@@ -80,9 +81,14 @@ if has devices; then
 fi
 
 topk_bench=0
+map_bench=0
 gram_parts=()
 for part in "${bench_parts[@]}"; do
-  if [ "$part" = topk ]; then topk_bench=1; else gram_parts+=("$part"); fi
+  case "$part" in
+    topk) topk_bench=1 ;;
+    map) map_bench=1 ;;
+    *) gram_parts+=("$part") ;;
+  esac
 done
 [ ${#bench_parts[@]} -eq 0 ] && topk_bench=1
 
@@ -108,9 +114,16 @@ if has bench && [ $topk_bench -eq 1 ]; then
   rm -f /dev/shm/A.npy /dev/shm/top.npz
 fi
 
+if has bench && [ $map_bench -eq 1 ]; then
+  # outcore map on the host's CPU against numpy, numexpr and the STREAM triad (bench/bench_map.py).
+  timeout "${BENCH_TIMEOUT:-400}" python3 bench/bench_map.py --binary "$BUILD/outcore" 2>&1 | tee "$LOGS/bench_map.log"
+  note bench_map "rc ${PIPESTATUS[0]}"
+fi
+
 echo
 echo "== gpu_check summary ($(date -u +%F) $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1))"
 printf '%s\n' "${summary[@]}"
 [ -f "$LOGS/bench.log" ] && has bench && grep -E '^\|' "$LOGS/bench.log"
 [ -f "$LOGS/bench_topk.log" ] && has bench && grep -E '^\|' "$LOGS/bench_topk.log"
+[ -f "$LOGS/bench_map.log" ] && has bench && grep -E '^\|' "$LOGS/bench_map.log"
 exit 0
