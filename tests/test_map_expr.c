@@ -161,6 +161,31 @@ static void test_broadcast_and_eval(void)
               "%s", oc_context_last_error(ctx));
 }
 
+/* A struct_size that is no version's is refused, naming the struct and its macro. */
+static void test_struct_sizes(void)
+{
+    double x = 1;
+    int64_t shape[1] = {1};
+    oc_map_array in = OC_MAP_ARRAY_INIT;
+    in.name = "a", in.data = &x, in.dtype = OC_MAP_FLOAT64, in.ndim = 1, in.shape = shape;
+    oc_map_options o = OC_MAP_OPTIONS_INIT;
+    o.struct_size -= 8;
+    oc_map *m = NULL;
+    CHECK(oc_map_create(ctx, "a", &in, 1, NULL, 0, &o, &m) == OC_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(oc_context_last_error(ctx), "OC_MAP_OPTIONS_INIT") != NULL);
+    in.struct_size = 8;
+    CHECK(oc_map_create(ctx, "a", &in, 1, NULL, 0, NULL, &m) == OC_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(oc_context_last_error(ctx), "OC_MAP_ARRAY_INIT") != NULL);
+    in.struct_size = sizeof in;
+    CHECK(oc_map_create(ctx, "a", &in, 1, NULL, 0, NULL, &m) == OC_OK);
+    oc_map_stats st = {.struct_size = 16};
+    double out;
+    CHECK(oc_map_run(ctx, m, NULL, &out, &st) == OC_ERR_INVALID_ARGUMENT);
+    st.struct_size = sizeof st;
+    CHECK(oc_map_run(ctx, m, NULL, &out, &st) == OC_OK && out == 1 && st.elements == 1 && st.bytes_written == 8);
+    oc_map_free(m);
+}
+
 int main(void)
 {
     if (oc_context_create(&ctx) != OC_OK) return 1;
@@ -168,6 +193,7 @@ int main(void)
     test_promotion_rules();
     test_nep50();
     test_broadcast_and_eval();
+    test_struct_sizes();
     oc_context_free(ctx);
     return oc_test_finish();
 }

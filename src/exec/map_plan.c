@@ -308,12 +308,20 @@ oc_status oc_map_create(oc_context *ctx, const char *expr, const oc_map_array *i
     if (!ctx || !expr || !out || n_inputs < 0 || n_scalars < 0 || (n_inputs && !inputs) || (n_scalars && !scalars))
         return ctx ? oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_map_create: bad arguments") : OC_ERR_INVALID_ARGUMENT;
     oc_context_begin_job(ctx);
+    /* Version 1 of each struct is the only one yet (docs/abi.md). */
+    if (opts && opts->struct_size != sizeof *opts)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                       "oc_map_options: struct_size %zu is no version's (%zu): start from OC_MAP_OPTIONS_INIT",
+                       opts->struct_size, sizeof *opts);
+    for (int i = 0; i < n_inputs; i++)
+        if (inputs[i].struct_size != sizeof *inputs)
+            return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                           "oc_map_array: struct_size %zu is no version's (%zu): start from OC_MAP_ARRAY_INIT",
+                           inputs[i].struct_size, sizeof *inputs);
     oc_map *m = calloc(1, sizeof *m);
     if (!m) return oc_fail(ctx, OC_ERR_NO_MEMORY, "out of memory");
     oc_map_options defaults = OC_MAP_OPTIONS_INIT;
-    m->opts = defaults;
-    if (opts) memcpy(&m->opts, opts, opts->struct_size < sizeof m->opts ? opts->struct_size : sizeof m->opts);
-    m->opts.struct_size = sizeof m->opts;
+    m->opts = opts ? *opts : defaults;
     oc_status st = map_create(ctx, m, expr, inputs, n_inputs, scalars, n_scalars);
     if (st != OC_OK) {
         oc_map_free(m);
@@ -360,6 +368,10 @@ oc_status oc_map_run(oc_context *ctx, oc_map *m, const char *out_path, void *out
 {
     if (!ctx || !m || (!out_path && !out_data && m->out_count > 0))
         return ctx ? oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_map_run: no output given") : OC_ERR_INVALID_ARGUMENT;
+    if (stats && stats->struct_size != sizeof *stats)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                       "oc_map_stats: struct_size %zu is no version's (%zu): set it to sizeof(oc_map_stats)",
+                       stats->struct_size, sizeof *stats);
     oc_context_begin_job(ctx);
     oc_map_stats local = {.struct_size = sizeof local};
     double t0 = oc_now();
@@ -386,10 +398,6 @@ oc_status oc_map_run(oc_context *ctx, oc_map *m, const char *out_path, void *out
     for (int i = 0; i < m->n_inputs; i++)
         if (m->inputs[i].used) local.bytes_read += m->inputs[i].count * (int64_t)oc_mt_size(m->inputs[i].type);
     local.bytes_written = m->out_count * (int64_t)oc_mt_size(m->out_type);
-    if (stats) {
-        size_t n = stats->struct_size < sizeof local ? stats->struct_size : sizeof local;
-        memcpy(stats, &local, n);
-        stats->struct_size = n;
-    }
+    if (stats) *stats = local;
     return OC_OK;
 }
