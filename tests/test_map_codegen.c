@@ -4,7 +4,6 @@
  * loaded with dlopen (it compiles without a GPU); without it the test reports itself skipped.
  * Running the kernels and comparing with the CPU is the GPU path's test, on a device.
  */
-#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,61 +11,14 @@
 #include "exec/map_codegen.h"
 #include "exec/map_types.h"
 #include "harness.h"
-
-typedef int (*create_fn)(void **prog, const char *src, const char *name, int nh, const char *const *h,
-                         const char *const *names);
-typedef int (*compile_fn)(void *prog, int nopt, const char *const *opts);
-typedef int (*logsize_fn)(void *prog, size_t *size);
-typedef int (*log_fn)(void *prog, char *log);
-typedef int (*destroy_fn)(void **prog);
-
-static struct {
-    create_fn create;
-    compile_fn compile;
-    logsize_fn log_size;
-    log_fn log;
-    destroy_fn destroy;
-} nvrtc;
-
-static int load_nvrtc(void)
-{
-    const char *names[] = {"libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12", "/usr/local/cuda/lib64/libnvrtc.so", NULL};
-    void *h = NULL;
-    char buf[512];
-    const char *home = getenv("CUDA_HOME");
-    if (home) {
-        snprintf(buf, sizeof buf, "%s/lib64/libnvrtc.so", home);
-        h = dlopen(buf, RTLD_NOW | RTLD_LOCAL);
-    }
-    for (int i = 0; !h && names[i]; i++) h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
-    if (!h) return 0;
-    nvrtc.create = (create_fn)dlsym(h, "nvrtcCreateProgram");
-    nvrtc.compile = (compile_fn)dlsym(h, "nvrtcCompileProgram");
-    nvrtc.log_size = (logsize_fn)dlsym(h, "nvrtcGetProgramLogSize");
-    nvrtc.log = (log_fn)dlsym(h, "nvrtcGetProgramLog");
-    nvrtc.destroy = (destroy_fn)dlsym(h, "nvrtcDestroyProgram");
-    return nvrtc.create && nvrtc.compile && nvrtc.log_size && nvrtc.log && nvrtc.destroy;
-}
+#include "map_nvrtc.h"
 
 /* Compiles src; returns 1 on success, else prints the log. */
 static int compiles(const char *src, const char *what)
 {
-    void *prog = NULL;
-    if (nvrtc.create(&prog, src, "map.cu", 0, NULL, NULL) != 0) return 0;
-    const char *opts[] = {"--gpu-architecture=compute_80"};
-    int rc = nvrtc.compile(prog, 1, opts);
-    if (rc != 0) {
-        size_t n = 0;
-        nvrtc.log_size(prog, &n);
-        char *log = malloc(n + 1);
-        if (log) {
-            nvrtc.log(prog, log);
-            fprintf(stderr, "%s:\n%s\n--- source ---\n%s\n", what, log, src);
-            free(log);
-        }
-    }
-    nvrtc.destroy(&prog);
-    return rc == 0;
+    char *ptx = map_nvrtc_compile(src, "compute_80", what);
+    free(ptx);
+    return ptx != NULL;
 }
 
 typedef struct {
@@ -79,7 +31,7 @@ typedef struct {
 
 int main(void)
 {
-    if (!load_nvrtc()) {
+    if (!map_nvrtc_load()) {
         oc_test_skip("libnvrtc is not installed: the CUDA source of map cannot be compiled here");
         return oc_test_finish();
     }

@@ -156,12 +156,16 @@ static void emit_expr(oc_text *b, const oc_map_plan *m, int k)
     case MOP_SUB:
     case MOP_MUL: {
         char op = n->op == MOP_ADD ? '+' : n->op == MOP_SUB ? '-' : '*';
-        if (is_f) oc_text_printf(b, "%s %c %s", A, op, B);
+        /* The _rn intrinsics are never contracted into a fused multiply-add (NVRTC's default
+         * --fmad=true would fuse a * b + c), so each operation rounds as on the CPU. */
+        if (is_f)
+            oc_text_printf(b, "__%s%s_rn(%s, %s)", t == MT_F32 ? "f" : "d",
+                           n->op == MOP_ADD ? "add" : n->op == MOP_SUB ? "sub" : "mul", A, B);
         else if (is_b) oc_text_printf(b, "(unsigned char)(%s %c %s)", A, n->op == MOP_ADD ? '|' : '&', B);
         else oc_text_printf(b, "(%s)((oc_u64)%s %c (oc_u64)%s)", T, A, op, B);
         return;
     }
-    case MOP_DIV: oc_text_printf(b, "%s / %s", A, B); return;
+    case MOP_DIV: oc_text_printf(b, "__%sdiv_rn(%s, %s)", t == MT_F32 ? "f" : "d", A, B); return;
     case MOP_FLOORDIV:
         if (is_f) oc_text_printf(b, "oc_ffdiv<%s>(%s, %s)", T, A, B);
         else if (is_s) oc_text_printf(b, "oc_fdiv_s<%s>(%s, %s, %s)", T, A, B, int_min(t));
