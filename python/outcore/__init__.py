@@ -34,6 +34,8 @@ def cuda_device_count():
 
 library_path = str(_lib.library_path)
 
-__all__ = ["gram", "map", "Context", "release_cached_memory", "devices", "inspect", "cpu_isa", "cuda_device_count", "library_path", "__version__",
+# map stays out of __all__: `from outcore import *` must not shadow the builtin map (as numpy
+# keeps min and max out of its own).
+__all__ = ["gram", "Context", "release_cached_memory", "devices", "inspect", "cpu_isa", "cuda_device_count", "library_path", "__version__",
            "Error", "InputError", "OutOfMemoryError", "DeviceError", "UnsupportedError", "CancelledError",
            "IOFailure", "InternalError"]

@@ -311,3 +311,12 @@ def test_zero_dim():
     a = np.array(2.5)
     assert same_bits(np.asarray(outcore.map("a * 3 + 1", a=a)), np.asarray(a * 3 + 1))
     assert outcore.map("a * 3 + 1", a=a).shape == ()
+
+
+def test_explain_and_backends():
+    a = np.zeros((4, 3))
+    text = outcore.map("a * 2", a=a, explain=True)
+    assert "cpu" in text and "4 x 3" in text
+    with pytest.raises(outcore.UnsupportedError, match="not available yet"):
+        outcore.map("a * 2", a=a, backend="cuda")
+    assert "map" not in outcore.__all__ and callable(outcore.map)
