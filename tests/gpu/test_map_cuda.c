@@ -3,10 +3,12 @@
  * bytes: the element-wise kernel over two chunks (start offsets, a chunked input and a
  * broadcast one, output casts) for integer, comparison and float arithmetic, and the
  * partial-reduction kernel for integer sums, min and max (exact) and float sums (within the
- * bound map_codegen.h states). Compiled with NVRTC (dlopen), loaded with the driver API.
- * Exits 77 without a usable device or without NVRTC.
+ * bound map_codegen.h states). Compiled with NVRTC (dlopen), loaded and launched through the
+ * runtime's library API (cudaLibraryLoadData: the static runtime finds the driver itself, so
+ * the test starts, and skips, on a machine without one). Exits 77 without a usable device or
+ * without NVRTC.
  */
-#include <cuda.h>
+#include <cuda_runtime_api.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,12 +25,10 @@ static char arch[32];
 #define N_ROWS 1000
 #define N_COLS 257
 
-static int cu_ok(CUresult r, const char *what)
+static int cu_ok(cudaError_t r, const char *what)
 {
-    if (r == CUDA_SUCCESS) return 1;
-    const char *s = NULL;
-    cuGetErrorString(r, &s);
-    oc_test_fail(__FILE__, __LINE__, "%s: %s", what, s ? s : "?");
+    if (r == cudaSuccess) return 1;
+    oc_test_fail(__FILE__, __LINE__, "%s: %s", what, cudaGetErrorString(r));
     return 0;
 }
 
@@ -61,46 +61,47 @@ static int run_kernel(const oc_map_plan *m, const char *src, const char *name, v
     char *ptx = map_nvrtc_compile(src, arch, m->text);
     CHECK_MSG(ptx != NULL, "%s does not compile", m->text);
     if (!ptx) return 0;
-    CUmodule mod = NULL;
-    CUfunction fn = NULL;
-    int ok = cu_ok(cuModuleLoadData(&mod, ptx), "cuModuleLoadData") && cu_ok(cuModuleGetFunction(&fn, mod, name), name);
+    cudaLibrary_t lib = NULL;
+    cudaKernel_t fn = NULL;
+    int ok = cu_ok(cudaLibraryLoadData(&lib, ptx, NULL, NULL, 0, NULL, NULL, 0), "cudaLibraryLoadData") &&
+             cu_ok(cudaLibraryGetKernel(&fn, lib, name), name);
     free(ptx);
-    CUdeviceptr din[4] = {0}, dout = 0, derr = 0;
+    char *din[4] = {0}, *dout = NULL, *derr = NULL;
     for (int k = 0; ok && k < m->n_inputs; k++) {
         size_t bytes = (size_t)m->inputs[k].count * oc_mt_size(m->inputs[k].type);
-        ok = cu_ok(cuMemAlloc(&din[k], bytes ? bytes : 1), "cuMemAlloc") &&
-             cu_ok(cuMemcpyHtoD(din[k], m->inputs[k].data, bytes), "upload");
+        ok = cu_ok(cudaMalloc((void **)&din[k], bytes ? bytes : 1), "cudaMalloc") &&
+             cu_ok(cudaMemcpy(din[k], m->inputs[k].data, bytes, cudaMemcpyHostToDevice), "upload");
     }
     int reduce = blocks > 0;
     size_t out_bytes = reduce ? (size_t)blocks * out_elem : (size_t)m->count * out_elem;
-    ok = ok && cu_ok(cuMemAlloc(&dout, out_bytes), "cuMemAlloc") && cu_ok(cuMemAlloc(&derr, sizeof(int)), "cuMemAlloc") &&
-         cu_ok(cuMemsetD8(derr, 0, sizeof(int)), "memset");
+    ok = ok && cu_ok(cudaMalloc((void **)&dout, out_bytes), "cudaMalloc") &&
+         cu_ok(cudaMalloc((void **)&derr, sizeof(int)), "cudaMalloc") && cu_ok(cudaMemset(derr, 0, sizeof(int)), "memset");
     /* Two chunks: the second starts mid-row, so the broadcast offsets start mid-pattern. */
     int64_t cut = reduce ? m->count : m->count / 2 + 3;
     for (int chunk = 0; ok && chunk < (reduce ? 1 : 2); chunk++) {
         long long start = chunk ? cut : 0, n = chunk ? m->count - cut : cut;
-        CUdeviceptr in_ptr[4], out_ptr = dout + (reduce ? 0 : (CUdeviceptr)(start * (long long)out_elem));
+        char *in_ptr[4], *out_ptr = dout + (reduce ? 0 : start * (long long)out_elem);
         void *params[8];
         int np = 0;
         params[np++] = &out_ptr;
         for (int k = 0; k < m->n_inputs; k++) {
             if (!m->inputs[k].used) continue;
-            in_ptr[k] = din[k] + (m->inputs[k].same_shape ? (CUdeviceptr)(start * (long long)oc_mt_size(m->inputs[k].type)) : 0);
+            in_ptr[k] = din[k] + (m->inputs[k].same_shape ? start * (long long)oc_mt_size(m->inputs[k].type) : 0);
             params[np++] = &in_ptr[k];
         }
         params[np++] = &n;
         params[np++] = &start;
         params[np++] = &derr;
         unsigned grid = reduce ? (unsigned)blocks : 120;
-        ok = cu_ok(cuLaunchKernel(fn, grid, 1, 1, OC_MAP_CUDA_BLOCK, 1, 1, 0, NULL, params, NULL), "launch") &&
-             cu_ok(cuCtxSynchronize(), "synchronize");
+        dim3 g = {grid, 1, 1}, blk = {OC_MAP_CUDA_BLOCK, 1, 1};
+        ok = cu_ok(cudaLaunchKernel((const void *)fn, g, blk, params, 0, NULL), "launch") &&
+             cu_ok(cudaDeviceSynchronize(), "synchronize");
     }
-    ok = ok && cu_ok(cuMemcpyDtoH(out, dout, out_bytes), "download");
-    for (int k = 0; k < 4; k++)
-        if (din[k]) cuMemFree(din[k]);
-    if (dout) cuMemFree(dout);
-    if (derr) cuMemFree(derr);
-    if (mod) cuModuleUnload(mod);
+    ok = ok && cu_ok(cudaMemcpy(out, dout, out_bytes, cudaMemcpyDeviceToHost), "download");
+    for (int k = 0; k < 4; k++) cudaFree(din[k]);
+    cudaFree(dout);
+    cudaFree(derr);
+    if (lib) cudaLibraryUnload(lib);
     return ok;
 }
 
@@ -200,10 +201,8 @@ static void check_reduce(const char *expr, int ta, oc_map_reduce op)
 
 int main(void)
 {
-    CUdevice dev;
-    CUcontext cuctx;
     int count = 0;
-    if (cuInit(0) != CUDA_SUCCESS || cuDeviceGetCount(&count) != CUDA_SUCCESS || count == 0) {
+    if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
         oc_test_skip("no usable CUDA device");
         return oc_test_finish();
     }
@@ -212,10 +211,9 @@ int main(void)
         return oc_test_finish();
     }
     int major = 0, minor = 0;
-    if (!cu_ok(cuDeviceGet(&dev, 0), "cuDeviceGet") || !cu_ok(cuDevicePrimaryCtxRetain(&cuctx, dev), "context") ||
-        !cu_ok(cuCtxSetCurrent(cuctx), "context") ||
-        !cu_ok(cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev), "attribute") ||
-        !cu_ok(cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev), "attribute"))
+    if (!cu_ok(cudaSetDevice(0), "cudaSetDevice") ||
+        !cu_ok(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0), "attribute") ||
+        !cu_ok(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, 0), "attribute"))
         return oc_test_finish();
     snprintf(arch, sizeof arch, "compute_%d%d", major, minor);
     if (oc_context_create(&ctx) != OC_OK) return 1;
@@ -235,6 +233,5 @@ int main(void)
     check_reduce("a * 2", MT_F64, OC_MAP_REDUCE_SUM);
     check_reduce("a", MT_F32, OC_MAP_REDUCE_SUM);
     oc_context_free(ctx);
-    cuDevicePrimaryCtxRelease(dev);
     return oc_test_finish();
 }
