@@ -42,9 +42,10 @@ oc_status oc_map_explain(oc_context *ctx, const oc_map *m, int json, char **text
     } else {
         oc_text_printf(&b,
                            "%s over %s (%" PRId64 " elements, %s): reads %" PRId64 " bytes, writes %" PRId64
-                           " bytes of %s %s%s%s; cpu with %d threads: %s\n",
+                           " bytes of %s %s%s%s; cpu with %d thread%s: %s\n",
                            m->text, shape, m->count, oc_mt_name(m->expr_type), in_bytes, out_bytes, oc_mt_name(m->out_type),
-                           oshape, m->reduce ? ", reduced by " : "", m->reduce ? reduce_name(m->reduce) : "", threads, why);
+                           oshape, m->reduce ? ", reduced by " : "", m->reduce ? reduce_name(m->reduce) : "", threads,
+                       threads == 1 ? "" : "s", why);
     }
     return oc_text_finish(ctx, &b, text);
 }
