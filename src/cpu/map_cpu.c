@@ -51,15 +51,11 @@ typedef struct elementwise {
     oc_map_cpu_job *job;
     unsigned char *out;
     int64_t per_part;
-    int release;      /* drop the input pages behind each part (inputs larger than the budget) */
 } elementwise;
 
 /* Elements between two releases of the input pages a part has read. */
 #define RELEASE_EVERY (64 * OC_MAP_BLOCK)
 
-/* Drops the whole pages of the file inputs' elements [begin, end) from this process's
- * mapping: they stay in the page cache but no longer count in its resident memory, so a job
- * over inputs larger than --host-mem holds only what the parts are reading. */
 static void release_pages(const unsigned char *data, size_t elem, int64_t begin, int64_t end)
 {
     const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
@@ -70,13 +66,13 @@ static void release_pages(const unsigned char *data, size_t elem, int64_t begin,
 
 /* The output too when it is a shared file mapping: the kernel moves a dropped dirty page's
  * state to the page cache, which writes it back; a caller's memory is never touched. */
-static void release_inputs(const oc_map_plan *m, unsigned char *out, int64_t begin, int64_t end)
+void oc_map_cpu_release(const oc_map_plan *m, unsigned char *out, int64_t begin, int64_t end)
 {
     for (int k = 0; k < m->n_inputs; k++) {
         const oc_map_bound *b = &m->inputs[k];
         if (b->used && b->same_shape && b->path) release_pages(b->data, oc_mt_size(b->type), begin, end);
     }
-    if (m->out_is_file) release_pages(out, oc_mt_size(m->out_type), begin, end);
+    if (out && m->out_is_file) release_pages(out, oc_mt_size(m->out_type), begin, end);
 }
 
 static void elementwise_part(void *arg, int part, int parts)
@@ -107,13 +103,13 @@ static void elementwise_part(void *arg, int part, int parts)
             atomic_store(&job->failed, 2);
             break;
         }
-        if (w->release && s + n - released >= RELEASE_EVERY) {
-            release_inputs(m, w->out, released, s + n);
+        if (job->release && s + n - released >= RELEASE_EVERY) {
+            oc_map_cpu_release(m, w->out, released, s + n);
             released = s + n;
         }
         if (oc_map_cpu_tick(job, n)) break;
     }
-    if (w->release) release_inputs(m, w->out, released, end);
+    if (job->release) oc_map_cpu_release(m, w->out, released, end);
     oc_map_eval_free(ev);
 }
 
@@ -136,6 +132,10 @@ static oc_status map_cpu_run(oc_context *ctx, const oc_map_plan *m, void *out, o
     int64_t blocks = (m->count + OC_MAP_BLOCK - 1) / OC_MAP_BLOCK;
     if (blocks < job.threads) job.threads = blocks > 0 ? (int)blocks : 1;
     if (job.threads > 1) OC_CHECK(oc_context_workers(ctx, job.threads - 1, &job.workers));
+    int64_t in_bytes = 0;
+    for (int k = 0; k < m->n_inputs; k++)
+        if (m->inputs[k].used) in_bytes += m->inputs[k].count * (int64_t)oc_mt_size(m->inputs[k].type);
+    job.release = in_bytes > oc_host_budget_resolve(m->opts.host_mem_bytes);
     stats->backend = OC_BACKEND_CPU;
     snprintf(stats->backend_desc, sizeof stats->backend_desc, "cpu %d thread%s", job.threads, job.threads == 1 ? "" : "s");
     if (m->reduce != OC_MAP_REDUCE_NONE) {
@@ -146,10 +146,6 @@ static oc_status map_cpu_run(oc_context *ctx, const oc_map_plan *m, void *out, o
     if (parts > blocks) parts = (int)blocks;
     /* Parts start on block boundaries, so every block but the last is whole. */
     elementwise w = {.job = &job, .out = out, .per_part = (blocks + parts - 1) / parts * OC_MAP_BLOCK};
-    int64_t in_bytes = 0;
-    for (int k = 0; k < m->n_inputs; k++)
-        if (m->inputs[k].used) in_bytes += m->inputs[k].count * (int64_t)oc_mt_size(m->inputs[k].type);
-    w.release = in_bytes > oc_host_budget_resolve(m->opts.host_mem_bytes);
     if (job.workers) oc_workers_split(job.workers, parts, elementwise_part, &w);
     else
         for (int p = 0; p < parts; p++) elementwise_part(&w, p, parts);

@@ -19,7 +19,13 @@ typedef struct oc_map_cpu_job {
     atomic_llong done;         /* elements evaluated, for progress */
     double last_progress;
     atomic_int failed;         /* 1: out of memory, 2: negative integer power, 3: cancelled */
+    int release;               /* the inputs exceed the host budget: drop pages once read */
 } oc_map_cpu_job;
+
+/* Drops the pages of the file inputs' elements [begin, end) (and of out's, when not NULL and
+ * the output is a file) from the process's mapping once they are read: they stay in the page
+ * cache, but a job over inputs larger than --host-mem holds only what it is reading. */
+void oc_map_cpu_release(const oc_map_plan *m, unsigned char *out, int64_t begin, int64_t end);
 
 /* Counts n more elements done; on the calling thread, reports progress about ten times a
  * second. Returns nonzero when the job must stop (cancel, or another part failed). */

@@ -268,8 +268,11 @@ static void run_part(void *arg, int part, int parts)
     run_job *rj = arg;
     reducer r;
     if (!reducer_init(&r, rj->job)) return;
-    for (int i = part; i < rj->tasks->count && !atomic_load(&rj->job->failed); i += parts)
+    for (int i = part; i < rj->tasks->count && !atomic_load(&rj->job->failed); i += parts) {
         rj->tasks->results[i] = reduce_run(&r, rj->tasks->start[i], rj->tasks->len[i]);
+        if (rj->job->release)
+            oc_map_cpu_release(rj->job->m, NULL, rj->tasks->start[i], rj->tasks->start[i] + rj->tasks->len[i]);
+    }
     reducer_done(&r);
 }
 
@@ -326,6 +329,7 @@ static void runs_part(void *arg, int part, int parts)
     for (int64_t o = part; o < aj->outer && !atomic_load(&aj->job->failed); o += parts) {
         acc a = reduce_run(&r, o * aj->len, aj->len);
         store(aj->out + o * (int64_t)size, r.rt, a);
+        if (aj->job->release) oc_map_cpu_release(aj->job->m, NULL, o * aj->len, (o + 1) * aj->len);
     }
     reducer_done(&r);
 }
