@@ -106,3 +106,9 @@ def test_inputs_larger_than_host_mem(tmp_path):
     out = tmp_path / "c.npy"
     run("map", "a * b - 1", f"a={tmp_path/'a.npy'}", f"b={tmp_path/'b.npy'}", "-o", out, "--host-mem", "1M")
     assert np.array_equal(np.load(out), a * b - 1)
+    proc = run("map", "a * b - 1", f"a={tmp_path/'a.npy'}", f"b={tmp_path/'b.npy'}", "--reduce", "sum", "--host-mem", "1M",
+               "--json")
+    assert json.loads(proc.stdout)["value"] == float(np.sum(a * b - 1))
+    run("map", "a * b", f"a={tmp_path/'a.npy'}", f"b={tmp_path/'b.npy'}", "--reduce", "min", "--axis", "-1",
+        "--host-mem", "1M", "-o", out)
+    assert np.array_equal(np.load(out), np.min(a * b, axis=-1))
