@@ -5,9 +5,10 @@
 #
 # With no argument it does all five ("devices" runs `outcore devices --bandwidth --json`).
 # "bench" may be followed by the benchmark's own parts
-# (kernel kernel-200k cublas e2e ooc dense file), or by "topk": top-k and threshold (bench_topk_cuda and
-# the CLI end to end: a packed .npy of 100000 x 200000 bits to a top-10 .npz), or by "map"
-# (bench/bench_map.py: outcore map on the CPU against numpy, numexpr and the STREAM triad); "bench" alone
+# (kernel kernel-200k cublas e2e ooc dense file), "sweep" (both 1-bit kernels over a grid of
+# shapes: bench_b1_sweep), "map" (bench/bench_map.py: outcore map on the CPU against numpy,
+# numexpr and the STREAM triad), or "topk": top-k and threshold (bench_topk_cuda and
+# the CLI end to end: a packed .npy of 100000 x 200000 bits to a top-10 .npz); "bench" alone
 # runs both benchmarks. Logs go to $OUT (or /tmp/gpu_check); a short table
 # of every step's result is printed last. TEST_TIMEOUT, SANITIZE_TIMEOUT and BENCH_TIMEOUT
 # (seconds) bound each step so that a hang cannot eat a whole lease (the case table's
@@ -81,11 +82,13 @@ if has devices; then
 fi
 
 topk_bench=0
+sweep_bench=0
 map_bench=0
 gram_parts=()
 for part in "${bench_parts[@]}"; do
   case "$part" in
     topk) topk_bench=1 ;;
+    sweep) sweep_bench=1 ;;
     map) map_bench=1 ;;
     *) gram_parts+=("$part") ;;
   esac
@@ -114,6 +117,12 @@ if has bench && [ $topk_bench -eq 1 ]; then
   rm -f /dev/shm/A.npy /dev/shm/top.npz
 fi
 
+if has bench && [ $sweep_bench -eq 1 ]; then
+  # Both 1-bit kernels over a grid of shapes, outputs compared in full (bench_b1_sweep.cu).
+  timeout "${BENCH_TIMEOUT:-400}" "$BUILD/bench/bench_b1_sweep" 2>&1 | tee "$LOGS/bench_sweep.log"
+  note sweep "rc ${PIPESTATUS[0]}"
+fi
+
 if has bench && [ $map_bench -eq 1 ]; then
   # outcore map on the host's CPU against numpy, numexpr and the STREAM triad (bench/bench_map.py).
   timeout "${BENCH_TIMEOUT:-400}" python3 bench/bench_map.py --binary "$BUILD/outcore" 2>&1 | tee "$LOGS/bench_map.log"
@@ -125,5 +134,6 @@ echo "== gpu_check summary ($(date -u +%F) $(nvidia-smi --query-gpu=name --forma
 printf '%s\n' "${summary[@]}"
 [ -f "$LOGS/bench.log" ] && has bench && grep -E '^\|' "$LOGS/bench.log"
 [ -f "$LOGS/bench_topk.log" ] && has bench && grep -E '^\|' "$LOGS/bench_topk.log"
+[ -f "$LOGS/bench_sweep.log" ] && has bench && grep -E '^\|' "$LOGS/bench_sweep.log"
 [ -f "$LOGS/bench_map.log" ] && has bench && grep -E '^\|' "$LOGS/bench_map.log"
 exit 0

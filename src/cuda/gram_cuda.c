@@ -41,7 +41,7 @@
  * device's clock. */
 #define B1_RATE_PER_SM 2.55e13
 
-typedef enum { KERNEL_B1, KERNEL_POPC } kernel_kind;
+typedef enum { KERNEL_B1, KERNEL_WGMMA, KERNEL_POPC } kernel_kind;
 
 typedef struct gram_cuda {
     oc_gram_job *job;
@@ -58,20 +58,44 @@ typedef struct gram_cuda {
     oc_gram_tile tile;         /* the tile last computed, which consume() hands to the selection */
 } gram_cuda;
 
+/* The wgmma kernel needs sm_90 and a build that holds sm_90a code. */
+static int has_wgmma(const oc_cuda_device *dev)
+{
+#ifdef OC_HAVE_SM90A
+    return dev->cc == 90;
+#else
+    (void)dev;
+    return 0;
+#endif
+}
+
 static oc_status choose_kernel(gram_cuda *g)
 {
     oc_context *ctx = g->ctx;
     const oc_cuda_device *dev = g->dev;
     const char *force = getenv("OUTCORE_CUDA_KERNEL");
-    g->kernel = dev->cc >= 80 ? KERNEL_B1 : KERNEL_POPC;
+    /* The fastest the device has: wgmma on Hopper (1.4x mma.sync, bench/RESULTS.md). */
+    g->kernel = has_wgmma(dev) ? KERNEL_WGMMA : dev->cc >= 80 ? KERNEL_B1 : KERNEL_POPC;
     if (!force || !*force) return OC_OK;
     if (strcmp(force, "b1") == 0) g->kernel = KERNEL_B1;
+    else if (strcmp(force, "wgmma") == 0) g->kernel = KERNEL_WGMMA;
     else if (strcmp(force, "popc") == 0) g->kernel = KERNEL_POPC;
-    else return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "OUTCORE_CUDA_KERNEL=%s: expected b1 or popc", force);
+    else return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "OUTCORE_CUDA_KERNEL=%s: expected b1, wgmma or popc", force);
     if (g->kernel == KERNEL_B1 && dev->cc < 80)
         return oc_fail(ctx, OC_ERR_UNSUPPORTED, "OUTCORE_CUDA_KERNEL=b1: cuda:%d (%s, sm_%d) has no 1-bit tensor cores",
                        dev->index, dev->name, dev->cc);
+    if (g->kernel == KERNEL_WGMMA && !has_wgmma(dev))
+        return oc_fail(ctx, OC_ERR_UNSUPPORTED,
+                       "OUTCORE_CUDA_KERNEL=wgmma: cuda:%d (%s, sm_%d) %s", dev->index, dev->name, dev->cc,
+                       dev->cc == 90 ? "is Hopper, but this build has no sm_90a code" : "is not Hopper (sm_90)");
     return OC_OK;
+}
+
+/* One tile on the chosen 1-bit kernel. */
+static oc_status run_b1(gram_cuda *g, oc_gram_tile *tile, cudaStream_t stream, double *bit_macs)
+{
+    if (g->kernel == KERNEL_WGMMA) return oc_cuda_gram_wgmma(g->ctx, g->dev, tile, stream, bit_macs);
+    return oc_cuda_gram_b1(g->ctx, g->dev, tile, stream, bit_macs);
 }
 
 static int env_count(const char *name)
@@ -87,7 +111,7 @@ static oc_status make_plan(gram_cuda *g)
     oc_gram_job *job = g->job;
     const oc_gram_options *o = job->opts;
     const oc_cuda_device *dev = g->dev;
-    int b1 = g->kernel == KERNEL_B1;
+    int b1 = g->kernel != KERNEL_POPC;
     /* Selection on the device orders its updates on its own stream; the tiles may then
      * overlap on two, except when the selection reads dense tiles it cannot keep apart
      * (the popc kernel, or k past the device lists: one stream). */
@@ -145,7 +169,7 @@ static oc_status compute(void *user, const oc_engine_tile *t, double *macs)
     oc_gram_tile *tile = &g->tile;
     double done = 0, again = 0;
     if (g->select) OC_CHECK(oc_cuda_select_tile_begin(g->select, t->t, t->out_slot, t->I, t->J, tile, t->stream));
-    if (g->kernel == KERNEL_B1) OC_CHECK(oc_cuda_gram_b1(ctx, g->dev, tile, t->stream, &done));
+    if (g->kernel != KERNEL_POPC) OC_CHECK(run_b1(g, tile, t->stream, &done));
     else OC_CHECK(oc_cuda_gram_popc(ctx, g->dev, tile, t->stream, &done));
     if (tile->select != OC_TILE_DENSE) {
         /* The dense pass a fused tile needs when a bucket overflowed; it returns at once
@@ -153,7 +177,7 @@ static oc_status compute(void *user, const oc_engine_tile *t, double *macs)
         oc_gram_tile dense = *tile;
         dense.select = OC_TILE_DENSE;
         dense.run_if = tile->over;
-        OC_CHECK(oc_cuda_gram_b1(ctx, g->dev, &dense, t->stream, &again));
+        OC_CHECK(run_b1(g, &dense, t->stream, &again));
     }
     if (g->gpu_mirror)
         OC_CHECK(oc_cuda_gram_mirror(ctx, g->dev, t->out, (char *)t->out + T * T * g->elem, t->rows, t->cols, (int)T,
@@ -231,6 +255,7 @@ static oc_status open_and_plan(gram_cuda *g)
 static const char *kernel_desc(const gram_cuda *g)
 {
     if (!g->dev) return "";
+    if (g->kernel == KERNEL_WGMMA) return "b1-wgmma";
     return g->kernel == KERNEL_B1 ? "b1-mma" : g->dev->cc >= 80 ? "popc" : "popc (no b1 mma before sm_80)";
 }
 
@@ -250,7 +275,7 @@ static oc_status run(gram_cuda *g)
     OC_CHECK(oc_engine_worker_setup(g->worker, &g->plan, &ej));
     if (job->select) {
         OC_CHECK(oc_cuda_select_open(ctx, g->dev, job, g->plan.tiles.tile, oc_engine_worker_out_slots(g->worker),
-                                     g->plan.tiles.out_slots, g->kernel == KERNEL_B1, &g->select));
+                                     g->plan.tiles.out_slots, g->kernel != KERNEL_POPC, &g->select));
         /* Fused top-k of A·Aᵀ seeds each panel's lists from its diagonal tile first. */
         oc_engine_worker_seed_order(g->worker, oc_cuda_select_seeds_first(g->select));
     }
