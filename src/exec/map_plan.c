@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <math.h>
 #include <sys/stat.h>
 
 #include "core/context.h"
@@ -275,7 +277,15 @@ static oc_status map_create(oc_context *ctx, oc_map *m, const char *expr, const 
                 break;
             }
         oc_map_expr lit;
-        if (st == OC_OK && oc_map_parse(ctx, scalars[i].value ? scalars[i].value : "", &lit) == OC_OK) {
+        const char *text = scalars[i].value ? scalars[i].value : "";
+        const char *word = text + (*text == '-' || *text == '+');
+        if (st == OC_OK && (strcasecmp(word, "inf") == 0 || strcasecmp(word, "nan") == 0)) {
+            /* Python's float('inf') and float('nan'), as repr() writes them. */
+            b->scalar = (oc_map_node){.op = MOP_CONST, .weak = MW_FLOAT, .a = -1, .b = -1, .c = -1, .input = -1};
+            b->scalar.value.f = (word[0] == 'n' || word[0] == 'N' ? NAN : INFINITY) * (*text == '-' ? -1.0 : 1.0);
+            continue;
+        }
+        if (st == OC_OK && oc_map_parse(ctx, text, &lit) == OC_OK) {
             const oc_map_node *r = &lit.nodes[lit.root];
             /* A literal, or a negated one ("-0.5"). */
             int neg = r->op == MOP_NEG && lit.nodes[r->a].op == MOP_CONST;

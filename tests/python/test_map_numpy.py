@@ -170,6 +170,8 @@ def test_weak_scalars_and_set():
         outcore.map("u + 300", u=u)
     assert same_bits(outcore.map("u * 2.5", u=u), u * 2.5)
     assert same_bits(np.asarray(outcore.map("2 ** -1 + 7 // -2", u=u)), np.asarray(2 ** -1 + 7 // -2))
+    for special in (float("inf"), float("-inf"), float("nan")):
+        assert same_bits(outcore.map("minimum(x, r)", x=x, r=special), np.minimum(x, special))
 
 
 def test_large_blocks_and_threads():
