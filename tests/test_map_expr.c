@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/context.h"
+#include "cpu/isa.h"
 #include "exec/map_expr.h"
 #include "exec/map_plan.h"
 #include "exec/map_types.h"
@@ -186,6 +187,38 @@ static void test_struct_sizes(void)
     oc_map_free(m);
 }
 
+/* Every instruction set's loops give the reference loops' bytes (map_cpu_ops_body.h). */
+static void test_isa_paths(void)
+{
+    static const char *exprs[] = {"a + b * 3", "a // b", "a % b", "a / b", "-a", "abs(a)", "a < b",
+                                  "where(a > b, a, b)", "minimum(a, b)", "maximum(a, b)", "a ** 2", "a & b",
+                                  "sqrt(a * 1.0)", "exp(b * 0.01)", "floor(a * 0.7)"};
+    enum { N = 1000 };
+    static unsigned char a[N * 8], b[N * 8], ref[N * 8], got[N * 8];
+    uint64_t seed = 11;
+    for (int i = 0; i < N * 8; i++) a[i] = (unsigned char)oc_test_rand(&seed), b[i] = (unsigned char)oc_test_rand(&seed);
+    int64_t shape[1] = {N};
+    static const char *isas[] = {"avx2", "avx512"};
+    for (size_t e = 0; e < sizeof exprs / sizeof exprs[0]; e++)
+        for (int t = 0; t < OC_MT_COUNT; t++) {
+            oc_map_array in[2] = {OC_MAP_ARRAY_INIT, OC_MAP_ARRAY_INIT};
+            in[0].name = "a", in[0].data = a, in[0].dtype = t, in[0].ndim = 1, in[0].shape = shape;
+            in[1].name = "b", in[1].data = b, in[1].dtype = (t + (int)e) % OC_MT_COUNT, in[1].ndim = 1, in[1].shape = shape;
+            oc_map *m = NULL;
+            if (oc_map_create(ctx, exprs[e], in, 2, NULL, 0, NULL, &m) != OC_OK) continue;
+            size_t bytes = (size_t)N * oc_mt_size(oc_map_result_dtype(m));
+            oc_cpu_isa_select("ref");
+            oc_status st = oc_map_run(ctx, m, NULL, ref, NULL);
+            for (int k = 0; k < 2 && st == OC_OK; k++) {
+                if (!oc_cpu_isa_select(isas[k])) continue;
+                CHECK(oc_map_run(ctx, m, NULL, got, NULL) == OC_OK);
+                CHECK_MSG(memcmp(ref, got, bytes) == 0, "%s over %s: %s differs from ref", exprs[e], oc_mt_name(t), isas[k]);
+            }
+            oc_map_free(m);
+        }
+    oc_cpu_isa_select(getenv("OUTCORE_CPU_ISA"));
+}
+
 int main(void)
 {
     if (oc_context_create(&ctx) != OC_OK) return 1;
@@ -194,6 +227,7 @@ int main(void)
     test_nep50();
     test_broadcast_and_eval();
     test_struct_sizes();
+    test_isa_paths();
     oc_context_free(ctx);
     return oc_test_finish();
 }
