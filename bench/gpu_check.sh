@@ -12,7 +12,8 @@
 # (bench/cost_grid.py; COST_ARGS are passed to it, COST_TIMEOUT bounds it, default 1500 s);
 # "virtual-devices": bench/bench_devices.sh, one GPU split in 2 and 3 logical devices against
 # the whole device ("devices" alone is the step above). "bench" alone runs bench_gram_cuda's
-# default parts and topk. Logs go to $OUT (or /tmp/gpu_check); a short table
+# default parts and topk; "map": bench/bench_map.py, outcore map on the CPU against numpy,
+# numexpr and the STREAM triad. Logs go to $OUT (or /tmp/gpu_check); a short table
 # of every step's result is printed last. TEST_TIMEOUT, SANITIZE_TIMEOUT and BENCH_TIMEOUT
 # (seconds) bound each step so that a hang cannot eat a whole lease (the case table's
 # sanitizer run gets twice SANITIZE_TIMEOUT); SANITIZE_TOOLS picks
@@ -88,6 +89,7 @@ topk_bench=0
 sweep_bench=0
 pricer_bench=0
 cost_bench=0
+map_bench=0
 gram_parts=()
 split_bench=0
 for part in "${bench_parts[@]}"; do
@@ -97,6 +99,7 @@ for part in "${bench_parts[@]}"; do
     pricer) pricer_bench=1 ;;
     cost) cost_bench=1 ;;
     virtual-devices) split_bench=1 ;;
+    map) map_bench=1 ;;
     *) gram_parts+=("$part") ;;
   esac
 done
@@ -147,6 +150,12 @@ if has bench && [ $cost_bench -eq 1 ]; then
   note cost_grid "rc ${PIPESTATUS[0]}: $(grep -E '^summary' "$LOGS/cost_grid.log" | tail -1)"
 fi
 
+if has bench && [ $map_bench -eq 1 ]; then
+  # outcore map on the host's CPU against numpy, numexpr and the STREAM triad (bench/bench_map.py).
+  timeout "${BENCH_TIMEOUT:-400}" python3 bench/bench_map.py --binary "$BUILD/outcore" 2>&1 | tee "$LOGS/bench_map.log"
+  note bench_map "rc ${PIPESTATUS[0]}"
+fi
+
 echo
 echo "== gpu_check summary ($(date -u +%F) $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1))"
 printf '%s\n' "${summary[@]}"
@@ -155,4 +164,5 @@ printf '%s\n' "${summary[@]}"
 [ -f "$LOGS/bench_sweep.log" ] && has bench && grep -E '^\|' "$LOGS/bench_sweep.log"
 [ -f "$LOGS/bench_pricer.log" ] && has bench && grep -E '^\||^numba' "$LOGS/bench_pricer.log"
 [ -f "$LOGS/bench_devices.log" ] && has bench && grep -E '^\|' "$LOGS/bench_devices.log"
+[ -f "$LOGS/bench_map.log" ] && has bench && grep -E '^\|' "$LOGS/bench_map.log"
 exit 0

@@ -640,6 +640,97 @@ OC_API oc_status oc_stream_run(oc_context *ctx, const oc_stream_spec *spec, cons
  * rates (free with oc_devices_free); *report (may be NULL) a few lines of text naming each
  * figure and where it was stored (malloc'ed). Blocks. */
 OC_API oc_status oc_cost_calibrate(oc_context *ctx, oc_devices **devices, char **report);
+/* ---------------------------------------------------------------- map */
+/* `outcore map`: an element-wise expression over arrays of any size (docs/map.md), with
+ * numpy's broadcasting and type rules (NEP 50), optionally reduced (sum, mean, min, max) over
+ * all elements or one axis without materialising the element-wise result. */
+typedef enum oc_map_dtype {
+    OC_MAP_BOOL = 0, OC_MAP_INT8, OC_MAP_INT16, OC_MAP_INT32, OC_MAP_INT64,
+    OC_MAP_UINT8, OC_MAP_UINT16, OC_MAP_UINT32, OC_MAP_UINT64, OC_MAP_FLOAT32, OC_MAP_FLOAT64
+} oc_map_dtype;
+
+typedef enum oc_map_reduce {
+    OC_MAP_REDUCE_NONE = 0, OC_MAP_REDUCE_SUM, OC_MAP_REDUCE_MEAN, OC_MAP_REDUCE_MIN, OC_MAP_REDUCE_MAX
+} oc_map_reduce;
+
+#define OC_MAP_MAX_DIMS 32
+
+/* One named input: a .npy file (path) or caller memory (data, C order, dtype and shape).
+ * Memory is read in place, never copied, and must stay valid until oc_map_free. */
+typedef struct oc_map_array {
+    size_t struct_size;      /* sizeof(oc_map_array) */
+    const char *name;        /* the name the expression uses */
+    const char *path;        /* a .npy file, or NULL for memory */
+    const void *data;
+    oc_map_dtype dtype;
+    int ndim;                /* 0..OC_MAP_MAX_DIMS */
+    const int64_t *shape;
+} oc_map_array;
+
+#define OC_MAP_ARRAY_INIT {sizeof(oc_map_array), NULL, NULL, NULL, OC_MAP_FLOAT64, 0, NULL}
+
+/* A named Python-style scalar, its text a literal ("0.2", "3", "True"): a "weak" scalar in
+ * NEP 50's sense (`float32_array * 0.2` stays float32). */
+typedef struct oc_map_scalar {
+    const char *name;
+    const char *value;
+} oc_map_scalar;
+
+typedef struct oc_map_options {
+    size_t struct_size;      /* sizeof(oc_map_options) */
+    /* The output type, or -1 (default): the expression's own. It must be reachable from the
+     * expression's type under numpy.can_cast(..., 'same_kind'), else OC_ERR_INPUT. */
+    int dtype;
+    oc_backend backend;      /* AUTO picks the CPU for now; CUDA: OC_ERR_UNSUPPORTED */
+    int threads;             /* CPU threads; 0 = all cores */
+    int64_t host_mem_bytes;  /* 0 = 80% of MemAvailable; file inputs are mapped, not loaded */
+    int64_t gpu_mem_bytes;   /* reserved for the GPU path; 0 = its default */
+    oc_map_reduce reduce;
+    int has_axis;            /* nonzero: reduce over `axis` only (negative counts from the end) */
+    int axis;
+    oc_progress_fn progress; /* may be NULL; called from the calling thread */
+    void *progress_user;
+} oc_map_options;
+
+#define OC_MAP_OPTIONS_INIT {sizeof(oc_map_options), -1, OC_BACKEND_AUTO, 0, 0, 0, OC_MAP_REDUCE_NONE, 0, 0, NULL, NULL}
+
+typedef struct oc_map_stats {
+    size_t struct_size;      /* sizeof(oc_map_stats); set by the caller */
+    oc_backend backend;
+    char backend_desc[96];   /* "cpu 16 threads" */
+    double seconds;          /* wall time of the run, output written */
+    int64_t elements;        /* elements of the element-wise (broadcast) result evaluated */
+    int64_t bytes_read;      /* bytes of the inputs read (each input once) */
+    int64_t bytes_written;   /* bytes of the result */
+} oc_map_stats;
+
+/* A parsed, typed expression bound to its inputs and options. */
+typedef struct oc_map oc_map;
+
+/* Parses expr, opens (maps) the file inputs, checks names, broadcasting and types. Errors
+ * (OC_ERR_INPUT, one line): a syntax error, as "syntax error in the expression at column N:
+ * WHAT" (N counts bytes from 1; the CLI and the binding draw the expression with a caret
+ * under column N from it); an unknown name; shapes that do not
+ * broadcast; a --dtype the result cannot be cast to; a missing or unreadable input. Free
+ * *out with oc_map_free. Blocks while it reads headers. */
+OC_API oc_status oc_map_create(oc_context *ctx, const char *expr, const oc_map_array *inputs, int n_inputs,
+                               const oc_map_scalar *scalars, int n_scalars, const oc_map_options *opts,
+                               oc_map **out);
+/* The result: its dtype, and its shape into shape[OC_MAP_MAX_DIMS]; returns ndim. */
+OC_API oc_map_dtype oc_map_result_dtype(const oc_map *m);
+OC_API int oc_map_result_shape(const oc_map *m, int64_t *shape);
+/* Runs the job: the result goes to the .npy file out_path (temporary name + rename) when it
+ * is not NULL, else to out_data (C order, the result's dtype and shape). stats may be NULL.
+ * Blocks; uses opts->threads threads. On failure no output file is left. */
+OC_API oc_status oc_map_run(oc_context *ctx, oc_map *m, const char *out_path, void *out_data, oc_map_stats *stats);
+/* What the run would do and why (backend, types, shapes, bytes), text or JSON; *text is
+ * malloc'ed, the caller frees it. */
+OC_API oc_status oc_map_explain(oc_context *ctx, const oc_map *m, int json, char **text);
+/* numpy's name of a map dtype ("float64"), or NULL; and the reverse (OC_ERR_INVALID_ARGUMENT
+ * for an unknown name). */
+OC_API const char *oc_map_dtype_name(int dtype);
+OC_API oc_status oc_map_dtype_parse(const char *name, int *out);
+OC_API void oc_map_free(oc_map *m);
 
 #ifdef __cplusplus
 }

@@ -18,6 +18,7 @@ static const char usage[] =
     "  demo      run the main job on a built-in example and check what it finds\n"
     "  devices   the GPUs (and CPU) outcore can use, their limits and bandwidth\n"
     "  inspect   registers, shared memory and launch limits of a PTX/cubin kernel\n"
+    "  map       a numpy-style expression over .npy arrays of any size  (outcore map --help)\n"
     "\n"
     "  --version, --help\n"
     "Exit status: 0 success, 2 bad input or usage, 1 other failures, 130 interrupted.\n";
@@ -26,7 +27,7 @@ int main(int argc, char **argv)
 {
     static const struct { const char *name; int (*run)(int, char **); } commands[] = {
         {"gram", oc_cmd_gram},       {"gen", oc_cmd_gen},         {"demo", oc_cmd_demo},
-        {"devices", oc_cmd_devices}, {"inspect", oc_cmd_inspect},
+        {"devices", oc_cmd_devices}, {"inspect", oc_cmd_inspect}, {"map", oc_cmd_map},
     };
     if (argc < 2) {
         fputs(usage, stderr);

@@ -323,3 +323,74 @@ class StreamStats(ctypes.Structure):
 lib.oc_stream_run.restype = ctypes.c_int
 lib.oc_stream_run.argtypes = [_vp, ctypes.POINTER(StreamSpec), ctypes.POINTER(StreamOptions),
                               ctypes.POINTER(StreamStats)]
+
+
+# ---------------------------------------------------------------- map (outcore.h, "map")
+class MapArray(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("name", ctypes.c_char_p),
+        ("path", ctypes.c_char_p),
+        ("data", ctypes.c_void_p),
+        ("dtype", ctypes.c_int),
+        ("ndim", ctypes.c_int),
+        ("shape", c_int64_p),
+    ]
+
+    def __init__(self):
+        super().__init__(struct_size=ctypes.sizeof(MapArray), dtype=10)
+
+
+class MapScalar(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("value", ctypes.c_char_p)]
+
+
+class MapOptions(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("dtype", ctypes.c_int),
+        ("backend", ctypes.c_int),
+        ("threads", ctypes.c_int),
+        ("host_mem_bytes", ctypes.c_int64),
+        ("gpu_mem_bytes", ctypes.c_int64),
+        ("reduce", ctypes.c_int),
+        ("has_axis", ctypes.c_int),
+        ("axis", ctypes.c_int),
+        ("progress", progress_fn),
+        ("progress_user", ctypes.c_void_p),
+    ]
+
+    def __init__(self):
+        # The values of OC_MAP_OPTIONS_INIT.
+        super().__init__(struct_size=ctypes.sizeof(MapOptions), dtype=-1)
+
+
+class MapStats(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("backend", ctypes.c_int),
+        ("backend_desc", ctypes.c_char * 96),
+        ("seconds", ctypes.c_double),
+        ("elements", ctypes.c_int64),
+        ("bytes_read", ctypes.c_int64),
+        ("bytes_written", ctypes.c_int64),
+    ]
+
+    def __init__(self):
+        super().__init__(struct_size=ctypes.sizeof(MapStats))
+
+
+OC_MAP_MAX_DIMS = 32
+for _name, (_restype, _argtypes) in {
+    "oc_map_create": (ctypes.c_int, [_vp, ctypes.c_char_p, ctypes.POINTER(MapArray), ctypes.c_int,
+                                     ctypes.POINTER(MapScalar), ctypes.c_int, ctypes.POINTER(MapOptions), _ctx_pp]),
+    "oc_map_result_dtype": (ctypes.c_int, [_vp]),
+    "oc_map_result_shape": (ctypes.c_int, [_vp, c_int64_p]),
+    "oc_map_run": (ctypes.c_int, [_vp, _vp, ctypes.c_char_p, _vp, ctypes.POINTER(MapStats)]),
+    "oc_map_explain": (ctypes.c_int, [_vp, _vp, ctypes.c_int, ctypes.POINTER(ctypes.c_void_p)]),
+    "oc_map_dtype_name": (ctypes.c_char_p, [ctypes.c_int]),
+    "oc_map_free": (None, [_vp]),
+}.items():
+    _fn = getattr(lib, _name)
+    _fn.restype = _restype
+    _fn.argtypes = _argtypes

@@ -36,6 +36,7 @@
 #include "io/io.h"
 #include "io/mapped_file.h"
 #include "io/npy_source.h"
+#include "io/npy_array.h"
 #include "mem/host_budget.h"
 
 #define NPY_MAGIC "\x93NUMPY"
@@ -522,6 +523,45 @@ oc_status oc_npy_out_reopen(oc_context *ctx, const char *path, const char *temp_
     }
     w->map = map;
     w->map_len = total;
+/* ---------------------------------------------------------------- any dtype and shape (map) */
+
+oc_status oc_npy_array_parse(oc_context *ctx, const char *path, const unsigned char *base, size_t size,
+                             oc_npy_array_info *out)
+{
+    npy_header h;
+    size_t offset = 0;
+    OC_CHECK(npy_parse(ctx, path, base, size, &h, &offset));
+    if (h.shape_overflow) return oc_fail(ctx, OC_ERR_INPUT, "%s: a dimension of the shape overflows 64 bits", path);
+    memset(out, 0, sizeof *out);
+    snprintf(out->descr, sizeof out->descr, "%s", h.descr);
+    out->fortran_order = h.fortran_order;
+    out->ndim = h.ndim;
+    memcpy(out->shape, h.shape, sizeof(int64_t) * (size_t)h.ndim);
+    out->data_offset = offset;
+    return OC_OK;
+}
+
+oc_status oc_npy_out_create_nd(oc_context *ctx, const char *path, const char *descr, size_t elem, int ndim,
+                               const int64_t *shape, oc_npy_out **out, void **data)
+{
+    int64_t count = 1, bytes;
+    for (int i = 0; i < ndim; i++)
+        if (shape[i] < 0 || !oc_mul_i64(count, shape[i], &count))
+            return oc_fail(ctx, OC_ERR_INPUT, "%s: the output shape overflows 64-bit sizes", path);
+    if (!oc_mul_i64(count, (int64_t)elem, &bytes) || (uint64_t)bytes > SIZE_MAX / 2)
+        return oc_fail(ctx, OC_ERR_INPUT, "%s: the output shape overflows 64-bit sizes", path);
+    unsigned char header[OC_NPY_HEADER_ND_MAX];
+    size_t offset = oc_npy_header_nd(header, sizeof header, descr, ndim, shape);
+    if (offset == 0) return oc_fail(ctx, OC_ERR_INTERNAL, "%s: the .npy header does not fit", path);
+    oc_npy_out *w = calloc(1, sizeof *w);
+    if (!w) return oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: out of memory", path);
+    w->file.fd = -1;
+    oc_status st = npy_out_map(ctx, path, offset + (size_t)bytes, w);
+    if (st != OC_OK) {
+        oc_npy_out_abort(w);
+        return oc_trace_at(ctx, st, __FILE__, __LINE__);
+    }
+    memcpy(w->map, header, offset);
     *out = w;
     *data = w->map + offset;
     return OC_OK;

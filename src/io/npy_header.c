@@ -28,6 +28,19 @@ static const char *npy_descr(int dtype)
     }
 }
 
+/* Magic, version 1.0, the header length, dict and the padding up to total bytes. */
+static size_t npy_frame(unsigned char *h, const char *dict, size_t len, size_t total)
+{
+    const size_t prefix = 10, header_len = total - prefix;
+    memcpy(h, "\x93NUMPY", 6);
+    h[6] = 1, h[7] = 0;
+    h[8] = (unsigned char)header_len, h[9] = (unsigned char)(header_len >> 8);
+    memcpy(h + prefix, dict, len);
+    memset(h + prefix + len, ' ', header_len - len - 1);
+    h[total - 1] = '\n';
+    return total;
+}
+
 size_t oc_npy_header(unsigned char *h, int dtype, int64_t d0, int64_t d1, size_t fixed)
 {
     const char *descr = npy_descr(dtype);
@@ -43,12 +56,21 @@ size_t oc_npy_header(unsigned char *h, int dtype, int64_t d0, int64_t d1, size_t
     const size_t prefix = 10;
     const size_t total = fixed ? fixed : (prefix + (size_t)len + 1 + OC_NPY_ALIGN - 1) / OC_NPY_ALIGN * OC_NPY_ALIGN;
     assert(total <= OC_NPY_HEADER_MAX && total % OC_NPY_ALIGN == 0 && prefix + (size_t)len + 1 <= total);
-    const size_t header_len = total - prefix;
-    memcpy(h, "\x93NUMPY", 6);
-    h[6] = 1, h[7] = 0;
-    h[8] = (unsigned char)header_len, h[9] = (unsigned char)(header_len >> 8);
-    memcpy(h + prefix, dict, (size_t)len);
-    memset(h + prefix + len, ' ', header_len - (size_t)len - 1);
-    h[total - 1] = '\n';
-    return total;
+    return npy_frame(h, dict, (size_t)len, total);
+}
+
+size_t oc_npy_header_nd(unsigned char *h, size_t cap, const char *descr, int ndim, const int64_t *shape)
+{
+    char dims[32 * 24 + 8];
+    size_t n = 0;
+    for (int i = 0; i < ndim; i++)
+        n += (size_t)snprintf(dims + n, sizeof dims - n, "%s%" PRId64, i ? ", " : "", shape[i]);
+    if (ndim == 1) n += (size_t)snprintf(dims + n, sizeof dims - n, ",");
+    dims[n] = '\0';
+    char dict[sizeof dims + 96];
+    int len = snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }", descr, dims);
+    const size_t prefix = 10;
+    const size_t total = (prefix + (size_t)len + 1 + OC_NPY_ALIGN - 1) / OC_NPY_ALIGN * OC_NPY_ALIGN;
+    if (total > cap || total - prefix > 65535) return 0;
+    return npy_frame(h, dict, (size_t)len, total);
 }

@@ -67,7 +67,7 @@ def test_options(workdir, command):
 
 # (command, option, the --help line that names its values)
 VALUE_OPTIONS = [("gram", "--metric"), ("gram", "--dtype"), ("gram", "--backend"), ("gram", "--gpu-mem-mode"),
-                 ("demo", "--backend")]
+                 ("demo", "--backend"), ("map", "--dtype"), ("map", "--reduce"), ("map", "--backend")]
 
 
 def values_named_in_help(command, option):

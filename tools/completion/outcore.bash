@@ -82,7 +82,14 @@ _outcore()
     if [[ $prev == -* ]] && _outcore_takes_value "$help" "$prev"; then
         case $prev in
             --metric) _outcore_words "counts jaccard cosine hamming" "$cur" ;;
-            --dtype) _outcore_words "int32 uint16 float32" "$cur" ;;
+            --dtype)
+                if [[ $command == map ]]; then
+                    _outcore_words "bool int8 int16 int32 int64 uint8 uint16 uint32 uint64 float32 float64" "$cur"
+                else
+                    _outcore_words "int32 uint16 float32" "$cur"
+                fi
+                ;;
+            --reduce) _outcore_words "sum mean min max" "$cur" ;;
             --backend) _outcore_words "auto cpu cuda" "$cur" ;;
             --gpu-mem-mode) _outcore_words "grow reserve" "$cur" ;;
             -o | --output)
@@ -108,6 +115,7 @@ _outcore()
     case $command in
         gram) _outcore_files "$cur" npy mtx txt csv ;;
         inspect) _outcore_files "$cur" ptx cubin fatbin o so ;;
+        map) _outcore_files "$cur" npy ;;  # NAME=FILE.npy: the file part completes after "="
         *) _outcore_words "$(_outcore_options "$help")" "$cur" ;;
     esac
     return 0

@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""`outcore map` on the CPU against numpy, numexpr (when installed) and the machine's STREAM
+triad, on the same arrays, in the same run.
+
+Each case is timed end to end in memory through outcore.map (arrays in, array out) and, for
+the seed's job, file to file through the CLI (.npy in /dev/shm, wall time of the process).
+Rates count the bytes a single pass must move (inputs read once, output written once). The
+triad reference is a C STREAM triad (a = b + s*c, OpenMP over all cores) compiled here with
+cc -O3 -fopenmp; without a compiler it is left out and the table says so.
+
+Usage: bench_map.py [--binary PATH] [--rows N] [--cols M] [--runs R] [--dir /dev/shm]
+"""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "python"))
+
+TRIAD_C = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include <omp.h>
+int main(int argc, char **argv) {
+    long n = atol(argv[1]); int runs = atoi(argv[2]);
+    double *a = malloc(n * 8), *b = malloc(n * 8), *c = malloc(n * 8), best = 1e30;
+    #pragma omp parallel for
+    for (long i = 0; i < n; i++) { a[i] = 0; b[i] = 1; c[i] = 2; }
+    for (int r = 0; r < runs; r++) {
+        double t = omp_get_wtime();
+        #pragma omp parallel for
+        for (long i = 0; i < n; i++) a[i] = b[i] + 3.0 * c[i];
+        t = omp_get_wtime() - t;
+        if (t < best) best = t;
+    }
+    printf("%.6f %d %g\n", 24.0 * n / best / 1e9, omp_get_max_threads(), a[n / 2]);
+    return 0;
+}
+"""
+
+
+def find_binary(explicit):
+    if explicit:
+        return explicit
+    for build in sorted(os.listdir(os.path.join(HERE, ".."))):
+        path = os.path.join(HERE, "..", build, "outcore")
+        if build.startswith("build") and os.access(path, os.X_OK):
+            return os.path.normpath(path)
+    sys.exit("bench_map.py: no built outcore found; pass --binary")
+
+
+def triad_gbs(n):
+    with tempfile.TemporaryDirectory() as d:
+        src, exe = os.path.join(d, "triad.c"), os.path.join(d, "triad")
+        open(src, "w").write(TRIAD_C)
+        if subprocess.run(["cc", "-O3", "-fopenmp", src, "-o", exe], capture_output=True).returncode != 0:
+            return None, 0
+        out = subprocess.run([exe, str(n), "5"], capture_output=True, text=True).stdout.split()
+        return float(out[0]), int(out[1])
+
+
+def best_of(fn, runs):
+    best = float("inf")
+    for _ in range(runs):
+        t = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t)
+    return best
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--binary")
+    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--cols", type=int, default=500)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--dir", default="/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir())
+    args = ap.parse_args()
+    os.environ.setdefault("OUTCORE_LIBRARY", os.path.join(os.path.dirname(find_binary(args.binary)), "liboutcore.so"))
+    import outcore
+    try:
+        import numexpr
+    except ImportError:
+        numexpr = None
+
+    rng = np.random.default_rng(0)
+    shape = (args.rows, args.cols)
+    a = rng.standard_normal(shape)
+    b = rng.standard_normal(shape)
+    c = rng.standard_normal(shape[1])
+    nbytes = a.nbytes
+    triad, threads = triad_gbs(a.size)
+    print(f"# bench_map: {shape[0]} x {shape[1]} float64 ({nbytes / 1e9:.2f} GB per array), "
+          f"{os.cpu_count()} cores, outcore {outcore.__version__} cpu {outcore.cpu_isa()}")
+    print(f"# STREAM triad (C, OpenMP, {threads} threads): " + (f"{triad:.1f} GB/s" if triad else "no C compiler"))
+    cases = [("a * b", 3), ("a * b + c", 3), ("where(a > 0, a, b) * 2", 3), ("sqrt(abs(a)) * b + 1", 3),
+             ("exp(a) + sin(b)", 3)]
+    print("| case | outcore s | GB/s | % triad | numpy s | numexpr s | vs numpy | vs numexpr |")
+    print("|---|---|---|---|---|---|---|---|")
+    env = {"a": a, "b": b, "c": c}
+    npfuncs = {"where": np.where, "sqrt": np.sqrt, "abs": np.abs, "exp": np.exp, "sin": np.sin}
+    for expr, arrays in cases:
+        out = np.empty(shape)
+        t_oc = best_of(lambda: outcore.map(expr, out=out, **env), args.runs)
+        t_np = best_of(lambda: eval(expr, {}, {**npfuncs, **env}), args.runs)  # noqa: S307
+        t_ne = best_of(lambda: numexpr.evaluate(expr, local_dict=env, out=out), args.runs) if numexpr else None
+        moved = nbytes * arrays
+        gbs = moved / t_oc / 1e9
+        ne = f"{t_ne:.3f}" if t_ne else "-"
+        vs_ne = f"{t_ne / t_oc:.2f}x" if t_ne else "-"
+        pct = f"{100 * gbs / triad:.0f}%" if triad else "-"
+        print(f"| {expr} | {t_oc:.3f} | {gbs:.1f} | {pct} | {t_np:.3f} | {ne} | {t_np / t_oc:.2f}x | {vs_ne} |")
+
+    # The seed's job end to end: two .npy files to a .npy, one process.
+    pa, pb, pc = (os.path.join(args.dir, f"bench_map_{n}.npy") for n in "abc")
+    np.save(pa, a)
+    np.save(pb, b)
+    walls = []
+    for _ in range(args.runs):
+        t = time.perf_counter()
+        subprocess.run([find_binary(args.binary), "map", "a * b", f"a={pa}", f"b={pb}", "-o", pc, "--quiet"], check=True)
+        walls.append(time.perf_counter() - t)
+    t_np = best_of(lambda: a * b, args.runs)
+    print(f"| file a * b (CLI, {args.dir}) | {min(walls):.3f} | {3 * nbytes / min(walls) / 1e9:.1f} | "
+          f"{100 * 3 * nbytes / min(walls) / 1e9 / triad:.0f}% | {t_np:.3f} (in memory) | - | {t_np / min(walls):.2f}x | - |"
+          if triad else f"| file a * b | {min(walls):.3f} | | | {t_np:.3f} | | {t_np / min(walls):.2f}x | |")
+    assert np.array_equal(np.load(pc, mmap_mode="r")[:1000], (a * b)[:1000])
+    for p in (pa, pb, pc):
+        os.remove(p)
+
+
+if __name__ == "__main__":
+    main()

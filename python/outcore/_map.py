@@ -1,0 +1,159 @@
+"""outcore.map: a numpy-style expression over arrays or .npy files of any size.
+
+    c = outcore.map("a * b + 1", a=a, b=b)                  # a new array
+    outcore.map("a * b", a="A.npy", b="B.npy", out="C.npy")  # file to file, out of core
+    total = outcore.map("a * b", a=a, b=b, reduce="sum")      # never materialises a * b
+
+Operands are numpy arrays (read in place when C-contiguous, native and of a supported dtype;
+copied otherwise), paths of .npy files (memory-mapped by the library), or Python scalars (weak
+in numpy's NEP 50 promotion, as in numpy: float32 * 0.5 stays float32). numpy scalars
+(np.float32(2)) are strong, as in numpy. See docs/map.md.
+"""
+import ctypes
+import os
+
+import numpy as np
+
+from . import _lib
+from ._context import lease
+from ._options import parse_host_mem
+from .errors import InputError, check, from_status
+
+lib = _lib.lib
+_libc = ctypes.CDLL(None)
+_libc.free.argtypes = [ctypes.c_void_p]
+_libc.free.restype = None
+
+# oc_map_dtype codes in order.
+_DTYPES = [np.dtype(t) for t in (np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16,
+                                  np.uint32, np.uint64, np.float32, np.float64)]
+_CODES = {dt: i for i, dt in enumerate(_DTYPES)}
+_REDUCE = {None: 0, "sum": 1, "mean": 2, "min": 3, "max": 4}
+_BACKENDS = {None: 0, "auto": 0, "cpu": 1, "cuda": 2}
+
+
+def _is_path(x):
+    return isinstance(x, (str, bytes, os.PathLike))
+
+
+def _array(name, x):
+    """x as an array the library reads in place: C order, native byte order, a map dtype."""
+    arr = np.asarray(x)
+    dt = arr.dtype.newbyteorder("=") if arr.dtype.byteorder not in ("=", "|") else arr.dtype
+    if dt not in _CODES:
+        raise InputError(f"{name}: dtype {arr.dtype} is not one map takes (bool, int8-64, uint8-64, float32, float64)")
+    if dt != arr.dtype or not arr.flags.c_contiguous:
+        arr = np.ascontiguousarray(arr, dtype=dt)
+    return arr
+
+
+def _literal(name, value):
+    if isinstance(value, (bool, np.bool_)) and not isinstance(value, np.generic):
+        return "True" if value else "False"
+    if isinstance(value, int):
+        return str(int(value))
+    if isinstance(value, float):
+        return repr(float(value))
+    raise InputError(f"{name}: {type(value).__name__} is not a Python scalar")
+
+
+def _with_caret(message, expr):
+    prefix = "syntax error in the expression at column "
+    if message.startswith(prefix):
+        try:
+            column = int(message[len(prefix):].split(":", 1)[0])
+        except ValueError:
+            return message
+        return f"{message}\n  {expr}\n  {' ' * (column - 1)}^"
+    return message
+
+
+def map(expr, out=None, *, dtype=None, reduce=None, axis=None, backend=None, threads=None, host_mem=None,
+        context=None, explain=False, **operands):
+    """Evaluates expr over the named operands with numpy's semantics (see the module doc).
+
+    out: None (return a new array; a numpy scalar for a reduction to one value), a path (a
+    .npy file written under a temporary name and renamed; the path is returned) or a
+    C-contiguous writeable array of the result's shape and dtype (filled and returned).
+    dtype: the output dtype (numpy.can_cast(result, dtype, "same_kind") must hold).
+    reduce: "sum", "mean", "min" or "max" over all elements, or over `axis`.
+    explain: return the text of oc_map_explain instead of running.
+    """
+    if reduce not in _REDUCE:
+        raise InputError(f"reduce={reduce!r}: expected sum, mean, min or max")
+    if backend not in _BACKENDS:
+        raise InputError(f"backend={backend!r}: expected auto, cpu or cuda")
+    opts = _lib.MapOptions()
+    if dtype is not None:
+        dt = np.dtype(dtype)
+        if dt not in _CODES:
+            raise InputError(f"dtype={dtype!r}: not a map dtype")
+        opts.dtype = _CODES[dt]
+    opts.reduce = _REDUCE[reduce]
+    if axis is not None:
+        opts.has_axis, opts.axis = 1, int(axis)
+    opts.backend = _BACKENDS[backend]
+    if threads is not None:
+        opts.threads = int(threads)
+    if host_mem is not None:
+        opts.host_mem_bytes = parse_host_mem(host_mem)
+
+    keep = []  # every buffer and string the library reads must live until the call returns
+    arrays, scalars = [], []
+    for name, value in operands.items():
+        if isinstance(value, (bool, int, float)) and not isinstance(value, np.generic):
+            s = _lib.MapScalar(name.encode(), _literal(name, value).encode())
+            scalars.append(s)
+            continue
+        a = _lib.MapArray()
+        a.name = name.encode()
+        if _is_path(value):
+            a.path = os.fsencode(value)
+        else:
+            arr = _array(name, value)
+            shape = (ctypes.c_int64 * max(arr.ndim, 1))(*arr.shape)
+            keep += [arr, shape]
+            a.data = arr.ctypes.data if arr.size else None
+            a.dtype = _CODES[arr.dtype]
+            a.ndim = arr.ndim
+            a.shape = ctypes.cast(shape, _lib.c_int64_p)
+        arrays.append(a)
+    arr_t = (_lib.MapArray * max(len(arrays), 1))(*arrays)
+    sca_t = (_lib.MapScalar * max(len(scalars), 1))(*scalars)
+
+    with lease(context) as ctx:
+        handle = ctypes.c_void_p()
+        st = lib.oc_map_create(ctx, expr.encode(), arr_t, len(arrays), sca_t, len(scalars), ctypes.byref(opts),
+                               ctypes.byref(handle))
+        if st != _lib.OC_OK:
+            err = from_status(st, ctx)
+            err.args = (_with_caret(err.args[0], expr),) + err.args[1:]
+            raise err
+        try:
+            if explain:
+                text = ctypes.c_void_p()
+                check(lib.oc_map_explain(ctx, handle, 0, ctypes.byref(text)), ctx)
+                try:
+                    return _lib.text(ctypes.cast(text, ctypes.c_char_p).value)
+                finally:
+                    _libc.free(text)
+            rdt = _DTYPES[lib.oc_map_result_dtype(handle)]
+            shp = (ctypes.c_int64 * _lib.OC_MAP_MAX_DIMS)()
+            nd = lib.oc_map_result_shape(handle, shp)
+            shape = tuple(shp[i] for i in range(nd))
+            stats = _lib.MapStats()
+            if _is_path(out):
+                check(lib.oc_map_run(ctx, handle, os.fsencode(out), None, ctypes.byref(stats)), ctx)
+                return out
+            if out is None:
+                result = np.empty(shape, dtype=rdt)
+            else:
+                result = out
+                if not isinstance(out, np.ndarray) or out.shape != shape or out.dtype != rdt \
+                        or not out.flags.c_contiguous or not out.flags.writeable:
+                    raise InputError(f"out: expected a writeable C-contiguous {rdt} array of shape {shape}")
+            buf = result.ctypes.data if result.size else ctypes.addressof(ctypes.c_int64())
+            check(lib.oc_map_run(ctx, handle, None, buf, ctypes.byref(stats)), ctx)
+            return result[()] if out is None and nd == 0 else result
+        finally:
+            lib.oc_map_free(handle)

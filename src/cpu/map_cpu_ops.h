@@ -1,0 +1,36 @@
+/*
+ * map_cpu_ops.h - the typed vector loops of the map interpreter: one function per
+ * (operation, operand type) and per (source type, target type) cast.
+ *
+ * Contract: every loop reads n elements from each operand and writes n elements to dst;
+ * operands are arrays of the node's operand type (IR `otype`), dst of its result type (bool
+ * is one byte holding 0 or 1). dst may be the same buffer as an operand (the loops read
+ * element i before writing element i), never a partial overlap. Loops do no I/O and take no
+ * locks; a runtime condition numpy raises on (an integer to a negative integer power) sets
+ * *error to 1 and leaves dst's content unspecified.
+ * Values follow numpy's loops: integer arithmetic wraps; // and % floor toward -inf with
+ * the divisor's sign, and give 0 on division by zero (numpy warns and gives 0); the minimum
+ * of an integer type // -1 is that minimum; float // and % are npy_divmod's; maximum and
+ * minimum propagate NaN and return the second operand on a tie (maximum(0.0, -0.0) is
+ * -0.0, as numpy's).
+ */
+#ifndef OC_CPU_MAP_CPU_OPS_H
+#define OC_CPU_MAP_CPU_OPS_H
+
+#include <stddef.h>
+#include "exec/map_expr.h"
+#include "exec/map_types.h"
+
+typedef void (*oc_map_loop)(void *dst, const void *a, const void *b, const void *c, size_t n, int *error);
+typedef void (*oc_map_cast_loop)(void *dst, const void *src, size_t n);
+
+/* The loop of op over operands of type t, NULL when numpy has none (the type check has
+ * refused those). */
+oc_map_loop oc_map_cpu_loop(oc_map_op op, int t);
+/* The cast from type `from` to `to` (numpy's astype with casting='unsafe' semantics for
+ * in-range values). */
+oc_map_cast_loop oc_map_cpu_cast(int from, int to);
+/* Fills n elements of type t with one constant. */
+void oc_map_cpu_fill(void *dst, int t, oc_map_value v, size_t n);
+
+#endif

@@ -1,0 +1,413 @@
+/*
+ * map_plan.c - the public map API: binds the inputs (files mapped, memory taken in place),
+ * types the expression, broadcasts the shapes, resolves the reduction and the output type,
+ * and runs the plan on a backend (map_plan.h).
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <math.h>
+#include <sys/stat.h>
+
+#include "core/context.h"
+#include "core/error.h"
+#include "core/threads.h"
+#include "exec/map_plan.h"
+#include "exec/map_types.h"
+#include "io/io.h"
+#include "io/npy_array.h"
+
+const char *oc_map_dtype_name(int dtype) { return dtype >= 0 && dtype < OC_MT_COUNT ? oc_mt_name(dtype) : NULL; }
+
+oc_status oc_map_dtype_parse(const char *name, int *out)
+{
+    int t = oc_mt_parse(name);
+    if (t < 0) return OC_ERR_INVALID_ARGUMENT;
+    *out = t;
+    return OC_OK;
+}
+
+const char *oc_map_shape_text(int ndim, const int64_t *shape, char *buf, size_t size)
+{
+    if (ndim == 0) {
+        snprintf(buf, size, "a scalar");
+        return buf;
+    }
+    size_t n = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < ndim && n < size; i++)
+        n += (size_t)snprintf(buf + n, size - n, "%s%" PRId64, i ? " x " : "", shape[i]);
+    return buf;
+}
+
+int oc_map_reduce_type(oc_map_reduce r, int t)
+{
+    switch (r) {
+    case OC_MAP_REDUCE_SUM:
+        /* numpy sums small integers in the platform's long (int64) or unsigned long. */
+        if (t == MT_BOOL || (oc_mt_kind_of(t) == MT_KIND_INT)) return MT_I64;
+        if (oc_mt_kind_of(t) == MT_KIND_UINT) return MT_U64;
+        return t;
+    case OC_MAP_REDUCE_MEAN: return oc_mt_is_float(t) ? t : MT_F64;
+    default: return t;
+    }
+}
+
+void oc_map_free(oc_map *m)
+{
+    if (!m) return;
+    for (int i = 0; i < m->n_inputs; i++) {
+        free(m->inputs[i].name);
+        free(m->inputs[i].path);
+        oc_mapped_file_close(&m->inputs[i].file);
+    }
+    free(m->inputs);
+    oc_map_expr_free(&m->ir);
+    free(m->text);
+    free(m);
+}
+
+static int valid_name(const char *s)
+{
+    if (!s || !(*s == '_' || (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z'))) return 0;
+    for (; *s; s++)
+        if (!(*s == '_' || (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9'))) return 0;
+    return 1;
+}
+
+/* Maps a .npy input and checks that it is a C-order array of a type map reads. */
+static oc_status open_file_input(oc_context *ctx, const oc_map_array *a, oc_map_bound *b)
+{
+    OC_CHECK(oc_mapped_file_open(ctx, a->path, &b->file));
+    oc_npy_array_info info;
+    OC_CHECK(oc_npy_array_parse(ctx, a->path, b->file.data, b->file.size, &info));
+    b->type = oc_mt_from_descr(info.descr);
+    if (b->type < 0)
+        return oc_fail(ctx, OC_ERR_INPUT,
+                       "%s: dtype '%s' is not one map reads (bool, int8-64, uint8-64, float32, float64 in this "
+                       "host's byte order)", a->path, info.descr);
+    int64_t count = 1;
+    for (int d = 0; d < info.ndim; d++) count = info.shape[d] && count > INT64_MAX / info.shape[d] ? -1 : count * info.shape[d];
+    if (info.fortran_order && info.ndim > 1)
+        return oc_fail(ctx, OC_ERR_INPUT, "%s: the array is in Fortran order; map reads C order (numpy.ascontiguousarray)",
+                       a->path);
+    size_t elem = oc_mt_size(b->type);
+    if (count < 0 || (uint64_t)count > (b->file.size - info.data_offset) / elem) {
+        char s[256];
+        return oc_fail(ctx, OC_ERR_INPUT, "%s: truncated .npy: a %s array of %s needs %" PRId64 " data bytes, the file has %zu",
+                       a->path, oc_map_shape_text(info.ndim, info.shape, s, sizeof s), oc_mt_name(b->type),
+                       count < 0 ? INT64_MAX : count * (int64_t)elem, b->file.size - info.data_offset);
+    }
+    b->ndim = info.ndim;
+    memcpy(b->shape, info.shape, sizeof(int64_t) * (size_t)info.ndim);
+    b->data = b->file.data + info.data_offset;
+    b->count = count;
+    oc_mapped_file_advise_sequential(&b->file);
+    return OC_OK;
+}
+
+static oc_status bind_inputs(oc_context *ctx, oc_map *m, const oc_map_array *inputs, int n)
+{
+    m->inputs = calloc((size_t)(n ? n : 1), sizeof *m->inputs);
+    if (!m->inputs) return oc_fail(ctx, OC_ERR_NO_MEMORY, "out of memory");
+    for (int i = 0; i < n; i++) {
+        const oc_map_array *a = &inputs[i];
+        oc_map_bound *b = &m->inputs[i];
+        m->n_inputs = i + 1;
+        if (!valid_name(a->name)) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "input %d: '%s' is not a valid name", i,
+                                                 a->name ? a->name : "(null)");
+        for (int j = 0; j < i; j++)
+            if (strcmp(m->inputs[j].name, a->name) == 0)
+                return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "input '%s' is given twice", a->name);
+        b->name = strdup(a->name);
+        if (!b->name) return oc_fail(ctx, OC_ERR_NO_MEMORY, "out of memory");
+        if (a->path) {
+            b->path = strdup(a->path);
+            if (!b->path) return oc_fail(ctx, OC_ERR_NO_MEMORY, "out of memory");
+            OC_CHECK(open_file_input(ctx, a, b));
+            continue;
+        }
+        if (a->dtype < 0 || a->dtype >= OC_MT_COUNT || a->ndim < 0 || a->ndim > OC_MAP_MAX_DIMS || (!a->shape && a->ndim))
+            return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "input '%s': bad dtype, ndim or shape", a->name);
+        b->type = a->dtype;
+        b->ndim = a->ndim;
+        b->count = 1;
+        for (int d = 0; d < a->ndim; d++) {
+            if (a->shape[d] < 0) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "input '%s': negative dimension", a->name);
+            b->shape[d] = a->shape[d];
+            b->count *= a->shape[d];
+        }
+        if (!a->data && b->count > 0) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "input '%s' has no data", a->name);
+        b->data = a->data;
+    }
+    return OC_OK;
+}
+
+static void mark_used(oc_map *m)
+{
+    for (int k = 0; k < m->ir.count; k++)
+        if (m->ir.nodes[k].op == MOP_INPUT) m->inputs[m->ir.nodes[k].input].used = 1;
+}
+
+/* numpy broadcasting of the used inputs' shapes; strides per result dim. */
+static oc_status broadcast(oc_context *ctx, oc_map *m)
+{
+    int nd = 0;
+    for (int i = 0; i < m->n_inputs; i++)
+        if (m->inputs[i].used && m->inputs[i].ndim > nd) nd = m->inputs[i].ndim;
+    m->ndim = nd;
+    for (int d = 0; d < nd; d++) m->shape[d] = 1;
+    int owner[OC_MAP_MAX_DIMS];
+    for (int i = 0; i < m->n_inputs; i++) {
+        const oc_map_bound *b = &m->inputs[i];
+        if (!b->used) continue;
+        for (int d = 0; d < b->ndim; d++) {
+            int od = nd - b->ndim + d;
+            int64_t s = b->shape[d];
+            if (s == m->shape[od] || s == 1) continue;
+            if (m->shape[od] == 1) {
+                m->shape[od] = s;
+                owner[od] = i;
+                continue;
+            }
+            char x[256], y[256];
+            const oc_map_bound *o = &m->inputs[owner[od]];
+            return oc_fail(ctx, OC_ERR_INPUT, "shapes do not broadcast: %s is %s, %s is %s", o->name,
+                           oc_map_shape_text(o->ndim, o->shape, x, sizeof x), b->name,
+                           oc_map_shape_text(b->ndim, b->shape, y, sizeof y));
+        }
+    }
+    m->count = 1;
+    for (int d = 0; d < nd; d++) {
+        if (m->shape[d] && m->count > INT64_MAX / m->shape[d])
+            return oc_fail(ctx, OC_ERR_INPUT, "the broadcast result has more than 2^63 elements");
+        m->count *= m->shape[d];
+    }
+    for (int i = 0; i < m->n_inputs; i++) {
+        oc_map_bound *b = &m->inputs[i];
+        int64_t st = 1;
+        b->same_shape = b->ndim == nd;
+        for (int od = nd - 1; od >= 0; od--) {
+            int d = b->ndim - nd + od;
+            if (d < 0) {
+                b->stride[od] = 0;
+                b->same_shape = 0;
+                continue;
+            }
+            b->stride[od] = b->shape[d] == 1 && m->shape[od] != 1 ? 0 : st;
+            if (b->shape[d] != m->shape[od]) b->same_shape = 0;
+            st *= b->shape[d];
+        }
+    }
+    return OC_OK;
+}
+
+static oc_status resolve_output(oc_context *ctx, oc_map *m)
+{
+    m->expr_type = m->ir.nodes[m->ir.root].type;
+    m->reduce = m->opts.reduce;
+    m->axis = -1;
+    if (m->reduce < OC_MAP_REDUCE_NONE || m->reduce > OC_MAP_REDUCE_MAX)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "unknown reduction %d", (int)m->reduce);
+    if (m->reduce == OC_MAP_REDUCE_NONE) {
+        if (m->opts.has_axis) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "--axis needs --reduce");
+        m->out_ndim = m->ndim;
+        memcpy(m->out_shape, m->shape, sizeof m->shape);
+        m->reduce_type = m->expr_type;
+    } else {
+        m->reduce_type = oc_map_reduce_type(m->reduce, m->expr_type);
+        m->out_ndim = 0;
+        if (m->opts.has_axis) {
+            int ax = m->opts.axis < 0 ? m->opts.axis + m->ndim : m->opts.axis;
+            if (ax < 0 || ax >= m->ndim)
+                return oc_fail(ctx, OC_ERR_INPUT, "axis %d is out of bounds for a result of %d dimension%s", m->opts.axis,
+                               m->ndim, m->ndim == 1 ? "" : "s");
+            m->axis = ax;
+            for (int d = 0; d < m->ndim; d++)
+                if (d != ax) m->out_shape[m->out_ndim++] = m->shape[d];
+        }
+        int64_t len = m->axis < 0 ? m->count : m->shape[m->axis];
+        if (len == 0 && (m->reduce == OC_MAP_REDUCE_MIN || m->reduce == OC_MAP_REDUCE_MAX))
+            return oc_fail(ctx, OC_ERR_INPUT, "zero-size array to reduction operation %s, which has no identity",
+                           m->reduce == OC_MAP_REDUCE_MIN ? "minimum" : "maximum");
+    }
+    m->out_count = 1;
+    for (int d = 0; d < m->out_ndim; d++) m->out_count *= m->out_shape[d];
+    m->out_type = m->reduce_type;
+    if (m->opts.dtype >= 0) {
+        if (m->opts.dtype >= OC_MT_COUNT) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "unknown output dtype %d", m->opts.dtype);
+        if (!oc_mt_can_cast_same_kind(m->reduce_type, m->opts.dtype))
+            return oc_fail(ctx, OC_ERR_INPUT,
+                           "the result is %s and cannot be written as %s (numpy.can_cast(%s, %s, 'same_kind') is False)",
+                           oc_mt_name(m->reduce_type), oc_mt_name(m->opts.dtype), oc_mt_name(m->reduce_type),
+                           oc_mt_name(m->opts.dtype));
+        m->out_type = m->opts.dtype;
+    }
+    return OC_OK;
+}
+
+static oc_status map_create(oc_context *ctx, oc_map *m, const char *expr, const oc_map_array *inputs, int n_inputs,
+                            const oc_map_scalar *scalars, int n_scalars)
+{
+    m->text = strdup(expr);
+    if (!m->text) return oc_fail(ctx, OC_ERR_NO_MEMORY, "out of memory");
+    /* Parse first: a syntax error is reported before any file is opened. */
+    oc_map_expr tree;
+    OC_CHECK(oc_map_parse(ctx, m->text, &tree));
+    oc_status st = bind_inputs(ctx, m, inputs, n_inputs);
+    oc_map_binding *bind = NULL;
+    if (st == OC_OK) {
+        bind = calloc((size_t)(n_inputs + n_scalars + 1), sizeof *bind);
+        if (!bind) st = oc_fail(ctx, OC_ERR_NO_MEMORY, "out of memory");
+    }
+    for (int i = 0; st == OC_OK && i < n_inputs; i++) bind[i] = (oc_map_binding){.name = m->inputs[i].name, .type = m->inputs[i].type, .ndim = m->inputs[i].ndim};
+    for (int i = 0; st == OC_OK && i < n_scalars; i++) {
+        oc_map_binding *b = &bind[n_inputs + i];
+        b->name = scalars[i].name;
+        b->is_scalar = 1;
+        if (!valid_name(scalars[i].name)) {
+            st = oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "--set: '%s' is not a valid name", scalars[i].name ? scalars[i].name : "");
+            break;
+        }
+        for (int j = 0; j < n_inputs + i; j++)
+            if (strcmp(bind[j].name, b->name) == 0) {
+                st = oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "'%s' is given twice", b->name);
+                break;
+            }
+        oc_map_expr lit;
+        const char *text = scalars[i].value ? scalars[i].value : "";
+        const char *word = text + (*text == '-' || *text == '+');
+        if (st == OC_OK && (strcasecmp(word, "inf") == 0 || strcasecmp(word, "nan") == 0)) {
+            /* Python's float('inf') and float('nan'), as repr() writes them. */
+            b->scalar = (oc_map_node){.op = MOP_CONST, .weak = MW_FLOAT, .a = -1, .b = -1, .c = -1, .input = -1};
+            b->scalar.value.f = (word[0] == 'n' || word[0] == 'N' ? NAN : INFINITY) * (*text == '-' ? -1.0 : 1.0);
+            continue;
+        }
+        if (st == OC_OK && oc_map_parse(ctx, text, &lit) == OC_OK) {
+            const oc_map_node *r = &lit.nodes[lit.root];
+            /* A literal, or a negated one ("-0.5"). */
+            int neg = r->op == MOP_NEG && lit.nodes[r->a].op == MOP_CONST;
+            const oc_map_node *v = neg ? &lit.nodes[r->a] : r;
+            if (v->op != MOP_CONST || (neg && v->weak == MW_BOOL)) {
+                st = oc_fail(ctx, OC_ERR_INPUT, "--set %s=%s: the value is not a number", b->name, scalars[i].value);
+            } else {
+                b->scalar = *v;
+                if (neg && v->weak == MW_FLOAT) b->scalar.value.f = -v->value.f;
+                if (neg && v->weak == MW_INT) b->scalar.value.i = -v->value.i;
+            }
+            oc_map_expr_free(&lit);
+        } else if (st == OC_OK) {
+            st = oc_fail(ctx, OC_ERR_INPUT, "--set %s=%s: the value is not a number", b->name, scalars[i].value);
+        }
+    }
+    if (st == OC_OK) st = oc_map_typecheck(ctx, &tree, bind, n_inputs + n_scalars, &m->ir);
+    free(bind);
+    oc_map_expr_free(&tree);
+    OC_CHECK(st);
+    mark_used(m);
+    OC_CHECK(broadcast(ctx, m));
+    OC_CHECK(resolve_output(ctx, m));
+    return OC_OK;
+}
+
+oc_status oc_map_create(oc_context *ctx, const char *expr, const oc_map_array *inputs, int n_inputs,
+                        const oc_map_scalar *scalars, int n_scalars, const oc_map_options *opts, oc_map **out)
+{
+    if (!ctx || !expr || !out || n_inputs < 0 || n_scalars < 0 || (n_inputs && !inputs) || (n_scalars && !scalars))
+        return ctx ? oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_map_create: bad arguments") : OC_ERR_INVALID_ARGUMENT;
+    oc_context_begin_job(ctx);
+    /* Version 1 of each struct is the only one yet (docs/abi.md). */
+    if (opts && opts->struct_size != sizeof *opts)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                       "oc_map_options: struct_size %zu is no version's (%zu): start from OC_MAP_OPTIONS_INIT",
+                       opts->struct_size, sizeof *opts);
+    for (int i = 0; i < n_inputs; i++)
+        if (inputs[i].struct_size != sizeof *inputs)
+            return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                           "oc_map_array: struct_size %zu is no version's (%zu): start from OC_MAP_ARRAY_INIT",
+                           inputs[i].struct_size, sizeof *inputs);
+    oc_map *m = calloc(1, sizeof *m);
+    if (!m) return oc_fail(ctx, OC_ERR_NO_MEMORY, "out of memory");
+    oc_map_options defaults = OC_MAP_OPTIONS_INIT;
+    m->opts = opts ? *opts : defaults;
+    oc_status st = map_create(ctx, m, expr, inputs, n_inputs, scalars, n_scalars);
+    if (st != OC_OK) {
+        oc_map_free(m);
+        return oc_trace_at(ctx, st, __FILE__, __LINE__);
+    }
+    *out = m;
+    return OC_OK;
+}
+
+oc_map_dtype oc_map_result_dtype(const oc_map *m) { return (oc_map_dtype)m->out_type; }
+
+int oc_map_result_shape(const oc_map *m, int64_t *shape)
+{
+    if (shape) memcpy(shape, m->out_shape, sizeof(int64_t) * (size_t)m->out_ndim);
+    return m->out_ndim;
+}
+
+/* The output must not be one of the inputs, by any name: it is written while they are read. */
+static oc_status check_not_input(oc_context *ctx, const oc_map *m, const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) != 0) return OC_OK;
+    for (int i = 0; i < m->n_inputs; i++)
+        if (m->inputs[i].path && m->inputs[i].file.dev == (uint64_t)st.st_dev && m->inputs[i].file.ino == (uint64_t)st.st_ino)
+            return oc_fail(ctx, OC_ERR_INPUT, "%s: the output is the input '%s' (%s); write to another file", path,
+                           m->inputs[i].name, m->inputs[i].path);
+    return OC_OK;
+}
+
+static oc_status select_backend(oc_context *ctx, const oc_map *m, const oc_map_backend **out)
+{
+    switch (m->opts.backend) {
+    case OC_BACKEND_AUTO:
+    case OC_BACKEND_CPU: *out = &oc_map_backend_cpu; return OC_OK;
+    case OC_BACKEND_CUDA:
+        return oc_fail(ctx, OC_ERR_UNSUPPORTED,
+                       "map on the GPU is not available yet: its CUDA source is generated but not yet run by the "
+                       "streaming engine; use --backend cpu (or auto)");
+    default: return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "unknown backend %d", (int)m->opts.backend);
+    }
+}
+
+oc_status oc_map_run(oc_context *ctx, oc_map *m, const char *out_path, void *out_data, oc_map_stats *stats)
+{
+    if (!ctx || !m || (!out_path && !out_data && m->out_count > 0))
+        return ctx ? oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_map_run: no output given") : OC_ERR_INVALID_ARGUMENT;
+    if (stats && stats->struct_size != sizeof *stats)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                       "oc_map_stats: struct_size %zu is no version's (%zu): set it to sizeof(oc_map_stats)",
+                       stats->struct_size, sizeof *stats);
+    oc_context_begin_job(ctx);
+    oc_map_stats local = {.struct_size = sizeof local};
+    double t0 = oc_now();
+    const oc_map_backend *be;
+    OC_CHECK(select_backend(ctx, m, &be));
+    oc_npy_out *w = NULL;
+    void *dst = out_data;
+    if (out_path) {
+        OC_CHECK(check_not_input(ctx, m, out_path));
+        OC_CHECK(oc_npy_out_create_nd(ctx, out_path, oc_mt_descr(m->out_type), oc_mt_size(m->out_type), m->out_ndim,
+                                      m->out_shape, &w, &dst));
+    }
+    m->out_is_file = w != NULL;
+    oc_status st = m->count > 0 || m->reduce != OC_MAP_REDUCE_NONE ? be->run(ctx, m, dst, &local) : OC_OK;
+    if (st == OC_OK && w) {
+        st = oc_npy_out_commit(ctx, w);
+    } else if (w) {
+        oc_npy_out_abort(w);
+    }
+    OC_CHECK(st);
+    local.seconds = oc_now() - t0;
+    local.elements = m->count;
+    local.bytes_read = 0;
+    for (int i = 0; i < m->n_inputs; i++)
+        if (m->inputs[i].used) local.bytes_read += m->inputs[i].count * (int64_t)oc_mt_size(m->inputs[i].type);
+    local.bytes_written = m->out_count * (int64_t)oc_mt_size(m->out_type);
+    if (stats) *stats = local;
+    return OC_OK;
+}

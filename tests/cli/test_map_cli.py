@@ -1,0 +1,114 @@
+"""`outcore map` on real files: results against numpy, error messages, exit codes, no output file
+on failure."""
+import json
+
+import numpy as np
+import pytest
+
+from conftest import run
+
+
+@pytest.fixture
+def arrays(tmp_path):
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((300, 40))
+    b = rng.standard_normal((300, 40))
+    v = rng.standard_normal(40).astype(np.float32)
+    i = rng.integers(-50, 50, size=(300, 1), dtype=np.int16)
+    for name, x in {"a": a, "b": b, "v": v, "i": i}.items():
+        np.save(tmp_path / f"{name}.npy", x)
+    return tmp_path, {"a": a, "b": b, "v": v, "i": i}
+
+
+def test_elementwise_and_json(arrays):
+    d, x = arrays
+    out = d / "c.npy"
+    proc = run("map", "a * v + i // 3", f"a={d/'a.npy'}", f"v={d/'v.npy'}", f"i={d/'i.npy'}", "-o", out, "--json")
+    ref = x["a"] * x["v"] + x["i"] // 3
+    got = np.load(out)
+    assert got.dtype == ref.dtype and np.array_equal(got, ref)
+    summary = json.loads(proc.stdout)
+    assert summary["shape"] == [300, 40] and summary["dtype"] == "float64"
+    assert summary["bytes_written"] == ref.nbytes
+    assert summary["bytes_read"] == x["a"].nbytes + x["v"].nbytes + x["i"].nbytes
+
+
+def test_set_dtype_and_reduce(arrays):
+    d, x = arrays
+    out = d / "c.npy"
+    run("map", "v * r", f"v={d/'v.npy'}", "--set", "r=0.2", "-o", out)
+    assert np.load(out).dtype == np.float32 and np.array_equal(np.load(out), x["v"] * 0.2)
+    run("map", "a * b", f"a={d/'a.npy'}", f"b={d/'b.npy'}", "--dtype", "float32", "-o", out)
+    assert np.array_equal(np.load(out), (x["a"] * x["b"]).astype(np.float32))
+    proc = run("map", "a * b", f"a={d/'a.npy'}", f"b={d/'b.npy'}", "--reduce", "sum", "--quiet")
+    assert float(proc.stdout) == np.sum(x["a"] * x["b"])
+    run("map", "a * b", f"a={d/'a.npy'}", f"b={d/'b.npy'}", "--reduce", "max", "--axis", "0", "-o", out)
+    assert np.array_equal(np.load(out), np.max(x["a"] * x["b"], axis=0))
+
+
+def expect_error(d, *args, message):
+    out = d / "bad.npy"
+    proc = run("map", *args, "-o", out, check=False)
+    assert proc.returncode == 2, proc.stderr
+    assert message in proc.stderr, proc.stderr
+    assert not out.exists()
+    assert [p.name for p in d.iterdir() if "bad" in p.name] == []  # no temporary file either
+    return proc.stderr
+
+
+def test_errors(arrays, tmp_path):
+    d, _ = arrays
+    a, b = f"a={d/'a.npy'}", f"b={d/'b.npy'}"
+    err = expect_error(d, "a * * b", a, b, message="syntax error in the expression at column 5")
+    lines = err.splitlines()
+    assert lines[1] == "  a * * b" and lines[2] == "      ^"
+    assert len(expect_error(d, "a * q", a, message="unknown name 'q'").splitlines()) == 1
+    np.save(tmp_path / "big.npy", np.zeros((301, 40)))
+    assert expect_error(d, "a * b", a, f"b={tmp_path/'big.npy'}",
+                        message="shapes do not broadcast: a is 300 x 40, b is 301 x 40").count("\n") == 1
+    expect_error(d, "a * b", a, b, "--dtype", "int32", message="cannot be written as int32")
+    expect_error(d, "a * b", a, f"b={d/'missing.npy'}", message="missing.npy")
+    expect_error(d, "a * b", a, message="unknown name 'b'")
+    expect_error(d, "a", a, "--reduce", "sum", "--axis", "2", message="axis 2 is out of bounds")
+    expect_error(d, "a ** b", f"a={d/'i.npy'}", "--set", "b=-1", message="negative integer powers")
+
+
+def test_cuda_backend_is_reported_unavailable(arrays):
+    d, _ = arrays
+    out = d / "c.npy"
+    proc = run("map", "a + 1", f"a={d/'a.npy'}", "-o", out, "--backend", "cuda", check=False)
+    assert proc.returncode != 0 and "not available yet" in proc.stderr and not out.exists()
+    run("map", "a + 1", f"a={d/'a.npy'}", "-o", out, "--backend", "auto")
+    assert out.exists()
+
+
+def test_output_is_not_an_input(arrays):
+    d, _ = arrays
+    proc = run("map", "a + 1", f"a={d/'a.npy'}", "-o", d / "a.npy", check=False)
+    assert proc.returncode == 2 and "is the input" in proc.stderr
+
+
+def test_explain(arrays):
+    d, _ = arrays
+    proc = run("map", "a * b", f"a={d/'a.npy'}", f"b={d/'b.npy'}", "--explain", "--json")
+    info = json.loads(proc.stdout)
+    assert info["backend"] == "cpu" and info["elements"] == 12000
+
+
+def test_inputs_larger_than_host_mem(tmp_path):
+    """Inputs past --host-mem are read through the mapping and their pages dropped behind the
+    parts (and the output's): same result."""
+    rng = np.random.default_rng(9)
+    a = rng.standard_normal((700, 1000))
+    b = rng.standard_normal((700, 1000)).astype(np.float32)
+    np.save(tmp_path / "a.npy", a)
+    np.save(tmp_path / "b.npy", b)
+    out = tmp_path / "c.npy"
+    run("map", "a * b - 1", f"a={tmp_path/'a.npy'}", f"b={tmp_path/'b.npy'}", "-o", out, "--host-mem", "1M")
+    assert np.array_equal(np.load(out), a * b - 1)
+    proc = run("map", "a * b - 1", f"a={tmp_path/'a.npy'}", f"b={tmp_path/'b.npy'}", "--reduce", "sum", "--host-mem", "1M",
+               "--json")
+    assert json.loads(proc.stdout)["value"] == float(np.sum(a * b - 1))
+    run("map", "a * b", f"a={tmp_path/'a.npy'}", f"b={tmp_path/'b.npy'}", "--reduce", "min", "--axis", "-1",
+        "--host-mem", "1M", "-o", out)
+    assert np.array_equal(np.load(out), np.min(a * b, axis=-1))

@@ -1,0 +1,237 @@
+/*
+ * test_map_cuda.c - map's emitted CUDA kernels run on the device and give the CPU backend's
+ * bytes: the element-wise kernel over two chunks (start offsets, a chunked input and a
+ * broadcast one, output casts) for integer, comparison and float arithmetic, and the
+ * partial-reduction kernel for integer sums, min and max (exact) and float sums (within the
+ * bound map_codegen.h states). Compiled with NVRTC (dlopen), loaded and launched through the
+ * runtime's library API (cudaLibraryLoadData: the static runtime finds the driver itself, so
+ * the test starts, and skips, on a machine without one). Exits 77 without a usable device or
+ * without NVRTC.
+ */
+#include <cuda_runtime_api.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../harness.h"
+#include "../map_nvrtc.h"
+#include "exec/map_codegen.h"
+#include "exec/map_types.h"
+
+static oc_context *ctx;
+static char arch[32];
+
+#define N_ROWS 1000
+#define N_COLS 257
+
+static int cu_ok(cudaError_t r, const char *what)
+{
+    if (r == cudaSuccess) return 1;
+    oc_test_fail(__FILE__, __LINE__, "%s: %s", what, cudaGetErrorString(r));
+    return 0;
+}
+
+static void fill(void *p, int t, int64_t n, uint64_t seed)
+{
+    for (int64_t i = 0; i < n; i++) {
+        uint64_t r = oc_test_rand(&seed);
+        double v = (double)(int64_t)(r % 2001) - 1000.0 + (double)(r >> 40 & 7) / 8.0;
+        switch (t) {
+        case MT_BOOL: ((uint8_t *)p)[i] = r & 1; break;
+        case MT_I8: ((int8_t *)p)[i] = (int8_t)r; break;
+        case MT_I16: ((int16_t *)p)[i] = (int16_t)r; break;
+        case MT_I32: ((int32_t *)p)[i] = (int32_t)(r % 200001) - 100000; break;
+        case MT_I64: ((int64_t *)p)[i] = (int64_t)r; break;
+        case MT_U8: ((uint8_t *)p)[i] = (uint8_t)r; break;
+        case MT_U16: ((uint16_t *)p)[i] = (uint16_t)r; break;
+        case MT_U32: ((uint32_t *)p)[i] = (uint32_t)r; break;
+        case MT_U64: ((uint64_t *)p)[i] = r; break;
+        case MT_F32: ((float *)p)[i] = (float)v; break;
+        default: ((double *)p)[i] = v; break;
+        }
+    }
+}
+
+/* Runs kernel `name` of src over the plan's result in two chunks into host buffer out
+ * (elementwise) or partials (reduce: one chunk, `blocks` partials). */
+static int run_kernel(const oc_map_plan *m, const char *src, const char *name, void *out, size_t out_elem,
+                      int64_t blocks)
+{
+    char *ptx = map_nvrtc_compile(src, arch, m->text);
+    CHECK_MSG(ptx != NULL, "%s does not compile", m->text);
+    if (!ptx) return 0;
+    cudaLibrary_t lib = NULL;
+    cudaKernel_t fn = NULL;
+    int ok = cu_ok(cudaLibraryLoadData(&lib, ptx, NULL, NULL, 0, NULL, NULL, 0), "cudaLibraryLoadData") &&
+             cu_ok(cudaLibraryGetKernel(&fn, lib, name), name);
+    free(ptx);
+    char *din[4] = {0}, *dout = NULL, *derr = NULL;
+    for (int k = 0; ok && k < m->n_inputs; k++) {
+        size_t bytes = (size_t)m->inputs[k].count * oc_mt_size(m->inputs[k].type);
+        ok = cu_ok(cudaMalloc((void **)&din[k], bytes ? bytes : 1), "cudaMalloc") &&
+             cu_ok(cudaMemcpy(din[k], m->inputs[k].data, bytes, cudaMemcpyHostToDevice), "upload");
+    }
+    int reduce = blocks > 0;
+    size_t out_bytes = reduce ? (size_t)blocks * out_elem : (size_t)m->count * out_elem;
+    ok = ok && cu_ok(cudaMalloc((void **)&dout, out_bytes), "cudaMalloc") &&
+         cu_ok(cudaMalloc((void **)&derr, sizeof(int)), "cudaMalloc") && cu_ok(cudaMemset(derr, 0, sizeof(int)), "memset");
+    /* Two chunks: the second starts mid-row, so the broadcast offsets start mid-pattern. */
+    int64_t cut = reduce ? m->count : m->count / 2 + 3;
+    for (int chunk = 0; ok && chunk < (reduce ? 1 : 2); chunk++) {
+        long long start = chunk ? cut : 0, n = chunk ? m->count - cut : cut;
+        char *in_ptr[4], *out_ptr = dout + (reduce ? 0 : start * (long long)out_elem);
+        void *params[8];
+        int np = 0;
+        params[np++] = &out_ptr;
+        for (int k = 0; k < m->n_inputs; k++) {
+            if (!m->inputs[k].used) continue;
+            in_ptr[k] = din[k] + (m->inputs[k].same_shape ? start * (long long)oc_mt_size(m->inputs[k].type) : 0);
+            params[np++] = &in_ptr[k];
+        }
+        params[np++] = &n;
+        params[np++] = &start;
+        params[np++] = &derr;
+        unsigned grid = reduce ? (unsigned)blocks : 120;
+        dim3 g = {grid, 1, 1}, blk = {OC_MAP_CUDA_BLOCK, 1, 1};
+        ok = cu_ok(cudaLaunchKernel((const void *)fn, g, blk, params, 0, NULL), "launch") &&
+             cu_ok(cudaDeviceSynchronize(), "synchronize");
+    }
+    ok = ok && cu_ok(cudaMemcpy(out, dout, out_bytes, cudaMemcpyDeviceToHost), "download");
+    for (int k = 0; k < 4; k++) cudaFree(din[k]);
+    cudaFree(dout);
+    cudaFree(derr);
+    if (lib) cudaLibraryUnload(lib);
+    return ok;
+}
+
+/* Equal bytes, except that any NaN equals any NaN (the GPU's canonical NaN is positive,
+ * x86's default NaN negative). */
+static int same_values(const unsigned char *x, const unsigned char *y, int t, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) {
+        if (t == MT_F64) {
+            double u, v;
+            memcpy(&u, x + 8 * i, 8), memcpy(&v, y + 8 * i, 8);
+            if (isnan(u) && isnan(v)) continue;
+            if (memcmp(&u, &v, 8) != 0) return 0;
+        } else if (t == MT_F32) {
+            float u, v;
+            memcpy(&u, x + 4 * i, 4), memcpy(&v, y + 4 * i, 4);
+            if (isnan(u) && isnan(v)) continue;
+            if (memcmp(&u, &v, 4) != 0) return 0;
+        } else if (memcmp(x + i * (int64_t)oc_mt_size(t), y + i * (int64_t)oc_mt_size(t), oc_mt_size(t)) != 0) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static void check_elementwise(const char *expr, int ta, int tb, int dtype)
+{
+    static unsigned char a[N_ROWS * N_COLS * 8], b[N_COLS * 8];
+    fill(a, ta, N_ROWS * N_COLS, 1);
+    fill(b, tb, N_COLS, 2);
+    int64_t sa[2] = {N_ROWS, N_COLS}, sb[1] = {N_COLS};
+    oc_map_array in[2] = {OC_MAP_ARRAY_INIT, OC_MAP_ARRAY_INIT};
+    in[0].name = "a", in[0].data = a, in[0].dtype = ta, in[0].ndim = 2, in[0].shape = sa;
+    in[1].name = "b", in[1].data = b, in[1].dtype = tb, in[1].ndim = 1, in[1].shape = sb;
+    oc_map_options o = OC_MAP_OPTIONS_INIT;
+    o.dtype = dtype;
+    oc_map *m = NULL;
+    if (oc_map_create(ctx, expr, in, 2, NULL, 0, &o, &m) != OC_OK) return; /* numpy refuses it too */
+    size_t elem = oc_mt_size(m->out_type);
+    unsigned char *cpu = malloc((size_t)m->count * elem), *gpu = malloc((size_t)m->count * elem);
+    char *src = NULL;
+    int cpu_ok = oc_map_run(ctx, m, NULL, cpu, NULL) == OC_OK; /* a negative integer power fails: skip */
+    if (cpu && gpu && cpu_ok && oc_map_emit_cuda(ctx, m, &src, NULL) == OC_OK &&
+        run_kernel(m, src, "oc_map_elementwise", gpu, elem, 0))
+        CHECK_MSG(same_values(cpu, gpu, m->out_type, m->count), "%s over %s, %s: the GPU's values differ from the CPU's",
+                  expr, oc_mt_name(ta), oc_mt_name(tb));
+    free(src);
+    free(cpu);
+    free(gpu);
+    oc_map_free(m);
+}
+
+static void check_reduce(const char *expr, int ta, oc_map_reduce op)
+{
+    static unsigned char a[N_ROWS * N_COLS * 8];
+    fill(a, ta, N_ROWS * N_COLS, 3);
+    int64_t sa[2] = {N_ROWS, N_COLS};
+    oc_map_array in = OC_MAP_ARRAY_INIT;
+    in.name = "a", in.data = a, in.dtype = ta, in.ndim = 2, in.shape = sa;
+    oc_map_options o = OC_MAP_OPTIONS_INIT;
+    o.reduce = op;
+    oc_map *m = NULL;
+    CHECK(oc_map_create(ctx, expr, &in, 1, NULL, 0, &o, &m) == OC_OK);
+    if (!m) return;
+    int rt = m->reduce_type;
+    unsigned char cpu[8] = {0};
+    int64_t blocks = (m->count + OC_MAP_CUDA_BLOCK - 1) / OC_MAP_CUDA_BLOCK;
+    if (blocks > 64) blocks = 64;
+    unsigned char *part = calloc((size_t)blocks, 8);
+    char *src = NULL;
+    int has_reduce = 0;
+    if (part && oc_map_run(ctx, m, NULL, cpu, NULL) == OC_OK && oc_map_emit_cuda(ctx, m, &src, &has_reduce) == OC_OK &&
+        has_reduce && run_kernel(m, src, "oc_map_reduce_partial", part, oc_mt_size(rt), blocks)) {
+        if ((rt == MT_F64 || rt == MT_F32) && op == OC_MAP_REDUCE_SUM) {
+            double sum = 0, mag = 0;
+            for (int64_t i = 0; i < blocks; i++) sum += rt == MT_F64 ? ((double *)part)[i] : ((float *)part)[i];
+            for (int64_t i = 0; i < m->count; i++) mag += fabs(rt == MT_F64 ? ((double *)a)[i] : ((float *)a)[i]);
+            double want = rt == MT_F64 ? *(double *)cpu : *(float *)cpu;
+            double eps = rt == MT_F64 ? 0x1p-53 : 0x1p-24;
+            CHECK_MSG(fabs(sum - want) <= (log2((double)m->count) + 2) * eps * mag, "%s: %g against %g", expr, sum, want);
+        } else if (op == OC_MAP_REDUCE_SUM) {
+            uint64_t sum = 0;
+            for (int64_t i = 0; i < blocks; i++) sum += ((uint64_t *)part)[i];
+            CHECK_MSG(memcmp(&sum, cpu, 8) == 0, "%s: integer sums differ", expr);
+        } else {
+            /* min/max: the best partial is the CPU's value, byte for byte. */
+            size_t e = oc_mt_size(rt);
+            int found = 0;
+            for (int64_t i = 0; i < blocks; i++) found |= memcmp(part + i * (int64_t)e, cpu, e) == 0;
+            CHECK_MSG(found, "%s: no partial equals the CPU's result", expr);
+        }
+    }
+    free(part);
+    free(src);
+    oc_map_free(m);
+}
+
+int main(void)
+{
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+        oc_test_skip("no usable CUDA device");
+        return oc_test_finish();
+    }
+    if (!map_nvrtc_load()) {
+        oc_test_skip("libnvrtc is not installed");
+        return oc_test_finish();
+    }
+    int major = 0, minor = 0;
+    if (!cu_ok(cudaSetDevice(0), "cudaSetDevice") ||
+        !cu_ok(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0), "attribute") ||
+        !cu_ok(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, 0), "attribute"))
+        return oc_test_finish();
+    snprintf(arch, sizeof arch, "compute_%d%d", major, minor);
+    if (oc_context_create(&ctx) != OC_OK) return 1;
+    static const char *exprs[] = {"a + b", "a - b * 3", "a * b + 1", "a / b", "a // b", "a % b", "a ** 2",
+                                  "-a", "~a", "abs(a)", "a == b", "a < b", "(a <= b) & (a >= b)", "a ^ b",
+                                  "where(a > b, a, b)", "minimum(a, b)", "maximum(a, 2)", "clip(a, 1, 5)",
+                                  "floor(a)", "ceil(b)", "a ** -1", "a ** 0.5"};
+    for (size_t e = 0; e < sizeof exprs / sizeof exprs[0]; e++)
+        for (int ta = 0; ta < OC_MT_COUNT; ta++) check_elementwise(exprs[e], ta, (ta * 7 + (int)e) % OC_MT_COUNT, -1);
+    check_elementwise("a * b", MT_F64, MT_F64, MT_F32);
+    check_elementwise("a + b", MT_I64, MT_I8, MT_I8);
+    check_elementwise("a * b", MT_F64, MT_I32, MT_F32);
+    check_reduce("a", MT_I32, OC_MAP_REDUCE_SUM);
+    check_reduce("a * 3", MT_U16, OC_MAP_REDUCE_SUM);
+    check_reduce("a", MT_I64, OC_MAP_REDUCE_MIN);
+    check_reduce("a - 1", MT_F32, OC_MAP_REDUCE_MAX);
+    check_reduce("a * 2", MT_F64, OC_MAP_REDUCE_SUM);
+    check_reduce("a", MT_F32, OC_MAP_REDUCE_SUM);
+    oc_context_free(ctx);
+    return oc_test_finish();
+}

@@ -1,0 +1,294 @@
+/* cmd_map.c - `outcore map`: an element-wise expression over .npy arrays (docs/map.md). */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "commands.h"
+
+static const char map_usage[] =
+    "usage: outcore map EXPR NAME=FILE.npy ... -o OUT.npy [options]\n"
+    "       outcore map EXPR NAME=FILE.npy ... --reduce sum|mean|min|max [--axis N] [-o OUT.npy]\n"
+    "\n"
+    "Evaluates a numpy-style expression element by element over .npy arrays of any size,\n"
+    "with numpy's broadcasting and type promotion (NEP 50), on all CPU cores. See docs/map.md.\n"
+    "Operators: + - * / // % ** == != < <= > >= & | ^ ~; functions: abs sqrt exp log log1p\n"
+    "expm1 sin cos tan tanh arctan2 floor ceil minimum maximum clip where.\n"
+    "\n"
+    "  -o, --output OUT.npy   result file (written under a temporary name, renamed when done);\n"
+    "                         a reduction to one value without -o prints it\n"
+    "  --set NAME=VALUE       a Python scalar (weak in numpy's promotion: float32 * 0.5 stays float32)\n"
+    "  --dtype T              bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float32,\n"
+    "                         float64: the output dtype; the result must cast to it under numpy's\n"
+    "                         same_kind rule\n"
+    "  --reduce OP            sum, mean, min or max (of the result, never materialised)\n"
+    "  --axis N               reduce over axis N only (negative counts from the end)\n"
+    "  --backend B            auto (default: the CPU for now), cpu, cuda (not available yet)\n"
+    "  --threads N            CPU threads (default: all cores)\n"
+    "  --host-mem SIZE|PCT    host memory budget (inputs are memory-mapped and read as needed)\n"
+    "  --gpu-mem SIZE|PCT     device memory budget of the GPU path\n"
+    "  --explain              print what the job does and why (backend, types, bytes)\n"
+    "  --json                 print the summary as JSON on stdout\n"
+    "  --quiet                no progress bar and no summary\n"
+    "  --verbose              on failure, also print the library's file:line trace\n";
+
+#define MAX_ARGS 64
+
+typedef struct map_args {
+    const char *expr;
+    const char *output;
+    oc_map_array inputs[MAX_ARGS];
+    int ninputs;
+    oc_map_scalar scalars[MAX_ARGS];
+    int nscalars;
+    char *names[2 * MAX_ARGS];
+    int nnames;
+    int json, quiet, explain;
+    oc_map_options opts;
+} map_args;
+
+/* Splits "NAME=VALUE" into a copy of NAME and a pointer to VALUE; NULL when there is no '='. */
+static const char *split_binding(map_args *g, const char *arg, char **name)
+{
+    const char *eq = strchr(arg, '=');
+    if (!eq || eq == arg) return NULL;
+    *name = strndup(arg, (size_t)(eq - arg));
+    if (*name) g->names[g->nnames++] = *name;
+    return *name ? eq + 1 : NULL;
+}
+
+static int parse_reduce(const char *v, oc_map_reduce *out)
+{
+    static const char *names[] = {"none", "sum", "mean", "min", "max"};
+    for (int i = 1; i <= 4; i++)
+        if (strcmp(v, names[i]) == 0) return *out = (oc_map_reduce)i, 0;
+    return -1;
+}
+
+static int parse_map_args(int argc, char **argv, map_args *g)
+{
+    for (int i = 1; i < argc; ++i) {
+        const char *arg = argv[i], *v = NULL;
+        int r;
+        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+            fputs(map_usage, stdout);
+            return OC_EXIT_OK;
+        }
+        if (strcmp(arg, "--json") == 0) { g->json = 1; continue; }
+        if (strcmp(arg, "--explain") == 0) { g->explain = 1; continue; }
+        if (strcmp(arg, "--quiet") == 0 || strcmp(arg, "-q") == 0) { g->quiet = 1; continue; }
+        if (strcmp(arg, "--verbose") == 0 || strcmp(arg, "-v") == 0) { cli_verbose = 1; continue; }
+#define OPTION(name) ((r = cli_option(argc, argv, &i, name, &v)) != 0)
+        if (OPTION("-o") || OPTION("--output")) {
+            if (r < 0) return OC_EXIT_USAGE;
+            g->output = v;
+        } else if (OPTION("--set")) {
+            if (r < 0) return OC_EXIT_USAGE;
+            char *name = NULL;
+            const char *value = split_binding(g, v, &name);
+            if (!value) return cli_usage_error("--set %s: expected NAME=VALUE", v);
+            if (g->nscalars == MAX_ARGS) return cli_usage_error("map: at most %d --set scalars", MAX_ARGS);
+            g->scalars[g->nscalars++] = (oc_map_scalar){name, value};
+        } else if (OPTION("--dtype")) {
+            if (r < 0) return OC_EXIT_USAGE;
+            if (oc_map_dtype_parse(v, &g->opts.dtype) != OC_OK)
+                return cli_usage_error("--dtype %s: expected bool, int8, int16, int32, int64, uint8, uint16, uint32, "
+                                       "uint64, float32 or float64", v);
+        } else if (OPTION("--reduce")) {
+            if (r < 0) return OC_EXIT_USAGE;
+            if (parse_reduce(v, &g->opts.reduce)) return cli_usage_error("--reduce %s: expected sum, mean, min or max", v);
+        } else if (OPTION("--axis")) {
+            int64_t a;
+            if (r < 0) return OC_EXIT_USAGE;
+            if (cli_parse_i64(v, &a) || a < -64 || a > 64) return cli_usage_error("--axis %s: expected an axis number", v);
+            g->opts.has_axis = 1;
+            g->opts.axis = (int)a;
+        } else if (OPTION("--backend")) {
+            if (r < 0) return OC_EXIT_USAGE;
+            if (oc_backend_parse(v, &g->opts.backend) != OC_OK)
+                return cli_usage_error("--backend %s: expected auto, cpu or cuda", v);
+        } else if (OPTION("--threads")) {
+            int64_t t;
+            if (r < 0) return OC_EXIT_USAGE;
+            if (cli_parse_i64(v, &t) || t < 1 || t > 4096)
+                return cli_usage_error("--threads %s: expected a whole number from 1 to 4096", v);
+            g->opts.threads = (int)t;
+        } else if (OPTION("--gpu-mem")) {
+            double frac = 0;
+            if (r < 0) return OC_EXIT_USAGE;
+            if (cli_parse_size(v, &g->opts.gpu_mem_bytes, &frac))
+                return cli_usage_error("--gpu-mem %s: expected a size such as 2G or 512M, or a percentage such as 50%%", v);
+        } else if (OPTION("--host-mem")) {
+            double frac = 0;
+            if (r < 0) return OC_EXIT_USAGE;
+            if (cli_parse_size(v, &g->opts.host_mem_bytes, &frac))
+                return cli_usage_error("--host-mem %s: expected a size such as 4G or 512M, or a percentage such as 25%%",
+                                       v);
+            if (frac > 0) {
+                long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+                g->opts.host_mem_bytes = (int64_t)((double)pages * (double)page * frac);
+            }
+        } else if (arg[0] == '-' && arg[1] != '\0' && !g->expr) {
+            return cli_usage_error("map: unknown option %s (see outcore map --help)", arg);
+        } else if (arg[0] == '-' && arg[1] != '\0' && !strchr(arg, '=')) {
+            return cli_usage_error("map: unknown option %s (see outcore map --help)", arg);
+        } else if (!g->expr) {
+            g->expr = arg;
+        } else {
+            char *name = NULL;
+            const char *path = split_binding(g, arg, &name);
+            if (!path) return cli_usage_error("map: '%s' is not an input: write NAME=FILE.npy", arg);
+            if (g->ninputs == MAX_ARGS) return cli_usage_error("map: at most %d inputs", MAX_ARGS);
+            oc_map_array a = OC_MAP_ARRAY_INIT;
+            a.name = name;
+            a.path = path;
+            g->inputs[g->ninputs++] = a;
+        }
+#undef OPTION
+    }
+    if (!g->expr) return cli_usage_error("map: no expression given (see outcore map --help)");
+    if (!g->output && !g->explain && g->opts.reduce == OC_MAP_REDUCE_NONE)
+        return cli_usage_error("map: no output given: add -o OUT.npy");
+    if (g->output) {
+        const char *dot = strrchr(g->output, '.'), *slash = strrchr(g->output, '/');
+        if (!dot || (slash && dot < slash) || strcmp(dot, ".npy") != 0)
+            return cli_usage_error("%s: map writes .npy files: name the output OUT.npy", g->output);
+    }
+    return -1;
+}
+
+/* One value as numpy prints it (bool as true/false in JSON, where NaN and infinities are null). */
+static const char *format_value(oc_map_dtype t, const void *p, int json, char *buf, size_t size)
+{
+    switch (t) {
+    case OC_MAP_BOOL: snprintf(buf, size, "%s", *(const uint8_t *)p ? (json ? "true" : "True") : (json ? "false" : "False")); break;
+    case OC_MAP_INT8: snprintf(buf, size, "%d", *(const int8_t *)p); break;
+    case OC_MAP_INT16: snprintf(buf, size, "%d", *(const int16_t *)p); break;
+    case OC_MAP_INT32: snprintf(buf, size, "%" PRId32, *(const int32_t *)p); break;
+    case OC_MAP_INT64: snprintf(buf, size, "%" PRId64, *(const int64_t *)p); break;
+    case OC_MAP_UINT8: snprintf(buf, size, "%u", *(const uint8_t *)p); break;
+    case OC_MAP_UINT16: snprintf(buf, size, "%u", *(const uint16_t *)p); break;
+    case OC_MAP_UINT32: snprintf(buf, size, "%" PRIu32, *(const uint32_t *)p); break;
+    case OC_MAP_UINT64: snprintf(buf, size, "%" PRIu64, *(const uint64_t *)p); break;
+    default: {
+        double v = t == OC_MAP_FLOAT32 ? (double)*(const float *)p : *(const double *)p;
+        if (json && !isfinite(v)) snprintf(buf, size, "null");
+        else snprintf(buf, size, t == OC_MAP_FLOAT32 ? "%.9g" : "%.17g", v);
+    }
+    }
+    return buf;
+}
+
+static void print_summary(const map_args *g, const oc_map *m, const oc_map_stats *s, const void *value)
+{
+    int64_t shape[OC_MAP_MAX_DIMS];
+    int nd = oc_map_result_shape(m, shape);
+    double moved = (double)(s->bytes_read + s->bytes_written);
+    double rate = s->seconds > 0 ? moved / s->seconds : 0;
+    if (g->json) {
+        printf("{\"command\": \"map\", \"expression\": \"");
+        for (const char *c = g->expr; *c; c++)
+            if (*c == '"' || *c == '\\') printf("\\%c", *c);
+            else if ((unsigned char)*c < 0x20) printf("\\u%04x", *c);
+            else putchar(*c);
+        printf("\", \"output\": ");
+        if (g->output) printf("\"%s\"", g->output); else printf("null");
+        char buf[64];
+        if (value) printf(", \"value\": %s", format_value(oc_map_result_dtype(m), value, 1, buf, sizeof buf));
+        printf(", \"dtype\": \"%s\", \"shape\": [", oc_map_dtype_name(oc_map_result_dtype(m)));
+        for (int d = 0; d < nd; d++) printf("%s%" PRId64, d ? ", " : "", shape[d]);
+        printf("], \"backend\": \"%s\", \"backend_desc\": \"%s\", \"seconds\": %.6f, \"elements\": %" PRId64
+               ", \"bytes_read\": %" PRId64 ", \"bytes_written\": %" PRId64 ", \"bytes_per_second\": %.6g}\n",
+               oc_backend_name(s->backend), s->backend_desc, s->seconds, s->elements, s->bytes_read, s->bytes_written,
+               rate);
+        return;
+    }
+    char r[32], b[32];
+    fprintf(stderr, "outcore: map %s on %s: %.3f s, %s moved at %sB/s -> %s\n", g->expr, s->backend_desc, s->seconds,
+            cli_bytes(moved, b, sizeof b), cli_si(rate, r, sizeof r), g->output ? g->output : "stdout");
+}
+
+/* Under a syntax error, the expression and a caret under the column the message names. */
+static void print_caret(oc_context *ctx, const char *expr)
+{
+    int column = 0;
+    if (sscanf(oc_context_last_error(ctx), "syntax error in the expression at column %d:", &column) != 1 || column < 1)
+        return;
+    fprintf(stderr, "  %s\n  ", expr);
+    for (int i = 0; i < column - 1 && expr[i]; i++) fputc(expr[i] == '\t' ? '\t' : ' ', stderr);
+    fputs("^\n", stderr);
+}
+
+static void map_args_free(map_args *g)
+{
+    for (int i = 0; i < g->nnames; i++) free(g->names[i]);
+}
+
+int oc_cmd_map(int argc, char **argv)
+{
+    map_args g = {.opts = OC_MAP_OPTIONS_INIT};
+    int rc = parse_map_args(argc, argv, &g);
+    if (rc >= 0) {
+        map_args_free(&g);
+        return rc;
+    }
+    oc_context *ctx = NULL;
+    oc_map *m = NULL;
+    oc_status st = oc_context_create(&ctx);
+    if (st != OC_OK) {
+        map_args_free(&g);
+        return cli_usage_error("cannot create a context: %s", oc_status_string(st)) - 1;
+    }
+    cli_cancel_on_signal(ctx);
+    cli_progress progress;
+    cli_progress_init(&progress, "map", 0, !g.quiet && !g.json);
+    g.opts.progress = cli_progress_update;
+    g.opts.progress_user = &progress;
+    st = oc_map_create(ctx, g.expr, g.inputs, g.ninputs, g.scalars, g.nscalars, &g.opts, &m);
+    if (st != OC_OK) {
+        rc = cli_status_error(ctx, st);
+        print_caret(ctx, g.expr);
+        goto done;
+    }
+    if (g.explain) {
+        char *text = NULL;
+        st = oc_map_explain(ctx, m, g.json && !g.output && !g.opts.reduce, &text);
+        if (st != OC_OK) {
+            rc = cli_status_error(ctx, st);
+            goto done;
+        }
+        fputs(text, g.output || g.opts.reduce ? stderr : stdout);
+        free(text);
+        if (!g.output && !g.opts.reduce) {
+            rc = OC_EXIT_OK;
+            goto done;
+        }
+    }
+    int64_t shape[OC_MAP_MAX_DIMS];
+    int to_stdout = !g.output;
+    if (to_stdout && oc_map_result_shape(m, shape) != 0) {
+        rc = cli_usage_error("map: the result has %d dimension%s: add -o OUT.npy", oc_map_result_shape(m, shape),
+                             oc_map_result_shape(m, shape) == 1 ? "" : "s");
+        goto done;
+    }
+    unsigned char value[8] = {0};
+    oc_map_stats stats = {.struct_size = sizeof stats};
+    st = oc_map_run(ctx, m, g.output, to_stdout ? value : NULL, &stats);
+    cli_progress_finish(&progress);
+    if (st != OC_OK) {
+        rc = cli_status_error(ctx, st);
+        goto done;
+    }
+    char text[64];
+    if (to_stdout && !g.json) printf("%s\n", format_value(oc_map_result_dtype(m), value, 0, text, sizeof text));
+    if (!g.quiet || g.json) print_summary(&g, m, &stats, to_stdout ? value : NULL);
+    rc = OC_EXIT_OK;
+done:
+    oc_map_free(m);
+    oc_context_free(ctx);
+    map_args_free(&g);
+    return rc;
+}
