@@ -9,12 +9,15 @@
  * same value in a file.
  */
 #include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "core/error.h"
 #include "core/matrix.h"
 #include "core/matrix_build.h"
+#include "core/threads.h"
 
 /* The name a matrix built from memory carries in messages until oc_matrix_set_name. */
 #define OC_DEFAULT_NAME "A"
@@ -56,14 +59,79 @@ oc_status oc_dense_value_error(oc_context *ctx, const char *name, oc_dense_bytes
                    name, value, row, col, hint);
 }
 
-oc_status oc_matrix_pack_dense_rows(oc_context *ctx, oc_matrix *m, int64_t row0, int64_t nrows,
-                                    const unsigned char *src, int64_t stride, oc_dense_bytes kind)
+/* ---------------------------------------------------------------- parallel packing */
+
+typedef struct pack_job {
+    oc_matrix *m;
+    const oc_pack_source *src;
+    int64_t rows_per_task;
+    /* The lowest task that met a bad row: tasks above it skip their rows, and since tasks
+     * start in index order every task below it has run to its end, so the lowest bad row
+     * any task records is the first in the matrix. */
+    atomic_llong first_bad_task;
+    pthread_mutex_t lock; /* guards bad_row, bad_col */
+    int64_t bad_row, bad_col;
+} pack_job;
+
+static oc_status pack_task(void *arg, int64_t task, int worker)
 {
-    int64_t col = -1;
-    int64_t bad = oc_pack_dense_rows(src, nrows, stride, m->cols, m->words_per_row, kind,
-                                     m->bits + row0 * m->words_per_row, &col);
-    if (bad < 0) return OC_OK;
-    return oc_dense_value_error(ctx, m->name, kind, m->cols, row0 + bad, col, src[bad * stride + col]);
+    (void)worker;
+    pack_job *job = arg;
+    if (task > atomic_load(&job->first_bad_task)) return OC_OK;
+    const oc_pack_source *src = job->src;
+    oc_matrix *m = job->m;
+    int64_t row0 = task * job->rows_per_task, rows = m->rows - row0;
+    if (rows > job->rows_per_task) rows = job->rows_per_task;
+    for (int64_t i = row0; i < row0 + rows; ++i) {
+        const unsigned char *row = src->data + i * src->stride;
+        uint64_t *dst = m->bits + i * m->words_per_row;
+        int64_t bad;
+        if (src->packed)
+            bad = oc_pack_bits_row(row, m->cols, src->order, dst, m->words_per_row);
+        else if (src->kind == OC_DENSE_BINARIZE)
+            oc_pack_nonzero_row(row, m->cols, dst, m->words_per_row), bad = -1;
+        else
+            bad = oc_pack_dense_row(row, m->cols, dst, m->words_per_row);
+        if (bad < 0) continue;
+        pthread_mutex_lock(&job->lock);
+        if (job->bad_row < 0 || i < job->bad_row) {
+            job->bad_row = i;
+            job->bad_col = bad;
+        }
+        pthread_mutex_unlock(&job->lock);
+        long long seen = atomic_load(&job->first_bad_task);
+        while (task < seen && !atomic_compare_exchange_weak(&job->first_bad_task, &seen, task)) {
+        }
+        return OC_OK;
+    }
+    if (src->rows_packed) src->rows_packed(src->user, row0, rows);
+    return OC_OK;
+}
+
+oc_status oc_pack_rows_parallel(oc_context *ctx, oc_matrix *m, const oc_pack_source *src, int threads,
+                                int64_t *bad_row, int64_t *bad_col)
+{
+    int64_t row_bytes = src->packed ? (m->cols + 7) / 8 : m->cols;
+    pack_job job = {.m = m, .src = src, .bad_row = -1, .bad_col = -1};
+    job.rows_per_task = OC_PACK_TASK_BYTES / row_bytes > 0 ? OC_PACK_TASK_BYTES / row_bytes : 1;
+    atomic_init(&job.first_bad_task, INT64_MAX);
+    pthread_mutex_init(&job.lock, NULL);
+    int64_t tasks = (m->rows + job.rows_per_task - 1) / job.rows_per_task;
+    int nthreads = oc_threads_resolve(threads);
+    oc_status st = OC_OK;
+    if (nthreads == 1 || tasks == 1) {
+        /* One task or one thread: starting threads would cost more than they save. */
+        for (int64_t t = 0; t < tasks && st == OC_OK; ++t) {
+            pack_task(&job, t, 0);
+            if (oc_cancelled(ctx)) st = oc_fail(ctx, OC_ERR_CANCELLED, "cancelled");
+        }
+    } else {
+        st = oc_parallel_run(ctx, nthreads, tasks, pack_task, &job, NULL, NULL, NULL);
+    }
+    pthread_mutex_destroy(&job.lock);
+    *bad_row = job.bad_row;
+    *bad_col = job.bad_col;
+    return st;
 }
 
 /* Checks what every constructor shares: out, the dimensions, and that rows * stride bytes
@@ -92,8 +160,12 @@ oc_status oc_matrix_from_dense(oc_context *ctx, const void *data, int64_t rows, 
 {
     OC_CHECK(check_shape(ctx, OC_DEFAULT_NAME, data, rows, cols, row_stride, cols, out));
     oc_matrix *m;
-    OC_CHECK(oc_matrix_alloc(ctx, rows, cols, OC_DEFAULT_NAME, &m));
-    oc_status st = oc_matrix_pack_dense_rows(ctx, m, 0, rows, data, row_stride, OC_DENSE_BYTES);
+    OC_CHECK(oc_matrix_alloc_uninit(ctx, rows, cols, OC_DEFAULT_NAME, &m));
+    oc_pack_source src = {.data = data, .stride = row_stride, .kind = OC_DENSE_BYTES};
+    int64_t bad = -1, col = -1;
+    oc_status st = oc_pack_rows_parallel(ctx, m, &src, 0, &bad, &col);
+    if (st == OC_OK && bad >= 0)
+        st = oc_dense_value_error(ctx, m->name, OC_DENSE_BYTES, cols, bad, col, src.data[bad * row_stride + col]);
     if (st != OC_OK) {
         oc_matrix_free(m);
         return oc_trace_at(ctx, st, __FILE__, __LINE__);
@@ -112,18 +184,18 @@ oc_status oc_matrix_from_bits(oc_context *ctx, const void *data, int64_t rows, i
     if (order != OC_BITS_MSB_FIRST && order != OC_BITS_LSB_FIRST)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, OC_DEFAULT_NAME ": unknown bit order %d", (int)order);
     oc_matrix *m;
-    OC_CHECK(oc_matrix_alloc(ctx, rows, cols, OC_DEFAULT_NAME, &m));
-    const unsigned char *src = data;
-    for (int64_t i = 0; i < rows; ++i) {
-        int64_t extra = oc_pack_bits_row(src + i * row_stride, cols, order, m->bits + i * m->words_per_row,
-                                         m->words_per_row);
-        if (extra >= 0) {
-            oc_matrix_free(m);
-            return oc_fail(ctx, OC_ERR_INPUT,
-                           "%s: row %" PRId64 " has bit %" PRId64 " set but bits=%" PRId64
-                           " says the rows hold %" PRId64 " columns (rows and columns count from 0)",
-                           OC_DEFAULT_NAME, i, extra, cols, cols);
-        }
+    OC_CHECK(oc_matrix_alloc_uninit(ctx, rows, cols, OC_DEFAULT_NAME, &m));
+    oc_pack_source src = {.data = data, .stride = row_stride, .packed = 1, .order = order};
+    int64_t bad = -1, extra = -1;
+    oc_status st = oc_pack_rows_parallel(ctx, m, &src, 0, &bad, &extra);
+    if (st == OC_OK && bad >= 0)
+        st = oc_fail(ctx, OC_ERR_INPUT,
+                     "%s: row %" PRId64 " has bit %" PRId64 " set but bits=%" PRId64 " says the rows hold %" PRId64
+                     " columns (rows and columns count from 0)",
+                     OC_DEFAULT_NAME, bad, extra, cols, cols);
+    if (st != OC_OK) {
+        oc_matrix_free(m);
+        return oc_trace_at(ctx, st, __FILE__, __LINE__);
     }
     *out = m;
     return OC_OK;

@@ -258,6 +258,20 @@ static oc_status npy_parse(oc_context *ctx, const char *path, const unsigned cha
 
 /* ---------------------------------------------------------------- reader */
 
+/* The mapping a reader drops pages from as its row blocks are packed. */
+typedef struct release_ctx {
+    oc_mapped_file *file;
+    size_t offset;
+    int64_t width;
+} release_ctx;
+
+static void release_rows(void *user, int64_t row0, int64_t rows)
+{
+    const release_ctx *r = user;
+    oc_mapped_file_release_range(r->file, r->offset + (size_t)(row0 * r->width),
+                                 r->offset + (size_t)((row0 + rows) * r->width));
+}
+
 static oc_status parse_npy(oc_context *ctx, const char *path, oc_mapped_file *file, void *arg, oc_matrix **out)
 {
     const oc_read_options *opts = arg;
@@ -330,31 +344,26 @@ static oc_status parse_npy(oc_context *ctx, const char *path, oc_mapped_file *fi
         OC_CHECK(oc_npy_source_open(ctx, path, &layout, out));
         return OC_OK;
     }
-    OC_CHECK(oc_matrix_alloc(ctx, rows, cols, path, out));
+    OC_CHECK(oc_matrix_alloc_uninit(ctx, rows, cols, path, out));
     oc_matrix *m = *out;
     oc_mapped_file_advise_sequential(file);
-    /* Chunks of about 64 MB: after each, the pages behind are dropped and cancel is checked. */
-    int64_t chunk_rows = (int64_t)(64u << 20) / width + 1;
-    const unsigned char *data = file->data + offset;
-    for (int64_t r0 = 0; r0 < rows; r0 += chunk_rows) {
-        int64_t nr = rows - r0 < chunk_rows ? rows - r0 : chunk_rows;
-        if (bits > 0) {
-            for (int64_t i = r0; i < r0 + nr; ++i) {
-                int64_t extra = oc_pack_bits_row(data + i * width, cols, OC_BITS_MSB_FIRST,
-                                                 m->bits + i * m->words_per_row, m->words_per_row);
-                if (extra >= 0)
-                    return oc_fail(ctx, OC_ERR_INPUT,
-                                   "%s: row %" PRId64 " has bit %" PRId64 " set but --bits %" PRId64
-                                   " says the rows hold %" PRId64 " columns (rows and columns count from 0)",
-                                   path, i, extra, bits, bits);
-            }
-        } else {
-            OC_CHECK(oc_matrix_pack_dense_rows(ctx, m, r0, nr, data + r0 * width, width, dense_kind));
-        }
-        oc_mapped_file_release_before(file, offset + (size_t)((r0 + nr) * width));
-        if (oc_cancelled(ctx)) return oc_fail(ctx, OC_ERR_CANCELLED, "%s: reading was cancelled", path);
-    }
-    return OC_OK;
+    /* Every core packs its own row blocks straight from the mapping into the matrix: the
+     * source pages fault in on all threads at once, and each block drops its pages from
+     * the mapping when done. */
+    oc_pack_source src = {.data = file->data + offset, .stride = width, .packed = bits > 0,
+                          .order = OC_BITS_MSB_FIRST, .kind = dense_kind, .rows_packed = release_rows,
+                          .user = &(release_ctx){file, offset, width}};
+    int64_t bad = -1, col = -1;
+    oc_status st = oc_pack_rows_parallel(ctx, m, &src, 0, &bad, &col);
+    if (st == OC_ERR_CANCELLED) return oc_fail(ctx, OC_ERR_CANCELLED, "%s: reading was cancelled", path);
+    OC_CHECK(st);
+    if (bad < 0) return OC_OK;
+    if (bits > 0)
+        return oc_fail(ctx, OC_ERR_INPUT,
+                       "%s: row %" PRId64 " has bit %" PRId64 " set but --bits %" PRId64 " says the rows hold %" PRId64
+                       " columns (rows and columns count from 0)",
+                       path, bad, col, bits, bits);
+    return oc_dense_value_error(ctx, m->name, dense_kind, cols, bad, col, src.data[bad * width + col]);
 }
 
 oc_status oc_npy_read(oc_context *ctx, const char *path, const oc_read_options *opts, oc_matrix **out)
