@@ -17,7 +17,9 @@
 #include "core/error.h"
 #include "core/matrix.h"
 #include "core/matrix_build.h"
+#include "core/context.h"
 #include "core/threads.h"
+#include "core/workers.h"
 
 /* The name a matrix built from memory carries in messages until oc_matrix_set_name. */
 #define OC_DEFAULT_NAME "A"
@@ -64,7 +66,11 @@ oc_status oc_dense_value_error(oc_context *ctx, const char *name, oc_dense_bytes
 typedef struct pack_job {
     oc_matrix *m;
     const oc_pack_source *src;
-    int64_t rows_per_task;
+    const oc_context *ctx; /* read for its cancel flag when src->stop_on_cancel */
+    int64_t rows_per_task, tasks;
+    /* Tasks are taken in index order from `next` by every part of the split. */
+    atomic_llong next;
+    atomic_int cancelled;
     /* The lowest task that met a bad row: tasks above it skip their rows, and since tasks
      * start in index order every task below it has run to its end, so the lowest bad row
      * any task records is the first in the matrix. */
@@ -73,11 +79,9 @@ typedef struct pack_job {
     int64_t bad_row, bad_col;
 } pack_job;
 
-static oc_status pack_task(void *arg, int64_t task, int worker)
+static void pack_task(pack_job *job, int64_t task)
 {
-    (void)worker;
-    pack_job *job = arg;
-    if (task > atomic_load(&job->first_bad_task)) return OC_OK;
+    if (task > atomic_load(&job->first_bad_task)) return;
     const oc_pack_source *src = job->src;
     oc_matrix *m = job->m;
     int64_t row0 = task * job->rows_per_task, rows = m->rows - row0;
@@ -102,36 +106,54 @@ static oc_status pack_task(void *arg, int64_t task, int worker)
         long long seen = atomic_load(&job->first_bad_task);
         while (task < seen && !atomic_compare_exchange_weak(&job->first_bad_task, &seen, task)) {
         }
-        return OC_OK;
+        return;
     }
     if (src->rows_packed) src->rows_packed(src->user, row0, rows);
-    return OC_OK;
+}
+
+static void pack_part(void *arg, int part, int parts)
+{
+    (void)part;
+    (void)parts;
+    pack_job *job = arg;
+    for (;;) {
+        if (job->src->stop_on_cancel && oc_cancelled(job->ctx)) {
+            atomic_store(&job->cancelled, 1);
+            return;
+        }
+        int64_t t = atomic_fetch_add(&job->next, 1);
+        if (t >= job->tasks) return;
+        pack_task(job, t);
+    }
 }
 
 oc_status oc_pack_rows_parallel(oc_context *ctx, oc_matrix *m, const oc_pack_source *src, int threads,
                                 int64_t *bad_row, int64_t *bad_col)
 {
     int64_t row_bytes = src->packed ? (m->cols + 7) / 8 : m->cols;
-    pack_job job = {.m = m, .src = src, .bad_row = -1, .bad_col = -1};
+    pack_job job = {.m = m, .src = src, .ctx = ctx, .bad_row = -1, .bad_col = -1};
     job.rows_per_task = OC_PACK_TASK_BYTES / row_bytes > 0 ? OC_PACK_TASK_BYTES / row_bytes : 1;
+    job.tasks = (m->rows + job.rows_per_task - 1) / job.rows_per_task;
+    atomic_init(&job.next, 0);
+    atomic_init(&job.cancelled, 0);
     atomic_init(&job.first_bad_task, INT64_MAX);
     pthread_mutex_init(&job.lock, NULL);
-    int64_t tasks = (m->rows + job.rows_per_task - 1) / job.rows_per_task;
     int nthreads = oc_threads_resolve(threads);
-    oc_status st = OC_OK;
-    if (nthreads == 1 || tasks == 1) {
-        /* One task or one thread: starting threads would cost more than they save. */
-        for (int64_t t = 0; t < tasks && st == OC_OK; ++t) {
-            pack_task(&job, t, 0);
-            if (oc_cancelled(ctx)) st = oc_fail(ctx, OC_ERR_CANCELLED, "cancelled");
-        }
-    } else {
-        st = oc_parallel_run(ctx, nthreads, tasks, pack_task, &job, NULL, NULL, NULL);
-    }
+    if (nthreads > job.tasks) nthreads = (int)job.tasks;
+    oc_workers *pool = NULL;
+    /* The context's pool: its threads outlive the call, so a caller that builds a matrix per
+     * call (the Python binding) does not start threads each time. Without a pool (threads
+     * could not start) the caller packs alone. */
+    if (nthreads > 1 && oc_context_workers(ctx, nthreads - 1, &pool) != OC_OK) pool = NULL;
+    if (pool)
+        oc_workers_split(pool, nthreads, pack_part, &job);
+    else
+        pack_part(&job, 0, 1);
     pthread_mutex_destroy(&job.lock);
     *bad_row = job.bad_row;
     *bad_col = job.bad_col;
-    return st;
+    if (atomic_load(&job.cancelled)) return oc_fail(ctx, OC_ERR_CANCELLED, "cancelled");
+    return OC_OK;
 }
 
 /* Checks what every constructor shares: out, the dimensions, and that rows * stride bytes

@@ -37,6 +37,9 @@ typedef struct oc_pack_source {
                                 * zero: cols bytes holding `kind` */
     oc_bit_order order;
     oc_dense_bytes kind;
+    /* Nonzero: stop when the context is cancelled (a reader); the public constructors
+     * never fail on a cancel, which is a job's. */
+    int stop_on_cancel;
     /* May be NULL. Called by the worker that packed rows [row0, row0 + rows), on that
      * worker and concurrently with others: the .npy reader drops the source pages behind. */
     void (*rows_packed)(void *user, int64_t row0, int64_t rows);
@@ -44,13 +47,14 @@ typedef struct oc_pack_source {
 } oc_pack_source;
 
 /* Packs every row of src into m->bits (every word written, padding included, so m may come
- * from oc_matrix_alloc_uninit) on `threads` threads (0 = all cores), in tasks of about
- * OC_PACK_TASK_BYTES of source; small matrices are packed on the calling thread. Sets
+ * from oc_matrix_alloc_uninit) on `threads` threads (0 = all cores: the caller and the
+ * context's worker pool, grown if needed; ctx must run no job meanwhile), in tasks of about
+ * OC_PACK_TASK_BYTES of source; a matrix of one task is packed on the calling thread. Sets
  * *bad_row to -1, or to the first row (in row order, whatever the thread count) holding a
  * bad value, with *bad_col the column: for dense bytes the first byte other than 0 or 1
  * (never with OC_DENSE_BINARIZE), for packed rows the first bit set past m->cols. The
- * caller words the message. Fails only when the job is cancelled (OC_ERR_CANCELLED) or
- * threads cannot start. */
+ * caller words the message. Fails only when src->stop_on_cancel and ctx is cancelled
+ * (OC_ERR_CANCELLED); threads that cannot start leave the work to the caller. */
 #define OC_PACK_TASK_BYTES ((int64_t)4 << 20)
 oc_status oc_pack_rows_parallel(oc_context *ctx, oc_matrix *m, const oc_pack_source *src, int threads,
                                 int64_t *bad_row, int64_t *bad_col);
