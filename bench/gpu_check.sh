@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # gpu_check.sh - build, test, sanitize and benchmark the CUDA engine on a machine with a GPU.
 #
-#   bash bench/gpu_check.sh [build] [test] [sanitize] [devices] [bench [BENCH PARTS...]]
+#   bash bench/gpu_check.sh [build] [test] [sanitize] [devices] [io] [bench [BENCH PARTS...]]
 #
 # With no argument it does all five ("devices" runs `outcore devices --bandwidth --json`).
 # "bench" may be followed by the benchmark's own parts
@@ -12,7 +12,8 @@
 # (seconds) bound each step so that a hang cannot eat a whole lease (the case table's
 # sanitizer run gets twice SANITIZE_TIMEOUT); SANITIZE_TOOLS picks
 # the compute-sanitizer tools (default: memcheck racecheck); TOPK_ARGS are passed to
-# bench_topk_cuda (e.g. "--quick --runs 5").
+# bench_topk_cuda (e.g. "--quick --runs 5"). "io" runs bench/bench_io.sh (host reads, packing,
+# the dense writer and Python calls beside cat, dd and memcpy) in IO_DIR (default /dev/shm).
 set -u
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build-gpu}
@@ -22,7 +23,7 @@ steps=()
 bench_parts=()
 for arg in "$@"; do
   case "$arg" in
-    build|test|sanitize|devices|bench) steps+=("$arg") ;;
+    build|test|sanitize|devices|bench|io) steps+=("$arg") ;;
     *) bench_parts+=("$arg") ;;
   esac
 done
@@ -108,9 +109,17 @@ if has bench && [ $topk_bench -eq 1 ]; then
   rm -f /dev/shm/A.npy /dev/shm/top.npz
 fi
 
+if has io; then
+  # Host side at its physical references (bench/bench_io.sh): packed and 0/1 .npy reads,
+  # the dense writer, cat and dd of the same bytes, Python per-call times, torch _int_mm.
+  BUILD="$BUILD" timeout "${BENCH_TIMEOUT:-400}" bash bench/bench_io.sh "${IO_DIR:-/dev/shm}" 2>&1 | tee "$LOGS/bench_io.log"
+  note io "rc ${PIPESTATUS[0]}"
+fi
+
 echo
 echo "== gpu_check summary ($(date -u +%F) $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1))"
 printf '%s\n' "${summary[@]}"
 [ -f "$LOGS/bench.log" ] && has bench && grep -E '^\|' "$LOGS/bench.log"
 [ -f "$LOGS/bench_topk.log" ] && has bench && grep -E '^\|' "$LOGS/bench_topk.log"
+[ -f "$LOGS/bench_io.log" ] && has io && grep -E '^\|' "$LOGS/bench_io.log"
 exit 0
