@@ -385,7 +385,6 @@ oc_status oc_npy_read_buffer(oc_context *ctx, const char *name, const void *data
  * fault plan reaches each of those failures; its header is npy_header.c's, as every .npy
  * the library writes. */
 #include "io/npy_header.h"
-#include "core/threads.h"
 #include "io/sysio.h"
 
 struct oc_npy_out {
@@ -394,62 +393,22 @@ struct oc_npy_out {
     size_t map_len;
 };
 
-/* ---------------------------------------------------------------- pre-faulting */
-/* Each first write to a page of a fresh shared mapping is a page fault, and the faults of one
- * mapping serialise on its locks: writing a new file on tmpfs through a mapping runs at a
- * fraction of the memory's rate. Faulting the whole mapping in up front, on every core and
- * with MADV_POPULATE_WRITE (one call per chunk, not one fault per page), leaves the job's
- * writes as plain stores. Only on memory file systems: there the pages are memory that
- * fallocate already took, so pre-faulting costs nothing more than the faults it replaces. On
- * a disk file it would dirty every page with zeros that write-back may send to the disk
- * before the job's data, doubling the writes. docs/design-notes.md has what was measured. */
+/* Each first write to a page of a fresh shared mapping is a page fault, one 4 KB page after
+ * another: writing a new file on tmpfs through a mapping ran at a fraction of the memory's
+ * rate. On memory file systems (tmpfs, ramfs) the writer therefore faults the whole mapping
+ * in up front, on every core (oc_sys_populate_write), instead of fallocate: the populate
+ * allocates the pages as fallocate would, reports a full file system the same way, and
+ * spreads the allocation over the cores where fallocate holds the inode's lock for all of
+ * it. On a disk file it does not: a populated page is a dirty page of zeros that write-back
+ * may send to the disk before the job's data. docs/design-notes.md has the measurements. */
 #include <sys/vfs.h>
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23
-#endif
-#define PREFAULT_CHUNK ((int64_t)64 << 20)
 #define PREFAULT_MIN_BYTES ((size_t)64 << 20)
-
-typedef struct prefault_job {
-    unsigned char *map;
-    size_t len;
-} prefault_job;
-
-static oc_status prefault_task(void *arg, int64_t task, int worker)
-{
-    (void)worker;
-    const prefault_job *job = arg;
-    size_t begin = (size_t)(task * PREFAULT_CHUNK), len = job->len - begin;
-    if (len > (size_t)PREFAULT_CHUNK) len = (size_t)PREFAULT_CHUNK;
-    if (madvise(job->map + begin, len, MADV_POPULATE_WRITE) == 0) return OC_OK;
-    /* Kernels before 5.14 do not know the advice: touch each page instead. The file is
-     * fresh, so every byte is zero and writing a zero changes nothing. */
-    if (errno == EINVAL) {
-        size_t page = (size_t)sysconf(_SC_PAGESIZE);
-        for (size_t off = 0; off < len; off += page) ((volatile unsigned char *)job->map)[begin + off] = 0;
-    }
-    return OC_OK;
-}
 
 static int on_memory_file_system(int fd)
 {
     struct statfs fs;
     if (fstatfs(fd, &fs) != 0) return 0;
     return fs.f_type == 0x01021994 /* TMPFS_MAGIC */ || fs.f_type == (typeof(fs.f_type))0x858458f6 /* RAMFS_MAGIC */;
-}
-
-/* Advice only: a page it leaves out faults when the job writes it, as before. */
-static void prefault_memory_file(oc_context *ctx, int fd, unsigned char *map, size_t len)
-{
-    if (len < PREFAULT_MIN_BYTES || !on_memory_file_system(fd)) return;
-    /* Where tmpfs may use huge pages (shmem_enabled "advise"), a 2 MB page is one fault for
-     * 512; elsewhere the advice is ignored. */
-    madvise(map, len, MADV_HUGEPAGE);
-    prefault_job job = {map, len};
-    int64_t tasks = ((int64_t)len + PREFAULT_CHUNK - 1) / PREFAULT_CHUNK;
-    /* Its only failures (no thread could start, a cancel) leave the pages to fault later; a
-     * cancel is seen again by the job itself. */
-    (void)oc_parallel_run(ctx, oc_threads_resolve(0), tasks, prefault_task, &job, NULL, NULL, NULL);
 }
 
 /* Creates w's temporary file, total bytes long with its blocks reserved, and maps it. On
@@ -460,16 +419,27 @@ static oc_status npy_out_map(oc_context *ctx, const char *path, size_t total, oc
     int fd = w->file.fd;
     if (oc_sys_ftruncate(ctx, fd, (off_t)total) != 0)
         return oc_io_fail(ctx, "writing", path, errno, -1, (int64_t)total, fd);
+    int populate = total >= PREFAULT_MIN_BYTES && on_memory_file_system(fd);
     /* Reserve the blocks now: a shared mapping of a sparse file that later meets a full disk
      * kills the process with SIGBUS instead of returning an error. File systems without
      * fallocate keep the sparse file (and that risk). */
-    if (oc_sys_fallocate(ctx, fd, 0, (off_t)total) != 0 && errno != EOPNOTSUPP && errno != ENOSYS)
+    if (!populate && oc_sys_fallocate(ctx, fd, 0, (off_t)total) != 0 && errno != EOPNOTSUPP && errno != ENOSYS)
         return oc_io_fail(ctx, "writing", path, errno, -1, (int64_t)total, fd);
     void *map = oc_sys_mmap_shared(ctx, fd, total);
     if (map == MAP_FAILED) return oc_io_fail(ctx, "mapping", path, errno, -1, -1, -1);
     w->map = map;
     w->map_len = total;
-    prefault_memory_file(ctx, fd, map, total);
+    if (populate) {
+        /* Where tmpfs may use huge pages (shmem_enabled "advise"), a 2 MB page is one fault
+         * for 512; elsewhere the advice is ignored. */
+        madvise(map, total, MADV_HUGEPAGE);
+        if (oc_sys_populate_write(ctx, map, total) != 0) {
+            /* Kernels before 5.14 do not know the advice: reserve as on other file systems. */
+            if (errno != EINVAL) return oc_io_fail(ctx, "writing", path, errno, -1, (int64_t)total, fd);
+            if (oc_sys_fallocate(ctx, fd, 0, (off_t)total) != 0 && errno != EOPNOTSUPP && errno != ENOSYS)
+                return oc_io_fail(ctx, "writing", path, errno, -1, (int64_t)total, fd);
+        }
+    }
     return OC_OK;
 }
 
