@@ -3,7 +3,6 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "core/error.h"
 #include "core/pack_bytes.h"
@@ -53,21 +52,6 @@ static oc_matrix *new_header(int64_t rows, int64_t cols, const char *name)
     return m;
 }
 
-/* Large allocations come straight from mmap: ask for transparent huge pages there, so the
- * first touch of the packed matrix (by the threads that fill it) faults 2 MB at a time
- * instead of 4 KB. Advice only: where THP is off nothing changes. */
-static void advise_huge_pages(void *p, size_t bytes)
-{
-#ifdef MADV_HUGEPAGE
-    const uintptr_t huge = (uintptr_t)2 << 20;
-    uintptr_t begin = ((uintptr_t)p + huge - 1) & ~(huge - 1), end = ((uintptr_t)p + bytes) & ~(huge - 1);
-    if (end > begin) madvise((void *)begin, end - begin, MADV_HUGEPAGE);
-#else
-    (void)p;
-    (void)bytes;
-#endif
-}
-
 oc_status oc_matrix_alloc_uninit(oc_context *ctx, int64_t rows, int64_t cols, const char *name, oc_matrix **out)
 {
     int64_t bytes;
@@ -80,7 +64,6 @@ oc_status oc_matrix_alloc_uninit(oc_context *ctx, int64_t rows, int64_t cols, co
         return oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: cannot allocate %lld bytes for %lld x %lld packed bits", name,
                        (long long)bytes, (long long)rows, (long long)cols);
     }
-    advise_huge_pages(m->bits, (size_t)bytes);
     *out = m;
     return OC_OK;
 }

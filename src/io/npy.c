@@ -430,9 +430,6 @@ static oc_status npy_out_map(oc_context *ctx, const char *path, size_t total, oc
     w->map = map;
     w->map_len = total;
     if (populate) {
-        /* Where tmpfs may use huge pages (shmem_enabled "advise"), a 2 MB page is one fault
-         * for 512; elsewhere the advice is ignored. */
-        madvise(map, total, MADV_HUGEPAGE);
         if (oc_sys_populate_write(ctx, map, total) != 0) {
             /* Kernels before 5.14 do not know the advice: reserve as on other file systems. */
             if (errno != EINVAL) return oc_io_fail(ctx, "writing", path, errno, -1, (int64_t)total, fd);
