@@ -1,13 +1,14 @@
 /*
  * pack_bytes.c - the byte packers of pack_bytes.h: the reference loop (the specification),
- * SSE2 and AVX2 (x86-64 only), and the choice between them.
+ * SSE2, AVX2 and AVX-512BW (x86-64 only), and the choice between them.
  *
  * The vector step: a byte holding 0 or 1 keeps its value in bit 0; shifting each 64-bit
  * lane left by 7 carries that bit to bit 7 of the same byte (the bits that cross into the
  * next byte land at its bits 0-6, which movemask ignores), and movemask then gathers one
  * bit per byte, byte j of the block as mask bit j. packbits order wants byte 8k + t at bit
  * 7 - t of output byte k: SSE2 reverses the bits of each mask byte through a table, AVX2
- * reverses each group of 8 bytes with a shuffle before the movemask. Validity is checked
+ * and AVX-512 reverse each group of 8 bytes with a shuffle before taking the mask (AVX-512
+ * tests bit 0 of each byte into a mask register instead of shifting). Validity is checked
  * for the whole row at once: the OR of every byte, with bit 0 cleared, is zero exactly when
  * no byte is above 1; only a bad row is scanned again for the first bad index.
  */
@@ -122,6 +123,35 @@ __attribute__((target("avx2"))) static int64_t pack_avx2(const unsigned char *sr
     if (!_mm256_testz_si256(high, high)) bad = 1;
     return bad ? first_bad(src, cols) : -1;
 }
+
+/* AVX-512BW: the comparisons give the 64-bit mask directly (one bit per byte, no shift). */
+__attribute__((target("avx512f,avx512bw"))) static int64_t pack_avx512(const unsigned char *src, int64_t cols,
+                                                                       uint64_t *dst, int64_t words_per_row,
+                                                                       int binarize)
+{
+    unsigned char *out = (unsigned char *)dst, bad = 0;
+    const int64_t full = cols / 64 * 64;
+    const __m512i reverse = _mm512_set_epi64(0x08090a0b0c0d0e0fLL, 0x0001020304050607LL, 0x08090a0b0c0d0e0fLL,
+                                             0x0001020304050607LL, 0x08090a0b0c0d0e0fLL, 0x0001020304050607LL,
+                                             0x08090a0b0c0d0e0fLL, 0x0001020304050607LL);
+    const __m512i one = _mm512_set1_epi8(1), high = _mm512_set1_epi8((char)0xFE);
+    __mmask64 any_high = 0;
+    for (int64_t j = 0; j < full; j += 64) {
+        __m512i v = _mm512_shuffle_epi8(_mm512_loadu_si512((const void *)(src + j)), reverse);
+        uint64_t mask;
+        if (binarize) {
+            mask = (uint64_t)_mm512_test_epi8_mask(v, v);
+        } else {
+            any_high |= _mm512_test_epi8_mask(v, high);
+            mask = (uint64_t)_mm512_test_epi8_mask(v, one);
+        }
+        memcpy(out + j / 8, &mask, 8);
+    }
+    memset(out + full / 8, 0, (size_t)(words_per_row * 8 - full / 8));
+    pack_tail(src, full, cols, out, binarize, &bad);
+    if (any_high) bad = 1;
+    return bad ? first_bad(src, cols) : -1;
+}
 #endif
 
 oc_pack_bytes_fn oc_pack_bytes_get(oc_pack_bytes_variant v)
@@ -131,6 +161,8 @@ oc_pack_bytes_fn oc_pack_bytes_get(oc_pack_bytes_variant v)
 #ifdef OC_PACK_X86
     case OC_PACK_BYTES_SSE2: return pack_sse2;
     case OC_PACK_BYTES_AVX2: return __builtin_cpu_supports("avx2") ? pack_avx2 : NULL;
+    case OC_PACK_BYTES_AVX512:
+        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") ? pack_avx512 : NULL;
 #endif
     default: return NULL;
     }
@@ -138,7 +170,7 @@ oc_pack_bytes_fn oc_pack_bytes_get(oc_pack_bytes_variant v)
 
 const char *oc_pack_bytes_name(oc_pack_bytes_variant v)
 {
-    static const char *const names[OC_PACK_BYTES_VARIANTS] = {"ref", "sse2", "avx2"};
+    static const char *const names[OC_PACK_BYTES_VARIANTS] = {"ref", "sse2", "avx2", "avx512"};
     return (unsigned)v < OC_PACK_BYTES_VARIANTS ? names[v] : "?";
 }
 
@@ -151,6 +183,7 @@ static void best_init(void)
     const char *isa = getenv("OUTCORE_CPU_ISA");
     int cap = OC_PACK_BYTES_VARIANTS - 1;
     if (isa && strcmp(isa, "ref") == 0) cap = OC_PACK_BYTES_REF;
+    if (isa && strcmp(isa, "avx2") == 0) cap = OC_PACK_BYTES_AVX2;
     for (int v = cap; v >= 0 && !best; --v) best = oc_pack_bytes_get((oc_pack_bytes_variant)v);
 }
 
