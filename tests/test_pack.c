@@ -82,7 +82,8 @@ static void test_variants(void)
             compare_row(fn, name, src, cols, 0);
             compare_row(fn, name, src, cols, 1);
             /* Dense bytes for binarize: any value. */
-            for (int64_t j = 0; j < cols; ++j) src[j] = (unsigned char)(oc_test_rand(&seed) % 5 == 0 ? oc_test_rand(&seed) : 0);
+            for (int64_t j = 0; j < cols; ++j)
+                src[j] = (unsigned char)(oc_test_rand(&seed) % 5 == 0 ? oc_test_rand(&seed) : 0);
             compare_row(fn, name, src, cols, 1);
             /* A bad byte at each position class, alone and before a second one. */
             int64_t where[] = {0, 1, 7, 8, 15, 16, 31, 32, 63, cols / 2, cols - 2, cols - 1};
@@ -156,8 +157,11 @@ static void test_parallel(void)
                 oc_matrix *m = NULL;
                 CHECK(oc_matrix_alloc_uninit(ctx, rows, cols, "t", &m) == OC_OK);
                 memset(m->bits, 0x5A, (size_t)(rows * words * 8));
-                oc_pack_source s = {.data = src, .stride = stride, .packed = (int)packed,
-                                    .order = OC_BITS_MSB_FIRST, .kind = OC_DENSE_BYTES};
+                oc_pack_source s = {.data = src,
+                                    .stride = stride,
+                                    .packed = (int)packed,
+                                    .order = OC_BITS_MSB_FIRST,
+                                    .kind = OC_DENSE_BYTES};
                 int64_t bad = -2, col = -2;
                 CHECK(oc_pack_rows_parallel(ctx, m, &s, threads, &bad, &col) == OC_OK);
                 CHECK_EQ_I64(bad, want_row);
@@ -300,8 +304,7 @@ static void test_writer(oc_context *ctx)
     if (statfs("/dev/shm", &fs) == 0 && fs.f_type == 0x01021994 && access("/dev/shm", W_OK) == 0) {
         check_writer_in(ctx, "/dev/shm");
         check_populate_fault(ctx, "/dev/shm");
-    } else
-        printf("no writable tmpfs at /dev/shm: the pre-faulted writer is not run\n");
+    } else printf("no writable tmpfs at /dev/shm: the pre-faulted writer is not run\n");
 }
 
 int main(void)

@@ -125,15 +125,14 @@ __attribute__((target("avx2"))) static int64_t pack_avx2(const unsigned char *sr
 }
 
 /* AVX-512BW: the comparisons give the 64-bit mask directly (one bit per byte, no shift). */
-__attribute__((target("avx512f,avx512bw"))) static int64_t pack_avx512(const unsigned char *src, int64_t cols,
-                                                                       uint64_t *dst, int64_t words_per_row,
-                                                                       int binarize)
+__attribute__((target("avx512f,avx512bw"))) static int64_t
+pack_avx512(const unsigned char *src, int64_t cols, uint64_t *dst, int64_t words_per_row, int binarize)
 {
     unsigned char *out = (unsigned char *)dst, bad = 0;
     const int64_t full = cols / 64 * 64;
-    const __m512i reverse = _mm512_set_epi64(0x08090a0b0c0d0e0fLL, 0x0001020304050607LL, 0x08090a0b0c0d0e0fLL,
-                                             0x0001020304050607LL, 0x08090a0b0c0d0e0fLL, 0x0001020304050607LL,
-                                             0x08090a0b0c0d0e0fLL, 0x0001020304050607LL);
+    const __m512i reverse =
+        _mm512_set_epi64(0x08090a0b0c0d0e0fLL, 0x0001020304050607LL, 0x08090a0b0c0d0e0fLL, 0x0001020304050607LL,
+                         0x08090a0b0c0d0e0fLL, 0x0001020304050607LL, 0x08090a0b0c0d0e0fLL, 0x0001020304050607LL);
     const __m512i one = _mm512_set1_epi8(1), high = _mm512_set1_epi8((char)0xFE);
     __mmask64 any_high = 0;
     for (int64_t j = 0; j < full; j += 64) {
@@ -157,14 +156,18 @@ __attribute__((target("avx512f,avx512bw"))) static int64_t pack_avx512(const uns
 oc_pack_bytes_fn oc_pack_bytes_get(oc_pack_bytes_variant v)
 {
     switch (v) {
-    case OC_PACK_BYTES_REF: return pack_ref;
+    case OC_PACK_BYTES_REF:
+        return pack_ref;
 #ifdef OC_PACK_X86
-    case OC_PACK_BYTES_SSE2: return pack_sse2;
-    case OC_PACK_BYTES_AVX2: return __builtin_cpu_supports("avx2") ? pack_avx2 : NULL;
+    case OC_PACK_BYTES_SSE2:
+        return pack_sse2;
+    case OC_PACK_BYTES_AVX2:
+        return __builtin_cpu_supports("avx2") ? pack_avx2 : NULL;
     case OC_PACK_BYTES_AVX512:
         return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") ? pack_avx512 : NULL;
 #endif
-    default: return NULL;
+    default:
+        return NULL;
     }
 }
 

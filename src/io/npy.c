@@ -350,9 +350,10 @@ static oc_status parse_npy(oc_context *ctx, const char *path, oc_mapped_file *fi
     /* Every core packs its own row blocks straight from the mapping into the matrix: the
      * source pages fault in on all threads at once, and each block drops its pages from
      * the mapping when done. */
+    release_ctx release = {file, offset, width};
     oc_pack_source src = {.data = file->data + offset, .stride = width, .packed = bits > 0,
-                          .order = OC_BITS_MSB_FIRST, .kind = dense_kind, .stop_on_cancel = 1, .rows_packed = release_rows,
-                          .user = &(release_ctx){file, offset, width}};
+                          .order = OC_BITS_MSB_FIRST, .kind = dense_kind, .stop_on_cancel = 1,
+                          .rows_packed = release_rows, .user = &release};
     int64_t bad = -1, col = -1;
     oc_status st = oc_pack_rows_parallel(ctx, m, &src, 0, &bad, &col);
     if (st == OC_ERR_CANCELLED) return oc_fail(ctx, OC_ERR_CANCELLED, "%s: reading was cancelled", path);
