@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # bench_io.sh - the host side of a job beside its physical references, measured in one run.
 #
-#   bash bench/bench_io.sh [DIR] [ROWS] [COLS] [OUT_ROWS] [CALLS]
+#   bash bench/bench_io.sh [DIR] [ROWS] [COLS] [OUT_ROWS] [CALLS] [PACKED_ROWS] [PACKED_COLS]
 #
 # DIR (default /dev/shm) receives the test files. Prints:
 #   1. bench_io (C): reading a packed .npy (--bits) and a uint8 0/1 .npy into a matrix,
 #      oc_matrix_from_dense, and writing an OUT_ROWS^2 int32 .npy, each with its GB/s and one
 #      thread's memcpy rate of the same bytes;
+#   1b. the packed read alone at the seed's size, PACKED_ROWS x PACKED_COLS bits (default
+#      100000 x 200000, 2.5 GB; 0 skips it), beside memcpy and cat of the same file;
 #   2. the references of other processes on the same files: `cat FILE > /dev/null` (the page
 #      cache's read rate) and `dd if=/dev/zero bs=8M conv=fdatasync` of the dense output's
 #      size into DIR (the file system's sequential write rate);
@@ -23,6 +25,8 @@ ROWS=${2:-10000}
 COLS=${3:-100000}
 OUT_ROWS=${4:-20000}
 CALLS=${5:-5}
+PACKED_ROWS=${6:-100000}
+PACKED_COLS=${7:-200000}
 BUILD=${BUILD:-build}
 [ -x "$BUILD/bench/bench_io" ] || { echo "bench_io.sh: build $BUILD/bench/bench_io first (BUILD=...)"; exit 2; }
 
@@ -54,6 +58,15 @@ count=$(( (out_bytes + 8388607) / 8388608 ))
 s=$(seconds sh -c "rm -f '$DIR/bench_io_dd'; dd if=/dev/zero of='$DIR/bench_io_dd' bs=8M count=$count conv=fdatasync status=none")
 echo "| dd bs=8M conv=fdatasync into $DIR | $((count * 8388608)) | $s | $(rate $((count * 8388608)) "$s") |"
 rm -f "$DIR/bench_io_dd" "$DIR/bench_io_packed.npy" "$DIR/bench_io_bool.npy"
+
+if [ "$PACKED_ROWS" -gt 0 ]; then
+  echo
+  "$BUILD/bench/bench_io" "$DIR" --rows "$PACKED_ROWS" --cols "$PACKED_COLS" --packed-only 1 --keep 1 || exit 1
+  bytes=$(stat -c %s "$DIR/bench_io_packed.npy")
+  s=$(seconds sh -c "cat '$DIR/bench_io_packed.npy' > /dev/null")
+  echo "| reference: cat bench_io_packed.npy > /dev/null | $bytes | $s | $(rate "$bytes" "$s") |"
+  rm -f "$DIR/bench_io_packed.npy"
+fi
 
 echo
 if ! python3 -c "import numpy" 2>/dev/null; then echo "python: numpy is not importable, skipped"; exit 0; fi
