@@ -213,7 +213,8 @@ int main(int argc, char **argv)
         void *data = NULL;
         if (oc_npy_out_create(ctx, out_path, OC_DTYPE_INT32, out_rows, out_rows, &w, &data) != OC_OK)
             die(ctx, out_path);
-        fill_job job = {{.base = data, .ld = out_rows, .elem_size = 4}, block, block_rows, out_rows};
+        fill_job job = {{.base = data, .ld = out_rows, .elem_size = 4, .populate = !oc_npy_out_prefaulted(w)},
+                        block, block_rows, out_rows};
         if (oc_parallel_run(ctx, oc_threads_resolve(0), (out_rows + block_rows - 1) / block_rows, fill_task, &job, NULL,
                             NULL, NULL) != OC_OK)
             die(ctx, "fill");

@@ -231,6 +231,12 @@ static void test_npy_reader(oc_context *ctx)
 /* The dense writer: header and every byte as written through a sink, in the test's scratch
  * directory and, where /dev/shm is a memory file system, there too with an output large
  * enough to be pre-faulted (npy.c), so both ways of sizing the file are checked. */
+static int on_tmpfs(const char *dir)
+{
+    struct statfs fs;
+    return statfs(dir, &fs) == 0 && fs.f_type == 0x01021994;
+}
+
 static void check_writer_in(oc_context *ctx, const char *dir)
 {
     const int64_t n = 4099, p = 4111; /* 67.4 MB of int32: above the pre-fault threshold */
@@ -240,8 +246,10 @@ static void check_writer_in(oc_context *ctx, const char *dir)
     void *data = NULL;
     CHECK(oc_npy_out_create(ctx, path, OC_DTYPE_INT32, n, p, &w, &data) == OC_OK);
     if (!w) return;
+    /* Pre-faulted exactly where the file system is memory (the output is above 64 MB). */
+    CHECK_EQ_I64(oc_npy_out_prefaulted(w), on_tmpfs(dir));
     int32_t *block = malloc((size_t)(p * 64 * 4));
-    oc_dense_sink sink = {.base = data, .ld = p, .elem_size = 4};
+    oc_dense_sink sink = {.base = data, .ld = p, .elem_size = 4, .populate = !oc_npy_out_prefaulted(w)};
     for (int64_t i0 = 0; i0 < n; i0 += 64) {
         int64_t nr = n - i0 < 64 ? n - i0 : 64;
         for (int64_t k = 0; k < nr * p; ++k) block[k] = (int32_t)((i0 * p + k) * 2654435761u);
@@ -300,8 +308,7 @@ static void check_populate_fault(oc_context *ctx, const char *dir)
 static void test_writer(oc_context *ctx)
 {
     check_writer_in(ctx, oc_test_tmpdir);
-    struct statfs fs;
-    if (statfs("/dev/shm", &fs) == 0 && fs.f_type == 0x01021994 && access("/dev/shm", W_OK) == 0) {
+    if (on_tmpfs("/dev/shm") && access("/dev/shm", W_OK) == 0) {
         check_writer_in(ctx, "/dev/shm");
         check_populate_fault(ctx, "/dev/shm");
     } else printf("no writable tmpfs at /dev/shm: the pre-faulted writer is not run\n");

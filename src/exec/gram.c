@@ -315,6 +315,7 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
                            (long long)out->ld, (long long)p);
         sink.base = out->data;
         sink.ld = out->ld ? out->ld : p;
+        sink.populate = 1;
         job.dense = &sink;
         break;
     case OC_OUTPUT_FILE: {
@@ -326,6 +327,7 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
         OC_CHECK(oc_npy_out_create(ctx, out->path, (int)dtype, n, p, &npy, &data));
         sink.base = data;
         sink.ld = p;
+        sink.populate = !oc_npy_out_prefaulted(npy);
         job.dense = &sink;
         break;
     }

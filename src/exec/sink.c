@@ -108,7 +108,7 @@ void oc_dense_sink_put(const oc_dense_sink *s, int64_t i0, int64_t j0, int64_t r
 {
     const char *src = block;
     int64_t es = (int64_t)s->elem_size;
-    if (j0 == 0 && cols == s->ld && (size_t)(rows * cols * es) >= POPULATE_MIN_BYTES)
+    if (s->populate && j0 == 0 && cols == s->ld && (size_t)(rows * cols * es) >= POPULATE_MIN_BYTES)
         populate_for_write(s->base + i0 * s->ld * es, (size_t)(rows * cols * es));
     for (int64_t r = 0; r < rows; ++r)
         copy_row_streaming(s->base + ((i0 + r) * s->ld + j0) * es, src + r * block_ld * es, (size_t)(cols * es));

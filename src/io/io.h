@@ -41,6 +41,9 @@ oc_status oc_npy_out_create(oc_context *ctx, const char *path, int dtype, int64_
 oc_status oc_npy_out_commit(oc_context *ctx, oc_npy_out *w);
 /* Unmaps and removes the temporary file; frees w. NULL is a no-op. */
 void oc_npy_out_abort(oc_npy_out *w);
+/* Nonzero when w's mapping was faulted in at creation (a memory file system): its writers
+ * should not fault it in again (oc_dense_sink.populate). */
+int oc_npy_out_prefaulted(const oc_npy_out *w);
 
 /* Temporary-name helpers for writers of other formats (.npz, .tsv, .mtx). */
 typedef struct oc_tmpfile {

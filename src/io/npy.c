@@ -392,6 +392,7 @@ struct oc_npy_out {
     oc_tmpfile file;
     unsigned char *map;
     size_t map_len;
+    int prefaulted; /* the whole mapping was populated at creation */
 };
 
 /* Each first write to a page of a fresh shared mapping is a page fault, one 4 KB page after
@@ -436,10 +437,14 @@ static oc_status npy_out_map(oc_context *ctx, const char *path, size_t total, oc
             if (errno != EINVAL) return oc_io_fail(ctx, "writing", path, errno, -1, (int64_t)total, fd);
             if (oc_sys_fallocate(ctx, fd, 0, (off_t)total) != 0 && errno != EOPNOTSUPP && errno != ENOSYS)
                 return oc_io_fail(ctx, "writing", path, errno, -1, (int64_t)total, fd);
+        } else {
+            w->prefaulted = 1;
         }
     }
     return OC_OK;
 }
+
+int oc_npy_out_prefaulted(const oc_npy_out *w) { return w && w->prefaulted; }
 
 oc_status oc_npy_out_create(oc_context *ctx, const char *path, int dtype, int64_t rows, int64_t cols, oc_npy_out **out,
                             void **data)
