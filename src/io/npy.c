@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -386,6 +387,7 @@ oc_status oc_npy_read_buffer(oc_context *ctx, const char *name, const void *data
  * fault plan reaches each of those failures; its header is npy_header.c's, as every .npy
  * the library writes. */
 #include "io/npy_header.h"
+#include "core/threads.h"
 #include "io/sysio.h"
 
 struct oc_npy_out {
@@ -396,21 +398,53 @@ struct oc_npy_out {
 };
 
 /* Each first write to a page of a fresh shared mapping is a page fault, one 4 KB page after
- * another: writing a new file on tmpfs through a mapping ran at a fraction of the memory's
- * rate. On memory file systems (tmpfs, ramfs) the writer therefore faults the whole mapping
- * in up front, on every core (oc_sys_populate_write), instead of fallocate: the populate
- * allocates the pages as fallocate would, reports a full file system the same way, and
- * spreads the allocation over the cores where fallocate holds the inode's lock for all of
- * it. On a disk file it does not: a populated page is a dirty page of zeros that write-back
- * may send to the disk before the job's data. docs/design-notes.md has the measurements. */
+ * another. On memory file systems (tmpfs, ramfs), where fallocate has already allocated the
+ * pages, the writer maps them all in up front on every core, MADV_POPULATE_WRITE per 64 MB
+ * (one call per chunk instead of one exception per page), so the sinks' writes are plain
+ * stores. fallocate stays the reservation: populating pages that tmpfs has not allocated
+ * yet does not scale with threads (the allocation serialises) and was slower than fallocate
+ * followed by the populate. On a disk file the writer does not populate: a populated page
+ * is a dirty page of zeros that write-back may send to the disk before the job's data.
+ * docs/design-notes.md has the measurements. */
 #include <sys/vfs.h>
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
 #define PREFAULT_MIN_BYTES ((size_t)64 << 20)
+#define PREFAULT_CHUNK ((int64_t)64 << 20)
 
 static int on_memory_file_system(int fd)
 {
     struct statfs fs;
     if (fstatfs(fd, &fs) != 0) return 0;
     return fs.f_type == 0x01021994 /* TMPFS_MAGIC */ || fs.f_type == (typeof(fs.f_type))0x858458f6 /* RAMFS_MAGIC */;
+}
+
+typedef struct prefault_job {
+    unsigned char *map;
+    size_t len;
+    atomic_int failed;
+} prefault_job;
+
+static oc_status prefault_task(void *arg, int64_t task, int worker)
+{
+    (void)worker;
+    prefault_job *job = arg;
+    size_t begin = (size_t)(task * PREFAULT_CHUNK), len = job->len - begin;
+    if (len > (size_t)PREFAULT_CHUNK) len = (size_t)PREFAULT_CHUNK;
+    if (madvise(job->map + begin, len, MADV_POPULATE_WRITE) != 0) atomic_store(&job->failed, 1);
+    return OC_OK;
+}
+
+/* Advice only: a page it leaves out (a kernel before 5.14, a thread that could not start)
+ * faults when the job writes it, as before. Returns whether the whole mapping was faulted in. */
+static int prefault_mapping(unsigned char *map, size_t len)
+{
+    prefault_job job = {.map = map, .len = len};
+    atomic_init(&job.failed, 0);
+    int64_t tasks = ((int64_t)len + PREFAULT_CHUNK - 1) / PREFAULT_CHUNK;
+    oc_status st = oc_parallel_run(NULL, oc_threads_resolve(0), tasks, prefault_task, &job, NULL, NULL, NULL);
+    return st == OC_OK && !atomic_load(&job.failed);
 }
 
 /* Creates w's temporary file, total bytes long with its blocks reserved, and maps it. On
@@ -421,26 +455,16 @@ static oc_status npy_out_map(oc_context *ctx, const char *path, size_t total, oc
     int fd = w->file.fd;
     if (oc_sys_ftruncate(ctx, fd, (off_t)total) != 0)
         return oc_io_fail(ctx, "writing", path, errno, -1, (int64_t)total, fd);
-    int populate = total >= PREFAULT_MIN_BYTES && on_memory_file_system(fd);
     /* Reserve the blocks now: a shared mapping of a sparse file that later meets a full disk
      * kills the process with SIGBUS instead of returning an error. File systems without
      * fallocate keep the sparse file (and that risk). */
-    if (!populate && oc_sys_fallocate(ctx, fd, 0, (off_t)total) != 0 && errno != EOPNOTSUPP && errno != ENOSYS)
+    if (oc_sys_fallocate(ctx, fd, 0, (off_t)total) != 0 && errno != EOPNOTSUPP && errno != ENOSYS)
         return oc_io_fail(ctx, "writing", path, errno, -1, (int64_t)total, fd);
     void *map = oc_sys_mmap_shared(ctx, fd, total);
     if (map == MAP_FAILED) return oc_io_fail(ctx, "mapping", path, errno, -1, -1, -1);
     w->map = map;
     w->map_len = total;
-    if (populate) {
-        if (oc_sys_populate_write(ctx, map, total) != 0) {
-            /* Kernels before 5.14 do not know the advice: reserve as on other file systems. */
-            if (errno != EINVAL) return oc_io_fail(ctx, "writing", path, errno, -1, (int64_t)total, fd);
-            if (oc_sys_fallocate(ctx, fd, 0, (off_t)total) != 0 && errno != EOPNOTSUPP && errno != ENOSYS)
-                return oc_io_fail(ctx, "writing", path, errno, -1, (int64_t)total, fd);
-        } else {
-            w->prefaulted = 1;
-        }
-    }
+    if (total >= PREFAULT_MIN_BYTES && on_memory_file_system(fd)) w->prefaulted = prefault_mapping(map, total);
     return OC_OK;
 }
 

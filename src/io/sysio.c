@@ -2,7 +2,6 @@
 #include "io/sysio.h"
 
 #include <errno.h>
-#include <stdatomic.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,7 +13,6 @@
 
 #include "core/context.h"
 #include "core/error.h"
-#include "core/threads.h"
 
 /* How the next call of `call` must go: OC_FAULT_NONE when it runs as asked. */
 static oc_fault_mode next_fault(oc_context *ctx, oc_fault_call call)
@@ -76,44 +74,6 @@ int oc_sys_ftruncate(oc_context *ctx, int fd, off_t len)
 {
     oc_fault_mode f = next_fault(ctx, OC_FAULT_TRUNCATE);
     return f == OC_FAULT_NONE ? ftruncate(fd, len) : injected(f);
-}
-
-/* MADV_POPULATE_WRITE in chunks, one task per chunk on every core. */
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23
-#endif
-#define POPULATE_CHUNK ((int64_t)64 << 20)
-
-typedef struct populate_job {
-    unsigned char *addr;
-    size_t len;
-    atomic_int error; /* the errno of the first chunk that failed */
-} populate_job;
-
-static oc_status populate_task(void *arg, int64_t task, int worker)
-{
-    (void)worker;
-    populate_job *job = arg;
-    size_t begin = (size_t)(task * POPULATE_CHUNK), len = job->len - begin;
-    if (len > (size_t)POPULATE_CHUNK) len = (size_t)POPULATE_CHUNK;
-    if (madvise(job->addr + begin, len, MADV_POPULATE_WRITE) == 0) return OC_OK;
-    int expected = 0;
-    /* EFAULT is the fault a store would have died of (SIGBUS): the file system is full. */
-    atomic_compare_exchange_strong(&job->error, &expected, errno == EFAULT ? ENOSPC : errno);
-    return OC_ERR_IO;
-}
-
-int oc_sys_populate_write(oc_context *ctx, void *addr, size_t len)
-{
-    oc_fault_mode f = next_fault(ctx, OC_FAULT_TRUNCATE);
-    if (f != OC_FAULT_NONE) return injected(f);
-    populate_job job = {.addr = addr, .len = len};
-    atomic_init(&job.error, 0);
-    int64_t tasks = ((int64_t)len + POPULATE_CHUNK - 1) / POPULATE_CHUNK;
-    oc_status st = oc_parallel_run(NULL, oc_threads_resolve(0), tasks, populate_task, &job, NULL, NULL, NULL);
-    if (st == OC_OK) return 0;
-    errno = atomic_load(&job.error) ? atomic_load(&job.error) : ENOMEM; /* or no thread could start */
-    return -1;
 }
 
 int oc_sys_fallocate(oc_context *ctx, int fd, off_t off, off_t len)

@@ -28,12 +28,6 @@ int oc_sys_ftruncate(oc_context *ctx, int fd, off_t len);
 int oc_sys_fallocate(oc_context *ctx, int fd, off_t off, off_t len);
 /* A shared read-write mapping of len bytes of fd from offset 0; MAP_FAILED on failure. */
 void *oc_sys_mmap_shared(oc_context *ctx, int fd, size_t len);
-/* Faults len bytes of a shared writable mapping in for writing on every core
- * (MADV_POPULATE_WRITE per 64 MB): on a memory file system this allocates the file's pages,
- * which is how its writer reserves them. 0, or -1 with errno: EINVAL where the kernel does
- * not know the advice (before 5.14), ENOSPC when the file system is full. Asks the fault plan
- * as fallocate does (OUTCORE_FAULT_TRUNCATE). */
-int oc_sys_populate_write(oc_context *ctx, void *addr, size_t len);
 int oc_sys_msync(oc_context *ctx, void *addr, size_t len);
 int oc_sys_fsync(oc_context *ctx, int fd);
 /* close() of a file that was written: it may report a deferred write error (NFS). */
