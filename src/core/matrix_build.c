@@ -13,11 +13,11 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/mman.h>
 
 #include "core/error.h"
 #include "core/matrix.h"
 #include "core/matrix_build.h"
+#include "core/pages.h"
 #include "core/context.h"
 #include "core/threads.h"
 #include "core/workers.h"
@@ -80,21 +80,6 @@ typedef struct pack_job {
     int64_t bad_row, bad_col;
 } pack_job;
 
-/* Faults the whole pages of [p, p + n) in for writing with one call instead of one fault
- * per page: the task's destination rows are fresh memory (oc_matrix_alloc_uninit) that it is
- * about to overwrite, and taking the page faults one exception at a time was a large part
- * of reading a packed file. Advice only: on kernels before 5.14 (EINVAL) the pages fault as
- * they are written. */
-static void populate_rows(void *p, size_t n)
-{
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23
-#endif
-    const uintptr_t page = 4096;
-    uintptr_t begin = ((uintptr_t)p + page - 1) & ~(page - 1), end = ((uintptr_t)p + n) & ~(page - 1);
-    if (end > begin) madvise((void *)begin, end - begin, MADV_POPULATE_WRITE);
-}
-
 static void pack_task(pack_job *job, int64_t task)
 {
     if (task > atomic_load(&job->first_bad_task)) return;
@@ -102,7 +87,10 @@ static void pack_task(pack_job *job, int64_t task)
     oc_matrix *m = job->m;
     int64_t row0 = task * job->rows_per_task, rows = m->rows - row0;
     if (rows > job->rows_per_task) rows = job->rows_per_task;
-    populate_rows(m->bits + row0 * m->words_per_row, (size_t)(rows * m->words_per_row * 8));
+    /* The rows are fresh memory (oc_matrix_alloc_uninit) that this task overwrites whole:
+     * taking their page faults one exception at a time was a large part of reading a packed
+     * file (docs/design-notes.md). */
+    oc_pages_populate_write(m->bits + row0 * m->words_per_row, (size_t)(rows * m->words_per_row * 8));
     for (int64_t i = row0; i < row0 + rows; ++i) {
         const unsigned char *row = src->data + i * src->stride;
         uint64_t *dst = m->bits + i * m->words_per_row;

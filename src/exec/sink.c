@@ -1,7 +1,8 @@
 #include "exec/sink.h"
 
 #include <string.h>
-#include <sys/mman.h>
+
+#include "core/pages.h"
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -82,26 +83,10 @@ static void copy_row_streaming(char *dst, const char *src, size_t n)
 #endif
 }
 
-/* Faults the whole pages inside [p, p + n) in for writing with one call: a block that
- * covers whole rows of the destination overwrites every byte of that range right after, so
- * whatever the memory (a fresh numpy array, a mapped output), taking its first-touch faults
- * at once is safe and spares one exception per 4 KB page. Advice only: kernels before 5.14
- * refuse it (EINVAL) and the stores fault as before. */
+/* A block that covers whole rows of the destination overwrites every byte of its range right
+ * after, so whatever the memory (a fresh numpy array, a mapped output), faulting the range
+ * in at once (oc_pages_populate_write) is safe and spares one exception per page. */
 #define POPULATE_MIN_BYTES ((size_t)1 << 20)
-static void populate_for_write(char *p, size_t n)
-{
-#ifdef __linux__
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23
-#endif
-    const uintptr_t page = 4096;
-    uintptr_t begin = ((uintptr_t)p + page - 1) & ~(page - 1), end = ((uintptr_t)p + n) & ~(page - 1);
-    if (end > begin) madvise((void *)begin, end - begin, MADV_POPULATE_WRITE);
-#else
-    (void)p;
-    (void)n;
-#endif
-}
 
 void oc_dense_sink_put(const oc_dense_sink *s, int64_t i0, int64_t j0, int64_t rows, int64_t cols, const void *block,
                        int64_t block_ld)
@@ -109,7 +94,7 @@ void oc_dense_sink_put(const oc_dense_sink *s, int64_t i0, int64_t j0, int64_t r
     const char *src = block;
     int64_t es = (int64_t)s->elem_size;
     if (s->populate && j0 == 0 && cols == s->ld && (size_t)(rows * cols * es) >= POPULATE_MIN_BYTES)
-        populate_for_write(s->base + i0 * s->ld * es, (size_t)(rows * cols * es));
+        oc_pages_populate_write(s->base + i0 * s->ld * es, (size_t)(rows * cols * es));
     for (int64_t r = 0; r < rows; ++r)
         copy_row_streaming(s->base + ((i0 + r) * s->ld + j0) * es, src + r * block_ld * es, (size_t)(cols * es));
 #if defined(__SSE2__)

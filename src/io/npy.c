@@ -407,9 +407,7 @@ struct oc_npy_out {
  * is a dirty page of zeros that write-back may send to the disk before the job's data.
  * docs/design-notes.md has the measurements. */
 #include <sys/vfs.h>
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23
-#endif
+#include "core/pages.h"
 #define PREFAULT_MIN_BYTES ((size_t)64 << 20)
 #define PREFAULT_CHUNK ((int64_t)64 << 20)
 
@@ -432,6 +430,7 @@ static oc_status prefault_task(void *arg, int64_t task, int worker)
     prefault_job *job = arg;
     size_t begin = (size_t)(task * PREFAULT_CHUNK), len = job->len - begin;
     if (len > (size_t)PREFAULT_CHUNK) len = (size_t)PREFAULT_CHUNK;
+    /* Not oc_pages_populate_write: the writer needs to know whether every chunk went in. */
     if (madvise(job->map + begin, len, MADV_POPULATE_WRITE) != 0) atomic_store(&job->failed, 1);
     return OC_OK;
 }
