@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # gpu_check.sh - build, test, sanitize and benchmark the CUDA engine on a machine with a GPU.
 #
-#   bash bench/gpu_check.sh [build] [test] [sanitize] [devices] [bench [BENCH PARTS...]]
+#   bash bench/gpu_check.sh [build] [test] [sanitize] [devices] [io] [bench [BENCH PARTS...]]
 #
-# With no argument it does all five ("devices" runs `outcore devices --bandwidth --json`).
+# With no argument it does all five ("devices" runs `outcore devices --bandwidth --json`);
+# "io" (asked for by name) runs bench/bench_io.sh, the host side against its physical
+# references, in IO_DIR (default /dev/shm).
 # "bench" may be followed by parts: bench_gram_cuda's own (kernel kernel-200k cublas e2e ooc
 # dense file); "topk": top-k and threshold (bench_topk_cuda and the CLI end to end: a packed
 # .npy of 100000 x 200000 bits to a top-10 .npz); "sweep": both 1-bit kernels over a grid of
@@ -18,7 +20,8 @@
 # (seconds) bound each step so that a hang cannot eat a whole lease (the case table's
 # sanitizer run gets twice SANITIZE_TIMEOUT); SANITIZE_TOOLS picks
 # the compute-sanitizer tools (default: memcheck racecheck); TOPK_ARGS are passed to
-# bench_topk_cuda (e.g. "--quick --runs 5").
+# bench_topk_cuda (e.g. "--quick --runs 5"). "io" runs bench/bench_io.sh (host reads, packing,
+# the dense writer and Python calls beside cat, dd and memcpy) in IO_DIR (default /dev/shm).
 set -u
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build-gpu}
@@ -28,7 +31,7 @@ steps=()
 bench_parts=()
 for arg in "$@"; do
   case "$arg" in
-    build|test|sanitize|devices|bench) steps+=("$arg") ;;
+    build|test|sanitize|devices|bench|io) steps+=("$arg") ;;
     *) bench_parts+=("$arg") ;;
   esac
 done
@@ -156,6 +159,13 @@ if has bench && [ $map_bench -eq 1 ]; then
   note bench_map "rc ${PIPESTATUS[0]}"
 fi
 
+if has io; then
+  # Host side at its physical references (bench/bench_io.sh): packed and 0/1 .npy reads,
+  # the dense writer, cat and dd of the same bytes, Python per-call times, torch _int_mm.
+  BUILD="$BUILD" timeout "${BENCH_TIMEOUT:-400}" bash bench/bench_io.sh "${IO_DIR:-/dev/shm}" 2>&1 | tee "$LOGS/bench_io.log"
+  note io "rc ${PIPESTATUS[0]}"
+fi
+
 echo
 echo "== gpu_check summary ($(date -u +%F) $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1))"
 printf '%s\n' "${summary[@]}"
@@ -165,4 +175,5 @@ printf '%s\n' "${summary[@]}"
 [ -f "$LOGS/bench_pricer.log" ] && has bench && grep -E '^\||^numba' "$LOGS/bench_pricer.log"
 [ -f "$LOGS/bench_devices.log" ] && has bench && grep -E '^\|' "$LOGS/bench_devices.log"
 [ -f "$LOGS/bench_map.log" ] && has bench && grep -E '^\|' "$LOGS/bench_map.log"
+[ -f "$LOGS/bench_io.log" ] && has io && grep -E '^\|' "$LOGS/bench_io.log"
 exit 0

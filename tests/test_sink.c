@@ -24,7 +24,7 @@ static void check_put(size_t es, int64_t ld, int64_t i0, int64_t j0, int64_t row
     for (size_t k = 0; k < (size_t)(rows * block_ld) * es; ++k) block[k] = (unsigned char)(k * 131 + 7);
     for (int64_t r = 0; r < rows; ++r)
         memcpy(want + ((i0 + r) * ld + j0) * (int64_t)es, block + r * block_ld * (int64_t)es, (size_t)cols * es);
-    oc_dense_sink sink = {(char *)dst, ld, es, 1};
+    oc_dense_sink sink = {(char *)dst, ld, es, 1, 1};
     oc_dense_sink_put(&sink, i0, j0, rows, cols, block, block_ld);
     CHECK_MSG(memcmp(dst, want, bytes) == 0, "put of %lld x %lld (%zu-byte elements) at (%lld, %lld), ld %lld differs",
               (long long)rows, (long long)cols, es, (long long)i0, (long long)j0, (long long)ld);

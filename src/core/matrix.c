@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/pack_bytes.h"
 #include "core/threads.h"
 
 int64_t oc_bits_words_per_row(int64_t cols)
@@ -51,7 +52,7 @@ static oc_matrix *new_header(int64_t rows, int64_t cols, const char *name)
     return m;
 }
 
-oc_status oc_matrix_alloc(oc_context *ctx, int64_t rows, int64_t cols, const char *name, oc_matrix **out)
+oc_status oc_matrix_alloc_uninit(oc_context *ctx, int64_t rows, int64_t cols, const char *name, oc_matrix **out)
 {
     int64_t bytes;
     OC_CHECK(check_dims(ctx, rows, cols, name, &bytes));
@@ -63,8 +64,14 @@ oc_status oc_matrix_alloc(oc_context *ctx, int64_t rows, int64_t cols, const cha
         return oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: cannot allocate %lld bytes for %lld x %lld packed bits", name,
                        (long long)bytes, (long long)rows, (long long)cols);
     }
-    memset(m->bits, 0, (size_t)bytes);
     *out = m;
+    return OC_OK;
+}
+
+oc_status oc_matrix_alloc(oc_context *ctx, int64_t rows, int64_t cols, const char *name, oc_matrix **out)
+{
+    OC_CHECK(oc_matrix_alloc_uninit(ctx, rows, cols, name, out));
+    memset((*out)->bits, 0, (size_t)((*out)->rows * (*out)->words_per_row * 8));
     return OC_OK;
 }
 
@@ -301,32 +308,12 @@ cleanup:
 
 int64_t oc_pack_dense_row(const unsigned char *src, int64_t cols, uint64_t *dst, int64_t words_per_row)
 {
-    unsigned char *out = (unsigned char *)dst;
-    memset(out, 0, (size_t)words_per_row * 8);
-    unsigned char bad = 0;
-    int64_t full = cols / 8;
-    for (int64_t k = 0; k < full; ++k) {
-        const unsigned char *s = src + 8 * k;
-        /* OR of all bytes above bit 0 flags any value other than 0 and 1 without a branch. */
-        bad |= (unsigned char)((s[0] | s[1] | s[2] | s[3] | s[4] | s[5] | s[6] | s[7]) & 0xFE);
-        out[k] = (unsigned char)((s[0] << 7) | (s[1] << 6) | (s[2] << 5) | (s[3] << 4) | (s[4] << 3) |
-                                 (s[5] << 2) | (s[6] << 1) | s[7]);
-    }
-    for (int64_t j = full * 8; j < cols; ++j) {
-        bad |= (unsigned char)(src[j] & 0xFE);
-        out[j >> 3] |= (unsigned char)((src[j] & 1) << (7 - (j & 7)));
-    }
-    if (!bad) return -1;
-    for (int64_t j = 0; j < cols; ++j)
-        if (src[j] > 1) return j;
-    return -1; /* unreachable: bad was set by some byte above */
+    return oc_pack_bytes_best()(src, cols, dst, words_per_row, 0);
 }
 
 void oc_pack_nonzero_row(const unsigned char *src, int64_t cols, uint64_t *dst, int64_t words_per_row)
 {
-    unsigned char *out = (unsigned char *)dst;
-    memset(out, 0, (size_t)words_per_row * 8);
-    for (int64_t j = 0; j < cols; ++j) out[j >> 3] |= (unsigned char)((src[j] != 0) << (7 - (j & 7)));
+    oc_pack_bytes_best()(src, cols, dst, words_per_row, 1);
 }
 
 static unsigned char reverse_byte(unsigned char b)

@@ -130,6 +130,11 @@ int64_t oc_bits_words_per_row(int64_t cols);
  * not positive or the sizes overflow, OC_ERR_NO_MEMORY when memory is short. */
 oc_status oc_matrix_alloc(oc_context *ctx, int64_t rows, int64_t cols, const char *name, oc_matrix **out);
 
+/* oc_matrix_alloc without the zeroing, for a caller that writes every word of every row
+ * itself (the packers do, padding included): the threads that fill the rows then take the
+ * first-touch page faults in parallel instead of one memset before them. */
+oc_status oc_matrix_alloc_uninit(oc_context *ctx, int64_t rows, int64_t cols, const char *name, oc_matrix **out);
+
 /* Popcount of every row into counts[rows], on `threads` threads (0 = all cores). Fails only
  * when threads cannot start or the job is cancelled, or, for a file-backed matrix (read in
  * panels of OC_POPCOUNT_PANEL_BYTES per thread), when a row cannot be read. */

@@ -9,12 +9,18 @@
  * same value in a file.
  */
 #include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "core/error.h"
 #include "core/matrix.h"
 #include "core/matrix_build.h"
+#include "core/pages.h"
+#include "core/context.h"
+#include "core/threads.h"
+#include "core/workers.h"
 
 /* The name a matrix built from memory carries in messages until oc_matrix_set_name. */
 #define OC_DEFAULT_NAME "A"
@@ -56,14 +62,103 @@ oc_status oc_dense_value_error(oc_context *ctx, const char *name, oc_dense_bytes
                    name, value, row, col, hint);
 }
 
-oc_status oc_matrix_pack_dense_rows(oc_context *ctx, oc_matrix *m, int64_t row0, int64_t nrows,
-                                    const unsigned char *src, int64_t stride, oc_dense_bytes kind)
+/* ---------------------------------------------------------------- parallel packing */
+
+typedef struct pack_job {
+    oc_matrix *m;
+    const oc_pack_source *src;
+    const oc_context *ctx; /* read for its cancel flag when src->stop_on_cancel */
+    int64_t rows_per_task, tasks;
+    /* Tasks are taken in index order from `next` by every part of the split. */
+    atomic_llong next;
+    atomic_int cancelled;
+    /* The lowest task that met a bad row: tasks above it skip their rows, and since tasks
+     * start in index order every task below it has run to its end, so the lowest bad row
+     * any task records is the first in the matrix. */
+    atomic_llong first_bad_task;
+    pthread_mutex_t lock; /* guards bad_row, bad_col */
+    int64_t bad_row, bad_col;
+} pack_job;
+
+static void pack_task(pack_job *job, int64_t task)
 {
-    int64_t col = -1;
-    int64_t bad = oc_pack_dense_rows(src, nrows, stride, m->cols, m->words_per_row, kind,
-                                     m->bits + row0 * m->words_per_row, &col);
-    if (bad < 0) return OC_OK;
-    return oc_dense_value_error(ctx, m->name, kind, m->cols, row0 + bad, col, src[bad * stride + col]);
+    if (task > atomic_load(&job->first_bad_task)) return;
+    const oc_pack_source *src = job->src;
+    oc_matrix *m = job->m;
+    int64_t row0 = task * job->rows_per_task, rows = m->rows - row0;
+    if (rows > job->rows_per_task) rows = job->rows_per_task;
+    /* The rows are fresh memory (oc_matrix_alloc_uninit) that this task overwrites whole:
+     * taking their page faults one exception at a time was a large part of reading a packed
+     * file (docs/design-notes.md). */
+    oc_pages_populate_write(m->bits + row0 * m->words_per_row, (size_t)(rows * m->words_per_row * 8));
+    for (int64_t i = row0; i < row0 + rows; ++i) {
+        const unsigned char *row = src->data + i * src->stride;
+        uint64_t *dst = m->bits + i * m->words_per_row;
+        int64_t bad;
+        if (src->packed)
+            bad = oc_pack_bits_row(row, m->cols, src->order, dst, m->words_per_row);
+        else if (src->kind == OC_DENSE_BINARIZE)
+            oc_pack_nonzero_row(row, m->cols, dst, m->words_per_row), bad = -1;
+        else
+            bad = oc_pack_dense_row(row, m->cols, dst, m->words_per_row);
+        if (bad < 0) continue;
+        pthread_mutex_lock(&job->lock);
+        if (job->bad_row < 0 || i < job->bad_row) {
+            job->bad_row = i;
+            job->bad_col = bad;
+        }
+        pthread_mutex_unlock(&job->lock);
+        long long seen = atomic_load(&job->first_bad_task);
+        while (task < seen && !atomic_compare_exchange_weak(&job->first_bad_task, &seen, task)) {
+        }
+        return;
+    }
+    if (src->rows_packed) src->rows_packed(src->user, row0, rows);
+}
+
+static void pack_part(void *arg, int part, int parts)
+{
+    (void)part;
+    (void)parts;
+    pack_job *job = arg;
+    for (;;) {
+        if (job->src->stop_on_cancel && oc_cancelled(job->ctx)) {
+            atomic_store(&job->cancelled, 1);
+            return;
+        }
+        int64_t t = atomic_fetch_add(&job->next, 1);
+        if (t >= job->tasks) return;
+        pack_task(job, t);
+    }
+}
+
+oc_status oc_pack_rows_parallel(oc_context *ctx, oc_matrix *m, const oc_pack_source *src, int threads,
+                                int64_t *bad_row, int64_t *bad_col)
+{
+    int64_t row_bytes = src->packed ? (m->cols + 7) / 8 : m->cols;
+    pack_job job = {.m = m, .src = src, .ctx = ctx, .bad_row = -1, .bad_col = -1};
+    job.rows_per_task = OC_PACK_TASK_BYTES / row_bytes > 0 ? OC_PACK_TASK_BYTES / row_bytes : 1;
+    job.tasks = (m->rows + job.rows_per_task - 1) / job.rows_per_task;
+    atomic_init(&job.next, 0);
+    atomic_init(&job.cancelled, 0);
+    atomic_init(&job.first_bad_task, INT64_MAX);
+    pthread_mutex_init(&job.lock, NULL);
+    int nthreads = oc_threads_resolve(threads);
+    if (nthreads > job.tasks) nthreads = (int)job.tasks;
+    oc_workers *pool = NULL;
+    /* The context's pool: its threads outlive the call, so a caller that builds a matrix per
+     * call (the Python binding) does not start threads each time. Without a pool (threads
+     * could not start) the caller packs alone. */
+    if (nthreads > 1 && oc_context_workers(ctx, nthreads - 1, &pool) != OC_OK) pool = NULL;
+    if (pool)
+        oc_workers_split(pool, nthreads, pack_part, &job);
+    else
+        pack_part(&job, 0, 1);
+    pthread_mutex_destroy(&job.lock);
+    *bad_row = job.bad_row;
+    *bad_col = job.bad_col;
+    if (atomic_load(&job.cancelled)) return oc_fail(ctx, OC_ERR_CANCELLED, "cancelled");
+    return OC_OK;
 }
 
 /* Checks what every constructor shares: out, the dimensions, and that rows * stride bytes
@@ -92,8 +187,12 @@ oc_status oc_matrix_from_dense(oc_context *ctx, const void *data, int64_t rows, 
 {
     OC_CHECK(check_shape(ctx, OC_DEFAULT_NAME, data, rows, cols, row_stride, cols, out));
     oc_matrix *m;
-    OC_CHECK(oc_matrix_alloc(ctx, rows, cols, OC_DEFAULT_NAME, &m));
-    oc_status st = oc_matrix_pack_dense_rows(ctx, m, 0, rows, data, row_stride, OC_DENSE_BYTES);
+    OC_CHECK(oc_matrix_alloc_uninit(ctx, rows, cols, OC_DEFAULT_NAME, &m));
+    oc_pack_source src = {.data = data, .stride = row_stride, .kind = OC_DENSE_BYTES};
+    int64_t bad = -1, col = -1;
+    oc_status st = oc_pack_rows_parallel(ctx, m, &src, 0, &bad, &col);
+    if (st == OC_OK && bad >= 0)
+        st = oc_dense_value_error(ctx, m->name, OC_DENSE_BYTES, cols, bad, col, src.data[bad * row_stride + col]);
     if (st != OC_OK) {
         oc_matrix_free(m);
         return oc_trace_at(ctx, st, __FILE__, __LINE__);
@@ -112,18 +211,18 @@ oc_status oc_matrix_from_bits(oc_context *ctx, const void *data, int64_t rows, i
     if (order != OC_BITS_MSB_FIRST && order != OC_BITS_LSB_FIRST)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, OC_DEFAULT_NAME ": unknown bit order %d", (int)order);
     oc_matrix *m;
-    OC_CHECK(oc_matrix_alloc(ctx, rows, cols, OC_DEFAULT_NAME, &m));
-    const unsigned char *src = data;
-    for (int64_t i = 0; i < rows; ++i) {
-        int64_t extra = oc_pack_bits_row(src + i * row_stride, cols, order, m->bits + i * m->words_per_row,
-                                         m->words_per_row);
-        if (extra >= 0) {
-            oc_matrix_free(m);
-            return oc_fail(ctx, OC_ERR_INPUT,
-                           "%s: row %" PRId64 " has bit %" PRId64 " set but bits=%" PRId64
-                           " says the rows hold %" PRId64 " columns (rows and columns count from 0)",
-                           OC_DEFAULT_NAME, i, extra, cols, cols);
-        }
+    OC_CHECK(oc_matrix_alloc_uninit(ctx, rows, cols, OC_DEFAULT_NAME, &m));
+    oc_pack_source src = {.data = data, .stride = row_stride, .packed = 1, .order = order};
+    int64_t bad = -1, extra = -1;
+    oc_status st = oc_pack_rows_parallel(ctx, m, &src, 0, &bad, &extra);
+    if (st == OC_OK && bad >= 0)
+        st = oc_fail(ctx, OC_ERR_INPUT,
+                     "%s: row %" PRId64 " has bit %" PRId64 " set but bits=%" PRId64 " says the rows hold %" PRId64
+                     " columns (rows and columns count from 0)",
+                     OC_DEFAULT_NAME, bad, extra, cols, cols);
+    if (st != OC_OK) {
+        oc_matrix_free(m);
+        return oc_trace_at(ctx, st, __FILE__, __LINE__);
     }
     *out = m;
     return OC_OK;

@@ -29,10 +29,34 @@ int64_t oc_pack_dense_rows(const unsigned char *src, int64_t nrows, int64_t stri
 oc_status oc_dense_value_error(oc_context *ctx, const char *name, oc_dense_bytes kind, int64_t cols, int64_t row,
                                int64_t col, unsigned char byte);
 
-/* Packs rows [row0, row0 + nrows) of m from dense bytes: src points at row row0, rows are
- * stride bytes apart, m->cols bytes each. Unless kind is OC_DENSE_BINARIZE, a byte other
- * than 0 or 1 fails with OC_ERR_INPUT naming m's name and the 0-based row and column. */
-oc_status oc_matrix_pack_dense_rows(oc_context *ctx, oc_matrix *m, int64_t row0, int64_t nrows,
-                                    const unsigned char *src, int64_t stride, oc_dense_bytes kind);
+/* Where the rows of a resident matrix come from when they are packed in parallel. */
+typedef struct oc_pack_source {
+    const unsigned char *data; /* row 0 */
+    int64_t stride;            /* bytes from one row to the next */
+    int packed;                /* nonzero: packed rows of ceil(cols / 8) bytes in `order`;
+                                * zero: cols bytes holding `kind` */
+    oc_bit_order order;
+    oc_dense_bytes kind;
+    /* Nonzero: stop when the context is cancelled (a reader); the public constructors
+     * never fail on a cancel, which is a job's. */
+    int stop_on_cancel;
+    /* May be NULL. Called by the worker that packed rows [row0, row0 + rows), on that
+     * worker and concurrently with others: the .npy reader drops the source pages behind. */
+    void (*rows_packed)(void *user, int64_t row0, int64_t rows);
+    void *user;
+} oc_pack_source;
+
+/* Packs every row of src into m->bits (every word written, padding included, so m may come
+ * from oc_matrix_alloc_uninit) on `threads` threads (0 = all cores: the caller and the
+ * context's worker pool, grown if needed; ctx must run no job meanwhile), in tasks of about
+ * OC_PACK_TASK_BYTES of source; a matrix of one task is packed on the calling thread. Sets
+ * *bad_row to -1, or to the first row (in row order, whatever the thread count) holding a
+ * bad value, with *bad_col the column: for dense bytes the first byte other than 0 or 1
+ * (never with OC_DENSE_BINARIZE), for packed rows the first bit set past m->cols. The
+ * caller words the message. Fails only when src->stop_on_cancel and ctx is cancelled
+ * (OC_ERR_CANCELLED); threads that cannot start leave the work to the caller. */
+#define OC_PACK_TASK_BYTES ((int64_t)4 << 20)
+oc_status oc_pack_rows_parallel(oc_context *ctx, oc_matrix *m, const oc_pack_source *src, int threads,
+                                int64_t *bad_row, int64_t *bad_col);
 
 #endif

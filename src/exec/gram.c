@@ -414,6 +414,7 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
         }
         sink.base = out->data;
         sink.ld = out->ld ? out->ld : p;
+        sink.populate = 1;
         job.dense = &sink;
         break;
     case OC_OUTPUT_FILE: {
@@ -428,6 +429,7 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
         OC_CHECK_GOTO(dense_file_open(ctx, &job, out, resume, &npy, &data));
         sink.base = data;
         sink.ld = p;
+        sink.populate = !oc_npy_out_prefaulted(npy);
         job.dense = &sink;
         break;
     }

@@ -2,6 +2,8 @@
 
 #include <string.h>
 
+#include "core/pages.h"
+
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
@@ -81,11 +83,18 @@ static void copy_row_streaming(char *dst, const char *src, size_t n)
 #endif
 }
 
+/* A block that covers whole rows of the destination overwrites every byte of its range right
+ * after, so whatever the memory (a fresh numpy array, a mapped output), faulting the range
+ * in at once (oc_pages_populate_write) is safe and spares one exception per page. */
+#define POPULATE_MIN_BYTES ((size_t)1 << 20)
+
 void oc_dense_sink_put(const oc_dense_sink *s, int64_t i0, int64_t j0, int64_t rows, int64_t cols, const void *block,
                        int64_t block_ld)
 {
     const char *src = block;
     int64_t es = (int64_t)s->elem_size;
+    if (s->populate && j0 == 0 && cols == s->ld && (size_t)(rows * cols * es) >= POPULATE_MIN_BYTES)
+        oc_pages_populate_write(s->base + i0 * s->ld * es, (size_t)(rows * cols * es));
     for (int64_t r = 0; r < rows; ++r)
         copy_row_streaming(s->base + ((i0 + r) * s->ld + j0) * es, src + r * block_ld * es, (size_t)(cols * es));
 #if defined(__SSE2__)

@@ -17,6 +17,11 @@ typedef struct oc_dense_sink {
     int64_t ld;         /* elements between rows */
     size_t elem_size;   /* bytes per element: 2 or 4 */
     int symmetric;
+    /* Nonzero: oc_dense_sink_put faults the destination of a whole-row block in with one call
+     * before copying (memory nothing has touched yet: a caller's fresh array, an output
+     * mapping on disk). Zero for memory already faulted in (an output pre-faulted on tmpfs),
+     * where the call would walk every page again for nothing. */
+    int populate;
 } oc_dense_sink;
 
 /* Stores a rows x cols tile whose element (0,0) is C(i0, j0); tile rows are tile_ld

@@ -50,6 +50,9 @@ oc_status oc_npy_out_sync(oc_context *ctx, oc_npy_out *w);
 void oc_npy_out_keep(oc_npy_out *w);
 oc_status oc_npy_out_reopen(oc_context *ctx, const char *path, const char *temp_path, int dtype, int64_t rows,
                             int64_t cols, oc_npy_out **out, void **data);
+/* Nonzero when w's mapping was faulted in at creation (a memory file system): its writers
+ * should not fault it in again (oc_dense_sink.populate). */
+int oc_npy_out_prefaulted(const oc_npy_out *w);
 
 /* Temporary-name helpers for writers of other formats (.npz, .tsv, .mtx). */
 typedef struct oc_tmpfile {

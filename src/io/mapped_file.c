@@ -63,6 +63,15 @@ void oc_mapped_file_release_before(oc_mapped_file *f, size_t offset)
     f->released = end;
 }
 
+void oc_mapped_file_release_range(const oc_mapped_file *f, size_t begin, size_t end)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    begin = (begin + page - 1) / page * page;
+    end = (end < f->size ? end : f->size) / page * page;
+    if (!f->data || f->borrowed || end <= begin) return;
+    madvise((void *)(f->data + begin), end - begin, MADV_DONTNEED);
+}
+
 void oc_mapped_file_close(oc_mapped_file *f)
 {
     if (f->data && !f->borrowed) munmap((void *)f->data, f->size);

@@ -30,6 +30,11 @@ void oc_mapped_file_advise_sequential(oc_mapped_file *f);
  * longer count as this process's resident memory. Reading them again is still valid. */
 void oc_mapped_file_release_before(oc_mapped_file *f, size_t offset);
 
+/* Drops the whole pages inside [begin, end) from the mapping, as release_before does. Any
+ * thread: readers that pack row blocks in parallel drop each block's pages when done (the
+ * pages it shares with a neighbouring block stay). */
+void oc_mapped_file_release_range(const oc_mapped_file *f, size_t begin, size_t end);
+
 /* The next line of [*pos, end) without its '\n' (a final line may lack one); advances *pos.
  * Returns 0 at the end of the data. */
 static inline int oc_next_line(const unsigned char **pos, const unsigned char *end, const char **line, size_t *len)

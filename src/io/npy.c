@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -259,6 +260,20 @@ static oc_status npy_parse(oc_context *ctx, const char *path, const unsigned cha
 
 /* ---------------------------------------------------------------- reader */
 
+/* The mapping a reader drops pages from as its row blocks are packed. */
+typedef struct release_ctx {
+    oc_mapped_file *file;
+    size_t offset;
+    int64_t width;
+} release_ctx;
+
+static void release_rows(void *user, int64_t row0, int64_t rows)
+{
+    const release_ctx *r = user;
+    oc_mapped_file_release_range(r->file, r->offset + (size_t)(row0 * r->width),
+                                 r->offset + (size_t)((row0 + rows) * r->width));
+}
+
 static oc_status parse_npy(oc_context *ctx, const char *path, oc_mapped_file *file, void *arg, oc_matrix **out)
 {
     const oc_read_options *opts = arg;
@@ -331,31 +346,27 @@ static oc_status parse_npy(oc_context *ctx, const char *path, oc_mapped_file *fi
         OC_CHECK(oc_npy_source_open(ctx, path, &layout, out));
         return OC_OK;
     }
-    OC_CHECK(oc_matrix_alloc(ctx, rows, cols, path, out));
+    OC_CHECK(oc_matrix_alloc_uninit(ctx, rows, cols, path, out));
     oc_matrix *m = *out;
     oc_mapped_file_advise_sequential(file);
-    /* Chunks of about 64 MB: after each, the pages behind are dropped and cancel is checked. */
-    int64_t chunk_rows = (int64_t)(64u << 20) / width + 1;
-    const unsigned char *data = file->data + offset;
-    for (int64_t r0 = 0; r0 < rows; r0 += chunk_rows) {
-        int64_t nr = rows - r0 < chunk_rows ? rows - r0 : chunk_rows;
-        if (bits > 0) {
-            for (int64_t i = r0; i < r0 + nr; ++i) {
-                int64_t extra = oc_pack_bits_row(data + i * width, cols, OC_BITS_MSB_FIRST,
-                                                 m->bits + i * m->words_per_row, m->words_per_row);
-                if (extra >= 0)
-                    return oc_fail(ctx, OC_ERR_INPUT,
-                                   "%s: row %" PRId64 " has bit %" PRId64 " set but --bits %" PRId64
-                                   " says the rows hold %" PRId64 " columns (rows and columns count from 0)",
-                                   path, i, extra, bits, bits);
-            }
-        } else {
-            OC_CHECK(oc_matrix_pack_dense_rows(ctx, m, r0, nr, data + r0 * width, width, dense_kind));
-        }
-        oc_mapped_file_release_before(file, offset + (size_t)((r0 + nr) * width));
-        if (oc_cancelled(ctx)) return oc_fail(ctx, OC_ERR_CANCELLED, "%s: reading was cancelled", path);
-    }
-    return OC_OK;
+    /* Every core packs its own row blocks straight from the mapping into the matrix: the
+     * source pages fault in on all threads at once, and each block drops its pages from
+     * the mapping when done. */
+    release_ctx release = {file, offset, width};
+    oc_pack_source src = {.data = file->data + offset, .stride = width, .packed = bits > 0,
+                          .order = OC_BITS_MSB_FIRST, .kind = dense_kind, .stop_on_cancel = 1,
+                          .rows_packed = release_rows, .user = &release};
+    int64_t bad = -1, col = -1;
+    oc_status st = oc_pack_rows_parallel(ctx, m, &src, 0, &bad, &col);
+    if (st == OC_ERR_CANCELLED) return oc_fail(ctx, OC_ERR_CANCELLED, "%s: reading was cancelled", path);
+    OC_CHECK(st);
+    if (bad < 0) return OC_OK;
+    if (bits > 0)
+        return oc_fail(ctx, OC_ERR_INPUT,
+                       "%s: row %" PRId64 " has bit %" PRId64 " set but --bits %" PRId64 " says the rows hold %" PRId64
+                       " columns (rows and columns count from 0)",
+                       path, bad, col, bits, bits);
+    return oc_dense_value_error(ctx, m->name, dense_kind, cols, bad, col, src.data[bad * width + col]);
 }
 
 oc_status oc_npy_read(oc_context *ctx, const char *path, const oc_read_options *opts, oc_matrix **out)
@@ -377,13 +388,64 @@ oc_status oc_npy_read_buffer(oc_context *ctx, const char *name, const void *data
  * fault plan reaches each of those failures; its header is npy_header.c's, as every .npy
  * the library writes. */
 #include "io/npy_header.h"
+#include "core/threads.h"
 #include "io/sysio.h"
 
 struct oc_npy_out {
     oc_tmpfile file;
     unsigned char *map;
     size_t map_len;
+    int prefaulted; /* the whole mapping was populated at creation */
 };
+
+/* Each first write to a page of a fresh shared mapping is a page fault, one 4 KB page after
+ * another. On memory file systems (tmpfs, ramfs), where fallocate has already allocated the
+ * pages, the writer maps them all in up front on every core, MADV_POPULATE_WRITE per 64 MB
+ * (one call per chunk instead of one exception per page), so the sinks' writes are plain
+ * stores. fallocate stays the reservation: populating pages that tmpfs has not allocated
+ * yet does not scale with threads (the allocation serialises) and was slower than fallocate
+ * followed by the populate. On a disk file the writer does not populate: a populated page
+ * is a dirty page of zeros that write-back may send to the disk before the job's data.
+ * docs/design-notes.md has the measurements. */
+#include <sys/vfs.h>
+#include "core/pages.h"
+#define PREFAULT_MIN_BYTES ((size_t)64 << 20)
+#define PREFAULT_CHUNK ((int64_t)64 << 20)
+
+static int on_memory_file_system(int fd)
+{
+    struct statfs fs;
+    if (fstatfs(fd, &fs) != 0) return 0;
+    return fs.f_type == 0x01021994 /* TMPFS_MAGIC */ || fs.f_type == (typeof(fs.f_type))0x858458f6 /* RAMFS_MAGIC */;
+}
+
+typedef struct prefault_job {
+    unsigned char *map;
+    size_t len;
+    atomic_int failed;
+} prefault_job;
+
+static oc_status prefault_task(void *arg, int64_t task, int worker)
+{
+    (void)worker;
+    prefault_job *job = arg;
+    size_t begin = (size_t)(task * PREFAULT_CHUNK), len = job->len - begin;
+    if (len > (size_t)PREFAULT_CHUNK) len = (size_t)PREFAULT_CHUNK;
+    /* Not oc_pages_populate_write: the writer needs to know whether every chunk went in. */
+    if (madvise(job->map + begin, len, MADV_POPULATE_WRITE) != 0) atomic_store(&job->failed, 1);
+    return OC_OK;
+}
+
+/* Advice only: a page it leaves out (a kernel before 5.14, a thread that could not start)
+ * faults when the job writes it, as before. Returns whether the whole mapping was faulted in. */
+static int prefault_mapping(unsigned char *map, size_t len)
+{
+    prefault_job job = {.map = map, .len = len};
+    atomic_init(&job.failed, 0);
+    int64_t tasks = ((int64_t)len + PREFAULT_CHUNK - 1) / PREFAULT_CHUNK;
+    oc_status st = oc_parallel_run(NULL, oc_threads_resolve(0), tasks, prefault_task, &job, NULL, NULL, NULL);
+    return st == OC_OK && !atomic_load(&job.failed);
+}
 
 /* Creates w's temporary file, total bytes long with its blocks reserved, and maps it. On
  * failure the caller aborts w, which removes whatever was created. */
@@ -402,8 +464,11 @@ static oc_status npy_out_map(oc_context *ctx, const char *path, size_t total, oc
     if (map == MAP_FAILED) return oc_io_fail(ctx, "mapping", path, errno, -1, -1, -1);
     w->map = map;
     w->map_len = total;
+    if (total >= PREFAULT_MIN_BYTES && on_memory_file_system(fd)) w->prefaulted = prefault_mapping(map, total);
     return OC_OK;
 }
+
+int oc_npy_out_prefaulted(const oc_npy_out *w) { return w && w->prefaulted; }
 
 oc_status oc_npy_out_create(oc_context *ctx, const char *path, int dtype, int64_t rows, int64_t cols, oc_npy_out **out,
                             void **data)
