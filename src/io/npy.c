@@ -588,6 +588,11 @@ oc_status oc_npy_out_reopen(oc_context *ctx, const char *path, const char *temp_
     }
     w->map = map;
     w->map_len = total;
+    *out = w;
+    *data = w->map + offset;
+    return OC_OK;
+}
+
 /* ---------------------------------------------------------------- any dtype and shape (map) */
 
 oc_status oc_npy_array_parse(oc_context *ctx, const char *path, const unsigned char *base, size_t size,
