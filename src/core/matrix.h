@@ -98,6 +98,13 @@ oc_status oc_matrix_load_rows_parallel(oc_context *ctx, const oc_matrix *m, int6
 oc_status oc_matrix_create_file_backed(oc_context *ctx, int64_t rows, int64_t cols, const char *name,
                                        const oc_matrix_source_ops *ops, void *source, oc_matrix **out);
 
+/* Rows [row0, row0 + rows) of m as a matrix of their own (matrix_view.c): a file-backed
+ * matrix whose rows are read from m through oc_matrix_load_rows, with m's name and source
+ * identity, so oc_gram on views computes any block of rows x columns of A·Bᵀ exactly as the
+ * whole job computes it (the rank decomposition of src/mpi uses this). m must outlive the
+ * view; rows > 0 and the range inside m. */
+oc_status oc_matrix_row_view(oc_context *ctx, const oc_matrix *m, int64_t row0, int64_t rows, oc_matrix **out);
+
 /* Bytes a resident copy of a rows x cols matrix takes (rows * words_per_row * 8), or
  * INT64_MAX when that overflows. */
 int64_t oc_matrix_packed_bytes(int64_t rows, int64_t cols);
