@@ -1,12 +1,12 @@
 /*
- * ranks_none.c - the rank calls of outcore.h in a build without MPI (OUTCORE_MPI=OFF, or
+ * ranks_none.c - the rank calls of outcore.h in a build without MPI (-DOUTCORE_MPI=OFF, or
  * none found): they say so. With MPI, src/mpi defines them and this file is empty.
  */
 #ifndef OC_HAVE_MPI
 #include "core/error.h"
 
 static const char no_mpi[] = "this build of outcore has no MPI support (configure with an MPI installed, "
-                             "OUTCORE_MPI=ON; docs/mpi.md)";
+                             "-DOUTCORE_MPI=ON; docs/mpi.md)";
 
 const char *oc_mpi_library(void) { return NULL; }
 
