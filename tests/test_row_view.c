@@ -1,8 +1,8 @@
 /*
  * test_row_view.c - the sub-range interface of the rank layer (core/matrix.h:
  * oc_matrix_row_view): oc_gram on views of rows [r0, r1) of A and [c0, c1) of B gives exactly
- * block (r0..r1, c0..c1) of the whole job's result, for every metric, from a resident and a
- * lists parent, and the view reads the parent's rows (not a copy made at creation).
+ * block (r0..r1, c0..c1) of the whole job's result, for every metric, from a resident, a
+ * lists and a file-backed parent, and from a view of a view.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -68,6 +68,19 @@ int main(void)
     }
     CHECK(oc_matrix_from_csr(ctx, N, M, ptr, idx, &lists) == OC_OK);
 
+    /* A parent left in its file. */
+    oc_matrix *in_file = NULL, *view_of_view = NULL, *outer = NULL;
+    const char *dir = oc_test_tmp_create("oc_row_view");
+    CHECK(dir != NULL);
+    const char *path = oc_test_tmp_path("A.npy");
+    CHECK(oc_matrix_save(ctx, a, path, 0) == OC_OK);
+    oc_read_options ro = OC_READ_OPTIONS_INIT;
+    ro.host_mem_bytes = 4096; /* far less than A: it stays in its file */
+    CHECK(oc_matrix_read(ctx, path, &ro, &in_file) == OC_OK);
+    CHECK(in_file && oc_matrix_file_backed(in_file));
+    CHECK(oc_matrix_row_view(ctx, lists, 10, 80, &outer) == OC_OK);
+    CHECK(oc_matrix_row_view(ctx, outer, 5, 60, &view_of_view) == OC_OK); /* rows 15..75 of A */
+
     static const oc_metric metrics[] = {OC_METRIC_COUNTS, OC_METRIC_JACCARD, OC_METRIC_COSINE, OC_METRIC_HAMMING};
     for (size_t k = 0; k < sizeof metrics / sizeof metrics[0]; ++k) {
         check_block(ctx, a, b, metrics[k], 0, N, 0, P);
@@ -75,7 +88,13 @@ int main(void)
         check_block(ctx, a, a, metrics[k], 30, 71, 30, N);  /* a trapezoid of A·Aᵀ with its diagonal */
         check_block(ctx, a, a, metrics[k], 90, 97, 0, 5);   /* below the diagonal */
         check_block(ctx, lists, b, metrics[k], 5, 6, 0, P); /* one row of a lists parent */
+        if (in_file) check_block(ctx, in_file, b, metrics[k], 20, 77, 3, 40);
+        if (view_of_view) check_block(ctx, view_of_view, view_of_view, metrics[k], 7, 50, 7, 60);
     }
+    oc_matrix_free(view_of_view);
+    oc_matrix_free(outer);
+    oc_matrix_free(in_file);
+    oc_test_tmp_remove();
     oc_matrix *v = NULL;
     CHECK(oc_matrix_row_view(ctx, a, 90, 8, &v) != OC_OK); /* past the end */
     CHECK(oc_matrix_row_view(ctx, a, 0, 0, &v) != OC_OK);  /* empty */

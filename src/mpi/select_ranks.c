@@ -229,6 +229,7 @@ static int on_pairs(void *user, const int64_t *rows, const int64_t *cols, const 
     }
     if (kept == 0) return 0;
     s->count += kept;
+    if (s->writer) s->j->bytes_written += kept * (int64_t)(2 * sizeof(int64_t) + s->es);
     s->failed = s->writer ? oc_pairs_out_append(ctx, s->writer, s->rows, s->cols, s->values, kept) : spool_batch(s, kept);
     return s->failed != OC_OK;
 }
