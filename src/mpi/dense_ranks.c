@@ -46,6 +46,23 @@ static oc_status write_at(oc_rank_job *j, MPI_File fh, int64_t offset, const voi
     return OC_OK;
 }
 
+/* dst[c][r] = src[r][c] for r < rows, c < cols (src rows ld apart, dst rows `rows` apart),
+ * in 32 x 32 blocks so that reads and writes each stay within a few cache lines. */
+#define TRANSPOSE_BLOCK 32
+#define DEFINE_TRANSPOSE(NAME, T)                                                                  \
+    static void NAME(T *dst, const T *src, int64_t rows, int64_t cols, int64_t ld)                 \
+    {                                                                                              \
+        for (int64_t cb = 0; cb < cols; cb += TRANSPOSE_BLOCK)                                     \
+            for (int64_t rb = 0; rb < rows; rb += TRANSPOSE_BLOCK) {                               \
+                int64_t ce = cb + TRANSPOSE_BLOCK < cols ? cb + TRANSPOSE_BLOCK : cols;            \
+                int64_t re = rb + TRANSPOSE_BLOCK < rows ? rb + TRANSPOSE_BLOCK : rows;            \
+                for (int64_t c = cb; c < ce; ++c)                                                  \
+                    for (int64_t r = rb; r < re; ++r) dst[c * rows + r] = src[r * ld + c];         \
+            }                                                                                      \
+    }
+DEFINE_TRANSPOSE(transpose_u16, uint16_t)
+DEFINE_TRANSPOSE(transpose_u32, uint32_t)
+
 /* Rows [c1, n) x columns [c0, c1) of C: the transpose of columns [c1 - c0, width) of the
  * chunk block (rows x width elements, block rows are rows [c0, c1) and columns [c0, n)). */
 static oc_status write_mirror(oc_rank_job *j, MPI_File fh, int64_t data, const char *block, int64_t c0, int64_t c1,
@@ -55,9 +72,10 @@ static oc_status write_mirror(oc_rank_job *j, MPI_File fh, int64_t data, const c
     const int64_t rows = c1 - c0;
     for (int64_t j0 = c1; j0 < j->n; j0 += piece_rows) {
         int64_t j1 = j0 + piece_rows < j->n ? j0 + piece_rows : j->n;
-        for (int64_t jj = j0; jj < j1; ++jj)
-            for (int64_t r = 0; r < rows; ++r)
-                memcpy(piece + ((jj - j0) * rows + r) * es, block + (r * width + (jj - c0)) * es, es);
+        if (es == 2)
+            transpose_u16((uint16_t *)piece, (const uint16_t *)block + (j0 - c0), rows, j1 - j0, width);
+        else
+            transpose_u32((uint32_t *)piece, (const uint32_t *)block + (j0 - c0), rows, j1 - j0, width);
         for (int64_t jj = j0; jj < j1; ++jj)
             OC_CHECK(write_at(j, fh, data + (jj * j->n + c0) * (int64_t)es, piece + (jj - j0) * rows * es,
                               rows * (int64_t)es));
