@@ -6,7 +6,8 @@
 # With no argument it does all five ("devices" runs `outcore devices --bandwidth --json`).
 # "bench" may be followed by the benchmark's own parts
 # (kernel kernel-200k cublas e2e ooc dense file), or by "topk": top-k and threshold (bench_topk_cuda and
-# the CLI end to end: a packed .npy of 100000 x 200000 bits to a top-10 .npz); "bench" alone
+# the CLI end to end: a packed .npy of 100000 x 200000 bits to a top-10 .npz), or by "mpi": two
+# MPI ranks sharing GPU 0 against one process (bench/bench_mpi.sh; needs MPI); "bench" alone
 # runs both benchmarks. Logs go to $OUT (or /tmp/gpu_check); a short table
 # of every step's result is printed last. TEST_TIMEOUT, SANITIZE_TIMEOUT and BENCH_TIMEOUT
 # (seconds) bound each step so that a hang cannot eat a whole lease (the case table's
@@ -80,9 +81,14 @@ if has devices; then
 fi
 
 topk_bench=0
+mpi_bench=0
 gram_parts=()
 for part in "${bench_parts[@]}"; do
-  if [ "$part" = topk ]; then topk_bench=1; else gram_parts+=("$part"); fi
+  case "$part" in
+    topk) topk_bench=1 ;;
+    mpi) mpi_bench=1 ;;   # two MPI ranks sharing GPU 0 against one process (bench/bench_mpi.sh)
+    *) gram_parts+=("$part") ;;
+  esac
 done
 [ ${#bench_parts[@]} -eq 0 ] && topk_bench=1
 
@@ -106,6 +112,11 @@ if has bench && [ $topk_bench -eq 1 ]; then
   python3 -c "import numpy as np; f = np.load('/dev/shm/top.npz'); print('npz', f['indices'].shape, f['scores'].dtype)" 2>&1
   note topk_cli "rc $rc, wall ${wall_ms} ms (process, load included)"
   rm -f /dev/shm/A.npy /dev/shm/top.npz
+fi
+
+if has bench && [ $mpi_bench -eq 1 ]; then
+  timeout "${BENCH_TIMEOUT:-400}" bash bench/bench_mpi.sh "$BUILD" cuda 2>&1 | tee "$LOGS/bench_mpi.log"
+  note bench_mpi "rc ${PIPESTATUS[0]}: $(grep -c identical "$LOGS/bench_mpi.log") identical, $(grep -c DIFFER "$LOGS/bench_mpi.log") differ"
 fi
 
 echo
