@@ -52,7 +52,11 @@ static const char gram_usage[] =
     "                         time of kernels, uploads and output) and exit without computing\n"
     "  --json                 print the summary (or the plan) as JSON on stdout\n"
     "  --quiet                no progress bar and no summary\n"
-    "  --verbose              on failure, also print the library's file:line trace\n";
+    "  --verbose              on failure, also print the library's file:line trace\n"
+    "\n"
+    "Under mpirun (mpirun -np R outcore gram ...) one job runs over R ranks sharing the file\n"
+    "system, each on its own GPU or CPU, into one output: the bytes one process writes (a\n"
+    "build with MPI; outcore --version says so). See docs/mpi.md.\n";
 
 typedef struct gram_args {
     const char *inputs[2];
