@@ -5,6 +5,7 @@ one line naming the rank, and no output file. Skipped when outcore was built wit
 no mpirun is installed."""
 import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -144,3 +145,28 @@ def test_bad_input_is_one_line_on_rank_0(mpirun, inputs):
     ours = [line for line in proc.stderr.splitlines() if line.startswith("outcore:")]
     assert len(ours) == 1 and "missing.npy" in ours[0], proc.stderr
     assert not (inputs / "bad.npy").exists()
+
+
+def cuda_devices():
+    found = re.search(r"(\d+) CUDA device", run("--version").stdout)
+    return int(found.group(1)) if found else 0
+
+
+GPU_CASES = [c for c in CASES if c[0] in ("dense_aat_jaccard", "dense_abt_counts", "topk_aat", "topk_abt",
+                                          "pairs_aat", "pairs_abt")]
+
+
+@pytest.mark.parametrize("name,ext,args", GPU_CASES, ids=["cuda_" + c[0] for c in GPU_CASES])
+def test_two_ranks_sharing_one_gpu(mpirun, inputs, name, ext, args):
+    """Two ranks on GPU 0, each with its own budget, give the bytes of one process on it
+    and of the CPU (run by ctest as gpu_cli_test_mpi on a machine with a GPU)."""
+    if cuda_devices() < 1:
+        pytest.skip("no usable CUDA device")
+    files = [inputs / a if a.endswith(".npy") else a for a in args]
+    cpu, one, two = (inputs / f"cuda_{name}.{tag}.{ext}" for tag in ("cpu", "one", "two"))
+    run("gram", *files, "--backend", "cpu", "-q", "-o", cpu, env=EPOCH)
+    run("gram", *files, "--backend", "cuda", "-q", "-o", one, env=EPOCH)
+    proc = run_ranks(mpirun, 2, *files, "--backend", "cuda", "--gpu-mem", "2G", "-q", "-o", two)
+    assert proc.returncode == 0, proc.stderr
+    assert one.read_bytes() == cpu.read_bytes()
+    assert two.read_bytes() == one.read_bytes(), "two ranks on one GPU differ from one process"
