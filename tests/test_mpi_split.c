@@ -58,6 +58,9 @@ int main(void)
     CHECK_EQ_I64(oc_rank_chunk_rows(1000, 10, 4, 100), 25);
     CHECK_EQ_I64(oc_rank_chunk_rows(1000, 10, 4, 7), 7);
     CHECK_EQ_I64(oc_rank_chunk_rows(10, 10, 4, 7), 1); /* at least one row */
+    CHECK_EQ_I64(oc_rank_triangle_chunk(100), 64);
+    CHECK_EQ_I64(oc_rank_triangle_chunk(16000), 1000);
+    CHECK_EQ_I64(oc_rank_triangle_chunk(16001), 1001);
     return oc_test_finish();
 }
 #else

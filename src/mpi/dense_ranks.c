@@ -5,8 +5,9 @@
  *            temporary file, which only rank 0 holds) -> agree -> every rank opens that name
  *            with MPI_File_open on MPI_COMM_SELF (views and writes are then its own), rank 0
  *            writes the header
- *   compute  chunks of the rank's rows (as many as a quarter of the host budget holds): one
- *            oc_gram on row views per chunk into memory, written with MPI_File_write_at
+ *   compute  chunks of the rank's rows (as many as a quarter of the host budget holds; A·Aᵀ
+ *            at most oc_rank_triangle_chunk): one oc_gram on row views per chunk into
+ *            memory, written with MPI_File_write_at
  *   commit   every rank closes its handle (its writes are then in the file) -> agree ->
  *            rank 0 renames the temporary file into place, or removes it -> agree
  *
@@ -92,7 +93,9 @@ static oc_status compute_and_write(oc_rank_job *j, MPI_File fh, int64_t data)
     oc_status st = OC_OK;
     for (int64_t c0 = j->row0, c1; c0 < j->row1; c0 = c1) {
         const int64_t col0 = j->symmetric ? c0 : 0, width = j->symmetric ? j->n - c0 : j->p;
-        c1 = c0 + oc_rank_chunk_rows(bytes, width, (int64_t)es, j->row1 - c0);
+        int64_t rows = oc_rank_chunk_rows(bytes, width, (int64_t)es, j->row1 - c0);
+        if (j->symmetric && rows > oc_rank_triangle_chunk(j->n)) rows = oc_rank_triangle_chunk(j->n);
+        c1 = c0 + rows;
         free(block);
         block = malloc((size_t)((c1 - c0) * width) * es);
         if (!block) {

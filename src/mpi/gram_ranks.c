@@ -142,6 +142,26 @@ static oc_status summarise(oc_rank_job *j, oc_gram_stats *st_out, char **ranks_j
     return oc_text_finish(ctx, &text, ranks_json);
 }
 
+/* Defaults shared by the ranks of one node: the host budget's default (a share of the memory
+ * available) and the CPU threads (all cores) divided by the ranks on the node, the default GPU
+ * fraction by the ranks on the node that use the same device. What the caller gave is per
+ * rank, as given. */
+static void share_node_budgets(oc_gram_options *o)
+{
+    MPI_Comm node = MPI_COMM_NULL, device = MPI_COMM_NULL;
+    int on_node = 1, on_device = 1;
+    if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) != MPI_SUCCESS) return;
+    MPI_Comm_size(node, &on_node);
+    if (MPI_Comm_split(node, o->device, 0, &device) == MPI_SUCCESS) {
+        MPI_Comm_size(device, &on_device);
+        MPI_Comm_free(&device);
+    }
+    MPI_Comm_free(&node);
+    if (o->host_mem_bytes == 0 && on_node > 1) o->host_mem_bytes = oc_host_budget_resolve(0) / on_node;
+    if (o->threads == 0 && on_node > 1) o->threads = oc_cpu_cores() / on_node > 0 ? oc_cpu_cores() / on_node : 1;
+    if (o->gpu_mem_bytes == 0 && on_device > 1) o->gpu_mem_fraction /= on_device;
+}
+
 /* The checks every rank makes alike before any output exists. */
 static oc_status check_args(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const oc_gram_options *opts,
                             const oc_output *out)
@@ -178,6 +198,7 @@ oc_status oc_gram_ranks(oc_context *ctx, const oc_matrix *a, const oc_matrix *b,
                      .dtype = oc_gram_result_dtype(opts->metric, opts->dtype), .opts = *opts, .path = out->path,
                      .rank = oc_mpi_rank(), .size = oc_mpi_size()};
     j.p = oc_matrix_rows(j.b);
+    share_node_budgets(&j.opts);
     j.opts.progress = NULL;
     j.opts.progress_user = NULL;
     j.stats.struct_size = sizeof j.stats;

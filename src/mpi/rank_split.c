@@ -33,3 +33,9 @@ int64_t oc_rank_chunk_rows(int64_t bytes, int64_t width, int64_t elem_size, int6
     if (rows < 1) rows = 1;
     return rows < left ? rows : left;
 }
+
+int64_t oc_rank_triangle_chunk(int64_t n)
+{
+    int64_t rows = (n + 15) / 16;
+    return rows < 64 ? 64 : rows;
+}

@@ -20,6 +20,13 @@ typedef void (*oc_rank_rows_fn)(int64_t n, int rank, int ranks, int64_t *row0, i
 void oc_rank_rows_even(int64_t n, int rank, int ranks, int64_t *row0, int64_t *row1);
 void oc_rank_rows_triangle(int64_t n, int rank, int ranks, int64_t *row0, int64_t *row1);
 
+/* Rows per sub-job in a rank's part of the upper triangle: a chunk [c0, c1) is computed
+ * against columns [c0, n) as a full rectangle, so the half of its diagonal block below the
+ * diagonal is computed for nothing; chunks of at most n/16 rows (64 at least) keep that under
+ * about 1/16 of the triangle whatever the rank count (one chunk per rank would compute R=1's
+ * whole square). */
+int64_t oc_rank_triangle_chunk(int64_t n);
+
 /* Rows per chunk of a dense part: as many rows of `width` elements of elem_size bytes as fit
  * in `bytes`, at least one, at most `left`. */
 int64_t oc_rank_chunk_rows(int64_t bytes, int64_t width, int64_t elem_size, int64_t left);

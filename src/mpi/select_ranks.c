@@ -11,7 +11,8 @@
  * each row's list is final on its rank, and rank 0 gathers them in row order.
  *
  * Threshold: rank r computes rows [b_r, b_r+1) of the split (A·Aᵀ: oc_rank_rows_triangle,
- * against columns [b_r, n), keeping the pairs with column > row; A·Bᵀ: even, every column).
+ * in chunks [c0, c1) against columns [c0, n), keeping the pairs with column > row; A·Bᵀ:
+ * even, every column).
  * Every pair of a row is found on the rank that owns the row, and a sub-job delivers its
  * pairs in (row, col) order, so the ranks' pairs in rank order are the whole job's order.
  * Rank 0 appends its own pairs to the output as they come; the others spool theirs to an
@@ -234,19 +235,24 @@ static int on_pairs(void *user, const int64_t *rows, const int64_t *cols, const 
     return s->failed != OC_OK;
 }
 
+/* A·Bᵀ: one sub-job of the rank's rows. A·Aᵀ: chunks [c0, c1) against columns [c0, n)
+ * (oc_rank_triangle_chunk), in row order, so the pairs still leave in (row, col) order. */
 static oc_status pairs_compute(oc_rank_job *j, pairs_sink *s)
 {
-    if (j->row1 == j->row0) return OC_OK;
-    s->row0 = j->row0;
-    s->col0 = j->symmetric ? j->row0 : 0;
     oc_output out = OC_OUTPUT_INIT;
     out.kind = OC_OUTPUT_PAIRS;
     out.pairs = on_pairs;
     out.pairs_user = s;
-    oc_status st = oc_rank_subjob(j, j->row0, j->row1, s->col0, j->symmetric ? j->n : j->p, &j->opts, &out);
-    /* The callback's own failure stopped the job (as a cancel): report it, not the cancel. */
-    if (st != OC_OK && s->failed != OC_OK) return s->failed;
-    return st;
+    const int64_t step = j->symmetric ? oc_rank_triangle_chunk(j->n) : j->row1 - j->row0;
+    for (int64_t c0 = j->row0; c0 < j->row1; c0 += step) {
+        int64_t c1 = c0 + step < j->row1 ? c0 + step : j->row1;
+        s->row0 = c0;
+        s->col0 = j->symmetric ? c0 : 0;
+        oc_status st = oc_rank_subjob(j, c0, c1, s->col0, j->symmetric ? j->n : j->p, &j->opts, &out);
+        /* The callback's own failure stopped the job (as a cancel): report it, not the cancel. */
+        if (st != OC_OK) return s->failed != OC_OK ? s->failed : st;
+    }
+    return OC_OK;
 }
 
 /* Rank r (> 0) sends its spool to rank 0 in pieces: a count, then the arrays; 0 ends. */
