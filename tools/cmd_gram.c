@@ -377,6 +377,7 @@ done:
     free(ranks_json);
     oc_matrix_free(a);
     oc_matrix_free(b);
+    cli_cancel_on_signal(NULL);
     oc_context_free(ctx);
     if (ranked) oc_mpi_finalize();
     return rc;
