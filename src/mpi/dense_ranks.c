@@ -182,7 +182,14 @@ oc_status oc_ranks_dense(oc_rank_job *j)
         if (err != MPI_SUCCESS && st == OC_OK) st = oc_mpi_fail(ctx, err, j->path);
     }
     j->seconds = oc_now() - t0;
-    st = oc_mpi_agree(ctx, oc_rank_fault(j, st));
+    st = oc_rank_fault(j, st);
+    /* Rank 0's own failure already decides the job: its temporary file goes now, before the
+     * agreement, which a rank killed meanwhile would never let finish. */
+    if (st != OC_OK && have_tf) {
+        oc_tmpfile_abort(&tf);
+        have_tf = 0;
+    }
+    st = oc_mpi_agree(ctx, st);
     if (st != OC_OK) goto cleanup;
     if (j->rank == 0) {
         have_tf = 0;

@@ -117,9 +117,13 @@ oc_status oc_ranks_topk(oc_rank_job *j)
     if (st != OC_OK) goto cleanup;
 
     double t0 = oc_now();
-    st = topk_compute(j, idx, scores); /* rank 0's rows start at row 0 of its arrays */
+    st = oc_rank_fault(j, topk_compute(j, idx, scores)); /* rank 0's rows start at row 0 of its arrays */
     j->seconds = oc_now() - t0;
-    st = oc_mpi_agree(ctx, oc_rank_fault(j, st));
+    if (st != OC_OK) { /* the job fails whatever the others say: no temporary file waits for them */
+        oc_topk_out_abort(w);
+        w = NULL;
+    }
+    st = oc_mpi_agree(ctx, st);
     if (st != OC_OK) goto cleanup;
 
     /* Delivery: rank 0 receives every other rank's rows in place. */
@@ -343,9 +347,13 @@ oc_status oc_ranks_pairs(oc_rank_job *j, int64_t *pairs)
     if (st != OC_OK) goto cleanup;
 
     double t0 = oc_now();
-    st = pairs_compute(j, &s);
+    st = oc_rank_fault(j, pairs_compute(j, &s));
     j->seconds = oc_now() - t0;
-    st = oc_mpi_agree(ctx, oc_rank_fault(j, st));
+    if (st != OC_OK) { /* the job fails whatever the others say: no temporary file waits for them */
+        oc_pairs_out_abort(s.writer);
+        s.writer = NULL;
+    }
+    st = oc_mpi_agree(ctx, st);
     if (st != OC_OK) goto cleanup;
 
     if (j->rank == 0) {

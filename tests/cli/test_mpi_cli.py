@@ -119,15 +119,16 @@ def leftovers(directory, stem):
     return sorted(p.name for p in Path(directory).iterdir() if p.name.startswith(stem))
 
 
+@pytest.mark.parametrize("rank", [0, 1])
 @pytest.mark.parametrize("kind", [["-o", "fail.npy"], ["--topk", "4", "-o", "fail.npz"],
                                   ["--threshold", "0.3", "--metric", "jaccard", "-o", "fail.npz"]],
                          ids=["dense", "topk", "threshold"])
-def test_a_failing_rank_fails_the_job(mpirun, inputs, kind):
+def test_a_failing_rank_fails_the_job(mpirun, inputs, kind, rank):
     args = [inputs / "A.npy", *kind[:-1], inputs / kind[-1]]
-    proc = run_ranks(mpirun, 3, *args, "--backend", "cpu", "-q", env={"OUTCORE_MPI_FAIL_RANK": "1"})
+    proc = run_ranks(mpirun, 3, *args, "--backend", "cpu", "-q", env={"OUTCORE_MPI_FAIL_RANK": str(rank)})
     assert proc.returncode == 1, proc.stderr
     ours = [line for line in proc.stderr.splitlines() if line.startswith("outcore:")]
-    assert len(ours) == 1 and "rank 1 of 3" in ours[0] and "OUTCORE_MPI_FAIL_RANK" in ours[0], proc.stderr
+    assert len(ours) == 1 and f"rank {rank} of 3" in ours[0] and "OUTCORE_MPI_FAIL_RANK" in ours[0], proc.stderr
     assert leftovers(inputs, "fail.") == [], "no output and no temporary file may be left"
 
 
