@@ -489,7 +489,8 @@ OC_API const char *oc_mpi_library(void);
 /* Initialises MPI (MPI_Init_thread, funneled: only the calling thread makes MPI calls) when
  * it is not yet, and returns this process's rank and the number of ranks. Collective. */
 OC_API oc_status oc_mpi_init(int *rank, int *size);
-/* Finalises MPI when oc_mpi_init initialised it. Collective. */
+/* Finalises MPI when oc_mpi_init initialised it, after a barrier (so that no rank's failing
+ * exit makes the launcher end the others before they finished). Collective. */
 OC_API void oc_mpi_finalize(void);
 
 /* Collective: every rank passes the status of its own work. Returns OC_OK when every rank

@@ -73,7 +73,15 @@ oc_status oc_mpi_init(int *rank, int *size)
 
 void oc_mpi_finalize(void)
 {
-    if (we_initialised && oc_mpi_ready()) MPI_Finalize();
+    /* No rank leaves before every rank got here: the launcher ends the whole job as soon as
+     * one rank exits with a failure, which could kill rank 0 before it printed the job's
+     * error or removed its temporary file (MPI_Finalize is not guaranteed to synchronise). */
+    if (we_initialised && oc_mpi_ready()) {
+        fflush(stdout);
+        fflush(stderr);
+        MPI_Barrier(MPI_COMM_WORLD);
+        MPI_Finalize();
+    }
     we_initialised = 0;
 }
 
