@@ -182,14 +182,9 @@ oc_status oc_ranks_dense(oc_rank_job *j)
         if (err != MPI_SUCCESS && st == OC_OK) st = oc_mpi_fail(ctx, err, j->path);
     }
     j->seconds = oc_now() - t0;
-    st = oc_rank_fault(j, st);
-    /* Rank 0's own failure already decides the job: its temporary file goes now, before the
-     * agreement, which a rank killed meanwhile would never let finish. */
-    if (st != OC_OK && have_tf) {
-        oc_tmpfile_abort(&tf);
-        have_tf = 0;
-    }
-    st = oc_mpi_agree(ctx, st);
+    /* The temporary file stays until the agreement even when rank 0 failed: another rank may
+     * not have opened it yet (its open would fail, and the job's message would be its). */
+    st = oc_mpi_agree(ctx, oc_rank_fault(j, st));
     if (st != OC_OK) goto cleanup;
     if (j->rank == 0) {
         have_tf = 0;
