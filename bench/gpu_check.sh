@@ -4,11 +4,16 @@
 #   bash bench/gpu_check.sh [build] [test] [sanitize] [devices] [bench [BENCH PARTS...]]
 #
 # With no argument it does all five ("devices" runs `outcore devices --bandwidth --json`).
-# "bench" may be followed by the benchmark's own parts
-# (kernel kernel-200k cublas e2e ooc dense file), or by "topk": top-k and threshold (bench_topk_cuda and
-# the CLI end to end: a packed .npy of 100000 x 200000 bits to a top-10 .npz), or by "mpi": two
-# MPI ranks sharing GPU 0 against one process (bench/bench_mpi.sh; needs MPI); "bench" alone
-# runs both benchmarks. Logs go to $OUT (or /tmp/gpu_check); a short table
+# "bench" may be followed by parts: bench_gram_cuda's own (kernel kernel-200k cublas e2e ooc
+# dense file); "topk": top-k and threshold (bench_topk_cuda and the CLI end to end: a packed
+# .npy of 100000 x 200000 bits to a top-10 .npz); "sweep": both 1-bit kernels over a grid of
+# shapes (bench_b1_sweep); "pricer": the streaming API's pricer example against the textbook
+# numba pricer (bench/bench_pricer.py); "cost": the cost model's validation grid
+# (bench/cost_grid.py; COST_ARGS are passed to it, COST_TIMEOUT bounds it, default 1500 s);
+# "virtual-devices": bench/bench_devices.sh, one GPU split in 2 and 3 logical devices against
+# the whole device ("devices" alone is the step above); "mpi": two MPI ranks sharing GPU 0
+# against one process (bench/bench_mpi.sh; needs MPI and mpirun). "bench" alone runs bench_gram_cuda's
+# default parts and topk. Logs go to $OUT (or /tmp/gpu_check); a short table
 # of every step's result is printed last. TEST_TIMEOUT, SANITIZE_TIMEOUT and BENCH_TIMEOUT
 # (seconds) bound each step so that a hang cannot eat a whole lease (the case table's
 # sanitizer run gets twice SANITIZE_TIMEOUT); SANITIZE_TOOLS picks
@@ -48,7 +53,7 @@ if has test; then
   [ $rc -ne 0 ] && tail -60 "$LOGS/ctest.log"
   note test "$(grep -E 'tests passed' "$LOGS/ctest.log" | tail -1) (rc $rc)"
   # numba kernels' real launch limits against `inspect` (reports Skipped without numba).
-  ctest --test-dir "$BUILD" -R python_test_numba_launch_limits --output-on-failure --timeout "${TEST_TIMEOUT:-300}" \
+  ctest --test-dir "$BUILD" -R 'python_test_numba_launch_limits|python_test_stream_numba' --output-on-failure --timeout "${TEST_TIMEOUT:-300}" \
     >"$LOGS/ctest_numba.log" 2>&1
   rc=$?
   note numba "$(grep -E 'tests passed|Skipped|Failed' "$LOGS/ctest_numba.log" | tail -1) (rc $rc)"
@@ -81,16 +86,29 @@ if has devices; then
 fi
 
 topk_bench=0
-mpi_bench=0
+sweep_bench=0
+pricer_bench=0
+cost_bench=0
 gram_parts=()
+split_bench=0
+mpi_bench=0
 for part in "${bench_parts[@]}"; do
   case "$part" in
     topk) topk_bench=1 ;;
+    sweep) sweep_bench=1 ;;
+    pricer) pricer_bench=1 ;;
+    cost) cost_bench=1 ;;
+    virtual-devices) split_bench=1 ;;
     mpi) mpi_bench=1 ;;   # two MPI ranks sharing GPU 0 against one process (bench/bench_mpi.sh)
     *) gram_parts+=("$part") ;;
   esac
 done
 [ ${#bench_parts[@]} -eq 0 ] && topk_bench=1
+
+if has bench && [ $split_bench -eq 1 ]; then
+  timeout "${BENCH_TIMEOUT:-400}" bash bench/bench_devices.sh "$BUILD" 2>&1 | tee "$LOGS/bench_devices.log"
+  note bench_devices "rc ${PIPESTATUS[0]}"
+fi
 
 if has bench && { [ ${#gram_parts[@]} -gt 0 ] || [ ${#bench_parts[@]} -eq 0 ]; }; then
   timeout "${BENCH_TIMEOUT:-400}" "$BUILD/bench/bench_gram_cuda" "${gram_parts[@]}" 2>&1 | tee "$LOGS/bench.log"
@@ -114,6 +132,24 @@ if has bench && [ $topk_bench -eq 1 ]; then
   rm -f /dev/shm/A.npy /dev/shm/top.npz
 fi
 
+if has bench && [ $sweep_bench -eq 1 ]; then
+  # Both 1-bit kernels over a grid of shapes, outputs compared in full (bench_b1_sweep.cu).
+  timeout "${BENCH_TIMEOUT:-400}" "$BUILD/bench/bench_b1_sweep" 2>&1 | tee "$LOGS/bench_sweep.log"
+  note sweep "rc ${PIPESTATUS[0]}"
+fi
+
+if has bench && [ $pricer_bench -eq 1 ]; then
+  BUILD="$BUILD" timeout "${BENCH_TIMEOUT:-400}" python3 bench/bench_pricer.py 2>&1 | tee "$LOGS/bench_pricer.log"
+  note bench_pricer "rc ${PIPESTATUS[0]}"
+fi
+
+if has bench && [ $cost_bench -eq 1 ]; then
+  # The cost model's validation grid (docs/cost-model.md): cpu, cuda and auto on every job.
+  timeout "${COST_TIMEOUT:-1500}" python3 bench/cost_grid.py --outcore "$BUILD/outcore" ${COST_ARGS:-} 2>&1 |
+    tee "$LOGS/cost_grid.log"
+  note cost_grid "rc ${PIPESTATUS[0]}: $(grep -E '^summary' "$LOGS/cost_grid.log" | tail -1)"
+fi
+
 if has bench && [ $mpi_bench -eq 1 ]; then
   timeout "${BENCH_TIMEOUT:-400}" bash bench/bench_mpi.sh "$BUILD" cuda 2>&1 | tee "$LOGS/bench_mpi.log"
   note bench_mpi "rc ${PIPESTATUS[0]}: $(grep -c identical "$LOGS/bench_mpi.log") identical, $(grep -c DIFFER "$LOGS/bench_mpi.log") differ"
@@ -124,4 +160,7 @@ echo "== gpu_check summary ($(date -u +%F) $(nvidia-smi --query-gpu=name --forma
 printf '%s\n' "${summary[@]}"
 [ -f "$LOGS/bench.log" ] && has bench && grep -E '^\|' "$LOGS/bench.log"
 [ -f "$LOGS/bench_topk.log" ] && has bench && grep -E '^\|' "$LOGS/bench_topk.log"
+[ -f "$LOGS/bench_sweep.log" ] && has bench && grep -E '^\|' "$LOGS/bench_sweep.log"
+[ -f "$LOGS/bench_pricer.log" ] && has bench && grep -E '^\||^numba' "$LOGS/bench_pricer.log"
+[ -f "$LOGS/bench_devices.log" ] && has bench && grep -E '^\|' "$LOGS/bench_devices.log"
 exit 0

@@ -164,7 +164,7 @@ typedef enum oc_dtype {
 } oc_dtype;
 
 typedef enum oc_backend {
-    OC_BACKEND_AUTO = 0, /* CUDA when a usable GPU is present, else CPU */
+    OC_BACKEND_AUTO = 0, /* the one the cost model predicts faster (docs/cost-model.md); CPU without a usable GPU */
     OC_BACKEND_CPU = 1,
     OC_BACKEND_CUDA = 2
 } oc_backend;
@@ -219,12 +219,26 @@ typedef struct oc_gram_options {
     oc_progress_fn progress;    /* may be NULL */
     void *progress_user;
     oc_algorithm algorithm;     /* auto (default), dense or sparse */
+    /* Nonzero: keep a journal of the work done beside a file output (PATH.outcore-journal)
+     * and continue from it when one of the same job exists (a journal of another job is
+     * refused with OC_ERR_INPUT); the result's bytes are those of an uninterrupted run. With
+     * 0, an existing journal is refused with OC_ERR_INPUT saying how to resume or remove it.
+     * Dense resumable jobs run the dense algorithm (auto never picks sparse for them). */
+    int resume;
+    /* Several devices (CUDA backend; an error with OC_BACKEND_CPU): "0,1,3", "all", or "0:2"
+     * to split device 0 into two logical devices, each with half of its budget and its own
+     * streams (docs/architecture.md). NULL or "": `device` alone. */
+    const char *devices;
+    /* Per-device budgets, "0=20G,1=40G" (SIZE or PCT as gpu_mem_bytes / gpu_mem_fraction take
+     * them), or one value for every device; devices not named keep gpu_mem_bytes /
+     * gpu_mem_fraction. A split device's budget is shared equally by its parts. NULL or "". */
+    const char *gpu_mem_devices;
 } oc_gram_options;
 
 #define OC_GRAM_OPTIONS_INIT                                                                     \
     {                                                                                            \
         sizeof(oc_gram_options), OC_METRIC_COUNTS, OC_DTYPE_DEFAULT, OC_BACKEND_AUTO, 0, 0, 0,   \
-            0.9, OC_GPU_MEM_GROW, 0, 0, 0, 0.0, 0, NULL, NULL, OC_ALGORITHM_AUTO                 \
+            0.9, OC_GPU_MEM_GROW, 0, 0, 0, 0.0, 0, NULL, NULL, OC_ALGORITHM_AUTO, 0, NULL, NULL  \
     }
 
 typedef enum oc_output_kind {
@@ -256,6 +270,18 @@ typedef struct oc_output {
 
 #define OC_OUTPUT_INIT {sizeof(oc_output), OC_OUTPUT_MEMORY, NULL, 0, NULL, NULL, NULL, NULL, NULL}
 
+/* Logical devices one job may run on (oc_gram_options.devices). */
+#define OC_MAX_LOGICAL_DEVICES 16
+
+/* What one logical device of a CUDA job did. */
+typedef struct oc_device_stats {
+    char name[32];              /* "cuda:0", or "cuda:0.1/2": part 1 of device 0 split in two */
+    int64_t tiles;              /* tiles it computed */
+    int64_t bytes_h2d, bytes_d2h;
+    double busy_seconds;        /* wall time its worker spent on tiles (set-up excluded) */
+    int64_t budget_bytes, peak_bytes; /* its device budget and the most its pool held */
+} oc_device_stats;
+
 typedef struct oc_gram_stats {
     size_t struct_size;         /* sizeof(oc_gram_stats); set by the caller */
     oc_backend backend;         /* the backend that ran */
@@ -277,6 +303,12 @@ typedef struct oc_gram_stats {
     int64_t host_budget_bytes;  /* the job's host memory budget (host_mem_bytes, resolved) */
     oc_algorithm algorithm;     /* the algorithm that ran: dense or sparse */
     char algorithm_desc[320];   /* why: the predicted times of both (`--explain`) */
+    /* Where it ran and why: the cost model's prediction for the CPU and the GPU, the stage
+     * that bounds each, and which rates were defaults (`--explain`, docs/cost-model.md). */
+    char backend_explain[640];
+    /* CUDA: what each logical device did (oc_gram_options.devices), in the order named. */
+    int device_count;
+    oc_device_stats devices[OC_MAX_LOGICAL_DEVICES];
 } oc_gram_stats;
 
 /* Computes the Gram matrix of a (with b == NULL: a·aᵀ, symmetric; only tiles on or above
@@ -298,6 +330,14 @@ OC_API oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b
 OC_API oc_status oc_gram_plan(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const oc_gram_options *opts,
                               const oc_output *out, int json, char **text);
 
+/* Why oc_gram would run these arguments where and how it would, without running them: two
+ * lines of text, "backend: " and the cost model's prediction for the CPU and the GPU
+ * (docs/cost-model.md), "algorithm: " and the dense/sparse prediction; what `--explain`
+ * prints. *text is malloc'ed (the caller frees it). Only out->kind is read. May measure this
+ * machine's host rates once, as an auto job would. Blocks. */
+OC_API oc_status oc_gram_explain(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const oc_gram_options *opts,
+                                 const oc_output *out, char **text);
+
 /* The dtype a job with these options produces (resolves OC_DTYPE_DEFAULT), or
  * OC_DTYPE_DEFAULT when the combination is invalid. */
 OC_API oc_dtype oc_gram_result_dtype(oc_metric metric, oc_dtype dtype);
@@ -315,6 +355,11 @@ OC_API oc_status oc_metric_parse(const char *name, oc_metric *out);
 OC_API oc_status oc_dtype_parse(const char *name, oc_dtype *out);
 OC_API oc_status oc_backend_parse(const char *name, oc_backend *out);
 OC_API oc_status oc_algorithm_parse(const char *name, oc_algorithm *out);
+/* A budget as --gpu-mem and --host-mem take it: a size ("2G", "512MiB", "4096": bytes into
+ * *bytes, *fraction = 0) or a percentage ("50%": *fraction = 0.5, *bytes = 0). Returns
+ * OC_ERR_INVALID_ARGUMENT, setting nothing, for anything else (zero, above 100%, a unit
+ * other than B, K, M, G, T with optional B or iB). */
+OC_API oc_status oc_size_parse(const char *text, int64_t *bytes, double *fraction);
 
 /* ---------------------------------------------------------------- system */
 /* The CPU kernel path in use: "ref", "avx2" or "avx512" (OUTCORE_CPU_ISA forces one). */
@@ -475,6 +520,126 @@ OC_API oc_status oc_devices_query(oc_context *ctx, int bandwidth, oc_devices **o
 OC_API void oc_devices_free(oc_devices *devices);
 /* Renders JSON or text; *out is malloc'ed. */
 OC_API oc_status oc_devices_render(oc_context *ctx, const oc_devices *devices, int json, char **out);
+
+/* ---------------------------------------------------------------- streaming user kernels */
+/*
+ * oc_stream_run runs the caller's own CUDA kernel over arrays larger than the device
+ * (docs/stream.md). The caller declares its arrays and a launch callback; outcore cuts the
+ * chunked arrays into chunks along their chunk axis, sizes the chunks under the device and
+ * host budgets, stages inputs through pinned rings, and pipelines each chunk on three streams
+ * (upload, compute, download) with several chunks in flight:
+ *
+ *   chunk c:  H2D inputs (stream h2d) -> launch(c) on the compute stream -> D2H outputs (d2h)
+ *             ordered by events; chunk c+1 uploads while c computes and c-1 downloads.
+ */
+typedef enum oc_stream_role {
+    OC_STREAM_INPUT = 0,   /* chunked, host -> device before each chunk's launch */
+    OC_STREAM_OUTPUT = 1,  /* chunked, device -> host after it; never uploaded */
+    OC_STREAM_INOUT = 2,   /* chunked, uploaded, changed by the kernel, downloaded */
+    OC_STREAM_SIDE = 3,    /* not chunked: uploaded once, whole, before the first chunk */
+    OC_STREAM_SCRATCH = 4, /* chunked device memory only (host is NULL): never copied */
+    /* Not chunked: uploaded once (its initial value) before the first chunk, kept on the
+     * device through every chunk, downloaded once after the last: a reduction's accumulator
+     * (sums, counts, histograms). Chunks run on two streams and may overlap, so kernels
+     * update it with atomics. */
+    OC_STREAM_RESULT = 5
+} oc_stream_role;
+
+#define OC_STREAM_MAX_DIMS 8
+
+/* One array. Chunked arrays (every role but SIDE and RESULT) share one chunk extent: shape[axis] is the
+ * same for all of them, and a chunk is the rows [start, start + rows) of that axis. */
+typedef struct oc_stream_array {
+    const char *name;          /* names the array in messages */
+    oc_stream_role role;
+    int elem_size;             /* bytes per element (8 for float64) */
+    int ndim;                  /* 1 .. OC_STREAM_MAX_DIMS */
+    int64_t shape[OC_STREAM_MAX_DIMS];
+    int axis;                  /* the chunked axis, 0 .. ndim-1 (axis 0 keeps chunks contiguous) */
+    /* C-order host memory (input: read; output: written; a memory-mapped .npy works), the
+     * caller's, which must stay valid for the call; NULL for SCRATCH. */
+    void *host;
+} oc_stream_array;
+
+/* One chunk as the launch callback sees it. Every pointer is valid during the call only. */
+typedef struct oc_stream_chunk {
+    int64_t index;             /* 0, 1, ... in launch order */
+    int64_t count;             /* chunks in all */
+    int64_t start, rows;       /* this chunk is [start, start + rows) of the chunk extent */
+    int narrays;
+    /* Device pointer of each array, in the spec's order: a chunk's C-order buffer of shape
+     * `shapes + k*OC_STREAM_MAX_DIMS` (the array's shape with shape[axis] = rows), or, for
+     * SIDE and RESULT, the whole array. */
+    void *const *data;
+    const int64_t *shapes;
+    void *stream;              /* the cudaStream_t (= CUstream) to launch on; do not synchronise it */
+    int device;
+} oc_stream_chunk;
+
+/* Enqueues the caller's kernel(s) for one chunk on chunk->stream and returns 0, or nonzero to
+ * stop the job (OC_ERR_INVALID_ARGUMENT naming the chunk and the value). Runs on the thread
+ * that called oc_stream_run. The kernel must only read and write the chunk's buffers. */
+typedef int (*oc_stream_launch_fn)(const oc_stream_chunk *chunk, void *user);
+
+typedef struct oc_stream_spec {
+    size_t struct_size;        /* sizeof(oc_stream_spec) */
+    size_t array_struct_size;  /* sizeof(oc_stream_array) */
+    const oc_stream_array *arrays;
+    int narrays;
+    oc_stream_launch_fn launch;
+    void *user;                /* passed to launch */
+    /* Rows of the chunk extent when no array is chunked (work that lives on the device and
+     * returns only results); 0: the chunked arrays' extent (when both are given they agree). */
+    int64_t extent;
+} oc_stream_spec;
+
+#define OC_STREAM_SPEC_INIT {sizeof(oc_stream_spec), sizeof(oc_stream_array), NULL, 0, NULL, NULL, 0}
+
+typedef struct oc_stream_options {
+    size_t struct_size;        /* sizeof(oc_stream_options) */
+    int device;                /* CUDA device index */
+    int64_t gpu_mem_bytes;     /* device budget in bytes; 0 = gpu_mem_fraction of free memory */
+    double gpu_mem_fraction;   /* default 0.9 */
+    oc_gpu_mem_mode gpu_mem_mode;
+    int64_t host_mem_bytes;    /* caps the pinned staging (a quarter of it); 0: 1 GiB of staging */
+    int64_t chunk_rows;        /* rows per chunk; 0 = the planner chooses */
+    int in_flight;             /* chunks with device buffers at once, 2..8; 0 = the planner (3) */
+    oc_progress_fn progress;   /* done/total in rows of the chunk extent; may be NULL */
+    void *progress_user;
+} oc_stream_options;
+
+#define OC_STREAM_OPTIONS_INIT {sizeof(oc_stream_options), 0, 0, 0.9, OC_GPU_MEM_GROW, 0, 0, 0, NULL, NULL}
+
+typedef struct oc_stream_stats {
+    size_t struct_size;        /* set by the caller: sizeof(oc_stream_stats) */
+    int64_t chunks, chunk_rows;
+    int in_flight;
+    int64_t bytes_h2d, bytes_d2h;
+    int64_t dev_budget_bytes, dev_peak_bytes;
+    int64_t pinned_bytes;
+    double seconds;            /* wall time of the whole call */
+    double launch_seconds;     /* time spent inside the launch callback */
+} oc_stream_stats;
+
+/* Runs spec over its chunks on device opts->device (opts may be NULL: defaults); blocks
+ * until every output is written. Fails with OC_ERR_INVALID_ARGUMENT on an inconsistent spec
+ * (shapes, roles, chunk extents) or a nonzero return of launch, OC_ERR_DEVICE_NO_MEMORY when
+ * even one row per chunk does not fit the budget (naming the need), OC_ERR_DEVICE on a CUDA
+ * error or a kernel fault (naming the chunk), OC_ERR_CANCELLED after oc_context_cancel,
+ * OC_ERR_UNSUPPORTED without CUDA or a GPU. Outputs are then partly written. stats may be
+ * NULL. */
+OC_API oc_status oc_stream_run(oc_context *ctx, const oc_stream_spec *spec, const oc_stream_options *opts,
+                               oc_stream_stats *stats);
+/* ---------------------------------------------------------------- cost model */
+/* Measures this machine's rates for the cost model (`--backend auto`, docs/cost-model.md)
+ * and stores them in the rate cache (OUTCORE_COST_CACHE): with a usable GPU first its
+ * start-up (a tiny job; right only when this process has not used CUDA yet) and its Gram
+ * kernel rate, then the PCIe rates of every GPU (as oc_devices_query with bandwidth), the
+ * host memory bandwidth (STREAM triad on all cores) and the CPU Gram kernel's rate. Takes a
+ * few seconds per GPU. *devices (may be NULL) receives the device list with its measured
+ * rates (free with oc_devices_free); *report (may be NULL) a few lines of text naming each
+ * figure and where it was stored (malloc'ed). Blocks. */
+OC_API oc_status oc_cost_calibrate(oc_context *ctx, oc_devices **devices, char **report);
 
 /* ---------------------------------------------------------------- ranks (MPI, docs/mpi.md)
  * One Gram job over the ranks of MPI_COMM_WORLD (`mpirun -np R outcore gram ...`): each rank

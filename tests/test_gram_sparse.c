@@ -276,6 +276,14 @@ static void check_bad_options(oc_context *ctx)
     CHECK_MSG(oc_gram(ctx, a, NULL, &v1, &mem, &st1) == OC_OK, "version 1 options: %s", oc_context_last_error(ctx));
     CHECK(counts[0] == 1 && counts[1] == 0 && counts[3] == 1 && st1.seconds >= 0);
     CHECK(((unsigned char *)&st1)[offsetof(oc_gram_stats, host_budget_bytes)] == 0x5A);
+    /* Version 2 (before `resume`): a resume flag past the caller's struct is never read (it
+     * would refuse this memory output). */
+    oc_gram_options v2 = OC_GRAM_OPTIONS_INIT;
+    v2.struct_size = offsetof(oc_gram_options, resume);
+    v2.resume = 1;
+    memset(counts, 0, sizeof counts);
+    CHECK_MSG(oc_gram(ctx, a, NULL, &v2, &mem, NULL) == OC_OK, "version 2 options: %s", oc_context_last_error(ctx));
+    CHECK(counts[0] == 1 && counts[1] == 0 && counts[3] == 1);
     v1.struct_size = offsetof(oc_gram_options, algorithm) - 8;
     CHECK(oc_gram(ctx, a, NULL, &v1, &mem, NULL) == OC_ERR_INVALID_ARGUMENT);
     oc_algorithm parsed;

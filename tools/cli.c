@@ -67,30 +67,13 @@ int cli_parse_double(const char *text, double *out)
 
 int cli_parse_size(const char *text, int64_t *bytes, double *fraction)
 {
-    if (!text || !*text) return -1;
-    char *end;
-    errno = 0;
-    double v = strtod(text, &end);
-    if (errno || end == text || !isfinite(v) || v <= 0) return -1;
-    if (strcmp(end, "%") == 0) {
-        if (v > 100) return -1;
-        *fraction = v / 100.0;
-        *bytes = 0;
-        return 0;
-    }
-    static const struct { const char *suffix; double scale; } units[] = {
-        {"", 1}, {"B", 1}, {"K", 1024.0}, {"KB", 1024.0}, {"KiB", 1024.0}, {"M", 1048576.0}, {"MB", 1048576.0},
-        {"MiB", 1048576.0}, {"G", 1073741824.0}, {"GB", 1073741824.0}, {"GiB", 1073741824.0},
-        {"T", 1099511627776.0}, {"TB", 1099511627776.0}, {"TiB", 1099511627776.0}};
-    for (size_t k = 0; k < sizeof units / sizeof units[0]; ++k) {
-        if (strcasecmp(end, units[k].suffix) == 0) {
-            double b = v * units[k].scale;
-            if (b < 1 || b > 9.0e18) return -1;
-            *bytes = (int64_t)b;
-            return 0;
-        }
-    }
-    return -1;
+    int64_t b;
+    double f;
+    if (oc_size_parse(text, &b, &f) != OC_OK) return -1;
+    /* A size leaves the fraction as it was (the option struct's default stays valid). */
+    *bytes = b;
+    if (f > 0) *fraction = f;
+    return 0;
 }
 
 int cli_option(int argc, char **argv, int *i, const char *name, const char **value)

@@ -1,5 +1,6 @@
 /* cmd_devices.c - `outcore devices`: the GPUs outcore can use, their limits and, with
- * --bandwidth, measured transfer rates; the CPU when there is no GPU. */
+ * --bandwidth, measured transfer rates; the CPU when there is no GPU. --bandwidth also
+ * measures the cost model's other rates and stores them all (oc_cost_calibrate). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +17,10 @@ static const char devices_usage[] =
     "and the CPU outcore will use.\n"
     "\n"
     "  --bandwidth   measure host<->device copy rates (pageable and pinned, each way and\n"
-    "                both at once; 256 MiB copies, median of several): a few seconds per GPU\n"
+    "                both at once; 256 MiB copies, median of several): a few seconds per GPU;\n"
+    "                also the GPU's start-up and kernel rate, the host memory bandwidth\n"
+    "                (STREAM triad) and the CPU kernel's rate, stored in the rate cache that\n"
+    "                --backend auto reads (docs/cost-model.md; the figures go to stderr)\n"
     "  --json        machine-readable output\n";
 
 int oc_cmd_devices(int argc, char **argv)
@@ -37,7 +41,10 @@ int oc_cmd_devices(int argc, char **argv)
     int code = OC_EXIT_OK;
     oc_status st = oc_context_create(&ctx);
     if (st != OC_OK) return cli_status_error(NULL, st);
-    st = oc_devices_query(ctx, bandwidth, &devices);
+    char *rates = NULL;
+    st = bandwidth ? oc_cost_calibrate(ctx, &devices, &rates) : oc_devices_query(ctx, 0, &devices);
+    if (st == OC_OK && rates) fprintf(stderr, "cost-model rates:\n%s", rates);
+    free(rates);
     if (st == OC_OK) st = oc_devices_render(ctx, devices, json, &text);
     if (st == OC_OK) fputs(text, stdout);
     else code = cli_status_error(ctx, st);

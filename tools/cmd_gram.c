@@ -28,14 +28,20 @@ static const char gram_usage[] =
     "  --bits M               .npy inputs hold numpy.packbits(A, axis=1) of M columns\n"
     "  --binarize             read any nonzero value as 1 (default: values other than 0/1 are\n"
     "                         an error naming the row and column, counted from 0)\n"
-    "  --backend B            auto (default: CUDA when usable, else CPU), cpu, cuda\n"
+    "  --backend B            auto (default), cpu, cuda\n"
+    "                         auto runs the one the cost model predicts faster, the CPU\n"
+    "                         without a usable GPU (docs/cost-model.md)\n"
     "  --algorithm A          auto (default: the one predicted faster), dense (packed-bit\n"
     "                         kernels) or sparse (per-row accumulation over column lists, CPU);\n"
     "                         the same bytes either way. See docs/sparse.md\n"
-    "  --explain              print the predicted time of each algorithm and the choice\n"
+    "  --explain              print the predicted time of each backend and algorithm, the\n"
+    "                         rates behind them, and the choices (stderr)\n"
     "  --threads N            CPU worker threads (default: all cores)\n"
     "  --device N             CUDA device index (default 0)\n"
-    "  --gpu-mem SIZE|PCT     device memory budget, e.g. 2G or 50% (default 90% of free)\n"
+    "  --devices LIST         several CUDA devices: 0,1,3 or all; 0:2 splits device 0 into two\n"
+    "                         logical devices, each with half its budget (docs/architecture.md)\n"
+    "  --gpu-mem SIZE|PCT     device memory budget, e.g. 2G or 50% (default 90% of free); per\n"
+    "                         device: 0=20G,1=40G\n"
     "  --gpu-mem-mode MODE    grow (default) or reserve\n"
     "  --host-mem SIZE|PCT    host memory budget, e.g. 4G or 25% of the machine's memory\n"
     "                         (default 80% of the memory available at start): a .npy input\n"
@@ -50,6 +56,9 @@ static const char gram_usage[] =
     "                         each pair once as (i, j), i < j. Pairs are sorted by row, then column\n"
     "  --plan                 print the plan (tiles, budgets, staging, threads, the estimated\n"
     "                         time of kernels, uploads and output) and exit without computing\n"
+    "  --resume               keep a journal of the work done beside OUT (OUT.outcore-journal)\n"
+    "                         and continue an interrupted run of the same command from it; the\n"
+    "                         result has the bytes of an uninterrupted run. See docs/resume.md\n"
     "  --json                 print the summary (or the plan) as JSON on stdout\n"
     "  --quiet                no progress bar and no summary\n"
     "  --verbose              on failure, also print the library's file:line trace\n"
@@ -99,6 +108,7 @@ static int parse_gram_args(int argc, char **argv, gram_args *g)
         if (strcmp(arg, "--json") == 0) { g->json = 1; continue; }
         if (strcmp(arg, "--explain") == 0) { g->explain = 1; continue; }
         if (strcmp(arg, "--plan") == 0) { g->plan = 1; continue; }
+        if (strcmp(arg, "--resume") == 0) { g->opts.resume = 1; continue; }
         if (strcmp(arg, "--binarize") == 0) { g->read.binarize = 1; continue; }
         if (strcmp(arg, "--quiet") == 0 || strcmp(arg, "-q") == 0) { g->quiet = 1; continue; }
         if (strcmp(arg, "--verbose") == 0 || strcmp(arg, "-v") == 0) { cli_verbose = 1; continue; }
@@ -133,9 +143,13 @@ static int parse_gram_args(int argc, char **argv, gram_args *g)
             if (r < 0) return OC_EXIT_USAGE;
             if (cli_parse_i64(v, &d) || d < 0 || d > 1024) return cli_usage_error("--device %s: expected a device index", v);
             g->opts.device = (int)d;
+        } else if (OPTION("--devices")) {
+            if (r < 0) return OC_EXIT_USAGE;
+            g->opts.devices = v; /* the library parses it (one parser, one message per bad token) */
         } else if (OPTION("--gpu-mem")) {
             if (r < 0) return OC_EXIT_USAGE;
-            if (cli_parse_size(v, &g->opts.gpu_mem_bytes, &g->opts.gpu_mem_fraction))
+            if (strchr(v, '=')) g->opts.gpu_mem_devices = v; /* per device: parsed by the library */
+            else if (cli_parse_size(v, &g->opts.gpu_mem_bytes, &g->opts.gpu_mem_fraction))
                 return cli_usage_error("--gpu-mem %s: expected a size such as 2G or 512M, or a percentage such as 50%%", v);
         } else if (OPTION("--gpu-mem-mode")) {
             if (r < 0) return OC_EXIT_USAGE;
@@ -203,6 +217,22 @@ static void json_string(FILE *f, const char *s)
     fputc('"', f);
 }
 
+/* ", "devices": [...]: what each logical device of a CUDA job did. */
+static void print_devices_json(const oc_gram_stats *s)
+{
+    printf(", \"devices\": [");
+    for (int d = 0; d < s->device_count; ++d) {
+        const oc_device_stats *x = &s->devices[d];
+        printf("%s{\"name\": ", d ? ", " : "");
+        json_string(stdout, x->name);
+        printf(", \"tiles\": %lld, \"bytes_h2d\": %lld, \"bytes_d2h\": %lld, \"busy_seconds\": %.6f, "
+               "\"budget_bytes\": %lld, \"peak_bytes\": %lld}",
+               (long long)x->tiles, (long long)x->bytes_h2d, (long long)x->bytes_d2h, x->busy_seconds,
+               (long long)x->budget_bytes, (long long)x->peak_bytes);
+    }
+    printf("]");
+}
+
 static void print_summary(const gram_args *g, const oc_matrix *a, const oc_matrix *b, const oc_gram_stats *s,
                           double load_seconds, const char *ranks_json)
 {
@@ -230,6 +260,8 @@ static void print_summary(const gram_args *g, const oc_matrix *a, const oc_matri
         json_string(stdout, s->backend_desc);
         printf(", \"algorithm\": \"%s\", \"algorithm_desc\": ", oc_algorithm_name(s->algorithm));
         json_string(stdout, s->algorithm_desc);
+        printf(", \"backend_explain\": ");
+        json_string(stdout, s->backend_explain);
         printf(", \"seconds\": %.6f, \"load_seconds\": %.6f, \"bit_macs_computed\": %.0f, \"bit_macs_effective\": %.0f, "
                "\"rate_computed\": %.6g, \"rate_effective\": %.6g, \"tiles\": %lld, \"host_peak_bytes\": %lld, "
                "\"host_budget_bytes\": %lld, "
@@ -240,6 +272,7 @@ static void print_summary(const gram_args *g, const oc_matrix *a, const oc_matri
                (long long)s->dev_peak_bytes,
                (long long)s->dev_current_bytes, (long long)s->dev_allocations, (long long)s->bytes_h2d,
                (long long)s->bytes_d2h);
+        print_devices_json(s);
         /* Under mpirun: every rank's rows, backend, tiles, time and bytes (docs/mpi.md). */
         if (ranks_json) printf(", \"ranks\": %s", ranks_json);
         printf("}\n");
@@ -259,6 +292,13 @@ static void print_summary(const gram_args *g, const oc_matrix *a, const oc_matri
             oc_metric_name(g->opts.metric), (long long)n, (long long)p, (long long)m, s->backend_desc, s->seconds,
             cli_si(eff, r1, sizeof r1), cli_si(raw, r2, sizeof r2), cli_bytes((double)s->host_peak_bytes, mem, sizeof mem),
             gpu, what, g->output);
+    /* Several devices: what each did, on one line. */
+    for (int d = 0; s->device_count > 1 && d < s->device_count; ++d) {
+        char peak[32];
+        fprintf(stderr, "%s%s %lld tiles, busy %.3f s, peak %s%s", d ? "; " : "outcore: devices: ", s->devices[d].name,
+                (long long)s->devices[d].tiles, s->devices[d].busy_seconds,
+                cli_bytes((double)s->devices[d].peak_bytes, peak, sizeof peak), d + 1 == s->device_count ? "\n" : "");
+    }
 }
 
 /* parse_gram_args, whose usage errors only rank 0 prints when a launcher started several
@@ -363,7 +403,8 @@ int oc_cmd_gram(int argc, char **argv)
     cli_progress_finish(&progress);
     if (st != OC_OK) goto failed;
     if (rank == 0) {
-        if (g.explain) fprintf(stderr, "outcore: algorithm %s\n", stats.algorithm_desc);
+        if (g.explain)
+            fprintf(stderr, "outcore: backend %s\noutcore: algorithm %s\n", stats.backend_explain, stats.algorithm_desc);
         if (!g.quiet || g.json) print_summary(&g, a, b, &stats, load_seconds, ranks_json);
         if (ranked && !g.json && !g.quiet) fprintf(stderr, "outcore: one job over %d MPI ranks (--json lists each)\n", size);
     }

@@ -13,7 +13,9 @@ A thin ctypes layer over liboutcore (include/outcore.h); see docs/python.md.
 """
 from . import _lib
 from ._context import Context, release_cached_memory
+from ._explain import explain
 from ._gram import gram
+from ._stream import stream
 from ._tools import devices, inspect
 from .errors import (CancelledError, DeviceError, Error, InputError, InternalError, IOFailure,
                      OutOfMemoryError, UnsupportedError)
@@ -33,6 +35,6 @@ def cuda_device_count():
 
 library_path = str(_lib.library_path)
 
-__all__ = ["gram", "Context", "release_cached_memory", "devices", "inspect", "cpu_isa", "cuda_device_count", "library_path", "__version__",
+__all__ = ["gram", "explain", "stream", "Context", "release_cached_memory", "devices", "inspect", "cpu_isa", "cuda_device_count", "library_path", "__version__",
            "Error", "InputError", "OutOfMemoryError", "DeviceError", "UnsupportedError", "CancelledError",
            "IOFailure", "InternalError"]

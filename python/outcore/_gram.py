@@ -349,7 +349,7 @@ def _wait(job, done):
 
 def gram(A, B=None, metric="counts", topk=None, threshold=None, dtype=None, backend=None,
          gpu_mem=None, threads=None, out=None, bits=None, progress=None, binarize=False, *,
-         device=None, host_mem=None, context=None, algorithm="auto"):
+         device=None, host_mem=None, context=None, algorithm="auto", resume=False, devices=None):
     """The binary Gram matrix A·Aᵀ (or A·Bᵀ) and the similarities built on it.
 
     A, B: 2-D numpy arrays of bool, uint8 or int8 holding 0 and 1; uint8 rows of
@@ -363,7 +363,10 @@ def gram(A, B=None, metric="counts", topk=None, threshold=None, dtype=None, back
         sorted by row then column.
     dtype: "int32"/"uint16" (counts, hamming) or "float32" (jaccard, cosine); numpy dtypes work.
     backend: "auto" (the default), "cpu" or "cuda". device: the CUDA device index (0).
-    gpu_mem: device budget in bytes, or "2G", "50%".
+    gpu_mem: device budget in bytes, or "2G", "50%"; per device {0: "20G", 1: "40G"} or
+        "0=20G,1=40G".
+    devices: several CUDA devices, "0,1,3", "all" or [0, 1]; "0:2" splits device 0 into two
+        logical devices, each with half its budget (an error with backend="cpu").
     host_mem: host memory budget in bytes, or "4G", "25%" (of the machine's memory); default 80%
         of the memory available. A .npy path whose packed bits take more than half of it is not
         loaded: the job reads its rows in panels from the file (docs/memory.md).
@@ -371,6 +374,9 @@ def gram(A, B=None, metric="counts", topk=None, threshold=None, dtype=None, back
         (per-row accumulation over column lists, on the CPU; scipy.sparse inputs and .mtx files
         are never densified for it); the same result either way.
     threads: CPU worker threads (default: all cores).
+    resume: True (with out a path) keeps a journal of the work done beside the output and
+        continues an interrupted job of the same arguments from it, with the bytes of an
+        uninterrupted run (docs/resume.md).
     context: an outcore.Context to run on, whose settings are the defaults of the resource
         arguments above; without it the module's default context is used, so that a call
         reuses what the previous one set up (outcore.release_cached_memory frees that).
@@ -397,7 +403,8 @@ def gram(A, B=None, metric="counts", topk=None, threshold=None, dtype=None, back
         if not isinstance(context, Context):
             raise InputError(f"context must be an outcore.Context; got {type(context).__name__}")
         resources = context.options(**resources)
-    opts = gram_options(metric, dtype, topk, threshold, algorithm=algorithm, **resources)
+    opts = gram_options(metric, dtype, topk, threshold, algorithm=algorithm, devices=devices, **resources)
+    opts.resume = 1 if resume else 0
     if progress is not None and not callable(progress):
         raise InputError(f"progress must be a callable progress(done, total); got {progress!r}")
     _check_out_is_not_an_input(out, A, B)

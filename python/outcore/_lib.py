@@ -69,6 +69,7 @@ OC_OUTPUT_MEMORY = 0
 OC_OUTPUT_FILE = 1
 OC_OUTPUT_TOPK = 2
 OC_OUTPUT_PAIRS = 3
+OC_OUTPUT_DISCARD = 4
 
 c_int64_p = ctypes.POINTER(ctypes.c_int64)
 progress_fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_double, ctypes.c_double)
@@ -95,6 +96,9 @@ class GramOptions(ctypes.Structure):
         ("progress", progress_fn),
         ("progress_user", ctypes.c_void_p),
         ("algorithm", ctypes.c_int),
+        ("resume", ctypes.c_int),
+        ("devices", ctypes.c_char_p),
+        ("gpu_mem_devices", ctypes.c_char_p),
     ]
 
     def __init__(self):
@@ -132,6 +136,21 @@ class ReadOptions(ctypes.Structure):
                          host_mem_bytes=host_mem_bytes)
 
 
+MAX_LOGICAL_DEVICES = 16  # OC_MAX_LOGICAL_DEVICES
+
+
+class DeviceStats(ctypes.Structure):
+    _fields_ = [
+        ("name", ctypes.c_char * 32),
+        ("tiles", ctypes.c_int64),
+        ("bytes_h2d", ctypes.c_int64),
+        ("bytes_d2h", ctypes.c_int64),
+        ("busy_seconds", ctypes.c_double),
+        ("budget_bytes", ctypes.c_int64),
+        ("peak_bytes", ctypes.c_int64),
+    ]
+
+
 class GramStats(ctypes.Structure):
     _fields_ = [
         ("struct_size", ctypes.c_size_t),
@@ -153,6 +172,9 @@ class GramStats(ctypes.Structure):
         ("host_budget_bytes", ctypes.c_int64),
         ("algorithm", ctypes.c_int),
         ("algorithm_desc", ctypes.c_char * 320),
+        ("backend_explain", ctypes.c_char * 640),
+        ("device_count", ctypes.c_int),
+        ("devices", DeviceStats * MAX_LOGICAL_DEVICES),
     ]
 
     def __init__(self):
@@ -204,3 +226,100 @@ for _name, (_restype, _argtypes) in _SIGNATURES.items():
 def text(raw):
     """A C string from the library as str (messages may quote file names in any encoding)."""
     return raw.decode("utf-8", "replace") if raw else ""
+
+
+# ---------------------------------------------------------------- streaming user kernels (outcore.h)
+OC_STREAM_INPUT = 0
+OC_STREAM_OUTPUT = 1
+OC_STREAM_INOUT = 2
+OC_STREAM_SIDE = 3
+OC_STREAM_SCRATCH = 4
+OC_STREAM_RESULT = 5
+OC_STREAM_MAX_DIMS = 8
+
+
+class StreamArray(ctypes.Structure):
+    _fields_ = [
+        ("name", ctypes.c_char_p),
+        ("role", ctypes.c_int),
+        ("elem_size", ctypes.c_int),
+        ("ndim", ctypes.c_int),
+        ("shape", ctypes.c_int64 * OC_STREAM_MAX_DIMS),
+        ("axis", ctypes.c_int),
+        ("host", ctypes.c_void_p),
+    ]
+
+
+class StreamChunk(ctypes.Structure):
+    _fields_ = [
+        ("index", ctypes.c_int64),
+        ("count", ctypes.c_int64),
+        ("start", ctypes.c_int64),
+        ("rows", ctypes.c_int64),
+        ("narrays", ctypes.c_int),
+        ("data", ctypes.POINTER(ctypes.c_void_p)),
+        ("shapes", c_int64_p),
+        ("stream", ctypes.c_void_p),
+        ("device", ctypes.c_int),
+    ]
+
+
+stream_launch_fn = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(StreamChunk), ctypes.c_void_p)
+
+
+class StreamSpec(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("array_struct_size", ctypes.c_size_t),
+        ("arrays", ctypes.POINTER(StreamArray)),
+        ("narrays", ctypes.c_int),
+        ("launch", stream_launch_fn),
+        ("user", ctypes.c_void_p),
+        ("extent", ctypes.c_int64),
+    ]
+
+    def __init__(self):
+        super().__init__(struct_size=ctypes.sizeof(StreamSpec), array_struct_size=ctypes.sizeof(StreamArray))
+
+
+class StreamOptions(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("device", ctypes.c_int),
+        ("gpu_mem_bytes", ctypes.c_int64),
+        ("gpu_mem_fraction", ctypes.c_double),
+        ("gpu_mem_mode", ctypes.c_int),
+        ("host_mem_bytes", ctypes.c_int64),
+        ("chunk_rows", ctypes.c_int64),
+        ("in_flight", ctypes.c_int),
+        ("progress", progress_fn),
+        ("progress_user", ctypes.c_void_p),
+    ]
+
+    def __init__(self):
+        # OC_STREAM_OPTIONS_INIT
+        super().__init__(struct_size=ctypes.sizeof(StreamOptions), gpu_mem_fraction=0.9)
+
+
+class StreamStats(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("chunks", ctypes.c_int64),
+        ("chunk_rows", ctypes.c_int64),
+        ("in_flight", ctypes.c_int),
+        ("bytes_h2d", ctypes.c_int64),
+        ("bytes_d2h", ctypes.c_int64),
+        ("dev_budget_bytes", ctypes.c_int64),
+        ("dev_peak_bytes", ctypes.c_int64),
+        ("pinned_bytes", ctypes.c_int64),
+        ("seconds", ctypes.c_double),
+        ("launch_seconds", ctypes.c_double),
+    ]
+
+    def __init__(self):
+        super().__init__(struct_size=ctypes.sizeof(StreamStats))
+
+
+lib.oc_stream_run.restype = ctypes.c_int
+lib.oc_stream_run.argtypes = [_vp, ctypes.POINTER(StreamSpec), ctypes.POINTER(StreamOptions),
+                              ctypes.POINTER(StreamStats)]

@@ -107,14 +107,29 @@ def positive_int(name, value):
     return _integer(name, value, 1)
 
 
-def gram_options(metric, dtype, topk, threshold, backend=None, device=None, gpu_mem=None, host_mem=None,
-                 threads=None, algorithm="auto"):
-    """oc_gram_options for one call; resources left None keep the library's defaults."""
-    opts = _lib.GramOptions()
-    opts.algorithm = _parse_name("algorithm", algorithm, lib.oc_algorithm_parse, "auto, dense, sparse")
-    opts.metric = _parse_name("metric", metric, lib.oc_metric_parse, "counts, jaccard, cosine, hamming")
-    opts.dtype = _parse_dtype(dtype)
-    opts.backend = parse_backend("auto" if backend is None else backend)
+def _device_list(devices):
+    """The library's text of a device list: "0,1", "all", "0:2", or a sequence such as
+    [0, 1] or ["0:2"]. The library checks it (one parser; its errors name the bad token)."""
+    if isinstance(devices, str):
+        return devices
+    try:
+        items = list(devices)
+    except TypeError:
+        raise InputError(f"devices must be a string such as '0,1' or '0:2', or a list of devices; got {devices!r}") from None
+    if not items or not all(isinstance(d, (str, int, np.integer)) and not isinstance(d, bool) for d in items):
+        raise InputError(f"devices must name at least one device (ints or strings such as '0:2'); got {devices!r}")
+    return ",".join(str(d) for d in items)
+
+
+def _per_device_gpu_mem(gpu_mem):
+    """"0=20G,1=40G" from {0: "20G", 1: "40G"} (or that text itself)."""
+    if isinstance(gpu_mem, dict):
+        return ",".join(f"{d}={v}" for d, v in gpu_mem.items())
+    return gpu_mem
+
+
+def set_device_budgets(opts, device, gpu_mem, host_mem):
+    """Sets an option struct's device, gpu_mem_* and host_mem_bytes from what is not None."""
     if device is not None:
         opts.device = _integer("device", device, 0)
     if gpu_mem is not None:
@@ -123,6 +138,22 @@ def gram_options(metric, dtype, topk, threshold, backend=None, device=None, gpu_
             opts.gpu_mem_fraction = fraction
     if host_mem is not None:
         opts.host_mem_bytes = parse_host_mem(host_mem)
+
+
+def gram_options(metric, dtype, topk, threshold, backend=None, device=None, gpu_mem=None, host_mem=None,
+                 threads=None, algorithm="auto", devices=None):
+    """oc_gram_options for one call; resources left None keep the library's defaults."""
+    opts = _lib.GramOptions()
+    opts.algorithm = _parse_name("algorithm", algorithm, lib.oc_algorithm_parse, "auto, dense, sparse")
+    opts.metric = _parse_name("metric", metric, lib.oc_metric_parse, "counts, jaccard, cosine, hamming")
+    opts.dtype = _parse_dtype(dtype)
+    opts.backend = parse_backend("auto" if backend is None else backend)
+    if devices is not None:
+        opts.devices = _device_list(devices).encode()
+    if isinstance(gpu_mem, dict) or (isinstance(gpu_mem, str) and "=" in gpu_mem):
+        opts.gpu_mem_devices = _per_device_gpu_mem(gpu_mem).encode()
+        gpu_mem = None
+    set_device_budgets(opts, device, gpu_mem, host_mem)
     if threads is not None:
         opts.threads = positive_int("threads", threads)
     if topk is not None and threshold is not None:

@@ -12,7 +12,7 @@
 
 /* "model name : Intel(R) Xeon(R) ..." from /proc/cpuinfo; "" where there is none (non-x86
  * kernels name the field differently, and that is not worth an error). */
-static void cpu_model(char *buf, size_t size)
+void oc_cpu_model(char *buf, size_t size)
 {
     buf[0] = '\0';
     FILE *f = fopen("/proc/cpuinfo", "r");
@@ -36,7 +36,7 @@ oc_status oc_devices_query(oc_context *ctx, int bandwidth, oc_devices **out)
     if (!out) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_devices_query: NULL argument");
     oc_devices *d = calloc(1, sizeof *d);
     if (!d) return oc_fail(ctx, OC_ERR_NO_MEMORY, "out of host memory");
-    cpu_model(d->cpu_model, sizeof d->cpu_model);
+    oc_cpu_model(d->cpu_model, sizeof d->cpu_model);
     d->cpu_cores = oc_cpu_cores();
     snprintf(d->cpu_isa, sizeof d->cpu_isa, "%s", oc_cpu_isa());
 #ifdef OC_HAVE_CUDA

@@ -27,7 +27,13 @@ typedef struct oc_gpu_probe {
                                 const oc_inspect_options *opts, struct oc_kernel_list *out);
     /* Fills devices->count and devices->devices (and no_gpu_reason when there are none). */
     oc_status (*devices)(oc_context *ctx, int bandwidth, oc_devices *devices);
+    /* The GPUs' identity for the cost model's cache key: driver version, then each GPU's
+     * name and UUID; "" when there are none. Initialises the driver, creates no context. */
+    void (*identity)(char *buf, size_t size);
 } oc_gpu_probe;
+
+/* The CPU's model name from /proc/cpuinfo, "" when unknown (core/devices.c). */
+void oc_cpu_model(char *buf, size_t size);
 
 #ifdef OC_HAVE_CUDA
 extern const oc_gpu_probe oc_gpu_probe_cuda;

@@ -39,6 +39,7 @@
 #include "core/text_buf.h"
 #include "core/threads.h"
 #include "exec/backend.h"
+#include "exec/gram_resume.h"
 #include "exec/select.h"
 #include "cpu/gram_cpu_panels.h"
 #include "cpu/isa.h"
@@ -90,6 +91,8 @@ static int64_t count_tasks(const oc_gram_job *job, int64_t t)
  * tiles to keep every thread busy. */
 static int64_t choose_tile(const oc_gram_job *job, int threads)
 {
+    /* A resumed job keeps the tiles its journal counts. */
+    if (oc_resume_tile_edge(job->resume) > 0) return oc_resume_tile_edge(job->resume);
     if (job->opts->tile > 0) {
         /* A tile larger than the result is the whole result: do not allocate for more. */
         int64_t whole = job->n > job->p ? job->n : job->p;
@@ -111,15 +114,12 @@ oc_epilogue_kind oc_cpu_epilogue_kind(const oc_gram_job *job)
     }
 }
 
-static oc_status gram_tile(void *arg, int64_t task, int worker)
+static oc_status compute_tile(cpu_job *cj, int64_t i0, int64_t j0, int worker)
 {
-    cpu_job *cj = arg;
     const oc_gram_job *job = cj->job;
     const oc_cpu_kernel *k = cj->kernel;
     cpu_worker *w = &cj->workers[worker];
     const int64_t t = cj->tile, ld = t;
-    task += cj->task_base;
-    const int64_t i0 = cj->task_tiles[2 * task] * t, j0 = cj->task_tiles[2 * task + 1] * t;
     const int64_t rows = job->n - i0 < t ? job->n - i0 : t, cols = job->p - j0 < t ? job->p - j0 : t;
     const int diagonal = job->symmetric && i0 == j0;
     const int64_t lda = job->a->words_per_row, ldb = job->b->words_per_row;
@@ -160,6 +160,20 @@ static oc_status gram_tile(void *arg, int64_t task, int worker)
     return OC_OK;
 }
 
+/* One task: a tile, unless a resumed job's journal has it already. */
+static oc_status gram_tile(void *arg, int64_t task, int worker)
+{
+    cpu_job *cj = arg;
+    const oc_gram_job *job = cj->job;
+    task += cj->task_base;
+    const int64_t I = cj->task_tiles[2 * task], J = cj->task_tiles[2 * task + 1];
+    if (job->resume && oc_resume_skip(job->resume, I, J)) return OC_OK;
+    /* Tasks do not write ctx: a failure's message is the selection's (select_failure). */
+    oc_status st = compute_tile(cj, I * cj->tile, J * cj->tile, worker);
+    if (st == OC_OK && job->resume) oc_resume_tile_done(job->resume, job, I, J);
+    return st;
+}
+
 /* Progress of one group of tasks as a part of the whole job. */
 typedef struct group_progress {
     const oc_gram_options *opts;
@@ -181,8 +195,8 @@ static oc_status select_failure(oc_context *ctx, oc_select *sel, oc_status st)
 }
 
 /* Runs tasks [first, first + count) on up to `threads` threads, progress counted on from gp. */
-static oc_status run_range(oc_context *ctx, cpu_job *cj, int threads, int64_t first, int64_t count,
-                           const int64_t *weights, group_progress *gp)
+static oc_status run_range_once(oc_context *ctx, cpu_job *cj, int threads, int64_t first, int64_t count,
+                                const int64_t *weights, group_progress *gp)
 {
     const oc_gram_job *job = cj->job;
     cj->task_base = first;
@@ -191,6 +205,34 @@ static oc_status run_range(oc_context *ctx, cpu_job *cj, int threads, int64_t fi
     if (st != OC_OK) return job->select ? select_failure(ctx, job->select, st) : st;
     for (int64_t k = first; k < first + count; ++k) gp->before += (double)weights[k];
     return OC_OK;
+}
+
+/* Runs tasks [first, first + count); a resumable job runs them in groups and checkpoints its
+ * journal between groups, where no tile is in flight (gram_resume.h). */
+static oc_status run_range(oc_context *ctx, cpu_job *cj, int threads, int64_t first, int64_t count,
+                           const int64_t *weights, group_progress *gp)
+{
+    const oc_gram_job *job = cj->job;
+    if (!job->resume) return run_range_once(ctx, cj, threads, first, count, weights, gp);
+    const int64_t group = oc_resume_group_tiles(job->resume, threads);
+    const int pairs = job->select && oc_select_get_mode(job->select) == OC_SELECT_PAIRS;
+    for (int64_t done = 0; done < count; done += group) {
+        oc_status st = run_range_once(ctx, cj, threads, first + done, count - done < group ? count - done : group,
+                                      weights, gp);
+        /* Cancelled (Ctrl-C): every tile that finished goes on record before the job stops. */
+        if (st == OC_ERR_CANCELLED && !pairs) (void)oc_resume_checkpoint(ctx, job->resume, job, 1);
+        if (st != OC_OK) return st;
+        /* A threshold job's pairs are on record only once drained: its caller checkpoints. */
+        if (!pairs) OC_CHECK(oc_resume_checkpoint(ctx, job->resume, job, 0));
+    }
+    return OC_OK;
+}
+
+/* Threshold pairs delivered in order, then on record for a resumable job. */
+static oc_status drain_pairs(oc_context *ctx, const oc_gram_job *job)
+{
+    OC_CHECK(oc_select_drain(ctx, job->select));
+    return job->resume ? oc_resume_checkpoint(ctx, job->resume, job, 0) : OC_OK;
 }
 
 /* Runs one panel pair's tasks. Threshold pairs must leave in row order from the caller's
@@ -204,14 +246,14 @@ static oc_status run_pair(oc_context *ctx, cpu_job *cj, int threads, const oc_cp
     const oc_gram_job *job = cj->job;
     if (!job->select || oc_select_get_mode(job->select) != OC_SELECT_PAIRS || pp->b_count > 1)
         return run_range(ctx, cj, threads, first, end - first, weights, gp);
-    const int64_t want = 32 * (int64_t)threads;
+    const int64_t want = job->resume ? oc_resume_group_tiles(job->resume, threads) : 32 * (int64_t)threads;
     for (int64_t task = first; task < end;) {
         int64_t count = 0;
         /* A row block's tiles are consecutive, all of them in this pair (B is one panel). */
         for (int64_t b = cj->task_tiles[2 * task]; task + count < end && count < want; ++b)
             count += job->symmetric ? cj->tiles_j - b : cj->tiles_j;
         OC_CHECK(run_range(ctx, cj, threads, task, count, weights, gp));
-        OC_CHECK(oc_select_drain(ctx, job->select));
+        OC_CHECK(drain_pairs(ctx, job));
         task += count;
     }
     return OC_OK;
@@ -250,7 +292,7 @@ static oc_status run_tasks(oc_context *ctx, cpu_job *cj, int threads, const oc_c
             }
             OC_CHECK(run_pair(ctx, cj, threads, pp, pair_first[pair], pair_first[pair + 1], weights, &gp));
         }
-        if (pairs_out && pp->b_count > 1) OC_CHECK(oc_select_drain(ctx, job->select));
+        if (pairs_out && pp->b_count > 1) OC_CHECK(drain_pairs(ctx, job));
     }
     return OC_OK;
 }
@@ -316,6 +358,7 @@ static oc_status cpu_gram(oc_gram_job *job)
     oc_cpu_order_tasks(job, &pp, t, cj.task_tiles, weights, pair_first);
 
     if (job->select) OC_CHECK_GOTO(oc_select_begin(ctx, job->select, t, threads));
+    if (job->resume) OC_CHECK_GOTO(oc_resume_begin(ctx, job->resume, job, t));
     OC_CHECK_GOTO(run_tasks(ctx, &cj, threads, &pp, pair_first, weights, a_buf, b_buf, ntasks));
 
     double macs = 0;

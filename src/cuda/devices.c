@@ -211,9 +211,33 @@ static oc_status probe_devices(oc_context *ctx, int bandwidth, oc_devices *d)
     return OC_OK;
 }
 
+/* Driver version, then each GPU's name and UUID (the cost model's cache key). */
+static void gpu_identity(char *buf, size_t size)
+{
+    int count = 0, driver = 0;
+    buf[0] = '\0';
+    if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+        (void)cudaGetLastError();
+        return;
+    }
+    (void)cudaDriverGetVersion(&driver);
+    size_t len = (size_t)snprintf(buf, size, "driver %d", driver);
+    for (int i = 0; i < count && len < size; i++) {
+        struct cudaDeviceProp p;
+        if (cudaGetDeviceProperties(&p, i) != cudaSuccess) {
+            (void)cudaGetLastError();
+            continue;
+        }
+        len += (size_t)snprintf(buf + len, size - len, "; %s GPU-", p.name);
+        for (int b = 0; b < 16 && len < size; b++)
+            len += (size_t)snprintf(buf + len, size - len, "%02x", (unsigned char)p.uuid.bytes[b]);
+    }
+}
+
 const oc_gpu_probe oc_gpu_probe_cuda = {
     oc_cuda_probe_device_cc,
     oc_cuda_probe_inspect,
     oc_cuda_probe_inspect_module,
     probe_devices,
+    gpu_identity,
 };

@@ -31,11 +31,13 @@
 
 #include "core/matrix.h"
 #include "exec/engine_plan.h"
+#include "exec/scheduler.h"
 #include "exec/sink.h"
 #include "cuda/device.h"
 
 typedef struct oc_engine_tile {
-    int64_t t;              /* position in the tile order */
+    int64_t t;              /* the worker's count of tiles before this one (its position in the
+                             * plan's order when the worker runs alone) */
     int64_t I, J;           /* panels */
     int rows, cols;         /* rows of panel I and of panel J */
     void *panel_a, *panel_b;/* their device rows (panel_b == panel_a on the diagonal of A·Aᵀ) */
@@ -76,6 +78,13 @@ typedef struct oc_engine_job {
     int (*blocks)(void *user, const oc_engine_tile *t, oc_engine_block out[2]);
     /* After the last tile: the job's last device work (on d2h). May be NULL. */
     oc_status (*finish)(void *user, cudaStream_t d2h);
+    /* Resumable jobs (exec/gram_resume.h), else NULL: skip(I, J) nonzero passes tile (I, J)
+     * by (done by an earlier run); delivered gets the tiles (I, J pairs) enqueued since its
+     * last call, every deliver_every tiles and after the last, once the device and the sinks
+     * have delivered them all (the worker waits for both: a checkpoint). */
+    int (*skip)(void *user, int64_t I, int64_t J);
+    oc_status (*delivered)(void *user, const int64_t *tiles, int64_t count);
+    int64_t deliver_every;
 } oc_engine_job;
 
 /* What a worker did, for the job's statistics and the trace. */
@@ -86,6 +95,7 @@ typedef struct oc_engine_counts {
     double upload_seconds;      /* host time staging panels */
     double stage_wait_seconds;  /* of which waiting for a free upload slot */
     double acquire_seconds;     /* waiting for a free download slot */
+    double run_seconds;         /* wall time of oc_engine_worker_run */
 } oc_engine_counts;
 
 typedef struct oc_engine_worker oc_engine_worker;
@@ -102,7 +112,18 @@ void *const *oc_engine_worker_out_slots(const oc_engine_worker *w);
 /* Sets the job's seeded_order after set-up (a selection decides it once it has the slots). */
 void oc_engine_worker_seed_order(oc_engine_worker *w, int seeded);
 
-/* Runs every tile of the plan's order; returns when the last result was delivered. */
+/* Several devices (docs/architecture.md): the worker takes its tiles in groups from `queue`
+ * (exec/scheduler.h) as worker `index`, over the shared tile `order` (2 per tile, the queue's
+ * positions), instead of walking its plan's order alone. Before oc_engine_worker_run; the
+ * order and queue outlive the run. Every worker of a job has the same tile edge. */
+void oc_engine_worker_share(oc_engine_worker *w, const int64_t *order, oc_scheduler *queue, int index);
+/* Fault injection for tests: the worker's tile number `tile` (from 1) fails as a launch
+ * would, with OC_ERR_DEVICE (OUTCORE_FAULT_DEVICE, docs/environment.md). 0: never. */
+void oc_engine_worker_fail_at(oc_engine_worker *w, int64_t tile);
+
+/* Runs every tile of the plan's order (or, shared, the groups it takes from the queue);
+ * returns when the last result was delivered. On failure it aborts the queue so that the
+ * other workers stop after their current tile. */
 oc_status oc_engine_worker_run(oc_engine_worker *w);
 
 const oc_engine_counts *oc_engine_worker_counts(const oc_engine_worker *w);

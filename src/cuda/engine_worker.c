@@ -38,7 +38,38 @@ struct oc_engine_worker {
     oc_engine_counts counts;
     oc_engine_trace *trace;      /* OUTCORE_TRACE only */
     int ready;                   /* setup completed: the tables below have their sizes */
+    /* several devices: the shared order and queue, and this worker's index in it */
+    const int64_t *shared_order;
+    oc_scheduler *queue;
+    int queue_index;
+    int64_t fail_at;             /* fault injection: this tile (from 1) fails */
 };
+
+/* The tiles a worker computes, in its order: positions in the job's tile order, all of them
+ * for a worker alone, else the groups it claimed from the queue so far (claimed when the
+ * loop or the prefetch first looks past the last one). */
+typedef struct tile_source {
+    const int64_t *order;        /* pairs (I, J) */
+    int64_t *mine;               /* positions in order; NULL: every tile, in order */
+    int64_t count;               /* tiles known so far */
+    oc_scheduler *queue;
+    int index;
+} tile_source;
+
+/* Whether the worker has a k-th tile (claiming groups as needed). */
+static int source_has(tile_source *src, int64_t k)
+{
+    int64_t first, count;
+    while (src->mine && k >= src->count && oc_scheduler_next(src->queue, src->index, &first, &count))
+        for (int64_t i = 0; i < count; ++i) src->mine[src->count++] = first + i;
+    return k < src->count;
+}
+
+static void source_tile(const tile_source *src, int64_t k, int64_t *I, int64_t *J)
+{
+    int64_t t = src->mine ? src->mine[k] : k;
+    *I = src->order[2 * t], *J = src->order[2 * t + 1];
+}
 
 oc_status oc_engine_worker_open(oc_context *ctx, int index, oc_engine_worker **out)
 {
@@ -58,6 +89,14 @@ oc_cuda_device *oc_engine_worker_device(oc_engine_worker *w) { return &w->dev; }
 void *const *oc_engine_worker_out_slots(const oc_engine_worker *w) { return w->out; }
 void oc_engine_worker_seed_order(oc_engine_worker *w, int seeded) { w->job.seeded_order = seeded; }
 const oc_engine_counts *oc_engine_worker_counts(const oc_engine_worker *w) { return &w->counts; }
+void oc_engine_worker_fail_at(oc_engine_worker *w, int64_t tile) { w->fail_at = tile; }
+
+void oc_engine_worker_share(oc_engine_worker *w, const int64_t *order, oc_scheduler *queue, int index)
+{
+    w->shared_order = order;
+    w->queue = queue;
+    w->queue_index = index;
+}
 
 static oc_status create_events(oc_context *ctx, cudaEvent_t **ev, int count)
 {
@@ -193,6 +232,9 @@ static oc_status compute_tile(oc_engine_worker *w, oc_panel_cache *cache, int64_
     oc_context *ctx = w->ctx;
     const oc_tile_plan *tp = &w->plan.tiles;
     int sa, sb;
+    if (w->fail_at == t + 1)
+        return oc_fail(ctx, OC_ERR_DEVICE, "cuda:%d: injected launch failure at tile %lld (OUTCORE_FAULT_DEVICE)", w->dev.index,
+                       (long long)(t + 1));
     OC_CHECK(place_tile(w, cache, I, J, &sa, &sb));
     int o = (int)(t % tp->out_slots), c = (int)(t % w->streams);
     cudaStream_t stream = c ? w->dev.compute2 : w->dev.compute;
@@ -220,14 +262,15 @@ static oc_status compute_tile(oc_engine_worker *w, oc_panel_cache *cache, int64_
  * the GPU waits for the next kernel); streaming panels, one tile, so that the cache sees
  * the placements in the plan's order (each tile's own placement then finds its panels
  * placed). */
-static oc_status prefetch(oc_engine_worker *w, oc_panel_cache *cache, const int64_t *order, int64_t t, int64_t *prefetched)
+static oc_status prefetch(oc_engine_worker *w, oc_panel_cache *cache, tile_source *src, int64_t t, int64_t *prefetched)
 {
     oc_context *ctx = w->ctx;
     const oc_tile_plan *tp = &w->plan.tiles;
     const int side_b = w->job.symmetric ? 0 : 1;
-    for (int64_t ahead = tp->resident ? 3 : 1, issued = 0; *prefetched < t + ahead && *prefetched + 1 < tp->ntiles;
+    for (int64_t ahead = tp->resident ? 3 : 1, issued = 0; *prefetched < t + ahead && source_has(src, *prefetched + 1);
          ++*prefetched) {
-        int64_t nI = order[2 * *prefetched + 2], nJ = order[2 * *prefetched + 3];
+        int64_t nI, nJ;
+        source_tile(src, *prefetched + 1, &nI, &nJ);
         int na, nb, need = tile_uploads(cache, side_b, nI, nJ);
         if (need && issued) break;
         issued += need;
@@ -236,51 +279,122 @@ static oc_status prefetch(oc_engine_worker *w, oc_panel_cache *cache, const int6
     return OC_OK;
 }
 
+/* A resumable job's checkpoint (engine.h: delivered): tile (I, J) was enqueued; every
+ * deliver_every tiles, and at the end (I < 0), waits until the device and the sinks have
+ * delivered every tile so far and hands them to the job. */
+static oc_status deliver_checkpoint(oc_engine_worker *w, int64_t *pending, int64_t *count, int64_t I, int64_t J)
+{
+    oc_context *ctx = w->ctx;
+    if (I >= 0) {
+        pending[2 * *count] = I;
+        pending[2 * *count + 1] = J;
+        if (++*count < w->job.deliver_every) return OC_OK;
+    }
+    if (*count == 0) return OC_OK;
+    CUDA_CHECK(ctx, cudaStreamSynchronize(w->dev.compute));
+    CUDA_CHECK(ctx, cudaStreamSynchronize(w->dev.compute2));
+    CUDA_CHECK(ctx, cudaStreamSynchronize(w->dev.d2h));
+    if (w->sinks) OC_CHECK(oc_engine_sinks_drain(ctx, w->sinks));
+    oc_status st = w->job.delivered(w->job.user, pending, *count);
+    *count = 0;
+    return st;
+}
+
+/* Progress, about ten times a second: tiles done by every worker of the job. */
+static void report_progress(oc_engine_worker *w, int64_t done, double *last, int final)
+{
+    double now = oc_now();
+    if (!w->job.progress || (!final && now - *last < 0.1)) return;
+    if (w->queue) done = oc_scheduler_done(w->queue, -1);
+    w->job.progress(w->job.progress_user, (double)done, (double)w->plan.tiles.ntiles);
+    *last = now;
+}
+
+/* The tile loop over the worker's tiles (its plan's order, or the groups it takes).
+ * `delivered` (a resumable job: room for deliver_every tiles) collects the tiles since the
+ * last checkpoint; tiles the job's `skip` names were done by an earlier run. */
+static oc_status run_tiles(oc_engine_worker *w, oc_panel_cache *cache, tile_source *src, int64_t *delivered)
+{
+    oc_context *ctx = w->ctx;
+    oc_status st = OC_OK;
+    double last_progress = oc_now();
+    int64_t prefetched = 0; /* the worker's tiles up to this one have their panels placed */
+    int64_t ndelivered = 0;
+    for (int64_t t = 0; source_has(src, t); ++t) {
+        if (oc_cancelled(ctx))
+            return oc_fail(ctx, OC_ERR_CANCELLED, "cancelled after %lld of %lld tiles", (long long)t,
+                           (long long)w->plan.tiles.ntiles);
+        /* Another device failed: the job ends with its error, so stop here. */
+        if (w->queue && oc_scheduler_aborted(w->queue) >= 0) return OC_OK;
+        oc_engine_tile tile;
+        int64_t I, J;
+        source_tile(src, t, &I, &J);
+        if (w->job.skip && w->job.skip(w->job.user, I, J)) {
+            if (prefetched < t) prefetched = t; /* a tile passed by needs no panels */
+            if (w->queue) oc_scheduler_complete(w->queue, w->queue_index, 1);
+            continue;
+        }
+        OC_CHECK(compute_tile(w, cache, t, I, J, &tile));
+        OC_CHECK(prefetch(w, cache, src, t, &prefetched));
+        int consumed = 0;
+        if (w->job.consume) {
+            consumed = w->job.consume(w->job.user, &tile, w->dev.d2h, w->out_free[tile.out_slot], &st);
+            if (st != OC_OK) return st;
+        }
+        if (!consumed && w->sinks) OC_CHECK(download_tile(w, &tile));
+        if (delivered) OC_CHECK(deliver_checkpoint(w, delivered, &ndelivered, tile.I, tile.J));
+        if (w->queue) oc_scheduler_complete(w->queue, w->queue_index, 1);
+        report_progress(w, t + 1, &last_progress, 0);
+    }
+    if (w->job.finish) OC_CHECK(w->job.finish(w->job.user, w->dev.d2h));
+    CUDA_CHECK(ctx, cudaStreamSynchronize(w->dev.compute));
+    CUDA_CHECK(ctx, cudaStreamSynchronize(w->dev.compute2));
+    CUDA_CHECK(ctx, cudaStreamSynchronize(w->dev.d2h));
+    if (w->sinks) OC_CHECK(oc_engine_sinks_drain(ctx, w->sinks));
+    if (delivered) OC_CHECK(deliver_checkpoint(w, delivered, &ndelivered, -1, -1));
+    return OC_OK;
+}
+
 oc_status oc_engine_worker_run(oc_engine_worker *w)
 {
     oc_context *ctx = w->ctx;
     const oc_tile_plan *tp = &w->plan.tiles;
+    double t0 = oc_now();
     oc_status st = OC_OK;
     oc_panel_cache cache = {0};
+    int64_t *delivered = NULL; /* a resumable job's tiles since its checkpoint */
     int64_t maxp = tp->panels_a > tp->panels_b ? tp->panels_a : tp->panels_b;
-    int64_t *order = oc_engine_plan_order(&w->plan, w->job.symmetric, w->job.seeded_order);
-    if (!order) return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the tile order (%lld tiles)", (long long)tp->ntiles);
+    tile_source src = {.order = w->shared_order, .queue = w->queue, .index = w->queue_index};
+    int64_t *own = NULL;
+    if (w->queue) {
+        src.mine = own = malloc((size_t)(tp->ntiles ? tp->ntiles : 1) * sizeof *own);
+    } else {
+        src.order = own = oc_engine_plan_order(&w->plan, w->job.symmetric, w->job.seeded_order);
+        src.count = tp->ntiles;
+    }
+    if (!own) {
+        st = oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the tile order (%lld tiles)", (long long)tp->ntiles);
+        goto cleanup;
+    }
     OC_CHECK_GOTO(oc_panel_cache_init(ctx, &cache, tp->panel_slots, 2 * maxp));
     if (w->trace) OC_CHECK_GOTO(oc_engine_trace_begin(ctx, w->trace, w->dev.compute));
-
-    double last_progress = oc_now();
-    int64_t prefetched = 0; /* tiles up to this one have their panels placed */
-    for (int64_t t = 0; t < tp->ntiles; ++t) {
-        if (oc_cancelled(ctx)) {
-            st = oc_fail(ctx, OC_ERR_CANCELLED, "cancelled after %lld of %lld tiles", (long long)t, (long long)tp->ntiles);
+    if (w->job.delivered && w->job.deliver_every > 0) {
+        delivered = malloc((size_t)w->job.deliver_every * 2 * sizeof *delivered);
+        if (!delivered) {
+            st = oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the list of delivered tiles");
             goto cleanup;
         }
-        oc_engine_tile tile;
-        OC_CHECK_GOTO(compute_tile(w, &cache, t, order[2 * t], order[2 * t + 1], &tile));
-        OC_CHECK_GOTO(prefetch(w, &cache, order, t, &prefetched));
-        int consumed = 0;
-        if (w->job.consume) {
-            consumed = w->job.consume(w->job.user, &tile, w->dev.d2h, w->out_free[tile.out_slot], &st);
-            if (st != OC_OK) goto cleanup;
-        }
-        if (!consumed && w->sinks) OC_CHECK_GOTO(download_tile(w, &tile));
-
-        double now = oc_now();
-        if (w->job.progress && now - last_progress >= 0.1) {
-            w->job.progress(w->job.progress_user, (double)(t + 1), (double)tp->ntiles);
-            last_progress = now;
-        }
     }
-    if (w->job.finish) OC_CHECK_GOTO(w->job.finish(w->job.user, w->dev.d2h));
-    CUDA_CHECK_GOTO(ctx, cudaStreamSynchronize(w->dev.compute));
-    CUDA_CHECK_GOTO(ctx, cudaStreamSynchronize(w->dev.compute2));
-    CUDA_CHECK_GOTO(ctx, cudaStreamSynchronize(w->dev.d2h));
-    if (w->sinks) OC_CHECK_GOTO(oc_engine_sinks_drain(ctx, w->sinks));
-    if (w->job.progress) w->job.progress(w->job.progress_user, (double)tp->ntiles, (double)tp->ntiles);
+    OC_CHECK_GOTO(run_tiles(w, &cache, &src, delivered));
+    report_progress(w, tp->ntiles, &(double){0}, 1);
 
 cleanup:
+    /* The other workers stop after their current tile: the job has failed. */
+    if (st != OC_OK && w->queue) oc_scheduler_abort(w->queue, w->queue_index);
     oc_panel_cache_free(&cache);
-    free(order);
+    free(delivered);
+    free(own);
+    w->counts.run_seconds = oc_now() - t0;
     return st;
 }
 

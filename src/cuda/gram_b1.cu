@@ -39,41 +39,14 @@ extern "C" {
 }
 #include "cuda/cuda_check.h"
 #include "cuda/gram_b1.cuh"
-#include "cuda/gram_epilogue.cuh"
+#include "cuda/gram_b1_block.cuh"
 
 namespace {
 
-constexpr int BM = 128;              /* CTA rows */
-constexpr int BN = 256;              /* CTA columns */
-constexpr int KW = 16;               /* 64-bit words per stage and row: 1024 bits */
 constexpr int CHUNKS = KW / 2;       /* 16-byte chunks per row and stage */
-constexpr int ROW_BYTES = KW * 8;    /* 128 */
-constexpr int THREADS = 256;
-constexpr int A_BYTES = BM * ROW_BYTES;
-constexpr int STAGE_BYTES = (BM + BN) * ROW_BYTES; /* 48 KiB */
-constexpr int GROUP_M = 16;          /* CTA rows per raster group: concurrent CTAs share panels in L2 */
 constexpr int ROWS_PER_PASS = THREADS / CHUNKS; /* rows one pass of cp.async covers: 32 */
 
-static_assert(KW % OC_ROW_WORD_ALIGN == 0 || OC_ROW_WORD_ALIGN % KW == 0, "K blocks and row padding must nest");
-/* Top-k of an integer metric (counts, hamming): its own instance of the kernel, whose
- * exact keys are a few integer operations (gram_epilogue.cuh), not a float metric's test. */
-constexpr int SEL_TOPK_INT = 3;
-
-/* The fused epilogue's counts (rows padded against bank conflicts) and floors. */
-constexpr int FUSE_LD = BN + 1;
-constexpr int FUSE_COUNT_BYTES = BM * FUSE_LD * 4;
-static_assert(FUSE_COUNT_BYTES + (BM + BN) * 20 <= 3 * STAGE_BYTES, "the fused epilogue fits the stage memory");
-
 __device__ __forceinline__ uint32_t swizzle(int row, int chunk) { return (uint32_t)(row * ROW_BYTES + ((chunk ^ (row & 7)) << 4)); }
-
-__device__ __forceinline__ void cp_async16(uint32_t dst, const void *src, bool valid)
-{
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0));
-}
-
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-
-template <int N> __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
 
 __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr)
 {
@@ -90,54 +63,11 @@ __device__ __forceinline__ void mma_b1(int (&c)[4], const uint32_t (&a)[4], uint
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-/* The columns of the block that count for tile row r: inside the tile and, for A·Aᵀ,
- * right of the diagonal: [lo, hi) of the block's BN. */
-__device__ __forceinline__ void row_span(const oc_gram_tile &t, int r, int bn, int &lo, int &hi)
-{
-    lo = t.symmetric ? max(0, (int)(t.i0 + r + 1 - t.j0) - bn * BN) : 0;
-    hi = min(BN, t.cols - bn * BN);
-}
-
-/* Top-k: a warp per row of the block's counts, and for A·Aᵀ per column, offers its list the
- * keys that beat the floor (oc_fuse_line). */
-template <bool INT>
-__device__ __forceinline__ void fuse_lines(const oc_gram_tile &t, const oc_fuse_int &ik, const int *cs, const int *pr,
-                                           const int *pc, const float *qr, const float *qc, const uint64_t *fr,
-                                           const uint64_t *fc, const float *br, const float *bc, int bm, int bn, int last_row,
-                                           int warp, int lane)
-{
-#pragma unroll 1
-    for (int rl = warp; rl < last_row; rl += THREADS / 32) {
-        const int r = bm * BM + rl;
-        int lo, hi;
-        row_span(t, r, bn, lo, hi);
-        oc_fuse_line<INT, BN / 32>(t, ik, cs + rl * FUSE_LD, 1, pr[rl], pc, qc, t.j0 + bn * BN, lo, hi, fr[rl], br[rl],
-                                   t.row_count + r, t.row_keys + (size_t)r * t.bucket, lane);
-    }
-    if (!t.symmetric) return;
-#pragma unroll 1
-    for (int cl = warp; cl < BN; cl += THREADS / 32) {
-        const int c = bn * BN + cl;
-        if (c >= t.cols) break;
-        /* Rows that count: above the diagonal of the result. */
-        const int hi = min(last_row, (int)(t.j0 + c - t.i0) - bm * BM);
-        oc_fuse_line<INT, BM / 32>(t, ik, cs + cl, FUSE_LD, pc[cl], pr, qr, t.i0 + bm * BM, 0, hi, fc[cl], bc[cl],
-                                   t.col_count + c, t.col_keys + (size_t)c * t.bucket, lane);
-    }
-}
-
 /* Output block `block` of the tile (in the order of the grouped rasterisation). */
 template <int STAGES, int SEL> __device__ __forceinline__ void gram_b1_block(const oc_gram_tile &t, int block, unsigned char *smem)
 {
-    /* Grouped rasterisation: GROUP_M block rows advance together across the columns, so
-     * the CTAs resident at one time read few distinct panels and mostly hit in L2. */
-    const int grid_m = (t.rows + BM - 1) / BM, grid_n = (t.cols + BN - 1) / BN;
-    const int per_group = GROUP_M * grid_n;
-    const int group = block / per_group, first_m = group * GROUP_M;
-    const int group_m = min(grid_m - first_m, GROUP_M);
-    const int in_group = block % per_group;
-    const int bm = first_m + in_group % group_m, bn = in_group / group_m;
-    if (t.upper_only && (bn + 1) * BN <= bm * BM) return; /* wholly below the diagonal */
+    int bm, bn;
+    if (!b1_block_coords(t, block, bm, bn)) return;
 
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int wm = warp & 1, wn = warp >> 1; /* 2 x 4 warps of 64 x 64 */
@@ -218,109 +148,18 @@ template <int STAGES, int SEL> __device__ __forceinline__ void gram_b1_block(con
 
     /* Accumulator e of fragment (mt, nt): row g (+8 for e >= 2), columns 2*(lane&3) + (e&1). */
     const int g = lane >> 2, c2 = (lane & 3) * 2;
-    if (SEL == OC_TILE_DENSE) {
+    b1_epilogue<SEL>(t, bm, bn, smem, [&](auto f) {
 #pragma unroll
         for (int mt = 0; mt < 4; ++mt)
 #pragma unroll
             for (int nt = 0; nt < 8; ++nt) {
-                const int r = bm * BM + wm * 64 + mt * 16 + g, c = bn * BN + wn * 64 + nt * 8 + c2;
-                oc_gram_store(t, r, c, acc[mt][nt][0]);
-                oc_gram_store(t, r, c + 1, acc[mt][nt][1]);
-                oc_gram_store(t, r + 8, c, acc[mt][nt][2]);
-                oc_gram_store(t, r + 8, c + 1, acc[mt][nt][3]);
+                const int rl = wm * 64 + mt * 16 + g, cl = wn * 64 + nt * 8 + c2;
+                f(rl, cl, acc[mt][nt][0]);
+                f(rl, cl + 1, acc[mt][nt][1]);
+                f(rl + 8, cl, acc[mt][nt][2]);
+                f(rl + 8, cl + 1, acc[mt][nt][3]);
             }
-        return;
-    }
-
-    /* Fused selection. The accumulators go to the stage memory (free once every warp has
-     * left the K loop), rows FUSE_LD apart (odd: a warp reading a column hits 32 banks), and
-     * compact loops select from there: unrolled over a thread's 128 accumulators the
-     * selection's code outgrew the instruction cache (the kernel ran much slower than the
-     * dense one with few more instructions: bench/RESULTS.md). The block's floors (top-k)
-     * follow the counts; rows and columns past the tile get floors nothing beats. */
-    __syncthreads();
-    int *cs = (int *)smem;
-#pragma unroll
-    for (int mt = 0; mt < 4; ++mt)
-#pragma unroll
-        for (int nt = 0; nt < 8; ++nt) {
-            const int rl = wm * 64 + mt * 16 + g, cl = wn * 64 + nt * 8 + c2;
-            cs[rl * FUSE_LD + cl] = acc[mt][nt][0];
-            cs[rl * FUSE_LD + cl + 1] = acc[mt][nt][1];
-            cs[(rl + 8) * FUSE_LD + cl] = acc[mt][nt][2];
-            cs[(rl + 8) * FUSE_LD + cl + 1] = acc[mt][nt][3];
-        }
-    const int last_row = min(BM, rows_left);
-    /* The block's floors (top-k), their bounds and the rows' and columns' popcounts; then a
-     * warp per row, and for top-k of A·Aᵀ per column, offers the elements that pass (top-k:
-     * at most kept of them). An element is first tested in a few operations
-     * (gram_epilogue.cuh); only those that pass get their exact score and key. */
-    uint64_t *fr = (uint64_t *)(smem + FUSE_COUNT_BYTES), *fc = fr + BM;
-    float *br = (float *)(fc + BN), *bc = br + BM;
-    int *pr = (int *)(bc + BN), *pc = pr + BM;
-    float *qr = (float *)(pc + BN), *qc = qr + BM; /* the popcounts as floats, for the bound test */
-    for (int i = tid; i < BM + BN; i += THREADS) {
-        const bool row = i < BM;
-        const int local = row ? i : i - BM;
-        const int tl = row ? bm * BM + local : bn * BN + local;
-        const bool inside = row ? tl < t.rows : tl < t.cols;
-        if (SEL != OC_TILE_PAIRS) {
-            uint64_t key = ~0ull;
-            if (inside && (row || t.symmetric)) key = t.floors[(row ? t.i0 : t.j0) + tl];
-            (row ? fr[local] : fc[local]) = key;
-            (row ? br[local] : bc[local]) = oc_fuse_bound(t.metric, key);
-        }
-        const int pop = inside && t.metric != OC_METRIC_COUNTS ? (row ? t.pop_a : t.pop_b)[tl] : 0;
-        (row ? pr[local] : pc[local]) = pop;
-        (row ? qr[local] : qc[local]) = (float)pop;
-    }
-    __syncthreads();
-    if (SEL == OC_TILE_PAIRS) {
-        /* The threshold's bound: the top-k floor test with min_key as every row's floor. */
-        const float bound = oc_fuse_bound(t.metric, (uint64_t)t.min_key << 32);
-        const bool int_metric = t.metric == OC_METRIC_COUNTS || t.metric == OC_METRIC_HAMMING;
-        const oc_fuse_int ik = oc_fuse_int_make(t);
-#pragma unroll 1
-        for (int rl = warp; rl < last_row; rl += THREADS / 32) {
-            const int r = bm * BM + rl;
-            int lo, hi;
-            row_span(t, r, bn, lo, hi);
-            oc_fuse_pair_line<BN / 32>(t, ik, int_metric, cs + rl * FUSE_LD, pr[rl], pc, qc, bn * BN, lo, hi, bound,
-                                       t.row_count + r, t.row_keys + (size_t)r * t.bucket, lane);
-        }
-        return;
-    }
-    if (SEL == SEL_TOPK_INT) {
-        fuse_lines<true>(t, oc_fuse_int_make(t), cs, pr, pc, qr, qc, fr, fc, br, bc, bm, bn, last_row, warp, lane);
-    } else if (t.seed) {
-        /* No list of this tile has a floor yet, so every element needs its exact score, in
-         * both passes: compute each once, in place, and let the passes read the score keys
-         * (an integer key with the identity transform). Four elements per thread and step,
-         * inline: a double division's latency, one element at a time, made a seeding tile's
-         * epilogue as long as half its K loop. */
-        constexpr int U = 4;
-#pragma unroll 1
-        for (int e0 = tid; e0 < last_row * BN; e0 += U * THREADS) {
-            uint32_t sk[U];
-#pragma unroll
-            for (int u = 0; u < U; ++u) {
-                const int e = e0 + u * THREADS, rl = e / BN, cl = e % BN;
-                sk[u] = e < last_row * BN && oc_fuse_valid(t, bm * BM + rl, bn * BN + cl)
-                            ? oc_fuse_float_key(t, cs[rl * FUSE_LD + cl], pr[rl], pc[cl])
-                            : 0u;
-            }
-#pragma unroll
-            for (int u = 0; u < U; ++u) {
-                const int e = e0 + u * THREADS;
-                if (e < last_row * BN) cs[(e / BN) * FUSE_LD + e % BN] = (int)sk[u];
-            }
-        }
-        __syncthreads();
-        const oc_fuse_int identity = {0u, 1u, 0xFFFFFFFFu, 0u};
-        fuse_lines<true>(t, identity, cs, pr, pc, qr, qc, fr, fc, br, bc, bm, bn, last_row, warp, lane);
-    } else {
-        fuse_lines<false>(t, oc_fuse_int(), cs, pr, pc, qr, qc, fr, fc, br, bc, bm, bn, last_row, warp, lane);
-    }
+    });
 }
 
 /* One CTA per output block; or, for the dense pass of a fused tile (run_if), a CTA per SM

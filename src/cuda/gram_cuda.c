@@ -1,8 +1,10 @@
 /*
- * gram_cuda.c - the Gram job on the CUDA engine: what is specific to A·Aᵀ and A·Bᵀ.
+ * gram_cuda.c - the Gram job on the CUDA engine: what is specific to A·Aᵀ and A·Bᵀ, for one
+ * logical device (gram_part.h; gram_devices.c runs the parts of a job).
  *
  * The engine (engine.h) places panels, walks the tiles and delivers results; this file gives
- * it the job: the kernel (the 1-bit tensor-core kernel, or popcounts before sm_80), the
+ * it the job: the kernel (1-bit tensor cores: wgmma on Hopper, mma.sync on other sm_80 and
+ * later; popcounts before sm_80), the
  * metric's row popcounts counted from each uploaded panel, the top-k or threshold
  * selection on the device, and for a dense A·Aᵀ the mirror of each tile.
  *
@@ -18,13 +20,14 @@
  * than the staging ring and its sinks; for out-of-core panels the registration cost more
  * than the staging it saved.
  */
-#include "cuda/gram_cuda.h"
+#include "cuda/gram_part.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/threads.h"
+#include "exec/gram_resume.h"
 #include "cuda/cuda_check.h"
 #include "cuda/engine.h"
 #include "cuda/engine_trace.h"
@@ -41,37 +44,49 @@
  * device's clock. */
 #define B1_RATE_PER_SM 2.55e13
 
-typedef enum { KERNEL_B1, KERNEL_POPC } kernel_kind;
+typedef oc_gram_part gram_cuda;
+#define KERNEL_B1 OC_GRAM_KERNEL_B1
+#define KERNEL_WGMMA OC_GRAM_KERNEL_WGMMA
+#define KERNEL_POPC OC_GRAM_KERNEL_POPC
 
-typedef struct gram_cuda {
-    oc_gram_job *job;
-    oc_context *ctx;
-    oc_engine_worker *worker;
-    oc_cuda_device *dev;
-    oc_engine_plan plan;
-    kernel_kind kernel;
-    int64_t words, elem;
-    int pops;                  /* the metric reads row popcounts: each panel slot counts its rows' */
-    int gpu_mirror;            /* dense A·Aᵀ, mirrors made on the device */
-    int two_streams;           /* consecutive tiles may overlap (engine.h) */
-    oc_cuda_select *select;
-    oc_gram_tile tile;         /* the tile last computed, which consume() hands to the selection */
-} gram_cuda;
+/* The wgmma kernel needs sm_90 and a build that holds sm_90a code. */
+static int has_wgmma(const oc_cuda_device *dev)
+{
+#ifdef OC_HAVE_SM90A
+    return dev->cc == 90;
+#else
+    (void)dev;
+    return 0;
+#endif
+}
 
 static oc_status choose_kernel(gram_cuda *g)
 {
     oc_context *ctx = g->ctx;
     const oc_cuda_device *dev = g->dev;
     const char *force = getenv("OUTCORE_CUDA_KERNEL");
-    g->kernel = dev->cc >= 80 ? KERNEL_B1 : KERNEL_POPC;
+    /* The fastest the device has: wgmma on Hopper (1.4x mma.sync, bench/RESULTS.md). */
+    g->kernel = has_wgmma(dev) ? KERNEL_WGMMA : dev->cc >= 80 ? KERNEL_B1 : KERNEL_POPC;
     if (!force || !*force) return OC_OK;
     if (strcmp(force, "b1") == 0) g->kernel = KERNEL_B1;
+    else if (strcmp(force, "wgmma") == 0) g->kernel = KERNEL_WGMMA;
     else if (strcmp(force, "popc") == 0) g->kernel = KERNEL_POPC;
-    else return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "OUTCORE_CUDA_KERNEL=%s: expected b1 or popc", force);
+    else return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "OUTCORE_CUDA_KERNEL=%s: expected b1, wgmma or popc", force);
     if (g->kernel == KERNEL_B1 && dev->cc < 80)
         return oc_fail(ctx, OC_ERR_UNSUPPORTED, "OUTCORE_CUDA_KERNEL=b1: cuda:%d (%s, sm_%d) has no 1-bit tensor cores",
                        dev->index, dev->name, dev->cc);
+    if (g->kernel == KERNEL_WGMMA && !has_wgmma(dev))
+        return oc_fail(ctx, OC_ERR_UNSUPPORTED,
+                       "OUTCORE_CUDA_KERNEL=wgmma: cuda:%d (%s, sm_%d) %s", dev->index, dev->name, dev->cc,
+                       dev->cc == 90 ? "is Hopper, but this build has no sm_90a code" : "is not Hopper (sm_90)");
     return OC_OK;
+}
+
+/* One tile on the chosen 1-bit kernel. */
+static oc_status run_b1(gram_cuda *g, oc_gram_tile *tile, cudaStream_t stream, double *bit_macs)
+{
+    if (g->kernel == KERNEL_WGMMA) return oc_cuda_gram_wgmma(g->ctx, g->dev, tile, stream, bit_macs);
+    return oc_cuda_gram_b1(g->ctx, g->dev, tile, stream, bit_macs);
 }
 
 static int env_count(const char *name)
@@ -87,21 +102,24 @@ static oc_status make_plan(gram_cuda *g)
     oc_gram_job *job = g->job;
     const oc_gram_options *o = job->opts;
     const oc_cuda_device *dev = g->dev;
-    int b1 = g->kernel == KERNEL_B1;
+    int b1 = g->kernel != KERNEL_POPC;
     /* Selection on the device orders its updates on its own stream; the tiles may then
      * overlap on two, except when the selection reads dense tiles it cannot keep apart
      * (the popc kernel, or k past the device lists: one stream). */
     g->two_streams = !job->select || oc_cuda_select_can_fuse(job, b1);
     char name[300];
-    snprintf(name, sizeof name, "cuda:%d (%s)", dev->index, dev->name);
+    char logical[32];
+    oc_logical_device_name(g->ldev, logical, sizeof logical);
+    snprintf(name, sizeof name, "%s (%s)", logical, dev->name);
     oc_engine_plan_input in = {
         .tiles = {.n = job->n, .p = job->p, .row_bytes = g->words * 8 + (g->pops ? 4 : 0),
                   .elem_size = g->elem + oc_cuda_select_extra_elem_bytes(job), .symmetric = job->symmetric,
                   .keep_output = job->dense != NULL, .mirror_output = job->symmetric && job->dense != NULL,
                   .fixed_bytes = oc_cuda_select_fixed_bytes(job), .out_edge_bytes = oc_cuda_select_edge_bytes(job, b1),
-                  .tile = o->tile, .granularity = TILE_GRANULARITY, .overlap_tiles = g->two_streams},
+                  .tile = g->force_tile > 0 ? g->force_tile : oc_resume_tile_edge(job->resume) > 0 ? oc_resume_tile_edge(job->resume) : o->tile,
+                  .granularity = TILE_GRANULARITY, .overlap_tiles = g->two_streams},
         .device_total = (int64_t)dev->total_mem, .device_free = (int64_t)dev->free_mem_at_open,
-        .gpu_mem_bytes = o->gpu_mem_bytes, .gpu_mem_fraction = o->gpu_mem_fraction, .host_budget = job->host_budget,
+        .gpu_mem_bytes = g->ldev->budget_bytes, .gpu_mem_fraction = g->ldev->budget_fraction, .host_budget = g->host_budget,
         .cores = oc_cpu_cores(), .row_bytes = g->words * 8, .elem_size = g->elem, .dense_output = job->dense != NULL,
         .force_sinks = env_count("OUTCORE_CUDA_SINKS"), .force_copy_threads = env_count("OUTCORE_CUDA_COPY_THREADS"),
         .device_name = name};
@@ -145,7 +163,7 @@ static oc_status compute(void *user, const oc_engine_tile *t, double *macs)
     oc_gram_tile *tile = &g->tile;
     double done = 0, again = 0;
     if (g->select) OC_CHECK(oc_cuda_select_tile_begin(g->select, t->t, t->out_slot, t->I, t->J, tile, t->stream));
-    if (g->kernel == KERNEL_B1) OC_CHECK(oc_cuda_gram_b1(ctx, g->dev, tile, t->stream, &done));
+    if (g->kernel != KERNEL_POPC) OC_CHECK(run_b1(g, tile, t->stream, &done));
     else OC_CHECK(oc_cuda_gram_popc(ctx, g->dev, tile, t->stream, &done));
     if (tile->select != OC_TILE_DENSE) {
         /* The dense pass a fused tile needs when a bucket overflowed; it returns at once
@@ -153,7 +171,7 @@ static oc_status compute(void *user, const oc_engine_tile *t, double *macs)
         oc_gram_tile dense = *tile;
         dense.select = OC_TILE_DENSE;
         dense.run_if = tile->over;
-        OC_CHECK(oc_cuda_gram_b1(ctx, g->dev, &dense, t->stream, &again));
+        OC_CHECK(run_b1(g, &dense, t->stream, &again));
     }
     if (g->gpu_mirror)
         OC_CHECK(oc_cuda_gram_mirror(ctx, g->dev, t->out, (char *)t->out + T * T * g->elem, t->rows, t->cols, (int)T,
@@ -193,7 +211,7 @@ static oc_status finish(void *user, cudaStream_t d2h)
     return g->select ? oc_cuda_select_finish(g->select, d2h) : OC_OK;
 }
 
-/* ---------------------------------------------------------------- the job */
+/* ---------------------------------------------------------------- the part */
 static void trace_selection(const gram_cuda *g)
 {
     if (!oc_engine_tracing()) return;
@@ -210,8 +228,7 @@ static void trace_selection(const gram_cuda *g)
             (long long)fused, (long long)g->plan.tiles.ntiles, (long long)over, wait, work);
 }
 
-/* Opens the device and makes the plan: what both the job and --plan need. */
-static oc_status open_and_plan(gram_cuda *g)
+oc_status oc_gram_part_open(gram_cuda *g)
 {
     oc_context *ctx = g->ctx;
     oc_gram_job *job = g->job;
@@ -221,87 +238,78 @@ static oc_status open_and_plan(gram_cuda *g)
     g->words = job->a->words_per_row;
     g->elem = (int64_t)oc_dtype_size(job->dtype);
     g->pops = job->metric != OC_METRIC_COUNTS;
-    OC_CHECK(oc_engine_worker_open(ctx, job->opts->device, &g->worker));
+    OC_CHECK(oc_engine_worker_open(ctx, g->ldev->physical, &g->worker));
     g->dev = oc_engine_worker_device(g->worker);
     OC_CHECK(choose_kernel(g));
     OC_CHECK(make_plan(g));
     return OC_OK;
 }
 
-static const char *kernel_desc(const gram_cuda *g)
+oc_status oc_gram_part_replan(gram_cuda *g) { return make_plan(g); }
+
+const char *oc_gram_part_kernel_desc(const gram_cuda *g)
 {
     if (!g->dev) return "";
+    if (g->kernel == KERNEL_WGMMA) return "b1-wgmma";
     return g->kernel == KERNEL_B1 ? "b1-mma" : g->dev->cc >= 80 ? "popc" : "popc (no b1 mma before sm_80)";
 }
 
-static oc_status run(gram_cuda *g)
+/* A resumable job (gram_resume.h): the tiles an earlier run did are passed by; the others
+ * go on record at the engine's checkpoints. */
+static int skip_tile(void *user, int64_t I, int64_t J)
+{
+    const gram_cuda *g = user;
+    return oc_resume_skip(g->job->resume, I, J);
+}
+
+static oc_status tiles_delivered(void *user, const int64_t *tiles, int64_t count)
+{
+    gram_cuda *g = user;
+    for (int64_t k = 0; k < count; ++k) oc_resume_tile_done(g->job->resume, g->job, tiles[2 * k], tiles[2 * k + 1]);
+    return oc_resume_checkpoint(g->ctx, g->job->resume, g->job, 0);
+}
+
+oc_status oc_gram_part_setup(gram_cuda *g, const oc_cuda_select_share *share, int progress)
 {
     oc_context *ctx = g->ctx;
     oc_gram_job *job = g->job;
-    double t = oc_now();
-    OC_CHECK(open_and_plan(g));
-    oc_engine_trace_phase(&t, "open");
     oc_engine_job ej = {.user = g, .a = job->a, .b = job->b, .symmetric = job->symmetric,
                         .two_streams = g->two_streams,
                         .dense = job->dense, .host_mirror = job->symmetric && job->dense && !g->gpu_mirror,
-                        .gpu_mem_mode = job->opts->gpu_mem_mode, .progress = job->opts->progress,
+                        .gpu_mem_mode = job->opts->gpu_mem_mode, .progress = progress ? job->opts->progress : NULL,
                         .progress_user = job->opts->progress_user, .panel_loaded = panel_loaded, .compute = compute,
                         .consume = consume, .blocks = blocks, .finish = finish};
+    if (job->resume) {
+        /* gram.c gives the device dense and threshold resumable jobs: top-k ones resume on
+         * the CPU, whose lists the journal snapshots (the device keeps its own). */
+        ej.skip = skip_tile;
+        ej.delivered = tiles_delivered;
+        ej.deliver_every = 4 * (int64_t)g->plan.tiles.out_slots;
+    }
     OC_CHECK(oc_engine_worker_setup(g->worker, &g->plan, &ej));
     if (job->select) {
         OC_CHECK(oc_cuda_select_open(ctx, g->dev, job, g->plan.tiles.tile, oc_engine_worker_out_slots(g->worker),
-                                     g->plan.tiles.out_slots, g->kernel == KERNEL_B1, &g->select));
+                                     g->plan.tiles.out_slots, g->kernel != KERNEL_POPC, share, &g->select));
         /* Fused top-k of A·Aᵀ seeds each panel's lists from its diagonal tile first. */
         oc_engine_worker_seed_order(g->worker, oc_cuda_select_seeds_first(g->select));
     }
-    oc_engine_trace_phase(&t, "setup");
-    OC_CHECK(oc_engine_worker_run(g->worker));
-    oc_engine_trace_phase(&t, "tiles");
-    oc_engine_worker_trace(g->worker);
-    trace_selection(g);
+    /* After the selection began: a resumed threshold job marks the row blocks delivered. */
+    if (job->resume) OC_CHECK(oc_resume_begin(ctx, job->resume, job, g->plan.tiles.tile));
     return OC_OK;
 }
 
-oc_status oc_cuda_gram(oc_gram_job *job)
+void oc_gram_part_trace(const gram_cuda *g)
 {
-    gram_cuda g = {.job = job, .ctx = job->ctx};
-    double t = oc_now();
-    oc_status st = run(&g);
-    oc_gram_stats *s = job->stats;
-    s->backend = OC_BACKEND_CUDA;
-    if (g.dev) snprintf(s->backend_desc, sizeof s->backend_desc, "cuda:%d %.48s %s", g.dev->index, g.dev->name, kernel_desc(&g));
-    if (g.worker) {
-        const oc_engine_counts *c = oc_engine_worker_counts(g.worker);
-        s->bit_macs_computed += c->bit_macs;
-        s->tiles += c->tiles;
-        s->bytes_h2d += c->bytes_h2d;
-        s->bytes_d2h += c->bytes_d2h;
-    }
-    oc_cuda_select_close(g.select);
-    oc_pool_stats ps = {0};
-    int had_pool = g.dev && g.dev->pool;
-    oc_engine_worker_close(g.worker, &ps);
-    if (had_pool) {
-        s->dev_budget_bytes = ps.budget;
-        s->dev_peak_bytes = ps.peak;
-        s->dev_current_bytes = ps.current;
-        s->dev_allocations = ps.allocations;
-    }
-    oc_engine_trace_phase(&t, "teardown");
-    return st;
+    oc_engine_worker_trace(g->worker);
+    trace_selection(g);
 }
 
-oc_status oc_cuda_gram_plan(oc_gram_job *job, int json, char **out)
+void oc_gram_part_close(gram_cuda *g, oc_pool_stats *stats)
 {
-    gram_cuda g = {.job = job, .ctx = job->ctx};
-    oc_context *ctx = job->ctx;
-    oc_status st = open_and_plan(&g);
-    if (st == OC_OK) {
-        char where[400];
-        snprintf(where, sizeof where, "cuda:%d %s (%d SMs, %.1f GiB free), %s kernel", g.dev->index, g.dev->name,
-                 g.dev->sm_count, (double)g.dev->free_mem_at_open / (1 << 30), kernel_desc(&g));
-        st = oc_engine_plan_render(ctx, &g.plan, where, json, out);
-    }
-    oc_engine_worker_close(g.worker, NULL);
-    return st;
+    oc_cuda_select_close(g->select);
+    g->select = NULL;
+    if (g->dev) (void)cudaSetDevice(g->dev->index);
+    oc_engine_worker_close(g->worker, g->dev && g->dev->pool ? stats : NULL);
+    g->worker = NULL;
+    g->dev = NULL;
 }

@@ -92,6 +92,10 @@ struct oc_cuda_select {
     /* host top-k */
     unsigned char *h_tile;
     int64_t h_tile_bytes;
+    /* several devices (oc_cuda_select_share) */
+    int worker;                 /* this device's worker index in the selection */
+    int drain;                  /* delivers pairs: the device on the caller's thread */
+    uint64_t *topk_dest;        /* where the lists come back: the selection's, or the caller's buffer */
 };
 
 static int select_on_device(const oc_gram_job *job)
@@ -189,7 +193,7 @@ static oc_status open_slots(oc_cuda_select *s, void *const *slots)
 }
 
 oc_status oc_cuda_select_open(oc_context *ctx, oc_cuda_device *dev, oc_gram_job *job, int64_t tile, void *const *slots,
-                              int nslots, int b1_kernel, oc_cuda_select **out)
+                              int nslots, int b1_kernel, const oc_cuda_select_share *share, oc_cuda_select **out)
 {
     oc_cuda_select *s = calloc(1, sizeof *s);
     if (!s) return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the device selection state");
@@ -200,7 +204,11 @@ oc_status oc_cuda_select_open(oc_context *ctx, oc_cuda_device *dev, oc_gram_job 
     s->bucket = bucket_size(job);
     oc_select_mode mode = oc_select_get_mode(s->sel);
     s->host_topk = mode == OC_SELECT_TOPK && !select_on_device(job);
-    OC_CHECK(oc_select_begin(ctx, s->sel, tile, s->host_topk ? 1 : 0));
+    s->worker = share ? share->index : 0;
+    s->drain = s->worker == 0;
+    /* Once per job, before any device selects: host top-k gives each device a worker. */
+    if (s->worker == 0) OC_CHECK(oc_select_begin(ctx, s->sel, tile, s->host_topk ? (share ? share->count : 1) : 0));
+    s->topk_dest = share && share->index > 0 ? share->topk_keys : oc_select_topk_keys(s->sel);
     snprintf(job->stats->select_desc, sizeof job->stats->select_desc, "%s",
              s->host_topk ? "host (k above the device's 128)" : s->fused ? "device, fused in the Gram kernel" : "device");
     /* The selection's kernels are short and the tiles' wait for them (their output slot,
@@ -354,7 +362,8 @@ static oc_status consume_pairs(oc_cuda_select *s, pair_slot *ps, cudaStream_t d2
         st = oc_select_add_pairs(s->sel, ps->i0, ps->j0, rows, counts, (const uint32_t *)host, host + count * 4, count);
     free(heap);
     if (st != OC_OK) return oc_select_check(ctx, s->sel);
-    st = oc_select_drain(ctx, s->sel);
+    /* Pairs reach the writer or callback on the caller's thread only (outcore.h). */
+    if (s->drain) st = oc_select_drain(ctx, s->sel);
     s->work_seconds += oc_now() - t1;
     return st;
 }
@@ -371,7 +380,7 @@ static oc_status host_topk_tile(oc_cuda_select *s, const oc_gram_tile *t, cudaSt
                                           (size_t)nr, cudaMemcpyDeviceToHost, d2h));
         CUDA_CHECK(ctx, cudaStreamSynchronize(d2h));
         s->job->stats->bytes_d2h += nr * (int64_t)width;
-        if (oc_select_tile(s->sel, 0, t->i0 + r0, t->j0, nr, t->cols, s->h_tile, t->cols) != OC_OK)
+        if (oc_select_tile(s->sel, s->worker, t->i0 + r0, t->j0, nr, t->cols, s->h_tile, t->cols) != OC_OK)
             return oc_select_check(ctx, s->sel);
     }
     return OC_OK;
@@ -386,9 +395,9 @@ static oc_status threshold_tile(oc_cuda_select *s, const oc_gram_tile *t, oc_sel
     uint64_t mk = oc_select_min_key(s->sel);
     if (mk > 0xFFFFFFFFu) { /* nothing can pass: the tile has no pairs */
         memset(ps->h_counts, 0, (size_t)(t->rows + 1) * 4);
-        return oc_select_add_pairs(s->sel, t->i0, t->j0, t->rows, ps->h_counts, NULL, NULL, 0) == OC_OK
-                   ? oc_select_drain(ctx, s->sel)
-                   : oc_select_check(ctx, s->sel);
+        if (oc_select_add_pairs(s->sel, t->i0, t->j0, t->rows, ps->h_counts, NULL, NULL, 0) != OC_OK)
+            return oc_select_check(ctx, s->sel);
+        return s->drain ? oc_select_drain(ctx, s->sel) : OC_OK;
     }
     a->min_key = (uint32_t)mk;
     a->row_counts = counts, a->row_offsets = ps->d_offsets, a->pair_cols = ps->d_cols, a->pair_values = ps->d_values;
@@ -470,7 +479,7 @@ oc_status oc_cuda_select_finish(oc_cuda_select *s, cudaStream_t d2h)
     if (!s->d_lists) return OC_OK;
     CUDA_CHECK(ctx, cudaStreamSynchronize(s->stream));
     size_t bytes = (size_t)(s->job->n * oc_select_kept(s->sel) * 8);
-    CUDA_CHECK(ctx, cudaMemcpy(oc_select_topk_keys(s->sel), s->d_lists, bytes, cudaMemcpyDeviceToHost));
+    CUDA_CHECK(ctx, cudaMemcpy(s->topk_dest, s->d_lists, bytes, cudaMemcpyDeviceToHost));
     uint32_t over = 0;
     CUDA_CHECK(ctx, cudaMemcpy(&over, s->d_overflows, 4, cudaMemcpyDeviceToHost));
     s->overflowed += over;

@@ -47,10 +47,19 @@ int64_t oc_cuda_select_extra_elem_bytes(const oc_gram_job *job);
 /* Bytes the selection adds to an output slot per tile row (the fused tiles' buckets). */
 int64_t oc_cuda_select_edge_bytes(const oc_gram_job *job, int b1_kernel);
 
+/* Several devices share one job's selection (docs/architecture.md): this is device `index` of
+ * `count`. Device 0 begins the selection and, on the caller's thread, delivers the pairs
+ * every device hands over; each other device's top-k lists come back into `topk_keys`
+ * (n x kept) for the caller to merge (oc_select_topk_merge), device 0's into the selection's. */
+typedef struct oc_cuda_select_share {
+    int index, count;
+    uint64_t *topk_keys;
+} oc_cuda_select_share;
+
 /* Sets up for tiles of edge `tile` whose `nslots` output slots each have tile * tile result
- * elements followed by the extra bytes above. */
+ * elements followed by the extra bytes above. share: NULL for a job on one device. */
 oc_status oc_cuda_select_open(oc_context *ctx, oc_cuda_device *dev, oc_gram_job *job, int64_t tile, void *const *slots,
-                              int nslots, int b1_kernel, oc_cuda_select **out);
+                              int nslots, int b1_kernel, const oc_cuda_select_share *share, oc_cuda_select **out);
 /* How many tiles were fused and overflowed so far (threshold: overflows counted as their
  * counts come back; top-k: once the lists are back). */
 void oc_cuda_select_counts(const oc_cuda_select *s, int64_t *fused, int64_t *overflowed);

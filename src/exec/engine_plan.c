@@ -24,7 +24,7 @@
 
 static int clamp(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
 
-static oc_status device_budget(oc_context *ctx, const oc_engine_plan_input *in, oc_engine_plan *plan)
+oc_status oc_engine_plan_device_budget(oc_context *ctx, const oc_engine_plan_input *in, oc_engine_plan *plan)
 {
     const char *dev = in->device_name ? in->device_name : "the device";
     if (in->gpu_mem_bytes > 0) {
@@ -50,7 +50,7 @@ static oc_status device_budget(oc_context *ctx, const oc_engine_plan_input *in, 
  * sinks take all cores but the driving thread's and one for the system; uploads take half
  * the cores (at most 8) beside the sinks, and as many as sinks would when the result stays
  * on the device (bench/RESULTS.md has the measurements behind these counts). */
-static oc_status threads(oc_context *ctx, const oc_engine_plan_input *in, oc_engine_plan *plan)
+oc_status oc_engine_plan_threads(oc_context *ctx, const oc_engine_plan_input *in, oc_engine_plan *plan)
 {
     int cores = in->cores > 0 ? in->cores : 1;
     int sinks = clamp(cores - 2, 1, MAX_SINKS);
@@ -120,12 +120,12 @@ static void estimates(const oc_engine_plan_input *in, oc_engine_plan *plan)
 oc_status oc_engine_plan_make(oc_context *ctx, const oc_engine_plan_input *in, oc_engine_plan *plan)
 {
     *plan = (oc_engine_plan){0};
-    OC_CHECK(device_budget(ctx, in, plan));
+    OC_CHECK(oc_engine_plan_device_budget(ctx, in, plan));
     oc_tile_plan_input ti = in->tiles;
     ti.budget = plan->device_budget;
     ti.budget_given = plan->device_budget_given;
     OC_CHECK(oc_tile_plan_make(ctx, &ti, &plan->tiles));
-    OC_CHECK(threads(ctx, in, plan));
+    OC_CHECK(oc_engine_plan_threads(ctx, in, plan));
     staging(in, plan);
     if (plan->pinned_bytes > plan->host_budget)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,

@@ -68,6 +68,13 @@ typedef struct oc_engine_plan {
  * plan needs against the budget that was given. */
 oc_status oc_engine_plan_make(oc_context *ctx, const oc_engine_plan_input *in, oc_engine_plan *plan);
 
+/* Two parts of the plan that other streamed jobs (exec/stream_plan.c) share: the device
+ * budget from device_total, device_free, gpu_mem_bytes and gpu_mem_fraction (sets
+ * device_budget and device_budget_given), and the sink and copy threads from cores,
+ * dense_output and the forced counts (sets sinks, copy_threads and workers). */
+oc_status oc_engine_plan_device_budget(oc_context *ctx, const oc_engine_plan_input *in, oc_engine_plan *plan);
+oc_status oc_engine_plan_threads(oc_context *ctx, const oc_engine_plan_input *in, oc_engine_plan *plan);
+
 /* The tile order: plan->tiles.ntiles pairs (I, J). `seeded` (fused top-k of A·Aᵀ with
  * every panel resident) puts each diagonal tile, which seeds its panel's lists, one column
  * before the first tile that reads its floors. Returns NULL when memory is short. */

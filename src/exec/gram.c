@@ -19,15 +19,21 @@
 #include "io/io.h"
 #include "io/select_out.h"
 #include "exec/backend.h"
+#include "exec/cost_gram.h"
 #include "exec/gram_choice.h"
 #include "exec/gram_compat.h"
+#include "exec/gram_resume.h"
 #include "exec/select.h"
 #include "mem/host_budget.h"
 
 static const oc_backend_vtbl *backend_for(const oc_gram_options *opts)
 {
 #ifdef OC_HAVE_CUDA
-    if (opts->backend != OC_BACKEND_CPU && oc_backend_cuda.usable(opts->device)) return &oc_backend_cuda;
+    /* Resumable top-k jobs run on the CPU: their journal snapshots the lists the host holds
+     * (the device keeps its own; gram_resume.h). */
+    const int host_select = opts->resume && opts->topk > 0;
+    if (opts->backend != OC_BACKEND_CPU && !host_select && oc_backend_cuda.usable(opts->device))
+        return &oc_backend_cuda;
     if (opts->backend == OC_BACKEND_CUDA) return NULL;
 #else
     if (opts->backend == OC_BACKEND_CUDA) return NULL;
@@ -98,6 +104,7 @@ typedef struct select_dest {
     const oc_output *out;
     oc_topk_out *topk_file;
     oc_pairs_out *pairs_file;
+    oc_resume *resume;          /* a resumable job journals the pairs it writes */
 } select_dest;
 
 static oc_status emit_to_callback(oc_context *ctx, void *user, const int64_t *rows, const int64_t *cols,
@@ -112,7 +119,47 @@ static oc_status emit_to_callback(oc_context *ctx, void *user, const int64_t *ro
 static oc_status emit_to_file(oc_context *ctx, void *user, const int64_t *rows, const int64_t *cols,
                               const void *values, int64_t count)
 {
-    return oc_pairs_out_append(ctx, ((select_dest *)user)->pairs_file, rows, cols, values, count);
+    select_dest *dest = user;
+    OC_CHECK(oc_pairs_out_append(ctx, dest->pairs_file, rows, cols, values, count));
+    return dest->resume ? oc_resume_pairs(ctx, dest->resume, rows, cols, values, count) : OC_OK;
+}
+
+/* A resumable job: the temporary name of its top-k or threshold file, on record (a later
+ * run removes it), and the way back to the file for the pairs an earlier run delivered. */
+static oc_status select_resume_setup(oc_context *ctx, select_dest *dest, oc_resume *r)
+{
+    dest->resume = r;
+    if (!r) return OC_OK;
+    if (dest->pairs_file) {
+        oc_resume_set_emit(r, emit_to_file, dest);
+        return oc_resume_record_temp(ctx, r, oc_pairs_out_temp_path(dest->pairs_file), NULL);
+    }
+    if (dest->topk_file) return oc_resume_record_temp(ctx, r, oc_topk_out_temp_path(dest->topk_file), NULL);
+    return OC_OK;
+}
+
+/* The dense output file: created, or for a resumed job the temporary file its journal names,
+ * reopened with the tiles done so far. */
+static oc_status dense_file_open(oc_context *ctx, const oc_gram_job *job, const oc_output *out, oc_resume *r,
+                                 oc_npy_out **npy, void **data)
+{
+    const char *temp = r ? oc_resume_dense_temp(r) : NULL;
+    if (temp) OC_CHECK(oc_npy_out_reopen(ctx, out->path, temp, (int)job->dtype, job->n, job->p, npy, data));
+    else OC_CHECK(oc_npy_out_create(ctx, out->path, (int)job->dtype, job->n, job->p, npy, data));
+    return r ? oc_resume_record_temp(ctx, r, oc_npy_out_temp_path(*npy), *npy) : OC_OK;
+}
+
+/* A resumable job runs the dense algorithm: its journal counts tiles (auto picks dense). */
+static oc_status resume_options(oc_context *ctx, const oc_gram_options **opts, oc_gram_options *local)
+{
+    if (!(*opts)->resume || (*opts)->algorithm == OC_ALGORITHM_DENSE) return OC_OK;
+    if ((*opts)->algorithm == OC_ALGORITHM_SPARSE)
+        return oc_fail(ctx, OC_ERR_UNSUPPORTED, "resume: a resumable job runs the dense algorithm; the sparse one "
+                       "keeps no journal (use --algorithm dense or auto)");
+    *local = **opts;
+    local->algorithm = OC_ALGORITHM_DENSE;
+    *opts = local;
+    return OC_OK;
 }
 
 /* Checks the output against the selection options and opens what must be opened before the
@@ -196,7 +243,15 @@ cleanup:
 static const oc_gram_options *current_options(const oc_gram_options *opts, oc_gram_options *local)
 {
     const oc_gram_options *current = opts ? oc_gram_options_current(opts, local) : NULL;
-    return current ? current : opts;
+    if (!current) return opts;
+    /* A device list asks for the GPU: backend auto then means cuda (which also keeps the
+     * algorithm choice on the GPU's dense kernels). */
+    if (current->devices && *current->devices && current->backend == OC_BACKEND_AUTO) {
+        if (current != local) *local = *current;
+        local->backend = OC_BACKEND_CUDA;
+        current = local;
+    }
+    return current;
 }
 
 /* The sparse path reads rows as lists, and a file-backed input is never given to it as it
@@ -218,10 +273,26 @@ static oc_status sparse_inputs(oc_context *ctx, oc_gram_job *job, oc_matrix **li
     return OC_OK;
 }
 
+/* Where a dense job runs (cost_gram.h): auto takes the faster prediction when a GPU is usable. */
+static const oc_backend_vtbl *choose_backend(oc_context *ctx, const oc_gram_job *job, const oc_output *out,
+                                             const oc_backend_vtbl *usable, oc_gram_backend_choice *choice)
+{
+    char why[400] = "";
+#ifdef OC_HAVE_CUDA
+    if (usable == &oc_backend_cpu && job->opts->backend == OC_BACKEND_AUTO)
+        oc_gpu_probe_cuda.device_cc(job->opts->device, why, sizeof why);
+#else
+    snprintf(why, sizeof why, "this outcore was built without CUDA");
+#endif
+    oc_gram_choose_backend(ctx, job, out->kind, usable != &oc_backend_cpu, why, choice);
+    return choice->use_gpu ? usable : &oc_backend_cpu;
+}
+
 /* Everything that can be checked before any work: the structs, the shapes, the options, the
  * device and the backend. Fills the job's shape, metric and dtype. */
 static oc_status job_prepare(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const oc_gram_options *opts,
-                             const oc_output *out, oc_gram_job *job, const oc_backend_vtbl **backend_out)
+                             const oc_output *out, oc_gram_job *job, const oc_backend_vtbl **backend_out,
+                             oc_gram_backend_choice *choice)
 {
     if (!a || !opts || !out) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_gram: a, opts and out must not be NULL");
     if (out->struct_size < sizeof(oc_output))
@@ -244,16 +315,32 @@ static oc_status job_prepare(oc_context *ctx, const oc_matrix *a, const oc_matri
 
     /* A device named by the caller must exist when a GPU may run the job. A CPU job asks
      * nothing of CUDA: counting devices would initialise the runtime for nothing. */
+    const int several = opts->devices && *opts->devices;
+    if (several && opts->backend == OC_BACKEND_CPU)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "devices \"%s\": the cpu backend runs on no device (drop --devices or "
+                       "use --backend cuda)", opts->devices);
     int devices = opts->backend == OC_BACKEND_CPU ? 0 : oc_cuda_device_count();
-    if (devices > 0 && (opts->device < 0 || opts->device >= devices))
+    if (!several && devices > 0 && (opts->device < 0 || opts->device >= devices))
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "CUDA device %d does not exist: this machine has %d (0 to %d)",
                        opts->device, devices, devices - 1);
-    const oc_backend_vtbl *backend = backend_for(opts);
+    if (opts->resume && opts->topk > 0 && opts->backend == OC_BACKEND_CUDA)
+        return oc_fail(ctx, OC_ERR_UNSUPPORTED, "resume: top-k jobs resume on the CPU backend only (--backend cpu or "
+                       "auto); dense and threshold jobs resume on either");
+    oc_device_list list = {0};
+    if (opts->backend != OC_BACKEND_CPU) OC_CHECK(oc_device_list_parse(ctx, opts, devices, &list));
+    if (opts->resume && list.count > 1)
+        return oc_fail(ctx, OC_ERR_UNSUPPORTED, "resume: a job on several devices (%d logical devices) cannot be "
+                       "resumed; run it on one device", list.count);
+    /* The backend is chosen on the first logical device (a list asks for CUDA:
+     * current_options). */
+    oc_gram_options first = *opts;
+    if (list.count > 0) first.device = list.dev[0].physical;
+    const oc_backend_vtbl *backend = backend_for(&first);
     if (!backend) {
 #ifdef OC_HAVE_CUDA
         char why[400] = "";
-        oc_gpu_probe_cuda.device_cc(opts->device, why, sizeof why);
-        return oc_fail(ctx, OC_ERR_UNSUPPORTED, "backend cuda: CUDA device %d is not usable: %s", opts->device, why);
+        oc_gpu_probe_cuda.device_cc(first.device, why, sizeof why);
+        return oc_fail(ctx, OC_ERR_UNSUPPORTED, "backend cuda: CUDA device %d is not usable: %s", first.device, why);
 #else
         return oc_fail(ctx, OC_ERR_UNSUPPORTED,
                        "backend cuda: this build of outcore has no CUDA support (configure with nvcc available)");
@@ -262,8 +349,8 @@ static oc_status job_prepare(oc_context *ctx, const oc_matrix *a, const oc_matri
 
     *job = (oc_gram_job){.ctx = ctx, .a = a, .b = b, .symmetric = symmetric, .n = n, .p = p, .m = m,
                          .metric = opts->metric, .dtype = dtype, .opts = opts,
-                         .host_budget = oc_host_budget_resolve(opts->host_mem_bytes)};
-    *backend_out = backend;
+                         .host_budget = oc_host_budget_resolve(opts->host_mem_bytes), .devices = list};
+    *backend_out = choose_backend(ctx, job, out, backend, choice);
     return OC_OK;
 }
 
@@ -275,9 +362,12 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
     double t0 = oc_now();
     oc_gram_job job;
     const oc_backend_vtbl *backend = NULL;
-    oc_gram_options current_opts;
+    oc_gram_options current_opts, resume_opts;
+    oc_gram_backend_choice where;
     opts = current_options(opts, &current_opts);
-    OC_CHECK(job_prepare(ctx, a, b, opts, out, &job, &backend));
+    OC_CHECK(job_prepare(ctx, a, b, opts, out, &job, &backend, &where));
+    OC_CHECK(resume_options(ctx, &opts, &resume_opts));
+    job.opts = opts;
     if (stats && !oc_gram_stats_size_known(stats->struct_size))
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_gram_stats.struct_size is %zu, expected %zu", stats->struct_size,
                        sizeof(oc_gram_stats));
@@ -288,6 +378,9 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
     const oc_metric metric = opts->metric;
 
     if (out->kind == OC_OUTPUT_FILE) OC_CHECK(oc_output_check_not_input(ctx, out->path, a, b));
+    oc_resume *resume = NULL;
+    OC_CHECK(oc_resume_start(ctx, &job, out, &resume));
+    job.resume = resume;
 
     oc_gram_stats local_stats = {.struct_size = sizeof local_stats};
     oc_gram_stats *st_out = stats && stats->struct_size == sizeof *stats ? stats : &local_stats;
@@ -307,12 +400,18 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
     if (opts->topk > 0 || opts->use_threshold) {
         OC_CHECK_GOTO(select_setup(ctx, opts, out, &job, &dest, &sel));
         job.select = sel;
+        OC_CHECK_GOTO(select_resume_setup(ctx, &dest, resume));
     } else switch (out->kind) {
     case OC_OUTPUT_MEMORY:
-        if (!out->data) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "output memory is NULL");
-        if (out->ld != 0 && out->ld < p)
-            return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "output ld %lld is smaller than the %lld result columns",
-                           (long long)out->ld, (long long)p);
+        if (!out->data) {
+            st = oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "output memory is NULL");
+            goto cleanup;
+        }
+        if (out->ld != 0 && out->ld < p) {
+            st = oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "output ld %lld is smaller than the %lld result columns",
+                         (long long)out->ld, (long long)p);
+            goto cleanup;
+        }
         sink.base = out->data;
         sink.ld = out->ld ? out->ld : p;
         job.dense = &sink;
@@ -320,10 +419,13 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
     case OC_OUTPUT_FILE: {
         char ext[16];
         if (!out->path) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "output path is NULL");
-        if (strcmp(oc_path_extension(out->path, ext, sizeof ext), "npy") != 0)
-            return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: a dense result is written as .npy; got '.%s'", out->path, ext);
+        if (strcmp(oc_path_extension(out->path, ext, sizeof ext), "npy") != 0) {
+            st = oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: a dense result is written as .npy; got '.%s'", out->path,
+                         ext);
+            goto cleanup;
+        }
         void *data;
-        OC_CHECK(oc_npy_out_create(ctx, out->path, (int)dtype, n, p, &npy, &data));
+        OC_CHECK_GOTO(dense_file_open(ctx, &job, out, resume, &npy, &data));
         sink.base = data;
         sink.ld = p;
         job.dense = &sink;
@@ -332,10 +434,12 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
     case OC_OUTPUT_DISCARD: job.dense = NULL; break;
     case OC_OUTPUT_TOPK:
     case OC_OUTPUT_PAIRS:
-        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "output kind %s needs opts.%s", out->kind == OC_OUTPUT_TOPK ? "TOPK" : "PAIRS",
-                       out->kind == OC_OUTPUT_TOPK ? "topk > 0" : "use_threshold");
+        st = oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "output kind %s needs opts.%s",
+                     out->kind == OC_OUTPUT_TOPK ? "TOPK" : "PAIRS", out->kind == OC_OUTPUT_TOPK ? "topk > 0" : "use_threshold");
+        goto cleanup;
     default:
-        return oc_fail(ctx, OC_ERR_UNSUPPORTED, "output kind %d is not supported by this version", (int)out->kind);
+        st = oc_fail(ctx, OC_ERR_UNSUPPORTED, "output kind %d is not supported by this version", (int)out->kind);
+        goto cleanup;
     }
 
     /* Counts need no row popcounts, and a backend that counts them itself (the GPU, from
@@ -355,8 +459,11 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
 
     st_out->bit_macs_effective = (double)n * (double)p * (double)job.m;
     OC_CHECK_GOTO(sparse_inputs(ctx, &job, lists));
-    OC_CHECK_GOTO(oc_gram_choose_algorithm(ctx, &job, backend != &oc_backend_cpu, &plan));
+    OC_CHECK_GOTO(oc_gram_choose_algorithm(ctx, &job, &where.rates, backend != &oc_backend_cpu ? where.pred.gpu_seconds : -1,
+                                           &plan));
     snprintf(st_out->algorithm_desc, sizeof st_out->algorithm_desc, "%s", plan.explain);
+    snprintf(st_out->backend_explain, sizeof st_out->backend_explain, "%.590s%s", where.explain,
+             plan.use_sparse ? "; the sparse algorithm runs on the CPU" : "");
     st_out->algorithm = plan.use_sparse ? OC_ALGORITHM_SPARSE : OC_ALGORITHM_DENSE;
     if (plan.use_sparse) {
         backend = &oc_backend_cpu_sparse;
@@ -367,15 +474,30 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
         OC_CHECK_GOTO(oc_matrix_pack(ctx, job.b));
     }
     OC_CHECK_GOTO(backend->gram(&job));
+    if (backend != &oc_backend_cpu && backend != &oc_backend_cpu_sparse) oc_cost_note_gpu_job();
     if (sel) OC_CHECK_GOTO(select_commit(ctx, &job, &dest, sel));
     if (npy) {
         oc_npy_out *w = npy;
         npy = NULL;
-        OC_CHECK_GOTO(oc_npy_out_commit(ctx, w));
+        st = oc_npy_out_commit(ctx, w);
+        /* Its temporary file is gone either way: the journal has nothing to resume. */
+        oc_resume_finish(resume);
+        resume = NULL;
+        if (st != OC_OK) goto cleanup;
     }
+    oc_resume_finish(resume);
+    resume = NULL;
 
 cleanup:
-    oc_npy_out_abort(npy);
+    /* A resumable job's temporary file stays for the run that continues it, unless the job
+     * had nothing on record yet. */
+    if (oc_resume_worth_keeping(resume)) {
+        oc_npy_out_keep(npy);
+        oc_resume_close(resume);
+    } else {
+        oc_npy_out_abort(npy);
+        oc_resume_finish(resume);
+    }
     oc_topk_out_abort(dest.topk_file);
     oc_pairs_out_abort(dest.pairs_file);
     oc_select_free(sel);
@@ -388,6 +510,23 @@ cleanup:
     if (stats && st_out != stats) /* an earlier version of the struct: its fields only */
         memcpy((char *)stats + sizeof(size_t), (char *)st_out + sizeof(size_t), stats->struct_size - sizeof(size_t));
     return st;
+}
+
+/* The algorithm as oc_gram chooses it, for a plan or an explanation: a file-backed input
+ * that the sparse algorithm was asked for is not read into lists for them. */
+static oc_status choose_without_running(const oc_gram_job *job, const oc_backend_vtbl *backend,
+                                        const oc_gram_backend_choice *where, oc_sparse_plan *choice)
+{
+    memset(choice, 0, sizeof *choice);
+    int in_file = oc_matrix_file_backed(job->a) || oc_matrix_file_backed(job->b);
+    if (job->opts->algorithm == OC_ALGORITHM_SPARSE && in_file) {
+        choice->use_sparse = 1;
+        snprintf(choice->explain, sizeof choice->explain, "sparse (asked), after reading the inputs left in their "
+                 "files into row lists");
+        return OC_OK;
+    }
+    return oc_gram_choose_algorithm(job->ctx, job, &where->rates, backend != &oc_backend_cpu ? where->pred.gpu_seconds : -1,
+                                    choice);
 }
 
 /* --plan of a job the sparse algorithm runs: where, and why (the predictions). */
@@ -407,17 +546,23 @@ static oc_status sparse_plan_text(const oc_gram_job *job, const oc_sparse_plan *
     return oc_text_finish(job->ctx, &text, out);
 }
 
-oc_status oc_gram_plan(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const oc_gram_options *opts,
-                       const oc_output *out, int json, char **text)
+/* What oc_gram_plan and oc_gram_explain share: everything oc_gram decides before it runs,
+ * then the plan (text or JSON) or the explanation of the choices. */
+enum describe_what { DESCRIBE_PLAN_TEXT, DESCRIBE_PLAN_JSON, DESCRIBE_EXPLAIN };
+
+static oc_status describe_without_running(oc_context *ctx, const oc_matrix *a, const oc_matrix *b,
+                                          const oc_gram_options *opts, const oc_output *out, enum describe_what what,
+                                          const char *caller, char **text)
 {
     if (!ctx) return OC_ERR_INVALID_ARGUMENT;
     oc_context_begin_job(ctx);
-    if (!text) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_gram_plan: text must not be NULL");
+    if (!text) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: text must not be NULL", caller);
     oc_gram_job job;
     const oc_backend_vtbl *backend = NULL;
     oc_gram_options current_opts;
+    oc_gram_backend_choice where;
     opts = current_options(opts, &current_opts);
-    OC_CHECK(job_prepare(ctx, a, b, opts, out, &job, &backend));
+    OC_CHECK(job_prepare(ctx, a, b, opts, out, &job, &backend, &where));
     oc_gram_stats stats = {.struct_size = sizeof stats};
     job.stats = &stats;
     /* The plan depends on the kind of output, never on its place: nothing is opened. */
@@ -427,25 +572,37 @@ oc_status oc_gram_plan(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, 
     select_dest dest = {0};
     oc_select *sel = NULL;
     oc_status st = OC_OK;
-    if (opts->topk > 0 || opts->use_threshold) {
+    if (what != DESCRIBE_EXPLAIN && (opts->topk > 0 || opts->use_threshold)) {
         OC_CHECK(select_setup(ctx, opts, &nowhere, &job, &dest, &sel));
         job.select = sel;
     } else if (out->kind == OC_OUTPUT_MEMORY || out->kind == OC_OUTPUT_FILE) {
         job.dense = &sink;
     }
-    /* The algorithm is chosen as oc_gram chooses it; a file-backed input that the sparse
-     * algorithm was asked for is not read into lists for a plan. */
     oc_sparse_plan choice = {0};
-    int in_file = oc_matrix_file_backed(job.a) || oc_matrix_file_backed(job.b);
-    if (opts->algorithm == OC_ALGORITHM_SPARSE && in_file) {
-        choice.use_sparse = 1;
-        snprintf(choice.explain, sizeof choice.explain, "sparse (asked), after reading the inputs left in their "
-                 "files into row lists");
-    } else {
-        st = oc_gram_choose_algorithm(ctx, &job, backend != &oc_backend_cpu, &choice);
+    st = choose_without_running(&job, backend, &where, &choice);
+    if (st == OC_OK && what == DESCRIBE_EXPLAIN) {
+        oc_text t = {0};
+        oc_text_printf(&t, "backend: %s%s\nalgorithm: %s\n", where.explain,
+                       choice.use_sparse ? "; the sparse algorithm runs on the CPU" : "", choice.explain);
+        st = oc_text_finish(ctx, &t, text);
+    } else if (st == OC_OK) {
+        const int json = what == DESCRIBE_PLAN_JSON;
+        st = choice.use_sparse ? sparse_plan_text(&job, &choice, json, text) : backend->plan(&job, json, text);
     }
-    if (st == OC_OK) st = choice.use_sparse ? sparse_plan_text(&job, &choice, json, text) : backend->plan(&job, json, text);
     oc_sparse_plan_free(&choice);
     oc_select_free(sel);
     return st;
+}
+
+oc_status oc_gram_plan(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const oc_gram_options *opts,
+                       const oc_output *out, int json, char **text)
+{
+    return describe_without_running(ctx, a, b, opts, out, json ? DESCRIBE_PLAN_JSON : DESCRIBE_PLAN_TEXT,
+                                    "oc_gram_plan", text);
+}
+
+oc_status oc_gram_explain(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const oc_gram_options *opts,
+                          const oc_output *out, char **text)
+{
+    return describe_without_running(ctx, a, b, opts, out, DESCRIBE_EXPLAIN, "oc_gram_explain", text);
 }

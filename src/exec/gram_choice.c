@@ -1,7 +1,9 @@
 /*
  * gram_choice.c - the dense/sparse prediction (see gram_choice.h).
  *
- * The per-operation costs below are seconds per operation on one core, fitted to the 2-core
+ * The dense path's kernel rates come from the cost model's table (cost.h: measured and cached
+ * per machine, or its defaults), and on a GPU its whole prediction. The sparse path's
+ * per-operation costs below are seconds per operation on one core, fitted to the 2-core
  * development VM (bench/RESULTS.md, "sparse path"); they only need to be right within a
  * factor of a few, since the two predictions differ by orders of magnitude wherever the
  * choice matters. Dense data never reaches the column counts: above MAX_SPARSE_DENSITY the
@@ -26,16 +28,6 @@
 #define COST_ONE 1.0e-8            /* per set bit: the column lists built from the packed rows */
 #define COST_FULL_ELEMENT 1.5e-9   /* sparse: a result element of a full row (dense output, hamming) */
 #define COST_DENSE_ELEMENT 0.4e-9  /* dense: a result element through the epilogue and selection */
-#define GPU_BIT_MACS 1.0e15        /* a conservative tensor-core rate; the GPU path adds transfers */
-
-/* Bit-MACs per second of one core of the CPU kernel in use. */
-static double cpu_rate(void)
-{
-    const char *isa = oc_cpu_isa();
-    if (strcmp(isa, "avx512") == 0) return 0.9e12;
-    if (strcmp(isa, "avx2") == 0) return 0.35e12;
-    return 0.08e12;
-}
 
 /* Whether the sparse path can restrict itself to pairs that share a column: the selection
  * drops every pair with a count of 0 (except jaccard's empty pairs, which it lists
@@ -119,8 +111,10 @@ static oc_status plan_hubs(oc_context *ctx, const oc_gram_job *job, const int64_
     return OC_OK;
 }
 
-oc_status oc_gram_choose_algorithm(oc_context *ctx, const oc_gram_job *job, int gpu, oc_sparse_plan *plan)
+oc_status oc_gram_choose_algorithm(oc_context *ctx, const oc_gram_job *job, const oc_cost_rates *rates,
+                                   double gpu_dense_seconds, oc_sparse_plan *plan)
 {
+    const int gpu = gpu_dense_seconds >= 0;
     memset(plan, 0, sizeof *plan);
     plan->sparse_seconds = plan->dense_seconds = -1;
     const oc_algorithm want = job->opts->algorithm;
@@ -132,8 +126,9 @@ oc_status oc_gram_choose_algorithm(oc_context *ctx, const oc_gram_job *job, int 
     const double threads = oc_threads_resolve(job->opts->threads);
     const double n = (double)job->n, p = (double)job->p, m = (double)job->m;
     const double pairs = job->symmetric ? n * (n + 1) / 2 : n * p;
-    plan->dense_seconds = gpu ? pairs * m / GPU_BIT_MACS + pairs * COST_DENSE_ELEMENT / threads
-                              : pairs * (m / cpu_rate() + COST_DENSE_ELEMENT) / threads;
+    /* The table's CPU rate is of all its cores; the job may use fewer threads. */
+    const double core_rate = rates->cpu[OC_COST_BIT_MAC] / (rates->cpu_cores > 0 ? rates->cpu_cores : 1);
+    plan->dense_seconds = gpu ? gpu_dense_seconds : pairs * (m / core_rate + COST_DENSE_ELEMENT) / threads;
     if (want == OC_ALGORITHM_DENSE) {
         snprintf(plan->explain, sizeof plan->explain, "dense (asked); predicted %.3g s", plan->dense_seconds);
         return OC_OK;

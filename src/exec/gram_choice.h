@@ -2,8 +2,9 @@
  * gram_choice.h - dense or sparse: the prediction behind `--algorithm auto` and `--explain`.
  *
  * Device agnostic: it reads the packed matrices and the job's options and predicts two
- * times from per-operation costs: the dense path (n·p·m bit-MACs at the kernel rate of the
- * chosen backend, plus every result element once) and the sparse path (src/cpu/gram_sparse.c:
+ * times: the dense path (the cost model's prediction on the chosen backend, exec/cost.h:
+ * n·p·m bit-MACs at the measured kernel rate, every result element once, and on a GPU its
+ * start-up and transfers) and the sparse path from per-operation costs (src/cpu/gram_sparse.c:
  * one pair update per column shared by two rows, Σ_j ca_j·cb_j, except for the hub columns,
  * which are swept as dense bit words: rows-with-a-hub of A x of B x hub words). The hub split
  * that minimises the sparse prediction is the one the sparse path uses, so the plan carries it.
@@ -12,6 +13,7 @@
 #define OC_EXEC_GRAM_CHOICE_H
 
 #include <stdint.h>
+#include "exec/cost.h"
 #include "exec/gram_job.h"
 
 /* Hub columns are held as up to this many bits per row (8 words: one AVX-512 vector). */
@@ -28,9 +30,12 @@ typedef struct oc_sparse_plan {
     char explain[320];        /* one line for --explain */
 } oc_sparse_plan;
 
-/* Fills plan for the job and decides (opts->algorithm: forced, or auto by the predictions;
- * gpu: the dense path would run on a GPU). Fails only on allocation. */
-oc_status oc_gram_choose_algorithm(oc_context *ctx, const oc_gram_job *job, int gpu, oc_sparse_plan *plan);
+/* Fills plan for the job and decides (opts->algorithm: forced, or auto by the predictions).
+ * rates: the machine's (cost.h); gpu_dense_seconds: the cost model's prediction of the dense
+ * path on the GPU that would run it, or < 0 when the dense path runs on the CPU. Fails only
+ * on allocation. */
+oc_status oc_gram_choose_algorithm(oc_context *ctx, const oc_gram_job *job, const oc_cost_rates *rates,
+                                   double gpu_dense_seconds, oc_sparse_plan *plan);
 
 void oc_sparse_plan_free(oc_sparse_plan *plan);
 

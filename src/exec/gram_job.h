@@ -11,10 +11,12 @@
 #include <stdint.h>
 #include "outcore.h"
 #include "core/matrix.h"
+#include "exec/device_spec.h"
 #include "exec/sink.h"
 
 struct oc_select;
 struct oc_sparse_plan;
+struct oc_resume;
 
 typedef struct oc_gram_job {
     oc_context *ctx;
@@ -33,6 +35,8 @@ typedef struct oc_gram_job {
     struct oc_select *select; /* top-k or threshold destination (select.h), else NULL */
     oc_gram_stats *stats;     /* never NULL inside the library; the backend fills its fields */
     const struct oc_sparse_plan *sparse; /* the hub split for the sparse backend (gram_choice.h) */
+    struct oc_resume *resume; /* a resumable job's journal (gram_resume.h), else NULL */
+    oc_device_list devices;   /* CUDA: the logical devices and their budgets (device_spec.h) */
 } oc_gram_job;
 
 #endif

@@ -123,3 +123,20 @@ oc_status oc_select_tile(oc_select *s, int worker, int64_t i0, int64_t j0, int64
     }
     return oc_select_pairs_tile(s, w, i0, j0, rows, cols, tile, ld);
 }
+
+/* ---------------------------------------------------------------- resumed jobs */
+int64_t oc_select_pairs_blocks_delivered(const oc_select *s) { return s->next_block; }
+
+void oc_select_pairs_resume(oc_select *s, int64_t blocks, int64_t pairs)
+{
+    s->next_block = blocks;
+    s->emitted = pairs;
+}
+
+void oc_select_topk_restored(oc_select *s)
+{
+    /* A list's floor is its kept-th key, 0 while it is not full (select_topk.c). */
+    if (s->kept == 0) return;
+    for (int64_t i = 0; i < s->cfg.n; ++i)
+        atomic_store_explicit(&s->floors[i], s->keys[i * s->kept + s->kept - 1], memory_order_relaxed);
+}

@@ -104,6 +104,11 @@ oc_status oc_select_add_pairs(oc_select *s, int64_t i0, int64_t j0, int64_t rows
 /* Top-k: the n x kept key lists (row-major, best first, 0 = empty), for a device to fill. */
 uint64_t *oc_select_topk_keys(oc_select *s);
 
+/* Top-k: merges another device's n x kept lists (same layout) into the lists, keeping each
+ * row's kept best keys. Keys are totally ordered (select_key.h), so the result does not depend
+ * on the order in which devices are merged, nor on which device computed which tile. */
+oc_status oc_select_topk_merge(oc_context *ctx, oc_select *s, const uint64_t *keys);
+
 /* Caller's thread: delivers every complete row block, in order, to emit. */
 oc_status oc_select_drain(oc_context *ctx, oc_select *s);
 
@@ -116,5 +121,13 @@ oc_status oc_select_topk_result(oc_context *ctx, oc_select *s, int64_t *indices,
 oc_status oc_select_pairs_finish(oc_context *ctx, oc_select *s);
 /* Pairs delivered so far. */
 int64_t oc_select_pairs_count(const oc_select *s);
+
+/* Resumed jobs (exec/gram_resume.h), after oc_select_begin: pairs: the row blocks delivered
+ * so far (the next one to deliver), and the mark that blocks [0, blocks) and their `pairs`
+ * pairs were delivered by an earlier run (their tiles must not come); top-k: the floors
+ * made again from lists restored into oc_select_topk_keys. */
+int64_t oc_select_pairs_blocks_delivered(const oc_select *s);
+void oc_select_pairs_resume(oc_select *s, int64_t blocks, int64_t pairs);
+void oc_select_topk_restored(oc_select *s);
 
 #endif

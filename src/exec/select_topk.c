@@ -542,6 +542,29 @@ void oc_select_topk_free(oc_select *s)
 
 uint64_t *oc_select_topk_keys(oc_select *s) { return s->keys; }
 
+oc_status oc_select_topk_merge(oc_context *ctx, oc_select *s, const uint64_t *keys)
+{
+    const int64_t kept = s->kept;
+    uint64_t *row = malloc((size_t)(kept ? kept : 1) * sizeof *row);
+    if (!row) return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate a top-k merge row of %lld keys", (long long)kept);
+    for (int64_t i = 0; i < s->cfg.n; ++i) {
+        const uint64_t *a = s->keys + i * kept, *b = keys + i * kept;
+        int64_t x = 0, y = 0;
+        /* Both lists are best first with 0 past their ends; keys are distinct within a row
+         * (select_key.h), and a key in both (never, when each tile was computed once) is
+         * kept once. */
+        for (int64_t o = 0; o < kept; ++o) {
+            uint64_t ka = x < kept ? a[x] : 0, kb = y < kept ? b[y] : 0;
+            row[o] = ka >= kb ? ka : kb;
+            x += ka >= kb && ka != 0;
+            y += kb >= ka && kb != 0;
+        }
+        memcpy(s->keys + i * kept, row, (size_t)kept * sizeof *row);
+    }
+    free(row);
+    return OC_OK;
+}
+
 oc_status oc_select_topk_result(oc_context *ctx, oc_select *s, int64_t *indices, void *scores)
 {
     OC_CHECK(oc_select_check(ctx, s));

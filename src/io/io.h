@@ -41,6 +41,15 @@ oc_status oc_npy_out_create(oc_context *ctx, const char *path, int dtype, int64_
 oc_status oc_npy_out_commit(oc_context *ctx, oc_npy_out *w);
 /* Unmaps and removes the temporary file; frees w. NULL is a no-op. */
 void oc_npy_out_abort(oc_npy_out *w);
+/* For resumable jobs (exec/gram_resume.h): the temporary file's name; a flush of what was
+ * stored so far to the disk (msync), the file staying temporary; a release of w that keeps
+ * the temporary file for a later run (NULL is a no-op); and the reopening of such a file,
+ * which must hold the header of a rows x cols array of dtype (else OC_ERR_INPUT naming it). */
+const char *oc_npy_out_temp_path(const oc_npy_out *w);
+oc_status oc_npy_out_sync(oc_context *ctx, oc_npy_out *w);
+void oc_npy_out_keep(oc_npy_out *w);
+oc_status oc_npy_out_reopen(oc_context *ctx, const char *path, const char *temp_path, int dtype, int64_t rows,
+                            int64_t cols, oc_npy_out **out, void **data);
 
 /* Temporary-name helpers for writers of other formats (.npz, .tsv, .mtx). */
 typedef struct oc_tmpfile {

@@ -467,3 +467,62 @@ void oc_npy_out_abort(oc_npy_out *w)
     oc_tmpfile_abort(&w->file);
     free(w);
 }
+
+/* ---------------------------------------------------------------- resumable jobs */
+const char *oc_npy_out_temp_path(const oc_npy_out *w) { return w->file.tmp_path; }
+
+oc_status oc_npy_out_sync(oc_context *ctx, oc_npy_out *w)
+{
+    if (oc_sys_msync(ctx, w->map, w->map_len) != 0) return oc_io_fail(ctx, "writing", w->file.path, errno, -1, -1, -1);
+    return OC_OK;
+}
+
+void oc_npy_out_keep(oc_npy_out *w)
+{
+    if (!w) return;
+    if (w->map) munmap(w->map, w->map_len);
+    if (w->file.fd >= 0) close(w->file.fd);
+    free(w->file.tmp_path);
+    free(w->file.path);
+    free(w);
+}
+
+oc_status oc_npy_out_reopen(oc_context *ctx, const char *path, const char *temp_path, int dtype, int64_t rows,
+                            int64_t cols, oc_npy_out **out, void **data)
+{
+    const int64_t elem = dtype == OC_DTYPE_UINT16 ? 2 : dtype == OC_NPY_UINT8 ? 1 : 4;
+    unsigned char header[OC_NPY_HEADER_MAX], have[OC_NPY_HEADER_MAX];
+    size_t offset = oc_npy_header(header, dtype, rows, cols, 0);
+    size_t total = offset + (size_t)(rows * cols * elem);
+    oc_npy_out *w = calloc(1, sizeof *w);
+    if (w) {
+        w->file.path = strdup(path);
+        w->file.tmp_path = strdup(temp_path);
+    }
+    if (!w || !w->file.path || !w->file.tmp_path) {
+        oc_npy_out_keep(w);
+        return oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: out of memory", path);
+    }
+    w->file.fd = oc_sys_open(ctx, temp_path, O_RDWR | O_CLOEXEC, 0);
+    const char *problem = NULL;
+    if (w->file.fd < 0) problem = strerror(errno);
+    else if (oc_sys_file_size(w->file.fd) != (int64_t)total) problem = "its size is not the result's";
+    else if (pread(w->file.fd, have, offset, 0) != (ssize_t)offset || memcmp(have, header, offset) != 0)
+        problem = "its header is not the result's";
+    if (problem) {
+        oc_npy_out_keep(w);
+        return oc_fail(ctx, OC_ERR_INPUT, "%s: cannot resume from the temporary output %s: %s; remove the journal "
+                       "%s.outcore-journal to start over", path, temp_path, problem, path);
+    }
+    void *map = oc_sys_mmap_shared(ctx, w->file.fd, total);
+    if (map == MAP_FAILED) {
+        oc_status st = oc_io_fail(ctx, "mapping", path, errno, -1, -1, -1);
+        oc_npy_out_keep(w);
+        return st;
+    }
+    w->map = map;
+    w->map_len = total;
+    *out = w;
+    *data = w->map + offset;
+    return OC_OK;
+}

@@ -30,20 +30,16 @@ static void put64(unsigned char *p, uint64_t v)
     for (int i = 0; i < 8; ++i) p[i] = (unsigned char)(v >> (8 * i));
 }
 
-/* The members' modification time: now, or SOURCE_DATE_EPOCH (the reproducible-builds
- * convention, in UTC) when it is set, so that two runs can be compared byte for byte (the
- * rank tests compare one process with several). */
+/* The members' modification time: now, or SOURCE_DATE_EPOCH (seconds, UTC) where it is set,
+ * the reproducible-builds convention, so that two runs of one job (an interrupted and resumed
+ * one among them) can write the same bytes. */
 static void dos_time(uint32_t *time_out, uint32_t *date_out)
 {
-    time_t now = time(NULL);
-    struct tm tm;
     const char *epoch = getenv("SOURCE_DATE_EPOCH");
-    if (epoch && *epoch) {
-        now = (time_t)strtoll(epoch, NULL, 10);
-        gmtime_r(&now, &tm);
-    } else {
-        localtime_r(&now, &tm);
-    }
+    time_t now = epoch && *epoch ? (time_t)strtoll(epoch, NULL, 10) : time(NULL);
+    struct tm tm;
+    if (epoch && *epoch) gmtime_r(&now, &tm);
+    else localtime_r(&now, &tm);
     *time_out = (uint32_t)(tm.tm_hour << 11 | tm.tm_min << 5 | tm.tm_sec / 2);
     *date_out = (uint32_t)((tm.tm_year - 80) << 9 | (tm.tm_mon + 1) << 5 | tm.tm_mday);
 }

@@ -407,3 +407,8 @@ cleanup:
     oc_pairs_out_abort(w);
     return st;
 }
+
+/* The temporary names, for a resumable job's journal (a later run removes what a killed one
+ * left). */
+const char *oc_topk_out_temp_path(const oc_topk_out *w) { return w->f.tmp_path; }
+const char *oc_pairs_out_temp_path(const oc_pairs_out *w) { return w->f.tmp_path; }

@@ -45,5 +45,8 @@ oc_status oc_pairs_out_append(oc_context *ctx, oc_pairs_out *w, const int64_t *r
 oc_status oc_pairs_out_commit(oc_context *ctx, oc_pairs_out *w);
 /* Removes the temporary file(s); frees w. NULL is a no-op. */
 void oc_pairs_out_abort(oc_pairs_out *w);
+/* The temporary file's name (a resumable job records it: exec/gram_resume.h). */
+const char *oc_topk_out_temp_path(const oc_topk_out *w);
+const char *oc_pairs_out_temp_path(const oc_pairs_out *w);
 
 #endif

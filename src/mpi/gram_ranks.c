@@ -36,6 +36,20 @@ static void add_stats(oc_gram_stats *sum, const oc_gram_stats *s)
     if (s->dev_budget_bytes > sum->dev_budget_bytes) sum->dev_budget_bytes = s->dev_budget_bytes;
     if (s->dev_peak_bytes > sum->dev_peak_bytes) sum->dev_peak_bytes = s->dev_peak_bytes;
     sum->host_budget_bytes = s->host_budget_bytes;
+    memcpy(sum->backend_explain, s->backend_explain, sizeof sum->backend_explain);
+    /* This rank's logical devices (--devices is per rank): the same list in every sub-job. */
+    sum->device_count = s->device_count;
+    for (int d = 0; d < s->device_count && d < OC_MAX_LOGICAL_DEVICES; ++d) {
+        oc_device_stats *to = &sum->devices[d];
+        const oc_device_stats *from = &s->devices[d];
+        memcpy(to->name, from->name, sizeof to->name);
+        to->tiles += from->tiles;
+        to->bytes_h2d += from->bytes_h2d;
+        to->bytes_d2h += from->bytes_d2h;
+        to->busy_seconds += from->busy_seconds;
+        to->budget_bytes = from->budget_bytes;
+        if (from->peak_bytes > to->peak_bytes) to->peak_bytes = from->peak_bytes;
+    }
 }
 
 oc_status oc_rank_subjob(oc_rank_job *j, int64_t r0, int64_t r1, int64_t c0, int64_t c1, const oc_gram_options *o,
@@ -176,6 +190,9 @@ static oc_status check_args(oc_context *ctx, const oc_matrix *a, const oc_matrix
     if (b && b != a && oc_matrix_cols(a) != oc_matrix_cols(b))
         return oc_fail(ctx, OC_ERR_INPUT, "%s has %lld columns but %s has %lld: A and B must have the same number of columns",
                        oc_matrix_name(b), (long long)oc_matrix_cols(b), oc_matrix_name(a), (long long)oc_matrix_cols(a));
+    if (opts->resume)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "--resume (opts.resume) is not available under MPI ranks: run "
+                       "the job in one process to resume it (docs/mpi.md)");
     if (oc_gram_result_dtype(opts->metric, opts->dtype) == OC_DTYPE_DEFAULT)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "dtype %s does not hold metric %s",
                        oc_dtype_name(opts->dtype) ? oc_dtype_name(opts->dtype) : "?", oc_metric_name(opts->metric));

@@ -1,6 +1,7 @@
 """Shared fixtures of the CLI tests: the binary, a runner, numpy references."""
 import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -30,6 +31,25 @@ def run(*args, check=True, env=None):
     if check and proc.returncode != 0:
         raise AssertionError(f"outcore {' '.join(map(str, args))} exited {proc.returncode}: {proc.stderr}")
     return proc
+
+
+_cuda_usable = None
+
+
+def require_backend(backend, tmp_path):
+    """Skips the CUDA cases where no GPU is usable (outcore says why)."""
+    global _cuda_usable
+    if backend != "cuda":
+        return
+    if _cuda_usable is None:
+        probe = tmp_path / "probe"
+        probe.mkdir()
+        np.save(probe / "a.npy", np.eye(4, dtype=np.uint8))
+        proc = run("gram", probe / "a.npy", "--backend", "cuda", "-o", probe / "c.npy", "-q", check=False)
+        _cuda_usable = (proc.returncode == 0, proc.stderr.strip())
+        shutil.rmtree(probe)
+    if not _cuda_usable[0]:
+        pytest.skip(f"no usable GPU: {_cuda_usable[1]}")
 
 
 def data_file(name):

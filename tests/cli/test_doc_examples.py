@@ -6,7 +6,8 @@ line by line in bash with the built `outcore` first on PATH; each line must exit
 ```console block is a transcript: each `$ ` line runs and must exit 0 (or N where it ends in
 `# exits N`), and every line printed under it in the document must appear in what it prints. ```python blocks run in one interpreter each. Blocks
 tagged `setup` (building, installing, fuzzing: what `make test` and .ci/run do themselves)
-and other languages are not run. A transcript runs with CUDA_VISIBLE_DEVICES empty: it shows what a machine
+and other languages are not run; blocks tagged `gpu` (the GPU examples of docs/stream.md) run
+only where a GPU is usable, with the built examples (build/examples) on PATH. A transcript runs with CUDA_VISIBLE_DEVICES empty: it shows what a machine
 without a GPU prints. Sizes after --rows, --cols and --bits are divided by OUTCORE_EXAMPLE_SCALE (100
 unless set; 1 runs the examples as written), so a 100000-row example runs with 1000 rows.
 Blocks that call mpirun are skipped (reported) where outcore was built without MPI or no
@@ -28,6 +29,11 @@ SIZE_OPTION = re.compile(r"(--(?:rows|cols|bits)\s+)(\d+)")
 NEEDS_NVCC = re.compile(r"\bnvcc\b|\.ptx\b|\.cubin\b")
 NEEDS_MPI = re.compile(r"\b(?:mpirun|mpiexec)\b")
 NEEDS_GPU_MODULE = re.compile(r"^\s*(?:from|import)\s+(numba|cupy)\b", re.M)
+
+
+def gpu_usable():
+    probe = "import outcore, sys; sys.exit(0 if outcore.cuda_device_count() > 0 else 1)"
+    return subprocess.run([sys.executable, "-c", probe], capture_output=True).returncode == 0
 
 
 def gpu_module_missing(text):
@@ -70,7 +76,8 @@ def scaled(command, scale):
 
 def environment():
     env = dict(os.environ)
-    env["PATH"] = str(Path(outcore_bin()).resolve().parent) + os.pathsep + env.get("PATH", "")
+    build = Path(outcore_bin()).resolve().parent
+    env["PATH"] = os.pathsep.join([str(build), str(build / "examples"), env.get("PATH", "")])
     return env
 
 
@@ -112,12 +119,16 @@ def check_console(text, cwd, env, scale):
 def test_examples_run(doc, tmp_path):
     scale = int(os.environ.get("OUTCORE_EXAMPLE_SCALE", "100"))
     env = environment()
+    env["OUTCORE_COST_CACHE"] = str(tmp_path / "rates.txt")  # `devices --bandwidth` stores rates: not in $HOME
     (tmp_path / "tests").symlink_to(SOURCE_DIR / "tests")
     have_nvcc = shutil.which("nvcc") is not None
     ran, skipped = 0, []
     for language, info, text in blocks(doc):
         if NEEDS_NVCC.search(text) and not have_nvcc:
             skipped.append("nvcc: " + text.splitlines()[0])
+            continue
+        if "gpu" in info.split() and not gpu_usable():
+            skipped.append("a GPU: " + text.splitlines()[0])
             continue
         missing = gpu_module_missing(text) if language == "python" else None
         if not missing and NEEDS_MPI.search(text):

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import outcore_bin, run
+from conftest import outcore_bin, require_backend, run
 
 CALLS = ["OPEN", "WRITE", "TRUNCATE", "MMAP", "FSYNC", "RENAME"]
 WAYS = {"enospc": "disk full", "eio": "I/O error"}
@@ -34,25 +34,6 @@ CASES = [
     ("threshold-npz-spilled", "pairs.npz", ["--threshold", 0.25, "--metric", "jaccard"], True),
     ("threshold-tsv-spilled", "pairs.tsv", ["--threshold", 0.25, "--metric", "jaccard"], True),
 ]
-
-_cuda_usable = None
-
-
-def require_backend(backend, tmp_path):
-    """Skips the CUDA cases where no GPU is usable (outcore says why)."""
-    global _cuda_usable
-    if backend != "cuda":
-        return
-    if _cuda_usable is None:
-        probe = tmp_path / "probe"
-        probe.mkdir()
-        np.save(probe / "a.npy", np.eye(4, dtype=np.uint8))
-        proc = run("gram", probe / "a.npy", "--backend", "cuda", "-o", probe / "c.npy", "-q", check=False)
-        _cuda_usable = (proc.returncode == 0, proc.stderr.strip())
-        shutil.rmtree(probe)
-    if not _cuda_usable[0]:
-        pytest.skip(f"no usable GPU: {_cuda_usable[1]}")
-
 
 def read_output(path):
     """What the output says, in a form two runs can be compared in (a .npz holds write times)."""

@@ -6,7 +6,8 @@
  * CUDA-core popc, forced through OUTCORE_CUDA_KERNEL) on every row; and b1 with selection
  * buckets of one and three entries (OUTCORE_CUDA_SELECT_BUCKET) on the top-k and threshold
  * rows, where most fused tiles overflow their buckets and are selected by the dense pass:
- * both paths, and tiles of either kind in one job. Rows with a GPU budget hold fewer panels
+ * both paths, and tiles of either kind in one job; and b1 on device 0 split into two and
+ * three logical devices (--devices 0:2, 0:3), whose results must be the same bytes. Rows with a GPU budget hold fewer panels
  * than the job has, so panels stream through a few slots. The backend also checks what only
  * it reports: the device and kernel, peak memory within the budget, uploads past the
  * matrices' size when a budget forces streaming, and where the selection ran (on the device
@@ -31,6 +32,7 @@ typedef struct cuda_settings {
     const char *kernel; /* OUTCORE_CUDA_KERNEL */
     const char *bucket; /* OUTCORE_CUDA_SELECT_BUCKET, NULL: the default */
     int quick;          /* the largest OUTCORE_TEST_QUICK level that runs this variant */
+    int parts;          /* > 1: device 0 split into that many logical devices (--devices 0:N) */
 } cuda_settings;
 
 /* Where the selection of a top-k job ran, as stats.select_desc says: on the device when a row
@@ -48,7 +50,8 @@ static void check_selection(const gram_job *job, const cuda_settings *s, const o
     CHECK_MSG(strncmp(stats->select_desc, "device", 6) == 0, "%s: selected on '%s', expected the device", label,
               stats->select_desc);
     long long fused = 0, tiles = 0;
-    if (kept > 0 && strcmp(s->kernel, "b1") == 0)
+    /* Split, the description is the first logical device's, which may have had no tile. */
+    if (kept > 0 && strcmp(s->kernel, "popc") != 0 && s->parts <= 1)
         CHECK_MSG(sscanf(stats->select_desc, "device, %lld of %lld tiles fused", &fused, &tiles) == 2 && fused > 0 &&
                       fused == tiles,
                   "%s: expected every tile fused (%s)", label, stats->select_desc);
@@ -70,13 +73,35 @@ static oc_status run_cuda(const gram_backend *be, oc_context *ctx, const gram_jo
     o.algorithm = OC_ALGORITHM_DENSE; /* the kernels under test, not auto's choice */
     o.tile = job->row->gpu_tile;
     o.gpu_mem_bytes = job->row->gpu_mem;
+    /* Split: each logical device gets the row's budget (the device's is shared by its parts),
+     * so that the rows' small budgets still stream panels without falling below the smallest
+     * plan. */
+    char devices[16], budgets[48];
+    if (s->parts > 1) {
+        snprintf(devices, sizeof devices, "0:%d", s->parts);
+        o.devices = devices;
+        if (job->row->gpu_mem) {
+            snprintf(budgets, sizeof budgets, "0=%lld", (long long)job->row->gpu_mem * s->parts);
+            o.gpu_mem_devices = budgets;
+        }
+    }
     oc_status st = gram_job_run_oc_gram(ctx, job, &o, res, label);
     if (st != OC_OK) return st;
     const oc_gram_stats *stats = &res->stats;
     CHECK_MSG(stats->backend == OC_BACKEND_CUDA, "%s: ran on %s", label, oc_backend_name(stats->backend));
-    CHECK_MSG(strncmp(stats->backend_desc, "cuda:0 ", 7) == 0 &&
-                  strstr(stats->backend_desc, s->kernel[0] == 'b' ? "b1-mma" : "popc") != NULL,
+    char want[32];
+    snprintf(want, sizeof want, s->parts > 1 ? "%d devices: cuda:0.0/%d " : "cuda:0 ", s->parts, s->parts);
+    CHECK_MSG(strncmp(stats->backend_desc, want, strlen(want)) == 0 &&
+                  strstr(stats->backend_desc, strcmp(s->kernel, "b1") == 0       ? "b1-mma"
+                                              : strcmp(s->kernel, "wgmma") == 0 ? "b1-wgmma"
+                                                                                : "popc") != NULL,
               "%s: backend_desc '%s'", label, stats->backend_desc);
+    /* Every tile was computed by exactly one logical device. */
+    int64_t tiles = 0;
+    for (int d = 0; d < stats->device_count; ++d) tiles += stats->devices[d].tiles;
+    CHECK_MSG(stats->device_count == (s->parts > 1 ? s->parts : 1) && tiles == stats->tiles,
+              "%s: %d devices did %lld of %lld tiles", label, stats->device_count, (long long)tiles,
+              (long long)stats->tiles);
     CHECK_MSG(stats->tiles > 0, "%s: %lld tiles", label, (long long)stats->tiles);
     CHECK_MSG(stats->dev_peak_bytes <= stats->dev_budget_bytes, "%s: peak %lld bytes over the budget of %lld", label,
               (long long)stats->dev_peak_bytes, (long long)stats->dev_budget_bytes);
@@ -101,17 +126,27 @@ int main(void)
     }
     const int quick = gram_test_quick();
     static const cuda_settings settings[] = {
-        {"b1", NULL, 2},
-        {"popc", NULL, 2},
-        {"b1", "1", 2},
-        {"b1", "3", 0},
+        {"b1", NULL, 2, 1},    {"popc", NULL, 2, 1},  {"b1", "1", 2, 1},    {"b1", "3", 0, 1},
+        {"wgmma", NULL, 2, 1}, {"wgmma", "1", 2, 1},  {"b1", NULL, 0, 2},    {"b1", NULL, 0, 3},
     };
-    static const char *const names[] = {"cuda b1", "cuda popc", "cuda b1 buckets 1", "cuda b1 buckets 3"};
-    gram_backend backends[4];
-    const gram_backend *list[4];
+    static const char *const names[] = {"cuda b1",    "cuda popc",            "cuda b1 buckets 1",   "cuda b1 buckets 3",
+                                        "cuda wgmma", "cuda wgmma buckets 1", "cuda b1 devices 0:2", "cuda b1 devices 0:3"};
+    enum { VARIANTS = sizeof settings / sizeof settings[0] };
+    /* The wgmma kernel on Hopper (every CUDA 12+ build holds its sm_90a code). */
+    oc_context *probe = NULL;
+    oc_cuda_device dev0;
+    int hopper = 0;
+    if (oc_context_create(&probe) == OC_OK && oc_cuda_device_open(probe, 0, &dev0) == OC_OK) {
+        hopper = dev0.cc == 90;
+        oc_cuda_device_close(&dev0);
+    }
+    oc_context_free(probe);
+    gram_backend backends[VARIANTS];
+    const gram_backend *list[VARIANTS];
     int count = 0;
-    for (int v = 0; v < 4; ++v) {
+    for (int v = 0; v < VARIANTS; ++v) {
         if (quick > settings[v].quick) continue;
+        if (strcmp(settings[v].kernel, "wgmma") == 0 && !hopper) continue;
         backends[count] = (gram_backend){.name = names[v], .kind = GRAM_ON_CUDA, .run = run_cuda,
                                          .settings = &settings[v], .selection_only = settings[v].bucket != NULL};
         list[count] = &backends[count];

@@ -15,23 +15,9 @@ import pytest
 
 import outcore
 
-try:
-    from numba import cuda as numba_cuda
-    WHY_NOT = None if numba_cuda.is_available() else "numba sees no usable CUDA GPU"
-except Exception as error:  # ImportError, or numba's own failure to find CUDA
-    numba_cuda, WHY_NOT = None, f"numba.cuda cannot be imported: {error}"
+from numba_probe import numba_cuda as _probe
 
-if WHY_NOT is None:
-    # numba must compile a trivial kernel here: a numba that does not fit the installed numpy
-    # (numpy 2 removed names numba's compiler uses) fails inside numba, not in what this
-    # file checks.
-    def _noop(out):
-        out[0] = 0
-
-    try:
-        numba_cuda.jit("void(float32[::1])")(_noop)
-    except Exception as error:
-        WHY_NOT = f"numba cannot compile a kernel in this environment: {type(error).__name__}: {error}"
+numba_cuda, WHY_NOT = _probe()
 
 # Skipped tests (not a skipped module), so that the run exits 77 under ctest.
 pytestmark = pytest.mark.skipif(WHY_NOT is not None, reason=WHY_NOT or "")

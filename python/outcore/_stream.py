@@ -1,0 +1,257 @@
+"""outcore.stream: the caller's own GPU kernel (numba, CuPy, anything that takes
+__cuda_array_interface__) over arrays larger than the device, chunk by chunk.
+
+    from numba import cuda
+    @cuda.jit
+    def saxpy(x, y, out):
+        i = cuda.grid(1)
+        if i < out.shape[0]:
+            out[i] = 2.0 * x[i] + y[i]
+
+    def launch(chunk):
+        s = cuda.external_stream(chunk.stream)
+        saxpy[(chunk.rows + 255) // 256, 256, s](chunk.x, chunk.y, chunk.out)
+
+    out = outcore.stream(launch, inputs={"x": x, "y": y}, outputs={"out": (x.shape, x.dtype)},
+                         gpu_mem="1G")
+
+How a call runs: the arrays become an oc_stream_spec (include/outcore.h) and oc_stream_run
+plans chunks along each array's axis under the budgets, uploads each chunk's inputs through
+pinned staging on one stream, calls fn(chunk) on the calling thread to enqueue the kernel on
+another, and downloads the outputs on a third, several chunks in flight (docs/stream.md).
+fn must only enqueue work on chunk.stream: outcore orders it with the copies by events.
+
+chunk[name] and chunk.<name> are device views of the chunk's part of each array: objects with
+__cuda_array_interface__ version 3 whose "stream" is the chunk's stream (numba and CuPy
+consumers synchronise on it when they import the view unless told not to,
+NUMBA_CUDA_ARRAY_INTERFACE_SYNC=0; the kernel runs on that same stream, so it is safe to turn
+off). An exception raised by fn stops the job and is raised again by stream().
+"""
+import ctypes
+import os
+
+import numpy as np
+
+from . import _lib
+from ._context import lease
+from ._options import _integer, set_device_budgets
+from .errors import InputError, from_status
+
+lib = _lib.lib
+
+
+class DeviceArray:
+    """A chunk's buffer on the device: shape, dtype, device pointer and the CUDA array
+    interface (version 3). Valid only during the fn call that received it."""
+
+    __slots__ = ("shape", "dtype", "ptr", "stream")
+
+    def __init__(self, shape, dtype, ptr, stream):
+        self.shape, self.dtype, self.ptr, self.stream = tuple(shape), np.dtype(dtype), ptr, stream
+
+    @property
+    def size(self):
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def __cuda_array_interface__(self):
+        return {"shape": self.shape, "typestr": self.dtype.str, "data": (self.ptr, False), "version": 3,
+                "strides": None, "stream": self.stream}
+
+    def __repr__(self):
+        return f"outcore.DeviceArray(shape={self.shape}, dtype={self.dtype}, ptr=0x{self.ptr:x})"
+
+
+class Chunk:
+    """One chunk: index, count, start, rows (of the chunk extent), stream (the CUstream
+    handle as an int), device, and the arrays by name (chunk["x"] or chunk.x)."""
+
+    def __init__(self, index, count, start, rows, stream, device, arrays):
+        self.index, self.count, self.start, self.rows = index, count, start, rows
+        self.stream, self.device, self.arrays = stream, device, arrays
+
+    def __getitem__(self, name):
+        return self.arrays[name]
+
+    def __getattr__(self, name):
+        try:
+            return self.__dict__["arrays"][name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+def _as_input(name, value):
+    if isinstance(value, (str, bytes, os.PathLike)):
+        try:
+            value = np.load(value, mmap_mode="r")  # read chunk by chunk, never whole
+        except (OSError, ValueError) as error:
+            raise InputError(f"input {name}: cannot read {os.fsdecode(value)!r}: {error}") from None
+    arr = np.asarray(value)
+    if not arr.flags.c_contiguous:
+        arr = np.ascontiguousarray(arr)  # a copy: outcore reads C-order memory
+    return arr
+
+
+class _NpyOutput:
+    """An output written into a .npy through a memory map under a temporary name, renamed into
+    place only when the job succeeded."""
+
+    def __init__(self, path, shape, dtype):
+        self.path = os.fspath(path)
+        self.tmp = f"{self.path}.{os.getpid()}.tmp"
+        try:
+            self.array = np.lib.format.open_memmap(self.tmp, mode="w+", dtype=np.dtype(dtype), shape=tuple(shape))
+        except OSError as error:
+            raise InputError(f"output {self.path!r}: {error}") from None
+
+    def commit(self):
+        self.array.flush()
+        os.replace(self.tmp, self.path)
+        return np.load(self.path, mmap_mode="r")
+
+    def abort(self):
+        del self.array
+        try:
+            os.unlink(self.tmp)
+        except OSError:
+            pass
+
+
+def _as_output(name, value):
+    """(array, file or None) for an output given as an array, (shape, dtype) or (path, shape, dtype)."""
+    if isinstance(value, np.ndarray):
+        if not (value.flags.c_contiguous and value.flags.writeable):
+            raise InputError(f"output {name} must be a writeable C-contiguous array")
+        return value, None
+    if isinstance(value, tuple) and len(value) == 2:
+        return np.empty(value[0], dtype=value[1]), None
+    if isinstance(value, tuple) and len(value) == 3 and isinstance(value[0], (str, os.PathLike)):
+        f = _NpyOutput(*value)
+        return f.array, f
+    raise InputError(f"output {name}: expected an array, (shape, dtype) or (path.npy, shape, dtype); got {value!r}")
+
+
+def _axis_of(axis, name):
+    a = axis.get(name, 0) if isinstance(axis, dict) else axis
+    return _integer(f"axis of {name}", a, 0)
+
+
+def _options(gpu_mem, host_mem, device, chunk_rows, in_flight):
+    opts = _lib.StreamOptions()
+    set_device_budgets(opts, device, gpu_mem, host_mem)
+    if chunk_rows is not None:
+        opts.chunk_rows = _integer("chunk_rows", chunk_rows, 1)
+    if in_flight is not None:
+        opts.in_flight = _integer("in_flight", in_flight, 2)
+    return opts
+
+
+def stream(fn, inputs=None, outputs=None, *, side=None, scratch=None, inout=None, result=None, axis=0, extent=None,
+           gpu_mem=None, host_mem=None, device=None, chunk_rows=None, in_flight=None, progress=None, context=None,
+           return_stats=False):
+    """Runs fn(chunk) over chunks of the arrays; returns {name: array} of the outputs, inout
+    and result arrays (with return_stats, also a dict of the job's statistics).
+
+    inputs:  {name: array or path.npy}   uploaded chunk by chunk (a path is memory-mapped)
+    outputs: {name: array, (shape, dtype) or (path.npy, shape, dtype)}   downloaded chunk by
+             chunk (a path is written under a temporary name and renamed when done)
+    inout:   {name: array}               uploaded, changed by fn's kernel, written back
+    side:    {name: array}               uploaded once, whole, seen by every chunk
+    scratch: {name: (shape, dtype)}      chunk-sized device memory, never copied
+    result:  {name: array}               uploaded once (its initial value), kept on the device
+             through every chunk, written back after the last: an accumulator that kernels
+             update with atomics (chunks may run at the same time on two streams)
+    axis:    the axis chunks cut (one int, or {name: int}); chunked arrays agree on its length
+    extent:  the rows to cut when no array is chunked (device-only work returning results)
+    gpu_mem, host_mem, device: the budgets and the device, as outcore.gram takes them;
+    chunk_rows, in_flight: force the chunk size and the chunks in flight (tests, tuning);
+    progress(done, total): called between chunks with rows of the chunk extent.
+    """
+    if not callable(fn):
+        raise InputError("fn must be callable: it receives each chunk and launches the kernel")
+    roles = [(inputs, _lib.OC_STREAM_INPUT), (outputs, _lib.OC_STREAM_OUTPUT), (inout, _lib.OC_STREAM_INOUT),
+             (side, _lib.OC_STREAM_SIDE), (scratch, _lib.OC_STREAM_SCRATCH), (result, _lib.OC_STREAM_RESULT)]
+    names, hosts, files, dtypes, results = [], [], [], [], {}
+    arrays = (_lib.StreamArray * sum(len(d or {}) for d, _ in roles))()
+    try:
+        for given, role in roles:
+            for name, value in (given or {}).items():
+                if name in names:
+                    raise InputError(f"array {name!r} is named twice")
+                arr = None
+                if role in (_lib.OC_STREAM_INPUT, _lib.OC_STREAM_SIDE):
+                    arr = _as_input(name, value)
+                elif role == _lib.OC_STREAM_OUTPUT:
+                    arr, f = _as_output(name, value)
+                    if f is not None:
+                        files.append((name, f))
+                elif role in (_lib.OC_STREAM_INOUT, _lib.OC_STREAM_RESULT):
+                    if not isinstance(value, np.ndarray):
+                        kind = "inout" if role == _lib.OC_STREAM_INOUT else "result"
+                        raise InputError(f"{kind} {name} must be an array (it is read and written back)")
+                    arr, _ = _as_output(name, value)
+                if role == _lib.OC_STREAM_SCRATCH:
+                    try:
+                        shape, dtype, arr = tuple(int(n) for n in value[0]), np.dtype(value[1]), None
+                    except (TypeError, ValueError, IndexError):
+                        raise InputError(f"scratch {name}: expected (shape, dtype); got {value!r}") from None
+                else:
+                    shape, dtype = arr.shape, arr.dtype
+                if len(shape) < 1 or len(shape) > _lib.OC_STREAM_MAX_DIMS:
+                    raise InputError(f"array {name!r} has {len(shape)} dimensions (expected 1 to 8)")
+                a = arrays[len(names)]
+                a.name = name.encode()
+                a.role = role
+                a.elem_size = dtype.itemsize
+                a.ndim = len(shape)
+                for d, n in enumerate(shape):
+                    a.shape[d] = n
+                a.axis = _axis_of(axis, name) if role not in (_lib.OC_STREAM_SIDE, _lib.OC_STREAM_RESULT) else 0
+                a.host = None if arr is None else arr.ctypes.data
+                names.append(name)
+                hosts.append(arr)  # keeps every buffer alive for the call
+                dtypes.append(dtype)
+                if role in (_lib.OC_STREAM_OUTPUT, _lib.OC_STREAM_INOUT, _lib.OC_STREAM_RESULT):
+                    results[name] = arr
+
+        failure = []
+
+        def launch(chunk_p, _user):
+            c = chunk_p.contents
+            try:
+                views = {}
+                for k, name in enumerate(names):
+                    shape = tuple(c.shapes[k * _lib.OC_STREAM_MAX_DIMS + d] for d in range(arrays[k].ndim))
+                    views[name] = DeviceArray(shape, dtypes[k], c.data[k], c.stream)
+                fn(Chunk(c.index, c.count, c.start, c.rows, c.stream, c.device, views))
+                return 0
+            except BaseException as error:  # KeyboardInterrupt too: the job stops, then it is raised
+                failure.append(error)
+                return 1
+
+        spec = _lib.StreamSpec()
+        spec.arrays = arrays
+        spec.narrays = len(names)
+        spec.launch = _lib.stream_launch_fn(launch)
+        if extent is not None:
+            spec.extent = _integer("extent", extent, 1)
+        opts = _options(gpu_mem, host_mem, device, chunk_rows, in_flight)
+        if progress is not None:
+            opts.progress = _lib.progress_fn(lambda _u, done, total: progress(done, total))
+        stats = _lib.StreamStats()
+        with lease(context) as handle:
+            status = lib.oc_stream_run(handle, ctypes.byref(spec), ctypes.byref(opts), ctypes.byref(stats))
+            error = from_status(status, handle) if status != _lib.OC_OK else None
+        if failure:
+            raise failure[0] from error
+        if error is not None:
+            raise error
+        for name, f in files:
+            results[name] = f.commit()
+        files = []
+    finally:
+        for _, f in files:
+            f.abort()
+    if return_stats:
+        return results, {f: getattr(stats, f) for f, _ in _lib.StreamStats._fields_ if f != "struct_size"}
+    return results

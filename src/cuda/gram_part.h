@@ -1,0 +1,49 @@
+/*
+ * gram_part.h - one logical device's part of a Gram job on the CUDA engine (gram_cuda.c):
+ * its worker, plan, kernel choice and selection. gram_devices.c runs one part per logical
+ * device of the job (exec/device_spec.h) over a shared tile queue; a job on one device is
+ * one part that walks its own plan's order.
+ */
+#ifndef OC_CUDA_GRAM_PART_H
+#define OC_CUDA_GRAM_PART_H
+
+#include "exec/gram_job.h"
+#include "cuda/engine.h"
+#include "cuda/gram_tile.h"
+#include "cuda/select_cuda.h"
+
+typedef enum { OC_GRAM_KERNEL_B1, OC_GRAM_KERNEL_WGMMA, OC_GRAM_KERNEL_POPC } oc_gram_kernel;
+
+typedef struct oc_gram_part {
+    oc_gram_job *job;          /* the part's copy of the job: its context and statistics */
+    oc_context *ctx;
+    const oc_logical_device *ldev; /* its device and budget */
+    int64_t host_budget;       /* its share of the job's host budget */
+    int64_t force_tile;        /* > 0: the tile edge every part of the job uses */
+    oc_engine_worker *worker;
+    oc_cuda_device *dev;
+    oc_engine_plan plan;
+    oc_gram_kernel kernel;
+    int64_t words, elem;
+    int pops;                  /* the metric reads row popcounts: each panel slot counts its rows' */
+    int gpu_mirror;            /* dense A·Aᵀ, mirrors made on the device */
+    int two_streams;           /* consecutive tiles may overlap (engine.h) */
+    oc_cuda_select *select;
+    oc_gram_tile tile;         /* the tile last computed, which consume() hands to the selection */
+} oc_gram_part;
+
+/* Opens the part's device and makes its plan (tile edge part->force_tile when set). */
+oc_status oc_gram_part_open(oc_gram_part *part);
+/* Makes the plan again, e.g. with force_tile set after every part's plan was seen. */
+oc_status oc_gram_part_replan(oc_gram_part *part);
+/* Allocates what the plan names and opens the selection (share: NULL on one device);
+ * `progress`: this part reports the job's progress (the part on the caller's thread). */
+oc_status oc_gram_part_setup(oc_gram_part *part, const oc_cuda_select_share *share, int progress);
+/* "b1-mma", "popc", ... */
+const char *oc_gram_part_kernel_desc(const oc_gram_part *part);
+/* OUTCORE_TRACE: the worker's and the selection's figures. */
+void oc_gram_part_trace(const oc_gram_part *part);
+/* Closes the selection and the worker (pool statistics into *stats when not NULL). */
+void oc_gram_part_close(oc_gram_part *part, oc_pool_stats *stats);
+
+#endif

@@ -1,0 +1,51 @@
+/*
+ * stream_copy.h - a streamed job's copies through the pinned rings (mem/staging.h):
+ *
+ *   upload:   acquire an h2d slot (waits for the event of the copy that last read it) ->
+ *             gather the piece from the host array into it (split over the pool's workers)
+ *             -> cudaMemcpyAsync on h2d -> record the slot's event -> release at once
+ *   download: acquire a d2h slot -> cudaMemcpyAsync into it on d2h -> record its ready event
+ *             -> post a delivery task: a pool worker waits for the event, scatters the piece
+ *             into the host array and releases the slot
+ *
+ * A chunk crosses in slot-sized pieces of its device layout (exec/stream_job.h), so slots
+ * need not hold a whole row. Failures found by delivery tasks are recorded on the ring and
+ * returned by the next acquire or by oc_stream_copy_drain.
+ */
+#ifndef OC_CUDA_STREAM_COPY_H
+#define OC_CUDA_STREAM_COPY_H
+
+#include <cuda_runtime_api.h>
+
+#include "core/workers.h"
+#include "exec/stream_job.h"
+#include "exec/stream_plan.h"
+#include "mem/pool.h"
+
+typedef struct oc_stream_copy oc_stream_copy;
+
+/* Rings and events from pool's pinned memory as the plan sizes them (a ring of 0 slots is
+ * not made). workers run the gathers' parts and the deliveries. */
+oc_status oc_stream_copy_open(oc_context *ctx, oc_pool *pool, const oc_stream_plan *plan, int device,
+                              oc_workers *workers, oc_stream_copy **out);
+
+/* Enqueues rows [start, start+rows) of a (all of a SIDE array: start 0, rows 1) into the
+ * device buffer dev on stream h2d. Blocks only for a free upload slot. */
+oc_status oc_stream_copy_upload(oc_context *ctx, oc_stream_copy *c, const oc_stream_job_array *a, int64_t start,
+                                int64_t rows, void *dev, cudaStream_t h2d);
+
+/* Enqueues the download of rows [start, start+rows) of a from dev on d2h and their delivery
+ * to a's host memory. Blocks only for a free download slot. */
+oc_status oc_stream_copy_download(oc_context *ctx, oc_stream_copy *c, const oc_stream_job_array *a, int64_t start,
+                                  int64_t rows, const void *dev, cudaStream_t d2h);
+
+/* Waits until every delivery is done; returns the first failure a task recorded. */
+oc_status oc_stream_copy_drain(oc_context *ctx, oc_stream_copy *c);
+
+/* Bytes enqueued each way. */
+void oc_stream_copy_bytes(const oc_stream_copy *c, int64_t *h2d, int64_t *d2h);
+
+/* Drains (ignoring failures), frees the rings and events. NULL: no-op. */
+void oc_stream_copy_close(oc_stream_copy *c);
+
+#endif

@@ -1,0 +1,281 @@
+/*
+ * journal.c - the resume journal's file format (journal.h): header, records, the scan that
+ * finds where a crash cut the journal, buffered appends flushed with fdatasync.
+ *
+ * Writes go through sysio.h so that the fault plan reaches them; a journal that cannot be
+ * written fails the job as any output would (OC_ERR_IO naming it).
+ */
+#include "io/journal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/error.h"
+#include "io/crc32.h"
+#include "io/sysio.h"
+
+#define JOURNAL_MAGIC_LINE "outcore-journal 1\n"
+#define RECORD_MAGIC 0x4A52434Fu          /* "OCRJ" */
+#define RECORD_MAX (1u << 30)             /* a longer length is damage, not a record */
+
+typedef struct record_head {
+    uint32_t magic, type;
+    uint64_t unit;
+    uint32_t len, crc;
+} record_head;
+
+struct oc_journal {
+    char *path;
+    int fd;
+    int64_t end;                          /* where the next record goes */
+    unsigned char *buf;                   /* records appended, not yet written */
+    size_t used, cap;
+};
+
+char *oc_journal_path_for(const char *output_path)
+{
+    size_t len = strlen(output_path);
+    char *p = malloc(len + sizeof ".outcore-journal");
+    if (p) snprintf(p, len + sizeof ".outcore-journal", "%s.outcore-journal", output_path);
+    return p;
+}
+
+const char *oc_journal_name(const oc_journal *j) { return j->path; }
+size_t oc_journal_pending(const oc_journal *j) { return j->used; }
+
+static uint32_t record_crc(const record_head *h, const void *payload)
+{
+    uint32_t crc = oc_crc32_update(0, &h->type, sizeof h->type);
+    crc = oc_crc32_update(crc, &h->unit, sizeof h->unit);
+    crc = oc_crc32_update(crc, &h->len, sizeof h->len);
+    return oc_crc32_update(crc, payload, h->len);
+}
+
+/* The header text: the job's lines and the line with their CRC. */
+static char *header_text(const char *job, size_t *len)
+{
+    size_t body = strlen(JOURNAL_MAGIC_LINE) + strlen(job);
+    char *text = malloc(body + 16);
+    if (!text) return NULL;
+    memcpy(text, JOURNAL_MAGIC_LINE, strlen(JOURNAL_MAGIC_LINE));
+    memcpy(text + strlen(JOURNAL_MAGIC_LINE), job, strlen(job));
+    snprintf(text + body, 16, "crc %08x\n", (unsigned)oc_crc32_update(0, text, body));
+    *len = body + 13;
+    return text;
+}
+
+static oc_status journal_alloc(oc_context *ctx, const char *path, oc_journal **out)
+{
+    oc_journal *j = calloc(1, sizeof *j);
+    if (j) j->path = strdup(path);
+    if (!j || !j->path) {
+        free(j);
+        return oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: out of memory", path);
+    }
+    j->fd = -1;
+    *out = j;
+    return OC_OK;
+}
+
+oc_status oc_journal_create(oc_context *ctx, const char *path, const char *job, oc_journal **out)
+{
+    oc_journal *j = NULL;
+    OC_CHECK(journal_alloc(ctx, path, &j));
+    size_t len;
+    char *text = header_text(job, &len);
+    oc_status st = OC_OK;
+    if (!text) {
+        st = oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: out of memory", path);
+        goto fail;
+    }
+    j->fd = oc_sys_open(ctx, path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    int err = j->fd < 0 ? errno : oc_sys_write_all(ctx, j->fd, text, len, 0);
+    if (!err && oc_sys_fsync(ctx, j->fd) != 0) err = errno;
+    free(text);
+    if (err) {
+        st = oc_io_fail(ctx, "writing the resume journal", path, err, -1, -1, -1);
+        if (j->fd >= 0) unlink(path);
+        goto fail;
+    }
+    j->end = (int64_t)len;
+    *out = j;
+    return OC_OK;
+fail:
+    oc_journal_close(j);
+    return st;
+}
+
+/* The first line where the journal's header and the job's differ, for the message. */
+static void first_difference(const char *have, const char *want, char *buf, size_t size)
+{
+    for (;;) {
+        const char *he = strchr(have, '\n'), *we = strchr(want, '\n');
+        size_t hl = he ? (size_t)(he - have) : strlen(have), wl = we ? (size_t)(we - want) : strlen(want);
+        if (hl != wl || memcmp(have, want, hl) != 0) {
+            snprintf(buf, size, "%s%.*s%s (journal) against %s%.*s%s (this job)", hl ? "'" : "", (int)hl, have,
+                     hl ? "'" : "nothing", wl ? "'" : "", (int)wl, want, wl ? "'" : "nothing");
+            return;
+        }
+        if (!he || !we) break;
+        have = he + 1;
+        want = we + 1;
+    }
+    snprintf(buf, size, "the headers differ");
+}
+
+/* Reads the header at the start of the file into a string; returns its length in the
+ * file, 0 when it is damaged. */
+static size_t read_header(int fd, char **job_out)
+{
+    char buf[1 << 16];
+    ssize_t got = pread(fd, buf, sizeof buf - 1, 0);
+    if (got <= 0) return 0;
+    buf[got] = '\0';
+    size_t ml = strlen(JOURNAL_MAGIC_LINE);
+    if ((size_t)got < ml || memcmp(buf, JOURNAL_MAGIC_LINE, ml) != 0) return 0;
+    char *crc_line = strstr(buf, "\ncrc ");
+    if (!crc_line || (size_t)(crc_line + 1 - buf) + 13 > (size_t)got) return 0;
+    size_t body = (size_t)(crc_line + 1 - buf);
+    unsigned crc = 0;
+    if (sscanf(crc_line + 5, "%8x", &crc) != 1 || crc_line[13] != '\n') return 0;
+    if (crc != oc_crc32_update(0, buf, body)) return 0;
+    *job_out = strndup(buf + ml, body - ml);
+    return *job_out ? body + 13 : 0;
+}
+
+oc_status oc_journal_open(oc_context *ctx, const char *path, const char *job, oc_journal_record_fn fn, void *user,
+                          oc_journal **out)
+{
+    oc_journal *j = NULL;
+    OC_CHECK(journal_alloc(ctx, path, &j));
+    oc_status st = OC_OK;
+    char *have = NULL;
+    unsigned char *payload = NULL;
+    j->fd = oc_sys_open(ctx, path, O_RDWR | O_CLOEXEC, 0);
+    if (j->fd < 0) {
+        st = oc_fail(ctx, OC_ERR_INPUT, "%s: cannot open the resume journal: %s", path, strerror(errno));
+        goto fail;
+    }
+    size_t hlen = read_header(j->fd, &have);
+    if (!hlen) {
+        st = oc_fail(ctx, OC_ERR_INPUT, "%s: not a resume journal of this version, or its header is damaged: remove "
+                     "it to start over", path);
+        goto fail;
+    }
+    if (strcmp(have, job) != 0) {
+        char diff[512];
+        first_difference(have, job, diff, sizeof diff);
+        st = oc_fail(ctx, OC_ERR_INPUT, "%s: the journal was made for another job: %s; remove it to start over", path,
+                     diff);
+        goto fail;
+    }
+    int64_t off = (int64_t)hlen, size = oc_sys_file_size(j->fd);
+    size_t cap = 0;
+    for (;;) {
+        record_head h;
+        if (off + (int64_t)sizeof h > size || pread(j->fd, &h, sizeof h, off) != (ssize_t)sizeof h) break;
+        if (h.magic != RECORD_MAGIC || h.len > RECORD_MAX || off + (int64_t)sizeof h + h.len > size) break;
+        if (h.len > cap) {
+            unsigned char *p = realloc(payload, h.len);
+            if (!p) {
+                st = oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: out of memory reading a record of %u bytes", path, h.len);
+                goto fail;
+            }
+            payload = p;
+            cap = h.len;
+        }
+        if (h.len && pread(j->fd, payload, h.len, off + (int64_t)sizeof h) != (ssize_t)h.len) break;
+        if (record_crc(&h, payload) != h.crc) break;
+        if (fn && fn(user, h.type, h.unit, payload, h.len, off + (int64_t)sizeof h)) break;
+        off += (int64_t)sizeof h + h.len;
+    }
+    j->end = off;
+    free(have);
+    free(payload);
+    /* A record cut short, or damaged, and what follows it are not the journal's. */
+    if (off < size && oc_sys_ftruncate(ctx, j->fd, off) != 0) {
+        st = oc_io_fail(ctx, "truncating the resume journal", path, errno, -1, -1, -1);
+        oc_journal_close(j);
+        return st;
+    }
+    *out = j;
+    return OC_OK;
+fail:
+    free(have);
+    free(payload);
+    oc_journal_close(j);
+    return st;
+}
+
+oc_status oc_journal_truncate_before(oc_context *ctx, oc_journal *j, int64_t offset)
+{
+    int64_t at = offset - (int64_t)sizeof(record_head);
+    if (at >= j->end) return OC_OK;
+    j->used = 0;
+    if (oc_sys_ftruncate(ctx, j->fd, at) != 0 || oc_sys_fsync(ctx, j->fd) != 0)
+        return oc_io_fail(ctx, "truncating the resume journal", j->path, errno, -1, -1, -1);
+    j->end = at;
+    return OC_OK;
+}
+
+oc_status oc_journal_read(oc_context *ctx, oc_journal *j, int64_t offset, void *buf, size_t len)
+{
+    size_t done = 0;
+    while (done < len) {
+        ssize_t got = pread(j->fd, (char *)buf + done, len - done, offset + (int64_t)done);
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0)
+            return oc_fail(ctx, OC_ERR_IO, "%s: cannot read the resume journal: %s", j->path,
+                           got < 0 ? strerror(errno) : "it is shorter than its records say");
+        done += (size_t)got;
+    }
+    return OC_OK;
+}
+
+oc_status oc_journal_append(oc_context *ctx, oc_journal *j, uint32_t type, uint64_t unit, const void *payload,
+                            uint32_t len)
+{
+    record_head h = {.magic = RECORD_MAGIC, .type = type, .unit = unit, .len = len};
+    h.crc = record_crc(&h, payload);
+    size_t need = j->used + sizeof h + len;
+    if (need > j->cap) {
+        size_t cap = j->cap ? j->cap : 4096;
+        while (cap < need) cap *= 2;
+        unsigned char *p = realloc(j->buf, cap);
+        if (!p) return oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: out of memory for %zu bytes of records", j->path, need);
+        j->buf = p;
+        j->cap = cap;
+    }
+    memcpy(j->buf + j->used, &h, sizeof h);
+    if (len) memcpy(j->buf + j->used + sizeof h, payload, len);
+    j->used = need;
+    return OC_OK;
+}
+
+oc_status oc_journal_flush(oc_context *ctx, oc_journal *j)
+{
+    if (j->used) {
+        int err = oc_sys_write_all(ctx, j->fd, j->buf, j->used, j->end);
+        if (err) return oc_io_fail(ctx, "writing the resume journal", j->path, err, -1, -1, -1);
+        j->end += (int64_t)j->used;
+        j->used = 0;
+    }
+    /* fdatasync: the records and the file's new length; its times may wait. */
+    if (fdatasync(j->fd) != 0 && errno != EINVAL)
+        return oc_io_fail(ctx, "flushing the resume journal", j->path, errno, -1, -1, -1);
+    return OC_OK;
+}
+
+void oc_journal_close(oc_journal *j)
+{
+    if (!j) return;
+    if (j->fd >= 0) close(j->fd);
+    free(j->buf);
+    free(j->path);
+    free(j);
+}

@@ -1,0 +1,62 @@
+/*
+ * journal.h - the resume journal of a job (docs/design-notes.md, "Resume"): a text header
+ * that says which job it belongs to, then append-only binary records of completed work.
+ *
+ *   header   "outcore-journal 1\n", then "key value\n" lines (the job: inputs, options that
+ *            change the bytes), then "crc XXXXXXXX\n": the CRC-32 of everything before it
+ *   record   uint32 magic, uint32 type, uint64 unit, uint32 len, uint32 crc, payload[len]
+ *            (host byte order; crc covers type, unit, len and the payload)
+ *
+ * A record whose magic, length or CRC is wrong ends the journal: it is the one a crash cut
+ * short (or damage), and it and everything after it are dropped when the journal is opened
+ * for appending. Appends are buffered; oc_journal_flush writes them and fdatasyncs, and only
+ * then are they part of the journal. This file knows nothing of what the records mean:
+ * exec/gram_resume.c does.
+ */
+#ifndef OC_IO_JOURNAL_H
+#define OC_IO_JOURNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "outcore.h"
+
+typedef struct oc_journal oc_journal;
+
+/* The journal's name for an output: PATH.outcore-journal (malloc'd; NULL when out of memory). */
+char *oc_journal_path_for(const char *output_path);
+
+/* Creates (or replaces) the journal at path with the header `job` (lines "key value\n"),
+ * written and flushed before it returns. */
+oc_status oc_journal_create(oc_context *ctx, const char *path, const char *job, oc_journal **out);
+
+/* Called for each valid record, in order; offset is where its payload starts in the file. A
+ * nonzero return stops the scan there (that record and the rest are dropped). */
+typedef int (*oc_journal_record_fn)(void *user, uint32_t type, uint64_t unit, const void *payload, uint32_t len,
+                                    int64_t offset);
+
+/* Opens an existing journal for appending: checks its header against `job` and calls fn on
+ * each valid record. OC_ERR_INPUT with one line naming the journal and the first line that
+ * differs (or the damage) when it belongs to another job. */
+oc_status oc_journal_open(oc_context *ctx, const char *path, const char *job, oc_journal_record_fn fn, void *user,
+                          oc_journal **out);
+
+/* Drops every record from the one whose payload starts at `offset` on: they are recomputed. */
+oc_status oc_journal_truncate_before(oc_context *ctx, oc_journal *j, int64_t offset);
+
+/* Reads len bytes of the payload at offset (from the record callback) into buf. */
+oc_status oc_journal_read(oc_context *ctx, oc_journal *j, int64_t offset, void *buf, size_t len);
+
+/* Buffers one record; oc_journal_flush makes it durable. */
+oc_status oc_journal_append(oc_context *ctx, oc_journal *j, uint32_t type, uint64_t unit, const void *payload,
+                            uint32_t len);
+/* Writes the buffered records and fdatasyncs the journal. */
+oc_status oc_journal_flush(oc_context *ctx, oc_journal *j);
+/* Bytes of records buffered and not flushed yet. */
+size_t oc_journal_pending(const oc_journal *j);
+
+const char *oc_journal_name(const oc_journal *j);
+/* Closes the journal (its file stays). NULL is a no-op. */
+void oc_journal_close(oc_journal *j);
+
+#endif

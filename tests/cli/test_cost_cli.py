@@ -1,0 +1,80 @@
+"""The cost model through the CLI and the binding: `--explain` and `--json` carry the backend
+prediction; `outcore devices --bandwidth` measures and stores the rates; a corrupted rate
+cache is ignored with a warning; auto without a GPU runs on the CPU (docs/cost-model.md)."""
+import json
+
+import numpy as np
+import pytest
+
+from conftest import run
+
+
+def gpu_count():
+    return len(json.loads(run("devices", "--json").stdout)["gpus"])
+
+
+@pytest.fixture
+def small(tmp_path):
+    a = (np.random.default_rng(5).random((300, 216)) < 0.1).astype(np.uint8)
+    np.save(tmp_path / "a.npy", a)
+    return tmp_path / "a.npy"
+
+
+def test_auto_without_gpu_runs_on_the_cpu_and_explains(small, tmp_path):
+    if gpu_count():
+        pytest.skip("a GPU is usable here: auto may choose it")
+    env = {"OUTCORE_COST_CACHE": str(tmp_path / "rates.txt")}
+    proc = run("gram", small, "-o", tmp_path / "c.npy", "--json", "--explain", env=env)
+    summary = json.loads(proc.stdout)
+    assert summary["backend"] == "cpu"
+    assert summary["backend_explain"].endswith(": cpu") or ": cpu [" in summary["backend_explain"]
+    assert "gram 300x300x216 (dense)" in summary["backend_explain"]
+    assert "outcore: backend " + summary["backend_explain"] in proc.stderr
+    assert "outcore: algorithm " in proc.stderr
+    assert not (tmp_path / "rates.txt").exists()  # nothing to choose, nothing measured
+
+
+def test_devices_bandwidth_stores_the_rates_that_explain_then_uses(small, tmp_path):
+    cache = tmp_path / "cache" / "rates.txt"
+    env = {"OUTCORE_COST_CACHE": str(cache)}
+    proc = run("devices", "--bandwidth", "--json", env=env)
+    json.loads(proc.stdout)  # the device report is unchanged on stdout
+    assert "host memory" in proc.stderr and f"stored in         {cache}" in proc.stderr
+    text = cache.read_text()
+    assert text.startswith("# outcore cost-model rates")
+    assert "\nhost_bw " in text and "\ncpu_bit_macs." in text
+    explain = json.loads(run("gram", small, "-o", tmp_path / "c.npy", "--json", env=env).stdout)["backend_explain"]
+    # The CPU's stage is quoted with the figure just measured, not a default.
+    rates = dict(line.split() for line in text.splitlines() if line and not line.startswith(("#", "machine ")))
+    cpu_part = explain.split("; cuda")[0]
+    host_bw = f"host memory {float(rates['host_bw']) / 1e9:.3g} GB/s ->"
+    kernel = "kernel" in cpu_part and "bit-MAC/s (default)" not in cpu_part
+    assert host_bw in cpu_part or kernel or "element/s (default)" in cpu_part, explain
+
+
+def explain_with_cache(small, tmp_path, cache_text):
+    """--explain's stderr of a job on `small` under a rate cache holding cache_text."""
+    cache = tmp_path / "rates.txt"
+    cache.write_text(cache_text)
+    proc = run("gram", small, "-o", tmp_path / "c.npy", "--explain", "--quiet", env={"OUTCORE_COST_CACHE": str(cache)})
+    assert np.load(tmp_path / "c.npy").shape == (300, 300)
+    return proc.stderr
+
+
+def test_corrupted_cache_is_ignored_with_a_warning(small, tmp_path):
+    err = explain_with_cache(small, tmp_path, "# outcore cost-model rates\nmachine x\nhost_bw fast\n")
+    assert "line 3 is not a rate" in err, err
+
+
+def test_foreign_cache_is_ignored_with_a_warning(small, tmp_path):
+    err = explain_with_cache(small, tmp_path, "# outcore cost-model rates\nmachine another-host | some CPU | 64 cores\n"
+                             "host_bw 1e+12\n")
+    assert "other machines' rates only" in err, err
+    assert "1 TB/s" not in err  # the other machine's figure was not used
+
+
+def test_backend_cpu_asked_is_said(small, tmp_path):
+    proc = run("gram", small, "-o", tmp_path / "c.npy", "--backend", "cpu", "--explain", "--quiet",
+               env={"OUTCORE_COST_CACHE": "off"})
+    assert "outcore: backend cpu (asked); predicted gram 300x300x216" in proc.stderr, proc.stderr
+    assert "(default)" in proc.stderr  # no cache: every rate is a default, and says so

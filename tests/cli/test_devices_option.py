@@ -1,0 +1,41 @@
+"""`--devices` and per-device `--gpu-mem`: bad specs fail with one line naming the bad token
+and leave no output; `--devices` with the cpu backend is an error; a per-device budget
+leaves a CPU job's result alone. (Results on split devices: tests/gpu/test_cuda_cases.c.)"""
+import numpy as np
+import pytest
+
+from conftest import reference, run
+
+
+@pytest.fixture
+def a_npy(tmp_path, rng):
+    a = (rng.random((40, 90)) < 0.3).astype(np.uint8)
+    path = tmp_path / "a.npy"
+    np.save(path, a)
+    return a, path
+
+
+@pytest.mark.parametrize("args, token", [
+    (["--devices", "0:2", "--backend", "cpu"], '"0:2"'),
+    (["--devices", "0,x"], '"x"'),
+    (["--devices", "0:0"], '"0:0"'),
+    (["--devices", "0:9"], '"0:9"'),
+    (["--devices", "1,1"], '"1"'),
+    (["--devices", "0", "--gpu-mem", "0=lots"], '"0=lots"'),
+    (["--devices", "0", "--gpu-mem", "zz=2G"], '"zz=2G"'),
+])
+def test_bad_device_specs_name_the_token(tmp_path, a_npy, args, token):
+    out = tmp_path / "c.npy"
+    proc = run("gram", a_npy[1], "-o", out, *args, check=False)
+    assert proc.returncode != 0
+    lines = proc.stderr.strip().splitlines()
+    # Syntax first: the bad token is named whether or not the machine has the devices.
+    assert len(lines) == 1 and token in lines[0], proc.stderr
+    assert not out.exists()
+
+
+def test_per_device_budget_leaves_a_cpu_job_alone(tmp_path, a_npy):
+    a, path = a_npy
+    out = tmp_path / "c.npy"
+    run("gram", path, "-o", out, "--backend", "cpu", "--gpu-mem", "0=2G")
+    assert np.array_equal(np.load(out), reference(a))

@@ -1,0 +1,238 @@
+"""--resume: jobs killed at several points (OUTCORE_RESUME_KILL_AFTER, and a real SIGKILL of a
+running job), resumed, and compared byte for byte with an uninterrupted run; journals of
+another job refused; damaged journals. The CUDA cases run where a GPU is usable (ctest's
+gpu_cli_test_resume) and skip elsewhere."""
+import os
+import signal
+import subprocess
+import time
+
+import numpy as np
+import pytest
+
+from conftest import outcore_bin, require_backend, run
+
+# .npz members carry their write time: both runs write the same one.
+EPOCH = {"SOURCE_DATE_EPOCH": "1700000000"}
+# A checkpoint after every group of tiles, so a kill after unit k lands where the test says.
+EVERY = dict(EPOCH, OUTCORE_RESUME_INTERVAL="0")
+
+@pytest.fixture
+def inputs(tmp_path):
+    rng = np.random.default_rng(7)
+    np.save(tmp_path / "A.npy", (rng.random((330, 700)) < 0.1).astype(np.uint8))
+    np.save(tmp_path / "B.npy", (rng.random((270, 700)) < 0.12).astype(np.uint8))
+    return tmp_path
+
+
+def leftovers(d, out):
+    return sorted(p.name for p in d.iterdir() if p.name.startswith(out.name) and p.name != out.name)
+
+
+CASES = [
+    ("dense_aat", ["--metric", "jaccard"], "C.npy", False),
+    ("dense_abt", ["--metric", "counts"], "C.npy", True),
+    ("topk_aat", ["--metric", "jaccard", "--topk", "5"], "nn.npz", False),
+    ("topk_abt", ["--metric", "cosine", "--topk", "7"], "nn.tsv", True),
+    ("threshold_aat", ["--metric", "jaccard", "--threshold", "0.15"], "pairs.npz", False),
+    ("threshold_abt", ["--threshold", "4"], "pairs.mtx", True),
+]
+
+
+@pytest.mark.parametrize("name,opts,out_name,two", CASES, ids=[c[0] for c in CASES])
+def test_kill_and_resume_cpu(inputs, name, opts, out_name, two):
+    """Killed after unit 2, then after 7 more, then finished: the bytes of one run, no leftovers."""
+    d = inputs
+    args = ["gram", d / "A.npy"] + ([d / "B.npy"] if two else []) + opts + ["--tile", "24", "--backend", "cpu", "-q"]
+    ref = d / ("ref_" + out_name)
+    run(*args, "-o", ref, "--threads", "1", env=EPOCH)
+    out = d / out_name
+    for k in (2, 9):
+        proc = run(*args, "-o", out, "--threads", "2", "--resume", check=False,
+                   env=dict(EVERY, OUTCORE_RESUME_KILL_AFTER=str(k)))
+        assert proc.returncode == -signal.SIGKILL, proc.stderr
+        assert not out.exists()
+        assert (d / (out_name + ".outcore-journal")).exists()
+    # Without --resume the journal is refused, with the way forward.
+    proc = run(*args, "-o", out, check=False, env=EPOCH)
+    assert proc.returncode == 2
+    assert "--resume" in proc.stderr and "outcore-journal" in proc.stderr and len(proc.stderr.splitlines()) == 1
+    run(*args, "-o", out, "--resume", env=EPOCH)
+    assert out.read_bytes() == ref.read_bytes()
+    assert leftovers(d, out) == []
+
+
+BACKEND_CASES = [("dense", ["--metric", "cosine"], "C.npy", False, (3, 12)),
+                 ("dense_abt", ["--metric", "jaccard"], "C.npy", True, (3, 12)),
+                 ("threshold", ["--metric", "jaccard", "--threshold", "0.12"], "pairs.npz", False, (2, 5)),
+                 ("threshold_abt", ["--threshold", "14"], "pairs.mtx", True, (2, 5))]
+
+
+@pytest.mark.parametrize("backend", ["cpu", "cuda"])
+@pytest.mark.parametrize("name,opts,out_name,two,kills", BACKEND_CASES, ids=[c[0] for c in BACKEND_CASES])
+def test_resume_on_backend(inputs, backend, name, opts, out_name, two, kills, tmp_path):
+    """A job killed twice on the backend, resumed there: identical bytes (cuda: the device
+    test, gpu_cli_test_resume)."""
+    require_backend(backend, tmp_path)
+    d = inputs
+    rng = np.random.default_rng(3)
+    # 16 panels of 256 rows: 136 tiles (A·Aᵀ), several of the engine's checkpoints (every 4
+    # output slots' worth of tiles) before the end; threshold units are row blocks.
+    np.save(d / "big.npy", (rng.random((4096, 900)) < 0.1).astype(np.uint8))
+    np.save(d / "big_b.npy", (rng.random((3000, 900)) < 0.1).astype(np.uint8))
+    args = ["gram", d / "big.npy"] + ([d / "big_b.npy"] if two else []) + opts + ["--backend", backend, "-q"]
+    ref = d / ("ref_" + out_name)
+    run(*args, "-o", ref, env=EPOCH)
+    tile = ["--tile", "256"] if backend == "cuda" else ["--tile", "128"]
+    out = d / out_name
+    for n, k in enumerate(kills):
+        proc = run(*args, *tile, "-o", out, "--resume", check=False, env=dict(EVERY, OUTCORE_RESUME_KILL_AFTER=str(k)))
+        # The first kill must land; a later one may find the rest done in one checkpoint (the
+        # device's tile order decides when row blocks complete), and then the job finishes.
+        assert proc.returncode == -signal.SIGKILL or (n > 0 and proc.returncode == 0), proc.stderr
+        if proc.returncode == 0:
+            out.unlink()
+    run(*args, "-o", out, "--resume", env=EPOCH)
+    assert out.read_bytes() == ref.read_bytes()
+    assert leftovers(d, out) == []
+
+
+def test_real_sigkill_of_running_jobs(inputs):
+    """A real kill -9 of a running CLI job, at whatever point it has reached, several times."""
+    d = inputs
+    rng = np.random.default_rng(11)
+    np.save(d / "big.npy", (rng.random((2400, 4096)) < 0.05).astype(np.uint8))
+    for opts, out_name in ((["--metric", "jaccard"], "C.npy"), (["--threshold", "10"], "pairs.npz"),
+                           (["--topk", "9", "--metric", "cosine"], "nn.npz")):
+        args = [outcore_bin(), "gram", str(d / "big.npy"), *opts, "--tile", "48", "--threads", "1", "--backend", "cpu", "-q"]
+        ref, out = d / ("ref_" + out_name), d / out_name
+        journal = d / (out_name + ".outcore-journal")
+        env = dict(os.environ, **EVERY)
+        start = time.monotonic()
+        subprocess.run(args + ["-o", str(ref), "--resume"], check=True, env=env)
+        whole = time.monotonic() - start
+        interrupted = 0
+        for share in (0.3, 0.6):  # of an uninterrupted resumable run's time
+            job = subprocess.Popen(args + ["-o", str(out), "--resume"], env=env, stderr=subprocess.PIPE)
+            time.sleep(whole * share)
+            job.send_signal(signal.SIGKILL)
+            job.communicate()
+            interrupted += job.returncode == -signal.SIGKILL and journal.exists() and not out.exists()
+        assert interrupted > 0, f"{out_name}: no kill landed while the job ran"
+        subprocess.run(args + ["-o", str(out), "--resume"], check=True, env=env)
+        assert out.read_bytes() == ref.read_bytes(), out_name
+        assert leftovers(d, out) == []
+
+
+def killed_job(d, extra=()):
+    """A dense job of A killed after its third unit; returns its arguments and the journal."""
+    args = ["gram", d / "A.npy", "--tile", "24", "--threads", "1", "--backend", "cpu", "-q", *extra]
+    proc = run(*args, "-o", d / "C.npy", "--resume", check=False, env=dict(EVERY, OUTCORE_RESUME_KILL_AFTER="3"))
+    assert proc.returncode == -signal.SIGKILL
+    return args, d / "C.npy.outcore-journal"
+
+
+def test_journal_of_another_job_refused(inputs):
+    d = inputs
+    args, journal = killed_job(d)
+    # other options
+    proc = run(*args, "--metric", "jaccard", "-o", d / "C.npy", "--resume", check=False)
+    assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1
+    assert str(journal) in proc.stderr and "metric" in proc.stderr
+    # another input under the same name
+    rng = np.random.default_rng(99)
+    np.save(d / "A.npy", (rng.random((330, 700)) < 0.1).astype(np.uint8))
+    proc = run(*args, "-o", d / "C.npy", "--resume", check=False)
+    assert proc.returncode == 2 and "a." in proc.stderr and str(journal) in proc.stderr
+    assert not (d / "C.npy").exists()
+
+
+def test_damaged_journals(inputs):
+    d = inputs
+    args, journal = killed_job(d)
+    run(*args, "-o", d / "ref.npy")
+    data = journal.read_bytes()
+    # a torn last record (a crash in the middle of a write) is ignored, its tile done again
+    journal.write_bytes(data[:-3])
+    proc = run(*args, "-o", d / "C.npy", "--resume", check=False,
+               env=dict(EVERY, OUTCORE_RESUME_KILL_AFTER="6"))
+    assert proc.returncode == -signal.SIGKILL
+    # a flipped byte in a record: that record and the rest are dropped, the tiles redone
+    data = bytearray(journal.read_bytes())
+    data[-20] ^= 0xFF
+    journal.write_bytes(bytes(data))
+    run(*args, "-o", d / "C.npy", "--resume")
+    assert (d / "C.npy").read_bytes() == (d / "ref.npy").read_bytes()
+    assert leftovers(d, d / "C.npy") == []
+    # a damaged header: refused, naming the journal
+    args, journal = killed_job(d)
+    data = bytearray(journal.read_bytes())
+    data[30] ^= 0x01
+    journal.write_bytes(bytes(data))
+    proc = run(*args, "-o", d / "C.npy", "--resume", check=False)
+    assert proc.returncode == 2 and str(journal) in proc.stderr and "damaged" in proc.stderr
+
+
+def test_damaged_tile_in_the_output_is_redone(inputs):
+    """A tile whose bytes in the temporary file are not the journal's is computed again."""
+    d = inputs
+    args, journal = killed_job(d)
+    run(*args, "-o", d / "ref.npy")
+    tmp = [p for p in d.iterdir() if p.name.startswith("C.npy.tmp-")]
+    assert len(tmp) == 1
+    arr = np.load(tmp[0], mmap_mode="r+")
+    arr[0, :24] = 12345  # in the first tile, which the journal has
+    arr.flush()
+    del arr
+    run(*args, "-o", d / "C.npy", "--resume")
+    assert (d / "C.npy").read_bytes() == (d / "ref.npy").read_bytes()
+
+
+def test_resume_without_journal_and_success_removes_it(inputs):
+    d = inputs
+    run("gram", d / "A.npy", "-o", d / "C.npy", "--resume", "-q", "--backend", "cpu")
+    run("gram", d / "A.npy", "-o", d / "R.npy", "-q")
+    assert (d / "C.npy").read_bytes() == (d / "R.npy").read_bytes()
+    assert leftovers(d, d / "C.npy") == []
+
+
+def test_sparse_algorithm_cannot_resume(inputs):
+    proc = run("gram", inputs / "A.npy", "--algorithm", "sparse", "--threshold", "3", "-o", inputs / "p.npz",
+               "--resume", check=False)
+    assert proc.returncode != 0 and "sparse" in proc.stderr
+    assert not (inputs / "p.npz.outcore-journal").exists()
+
+
+def test_ctrl_c_keeps_the_journal(inputs):
+    """SIGINT cancels a resumable job (exit 130) and keeps what it finished for --resume."""
+    d = inputs
+    rng = np.random.default_rng(13)
+    np.save(d / "big.npy", (rng.random((2400, 4096)) < 0.05).astype(np.uint8))
+    args = [outcore_bin(), "gram", str(d / "big.npy"), "--metric", "cosine", "--tile", "48", "--threads", "1", "--backend", "cpu", "-q"]
+    out, ref = d / "C.npy", d / "ref.npy"
+    start = time.monotonic()
+    subprocess.run(args + ["-o", str(ref), "--resume"], check=True, env=dict(os.environ, **EVERY))
+    whole = time.monotonic() - start
+    job = subprocess.Popen(args + ["-o", str(out), "--resume"], env=dict(os.environ, **EVERY), stderr=subprocess.PIPE)
+    time.sleep(whole * 0.5)
+    job.send_signal(signal.SIGINT)
+    job.communicate()
+    if job.returncode == 130:
+        assert (d / "C.npy.outcore-journal").exists() and not out.exists()
+        assert len([p for p in d.iterdir() if p.name.startswith("C.npy.tmp-")]) == 1
+    subprocess.run(args + ["-o", str(out), "--resume"], check=True, env=dict(os.environ, **EVERY))
+    assert out.read_bytes() == ref.read_bytes()
+    assert leftovers(d, out) == []
+
+
+def test_a_new_job_that_fails_leaves_nothing(inputs):
+    """A resumable job that fails before anything is on record removes its journal too."""
+    d = inputs
+    proc = run("gram", d / "A.npy", "-o", d / "C.npy", "--resume", "-q", "--backend", "cpu", check=False,
+               env={"OUTCORE_FAULT_TRUNCATE": "1:enospc"})
+    assert proc.returncode == 1 and "disk full" in proc.stderr
+    assert leftovers(d, d / "C.npy") == [] and not (d / "C.npy").exists()
+    proc = run("gram", d / "A.npy", "--topk", "3", "-o", d / "nn.npz", "--resume", "-q", "--backend", "cpu",
+               check=False, env={"OUTCORE_FAULT_OPEN": "2:eio"})
+    assert proc.returncode != 0
+    assert leftovers(d, d / "nn.npz") == [] and not (d / "nn.npz").exists()

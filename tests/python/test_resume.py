@@ -1,0 +1,50 @@
+"""resume=True from Python: a job killed in a child process (OUTCORE_RESUME_KILL_AFTER) is
+finished by the same call with resume=True, with the bytes of an uninterrupted run."""
+import os
+import signal
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import outcore
+
+CHILD = """
+import sys, numpy as np, outcore
+kind, path = sys.argv[1], sys.argv[2]
+A = np.load(sys.argv[3])
+kw = dict(topk=4, metric="jaccard") if kind == "topk" else dict(threshold=0.2, metric="jaccard") if kind == "pairs" else {}
+outcore.gram(A, out=path, resume=True, threads=1, backend="cpu", **kw)
+"""
+
+
+@pytest.mark.parametrize("kind,name", [("dense", "C.npy"), ("topk", "nn.npz"), ("pairs", "p.npz")])
+def test_killed_then_resumed(tmp_path, kind, name):
+    rng = np.random.default_rng(5)
+    A = (rng.random((900, 500)) < 0.1).astype(np.uint8)
+    np.save(tmp_path / "A.npy", A)
+    out, ref = tmp_path / name, tmp_path / ("ref_" + name)
+    env = dict(os.environ, SOURCE_DATE_EPOCH="1700000000", OUTCORE_RESUME_INTERVAL="0",
+               OUTCORE_RESUME_KILL_AFTER="2")
+    child = subprocess.run([sys.executable, "-c", CHILD, kind, str(out), str(tmp_path / "A.npy")], env=env,
+                           capture_output=True, text=True)
+    assert child.returncode == -signal.SIGKILL, child.stderr
+    assert (tmp_path / (name + ".outcore-journal")).exists() and not out.exists()
+    kw = dict(topk=4, metric="jaccard") if kind == "topk" else dict(threshold=0.2, metric="jaccard") if kind == "pairs" else {}
+    kw["backend"] = "cpu"  # the tiles the journal counts are the CPU's
+    with pytest.raises(outcore.InputError, match="resume=True"):
+        outcore.gram(A, out=str(out), **kw)
+    os.environ["SOURCE_DATE_EPOCH"] = "1700000000"
+    try:
+        outcore.gram(A, out=str(out), resume=True, **kw)
+        outcore.gram(A, out=str(ref), **kw)
+    finally:
+        del os.environ["SOURCE_DATE_EPOCH"]
+    assert out.read_bytes() == ref.read_bytes()
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["A.npy", name, "ref_" + name])
+
+
+def test_resume_needs_a_file(tmp_path):
+    with pytest.raises(outcore.Error, match="resume"):
+        outcore.gram(np.eye(4, dtype=np.uint8), resume=True)

@@ -1,0 +1,286 @@
+/*
+ * test_cost.c - the cost model (exec/cost.h): its decisions on synthetic rate tables, the
+ * rate cache's round trip, corrupted and foreign caches ignored with a note, and
+ * `--backend auto` on a machine without a GPU.
+ *
+ * The rate tables are written here, not measured, so every decision is the model's
+ * arithmetic on known figures: the expected choice of each case follows from the roofline
+ * formulas of cost.h, and the test also checks the times against those formulas.
+ */
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "outcore.h"
+#include "exec/cost.h"
+
+/* A GPU host like the lent H100: PCIe 55 GB/s pinned, host memory 80 GB/s on 16 cores. */
+static oc_cost_rates fast_gpu_host(void)
+{
+    oc_cost_rates r = {0};
+    r.h2d_pinned = r.d2h_pinned = 55e9;
+    r.bidir_pinned = 100e9;
+    r.h2d_pageable = r.d2h_pageable = 8e9;
+    r.host_bw = 80e9;
+    r.cpu[OC_COST_BIT_MAC] = 16 * 0.9e12;
+    r.gpu[OC_COST_BIT_MAC] = 4.8e15;
+    r.gpu_startup = 0.3;
+    r.gpu_job_setup = 0.005;
+    r.measured = OC_COST_M_PCIE | OC_COST_M_HOST_BW | OC_COST_M_CPU_BITS | OC_COST_M_STARTUP | OC_COST_M_GPU_BITS;
+    oc_cost_rates_resolve(&r, 16, "avx512");
+    return r;
+}
+
+static void gram_job(int64_t n, int64_t m, oc_cost_gram_output output, int64_t k, oc_cost_job *job)
+{
+    oc_cost_gram_shape g = {.n = n, .p = n, .m = m, .symmetric = 1, .output = output, .elem_bytes = 4, .k = k};
+    oc_cost_job_gram(&g, job);
+}
+
+static void test_gram_decisions(void)
+{
+    oc_cost_rates r = fast_gpu_host();
+    oc_cost_job job;
+    oc_cost_prediction p;
+
+    /* The tiny job: 4627 x 216 is milliseconds on the CPU, start-up on the GPU. */
+    gram_job(4627, 216, OC_COST_GRAM_DENSE, 0, &job);
+    oc_cost_predict(&r, &job, 1, "cuda:0", NULL, &p);
+    CHECK(p.choice == OC_COST_CPU);
+    CHECK(p.cpu_seconds < 0.05);
+    CHECK(p.gpu_seconds >= r.gpu_startup);
+    CHECK_MSG(strstr(p.reason, "cuda:0") && strstr(p.reason, ": cpu"), "reason: %s", p.reason);
+
+    /* A large top-k job: 100000 rows x 200000 bits is 10^15 bit-MACs, minutes on the CPU. */
+    gram_job(100000, 200000, OC_COST_GRAM_TOPK, 10, &job);
+    oc_cost_predict(&r, &job, 1, "cuda:0", NULL, &p);
+    CHECK(p.choice == OC_COST_GPU);
+    double pairs = 100000.0 * 100001.0 / 2;
+    CHECK(fabs(p.cpu_compute - (pairs * 200000 / r.cpu[OC_COST_BIT_MAC] + pairs / r.cpu[OC_COST_ELEMENT])) <
+          1e-9 * p.cpu_compute);
+    CHECK_MSG(strstr(p.reason, ": cuda:0"), "reason: %s", p.reason);
+
+    /* No usable GPU: the CPU, whatever the prediction, and the reason says why. */
+    oc_cost_predict(&r, &job, 0, "cuda:0", "no driver", &p);
+    CHECK(p.choice == OC_COST_CPU);
+    CHECK(isinf(p.gpu_seconds));
+    CHECK_MSG(strstr(p.reason, "no driver") != NULL, "reason: %s", p.reason);
+
+    /* A job that loses to the start-up of a process's first GPU job but wins once the
+     * process has one running: the warm flag drops the context creation. */
+    gram_job(20000, 4096, OC_COST_GRAM_TOPK, 10, &job);
+    oc_cost_predict(&r, &job, 1, "cuda:0", NULL, &p);
+    CHECK_MSG(p.choice == OC_COST_CPU, "cold: %s", p.reason);
+    job.gpu_warm = 1;
+    oc_cost_predict(&r, &job, 1, "cuda:0", NULL, &p);
+    CHECK_MSG(p.choice == OC_COST_GPU, "warm: %s", p.reason);
+}
+
+static void test_map_decisions(void)
+{
+    oc_cost_rates r = fast_gpu_host();
+    oc_cost_job job;
+    oc_cost_prediction p;
+    const double elements = 1e6 * 500;
+    double mul[OC_COST_OPS] = {[OC_COST_F64] = 1};
+
+    /* a*b of two 1,000,000 x 500 float64 arrays: 24 bytes per flop. On a slow link (PCIe 3.0
+     * x4, 3 GB/s) the transfer alone takes 4 s while the host memory moves it in 0.15 s. */
+    oc_cost_job_map("a*b", 2 * 8 * elements, 8 * elements, elements, mul, &job);
+    oc_cost_rates slow = r;
+    slow.h2d_pinned = slow.d2h_pinned = 3e9;
+    slow.bidir_pinned = 5e9;
+    oc_cost_predict(&slow, &job, 1, "cuda:0", NULL, &p);
+    CHECK_MSG(p.choice == OC_COST_CPU, "%s", p.reason);
+    CHECK(fabs(p.cpu_memory - 24 * elements / slow.host_bw) < 1e-9);
+    CHECK(fabs(p.gpu_transfer - 16 * elements / slow.h2d_pinned) < 1e-9);
+    CHECK_MSG(strstr(p.reason, "24 bytes over PCIe per operation") != NULL, "%s", p.reason);
+
+    /* A compute-bound expression: 40 float64 math functions per element of one input. */
+    double heavy[OC_COST_OPS] = {[OC_COST_F64_MATH] = 40, [OC_COST_F64] = 20};
+    oc_cost_job_map("sin(exp(a))...", 8 * elements, 8 * elements, elements, heavy, &job);
+    oc_cost_predict(&r, &job, 1, "cuda:0", NULL, &p);
+    CHECK_MSG(p.choice == OC_COST_GPU, "%s", p.reason);
+    CHECK(p.cpu_compute > p.cpu_memory);
+
+    /* The same compute-bound job with pageable copies on the slow link: still the GPU? The
+     * arithmetic decides: 8 GB each way at 3 GB/s is under the CPU's compute time. */
+    oc_cost_predict(&slow, &job, 1, "cuda:0", NULL, &p);
+    CHECK(p.gpu_transfer < p.cpu_compute);
+    CHECK(p.choice == OC_COST_GPU);
+}
+
+static void test_defaults(void)
+{
+    oc_cost_rates r = {0};
+    oc_cost_rates_resolve(&r, 4, "avx2");
+    CHECK(r.cpu_cores == 4);
+    for (int op = 0; op < OC_COST_OPS; ++op) CHECK(r.cpu[op] > 0 && r.gpu[op] > 0);
+    CHECK(r.h2d_pinned > 0 && r.host_bw > 0 && r.gpu_startup > 0);
+    oc_cost_job job;
+    oc_cost_prediction p;
+    gram_job(1000, 1000, OC_COST_GRAM_DENSE, 0, &job);
+    oc_cost_predict(&r, &job, 1, "cuda:0", NULL, &p);
+    CHECK_MSG(strstr(p.reason, "(default)") != NULL, "defaults are named: %s", p.reason);
+}
+
+static void test_cache(void)
+{
+    if (!oc_test_tmp_create("oc_cost")) return;
+    char path[600];
+    snprintf(path, sizeof path, "%s", oc_test_tmp_path("sub/dir/rates.txt")); /* directories are created */
+    oc_cost_rates r = fast_gpu_host();
+    const unsigned all = ~0u;
+    CHECK(oc_cost_cache_store(path, "machine-a | cpu", &r, all) == 0);
+    oc_cost_rates other = r;
+    other.host_bw = 12e9;
+    CHECK(oc_cost_cache_store(path, "machine-b | cpu", &other, OC_COST_M_HOST_BW) == 0);
+
+    /* An element-op rate a job kind measured itself (outcore map's evaluator) goes with them. */
+    r.cpu[OC_COST_F64] = 3.25e10;
+    r.cpu_ops_measured = 1u << OC_COST_F64;
+    r.measured |= OC_COST_M_CPU_OPS;
+    CHECK(oc_cost_cache_store(path, "machine-a | cpu", &r, all) == 0);
+    /* Round trip: machine a's figures come back (printed with 6 digits), marked measured. */
+    oc_cost_rates back = {0};
+    snprintf(back.cpu_isa, sizeof back.cpu_isa, "avx512");
+    CHECK(oc_cost_cache_load(path, "machine-a | cpu", &back) == 1);
+    CHECK(back.note[0] == '\0');
+    CHECK(fabs(back.host_bw - r.host_bw) < 1e-5 * r.host_bw);
+    CHECK(fabs(back.h2d_pinned - r.h2d_pinned) < 1e-5 * r.h2d_pinned);
+    CHECK(fabs(back.gpu_startup - r.gpu_startup) < 1e-5);
+    CHECK(fabs(back.cpu[OC_COST_BIT_MAC] - r.cpu[OC_COST_BIT_MAC]) < 1e-5 * r.cpu[OC_COST_BIT_MAC]);
+    CHECK(back.measured == r.measured);
+    CHECK(back.cpu_ops_measured == 1u << OC_COST_F64 && fabs(back.cpu[OC_COST_F64] - 3.25e10) < 1);
+    CHECK(back.cpu[OC_COST_F32] == 0); /* not measured, not stored: the default fills it later */
+    /* The CPU kernel's rate is per ISA: another ISA's is not taken. */
+    oc_cost_rates avx2 = {0};
+    snprintf(avx2.cpu_isa, sizeof avx2.cpu_isa, "avx2");
+    CHECK(oc_cost_cache_load(path, "machine-a | cpu", &avx2) == 1);
+    CHECK(!(avx2.measured & OC_COST_M_CPU_BITS) && avx2.cpu[OC_COST_BIT_MAC] == 0);
+    /* Machine b kept its own section; storing a again kept b's. */
+    oc_cost_rates b = {0};
+    CHECK(oc_cost_cache_load(path, "machine-b | cpu", &b) == 1);
+    CHECK(fabs(b.host_bw - 12e9) < 1 && b.measured == OC_COST_M_HOST_BW);
+
+    /* A foreign machine: nothing taken, and a note that says so. */
+    oc_cost_rates foreign = {0};
+    CHECK(oc_cost_cache_load(path, "machine-c | cpu", &foreign) == 0);
+    CHECK(foreign.measured == 0 && foreign.host_bw == 0);
+    CHECK_MSG(strstr(foreign.note, "other machines") != NULL, "note: %s", foreign.note);
+
+    /* A corrupted file: ignored as a whole with a note; the next store replaces it. */
+    FILE *f = fopen(path, "a");
+    CHECK(f != NULL);
+    if (f) {
+        fputs("host_bw banana\n", f);
+        fclose(f);
+    }
+    oc_cost_rates bad = {0};
+    CHECK(oc_cost_cache_load(path, "machine-a | cpu", &bad) == 0);
+    CHECK(bad.measured == 0);
+    CHECK_MSG(strstr(bad.note, "not a rate") != NULL, "note: %s", bad.note);
+    CHECK(oc_cost_cache_store(path, "machine-a | cpu", &r, all) == 0);
+    oc_cost_rates again = {0};
+    CHECK(oc_cost_cache_load(path, "machine-a | cpu", &again) == 1 && again.note[0] == '\0');
+
+    /* A missing file is no warning. */
+    oc_cost_rates none = {0};
+    CHECK(oc_cost_cache_load(oc_test_tmp_path("absent.txt"), "machine-a | cpu", &none) == 0);
+    CHECK(none.note[0] == '\0');
+    oc_test_tmp_remove();
+}
+
+/* --backend auto through oc_gram: without a GPU it is the CPU, and the explanation is there;
+ * a corrupted cache reaches the explanation as a warning. */
+static void test_auto_without_gpu(oc_context *ctx)
+{
+    if (oc_cuda_device_count() > 0) {
+        printf("auto without a GPU: not checked, this machine has one\n");
+        return;
+    }
+    if (!oc_test_tmp_create("oc_cost_auto")) return;
+    const char *path = oc_test_tmp_path("rates.txt");
+    FILE *f = fopen(path, "w");
+    if (f) {
+        fputs("# outcore cost-model rates\nmachine x\nnot a line of rates\n", f);
+        fclose(f);
+    }
+    setenv("OUTCORE_COST_CACHE", path, 1);
+    oc_cost_rates_reset();
+    unsigned char bits[64 * 8];
+    for (size_t i = 0; i < sizeof bits; ++i) bits[i] = (unsigned char)(i * 37u);
+    oc_matrix *a = NULL;
+    CHECK(oc_matrix_from_bits(ctx, bits, 64, 64, 8, OC_BITS_MSB_FIRST, &a) == OC_OK);
+    oc_gram_options opts = OC_GRAM_OPTIONS_INIT;
+    oc_output out = OC_OUTPUT_INIT;
+    out.kind = OC_OUTPUT_DISCARD;
+    oc_gram_stats stats = {.struct_size = sizeof stats};
+    CHECK(oc_gram(ctx, a, NULL, &opts, &out, &stats) == OC_OK);
+    CHECK(stats.backend == OC_BACKEND_CPU);
+    CHECK_MSG(strstr(stats.backend_explain, ": cpu") != NULL, "explain: %s", stats.backend_explain);
+    CHECK_MSG(strstr(stats.backend_explain, "not a rate") != NULL, "the warning: %s", stats.backend_explain);
+    /* A caller built before backend_explain (version 2 of the struct) gets its fields only. */
+    oc_gram_stats v2;
+    memset(&v2, 0x5a, sizeof v2);
+    v2.struct_size = offsetof(oc_gram_stats, backend_explain);
+    CHECK(oc_gram(ctx, a, NULL, &opts, &out, &v2) == OC_OK);
+    CHECK(v2.backend == OC_BACKEND_CPU && v2.algorithm == OC_ALGORITHM_DENSE);
+    CHECK((unsigned char)v2.backend_explain[0] == 0x5a && (unsigned char)v2.backend_explain[639] == 0x5a);
+    /* The cache is off: defaults, named as such, and no file is written. */
+    setenv("OUTCORE_COST_CACHE", "off", 1);
+    oc_cost_rates_reset();
+    oc_cost_rates r;
+    oc_cost_rates_get(ctx, 1, 0, &r);
+    CHECK(r.measured == 0 && r.note[0] == '\0');
+    CHECK(oc_gram(ctx, a, NULL, &opts, &out, &stats) == OC_OK);
+    CHECK(stats.backend == OC_BACKEND_CPU);
+    unsetenv("OUTCORE_COST_CACHE");
+    oc_cost_rates_reset();
+    oc_matrix_free(a);
+    oc_test_tmp_remove();
+}
+
+/* The first auto job with a GPU measures the host's figures once and stores them; a later
+ * process (here: after a reset) reads them back instead of measuring. Here without a GPU the
+ * measurement is asked for directly. */
+static void test_measure_and_store(oc_context *ctx)
+{
+    if (!oc_test_tmp_create("oc_cost_measure")) return;
+    const char *path = oc_test_tmp_path("rates.txt");
+    setenv("OUTCORE_COST_CACHE", path, 1);
+    oc_cost_rates_reset();
+    oc_cost_rates first, again;
+    oc_cost_rates_get(ctx, 1, 0, &first);
+    const unsigned host = OC_COST_M_HOST_BW | OC_COST_M_CPU_BITS;
+    CHECK_MSG((first.measured & host) == host, "measured %#x: %s", first.measured, first.note);
+    CHECK(first.host_bw > 0 && first.cpu[OC_COST_BIT_MAC] > 0);
+    size_t len = 0;
+    unsigned char *text = oc_test_read_file(path, &len);
+    CHECK(text && strstr((char *)text, "\nhost_bw ") && strstr((char *)text, "\ncpu_bit_macs."));
+    free(text);
+    oc_cost_rates_reset();
+    oc_cost_rates_get(ctx, 0, 0, &again);
+    CHECK((again.measured & host) == host);
+    CHECK(fabs(again.host_bw - first.host_bw) < 1e-5 * first.host_bw);
+    unsetenv("OUTCORE_COST_CACHE");
+    oc_cost_rates_reset();
+    oc_test_tmp_remove();
+}
+
+int main(void)
+{
+    oc_context *ctx = NULL;
+    if (oc_context_create(&ctx) != OC_OK) return 1;
+    test_gram_decisions();
+    test_map_decisions();
+    test_defaults();
+    test_cache();
+    test_auto_without_gpu(ctx);
+    test_measure_and_store(ctx);
+    oc_context_free(ctx);
+    return oc_test_finish();
+}

@@ -1,0 +1,100 @@
+/*
+ * test_device_spec.c - parsing `--devices` and per-device `--gpu-mem` (exec/device_spec.h):
+ * the logical devices and budgets they make, and one-line errors naming the bad token.
+ */
+#include <string.h>
+
+#include "harness.h"
+#include "exec/device_spec.h"
+
+static oc_status parse(oc_context *ctx, const char *devices, const char *gpu_mem, int count, oc_device_list *out)
+{
+    oc_gram_options o = OC_GRAM_OPTIONS_INIT;
+    o.devices = devices;
+    o.gpu_mem_devices = gpu_mem;
+    return oc_device_list_parse(ctx, &o, count, out);
+}
+
+static void check_lists(oc_context *ctx)
+{
+    oc_device_list l;
+    /* No list: the options' one device and budget. */
+    oc_gram_options o = OC_GRAM_OPTIONS_INIT;
+    o.device = 2, o.gpu_mem_bytes = 1 << 30;
+    CHECK(oc_device_list_parse(ctx, &o, 4, &l) == OC_OK);
+    CHECK(l.count == 1 && l.dev[0].physical == 2 && l.dev[0].parts == 1 && l.dev[0].budget_bytes == 1 << 30);
+
+    CHECK(parse(ctx, "0,1,3", NULL, 4, &l) == OC_OK);
+    CHECK(l.count == 3 && l.dev[0].physical == 0 && l.dev[1].physical == 1 && l.dev[2].physical == 3);
+    CHECK(l.dev[2].budget_bytes == 0 && l.dev[2].budget_fraction == 0.9);
+
+    CHECK(parse(ctx, "all", NULL, 3, &l) == OC_OK);
+    CHECK(l.count == 3 && l.dev[2].physical == 2);
+
+    /* A split device: parts share its budget. */
+    CHECK(parse(ctx, "0:2,1", "0=20G,1=40G", 2, &l) == OC_OK);
+    CHECK_EQ_I64(l.count, 3);
+    CHECK(l.dev[0].physical == 0 && l.dev[0].part == 0 && l.dev[0].parts == 2);
+    CHECK(l.dev[1].physical == 0 && l.dev[1].part == 1 && l.dev[1].parts == 2);
+    CHECK_EQ_I64(l.dev[0].budget_bytes, 10LL << 30);
+    CHECK_EQ_I64(l.dev[1].budget_bytes, 10LL << 30);
+    CHECK_EQ_I64(l.dev[2].budget_bytes, 40LL << 30);
+
+    CHECK(parse(ctx, "0:3", "60%", 1, &l) == OC_OK);
+    CHECK(l.count == 3 && l.dev[2].budget_bytes == 0 && l.dev[2].budget_fraction > 0.1999 && l.dev[2].budget_fraction < 0.2001);
+
+    /* A per-device budget for one device leaves the others the job's one budget. */
+    o = (oc_gram_options)OC_GRAM_OPTIONS_INIT;
+    o.devices = "0,1", o.gpu_mem_devices = "1=2G", o.gpu_mem_bytes = 1 << 30;
+    CHECK(oc_device_list_parse(ctx, &o, 2, &l) == OC_OK);
+    CHECK(l.dev[0].budget_bytes == 1 << 30 && l.dev[1].budget_bytes == 2LL << 30);
+
+    char name[32];
+    oc_logical_device_name(&(oc_logical_device){.physical = 0, .part = 1, .parts = 2}, name, sizeof name);
+    CHECK(strcmp(name, "cuda:0.1/2") == 0);
+    oc_logical_device_name(&(oc_logical_device){.physical = 3, .parts = 1}, name, sizeof name);
+    CHECK(strcmp(name, "cuda:3") == 0);
+}
+
+/* Each bad spec fails with one line that names its bad token. */
+static void check_errors(oc_context *ctx)
+{
+    static const struct { const char *devices, *gpu_mem; int count; const char *token; } bad[] = {
+        {"0,x", NULL, 2, "\"x\""},          {"0,,1", NULL, 2, "\"\""},        {"0:0", NULL, 1, "\"0:0\""},
+        {"0:9", NULL, 1, "\"0:9\""},        {"0:a", NULL, 1, "\"0:a\""},      {"0,0", NULL, 1, "\"0\""},
+        {"1", NULL, 1, "\"1\""},            {"all", NULL, 0, "\"all\""},      {"-1", NULL, 2, "\"-1\""},
+        {"0", "0=", 1, "\"0=\""},           {"0", "1=2G", 2, "\"1=2G\""},     {"0", "x=2G", 1, "\"x=2G\""},
+        {"0", "2Q", 1, "\"2Q\""},           {"0", "0=200%", 1, "\"0=200%\""}, {"0:8,1:8,2", NULL, 3, "\"2\""},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
+        oc_device_list l;
+        CHECK_MSG(parse(ctx, bad[i].devices, bad[i].gpu_mem, bad[i].count, &l) == OC_ERR_INVALID_ARGUMENT, "case %zu", i);
+        const char *msg = oc_context_last_error(ctx);
+        CHECK_MSG(strstr(msg, bad[i].token) && !strchr(msg, '\n'), "case %zu: \"%s\" does not name %s", i, msg,
+                  bad[i].token);
+    }
+}
+
+static void check_sizes(void)
+{
+    int64_t b = 0;
+    double f = 0;
+    CHECK(oc_size_parse("2G", &b, &f) == OC_OK && b == 2LL << 30 && f == 0);
+    CHECK(oc_size_parse("512MiB", &b, &f) == OC_OK && b == 512LL << 20);
+    CHECK(oc_size_parse("50%", &b, &f) == OC_OK && b == 0 && f == 0.5);
+    CHECK(oc_size_parse("0", &b, &f) == OC_ERR_INVALID_ARGUMENT);
+    CHECK(oc_size_parse("101%", &b, &f) == OC_ERR_INVALID_ARGUMENT);
+    CHECK(oc_size_parse("3X", &b, &f) == OC_ERR_INVALID_ARGUMENT);
+    CHECK(oc_size_parse(NULL, &b, &f) == OC_ERR_INVALID_ARGUMENT);
+}
+
+int main(void)
+{
+    oc_context *ctx = NULL;
+    CHECK(oc_context_create(&ctx) == OC_OK);
+    check_lists(ctx);
+    check_errors(ctx);
+    check_sizes();
+    oc_context_free(ctx);
+    return oc_test_finish();
+}

@@ -1,0 +1,156 @@
+/*
+ * test_journal.c - the resume journal's file format (src/io/journal.h): records read back in
+ * order, a journal of another job refused naming the line that differs, a torn or damaged
+ * record ending the journal (and cut off before the next append), a damaged header refused,
+ * a failed write reported as an I/O error naming the journal.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/context.h"
+#include "core/fault.h"
+#include "harness.h"
+#include "io/journal.h"
+#include "outcore.h"
+
+static oc_context *ctx;
+static const char *JOB = "output C.npy\nmetric counts\na.shape 10 20\n";
+
+typedef struct seen {
+    int count;
+    uint32_t types[8];
+    uint64_t units[8];
+    char payloads[8][16];
+    int64_t offsets[8];
+} seen;
+
+static int on_record(void *user, uint32_t type, uint64_t unit, const void *payload, uint32_t len, int64_t offset)
+{
+    seen *s = user;
+    if (s->count == 8) return 1;
+    s->types[s->count] = type;
+    s->units[s->count] = unit;
+    snprintf(s->payloads[s->count], sizeof s->payloads[0], "%.*s", (int)len, (const char *)payload);
+    s->offsets[s->count++] = offset;
+    return 0;
+}
+
+static oc_status reopen(const char *path, const char *job, seen *s)
+{
+    memset(s, 0, sizeof *s);
+    oc_journal *j = NULL;
+    oc_status st = oc_journal_open(ctx, path, job, on_record, s, &j);
+    oc_journal_close(j);
+    return st;
+}
+
+static void rewrite(const char *path, long at, int flip, long truncate_by)
+{
+    size_t len;
+    unsigned char *bytes = oc_test_read_file(path, &len);
+    if (!bytes) return;
+    if (flip) bytes[at < 0 ? (long)len + at : at] ^= 0x20;
+    FILE *f = fopen(path, "wb");
+    fwrite(bytes, 1, len - (size_t)truncate_by, f);
+    fclose(f);
+    free(bytes);
+}
+
+static void test_records_round_trip(const char *path)
+{
+    oc_journal *j = NULL;
+    CHECK(oc_journal_create(ctx, path, JOB, &j) == OC_OK);
+    CHECK(oc_journal_append(ctx, j, 1, 7, "alpha", 5) == OC_OK);
+    CHECK(oc_journal_append(ctx, j, 2, 8, "beta", 4) == OC_OK);
+    CHECK(oc_journal_pending(j) > 0);
+    CHECK(oc_journal_flush(ctx, j) == OC_OK);
+    CHECK(oc_journal_pending(j) == 0);
+    CHECK(oc_journal_append(ctx, j, 3, 9, "", 0) == OC_OK);
+    CHECK(oc_journal_flush(ctx, j) == OC_OK);
+    oc_journal_close(j);
+    seen s;
+    CHECK(reopen(path, JOB, &s) == OC_OK);
+    CHECK_EQ_I64(s.count, 3);
+    CHECK(s.types[0] == 1 && s.units[0] == 7 && strcmp(s.payloads[0], "alpha") == 0);
+    CHECK(s.types[1] == 2 && s.units[1] == 8 && strcmp(s.payloads[1], "beta") == 0);
+    CHECK(s.types[2] == 3 && s.units[2] == 9 && s.payloads[2][0] == '\0');
+    /* the payload offsets read the payloads back */
+    CHECK(oc_journal_open(ctx, path, JOB, NULL, NULL, &j) == OC_OK);
+    char buf[5];
+    CHECK(oc_journal_read(ctx, j, s.offsets[0], buf, 5) == OC_OK && memcmp(buf, "alpha", 5) == 0);
+    oc_journal_close(j);
+}
+
+static void test_another_job(const char *path)
+{
+    seen s;
+    CHECK(reopen(path, "output C.npy\nmetric jaccard\na.shape 10 20\n", &s) == OC_ERR_INPUT);
+    const char *msg = oc_context_last_error(ctx);
+    CHECK_MSG(strstr(msg, path) && strstr(msg, "'metric counts' (journal)") &&
+                  strstr(msg, "'metric jaccard' (this job)"),
+              "message: %s", msg);
+    CHECK(strchr(msg, '\n') == NULL);
+}
+
+static void test_torn_and_damaged_records(const char *path)
+{
+    seen s;
+    rewrite(path, 0, 0, 3); /* the last record torn by a crash */
+    CHECK(reopen(path, JOB, &s) == OC_OK);
+    CHECK_EQ_I64(s.count, 2);
+    /* an append after the torn record replaces it */
+    oc_journal *j = NULL;
+    CHECK(oc_journal_open(ctx, path, JOB, NULL, NULL, &j) == OC_OK);
+    CHECK(oc_journal_append(ctx, j, 4, 10, "gamma", 5) == OC_OK && oc_journal_flush(ctx, j) == OC_OK);
+    oc_journal_close(j);
+    CHECK(reopen(path, JOB, &s) == OC_OK);
+    CHECK(s.count == 3 && s.types[2] == 4 && strcmp(s.payloads[2], "gamma") == 0);
+    /* records from one whose payload starts at an offset on are dropped */
+    CHECK(oc_journal_open(ctx, path, JOB, NULL, NULL, &j) == OC_OK);
+    CHECK(oc_journal_truncate_before(ctx, j, s.offsets[2]) == OC_OK);
+    oc_journal_close(j);
+    CHECK(reopen(path, JOB, &s) == OC_OK && s.count == 2);
+    /* a flipped byte in the second record's payload: it and what follows are not the journal's */
+    rewrite(path, -2, 1, 0);
+    CHECK(reopen(path, JOB, &s) == OC_OK);
+    CHECK_EQ_I64(s.count, 1);
+    /* a damaged header is refused */
+    rewrite(path, 20, 1, 0);
+    CHECK(reopen(path, JOB, &s) == OC_ERR_INPUT);
+    CHECK_MSG(strstr(oc_context_last_error(ctx), "damaged") != NULL, "%s", oc_context_last_error(ctx));
+}
+
+static void test_write_failure(const char *path)
+{
+    oc_journal *j = NULL;
+    CHECK(oc_journal_create(ctx, path, JOB, &j) == OC_OK);
+    CHECK(oc_journal_append(ctx, j, 1, 1, "x", 1) == OC_OK);
+    oc_fault_arm(ctx, OC_FAULT_WRITE, "1:enospc");
+    oc_context_begin_job(ctx); /* the plan takes effect at the start of a job */
+    CHECK(oc_journal_flush(ctx, j) == OC_ERR_IO);
+    CHECK_MSG(strstr(oc_context_last_error(ctx), path) && strstr(oc_context_last_error(ctx), "disk full"), "%s",
+              oc_context_last_error(ctx));
+    oc_fault_arm(ctx, OC_FAULT_WRITE, NULL);
+    oc_journal_close(j);
+}
+
+int main(void)
+{
+    if (oc_context_create(&ctx) != OC_OK) return 1;
+    oc_test_tmp_create("oc_journal");
+    char *path = strdup(oc_test_tmp_path("C.npy.outcore-journal"));
+    char *for_output = oc_journal_path_for("dir/C.npy");
+    CHECK(for_output && strcmp(for_output, "dir/C.npy.outcore-journal") == 0);
+    free(for_output);
+    test_records_round_trip(path);
+    test_another_job(path);
+    test_torn_and_damaged_records(path);
+    test_write_failure(path);
+    unlink(path);
+    free(path);
+    oc_test_tmp_remove();
+    oc_context_free(ctx);
+    return oc_test_finish();
+}
