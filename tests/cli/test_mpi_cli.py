@@ -171,3 +171,11 @@ def test_two_ranks_sharing_one_gpu(mpirun, inputs, name, ext, args):
     assert proc.returncode == 0, proc.stderr
     assert one.read_bytes() == cpu.read_bytes()
     assert two.read_bytes() == one.read_bytes(), "two ranks on one GPU differ from one process"
+
+
+def test_resume_is_refused_under_ranks(mpirun, inputs):
+    proc = run_ranks(mpirun, 2, inputs / "A.npy", "--resume", "-q", "-o", inputs / "resume.npy")
+    assert proc.returncode == 2, proc.stderr
+    ours = [line for line in proc.stderr.splitlines() if line.startswith("outcore:")]
+    assert len(ours) == 1 and "--resume" in ours[0], proc.stderr
+    assert leftovers(inputs, "resume.") == []
