@@ -4,24 +4,29 @@
 #   bash bench/gpu_check.sh [build] [test] [sanitize] [devices] [io] [bench [BENCH PARTS...]]
 #
 # With no argument it does all five ("devices" runs `outcore devices --bandwidth --json`);
-# "io" (asked for by name) runs bench/bench_io.sh, the host side against its physical
-# references, in IO_DIR (default /dev/shm).
-# "bench" may be followed by parts: bench_gram_cuda's own (kernel kernel-200k cublas e2e ooc
-# dense file); "topk": top-k and threshold (bench_topk_cuda and the CLI end to end: a packed
-# .npy of 100000 x 200000 bits to a top-10 .npz); "sweep": both 1-bit kernels over a grid of
-# shapes (bench_b1_sweep); "pricer": the streaming API's pricer example against the textbook
-# numba pricer (bench/bench_pricer.py); "cost": the cost model's validation grid
-# (bench/cost_grid.py; COST_ARGS are passed to it, COST_TIMEOUT bounds it, default 1500 s);
-# "virtual-devices": bench/bench_devices.sh, one GPU split in 2 and 3 logical devices against
-# the whole device ("devices" alone is the step above). "bench" alone runs bench_gram_cuda's
-# default parts and topk; "map": bench/bench_map.py, outcore map on the CPU against numpy,
-# numexpr and the STREAM triad. Logs go to $OUT (or /tmp/gpu_check); a short table
-# of every step's result is printed last. TEST_TIMEOUT, SANITIZE_TIMEOUT and BENCH_TIMEOUT
-# (seconds) bound each step so that a hang cannot eat a whole lease (the case table's
-# sanitizer run gets twice SANITIZE_TIMEOUT); SANITIZE_TOOLS picks
-# the compute-sanitizer tools (default: memcheck racecheck); TOPK_ARGS are passed to
-# bench_topk_cuda (e.g. "--quick --runs 5"). "io" runs bench/bench_io.sh (host reads, packing,
-# the dense writer and Python calls beside cat, dd and memcpy) in IO_DIR (default /dev/shm).
+# "io" (asked for by name) runs bench/bench_io.sh: host reads, packing, the dense writer and
+# Python calls beside cat, dd and memcpy of the same bytes, in IO_DIR (default /dev/shm).
+# "bench" may be followed by parts:
+#   kernel kernel-200k cublas e2e ooc dense file   bench_gram_cuda's own
+#   topk             top-k and threshold (bench_topk_cuda) and the CLI end to end: a packed
+#                    .npy of 100000 x 200000 bits to a top-10 .npz
+#   sweep            both 1-bit kernels over a grid of shapes (bench_b1_sweep)
+#   pricer           the streaming API's pricer example against the textbook numba pricer
+#                    (bench/bench_pricer.py)
+#   cost             the cost model's validation grid (bench/cost_grid.py; COST_ARGS are
+#                    passed to it, COST_TIMEOUT bounds it, default 1500 s)
+#   virtual-devices  bench/bench_devices.sh: one GPU split in 2 and 3 logical devices against
+#                    the whole device ("devices" alone is the step above)
+#   map              bench/bench_map.py: outcore map on the CPU against numpy, numexpr and
+#                    the STREAM triad
+#   mpi              two MPI ranks sharing GPU 0 against one process (bench/bench_mpi.sh;
+#                    needs MPI and mpirun)
+# "bench" alone runs bench_gram_cuda's default parts and topk. Logs go to $OUT (or
+# /tmp/gpu_check); a short table of every step's result is printed last. TEST_TIMEOUT,
+# SANITIZE_TIMEOUT and BENCH_TIMEOUT (seconds) bound each step so that a hang cannot eat a
+# whole lease (the case table's sanitizer run gets twice SANITIZE_TIMEOUT); SANITIZE_TOOLS
+# picks the compute-sanitizer tools (default: memcheck racecheck); TOPK_ARGS are passed to
+# bench_topk_cuda (e.g. "--quick --runs 5").
 set -u
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build-gpu}
@@ -95,6 +100,7 @@ cost_bench=0
 map_bench=0
 gram_parts=()
 split_bench=0
+mpi_bench=0
 for part in "${bench_parts[@]}"; do
   case "$part" in
     topk) topk_bench=1 ;;
@@ -103,6 +109,7 @@ for part in "${bench_parts[@]}"; do
     cost) cost_bench=1 ;;
     virtual-devices) split_bench=1 ;;
     map) map_bench=1 ;;
+    mpi) mpi_bench=1 ;;   # two MPI ranks sharing GPU 0 against one process (bench/bench_mpi.sh)
     *) gram_parts+=("$part") ;;
   esac
 done
@@ -166,6 +173,11 @@ if has io; then
   note io "rc ${PIPESTATUS[0]}"
 fi
 
+if has bench && [ $mpi_bench -eq 1 ]; then
+  timeout "${BENCH_TIMEOUT:-400}" bash bench/bench_mpi.sh "$BUILD" cuda 2>&1 | tee "$LOGS/bench_mpi.log"
+  note bench_mpi "rc ${PIPESTATUS[0]}: $(grep -c identical "$LOGS/bench_mpi.log") identical, $(grep -c DIFFER "$LOGS/bench_mpi.log") differ"
+fi
+
 echo
 echo "== gpu_check summary ($(date -u +%F) $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1))"
 printf '%s\n' "${summary[@]}"
@@ -176,4 +188,5 @@ printf '%s\n' "${summary[@]}"
 [ -f "$LOGS/bench_devices.log" ] && has bench && grep -E '^\|' "$LOGS/bench_devices.log"
 [ -f "$LOGS/bench_map.log" ] && has bench && grep -E '^\|' "$LOGS/bench_map.log"
 [ -f "$LOGS/bench_io.log" ] && has io && grep -E '^\|' "$LOGS/bench_io.log"
+[ -f "$LOGS/bench_mpi.log" ] && has bench && grep -E '^\|' "$LOGS/bench_mpi.log"
 exit 0

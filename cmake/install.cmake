@@ -58,6 +58,7 @@ install(EXPORT outcoreTargets NAMESPACE outcore:: DESTINATION ${OC_CMAKE_DIR} CO
 install(EXPORT outcoreStaticTargets NAMESPACE outcore:: DESTINATION ${OC_CMAKE_DIR} COMPONENT development)
 set(OC_CONFIG_HAVE_ZLIB ${ZLIB_FOUND})
 set(OC_CONFIG_HAVE_CUDA ${OUTCORE_HAVE_CUDA})
+set(OC_CONFIG_HAVE_MPI ${OUTCORE_HAVE_MPI})
 configure_package_config_file(cmake/outcoreConfig.cmake.in ${CMAKE_BINARY_DIR}/outcoreConfig.cmake
                               INSTALL_DESTINATION ${OC_CMAKE_DIR} NO_SET_AND_CHECK_MACRO)
 # 0.x releases follow the soname, liboutcore.so.<major>: the same major version is compatible.
@@ -86,6 +87,10 @@ endif()
 if(OUTCORE_HAVE_CUDA)
   # The CUDA runtime is linked statically; nvcc's host code needs the C++ runtime.
   string(APPEND OC_PC_LIBS_PRIVATE " -L${CUDAToolkit_LIBRARY_DIR} -lcudart_static -ldl -lrt -lstdc++")
+endif()
+if(OUTCORE_HAVE_MPI)
+  list(JOIN MPI_C_LIBRARIES " " OC_PC_MPI_LIBS)
+  string(APPEND OC_PC_LIBS_PRIVATE " ${OC_PC_MPI_LIBS}")
 endif()
 string(APPEND OC_PC_LIBS_PRIVATE " -lm")
 if(CMAKE_THREAD_LIBS_INIT)

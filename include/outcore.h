@@ -732,6 +732,40 @@ OC_API const char *oc_map_dtype_name(int dtype);
 OC_API oc_status oc_map_dtype_parse(const char *name, int *out);
 OC_API void oc_map_free(oc_map *m);
 
+/* ---------------------------------------------------------------- ranks (MPI, docs/mpi.md)
+ * One Gram job over the ranks of MPI_COMM_WORLD (`mpirun -np R outcore gram ...`): each rank
+ * computes its rows on the backend it would choose alone, and the ranks write one output
+ * file. Built when the library was configured with an MPI (OUTCORE_MPI); without one,
+ * oc_mpi_library returns NULL and the other calls fail with OC_ERR_UNSUPPORTED. */
+
+/* The MPI library this build uses ("Open MPI v4.1.4, ..." as MPI_Get_library_version says,
+ * first line), or NULL when it was built without MPI. Needs no MPI_Init. */
+OC_API const char *oc_mpi_library(void);
+
+/* Initialises MPI (MPI_Init_thread, funneled: only the calling thread makes MPI calls) when
+ * it is not yet, and returns this process's rank and the number of ranks. Collective. */
+OC_API oc_status oc_mpi_init(int *rank, int *size);
+/* Finalises MPI when oc_mpi_init initialised it, after a barrier (so that no rank's failing
+ * exit makes the launcher end the others before they finished). Collective. */
+OC_API void oc_mpi_finalize(void);
+
+/* Collective: every rank passes the status of its own work. Returns OC_OK when every rank
+ * passed OC_OK; else every rank returns the status of the lowest failing rank, and its
+ * message becomes every rank's context error: "rank R of N: <message>" (the message alone
+ * when every rank failed, e.g. the same bad input). */
+OC_API oc_status oc_mpi_agree(oc_context *ctx, oc_status status);
+
+/* oc_gram over every rank; collective: every rank calls it with the same arguments (its own
+ * context, the matrices read from the same files). out must be OC_OUTPUT_FILE (.npy dense,
+ * top-k .npz/.tsv, threshold .npz/.mtx/.tsv); the file holds exactly the bytes one process
+ * writes, whatever the number of ranks. Every rank returns the same status (oc_mpi_agree's
+ * rule); on failure no file is left under the output's name. stats: this rank's figures, with
+ * seconds the job's wall time and pairs the job's total. ranks_json (may be NULL): on rank 0 a
+ * JSON array with one object per rank (rank, host, rows, backend, tiles, seconds, bytes),
+ * malloc'ed; NULL on the other ranks. Progress callbacks are not called. */
+OC_API oc_status oc_gram_ranks(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const oc_gram_options *opts,
+                               const oc_output *out, oc_gram_stats *stats, char **ranks_json);
+
 #ifdef __cplusplus
 }
 #endif

@@ -179,7 +179,7 @@ void cli_cancel_on_signal(oc_context *ctx)
     signal_ctx = ctx;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
+    sa.sa_handler = ctx ? on_signal : SIG_DFL;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);

@@ -54,7 +54,8 @@ const char *cli_si(double value, char *buf, int size);
 /* "120 MiB" style byte count. */
 const char *cli_bytes(double bytes, char *buf, int size);
 
-/* Installs SIGINT/SIGTERM handlers that cancel the job running on ctx. */
+/* Installs SIGINT/SIGTERM handlers that cancel the job running on ctx; NULL restores the
+ * default actions (before ctx is freed: under mpirun a SIGTERM can come at any time). */
 void cli_cancel_on_signal(oc_context *ctx);
 
 #endif

@@ -3,9 +3,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "cli.h"
+#include "cli_ranks.h"
 #include "commands.h"
 
 static const char gram_usage[] =
@@ -59,7 +61,11 @@ static const char gram_usage[] =
     "                         result has the bytes of an uninterrupted run. See docs/resume.md\n"
     "  --json                 print the summary (or the plan) as JSON on stdout\n"
     "  --quiet                no progress bar and no summary\n"
-    "  --verbose              on failure, also print the library's file:line trace\n";
+    "  --verbose              on failure, also print the library's file:line trace\n"
+    "\n"
+    "Under mpirun (mpirun -np R outcore gram ...) one job runs over R ranks sharing the file\n"
+    "system, each on its own GPU or CPU, into one output: the bytes one process writes (a\n"
+    "build with MPI; outcore --version says so). See docs/mpi.md.\n";
 
 typedef struct gram_args {
     const char *inputs[2];
@@ -228,7 +234,7 @@ static void print_devices_json(const oc_gram_stats *s)
 }
 
 static void print_summary(const gram_args *g, const oc_matrix *a, const oc_matrix *b, const oc_gram_stats *s,
-                          double load_seconds)
+                          double load_seconds, const char *ranks_json)
 {
     int64_t n = oc_matrix_rows(a), p = b ? oc_matrix_rows(b) : n, m = oc_matrix_cols(a);
     oc_dtype dtype = oc_gram_result_dtype(g->opts.metric, g->opts.dtype);
@@ -267,6 +273,8 @@ static void print_summary(const gram_args *g, const oc_matrix *a, const oc_matri
                (long long)s->dev_current_bytes, (long long)s->dev_allocations, (long long)s->bytes_h2d,
                (long long)s->bytes_d2h);
         print_devices_json(s);
+        /* Under mpirun: every rank's rows, backend, tiles, time and bytes (docs/mpi.md). */
+        if (ranks_json) printf(", \"ranks\": %s", ranks_json);
         printf("}\n");
         return;
     }
@@ -293,25 +301,76 @@ static void print_summary(const gram_args *g, const oc_matrix *a, const oc_matri
     }
 }
 
+/* parse_gram_args, whose usage errors only rank 0 prints when a launcher started several
+ * (each rank parses the same command line: one line, not one per rank). */
+static int parse_quietly_off_rank0(int argc, char **argv, gram_args *g)
+{
+    int size = 0, rank = 0, saved = -1;
+    const char *var = NULL;
+    if (cli_launched_by_mpi(&size, &rank, &var) && rank != 0) {
+        int null = open("/dev/null", O_WRONLY);
+        saved = null >= 0 ? dup(STDERR_FILENO) : -1;
+        if (saved >= 0) dup2(null, STDERR_FILENO);
+        if (null >= 0) close(null);
+    }
+    int rc = parse_gram_args(argc, argv, g);
+    if (saved >= 0) {
+        fflush(stderr);
+        dup2(saved, STDERR_FILENO);
+        close(saved);
+    }
+    return rc;
+}
+
+/* Under an MPI launcher: MPI started, or the reason it cannot be (-1 when it started or no
+ * launcher ran this process, else the exit status). */
+static int start_ranks(int *ranked, int *rank, int *size)
+{
+    int env_size = 0, env_rank = 0;
+    const char *var = NULL;
+    *ranked = 0;
+    if (!cli_launched_by_mpi(&env_size, &env_rank, &var)) return -1;
+    if (!oc_mpi_library()) {
+        /* One rank alone is an ordinary run; several would each write the whole output. */
+        if (env_size <= 1) return -1;
+        if (env_rank != 0) return OC_EXIT_USAGE;
+        return cli_usage_error("gram: started by an MPI launcher with %d ranks (%s), but this outcore was built "
+                               "without MPI: rebuild with an MPI installed (docs/mpi.md), or run one process",
+                               env_size, var);
+    }
+    if (oc_mpi_init(rank, size) != OC_OK) {
+        fprintf(stderr, "outcore: %s set, but MPI_Init_thread failed\n", var);
+        return OC_EXIT_FAILURE;
+    }
+    *ranked = 1;
+    return -1;
+}
+
 int oc_cmd_gram(int argc, char **argv)
 {
     gram_args g = {.opts = OC_GRAM_OPTIONS_INIT, .read = OC_READ_OPTIONS_INIT};
-    int rc = parse_gram_args(argc, argv, &g);
+    int rc = parse_quietly_off_rank0(argc, argv, &g);
+    if (rc >= 0) return rc;
+    int ranked = 0, rank = 0, size = 1;
+    rc = start_ranks(&ranked, &rank, &size);
     if (rc >= 0) return rc;
 
     oc_context *ctx = NULL;
     oc_matrix *a = NULL, *b = NULL;
+    char *ranks_json = NULL;
     oc_status st = oc_context_create(&ctx);
-    if (st != OC_OK) return cli_usage_error("cannot create a context: %s", oc_status_string(st)) - 1;
+    if (st != OC_OK) {
+        rc = cli_usage_error("cannot create a context: %s", oc_status_string(st)) - 1;
+        goto done;
+    }
     cli_cancel_on_signal(ctx);
 
     double t0 = cli_now();
     st = oc_matrix_read(ctx, g.inputs[0], &g.read, &a);
     if (st == OC_OK && g.ninputs > 1) st = oc_matrix_read(ctx, g.inputs[1], &g.read, &b);
-    if (st != OC_OK) {
-        rc = cli_status_error(ctx, st);
-        goto done;
-    }
+    /* Every rank reads the inputs; one that cannot fails the job on all of them. */
+    if (ranked) st = oc_mpi_agree(ctx, st);
+    if (st != OC_OK) goto failed;
     double load_seconds = cli_now() - t0;
 
     if (g.plan) {
@@ -319,13 +378,12 @@ int oc_cmd_gram(int argc, char **argv)
         where.kind = OC_OUTPUT_FILE;
         where.path = g.output;
         char *text = NULL;
-        st = oc_gram_plan(ctx, a, b, &g.opts, &where, g.json, &text);
-        if (st != OC_OK) {
-            rc = cli_status_error(ctx, st);
-            goto done;
+        if (rank == 0) { /* under ranks: the whole job's plan, as one process would run it */
+            st = oc_gram_plan(ctx, a, b, &g.opts, &where, g.json, &text);
+            if (st != OC_OK) goto failed;
+            fputs(text, stdout);
+            free(text);
         }
-        fputs(text, stdout);
-        free(text);
         rc = OC_EXIT_OK;
         goto done;
     }
@@ -340,20 +398,28 @@ int oc_cmd_gram(int argc, char **argv)
     out.kind = OC_OUTPUT_FILE;
     out.path = g.output;
     oc_gram_stats stats = {.struct_size = sizeof stats};
-    st = oc_gram(ctx, a, b, &g.opts, &out, &stats);
+    if (ranked) st = oc_gram_ranks(ctx, a, b, &g.opts, &out, &stats, &ranks_json);
+    else st = oc_gram(ctx, a, b, &g.opts, &out, &stats);
     cli_progress_finish(&progress);
-    if (st != OC_OK) {
-        rc = cli_status_error(ctx, st);
-        goto done;
+    if (st != OC_OK) goto failed;
+    if (rank == 0) {
+        if (g.explain)
+            fprintf(stderr, "outcore: backend %s\noutcore: algorithm %s\n", stats.backend_explain, stats.algorithm_desc);
+        if (!g.quiet || g.json) print_summary(&g, a, b, &stats, load_seconds, ranks_json);
+        if (ranked && !g.json && !g.quiet) fprintf(stderr, "outcore: one job over %d MPI ranks (--json lists each)\n", size);
     }
-    if (g.explain) fprintf(stderr, "outcore: backend %s\noutcore: algorithm %s\n", stats.backend_explain,
-                           stats.algorithm_desc);
-    if (!g.quiet || g.json) print_summary(&g, a, b, &stats, load_seconds);
     rc = OC_EXIT_OK;
+    goto done;
 
+failed:
+    /* Under ranks every rank has the same status and message (oc_mpi_agree): one line, from rank 0. */
+    rc = rank == 0 ? cli_status_error(ctx, st) : cli_exit_code(st);
 done:
+    free(ranks_json);
     oc_matrix_free(a);
     oc_matrix_free(b);
+    cli_cancel_on_signal(NULL);
     oc_context_free(ctx);
+    if (ranked) oc_mpi_finalize();
     return rc;
 }

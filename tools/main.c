@@ -38,8 +38,10 @@ int main(int argc, char **argv)
         return OC_EXIT_OK;
     }
     if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {
-        printf("outcore %s (cpu %s, %d CUDA device%s)\n", oc_version(), oc_cpu_isa(), oc_cuda_device_count(),
-               oc_cuda_device_count() == 1 ? "" : "s");
+        /* "MPI: <library>" when built with MPI (docs/mpi.md; the rank tests look for it). */
+        printf("outcore %s (cpu %s, %d CUDA device%s%s%s)\n", oc_version(), oc_cpu_isa(), oc_cuda_device_count(),
+               oc_cuda_device_count() == 1 ? "" : "s", oc_mpi_library() ? ", MPI: " : "",
+               oc_mpi_library() ? oc_mpi_library() : "");
         return OC_EXIT_OK;
     }
     for (size_t k = 0; k < sizeof commands / sizeof commands[0]; ++k)

@@ -40,7 +40,7 @@ oc_status oc_matrix_check_dims(oc_context *ctx, int64_t rows, int64_t cols, cons
     return OC_OK;
 }
 
-static oc_matrix *new_header(int64_t rows, int64_t cols, const char *name)
+oc_matrix *oc_matrix_new_header(int64_t rows, int64_t cols, const char *name)
 {
     oc_matrix *m = calloc(1, sizeof *m);
     if (!m) return NULL;
@@ -56,7 +56,7 @@ oc_status oc_matrix_alloc_uninit(oc_context *ctx, int64_t rows, int64_t cols, co
 {
     int64_t bytes;
     OC_CHECK(check_dims(ctx, rows, cols, name, &bytes));
-    oc_matrix *m = new_header(rows, cols, name);
+    oc_matrix *m = oc_matrix_new_header(rows, cols, name);
     if (!m) return oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: out of memory for the matrix header", name);
     m->bits = aligned_alloc(64, (size_t)bytes);
     if (!m->bits) {
@@ -79,7 +79,7 @@ oc_status oc_matrix_alloc_csr(oc_context *ctx, int64_t rows, int64_t cols, const
                               uint32_t *idx, oc_matrix **out)
 {
     oc_status st = oc_matrix_check_dims(ctx, rows, cols, name);
-    oc_matrix *m = st == OC_OK ? new_header(rows, cols, name) : NULL;
+    oc_matrix *m = st == OC_OK ? oc_matrix_new_header(rows, cols, name) : NULL;
     if (st == OC_OK && !m) st = oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: out of memory for the matrix header", name);
     if (st != OC_OK) {
         free(ptr);
@@ -109,7 +109,7 @@ oc_status oc_matrix_create_file_backed(oc_context *ctx, int64_t rows, int64_t co
         return oc_fail(ctx, OC_ERR_INPUT, "%s: dimensions %lld x %lld are not positive or overflow 64-bit sizes", name,
                        (long long)rows, (long long)cols);
     }
-    oc_matrix *m = new_header(rows, cols, name);
+    oc_matrix *m = oc_matrix_new_header(rows, cols, name);
     if (!m) {
         ops->close(source);
         return oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: out of memory for the matrix header", name);
@@ -204,7 +204,7 @@ oc_status oc_matrix_load_rows_parallel(oc_context *ctx, const oc_matrix *m, int6
 void oc_matrix_free(oc_matrix *m)
 {
     if (!m) return;
-    free(m->bits);
+    if (!m->bits_borrowed) free(m->bits);
     free(m->csr_ptr);
     free(m->csr_idx);
     pthread_mutex_destroy(&m->pack_lock);

@@ -73,6 +73,9 @@ struct oc_matrix {
     /* File-backed matrices only (bits == NULL): the rows' source, owned. */
     const oc_matrix_source_ops *source_ops;
     void *source;
+    /* bits point into another matrix's (a row view of a resident matrix, matrix_view.c):
+     * oc_matrix_free leaves them alone. */
+    int bits_borrowed;
 };
 
 /* Nonzero when every row is in memory at `bits`. */
@@ -97,6 +100,18 @@ oc_status oc_matrix_load_rows_parallel(oc_context *ctx, const oc_matrix *m, int6
  * and source; it takes source (closed by oc_matrix_free, or here on failure). */
 oc_status oc_matrix_create_file_backed(oc_context *ctx, int64_t rows, int64_t cols, const char *name,
                                        const oc_matrix_source_ops *ops, void *source, oc_matrix **out);
+
+/* Rows [row0, row0 + rows) of m as a matrix of their own (matrix_view.c), with m's name and
+ * source identity, so oc_gram on views computes any block of rows x columns of A·Bᵀ exactly
+ * as the whole job computes it (the rank decomposition of src/mpi uses this). A view of a
+ * resident matrix is resident and shares m's bits (no copy); a view of any other kind is
+ * file-backed and reads its rows from m through oc_matrix_load_rows. m must outlive the view
+ * and not change meanwhile; rows > 0 and the range inside m. */
+oc_status oc_matrix_row_view(oc_context *ctx, const oc_matrix *m, int64_t row0, int64_t rows, oc_matrix **out);
+
+/* A matrix header of rows x cols with no rows yet (no bits, lists or source): for the
+ * constructors in core/. NULL when memory is short. */
+oc_matrix *oc_matrix_new_header(int64_t rows, int64_t cols, const char *name);
 
 /* Bytes a resident copy of a rows x cols matrix takes (rows * words_per_row * 8), or
  * INT64_MAX when that overflows. */

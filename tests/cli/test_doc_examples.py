@@ -10,6 +10,8 @@ and other languages are not run; blocks tagged `gpu` (the GPU examples of docs/s
 only where a GPU is usable, with the built examples (build/examples) on PATH. A transcript runs with CUDA_VISIBLE_DEVICES empty: it shows what a machine
 without a GPU prints. Sizes after --rows, --cols and --bits are divided by OUTCORE_EXAMPLE_SCALE (100
 unless set; 1 runs the examples as written), so a 100000-row example runs with 1000 rows.
+Blocks that call mpirun are skipped (reported) where outcore was built without MPI or no
+mpirun is installed.
 """
 import os
 import re
@@ -25,6 +27,7 @@ from conftest import SOURCE_DIR, outcore_bin
 FENCE = re.compile(r"^```(\w*)([^\n]*)\n(.*?)^```\s*$", re.S | re.M)
 SIZE_OPTION = re.compile(r"(--(?:rows|cols|bits)\s+)(\d+)")
 NEEDS_NVCC = re.compile(r"\bnvcc\b|\.ptx\b|\.cubin\b")
+NEEDS_MPI = re.compile(r"\b(?:mpirun|mpiexec)\b")
 NEEDS_GPU_MODULE = re.compile(r"^\s*(?:from|import)\s+(numba|cupy)\b", re.M)
 
 
@@ -41,6 +44,21 @@ def gpu_module_missing(text):
     probe = f"import {match.group(1)}, outcore, sys; sys.exit(0 if outcore.cuda_device_count() > 0 else 1)"
     usable = subprocess.run([sys.executable, "-c", probe], capture_output=True).returncode == 0
     return None if usable else f"{match.group(1)} with a GPU"
+
+
+def mpi_usable():
+    """mpirun is installed and outcore was built with MPI (docs/mpi.md); else why not."""
+    if not shutil.which("mpirun"):
+        return "mpirun"
+    version = subprocess.run([outcore_bin(), "--version"], capture_output=True, text=True).stdout
+    return None if "MPI:" in version else "an outcore built with MPI"
+
+
+def mpi_environment(env):
+    """Open MPI refuses to run as root (CI containers) and needs ptrace for its single-copy
+    shared memory, which containers forbid: both allowed off here. Other MPIs ignore these."""
+    return dict(env, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+                OMPI_MCA_btl_vader_single_copy_mechanism="none")
 
 
 def blocks(doc):
@@ -113,13 +131,16 @@ def test_examples_run(doc, tmp_path):
             skipped.append("a GPU: " + text.splitlines()[0])
             continue
         missing = gpu_module_missing(text) if language == "python" else None
+        if not missing and NEEDS_MPI.search(text):
+            missing = mpi_usable()
         if missing:
             skipped.append(f"{missing}: " + text.splitlines()[0])
             continue
         if language == "sh":
+            block_env = mpi_environment(env) if NEEDS_MPI.search(text) else env
             for line in text.splitlines():
                 if line.strip() and not line.lstrip().startswith("#"):
-                    proc = run_shell(scaled(line, scale), tmp_path, env)
+                    proc = run_shell(scaled(line, scale), tmp_path, block_env)
                     assert proc.returncode == 0, f"{doc.name}: {line}\n{proc.stdout}{proc.stderr}"
         elif language == "console":
             check_console(text, tmp_path, env, scale)

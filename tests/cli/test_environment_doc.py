@@ -16,7 +16,7 @@ CODE_SUFFIXES = {".c", ".h", ".cu", ".cuh", ".py", ".sh"}
 QUOTED = re.compile(r"""["'](OUTCORE_[A-Z0-9_]*[A-Z0-9])["']""")
 ASSIGNED = re.compile(r"(?<![-\w])(OUTCORE_[A-Z0-9_]*[A-Z0-9])=")
 DOCUMENTED = re.compile(r"`(OUTCORE_[A-Z0-9_]*[A-Z0-9])")
-CMAKE_OPTIONS = {"OUTCORE_CUDA", "OUTCORE_SANITIZE"}
+CMAKE_OPTIONS = {"OUTCORE_CUDA", "OUTCORE_SANITIZE", "OUTCORE_MPI"}
 
 
 def code_files():
