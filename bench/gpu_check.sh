@@ -83,6 +83,14 @@ if has sanitize; then
     rc=$?
     tail -4 "$LOGS/sanitize_$tool.log"
     note "$tool" "gram rc $rc: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$LOGS/sanitize_$tool.log" | tail -1)"
+    # Several logical devices, and user kernels over streamed chunks (without the stream
+    # test's deliberate kernel fault, which the tool would report as the error it is).
+    for t in gpu_test_cuda_devices gpu_test_stream; do
+      OUTCORE_TEST_SKIP_FAULT=1 timeout "${SANITIZE_TIMEOUT:-200}" compute-sanitizer --tool "$tool" --error-exitcode 99 \
+        "$BUILD/tests/$t" >"$LOGS/sanitize_${t}_$tool.log" 2>&1
+      rc=$?
+      note "$tool" "$t rc $rc: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$LOGS/sanitize_${t}_$tool.log" | tail -1)"
+    done
   done
 fi
 
