@@ -681,10 +681,10 @@ typedef struct oc_map_options {
     /* The output type, or -1 (default): the expression's own. It must be reachable from the
      * expression's type under numpy.can_cast(..., 'same_kind'), else OC_ERR_INPUT. */
     int dtype;
-    oc_backend backend;      /* AUTO picks the CPU for now; CUDA: OC_ERR_UNSUPPORTED */
+    oc_backend backend;      /* AUTO: the cost model's pick; CUDA: device 0, element-wise plans only */
     int threads;             /* CPU threads; 0 = all cores */
     int64_t host_mem_bytes;  /* 0 = 80% of MemAvailable; file inputs are mapped, not loaded */
-    int64_t gpu_mem_bytes;   /* reserved for the GPU path; 0 = its default */
+    int64_t gpu_mem_bytes;   /* device budget of the GPU path; 0 = 90% of free memory */
     oc_map_reduce reduce;
     int has_axis;            /* nonzero: reduce over `axis` only (negative counts from the end) */
     int axis;

@@ -26,7 +26,7 @@ static const char map_usage[] =
     "                         same_kind rule\n"
     "  --reduce OP            sum, mean, min or max (of the result, never materialised)\n"
     "  --axis N               reduce over axis N only (negative counts from the end)\n"
-    "  --backend B            auto (default: the CPU for now), cpu, cuda (not available yet)\n"
+    "  --backend B            auto (default: the faster by the cost model), cpu, cuda (element-wise only)\n"
     "  --threads N            CPU threads (default: all cores)\n"
     "  --host-mem SIZE|PCT    host memory budget (inputs are memory-mapped and read as needed)\n"
     "  --gpu-mem SIZE|PCT     device memory budget of the GPU path\n"

@@ -15,6 +15,7 @@
 #include "core/error.h"
 #include "core/threads.h"
 #include "exec/map_plan.h"
+#include "exec/cost.h"
 #include "exec/map_types.h"
 #include "io/io.h"
 #include "io/npy_array.h"
@@ -361,19 +362,6 @@ static oc_status check_not_input(oc_context *ctx, const oc_map *m, const char *p
     return OC_OK;
 }
 
-static oc_status select_backend(oc_context *ctx, const oc_map *m, const oc_map_backend **out)
-{
-    switch (m->opts.backend) {
-    case OC_BACKEND_AUTO:
-    case OC_BACKEND_CPU: *out = &oc_map_backend_cpu; return OC_OK;
-    case OC_BACKEND_CUDA:
-        return oc_fail(ctx, OC_ERR_UNSUPPORTED,
-                       "map on the GPU is not available yet: its CUDA source is generated but not yet run by the "
-                       "streaming engine; use --backend cpu (or auto)");
-    default: return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "unknown backend %d", (int)m->opts.backend);
-    }
-}
-
 oc_status oc_map_run(oc_context *ctx, oc_map *m, const char *out_path, void *out_data, oc_map_stats *stats)
 {
     if (!ctx || !m || (!out_path && !out_data && m->out_count > 0))
@@ -385,8 +373,9 @@ oc_status oc_map_run(oc_context *ctx, oc_map *m, const char *out_path, void *out
     oc_context_begin_job(ctx);
     oc_map_stats local = {.struct_size = sizeof local};
     double t0 = oc_now();
-    const oc_map_backend *be;
-    OC_CHECK(select_backend(ctx, m, &be));
+    oc_map_choice choice;
+    OC_CHECK(oc_map_choose(ctx, m, &choice));
+    const oc_map_backend *be = choice.backend;
     oc_npy_out *w = NULL;
     void *dst = out_data;
     if (out_path) {
@@ -396,6 +385,7 @@ oc_status oc_map_run(oc_context *ctx, oc_map *m, const char *out_path, void *out
     }
     m->out_is_file = w != NULL;
     oc_status st = m->count > 0 || m->reduce != OC_MAP_REDUCE_NONE ? be->run(ctx, m, dst, &local) : OC_OK;
+    if (st == OC_OK && be != &oc_map_backend_cpu && m->count > 0) oc_cost_note_gpu_job();
     if (st == OC_OK && w) {
         st = oc_npy_out_commit(ctx, w);
     } else if (w) {

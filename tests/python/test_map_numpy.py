@@ -319,6 +319,11 @@ def test_explain_and_backends():
     a = np.zeros((4, 3))
     text = outcore.map("a * 2", a=a, explain=True)
     assert "cpu" in text and "4 x 3" in text
-    with pytest.raises(outcore.UnsupportedError, match="not available yet"):
-        outcore.map("a * 2", a=a, backend="cuda")
+    if outcore.cuda_device_count() == 0:
+        with pytest.raises(outcore.UnsupportedError, match="backend cuda: "):
+            outcore.map("a * 2", a=a, backend="cuda")
+    else:
+        assert same_bits(np.asarray(outcore.map("a * 2 + a", a=a, backend="cuda")), a * 2 + a)
+    with pytest.raises(outcore.UnsupportedError, match="reductions on the CPU"):
+        outcore.map("a * 2", a=a, reduce="sum", backend="cuda")
     assert "map" not in outcore.__all__ and callable(outcore.map)
