@@ -690,9 +690,12 @@ typedef struct oc_map_options {
     int axis;
     oc_progress_fn progress; /* may be NULL; called from the calling thread */
     void *progress_user;
+    /* Version 2: the device budget as a share of the device's free memory, used when
+     * gpu_mem_bytes is 0; 0 = the default (0.9). */
+    double gpu_mem_fraction;
 } oc_map_options;
 
-#define OC_MAP_OPTIONS_INIT {sizeof(oc_map_options), -1, OC_BACKEND_AUTO, 0, 0, 0, OC_MAP_REDUCE_NONE, 0, 0, NULL, NULL}
+#define OC_MAP_OPTIONS_INIT {sizeof(oc_map_options), -1, OC_BACKEND_AUTO, 0, 0, 0, OC_MAP_REDUCE_NONE, 0, 0, NULL, NULL, 0}
 
 typedef struct oc_map_stats {
     size_t struct_size;      /* sizeof(oc_map_stats); set by the caller */

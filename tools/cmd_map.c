@@ -121,6 +121,7 @@ static int parse_map_args(int argc, char **argv, map_args *g)
             if (r < 0) return OC_EXIT_USAGE;
             if (cli_parse_size(v, &g->opts.gpu_mem_bytes, &frac))
                 return cli_usage_error("--gpu-mem %s: expected a size such as 2G or 512M, or a percentage such as 50%%", v);
+            g->opts.gpu_mem_fraction = frac;
         } else if (OPTION("--host-mem")) {
             double frac = 0;
             if (r < 0) return OC_EXIT_USAGE;

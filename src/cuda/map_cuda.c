@@ -98,6 +98,7 @@ static oc_status map_cuda_run(oc_context *ctx, const oc_map_plan *m, void *out, 
     spec.arrays = arrays, spec.narrays = na, spec.launch = launch, spec.user = &l;
     oc_stream_options so = OC_STREAM_OPTIONS_INIT;
     so.gpu_mem_bytes = m->opts.gpu_mem_bytes;
+    if (m->opts.gpu_mem_fraction > 0) so.gpu_mem_fraction = m->opts.gpu_mem_fraction;
     so.host_mem_bytes = m->opts.host_mem_bytes;
     so.progress = m->opts.progress, so.progress_user = m->opts.progress_user;
     oc_stream_stats ss = {.struct_size = sizeof ss};

@@ -4,6 +4,7 @@
  * and runs the plan on a backend (map_plan.h).
  */
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -319,8 +320,10 @@ oc_status oc_map_create(oc_context *ctx, const char *expr, const oc_map_array *i
     if (!ctx || !expr || !out || n_inputs < 0 || n_scalars < 0 || (n_inputs && !inputs) || (n_scalars && !scalars))
         return ctx ? oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_map_create: bad arguments") : OC_ERR_INVALID_ARGUMENT;
     oc_context_begin_job(ctx);
-    /* Version 1 of each struct is the only one yet (docs/abi.md). */
-    if (opts && opts->struct_size != sizeof *opts)
+    /* oc_map_options has versions 1 (up to progress_user) and 2; the other structs one
+     * (docs/abi.md). */
+    const size_t opts_v1 = offsetof(oc_map_options, gpu_mem_fraction);
+    if (opts && opts->struct_size != sizeof *opts && opts->struct_size != opts_v1)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
                        "oc_map_options: struct_size %zu is no version's (%zu): start from OC_MAP_OPTIONS_INIT",
                        opts->struct_size, sizeof *opts);
@@ -332,7 +335,11 @@ oc_status oc_map_create(oc_context *ctx, const char *expr, const oc_map_array *i
     oc_map *m = calloc(1, sizeof *m);
     if (!m) return oc_fail(ctx, OC_ERR_NO_MEMORY, "out of memory");
     oc_map_options defaults = OC_MAP_OPTIONS_INIT;
-    m->opts = opts ? *opts : defaults;
+    m->opts = defaults;
+    if (opts) {
+        memcpy(&m->opts, opts, opts->struct_size);
+        m->opts.struct_size = sizeof m->opts;
+    }
     oc_status st = map_create(ctx, m, expr, inputs, n_inputs, scalars, n_scalars);
     if (st != OC_OK) {
         oc_map_free(m);

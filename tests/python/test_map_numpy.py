@@ -323,7 +323,10 @@ def test_explain_and_backends():
         with pytest.raises(outcore.UnsupportedError, match="backend cuda: "):
             outcore.map("a * 2", a=a, backend="cuda")
     else:
-        assert same_bits(np.asarray(outcore.map("a * 2 + a", a=a, backend="cuda")), a * 2 + a)
+        assert same_bits(np.asarray(outcore.map("a * 2 + a", a=a, backend="cuda", gpu_mem="50%")), a * 2 + a)
+    assert same_bits(np.asarray(outcore.map("a * 2", a=a, backend="auto", gpu_mem="1M")), a * 2)
+    with pytest.raises(outcore.InputError, match="gpu_mem"):
+        outcore.map("a * 2", a=a, gpu_mem="lots")
     with pytest.raises(outcore.UnsupportedError, match="reductions on the CPU"):
         outcore.map("a * 2", a=a, reduce="sum", backend="cuda")
     assert "map" not in outcore.__all__ and callable(outcore.map)
