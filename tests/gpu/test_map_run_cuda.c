@@ -16,6 +16,7 @@
 #include "cuda/nvrtc.h"
 #include "exec/map_plan.h"
 #include "map_values.h"
+#include "nvrtc_skip.h"
 
 static oc_context *ctx;
 
@@ -122,16 +123,7 @@ static void check_reduce_refused(void)
 
 int main(void)
 {
-    int count = 0;
-    char why[300];
-    if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
-        oc_test_skip("no usable CUDA device");
-        return oc_test_finish();
-    }
-    if (!oc_nvrtc_available(why, sizeof why)) {
-        oc_test_skip(why);
-        return oc_test_finish();
-    }
+    if (gpu_nvrtc_missing()) return oc_test_finish();
     CHECK(oc_context_create(&ctx) == OC_OK);
     const arg same[2] = {{"a", MT_F64, 2, {1000, 300}}, {"b", MT_F64, 2, {1000, 300}}};
     check("a * b + a / b - 3", same, 2, -1, 0, 0, NULL);
