@@ -32,6 +32,8 @@ typedef struct map_launch {
     CUfunction fn;
     int used;           /* used inputs: arrays 1..used of the spec */
     void **args;        /* used + 4 kernel argument pointers */
+    oc_status failed;   /* the launch's own status and message (oc_stream_run replaces them) */
+    char why[400];
 } map_launch;
 
 /* Arguments in the kernel's order: out, the used inputs, n, start, error. The spec's arrays
@@ -48,8 +50,9 @@ static int launch(const oc_stream_chunk *c, void *user)
     args[k++] = (void *)&c->data[l->used + 1];
     long long blocks = (n + OC_MAP_CUDA_BLOCK - 1) / OC_MAP_CUDA_BLOCK;
     unsigned grid[3] = {(unsigned)(blocks < MAX_GRID ? blocks : MAX_GRID), 1, 1}, block[3] = {OC_MAP_CUDA_BLOCK, 1, 1};
-    return oc_nvrtc_launch(l->ctx, l->fn, "oc_map_elementwise", grid, block, 0, (CUstream)c->stream, args) == OC_OK ? 0
-                                                                                                                   : 1;
+    l->failed = oc_nvrtc_launch(l->ctx, l->fn, "oc_map_elementwise", grid, block, 0, (CUstream)c->stream, args);
+    if (l->failed != OC_OK) snprintf(l->why, sizeof l->why, "%s", oc_context_last_error(l->ctx));
+    return l->failed != OC_OK;
 }
 
 static oc_status load_kernel(oc_context *ctx, const oc_map_plan *m, CUfunction *fn)
@@ -104,6 +107,7 @@ static oc_status map_cuda_run(oc_context *ctx, const oc_map_plan *m, void *out, 
     oc_stream_stats ss = {.struct_size = sizeof ss};
     oc_status st = oc_stream_run(ctx, &spec, &so, &ss);
     free(arrays), free(l.args);
+    if (st != OC_OK && l.failed != OC_OK) return oc_fail(ctx, l.failed, "%s", l.why);
     OC_CHECK(st);
     if (error) return oc_fail(ctx, OC_ERR_INPUT, "integers to negative integer powers are not allowed (as in numpy)");
 

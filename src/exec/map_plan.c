@@ -391,6 +391,9 @@ oc_status oc_map_run(oc_context *ctx, oc_map *m, const char *out_path, void *out
                                       m->out_shape, &w, &dst));
     }
     m->out_is_file = w != NULL;
+    /* An empty result runs nothing; the stats still name where it would have run. */
+    local.backend = be == &oc_map_backend_cpu ? OC_BACKEND_CPU : OC_BACKEND_CUDA;
+    snprintf(local.backend_desc, sizeof local.backend_desc, "%s", be->name);
     oc_status st = m->count > 0 || m->reduce != OC_MAP_REDUCE_NONE ? be->run(ctx, m, dst, &local) : OC_OK;
     if (st == OC_OK && be != &oc_map_backend_cpu && m->count > 0) oc_cost_note_gpu_job();
     if (st == OC_OK && w) {
