@@ -1,7 +1,7 @@
 /*
  * map_plan.h - a map job ready to run (the opaque oc_map of outcore.h): the typed IR, the
  * bound inputs with their broadcasting strides, the result's shape and type, the reduction.
- * Backends (src/cpu/map_cpu.c; the GPU path through oc_map_emit_cuda) read it and never
+ * Backends (src/cpu/map_cpu.c; src/cuda/map_cuda.c through oc_map_emit_cuda) read it and never
  * change it.
  *
  * Element indexing: the element-wise result has the broadcast shape `shape` (ndim dims,
