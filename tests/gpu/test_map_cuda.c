@@ -100,7 +100,7 @@ static void check_elementwise(const char *expr, int ta, int tb, int dtype)
     in[0].name = "a", in[0].data = a, in[0].dtype = ta, in[0].ndim = 2, in[0].shape = sa;
     in[1].name = "b", in[1].data = b, in[1].dtype = tb, in[1].ndim = 1, in[1].shape = sb;
     oc_map_options o = OC_MAP_OPTIONS_INIT;
-    o.dtype = dtype;
+    o.dtype = dtype, o.backend = OC_BACKEND_CPU; /* the reference: never auto's GPU */
     oc_map *m = NULL;
     if (oc_map_create(ctx, expr, in, 2, NULL, 0, &o, &m) != OC_OK) return; /* numpy refuses it too */
     size_t elem = oc_mt_size(m->out_type);
@@ -125,7 +125,7 @@ static void check_reduce(const char *expr, int ta, oc_map_reduce op)
     oc_map_array in = OC_MAP_ARRAY_INIT;
     in.name = "a", in.data = a, in.dtype = ta, in.ndim = 2, in.shape = sa;
     oc_map_options o = OC_MAP_OPTIONS_INIT;
-    o.reduce = op;
+    o.reduce = op, o.backend = OC_BACKEND_CPU;
     oc_map *m = NULL;
     CHECK(oc_map_create(ctx, expr, &in, 1, NULL, 0, &o, &m) == OC_OK);
     if (!m) return;

@@ -43,7 +43,7 @@ static int64_t check(const char *expr, const arg *args, int n, int dtype, int64_
         in[k].ndim = args[k].ndim, in[k].shape = args[k].shape;
     }
     oc_map_options o = OC_MAP_OPTIONS_INIT;
-    o.dtype = dtype;
+    o.dtype = dtype, o.backend = OC_BACKEND_CPU; /* the reference: never auto's GPU */
     oc_map *cpu_m = NULL, *gpu_m = NULL;
     CHECK_MSG(oc_map_create(ctx, expr, in, n, NULL, 0, &o, &cpu_m) == OC_OK, "%s: %s", expr, oc_context_last_error(ctx));
     o.backend = OC_BACKEND_CUDA, o.gpu_mem_bytes = gpu_mem;
