@@ -681,18 +681,21 @@ typedef struct oc_map_options {
     /* The output type, or -1 (default): the expression's own. It must be reachable from the
      * expression's type under numpy.can_cast(..., 'same_kind'), else OC_ERR_INPUT. */
     int dtype;
-    oc_backend backend;      /* AUTO picks the CPU for now; CUDA: OC_ERR_UNSUPPORTED */
+    oc_backend backend;      /* AUTO: the cost model's pick; CUDA: device 0, element-wise plans only */
     int threads;             /* CPU threads; 0 = all cores */
     int64_t host_mem_bytes;  /* 0 = 80% of MemAvailable; file inputs are mapped, not loaded */
-    int64_t gpu_mem_bytes;   /* reserved for the GPU path; 0 = its default */
+    int64_t gpu_mem_bytes;   /* device budget of the GPU path; 0 = 90% of free memory */
     oc_map_reduce reduce;
     int has_axis;            /* nonzero: reduce over `axis` only (negative counts from the end) */
     int axis;
     oc_progress_fn progress; /* may be NULL; called from the calling thread */
     void *progress_user;
+    /* Version 2: the device budget as a share of the device's free memory, used when
+     * gpu_mem_bytes is 0; 0 = the default (0.9). */
+    double gpu_mem_fraction;
 } oc_map_options;
 
-#define OC_MAP_OPTIONS_INIT {sizeof(oc_map_options), -1, OC_BACKEND_AUTO, 0, 0, 0, OC_MAP_REDUCE_NONE, 0, 0, NULL, NULL}
+#define OC_MAP_OPTIONS_INIT {sizeof(oc_map_options), -1, OC_BACKEND_AUTO, 0, 0, 0, OC_MAP_REDUCE_NONE, 0, 0, NULL, NULL, 0}
 
 typedef struct oc_map_stats {
     size_t struct_size;      /* sizeof(oc_map_stats); set by the caller */

@@ -5,6 +5,7 @@
  * tests/python/test_map_numpy.py.
  */
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -170,10 +171,17 @@ static void test_struct_sizes(void)
     oc_map_array in = OC_MAP_ARRAY_INIT;
     in.name = "a", in.data = &x, in.dtype = OC_MAP_FLOAT64, in.ndim = 1, in.shape = shape;
     oc_map_options o = OC_MAP_OPTIONS_INIT;
-    o.struct_size -= 8;
+    o.struct_size -= 4;
     oc_map *m = NULL;
     CHECK(oc_map_create(ctx, "a", &in, 1, NULL, 0, &o, &m) == OC_ERR_INVALID_ARGUMENT);
     CHECK(strstr(oc_context_last_error(ctx), "OC_MAP_OPTIONS_INIT") != NULL);
+    /* Version 1 (without gpu_mem_fraction) is read, the later fields defaulted. */
+    o.struct_size = offsetof(oc_map_options, gpu_mem_fraction);
+    o.gpu_mem_fraction = 0.25;
+    CHECK(oc_map_create(ctx, "a", &in, 1, NULL, 0, &o, &m) == OC_OK);
+    CHECK(m && m->opts.gpu_mem_fraction == 0 && m->opts.struct_size == sizeof o);
+    oc_map_free(m);
+    m = NULL;
     in.struct_size = 8;
     CHECK(oc_map_create(ctx, "a", &in, 1, NULL, 0, NULL, &m) == OC_ERR_INVALID_ARGUMENT);
     CHECK(strstr(oc_context_last_error(ctx), "OC_MAP_ARRAY_INIT") != NULL);

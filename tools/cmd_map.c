@@ -26,7 +26,7 @@ static const char map_usage[] =
     "                         same_kind rule\n"
     "  --reduce OP            sum, mean, min or max (of the result, never materialised)\n"
     "  --axis N               reduce over axis N only (negative counts from the end)\n"
-    "  --backend B            auto (default: the CPU for now), cpu, cuda (not available yet)\n"
+    "  --backend B            auto (default: the faster by the cost model), cpu, cuda (element-wise only)\n"
     "  --threads N            CPU threads (default: all cores)\n"
     "  --host-mem SIZE|PCT    host memory budget (inputs are memory-mapped and read as needed)\n"
     "  --gpu-mem SIZE|PCT     device memory budget of the GPU path\n"
@@ -121,6 +121,7 @@ static int parse_map_args(int argc, char **argv, map_args *g)
             if (r < 0) return OC_EXIT_USAGE;
             if (cli_parse_size(v, &g->opts.gpu_mem_bytes, &frac))
                 return cli_usage_error("--gpu-mem %s: expected a size such as 2G or 512M, or a percentage such as 50%%", v);
+            g->opts.gpu_mem_fraction = frac;
         } else if (OPTION("--host-mem")) {
             double frac = 0;
             if (r < 0) return OC_EXIT_USAGE;

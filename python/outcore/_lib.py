@@ -358,6 +358,7 @@ class MapOptions(ctypes.Structure):
         ("axis", ctypes.c_int),
         ("progress", progress_fn),
         ("progress_user", ctypes.c_void_p),
+        ("gpu_mem_fraction", ctypes.c_double),
     ]
 
     def __init__(self):

@@ -16,7 +16,7 @@ import numpy as np
 
 from . import _lib
 from ._context import lease
-from ._options import parse_host_mem
+from ._options import parse_gpu_mem, parse_host_mem
 from .errors import InputError, check, from_status
 
 lib = _lib.lib
@@ -69,7 +69,7 @@ def _with_caret(message, expr):
 
 
 def map(expr, out=None, *, dtype=None, reduce=None, axis=None, backend=None, threads=None, host_mem=None,
-        context=None, explain=False, **operands):
+        gpu_mem=None, context=None, explain=False, **operands):
     """Evaluates expr over the named operands with numpy's semantics (see the module doc).
 
     out: None (return a new array; a numpy scalar for a reduction to one value), a path (a
@@ -77,6 +77,8 @@ def map(expr, out=None, *, dtype=None, reduce=None, axis=None, backend=None, thr
     C-contiguous writeable array of the result's shape and dtype (filled and returned).
     dtype: the output dtype (numpy.can_cast(result, dtype, "same_kind") must hold).
     reduce: "sum", "mean", "min" or "max" over all elements, or over `axis`.
+    backend: "auto" (the cost model's pick), "cpu" or "cuda" (element-wise expressions on
+    device 0; reductions run on the CPU). gpu_mem: the device budget, bytes or "2G", "50%".
     explain: return the text of oc_map_explain instead of running.
     """
     if reduce not in _REDUCE:
@@ -97,6 +99,8 @@ def map(expr, out=None, *, dtype=None, reduce=None, axis=None, backend=None, thr
         opts.threads = int(threads)
     if host_mem is not None:
         opts.host_mem_bytes = parse_host_mem(host_mem)
+    if gpu_mem is not None:
+        opts.gpu_mem_bytes, opts.gpu_mem_fraction = parse_gpu_mem(gpu_mem)
 
     keep = []  # every buffer and string the library reads must live until the call returns
     arrays, scalars = [], []

@@ -26,26 +26,31 @@ oc_status oc_map_explain(oc_context *ctx, const oc_map *m, int json, char **text
     char shape[512], oshape[512];
     oc_map_shape_text(m->ndim, m->shape, shape, sizeof shape);
     oc_map_shape_text(m->out_ndim, m->out_shape, oshape, sizeof oshape);
-    const char *why = m->opts.backend == OC_BACKEND_CUDA
-                          ? "the GPU path is not available yet"
-                          : "auto picks the CPU until the GPU path and the cost model are wired";
+    oc_map_choice choice;
+    OC_CHECK(oc_map_choose(ctx, m, &choice));
+    const char *why = choice.explain;
+    const char *where = choice.backend->name;
+    char threads_text[48];
+    snprintf(threads_text, sizeof threads_text, " with %d thread%s", threads, threads == 1 ? "" : "s");
     oc_text b = {0};
     if (json) {
         oc_text_printf(&b,
                            "{\"expression\": ");
         oc_text_json_string(&b, m->text);
-        oc_text_printf(&b, ", \"backend\": \"cpu\", \"reason\": \"%s\", \"threads\": %d, "
+        oc_text_printf(&b, ", \"backend\": \"%s\", \"reason\": ", where);
+        oc_text_json_string(&b, why);
+        oc_text_printf(&b, ", \"threads\": %d, "
                            "\"expr_dtype\": \"%s\", \"out_dtype\": \"%s\", \"reduce\": \"%s\", \"axis\": %d, "
                            "\"elements\": %" PRId64 ", \"bytes_in\": %" PRId64 ", \"bytes_out\": %" PRId64 "}\n",
-                           why, threads, oc_mt_name(m->expr_type), oc_mt_name(m->out_type), reduce_name(m->reduce),
+                           threads, oc_mt_name(m->expr_type), oc_mt_name(m->out_type), reduce_name(m->reduce),
                            m->axis, m->count, in_bytes, out_bytes);
     } else {
         oc_text_printf(&b,
                            "%s over %s (%" PRId64 " elements, %s): reads %" PRId64 " bytes, writes %" PRId64
-                           " bytes of %s %s%s%s; cpu with %d thread%s: %s\n",
+                           " bytes of %s %s%s%s; %s%s: %s\n",
                            m->text, shape, m->count, oc_mt_name(m->expr_type), in_bytes, out_bytes, oc_mt_name(m->out_type),
-                           oshape, m->reduce ? ", reduced by " : "", m->reduce ? reduce_name(m->reduce) : "", threads,
-                       threads == 1 ? "" : "s", why);
+                           oshape, m->reduce ? ", reduced by " : "", m->reduce ? reduce_name(m->reduce) : "", where,
+                           choice.backend == &oc_map_backend_cpu ? threads_text : "", why);
     }
     return oc_text_finish(ctx, &b, text);
 }

@@ -4,6 +4,7 @@
  * and runs the plan on a backend (map_plan.h).
  */
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 #include "core/error.h"
 #include "core/threads.h"
 #include "exec/map_plan.h"
+#include "exec/cost.h"
 #include "exec/map_types.h"
 #include "io/io.h"
 #include "io/npy_array.h"
@@ -318,8 +320,10 @@ oc_status oc_map_create(oc_context *ctx, const char *expr, const oc_map_array *i
     if (!ctx || !expr || !out || n_inputs < 0 || n_scalars < 0 || (n_inputs && !inputs) || (n_scalars && !scalars))
         return ctx ? oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_map_create: bad arguments") : OC_ERR_INVALID_ARGUMENT;
     oc_context_begin_job(ctx);
-    /* Version 1 of each struct is the only one yet (docs/abi.md). */
-    if (opts && opts->struct_size != sizeof *opts)
+    /* oc_map_options has versions 1 (up to progress_user) and 2; the other structs one
+     * (docs/abi.md). */
+    const size_t opts_v1 = offsetof(oc_map_options, gpu_mem_fraction);
+    if (opts && opts->struct_size != sizeof *opts && opts->struct_size != opts_v1)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
                        "oc_map_options: struct_size %zu is no version's (%zu): start from OC_MAP_OPTIONS_INIT",
                        opts->struct_size, sizeof *opts);
@@ -331,7 +335,11 @@ oc_status oc_map_create(oc_context *ctx, const char *expr, const oc_map_array *i
     oc_map *m = calloc(1, sizeof *m);
     if (!m) return oc_fail(ctx, OC_ERR_NO_MEMORY, "out of memory");
     oc_map_options defaults = OC_MAP_OPTIONS_INIT;
-    m->opts = opts ? *opts : defaults;
+    m->opts = defaults;
+    if (opts) {
+        memcpy(&m->opts, opts, opts->struct_size);
+        m->opts.struct_size = sizeof m->opts;
+    }
     oc_status st = map_create(ctx, m, expr, inputs, n_inputs, scalars, n_scalars);
     if (st != OC_OK) {
         oc_map_free(m);
@@ -361,19 +369,6 @@ static oc_status check_not_input(oc_context *ctx, const oc_map *m, const char *p
     return OC_OK;
 }
 
-static oc_status select_backend(oc_context *ctx, const oc_map *m, const oc_map_backend **out)
-{
-    switch (m->opts.backend) {
-    case OC_BACKEND_AUTO:
-    case OC_BACKEND_CPU: *out = &oc_map_backend_cpu; return OC_OK;
-    case OC_BACKEND_CUDA:
-        return oc_fail(ctx, OC_ERR_UNSUPPORTED,
-                       "map on the GPU is not available yet: its CUDA source is generated but not yet run by the "
-                       "streaming engine; use --backend cpu (or auto)");
-    default: return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "unknown backend %d", (int)m->opts.backend);
-    }
-}
-
 oc_status oc_map_run(oc_context *ctx, oc_map *m, const char *out_path, void *out_data, oc_map_stats *stats)
 {
     if (!ctx || !m || (!out_path && !out_data && m->out_count > 0))
@@ -385,8 +380,9 @@ oc_status oc_map_run(oc_context *ctx, oc_map *m, const char *out_path, void *out
     oc_context_begin_job(ctx);
     oc_map_stats local = {.struct_size = sizeof local};
     double t0 = oc_now();
-    const oc_map_backend *be;
-    OC_CHECK(select_backend(ctx, m, &be));
+    oc_map_choice choice;
+    OC_CHECK(oc_map_choose(ctx, m, &choice));
+    const oc_map_backend *be = choice.backend;
     oc_npy_out *w = NULL;
     void *dst = out_data;
     if (out_path) {
@@ -395,7 +391,11 @@ oc_status oc_map_run(oc_context *ctx, oc_map *m, const char *out_path, void *out
                                       m->out_shape, &w, &dst));
     }
     m->out_is_file = w != NULL;
+    /* An empty result runs nothing; the stats still name where it would have run. */
+    local.backend = be == &oc_map_backend_cpu ? OC_BACKEND_CPU : OC_BACKEND_CUDA;
+    snprintf(local.backend_desc, sizeof local.backend_desc, "%s", be->name);
     oc_status st = m->count > 0 || m->reduce != OC_MAP_REDUCE_NONE ? be->run(ctx, m, dst, &local) : OC_OK;
+    if (st == OC_OK && be != &oc_map_backend_cpu && m->count > 0) oc_cost_note_gpu_job();
     if (st == OC_OK && w) {
         st = oc_npy_out_commit(ctx, w);
     } else if (w) {

@@ -1,7 +1,7 @@
 /*
  * map_plan.h - a map job ready to run (the opaque oc_map of outcore.h): the typed IR, the
  * bound inputs with their broadcasting strides, the result's shape and type, the reduction.
- * Backends (src/cpu/map_cpu.c; the GPU path through oc_map_emit_cuda) read it and never
+ * Backends (src/cpu/map_cpu.c; src/cuda/map_cuda.c through oc_map_emit_cuda) read it and never
  * change it.
  *
  * Element indexing: the element-wise result has the broadcast shape `shape` (ndim dims,
@@ -60,9 +60,27 @@ typedef struct oc_map_backend {
     /* Evaluates the plan into out (out_count elements of out_type, C order); fills the
      * backend fields of stats (never NULL here). */
     oc_status (*run)(oc_context *ctx, const oc_map_plan *m, void *out, oc_map_stats *stats);
+    /* Nonzero when the backend can run element-wise plans now (cheap; no messages), else 0
+     * with the reason in why; NULL: always (the CPU). */
+    int (*usable)(char *why, size_t why_size);
 } oc_map_backend;
 
 extern const oc_map_backend oc_map_backend_cpu;
+#ifdef OC_HAVE_CUDA
+/* Element-wise plans on CUDA device 0 (src/cuda/map_cuda.c); reductions stay on the CPU. */
+extern const oc_map_backend oc_map_backend_cuda;
+#endif
+
+/* Where a plan runs and why (map_choice.c): --backend cpu and cuda as asked (cuda fails, one
+ * line, for reductions and where no GPU or no NVRTC can run it), auto by the cost model's
+ * prediction (cost.h) when the GPU can run the plan. explain is the --explain paragraph. */
+typedef struct oc_map_choice {
+    const oc_map_backend *backend;
+    int gpu_candidate;                /* the GPU could run it: the prediction weighed both */
+    char explain[700];
+} oc_map_choice;
+
+oc_status oc_map_choose(oc_context *ctx, const oc_map_plan *m, oc_map_choice *out);
 
 /* numpy's result type of a reduction over elements of type t. */
 int oc_map_reduce_type(oc_map_reduce r, int t);

@@ -73,13 +73,47 @@ def test_errors(arrays, tmp_path):
     expect_error(d, "a ** b", f"a={d/'i.npy'}", "--set", "b=-1", message="negative integer powers")
 
 
-def test_cuda_backend_is_reported_unavailable(arrays):
-    d, _ = arrays
+def gpus():
+    return len(json.loads(run("devices", "--json").stdout)["gpus"])
+
+
+def test_cuda_backend_without_a_gpu(arrays):
+    """--backend cuda where no GPU can run it: one line, exit 1 (as gram), no file; auto runs on
+    the CPU and --explain says so."""
+    if gpus():
+        pytest.skip("a GPU is usable here")
+    d, x = arrays
     out = d / "c.npy"
     proc = run("map", "a + 1", f"a={d/'a.npy'}", "-o", out, "--backend", "cuda", check=False)
-    assert proc.returncode != 0 and "not available yet" in proc.stderr and not out.exists()
-    run("map", "a + 1", f"a={d/'a.npy'}", "-o", out, "--backend", "auto")
-    assert out.exists()
+    assert proc.returncode == 1 and proc.stderr.count("\n") == 1, proc.stderr
+    assert "backend cuda:" in proc.stderr and not out.exists()
+    summary = json.loads(run("map", "a + 1", f"a={d/'a.npy'}", "-o", out, "--backend", "auto", "--json").stdout)
+    assert summary["backend"] == "cpu" and np.array_equal(np.load(out), x["a"] + 1)
+    info = json.loads(run("map", "a + 1", f"a={d/'a.npy'}", "--explain", "--json").stdout)
+    assert info["backend"] == "cpu" and "cuda" in info["reason"]
+
+
+def test_cuda_backend_refuses_reductions(arrays):
+    d, _ = arrays
+    proc = run("map", "a * 2", f"a={d/'a.npy'}", "--reduce", "sum", "--backend", "cuda", check=False)
+    assert proc.returncode == 1 and proc.stderr.count("\n") == 1, proc.stderr
+    assert "reductions on the CPU" in proc.stderr
+    assert run("map", "a * 2", f"a={d/'a.npy'}", "--reduce", "sum", "--backend", "auto").returncode == 0
+
+
+def test_cuda_backend_equals_numpy(arrays):
+    """On a GPU: broadcast and mixed dtypes through several chunks equal numpy bit for bit."""
+    if not gpus():
+        pytest.skip("no usable GPU")
+    d, x = arrays
+    out = d / "c.npy"
+    proc = run("map", "a * v + i // 3", f"a={d/'a.npy'}", f"v={d/'v.npy'}", f"i={d/'i.npy'}", "-o", out,
+               "--backend", "cuda", "--gpu-mem", "64K", "--json")
+    summary = json.loads(proc.stdout)
+    assert summary["backend"] == "cuda" and summary["backend_desc"].startswith("cuda:0")
+    ref = x["a"] * x["v"] + x["i"] // 3
+    got = np.load(out)
+    assert got.dtype == ref.dtype and np.array_equal(got, ref)
 
 
 def test_output_is_not_an_input(arrays):

@@ -18,6 +18,7 @@
 #include "../map_nvrtc.h"
 #include "exec/map_codegen.h"
 #include "exec/map_types.h"
+#include "map_values.h"
 
 static oc_context *ctx;
 static char arch[32];
@@ -30,27 +31,6 @@ static int cu_ok(cudaError_t r, const char *what)
     if (r == cudaSuccess) return 1;
     oc_test_fail(__FILE__, __LINE__, "%s: %s", what, cudaGetErrorString(r));
     return 0;
-}
-
-static void fill(void *p, int t, int64_t n, uint64_t seed)
-{
-    for (int64_t i = 0; i < n; i++) {
-        uint64_t r = oc_test_rand(&seed);
-        double v = (double)(int64_t)(r % 2001) - 1000.0 + (double)(r >> 40 & 7) / 8.0;
-        switch (t) {
-        case MT_BOOL: ((uint8_t *)p)[i] = r & 1; break;
-        case MT_I8: ((int8_t *)p)[i] = (int8_t)r; break;
-        case MT_I16: ((int16_t *)p)[i] = (int16_t)r; break;
-        case MT_I32: ((int32_t *)p)[i] = (int32_t)(r % 200001) - 100000; break;
-        case MT_I64: ((int64_t *)p)[i] = (int64_t)r; break;
-        case MT_U8: ((uint8_t *)p)[i] = (uint8_t)r; break;
-        case MT_U16: ((uint16_t *)p)[i] = (uint16_t)r; break;
-        case MT_U32: ((uint32_t *)p)[i] = (uint32_t)r; break;
-        case MT_U64: ((uint64_t *)p)[i] = r; break;
-        case MT_F32: ((float *)p)[i] = (float)v; break;
-        default: ((double *)p)[i] = v; break;
-        }
-    }
 }
 
 /* Runs kernel `name` of src over the plan's result in two chunks into host buffer out
@@ -105,33 +85,6 @@ static int run_kernel(const oc_map_plan *m, const char *src, const char *name, v
     return ok;
 }
 
-/* Equal bytes, except that any NaN equals any NaN (the GPU's canonical NaN is positive,
- * x86's default NaN negative); floats may also be `ulps` units in the last place apart (0
- * for arithmetic; pow is within 2 ulp in CUDA's documentation and within 1 in glibc's). */
-static int same_values(const unsigned char *x, const unsigned char *y, int t, int64_t n, int64_t ulps)
-{
-    for (int64_t i = 0; i < n; i++) {
-        if (t == MT_F64) {
-            double u, v;
-            int64_t bu, bv;
-            memcpy(&u, x + 8 * i, 8), memcpy(&v, y + 8 * i, 8);
-            if (isnan(u) && isnan(v)) continue;
-            memcpy(&bu, &u, 8), memcpy(&bv, &v, 8);
-            if (memcmp(&u, &v, 8) != 0 && !((bu < 0) == (bv < 0) && llabs(bu - bv) <= ulps)) return 0;
-        } else if (t == MT_F32) {
-            float u, v;
-            int32_t bu, bv;
-            memcpy(&u, x + 4 * i, 4), memcpy(&v, y + 4 * i, 4);
-            if (isnan(u) && isnan(v)) continue;
-            memcpy(&bu, &u, 4), memcpy(&bv, &v, 4);
-            if (memcmp(&u, &v, 4) != 0 && !((bu < 0) == (bv < 0) && llabs((int64_t)bu - bv) <= ulps)) return 0;
-        } else if (memcmp(x + i * (int64_t)oc_mt_size(t), y + i * (int64_t)oc_mt_size(t), oc_mt_size(t)) != 0) {
-            return 0;
-        }
-    }
-    return 1;
-}
-
 /* A float power that is not one of numpy's shortcuts (map_typecheck.c: fast_power) is a
  * math function: glibc's pow on the CPU, CUDA's on the device (3 ulp apart at most). x ** 0.5
  * of an integer array is such a power (numpy takes the sqrt shortcut for float arrays only). */
@@ -147,7 +100,7 @@ static void check_elementwise(const char *expr, int ta, int tb, int dtype)
     in[0].name = "a", in[0].data = a, in[0].dtype = ta, in[0].ndim = 2, in[0].shape = sa;
     in[1].name = "b", in[1].data = b, in[1].dtype = tb, in[1].ndim = 1, in[1].shape = sb;
     oc_map_options o = OC_MAP_OPTIONS_INIT;
-    o.dtype = dtype;
+    o.dtype = dtype, o.backend = OC_BACKEND_CPU; /* the reference: never auto's GPU */
     oc_map *m = NULL;
     if (oc_map_create(ctx, expr, in, 2, NULL, 0, &o, &m) != OC_OK) return; /* numpy refuses it too */
     size_t elem = oc_mt_size(m->out_type);
@@ -172,7 +125,7 @@ static void check_reduce(const char *expr, int ta, oc_map_reduce op)
     oc_map_array in = OC_MAP_ARRAY_INIT;
     in.name = "a", in.data = a, in.dtype = ta, in.ndim = 2, in.shape = sa;
     oc_map_options o = OC_MAP_OPTIONS_INIT;
-    o.reduce = op;
+    o.reduce = op, o.backend = OC_BACKEND_CPU;
     oc_map *m = NULL;
     CHECK(oc_map_create(ctx, expr, &in, 1, NULL, 0, &o, &m) == OC_OK);
     if (!m) return;

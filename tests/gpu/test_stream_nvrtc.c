@@ -10,6 +10,7 @@
 
 #include "harness.h"
 #include "cuda/nvrtc.h"
+#include "nvrtc_skip.h"
 
 static const char *source =
     "extern \"C\" __global__ void fma_kernel(const double *a, const double *b, double *c, double s, long long n)\n"
@@ -36,16 +37,7 @@ static int launch(const oc_stream_chunk *c, void *user)
 
 int main(void)
 {
-    int count = 0;
-    char why[300];
-    if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
-        oc_test_skip("no usable CUDA device");
-        return oc_test_finish();
-    }
-    if (!oc_nvrtc_available(why, sizeof why)) {
-        oc_test_skip(why);
-        return oc_test_finish();
-    }
+    if (gpu_nvrtc_missing()) return oc_test_finish();
     oc_context *ctx = NULL;
     CHECK(oc_context_create(&ctx) == OC_OK);
     /* The module is loaded into the device's primary context, current from here on. */

@@ -319,6 +319,14 @@ def test_explain_and_backends():
     a = np.zeros((4, 3))
     text = outcore.map("a * 2", a=a, explain=True)
     assert "cpu" in text and "4 x 3" in text
-    with pytest.raises(outcore.UnsupportedError, match="not available yet"):
-        outcore.map("a * 2", a=a, backend="cuda")
+    if outcore.cuda_device_count() == 0:
+        with pytest.raises(outcore.UnsupportedError, match="backend cuda: "):
+            outcore.map("a * 2", a=a, backend="cuda")
+    else:
+        assert same_bits(np.asarray(outcore.map("a * 2 + a", a=a, backend="cuda", gpu_mem="50%")), a * 2 + a)
+    assert same_bits(np.asarray(outcore.map("a * 2", a=a, backend="auto", gpu_mem="1M")), a * 2)
+    with pytest.raises(outcore.InputError, match="gpu_mem"):
+        outcore.map("a * 2", a=a, gpu_mem="lots")
+    with pytest.raises(outcore.UnsupportedError, match="reductions on the CPU"):
+        outcore.map("a * 2", a=a, reduce="sum", backend="cuda")
     assert "map" not in outcore.__all__ and callable(outcore.map)
