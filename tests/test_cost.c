@@ -77,6 +77,28 @@ static void test_gram_decisions(void)
     job.gpu_warm = 1;
     oc_cost_predict(&r, &job, 1, "cuda:0", NULL, &p);
     CHECK_MSG(p.choice == OC_COST_GPU, "warm: %s", p.reason);
+
+    /* The same job repeated in a cold process: each CPU run loses what a warm GPU would
+     * have saved; once the losses reach the start-up, the GPU is taken. */
+    job.gpu_warm = 0;
+    job.gpu_regret = 0;
+    oc_cost_predict(&r, &job, 1, "cuda:0", NULL, &p);
+    CHECK_MSG(p.choice == OC_COST_CPU && p.regret > 0 && p.regret < r.gpu_startup, "first: %s", p.reason);
+    const double loss = p.regret;
+    int runs = 1;
+    while (p.choice == OC_COST_CPU && runs < 1000) {
+        job.gpu_regret += p.regret;
+        oc_cost_predict(&r, &job, 1, "cuda:0", NULL, &p);
+        runs++;
+    }
+    CHECK_MSG(p.choice == OC_COST_GPU && strstr(p.reason, "start-up's worth"), "repaid: %s", p.reason);
+    /* The k-th run takes the GPU when k losses reach the start-up: not one run earlier. */
+    CHECK_MSG((runs - 1) * loss < r.gpu_startup + 1e-12 && runs * loss >= r.gpu_startup - 1e-12,
+              "%d runs for a start-up of %.3f s at %.4f s lost each", runs, r.gpu_startup, loss);
+    /* A job the GPU cannot win even warm loses nothing to the CPU. */
+    gram_job(4627, 216, OC_COST_GRAM_DENSE, 0, &job);
+    oc_cost_predict(&r, &job, 1, "cuda:0", NULL, &p);
+    CHECK(p.choice == OC_COST_CPU && p.regret == 0);
 }
 
 static void test_map_decisions(void)

@@ -193,6 +193,15 @@ void oc_cost_predict(const oc_cost_rates *r, const oc_cost_job *job, int gpu_ava
                                            fmax(out->gpu_transfer, fmax(out->gpu_host, out->gpu_compute))
                                      : INFINITY;
     out->choice = out->gpu_seconds < out->cpu_seconds ? OC_COST_GPU : OC_COST_CPU;
+    out->regret = 0;
+    int repaid = 0;
+    if (gpu_available && !job->gpu_warm && out->choice == OC_COST_CPU) {
+        const double warm = out->gpu_seconds - out->gpu_start + r->gpu_job_setup;
+        if (warm < out->cpu_seconds) {
+            out->regret = out->cpu_seconds - warm;
+            if (job->gpu_regret + out->regret >= out->gpu_start) out->choice = OC_COST_GPU, repaid = 1;
+        }
+    }
 
     /* The reason: the job's size, then each backend's time and the stage that bounds it. */
     oc_text t = {0};
@@ -241,6 +250,10 @@ void oc_cost_predict(const oc_cost_rates *r, const oc_cost_job *job, int gpu_ava
             }
         }
         oc_text_printf(&t, ")");
+    }
+    if (repaid) {
+        fmt_seconds(a, sizeof a, job->gpu_regret + out->regret);
+        oc_text_printf(&t, "; the CPU jobs of this process have lost %s against a warm GPU, the start-up's worth", a);
     }
     oc_text_printf(&t, ": %s", out->choice == OC_COST_GPU ? label : "cpu");
     if (r->note[0]) oc_text_printf(&t, " [%s]", r->note);

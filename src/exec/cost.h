@@ -100,6 +100,12 @@ typedef struct oc_cost_job {
     double ops[OC_COST_OPS];    /* operations per class; the same work on either backend */
     double cpu_fixed, gpu_fixed;/* other seconds on each (per-call set-up the job knows of) */
     int gpu_warm;               /* this process already ran a GPU job: no context creation */
+    /* Seconds that this process's earlier CPU jobs, chosen by auto, took beyond what a warm
+     * GPU would have (oc_cost_gpu_regret). Once this job's loss would bring them to the GPU's
+     * start-up, the start-up is worth paying: the GPU is chosen (ski rental), so a process
+     * that repeats jobs a warm GPU runs faster moves to the GPU after a few of them instead
+     * of paying the start-up in every prediction and never moving. */
+    double gpu_regret;
 } oc_cost_job;
 
 /* Gram outputs, as the model sees them. */
@@ -138,6 +144,9 @@ typedef struct oc_cost_prediction {
     double cpu_memory, cpu_compute;
     double gpu_transfer, gpu_host, gpu_compute, gpu_start;
     oc_cost_choice choice;
+    /* CPU chosen while a warm GPU would be faster: by how much (else 0); the caller that runs
+     * the job on the CPU adds it with oc_cost_note_cpu_job. */
+    double regret;
     char reason[512];           /* one paragraph: the figures that decided */
 } oc_cost_prediction;
 
@@ -195,6 +204,9 @@ void oc_cost_rates_reset(void);
 /* Whether this process has run a GPU job (the next one pays no context creation). */
 int oc_cost_gpu_warm(void);
 void oc_cost_note_gpu_job(void);
+/* The sum of oc_cost_prediction.regret over this process's CPU-run auto jobs, and adding to it. */
+double oc_cost_gpu_regret(void);
+void oc_cost_note_cpu_job(double regret);
 
 /* ---------------------------------------------------------------- measurements (cost_measure.c) */
 

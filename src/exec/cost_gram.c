@@ -40,6 +40,7 @@ void oc_gram_choose_backend(oc_context *ctx, const oc_gram_job *job, oc_output_k
     oc_cost_job cj;
     oc_cost_job_gram(&g, &cj);
     cj.gpu_warm = oc_cost_gpu_warm();
+    cj.gpu_regret = oc_cost_gpu_regret();
     char label[32];
     snprintf(label, sizeof label, "cuda:%d", job->opts->device);
     oc_cost_predict(&c->rates, &cj, gpu_usable, label, no_gpu_reason, &c->pred);

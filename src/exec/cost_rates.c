@@ -29,6 +29,24 @@ void oc_cost_rates_reset(void)
 int oc_cost_gpu_warm(void) { return __atomic_load_n(&gpu_jobs_run, __ATOMIC_RELAXED) != 0; }
 void oc_cost_note_gpu_job(void) { __atomic_store_n(&gpu_jobs_run, 1, __ATOMIC_RELAXED); }
 
+static double cpu_regret; /* under rates_lock */
+
+double oc_cost_gpu_regret(void)
+{
+    pthread_mutex_lock(&rates_lock);
+    double v = cpu_regret;
+    pthread_mutex_unlock(&rates_lock);
+    return v;
+}
+
+void oc_cost_note_cpu_job(double regret)
+{
+    if (!(regret > 0)) return;
+    pthread_mutex_lock(&rates_lock);
+    cpu_regret += regret;
+    pthread_mutex_unlock(&rates_lock);
+}
+
 /* The cache's sections for this machine as this process first read them (under rates_lock):
  * the host's figures under the host's key, which needs no driver (a CPU job never touches
  * CUDA), and the GPUs' under the key that adds them, read when a GPU is a candidate. */

@@ -368,6 +368,9 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
     OC_CHECK(job_prepare(ctx, a, b, opts, out, &job, &backend, &where));
     OC_CHECK(resume_options(ctx, &opts, &resume_opts));
     job.opts = opts;
+    /* An auto job that the CPU runs though a warm GPU would be faster: its loss counts towards
+     * paying the GPU's start-up (cost.h: gpu_regret). */
+    if (opts->backend == OC_BACKEND_AUTO && backend == &oc_backend_cpu) oc_cost_note_cpu_job(where.pred.regret);
     if (stats && !oc_gram_stats_size_known(stats->struct_size))
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_gram_stats.struct_size is %zu, expected %zu", stats->struct_size,
                        sizeof(oc_gram_stats));
