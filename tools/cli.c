@@ -76,6 +76,30 @@ int cli_parse_size(const char *text, int64_t *bytes, double *fraction)
     return 0;
 }
 
+int cli_parse_threads(const char *text, int *threads)
+{
+    int64_t t;
+    if (cli_parse_i64(text, &t) || t < 1 || t > 4096)
+        return cli_usage_error("--threads %s: expected a whole number from 1 to 4096", text);
+    *threads = (int)t;
+    return -1;
+}
+
+int cli_parse_host_mem(const char *text, int64_t *bytes)
+{
+    double frac = 0;
+    if (cli_parse_size(text, bytes, &frac))
+        return cli_usage_error("--host-mem %s: expected a size such as 4G or 512M, or a percentage such as 25%%", text);
+    if (frac > 0) {
+        /* A percentage is of the machine's physical memory. */
+        long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+        *bytes = (int64_t)((double)pages * (double)page * frac);
+        if (pages <= 0 || page <= 0 || *bytes < 1)
+            return cli_usage_error("--host-mem %s: the machine's memory size is unknown; give a size", text);
+    }
+    return -1;
+}
+
 int cli_option(int argc, char **argv, int *i, const char *name, const char **value)
 {
     const char *arg = argv[*i];

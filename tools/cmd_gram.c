@@ -133,11 +133,8 @@ static int parse_gram_args(int argc, char **argv, gram_args *g)
             if (oc_algorithm_parse(v, &g->opts.algorithm) != OC_OK)
                 return cli_usage_error("--algorithm %s: expected auto, dense or sparse", v);
         } else if (OPTION("--threads")) {
-            int64_t t;
             if (r < 0) return OC_EXIT_USAGE;
-            if (cli_parse_i64(v, &t) || t < 1 || t > 4096)
-                return cli_usage_error("--threads %s: expected a whole number from 1 to 4096", v);
-            g->opts.threads = (int)t;
+            if ((r = cli_parse_threads(v, &g->opts.threads)) >= 0) return r;
         } else if (OPTION("--device")) {
             int64_t d;
             if (r < 0) return OC_EXIT_USAGE;
@@ -157,18 +154,8 @@ static int parse_gram_args(int argc, char **argv, gram_args *g)
             else if (strcmp(v, "reserve") == 0) g->opts.gpu_mem_mode = OC_GPU_MEM_RESERVE;
             else return cli_usage_error("--gpu-mem-mode %s: expected grow or reserve", v);
         } else if (OPTION("--host-mem")) {
-            double frac = 0;
             if (r < 0) return OC_EXIT_USAGE;
-            if (cli_parse_size(v, &g->opts.host_mem_bytes, &frac))
-                return cli_usage_error("--host-mem %s: expected a size such as 4G or 512M, or a percentage such as 25%%",
-                                       v);
-            if (frac > 0) {
-                /* A percentage is of the machine's physical memory. */
-                long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-                g->opts.host_mem_bytes = (int64_t)((double)pages * (double)page * frac);
-                if (pages <= 0 || page <= 0 || g->opts.host_mem_bytes < 1)
-                    return cli_usage_error("--host-mem %s: the machine's memory size is unknown; give a size", v);
-            }
+            if ((r = cli_parse_host_mem(v, &g->opts.host_mem_bytes)) >= 0) return r;
             g->read.host_mem_bytes = g->opts.host_mem_bytes;
         } else if (OPTION("--tile")) {
             if (r < 0) return OC_EXIT_USAGE;

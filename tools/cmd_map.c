@@ -111,11 +111,8 @@ static int parse_map_args(int argc, char **argv, map_args *g)
             if (oc_backend_parse(v, &g->opts.backend) != OC_OK)
                 return cli_usage_error("--backend %s: expected auto, cpu or cuda", v);
         } else if (OPTION("--threads")) {
-            int64_t t;
             if (r < 0) return OC_EXIT_USAGE;
-            if (cli_parse_i64(v, &t) || t < 1 || t > 4096)
-                return cli_usage_error("--threads %s: expected a whole number from 1 to 4096", v);
-            g->opts.threads = (int)t;
+            if ((r = cli_parse_threads(v, &g->opts.threads)) >= 0) return r;
         } else if (OPTION("--gpu-mem")) {
             double frac = 0;
             if (r < 0) return OC_EXIT_USAGE;
@@ -123,15 +120,8 @@ static int parse_map_args(int argc, char **argv, map_args *g)
                 return cli_usage_error("--gpu-mem %s: expected a size such as 2G or 512M, or a percentage such as 50%%", v);
             g->opts.gpu_mem_fraction = frac;
         } else if (OPTION("--host-mem")) {
-            double frac = 0;
             if (r < 0) return OC_EXIT_USAGE;
-            if (cli_parse_size(v, &g->opts.host_mem_bytes, &frac))
-                return cli_usage_error("--host-mem %s: expected a size such as 4G or 512M, or a percentage such as 25%%",
-                                       v);
-            if (frac > 0) {
-                long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-                g->opts.host_mem_bytes = (int64_t)((double)pages * (double)page * frac);
-            }
+            if ((r = cli_parse_host_mem(v, &g->opts.host_mem_bytes)) >= 0) return r;
         } else if (arg[0] == '-' && arg[1] != '\0' && !g->expr) {
             return cli_usage_error("map: unknown option %s (see outcore map --help)", arg);
         } else if (arg[0] == '-' && arg[1] != '\0' && !strchr(arg, '=')) {

@@ -26,15 +26,8 @@ extern "C" {
 }
 #include "cuda/device.h"
 #include "cuda/gram_b1.cuh"
+#include "bench_check.h"
 
-#define CK(call)                                                                                   \
-    do {                                                                                           \
-        cudaError_t e_ = (call);                                                                   \
-        if (e_ != cudaSuccess) {                                                                   \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
 
 /* Random words (splitmix64 of the index and seed); the padding words past m stay zero. */
 __global__ void fill_bits(uint64_t *w, int64_t rows, int64_t words, int64_t used_words, uint64_t seed)

@@ -41,18 +41,11 @@ extern "C" {
 }
 #include "cuda/device.h"
 #include "cuda/gram_b1.cuh"
+#include "bench_check.h"
 #include "cuda/gram_popc.cuh"
 
 static int failures = 0;
 
-#define CK(call)                                                                                   \
-    do {                                                                                           \
-        cudaError_t e_ = (call);                                                                   \
-        if (e_ != cudaSuccess) {                                                                   \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
 #define CKL(call)                                                                                  \
     do {                                                                                           \
         cublasStatus_t s_ = (call);                                                                \
