@@ -5,7 +5,8 @@
 #
 # With no argument it does all five ("devices" runs `outcore devices --bandwidth --json`);
 # "io" (asked for by name) runs bench/bench_io.sh: host reads, packing, the dense writer and
-# Python calls beside cat, dd and memcpy of the same bytes, in IO_DIR (default /dev/shm).
+# Python calls beside cat, dd and memcpy of the same bytes, in each folder of IO_DIR (default
+# /dev/shm).
 # "bench" may be followed by parts:
 #   kernel kernel-200k cublas e2e ooc dense file   bench_gram_cuda's own
 #   topk             top-k and threshold (bench_topk_cuda) and the CLI end to end: a packed
@@ -182,8 +183,12 @@ fi
 if has io; then
   # Host side at its physical references (bench/bench_io.sh): packed and 0/1 .npy reads,
   # the dense writer, cat and dd of the same bytes, Python per-call times, torch _int_mm.
-  BUILD="$BUILD" timeout "${BENCH_TIMEOUT:-400}" bash bench/bench_io.sh "${IO_DIR:-/dev/shm}" 2>&1 | tee "$LOGS/bench_io.log"
-  note io "rc ${PIPESTATUS[0]}"
+  # IO_DIR may name several folders (a memory file system and a local disk: "/dev/shm /tmp").
+  : >"$LOGS/bench_io.log"
+  for io_dir in ${IO_DIR:-/dev/shm}; do
+    BUILD="$BUILD" timeout "${BENCH_TIMEOUT:-400}" bash bench/bench_io.sh "$io_dir" 2>&1 | tee -a "$LOGS/bench_io.log"
+    note io "$io_dir: rc ${PIPESTATUS[0]}"
+  done
 fi
 
 if has bench && [ $mpi_bench -eq 1 ]; then
