@@ -201,48 +201,33 @@ int main(int argc, char **argv)
     row("oc_matrix_from_dense", rows * cols, tm, memcpy_seconds(dense, rows * cols, runs));
 
     /* Dense output: out_rows x out_rows int32 through the writer, filled by row blocks as
-     * the sinks fill it (oc_dense_sink_put from a staging block), then committed; once
-     * through the file's mapping and once with pwrite (OUTCORE_DENSE_WRITE, as a job
-     * chooses: oc_npy_out_direct_fd). */
+     * the sinks fill it (oc_dense_sink_put from a staging block), then committed. */
     int64_t out_bytes = out_rows * out_rows * 4, block_rows = 256;
     int32_t *block = malloc((size_t)(block_rows * out_rows * 4));
     for (int64_t i = 0; i < block_rows * out_rows; ++i) block[i] = (int32_t)i;
+    double tw = 1e30;
+    for (int r = 0; r < runs; ++r) {
+        unlink(out_path);
+        double t = oc_now();
+        oc_npy_out *w = NULL;
+        void *data = NULL;
+        if (oc_npy_out_create(ctx, out_path, OC_DTYPE_INT32, out_rows, out_rows, &w, &data) != OC_OK)
+            die(ctx, out_path);
+        fill_job job = {{.base = data, .ld = out_rows, .elem_size = 4, .populate = !oc_npy_out_prefaulted(w)},
+                        block, block_rows, out_rows};
+        if (oc_parallel_run(ctx, oc_threads_resolve(0), (out_rows + block_rows - 1) / block_rows, fill_task, &job, NULL,
+                            NULL, NULL) != OC_OK)
+            die(ctx, "fill");
+        if (oc_npy_out_commit(ctx, w) != OC_OK) die(ctx, out_path);
+        t = oc_now() - t;
+        if (t < tw) tw = t;
+    }
     /* The reference: memcpy of up to 256 MB of the same output rate's bytes (a copy of the
      * whole output would double the memory the run needs). */
     int64_t sample = out_bytes < ((int64_t)256 << 20) ? out_bytes : ((int64_t)256 << 20);
     unsigned char *from = malloc((size_t)sample);
     memset(from, 3, (size_t)sample);
-    double copy_s = memcpy_seconds(from, sample, runs) * ((double)out_bytes / (double)sample);
-    const char *saved = getenv("OUTCORE_DENSE_WRITE");
-    char *restore = saved ? strdup(saved) : NULL;
-    static const char *const modes[] = {"map", "pwrite"};
-    for (int mode = 0; mode < 2; ++mode) {
-        setenv("OUTCORE_DENSE_WRITE", modes[mode], 1);
-        double tw = 1e30;
-        for (int r = 0; r < runs; ++r) {
-            unlink(out_path);
-            double t = oc_now();
-            oc_npy_out *w = NULL;
-            void *data = NULL;
-            if (oc_npy_out_create(ctx, out_path, OC_DTYPE_INT32, out_rows, out_rows, &w, &data) != OC_OK)
-                die(ctx, out_path);
-            oc_dense_file file = {.ctx = ctx, .fd = -1};
-            fill_job job = {{.base = data, .ld = out_rows, .elem_size = 4, .populate = !oc_npy_out_prefaulted(w)},
-                            block, block_rows, out_rows};
-            file.fd = oc_npy_out_direct_fd(w, &file.offset);
-            if (file.fd >= 0) job.sink.file = &file;
-            if (oc_parallel_run(ctx, oc_threads_resolve(0), (out_rows + block_rows - 1) / block_rows, fill_task, &job,
-                                NULL, NULL, NULL) != OC_OK || atomic_load(&file.error) != 0)
-                die(ctx, "fill");
-            if (oc_npy_out_commit(ctx, w) != OC_OK) die(ctx, out_path);
-            t = oc_now() - t;
-            if (t < tw) tw = t;
-        }
-        row(mode == 0 ? "write int32 .npy (mapping)" : "write int32 .npy (pwrite)", out_bytes, tw, copy_s);
-    }
-    if (restore) setenv("OUTCORE_DENSE_WRITE", restore, 1);
-    else unsetenv("OUTCORE_DENSE_WRITE");
-    free(restore);
+    row("write int32 .npy", out_bytes, tw, memcpy_seconds(from, sample, runs) * ((double)out_bytes / (double)sample));
     free(from);
     unlink(out_path);
     if (!keep) {

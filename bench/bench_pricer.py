@@ -26,6 +26,11 @@ import time
 
 import numpy as np
 
+# numpy 2.5 removed np.row_stack, which numba-cuda's compiler still names: the alias is
+# what numpy documented as its replacement.
+if not hasattr(np, "row_stack"):
+    np.row_stack = np.vstack
+
 STEPS = 200
 S0, K, SIGMA, R, T = 20.83, 21.50, 0.021, 0.20, 5.0 / 12.0
 

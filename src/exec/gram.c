@@ -18,7 +18,6 @@
 #include "core/threads.h"
 #include "io/io.h"
 #include "io/select_out.h"
-#include "io/sysio.h"
 #include "exec/backend.h"
 #include "exec/cost_gram.h"
 #include "exec/gram_choice.h"
@@ -398,7 +397,6 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
     oc_sparse_plan plan = {0};
     oc_matrix *lists[2] = {NULL, NULL}; /* lists copies of file-backed inputs for the sparse path */
     oc_dense_sink sink = {.elem_size = oc_dtype_size(dtype), .symmetric = symmetric};
-    oc_dense_file dense_file = {.fd = -1};
     job.stats = st_out;
     st_out->host_budget_bytes = job.host_budget;
 
@@ -435,12 +433,6 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
         sink.base = data;
         sink.ld = p;
         sink.populate = !oc_npy_out_prefaulted(npy);
-        /* A resumable job keeps to the mapping: its journal vouches for tiles as stored. */
-        dense_file.fd = resume ? -1 : oc_npy_out_direct_fd(npy, &dense_file.offset);
-        if (dense_file.fd >= 0) {
-            dense_file.ctx = ctx;
-            sink.file = &dense_file;
-        }
         job.dense = &sink;
         break;
     }
@@ -489,10 +481,6 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
     OC_CHECK_GOTO(backend->gram(&job));
     if (backend != &oc_backend_cpu && backend != &oc_backend_cpu_sparse) oc_cost_note_gpu_job();
     if (sel) OC_CHECK_GOTO(select_commit(ctx, &job, &dest, sel));
-    if (npy && atomic_load(&dense_file.error) != 0) {
-        st = oc_io_fail(ctx, "writing", out->path, atomic_load(&dense_file.error), -1, -1, -1);
-        goto cleanup;
-    }
     if (npy) {
         oc_npy_out *w = npy;
         npy = NULL;

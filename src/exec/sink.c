@@ -3,7 +3,6 @@
 #include <string.h>
 
 #include "core/pages.h"
-#include "io/sysio.h"
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -94,21 +93,6 @@ void oc_dense_sink_put(const oc_dense_sink *s, int64_t i0, int64_t j0, int64_t r
 {
     const char *src = block;
     int64_t es = (int64_t)s->elem_size;
-    if (s->file) {
-        oc_dense_file *f = s->file;
-        /* A block of whole rows is one contiguous range of the file: one call. */
-        int64_t runs = (j0 == 0 && cols == s->ld && block_ld == cols) ? 1 : rows;
-        size_t run_bytes = (size_t)((runs == 1 ? rows : 1) * cols * es);
-        for (int64_t r = 0; r < runs && !atomic_load_explicit(&f->error, memory_order_relaxed); ++r) {
-            int e = oc_sys_write_all(f->ctx, f->fd, src + r * block_ld * es, run_bytes,
-                                     f->offset + ((i0 + r) * s->ld + j0) * es);
-            if (e != 0) {
-                int none = 0;
-                atomic_compare_exchange_strong(&f->error, &none, e);
-            }
-        }
-        return;
-    }
     if (s->populate && j0 == 0 && cols == s->ld && (size_t)(rows * cols * es) >= POPULATE_MIN_BYTES)
         oc_pages_populate_write(s->base + i0 * s->ld * es, (size_t)(rows * cols * es));
     for (int64_t r = 0; r < rows; ++r)

@@ -9,21 +9,8 @@
 #ifndef OC_EXEC_SINK_H
 #define OC_EXEC_SINK_H
 
-#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
-
-struct oc_context;
-
-/* A dense result's file written with pwrite instead of through its mapping (a disk file:
- * first stores to a fresh shared mapping fault page by page and write at about half the
- * rate of the file system's own write path; docs/design-notes.md has the measurements). */
-typedef struct oc_dense_file {
-    struct oc_context *ctx; /* for the system-call wrappers (fault injection); may be NULL */
-    int fd;
-    int64_t offset;         /* file offset of element (0, 0) */
-    atomic_int error;       /* errno of the first failed write, 0 while none */
-} oc_dense_file;
 
 typedef struct oc_dense_sink {
     char *base;         /* element (0, 0) */
@@ -35,10 +22,6 @@ typedef struct oc_dense_sink {
      * mapping on disk). Zero for memory already faulted in (an output pre-faulted on tmpfs),
      * where the call would walk every page again for nothing. */
     int populate;
-    /* Non-NULL: oc_dense_sink_put writes rows to this file at their place instead of storing
-     * them at base (base stays the file's mapping, for the mirror of oc_dense_sink_store).
-     * The job checks file->error before it commits the file. */
-    oc_dense_file *file;
 } oc_dense_sink;
 
 /* Stores a rows x cols tile whose element (0,0) is C(i0, j0); tile rows are tile_ld

@@ -53,10 +53,6 @@ oc_status oc_npy_out_reopen(oc_context *ctx, const char *path, const char *temp_
 /* Nonzero when w's mapping was faulted in at creation (a memory file system): its writers
  * should not fault it in again (oc_dense_sink.populate). */
 int oc_npy_out_prefaulted(const oc_npy_out *w);
-/* The descriptor to pwrite whole rows of the array to, with the file offset of element (0,0)
- * in *data_offset, when that is w's faster path (a disk file); -1 when stores through the
- * mapping are (a memory file system, a small file). */
-int oc_npy_out_direct_fd(const oc_npy_out *w, int64_t *data_offset);
 
 /* Temporary-name helpers for writers of other formats (.npz, .tsv, .mtx). */
 typedef struct oc_tmpfile {

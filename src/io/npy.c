@@ -396,8 +396,6 @@ struct oc_npy_out {
     unsigned char *map;
     size_t map_len;
     int prefaulted; /* the whole mapping was populated at creation */
-    int memory_fs;  /* the file lives on tmpfs or ramfs */
-    size_t data_offset;
 };
 
 /* Each first write to a page of a fresh shared mapping is a page fault, one 4 KB page after
@@ -466,27 +464,11 @@ static oc_status npy_out_map(oc_context *ctx, const char *path, size_t total, oc
     if (map == MAP_FAILED) return oc_io_fail(ctx, "mapping", path, errno, -1, -1, -1);
     w->map = map;
     w->map_len = total;
-    w->memory_fs = on_memory_file_system(fd);
-    if (total >= PREFAULT_MIN_BYTES && w->memory_fs) w->prefaulted = prefault_mapping(map, total);
+    if (total >= PREFAULT_MIN_BYTES && on_memory_file_system(fd)) w->prefaulted = prefault_mapping(map, total);
     return OC_OK;
 }
 
 int oc_npy_out_prefaulted(const oc_npy_out *w) { return w && w->prefaulted; }
-
-/* Which path writes row blocks: pwrite on a disk file of at least PREFAULT_MIN_BYTES, the
- * mapping on a memory file system (where pwrite serialises on the file and measured slower,
- * bench/bench_write_modes.c). OUTCORE_DENSE_WRITE=map|pwrite overrides, for measurements. */
-int oc_npy_out_direct_fd(const oc_npy_out *w, int64_t *data_offset)
-{
-    if (!w || w->file.fd < 0) return -1;
-    const char *force = getenv("OUTCORE_DENSE_WRITE");
-    int direct = !w->memory_fs && w->map_len >= PREFAULT_MIN_BYTES;
-    if (force && strcmp(force, "pwrite") == 0) direct = 1;
-    else if (force && strcmp(force, "map") == 0) direct = 0;
-    if (!direct) return -1;
-    *data_offset = (int64_t)w->data_offset;
-    return w->file.fd;
-}
 
 oc_status oc_npy_out_create(oc_context *ctx, const char *path, int dtype, int64_t rows, int64_t cols, oc_npy_out **out,
                             void **data)
@@ -522,7 +504,6 @@ oc_status oc_npy_out_create(oc_context *ctx, const char *path, int dtype, int64_
         return oc_trace_at(ctx, st, __FILE__, __LINE__);
     }
     memcpy(w->map, header, offset);
-    w->data_offset = offset;
     *out = w;
     *data = w->map + offset;
     return OC_OK;

@@ -26,9 +26,6 @@ WAYS = {"enospc": "disk full", "eio": "I/O error"}
 # name, output file, options, spill
 CASES = [
     ("dense", "C.npy", [], False),
-    # Whole-row blocks written with pwrite instead of through the mapping (a disk file's
-    # path, forced here for a small file): on the CPU the sparse algorithm delivers rows.
-    ("dense-pwrite", "C.npy", ["--algorithm", "sparse"], False),
     ("topk-npz", "nn.npz", ["--topk", 5], False),
     ("topk-tsv", "nn.tsv", ["--topk", 5], False),
     ("threshold-npz", "pairs.npz", ["--threshold", 0.25, "--metric", "jaccard"], False),
@@ -65,11 +62,6 @@ class Job:
         self.output = self.outdir / self.file
         self.backend = backend
         self.env = {"TMPDIR": str(self.outdir)}
-        self.pwrite = self.name == "dense-pwrite"
-        if self.pwrite:
-            self.env["OUTCORE_DENSE_WRITE"] = "pwrite"
-            if backend != "cpu":
-                self.options = []
         if self.spill:
             self.env["OUTCORE_PAIRS_BUFFER"] = "1"
         # --tile: several row blocks on the CPU, so that several chunks spill
@@ -126,12 +118,9 @@ def test_every_write_call_fails_cleanly(tmp_path, backend, case):
             failed.setdefault(call, k - 1)
             assert failed[call] == k - 1, f"{call}: {k - 1} calls fail with {way}, {failed[call]} with enospc"
 
-    # The calls each writer makes: a mapped dense file is sized and mapped, never written
-    # (unless its rows go by pwrite).
+    # The calls each writer makes: a mapped dense file is sized and mapped, never written.
     assert failed["OPEN"] >= 1 and failed["FSYNC"] >= 1 and failed["RENAME"] == 1, failed
-    if job.pwrite:
-        assert failed["TRUNCATE"] >= 1 and failed["MMAP"] == 1 and failed["WRITE"] >= 1, failed
-    elif job.file.endswith(".npy"):
+    if job.file.endswith(".npy"):
         assert failed["TRUNCATE"] >= 1 and failed["MMAP"] == 1 and failed["WRITE"] == 0, failed
     else:
         assert failed["WRITE"] >= 1, failed

@@ -1,4 +1,10 @@
 """numba.cuda for the GPU tests of this directory, or the reason it cannot run here."""
+import numpy as np
+
+# numpy 2.5 removed np.row_stack, which numba-cuda's compiler still names: the alias is
+# what numpy documented as its replacement.
+if not hasattr(np, "row_stack"):
+    np.row_stack = np.vstack
 
 
 def numba_cuda():
