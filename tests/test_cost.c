@@ -16,6 +16,7 @@
 #include "harness.h"
 #include "outcore.h"
 #include "exec/cost.h"
+#include "exec/cost_gram.h"
 
 /* A GPU host like the lent H100: PCIe 55 GB/s pinned, host memory 80 GB/s on 16 cores. */
 static oc_cost_rates fast_gpu_host(void)
@@ -293,6 +294,41 @@ static void test_measure_and_store(oc_context *ctx)
     oc_test_tmp_remove();
 }
 
+/* An auto job the CPU finishes before a cold GPU could start is decided without CUDA; a
+ * larger one, a job asked for the CPU, and a small one after the CPU time of earlier auto
+ * jobs could have paid for the start-up are left to the full choice. Last: it adds to the
+ * process's regret, which nothing resets. */
+static void test_cpu_before_gpu_start(oc_context *ctx)
+{
+    setenv("OUTCORE_COST_CACHE", "off", 1);
+    oc_cost_rates_reset();
+    oc_gram_options opts = OC_GRAM_OPTIONS_INIT;
+    oc_gram_job job = {.ctx = ctx, .symmetric = 1, .n = 300, .p = 300, .m = 216, .metric = OC_METRIC_COUNTS,
+                       .dtype = OC_DTYPE_INT32, .opts = &opts};
+    oc_gram_backend_choice c;
+    if (oc_cost_gpu_warm()) {
+        printf("auto before the GPU's start-up: not checked, a GPU job ran in this process\n");
+        return;
+    }
+    CHECK(oc_gram_cpu_before_gpu_start(ctx, &job, OC_OUTPUT_FILE, &c) == 1);
+    CHECK(c.use_gpu == 0 && c.pred.cpu_seconds > 0 && c.pred.cpu_seconds < c.rates.gpu_startup);
+    CHECK(c.pred.regret == c.pred.cpu_seconds);
+    CHECK_MSG(strstr(c.explain, "gram 300x300x216") && strstr(c.explain, "without asking CUDA") &&
+                  strstr(c.explain, "default"), "explain: %s", c.explain);
+    oc_gram_job big = job;
+    big.n = big.p = 100000;
+    big.m = 200000;
+    CHECK(oc_gram_cpu_before_gpu_start(ctx, &big, OC_OUTPUT_FILE, &c) == 0);
+    opts.backend = OC_BACKEND_CPU;
+    CHECK(oc_gram_cpu_before_gpu_start(ctx, &job, OC_OUTPUT_FILE, &c) == 0);
+    opts.backend = OC_BACKEND_AUTO;
+    /* Earlier CPU jobs' time adds up to the start-up: the next small one asks CUDA. */
+    oc_cost_note_cpu_job(c.rates.gpu_startup);
+    CHECK(oc_gram_cpu_before_gpu_start(ctx, &job, OC_OUTPUT_FILE, &c) == 0);
+    unsetenv("OUTCORE_COST_CACHE");
+    oc_cost_rates_reset();
+}
+
 int main(void)
 {
     oc_context *ctx = NULL;
@@ -303,6 +339,7 @@ int main(void)
     test_cache();
     test_auto_without_gpu(ctx);
     test_measure_and_store(ctx);
+    test_cpu_before_gpu_start(ctx);
     oc_context_free(ctx);
     return oc_test_finish();
 }

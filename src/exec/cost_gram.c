@@ -21,6 +21,50 @@ static void gram_shape(const oc_gram_job *job, oc_output_kind out_kind, oc_cost_
     else g->output = OC_COST_GRAM_DENSE;
 }
 
+/* A job on fewer threads than cores gets their share of the arithmetic rates (memory
+ * bandwidth is kept: a few cores already draw most of it). */
+static void thread_share(const oc_gram_job *job, oc_cost_rates *r)
+{
+    const int threads = job->opts->threads;
+    if (threads > 0 && threads < r->cpu_cores) {
+        for (int op = 0; op < OC_COST_OPS; ++op) r->cpu[op] *= (double)threads / r->cpu_cores;
+        r->cpu_cores = threads;
+    }
+}
+
+static void cost_job(const oc_gram_job *job, oc_output_kind out_kind, oc_cost_job *cj)
+{
+    oc_cost_gram_shape g;
+    gram_shape(job, out_kind, &g);
+    oc_cost_job_gram(&g, cj);
+    cj->gpu_warm = oc_cost_gpu_warm();
+    cj->gpu_regret = oc_cost_gpu_regret();
+}
+
+int oc_gram_cpu_before_gpu_start(oc_context *ctx, const oc_gram_job *job, oc_output_kind out_kind,
+                                 oc_gram_backend_choice *c)
+{
+    if (job->opts->backend != OC_BACKEND_AUTO || oc_cost_gpu_warm()) return 0;
+    memset(c, 0, sizeof *c);
+    oc_cost_rates_get(ctx, 0, 0, &c->rates); /* the host's section only: no driver, no measuring */
+    thread_share(job, &c->rates);
+    oc_cost_job cj;
+    cost_job(job, out_kind, &cj);
+    oc_cost_predict(&c->rates, &cj, 0, "cuda", NULL, &c->pred);
+    const double start = c->rates.gpu_startup;
+    if (!(c->pred.cpu_seconds + cj.gpu_regret < start)) return 0;
+    /* What a warm GPU would have saved is at most the CPU's whole time: counted so, a loop
+     * of such jobs asks CUDA once their time could have paid for its start-up. */
+    c->pred.regret = c->pred.cpu_seconds;
+    c->use_gpu = 0;
+    char a[32], b[32];
+    snprintf(a, sizeof a, "%.3g s", c->pred.cpu_seconds);
+    snprintf(b, sizeof b, "%.3g s", start);
+    snprintf(c->explain, sizeof c->explain, "%s: predicted %s on the CPU, less than a GPU's start-up (%s%s): cpu, "
+             "without asking CUDA", cj.what, a, b, c->rates.measured & OC_COST_M_STARTUP ? "" : ", default");
+    return 1;
+}
+
 void oc_gram_choose_backend(oc_context *ctx, const oc_gram_job *job, oc_output_kind out_kind, int gpu_usable,
                             const char *no_gpu_reason, oc_gram_backend_choice *c)
 {
@@ -28,19 +72,9 @@ void oc_gram_choose_backend(oc_context *ctx, const oc_gram_job *job, oc_output_k
     const oc_backend asked = job->opts->backend;
     /* Measuring is worth it only where there is a choice to make. */
     oc_cost_rates_get(ctx, asked == OC_BACKEND_AUTO && gpu_usable, asked != OC_BACKEND_CPU && gpu_usable, &c->rates);
-    /* A job on fewer threads than cores gets their share of the arithmetic rates (memory
-     * bandwidth is kept: a few cores already draw most of it). */
-    const int threads = job->opts->threads;
-    if (threads > 0 && threads < c->rates.cpu_cores) {
-        for (int op = 0; op < OC_COST_OPS; ++op) c->rates.cpu[op] *= (double)threads / c->rates.cpu_cores;
-        c->rates.cpu_cores = threads;
-    }
-    oc_cost_gram_shape g;
-    gram_shape(job, out_kind, &g);
+    thread_share(job, &c->rates);
     oc_cost_job cj;
-    oc_cost_job_gram(&g, &cj);
-    cj.gpu_warm = oc_cost_gpu_warm();
-    cj.gpu_regret = oc_cost_gpu_regret();
+    cost_job(job, out_kind, &cj);
     char label[32];
     snprintf(label, sizeof label, "cuda:%d", job->opts->device);
     oc_cost_predict(&c->rates, &cj, gpu_usable, label, no_gpu_reason, &c->pred);

@@ -22,4 +22,13 @@ typedef struct oc_gram_backend_choice {
 void oc_gram_choose_backend(oc_context *ctx, const oc_gram_job *job, oc_output_kind out_kind, int gpu_usable,
                             const char *no_gpu_reason, oc_gram_backend_choice *choice);
 
+/* An auto job that the CPU is predicted to finish, together with the CPU time earlier auto
+ * jobs of the process could have saved on a warm GPU, before a cold GPU could even start
+ * (its start-up from the rate cache's host section or the default) runs on the CPU without
+ * a question to the CUDA driver, whose initialisation alone costs more than the job. Fills
+ * choice (its pred.regret: the CPU's time, the most a warm GPU could save) and returns 1
+ * then; returns 0 when the full choice must be made (a GPU already warm, a larger job). */
+int oc_gram_cpu_before_gpu_start(oc_context *ctx, const oc_gram_job *job, oc_output_kind out_kind,
+                                 oc_gram_backend_choice *choice);
+
 #endif

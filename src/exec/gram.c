@@ -319,6 +319,19 @@ static oc_status job_prepare(oc_context *ctx, const oc_matrix *a, const oc_matri
     if (several && opts->backend == OC_BACKEND_CPU)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "devices \"%s\": the cpu backend runs on no device (drop --devices or "
                        "use --backend cuda)", opts->devices);
+#ifdef OC_HAVE_CUDA
+    /* An auto job on the default device that the CPU finishes before a GPU could start asks
+     * CUDA nothing (cost_gram.h): loading and initialising the driver costs more than it. */
+    if (opts->backend == OC_BACKEND_AUTO && !several && opts->device == 0) {
+        *job = (oc_gram_job){.ctx = ctx, .a = a, .b = b, .symmetric = symmetric, .n = n, .p = p, .m = m,
+                             .metric = opts->metric, .dtype = dtype, .opts = opts,
+                             .host_budget = oc_host_budget_resolve(opts->host_mem_bytes)};
+        if (oc_gram_cpu_before_gpu_start(ctx, job, out->kind, choice)) {
+            *backend_out = &oc_backend_cpu;
+            return OC_OK;
+        }
+    }
+#endif
     int devices = opts->backend == OC_BACKEND_CPU ? 0 : oc_cuda_device_count();
     if (!several && devices > 0 && (opts->device < 0 || opts->device >= devices))
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "CUDA device %d does not exist: this machine has %d (0 to %d)",

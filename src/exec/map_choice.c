@@ -53,6 +53,51 @@ static const char *gpu_reason(const oc_map_plan *m, char *why, size_t size)
     return why;
 }
 
+/* The plan as the cost model sees it, and this machine's rates for it (the host's section
+ * only unless gpu; threads below the cores get their share of the arithmetic rates). */
+static void map_job(const oc_map_plan *m, oc_cost_job *job)
+{
+    int64_t in_bytes = 0;
+    for (int i = 0; i < m->n_inputs; i++)
+        if (m->inputs[i].used) in_bytes += m->inputs[i].count * (int64_t)oc_mt_size(m->inputs[i].type);
+    const double out_bytes = (double)m->out_count * oc_mt_size(m->out_type);
+    double per[OC_COST_OPS];
+    ops_per_element(m, per);
+    oc_cost_job_map(m->text, (double)in_bytes, out_bytes, (double)m->count, per, job);
+    job->gpu_warm = oc_cost_gpu_warm();
+}
+
+static void map_rates(oc_context *ctx, const oc_map_plan *m, int measure, int gpu, oc_cost_rates *rates)
+{
+    oc_cost_rates_get(ctx, measure, gpu, rates);
+    const int threads = m->opts.threads;
+    if (threads > 0 && threads < rates->cpu_cores) {
+        for (int op = 0; op < OC_COST_OPS; ++op) rates->cpu[op] *= (double)threads / rates->cpu_cores;
+        rates->cpu_cores = threads;
+    }
+}
+
+#ifdef OC_HAVE_CUDA
+/* Auto with a cold GPU: a plan the CPU finishes before a GPU could start runs there without
+ * a question to the CUDA driver, whose initialisation alone costs more (as for gram:
+ * cost_gram.h). Returns 1 with c filled then. */
+static int cpu_before_gpu_start(oc_context *ctx, const oc_map_plan *m, oc_map_choice *c)
+{
+    if (m->opts.backend != OC_BACKEND_AUTO || oc_cost_gpu_warm()) return 0;
+    oc_cost_rates rates;
+    map_rates(ctx, m, 0, 0, &rates);
+    oc_cost_job job;
+    map_job(m, &job);
+    oc_cost_prediction p;
+    oc_cost_predict(&rates, &job, 0, "cuda:0", NULL, &p);
+    if (!(p.cpu_seconds < rates.gpu_startup)) return 0;
+    snprintf(c->explain, sizeof c->explain, "%s: predicted %.3g s on the CPU, less than a GPU's start-up (%.3g s%s): "
+             "cpu, without asking CUDA", job.what, p.cpu_seconds, rates.gpu_startup,
+             rates.measured & OC_COST_M_STARTUP ? "" : ", default");
+    return 1;
+}
+#endif
+
 oc_status oc_map_choose(oc_context *ctx, const oc_map_plan *m, oc_map_choice *c)
 {
     memset(c, 0, sizeof *c);
@@ -60,6 +105,9 @@ oc_status oc_map_choose(oc_context *ctx, const oc_map_plan *m, oc_map_choice *c)
     const oc_backend asked = m->opts.backend;
     if (asked != OC_BACKEND_AUTO && asked != OC_BACKEND_CPU && asked != OC_BACKEND_CUDA)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "unknown backend %d", (int)asked);
+#ifdef OC_HAVE_CUDA
+    if (cpu_before_gpu_start(ctx, m, c)) return OC_OK;
+#endif
     char why[400] = "";
     const char *no_gpu = asked == OC_BACKEND_CPU ? "--backend cpu" : gpu_reason(m, why, sizeof why);
     if (asked == OC_BACKEND_CUDA && no_gpu)
@@ -69,23 +117,11 @@ oc_status oc_map_choose(oc_context *ctx, const oc_map_plan *m, oc_map_choice *c)
         snprintf(c->explain, sizeof c->explain, "cpu (asked)");
         return OC_OK;
     }
-    int64_t in_bytes = 0;
-    for (int i = 0; i < m->n_inputs; i++)
-        if (m->inputs[i].used) in_bytes += m->inputs[i].count * (int64_t)oc_mt_size(m->inputs[i].type);
-    const double out_bytes = (double)m->out_count * oc_mt_size(m->out_type);
     oc_cost_rates rates;
     /* Measuring is worth it only where there is a choice to make. */
-    oc_cost_rates_get(ctx, asked == OC_BACKEND_AUTO && c->gpu_candidate, c->gpu_candidate, &rates);
-    const int threads = m->opts.threads;
-    if (threads > 0 && threads < rates.cpu_cores) {
-        for (int op = 0; op < OC_COST_OPS; ++op) rates.cpu[op] *= (double)threads / rates.cpu_cores;
-        rates.cpu_cores = threads;
-    }
-    double per[OC_COST_OPS];
-    ops_per_element(m, per);
+    map_rates(ctx, m, asked == OC_BACKEND_AUTO && c->gpu_candidate, c->gpu_candidate, &rates);
     oc_cost_job job;
-    oc_cost_job_map(m->text, (double)in_bytes, out_bytes, (double)m->count, per, &job);
-    job.gpu_warm = oc_cost_gpu_warm();
+    map_job(m, &job);
     oc_cost_prediction p;
     oc_cost_predict(&rates, &job, c->gpu_candidate, "cuda:0", no_gpu, &p);
 #ifdef OC_HAVE_CUDA

@@ -48,7 +48,10 @@ def grid2(shape, block=(16, 16)):
 def test_numba_rows_three_times_the_budget():
     rng = np.random.default_rng(1)
     rows, cols = 1_000_000, 10                     # 80 MB per array, 240 MB in all
-    x, y, b = rng.random((rows, cols)), rng.random((rows, cols)), rng.random(cols)
+    # Small integers as floats: 2.5 * x + y * b is exact whether or not the kernel's
+    # multiply-add is fused (numba's NVVM fuses it, numpy does not), so bytes can be compared.
+    x, y = rng.integers(-1000, 1000, (rows, cols)).astype(np.float64), rng.integers(-1000, 1000, (rows, cols)).astype(np.float64)
+    b = rng.integers(-1000, 1000, cols).astype(np.float64)
     launched = []
 
     def launch(chunk):
