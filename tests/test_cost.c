@@ -313,7 +313,7 @@ static void test_cpu_before_gpu_start(oc_context *ctx)
     CHECK(oc_gram_cpu_before_gpu_start(ctx, &job, OC_OUTPUT_FILE, &c) == 1);
     CHECK(c.use_gpu == 0 && c.pred.cpu_seconds > 0 && c.pred.cpu_seconds < c.rates.gpu_startup);
     CHECK(c.pred.regret == c.pred.cpu_seconds);
-    CHECK_MSG(strstr(c.explain, "gram 300x300x216") && strstr(c.explain, "without asking CUDA") &&
+    CHECK_MSG(strstr(c.explain, "gram 300x300x216") && strstr(c.explain, "; cuda:0 not asked: a GPU's start-up") &&
                   strstr(c.explain, "default"), "explain: %s", c.explain);
     oc_gram_job big = job;
     big.n = big.p = 100000;

@@ -226,7 +226,9 @@ void oc_cost_predict(const oc_cost_rates *r, const oc_cost_job *job, int gpu_ava
 
     /* GPU */
     const char *label = gpu_label && *gpu_label ? gpu_label : "cuda";
-    if (!gpu_available) {
+    if (!gpu_available && no_gpu_reason && strncmp(no_gpu_reason, "not asked", 9) == 0) {
+        oc_text_printf(&t, "; %s %s", label, no_gpu_reason);
+    } else if (!gpu_available) {
         oc_text_printf(&t, "; %s not usable%s%s", label, no_gpu_reason && *no_gpu_reason ? ": " : "",
                        no_gpu_reason ? no_gpu_reason : "");
     } else {

@@ -50,18 +50,19 @@ int oc_gram_cpu_before_gpu_start(oc_context *ctx, const oc_gram_job *job, oc_out
     thread_share(job, &c->rates);
     oc_cost_job cj;
     cost_job(job, out_kind, &cj);
-    oc_cost_predict(&c->rates, &cj, 0, "cuda", NULL, &c->pred);
     const double start = c->rates.gpu_startup;
+    char why[160];
+    snprintf(why, sizeof why, "not asked: a GPU's start-up (%.3g s%s) is longer than the job on the CPU", start,
+             c->rates.measured & OC_COST_M_STARTUP ? "" : ", default");
+    char label[32];
+    snprintf(label, sizeof label, "cuda:%d", job->opts->device);
+    oc_cost_predict(&c->rates, &cj, 0, label, why, &c->pred);
     if (!(c->pred.cpu_seconds + cj.gpu_regret < start)) return 0;
     /* What a warm GPU would have saved is at most the CPU's whole time: counted so, a loop
      * of such jobs asks CUDA once their time could have paid for its start-up. */
     c->pred.regret = c->pred.cpu_seconds;
     c->use_gpu = 0;
-    char a[32], b[32];
-    snprintf(a, sizeof a, "%.3g s", c->pred.cpu_seconds);
-    snprintf(b, sizeof b, "%.3g s", start);
-    snprintf(c->explain, sizeof c->explain, "%s: predicted %s on the CPU, less than a GPU's start-up (%s%s): cpu, "
-             "without asking CUDA", cj.what, a, b, c->rates.measured & OC_COST_M_STARTUP ? "" : ", default");
+    snprintf(c->explain, sizeof c->explain, "%s", c->pred.reason);
     return 1;
 }
 

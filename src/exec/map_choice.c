@@ -88,12 +88,13 @@ static int cpu_before_gpu_start(oc_context *ctx, const oc_map_plan *m, oc_map_ch
     map_rates(ctx, m, 0, 0, &rates);
     oc_cost_job job;
     map_job(m, &job);
+    char why[160];
+    snprintf(why, sizeof why, "not asked: a GPU's start-up (%.3g s%s) is longer than the job on the CPU",
+             rates.gpu_startup, rates.measured & OC_COST_M_STARTUP ? "" : ", default");
     oc_cost_prediction p;
-    oc_cost_predict(&rates, &job, 0, "cuda:0", NULL, &p);
+    oc_cost_predict(&rates, &job, 0, "cuda:0", why, &p);
     if (!(p.cpu_seconds < rates.gpu_startup)) return 0;
-    snprintf(c->explain, sizeof c->explain, "%s: predicted %.3g s on the CPU, less than a GPU's start-up (%.3g s%s): "
-             "cpu, without asking CUDA", job.what, p.cpu_seconds, rates.gpu_startup,
-             rates.measured & OC_COST_M_STARTUP ? "" : ", default");
+    snprintf(c->explain, sizeof c->explain, "%s", p.reason);
     return 1;
 }
 #endif
