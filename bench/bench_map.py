@@ -8,7 +8,13 @@ Rates count the bytes a single pass must move (inputs read once, output written 
 triad reference is a C STREAM triad (a = b + s*c, OpenMP over all cores) compiled here with
 cc -O3 -fopenmp; without a compiler it is left out and the table says so.
 
+With --gpu (and a usable GPU) the memory-bound cases also run with backend="cuda" under
+--gpu-mem: host arrays in, host array out, every byte crossing PCIe once. Their reference is
+the pinned PCIe limit for those bytes, both directions overlapped, from `outcore devices
+--bandwidth --json` in the same run: max(in / h2d, out / d2h, (in + out) / both ways).
+
 Usage: bench_map.py [--binary PATH] [--rows N] [--cols M] [--runs R] [--dir /dev/shm]
+                    [--gpu] [--gpu-mem 1G]
 """
 import argparse
 import os
@@ -64,6 +70,37 @@ def triad_gbs(n):
         return float(out[0]), int(out[1])
 
 
+def pcie_limits(binary):
+    """Pinned GB/s (h2d, d2h, both ways) of GPU 0 measured now, or None without a GPU."""
+    import json
+    proc = subprocess.run([binary, "devices", "--bandwidth", "--json"], capture_output=True, text=True)
+    gpus = json.loads(proc.stdout).get("gpus", []) if proc.returncode == 0 else []
+    bw = gpus[0].get("bandwidth_gbps") if gpus else None
+    return (bw["h2d_pinned"], bw["d2h_pinned"], bw["bidirectional_pinned"]) if bw else None
+
+
+def gpu_rows(args, outcore, env, shape, nbytes):
+    """The memory-bound cases with backend="cuda", beside the pinned PCIe limit."""
+    limits = pcie_limits(find_binary(args.binary))
+    if not limits:
+        print("# GPU rows: no usable GPU (or no bandwidth figures): skipped")
+        return
+    h2d, d2h, both = limits
+    print(f"# GPU: pinned PCIe {h2d:.1f} GB/s host->device, {d2h:.1f} device->host, {both:.1f} both ways "
+          f"(`outcore devices --bandwidth`, this run); --gpu-mem {args.gpu_mem}")
+    print("| case (cuda, host arrays) | outcore s | PCIe GB/s | limit s | % of limit | equal to cpu |")
+    print("|---|---|---|---|---|---|")
+    for expr, inputs in [("a * b", 2), ("a * b + c", 2), ("where(a > 0, a, b) * 2", 2)]:
+        out = np.empty(shape)
+        ref = outcore.map(expr, backend="cpu", **env)
+        outcore.map(expr, out=out, backend="cuda", gpu_mem=args.gpu_mem, **env)  # compile and warm up
+        t = best_of(lambda: outcore.map(expr, out=out, backend="cuda", gpu_mem=args.gpu_mem, **env), args.runs)
+        bytes_in, bytes_out = inputs * nbytes, nbytes
+        limit = max(bytes_in / h2d, bytes_out / d2h, (bytes_in + bytes_out) / both) / 1e9
+        print(f"| {expr} | {t:.3f} | {(bytes_in + bytes_out) / t / 1e9:.1f} | {limit:.3f} | {100 * limit / t:.0f}% | "
+              f"{'yes' if np.array_equal(out, ref) else 'NO'} |")
+
+
 def best_of(fn, runs):
     best = float("inf")
     for _ in range(runs):
@@ -80,6 +117,8 @@ def main():
     ap.add_argument("--cols", type=int, default=500)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--dir", default="/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir())
+    ap.add_argument("--gpu", action="store_true", help="also the memory-bound cases on the GPU")
+    ap.add_argument("--gpu-mem", default="1G")
     args = ap.parse_args()
     os.environ.setdefault("OUTCORE_LIBRARY", os.path.join(os.path.dirname(find_binary(args.binary)), "liboutcore.so"))
     import outcore
@@ -115,6 +154,9 @@ def main():
         vs_ne = f"{t_ne / t_oc:.2f}x" if t_ne else "-"
         pct = f"{100 * gbs / triad:.0f}%" if triad else "-"
         print(f"| {expr} | {t_oc:.3f} | {gbs:.1f} | {pct} | {t_np:.3f} | {ne} | {t_np / t_oc:.2f}x | {vs_ne} |")
+
+    if args.gpu:
+        gpu_rows(args, outcore, env, shape, nbytes)
 
     # The seed's job end to end: two .npy files to a .npy, one process.
     pa, pb, pc = (os.path.join(args.dir, f"bench_map_{n}.npy") for n in "abc")

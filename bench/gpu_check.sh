@@ -19,7 +19,7 @@
 #   virtual-devices  bench/bench_devices.sh: one GPU split in 2 and 3 logical devices against
 #                    the whole device ("devices" alone is the step above)
 #   map              bench/bench_map.py: outcore map on the CPU against numpy, numexpr and
-#                    the STREAM triad
+#                    the STREAM triad, and on the GPU against the pinned PCIe limit
 #   mpi              two MPI ranks sharing GPU 0 against one process (bench/bench_mpi.sh;
 #                    needs MPI and mpirun)
 # "bench" alone runs bench_gram_cuda's default parts and topk. Logs go to $OUT (or
@@ -175,8 +175,9 @@ if has bench && [ $cost_bench -eq 1 ]; then
 fi
 
 if has bench && [ $map_bench -eq 1 ]; then
-  # outcore map on the host's CPU against numpy, numexpr and the STREAM triad (bench/bench_map.py).
-  timeout "${BENCH_TIMEOUT:-400}" python3 bench/bench_map.py --binary "$BUILD/outcore" 2>&1 | tee "$LOGS/bench_map.log"
+  # outcore map on the host's CPU against numpy, numexpr and the STREAM triad, and the memory-bound
+  # cases on the GPU against the pinned PCIe limit (bench/bench_map.py --gpu).
+  timeout "${BENCH_TIMEOUT:-400}" python3 bench/bench_map.py --binary "$BUILD/outcore" --gpu 2>&1 | tee "$LOGS/bench_map.log"
   note bench_map "rc ${PIPESTATUS[0]}"
 fi
 
