@@ -43,6 +43,11 @@ static const sparse_case cases[] = {
     {"A·Bᵀ sparse A dense B", 60, 200, 100, 0.002, 0.3, 0.2, 0, 0, 0},
     {"A·Bᵀ empty B rows", 80, 70, 300, 0.02, 0.01, 0.5, 2, 0.5, 0},
     {"more rows than a block", 700, 0, 2000, 0.002, 0, 0.2, 4, 0.3, 0},
+    /* The hub sweep's pruning: rows that are mostly hubs share them with most other rows,
+     * many score alike (ties at the k-th score), some share only hubs. */
+    {"hub-only rows, ties", 500, 0, 400, 0.001, 0, 0.1, 6, 0.5, 0},
+    {"dense hubs, rare columns", 600, 0, 3000, 0.002, 0, 0.05, 12, 0.35, 0},
+    {"A·Bᵀ hubs, ties", 200, 240, 300, 0.003, 0.003, 0.1, 8, 0.45, 0},
 };
 
 static unsigned char *make_bytes(const sparse_case *c, int64_t rows, double density, uint64_t *seed)

@@ -93,7 +93,19 @@ static oc_status sort_by_pop(oc_context *ctx, uint32_t *rows, int64_t n, const i
     return OC_OK;
 }
 
-/* Postings of B's non-hub columns, its hub rows in groups, its empty rows. */
+typedef struct hub_entry {
+    uint32_t nb, hp, row;
+} hub_entry;
+
+static int by_hub_order(const void *x, const void *y)
+{
+    const hub_entry *a = x, *b = y;
+    if (a->nb != b->nb) return a->nb < b->nb ? -1 : 1;
+    if (a->hp != b->hp) return a->hp > b->hp ? -1 : 1;
+    return a->row < b->row ? -1 : a->row > b->row;
+}
+
+/* Postings of B's non-hub columns, its hub rows in groups, its hub lists, its empty rows. */
 static oc_status build_b_lists(oc_context *ctx, int64_t cols, oc_sparse_index *ix)
 {
     const oc_sparse_side *b = &ix->b;
@@ -130,6 +142,48 @@ static oc_status build_b_lists(oc_context *ctx, int64_t cols, oc_sparse_index *i
             ix->group_pop[ix->ngroups++] = b->pop[ix->hub_rows[r]];
         }
     ix->group_start[ix->ngroups] = nhub;
+    /* The hub rows in list order, then dealt into each hub's list, which keeps that order. */
+    const int hw = ix->hub_words;
+    hub_entry *order = malloc((size_t)(nhub ? nhub : 1) * sizeof *order);
+    ix->hub_ptr = calloc((size_t)ix->hubs + 1, sizeof *ix->hub_ptr);
+    if (!order || !ix->hub_ptr) {
+        free(order);
+        return oc_fail(ctx, OC_ERR_NO_MEMORY, "sparse path: cannot allocate the hub lists");
+    }
+    int64_t entries = 0;
+    for (int64_t r = 0; r < nhub; ++r) {
+        const uint32_t row = ix->hub_rows[r];
+        uint32_t hp = 0;
+        for (int w = 0; w < hw; ++w)
+            for (uint64_t bits = b->hub[(int64_t)row * hw + w]; bits; bits &= bits - 1, ++hp)
+                ix->hub_ptr[w * 64 + __builtin_ctzll(bits) + 1]++;
+        order[r] = (hub_entry){(uint32_t)(b->pop[row] - hp), hp, row};
+        entries += hp;
+    }
+    qsort(order, (size_t)nhub, sizeof *order, by_hub_order);
+    for (int64_t h = 0; h < ix->hubs; ++h) ix->hub_ptr[h + 1] += ix->hub_ptr[h];
+    uint32_t *rows = malloc((size_t)(entries ? entries : 1) * sizeof *rows);
+    ix->hub_nb = malloc((size_t)(entries ? entries : 1) * sizeof *ix->hub_nb);
+    ix->hub_hp = malloc((size_t)(entries ? entries : 1) * sizeof *ix->hub_hp);
+    int64_t *next = malloc((size_t)(ix->hubs ? ix->hubs : 1) * sizeof *next);
+    if (!rows || !ix->hub_nb || !ix->hub_hp || !next) {
+        free(order);
+        free(rows);
+        free(next);
+        return oc_fail(ctx, OC_ERR_NO_MEMORY, "sparse path: cannot allocate the hub lists (%lld entries)", (long long)entries);
+    }
+    memcpy(next, ix->hub_ptr, (size_t)ix->hubs * sizeof *next);
+    for (int64_t r = 0; r < nhub; ++r)
+        for (int w = 0; w < hw; ++w)
+            for (uint64_t bits = b->hub[(int64_t)order[r].row * hw + w]; bits; bits &= bits - 1) {
+                const int64_t at = next[w * 64 + __builtin_ctzll(bits)]++;
+                rows[at] = order[r].row;
+                ix->hub_nb[at] = order[r].nb;
+                ix->hub_hp[at] = order[r].hp;
+            }
+    free(order);
+    free(next);
+    ix->hub_list = rows;
     return OC_OK;
 }
 
@@ -138,6 +192,7 @@ oc_status oc_sparse_index_build(oc_context *ctx, const oc_matrix *a, const oc_ma
 {
     memset(ix, 0, sizeof *ix);
     ix->hub_words = (int)((hubs + 63) / 64);
+    ix->hubs = hubs;
     int32_t *slot = malloc((size_t)a->cols * sizeof *slot);
     if (!slot) return oc_fail(ctx, OC_ERR_NO_MEMORY, "sparse path: cannot allocate the hub map of %lld columns", (long long)a->cols);
     for (int64_t j = 0; j < a->cols; ++j) slot[j] = -1;
@@ -171,8 +226,12 @@ void oc_sparse_index_free(oc_sparse_index *ix)
     free(ix->post_ptr);
     free(ix->post_rows);
     free(ix->hub_rows);
+    free(ix->hub_ptr);
     free(ix->group_start);
     free(ix->group_pop);
+    free(ix->hub_list);
+    free(ix->hub_nb);
+    free(ix->hub_hp);
     free(ix->empty_b);
     memset(ix, 0, sizeof *ix);
 }

@@ -5,7 +5,10 @@
  *                     64-bit words (bit h = the plan's hub h), and the row's popcount
  *   B postings        per non-hub column: the B rows holding it, ascending (CSC)
  *   B hub rows        the B rows with a hub bit, sorted by (popcount, row), in groups of one
- *                     popcount: the sweep visits groups in order of their best possible score
+ *                     popcount: a row with many hubs sweeps them once, by group
+ *   B hub lists       per hub: the B rows holding it, sorted by (non-hub columns ascending,
+ *                     hub columns descending, row), with both counts beside them: the sweep
+ *                     walks a hub's list while a row's best possible score can still enter
  *   B empty rows      ascending (jaccard: two empty rows score 1)
  *
  * Built from the packed bits in two passes over the set bits (count, then fill); memory is
@@ -36,6 +39,11 @@ typedef struct oc_sparse_index {
     int64_t *group_start;       /* ngroups + 1 offsets into hub_rows */
     int64_t *group_pop;         /* the popcount of each group, ascending */
     int64_t ngroups;
+    int64_t hubs;
+    int64_t *hub_ptr;           /* hubs + 1: hub h's B rows are hub_list[hub_ptr[h] .. hub_ptr[h + 1]) */
+    uint32_t *hub_list;         /* by (non-hub count, -hub count, row) within each hub */
+    uint32_t *hub_nb;           /* each entry's non-hub columns */
+    uint32_t *hub_hp;           /* each entry's hub columns */
     uint32_t *empty_b;          /* B rows without a set bit, ascending */
     int64_t nempty_b;
 } oc_sparse_index;
