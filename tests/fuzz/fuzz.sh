@@ -49,7 +49,7 @@ if [ -z "$CLANG" ]; then
   # Debian 12 ships libFuzzer in libclang-rt-dev; elsewhere it comes with clang.
   pkgs=(clang)
   apt-cache show libclang-rt-dev >/dev/null 2>&1 && pkgs+=(libclang-rt-dev)
-  $SUDO DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${pkgs[@]}"
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${pkgs[@]}"
   CLANG=$(find_clang) || { echo "fuzz: clang cannot link -fsanitize=fuzzer even after installing it" >&2; exit 1; }
 fi
 
