@@ -22,6 +22,10 @@
 #                    the STREAM triad, and on the GPU against the pinned PCIe limit
 #   mpi              two MPI ranks sharing GPU 0 against one process (bench/bench_mpi.sh;
 #                    needs MPI and mpirun)
+#   scaling          several GPUs: strong and weak scaling, MPI ranks against one process,
+#                    same bytes on 1, 2, 4 GPUs (bench/bench_scaling.py; SCALING_ARGS are
+#                    passed to it, SCALING_TIMEOUT bounds it, default 580 s)
+# CMAKE_ARGS are added to the configure step (e.g. -DMPI_C_COMPILER=/path/to/mpicc).
 # "bench" alone runs bench_gram_cuda's default parts and topk. Logs go to $OUT (or
 # /tmp/gpu_check); a short table of every step's result is printed last. TEST_TIMEOUT,
 # SANITIZE_TIMEOUT and BENCH_TIMEOUT (seconds) bound each step so that a hang cannot eat a
@@ -47,8 +51,9 @@ summary=()
 note() { summary+=("$(printf '%-10s %s' "$1" "$2")"); }
 
 if has build; then
-  if cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release >"$LOGS/configure.log" 2>&1 &&
-     cmake --build "$BUILD" -j16 >"$LOGS/build.log" 2>&1; then
+  # shellcheck disable=SC2086 # CMAKE_ARGS is a list of options
+  if cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release ${CMAKE_ARGS:-} >"$LOGS/configure.log" 2>&1 &&
+     cmake --build "$BUILD" -j"$(nproc)" >"$LOGS/build.log" 2>&1; then
     note build ok
   else
     tail -30 "$LOGS/build.log"; note build FAILED
@@ -115,6 +120,7 @@ map_bench=0
 gram_parts=()
 split_bench=0
 mpi_bench=0
+scaling_bench=0
 for part in "${bench_parts[@]}"; do
   case "$part" in
     topk) topk_bench=1 ;;
@@ -124,6 +130,7 @@ for part in "${bench_parts[@]}"; do
     virtual-devices) split_bench=1 ;;
     map) map_bench=1 ;;
     mpi) mpi_bench=1 ;;   # two MPI ranks sharing GPU 0 against one process (bench/bench_mpi.sh)
+    scaling) scaling_bench=1 ;;
     *) gram_parts+=("$part") ;;
   esac
 done
@@ -197,6 +204,14 @@ if has bench && [ $mpi_bench -eq 1 ]; then
   note bench_mpi "rc ${PIPESTATUS[0]}: $(grep -c identical "$LOGS/bench_mpi.log") identical, $(grep -c DIFFER "$LOGS/bench_mpi.log") differ"
 fi
 
+if has bench && [ $scaling_bench -eq 1 ]; then
+  # Several GPUs of one host (bench/bench_scaling.py): each part's table as it finishes.
+  # shellcheck disable=SC2086 # SCALING_ARGS is a list of options
+  PYTHONUNBUFFERED=1 timeout "${SCALING_TIMEOUT:-580}" python3 bench/bench_scaling.py --outcore "$BUILD/outcore" \
+    --markdown "$LOGS/scaling.md" ${SCALING_ARGS:-} 2>&1 | tee "$LOGS/bench_scaling.log"
+  note bench_scaling "rc ${PIPESTATUS[0]}"
+fi
+
 echo
 echo "== gpu_check summary ($(date -u +%F) $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1))"
 printf '%s\n' "${summary[@]}"
@@ -208,4 +223,5 @@ printf '%s\n' "${summary[@]}"
 [ -f "$LOGS/bench_map.log" ] && has bench && grep -E '^\|' "$LOGS/bench_map.log"
 [ -f "$LOGS/bench_io.log" ] && has io && grep -E '^\|' "$LOGS/bench_io.log"
 [ -f "$LOGS/bench_mpi.log" ] && has bench && grep -E '^\|' "$LOGS/bench_mpi.log"
+[ -f "$LOGS/bench_scaling.log" ] && has bench && grep -E '^\||^efficiency|^- ' "$LOGS/bench_scaling.log"
 exit 0
