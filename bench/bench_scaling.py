@@ -25,7 +25,8 @@ Parts (each prints its markdown table as soon as it is done; --markdown collects
              set, from wait4) and each GPU's peak.
 
 --virtual splits GPU 0 into logical devices (`0:2`, `0:4`) instead: a rehearsal of the script
-on a one-GPU machine (the rates then measure the split's cost, not scaling).
+on a one-GPU machine (efficiency is then the rate against the whole GPU's: the split's cost,
+not scaling).
 
 NVLink multicast stays off in every process started here (NCCL_NVLS_ENABLE=0 and the others
 the lent machines name), though outcore itself uses neither NCCL nor multicast.
@@ -167,7 +168,7 @@ def part_strong(args, d):
             rate = data["rate_effective"]
             if one is None:
                 one = (rate, out)
-            eff = rate / (g * one[0])
+            eff = rate / ((1 if args.virtual else g) * one[0])  # virtual: the split's cost on one GPU
             if g == args.gpus[-1] and g > 1:
                 worst = eff if worst is None else min(worst, eff)
             same = "reference" if out == one[1] else ("identical" if same_output(one[1], out) else "DIFFERENT")
@@ -186,7 +187,9 @@ def part_strong(args, d):
         print(f"OUTCORE_TRACE of top-10 on {spec(g, args.virtual)} (exit {trace.returncode}):\n{trace.stderr[-6000:]}", flush=True)
         out.unlink(missing_ok=True)
     if worst is not None:
-        lines.append(f"\nefficiency at {args.gpus[-1]} devices (worst job): {100 * worst:.1f}% (target >= 90%)")
+        against = "the whole GPU" if args.virtual else f"{args.gpus[-1]} x one GPU"
+        lines.append(f"\nefficiency at {args.gpus[-1]} devices against {against} (worst job): {100 * worst:.1f}% "
+                     f"(target >= 90%)")
     emit("\n".join(lines) + "\n")
 
 
