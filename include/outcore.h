@@ -141,6 +141,41 @@ OC_API oc_status oc_matrix_open(oc_context *ctx, const char *path, int64_t bits,
  * Written under a temporary name and renamed when complete. */
 OC_API oc_status oc_matrix_save(oc_context *ctx, const oc_matrix *m, const char *path, int packed);
 
+/* Called from the thread that called the job (oc_gram, oc_matrix_write_rows), about ten
+ * times a second while it runs: done and total are in the same unit (work items). The
+ * callback may call oc_context_cancel on the job's context: the job then stops as it would
+ * on a cancel from another thread. */
+typedef void (*oc_progress_fn)(void *user, double done, double total);
+
+/* Streaming .npy output of a 0/1 matrix that need never be in memory as a whole: the
+ * caller's fill function produces rows [row0, row0 + nrows) into bits, row i at
+ * bits + i * stride bytes with stride = ((cols + 63) / 64) * 8 (8-byte aligned), in the
+ * OC_BITS_MSB_FIRST layout; the bytes of a row past its cols bits are ignored. fill is
+ * called from opts->threads worker threads at once, each on its own block of rows and
+ * buffer, so it must be safe to call concurrently; it returns 0, or nonzero to stop the job
+ * (OC_ERR_INPUT naming the row). */
+typedef int (*oc_rows_fill_fn)(void *user, int64_t row0, int64_t nrows, unsigned char *bits, int64_t stride);
+
+typedef struct oc_write_options {
+    size_t struct_size;        /* sizeof(oc_write_options) */
+    int packed;                /* 0: uint8 0/1 bytes; 1: numpy.packbits rows (as oc_matrix_save) */
+    int threads;               /* worker threads; 0 = all cores */
+    int64_t block_rows;        /* rows a worker fills and writes at a time; 0 = chosen (a few MB) */
+    oc_progress_fn progress;   /* may be NULL; called from the calling thread */
+    void *progress_user;
+} oc_write_options;
+
+#define OC_WRITE_OPTIONS_INIT {sizeof(oc_write_options), 0, 0, 0, NULL, NULL}
+
+/* Writes the rows x cols matrix that fill produces to path (.npy) with the header
+ * oc_matrix_save writes for the same shape, each block written at its offset as soon as it
+ * is filled: memory is a block or two per thread whatever the matrix size. Written under a
+ * temporary name and renamed when complete; on failure (OC_ERR_IO naming the file and the
+ * cause, OC_ERR_INPUT for a bad path) no file is left. oc_context_cancel stops it with
+ * OC_ERR_CANCELLED. Blocks. opts may be NULL (the defaults). */
+OC_API oc_status oc_matrix_write_rows(oc_context *ctx, const char *path, int64_t rows, int64_t cols,
+                                      oc_rows_fill_fn fill, void *user, const oc_write_options *opts);
+
 OC_API int64_t oc_matrix_rows(const oc_matrix *m);
 OC_API int64_t oc_matrix_cols(const oc_matrix *m);
 /* The name used in messages: the file path, or "A"/"B" style names set by the caller. */
@@ -183,10 +218,6 @@ typedef enum oc_gpu_mem_mode {
     OC_GPU_MEM_RESERVE = 1 /* take the whole budget at start; fail fast */
 } oc_gpu_mem_mode;
 
-/* Called from the thread that called oc_gram, about ten times a second while a job runs:
- * done and total are in the same unit (work items). The callback may call oc_context_cancel
- * on the job's context: the job then stops as it would on a cancel from another thread. */
-typedef void (*oc_progress_fn)(void *user, double done, double total);
 
 typedef struct oc_gram_options {
     size_t struct_size;         /* sizeof(oc_gram_options) */

@@ -159,6 +159,7 @@ void cli_progress_init(cli_progress *p, const char *label, double work, int enab
     p->last_draw = 0;
     p->drawn = 0;
     p->label = label;
+    p->unit = "bit-MAC";
     /* A bar is for people: only on a terminal, and never when asked to be quiet. */
     p->enabled = enabled && isatty(STDERR_FILENO);
 }
@@ -178,7 +179,7 @@ void cli_progress_update(void *user, double done, double total)
     double eta = frac > 0 ? elapsed * (1 - frac) / frac : 0;
     char rate[32] = "";
     if (p->work > 0) cli_si(frac * p->work / elapsed, rate, sizeof rate);
-    fprintf(stderr, "\r%s [%s] %5.1f%%  %sbit-MAC/s  ETA %.0fs   ", p->label, bar, 100 * frac, rate, eta);
+    fprintf(stderr, "\r%s [%s] %5.1f%%  %s%s/s  ETA %.0fs   ", p->label, bar, 100 * frac, rate, p->unit, eta);
     fflush(stderr);
     p->last_draw = now;
     p->drawn = 1;

@@ -1,35 +1,15 @@
+/*
+ * generate.c - the rows of a generated matrix, and gen_matrix, the whole matrix in memory.
+ * The file writer of `outcore gen` calls gen_fill_rows through oc_matrix_write_rows.
+ */
 #include "generate.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
-/* xoshiro256** (Blackman and Vigna): fast, and good enough for test matrices. */
-typedef struct rng { uint64_t s[4]; } rng;
-
-static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-
-static uint64_t rng_next(rng *r)
-{
-    uint64_t *s = r->s, result = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
-    s[2] ^= s[0];
-    s[3] ^= s[1];
-    s[1] ^= s[2];
-    s[0] ^= s[3];
-    s[2] ^= t;
-    s[3] = rotl(s[3], 45);
-    return result;
-}
-
-static void rng_seed(rng *r, uint64_t seed)
-{
-    for (int k = 0; k < 4; ++k) { /* splitmix64 expands the seed */
-        seed += 0x9E3779B97F4A7C15ull;
-        uint64_t z = seed;
-        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-        r->s[k] = z ^ (z >> 31);
-    }
-}
+#include "gen_rng.h"
 
 #define DENSITY_BITS 12
 
@@ -37,60 +17,111 @@ static void rng_seed(rng *r, uint64_t seed)
  * binary digits from the least significant, OR with a fresh random word for a 1 digit and
  * AND for a 0 digit halves-and-shifts the probability exactly. Trailing zero digits are
  * skipped, so density 0.5 costs one random word. */
-static uint64_t random_word(rng *r, unsigned q)
+static uint64_t random_word(gen_rng *r, unsigned q)
 {
     if (q == 0) return 0;
     if (q >= (1u << DENSITY_BITS)) return ~0ull;
     int low = __builtin_ctz(q);
     uint64_t x = 0;
-    for (int bit = low; bit < DENSITY_BITS; ++bit) x = ((q >> bit) & 1) ? (x | rng_next(r)) : (x & rng_next(r));
+    for (int bit = low; bit < DENSITY_BITS; ++bit) x = ((q >> bit) & 1) ? (x | gen_rng_next(r)) : (x & gen_rng_next(r));
     return x;
 }
 
-static uint64_t bound(rng *r, uint64_t n) { return rng_next(r) % n; }
+int gen_plan_init(gen_plan *g, const gen_params *p)
+{
+    g->p = *p;
+    g->q = (unsigned)(p->density * (1 << DENSITY_BITS) + 0.5);
+    g->flips = (int64_t)(p->flip * (double)p->cols + 0.5);
+    return gen_pairs_pick(&g->pairs, p->rows, p->plant, p->seed);
+}
+
+void gen_plan_free(gen_plan *g) { gen_pairs_free(&g->pairs); }
+
+/* Row `row`'s own bits into w: random words stored in memory order, so byte k of the row is
+ * byte k % 8 of word k / 8 as this host stores it; bytes past cols are cleared. */
+static void own_row(const gen_plan *g, int64_t row, uint64_t *w)
+{
+    const int64_t cols = g->p.cols, words = (cols + 63) / 64, bytes = (cols + 7) / 8;
+    gen_rng r;
+    gen_rng_stream(&r, g->p.seed, GEN_STREAM_ROW, (uint64_t)row);
+    for (int64_t k = 0; k < words; ++k) w[k] = random_word(&r, g->q);
+    unsigned char *b = (unsigned char *)w;
+    memset(b + bytes, 0, (size_t)(words * 8 - bytes));
+    if (cols % 8) b[bytes - 1] &= (unsigned char)(0xFF00u >> (cols % 8));
+}
+
+int gen_fill_rows(void *plan, int64_t row0, int64_t nrows, unsigned char *bits, int64_t stride)
+{
+    const gen_plan *g = plan;
+    for (int64_t i = 0; i < nrows; ++i) {
+        const int64_t row = row0 + i, src = gen_pairs_source(&g->pairs, row);
+        unsigned char *d = bits + i * stride;
+        own_row(g, src >= 0 ? src : row, (uint64_t *)d);
+        if (src < 0) continue;
+        /* A planted copy: its source's bits with `flips` columns flipped, drawn with
+         * replacement from the copy's own stream (a column drawn twice flips back). */
+        gen_rng r;
+        gen_rng_stream(&r, g->p.seed, GEN_STREAM_FLIP, (uint64_t)row);
+        for (int64_t f = 0; f < g->flips; ++f) {
+            int64_t c = (int64_t)gen_rng_below(&r, (uint64_t)g->p.cols);
+            d[c >> 3] ^= (unsigned char)(0x80u >> (c & 7));
+        }
+    }
+    return 0;
+}
+
+typedef struct fill_share {
+    gen_plan *plan;
+    unsigned char *buf;
+    int64_t row0, rows, stride;
+} fill_share;
+
+static void *fill_share_run(void *arg)
+{
+    fill_share *s = arg;
+    gen_fill_rows(s->plan, s->row0, s->rows, s->buf + s->row0 * s->stride, s->stride);
+    return NULL;
+}
+
+/* Fills all rows on up to one thread per core, each a contiguous share; a share whose thread
+ * cannot start is filled by the caller. */
+static void fill_all(gen_plan *g, unsigned char *buf, int64_t stride)
+{
+    enum { MAX_THREADS = 256, MIN_ROWS_PER_THREAD = 64 };
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    int64_t threads = cores > 0 ? cores : 1;
+    if (threads > MAX_THREADS) threads = MAX_THREADS;
+    if (threads > g->p.rows / MIN_ROWS_PER_THREAD) threads = g->p.rows / MIN_ROWS_PER_THREAD;
+    if (threads < 1) threads = 1;
+    fill_share shares[MAX_THREADS];
+    pthread_t tid[MAX_THREADS];
+    int started[MAX_THREADS];
+    for (int64_t t = 0; t < threads; ++t) {
+        int64_t a = g->p.rows * t / threads, b = g->p.rows * (t + 1) / threads;
+        shares[t] = (fill_share){.plan = g, .buf = buf, .row0 = a, .rows = b - a, .stride = stride};
+        started[t] = t > 0 && pthread_create(&tid[t], NULL, fill_share_run, &shares[t]) == 0;
+    }
+    for (int64_t t = 0; t < threads; ++t)
+        if (!started[t]) fill_share_run(&shares[t]);
+    for (int64_t t = 1; t < threads; ++t)
+        if (started[t]) pthread_join(tid[t], NULL);
+}
 
 oc_status gen_matrix(oc_context *ctx, const gen_params *p, oc_matrix **out, int64_t *pairs)
 {
-    int64_t bytes_per_row = (p->cols + 7) / 8, words = (bytes_per_row + 7) / 8;
-    unsigned char *buf = malloc((size_t)(p->rows * words * 8));
-    if (!buf) return OC_ERR_NO_MEMORY;
-    rng r;
-    rng_seed(&r, p->seed);
-    unsigned q = (unsigned)(p->density * (1 << DENSITY_BITS) + 0.5);
-    for (int64_t i = 0; i < p->rows * words; ++i) {
-        uint64_t w = random_word(&r, q);
-        memcpy(buf + 8 * i, &w, 8);
-    }
-    /* Plant pairs on distinct rows: row 2k+1 of a random permutation becomes a copy of row
-     * 2k with a fraction `flip` of its bits flipped. */
-    int64_t plant = p->plant < p->rows / 2 ? p->plant : p->rows / 2;
-    int64_t *perm = plant ? malloc((size_t)p->rows * sizeof *perm) : NULL;
-    if (plant && !perm) {
-        free(buf);
+    const int64_t stride = (p->cols + 63) / 64 * 8;
+    gen_plan g;
+    if (gen_plan_init(&g, p) != 0) return OC_ERR_NO_MEMORY;
+    unsigned char *buf = malloc((size_t)(p->rows * stride));
+    if (!buf) {
+        gen_plan_free(&g);
         return OC_ERR_NO_MEMORY;
     }
-    for (int64_t i = 0; plant && i < p->rows; ++i) perm[i] = i;
-    for (int64_t i = 0; i < 2 * plant; ++i) { /* partial Fisher-Yates */
-        int64_t j = i + (int64_t)bound(&r, (uint64_t)(p->rows - i)), t = perm[i];
-        perm[i] = perm[j];
-        perm[j] = t;
-    }
-    int64_t flips = (int64_t)(p->flip * (double)p->cols + 0.5);
-    for (int64_t k = 0; k < plant; ++k) {
-        int64_t src = perm[2 * k], dst = perm[2 * k + 1];
-        unsigned char *d = buf + dst * words * 8;
-        memcpy(d, buf + src * words * 8, (size_t)bytes_per_row);
-        for (int64_t f = 0; f < flips; ++f) {
-            int64_t c = (int64_t)bound(&r, (uint64_t)p->cols);
-            d[c >> 3] ^= (unsigned char)(0x80u >> (c & 7));
-        }
-        if (pairs) {
-            pairs[2 * k] = dst;
-            pairs[2 * k + 1] = src;
-        }
-    }
-    free(perm);
-    oc_status st = oc_matrix_from_bits(ctx, buf, p->rows, p->cols, words * 8, OC_BITS_MSB_FIRST, out);
+    fill_all(&g, buf, stride);
+    if (pairs)
+        for (int64_t k = 0; k < 2 * g.pairs.count; ++k) pairs[k] = g.pairs.pairs[k];
+    gen_plan_free(&g);
+    oc_status st = oc_matrix_from_bits(ctx, buf, p->rows, p->cols, stride, OC_BITS_MSB_FIRST, out);
     free(buf);
     if (st == OC_OK) st = oc_matrix_set_name(ctx, *out, "generated");
     return st;
