@@ -5,7 +5,8 @@ and the same bytes on any number of devices.
     python3 bench/bench_scaling.py [--outcore build-gpu/outcore] [--dir /var/tmp/oc_scaling]
         [--parts identical,strong,mpi,weak] [--gpus 1,2,4] [--virtual] [--runs 2]
         [--strong-rows 200000] [--strong-cols 1000000] [--weak-rows 1000000]
-        [--weak-cols 1000000] [--host-mem 64G] [--mpiexec mpiexec] [--trace] [--keep]
+        [--weak-cols 1000000] [--host-mem 64G] [--mpiexec mpiexec] [--panel-exchange on|off|both]
+        [--trace] [--keep]
         [--markdown FILE]
 
 Parts (each prints its markdown table as soon as it is done; --markdown collects them):
@@ -16,6 +17,8 @@ Parts (each prints its markdown table as soon as it is done; --markdown collects
              jaccard >= 0.5 pairs on 1, 2, 4 GPUs (`--devices 0,1,...`): best of --runs, the
              job's seconds (oc_gram's, file reading included: the input stays in its file) and
              the process's wall time; efficiency = rate on g GPUs / (g x rate on 1) of this run.
+             --panel-exchange both adds rows with every device staging every panel from the
+             host itself (OUTCORE_PANEL_EXCHANGE=0) beside the default (panels shared).
   mpi        the strong jobs with `mpiexec -n G`, one rank per GPU (`--device
              $MPI_LOCALRANKID`), against one process with `--devices` over the same G GPUs:
              wall times and whether the files are identical (needs outcore built with MPI).
@@ -103,10 +106,10 @@ def gen(args, path, rows, cols):
     return wall
 
 
-def gram(args, a, bits, job, out, extra):
+def gram(args, a, bits, job, out, extra, env=ENV):
     flags, _ = JOBS[job]
     cmd = [args.outcore, "gram", str(a), "--bits", str(bits), *flags, *extra, "-o", str(out), "--json", "--quiet"]
-    return run(cmd, out_json=str(out) + ".json")
+    return run(cmd, out_json=str(out) + ".json", env=env)
 
 
 def part_identical(args, d):
@@ -134,10 +137,10 @@ def part_identical(args, d):
     return ok
 
 
-def best_of(args, a, bits, job, out, extra):
+def best_of(args, a, bits, job, out, extra, env=ENV):
     best = None
     for _ in range(args.runs):
-        wall, rss, data = gram(args, a, bits, job, out, extra)
+        wall, rss, data = gram(args, a, bits, job, out, extra, env)
         if best is None or data["seconds"] < best[2]["seconds"]:
             best = (wall, rss, data)
     return best
@@ -146,8 +149,9 @@ def best_of(args, a, bits, job, out, extra):
 def devices_cell(data):
     devs = data.get("devices") or []
     if not devs:
-        return "-"
-    return ", ".join(f"{x['tiles']} tiles {100 * x['busy_seconds'] / data['seconds']:.0f}% busy" for x in devs)
+        return f"H2D {data['gpu']['bytes_h2d'] / 1e9:.1f} GB"
+    return ", ".join(f"{x['tiles']} tiles {100 * x['busy_seconds'] / data['seconds']:.0f}% busy, H2D "
+                     f"{x['bytes_h2d'] / 1e9:.1f} GB" for x in devs)
 
 
 def part_strong(args, d):
@@ -155,29 +159,36 @@ def part_strong(args, d):
     n, m = args.strong_rows, args.strong_cols
     gen(args, a, n, m)
     lines = [f"### Strong scaling: A·Aᵀ of {n} x {m} bits (packed .npy, {a.stat().st_size / 1e9:.1f} GB in {d})", "",
-             "| job | GPUs | job s | wall s | bit-MAC/s effective | efficiency | same bytes as 1 GPU | per device |",
-             "|---|---|---|---|---|---|---|---|"]
+             "| job | GPUs | panels | load s | job s | wall s | bit-MAC/s effective | efficiency | same bytes as 1 GPU | "
+             "per device |", "|---|---|---|---|---|---|---|---|---|---|"]
     worst = None
+    # Panels shared between the devices (the default) and, with --panel-exchange both, each
+    # device staging every panel from the host itself (OUTCORE_PANEL_EXCHANGE=0).
+    ways = {"on": ["shared"], "off": ["from host"], "both": ["shared", "from host"]}[args.panel_exchange]
     for job in ("top-10", "threshold"):
         ext = JOBS[job][1]
         one = None
         for g in args.gpus:
-            out = d / f"strong_{job}_{g}.{ext}"
-            wall, _, data = best_of(args, a, m, job, out, ["--backend", "cuda", "--algorithm", "dense",
-                                                             "--devices", spec(g, args.virtual)])
-            rate = data["rate_effective"]
-            if one is None:
-                one = (rate, out)
-            eff = rate / ((1 if args.virtual else g) * one[0])  # virtual: the split's cost on one GPU
-            if g == args.gpus[-1] and g > 1:
-                worst = eff if worst is None else min(worst, eff)
-            same = "reference" if out == one[1] else ("identical" if same_output(one[1], out) else "DIFFERENT")
-            pairs = f" ({data['pairs']} pairs)" if "pairs" in data else ""
-            lines.append(f"| {job}{pairs} | {spec(g, args.virtual)} | {data['seconds']:.3f} | {wall:.3f} | {rate:.3g} | "
-                         f"{100 * eff:.1f}% | {same} | {devices_cell(data)} |")
-        for g in args.gpus:
-            (d / f"strong_{job}_{g}.{ext}").unlink(missing_ok=True)
-            (d / f"strong_{job}_{g}.{ext}.json").unlink(missing_ok=True)
+            for way in (ways if g > 1 else ways[:1]):
+                env = dict(ENV, OUTCORE_PANEL_EXCHANGE="0" if way == "from host" else "1")
+                out = d / f"strong_{job}_{g}_{way.replace(' ', '_')}.{ext}"
+                wall, _, data = best_of(args, a, m, job, out, ["--backend", "cuda", "--algorithm", "dense",
+                                                                 "--devices", spec(g, args.virtual)], env)
+                rate = data["rate_effective"]
+                if one is None:
+                    one = (rate, out)
+                eff = rate / ((1 if args.virtual else g) * one[0])  # virtual: the split's cost on one GPU
+                if g == args.gpus[-1] and g > 1 and way == ways[0]:
+                    worst = eff if worst is None else min(worst, eff)
+                same = "reference" if out == one[1] else ("identical" if same_output(one[1], out) else "DIFFERENT")
+                pairs = f" ({data['pairs']} pairs)" if "pairs" in data else ""
+                lines.append(f"| {job}{pairs} | {spec(g, args.virtual)} | {way if g > 1 else '-'} | "
+                             f"{data['load_seconds']:.3f} | {data['seconds']:.3f} | {wall:.3f} | {rate:.3g} | "
+                             f"{100 * eff:.1f}% | {same} | {devices_cell(data)} |")
+                if out != one[1]:
+                    out.unlink(missing_ok=True)
+                Path(str(out) + ".json").unlink(missing_ok=True)
+        one[1].unlink(missing_ok=True)
     if args.trace:  # where the time of the widest job goes (OUTCORE_TRACE's phases, stderr)
         g = args.gpus[-1]
         out = d / "strong_trace.npz"
@@ -271,6 +282,8 @@ def main():
     ap.add_argument("--weak-cols", type=int, default=1000000)
     ap.add_argument("--host-mem", default="64G")
     ap.add_argument("--mpiexec", default="mpiexec")
+    ap.add_argument("--panel-exchange", choices=("on", "off", "both"), default="on",
+                    help="strong: panels shared between devices (on), each from the host (off), or both rows")
     ap.add_argument("--trace", action="store_true", help="strong: also print OUTCORE_TRACE of the widest top-10 job")
     ap.add_argument("--keep", action="store_true", help="keep the generated inputs in --dir")
     ap.add_argument("--markdown", default=None, help="also write the tables to this file")

@@ -91,6 +91,7 @@ typedef struct oc_engine_job {
 typedef struct oc_engine_counts {
     int64_t tiles;
     int64_t bytes_h2d, bytes_d2h;
+    int64_t bytes_peer;         /* panels copied from another device (panel_exchange.h) */
     double bit_macs;
     double upload_seconds;      /* host time staging panels */
     double stage_wait_seconds;  /* of which waiting for a free upload slot */
@@ -117,6 +118,11 @@ void oc_engine_worker_seed_order(oc_engine_worker *w, int seeded);
  * positions), instead of walking its plan's order alone. Before oc_engine_worker_run; the
  * order and queue outlive the run. Every worker of a job has the same tile edge. */
 void oc_engine_worker_share(oc_engine_worker *w, const int64_t *order, oc_scheduler *queue, int index);
+/* Several devices with every panel resident: panels go through `x` (cuda/panel_exchange.h),
+ * uploaded from the host by the first device that needs each and copied by the others from
+ * it. Before oc_engine_worker_run; x outlives the run. NULL: every panel from the host. */
+typedef struct oc_panel_exchange oc_panel_exchange;
+void oc_engine_worker_exchange(oc_engine_worker *w, oc_panel_exchange *x);
 /* Fault injection for tests: the worker's tile number `tile` (from 1) fails as a launch
  * would, with OC_ERR_DEVICE (OUTCORE_FAULT_DEVICE, docs/environment.md). 0: never. */
 void oc_engine_worker_fail_at(oc_engine_worker *w, int64_t tile);

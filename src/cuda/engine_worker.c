@@ -23,6 +23,7 @@
 #include "cuda/engine_sinks.h"
 #include "cuda/engine_trace.h"
 #include "cuda/engine_upload.h"
+#include "cuda/panel_exchange.h"
 #include "mem/staging.h"
 
 /* Tiles a worker that shares the job's queue may have on the device unfinished (run_tiles). */
@@ -48,6 +49,7 @@ struct oc_engine_worker {
     int64_t fail_at;             /* fault injection: this tile (from 1) fails */
     cudaEvent_t pace[OC_ENGINE_PACE]; /* several workers: the last tiles' completions (run_tiles) */
     int npace;
+    oc_panel_exchange *exchange; /* several devices, resident panels: panels crossing once */
 };
 
 /* The tiles a worker computes, in its order: positions in the job's tile order, all of them
@@ -95,6 +97,7 @@ void *const *oc_engine_worker_out_slots(const oc_engine_worker *w) { return w->o
 void oc_engine_worker_seed_order(oc_engine_worker *w, int seeded) { w->job.seeded_order = seeded; }
 const oc_engine_counts *oc_engine_worker_counts(const oc_engine_worker *w) { return &w->counts; }
 void oc_engine_worker_fail_at(oc_engine_worker *w, int64_t tile) { w->fail_at = tile; }
+void oc_engine_worker_exchange(oc_engine_worker *w, oc_panel_exchange *x) { w->exchange = x; }
 
 void oc_engine_worker_share(oc_engine_worker *w, const int64_t *order, oc_scheduler *queue, int index)
 {
@@ -167,20 +170,61 @@ oc_status oc_engine_worker_setup(oc_engine_worker *w, const oc_engine_plan *plan
 }
 
 /* ---------------------------------------------------------------- panels */
+/* The panel just uploaded into `slot` is offered to the job's other devices: an event after
+ * the upload tells them when it is there. */
+static oc_status publish_panel(oc_engine_worker *w, int64_t key, int slot)
+{
+    oc_context *ctx = w->ctx;
+    cudaEvent_t ready;
+    CUDA_CHECK(ctx, cudaEventCreateWithFlags(&ready, cudaEventDisableTiming));
+    cudaError_t e = cudaEventRecord(ready, w->dev.h2d);
+    if (e != cudaSuccess) {
+        (void)cudaEventDestroy(ready);
+        CUDA_CHECK(ctx, e);
+    }
+    oc_panel_exchange_publish(w->exchange, key, w->panel[slot], w->dev.index, ready);
+    return OC_OK;
+}
+
+/* The panel from the device that uploaded it (panel_exchange.h), on the upload stream. */
+static oc_status copy_panel(oc_engine_worker *w, const oc_panel_source *from, int slot, int64_t bytes)
+{
+    oc_context *ctx = w->ctx;
+    CUDA_CHECK(ctx, cudaStreamWaitEvent(w->dev.h2d, from->ready, 0));
+    if (from->device == w->dev.index)
+        CUDA_CHECK(ctx, cudaMemcpyAsync(w->panel[slot], from->ptr, (size_t)bytes, cudaMemcpyDeviceToDevice, w->dev.h2d));
+    else
+        CUDA_CHECK(ctx, cudaMemcpyPeerAsync(w->panel[slot], w->dev.index, from->ptr, from->device, (size_t)bytes,
+                                            w->dev.h2d));
+    w->counts.bytes_peer += bytes;
+    return OC_OK;
+}
+
 static oc_status load_panel(oc_engine_worker *w, int side, int64_t index, int slot)
 {
     oc_context *ctx = w->ctx;
     const oc_matrix *m = side == 0 ? w->job.a : w->job.b;
-    int64_t rows = oc_tile_panel_rows(&w->plan.tiles, m->rows, index);
+    int64_t rows = oc_tile_panel_rows(&w->plan.tiles, m->rows, index), bytes = rows * m->words_per_row * 8;
+    int64_t key = oc_tile_panel_key(side, index);
     /* The slot's previous panel may still be read by kernels enqueued earlier, on either
      * compute stream (an event never recorded is complete). */
     CUDA_CHECK(ctx, cudaStreamWaitEvent(w->dev.h2d, w->panel_free[2 * slot], 0));
     CUDA_CHECK(ctx, cudaStreamWaitEvent(w->dev.h2d, w->panel_free[2 * slot + 1], 0));
-    OC_CHECK(oc_engine_upload_rows(ctx, w->upload, m, index * w->plan.tiles.tile, rows, w->panel[slot], w->dev.h2d,
-                                   &w->counts.upload_seconds, &w->counts.stage_wait_seconds));
+    oc_panel_source from;
+    if (w->exchange && oc_panel_exchange_claim(w->exchange, key, &from) == OC_PANEL_COPY) {
+        OC_CHECK(copy_panel(w, &from, slot, bytes));
+    } else {
+        oc_status st = oc_engine_upload_rows(ctx, w->upload, m, index * w->plan.tiles.tile, rows, w->panel[slot],
+                                             w->dev.h2d, &w->counts.upload_seconds, &w->counts.stage_wait_seconds);
+        if (st == OC_OK && w->exchange) st = publish_panel(w, key, slot);
+        if (st != OC_OK) {
+            if (w->exchange) oc_panel_exchange_withdraw(w->exchange, key); /* another device takes it over */
+            return st;
+        }
+        w->counts.bytes_h2d += bytes;
+    }
     if (w->job.panel_loaded) OC_CHECK(w->job.panel_loaded(w->job.user, w->panel[slot], rows, w->dev.h2d));
     CUDA_CHECK(ctx, cudaEventRecord(w->panel_loaded[slot], w->dev.h2d));
-    w->counts.bytes_h2d += rows * m->words_per_row * 8;
     return OC_OK;
 }
 
@@ -421,11 +465,13 @@ void oc_engine_worker_trace(const oc_engine_worker *w)
     fprintf(stderr,
             "outcore cuda: tile %lld, %lld tiles, %d panel slots%s, %lld uploads; plan: kernels %.4f s, cost %.4f s; "
             "kernels busy %.4f s (summed per tile, on %d stream%s); staging %.4f s on %d threads (of which slot waits "
-            "%.4f s); %d sinks, %d D2H slots of %.2f MiB (slot waits %.4f s)\n",
+            "%.4f s); %.2f GB from the host, %.2f GB from other devices; %d sinks, %d D2H slots of %.2f MiB (slot waits "
+            "%.4f s)\n",
             (long long)tp->tile, (long long)tp->ntiles, tp->panel_slots, tp->resident ? " (resident)" : "",
             (long long)tp->panel_loads, tp->kernel_seconds, tp->cost_seconds, oc_engine_trace_kernel_seconds(w->trace),
             w->streams, w->streams > 1 ? "s" : "", w->counts.upload_seconds, w->plan.copy_threads,
-            w->counts.stage_wait_seconds, w->plan.sinks, w->plan.d2h_slots, w->plan.d2h_slot_bytes / 1048576.0,
+            w->counts.stage_wait_seconds, w->counts.bytes_h2d / 1e9, w->counts.bytes_peer / 1e9, w->plan.sinks,
+            w->plan.d2h_slots, w->plan.d2h_slot_bytes / 1048576.0,
             w->counts.acquire_seconds);
     oc_engine_trace_busy(w->trace);
 }

@@ -31,6 +31,7 @@
 #include "core/threads.h"
 #include "cuda/engine_trace.h"
 #include "cuda/gram_part.h"
+#include "cuda/panel_exchange.h"
 #include "exec/select.h"
 
 typedef struct part_slot {
@@ -51,6 +52,7 @@ typedef struct gram_devices {
     part_slot *slot;
     int64_t *order;            /* several parts: the shared tile order */
     oc_scheduler *queue;
+    oc_panel_exchange *exchange; /* several parts, every panel resident: panels cross once */
 } gram_devices;
 
 /* OUTCORE_FAULT_DEVICE=d:k: logical device d fails at its k-th tile (tests). */
@@ -146,6 +148,30 @@ static oc_status parts_plan(gram_devices *g)
     return OC_OK;
 }
 
+/* Several parts that keep every panel resident take each panel from the host once: the
+ * first part that needs it uploads it, the others copy it from that device
+ * (cuda/panel_exchange.h; four GPUs staging all of A each were bound by the host's memory
+ * bandwidth, bench/RESULTS.md). Needs every pair of the physical devices to reach each
+ * other's memory; OUTCORE_PANEL_EXCHANGE=0 turns it off (docs/environment.md). */
+static oc_status share_panels(oc_context *ctx, gram_devices *g)
+{
+    const char *v = getenv("OUTCORE_PANEL_EXCHANGE");
+    if (v && strcmp(v, "0") == 0) return OC_OK;
+    int physical[OC_MAX_LOGICAL_DEVICES];
+    for (int d = 0; d < g->count; ++d) {
+        if (!g->slot[d].part.plan.tiles.resident) return OC_OK;
+        physical[d] = g->slot[d].part.ldev->physical;
+    }
+    int ok = oc_panel_exchange_peers(physical, g->count);
+    if (select_device(&g->slot[0]) != OC_OK) return g->slot[0].st;
+    if (!ok) return OC_OK;
+    const oc_tile_plan *tp = &g->slot[0].part.plan.tiles;
+    int64_t panels = tp->panels_a > tp->panels_b ? tp->panels_a : tp->panels_b;
+    OC_CHECK(oc_panel_exchange_create(ctx, 2 * panels, &g->exchange));
+    for (int d = 0; d < g->count; ++d) oc_engine_worker_exchange(g->slot[d].part.worker, g->exchange);
+    return OC_OK;
+}
+
 /* Worker set-up on every part, then (several parts) the shared order and queue. */
 static oc_status parts_setup(oc_context *ctx, gram_devices *g)
 {
@@ -183,7 +209,7 @@ static oc_status parts_setup(oc_context *ctx, gram_devices *g)
     free(keys);
     OC_CHECK(st);
     for (int d = 0; d < g->count; ++d) oc_engine_worker_share(g->slot[d].part.worker, g->order, g->queue, d);
-    return OC_OK;
+    return share_panels(ctx, g);
 }
 
 static void *part_thread(void *arg)
@@ -277,6 +303,7 @@ static void parts_stats(gram_devices *g)
 static void parts_close(gram_devices *g)
 {
     oc_gram_stats *s = g->job->stats;
+    oc_panel_exchange_free(g->exchange); /* its events may still be pending: they go when done */
     for (int d = 0; g->slot && d < g->count; ++d) {
         part_slot *p = &g->slot[d];
         int had_pool = p->part.dev && p->part.dev->pool;
