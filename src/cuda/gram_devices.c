@@ -90,10 +90,10 @@ static oc_status parts_create(oc_context *ctx, gram_devices *g)
     return OC_OK;
 }
 
-/* Every physical device's context made at once, before the parts open one after the other:
- * the driver's creation of a context (mapping the device, 0.1-0.3 s each) would otherwise be
- * paid once per device in turn. A device that fails here fails again, with its message, when
- * its part opens. */
+/* Every physical device's context made at once, before the parts open one after the other,
+ * so that the driver's creation of each context is not paid in turn (opening four H200s still
+ * took 0.46-0.49 s against 0.13 s for one: bench/RESULTS.md, "Several GPUs"). A device that
+ * fails here fails again, with its message, when its part opens. */
 static void *make_context(void *arg)
 {
     const int *device = arg;
