@@ -69,14 +69,17 @@ static inline void heap_offer(uint64_t *h, int64_t *n, int64_t cap, uint64_t key
     h[at] = key;
 }
 
-static inline void offer(row_state *rs, int64_t j, int64_t c)
+/* Offers B row j, of popcount pb, with count c to the row's heap or pairs. */
+static inline void offer_pop(row_state *rs, int64_t j, int64_t c, int64_t pb)
 {
     const sparse_job *sj = rs->sj;
     if (sj->job->symmetric && (sj->mode == SPARSE_TOPK ? j == rs->i : j <= rs->i)) return;
-    const uint32_t sk = candidate_key(sj, c, rs->pa, sj->ix->b.pop[j]);
+    const uint32_t sk = candidate_key(sj, c, rs->pa, pb);
     if (sj->mode == SPARSE_TOPK) heap_offer(rs->w->heap, &rs->heap_n, sj->kept, full_key(sk, j));
     else if (sk >= sj->min_key) rs->w->sortbuf[rs->npairs++] = (uint64_t)j << 32 | sk;
 }
+
+static inline void offer(row_state *rs, int64_t j, int64_t c) { offer_pop(rs, j, c, rs->sj->ix->b.pop[j]); }
 
 /* Whether a score key as good as bound may still enter (top-k) or pass (threshold). */
 static inline int could_pass(const row_state *rs, uint32_t bound)
