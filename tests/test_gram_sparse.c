@@ -5,7 +5,8 @@
  * with different sparsity of A and B) runs every output: dense results of every metric and
  * dtype, top-k (k = 1, a few, more than the columns) and threshold pairs (thresholds a count
  * of 0 passes and ones it does not), under 1 and 2 threads and several hub splits
- * (OUTCORE_SPARSE_HUBS: none, the predicted one, a few, more than 64). The dense algorithm
+ * (OUTCORE_SPARSE_HUBS: none, the predicted one, a few, 64 (one hub word whole: the pair
+ * lists of sparse_hub_pairs.h), more than 64). The dense algorithm
  * is the reference: it is itself held to a direct reference by test_cpu_gram.c. The runner
  * takes a case and an output and compares the two algorithms, so it joins a case table
  * shared with other backends by calling run_case per entry.
@@ -301,8 +302,8 @@ int main(void)
 {
     oc_context *ctx = NULL;
     if (oc_context_create(&ctx) != OC_OK) return 1;
-    const char *hub_splits[] = {"", "0", "3", "70"};
-    for (int h = 0; h < 4; ++h) {
+    const char *hub_splits[] = {"", "0", "3", "64", "70"};
+    for (int h = 0; h < 5; ++h) {
         setenv("OUTCORE_SPARSE_HUBS", hub_splits[h], 1);
         for (size_t c = 0; c < sizeof cases / sizeof *cases; ++c)
             for (int threads = 1; threads <= 2; ++threads) {

@@ -3,11 +3,13 @@
  * columns with row i, counted from the hubs' bit words. Rows that share only hub columns
  * are found through per-hub lists, rarest hub first, each list walked while its bound can
  * still enter (a prefix filter); rows whose lists would be longer than the hub rows keep the
- * sweep by popcount groups. Static inline functions for sparse_rows.c only.
+ * sweep by popcount groups. With one hub word and its pair lists built, the walk of
+ * sparse_hub_walk.h replaces both. Static inline functions for sparse_rows.c only.
  */
 #ifndef OC_CPU_SPARSE_HUB_SWEEP_H
 #define OC_CPU_SPARSE_HUB_SWEEP_H
 
+#include "cpu/sparse_hub_walk.h"
 #include "cpu/sparse_row_state.h"
 
 /* One hub's list, whose rows share at most cap columns with row i (and only hub columns).
@@ -133,6 +135,10 @@ static inline __attribute__((always_inline)) int64_t hub_sweep(row_state *rs, co
                 order[at] = order[at - 1];
             order[at] = hub;
         }
+    if (ix->pairs.pair) { /* its dense lists end at once: no popcount sweep needed */
+        walk_hub_pairs(rs, ha[0], order, h);
+        return nt;
+    }
     if (listed > ix->group_start[ix->ngroups]) {
         sweep_by_popcount(rs, ha, h);
         return nt;

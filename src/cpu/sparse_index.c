@@ -206,6 +206,7 @@ oc_status oc_sparse_index_build(oc_context *ctx, const oc_matrix *a, const oc_ma
     }
     free(slot);
     if (st == OC_OK) st = build_b_lists(ctx, a->cols, ix);
+    if (st == OC_OK && ix->hub_words == 1) st = oc_hub_pairs_build(ctx, ix, &ix->pairs);
     if (st != OC_OK) oc_sparse_index_free(ix);
     return st;
 }
@@ -233,5 +234,6 @@ void oc_sparse_index_free(oc_sparse_index *ix)
     free(ix->hub_nb);
     free(ix->hub_hp);
     free(ix->empty_b);
+    oc_hub_pairs_free(&ix->pairs);
     memset(ix, 0, sizeof *ix);
 }

@@ -10,6 +10,7 @@
  *                     hub columns descending, row), with both counts beside them: the sweep
  *                     walks a hub's list while a row's best possible score can still enter
  *   B empty rows      ascending (jaccard: two empty rows score 1)
+ *   hub word lists    with one hub word: the lists of sparse_hub_pairs.h
  *
  * Built from the packed bits in two passes over the set bits (count, then fill); memory is
  * O(ones + rows), the bits are not copied. For A·Aᵀ the B side is the A side.
@@ -20,6 +21,7 @@
 #include <stdint.h>
 #include "outcore.h"
 #include "core/matrix.h"
+#include "cpu/sparse_hub_pairs.h"
 
 typedef struct oc_sparse_side {
     int64_t rows;
@@ -46,6 +48,7 @@ typedef struct oc_sparse_index {
     uint32_t *hub_hp;           /* each entry's hub columns */
     uint32_t *empty_b;          /* B rows without a set bit, ascending */
     int64_t nempty_b;
+    oc_hub_pairs pairs;         /* hub_words == 1 only (sparse_hub_pairs.h); else empty */
 } oc_sparse_index;
 
 /* Builds the index of a (and b; NULL for A·Aᵀ) with hub_cols[hubs] as the hub columns, on

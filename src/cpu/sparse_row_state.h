@@ -7,6 +7,7 @@
 #ifndef OC_CPU_SPARSE_ROW_STATE_H
 #define OC_CPU_SPARSE_ROW_STATE_H
 
+#include <math.h>
 #include <stdint.h>
 
 #include "core/metric.h"
@@ -21,6 +22,8 @@ typedef struct row_state {
     int64_t i, pa;
     int64_t heap_n;   /* top-k: keys in w->heap */
     int64_t npairs;   /* pairs: candidates in w->sortbuf */
+    uint32_t floor_key;   /* top-k jaccard: the floor's score key that below was made for */
+    double below;         /* c / union under this cannot score the floor (hopeless) */
 } row_state;
 
 static inline __attribute__((always_inline)) int64_t hub_count(const uint64_t *x, const uint64_t *y, int words)
@@ -69,14 +72,36 @@ static inline void heap_offer(uint64_t *h, int64_t *n, int64_t cap, uint64_t key
     h[at] = key;
 }
 
-static inline void offer(row_state *rs, int64_t j, int64_t c)
+/* Top-k jaccard with a full heap: whether c / (|a| + pb - c) is sure to round below the
+ * floor's score f, tested by one multiplication instead of the score's division. A quotient
+ * x <= g, g the float below f, rounds to at most g < f; the product g * union is correct to
+ * a relative 2^-53, which the factor 1 - 2^-40 more than covers. A score equal to the
+ * floor's (which may still enter on its column) is never called hopeless. */
+static inline int hopeless(row_state *rs, int64_t c, int64_t pb)
+{
+    const uint32_t fk = (uint32_t)(rs->w->heap[0] >> 32);
+    if (fk != rs->floor_key) {
+        const float f = oc_key_f32_value(fk);
+        rs->floor_key = fk;
+        rs->below = f > 0 ? (double)nextafterf(f, 0.0f) * (1.0 - 0x1p-40) : 0.0;
+    }
+    return (double)c < rs->below * (double)(rs->pa + pb - c);
+}
+
+/* Offers B row j, of popcount pb, with count c to the row's heap or pairs. */
+static inline void offer_pop(row_state *rs, int64_t j, int64_t c, int64_t pb)
 {
     const sparse_job *sj = rs->sj;
     if (sj->job->symmetric && (sj->mode == SPARSE_TOPK ? j == rs->i : j <= rs->i)) return;
-    const uint32_t sk = candidate_key(sj, c, rs->pa, sj->ix->b.pop[j]);
+    if (sj->mode == SPARSE_TOPK && sj->job->metric == OC_METRIC_JACCARD && rs->heap_n == sj->kept &&
+        hopeless(rs, c, pb))
+        return;
+    const uint32_t sk = candidate_key(sj, c, rs->pa, pb);
     if (sj->mode == SPARSE_TOPK) heap_offer(rs->w->heap, &rs->heap_n, sj->kept, full_key(sk, j));
     else if (sk >= sj->min_key) rs->w->sortbuf[rs->npairs++] = (uint64_t)j << 32 | sk;
 }
+
+static inline void offer(row_state *rs, int64_t j, int64_t c) { offer_pop(rs, j, c, rs->sj->ix->b.pop[j]); }
 
 /* Whether a score key as good as bound may still enter (top-k) or pass (threshold). */
 static inline int could_pass(const row_state *rs, uint32_t bound)

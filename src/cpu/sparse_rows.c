@@ -9,7 +9,7 @@
 
 /* Step 1: +1 into acc for each B row sharing a non-hub column; the first touch is listed. */
 static inline __attribute__((always_inline)) int64_t scatter(const sparse_job *sj, sparse_worker *w, int64_t i,
-                                                             int64_t from_row)
+                                                             int64_t from_row, int words)
 {
     const oc_sparse_index *ix = sj->ix;
     uint32_t *acc = w->acc, *touched = w->touched;
@@ -28,6 +28,18 @@ static inline __attribute__((always_inline)) int64_t scatter(const sparse_job *s
             r = lo;
         }
         updates += (double)(end - r);
+        if (words) { /* the entries' hub words and popcounts come along with the first touch */
+            const int64_t at = r - ix->post_rows;
+            const uint64_t *hub = ix->pairs.post_hub + at;
+            const uint32_t *pop = ix->pairs.post_pop + at;
+            for (int64_t k = 0; k < end - r; ++k)
+                if (acc[r[k]]++ == 0) {
+                    w->touched_hub[nt] = hub[k];
+                    w->touched_pop[nt] = pop[k];
+                    touched[nt++] = r[k];
+                }
+            continue;
+        }
         for (; r < end; ++r)
             if (acc[*r]++ == 0) touched[nt++] = *r;
     }
@@ -150,7 +162,7 @@ static inline __attribute__((always_inline)) int full_row(const sparse_job *sj, 
     const oc_sparse_index *ix = sj->ix;
     const int64_t p = ix->b.rows;
     const int hw = ix->hub_words;
-    const int64_t nt = scatter(sj, w, i, 0);
+    const int64_t nt = scatter(sj, w, i, 0, 0);
     if (has_hub)
         for (int64_t j = 0; j < p; ++j) w->full[j] = w->acc[j] + (uint32_t)hub_count(ha, ix->b.hub + j * hw, hw);
     else
@@ -192,14 +204,16 @@ static inline __attribute__((always_inline)) int row_body(const sparse_job *sj, 
 
     row_state rs = {.sj = sj, .w = w, .i = i, .pa = ix->a.pop[i]};
     const int64_t from = sj->mode == SPARSE_PAIRS && sj->job->symmetric ? i + 1 : 0;
-    const int64_t nt = scatter(sj, w, i, from);
     uint32_t *acc = w->acc;
+    /* With one hub word the touched rows' words and popcounts come with the lists' entries. */
+    const int words = ix->pairs.post_hub != NULL;
+    const int64_t nt = words ? scatter(sj, w, i, from, 1) : scatter(sj, w, i, from, 0);
     for (int64_t t = 0; t < nt; ++t) {
         const uint32_t j = w->touched[t];
-        int64_t c = acc[j];
-        if (has_hub) c += hub_count(ha, ix->b.hub + (int64_t)j * hw, hw);
+        const int64_t c = acc[j];
         acc[j] = DONE;
-        offer(&rs, j, c);
+        if (words) offer_pop(&rs, j, c + __builtin_popcountll(ha[0] & w->touched_hub[t]), w->touched_pop[t]);
+        else offer(&rs, j, has_hub ? c + hub_count(ha, ix->b.hub + (int64_t)j * hw, hw) : c);
     }
     const int64_t swept = has_hub ? hub_sweep(&rs, ha, nt) : nt;
     for (int64_t t = 0; t < swept; ++t) acc[w->touched[t]] = 0;

@@ -7,10 +7,13 @@
  *      column's list (the first touch of j goes to the touched list);
  *   2. touched rows: count = acc[j] + popcount(hub_a[i] & hub_b[j]); j is marked done;
  *   3. hub sweep (row i has h hub bits): the B hub rows not done, count = the hub words'
- *      popcount alone (so at most h), visited by groups of one popcount q in order of the
- *      best score such a count can give (c = min(h, q)), and stopped when that bound cannot
- *      beat the row's floor (top-k) or the threshold: the size filter of all-pairs
- *      similarity search (Bayardo et al., WWW 2007).
+ *      popcount alone (so at most h), found through lists that end where the best score
+ *      left in them cannot beat the row's floor (top-k) or the threshold: the prefix and
+ *      size filters of all-pairs similarity search (Bayardo et al., WWW 2007). With one hub
+ *      word, per hub and per hub pair, each entry carrying its row's hub word and popcount
+ *      (sparse_hub_walk.h); with more, per hub or by popcount groups (sparse_hub_sweep.h).
+ * With one hub word, step 1 also takes each touched row's hub word and popcount from the
+ * list entry that touches it first, so step 2 reads nothing of the row itself.
  * Pairs with a count of 0 are never candidates. Their score is the same for every column
  * (0, or 1 for two empty rows under jaccard), so top-k lists are completed with them in
  * column order afterwards, and a threshold that a count of 0 passes goes the full-row way:
@@ -51,6 +54,8 @@ typedef struct sparse_job {
 /* A worker's buffers. acc is zero between rows. */
 typedef struct sparse_worker {
     uint32_t *acc, *touched;  /* p each */
+    uint64_t *touched_hub;    /* p: with one hub word, each touched row's hub word */
+    uint32_t *touched_pop;    /* p: and its popcount */
     uint64_t *heap;           /* kept */
     uint32_t *full;           /* p counts of a full row */
     void *out;                /* p converted values */
