@@ -4,10 +4,8 @@
  */
 #include "generate.h"
 
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "gen_rng.h"
 
@@ -70,43 +68,6 @@ int gen_fill_rows(void *plan, int64_t row0, int64_t nrows, unsigned char *bits, 
     return 0;
 }
 
-typedef struct fill_share {
-    gen_plan *plan;
-    unsigned char *buf;
-    int64_t row0, rows, stride;
-} fill_share;
-
-static void *fill_share_run(void *arg)
-{
-    fill_share *s = arg;
-    gen_fill_rows(s->plan, s->row0, s->rows, s->buf + s->row0 * s->stride, s->stride);
-    return NULL;
-}
-
-/* Fills all rows on up to one thread per core, each a contiguous share; a share whose thread
- * cannot start is filled by the caller. */
-static void fill_all(gen_plan *g, unsigned char *buf, int64_t stride)
-{
-    enum { MAX_THREADS = 256, MIN_ROWS_PER_THREAD = 64 };
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    int64_t threads = cores > 0 ? cores : 1;
-    if (threads > MAX_THREADS) threads = MAX_THREADS;
-    if (threads > g->p.rows / MIN_ROWS_PER_THREAD) threads = g->p.rows / MIN_ROWS_PER_THREAD;
-    if (threads < 1) threads = 1;
-    fill_share shares[MAX_THREADS];
-    pthread_t tid[MAX_THREADS];
-    int started[MAX_THREADS];
-    for (int64_t t = 0; t < threads; ++t) {
-        int64_t a = g->p.rows * t / threads, b = g->p.rows * (t + 1) / threads;
-        shares[t] = (fill_share){.plan = g, .buf = buf, .row0 = a, .rows = b - a, .stride = stride};
-        started[t] = t > 0 && pthread_create(&tid[t], NULL, fill_share_run, &shares[t]) == 0;
-    }
-    for (int64_t t = 0; t < threads; ++t)
-        if (!started[t]) fill_share_run(&shares[t]);
-    for (int64_t t = 1; t < threads; ++t)
-        if (started[t]) pthread_join(tid[t], NULL);
-}
-
 oc_status gen_matrix(oc_context *ctx, const gen_params *p, oc_matrix **out, int64_t *pairs)
 {
     const int64_t stride = (p->cols + 63) / 64 * 8;
@@ -117,7 +78,7 @@ oc_status gen_matrix(oc_context *ctx, const gen_params *p, oc_matrix **out, int6
         gen_plan_free(&g);
         return OC_ERR_NO_MEMORY;
     }
-    fill_all(&g, buf, stride);
+    gen_fill_rows(&g, 0, p->rows, buf, stride);
     if (pairs)
         for (int64_t k = 0; k < 2 * g.pairs.count; ++k) pairs[k] = g.pairs.pairs[k];
     gen_plan_free(&g);

@@ -38,7 +38,7 @@ void gen_plan_free(gen_plan *g);
  * bits past cols zero. Safe to call from several threads at once. Returns 0. */
 int gen_fill_rows(void *plan, int64_t row0, int64_t nrows, unsigned char *bits, int64_t stride);
 
-/* Generates the matrix into a new oc_matrix (name "generated"), on all cores; planted pairs
+/* Generates the matrix into a new oc_matrix (name "generated"); planted pairs
  * are written to pairs[2*k], pairs[2*k+1] (row of the copy first, then its source) when pairs
  * is not NULL. */
 oc_status gen_matrix(oc_context *ctx, const gen_params *p, oc_matrix **out, int64_t *pairs);

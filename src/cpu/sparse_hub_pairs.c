@@ -13,8 +13,6 @@
  * popcount sweep anyway. */
 #define PAIR_ENTRIES_PER_ONE 2
 
-static int64_t pair_slot(int64_t x, int64_t y, int64_t hubs) { return x < y ? x * hubs + y : y * hubs + x; }
-
 /* Deals the hub rows (ix->hub_rows: by popcount, then row) into per-key lists that keep that
  * order: with out NULL counts into ptr[key + 1], else fills from next (a copy of ptr). pairs:
  * keys are hub pairs. */
@@ -34,7 +32,7 @@ static void deal(const oc_sparse_index *ix, int pairs, int64_t *ptr, int64_t *ne
                 continue;
             }
             for (uint64_t y = x & (x - 1); y; y &= y - 1) {
-                const int64_t key = pair_slot(hx, __builtin_ctzll(y), ix->hubs);
+                const int64_t key = oc_hub_pair_key(hx, __builtin_ctzll(y), ix->hubs);
                 if (out) out[next[key]++] = e;
                 else ptr[key + 1]++;
             }

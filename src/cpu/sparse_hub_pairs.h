@@ -32,6 +32,9 @@ typedef struct oc_hub_pairs {
     oc_hub_entry *pair;     /* NULL: too many entries, not built */
 } oc_hub_pairs;
 
+/* The pair list of hubs x and y (either order): pair_ptr[key] .. pair_ptr[key + 1]. */
+static inline int64_t oc_hub_pair_key(int64_t x, int64_t y, int64_t hubs) { return x < y ? x * hubs + y : y * hubs + x; }
+
 struct oc_sparse_index;
 
 /* Builds hp for ix (which has hub_words == 1 and its B lists built). Fails on allocation

@@ -50,8 +50,7 @@ static inline __attribute__((always_inline)) void walk_hub_pairs(row_state *rs, 
     for (int64_t q = 1; q < h; ++q) {
         below |= 1ull << order[q - 1];
         for (int64_t r = 0; r < q; ++r) {
-            const int64_t x = order[r], y = order[q];
-            const int64_t key = x < y ? x * ix->hubs + y : y * ix->hubs + x;
+            const int64_t x = order[r], key = oc_hub_pair_key(x, order[q], ix->hubs);
             walk_hub_list(rs, ha, hp->pair + hp->pair_ptr[key], hp->pair + hp->pair_ptr[key + 1], h - q + 1,
                           below & ~(1ull << x));
         }
