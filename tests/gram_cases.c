@@ -99,6 +99,9 @@ const gram_case gram_cases[] = {
     {.name = "dense jaccard ties", .n = 150, .m = 96, .density = 0.5, .kind = GRAM_TOPK, .k = 4},
     {.name = "dense jaccard ties A·Bᵀ", .n = 90, .p = 120, .m = 64, .density = 0.5, .kind = GRAM_TOPK, .k = 4},
     {.name = "skewed rows", .n = 300, .m = 3000, .density = 0.03, .pattern = GRAM_SKEWED, .kind = GRAM_TOPK, .k = 5},
+    /* Lists handed to the caller in blocks of 4096 rows (select_topk.c): two blocks, the last
+     * partial. */
+    {.name = "past one result block", .n = 4500, .m = 40, .density = 0.12, .kind = GRAM_TOPK, .k = 3},
     /* Three GPU tiles of 256 (the last partial), A·Bᵀ of unequal sizes, few long rows, each
      * k under the GPU's three settings: tiles of 256, the planner's, tiles of 256 under a
      * budget. Rows that differ only in GPU fields are the GPU's alone: the CPU would repeat

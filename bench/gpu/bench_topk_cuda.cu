@@ -11,7 +11,10 @@
  * each way, and the median and range over the runs of the ratio to the reference of the
  * same run. Target: top-k and the selective threshold >= 0.9 of the reference.
  *
- * Usage: bench_topk_cuda [--n N] [--m M] [--gpu-mem BYTES] [--quick] [--runs N]
+ * --modes LIST runs only the listed modes (0-based indices into the table below, e.g. "2" or
+ * "2,4"); the reference, mode 0, always runs too (bench/profile_topk.sh profiles one mode).
+ *
+ * Usage: bench_topk_cuda [--n N] [--m M] [--gpu-mem BYTES] [--quick] [--runs N] [--modes LIST]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,14 +78,16 @@ int main(int argc, char **argv)
 {
     int64_t n = 100000, m = 200000, gpu_mem = 4LL << 30;
     int quick = 0, runs = 1;
+    const char *only = NULL;
     for (int i = 1; i < argc; ++i) {
         if (strcmp(argv[i], "--n") == 0 && i + 1 < argc) n = atoll(argv[++i]);
         else if (strcmp(argv[i], "--m") == 0 && i + 1 < argc) m = atoll(argv[++i]) / 64 * 64;
         else if (strcmp(argv[i], "--gpu-mem") == 0 && i + 1 < argc) gpu_mem = atoll(argv[++i]);
         else if (strcmp(argv[i], "--quick") == 0) quick = 1;
         else if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc) runs = atoi(argv[++i]) > 0 ? atoi(argv[i]) : 1;
+        else if (strcmp(argv[i], "--modes") == 0 && i + 1 < argc) only = argv[++i];
         else {
-            fprintf(stderr, "usage: bench_topk_cuda [--n N] [--m M] [--gpu-mem BYTES] [--quick] [--runs N]\n");
+            fprintf(stderr, "usage: bench_topk_cuda [--n N] [--m M] [--gpu-mem BYTES] [--quick] [--runs N] [--modes LIST]\n");
             return 2;
         }
     }
@@ -122,6 +127,18 @@ int main(int argc, char **argv)
                  {"jaccard >= 0.2", OC_METRIC_JACCARD, 0, 1},    {"top-200 jaccard (host)", OC_METRIC_JACCARD, kbig, 0}};
     enum { NMODES = 6, MAX_RUNS = 64 };
     const int nmodes = quick ? 5 : NMODES;
+    int chosen[NMODES] = {1, 0, 0, 0, 0, 0}; /* the reference always runs */
+    for (int md = 1; md < NMODES; ++md) chosen[md] = only == NULL;
+    for (const char *p = only; p && *p;) {
+        char *end = NULL;
+        const long md = strtol(p, &end, 10);
+        if (end == p || md < 0 || md >= nmodes) {
+            fprintf(stderr, "bench_topk_cuda: --modes takes indices 0-%d separated by commas, not \"%s\"\n", nmodes - 1, only);
+            return 2;
+        }
+        chosen[md] = 1;
+        p = *end == ',' ? end + 1 : end;
+    }
     if (runs > MAX_RUNS) runs = MAX_RUNS;
     printf("bench_topk_cuda: A·Aᵀ n=%lld m=%lld density 1/16, gpu-mem %.1f GiB, %d run%s\n", (long long)n, (long long)m,
            gpu_mem / 1073741824.0, runs, runs > 1 ? "s" : "");
@@ -135,6 +152,7 @@ int main(int argc, char **argv)
     for (int run = 0; run < runs; ++run)
         for (int md = run == 0 ? -1 : 0; md < nmodes; ++md) {
             const struct mode *mo = &modes[md < 0 ? 0 : md];
+            if (md > 0 && !chosen[md]) continue;
             oc_gram_options o = OC_GRAM_OPTIONS_INIT;
             o.backend = OC_BACKEND_CUDA, o.metric = mo->metric, o.gpu_mem_bytes = gpu_mem, o.topk = mo->topk;
             oc_output out = OC_OUTPUT_INIT;
@@ -161,6 +179,7 @@ int main(int argc, char **argv)
     printf("| %-24s | %8s | %12s | %10s | %10s | %8s | %-11s | %s\n", "mode", "seconds", "bit-MAC/s eff", "H2D MiB",
            "D2H MiB", "vs ref", "range", "where");
     for (int md = 0; md < nmodes; ++md) {
+        if (!chosen[md]) continue;
         const oc_gram_stats *s = &last[md];
         double t = median(secs[md], runs), lo = ratio[md][0], hi = ratio[md][0];
         for (int r = 1; r < runs; ++r) lo = ratio[md][r] < lo ? ratio[md][r] : lo, hi = ratio[md][r] > hi ? ratio[md][r] : hi;

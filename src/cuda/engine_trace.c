@@ -104,6 +104,11 @@ void oc_engine_trace_busy(const oc_engine_trace *tr)
         return;
     }
     qsort(sp, (size_t)m, sizeof *sp, by_start);
+    const char *level = getenv("OUTCORE_TRACE");
+    if (level && strcmp(level, "tiles") == 0) /* each tile's kernels: start, end, length */
+        for (int64_t i = 0; i < m; ++i)
+            fprintf(stderr, "outcore cuda: tile %lld %.3f-%.3f ms %.3f\n", (long long)sp[i].tile, 1e3 * sp[i].start,
+                    1e3 * sp[i].end, 1e3 * (sp[i].end - sp[i].start));
     enum { TOP = 5 };
     busy_span gap[TOP] = {{0, 0, -1}, {0, 0, -1}, {0, 0, -1}, {0, 0, -1}, {0, 0, -1}};
     double busy = 0, idle = 0, cur0 = sp[0].start, cur1 = sp[0].end, last = sp[0].end;

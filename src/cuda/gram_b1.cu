@@ -148,7 +148,7 @@ template <int STAGES, int SEL> __device__ __forceinline__ void gram_b1_block(con
 
     /* Accumulator e of fragment (mt, nt): row g (+8 for e >= 2), columns 2*(lane&3) + (e&1). */
     const int g = lane >> 2, c2 = (lane & 3) * 2;
-    b1_epilogue<SEL>(t, bm, bn, smem, [&](auto f) {
+    b1_epilogue<SEL, STAGES * STAGE_BYTES>(t, bm, bn, smem, [&](auto f) {
 #pragma unroll
         for (int mt = 0; mt < 4; ++mt)
 #pragma unroll

@@ -33,7 +33,11 @@ constexpr int SEL_TOPK_INT = 3;
 /* The fused epilogue's counts (rows padded against bank conflicts) and floors. */
 constexpr int FUSE_LD = BN + 1;
 constexpr int FUSE_COUNT_BYTES = BM * FUSE_LD * 4;
-static_assert(FUSE_COUNT_BYTES + (BM + BN) * 20 <= 3 * STAGE_BYTES, "the fused epilogue fits the stage memory");
+static_assert(FUSE_COUNT_BYTES + (BM + BN) * 24 <= 3 * STAGE_BYTES, "the fused epilogue fits the stage memory");
+/* Keys per line the block can stage in SMEM bytes of shared memory after the counts, the
+ * floors, bounds and popcounts (20 bytes a line) and each line's count (4 bytes): 18 with
+ * four stages, 2 with three. */
+template <int SMEM> constexpr int FUSE_STAGE_KEPT = (SMEM - FUSE_COUNT_BYTES - (BM + BN) * 24) / ((BM + BN) * 8);
 
 __device__ __forceinline__ void cp_async16(uint32_t dst, const void *src, bool valid)
 {
@@ -68,20 +72,26 @@ __device__ __forceinline__ void row_span(const oc_gram_tile &t, int r, int bn, i
 }
 
 /* Top-k: a warp per row of the block's counts, and for A·Aᵀ per column, offers its list the
- * keys that beat the floor (oc_fuse_line). */
-template <bool INT>
+ * keys that beat the floor (oc_fuse_line): into the list's bucket, or when STAGED into the
+ * line's slots in shared memory (sn, sk: lines 0..BM-1 the rows, BM.. the columns, kept keys
+ * each), which oc_fuse_flush then moves to the buckets. */
+template <bool INT, bool STAGED>
 __device__ __forceinline__ void fuse_lines(const oc_gram_tile &t, const oc_fuse_int &ik, const int *cs, const int *pr,
                                            const int *pc, const float *qr, const float *qc, const uint64_t *fr,
-                                           const uint64_t *fc, const float *br, const float *bc, int bm, int bn, int last_row,
-                                           int warp, int lane)
+                                           const uint64_t *fc, const float *br, const float *bc, uint32_t *sn, uint64_t *sk,
+                                           int bm, int bn, int last_row, int warp, int lane)
 {
 #pragma unroll 1
     for (int rl = warp; rl < last_row; rl += THREADS / 32) {
         const int r = bm * BM + rl;
         int lo, hi;
         row_span(t, r, bn, lo, hi);
-        oc_fuse_line<INT, BN / 32>(t, ik, cs + rl * FUSE_LD, 1, pr[rl], pc, qc, t.j0 + bn * BN, lo, hi, fr[rl], br[rl],
-                                   t.row_count + r, t.row_keys + (size_t)r * t.bucket, lane);
+        auto offer = [&](const auto &sink) {
+            oc_fuse_line<INT, BN / 32>(t, ik, cs + rl * FUSE_LD, 1, pr[rl], pc, qc, t.j0 + bn * BN, lo, hi, fr[rl], br[rl],
+                                       sink, lane);
+        };
+        if (STAGED) offer(oc_fuse_staged{sn + rl, sk + (size_t)rl * t.kept});
+        else offer(oc_fuse_bucket{t.row_count + r, t.row_keys + (size_t)r * t.bucket});
     }
     if (!t.symmetric) return;
 #pragma unroll 1
@@ -90,9 +100,39 @@ __device__ __forceinline__ void fuse_lines(const oc_gram_tile &t, const oc_fuse_
         if (c >= t.cols) break;
         /* Rows that count: above the diagonal of the result. */
         const int hi = min(last_row, (int)(t.j0 + c - t.i0) - bm * BM);
-        oc_fuse_line<INT, BM / 32>(t, ik, cs + cl, FUSE_LD, pc[cl], pr, qr, t.i0 + bm * BM, 0, hi, fc[cl], bc[cl],
-                                   t.col_count + c, t.col_keys + (size_t)c * t.bucket, lane);
+        auto offer = [&](const auto &sink) {
+            oc_fuse_line<INT, BM / 32>(t, ik, cs + cl, FUSE_LD, pc[cl], pr, qr, t.i0 + bm * BM, 0, hi, fc[cl], bc[cl], sink,
+                                       lane);
+        };
+        if (STAGED) offer(oc_fuse_staged{sn + BM + cl, sk + (size_t)(BM + cl) * t.kept});
+        else offer(oc_fuse_bucket{t.col_count + c, t.col_keys + (size_t)c * t.bucket});
     }
+}
+
+/* Offers every line of the block, staged when the kernel's shared memory (SMEM bytes) holds
+ * kept keys per line beside the counts. */
+template <int SMEM, bool INT>
+__device__ __forceinline__ void fuse_block(const oc_gram_tile &t, const oc_fuse_int &ik, unsigned char *smem, int bm, int bn,
+                                           int last_row, int warp, int lane)
+{
+    uint64_t *fr = (uint64_t *)(smem + FUSE_COUNT_BYTES), *fc = fr + BM;
+    float *br = (float *)(fc + BN), *bc = br + BM;
+    int *pr = (int *)(bc + BN), *pc = pr + BM;
+    float *qr = (float *)(pc + BN), *qc = qr + BM;
+    uint32_t *sn = (uint32_t *)(qc + BN);
+    uint64_t *sk = (uint64_t *)(sn + BM + BN);
+    const int *cs = (const int *)smem;
+    if (t.kept > FUSE_STAGE_KEPT<SMEM>) {
+        fuse_lines<INT, false>(t, ik, cs, pr, pc, qr, qc, fr, fc, br, bc, sn, sk, bm, bn, last_row, warp, lane);
+        return;
+    }
+    fuse_lines<INT, true>(t, ik, cs, pr, pc, qr, qc, fr, fc, br, bc, sn, sk, bm, bn, last_row, warp, lane);
+    __syncthreads();
+    oc_fuse_flush(t, sn, sk, BM + BN, [&](int l) {
+        if (l < BM) return oc_fuse_bucket{t.row_count + bm * BM + l, t.row_keys + (size_t)(bm * BM + l) * t.bucket};
+        const int c = bn * BN + l - BM;
+        return oc_fuse_bucket{t.col_count + c, t.col_keys + (size_t)c * t.bucket};
+    });
 }
 
 /* The block's epilogue. `each(f)` calls f(row, column, count) for every accumulator the
@@ -102,7 +142,7 @@ __device__ __forceinline__ void fuse_lines(const oc_gram_tile &t, const oc_fuse_
  * warp reading a column hits 32 banks), and compact loops select from there: unrolled over
  * a thread's 128 accumulators the selection's code outgrew the instruction cache (the kernel
  * ran much slower than the dense one with few more instructions: bench/RESULTS.md). */
-template <int SEL, class Each>
+template <int SEL, int SMEM, class Each>
 __device__ __forceinline__ void b1_epilogue(const oc_gram_tile &t, int bm, int bn, unsigned char *smem, Each each)
 {
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -137,6 +177,7 @@ __device__ __forceinline__ void b1_epilogue(const oc_gram_tile &t, int bm, int b
         const int pop = inside && t.metric != OC_METRIC_COUNTS ? (row ? t.pop_a : t.pop_b)[tl] : 0;
         (row ? pr[local] : pc[local]) = pop;
         (row ? qr[local] : qc[local]) = (float)pop;
+        ((uint32_t *)(qc + BN))[i] = 0; /* the line's staged keys (fuse_block) */
     }
     __syncthreads();
     if (SEL == OC_TILE_PAIRS) {
@@ -155,7 +196,7 @@ __device__ __forceinline__ void b1_epilogue(const oc_gram_tile &t, int bm, int b
         return;
     }
     if (SEL == SEL_TOPK_INT) {
-        fuse_lines<true>(t, oc_fuse_int_make(t), cs, pr, pc, qr, qc, fr, fc, br, bc, bm, bn, last_row, warp, lane);
+        fuse_block<SMEM, true>(t, oc_fuse_int_make(t), smem, bm, bn, last_row, warp, lane);
     } else if (t.seed) {
         /* No list of this tile has a floor yet, so every element needs its exact score, in
          * both passes: compute each once, in place, and let the passes read the score keys
@@ -181,9 +222,9 @@ __device__ __forceinline__ void b1_epilogue(const oc_gram_tile &t, int bm, int b
         }
         __syncthreads();
         const oc_fuse_int identity = {0u, 1u, 0xFFFFFFFFu, 0u};
-        fuse_lines<true>(t, identity, cs, pr, pc, qr, qc, fr, fc, br, bc, bm, bn, last_row, warp, lane);
+        fuse_block<SMEM, true>(t, identity, smem, bm, bn, last_row, warp, lane);
     } else {
-        fuse_lines<false>(t, oc_fuse_int(), cs, pr, pc, qr, qc, fr, fc, br, bc, bm, bn, last_row, warp, lane);
+        fuse_block<SMEM, false>(t, oc_fuse_int(), smem, bm, bn, last_row, warp, lane);
     }
 }
 

@@ -189,7 +189,7 @@ __device__ __forceinline__ void wgmma_block(const oc_gram_tile &t, const CUtenso
     /* Accumulators of m64nNk: warp w of the warpgroup holds rows 16 (w & 3) + g (+8 for
      * e & 2) of the warpgroup's 64; n8 block j holds columns 8 j + 2 (lane & 3) + (e & 1). */
     const int g = lane >> 2, c2 = (lane & 3) * 2, r0 = wg * 64 + (warp & 3) * 16 + g;
-    b1_epilogue<SEL>(t, bm, bn, smem, [&](auto f) {
+    b1_epilogue<SEL, STAGES * STAGE_BYTES>(t, bm, bn, smem, [&](auto f) {
 #pragma unroll
         for (int j = 0; j < BN / 8; ++j) {
             f(r0, j * 8 + c2, acc[4 * j]);

@@ -218,7 +218,7 @@ static oc_status select_commit(oc_context *ctx, const oc_gram_job *job, select_d
         return OC_OK;
     }
     const oc_output *out = dest->out;
-    if (out->kind == OC_OUTPUT_TOPK) return oc_select_topk_result(ctx, sel, out->indices, out->scores);
+    if (out->kind == OC_OUTPUT_TOPK) return oc_select_topk_result(ctx, sel, oc_threads_resolve(job->opts->threads), out->indices, out->scores);
     if (!dest->topk_file) return OC_OK;
     int64_t k = job->opts->topk, nk = job->n * k;
     int64_t *indices = malloc((size_t)(nk ? nk : 1) * sizeof *indices);
@@ -228,7 +228,7 @@ static oc_status select_commit(oc_context *ctx, const oc_gram_job *job, select_d
         st = oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the top-%lld result of %lld rows", (long long)k, (long long)job->n);
         goto cleanup;
     }
-    OC_CHECK_GOTO(oc_select_topk_result(ctx, sel, indices, scores));
+    OC_CHECK_GOTO(oc_select_topk_result(ctx, sel, oc_threads_resolve(job->opts->threads), indices, scores));
     oc_topk_out *w = dest->topk_file;
     dest->topk_file = NULL;
     OC_CHECK_GOTO(oc_topk_out_commit(ctx, w, job->n, k, indices, scores, job->dtype));

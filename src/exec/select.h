@@ -115,8 +115,9 @@ oc_status oc_select_drain(oc_context *ctx, oc_select *s);
 /* Records a worker's failure on ctx (OC_OK when none). */
 oc_status oc_select_check(oc_context *ctx, oc_select *s);
 
-/* After the backend: top-k into indices[n*k] and scores[n*k] (either may be NULL). */
-oc_status oc_select_topk_result(oc_context *ctx, oc_select *s, int64_t *indices, void *scores);
+/* After the backend: top-k into indices[n*k] and scores[n*k] (either may be NULL), rows shared
+ * by `threads` workers. */
+oc_status oc_select_topk_result(oc_context *ctx, oc_select *s, int threads, int64_t *indices, void *scores);
 /* After the backend: delivers what is left and checks every row block arrived. */
 oc_status oc_select_pairs_finish(oc_context *ctx, oc_select *s);
 /* Pairs delivered so far. */

@@ -29,6 +29,7 @@
 #include "core/error.h"
 #include "core/matrix.h"
 #include "core/metric.h"
+#include "core/threads.h"
 #include "exec/select_simd.h"
 #include "exec/select_sort.h"
 #include "exec/select_state.h"
@@ -565,18 +566,42 @@ oc_status oc_select_topk_merge(oc_context *ctx, oc_select *s, const uint64_t *ke
     return OC_OK;
 }
 
-oc_status oc_select_topk_result(oc_context *ctx, oc_select *s, int64_t *indices, void *scores)
+/* The lists of rows [task * RESULT_ROWS, ...) into the caller's arrays. */
+enum { RESULT_ROWS = 4096 };
+typedef struct result_task {
+    const oc_select *s;
+    int64_t *indices;
+    void *scores;
+} result_task;
+
+static oc_status result_rows(void *arg, int64_t task, int worker)
 {
-    OC_CHECK(oc_select_check(ctx, s));
-    const int64_t k = s->cfg.k, kept = s->kept;
-    for (int64_t i = 0; i < s->cfg.n; ++i)
+    (void)worker;
+    const result_task *rt = arg;
+    const oc_select *s = rt->s;
+    const int64_t k = s->cfg.k, kept = s->kept, first = task * RESULT_ROWS;
+    const int64_t last = first + RESULT_ROWS < s->cfg.n ? first + RESULT_ROWS : s->cfg.n;
+    for (int64_t i = first; i < last; ++i)
         for (int64_t t = 0; t < k; ++t) {
             uint64_t key = t < kept ? s->keys[i * kept + t] : 0;
             int64_t e = i * k + t;
-            if (indices) indices[e] = key ? oc_key_index(key) : -1;
-            if (!scores) continue;
-            if (key) oc_key_store_score(s->kind, (uint32_t)(key >> 32), scores, e);
-            else memset((char *)scores + e * (int64_t)s->elem, 0, s->elem); /* padding scores 0 */
+            if (rt->indices) rt->indices[e] = key ? oc_key_index(key) : -1;
+            if (!rt->scores) continue;
+            if (key) oc_key_store_score(s->kind, (uint32_t)(key >> 32), rt->scores, e);
+            else memset((char *)rt->scores + e * (int64_t)s->elem, 0, s->elem); /* padding scores 0 */
         }
     return OC_OK;
+}
+
+oc_status oc_select_topk_result(oc_context *ctx, oc_select *s, int threads, int64_t *indices, void *scores)
+{
+    OC_CHECK(oc_select_check(ctx, s));
+    result_task rt = {s, indices, scores};
+    const int64_t tasks = (s->cfg.n + RESULT_ROWS - 1) / RESULT_ROWS;
+    /* A million lists take milliseconds on one core: the job's cores share them. */
+    if (tasks <= 1 || threads <= 1) {
+        for (int64_t t = 0; t < tasks; ++t) result_rows(&rt, t, 0);
+        return OC_OK;
+    }
+    return oc_parallel_run(ctx, threads < tasks ? threads : (int)tasks, tasks, result_rows, &rt, NULL, NULL, NULL);
 }

@@ -161,6 +161,11 @@ static int plan_for_tile(const oc_tile_plan_input *in, int64_t T, int mirror, oc
      * overlapping kernels write each their own. */
     pl->out_slots = in->keep_output || in->overlap_tiles ? 2 : 1;
     int64_t total_panels = in->symmetric ? pl->panels_a : pl->panels_a + pl->panels_b;
+    /* A third slot when a selection after each tile frees its slot, where the panels stay
+     * resident beside it: tile t + 2 then need not wait for tile t's selection. */
+    if (in->selection_frees && pl->out_slots == 2 &&
+        in->budget - in->fixed_bytes - 3 * pl->out_bytes >= total_panels * pl->panel_bytes)
+        pl->out_slots = 3;
     int64_t room = in->budget - in->fixed_bytes - pl->out_slots * pl->out_bytes;
     if (room < 0) return 0;
     int64_t fit = room / pl->panel_bytes;

@@ -40,6 +40,7 @@ typedef struct oc_tile_plan_input {
     int concurrent_ctas;     /* CTAs resident on the device at once */
     double cta_seconds;      /* one CTA over a whole row (all K) */
     int overlap_tiles;       /* the next tile's CTAs fill the last wave of the previous one */
+    int selection_frees;     /* a selection that runs after each tile frees its output slot */
 } oc_tile_plan_input;
 
 typedef struct oc_tile_plan {
