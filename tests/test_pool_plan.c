@@ -163,6 +163,19 @@ static void test_plans(oc_context *ctx)
     CHECK(overlapped.device_bytes <= ooc.budget);
     ooc.tile = 0;
     check_order(ctx, &ooc);
+
+    /* A selection that frees each slot after its tile: a third slot where every panel stays
+     * resident beside it (4 panels of 160 KiB, slots of 256 KiB), else two. */
+    oc_tile_plan_input sel = {.n = 1000, .p = 1000, .row_bytes = 640, .elem_size = 4, .symmetric = 1, .tile = 256,
+                              .budget = 64ll << 20, .granularity = 256, .overlap_tiles = 1, .selection_frees = 1};
+    CHECK(oc_tile_plan_make(ctx, &sel, &plan) == OC_OK);
+    CHECK(plan.resident);
+    CHECK_EQ_I64(plan.out_slots, 3);
+    sel.budget = (4 * 160 + 2 * 256 + 100) * 1024; /* a third slot would leave a panel out */
+    CHECK(oc_tile_plan_make(ctx, &sel, &plan) == OC_OK);
+    CHECK(plan.resident);
+    CHECK_EQ_I64(plan.out_slots, 2);
+    CHECK(plan.device_bytes <= sel.budget);
 }
 
 int main(void)
