@@ -1,7 +1,9 @@
 /*
  * test_topk_merge.c - merging the top-k lists of several devices (oc_select_topk_merge):
  * candidates of each row split at random between devices, each device's lists its own top
- * kept, merged in every order, give exactly the lists of one device that saw them all.
+ * kept, merged in every order and on one or several threads, give exactly the lists of one
+ * device that saw them all. More rows than one merge task takes (4096), so that the row
+ * blocks split between threads.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -9,7 +11,7 @@
 #include "harness.h"
 #include "exec/select.h"
 
-enum { ROWS = 40, COLS = 300, K = 7, DEVICES = 3 };
+enum { ROWS = 4096 + 40, COLS = 300, K = 7, DEVICES = 3 };
 
 static int cmp_desc(const void *a, const void *b)
 {
@@ -57,14 +59,19 @@ int main(void)
         for (int d = 0; d < DEVICES; ++d) best_of(mine[d], nmine[d], K, part[d] + i * K);
     }
     static const int orders[6][DEVICES] = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
-    for (int o = 0; o < 6; ++o) {
+    for (int o = 0; o < 12; ++o) {
         oc_select *s = new_select(ctx);
         if (!s) break;
         CHECK_EQ_I64(oc_select_kept(s), K);
         /* The first device's lists land in the selection's, the others merge in. */
-        memcpy(oc_select_topk_keys(s), part[orders[o][0]], sizeof whole);
-        for (int d = 1; d < DEVICES; ++d) CHECK(oc_select_topk_merge(ctx, s, part[orders[o][d]]) == OC_OK);
-        CHECK_MSG(memcmp(oc_select_topk_keys(s), whole, sizeof whole) == 0, "merge order %d differs from one device", o);
+        const int *order = orders[o % 6];
+        const int threads = o < 6 ? 1 : 3;
+        memcpy(oc_select_topk_keys(s), part[order[0]], sizeof whole);
+        const uint64_t *lists[DEVICES - 1];
+        for (int d = 1; d < DEVICES; ++d) lists[d - 1] = part[order[d]];
+        CHECK(oc_select_topk_merge(ctx, s, lists, DEVICES - 1, threads) == OC_OK);
+        CHECK_MSG(memcmp(oc_select_topk_keys(s), whole, sizeof whole) == 0,
+                  "merge order %d on %d threads differs from one device", o % 6, threads);
         oc_select_free(s);
     }
     oc_context_free(ctx);

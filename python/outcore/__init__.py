@@ -34,10 +34,19 @@ def cuda_device_count():
     return _lib.lib.oc_cuda_device_count()
 
 
+def cuda_warm_up(devices=None, device=0):
+    """Starts CUDA ahead of a job: the driver, and the contexts of the devices a job on
+    `devices` ("0,1", "all", "0:2"; None: `device` alone) would use, which the first GPU job of
+    a process otherwise pays at its start (about a second on a host of several GPUs). The GIL
+    is released meanwhile, so a thread can run it while the caller loads its data. A device
+    list that does not parse is left for the job to report. Returns cuda_device_count()."""
+    return _lib.lib.oc_cuda_warm_up(devices.encode() if devices else None, int(device))
+
+
 library_path = str(_lib.library_path)
 
 # map stays out of __all__: `from outcore import *` must not shadow the builtin map (as numpy
 # keeps min and max out of its own).
-__all__ = ["gram", "explain", "stream", "Context", "release_cached_memory", "devices", "inspect", "cpu_isa", "cuda_device_count", "library_path", "__version__",
+__all__ = ["gram", "explain", "stream", "Context", "release_cached_memory", "devices", "inspect", "cpu_isa", "cuda_device_count", "cuda_warm_up", "library_path", "__version__",
            "Error", "InputError", "OutOfMemoryError", "DeviceError", "UnsupportedError", "CancelledError",
            "IOFailure", "InternalError"]

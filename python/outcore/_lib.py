@@ -216,6 +216,7 @@ _SIGNATURES = {
     "oc_cpu_isa": (ctypes.c_char_p, []),
     "oc_cpu_cores": (ctypes.c_int, []),
     "oc_cuda_device_count": (ctypes.c_int, []),
+    "oc_cuda_warm_up": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_int]),
 }
 for _name, (_restype, _argtypes) in _SIGNATURES.items():
     _fn = getattr(lib, _name)

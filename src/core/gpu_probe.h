@@ -30,6 +30,9 @@ typedef struct oc_gpu_probe {
     /* The GPUs' identity for the cost model's cache key: driver version, then each GPU's
      * name and UUID; "" when there are none. Initialises the driver, creates no context. */
     void (*identity)(char *buf, size_t size);
+    /* Makes GPU `device`'s primary context on the calling thread (oc_cuda_warm_up); a
+     * failure is left for the job that opens the device to report. */
+    void (*make_context)(int device);
 } oc_gpu_probe;
 
 /* The CPU's model name from /proc/cpuinfo, "" when unknown (core/devices.c). */

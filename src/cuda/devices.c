@@ -234,10 +234,18 @@ static void gpu_identity(char *buf, size_t size)
     }
 }
 
+/* Device `device`'s primary context, made now on the calling thread (errors are left for
+ * the job that opens the device to report). */
+static void make_context(int device)
+{
+    if (cudaSetDevice(device) != cudaSuccess || cudaFree(0) != cudaSuccess) (void)cudaGetLastError();
+}
+
 const oc_gpu_probe oc_gpu_probe_cuda = {
     oc_cuda_probe_device_cc,
     oc_cuda_probe_inspect,
     oc_cuda_probe_inspect_module,
     probe_devices,
     gpu_identity,
+    make_context,
 };

@@ -1,5 +1,5 @@
 /*
- * engine_trace.c - OUTCORE_TRACE's phase times and GPU busy spans (engine_trace.h).
+ * engine_trace.c - OUTCORE_TRACE's kernel events and GPU busy spans (engine_trace.h).
  */
 #include "cuda/engine_trace.h"
 
@@ -15,20 +15,6 @@ struct oc_engine_trace {
     cudaEvent_t begin;
     cudaEvent_t *ev; /* 2 per tile: before and after its kernels */
 };
-
-int oc_engine_tracing(void)
-{
-    static int on = -1;
-    if (on < 0) on = getenv("OUTCORE_TRACE") != NULL;
-    return on;
-}
-
-void oc_engine_trace_phase(double *t, const char *phase)
-{
-    double now = oc_now();
-    if (oc_engine_tracing()) fprintf(stderr, "outcore cuda: %-10s %8.4f s\n", phase, now - *t);
-    *t = now;
-}
 
 oc_status oc_engine_trace_open(oc_context *ctx, int64_t ntiles, oc_engine_trace **out)
 {

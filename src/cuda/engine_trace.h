@@ -1,6 +1,6 @@
 /*
- * engine_trace.h - OUTCORE_TRACE=1: the time of each phase of a job and when the GPU
- * computed, to stderr. A diagnostic for benchmarks: with the variable unset nothing here
+ * engine_trace.h - OUTCORE_TRACE=1: when the GPU computed each tile, to stderr (the phase
+ * times are core/trace.h's). A diagnostic for benchmarks: with the variable unset nothing here
  * records an event or allocates.
  */
 #ifndef OC_CUDA_ENGINE_TRACE_H
@@ -10,14 +10,9 @@
 #include <cuda_runtime_api.h>
 
 #include "outcore.h"
+#include "core/trace.h"
 
 typedef struct oc_engine_trace oc_engine_trace;
-
-/* Nonzero when OUTCORE_TRACE is set. */
-int oc_engine_tracing(void);
-
-/* Prints the seconds since *t under `phase` (when tracing) and sets *t to now. */
-void oc_engine_trace_phase(double *t, const char *phase);
 
 /* Timed events around each of `ntiles` tiles' kernels. */
 oc_status oc_engine_trace_open(oc_context *ctx, int64_t ntiles, oc_engine_trace **out);

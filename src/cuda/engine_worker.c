@@ -152,7 +152,7 @@ oc_status oc_engine_worker_setup(oc_engine_worker *w, const oc_engine_plan *plan
     OC_CHECK(create_events(ctx, &w->panel_free, 2 * ns));
     OC_CHECK(create_events(ctx, &w->out_done, no));
     OC_CHECK(create_events(ctx, &w->out_free, no));
-    if (oc_engine_tracing()) OC_CHECK(oc_engine_trace_open(ctx, tp->ntiles, &w->trace));
+    if (oc_tracing()) OC_CHECK(oc_engine_trace_open(ctx, tp->ntiles, &w->trace));
 
     oc_workers *pool_threads;
     OC_CHECK(oc_context_workers(ctx, plan->workers, &pool_threads));

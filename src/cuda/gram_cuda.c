@@ -215,7 +215,7 @@ static oc_status finish(void *user, cudaStream_t d2h)
 /* ---------------------------------------------------------------- the part */
 static void trace_selection(const gram_cuda *g)
 {
-    if (!oc_engine_tracing()) return;
+    if (!oc_tracing()) return;
     if (g->job->dense && g->job->symmetric)
         fprintf(stderr, "outcore cuda: mirror on the %s\n", g->gpu_mirror ? "device" : "host");
     if (!g->select) return;

@@ -8,6 +8,8 @@
  *                    progress and delivers threshold pairs: outcore.h promises both on the
  *                    caller's thread) -> join -> merge the top-k lists -> statistics -> close
  *   part threads:    cudaSetDevice, then the worker's tile loop over the groups it pulls
+ *   opening, setting up and closing run on every part at once (parts_each), part 0's on
+ *   the caller's thread.
  *
  * Each part other than the first runs on a context of its own (its error message, its pool
  * of sink and copy threads, its pinned staging), so parts never write one context at once;
@@ -42,6 +44,7 @@ typedef struct part_slot {
     uint64_t *topk_keys;       /* parts 1..N-1 with device top-k lists: the lists, to merge */
     pthread_t thread;
     int started;
+    int had_pool;
     oc_status st;
     oc_pool_stats pool;
 } part_slot;
@@ -90,62 +93,84 @@ static oc_status parts_create(oc_context *ctx, gram_devices *g)
     return OC_OK;
 }
 
-/* Every physical device's context made at once, before the parts open one after the other,
- * so that the driver's creation of each context is not paid in turn (opening four H200s still
- * took 0.46-0.49 s against 0.13 s for one: bench/RESULTS.md, "Several GPUs"). A device that
- * fails here fails again, with its message, when its part opens. */
-static void *make_context(void *arg)
+/* Runs fn on every part at once: parts 1..N-1 on threads of their own, part 0 on the
+ * caller's thread; each part's outcome in its st. Opening, setting up and closing a part
+ * touch only its own context, device and allocations, so the devices' driver calls (context
+ * creation, stream and event creation, cudaMalloc of the pool, pinned rings, their frees)
+ * overlap instead of being paid in turn (four H200s one after the other took 0.46-0.49 s to
+ * open against 0.13 s for one: bench/RESULTS.md, "Several GPUs"). */
+typedef void (*part_fn)(part_slot *p, void *arg);
+
+typedef struct part_call {
+    part_fn fn;
+    part_slot *p;
+    void *arg;
+} part_call;
+
+static void *part_call_thread(void *arg)
 {
-    const int *device = arg;
-    if (cudaSetDevice(*device) == cudaSuccess) cudaFree(0);
+    part_call *c = arg;
+    c->fn(c->p, c->arg);
     return NULL;
 }
 
-static void make_contexts(const oc_device_list *list)
+static void parts_each(gram_devices *g, part_fn fn, void *arg)
 {
-    int physical[OC_MAX_LOGICAL_DEVICES], count = 0;
+    part_call call[OC_MAX_LOGICAL_DEVICES];
     pthread_t thread[OC_MAX_LOGICAL_DEVICES];
     int started[OC_MAX_LOGICAL_DEVICES] = {0};
-    for (int d = 0; d < list->count; ++d) {
-        int seen = 0;
-        for (int e = 0; e < count; ++e) seen |= physical[e] == list->dev[d].physical;
-        if (!seen) physical[count++] = list->dev[d].physical;
+    for (int d = 1; d < g->count; ++d) {
+        call[d] = (part_call){fn, &g->slot[d], arg};
+        started[d] = pthread_create(&thread[d], NULL, part_call_thread, &call[d]) == 0;
+        if (!started[d]) fn(&g->slot[d], arg); /* no thread: in turn, as before */
     }
-    if (count < 2) return;
-    for (int e = 1; e < count; ++e) started[e] = pthread_create(&thread[e], NULL, make_context, &physical[e]) == 0;
-    make_context(&physical[0]);
-    for (int e = 1; e < count; ++e)
-        if (started[e]) pthread_join(thread[e], NULL);
+    if (g->count > 0) fn(&g->slot[0], arg);
+    for (int d = 1; d < g->count; ++d)
+        if (started[d]) pthread_join(thread[d], NULL);
 }
 
-/* Every part's plan, all with one tile edge (the smallest any part chose), so that the
- * tiles, the selection's row blocks and the queue are the same for all. */
 static oc_status select_device(part_slot *p)
 {
     if (cudaSetDevice(p->part.ldev->physical) == cudaSuccess) return OC_OK;
     return p->st = oc_fail(p->part.ctx, OC_ERR_DEVICE, "cannot select CUDA device %d", p->part.ldev->physical);
 }
 
+static void part_open(part_slot *p, void *arg)
+{
+    (void)arg;
+    p->st = oc_gram_part_open(&p->part);
+}
+
+static void part_replan(part_slot *p, void *arg)
+{
+    const int64_t tile = *(const int64_t *)arg;
+    if (p->part.plan.tiles.tile == tile) return;
+    p->part.force_tile = tile;
+    if (select_device(p) == OC_OK) p->st = oc_gram_part_replan(&p->part);
+}
+
+/* The first part that failed, or OC_OK. */
+static oc_status parts_first_failure(const gram_devices *g)
+{
+    for (int d = 0; d < g->count; ++d)
+        if (g->slot[d].st != OC_OK) return g->slot[d].st;
+    return OC_OK;
+}
+
+/* Every part's plan, all with one tile edge (the smallest any part chose), so that the
+ * tiles, the selection's row blocks and the queue are the same for all. */
 static oc_status parts_plan(gram_devices *g)
 {
+    parts_each(g, part_open, NULL);
+    oc_status st = parts_first_failure(g);
+    if (st != OC_OK) return st;
     int64_t tile = 0;
-    make_contexts(&g->job->devices);
     for (int d = 0; d < g->count; ++d) {
-        part_slot *p = &g->slot[d];
-        p->st = oc_gram_part_open(&p->part);
-        if (p->st != OC_OK) return p->st;
-        int64_t t = p->part.plan.tiles.tile;
+        int64_t t = g->slot[d].part.plan.tiles.tile;
         if (tile == 0 || t < tile) tile = t;
     }
-    for (int d = 0; d < g->count; ++d) {
-        part_slot *p = &g->slot[d];
-        if (p->part.plan.tiles.tile == tile) continue;
-        p->part.force_tile = tile;
-        if (select_device(p) != OC_OK) return p->st;
-        p->st = oc_gram_part_replan(&p->part);
-        if (p->st != OC_OK) return p->st;
-    }
-    return OC_OK;
+    for (int d = 0; d < g->count; ++d) part_replan(&g->slot[d], &tile);
+    return parts_first_failure(g);
 }
 
 /* Several parts that keep every panel resident take each panel from the host once: the
@@ -172,29 +197,42 @@ static oc_status share_panels(oc_context *ctx, gram_devices *g)
     return OC_OK;
 }
 
+/* One part's worker and selection. */
+static void part_setup(part_slot *p, void *arg)
+{
+    gram_devices *g = arg;
+    oc_gram_job *job = g->job;
+    const int d = (int)(p - g->slot);
+    oc_cuda_select_share share = {.index = d, .count = g->count};
+    /* Lists kept on the device come back to the host once, to be merged (host top-k,
+     * past the device's k, selects into the shared lists directly). */
+    if (d > 0 && job->select && oc_cuda_select_fixed_bytes(job) > 0) {
+        size_t bytes = (size_t)(job->n * oc_select_kept(job->select)) * 8;
+        p->topk_keys = calloc(bytes ? bytes : 1, 1);
+        if (!p->topk_keys) {
+            p->st = oc_fail(p->part.ctx, OC_ERR_NO_MEMORY, "cannot allocate the top-k lists of device part %d", d);
+            return;
+        }
+        share.topk_keys = p->topk_keys;
+    }
+    if (select_device(p) != OC_OK) return;
+    p->st = oc_gram_part_setup(&p->part, g->count > 1 ? &share : NULL, d == 0);
+    if (p->st == OC_OK) oc_engine_worker_fail_at(p->part.worker, fault_tile(d));
+}
+
 /* Worker set-up on every part, then (several parts) the shared order and queue. */
 static oc_status parts_setup(oc_context *ctx, gram_devices *g)
 {
     oc_gram_job *job = g->job;
-    for (int d = 0; d < g->count; ++d) {
-        part_slot *p = &g->slot[d];
-        oc_cuda_select_share share = {.index = d, .count = g->count};
-        /* Lists kept on the device come back to the host once, to be merged (host top-k,
-         * past the device's k, selects into the shared lists directly). */
-        if (d > 0 && job->select && oc_cuda_select_fixed_bytes(job) > 0) {
-            size_t bytes = (size_t)(job->n * oc_select_kept(job->select)) * 8;
-            p->topk_keys = calloc(bytes ? bytes : 1, 1);
-            if (!p->topk_keys) return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the top-k lists of device part %d", d);
-            share.topk_keys = p->topk_keys;
-        }
-        if (select_device(p) != OC_OK) return p->st;
-        p->st = oc_gram_part_setup(&p->part, g->count > 1 ? &share : NULL, d == 0);
-        if (p->st != OC_OK) return p->st;
-        oc_engine_worker_fail_at(p->part.worker, fault_tile(d));
-    }
+    parts_each(g, part_setup, g);
+    OC_CHECK(parts_first_failure(g));
     if (g->count == 1) return OC_OK;
-    /* The first part's order: groups follow its row panels (resident) or its groups of A
-     * panels (streaming), the panels a worker keeps while it stays on them. */
+    /* The first part's order: groups follow its column panels (resident: the order walks
+     * the columns, so a new panel is needed only when a column begins) or its groups of A
+     * panels (streaming), the panels a worker keeps while it stays on them. Keyed by the row
+     * panel, a resident plan's groups were single tiles, and a worker that stayed on its row
+     * ran down it ahead of the order, needing a new panel per tile: on four H200s one device
+     * uploaded half of A while the others waited for its panels (bench/RESULTS.md). */
     const oc_engine_plan *plan = &g->slot[0].part.plan;
     const oc_tile_plan *tp = &plan->tiles;
     int seeded = g->slot[0].part.select && oc_cuda_select_seeds_first(g->slot[0].part.select);
@@ -204,7 +242,7 @@ static oc_status parts_setup(oc_context *ctx, gram_devices *g)
         free(keys);
         return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the tile order (%lld tiles)", (long long)tp->ntiles);
     }
-    for (int64_t t = 0; t < tp->ntiles; ++t) keys[t] = tp->resident ? g->order[2 * t] : g->order[2 * t] / tp->group;
+    for (int64_t t = 0; t < tp->ntiles; ++t) keys[t] = tp->resident ? g->order[2 * t + 1] : g->order[2 * t] / tp->group;
     oc_status st = oc_scheduler_create(ctx, keys, tp->ntiles, g->count, 0, &g->queue);
     free(keys);
     OC_CHECK(st);
@@ -259,9 +297,11 @@ static oc_status parts_status(oc_context *ctx, gram_devices *g)
 /* Every part's top-k lists into the selection's (part 0 wrote there directly). */
 static oc_status merge_topk(oc_context *ctx, gram_devices *g)
 {
+    const uint64_t *lists[OC_MAX_LOGICAL_DEVICES];
+    int count = 0;
     for (int d = 1; d < g->count; ++d)
-        if (g->slot[d].topk_keys) OC_CHECK(oc_select_topk_merge(ctx, g->job->select, g->slot[d].topk_keys));
-    return OC_OK;
+        if (g->slot[d].topk_keys) lists[count++] = g->slot[d].topk_keys;
+    return oc_select_topk_merge(ctx, g->job->select, lists, count, oc_threads_resolve(g->job->opts->threads));
 }
 
 static void parts_stats(gram_devices *g)
@@ -300,15 +340,38 @@ static void parts_stats(gram_devices *g)
     }
 }
 
-static void parts_close(gram_devices *g)
+static void part_close(part_slot *p, void *arg)
+{
+    (void)arg;
+    double t = oc_now();
+    char name[32] = "a part";
+    if (p->part.ldev) oc_logical_device_name(p->part.ldev, name, sizeof name);
+    p->had_pool = p->part.dev && p->part.dev->pool;
+    oc_gram_part_close(&p->part, &p->pool);
+    oc_trace_phase(&t, "cuda", name); /* each part's close */
+}
+
+/* Every part's device work undone: streams, events, device memory, staging. */
+static void parts_release(gram_devices *g)
+{
+    oc_panel_exchange_free(g->exchange); /* its events may still be pending: they go when done */
+    g->exchange = NULL;
+    if (g->slot) parts_each(g, part_close, NULL);
+}
+
+static void *release_thread(void *arg)
+{
+    parts_release(arg);
+    return NULL;
+}
+
+/* After parts_release: the pools' figures into the statistics, then the host side. */
+static void parts_free(gram_devices *g)
 {
     oc_gram_stats *s = g->job->stats;
-    oc_panel_exchange_free(g->exchange); /* its events may still be pending: they go when done */
     for (int d = 0; g->slot && d < g->count; ++d) {
         part_slot *p = &g->slot[d];
-        int had_pool = p->part.dev && p->part.dev->pool;
-        oc_gram_part_close(&p->part, &p->pool);
-        if (had_pool) {
+        if (p->had_pool) {
             s->devices[d].budget_bytes = p->pool.budget;
             s->devices[d].peak_bytes = p->pool.peak;
             s->dev_budget_bytes += p->pool.budget;
@@ -324,6 +387,12 @@ static void parts_close(gram_devices *g)
     oc_scheduler_free(g->queue);
 }
 
+static void parts_close(gram_devices *g)
+{
+    parts_release(g);
+    parts_free(g);
+}
+
 oc_status oc_cuda_gram(oc_gram_job *job)
 {
     oc_context *ctx = job->ctx;
@@ -331,25 +400,33 @@ oc_status oc_cuda_gram(oc_gram_job *job)
     double t = oc_now();
     oc_status st = parts_create(ctx, &g);
     if (st == OC_OK) st = parts_plan(&g);
-    oc_engine_trace_phase(&t, "open");
+    oc_trace_phase(&t, "cuda", "open");
     if (st == OC_OK) st = parts_setup(ctx, &g);
-    oc_engine_trace_phase(&t, "setup");
+    oc_trace_phase(&t, "cuda", "setup");
     if (st == OC_OK) {
         parts_run(&g);
-        oc_engine_trace_phase(&t, "tiles");
+        oc_trace_phase(&t, "cuda", "tiles");
         for (int d = 0; d < g.count; ++d) oc_gram_part_trace(&g.slot[d].part);
     }
     /* A failure in set-up is the part's (its context) or the job's (ctx). */
     oc_status failed = g.slot ? parts_status(ctx, &g) : OC_OK;
     if (st == OC_OK) st = failed;
     else if (failed != OC_OK) st = failed;
+    if (g.slot) parts_stats(&g);
+    /* The devices are released on a thread while the top-k lists merge here: freeing memory
+     * that the panel exchange mapped on the other devices took about 0.12 s per device on
+     * four H200s, beside 0.02 s for one (bench/RESULTS.md). */
+    pthread_t releaser;
+    const int releasing = g.count > 1 && pthread_create(&releaser, NULL, release_thread, &g) == 0;
     if (st == OC_OK) st = merge_topk(ctx, &g);
     if (st == OC_OK && g.count > 1 && job->opts->progress)
         job->opts->progress(job->opts->progress_user, (double)g.slot[0].part.plan.tiles.ntiles,
                             (double)g.slot[0].part.plan.tiles.ntiles);
-    if (g.slot) parts_stats(&g);
-    parts_close(&g);
-    oc_engine_trace_phase(&t, "teardown");
+    if (g.count > 1) oc_trace_phase(&t, "cuda", "lists merge");
+    if (releasing) pthread_join(releaser, NULL);
+    else parts_release(&g);
+    parts_free(&g);
+    oc_trace_phase(&t, "cuda", "teardown");
     return st;
 }
 

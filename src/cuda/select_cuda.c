@@ -484,9 +484,9 @@ oc_status oc_cuda_select_finish(oc_cuda_select *s, cudaStream_t d2h)
      * pages takes their faults on the copy: 8 MB at 1.4 GB/s, against 11 GB/s mapped). */
     memset(s->topk_dest, 0, bytes);
     CUDA_CHECK(ctx, cudaStreamSynchronize(s->stream));
-    oc_engine_trace_phase(&t, "lists wait");
+    oc_trace_phase(&t, "cuda", "lists wait");
     CUDA_CHECK(ctx, cudaMemcpy(s->topk_dest, s->d_lists, bytes, cudaMemcpyDeviceToHost));
-    oc_engine_trace_phase(&t, "lists D2H");
+    oc_trace_phase(&t, "cuda", "lists D2H");
     uint32_t over = 0;
     CUDA_CHECK(ctx, cudaMemcpy(&over, s->d_overflows, 4, cudaMemcpyDeviceToHost));
     s->overflowed += over;

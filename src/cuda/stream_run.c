@@ -69,7 +69,7 @@ static oc_status make_plan(stream_run *r)
         .cores = oc_cpu_cores(), .chunk_rows = job->opts.chunk_rows, .in_flight = job->opts.in_flight,
         .device_name = where};
     OC_CHECK(oc_stream_plan_make(ctx, &in, &r->plan));
-    if (oc_engine_tracing())
+    if (oc_tracing())
         fprintf(stderr,
                 "outcore stream: %s: %lld chunks of %lld rows, %d in flight, budget %.1f MiB (%.1f planned), pinned "
                 "%d x %.2f MiB up, %d x %.2f MiB down, %d workers\n",

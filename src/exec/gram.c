@@ -16,6 +16,7 @@
 #include "core/gpu_probe.h"
 #include "core/text_buf.h"
 #include "core/threads.h"
+#include "core/trace.h"
 #include "io/io.h"
 #include "io/select_out.h"
 #include "exec/backend.h"
@@ -332,7 +333,9 @@ static oc_status job_prepare(oc_context *ctx, const oc_matrix *a, const oc_matri
         }
     }
 #endif
+    double t = oc_now();
     int devices = opts->backend == OC_BACKEND_CPU ? 0 : oc_cuda_device_count();
+    oc_trace_phase(&t, "gram", "devices"); /* the driver's start, on the first job */
     if (!several && devices > 0 && (opts->device < 0 || opts->device >= devices))
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "CUDA device %d does not exist: this machine has %d (0 to %d)",
                        opts->device, devices, devices - 1);
@@ -363,7 +366,9 @@ static oc_status job_prepare(oc_context *ctx, const oc_matrix *a, const oc_matri
     *job = (oc_gram_job){.ctx = ctx, .a = a, .b = b, .symmetric = symmetric, .n = n, .p = p, .m = m,
                          .metric = opts->metric, .dtype = dtype, .opts = opts,
                          .host_budget = oc_host_budget_resolve(opts->host_mem_bytes), .devices = list};
+    oc_trace_phase(&t, "gram", "backend ok");
     *backend_out = choose_backend(ctx, job, out, backend, choice);
+    oc_trace_phase(&t, "gram", "cost model");
     return OC_OK;
 }
 
@@ -379,6 +384,8 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
     oc_gram_backend_choice where;
     opts = current_options(opts, &current_opts);
     OC_CHECK(job_prepare(ctx, a, b, opts, out, &job, &backend, &where));
+    double t = t0;
+    oc_trace_phase(&t, "gram", "prepare");
     OC_CHECK(resume_options(ctx, &opts, &resume_opts));
     job.opts = opts;
     /* An auto job that the CPU runs though a warm GPU would be faster: its loss counts towards
@@ -460,6 +467,7 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
         goto cleanup;
     }
 
+    oc_trace_phase(&t, "gram", "outputs");
     /* Counts need no row popcounts, and a backend that counts them itself (the GPU, from
      * the panels it uploads) needs none from here: either way the pass over A (and B) before
      * the first tile is spared. */
@@ -491,7 +499,9 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
         OC_CHECK_GOTO(oc_matrix_pack(ctx, job.a));
         OC_CHECK_GOTO(oc_matrix_pack(ctx, job.b));
     }
+    oc_trace_phase(&t, "gram", "algorithm");
     OC_CHECK_GOTO(backend->gram(&job));
+    oc_trace_phase(&t, "gram", "backend");
     if (backend != &oc_backend_cpu && backend != &oc_backend_cpu_sparse) oc_cost_note_gpu_job();
     if (sel) OC_CHECK_GOTO(select_commit(ctx, &job, &dest, sel));
     if (npy) {
@@ -505,6 +515,7 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
     }
     oc_resume_finish(resume);
     resume = NULL;
+    oc_trace_phase(&t, "gram", "commit");
 
 cleanup:
     /* A resumable job's temporary file stays for the run that continues it, unless the job

@@ -104,10 +104,11 @@ oc_status oc_select_add_pairs(oc_select *s, int64_t i0, int64_t j0, int64_t rows
 /* Top-k: the n x kept key lists (row-major, best first, 0 = empty), for a device to fill. */
 uint64_t *oc_select_topk_keys(oc_select *s);
 
-/* Top-k: merges another device's n x kept lists (same layout) into the lists, keeping each
- * row's kept best keys. Keys are totally ordered (select_key.h), so the result does not depend
- * on the order in which devices are merged, nor on which device computed which tile. */
-oc_status oc_select_topk_merge(oc_context *ctx, oc_select *s, const uint64_t *keys);
+/* Top-k: merges `count` other devices' n x kept lists (same layout) into the lists, keeping
+ * each row's kept best keys, on `threads` threads over blocks of rows. Keys are totally
+ * ordered (select_key.h), so the result does not depend on the order in which devices are
+ * merged, nor on which device computed which tile. */
+oc_status oc_select_topk_merge(oc_context *ctx, oc_select *s, const uint64_t *const *lists, int count, int threads);
 
 /* Caller's thread: delivers every complete row block, in order, to emit. */
 oc_status oc_select_drain(oc_context *ctx, oc_select *s);

@@ -543,31 +543,56 @@ void oc_select_topk_free(oc_select *s)
 
 uint64_t *oc_select_topk_keys(oc_select *s) { return s->keys; }
 
-oc_status oc_select_topk_merge(oc_context *ctx, oc_select *s, const uint64_t *keys)
+/* Rows per task of the parallel merge and of the hand-over below. */
+enum { RESULT_ROWS = 4096 };
+
+typedef struct merge_task {
+    oc_select *s;
+    const uint64_t *const *lists;
+    int count;
+} merge_task;
+
+/* Rows [task * RESULT_ROWS, ...): every list merged into the selection's, one at a time. */
+static oc_status merge_rows(void *arg, int64_t task, int worker)
 {
-    const int64_t kept = s->kept;
-    uint64_t *row = malloc((size_t)(kept ? kept : 1) * sizeof *row);
-    if (!row) return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate a top-k merge row of %lld keys", (long long)kept);
-    for (int64_t i = 0; i < s->cfg.n; ++i) {
-        const uint64_t *a = s->keys + i * kept, *b = keys + i * kept;
-        int64_t x = 0, y = 0;
-        /* Both lists are best first with 0 past their ends; keys are distinct within a row
-         * (select_key.h), and a key in both (never, when each tile was computed once) is
-         * kept once. */
-        for (int64_t o = 0; o < kept; ++o) {
-            uint64_t ka = x < kept ? a[x] : 0, kb = y < kept ? b[y] : 0;
-            row[o] = ka >= kb ? ka : kb;
-            x += ka >= kb && ka != 0;
-            y += kb >= ka && kb != 0;
+    (void)worker;
+    const merge_task *mt = arg;
+    oc_select *s = mt->s;
+    const int64_t kept = s->kept, first = task * RESULT_ROWS;
+    const int64_t last = first + RESULT_ROWS < s->cfg.n ? first + RESULT_ROWS : s->cfg.n;
+    uint64_t stack[64], *row = kept <= 64 ? stack : malloc((size_t)kept * sizeof *row);
+    if (!row) return OC_ERR_NO_MEMORY;
+    for (int64_t i = first; i < last; ++i)
+        for (int l = 0; l < mt->count; ++l) {
+            const uint64_t *a = s->keys + i * kept, *b = mt->lists[l] + i * kept;
+            int64_t x = 0, y = 0;
+            /* Both lists are best first with 0 past their ends; keys are distinct within a
+             * row (select_key.h), and a key in both (never, when each tile was computed
+             * once) is kept once. */
+            for (int64_t o = 0; o < kept; ++o) {
+                uint64_t ka = x < kept ? a[x] : 0, kb = y < kept ? b[y] : 0;
+                row[o] = ka >= kb ? ka : kb;
+                x += ka >= kb && ka != 0;
+                y += kb >= ka && kb != 0;
+            }
+            memcpy(s->keys + i * kept, row, (size_t)kept * sizeof *row);
         }
-        memcpy(s->keys + i * kept, row, (size_t)kept * sizeof *row);
-    }
-    free(row);
+    if (row != stack) free(row);
     return OC_OK;
 }
 
+oc_status oc_select_topk_merge(oc_context *ctx, oc_select *s, const uint64_t *const *lists, int count, int threads)
+{
+    if (count <= 0 || s->cfg.n <= 0 || s->kept <= 0) return OC_OK;
+    merge_task mt = {s, lists, count};
+    const int64_t tasks = (s->cfg.n + RESULT_ROWS - 1) / RESULT_ROWS;
+    oc_status st = oc_parallel_run(ctx, tasks < threads ? (int)tasks : threads, tasks, merge_rows, &mt, NULL, NULL, NULL);
+    if (st == OC_ERR_NO_MEMORY)
+        return oc_fail(ctx, st, "cannot allocate a top-k merge row of %lld keys", (long long)s->kept);
+    return st;
+}
+
 /* The lists of rows [task * RESULT_ROWS, ...) into the caller's arrays. */
-enum { RESULT_ROWS = 4096 };
 typedef struct result_task {
     const oc_select *s;
     int64_t *indices;

@@ -10,6 +10,8 @@
 #include "core/context.h"
 #include "core/error.h"
 #include "core/matrix.h"
+#include "core/threads.h"
+#include "core/trace.h"
 #include "io/io.h"
 
 /* Version 1 of oc_read_options ends before host_mem_bytes (docs/abi.md). */
@@ -36,6 +38,7 @@ oc_status oc_matrix_read(oc_context *ctx, const char *path, const oc_read_option
     if (bits < 0) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: --bits %" PRId64 " is negative", path, bits);
     char ext[16];
     oc_path_extension(path, ext, sizeof ext);
+    double t = oc_now();
     if (bits > 0 && strcmp(ext, "npy") != 0)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: --bits applies to .npy files of numpy.packbits output only",
                        path);
@@ -48,6 +51,7 @@ oc_status oc_matrix_read(oc_context *ctx, const char *path, const oc_read_option
     else
         return oc_fail(ctx, OC_ERR_INPUT, "%s: unknown file type%s%s%s; supported inputs are .npy, .mtx, .txt and .csv",
                        path, ext[0] ? " '." : "", ext, ext[0] ? "'" : " (no extension)");
+    oc_trace_phase(&t, "read", path);
     return OC_OK;
 }
 

@@ -343,6 +343,22 @@ def test_cuda_backend_without_a_gpu(rng):
     assert isinstance(info.value, outcore.UnsupportedError)
 
 
+def test_cuda_warm_up(rng):
+    """The warm-up counts the devices as cuda_device_count does, leaves a bad list to the job,
+    and a job after it (or beside it on a thread) gives the same bytes."""
+    count = outcore.cuda_device_count()
+    assert outcore.cuda_warm_up() == count
+    assert outcore.cuda_warm_up("all") == count
+    assert outcore.cuda_warm_up("0,0,nonsense", 5) == count
+    a = random01(rng, 40, 300)
+    want = outcore.gram(a, metric="jaccard", backend="cpu")
+    t = threading.Thread(target=outcore.cuda_warm_up)
+    t.start()
+    got = outcore.gram(a, metric="jaccard")
+    t.join()
+    np.testing.assert_array_equal(got, want)
+
+
 # ---------------------------------------------------------------- threads and signals
 def big_packed_job(rng, n, m):
     return rng.integers(0, 256, size=(n, m // 8), dtype=np.uint8)
