@@ -190,14 +190,15 @@ def part_strong(args, d):
                 Path(str(out) + ".json").unlink(missing_ok=True)
         one[1].unlink(missing_ok=True)
     if args.trace:  # where the time goes on one device and on the most (OUTCORE_TRACE's phases, stderr)
-        for g in sorted({args.gpus[0], args.gpus[-1]}):
-            out = d / "strong_trace.npz"
-            cmd = [args.outcore, "gram", str(a), "--bits", str(m), *JOBS["top-10"][0], "--backend", "cuda",
-                   "--algorithm", "dense", "--devices", spec(g, args.virtual), "-o", str(out), "--quiet"]
-            trace = subprocess.run(cmd, capture_output=True, text=True, env=dict(ENV, OUTCORE_TRACE="1"))
-            print(f"OUTCORE_TRACE of top-10 on {spec(g, args.virtual)} (exit {trace.returncode}):\n{trace.stderr[-6000:]}",
-                  flush=True)
-            out.unlink(missing_ok=True)
+        for job in ("top-10", "threshold"):
+            for g in sorted({args.gpus[0], args.gpus[-1]}):
+                out = d / "strong_trace.npz"
+                cmd = [args.outcore, "gram", str(a), "--bits", str(m), *JOBS[job][0], "--backend", "cuda",
+                       "--algorithm", "dense", "--devices", spec(g, args.virtual), "-o", str(out), "--quiet"]
+                trace = subprocess.run(cmd, capture_output=True, text=True, env=dict(ENV, OUTCORE_TRACE="1"))
+                print(f"OUTCORE_TRACE of {job} on {spec(g, args.virtual)} (exit {trace.returncode}):\n"
+                      f"{trace.stderr[-6000:]}", flush=True)
+                out.unlink(missing_ok=True)
     if worst is not None:
         against = "the whole GPU" if args.virtual else f"{args.gpus[-1]} x one GPU"
         lines.append(f"\nefficiency at {args.gpus[-1]} devices against {against} (worst job): {100 * worst:.1f}% "
@@ -285,7 +286,7 @@ def main():
     ap.add_argument("--mpiexec", default="mpiexec")
     ap.add_argument("--panel-exchange", choices=("on", "off", "both"), default="on",
                     help="strong: panels shared between devices (on), each from the host (off), or both rows")
-    ap.add_argument("--trace", action="store_true", help="strong: also print OUTCORE_TRACE of the top-10 job on the fewest and the most devices")
+    ap.add_argument("--trace", action="store_true", help="strong: also print OUTCORE_TRACE of both jobs on the fewest and the most devices")
     ap.add_argument("--keep", action="store_true", help="keep the generated inputs in --dir")
     ap.add_argument("--markdown", default=None, help="also write the tables to this file")
     args = ap.parse_args()
