@@ -1,0 +1,281 @@
+/*
+ * gram_parts.c - the parts of a Gram job on several logical devices (gram_parts.h): made,
+ * opened and planned, set up with the shared order, queue and panel exchange, and closed,
+ * every part at once (a thread per part, part 0's on the caller's thread).
+ */
+#include "cuda/gram_parts.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/context.h"
+#include "core/error.h"
+#include "core/threads.h"
+#include "core/trace.h"
+#include "exec/select.h"
+
+/* OUTCORE_FAULT_DEVICE=d:k: logical device d fails at its k-th tile (tests). */
+static int64_t fault_tile(int device)
+{
+    const char *v = getenv("OUTCORE_FAULT_DEVICE");
+    int d;
+    long long k;
+    if (!v || sscanf(v, "%d:%lld", &d, &k) != 2 || d != device || k < 1) return 0;
+    return k;
+}
+
+static oc_status parts_create(oc_context *ctx, oc_gram_parts *g)
+{
+    oc_gram_job *job = g->job;
+    /* A job made without oc_gram's checks: the options' one device and budget. */
+    if (job->devices.count == 0) OC_CHECK(oc_device_list_parse(ctx, job->opts, -1, &job->devices));
+    g->count = job->devices.count;
+    g->slot = calloc((size_t)g->count, sizeof *g->slot);
+    if (!g->slot) return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate %d device parts", g->count);
+    for (int d = 0; d < g->count; ++d) {
+        oc_part_slot *p = &g->slot[d];
+        p->job = *job;
+        p->stats.struct_size = sizeof p->stats;
+        p->job.stats = &p->stats;
+        if (d > 0) {
+            if (oc_context_create(&p->own_ctx) != OC_OK)
+                return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot create the context of logical device %d", d);
+            p->job.ctx = p->own_ctx;
+        }
+        p->part = (oc_gram_part){.job = &p->job, .ctx = p->job.ctx,
+                                 .ldev = &job->devices.dev[d],
+                                 .host_budget = job->host_budget / g->count};
+    }
+    return OC_OK;
+}
+
+/* Runs fn on every part at once: parts 1..N-1 on threads of their own, part 0 on the
+ * caller's thread; each part's outcome in its st. Opening, setting up and closing a part
+ * touch only its own context, device and allocations, so the devices' driver calls (context
+ * creation, stream and event creation, cudaMalloc of the pool, pinned rings, their frees)
+ * overlap instead of being paid in turn (four H200s one after the other took 0.46-0.49 s to
+ * open against 0.13 s for one: bench/RESULTS.md, "Several GPUs"). */
+typedef void (*part_fn)(oc_part_slot *p, void *arg);
+
+typedef struct part_call {
+    part_fn fn;
+    oc_part_slot *p;
+    void *arg;
+} part_call;
+
+static void *part_call_thread(void *arg)
+{
+    part_call *c = arg;
+    c->fn(c->p, c->arg);
+    return NULL;
+}
+
+static void parts_each(oc_gram_parts *g, part_fn fn, void *arg)
+{
+    part_call call[OC_MAX_LOGICAL_DEVICES];
+    pthread_t thread[OC_MAX_LOGICAL_DEVICES];
+    int started[OC_MAX_LOGICAL_DEVICES] = {0};
+    for (int d = 1; d < g->count; ++d) {
+        call[d] = (part_call){fn, &g->slot[d], arg};
+        started[d] = pthread_create(&thread[d], NULL, part_call_thread, &call[d]) == 0;
+        if (!started[d]) fn(&g->slot[d], arg); /* no thread: in turn, as before */
+    }
+    if (g->count > 0) fn(&g->slot[0], arg);
+    for (int d = 1; d < g->count; ++d)
+        if (started[d]) pthread_join(thread[d], NULL);
+}
+
+oc_status oc_gram_parts_select_device(oc_part_slot *p)
+{
+    if (cudaSetDevice(p->part.ldev->physical) == cudaSuccess) return OC_OK;
+    return p->st = oc_fail(p->part.ctx, OC_ERR_DEVICE, "cannot select CUDA device %d", p->part.ldev->physical);
+}
+
+static void part_open(oc_part_slot *p, void *arg)
+{
+    (void)arg;
+    p->st = oc_gram_part_open(&p->part);
+}
+
+static void part_replan(oc_part_slot *p, void *arg)
+{
+    const int64_t tile = *(const int64_t *)arg;
+    if (p->part.plan.tiles.tile == tile) return;
+    p->part.force_tile = tile;
+    if (oc_gram_parts_select_device(p) == OC_OK) p->st = oc_gram_part_replan(&p->part);
+}
+
+/* The first part that failed, or OC_OK. */
+static oc_status parts_first_failure(const oc_gram_parts *g)
+{
+    for (int d = 0; d < g->count; ++d)
+        if (g->slot[d].st != OC_OK) return g->slot[d].st;
+    return OC_OK;
+}
+
+/* Every part's plan, all with one tile edge (the smallest any part chose), so that the
+ * tiles, the selection's row blocks and the queue are the same for all. */
+static oc_status parts_plan(oc_gram_parts *g)
+{
+    parts_each(g, part_open, NULL);
+    oc_status st = parts_first_failure(g);
+    if (st != OC_OK) return st;
+    int64_t tile = 0;
+    for (int d = 0; d < g->count; ++d) {
+        int64_t t = g->slot[d].part.plan.tiles.tile;
+        if (tile == 0 || t < tile) tile = t;
+    }
+    for (int d = 0; d < g->count; ++d) part_replan(&g->slot[d], &tile);
+    return parts_first_failure(g);
+}
+
+/* Several parts that keep every panel resident take each panel from the host once: the
+ * first part that needs it uploads it, the others copy it from that device
+ * (cuda/panel_exchange.h; four GPUs staging all of A each were bound by the host's memory
+ * bandwidth, bench/RESULTS.md). Needs every pair of the physical devices to reach each
+ * other's memory; OUTCORE_PANEL_EXCHANGE=0 turns it off (docs/environment.md). */
+static oc_status share_panels(oc_context *ctx, oc_gram_parts *g)
+{
+    const char *v = getenv("OUTCORE_PANEL_EXCHANGE");
+    if (v && strcmp(v, "0") == 0) return OC_OK;
+    int physical[OC_MAX_LOGICAL_DEVICES];
+    for (int d = 0; d < g->count; ++d) {
+        if (!g->slot[d].part.plan.tiles.resident) return OC_OK;
+        physical[d] = g->slot[d].part.ldev->physical;
+    }
+    int ok = oc_panel_exchange_peers(physical, g->count);
+    if (oc_gram_parts_select_device(&g->slot[0]) != OC_OK) return g->slot[0].st;
+    if (!ok) return OC_OK;
+    const oc_tile_plan *tp = &g->slot[0].part.plan.tiles;
+    int64_t panels = tp->panels_a > tp->panels_b ? tp->panels_a : tp->panels_b;
+    OC_CHECK(oc_panel_exchange_create(ctx, 2 * panels, &g->exchange));
+    for (int d = 0; d < g->count; ++d) oc_engine_worker_exchange(g->slot[d].part.worker, g->exchange);
+    return OC_OK;
+}
+
+/* One part's worker and selection. */
+static void part_setup(oc_part_slot *p, void *arg)
+{
+    oc_gram_parts *g = arg;
+    oc_gram_job *job = g->job;
+    const int d = (int)(p - g->slot);
+    oc_cuda_select_share share = {.index = d, .count = g->count};
+    /* Lists kept on the device come back to the host once, to be merged (host top-k,
+     * past the device's k, selects into the shared lists directly). */
+    if (d > 0 && job->select && oc_cuda_select_fixed_bytes(job) > 0) {
+        size_t bytes = (size_t)(job->n * oc_select_kept(job->select)) * 8;
+        p->topk_keys = calloc(bytes ? bytes : 1, 1);
+        if (!p->topk_keys) {
+            p->st = oc_fail(p->part.ctx, OC_ERR_NO_MEMORY, "cannot allocate the top-k lists of device part %d", d);
+            return;
+        }
+        share.topk_keys = p->topk_keys;
+    }
+    if (oc_gram_parts_select_device(p) != OC_OK) return;
+    p->st = oc_gram_part_setup(&p->part, g->count > 1 ? &share : NULL, d == 0);
+    if (p->st == OC_OK) oc_engine_worker_fail_at(p->part.worker, fault_tile(d));
+}
+
+/* Worker set-up on every part, then (several parts) the shared order and queue. */
+oc_status oc_gram_parts_setup(oc_context *ctx, oc_gram_parts *g)
+{
+    oc_gram_job *job = g->job;
+    parts_each(g, part_setup, g);
+    OC_CHECK(parts_first_failure(g));
+    if (g->count == 1) return OC_OK;
+    /* The first part's order: groups follow its column panels (resident: the order walks
+     * the columns, so a new panel is needed only when a column begins) or its groups of A
+     * panels (streaming), the panels a worker keeps while it stays on them. Keyed by the row
+     * panel, a resident plan's groups were single tiles, and a worker that stayed on its row
+     * ran down it ahead of the order, needing a new panel per tile: on four H200s one device
+     * uploaded half of A while the others waited for its panels (bench/RESULTS.md). */
+    const oc_engine_plan *plan = &g->slot[0].part.plan;
+    const oc_tile_plan *tp = &plan->tiles;
+    int seeded = g->slot[0].part.select && oc_cuda_select_seeds_first(g->slot[0].part.select);
+    g->order = oc_engine_plan_order(plan, job->symmetric, seeded);
+    int64_t *keys = malloc((size_t)(tp->ntiles ? tp->ntiles : 1) * sizeof *keys);
+    if (!g->order || !keys) {
+        free(keys);
+        return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the tile order (%lld tiles)", (long long)tp->ntiles);
+    }
+    for (int64_t t = 0; t < tp->ntiles; ++t) keys[t] = tp->resident ? g->order[2 * t + 1] : g->order[2 * t] / tp->group;
+    oc_status st = oc_scheduler_create(ctx, keys, tp->ntiles, g->count, 0, &g->queue);
+    free(keys);
+    OC_CHECK(st);
+    for (int d = 0; d < g->count; ++d) oc_engine_worker_share(g->slot[d].part.worker, g->order, g->queue, d);
+    return share_panels(ctx, g);
+}
+
+oc_status oc_gram_parts_open(oc_context *ctx, oc_gram_parts *g)
+{
+    oc_status st = parts_create(ctx, g);
+    return st == OC_OK ? parts_plan(g) : st;
+}
+
+oc_status oc_gram_parts_status(oc_context *ctx, oc_gram_parts *g)
+{
+    int first = g->queue ? oc_scheduler_aborted(g->queue) : -1;
+    if (first < 0 || g->slot[first].st == OC_OK)
+        for (int d = 0; d < g->count && first < 0; ++d)
+            if (g->slot[d].st != OC_OK) first = d;
+    if (first < 0) return OC_OK;
+    oc_part_slot *p = &g->slot[first];
+    if (g->count == 1) return p->st; /* the message is on the caller's context already */
+    char name[32], message[OC_MESSAGE_MAX];
+    oc_logical_device_name(p->part.ldev, name, sizeof name);
+    snprintf(message, sizeof message, "%s", oc_context_last_error(p->part.ctx));
+    /* A cancelled job says so as one device would. */
+    if (p->st == OC_ERR_CANCELLED) return oc_fail(ctx, p->st, "%s", message);
+    return oc_fail(ctx, p->st, "%s: %s", name, message);
+}
+
+/* Every part's top-k lists into the selection's (part 0 wrote there directly). */
+
+static void part_close(oc_part_slot *p, void *arg)
+{
+    (void)arg;
+    double t = oc_now();
+    char name[32] = "a part";
+    if (p->part.ldev) oc_logical_device_name(p->part.ldev, name, sizeof name);
+    p->had_pool = p->part.dev && p->part.dev->pool;
+    oc_gram_part_close(&p->part, &p->pool);
+    oc_trace_phase(&t, "cuda", name); /* each part's close */
+}
+
+/* Every part's device work undone: streams, events, device memory, staging. */
+void oc_gram_parts_release(oc_gram_parts *g)
+{
+    oc_panel_exchange_free(g->exchange); /* its events may still be pending: they go when done */
+    g->exchange = NULL;
+    if (g->slot) parts_each(g, part_close, NULL);
+}
+
+/* After parts_release: the pools' figures into the statistics, then the host side. */
+void oc_gram_parts_free(oc_gram_parts *g)
+{
+    oc_gram_stats *s = g->job->stats;
+    for (int d = 0; g->slot && d < g->count; ++d) {
+        oc_part_slot *p = &g->slot[d];
+        if (p->had_pool) {
+            s->devices[d].budget_bytes = p->pool.budget;
+            s->devices[d].peak_bytes = p->pool.peak;
+            s->dev_budget_bytes += p->pool.budget;
+            s->dev_peak_bytes += p->pool.peak;
+            s->dev_current_bytes += p->pool.current;
+            s->dev_allocations += p->pool.allocations;
+        }
+        free(p->topk_keys);
+        oc_context_free(p->own_ctx);
+    }
+    free(g->slot);
+    free(g->order);
+    oc_scheduler_free(g->queue);
+}
+
+void oc_gram_parts_close(oc_gram_parts *g)
+{
+    oc_gram_parts_release(g);
+    oc_gram_parts_free(g);
+}

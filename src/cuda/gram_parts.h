@@ -1,0 +1,61 @@
+/*
+ * gram_parts.h - the parts of a Gram job on its logical devices (exec/device_spec.h), one
+ * per device (gram_part.h: worker, plan, selection), as gram_devices.c runs them: made,
+ * opened and planned with one tile edge for all, set up (the shared tile order, the queue,
+ * the panel exchange), and closed. Opening, setting up and closing run on every part at
+ * once, a thread per part and part 0 on the caller's thread: each touches only its own
+ * context, device and allocations, so the devices' driver calls overlap instead of being
+ * paid in turn.
+ *
+ * Each part other than the first has a context of its own (its error message, its pool of
+ * sink and copy threads, its pinned staging), so parts never write one context at once.
+ */
+#ifndef OC_CUDA_GRAM_PARTS_H
+#define OC_CUDA_GRAM_PARTS_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "cuda/gram_part.h"
+#include "cuda/panel_exchange.h"
+#include "exec/scheduler.h"
+
+typedef struct oc_part_slot {
+    oc_gram_part part;
+    oc_gram_job job;           /* the job as this part sees it: its context and statistics */
+    oc_gram_stats stats;
+    oc_context *own_ctx;       /* parts 1..N-1 */
+    uint64_t *topk_keys;       /* parts 1..N-1 with device top-k lists: the lists, to merge */
+    pthread_t thread;
+    int started;
+    int had_pool;
+    oc_status st;
+    oc_pool_stats pool;
+} oc_part_slot;
+
+typedef struct oc_gram_parts {
+    oc_gram_job *job;
+    int count;
+    oc_part_slot *slot;
+    int64_t *order;            /* several parts: the shared tile order */
+    oc_scheduler *queue;
+    oc_panel_exchange *exchange; /* several parts, every panel resident: panels cross once */
+} oc_gram_parts;
+
+/* g->job set, the rest zero: one part per logical device, each opened and planned. On
+ * failure the parts made so far stay in g for oc_gram_parts_status and _close. */
+oc_status oc_gram_parts_open(oc_context *ctx, oc_gram_parts *g);
+/* Every part's worker and selection; with several, the shared order, queue and exchange. */
+oc_status oc_gram_parts_setup(oc_context *ctx, oc_gram_parts *g);
+/* cudaSetDevice to the part's device on the calling thread (a failure is the part's). */
+oc_status oc_gram_parts_select_device(oc_part_slot *p);
+/* The job's status: the first part that failed (the one that aborted the queue, else the
+ * lowest), its message on ctx naming the logical device; OC_OK when none failed. */
+oc_status oc_gram_parts_status(oc_context *ctx, oc_gram_parts *g);
+/* Every part's device work undone (streams, events, device memory, staging), then the
+ * pools' figures into the job's statistics and the host side freed; _close does both. */
+void oc_gram_parts_release(oc_gram_parts *g);
+void oc_gram_parts_free(oc_gram_parts *g);
+void oc_gram_parts_close(oc_gram_parts *g);
+
+#endif
