@@ -19,6 +19,8 @@ typedef struct step {
     const oc_map_node *node;
     oc_map_loop loop;
     oc_map_cast_loop cast;
+    oc_map_select_loop select; /* a where fused with its comparison: where(p cmp q, x, y) */
+    int p, q;                  /* then the comparison's operands (nodes) */
     unsigned char *buf;   /* OC_MAP_BLOCK elements of the node's type */
     const void *ptr;      /* this block's values: buf, or in place for inputs */
 } step;
@@ -31,24 +33,77 @@ struct oc_map_eval {
     unsigned char *arena;
 };
 
+/* A binary op with exactly one constant operand runs its scalar form (the constant's block
+ * is still filled: the loop reads its element 0). */
+static oc_map_loop scalar_loop(const oc_map_expr *ir, const oc_map_node *nd)
+{
+    if (oc_map_op_arity(nd->op) != 2) return NULL;
+    const int ca = ir->nodes[nd->a].op == MOP_CONST, cb = ir->nodes[nd->b].op == MOP_CONST;
+    if (ca == cb) return NULL;
+    return oc_map_cpu_loop_scalar(nd->op, nd->otype, cb ? 1 : 0);
+}
+
+/* A where whose condition is a comparison in the where's own type, used by nothing else,
+ * runs both in one pass (oc_map_cpu_select): the comparison then has no step of its own. A
+ * constant on the comparison's left swaps its sides (0 < a is a > 0, NaN included). */
+static int fuse_select(const oc_map_expr *ir, const int *users, step *s)
+{
+    const oc_map_node *w = s->node;
+    if (w->op != MOP_WHERE) return 0;
+    const oc_map_node *c = &ir->nodes[w->a];
+    if (c->op < MOP_EQ || c->op > MOP_GE || c->otype != w->otype || users[w->a] != 1) return 0;
+    static const oc_map_op mirror[] = {MOP_EQ, MOP_NE, MOP_GT, MOP_GE, MOP_LT, MOP_LE}; /* EQ NE LT LE GT GE */
+    int p = c->a, q = c->b;
+    oc_map_op op = c->op;
+    const int cp = ir->nodes[p].op == MOP_CONST, cq = ir->nodes[q].op == MOP_CONST;
+    if (cp && !cq) {
+        p = c->b, q = c->a;
+        op = mirror[op - MOP_EQ];
+    }
+    s->select = oc_map_cpu_select(op, w->otype, cp != cq);
+    s->p = p, s->q = q;
+    return s->select != NULL;
+}
+
 oc_map_eval *oc_map_eval_create(const oc_map_plan *m)
 {
     const oc_map_expr *ir = &m->ir;
     oc_map_eval *ev = calloc(1, sizeof *ev);
     char *live = calloc((size_t)ir->count, 1);
+    int *users = NULL;
     if (!ev || !live) goto fail;
     ev->m = m;
     ev->step_of = malloc(sizeof(int) * (size_t)ir->count);
     ev->steps = calloc((size_t)ir->count, sizeof *ev->steps);
     if (!ev->step_of || !ev->steps) goto fail;
     oc_map_expr_live(ir, ir->root, live);
+    /* Each live node's live users, for the fused wheres. */
+    users = calloc((size_t)ir->count, sizeof *users);
+    if (!users) goto fail;
+    for (int k = 0; k < ir->count; k++) {
+        const oc_map_node *nd = &ir->nodes[k];
+        if (!live[k] || nd->op <= MOP_CONST) continue;
+        if (nd->a >= 0) users[nd->a]++;
+        if (nd->b >= 0) users[nd->b]++;
+        if (nd->c >= 0) users[nd->c]++;
+    }
+    /* A comparison that a fused where alone reads gets no step (its operands keep theirs). */
+    for (int k = 0; k < ir->count; k++) {
+        step probe = {.node = &ir->nodes[k]};
+        if (live[k] && fuse_select(ir, users, &probe)) live[ir->nodes[k].a] = 0;
+    }
     for (int k = 0; k < ir->count; k++) {
         ev->step_of[k] = -1;
         if (!live[k]) continue;
         step *s = &ev->steps[ev->nsteps];
         s->node = &ir->nodes[k];
+        if (fuse_select(ir, users, s)) {
+            ev->step_of[k] = ev->nsteps++;
+            continue;
+        }
         if (s->node->op == MOP_CAST) s->cast = oc_map_cpu_cast(s->node->otype, s->node->type);
-        else if (s->node->op > MOP_CAST) s->loop = oc_map_cpu_loop(s->node->op, s->node->otype);
+        else if (s->node->op > MOP_CAST) s->loop = scalar_loop(ir, s->node);
+        if (s->node->op > MOP_CAST && !s->loop) s->loop = oc_map_cpu_loop(s->node->op, s->node->otype);
         if (s->node->op > MOP_CAST && !s->loop) goto fail; /* the type check admits no such op */
         ev->step_of[k] = ev->nsteps++;
     }
@@ -62,9 +117,11 @@ oc_map_eval *oc_map_eval_create(const oc_map_plan *m)
         if (s->node->op == MOP_CONST) oc_map_cpu_fill(s->buf, s->node->type, s->node->value, OC_MAP_BLOCK);
     }
     free(live);
+    free(users);
     return ev;
 fail:
     free(live);
+    free(users);
     oc_map_eval_free(ev);
     return NULL;
 }
@@ -142,6 +199,12 @@ const void *oc_map_eval_block(oc_map_eval *ev, int64_t start, int64_t n, void *d
         }
         case MOP_CAST: s->cast(out, ev->steps[ev->step_of[nd->a]].ptr, (size_t)n); s->ptr = out; break;
         default: {
+            if (s->select) {
+                s->select(out, ev->steps[ev->step_of[s->p]].ptr, ev->steps[ev->step_of[s->q]].ptr,
+                          ev->steps[ev->step_of[nd->b]].ptr, ev->steps[ev->step_of[nd->c]].ptr, (size_t)n);
+                s->ptr = out;
+                break;
+            }
             const void *a = ev->steps[ev->step_of[nd->a]].ptr;
             const void *bb = nd->b >= 0 ? ev->steps[ev->step_of[nd->b]].ptr : NULL;
             const void *c = nd->c >= 0 ? ev->steps[ev->step_of[nd->c]].ptr : NULL;

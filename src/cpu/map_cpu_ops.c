@@ -10,6 +10,8 @@
 
 #define ISA_ENTRY(isa)                                                                                    \
     oc_map_loop oc_map_cpu_loop_##isa(oc_map_op op, int t);                                               \
+    oc_map_loop oc_map_cpu_loop_scalar_##isa(oc_map_op op, int t, int value_operand);                     \
+    oc_map_select_loop oc_map_cpu_select_##isa(oc_map_op cmp, int t, int q_value);                        \
     oc_map_cast_loop oc_map_cpu_cast_##isa(int from, int to);
 ISA_ENTRY(ref)
 ISA_ENTRY(avx2)
@@ -21,6 +23,24 @@ oc_map_loop oc_map_cpu_loop(oc_map_op op, int t)
     case OC_CPU_ISA_AVX512: return oc_map_cpu_loop_avx512(op, t);
     case OC_CPU_ISA_AVX2: return oc_map_cpu_loop_avx2(op, t);
     default: return oc_map_cpu_loop_ref(op, t);
+    }
+}
+
+oc_map_loop oc_map_cpu_loop_scalar(oc_map_op op, int t, int value_operand)
+{
+    switch (oc_cpu_kernel_get()->isa) {
+    case OC_CPU_ISA_AVX512: return oc_map_cpu_loop_scalar_avx512(op, t, value_operand);
+    case OC_CPU_ISA_AVX2: return oc_map_cpu_loop_scalar_avx2(op, t, value_operand);
+    default: return oc_map_cpu_loop_scalar_ref(op, t, value_operand);
+    }
+}
+
+oc_map_select_loop oc_map_cpu_select(oc_map_op cmp, int t, int q_value)
+{
+    switch (oc_cpu_kernel_get()->isa) {
+    case OC_CPU_ISA_AVX512: return oc_map_cpu_select_avx512(cmp, t, q_value);
+    case OC_CPU_ISA_AVX2: return oc_map_cpu_select_avx2(cmp, t, q_value);
+    default: return oc_map_cpu_select_ref(cmp, t, q_value);
     }
 }
 

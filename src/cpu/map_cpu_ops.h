@@ -23,10 +23,20 @@
 
 typedef void (*oc_map_loop)(void *dst, const void *a, const void *b, const void *c, size_t n, int *error);
 typedef void (*oc_map_cast_loop)(void *dst, const void *src, size_t n);
+/* where(p OP q, x, y) in one pass: every operand and dst of one type. */
+typedef void (*oc_map_select_loop)(void *dst, const void *p, const void *q, const void *x, const void *y, size_t n);
 
 /* The loop of op over operands of type t, NULL when numpy has none (the type check has
  * refused those). */
 oc_map_loop oc_map_cpu_loop(oc_map_op op, int t);
+/* The same binary op with one operand a single value (`value_operand` 0: a, 1: b) that the
+ * loop reads once, at element 0, and keeps in a register; NULL when op has no such form
+ * (unary ops, power, where). The same results as oc_map_cpu_loop over a block of copies. */
+oc_map_loop oc_map_cpu_loop_scalar(oc_map_op op, int t, int value_operand);
+/* where(p cmp q, x, y) over operands of type t with cmp one of MOP_EQ to MOP_GE, q an array
+ * or (q_value) one value read once at element 0; NULL for other ops. The same results as the
+ * comparison's loop then where's, without the block of booleans between them. */
+oc_map_select_loop oc_map_cpu_select(oc_map_op cmp, int t, int q_value);
 /* The cast from type `from` to `to` (numpy's astype with casting='unsafe' semantics for
  * in-range values). */
 oc_map_cast_loop oc_map_cpu_cast(int from, int to);

@@ -168,12 +168,27 @@ FLOAT_FUNCS(f64, double, )
         const T *a = a_;                                                                                  \
         for (size_t i = 0; i < n; i++) d[i] = F(a[i]);                                                    \
     }
+/* A binary loop and its two scalar forms: NAME##_sb with b one value (a constant: `a * 2`),
+ * NAME##_sa with a one value (`2 - a`), which keep the value in a register instead of
+ * reading a block of copies of it (oc_map_cpu_loop_scalar). */
 #define LOOP2(NAME, T, R, F)                                                                              \
     static void NAME(void *d_, const void *a_, const void *b_, const void *c_, size_t n, int *err)        \
     {                                                                                                     \
         R *d = d_;                                                                                        \
         const T *a = a_, *b = b_;                                                                         \
         for (size_t i = 0; i < n; i++) d[i] = F(a[i], b[i]);                                              \
+    }                                                                                                     \
+    static void NAME##_sb(void *d_, const void *a_, const void *b_, const void *c_, size_t n, int *err)   \
+    {                                                                                                     \
+        R *d = d_;                                                                                        \
+        const T *a = a_, s = *(const T *)b_;                                                              \
+        for (size_t i = 0; i < n; i++) d[i] = F(a[i], s);                                                 \
+    }                                                                                                     \
+    static void NAME##_sa(void *d_, const void *a_, const void *b_, const void *c_, size_t n, int *err)   \
+    {                                                                                                     \
+        R *d = d_;                                                                                        \
+        const T s = *(const T *)a_, *b = b_;                                                              \
+        for (size_t i = 0; i < n; i++) d[i] = F(s, b[i]);                                                 \
     }
 /* Power reports a negative integer exponent through err; folded after the loop so that the
  * loop body stays branch-free. */
@@ -192,6 +207,18 @@ FLOAT_FUNCS(f64, double, )
         bool8 *d = d_;                                                                                    \
         const T *a = a_, *b = b_;                                                                         \
         for (size_t i = 0; i < n; i++) d[i] = a[i] OP b[i];                                               \
+    }                                                                                                     \
+    static void NAME##_sb(void *d_, const void *a_, const void *b_, const void *c_, size_t n, int *err)   \
+    {                                                                                                     \
+        bool8 *d = d_;                                                                                    \
+        const T *a = a_, s = *(const T *)b_;                                                              \
+        for (size_t i = 0; i < n; i++) d[i] = a[i] OP s;                                                  \
+    }                                                                                                     \
+    static void NAME##_sa(void *d_, const void *a_, const void *b_, const void *c_, size_t n, int *err)   \
+    {                                                                                                     \
+        bool8 *d = d_;                                                                                    \
+        const T s = *(const T *)a_, *b = b_;                                                              \
+        for (size_t i = 0; i < n; i++) d[i] = s OP b[i];                                                  \
     }
 #define LOOP_WHERE(NAME, T)                                                                               \
     static void NAME(void *d_, const void *a_, const void *b_, const void *c_, size_t n, int *err)        \
@@ -202,7 +229,28 @@ FLOAT_FUNCS(f64, double, )
         for (size_t i = 0; i < n; i++) d[i] = c[i] ? x[i] : y[i];                                         \
     }
 
+/* where(p OP q, x, y) in one pass, the comparison in the result's type (map_cpu_ops.h:
+ * oc_map_cpu_select): NAME over arrays, NAME##_sq with q one value. */
+#define LOOP_SELECT(NAME, T, OP)                                                                          \
+    static void NAME(void *d_, const void *p_, const void *q_, const void *x_, const void *y_, size_t n)  \
+    {                                                                                                     \
+        T *d = d_;                                                                                        \
+        const T *p = p_, *q = q_, *x = x_, *y = y_;                                                       \
+        for (size_t i = 0; i < n; i++) d[i] = p[i] OP q[i] ? x[i] : y[i];                                 \
+    }                                                                                                     \
+    static void NAME##_sq(void *d_, const void *p_, const void *q_, const void *x_, const void *y_,       \
+                          size_t n)                                                                       \
+    {                                                                                                     \
+        T *d = d_;                                                                                        \
+        const T *p = p_, s = *(const T *)q_, *x = x_, *y = y_;                                            \
+        for (size_t i = 0; i < n; i++) d[i] = p[i] OP s ? x[i] : y[i];                                    \
+    }
+#define SELECT_LOOPS(S, T)                                                                                \
+    LOOP_SELECT(sel_eq_##S, T, ==) LOOP_SELECT(sel_ne_##S, T, !=) LOOP_SELECT(sel_lt_##S, T, <)           \
+    LOOP_SELECT(sel_le_##S, T, <=) LOOP_SELECT(sel_gt_##S, T, >) LOOP_SELECT(sel_ge_##S, T, >=)
+
 #define CMP_LOOPS(S, T)                                                                                   \
+    SELECT_LOOPS(S, T)                                                                                    \
     LOOP_CMP(eq_loop_##S, T, ==) LOOP_CMP(ne_loop_##S, T, !=) LOOP_CMP(lt_loop_##S, T, <)                 \
     LOOP_CMP(le_loop_##S, T, <=) LOOP_CMP(gt_loop_##S, T, >) LOOP_CMP(ge_loop_##S, T, >=)                 \
     LOOP_WHERE(where_loop_##S, T) LOOP2(max_loop_##S, T, T, max_##S) LOOP2(min_loop_##S, T, T, min_##S)   \
@@ -240,37 +288,78 @@ FLOATS(FLOAT_LOOPS)
 
 /* ---------------------------------------------------------------- tables */
 
-#define CMP_ROW(S, M)                                                                                     \
-    [MOP_EQ][M] = eq_loop_##S, [MOP_NE][M] = ne_loop_##S, [MOP_LT][M] = lt_loop_##S,                      \
-    [MOP_LE][M] = le_loop_##S, [MOP_GT][M] = gt_loop_##S, [MOP_GE][M] = ge_loop_##S,                      \
-    [MOP_WHERE][M] = where_loop_##S, [MOP_MAXIMUM][M] = max_loop_##S, [MOP_MINIMUM][M] = min_loop_##S,   \
-    [MOP_ADD][M] = add_loop_##S, [MOP_MUL][M] = mul_loop_##S, [MOP_ABS][M] = abs_loop_##S
+/* The binary ops' entries, X the form: empty (arrays), _sb or _sa (one operand a value). */
+#define CMP_BIN_ROW(S, M, X)                                                                              \
+    [MOP_EQ][M] = eq_loop_##S##X, [MOP_NE][M] = ne_loop_##S##X, [MOP_LT][M] = lt_loop_##S##X,             \
+    [MOP_LE][M] = le_loop_##S##X, [MOP_GT][M] = gt_loop_##S##X, [MOP_GE][M] = ge_loop_##S##X,             \
+    [MOP_MAXIMUM][M] = max_loop_##S##X, [MOP_MINIMUM][M] = min_loop_##S##X, [MOP_ADD][M] = add_loop_##S##X, \
+    [MOP_MUL][M] = mul_loop_##S##X
+#define INT_BIN_ROW(S, M, X)                                                                              \
+    CMP_BIN_ROW(S, M, X), [MOP_SUB][M] = sub_loop_##S##X, [MOP_FLOORDIV][M] = fdiv_loop_##S##X,           \
+    [MOP_MOD][M] = mod_loop_##S##X, [MOP_AND][M] = and_loop_##S##X, [MOP_OR][M] = or_loop_##S##X,         \
+    [MOP_XOR][M] = xor_loop_##S##X
+#define FLOAT_BIN_ROW(S, M, X)                                                                            \
+    CMP_BIN_ROW(S, M, X), [MOP_SUB][M] = sub_loop_##S##X, [MOP_DIV][M] = div_loop_##S##X,                 \
+    [MOP_FLOORDIV][M] = fdiv_loop_##S##X, [MOP_MOD][M] = mod_loop_##S##X, [MOP_ARCTAN2][M] = atan2_loop_##S##X
+#define BOOL_BIN_ROW(X)                                                                                   \
+    CMP_BIN_ROW(b, MT_BOOL, X), [MOP_AND][MT_BOOL] = and_loop_b##X, [MOP_OR][MT_BOOL] = or_loop_b##X,     \
+    [MOP_XOR][MT_BOOL] = xor_loop_b##X
+#define ALL_BIN_ROWS(X)                                                                                   \
+    BOOL_BIN_ROW(X), INT_BIN_ROW(i8, MT_I8, X), INT_BIN_ROW(i16, MT_I16, X), INT_BIN_ROW(i32, MT_I32, X),  \
+    INT_BIN_ROW(i64, MT_I64, X), INT_BIN_ROW(u8, MT_U8, X), INT_BIN_ROW(u16, MT_U16, X),                  \
+    INT_BIN_ROW(u32, MT_U32, X), INT_BIN_ROW(u64, MT_U64, X), FLOAT_BIN_ROW(f32, MT_F32, X),              \
+    FLOAT_BIN_ROW(f64, MT_F64, X)
+
+/* The other ops' entries (unary, power, where). */
+#define CMP_ROW(S, M) [MOP_WHERE][M] = where_loop_##S, [MOP_ABS][M] = abs_loop_##S
 #define INT_ROW(S, M)                                                                                     \
-    CMP_ROW(S, M), [MOP_SUB][M] = sub_loop_##S, [MOP_FLOORDIV][M] = fdiv_loop_##S,                        \
-    [MOP_MOD][M] = mod_loop_##S, [MOP_POW][M] = pow_loop_##S, [MOP_NEG][M] = neg_loop_##S,                \
-    [MOP_AND][M] = and_loop_##S, [MOP_OR][M] = or_loop_##S, [MOP_XOR][M] = xor_loop_##S,                  \
+    CMP_ROW(S, M), [MOP_POW][M] = pow_loop_##S, [MOP_NEG][M] = neg_loop_##S,                              \
     [MOP_INVERT][M] = inv_loop_##S, [MOP_FLOOR][M] = same_loop_##S, [MOP_CEIL][M] = same_loop_##S
 #define FLOAT_ROW(S, M)                                                                                   \
-    CMP_ROW(S, M), [MOP_SUB][M] = sub_loop_##S, [MOP_DIV][M] = div_loop_##S,                              \
-    [MOP_FLOORDIV][M] = fdiv_loop_##S, [MOP_MOD][M] = mod_loop_##S, [MOP_POW][M] = pow_loop_##S,          \
+    CMP_ROW(S, M), [MOP_POW][M] = pow_loop_##S,                                                           \
     [MOP_NEG][M] = neg_loop_##S, [MOP_SQRT][M] = sqrt_loop_##S, [MOP_EXP][M] = exp_loop_##S,              \
     [MOP_LOG][M] = log_loop_##S, [MOP_LOG1P][M] = log1p_loop_##S, [MOP_EXPM1][M] = expm1_loop_##S,        \
     [MOP_SIN][M] = sin_loop_##S, [MOP_COS][M] = cos_loop_##S, [MOP_TAN][M] = tan_loop_##S,                \
-    [MOP_TANH][M] = tanh_loop_##S, [MOP_FLOOR][M] = floor_loop_##S, [MOP_CEIL][M] = ceil_loop_##S,        \
-    [MOP_ARCTAN2][M] = atan2_loop_##S
+    [MOP_TANH][M] = tanh_loop_##S, [MOP_FLOOR][M] = floor_loop_##S, [MOP_CEIL][M] = ceil_loop_##S
 
 static const oc_map_loop loops[MOP_COUNT][OC_MT_COUNT] = {
-    CMP_ROW(b, MT_BOOL), [MOP_AND][MT_BOOL] = and_loop_b, [MOP_OR][MT_BOOL] = or_loop_b,
-    [MOP_XOR][MT_BOOL] = xor_loop_b, [MOP_INVERT][MT_BOOL] = inv_loop_b, [MOP_FLOOR][MT_BOOL] = same_loop_b,
+    ALL_BIN_ROWS(),
+    CMP_ROW(b, MT_BOOL), [MOP_INVERT][MT_BOOL] = inv_loop_b, [MOP_FLOOR][MT_BOOL] = same_loop_b,
     [MOP_CEIL][MT_BOOL] = same_loop_b,
     INT_ROW(i8, MT_I8), INT_ROW(i16, MT_I16), INT_ROW(i32, MT_I32), INT_ROW(i64, MT_I64),
     INT_ROW(u8, MT_U8), INT_ROW(u16, MT_U16), INT_ROW(u32, MT_U32), INT_ROW(u64, MT_U64),
     FLOAT_ROW(f32, MT_F32), FLOAT_ROW(f64, MT_F64),
 };
+static const oc_map_loop loops_sb[MOP_COUNT][OC_MT_COUNT] = {ALL_BIN_ROWS(_sb)};
+static const oc_map_loop loops_sa[MOP_COUNT][OC_MT_COUNT] = {ALL_BIN_ROWS(_sa)};
+
+#define SELECT_ROW(S, M, X)                                                                               \
+    [MOP_EQ - MOP_EQ][M] = sel_eq_##S##X, [MOP_NE - MOP_EQ][M] = sel_ne_##S##X,                           \
+    [MOP_LT - MOP_EQ][M] = sel_lt_##S##X, [MOP_LE - MOP_EQ][M] = sel_le_##S##X,                           \
+    [MOP_GT - MOP_EQ][M] = sel_gt_##S##X, [MOP_GE - MOP_EQ][M] = sel_ge_##S##X
+#define SELECT_ROWS(X)                                                                                    \
+    SELECT_ROW(b, MT_BOOL, X), SELECT_ROW(i8, MT_I8, X), SELECT_ROW(i16, MT_I16, X),                      \
+    SELECT_ROW(i32, MT_I32, X), SELECT_ROW(i64, MT_I64, X), SELECT_ROW(u8, MT_U8, X),                     \
+    SELECT_ROW(u16, MT_U16, X), SELECT_ROW(u32, MT_U32, X), SELECT_ROW(u64, MT_U64, X),                   \
+    SELECT_ROW(f32, MT_F32, X), SELECT_ROW(f64, MT_F64, X)
+static const oc_map_select_loop selects[MOP_GE - MOP_EQ + 1][OC_MT_COUNT] = {SELECT_ROWS()};
+static const oc_map_select_loop selects_sq[MOP_GE - MOP_EQ + 1][OC_MT_COUNT] = {SELECT_ROWS(_sq)};
+
+oc_map_select_loop OC_MAP_NAME(oc_map_cpu_select, OC_MAP_ISA)(oc_map_op cmp, int t, int q_value)
+{
+    if (cmp < MOP_EQ || cmp > MOP_GE || t < 0 || t >= OC_MT_COUNT) return NULL;
+    return q_value ? selects_sq[cmp - MOP_EQ][t] : selects[cmp - MOP_EQ][t];
+}
 
 oc_map_loop OC_MAP_NAME(oc_map_cpu_loop, OC_MAP_ISA)(oc_map_op op, int t)
 {
     return op < MOP_COUNT && t >= 0 && t < OC_MT_COUNT ? loops[op][t] : NULL;
+}
+
+oc_map_loop OC_MAP_NAME(oc_map_cpu_loop_scalar, OC_MAP_ISA)(oc_map_op op, int t, int value_operand)
+{
+    if (op >= MOP_COUNT || t < 0 || t >= OC_MT_COUNT) return NULL;
+    return value_operand == 0 ? loops_sa[op][t] : value_operand == 1 ? loops_sb[op][t] : NULL;
 }
 
 /* ---------------------------------------------------------------- casts */

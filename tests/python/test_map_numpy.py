@@ -184,6 +184,34 @@ def test_large_blocks_and_threads():
     assert same_bits(outcore.map(expr, a=a, b=b, c=c, threads=1), numpy_eval(expr, {"a": a, "b": b, "c": c}))
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_where_and_constant_forms(dtype):
+    """The interpreter's one-pass forms against numpy: a comparison fused into its where (the
+    constant on either side, or none; NaN, -0.0 and the extremes among the values), and
+    binary ops with one constant operand on either side."""
+    rng = np.random.default_rng(7)
+    vals = random_array(rng, dtype, (64, 33))
+    if np.dtype(dtype).kind == "f":
+        vals.flat[:6] = [np.nan, -0.0, 0.0, np.inf, -np.inf, np.nan]
+    a, b = vals, random_array(rng, dtype, (33,))
+    exprs = ["where(a > 0, a, b)", "where(0 < a, a, b)", "where(a >= b, a, b) * 2", "where(1 == a, b, a)",
+             "where(a != b, 1, a)", "where(a <= 1, a, 0)", "where(2 > a, b, a)", "where(a < b, a > 0, b > 0)",
+             "where(a > 0, a, b) + where(a > 0, b, a)", "2 - a", "a - 2", "3 * a", "a // 3", "3 // b", "a % 3",
+             "a < 1", "1 <= a", "maximum(a, 1)", "minimum(2, a)", "a & 1", "1 ^ a"]
+    checked = 0
+    for expr in exprs:
+        try:
+            ref = numpy_eval(expr, {"a": a, "b": b})
+        except TypeError:
+            continue
+        if ref.dtype == np.float16:
+            continue
+        got = np.asarray(outcore.map(expr, a=a, b=b))
+        assert same_bits(got, ref), f"{expr} over {np.dtype(dtype)}: {got!r} != {ref!r}"
+        checked += 1
+    assert checked >= 8
+
+
 def test_output_dtype_same_kind():
     a = np.arange(6, dtype=np.float64).reshape(2, 3)
     assert same_bits(outcore.map("a * 2", a=a, dtype=np.float32), (a * 2).astype(np.float32))
