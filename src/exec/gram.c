@@ -1,5 +1,6 @@
 /*
- * gram.c - oc_gram: argument checks, backend choice, destination set-up, statistics.
+ * gram.c - oc_gram: argument checks, backend choice, destination set-up (gram_dest.h),
+ * statistics.
  *
  * Order of work: validate everything that can be validated without computing (shapes,
  * options, the output path) so that bad input fails before any long computation; then
@@ -23,6 +24,7 @@
 #include "exec/cost_gram.h"
 #include "exec/gram_choice.h"
 #include "exec/gram_compat.h"
+#include "exec/gram_dest.h"
 #include "exec/gram_resume.h"
 #include "exec/select.h"
 #include "mem/host_budget.h"
@@ -99,57 +101,6 @@ static oc_status check_options(oc_context *ctx, const oc_gram_options *o, int64_
     return OC_OK;
 }
 
-/* ---------------------------------------------------------------- top-k and threshold */
-/* Where a job's selection goes: caller arrays, a callback, a file, or nowhere (discard). */
-typedef struct select_dest {
-    const oc_output *out;
-    oc_topk_out *topk_file;
-    oc_pairs_out *pairs_file;
-    oc_resume *resume;          /* a resumable job journals the pairs it writes */
-} select_dest;
-
-static oc_status emit_to_callback(oc_context *ctx, void *user, const int64_t *rows, const int64_t *cols,
-                                  const void *values, int64_t count)
-{
-    const oc_output *out = ((select_dest *)user)->out;
-    if (out->pairs(out->pairs_user, rows, cols, values, count) != 0)
-        return oc_fail(ctx, OC_ERR_CANCELLED, "the pairs callback asked to stop");
-    return OC_OK;
-}
-
-static oc_status emit_to_file(oc_context *ctx, void *user, const int64_t *rows, const int64_t *cols,
-                              const void *values, int64_t count)
-{
-    select_dest *dest = user;
-    OC_CHECK(oc_pairs_out_append(ctx, dest->pairs_file, rows, cols, values, count));
-    return dest->resume ? oc_resume_pairs(ctx, dest->resume, rows, cols, values, count) : OC_OK;
-}
-
-/* A resumable job: the temporary name of its top-k or threshold file, on record (a later
- * run removes it), and the way back to the file for the pairs an earlier run delivered. */
-static oc_status select_resume_setup(oc_context *ctx, select_dest *dest, oc_resume *r)
-{
-    dest->resume = r;
-    if (!r) return OC_OK;
-    if (dest->pairs_file) {
-        oc_resume_set_emit(r, emit_to_file, dest);
-        return oc_resume_record_temp(ctx, r, oc_pairs_out_temp_path(dest->pairs_file), NULL);
-    }
-    if (dest->topk_file) return oc_resume_record_temp(ctx, r, oc_topk_out_temp_path(dest->topk_file), NULL);
-    return OC_OK;
-}
-
-/* The dense output file: created, or for a resumed job the temporary file its journal names,
- * reopened with the tiles done so far. */
-static oc_status dense_file_open(oc_context *ctx, const oc_gram_job *job, const oc_output *out, oc_resume *r,
-                                 oc_npy_out **npy, void **data)
-{
-    const char *temp = r ? oc_resume_dense_temp(r) : NULL;
-    if (temp) OC_CHECK(oc_npy_out_reopen(ctx, out->path, temp, (int)job->dtype, job->n, job->p, npy, data));
-    else OC_CHECK(oc_npy_out_create(ctx, out->path, (int)job->dtype, job->n, job->p, npy, data));
-    return r ? oc_resume_record_temp(ctx, r, oc_npy_out_temp_path(*npy), *npy) : OC_OK;
-}
-
 /* A resumable job runs the dense algorithm: its journal counts tiles (auto picks dense). */
 static oc_status resume_options(oc_context *ctx, const oc_gram_options **opts, oc_gram_options *local)
 {
@@ -161,82 +112,6 @@ static oc_status resume_options(oc_context *ctx, const oc_gram_options **opts, o
     local->algorithm = OC_ALGORITHM_DENSE;
     *opts = local;
     return OC_OK;
-}
-
-/* Checks the output against the selection options and opens what must be opened before the
- * job (a file's temporary name), then creates the selection state. */
-static oc_status select_setup(oc_context *ctx, const oc_gram_options *o, const oc_output *out, oc_gram_job *job,
-                              select_dest *dest, oc_select **sel)
-{
-    int topk = o->topk > 0;
-    oc_select_config cfg = {.mode = topk ? OC_SELECT_TOPK : OC_SELECT_PAIRS, .n = job->n, .p = job->p,
-                            .symmetric = job->symmetric, .metric = job->metric, .dtype = job->dtype, .k = o->topk,
-                            .threshold = o->threshold, .emit_user = dest};
-    const char *buffer = getenv("OUTCORE_PAIRS_BUFFER"); /* tests force spilling with a small value */
-    if (buffer && *buffer) cfg.buffer_bytes = strtoll(buffer, NULL, 10);
-    /* Pairs wait in memory for at most a quarter of the host budget before they spill. */
-    else if (job->host_budget / 4 < OC_SELECT_BUFFER_DEFAULT)
-        cfg.buffer_bytes = job->host_budget / 4 > 0 ? job->host_budget / 4 : 1;
-    dest->out = out;
-    switch (out->kind) {
-    case OC_OUTPUT_TOPK:
-        if (!topk) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "output kind TOPK needs opts.topk > 0");
-        if (!out->indices && !out->scores)
-            return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "top-k output: indices and scores are both NULL");
-        break;
-    case OC_OUTPUT_PAIRS:
-        if (topk) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "output kind PAIRS is for threshold jobs, not top-k");
-        if (!out->pairs) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "pairs output: the callback is NULL");
-        cfg.emit = emit_to_callback;
-        break;
-    case OC_OUTPUT_FILE:
-        if (topk) OC_CHECK(oc_topk_out_create(ctx, out->path, &dest->topk_file));
-        else {
-            OC_CHECK(oc_pairs_out_create(ctx, out->path, job->dtype, job->n, job->p, &dest->pairs_file));
-            cfg.emit = emit_to_file;
-        }
-        break;
-    case OC_OUTPUT_DISCARD: break;
-    default:
-        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s results go to OC_OUTPUT_%s, a file or OC_OUTPUT_DISCARD, not "
-                       "output kind %d", topk ? "top-k" : "threshold", topk ? "TOPK" : "PAIRS", (int)out->kind);
-    }
-    return oc_select_create(ctx, &cfg, sel);
-}
-
-/* After the backend: the top-k lists into the caller's arrays or the file; the last pairs out
- * and the file renamed into place. */
-static oc_status select_commit(oc_context *ctx, const oc_gram_job *job, select_dest *dest, oc_select *sel)
-{
-    if (oc_select_get_mode(sel) == OC_SELECT_PAIRS) {
-        OC_CHECK(oc_select_pairs_finish(ctx, sel));
-        job->stats->pairs = oc_select_pairs_count(sel);
-        if (dest->pairs_file) {
-            oc_pairs_out *w = dest->pairs_file;
-            dest->pairs_file = NULL;
-            OC_CHECK(oc_pairs_out_commit(ctx, w));
-        }
-        return OC_OK;
-    }
-    const oc_output *out = dest->out;
-    if (out->kind == OC_OUTPUT_TOPK) return oc_select_topk_result(ctx, sel, oc_threads_resolve(job->opts->threads), out->indices, out->scores);
-    if (!dest->topk_file) return OC_OK;
-    int64_t k = job->opts->topk, nk = job->n * k;
-    int64_t *indices = malloc((size_t)(nk ? nk : 1) * sizeof *indices);
-    void *scores = malloc((size_t)(nk ? nk : 1) * oc_dtype_size(job->dtype));
-    oc_status st = OC_OK;
-    if (!indices || !scores) {
-        st = oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the top-%lld result of %lld rows", (long long)k, (long long)job->n);
-        goto cleanup;
-    }
-    OC_CHECK_GOTO(oc_select_topk_result(ctx, sel, oc_threads_resolve(job->opts->threads), indices, scores));
-    oc_topk_out *w = dest->topk_file;
-    dest->topk_file = NULL;
-    OC_CHECK_GOTO(oc_topk_out_commit(ctx, w, job->n, k, indices, scores, job->dtype));
-cleanup:
-    free(indices);
-    free(scores);
-    return st;
 }
 
 /* opts as the current version of the struct (a copy in *local for version 1, gram_compat.h),
@@ -413,7 +288,7 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
     oc_npy_out *npy = NULL;
     int64_t *pops = NULL;
     oc_select *sel = NULL;
-    select_dest dest = {0};
+    oc_gram_dest dest = {0};
     oc_sparse_plan plan = {0};
     oc_matrix *lists[2] = {NULL, NULL}; /* lists copies of file-backed inputs for the sparse path */
     oc_dense_sink sink = {.elem_size = oc_dtype_size(dtype), .symmetric = symmetric};
@@ -421,9 +296,9 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
     st_out->host_budget_bytes = job.host_budget;
 
     if (opts->topk > 0 || opts->use_threshold) {
-        OC_CHECK_GOTO(select_setup(ctx, opts, out, &job, &dest, &sel));
+        OC_CHECK_GOTO(oc_gram_dest_select_setup(ctx, opts, out, &job, &dest, &sel));
         job.select = sel;
-        OC_CHECK_GOTO(select_resume_setup(ctx, &dest, resume));
+        OC_CHECK_GOTO(oc_gram_dest_resume_setup(ctx, &dest, resume));
     } else switch (out->kind) {
     case OC_OUTPUT_MEMORY:
         if (!out->data) {
@@ -449,7 +324,7 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
             goto cleanup;
         }
         void *data;
-        OC_CHECK_GOTO(dense_file_open(ctx, &job, out, resume, &npy, &data));
+        OC_CHECK_GOTO(oc_gram_dest_dense_open(ctx, &job, out, resume, &npy, &data));
         sink.base = data;
         sink.ld = p;
         sink.populate = !oc_npy_out_prefaulted(npy);
@@ -503,7 +378,7 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
     OC_CHECK_GOTO(backend->gram(&job));
     oc_trace_phase(&t, "gram", "backend");
     if (backend != &oc_backend_cpu && backend != &oc_backend_cpu_sparse) oc_cost_note_gpu_job();
-    if (sel) OC_CHECK_GOTO(select_commit(ctx, &job, &dest, sel));
+    if (sel) OC_CHECK_GOTO(oc_gram_dest_select_commit(ctx, &job, &dest, sel));
     if (npy) {
         oc_npy_out *w = npy;
         npy = NULL;
@@ -598,11 +473,11 @@ static oc_status describe_without_running(oc_context *ctx, const oc_matrix *a, c
     oc_output nowhere = *out;
     nowhere.kind = OC_OUTPUT_DISCARD;
     oc_dense_sink sink = {.elem_size = oc_dtype_size(job.dtype), .symmetric = job.symmetric};
-    select_dest dest = {0};
+    oc_gram_dest dest = {0};
     oc_select *sel = NULL;
     oc_status st = OC_OK;
     if (what != DESCRIBE_EXPLAIN && (opts->topk > 0 || opts->use_threshold)) {
-        OC_CHECK(select_setup(ctx, opts, &nowhere, &job, &dest, &sel));
+        OC_CHECK(oc_gram_dest_select_setup(ctx, opts, &nowhere, &job, &dest, &sel));
         job.select = sel;
     } else if (out->kind == OC_OUTPUT_MEMORY || out->kind == OC_OUTPUT_FILE) {
         job.dense = &sink;
