@@ -171,7 +171,8 @@ oc_status oc_cubin_resources(oc_context *ctx, const char *display, const unsigne
     for (int k = first_new; k < out->count && st == OC_OK; k++) {
         int regs = out->items[k].res.regs_per_thread;
         if (regs <= 0)
-            st = oc_fail(ctx, OC_ERR_INPUT, "%s: kernel %s has no register count in the cubin", display, out->items[k].name);
+            st = oc_fail(ctx, OC_ERR_INPUT, "%s: kernel %s has no register count in the cubin", display,
+                         out->items[k].name);
         else if (regs > max_regs)
             st = oc_fail(ctx, OC_ERR_INPUT,
                          "%s: kernel %s claims %d registers per thread; no GPU gives a thread more than %d", display,
