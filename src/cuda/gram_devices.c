@@ -11,7 +11,8 @@
  *   making, opening, setting up and closing the parts: gram_parts.c, every part at once.
  *
  * The first failure of a part is copied to the caller's context, prefixed with the logical
- * device's name (oc_gram_parts_status). Results do not depend on which part computed which tile (scheduler.h says why).
+ * device's name (oc_gram_parts_status). Results do not depend on which part computed which
+ * tile (scheduler.h says why).
  *
  * A device that fails mid-job ends the job: its worker aborts the queue, the other parts
  * stop after their current tile, and the job fails with one line naming the device (its
@@ -57,8 +58,7 @@ static void parts_run(oc_gram_parts *g)
         if (g->slot[d].started) pthread_join(g->slot[d].thread, NULL);
 }
 
-/* The status of the job: the first part that failed (the one that aborted the queue, else
- * the lowest), its message on the caller's context naming the logical device. */
+/* Every part's top-k lists into the selection's (part 0 wrote there directly). */
 static oc_status merge_topk(oc_context *ctx, oc_gram_parts *g)
 {
     const uint64_t *lists[OC_MAX_LOGICAL_DEVICES];

@@ -214,6 +214,7 @@ oc_status oc_gram_parts_open(oc_context *ctx, oc_gram_parts *g)
     return st == OC_OK ? parts_plan(g) : st;
 }
 
+/* The first part that failed: the one that aborted the queue, else the lowest. */
 oc_status oc_gram_parts_status(oc_context *ctx, oc_gram_parts *g)
 {
     int first = g->queue ? oc_scheduler_aborted(g->queue) : -1;
@@ -231,8 +232,7 @@ oc_status oc_gram_parts_status(oc_context *ctx, oc_gram_parts *g)
     return oc_fail(ctx, p->st, "%s: %s", name, message);
 }
 
-/* Every part's top-k lists into the selection's (part 0 wrote there directly). */
-
+/* One part's close, timed for OUTCORE_TRACE. */
 static void part_close(oc_part_slot *p, void *arg)
 {
     (void)arg;

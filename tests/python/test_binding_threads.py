@@ -1,0 +1,135 @@
+"""The Python binding and the caller's threads and signals: Ctrl-C and an exception in a progress
+callback cancel a running job and leave no file, progress reaches its total, other Python
+threads run while a job does (the GIL is released), from the main thread or another.
+
+Run as test_binding.py is (its docstring says how).
+"""
+import os
+import signal
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import outcore
+from gram_refs import exact, random01, rng  # noqa: F401 (rng: a fixture)
+
+
+def big_packed_job(rng, n, m):
+    return rng.integers(0, 256, size=(n, m // 8), dtype=np.uint8)
+
+
+def test_ctrl_c_cancels_the_running_job_and_leaves_no_file(tmp_path, rng):
+    # The interrupt is sent from inside the job (its first progress report), so the job is
+    # known to be running when it arrives, whatever the machine's speed. The job is far too
+    # large to finish in the moments the cancel takes: about 4e12 bit multiply-adds on one thread.
+    n, m = 8000, 131072
+    packed = big_packed_job(rng, n, m)
+    out = tmp_path / "c.npy"
+    handled = threading.Event()
+    reports = []
+
+    def on_sigint(signum, frame):
+        handled.set()
+        raise KeyboardInterrupt
+
+    def progress(done, total):
+        reports.append((done, total))
+        if len(reports) == 1:
+            os.kill(os.getpid(), signal.SIGINT)
+            # Held here until the main thread has taken the interrupt: the job cannot end first.
+            assert handled.wait(120), "SIGINT never reached the main thread"
+
+    previous = signal.signal(signal.SIGINT, on_sigint)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            outcore.gram(packed, bits=m, backend="cpu", threads=1, out=out, progress=progress)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert handled.is_set()
+    first_done, total = reports[0]
+    assert first_done < total, "the job was already complete at its first progress report"
+    assert max(done for done, _ in reports) < total, "the job ran to the end despite the interrupt"
+    assert list(tmp_path.iterdir()) == [], "a cancelled job left files behind"
+    # The library is left in a clean state: the next job runs normally.
+    small = random01(rng, 20, 70)
+    assert np.array_equal(outcore.gram(small), exact(small))
+
+
+def test_an_exception_in_progress_cancels_the_job(tmp_path, rng):
+    n, m = 8000, 131072
+    packed = big_packed_job(rng, n, m)
+    reports = []
+
+    class Stop(Exception):
+        pass
+
+    def progress(done, total):
+        reports.append((done, total))
+        raise Stop("enough")
+
+    with pytest.raises(Stop, match="enough"):
+        outcore.gram(packed, bits=m, backend="cpu", threads=1, out=tmp_path / "c.npy", progress=progress)
+    assert len(reports) == 1 and reports[0][0] < reports[0][1]
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(outcore.InputError, match="progress"):
+        outcore.gram(random01(rng, 4, 8), progress=3)
+
+
+def test_progress_reaches_the_total(rng):
+    a = random01(rng, 300, 4000)
+    reports = []
+    got = outcore.gram(a, backend="cpu", progress=lambda done, total: reports.append((done, total)))
+    assert np.array_equal(got, exact(a))
+    assert reports and reports[-1][0] == reports[-1][1] > 0
+    assert all(x[0] <= y[0] for x, y in zip(reports, reports[1:])), "progress went backwards"
+
+
+def timed_job_with_ticker(job):
+    """Runs job() while another Python thread ticks every millisecond; returns the job's
+    wall time and the longest pause between ticks inside it."""
+    ticks, stop = [], threading.Event()
+
+    def count():
+        while not stop.is_set():
+            ticks.append(time.monotonic())
+            time.sleep(0.001)
+
+    counter = threading.Thread(target=count)
+    counter.start()
+    t0 = time.monotonic()
+    try:
+        job()
+    finally:
+        t1 = time.monotonic()
+        stop.set()
+        counter.join()
+    inside = [t0] + [t for t in ticks if t0 <= t <= t1] + [t1]
+    return t1 - t0, max(b - a for a, b in zip(inside, inside[1:]))
+
+
+@pytest.mark.parametrize("caller", ["main thread", "other thread"])
+def test_other_threads_run_during_a_job(rng, caller):
+    # The job is grown until it lasts long enough to tell, on whatever machine runs the test:
+    # holding the GIL in oc_gram would stall the ticker for nearly the whole job.
+    m, n = 65536, 1000
+    for _ in range(10):  # at most about 70000 rows (560 MB)
+        packed = big_packed_job(rng, n, m)
+
+        def job():
+            if caller == "main thread":
+                outcore.gram(packed, bits=m, backend="cpu", threads=1)
+            else:
+                worker = threading.Thread(target=outcore.gram, args=(packed,), kwargs=dict(bits=m, backend="cpu", threads=1))
+                worker.start()
+                worker.join()
+
+        seconds, longest_gap = timed_job_with_ticker(job)
+        if seconds >= 0.5:
+            break
+        n = int(n * 1.6)
+    else:
+        pytest.fail(f"a {n} x {m} job still took only {seconds:.3f} s")
+    # Half the job leaves room for a loaded machine's scheduling delays.
+    assert longest_gap < 0.5 * seconds, f"another thread stalled {longest_gap:.2f} s of a {seconds:.2f} s job"
