@@ -9,7 +9,8 @@ triad reference is a C STREAM triad (a = b + s*c, OpenMP over all cores) compile
 cc -O3 -fopenmp; without a compiler it is left out and the table says so.
 
 With --gpu (and a usable GPU) the memory-bound cases also run with backend="cuda" under
---gpu-mem: host arrays in, host array out, every byte crossing PCIe once. Their reference is
+--gpu-mem: host arrays in, host array out, every byte crossing PCIe once, from numpy's
+pageable memory and from pinned memory (outcore.empty_pinned). Their reference is
 the pinned PCIe limit for those bytes, both directions overlapped, from `outcore devices
 --bandwidth --json` in the same run: max(in / h2d, out / d2h, (in + out) / both ways).
 
@@ -80,7 +81,9 @@ def pcie_limits(binary):
 
 
 def gpu_rows(args, outcore, env, shape, nbytes):
-    """The memory-bound cases with backend="cuda", beside the pinned PCIe limit."""
+    """The memory-bound cases with backend="cuda", beside the pinned PCIe limit: host arrays
+    in numpy's (pageable) memory, then the same in pinned memory (outcore.empty_pinned),
+    copied straight, and pinned but staged as pageable ones are (OUTCORE_PINNED_DIRECT=0)."""
     limits = pcie_limits(find_binary(args.binary))
     if not limits:
         print("# GPU rows: no usable GPU (or no bandwidth figures): skipped")
@@ -88,17 +91,30 @@ def gpu_rows(args, outcore, env, shape, nbytes):
     h2d, d2h, both = limits
     print(f"# GPU: pinned PCIe {h2d:.1f} GB/s host->device, {d2h:.1f} device->host, {both:.1f} both ways "
           f"(`outcore devices --bandwidth`, this run); --gpu-mem {args.gpu_mem}")
-    print("| case (cuda, host arrays) | outcore s | PCIe GB/s | limit s | % of limit | equal to cpu |")
-    print("|---|---|---|---|---|---|")
+    t = time.perf_counter()
+    pinned = {name: outcore.empty_pinned(arr.shape, arr.dtype) for name, arr in env.items()}
+    pin_s = time.perf_counter() - t
+    for name, arr in env.items():
+        pinned[name][...] = arr
+    pinned_out = outcore.empty_pinned(shape)
+    print(f"# pinned arrays: {sum(p.nbytes for p in pinned.values()) / 1e9 + pinned_out.nbytes / 1e9:.1f} GB "
+          f"allocated in {pin_s:.2f} s (not in the times below)")
+    print("| case (cuda, host arrays) | memory | outcore s | PCIe GB/s | limit s | % of limit | equal to cpu |")
+    print("|---|---|---|---|---|---|---|")
+    kinds = [("pageable", env, None, "1"), ("pinned", pinned, pinned_out, "1"), ("pinned, staged", pinned, pinned_out, "0")]
     for expr, inputs in [("a * b", 2), ("a * b + c", 2), ("where(a > 0, a, b) * 2", 2)]:
-        out = np.empty(shape)
         ref = outcore.map(expr, backend="cpu", **env)
-        outcore.map(expr, out=out, backend="cuda", gpu_mem=args.gpu_mem, **env)  # compile and warm up
-        t = best_of(lambda: outcore.map(expr, out=out, backend="cuda", gpu_mem=args.gpu_mem, **env), args.runs)
-        bytes_in, bytes_out = inputs * nbytes, nbytes
-        limit = max(bytes_in / h2d, bytes_out / d2h, (bytes_in + bytes_out) / both) / 1e9
-        print(f"| {expr} | {t:.3f} | {(bytes_in + bytes_out) / t / 1e9:.1f} | {limit:.3f} | {100 * limit / t:.0f}% | "
-              f"{'yes' if np.array_equal(out, ref) else 'NO'} |")
+        for kind, arrays, out, direct in kinds:
+            os.environ["OUTCORE_PINNED_DIRECT"] = direct
+            out = np.empty(shape) if out is None else out
+            outcore.map(expr, out=out, backend="cuda", gpu_mem=args.gpu_mem, **arrays)  # compile and warm up
+            t = best_of(lambda: outcore.map(expr, out=out, backend="cuda", gpu_mem=args.gpu_mem, **arrays), args.runs)
+            bytes_in, bytes_out = inputs * nbytes, nbytes
+            limit = max(bytes_in / h2d, bytes_out / d2h, (bytes_in + bytes_out) / both) / 1e9
+            print(f"| {expr} | {kind} | {t:.3f} | {(bytes_in + bytes_out) / t / 1e9:.1f} | {limit:.3f} | "
+                  f"{100 * limit / t:.0f}% | {'yes' if np.array_equal(out, ref) else 'NO'} |")
+    os.environ.pop("OUTCORE_PINNED_DIRECT", None)
+    del pinned, pinned_out
 
 
 def best_of(fn, runs):

@@ -12,8 +12,9 @@ normals, and downloaded, with device buffers recycled through a freelist guarded
                                   [--numba-sizes 500000] [--paths-out-size 5000000]
 
 For each size: outcore with the paths in registers (only price and standard error come back);
-at --paths-out-size, outcore streaming the full paths matrix to /dev/shm (the D2H-bound mode;
-its rate is compared with the pinned PCIe limit, 8 bytes per step); numba at --numba-sizes
+at --paths-out-size, outcore streaming the full paths matrix to /dev/shm, and returning it to
+pinned host memory (the D2H-bound mode: its rate is compared with the pinned device-to-host
+limit of `outcore devices --bandwidth`, 8 bytes per step); numba at --numba-sizes
 (the textbook version holds the whole paths matrix in pinned host memory: 1.6 KB per path).
 """
 import argparse
@@ -45,6 +46,16 @@ def run_outcore(binary, paths, extra):
     m = re.search(r"([\d.]+) Msteps/s", p.stdout)
     price = re.search(r"price ([\d.]+), standard error ([\d.]+)", p.stdout)
     return float(m.group(1)), f"price {price.group(1)} +- {price.group(2)}"
+
+
+def pinned_d2h(build):
+    """GPU 0's pinned device-to-host GB/s from `outcore devices --bandwidth --json`, now."""
+    import json
+    p = subprocess.run([os.path.join(build, "outcore"), "devices", "--bandwidth", "--json"], capture_output=True,
+                       text=True)
+    gpus = json.loads(p.stdout).get("gpus", []) if p.returncode == 0 else []
+    bw = gpus[0].get("bandwidth_gbps") if gpus else None
+    return bw["d2h_pinned"] if bw else None
 
 
 def numba_textbook(paths_n):
@@ -168,6 +179,14 @@ def main():
         gbs = rate * 8e6 / 1e9 if rate else 0
         print(f"| full paths to /dev/shm (--gpu-mem 2G) | {args.paths_out_size} | {rate or '-'} | - | - | {note}; "
               f"{gbs:.1f} GB/s of paths device to host (compare: pinned D2H of `outcore devices --bandwidth`) |")
+    if args.paths_out_size:
+        limit = pinned_d2h(args.build)
+        rate, note = run_outcore(binary, args.paths_out_size, ["--paths-host", "--gpu-mem", "2G"])
+        gbs = rate * 8e6 / 1e9 if rate else 0
+        vs = f"{100 * gbs / limit:.0f}% of the pinned D2H limit {limit:.1f} GB/s (this run)" if limit and gbs else \
+            "no D2H figure"
+        print(f"| full paths to pinned host memory (--gpu-mem 2G) | {args.paths_out_size} | {rate or '-'} | - | - | "
+              f"{note}; {gbs:.1f} GB/s of paths device to host: {vs} |")
     if why_no_numba:
         print(f"numba: {why_no_numba}")
 

@@ -72,7 +72,7 @@ if has test; then
   rc=$?
   note numba "$(grep -E 'tests passed|Skipped|Failed' "$LOGS/ctest_numba.log" | tail -1) (rc $rc)"
   # outcore map on the GPU through the CLI and the binding (their GPU cases skip elsewhere).
-  ctest --test-dir "$BUILD" -R 'cli_test_map_cli|python_test_map_numpy' --output-on-failure --timeout "${TEST_TIMEOUT:-300}" \
+  ctest --test-dir "$BUILD" -R 'cli_test_map_cli|python_test_map_numpy|python_test_pinned' --output-on-failure --timeout "${TEST_TIMEOUT:-300}" \
     >"$LOGS/ctest_map.log" 2>&1
   rc=$?
   note map "$(grep -E 'tests passed|Skipped|Failed' "$LOGS/ctest_map.log" | tail -1) (rc $rc)"

@@ -659,6 +659,9 @@ typedef struct oc_stream_stats {
     int64_t pinned_bytes;
     double seconds;            /* wall time of the whole call */
     double launch_seconds;     /* time spent inside the launch callback */
+    /* Of bytes_h2d + bytes_d2h, those copied straight between pinned host arrays and the
+     * device (oc_pinned_alloc), with no pass through the staging rings. */
+    int64_t bytes_direct;
 } oc_stream_stats;
 
 /* Runs spec over its chunks on device opts->device (opts may be NULL: defaults); blocks
@@ -670,6 +673,17 @@ typedef struct oc_stream_stats {
  * NULL. */
 OC_API oc_status oc_stream_run(oc_context *ctx, const oc_stream_spec *spec, const oc_stream_options *opts,
                                oc_stream_stats *stats);
+/* Page-locked ("pinned") host memory for arrays that cross to and from a GPU. oc_stream_run
+ * and map's CUDA backend copy an array that lies in pinned memory (from here, cudaHostAlloc,
+ * cudaHostRegister, torch's pin_memory or CuPy's pinned allocator) straight between it and
+ * the device at the PCIe rate; any other host array goes through pinned staging, one more
+ * read and write of every byte in host memory, which then bounds the job (docs/stream.md).
+ * Pinning runs far slower than the copies it serves: allocate once and reuse. *out gets
+ * bytes of memory usable from every device; OC_ERR_UNSUPPORTED without CUDA or a GPU,
+ * OC_ERR_NO_MEMORY when the driver refuses (naming the size). */
+OC_API oc_status oc_pinned_alloc(oc_context *ctx, size_t bytes, void **out);
+/* Frees memory from oc_pinned_alloc. NULL is a no-op. */
+OC_API void oc_pinned_free(void *ptr);
 /* ---------------------------------------------------------------- cost model */
 /* Measures this machine's rates for the cost model (`--backend auto`, docs/cost-model.md)
  * and stores them in the rate cache (OUTCORE_COST_CACHE): with a usable GPU first its

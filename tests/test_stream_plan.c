@@ -6,6 +6,7 @@
  * reference; a bad spec is refused before any device work (also in CPU-only builds).
  */
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "harness.h"
@@ -211,8 +212,16 @@ static void test_bad_specs(oc_context *ctx)
     opts = (oc_stream_options)OC_STREAM_OPTIONS_INIT;
     opts.struct_size -= 8;
     CHECK(oc_stream_run(ctx, &spec, &opts, NULL) == OC_ERR_INVALID_ARGUMENT);
-    oc_stream_stats stats = {.struct_size = sizeof stats - 8};
+    oc_stream_stats stats = {.struct_size = sizeof stats - 4};
     CHECK(oc_stream_run(ctx, &spec, NULL, &stats) == OC_ERR_INVALID_ARGUMENT);
+    /* Version 1 of the stats (before bytes_direct) is still taken; where no GPU runs the
+     * job, its fields are cleared and the field past it is left alone. */
+    if (oc_cuda_device_count() == 0) {
+        stats.struct_size = offsetof(oc_stream_stats, bytes_direct);
+        stats.chunks = 9, stats.bytes_direct = 77;
+        CHECK(oc_stream_run(ctx, &spec, NULL, &stats) == OC_ERR_UNSUPPORTED);
+        CHECK(stats.chunks == 0 && stats.bytes_direct == 77);
+    }
     /* A side input alone does not say how to cut the job. */
     oc_stream_array side = {"k", OC_STREAM_SIDE, 8, 1, {10}, 0, x};
     spec.arrays = &side, spec.narrays = 1;
@@ -248,6 +257,28 @@ static void test_bad_specs(oc_context *ctx)
 #endif
 }
 
+/* oc_pinned_alloc: refused with one line where there is no GPU; page-locked memory that
+ * holds what is written to it where there is one. */
+static void test_pinned_alloc(oc_context *ctx)
+{
+    void *p = (void *)1;
+    CHECK(oc_pinned_alloc(ctx, 0, &p) == OC_ERR_INVALID_ARGUMENT && p == NULL);
+    oc_status st = oc_pinned_alloc(ctx, 1 << 20, &p);
+    if (oc_cuda_device_count() == 0) {
+        CHECK(st == OC_ERR_UNSUPPORTED && p == NULL);
+        const char *msg = oc_context_last_error(ctx);
+        CHECK_MSG(strncmp(msg, "pinned memory: ", 15) == 0 && !strchr(msg, '\n'), "%s", msg);
+    } else {
+        CHECK_MSG(st == OC_OK && p != NULL, "%s", oc_context_last_error(ctx));
+        if (p) {
+            memset(p, 0x5a, 1 << 20);
+            CHECK(((unsigned char *)p)[(1 << 20) - 1] == 0x5a);
+        }
+        oc_pinned_free(p);
+    }
+    oc_pinned_free(NULL);
+}
+
 int main(void)
 {
     oc_context *ctx = NULL;
@@ -255,6 +286,7 @@ int main(void)
     test_plans(ctx);
     test_layout(ctx);
     test_bad_specs(ctx);
+    test_pinned_alloc(ctx);
     oc_context_free(ctx);
     return oc_test_finish();
 }

@@ -2,8 +2,8 @@
 // (docs/stream.md): outcore plans chunks of paths under --gpu-mem, runs this file's kernel
 // on each chunk and streams the results back while the next chunk computes.
 //
-//   pricer [--paths N] [--steps S] [--gpu-mem SIZE] [--paths-out FILE.npy | --paths-on-device]
-//          [--check N] [--seed X] [--device D]
+//   pricer [--paths N] [--steps S] [--gpu-mem SIZE]
+//          [--paths-out FILE.npy | --paths-host | --paths-on-device] [--check N] [--seed X] [--device D]
 //
 // Modes:
 //   default            the paths live in registers only; a sum and a sum of squares of the
@@ -13,6 +13,8 @@
 //   --paths-on-device  the full paths matrix is written to device scratch, never copied
 //   --paths-out F.npy  the full paths matrix, (steps + 1) x paths float64 (one row per time
 //                      step), is streamed to F.npy chunk by chunk
+//   --paths-host       the same matrix returned to host memory, pinned (oc_pinned_alloc): each
+//                      chunk lands there straight from the device, at the PCIe rate
 // Random numbers: Philox4x32-10 + Box-Muller written here (examples/common/philox.h), so the
 // CPU check draws exactly the same normals. --check N recomputes the first N paths on the
 // CPU and compares payoffs (and written paths) to 1e-12 relative. Exits 77 without a GPU.
@@ -21,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "outcore.h"
 #include "pricer_model.h"
@@ -78,8 +81,8 @@ static int launch(const oc_stream_chunk *c, void *user)
 
 static int usage(void)
 {
-    fprintf(stderr, "usage: pricer [--paths N] [--steps S] [--gpu-mem SIZE] [--paths-out FILE.npy | --paths-on-device] "
-                    "[--check N] [--seed X] [--device D]\n");
+    fprintf(stderr, "usage: pricer [--paths N] [--steps S] [--gpu-mem SIZE] "
+                    "[--paths-out FILE.npy | --paths-host | --paths-on-device] [--check N] [--seed X] [--device D]\n");
     return 2;
 }
 
@@ -93,11 +96,12 @@ int main(int argc, char **argv)
     long long paths = 500000, check = -1;
     int64_t gpu_mem = 0;
     const char *paths_out = NULL;
-    int on_device = 0, device = 0;
+    int on_device = 0, to_host = 0, device = 0;
     pricer_model m = PRICER_MODEL_DEFAULT;
     for (int i = 1; i < argc; ++i) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--paths-on-device")) on_device = 1;
+        else if (!strcmp(a, "--paths-host")) to_host = 1;
         else if (!v) return usage();
         else if (!strcmp(a, "--paths")) paths = atoll(v), ++i;
         else if (!strcmp(a, "--steps")) m.steps = atoi(v), ++i;
@@ -108,7 +112,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--device")) device = atoi(v), ++i;
         else return usage();
     }
-    if (paths < 1 || m.steps < 1 || gpu_mem < 0 || (paths_out && on_device)) return usage();
+    if (paths < 1 || m.steps < 1 || gpu_mem < 0 || (!!paths_out + on_device + to_host > 1)) return usage();
     if (check < 0) check = paths < 20000 ? paths : 20000;
     if (check > paths) check = paths;
     int count = 0;
@@ -127,12 +131,12 @@ int main(int argc, char **argv)
     if (oc_context_create(&ctx) != OC_OK) return 1;
     pricer_job job = {m, pricer_step_of(&m), -1, -1, -1, -1, check};
     double acc[2] = {0, 0};
-    double *payoff = NULL, *first = check > 0 ? (double *)calloc(check, sizeof(double)) : NULL;
+    double *payoff = NULL, *first = check > 0 ? (double *)calloc(check, sizeof(double)) : NULL, *host_paths = NULL;
     npy_file out;
     int have_out = 0, narrays = 0;
     oc_stream_array arrays[3];
     oc_stream_spec spec = OC_STREAM_SPEC_INIT;
-    if (!paths_out && !on_device) {
+    if (!paths_out && !on_device && !to_host) {
         // Price and standard error only: a sum and a sum of squares stay on the device through
         // every chunk (and the first paths' payoffs, for the check); nothing else comes back.
         oc_stream_array a = {"acc", OC_STREAM_RESULT, 8, 1, {2}, 0, acc};
@@ -143,7 +147,22 @@ int main(int argc, char **argv)
         }
         spec.extent = paths;
     } else {
-        payoff = (double *)malloc(sizeof(double) * paths);
+        if (to_host) {
+            // Pinned, the payoffs too: both cross straight from the device, no staging.
+            size_t bytes = sizeof(double) * (size_t)paths * (size_t)(m.steps + 1);
+            struct timespec t0, t1;
+            clock_gettime(CLOCK_MONOTONIC, &t0);
+            if (oc_pinned_alloc(ctx, bytes, (void **)&host_paths) != OC_OK ||
+                oc_pinned_alloc(ctx, sizeof(double) * (size_t)paths, (void **)&payoff) != OC_OK) {
+                fprintf(stderr, "pricer: %s\n", oc_context_last_error(ctx));
+                return 1;
+            }
+            clock_gettime(CLOCK_MONOTONIC, &t1);
+            printf("pricer: %.2f GB of host memory pinned in %.2f s (once; not in the times below)\n",
+                   (bytes + sizeof(double) * paths) / 1e9, (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9);
+        } else {
+            payoff = (double *)malloc(sizeof(double) * paths);
+        }
         oc_stream_array pay = {"payoff", OC_STREAM_OUTPUT, 8, 1, {paths}, 0, payoff};
         arrays[job.payoff = narrays++] = pay;
         if (paths_out) {
@@ -151,8 +170,8 @@ int main(int argc, char **argv)
             have_out = 1;
         }
         // (steps + 1) x paths, chunked along the paths: a chunk is (steps + 1) x rows on the device
-        oc_stream_array p = {"paths", paths_out ? OC_STREAM_OUTPUT : OC_STREAM_SCRATCH, 8, 2,
-                             {m.steps + 1, paths}, 1, paths_out ? out.data : NULL};
+        double *dest = paths_out ? out.data : host_paths;
+        oc_stream_array p = {"paths", dest ? OC_STREAM_OUTPUT : OC_STREAM_SCRATCH, 8, 2, {m.steps + 1, paths}, 1, dest};
         arrays[job.paths = narrays++] = p;
     }
     spec.arrays = arrays, spec.narrays = narrays, spec.launch = launch, spec.user = &job;
@@ -187,18 +206,21 @@ int main(int argc, char **argv)
     double price = disc * mean, se = disc * sqrt(fmax(sum2 / paths - mean * mean, 0.0) / paths);
     double steps = (double)paths * m.steps;
     printf("pricer: %lld paths x %d steps (%s): price %.6f, standard error %.6f\n", paths, m.steps,
-           paths_out ? "paths streamed to the file" : on_device ? "paths kept in device scratch"
-                                                                 : "paths in registers, only the sums come back",
+           paths_out  ? "paths streamed to the file"
+           : to_host  ? "paths returned to pinned host memory"
+           : on_device ? "paths kept in device scratch"
+                       : "paths in registers, only the sums come back",
            price, se);
-    printf("pricer: %.4f s, %.1f Msteps/s; %lld chunks of %lld paths, %d in flight; %.3f GB down, device peak %.1f MiB "
-           "of %.1f MiB\n",
+    printf("pricer: %.4f s, %.1f Msteps/s; %lld chunks of %lld paths, %d in flight; %.3f GB down (%.1f GB/s, %.3f GB "
+           "straight to pinned memory), device peak %.1f MiB of %.1f MiB\n",
            stats.seconds, steps / stats.seconds / 1e6, (long long)stats.chunks, (long long)stats.chunk_rows,
-           stats.in_flight, stats.bytes_d2h / 1e9, stats.dev_peak_bytes / 1048576.0,
-           stats.dev_budget_bytes / 1048576.0);
+           stats.in_flight, stats.bytes_d2h / 1e9, stats.bytes_d2h / stats.seconds / 1e9, stats.bytes_direct / 1e9,
+           stats.dev_peak_bytes / 1048576.0, stats.dev_budget_bytes / 1048576.0);
 
     // The CPU check: the same arithmetic on the same random numbers.
     int bad = 0;
-    long long check_paths_written = paths_out ? (check < 1000 ? check : 1000) : 0;
+    const double *written = paths_out ? out.data : host_paths;
+    long long check_paths_written = written ? (check < 1000 ? check : 1000) : 0;
     double *row = (double *)malloc(sizeof(double) * (m.steps + 1));
     const double *gpu_pay = payoff ? payoff : first;
     double cpu_sum = 0;
@@ -207,7 +229,7 @@ int main(int argc, char **argv)
         cpu_sum += pay;
         if (!near(pay, gpu_pay[p], m.strike) && bad++ == 0)
             printf("pricer: path %lld: payoff %.17g on the GPU, %.17g on the CPU\n", p, gpu_pay[p], pay);
-        for (int t = 0; p < check_paths_written && t <= m.steps; ++t) bad += !near(row[t], out.data[(long long)t * paths + p], 1.0);
+        for (int t = 0; p < check_paths_written && t <= m.steps; ++t) bad += !near(row[t], written[(long long)t * paths + p], 1.0);
     }
     free(row);
     // Every path checked: the sums agree too (the device adds them in no fixed order).
@@ -217,7 +239,8 @@ int main(int argc, char **argv)
         printf("pricer: CPU check of the first %lld paths%s: %s\n", check,
                check_paths_written ? " (and the written paths of the first 1000)" : "", bad ? "MISMATCH" : "equal");
     if (have_out && npy_commit(&out) != 0) return 1;
-    free(payoff);
+    if (to_host) oc_pinned_free(payoff), oc_pinned_free(host_paths);
+    else free(payoff);
     free(first);
     oc_context_free(ctx);
     return bad ? 1 : 0;

@@ -217,6 +217,8 @@ _SIGNATURES = {
     "oc_cpu_cores": (ctypes.c_int, []),
     "oc_cuda_device_count": (ctypes.c_int, []),
     "oc_cuda_warm_up": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_int]),
+    "oc_pinned_alloc": (ctypes.c_int, [_vp, ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p)]),
+    "oc_pinned_free": (None, [_vp]),
 }
 for _name, (_restype, _argtypes) in _SIGNATURES.items():
     _fn = getattr(lib, _name)
@@ -315,6 +317,7 @@ class StreamStats(ctypes.Structure):
         ("pinned_bytes", ctypes.c_int64),
         ("seconds", ctypes.c_double),
         ("launch_seconds", ctypes.c_double),
+        ("bytes_direct", ctypes.c_int64),
     ]
 
     def __init__(self):

@@ -241,6 +241,21 @@ static void make_context(int device)
     if (cudaSetDevice(device) != cudaSuccess || cudaFree(0) != cudaSuccess) (void)cudaGetLastError();
 }
 
+static int pinned_alloc(size_t bytes, void **out, char *why, size_t why_size)
+{
+    cudaError_t e = cudaHostAlloc(out, bytes, cudaHostAllocPortable);
+    if (e == cudaSuccess) return 0;
+    (void)cudaGetLastError();
+    *out = NULL;
+    snprintf(why, why_size, "%s", cudaGetErrorString(e));
+    return 1;
+}
+
+static void pinned_free(void *ptr)
+{
+    if (cudaFreeHost(ptr) != cudaSuccess) (void)cudaGetLastError();
+}
+
 const oc_gpu_probe oc_gpu_probe_cuda = {
     oc_cuda_probe_device_cc,
     oc_cuda_probe_inspect,
@@ -248,4 +263,6 @@ const oc_gpu_probe oc_gpu_probe_cuda = {
     probe_devices,
     gpu_identity,
     make_context,
+    pinned_alloc,
+    pinned_free,
 };

@@ -115,8 +115,11 @@ static oc_status map_cuda_run(oc_context *ctx, const oc_map_plan *m, void *out, 
     char name[64] = "GPU";
     if (cudaGetDeviceProperties(&prop, 0) == cudaSuccess) snprintf(name, sizeof name, "%.63s", prop.name);
     stats->backend = OC_BACKEND_CUDA;
-    snprintf(stats->backend_desc, sizeof stats->backend_desc, "cuda:0 %.48s, %lld chunk%s", name, (long long)ss.chunks,
-             ss.chunks == 1 ? "" : "s");
+    snprintf(stats->backend_desc, sizeof stats->backend_desc, "cuda:0 %.48s, %lld chunk%s%s", name, (long long)ss.chunks,
+             ss.chunks == 1 ? "" : "s",
+             ss.bytes_direct == 0                           ? ""
+             : ss.bytes_direct == ss.bytes_h2d + ss.bytes_d2h ? ", pinned arrays"
+                                                            : ", some arrays pinned");
     return OC_OK;
 }
 

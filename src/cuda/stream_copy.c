@@ -1,8 +1,11 @@
-/* stream_copy.c - uploads and downloads of streamed chunks through the pinned rings (stream_copy.h). */
+/* stream_copy.c - uploads and downloads of streamed chunks: through the pinned rings, or
+ * straight between a pinned host array and the device (stream_copy.h). */
 #include "cuda/stream_copy.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/error.h"
 #include "cuda/cuda_check.h"
@@ -11,6 +14,8 @@
 
 /* Below this a piece is gathered by the driving thread alone: a split's hand-off costs more. */
 #define SPLIT_MIN (1LL << 20)
+/* Arrays whose pinnedness is remembered (a job has a few; beyond these it is asked again). */
+#define SEEN_MAX 16
 
 typedef struct delivery {
     oc_stream_copy *copy;
@@ -27,7 +32,13 @@ struct oc_stream_copy {
     int up_slots, down_slots;
     int device;
     oc_workers *workers;
-    int64_t bytes_h2d, bytes_d2h;
+    int64_t bytes_h2d, bytes_d2h, bytes_direct;
+    int direct_off;            /* OUTCORE_PINNED_DIRECT=0: every array through the rings */
+    struct {
+        const oc_stream_job_array *a;
+        int pinned;
+    } seen[SEEN_MAX];
+    int nseen;
 };
 
 /* The device current on this pool thread, as this file last set it (-1: none yet): setting
@@ -60,6 +71,52 @@ static size_t ring_bytes(oc_context *ctx, const oc_stream_plan *plan, int slots,
     return oc_cuda_staging_fit(ctx, (size_t)need, (size_t)(limit > need ? limit : need));
 }
 
+/* Whether host byte p is page-locked memory the device copies at the PCIe rate. */
+static int host_pinned(const void *p)
+{
+    struct cudaPointerAttributes at;
+    if (cudaPointerGetAttributes(&at, p) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return at.type == cudaMemoryTypeHost;
+}
+
+/* Whether a's host memory is pinned at both its ends (one allocation or registration holds
+ * it: a copy from memory that is not pinned after all is still right, only slower). */
+static int array_pinned(oc_stream_copy *c, const oc_stream_job_array *a)
+{
+    if (c->direct_off) return 0;
+    for (int i = 0; i < c->nseen; ++i)
+        if (c->seen[i].a == a) return c->seen[i].pinned;
+    const unsigned char *p = a->a.host;
+    int pinned = host_pinned(p) && host_pinned(p + a->total_bytes - 1);
+    if (c->nseen < SEEN_MAX) {
+        c->seen[c->nseen].a = a;
+        c->seen[c->nseen++].pinned = pinned;
+    }
+    return pinned;
+}
+
+/* Rows [start, start + rows) of a, straight between its pinned host memory and dev: one
+ * copy of `outer` runs, each rows * inner_bytes long, extent * inner_bytes apart on the host. */
+static cudaError_t copy_direct(const oc_stream_job_array *a, int64_t start, int64_t rows, void *dev, int up,
+                               cudaStream_t s)
+{
+    int64_t width = rows * a->inner_bytes, pitch = a->extent * a->inner_bytes;
+    unsigned char *host = (unsigned char *)a->a.host + start * a->inner_bytes, *d = dev;
+    enum cudaMemcpyKind kind = up ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost;
+    if (a->outer == 1 || width == pitch)
+        return cudaMemcpyAsync(up ? (void *)d : host, up ? (void *)host : d, (size_t)(width * a->outer), kind, s);
+    if (pitch <= INT_MAX)
+        return cudaMemcpy2DAsync(up ? (void *)d : host, (size_t)(up ? width : pitch), up ? (void *)host : d,
+                                 (size_t)(up ? pitch : width), (size_t)width, (size_t)a->outer, kind, s);
+    cudaError_t e = cudaSuccess;
+    for (int64_t o = 0; o < a->outer && e == cudaSuccess; ++o, host += pitch, d += width)
+        e = cudaMemcpyAsync(up ? (void *)d : host, up ? (void *)host : d, (size_t)width, kind, s);
+    return e;
+}
+
 oc_status oc_stream_copy_open(oc_context *ctx, oc_pool *pool, const oc_stream_plan *plan, int device,
                               oc_workers *workers, oc_stream_copy **out)
 {
@@ -68,6 +125,8 @@ oc_status oc_stream_copy_open(oc_context *ctx, oc_pool *pool, const oc_stream_pl
     oc_status st = OC_OK;
     c->device = device;
     c->workers = workers;
+    const char *direct = getenv("OUTCORE_PINNED_DIRECT");
+    c->direct_off = direct && strcmp(direct, "0") == 0;
     c->up_slots = plan->h2d_slots;
     c->down_slots = plan->d2h_slots;
     c->up_read = calloc((size_t)c->up_slots + 1, sizeof *c->up_read);
@@ -117,6 +176,12 @@ oc_status oc_stream_copy_upload(oc_context *ctx, oc_stream_copy *c, const oc_str
                                 int64_t rows, void *dev, cudaStream_t h2d)
 {
     int64_t bytes = rows * a->row_bytes, piece = oc_staging_slot_bytes(c->up);
+    if (array_pinned(c, a)) {
+        cudaError_t e = copy_direct(a, start, rows, dev, 1, h2d);
+        if (e != cudaSuccess) return oc_cuda_fail_at(ctx, e, "upload of a chunk", __FILE__, __LINE__);
+        c->bytes_h2d += bytes, c->bytes_direct += bytes;
+        return OC_OK;
+    }
     for (int64_t off = 0; off < bytes; off += piece) {
         int64_t len = bytes - off < piece ? bytes - off : piece;
         int slot;
@@ -156,6 +221,14 @@ oc_status oc_stream_copy_download(oc_context *ctx, oc_stream_copy *c, const oc_s
                                   int64_t rows, const void *dev, cudaStream_t d2h)
 {
     int64_t bytes = rows * a->row_bytes, piece = oc_staging_slot_bytes(c->down);
+    if (array_pinned(c, a)) {
+        /* Done when d2h is: the run synchronises it before it returns, and the device
+         * before it frees anything on failure. */
+        cudaError_t e = copy_direct(a, start, rows, (void *)dev, 0, d2h);
+        if (e != cudaSuccess) return oc_cuda_fail_at(ctx, e, "download of a chunk", __FILE__, __LINE__);
+        c->bytes_d2h += bytes, c->bytes_direct += bytes;
+        return OC_OK;
+    }
     for (int64_t off = 0; off < bytes; off += piece) {
         int64_t len = bytes - off < piece ? bytes - off : piece;
         int slot;
@@ -182,10 +255,11 @@ oc_status oc_stream_copy_drain(oc_context *ctx, oc_stream_copy *c)
     return OC_OK;
 }
 
-void oc_stream_copy_bytes(const oc_stream_copy *c, int64_t *h2d, int64_t *d2h)
+void oc_stream_copy_bytes(const oc_stream_copy *c, int64_t *h2d, int64_t *d2h, int64_t *direct)
 {
     *h2d = c->bytes_h2d;
     *d2h = c->bytes_d2h;
+    *direct = c->bytes_direct;
 }
 
 void oc_stream_copy_close(oc_stream_copy *c)

@@ -1,5 +1,5 @@
 /*
- * stream_copy.h - a streamed job's copies through the pinned rings (mem/staging.h):
+ * stream_copy.h - a streamed job's copies, through the pinned rings (mem/staging.h):
  *
  *   upload:   acquire an h2d slot (waits for the event of the copy that last read it) ->
  *             gather the piece from the host array into it (split over the pool's workers)
@@ -7,6 +7,12 @@
  *   download: acquire a d2h slot -> cudaMemcpyAsync into it on d2h -> record its ready event
  *             -> post a delivery task: a pool worker waits for the event, scatters the piece
  *             into the host array and releases the slot
+ *
+ *   pinned:   an array whose host memory is page-locked (oc_pinned_alloc, cudaHostAlloc, a
+ *             registration) skips the rings: one cudaMemcpyAsync (2D when the chunk axis is
+ *             not the first) between it and the device on h2d or d2h. That saves the gather
+ *             or scatter, a read and a write of every byte in host memory, which bounds a
+ *             streamed job from pageable memory. OUTCORE_PINNED_DIRECT=0 turns it off.
  *
  * A chunk crosses in slot-sized pieces of its device layout (exec/stream_job.h), so slots
  * need not hold a whole row. Failures found by delivery tasks are recorded on the ring and
@@ -42,8 +48,8 @@ oc_status oc_stream_copy_download(oc_context *ctx, oc_stream_copy *c, const oc_s
 /* Waits until every delivery is done; returns the first failure a task recorded. */
 oc_status oc_stream_copy_drain(oc_context *ctx, oc_stream_copy *c);
 
-/* Bytes enqueued each way. */
-void oc_stream_copy_bytes(const oc_stream_copy *c, int64_t *h2d, int64_t *d2h);
+/* Bytes enqueued each way, and of both, those copied straight from or to pinned arrays. */
+void oc_stream_copy_bytes(const oc_stream_copy *c, int64_t *h2d, int64_t *d2h, int64_t *direct);
 
 /* Drains (ignoring failures), frees the rings and events. NULL: no-op. */
 void oc_stream_copy_close(oc_stream_copy *c);

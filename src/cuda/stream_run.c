@@ -284,7 +284,7 @@ cleanup:
         oc_pool_get_stats(r.dev.pool, &ps);
         oc_stream_stats *s = job->stats;
         s->chunks = r.plan.chunks, s->chunk_rows = r.plan.chunk_rows, s->in_flight = r.plan.in_flight;
-        if (r.copy) oc_stream_copy_bytes(r.copy, &s->bytes_h2d, &s->bytes_d2h);
+        if (r.copy) oc_stream_copy_bytes(r.copy, &s->bytes_h2d, &s->bytes_d2h, &s->bytes_direct);
         s->dev_budget_bytes = ps.budget, s->dev_peak_bytes = ps.peak, s->pinned_bytes = r.plan.pinned_bytes;
         s->launch_seconds = r.launch_seconds;
     }

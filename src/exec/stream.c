@@ -2,6 +2,7 @@
  * stream.c - oc_stream_run: checks the call (stream_job.c) and hands it to the CUDA backend
  * (cuda/stream_run.c), the only one that runs user kernels.
  */
+#include <stddef.h>
 #include <string.h>
 
 #include "core/context.h"
@@ -14,18 +15,18 @@ oc_status oc_stream_run(oc_context *ctx, const oc_stream_spec *spec, const oc_st
 {
     if (!ctx) return OC_ERR_INVALID_ARGUMENT;
     oc_context_begin_job(ctx);
-    if (stats && stats->struct_size != sizeof(oc_stream_stats))
+    /* Version 1 of the stats ends before bytes_direct (docs/abi.md): only its fields are
+     * written back. */
+    const size_t v1 = offsetof(oc_stream_stats, bytes_direct);
+    if (stats && stats->struct_size != sizeof(oc_stream_stats) && stats->struct_size != v1)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "stream: stats.struct_size must be sizeof(oc_stream_stats)");
     double t0 = oc_now();
     oc_stream_job job;
+    oc_stream_stats all = {.struct_size = sizeof all};
     oc_status st = oc_stream_job_make(ctx, spec, opts, &job);
     if (st == OC_OK) {
-        if (stats) {
-            size_t size = stats->struct_size;
-            memset(stats, 0, sizeof *stats);
-            stats->struct_size = size;
-        }
-        job.stats = stats;
+        if (stats) memset((char *)stats + sizeof stats->struct_size, 0, stats->struct_size - sizeof stats->struct_size);
+        job.stats = stats ? &all : NULL;
 #ifdef OC_HAVE_CUDA
         st = oc_cuda_stream_run(&job);
 #else
@@ -33,6 +34,8 @@ oc_status oc_stream_run(oc_context *ctx, const oc_stream_spec *spec, const oc_st
 #endif
     }
     oc_stream_job_release(&job);
-    if (stats && st == OC_OK) stats->seconds = oc_now() - t0;
+    if (st == OC_OK) all.seconds = oc_now() - t0;
+    if (stats && job.stats) memcpy((char *)stats + sizeof all.struct_size, (char *)&all + sizeof all.struct_size,
+                                   stats->struct_size - sizeof all.struct_size);
     return st == OC_OK ? OC_OK : oc_trace_at(ctx, st, __FILE__, __LINE__);
 }

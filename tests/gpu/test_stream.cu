@@ -1,6 +1,7 @@
 // test_stream.cu - oc_stream_run on a real GPU: user kernels over arrays larger than the
 // device budget (three times it), chunked along the first and along an inner axis, with side
-// inputs, scratch, in-place and output-only arrays; the results equal a CPU loop. Then the
+// inputs, scratch, in-place and output-only arrays, in pageable memory (through the staging
+// rings) and in pinned memory (copied straight); the results equal a CPU loop. Then the
 // failures: a callback's nonzero return, cancellation, and (last, since it spoils the CUDA
 // context) a kernel that faults. Exits 77 (skipped) without a usable GPU.
 #include <cuda_runtime.h>
@@ -84,12 +85,28 @@ static void record_progress(void *user, double done, double total)
     last[0] = done, last[1] = total;
 }
 
-static void test_rows(oc_context *ctx)
+// Host memory for a test's arrays: pageable (malloc) or pinned (oc_pinned_alloc).
+static void *host_alloc(oc_context *ctx, size_t bytes, int pinned)
+{
+    void *p = NULL;
+    if (!pinned) p = malloc(bytes);
+    else CHECK_MSG(oc_pinned_alloc(ctx, bytes, &p) == OC_OK, "pinned: %s", oc_context_last_error(ctx));
+    if (!p) abort();
+    return p;
+}
+
+static void host_free(void *p, int pinned)
+{
+    if (pinned) oc_pinned_free(p);
+    else free(p);
+}
+
+static void test_rows(oc_context *ctx, int pinned)
 {
     const int cols = 16;
     const long long rows = 300000, n = rows * cols;        // 38.4 MB per array
     const long long budget = 24 * MIB;                       // x and y are three times this
-    double *x = (double *)malloc(n * 8), *y = (double *)malloc(n * 8), b[cols];
+    double *x = (double *)host_alloc(ctx, n * 8, pinned), *y = (double *)host_alloc(ctx, n * 8, pinned), b[cols];
     for (long long i = 0; i < n; ++i) x[i] = (double)(i % 1000) * 0.25 - 7.0;
     for (int j = 0; j < cols; ++j) b[j] = j * 1.5;
     memset(y, 0, n * 8);
@@ -118,11 +135,12 @@ static void test_rows(oc_context *ctx)
     CHECK(st.dev_peak_bytes <= budget);
     CHECK_EQ_I64(st.bytes_h2d, n * 8 + cols * 8);
     CHECK_EQ_I64(st.bytes_d2h, n * 8);
+    CHECK_EQ_I64(st.bytes_direct, pinned ? 2 * n * 8 : 0); // b, on the stack, is staged
     CHECK(progress[0] == (double)rows && progress[1] == (double)rows); // the last call: all done
-    printf("rows: %lld chunks of %lld rows, %d in flight, %.3f s\n", (long long)st.chunks, (long long)st.chunk_rows,
-           st.in_flight, st.seconds);
-    free(x);
-    free(y);
+    printf("rows (%s): %lld chunks of %lld rows, %d in flight, %.3f s\n", pinned ? "pinned" : "pageable",
+           (long long)st.chunks, (long long)st.chunk_rows, st.in_flight, st.seconds);
+    host_free(x, pinned);
+    host_free(y, pinned);
 }
 
 static int launch_scale(const oc_stream_chunk *c, void *user)
@@ -133,11 +151,12 @@ static int launch_scale(const oc_stream_chunk *c, void *user)
 }
 
 // Chunks along axis 1 of a (5, N, 3) array, changed in place: strided on the host; with
-// in_flight chunks at once (0: the planner's) and the budget reserved or grown.
-static void test_inner_axis(oc_context *ctx, int in_flight, oc_gpu_mem_mode mode)
+// in_flight chunks at once (0: the planner's) and the budget reserved or grown; pinned, each
+// chunk crosses as one strided (2D) copy each way.
+static void test_inner_axis(oc_context *ctx, int in_flight, oc_gpu_mem_mode mode, int pinned)
 {
     const long long d0 = 5, d1 = 400000, d2 = 3, n = d0 * d1 * d2; // 24 MB
-    float *x = (float *)malloc(n * 4), *want = (float *)malloc(n * 4);
+    float *x = (float *)host_alloc(ctx, n * 4, pinned), *want = (float *)malloc(n * 4);
     for (long long i = 0; i < n; ++i) x[i] = (float)(i % 977), want[i] = x[i] * 3.0f;
     oc_stream_array a = {"x", OC_STREAM_INOUT, 4, 3, {d0, d1, d2}, 1, x};
     oc_stream_spec spec = OC_STREAM_SPEC_INIT;
@@ -151,8 +170,10 @@ static void test_inner_axis(oc_context *ctx, int in_flight, oc_gpu_mem_mode mode
     oc_status s = oc_stream_run(ctx, &spec, &opts, &st);
     CHECK_MSG(s == OC_OK, "inner axis, %d in flight: %s", in_flight, oc_context_last_error(ctx));
     CHECK(in_flight == 0 || st.in_flight == in_flight);
+    CHECK(st.chunks > 1);
     CHECK(memcmp(x, want, n * 4) == 0);
-    free(x);
+    CHECK_EQ_I64(st.bytes_direct, pinned ? 2 * n * 4 : 0);
+    host_free(x, pinned);
     free(want);
 }
 
@@ -243,10 +264,13 @@ int main(void)
     }
     oc_context *ctx = NULL;
     CHECK(oc_context_create(&ctx) == OC_OK);
-    test_rows(ctx);
-    test_inner_axis(ctx, 0, OC_GPU_MEM_GROW);
-    test_inner_axis(ctx, 2, OC_GPU_MEM_GROW);
-    test_inner_axis(ctx, 8, OC_GPU_MEM_RESERVE);
+    test_rows(ctx, 0);
+    test_rows(ctx, 1);
+    test_inner_axis(ctx, 0, OC_GPU_MEM_GROW, 0);
+    test_inner_axis(ctx, 2, OC_GPU_MEM_GROW, 0);
+    test_inner_axis(ctx, 8, OC_GPU_MEM_RESERVE, 0);
+    test_inner_axis(ctx, 0, OC_GPU_MEM_GROW, 1);
+    test_inner_axis(ctx, 3, OC_GPU_MEM_RESERVE, 1);
     test_output_only(ctx);
     /* Under compute-sanitizer the deliberate fault would be reported as the error it is:
      * OUTCORE_TEST_SKIP_FAULT (gpu_check.sh's sanitize step) leaves it out there. */
