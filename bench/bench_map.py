@@ -140,6 +140,7 @@ def main():
     import outcore
     try:
         import numexpr
+        numexpr.set_num_threads(os.cpu_count())  # all cores, as outcore uses
     except ImportError:
         numexpr = None
 
@@ -153,6 +154,8 @@ def main():
     print(f"# bench_map: {shape[0]} x {shape[1]} float64 ({nbytes / 1e9:.2f} GB per array), "
           f"{os.cpu_count()} cores, outcore {outcore.__version__} cpu {outcore.cpu_isa()}")
     print(f"# STREAM triad (C, OpenMP, {threads} threads): " + (f"{triad:.1f} GB/s" if triad else "no C compiler"))
+    print("# numexpr " + (f"{numexpr.__version__}, {numexpr.get_num_threads()} threads" if numexpr else
+                          "not installed (pip install numexpr; or PYTHONPATH to a folder holding it)"))
     cases = [("a * b", 3), ("a * b + c", 3), ("where(a > 0, a, b) * 2", 3), ("sqrt(abs(a)) * b + 1", 3),
              ("exp(a) + sin(b)", 3)]
     print("| case | outcore s | GB/s | % triad | numpy s | numexpr s | vs numpy | vs numexpr |")

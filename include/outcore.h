@@ -816,8 +816,9 @@ OC_API oc_status oc_mpi_agree(oc_context *ctx, oc_status status);
  * context, the matrices read from the same files). out must be OC_OUTPUT_FILE (.npy dense,
  * top-k .npz/.tsv, threshold .npz/.mtx/.tsv); the file holds exactly the bytes one process
  * writes, whatever the number of ranks. Every rank returns the same status (oc_mpi_agree's
- * rule); on failure no file is left under the output's name. stats: this rank's figures, with
- * seconds the job's wall time and pairs the job's total. ranks_json (may be NULL): on rank 0 a
+ * rule); on failure no file is left under the output's name. stats, on every rank: the job's
+ * figures over all ranks (tiles, bit-MACs and bytes summed, the largest peaks), seconds the
+ * job's wall time and pairs the job's total; devices[] is this rank's own. ranks_json (may be NULL): on rank 0 a
  * JSON array with one object per rank (rank, host, rows, backend, tiles, seconds, bytes),
  * malloc'ed; NULL on the other ranks. Progress callbacks are not called. */
 OC_API oc_status oc_gram_ranks(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const oc_gram_options *opts,

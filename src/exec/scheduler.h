@@ -2,7 +2,8 @@
  * scheduler.h - the queue of tile groups the device workers of one job pull from.
  *
  * The plan's tile order is cut into groups: runs of consecutive tiles with the same
- * affinity key (the row panel, or the group of A panels a streaming plan keeps resident),
+ * affinity key (the caller's: for a plan whose panels stay resident the column panel, for a
+ * streaming plan the group of A panels it keeps resident; cuda/gram_parts.c),
  * each run cut again into pieces of at most `max_group` tiles so that no worker holds back
  * much work at the end. Workers pull groups whenever they need work (dynamic: a slower or
  * busier device simply pulls fewer), and prefer panel affinity: a worker takes the first

@@ -158,8 +158,11 @@ static oc_status summarise(oc_rank_job *j, oc_gram_stats *st_out, char **ranks_j
 
 /* Defaults shared by the ranks of one node: the host budget's default (a share of the memory
  * available) and the CPU threads (all cores) divided by the ranks on the node, the default GPU
- * fraction by the ranks on the node that use the same device. What the caller gave is per
- * rank, as given. */
+ * fraction (the default or one the caller gave, --gpu-mem 50%) by the ranks on the node that
+ * name the same --device. Sizes the caller gave (host memory, threads, a --gpu-mem size) are
+ * per rank, as given. Ranks are grouped by opts->device alone: ranks that pick their GPUs
+ * through CUDA_VISIBLE_DEVICES or --devices all count as sharing one (docs/scale-out.md says
+ * to give them a --gpu-mem size). */
 static void share_node_budgets(oc_gram_options *o)
 {
     MPI_Comm node = MPI_COMM_NULL, device = MPI_COMM_NULL;
