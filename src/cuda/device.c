@@ -78,6 +78,14 @@ static oc_pinned_cache *context_cache(oc_context *ctx)
     return cache;
 }
 
+static void cache_borrowed(struct oc_pinned_cache *cache) { (void)cache; }
+
+void oc_cuda_share_pinned_cache(oc_context *child, oc_context *parent)
+{
+    oc_pinned_cache *cache = context_cache(parent);
+    if (cache && !oc_context_pinned_cache(child)) oc_context_adopt_pinned_cache(child, cache, cache_borrowed);
+}
+
 static int host_alloc(void *user, size_t bytes, void **out, char *why, size_t why_size)
 {
     return user ? oc_pinned_cache_take(user, bytes, out, why, why_size) : pin(NULL, bytes, out, why, why_size);

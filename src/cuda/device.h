@@ -59,6 +59,13 @@ oc_mem_ops oc_cuda_mem_ops(oc_context *ctx);
  * thread running ctx's job. (oc_context_release_cached_memory unpins the idle blocks.) */
 size_t oc_cuda_staging_fit(oc_context *ctx, size_t need, size_t limit);
 
+/* child's jobs take and give their pinned staging through parent's cache (made now if it
+ * has none): the part of a logical device that runs on a context of its own then pins
+ * nothing that parent keeps idle, and leaves what it pinned idle there at the job's end
+ * instead of unpinning it on the job's path. The cache's mutex serves both. child must be
+ * freed before parent (its free leaves the cache alone). */
+void oc_cuda_share_pinned_cache(oc_context *child, oc_context *parent);
+
 /* Device and pinned bytes allocated through oc_cuda_mem_ops and not yet freed, in this
  * process (any thread), idle cached staging included: tests check that a failed job leaves
  * none behind once oc_context_release_cached_memory has run. */

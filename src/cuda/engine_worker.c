@@ -19,6 +19,7 @@
 
 #include "core/context.h"
 #include "core/threads.h"
+#include "core/trace.h"
 #include "cuda/cuda_check.h"
 #include "cuda/engine_sinks.h"
 #include "cuda/engine_trace.h"
@@ -136,6 +137,10 @@ oc_status oc_engine_worker_setup(oc_engine_worker *w, const oc_engine_plan *plan
     w->plan = *plan;
     w->job = *job;
     w->streams = job->two_streams ? 2 : 1;
+    /* OUTCORE_TRACE: each step of a worker's set-up, as "outcore cuda:D setup: STEP s". */
+    char who[32];
+    snprintf(who, sizeof who, "cuda:%d setup", w->dev.index);
+    double t = oc_now();
     oc_mem_ops ops = oc_cuda_mem_ops(ctx);
     OC_CHECK(oc_pool_create(ctx, &ops, w->dev.index, plan->device_budget, job->gpu_mem_mode, plan->host_budget,
                             &w->dev.pool));
@@ -153,18 +158,22 @@ oc_status oc_engine_worker_setup(oc_engine_worker *w, const oc_engine_plan *plan
     OC_CHECK(create_events(ctx, &w->out_done, no));
     OC_CHECK(create_events(ctx, &w->out_free, no));
     if (oc_tracing()) OC_CHECK(oc_engine_trace_open(ctx, tp->ntiles, &w->trace));
+    oc_trace_phase(&t, who, "device memory and events");
 
     oc_workers *pool_threads;
     OC_CHECK(oc_context_workers(ctx, plan->workers, &pool_threads));
+    oc_trace_phase(&t, who, "threads");
     oc_workers_limit_tasks(pool_threads, plan->sinks);
     int64_t h2d_need = oc_staging_bytes(plan->h2d_slots, plan->h2d_slot_bytes);
     int64_t d2h_need = plan->d2h_slots ? oc_staging_bytes(plan->d2h_slots, plan->d2h_slot_bytes) : 0;
     size_t h2d_bytes = ring_bytes(ctx, h2d_need, plan->host_budget - d2h_need);
     OC_CHECK(oc_engine_upload_open(ctx, w->dev.pool, plan, h2d_bytes, pool_threads, &w->upload));
+    oc_trace_phase(&t, who, "upload ring");
     if (job->dense && plan->d2h_slots > 0) {
         size_t d2h_bytes = ring_bytes(ctx, d2h_need, plan->host_budget - (int64_t)h2d_bytes);
         OC_CHECK(oc_engine_sinks_open(ctx, w->dev.pool, plan, d2h_bytes, w->dev.index, job->dense, job->host_mirror,
                                       pool_threads, &w->sinks));
+        oc_trace_phase(&t, who, "sinks");
     }
     return OC_OK;
 }

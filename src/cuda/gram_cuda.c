@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "core/threads.h"
+#include "core/trace.h"
 #include "exec/gram_resume.h"
 #include "cuda/cuda_check.h"
 #include "cuda/engine.h"
@@ -289,8 +290,12 @@ oc_status oc_gram_part_setup(gram_cuda *g, const oc_cuda_select_share *share, in
     }
     OC_CHECK(oc_engine_worker_setup(g->worker, &g->plan, &ej));
     if (job->select) {
+        double t = oc_now();
+        char who[48];
+        oc_logical_device_name(g->ldev, who, (int)sizeof who);
         OC_CHECK(oc_cuda_select_open(ctx, g->dev, job, g->plan.tiles.tile, oc_engine_worker_out_slots(g->worker),
                                      g->plan.tiles.out_slots, g->kernel != KERNEL_POPC, share, &g->select));
+        oc_trace_phase(&t, who, "selection set-up");
         /* Fused top-k of A·Aᵀ seeds each panel's lists from its diagonal tile first. */
         oc_engine_worker_seed_order(g->worker, oc_cuda_select_seeds_first(g->select));
     }

@@ -43,6 +43,7 @@ static oc_status parts_create(oc_context *ctx, oc_gram_parts *g)
             if (oc_context_create(&p->own_ctx) != OC_OK)
                 return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot create the context of logical device %d", d);
             p->job.ctx = p->own_ctx;
+            oc_cuda_share_pinned_cache(p->own_ctx, ctx);
         }
         p->part = (oc_gram_part){.job = &p->job, .ctx = p->job.ctx,
                                  .ldev = &job->devices.dev[d],
