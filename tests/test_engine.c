@@ -40,6 +40,23 @@ static void mark_part(void *arg, int part, int parts)
     atomic_fetch_add(&s->seen[part], 1);
 }
 
+/* A part that stays a while and records how many parts ran at once. */
+typedef struct overlap_check {
+    split_check marks;
+    atomic_int running, most;
+} overlap_check;
+
+static void overlap_part(void *arg, int part, int parts)
+{
+    overlap_check *o = arg;
+    int now = atomic_fetch_add(&o->running, 1) + 1;
+    for (int most = atomic_load(&o->most); now > most && !atomic_compare_exchange_weak(&o->most, &most, now);) {
+    }
+    usleep(2000);
+    mark_part(&o->marks, part, parts);
+    atomic_fetch_sub(&o->running, 1);
+}
+
 /* A posted task that holds its worker until released: splits must not wait behind it. */
 typedef struct blocker {
     pthread_mutex_t lock;
@@ -76,6 +93,17 @@ static void test_workers(oc_context *ctx)
         int ok = atomic_load(&s.parts_mismatch) == 0;
         for (int i = 0; i < parts; ++i) ok &= atomic_load(&s.seen[i]) == 1;
         CHECK_MSG(ok, "split into %d parts: a part ran twice, never, or saw another count", parts);
+    }
+
+    /* A cap on the parts at once: a job asked for fewer threads than the pool has keeps to
+     * them, and every part still runs once. */
+    for (int cap = 1; cap <= 3; ++cap) {
+        overlap_check o = {.marks = {.parts = 24}};
+        oc_workers_split_max(w, 24, cap, overlap_part, &o);
+        int ok = atomic_load(&o.marks.parts_mismatch) == 0;
+        for (int i = 0; i < 24; ++i) ok &= atomic_load(&o.marks.seen[i]) == 1;
+        CHECK_MSG(ok, "split of 24 parts at most %d at once: a part ran twice or never", cap);
+        CHECK_MSG(atomic_load(&o.most) <= cap, "split capped at %d ran %d parts at once", cap, atomic_load(&o.most));
     }
 
     /* Every worker blocked by a posted task: a split still completes, on the caller. */

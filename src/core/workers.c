@@ -34,6 +34,7 @@ struct oc_workers {
     oc_split_fn split_fn;
     void *split_arg;
     int split_parts, split_next, split_busy;
+    int split_max;     /* parts that may run at once (0: any number) */
     int task_limit;    /* posted tasks that may run at once (0: any number) */
     int tasks_running;
     int stop;
@@ -42,7 +43,7 @@ struct oc_workers {
 /* With the lock held: the next part of the split, or -1. */
 static int take_part(oc_workers *w)
 {
-    if (w->split_next >= w->split_parts) return -1;
+    if (w->split_next >= w->split_parts || (w->split_max > 0 && w->split_busy >= w->split_max)) return -1;
     w->split_busy++;
     return w->split_next++;
 }
@@ -55,7 +56,10 @@ static void run_part(oc_workers *w, int part)
     pthread_mutex_unlock(&w->lock);
     fn(arg, part, parts);
     pthread_mutex_lock(&w->lock);
-    if (--w->split_busy == 0 && w->split_next >= w->split_parts) pthread_cond_signal(&w->split_done);
+    --w->split_busy;
+    /* The caller waits for the last part, or, at a cap, for a place. */
+    if ((w->split_busy == 0 && w->split_next >= w->split_parts) || w->split_max > 0)
+        pthread_cond_signal(&w->split_done);
 }
 
 static void *worker_main(void *p)
@@ -175,8 +179,13 @@ oc_status oc_workers_post(oc_context *ctx, oc_workers *w, oc_work_fn fn, void *a
 
 void oc_workers_split(oc_workers *w, int parts, oc_split_fn fn, void *arg)
 {
-    if (parts <= 1) {
-        if (parts == 1) fn(arg, 0, 1);
+    oc_workers_split_max(w, parts, 0, fn, arg);
+}
+
+void oc_workers_split_max(oc_workers *w, int parts, int threads, oc_split_fn fn, void *arg)
+{
+    if (parts <= 1 || threads == 1) {
+        for (int part = 0; part < parts; ++part) fn(arg, part, parts);
         return;
     }
     pthread_mutex_lock(&w->split_gate);
@@ -186,10 +195,21 @@ void oc_workers_split(oc_workers *w, int parts, oc_split_fn fn, void *arg)
     w->split_parts = parts;
     w->split_next = 0;
     w->split_busy = 0;
+    w->split_max = threads > 0 ? threads : 0;
     pthread_cond_broadcast(&w->wake);
-    for (int part; (part = take_part(w)) >= 0;) run_part(w, part);
+    /* The caller takes parts too until none is left; at the cap it waits for a place (the
+     * workers that hold the places keep taking parts, the others sleep). */
+    for (;;) {
+        int part = take_part(w);
+        if (part >= 0) {
+            run_part(w, part);
+            continue;
+        }
+        if (w->split_next >= w->split_parts) break;
+        pthread_cond_wait(&w->split_done, &w->lock); /* at the cap: a part ends soon */
+    }
     while (w->split_busy > 0) pthread_cond_wait(&w->split_done, &w->lock);
-    w->split_parts = w->split_next = 0;
+    w->split_parts = w->split_next = w->split_max = 0;
     pthread_mutex_unlock(&w->lock);
     pthread_mutex_unlock(&w->split_gate);
 }

@@ -57,5 +57,8 @@ oc_status oc_workers_post(oc_context *ctx, oc_workers *w, oc_work_fn fn, void *a
 /* Runs fn(arg, part, parts) for part in [0, parts) on idle workers and the calling thread;
  * returns when all parts are done. Parts must not fail (they record failures themselves). */
 void oc_workers_split(oc_workers *w, int parts, oc_split_fn fn, void *arg);
+/* The same with at most `threads` parts running at once, the caller's included (0: any
+ * number): a job that was asked for fewer threads than the pool has grown to keeps to them. */
+void oc_workers_split_max(oc_workers *w, int parts, int threads, oc_split_fn fn, void *arg);
 
 #endif

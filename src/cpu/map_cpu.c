@@ -206,11 +206,11 @@ static oc_status map_cpu_run(oc_context *ctx, const oc_map_plan *m, void *out, o
     /* Parts start on block boundaries, so every block but the last is whole. */
     elementwise w = {.job = &job, .out = out, .per_part = (blocks + parts - 1) / parts * OC_MAP_BLOCK,
                      .lock = PTHREAD_MUTEX_INITIALIZER};
-    /* As many as run parts at once: the pool's workers (a context's pool may have grown past
-     * this job's threads) and the calling thread. */
-    w.idle = calloc((size_t)(job.workers ? oc_workers_count(job.workers) + 1 : 1), sizeof *w.idle);
+    /* As many as run parts at once: the job's threads, even where the context's pool has grown
+     * past them (oc_workers_split_max keeps to them). */
+    w.idle = calloc((size_t)job.threads, sizeof *w.idle);
     if (!w.idle) return oc_fail(ctx, OC_ERR_NO_MEMORY, "out of memory for the map evaluator's buffers");
-    if (job.workers) oc_workers_split(job.workers, (int)parts, elementwise_part, &w);
+    if (job.workers) oc_workers_split_max(job.workers, (int)parts, job.threads, elementwise_part, &w);
     else
         for (int p = 0; p < (int)parts; p++) elementwise_part(&w, p, (int)parts);
     for (int i = 0; i < w.nidle; i++) oc_map_eval_free(w.idle[i]);
