@@ -27,6 +27,9 @@ import time
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_map import pcie_limits  # noqa: E402  (GPU 0's pinned rates, measured now)
+
 # numpy 2.5 removed np.row_stack, which numba-cuda's compiler still names: the alias is
 # what numpy documented as its replacement.
 if not hasattr(np, "row_stack"):
@@ -46,16 +49,6 @@ def run_outcore(binary, paths, extra):
     m = re.search(r"([\d.]+) Msteps/s", p.stdout)
     price = re.search(r"price ([\d.]+), standard error ([\d.]+)", p.stdout)
     return float(m.group(1)), f"price {price.group(1)} +- {price.group(2)}"
-
-
-def pinned_d2h(build):
-    """GPU 0's pinned device-to-host GB/s from `outcore devices --bandwidth --json`, now."""
-    import json
-    p = subprocess.run([os.path.join(build, "outcore"), "devices", "--bandwidth", "--json"], capture_output=True,
-                       text=True)
-    gpus = json.loads(p.stdout).get("gpus", []) if p.returncode == 0 else []
-    bw = gpus[0].get("bandwidth_gbps") if gpus else None
-    return bw["d2h_pinned"] if bw else None
 
 
 def numba_textbook(paths_n):
@@ -180,7 +173,8 @@ def main():
         print(f"| full paths to /dev/shm (--gpu-mem 2G) | {args.paths_out_size} | {rate or '-'} | - | - | {note}; "
               f"{gbs:.1f} GB/s of paths device to host (compare: pinned D2H of `outcore devices --bandwidth`) |")
     if args.paths_out_size:
-        limit = pinned_d2h(args.build)
+        limits = pcie_limits(os.path.join(args.build, "outcore"))
+        limit = limits[1] if limits else None
         rate, note = run_outcore(binary, args.paths_out_size, ["--paths-host", "--gpu-mem", "2G"])
         gbs = rate * 8e6 / 1e9 if rate else 0
         vs = f"{100 * gbs / limit:.0f}% of the pinned D2H limit {limit:.1f} GB/s (this run)" if limit and gbs else \

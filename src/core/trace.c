@@ -5,15 +5,24 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/threads.h"
 
-int oc_tracing(void)
+/* -1 until read: 0 unset, 1 set, 2 set to "tiles". */
+static int level(void)
 {
     static int on = -1;
-    if (on < 0) on = getenv("OUTCORE_TRACE") != NULL;
+    if (on < 0) {
+        const char *v = getenv("OUTCORE_TRACE");
+        on = !v ? 0 : strcmp(v, "tiles") == 0 ? 2 : 1;
+    }
     return on;
 }
+
+int oc_tracing(void) { return level() > 0; }
+
+int oc_tracing_tiles(void) { return level() == 2; }
 
 void oc_trace_phase(double *t, const char *who, const char *phase)
 {

@@ -8,6 +8,8 @@
 
 /* Nonzero when OUTCORE_TRACE is set (to anything, even 0). */
 int oc_tracing(void);
+/* Nonzero when it is set to "tiles": each tile's kernel span too (cuda/engine_trace.h). */
+int oc_tracing_tiles(void);
 
 /* Prints "outcore <who>: <phase> <seconds since *t>" (when tracing) and sets *t to now. */
 void oc_trace_phase(double *t, const char *who, const char *phase);

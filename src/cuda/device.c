@@ -40,18 +40,28 @@ static void dev_free(void *user, void *ptr, size_t bytes)
     if (cudaFree(ptr) != cudaSuccess) (void)cudaGetLastError();
 }
 
+int oc_cuda_host_pin(size_t bytes, void **out, char *why, size_t why_size)
+{
+    /* Portable: any device may copy from it; a later multi-GPU job shares the ring. */
+    cudaError_t e = cudaHostAlloc(out, bytes, cudaHostAllocPortable);
+    if (e == cudaSuccess) return 0;
+    (void)cudaGetLastError();
+    *out = NULL;
+    snprintf(why, why_size, "cudaHostAlloc: %s", cudaGetErrorString(e));
+    return 1;
+}
+
+void oc_cuda_host_unpin(void *ptr)
+{
+    if (cudaFreeHost(ptr) != cudaSuccess) (void)cudaGetLastError();
+}
+
 /* Pinned staging: each context keeps the blocks its jobs pinned, idle, for its next job
  * (mem/pinned_cache.c says why and its rules); these two calls are the cache's pinning. */
 static int pin(void *user, size_t bytes, void **out, char *why, size_t why_size)
 {
     (void)user;
-    /* Portable: any device may copy from it; a later multi-GPU job shares the ring. */
-    cudaError_t e = cudaHostAlloc(out, bytes, cudaHostAllocPortable);
-    if (e != cudaSuccess) {
-        (void)cudaGetLastError();
-        snprintf(why, why_size, "cudaHostAlloc: %s", cudaGetErrorString(e));
-        return 1;
-    }
+    if (oc_cuda_host_pin(bytes, out, why, why_size)) return 1;
     atomic_fetch_add(&live_pinned_bytes, (long long)bytes);
     return 0;
 }
@@ -60,7 +70,7 @@ static void unpin(void *user, void *ptr, size_t bytes)
 {
     (void)user;
     atomic_fetch_sub(&live_pinned_bytes, (long long)bytes);
-    if (cudaFreeHost(ptr) != cudaSuccess) (void)cudaGetLastError();
+    oc_cuda_host_unpin(ptr);
 }
 
 static void cache_free(struct oc_pinned_cache *cache) { oc_pinned_cache_free(cache); }

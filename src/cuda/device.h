@@ -66,6 +66,12 @@ size_t oc_cuda_staging_fit(oc_context *ctx, size_t need, size_t limit);
  * freed before parent (its free leaves the cache alone). */
 void oc_cuda_share_pinned_cache(oc_context *child, oc_context *parent);
 
+/* Page-locked host memory usable from every device: 0, or 1 with *out NULL and why[] saying
+ * why not (the pinned staging's pinning, and oc_pinned_alloc's through the probe table); and
+ * its free. Neither counts in oc_cuda_live_pinned_bytes (the staging's pin and unpin do). */
+int oc_cuda_host_pin(size_t bytes, void **out, char *why, size_t why_size);
+void oc_cuda_host_unpin(void *ptr);
+
 /* Device and pinned bytes allocated through oc_cuda_mem_ops and not yet freed, in this
  * process (any thread), idle cached staging included: tests check that a failed job leaves
  * none behind once oc_context_release_cached_memory has run. */

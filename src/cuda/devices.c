@@ -21,6 +21,7 @@
 
 #include "core/gpu_probe.h"
 #include "cuda/cuda_check.h"
+#include "cuda/device.h"
 #include "cuda/driver_status.h"
 
 int oc_cuda_probe_device_cc(int device, char *why, size_t why_size);
@@ -241,21 +242,6 @@ static void make_context(int device)
     if (cudaSetDevice(device) != cudaSuccess || cudaFree(0) != cudaSuccess) (void)cudaGetLastError();
 }
 
-static int pinned_alloc(size_t bytes, void **out, char *why, size_t why_size)
-{
-    cudaError_t e = cudaHostAlloc(out, bytes, cudaHostAllocPortable);
-    if (e == cudaSuccess) return 0;
-    (void)cudaGetLastError();
-    *out = NULL;
-    snprintf(why, why_size, "%s", cudaGetErrorString(e));
-    return 1;
-}
-
-static void pinned_free(void *ptr)
-{
-    if (cudaFreeHost(ptr) != cudaSuccess) (void)cudaGetLastError();
-}
-
 const oc_gpu_probe oc_gpu_probe_cuda = {
     oc_cuda_probe_device_cc,
     oc_cuda_probe_inspect,
@@ -263,6 +249,6 @@ const oc_gpu_probe oc_gpu_probe_cuda = {
     probe_devices,
     gpu_identity,
     make_context,
-    pinned_alloc,
-    pinned_free,
+    oc_cuda_host_pin,
+    oc_cuda_host_unpin,
 };

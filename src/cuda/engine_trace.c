@@ -90,8 +90,7 @@ void oc_engine_trace_busy(const oc_engine_trace *tr)
         return;
     }
     qsort(sp, (size_t)m, sizeof *sp, by_start);
-    const char *level = getenv("OUTCORE_TRACE");
-    if (level && strcmp(level, "tiles") == 0) /* each tile's kernels: start, end, length */
+    if (oc_tracing_tiles()) /* each tile's kernels: start, end, length */
         for (int64_t i = 0; i < m; ++i)
             fprintf(stderr, "outcore cuda: tile %lld %.3f-%.3f ms %.3f\n", (long long)sp[i].tile, 1e3 * sp[i].start,
                     1e3 * sp[i].end, 1e3 * (sp[i].end - sp[i].start));

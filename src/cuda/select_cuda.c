@@ -26,9 +26,9 @@
 #include <string.h>
 
 #include "core/threads.h"
+#include "core/trace.h"
 #include "exec/select.h"
 #include "cuda/cuda_check.h"
-#include "cuda/engine_trace.h"
 #include "cuda/gram_select.cuh"
 
 /* Pinned staging for a tile's pairs: it starts small and grows (doubling, up to the most)

@@ -15,8 +15,8 @@ oc_status oc_stream_run(oc_context *ctx, const oc_stream_spec *spec, const oc_st
 {
     if (!ctx) return OC_ERR_INVALID_ARGUMENT;
     oc_context_begin_job(ctx);
-    /* Version 1 of the stats ends before bytes_direct (docs/abi.md): only its fields are
-     * written back. */
+    /* Version 1 of the stats ends before bytes_direct (docs/abi.md): the job fills a whole
+     * struct and only the caller's version's fields are copied back. */
     const size_t v1 = offsetof(oc_stream_stats, bytes_direct);
     if (stats && stats->struct_size != sizeof(oc_stream_stats) && stats->struct_size != v1)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "stream: stats.struct_size must be sizeof(oc_stream_stats)");
@@ -25,7 +25,6 @@ oc_status oc_stream_run(oc_context *ctx, const oc_stream_spec *spec, const oc_st
     oc_stream_stats all = {.struct_size = sizeof all};
     oc_status st = oc_stream_job_make(ctx, spec, opts, &job);
     if (st == OC_OK) {
-        if (stats) memset((char *)stats + sizeof stats->struct_size, 0, stats->struct_size - sizeof stats->struct_size);
         job.stats = stats ? &all : NULL;
 #ifdef OC_HAVE_CUDA
         st = oc_cuda_stream_run(&job);
