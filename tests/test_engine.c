@@ -1,7 +1,9 @@
 /*
  * test_engine.c - the engine's parts that need no GPU: the worker pool (posted tasks and
  * splits), the pinned staging ring (acquire order, waiting for releases and for the device
- * callback, failures), and the engine plan (budgets, staging, threads, order, messages).
+ * callback, failures), the engine plan (budgets, staging, threads, order, messages), and
+ * when a fused top-k tile's buckets can overflow (the CUDA pipeline launches the dense
+ * fallback only then).
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -15,6 +17,7 @@
 #include "core/context.h"
 #include "core/workers.h"
 #include "exec/engine_plan.h"
+#include "cuda/gram_tile.h"
 #include "mem/pool.h"
 #include "mem/staging.h"
 
@@ -373,6 +376,27 @@ static void test_plan(oc_context *ctx)
     free(text);
 }
 
+/* ---------------------------------------------------------------- fused top-k buckets */
+static void test_bucket_bound(void)
+{
+    /* A·Aᵀ tile of 6144: 24 CTA blocks along a row, 48 down a column; k = 10 adds at most
+     * 480 keys to a column's bucket. */
+    CHECK(!oc_gram_topk_may_overflow(6144, 6144, 1, 10, 512));
+    CHECK(!oc_gram_topk_may_overflow(6144, 6144, 1, 10, 480));
+    CHECK(oc_gram_topk_may_overflow(6144, 6144, 1, 10, 479));
+    CHECK(oc_gram_topk_may_overflow(6144, 6144, 1, 11, 512));
+    /* A·Bᵀ: only the rows' buckets, 24 blocks along a row. */
+    CHECK(!oc_gram_topk_may_overflow(6144, 6144, 0, 21, 512));
+    CHECK(oc_gram_topk_may_overflow(6144, 6144, 0, 22, 512));
+    /* Edge tiles: a partial block counts as a block. */
+    CHECK(!oc_gram_topk_may_overflow(129, 257, 1, 256, 512));
+    CHECK(oc_gram_topk_may_overflow(257, 257, 1, 171, 512));
+    /* The test switch of one-entry buckets: any tile with k >= 1 may overflow... */
+    CHECK(oc_gram_topk_may_overflow(200, 300, 0, 1, 1));
+    /* ...except one block's line with k = 1. */
+    CHECK(!oc_gram_topk_may_overflow(100, 200, 1, 1, 1));
+}
+
 int main(void)
 {
     oc_context *ctx = NULL;
@@ -380,6 +404,7 @@ int main(void)
     test_workers(ctx);
     test_staging(ctx);
     test_plan(ctx);
+    test_bucket_bound();
     oc_context_free(ctx);
     return oc_test_finish();
 }

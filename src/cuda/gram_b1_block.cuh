@@ -16,8 +16,8 @@
 
 namespace {
 
-constexpr int BM = 128;              /* CTA rows */
-constexpr int BN = 256;              /* CTA columns */
+constexpr int BM = OC_GRAM_B1_BM;    /* CTA rows (128) */
+constexpr int BN = OC_GRAM_B1_BN;    /* CTA columns (256) */
 constexpr int KW = 16;               /* 64-bit words per stage and row: 1024 bits */
 constexpr int ROW_BYTES = KW * 8;    /* 128 */
 constexpr int THREADS = 256;

@@ -128,8 +128,8 @@ static oc_status make_plan(gram_cuda *g)
     if (b1) {
         /* One 128 x 256 CTA per SM over K rounded up to its 1024-bit blocks (gram_b1.cu). */
         double bits = (double)((g->words * 64 + 1023) / 1024 * 1024);
-        in.tiles.cta_rows = 128;
-        in.tiles.cta_cols = 256;
+        in.tiles.cta_rows = OC_GRAM_B1_BM;
+        in.tiles.cta_cols = OC_GRAM_B1_BN;
         in.tiles.concurrent_ctas = dev->sm_count;
         in.tiles.cta_seconds = 128.0 * 256.0 * bits / B1_RATE_PER_SM;
     }
@@ -167,9 +167,10 @@ static oc_status compute(void *user, const oc_engine_tile *t, double *macs)
     if (g->select) OC_CHECK(oc_cuda_select_tile_begin(g->select, t->t, t->out_slot, t->I, t->J, tile, t->stream));
     if (g->kernel != KERNEL_POPC) OC_CHECK(run_b1(g, tile, t->stream, &done));
     else OC_CHECK(oc_cuda_gram_popc(ctx, g->dev, tile, t->stream, &done));
-    if (tile->select != OC_TILE_DENSE) {
+    if (tile->select != OC_TILE_DENSE && tile->may_overflow) {
         /* The dense pass a fused tile needs when a bucket overflowed; it returns at once
-         * otherwise (its bit-MACs are not counted). */
+         * otherwise (its bit-MACs are not counted). Not launched when no bucket can
+         * overflow (oc_gram_topk_may_overflow). */
         oc_gram_tile dense = *tile;
         dense.select = OC_TILE_DENSE;
         dense.run_if = tile->over;

@@ -244,7 +244,8 @@ __global__ void __launch_bounds__(WARPS * 32) topk_merge_kernel(const oc_select_
 {
     __shared__ uint64_t smem[WARPS][SORT_N];
     if (*a.over) { /* the dense kernels selected this tile */
-        if (a.overflows && blockIdx.x == 0 && threadIdx.x == 0) atomicAdd(a.overflows, 1u);
+        if (a.overflows && blockIdx.x == 0 && threadIdx.x == 0)
+            atomicAdd(a.overflows, a.may_overflow ? 1u : OC_CUDA_SELECT_UNEXPECTED);
         return;
     }
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
@@ -382,8 +383,11 @@ extern "C" oc_status oc_cuda_select_tile(oc_context *ctx, oc_cuda_device *dev, c
         if (args->kept <= 0) return OC_OK;
         if (args->kept > OC_CUDA_SELECT_MAX_K)
             return oc_fail(ctx, OC_ERR_INTERNAL, "device top-k with k = %d > %d", args->kept, OC_CUDA_SELECT_MAX_K);
-        OC_CHECK(launch(ctx, dev, topk_rows_kernel, "topk_rows_kernel", row_blocks, WARPS * 32, args, stream));
-        if (args->symmetric) {
+        /* A fused tile whose buckets cannot overflow needs no dense kernels (launched, they
+         * would return at once). */
+        const int dense = !fused || args->may_overflow;
+        if (dense) OC_CHECK(launch(ctx, dev, topk_rows_kernel, "topk_rows_kernel", row_blocks, WARPS * 32, args, stream));
+        if (dense && args->symmetric) {
             OC_CHECK(launch(ctx, dev, topk_cols_kernel, "topk_cols_kernel", grid(args->cols, fused ? dev->sm_count : 0),
                             WARPS * 32, args, stream));
         }

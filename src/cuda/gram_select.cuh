@@ -21,6 +21,8 @@ extern "C" {
 #define OC_CUDA_SELECT_MAX_K 128
 /* The largest bucket of a fused threshold tile (a warp sorts it in shared memory). */
 #define OC_CUDA_SELECT_MAX_BUCKET 512
+/* In the overflow count: a tile overflowed that could not (an internal error). */
+#define OC_CUDA_SELECT_UNEXPECTED 0x80000000u
 
 typedef struct oc_select_tile_args {
     const void *tile;          /* device: the converted tile */
@@ -48,10 +50,12 @@ typedef struct oc_select_tile_args {
      * counts). */
     int fused;
     const uint32_t *over;
+    int may_overflow;          /* fused top-k: 0 when no bucket can overflow (no dense kernels) */
     int bucket;
     const uint32_t *col_counts;
     const uint64_t *row_keys, *col_keys;
-    uint32_t *overflows;       /* top-k: counts the fused tiles that overflowed (may be NULL) */
+    uint32_t *overflows;       /* top-k: counts the fused tiles that overflowed (may be NULL); a tile
+                                * that overflowed where may_overflow was 0 sets OC_CUDA_SELECT_UNEXPECTED */
 } oc_select_tile_args;
 
 /* Enqueues the selection of one tile on `stream` (asynchronous). Top-k: updates the lists of

@@ -47,7 +47,27 @@ typedef struct oc_gram_tile {
     uint32_t *row_count, *col_count; /* entries offered to each bucket (may pass `bucket`) */
     uint64_t *row_keys, *col_keys;   /* tile rows (cols) x bucket */
     uint32_t *over;         /* set when any bucket overflowed */
+    /* Whether a bucket can overflow at all: top-k adds at most kept keys per CTA block to a
+     * line's bucket, so a tile whose lines cross few enough blocks cannot (then the dense
+     * pass and the selection's dense kernels are not launched; oc_gram_topk_may_overflow). */
+    int may_overflow;
 } oc_gram_tile;
+
+/* The CTA block of both 1-bit tensor-core kernels (gram_b1_block.cuh): BM rows by BN
+ * columns of the output tile. */
+#define OC_GRAM_B1_BM 128
+#define OC_GRAM_B1_BN 256
+
+/* Top-k: whether a fused tile of rows x cols can fill a bucket of `bucket` slots. Each CTA
+ * block offers a row's bucket at most kept keys (one per block along the row) and, for
+ * A·Aᵀ, a column's bucket at most kept (one per block down the column). */
+static inline int oc_gram_topk_may_overflow(int rows, int cols, int symmetric, int kept, int bucket)
+{
+    const int64_t along_row = (cols + OC_GRAM_B1_BN - 1) / OC_GRAM_B1_BN;
+    const int64_t down_col = symmetric ? (rows + OC_GRAM_B1_BM - 1) / OC_GRAM_B1_BM : 0;
+    const int64_t most = (int64_t)kept * (along_row > down_col ? along_row : down_col);
+    return most > bucket;
+}
 
 /* Relative margin of the fused epilogue's float prefilter (gram_epilogue.cuh says why it is
  * safe). */

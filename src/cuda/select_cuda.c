@@ -296,7 +296,9 @@ oc_status oc_cuda_select_tile_begin(oc_cuda_select *s, int64_t t, int slot, int6
         }
         tile->floors = s->d_floors;
         tile->kept = (int)oc_select_kept(s->sel);
+        tile->may_overflow = oc_gram_topk_may_overflow(tile->rows, tile->cols, sym, tile->kept, s->bucket);
     } else {
+        tile->may_overflow = 1; /* a threshold keeps every pair that passes */
         uint64_t mk = oc_select_min_key(s->sel);
         fuse = !s->pairs_dense && mk <= 0xFFFFFFFFu;
         if (fuse) tile->min_key = (uint32_t)mk;
@@ -429,8 +431,8 @@ oc_status oc_cuda_select_tile_done(oc_cuda_select *s, const oc_gram_tile *t, int
     const int fused = t->select != OC_TILE_DENSE;
     oc_select_tile_args a = {.tile = t->out, .ld = t->ld, .rows = t->rows, .cols = t->cols, .i0 = t->i0, .j0 = t->j0,
                              .kind = oc_select_key_kind(s->sel), .symmetric = s->job->symmetric, .fused = fused,
-                             .over = t->over, .bucket = t->bucket, .row_keys = t->row_keys, .col_keys = t->col_keys,
-                             .col_counts = t->col_count};
+                             .over = t->over, .may_overflow = t->may_overflow, .bucket = t->bucket, .row_keys = t->row_keys,
+                             .col_keys = t->col_keys, .col_counts = t->col_count};
     if (oc_select_get_mode(s->sel) == OC_SELECT_TOPK) {
         /* No list keeps an entry (a single row of A·Aᵀ has no other column): no lists were
          * allocated and there is nothing to select. */
@@ -489,6 +491,9 @@ oc_status oc_cuda_select_finish(oc_cuda_select *s, cudaStream_t d2h)
     oc_trace_phase(&t, "cuda", "lists D2H");
     uint32_t over = 0;
     CUDA_CHECK(ctx, cudaMemcpy(&over, s->d_overflows, 4, cudaMemcpyDeviceToHost));
+    if (over & OC_CUDA_SELECT_UNEXPECTED)
+        return oc_fail(ctx, OC_ERR_INTERNAL, "a fused top-k tile overflowed a bucket that could not overflow (k = %lld, "
+                       "bucket %d): its selection was lost", (long long)oc_select_kept(s->sel), s->bucket);
     s->overflowed += over;
     s->job->stats->bytes_d2h += (int64_t)bytes;
     return OC_OK;
