@@ -656,7 +656,7 @@ typedef struct oc_stream_stats {
     int in_flight;
     int64_t bytes_h2d, bytes_d2h;
     int64_t dev_budget_bytes, dev_peak_bytes;
-    int64_t pinned_bytes;
+    int64_t pinned_bytes;      /* the staging rings' pinned bytes (0: every array crossed straight) */
     double seconds;            /* wall time of the whole call */
     double launch_seconds;     /* time spent inside the launch callback */
     /* Of bytes_h2d + bytes_d2h, those copied straight between pinned host arrays and the

@@ -33,6 +33,7 @@ struct oc_stream_copy {
     int device;
     oc_workers *workers;
     int64_t bytes_h2d, bytes_d2h, bytes_direct;
+    int64_t pinned_bytes;      /* the rings' slots */
     int direct_off;            /* OUTCORE_PINNED_DIRECT=0: every array through the rings */
     struct {
         const oc_stream_job_array *a;
@@ -117,8 +118,8 @@ static cudaError_t copy_direct(const oc_stream_job_array *a, int64_t start, int6
     return e;
 }
 
-oc_status oc_stream_copy_open(oc_context *ctx, oc_pool *pool, const oc_stream_plan *plan, int device,
-                              oc_workers *workers, oc_stream_copy **out)
+oc_status oc_stream_copy_open(oc_context *ctx, oc_pool *pool, const oc_stream_plan *plan, const oc_stream_job *job,
+                              int device, oc_workers *workers, oc_stream_copy **out)
 {
     oc_stream_copy *c = calloc(1, sizeof *c);
     if (!c) return oc_fail(ctx, OC_ERR_NO_MEMORY, "stream: out of memory");
@@ -127,8 +128,15 @@ oc_status oc_stream_copy_open(oc_context *ctx, oc_pool *pool, const oc_stream_pl
     c->workers = workers;
     const char *direct = getenv("OUTCORE_PINNED_DIRECT");
     c->direct_off = direct && strcmp(direct, "0") == 0;
-    c->up_slots = plan->h2d_slots;
-    c->down_slots = plan->d2h_slots;
+    /* A ring only where some array passes through it: pinning a ring is a fixed cost of the
+     * job (on a context's first job, before the cache holds a block). */
+    int up = 0, down = 0;
+    for (int i = 0; i < job->narrays; ++i) {
+        const oc_stream_job_array *a = &job->arrays[i];
+        if ((a->upload || a->download) && !array_pinned(c, a)) up |= a->upload, down |= a->download;
+    }
+    c->up_slots = up ? plan->h2d_slots : 0;
+    c->down_slots = down ? plan->d2h_slots : 0;
     c->up_read = calloc((size_t)c->up_slots + 1, sizeof *c->up_read);
     c->down_ready = calloc((size_t)c->down_slots + 1, sizeof *c->down_ready);
     c->tasks = calloc((size_t)c->down_slots + 1, sizeof *c->tasks);
@@ -151,6 +159,7 @@ oc_status oc_stream_copy_open(oc_context *ctx, oc_pool *pool, const oc_stream_pl
         OC_CHECK_GOTO(oc_staging_create(ctx, pool, c->down_slots, plan->d2h_slot_bytes,
                                         ring_bytes(ctx, plan, c->down_slots, plan->d2h_slot_bytes),
                                         "stream download ring", NULL, &c->down));
+    c->pinned_bytes = (int64_t)c->up_slots * plan->h2d_slot_bytes + (int64_t)c->down_slots * plan->d2h_slot_bytes;
     *out = c;
     return OC_OK;
 cleanup:
@@ -175,13 +184,14 @@ static void gather_part(void *arg, int part, int parts)
 oc_status oc_stream_copy_upload(oc_context *ctx, oc_stream_copy *c, const oc_stream_job_array *a, int64_t start,
                                 int64_t rows, void *dev, cudaStream_t h2d)
 {
-    int64_t bytes = rows * a->row_bytes, piece = oc_staging_slot_bytes(c->up);
+    const int64_t bytes = rows * a->row_bytes;
     if (array_pinned(c, a)) {
         cudaError_t e = copy_direct(a, start, rows, dev, 1, h2d);
         if (e != cudaSuccess) return oc_cuda_fail_at(ctx, e, "upload of a chunk", __FILE__, __LINE__);
         c->bytes_h2d += bytes, c->bytes_direct += bytes;
         return OC_OK;
     }
+    const int64_t piece = oc_staging_slot_bytes(c->up); /* a ring exists: a has no pinned memory */
     for (int64_t off = 0; off < bytes; off += piece) {
         int64_t len = bytes - off < piece ? bytes - off : piece;
         int slot;
@@ -220,7 +230,7 @@ static void deliver(void *arg)
 oc_status oc_stream_copy_download(oc_context *ctx, oc_stream_copy *c, const oc_stream_job_array *a, int64_t start,
                                   int64_t rows, const void *dev, cudaStream_t d2h)
 {
-    int64_t bytes = rows * a->row_bytes, piece = oc_staging_slot_bytes(c->down);
+    const int64_t bytes = rows * a->row_bytes;
     if (array_pinned(c, a)) {
         /* Done when d2h is: the run synchronises it before it returns, and the device
          * before it frees anything on failure. */
@@ -229,6 +239,7 @@ oc_status oc_stream_copy_download(oc_context *ctx, oc_stream_copy *c, const oc_s
         c->bytes_d2h += bytes, c->bytes_direct += bytes;
         return OC_OK;
     }
+    const int64_t piece = oc_staging_slot_bytes(c->down);
     for (int64_t off = 0; off < bytes; off += piece) {
         int64_t len = bytes - off < piece ? bytes - off : piece;
         int slot;
@@ -261,6 +272,8 @@ void oc_stream_copy_bytes(const oc_stream_copy *c, int64_t *h2d, int64_t *d2h, i
     *d2h = c->bytes_d2h;
     *direct = c->bytes_direct;
 }
+
+int64_t oc_stream_copy_pinned_bytes(const oc_stream_copy *c) { return c->pinned_bytes; }
 
 void oc_stream_copy_close(oc_stream_copy *c)
 {

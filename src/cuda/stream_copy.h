@@ -30,10 +30,12 @@
 
 typedef struct oc_stream_copy oc_stream_copy;
 
-/* Rings and events from pool's pinned memory as the plan sizes them (a ring of 0 slots is
- * not made). workers run the gathers' parts and the deliveries. */
-oc_status oc_stream_copy_open(oc_context *ctx, oc_pool *pool, const oc_stream_plan *plan, int device,
-                              oc_workers *workers, oc_stream_copy **out);
+/* Rings and events from pool's pinned memory as the plan sizes them, for job's arrays: a
+ * ring of 0 slots is not made, nor one that no array would pass through (every array that
+ * crosses that way is pinned and copied straight). workers run the gathers' parts and the
+ * deliveries. */
+oc_status oc_stream_copy_open(oc_context *ctx, oc_pool *pool, const oc_stream_plan *plan, const oc_stream_job *job,
+                              int device, oc_workers *workers, oc_stream_copy **out);
 
 /* Enqueues rows [start, start+rows) of a (all of a SIDE array: start 0, rows 1) into the
  * device buffer dev on stream h2d. Blocks only for a free upload slot. */
@@ -50,6 +52,9 @@ oc_status oc_stream_copy_drain(oc_context *ctx, oc_stream_copy *c);
 
 /* Bytes enqueued each way, and of both, those copied straight from or to pinned arrays. */
 void oc_stream_copy_bytes(const oc_stream_copy *c, int64_t *h2d, int64_t *d2h, int64_t *direct);
+
+/* The rings' pinned bytes (0 when every array crosses straight). */
+int64_t oc_stream_copy_pinned_bytes(const oc_stream_copy *c);
 
 /* Drains (ignoring failures), frees the rings and events. NULL: no-op. */
 void oc_stream_copy_close(oc_stream_copy *c);

@@ -266,7 +266,7 @@ oc_status oc_cuda_stream_run(oc_stream_job *job)
     oc_workers *workers = NULL;
     OC_CHECK_GOTO(oc_context_workers(ctx, r.plan.workers, &workers));
     oc_workers_limit_tasks(workers, r.plan.sinks);
-    OC_CHECK_GOTO(oc_stream_copy_open(ctx, r.dev.pool, &r.plan, r.dev.index, workers, &r.copy));
+    OC_CHECK_GOTO(oc_stream_copy_open(ctx, r.dev.pool, &r.plan, job, r.dev.index, workers, &r.copy));
     OC_CHECK_GOTO(allocate(&r));
     st = run_chunks(&r);
     /* A kernel fault is sticky: the next CUDA call of any kind reports it, often an event or a
@@ -285,7 +285,8 @@ cleanup:
         oc_stream_stats *s = job->stats;
         s->chunks = r.plan.chunks, s->chunk_rows = r.plan.chunk_rows, s->in_flight = r.plan.in_flight;
         if (r.copy) oc_stream_copy_bytes(r.copy, &s->bytes_h2d, &s->bytes_d2h, &s->bytes_direct);
-        s->dev_budget_bytes = ps.budget, s->dev_peak_bytes = ps.peak, s->pinned_bytes = r.plan.pinned_bytes;
+        s->dev_budget_bytes = ps.budget, s->dev_peak_bytes = ps.peak;
+        s->pinned_bytes = r.copy ? oc_stream_copy_pinned_bytes(r.copy) : 0;
         s->launch_seconds = r.launch_seconds;
     }
     /* On failure the device may still run copies into the pinned slots: wait for it before

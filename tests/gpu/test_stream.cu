@@ -136,6 +136,7 @@ static void test_rows(oc_context *ctx, int pinned)
     CHECK_EQ_I64(st.bytes_h2d, n * 8 + cols * 8);
     CHECK_EQ_I64(st.bytes_d2h, n * 8);
     CHECK_EQ_I64(st.bytes_direct, pinned ? 2 * n * 8 : 0); // b, on the stack, is staged
+    CHECK(st.pinned_bytes > 0);                              // b's upload ring, and y's when pageable
     CHECK(progress[0] == (double)rows && progress[1] == (double)rows); // the last call: all done
     printf("rows (%s): %lld chunks of %lld rows, %d in flight, %.3f s\n", pinned ? "pinned" : "pageable",
            (long long)st.chunks, (long long)st.chunk_rows, st.in_flight, st.seconds);
@@ -173,6 +174,7 @@ static void test_inner_axis(oc_context *ctx, int in_flight, oc_gpu_mem_mode mode
     CHECK(st.chunks > 1);
     CHECK(memcmp(x, want, n * 4) == 0);
     CHECK_EQ_I64(st.bytes_direct, pinned ? 2 * n * 4 : 0);
+    CHECK(pinned ? st.pinned_bytes == 0 : st.pinned_bytes > 0); // no ring where every array crosses straight
     host_free(x, pinned);
     free(want);
 }
