@@ -227,7 +227,7 @@ static void test_npy_reader(oc_context *ctx)
 
 /* The dense writer: header and every byte as written through a sink, in the test's scratch
  * directory and, where /dev/shm is a memory file system, there too with an output large
- * enough to be pre-faulted (npy.c), so both ways of sizing the file are checked. */
+ * enough to be pre-faulted (npy_out.c), so both ways of sizing the file are checked. */
 static int on_tmpfs(const char *dir)
 {
     struct statfs fs;
