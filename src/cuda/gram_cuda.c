@@ -126,12 +126,12 @@ static oc_status make_plan(gram_cuda *g)
         .force_sinks = env_count("OUTCORE_CUDA_SINKS"), .force_copy_threads = env_count("OUTCORE_CUDA_COPY_THREADS"),
         .device_name = name};
     if (b1) {
-        /* One 128 x 256 CTA per SM over K rounded up to its 1024-bit blocks (gram_b1.cu). */
+        /* One BM x BN CTA per SM over K rounded up to its 1024-bit blocks (gram_b1_block.cuh). */
         double bits = (double)((g->words * 64 + 1023) / 1024 * 1024);
         in.tiles.cta_rows = OC_GRAM_B1_BM;
         in.tiles.cta_cols = OC_GRAM_B1_BN;
         in.tiles.concurrent_ctas = dev->sm_count;
-        in.tiles.cta_seconds = 128.0 * 256.0 * bits / B1_RATE_PER_SM;
+        in.tiles.cta_seconds = (double)OC_GRAM_B1_BM * OC_GRAM_B1_BN * bits / B1_RATE_PER_SM;
     }
     OC_CHECK(oc_engine_plan_make(ctx, &in, &g->plan));
     g->gpu_mirror = g->plan.tiles.mirror_output;
