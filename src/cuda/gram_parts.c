@@ -146,7 +146,9 @@ static oc_status share_panels(oc_context *ctx, oc_gram_parts *g)
         if (!g->slot[d].part.plan.tiles.resident) return OC_OK;
         physical[d] = g->slot[d].part.ldev->physical;
     }
+    double t = oc_now();
     int ok = oc_panel_exchange_peers(physical, g->count);
+    oc_trace_phase(&t, "cuda", "peer access");
     if (oc_gram_parts_select_device(&g->slot[0]) != OC_OK) return g->slot[0].st;
     if (!ok) return OC_OK;
     const oc_tile_plan *tp = &g->slot[0].part.plan.tiles;
