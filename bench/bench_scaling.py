@@ -6,7 +6,7 @@ and the same bytes on any number of devices.
         [--parts identical,strong,mpi,weak] [--gpus 1,2,4] [--virtual] [--runs 2]
         [--strong-rows 200000] [--strong-cols 1000000] [--weak-rows 1000000]
         [--weak-cols 1000000] [--host-mem 64G] [--mpiexec mpiexec] [--panel-exchange on|off|both]
-        [--trace] [--keep]
+        [--trace] [--trace-dir DIR] [--keep]
         [--markdown FILE]
 
 Parts (each prints its markdown table as soon as it is done; --markdown collects them):
@@ -27,6 +27,10 @@ Parts (each prints its markdown table as soon as it is done; --markdown collects
              fraction, bytes moved each way, peak host memory (the process's maximum resident
              set, from wait4) and each GPU's peak.
 
+--trace adds, to the strong part, one traced run of each job on the fewest and the most
+devices: a table of OUTCORE_TRACE's phases (set-up, peer access, tiles, the lists' merge,
+teardown, each device's busy and idle time) and each whole trace as a file in --trace-dir.
+
 --virtual splits GPU 0 into logical devices (`0:2`, `0:4`) instead: a rehearsal of the script
 on a one-GPU machine (efficiency is then the rate against the whole GPU's: the split's cost,
 not scaling).
@@ -37,6 +41,7 @@ the lent machines name), though outcore itself uses neither NCCL nor multicast.
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -154,6 +159,31 @@ def devices_cell(data):
                      f"{x['bytes_h2d'] / 1e9:.1f} GB" for x in devs)
 
 
+TRACE_HEADER = ("| job | devices | set-up s | peer access s | tiles s | lists merge s | teardown s | a part's close s "
+                "(most) | each GPU busy s | idle inside s | longest gap ms | backend s |")
+TRACE_RULE = "|" + "---|" * 12
+
+
+def trace_row(job, devices, text):
+    """One table row from an OUTCORE_TRACE of one job: the phases' seconds ("-" where the trace
+    has none), each device's busy and idle time inside the tiles phase, the longest gap before
+    a tile, and the backend's whole time."""
+    def one(pattern):
+        m = re.search(pattern, text)
+        return m.group(1) if m else "-"
+
+    closes = [float(v) for v in re.findall(r"^outcore cuda: cuda:\d+(?:\.\d+)?\s+([0-9.]+) s$", text, re.M)]
+    busy = re.findall(r"GPU busy ([0-9.]+) s of the span .*?\(idle inside ([0-9.]+) s\); longest gaps \(ms before tile\):"
+                      r" ?([0-9.]*)", text)
+    span = lambda vals: "-" if not vals else (f"{min(vals):.3f}" if min(vals) == max(vals) else f"{min(vals):.3f}-{max(vals):.3f}")
+    return (f"| {job} | {devices} | {one(r'outcore cuda: setup +([0-9.]+) s')} | "
+            f"{one(r'outcore cuda: peer access +([0-9.]+) s')} | {one(r'outcore cuda: tiles +([0-9.]+) s')} | "
+            f"{one(r'outcore cuda: lists merge +([0-9.]+) s')} | {one(r'outcore cuda: teardown +([0-9.]+) s')} | "
+            f"{f'{max(closes):.3f}' if closes else '-'} | {span([float(b[0]) for b in busy])} | "
+            f"{span([float(b[1]) for b in busy])} | {max((float(b[2]) for b in busy if b[2]), default=0):.1f} | "
+            f"{one(r'outcore gram: backend +([0-9.]+) s')} |")
+
+
 def part_strong(args, d):
     a = d / "strong.npy"
     n, m = args.strong_rows, args.strong_cols
@@ -190,15 +220,20 @@ def part_strong(args, d):
                 Path(str(out) + ".json").unlink(missing_ok=True)
         one[1].unlink(missing_ok=True)
     if args.trace:  # where the time goes on one device and on the most (OUTCORE_TRACE's phases, stderr)
+        trace_lines = ["### Where the time goes (OUTCORE_TRACE, one run each)", "", TRACE_HEADER, TRACE_RULE]
         for job in ("top-10", "threshold"):
             for g in sorted({args.gpus[0], args.gpus[-1]}):
                 out = d / "strong_trace.npz"
                 cmd = [args.outcore, "gram", str(a), "--bits", str(m), *JOBS[job][0], "--backend", "cuda",
                        "--algorithm", "dense", "--devices", spec(g, args.virtual), "-o", str(out), "--quiet"]
                 trace = subprocess.run(cmd, capture_output=True, text=True, env=dict(ENV, OUTCORE_TRACE="1"))
-                print(f"OUTCORE_TRACE of {job} on {spec(g, args.virtual)} (exit {trace.returncode}):\n"
-                      f"{trace.stderr[-6000:]}", flush=True)
+                raw = Path(args.trace_dir) / f"trace_{job}_{spec(g, args.virtual).replace(',', '-').replace(':', '_')}.txt"
+                raw.parent.mkdir(parents=True, exist_ok=True)
+                raw.write_text(trace.stderr)
+                trace_lines.append(trace_row(f"{job} (exit {trace.returncode})", spec(g, args.virtual), trace.stderr))
                 out.unlink(missing_ok=True)
+        trace_lines.append(f"\n(each run's whole trace: {args.trace_dir}/trace_*.txt)")
+        emit("\n".join(trace_lines) + "\n")
     if worst is not None:
         against = "the whole GPU" if args.virtual else f"{args.gpus[-1]} x one GPU"
         lines.append(f"\nefficiency at {args.gpus[-1]} devices against {against} (worst job): {100 * worst:.1f}% "
@@ -286,7 +321,11 @@ def main():
     ap.add_argument("--mpiexec", default="mpiexec")
     ap.add_argument("--panel-exchange", choices=("on", "off", "both"), default="on",
                     help="strong: panels shared between devices (on), each from the host (off), or both rows")
-    ap.add_argument("--trace", action="store_true", help="strong: also print OUTCORE_TRACE of both jobs on the fewest and the most devices")
+    ap.add_argument("--trace", action="store_true",
+                    help="strong: also trace both jobs on the fewest and the most devices (a table of phases; "
+                         "each whole trace into --trace-dir)")
+    ap.add_argument("--trace-dir", default=os.environ.get("OUT") or "/tmp/oc_scaling_traces",
+                    help="where --trace writes each run's whole OUTCORE_TRACE (default: $OUT, else /tmp/oc_scaling_traces)")
     ap.add_argument("--keep", action="store_true", help="keep the generated inputs in --dir")
     ap.add_argument("--markdown", default=None, help="also write the tables to this file")
     args = ap.parse_args()
