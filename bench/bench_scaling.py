@@ -175,7 +175,11 @@ def trace_row(job, devices, text):
     closes = [float(v) for v in re.findall(r"^outcore cuda: cuda:\d+(?:\.\d+)?\s+([0-9.]+) s$", text, re.M)]
     busy = re.findall(r"GPU busy ([0-9.]+) s of the span .*?\(idle inside ([0-9.]+) s\); longest gaps \(ms before tile\):"
                       r" ?([0-9.]*)", text)
-    span = lambda vals: "-" if not vals else (f"{min(vals):.3f}" if min(vals) == max(vals) else f"{min(vals):.3f}-{max(vals):.3f}")
+    def span(vals):
+        if not vals:
+            return "-"
+        return f"{min(vals):.3f}" if min(vals) == max(vals) else f"{min(vals):.3f}-{max(vals):.3f}"
+
     return (f"| {job} | {devices} | {one(r'outcore cuda: setup +([0-9.]+) s')} | "
             f"{one(r'outcore cuda: peer access +([0-9.]+) s')} | {one(r'outcore cuda: tiles +([0-9.]+) s')} | "
             f"{one(r'outcore cuda: lists merge +([0-9.]+) s')} | {one(r'outcore cuda: teardown +([0-9.]+) s')} | "
