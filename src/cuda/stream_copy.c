@@ -2,7 +2,9 @@
  * straight between a pinned host array and the device (stream_copy.h). */
 #include "cuda/stream_copy.h"
 
+#include <assert.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,8 +16,6 @@
 
 /* Below this a piece is gathered by the driving thread alone: a split's hand-off costs more. */
 #define SPLIT_MIN (1LL << 20)
-/* Arrays whose pinnedness is remembered (a job has a few; beyond these it is asked again). */
-#define SEEN_MAX 16
 
 typedef struct delivery {
     oc_stream_copy *copy;
@@ -35,11 +35,11 @@ struct oc_stream_copy {
     int64_t bytes_h2d, bytes_d2h, bytes_direct;
     int64_t pinned_bytes;      /* the rings' slots */
     int direct_off;            /* OUTCORE_PINNED_DIRECT=0: every array through the rings */
-    struct {
-        const oc_stream_job_array *a;
-        int pinned;
-    } seen[SEEN_MAX];
-    int nseen;
+    const oc_stream_job_array *arrays; /* job->arrays: upload and download get its entries */
+    int narrays;
+    /* Per array of the job, by its place in arrays: copied straight. Asked of the driver once,
+     * at open, since the answer holds for the whole job. */
+    unsigned char *pinned;
 };
 
 /* The device current on this pool thread, as this file last set it (-1: none yet): setting
@@ -85,18 +85,19 @@ static int host_pinned(const void *p)
 
 /* Whether a's host memory is pinned at both its ends (one allocation or registration holds
  * it: a copy from memory that is not pinned after all is still right, only slower). */
-static int array_pinned(oc_stream_copy *c, const oc_stream_job_array *a)
+static int host_array_pinned(const oc_stream_job_array *a)
 {
-    if (c->direct_off) return 0;
-    for (int i = 0; i < c->nseen; ++i)
-        if (c->seen[i].a == a) return c->seen[i].pinned;
     const unsigned char *p = a->a.host;
-    int pinned = host_pinned(p) && host_pinned(p + a->total_bytes - 1);
-    if (c->nseen < SEEN_MAX) {
-        c->seen[c->nseen].a = a;
-        c->seen[c->nseen++].pinned = pinned;
-    }
-    return pinned;
+    return host_pinned(p) && host_pinned(p + a->total_bytes - 1);
+}
+
+/* Whether a crosses straight between its host memory and the device, as open found. a is an
+ * entry of the job's arrays, not a copy: its place there indexes the flags. */
+static int array_pinned(const oc_stream_copy *c, const oc_stream_job_array *a)
+{
+    ptrdiff_t i = a - c->arrays;
+    assert(i >= 0 && i < c->narrays);
+    return c->pinned[i];
 }
 
 /* Rows [start, start + rows) of a, straight between its pinned host memory and dev: one
@@ -124,16 +125,26 @@ oc_status oc_stream_copy_open(oc_context *ctx, oc_pool *pool, const oc_stream_pl
     oc_stream_copy *c = calloc(1, sizeof *c);
     if (!c) return oc_fail(ctx, OC_ERR_NO_MEMORY, "stream: out of memory");
     oc_status st = OC_OK;
+    int up = 0, down = 0; /* some array crosses through the upload / the download ring */
     c->device = device;
     c->workers = workers;
     const char *direct = getenv("OUTCORE_PINNED_DIRECT");
     c->direct_off = direct && strcmp(direct, "0") == 0;
+    c->arrays = job->arrays;
+    c->narrays = job->narrays;
+    c->pinned = calloc((size_t)job->narrays + 1, sizeof *c->pinned);
+    if (!c->pinned) {
+        st = oc_fail(ctx, OC_ERR_NO_MEMORY, "stream: out of memory");
+        goto cleanup;
+    }
     /* A ring only where some array passes through it: pinning a ring is a fixed cost of the
-     * job (on a context's first job, before the cache holds a block). */
-    int up = 0, down = 0;
+     * job (on a context's first job, before the cache holds a block). Arrays never copied
+     * (scratch: no host memory) are not asked about and stay unpinned. */
     for (int i = 0; i < job->narrays; ++i) {
         const oc_stream_job_array *a = &job->arrays[i];
-        if ((a->upload || a->download) && !array_pinned(c, a)) up |= a->upload, down |= a->download;
+        if (!a->upload && !a->download) continue;
+        c->pinned[i] = !c->direct_off && host_array_pinned(a);
+        if (!c->pinned[i]) up |= a->upload, down |= a->download;
     }
     c->up_slots = up ? plan->h2d_slots : 0;
     c->down_slots = down ? plan->d2h_slots : 0;
@@ -289,5 +300,6 @@ void oc_stream_copy_close(oc_stream_copy *c)
     free(c->up_read);
     free(c->down_ready);
     free(c->tasks);
+    free(c->pinned);
     free(c);
 }

@@ -33,7 +33,8 @@ typedef struct oc_stream_copy oc_stream_copy;
 /* Rings and events from pool's pinned memory as the plan sizes them, for job's arrays: a
  * ring of 0 slots is not made, nor one that no array would pass through (every array that
  * crosses that way is pinned and copied straight). workers run the gathers' parts and the
- * deliveries. */
+ * deliveries. Whether each array is pinned is found here, once: job->arrays must stay in
+ * place until close, and upload and download take its entries, not copies of them. */
 oc_status oc_stream_copy_open(oc_context *ctx, oc_pool *pool, const oc_stream_plan *plan, const oc_stream_job *job,
                               int device, oc_workers *workers, oc_stream_copy **out);
 
