@@ -154,6 +154,37 @@ static void check_affinity(void)
     oc_context_free(ctx);
 }
 
+/* Chosen group sizes: full groups first, then each at most a (2 x workers)-th of the tiles
+ * left, down to single tiles at the end; every tile in exactly one group, in order. */
+static void check_groups_shrink_at_the_end(void)
+{
+    oc_context *ctx = NULL;
+    CHECK(oc_context_create(&ctx) == OC_OK);
+    enum { N = 561, W = 4 };
+    int64_t keys[N] = {0}; /* one key: the groups come out in order */
+    oc_scheduler *s = NULL;
+    CHECK(oc_scheduler_create(ctx, keys, N, W, 0, &s) == OC_OK);
+    const int64_t base = (N + 8 * W - 1) / (8 * W);
+    int64_t f, c, next = 0, last = 0, groups = 0, w = 0;
+    while (oc_scheduler_next(s, (int)(w++ % W), &f, &c)) {
+        CHECK_EQ_I64(f, next);
+        int64_t cap = (N - f) / (2 * W) < base ? (N - f) / (2 * W) : base;
+        CHECK_MSG(c >= 1 && c <= (cap > 1 ? cap : 1), "group at %lld has %lld tiles (cap %lld)", (long long)f,
+                  (long long)c, (long long)cap);
+        if (groups == 0) CHECK_EQ_I64(c, base);
+        next = f + c, last = c, ++groups;
+    }
+    CHECK_EQ_I64(next, N);
+    CHECK_EQ_I64(last, 1);
+    CHECK_EQ_I64(groups, oc_scheduler_groups(s));
+    oc_scheduler_free(s);
+    /* One worker: the whole order in one group, as planned. */
+    CHECK(oc_scheduler_create(ctx, keys, N, 1, 0, &s) == OC_OK);
+    CHECK_EQ_I64(oc_scheduler_groups(s), 1);
+    oc_scheduler_free(s);
+    oc_context_free(ctx);
+}
+
 static void check_abort(void)
 {
     int64_t keys[30 * 31 / 2];
@@ -192,6 +223,7 @@ int main(void)
     check_exactly_once_and_balance();
     check_single_worker_keeps_order();
     check_affinity();
+    check_groups_shrink_at_the_end();
     check_abort();
     return oc_test_finish();
 }

@@ -67,13 +67,17 @@ static oc_status rank_keys(oc_context *ctx, const int64_t *keys, int64_t n, int6
     return OC_OK;
 }
 
-static oc_status build_groups(oc_context *ctx, oc_scheduler *s, const int64_t *ranks, int64_t n, int64_t max_group)
+/* Groups of at most max_group tiles; `tail` > 0: also at most 1/tail of the tiles left from
+ * the group's first on (at least one), so that the last groups shrink to single tiles. */
+static oc_status build_groups(oc_context *ctx, oc_scheduler *s, const int64_t *ranks, int64_t n, int64_t max_group,
+                              int64_t tail)
 {
     s->groups = malloc((size_t)(n ? n : 1) * sizeof *s->groups);
     if (!s->groups) return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the scheduler's groups");
     for (int64_t t = 0; t < n;) {
-        int64_t end = t + 1;
-        while (end < n && end - t < max_group && ranks[end] == ranks[t]) ++end;
+        int64_t end = t + 1, most = max_group;
+        if (tail > 0 && (n - t) / tail < most) most = (n - t) / tail > 1 ? (n - t) / tail : 1;
+        while (end < n && end - t < most && ranks[end] == ranks[t]) ++end;
         s->groups[s->ngroups++] = (sched_group){t, end - t, ranks[t]};
         t = end;
     }
@@ -113,12 +117,19 @@ oc_status oc_scheduler_create(oc_context *ctx, const int64_t *keys, int64_t ntil
         goto cleanup;
     }
     for (int w = 0; w < workers; ++w) s->last_key[w] = -1;
-    /* Several groups per worker, so that the last groups, taken by whoever is free, are short
-     * beside the job; a single worker walks the order in one group. */
-    if (max_group <= 0) max_group = workers == 1 ? (ntiles ? ntiles : 1) : (ntiles + 8LL * workers - 1) / (8LL * workers);
+    /* Several groups per worker, and the last ones shrinking to single tiles (each at most a
+     * (2 x workers)-th of what is left), so that the workers finish within about a tile of
+     * each other: groups of up to an eighth of a worker's share left four H200s' last
+     * tiles 10-40 ms apart (bench/RESULTS.md). A single worker walks the order in one
+     * group. */
+    int64_t tail = 0;
+    if (max_group <= 0) {
+        max_group = workers == 1 ? (ntiles ? ntiles : 1) : (ntiles + 8LL * workers - 1) / (8LL * workers);
+        tail = workers == 1 ? 0 : 2LL * workers;
+    }
     if (max_group < 1) max_group = 1;
     OC_CHECK_GOTO(rank_keys(ctx, keys, ntiles, ranks, &s->nkeys));
-    OC_CHECK_GOTO(build_groups(ctx, s, ranks, ntiles, max_group));
+    OC_CHECK_GOTO(build_groups(ctx, s, ranks, ntiles, max_group, tail));
 
 cleanup:
     free(ranks);

@@ -4,8 +4,8 @@
  * The plan's tile order is cut into groups: runs of consecutive tiles with the same
  * affinity key (the caller's: for a plan whose panels stay resident the column panel, for a
  * streaming plan the group of A panels it keeps resident; cuda/gram_parts.c),
- * each run cut again into pieces of at most `max_group` tiles so that no worker holds back
- * much work at the end. Workers pull groups whenever they need work (dynamic: a slower or
+ * each run cut again into pieces of at most `max_group` tiles, and (chosen sizes) the last
+ * pieces shrinking to single tiles, so that no worker holds back much work at the end. Workers pull groups whenever they need work (dynamic: a slower or
  * busier device simply pulls fewer), and prefer panel affinity: a worker takes the first
  * unclaimed group whose key is the key of its last group (it holds that panel), else the
  * first unclaimed group of the order. A single worker therefore walks the order as planned.
@@ -33,7 +33,8 @@ typedef struct oc_scheduler oc_scheduler;
 
 /* A queue over `ntiles` tiles of an order whose tile t has affinity key keys[t] (copied),
  * pulled by `workers` workers; groups of at most max_group tiles (0: chosen from the tile and
- * worker counts, a few groups per worker at least). */
+ * worker counts, eight groups per worker at least, and with several workers each group at
+ * most a (2 x workers)-th of the tiles left from its first on). */
 oc_status oc_scheduler_create(oc_context *ctx, const int64_t *keys, int64_t ntiles, int workers, int64_t max_group,
                               oc_scheduler **out);
 void oc_scheduler_free(oc_scheduler *s); /* NULL: no-op */
