@@ -28,8 +28,10 @@ Parts (each prints its markdown table as soon as it is done; --markdown collects
              set, from wait4) and each GPU's peak.
 
 --trace adds, to the strong part, one traced run of each job on the fewest and the most
-devices: a table of OUTCORE_TRACE's phases (set-up, peer access, tiles, the lists' merge,
-teardown, each device's busy and idle time) and each whole trace as a file in --trace-dir.
+devices: a table of OUTCORE_TRACE's phases (the shared set-up, peer access, each part's
+set-up, set-up and tiles, the lists' merge, teardown, the release after the job and each
+part's close, each device's busy and idle time) and each whole trace as a file in
+--trace-dir.
 
 --virtual splits GPU 0 into logical devices (`0:2`, `0:4`) instead: a rehearsal of the script
 on a one-GPU machine (efficiency is then the rate against the whole GPU's: the split's cost,
@@ -159,9 +161,10 @@ def devices_cell(data):
                      f"{x['bytes_h2d'] / 1e9:.1f} GB" for x in devs)
 
 
-TRACE_HEADER = ("| job | devices | set-up s | peer access s | tiles s | lists merge s | teardown s | a part's close s "
-                "(most) | each GPU busy s | idle inside s | longest gap ms | backend s |")
-TRACE_RULE = "|" + "---|" * 12
+TRACE_HEADER = ("| job | devices | shared set-up s | peer access s | a part's set-up s (most) | set-up and tiles s | "
+                "lists merge s | teardown s | release after the job s | a part's close s (most) | each GPU busy s | "
+                "idle inside s | longest gap ms | backend s |")
+TRACE_RULE = "|" + "---|" * 14
 
 
 def trace_row(job, devices, text):
@@ -173,6 +176,7 @@ def trace_row(job, devices, text):
         return m.group(1) if m else "-"
 
     closes = [float(v) for v in re.findall(r"^outcore cuda: cuda:\d+(?:\.\d+)?\s+([0-9.]+) s$", text, re.M)]
+    setups = [float(v) for v in re.findall(r"^outcore cuda:\d+(?:\.\d+)? setup: all\s+([0-9.]+) s$", text, re.M)]
     busy = re.findall(r"GPU busy ([0-9.]+) s of the span .*?\(idle inside ([0-9.]+) s\); longest gaps \(ms before tile\):"
                       r" ?([0-9.]*)", text)
     def span(vals):
@@ -181,8 +185,10 @@ def trace_row(job, devices, text):
         return f"{min(vals):.3f}" if min(vals) == max(vals) else f"{min(vals):.3f}-{max(vals):.3f}"
 
     return (f"| {job} | {devices} | {one(r'outcore cuda: setup +([0-9.]+) s')} | "
-            f"{one(r'outcore cuda: peer access +([0-9.]+) s')} | {one(r'outcore cuda: tiles +([0-9.]+) s')} | "
+            f"{one(r'outcore cuda: peer access +([0-9.]+) s')} | {f'{max(setups):.3f}' if setups else '-'} | "
+            f"{one(r'outcore cuda: set-up and tiles +([0-9.]+) s')} | "
             f"{one(r'outcore cuda: lists merge +([0-9.]+) s')} | {one(r'outcore cuda: teardown +([0-9.]+) s')} | "
+            f"{one(r'outcore cuda: release after the job +([0-9.]+) s')} | "
             f"{f'{max(closes):.3f}' if closes else '-'} | {span([float(b[0]) for b in busy])} | "
             f"{span([float(b[1]) for b in busy])} | {max((float(b[2]) for b in busy if b[2]), default=0):.1f} | "
             f"{one(r'outcore gram: backend +([0-9.]+) s')} |")

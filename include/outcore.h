@@ -69,7 +69,13 @@ typedef struct oc_context oc_context;
  * different threads are independent. Reusing one context for a series of jobs spares each
  * job after the first the pinning of its staging. */
 OC_API oc_status oc_context_create(oc_context **out);
-/* Frees the context and the pinned staging it keeps. NULL is a no-op. */
+/* Frees the context and the pinned staging it keeps. NULL is a no-op.
+ *
+ * A GPU job gives its streams, device memory and pinned staging back on a thread of its own
+ * after it returns (tens of milliseconds on several GPUs), while the caller goes on. The
+ * next job that opens a GPU (on any context), oc_context_free, the cached-memory calls
+ * below and the process's exit wait for it first, so none of them sees memory an earlier
+ * job still holds. */
 OC_API void oc_context_free(oc_context *ctx);
 
 /* The one-line message of the last failure on ctx ("" when none). Valid until the next
@@ -403,7 +409,8 @@ OC_API int oc_cuda_device_count(void);
  * job on `devices` would use (as oc_gram_options.devices: "0,1", "all", "0:2"; NULL or "":
  * device `device` alone), which the first GPU job of a process otherwise pays at its start
  * (about 0.9 s for the driver on a host of four H200s, then about 0.1 s per device, one
- * device after the other). Meant to run on a thread of the caller's beside work of its own,
+ * device after the other); for several GPUs also enables peer access between them, as a
+ * job that shares panels between its devices would (unless OUTCORE_PANEL_EXCHANGE=0). Meant to run on a thread of the caller's beside work of its own,
  * as the CLI does while it reads the input. Thread-safe; a list that does not parse or a
  * device that fails is left for the job to report. Returns the number of CUDA devices (0
  * when built without CUDA or none is usable). */

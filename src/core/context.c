@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/after_job.h"
 #include "core/error.h"
 
 const char *oc_version(void)
@@ -58,6 +59,7 @@ oc_status oc_context_create(oc_context **out)
 void oc_context_free(oc_context *ctx)
 {
     if (!ctx) return;
+    oc_after_job_wait(); /* a job's release may still hand staging back to this context */
     /* Unlinked first: once out of the list no other thread can reach its cache. */
     pthread_mutex_lock(&live_lock);
     if (ctx->live_prev) ctx->live_prev->live_next = ctx->live_next;

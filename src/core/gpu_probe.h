@@ -33,6 +33,9 @@ typedef struct oc_gpu_probe {
     /* Makes GPU `device`'s primary context on the calling thread (oc_cuda_warm_up); a
      * failure is left for the job that opens the device to report. */
     void (*make_context)(int device);
+    /* Enables peer access between every pair of the `count` GPUs (their contexts made), as
+     * a job whose devices share panels would; a pair that cannot is left for the job. */
+    void (*peer_access)(const int *devices, int count);
     /* Page-locked host memory usable from every device (oc_pinned_alloc): 0, or nonzero with
      * why[] saying why not; and its free. */
     int (*pinned_alloc)(size_t bytes, void **out, char *why, size_t why_size);

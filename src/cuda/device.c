@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/after_job.h"
 #include "core/context.h"
 #include "exec/backend.h"
 #include "mem/pinned_cache.h"
@@ -120,8 +121,16 @@ size_t oc_cuda_staging_fit(oc_context *ctx, size_t need, size_t limit)
     return cache ? oc_pinned_cache_fit(cache, need, limit) : need;
 }
 
-int64_t oc_cuda_live_device_bytes(void) { return atomic_load(&live_device_bytes); }
-int64_t oc_cuda_live_pinned_bytes(void) { return atomic_load(&live_pinned_bytes); }
+int64_t oc_cuda_live_device_bytes(void)
+{
+    oc_after_job_wait();
+    return atomic_load(&live_device_bytes);
+}
+int64_t oc_cuda_live_pinned_bytes(void)
+{
+    oc_after_job_wait();
+    return atomic_load(&live_pinned_bytes);
+}
 
 /* ---------------------------------------------------------------- devices */
 static int cuda_usable(int device)
@@ -138,6 +147,7 @@ static int cuda_usable(int device)
 
 oc_status oc_cuda_device_open(oc_context *ctx, int index, oc_cuda_device *dev)
 {
+    oc_after_job_wait(); /* an earlier job's device memory, still being given back */
     memset(dev, 0, sizeof *dev);
     dev->index = index;
     int count = 0;

@@ -73,8 +73,9 @@ int oc_cuda_host_pin(size_t bytes, void **out, char *why, size_t why_size);
 void oc_cuda_host_unpin(void *ptr);
 
 /* Device and pinned bytes allocated through oc_cuda_mem_ops and not yet freed, in this
- * process (any thread), idle cached staging included: tests check that a failed job leaves
- * none behind once oc_context_release_cached_memory has run. */
+ * process (any thread), idle cached staging included, once earlier jobs' releases are done
+ * (core/after_job.h): tests check that a failed job leaves none behind once
+ * oc_context_release_cached_memory has run. */
 int64_t oc_cuda_live_device_bytes(void);
 int64_t oc_cuda_live_pinned_bytes(void);
 

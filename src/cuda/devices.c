@@ -23,6 +23,7 @@
 #include "cuda/cuda_check.h"
 #include "cuda/device.h"
 #include "cuda/driver_status.h"
+#include "cuda/panel_exchange.h"
 
 int oc_cuda_probe_device_cc(int device, char *why, size_t why_size);
 oc_status oc_cuda_probe_inspect(oc_context *ctx, const char *display, const void *image, size_t size, int device,
@@ -242,6 +243,14 @@ static void make_context(int device)
     if (cudaSetDevice(device) != cudaSuccess || cudaFree(0) != cudaSuccess) (void)cudaGetLastError();
 }
 
+/* Peer access among the job's devices ahead of it, as the panel exchange would enable it
+ * (unless OUTCORE_PANEL_EXCHANGE=0 turns the exchange off). */
+static void peer_access(const int *devices, int count)
+{
+    const char *v = getenv("OUTCORE_PANEL_EXCHANGE");
+    if (count > 1 && !(v && strcmp(v, "0") == 0)) (void)oc_panel_exchange_peers(devices, count);
+}
+
 const oc_gpu_probe oc_gpu_probe_cuda = {
     oc_cuda_probe_device_cc,
     oc_cuda_probe_inspect,
@@ -249,6 +258,7 @@ const oc_gpu_probe oc_gpu_probe_cuda = {
     probe_devices,
     gpu_identity,
     make_context,
+    peer_access,
     oc_cuda_host_pin,
     oc_cuda_host_unpin,
 };

@@ -136,6 +136,11 @@ const oc_engine_counts *oc_engine_worker_counts(const oc_engine_worker *w);
 /* OUTCORE_TRACE: the worker's choices and where its time went, to stderr. */
 void oc_engine_worker_trace(const oc_engine_worker *w);
 
+/* Waits until nothing the worker started still runs: its device's work (copies into and
+ * out of the job's memory) and its sinks' deliveries. After it the job may return while its
+ * memory is given back later (core/after_job.h): on a failed job a delivery still in flight
+ * would write into an output the caller removes. NULL, or a worker never set up: nothing. */
+void oc_engine_worker_quiesce(oc_engine_worker *w);
 /* Waits for the device, frees everything (pool statistics first into *stats when not NULL).
  * NULL: no-op. */
 void oc_engine_worker_close(oc_engine_worker *w, oc_pool_stats *stats);

@@ -495,6 +495,17 @@ void oc_engine_worker_trace(const oc_engine_worker *w)
     oc_engine_trace_busy(w->trace);
 }
 
+void oc_engine_worker_quiesce(oc_engine_worker *w)
+{
+    if (!w || !w->dev.pool || cudaSetDevice(w->dev.index) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return;
+    }
+    (void)cudaDeviceSynchronize();
+    (void)cudaGetLastError();
+    if (w->sinks) (void)oc_engine_sinks_drain(NULL, w->sinks);
+}
+
 void oc_engine_worker_close(oc_engine_worker *w, oc_pool_stats *stats)
 {
     if (!w) return;

@@ -298,11 +298,16 @@ oc_status oc_gram_part_setup(gram_cuda *g, const oc_cuda_select_share *share, in
                                      g->plan.tiles.out_slots, g->kernel != KERNEL_POPC, share, &g->select));
         oc_trace_phase(&t, who, "selection set-up");
         /* Fused top-k of A·Aᵀ seeds each panel's lists from its diagonal tile first. */
-        oc_engine_worker_seed_order(g->worker, oc_cuda_select_seeds_first(g->select));
+        oc_engine_worker_seed_order(g->worker, oc_gram_part_seeds_first(g));
     }
     /* After the selection began: a resumed threshold job marks the row blocks delivered. */
     if (job->resume) OC_CHECK(oc_resume_begin(ctx, job->resume, job, g->plan.tiles.tile));
     return OC_OK;
+}
+
+int oc_gram_part_seeds_first(const gram_cuda *g)
+{
+    return oc_cuda_select_seeds_first(g->job, g->kernel != KERNEL_POPC);
 }
 
 void oc_gram_part_trace(const gram_cuda *g)

@@ -3,12 +3,15 @@
  * (gram_part.h: worker, plan, selection) per logical device, all pulling tile groups from
  * one queue (exec/scheduler.h), sharing the destination.
  *
- *   caller's thread: open + plan every part (one tile edge for all) -> set up every part
- *                    -> start a thread per part 1..N-1 -> run part 0 itself (it reports
- *                    progress and delivers threshold pairs: outcore.h promises both on the
- *                    caller's thread) -> join -> merge the top-k lists -> statistics -> close
- *   part threads:    cudaSetDevice, then the worker's tile loop over the groups it pulls
- *   making, opening, setting up and closing the parts: gram_parts.c, every part at once.
+ *   caller's thread: open + plan every part (one tile edge for all) -> the shared order,
+ *                    queue and panel exchange -> start a thread per part 1..N-1 -> set up
+ *                    and run part 0 itself (it reports progress and delivers threshold
+ *                    pairs: outcore.h promises both on the caller's thread) -> join ->
+ *                    statistics -> merge the top-k lists -> return, the parts released
+ *                    after the job (core/after_job.h)
+ *   part threads:    cudaSetDevice, the part's set-up, then the worker's tile loop over the
+ *                    groups it pulls
+ *   making, opening, setting up and releasing the parts: gram_parts.c.
  *
  * The first failure of a part is copied to the caller's context, prefixed with the logical
  * device's name (oc_gram_parts_status). Results do not depend on which part computed which
@@ -33,27 +36,44 @@
 #include "cuda/gram_parts.h"
 #include "exec/select.h"
 
+typedef struct part_run {
+    oc_gram_parts *g;
+    int d;
+} part_run;
+
+/* One part: its device, its set-up, its tiles. */
+static void run_part(oc_gram_parts *g, int d)
+{
+    oc_part_slot *p = &g->slot[d];
+    if (oc_gram_parts_select_device(p) != OC_OK) {
+        if (g->queue) oc_scheduler_abort(g->queue, d);
+        return;
+    }
+    if (oc_gram_parts_setup_part(g, d) == OC_OK) p->st = oc_engine_worker_run(p->part.worker);
+}
+
 static void *part_thread(void *arg)
 {
-    oc_part_slot *p = arg;
-    if (oc_gram_parts_select_device(p) == OC_OK) p->st = oc_engine_worker_run(p->part.worker);
+    part_run *r = arg;
+    run_part(r->g, r->d);
     return NULL;
 }
 
 /* Part 0 on this thread, the others on their own; the first failure aborts the queue. */
 static void parts_run(oc_gram_parts *g)
 {
+    part_run run[OC_MAX_LOGICAL_DEVICES];
     for (int d = 1; d < g->count; ++d) {
         oc_part_slot *p = &g->slot[d];
-        p->started = pthread_create(&p->thread, NULL, part_thread, p) == 0;
+        run[d] = (part_run){g, d};
+        p->started = pthread_create(&p->thread, NULL, part_thread, &run[d]) == 0;
         if (!p->started) {
             /* The others stop too: the job has failed. */
             p->st = oc_fail(p->part.ctx, OC_ERR_NO_MEMORY, "cannot start the thread of a device part");
             oc_scheduler_abort(g->queue, d);
         }
     }
-    oc_part_slot *p0 = &g->slot[0];
-    if (oc_gram_parts_select_device(p0) == OC_OK) p0->st = oc_engine_worker_run(p0->part.worker);
+    run_part(g, 0);
     for (int d = 1; d < g->count; ++d)
         if (g->slot[d].started) pthread_join(g->slot[d].thread, NULL);
 }
@@ -104,12 +124,6 @@ static void parts_stats(oc_gram_parts *g)
     }
 }
 
-static void *release_thread(void *arg)
-{
-    oc_gram_parts_release(arg);
-    return NULL;
-}
-
 oc_status oc_cuda_gram(oc_gram_job *job)
 {
     oc_context *ctx = job->ctx;
@@ -117,31 +131,32 @@ oc_status oc_cuda_gram(oc_gram_job *job)
     double t = oc_now();
     oc_status st = oc_gram_parts_open(ctx, &g);
     oc_trace_phase(&t, "cuda", "open");
-    if (st == OC_OK) st = oc_gram_parts_setup(ctx, &g);
+    if (st == OC_OK) st = oc_gram_parts_share(ctx, &g);
     oc_trace_phase(&t, "cuda", "setup");
     if (st == OC_OK) {
         parts_run(&g);
-        oc_trace_phase(&t, "cuda", "tiles");
+        oc_trace_phase(&t, "cuda", "set-up and tiles");
         for (int d = 0; d < g.count; ++d) oc_gram_part_trace(&g.slot[d].part);
     }
+    /* Nothing of the job may still write into its memory once it returns, whatever failed. */
+    oc_gram_parts_quiesce(&g);
     /* A failure in set-up is the part's (its context) or the job's (ctx). */
     oc_status failed = g.slot ? oc_gram_parts_status(ctx, &g) : OC_OK;
     if (st == OC_OK) st = failed;
     else if (failed != OC_OK) st = failed;
-    if (g.slot) parts_stats(&g);
-    /* The devices are released on a thread while the top-k lists merge here: freeing memory
-     * that the panel exchange mapped on the other devices took about 0.12 s per device on
-     * four H200s, beside 0.02 s for one (bench/RESULTS.md). */
-    pthread_t releaser;
-    const int releasing = g.count > 1 && pthread_create(&releaser, NULL, release_thread, &g) == 0;
+    if (g.slot) {
+        parts_stats(&g);
+        oc_gram_parts_account(&g);
+    }
     if (st == OC_OK) st = merge_topk(ctx, &g);
     if (st == OC_OK && g.count > 1 && job->opts->progress)
         job->opts->progress(job->opts->progress_user, (double)g.slot[0].part.plan.tiles.ntiles,
                             (double)g.slot[0].part.plan.tiles.ntiles);
     if (g.count > 1) oc_trace_phase(&t, "cuda", "lists merge");
-    if (releasing) pthread_join(releaser, NULL);
-    else oc_gram_parts_release(&g);
-    oc_gram_parts_free(&g);
+    /* The devices are released after the job returns: freeing memory that the panel
+     * exchange mapped on the other devices took 0.05-0.09 s per device on four H200s
+     * (bench/RESULTS.md), which the caller's next steps need not wait for. */
+    oc_gram_parts_release_later(&g);
     oc_trace_phase(&t, "cuda", "teardown");
     return st;
 }

@@ -39,6 +39,9 @@ oc_status oc_gram_part_replan(oc_gram_part *part);
 /* Allocates what the plan names and opens the selection (share: NULL on one device);
  * `progress`: this part reports the job's progress (the part on the caller's thread). */
 oc_status oc_gram_part_setup(oc_gram_part *part, const oc_cuda_select_share *share, int progress);
+/* Whether the part's order puts each panel's diagonal tile first (fused top-k of A·Aᵀ,
+ * select_cuda.h); known once the part is open. */
+int oc_gram_part_seeds_first(const oc_gram_part *part);
 /* "b1-mma", "popc", ... */
 const char *oc_gram_part_kernel_desc(const oc_gram_part *part);
 /* OUTCORE_TRACE: the worker's and the selection's figures. */

@@ -1,7 +1,8 @@
 /*
  * gram_parts.c - the parts of a Gram job on several logical devices (gram_parts.h): made,
- * opened and planned, set up with the shared order, queue and panel exchange, and closed,
- * every part at once (a thread per part, part 0's on the caller's thread).
+ * opened and planned every part at once (a thread per part, part 0's on the caller's
+ * thread), joined by the shared order, queue and panel exchange, each set up on its own
+ * thread, and released every part at once, after the job.
  */
 #include "cuda/gram_parts.h"
 
@@ -10,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/after_job.h"
 #include "core/context.h"
 #include "core/error.h"
 #include "core/threads.h"
@@ -48,6 +50,7 @@ static oc_status parts_create(oc_context *ctx, oc_gram_parts *g)
         p->part = (oc_gram_part){.job = &p->job, .ctx = p->job.ctx,
                                  .ldev = &job->devices.dev[d],
                                  .host_budget = job->host_budget / g->count};
+        oc_logical_device_name(p->part.ldev, p->name, sizeof p->name);
     }
     return OC_OK;
 }
@@ -136,7 +139,8 @@ static oc_status parts_plan(oc_gram_parts *g)
  * first part that needs it uploads it, the others copy it from that device
  * (cuda/panel_exchange.h; four GPUs staging all of A each were bound by the host's memory
  * bandwidth, bench/RESULTS.md). Needs every pair of the physical devices to reach each
- * other's memory; OUTCORE_PANEL_EXCHANGE=0 turns it off (docs/environment.md). */
+ * other's memory (peer access, which oc_cuda_warm_up may have enabled already);
+ * OUTCORE_PANEL_EXCHANGE=0 turns it off (docs/environment.md). */
 static oc_status share_panels(oc_context *ctx, oc_gram_parts *g)
 {
     const char *v = getenv("OUTCORE_PANEL_EXCHANGE");
@@ -153,51 +157,26 @@ static oc_status share_panels(oc_context *ctx, oc_gram_parts *g)
     if (!ok) return OC_OK;
     const oc_tile_plan *tp = &g->slot[0].part.plan.tiles;
     int64_t panels = tp->panels_a > tp->panels_b ? tp->panels_a : tp->panels_b;
-    OC_CHECK(oc_panel_exchange_create(ctx, 2 * panels, &g->exchange));
-    for (int d = 0; d < g->count; ++d) oc_engine_worker_exchange(g->slot[d].part.worker, g->exchange);
-    return OC_OK;
+    return oc_panel_exchange_create(ctx, 2 * panels, &g->exchange);
 }
 
-/* One part's worker and selection. */
-static void part_setup(oc_part_slot *p, void *arg)
-{
-    oc_gram_parts *g = arg;
-    oc_gram_job *job = g->job;
-    const int d = (int)(p - g->slot);
-    oc_cuda_select_share share = {.index = d, .count = g->count};
-    /* Lists kept on the device come back to the host once, to be merged (host top-k,
-     * past the device's k, selects into the shared lists directly). */
-    if (d > 0 && job->select && oc_cuda_select_fixed_bytes(job) > 0) {
-        size_t bytes = (size_t)(job->n * oc_select_kept(job->select)) * 8;
-        p->topk_keys = calloc(bytes ? bytes : 1, 1);
-        if (!p->topk_keys) {
-            p->st = oc_fail(p->part.ctx, OC_ERR_NO_MEMORY, "cannot allocate the top-k lists of device part %d", d);
-            return;
-        }
-        share.topk_keys = p->topk_keys;
-    }
-    if (oc_gram_parts_select_device(p) != OC_OK) return;
-    p->st = oc_gram_part_setup(&p->part, g->count > 1 ? &share : NULL, d == 0);
-    if (p->st == OC_OK) oc_engine_worker_fail_at(p->part.worker, fault_tile(d));
-}
-
-/* Worker set-up on every part, then (several parts) the shared order and queue. */
-oc_status oc_gram_parts_setup(oc_context *ctx, oc_gram_parts *g)
+/* The selection's start, then (several parts) the shared order and queue, from the first
+ * part's plan (every part has the same tiles).
+ * Groups follow its column panels (resident: the order walks the columns, so a new panel
+ * is needed only when a column begins) or its groups of A panels (streaming), the panels a
+ * worker keeps while it stays on them. Keyed by the row panel, a resident plan's groups
+ * were single tiles, and a worker that stayed on its row ran down it ahead of the order,
+ * needing a new panel per tile: on four H200s one device uploaded half of A while the
+ * others waited for its panels (bench/RESULTS.md). */
+oc_status oc_gram_parts_share(oc_context *ctx, oc_gram_parts *g)
 {
     oc_gram_job *job = g->job;
-    parts_each(g, part_setup, g);
-    OC_CHECK(parts_first_failure(g));
-    if (g->count == 1) return OC_OK;
-    /* The first part's order: groups follow its column panels (resident: the order walks
-     * the columns, so a new panel is needed only when a column begins) or its groups of A
-     * panels (streaming), the panels a worker keeps while it stays on them. Keyed by the row
-     * panel, a resident plan's groups were single tiles, and a worker that stayed on its row
-     * ran down it ahead of the order, needing a new panel per tile: on four H200s one device
-     * uploaded half of A while the others waited for its panels (bench/RESULTS.md). */
     const oc_engine_plan *plan = &g->slot[0].part.plan;
     const oc_tile_plan *tp = &plan->tiles;
-    int seeded = g->slot[0].part.select && oc_cuda_select_seeds_first(g->slot[0].part.select);
-    g->order = oc_engine_plan_order(plan, job->symmetric, seeded);
+    /* Before any part starts: a part that is set up selects while the others still are. */
+    OC_CHECK(oc_cuda_select_begin(ctx, job, tp->tile, g->count));
+    if (g->count == 1) return OC_OK;
+    g->order = oc_engine_plan_order(plan, job->symmetric, oc_gram_part_seeds_first(&g->slot[0].part));
     int64_t *keys = malloc((size_t)(tp->ntiles ? tp->ntiles : 1) * sizeof *keys);
     if (!g->order || !keys) {
         free(keys);
@@ -207,8 +186,40 @@ oc_status oc_gram_parts_setup(oc_context *ctx, oc_gram_parts *g)
     oc_status st = oc_scheduler_create(ctx, keys, tp->ntiles, g->count, 0, &g->queue);
     free(keys);
     OC_CHECK(st);
-    for (int d = 0; d < g->count; ++d) oc_engine_worker_share(g->slot[d].part.worker, g->order, g->queue, d);
     return share_panels(ctx, g);
+}
+
+/* Part d's worker and selection, then its place in the shared order, queue and exchange.
+ * Each part sets itself up on the thread that runs its tiles, so a device whose set-up is
+ * done starts on the queue while the others still allocate (their pinned rings, device
+ * memory mapped to the peers: 0.02-0.05 s each on four H200s, bench/RESULTS.md). */
+oc_status oc_gram_parts_setup_part(oc_gram_parts *g, int d)
+{
+    oc_part_slot *p = &g->slot[d];
+    oc_gram_job *job = g->job;
+    double t = oc_now();
+    char who[48];
+    snprintf(who, sizeof who, "%s setup", p->name);
+    oc_cuda_select_share share = {.index = d, .count = g->count};
+    /* Lists kept on the device come back to the host once, to be merged (host top-k,
+     * past the device's k, selects into the shared lists directly). */
+    if (d > 0 && job->select && oc_cuda_select_fixed_bytes(job) > 0) {
+        size_t bytes = (size_t)(job->n * oc_select_kept(job->select)) * 8;
+        p->topk_keys = calloc(bytes ? bytes : 1, 1);
+        if (!p->topk_keys)
+            p->st = oc_fail(p->part.ctx, OC_ERR_NO_MEMORY, "cannot allocate the top-k lists of device part %d", d);
+        share.topk_keys = p->topk_keys;
+    }
+    if (p->st == OC_OK) p->st = oc_gram_part_setup(&p->part, g->count > 1 ? &share : NULL, d == 0);
+    if (p->st == OC_OK) {
+        oc_engine_worker_fail_at(p->part.worker, fault_tile(d));
+        if (g->queue) oc_engine_worker_share(p->part.worker, g->order, g->queue, d);
+        if (g->exchange) oc_engine_worker_exchange(p->part.worker, g->exchange);
+    } else if (g->queue) {
+        oc_scheduler_abort(g->queue, d); /* the others stop after their current tile */
+    }
+    oc_trace_phase(&t, who, "all");
+    return p->st;
 }
 
 oc_status oc_gram_parts_open(oc_context *ctx, oc_gram_parts *g)
@@ -227,12 +238,11 @@ oc_status oc_gram_parts_status(oc_context *ctx, oc_gram_parts *g)
     if (first < 0) return OC_OK;
     oc_part_slot *p = &g->slot[first];
     if (g->count == 1) return p->st; /* the message is on the caller's context already */
-    char name[32], message[OC_MESSAGE_MAX];
-    oc_logical_device_name(p->part.ldev, name, sizeof name);
+    char message[OC_MESSAGE_MAX];
     snprintf(message, sizeof message, "%s", oc_context_last_error(p->part.ctx));
     /* A cancelled job says so as one device would. */
     if (p->st == OC_ERR_CANCELLED) return oc_fail(ctx, p->st, "%s", message);
-    return oc_fail(ctx, p->st, "%s: %s", name, message);
+    return oc_fail(ctx, p->st, "%s: %s", p->name, message);
 }
 
 /* One part's close, timed for OUTCORE_TRACE. */
@@ -240,45 +250,73 @@ static void part_close(oc_part_slot *p, void *arg)
 {
     (void)arg;
     double t = oc_now();
-    char name[32] = "a part";
-    if (p->part.ldev) oc_logical_device_name(p->part.ldev, name, sizeof name);
-    p->had_pool = p->part.dev && p->part.dev->pool;
-    oc_gram_part_close(&p->part, &p->pool);
-    oc_trace_phase(&t, "cuda", name); /* each part's close */
+    oc_gram_part_close(&p->part, NULL);
+    oc_trace_phase(&t, "cuda", p->name[0] ? p->name : "a part"); /* each part's close */
 }
 
-/* Every part's device work undone: streams, events, device memory, staging. */
-void oc_gram_parts_release(oc_gram_parts *g)
+void oc_gram_parts_quiesce(oc_gram_parts *g)
 {
-    oc_panel_exchange_free(g->exchange); /* its events may still be pending: they go when done */
-    g->exchange = NULL;
-    if (g->slot) parts_each(g, part_close, NULL);
+    for (int d = 0; g->slot && d < g->count; ++d) oc_engine_worker_quiesce(g->slot[d].part.worker);
 }
 
-/* After parts_release: the pools' figures into the statistics, then the host side. */
-void oc_gram_parts_free(oc_gram_parts *g)
+void oc_gram_parts_account(oc_gram_parts *g)
 {
     oc_gram_stats *s = g->job->stats;
     for (int d = 0; g->slot && d < g->count; ++d) {
-        oc_part_slot *p = &g->slot[d];
-        if (p->had_pool) {
-            s->devices[d].budget_bytes = p->pool.budget;
-            s->devices[d].peak_bytes = p->pool.peak;
-            s->dev_budget_bytes += p->pool.budget;
-            s->dev_peak_bytes += p->pool.peak;
-            s->dev_current_bytes += p->pool.current;
-            s->dev_allocations += p->pool.allocations;
-        }
-        free(p->topk_keys);
-        oc_context_free(p->own_ctx);
+        const oc_cuda_device *dev = g->slot[d].part.dev;
+        if (!dev || !dev->pool) continue;
+        oc_pool_stats pool;
+        oc_pool_get_stats(dev->pool, &pool);
+        s->devices[d].budget_bytes = pool.budget;
+        s->devices[d].peak_bytes = pool.peak;
+        s->dev_budget_bytes += pool.budget;
+        s->dev_peak_bytes += pool.peak;
+        s->dev_current_bytes += pool.current;
+        s->dev_allocations += pool.allocations;
+    }
+}
+
+void oc_gram_parts_release(oc_gram_parts *g)
+{
+    oc_panel_exchange_free(g->exchange); /* its events may still be pending: they go when done */
+    if (g->slot) parts_each(g, part_close, NULL);
+    for (int d = 0; g->slot && d < g->count; ++d) {
+        free(g->slot[d].topk_keys);
+        oc_context_free(g->slot[d].own_ctx);
     }
     free(g->slot);
     free(g->order);
     oc_scheduler_free(g->queue);
+    *g = (oc_gram_parts){.job = g->job};
+}
+
+static void release_after_job(void *arg)
+{
+    oc_gram_parts *g = arg;
+    double t = oc_now();
+    oc_gram_parts_release(g);
+    oc_trace_phase(&t, "cuda", "release after the job");
+    free(g);
+}
+
+/* The part threads and the merge are done, the statistics read: nothing of the job is
+ * needed past this point but what the release frees. The parts refer to the job only
+ * through their own copies (the slots), so the caller may free the job meanwhile. */
+void oc_gram_parts_release_later(oc_gram_parts *g)
+{
+    oc_gram_parts *later = malloc(sizeof *later);
+    if (!later) {
+        oc_gram_parts_release(g);
+        return;
+    }
+    *later = *g;
+    later->job = NULL;
+    *g = (oc_gram_parts){.job = g->job};
+    oc_after_job(release_after_job, later);
 }
 
 void oc_gram_parts_close(oc_gram_parts *g)
 {
+    oc_gram_parts_account(g);
     oc_gram_parts_release(g);
-    oc_gram_parts_free(g);
 }

@@ -193,6 +193,13 @@ static oc_status open_slots(oc_cuda_select *s, void *const *slots)
     return OC_OK;
 }
 
+oc_status oc_cuda_select_begin(oc_context *ctx, oc_gram_job *job, int64_t tile, int devices)
+{
+    if (!job->select) return OC_OK;
+    const int host_topk = oc_select_get_mode(job->select) == OC_SELECT_TOPK && !select_on_device(job);
+    return oc_select_begin(ctx, job->select, tile, host_topk ? devices : 0);
+}
+
 oc_status oc_cuda_select_open(oc_context *ctx, oc_cuda_device *dev, oc_gram_job *job, int64_t tile, void *const *slots,
                               int nslots, int b1_kernel, const oc_cuda_select_share *share, oc_cuda_select **out)
 {
@@ -207,8 +214,6 @@ oc_status oc_cuda_select_open(oc_context *ctx, oc_cuda_device *dev, oc_gram_job 
     s->host_topk = mode == OC_SELECT_TOPK && !select_on_device(job);
     s->worker = share ? share->index : 0;
     s->drain = s->worker == 0;
-    /* Once per job, before any device selects: host top-k gives each device a worker. */
-    if (s->worker == 0) OC_CHECK(oc_select_begin(ctx, s->sel, tile, s->host_topk ? (share ? share->count : 1) : 0));
     s->topk_dest = share && share->index > 0 ? share->topk_keys : oc_select_topk_keys(s->sel);
     snprintf(job->stats->select_desc, sizeof job->stats->select_desc, "%s",
              s->host_topk ? "host (k above the device's 128)" : s->fused ? "device, fused in the Gram kernel" : "device");
@@ -263,9 +268,10 @@ void oc_cuda_select_counts(const oc_cuda_select *s, int64_t *fused, int64_t *ove
     *overflowed = s ? s->overflowed : 0;
 }
 
-int oc_cuda_select_seeds_first(const oc_cuda_select *s)
+int oc_cuda_select_seeds_first(const oc_gram_job *job, int b1_kernel)
 {
-    return s && s->fused && s->job->symmetric && oc_select_get_mode(s->sel) == OC_SELECT_TOPK;
+    return job->select && job->symmetric && oc_select_get_mode(job->select) == OC_SELECT_TOPK &&
+           oc_cuda_select_can_fuse(job, b1_kernel);
 }
 
 oc_status oc_cuda_select_tile_begin(oc_cuda_select *s, int64_t t, int slot, int64_t I, int64_t J, oc_gram_tile *tile,

@@ -56,6 +56,10 @@ typedef struct oc_cuda_select_share {
     uint64_t *topk_keys;
 } oc_cuda_select_share;
 
+/* Once per job, before any device's selection opens or selects: the host selection's row
+ * blocks of edge `tile`, and for host top-k a worker per device (`devices`). No-op without
+ * a selection. */
+oc_status oc_cuda_select_begin(oc_context *ctx, oc_gram_job *job, int64_t tile, int devices);
 /* Sets up for tiles of edge `tile` whose `nslots` output slots each have tile * tile result
  * elements followed by the extra bytes above. share: NULL for a job on one device. */
 oc_status oc_cuda_select_open(oc_context *ctx, oc_cuda_device *dev, oc_gram_job *job, int64_t tile, void *const *slots,
@@ -69,7 +73,7 @@ void oc_cuda_select_host_seconds(const oc_cuda_select *s, double *wait, double *
 /* Fused top-k of A·Aᵀ: the diagonal tiles, which seed each panel's lists from its own
  * rows, should come before the tiles that need them when the order is free (every panel
  * resident), so that no tile waits for the selection of the one just before it. */
-int oc_cuda_select_seeds_first(const oc_cuda_select *s);
+int oc_cuda_select_seeds_first(const oc_gram_job *job, int b1_kernel);
 
 /* Before tile t = (I, J) in output slot `slot` is enqueued on `stream`: sets its global
  * offsets and, when it is fused, its selection fields (tile->select != OC_TILE_DENSE); top-k

@@ -2,27 +2,37 @@
  * context_cache.c - the public calls on the memory a context keeps between its jobs: the
  * pinned staging of its GPU jobs (pinned_cache.c), which the context owns and frees with
  * itself (core/context.c). Releasing needs no backend: the cache unpins through the calls
- * the backend gave it when it made it.
+ * the backend gave it when it made it. Each call first waits for the release of earlier GPU
+ * jobs (core/after_job.h), which hands their staging back to the cache.
  */
+#include "core/after_job.h"
 #include "core/context.h"
 #include "mem/pinned_cache.h"
-
-void oc_context_release_cached_memory(oc_context *ctx)
-{
-    oc_pinned_cache *cache = ctx ? oc_context_pinned_cache(ctx) : NULL;
-    if (cache) oc_pinned_cache_release(cache);
-}
 
 static void release_one(oc_context *ctx, void *arg)
 {
     (void)arg;
-    oc_context_release_cached_memory(ctx);
+    oc_pinned_cache *cache = ctx ? oc_context_pinned_cache(ctx) : NULL;
+    if (cache) oc_pinned_cache_release(cache);
 }
 
-void oc_release_cached_memory(void) { oc_context_for_each_live(release_one, NULL); }
+void oc_context_release_cached_memory(oc_context *ctx)
+{
+    oc_after_job_wait();
+    release_one(ctx, NULL);
+}
+
+/* Waits before the registry's lock is taken: a release frees its parts' contexts, which
+ * takes that lock. */
+void oc_release_cached_memory(void)
+{
+    oc_after_job_wait();
+    oc_context_for_each_live(release_one, NULL);
+}
 
 int64_t oc_context_cached_memory_bytes(oc_context *ctx)
 {
+    oc_after_job_wait();
     oc_pinned_cache *cache = ctx ? oc_context_pinned_cache(ctx) : NULL;
     return cache ? oc_pinned_cache_idle_bytes(cache) : 0;
 }

@@ -1,0 +1,67 @@
+/*
+ * after_job.c - work a job leaves running when it returns (after_job.h): detached threads
+ * counted under one lock, waited for through a condition variable, so that any number of
+ * threads may wait at once.
+ */
+#include "core/after_job.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t finished = PTHREAD_COND_INITIALIZER;
+static int running;
+static _Thread_local int on_after_job_thread;
+static pthread_once_t at_exit_once = PTHREAD_ONCE_INIT;
+
+typedef struct after_job_call {
+    void (*fn)(void *arg);
+    void *arg;
+} after_job_call;
+
+static void *after_job_thread(void *p)
+{
+    after_job_call call = *(after_job_call *)p;
+    free(p);
+    on_after_job_thread = 1;
+    call.fn(call.arg);
+    pthread_mutex_lock(&lock);
+    --running;
+    pthread_cond_broadcast(&finished);
+    pthread_mutex_unlock(&lock);
+    return NULL;
+}
+
+/* The process's exit waits too: registered after the CUDA runtime's own exit handler (the
+ * runtime starts before any job), so it runs before the runtime goes away. */
+static void register_at_exit(void) { (void)atexit(oc_after_job_wait); }
+
+void oc_after_job(void (*fn)(void *arg), void *arg)
+{
+    pthread_once(&at_exit_once, register_at_exit);
+    after_job_call *call = malloc(sizeof *call);
+    pthread_attr_t attr;
+    int started = 0;
+    if (call && pthread_attr_init(&attr) == 0) {
+        *call = (after_job_call){fn, arg};
+        (void)pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        pthread_t thread;
+        pthread_mutex_lock(&lock);
+        started = pthread_create(&thread, &attr, after_job_thread, call) == 0;
+        running += started;
+        pthread_mutex_unlock(&lock);
+        pthread_attr_destroy(&attr);
+    }
+    if (!started) {
+        free(call);
+        fn(arg);
+    }
+}
+
+void oc_after_job_wait(void)
+{
+    if (on_after_job_thread) return;
+    pthread_mutex_lock(&lock);
+    while (running > 0) pthread_cond_wait(&finished, &lock);
+    pthread_mutex_unlock(&lock);
+}
