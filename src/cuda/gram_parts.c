@@ -256,7 +256,10 @@ static void part_close(oc_part_slot *p, void *arg)
 
 void oc_gram_parts_quiesce(oc_gram_parts *g)
 {
+    int current = -1; /* the caller's thread keeps its current device (part 0's, as it ran) */
+    if (cudaGetDevice(&current) != cudaSuccess) (void)cudaGetLastError();
     for (int d = 0; g->slot && d < g->count; ++d) oc_engine_worker_quiesce(g->slot[d].part.worker);
+    if (current >= 0 && cudaSetDevice(current) != cudaSuccess) (void)cudaGetLastError();
 }
 
 void oc_gram_parts_account(oc_gram_parts *g)
