@@ -247,8 +247,7 @@ static void make_context(int device)
  * (unless OUTCORE_PANEL_EXCHANGE=0 turns the exchange off). */
 static void peer_access(const int *devices, int count)
 {
-    const char *v = getenv("OUTCORE_PANEL_EXCHANGE");
-    if (count > 1 && !(v && strcmp(v, "0") == 0)) (void)oc_panel_exchange_peers(devices, count);
+    if (count > 1 && oc_panel_exchange_wanted()) (void)oc_panel_exchange_peers(devices, count);
 }
 
 const oc_gpu_probe oc_gpu_probe_cuda = {

@@ -141,8 +141,7 @@ void oc_engine_worker_trace(const oc_engine_worker *w);
  * memory is given back later (core/after_job.h): on a failed job a delivery still in flight
  * would write into an output the caller removes. NULL, or a worker never set up: nothing. */
 void oc_engine_worker_quiesce(oc_engine_worker *w);
-/* Waits for the device, frees everything (pool statistics first into *stats when not NULL).
- * NULL: no-op. */
-void oc_engine_worker_close(oc_engine_worker *w, oc_pool_stats *stats);
+/* Waits for the device, frees everything. NULL: no-op. */
+void oc_engine_worker_close(oc_engine_worker *w);
 
 #endif

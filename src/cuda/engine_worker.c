@@ -86,7 +86,7 @@ oc_status oc_engine_worker_open(oc_context *ctx, int index, oc_engine_worker **o
     w->ctx = ctx;
     oc_status st = oc_cuda_device_open(ctx, index, &w->dev);
     if (st != OC_OK) {
-        oc_engine_worker_close(w, NULL);
+        oc_engine_worker_close(w);
         return oc_trace_at(ctx, st, __FILE__, __LINE__);
     }
     *out = w;
@@ -506,7 +506,7 @@ void oc_engine_worker_quiesce(oc_engine_worker *w)
     if (w->sinks) (void)oc_engine_sinks_drain(NULL, w->sinks);
 }
 
-void oc_engine_worker_close(oc_engine_worker *w, oc_pool_stats *stats)
+void oc_engine_worker_close(oc_engine_worker *w)
 {
     if (!w) return;
     /* OUTCORE_TRACE: each step, as "outcore cuda:D close: STEP s". */
@@ -531,7 +531,6 @@ void oc_engine_worker_close(oc_engine_worker *w, oc_pool_stats *stats)
     }
     for (int i = 0; i < w->npace; ++i) (void)cudaEventDestroy(w->pace[i]);
     oc_engine_trace_close(w->trace);
-    if (stats && w->dev.pool) oc_pool_get_stats(w->dev.pool, stats);
     oc_trace_phase(&t, who, "events");
     oc_cuda_device_close(&w->dev); /* frees the pool: every device and pinned buffer */
     oc_trace_phase(&t, who, "device memory and streams");

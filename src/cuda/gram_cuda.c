@@ -316,12 +316,12 @@ void oc_gram_part_trace(const gram_cuda *g)
     trace_selection(g);
 }
 
-void oc_gram_part_close(gram_cuda *g, oc_pool_stats *stats)
+void oc_gram_part_close(gram_cuda *g)
 {
     oc_cuda_select_close(g->select);
     g->select = NULL;
     if (g->dev) (void)cudaSetDevice(g->dev->index);
-    oc_engine_worker_close(g->worker, g->dev && g->dev->pool ? stats : NULL);
+    oc_engine_worker_close(g->worker);
     g->worker = NULL;
     g->dev = NULL;
 }

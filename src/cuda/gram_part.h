@@ -46,7 +46,7 @@ int oc_gram_part_seeds_first(const oc_gram_part *part);
 const char *oc_gram_part_kernel_desc(const oc_gram_part *part);
 /* OUTCORE_TRACE: the worker's and the selection's figures. */
 void oc_gram_part_trace(const oc_gram_part *part);
-/* Closes the selection and the worker (pool statistics into *stats when not NULL). */
-void oc_gram_part_close(oc_gram_part *part, oc_pool_stats *stats);
+/* Closes the selection and the worker. */
+void oc_gram_part_close(oc_gram_part *part);
 
 #endif

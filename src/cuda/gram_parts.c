@@ -9,7 +9,6 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "core/after_job.h"
 #include "core/context.h"
@@ -143,8 +142,7 @@ static oc_status parts_plan(oc_gram_parts *g)
  * OUTCORE_PANEL_EXCHANGE=0 turns it off (docs/environment.md). */
 static oc_status share_panels(oc_context *ctx, oc_gram_parts *g)
 {
-    const char *v = getenv("OUTCORE_PANEL_EXCHANGE");
-    if (v && strcmp(v, "0") == 0) return OC_OK;
+    if (!oc_panel_exchange_wanted()) return OC_OK;
     int physical[OC_MAX_LOGICAL_DEVICES];
     for (int d = 0; d < g->count; ++d) {
         if (!g->slot[d].part.plan.tiles.resident) return OC_OK;
@@ -250,7 +248,7 @@ static void part_close(oc_part_slot *p, void *arg)
 {
     (void)arg;
     double t = oc_now();
-    oc_gram_part_close(&p->part, NULL);
+    oc_gram_part_close(&p->part);
     oc_trace_phase(&t, "cuda", p->name[0] ? p->name : "a part"); /* each part's close */
 }
 

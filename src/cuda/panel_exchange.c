@@ -5,6 +5,7 @@
 
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/error.h"
 
@@ -81,6 +82,12 @@ void oc_panel_exchange_withdraw(oc_panel_exchange *x, int64_t key)
     x->entry[key].state = PANEL_NONE;
     pthread_cond_broadcast(&x->published);
     pthread_mutex_unlock(&x->lock);
+}
+
+int oc_panel_exchange_wanted(void)
+{
+    const char *v = getenv("OUTCORE_PANEL_EXCHANGE");
+    return !(v && strcmp(v, "0") == 0);
 }
 
 int oc_panel_exchange_peers(const int *devices, int count)

@@ -50,6 +50,8 @@ int oc_panel_exchange_claim(oc_panel_exchange *x, int64_t key, oc_panel_source *
 void oc_panel_exchange_publish(oc_panel_exchange *x, int64_t key, const void *ptr, int device, cudaEvent_t ready);
 void oc_panel_exchange_withdraw(oc_panel_exchange *x, int64_t key);
 
+/* Whether panels may be shared at all: not when OUTCORE_PANEL_EXCHANGE=0 (docs/environment.md). */
+int oc_panel_exchange_wanted(void);
 /* Whether every pair of the listed physical devices can reach each other's memory; enables
  * the access where it can (the calling thread's current device changes). */
 int oc_panel_exchange_peers(const int *devices, int count);
