@@ -93,6 +93,23 @@ static void check_order(oc_context *ctx, const oc_tile_plan_input *in)
     }
     int64_t expect = in->symmetric ? plan.panels_a * (plan.panels_a + 1) / 2 : plan.panels_a * plan.panels_b;
     CHECK_EQ_I64(plan.ntiles, expect);
+    /* The panels in the order the tiles first need them: each once, by its first tile. */
+    int64_t nkeys = 2 * (plan.panels_a > plan.panels_b ? plan.panels_a : plan.panels_b);
+    int64_t *keys = malloc((size_t)nkeys * sizeof *keys), *first = malloc((size_t)nkeys * sizeof *first);
+    for (int64_t k = 0; k < nkeys; ++k) first[k] = -1;
+    for (int64_t t = 0; t < plan.ntiles; ++t) {
+        int64_t ka = oc_tile_panel_key(0, order[2 * t]), kb = oc_tile_panel_key(in->symmetric ? 0 : 1, order[2 * t + 1]);
+        if (first[ka] < 0) first[ka] = 2 * t;
+        if (first[kb] < 0) first[kb] = 2 * t + 1;
+    }
+    int64_t n = oc_tile_order_first_need(order, plan.ntiles, in->symmetric, nkeys, keys);
+    CHECK_EQ_I64(n, in->symmetric ? plan.panels_a : plan.panels_a + plan.panels_b);
+    for (int64_t i = 0; i < n; ++i) {
+        CHECK(first[keys[i]] >= 0);
+        if (i > 0) CHECK(first[keys[i - 1]] < first[keys[i]]);
+    }
+    free(keys);
+    free(first);
     free(order);
     free(seen);
 }

@@ -22,7 +22,10 @@
  *     after the job's consumption of its last tile (the `slot_free` event the job records);
  *   - downloads wait (on d2h) for the tile's kernels.
  * Consecutive tiles alternate between two compute streams (one when the job says its tiles
- * must not overlap), so a tile's CTAs fill the SMs the last wave of the previous one leaves.
+ * must not overlap), so a tile's CTAs fill the SMs the last wave of the previous one leaves;
+ * the first stream has the higher priority, so that the two tiles do not run side by side
+ * throughout (cuda/device.c). Resident panels go up on a thread of their own, ahead of the
+ * tiles (engine_prestage.h).
  */
 #ifndef OC_CUDA_ENGINE_H
 #define OC_CUDA_ENGINE_H
@@ -95,6 +98,7 @@ typedef struct oc_engine_counts {
     double bit_macs;
     double upload_seconds;      /* host time staging panels */
     double stage_wait_seconds;  /* of which waiting for a free upload slot */
+    double panel_wait_seconds;  /* the driving thread waiting for panels uploaded ahead (resident plans) */
     double acquire_seconds;     /* waiting for a free download slot */
     double run_seconds;         /* wall time of oc_engine_worker_run */
 } oc_engine_counts;

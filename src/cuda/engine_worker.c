@@ -1,7 +1,7 @@
 /*
  * engine_worker.c - the device worker: one device, the plan's buffers, the tile loop
- * (engine.h says what orders the device work; engine_upload.h and engine_sinks.h how rows
- * go up and results come down).
+ * (engine.h says what orders the device work; engine_panels.c where the panels come from;
+ * engine_upload.h and engine_sinks.h how rows go up and results come down).
  *
  * Memory: the worker's pool (the device budget and the pinned host budget of the plan)
  * holds every device buffer and both pinned rings; nothing is allocated per tile. Events:
@@ -11,7 +11,7 @@
  * Threads: the caller's (the driving thread) enqueues everything; the context's pool runs
  * the upload copies (with it) and the sink deliveries.
  */
-#include "cuda/engine.h"
+#include "cuda/engine_worker.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,69 +21,15 @@
 #include "core/threads.h"
 #include "core/trace.h"
 #include "cuda/cuda_check.h"
-#include "cuda/engine_sinks.h"
-#include "cuda/engine_trace.h"
-#include "cuda/engine_upload.h"
 #include "cuda/panel_exchange.h"
 #include "mem/staging.h"
-
-/* Tiles a worker that shares the job's queue may have on the device unfinished (run_tiles). */
-#define OC_ENGINE_PACE 6
-
-struct oc_engine_worker {
-    oc_context *ctx;
-    oc_cuda_device dev;
-    oc_engine_plan plan;
-    oc_engine_job job;
-    int streams;                 /* compute streams the tiles alternate between */
-    void **panel, **out;
-    cudaEvent_t *panel_loaded, *panel_free, *out_done, *out_free;
-    oc_engine_upload *upload;
-    oc_engine_sinks *sinks;
-    oc_engine_counts counts;
-    oc_engine_trace *trace;      /* OUTCORE_TRACE only */
-    int ready;                   /* setup completed: the tables below have their sizes */
-    /* several devices: the shared order and queue, and this worker's index in it */
-    const int64_t *shared_order;
-    oc_scheduler *queue;
-    int queue_index;
-    int64_t fail_at;             /* fault injection: this tile (from 1) fails */
-    cudaEvent_t pace[OC_ENGINE_PACE]; /* several workers: the last tiles' completions (run_tiles) */
-    int npace;
-    oc_panel_exchange *exchange; /* several devices, resident panels: panels crossing once */
-};
-
-/* The tiles a worker computes, in its order: positions in the job's tile order, all of them
- * for a worker alone, else the groups it claimed from the queue so far (claimed when the
- * loop or the prefetch first looks past the last one). */
-typedef struct tile_source {
-    const int64_t *order;        /* pairs (I, J) */
-    int64_t *mine;               /* positions in order; NULL: every tile, in order */
-    int64_t count;               /* tiles known so far */
-    oc_scheduler *queue;
-    int index;
-} tile_source;
-
-/* Whether the worker has a k-th tile (claiming groups as needed). */
-static int source_has(tile_source *src, int64_t k)
-{
-    int64_t first, count;
-    while (src->mine && k >= src->count && oc_scheduler_next(src->queue, src->index, &first, &count))
-        for (int64_t i = 0; i < count; ++i) src->mine[src->count++] = first + i;
-    return k < src->count;
-}
-
-static void source_tile(const tile_source *src, int64_t k, int64_t *I, int64_t *J)
-{
-    int64_t t = src->mine ? src->mine[k] : k;
-    *I = src->order[2 * t], *J = src->order[2 * t + 1];
-}
 
 oc_status oc_engine_worker_open(oc_context *ctx, int index, oc_engine_worker **out)
 {
     oc_engine_worker *w = calloc(1, sizeof *w);
     if (!w) return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the device worker");
     w->ctx = ctx;
+    pthread_mutex_init(&w->upload_lock, NULL);
     oc_status st = oc_cuda_device_open(ctx, index, &w->dev);
     if (st != OC_OK) {
         oc_engine_worker_close(w);
@@ -167,6 +113,11 @@ oc_status oc_engine_worker_setup(oc_engine_worker *w, const oc_engine_plan *plan
     OC_CHECK(create_events(ctx, &w->panel_free, 2 * ns));
     OC_CHECK(create_events(ctx, &w->out_done, no));
     OC_CHECK(create_events(ctx, &w->out_free, no));
+    if (tp->resident) {
+        CUDA_CHECK(ctx, cudaStreamCreateWithFlags(&w->peer, cudaStreamNonBlocking));
+        w->placed = calloc((size_t)ns, 1);
+        if (!w->placed) return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the worker's slot table");
+    }
     if (oc_tracing()) OC_CHECK(oc_engine_trace_open(ctx, tp->ntiles, &w->trace));
     oc_trace_phase(&t, who, "device memory and events");
 
@@ -185,93 +136,6 @@ oc_status oc_engine_worker_setup(oc_engine_worker *w, const oc_engine_plan *plan
                                       pool_threads, &w->sinks));
         oc_trace_phase(&t, who, "sinks");
     }
-    return OC_OK;
-}
-
-/* ---------------------------------------------------------------- panels */
-/* The panel just uploaded into `slot` is offered to the job's other devices: an event after
- * the upload tells them when it is there. */
-static oc_status publish_panel(oc_engine_worker *w, int64_t key, int slot)
-{
-    oc_context *ctx = w->ctx;
-    cudaEvent_t ready;
-    CUDA_CHECK(ctx, cudaEventCreateWithFlags(&ready, cudaEventDisableTiming));
-    cudaError_t e = cudaEventRecord(ready, w->dev.h2d);
-    if (e != cudaSuccess) {
-        (void)cudaEventDestroy(ready);
-        CUDA_CHECK(ctx, e);
-    }
-    oc_panel_exchange_publish(w->exchange, key, w->panel[slot], w->dev.index, ready);
-    return OC_OK;
-}
-
-/* The panel from the device that uploaded it (panel_exchange.h), on the upload stream. */
-static oc_status copy_panel(oc_engine_worker *w, const oc_panel_source *from, int slot, int64_t bytes)
-{
-    oc_context *ctx = w->ctx;
-    CUDA_CHECK(ctx, cudaStreamWaitEvent(w->dev.h2d, from->ready, 0));
-    if (from->device == w->dev.index)
-        CUDA_CHECK(ctx, cudaMemcpyAsync(w->panel[slot], from->ptr, (size_t)bytes, cudaMemcpyDeviceToDevice, w->dev.h2d));
-    else
-        CUDA_CHECK(ctx, cudaMemcpyPeerAsync(w->panel[slot], w->dev.index, from->ptr, from->device, (size_t)bytes,
-                                            w->dev.h2d));
-    w->counts.bytes_peer += bytes;
-    return OC_OK;
-}
-
-static oc_status load_panel(oc_engine_worker *w, int side, int64_t index, int slot)
-{
-    oc_context *ctx = w->ctx;
-    const oc_matrix *m = side == 0 ? w->job.a : w->job.b;
-    int64_t rows = oc_tile_panel_rows(&w->plan.tiles, m->rows, index), bytes = rows * m->words_per_row * 8;
-    int64_t key = oc_tile_panel_key(side, index);
-    /* The slot's previous panel may still be read by kernels enqueued earlier, on either
-     * compute stream (an event never recorded is complete). */
-    CUDA_CHECK(ctx, cudaStreamWaitEvent(w->dev.h2d, w->panel_free[2 * slot], 0));
-    CUDA_CHECK(ctx, cudaStreamWaitEvent(w->dev.h2d, w->panel_free[2 * slot + 1], 0));
-    oc_panel_source from;
-    if (w->exchange && oc_panel_exchange_claim(w->exchange, key, &from) == OC_PANEL_COPY) {
-        OC_CHECK(copy_panel(w, &from, slot, bytes));
-    } else {
-        oc_status st = oc_engine_upload_rows(ctx, w->upload, m, index * w->plan.tiles.tile, rows, w->panel[slot],
-                                             w->dev.h2d, &w->counts.upload_seconds, &w->counts.stage_wait_seconds);
-        if (st == OC_OK && w->exchange) st = publish_panel(w, key, slot);
-        if (st != OC_OK) {
-            if (w->exchange) oc_panel_exchange_withdraw(w->exchange, key); /* another device takes it over */
-            return st;
-        }
-        w->counts.bytes_h2d += bytes;
-    }
-    if (w->job.panel_loaded) OC_CHECK(w->job.panel_loaded(w->job.user, w->panel[slot], rows, w->dev.h2d));
-    CUDA_CHECK(ctx, cudaEventRecord(w->panel_loaded[slot], w->dev.h2d));
-    return OC_OK;
-}
-
-static oc_status place_panel(oc_engine_worker *w, oc_panel_cache *cache, int side, int64_t index, int64_t keep, int *slot)
-{
-    oc_context *ctx = w->ctx;
-    int load;
-    *slot = oc_panel_cache_place(cache, oc_tile_panel_key(side, index), keep, &load);
-    if (load) OC_CHECK(load_panel(w, side, index, *slot));
-    return OC_OK;
-}
-
-/* Panels of tile (I, J) not yet on the device. */
-static int tile_uploads(const oc_panel_cache *cache, int side_b, int64_t I, int64_t J)
-{
-    int64_t ka = oc_tile_panel_key(0, I), kb = oc_tile_panel_key(side_b, J);
-    return (cache->key_slot[ka] < 0) + (kb != ka && cache->key_slot[kb] < 0);
-}
-
-/* Places both panels of tile (I, J), uploading what is not resident. */
-static oc_status place_tile(oc_engine_worker *w, oc_panel_cache *cache, int64_t I, int64_t J, int *sa, int *sb)
-{
-    oc_context *ctx = w->ctx;
-    int side_b = w->job.symmetric ? 0 : 1;
-    int64_t ka = oc_tile_panel_key(0, I), kb = oc_tile_panel_key(side_b, J);
-    OC_CHECK(place_panel(w, cache, 0, I, kb, sa));
-    if (kb != ka) OC_CHECK(place_panel(w, cache, side_b, J, ka, sb));
-    else *sb = *sa;
     return OC_OK;
 }
 
@@ -303,7 +167,7 @@ static oc_status compute_tile(oc_engine_worker *w, oc_panel_cache *cache, int64_
     if (w->fail_at == t + 1)
         return oc_fail(ctx, OC_ERR_DEVICE, "cuda:%d: injected launch failure at tile %lld (OUTCORE_FAULT_DEVICE)", w->dev.index,
                        (long long)(t + 1));
-    OC_CHECK(place_tile(w, cache, I, J, &sa, &sb));
+    OC_CHECK(oc_engine_place_tile(w, cache, I, J, &sa, &sb));
     int o = (int)(t % tp->out_slots), c = (int)(t % w->streams);
     cudaStream_t stream = c ? w->dev.compute2 : w->dev.compute;
     CUDA_CHECK(ctx, cudaStreamWaitEvent(stream, w->panel_loaded[sa], 0));
@@ -319,31 +183,6 @@ static oc_status compute_tile(oc_engine_worker *w, oc_panel_cache *cache, int64_
     CUDA_CHECK(ctx, cudaEventRecord(w->out_done[o], stream));
     CUDA_CHECK(ctx, cudaEventRecord(w->panel_free[2 * sa + c], stream));
     if (sb != sa) CUDA_CHECK(ctx, cudaEventRecord(w->panel_free[2 * sb + c], stream));
-    return OC_OK;
-}
-
-/* The next tiles' panels go up now: what follows may block this thread (a selection
- * waiting for its pairs, a sink for a free slot), and an upload issued only after it would
- * leave the GPU waiting for the panel (a long panel takes longer to upload than a tile to
- * compute). With every panel resident nothing is evicted, so the uploads run up to three
- * tiles ahead, one tile's uploads per tile (a burst would keep this thread staging while
- * the GPU waits for the next kernel); streaming panels, one tile, so that the cache sees
- * the placements in the plan's order (each tile's own placement then finds its panels
- * placed). */
-static oc_status prefetch(oc_engine_worker *w, oc_panel_cache *cache, tile_source *src, int64_t t, int64_t *prefetched)
-{
-    oc_context *ctx = w->ctx;
-    const oc_tile_plan *tp = &w->plan.tiles;
-    const int side_b = w->job.symmetric ? 0 : 1;
-    for (int64_t ahead = tp->resident ? 3 : 1, issued = 0; *prefetched < t + ahead && source_has(src, *prefetched + 1);
-         ++*prefetched) {
-        int64_t nI, nJ;
-        source_tile(src, *prefetched + 1, &nI, &nJ);
-        int na, nb, need = tile_uploads(cache, side_b, nI, nJ);
-        if (need && issued) break;
-        issued += need;
-        OC_CHECK(place_tile(w, cache, nI, nJ, &na, &nb));
-    }
     return OC_OK;
 }
 
@@ -381,7 +220,7 @@ static void report_progress(oc_engine_worker *w, int64_t done, double *last, int
 /* The tile loop over the worker's tiles (its plan's order, or the groups it takes).
  * `delivered` (a resumable job: room for deliver_every tiles) collects the tiles since the
  * last checkpoint; tiles the job's `skip` names were done by an earlier run. */
-static oc_status run_tiles(oc_engine_worker *w, oc_panel_cache *cache, tile_source *src, int64_t *delivered)
+static oc_status run_tiles(oc_engine_worker *w, oc_panel_cache *cache, oc_tile_source *src, int64_t *delivered)
 {
     oc_context *ctx = w->ctx;
     oc_status st = OC_OK;
@@ -398,7 +237,7 @@ static oc_status run_tiles(oc_engine_worker *w, oc_panel_cache *cache, tile_sour
             CUDA_CHECK(ctx, cudaEventCreateWithFlags(&w->pace[w->npace], cudaEventDisableTiming));
     for (int64_t t = 0;; ++t) {
         if (w->npace && t >= OC_ENGINE_PACE) CUDA_CHECK(ctx, cudaEventSynchronize(w->pace[t % OC_ENGINE_PACE]));
-        if (!source_has(src, t)) break;
+        if (!oc_tile_source_has(src, t)) break;
         if (oc_cancelled(ctx))
             return oc_fail(ctx, OC_ERR_CANCELLED, "cancelled after %lld of %lld tiles", (long long)t,
                            (long long)w->plan.tiles.ntiles);
@@ -406,14 +245,14 @@ static oc_status run_tiles(oc_engine_worker *w, oc_panel_cache *cache, tile_sour
         if (w->queue && oc_scheduler_aborted(w->queue) >= 0) return OC_OK;
         oc_engine_tile tile;
         int64_t I, J;
-        source_tile(src, t, &I, &J);
+        oc_tile_source_tile(src, t, &I, &J);
         if (w->job.skip && w->job.skip(w->job.user, I, J)) {
             if (prefetched < t) prefetched = t; /* a tile passed by needs no panels */
             if (w->queue) oc_scheduler_complete(w->queue, w->queue_index, 1);
             continue;
         }
         OC_CHECK(compute_tile(w, cache, t, I, J, &tile));
-        OC_CHECK(prefetch(w, cache, src, t, &prefetched));
+        OC_CHECK(oc_engine_prefetch(w, cache, src, t, &prefetched));
         int consumed = 0;
         if (w->job.consume) {
             consumed = w->job.consume(w->job.user, &tile, w->dev.d2h, w->out_free[tile.out_slot], &st);
@@ -443,7 +282,7 @@ oc_status oc_engine_worker_run(oc_engine_worker *w)
     oc_panel_cache cache = {0};
     int64_t *delivered = NULL; /* a resumable job's tiles since its checkpoint */
     int64_t maxp = tp->panels_a > tp->panels_b ? tp->panels_a : tp->panels_b;
-    tile_source src = {.order = w->shared_order, .queue = w->queue, .index = w->queue_index};
+    oc_tile_source src = {.order = w->shared_order, .queue = w->queue, .index = w->queue_index};
     int64_t *own = NULL;
     if (w->queue) {
         src.mine = own = malloc((size_t)(tp->ntiles ? tp->ntiles : 1) * sizeof *own);
@@ -464,10 +303,14 @@ oc_status oc_engine_worker_run(oc_engine_worker *w)
             goto cleanup;
         }
     }
+    if (tp->resident) OC_CHECK_GOTO(oc_engine_prestage_begin(w, w->queue ? w->shared_order : src.order, tp->ntiles));
     OC_CHECK_GOTO(run_tiles(w, &cache, &src, delivered));
     report_progress(w, tp->ntiles, &(double){0}, 1);
 
 cleanup:
+    if (w->prestage) st = oc_engine_prestage_finish(w, st);
+    /* Failed before its uploads started: the other devices must not wait for its panels. */
+    else if (w->exchange && !w->prestage_started) oc_panel_exchange_abandon(w->exchange, w->queue_index);
     /* The other workers stop after their current tile: the job has failed. */
     if (st != OC_OK && w->queue) oc_scheduler_abort(w->queue, w->queue_index);
     oc_panel_cache_free(&cache);
@@ -484,12 +327,13 @@ void oc_engine_worker_trace(const oc_engine_worker *w)
     fprintf(stderr,
             "outcore cuda: tile %lld, %lld tiles, %d panel slots%s, %lld uploads; plan: kernels %.4f s, cost %.4f s; "
             "kernels busy %.4f s (summed per tile, on %d stream%s); staging %.4f s on %d threads (of which slot waits "
-            "%.4f s); %.2f GB from the host, %.2f GB from other devices; %d sinks, %d D2H slots of %.2f MiB (slot waits "
-            "%.4f s)\n",
+            "%.4f s); %.2f GB from the host, %.2f GB from other devices; %s waited %.4f s for panels; %d sinks, %d D2H "
+            "slots of %.2f MiB (slot waits %.4f s)\n",
             (long long)tp->tile, (long long)tp->ntiles, tp->panel_slots, tp->resident ? " (resident)" : "",
             (long long)tp->panel_loads, tp->kernel_seconds, tp->cost_seconds, oc_engine_trace_kernel_seconds(w->trace),
             w->streams, w->streams > 1 ? "s" : "", w->counts.upload_seconds, w->plan.copy_threads,
-            w->counts.stage_wait_seconds, w->counts.bytes_h2d / 1e9, w->counts.bytes_peer / 1e9, w->plan.sinks,
+            w->counts.stage_wait_seconds, w->counts.bytes_h2d / 1e9, w->counts.bytes_peer / 1e9,
+            tp->resident ? "uploaded ahead on their own thread;" : "on the driving thread;", w->counts.panel_wait_seconds, w->plan.sinks,
             w->plan.d2h_slots, w->plan.d2h_slot_bytes / 1048576.0,
             w->counts.acquire_seconds);
     oc_engine_trace_busy(w->trace);
@@ -530,11 +374,14 @@ void oc_engine_worker_close(oc_engine_worker *w)
         destroy_events(w->out_free, tp->out_slots);
     }
     for (int i = 0; i < w->npace; ++i) (void)cudaEventDestroy(w->pace[i]);
+    if (w->peer) (void)cudaStreamDestroy(w->peer);
+    free(w->placed);
     oc_engine_trace_close(w->trace);
     oc_trace_phase(&t, who, "events");
     oc_cuda_device_close(&w->dev); /* frees the pool: every device and pinned buffer */
     oc_trace_phase(&t, who, "device memory and streams");
     free(w->panel);
     free(w->out);
+    pthread_mutex_destroy(&w->upload_lock);
     free(w);
 }

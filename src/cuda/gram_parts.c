@@ -15,6 +15,7 @@
 #include "core/error.h"
 #include "core/threads.h"
 #include "core/trace.h"
+#include "core/workers.h"
 #include "exec/select.h"
 
 /* OUTCORE_FAULT_DEVICE=d:k: logical device d fails at its k-th tile (tests). */
@@ -135,7 +136,7 @@ static oc_status parts_plan(oc_gram_parts *g)
 }
 
 /* Several parts that keep every panel resident take each panel from the host once: the
- * first part that needs it uploads it, the others copy it from that device
+ * part it is given to uploads it, the others copy it from that device
  * (cuda/panel_exchange.h; four GPUs staging all of A each were bound by the host's memory
  * bandwidth, bench/RESULTS.md). Needs every pair of the physical devices to reach each
  * other's memory (peer access, which oc_cuda_warm_up may have enabled already);
@@ -155,7 +156,15 @@ static oc_status share_panels(oc_context *ctx, oc_gram_parts *g)
     if (!ok) return OC_OK;
     const oc_tile_plan *tp = &g->slot[0].part.plan.tiles;
     int64_t panels = tp->panels_a > tp->panels_b ? tp->panels_a : tp->panels_b;
-    return oc_panel_exchange_create(ctx, 2 * panels, &g->exchange);
+    OC_CHECK(oc_panel_exchange_create(ctx, 2 * panels, &g->exchange));
+    /* Each panel is given to one part, which uploads it ahead of the tiles; dealt in the
+     * order the tiles first need them, so every part uploads from the start. */
+    int64_t *need = malloc((size_t)(2 * panels) * sizeof *need);
+    int64_t n = need ? oc_tile_order_first_need(g->order, tp->ntiles, g->job->symmetric, 2 * panels, need) : -1;
+    oc_status st = n < 0 ? oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the panels' need order")
+                         : oc_panel_exchange_assign(ctx, g->exchange, need, n, g->count);
+    free(need);
+    return st;
 }
 
 /* The selection's start, then (several parts) the shared order and queue, from the first
@@ -174,6 +183,13 @@ oc_status oc_gram_parts_share(oc_context *ctx, oc_gram_parts *g)
     /* Before any part starts: a part that is set up selects while the others still are. */
     OC_CHECK(oc_cuda_select_begin(ctx, job, tp->tile, g->count));
     if (g->count == 1) return OC_OK;
+    /* The parts' copy threads, here before the parts set up at once: started beside four
+     * devices' allocations (whose driver calls hold the process's address space) they took
+     * 8-27 ms a part, which its first upload waited for (bench/RESULTS.md). */
+    for (int d = 0; d < g->count; ++d) {
+        oc_workers *threads;
+        OC_CHECK(oc_context_workers(g->slot[d].part.ctx, g->slot[d].part.plan.workers, &threads));
+    }
     g->order = oc_engine_plan_order(plan, job->symmetric, oc_gram_part_seeds_first(&g->slot[0].part));
     int64_t *keys = malloc((size_t)(tp->ntiles ? tp->ntiles : 1) * sizeof *keys);
     if (!g->order || !keys) {
@@ -215,6 +231,7 @@ oc_status oc_gram_parts_setup_part(oc_gram_parts *g, int d)
         if (g->exchange) oc_engine_worker_exchange(p->part.worker, g->exchange);
     } else if (g->queue) {
         oc_scheduler_abort(g->queue, d); /* the others stop after their current tile */
+        if (g->exchange) oc_panel_exchange_abandon(g->exchange, d); /* and wait for none of its panels */
     }
     oc_trace_phase(&t, who, "all");
     return p->st;

@@ -21,6 +21,9 @@ struct oc_panel_exchange {
     pthread_cond_t published;
     int64_t keys;
     panel_entry *entry;
+    int64_t *need;      /* oc_panel_exchange_assign's keys in need order, and their owners */
+    int *owner;
+    int64_t nneed;
 };
 
 oc_status oc_panel_exchange_create(oc_context *ctx, int64_t keys, oc_panel_exchange **out)
@@ -52,20 +55,64 @@ void oc_panel_exchange_free(oc_panel_exchange *x)
     if (current >= 0) (void)cudaSetDevice(current);
     pthread_cond_destroy(&x->published);
     pthread_mutex_destroy(&x->lock);
+    free(x->need);
+    free(x->owner);
     free(x->entry);
     free(x);
 }
 
-int oc_panel_exchange_claim(oc_panel_exchange *x, int64_t key, oc_panel_source *from)
+oc_status oc_panel_exchange_assign(oc_context *ctx, oc_panel_exchange *x, const int64_t *keys, int64_t n, int devices)
+{
+    x->need = malloc((size_t)(n > 0 ? n : 1) * sizeof *x->need);
+    x->owner = malloc((size_t)(n > 0 ? n : 1) * sizeof *x->owner);
+    if (!x->need || !x->owner) return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the panels' owners (%lld)", (long long)n);
+    for (int64_t i = 0; i < n; ++i) {
+        x->need[i] = keys[i];
+        x->owner[i] = (int)(i % devices);
+        x->entry[keys[i]].state = PANEL_UPLOADING; /* by its owner, ahead of the tiles */
+    }
+    x->nneed = n;
+    return OC_OK;
+}
+
+int64_t oc_panel_exchange_owned(const oc_panel_exchange *x, int device, int64_t *keys)
+{
+    int64_t n = 0;
+    for (int64_t i = 0; i < x->nneed; ++i)
+        if (x->owner[i] == device) keys[n++] = x->need[i];
+    return n;
+}
+
+void oc_panel_exchange_abandon(oc_panel_exchange *x, int device)
+{
+    pthread_mutex_lock(&x->lock);
+    for (int64_t i = 0; i < x->nneed; ++i)
+        if (x->owner[i] == device && x->entry[x->need[i]].state == PANEL_UPLOADING) x->entry[x->need[i]].state = PANEL_NONE;
+    pthread_cond_broadcast(&x->published);
+    pthread_mutex_unlock(&x->lock);
+}
+
+static int claim(oc_panel_exchange *x, int64_t key, oc_panel_source *from, int wait)
 {
     pthread_mutex_lock(&x->lock);
     panel_entry *e = &x->entry[key];
-    while (e->state == PANEL_UPLOADING) pthread_cond_wait(&x->published, &x->lock);
+    while (wait && e->state == PANEL_UPLOADING) pthread_cond_wait(&x->published, &x->lock);
+    if (e->state == PANEL_UPLOADING) {
+        pthread_mutex_unlock(&x->lock);
+        return 0;
+    }
     int r = OC_PANEL_COPY;
     if (e->state == PANEL_READY) *from = e->source;
     else e->state = PANEL_UPLOADING, r = OC_PANEL_UPLOAD;
     pthread_mutex_unlock(&x->lock);
     return r;
+}
+
+int oc_panel_exchange_claim(oc_panel_exchange *x, int64_t key, oc_panel_source *from) { return claim(x, key, from, 1); }
+
+int oc_panel_exchange_try_claim(oc_panel_exchange *x, int64_t key, oc_panel_source *from)
+{
+    return claim(x, key, from, 0);
 }
 
 void oc_panel_exchange_publish(oc_panel_exchange *x, int64_t key, const void *ptr, int device, cudaEvent_t ready)

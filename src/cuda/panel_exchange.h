@@ -15,6 +15,13 @@
  *                                  (an event recorded on the owner's upload stream after it)
  *   A claim of a panel that another device is uploading waits until it is published.
  *
+ * Owners (oc_panel_exchange_assign): before the devices start, each panel may be given to
+ * one device, which uploads it ahead of its tiles (engine_prestage.h); a claim of such a
+ * panel by another device waits for it, as for any panel being uploaded, and the owner
+ * withdraws the panels it will not upload (it stopped), so that a waiting claim takes them
+ * over. The panels are dealt round the devices in the order the job first needs them, so
+ * every device uploads from the start and each a share.
+ *
  * No cycle of waits: a device waits (on the host, or on its stream) only for panels whose
  * upload was enqueued before, and an upload waits for nothing of another device. Panels
  * stay where they were published until the job ends (resident plans never evict), so the
@@ -44,7 +51,20 @@ oc_status oc_panel_exchange_create(oc_context *ctx, int64_t keys, oc_panel_excha
 /* Destroys the published events (each on its own device); the devices must be idle. */
 void oc_panel_exchange_free(oc_panel_exchange *x);
 
+/* Gives the panels to `devices` owners in turn (device d the d-th, d + devices-th ... of the
+ * `n` keys in need order); before any claim. Fails only when memory is short. */
+oc_status oc_panel_exchange_assign(oc_context *ctx, oc_panel_exchange *x, const int64_t *keys, int64_t n, int devices);
+/* The keys given to `device`, in need order, into keys (room for every key); returns how
+ * many. */
+int64_t oc_panel_exchange_owned(const oc_panel_exchange *x, int device, int64_t *keys);
+
 int oc_panel_exchange_claim(oc_panel_exchange *x, int64_t key, oc_panel_source *from);
+/* Device `device` will upload none of its panels (it failed before it started): each goes
+ * back to no one, and a device waiting for one takes it over. Only for a device that never
+ * started its uploads. */
+void oc_panel_exchange_abandon(oc_panel_exchange *x, int device);
+/* The same without waiting: 0 while another device is uploading the panel. */
+int oc_panel_exchange_try_claim(oc_panel_exchange *x, int64_t key, oc_panel_source *from);
 /* The owner's upload of key is enqueued and `ready` recorded after it; the exchange owns
  * the event from now on. */
 void oc_panel_exchange_publish(oc_panel_exchange *x, int64_t key, const void *ptr, int device, cudaEvent_t ready);

@@ -113,6 +113,20 @@ void oc_tile_plan_order(const oc_tile_plan *plan, int symmetric, int64_t *order)
     }
 }
 
+int64_t oc_tile_order_first_need(const int64_t *order, int64_t ntiles, int symmetric, int64_t nkeys, int64_t *keys)
+{
+    unsigned char *seen = calloc((size_t)(nkeys > 0 ? nkeys : 1), 1);
+    if (!seen) return -1;
+    int64_t n = 0;
+    for (int64_t t = 0; t < ntiles; ++t) {
+        const int64_t k[2] = {oc_tile_panel_key(0, order[2 * t]), oc_tile_panel_key(symmetric ? 0 : 1, order[2 * t + 1])};
+        for (int i = 0; i < 2; ++i)
+            if (k[i] < nkeys && !seen[k[i]]) seen[k[i]] = 1, keys[n++] = k[i];
+    }
+    free(seen);
+    return n;
+}
+
 /* Uploads the tile order causes with the plan's slots (what the pipeline will do). */
 static oc_status count_loads(oc_context *ctx, oc_tile_plan *plan, int symmetric)
 {
