@@ -37,7 +37,8 @@ typedef struct oc_cuda_device {
     size_t smem_optin;            /* cudaDevAttrMaxSharedMemoryPerBlockOptin */
     const oc_gpu_arch *arch;      /* NULL for a generation the table does not know */
     cudaStream_t h2d, compute, d2h;
-    cudaStream_t compute2;        /* consecutive tiles alternate between compute and this */
+    cudaStream_t compute2;        /* consecutive tiles alternate between compute (the device's highest
+                                   * priority: its tile runs first) and this (the default) */
     oc_pool *pool;                /* the job's budgeted memory, created by the pipeline */
     oc_cuda_launch_ok checked[OC_CUDA_MAX_KERNELS];
     int nchecked;
