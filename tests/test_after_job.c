@@ -2,7 +2,9 @@
  * test_after_job.c - work a job leaves running when it returns (core/after_job.h), without a
  * GPU. Checked: the work runs; oc_after_job_wait returns only after all of it, from any
  * number of threads at once; a wait on the work's own thread returns at once (its work
- * frees contexts, whose free waits); oc_context_free waits for it.
+ * frees contexts, whose free waits); oc_context_free waits for it; work held by a job
+ * (oc_after_job_hold) starts at its last go, and a wait counts it, starting it first on the
+ * holding thread.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -65,9 +67,47 @@ static void check_context_free_waits(void)
     CHECK_EQ_I64(atomic_load(&done), 1);
 }
 
+static void count_done(void *arg)
+{
+    (void)arg;
+    atomic_fetch_add(&done, 1);
+}
+
+/* Held work starts at the last go, not before; a wait on the holding thread starts it. */
+static void check_hold(void)
+{
+    atomic_store(&done, 0);
+    oc_after_job_hold();
+    oc_after_job_hold();
+    oc_after_job(count_done, NULL);
+    oc_after_job(count_done, NULL);
+    sleep_ms(30);
+    CHECK_EQ_I64(atomic_load(&done), 0);
+    oc_after_job_go();
+    sleep_ms(30);
+    CHECK_EQ_I64(atomic_load(&done), 0); /* still held by the outer pair */
+    /* Another thread's wait counts held work as running: it waits for the go. */
+    pthread_t th;
+    int seen = -1;
+    CHECK(pthread_create(&th, NULL, waiter, &seen) == 0);
+    sleep_ms(30);
+    oc_after_job_go();
+    pthread_join(th, NULL);
+    CHECK_EQ_I64(seen, 2);
+    atomic_store(&done, 0);
+    oc_after_job_hold();
+    oc_after_job(count_done, NULL);
+    oc_after_job_wait(); /* on the holding thread: starts it, then waits */
+    CHECK_EQ_I64(atomic_load(&done), 1);
+    oc_after_job_go(); /* nothing left to start */
+    oc_after_job_wait();
+    CHECK_EQ_I64(atomic_load(&done), 1);
+}
+
 int main(void)
 {
     check_wait_sees_all();
     check_context_free_waits();
+    check_hold();
     return oc_test_finish();
 }

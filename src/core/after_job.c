@@ -12,11 +12,16 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t finished = PTHREAD_COND_INITIALIZER;
 static int running;
 static _Thread_local int on_after_job_thread;
+/* oc_after_job_hold: this thread's calls wait in `held` (already counted in `running`)
+ * until its last oc_after_job_go. */
+static _Thread_local int hold_depth;
+static _Thread_local struct after_job_call *held;
 static pthread_once_t at_exit_once = PTHREAD_ONCE_INIT;
 
 typedef struct after_job_call {
     void (*fn)(void *arg);
     void *arg;
+    struct after_job_call *next; /* held calls */
 } after_job_call;
 
 static void *after_job_thread(void *p)
@@ -36,31 +41,69 @@ static void *after_job_thread(void *p)
  * runtime starts before any job), so it runs before the runtime goes away. */
 static void register_at_exit(void) { (void)atexit(oc_after_job_wait); }
 
+/* Starts a counted call on a thread of its own, or runs it here when none can start. */
+static void start(after_job_call *call)
+{
+    pthread_attr_t attr;
+    int started = 0;
+    if (pthread_attr_init(&attr) == 0) {
+        (void)pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        pthread_t thread;
+        started = pthread_create(&thread, &attr, after_job_thread, call) == 0;
+        pthread_attr_destroy(&attr);
+    }
+    if (!started) {
+        after_job_call c = *call;
+        free(call);
+        c.fn(c.arg);
+        pthread_mutex_lock(&lock);
+        --running;
+        pthread_cond_broadcast(&finished);
+        pthread_mutex_unlock(&lock);
+    }
+}
+
 void oc_after_job(void (*fn)(void *arg), void *arg)
 {
     pthread_once(&at_exit_once, register_at_exit);
     after_job_call *call = malloc(sizeof *call);
-    pthread_attr_t attr;
-    int started = 0;
-    if (call && pthread_attr_init(&attr) == 0) {
-        *call = (after_job_call){fn, arg};
-        (void)pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        pthread_t thread;
-        pthread_mutex_lock(&lock);
-        started = pthread_create(&thread, &attr, after_job_thread, call) == 0;
-        running += started;
-        pthread_mutex_unlock(&lock);
-        pthread_attr_destroy(&attr);
-    }
-    if (!started) {
-        free(call);
+    if (!call) {
         fn(arg);
+        return;
     }
+    *call = (after_job_call){fn, arg, NULL};
+    pthread_mutex_lock(&lock);
+    ++running;
+    pthread_mutex_unlock(&lock);
+    if (hold_depth > 0) {
+        call->next = held;
+        held = call;
+        return;
+    }
+    start(call);
+}
+
+/* Starts this thread's held calls. */
+static void start_held(void)
+{
+    while (held) {
+        after_job_call *call = held;
+        held = call->next;
+        start(call);
+    }
+}
+
+void oc_after_job_hold(void) { ++hold_depth; }
+
+void oc_after_job_go(void)
+{
+    if (hold_depth > 0 && --hold_depth == 0) start_held();
 }
 
 void oc_after_job_wait(void)
 {
     if (on_after_job_thread) return;
+    start_held(); /* this thread's own held calls would never end otherwise */
     pthread_mutex_lock(&lock);
     while (running > 0) pthread_cond_wait(&finished, &lock);
     pthread_mutex_unlock(&lock);

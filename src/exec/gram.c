@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/after_job.h"
 #include "core/error.h"
 #include "core/context.h"
 #include "core/gpu_probe.h"
@@ -291,6 +292,7 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
     oc_gram_dest dest = {0};
     oc_sparse_plan plan = {0};
     oc_matrix *lists[2] = {NULL, NULL}; /* lists copies of file-backed inputs for the sparse path */
+    int held = 0;                       /* oc_after_job_hold was called */
     oc_dense_sink sink = {.elem_size = oc_dtype_size(dtype), .symmetric = symmetric};
     job.stats = st_out;
     st_out->host_budget_bytes = job.host_budget;
@@ -375,6 +377,10 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
         OC_CHECK_GOTO(oc_matrix_pack(ctx, job.b));
     }
     oc_trace_phase(&t, "gram", "algorithm");
+    /* What the backend leaves to run after the job (core/after_job.h) starts once the
+     * output is written. */
+    oc_after_job_hold();
+    held = 1;
     OC_CHECK_GOTO(backend->gram(&job));
     oc_trace_phase(&t, "gram", "backend");
     if (backend != &oc_backend_cpu && backend != &oc_backend_cpu_sparse) oc_cost_note_gpu_job();
@@ -411,6 +417,7 @@ cleanup:
     st_out->host_peak_bytes = oc_host_mem_peak();
     oc_matrix_free(lists[0]);
     oc_matrix_free(lists[1]);
+    if (held) oc_after_job_go();
     if (stats && st_out != stats) /* an earlier version of the struct: its fields only */
         memcpy((char *)stats + sizeof(size_t), (char *)st_out + sizeof(size_t), stats->struct_size - sizeof(size_t));
     return st;
