@@ -4,6 +4,7 @@
  */
 #include "cuda/device.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
@@ -202,8 +203,12 @@ void oc_cuda_device_close(oc_cuda_device *dev)
 }
 
 /* ---------------------------------------------------------------- launch planner */
-oc_status oc_cuda_launch_prepare(oc_context *ctx, oc_cuda_device *dev, const void *func, const char *name, int block,
-                                 size_t dyn_smem)
+/* A device's checked kernels are read and added to by every thread that launches on it (the
+ * driving thread, and a resident plan's upload thread with its row popcounts). */
+static pthread_mutex_t checked_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static oc_status launch_prepare(oc_context *ctx, oc_cuda_device *dev, const void *func, const char *name, int block,
+                                size_t dyn_smem)
 {
     for (int i = 0; i < dev->nchecked; ++i)
         if (dev->checked[i].func == func && dev->checked[i].block == block && dev->checked[i].dyn_smem == dyn_smem)
@@ -235,6 +240,15 @@ oc_status oc_cuda_launch_prepare(oc_context *ctx, oc_cuda_device *dev, const voi
     if (dev->nchecked < OC_CUDA_MAX_KERNELS)
         dev->checked[dev->nchecked++] = (oc_cuda_launch_ok){func, block, dyn_smem};
     return OC_OK;
+}
+
+oc_status oc_cuda_launch_prepare(oc_context *ctx, oc_cuda_device *dev, const void *func, const char *name, int block,
+                                 size_t dyn_smem)
+{
+    pthread_mutex_lock(&checked_lock);
+    oc_status st = launch_prepare(ctx, dev, func, name, block, dyn_smem);
+    pthread_mutex_unlock(&checked_lock);
+    return st;
 }
 
 /* ---------------------------------------------------------------- backend table */

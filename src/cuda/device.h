@@ -85,7 +85,8 @@ int64_t oc_cuda_live_pinned_bytes(void);
  * memory (cudaFuncGetAttributes), decides with oc_launch_check whether it fits, raises the
  * kernel's dynamic shared memory limit when it needs more than the default, and remembers
  * the verdict. A configuration that cannot launch is OC_ERR_UNSUPPORTED with the
- * explanation, never a launch that fails with "too many resources requested". */
+ * explanation, never a launch that fails with "too many resources requested". Any thread
+ * that launches on the device may call it (one lock guards the verdicts). */
 oc_status oc_cuda_launch_prepare(oc_context *ctx, oc_cuda_device *dev, const void *func, const char *name, int block,
                                  size_t dyn_smem);
 
