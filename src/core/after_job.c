@@ -24,16 +24,22 @@ typedef struct after_job_call {
     struct after_job_call *next; /* held calls */
 } after_job_call;
 
-static void *after_job_thread(void *p)
+/* Runs a counted call (and frees it), then counts it done. */
+static void run_call(after_job_call *p)
 {
-    after_job_call call = *(after_job_call *)p;
+    after_job_call call = *p;
     free(p);
-    on_after_job_thread = 1;
     call.fn(call.arg);
     pthread_mutex_lock(&lock);
     --running;
     pthread_cond_broadcast(&finished);
     pthread_mutex_unlock(&lock);
+}
+
+static void *after_job_thread(void *p)
+{
+    on_after_job_thread = 1;
+    run_call(p);
     return NULL;
 }
 
@@ -52,15 +58,7 @@ static void start(after_job_call *call)
         started = pthread_create(&thread, &attr, after_job_thread, call) == 0;
         pthread_attr_destroy(&attr);
     }
-    if (!started) {
-        after_job_call c = *call;
-        free(call);
-        c.fn(c.arg);
-        pthread_mutex_lock(&lock);
-        --running;
-        pthread_cond_broadcast(&finished);
-        pthread_mutex_unlock(&lock);
-    }
+    if (!started) run_call(call);
 }
 
 void oc_after_job(void (*fn)(void *arg), void *arg)

@@ -152,6 +152,15 @@ static oc_status place_prestaged(oc_engine_worker *w, int64_t key, int nowait, i
     return OC_OK;
 }
 
+/* Both panels of a tile (keys ka, kb) into their resident slots; *placed as for one. */
+static oc_status place_prestaged_tile(oc_engine_worker *w, int64_t ka, int64_t kb, int nowait, int *placed)
+{
+    oc_context *ctx = w->ctx;
+    OC_CHECK(place_prestaged(w, ka, nowait, placed));
+    if (*placed && kb != ka) OC_CHECK(place_prestaged(w, kb, nowait, placed));
+    return OC_OK;
+}
+
 /* Starts the uploads of a resident plan: this worker's share of the exchange's panels, or
  * every panel of the order it walks (its own order, or the shared one), in need order. */
 oc_status oc_engine_prestage_begin(oc_engine_worker *w, const int64_t *order, int64_t ntiles)
@@ -215,8 +224,7 @@ oc_status oc_engine_place_tile(oc_engine_worker *w, oc_panel_cache *cache, int64
     int64_t ka = oc_tile_panel_key(0, I), kb = oc_tile_panel_key(side_b, J);
     if (w->prestage) {
         int placed;
-        OC_CHECK(place_prestaged(w, ka, 0, &placed));
-        if (kb != ka) OC_CHECK(place_prestaged(w, kb, 0, &placed));
+        OC_CHECK(place_prestaged_tile(w, ka, kb, 0, &placed));
         *sa = resident_slot(w, ka), *sb = resident_slot(w, kb);
         return OC_OK;
     }
@@ -247,11 +255,9 @@ oc_status oc_engine_prefetch(oc_engine_worker *w, oc_panel_cache *cache, oc_tile
     for (; w->prestage && *prefetched < t + 3 && oc_tile_source_has(src, *prefetched + 1); ++*prefetched) {
         int64_t nI, nJ;
         oc_tile_source_tile(src, *prefetched + 1, &nI, &nJ);
-        int64_t ka = oc_tile_panel_key(0, nI), kb = oc_tile_panel_key(side_b, nJ);
-        int a, b = 1;
-        OC_CHECK(place_prestaged(w, ka, 1, &a));
-        if (a && kb != ka) OC_CHECK(place_prestaged(w, kb, 1, &b));
-        if (!a || !b) return OC_OK;
+        int placed;
+        OC_CHECK(place_prestaged_tile(w, oc_tile_panel_key(0, nI), oc_tile_panel_key(side_b, nJ), 1, &placed));
+        if (!placed) return OC_OK;
     }
     if (w->prestage) return OC_OK;
     for (int64_t ahead = tp->resident ? 3 : 1, issued = 0; *prefetched < t + ahead && oc_tile_source_has(src, *prefetched + 1);
