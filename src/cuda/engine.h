@@ -127,6 +127,12 @@ void oc_engine_worker_share(oc_engine_worker *w, const int64_t *order, oc_schedu
  * it. Before oc_engine_worker_run; x outlives the run. NULL: every panel from the host. */
 typedef struct oc_panel_exchange oc_panel_exchange;
 void oc_engine_worker_exchange(oc_engine_worker *w, oc_panel_exchange *x);
+/* A worker shared with an exchange (both above called before oc_engine_worker_setup) starts
+ * its share of the panel uploads at the end of its set-up, so they run beside the job's own
+ * set-up (a selection's allocations) instead of after it. A part that then fails before
+ * oc_engine_worker_run calls oc_engine_worker_give_up: its uploads stop and the panels it
+ * will not upload go to the devices waiting for them. NULL: no-op. */
+void oc_engine_worker_give_up(oc_engine_worker *w);
 /* Fault injection for tests: the worker's tile number `tile` (from 1) fails as a launch
  * would, with OC_ERR_DEVICE (OUTCORE_FAULT_DEVICE, docs/environment.md). 0: never. */
 void oc_engine_worker_fail_at(oc_engine_worker *w, int64_t tile);

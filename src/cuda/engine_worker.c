@@ -136,7 +136,22 @@ oc_status oc_engine_worker_setup(oc_engine_worker *w, const oc_engine_plan *plan
                                       pool_threads, &w->sinks));
         oc_trace_phase(&t, who, "sinks");
     }
+    /* Its share of the exchange's panels goes up from now on: on four H200s a part's
+     * selection set-up took up to 19 ms more, while its first tile waited for its first panels
+     * (bench/RESULTS.md). The order is the shared one, known before any part set up. */
+    if (tp->resident && w->exchange && w->queue) {
+        OC_CHECK(oc_engine_prestage_begin(w, w->shared_order, tp->ntiles));
+        oc_trace_phase(&t, who, "uploads started");
+    }
     return OC_OK;
+}
+
+void oc_engine_worker_give_up(oc_engine_worker *w)
+{
+    if (!w) return;
+    if (w->prestage) (void)oc_engine_prestage_finish(w, OC_ERR_CANCELLED);
+    /* Never started: each of its panels goes back to no one (a waiting device takes it). */
+    else if (w->exchange && w->queue && !w->prestage_started) oc_panel_exchange_abandon(w->exchange, w->queue_index);
 }
 
 /* ---------------------------------------------------------------- results */
@@ -303,7 +318,8 @@ oc_status oc_engine_worker_run(oc_engine_worker *w)
             goto cleanup;
         }
     }
-    if (tp->resident) OC_CHECK_GOTO(oc_engine_prestage_begin(w, w->queue ? w->shared_order : src.order, tp->ntiles));
+    if (tp->resident && !w->prestage_started)
+        OC_CHECK_GOTO(oc_engine_prestage_begin(w, w->queue ? w->shared_order : src.order, tp->ntiles));
     OC_CHECK_GOTO(run_tiles(w, &cache, &src, delivered));
     report_progress(w, tp->ntiles, &(double){0}, 1);
 

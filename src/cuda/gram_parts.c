@@ -224,14 +224,17 @@ oc_status oc_gram_parts_setup_part(oc_gram_parts *g, int d)
             p->st = oc_fail(p->part.ctx, OC_ERR_NO_MEMORY, "cannot allocate the top-k lists of device part %d", d);
         share.topk_keys = p->topk_keys;
     }
+    /* The worker knows its place in the queue and exchange before its set-up, which starts
+     * its share of the panel uploads (engine.h). */
+    if (p->st == OC_OK && g->queue) oc_engine_worker_share(p->part.worker, g->order, g->queue, d);
+    if (p->st == OC_OK && g->exchange) oc_engine_worker_exchange(p->part.worker, g->exchange);
     if (p->st == OC_OK) p->st = oc_gram_part_setup(&p->part, g->count > 1 ? &share : NULL, d == 0);
     if (p->st == OC_OK) {
         oc_engine_worker_fail_at(p->part.worker, fault_tile(d));
-        if (g->queue) oc_engine_worker_share(p->part.worker, g->order, g->queue, d);
-        if (g->exchange) oc_engine_worker_exchange(p->part.worker, g->exchange);
     } else if (g->queue) {
         oc_scheduler_abort(g->queue, d); /* the others stop after their current tile */
-        if (g->exchange) oc_panel_exchange_abandon(g->exchange, d); /* and wait for none of its panels */
+        if (p->part.worker) oc_engine_worker_give_up(p->part.worker); /* and wait for none of its panels */
+        else if (g->exchange) oc_panel_exchange_abandon(g->exchange, d);
     }
     oc_trace_phase(&t, who, "all");
     return p->st;

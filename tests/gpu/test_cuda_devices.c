@@ -4,7 +4,8 @@
  * the per-device statistics, the same bytes as one device for jobs with many tiles (dense,
  * top-k on the device's lists and past them, threshold pairs; A·Aᵀ and A·Bᵀ), and a
  * device that fails mid-job (OUTCORE_FAULT_DEVICE=d:k), which must end the job with one line
- * naming that logical device, no output file, and no device or pinned memory left behind.
+ * naming that logical device, no output file, and no device or pinned memory left behind;
+ * and parts whose set-up fails, at every device allocation, after their panel uploads began.
  * Exits 77 when no CUDA device is usable.
  */
 #include <stdio.h>
@@ -187,6 +188,55 @@ static void check_failing_device(oc_context *ctx, const oc_matrix *a)
     unsetenv("OUTCORE_FAULT_DEVICE");
 }
 
+/* Every device allocation of a top-k job on 0:2 and 0:3 fails once in turn (each part's pool
+ * fails at the same point): those past the worker's own come after its panel uploads have
+ * started (engine.h: oc_engine_worker_give_up), so the job must stop them, fail with one line
+ * and leave no memory behind; the first point that is not reached gives one device's result. */
+static void check_setup_failures(oc_context *ctx, const oc_matrix *a)
+{
+    const int64_t n = oc_matrix_rows(a), k = 10;
+    static const char *const specs[] = {NULL, "0:2", "0:3"};
+    int64_t *idx[2] = {malloc((size_t)(n * k) * 8), malloc((size_t)(n * k) * 8)};
+    float *sc[2] = {malloc((size_t)(n * k) * 4), malloc((size_t)(n * k) * 4)};
+    CHECK(idx[0] && idx[1] && sc[0] && sc[1]);
+    for (int i = 0; i < 3 && idx[0] && idx[1] && sc[0] && sc[1]; ++i) {
+        oc_gram_options o = OC_GRAM_OPTIONS_INIT;
+        o.backend = OC_BACKEND_CUDA, o.algorithm = OC_ALGORITHM_DENSE, o.tile = 256;
+        o.metric = OC_METRIC_JACCARD, o.topk = k, o.devices = specs[i];
+        oc_output out = OC_OUTPUT_INIT;
+        out.kind = OC_OUTPUT_TOPK, out.indices = idx[i > 0], out.scores = sc[i > 0];
+        if (i == 0) {
+            CHECK_MSG(oc_gram(ctx, a, NULL, &o, &out, NULL) == OC_OK, "top-k on one device: %s", oc_context_last_error(ctx));
+            continue;
+        }
+        int points = 0;
+        for (int nth = 1; nth < 100; ++nth) {
+            char num[16];
+            snprintf(num, sizeof num, "%d", nth);
+            setenv("OUTCORE_FAULT_DEVICE_ALLOC", num, 1);
+            oc_status st = oc_gram(ctx, a, NULL, &o, &out, NULL);
+            unsetenv("OUTCORE_FAULT_DEVICE_ALLOC");
+            const char *msg = oc_context_last_error(ctx);
+            if (st == OC_OK) {
+                CHECK_MSG(memcmp(idx[0], idx[1], (size_t)(n * k) * 8) == 0 && memcmp(sc[0], sc[1], (size_t)(n * k) * 4) == 0,
+                          "%s: top-k after %d failing points differs from one device", specs[i], points);
+                break;
+            }
+            points++;
+            CHECK_MSG(st == OC_ERR_DEVICE_NO_MEMORY && strstr(msg, "injected") && !strchr(msg, '\n'),
+                      "%s, allocation %d fails: %s: %s", specs[i], nth, oc_status_string(st), msg);
+            oc_context_release_cached_memory(ctx);
+            CHECK_MSG(oc_cuda_live_device_bytes() == 0 && oc_cuda_live_pinned_bytes() == 0,
+                      "%s, allocation %d fails: %lld device and %lld pinned bytes left allocated", specs[i], nth,
+                      (long long)oc_cuda_live_device_bytes(), (long long)oc_cuda_live_pinned_bytes());
+        }
+        printf("  %s: %d device allocation points failed cleanly\n", specs[i], points);
+        CHECK_MSG(points >= 3, "%s: only %d allocation points (the selection's come after the uploads start)", specs[i],
+                  points);
+    }
+    for (int i = 0; i < 2; ++i) free(idx[i]), free(sc[i]);
+}
+
 int main(void)
 {
     if (oc_cuda_device_count() == 0) {
@@ -204,6 +254,7 @@ int main(void)
         check_selection_matches_one_device(ctx, a, NULL);
         check_selection_matches_one_device(ctx, a, b);
         check_failing_device(ctx, a);
+        check_setup_failures(ctx, a);
     }
     oc_matrix_free(a);
     oc_matrix_free(b);
