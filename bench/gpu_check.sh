@@ -22,6 +22,10 @@
 #                    the STREAM triad, and on the GPU against the pinned PCIe limit
 #   mpi              two MPI ranks sharing GPU 0 against one process (bench/bench_mpi.sh;
 #                    needs MPI and mpirun)
+#   host-link        what the host feeds the GPUs: pinned copies to 1 and every device,
+#                    pinning costs, pageable copies (bench_host_link; HOST_LINK_FILE, a file
+#                    of 3 GB or more, adds a registered file mapping) and pinning with and
+#                    without huge pages (bench_host_pin)
 #   scaling          several GPUs: strong and weak scaling, MPI ranks against one process,
 #                    same bytes on 1, 2, 4 GPUs (bench/bench_scaling.py; SCALING_ARGS are
 #                    passed to it, SCALING_TIMEOUT bounds it, default 580 s)
@@ -121,6 +125,7 @@ gram_parts=()
 split_bench=0
 mpi_bench=0
 scaling_bench=0
+link_bench=0
 for part in "${bench_parts[@]}"; do
   case "$part" in
     topk) topk_bench=1 ;;
@@ -131,6 +136,7 @@ for part in "${bench_parts[@]}"; do
     map) map_bench=1 ;;
     mpi) mpi_bench=1 ;;   # two MPI ranks sharing GPU 0 against one process (bench/bench_mpi.sh)
     scaling) scaling_bench=1 ;;
+    host-link) link_bench=1 ;;
     *) gram_parts+=("$part") ;;
   esac
 done
@@ -204,6 +210,14 @@ if has bench && [ $mpi_bench -eq 1 ]; then
   note bench_mpi "rc ${PIPESTATUS[0]}: $(grep -c identical "$LOGS/bench_mpi.log") identical, $(grep -c DIFFER "$LOGS/bench_mpi.log") differ"
 fi
 
+if has bench && [ $link_bench -eq 1 ]; then
+  # shellcheck disable=SC2086 # HOST_LINK_FILE is one optional path
+  timeout "${BENCH_TIMEOUT:-400}" "$BUILD/bench/bench_host_link" ${HOST_LINK_FILE:-} 2>&1 | tee "$LOGS/bench_host_link.log"
+  note bench_host_link "rc ${PIPESTATUS[0]}"
+  timeout "${BENCH_TIMEOUT:-400}" "$BUILD/bench/bench_host_pin" 2>&1 | tee "$LOGS/bench_host_pin.log"
+  note bench_host_pin "rc ${PIPESTATUS[0]}"
+fi
+
 if has bench && [ $scaling_bench -eq 1 ]; then
   # Several GPUs of one host (bench/bench_scaling.py): each part's table as it finishes.
   # shellcheck disable=SC2086 # SCALING_ARGS is a list of options
@@ -223,5 +237,7 @@ printf '%s\n' "${summary[@]}"
 [ -f "$LOGS/bench_map.log" ] && has bench && grep -E '^\|' "$LOGS/bench_map.log"
 [ -f "$LOGS/bench_io.log" ] && has io && grep -E '^\|' "$LOGS/bench_io.log"
 [ -f "$LOGS/bench_mpi.log" ] && has bench && grep -E '^\|' "$LOGS/bench_mpi.log"
+[ -f "$LOGS/bench_host_link.log" ] && has bench && grep -E 'GB/s' "$LOGS/bench_host_link.log"
+[ -f "$LOGS/bench_host_pin.log" ] && has bench && grep -E 'GB/s' "$LOGS/bench_host_pin.log"
 [ -f "$LOGS/bench_scaling.log" ] && has bench && grep -E '^\||^efficiency|^- ' "$LOGS/bench_scaling.log"
 exit 0
