@@ -16,7 +16,8 @@
 #include <sys/mman.h>
 #include <time.h>
 #include <stdint.h>
-#define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { printf("%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); exit(1);} } while (0)
+
+#include "bench_check.h"
 static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + 1e-9 * t.tv_nsec; }
 static const size_t CH = 768ull << 20; static const int NCH = 8; // 6 GB per buffer
 typedef struct { unsigned char *p; size_t n; } ta;

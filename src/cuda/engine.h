@@ -131,7 +131,8 @@ void oc_engine_worker_exchange(oc_engine_worker *w, oc_panel_exchange *x);
  * its share of the panel uploads at the end of its set-up, so they run beside the job's own
  * set-up (a selection's allocations) instead of after it. A part that then fails before
  * oc_engine_worker_run calls oc_engine_worker_give_up: its uploads stop and the panels it
- * will not upload go to the devices waiting for them. NULL: no-op. */
+ * will not upload go to the devices waiting for them (oc_engine_worker_run does the same when
+ * it fails before its uploads start). NULL: no-op. */
 void oc_engine_worker_give_up(oc_engine_worker *w);
 /* Fault injection for tests: the worker's tile number `tile` (from 1) fails as a launch
  * would, with OC_ERR_DEVICE (OUTCORE_FAULT_DEVICE, docs/environment.md). 0: never. */

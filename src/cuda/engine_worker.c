@@ -151,7 +151,7 @@ void oc_engine_worker_give_up(oc_engine_worker *w)
     if (!w) return;
     if (w->prestage) (void)oc_engine_prestage_finish(w, OC_ERR_CANCELLED);
     /* Never started: each of its panels goes back to no one (a waiting device takes it). */
-    else if (w->exchange && w->queue && !w->prestage_started) oc_panel_exchange_abandon(w->exchange, w->queue_index);
+    else if (w->exchange && !w->prestage_started) oc_panel_exchange_abandon(w->exchange, w->queue_index);
 }
 
 /* ---------------------------------------------------------------- results */
@@ -325,8 +325,7 @@ oc_status oc_engine_worker_run(oc_engine_worker *w)
 
 cleanup:
     if (w->prestage) st = oc_engine_prestage_finish(w, st);
-    /* Failed before its uploads started: the other devices must not wait for its panels. */
-    else if (w->exchange && !w->prestage_started) oc_panel_exchange_abandon(w->exchange, w->queue_index);
+    else oc_engine_worker_give_up(w); /* failed before its uploads started: nobody waits for its panels */
     /* The other workers stop after their current tile: the job has failed. */
     if (st != OC_OK && w->queue) oc_scheduler_abort(w->queue, w->queue_index);
     oc_panel_cache_free(&cache);

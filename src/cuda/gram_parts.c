@@ -233,8 +233,7 @@ oc_status oc_gram_parts_setup_part(oc_gram_parts *g, int d)
         oc_engine_worker_fail_at(p->part.worker, fault_tile(d));
     } else if (g->queue) {
         oc_scheduler_abort(g->queue, d); /* the others stop after their current tile */
-        if (p->part.worker) oc_engine_worker_give_up(p->part.worker); /* and wait for none of its panels */
-        else if (g->exchange) oc_panel_exchange_abandon(g->exchange, d);
+        oc_engine_worker_give_up(p->part.worker); /* and wait for none of its panels */
     }
     oc_trace_phase(&t, who, "all");
     return p->st;
