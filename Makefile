@@ -2,9 +2,11 @@
 #   make demo   builds outcore and runs the main job on a built-in example (GPU when usable)
 #   make test   builds everything and runs every test, then the C tests again under
 #               AddressSanitizer and UndefinedBehaviorSanitizer in a build without zlib (its
-#               own CRC-32 then writes the .npz files, which the top-k CLI tests read back)
+#               own CRC-32 then writes the .npz files, which the top-k CLI tests read back),
+#               and those whose threads share state under ThreadSanitizer
 BUILD ?= build
 ASAN_BUILD ?= build-asan
+TSAN_BUILD ?= build-tsan
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 PYTHON ?= python3
 
@@ -32,6 +34,10 @@ test: pydeps all
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 OUTCORE_BIN=$(ASAN_BUILD)/outcore \
 	  OUTCORE_SOURCE_DIR=$(CURDIR) $(PYTHON) -m pytest -q -rs tests/cli/test_topk_cli.py \
 	  tests/cli/test_write_faults.py
+	cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DOUTCORE_CUDA=OFF -DOUTCORE_MPI=OFF \
+	  -DOUTCORE_SANITIZE=thread -DCMAKE_C_FLAGS="-O1" -DOUTCORE_EXAMPLES=OFF
+	cmake --build $(TSAN_BUILD) -j $(JOBS)
+	TSAN_OPTIONS=halt_on_error=1 ctest --test-dir $(TSAN_BUILD) -L threads --output-on-failure -j $(JOBS)
 
 # libFuzzer targets of every reader, in a clang build of their own (docs/testing.md): each
 # target runs over its seed corpus, then fuzzes for FUZZ_SECONDS, or FUZZ_RUNS executions

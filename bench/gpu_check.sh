@@ -25,7 +25,9 @@
 #   host-link        what the host feeds the GPUs: pinned copies to 1 and every device,
 #                    pinning costs, pageable copies (bench_host_link; HOST_LINK_FILE, a file
 #                    of 3 GB or more, adds a registered file mapping) and pinning with and
-#                    without huge pages (bench_host_pin)
+#                    without huge pages (bench_host_pin), a part's set-up costs
+#                    (bench_setup_costs: pinning a ring, device memory mapped to peers) and
+#                    freeing a 24 GiB input on 1-32 threads (bench_discard)
 #   scaling          several GPUs: strong and weak scaling, MPI ranks against one process,
 #                    same bytes on 1, 2, 4 GPUs (bench/bench_scaling.py; SCALING_ARGS are
 #                    passed to it, SCALING_TIMEOUT bounds it, default 580 s)
@@ -216,6 +218,10 @@ if has bench && [ $link_bench -eq 1 ]; then
   note bench_host_link "rc ${PIPESTATUS[0]}"
   timeout "${BENCH_TIMEOUT:-400}" "$BUILD/bench/bench_host_pin" 2>&1 | tee "$LOGS/bench_host_pin.log"
   note bench_host_pin "rc ${PIPESTATUS[0]}"
+  timeout "${BENCH_TIMEOUT:-400}" "$BUILD/bench/bench_setup_costs" 2>&1 | tee "$LOGS/bench_setup_costs.log"
+  note bench_setup_costs "rc ${PIPESTATUS[0]}"
+  timeout "${BENCH_TIMEOUT:-400}" "$BUILD/bench/bench_discard" 24 32 2>&1 | tee "$LOGS/bench_discard.log"
+  note bench_discard "rc ${PIPESTATUS[0]}"
 fi
 
 if has bench && [ $scaling_bench -eq 1 ]; then

@@ -4,7 +4,7 @@ host: a model of the resident, panel-sharing plan (docs/design-notes.md, "Four G
 host's memory bandwidth").
 
     python3 bench/scaling_model.py [--panels 33] [--panel-gb 0.768] [--devices 4]
-        [--rate 60] [--tile-ms 5.7] [--peer-gbs 100] [--sliced]
+        [--rate 60] [--tile-ms 5.7] [--peer-gbs 100] [--sliced] [--split W S]
 
 The model follows the job as outcore runs it:
   - panel p is given to device p mod D (oc_panel_exchange_assign) and each device uploads its
@@ -18,6 +18,11 @@ The model follows the job as outcore runs it:
     both its panels on the device.
 --sliced instead has every device upload a D-th of every panel, so that each panel is
 complete after 1/D of the time (a variant, not what outcore does).
+--split W S models tiles that start on part of K (not what outcore does): the first W panels
+go up in S slices of their columns, slice 0 of all W first, and each tile among them runs
+slice by slice, its counts kept on the device that ran its first slice until the last; the
+other panels go up whole after them. The counts of the W(W+1)/2 window tiles stay on the
+devices meanwhile (151 MB a tile of 6144 rows in int32).
 
 It prints the span of the tiles phase, each device's idle time waiting for panels, and the
 same with an unbounded host rate (the queue's own imbalance). Compare with a traced run
@@ -28,56 +33,95 @@ import argparse
 import heapq
 
 
-def simulate(panels, panel_gb, devices, rate, tile_ms, peer_gbs, sliced=False):
-    """Returns (end of the last tile in ms, [idle ms per device])."""
+def simulate(panels, panel_gb, devices, rate, tile_ms, peer_gbs, sliced=False, split=(0, 1)):
+    """Returns (end of the last tile in ms, [idle ms per device]). split = (W, S): the first W
+    panels go up in S slices of K, slice by slice, and their tiles run slice by slice on the
+    device that took the first (its counts stay there between slices)."""
+    window, slices = split if split[0] > 0 and split[1] > 1 else (0, 1)
+
+    def piece(p, s):  # the unit that crosses: a slice of a window panel, else a whole panel
+        return (p, s if p < window else -1)
+
+    def piece_gb(p):
+        return panel_gb / slices if p < window else panel_gb
+
+    order_up = [piece(p, s) for s in range(slices) for p in range(window)] + [piece(p, -1) for p in range(window, panels)]
     avail = {}
     if sliced:
         t = 0.0
-        for p in range(panels):
-            t += panel_gb / rate * 1000.0
-            avail[p] = t
+        for k in order_up:
+            t += piece_gb(k[0]) / rate * 1000.0
+            avail[k] = t
     else:
         clock = [0.0] * devices
-        for p in range(panels):
-            d = p % devices
-            clock[d] += panel_gb / (rate / devices) * 1000.0
-            avail[p] = clock[d]
+        for k in order_up:
+            d = k[0] % devices
+            clock[d] += piece_gb(k[0]) / (rate / devices) * 1000.0
+            avail[k] = clock[d]
     local = [dict() for _ in range(devices)]
     peer_free = [0.0] * devices
 
-    def ready(d, p):
-        if p in local[d]:
-            return local[d][p]
+    def ready(d, k, book):
+        if k in local[d]:
+            return local[d][k]
         if sliced:
-            copy = panel_gb * (devices - 1) / devices / peer_gbs * 1000.0
+            copy = piece_gb(k[0]) * (devices - 1) / devices / peer_gbs * 1000.0
         else:
-            copy = 0.0 if p % devices == d else panel_gb / peer_gbs * 1000.0
-        start = max(avail[p], peer_free[d])
-        done = start + copy
-        if copy:
-            peer_free[d] = done
-        local[d][p] = done
+            copy = 0.0 if k[0] % devices == d else piece_gb(k[0]) / peer_gbs * 1000.0
+        done = max(avail[k], peer_free[d]) + copy
+        if book:
+            if copy:
+                peer_free[d] = done
+            local[d][k] = done
         return done
 
-    order = [(i, j) for j in range(panels) for i in range(j + 1)]
-    pos, n = 0, len(order)
-    free = [(0.0, d) for d in range(devices)]
-    heapq.heapify(free)
-    end, idle = [0.0] * devices, [0.0] * devices
-    while pos < n:
-        now, d = heapq.heappop(free)
-        column, taken, cap = order[pos][1], 0, max(1, (n - pos) // (2 * devices))
-        t = now
-        while pos < n and order[pos][1] == column and taken < cap:
-            i = order[pos][0]
-            pos += 1
-            taken += 1
-            r = max(ready(d, i), ready(d, column))
-            idle[d] += max(0.0, r - t)
-            t = max(t, r) + tile_ms
-        end[d] = t
-        heapq.heappush(free, (t, d))
-    return max(end), idle
+    def need(d, p, s, book):  # a whole tile needs every slice of a window panel
+        if s < 0 and p < window:
+            return max(ready(d, (p, x), book) for x in range(slices))
+        return ready(d, piece(p, s), book)
+
+    def item_ready(d, item, book):
+        i, j, s = item
+        r = max(need(d, i, s, book), need(d, j, s, book))
+        return max(r, finished[(i, j, s - 1)]) if s > 0 else r
+
+    # The shared queue: the window's tiles on their first slice, then the other tiles, each in
+    # column order (the first-need order); a device takes the rest of the current column, at
+    # most a (2 x D)-th of the items left (the queue's groups). A window tile's later slices
+    # wait on the device that ran its first.
+    shared = [(i, j, 0) for j in range(window) for i in range(j + 1)]
+    shared += [(i, j, -1) for j in range(window, panels) for i in range(j + 1)]
+    pending = [[] for _ in range(devices)]
+    finished = {}
+    pos, n = 0, len(shared)
+    left = n + (slices - 1) * window * (window + 1) // 2
+    clock_d, idle = [0.0] * devices, [0.0] * devices
+    while left:
+        d = min(range(devices), key=lambda x: clock_d[x])
+        own = min(pending[d], key=lambda it: item_ready(d, it, False), default=None)
+        if pos < n and (own is None or item_ready(d, shared[pos], False) <= item_ready(d, own, False)):
+            column, taken, cap = shared[pos][1], 0, max(1, (n - pos) // (2 * devices))
+            group = []
+            while pos < n and shared[pos][1] == column and taken < cap:
+                group.append(shared[pos])
+                pos += 1
+                taken += 1
+        elif own is not None:
+            pending[d].remove(own)
+            group = [own]
+        else:  # nothing for this device now: wait for the next device to finish
+            later = [c for c in clock_d if c > clock_d[d]]
+            clock_d[d] = min(later) if later else clock_d[d] + tile_ms
+            continue
+        for item in group:
+            r = item_ready(d, item, True)
+            idle[d] += max(0.0, r - clock_d[d])
+            clock_d[d] = max(clock_d[d], r) + (tile_ms / slices if item[2] >= 0 else tile_ms)
+            finished[item] = clock_d[d]
+            left -= 1
+            if 0 <= item[2] < slices - 1:
+                pending[d].append((item[0], item[1], item[2] + 1))
+    return max(clock_d), idle
 
 
 def main():
@@ -89,11 +133,14 @@ def main():
     ap.add_argument("--tile-ms", type=float, default=5.7)
     ap.add_argument("--peer-gbs", type=float, default=100.0)
     ap.add_argument("--sliced", action="store_true")
+    ap.add_argument("--split", nargs=2, type=int, metavar=("W", "S"), default=(0, 1),
+                    help="the first W panels uploaded and computed in S slices of K")
     a = ap.parse_args()
+    split = tuple(a.split)
     tiles = a.panels * (a.panels + 1) // 2
     busy = tiles * a.tile_ms / a.devices
-    span, idle = simulate(a.panels, a.panel_gb, a.devices, a.rate, a.tile_ms, a.peer_gbs, a.sliced)
-    free_span, _ = simulate(a.panels, a.panel_gb, a.devices, 1e12, a.tile_ms, a.peer_gbs, a.sliced)
+    span, idle = simulate(a.panels, a.panel_gb, a.devices, a.rate, a.tile_ms, a.peer_gbs, a.sliced, split)
+    free_span, _ = simulate(a.panels, a.panel_gb, a.devices, 1e12, a.tile_ms, a.peer_gbs, a.sliced, split)
     print("%d tiles of %.1f ms on %d devices: %.0f ms each if evenly shared" % (tiles, a.tile_ms, a.devices, busy))
     print("host at %.0f GB/s: tiles phase %.0f ms; idle waiting for panels %s ms" %
           (a.rate, span, ", ".join("%.0f" % x for x in idle)))

@@ -125,6 +125,15 @@ double cli_now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+void cli_trace_phase(double *t, const char *phase)
+{
+    static int on = -1;
+    if (on < 0) on = getenv("OUTCORE_TRACE") != NULL;
+    double now = cli_now();
+    if (on) fprintf(stderr, "outcore cli: %-12s %8.4f s\n", phase, now - *t);
+    *t = now;
+}
+
 const char *cli_si(double v, char *buf, int size)
 {
     static const char prefixes[] = " kMGTPE";

@@ -54,6 +54,9 @@ void cli_progress_update(void *user, double done, double total);
 void cli_progress_finish(cli_progress *p);
 
 double cli_now(void);
+/* OUTCORE_TRACE (docs/environment.md): prints "outcore cli: <phase> <seconds since *t>" to
+ * stderr and sets *t to now; with the variable unset only the clock is read. */
+void cli_trace_phase(double *t, const char *phase);
 /* "1.23 T", "456 G" style figure with a unit prefix. */
 const char *cli_si(double value, char *buf, int size);
 /* "120 MiB" style byte count. */

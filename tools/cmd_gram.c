@@ -387,8 +387,10 @@ int oc_cmd_gram(int argc, char **argv)
     if (st == OC_OK && g.ninputs > 1) st = oc_matrix_read(ctx, g.inputs[1], &g.read, &b);
     /* Every rank reads the inputs; one that cannot fails the job on all of them. */
     if (ranked) st = oc_mpi_agree(ctx, st);
-    double load_seconds = cli_now() - t0;
+    double load_seconds = cli_now() - t0, t = t0;
+    cli_trace_phase(&t, "read inputs");
     if (warming) pthread_join(warm_up, NULL);
+    if (warming) cli_trace_phase(&t, "CUDA start");
     if (st != OC_OK) goto failed;
 
     if (g.plan) {
@@ -419,6 +421,7 @@ int oc_cmd_gram(int argc, char **argv)
     if (ranked) st = oc_gram_ranks(ctx, a, b, &g.opts, &out, &stats, &ranks_json);
     else st = oc_gram(ctx, a, b, &g.opts, &out, &stats);
     cli_progress_finish(&progress);
+    cli_trace_phase(&t, "job");
     if (st != OC_OK) goto failed;
     if (rank == 0) {
         if (g.explain)
@@ -434,10 +437,13 @@ failed:
     rc = rank == 0 ? cli_status_error(ctx, st) : cli_exit_code(st);
 done:
     free(ranks_json);
+    double tail = cli_now();
     oc_matrix_free(a);
     oc_matrix_free(b);
+    cli_trace_phase(&tail, "free inputs");
     cli_cancel_on_signal(NULL);
     oc_context_free(ctx);
+    cli_trace_phase(&tail, "context free");
     if (ranked) oc_mpi_finalize();
     return rc;
 }

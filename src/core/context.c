@@ -45,6 +45,10 @@ oc_status oc_context_create(oc_context **out)
     if (!out) return OC_ERR_INVALID_ARGUMENT;
     oc_context *ctx = calloc(1, sizeof *ctx);
     if (!ctx) return OC_ERR_NO_MEMORY;
+    if (pthread_mutex_init(&ctx->error_lock, NULL) != 0) {
+        free(ctx);
+        return OC_ERR_NO_MEMORY;
+    }
     atomic_init(&ctx->cancel, 0);
     atomic_init(&ctx->pinned_cache, NULL);
     pthread_mutex_lock(&live_lock);
@@ -69,6 +73,7 @@ void oc_context_free(oc_context *ctx)
     struct oc_pinned_cache *cache = atomic_load(&ctx->pinned_cache);
     if (cache) ctx->pinned_cache_free(cache);
     oc_workers_free(ctx->workers);
+    pthread_mutex_destroy(&ctx->error_lock);
     free(ctx);
 }
 
@@ -113,9 +118,11 @@ int oc_cancelled(const oc_context *ctx)
 
 void oc_context_begin_job(oc_context *ctx)
 {
+    pthread_mutex_lock(&ctx->error_lock);
     ctx->status = OC_OK;
     ctx->message[0] = '\0';
     ctx->trace[0] = '\0';
+    pthread_mutex_unlock(&ctx->error_lock);
     atomic_store(&ctx->cancel, 0);
     oc_fault_plan_begin_job(&ctx->faults);
 }
@@ -132,25 +139,31 @@ static void trace_append(oc_context *ctx, const char *file, int line)
 oc_status oc_fail_at(oc_context *ctx, oc_status status, const char *file, int line, const char *fmt, ...)
 {
     if (!ctx) return status;
+    char message[OC_MESSAGE_MAX];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(ctx->message, sizeof ctx->message, fmt, ap);
+    vsnprintf(message, sizeof message, fmt, ap);
     va_end(ap);
     /* The message is one line by contract: fold any newline a formatted value brought in. */
-    for (char *p = ctx->message; *p; ++p)
+    for (char *p = message; *p; ++p)
         if (*p == '\n' || *p == '\r') *p = ' ';
+    pthread_mutex_lock(&ctx->error_lock);
+    memcpy(ctx->message, message, sizeof message);
     ctx->status = status;
     ctx->trace[0] = '\0';
     trace_append(ctx, file, line);
+    pthread_mutex_unlock(&ctx->error_lock);
     return status;
 }
 
 oc_status oc_trace_at(oc_context *ctx, oc_status status, const char *file, int line)
 {
     if (ctx && status != OC_OK) {
+        pthread_mutex_lock(&ctx->error_lock);
         if (ctx->message[0] == '\0') /* a status that nobody described: say at least what */
             snprintf(ctx->message, sizeof ctx->message, "%s", oc_status_string(status));
         trace_append(ctx, file, line);
+        pthread_mutex_unlock(&ctx->error_lock);
     }
     return status;
 }

@@ -2,6 +2,7 @@
 #ifndef OC_CORE_CONTEXT_H
 #define OC_CORE_CONTEXT_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include "outcore.h"
 #include "core/fault.h"
@@ -13,6 +14,10 @@ struct oc_pinned_cache; /* mem/pinned_cache.h; core/ holds only the pointer */
 #define OC_TRACE_MAX 2048
 
 struct oc_context {
+    /* The last error: written under error_lock, since a job's threads (a device part's
+     * upload thread beside its driving thread) may fail at once; each write is whole, the
+     * later one stays. Read after the job's threads are done. */
+    pthread_mutex_t error_lock;
     oc_status status;
     char message[OC_MESSAGE_MAX];
     char trace[OC_TRACE_MAX];

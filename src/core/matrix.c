@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/pack_bytes.h"
+#include "core/pages.h"
 #include "core/threads.h"
 
 int64_t oc_bits_words_per_row(int64_t cols)
@@ -204,7 +205,11 @@ oc_status oc_matrix_load_rows_parallel(oc_context *ctx, const oc_matrix *m, int6
 void oc_matrix_free(oc_matrix *m)
 {
     if (!m) return;
-    if (!m->bits_borrowed) free(m->bits);
+    if (!m->bits_borrowed && m->bits) {
+        /* A large input's pages go back on several threads, not one munmap's (pages.h). */
+        oc_pages_discard(m->bits, (size_t)(m->rows * m->words_per_row * 8));
+        free(m->bits);
+    }
     free(m->csr_ptr);
     free(m->csr_idx);
     pthread_mutex_destroy(&m->pack_lock);

@@ -1,0 +1,143 @@
+/* What a device part's set-up pays before its first upload (src/cuda/engine_worker.c), on
+ * every device of the host: pinning a 16 MB upload ring with cudaHostAlloc or with malloc
+ * and cudaHostRegister, alone and on one thread a device at once; a large device allocation
+ * (the resident panels) with peer access off and on, which maps it into every peer; and a
+ * stream-ordered pool whose access is granted to one peer afterwards.
+ *
+ *   build/bench/bench_setup_costs [PANELS_GIB (default 24)]
+ *
+ * Three rounds of the pinning, two of each allocation; milliseconds. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bench_check.h"
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static const size_t ring_bytes = (size_t)16 << 20;
+
+typedef struct pin_arg {
+    int device, registered;
+    double seconds;
+    void *p;
+} pin_arg;
+
+static void *pin(void *v)
+{
+    pin_arg *a = (pin_arg *)v;
+    CK(cudaSetDevice(a->device));
+    double t = now();
+    if (!a->registered) {
+        CK(cudaHostAlloc(&a->p, ring_bytes, cudaHostAllocPortable));
+    } else {
+        a->p = aligned_alloc((size_t)1 << 21, ring_bytes);
+        if (!a->p) exit(1);
+        memset(a->p, 0, ring_bytes);
+        CK(cudaHostRegister(a->p, ring_bytes, cudaHostRegisterPortable));
+    }
+    a->seconds = now() - t;
+    return NULL;
+}
+
+static void unpin(pin_arg *a)
+{
+    if (!a->registered) {
+        CK(cudaFreeHost(a->p));
+    } else {
+        CK(cudaHostUnregister(a->p));
+        free(a->p);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    int n;
+    CK(cudaGetDeviceCount(&n));
+    if (n > 16) n = 16;
+    size_t big = (size_t)((argc > 1 ? atof(argv[1]) : 24.0) * 1073741824.0);
+    for (int d = 0; d < n; ++d) {
+        CK(cudaSetDevice(d));
+        CK(cudaFree(0));
+    }
+    for (int round = 0; round < 3; ++round)
+        for (int registered = 0; registered < 2; ++registered) {
+            pin_arg one = {0, registered, 0, NULL}, all[16];
+            pthread_t th[16];
+            pin(&one);
+            unpin(&one);
+            for (int d = 0; d < n; ++d) {
+                all[d] = (pin_arg){d, registered, 0, NULL};
+                if (pthread_create(&th[d], NULL, pin, &all[d]) != 0) exit(1);
+            }
+            double slowest = 0;
+            for (int d = 0; d < n; ++d) {
+                pthread_join(th[d], NULL);
+                if (all[d].seconds > slowest) slowest = all[d].seconds;
+            }
+            for (int d = 0; d < n; ++d) unpin(&all[d]);
+            printf("pin 16 MB, %-24s alone %6.2f ms; on %d devices at once, the slowest %6.2f ms\n",
+                   registered ? "malloc + cudaHostRegister" : "cudaHostAlloc", one.seconds * 1e3, n, slowest * 1e3);
+        }
+    if (n < 2) return 0;
+    for (int peers = 0; peers < 2; ++peers) {
+        if (peers)
+            for (int d = 0; d < n; ++d) {
+                CK(cudaSetDevice(d));
+                for (int e = 0; e < n; ++e)
+                    if (e != d) CK(cudaDeviceEnablePeerAccess(e, 0));
+            }
+        for (int round = 0; round < 2; ++round) {
+            void *p;
+            CK(cudaSetDevice(0));
+            double t = now();
+            CK(cudaMalloc(&p, big));
+            double made = now() - t;
+            t = now();
+            CK(cudaFree(p));
+            printf("cudaMalloc %.0f GiB on device 0, peer access %s (%d peers): %6.2f ms, cudaFree %6.2f ms\n",
+                   (double)big / 1073741824.0, peers ? "on " : "off", n - 1, made * 1e3, (now() - t) * 1e3);
+        }
+    }
+    cudaMemPool_t pool;
+    cudaMemPoolProps props;
+    memset(&props, 0, sizeof props);
+    props.allocType = cudaMemAllocationTypePinned;
+    props.location.type = cudaMemLocationTypeDevice;
+    props.location.id = 0;
+    CK(cudaSetDevice(0));
+    CK(cudaMemPoolCreate(&pool, &props));
+    cudaStream_t s;
+    CK(cudaStreamCreate(&s));
+    for (int round = 0; round < 2; ++round) {
+        void *p;
+        double t = now();
+        CK(cudaMallocFromPoolAsync(&p, big, pool, s));
+        CK(cudaStreamSynchronize(s));
+        double made = now() - t;
+        cudaMemAccessDesc access;
+        memset(&access, 0, sizeof access);
+        access.location.type = cudaMemLocationTypeDevice;
+        access.location.id = 1;
+        access.flags = cudaMemAccessFlagsProtReadWrite;
+        t = now();
+        CK(cudaMemPoolSetAccess(pool, &access, 1));
+        double granted = now() - t;
+        t = now();
+        CK(cudaFreeAsync(p, s));
+        CK(cudaStreamSynchronize(s));
+        CK(cudaMemPoolTrimTo(pool, 0));
+        printf("pool %.0f GiB on device 0: allocation %6.2f ms, access for device 1 %6.2f ms, free and trim %6.2f ms\n",
+               (double)big / 1073741824.0, made * 1e3, granted * 1e3, (now() - t) * 1e3);
+    }
+    CK(cudaStreamDestroy(s));
+    CK(cudaMemPoolDestroy(pool));
+    return 0;
+}
