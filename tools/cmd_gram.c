@@ -48,7 +48,8 @@ static const char gram_usage[] =
     "  --host-mem SIZE|PCT    host memory budget, e.g. 4G or 25% of the machine's memory\n"
     "                         (default 80% of the memory available at start): a .npy input\n"
     "                         whose packed bits take more than half of it stays in its file and\n"
-    "                         is read in panels; .mtx and text inputs are always loaded\n"
+    "                         is read in panels (so is a packed .npy for --backend cuda, at\n"
+    "                         any budget); .mtx and text inputs are always loaded\n"
     "  --tile N               tile edge in rows (default: chosen by the planner)\n"
     "  --topk K               each row's K best columns, best first (score descending, then the\n"
     "                         lower column; hamming: ascending); A·Aᵀ excludes the row itself;\n"
@@ -352,6 +353,23 @@ static int wants_gpu(const gram_args *g)
     return bytes >= WARM_UP_BYTES;
 }
 
+/* A packed .npy (--bits) for a job sent to the GPU (--backend cuda) stays in its file: the
+ * upload threads read its rows straight into the pinned ring, as fast as they copy a packed
+ * copy of it, so reading it into memory first (about 1 s for 25 GB) and freeing it after
+ * (0.4 s more) only add to the wall time (docs/design-notes.md, "A packed input for the GPU
+ * stays in its file"). Not under MPI ranks (each reads its own row views) and not for the
+ * sparse algorithm, which runs on the CPU from row lists. */
+static int read_in_file(const gram_args *g, int ranked)
+{
+    if (ranked || g->read.bits <= 0 || g->opts.backend != OC_BACKEND_CUDA || g->opts.algorithm == OC_ALGORITHM_SPARSE)
+        return 0;
+    for (int i = 0; i < g->ninputs; ++i) {
+        const char *dot = strrchr(g->inputs[i], '.');
+        if (!dot || strcmp(dot, ".npy") != 0) return 0;
+    }
+    return 1;
+}
+
 static void *warm_up_thread(void *arg)
 {
     const gram_args *g = arg;
@@ -383,8 +401,10 @@ int oc_cmd_gram(int argc, char **argv)
     pthread_t warm_up;
     int warming = !ranked && wants_gpu(&g) && pthread_create(&warm_up, NULL, warm_up_thread, &g) == 0;
     double t0 = cli_now();
-    st = oc_matrix_read(ctx, g.inputs[0], &g.read, &a);
-    if (st == OC_OK && g.ninputs > 1) st = oc_matrix_read(ctx, g.inputs[1], &g.read, &b);
+    oc_read_options read = g.read;
+    if (read_in_file(&g, ranked)) read.host_mem_bytes = 1; /* no budget keeps it: it stays in its file */
+    st = oc_matrix_read(ctx, g.inputs[0], &read, &a);
+    if (st == OC_OK && g.ninputs > 1) st = oc_matrix_read(ctx, g.inputs[1], &read, &b);
     /* Every rank reads the inputs; one that cannot fails the job on all of them. */
     if (ranked) st = oc_mpi_agree(ctx, st);
     double load_seconds = cli_now() - t0, t = t0;

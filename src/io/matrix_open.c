@@ -4,6 +4,7 @@
  */
 #include <inttypes.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -51,7 +52,11 @@ oc_status oc_matrix_read(oc_context *ctx, const char *path, const oc_read_option
     else
         return oc_fail(ctx, OC_ERR_INPUT, "%s: unknown file type%s%s%s; supported inputs are .npy, .mtx, .txt and .csv",
                        path, ext[0] ? " '." : "", ext, ext[0] ? "'" : " (no extension)");
-    oc_trace_phase(&t, "read", path);
+    if (oc_tracing()) { /* OUTCORE_TRACE says which inputs stay in their files */
+        char what[OC_MESSAGE_MAX];
+        snprintf(what, sizeof what, "%s%s", path, oc_matrix_file_backed(*out) ? " (left in its file)" : "");
+        oc_trace_phase(&t, "read", what);
+    }
     return OC_OK;
 }
 

@@ -165,6 +165,28 @@ def test_budget_too_small_says_what_it_needs(inputs, tmp_path):
     assert "--host-mem" in proc.stderr and not (tmp_path / "c.npy").exists()
 
 
+def test_packed_input_for_the_gpu_stays_in_its_file(inputs, tmp_path):
+    """A packed .npy for `--backend cuda` is left in its file whatever the budget (the upload
+    threads read its rows), a bool one is packed into memory, and a CPU job keeps the budget's
+    rule. The reading happens before the backend starts, so this holds without a GPU too."""
+    d, _, _ = inputs
+    env = {"OUTCORE_TRACE": "1"}
+
+    def read_line(*args):
+        proc = run("gram", *args, "-q", "-o", tmp_path / "o.npy", check=False, env=env)
+        lines = [x for x in proc.stderr.splitlines() if x.startswith("outcore read:")]
+        assert len(lines) == 1, proc.stderr
+        return lines[0]
+
+    assert "(left in its file)" in read_line(d / "A_bits.npy", "--bits", "4000", "--backend", "cuda")
+    assert "(left in its file)" not in read_line(d / "A_bool.npy", "--backend", "cuda")
+    assert "(left in its file)" not in read_line(d / "A_bits.npy", "--bits", "4000", "--backend", "cpu")
+    assert "(left in its file)" not in read_line(d / "A_bits.npy", "--bits", "4000", "--backend", "cuda",
+                                                 "--algorithm", "sparse")
+    assert "(left in its file)" in read_line(d / "A_bits.npy", "--bits", "4000", "--backend", "cpu",
+                                             "--host-mem", "16K")
+
+
 def cuda_usable(tmp_path):
     """(usable, why not) from a tiny CUDA job: the GPU cases report themselves skipped without one."""
     np.save(tmp_path / "probe.npy", np.eye(4, dtype=np.uint8))
