@@ -357,8 +357,8 @@ static int wants_gpu(const gram_args *g)
  * upload threads read its rows straight into the pinned ring, as fast as they copy a packed
  * copy of it, so reading it into memory first (about 1 s for 25 GB) and freeing it after
  * (0.4 s more) only add to the wall time (docs/design-notes.md, "A packed input for the GPU
- * stays in its file"). Not under MPI ranks (each reads its own row views) and not for the
- * sparse algorithm, which runs on the CPU from row lists. */
+ * stays in its file"). Not under MPI ranks (their row views were measured with loaded
+ * inputs only) and not for the sparse algorithm, which runs on the CPU from row lists. */
 static int read_in_file(const gram_args *g, int ranked)
 {
     if (ranked || g->read.bits <= 0 || g->opts.backend != OC_BACKEND_CUDA || g->opts.algorithm == OC_ALGORITHM_SPARSE)

@@ -9,7 +9,7 @@
 
 /* Below this a single madvise is as quick as starting threads; above it each thread takes at
  * least this much, and at most OC_DISCARD_THREADS run (bench/RESULTS.md, "The tail of a
- * job": the page allocator's locks stop the gain there). */
+ * job and ...": the page allocator's locks stop the gain there). */
 #define OC_DISCARD_MIN_SLICE ((size_t)256 << 20)
 #define OC_DISCARD_THREADS 16
 
