@@ -118,6 +118,12 @@ int cli_option(int argc, char **argv, int *i, const char *name, const char **val
     return 1;
 }
 
+const char *cli_path_extension(const char *path)
+{
+    const char *dot = strrchr(path, '.'), *slash = strrchr(path, '/');
+    return dot && (!slash || dot > slash + 1) ? dot + 1 : "";
+}
+
 double cli_now(void)
 {
     struct timespec ts;

@@ -53,6 +53,8 @@ void cli_progress_init(cli_progress *p, const char *label, double work, int enab
 void cli_progress_update(void *user, double done, double total);
 void cli_progress_finish(cli_progress *p);
 
+/* The extension of path's file name after its last dot ("npz"), or "" when it has none. */
+const char *cli_path_extension(const char *path);
 double cli_now(void);
 /* OUTCORE_TRACE (docs/environment.md): prints "outcore cli: <phase> <seconds since *t>" to
  * stderr and sets *t to now; with the variable unset only the clock is read. */

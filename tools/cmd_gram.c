@@ -84,8 +84,7 @@ typedef struct gram_args {
  * .npz/.mtx/.tsv); -1 when it does, else the exit status. */
 static int check_output_kind(const gram_args *g)
 {
-    const char *dot = strrchr(g->output, '.'), *slash = strrchr(g->output, '/');
-    const char *ext = dot && (!slash || dot > slash + 1) ? dot + 1 : "";
+    const char *ext = cli_path_extension(g->output);
     int npy = strcasecmp(ext, "npy") == 0, npz = strcasecmp(ext, "npz") == 0, tsv = strcasecmp(ext, "tsv") == 0,
         mtx = strcasecmp(ext, "mtx") == 0;
     if (g->opts.topk > 0 && !(npz || tsv))
@@ -363,10 +362,8 @@ static int read_in_file(const gram_args *g, int ranked)
 {
     if (ranked || g->read.bits <= 0 || g->opts.backend != OC_BACKEND_CUDA || g->opts.algorithm == OC_ALGORITHM_SPARSE)
         return 0;
-    for (int i = 0; i < g->ninputs; ++i) {
-        const char *dot = strrchr(g->inputs[i], '.');
-        if (!dot || strcmp(dot, ".npy") != 0) return 0;
-    }
+    for (int i = 0; i < g->ninputs; ++i)
+        if (strcmp(cli_path_extension(g->inputs[i]), "npy") != 0) return 0;
     return 1;
 }
 

@@ -76,8 +76,8 @@ static inline int64_t oc_tile_panel_key(int side, int64_t index) { return 2 * in
 
 /* The panel keys of the first `ntiles` tiles of `order` in the order they are first needed
  * (tile by tile, a tile's A panel before its B panel) into keys (room for 2 x the larger
- * panel count); returns how many, or -1 when memory is short. For uploads that run ahead of the tiles: a panel goes up
- * before the first tile that needs it. */
+ * panel count); returns how many, or -1 when memory is short. For uploads that run ahead
+ * of the tiles: a panel goes up before the first tile that needs it. */
 int64_t oc_tile_order_first_need(const int64_t *order, int64_t ntiles, int symmetric, int64_t nkeys, int64_t *keys);
 
 /* Rows of panel `index` when the matrix has `rows` rows. */
