@@ -1,6 +1,8 @@
 /* What a device part's set-up pays before its first upload (src/cuda/engine_worker.c), on
- * every device of the host: pinning a 16 MB upload ring with cudaHostAlloc or with malloc
- * and cudaHostRegister, alone and on one thread a device at once; a large device allocation
+ * every device of the host: pinning a 16 MB upload ring with cudaHostAlloc, or with an
+ * allocation aligned to 2 MiB and cudaHostRegister (its pages touched by memset first; or
+ * advised MADV_HUGEPAGE and faulted in by the registration; or advised and populated with
+ * MADV_POPULATE_WRITE first), alone and on one thread a device at once; a large device allocation
  * (the resident panels) with peer access off and on, which maps it into every peer; and a
  * stream-ordered pool whose access is granted to one peer afterwards.
  *
@@ -9,6 +11,7 @@
  * Three rounds of the pinning, two of each allocation; milliseconds. */
 #include <pthread.h>
 #include <stdio.h>
+#include <sys/mman.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -24,8 +27,18 @@ static double now(void)
 
 static const size_t ring_bytes = (size_t)16 << 20;
 
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
+#endif
+
+/* How a ring is pinned: cudaHostAlloc, or how after memset, after MADV_HUGEPAGE
+ * alone, or after MADV_HUGEPAGE and MADV_POPULATE_WRITE. */
+enum { PIN_HOST_ALLOC, PIN_MEMSET, PIN_HUGE, PIN_HUGE_POPULATE, PIN_KINDS };
+static const char *const pin_names[PIN_KINDS] = {"cudaHostAlloc", "memset + register", "huge pages + register",
+                                                 "huge, populated + register"};
+
 typedef struct pin_arg {
-    int device, registered;
+    int device, how;
     double seconds;
     void *p;
 } pin_arg;
@@ -35,12 +48,14 @@ static void *pin(void *v)
     pin_arg *a = (pin_arg *)v;
     CK(cudaSetDevice(a->device));
     double t = now();
-    if (!a->registered) {
+    if (!a->how) {
         CK(cudaHostAlloc(&a->p, ring_bytes, cudaHostAllocPortable));
     } else {
         a->p = aligned_alloc((size_t)1 << 21, ring_bytes);
         if (!a->p) exit(1);
-        memset(a->p, 0, ring_bytes);
+        if (a->how == PIN_MEMSET) memset(a->p, 0, ring_bytes);
+        if (a->how >= PIN_HUGE) (void)madvise(a->p, ring_bytes, MADV_HUGEPAGE);
+        if (a->how == PIN_HUGE_POPULATE) (void)madvise(a->p, ring_bytes, MADV_POPULATE_WRITE);
         CK(cudaHostRegister(a->p, ring_bytes, cudaHostRegisterPortable));
     }
     a->seconds = now() - t;
@@ -49,7 +64,7 @@ static void *pin(void *v)
 
 static void unpin(pin_arg *a)
 {
-    if (!a->registered) {
+    if (!a->how) {
         CK(cudaFreeHost(a->p));
     } else {
         CK(cudaHostUnregister(a->p));
@@ -68,13 +83,13 @@ int main(int argc, char **argv)
         CK(cudaFree(0));
     }
     for (int round = 0; round < 3; ++round)
-        for (int registered = 0; registered < 2; ++registered) {
-            pin_arg one = {0, registered, 0, NULL}, all[16];
+        for (int how = 0; how < PIN_KINDS; ++how) {
+            pin_arg one = {0, how, 0, NULL}, all[16];
             pthread_t th[16];
             pin(&one);
             unpin(&one);
             for (int d = 0; d < n; ++d) {
-                all[d] = (pin_arg){d, registered, 0, NULL};
+                all[d] = (pin_arg){d, how, 0, NULL};
                 if (pthread_create(&th[d], NULL, pin, &all[d]) != 0) exit(1);
             }
             double slowest = 0;
@@ -83,8 +98,8 @@ int main(int argc, char **argv)
                 if (all[d].seconds > slowest) slowest = all[d].seconds;
             }
             for (int d = 0; d < n; ++d) unpin(&all[d]);
-            printf("pin 16 MB, %-24s alone %6.2f ms; on %d devices at once, the slowest %6.2f ms\n",
-                   registered ? "malloc + cudaHostRegister" : "cudaHostAlloc", one.seconds * 1e3, n, slowest * 1e3);
+            printf("pin 16 MB, %-27s alone %6.2f ms; on %d devices at once, the slowest %6.2f ms\n",
+                   pin_names[how], one.seconds * 1e3, n, slowest * 1e3);
         }
     if (n < 2) return 0;
     for (int peers = 0; peers < 2; ++peers) {

@@ -6,8 +6,11 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "core/after_job.h"
 #include "core/context.h"
@@ -42,9 +45,34 @@ static void dev_free(void *user, void *ptr, size_t bytes)
     if (cudaFree(ptr) != cudaSuccess) (void)cudaGetLastError();
 }
 
+/* Page-locked host memory (the staging rings, oc_pinned_alloc): whole 2 MiB pages advised
+ * for transparent huge pages, registered with the driver, which faults them in. Pinning
+ * costs the driver per page, so huge pages pin faster than cudaHostAlloc's small ones
+ * (bench/gpu/bench_setup_costs.cu; bench/RESULTS.md, "Upload rings pinned on huge pages").
+ * Where the driver cannot register host memory, cudaHostAlloc. Portable either way: any
+ * device may copy from it, and a later job on several GPUs shares the ring. */
+enum { HOST_PIN_ALIGN = 2 << 20 };
+
 int oc_cuda_host_pin(size_t bytes, void **out, char *why, size_t why_size)
 {
-    /* Portable: any device may copy from it; a later multi-GPU job shares the ring. */
+    *out = NULL;
+    if (bytes > SIZE_MAX - HOST_PIN_ALIGN) {
+        snprintf(why, why_size, "%zu bytes cannot be pinned", bytes);
+        return 1;
+    }
+    size_t size = (bytes + HOST_PIN_ALIGN - 1) / HOST_PIN_ALIGN * HOST_PIN_ALIGN;
+    void *p = aligned_alloc(HOST_PIN_ALIGN, size ? size : HOST_PIN_ALIGN);
+    if (p) {
+#ifdef MADV_HUGEPAGE
+        (void)madvise(p, size, MADV_HUGEPAGE); /* a hint: without huge pages it pins all the same */
+#endif
+        if (cudaHostRegister(p, size ? size : HOST_PIN_ALIGN, cudaHostRegisterPortable) == cudaSuccess) {
+            *out = p;
+            return 0;
+        }
+        (void)cudaGetLastError();
+        free(p);
+    }
     cudaError_t e = cudaHostAlloc(out, bytes, cudaHostAllocPortable);
     if (e == cudaSuccess) return 0;
     (void)cudaGetLastError();
@@ -55,6 +83,14 @@ int oc_cuda_host_pin(size_t bytes, void **out, char *why, size_t why_size)
 
 void oc_cuda_host_unpin(void *ptr)
 {
+    if (!ptr) return;
+    /* Registered memory unregisters; cudaHostAlloc's (the fallback) does not, and is freed
+     * by the driver. */
+    if (cudaHostUnregister(ptr) == cudaSuccess) {
+        free(ptr);
+        return;
+    }
+    (void)cudaGetLastError();
     if (cudaFreeHost(ptr) != cudaSuccess) (void)cudaGetLastError();
 }
 

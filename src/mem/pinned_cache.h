@@ -2,8 +2,9 @@
  * pinned_cache.h - pinned host blocks kept idle between the jobs of one context, so that the
  * next job takes them back without pinning again (pinned_cache.c: layout and rules).
  *
- * Plain C behind two callbacks, like pool.h's oc_mem_ops: the CUDA backend passes
- * cudaHostAlloc and cudaFreeHost, the tests pass malloc and free. One cache per oc_context:
+ * Plain C behind two callbacks, like pool.h's oc_mem_ops: the CUDA backend passes its
+ * pinning (oc_cuda_host_pin: huge pages registered with the driver) and unpinning, the
+ * tests pass malloc and free. One cache per oc_context:
  * the backend creates it on the context's first GPU job and hands it to the context
  * (oc_context_adopt_pinned_cache), which frees it in oc_context_free.
  */
