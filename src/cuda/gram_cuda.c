@@ -229,6 +229,10 @@ static void trace_selection(const gram_cuda *g)
             "outcore cuda: selection: %lld of %lld tiles fused in the kernel, %lld overflowed; host waited %.4f s for "
             "threshold pairs, handled them in %.4f s\n",
             (long long)fused, (long long)g->plan.tiles.ntiles, (long long)over, wait, work);
+    int64_t imports = oc_cuda_select_floor_imports(g->select);
+    if (imports > 0)
+        fprintf(stderr, "outcore cuda: selection: %lld fused tiles first took the other devices' floors\n",
+                (long long)imports);
 }
 
 oc_status oc_gram_part_open(gram_cuda *g)

@@ -167,6 +167,20 @@ static oc_status share_panels(oc_context *ctx, oc_gram_parts *g)
     return st;
 }
 
+/* Several parts selecting top-k on their devices share their floors (select_floors.cuh):
+ * each then prunes with the best any has reached, as one device would. Needs every part's
+ * device to read every other's memory (the same GPU, or peer access). */
+static oc_status share_floors(oc_gram_parts *g)
+{
+    if (g->count < 2 || !g->job->select || oc_cuda_select_fixed_bytes(g->job) == 0) return OC_OK;
+    int physical[OC_MAX_LOGICAL_DEVICES];
+    for (int d = 0; d < g->count; ++d) physical[d] = g->slot[d].part.ldev->physical;
+    int ok = oc_panel_exchange_peers(physical, g->count);
+    if (oc_gram_parts_select_device(&g->slot[0]) != OC_OK) return g->slot[0].st;
+    if (ok) g->floors = oc_cuda_floors_create(g->count); /* NULL when memory is short: each prunes alone */
+    return OC_OK;
+}
+
 /* The selection's start, then (several parts) the shared order and queue, from the first
  * part's plan (every part has the same tiles).
  * Groups follow its column panels (resident: the order walks the columns, so a new panel
@@ -200,6 +214,7 @@ oc_status oc_gram_parts_share(oc_context *ctx, oc_gram_parts *g)
     oc_status st = oc_scheduler_create(ctx, keys, tp->ntiles, g->count, 0, &g->queue);
     free(keys);
     OC_CHECK(st);
+    OC_CHECK(share_floors(g));
     return share_panels(ctx, g);
 }
 
@@ -214,7 +229,7 @@ oc_status oc_gram_parts_setup_part(oc_gram_parts *g, int d)
     double t = oc_now();
     char who[48];
     snprintf(who, sizeof who, "%s setup", p->name);
-    oc_cuda_select_share share = {.index = d, .count = g->count};
+    oc_cuda_select_share share = {.index = d, .count = g->count, .floors = g->floors};
     /* Lists kept on the device come back to the host once, to be merged (host top-k,
      * past the device's k, selects into the shared lists directly). */
     if (d > 0 && job->select && oc_cuda_select_fixed_bytes(job) > 0) {
@@ -307,6 +322,7 @@ void oc_gram_parts_release(oc_gram_parts *g)
     free(g->slot);
     free(g->order);
     oc_scheduler_free(g->queue);
+    oc_cuda_floors_free(g->floors);
     *g = (oc_gram_parts){.job = g->job};
 }
 

@@ -39,6 +39,7 @@ typedef struct oc_gram_parts {
     int64_t *order;            /* several parts: the shared tile order */
     oc_scheduler *queue;
     oc_panel_exchange *exchange; /* several parts, every panel resident: panels cross once */
+    oc_cuda_floors *floors;    /* several parts selecting top-k on the devices: their floors, shared */
 } oc_gram_parts;
 
 /* g->job set, the rest zero: one part per logical device, each opened and planned. On

@@ -21,6 +21,7 @@
  */
 #include "cuda/select_cuda.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +31,7 @@
 #include "exec/select.h"
 #include "cuda/cuda_check.h"
 #include "cuda/gram_select.cuh"
+#include "cuda/select_floors.cuh"
 
 /* Pinned staging for a tile's pairs: it starts small and grows (doubling, up to the most)
  * when a tile brings more; more than the most goes through pageable memory. Pinning is slow
@@ -97,7 +99,43 @@ struct oc_cuda_select {
     int worker;                 /* this device's worker index in the selection */
     int drain;                  /* delivers pairs: the device on the caller's thread */
     uint64_t *topk_dest;        /* where the lists come back: the selection's, or the caller's buffer */
+    oc_cuda_floors *floors;     /* top-k: the devices' floors, shared (select_floors.cuh); NULL: own only */
+    int64_t floor_imports;      /* fused tiles that took the other devices' floors first */
 };
+
+/* Each device's floors array, published by its selection once zeroed (NULL before). */
+struct oc_cuda_floors {
+    int count;
+    uint64_t *_Atomic at[OC_MAX_LOGICAL_DEVICES];
+};
+
+oc_cuda_floors *oc_cuda_floors_create(int count)
+{
+    if (count < 2 || count > OC_MAX_LOGICAL_DEVICES) return NULL;
+    oc_cuda_floors *f = calloc(1, sizeof *f);
+    if (!f) return NULL;
+    f->count = count;
+    for (int d = 0; d < count; ++d) atomic_init(&f->at[d], NULL);
+    return f;
+}
+
+void oc_cuda_floors_free(oc_cuda_floors *f) { free(f); }
+
+/* The other devices' floors raise this device's for tile rows [i0, i0 + rows) and, of
+ * A·Aᵀ, columns [j0, j0 + cols), on `stream` before the tile's kernel. */
+static oc_status import_floors(oc_cuda_select *s, const oc_gram_tile *tile, cudaStream_t stream)
+{
+    const uint64_t *peers[OC_MAX_LOGICAL_DEVICES];
+    int n = 0;
+    for (int d = 0; d < s->floors->count; ++d) {
+        uint64_t *p = atomic_load(&s->floors->at[d]);
+        if (d != s->worker && p) peers[n++] = p;
+    }
+    if (n == 0) return OC_OK;
+    s->floor_imports++;
+    const int64_t nb = s->job->symmetric && tile->j0 != tile->i0 ? tile->cols : 0;
+    return oc_cuda_floors_import(s->ctx, s->d_floors, peers, n, tile->i0, tile->rows, tile->j0, nb, stream);
+}
 
 static int select_on_device(const oc_gram_job *job)
 {
@@ -242,7 +280,13 @@ oc_status oc_cuda_select_open(oc_context *ctx, oc_cuda_device *dev, oc_gram_job 
         OC_CHECK(oc_pool_alloc(ctx, dev->pool, 4, "the overflow count", (void **)&s->d_overflows));
         CUDA_CHECK(ctx, cudaMemset(s->d_overflows, 0, 4));
         CUDA_CHECK(ctx, cudaMemset(s->d_lists, 0, bytes));
-        CUDA_CHECK(ctx, cudaMemset(s->d_floors, 0, (size_t)job->n * 8));
+        CUDA_CHECK(ctx, cudaMemsetAsync(s->d_floors, 0, (size_t)job->n * 8, s->stream));
+        if (share && share->floors && s->fused) {
+            /* Published only once zero: another device may read them from its next tile. */
+            CUDA_CHECK(ctx, cudaStreamSynchronize(s->stream));
+            s->floors = share->floors;
+            atomic_store(&s->floors->at[s->worker], s->d_floors);
+        }
         s->npanels = (job->n + tile - 1) / tile;
         s->seed_tile = malloc((size_t)s->npanels * sizeof *s->seed_tile);
         s->seed_ev = calloc((size_t)s->npanels, sizeof *s->seed_ev);
@@ -261,6 +305,8 @@ void oc_cuda_select_host_seconds(const oc_cuda_select *s, double *wait, double *
     *wait = s ? s->wait_seconds : 0;
     *work = s ? s->work_seconds : 0;
 }
+
+int64_t oc_cuda_select_floor_imports(const oc_cuda_select *s) { return s ? s->floor_imports : 0; }
 
 void oc_cuda_select_counts(const oc_cuda_select *s, int64_t *fused, int64_t *overflowed)
 {
@@ -303,6 +349,7 @@ oc_status oc_cuda_select_tile_begin(oc_cuda_select *s, int64_t t, int slot, int6
         tile->floors = s->d_floors;
         tile->kept = (int)oc_select_kept(s->sel);
         tile->may_overflow = oc_gram_topk_may_overflow(tile->rows, tile->cols, sym, tile->kept, s->bucket);
+        if (s->floors) OC_CHECK(import_floors(s, tile, stream));
     } else {
         tile->may_overflow = 1; /* a threshold keeps every pair that passes */
         uint64_t mk = oc_select_min_key(s->sel);

@@ -51,10 +51,22 @@ int64_t oc_cuda_select_edge_bytes(const oc_gram_job *job, int b1_kernel);
  * `count`. Device 0 begins the selection and, on the caller's thread, delivers the pairs
  * every device hands over; each other device's top-k lists come back into `topk_keys`
  * (n x kept) for the caller to merge (oc_select_topk_merge), device 0's into the selection's. */
+typedef struct oc_cuda_floors oc_cuda_floors;
 typedef struct oc_cuda_select_share {
     int index, count;
     uint64_t *topk_keys;
+    /* Top-k fused on the device: the job's table of each device's floors, when every device
+     * can read every other's memory (select_floors.cuh); NULL: each device prunes with its
+     * own. */
+    oc_cuda_floors *floors;
 } oc_cuda_select_share;
+
+/* The floors table of a top-k job on `count` devices: each device's selection publishes its
+ * floors there once they are zeroed, and before each fused tile raises its own to the
+ * highest published. NULL when memory is short (the devices then prune alone). */
+oc_cuda_floors *oc_cuda_floors_create(int count);
+/* After the job's devices are done. NULL is a no-op. */
+void oc_cuda_floors_free(oc_cuda_floors *f);
 
 /* Once per job, before any device's selection opens or selects: the host selection's row
  * blocks of edge `tile`, and for host top-k a worker per device (`devices`). No-op without
@@ -67,6 +79,9 @@ oc_status oc_cuda_select_open(oc_context *ctx, oc_cuda_device *dev, oc_gram_job 
 /* How many tiles were fused and overflowed so far (threshold: overflows counted as their
  * counts come back; top-k: once the lists are back). */
 void oc_cuda_select_counts(const oc_cuda_select *s, int64_t *fused, int64_t *overflowed);
+/* Fused top-k tiles that first raised this device's floors to the other devices' (0 on one
+ * device, or where the floors are not shared). */
+int64_t oc_cuda_select_floor_imports(const oc_cuda_select *s);
 /* Host seconds spent waiting for threshold pairs and handing them over (OUTCORE_TRACE). */
 void oc_cuda_select_host_seconds(const oc_cuda_select *s, double *wait, double *work);
 

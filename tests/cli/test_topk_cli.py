@@ -10,7 +10,7 @@ import csv
 import numpy as np
 import pytest
 
-from conftest import data_file, reference, run, summary_json
+from conftest import data_file, reference, require_backend, run, summary_json
 
 
 def random01(rng, n, m, density=0.3):
@@ -94,6 +94,26 @@ def test_topk_ab_and_k_beyond_the_columns(tmp_path, rng):
     with np.load(tmp_path / "nn.npz") as f:
         assert np.array_equal(f["indices"], want_idx) and np.array_equal(f["scores"], want_scores)
         assert (f["indices"][:, 7:] == -1).all() and (f["scores"][:, 7:] == 0).all()
+
+
+@pytest.mark.parametrize("metric", ["jaccard", "hamming"])
+def test_topk_on_two_devices_shares_floors_cuda(tmp_path, rng, metric):
+    """Top-k split over two logical devices (one GPU's halves, or two GPUs): each device's
+    fused tiles first take the floors the other raised (OUTCORE_TRACE counts them), and the
+    lists are numpy's, as on one device."""
+    require_backend("cuda", tmp_path)
+    a = random01(rng, 3000, 2048, 0.2)
+    a[1::7] = a[::7][: len(a[1::7])]  # near-duplicate rows: high scores the floors climb to
+    np.save(tmp_path / "a.npy", np.packbits(a, axis=1))
+    want_idx, want_scores = topk_reference(reference(a, metric=metric), 10, True, metric == "hamming")
+    for devices in ("0", "0:2"):
+        out = tmp_path / "nn.npz"
+        proc = run("gram", tmp_path / "a.npy", "--bits", 2048, "--metric", metric, "--topk", 10, "--backend", "cuda",
+                   "--devices", devices, "--tile", 512, "-q", "-o", out, env={"OUTCORE_TRACE": "1"})
+        took = [int(x.split()[3]) for x in proc.stderr.splitlines() if "took the other devices' floors" in x]
+        assert (sum(took) > 0) == (devices != "0"), proc.stderr
+        with np.load(out) as f:
+            assert np.array_equal(f["indices"], want_idx) and np.array_equal(f["scores"], want_scores)
 
 
 @pytest.mark.parametrize("metric, t", [("jaccard", 0.5), ("cosine", 0.6), ("counts", 40), ("hamming", 60)])
