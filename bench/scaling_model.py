@@ -5,6 +5,7 @@ host's memory bandwidth").
 
     python3 bench/scaling_model.py [--panels 33] [--panel-gb 0.768] [--devices 4]
         [--rate 60] [--tile-ms 5.7] [--peer-gbs 100] [--sliced] [--split W S]
+        [--one-rate 25] [--setup-ms 10 55] [--tail-ms 10 10]
 
 The model follows the job as outcore runs it:
   - panel p is given to device p mod D (oc_panel_exchange_assign) and each device uploads its
@@ -25,7 +26,11 @@ other panels go up whole after them. The counts of the W(W+1)/2 window tiles sta
 devices meanwhile (151 MB a tile of 6144 rows in int32).
 
 It prints the span of the tiles phase, each device's idle time waiting for panels, and the
-same with an unbounded host rate (the queue's own imbalance). Compare with a traced run
+same with an unbounded host rate (the queue's own imbalance). Then the efficiency the issue
+asks for, a job on D devices against D times one device's: each job is its part's set-up,
+the tiles phase and its tail (--setup-ms and --tail-ms, one device's and D devices', from a
+trace: "setup: all", and the lists and commit after the tiles), one device alone staging at
+--one-rate GB/s. Compare with a traced run
 (OUTCORE_TRACE=1: "GPU busy ... of the span", "idle inside"), whose busy time per tile gives
 --tile-ms (busy seconds / tiles of that device).
 """
@@ -124,7 +129,18 @@ def simulate(panels, panel_gb, devices, rate, tile_ms, peer_gbs, sliced=False, s
     return max(clock_d), idle
 
 
-def main():
+def efficiency(args, split):
+    """(one device's job ms, D devices' job ms, efficiency) for the namespace of main's
+    options: the same tiles on one device at --one-rate and on --devices at --rate."""
+    one, _ = simulate(args.panels, args.panel_gb, 1, args.one_rate, args.tile_ms, args.peer_gbs, False, split)
+    many, _ = simulate(args.panels, args.panel_gb, args.devices, args.rate, args.tile_ms, args.peer_gbs, args.sliced,
+                       split)
+    one_job = args.setup_ms[0] + one + args.tail_ms[0]
+    many_job = args.setup_ms[1] + many + args.tail_ms[1]
+    return one_job, many_job, one_job / (args.devices * many_job)
+
+
+def parser():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--panels", type=int, default=33)
     ap.add_argument("--panel-gb", type=float, default=0.768)
@@ -135,7 +151,16 @@ def main():
     ap.add_argument("--sliced", action="store_true")
     ap.add_argument("--split", nargs=2, type=int, metavar=("W", "S"), default=(0, 1),
                     help="the first W panels uploaded and computed in S slices of K")
-    a = ap.parse_args()
+    ap.add_argument("--one-rate", type=float, default=25.0, help="host to one GPU alone, GB/s")
+    ap.add_argument("--setup-ms", nargs=2, type=float, metavar=("ONE", "MANY"), default=(10.0, 55.0),
+                    help="a part's set-up on one device and on --devices")
+    ap.add_argument("--tail-ms", nargs=2, type=float, metavar=("ONE", "MANY"), default=(10.0, 10.0),
+                    help="after the tiles phase (lists, commit) on one device and on --devices")
+    return ap
+
+
+def main():
+    a = parser().parse_args()
     split = tuple(a.split)
     tiles = a.panels * (a.panels + 1) // 2
     busy = tiles * a.tile_ms / a.devices
@@ -145,6 +170,9 @@ def main():
     print("host at %.0f GB/s: tiles phase %.0f ms; idle waiting for panels %s ms" %
           (a.rate, span, ", ".join("%.0f" % x for x in idle)))
     print("host unbounded: tiles phase %.0f ms (the queue's own imbalance)" % free_span)
+    one_job, many_job, eff = efficiency(a, split)
+    print("job: %.0f ms on one device (%.0f GB/s), %.0f ms on %d: efficiency %.1f%%" %
+          (one_job, a.one_rate, many_job, a.devices, 100.0 * eff))
 
 
 if __name__ == "__main__":
