@@ -23,7 +23,8 @@ complete after 1/D of the time (a variant, not what outcore does).
 go up in S slices of their columns, slice 0 of all W first, and each tile among them runs
 slice by slice, its counts kept on the device that ran its first slice until the last; the
 other panels go up whole after them. The counts of the W(W+1)/2 window tiles stay on the
-devices meanwhile (151 MB a tile of 6144 rows in int32).
+devices meanwhile (151 MB a tile of 6144 rows in int32), and each slice but the first and
+last reads and writes them (--acc-gbs: the device memory's rate for that traffic).
 
 It prints the span of the tiles phase, each device's idle time waiting for panels, and the
 same with an unbounded host rate (the queue's own imbalance). Then the efficiency the issue
@@ -38,10 +39,12 @@ import argparse
 import heapq
 
 
-def simulate(panels, panel_gb, devices, rate, tile_ms, peer_gbs, sliced=False, split=(0, 1)):
+def simulate(panels, panel_gb, devices, rate, tile_ms, peer_gbs, sliced=False, split=(0, 1), acc_ms=0.0):
     """Returns (end of the last tile in ms, [idle ms per device]). split = (W, S): the first W
     panels go up in S slices of K, slice by slice, and their tiles run slice by slice on the
-    device that took the first (its counts stay there between slices)."""
+    device that took the first (its counts stay there between slices). acc_ms: one pass over a
+    tile's partial counts in device memory; a window tile's first slice writes them, each
+    middle slice reads and writes them, its last slice reads them."""
     window, slices = split if split[0] > 0 and split[1] > 1 else (0, 1)
 
     def piece(p, s):  # the unit that crosses: a slice of a window panel, else a whole panel
@@ -121,7 +124,8 @@ def simulate(panels, panel_gb, devices, rate, tile_ms, peer_gbs, sliced=False, s
         for item in group:
             r = item_ready(d, item, True)
             idle[d] += max(0.0, r - clock_d[d])
-            clock_d[d] = max(clock_d[d], r) + (tile_ms / slices if item[2] >= 0 else tile_ms)
+            passes = 0 if item[2] < 0 else (1 if item[2] in (0, slices - 1) else 2)
+            clock_d[d] = max(clock_d[d], r) + (tile_ms / slices + passes * acc_ms if item[2] >= 0 else tile_ms)
             finished[item] = clock_d[d]
             left -= 1
             if 0 <= item[2] < slices - 1:
@@ -129,12 +133,21 @@ def simulate(panels, panel_gb, devices, rate, tile_ms, peer_gbs, sliced=False, s
     return max(clock_d), idle
 
 
+def acc_pass_ms(args):
+    """One pass over a tile's int32 partial counts (--tile-rows squared) at --acc-gbs."""
+    return args.tile_rows * args.tile_rows * 4 / (args.acc_gbs * 1e9) * 1000.0
+
+
 def efficiency(args, split):
     """(one device's job ms, D devices' job ms, efficiency) for the namespace of main's
-    options: the same tiles on one device at --one-rate and on --devices at --rate."""
-    one, _ = simulate(args.panels, args.panel_gb, 1, args.one_rate, args.tile_ms, args.peer_gbs, False, split)
+    options: the same tiles on one device at --one-rate, whole, and on --devices at --rate,
+    with `split`."""
+    acc = acc_pass_ms(args)
+    # One device runs whole tiles: it has no ramp to shorten that pays for the partial counts'
+    # traffic (--split on one device: 2893 ms against 2880 at S = 4).
+    one, _ = simulate(args.panels, args.panel_gb, 1, args.one_rate, args.tile_ms, args.peer_gbs)
     many, _ = simulate(args.panels, args.panel_gb, args.devices, args.rate, args.tile_ms, args.peer_gbs, args.sliced,
-                       split)
+                       split, acc)
     one_job = args.setup_ms[0] + one + args.tail_ms[0]
     many_job = args.setup_ms[1] + many + args.tail_ms[1]
     return one_job, many_job, one_job / (args.devices * many_job)
@@ -151,6 +164,9 @@ def parser():
     ap.add_argument("--sliced", action="store_true")
     ap.add_argument("--split", nargs=2, type=int, metavar=("W", "S"), default=(0, 1),
                     help="the first W panels uploaded and computed in S slices of K")
+    ap.add_argument("--tile-rows", type=int, default=6144, help="a tile's edge (for --split's partial counts)")
+    ap.add_argument("--acc-gbs", type=float, default=3000.0,
+                    help="device memory rate for --split's partial counts, GB/s (0.15 GB a pass at 6144)")
     ap.add_argument("--one-rate", type=float, default=25.0, help="host to one GPU alone, GB/s")
     ap.add_argument("--setup-ms", nargs=2, type=float, metavar=("ONE", "MANY"), default=(10.0, 55.0),
                     help="a part's set-up on one device and on --devices")
@@ -164,8 +180,9 @@ def main():
     split = tuple(a.split)
     tiles = a.panels * (a.panels + 1) // 2
     busy = tiles * a.tile_ms / a.devices
-    span, idle = simulate(a.panels, a.panel_gb, a.devices, a.rate, a.tile_ms, a.peer_gbs, a.sliced, split)
-    free_span, _ = simulate(a.panels, a.panel_gb, a.devices, 1e12, a.tile_ms, a.peer_gbs, a.sliced, split)
+    acc = acc_pass_ms(a)
+    span, idle = simulate(a.panels, a.panel_gb, a.devices, a.rate, a.tile_ms, a.peer_gbs, a.sliced, split, acc)
+    free_span, _ = simulate(a.panels, a.panel_gb, a.devices, 1e12, a.tile_ms, a.peer_gbs, a.sliced, split, acc)
     print("%d tiles of %.1f ms on %d devices: %.0f ms each if evenly shared" % (tiles, a.tile_ms, a.devices, busy))
     print("host at %.0f GB/s: tiles phase %.0f ms; idle waiting for panels %s ms" %
           (a.rate, span, ", ".join("%.0f" % x for x in idle)))

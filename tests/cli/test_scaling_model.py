@@ -48,6 +48,18 @@ def test_tiles_on_part_of_k_shorten_the_ramp(model):
     assert free <= split < whole
 
 
+def test_partial_counts_cost_device_memory_traffic(model):
+    free, _ = model.simulate(33, 0.768, 4, 60.0, 4.9, 100.0, split=(25, 4))
+    paid, _ = model.simulate(33, 0.768, 4, 60.0, 4.9, 100.0, split=(25, 4), acc_ms=0.05)
+    # 325 window tiles, each 6 passes (write, two middle slices reading and writing, read):
+    # at most all of it on the slowest device, at least a quarter of it there.
+    assert free + 325 * 6 * 0.05 / 4 * 0.5 <= paid <= free + 325 * 6 * 0.05
+    # One device runs whole tiles: the efficiency's one-device job is the unsplit one.
+    whole, _ = model.simulate(33, 0.768, 1, 25.0, 4.9, 100.0)
+    a = args(model, "--tile-ms", 4.9, "--setup-ms", 9, 60, "--tail-ms", 10, 10, "--split", 25, 4)
+    assert model.efficiency(a, (25, 4))[0] == pytest.approx(9 + whole + 10)
+
+
 def test_efficiency_rises_with_a_shorter_set_up_and_the_split(model):
     base = model.efficiency(args(model, "--tile-ms", 4.9, "--setup-ms", 9, 60), (0, 1))
     short = model.efficiency(args(model, "--tile-ms", 4.9, "--setup-ms", 9, 10), (0, 1))
