@@ -48,9 +48,9 @@ static void dev_free(void *user, void *ptr, size_t bytes)
 /* Page-locked host memory (the staging rings, oc_pinned_alloc): whole 2 MiB pages advised
  * for transparent huge pages, registered with the driver, which faults them in. Pinning
  * costs the driver per page, so huge pages pin faster than cudaHostAlloc's small ones
- * (bench/gpu/bench_setup_costs.cu; bench/RESULTS.md, "Upload rings pinned on huge pages").
- * Where the driver cannot register host memory, cudaHostAlloc. Portable either way: any
- * device may copy from it, and a later job on several GPUs shares the ring. */
+ * (bench/gpu/bench_setup_costs.cu; bench/RESULTS.md, "Four GPUs again: rings pinned on huge
+ * pages"). Where the driver cannot register host memory, cudaHostAlloc. Portable either way:
+ * any device may copy from it, and a later job on several GPUs shares the ring. */
 enum { HOST_PIN_ALIGN = 2 << 20 };
 
 int oc_cuda_host_pin(size_t bytes, void **out, char *why, size_t why_size)
