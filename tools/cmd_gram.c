@@ -406,8 +406,10 @@ int oc_cmd_gram(int argc, char **argv)
     if (ranked) st = oc_mpi_agree(ctx, st);
     double load_seconds = cli_now() - t0, t = t0;
     cli_trace_phase(&t, "read inputs");
-    if (warming) pthread_join(warm_up, NULL);
-    if (warming) cli_trace_phase(&t, "CUDA start");
+    if (warming) {
+        pthread_join(warm_up, NULL);
+        cli_trace_phase(&t, "CUDA start");
+    }
     if (st != OC_OK) goto failed;
 
     if (g.plan) {

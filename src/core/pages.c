@@ -30,7 +30,8 @@ static void *discard_slice_run(void *arg)
 void oc_pages_discard_on(void *p, size_t n, int threads)
 {
     const uintptr_t page = 4096;
-    uintptr_t begin = ((uintptr_t)p + page - 1) & ~(page - 1), end = ((uintptr_t)p + n) & ~(page - 1);
+    uintptr_t begin, end;
+    oc_pages_inside(p, n, &begin, &end);
     if (end <= begin) return;
     if (threads < 1) threads = 1;
     if (threads > OC_DISCARD_THREADS) threads = OC_DISCARD_THREADS;

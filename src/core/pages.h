@@ -1,5 +1,6 @@
 /*
- * pages.h - faulting memory in for writing with one call instead of one fault per page.
+ * pages.h - whole pages of large private memory faulted in for writing with one call
+ * instead of one fault per page, and given back on several threads before a free.
  */
 #ifndef OC_CORE_PAGES_H
 #define OC_CORE_PAGES_H
@@ -12,14 +13,22 @@
 #define MADV_POPULATE_WRITE 23 /* Linux 5.14; older headers lack the name */
 #endif
 
+/* The whole 4 KB pages inside [p, p + n): [*begin, *end), empty when *end <= *begin. */
+static inline void oc_pages_inside(const void *p, size_t n, uintptr_t *begin, uintptr_t *end)
+{
+    const uintptr_t page = 4096;
+    *begin = ((uintptr_t)p + page - 1) & ~(page - 1);
+    *end = ((uintptr_t)p + n) & ~(page - 1);
+}
+
 /* Faults the whole pages inside [p, p + n) in for writing (MADV_POPULATE_WRITE): for memory
  * the caller is about to overwrite completely, which would otherwise take one exception per
  * 4 KB page. Advice only: where the kernel refuses it (before 5.14: EINVAL) the pages fault
  * as they are written. */
 static inline void oc_pages_populate_write(void *p, size_t n)
 {
-    const uintptr_t page = 4096;
-    uintptr_t begin = ((uintptr_t)p + page - 1) & ~(page - 1), end = ((uintptr_t)p + n) & ~(page - 1);
+    uintptr_t begin, end;
+    oc_pages_inside(p, n, &begin, &end);
     if (end > begin) madvise((void *)begin, end - begin, MADV_POPULATE_WRITE);
 }
 
