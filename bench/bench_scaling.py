@@ -6,6 +6,7 @@ and the same bytes on any number of devices.
         [--parts identical,strong,mpi,weak] [--gpus 1,2,4] [--virtual] [--runs 2]
         [--strong-rows 200000] [--strong-cols 1000000] [--weak-rows 1000000]
         [--weak-cols 1000000] [--host-mem 64G] [--mpiexec mpiexec] [--panel-exchange on|off|both]
+        [--split-k default,0,12:4]
         [--trace] [--trace-dir DIR] [--keep]
         [--markdown FILE]
 
@@ -18,7 +19,10 @@ Parts (each prints its markdown table as soon as it is done; --markdown collects
              job's seconds (oc_gram's, file reading included: the input stays in its file) and
              the process's wall time; efficiency = rate on g GPUs / (g x rate on 1) of this run.
              --panel-exchange both adds rows with every device staging every panel from the
-             host itself (OUTCORE_PANEL_EXCHANGE=0) beside the default (panels shared).
+             host itself (OUTCORE_PANEL_EXCHANGE=0) beside the default (panels shared);
+             --split-k default,0,12:4 rows with the first tiles split on K as the default
+             does, every tile whole, and the first 12 panels in 4 slices
+             (OUTCORE_CUDA_SPLIT_K).
   mpi        the strong jobs with `mpiexec -n G`, one rank per GPU (`--device
              $MPI_LOCALRANKID`), against one process with `--devices` over the same G GPUs:
              wall times and whether the files are identical (needs outcore built with MPI).
@@ -204,21 +208,28 @@ def part_strong(args, d):
     worst = None
     # Panels shared between the devices (the default) and, with --panel-exchange both, each
     # device staging every panel from the host itself (OUTCORE_PANEL_EXCHANGE=0).
-    ways = {"on": ["shared"], "off": ["from host"], "both": ["shared", "from host"]}[args.panel_exchange]
+    # --split-k adds rows with the first tiles split on K as OUTCORE_CUDA_SPLIT_K says ("0":
+    # every tile whole; "default": the variable unset).
+    exchange = {"on": ["shared"], "off": ["from host"], "both": ["shared", "from host"]}[args.panel_exchange]
+    ways = [(pe, sk) for pe in exchange for sk in args.split_k.split(",")]
     for job in ("top-10", "threshold"):
         ext = JOBS[job][1]
         one = None
         for g in args.gpus:
-            for way in (ways if g > 1 else ways[:1]):
-                env = dict(ENV, OUTCORE_PANEL_EXCHANGE="0" if way == "from host" else "1")
-                out = d / f"strong_{job}_{g}_{way.replace(' ', '_')}.{ext}"
+            for pe, sk in (ways if g > 1 else ways[:1]):
+                way = pe if sk == "default" else f"{pe}, split {sk}"
+                env = dict(ENV, OUTCORE_PANEL_EXCHANGE="0" if pe == "from host" else "1")
+                env.pop("OUTCORE_CUDA_SPLIT_K", None)
+                if sk != "default":
+                    env["OUTCORE_CUDA_SPLIT_K"] = sk
+                out = d / f"strong_{job}_{g}_{way.replace(' ', '_').replace(',', '').replace(':', 'x')}.{ext}"
                 wall, _, data = best_of(args, a, m, job, out, ["--backend", "cuda", "--algorithm", "dense",
                                                                  "--devices", spec(g, args.virtual)], env)
                 rate = data["rate_effective"]
                 if one is None:
                     one = (rate, out)
                 eff = rate / ((1 if args.virtual else g) * one[0])  # virtual: the split's cost on one GPU
-                if g == args.gpus[-1] and g > 1 and way == ways[0]:
+                if g == args.gpus[-1] and g > 1 and (pe, sk) == ways[0]:
                     worst = eff if worst is None else min(worst, eff)
                 same = "reference" if out == one[1] else ("identical" if same_output(one[1], out) else "DIFFERENT")
                 pairs = f" ({data['pairs']} pairs)" if "pairs" in data else ""
@@ -331,6 +342,9 @@ def main():
     ap.add_argument("--mpiexec", default="mpiexec")
     ap.add_argument("--panel-exchange", choices=("on", "off", "both"), default="on",
                     help="strong: panels shared between devices (on), each from the host (off), or both rows")
+    ap.add_argument("--split-k", default="default",
+                    help="OUTCORE_CUDA_SPLIT_K settings of the strong part's jobs on several GPUs, comma-separated "
+                         "(default: unset; 0: every tile whole; PANELS:SLICES)")
     ap.add_argument("--trace", action="store_true",
                     help="strong: also trace both jobs on the fewest and the most devices (a table of phases; "
                          "each whole trace into --trace-dir)")

@@ -61,6 +61,21 @@ static int rows_equal(const oc_matrix *f, const oc_matrix *r, int64_t row0, int6
     return same;
 }
 
+/* Words [w0, w1) of rows [row0, row0 + rows) loaded from f equal r's (oc_matrix_load_cols). */
+static int cols_equal(const oc_matrix *f, const oc_matrix *r, int64_t row0, int64_t rows, int64_t w0, int64_t w1)
+{
+    const int64_t width = w1 - w0;
+    size_t bytes = (size_t)(rows * width) * 8;
+    uint64_t *dst = aligned_alloc(64, bytes + 64);
+    memset(dst, 0xFF, bytes + 64);
+    int same = oc_matrix_load_cols(ctx, f, row0, rows, w0, w1, dst) == OC_OK;
+    for (int64_t i = 0; same && i < rows; ++i)
+        same = memcmp(dst + i * width, r->bits + (row0 + i) * r->words_per_row + w0, (size_t)width * 8) == 0;
+    for (int k = 0; k < 64; ++k) same &= ((unsigned char *)dst)[bytes + k] == 0xFF;
+    free(dst);
+    return same;
+}
+
 typedef struct thread_load {
     const oc_matrix *m;
     int64_t row0, rows;
@@ -99,7 +114,20 @@ static void test_load_rows(void)
                       (long long)ranges[k][0], (long long)ranges[k][1]);
             CHECK(rows_equal(resident, ref, ranges[k][0], ranges[k][1]));
         }
+        /* Slices of K (the CUDA engine's tiles split on K): first, middle, the one holding the
+         * rows' last byte and its padding, whole rows. */
+        const int64_t wpr = ref->words_per_row;
+        const int64_t slices[][2] = {{0, 16}, {16, 800}, {wpr - 16, wpr}, {1, 2}, {0, wpr}};
+        for (size_t k = 0; k < sizeof slices / sizeof slices[0]; ++k)
+            for (size_t j = 0; j < sizeof ranges / sizeof ranges[0]; ++j) {
+                CHECK_MSG(cols_equal(lazy, ref, ranges[j][0], ranges[j][1], slices[k][0], slices[k][1]),
+                          "%s rows %lld+%lld words %lld-%lld", path, (long long)ranges[j][0], (long long)ranges[j][1],
+                          (long long)slices[k][0], (long long)slices[k][1]);
+                CHECK(cols_equal(resident, ref, ranges[j][0], ranges[j][1], slices[k][0], slices[k][1]));
+            }
         uint64_t word[8];
+        CHECK(oc_matrix_load_cols(ctx, lazy, 0, 1, 8, wpr + 8, word) == OC_ERR_INVALID_ARGUMENT);
+        CHECK(oc_matrix_load_cols(ctx, lazy, 36, 2, 0, 1, word) == OC_ERR_INVALID_ARGUMENT);
         CHECK(oc_matrix_load_rows(ctx, lazy, 36, 2, word) == OC_ERR_INVALID_ARGUMENT);
         CHECK(oc_matrix_load_rows(ctx, lazy, -1, 1, word) == OC_ERR_INVALID_ARGUMENT);
 
@@ -198,6 +226,38 @@ static void test_bad_rows(void)
     oc_matrix_free(lazy);
 }
 
+/* A packed row with a bit past --bits: the slice of K holding the rows' last byte fails with
+ * the reader's message, as a whole-row load does; the slices before it load. */
+static void test_bad_packed_slice(void)
+{
+    const int64_t rows = 40, cols = 1001;
+    oc_matrix *ref = random_matrix(rows, cols, 5);
+    const char *path = oc_test_tmp_path("badbits.npy");
+    CHECK(oc_matrix_save(ctx, ref, path, 1) == OC_OK);
+    FILE *f = fopen(path, "r+b");
+    unsigned char head[10];
+    CHECK(f && fread(head, 1, 10, f) == 10);
+    const long data = 10 + head[8] + 256L * head[9], width = (cols + 7) / 8;
+    CHECK(fseek(f, data + 2 * width + width - 1, SEEK_SET) == 0);
+    int last = fgetc(f);
+    CHECK(fseek(f, data + 2 * width + width - 1, SEEK_SET) == 0);
+    fputc(last | 1, f); /* column 1007 of row 2 */
+    fclose(f);
+    oc_matrix *lazy = read_with_budget(path, cols, 1024);
+    if (!lazy) return;
+    const int64_t wpr = lazy->words_per_row;
+    uint64_t *dst = aligned_alloc(64, (size_t)(rows * wpr) * 8);
+    CHECK(oc_matrix_load_cols(ctx, lazy, 0, rows, 0, 8, dst) == OC_OK);
+    CHECK(oc_matrix_load_cols(ctx, lazy, 0, rows, 8, wpr, dst) == OC_ERR_INPUT);
+    const char *msg = oc_context_last_error(ctx);
+    CHECK_MSG(strstr(msg, "badbits.npy: row 2 has bit 1007 set but --bits 1001") && !strchr(msg, '\n'), "%s", msg);
+    CHECK(oc_matrix_load_rows(ctx, lazy, 0, rows, dst) == OC_ERR_INPUT);
+    CHECK_MSG(strstr(oc_context_last_error(ctx), "row 2 has bit 1007 set"), "%s", oc_context_last_error(ctx));
+    free(dst);
+    oc_matrix_free(lazy);
+    oc_matrix_free(ref);
+}
+
 /* A Gram job on file-backed inputs in panels equals the in-memory job, A·Aᵀ and A·Bᵀ. */
 static void test_gram_panels(void)
 {
@@ -257,6 +317,7 @@ int main(void)
     test_expand_packed_rows();
     test_load_rows();
     test_bad_rows();
+    test_bad_packed_slice();
     test_gram_panels();
     oc_context_free(ctx);
     oc_test_tmp_remove();

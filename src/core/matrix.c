@@ -172,6 +172,40 @@ oc_status oc_matrix_load_rows(oc_context *ctx, const oc_matrix *m, int64_t row0,
     return m->source_ops->load_rows(m->source, ctx, m, row0, rows, dst);
 }
 
+oc_status oc_matrix_load_cols(oc_context *ctx, const oc_matrix *m, int64_t row0, int64_t rows, int64_t w0, int64_t w1,
+                              uint64_t *dst)
+{
+    if (w0 < 0 || w1 < w0 || w1 > m->words_per_row)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: words %lld to %lld requested of rows of %lld words", m->name,
+                       (long long)w0, (long long)w1, (long long)m->words_per_row);
+    if (row0 < 0 || rows < 0 || row0 > m->rows - rows)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: rows %lld to %lld requested of a matrix of %lld rows",
+                       m->name, (long long)row0, (long long)(row0 + rows), (long long)m->rows);
+    const int64_t width = w1 - w0, wpr = m->words_per_row;
+    if (rows == 0 || width == 0) return OC_OK;
+    const uint64_t *bits = __atomic_load_n(&m->bits, __ATOMIC_ACQUIRE);
+    if (bits) {
+        for (int64_t i = 0; i < rows; ++i) memcpy(dst + i * width, bits + (row0 + i) * wpr + w0, (size_t)width * 8);
+        return OC_OK;
+    }
+    if (m->source_ops && m->source_ops->load_cols)
+        return m->source_ops->load_cols(m->source, ctx, m, row0, rows, w0, w1, dst);
+    /* Whole rows, a few at a time, then their slice. */
+    int64_t chunk = (1 << 20) / (wpr * 8) > 0 ? (1 << 20) / (wpr * 8) : 1;
+    if (chunk > rows) chunk = rows;
+    uint64_t *bounce = malloc((size_t)(chunk * wpr) * 8);
+    if (!bounce) return oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: cannot allocate a %lld-row read buffer", m->name, (long long)chunk);
+    oc_status st = OC_OK;
+    for (int64_t r = 0; r < rows && st == OC_OK; r += chunk) {
+        int64_t n = rows - r < chunk ? rows - r : chunk;
+        st = oc_matrix_load_rows(ctx, m, row0 + r, n, bounce);
+        for (int64_t i = 0; st == OC_OK && i < n; ++i)
+            memcpy(dst + (r + i) * width, bounce + i * wpr + w0, (size_t)width * 8);
+    }
+    free(bounce);
+    return st;
+}
+
 typedef struct load_job {
     oc_context *ctx;
     const oc_matrix *m;

@@ -48,6 +48,10 @@ typedef struct oc_matrix_source_ops {
     oc_status (*load_rows)(void *source, oc_context *ctx, const oc_matrix *m, int64_t row0, int64_t rows,
                            uint64_t *dst);
     void (*close)(void *source);
+    /* Optional (NULL: whole rows through a bounce buffer): oc_matrix_load_cols's contract,
+     * range checked. */
+    oc_status (*load_cols)(void *source, oc_context *ctx, const oc_matrix *m, int64_t row0, int64_t rows, int64_t w0,
+                           int64_t w1, uint64_t *dst);
 } oc_matrix_source_ops;
 
 struct oc_matrix {
@@ -90,6 +94,12 @@ static inline int oc_matrix_resident(const oc_matrix *m) { return m->bits != NUL
  * overlapping) ranges at once with the same ctx; a failure records its message on ctx under
  * the matrix's lock, so callers on several threads must not write ctx meanwhile themselves. */
 oc_status oc_matrix_load_rows(oc_context *ctx, const oc_matrix *m, int64_t row0, int64_t rows, uint64_t *dst);
+
+/* Words [w0, w1) of rows [row0, row0 + rows) into dst, (w1 - w0) words a row: a slice of K
+ * of each row (the CUDA engine's tiles split on K). Reads, validates and fails as
+ * oc_matrix_load_rows, reading from a file only the slice's bytes where the source can. */
+oc_status oc_matrix_load_cols(oc_context *ctx, const oc_matrix *m, int64_t row0, int64_t rows, int64_t w0, int64_t w1,
+                              uint64_t *dst);
 
 /* oc_matrix_load_rows split over `threads` threads (0 = all cores) in tasks of about 1 MB;
  * blocks until the rows are in dst. Fails as oc_matrix_load_rows does, or on cancel. */

@@ -28,9 +28,17 @@ static oc_status view_load_rows(void *source, oc_context *ctx, const oc_matrix *
     return oc_matrix_load_rows(ctx, v->parent, v->row0 + row0, rows, dst);
 }
 
+static oc_status view_load_cols(void *source, oc_context *ctx, const oc_matrix *m, int64_t row0, int64_t rows, int64_t w0,
+                                int64_t w1, uint64_t *dst)
+{
+    (void)m;
+    const row_view_source *v = source;
+    return oc_matrix_load_cols(ctx, v->parent, v->row0 + row0, rows, w0, w1, dst);
+}
+
 static void view_close(void *source) { free(source); }
 
-static const oc_matrix_source_ops view_ops = {view_load_rows, view_close};
+static const oc_matrix_source_ops view_ops = {view_load_rows, view_close, view_load_cols};
 
 oc_status oc_matrix_row_view(oc_context *ctx, const oc_matrix *m, int64_t row0, int64_t rows, oc_matrix **out)
 {

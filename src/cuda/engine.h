@@ -47,6 +47,11 @@ typedef struct oc_engine_tile {
     void *out;              /* the tile's output slot */
     int out_slot;
     cudaStream_t stream;    /* the compute stream the tile runs on */
+    /* A tile split on K (oc_engine_window): the counts of words [0, k0) of its rows are in
+     * `partial` (tile x tile int32, the plan's tile apart); compute adds those of [k0, end).
+     * NULL: a whole tile. */
+    int32_t *partial;
+    int64_t k0;
 } oc_engine_tile;
 
 /* A block of an output slot to deliver: rows x cols elements at src (rows plan.tile elements
@@ -72,6 +77,10 @@ typedef struct oc_engine_job {
     oc_status (*panel_loaded)(void *user, void *panel, int64_t rows, cudaStream_t h2d);
     /* Enqueues the tile's kernels on t->stream into t->out. Adds bit-MACs to *macs. */
     oc_status (*compute)(void *user, const oc_engine_tile *t, double *macs);
+    /* A tile split on K: enqueues on t->stream the counts of words [k0, k1) of its rows
+     * into t->partial, added to what is there when k0 > 0 (oc_engine_window). NULL: the job
+     * has no split tiles. */
+    oc_status (*partial)(void *user, const oc_engine_tile *t, int64_t k0, int64_t k1, double *macs);
     /* Called after compute of the same tile (no other tile's compute comes between), once
      * the next tiles' uploads were issued. Consumes the output
      * slot on the device and records slot_free (on any stream) when done with it; returns
@@ -127,6 +136,30 @@ void oc_engine_worker_share(oc_engine_worker *w, const int64_t *order, oc_schedu
  * it. Before oc_engine_worker_run; x outlives the run. NULL: every panel from the host. */
 typedef struct oc_panel_exchange oc_panel_exchange;
 void oc_engine_worker_exchange(oc_engine_worker *w, oc_panel_exchange *x);
+/* Several devices with every panel resident, through an exchange: the first tiles of the
+ * shared order run split on K, so that the devices start on the panels' first columns while
+ * the rest of them still crosses from the host (docs/design-notes.md, "Tiles split on K").
+ * Those panels go up and across in slices of K: in the exchange, and in the uploads ahead,
+ * panel key k is replaced by the slice keys oc_engine_window_key(w, k, s), dealt slice by
+ * slice. The window's tiles are dealt round the workers (tile i to worker i mod devices),
+ * which run their slices but the last, for all of them, before any whole tile; the last
+ * slice is then the tile's ordinary compute (with oc_engine_tile.partial). The queue holds
+ * the order's other tiles (its positions from `tiles` on). Before oc_engine_worker_setup;
+ * the window outlives the run. */
+#define OC_ENGINE_MAX_SLICES 8
+typedef struct oc_engine_window {
+    int slices;                               /* S, 2 to OC_ENGINE_MAX_SLICES */
+    int64_t bounds[OC_ENGINE_MAX_SLICES + 1]; /* slice s: words [bounds[s], bounds[s + 1]) */
+    int64_t keys;                             /* panel keys (oc_tile_panel_key's range) */
+    const unsigned char *sliced;              /* per panel key: its panel goes up in slices */
+    int64_t tiles;                            /* the tiles at the head of the shared order */
+    int devices;
+} oc_engine_window;
+static inline int64_t oc_engine_window_key(const oc_engine_window *w, int64_t key, int slice)
+{
+    return w->keys + key * w->slices + slice;
+}
+void oc_engine_worker_window(oc_engine_worker *w, const oc_engine_window *window);
 /* A worker shared with an exchange (both above called before oc_engine_worker_setup) starts
  * its share of the panel uploads at the end of its set-up, so they run beside the job's own
  * set-up (a selection's allocations) instead of after it. A part that then fails before

@@ -31,42 +31,88 @@ static oc_status publish_panel(oc_engine_worker *w, int64_t key, int slot, cudaS
     return OC_OK;
 }
 
-/* The panel from the device that uploaded it (panel_exchange.h), on `stream`. */
-static oc_status copy_panel(oc_engine_worker *w, const oc_panel_source *from, int slot, int64_t bytes, cudaStream_t stream)
+/* The panel key of an exchange or upload key: the key itself for a whole panel, else the
+ * panel of a slice key (engine.h: oc_engine_window_key), *slice its slice (-1: whole). */
+static int64_t key_panel(const oc_engine_worker *w, int64_t key, int *slice)
+{
+    const oc_engine_window *win = w->window;
+    if (!win || key < win->keys) {
+        *slice = -1;
+        return key;
+    }
+    *slice = (int)((key - win->keys) % win->slices);
+    return (key - win->keys) / win->slices;
+}
+
+/* Words [*w0, *w1) of the rows that slice `slice` covers (all of them for -1). */
+static void slice_words(const oc_engine_worker *w, const oc_matrix *m, int slice, int64_t *w0, int64_t *w1)
+{
+    *w0 = slice < 0 ? 0 : w->window->bounds[slice];
+    *w1 = slice < 0 ? m->words_per_row : w->window->bounds[slice + 1];
+}
+
+/* The panel, or slice `slice` of it, from the device that uploaded it (panel_exchange.h), on
+ * `stream`: a slice is a column of the rows, copied as a 2-D region. */
+static oc_status copy_panel(oc_engine_worker *w, const oc_panel_source *from, int slot, const oc_matrix *m, int64_t rows,
+                            int slice, cudaStream_t stream)
 {
     oc_context *ctx = w->ctx;
+    int64_t w0, w1;
+    slice_words(w, m, slice, &w0, &w1);
+    const size_t pitch = (size_t)m->words_per_row * 8, width = (size_t)(w1 - w0) * 8;
+    char *dst = (char *)w->panel[slot] + w0 * 8;
+    const char *src = (const char *)from->ptr + w0 * 8;
     CUDA_CHECK(ctx, cudaStreamWaitEvent(stream, from->ready, 0));
-    if (from->device == w->dev.index)
-        CUDA_CHECK(ctx, cudaMemcpyAsync(w->panel[slot], from->ptr, (size_t)bytes, cudaMemcpyDeviceToDevice, stream));
-    else
-        CUDA_CHECK(ctx, cudaMemcpyPeerAsync(w->panel[slot], w->dev.index, from->ptr, from->device, (size_t)bytes, stream));
-    w->counts.bytes_peer += bytes;
+    if (from->device == w->dev.index) {
+        CUDA_CHECK(ctx, cudaMemcpy2DAsync(dst, pitch, src, pitch, width, (size_t)rows, cudaMemcpyDeviceToDevice, stream));
+    } else if (slice < 0) {
+        CUDA_CHECK(ctx, cudaMemcpyPeerAsync(dst, w->dev.index, src, from->device, width * (size_t)rows, stream));
+    } else {
+        struct cudaMemcpy3DPeerParms p = {0};
+        p.srcPtr = (struct cudaPitchedPtr){.ptr = (void *)src, .pitch = pitch, .xsize = width, .ysize = (size_t)rows};
+        p.dstPtr = (struct cudaPitchedPtr){.ptr = dst, .pitch = pitch, .xsize = width, .ysize = (size_t)rows};
+        p.srcDevice = from->device;
+        p.dstDevice = w->dev.index;
+        p.extent = (struct cudaExtent){.width = width, .height = (size_t)rows, .depth = 1};
+        CUDA_CHECK(ctx, cudaMemcpy3DPeerAsync(&p, stream));
+    }
+    w->counts.bytes_peer += (int64_t)width * rows;
     return OC_OK;
 }
 
-/* Panel (side, index) into `slot` on `stream`: copied from `from` (another device's), else
- * uploaded from the host and, with an exchange, published (withdrawn if that fails, so that
- * another device takes it over); then the job's panel_loaded and the slot's event. */
-static oc_status fill_slot(oc_engine_worker *w, int side, int64_t index, int slot, cudaStream_t stream,
+/* Panel (side, index), or its slice `slice` (>= 0), into `slot` on `stream`: copied from
+ * `from` (another device's), else uploaded from the host and, with an exchange, published
+ * (withdrawn if that fails, so that another device takes it over); then the slice's event,
+ * or the job's panel_loaded and the slot's event. */
+static oc_status fill_slot(oc_engine_worker *w, int side, int64_t index, int slice, int slot, cudaStream_t stream,
                            const oc_panel_source *from)
 {
     oc_context *ctx = w->ctx;
     const oc_matrix *m = side == 0 ? w->job.a : w->job.b;
-    int64_t rows = oc_tile_panel_rows(&w->plan.tiles, m->rows, index), bytes = rows * m->words_per_row * 8;
+    int64_t rows = oc_tile_panel_rows(&w->plan.tiles, m->rows, index), w0, w1;
     int64_t key = oc_tile_panel_key(side, index);
+    if (slice >= 0) key = oc_engine_window_key(w->window, key, slice);
+    slice_words(w, m, slice, &w0, &w1);
     if (from) {
-        OC_CHECK(copy_panel(w, from, slot, bytes, stream));
+        OC_CHECK(copy_panel(w, from, slot, m, rows, slice, stream));
     } else {
         pthread_mutex_lock(&w->upload_lock);
-        oc_status st = oc_engine_upload_rows(ctx, w->upload, m, index * w->plan.tiles.tile, rows, w->panel[slot], stream,
-                                             &w->counts.upload_seconds, &w->counts.stage_wait_seconds);
-        if (st == OC_OK) w->counts.bytes_h2d += bytes;
+        const int64_t row0 = index * w->plan.tiles.tile;
+        oc_status st = slice < 0 ? oc_engine_upload_rows(ctx, w->upload, m, row0, rows, w->panel[slot], stream,
+                                                         &w->counts.upload_seconds, &w->counts.stage_wait_seconds)
+                                 : oc_engine_upload_cols(ctx, w->upload, m, row0, rows, w0, w1, w->panel[slot], stream,
+                                                         &w->counts.upload_seconds, &w->counts.stage_wait_seconds);
+        if (st == OC_OK) w->counts.bytes_h2d += rows * (w1 - w0) * 8;
         pthread_mutex_unlock(&w->upload_lock);
         if (st == OC_OK && w->exchange) st = publish_panel(w, key, slot, stream);
         if (st != OC_OK) {
             if (w->exchange) oc_panel_exchange_withdraw(w->exchange, key);
             return st;
         }
+    }
+    if (slice >= 0) {
+        CUDA_CHECK(ctx, cudaEventRecord(w->slice_loaded[slot * w->window->slices + slice], stream));
+        return OC_OK;
     }
     if (w->job.panel_loaded) OC_CHECK(w->job.panel_loaded(w->job.user, w->panel[slot], rows, stream));
     CUDA_CHECK(ctx, cudaEventRecord(w->panel_loaded[slot], stream));
@@ -82,7 +128,7 @@ static oc_status load_panel(oc_engine_worker *w, int side, int64_t index, int sl
     CUDA_CHECK(ctx, cudaStreamWaitEvent(w->dev.h2d, w->panel_free[2 * slot + 1], 0));
     oc_panel_source from;
     int copy = w->exchange && oc_panel_exchange_claim(w->exchange, oc_tile_panel_key(side, index), &from) == OC_PANEL_COPY;
-    return fill_slot(w, side, index, slot, w->dev.h2d, copy ? &from : NULL);
+    return fill_slot(w, side, index, -1, slot, w->dev.h2d, copy ? &from : NULL);
 }
 
 static oc_status place_panel(oc_engine_worker *w, oc_panel_cache *cache, int side, int64_t index, int64_t keep, int *slot)
@@ -102,11 +148,13 @@ static int resident_slot(const oc_engine_worker *w, int64_t key)
     return (int)(key % 2 ? w->plan.tiles.panels_a + index : index);
 }
 
-/* The prestage thread's upload of one panel (engine_prestage.h), on the upload stream. */
+/* The prestage thread's upload of one panel or slice (engine_prestage.h), on the upload stream. */
 static oc_status prestage_upload(void *user, int64_t key)
 {
     oc_engine_worker *w = user;
-    return fill_slot(w, (int)(key % 2), key / 2, resident_slot(w, key), w->dev.h2d, NULL);
+    int slice;
+    int64_t panel = key_panel(w, key, &slice);
+    return fill_slot(w, (int)(panel % 2), panel / 2, slice, resident_slot(w, panel), w->dev.h2d, NULL);
 }
 
 /* A panel the thread will not upload: another device waiting for it takes it over. */
@@ -116,15 +164,41 @@ static void prestage_give_up(void *user, int64_t key)
     if (w->exchange) oc_panel_exchange_withdraw(w->exchange, key);
 }
 
-/* Panel `key` into its resident slot: the thread's upload, or another device's panel
+static oc_status place_prestaged(oc_engine_worker *w, int64_t key, int nowait, int *placed);
+
+/* A panel that goes up in slices: each slice, then, once all are placed, the job's
+ * panel_loaded and the slot's event on the peer stream after every slice's. */
+static oc_status place_sliced(oc_engine_worker *w, int64_t panel, int slot, int nowait, int *placed)
+{
+    oc_context *ctx = w->ctx;
+    const int S = w->window->slices;
+    for (int s = 0; s < S; ++s) {
+        OC_CHECK(place_prestaged(w, oc_engine_window_key(w->window, panel, s), nowait, placed));
+        if (!*placed) return OC_OK;
+    }
+    for (int s = 0; s < S; ++s) CUDA_CHECK(ctx, cudaStreamWaitEvent(w->peer, w->slice_loaded[slot * S + s], 0));
+    const oc_matrix *m = panel % 2 ? w->job.b : w->job.a;
+    int64_t rows = oc_tile_panel_rows(&w->plan.tiles, m->rows, panel / 2);
+    if (w->job.panel_loaded) OC_CHECK(w->job.panel_loaded(w->job.user, w->panel[slot], rows, w->peer));
+    CUDA_CHECK(ctx, cudaEventRecord(w->panel_loaded[slot], w->peer));
+    w->placed[slot] = 1;
+    return OC_OK;
+}
+
+/* Panel or slice `key` into its resident slot: the thread's upload, or another device's
  * copied on the peer stream (or, given up by its uploader, uploaded here). Waits for it
  * unless nowait; *placed is 0 when it is not there yet (nowait only). */
 static oc_status place_prestaged(oc_engine_worker *w, int64_t key, int nowait, int *placed)
 {
     oc_context *ctx = w->ctx;
-    int slot = resident_slot(w, key);
+    int slice;
+    int64_t panel = key_panel(w, key, &slice);
+    int slot = resident_slot(w, panel);
     *placed = 1;
     if (w->placed[slot]) return OC_OK;
+    if (slice < 0 && w->window && w->window->sliced[panel]) return place_sliced(w, panel, slot, nowait, placed);
+    unsigned char *mark = slice < 0 ? &w->placed[slot] : &w->slice_placed[slot * w->window->slices + slice];
+    if (*mark) return OC_OK;
     int r = oc_prestage_wait(w->prestage, key, nowait, &w->counts.panel_wait_seconds);
     if (r < 0) {
         *placed = 0;
@@ -146,10 +220,17 @@ static oc_status place_prestaged(oc_engine_worker *w, int64_t key, int nowait, i
                 return OC_OK;
             }
         }
-        OC_CHECK(fill_slot(w, (int)(key % 2), key / 2, slot, w->peer, how == OC_PANEL_COPY ? &from : NULL));
+        OC_CHECK(fill_slot(w, (int)(panel % 2), panel / 2, slice, slot, w->peer, how == OC_PANEL_COPY ? &from : NULL));
     }
-    w->placed[slot] = 1;
+    *mark = 1;
     return OC_OK;
+}
+
+oc_status oc_engine_place_slice(oc_engine_worker *w, int64_t key, int s, int *slot)
+{
+    int placed;
+    *slot = resident_slot(w, key);
+    return place_prestaged(w, oc_engine_window_key(w->window, key, s), 0, &placed);
 }
 
 /* Both panels of a tile (keys ka, kb) into their resident slots; *placed as for one. */
@@ -168,6 +249,7 @@ oc_status oc_engine_prestage_begin(oc_engine_worker *w, const int64_t *order, in
     oc_context *ctx = w->ctx;
     const oc_tile_plan *tp = &w->plan.tiles;
     int64_t nkeys = 2 * (tp->panels_a > tp->panels_b ? tp->panels_a : tp->panels_b);
+    if (w->window) nkeys *= 1 + w->window->slices; /* and the slices' keys */
     int64_t *keys = malloc((size_t)nkeys * sizeof *keys), n;
     int64_t *kept = NULL; /* a resumable job's order without the tiles done before */
     if (!keys) return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the panel upload list (%lld)", (long long)nkeys);

@@ -14,13 +14,16 @@ struct oc_engine_trace {
     int64_t ntiles;
     cudaEvent_t begin;
     cudaEvent_t *ev; /* 2 per tile: before and after its kernels */
+    unsigned char *recorded; /* per tile: its events were recorded (a worker of several runs some) */
 };
 
 oc_status oc_engine_trace_open(oc_context *ctx, int64_t ntiles, oc_engine_trace **out)
 {
     oc_engine_trace *tr = calloc(1, sizeof *tr);
     if (tr) tr->ev = calloc((size_t)(2 * ntiles), sizeof *tr->ev);
-    if (!tr || !tr->ev) {
+    if (tr) tr->recorded = calloc((size_t)(ntiles > 0 ? ntiles : 1), 1);
+    if (!tr || !tr->ev || !tr->recorded) {
+        if (tr) free(tr->ev), free(tr->recorded);
         free(tr);
         return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the trace's kernel events");
     }
@@ -46,6 +49,7 @@ oc_status oc_engine_trace_tile_begin(oc_context *ctx, oc_engine_trace *tr, int64
 oc_status oc_engine_trace_tile_end(oc_context *ctx, oc_engine_trace *tr, int64_t t, cudaStream_t stream)
 {
     CUDA_CHECK(ctx, cudaEventRecord(tr->ev[2 * t + 1], stream));
+    tr->recorded[t] = 1;
     return OC_OK;
 }
 
@@ -54,7 +58,7 @@ double oc_engine_trace_kernel_seconds(const oc_engine_trace *tr)
     double kernels = 0;
     for (int64_t i = 0; i < tr->ntiles; ++i) {
         float ms = 0;
-        if (cudaEventElapsedTime(&ms, tr->ev[2 * i], tr->ev[2 * i + 1]) == cudaSuccess) kernels += ms / 1e3;
+        if (tr->recorded[i] && cudaEventElapsedTime(&ms, tr->ev[2 * i], tr->ev[2 * i + 1]) == cudaSuccess) kernels += ms / 1e3;
     }
     (void)cudaGetLastError();
     return kernels;
@@ -79,7 +83,7 @@ void oc_engine_trace_busy(const oc_engine_trace *tr)
     int64_t m = 0;
     for (int64_t i = 0; i < n; ++i) {
         float a = 0, b = 0;
-        if (cudaEventElapsedTime(&a, tr->begin, tr->ev[2 * i]) != cudaSuccess ||
+        if (!tr->recorded[i] || cudaEventElapsedTime(&a, tr->begin, tr->ev[2 * i]) != cudaSuccess ||
             cudaEventElapsedTime(&b, tr->begin, tr->ev[2 * i + 1]) != cudaSuccess)
             continue;
         sp[m++] = (busy_span){a / 1e3, b / 1e3, i};
@@ -132,5 +136,6 @@ void oc_engine_trace_close(oc_engine_trace *tr)
         if (tr->ev[i]) (void)cudaEventDestroy(tr->ev[i]);
     if (tr->begin) (void)cudaEventDestroy(tr->begin);
     free(tr->ev);
+    free(tr->recorded);
     free(tr);
 }

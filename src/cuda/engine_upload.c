@@ -31,6 +31,7 @@ typedef struct piece {
     oc_context *ctx;
     const oc_matrix *m;
     int64_t row0, rows;
+    int64_t w0, w1;      /* a slice of K: words [w0, w1) of each row (w1 == 0: whole rows) */
     _Atomic int failed;  /* a part's read failed (its message is on ctx) */
 } piece;
 
@@ -54,8 +55,12 @@ static void load_part(void *arg, int part, int parts)
     int64_t per = (p->rows + parts - 1) / parts, r0 = part * per;
     if (r0 >= p->rows) return;
     int64_t n = p->rows - r0 < per ? p->rows - r0 : per;
-    uint64_t *dst = (uint64_t *)p->dst + r0 * p->m->words_per_row;
-    if (oc_matrix_load_rows(p->ctx, p->m, p->row0 + r0, n, dst) != OC_OK) p->failed = 1;
+    oc_status st;
+    if (p->w1 > 0)
+        st = oc_matrix_load_cols(p->ctx, p->m, p->row0 + r0, n, p->w0, p->w1, (uint64_t *)p->dst + r0 * (p->w1 - p->w0));
+    else
+        st = oc_matrix_load_rows(p->ctx, p->m, p->row0 + r0, n, (uint64_t *)p->dst + r0 * p->m->words_per_row);
+    if (st != OC_OK) p->failed = 1;
 }
 
 static int wait_read_done(void *user, int slot, char *why, size_t why_size)
@@ -122,6 +127,35 @@ oc_status oc_engine_upload_rows(oc_context *ctx, oc_engine_upload *u, const oc_m
             }
         }
         cudaError_t e = cudaMemcpyAsync((char *)dst + off, pin, (size_t)len, cudaMemcpyHostToDevice, h2d);
+        if (e == cudaSuccess) e = cudaEventRecord(u->read_done[k], h2d);
+        oc_staging_release(u->ring, k);
+        CUDA_CHECK(ctx, e);
+    }
+    *seconds += oc_now() - t0;
+    return OC_OK;
+}
+
+oc_status oc_engine_upload_cols(oc_context *ctx, oc_engine_upload *u, const oc_matrix *m, int64_t row0, int64_t rows, int64_t w0,
+                                int64_t w1, void *dst, cudaStream_t h2d, double *seconds, double *waited)
+{
+    double t0 = oc_now();
+    const int64_t pitch = m->words_per_row * 8, width = (w1 - w0) * 8;
+    const int64_t per_slot = oc_staging_slot_bytes(u->ring) / width;
+    if (per_slot < 1)
+        return oc_fail(ctx, OC_ERR_INTERNAL, "a %lld-byte slice of a row does not fit an upload slot", (long long)width);
+    for (int64_t r = 0; r < rows; r += per_slot) {
+        int64_t n = rows - r < per_slot ? rows - r : per_slot;
+        int k;
+        OC_CHECK(oc_staging_acquire(ctx, u->ring, &k, waited));
+        unsigned char *pin = oc_staging_slot(u->ring, k);
+        piece p = {.dst = pin, .ctx = ctx, .m = m, .row0 = row0 + r, .rows = n, .w0 = w0, .w1 = w1};
+        oc_workers_split(u->workers, n * width < (1 << 20) ? 1 : u->copy_threads, load_part, &p);
+        if (p.failed) {
+            oc_staging_release(u->ring, k);
+            return oc_trace_at(ctx, ctx->status != OC_OK ? ctx->status : OC_ERR_IO, __FILE__, __LINE__);
+        }
+        cudaError_t e = cudaMemcpy2DAsync((char *)dst + r * pitch + w0 * 8, (size_t)pitch, pin, (size_t)width, (size_t)width,
+                                          (size_t)n, cudaMemcpyHostToDevice, h2d);
         if (e == cudaSuccess) e = cudaEventRecord(u->read_done[k], h2d);
         oc_staging_release(u->ring, k);
         CUDA_CHECK(ctx, e);

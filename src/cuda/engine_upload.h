@@ -32,6 +32,11 @@ oc_status oc_engine_upload_open(oc_context *ctx, oc_pool *pool, const oc_engine_
 oc_status oc_engine_upload_rows(oc_context *ctx, oc_engine_upload *u, const oc_matrix *m, int64_t row0, int64_t rows,
                                 void *dst, cudaStream_t h2d, double *seconds, double *waited);
 
+/* The same for a slice of K: words [w0, w1) of each row, staged densely and placed at their
+ * columns of the device rows at dst (row0's row, m's row length apart). */
+oc_status oc_engine_upload_cols(oc_context *ctx, oc_engine_upload *u, const oc_matrix *m, int64_t row0, int64_t rows, int64_t w0,
+                                int64_t w1, void *dst, cudaStream_t h2d, double *seconds, double *waited);
+
 /* Frees the ring (the device must be done with it). NULL: no-op. */
 void oc_engine_upload_close(oc_engine_upload *u);
 

@@ -45,6 +45,16 @@ void oc_engine_worker_seed_order(oc_engine_worker *w, int seeded) { w->job.seede
 const oc_engine_counts *oc_engine_worker_counts(const oc_engine_worker *w) { return &w->counts; }
 void oc_engine_worker_fail_at(oc_engine_worker *w, int64_t tile) { w->fail_at = tile; }
 void oc_engine_worker_exchange(oc_engine_worker *w, oc_panel_exchange *x) { w->exchange = x; }
+void oc_engine_worker_window(oc_engine_worker *w, const oc_engine_window *window) { w->window = window; }
+
+/* The worker's tiles of the window: the order's tiles index, index + devices, ... below its
+ * window's tiles. */
+static int64_t window_tiles(const oc_engine_worker *w)
+{
+    const oc_engine_window *win = w->window;
+    if (!win || w->queue_index >= win->tiles) return 0;
+    return (win->tiles - w->queue_index + win->devices - 1) / win->devices;
+}
 
 void oc_engine_worker_share(oc_engine_worker *w, const int64_t *order, oc_scheduler *queue, int index)
 {
@@ -118,7 +128,23 @@ oc_status oc_engine_worker_setup(oc_engine_worker *w, const oc_engine_plan *plan
         w->placed = calloc((size_t)ns, 1);
         if (!w->placed) return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the worker's slot table");
     }
-    if (oc_tracing()) OC_CHECK(oc_engine_trace_open(ctx, tp->ntiles, &w->trace));
+    /* Tiles split on K: the slices' events and marks, and the window tiles' counts. */
+    if (w->window && !(tp->resident && w->exchange && w->queue && job->partial))
+        return oc_fail(ctx, OC_ERR_INTERNAL, "tiles split on K need resident panels shared through an exchange");
+    int64_t partial_slices = 0;
+    if (w->window) {
+        const int S = w->window->slices;
+        OC_CHECK(create_events(ctx, &w->slice_loaded, ns * S));
+        w->slice_placed = calloc((size_t)(ns * S), 1);
+        if (!w->slice_placed) return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the worker's slice table");
+        w->windowed = window_tiles(w);
+        w->partial_stride = slot_stride(tp->tile * tp->tile * 4);
+        if (w->windowed > 0)
+            OC_CHECK(oc_pool_alloc(ctx, w->dev.pool, w->partial_stride * (size_t)w->windowed, "the counts of tiles split on K",
+                                   (void **)&w->partials));
+        partial_slices = w->windowed * (S - 1);
+    }
+    if (oc_tracing()) OC_CHECK(oc_engine_trace_open(ctx, tp->ntiles + partial_slices, &w->trace));
     oc_trace_phase(&t, who, "device memory and events");
 
     oc_workers *pool_threads;
@@ -191,6 +217,10 @@ static oc_status compute_tile(oc_engine_worker *w, oc_panel_cache *cache, int64_
     *tile = (oc_engine_tile){.t = t, .I = I, .J = J, .rows = (int)oc_tile_panel_rows(tp, w->job.a->rows, I),
                              .cols = (int)oc_tile_panel_rows(tp, w->job.b->rows, J), .panel_a = w->panel[sa],
                              .panel_b = w->panel[sb], .out = w->out[o], .out_slot = o, .stream = stream};
+    if (t < w->windowed) { /* the last slice of a window tile (run_window) */
+        tile->partial = (int32_t *)(w->partials + w->partial_stride * (size_t)t);
+        tile->k0 = w->window->bounds[w->window->slices - 1];
+    }
     if (w->trace) OC_CHECK(oc_engine_trace_tile_begin(ctx, w->trace, t, stream));
     OC_CHECK(w->job.compute(w->job.user, tile, &w->counts.bit_macs));
     if (w->trace) OC_CHECK(oc_engine_trace_tile_end(ctx, w->trace, t, stream));
@@ -198,6 +228,41 @@ static oc_status compute_tile(oc_engine_worker *w, oc_panel_cache *cache, int64_
     CUDA_CHECK(ctx, cudaEventRecord(w->out_done[o], stream));
     CUDA_CHECK(ctx, cudaEventRecord(w->panel_free[2 * sa + c], stream));
     if (sb != sa) CUDA_CHECK(ctx, cudaEventRecord(w->panel_free[2 * sb + c], stream));
+    return OC_OK;
+}
+
+/* Tiles split on K (engine.h: oc_engine_window): every slice but the last of each of the
+ * worker's window tiles (its first `windowed` tiles), slice by slice, each as soon as its
+ * slices of both panels are here; a tile's slices run on the compute stream its last one
+ * will (compute_tile), so they follow each other there. */
+static oc_status run_window(oc_engine_worker *w, oc_tile_source *src)
+{
+    oc_context *ctx = w->ctx;
+    const oc_tile_plan *tp = &w->plan.tiles;
+    const oc_engine_window *win = w->window;
+    const int side_b = w->job.symmetric ? 0 : 1;
+    for (int s = 0; s + 1 < win->slices; ++s)
+        for (int64_t t = 0; t < w->windowed; ++t) {
+            if (oc_cancelled(ctx)) return oc_fail(ctx, OC_ERR_CANCELLED, "cancelled before the first whole tile");
+            if (oc_scheduler_aborted(w->queue) >= 0) return OC_OK;
+            int64_t I, J;
+            int sa, sb;
+            oc_tile_source_tile(src, t, &I, &J);
+            OC_CHECK(oc_engine_place_slice(w, oc_tile_panel_key(0, I), s, &sa));
+            OC_CHECK(oc_engine_place_slice(w, oc_tile_panel_key(side_b, J), s, &sb));
+            cudaStream_t stream = t % w->streams ? w->dev.compute2 : w->dev.compute;
+            CUDA_CHECK(ctx, cudaStreamWaitEvent(stream, w->slice_loaded[sa * win->slices + s], 0));
+            CUDA_CHECK(ctx, cudaStreamWaitEvent(stream, w->slice_loaded[sb * win->slices + s], 0));
+            oc_engine_tile tile = {.t = t, .I = I, .J = J, .rows = (int)oc_tile_panel_rows(tp, w->job.a->rows, I),
+                                   .cols = (int)oc_tile_panel_rows(tp, w->job.b->rows, J), .panel_a = w->panel[sa],
+                                   .panel_b = w->panel[sb], .out_slot = -1, .stream = stream,
+                                   .partial = (int32_t *)(w->partials + w->partial_stride * (size_t)t),
+                                   .k0 = win->bounds[s]};
+            const int64_t traced = tp->ntiles + s * w->windowed + t;
+            if (w->trace) OC_CHECK(oc_engine_trace_tile_begin(ctx, w->trace, traced, stream));
+            OC_CHECK(w->job.partial(w->job.user, &tile, win->bounds[s], win->bounds[s + 1], &w->counts.bit_macs));
+            if (w->trace) OC_CHECK(oc_engine_trace_tile_end(ctx, w->trace, traced, stream));
+        }
     return OC_OK;
 }
 
@@ -297,10 +362,13 @@ oc_status oc_engine_worker_run(oc_engine_worker *w)
     oc_panel_cache cache = {0};
     int64_t *delivered = NULL; /* a resumable job's tiles since its checkpoint */
     int64_t maxp = tp->panels_a > tp->panels_b ? tp->panels_a : tp->panels_b;
-    oc_tile_source src = {.order = w->shared_order, .queue = w->queue, .index = w->queue_index};
+    oc_tile_source src = {.order = w->shared_order, .queue = w->queue, .index = w->queue_index,
+                          .base = w->window ? w->window->tiles : 0};
     int64_t *own = NULL;
     if (w->queue) {
         src.mine = own = malloc((size_t)(tp->ntiles ? tp->ntiles : 1) * sizeof *own);
+        /* Its window tiles first (engine.h: oc_engine_window), then what it claims. */
+        for (int64_t t = 0; own && t < w->windowed; ++t) own[src.count++] = w->queue_index + t * w->window->devices;
     } else {
         src.order = own = oc_engine_plan_order(&w->plan, w->job.symmetric, w->job.seeded_order);
         src.count = tp->ntiles;
@@ -320,6 +388,7 @@ oc_status oc_engine_worker_run(oc_engine_worker *w)
     }
     if (tp->resident && !w->prestage_started)
         OC_CHECK_GOTO(oc_engine_prestage_begin(w, w->queue ? w->shared_order : src.order, tp->ntiles));
+    if (w->windowed > 0) OC_CHECK_GOTO(run_window(w, &src));
     OC_CHECK_GOTO(run_tiles(w, &cache, &src, delivered));
     report_progress(w, tp->ntiles, &(double){0}, 1);
 
@@ -387,7 +456,9 @@ void oc_engine_worker_close(oc_engine_worker *w)
         destroy_events(w->panel_free, 2 * tp->panel_slots);
         destroy_events(w->out_done, tp->out_slots);
         destroy_events(w->out_free, tp->out_slots);
+        if (w->window) destroy_events(w->slice_loaded, tp->panel_slots * w->window->slices);
     }
+    free(w->slice_placed);
     for (int i = 0; i < w->npace; ++i) (void)cudaEventDestroy(w->pace[i]);
     if (w->peer) (void)cudaStreamDestroy(w->peer);
     free(w->placed);

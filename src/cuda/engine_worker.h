@@ -49,6 +49,15 @@ struct oc_engine_worker {
     cudaStream_t peer;
     unsigned char *placed;
     pthread_mutex_t upload_lock;
+    /* Tiles split on K (engine.h: oc_engine_window): per resident slot and slice, the event
+     * after the slice arrived and whether it is here or on its way; the counts of the
+     * worker's window tiles (its first `windowed` tiles), a tile's apart. */
+    const oc_engine_window *window;
+    cudaEvent_t *slice_loaded;
+    unsigned char *slice_placed;
+    char *partials;
+    size_t partial_stride;
+    int64_t windowed;
 };
 
 /* The tiles a worker computes, in its order: positions in the job's tile order, all of them
@@ -60,6 +69,7 @@ typedef struct oc_tile_source {
     int64_t count;               /* tiles known so far */
     oc_scheduler *queue;
     int index;
+    int64_t base;                /* the queue's tile 0 is the order's tile base */
 } oc_tile_source;
 
 /* Whether the worker has a k-th tile (claiming groups as needed). */
@@ -67,7 +77,7 @@ static inline int oc_tile_source_has(oc_tile_source *src, int64_t k)
 {
     int64_t first, count;
     while (src->mine && k >= src->count && oc_scheduler_next(src->queue, src->index, &first, &count))
-        for (int64_t i = 0; i < count; ++i) src->mine[src->count++] = first + i;
+        for (int64_t i = 0; i < count; ++i) src->mine[src->count++] = src->base + first + i;
     return k < src->count;
 }
 
@@ -89,5 +99,8 @@ oc_status oc_engine_prefetch(oc_engine_worker *w, oc_panel_cache *cache, oc_tile
 oc_status oc_engine_prestage_begin(oc_engine_worker *w, const int64_t *order, int64_t ntiles);
 /* Ends them (stopping them first when st failed or another device did); returns the run's status. */
 oc_status oc_engine_prestage_finish(oc_engine_worker *w, oc_status st);
+/* Slice s of panel key `key` (a panel of the window) into its resident slot, waiting for it;
+ * *slot: the slot. */
+oc_status oc_engine_place_slice(oc_engine_worker *w, int64_t key, int s, int *slot);
 
 #endif

@@ -218,6 +218,8 @@ extern "C" oc_status oc_cuda_gram_b1(oc_context *ctx, oc_cuda_device *dev, const
     if (dev->cc < 80)
         return oc_fail(ctx, OC_ERR_UNSUPPORTED, "cuda:%d (%s, sm_%d) has no 1-bit tensor-core MMA (needs sm_80 or later)",
                        dev->index, dev->name, dev->cc);
+    if ((tile->stride > 0 && tile->stride != tile->words) || tile->acc_in)
+        return oc_fail(ctx, OC_ERR_INTERNAL, "gram_b1: tiles split on K run on the wgmma kernel only");
     if (tile->words % OC_ROW_WORD_ALIGN != 0)
         return oc_fail(ctx, OC_ERR_INTERNAL, "gram_b1: %lld words per row is not a multiple of %d", (long long)tile->words,
                        OC_ROW_WORD_ALIGN);

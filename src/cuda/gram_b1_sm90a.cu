@@ -189,6 +189,42 @@ __device__ __forceinline__ void wgmma_block(const oc_gram_tile &t, const CUtenso
     /* Accumulators of m64nNk: warp w of the warpgroup holds rows 16 (w & 3) + g (+8 for
      * e & 2) of the warpgroup's 64; n8 block j holds columns 8 j + 2 (lane & 3) + (e & 1). */
     const int g = lane >> 2, c2 = (lane & 3) * 2, r0 = wg * 64 + (warp & 3) * 16 + g;
+    /* A tile split on K adds the counts of its earlier slices (gram_tile.h): the block's
+     * counts cross into the stages' memory (free now: both warpgroups are past their last
+     * MMA) in 16-byte loads by every thread, then each thread adds its accumulators' from
+     * there. Loaded straight into the accumulators' scattered places, the 128 loads of a
+     * thread left them waiting on memory in turn. Rows ACC_LD apart: the 8 rows a warp
+     * reads at once fall into different banks. */
+    if (t.acc_in) {
+        constexpr int ACC_LD = BN + 8;
+        static_assert(BM * ACC_LD * 4 <= STAGES * STAGE_BYTES, "the block's counts fit the stages");
+        int *cs = (int *)(smem + (s_base - (uint32_t)__cvta_generic_to_shared(smem)));
+        __syncthreads();
+        const int rows = min(BM, t.rows - bm * BM), cols = min(BN, t.cols - bn * BN);
+        const bool vec = t.acc_ld % 4 == 0;
+        for (int i = tid; i < BM * BN / 4; i += THREADS) {
+            const int r = i / (BN / 4), c = (i % (BN / 4)) * 4;
+            int4 v = make_int4(0, 0, 0, 0);
+            const int32_t *in = t.acc_in + (size_t)(bm * BM + r) * (size_t)t.acc_ld + bn * BN + c;
+            if (r < rows && c + 3 < cols && vec) {
+                v = *(const int4 *)in;
+            } else if (r < rows) {
+                if (c < cols) v.x = in[0];
+                if (c + 1 < cols) v.y = in[1];
+                if (c + 2 < cols) v.z = in[2];
+            }
+            *(int4 *)(cs + r * ACC_LD + c) = v;
+        }
+        __syncthreads();
+#pragma unroll
+        for (int j = 0; j < BN / 8; ++j)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const int2 v = *(const int2 *)(cs + (r0 + 8 * h) * ACC_LD + j * 8 + c2);
+                acc[4 * j + 2 * h] += v.x;
+                acc[4 * j + 2 * h + 1] += v.y;
+            }
+    }
     b1_epilogue<SEL, STAGES * STAGE_BYTES>(t, bm, bn, smem, [&](auto f) {
 #pragma unroll
         for (int j = 0; j < BN / 8; ++j) {
@@ -238,7 +274,8 @@ typedef CUresult (*encode_fn)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, vo
                               const cuuint32_t *, const cuuint32_t *, CUtensorMapInterleave, CUtensorMapSwizzle,
                               CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
 
-static oc_status tensor_map(oc_context *ctx, CUtensorMap *map, const uint64_t *base, int64_t words, int rows, int box_rows)
+static oc_status tensor_map(oc_context *ctx, CUtensorMap *map, const uint64_t *base, int64_t words, int64_t stride, int rows,
+                            int box_rows)
 {
     /* Looked up once (a C++ static: initialised once even with several devices' threads). */
     static const encode_fn encode = []() -> encode_fn {
@@ -251,7 +288,7 @@ static oc_status tensor_map(oc_context *ctx, CUtensorMap *map, const uint64_t *b
     }();
     if (!encode) return oc_fail(ctx, OC_ERR_DEVICE, "gram_wgmma: the driver has no cuTensorMapEncodeTiled");
     const cuuint64_t dims[2] = {(cuuint64_t)words * 8, (cuuint64_t)rows};
-    const cuuint64_t strides[1] = {(cuuint64_t)words * 8};
+    const cuuint64_t strides[1] = {(cuuint64_t)stride * 8};
     const cuuint32_t box[2] = {ROW_BYTES, (cuuint32_t)box_rows}, elem[2] = {1, 1};
     CUresult r = encode(map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, (void *)base, dims, strides, box, elem,
                         CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
@@ -270,8 +307,9 @@ oc_status launch_wgmma(oc_context *ctx, oc_cuda_device *dev, const oc_gram_tile 
     OC_CHECK(oc_cuda_launch_prepare(ctx, dev, (const void *)gram_wgmma_kernel<SEL>, names[SEL], THREADS, SMEM_BYTES));
     const long long grid = tile->run_if && blocks > dev->sm_count ? dev->sm_count : blocks;
     CUtensorMap map_a, map_b;
-    OC_CHECK(tensor_map(ctx, &map_a, tile->a, tile->words, tile->rows, BM));
-    OC_CHECK(tensor_map(ctx, &map_b, tile->b, tile->words, tile->cols, BN));
+    const int64_t stride = tile->stride > 0 ? tile->stride : tile->words;
+    OC_CHECK(tensor_map(ctx, &map_a, tile->a, tile->words, stride, tile->rows, BM));
+    OC_CHECK(tensor_map(ctx, &map_b, tile->b, tile->words, stride, tile->cols, BN));
     gram_wgmma_kernel<SEL><<<(unsigned)grid, THREADS, SMEM_BYTES, stream>>>(*tile, map_a, map_b);
     CUDA_CHECK_LAUNCH(ctx, "gram_wgmma_kernel");
     return OC_OK;
@@ -288,6 +326,10 @@ extern "C" oc_status oc_cuda_gram_wgmma(oc_context *ctx, oc_cuda_device *dev, co
     if (tile->words <= 0 || tile->words % OC_ROW_WORD_ALIGN != 0)
         return oc_fail(ctx, OC_ERR_INTERNAL, "gram_wgmma: %lld words per row is not a positive multiple of %d",
                        (long long)tile->words, OC_ROW_WORD_ALIGN);
+    if (tile->stride > 0 && (tile->stride < tile->words || tile->stride % OC_ROW_WORD_ALIGN != 0 ||
+                             ((uintptr_t)tile->a | (uintptr_t)tile->b) % 16 != 0))
+        return oc_fail(ctx, OC_ERR_INTERNAL, "gram_wgmma: a K slice of %lld words in rows %lld words apart is not aligned",
+                       (long long)tile->words, (long long)tile->stride);
     if (tile->rows <= 0 || tile->cols <= 0) return OC_OK;
     const long long blocks = (long long)((tile->rows + BM - 1) / BM) * ((tile->cols + BN - 1) / BN);
     switch (tile->select) {

@@ -163,6 +163,14 @@ static oc_status compute(void *user, const oc_engine_tile *t, double *macs)
                          .pop_b = g->pops ? panel_pops(g, t->panel_b) : NULL, .out = t->out, .ld = T,
                          .metric = job->metric, .dtype = job->dtype, .upper_only = job->symmetric && t->I == t->J};
     oc_gram_tile *tile = &g->tile;
+    if (t->partial) { /* the last slice of a tile split on K: the counts so far come in */
+        tile->a = (const uint64_t *)t->panel_a + t->k0;
+        tile->b = (const uint64_t *)t->panel_b + t->k0;
+        tile->words = g->words - t->k0;
+        tile->stride = g->words;
+        tile->acc_in = t->partial;
+        tile->acc_ld = T;
+    }
     double done = 0, again = 0;
     if (g->select) OC_CHECK(oc_cuda_select_tile_begin(g->select, t->t, t->out_slot, t->I, t->J, tile, t->stream));
     if (g->kernel != KERNEL_POPC) OC_CHECK(run_b1(g, tile, t->stream, &done));
@@ -182,6 +190,24 @@ static oc_status compute(void *user, const oc_engine_tile *t, double *macs)
     *macs += done;
     return OC_OK;
 }
+
+/* A slice of a tile split on K but its last: its counts into the tile's partial counts. */
+static oc_status partial(void *user, const oc_engine_tile *t, int64_t k0, int64_t k1, double *macs)
+{
+    gram_cuda *g = user;
+    oc_context *ctx = g->ctx;
+    const int64_t T = g->plan.tiles.tile;
+    oc_gram_tile tile = {.a = (const uint64_t *)t->panel_a + k0, .b = (const uint64_t *)t->panel_b + k0, .words = k1 - k0,
+                         .rows = t->rows, .cols = t->cols, .out = t->partial, .ld = T, .metric = OC_METRIC_COUNTS,
+                         .dtype = OC_DTYPE_INT32, .upper_only = g->job->symmetric && t->I == t->J, .stride = g->words,
+                         .acc_in = k0 > 0 ? t->partial : NULL, .acc_ld = T};
+    double done = 0;
+    OC_CHECK(oc_cuda_gram_wgmma(ctx, g->dev, &tile, t->stream, &done));
+    *macs += done;
+    return OC_OK;
+}
+
+int oc_gram_part_splits_k(const gram_cuda *g) { return g->kernel == KERNEL_WGMMA && !g->job->resume; }
 
 static int consume(void *user, const oc_engine_tile *t, cudaStream_t d2h, cudaEvent_t slot_free, oc_status *st)
 {
@@ -285,7 +311,7 @@ oc_status oc_gram_part_setup(gram_cuda *g, const oc_cuda_select_share *share, in
                         .dense = job->dense, .host_mirror = job->symmetric && job->dense && !g->gpu_mirror,
                         .gpu_mem_mode = job->opts->gpu_mem_mode, .progress = progress ? job->opts->progress : NULL,
                         .progress_user = job->opts->progress_user, .panel_loaded = panel_loaded, .compute = compute,
-                        .consume = consume, .blocks = blocks, .finish = finish};
+                        .partial = g->kernel == KERNEL_WGMMA ? partial : NULL, .consume = consume, .blocks = blocks, .finish = finish};
     if (job->resume) {
         /* gram.c gives the device dense and threshold resumable jobs: top-k ones resume on
          * the CPU, whose lists the journal snapshots (the device keeps its own). */

@@ -42,6 +42,9 @@ oc_status oc_gram_part_setup(oc_gram_part *part, const oc_cuda_select_share *sha
 /* Whether the part's order puts each panel's diagonal tile first (fused top-k of A·Aᵀ,
  * select_cuda.h); known once the part is open. */
 int oc_gram_part_seeds_first(const oc_gram_part *part);
+/* Whether the part can run tiles split on K (engine.h: oc_engine_window): the wgmma kernel,
+ * and not a resumable job. */
+int oc_gram_part_splits_k(const oc_gram_part *part);
 /* "b1-mma", "popc", ... */
 const char *oc_gram_part_kernel_desc(const oc_gram_part *part);
 /* OUTCORE_TRACE: the worker's and the selection's figures. */

@@ -16,6 +16,7 @@
 #include "core/threads.h"
 #include "core/trace.h"
 #include "core/workers.h"
+#include "cuda/gram_window.h"
 #include "exec/select.h"
 
 /* OUTCORE_FAULT_DEVICE=d:k: logical device d fails at its k-th tile (tests). */
@@ -141,29 +142,48 @@ static oc_status parts_plan(oc_gram_parts *g)
  * bandwidth, bench/RESULTS.md). Needs every pair of the physical devices to reach each
  * other's memory (peer access, which oc_cuda_warm_up may have enabled already);
  * OUTCORE_PANEL_EXCHANGE=0 turns it off (docs/environment.md). */
+static int exchange_wanted(const oc_gram_parts *g)
+{
+    if (!oc_panel_exchange_wanted()) return 0;
+    for (int d = 0; d < g->count; ++d)
+        if (!g->slot[d].part.plan.tiles.resident) return 0;
+    return 1;
+}
+
+/* Whether every pair of the parts' devices reaches each other's memory, enabling the access
+ * the first time it is asked (the same for the exchange and the shared floors). */
+static int parts_peers(oc_gram_parts *g)
+{
+    if (g->peers == 0) {
+        int physical[OC_MAX_LOGICAL_DEVICES];
+        for (int d = 0; d < g->count; ++d) physical[d] = g->slot[d].part.ldev->physical;
+        double t = oc_now();
+        g->peers = oc_panel_exchange_peers(physical, g->count) ? 1 : -1;
+        oc_trace_phase(&t, "cuda", "peer access");
+    }
+    return g->peers > 0;
+}
+
 static oc_status share_panels(oc_context *ctx, oc_gram_parts *g)
 {
-    if (!oc_panel_exchange_wanted()) return OC_OK;
-    int physical[OC_MAX_LOGICAL_DEVICES];
-    for (int d = 0; d < g->count; ++d) {
-        if (!g->slot[d].part.plan.tiles.resident) return OC_OK;
-        physical[d] = g->slot[d].part.ldev->physical;
-    }
-    double t = oc_now();
-    int ok = oc_panel_exchange_peers(physical, g->count);
-    oc_trace_phase(&t, "cuda", "peer access");
+    if (!exchange_wanted(g)) return OC_OK;
+    int ok = parts_peers(g);
     if (oc_gram_parts_select_device(&g->slot[0]) != OC_OK) return g->slot[0].st;
     if (!ok) return OC_OK;
     const oc_tile_plan *tp = &g->slot[0].part.plan.tiles;
     int64_t panels = tp->panels_a > tp->panels_b ? tp->panels_a : tp->panels_b;
-    OC_CHECK(oc_panel_exchange_create(ctx, 2 * panels, &g->exchange));
+    /* With tiles split on K, the window's panels cross as slices, each under a key of its own. */
+    const int64_t slices = g->window ? g->window->win.slices : 0, keys = 2 * panels * (1 + slices);
+    OC_CHECK(oc_panel_exchange_create(ctx, keys, &g->exchange));
     /* Each panel is given to one part, which uploads it ahead of the tiles; dealt in the
      * order the tiles first need them, so every part uploads from the start. */
-    int64_t *need = malloc((size_t)(2 * panels) * sizeof *need);
-    int64_t n = need ? oc_tile_order_first_need(g->order, tp->ntiles, g->job->symmetric, 2 * panels, need) : -1;
+    int64_t *need = malloc((size_t)(2 * panels) * sizeof *need), *sliced = malloc((size_t)keys * sizeof *sliced);
+    int64_t n = need && sliced ? oc_tile_order_first_need(g->order, tp->ntiles, g->job->symmetric, 2 * panels, need) : -1;
+    if (n >= 0 && g->window) n = oc_gram_window_need(g->window, need, n, sliced);
     oc_status st = n < 0 ? oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the panels' need order")
-                         : oc_panel_exchange_assign(ctx, g->exchange, need, n, g->count);
+                         : oc_panel_exchange_assign(ctx, g->exchange, g->window ? sliced : need, n, g->count);
     free(need);
+    free(sliced);
     return st;
 }
 
@@ -173,9 +193,7 @@ static oc_status share_panels(oc_context *ctx, oc_gram_parts *g)
 static oc_status share_floors(oc_gram_parts *g)
 {
     if (g->count < 2 || !g->job->select || oc_cuda_select_fixed_bytes(g->job) == 0) return OC_OK;
-    int physical[OC_MAX_LOGICAL_DEVICES];
-    for (int d = 0; d < g->count; ++d) physical[d] = g->slot[d].part.ldev->physical;
-    int ok = oc_panel_exchange_peers(physical, g->count);
+    int ok = parts_peers(g);
     if (oc_gram_parts_select_device(&g->slot[0]) != OC_OK) return g->slot[0].st;
     if (ok) g->floors = oc_cuda_floors_create(g->count); /* NULL when memory is short: each prunes alone */
     return OC_OK;
@@ -210,8 +228,14 @@ oc_status oc_gram_parts_share(oc_context *ctx, oc_gram_parts *g)
         free(keys);
         return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the tile order (%lld tiles)", (long long)tp->ntiles);
     }
-    for (int64_t t = 0; t < tp->ntiles; ++t) keys[t] = tp->resident ? g->order[2 * t + 1] : g->order[2 * t] / tp->group;
-    oc_status st = oc_scheduler_create(ctx, keys, tp->ntiles, g->count, 0, &g->queue);
+    /* The window's tiles (split on K, dealt round the parts) lead the order; the queue holds
+     * the rest. */
+    oc_status st = OC_OK;
+    if (exchange_wanted(g) && parts_peers(g)) st = oc_gram_window_plan(ctx, g, 1, &g->window);
+    const int64_t head = g->window ? g->window->win.tiles : 0;
+    for (int64_t t = head; st == OC_OK && t < tp->ntiles; ++t)
+        keys[t - head] = tp->resident ? g->order[2 * t + 1] : g->order[2 * t] / tp->group;
+    if (st == OC_OK) st = oc_scheduler_create(ctx, keys, tp->ntiles - head, g->count, 0, &g->queue);
     free(keys);
     OC_CHECK(st);
     OC_CHECK(share_floors(g));
@@ -243,6 +267,7 @@ oc_status oc_gram_parts_setup_part(oc_gram_parts *g, int d)
      * its share of the panel uploads (engine.h). */
     if (p->st == OC_OK && g->queue) oc_engine_worker_share(p->part.worker, g->order, g->queue, d);
     if (p->st == OC_OK && g->exchange) oc_engine_worker_exchange(p->part.worker, g->exchange);
+    if (p->st == OC_OK && g->exchange && g->window) oc_engine_worker_window(p->part.worker, &g->window->win);
     if (p->st == OC_OK) p->st = oc_gram_part_setup(&p->part, g->count > 1 ? &share : NULL, d == 0);
     if (p->st == OC_OK) {
         oc_engine_worker_fail_at(p->part.worker, fault_tile(d));
@@ -323,6 +348,7 @@ void oc_gram_parts_release(oc_gram_parts *g)
     free(g->order);
     oc_scheduler_free(g->queue);
     oc_cuda_floors_free(g->floors);
+    oc_gram_window_free(g->window);
     *g = (oc_gram_parts){.job = g->job};
 }
 

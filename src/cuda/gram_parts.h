@@ -40,6 +40,8 @@ typedef struct oc_gram_parts {
     oc_scheduler *queue;
     oc_panel_exchange *exchange; /* several parts, every panel resident: panels cross once */
     oc_cuda_floors *floors;    /* several parts selecting top-k on the devices: their floors, shared */
+    struct oc_gram_window *window; /* the first tiles of the order split on K (gram_window.h), or NULL */
+    int peers;                 /* 1: the parts' devices reach each other's memory, -1: not, 0: not asked */
 } oc_gram_parts;
 
 /* g->job set, the rest zero: one part per logical device, each opened and planned. On

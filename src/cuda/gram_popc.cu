@@ -68,6 +68,8 @@ __global__ void __launch_bounds__(THREADS) gram_popc_kernel(const oc_gram_tile t
 extern "C" oc_status oc_cuda_gram_popc(oc_context *ctx, oc_cuda_device *dev, const oc_gram_tile *tile,
                                        cudaStream_t stream, double *bit_macs)
 {
+    if ((tile->stride > 0 && tile->stride != tile->words) || tile->acc_in)
+        return oc_fail(ctx, OC_ERR_INTERNAL, "gram_popc: tiles split on K run on the wgmma kernel only");
     if (tile->words % PK != 0)
         return oc_fail(ctx, OC_ERR_INTERNAL, "gram_popc: %lld words per row is not a multiple of %d", (long long)tile->words, PK);
     if (tile->select != OC_TILE_DENSE)

@@ -12,9 +12,9 @@
 #include <stdint.h>
 
 typedef struct oc_gram_tile {
-    const uint64_t *a;      /* device: `rows` rows, `words` words apart */
-    const uint64_t *b;      /* device: `cols` rows, `words` words apart */
-    int64_t words;          /* words per row, a multiple of 8 */
+    const uint64_t *a;      /* device: `rows` rows, `words` words apart (but see stride) */
+    const uint64_t *b;      /* device: `cols` rows, `words` words apart (but see stride) */
+    int64_t words;          /* words of each row the tile counts over (K), a multiple of 8 */
     int rows, cols;         /* tile extent */
     const int32_t *pop_a;   /* device: popcounts of the rows of a (rows of them) */
     const int32_t *pop_b;   /* device: popcounts of the rows of b (cols of them) */
@@ -51,6 +51,14 @@ typedef struct oc_gram_tile {
      * line's bucket, so a tile whose lines cross few enough blocks cannot (then the dense
      * pass and the selection's dense kernels are not launched; oc_gram_topk_may_overflow). */
     int may_overflow;
+    /* Tiles split on K (wgmma kernel only; 0 and NULL elsewhere): the rows lie `stride`
+     * words apart (0: `words`), a and b pointing at the slice's first word, and, when acc_in
+     * is not NULL, the counts of the K already done (int32, acc_ld apart) are added to the
+     * tile's before its epilogue. A partial slice is then a dense int32 counts tile into
+     * that buffer (out == acc_in: each element is read and written by one thread). */
+    int64_t stride;
+    const int32_t *acc_in;
+    int64_t acc_ld;
 } oc_gram_tile;
 
 /* The CTA block of both 1-bit tensor-core kernels (gram_b1_block.cuh): BM rows by BN

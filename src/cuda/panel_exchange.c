@@ -137,20 +137,36 @@ int oc_panel_exchange_wanted(void)
     return !(v && strcmp(v, "0") == 0);
 }
 
+/* The pairs this process enabled (i reads j's memory), so that a later job does not ask the
+ * driver again: the call costs driver time, and its "already enabled" error is reported by
+ * compute-sanitizer as an API error. */
+enum { PEER_DEVICES = 64 };
+static unsigned char peer_enabled[PEER_DEVICES][PEER_DEVICES];
+static pthread_mutex_t peer_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int enable_peer(int i, int j)
+{
+    int known = i < PEER_DEVICES && j < PEER_DEVICES;
+    pthread_mutex_lock(&peer_lock);
+    int done = known && peer_enabled[i][j];
+    pthread_mutex_unlock(&peer_lock);
+    if (done) return 1;
+    int can = 0;
+    if (cudaDeviceCanAccessPeer(&can, i, j) != cudaSuccess || !can) return 0;
+    if (cudaSetDevice(i) != cudaSuccess) return 0;
+    cudaError_t e = cudaDeviceEnablePeerAccess(j, 0);
+    if (e != cudaSuccess) (void)cudaGetLastError();
+    if (e != cudaSuccess && e != cudaErrorPeerAccessAlreadyEnabled) return 0;
+    pthread_mutex_lock(&peer_lock);
+    if (known) peer_enabled[i][j] = 1;
+    pthread_mutex_unlock(&peer_lock);
+    return 1;
+}
+
 int oc_panel_exchange_peers(const int *devices, int count)
 {
     for (int i = 0; i < count; ++i)
-        for (int j = 0; j < count; ++j) {
-            if (devices[i] == devices[j]) continue;
-            int can = 0;
-            if (cudaDeviceCanAccessPeer(&can, devices[i], devices[j]) != cudaSuccess || !can) return 0;
-            if (cudaSetDevice(devices[i]) != cudaSuccess) return 0;
-            cudaError_t e = cudaDeviceEnablePeerAccess(devices[j], 0);
-            if (e == cudaErrorPeerAccessAlreadyEnabled) (void)cudaGetLastError();
-            else if (e != cudaSuccess) {
-                (void)cudaGetLastError();
-                return 0;
-            }
-        }
+        for (int j = 0; j < count; ++j)
+            if (devices[i] != devices[j] && !enable_peer(devices[i], devices[j])) return 0;
     return 1;
 }

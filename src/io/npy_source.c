@@ -75,19 +75,77 @@ static oc_status read_rows(npy_source *s, oc_context *ctx, const oc_matrix *m, i
     return st;
 }
 
+static oc_status extra_bit_error(npy_source *s, oc_context *ctx, const oc_matrix *m, int64_t row, int64_t col)
+{
+    pthread_mutex_lock(&s->lock);
+    oc_status st = oc_fail(ctx, OC_ERR_INPUT,
+                           "%s: row %" PRId64 " has bit %" PRId64 " set but --bits %" PRId64
+                           " says the rows hold %" PRId64 " columns (rows and columns count from 0)",
+                           m->name, row, col, s->bits, s->bits);
+    pthread_mutex_unlock(&s->lock);
+    return st;
+}
+
 static oc_status load_packed(npy_source *s, oc_context *ctx, const oc_matrix *m, int64_t row0, int64_t rows,
                              uint64_t *dst)
 {
     OC_CHECK(read_rows(s, ctx, m, row0, rows, dst));
     int64_t extra = -1, bad = oc_expand_packed_rows(dst, rows, m->cols, m->words_per_row, &extra);
-    if (bad < 0) return OC_OK;
-    pthread_mutex_lock(&s->lock);
-    oc_status st = oc_fail(ctx, OC_ERR_INPUT,
-                           "%s: row %" PRId64 " has bit %" PRId64 " set but --bits %" PRId64
-                           " says the rows hold %" PRId64 " columns (rows and columns count from 0)",
-                           m->name, row0 + bad, extra, s->bits, s->bits);
-    pthread_mutex_unlock(&s->lock);
-    return st;
+    return bad < 0 ? OC_OK : extra_bit_error(s, ctx, m, row0 + bad, extra);
+}
+
+static oc_status load_dense(npy_source *s, oc_context *ctx, const oc_matrix *m, int64_t row0, int64_t rows,
+                            uint64_t *dst);
+
+/* Words [w0, w1) of packed rows: one read per row of the slice's bytes, the rest zero; the
+ * slice holding the rows' last byte checks its bits past --bits as load_packed does. */
+static oc_status npy_source_load_cols(void *source, oc_context *ctx, const oc_matrix *m, int64_t row0, int64_t rows,
+                                      int64_t w0, int64_t w1, uint64_t *dst)
+{
+    npy_source *s = source;
+    if (s->bits <= 0) { /* bytes to pack: whole rows are read anyway */
+        uint64_t *row = malloc((size_t)m->words_per_row * 8);
+        if (!row) return oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: cannot allocate a row buffer", m->name);
+        oc_status st = OC_OK;
+        for (int64_t i = 0; i < rows && st == OC_OK; ++i) {
+            st = load_dense(s, ctx, m, row0 + i, 1, row);
+            if (st == OC_OK) memcpy(dst + i * (w1 - w0), row + w0, (size_t)(w1 - w0) * 8);
+        }
+        free(row);
+        return st;
+    }
+    const int64_t b0 = w0 * 8, b1 = w1 * 8 < s->width ? w1 * 8 : s->width, len = b1 > b0 ? b1 - b0 : 0;
+    const int64_t bytes = (w1 - w0) * 8, tail = m->cols % 8;
+    const unsigned char keep = (unsigned char)(0xFF00u >> tail);
+    oc_status st = OC_OK;
+    int64_t bad = -1, extra = -1;
+    for (int64_t i = 0; i < rows; ++i) {
+        unsigned char *row = (unsigned char *)(dst + i * (w1 - w0));
+        if (len > 0) {
+            int64_t off = s->data_offset + (row0 + i) * s->width + b0, got = pread_full(s->fd, row, len, off);
+            if (got != len) {
+                int err = errno;
+                pthread_mutex_lock(&s->lock);
+                st = got < 0 ? oc_io_fail(ctx, "reading", m->name, err, -1, -1, -1)
+                             : oc_fail(ctx, OC_ERR_INPUT,
+                                       "%s: truncated .npy data: the file ends at byte %" PRId64 " but row %" PRId64
+                                       " needs bytes up to %" PRId64 " (it shrank after it was opened)",
+                                       m->name, off + got, row0 + i, off + len);
+                pthread_mutex_unlock(&s->lock);
+                return st;
+            }
+        }
+        memset(row + len, 0, (size_t)(bytes - len));
+        if (tail == 0 || len == 0 || b1 != s->width) continue;
+        unsigned char last = row[len - 1];
+        if ((last & (unsigned char)~keep) && bad < 0) {
+            bad = row0 + i;
+            extra = 8 * (s->width - 1) + tail;
+            while (!(last & (0x80u >> (extra % 8)))) extra++;
+        }
+        row[len - 1] = last & keep;
+    }
+    return bad < 0 ? OC_OK : extra_bit_error(s, ctx, m, bad, extra);
 }
 
 static oc_status load_dense(npy_source *s, oc_context *ctx, const oc_matrix *m, int64_t row0, int64_t rows,
@@ -136,7 +194,7 @@ static void npy_source_close(void *source)
     free(s);
 }
 
-static const oc_matrix_source_ops npy_source_ops = {npy_source_load, npy_source_close};
+static const oc_matrix_source_ops npy_source_ops = {npy_source_load, npy_source_close, npy_source_load_cols};
 
 oc_status oc_npy_source_open(oc_context *ctx, const char *path, const oc_npy_layout *layout, oc_matrix **out)
 {

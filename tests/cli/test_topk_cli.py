@@ -116,6 +116,42 @@ def test_topk_on_two_devices_shares_floors_cuda(tmp_path, rng, metric):
             assert np.array_equal(f["indices"], want_idx) and np.array_equal(f["scores"], want_scores)
 
 
+def test_split_on_k_from_a_file_cuda(tmp_path, rng):
+    """Tiles split on K (OUTCORE_CUDA_SPLIT_K forces them on three logical devices): the
+    first panels cross as slices of their columns read from the packed file, and the top-k
+    lists and threshold pairs are numpy's; a bit past --bits in a sliced panel fails the job
+    with the reader's one line and leaves no output."""
+    require_backend("cuda", tmp_path)
+    a = random01(rng, 3000, 5001, 0.1)
+    a[1::7] = a[::7][: len(a[1::7])]
+    np.save(tmp_path / "a.npy", np.packbits(a, axis=1))
+    full = reference(a, metric="jaccard")
+    want_idx, want_scores = topk_reference(full, 10, True, False)
+    want_rows, want_cols, want_vals = threshold_reference(full, 0.2, True, False)
+    assert len(want_rows) > 0
+    env = {"OUTCORE_TRACE": "1", "OUTCORE_CUDA_SPLIT_K": "4:3"}
+    common = ["--bits", 5001, "--metric", "jaccard", "--backend", "cuda", "--devices", "0:3", "--tile", 512, "-q"]
+    proc = run("gram", tmp_path / "a.npy", "--topk", 10, *common, "-o", tmp_path / "nn.npz", env=env)
+    split = [x for x in proc.stderr.splitlines() if "the first 4 panels in 3 slices of K" in x]
+    if not split:  # the wgmma kernel (Hopper) only: elsewhere every tile is whole
+        assert "b1-wgmma" not in run("gram", tmp_path / "a.npy", "--topk", 10, *common, "--json", "-o",
+                                     tmp_path / "nn.npz").stdout, proc.stderr
+    with np.load(tmp_path / "nn.npz") as f:
+        assert np.array_equal(f["indices"], want_idx) and np.array_equal(f["scores"], want_scores)
+    run("gram", tmp_path / "a.npy", "--threshold", 0.2, *common, "-o", tmp_path / "p.npz", env=env)
+    with np.load(tmp_path / "p.npz") as f:
+        assert np.array_equal(f["rows"], want_rows) and np.array_equal(f["cols"], want_cols)
+        assert np.array_equal(f["values"], want_vals)
+    bad = np.packbits(a, axis=1)
+    bad[10, -1] |= 1  # column 5007 of row 10, in the first panel
+    np.save(tmp_path / "bad.npy", bad)
+    proc = run("gram", tmp_path / "bad.npy", "--topk", 10, *common, "-o", tmp_path / "bad.npz",
+               env={"OUTCORE_CUDA_SPLIT_K": "4:3"}, check=False)
+    assert proc.returncode != 0 and "row 10 has bit 5007 set but --bits 5001" in proc.stderr, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert not (tmp_path / "bad.npz").exists()
+
+
 @pytest.mark.parametrize("metric, t", [("jaccard", 0.5), ("cosine", 0.6), ("counts", 40), ("hamming", 60)])
 def test_aflp_threshold_every_format(tmp_path, metric, t):
     scipy_io = pytest.importorskip("scipy.io")

@@ -19,13 +19,13 @@
 
 enum { N = 3000, M = 700 };
 
-static oc_matrix *random_matrix(oc_context *ctx, int64_t rows, uint64_t seed)
+static oc_matrix *random_matrix(oc_context *ctx, int64_t rows, int64_t cols, uint64_t seed)
 {
-    unsigned char *bytes = malloc((size_t)(rows * M));
+    unsigned char *bytes = malloc((size_t)(rows * cols));
     if (!bytes) return NULL;
-    for (int64_t i = 0; i < rows * M; ++i) bytes[i] = (oc_test_rand(&seed) & 7) == 0;
+    for (int64_t i = 0; i < rows * cols; ++i) bytes[i] = (oc_test_rand(&seed) & 7) == 0;
     oc_matrix *m = NULL;
-    oc_status st = oc_matrix_from_dense(ctx, bytes, rows, M, M, &m);
+    oc_status st = oc_matrix_from_dense(ctx, bytes, rows, cols, cols, &m);
     free(bytes);
     return st == OC_OK ? m : NULL;
 }
@@ -113,7 +113,7 @@ static int keep_pairs(void *user, const int64_t *rows, const int64_t *cols, cons
 
 /* Jaccard top-k (k on the device's lists, or past them on the host) and threshold pairs on
  * 0:2 and 0:3: the same bytes as on one device. */
-static void check_selection_matches_one_device(oc_context *ctx, const oc_matrix *a, const oc_matrix *b)
+static void check_selection_matches_one_device(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, double threshold)
 {
     const int64_t n = oc_matrix_rows(a);
     static const char *const specs[] = {NULL, "0:2", "0:3"};
@@ -142,7 +142,7 @@ static void check_selection_matches_one_device(oc_context *ctx, const oc_matrix 
     for (int i = 0; i < 3; ++i) {
         oc_gram_options o = OC_GRAM_OPTIONS_INIT;
         o.backend = OC_BACKEND_CUDA, o.algorithm = OC_ALGORITHM_DENSE, o.tile = 256;
-        o.metric = OC_METRIC_JACCARD, o.use_threshold = 1, o.threshold = 0.12, o.devices = specs[i];
+        o.metric = OC_METRIC_JACCARD, o.use_threshold = 1, o.threshold = threshold, o.devices = specs[i];
         oc_output out = OC_OUTPUT_INIT;
         out.kind = OC_OUTPUT_PAIRS, out.pairs = keep_pairs, out.pairs_user = &seen[i];
         CHECK_MSG(oc_gram(ctx, a, b, &o, &out, NULL) == OC_OK, "threshold on %s: %s", specs[i] ? specs[i] : "one device",
@@ -237,6 +237,17 @@ static void check_setup_failures(oc_context *ctx, const oc_matrix *a)
     for (int i = 0; i < 2; ++i) free(idx[i]), free(sc[i]);
 }
 
+/* Tiles split on K run on Hopper's wgmma kernel only (gram_window.h). */
+static int hopper(oc_context *ctx)
+{
+    oc_cuda_device dev;
+    if (oc_cuda_device_open(ctx, 0, &dev) != OC_OK) return 0;
+    int yes = dev.cc == 90;
+    oc_cuda_device_close(&dev);
+    if (!yes) printf("  tiles split on K: not Hopper, not run\n");
+    return yes;
+}
+
 int main(void)
 {
     if (oc_cuda_device_count() == 0) {
@@ -246,15 +257,33 @@ int main(void)
     if (!oc_test_tmp_create("oc_devices")) return 1;
     oc_context *ctx = NULL;
     if (oc_context_create(&ctx) != OC_OK) return 1;
-    oc_matrix *a = random_matrix(ctx, N, 1), *b = random_matrix(ctx, 1700, 2);
+    oc_matrix *a = random_matrix(ctx, N, M, 1), *b = random_matrix(ctx, 1700, M, 2);
     CHECK(a && b);
     if (a && b) {
         check_split_matches_one_device(ctx, a, NULL);
         check_split_matches_one_device(ctx, a, b);
-        check_selection_matches_one_device(ctx, a, NULL);
-        check_selection_matches_one_device(ctx, a, b);
+        check_selection_matches_one_device(ctx, a, NULL, 0.12);
+        check_selection_matches_one_device(ctx, a, b, 0.12);
         check_failing_device(ctx, a);
         check_setup_failures(ctx, a);
+    }
+    oc_matrix_free(a);
+    oc_matrix_free(b);
+    /* The same on rows of five 1024-bit K blocks with the tiles among the first six panels
+     * split on K in three (gram_window.h, forced on two and three parts; one device keeps
+     * whole tiles): the same bytes as one device, a device failing inside the window, and
+     * every allocation failing in turn (the window's counts among them). */
+    a = random_matrix(ctx, N, 5000, 3), b = random_matrix(ctx, 1700, 5000, 4);
+    CHECK(a && b);
+    if (a && b && hopper(ctx)) {
+        setenv("OUTCORE_CUDA_SPLIT_K", "6:3", 1);
+        check_split_matches_one_device(ctx, a, NULL);
+        check_split_matches_one_device(ctx, a, b);
+        check_selection_matches_one_device(ctx, a, NULL, 0.09); /* rows of 5000 bits: scores nearer their mean */
+        check_selection_matches_one_device(ctx, a, b, 0.09);
+        check_failing_device(ctx, a);
+        check_setup_failures(ctx, a);
+        unsetenv("OUTCORE_CUDA_SPLIT_K");
     }
     oc_matrix_free(a);
     oc_matrix_free(b);
