@@ -66,7 +66,7 @@ static int cols_equal(const oc_matrix *f, const oc_matrix *r, int64_t row0, int6
 {
     const int64_t width = w1 - w0;
     size_t bytes = (size_t)(rows * width) * 8;
-    uint64_t *dst = aligned_alloc(64, bytes + 64);
+    uint64_t *dst = malloc(bytes + 64);
     memset(dst, 0xFF, bytes + 64);
     int same = oc_matrix_load_cols(ctx, f, row0, rows, w0, w1, dst) == OC_OK;
     for (int64_t i = 0; same && i < rows; ++i)

@@ -139,9 +139,6 @@ oc_status oc_engine_worker_setup(oc_engine_worker *w, const oc_engine_plan *plan
         if (!w->slice_placed) return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the worker's slice table");
         w->windowed = window_tiles(w);
         w->partial_stride = slot_stride(tp->tile * tp->tile * 4);
-        if (w->windowed > 0)
-            OC_CHECK(oc_pool_alloc(ctx, w->dev.pool, w->partial_stride * (size_t)w->windowed, "the counts of tiles split on K",
-                                   (void **)&w->partials));
         partial_slices = w->windowed * (S - 1);
     }
     if (oc_tracing()) OC_CHECK(oc_engine_trace_open(ctx, tp->ntiles + partial_slices, &w->trace));
@@ -168,6 +165,14 @@ oc_status oc_engine_worker_setup(oc_engine_worker *w, const oc_engine_plan *plan
     if (tp->resident && w->exchange && w->queue) {
         OC_CHECK(oc_engine_prestage_begin(w, w->shared_order, tp->ntiles));
         oc_trace_phase(&t, who, "uploads started");
+    }
+    /* The window tiles' counts, once the uploads run: on four H100s the 11 GB of them took
+     * 0.03-0.05 s to allocate (and map for the peers), which the first uploads waited for
+     * when they came first (bench/RESULTS.md, "Tiles split on K"). */
+    if (w->windowed > 0) {
+        OC_CHECK(oc_pool_alloc(ctx, w->dev.pool, w->partial_stride * (size_t)w->windowed, "the counts of tiles split on K",
+                               (void **)&w->partials));
+        oc_trace_phase(&t, who, "split tiles' counts");
     }
     return OC_OK;
 }
