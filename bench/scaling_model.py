@@ -19,7 +19,7 @@ The model follows the job as outcore runs it:
     both its panels on the device.
 --sliced instead has every device upload a D-th of every panel, so that each panel is
 complete after 1/D of the time (a variant, not what outcore does).
---split W S models tiles that start on part of K (not what outcore does): the first W panels
+--split W S models tiles that start on part of K (src/cuda/gram_window.h): the first W panels
 go up in S slices of their columns, slice 0 of all W first, and each tile among them runs
 slice by slice, its counts kept on the device that ran its first slice until the last; the
 other panels go up whole after them. The counts of the W(W+1)/2 window tiles stay on the
