@@ -190,7 +190,14 @@ oc_status oc_matrix_load_cols(oc_context *ctx, const oc_matrix *m, int64_t row0,
     }
     if (m->source_ops && m->source_ops->load_cols)
         return m->source_ops->load_cols(m->source, ctx, m, row0, rows, w0, w1, dst);
-    /* Whole rows, a few at a time, then their slice. */
+    return oc_matrix_load_cols_by_rows(ctx, m, row0, rows, w0, w1, dst);
+}
+
+oc_status oc_matrix_load_cols_by_rows(oc_context *ctx, const oc_matrix *m, int64_t row0, int64_t rows, int64_t w0,
+                                      int64_t w1, uint64_t *dst)
+{
+    const int64_t width = w1 - w0, wpr = m->words_per_row;
+    if (rows <= 0 || width <= 0) return OC_OK;
     int64_t chunk = (1 << 20) / (wpr * 8) > 0 ? (1 << 20) / (wpr * 8) : 1;
     if (chunk > rows) chunk = rows;
     uint64_t *bounce = malloc((size_t)(chunk * wpr) * 8);
@@ -385,11 +392,21 @@ int64_t oc_pack_bits_row(const unsigned char *src, int64_t cols, oc_bit_order or
     return column;
 }
 
+int64_t oc_packed_clear_past(unsigned char *last, int64_t cols)
+{
+    if (cols % 8 == 0) return -1;
+    const unsigned char keep = (unsigned char)(0xFF00u >> (cols % 8)), was = *last;
+    *last = was & keep;
+    if (!(was & (unsigned char)~keep)) return -1;
+    int64_t column = 8 * ((cols + 7) / 8 - 1) + cols % 8;
+    while (!(was & (0x80u >> (column % 8)))) column++;
+    return column;
+}
+
 int64_t oc_expand_packed_rows(uint64_t *dst, int64_t rows, int64_t cols, int64_t words_per_row, int64_t *extra_col)
 {
     unsigned char *base = (unsigned char *)dst;
     const int64_t width = (cols + 7) / 8, stride = words_per_row * 8;
-    const unsigned char keep = (unsigned char)(0xFF00u >> (cols % 8));
     int64_t bad_row = -1;
     /* Row i moves from i * width up to i * stride >= i * width: the rows below i still wait
      * below i * width, so walking down overwrites only rows that already moved. */
@@ -397,16 +414,11 @@ int64_t oc_expand_packed_rows(uint64_t *dst, int64_t rows, int64_t cols, int64_t
         unsigned char *row = base + i * stride;
         if (i * width != i * stride) memmove(row, base + i * width, (size_t)width);
         memset(row + width, 0, (size_t)(stride - width));
-        if (cols % 8 == 0) continue;
-        unsigned char last = row[width - 1];
-        if (last & (unsigned char)~keep) {
-            /* The walk is backwards: the last row found is the first in the file. */
+        int64_t column = oc_packed_clear_past(row + width - 1, cols);
+        if (column >= 0) { /* the walk is backwards: the last row found is the first in the file */
             bad_row = i;
-            int64_t column = 8 * (width - 1) + cols % 8;
-            while (!(last & (0x80u >> (column % 8)))) column++;
             *extra_col = column;
         }
-        row[width - 1] = last & keep;
     }
     return bad_row;
 }

@@ -101,6 +101,11 @@ oc_status oc_matrix_load_rows(oc_context *ctx, const oc_matrix *m, int64_t row0,
 oc_status oc_matrix_load_cols(oc_context *ctx, const oc_matrix *m, int64_t row0, int64_t rows, int64_t w0, int64_t w1,
                               uint64_t *dst);
 
+/* The same through whole rows, a few at a time into a buffer, then their slice: for sources
+ * that cannot read part of a row (range already checked). */
+oc_status oc_matrix_load_cols_by_rows(oc_context *ctx, const oc_matrix *m, int64_t row0, int64_t rows, int64_t w0,
+                                      int64_t w1, uint64_t *dst);
+
 /* oc_matrix_load_rows split over `threads` threads (0 = all cores) in tasks of about 1 MB;
  * blocks until the rows are in dst. Fails as oc_matrix_load_rows does, or on cancel. */
 oc_status oc_matrix_load_rows_parallel(oc_context *ctx, const oc_matrix *m, int64_t row0, int64_t rows, uint64_t *dst,
@@ -215,6 +220,10 @@ void oc_pack_nonzero_row(const unsigned char *src, int64_t cols, uint64_t *dst, 
  * column the count leaves out: an input error for the caller to report), or -1. */
 int64_t oc_pack_bits_row(const unsigned char *src, int64_t cols, oc_bit_order order, uint64_t *dst,
                          int64_t words_per_row);
+
+/* The last byte of a packbits row of `cols` columns: clears its bits past cols and returns
+ * the first such column whose bit was set (an input error for the caller), or -1. */
+int64_t oc_packed_clear_past(unsigned char *last, int64_t cols);
 
 /* Spreads `rows` packbits rows of ceil(cols/8) bytes each, stored back to back at the start
  * of dst, to the padded stride in place (from the last row backwards, so no row is

@@ -94,29 +94,16 @@ static oc_status load_packed(npy_source *s, oc_context *ctx, const oc_matrix *m,
     return bad < 0 ? OC_OK : extra_bit_error(s, ctx, m, row0 + bad, extra);
 }
 
-static oc_status load_dense(npy_source *s, oc_context *ctx, const oc_matrix *m, int64_t row0, int64_t rows,
-                            uint64_t *dst);
-
 /* Words [w0, w1) of packed rows: one read per row of the slice's bytes, the rest zero; the
- * slice holding the rows' last byte checks its bits past --bits as load_packed does. */
+ * slice holding the rows' last byte checks its bits past --bits as load_packed does. Rows
+ * of bytes to pack are read whole anyway. */
 static oc_status npy_source_load_cols(void *source, oc_context *ctx, const oc_matrix *m, int64_t row0, int64_t rows,
                                       int64_t w0, int64_t w1, uint64_t *dst)
 {
     npy_source *s = source;
-    if (s->bits <= 0) { /* bytes to pack: whole rows are read anyway */
-        uint64_t *row = malloc((size_t)m->words_per_row * 8);
-        if (!row) return oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: cannot allocate a row buffer", m->name);
-        oc_status st = OC_OK;
-        for (int64_t i = 0; i < rows && st == OC_OK; ++i) {
-            st = load_dense(s, ctx, m, row0 + i, 1, row);
-            if (st == OC_OK) memcpy(dst + i * (w1 - w0), row + w0, (size_t)(w1 - w0) * 8);
-        }
-        free(row);
-        return st;
-    }
+    if (s->bits <= 0) return oc_matrix_load_cols_by_rows(ctx, m, row0, rows, w0, w1, dst);
     const int64_t b0 = w0 * 8, b1 = w1 * 8 < s->width ? w1 * 8 : s->width, len = b1 > b0 ? b1 - b0 : 0;
-    const int64_t bytes = (w1 - w0) * 8, tail = m->cols % 8;
-    const unsigned char keep = (unsigned char)(0xFF00u >> tail);
+    const int64_t bytes = (w1 - w0) * 8;
     oc_status st = OC_OK;
     int64_t bad = -1, extra = -1;
     for (int64_t i = 0; i < rows; ++i) {
@@ -136,14 +123,9 @@ static oc_status npy_source_load_cols(void *source, oc_context *ctx, const oc_ma
             }
         }
         memset(row + len, 0, (size_t)(bytes - len));
-        if (tail == 0 || len == 0 || b1 != s->width) continue;
-        unsigned char last = row[len - 1];
-        if ((last & (unsigned char)~keep) && bad < 0) {
-            bad = row0 + i;
-            extra = 8 * (s->width - 1) + tail;
-            while (!(last & (0x80u >> (extra % 8)))) extra++;
-        }
-        row[len - 1] = last & keep;
+        if (len == 0 || b1 != s->width) continue;
+        int64_t column = oc_packed_clear_past(row + len - 1, m->cols);
+        if (column >= 0 && bad < 0) bad = row0 + i, extra = column;
     }
     return bad < 0 ? OC_OK : extra_bit_error(s, ctx, m, bad, extra);
 }
