@@ -81,6 +81,11 @@ typedef struct oc_engine_job {
      * into t->partial, added to what is there when k0 > 0 (oc_engine_window). NULL: the job
      * has no split tiles. */
     oc_status (*partial)(void *user, const oc_engine_tile *t, int64_t k0, int64_t k1, double *macs);
+    /* The job's own set-up that only its whole tiles need (e.g. a selection's buffers), on
+     * the driving thread once the worker runs: after the slices but the last of its window
+     * tiles were enqueued (oc_engine_window: the device runs them meanwhile), else before
+     * its first tile. May be NULL. */
+    oc_status (*prepare)(void *user);
     /* Called after compute of the same tile (no other tile's compute comes between), once
      * the next tiles' uploads were issued. Consumes the output
      * slot on the device and records slot_free (on any stream) when done with it; returns
@@ -120,11 +125,9 @@ oc_cuda_device *oc_engine_worker_device(oc_engine_worker *w);
 
 /* Creates the pool under the plan's budgets and allocates what the plan names: panel and
  * output slots, events, the pinned rings, the threads. The output slots are then available
- * to the job (oc_engine_worker_out_slots) for its own set-up. */
+ * to the job (oc_engine_worker_out_slots) for its own set-up (oc_engine_job.prepare). */
 oc_status oc_engine_worker_setup(oc_engine_worker *w, const oc_engine_plan *plan, const oc_engine_job *job);
 void *const *oc_engine_worker_out_slots(const oc_engine_worker *w);
-/* Sets the job's seeded_order after set-up (a selection decides it once it has the slots). */
-void oc_engine_worker_seed_order(oc_engine_worker *w, int seeded);
 
 /* Several devices (docs/architecture.md): the worker takes its tiles in groups from `queue`
  * (exec/scheduler.h) as worker `index`, over the shared tile `order` (2 per tile, the queue's

@@ -98,10 +98,8 @@ static oc_status fill_slot(oc_engine_worker *w, int side, int64_t index, int sli
     } else {
         pthread_mutex_lock(&w->upload_lock);
         const int64_t row0 = index * w->plan.tiles.tile;
-        oc_status st = slice < 0 ? oc_engine_upload_rows(ctx, w->upload, m, row0, rows, w->panel[slot], stream,
-                                                         &w->counts.upload_seconds, &w->counts.stage_wait_seconds)
-                                 : oc_engine_upload_cols(ctx, w->upload, m, row0, rows, w0, w1, w->panel[slot], stream,
-                                                         &w->counts.upload_seconds, &w->counts.stage_wait_seconds);
+        oc_status st = oc_engine_upload_rows(ctx, w->upload, m, row0, rows, w0, w1, w->panel[slot], stream,
+                                             &w->counts.upload_seconds, &w->counts.stage_wait_seconds);
         if (st == OC_OK) w->counts.bytes_h2d += rows * (w1 - w0) * 8;
         pthread_mutex_unlock(&w->upload_lock);
         if (st == OC_OK && w->exchange) st = publish_panel(w, key, slot, stream);

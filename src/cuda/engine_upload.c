@@ -22,8 +22,8 @@ struct oc_engine_upload {
     oc_workers *workers;
 };
 
-/* One piece being staged: bytes [0, bytes) of src into dst, or, for a matrix left in its
- * file (src NULL), rows [row0, row0 + rows) of m read into dst. */
+/* One piece being staged: bytes [0, bytes) of src into dst, or (src NULL) rows [row0, row0 +
+ * rows) of m, or their slice of K, read into dst. */
 typedef struct piece {
     unsigned char *dst;
     const unsigned char *src;
@@ -101,23 +101,27 @@ cleanup:
 }
 
 oc_status oc_engine_upload_rows(oc_context *ctx, oc_engine_upload *u, const oc_matrix *m, int64_t row0, int64_t rows,
-                                void *dst, cudaStream_t h2d, double *seconds, double *waited)
+                                int64_t w0, int64_t w1, void *dst, cudaStream_t h2d, double *seconds, double *waited)
 {
     double t0 = oc_now();
-    int64_t row_bytes = m->words_per_row * 8, bytes = rows * row_bytes;
-    int64_t slot_bytes = oc_staging_slot_bytes(u->ring) / row_bytes * row_bytes;
-    /* A matrix left in its file (core/matrix.h) is read straight into the pinned slots. */
-    const unsigned char *src = oc_matrix_resident(m) ? (const unsigned char *)(m->bits + row0 * m->words_per_row) : NULL;
-    for (int64_t off = 0; off < bytes; off += slot_bytes) {
-        int64_t len = bytes - off < slot_bytes ? bytes - off : slot_bytes;
+    const int64_t pitch = m->words_per_row * 8, width = (w1 - w0) * 8, per_slot = oc_staging_slot_bytes(u->ring) / width;
+    const int whole = width == pitch;
+    if (per_slot < 1)
+        return oc_fail(ctx, OC_ERR_INTERNAL, "a %lld-byte slice of a row does not fit an upload slot", (long long)width);
+    /* A matrix left in its file (core/matrix.h) is read straight into the pinned slots; whole
+     * rows of one in memory are copied as one run of bytes. */
+    const unsigned char *src = whole && oc_matrix_resident(m) ? (const unsigned char *)(m->bits + row0 * m->words_per_row) : NULL;
+    for (int64_t r = 0; r < rows; r += per_slot) {
+        const int64_t n = rows - r < per_slot ? rows - r : per_slot, len = n * width;
         int k;
         OC_CHECK(oc_staging_acquire(ctx, u->ring, &k, waited));
         unsigned char *pin = oc_staging_slot(u->ring, k);
-        piece p = {.dst = pin, .bytes = len, .ctx = ctx, .m = m, .row0 = row0 + off / row_bytes, .rows = len / row_bytes};
+        piece p = {.dst = pin, .bytes = len, .ctx = ctx, .m = m, .row0 = row0 + r, .rows = n, .w0 = w0,
+                   .w1 = whole ? 0 : w1};
         /* Small pieces are not worth waking the pool for. */
         int parts = len < (1 << 20) ? 1 : u->copy_threads;
         if (src) {
-            p.src = src + off;
+            p.src = src + r * pitch;
             oc_workers_split(u->workers, parts, copy_part, &p);
         } else {
             oc_workers_split(u->workers, parts, load_part, &p);
@@ -126,36 +130,10 @@ oc_status oc_engine_upload_rows(oc_context *ctx, oc_engine_upload *u, const oc_m
                 return oc_trace_at(ctx, ctx->status != OC_OK ? ctx->status : OC_ERR_IO, __FILE__, __LINE__);
             }
         }
-        cudaError_t e = cudaMemcpyAsync((char *)dst + off, pin, (size_t)len, cudaMemcpyHostToDevice, h2d);
-        if (e == cudaSuccess) e = cudaEventRecord(u->read_done[k], h2d);
-        oc_staging_release(u->ring, k);
-        CUDA_CHECK(ctx, e);
-    }
-    *seconds += oc_now() - t0;
-    return OC_OK;
-}
-
-oc_status oc_engine_upload_cols(oc_context *ctx, oc_engine_upload *u, const oc_matrix *m, int64_t row0, int64_t rows, int64_t w0,
-                                int64_t w1, void *dst, cudaStream_t h2d, double *seconds, double *waited)
-{
-    double t0 = oc_now();
-    const int64_t pitch = m->words_per_row * 8, width = (w1 - w0) * 8;
-    const int64_t per_slot = oc_staging_slot_bytes(u->ring) / width;
-    if (per_slot < 1)
-        return oc_fail(ctx, OC_ERR_INTERNAL, "a %lld-byte slice of a row does not fit an upload slot", (long long)width);
-    for (int64_t r = 0; r < rows; r += per_slot) {
-        int64_t n = rows - r < per_slot ? rows - r : per_slot;
-        int k;
-        OC_CHECK(oc_staging_acquire(ctx, u->ring, &k, waited));
-        unsigned char *pin = oc_staging_slot(u->ring, k);
-        piece p = {.dst = pin, .ctx = ctx, .m = m, .row0 = row0 + r, .rows = n, .w0 = w0, .w1 = w1};
-        oc_workers_split(u->workers, n * width < (1 << 20) ? 1 : u->copy_threads, load_part, &p);
-        if (p.failed) {
-            oc_staging_release(u->ring, k);
-            return oc_trace_at(ctx, ctx->status != OC_OK ? ctx->status : OC_ERR_IO, __FILE__, __LINE__);
-        }
-        cudaError_t e = cudaMemcpy2DAsync((char *)dst + r * pitch + w0 * 8, (size_t)pitch, pin, (size_t)width, (size_t)width,
-                                          (size_t)n, cudaMemcpyHostToDevice, h2d);
+        char *at = (char *)dst + r * pitch + w0 * 8;
+        cudaError_t e = whole ? cudaMemcpyAsync(at, pin, (size_t)len, cudaMemcpyHostToDevice, h2d)
+                              : cudaMemcpy2DAsync(at, (size_t)pitch, pin, (size_t)width, (size_t)width, (size_t)n,
+                                                  cudaMemcpyHostToDevice, h2d);
         if (e == cudaSuccess) e = cudaEventRecord(u->read_done[k], h2d);
         oc_staging_release(u->ring, k);
         CUDA_CHECK(ctx, e);

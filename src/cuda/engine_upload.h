@@ -26,16 +26,13 @@ typedef struct oc_engine_upload oc_engine_upload;
 oc_status oc_engine_upload_open(oc_context *ctx, oc_pool *pool, const oc_engine_plan *plan, size_t alloc_bytes,
                                 oc_workers *workers, oc_engine_upload **out);
 
-/* Enqueues on h2d the upload of rows [row0, row0 + rows) of m to dst (device). Returns once
- * the last piece is staged (its copy may still run). Adds to *seconds the host time spent
- * and to *waited the time spent waiting for a free slot. */
+/* Enqueues on h2d the upload of words [w0, w1) of rows [row0, row0 + rows) of m (0 and
+ * m->words_per_row: the whole rows) to their places in the device rows at dst (row0's row,
+ * m's row length apart); a slice of K is staged densely and placed by a 2-D copy. Returns
+ * once the last piece is staged (its copy may still run). Adds to *seconds the host time
+ * spent and to *waited the time spent waiting for a free slot. */
 oc_status oc_engine_upload_rows(oc_context *ctx, oc_engine_upload *u, const oc_matrix *m, int64_t row0, int64_t rows,
-                                void *dst, cudaStream_t h2d, double *seconds, double *waited);
-
-/* The same for a slice of K: words [w0, w1) of each row, staged densely and placed at their
- * columns of the device rows at dst (row0's row, m's row length apart). */
-oc_status oc_engine_upload_cols(oc_context *ctx, oc_engine_upload *u, const oc_matrix *m, int64_t row0, int64_t rows, int64_t w0,
-                                int64_t w1, void *dst, cudaStream_t h2d, double *seconds, double *waited);
+                                int64_t w0, int64_t w1, void *dst, cudaStream_t h2d, double *seconds, double *waited);
 
 /* Frees the ring (the device must be done with it). NULL: no-op. */
 void oc_engine_upload_close(oc_engine_upload *u);

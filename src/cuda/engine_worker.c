@@ -41,7 +41,6 @@ oc_status oc_engine_worker_open(oc_context *ctx, int index, oc_engine_worker **o
 
 oc_cuda_device *oc_engine_worker_device(oc_engine_worker *w) { return &w->dev; }
 void *const *oc_engine_worker_out_slots(const oc_engine_worker *w) { return w->out; }
-void oc_engine_worker_seed_order(oc_engine_worker *w, int seeded) { w->job.seeded_order = seeded; }
 const oc_engine_counts *oc_engine_worker_counts(const oc_engine_worker *w) { return &w->counts; }
 void oc_engine_worker_fail_at(oc_engine_worker *w, int64_t tile) { w->fail_at = tile; }
 void oc_engine_worker_exchange(oc_engine_worker *w, oc_panel_exchange *x) { w->exchange = x; }
@@ -54,6 +53,29 @@ static int64_t window_tiles(const oc_engine_worker *w)
     const oc_engine_window *win = w->window;
     if (!win || w->queue_index >= win->tiles) return 0;
     return (win->tiles - w->queue_index + win->devices - 1) / win->devices;
+}
+
+/* The counts of the worker's window tile t, allocated when its first slice is enqueued
+ * (run_window): in pieces of 1, 2, 4, then 8 tiles (151 MB a tile of 6144), so the first
+ * slice waits for one tile's and each later piece takes a few ms while the device runs the
+ * slices before it. In one piece, before the first tile, the window's 11.3 GB of counts held
+ * each part's tiles back by 0.04-0.05 s on four H200s (bench/RESULTS.md, "Tiles split on K"). */
+static oc_status window_counts(oc_engine_worker *w, int64_t t, int32_t **counts)
+{
+    oc_context *ctx = w->ctx;
+    if (!w->partial_at[t]) {
+        const int64_t most = (int64_t)1 << (w->partial_pieces < 3 ? w->partial_pieces : 3);
+        const int64_t n = w->windowed - t < most ? w->windowed - t : most;
+        double t0 = oc_now();
+        char *piece;
+        OC_CHECK(oc_pool_alloc(ctx, w->dev.pool, w->partial_stride * (size_t)n, "the counts of tiles split on K",
+                               (void **)&piece));
+        for (int64_t i = 0; i < n; ++i) w->partial_at[t + i] = (int32_t *)(piece + w->partial_stride * (size_t)i);
+        w->partial_pieces++;
+        w->partial_seconds += oc_now() - t0;
+    }
+    *counts = w->partial_at[t];
+    return OC_OK;
 }
 
 void oc_engine_worker_share(oc_engine_worker *w, const int64_t *order, oc_scheduler *queue, int index)
@@ -135,9 +157,10 @@ oc_status oc_engine_worker_setup(oc_engine_worker *w, const oc_engine_plan *plan
     if (w->window) {
         const int S = w->window->slices;
         OC_CHECK(create_events(ctx, &w->slice_loaded, ns * S));
-        w->slice_placed = calloc((size_t)(ns * S), 1);
-        if (!w->slice_placed) return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the worker's slice table");
         w->windowed = window_tiles(w);
+        w->slice_placed = calloc((size_t)(ns * S), 1);
+        w->partial_at = calloc((size_t)(w->windowed > 0 ? w->windowed : 1), sizeof *w->partial_at);
+        if (!w->slice_placed || !w->partial_at) return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the worker's slice tables");
         w->partial_stride = slot_stride(tp->tile * tp->tile * 4);
         partial_slices = w->windowed * (S - 1);
     }
@@ -165,14 +188,6 @@ oc_status oc_engine_worker_setup(oc_engine_worker *w, const oc_engine_plan *plan
     if (tp->resident && w->exchange && w->queue) {
         OC_CHECK(oc_engine_prestage_begin(w, w->shared_order, tp->ntiles));
         oc_trace_phase(&t, who, "uploads started");
-    }
-    /* The window tiles' counts, once the uploads run: on four H100s the 11 GB of them took
-     * 0.03-0.05 s to allocate (and map for the peers), which the first uploads waited for
-     * when they came first (bench/RESULTS.md, "Tiles split on K"). */
-    if (w->windowed > 0) {
-        OC_CHECK(oc_pool_alloc(ctx, w->dev.pool, w->partial_stride * (size_t)w->windowed, "the counts of tiles split on K",
-                               (void **)&w->partials));
-        oc_trace_phase(&t, who, "split tiles' counts");
     }
     return OC_OK;
 }
@@ -223,7 +238,7 @@ static oc_status compute_tile(oc_engine_worker *w, oc_panel_cache *cache, int64_
                              .cols = (int)oc_tile_panel_rows(tp, w->job.b->rows, J), .panel_a = w->panel[sa],
                              .panel_b = w->panel[sb], .out = w->out[o], .out_slot = o, .stream = stream};
     if (t < w->windowed) { /* the last slice of a window tile (run_window) */
-        tile->partial = (int32_t *)(w->partials + w->partial_stride * (size_t)t);
+        OC_CHECK(window_counts(w, t, &tile->partial));
         tile->k0 = w->window->bounds[w->window->slices - 1];
     }
     if (w->trace) OC_CHECK(oc_engine_trace_tile_begin(ctx, w->trace, t, stream));
@@ -260,9 +275,8 @@ static oc_status run_window(oc_engine_worker *w, oc_tile_source *src)
             CUDA_CHECK(ctx, cudaStreamWaitEvent(stream, w->slice_loaded[sb * win->slices + s], 0));
             oc_engine_tile tile = {.t = t, .I = I, .J = J, .rows = (int)oc_tile_panel_rows(tp, w->job.a->rows, I),
                                    .cols = (int)oc_tile_panel_rows(tp, w->job.b->rows, J), .panel_a = w->panel[sa],
-                                   .panel_b = w->panel[sb], .out_slot = -1, .stream = stream,
-                                   .partial = (int32_t *)(w->partials + w->partial_stride * (size_t)t),
-                                   .k0 = win->bounds[s]};
+                                   .panel_b = w->panel[sb], .out_slot = -1, .stream = stream, .k0 = win->bounds[s]};
+            OC_CHECK(window_counts(w, t, &tile.partial));
             const int64_t traced = tp->ntiles + s * w->windowed + t;
             if (w->trace) OC_CHECK(oc_engine_trace_tile_begin(ctx, w->trace, traced, stream));
             OC_CHECK(w->job.partial(w->job.user, &tile, win->bounds[s], win->bounds[s + 1], &w->counts.bit_macs));
@@ -394,6 +408,7 @@ oc_status oc_engine_worker_run(oc_engine_worker *w)
     if (tp->resident && !w->prestage_started)
         OC_CHECK_GOTO(oc_engine_prestage_begin(w, w->queue ? w->shared_order : src.order, tp->ntiles));
     if (w->windowed > 0) OC_CHECK_GOTO(run_window(w, &src));
+    if (w->job.prepare) OC_CHECK_GOTO(w->job.prepare(w->job.user));
     OC_CHECK_GOTO(run_tiles(w, &cache, &src, delivered));
     report_progress(w, tp->ntiles, &(double){0}, 1);
 
@@ -426,6 +441,9 @@ void oc_engine_worker_trace(const oc_engine_worker *w)
             w->plan.d2h_slots, w->plan.d2h_slot_bytes / 1048576.0,
             w->counts.acquire_seconds);
     oc_engine_trace_busy(w->trace);
+    if (w->windowed > 0)
+        fprintf(stderr, "outcore cuda: split on K: %lld window tiles, their counts in %d pieces allocated in %.4f s\n",
+                (long long)w->windowed, w->partial_pieces, w->partial_seconds);
 }
 
 void oc_engine_worker_quiesce(oc_engine_worker *w)
@@ -464,6 +482,7 @@ void oc_engine_worker_close(oc_engine_worker *w)
         if (w->window) destroy_events(w->slice_loaded, tp->panel_slots * w->window->slices);
     }
     free(w->slice_placed);
+    free(w->partial_at);
     for (int i = 0; i < w->npace; ++i) (void)cudaEventDestroy(w->pace[i]);
     if (w->peer) (void)cudaStreamDestroy(w->peer);
     free(w->placed);

@@ -51,13 +51,16 @@ struct oc_engine_worker {
     pthread_mutex_t upload_lock;
     /* Tiles split on K (engine.h: oc_engine_window): per resident slot and slice, the event
      * after the slice arrived and whether it is here or on its way; the counts of the
-     * worker's window tiles (its first `windowed` tiles), a tile's apart. */
+     * worker's window tiles (its first `windowed` tiles), allocated as the first slices
+     * reach them (run_window), in `partial_pieces` pieces so far taking `partial_seconds`. */
     const oc_engine_window *window;
     cudaEvent_t *slice_loaded;
     unsigned char *slice_placed;
-    char *partials;
+    int32_t **partial_at;
     size_t partial_stride;
     int64_t windowed;
+    int partial_pieces;
+    double partial_seconds;
 };
 
 /* The tiles a worker computes, in its order: positions in the job's tile order, all of them

@@ -152,6 +152,17 @@ static oc_status panel_loaded(void *user, void *panel, int64_t rows, cudaStream_
     return oc_cuda_row_popcounts(g->ctx, g->dev, panel, g->words, (int)rows, panel_pops(g, panel), h2d);
 }
 
+/* Words [k0, k1) of the tile's rows: a slice of K of panels whose rows stay g->words apart,
+ * and the partial counts' row length (gram_tile.h). */
+static void k_slice(const gram_cuda *g, const oc_engine_tile *t, int64_t k0, int64_t k1, oc_gram_tile *tile)
+{
+    tile->a = (const uint64_t *)t->panel_a + k0;
+    tile->b = (const uint64_t *)t->panel_b + k0;
+    tile->words = k1 - k0;
+    tile->stride = g->words;
+    tile->acc_ld = g->plan.tiles.tile;
+}
+
 static oc_status compute(void *user, const oc_engine_tile *t, double *macs)
 {
     gram_cuda *g = user;
@@ -164,12 +175,8 @@ static oc_status compute(void *user, const oc_engine_tile *t, double *macs)
                          .metric = job->metric, .dtype = job->dtype, .upper_only = job->symmetric && t->I == t->J};
     oc_gram_tile *tile = &g->tile;
     if (t->partial) { /* the last slice of a tile split on K: the counts so far come in */
-        tile->a = (const uint64_t *)t->panel_a + t->k0;
-        tile->b = (const uint64_t *)t->panel_b + t->k0;
-        tile->words = g->words - t->k0;
-        tile->stride = g->words;
+        k_slice(g, t, t->k0, g->words, tile);
         tile->acc_in = t->partial;
-        tile->acc_ld = T;
     }
     double done = 0, again = 0;
     if (g->select) OC_CHECK(oc_cuda_select_tile_begin(g->select, t->t, t->out_slot, t->I, t->J, tile, t->stream));
@@ -196,11 +203,10 @@ static oc_status partial(void *user, const oc_engine_tile *t, int64_t k0, int64_
 {
     gram_cuda *g = user;
     oc_context *ctx = g->ctx;
-    const int64_t T = g->plan.tiles.tile;
-    oc_gram_tile tile = {.a = (const uint64_t *)t->panel_a + k0, .b = (const uint64_t *)t->panel_b + k0, .words = k1 - k0,
-                         .rows = t->rows, .cols = t->cols, .out = t->partial, .ld = T, .metric = OC_METRIC_COUNTS,
-                         .dtype = OC_DTYPE_INT32, .upper_only = g->job->symmetric && t->I == t->J, .stride = g->words,
-                         .acc_in = k0 > 0 ? t->partial : NULL, .acc_ld = T};
+    oc_gram_tile tile = {.rows = t->rows, .cols = t->cols, .out = t->partial, .ld = g->plan.tiles.tile,
+                         .metric = OC_METRIC_COUNTS, .dtype = OC_DTYPE_INT32,
+                         .upper_only = g->job->symmetric && t->I == t->J, .acc_in = k0 > 0 ? t->partial : NULL};
+    k_slice(g, t, k0, k1, &tile);
     double done = 0;
     OC_CHECK(oc_cuda_gram_wgmma(ctx, g->dev, &tile, t->stream, &done));
     *macs += done;
@@ -302,16 +308,38 @@ static oc_status tiles_delivered(void *user, const int64_t *tiles, int64_t count
     return oc_resume_checkpoint(g->ctx, g->job->resume, g->job, 0);
 }
 
+/* The selection, once the worker runs (engine.h: prepare): its device allocations and pinned
+ * buffers took 0.02-0.03 s a part on four H200s, which the slices split on K now run beside
+ * (bench/RESULTS.md). */
+static oc_status prepare(void *user)
+{
+    gram_cuda *g = user;
+    oc_context *ctx = g->ctx;
+    oc_gram_job *job = g->job;
+    if (job->select) {
+        double t = oc_now();
+        char who[48];
+        oc_logical_device_name(g->ldev, who, (int)sizeof who);
+        OC_CHECK(oc_cuda_select_open(ctx, g->dev, job, g->plan.tiles.tile, oc_engine_worker_out_slots(g->worker),
+                                     g->plan.tiles.out_slots, g->kernel != KERNEL_POPC, g->shared ? &g->share : NULL,
+                                     &g->select));
+        oc_trace_phase(&t, who, "selection set-up");
+    }
+    return OC_OK;
+}
+
 oc_status oc_gram_part_setup(gram_cuda *g, const oc_cuda_select_share *share, int progress)
 {
     oc_context *ctx = g->ctx;
     oc_gram_job *job = g->job;
+    /* Fused top-k of A·Aᵀ seeds each panel's lists from its diagonal tile first. */
     oc_engine_job ej = {.user = g, .a = job->a, .b = job->b, .symmetric = job->symmetric,
-                        .two_streams = g->two_streams,
+                        .two_streams = g->two_streams, .seeded_order = job->select && oc_gram_part_seeds_first(g),
                         .dense = job->dense, .host_mirror = job->symmetric && job->dense && !g->gpu_mirror,
                         .gpu_mem_mode = job->opts->gpu_mem_mode, .progress = progress ? job->opts->progress : NULL,
                         .progress_user = job->opts->progress_user, .panel_loaded = panel_loaded, .compute = compute,
-                        .partial = g->kernel == KERNEL_WGMMA ? partial : NULL, .consume = consume, .blocks = blocks, .finish = finish};
+                        .partial = oc_gram_part_splits_k(g) ? partial : NULL, .prepare = prepare, .consume = consume, .blocks = blocks,
+                        .finish = finish};
     if (job->resume) {
         /* gram.c gives the device dense and threshold resumable jobs: top-k ones resume on
          * the CPU, whose lists the journal snapshots (the device keeps its own). */
@@ -319,18 +347,12 @@ oc_status oc_gram_part_setup(gram_cuda *g, const oc_cuda_select_share *share, in
         ej.delivered = tiles_delivered;
         ej.deliver_every = 4 * (int64_t)g->plan.tiles.out_slots;
     }
+    g->shared = share != NULL;
+    if (share) g->share = *share;
     OC_CHECK(oc_engine_worker_setup(g->worker, &g->plan, &ej));
-    if (job->select) {
-        double t = oc_now();
-        char who[48];
-        oc_logical_device_name(g->ldev, who, (int)sizeof who);
-        OC_CHECK(oc_cuda_select_open(ctx, g->dev, job, g->plan.tiles.tile, oc_engine_worker_out_slots(g->worker),
-                                     g->plan.tiles.out_slots, g->kernel != KERNEL_POPC, share, &g->select));
-        oc_trace_phase(&t, who, "selection set-up");
-        /* Fused top-k of A·Aᵀ seeds each panel's lists from its diagonal tile first. */
-        oc_engine_worker_seed_order(g->worker, oc_gram_part_seeds_first(g));
-    }
-    /* After the selection began: a resumed threshold job marks the row blocks delivered. */
+    /* Before the worker runs (its uploads pass by the panels of tiles done), after the host
+     * selection began (oc_cuda_select_begin): a resumed threshold job marks the row blocks
+     * delivered. */
     if (job->resume) OC_CHECK(oc_resume_begin(ctx, job->resume, job, g->plan.tiles.tile));
     return OC_OK;
 }

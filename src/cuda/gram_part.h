@@ -29,6 +29,8 @@ typedef struct oc_gram_part {
     int gpu_mirror;            /* dense A·Aᵀ, mirrors made on the device */
     int two_streams;           /* consecutive tiles may overlap (engine.h) */
     oc_cuda_select *select;
+    oc_cuda_select_share share; /* several devices: its place among them (select_cuda.h) */
+    int shared;                 /* share holds it */
     oc_gram_tile tile;         /* the tile last computed, which consume() hands to the selection */
 } oc_gram_part;
 
@@ -36,8 +38,9 @@ typedef struct oc_gram_part {
 oc_status oc_gram_part_open(oc_gram_part *part);
 /* Makes the plan again, e.g. with force_tile set after every part's plan was seen. */
 oc_status oc_gram_part_replan(oc_gram_part *part);
-/* Allocates what the plan names and opens the selection (share: NULL on one device);
- * `progress`: this part reports the job's progress (the part on the caller's thread). */
+/* Allocates what the plan names; the selection (share: NULL on one device) opens once the
+ * worker runs (engine.h: prepare). `progress`: this part reports the job's progress (the
+ * part on the caller's thread). */
 oc_status oc_gram_part_setup(oc_gram_part *part, const oc_cuda_select_share *share, int progress);
 /* Whether the part's order puts each panel's diagonal tile first (fused top-k of A·Aᵀ,
  * select_cuda.h); known once the part is open. */

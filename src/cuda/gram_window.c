@@ -60,14 +60,14 @@ static int window_fits(const oc_gram_parts *g, int64_t tiles)
     return 1;
 }
 
-oc_status oc_gram_window_plan(oc_context *ctx, oc_gram_parts *g, int exchange, oc_gram_window **out)
+oc_status oc_gram_window_plan(oc_context *ctx, oc_gram_parts *g, oc_gram_window **out)
 {
     *out = NULL;
     int off;
     int64_t want;
     int slices;
     OC_CHECK(read_setting(ctx, &off, &want, &slices));
-    if (off || !exchange || g->count < 2) return OC_OK;
+    if (off || g->count < 2) return OC_OK;
     for (int d = 0; d < g->count; ++d)
         if (!g->slot[d].part.plan.tiles.resident || !oc_gram_part_splits_k(&g->slot[d].part)) return OC_OK;
     const oc_tile_plan *tp = &g->slot[0].part.plan.tiles;

@@ -39,10 +39,10 @@ typedef struct oc_gram_window {
 } oc_gram_window;
 
 /* The window of g's shared order (g->order, reordered: the window's tiles first) into *out,
- * or *out = NULL when the job keeps whole tiles. `exchange`: the parts will share their
- * panels through an exchange. Fails only when memory is short or the environment's setting
- * is malformed. */
-oc_status oc_gram_window_plan(oc_context *ctx, oc_gram_parts *g, int exchange, oc_gram_window **out);
+ * or *out = NULL when the job keeps whole tiles. Only for parts that will share their panels
+ * through an exchange. Fails only when memory is short or the environment's setting is
+ * malformed. */
+oc_status oc_gram_window_plan(oc_context *ctx, oc_gram_parts *g, oc_gram_window **out);
 
 /* The exchange's keys in the order the parts first need them: each window panel's slice keys
  * slice by slice, then the other panels' keys. need: the panels' keys in need order (n of
