@@ -55,16 +55,19 @@ static int64_t window_tiles(const oc_engine_worker *w)
     return (win->tiles - w->queue_index + win->devices - 1) / win->devices;
 }
 
-/* The counts of the worker's window tile t, allocated when its first slice is enqueued
- * (run_window): in pieces of 1, 2, 4, then 8 tiles (151 MB a tile of 6144), so the first
- * slice waits for one tile's and each later piece takes a few ms while the device runs the
- * slices before it. In one piece, before the first tile, the window's 11.3 GB of counts held
- * each part's tiles back by 0.04-0.05 s on four H200s (bench/RESULTS.md, "Tiles split on K"). */
+/* The counts of the worker's window tile t, in pieces of OC_ENGINE_COUNTS_PIECE tiles (151 MB
+ * a tile of 6144): the first in the set-up, once the uploads run (before the first slice
+ * arrives), each other when the first slice of its first tile is enqueued (run_window), while
+ * the device runs the slices before it. In one piece, before the first tile, the window's
+ * 11.3 GB of counts held each part's tiles back by 0.04-0.05 s on four H200s; in pieces of 1,
+ * 2, 4, then 8 tiles from the first slice on, the device waited 30-50 ms for the third piece
+ * and 10 ms for the fourth on four H100s (bench/RESULTS.md, "Tiles split on K"). */
+#define OC_ENGINE_COUNTS_PIECE 8
 static oc_status window_counts(oc_engine_worker *w, int64_t t, int32_t **counts)
 {
     oc_context *ctx = w->ctx;
     if (!w->partial_at[t]) {
-        const int64_t most = (int64_t)1 << (w->partial_pieces < 3 ? w->partial_pieces : 3);
+        const int64_t most = OC_ENGINE_COUNTS_PIECE;
         const int64_t n = w->windowed - t < most ? w->windowed - t : most;
         double t0 = oc_now();
         char *piece;
@@ -188,6 +191,11 @@ oc_status oc_engine_worker_setup(oc_engine_worker *w, const oc_engine_plan *plan
     if (tp->resident && w->exchange && w->queue) {
         OC_CHECK(oc_engine_prestage_begin(w, w->shared_order, tp->ntiles));
         oc_trace_phase(&t, who, "uploads started");
+    }
+    if (w->windowed > 0) {
+        int32_t *first;
+        OC_CHECK(window_counts(w, 0, &first));
+        oc_trace_phase(&t, who, "split tiles' first counts");
     }
     return OC_OK;
 }
