@@ -51,8 +51,9 @@ struct oc_engine_worker {
     pthread_mutex_t upload_lock;
     /* Tiles split on K (engine.h: oc_engine_window): per resident slot and slice, the event
      * after the slice arrived and whether it is here or on its way; the counts of the
-     * worker's window tiles (its first `windowed` tiles), allocated as the first slices
-     * reach them (run_window), in `partial_pieces` pieces so far taking `partial_seconds`. */
+     * worker's window tiles (its first `windowed` tiles), allocated in pieces (the first in
+     * the set-up, the others as the first slices reach them: window_counts), `partial_pieces`
+     * so far, taking `partial_seconds`. */
     const oc_engine_window *window;
     cudaEvent_t *slice_loaded;
     unsigned char *slice_placed;

@@ -58,10 +58,10 @@ static int64_t pread_full(int fd, void *buf, int64_t len, int64_t off)
     return done;
 }
 
-/* Reads rows [row0, row0 + rows) of the file's data into buf, or records why not. */
-static oc_status read_rows(npy_source *s, oc_context *ctx, const oc_matrix *m, int64_t row0, int64_t rows, void *buf)
+/* Reads len bytes of the file's data at off into buf, or records why not (naming the row of
+ * the first byte missing). */
+static oc_status read_data(npy_source *s, oc_context *ctx, const oc_matrix *m, int64_t off, int64_t len, void *buf)
 {
-    int64_t len = rows * s->width, off = s->data_offset + row0 * s->width;
     int64_t got = pread_full(s->fd, buf, len, off);
     if (got == len) return OC_OK;
     int err = errno;
@@ -70,9 +70,15 @@ static oc_status read_rows(npy_source *s, oc_context *ctx, const oc_matrix *m, i
                            : oc_fail(ctx, OC_ERR_INPUT,
                                      "%s: truncated .npy data: the file ends at byte %" PRId64 " but row %" PRId64
                                      " needs bytes up to %" PRId64 " (it shrank after it was opened)",
-                                     m->name, off + got, row0 + got / s->width, off + len);
+                                     m->name, off + got, (off + got - s->data_offset) / s->width, off + len);
     pthread_mutex_unlock(&s->lock);
     return st;
+}
+
+/* Reads rows [row0, row0 + rows) of the file's data into buf, or records why not. */
+static oc_status read_rows(npy_source *s, oc_context *ctx, const oc_matrix *m, int64_t row0, int64_t rows, void *buf)
+{
+    return read_data(s, ctx, m, s->data_offset + row0 * s->width, rows * s->width, buf);
 }
 
 static oc_status extra_bit_error(npy_source *s, oc_context *ctx, const oc_matrix *m, int64_t row, int64_t col)
@@ -104,24 +110,10 @@ static oc_status npy_source_load_cols(void *source, oc_context *ctx, const oc_ma
     if (s->bits <= 0) return oc_matrix_load_cols_by_rows(ctx, m, row0, rows, w0, w1, dst);
     const int64_t b0 = w0 * 8, b1 = w1 * 8 < s->width ? w1 * 8 : s->width, len = b1 > b0 ? b1 - b0 : 0;
     const int64_t bytes = (w1 - w0) * 8;
-    oc_status st = OC_OK;
     int64_t bad = -1, extra = -1;
     for (int64_t i = 0; i < rows; ++i) {
         unsigned char *row = (unsigned char *)(dst + i * (w1 - w0));
-        if (len > 0) {
-            int64_t off = s->data_offset + (row0 + i) * s->width + b0, got = pread_full(s->fd, row, len, off);
-            if (got != len) {
-                int err = errno;
-                pthread_mutex_lock(&s->lock);
-                st = got < 0 ? oc_io_fail(ctx, "reading", m->name, err, -1, -1, -1)
-                             : oc_fail(ctx, OC_ERR_INPUT,
-                                       "%s: truncated .npy data: the file ends at byte %" PRId64 " but row %" PRId64
-                                       " needs bytes up to %" PRId64 " (it shrank after it was opened)",
-                                       m->name, off + got, row0 + i, off + len);
-                pthread_mutex_unlock(&s->lock);
-                return st;
-            }
-        }
+        if (len > 0) OC_CHECK(read_data(s, ctx, m, s->data_offset + (row0 + i) * s->width + b0, len, row));
         memset(row + len, 0, (size_t)(bytes - len));
         if (len == 0 || b1 != s->width) continue;
         int64_t column = oc_packed_clear_past(row + len - 1, m->cols);
