@@ -12,6 +12,8 @@
 #   topk             top-k and threshold (bench_topk_cuda) and the CLI end to end: a packed
 #                    .npy of 100000 x 200000 bits to a top-10 .npz
 #   sweep            both 1-bit kernels over a grid of shapes (bench_b1_sweep)
+#   split            a tile split on K against the whole tile on the wgmma kernel
+#                    (bench_b1_split: what the first tiles of a multi-GPU job cost)
 #   pricer           the streaming API's pricer example against the textbook numba pricer
 #                    (bench/bench_pricer.py)
 #   cost             the cost model's validation grid (bench/cost_grid.py; COST_ARGS are
@@ -120,6 +122,7 @@ fi
 
 topk_bench=0
 sweep_bench=0
+ksplit_bench=0
 pricer_bench=0
 cost_bench=0
 map_bench=0
@@ -132,6 +135,7 @@ for part in "${bench_parts[@]}"; do
   case "$part" in
     topk) topk_bench=1 ;;
     sweep) sweep_bench=1 ;;
+    split) ksplit_bench=1 ;;
     pricer) pricer_bench=1 ;;
     cost) cost_bench=1 ;;
     virtual-devices) split_bench=1 ;;
@@ -175,6 +179,12 @@ if has bench && [ $sweep_bench -eq 1 ]; then
   # Both 1-bit kernels over a grid of shapes, outputs compared in full (bench_b1_sweep.cu).
   timeout "${BENCH_TIMEOUT:-400}" "$BUILD/bench/bench_b1_sweep" 2>&1 | tee "$LOGS/bench_sweep.log"
   note sweep "rc ${PIPESTATUS[0]}"
+fi
+
+if has bench && [ $ksplit_bench -eq 1 ]; then
+  # A tile of the strong-scaling job whole and in 2, 4, 8 slices of K, counts compared in full.
+  timeout "${BENCH_TIMEOUT:-400}" "$BUILD/bench/bench_b1_split" --slices 2,4,8 2>&1 | tee "$LOGS/bench_split.log"
+  note bench_split "rc ${PIPESTATUS[0]}"
 fi
 
 if has bench && [ $pricer_bench -eq 1 ]; then

@@ -26,29 +26,9 @@ extern "C" {
 }
 #include "cuda/device.h"
 #include "cuda/gram_b1.cuh"
+#include "bench_bits.cuh"
 #include "bench_check.h"
 
-
-/* Random words (splitmix64 of the index and seed); the padding words past m stay zero. */
-__global__ void fill_bits(uint64_t *w, int64_t rows, int64_t words, int64_t used_words, uint64_t seed)
-{
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < rows * words; i += (int64_t)gridDim.x * blockDim.x) {
-        uint64_t z = (uint64_t)i * 0x9e3779b97f4a7c15ull + seed;
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-        w[i] = i % words < used_words ? z ^ (z >> 31) : 0;
-    }
-}
-
-/* Elements of two int32 outputs that differ, counted on the device (only those the kernel
- * writes: the upper triangle's blocks for A·Aᵀ are compared where both wrote, c >= r). */
-__global__ void count_diff(const int32_t *x, const int32_t *y, int64_t rows, int64_t cols, int upper, unsigned long long *bad)
-{
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < rows * cols; i += (int64_t)gridDim.x * blockDim.x) {
-        if (upper && i % cols < i / cols) continue;
-        if (x[i] != y[i]) atomicAdd(bad, 1ull);
-    }
-}
 
 typedef oc_status (*kernel_fn)(oc_context *, oc_cuda_device *, const oc_gram_tile *, cudaStream_t, double *);
 
@@ -82,16 +62,9 @@ int main(int argc, char **argv)
 {
     const int quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
     oc_context *ctx;
-    if (oc_context_create(&ctx) != OC_OK) return 1;
-    if (oc_cuda_device_count() == 0) {
-        printf("SKIPPED: no usable CUDA device\n");
-        return 77;
-    }
     oc_cuda_device dev;
-    if (oc_cuda_device_open(ctx, 0, &dev) != OC_OK) {
-        fprintf(stderr, "%s\n", oc_context_last_error(ctx));
-        return 1;
-    }
+    const int opened = bench_open_device("bench_b1_sweep", &ctx, &dev);
+    if (opened) return opened;
     char date[32];
     time_t now = time(NULL);
     strftime(date, sizeof date, "%Y-%m-%d", gmtime(&now));

@@ -51,21 +51,20 @@ static void slice_words(const oc_engine_worker *w, const oc_matrix *m, int slice
     *w1 = slice < 0 ? m->words_per_row : w->window->bounds[slice + 1];
 }
 
-/* The panel, or slice `slice` of it, from the device that uploaded it (panel_exchange.h), on
- * `stream`: a slice is a column of the rows, copied as a 2-D region. */
+/* Words [w0, w1) of the panel's rows (a slice of K, or all of them) from the device that
+ * uploaded them (panel_exchange.h), on `stream`: a slice is a column of the rows, copied as a
+ * 2-D region. */
 static oc_status copy_panel(oc_engine_worker *w, const oc_panel_source *from, int slot, const oc_matrix *m, int64_t rows,
-                            int slice, cudaStream_t stream)
+                            int64_t w0, int64_t w1, cudaStream_t stream)
 {
     oc_context *ctx = w->ctx;
-    int64_t w0, w1;
-    slice_words(w, m, slice, &w0, &w1);
     const size_t pitch = (size_t)m->words_per_row * 8, width = (size_t)(w1 - w0) * 8;
     char *dst = (char *)w->panel[slot] + w0 * 8;
     const char *src = (const char *)from->ptr + w0 * 8;
     CUDA_CHECK(ctx, cudaStreamWaitEvent(stream, from->ready, 0));
     if (from->device == w->dev.index) {
         CUDA_CHECK(ctx, cudaMemcpy2DAsync(dst, pitch, src, pitch, width, (size_t)rows, cudaMemcpyDeviceToDevice, stream));
-    } else if (slice < 0) {
+    } else if (width == pitch) {
         CUDA_CHECK(ctx, cudaMemcpyPeerAsync(dst, w->dev.index, src, from->device, width * (size_t)rows, stream));
     } else {
         struct cudaMemcpy3DPeerParms p = {0};
@@ -94,7 +93,7 @@ static oc_status fill_slot(oc_engine_worker *w, int side, int64_t index, int sli
     if (slice >= 0) key = oc_engine_window_key(w->window, key, slice);
     slice_words(w, m, slice, &w0, &w1);
     if (from) {
-        OC_CHECK(copy_panel(w, from, slot, m, rows, slice, stream));
+        OC_CHECK(copy_panel(w, from, slot, m, rows, w0, w1, stream));
     } else {
         pthread_mutex_lock(&w->upload_lock);
         const int64_t row0 = index * w->plan.tiles.tile;

@@ -67,8 +67,7 @@ static oc_status window_counts(oc_engine_worker *w, int64_t t, int32_t **counts)
 {
     oc_context *ctx = w->ctx;
     if (!w->partial_at[t]) {
-        const int64_t most = OC_ENGINE_COUNTS_PIECE;
-        const int64_t n = w->windowed - t < most ? w->windowed - t : most;
+        const int64_t n = w->windowed - t < OC_ENGINE_COUNTS_PIECE ? w->windowed - t : OC_ENGINE_COUNTS_PIECE;
         double t0 = oc_now();
         char *piece;
         OC_CHECK(oc_pool_alloc(ctx, w->dev.pool, w->partial_stride * (size_t)n, "the counts of tiles split on K",

@@ -49,6 +49,9 @@ extern "C" {
 namespace {
 
 constexpr int STAGES = 4;
+/* A tile split on K loads the counts of its earlier slices this many 16-byte loads at a time
+ * a thread (wgmma_block). */
+constexpr int ACC_BATCH = 8;
 /* The stages, 1024-byte aligned, then a full and an empty barrier per stage. */
 constexpr int SMEM_BYTES = 1024 + STAGES * STAGE_BYTES + 2 * STAGES * 8;
 static_assert(SMEM_BYTES <= 227 * 1024, "the stages fit Hopper's shared memory");
@@ -202,18 +205,32 @@ __device__ __forceinline__ void wgmma_block(const oc_gram_tile &t, const CUtenso
         __syncthreads();
         const int rows = min(BM, t.rows - bm * BM), cols = min(BN, t.cols - bn * BN);
         const bool vec = t.acc_ld % 4 == 0;
-        for (int i = tid; i < BM * BN / 4; i += THREADS) {
-            const int r = i / (BN / 4), c = (i % (BN / 4)) * 4;
-            int4 v = make_int4(0, 0, 0, 0);
-            const int32_t *in = t.acc_in + (size_t)(bm * BM + r) * (size_t)t.acc_ld + bn * BN + c;
-            if (r < rows && c + 3 < cols && vec) {
-                v = *(const int4 *)in;
-            } else if (r < rows) {
-                if (c < cols) v.x = in[0];
-                if (c + 1 < cols) v.y = in[1];
-                if (c + 2 < cols) v.z = in[2];
+        /* ACC_BATCH loads in flight a thread: waited on one at a time, a thread's 32 loads
+         * held the SM from its next block for 32 trips to memory (bench_b1_split measures). */
+        constexpr int EACH = BM * BN / 4 / THREADS;
+        static_assert(EACH % ACC_BATCH == 0, "the loads come in whole batches");
+#pragma unroll 1
+        for (int b = 0; b < EACH; b += ACC_BATCH) {
+            int4 v[ACC_BATCH];
+#pragma unroll
+            for (int k = 0; k < ACC_BATCH; ++k) {
+                const int i = tid + (b + k) * THREADS, r = i / (BN / 4), c = (i % (BN / 4)) * 4;
+                const int32_t *in = t.acc_in + (size_t)(bm * BM + r) * (size_t)t.acc_ld + bn * BN + c;
+                v[k] = make_int4(0, 0, 0, 0);
+                if (r < rows && c + 3 < cols && vec) {
+                    v[k] = *(const int4 *)in;
+                } else if (r < rows) {
+                    if (c < cols) v[k].x = in[0];
+                    if (c + 1 < cols) v[k].y = in[1];
+                    if (c + 2 < cols) v[k].z = in[2];
+                    if (c + 3 < cols) v[k].w = in[3];
+                }
             }
-            *(int4 *)(cs + r * ACC_LD + c) = v;
+#pragma unroll
+            for (int k = 0; k < ACC_BATCH; ++k) {
+                const int i = tid + (b + k) * THREADS, r = i / (BN / 4), c = (i % (BN / 4)) * 4;
+                *(int4 *)(cs + r * ACC_LD + c) = v[k];
+            }
         }
         __syncthreads();
 #pragma unroll
@@ -224,6 +241,25 @@ __device__ __forceinline__ void wgmma_block(const oc_gram_tile &t, const CUtenso
                 acc[4 * j + 2 * h] += v.x;
                 acc[4 * j + 2 * h + 1] += v.y;
             }
+    }
+    /* Dense int32 counts (a tile split on K writes its slices' so): each thread's two
+     * neighbouring columns in one 8-byte store, a warp's stores filling whole 32-byte
+     * sectors of 8 rows. */
+    if (SEL == OC_TILE_DENSE && t.metric == OC_METRIC_COUNTS && t.dtype == OC_DTYPE_INT32 && t.ld % 2 == 0) {
+        int32_t *out = (int32_t *)t.out;
+#pragma unroll
+        for (int j = 0; j < BN / 8; ++j)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const int r = bm * BM + r0 + 8 * h, c = bn * BN + j * 8 + c2;
+                if (r >= t.rows || c >= t.cols) continue;
+                int32_t *o = out + (size_t)r * (size_t)t.ld + c;
+                if (c + 1 < t.cols)
+                    *(int2 *)o = make_int2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+                else
+                    *o = acc[4 * j + 2 * h];
+            }
+        return;
     }
     b1_epilogue<SEL, STAGES * STAGE_BYTES>(t, bm, bn, smem, [&](auto f) {
 #pragma unroll
