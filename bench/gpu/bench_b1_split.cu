@@ -9,12 +9,13 @@
  * Defaults: the strong-scaling job's tiles (T = 6144, m = 1,000,000 bits), S = 2,3,4,6,8,
  * R = 9. Two panels of random bits (density 1/2) made on the device, the whole tile
  * A·Bᵀ; the slices' bounds are the window's (whole 1024-bit K blocks, gram_window.c).
- * Each way runs once to warm up, then R times timed with CUDA events; medians are printed,
- * the split tile's beside the whole one's as "rate per bit" (whole time / split time), and
- * the slices' own: the first (no counts to add), a middle one and the last. Every split
- * tile's counts are compared in full with the whole tile's on the device (exit status 1 if
- * any differs). Needs a Hopper GPU (the kernel that splits on K); elsewhere it says
- * SKIPPED and exits 77.
+ * Each way runs once to warm up, then R times timed with CUDA events back to back as a job
+ * runs them, then R times with each slice alone (the device idle before it); medians are
+ * printed, the split tile's beside the whole one's as "rate per bit" (whole time / split
+ * time), and the slices' own back to back: the first (no counts to add), a middle one and
+ * the last. Every split tile's counts are compared in full with the whole tile's on the
+ * device (exit status 1 if any differs). Needs a Hopper GPU (the kernel that splits on K);
+ * elsewhere it says SKIPPED and exits 77.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,11 +56,15 @@ static void launch(oc_context *ctx, oc_cuda_device *dev, const oc_gram_tile *t)
     }
 }
 
-/* The tile in `slices` slices of K (1: whole), timed: `each[s]` the time of slice s. */
-static double run(oc_context *ctx, oc_cuda_device *dev, const oc_gram_tile *whole, int slices, cudaEvent_t *ev,
+/* The tile in `slices` slices of K (1: whole), timed: `each[s]` the time of slice s. Back to
+ * back as a job runs them, or with `alone` each slice by itself (the device idle before it
+ * starts); the result is then the sum of the slices' times. */
+static double run(oc_context *ctx, oc_cuda_device *dev, const oc_gram_tile *whole, int slices, int alone, cudaEvent_t *ev,
                   double *each)
 {
     const int64_t kblocks = (whole->words + 15) / 16;
+    float ms;
+    double sum = 0;
     CK(cudaEventRecord(ev[0], dev->compute));
     for (int s = 0; s < slices; ++s) {
         const int64_t w0 = kblocks * s / slices * 16, w1 = s + 1 == slices ? whole->words : kblocks * (s + 1) / slices * 16;
@@ -69,11 +74,20 @@ static double run(oc_context *ctx, oc_cuda_device *dev, const oc_gram_tile *whol
             t.words = w1 - w0, t.stride = whole->words;
             t.acc_in = s > 0 ? (const int32_t *)whole->out : NULL, t.acc_ld = whole->ld;
         }
+        if (alone) {
+            CK(cudaStreamSynchronize(dev->compute));
+            CK(cudaEventRecord(ev[s], dev->compute));
+        }
         launch(ctx, dev, &t);
         CK(cudaEventRecord(ev[s + 1], dev->compute));
+        if (alone) {
+            CK(cudaEventSynchronize(ev[s + 1]));
+            CK(cudaEventElapsedTime(&ms, ev[s], ev[s + 1]));
+            sum += each[s] = ms / 1e3;
+        }
     }
+    if (alone) return sum;
     CK(cudaEventSynchronize(ev[slices]));
-    float ms;
     for (int s = 0; s < slices; ++s) {
         CK(cudaEventElapsedTime(&ms, ev[s], ev[s + 1]));
         each[s] = ms / 1e3;
@@ -150,19 +164,22 @@ int main(int argc, char **argv)
     t.out = whole_out, t.ld = T;
     t.metric = OC_METRIC_COUNTS, t.dtype = OC_DTYPE_INT32;
 
-    double times[100], each[MAX_SLICES], first[100], mid[100], last[100];
-    run(ctx, &dev, &t, 1, ev, each);
-    for (int r = 0; r < runs; ++r) times[r] = run(ctx, &dev, &t, 1, ev, each);
-    const double whole_s = median(times, runs);
-    printf("| slices | whole s | split s | rate per bit | first slice s | middle slice s | last slice s |\n");
-    printf("|---|---|---|---|---|---|---|\n");
-    printf("| 1 | %.4f | - | 100%% | - | - | - |\n", whole_s);
+    /* Back to back (runs), then each slice alone (runs again). */
+    double times[100], alone[100], each[MAX_SLICES], first[100], mid[100], last[100];
+    run(ctx, &dev, &t, 1, 0, ev, each);
+    for (int r = 0; r < runs; ++r) times[r] = run(ctx, &dev, &t, 1, 0, ev, each);
+    for (int r = 0; r < runs; ++r) alone[r] = run(ctx, &dev, &t, 1, 1, ev, each);
+    const double whole_ms = 1e3 * median(times, runs), whole_alone_ms = 1e3 * median(alone, runs);
+    printf("| slices | ms | rate per bit | ms, slices alone | rate per bit, alone | first slice ms | middle slice ms | last slice "
+           "ms |\n");
+    printf("|---|---|---|---|---|---|---|---|\n");
+    printf("| 1 (whole) | %.3f | 100%% | %.3f | 100%% | - | - | - |\n", whole_ms, whole_alone_ms);
     int bad_ways = 0;
     t.out = split_out;
     for (int i = 0; i < nlist; ++i) {
         const int S = list[i];
         CK(cudaMemsetAsync(split_out, 0xff, (size_t)(T * T) * 4, st));
-        run(ctx, &dev, &t, S, ev, each);
+        run(ctx, &dev, &t, S, 0, ev, each);
         unsigned long long bad = 0;
         CK(cudaMemsetAsync(d_bad, 0, 8, st));
         count_diff<<<1024, 256, 0, st>>>(whole_out, split_out, T, T, 0, d_bad);
@@ -173,12 +190,13 @@ int main(int argc, char **argv)
             bad_ways++;
         }
         for (int r = 0; r < runs; ++r) {
-            times[r] = run(ctx, &dev, &t, S, ev, each);
+            times[r] = run(ctx, &dev, &t, S, 0, ev, each);
             first[r] = each[0], mid[r] = each[S / 2], last[r] = each[S - 1];
         }
-        const double split_s = median(times, runs);
-        printf("| %d | %.4f | %.4f | %.1f%% | %.4f | %.4f | %.4f |\n", S, whole_s, split_s, 100 * whole_s / split_s,
-               median(first, runs), median(mid, runs), median(last, runs));
+        for (int r = 0; r < runs; ++r) alone[r] = run(ctx, &dev, &t, S, 1, ev, each);
+        const double split_ms = 1e3 * median(times, runs), alone_ms = 1e3 * median(alone, runs);
+        printf("| %d | %.3f | %.1f%% | %.3f | %.1f%% | %.3f | %.3f | %.3f |\n", S, split_ms, 100 * whole_ms / split_ms, alone_ms,
+               100 * whole_alone_ms / alone_ms, 1e3 * median(first, runs), 1e3 * median(mid, runs), 1e3 * median(last, runs));
         fflush(stdout);
     }
     for (int i = 0; i <= MAX_SLICES; ++i) CK(cudaEventDestroy(ev[i]));
