@@ -56,12 +56,12 @@ static int64_t window_tiles(const oc_engine_worker *w)
 }
 
 /* The counts of the worker's window tile t, in pieces of OC_ENGINE_COUNTS_PIECE tiles (151 MB
- * a tile of 6144): the first in the set-up, once the uploads run (before the first slice
- * arrives), each other when the first slice of its first tile is enqueued (run_window), while
- * the device runs the slices before it. In one piece, before the first tile, the window's
- * 11.3 GB of counts held each part's tiles back by 0.04-0.05 s on four H200s; in pieces of 1,
- * 2, 4, then 8 tiles from the first slice on, the device waited 30-50 ms for the third piece
- * and 10 ms for the fourth on four H100s (bench/RESULTS.md, "Tiles split on K"). */
+ * a tile of 6144): the first in the set-up, behind the panel slots in their allocation, each
+ * other when the first slice of its first tile is enqueued (run_window), while the device
+ * runs the slices before it. In one piece, before the first tile, the window's 11.3 GB of
+ * counts held each part's tiles back by 0.04-0.05 s on four H200s; in pieces of 1, 2, 4,
+ * then 8 tiles from the first slice on, the device waited 30-50 ms for the third piece and
+ * 10 ms for the fourth on four H100s (bench/RESULTS.md, "Tiles split on K"). */
 #define OC_ENGINE_COUNTS_PIECE 8
 static oc_status window_counts(oc_engine_worker *w, int64_t t, int32_t **counts)
 {
@@ -138,11 +138,29 @@ oc_status oc_engine_worker_setup(oc_engine_worker *w, const oc_engine_plan *plan
      * on four H200s, 36 allocations a part took 20-48 ms to make and 0.11-0.14 s to free,
      * two take 5-7 ms and 0.06-0.09 s (bench/RESULTS.md, "one allocation per kind of slot"). */
     const size_t panel_stride = slot_stride(tp->panel_bytes), out_stride = slot_stride(tp->out_bytes);
+    /* Tiles split on K: the window tiles' counts come in pieces (window_counts), the first
+     * behind the panel slots in their allocation: on two H200s a part's allocation of its own,
+     * 1.2 GB, took 10 ms, and 20 ms on the device that made it at the same time as the other. */
+    if (w->window && !(tp->resident && w->exchange && w->queue && job->partial))
+        return oc_fail(ctx, OC_ERR_INTERNAL, "tiles split on K need resident panels shared through an exchange");
+    int64_t first_counts = 0;
+    if (w->window) {
+        w->windowed = window_tiles(w);
+        w->partial_at = calloc((size_t)(w->windowed > 0 ? w->windowed : 1), sizeof *w->partial_at);
+        if (!w->partial_at) return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the worker's slice tables");
+        w->partial_stride = slot_stride(tp->tile * tp->tile * 4);
+        first_counts = w->windowed < OC_ENGINE_COUNTS_PIECE ? w->windowed : OC_ENGINE_COUNTS_PIECE;
+    }
     char *panels = NULL, *outs = NULL;
-    OC_CHECK(oc_pool_alloc(ctx, w->dev.pool, panel_stride * (size_t)ns, "the row panels", (void **)&panels));
+    OC_CHECK(oc_pool_alloc(ctx, w->dev.pool, panel_stride * (size_t)ns + w->partial_stride * (size_t)first_counts,
+                           first_counts ? "the row panels and the first counts of tiles split on K" : "the row panels",
+                           (void **)&panels));
     OC_CHECK(oc_pool_alloc(ctx, w->dev.pool, out_stride * (size_t)no, "the output tiles", (void **)&outs));
     for (int s = 0; s < ns; ++s) w->panel[s] = panels + panel_stride * (size_t)s;
     for (int s = 0; s < no; ++s) w->out[s] = outs + out_stride * (size_t)s;
+    for (int64_t i = 0; i < first_counts; ++i)
+        w->partial_at[i] = (int32_t *)(panels + panel_stride * (size_t)ns + w->partial_stride * (size_t)i);
+    w->partial_pieces = first_counts > 0;
     OC_CHECK(create_events(ctx, &w->panel_loaded, ns));
     OC_CHECK(create_events(ctx, &w->panel_free, 2 * ns));
     OC_CHECK(create_events(ctx, &w->out_done, no));
@@ -152,18 +170,13 @@ oc_status oc_engine_worker_setup(oc_engine_worker *w, const oc_engine_plan *plan
         w->placed = calloc((size_t)ns, 1);
         if (!w->placed) return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the worker's slot table");
     }
-    /* Tiles split on K: the slices' events and marks, and the window tiles' counts. */
-    if (w->window && !(tp->resident && w->exchange && w->queue && job->partial))
-        return oc_fail(ctx, OC_ERR_INTERNAL, "tiles split on K need resident panels shared through an exchange");
+    /* Tiles split on K: the slices' events and marks. */
     int64_t partial_slices = 0;
     if (w->window) {
         const int S = w->window->slices;
         OC_CHECK(create_events(ctx, &w->slice_loaded, ns * S));
-        w->windowed = window_tiles(w);
         w->slice_placed = calloc((size_t)(ns * S), 1);
-        w->partial_at = calloc((size_t)(w->windowed > 0 ? w->windowed : 1), sizeof *w->partial_at);
-        if (!w->slice_placed || !w->partial_at) return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the worker's slice tables");
-        w->partial_stride = slot_stride(tp->tile * tp->tile * 4);
+        if (!w->slice_placed) return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the worker's slice tables");
         partial_slices = w->windowed * (S - 1);
     }
     if (oc_tracing()) OC_CHECK(oc_engine_trace_open(ctx, tp->ntiles + partial_slices, &w->trace));
@@ -190,11 +203,6 @@ oc_status oc_engine_worker_setup(oc_engine_worker *w, const oc_engine_plan *plan
     if (tp->resident && w->exchange && w->queue) {
         OC_CHECK(oc_engine_prestage_begin(w, w->shared_order, tp->ntiles));
         oc_trace_phase(&t, who, "uploads started");
-    }
-    if (w->windowed > 0) {
-        int32_t *first;
-        OC_CHECK(window_counts(w, 0, &first));
-        oc_trace_phase(&t, who, "split tiles' first counts");
     }
     return OC_OK;
 }
@@ -449,7 +457,9 @@ void oc_engine_worker_trace(const oc_engine_worker *w)
             w->counts.acquire_seconds);
     oc_engine_trace_busy(w->trace);
     if (w->windowed > 0)
-        fprintf(stderr, "outcore cuda: split on K: %lld window tiles, their counts in %d pieces allocated in %.4f s\n",
+        fprintf(stderr,
+                "outcore cuda: split on K: %lld window tiles, their counts in %d pieces (the first with the panels), the "
+                "others allocated in %.4f s\n",
                 (long long)w->windowed, w->partial_pieces, w->partial_seconds);
 }
 

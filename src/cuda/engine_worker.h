@@ -52,8 +52,8 @@ struct oc_engine_worker {
     /* Tiles split on K (engine.h: oc_engine_window): per resident slot and slice, the event
      * after the slice arrived and whether it is here or on its way; the counts of the
      * worker's window tiles (its first `windowed` tiles), allocated in pieces (the first in
-     * the set-up, the others as the first slices reach them: window_counts), `partial_pieces`
-     * so far, taking `partial_seconds`. */
+     * the set-up behind the panel slots, the others as the first slices reach them:
+     * window_counts), `partial_pieces` so far, the others taking `partial_seconds`. */
     const oc_engine_window *window;
     cudaEvent_t *slice_loaded;
     unsigned char *slice_placed;
