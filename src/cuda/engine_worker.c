@@ -139,8 +139,8 @@ oc_status oc_engine_worker_setup(oc_engine_worker *w, const oc_engine_plan *plan
      * two take 5-7 ms and 0.06-0.09 s (bench/RESULTS.md, "one allocation per kind of slot"). */
     const size_t panel_stride = slot_stride(tp->panel_bytes), out_stride = slot_stride(tp->out_bytes);
     /* Tiles split on K: the window tiles' counts come in pieces (window_counts), the first
-     * behind the panel slots in their allocation: on two H200s a part's allocation of its own,
-     * 1.2 GB, took 10 ms, and 20 ms on the device that made it at the same time as the other. */
+     * behind the panel slots in their allocation: in one of its own it cost a part 10-20 ms
+     * of set-up on two H200s (bench/RESULTS.md, "one allocation fewer"). */
     if (w->window && !(tp->resident && w->exchange && w->queue && job->partial))
         return oc_fail(ctx, OC_ERR_INTERNAL, "tiles split on K need resident panels shared through an exchange");
     int64_t first_counts = 0;
