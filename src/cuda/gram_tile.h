@@ -18,7 +18,7 @@ typedef struct oc_gram_tile {
     int rows, cols;         /* tile extent */
     const int32_t *pop_a;   /* device: popcounts of the rows of a (rows of them) */
     const int32_t *pop_b;   /* device: popcounts of the rows of b (cols of them) */
-    void *out;              /* device: the converted tile */
+    void *out;              /* device, 8-byte aligned: the converted tile */
     int64_t ld;             /* elements between output rows */
     int metric;             /* oc_metric */
     int dtype;              /* resolved oc_dtype: INT32, UINT16 or FLOAT32 */
