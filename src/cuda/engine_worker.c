@@ -63,17 +63,30 @@ static int64_t window_tiles(const oc_engine_worker *w)
  * then 8 tiles from the first slice on, the device waited 30-50 ms for the third piece and
  * 10 ms for the fourth on four H100s (bench/RESULTS.md, "Tiles split on K"). */
 #define OC_ENGINE_COUNTS_PIECE 8
+
+/* The window tiles of the piece that starts at tile t. */
+static int64_t counts_piece_tiles(const oc_engine_worker *w, int64_t t)
+{
+    return w->windowed - t < OC_ENGINE_COUNTS_PIECE ? w->windowed - t : OC_ENGINE_COUNTS_PIECE;
+}
+
+/* The piece at `at` holds the counts of window tiles [t, t + n). */
+static void place_counts(oc_engine_worker *w, int64_t t, int64_t n, char *at)
+{
+    for (int64_t i = 0; i < n; ++i) w->partial_at[t + i] = (int32_t *)(at + w->partial_stride * (size_t)i);
+    w->partial_pieces++;
+}
+
 static oc_status window_counts(oc_engine_worker *w, int64_t t, int32_t **counts)
 {
     oc_context *ctx = w->ctx;
     if (!w->partial_at[t]) {
-        const int64_t n = w->windowed - t < OC_ENGINE_COUNTS_PIECE ? w->windowed - t : OC_ENGINE_COUNTS_PIECE;
+        const int64_t n = counts_piece_tiles(w, t);
         double t0 = oc_now();
         char *piece;
         OC_CHECK(oc_pool_alloc(ctx, w->dev.pool, w->partial_stride * (size_t)n, "the counts of tiles split on K",
                                (void **)&piece));
-        for (int64_t i = 0; i < n; ++i) w->partial_at[t + i] = (int32_t *)(piece + w->partial_stride * (size_t)i);
-        w->partial_pieces++;
+        place_counts(w, t, n, piece);
         w->partial_seconds += oc_now() - t0;
     }
     *counts = w->partial_at[t];
@@ -149,7 +162,7 @@ oc_status oc_engine_worker_setup(oc_engine_worker *w, const oc_engine_plan *plan
         w->partial_at = calloc((size_t)(w->windowed > 0 ? w->windowed : 1), sizeof *w->partial_at);
         if (!w->partial_at) return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the worker's slice tables");
         w->partial_stride = slot_stride(tp->tile * tp->tile * 4);
-        first_counts = w->windowed < OC_ENGINE_COUNTS_PIECE ? w->windowed : OC_ENGINE_COUNTS_PIECE;
+        first_counts = counts_piece_tiles(w, 0);
     }
     char *panels = NULL, *outs = NULL;
     OC_CHECK(oc_pool_alloc(ctx, w->dev.pool, panel_stride * (size_t)ns + w->partial_stride * (size_t)first_counts,
@@ -158,9 +171,7 @@ oc_status oc_engine_worker_setup(oc_engine_worker *w, const oc_engine_plan *plan
     OC_CHECK(oc_pool_alloc(ctx, w->dev.pool, out_stride * (size_t)no, "the output tiles", (void **)&outs));
     for (int s = 0; s < ns; ++s) w->panel[s] = panels + panel_stride * (size_t)s;
     for (int s = 0; s < no; ++s) w->out[s] = outs + out_stride * (size_t)s;
-    for (int64_t i = 0; i < first_counts; ++i)
-        w->partial_at[i] = (int32_t *)(panels + panel_stride * (size_t)ns + w->partial_stride * (size_t)i);
-    w->partial_pieces = first_counts > 0;
+    if (first_counts > 0) place_counts(w, 0, first_counts, panels + panel_stride * (size_t)ns);
     OC_CHECK(create_events(ctx, &w->panel_loaded, ns));
     OC_CHECK(create_events(ctx, &w->panel_free, 2 * ns));
     OC_CHECK(create_events(ctx, &w->out_done, no));
