@@ -26,7 +26,7 @@ import time
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-DATA = os.path.join(HERE, "..", "..", "shared", "data")
+DATA = os.path.join(HERE, "..", "tests", "data")
 
 SCIPY_JOB = r'''
 import sys, time, resource

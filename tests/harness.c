@@ -50,7 +50,7 @@ int oc_test_finish(void)
 const char *oc_test_data_path(const char *name, char *buf, size_t size)
 {
     const char *src = getenv("OUTCORE_SOURCE_DIR");
-    snprintf(buf, size, "%s/../shared/data/%s", src ? src : ".", name);
+    snprintf(buf, size, "%s/tests/data/%s", src ? src : ".", name);
     return access(buf, R_OK) == 0 ? buf : NULL;
 }
 

@@ -41,7 +41,7 @@ void oc_test_fail(const char *file, int line, const char *fmt, ...) __attribute_
 void oc_test_skip(const char *reason);
 int oc_test_finish(void);
 
-/* ../shared/data/<name> relative to the source tree, or NULL when absent. */
+/* tests/data/<name> of the source tree (tests/data/README.md), or NULL when it cannot be read. */
 const char *oc_test_data_path(const char *name, char *buf, size_t size);
 
 /* Entries of dir other than . and .. (-1 when it cannot be read): what a writer left there. */

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 SOURCE_DIR = Path(os.environ.get("OUTCORE_SOURCE_DIR", Path(__file__).resolve().parents[2]))
-DATA_DIR = SOURCE_DIR.parent / "shared" / "data"
+DATA_DIR = SOURCE_DIR / "tests" / "data"
 
 
 def outcore_bin():
@@ -53,9 +53,9 @@ def require_backend(backend, tmp_path):
 
 
 def data_file(name):
+    """A real data set of tests/data (tests/data/README.md names its source); never absent."""
     path = DATA_DIR / name
-    if not path.exists():
-        pytest.skip(f"{path} is absent (../shared/data is not beside the project)")
+    assert path.exists(), f"{path} is missing from the repository"
     return path
 
 

@@ -18,7 +18,7 @@ from outcore._gram import parse_gpu_mem, parse_host_mem
 from gram_refs import exact, random01, rng  # noqa: F401 (rng: a fixture)
 
 SOURCE_DIR = Path(os.environ.get("OUTCORE_SOURCE_DIR", Path(__file__).resolve().parents[2]))
-DATA_DIR = SOURCE_DIR.parent / "shared" / "data"
+DATA_DIR = SOURCE_DIR / "tests" / "data"
 METRICS = ["counts", "jaccard", "cosine", "hamming"]
 
 
@@ -193,8 +193,7 @@ def test_npy_paths(tmp_path, rng):
 
 def test_real_markers_file():
     path = DATA_DIR / "aflp_markers.txt"
-    if not path.exists():
-        pytest.skip(f"{path} is absent (../shared/data is not beside the project)")
+    assert path.exists(), f"{path} is missing from the repository"
     a = np.loadtxt(path, dtype=np.uint8, ndmin=2)
     got = outcore.gram(path, metric="jaccard")
     assert got.shape == (a.shape[0], a.shape[0])
