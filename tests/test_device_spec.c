@@ -86,6 +86,11 @@ static void check_sizes(void)
     CHECK(oc_size_parse("101%", &b, &f) == OC_ERR_INVALID_ARGUMENT);
     CHECK(oc_size_parse("3X", &b, &f) == OC_ERR_INVALID_ARGUMENT);
     CHECK(oc_size_parse(NULL, &b, &f) == OC_ERR_INVALID_ARGUMENT);
+    CHECK(oc_size_parse("0x10", &b, &f) == OC_ERR_INVALID_ARGUMENT); /* decimal only */
+    CHECK(oc_size_parse(" 2G", &b, &f) == OC_ERR_INVALID_ARGUMENT);
+    CHECK(oc_size_parse("2 G", &b, &f) == OC_ERR_INVALID_ARGUMENT);
+    CHECK(oc_size_parse("inf", &b, &f) == OC_ERR_INVALID_ARGUMENT);
+    CHECK(oc_size_parse("1.5e3", &b, &f) == OC_OK && b == 1500);
 }
 
 int main(void)

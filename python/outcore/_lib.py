@@ -212,6 +212,7 @@ _SIGNATURES = {
     "oc_dtype_parse": (ctypes.c_int, [ctypes.c_char_p, ctypes.POINTER(ctypes.c_int)]),
     "oc_backend_parse": (ctypes.c_int, [ctypes.c_char_p, ctypes.POINTER(ctypes.c_int)]),
     "oc_algorithm_parse": (ctypes.c_int, [ctypes.c_char_p, ctypes.POINTER(ctypes.c_int)]),
+    "oc_size_parse": (ctypes.c_int, [ctypes.c_char_p, c_int64_p, ctypes.POINTER(ctypes.c_double)]),
     "oc_metric_name": (ctypes.c_char_p, [ctypes.c_int]),
     "oc_cpu_isa": (ctypes.c_char_p, []),
     "oc_cpu_cores": (ctypes.c_int, []),

@@ -4,7 +4,6 @@ import ctypes
 import math
 import operator
 import os
-import re
 
 import numpy as np
 
@@ -44,36 +43,23 @@ def parse_backend(value):
     return _parse_name("backend", value, lib.oc_backend_parse, "auto, cpu, cuda")
 
 
-_SIZE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(%|[KMGT]?I?B?)\s*$", re.IGNORECASE)
-_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
-
-
 def _parse_budget(name, value, percent):
     """(bytes, fraction) of a budget given as bytes (int), "2G", "512MiB" or, when percent
-    is allowed, "50%": exactly one of the two is nonzero."""
+    is allowed, "50%": exactly one of the two is nonzero. Text is read by the library's own
+    parser (oc_size_parse), the one the CLI's --gpu-mem and --host-mem use."""
     if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
         if value <= 0:
             raise InputError(f"{name} must be a positive number of bytes; got {value}")
         return int(value), 0.0
-    match = _SIZE.match(value) if isinstance(value, str) else None
-    unit = match.group(2).upper() if match else ""
-    # "B" alone and "IB" without a scale letter are not units of their own.
-    if match and unit not in ("%", "B") and unit[:1] not in _UNITS:
-        match = None
-    if match and unit == "%" and not percent:
-        raise InputError(f"{name} {value!r}: expected bytes as an int or a size such as '4G' (not a percentage)")
-    if not match:
-        shapes = "a size such as '2G' or '512M'" + (", or a percentage such as '50%'" if percent else "")
+    shapes = "a size such as '2G' or '512M'" + (", or a percentage such as '50%'" if percent else "")
+    if not isinstance(value, str) or "\0" in value:
         raise InputError(f"{name} {value!r}: expected bytes as an int, {shapes}")
-    number = float(match.group(1))
-    if unit == "%":
-        if not 0 < number <= 100:
-            raise InputError(f"{name} {value!r}: a percentage must be in (0, 100]")
-        return 0, number / 100.0
-    size = number * _UNITS[unit[:1] if unit[:1] in "KMGT" else ""]
-    if size < 1:
-        raise InputError(f"{name} {value!r} is less than one byte")
-    return int(size), 0.0
+    size, fraction = ctypes.c_int64(), ctypes.c_double()
+    if lib.oc_size_parse(value.encode(), ctypes.byref(size), ctypes.byref(fraction)) != _lib.OC_OK:
+        raise InputError(f"{name} {value!r}: expected bytes as an int, {shapes} (a percentage lies in (0, 100])")
+    if fraction.value and not percent:
+        raise InputError(f"{name} {value!r}: expected bytes as an int or a size such as '4G' (not a percentage)")
+    return size.value, fraction.value
 
 
 def parse_gpu_mem(value):

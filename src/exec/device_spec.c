@@ -19,7 +19,12 @@ oc_status oc_size_parse(const char *text, int64_t *bytes, double *fraction)
     char *end;
     errno = 0;
     double v = strtod(text, &end);
-    if (errno || end == text || !isfinite(v) || v <= 0) return OC_ERR_INVALID_ARGUMENT;
+    /* A decimal number only: strtod alone also takes leading blanks, hexadecimal ("0x10"),
+     * "inf" and "nan", which no caller means as a size (Python's binding asks this parser). */
+    const size_t number = (size_t)(end - text);
+    if (errno || end == text || !strchr("0123456789.", text[0]) || strspn(text, "0123456789.eE+-") < number ||
+        !isfinite(v) || v <= 0)
+        return OC_ERR_INVALID_ARGUMENT;
     if (strcmp(end, "%") == 0) {
         if (v > 100) return OC_ERR_INVALID_ARGUMENT;
         *fraction = v / 100.0;

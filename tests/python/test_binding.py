@@ -5,6 +5,7 @@ hand: OUTCORE_LIBRARY=build/liboutcore.so PYTHONPATH=python python3 -m pytest te
 """
 import os
 import re
+import subprocess
 import threading
 import warnings
 from pathlib import Path
@@ -281,6 +282,23 @@ def test_gpu_mem_forms(rng):
     assert parse_gpu_mem("50%") == (0, 0.5)
     a = random01(rng, 20, 64)
     assert np.array_equal(outcore.gram(a, gpu_mem="50%"), exact(a))
+
+
+@pytest.mark.parametrize("text", ["2 G", " 2G", "0x10", "0x10M", "inf", "nan", "1e400", "-1G", "0", "2Q", "%", "G", ".", "1.5.2G"])
+def test_sizes_the_cli_refuses_python_refuses(text):
+    """One parser for sizes (the library's oc_size_parse): the CLI and Python refuse the same texts."""
+    with pytest.raises(outcore.InputError, match="gpu_mem"):
+        parse_gpu_mem(text)
+    cli = os.environ.get("OUTCORE_BIN")
+    if cli:
+        proc = subprocess.run([cli, "gram", "--gpu-mem", text, "x.npy", "-o", "y.npy"], capture_output=True, text=True)
+        assert proc.returncode == 2 and "--gpu-mem" in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize("text,expected", [("1e3", (1000, 0.0)), ("2g", (2 << 30, 0.0)), ("0.5K", (512, 0.0)),
+                                           ("12.5%", (0, 0.125)), ("7B", (7, 0.0)), ("1TiB", (1 << 40, 0.0))])
+def test_sizes_both_take(text, expected):
+    assert parse_gpu_mem(text) == expected
 
 
 def test_host_mem_reads_a_large_file_in_panels(rng, tmp_path):
