@@ -398,6 +398,12 @@ OC_API oc_status oc_algorithm_parse(const char *name, oc_algorithm *out);
  * other than B, K, M, G, T with optional B or iB). */
 OC_API oc_status oc_size_parse(const char *text, int64_t *bytes, double *fraction);
 
+/* Copies the ..._INIT values of the option struct named `type` ("oc_gram_options",
+ * "oc_map_options", ...: every struct with an _INIT macro) into out, for callers that cannot
+ * expand the macro. OC_ERR_INVALID_ARGUMENT for an unknown name or a size other than the
+ * library's sizeof (the caller's copy of the layout is out of step). */
+OC_API oc_status oc_struct_defaults(const char *type, void *out, size_t size);
+
 /* ---------------------------------------------------------------- system */
 /* The CPU kernel path in use: "ref", "avx2" or "avx512" (OUTCORE_CPU_ISA forces one). */
 OC_API const char *oc_cpu_isa(void);

@@ -77,7 +77,25 @@ pairs_fn = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, c_int64_p, c_int64_p,
                             ctypes.c_int64)
 
 
-class GramOptions(ctypes.Structure):
+
+class _Defaults(ctypes.Structure):
+    """A struct of outcore.h whose ..._INIT macro gives its defaults: an instance starts from
+    the library's own values (oc_struct_defaults), never from a copy of them here, and a
+    layout out of step with the library's sizeof is refused at once."""
+
+    _c_name = None
+
+    def __init__(self, **fields):
+        super().__init__()
+        if lib.oc_struct_defaults(self._c_name.encode(), ctypes.byref(self), ctypes.sizeof(self)) != OC_OK:
+            raise ImportError(f"{self._c_name}: this binding's layout ({ctypes.sizeof(self)} bytes) does not match "
+                              f"the library it loaded ({library_path}); install the binding and library of one build")
+        for name, value in fields.items():
+            setattr(self, name, value)
+
+
+class GramOptions(_Defaults):
+    _c_name = "oc_gram_options"
     _fields_ = [
         ("struct_size", ctypes.c_size_t),
         ("metric", ctypes.c_int),
@@ -101,12 +119,9 @@ class GramOptions(ctypes.Structure):
         ("gpu_mem_devices", ctypes.c_char_p),
     ]
 
-    def __init__(self):
-        # The values of OC_GRAM_OPTIONS_INIT.
-        super().__init__(struct_size=ctypes.sizeof(GramOptions), gpu_mem_fraction=0.9)
 
-
-class Output(ctypes.Structure):
+class Output(_Defaults):
+    _c_name = "oc_output"
     _fields_ = [
         ("struct_size", ctypes.c_size_t),
         ("kind", ctypes.c_int),
@@ -119,11 +134,9 @@ class Output(ctypes.Structure):
         ("pairs_user", ctypes.c_void_p),
     ]
 
-    def __init__(self):
-        super().__init__(struct_size=ctypes.sizeof(Output))
 
-
-class ReadOptions(ctypes.Structure):
+class ReadOptions(_Defaults):
+    _c_name = "oc_read_options"
     _fields_ = [
         ("struct_size", ctypes.c_size_t),
         ("bits", ctypes.c_int64),
@@ -132,8 +145,7 @@ class ReadOptions(ctypes.Structure):
     ]
 
     def __init__(self, bits=0, binarize=False, host_mem_bytes=0):
-        super().__init__(struct_size=ctypes.sizeof(ReadOptions), bits=bits, binarize=int(bool(binarize)),
-                         host_mem_bytes=host_mem_bytes)
+        super().__init__(bits=bits, binarize=int(bool(binarize)), host_mem_bytes=host_mem_bytes)
 
 
 MAX_LOGICAL_DEVICES = 16  # OC_MAX_LOGICAL_DEVICES
@@ -212,6 +224,7 @@ _SIGNATURES = {
     "oc_dtype_parse": (ctypes.c_int, [ctypes.c_char_p, ctypes.POINTER(ctypes.c_int)]),
     "oc_backend_parse": (ctypes.c_int, [ctypes.c_char_p, ctypes.POINTER(ctypes.c_int)]),
     "oc_algorithm_parse": (ctypes.c_int, [ctypes.c_char_p, ctypes.POINTER(ctypes.c_int)]),
+    "oc_struct_defaults": (ctypes.c_int, [ctypes.c_char_p, _vp, ctypes.c_size_t]),
     "oc_size_parse": (ctypes.c_int, [ctypes.c_char_p, c_int64_p, ctypes.POINTER(ctypes.c_double)]),
     "oc_metric_name": (ctypes.c_char_p, [ctypes.c_int]),
     "oc_cpu_isa": (ctypes.c_char_p, []),
@@ -271,7 +284,8 @@ class StreamChunk(ctypes.Structure):
 stream_launch_fn = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(StreamChunk), ctypes.c_void_p)
 
 
-class StreamSpec(ctypes.Structure):
+class StreamSpec(_Defaults):
+    _c_name = "oc_stream_spec"
     _fields_ = [
         ("struct_size", ctypes.c_size_t),
         ("array_struct_size", ctypes.c_size_t),
@@ -282,11 +296,9 @@ class StreamSpec(ctypes.Structure):
         ("extent", ctypes.c_int64),
     ]
 
-    def __init__(self):
-        super().__init__(struct_size=ctypes.sizeof(StreamSpec), array_struct_size=ctypes.sizeof(StreamArray))
 
-
-class StreamOptions(ctypes.Structure):
+class StreamOptions(_Defaults):
+    _c_name = "oc_stream_options"
     _fields_ = [
         ("struct_size", ctypes.c_size_t),
         ("device", ctypes.c_int),
@@ -299,10 +311,6 @@ class StreamOptions(ctypes.Structure):
         ("progress", progress_fn),
         ("progress_user", ctypes.c_void_p),
     ]
-
-    def __init__(self):
-        # OC_STREAM_OPTIONS_INIT
-        super().__init__(struct_size=ctypes.sizeof(StreamOptions), gpu_mem_fraction=0.9)
 
 
 class StreamStats(ctypes.Structure):
@@ -331,7 +339,8 @@ lib.oc_stream_run.argtypes = [_vp, ctypes.POINTER(StreamSpec), ctypes.POINTER(St
 
 
 # ---------------------------------------------------------------- map (outcore.h, "map")
-class MapArray(ctypes.Structure):
+class MapArray(_Defaults):
+    _c_name = "oc_map_array"
     _fields_ = [
         ("struct_size", ctypes.c_size_t),
         ("name", ctypes.c_char_p),
@@ -342,15 +351,13 @@ class MapArray(ctypes.Structure):
         ("shape", c_int64_p),
     ]
 
-    def __init__(self):
-        super().__init__(struct_size=ctypes.sizeof(MapArray), dtype=10)
-
 
 class MapScalar(ctypes.Structure):
     _fields_ = [("name", ctypes.c_char_p), ("value", ctypes.c_char_p)]
 
 
-class MapOptions(ctypes.Structure):
+class MapOptions(_Defaults):
+    _c_name = "oc_map_options"
     _fields_ = [
         ("struct_size", ctypes.c_size_t),
         ("dtype", ctypes.c_int),
@@ -365,10 +372,6 @@ class MapOptions(ctypes.Structure):
         ("progress_user", ctypes.c_void_p),
         ("gpu_mem_fraction", ctypes.c_double),
     ]
-
-    def __init__(self):
-        # The values of OC_MAP_OPTIONS_INIT.
-        super().__init__(struct_size=ctypes.sizeof(MapOptions), dtype=-1)
 
 
 class MapStats(ctypes.Structure):

@@ -56,7 +56,9 @@ def _parse_budget(name, value, percent):
         raise InputError(f"{name} {value!r}: expected bytes as an int, {shapes}")
     size, fraction = ctypes.c_int64(), ctypes.c_double()
     if lib.oc_size_parse(value.encode(), ctypes.byref(size), ctypes.byref(fraction)) != _lib.OC_OK:
-        raise InputError(f"{name} {value!r}: expected bytes as an int, {shapes} (a percentage lies in (0, 100])")
+        if percent and value.endswith("%"):
+            raise InputError(f"{name} {value!r}: a percentage must be in (0, 100]")
+        raise InputError(f"{name} {value!r}: expected bytes as an int, {shapes}")
     if fraction.value and not percent:
         raise InputError(f"{name} {value!r}: expected bytes as an int or a size such as '4G' (not a percentage)")
     return size.value, fraction.value

@@ -18,7 +18,8 @@ _ctx_p = ctypes.c_void_p
 _out_p = ctypes.POINTER(ctypes.c_void_p)
 
 
-class InspectOptions(ctypes.Structure):
+class InspectOptions(_lib._Defaults):
+    _c_name = "oc_inspect_options"
     _fields_ = [
         ("struct_size", ctypes.c_size_t),
         ("arch", ctypes.c_char_p),
@@ -29,10 +30,6 @@ class InspectOptions(ctypes.Structure):
         ("maxrregcount", ctypes.c_int),
         ("opt_level", ctypes.c_int),
     ]
-
-    def __init__(self):
-        # The values of OC_INSPECT_OPTIONS_INIT.
-        super().__init__(struct_size=ctypes.sizeof(InspectOptions), use_gpu=1, opt_level=-1)
 
 
 # The rendered text is malloc'ed by the library and released with the C library's free.
