@@ -414,8 +414,8 @@ OC_API int oc_cuda_device_count(void);
 /* Starts CUDA ahead of a job: initialises the driver and makes the contexts of the devices a
  * job on `devices` would use (as oc_gram_options.devices: "0,1", "all", "0:2"; NULL or "":
  * device `device` alone), which the first GPU job of a process otherwise pays at its start
- * (about 0.9 s for the driver on a host of four H200s, then about 0.1 s per device, one
- * device after the other); for several GPUs also enables peer access between them, as a
+ * (the driver's start, then each device's context, one device after the other;
+ * docs/cost-model.md); for several GPUs also enables peer access between them, as a
  * job that shares panels between its devices would (unless OUTCORE_PANEL_EXCHANGE=0). Meant to run on a thread of the caller's beside work of its own,
  * as the CLI does while it reads the input. Thread-safe; a list that does not parse or a
  * device that fails is left for the job to report. Returns the number of CUDA devices (0

@@ -2,8 +2,8 @@
  * after_job.h - work a job leaves running when it returns.
  *
  * A GPU job's last step, giving back its streams, events, device memory and pinned staging,
- * needs nothing from the job's caller, and took 0.05-0.09 s of a 1.3 s job on four H200s
- * (the driver unmaps each device's memory from its peers: bench/RESULTS.md, "Several
+ * needs nothing from the job's caller, and is a visible part of a short job on several
+ * devices (the driver unmaps each device's memory from its peers: bench/RESULTS.md, "Several
  * GPUs"). It runs on a thread of its own after the job returns, beside the caller's next
  * steps (writing the output). Whatever looks at or needs what it gives back waits for it
  * first: a device's open (so no job plans with memory an earlier job still holds), the
@@ -22,9 +22,9 @@ void oc_after_job(void (*fn)(void *arg), void *arg);
 
 /* Between these, this thread's oc_after_job calls start only at the last go (nested pairs
  * count): a job holds its release until it has written its output, which the release's
- * frees would otherwise slow (four H200s' release beside a top-k job's commit made the
- * commit 0.08 s instead of 0.03: bench/RESULTS.md, "Panels uploaded ahead on a thread;
- * tiles on a high-priority stream"). Held work counts as running for
+ * frees would otherwise slow (a release beside a top-k job's commit more than doubled the
+ * commit's time: bench/RESULTS.md, "Panels uploaded ahead on a thread; tiles on a
+ * high-priority stream"). Held work counts as running for
  * oc_after_job_wait, which on the holding thread starts it first. */
 void oc_after_job_hold(void);
 void oc_after_job_go(void);

@@ -34,9 +34,8 @@ static inline void oc_pages_populate_write(void *p, size_t n)
 
 /* Gives the whole pages inside [p, p + n) back to the kernel (MADV_DONTNEED) before the
  * memory is freed, on several threads when n is large: the kernel zaps and frees the pages
- * of one munmap on one core, about 20-30 GB/s, so a 25 GB input held the process's exit for
- * about a second (bench/RESULTS.md, "The tail of a job and a packed input left in its
- * file"). Only for private memory the caller is about to free: its contents are gone. Pages
+ * of one munmap on one core, so a large input held the process's exit noticeably
+ * (bench/RESULTS.md, "The tail of a job and a packed input left in its file"). Only for private memory the caller is about to free: its contents are gone. Pages
  * partly outside the range (an allocator's header) are left alone. Where a thread cannot
  * start, its share is zapped on the caller's. */
 void oc_pages_discard(void *p, size_t n);

@@ -213,9 +213,8 @@ oc_status oc_cuda_device_open(oc_context *ctx, int index, oc_cuda_device *dev)
     /* The first compute stream at the device's highest priority: of two tiles queued on the
      * two streams, the second's CTAs start only where the first leaves SMs free (its last
      * wave), instead of running beside it throughout. At equal priority the two ran together
-     * and the jobs took 22-37% longer at 10^6 bits a row (one H200: top-10 3.99 s against
-     * 3.28 s, a threshold 3.90 s against 2.85 s; bench/RESULTS.md, "Tiles on a high-priority
-     * stream"). */
+     * and top-k and threshold jobs of long rows took markedly longer (bench/RESULTS.md,
+     * "Tiles on a high-priority stream"). */
     int least = 0, greatest = 0;
     CUDA_CHECK(ctx, cudaDeviceGetStreamPriorityRange(&least, &greatest));
     CUDA_CHECK(ctx, cudaStreamCreateWithPriority(&dev->compute, cudaStreamNonBlocking, greatest));

@@ -9,9 +9,9 @@
  * driving thread only waits for a panel when the next tile needs one that is not up yet,
  * and the GPU then has every earlier tile to run meanwhile. Staged on the driving thread
  * instead, each panel was copied only when the prefetch, three tiles ahead, reached it, and
- * the GPU idled while the driving thread copied (a 768 MB panel at 1 x 10^6 bits a row took
- * 25-60 ms, three tiles 15-20 ms: bench/RESULTS.md, "Panels uploaded ahead on a thread;
- * tiles on a high-priority stream").
+ * the GPU idled while the driving thread copied (a panel of long rows took longer to copy
+ * than three tiles to run: bench/RESULTS.md, "Panels uploaded ahead on a thread; tiles on a
+ * high-priority stream").
  *
  * The thread calls the worker's upload for each key in turn; the worker decides where the
  * panel goes and what follows it (publishing it to the other devices, its row popcounts).

@@ -55,13 +55,12 @@ static int64_t window_tiles(const oc_engine_worker *w)
     return (win->tiles - w->queue_index + win->devices - 1) / win->devices;
 }
 
-/* The counts of the worker's window tile t, in pieces of OC_ENGINE_COUNTS_PIECE tiles (151 MB
- * a tile of 6144): the first in the set-up, behind the panel slots in their allocation, each
- * other when the first slice of its first tile is enqueued (run_window), while the device
- * runs the slices before it. In one piece, before the first tile, the window's 11.3 GB of
- * counts held each part's tiles back by 0.04-0.05 s on four H200s; in pieces of 1, 2, 4,
- * then 8 tiles from the first slice on, the device waited 30-50 ms for the third piece and
- * 10 ms for the fourth on four H100s (bench/RESULTS.md, "Tiles split on K"). */
+/* The counts of the worker's window tile t, in pieces of OC_ENGINE_COUNTS_PIECE tiles: the
+ * first in the set-up, behind the panel slots in their allocation, each other when the first
+ * slice of its first tile is enqueued (run_window), while the device runs the slices before
+ * it. In one piece, before the first tile, the window's counts held each part's tiles back;
+ * in growing pieces of 1, 2, 4, then 8 tiles the device waited for the third and fourth
+ * pieces (bench/RESULTS.md, "Tiles split on K"). */
 #define OC_ENGINE_COUNTS_PIECE 8
 
 /* The window tiles of the piece that starts at tile t. */
@@ -147,13 +146,13 @@ oc_status oc_engine_worker_setup(oc_engine_worker *w, const oc_engine_plan *plan
     w->out = calloc((size_t)no, sizeof *w->out);
     if (!w->panel || !w->out) return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the worker's slot tables");
     /* The panel slots are one device allocation, and the output slots another: each
-     * allocation costs its own driver calls to make, to map for the other devices and to free;
-     * on four H200s, 36 allocations a part took 20-48 ms to make and 0.11-0.14 s to free,
-     * two take 5-7 ms and 0.06-0.09 s (bench/RESULTS.md, "one allocation per kind of slot"). */
+     * allocation costs its own driver calls to make, to map for the other devices and to free,
+     * and one allocation a slot cost several times two in all (bench/RESULTS.md, "one
+     * allocation per kind of slot"). */
     const size_t panel_stride = slot_stride(tp->panel_bytes), out_stride = slot_stride(tp->out_bytes);
     /* Tiles split on K: the window tiles' counts come in pieces (window_counts), the first
-     * behind the panel slots in their allocation: in one of its own it cost a part 10-20 ms
-     * of set-up on two H200s (bench/RESULTS.md, "one allocation fewer"). */
+     * behind the panel slots in their allocation: in one of its own it lengthened each part's
+     * set-up (bench/RESULTS.md, "one allocation fewer"). */
     if (w->window && !(tp->resident && w->exchange && w->queue && job->partial))
         return oc_fail(ctx, OC_ERR_INTERNAL, "tiles split on K need resident panels shared through an exchange");
     int64_t first_counts = 0;
@@ -208,9 +207,9 @@ oc_status oc_engine_worker_setup(oc_engine_worker *w, const oc_engine_plan *plan
                                       pool_threads, &w->sinks));
         oc_trace_phase(&t, who, "sinks");
     }
-    /* Its share of the exchange's panels goes up from now on: on four H200s a part's
-     * selection set-up took up to 19 ms more, while its first tile waited for its first panels
-     * (bench/RESULTS.md). The order is the shared one, known before any part set up. */
+    /* Its share of the exchange's panels goes up from now on: set up first, a part's selection
+     * delayed its first tile, which waited for its first panels anyway (bench/RESULTS.md).
+     * The order is the shared one, known before any part set up. */
     if (tp->resident && w->exchange && w->queue) {
         OC_CHECK(oc_engine_prestage_begin(w, w->shared_order, tp->ntiles));
         oc_trace_phase(&t, who, "uploads started");
@@ -355,8 +354,8 @@ static oc_status run_tiles(oc_engine_worker *w, oc_panel_cache *cache, oc_tile_s
     /* Pacing (several workers): a tile is claimed only when the device has finished the one
      * PACE tiles before it. A job whose tiles never make this thread wait (selection fused
      * in the kernel, nothing to download) would otherwise enqueue as fast as it can claim and
-     * take most of the queue before the other workers start: two halves of one H100 split a
-     * top-k job's 153 tiles 16 to 137. */
+     * take most of the queue before the other workers start (two halves of one device split a
+     * top-k job's tiles very unevenly). */
     if (w->queue)
         for (; w->npace < OC_ENGINE_PACE; ++w->npace)
             CUDA_CHECK(ctx, cudaEventCreateWithFlags(&w->pace[w->npace], cudaEventDisableTiming));

@@ -28,8 +28,8 @@
  * warpgroups wait on that barrier, issue the block's four MMAs as one group, and when the
  * group before it has finished arrive on that stage's "empty" barrier, which thread 0 waits
  * on before refilling it. No CTA-wide barrier in the K loop. (The first version copied with
- * cp.async by all threads and met at a barrier every block: 5.0 P bit-MAC/s against this
- * design's figures in bench/RESULTS.md.)
+ * cp.async by all threads and met at a barrier every block, and was slower: both are
+ * measured in bench/RESULTS.md.)
  *
  * Compiled for sm_90a only (CMakeLists.txt): on any other target the kernel body is empty
  * and the entry point refuses the device.

@@ -15,7 +15,7 @@
  * hold output slots twice the size does the plan leave the mirror to the sinks.
  *
  * Why pinned staging rather than page-locking A or the destination (cudaHostRegister), as
- * measured on the lent H100 (bench/RESULTS.md): registering large ranges is slow, its
+ * measured (bench/RESULTS.md): registering large ranges is slow, its
  * unregistering too, and DMA into registered 4 KiB pages of a large destination ran slower
  * than the staging ring and its sinks; for out-of-core panels the registration cost more
  * than the staging it saved.
@@ -40,8 +40,8 @@
 #include "cuda/select_cuda.h"
 
 #define TILE_GRANULARITY 256  /* the b1 kernel's CTA is 128 x 256 */
-/* The b1 kernel's rate per SM, measured on the lent H100 (one CTA per SM): the planner's
- * kernel model. On another device only its ratio to the transfer rates is off, by that
+/* The b1 kernel's rate per SM, as measured on an sm_90 GPU (one CTA per SM; bench/RESULTS.md):
+ * the planner's kernel model. On another device only its ratio to the transfer rates is off, by that
  * device's clock. */
 #define B1_RATE_PER_SM 2.55e13
 
@@ -309,8 +309,8 @@ static oc_status tiles_delivered(void *user, const int64_t *tiles, int64_t count
 }
 
 /* The selection, once the worker runs (engine.h: prepare): its device allocations and pinned
- * buffers took 0.02-0.03 s a part on four H200s, which the slices split on K now run beside
- * (bench/RESULTS.md). */
+ * buffers are a visible part of each part's set-up, which the slices split on K now run
+ * beside (bench/RESULTS.md). */
 static oc_status prepare(void *user)
 {
     gram_cuda *g = user;

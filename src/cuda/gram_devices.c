@@ -154,7 +154,7 @@ oc_status oc_cuda_gram(oc_gram_job *job)
                             (double)g.slot[0].part.plan.tiles.ntiles);
     if (g.count > 1) oc_trace_phase(&t, "cuda", "lists merge");
     /* The devices are released after the job returns: freeing memory that the panel
-     * exchange mapped on the other devices took 0.05-0.09 s per device on four H200s
+     * exchange mapped on the other devices takes a noticeable time per device
      * (bench/RESULTS.md), which the caller's next steps need not wait for. */
     oc_gram_parts_release_later(&g);
     oc_trace_phase(&t, "cuda", "teardown");

@@ -60,8 +60,8 @@ static oc_status parts_create(oc_context *ctx, oc_gram_parts *g)
  * caller's thread; each part's outcome in its st. Opening, setting up and closing a part
  * touch only its own context, device and allocations, so the devices' driver calls (context
  * creation, stream and event creation, cudaMalloc of the pool, pinned rings, their frees)
- * overlap instead of being paid in turn (four H200s one after the other took 0.46-0.49 s to
- * open against 0.13 s for one: bench/RESULTS.md, "Several GPUs"). */
+ * overlap instead of being paid in turn (opened one after the other, four devices took
+ * several times one device's time: bench/RESULTS.md, "Several GPUs"). */
 typedef void (*part_fn)(oc_part_slot *p, void *arg);
 
 typedef struct part_call {
@@ -205,8 +205,8 @@ static oc_status share_floors(oc_gram_parts *g)
  * is needed only when a column begins) or its groups of A panels (streaming), the panels a
  * worker keeps while it stays on them. Keyed by the row panel, a resident plan's groups
  * were single tiles, and a worker that stayed on its row ran down it ahead of the order,
- * needing a new panel per tile: on four H200s one device uploaded half of A while the
- * others waited for its panels (bench/RESULTS.md). */
+ * needing a new panel per tile: one device uploaded much of A while the others waited for
+ * its panels (bench/RESULTS.md). */
 oc_status oc_gram_parts_share(oc_context *ctx, oc_gram_parts *g)
 {
     oc_gram_job *job = g->job;
@@ -215,9 +215,9 @@ oc_status oc_gram_parts_share(oc_context *ctx, oc_gram_parts *g)
     /* Before any part starts: a part that is set up selects while the others still are. */
     OC_CHECK(oc_cuda_select_begin(ctx, job, tp->tile, g->count));
     if (g->count == 1) return OC_OK;
-    /* The parts' copy threads, here before the parts set up at once: started beside four
-     * devices' allocations (whose driver calls hold the process's address space) they took
-     * 8-27 ms a part, which its first upload waited for (bench/RESULTS.md). */
+    /* The parts' copy threads, here before the parts set up at once: started beside the
+     * devices' allocations (whose driver calls hold the process's address space) they were
+     * slow to start, and each part's first upload waited for them (bench/RESULTS.md). */
     for (int d = 0; d < g->count; ++d) {
         oc_workers *threads;
         OC_CHECK(oc_context_workers(g->slot[d].part.ctx, g->slot[d].part.plan.workers, &threads));
@@ -245,7 +245,7 @@ oc_status oc_gram_parts_share(oc_context *ctx, oc_gram_parts *g)
 /* Part d's worker and selection, then its place in the shared order, queue and exchange.
  * Each part sets itself up on the thread that runs its tiles, so a device whose set-up is
  * done starts on the queue while the others still allocate (their pinned rings, device
- * memory mapped to the peers: 0.02-0.05 s each on four H200s, bench/RESULTS.md). */
+ * memory mapped to the peers, bench/RESULTS.md). */
 oc_status oc_gram_parts_setup_part(oc_gram_parts *g, int d)
 {
     oc_part_slot *p = &g->slot[d];

@@ -15,10 +15,10 @@
  *
  * How many panels: the ramp lasts until the tiles among the panels that have arrived keep
  * every device busy, p(p + 1)/2 tiles of t seconds on D devices against p panels of B bytes
- * from the host at R bytes/s in all: p = 2 D B / (R t). With tiles of 6144 rows on H100 or
- * H200 (B / t = 150-157 GB/s for one device) and the lent hosts' 55-60 GB/s that is 5 to 6
- * panels a device, fewer for larger tiles; on two H200s 12 panels of 33 beat 8, 10, 16 and
- * 20, on four H100s 20 and 24 beat 16 and 28 (bench/RESULTS.md, "Tiles split on K"). Past
+ * from the host at R bytes/s in all: p = 2 D B / (R t). With tiles of 6144 rows on sm_90
+ * GPUs and the host links measured there that is a handful of panels a device, fewer for
+ * larger tiles; the default was chosen by measuring its neighbours on two and four devices
+ * (bench/RESULTS.md, "Tiles split on K"). Past
  * three quarters of the panels the last ones arrive while whole tiles already run.
  */
 #ifndef OC_CUDA_GRAM_WINDOW_H
@@ -26,7 +26,7 @@
 
 #include "cuda/gram_parts.h"
 
-/* Slices of K by default (two H200s: 4 as good as 3 and better than 2, bench/RESULTS.md). */
+/* Slices of K by default (measured against 2 and 3: bench/RESULTS.md, "Tiles split on K"). */
 #define OC_GRAM_WINDOW_SLICES 4
 /* Window panels per device at a tile of OC_GRAM_WINDOW_TILE rows (above). */
 #define OC_GRAM_WINDOW_PANELS_PER_DEVICE 6

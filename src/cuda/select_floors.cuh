@@ -6,8 +6,8 @@
  * kept-th key, which a candidate of the fused epilogue must beat (select_cuda.h). On one
  * device every tile sees the floors all earlier tiles raised; split over D devices, a
  * device's floors come from its own tiles only, about a D-th of them, so more candidates pass
- * and its tiles run longer (a top-10 tile of 200000 x 10^6 bits: 5.6-5.8 ms on four H200s
- * against 5.5 ms on one, bench/RESULTS.md). Any device's floor is a bound for the whole job:
+ * and its tiles run a little longer (bench/RESULTS.md). Any device's floor is a bound for the
+ * whole job:
  * its list holds kept keys at least that good, and keys are unique (each element of the
  * result is computed once, by one device), so a key at or below it cannot be among the best
  * kept of the row. So before each fused tile a device takes, for the tile's rows and columns,

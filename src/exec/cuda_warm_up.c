@@ -2,8 +2,8 @@
  * cuda_warm_up.c - oc_cuda_warm_up: the driver's start, the devices' contexts and peer
  * access between them, ahead of a job (outcore.h). The contexts are made on a thread per
  * device; the driver may still make them one after the other, but the caller's own work
- * (reading the input) runs meanwhile. Peer access (0.03 s for four H200s, bench/RESULTS.md)
- * is what a job on several devices enables first when they share panels.
+ * (reading the input) runs meanwhile. Peer access (bench/RESULTS.md, "Several GPUs") is
+ * what a job on several devices enables first when they share panels.
  */
 #include <pthread.h>
 

@@ -167,8 +167,8 @@ oc_status oc_gram_choose_algorithm(oc_context *ctx, const oc_gram_job *job, cons
     } else if (want == OC_ALGORITHM_AUTO) {
         /* Counts jobs (and GPU jobs, which count on the device) have no popcounts here: a
          * sample of evenly spaced rows estimates the density without a pass over A, which
-         * would cost as much as a short GPU job. Long rows are sampled fewer (4096 rows of
-         * 100,000 bits took 30 ms, as long as a whole GPU job of 10^13 bit-MACs); the
+         * would cost as much as a short GPU job. Long rows are sampled fewer (a sample of
+         * thousands of long rows took as long as a whole large GPU job); the
          * estimate only chooses an algorithm, both give the same bytes. */
         const int64_t words = job->a->words_per_row;
         int64_t rows = words > 0 ? SAMPLE_WORDS / words : SAMPLE_ROWS;

@@ -119,8 +119,8 @@ oc_status oc_scheduler_create(oc_context *ctx, const int64_t *keys, int64_t ntil
     for (int w = 0; w < workers; ++w) s->last_key[w] = -1;
     /* Several groups per worker, and the last ones shrinking to single tiles (each at most a
      * (2 x workers)-th of what is left), so that the workers finish within about a tile of
-     * each other: groups of up to an eighth of a worker's share left four H200s' last
-     * tiles 10-40 ms apart (bench/RESULTS.md). A single worker walks the order in one
+     * each other: groups of up to an eighth of a worker's share left the last tiles of
+     * several devices far apart (bench/RESULTS.md). A single worker walks the order in one
      * group. */
     int64_t tail = 0;
     if (max_group <= 0) {
