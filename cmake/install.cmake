@@ -8,6 +8,7 @@
 #   include/outcore.h                                                                 development
 #   lib/cmake/outcore/                           find_package(outcore CONFIG)         development
 #   lib/pkgconfig/outcore.pc                     pkg-config outcore                   development
+#   share/doc/outcore/LICENSE                    BSD-3-Clause                         runtime
 #
 # Relocatable: no installed file holds an absolute path of the build tree or of P. The CLI
 # finds the library relative to itself, the CMake package computes its prefix from its own
@@ -52,6 +53,7 @@ install(TARGETS outcore EXPORT outcoreTargets
 install(TARGETS outcore_archive EXPORT outcoreStaticTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT development)
 install(FILES include/outcore.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT development)
+install(FILES LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT runtime)
 
 # ---------------------------------------------------------------- CMake package
 install(EXPORT outcoreTargets NAMESPACE outcore:: DESTINATION ${OC_CMAKE_DIR} COMPONENT development)

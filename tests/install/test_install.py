@@ -55,7 +55,7 @@ def test_layout_and_soname(installed):
     for rel in ["bin/outcore", "include/outcore.h", "lib/liboutcore.a", f"lib/liboutcore.so.{version}",
                 "lib/cmake/outcore/outcoreConfig.cmake", "lib/cmake/outcore/outcoreConfigVersion.cmake",
                 "lib/pkgconfig/outcore.pc", "share/man/man1/outcore.1",
-                "share/bash-completion/completions/outcore"]:
+                "share/bash-completion/completions/outcore", "share/doc/outcore/LICENSE"]:
         assert (prefix / rel).is_file(), f"{rel} is not installed"
     # liboutcore.so -> liboutcore.so.MAJOR -> liboutcore.so.VERSION, the links relative.
     assert os.readlink(lib / "liboutcore.so") == f"liboutcore.so.{major}"
