@@ -105,6 +105,10 @@ def test_pkg_config_consumer(installed, tmp_path):
     assert pc("--modversion") == [project_version()]
     libdir = pc("--variable=libdir")[0]
     assert Path(libdir).resolve() == (prefix / "lib").resolve()
+    # Every directory the flags name is in the prefix: none of the build machine's (CUDA's).
+    named = [f[2:] if f[:2] in ("-I", "-L") else f for f in pc("--cflags", "--static", "--libs")]
+    outside = [d for d in named if d.startswith("/") and prefix.resolve() not in Path(d).resolve().parents]
+    assert not outside, f"outcore.pc names directories outside its prefix: {outside}"
     source = SOURCE_DIR / "tests" / "install" / "consumer.c"
     cc = os.environ.get("CC", "cc")
 
