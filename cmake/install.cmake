@@ -8,10 +8,14 @@
 #   include/outcore.h                                                                 development
 #   lib/cmake/outcore/                           find_package(outcore CONFIG)         development
 #   lib/pkgconfig/outcore.pc                     pkg-config outcore                   development
+#   lib/outcore/libcudart_static.a               CUDA builds: what liboutcore.a needs  development
+#   share/doc/outcore/LICENSE                    BSD-3-Clause                         runtime
 #
 # Relocatable: no installed file holds an absolute path of the build tree or of P. The CLI
 # finds the library relative to itself, the CMake package computes its prefix from its own
-# location, and outcore.pc from ${pcfiledir}. (Absolute CMAKE_INSTALL_*DIR values, which a
+# location, and outcore.pc from ${pcfiledir}; outcore.pc names no directory of the build
+# machine either (CUDA's static runtime is installed beside liboutcore.a, MPI is named by its
+# libraries alone). (Absolute CMAKE_INSTALL_*DIR values, which a
 # distribution may pass, are kept absolute and give up relocation.)
 include(CMakePackageConfigHelpers)
 
@@ -52,6 +56,7 @@ install(TARGETS outcore EXPORT outcoreTargets
 install(TARGETS outcore_archive EXPORT outcoreStaticTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT development)
 install(FILES include/outcore.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT development)
+install(FILES LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT runtime)
 
 # ---------------------------------------------------------------- CMake package
 install(EXPORT outcoreTargets NAMESPACE outcore:: DESTINATION ${OC_CMAKE_DIR} COMPONENT development)
@@ -85,12 +90,29 @@ if(ZLIB_FOUND)
   string(APPEND OC_PC_LIBS_PRIVATE " -lz")
 endif()
 if(OUTCORE_HAVE_CUDA)
-  # The CUDA runtime is linked statically; nvcc's host code needs the C++ runtime.
-  string(APPEND OC_PC_LIBS_PRIVATE " -L${CUDAToolkit_LIBRARY_DIR} -lcudart_static -ldl -lrt -lstdc++")
+  # liboutcore.a calls the CUDA runtime, which is linked statically. Its archive is installed
+  # in a directory of outcore's own (lib/outcore, so that no other -lcudart_static of the
+  # prefix is shadowed): a static link then needs no CUDA toolkit, and outcore.pc names no
+  # directory of the build machine (NVIDIA's licence lets libcudart_static.a be redistributed
+  # with an application). The driver is loaded at run time (dlopen); nvcc's host code needs
+  # the C++ runtime.
+  get_target_property(oc_cudart_static CUDA::cudart_static IMPORTED_LOCATION)
+  if(NOT oc_cudart_static)
+    set(oc_cudart_static "${CUDA_cudart_static_LIBRARY}")
+  endif()
+  get_filename_component(oc_cudart_static "${oc_cudart_static}" REALPATH)
+  install(FILES "${oc_cudart_static}" DESTINATION ${CMAKE_INSTALL_LIBDIR}/outcore RENAME libcudart_static.a
+          COMPONENT development)
+  string(APPEND OC_PC_LIBS_PRIVATE " -L\${libdir}/outcore -lcudart_static -ldl -lrt -lstdc++")
 endif()
 if(OUTCORE_HAVE_MPI)
-  list(JOIN MPI_C_LIBRARIES " " OC_PC_MPI_LIBS)
-  string(APPEND OC_PC_LIBS_PRIVATE " ${OC_PC_MPI_LIBS}")
+  # By name only: a program that links liboutcore.a of an MPI build is an MPI program, built
+  # with its MPI's compiler wrapper (mpicc), which knows where that MPI's libraries are.
+  foreach(lib ${MPI_C_LIBRARIES})
+    get_filename_component(name "${lib}" NAME_WE)
+    string(REGEX REPLACE "^lib" "" name "${name}")
+    string(APPEND OC_PC_LIBS_PRIVATE " -l${name}")
+  endforeach()
 endif()
 string(APPEND OC_PC_LIBS_PRIVATE " -lm")
 if(CMAKE_THREAD_LIBS_INIT)

@@ -55,7 +55,7 @@ def test_layout_and_soname(installed):
     for rel in ["bin/outcore", "include/outcore.h", "lib/liboutcore.a", f"lib/liboutcore.so.{version}",
                 "lib/cmake/outcore/outcoreConfig.cmake", "lib/cmake/outcore/outcoreConfigVersion.cmake",
                 "lib/pkgconfig/outcore.pc", "share/man/man1/outcore.1",
-                "share/bash-completion/completions/outcore"]:
+                "share/bash-completion/completions/outcore", "share/doc/outcore/LICENSE"]:
         assert (prefix / rel).is_file(), f"{rel} is not installed"
     # liboutcore.so -> liboutcore.so.MAJOR -> liboutcore.so.VERSION, the links relative.
     assert os.readlink(lib / "liboutcore.so") == f"liboutcore.so.{major}"
@@ -105,6 +105,10 @@ def test_pkg_config_consumer(installed, tmp_path):
     assert pc("--modversion") == [project_version()]
     libdir = pc("--variable=libdir")[0]
     assert Path(libdir).resolve() == (prefix / "lib").resolve()
+    # Every directory the flags name is in the prefix: none of the build machine's (CUDA's).
+    named = [f[2:] if f[:2] in ("-I", "-L") else f for f in pc("--cflags", "--static", "--libs")]
+    outside = [d for d in named if d.startswith("/") and prefix.resolve() not in Path(d).resolve().parents]
+    assert not outside, f"outcore.pc names directories outside its prefix: {outside}"
     source = SOURCE_DIR / "tests" / "install" / "consumer.c"
     cc = os.environ.get("CC", "cc")
 
