@@ -204,6 +204,7 @@ oc_status oc_matrix_write_rows(oc_context *ctx, const char *path, int64_t rows, 
     int err;
     /* Reserve the blocks now, so that a full disk shows before the work; file systems
      * without fallocate find it at the write that meets it. */
+    if ((st = oc_sys_check_space(ctx, job.fd, path, total)) != OC_OK) goto cleanup;
     if (oc_sys_fallocate(ctx, job.fd, 0, (off_t)total) != 0 && errno != EOPNOTSUPP && errno != ENOSYS) {
         st = oc_io_fail(ctx, "reserving space for", path, errno, -1, total, job.fd);
         goto cleanup;
