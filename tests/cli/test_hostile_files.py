@@ -45,6 +45,16 @@ def one_line(proc, code, *words):
         assert w in proc.stderr, (w, proc.stderr)
 
 
+def refused(d, args, code, *words, **popen):
+    """Runs `outcore args` (a minute at most: a pipe must not make it wait) and asserts its exit
+    code, one line on stderr naming words, and the folder as it was."""
+    before = snapshot(d)
+    proc = subprocess.run([outcore_bin(), *map(str, args)], capture_output=True, text=True, timeout=60, **popen)
+    one_line(proc, code, *words)
+    assert snapshot(d) == before
+    return proc
+
+
 def killed_resumable(d, out="C.npy", extra=()):
     """A resumable job of A.npy killed after its second checkpoint: its journal stays."""
     proc = run("gram", "A.npy", "--tile", "24", "--threads", "1", "--backend", "cpu", "-q", *extra, "-o", out,
@@ -62,20 +72,14 @@ def test_journal_that_is_a_link_is_refused(d, dangling, resume):
     if not dangling:
         victim.write_text("someone else's file\n")
     os.symlink(victim, d / "C.npy.outcore-journal")
-    before = snapshot(d)
-    proc = run("gram", "A.npy", "-o", "C.npy", "-q", *(["--resume"] if resume else []), check=False)
-    one_line(proc, 2, "C.npy.outcore-journal", "symbolic link")
-    assert snapshot(d) == before  # the victim unchanged, or still absent
+    refused(d, ["gram", "A.npy", "-o", "C.npy", "-q", *(["--resume"] if resume else [])], 2, "C.npy.outcore-journal",
+            "symbolic link")  # the victim unchanged, or still absent
     assert not victim.exists() or victim.read_text() == "someone else's file\n"
 
 
 def test_journal_that_is_a_pipe_is_refused_at_once(d):
     os.mkfifo(d / "C.npy.outcore-journal")
-    before = snapshot(d)
-    proc = subprocess.run([outcore_bin(), "gram", "A.npy", "-o", "C.npy", "-q", "--resume"], capture_output=True,
-                          text=True, timeout=60)
-    one_line(proc, 2, "C.npy.outcore-journal", "not a regular file")
-    assert snapshot(d) == before
+    refused(d, ["gram", "A.npy", "-o", "C.npy", "-q", "--resume"], 2, "C.npy.outcore-journal", "not a regular file")
 
 
 def test_topk_snapshot_links_are_not_followed(d):
@@ -114,10 +118,7 @@ def test_temporaries_have_a_pid_and_an_unguessable_name(d):
 
 def test_output_in_missing_folder_named_before_any_work(d):
     for cmd in (["gram", "nowhere.npy"], ["map", "a * 2", "a=nowhere.npy"]):
-        before = snapshot(d)
-        proc = run(*cmd, "-o", "out/C", check=False)
-        one_line(proc, 2, "folder out does not exist")
-        assert snapshot(d) == before
+        refused(d, [*cmd, "-o", "out/C"], 2, "folder out does not exist")
 
 
 def test_output_that_is_a_folder(d):
@@ -125,29 +126,20 @@ def test_output_that_is_a_folder(d):
     (d / "adir.npy").mkdir()
     for cmd in (["gram", "nowhere.npy"], ["gram", "A.npy"], ["map", "a * 2", "a=A.npy"]):
         for out in ("adir", "adir.npy"):
-            before = snapshot(d)
-            proc = run(*cmd, "-o", out, check=False)
-            one_line(proc, 2, f"{out} is a folder")
-            assert snapshot(d) == before and os.listdir(d / out) == []
+            refused(d, [*cmd, "-o", out], 2, f"{out} is a folder")
+    assert os.listdir(d / "adir") == [] and os.listdir(d / "adir.npy") == []
 
 
 def test_output_that_is_a_pipe_is_refused_at_once(d):
     os.mkfifo(d / "P.npy")
-    before = snapshot(d)
-    proc = subprocess.run([outcore_bin(), "gram", "A.npy", "-o", "P.npy", "-q"], capture_output=True, text=True,
-                          timeout=60)
-    one_line(proc, 2, "P.npy", "named pipe")
-    assert snapshot(d) == before
+    refused(d, ["gram", "A.npy", "-o", "P.npy", "-q"], 2, "P.npy", "named pipe")
 
 
 @pytest.mark.parametrize("mode", [0o444, 0o400, 0o555])
 def test_read_only_output_is_refused(d, mode):
     (d / "C.npy").write_bytes(b"an earlier result")
     os.chmod(d / "C.npy", mode)
-    before = snapshot(d)
-    proc = run("gram", "A.npy", "-o", "C.npy", "-q", check=False)
-    one_line(proc, 2, "C.npy", "read-only", f"{mode:04o}")
-    assert snapshot(d) == before
+    refused(d, ["gram", "A.npy", "-o", "C.npy", "-q"], 2, "C.npy", "read-only", f"{mode:04o}")
 
 
 def test_output_of_another_user_is_refused(d):
@@ -158,11 +150,8 @@ def test_output_of_another_user_is_refused(d):
     os.chmod(d / "A.npy", 0o644)
     (d / "C.npy").write_bytes(b"root's result")
     os.chmod(d / "C.npy", 0o644)
-    before = snapshot(d)
-    proc = subprocess.run([outcore_bin(), "gram", "A.npy", "-o", "C.npy", "-q"], capture_output=True, text=True,
-                          preexec_fn=lambda: (os.setgid(65534), os.setuid(65534)))
-    one_line(proc, 2, "C.npy", "you may not write it")
-    assert snapshot(d) == before
+    refused(d, ["gram", "A.npy", "-o", "C.npy", "-q"], 2, "C.npy", "you may not write it",
+            preexec_fn=lambda: (os.setgid(65534), os.setuid(65534)))
 
 
 @pytest.mark.parametrize("mode", [0o600, 0o640, 0o664])
@@ -198,15 +187,10 @@ def test_output_that_is_a_link_replaces_the_link_only(d, dangling):
 
 def test_name_too_long_for_its_temporary(d):
     name = "x" * 247 + ".npy"  # 251 characters: a legal name whose temporary name is not
-    before = snapshot(d)
-    proc = run("gram", "A.npy", "-o", name, "-q", check=False)
-    one_line(proc, 2, "too long", "at most 231")
-    assert snapshot(d) == before
+    refused(d, ["gram", "A.npy", "-o", name, "-q"], 2, "too long", "at most 231")
     # 231 fits the output's temporary, not the journal's snapshot: --resume says so at once.
     name = "y" * 227 + ".npy"
-    proc = run("gram", "A.npy", "-o", name, "-q", "--resume", check=False)
-    one_line(proc, 2, "too long")
-    assert snapshot(d) == before
+    refused(d, ["gram", "A.npy", "-o", name, "-q", "--resume"], 2, "too long")
     run("gram", "A.npy", "-o", name, "-q")
     assert np.load(d / name).shape == (330, 330)
 
@@ -218,14 +202,10 @@ def test_output_larger_than_the_free_space_is_refused_before_it_is_sized(d):
     free = vfs.f_bavail * vfs.f_frsize
     rows = max(10**6, math.isqrt(free // 2) + 1)  # rows x rows int32 counts: more than twice the free space
     (d / "big.mtx").write_text(f"%%MatrixMarket matrix coordinate pattern general\n{rows} 10 2\n1 1\n2 3\n")
-    before = snapshot(d)
-    proc = run("gram", "big.mtx", "-o", "BIG.npy", "-q", check=False)
-    one_line(proc, 1, "BIG.npy", "its file system has", "free")
+    proc = refused(d, ["gram", "big.mtx", "-o", "BIG.npy", "-q"], 1, "BIG.npy", "its file system has", "free")
     assert " 0 bytes free" not in proc.stderr
-    assert snapshot(d) == before
-    proc = run("gen", "--rows", 10**12, "--cols", 1000, "--density", "0.1", "-o", "G.npy", "-q", check=False)
-    one_line(proc, 1, "G.npy", "needs 1.0 PB", "its file system has")
-    assert snapshot(d) == before
+    refused(d, ["gen", "--rows", 10**12, "--cols", 1000, "--density", "0.1", "-o", "G.npy", "-q"], 1, "G.npy",
+            "needs 1.0 PB", "its file system has")
 
 
 # ---------------------------------------------------------------- stale temporaries, outcore clean
@@ -309,8 +289,5 @@ def test_input_edited_in_place_with_size_and_time_restored_is_not_resumed(d):
     del a
     os.utime(d / "A.npy", ns=(st.st_atime_ns, st.st_mtime_ns))
     assert os.stat(d / "A.npy").st_size == st.st_size
-    before = snapshot(d)
-    proc = run("gram", "A.npy", "--tile", "24", "--threads", "1", "--backend", "cpu", "-q", "-o", "C.npy",
-               "--resume", check=False)
-    one_line(proc, 2, "A.npy", "the input changed since the journal", "C.npy.outcore-journal")
-    assert snapshot(d) == before
+    refused(d, ["gram", "A.npy", "--tile", "24", "--threads", "1", "--backend", "cpu", "-q", "-o", "C.npy", "--resume"],
+            2, "A.npy", "the input changed since the journal", "C.npy.outcore-journal")
