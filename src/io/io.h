@@ -3,7 +3,7 @@
  *
  * Every reader names the file and the problem in its message and returns OC_ERR_INPUT
  * for bad input. Every writer writes under a temporary name in the destination directory
- * (PATH.tmp-XXXXXX) and renames it over PATH only when complete, so a failed or
+ * (PATH.tmp-PID-RANDOM) and renames it over PATH only when complete, so a failed or
  * interrupted job never leaves a file that looks done.
  */
 #ifndef OC_IO_IO_H

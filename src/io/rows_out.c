@@ -2,8 +2,8 @@
  * rows_out.c - oc_matrix_write_rows: a 0/1 matrix streamed to .npy in blocks of rows, for
  * matrices larger than memory (outcore gen).
  *
- *   PATH.tmp-XXXXXX   [ header | block 0 | block 1 | ... | block n-1 ]   renamed to PATH
- *                      ^ oc_npy_header, the same as oc_matrix_save's for the shape
+ *   PATH.tmp-PID-RANDOM   [ header | block 0 | block 1 | ... | block n-1 ]   renamed to PATH
+ *                          ^ oc_npy_header, the same as oc_matrix_save's for the shape
  *
  * Each worker of oc_parallel_run owns one bits buffer (block_rows rows of the caller's
  * stride) and, unpacked, one byte buffer: it takes the next block index, calls the
