@@ -168,7 +168,8 @@ oc_status oc_sys_check_space(oc_context *ctx, int fd, const char *name, int64_t 
 {
     struct statvfs vfs;
     struct stat sb;
-    if (fstatvfs(fd, &vfs) != 0 || fstat(fd, &sb) != 0) return OC_OK;
+    /* A file system that reports no size (some FUSE and network ones) says nothing of its space. */
+    if (fstatvfs(fd, &vfs) != 0 || fstat(fd, &sb) != 0 || vfs.f_blocks == 0) return OC_OK;
     /* What the file holds already (a resumed output) is not needed again. */
     int64_t have = (int64_t)sb.st_blocks * 512, avail = (int64_t)vfs.f_bavail * (int64_t)vfs.f_frsize;
     if (need - have <= avail) return OC_OK;
