@@ -182,6 +182,20 @@ typedef struct oc_write_options {
 OC_API oc_status oc_matrix_write_rows(oc_context *ctx, const char *path, int64_t rows, int64_t cols,
                                       oc_rows_fill_fn fill, void *user, const oc_write_options *opts);
 
+/* Output paths (docs/write-failures.md, "Output paths"). oc_output_check: OC_ERR_INPUT with one
+ * line when path cannot take an output (its folder missing or not writable, path a folder, a
+ * pipe or a device, a file the user may not write, a name too long for the temporary name
+ * written beside it); every job that writes a file makes the same check, this call makes it
+ * before any work. */
+OC_API oc_status oc_output_check(oc_context *ctx, const char *path);
+/* Called for each file oc_output_clean removed: its path and size in bytes. */
+typedef void (*oc_removed_fn)(void *user, const char *path, int64_t bytes);
+/* Removes what interrupted jobs left beside the output path: temporaries (PATH.tmp-*) of
+ * processes no longer running, and the resume journal (PATH.outcore-journal) with its
+ * snapshot, unless a running job holds it (OC_ERR_INPUT). fn may be NULL; *removed (may be
+ * NULL) gets the count. The output itself is never touched. */
+OC_API oc_status oc_output_clean(oc_context *ctx, const char *path, oc_removed_fn fn, void *user, int64_t *removed);
+
 OC_API int64_t oc_matrix_rows(const oc_matrix *m);
 OC_API int64_t oc_matrix_cols(const oc_matrix *m);
 /* The name used in messages: the file path, or "A"/"B" style names set by the caller. */

@@ -407,7 +407,7 @@ static void test_npy_write(void)
     w = NULL;
     CHECK_FAIL(oc_npy_out_create(ctx, nodir, OC_DTYPE_INT32, 2, 2, &w, &data), OC_ERR_INPUT, nodir, "does not exist");
     CHECK(w == NULL);
-    CHECK_FAIL(oc_npy_out_create(ctx, outdir, OC_DTYPE_INT32, 2, 2, &w, &data), OC_ERR_INPUT, outdir, "is a directory");
+    CHECK_FAIL(oc_npy_out_create(ctx, outdir, OC_DTYPE_INT32, 2, 2, &w, &data), OC_ERR_INPUT, outdir, "is a folder");
     CHECK_FAIL(oc_npy_out_create(ctx, path, 42, 2, 2, &w, &data), OC_ERR_INVALID_ARGUMENT, path, "dtype");
     CHECK_FAIL(oc_npy_out_create(ctx, path, OC_DTYPE_INT32, 0, 2, &w, &data), OC_ERR_INVALID_ARGUMENT, path);
     CHECK_FAIL(oc_npy_out_create(ctx, path, OC_DTYPE_INT32, INT64_C(1) << 40, INT64_C(1) << 30, &w, &data),

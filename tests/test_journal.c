@@ -41,7 +41,7 @@ static oc_status reopen(const char *path, const char *job, seen *s)
 {
     memset(s, 0, sizeof *s);
     oc_journal *j = NULL;
-    oc_status st = oc_journal_open(ctx, path, job, on_record, s, &j);
+    oc_status st = oc_journal_open(ctx, path, job, NULL, on_record, s, &j);
     oc_journal_close(j);
     return st;
 }
@@ -77,7 +77,7 @@ static void test_records_round_trip(const char *path)
     CHECK(s.types[1] == 2 && s.units[1] == 8 && strcmp(s.payloads[1], "beta") == 0);
     CHECK(s.types[2] == 3 && s.units[2] == 9 && s.payloads[2][0] == '\0');
     /* the payload offsets read the payloads back */
-    CHECK(oc_journal_open(ctx, path, JOB, NULL, NULL, &j) == OC_OK);
+    CHECK(oc_journal_open(ctx, path, JOB, NULL, NULL, NULL, &j) == OC_OK);
     char buf[5];
     CHECK(oc_journal_read(ctx, j, s.offsets[0], buf, 5) == OC_OK && memcmp(buf, "alpha", 5) == 0);
     oc_journal_close(j);
@@ -102,13 +102,13 @@ static void test_torn_and_damaged_records(const char *path)
     CHECK_EQ_I64(s.count, 2);
     /* an append after the torn record replaces it */
     oc_journal *j = NULL;
-    CHECK(oc_journal_open(ctx, path, JOB, NULL, NULL, &j) == OC_OK);
+    CHECK(oc_journal_open(ctx, path, JOB, NULL, NULL, NULL, &j) == OC_OK);
     CHECK(oc_journal_append(ctx, j, 4, 10, "gamma", 5) == OC_OK && oc_journal_flush(ctx, j) == OC_OK);
     oc_journal_close(j);
     CHECK(reopen(path, JOB, &s) == OC_OK);
     CHECK(s.count == 3 && s.types[2] == 4 && strcmp(s.payloads[2], "gamma") == 0);
     /* records from one whose payload starts at an offset on are dropped */
-    CHECK(oc_journal_open(ctx, path, JOB, NULL, NULL, &j) == OC_OK);
+    CHECK(oc_journal_open(ctx, path, JOB, NULL, NULL, NULL, &j) == OC_OK);
     CHECK(oc_journal_truncate_before(ctx, j, s.offsets[2]) == OC_OK);
     oc_journal_close(j);
     CHECK(reopen(path, JOB, &s) == OC_OK && s.count == 2);

@@ -224,3 +224,13 @@ void cli_cancel_on_signal(oc_context *ctx)
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
 }
+
+int cli_check_output(const char *path)
+{
+    oc_context *ctx = NULL;
+    oc_status st = oc_context_create(&ctx);
+    if (st == OC_OK) st = oc_output_check(ctx, path);
+    int rc = st == OC_OK ? -1 : cli_status_error(ctx, st);
+    oc_context_free(ctx);
+    return rc;
+}

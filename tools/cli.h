@@ -53,6 +53,11 @@ void cli_progress_init(cli_progress *p, const char *label, double work, int enab
 void cli_progress_update(void *user, double done, double total);
 void cli_progress_finish(cli_progress *p);
 
+/* oc_output_check on a context of its own, before anything else is checked or read: a folder
+ * or a missing folder is named before the extension. -1 when path can take the output,
+ * else the exit status (the message printed). */
+int cli_check_output(const char *path);
+
 /* The extension of path's file name after its last dot ("npz"), or "" when it has none. */
 const char *cli_path_extension(const char *path);
 double cli_now(void);

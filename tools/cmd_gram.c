@@ -191,6 +191,10 @@ static int parse_gram_args(int argc, char **argv, gram_args *g)
         return cli_usage_error("gram: no output given: add -o %s", g->opts.topk       ? "OUT.npz (or .tsv)"
                                                                   : g->opts.use_threshold ? "OUT.npz (or .mtx, .tsv)"
                                                                                           : "OUT.npy");
+    if (!g->plan) {
+        int rc = cli_check_output(g->output); /* a folder, a missing one: before the extension */
+        if (rc >= 0) return rc;
+    }
     return check_output_kind(g);
 }
 

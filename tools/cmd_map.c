@@ -144,6 +144,8 @@ static int parse_map_args(int argc, char **argv, map_args *g)
     if (!g->output && !g->explain && g->opts.reduce == OC_MAP_REDUCE_NONE)
         return cli_usage_error("map: no output given: add -o OUT.npy");
     if (g->output) {
+        int rc = cli_check_output(g->output); /* a folder, a missing one: before the extension */
+        if (rc >= 0) return rc;
         const char *dot = strrchr(g->output, '.'), *slash = strrchr(g->output, '/');
         if (!dot || (slash && dot < slash) || strcmp(dot, ".npy") != 0)
             return cli_usage_error("%s: map writes .npy files: name the output OUT.npy", g->output);

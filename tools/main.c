@@ -19,6 +19,7 @@ static const char usage[] =
     "  devices   the GPUs (and CPU) outcore can use, their limits and bandwidth\n"
     "  inspect   registers, shared memory and launch limits of a PTX/cubin kernel\n"
     "  map       a numpy-style expression over .npy arrays of any size  (outcore map --help)\n"
+    "  clean     remove what interrupted jobs left beside an output (outcore clean --help)\n"
     "\n"
     "  --version, --help\n"
     "Exit status: 0 success, 2 bad input or usage, 1 other failures, 130 interrupted.\n";
@@ -28,6 +29,7 @@ int main(int argc, char **argv)
     static const struct { const char *name; int (*run)(int, char **); } commands[] = {
         {"gram", oc_cmd_gram},       {"gen", oc_cmd_gen},         {"demo", oc_cmd_demo},
         {"devices", oc_cmd_devices}, {"inspect", oc_cmd_inspect}, {"map", oc_cmd_map},
+        {"clean", oc_cmd_clean},
     };
     if (argc < 2) {
         fputs(usage, stderr);

@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/error.h"
@@ -54,6 +55,9 @@ typedef struct pairs_rec {
 struct oc_resume {
     oc_journal *journal;
     char *snap_path;
+    const char *out_path;        /* the output's (the caller's string, for the job's life) */
+    const char *job_text;        /* the header's lines while the journal is opened */
+    const char *jpath;           /* the journal's name while it is opened */
     uint32_t job_crc;
     int kind;
     size_t elem;
@@ -88,6 +92,12 @@ static int on_record(void *user, uint32_t type, uint64_t unit, const void *paylo
     oc_resume *r = user;
     switch (type) {
     case REC_TEMP: {
+        /* Only a temporary of this output (PATH.tmp-...) is ever reopened or removed: a name
+         * elsewhere is damage, or planted, and is ignored. */
+        size_t ol = strlen(r->out_path);
+        if (len <= ol + 5 || memcmp(payload, r->out_path, ol) != 0 || memcmp((const char *)payload + ol, ".tmp-", 5) ||
+            memchr((const char *)payload + ol, '/', len - ol) || memchr(payload, '\0', len))
+            return 0;
         char **temps = realloc(r->temps, (size_t)(r->ntemps + 1) * sizeof *temps);
         if (!temps) return 1;
         r->temps = temps;
@@ -130,6 +140,49 @@ static int on_record(void *user, uint32_t type, uint64_t unit, const void *paylo
     }
 }
 
+/* A header line of an input ("a.size 123") that differs while its path does not: the input
+ * was changed (edited in place, replaced) since the journal was written. */
+static void input_changed(void *user, const char *have, size_t hl, const char *want, size_t wl, char *buf, size_t size)
+{
+    (void)have, (void)hl;
+    static const struct { const char *key, *what; } keys[] = {
+        {"shape", "shape"}, {"size", "size"}, {"mtime", "modification time"}, {"crc32", "content"},
+        {"rows_crc", "content"}};
+    const oc_resume *r = user;
+    if (wl < 3 || (want[0] != 'a' && want[0] != 'b') || want[1] != '.') return;
+    const char *what = NULL;
+    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; ++k) {
+        size_t kl = strlen(keys[k].key);
+        if (wl > 2 + kl && memcmp(want + 2, keys[k].key, kl) == 0 && want[2 + kl] == ' ') what = keys[k].what;
+    }
+    if (!what) return;
+    char tag[12];
+    snprintf(tag, sizeof tag, "\n%c.path ", want[0]);
+    const char *name = strstr(r->job_text, tag);
+    int nl = 0;
+    if (name) {
+        name += strlen(tag);
+        nl = (int)strcspn(name, "\n");
+    } else {
+        name = want[0] == 'a' ? "input A" : "input B";
+        nl = (int)strlen(name);
+    }
+    snprintf(buf, size, "%.*s: the input changed since the journal %s was written (its %s differs): its results so far "
+             "are not this input's; remove the journal (outcore clean %s) to start over", nl, name, r->jpath, what,
+             r->out_path);
+}
+
+/* A journal or snapshot name that holds something else than a regular file is refused:
+ * nothing is written or read through a planted link. Sets *exists. */
+static oc_status side_file_check(oc_context *ctx, const char *path, const char *what, int *exists)
+{
+    struct stat sb;
+    *exists = lstat(path, &sb) == 0;
+    if (!*exists || S_ISREG(sb.st_mode)) return OC_OK;
+    return oc_fail(ctx, OC_ERR_INPUT, "%s: the %s is %s, not a regular file: outcore does not follow it; remove it",
+                   path, what, S_ISLNK(sb.st_mode) ? "a symbolic link" : S_ISDIR(sb.st_mode) ? "a folder" : "special");
+}
+
 /* ---------------------------------------------------------------- start and end */
 oc_status oc_resume_start(oc_context *ctx, const oc_gram_job *job, const oc_output *out, oc_resume **out_r)
 {
@@ -141,11 +194,18 @@ oc_status oc_resume_start(oc_context *ctx, const oc_gram_job *job, const oc_outp
     }
     char *jpath = oc_journal_path_for(out->path);
     if (!jpath) return oc_fail(ctx, OC_ERR_NO_MEMORY, "out of memory");
-    int exists = access(jpath, F_OK) == 0;
+    int exists = 0;
+    oc_status checked = side_file_check(ctx, jpath, "resume journal", &exists);
+    if (checked == OC_OK && job->opts->resume)
+        checked = oc_output_name_fits(ctx, out->path, ".outcore-journal.topk", OC_TMP_SUFFIX_MAX);
+    if (checked != OC_OK) {
+        free(jpath);
+        return checked;
+    }
     if (!job->opts->resume) {
         oc_status st = exists ? oc_fail(ctx, OC_ERR_INPUT, "%s: an interrupted job left this journal: run the same "
-                                        "command with --resume (Python: resume=True) to continue it, or remove it "
-                                        "(and %s.tmp-*) to start over", jpath, out->path)
+                                        "command with --resume (Python: resume=True) to continue it, or "
+                                        "'outcore clean %s' to start over", jpath, out->path)
                               : OC_OK;
         free(jpath);
         return st;
@@ -172,16 +232,22 @@ oc_status oc_resume_start(oc_context *ctx, const oc_gram_job *job, const oc_outp
         goto cleanup;
     }
     snprintf(r->snap_path, jl + sizeof ".topk", "%s.topk", jpath);
+    int snap_exists;
+    OC_CHECK_GOTO(side_file_check(ctx, r->snap_path, "top-k snapshot of the resume journal", &snap_exists));
     OC_CHECK_GOTO(oc_resume_describe_job(ctx, job, out, &text));
     r->job_crc = oc_crc32_update(0, text, strlen(text));
+    r->out_path = out->path;
     if (exists) {
         r->resumed = 1;
-        OC_CHECK_GOTO(oc_journal_open(ctx, jpath, text, on_record, r, &r->journal));
+        r->job_text = text;
+        r->jpath = jpath;
+        OC_CHECK_GOTO(oc_journal_open(ctx, jpath, text, input_changed, on_record, r, &r->journal));
+        r->job_text = r->jpath = NULL;
         /* PAIRS after the last BLOCKS went to an output that died with its run. */
         if (r->uncommitted_off >= 0) OC_CHECK_GOTO(oc_journal_truncate_before(ctx, r->journal, r->uncommitted_off));
         r->npairs = r->pairs_committed;
     } else {
-        unlink(r->snap_path); /* an earlier job's, whose journal is gone */
+        if (snap_exists) unlink(r->snap_path); /* an earlier job's, whose journal is gone */
         OC_CHECK_GOTO(oc_journal_create(ctx, jpath, text, &r->journal));
     }
     free(text);

@@ -6,8 +6,9 @@
  *   keys     n x kept, as oc_select_topk_keys holds them
  *   crc      CRC-32 of all of the above
  *
- * It is written whole under a temporary name, flushed and renamed, so the file under its name
- * is always one complete snapshot; a damaged or foreign one is not loaded.
+ * It is written whole under a temporary name (io.h's oc_tmpfile: created anew, never through a
+ * link), flushed and renamed, so the file under its name is always one complete snapshot; a
+ * damaged or foreign one is not loaded, and a link under its name is not followed.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -20,6 +21,7 @@
 #include "exec/gram_resume_parts.h"
 #include "exec/select.h"
 #include "io/crc32.h"
+#include "io/io.h"
 #include "io/sysio.h"
 
 #define SNAPSHOT_MAGIC 0x4B504F544A434F00ull /* "\0OCJTOPK" */
@@ -36,7 +38,7 @@ int oc_resume_snapshot_load(const char *path, uint32_t job_crc, int64_t tile, in
 {
     oc_select *s = job->select;
     const int64_t kept = oc_select_kept(s), bitmap = (ntiles + 7) / 8;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) return 0;
     snapshot_head h;
     int ok = pread(fd, &h, sizeof h, 0) == (ssize_t)sizeof h && h.magic == SNAPSHOT_MAGIC && h.job_crc == job_crc &&
@@ -74,22 +76,19 @@ oc_status oc_resume_snapshot_write(oc_context *ctx, const char *path, uint32_t j
     const size_t key_bytes = (size_t)(job->n * kept) * 8;
     uint32_t crc = oc_crc32_update(oc_crc32_update(oc_crc32_update(0, &h, sizeof h), done, (size_t)bitmap), keys,
                                    key_bytes);
-    size_t len = strlen(path);
-    char *tmp = malloc(len + 5);
-    if (!tmp) return oc_fail(ctx, OC_ERR_NO_MEMORY, "out of memory");
-    snprintf(tmp, len + 5, "%s.new", path);
-    int fd = oc_sys_open(ctx, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-    int err = fd < 0 ? errno : 0;
-    if (!err) err = oc_sys_write_all(ctx, fd, &h, sizeof h, 0);
-    if (!err) err = oc_sys_write_all(ctx, fd, done, (size_t)bitmap, (int64_t)sizeof h);
-    if (!err && key_bytes) err = oc_sys_write_all(ctx, fd, keys, key_bytes, (int64_t)(sizeof h + (size_t)bitmap));
-    if (!err) err = oc_sys_write_all(ctx, fd, &crc, 4, (int64_t)(sizeof h + (size_t)bitmap + key_bytes));
-    if (!err && oc_sys_fsync(ctx, fd) != 0) err = errno;
-    if (fd >= 0) close(fd);
-    if (!err && oc_sys_rename(ctx, tmp, path) != 0) err = errno;
-    if (err) unlink(tmp);
-    free(tmp);
-    if (err) return oc_io_fail(ctx, "writing the top-k snapshot", path, err, -1, -1, -1);
+    oc_tmpfile f;
+    OC_CHECK(oc_tmpfile_open(ctx, path, &f));
+    int err = oc_sys_write_all(ctx, f.fd, &h, sizeof h, 0);
+    if (!err) err = oc_sys_write_all(ctx, f.fd, done, (size_t)bitmap, (int64_t)sizeof h);
+    if (!err && key_bytes) err = oc_sys_write_all(ctx, f.fd, keys, key_bytes, (int64_t)(sizeof h + (size_t)bitmap));
+    if (!err) err = oc_sys_write_all(ctx, f.fd, &crc, 4, (int64_t)(sizeof h + (size_t)bitmap + key_bytes));
+    if (!err) {
+        oc_status st = oc_tmpfile_commit(ctx, &f); /* releases f either way */
+        if (st != OC_OK) return oc_trace_at(ctx, st, __FILE__, __LINE__);
+    } else {
+        oc_tmpfile_abort(&f);
+        return oc_io_fail(ctx, "writing the top-k snapshot", path, err, -1, -1, -1);
+    }
     *crc_out = crc;
     return OC_OK;
 }

@@ -3,7 +3,7 @@
  *
  * Every reader names the file and the problem in its message and returns OC_ERR_INPUT
  * for bad input. Every writer writes under a temporary name in the destination directory
- * (PATH.tmp-XXXXXX) and renames it over PATH only when complete, so a failed or
+ * (PATH.tmp-PID-RANDOM) and renames it over PATH only when complete, so a failed or
  * interrupted job never leaves a file that looks done.
  */
 #ifndef OC_IO_IO_H
@@ -11,6 +11,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include "outcore.h"
 
 /* Readers (oc_matrix_read dispatches on the extension; opts is never NULL here). */
@@ -54,7 +55,12 @@ oc_status oc_npy_out_reopen(oc_context *ctx, const char *path, const char *temp_
  * should not fault it in again (oc_dense_sink.populate). */
 int oc_npy_out_prefaulted(const oc_npy_out *w);
 
-/* Temporary-name helpers for writers of other formats (.npz, .tsv, .mtx). */
+/* Temporary-name helpers for every writer (and the resume journal's files): the file is
+ * created as PATH.tmp-PID-RANDOM beside PATH (O_CREAT|O_EXCL|O_NOFOLLOW, RANDOM from
+ * getrandom) and holds an exclusive flock for as long as it is open, so a later run can tell
+ * a temporary of a live job from one a dead job left. oc_tmpfile_open first checks PATH
+ * (oc_output_path_check) and removes the stale temporaries beside it (oc_stale_temps_remove);
+ * a replaced file's mode (and, under root, owner) passes to the new one. */
 typedef struct oc_tmpfile {
     char *path;      /* final name */
     char *tmp_path;  /* where it is written */
@@ -78,6 +84,33 @@ const char *oc_scratch_dir(void);
 /* Fails with OC_ERR_INPUT when path names the file a or b (either may be NULL) was read
  * from, by any name: same path, another spelling, a symbolic or a hard link. */
 oc_status oc_output_check_not_input(oc_context *ctx, const char *path, const oc_matrix *a, const oc_matrix *b);
+
+/* ---------------------------------------------------------------- output paths (output_path.c) */
+/* The longest suffix of a temporary name: ".tmp-" PID (10 digits) "-" RANDOM (8). */
+#define OC_TMP_SUFFIX_MAX 24
+/* What an existing regular output is: the file that replaces it gets its mode and owner. */
+typedef struct oc_output_prior {
+    int exists;
+    mode_t mode;
+    uid_t uid;
+    gid_t gid;
+} oc_output_prior;
+/* OC_ERR_INPUT with one line when path cannot take an output: its folder missing or not
+ * writable, path a folder, a pipe, a socket or a device, a file the user may not write, or a
+ * name whose temporary name would pass NAME_MAX. prior (may be NULL) describes an existing
+ * regular file. A symbolic link passes: the rename replaces the link, never its target. */
+oc_status oc_output_path_check(oc_context *ctx, const char *path, oc_output_prior *prior);
+/* OC_ERR_INPUT when path's file name followed by side and then `extra` more characters (a
+ * temporary suffix) would pass its file system's NAME_MAX. */
+oc_status oc_output_name_fits(oc_context *ctx, const char *path, const char *side, size_t extra);
+/* The folder part of path ("." when it has none). */
+void oc_path_folder(const char *path, char *buf, size_t size);
+
+/* ---------------------------------------------------------------- stale temporaries (output_stale.c) */
+/* Removes the temporaries PATH.tmp-PID-RANDOM beside path whose process is no longer running
+ * (no flock held on the file, and no process PID), except while path has a resume journal,
+ * which owns them. Each removal is one line on stderr. Returns how many were removed. */
+int oc_stale_temps_remove(const char *path);
 
 /* Lower-case extension of path without the dot ("npy"), or "" when none. */
 const char *oc_path_extension(const char *path, char *buf, size_t bufsize);

@@ -12,11 +12,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/error.h"
 #include "io/crc32.h"
+#include "io/io.h"
 #include "io/sysio.h"
 
 #define JOURNAL_MAGIC_LINE "outcore-journal 1\n"
@@ -93,15 +95,27 @@ oc_status oc_journal_create(oc_context *ctx, const char *path, const char *job, 
         st = oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: out of memory", path);
         goto fail;
     }
-    j->fd = oc_sys_open(ctx, path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-    int err = j->fd < 0 ? errno : oc_sys_write_all(ctx, j->fd, text, len, 0);
-    if (!err && oc_sys_fsync(ctx, j->fd) != 0) err = errno;
-    free(text);
-    if (err) {
-        st = oc_io_fail(ctx, "writing the resume journal", path, err, -1, -1, -1);
-        if (j->fd >= 0) unlink(path);
+    /* Written whole under a new name no one can guess, then renamed: a link planted under
+     * the journal's name is replaced, never followed. The temporary's lock (tmpfile.c) stays
+     * with the journal: it says a running job holds it. */
+    oc_tmpfile f;
+    st = oc_tmpfile_open(ctx, path, &f);
+    if (st != OC_OK) {
+        free(text);
         goto fail;
     }
+    int err = oc_sys_write_all(ctx, f.fd, text, len, 0);
+    if (!err && oc_sys_fsync(ctx, f.fd) != 0) err = errno;
+    if (!err && oc_sys_rename(ctx, f.tmp_path, path) != 0) err = errno;
+    free(text);
+    if (err) {
+        oc_tmpfile_abort(&f);
+        st = oc_io_fail(ctx, "writing the resume journal", path, err, -1, -1, -1);
+        goto fail;
+    }
+    j->fd = f.fd;
+    free(f.tmp_path);
+    free(f.path);
     j->end = (int64_t)len;
     *out = j;
     return OC_OK;
@@ -110,22 +124,28 @@ fail:
     return st;
 }
 
-/* The first line where the journal's header and the job's differ, for the message. */
-static void first_difference(const char *have, const char *want, char *buf, size_t size)
+/* The first line where the journal's header and the job's differ, for the message: the
+ * caller's differ says what it means, else both lines are quoted. */
+static void first_difference(const char *path, const char *have, const char *want, oc_journal_differ_fn differ,
+                             void *user, char *buf, size_t size)
 {
     for (;;) {
         const char *he = strchr(have, '\n'), *we = strchr(want, '\n');
         size_t hl = he ? (size_t)(he - have) : strlen(have), wl = we ? (size_t)(we - want) : strlen(want);
         if (hl != wl || memcmp(have, want, hl) != 0) {
-            snprintf(buf, size, "%s%.*s%s (journal) against %s%.*s%s (this job)", hl ? "'" : "", (int)hl, have,
-                     hl ? "'" : "nothing", wl ? "'" : "", (int)wl, want, wl ? "'" : "nothing");
+            buf[0] = '\0';
+            if (differ) differ(user, have, hl, want, wl, buf, size);
+            if (buf[0]) return;
+            snprintf(buf, size, "%s: the journal was made for another job: %s%.*s%s (journal) against %s%.*s%s (this "
+                     "job); remove it to start over", path, hl ? "'" : "", (int)hl, have, hl ? "'" : "nothing",
+                     wl ? "'" : "", (int)wl, want, wl ? "'" : "nothing");
             return;
         }
         if (!he || !we) break;
         have = he + 1;
         want = we + 1;
     }
-    snprintf(buf, size, "the headers differ");
+    snprintf(buf, size, "%s: the journal was made for another job: the headers differ; remove it to start over", path);
 }
 
 /* Reads the header at the start of the file into a string; returns its length in the
@@ -148,17 +168,29 @@ static size_t read_header(int fd, char **job_out)
     return *job_out ? body + 13 : 0;
 }
 
-oc_status oc_journal_open(oc_context *ctx, const char *path, const char *job, oc_journal_record_fn fn, void *user,
-                          oc_journal **out)
+oc_status oc_journal_open(oc_context *ctx, const char *path, const char *job, oc_journal_differ_fn differ,
+                          oc_journal_record_fn fn, void *user, oc_journal **out)
 {
     oc_journal *j = NULL;
     OC_CHECK(journal_alloc(ctx, path, &j));
     oc_status st = OC_OK;
     char *have = NULL;
     unsigned char *payload = NULL;
-    j->fd = oc_sys_open(ctx, path, O_RDWR | O_CLOEXEC, 0);
+    /* O_NOFOLLOW: a journal that is a symbolic link is refused, not followed. */
+    j->fd = oc_sys_open(ctx, path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0);
+    struct stat sb;
     if (j->fd < 0) {
-        st = oc_fail(ctx, OC_ERR_INPUT, "%s: cannot open the resume journal: %s", path, strerror(errno));
+        st = oc_fail(ctx, OC_ERR_INPUT, "%s: cannot open the resume journal: %s", path,
+                     errno == ELOOP ? "it is a symbolic link; remove it" : strerror(errno));
+        goto fail;
+    }
+    if (fstat(j->fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        st = oc_fail(ctx, OC_ERR_INPUT, "%s: the resume journal is not a regular file; remove it", path);
+        goto fail;
+    }
+    if (flock(j->fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK) {
+        st = oc_fail(ctx, OC_ERR_INPUT, "%s: a running job holds this resume journal: let it end before resuming",
+                     path);
         goto fail;
     }
     size_t hlen = read_header(j->fd, &have);
@@ -168,10 +200,9 @@ oc_status oc_journal_open(oc_context *ctx, const char *path, const char *job, oc
         goto fail;
     }
     if (strcmp(have, job) != 0) {
-        char diff[512];
-        first_difference(have, job, diff, sizeof diff);
-        st = oc_fail(ctx, OC_ERR_INPUT, "%s: the journal was made for another job: %s; remove it to start over", path,
-                     diff);
+        char diff[1024];
+        first_difference(path, have, job, differ, user, diff, sizeof diff);
+        st = oc_fail(ctx, OC_ERR_INPUT, "%s", diff);
         goto fail;
     }
     int64_t off = (int64_t)hlen, size = oc_sys_file_size(j->fd);

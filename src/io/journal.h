@@ -26,8 +26,9 @@ typedef struct oc_journal oc_journal;
 /* The journal's name for an output: PATH.outcore-journal (malloc'd; NULL when out of memory). */
 char *oc_journal_path_for(const char *output_path);
 
-/* Creates (or replaces) the journal at path with the header `job` (lines "key value\n"),
- * written and flushed before it returns. */
+/* Creates the journal at path with the header `job` (lines "key value\n"), written and
+ * flushed under a temporary name (io.h's oc_tmpfile) and renamed to path before it returns;
+ * the job holds its lock while it is open. */
 oc_status oc_journal_create(oc_context *ctx, const char *path, const char *job, oc_journal **out);
 
 /* Called for each valid record, in order; offset is where its payload starts in the file. A
@@ -35,11 +36,18 @@ oc_status oc_journal_create(oc_context *ctx, const char *path, const char *job, 
 typedef int (*oc_journal_record_fn)(void *user, uint32_t type, uint64_t unit, const void *payload, uint32_t len,
                                     int64_t offset);
 
-/* Opens an existing journal for appending: checks its header against `job` and calls fn on
+/* Says what it means that the journal's header line `have` (hl characters) is the job's
+ * `want` (wl) no more: writes the whole one-line message into buf, or leaves it empty for
+ * the default, which quotes both lines. */
+typedef void (*oc_journal_differ_fn)(void *user, const char *have, size_t hl, const char *want, size_t wl, char *buf,
+                                     size_t size);
+
+/* Opens an existing journal for appending (never through a symbolic link; a journal that
+ * another running job holds is refused): checks its header against `job` and calls fn on
  * each valid record. OC_ERR_INPUT with one line naming the journal and the first line that
- * differs (or the damage) when it belongs to another job. */
-oc_status oc_journal_open(oc_context *ctx, const char *path, const char *job, oc_journal_record_fn fn, void *user,
-                          oc_journal **out);
+ * differs (differ, which may be NULL, words it) or the damage when it belongs to another job. */
+oc_status oc_journal_open(oc_context *ctx, const char *path, const char *job, oc_journal_differ_fn differ,
+                          oc_journal_record_fn fn, void *user, oc_journal **out);
 
 /* Drops every record from the one whose payload starts at `offset` on: they are recomputed. */
 oc_status oc_journal_truncate_before(oc_context *ctx, oc_journal *j, int64_t offset);

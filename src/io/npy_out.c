@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
@@ -89,6 +90,9 @@ static oc_status npy_out_map(oc_context *ctx, const char *path, size_t total, oc
 {
     OC_CHECK(oc_tmpfile_open(ctx, path, &w->file));
     int fd = w->file.fd;
+    /* A file that cannot fit is refused before it is sized: reserving it would fill the file
+     * system first (and then find no free space to report). */
+    OC_CHECK(oc_sys_check_space(ctx, fd, path, (int64_t)total));
     if (oc_sys_ftruncate(ctx, fd, (off_t)total) != 0)
         return oc_io_fail(ctx, "writing", path, errno, -1, (int64_t)total, fd);
     /* Reserve the blocks now: a shared mapping of a sparse file that later meets a full disk
@@ -205,9 +209,13 @@ oc_status oc_npy_out_reopen(oc_context *ctx, const char *path, const char *temp_
         oc_npy_out_keep(w);
         return oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: out of memory", path);
     }
-    w->file.fd = oc_sys_open(ctx, temp_path, O_RDWR | O_CLOEXEC, 0);
+    /* Never through a link; held (flock) while this run uses it, as a new temporary is. */
+    w->file.fd = oc_sys_open(ctx, temp_path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0);
     const char *problem = NULL;
-    if (w->file.fd < 0) problem = strerror(errno);
+    struct stat sb;
+    if (w->file.fd < 0) problem = errno == ELOOP ? "it is a symbolic link" : strerror(errno);
+    else if (fstat(w->file.fd, &sb) != 0 || !S_ISREG(sb.st_mode)) problem = "it is not a regular file";
+    else if (flock(w->file.fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK) problem = "a running job holds it";
     else if (oc_sys_file_size(w->file.fd) != (int64_t)total) problem = "its size is not the result's";
     else if (pread(w->file.fd, have, offset, 0) != (ssize_t)offset || memcmp(have, header, offset) != 0)
         problem = "its header is not the result's";

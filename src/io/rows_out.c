@@ -2,8 +2,8 @@
  * rows_out.c - oc_matrix_write_rows: a 0/1 matrix streamed to .npy in blocks of rows, for
  * matrices larger than memory (outcore gen).
  *
- *   PATH.tmp-XXXXXX   [ header | block 0 | block 1 | ... | block n-1 ]   renamed to PATH
- *                      ^ oc_npy_header, the same as oc_matrix_save's for the shape
+ *   PATH.tmp-PID-RANDOM   [ header | block 0 | block 1 | ... | block n-1 ]   renamed to PATH
+ *                          ^ oc_npy_header, the same as oc_matrix_save's for the shape
  *
  * Each worker of oc_parallel_run owns one bits buffer (block_rows rows of the caller's
  * stride) and, unpacked, one byte buffer: it takes the next block index, calls the
@@ -204,6 +204,7 @@ oc_status oc_matrix_write_rows(oc_context *ctx, const char *path, int64_t rows, 
     int err;
     /* Reserve the blocks now, so that a full disk shows before the work; file systems
      * without fallocate find it at the write that meets it. */
+    if ((st = oc_sys_check_space(ctx, job.fd, path, total)) != OC_OK) goto cleanup;
     if (oc_sys_fallocate(ctx, job.fd, 0, (off_t)total) != 0 && errno != EOPNOTSUPP && errno != ENOSYS) {
         st = oc_io_fail(ctx, "reserving space for", path, errno, -1, total, job.fd);
         goto cleanup;

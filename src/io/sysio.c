@@ -156,6 +156,29 @@ static void size_in(char *buf, size_t size, int64_t v, double scale)
     else snprintf(buf, size, "%.1f", (double)v / scale);
 }
 
+void oc_size_text(char *buf, size_t size, int64_t bytes)
+{
+    const char *unit;
+    char v[24];
+    size_in(v, sizeof v, bytes, size_unit(bytes, &unit));
+    snprintf(buf, size, "%s %s", v, unit);
+}
+
+oc_status oc_sys_check_space(oc_context *ctx, int fd, const char *name, int64_t need)
+{
+    struct statvfs vfs;
+    struct stat sb;
+    /* A file system that reports no size (some FUSE and network ones) says nothing of its space. */
+    if (fstatvfs(fd, &vfs) != 0 || fstat(fd, &sb) != 0 || vfs.f_blocks == 0) return OC_OK;
+    /* What the file holds already (a resumed output) is not needed again. */
+    int64_t have = (int64_t)sb.st_blocks * 512, avail = (int64_t)vfs.f_bavail * (int64_t)vfs.f_frsize;
+    if (need - have <= avail) return OC_OK;
+    char a[40], b[40];
+    oc_size_text(a, sizeof a, need);
+    oc_size_text(b, sizeof b, avail);
+    return oc_fail(ctx, OC_ERR_IO, "disk full writing %s: it needs %s, its file system has %s free", name, a, b);
+}
+
 /* "1.2 of 4.0 GB written", "1.2 GB written" (total < 0), "4.0 GB needed, 1.2 GB free". */
 static void progress_text(char *buf, size_t size, int err, int64_t done, int64_t total, int free_fd)
 {
@@ -171,9 +194,11 @@ static void progress_text(char *buf, size_t size, int err, int64_t done, int64_t
     } else if (total >= 0) {
         size_in(a, sizeof a, total, size_unit(total, &unit));
         int n = snprintf(buf, size, "%s %s needed", a, unit);
-        if ((err == ENOSPC || err == EDQUOT) && free_fd >= 0 && fstatvfs(free_fd, &vfs) == 0 && n > 0 &&
-            (size_t)n < size) {
-            int64_t avail = (int64_t)vfs.f_bavail * (int64_t)vfs.f_frsize;
+        struct stat sb;
+        if ((err == ENOSPC || err == EDQUOT) && free_fd >= 0 && fstatvfs(free_fd, &vfs) == 0 &&
+            fstat(free_fd, &sb) == 0 && n > 0 && (size_t)n < size) {
+            /* A failed fallocate may keep what it reserved until the file goes: that was free. */
+            int64_t avail = (int64_t)vfs.f_bavail * (int64_t)vfs.f_frsize + (int64_t)sb.st_blocks * 512;
             size_in(b, sizeof b, avail, size_unit(avail, &unit));
             snprintf(buf + n, size - (size_t)n, ", %s %s free", b, unit);
         }

@@ -42,6 +42,15 @@ int oc_sys_write_all(oc_context *ctx, int fd, const void *buf, size_t len, int64
 /* The size of the file behind fd, or -1: how much of an output was written when it failed. */
 int64_t oc_sys_file_size(int fd);
 
+/* bytes as people read them: "512 bytes", "1.2 MB", "80.0 GB". */
+void oc_size_text(char *buf, size_t size, int64_t bytes);
+
+/* OC_ERR_IO "disk full writing NAME: it needs 80.0 GB, its file system has 75.3 GB free"
+ * when the file system of fd has less than `need` bytes free beyond what fd's file already
+ * holds; OC_OK otherwise, or when the free space cannot be known. Writers check it before
+ * they size or reserve a file, so a job that cannot fit fails before it fills the disk. */
+oc_status oc_sys_check_space(oc_context *ctx, int fd, const char *name, int64_t need);
+
 /* The one-line message of a write-side failure:
  *   "disk full writing C.npy: 1.2 of 4.0 GB written"        (ENOSPC; EDQUOT: "disk quota exceeded")
  *   "I/O error writing C.npy: 1.2 GB written"               (EIO; total unknown)

@@ -1,11 +1,14 @@
 /*
- * tmpfile.c - write-then-rename: every output is created as PATH.tmp-XXXXXX beside PATH and
- * renamed over PATH only when complete.
+ * tmpfile.c - write-then-rename: every output is created as PATH.tmp-PID-RANDOM beside PATH
+ * and renamed over PATH only when complete.
  *
  * The temporary file lives in the destination directory because rename(2) is atomic only
  * within one file system; a reader of PATH sees either the old file or the finished new one.
- * A missing or unwritable directory is found here, before any work starts, and reported as
- * bad input naming the path.
+ * What PATH holds now is checked first (output_path.c: a missing folder, a folder, a pipe, a
+ * read-only file are bad input naming the path), and the temporaries that dead processes left
+ * beside it are removed (output_stale.c). The new file is created with O_EXCL under a name no
+ * one can guess, holds an flock while it is open (its PID and the lock tell a later run
+ * whether its job still runs), and takes the mode of the file it replaces.
  *
  * Commit flushes the file to the disk (fsync) before it renames it: a rename that reaches
  * the disk before the data would leave, after a crash, a complete-looking name over an
@@ -23,6 +26,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -47,40 +52,49 @@ const char *oc_path_extension(const char *path, char *buf, size_t bufsize)
     return buf;
 }
 
-/* The directory part of path, for messages ("." when path has none). */
-static void path_directory(const char *path, char *buf, size_t size)
-{
-    const char *slash = strrchr(path, '/');
-    if (!slash)
-        snprintf(buf, size, ".");
-    else if (slash == path)
-        snprintf(buf, size, "/");
-    else
-        snprintf(buf, size, "%.*s", (int)(slash - path), path);
-}
-
-/* Turns the errno of a failed create in path's directory into a one-line message. */
+/* Turns the errno of a failed create in path's folder into a one-line message. */
 static oc_status fail_create(oc_context *ctx, const char *path, int err)
 {
     char dir[4096];
-    path_directory(path, dir, sizeof dir);
+    oc_path_folder(path, dir, sizeof dir);
     switch (err) {
     case ENOENT:
-        return oc_fail(ctx, OC_ERR_INPUT, "%s: cannot write the output: directory %s does not exist", path, dir);
-    case ENOTDIR: return oc_fail(ctx, OC_ERR_INPUT, "%s: cannot write the output: %s is not a directory", path, dir);
+        return oc_fail(ctx, OC_ERR_INPUT, "%s: cannot write the output: folder %s does not exist", path, dir);
+    case ENOTDIR: return oc_fail(ctx, OC_ERR_INPUT, "%s: cannot write the output: %s is not a folder", path, dir);
     case EACCES:
     case EPERM:
-        return oc_fail(ctx, OC_ERR_INPUT, "%s: cannot write the output: no write permission in directory %s", path,
-                       dir);
+        return oc_fail(ctx, OC_ERR_INPUT, "%s: cannot write the output: no write permission in folder %s", path, dir);
     case EROFS:
-        return oc_fail(ctx, OC_ERR_INPUT, "%s: cannot write the output: directory %s is on a read-only file system",
+        return oc_fail(ctx, OC_ERR_INPUT, "%s: cannot write the output: folder %s is on a read-only file system",
                        path, dir);
+    case ENAMETOOLONG:
+        return oc_fail(ctx, OC_ERR_INPUT, "%s: cannot write the output: its temporary name beside it is too long for "
+                       "the file system", path);
     case ENOSPC: /* the file system ran out of room (or of inodes), or its device failed */
     case EDQUOT:
     case EIO: return oc_io_fail(ctx, "creating", path, err, -1, -1, -1);
     default:
-        return oc_fail(ctx, OC_ERR_INPUT, "%s: cannot create the output in directory %s: %s", path, dir, strerror(err));
+        return oc_fail(ctx, OC_ERR_INPUT, "%s: cannot create the output in folder %s: %s", path, dir, strerror(err));
     }
+}
+
+/* RANDOM of a temporary name: 8 characters from getrandom, or, where it fails, from the
+ * clock and the address of f (O_EXCL still settles any collision). */
+static void random_suffix(char out[9], const void *f)
+{
+    static const char alphabet[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    unsigned char bytes[8];
+    if (getrandom(bytes, sizeof bytes, GRND_NONBLOCK) != (ssize_t)sizeof bytes) {
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME, &now);
+        uint64_t seed = (uint64_t)now.tv_nsec * 0x9E3779B97F4A7C15ull ^ (uint64_t)getpid() << 32 ^ (uintptr_t)f;
+        for (int k = 0; k < 8; ++k) {
+            seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+            bytes[k] = (unsigned char)seed;
+        }
+    }
+    for (int k = 0; k < 8; ++k) out[k] = alphabet[bytes[k] % (sizeof alphabet - 1)];
+    out[8] = '\0';
 }
 
 oc_status oc_tmpfile_open(oc_context *ctx, const char *path, oc_tmpfile *f)
@@ -88,14 +102,13 @@ oc_status oc_tmpfile_open(oc_context *ctx, const char *path, oc_tmpfile *f)
     if (!path || !f) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_tmpfile_open: NULL argument");
     f->path = f->tmp_path = NULL;
     f->fd = -1;
-    if (path[0] == '\0') return oc_fail(ctx, OC_ERR_INPUT, "the output path is empty");
-    struct stat sb;
-    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
-        return oc_fail(ctx, OC_ERR_INPUT, "%s: the output path is a directory", path);
+    oc_output_prior prior;
+    OC_CHECK(oc_output_path_check(ctx, path, &prior));
+    oc_stale_temps_remove(path);
 
-    size_t len = strlen(path);
+    size_t len = strlen(path), cap = len + OC_TMP_SUFFIX_MAX + 1;
     f->path = malloc(len + 1);
-    f->tmp_path = malloc(len + sizeof ".tmp-XXXXXX");
+    f->tmp_path = malloc(cap);
     if (!f->path || !f->tmp_path) {
         oc_tmpfile_abort(f);
         return oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: out of memory for the output name", path);
@@ -103,21 +116,14 @@ oc_status oc_tmpfile_open(oc_context *ctx, const char *path, oc_tmpfile *f)
     memcpy(f->path, path, len + 1);
 
     /* Not mkstemp: it creates mode 0600, and an output should get the permissions any other
-     * new file gets (0666 less the umask). The name is random enough; O_EXCL settles races. */
-    static const char alphabet[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
-    uint64_t seed = (uint64_t)now.tv_nsec * 0x9E3779B97F4A7C15ull ^ (uint64_t)getpid() << 32 ^ (uintptr_t)f;
+     * new file gets (0666 less the umask), or those of the file it replaces. O_EXCL (which
+     * never follows a symbolic link) settles races; O_NOFOLLOW says so twice. */
     for (int attempt = 0; attempt < 100; ++attempt) {
-        char suffix[7];
-        for (int k = 0; k < 6; ++k) {
-            seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
-            suffix[k] = alphabet[seed % (sizeof alphabet - 1)];
-        }
-        suffix[6] = '\0';
-        snprintf(f->tmp_path, len + sizeof ".tmp-XXXXXX", "%s.tmp-%s", path, suffix);
-        f->fd = oc_sys_open(ctx, f->tmp_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-        if (f->fd >= 0) return OC_OK;
+        char suffix[9];
+        random_suffix(suffix, f);
+        snprintf(f->tmp_path, cap, "%s.tmp-%ld-%s", path, (long)getpid(), suffix);
+        f->fd = oc_sys_open(ctx, f->tmp_path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+        if (f->fd >= 0) break;
         if (errno != EEXIST) {
             int err = errno;
             free(f->tmp_path);
@@ -126,10 +132,25 @@ oc_status oc_tmpfile_open(oc_context *ctx, const char *path, oc_tmpfile *f)
             return fail_create(ctx, path, err);
         }
     }
-    free(f->tmp_path);
-    f->tmp_path = NULL;
-    oc_tmpfile_abort(f);
-    return oc_fail(ctx, OC_ERR_IO, "%s: could not find a free temporary name beside it", path);
+    if (f->fd < 0) {
+        free(f->tmp_path);
+        f->tmp_path = NULL;
+        oc_tmpfile_abort(f);
+        return oc_fail(ctx, OC_ERR_IO, "%s: could not find a free temporary name beside it", path);
+    }
+    /* Held while the file is open: a later run sees a live job's temporary by it. */
+    (void)flock(f->fd, LOCK_EX | LOCK_NB);
+    if (prior.exists) {
+        /* The replaced file's owner (only root can give a file away) and mode. */
+        if (geteuid() == 0) (void)fchown(f->fd, prior.uid, prior.gid);
+        if (fchmod(f->fd, prior.mode & 0777) != 0) {
+            int err = errno;
+            oc_tmpfile_abort(f);
+            return oc_fail(ctx, OC_ERR_IO, "%s: cannot give the new file the mode %04o of the old: %s", path,
+                           (unsigned)(prior.mode & 0777), strerror(err));
+        }
+    }
+    return OC_OK;
 }
 
 oc_status oc_tmpfile_commit(oc_context *ctx, oc_tmpfile *f)

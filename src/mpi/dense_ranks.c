@@ -1,7 +1,7 @@
 /*
  * dense_ranks.c - a dense .npy written by every rank into one file with MPI-IO.
  *
- *   set-up   rank 0: checks the path, creates PATH.tmp-XXXXXX at its full size (io.h's
+ *   set-up   rank 0: checks the path, creates PATH.tmp-PID-RANDOM at its full size (io.h's
  *            temporary file, which only rank 0 holds) -> agree -> every rank opens that name
  *            with MPI_File_open on MPI_COMM_SELF (views and writes are then its own), rank 0
  *            writes the header
@@ -25,6 +25,7 @@
 #include "core/error.h"
 #include "core/threads.h"
 #include "io/io.h"
+#include "io/sysio.h"
 #include "io/npy_header.h"
 #include "mem/host_budget.h"
 #include "mpi/comm.h"
@@ -141,6 +142,7 @@ static oc_status create_output(oc_rank_job *j, oc_tmpfile *tf, int *have_tf, uns
     OC_CHECK(oc_tmpfile_open(ctx, j->path, tf));
     *have_tf = 1;
     int64_t total = (int64_t)*hlen + j->n * j->p * (int64_t)oc_dtype_size(j->dtype);
+    OC_CHECK(oc_sys_check_space(ctx, tf->fd, j->path, total));
     if (ftruncate(tf->fd, (off_t)total) != 0)
         return oc_fail(ctx, OC_ERR_IO, "%s: cannot size the output to %lld bytes", j->path, (long long)total);
     return OC_OK;

@@ -110,6 +110,7 @@ def test_files_by_extension(workdir):
     assert complete(workdir, "gram", "a.npy", "--threshold", "0.5", "--output", "") == with_ext("npz", "mtx", "tsv")
     assert complete(workdir, "gen", "--rows", "9", "-o", "") == with_ext("npy")
     assert complete(workdir, "inspect", "") == with_ext("ptx", "cubin", "fatbin", "o", "so")
+    assert complete(workdir, "clean", "") == with_ext("npy", "npz", "mtx", "tsv")
     assert complete(workdir, "gram", "a") == {"a.npy"}
 
 

@@ -116,6 +116,7 @@ _outcore()
         gram) _outcore_files "$cur" npy mtx txt csv ;;
         inspect) _outcore_files "$cur" ptx cubin fatbin o so ;;
         map) _outcore_files "$cur" npy ;;  # NAME=FILE.npy: the file part completes after "="
+        clean) _outcore_files "$cur" npy npz mtx tsv ;;  # outputs
         *) _outcore_words "$(_outcore_options "$help")" "$cur" ;;
     esac
     return 0

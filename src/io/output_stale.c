@@ -1,0 +1,193 @@
+/*
+ * output_stale.c - what interrupted jobs leave beside an output, found and removed (io.h's
+ * oc_stale_temps_remove, outcore.h's oc_output_clean).
+ *
+ * A temporary is PATH.tmp-PID-RANDOM (tmpfile.c): PID is the process that created it, which
+ * holds an exclusive flock on it while it is open. One is stale when nobody holds its lock
+ * and no process PID runs: the lock settles a reused PID, the PID the moment between the
+ * file's creation and its lock. A temporary of a resumable job outlives its process on
+ * purpose: while PATH.outcore-journal exists, the journal owns them and only oc_output_clean
+ * (outcore clean) removes them, with the journal. Names of older versions, PATH.tmp-XXXXXX,
+ * say no process: only oc_output_clean removes them, when no lock is held.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/error.h"
+#include "io/io.h"
+#include "io/journal.h"
+#include "io/sysio.h"
+
+/* Whether name is a temporary of the output whose file name is base: its PID in *pid (0 for
+ * an older version's name, which has none). */
+static int temp_of(const char *name, const char *base, long *pid)
+{
+    size_t blen = strlen(base);
+    if (strncmp(name, base, blen) != 0 || strncmp(name + blen, ".tmp-", 5) != 0) return 0;
+    const char *p = name + blen + 5, *dash = strchr(p, '-');
+    size_t k;
+    if (!dash) { /* PATH.tmp-XXXXXX */
+        for (k = 0; p[k]; ++k)
+            if (!((p[k] >= 'a' && p[k] <= 'z') || (p[k] >= 'A' && p[k] <= 'Z') || (p[k] >= '0' && p[k] <= '9'))) return 0;
+        *pid = 0;
+        return k == 6;
+    }
+    char *end;
+    errno = 0;
+    long v = strtol(p, &end, 10);
+    if (end != dash || end == p || v <= 0 || errno) return 0;
+    for (k = 1; dash[k]; ++k)
+        if (!((dash[k] >= 'a' && dash[k] <= 'z') || (dash[k] >= 'A' && dash[k] <= 'Z') || (dash[k] >= '0' && dash[k] <= '9')))
+            return 0;
+    *pid = v;
+    return k == 9;
+}
+
+static int process_runs(long pid) { return pid > 0 && (kill((pid_t)pid, 0) == 0 || errno == EPERM); }
+
+/* Opens name in dirfd and takes its lock: the descriptor when it is a regular file that no
+ * process holds (its size in *bytes), else -1. The lock is held until the caller closes it. */
+static int take_unheld(int dirfd, const char *name, int64_t *bytes)
+{
+    int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return -1;
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        close(fd);
+        return -1;
+    }
+    *bytes = (int64_t)sb.st_size;
+    return fd;
+}
+
+typedef struct sweep {
+    const char *folder;
+    const char *base;      /* the output's file name */
+    int older_names;       /* also PATH.tmp-XXXXXX of older versions */
+    int print;             /* one line on stderr for each removal */
+    oc_removed_fn fn;      /* or this, called for each */
+    void *user;
+    int64_t removed;
+} sweep;
+
+static void report(sweep *s, const char *name, int64_t bytes, long pid)
+{
+    char path[4096 + 256];
+    snprintf(path, sizeof path, "%s%s%s", strcmp(s->folder, ".") ? s->folder : "", strcmp(s->folder, ".") ? "/" : "",
+             name);
+    if (s->fn) {
+        s->fn(s->user, path, bytes);
+    } else if (s->print) {
+        char size[40];
+        oc_size_text(size, sizeof size, bytes);
+        fprintf(stderr, "outcore: removed %s (%s), a temporary file left by process %ld, which is no longer running\n",
+                path, size, pid);
+    }
+    s->removed++;
+}
+
+/* Removes the stale temporaries of s->base in its folder. */
+static void sweep_temps(sweep *s)
+{
+    DIR *d = opendir(s->folder);
+    if (!d) return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        long pid;
+        if (!temp_of(e->d_name, s->base, &pid) || (pid == 0 && !s->older_names) || process_runs(pid)) continue;
+        int64_t bytes = 0;
+        int fd = take_unheld(dirfd(d), e->d_name, &bytes);
+        if (fd < 0) continue;
+        if (!process_runs(pid) && unlinkat(dirfd(d), e->d_name, 0) == 0) report(s, e->d_name, bytes, pid);
+        close(fd);
+    }
+    closedir(d);
+}
+
+static const char *file_name(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+int oc_stale_temps_remove(const char *path)
+{
+    char folder[4096];
+    char *journal = oc_journal_path_for(path);
+    struct stat sb;
+    int owned = !journal || lstat(journal, &sb) == 0;
+    free(journal);
+    if (owned) return 0;
+    oc_path_folder(path, folder, sizeof folder);
+    sweep s = {.folder = folder, .base = file_name(path), .print = 1};
+    sweep_temps(&s);
+    return (int)s.removed;
+}
+
+/* Removes the journal of the output and its side files (JOURNAL.topk, JOURNAL.*.tmp-*),
+ * unless a running job holds it. */
+static oc_status clean_journal(oc_context *ctx, sweep *s, const char *journal)
+{
+    struct stat sb;
+    if (lstat(journal, &sb) != 0) return OC_OK;
+    int fd = -1;
+    if (S_ISREG(sb.st_mode)) {
+        fd = open(journal, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) != 0) {
+            close(fd);
+            return oc_fail(ctx, OC_ERR_INPUT, "%s: a running job holds this resume journal: let it end (or stop it) "
+                           "before cleaning", journal);
+        }
+    }
+    if (unlink(journal) == 0) {
+        if (s->fn) s->fn(s->user, journal, (int64_t)sb.st_size);
+        s->removed++;
+    }
+    if (fd >= 0) close(fd);
+    /* Its side files: the top-k snapshot, and the temporaries of both. */
+    char snapshot[4096 + 16];
+    snprintf(snapshot, sizeof snapshot, "%s.topk", file_name(journal));
+    int dfd = open(s->folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int64_t bytes = 0;
+    int snap = dfd >= 0 ? take_unheld(dfd, snapshot, &bytes) : -1;
+    if (snap >= 0 && unlinkat(dfd, snapshot, 0) == 0) report(s, snapshot, bytes, 0);
+    if (snap >= 0) close(snap);
+    if (dfd >= 0) close(dfd);
+    sweep side = *s;
+    side.base = file_name(journal);
+    sweep_temps(&side);
+    side.base = snapshot;
+    sweep_temps(&side);
+    s->removed = side.removed;
+    return OC_OK;
+}
+
+oc_status oc_output_clean(oc_context *ctx, const char *path, oc_removed_fn fn, void *user, int64_t *removed)
+{
+    if (!ctx) return OC_ERR_INVALID_ARGUMENT;
+    if (removed) *removed = 0;
+    if (!path) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "output path is NULL");
+    if (path[0] == '\0') return oc_fail(ctx, OC_ERR_INPUT, "the output path is empty");
+    char folder[4096];
+    oc_path_folder(path, folder, sizeof folder);
+    struct stat sb;
+    if (stat(folder, &sb) != 0 || !S_ISDIR(sb.st_mode))
+        return oc_fail(ctx, OC_ERR_INPUT, "%s: folder %s does not exist", path, folder);
+    char *journal = oc_journal_path_for(path);
+    if (!journal) return oc_fail(ctx, OC_ERR_NO_MEMORY, "out of memory");
+    sweep s = {.folder = folder, .base = file_name(path), .older_names = 1, .fn = fn, .user = user};
+    oc_status st = clean_journal(ctx, &s, journal);
+    free(journal);
+    if (st != OC_OK) return st;
+    sweep_temps(&s); /* with the journal gone, its temporaries are stale too */
+    if (removed) *removed = s.removed;
+    return OC_OK;
+}

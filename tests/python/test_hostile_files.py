@@ -1,0 +1,95 @@
+"""A hostile file system around an output from Python: out a folder, a missing folder, a pipe,
+a read-only file, a link planted at the journal, an array input changed under a journal.
+Each raises InputError with one line and leaves every file as it was (docs/write-failures.md,
+"Output paths"; docs/resume.md)."""
+import os
+import signal
+import stat
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import outcore
+
+A = (np.random.default_rng(43).random((300, 200)) < 0.1).astype(np.uint8)
+
+
+def listing(folder):
+    return {p.name: (os.lstat(p).st_mode, os.lstat(p).st_mtime_ns, p.read_bytes() if p.is_file() and not p.is_symlink()
+                     else None) for p in folder.iterdir()}
+
+
+def raises_one_line(match, **kw):
+    with pytest.raises(outcore.InputError, match=match) as info:
+        outcore.gram(A, **kw)
+    assert "\n" not in str(info.value).strip()
+
+
+def test_out_is_a_folder(tmp_path):
+    (tmp_path / "adir.npy").mkdir()
+    before = listing(tmp_path)
+    raises_one_line("adir.npy is a folder", out=str(tmp_path / "adir.npy"))
+    assert listing(tmp_path) == before and os.listdir(tmp_path / "adir.npy") == []
+
+
+def test_out_in_a_missing_folder(tmp_path):
+    raises_one_line("folder .* does not exist", out=str(tmp_path / "out" / "C.npy"))
+    assert os.listdir(tmp_path) == []
+
+
+def test_out_is_a_pipe(tmp_path):
+    os.mkfifo(tmp_path / "P.npy")
+    before = listing(tmp_path)
+    raises_one_line("named pipe", out=str(tmp_path / "P.npy"))
+    assert listing(tmp_path) == before
+
+
+def test_out_is_read_only(tmp_path):
+    (tmp_path / "C.npy").write_bytes(b"an earlier result")
+    os.chmod(tmp_path / "C.npy", 0o444)
+    before = listing(tmp_path)
+    raises_one_line("read-only", out=str(tmp_path / "C.npy"))
+    assert listing(tmp_path) == before
+
+
+def test_replaced_out_keeps_its_mode(tmp_path):
+    (tmp_path / "C.npy").write_bytes(b"an earlier result")
+    os.chmod(tmp_path / "C.npy", 0o640)
+    outcore.gram(A, out=str(tmp_path / "C.npy"))
+    assert stat.S_IMODE(os.stat(tmp_path / "C.npy").st_mode) == 0o640
+    np.testing.assert_array_equal(np.load(tmp_path / "C.npy"), A.astype(np.int32) @ A.T.astype(np.int32))
+
+
+def test_journal_that_is_a_link(tmp_path):
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me\n")
+    os.symlink(victim, tmp_path / "C.npy.outcore-journal")
+    before = listing(tmp_path)
+    raises_one_line("symbolic link", out=str(tmp_path / "C.npy"), resume=True)
+    assert listing(tmp_path) == before
+
+
+CHILD = """
+import sys, numpy as np, outcore
+outcore.gram(np.load(sys.argv[2]), out=sys.argv[1], resume=True, threads=1, backend="cpu")
+"""
+
+
+def test_array_changed_under_a_journal(tmp_path):
+    """An array input (no file behind it) whose bits changed since the journal was written."""
+    rng = np.random.default_rng(5)
+    big = (rng.random((900, 500)) < 0.1).astype(np.uint8)
+    np.save(tmp_path / "A.npy", big)
+    out = tmp_path / "C.npy"
+    env = dict(os.environ, OUTCORE_RESUME_INTERVAL="0", OUTCORE_RESUME_KILL_AFTER="2")
+    child = subprocess.run([sys.executable, "-c", CHILD, str(out), str(tmp_path / "A.npy")], env=env,
+                           capture_output=True, text=True)
+    assert child.returncode == -signal.SIGKILL, child.stderr
+    big[450, 7] ^= 1  # a row the 64 sampled rows of an earlier version did not see
+    before = listing(tmp_path)
+    with pytest.raises(outcore.InputError, match="the input changed since the journal") as info:
+        outcore.gram(big, out=str(out), resume=True, backend="cpu")
+    assert "\n" not in str(info.value).strip()
+    assert listing(tmp_path) == before
