@@ -20,9 +20,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/error.h"
+#include "io/input_file.h"
 #include "inspect/elf_read.h"
 #include "inspect/cubin.h"
 #include "inspect/ptx_directives.h"
@@ -62,34 +64,36 @@ static int is_elf64(const unsigned char *d, size_t size)
 
 static oc_status read_whole(oc_context *ctx, const char *path, unsigned char **data, size_t *size)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) return oc_fail(ctx, OC_ERR_INPUT, "%s: cannot open: %s", path, strerror(errno));
-    oc_status st = OC_OK;
-    unsigned char *buf = NULL;
-    long len = -1;
-    if (fseek(f, 0, SEEK_END) == 0) len = ftell(f);
-    if (len < 0 || fseek(f, 0, SEEK_SET) != 0) {
-        st = oc_fail(ctx, OC_ERR_INPUT, "%s: not a regular file", path);
-        goto cleanup;
-    }
+    int fd;
+    struct stat sb;
+    OC_CHECK(oc_input_open(ctx, path, &fd, &sb));
+    size_t len = (size_t)sb.st_size, done = 0;
     /* One spare byte keeps PTX text NUL-terminated for the driver and the parsers. */
-    buf = malloc((size_t)len + 1);
+    unsigned char *buf = malloc(len + 1);
     if (!buf) {
-        st = oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: out of host memory reading %ld bytes", path, len);
-        goto cleanup;
+        close(fd);
+        return oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: out of host memory reading %zu bytes", path, len);
     }
-    if (fread(buf, 1, (size_t)len, f) != (size_t)len) {
-        st = oc_fail(ctx, OC_ERR_IO, "%s: read failed: %s", path, strerror(errno));
-        goto cleanup;
+    ssize_t r = 0;
+    while (done < len) {
+        r = read(fd, buf + done, len - done);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        done += (size_t)r;
+    }
+    int err = errno;
+    close(fd);
+    oc_status st = OC_OK;
+    if (r < 0) st = oc_fail(ctx, OC_ERR_IO, "%s: read failed: %s", path, strerror(err));
+    else if (done < len) st = oc_input_changed(ctx, path, (int64_t)done, (int64_t)len);
+    if (st != OC_OK) {
+        free(buf);
+        return st;
     }
     buf[len] = '\0';
     *data = buf;
-    *size = (size_t)len;
-    buf = NULL;
-cleanup:
-    free(buf);
-    fclose(f);
-    return st;
+    *size = len;
+    return OC_OK;
 }
 
 /* Recognises the format of img->data; anything else fails with OC_ERR_INPUT naming img->path. */
