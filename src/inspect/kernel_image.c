@@ -273,39 +273,75 @@ static long lz4_block_decode(const unsigned char *src, size_t src_size, unsigned
  * link it, so a build without it still reads uncompressed and LZ4 fatbinaries. */
 typedef size_t (*zstd_decompress_fn)(void *, size_t, const void *, size_t);
 typedef unsigned (*zstd_is_error_fn)(size_t);
+typedef unsigned long long (*zstd_content_size_fn)(const void *, size_t);
 
-static long zstd_decode(const unsigned char *src, size_t src_size, unsigned char *dst, size_t dst_size)
+typedef struct zstd_api {
+    zstd_decompress_fn decompress;
+    zstd_is_error_fn is_error;
+    zstd_content_size_fn content_size;
+} zstd_api;
+
+/* The library's calls, or NULL when libzstd.so.1 is not installed. */
+static const zstd_api *zstd(void)
 {
+    static zstd_api api;
     static void *lib;
     if (!lib) lib = dlopen("libzstd.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!lib) return -2;
-    zstd_decompress_fn decompress = (zstd_decompress_fn)dlsym(lib, "ZSTD_decompress");
-    zstd_is_error_fn is_error = (zstd_is_error_fn)dlsym(lib, "ZSTD_isError");
-    if (!decompress || !is_error) return -2;
-    size_t n = decompress(dst, dst_size, src, src_size);
-    return is_error(n) ? -1 : (long)n;
+    if (!lib) return NULL;
+    api.decompress = (zstd_decompress_fn)dlsym(lib, "ZSTD_decompress");
+    api.is_error = (zstd_is_error_fn)dlsym(lib, "ZSTD_isError");
+    api.content_size = (zstd_content_size_fn)dlsym(lib, "ZSTD_getFrameContentSize");
+    return api.decompress && api.is_error && api.content_size ? &api : NULL;
+}
+
+/* The most bytes an LZ4 block of n bytes can decode to: a byte of a length run adds at most
+ * 255 bytes of match, and the block's own tokens and literals are bounded by n. */
+#define LZ4_MOST_PER_BYTE 255
+
+/* Whether e's stated uncompressed size is one its payload can produce: the bytes stored
+ * when it is not compressed, at most LZ4_MOST_PER_BYTE times them for LZ4, and the frame's
+ * own content size for zstd. The size is the file's word, and it sizes an allocation. */
+static oc_status check_plain_size(oc_context *ctx, const char *path, const fat_entry *e, const zstd_api *z)
+{
+    uint64_t most = e->payload_size;
+    if (e->flags & FATBIN_FLAG_ZSTD) {
+        unsigned long long frame = z->content_size(e->payload, e->payload_size);
+        /* ZSTD_CONTENTSIZE_UNKNOWN and _ERROR are the two largest values. */
+        most = frame >= ~0ULL - 1 ? 0 : (uint64_t)frame;
+    } else if (e->flags & FATBIN_FLAG_LZ4) {
+        most = e->payload_size > (UINT64_MAX - 64) / LZ4_MOST_PER_BYTE ? UINT64_MAX
+                                                                        : e->payload_size * LZ4_MOST_PER_BYTE + 64;
+    }
+    if (e->plain_size <= most && e->plain_size < PTRDIFF_MAX &&
+        (!(e->flags & FATBIN_FLAG_ZSTD) || e->plain_size == most))
+        return OC_OK;
+    return oc_fail(ctx, OC_ERR_INPUT,
+                   "%s: the sm_%d entry states an uncompressed size of %zu bytes, which its %zu stored bytes cannot "
+                   "hold%s",
+                   path, e->cc, e->plain_size, e->payload_size,
+                   e->flags & FATBIN_FLAG_ZSTD ? " (its zstd frame says otherwise)" : "");
 }
 
 /* The entry's code, decompressed into a new buffer (NUL-terminated for PTX). */
 static oc_status entry_code(oc_context *ctx, const char *path, const fat_entry *e, unsigned char **code, size_t *size)
 {
-    /* The size is the file's word: one that no object can have is a damaged entry, not a lack
-     * of memory, and it would wrap the + 1 below to an empty buffer. */
-    if (e->plain_size >= PTRDIFF_MAX)
-        return oc_fail(ctx, OC_ERR_INPUT, "%s: the sm_%d entry states an uncompressed size of %zu bytes", path, e->cc,
-                       e->plain_size);
+    const zstd_api *z = e->flags & FATBIN_FLAG_ZSTD ? zstd() : NULL;
+    if ((e->flags & FATBIN_FLAG_ZSTD) && !z)
+        return oc_fail(ctx, OC_ERR_UNSUPPORTED,
+                       "%s: the sm_%d entry is zstd-compressed and libzstd.so.1 is not installed", path, e->cc);
+    OC_CHECK(check_plain_size(ctx, path, e, z));
     unsigned char *buf = malloc(e->plain_size + 1);
     if (!buf)
         return oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: out of host memory for a %zu-byte fatbinary entry", path,
                        e->plain_size);
     long n;
-    if (e->flags & FATBIN_FLAG_ZSTD) n = zstd_decode(e->payload, e->payload_size, buf, e->plain_size);
-    else if (e->flags & FATBIN_FLAG_LZ4) n = lz4_block_decode(e->payload, e->payload_size, buf, e->plain_size);
-    else n = (long)e->plain_size, memcpy(buf, e->payload, e->plain_size);
-    if (n == -2) {
-        free(buf);
-        return oc_fail(ctx, OC_ERR_UNSUPPORTED,
-                       "%s: the sm_%d entry is zstd-compressed and libzstd.so.1 is not installed", path, e->cc);
+    if (z) {
+        size_t got = z->decompress(buf, e->plain_size, e->payload, e->payload_size);
+        n = z->is_error(got) ? -1 : (long)got;
+    } else if (e->flags & FATBIN_FLAG_LZ4) {
+        n = lz4_block_decode(e->payload, e->payload_size, buf, e->plain_size);
+    } else {
+        n = (long)e->plain_size, memcpy(buf, e->payload, e->plain_size);
     }
     if (n < 0 || (size_t)n != e->plain_size) {
         free(buf);
@@ -419,7 +455,11 @@ static oc_status fatbin_resources(oc_context *ctx, const oc_kernel_image *img, i
         if (f->kind == FATBIN_KIND_PTX) {
             int cc = target ? target : f->cc;
             snprintf(display, sizeof display, "%s (compute_%d PTX inside)", img->path, f->cc);
-            st = ptx_resources(ctx, display, NULL, code, code_size, cc, jit, out);
+            /* The entry's architecture is the file's word, as for a PTX file's .target. */
+            if (!oc_gpu_arch_find(cc))
+                st = oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: PTX for compute_%d; pass --arch with a known architecture",
+                             display, cc);
+            else st = ptx_resources(ctx, display, NULL, code, code_size, cc, jit, out);
         } else {
             snprintf(display, sizeof display, "%s (sm_%d cubin inside)", img->path, f->cc);
             st = oc_cubin_resources(ctx, display, code, code_size, out);
