@@ -17,6 +17,7 @@
 
 #include "core/error.h"
 #include "io/crc32.h"
+#include "io/io.h"
 #include "io/sysio.h"
 
 #define JOURNAL_MAGIC_LINE "outcore-journal 1\n"
@@ -98,7 +99,8 @@ oc_status oc_journal_create(oc_context *ctx, const char *path, const char *job, 
     if (!err && oc_sys_fsync(ctx, j->fd) != 0) err = errno;
     free(text);
     if (err) {
-        st = oc_io_fail(ctx, "writing the resume journal", path, err, -1, -1, -1);
+        st = j->fd < 0 ? oc_create_fail(ctx, path, "the resume journal", err)
+                       : oc_io_fail(ctx, "writing the resume journal", path, err, -1, -1, -1);
         if (j->fd >= 0) unlink(path);
         goto fail;
     }

@@ -59,27 +59,24 @@ static void path_directory(const char *path, char *buf, size_t size)
         snprintf(buf, size, "%.*s", (int)(slash - path), path);
 }
 
-/* Turns the errno of a failed create in path's directory into a one-line message. */
-static oc_status fail_create(oc_context *ctx, const char *path, int err)
+oc_status oc_create_fail(oc_context *ctx, const char *path, const char *what, int err)
 {
     char dir[4096];
     path_directory(path, dir, sizeof dir);
     switch (err) {
     case ENOENT:
-        return oc_fail(ctx, OC_ERR_INPUT, "%s: cannot write the output: directory %s does not exist", path, dir);
-    case ENOTDIR: return oc_fail(ctx, OC_ERR_INPUT, "%s: cannot write the output: %s is not a directory", path, dir);
+        return oc_fail(ctx, OC_ERR_INPUT, "%s: cannot write %s: directory %s does not exist", path, what, dir);
+    case ENOTDIR: return oc_fail(ctx, OC_ERR_INPUT, "%s: cannot write %s: %s is not a directory", path, what, dir);
     case EACCES:
     case EPERM:
-        return oc_fail(ctx, OC_ERR_INPUT, "%s: cannot write the output: no write permission in directory %s", path,
-                       dir);
+        return oc_fail(ctx, OC_ERR_INPUT, "%s: cannot write %s: no write permission in directory %s", path, what, dir);
     case EROFS:
-        return oc_fail(ctx, OC_ERR_INPUT, "%s: cannot write the output: directory %s is on a read-only file system",
-                       path, dir);
+        return oc_fail(ctx, OC_ERR_INPUT, "%s: cannot write %s: directory %s is on a read-only file system", path,
+                       what, dir);
     case ENOSPC: /* the file system ran out of room (or of inodes), or its device failed */
     case EDQUOT:
     case EIO: return oc_io_fail(ctx, "creating", path, err, -1, -1, -1);
-    default:
-        return oc_fail(ctx, OC_ERR_INPUT, "%s: cannot create the output in directory %s: %s", path, dir, strerror(err));
+    default: return oc_fail(ctx, OC_ERR_INPUT, "%s: cannot create %s in directory %s: %s", path, what, dir, strerror(err));
     }
 }
 
@@ -123,7 +120,7 @@ oc_status oc_tmpfile_open(oc_context *ctx, const char *path, oc_tmpfile *f)
             free(f->tmp_path);
             f->tmp_path = NULL; /* nothing was created: abort must not unlink */
             oc_tmpfile_abort(f);
-            return fail_create(ctx, path, err);
+            return oc_create_fail(ctx, path, "the output", err);
         }
     }
     free(f->tmp_path);
