@@ -4,7 +4,6 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -13,6 +12,7 @@
 #include "core/matrix.h"
 #include "io/input_file.h"
 #include "io/map_guard.h"
+#include "io/sysio.h"
 
 /* OUTCORE_FAULT_SHRINK (fault.h): the mapping from about half the file on is replaced by one
  * of an anonymous file that is then emptied, so reading there faults exactly as it would had
@@ -34,11 +34,11 @@ static void shrink_for_test(oc_mapped_file *f)
  * and that is what ran out, else the system's reason. */
 static oc_status map_failed(oc_context *ctx, const char *path, size_t size, int err)
 {
-    struct rlimit as;
-    if (err == ENOMEM && getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY)
+    int64_t limit = err == ENOMEM ? oc_address_space_limit() : -1;
+    if (limit >= 0)
         return oc_fail(ctx, OC_ERR_NO_MEMORY,
-                       "%s: cannot map its %zu bytes: the address space limit (ulimit -v, %llu bytes) is too small",
-                       path, size, (unsigned long long)as.rlim_cur);
+                       "%s: cannot map its %zu bytes: the address space limit (ulimit -v, %lld bytes) is too small",
+                       path, size, (long long)limit);
     return oc_fail(ctx, OC_ERR_INPUT, "%s: cannot map %zu bytes: %s", path, size, strerror(err));
 }
 
