@@ -220,7 +220,7 @@ static void test_bad_rows(void)
     CHECK(truncate(path, 128 + 35 * cols) == 0);
     CHECK(oc_matrix_load_rows(ctx, lazy, 34, 3, dst) == OC_ERR_INPUT);
     msg = oc_context_last_error(ctx);
-    CHECK_MSG(strstr(msg, "bad.npy: truncated .npy data") && strstr(msg, "row 35"), "%s", msg);
+    CHECK_MSG(strstr(msg, "bad.npy: the file changed while being read (now 35128 bytes, expected 40128)"), "%s", msg);
     free(dst);
     free(a);
     oc_matrix_free(lazy);
@@ -277,7 +277,7 @@ static void test_gram_panels(void)
     small.host_mem_bytes = 16 << 10;
     oc_output none = OC_OUTPUT_INIT;
     none.kind = OC_OUTPUT_DISCARD;
-    CHECK(oc_gram(ctx, a, lb, &small, &none, NULL) == OC_ERR_NO_MEMORY);
+    CHECK(oc_gram(ctx, a, lb, &small, &none, NULL) == OC_ERR_INVALID_ARGUMENT);
     CHECK_MSG(strstr(oc_context_last_error(ctx), "host memory budget 16384 bytes is too small") &&
                   strstr(oc_context_last_error(ctx), "raise --host-mem"),
               "%s", oc_context_last_error(ctx));

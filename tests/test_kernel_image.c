@@ -128,7 +128,9 @@ static unsigned char *lz4_ptx_fatbin(const char *ptx, uint64_t plain_size, size_
 
 /* Read as a 64-bit size, the compressed size of a PTX entry took in the 0x40 after it and the
  * entry did not decompress: `inspect --arch` of any architecture that only the PTX serves
- * failed. A stated uncompressed size of 2^64 - 1 wrapped the buffer size to 0. */
+ * failed. A stated uncompressed size of 2^64 - 1 wrapped the buffer size to 0; one of 2^40
+ * (more than 255 times the stored bytes, which no LZ4 block decodes to) sized an allocation
+ * that aborted an ASan build (finding_zstd_stated_size_unbounded.fatbin, the zstd form). */
 static void test_compressed_ptx_entry(void)
 {
     static const char ptx[] = ".version 7.0\n.target sm_80\n.address_size 64\n\n"
@@ -136,7 +138,8 @@ static void test_compressed_ptx_entry(void)
     const struct {
         uint64_t plain_size;
         const char *part; /* NULL: it decompresses */
-    } cases[] = {{strlen(ptx), NULL}, {strlen(ptx) + 1, "does not decompress"}, {UINT64_MAX, "uncompressed size"}};
+    } cases[] = {{strlen(ptx), NULL}, {strlen(ptx) + 1, "does not decompress"}, {UINT64_MAX, "uncompressed size"},
+                 {1ULL << 40, "cannot hold"}};
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         size_t size;
         unsigned char *image = lz4_ptx_fatbin(ptx, cases[k].plain_size, &size);
@@ -153,6 +156,23 @@ static void test_compressed_ptx_entry(void)
         }
         oc_kernel_list_clear(&list);
     }
+}
+
+/* A PTX entry whose architecture field no GPU has went to ptxas as -arch=sm_12345, which
+ * refused it as a toolkit that cannot compile it (exit 1): it is bad input, as a PTX file's
+ * unknown .target is (finding_ptx_entry_unknown_arch.fatbin). */
+static void test_ptx_entry_unknown_arch(void)
+{
+    static const char ptx[] = ".version 7.0\n.target sm_80\n.address_size 64\n\n.visible .entry k()\n{\n\tret;\n}\n";
+    size_t size;
+    unsigned char *image = lz4_ptx_fatbin(ptx, strlen(ptx), &size);
+    if (!image) return;
+    put32(image + 16 + 28, 12345);
+    oc_kernel_list list = {0};
+    oc_status st = resources(image, size, 0, &list);
+    CHECK_MSG(st == OC_ERR_INVALID_ARGUMENT && says("compute_12345") && says("pass --arch"), "status %d: %s", (int)st,
+              oc_context_last_error(ctx));
+    oc_kernel_list_clear(&list);
 }
 
 /* .maxntid x, y, z whose product overflows int is no launch bound (it was signed overflow). */
@@ -295,6 +315,7 @@ int main(void)
     if (oc_context_create(&ctx) != OC_OK) return 1;
     test_sizes_past_the_end();
     test_compressed_ptx_entry();
+    test_ptx_entry_unknown_arch();
     test_ptx_launch_bounds();
     test_ptxas_report_registers();
     test_cubin_launch_bounds();

@@ -141,7 +141,9 @@ def inspect(obj, block=None, arch=None, *, kernel=None, dyn_smem=None, maxrregco
     dynamic shared memory. maxrregcount=N and opt_level=N compile PTX as the producer does
     (ptxas -maxrregcount / -O, or the driver JIT's options); the report's "jit" says which
     options the figures assume. A dispatcher with several signatures gives one report whose
-    kernels carry their "signature"."""
+    kernels carry their "signature". ptxas runs under a time and a memory limit (120 s, 8G;
+    OUTCORE_PTXAS_TIMEOUT and OUTCORE_PTXAS_MEMORY change them): PTX past them raises
+    InputError, as does a path that is not a regular file."""
     opts = _inspect_options(block, arch, kernel, dyn_smem, maxrregcount, opt_level, use_gpu)
     codes = _kernel_objects.codes(obj, arch)
     if codes is None:

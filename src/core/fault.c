@@ -10,7 +10,7 @@
 
 static const char *const variables[OC_FAULT_CALLS] = {
     "OUTCORE_FAULT_OPEN",  "OUTCORE_FAULT_WRITE", "OUTCORE_FAULT_TRUNCATE",
-    "OUTCORE_FAULT_MMAP",  "OUTCORE_FAULT_FSYNC", "OUTCORE_FAULT_RENAME",
+    "OUTCORE_FAULT_MMAP",  "OUTCORE_FAULT_FSYNC", "OUTCORE_FAULT_RENAME", "OUTCORE_FAULT_SHRINK",
 };
 
 const char *oc_fault_variable(oc_fault_call call)

@@ -15,6 +15,9 @@
  *   OUTCORE_FAULT_FSYNC=spec      fsync, msync and close of a written output (the calls
  *                                 where a deferred write-back error shows)
  *   OUTCORE_FAULT_RENAME=spec     rename of a finished output into place
+ *   OUTCORE_FAULT_SHRINK=spec     mapping of an input file: the mapped input reads as though
+ *                                 the file had been cut to half its size after it was opened
+ *                                 (the file itself is not touched; any mode does it)
  *
  *   spec = entry[,entry...]   entry = k[:enospc|:eio|:short]   (default eio; short: writes)
  *
@@ -39,6 +42,7 @@ typedef enum oc_fault_call {
     OC_FAULT_MMAP,
     OC_FAULT_FSYNC,
     OC_FAULT_RENAME,
+    OC_FAULT_SHRINK,
     OC_FAULT_CALLS
 } oc_fault_call;
 

@@ -19,13 +19,15 @@ oc_status oc_cpu_plan_panels(oc_context *ctx, const oc_gram_job *job, int64_t t,
     if (panels > 0) {
         int64_t left = job->host_budget - resident;
         rows = left > 0 ? left / 2 / panels / row_bytes / t * t : 0;
+        /* A budget too small for the job is the caller's choice to change (exit 2), and the
+         * message gives the least that runs it. */
         if (rows < t)
-            return oc_fail(ctx, OC_ERR_NO_MEMORY,
-                           "host memory budget %lld bytes is too small for this job: the smallest panels (%lld of one "
-                           "%lld-row tile of %s, %lld bytes) need twice their size with what the job keeps beside "
-                           "them%s; raise --host-mem",
-                           (long long)job->host_budget, (long long)panels, (long long)t,
-                           pp->a_file ? job->a->name : job->b->name,
+            return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                           "host memory budget %lld bytes is too small for this job: it needs at least %lld bytes "
+                           "(the smallest panels, %lld of one %lld-row tile of %s, %lld bytes, twice over%s); raise "
+                           "--host-mem",
+                           (long long)job->host_budget, (long long)(resident + 2 * panels * t * row_bytes),
+                           (long long)panels, (long long)t, pp->a_file ? job->a->name : job->b->name,
                            (long long)(panels * t * row_bytes), resident ? ", after the inputs held in memory" : "");
     }
     pp->a_rows = pp->a_file ? (rows < job->n ? rows : job->n) : job->n;

@@ -39,6 +39,13 @@ int oc_map_cpu_tick(oc_map_cpu_job *job, int64_t n)
         atomic_store(&job->failed, 3);
         return 1;
     }
+    /* An input cut while it is read gives zeros from there on: stop, rather than write a
+     * whole output that oc_map_run will refuse ("changed while being read"). */
+    for (int k = 0; k < job->m->n_inputs; k++)
+        if (oc_mapped_file_faulted(&job->m->inputs[k].file)) {
+            atomic_store(&job->failed, 4);
+            return 1;
+        }
     const oc_map_options *o = &job->m->opts;
     if (o->progress) {
         double now = oc_now();
@@ -177,6 +184,7 @@ static oc_status job_status(oc_map_cpu_job *job)
     case 0: return OC_OK;
     case 1: return oc_fail(ctx, OC_ERR_NO_MEMORY, "out of memory for the map evaluator's buffers");
     case 2: return oc_fail(ctx, OC_ERR_INPUT, "integers to negative integer powers are not allowed (as in numpy)");
+    case 4: return oc_fail(ctx, OC_ERR_INPUT, "an input changed while being read"); /* oc_map_run says which */
     default: return oc_fail(ctx, OC_ERR_CANCELLED, "cancelled");
     }
 }

@@ -18,7 +18,8 @@ typedef struct oc_map_cpu_job {
     pthread_t caller;          /* progress is reported from the calling thread only */
     atomic_llong done;         /* elements evaluated, for progress */
     double last_progress;
-    atomic_int failed;         /* 1: out of memory, 2: negative integer power, 3: cancelled */
+    atomic_int failed;         /* 1: out of memory, 2: negative integer power, 3: cancelled,
+                                * 4: an input file shrank (mapped_file.h) */
     int release;               /* the inputs exceed the host budget: drop pages once read */
 } oc_map_cpu_job;
 
@@ -28,7 +29,8 @@ typedef struct oc_map_cpu_job {
 void oc_map_cpu_release(const oc_map_plan *m, unsigned char *out, int64_t begin, int64_t end);
 
 /* Counts n more elements done; on the calling thread, reports progress about ten times a
- * second. Returns nonzero when the job must stop (cancel, or another part failed). */
+ * second. Returns nonzero when the job must stop (cancel, an input file that shrank, or another
+ * part failed). */
 int oc_map_cpu_tick(oc_map_cpu_job *job, int64_t n);
 
 /* Runs the reduction of job->m into out (map_cpu_reduce.c). */

@@ -84,7 +84,10 @@ static oc_status open_file_input(oc_context *ctx, const oc_map_array *a, oc_map_
 {
     OC_CHECK(oc_mapped_file_open(ctx, a->path, &b->file));
     oc_npy_array_info info;
-    OC_CHECK(oc_npy_array_parse(ctx, a->path, b->file.data, b->file.size, &info));
+    oc_status st = oc_npy_array_parse(ctx, a->path, b->file.data, b->file.size, &info);
+    /* A header read as zeros because the file was cut meanwhile: the cut is the news. */
+    if (st != OC_OK && oc_mapped_file_check(ctx, a->path, &b->file) != OC_OK) st = OC_ERR_INPUT;
+    OC_CHECK(st);
     b->type = oc_mt_from_descr(info.descr);
     if (b->type < 0)
         return oc_fail(ctx, OC_ERR_INPUT,
@@ -357,6 +360,14 @@ int oc_map_result_shape(const oc_map *m, int64_t *shape)
     return m->out_ndim;
 }
 
+/* OC_OK when no input file changed while the job read it (mapped_file.h). */
+static oc_status inputs_unchanged(oc_context *ctx, const oc_map *m)
+{
+    for (int i = 0; i < m->n_inputs; i++)
+        OC_CHECK(oc_mapped_file_check(ctx, m->inputs[i].path, &m->inputs[i].file));
+    return OC_OK;
+}
+
 /* The output must not be one of the inputs, by any name: it is written while they are read. */
 static oc_status check_not_input(oc_context *ctx, const oc_map *m, const char *path)
 {
@@ -395,6 +406,9 @@ oc_status oc_map_run(oc_context *ctx, oc_map *m, const char *out_path, void *out
     local.backend = be == &oc_map_backend_cpu ? OC_BACKEND_CPU : OC_BACKEND_CUDA;
     snprintf(local.backend_desc, sizeof local.backend_desc, "%s", be->name);
     oc_status st = m->count > 0 || m->reduce != OC_MAP_REDUCE_NONE ? be->run(ctx, m, dst, &local) : OC_OK;
+    /* What was computed from an input cut while it was read is not a result. */
+    oc_status changed = inputs_unchanged(ctx, m);
+    if (changed != OC_OK) st = changed;
     if (st == OC_OK && be != &oc_map_backend_cpu && m->count > 0) oc_cost_note_gpu_job();
     if (st == OC_OK && w) {
         st = oc_npy_out_commit(ctx, w);

@@ -20,9 +20,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/error.h"
+#include "io/input_file.h"
 #include "inspect/elf_read.h"
 #include "inspect/cubin.h"
 #include "inspect/ptx_directives.h"
@@ -62,34 +64,36 @@ static int is_elf64(const unsigned char *d, size_t size)
 
 static oc_status read_whole(oc_context *ctx, const char *path, unsigned char **data, size_t *size)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) return oc_fail(ctx, OC_ERR_INPUT, "%s: cannot open: %s", path, strerror(errno));
-    oc_status st = OC_OK;
-    unsigned char *buf = NULL;
-    long len = -1;
-    if (fseek(f, 0, SEEK_END) == 0) len = ftell(f);
-    if (len < 0 || fseek(f, 0, SEEK_SET) != 0) {
-        st = oc_fail(ctx, OC_ERR_INPUT, "%s: not a regular file", path);
-        goto cleanup;
-    }
+    int fd;
+    struct stat sb;
+    OC_CHECK(oc_input_open(ctx, path, &fd, &sb));
+    size_t len = (size_t)sb.st_size, done = 0;
     /* One spare byte keeps PTX text NUL-terminated for the driver and the parsers. */
-    buf = malloc((size_t)len + 1);
+    unsigned char *buf = malloc(len + 1);
     if (!buf) {
-        st = oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: out of host memory reading %ld bytes", path, len);
-        goto cleanup;
+        close(fd);
+        return oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: out of host memory reading %zu bytes", path, len);
     }
-    if (fread(buf, 1, (size_t)len, f) != (size_t)len) {
-        st = oc_fail(ctx, OC_ERR_IO, "%s: read failed: %s", path, strerror(errno));
-        goto cleanup;
+    ssize_t r = 0;
+    while (done < len) {
+        r = read(fd, buf + done, len - done);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        done += (size_t)r;
+    }
+    int err = errno;
+    close(fd);
+    oc_status st = OC_OK;
+    if (r < 0) st = oc_fail(ctx, OC_ERR_IO, "%s: read failed: %s", path, strerror(err));
+    else if (done < len) st = oc_input_changed(ctx, path, (int64_t)done, (int64_t)len);
+    if (st != OC_OK) {
+        free(buf);
+        return st;
     }
     buf[len] = '\0';
     *data = buf;
-    *size = (size_t)len;
-    buf = NULL;
-cleanup:
-    free(buf);
-    fclose(f);
-    return st;
+    *size = len;
+    return OC_OK;
 }
 
 /* Recognises the format of img->data; anything else fails with OC_ERR_INPUT naming img->path. */
@@ -269,39 +273,75 @@ static long lz4_block_decode(const unsigned char *src, size_t src_size, unsigned
  * link it, so a build without it still reads uncompressed and LZ4 fatbinaries. */
 typedef size_t (*zstd_decompress_fn)(void *, size_t, const void *, size_t);
 typedef unsigned (*zstd_is_error_fn)(size_t);
+typedef unsigned long long (*zstd_content_size_fn)(const void *, size_t);
 
-static long zstd_decode(const unsigned char *src, size_t src_size, unsigned char *dst, size_t dst_size)
+typedef struct zstd_api {
+    zstd_decompress_fn decompress;
+    zstd_is_error_fn is_error;
+    zstd_content_size_fn content_size;
+} zstd_api;
+
+/* The library's calls, or NULL when libzstd.so.1 is not installed. */
+static const zstd_api *zstd(void)
 {
+    static zstd_api api;
     static void *lib;
     if (!lib) lib = dlopen("libzstd.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!lib) return -2;
-    zstd_decompress_fn decompress = (zstd_decompress_fn)dlsym(lib, "ZSTD_decompress");
-    zstd_is_error_fn is_error = (zstd_is_error_fn)dlsym(lib, "ZSTD_isError");
-    if (!decompress || !is_error) return -2;
-    size_t n = decompress(dst, dst_size, src, src_size);
-    return is_error(n) ? -1 : (long)n;
+    if (!lib) return NULL;
+    api.decompress = (zstd_decompress_fn)dlsym(lib, "ZSTD_decompress");
+    api.is_error = (zstd_is_error_fn)dlsym(lib, "ZSTD_isError");
+    api.content_size = (zstd_content_size_fn)dlsym(lib, "ZSTD_getFrameContentSize");
+    return api.decompress && api.is_error && api.content_size ? &api : NULL;
+}
+
+/* The most bytes an LZ4 block of n bytes can decode to: a byte of a length run adds at most
+ * 255 bytes of match, and the block's own tokens and literals are bounded by n. */
+#define LZ4_MOST_PER_BYTE 255
+
+/* Whether e's stated uncompressed size is one its payload can produce: the bytes stored
+ * when it is not compressed, at most LZ4_MOST_PER_BYTE times them for LZ4, and the frame's
+ * own content size for zstd. The size is the file's word, and it sizes an allocation. */
+static oc_status check_plain_size(oc_context *ctx, const char *path, const fat_entry *e, const zstd_api *z)
+{
+    uint64_t most = e->payload_size;
+    if (e->flags & FATBIN_FLAG_ZSTD) {
+        unsigned long long frame = z->content_size(e->payload, e->payload_size);
+        /* ZSTD_CONTENTSIZE_UNKNOWN and _ERROR are the two largest values. */
+        most = frame >= ~0ULL - 1 ? 0 : (uint64_t)frame;
+    } else if (e->flags & FATBIN_FLAG_LZ4) {
+        most = e->payload_size > (UINT64_MAX - 64) / LZ4_MOST_PER_BYTE ? UINT64_MAX
+                                                                        : e->payload_size * LZ4_MOST_PER_BYTE + 64;
+    }
+    if (e->plain_size <= most && e->plain_size < PTRDIFF_MAX &&
+        (!(e->flags & FATBIN_FLAG_ZSTD) || e->plain_size == most))
+        return OC_OK;
+    return oc_fail(ctx, OC_ERR_INPUT,
+                   "%s: the sm_%d entry states an uncompressed size of %zu bytes, which its %zu stored bytes cannot "
+                   "hold%s",
+                   path, e->cc, e->plain_size, e->payload_size,
+                   e->flags & FATBIN_FLAG_ZSTD ? " (its zstd frame says otherwise)" : "");
 }
 
 /* The entry's code, decompressed into a new buffer (NUL-terminated for PTX). */
 static oc_status entry_code(oc_context *ctx, const char *path, const fat_entry *e, unsigned char **code, size_t *size)
 {
-    /* The size is the file's word: one that no object can have is a damaged entry, not a lack
-     * of memory, and it would wrap the + 1 below to an empty buffer. */
-    if (e->plain_size >= PTRDIFF_MAX)
-        return oc_fail(ctx, OC_ERR_INPUT, "%s: the sm_%d entry states an uncompressed size of %zu bytes", path, e->cc,
-                       e->plain_size);
+    const zstd_api *z = e->flags & FATBIN_FLAG_ZSTD ? zstd() : NULL;
+    if ((e->flags & FATBIN_FLAG_ZSTD) && !z)
+        return oc_fail(ctx, OC_ERR_UNSUPPORTED,
+                       "%s: the sm_%d entry is zstd-compressed and libzstd.so.1 is not installed", path, e->cc);
+    OC_CHECK(check_plain_size(ctx, path, e, z));
     unsigned char *buf = malloc(e->plain_size + 1);
     if (!buf)
         return oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: out of host memory for a %zu-byte fatbinary entry", path,
                        e->plain_size);
     long n;
-    if (e->flags & FATBIN_FLAG_ZSTD) n = zstd_decode(e->payload, e->payload_size, buf, e->plain_size);
-    else if (e->flags & FATBIN_FLAG_LZ4) n = lz4_block_decode(e->payload, e->payload_size, buf, e->plain_size);
-    else n = (long)e->plain_size, memcpy(buf, e->payload, e->plain_size);
-    if (n == -2) {
-        free(buf);
-        return oc_fail(ctx, OC_ERR_UNSUPPORTED,
-                       "%s: the sm_%d entry is zstd-compressed and libzstd.so.1 is not installed", path, e->cc);
+    if (z) {
+        size_t got = z->decompress(buf, e->plain_size, e->payload, e->payload_size);
+        n = z->is_error(got) ? -1 : (long)got;
+    } else if (e->flags & FATBIN_FLAG_LZ4) {
+        n = lz4_block_decode(e->payload, e->payload_size, buf, e->plain_size);
+    } else {
+        n = (long)e->plain_size, memcpy(buf, e->payload, e->plain_size);
     }
     if (n < 0 || (size_t)n != e->plain_size) {
         free(buf);
@@ -415,7 +455,11 @@ static oc_status fatbin_resources(oc_context *ctx, const oc_kernel_image *img, i
         if (f->kind == FATBIN_KIND_PTX) {
             int cc = target ? target : f->cc;
             snprintf(display, sizeof display, "%s (compute_%d PTX inside)", img->path, f->cc);
-            st = ptx_resources(ctx, display, NULL, code, code_size, cc, jit, out);
+            /* The entry's architecture is the file's word, as for a PTX file's .target. */
+            if (!oc_gpu_arch_find(cc))
+                st = oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: PTX for compute_%d; pass --arch with a known architecture",
+                             display, cc);
+            else st = ptx_resources(ctx, display, NULL, code, code_size, cc, jit, out);
         } else {
             snprintf(display, sizeof display, "%s (sm_%d cubin inside)", img->path, f->cc);
             st = oc_cubin_resources(ctx, display, code, code_size, out);

@@ -11,15 +11,24 @@
  * "Function properties" also appears for non-inlined device functions, which are not
  * kernels: only names announced by "Compiling entry function" become entries. ptxas is
  * found through $CUDA_HOME/bin, $CUDA_PATH/bin, /usr/local/cuda/bin and then PATH.
+ *
+ * The PTX is untrusted input and ptxas bounds neither its time nor its memory: it runs in a
+ * forked child with RLIMIT_AS and RLIMIT_CPU set, and is killed at a wall-clock deadline
+ * (OUTCORE_PTXAS_TIMEOUT, OUTCORE_PTXAS_MEMORY; docs/environment.md).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
-#include <spawn.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/error.h"
@@ -52,50 +61,151 @@ static int find_ptxas(char *path, size_t size)
     return 0;
 }
 
-/* Runs argv with stdout and stderr into one malloc'ed, NUL-terminated buffer. */
-static oc_status run_capture(oc_context *ctx, char *const argv[], char **output, int *exit_code)
+/* What one ptxas run may take: PTX is untrusted input, and ptxas has no bound of its own. */
+typedef struct run_limits {
+    int seconds;       /* wall-clock and CPU time; 0: none */
+    int64_t bytes;     /* address space; 0: none */
+} run_limits;
+
+#define PTXAS_DEFAULT_SECONDS 120
+#define PTXAS_DEFAULT_BYTES (8LL << 30)
+
+/* The limits from OUTCORE_PTXAS_TIMEOUT (seconds) and OUTCORE_PTXAS_MEMORY (a size such as
+ * 8G), else the defaults; 0 turns a limit off. */
+static oc_status ptxas_limits(oc_context *ctx, run_limits *lim)
 {
-    int pipe_fd[2];
-    if (pipe(pipe_fd) != 0) return oc_fail(ctx, OC_ERR_IO, "cannot run %s: pipe: %s", argv[0], strerror(errno));
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, pipe_fd[1], 1);
-    posix_spawn_file_actions_adddup2(&actions, pipe_fd[1], 2);
-    posix_spawn_file_actions_addclose(&actions, pipe_fd[0]);
-    pid_t pid;
-    int err = posix_spawn(&pid, argv[0], &actions, NULL, argv, environ);
-    posix_spawn_file_actions_destroy(&actions);
-    close(pipe_fd[1]);
-    if (err != 0) {
-        close(pipe_fd[0]);
-        return oc_fail(ctx, OC_ERR_UNSUPPORTED, "cannot run %s: %s", argv[0], strerror(err));
+    lim->seconds = PTXAS_DEFAULT_SECONDS;
+    lim->bytes = PTXAS_DEFAULT_BYTES;
+    const char *t = getenv("OUTCORE_PTXAS_TIMEOUT"), *m = getenv("OUTCORE_PTXAS_MEMORY");
+    if (t && *t) {
+        char *end;
+        long v = strtol(t, &end, 10);
+        if (*end || v < 0 || v > 86400)
+            return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                           "OUTCORE_PTXAS_TIMEOUT=%s: expected whole seconds from 0 (no limit) to 86400", t);
+        lim->seconds = (int)v;
     }
+    if (m && *m) {
+        int64_t bytes = 0;
+        double fraction = 0;
+        if (strcmp(m, "0") != 0 && (oc_size_parse(m, &bytes, &fraction) != OC_OK || fraction > 0 || bytes <= 0))
+            return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                           "OUTCORE_PTXAS_MEMORY=%s: expected a size such as 8G, or 0 for no limit", m);
+        lim->bytes = bytes;
+    }
+    return OC_OK;
+}
+
+/* How a run ended. */
+typedef struct run_end {
+    int exit_code; /* 128 + signal when killed */
+    int signal;    /* the signal that ended it, else 0 */
+    int timed_out; /* killed at the wall-clock limit */
+} run_end;
+
+/* In the forked child: only async-signal-safe calls until execve. */
+static void child_exec(char *const argv[], int out_fd, int err_fd, const run_limits *lim)
+{
+    /* A group of its own: the deadline kills whatever it started too. */
+    setpgid(0, 0);
+    if (lim->bytes > 0) {
+        struct rlimit as = {(rlim_t)lim->bytes, (rlim_t)lim->bytes};
+        setrlimit(RLIMIT_AS, &as);
+    }
+    if (lim->seconds > 0) {
+        /* The soft limit sends SIGXCPU, the hard one a second later SIGKILL. */
+        struct rlimit cpu = {(rlim_t)lim->seconds, (rlim_t)lim->seconds + 1};
+        setrlimit(RLIMIT_CPU, &cpu);
+    }
+    if (dup2(out_fd, 1) < 0 || dup2(out_fd, 2) < 0) _exit(127);
+    execve(argv[0], argv, environ);
+    int err = errno;
+    ssize_t w = write(err_fd, &err, sizeof err);
+    (void)w;
+    _exit(127);
+}
+
+/* Collects the child's output until it closes it or the deadline passes (then kills it). */
+static char *collect(int fd, pid_t pid, const run_limits *lim, int *timed_out)
+{
+    struct timespec start;
+    clock_gettime(CLOCK_MONOTONIC, &start);
     size_t len = 0, cap = 4096;
     char *buf = malloc(cap);
-    ssize_t n = 0;
     while (buf) {
+        int wait_ms = -1;
+        if (lim->seconds > 0) {
+            struct timespec now;
+            clock_gettime(CLOCK_MONOTONIC, &now);
+            double left = lim->seconds - ((double)(now.tv_sec - start.tv_sec) + (now.tv_nsec - start.tv_nsec) * 1e-9);
+            if (left <= 0) {
+                kill(-pid, SIGKILL);
+                *timed_out = 1;
+                break;
+            }
+            wait_ms = (int)(left * 1000) + 1;
+        }
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        int ready = poll(&p, 1, wait_ms);
+        if (ready < 0 && errno == EINTR) continue;
+        if (ready < 0) break;
+        if (ready == 0) continue; /* the deadline is checked above */
         if (cap - len < 1024) {
             char *bigger = realloc(buf, cap * 2);
             if (!bigger) {
                 free(buf);
                 buf = NULL;
+                kill(-pid, SIGKILL);
                 break;
             }
             buf = bigger;
             cap *= 2;
         }
-        n = read(pipe_fd[0], buf + len, cap - len - 1);
+        ssize_t n = read(fd, buf + len, cap - len - 1);
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) break;
         len += (size_t)n;
     }
-    close(pipe_fd[0]);
-    int status = 0;
+    if (buf) buf[len] = '\0';
+    return buf;
+}
+
+/* Runs argv under lim with stdout and stderr into one malloc'ed, NUL-terminated buffer. */
+static oc_status run_capture(oc_context *ctx, char *const argv[], const run_limits *lim, char **output, run_end *end)
+{
+    int out_pipe[2], err_pipe[2];
+    if (pipe2(out_pipe, O_CLOEXEC) != 0) return oc_fail(ctx, OC_ERR_IO, "cannot run %s: pipe: %s", argv[0], strerror(errno));
+    if (pipe2(err_pipe, O_CLOEXEC) != 0) {
+        int err = errno;
+        close(out_pipe[0]), close(out_pipe[1]);
+        return oc_fail(ctx, OC_ERR_IO, "cannot run %s: pipe: %s", argv[0], strerror(err));
+    }
+    pid_t pid = fork();
+    if (pid == 0) child_exec(argv, out_pipe[1], err_pipe[1], lim);
+    int fork_err = errno;
+    if (pid > 0) setpgid(pid, pid); /* as the child does: whichever runs first */
+    close(out_pipe[1]);
+    close(err_pipe[1]);
+    if (pid < 0) {
+        close(out_pipe[0]), close(err_pipe[0]);
+        return oc_fail(ctx, OC_ERR_UNSUPPORTED, "cannot run %s: %s", argv[0], strerror(fork_err));
+    }
+    memset(end, 0, sizeof *end);
+    char *buf = collect(out_pipe[0], pid, lim, &end->timed_out);
+    close(out_pipe[0]);
+    int status = 0, exec_err = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+    /* execve succeeded when the close-on-exec pipe closed with nothing in it. */
+    ssize_t got = read(err_pipe[0], &exec_err, sizeof exec_err);
+    close(err_pipe[0]);
+    if (got == (ssize_t)sizeof exec_err) {
+        free(buf);
+        return oc_fail(ctx, OC_ERR_UNSUPPORTED, "cannot run %s: %s", argv[0], strerror(exec_err));
+    }
     if (!buf) return oc_fail(ctx, OC_ERR_NO_MEMORY, "out of host memory reading %s's output", argv[0]);
-    buf[len] = '\0';
     *output = buf;
-    *exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+    end->signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+    end->exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + end->signal;
     return OC_OK;
 }
 
@@ -106,9 +216,10 @@ static const char *ptxas_release(const char *ptxas)
     if (release[0]) return release;
     char *argv[] = {(char *)ptxas, "--version", NULL};
     char *text = NULL;
-    int code = 0;
+    run_end end;
+    run_limits lim = {PTXAS_DEFAULT_SECONDS, PTXAS_DEFAULT_BYTES};
     snprintf(release, sizeof release, "?");
-    if (run_capture(NULL, argv, &text, &code) == OC_OK) {
+    if (run_capture(NULL, argv, &lim, &text, &end) == OC_OK) {
         const char *r = strstr(text, "release ");
         if (r) sscanf(r + 8, "%31[0-9.]", release);
         free(text);
@@ -199,6 +310,26 @@ void oc_ptxas_parse_report(const char *text, oc_kernel_list *out, int first_new)
     }
 }
 
+/* The one-line error of a run that a limit ended (OC_ERR_INPUT: the PTX asked for too much),
+ * else OC_OK. A limit on memory shows as ptxas dying of a signal (its allocations fail) or
+ * saying so. */
+static oc_status limit_hit(oc_context *ctx, const char *display, const run_limits *lim, const run_end *end,
+                           const char *text)
+{
+    if (end->timed_out || end->signal == SIGXCPU || (lim->seconds > 0 && end->signal == SIGKILL))
+        return oc_fail(ctx, OC_ERR_INPUT,
+                       "ptxas exceeded its %d s limit on %s (OUTCORE_PTXAS_TIMEOUT sets it, 0 for none)",
+                       lim->seconds, display);
+    int says_memory = strstr(text, "out of memory") || strstr(text, "Memory allocation failure") ||
+                      strstr(text, "bad_alloc") || strstr(text, "MemoryError");
+    if (lim->bytes > 0 && (says_memory || end->signal == SIGSEGV || end->signal == SIGABRT || end->signal == SIGBUS))
+        return oc_fail(ctx, OC_ERR_INPUT,
+                       "ptxas exceeded its %lld-byte memory limit on %s (it %s; OUTCORE_PTXAS_MEMORY sets the "
+                       "limit, 0 for none)",
+                       (long long)lim->bytes, display, says_memory ? "ran out of memory" : "crashed");
+    return OC_OK;
+}
+
 oc_status oc_ptxas_resources(oc_context *ctx, const char *ptx_path, const char *display, int cc, char suffix,
                              const oc_inspect_options *jit, oc_kernel_list *out)
 {
@@ -222,13 +353,22 @@ oc_status oc_ptxas_resources(oc_context *ctx, const char *ptx_path, const char *
     }
     argv[argc++] = "-o";
     argv[argc++] = "/dev/null";
+    /* A name that begins with '-' would be read as an option: it goes as ./-name. */
+    char path[4096];
+    if (ptx_path[0] == '-' && (size_t)snprintf(path, sizeof path, "./%s", ptx_path) < sizeof path) ptx_path = path;
     argv[argc++] = (char *)ptx_path;
     argv[argc] = NULL;
+    run_limits lim;
+    OC_CHECK(ptxas_limits(ctx, &lim));
     char *text = NULL;
-    int code = 0;
-    OC_CHECK(run_capture(ctx, argv, &text, &code));
-    oc_status st = OC_OK;
-    if (code != 0) {
+    run_end end;
+    OC_CHECK(run_capture(ctx, argv, &lim, &text, &end));
+    oc_status st = limit_hit(ctx, display, &lim, &end, text);
+    if (st != OC_OK) {
+        free(text);
+        return st;
+    }
+    if (end.exit_code != 0) {
         char line[512];
         first_error(text, line, sizeof line);
         if (strstr(text, "is not defined for option 'gpu-name'"))

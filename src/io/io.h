@@ -67,6 +67,11 @@ typedef struct oc_tmpfile {
     int fd;
 } oc_tmpfile;
 oc_status oc_tmpfile_open(oc_context *ctx, const char *path, oc_tmpfile *f);
+/* The one-line message of a file that could not be created in path's folder, for the
+ * errno of the failed open: "C.npy: cannot write <what>: no write permission in folder
+ * out" (a missing, unwritable or read-only folder: OC_ERR_INPUT, the user's to fix); a
+ * full disk or a failing device is OC_ERR_IO (sysio.h). */
+oc_status oc_create_fail(oc_context *ctx, const char *path, const char *what, int err);
 /* fsync, close, rename over path; on failure (OC_ERR_IO, message naming path and the cause)
  * the temporary file is removed. Either way f is released. */
 oc_status oc_tmpfile_commit(oc_context *ctx, oc_tmpfile *f);

@@ -7,45 +7,82 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/context.h"
 #include "core/error.h"
 #include "core/matrix.h"
+#include "io/input_file.h"
+#include "io/map_guard.h"
+#include "io/sysio.h"
+
+/* OUTCORE_FAULT_SHRINK (fault.h): the mapping from about half the file on is replaced by one
+ * of an anonymous file that is then emptied, so reading there faults exactly as it would had
+ * the input itself been cut; the input is not touched. */
+static void shrink_for_test(oc_mapped_file *f)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), cut = f->size / 2 / page * page;
+    size_t len = (f->size + page - 1) / page * page - cut;
+    int fd = memfd_create("outcore-shrink", MFD_CLOEXEC);
+    if (fd < 0) return;
+    if (ftruncate(fd, (off_t)len) == 0 &&
+        mmap((void *)(f->data + cut), len, PROT_READ, MAP_SHARED | MAP_FIXED, fd, 0) != MAP_FAILED &&
+        ftruncate(fd, 0) == 0)
+        f->shrunk_to = (int64_t)cut;
+    close(fd);
+}
+
+/* Why a mapping of size bytes failed: the address space limit (ulimit -v) when one is set
+ * and that is what ran out, else the system's reason. */
+static oc_status map_failed(oc_context *ctx, const char *path, size_t size, int err)
+{
+    int64_t limit = err == ENOMEM ? oc_address_space_limit() : -1;
+    if (limit >= 0)
+        return oc_fail(ctx, OC_ERR_NO_MEMORY,
+                       "%s: cannot map its %zu bytes: the address space limit (ulimit -v, %lld bytes) is too small",
+                       path, size, (long long)limit);
+    return oc_fail(ctx, OC_ERR_INPUT, "%s: cannot map %zu bytes: %s", path, size, strerror(err));
+}
 
 oc_status oc_mapped_file_open(oc_context *ctx, const char *path, oc_mapped_file *f)
 {
     memset(f, 0, sizeof *f);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        int err = errno;
-        if (err == ENOENT) return oc_fail(ctx, OC_ERR_INPUT, "%s: no such file", path);
-        if (err == EACCES) return oc_fail(ctx, OC_ERR_INPUT, "%s: permission denied", path);
-        return oc_fail(ctx, OC_ERR_INPUT, "%s: cannot open: %s", path, strerror(err));
-    }
+    f->fd = f->guard = -1;
+    f->shrunk_to = -1;
+    int fd;
     struct stat sb;
-    oc_status st = OC_OK;
-    if (fstat(fd, &sb) != 0) {
-        st = oc_fail(ctx, OC_ERR_INPUT, "%s: cannot stat: %s", path, strerror(errno));
-    } else if (S_ISDIR(sb.st_mode)) {
-        st = oc_fail(ctx, OC_ERR_INPUT, "%s: is a directory, not a matrix file", path);
-    } else if (!S_ISREG(sb.st_mode)) {
-        /* Pipes and devices cannot be mapped, and a reader needs to know the size. */
-        st = oc_fail(ctx, OC_ERR_INPUT, "%s: not a regular file", path);
-    } else if (sb.st_size == 0) {
-        st = oc_fail(ctx, OC_ERR_INPUT, "%s: the file is empty", path);
-    } else {
-        void *map = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_SHARED, fd, 0);
-        if (map == MAP_FAILED) {
-            st = oc_fail(ctx, OC_ERR_INPUT, "%s: cannot map %lld bytes: %s", path, (long long)sb.st_size,
-                         strerror(errno));
-        } else {
-            f->data = map;
-            f->size = (size_t)sb.st_size;
-            f->dev = (uint64_t)sb.st_dev;
-            f->ino = (uint64_t)sb.st_ino;
-        }
+    OC_CHECK(oc_input_open(ctx, path, &fd, &sb));
+    if (sb.st_size == 0) {
+        close(fd);
+        return oc_fail(ctx, OC_ERR_INPUT, "%s: the file is empty", path);
     }
-    /* The mapping keeps the file alive; the descriptor is no longer needed. */
-    close(fd);
-    return st;
+    void *map = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_SHARED, fd, 0);
+    if (map == MAP_FAILED) {
+        int err = errno;
+        close(fd);
+        return map_failed(ctx, path, (size_t)sb.st_size, err);
+    }
+    f->data = map;
+    f->size = (size_t)sb.st_size;
+    f->dev = (uint64_t)sb.st_dev;
+    f->ino = (uint64_t)sb.st_ino;
+    /* Kept open: its size after reading says whether the file changed meanwhile. */
+    f->fd = fd;
+    f->guard = oc_map_guard_add(f->data, f->size);
+    if (ctx && oc_fault_plan_next(&ctx->faults, OC_FAULT_SHRINK) != OC_FAULT_NONE) shrink_for_test(f);
+    return OC_OK;
+}
+
+int oc_mapped_file_faulted(const oc_mapped_file *f)
+{
+    return f->data && !f->borrowed && oc_map_guard_faulted(f->guard);
+}
+
+oc_status oc_mapped_file_check(oc_context *ctx, const char *path, const oc_mapped_file *f)
+{
+    if (!f->data || f->borrowed) return OC_OK;
+    struct stat sb;
+    int64_t now = f->shrunk_to >= 0 ? f->shrunk_to : fstat(f->fd, &sb) == 0 ? (int64_t)sb.st_size : -1;
+    if (!oc_mapped_file_faulted(f) && now == (int64_t)f->size) return OC_OK;
+    return oc_input_changed(ctx, path, now, (int64_t)f->size);
 }
 
 void oc_mapped_file_advise_sequential(oc_mapped_file *f)
@@ -74,7 +111,11 @@ void oc_mapped_file_release_range(const oc_mapped_file *f, size_t begin, size_t 
 
 void oc_mapped_file_close(oc_mapped_file *f)
 {
-    if (f->data && !f->borrowed) munmap((void *)f->data, f->size);
+    if (f->data && !f->borrowed) {
+        oc_map_guard_remove(f->guard);
+        munmap((void *)f->data, f->size);
+        close(f->fd);
+    }
     memset(f, 0, sizeof *f);
 }
 
@@ -84,6 +125,10 @@ static oc_status parse_and_close(oc_context *ctx, const char *path, oc_mapped_fi
 {
     oc_matrix *m = NULL;
     oc_status st = parse(ctx, path, file, arg, &m);
+    /* A parser that read zeros where the file was cut may fail for them, or succeed: either
+     * way the change is what is reported. */
+    oc_status changed = oc_mapped_file_check(ctx, path, file);
+    if (changed != OC_OK) st = changed;
     int from_file = !file->borrowed;
     uint64_t dev = file->dev, ino = file->ino;
     oc_mapped_file_close(file);
@@ -110,7 +155,7 @@ oc_status oc_buffer_read(oc_context *ctx, const char *name, const void *data, si
                          void *arg, oc_matrix **out)
 {
     if (size == 0) return oc_fail(ctx, OC_ERR_INPUT, "%s: the file is empty", name);
-    oc_mapped_file file = {.data = data, .size = size, .borrowed = 1};
+    oc_mapped_file file = {.data = data, .size = size, .borrowed = 1, .fd = -1, .guard = -1, .shrunk_to = -1};
     OC_CHECK(parse_and_close(ctx, name, &file, parse, arg, out));
     return OC_OK;
 }

@@ -1,6 +1,11 @@
 /*
  * mapped_file.h - an input file mapped read-only, shared by the readers so that a missing,
- * unreadable or empty file gets the same message whatever its format.
+ * unreadable, empty or irregular file gets the same message whatever its format.
+ *
+ * A file that shrinks while it is mapped does not end the process: the mapping is guarded
+ * (map_guard.h), pages past the new end read as zeros, and oc_mapped_file_check then fails
+ * the read with "A.npy: the file changed while being read (now N bytes, expected M)", so a
+ * reader never returns what it made of the zeros.
  */
 #ifndef OC_IO_MAPPED_FILE_H
 #define OC_IO_MAPPED_FILE_H
@@ -17,11 +22,22 @@ typedef struct oc_mapped_file {
     uint64_t dev, ino;         /* the file's identity (st_dev, st_ino) */
     int borrowed;              /* data is the caller's memory (oc_buffer_read): never advised,
                                 * released or unmapped */
+    int fd;                    /* the open file, for its size after reading (-1: none) */
+    int guard;                 /* its slot in map_guard.h (-1: none) */
+    int64_t shrunk_to;         /* >= 0: OUTCORE_FAULT_SHRINK cut it to this size (fault.h); -1: no */
 } oc_mapped_file;
 
 /* Maps path. Fails with OC_ERR_INPUT naming path when it is missing, unreadable, not a
- * regular file or empty. */
+ * regular file or empty (input_file.h), and says when the address space limit (ulimit -v)
+ * is what stops the mapping. */
 oc_status oc_mapped_file_open(oc_context *ctx, const char *path, oc_mapped_file *f);
+
+/* Whether the file shrank under a read of the mapping so far (cheap: a flag). */
+int oc_mapped_file_faulted(const oc_mapped_file *f);
+
+/* OC_OK when the file still has the size it was mapped with and no read met its end; else
+ * fails with the message above (OC_ERR_INPUT). A borrowed buffer always passes. */
+oc_status oc_mapped_file_check(oc_context *ctx, const char *path, const oc_mapped_file *f);
 
 /* Tells the kernel the file is read front to back (larger read-ahead). */
 void oc_mapped_file_advise_sequential(oc_mapped_file *f);
@@ -52,8 +68,9 @@ static inline int oc_next_line(const unsigned char **pos, const unsigned char *e
  * partly filled *m behind: oc_mapped_read frees it. */
 typedef oc_status (*oc_mapped_parse_fn)(oc_context *ctx, const char *path, oc_mapped_file *f, void *arg, oc_matrix **m);
 
-/* Maps path, runs parse, unmaps; *out is set only on success. Keeps each reader free of
- * cleanup paths: a parser fails by returning. */
+/* Maps path, runs parse, checks the file did not change (oc_mapped_file_check, whose
+ * message takes the place of the parser's), unmaps; *out is set only on success. Keeps each
+ * reader free of cleanup paths: a parser fails by returning. */
 oc_status oc_mapped_read(oc_context *ctx, const char *path, oc_mapped_parse_fn parse, void *arg, oc_matrix **out);
 
 /* Runs parse over size bytes the caller holds, named name in messages, as oc_mapped_read

@@ -27,8 +27,22 @@
 #include "io/mapped_file.h"
 #include "io/mtx_tokens.h"
 #include "core/threads.h"
+#include "mem/host_budget.h"
 
 #define PARALLEL_MIN_BYTES (1 << 20) /* below, starting threads costs more than it saves */
+
+/* The row index of a sparse matrix (matrix.h's lists) takes 8 bytes a row whatever the file
+ * holds: a size line may declare billions of rows in a few bytes. Checked against the host
+ * budget, by the rule a resident input follows (host_budget.h), before anything is allocated. */
+static oc_status check_row_index(oc_context *ctx, const char *path, int64_t rows, const oc_read_options *opts)
+{
+    int64_t index = (rows + 1) * 8, budget = oc_host_budget_resolve(opts->host_mem_bytes);
+    if (oc_host_budget_keeps_input(index, budget)) return OC_OK;
+    return oc_fail(ctx, OC_ERR_INPUT,
+                   "%s: the size line declares %lld rows, whose row index alone takes %lld bytes, more than half "
+                   "the host memory budget of %lld bytes (--host-mem; Python host_mem=)",
+                   path, (long long)rows, (long long)index, (long long)budget);
+}
 
 static oc_status parse_entries(oc_context *ctx, const char *path, oc_mapped_file *file, const oc_read_options *opts,
                                coords *c)
@@ -89,15 +103,12 @@ static oc_status parse_entries(oc_context *ctx, const char *path, oc_mapped_file
                        "--binarize (Python: binarize=True) reads every nonzero value as 1",
                        path);
     OC_CHECK(oc_matrix_check_dims(ctx, rows, cols, path));
+    OC_CHECK(check_row_index(ctx, path, rows, opts));
     /* An entry takes at least 4 bytes ("1 1\n"), so the file's size bounds what is allocated
-     * whatever the size line declares. */
+     * whatever the size line declares; the arrays grow with the entries read. */
     int64_t most = (int64_t)(file->size / 4) + 1;
-    c->cap = (entries < most ? entries : most) * (mirror ? 2 : 1) + 1;
+    c->most = (entries < most ? entries : most) * (mirror ? 2 : 1) + 1;
     c->rows = rows, c->cols = cols;
-    c->row = malloc((size_t)c->cap * sizeof *c->row);
-    c->col = malloc((size_t)c->cap * sizeof *c->col);
-    if (!c->row || !c->col)
-        return oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: cannot allocate room for %lld entries", path, (long long)c->cap);
 
     /* Large files are parsed on every core first; a file that is not valid is parsed again
      * below, on one thread, for its exact message (mtx_parallel.c). Oversubscription would
@@ -148,10 +159,10 @@ static oc_status parse_entries(oc_context *ctx, const char *path, oc_mapped_file
                                path, line_no, shown, tok[2].s, i - 1, j - 1, i, j);
             one = v != VALUE_ZERO;
         }
-        if (one) {
-            c->row[c->count] = (uint32_t)(i - 1), c->col[c->count++] = (uint32_t)(j - 1);
-            if (mirror && i != j) c->row[c->count] = (uint32_t)(j - 1), c->col[c->count++] = (uint32_t)(i - 1);
-        }
+        if (one && (!coords_push(c, (uint32_t)(i - 1), (uint32_t)(j - 1)) ||
+                    (mirror && i != j && !coords_push(c, (uint32_t)(j - 1), (uint32_t)(i - 1)))))
+            return oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: cannot allocate room for %lld entries", path,
+                           (long long)c->count + 1);
     }
     if (seen != entries)
         return oc_fail(ctx, OC_ERR_INPUT,

@@ -34,10 +34,7 @@ static oc_status chunk_task(void *arg, int64_t task, int worker)
     const parallel_job *pj = arg;
     chunk *ch = &pj->chunks[task];
     /* An entry takes at least 4 bytes ("1 1\n"): the chunk's size bounds its ones. */
-    ch->c.cap = ((int64_t)(ch->end - ch->begin) / 4 + 1) * (pj->mirror ? 2 : 1);
-    ch->c.row = malloc((size_t)ch->c.cap * sizeof *ch->c.row);
-    ch->c.col = malloc((size_t)ch->c.cap * sizeof *ch->c.col);
-    if (!ch->c.row || !ch->c.col) return OC_ERR_NO_MEMORY;
+    ch->c.most = ((int64_t)(ch->end - ch->begin) / 4 + 1) * (pj->mirror ? 2 : 1);
     const unsigned char *pos = ch->begin;
     const char *line;
     size_t len;
@@ -61,10 +58,9 @@ static oc_status chunk_task(void *arg, int64_t task, int worker)
             one = v != VALUE_ZERO;
         }
         ch->entries++;
-        if (one) {
-            ch->c.row[ch->c.count] = (uint32_t)(i - 1), ch->c.col[ch->c.count++] = (uint32_t)(j - 1);
-            if (pj->mirror && i != j) ch->c.row[ch->c.count] = (uint32_t)(j - 1), ch->c.col[ch->c.count++] = (uint32_t)(i - 1);
-        }
+        if (one && (!coords_push(&ch->c, (uint32_t)(i - 1), (uint32_t)(j - 1)) ||
+                    (pj->mirror && i != j && !coords_push(&ch->c, (uint32_t)(j - 1), (uint32_t)(i - 1)))))
+            return OC_ERR_NO_MEMORY;
     }
     return OC_OK;
 }
@@ -94,7 +90,18 @@ int oc_mtx_parse_parallel(struct oc_context *ctx, const unsigned char *body, siz
         seen += pj.chunks[k].entries;
         ones += pj.chunks[k].c.count;
     }
-    ok = ok && seen == entries && ones <= c->cap;
+    ok = ok && seen == entries && ones <= c->most;
+    if (ok) {
+        c->row = malloc((size_t)(ones ? ones : 1) * sizeof *c->row);
+        c->col = malloc((size_t)(ones ? ones : 1) * sizeof *c->col);
+        c->cap = ones;
+        if (!c->row || !c->col) {
+            free(c->row);
+            free(c->col);
+            *c = (coords){.most = c->most, .rows = c->rows, .cols = c->cols};
+            ok = 0;
+        }
+    }
     for (int64_t k = 0; k < nchunks; ++k) {
         if (ok) {
             memcpy(c->row + c->count, pj.chunks[k].c.row, (size_t)pj.chunks[k].c.count * sizeof *c->row);

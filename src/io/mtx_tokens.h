@@ -97,11 +97,32 @@ static inline int is_skippable(const char *line, size_t len)
 typedef struct coords {
     uint32_t *row, *col;
     int64_t count, cap;
+    int64_t most;       /* the most entries the arrays may need: what the bytes can hold */
     int64_t rows, cols;
 } coords;
 
+/* Appends the one at (i, j). The arrays grow as entries arrive, by half again, never past
+ * c->most: what is allocated follows what the file holds, not what its size line declares.
+ * Returns 0 when memory runs out (or, for a caller's broken bound, c->most is reached). */
+static inline int coords_push(coords *c, uint32_t i, uint32_t j)
+{
+    if (c->count == c->cap) {
+        int64_t cap = c->cap < 4096 ? 4096 : c->cap + c->cap / 2;
+        if (cap > c->most) cap = c->most;
+        if (cap <= c->count) return 0;
+        uint32_t *row = realloc(c->row, (size_t)cap * sizeof *row);
+        if (row) c->row = row;
+        uint32_t *col = row ? realloc(c->col, (size_t)cap * sizeof *col) : NULL;
+        if (col) c->col = col;
+        if (!row || !col) return 0;
+        c->cap = cap;
+    }
+    c->row[c->count] = i, c->col[c->count++] = j;
+    return 1;
+}
+
 /* The entries of body[0 .. size) (the lines after the size line) on `threads` threads, into
- * c (whose arrays hold c->cap entries). Returns 1 when every line was a valid entry and
+ * c (empty; its arrays are allocated to the count of ones found). Returns 1 when every line was a valid entry and
  * there were exactly `entries` of them; 0 otherwise, and the caller parses the file again
  * sequentially for its exact message (mtx_parallel.c). */
 struct oc_context;

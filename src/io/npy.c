@@ -340,7 +340,8 @@ static oc_status parse_npy(oc_context *ctx, const char *path, oc_mapped_file *fi
     if (!file->borrowed && !oc_host_budget_keeps_input(oc_matrix_packed_bytes(rows, cols),
                                                        oc_host_budget_resolve(opts->host_mem_bytes))) {
         oc_npy_layout layout = {.rows = rows, .cols = cols, .data_offset = (int64_t)offset, .width = width,
-                                .bits = bits, .kind = dense_kind, .dev = file->dev, .ino = file->ino};
+                                .bits = bits, .kind = dense_kind, .dev = file->dev, .ino = file->ino,
+                                .file_size = (int64_t)file->size};
         OC_CHECK(oc_npy_source_open(ctx, path, &layout, out));
         return OC_OK;
     }

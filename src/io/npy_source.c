@@ -29,6 +29,7 @@
 #include "core/error.h"
 #include "core/matrix.h"
 #include "core/matrix_build.h"
+#include "io/input_file.h"
 #include "io/npy_source.h"
 #include "io/sysio.h"
 
@@ -40,6 +41,7 @@ typedef struct npy_source {
     int64_t width;         /* bytes per row in the file */
     int64_t bits;          /* > 0: numpy.packbits rows of this many columns */
     oc_dense_bytes kind;   /* otherwise: what the bytes hold */
+    int64_t file_size;     /* the size its header was checked against */
     pthread_mutex_t lock;  /* serialises messages to ctx */
 } npy_source;
 
@@ -58,19 +60,18 @@ static int64_t pread_full(int fd, void *buf, int64_t len, int64_t off)
     return done;
 }
 
-/* Reads len bytes of the file's data at off into buf, or records why not (naming the row of
- * the first byte missing). */
+/* Reads len bytes of the file's data at off into buf, or records why not (a file that ends
+ * early shrank after its header was checked). */
 static oc_status read_data(npy_source *s, oc_context *ctx, const oc_matrix *m, int64_t off, int64_t len, void *buf)
 {
     int64_t got = pread_full(s->fd, buf, len, off);
     if (got == len) return OC_OK;
     int err = errno;
+    struct stat sb;
+    int64_t now = fstat(s->fd, &sb) == 0 ? (int64_t)sb.st_size : off + (got > 0 ? got : 0);
     pthread_mutex_lock(&s->lock);
     oc_status st = got < 0 ? oc_io_fail(ctx, "reading", m->name, err, -1, -1, -1)
-                           : oc_fail(ctx, OC_ERR_INPUT,
-                                     "%s: truncated .npy data: the file ends at byte %" PRId64 " but row %" PRId64
-                                     " needs bytes up to %" PRId64 " (it shrank after it was opened)",
-                                     m->name, off + got, (off + got - s->data_offset) / s->width, off + len);
+                           : oc_input_changed(ctx, m->name, now, s->file_size);
     pthread_mutex_unlock(&s->lock);
     return st;
 }
@@ -172,12 +173,12 @@ static const oc_matrix_source_ops npy_source_ops = {npy_source_load, npy_source_
 
 oc_status oc_npy_source_open(oc_context *ctx, const char *path, const oc_npy_layout *layout, oc_matrix **out)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd;
     struct stat sb;
-    if (fd < 0) return oc_fail(ctx, OC_ERR_INPUT, "%s: cannot open: %s", path, strerror(errno));
+    OC_CHECK(oc_input_open(ctx, path, &fd, &sb));
     /* The header was checked on a mapping of the file that had this identity: the rows must
      * come from the same file, not one renamed over it since. */
-    if (fstat(fd, &sb) != 0 || (uint64_t)sb.st_dev != layout->dev || (uint64_t)sb.st_ino != layout->ino) {
+    if ((uint64_t)sb.st_dev != layout->dev || (uint64_t)sb.st_ino != layout->ino) {
         close(fd);
         return oc_fail(ctx, OC_ERR_INPUT, "%s: the file was replaced while it was being opened", path);
     }
@@ -191,6 +192,7 @@ oc_status oc_npy_source_open(oc_context *ctx, const char *path, const oc_npy_lay
     s->width = layout->width;
     s->bits = layout->bits;
     s->kind = layout->kind;
+    s->file_size = layout->file_size;
     pthread_mutex_init(&s->lock, NULL);
     /* Rows are read in the order the job asks for them, often a panel at a time from front
      * to back; sequential read-ahead serves that and does no harm otherwise. */

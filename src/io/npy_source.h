@@ -16,6 +16,7 @@ typedef struct oc_npy_layout {
     int64_t bits;          /* > 0: numpy.packbits rows */
     oc_dense_bytes kind;   /* otherwise: what the bytes hold */
     uint64_t dev, ino;     /* the identity of the file the header was read from */
+    int64_t file_size;     /* its size then */
 } oc_npy_layout;
 
 /* Opens path again and returns a file-backed matrix over it (bits == NULL). */

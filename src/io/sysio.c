@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -130,6 +131,12 @@ int oc_sys_write_all(oc_context *ctx, int fd, const void *buf, size_t len, int64
     return 0;
 }
 
+int64_t oc_address_space_limit(void)
+{
+    struct rlimit as;
+    return getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY ? (int64_t)as.rlim_cur : -1;
+}
+
 int64_t oc_sys_file_size(int fd)
 {
     struct stat sb;
@@ -213,6 +220,12 @@ void oc_io_describe(char *buf, size_t size, const char *action, const char *name
     char progress[128];
     progress_text(progress, sizeof progress, err, done, total, free_fd);
     const char *cause = NULL;
+    int64_t as_limit = err == ENOMEM ? oc_address_space_limit() : -1;
+    if (as_limit >= 0) {
+        snprintf(buf, size, "%s %s failed: the address space limit (ulimit -v, %lld bytes) is too small%s%s", action,
+                 name, (long long)as_limit, progress[0] ? "; " : "", progress);
+        return;
+    }
     switch (err) {
     case ENOSPC: cause = "disk full"; break;
     case EDQUOT: cause = "disk quota exceeded"; break;

@@ -39,6 +39,10 @@ int oc_sys_rename(oc_context *ctx, const char *from, const char *to);
  * Returns 0, or the errno of the call that failed (EIO for a write that wrote nothing). */
 int oc_sys_write_all(oc_context *ctx, int fd, const void *buf, size_t len, int64_t off);
 
+/* The process's address space limit (RLIMIT_AS, `ulimit -v`) in bytes, or -1 when there is
+ * none: what an ENOMEM from mmap means when it is set. */
+int64_t oc_address_space_limit(void);
+
 /* The size of the file behind fd, or -1: how much of an output was written when it failed. */
 int64_t oc_sys_file_size(int fd);
 
@@ -55,6 +59,8 @@ oc_status oc_sys_check_space(oc_context *ctx, int fd, const char *name, int64_t 
  *   "disk full writing C.npy: 1.2 of 4.0 GB written"        (ENOSPC; EDQUOT: "disk quota exceeded")
  *   "I/O error writing C.npy: 1.2 GB written"               (EIO; total unknown)
  *   "disk full reserving space for C.npy: 4.0 GB needed, 1.2 GB free"
+ *   "mapping C.npy failed: the address space limit (ulimit -v, 102400000 bytes) is too small"
+ *                                                           (ENOMEM under RLIMIT_AS)
  *   "writing C.npy failed: Read-only file system"           (any other errno)
  * `action` is the verb phrase before the name ("writing", "creating", "reserving space
  * for"); done and total are bytes (negative: unknown); free_fd >= 0 adds the free space of

@@ -52,29 +52,28 @@ const char *oc_path_extension(const char *path, char *buf, size_t bufsize)
     return buf;
 }
 
-/* Turns the errno of a failed create in path's folder into a one-line message. */
-static oc_status fail_create(oc_context *ctx, const char *path, int err)
+oc_status oc_create_fail(oc_context *ctx, const char *path, const char *what, int err)
 {
     char dir[4096];
     oc_path_folder(path, dir, sizeof dir);
     switch (err) {
     case ENOENT:
-        return oc_fail(ctx, OC_ERR_INPUT, "%s: cannot write the output: folder %s does not exist", path, dir);
-    case ENOTDIR: return oc_fail(ctx, OC_ERR_INPUT, "%s: cannot write the output: %s is not a folder", path, dir);
+        return oc_fail(ctx, OC_ERR_INPUT, "%s: cannot write %s: folder %s does not exist", path, what, dir);
+    case ENOTDIR: return oc_fail(ctx, OC_ERR_INPUT, "%s: cannot write %s: %s is not a folder", path, what, dir);
     case EACCES:
     case EPERM:
-        return oc_fail(ctx, OC_ERR_INPUT, "%s: cannot write the output: no write permission in folder %s", path, dir);
+        return oc_fail(ctx, OC_ERR_INPUT, "%s: cannot write %s: no write permission in folder %s", path, what, dir);
     case EROFS:
-        return oc_fail(ctx, OC_ERR_INPUT, "%s: cannot write the output: folder %s is on a read-only file system",
-                       path, dir);
+        return oc_fail(ctx, OC_ERR_INPUT, "%s: cannot write %s: folder %s is on a read-only file system", path,
+                       what, dir);
     case ENAMETOOLONG:
-        return oc_fail(ctx, OC_ERR_INPUT, "%s: cannot write the output: its temporary name beside it is too long for "
-                       "the file system", path);
+        return oc_fail(ctx, OC_ERR_INPUT, "%s: cannot write %s: its temporary name beside it is too long for "
+                       "the file system", path, what);
     case ENOSPC: /* the file system ran out of room (or of inodes), or its device failed */
     case EDQUOT:
     case EIO: return oc_io_fail(ctx, "creating", path, err, -1, -1, -1);
     default:
-        return oc_fail(ctx, OC_ERR_INPUT, "%s: cannot create the output in folder %s: %s", path, dir, strerror(err));
+        return oc_fail(ctx, OC_ERR_INPUT, "%s: cannot create %s in folder %s: %s", path, what, dir, strerror(err));
     }
 }
 
@@ -129,7 +128,7 @@ oc_status oc_tmpfile_open(oc_context *ctx, const char *path, oc_tmpfile *f)
             free(f->tmp_path);
             f->tmp_path = NULL; /* nothing was created: abort must not unlink */
             oc_tmpfile_abort(f);
-            return fail_create(ctx, path, err);
+            return oc_create_fail(ctx, path, "the output", err);
         }
     }
     if (f->fd < 0) {

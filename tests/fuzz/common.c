@@ -2,7 +2,6 @@
 #include "common.h"
 
 #include <errno.h>
-#include <spawn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,13 +26,12 @@ const char *__ubsan_default_options(void) { return "print_stacktrace=1:halt_on_e
 
 /* The targets never start processes: a fatbinary's PTX entry would otherwise run the
  * toolkit's ptxas once per input. This definition takes the place of the C library's, so
- * ptxas.c meets a failed spawn and reports ptxas as unusable (OC_ERR_UNSUPPORTED). The PTX
+ * ptxas.c meets a failed fork and reports ptxas as unusable (OC_ERR_UNSUPPORTED). The PTX
  * readers that parse ptxas' report are fuzzed directly (fuzz_ptx.c). */
-int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *actions,
-                const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+pid_t fork(void)
 {
-    (void)pid, (void)path, (void)actions, (void)attr, (void)argv, (void)envp;
-    return ENOSYS;
+    errno = ENOSYS;
+    return -1;
 }
 
 /* libFuzzer comes with libstdc++, linked statically (CMakeLists.txt) so that the binaries
