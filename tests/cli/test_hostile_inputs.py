@@ -122,6 +122,17 @@ def test_map_cut_while_read_leaves_no_temporary(folder):
                   env=SHRINK)
 
 
+def test_header_cut_before_it_is_read(folder):
+    """A file smaller than two pages is cut from byte 0: the header itself reads as zeros,
+    which is reported as the cut, not as "not a .npy file"."""
+    np.save(folder / "s.npy", np.arange(10.0))
+    np.save(folder / "t.npy", np.eye(5, dtype=bool))
+    fails_cleanly(folder, ["map", "a * 2", "a=s.npy", "-o", "S.npy"], 2, "s.npy: the file changed while being read",
+                  "(now 0 bytes, expected 208)", env=SHRINK)
+    fails_cleanly(folder, ["gram", "t.npy", "-o", "T.npy"], 2, "t.npy: the file changed while being read",
+                  "(now 0 bytes", env=SHRINK)
+
+
 # ------------------------------------------------------------------ .mtx size lines
 
 MTX_BANNER = "%%MatrixMarket matrix coordinate pattern general\n"
