@@ -185,8 +185,10 @@ def fake_ptxas(folder, body):
     return {"CUDA_HOME": str(home), "TMPDIR": str(folder)}
 
 
-def test_ptxas_time_limit(folder):
-    env = fake_ptxas(folder, "exec sleep 60\n")
+@pytest.mark.parametrize("body", ["exec sleep 60\n", "exec 1>&- 2>&-\nexec sleep 60\n"],
+                         ids=["busy", "closes-its-output-and-hangs"])
+def test_ptxas_time_limit(folder, body):
+    env = fake_ptxas(folder, body)
     (folder / "k.ptx").write_text(PTX)
     env["OUTCORE_PTXAS_TIMEOUT"] = "1"
     fails_cleanly(folder, ["inspect", "--no-gpu", "k.ptx"], 2, "ptxas exceeded its 1 s limit on k.ptx",
