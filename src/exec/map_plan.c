@@ -84,10 +84,7 @@ static oc_status open_file_input(oc_context *ctx, const oc_map_array *a, oc_map_
 {
     OC_CHECK(oc_mapped_file_open(ctx, a->path, &b->file));
     oc_npy_array_info info;
-    oc_status st = oc_npy_array_parse(ctx, a->path, b->file.data, b->file.size, &info);
-    /* A header read as zeros because the file was cut meanwhile: the cut is the news. */
-    if (st != OC_OK && oc_mapped_file_check(ctx, a->path, &b->file) != OC_OK) st = OC_ERR_INPUT;
-    OC_CHECK(st);
+    OC_CHECK(oc_npy_array_parse(ctx, a->path, b->file.data, b->file.size, &info));
     b->type = oc_mt_from_descr(info.descr);
     if (b->type < 0)
         return oc_fail(ctx, OC_ERR_INPUT,
@@ -131,7 +128,10 @@ static oc_status bind_inputs(oc_context *ctx, oc_map *m, const oc_map_array *inp
         if (a->path) {
             b->path = strdup(a->path);
             if (!b->path) return oc_fail(ctx, OC_ERR_NO_MEMORY, "out of memory");
-            OC_CHECK(open_file_input(ctx, a, b));
+            oc_status st = open_file_input(ctx, a, b);
+            /* A header read as zeros because the file was cut meanwhile: the cut is the news. */
+            if (st != OC_OK && oc_mapped_file_check(ctx, a->path, &b->file) != OC_OK) st = OC_ERR_INPUT;
+            OC_CHECK(st);
             continue;
         }
         if (a->dtype < 0 || a->dtype >= OC_MT_COUNT || a->ndim < 0 || a->ndim > OC_MAP_MAX_DIMS || (!a->shape && a->ndim))

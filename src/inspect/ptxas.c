@@ -125,28 +125,29 @@ static void child_exec(char *const argv[], int out_fd, int err_fd, const run_lim
     _exit(127);
 }
 
-/* Collects the child's output until it closes it or the deadline passes (then kills it). */
-static char *collect(int fd, pid_t pid, const run_limits *lim, int *timed_out)
+/* Seconds left before lim's deadline for a run started at start (a large number without one). */
+static double seconds_left(const run_limits *lim, const struct timespec *start)
 {
-    struct timespec start;
-    clock_gettime(CLOCK_MONOTONIC, &start);
+    if (lim->seconds <= 0) return 1e9;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return lim->seconds - ((double)(now.tv_sec - start->tv_sec) + (double)(now.tv_nsec - start->tv_nsec) * 1e-9);
+}
+
+/* Collects the child's output until it closes it or the deadline passes (then kills it). */
+static char *collect(int fd, pid_t pid, const run_limits *lim, const struct timespec *start, int *timed_out)
+{
     size_t len = 0, cap = 4096;
     char *buf = malloc(cap);
     while (buf) {
-        int wait_ms = -1;
-        if (lim->seconds > 0) {
-            struct timespec now;
-            clock_gettime(CLOCK_MONOTONIC, &now);
-            double left = lim->seconds - ((double)(now.tv_sec - start.tv_sec) + (now.tv_nsec - start.tv_nsec) * 1e-9);
-            if (left <= 0) {
-                kill(-pid, SIGKILL);
-                *timed_out = 1;
-                break;
-            }
-            wait_ms = (int)(left * 1000) + 1;
+        double left = seconds_left(lim, start);
+        if (left <= 0) {
+            kill(-pid, SIGKILL);
+            *timed_out = 1;
+            break;
         }
         struct pollfd p = {.fd = fd, .events = POLLIN};
-        int ready = poll(&p, 1, wait_ms);
+        int ready = poll(&p, 1, lim->seconds > 0 ? (int)(left * 1000) + 1 : -1);
         if (ready < 0 && errno == EINTR) continue;
         if (ready < 0) break;
         if (ready == 0) continue; /* the deadline is checked above */
@@ -170,6 +171,23 @@ static char *collect(int fd, pid_t pid, const run_limits *lim, int *timed_out)
     return buf;
 }
 
+/* Waits for the child, which may outlive its output: killed at the deadline as well. */
+static int reap(pid_t pid, const run_limits *lim, const struct timespec *start, int *timed_out)
+{
+    int status = 0;
+    for (;;) {
+        pid_t got = waitpid(pid, &status, lim->seconds > 0 ? WNOHANG : 0);
+        if (got == pid || (got < 0 && errno != EINTR)) return status;
+        if (got == 0 && seconds_left(lim, start) <= 0) {
+            kill(-pid, SIGKILL);
+            *timed_out = 1;
+            while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+            return status;
+        }
+        if (got == 0) usleep(1000);
+    }
+}
+
 /* Runs argv under lim with stdout and stderr into one malloc'ed, NUL-terminated buffer. */
 static oc_status run_capture(oc_context *ctx, char *const argv[], const run_limits *lim, char **output, run_end *end)
 {
@@ -191,10 +209,11 @@ static oc_status run_capture(oc_context *ctx, char *const argv[], const run_limi
         return oc_fail(ctx, OC_ERR_UNSUPPORTED, "cannot run %s: %s", argv[0], strerror(fork_err));
     }
     memset(end, 0, sizeof *end);
-    char *buf = collect(out_pipe[0], pid, lim, &end->timed_out);
+    struct timespec start;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    char *buf = collect(out_pipe[0], pid, lim, &start, &end->timed_out);
     close(out_pipe[0]);
-    int status = 0, exec_err = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+    int exec_err = 0, status = reap(pid, lim, &start, &end->timed_out);
     /* execve succeeded when the close-on-exec pipe closed with nothing in it. */
     ssize_t got = read(err_pipe[0], &exec_err, sizeof exec_err);
     close(err_pipe[0]);

@@ -122,6 +122,17 @@ def test_map_cut_while_read_leaves_no_temporary(folder):
                   env=SHRINK)
 
 
+def test_header_cut_before_it_is_read(folder):
+    """A file smaller than two pages is cut from byte 0: the header itself reads as zeros,
+    which is reported as the cut, not as "not a .npy file"."""
+    np.save(folder / "s.npy", np.arange(10.0))
+    np.save(folder / "t.npy", np.eye(5, dtype=bool))
+    fails_cleanly(folder, ["map", "a * 2", "a=s.npy", "-o", "S.npy"], 2, "s.npy: the file changed while being read",
+                  "(now 0 bytes, expected 208)", env=SHRINK)
+    fails_cleanly(folder, ["gram", "t.npy", "-o", "T.npy"], 2, "t.npy: the file changed while being read",
+                  "(now 0 bytes", env=SHRINK)
+
+
 # ------------------------------------------------------------------ .mtx size lines
 
 MTX_BANNER = "%%MatrixMarket matrix coordinate pattern general\n"
@@ -174,8 +185,10 @@ def fake_ptxas(folder, body):
     return {"CUDA_HOME": str(home), "TMPDIR": str(folder)}
 
 
-def test_ptxas_time_limit(folder):
-    env = fake_ptxas(folder, "exec sleep 60\n")
+@pytest.mark.parametrize("body", ["exec sleep 60\n", "exec 1>&- 2>&-\nexec sleep 60\n"],
+                         ids=["busy", "closes-its-output-and-hangs"])
+def test_ptxas_time_limit(folder, body):
+    env = fake_ptxas(folder, body)
     (folder / "k.ptx").write_text(PTX)
     env["OUTCORE_PTXAS_TIMEOUT"] = "1"
     fails_cleanly(folder, ["inspect", "--no-gpu", "k.ptx"], 2, "ptxas exceeded its 1 s limit on k.ptx",
