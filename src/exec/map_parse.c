@@ -425,12 +425,14 @@ static int operator(parser *p, stacks *k)
 
 static int parse(parser *p)
 {
-    stacks *k = calloc(1, sizeof *k);
+    stacks *k = malloc(sizeof *k); /* every entry is written before it is read */
     if (!k) {
         p->st = oc_fail(p->ctx, OC_ERR_NO_MEMORY, "out of memory parsing the expression");
         return -1;
     }
-    k->groups[k->ngroups++] = (group){.kind = G_TOP};
+    k->nvals = k->nops = k->nesting = 0;
+    k->ngroups = 1;
+    k->groups[0] = (group){.kind = G_TOP};
     int want_operand = 1, r = 0;
     while (p->st == OC_OK) {
         r = want_operand ? operand(p, k) : operator(p, k);
