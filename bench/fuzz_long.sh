@@ -44,14 +44,15 @@ DICTS=$(dirname "$SEEDS")
 
 ntargets=$(echo "$BINS" | wc -l)
 # Workers per target: an equal share of the cores; the cores left over go to the slowest
-# targets first (fatbin runs the whole inspect path twice per input, cubin every launch rule).
+# targets first (map_expr types, generates and may evaluate each expression, fatbin runs the
+# whole inspect path twice per input, cubin every launch rule).
 declare -A workers
 share=${WORKERS:-$((JOBS / ntargets))}
 [ "$share" -ge 1 ] || share=1
 for bin in $BINS; do name=$(basename "$bin"); workers[${name#fuzz_}]=$share; done
 spare=$((JOBS - share * ntargets))
 if [ -z "$WORKERS" ]; then
-  for name in fatbin cubin text ptx mtx npy; do
+  for name in map_expr fatbin cubin text ptx mtx npy; do
     [ "$spare" -gt 0 ] && [ -n "${workers[$name]:-}" ] || continue
     workers[$name]=$((workers[$name] + 1))
     spare=$((spare - 1))

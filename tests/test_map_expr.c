@@ -5,12 +5,15 @@
  * tests/python/test_map_numpy.py.
  */
 #include <math.h>
+#include <pthread.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/context.h"
 #include "cpu/isa.h"
+#include "exec/map_codegen.h"
 #include "exec/map_expr.h"
 #include "exec/map_plan.h"
 #include "exec/map_types.h"
@@ -227,6 +230,93 @@ static void test_isa_paths(void)
     oc_cpu_isa_select(getenv("OUTCORE_CPU_ISA"));
 }
 
+/* `open` n times, then center, then `close` n times (malloc'ed). */
+static char *wrap(const char *open, int n, const char *center, const char *close)
+{
+    size_t ol = strlen(open), cl = strlen(center), zl = strlen(close);
+    char *s = malloc((ol + zl) * (size_t)n + cl + 1), *p = s;
+    if (!s) return NULL;
+    for (int i = 0; i < n; i++, p += ol) memcpy(p, open, ol);
+    memcpy(p, center, cl);
+    p += cl;
+    for (int i = 0; i < n; i++, p += zl) memcpy(p, close, zl);
+    *p = '\0';
+    return s;
+}
+
+typedef struct limit_case {
+    char *expr;
+    oc_status want;   /* OC_OK: runs and gives a[i] * times + plus */
+    double times, plus;
+    const char *message; /* OC_ERR_INPUT: a part of the message */
+    oc_status got;
+    double value;
+    char error[512];
+} limit_case;
+
+/* Parses, types, generates CUDA C for and evaluates each case (on the thread the test makes). */
+static void *run_limit_cases(void *arg)
+{
+    limit_case *cases = arg;
+    double a[3] = {1.5, -2.0, 4.0};
+    int64_t shape[1] = {3};
+    for (limit_case *c = cases; c->expr; c++) {
+        oc_map_array in = OC_MAP_ARRAY_INIT;
+        in.name = "a", in.data = a, in.dtype = OC_MAP_FLOAT64, in.ndim = 1, in.shape = shape;
+        oc_map_options o = OC_MAP_OPTIONS_INIT;
+        o.backend = OC_BACKEND_CPU;
+        o.threads = 1;
+        oc_map *m = NULL;
+        c->got = oc_map_create(ctx, c->expr, &in, 1, NULL, 0, &o, &m);
+        if (c->got == OC_OK) {
+            char *src = NULL;
+            c->got = oc_map_emit_cuda(ctx, m, &src, NULL);
+            free(src);
+        }
+        double out[3] = {0};
+        if (c->got == OC_OK) c->got = oc_map_run(ctx, m, NULL, out, NULL);
+        c->value = out[2];
+        snprintf(c->error, sizeof c->error, "%s", c->got == OC_OK ? "" : oc_context_last_error(ctx));
+        oc_map_free(m);
+    }
+    return NULL;
+}
+
+/* Expressions at and past the size and nesting limits (map_expr.h), on a thread of 64 KiB of
+ * stack: no walk (parse, type check, code generation, evaluation) recurses on the input. */
+static void test_limits_on_a_small_stack(void)
+{
+    enum { N = OC_MAP_MAX_NESTING, T = OC_MAP_MAX_TOKENS };
+    limit_case cases[] = {
+        {wrap("(", N, "a", ")"), OC_OK, 1, 0, NULL, 0, 0, ""},
+        {wrap("abs(", N - 1, "a", ")"), OC_OK, 1, 0, NULL, 0, 0, ""},
+        {wrap("a+", T / 2 - 1, "a", ""), OC_OK, T / 2, 0, NULL, 0, 0, ""},
+        {wrap("1**", N - 1, "a", ""), OC_OK, 0, 1, NULL, 0, 0, ""},
+        {wrap("-", N - 1, "a+a", ""), OC_OK, 0, 0, NULL, 0, 0, ""},
+        {wrap("", T / 2 - 1, "a", "-1"), OC_OK, 1, -(T / 2 - 1), NULL, 0, 0, ""},
+        {wrap("(", N + 1, "a", ")"), OC_ERR_INPUT, 0, 0, "nests deeper than 256 levels (map's limit) at column 257", 0, 0, ""},
+        {wrap("-", 60000, "a", ""), OC_ERR_INPUT, 0, 0, "nests deeper than 256 levels (map's limit) at column 257", 0, 0, ""},
+        {wrap("a**", 30000, "a", ""), OC_ERR_INPUT, 0, 0, "nests deeper than 256 levels (map's limit) at column 770", 0, 0, ""},
+        {wrap("a+", 30000, "a", ""), OC_ERR_INPUT, 0, 0, "more than 4096 tokens (map's limit) at column 4097", 0, 0, ""},
+        {wrap("", 1 << 20, "a", " "), OC_ERR_INPUT, 0, 0, "longer than 1048576 bytes", 0, 0, ""},
+        {NULL, OC_OK, 0, 0, NULL, 0, 0, ""},
+    };
+    pthread_attr_t attr;
+    pthread_t th;
+    CHECK(pthread_attr_init(&attr) == 0 && pthread_attr_setstacksize(&attr, 64 * 1024) == 0);
+    CHECK(pthread_create(&th, &attr, run_limit_cases, cases) == 0 && pthread_join(th, NULL) == 0);
+    pthread_attr_destroy(&attr);
+    for (limit_case *c = cases; c->expr; c++) {
+        CHECK_MSG(c->got == c->want, "%.40s...: status %d, expected %d (%s)", c->expr, c->got, c->want, c->error);
+        if (c->want == OC_OK)
+            CHECK_MSG(c->value == 4.0 * c->times + c->plus, "%.40s...: %g, expected %g", c->expr, c->value,
+                      4.0 * c->times + c->plus);
+        else
+            CHECK_MSG(strstr(c->error, c->message) != NULL, "%.40s...: '%s'", c->expr, c->error);
+        free(c->expr);
+    }
+}
+
 int main(void)
 {
     if (oc_context_create(&ctx) != OC_OK) return 1;
@@ -236,6 +326,7 @@ int main(void)
     test_broadcast_and_eval();
     test_struct_sizes();
     test_isa_paths();
+    test_limits_on_a_small_stack();
     oc_context_free(ctx);
     return oc_test_finish();
 }

@@ -8,14 +8,21 @@ Operands are numpy arrays (read in place when C-contiguous, native and of a supp
 copied otherwise), paths of .npy files (memory-mapped by the library), or Python scalars (weak
 in numpy's NEP 50 promotion, as in numpy: float32 * 0.5 stays float32). numpy scalars
 (np.float32(2)) are strong, as in numpy. See docs/map.md.
+
+The job runs as gram's does (_gram.py): in a worker thread while the calling thread, when it
+is the main thread, waits in short steps, so that Ctrl-C cancels the job at once and raises
+KeyboardInterrupt when the library has stopped (a half-written output file is removed).
 """
 import ctypes
 import os
+import threading
+import types
 
 import numpy as np
 
 from . import _lib
 from ._context import lease
+from ._gram import _wait
 from ._options import parse_gpu_mem, parse_host_mem
 from .errors import InputError, check, from_status
 
@@ -57,6 +64,58 @@ def _literal(name, value):
     raise InputError(f"{name}: {type(value).__name__} is not a Python scalar")
 
 
+def _memmap_file(x):
+    """The file an array maps (numpy.memmap, or a view of one), else None."""
+    while x is not None:
+        if isinstance(x, np.memmap) and getattr(x, "filename", None):
+            return x.filename
+        x = x.base if isinstance(x, np.ndarray) else None
+    return None
+
+
+def _check_out_overlap(out, arrays, paths):
+    """An out array that shares memory with an input array (as the library reads it), or that
+    maps an input file, is refused: the result would overwrite inputs while they are read,
+    which numpy avoids with copies."""
+    for name, arr in arrays:
+        if np.shares_memory(out, arr):
+            raise InputError(f"out shares memory with the input '{name}': writing the result would overwrite the "
+                             "input while it is read; pass a separate array (or out=None)")
+    mapped = _memmap_file(out)
+    for name, path in paths:
+        try:
+            same = mapped is not None and os.path.samefile(mapped, path)
+        except OSError:
+            same = False
+        if same:
+            raise InputError(f"out maps the input file of '{name}' ({os.fsdecode(path)}): writing the result would "
+                             "overwrite the input while it is read; pass a separate array (or out=None)")
+
+
+def _run_interruptible(ctx, fn):
+    """fn() in a worker thread while this thread, when it is the main one, waits for it in short
+    steps: Ctrl-C cancels the library's job, and KeyboardInterrupt is raised once fn has
+    returned (the caller's buffers must outlive the library's use of them)."""
+    if threading.current_thread() is not threading.main_thread():
+        return fn()  # signals reach the main thread only: nothing to listen for here
+    box, done = {}, threading.Event()
+
+    def work():
+        try:
+            box["result"] = fn()
+        except BaseException as exc:
+            box["error"] = exc
+        finally:
+            done.set()
+
+    threading.Thread(target=work, name="outcore-map", daemon=True).start()
+    if _wait(types.SimpleNamespace(ctx=ctx, cancel=threading.Event()), done):
+        raise KeyboardInterrupt
+    if "error" in box:
+        raise box.pop("error")
+    return box["result"]
+
+
 def _with_caret(message, expr):
     prefix = "syntax error in the expression at column "
     if message.startswith(prefix):
@@ -74,12 +133,17 @@ def map(expr, out=None, *, dtype=None, reduce=None, axis=None, backend=None, thr
 
     out: None (return a new array; a numpy scalar for a reduction to one value), a path (a
     .npy file written under a temporary name and renamed; the path is returned) or a
-    C-contiguous writeable array of the result's shape and dtype (filled and returned).
+    C-contiguous writeable array of the result's shape and dtype (filled and returned). An
+    out array that shares memory with an input array, or maps an input's .npy file, raises
+    InputError (a ValueError): numpy would compute as if from copies, map reads in place.
     dtype: the output dtype (numpy.can_cast(result, dtype, "same_kind") must hold).
     reduce: "sum", "mean", "min" or "max" over all elements, or over `axis`.
     backend: "auto" (the cost model's pick), "cpu" or "cuda" (element-wise expressions on
     device 0; reductions run on the CPU). gpu_mem: the device budget, bytes or "2G", "50%".
     explain: return the text of oc_map_explain instead of running.
+    Ctrl-C cancels the job promptly and raises KeyboardInterrupt; an output file is then not
+    written. Expressions are limited in size and nesting (docs/map.md); past a limit, and on
+    any bad input, InputError.
     """
     if reduce not in _REDUCE:
         raise InputError(f"reduce={reduce!r}: expected sum, mean, min or max")
@@ -104,6 +168,7 @@ def map(expr, out=None, *, dtype=None, reduce=None, axis=None, backend=None, thr
 
     keep = []  # every buffer and string the library reads must live until the call returns
     arrays, scalars = [], []
+    inputs, paths = [], []  # (name, array as the library reads it), (name, path)
     for name, value in operands.items():
         if isinstance(value, (bool, int, float)) and not isinstance(value, np.generic):
             s = _lib.MapScalar(name.encode(), _literal(name, value).encode())
@@ -113,8 +178,10 @@ def map(expr, out=None, *, dtype=None, reduce=None, axis=None, backend=None, thr
         a.name = name.encode()
         if _is_path(value):
             a.path = os.fsencode(value)
+            paths.append((name, value))
         else:
             arr = _array(name, value)
+            inputs.append((name, arr))
             shape = (ctypes.c_int64 * max(arr.ndim, 1))(*arr.shape)
             keep += [arr, shape]
             a.data = arr.ctypes.data if arr.size else None
@@ -147,7 +214,8 @@ def map(expr, out=None, *, dtype=None, reduce=None, axis=None, backend=None, thr
             shape = tuple(shp[i] for i in range(nd))
             stats = _lib.MapStats()
             if _is_path(out):
-                check(lib.oc_map_run(ctx, handle, os.fsencode(out), None, ctypes.byref(stats)), ctx)
+                path = os.fsencode(out)
+                _run_interruptible(ctx, lambda: check(lib.oc_map_run(ctx, handle, path, None, ctypes.byref(stats)), ctx))
                 return out
             if out is None:
                 result = np.empty(shape, dtype=rdt)
@@ -156,8 +224,9 @@ def map(expr, out=None, *, dtype=None, reduce=None, axis=None, backend=None, thr
                 if not isinstance(out, np.ndarray) or out.shape != shape or out.dtype != rdt \
                         or not out.flags.c_contiguous or not out.flags.writeable:
                     raise InputError(f"out: expected a writeable C-contiguous {rdt} array of shape {shape}")
+                _check_out_overlap(out, inputs, paths)
             buf = result.ctypes.data if result.size else ctypes.addressof(ctypes.c_int64())
-            check(lib.oc_map_run(ctx, handle, None, buf, ctypes.byref(stats)), ctx)
+            _run_interruptible(ctx, lambda: check(lib.oc_map_run(ctx, handle, None, buf, ctypes.byref(stats)), ctx))
             return result[()] if out is None and nd == 0 else result
         finally:
             lib.oc_map_free(handle)

@@ -3,7 +3,8 @@
  *
  * The IR is a DAG in topological order (children before parents). The evaluator keeps one
  * step per node reachable from the root, in that order, and per step a buffer of
- * OC_MAP_BLOCK elements of the node's type. Constants are filled once, when the evaluator
+ * OC_MAP_BLOCK elements of the node's type, shared with other steps whose values are not
+ * needed at the same time (assign_buffers). Constants are filled once, when the evaluator
  * is made. An input whose shape is the result's is read in place (its step's pointer points
  * into the mapped file or the caller's array); a broadcast input is gathered into its
  * buffer run by run along the last dimension.
@@ -65,12 +66,52 @@ static int fuse_select(const oc_map_expr *ir, const int *users, step *s)
     return s->select != NULL;
 }
 
+/* The steps (by node) whose values step i reads. */
+static int operands_of(const oc_map_eval *ev, const step *s, int *out)
+{
+    const oc_map_node *nd = s->node;
+    int n = 0;
+    if (nd->op <= MOP_CONST) return 0;
+    const int kids[4] = {s->select ? s->p : nd->a, s->select ? s->q : nd->b, s->select ? nd->b : nd->c,
+                         s->select ? nd->c : -1};
+    for (int j = 0; j < 4; j++)
+        if (kids[j] >= 0) out[n++] = ev->step_of[kids[j]];
+    return n;
+}
+
+/* A buffer for each step: constants have their own; another step's buffer is free again once
+ * the last step that reads it has run (for every block, in step order), so a long expression needs about as many buffers as
+ * values live at once, not one per step. Returns the number of buffers, -1 when out of
+ * memory. */
+static int assign_buffers(const oc_map_eval *ev, int *slot)
+{
+    int n = ev->nsteps, nslots = 0, nfree = 0, ops[4];
+    int *last = malloc(sizeof(int) * (size_t)(2 * n + 1)), *free_slots = last + n;
+    if (!last) return -1;
+    for (int i = 0; i < n; i++) last[i] = i == n - 1 || ev->steps[i].node->op == MOP_CONST ? n : i;
+    for (int i = 0; i < n; i++)
+        for (int j = 0, k = operands_of(ev, &ev->steps[i], ops); j < k; j++)
+            if (last[ops[j]] < i) last[ops[j]] = i;
+    for (int i = 0; i < n; i++) {
+        /* A constant is filled once, when the evaluator is made: its buffer is its own. */
+        slot[i] = nfree && ev->steps[i].node->op != MOP_CONST ? free_slots[--nfree] : nslots++;
+        /* Freed only after step i: a loop never writes a buffer it reads. */
+        for (int j = 0, k = operands_of(ev, &ev->steps[i], ops); j < k; j++)
+            if (last[ops[j]] == i) {
+                last[ops[j]] = n; /* once, however often step i reads it */
+                free_slots[nfree++] = slot[ops[j]];
+            }
+    }
+    free(last);
+    return nslots;
+}
+
 oc_map_eval *oc_map_eval_create(const oc_map_plan *m)
 {
     const oc_map_expr *ir = &m->ir;
     oc_map_eval *ev = calloc(1, sizeof *ev);
     char *live = calloc((size_t)ir->count, 1);
-    int *users = NULL;
+    int *users = NULL, *slot = NULL;
     if (!ev || !live) goto fail;
     ev->m = m;
     ev->step_of = malloc(sizeof(int) * (size_t)ir->count);
@@ -108,18 +149,24 @@ oc_map_eval *oc_map_eval_create(const oc_map_plan *m)
         ev->step_of[k] = ev->nsteps++;
     }
     /* 64-byte aligned buffers, 8 bytes per element whatever the type: one allocation. */
-    ev->arena = aligned_alloc(64, (size_t)ev->nsteps * OC_MAP_BLOCK * 8);
+    slot = malloc(sizeof(int) * (size_t)(ev->nsteps + 1));
+    if (!slot) goto fail;
+    int nslots = assign_buffers(ev, slot);
+    if (nslots < 0) goto fail;
+    ev->arena = aligned_alloc(64, (size_t)nslots * OC_MAP_BLOCK * 8);
     if (!ev->arena) goto fail;
     for (int i = 0; i < ev->nsteps; i++) {
         step *s = &ev->steps[i];
-        s->buf = ev->arena + (size_t)i * OC_MAP_BLOCK * 8;
+        s->buf = ev->arena + (size_t)slot[i] * OC_MAP_BLOCK * 8;
         s->ptr = s->buf;
         if (s->node->op == MOP_CONST) oc_map_cpu_fill(s->buf, s->node->type, s->node->value, OC_MAP_BLOCK);
     }
+    free(slot);
     free(live);
     free(users);
     return ev;
 fail:
+    free(slot);
     free(live);
     free(users);
     oc_map_eval_free(ev);

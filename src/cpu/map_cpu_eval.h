@@ -4,8 +4,9 @@
  * at a time, one typed loop per IR node (map_cpu_ops.h) over cache-resident buffers, as
  * numexpr does.
  *
- * One evaluator per thread: it owns its buffers (one block per live IR node) and holds no
- * lock; many evaluators read one plan at once.
+ * One evaluator per thread: it owns its buffers (one block per constant, and one per value
+ * live at once among the other nodes) and holds no lock; many evaluators read one plan at
+ * once.
  */
 #ifndef OC_CPU_MAP_CPU_EVAL_H
 #define OC_CPU_MAP_CPU_EVAL_H

@@ -11,13 +11,22 @@
  *   factor  := ('+'|'-'|'~') factor | power
  *   power   := atom ['**' factor]        (so -2**2 is -(2**2), as in Python)
  *   atom    := number | True | False | name | name '(' expr (',' expr)* ')' | '(' expr ')'
- * Both trees live in one node array: children are indices of earlier nodes.
+ * Both trees live in one node array: children are indices of earlier nodes, so every walk
+ * over a tree is a loop over the array, never a recursion.
+ *
+ * Limits (docs/map.md): at most OC_MAP_MAX_LENGTH bytes and OC_MAP_MAX_TOKENS tokens, and
+ * at most OC_MAP_MAX_NESTING levels of nesting (each open parenthesis or call, unary
+ * operator and `**` whose right operand is still being read counts one).
  */
 #ifndef OC_EXEC_MAP_EXPR_H
 #define OC_EXEC_MAP_EXPR_H
 
 #include <stdint.h>
 #include "outcore.h"
+
+#define OC_MAP_MAX_LENGTH (1 << 20)
+#define OC_MAP_MAX_TOKENS 4096
+#define OC_MAP_MAX_NESTING 256
 
 typedef enum oc_map_op {
     MOP_NAME,   /* parse tree only: a name, resolved by the type check */
@@ -66,7 +75,9 @@ typedef struct oc_map_expr {
 } oc_map_expr;
 
 /* Parses text into e (a parse tree). On a syntax error: OC_ERR_INPUT with the one-line
- * message "syntax error in the expression at column N: WHAT" (N counts bytes from 1). */
+ * message "syntax error in the expression at column N: WHAT" (N counts bytes from 1); past
+ * a limit, OC_ERR_INPUT naming the limit and the column. Iterative: the stack it uses does
+ * not depend on the text. */
 oc_status oc_map_parse(oc_context *ctx, const char *text, oc_map_expr *e);
 void oc_map_expr_free(oc_map_expr *e);
 

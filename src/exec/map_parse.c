@@ -21,6 +21,7 @@ typedef struct parser {
     int next;          /* end of the current token */
     tok_kind kind;
     char op[3];
+    int tokens;        /* tokens read so far */
     oc_status st;      /* first failure */
 } parser;
 
@@ -69,13 +70,18 @@ int oc_map_expr_add(oc_map_expr *e, oc_map_node n)
     return e->count++;
 }
 
+/* Children precede their parents: one sweep down from k marks every node k depends on. */
 void oc_map_expr_live(const oc_map_expr *e, int k, char *live)
 {
-    if (k < 0 || live[k]) return;
+    if (k < 0) return;
     live[k] = 1;
-    oc_map_expr_live(e, e->nodes[k].a, live);
-    oc_map_expr_live(e, e->nodes[k].b, live);
-    oc_map_expr_live(e, e->nodes[k].c, live);
+    for (int j = k; j >= 0; j--) {
+        if (!live[j]) continue;
+        const oc_map_node *n = &e->nodes[j];
+        if (n->a >= 0) live[n->a] = 1;
+        if (n->b >= 0) live[n->b] = 1;
+        if (n->c >= 0) live[n->c] = 1;
+    }
 }
 
 void oc_map_expr_free(oc_map_expr *e)
@@ -106,6 +112,9 @@ static void advance(parser *p)
         p->next = i;
         return;
     }
+    if (++p->tokens > OC_MAP_MAX_TOKENS && p->st == OC_OK)
+        p->st = oc_fail(p->ctx, OC_ERR_INPUT, "the expression has more than %d tokens (map's limit) at column %d",
+                        OC_MAP_MAX_TOKENS, i + 1);
     if (isdigit((unsigned char)c) || (c == '.' && isdigit((unsigned char)s[i + 1]))) {
         int j = i;
         while (isalnum((unsigned char)s[j]) || s[j] == '.' || s[j] == '_' ||
@@ -193,180 +202,246 @@ static int number(parser *p)
     if (*end != '\0') return syntax_error(p, pos, "malformed number");
     int k = oc_map_expr_add(p->e, n0);
     if (k < 0) p->st = oc_fail(p->ctx, OC_ERR_NO_MEMORY, "out of memory parsing the expression");
-    advance(p);
     return k;
 }
 
-static int parse_expr(parser *p);
-static int parse_factor(parser *p);
+/* ---------------------------------------------------------------- operator precedence
+ *
+ * The parser keeps its own stacks (operands, pending operators, open groups) on the heap and
+ * never recurses, so no input reaches the C stack. Open groups - parentheses, calls - and
+ * pending unary operators and `**` count as nesting, bounded by OC_MAP_MAX_NESTING; with the
+ * token bound that bounds every stack. */
 
-static int parse_call(parser *p, int name_pos, int name_len)
+enum { P_CMP, P_OR, P_XOR, P_AND, P_ARITH, P_TERM, P_UNARY, P_POW };
+
+typedef struct binop { const char *tok; oc_map_op op; int prec; } binop;
+
+static const binop binops[] = {
+    {"**", MOP_POW, P_POW},        {"*", MOP_MUL, P_TERM},        {"/", MOP_DIV, P_TERM},
+    {"//", MOP_FLOORDIV, P_TERM},  {"%", MOP_MOD, P_TERM},        {"+", MOP_ADD, P_ARITH},
+    {"-", MOP_SUB, P_ARITH},       {"&", MOP_AND, P_AND},         {"^", MOP_XOR, P_XOR},
+    {"|", MOP_OR, P_OR},           {"==", MOP_EQ, P_CMP},         {"!=", MOP_NE, P_CMP},
+    {"<", MOP_LT, P_CMP},          {"<=", MOP_LE, P_CMP},         {">", MOP_GT, P_CMP},
+    {">=", MOP_GE, P_CMP},
+};
+
+typedef enum group_kind { G_TOP, G_PAREN, G_CALL } group_kind;
+
+typedef struct pending { oc_map_op op; int prec, pos; } pending;
+
+typedef struct group {
+    group_kind kind;
+    int ops_base, vals_base;  /* its operators and operands lie above these */
+    int has_cmp;              /* a comparison in the current operand (they do not chain) */
+    int name_pos, name_len;   /* G_CALL */
+    int nargs, args[4];
+} group;
+
+/* A group's operators: at most one per binary level, plus the nesting ones. */
+#define STACK_CAP ((OC_MAP_MAX_NESTING + 1) * (P_POW + 4))
+
+typedef struct stacks {
+    int vals[STACK_CAP];
+    pending ops[STACK_CAP];
+    group groups[OC_MAP_MAX_NESTING + 1];
+    int nvals, nops, ngroups, nesting;
+} stacks;
+
+static int nest(parser *p, stacks *k, int pos)
 {
+    if (k->nesting == OC_MAP_MAX_NESTING) {
+        if (p->st == OC_OK)
+            p->st = oc_fail(p->ctx, OC_ERR_INPUT, "the expression nests deeper than %d levels (map's limit) at column %d",
+                            OC_MAP_MAX_NESTING, pos + 1);
+        return -1;
+    }
+    k->nesting++;
+    return 0;
+}
+
+static int push_val(stacks *k, int v)
+{
+    if (v < 0 || k->nvals == STACK_CAP) return -1;
+    k->vals[k->nvals++] = v;
+    return 0;
+}
+
+static int push_op(parser *p, stacks *k, oc_map_op op, int prec, int pos)
+{
+    if ((prec >= P_UNARY && nest(p, k, pos) < 0) || k->nops == STACK_CAP) return -1;
+    k->ops[k->nops++] = (pending){op, prec, pos};
+    return 0;
+}
+
+/* Applies the top pending operator to its operands. */
+static int reduce_one(parser *p, stacks *k)
+{
+    pending o = k->ops[--k->nops];
+    if (o.prec >= P_UNARY) k->nesting--;
+    int b = k->vals[--k->nvals];
+    if (o.prec == P_UNARY) return push_val(k, add_node(p, o.op, o.pos, b, -1, -1));
+    int a = k->vals[--k->nvals];
+    return push_val(k, add_node(p, o.op, o.pos, a, b, -1));
+}
+
+/* Applies the current group's pending operators that bind at least as tightly as prec. */
+static int reduce_to(parser *p, stacks *k, int prec)
+{
+    const group *g = &k->groups[k->ngroups - 1];
+    while (k->nops > g->ops_base && k->ops[k->nops - 1].prec >= prec)
+        if (reduce_one(p, k) < 0) return -1;
+    return 0;
+}
+
+static int open_group(parser *p, stacks *k, group_kind kind, int pos, int len)
+{
+    if (nest(p, k, pos) < 0) return -1;
+    group *g = &k->groups[k->ngroups++];
+    *g = (group){.kind = kind, .ops_base = k->nops, .vals_base = k->nvals, .name_pos = pos, .name_len = len,
+                 .args = {-1, -1, -1, -1}};
+    return 0;
+}
+
+/* The argument just completed, kept in the call's group. */
+static void take_arg(stacks *k)
+{
+    group *g = &k->groups[k->ngroups - 1];
+    int a = k->vals[--k->nvals];
+    if (g->nargs < 4) g->args[g->nargs] = a;
+    g->nargs++;
+    g->has_cmp = 0;
+}
+
+/* Closes the call group at its ')' (column close): the function and its argument count. */
+static int close_call(parser *p, stacks *k, int close)
+{
+    group g = k->groups[--k->ngroups];
+    k->nesting--;
     oc_map_op op = MOP_COUNT;
     for (size_t i = 0; i < sizeof functions / sizeof functions[0]; i++)
-        if ((int)strlen(functions[i].name) == name_len && strncmp(functions[i].name, p->s + name_pos, (size_t)name_len) == 0)
+        if ((int)strlen(functions[i].name) == g.name_len &&
+            strncmp(functions[i].name, p->s + g.name_pos, (size_t)g.name_len) == 0)
             op = functions[i].op;
-    int args[4] = {-1, -1, -1, -1}, nargs = 0;
-    advance(p); /* '(' */
-    if (!is_op(p, ")")) {
-        for (;;) {
-            int a = parse_expr(p);
-            if (a < 0) return -1;
-            if (nargs < 4) args[nargs] = a;
-            nargs++;
-            if (is_op(p, ",")) {
-                advance(p);
-                continue;
-            }
-            if (!is_op(p, ")")) return syntax_error(p, p->pos, "expected ',' or ')' in the arguments");
-            break;
-        }
-    }
-    int close = p->pos;
-    advance(p);
     if (op == MOP_COUNT) {
         if (p->st == OC_OK)
             p->st = oc_fail(p->ctx, OC_ERR_INPUT, "unknown function '%.*s' in the expression (known: abs sqrt exp log "
-                            "log1p expm1 sin cos tan tanh arctan2 floor ceil minimum maximum clip where)", name_len,
-                            p->s + name_pos);
+                            "log1p expm1 sin cos tan tanh arctan2 floor ceil minimum maximum clip where)", g.name_len,
+                            p->s + g.name_pos);
         return -1;
     }
     int want = oc_map_op_arity(op);
-    if (nargs != want) {
+    if (g.nargs != want) {
         if (p->st == OC_OK)
             p->st = oc_fail(p->ctx, OC_ERR_INPUT, "%s() takes %d argument%s, %d given (column %d)", oc_map_op_name(op),
-                            want, want == 1 ? "" : "s", nargs, close + 1);
+                            want, want == 1 ? "" : "s", g.nargs, close + 1);
         return -1;
     }
-    int k = add_node(p, op, name_pos, args[0], args[1], args[2]);
-    if (k >= 0) p->e->nodes[k].name_pos = name_pos, p->e->nodes[k].name_len = name_len;
-    return k;
+    int n = add_node(p, op, g.name_pos, g.args[0], g.args[1], g.args[2]);
+    if (n >= 0) p->e->nodes[n].name_pos = g.name_pos, p->e->nodes[n].name_len = g.name_len;
+    return push_val(k, n);
 }
 
-static int parse_atom(parser *p)
+/* An operand: a number, a name, True/False, a call's name and '(' or a '(' (the groups
+ * then opened), or a unary operator. Returns 1 when an operand is complete, 0 when one is
+ * still expected, -1 on error. */
+static int operand(parser *p, stacks *k)
 {
-    if (p->st != OC_OK) return -1;
-    if (p->kind == T_NUM) return number(p);
-    if (p->kind == T_NAME) {
-        int pos = p->pos, len = p->next - p->pos;
+    int pos = p->pos;
+    if (p->kind == T_NUM) {
+        if (push_val(k, number(p)) < 0) return -1;
         advance(p);
-        if (is_op(p, "(")) return parse_call(p, pos, len);
+        return 1;
+    }
+    if (p->kind == T_NAME) {
+        int len = p->next - p->pos;
+        advance(p);
+        if (is_op(p, "(")) {
+            if (open_group(p, k, G_CALL, pos, len) < 0) return -1;
+            advance(p);
+            if (!is_op(p, ")")) return 0;
+            int close = p->pos;
+            advance(p);
+            return close_call(p, k, close) < 0 ? -1 : 1;
+        }
         int is_true = len == 4 && strncmp(p->s + pos, "True", 4) == 0;
         int is_false = len == 5 && strncmp(p->s + pos, "False", 5) == 0;
-        if (is_true || is_false) {
-            int k = add_node(p, MOP_CONST, pos, -1, -1, -1);
-            if (k >= 0) p->e->nodes[k].weak = MW_BOOL, p->e->nodes[k].value.i = is_true;
-            return k;
+        int n = add_node(p, is_true || is_false ? MOP_CONST : MOP_NAME, pos, -1, -1, -1);
+        if (n < 0) return -1;
+        if (is_true || is_false) p->e->nodes[n].weak = MW_BOOL, p->e->nodes[n].value.i = is_true;
+        else p->e->nodes[n].name_pos = pos, p->e->nodes[n].name_len = len;
+        return push_val(k, n) < 0 ? -1 : 1;
+    }
+    if (is_op(p, "(") || is_op(p, "-") || is_op(p, "~") || is_op(p, "+")) {
+        int r = 0;
+        if (is_op(p, "(")) r = open_group(p, k, G_PAREN, pos, 0);
+        else if (!is_op(p, "+")) r = push_op(p, k, is_op(p, "-") ? MOP_NEG : MOP_INVERT, P_UNARY, pos);
+        advance(p);
+        return r;
+    }
+    if (p->kind == T_END) return syntax_error(p, pos, "unexpected end of the expression");
+    if (p->kind == T_BAD) return syntax_error(p, pos, "unexpected character");
+    return syntax_error(p, pos, "expected a number, a name or '('");
+}
+
+/* After an operand: a binary operator, or the end of a group. Returns 1 when an operand
+ * follows, 0 when another operator may, 2 at the end of the expression, -1 on error. */
+static int operator(parser *p, stacks *k)
+{
+    group *g = &k->groups[k->ngroups - 1];
+    int pos = p->pos;
+    for (size_t i = 0; p->kind == T_OP && i < sizeof binops / sizeof binops[0]; i++) {
+        const binop *b = &binops[i];
+        if (!is_op(p, b->tok)) continue;
+        if (b->prec == P_CMP && g->has_cmp)
+            return syntax_error(p, pos, "comparisons do not chain; write (a < b) & (b < c)");
+        /* ** is right associative and binds a unary minus on its right: -2**2 is -(2**2). */
+        if (b->prec != P_POW && reduce_to(p, k, b->prec) < 0) return -1;
+        if (push_op(p, k, b->op, b->prec, pos) < 0) return -1;
+        if (b->prec == P_CMP) g->has_cmp = 1;
+        advance(p);
+        return 1;
+    }
+    if (reduce_to(p, k, P_CMP) < 0) return -1;
+    if (is_op(p, ")") && g->kind != G_TOP) {
+        advance(p);
+        if (g->kind == G_CALL) {
+            take_arg(k);
+            return close_call(p, k, pos) < 0 ? -1 : 0;
         }
-        int k = add_node(p, MOP_NAME, pos, -1, -1, -1);
-        if (k >= 0) p->e->nodes[k].name_pos = pos, p->e->nodes[k].name_len = len;
-        return k;
+        k->ngroups--;
+        k->nesting--;
+        return 0;
     }
-    if (is_op(p, "(")) {
+    if (is_op(p, ",") && g->kind == G_CALL) {
+        take_arg(k);
         advance(p);
-        int k = parse_expr(p);
-        if (k < 0) return -1;
-        if (!is_op(p, ")")) return syntax_error(p, p->pos, "expected ')'");
-        advance(p);
-        return k;
+        return 1;
     }
-    if (p->kind == T_END) return syntax_error(p, p->pos, "unexpected end of the expression");
-    if (p->kind == T_BAD) return syntax_error(p, p->pos, "unexpected character");
-    return syntax_error(p, p->pos, "expected a number, a name or '('");
+    if (p->kind == T_END && g->kind == G_TOP) return 2;
+    if (g->kind == G_PAREN) return syntax_error(p, pos, "expected ')'");
+    if (g->kind == G_CALL) return syntax_error(p, pos, "expected ',' or ')' in the arguments");
+    return syntax_error(p, pos, is_op(p, ")") ? "unmatched ')'" : "expected an operator or the end of the expression");
 }
 
-static int parse_power(parser *p)
+static int parse(parser *p)
 {
-    int a = parse_atom(p);
-    if (a < 0 || !is_op(p, "**")) return a;
-    int pos = p->pos;
-    advance(p);
-    int b = parse_factor(p); /* right associative, and binds a unary minus on its right */
-    return b < 0 ? -1 : add_node(p, MOP_POW, pos, a, b, -1);
-}
-
-static int parse_factor(parser *p)
-{
-    if (p->kind == T_OP && (is_op(p, "-") || is_op(p, "+") || is_op(p, "~"))) {
-        char c = p->op[0];
-        int pos = p->pos;
-        advance(p);
-        int a = parse_factor(p);
-        if (a < 0) return -1;
-        if (c == '+') return a;
-        return add_node(p, c == '-' ? MOP_NEG : MOP_INVERT, pos, a, -1, -1);
+    stacks *k = malloc(sizeof *k); /* every entry is written before it is read */
+    if (!k) {
+        p->st = oc_fail(p->ctx, OC_ERR_NO_MEMORY, "out of memory parsing the expression");
+        return -1;
     }
-    return parse_power(p);
-}
-
-typedef struct binop { const char *tok; oc_map_op op; } binop;
-
-/* One left-associative precedence level over `ops`, its operands parsed by `next`. */
-static int parse_level(parser *p, int (*next)(parser *), const binop *ops, int nops)
-{
-    int a = next(p);
-    while (a >= 0) {
-        int i = 0;
-        while (i < nops && !is_op(p, ops[i].tok)) i++;
-        if (i == nops) break;
-        int pos = p->pos;
-        advance(p);
-        int b = next(p);
-        if (b < 0) return -1;
-        a = add_node(p, ops[i].op, pos, a, b, -1);
+    k->nvals = k->nops = k->nesting = 0;
+    k->ngroups = 1;
+    k->groups[0] = (group){.kind = G_TOP};
+    int want_operand = 1, r = 0;
+    while (p->st == OC_OK) {
+        r = want_operand ? operand(p, k) : operator(p, k);
+        if (r < 0 || r == 2) break;
+        want_operand = want_operand ? !r : r;
     }
-    return a;
-}
-
-static int parse_term(parser *p)
-{
-    static const binop ops[] = {{"*", MOP_MUL}, {"/", MOP_DIV}, {"//", MOP_FLOORDIV}, {"%", MOP_MOD}};
-    return parse_level(p, parse_factor, ops, 4);
-}
-static int parse_arith(parser *p)
-{
-    static const binop ops[] = {{"+", MOP_ADD}, {"-", MOP_SUB}};
-    return parse_level(p, parse_term, ops, 2);
-}
-static int parse_and(parser *p)
-{
-    static const binop ops[] = {{"&", MOP_AND}};
-    return parse_level(p, parse_arith, ops, 1);
-}
-static int parse_xor(parser *p)
-{
-    static const binop ops[] = {{"^", MOP_XOR}};
-    return parse_level(p, parse_and, ops, 1);
-}
-static int parse_or(parser *p)
-{
-    static const binop ops[] = {{"|", MOP_OR}};
-    return parse_level(p, parse_xor, ops, 1);
-}
-
-static const binop comparisons[] = {{"==", MOP_EQ}, {"!=", MOP_NE}, {"<", MOP_LT},
-                                    {"<=", MOP_LE}, {">", MOP_GT},  {">=", MOP_GE}};
-
-static int comparison_at(const parser *p)
-{
-    for (int i = 0; i < 6; i++)
-        if (is_op(p, comparisons[i].tok)) return i;
-    return -1;
-}
-
-static int parse_expr(parser *p)
-{
-    int a = parse_or(p);
-    int i = a >= 0 ? comparison_at(p) : -1;
-    if (i < 0) return a;
-    int pos = p->pos;
-    advance(p);
-    int b = parse_or(p);
-    if (b < 0) return -1;
-    /* Python would read a < b < c as (a < b) and (b < c), which numpy arrays refuse. */
-    if (comparison_at(p) >= 0)
-        return syntax_error(p, p->pos, "comparisons do not chain; write (a < b) & (b < c)");
-    return add_node(p, comparisons[i].op, pos, a, b, -1);
+    int root = r == 2 && p->st == OC_OK ? k->vals[k->nvals - 1] : -1;
+    free(k);
+    return root;
 }
 
 oc_status oc_map_parse(oc_context *ctx, const char *text, oc_map_expr *e)
@@ -374,16 +449,13 @@ oc_status oc_map_parse(oc_context *ctx, const char *text, oc_map_expr *e)
     if (!text) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "no expression given");
     memset(e, 0, sizeof *e);
     e->text = text;
+    size_t len = strnlen(text, (size_t)OC_MAP_MAX_LENGTH + 1);
+    if (len > OC_MAP_MAX_LENGTH)
+        return oc_fail(ctx, OC_ERR_INPUT, "the expression is longer than %d bytes (map's limit)", OC_MAP_MAX_LENGTH);
     parser p = {.ctx = ctx, .e = e, .s = text};
     advance(&p);
-    if (p.kind == T_END) {
-        syntax_error(&p, p.pos, "the expression is empty");
-    } else {
-        int root = parse_expr(&p);
-        if (root >= 0 && p.kind != T_END)
-            syntax_error(&p, p.pos, is_op(&p, ")") ? "unmatched ')'" : "expected an operator or the end of the expression");
-        e->root = root;
-    }
+    if (p.kind == T_END && p.st == OC_OK) syntax_error(&p, p.pos, "the expression is empty");
+    else e->root = parse(&p);
     if (p.st != OC_OK) {
         oc_map_expr_free(e);
         return p.st;

@@ -71,6 +71,29 @@ void oc_map_free(oc_map *m)
     free(m);
 }
 
+/* The elements of a shape, or -1 when the product of its nonzero dimensions passes
+ * INT64_MAX (numpy refuses such a shape, "array is too big", even with a zero in it). */
+static int64_t shape_count(int ndim, const int64_t *shape)
+{
+    int64_t n = 1;
+    int empty = 0;
+    for (int d = 0; d < ndim; d++) {
+        if (shape[d] == 0) {
+            empty = 1;
+            continue;
+        }
+        if (shape[d] < 0 || n > INT64_MAX / shape[d]) return -1;
+        n *= shape[d];
+    }
+    return empty ? 0 : n;
+}
+
+static oc_status too_many_elements(oc_context *ctx, oc_status st, const char *what, int ndim, const int64_t *shape)
+{
+    char s[512];
+    return oc_fail(ctx, st, "%s: shape %s has more than 2^63 - 1 elements", what, oc_map_shape_text(ndim, shape, s, sizeof s));
+}
+
 static int valid_name(const char *s)
 {
     if (!s || !(*s == '_' || (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z'))) return 0;
@@ -90,17 +113,20 @@ static oc_status open_file_input(oc_context *ctx, const oc_map_array *a, oc_map_
         return oc_fail(ctx, OC_ERR_INPUT,
                        "%s: dtype '%s' is not one map reads (bool, int8-64, uint8-64, float32, float64 in this "
                        "host's byte order)", a->path, info.descr);
-    int64_t count = 1;
-    for (int d = 0; d < info.ndim; d++) count = info.shape[d] && count > INT64_MAX / info.shape[d] ? -1 : count * info.shape[d];
+    int64_t count = shape_count(info.ndim, info.shape);
+    if (count < 0) return too_many_elements(ctx, OC_ERR_INPUT, a->path, info.ndim, info.shape);
     if (info.fortran_order && info.ndim > 1)
         return oc_fail(ctx, OC_ERR_INPUT, "%s: the array is in Fortran order; map reads C order (numpy.ascontiguousarray)",
                        a->path);
     size_t elem = oc_mt_size(b->type);
-    if (count < 0 || (uint64_t)count > (b->file.size - info.data_offset) / elem) {
+    if ((uint64_t)count > (b->file.size - info.data_offset) / elem) {
         char s[256];
-        return oc_fail(ctx, OC_ERR_INPUT, "%s: truncated .npy: a %s array of %s needs %" PRId64 " data bytes, the file has %zu",
-                       a->path, oc_map_shape_text(info.ndim, info.shape, s, sizeof s), oc_mt_name(b->type),
-                       count < 0 ? INT64_MAX : count * (int64_t)elem, b->file.size - info.data_offset);
+        char need[32];
+        if (count > INT64_MAX / (int64_t)elem) snprintf(need, sizeof need, "more than 2^63 - 1");
+        else snprintf(need, sizeof need, "%" PRId64, count * (int64_t)elem);
+        return oc_fail(ctx, OC_ERR_INPUT, "%s: truncated .npy: a %s array of %s needs %s data bytes, the file has %zu",
+                       a->path, oc_map_shape_text(info.ndim, info.shape, s, sizeof s), oc_mt_name(b->type), need,
+                       b->file.size - info.data_offset);
     }
     b->ndim = info.ndim;
     memcpy(b->shape, info.shape, sizeof(int64_t) * (size_t)info.ndim);
@@ -138,12 +164,12 @@ static oc_status bind_inputs(oc_context *ctx, oc_map *m, const oc_map_array *inp
             return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "input '%s': bad dtype, ndim or shape", a->name);
         b->type = a->dtype;
         b->ndim = a->ndim;
-        b->count = 1;
         for (int d = 0; d < a->ndim; d++) {
             if (a->shape[d] < 0) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "input '%s': negative dimension", a->name);
             b->shape[d] = a->shape[d];
-            b->count *= a->shape[d];
         }
+        b->count = shape_count(a->ndim, a->shape);
+        if (b->count < 0) return too_many_elements(ctx, OC_ERR_INVALID_ARGUMENT, a->name, a->ndim, a->shape);
         if (!a->data && b->count > 0) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "input '%s' has no data", a->name);
         b->data = a->data;
     }
@@ -184,12 +210,8 @@ static oc_status broadcast(oc_context *ctx, oc_map *m)
                            oc_map_shape_text(b->ndim, b->shape, y, sizeof y));
         }
     }
-    m->count = 1;
-    for (int d = 0; d < nd; d++) {
-        if (m->shape[d] && m->count > INT64_MAX / m->shape[d])
-            return oc_fail(ctx, OC_ERR_INPUT, "the broadcast result has more than 2^63 elements");
-        m->count *= m->shape[d];
-    }
+    m->count = shape_count(nd, m->shape);
+    if (m->count < 0) return too_many_elements(ctx, OC_ERR_INPUT, "the broadcast result", nd, m->shape);
     for (int i = 0; i < m->n_inputs; i++) {
         oc_map_bound *b = &m->inputs[i];
         int64_t st = 1;
@@ -238,8 +260,8 @@ static oc_status resolve_output(oc_context *ctx, oc_map *m)
             return oc_fail(ctx, OC_ERR_INPUT, "zero-size array to reduction operation %s, which has no identity",
                            m->reduce == OC_MAP_REDUCE_MIN ? "minimum" : "maximum");
     }
-    m->out_count = 1;
-    for (int d = 0; d < m->out_ndim; d++) m->out_count *= m->out_shape[d];
+    m->out_count = shape_count(m->out_ndim, m->out_shape);
+    if (m->out_count < 0) return too_many_elements(ctx, OC_ERR_INPUT, "the result", m->out_ndim, m->out_shape);
     m->out_type = m->reduce_type;
     if (m->opts.dtype >= 0) {
         if (m->opts.dtype >= OC_MT_COUNT) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "unknown output dtype %d", m->opts.dtype);

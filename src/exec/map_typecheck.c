@@ -27,6 +27,7 @@ typedef struct checker {
     int nbind;
     oc_map_expr *out;
     int *input_node;   /* per binding: its MOP_INPUT node once emitted, else -1 */
+    int *ir_of;        /* per parse node: its IR node, once typed */
 } checker;
 
 static int emit(checker *c, oc_map_node n)
@@ -289,7 +290,8 @@ static int fold_unary(checker *c, oc_map_op op, int ka, int pos)
 
 /* ---------------------------------------------------------------- typing */
 
-static int check(checker *c, int k);
+/* Parse node k's IR node: typed already, as children precede their parents. */
+static int check(checker *c, int k) { return k < 0 ? -1 : c->ir_of[k]; }
 
 static int strong(checker *c, int k)
 {
@@ -502,7 +504,7 @@ static int check_name(checker *c, const oc_map_node *n)
     return -1;
 }
 
-static int check(checker *c, int k)
+static int check_node(checker *c, int k)
 {
     const oc_map_node *n = &c->e->nodes[k];
     switch (n->op) {
@@ -528,10 +530,20 @@ oc_status oc_map_typecheck(oc_context *ctx, const oc_map_expr *e, const oc_map_b
     out->text = e->text;
     checker c = {.ctx = ctx, .e = e, .bind = bindings, .nbind = n_bindings, .out = out};
     c.input_node = malloc(sizeof(int) * (size_t)(n_bindings + 1));
-    if (!c.input_node) return oc_fail(ctx, OC_ERR_NO_MEMORY, "out of memory");
+    c.ir_of = malloc(sizeof(int) * (size_t)(e->count + 1));
+    if (!c.input_node || !c.ir_of) {
+        free(c.input_node);
+        free(c.ir_of);
+        return oc_fail(ctx, OC_ERR_NO_MEMORY, "out of memory");
+    }
     for (int i = 0; i < n_bindings; i++) c.input_node[i] = -1;
-    int root = check(&c, e->root);
+    /* Every parse node is the root's or one of its descendants, children first: one pass in
+     * order types them all, in the order a recursion from the root would. */
+    int root = -1;
+    for (int k = 0; k <= e->root; k++)
+        if ((root = c.ir_of[k] = check_node(&c, k)) < 0) break;
     free(c.input_node);
+    free(c.ir_of);
     /* A result made of Python scalars alone becomes numpy's default int or float. */
     if (root >= 0) root = strong(&c, root);
     if (root < 0) {

@@ -2,16 +2,19 @@
 """Writes the seed corpora of the fuzz targets into tests/fuzz/corpus/<target>/.
 
 Small valid files of every kind the readers take, and the bad inputs of the unit and CLI
-tests (tests/test_io.c, tests/cli/test_bad_input.py). The GPU code seeds (cubin, fatbinary,
+tests (tests/test_io.c, tests/cli/test_bad_input.py); for fuzz_map_expr, every map
+expression of the documentation and the map tests. The GPU code seeds (cubin, fatbinary,
 host object, PTX, ptxas' report) need nvcc; without it they are left as they are. The
 corpora are committed: run this again only to change them. The finding_* files are inputs
 the fuzz targets found (each with its fix); they are kept as found, not written here.
 
-    python3 tests/fuzz/make_corpus.py
+    python3 tests/fuzz/make_corpus.py            # every corpus
+    python3 tests/fuzz/make_corpus.py map_expr   # only those named (npy mtx text map_expr gpu)
 """
 import ast
 import io
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -182,6 +185,59 @@ def text_corpus():
         write("text", f"bad_{name}.{'csv' if ',' in content else 'txt'}", content)
 
 
+# ---------------------------------------------------------------- map expressions
+
+ROOT = os.path.dirname(TESTS)
+# Where map expressions are written, and how: `outcore map 'EXPR'` in the docs, map("EXPR")
+# in Python, run("map", "EXPR", ...) in the CLI tests, string literals of the C unit tests
+# and of the expression lists of the Python tests.
+EXPR_SOURCES = ["README.md", "docs/map.md", "docs/python.md", "tests/cli/test_map_cli.py",
+                "tests/cli/test_hostile_map.py", "tests/python/test_map_numpy.py",
+                "tests/python/test_hostile_map.py", "tests/test_map_expr.c", "tests/test_map_codegen.c"]
+EXPR_PATTERNS = [r"outcore map '([^']*)'", r"\bmap\(\s*\"([^\"]*)\"", r"\"map\", \"([^\"]*)\"",
+                 r"\bmap\(\s*'([^']*)'"]
+C_STRING = r'"((?:[^"\\\n]|\\.)*)"'
+
+
+def map_expressions():
+    found = []
+    for rel in EXPR_SOURCES:
+        path = os.path.join(ROOT, rel)
+        if not os.path.exists(path):
+            continue
+        text = open(path).read()
+        for pattern in EXPR_PATTERNS:
+            found += re.findall(pattern, text)
+        for line in text.splitlines():
+            if rel.endswith(".c") or "for expr in" in line:
+                found += [s for s in re.findall(C_STRING, line)
+                          if "%" not in s.replace("% ", "") and not s.endswith(".h") and "\\" not in s]
+    return list(dict.fromkeys(e for e in found if e and "{" not in e))
+
+
+def map_expr_corpus():
+    """fuzz_map_expr's input: a byte for the arrays' types (a float64, b int64 here), a byte
+    for the reduction (none; 0x80: evaluated), then the expression; a few also reduced and
+    over other types."""
+    for k, expr in enumerate(map_expressions()):
+        write("map_expr", f"doc_{k:03d}", bytes([10 + 11 * 4, 0x80]) + expr.encode())
+    write("map_expr", "reduce_sum_int8_uint64", bytes([2 + 11 * 8, 0x81]) + b"a * b + 1")
+    write("map_expr", "reduce_max_axis0_bool", bytes([0, 0x80 | (4 + 5)]) + b"abs(a - b)")
+    write("map_expr", "reduce_mean_axis_last_f32", bytes([9 + 11 * 9, 0x80 | (2 + 5)]) + b"where(a > 0, a * v, i // 3)")
+    write("map_expr", "all_functions", bytes([10, 0x80]) + (
+        b"abs(a) + sqrt(v) + exp(v) + log(v) + log1p(v) + expm1(v) + sin(v) + cos(v) + tan(v) + tanh(v) + "
+        b"floor(a) + ceil(a) + arctan2(v, x) + minimum(a, b) + maximum(a, b) + clip(a, 1, 5) + where(a < b, a, b)"))
+    write("map_expr", "operators", bytes([4 + 11 * 3, 0]) + (
+        b"(a + b - a * b // 3 % 2) ** 2 & (u | w ^ ~i) != -i"))
+    write("map_expr", "python_scalars", bytes([10, 0]) + b"2 ** -1 + 7 // -2 + r * n - t + 0x1F + 0b101 + 1_000 + .5e3")
+    write("map_expr", "nesting_at_limit", bytes([10, 0]) + b"(" * 256 + b"a" + b")" * 256)
+    write("map_expr", "nesting_past_limit", bytes([10, 0]) + b"abs(" * 257 + b"a" + b")" * 257)
+    write("map_expr", "long_sum", bytes([10, 0]) + b"+".join([b"a"] * 2048))
+    write("map_expr", "tokens_past_limit", bytes([10, 0]) + b"-".join([b"a"] * 2049))
+    write("map_expr", "power_chain", bytes([10, 0]) + b"**".join([b"a"] * 255))
+    write("map_expr", "unary_chain", bytes([10, 0]) + b"-~" * 128 + b"w")
+
+
 # ---------------------------------------------------------------- GPU code (needs nvcc)
 
 KERNELS = r"""
@@ -252,8 +308,10 @@ def gpu_corpus():
     write("fatbin", "elf_no_gpu_code", open(sys.executable, "rb").read(64))
 
 
+CORPORA = {"npy": npy_corpus, "mtx": mtx_corpus, "text": text_corpus, "map_expr": map_expr_corpus, "gpu": gpu_corpus}
+
 if __name__ == "__main__":
-    npy_corpus()
-    mtx_corpus()
-    text_corpus()
-    gpu_corpus()
+    for name in sys.argv[1:] or CORPORA:
+        if name not in CORPORA:
+            sys.exit(f"make_corpus: no corpus {name} (one of {' '.join(CORPORA)})")
+        CORPORA[name]()

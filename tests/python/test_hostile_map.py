@@ -1,0 +1,170 @@
+"""outcore.map against hostile calls: expressions past the size and nesting limits raise
+InputError (also on a thread with a small stack), an out array that overlaps an input is
+refused, a shape whose element count overflows is refused, and Ctrl-C stops a running job
+at once, leaving no file behind."""
+import io
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import outcore
+
+MAX_NESTING = 256
+MAX_TOKENS = 4096
+
+
+def npy_header(descr, shape):
+    """A .npy version 1.0 header declaring any shape (numpy refuses to make such arrays)."""
+    buf = io.BytesIO()
+    np.lib.format.write_array_header_1_0(buf, {"descr": descr, "fortran_order": False, "shape": shape})
+    return buf.getvalue()
+
+
+def one_line(exc):
+    text = str(exc.value)
+    assert "\n" not in text, text
+    return text
+
+
+HOSTILE = {
+    "13,000 nested parentheses": "(" * 13000 + "a" + ")" * 13000,
+    "sum of 30,000 terms": "+".join(["a"] * 30000),
+    "60,000 unary minus": "-" * 60000 + "a",
+    "20,000 nested abs(": "abs(" * 20000 + "a" + ")" * 20000,
+    "30,000 **": "**".join(["a"] * 30000),
+    "a million spaces": "a" + " " * (1 << 20),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE))
+def test_long_or_deep_expression_raises(case):
+    a = np.arange(5.0)
+    with pytest.raises(outcore.InputError) as exc:
+        outcore.map(HOSTILE[case], a=a)
+    text = one_line(exc)
+    assert "map's limit" in text and (f"{MAX_NESTING} levels" in text or f"{MAX_TOKENS} tokens" in text
+                                      or "1048576 bytes" in text), text
+
+
+def test_limits_hold_on_a_small_thread_stack():
+    """The deepest and longest expressions allowed, and ones past the limits, on a thread of
+    256 KiB of stack (Python's threads may be that small)."""
+    a = np.arange(5.0)
+    cases = ["(" * MAX_NESTING + "a" + ")" * MAX_NESTING, "+".join(["a"] * (MAX_TOKENS // 2)),
+             "abs(" * (MAX_NESTING - 1) + "a" + ")" * (MAX_NESTING - 1), HOSTILE["13,000 nested parentheses"]]
+    results = []
+
+    def work():
+        for expr in cases:
+            try:
+                results.append(outcore.map(expr, a=a))
+            except outcore.InputError as exc:
+                results.append(exc)
+
+    old = threading.stack_size(256 * 1024)
+    try:
+        t = threading.Thread(target=work)
+        t.start()
+        t.join()
+    finally:
+        threading.stack_size(old)
+    assert len(results) == 4
+    assert np.array_equal(results[0], a)
+    assert np.array_equal(results[1], a * (MAX_TOKENS // 2))
+    assert np.array_equal(results[2], a)
+    assert isinstance(results[3], outcore.InputError) and "nests deeper" in str(results[3])
+
+
+def test_out_sharing_memory_with_an_input_is_refused():
+    a = np.arange(10.0)
+    b = np.ones(10)
+    keep = a.copy()
+    with pytest.raises(ValueError, match="out shares memory with the input 'a'") as exc:
+        outcore.map("a * b + 1", a=a, b=b, out=a)
+    one_line(exc)
+    assert np.array_equal(a, keep)
+    # A view of the same buffer, shifted by one element, as numpy would compute from copies.
+    x = np.arange(12.0)
+    with pytest.raises(outcore.InputError, match="shares memory with the input 'b'"):
+        outcore.map("b * 2", b=x[1:11], out=x[:10])
+    assert np.array_equal(x, np.arange(12.0))
+    # A broadcast input inside the output.
+    y = np.zeros((3, 4))
+    with pytest.raises(outcore.InputError, match="shares memory with the input 'r'"):
+        outcore.map("r + s", r=y[0], s=np.ones((3, 4)), out=y)
+    # An input that is copied before the library reads it (not C-contiguous) does not overlap.
+    z = np.arange(20.0)
+    out = z[:10]
+    got = outcore.map("s * 2", s=z[::2], out=out)
+    assert got is out and np.array_equal(out, np.arange(0.0, 20.0, 2) * 2)
+
+
+def test_out_mapping_an_input_file_is_refused(tmp_path):
+    path = tmp_path / "a.npy"
+    np.save(path, np.arange(10.0))
+    before = path.read_bytes()
+    out = np.load(path, mmap_mode="r+")
+    with pytest.raises(outcore.InputError, match="out maps the input file of 'a'") as exc:
+        outcore.map("a + 1", a=str(path), out=out)
+    one_line(exc)
+    del out
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.npy"]
+
+
+@pytest.mark.parametrize("shape", [(2**62,) * 4, (2**62, 2**62, 0)])
+def test_shape_whose_element_count_overflows_raises(tmp_path, shape):
+    path = tmp_path / "h.npy"
+    path.write_bytes(npy_header("<f8", shape) + bytes(64))
+    with pytest.raises(outcore.InputError, match="more than 2\\^63 - 1 elements") as exc:
+        outcore.map("a + 1", a=str(path), out=str(tmp_path / "o.npy"))
+    assert one_line(exc).startswith(f"{path}: shape ")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["h.npy"]
+
+
+INTERRUPTED_JOB = textwrap.dedent("""
+    import sys, numpy as np, outcore
+    a = np.linspace(0, 1, 8000).reshape(8000, 1)
+    b = np.linspace(0, 1, 4000)
+    print("started", flush=True)
+    try:
+        outcore.map("sin(exp(cos(a * b))) * tanh(a + b) + log1p(abs(a - b)) + sqrt(expm1(a * b + 1))"
+                    " + arctan2(a, b + 1) + exp(sin(a)) * cos(tan(b))", a=a, b=b, out=sys.argv[1], threads=1)
+        print("finished", flush=True)
+    except KeyboardInterrupt:
+        print("interrupted", flush=True)
+        raise
+""")
+
+
+def test_ctrl_c_cancels_a_running_map_at_once(tmp_path):
+    """A job of many seconds (32 M elements of transcendentals on one thread) gets SIGINT 0.5 s in:
+    the process ends with KeyboardInterrupt within 2.5 s and leaves no output or temporary."""
+    work = tmp_path / "work"
+    work.mkdir()
+    script = tmp_path / "job.py"
+    script.write_text(INTERRUPTED_JOB)
+    proc = subprocess.Popen([sys.executable, str(script), str(work / "out.npy")], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=dict(os.environ))
+    try:
+        assert proc.stdout.readline().strip() == "started"
+        time.sleep(0.5)
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+        took = time.monotonic() - sent
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert out.strip() == "interrupted", (out, err[-1000:])
+    assert proc.returncode != 0 and "KeyboardInterrupt" in err, err[-1000:]
+    assert took < 2.5, f"the job stopped {took:.1f} s after Ctrl-C"
+    assert list(work.iterdir()) == []
