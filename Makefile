@@ -19,8 +19,12 @@ PYTHON ?= python3
 
 .PHONY: all configure demo test test-fast pydeps bench gpu-check format format-check clean fuzz fuzz-regress
 
+# Where nvidia-smi lists no GPU, the CUDA code (when nvcc is here) is compiled to PTX only
+# (OUTCORE_CUDA_PTX_ONLY, CMakeLists.txt): still checked, without machine code for absent GPUs.
+CUDA_PTX_ONLY ?= $(shell nvidia-smi -L 2>/dev/null | grep -q '^GPU' && echo OFF || echo ON)
+
 configure:
-	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DOUTCORE_CUDA_PTX_ONLY=$(CUDA_PTX_ONLY)
 
 all: configure
 	cmake --build $(BUILD) -j $(JOBS)
