@@ -48,6 +48,7 @@ SKIP_GROUPS = [
     (r"built without CUDA", "built without CUDA"),
     (r"numba", "no usable numba"),
     (r"no clang .*libFuzzer", "no clang that links libFuzzer"),
+    (r"this CPU or OS does not support it", "a CPU kernel path this CPU lacks"),
 ]
 
 
@@ -152,9 +153,17 @@ def pytest_cases(path):
             yield "passed", name
 
 
+SKIP_LINE = re.compile(r"^SKIPPED(?: (path \S+))?: (.*)")
+
+
 def ctest_skip_reasons(output):
-    """The harness's `SKIPPED: reason` lines (tests/harness.c), in order."""
-    return [line[len("SKIPPED:"):].strip() for line in output.splitlines() if line.startswith("SKIPPED:")]
+    """The harness's `SKIPPED: reason` lines (tests/harness.c) and the CPU path tests'
+    `SKIPPED path avx512: reason`, in order."""
+    reasons = []
+    for line in output.splitlines():
+        if m := SKIP_LINE.match(line):
+            reasons.append(f"{m.group(1)}: {m.group(2)}" if m.group(1) else m.group(2))
+    return reasons
 
 
 def label_row(labels):
