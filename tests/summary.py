@@ -66,12 +66,13 @@ def record(results, name, **fields):
     """Writes the stage's record; records are read back in the order the stages ran."""
     results.mkdir(parents=True, exist_ok=True)
     order = len(list(results.glob("*.stage.json")))
-    fields.update(name=name, order=order)
+    fields.update(name=name, order=order, seconds=round(time.time() - run.started, 1))
     (results / f"{name}.stage.json").write_text(json.dumps(fields))
 
 
 def run(cmd, log=None):
     """Runs cmd with its output passed through (and copied to log); returns its exit status."""
+    run.started = time.time()
     sys.stdout.flush()
     if log is None:
         return subprocess.call(cmd)
@@ -245,6 +246,7 @@ def report(results):
     for stage in stages:
         read_stage(stage, rows)
     rows = [row for row in rows.values() if row.passed or row.failed or row.skipped]
+    durations = ", ".join(f"{s['name']} {s['seconds']:.0f} s" for s in stages if "seconds" in s)
     width = max(len(row.title) for row in rows + [Row("stage")])
     print()
     print("=" * (width + 27))
@@ -263,6 +265,7 @@ def report(results):
             print(f"  {group}: {count}")
     passed = sum(row.passed for row in rows)
     skipped = sum(len(row.skipped) for row in rows)
+    print(f"\nstages' durations: {durations}")
     print("=" * (width + 27))
     print(f"{passed} passed, {len(failed)} failed, {skipped} skipped")
     return 1 if failed else 0
