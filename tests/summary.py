@@ -232,9 +232,9 @@ def read_stage(stage, rows):
             elif m := re.match(r"fuzz: SKIPPED (fuzz_\w+): (.*)", line):
                 row.add("skipped", m.group(2))
         if stage["rc"] != 0 and not row.failed:
-            row.add("failed", f"{title}: exited {stage['rc']}")
+            row.add("failed", f"exited {stage['rc']}")
     elif kind == "step" and stage["rc"] != 0:
-        row.add("failed", f"{title}: exited {stage['rc']}")
+        row.add("failed", f"exited {stage['rc']}")
 
 
 def report(results):
