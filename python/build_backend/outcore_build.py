@@ -4,7 +4,8 @@ its progress lines ("[ 42%] Building C object ...") on the terminal as well.
 pip shows a backend's output only with -v: without it, `pip install ./python` would say
 nothing for the minutes the library takes to compile. Each progress line therefore also goes
 to the controlling terminal, one line rewritten in place; where there is none (CI, a pipe),
-nothing changes. Every other hook is scikit-build-core's own.
+nothing changes. The build uses every CPU the process may run on, unless
+CMAKE_BUILD_PARALLEL_LEVEL says otherwise. Every other hook is scikit-build-core's own.
 """
 import contextlib
 import os
@@ -62,5 +63,7 @@ def _progress_on_terminal():
 
 
 def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
+    # scikit-build-core runs `cmake --build` without -j: one compile at a time unless asked.
+    os.environ.setdefault("CMAKE_BUILD_PARALLEL_LEVEL", str(len(os.sched_getaffinity(0))))
     with _progress_on_terminal():
         return _backend.build_wheel(wheel_directory, config_settings, metadata_directory)
