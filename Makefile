@@ -1,22 +1,41 @@
 # The two set-up commands of the README:
-#   make demo   builds outcore and runs the main job on a built-in example (GPU when usable)
-#   make test   builds everything and runs every test, then the C tests again under
-#               AddressSanitizer and UndefinedBehaviorSanitizer in a build without zlib (its
-#               own CRC-32 then writes the .npz files, which the top-k CLI tests read back),
-#               and those whose threads share state under ThreadSanitizer
+#   make demo       builds the library and the CLI only, then runs the main job on a built-in
+#                   example (GPU when usable), and says how long the build took
+#   make test       builds everything and runs every test, then the C tests again under
+#                   AddressSanitizer and UndefinedBehaviorSanitizer in a build without zlib (its
+#                   own CRC-32 then writes the .npz files, which the top-k CLI tests read back),
+#                   those whose threads share state under ThreadSanitizer, and the fuzz targets
+#                   over their seed corpora (when a clang links libFuzzer); it ends with one
+#                   table of every stage (tests/summary.py) and fails when any test failed
+#   make test-fast  the C unit tests and the CLI and Python tests of the main build, with the
+#                   same table: no sanitizers, no install or wheel tests
 BUILD ?= build
 ASAN_BUILD ?= build-asan
 TSAN_BUILD ?= build-tsan
+FUZZ_BUILD ?= build-fuzz
+RESULTS ?= $(BUILD)/test-results
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 PYTHON ?= python3
 
-.PHONY: all demo test test-fast pydeps bench gpu-check format format-check clean fuzz fuzz-regress
+.PHONY: all configure demo test test-fast pydeps bench gpu-check format format-check clean fuzz fuzz-regress
 
-all:
-	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
+# Where nvidia-smi lists no GPU, the CUDA code (when nvcc is here) is compiled to PTX only
+# (OUTCORE_CUDA_PTX_ONLY, CMakeLists.txt): still checked, without machine code for absent GPUs.
+CUDA_PTX_ONLY ?= $(shell nvidia-smi -L 2>/dev/null | grep -q '^GPU' && echo OFF || echo ON)
+
+configure:
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DOUTCORE_CUDA_PTX_ONLY=$(CUDA_PTX_ONLY)
+
+all: configure
 	cmake --build $(BUILD) -j $(JOBS)
 
-demo: all
+# The first command: the library and the CLI, nothing else (the tests, benchmarks and examples
+# are built by `make all` or `make test` later, in the same build folder).
+demo:
+	@start=$$(date +%s); \
+	$(MAKE) --no-print-directory configure && \
+	cmake --build $(BUILD) -j $(JOBS) --target outcore_cli && \
+	echo "outcore: the library and the CLI built in $$(( $$(date +%s) - start )) s" && \
 	$(BUILD)/outcore demo
 
 # numpy, scipy and pytest are what the CLI and binding tests compare against.
@@ -24,25 +43,41 @@ pydeps:
 	@$(PYTHON) -c "import numpy, scipy, pytest" 2>/dev/null || \
 	  $(PYTHON) -m pip install --quiet numpy scipy pytest
 
-test: pydeps all
-	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
-	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DOUTCORE_CUDA=OFF \
-	  -DOUTCORE_SANITIZE=address,undefined -DCMAKE_C_FLAGS="-O1" -DCMAKE_DISABLE_FIND_PACKAGE_ZLIB=ON
-	cmake --build $(ASAN_BUILD) -j $(JOBS)
-	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	  ctest --test-dir $(ASAN_BUILD) -L unit --output-on-failure -j $(JOBS)
-	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 OUTCORE_BIN=$(ASAN_BUILD)/outcore \
-	  OUTCORE_SOURCE_DIR=$(CURDIR) $(PYTHON) -m pytest -q -rs tests/cli/test_topk_cli.py \
-	  tests/cli/test_write_faults.py
-	cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DOUTCORE_CUDA=OFF -DOUTCORE_MPI=OFF \
-	  -DOUTCORE_SANITIZE=thread -DCMAKE_C_FLAGS="-O1" -DOUTCORE_EXAMPLES=OFF
-	cmake --build $(TSAN_BUILD) -j $(JOBS)
-	TSAN_OPTIONS=halt_on_error=1 ctest --test-dir $(TSAN_BUILD) -L threads --output-on-failure -j $(JOBS)
+# Each stage runs through tests/summary.py, which records its outcome in $(RESULTS); a stage
+# whose tests fail does not stop the next, and the report at the end exits nonzero.
+SUMMARY = $(PYTHON) tests/summary.py --results $(RESULTS)
+ASAN_ENV = ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1
+
+test: pydeps
+	@rm -rf $(RESULTS)
+	@$(SUMMARY) step build "build" -- $(MAKE) --no-print-directory all && \
+	  $(SUMMARY) ctest main $(BUILD) --output-on-failure -j $(JOBS) || true
+	@$(SUMMARY) step asan-configure "ASan/UBSan build" -- cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug \
+	  -DOUTCORE_CUDA=OFF -DOUTCORE_SANITIZE=address,undefined -DCMAKE_C_FLAGS="-O1" \
+	  -DCMAKE_DISABLE_FIND_PACKAGE_ZLIB=ON && \
+	  $(SUMMARY) step asan-build "ASan/UBSan build" -- cmake --build $(ASAN_BUILD) -j $(JOBS) && \
+	  $(ASAN_ENV) $(SUMMARY) ctest asan $(ASAN_BUILD) --prefix "ASan/UBSan: " -L unit --output-on-failure -j $(JOBS) && \
+	  $(ASAN_ENV) OUTCORE_BIN=$(ASAN_BUILD)/outcore OUTCORE_SOURCE_DIR=$(CURDIR) \
+	  $(SUMMARY) pytest asan-cli "ASan/UBSan: CLI tests" -q -rs tests/cli/test_topk_cli.py \
+	  tests/cli/test_write_faults.py || true
+	@$(SUMMARY) step tsan-configure "TSan build" -- cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=Debug \
+	  -DOUTCORE_CUDA=OFF -DOUTCORE_MPI=OFF -DOUTCORE_SANITIZE=thread -DCMAKE_C_FLAGS="-O1" -DOUTCORE_EXAMPLES=OFF && \
+	  $(SUMMARY) step tsan-build "TSan build" -- cmake --build $(TSAN_BUILD) -j $(JOBS) --target threads_tests && \
+	  TSAN_OPTIONS=halt_on_error=1 $(SUMMARY) ctest tsan $(TSAN_BUILD) --prefix "TSan: " -L threads \
+	  --output-on-failure -j $(JOBS) || true
+	@$(SUMMARY) fuzz fuzz "fuzz regressions (seed corpora)" -- env FUZZ_BUILD=$(FUZZ_BUILD) JOBS=$(JOBS) \
+	  FUZZ_INSTALL=0 bash tests/fuzz/fuzz.sh regress || true
+	@$(SUMMARY) report
+
+test-fast: pydeps
+	@rm -rf $(RESULTS)
+	@$(SUMMARY) step build "build" -- $(MAKE) --no-print-directory all && \
+	  $(SUMMARY) ctest fast $(BUILD) -L "unit|cli|python" --output-on-failure -j $(JOBS) || true
+	@$(SUMMARY) report
 
 # libFuzzer targets of every reader, in a clang build of their own (docs/testing.md): each
 # target runs over its seed corpus, then fuzzes for FUZZ_SECONDS, or FUZZ_RUNS executions
 # when set; nonzero exit on any crash, leak or sanitizer report. fuzz-regress: seeds only.
-FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 60
 FUZZ_RUNS ?=
 fuzz:
@@ -69,4 +104,4 @@ format-check:
 	$(CLANG_FORMAT) --dry-run --Werror $(FORMAT_FILES)
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(TSAN_BUILD) $(FUZZ_BUILD)

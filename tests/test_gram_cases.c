@@ -84,17 +84,24 @@ static oc_status run_sparse(const gram_backend *be, oc_context *ctx, const gram_
     return st;
 }
 
-int main(void)
+/* argv[1], when given, names the one path to run (ref, avx2, avx512 or sparse): ctest runs
+ * each path as a test of its own, side by side. Without it, every path runs. */
+int main(int argc, char **argv)
 {
     static const char *const isa_names[OC_CPU_ISA_COUNT] = {"ref", "avx2", "avx512"};
+    const char *only = argc > 1 ? argv[1] : NULL;
     cpu_settings settings[OC_CPU_ISA_COUNT];
     char names[OC_CPU_ISA_COUNT][32];
     gram_backend backends[OC_CPU_ISA_COUNT + 1];
     const gram_backend *list[OC_CPU_ISA_COUNT + 1];
-    int count = 0;
+    int count = 0, known = only == NULL || strcmp(only, "sparse") == 0;
     for (int i = 0; i < OC_CPU_ISA_COUNT; ++i) {
+        if (only && strcmp(only, isa_names[i]) != 0) continue;
+        known = 1;
         if (!oc_cpu_isa_supported((oc_cpu_isa_id)i)) {
-            printf("SKIPPED path %s: this CPU or OS does not support it\n", isa_names[i]);
+            char why[96];
+            snprintf(why, sizeof why, "path %s: this CPU or OS does not support it", isa_names[i]);
+            oc_test_skip(why);
             continue;
         }
         settings[count] = (cpu_settings){isa_names[i], i};
@@ -104,9 +111,16 @@ int main(void)
         list[count] = &backends[count];
         count++;
     }
-    backends[count] = (gram_backend){.name = "cpu sparse", .kind = GRAM_ON_CPU, .run = run_sparse};
-    list[count] = &backends[count];
-    count++;
+    if (!known) {
+        fprintf(stderr, "usage: %s [ref|avx2|avx512|sparse]\n", argv[0]);
+        return 2;
+    }
+    if (only == NULL || strcmp(only, "sparse") == 0) {
+        backends[count] = (gram_backend){.name = "cpu sparse", .kind = GRAM_ON_CPU, .run = run_sparse};
+        list[count] = &backends[count];
+        count++;
+    }
+    if (count == 0) return oc_test_finish();
     oc_context *ctx = NULL;
     if (oc_context_create(&ctx) != OC_OK) return 1;
     int64_t jobs = gram_cases_run(ctx, list, count, 0);

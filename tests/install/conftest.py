@@ -19,6 +19,15 @@ def build_dir():
     return path
 
 
+def cache_entry(name):
+    """The value of a CMakeCache.txt entry of the build tree, or None."""
+    for line in (build_dir() / "CMakeCache.txt").read_text().splitlines():
+        key, sep, value = line.partition("=")
+        if sep and key.split(":", 1)[0] == name:
+            return value
+    return None
+
+
 def project_version():
     """The one version source: project(outcore VERSION x.y.z) in CMakeLists.txt."""
     text = (SOURCE_DIR / "CMakeLists.txt").read_text()

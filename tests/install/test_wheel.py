@@ -3,7 +3,10 @@ that sdist, a wheel (which compiles liboutcore and the CLI); the wheel is instal
 virtual environment, and the README's Python example runs there with no OUTCORE_* variable,
 from a directory outside the checkout, and its results are checked.
 
-Needs PyPI (build, scikit-build-core, numpy) and about as long as a build of the library.
+Needs PyPI (build, scikit-build-core, numpy) and about as long as a build of the library and
+the CLI (the wheel builds nothing else, pyproject.toml's build.targets). Its CUDA code is
+compiled as the C build beside it compiled its own (OUTCORE_CUDA_PTX_ONLY: PTX alone on a
+machine without a GPU, where no machine code could run).
 """
 import json
 import subprocess
@@ -15,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SOURCE_DIR, build_dir, clean_env, project_version, run
+from conftest import SOURCE_DIR, build_dir, cache_entry, clean_env, project_version, run
 
 # Runs the README's example (argv[1]) and reports what it made, checked against numpy.
 CHECK = r'''
@@ -61,7 +64,9 @@ def venv(tmp_path_factory):
     python = root / "venv" / "bin" / "python"
     run([python, "-m", "pip", "install", "--quiet", "build"], env=env)
     dist = root / "dist"
-    run([python, "-m", "build", "--outdir", dist, SOURCE_DIR / "python"], env=env, cwd=root)
+    ptx_only = cache_entry("OUTCORE_CUDA_PTX_ONLY") or "OFF"
+    run([python, "-m", "build", "--outdir", dist, f"-Ccmake.define.OUTCORE_CUDA_PTX_ONLY={ptx_only}",
+         SOURCE_DIR / "python"], env=env, cwd=root)
     sdists, wheels = sorted(dist.glob("*.tar.gz")), sorted(dist.glob("*.whl"))
     assert len(sdists) == 1 and len(wheels) == 1, sorted(dist.iterdir())
     run([python, "-m", "pip", "install", "--quiet", wheels[0]], env=env)
