@@ -244,7 +244,10 @@ typedef struct oc_gram_options {
      * count and budget.
      * topk > 0: each row's topk best columns instead of the dense matrix, best first: score
      *   descending (hamming, a distance: ascending), ties broken by the lower column. For
-     *   A·Aᵀ the row itself is excluded. Slots past the columns a row has: index -1, score 0.
+     *   A·Aᵀ the row itself is excluded. Every candidate column ranks, score 0 included, so
+     *   a row is filled with score-0 columns (lowest first) before any padding; only slots
+     *   past the candidates a row has (topk > p - 1 for A·Aᵀ) hold index -1, score 0.
+     *   topk may not exceed p, the result's columns (OC_ERR_INVALID_ARGUMENT).
      * use_threshold: every pair whose score is >= threshold (hamming: <=), compared in the
      *   result dtype (float32 scores against (float)threshold; integer scores against the
      *   integers the threshold admits). For A·Aᵀ each unordered pair once, as (i, j) with
@@ -270,12 +273,20 @@ typedef struct oc_gram_options {
      * them), or one value for every device; devices not named keep gpu_mem_bytes /
      * gpu_mem_fraction. A split device's budget is shared equally by its parts. NULL or "". */
     const char *gpu_mem_devices;
+    /* Version 4. use_min_score (top-k only): each row's topk best columns among those whose
+     * score is >= min_score (hamming: <=), compared in the result dtype as a threshold is;
+     * the slots the row has no such column for hold index -1 and score NaN (float32),
+     * -1 (int32) or 65535 (uint16). The lists are the plain top-k lists with the columns
+     * that miss min_score removed. NaN is invalid. */
+    int use_min_score;
+    double min_score;
 } oc_gram_options;
 
-#define OC_GRAM_OPTIONS_INIT                                                                     \
-    {                                                                                            \
-        sizeof(oc_gram_options), OC_METRIC_COUNTS, OC_DTYPE_DEFAULT, OC_BACKEND_AUTO, 0, 0, 0,   \
-            0.9, OC_GPU_MEM_GROW, 0, 0, 0, 0.0, 0, NULL, NULL, OC_ALGORITHM_AUTO, 0, NULL, NULL  \
+#define OC_GRAM_OPTIONS_INIT                                                                        \
+    {                                                                                               \
+        sizeof(oc_gram_options), OC_METRIC_COUNTS, OC_DTYPE_DEFAULT, OC_BACKEND_AUTO, 0, 0, 0,      \
+            0.9, OC_GPU_MEM_GROW, 0, 0, 0, 0.0, 0, NULL, NULL, OC_ALGORITHM_AUTO, 0, NULL, NULL, 0, \
+            0.0                                                                                     \
     }
 
 typedef enum oc_output_kind {
@@ -299,7 +310,7 @@ typedef struct oc_output {
     void *data;          /* MEMORY: n x p elements of the result dtype */
     int64_t ld;          /* MEMORY: elements between rows; 0 = p */
     const char *path;    /* FILE */
-    int64_t *indices;    /* TOPK: n*k column indices, -1 where fewer than k exist */
+    int64_t *indices;    /* TOPK: n*k column indices, -1 in the slots no column fills */
     void *scores;        /* TOPK: n*k scores of the result dtype */
     oc_pairs_fn pairs;   /* PAIRS */
     void *pairs_user;
@@ -346,6 +357,9 @@ typedef struct oc_gram_stats {
     /* CUDA: what each logical device did (oc_gram_options.devices), in the order named. */
     int device_count;
     oc_device_stats devices[OC_MAX_LOGICAL_DEVICES];
+    /* Version 4: the CPU worker threads the job ran on (at most one per tile or block of
+     * rows, whatever opts.threads asked); 0 when it ran on a GPU. */
+    int threads;
 } oc_gram_stats;
 
 /* Computes the Gram matrix of a (with b == NULL: a·aᵀ, symmetric; only tiles on or above

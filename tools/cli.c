@@ -100,22 +100,77 @@ int cli_parse_host_mem(const char *text, int64_t *bytes)
     return -1;
 }
 
-int cli_option(int argc, char **argv, int *i, const char *name, const char **value)
+const char *cli_next(cli_args *a)
 {
-    const char *arg = argv[*i];
-    size_t len = strlen(name);
-    if (strncmp(arg, name, len) != 0) return 0;
+    while (++a->i < a->argc) {
+        if (!a->options_done && strcmp(a->argv[a->i], "--") == 0) {
+            a->options_done = 1;
+            continue;
+        }
+        return a->argv[a->i];
+    }
+    return NULL;
+}
+
+int cli_positional(const cli_args *a)
+{
+    const char *arg = a->argv[a->i];
+    return a->options_done || arg[0] != '-' || arg[1] == '\0';
+}
+
+/* The length of the form of spec (forms '|' apart) that arg starts with and that ends where
+ * arg ends or at its '='; 0 when none does. */
+static size_t match_form(const char *spec, const char *arg)
+{
+    while (*spec) {
+        size_t len = strcspn(spec, "|");
+        if (strncmp(arg, spec, len) == 0 && (arg[len] == '\0' || arg[len] == '=')) return len;
+        spec += len;
+        if (*spec == '|') spec++;
+    }
+    return 0;
+}
+
+int cli_flag(const cli_args *a, const char *spec)
+{
+    const char *arg = a->argv[a->i];
+    size_t len = cli_positional(a) ? 0 : match_form(spec, arg);
+    return len > 0 && arg[len] == '\0';
+}
+
+int cli_take(cli_args *a, const char *spec, int flags)
+{
+    const char *arg = a->argv[a->i];
+    size_t len = cli_positional(a) ? 0 : match_form(spec, arg);
+    if (len == 0) return 0;
+    char name[64];
+    snprintf(name, sizeof name, "%.*s", (int)len, arg);
+    if (!(flags & CLI_REPEATS)) {
+        for (int k = 0; k < a->nseen; ++k)
+            if (a->seen[k] == spec) {
+                if (strchr(spec, '|')) cli_usage_error("option %s given twice (%s: one option): give it once", name, spec);
+                else cli_usage_error("option %s given twice: give it once", name);
+                return -1;
+            }
+        if (a->nseen < CLI_MAX_SEEN) a->seen[a->nseen++] = spec;
+    }
     if (arg[len] == '=') {
-        *value = arg + len + 1;
+        a->value = arg + len + 1;
         return 1;
     }
-    if (arg[len] != '\0') return 0;
-    if (*i + 1 >= argc) {
+    if (a->i + 1 >= a->argc) {
         cli_usage_error("option %s needs a value (see outcore --help)", name);
         return -1;
     }
-    *value = argv[++*i];
+    a->value = a->argv[++a->i];
     return 1;
+}
+
+int cli_unknown_option(const cli_args *a, const char *command)
+{
+    const char *arg = a->argv[a->i];
+    return cli_usage_error("%s: unknown option %s (see outcore %s --help; an argument that starts with '-' goes after "
+                           "--: outcore %s [options] -- %s)", command, arg, command, command, arg);
 }
 
 const char *cli_path_extension(const char *path)
@@ -204,6 +259,21 @@ void cli_progress_finish(cli_progress *p)
 {
     if (p->drawn) fputs("\r\033[K", stderr);
     p->drawn = 0;
+}
+
+void cli_note_threads(int asked, int ran, const char *why)
+{
+    if (asked > 0 && ran > 0 && ran < asked)
+        fprintf(stderr, "outcore: --threads %d: ran %d (%s; more would have nothing to do)\n", asked, ran, why);
+}
+
+void cli_warn_gpu_mem(const char *value, oc_backend backend)
+{
+    if (!value) return;
+    if (backend == OC_BACKEND_CPU)
+        fprintf(stderr, "outcore: warning: --gpu-mem %s has no effect with --backend cpu\n", value);
+    else if (oc_cuda_device_count() == 0)
+        fprintf(stderr, "outcore: warning: --gpu-mem %s has no effect: no usable GPU, the job runs on the CPU\n", value);
 }
 
 static oc_context *signal_ctx;

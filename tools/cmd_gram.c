@@ -74,6 +74,7 @@ typedef struct gram_args {
     const char *inputs[2];
     int ninputs;
     const char *output;
+    const char *gpu_mem; /* --gpu-mem as given */
     oc_read_options read;
     int json, quiet, explain;
     int plan;
@@ -100,93 +101,103 @@ static int check_output_kind(const gram_args *g)
 /* Parses argv into args; returns -1 when parsing succeeded, else the exit status. */
 static int parse_gram_args(int argc, char **argv, gram_args *g)
 {
-    for (int i = 1; i < argc; ++i) {
-        const char *arg = argv[i], *v = NULL;
+    cli_args args = CLI_ARGS_INIT(argc, argv), *a = &args;
+    for (const char *arg; (arg = cli_next(a)) != NULL;) {
+        const char *v = NULL;
         int r;
-        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+        if (cli_positional(a)) {
+            if (g->ninputs == 2) return cli_usage_error("gram: at most two inputs (A and B), got a third: %s", arg);
+            g->inputs[g->ninputs++] = arg;
+            continue;
+        }
+        if (cli_flag(a, "--help|-h")) {
             fputs(gram_usage, stdout);
             return OC_EXIT_OK;
         }
-        if (strcmp(arg, "--json") == 0) { g->json = 1; continue; }
-        if (strcmp(arg, "--explain") == 0) { g->explain = 1; continue; }
-        if (strcmp(arg, "--plan") == 0) { g->plan = 1; continue; }
-        if (strcmp(arg, "--resume") == 0) { g->opts.resume = 1; continue; }
-        if (strcmp(arg, "--binarize") == 0) { g->read.binarize = 1; continue; }
-        if (strcmp(arg, "--quiet") == 0 || strcmp(arg, "-q") == 0) { g->quiet = 1; continue; }
-        if (strcmp(arg, "--verbose") == 0 || strcmp(arg, "-v") == 0) { cli_verbose = 1; continue; }
-#define OPTION(name) ((r = cli_option(argc, argv, &i, name, &v)) != 0)
-        if (OPTION("-o") || OPTION("--output")) {
+        if (cli_flag(a, "--json")) { g->json = 1; continue; }
+        if (cli_flag(a, "--explain")) { g->explain = 1; continue; }
+        if (cli_flag(a, "--plan")) { g->plan = 1; continue; }
+        if (cli_flag(a, "--resume")) { g->opts.resume = 1; continue; }
+        if (cli_flag(a, "--binarize")) { g->read.binarize = 1; continue; }
+        if (cli_flag(a, "--quiet|-q")) { g->quiet = 1; continue; }
+        if (cli_flag(a, "--verbose|-v")) { cli_verbose = 1; continue; }
+        if (CLI_OPTION(a, r, v, "-o|--output")) {
             if (r < 0) return OC_EXIT_USAGE;
             g->output = v;
-        } else if (OPTION("--metric")) {
+        } else if (CLI_OPTION(a, r, v, "--metric")) {
             if (r < 0) return OC_EXIT_USAGE;
             if (oc_metric_parse(v, &g->opts.metric) != OC_OK)
                 return cli_usage_error("--metric %s: expected counts, jaccard, cosine or hamming", v);
-        } else if (OPTION("--dtype")) {
+        } else if (CLI_OPTION(a, r, v, "--dtype")) {
             if (r < 0) return OC_EXIT_USAGE;
             if (oc_dtype_parse(v, &g->opts.dtype) != OC_OK)
                 return cli_usage_error("--dtype %s: expected int32, uint16 or float32", v);
-        } else if (OPTION("--backend")) {
+        } else if (CLI_OPTION(a, r, v, "--backend")) {
             if (r < 0) return OC_EXIT_USAGE;
             if (oc_backend_parse(v, &g->opts.backend) != OC_OK)
                 return cli_usage_error("--backend %s: expected auto, cpu or cuda", v);
-        } else if (OPTION("--algorithm")) {
+        } else if (CLI_OPTION(a, r, v, "--algorithm")) {
             if (r < 0) return OC_EXIT_USAGE;
             if (oc_algorithm_parse(v, &g->opts.algorithm) != OC_OK)
                 return cli_usage_error("--algorithm %s: expected auto, dense or sparse", v);
-        } else if (OPTION("--threads")) {
+        } else if (CLI_OPTION(a, r, v, "--threads")) {
             if (r < 0) return OC_EXIT_USAGE;
             if ((r = cli_parse_threads(v, &g->opts.threads)) >= 0) return r;
-        } else if (OPTION("--device")) {
+        } else if (CLI_OPTION(a, r, v, "--device")) {
             int64_t d;
             if (r < 0) return OC_EXIT_USAGE;
             if (cli_parse_i64(v, &d) || d < 0 || d > 1024) return cli_usage_error("--device %s: expected a device index", v);
             g->opts.device = (int)d;
-        } else if (OPTION("--devices")) {
+        } else if (CLI_OPTION(a, r, v, "--devices")) {
             if (r < 0) return OC_EXIT_USAGE;
             g->opts.devices = v; /* the library parses it (one parser, one message per bad token) */
-        } else if (OPTION("--gpu-mem")) {
+        } else if (CLI_OPTION(a, r, v, "--gpu-mem")) {
             if (r < 0) return OC_EXIT_USAGE;
+            g->gpu_mem = v;
             if (strchr(v, '=')) g->opts.gpu_mem_devices = v; /* per device: parsed by the library */
             else if (cli_parse_size(v, &g->opts.gpu_mem_bytes, &g->opts.gpu_mem_fraction))
                 return cli_usage_error("--gpu-mem %s: expected a size such as 2G or 512M, or a percentage such as 50%%", v);
-        } else if (OPTION("--gpu-mem-mode")) {
+        } else if (CLI_OPTION(a, r, v, "--gpu-mem-mode")) {
             if (r < 0) return OC_EXIT_USAGE;
             if (strcmp(v, "grow") == 0) g->opts.gpu_mem_mode = OC_GPU_MEM_GROW;
             else if (strcmp(v, "reserve") == 0) g->opts.gpu_mem_mode = OC_GPU_MEM_RESERVE;
             else return cli_usage_error("--gpu-mem-mode %s: expected grow or reserve", v);
-        } else if (OPTION("--host-mem")) {
+        } else if (CLI_OPTION(a, r, v, "--host-mem")) {
             if (r < 0) return OC_EXIT_USAGE;
             if ((r = cli_parse_host_mem(v, &g->opts.host_mem_bytes)) >= 0) return r;
             g->read.host_mem_bytes = g->opts.host_mem_bytes;
-        } else if (OPTION("--tile")) {
+        } else if (CLI_OPTION(a, r, v, "--tile")) {
             if (r < 0) return OC_EXIT_USAGE;
             if (cli_parse_i64(v, &g->opts.tile) || g->opts.tile < 1)
                 return cli_usage_error("--tile %s: expected a positive number of rows", v);
-        } else if (OPTION("--topk")) {
+        } else if (CLI_OPTION(a, r, v, "--topk")) {
             if (r < 0) return OC_EXIT_USAGE;
             if (cli_parse_i64(v, &g->opts.topk) || g->opts.topk < 1)
                 return cli_usage_error("--topk %s: expected a positive whole number of neighbours", v);
-        } else if (OPTION("--threshold")) {
+        } else if (CLI_OPTION(a, r, v, "--threshold")) {
             if (r < 0) return OC_EXIT_USAGE;
             if (cli_parse_double(v, &g->opts.threshold) || !(g->opts.threshold == g->opts.threshold))
                 return cli_usage_error("--threshold %s: expected a number", v);
             g->opts.use_threshold = 1;
-        } else if (OPTION("--bits")) {
+        } else if (CLI_OPTION(a, r, v, "--min-score")) {
+            if (r < 0) return OC_EXIT_USAGE;
+            if (cli_parse_double(v, &g->opts.min_score))
+                return cli_usage_error("--min-score %s: expected a number", v);
+            g->opts.use_min_score = 1;
+        } else if (CLI_OPTION(a, r, v, "--bits")) {
             if (r < 0) return OC_EXIT_USAGE;
             if (cli_parse_i64(v, &g->read.bits) || g->read.bits < 1)
                 return cli_usage_error("--bits %s: expected the positive column count of the packed matrix", v);
-        } else if (arg[0] == '-' && arg[1] != '\0') {
-            return cli_usage_error("gram: unknown option %s (see outcore gram --help)", arg);
         } else {
-            if (g->ninputs == 2) return cli_usage_error("gram: at most two inputs (A and B), got a third: %s", arg);
-            g->inputs[g->ninputs++] = arg;
+            return cli_unknown_option(a, "gram");
         }
-#undef OPTION
     }
     if (g->ninputs == 0) return cli_usage_error("gram: no input matrix given (see outcore gram --help)");
     if (g->opts.topk > 0 && g->opts.use_threshold)
         return cli_usage_error("gram: --topk and --threshold are exclusive: choose one");
+    if (g->opts.use_min_score && g->opts.topk <= 0)
+        return cli_usage_error("gram: --min-score keeps the top-k neighbours scoring at least S: give --topk K too "
+                               "(--threshold T lists every pair at least T)");
     if (!g->output)
         return cli_usage_error("gram: no output given: add -o %s", g->opts.topk       ? "OUT.npz (or .tsv)"
                                                                   : g->opts.use_threshold ? "OUT.npz (or .mtx, .tsv)"
@@ -237,6 +248,7 @@ static void print_summary(const gram_args *g, const oc_matrix *a, const oc_matri
         printf(", \"output\": ");
         json_string(stdout, g->output);
         if (g->opts.topk > 0) printf(", \"topk\": %lld", (long long)g->opts.topk);
+        if (g->opts.use_min_score) printf(", \"min_score\": %.17g", g->opts.min_score);
         if (g->opts.use_threshold) printf(", \"threshold\": %.17g, \"pairs\": %lld", g->opts.threshold, (long long)s->pairs);
         if (s->select_desc[0]) {
             printf(", \"selection\": ");
@@ -251,6 +263,7 @@ static void print_summary(const gram_args *g, const oc_matrix *a, const oc_matri
         json_string(stdout, s->algorithm_desc);
         printf(", \"backend_explain\": ");
         json_string(stdout, s->backend_explain);
+        printf(", \"threads\": %d", s->threads);
         printf(", \"seconds\": %.6f, \"load_seconds\": %.6f, \"bit_macs_computed\": %.0f, \"bit_macs_effective\": %.0f, "
                "\"rate_computed\": %.6g, \"rate_effective\": %.6g, \"tiles\": %lld, \"host_peak_bytes\": %lld, "
                "\"host_budget_bytes\": %lld, "
@@ -379,6 +392,7 @@ int oc_cmd_gram(int argc, char **argv)
     gram_args g = {.opts = OC_GRAM_OPTIONS_INIT, .read = OC_READ_OPTIONS_INIT};
     int rc = parse_quietly_off_rank0(argc, argv, &g);
     if (rc >= 0) return rc;
+    cli_warn_gpu_mem(g.gpu_mem, g.opts.backend);
     int ranked = 0, rank = 0, size = 1;
     rc = start_ranks(&ranked, &rank, &size);
     if (rc >= 0) return rc;
@@ -443,6 +457,7 @@ int oc_cmd_gram(int argc, char **argv)
     cli_trace_phase(&t, "job");
     if (st != OC_OK) goto failed;
     if (rank == 0) {
+        cli_note_threads(g.opts.threads, stats.threads, "one per tile");
         if (g.explain)
             fprintf(stderr, "outcore: backend %s\noutcore: algorithm %s\n", stats.backend_explain, stats.algorithm_desc);
         if (!g.quiet || g.json) print_summary(&g, a, b, &stats, load_seconds, ranks_json);

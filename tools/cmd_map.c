@@ -40,6 +40,7 @@ static const char map_usage[] =
 typedef struct map_args {
     const char *expr;
     const char *output;
+    const char *gpu_mem; /* --gpu-mem as given */
     oc_map_array inputs[MAX_ARGS];
     int ninputs;
     oc_map_scalar scalars[MAX_ARGS];
@@ -68,77 +69,89 @@ static int parse_reduce(const char *v, oc_map_reduce *out)
     return -1;
 }
 
+/* The expression (the first positional argument), then the NAME=FILE.npy inputs: -1 when
+ * arg was taken, else the exit status. */
+static int positional_arg(map_args *g, const char *arg)
+{
+    if (!g->expr) {
+        g->expr = arg;
+        return -1;
+    }
+    char *name = NULL;
+    const char *path = split_binding(g, arg, &name);
+    if (!path) return cli_usage_error("map: '%s' is not an input: write NAME=FILE.npy", arg);
+    if (g->ninputs == MAX_ARGS) return cli_usage_error("map: at most %d inputs", MAX_ARGS);
+    oc_map_array in = OC_MAP_ARRAY_INIT;
+    in.name = name;
+    in.path = path;
+    g->inputs[g->ninputs++] = in;
+    return -1;
+}
+
 static int parse_map_args(int argc, char **argv, map_args *g)
 {
-    for (int i = 1; i < argc; ++i) {
-        const char *arg = argv[i], *v = NULL;
+    cli_args args = CLI_ARGS_INIT(argc, argv), *a = &args;
+    for (const char *arg; (arg = cli_next(a)) != NULL;) {
+        const char *v = NULL;
         int r;
-        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+        if (cli_positional(a)) {
+            if ((r = positional_arg(g, arg)) >= 0) return r;
+            continue;
+        }
+        if (cli_flag(a, "--help|-h")) {
             fputs(map_usage, stdout);
             return OC_EXIT_OK;
         }
-        if (strcmp(arg, "--json") == 0) { g->json = 1; continue; }
-        if (strcmp(arg, "--explain") == 0) { g->explain = 1; continue; }
-        if (strcmp(arg, "--quiet") == 0 || strcmp(arg, "-q") == 0) { g->quiet = 1; continue; }
-        if (strcmp(arg, "--verbose") == 0 || strcmp(arg, "-v") == 0) { cli_verbose = 1; continue; }
-#define OPTION(name) ((r = cli_option(argc, argv, &i, name, &v)) != 0)
-        if (OPTION("-o") || OPTION("--output")) {
+        if (cli_flag(a, "--json")) { g->json = 1; continue; }
+        if (cli_flag(a, "--explain")) { g->explain = 1; continue; }
+        if (cli_flag(a, "--quiet|-q")) { g->quiet = 1; continue; }
+        if (cli_flag(a, "--verbose|-v")) { cli_verbose = 1; continue; }
+        if (CLI_OPTION(a, r, v, "-o|--output")) {
             if (r < 0) return OC_EXIT_USAGE;
             g->output = v;
-        } else if (OPTION("--set")) {
+        } else if ((r = cli_take(a, "--set", CLI_REPEATS)) != 0) {
             if (r < 0) return OC_EXIT_USAGE;
+            v = a->value;
             char *name = NULL;
             const char *value = split_binding(g, v, &name);
             if (!value) return cli_usage_error("--set %s: expected NAME=VALUE", v);
             if (g->nscalars == MAX_ARGS) return cli_usage_error("map: at most %d --set scalars", MAX_ARGS);
             g->scalars[g->nscalars++] = (oc_map_scalar){name, value};
-        } else if (OPTION("--dtype")) {
+        } else if (CLI_OPTION(a, r, v, "--dtype")) {
             if (r < 0) return OC_EXIT_USAGE;
             if (oc_map_dtype_parse(v, &g->opts.dtype) != OC_OK)
                 return cli_usage_error("--dtype %s: expected bool, int8, int16, int32, int64, uint8, uint16, uint32, "
                                        "uint64, float32 or float64", v);
-        } else if (OPTION("--reduce")) {
+        } else if (CLI_OPTION(a, r, v, "--reduce")) {
             if (r < 0) return OC_EXIT_USAGE;
             if (parse_reduce(v, &g->opts.reduce)) return cli_usage_error("--reduce %s: expected sum, mean, min or max", v);
-        } else if (OPTION("--axis")) {
-            int64_t a;
+        } else if (CLI_OPTION(a, r, v, "--axis")) {
+            int64_t axis;
             if (r < 0) return OC_EXIT_USAGE;
-            if (cli_parse_i64(v, &a) || a < -64 || a > 64) return cli_usage_error("--axis %s: expected an axis number", v);
+            if (cli_parse_i64(v, &axis) || axis < -64 || axis > 64)
+                return cli_usage_error("--axis %s: expected an axis number", v);
             g->opts.has_axis = 1;
-            g->opts.axis = (int)a;
-        } else if (OPTION("--backend")) {
+            g->opts.axis = (int)axis;
+        } else if (CLI_OPTION(a, r, v, "--backend")) {
             if (r < 0) return OC_EXIT_USAGE;
             if (oc_backend_parse(v, &g->opts.backend) != OC_OK)
                 return cli_usage_error("--backend %s: expected auto, cpu or cuda", v);
-        } else if (OPTION("--threads")) {
+        } else if (CLI_OPTION(a, r, v, "--threads")) {
             if (r < 0) return OC_EXIT_USAGE;
             if ((r = cli_parse_threads(v, &g->opts.threads)) >= 0) return r;
-        } else if (OPTION("--gpu-mem")) {
+        } else if (CLI_OPTION(a, r, v, "--gpu-mem")) {
             double frac = 0;
             if (r < 0) return OC_EXIT_USAGE;
+            g->gpu_mem = v;
             if (cli_parse_size(v, &g->opts.gpu_mem_bytes, &frac))
                 return cli_usage_error("--gpu-mem %s: expected a size such as 2G or 512M, or a percentage such as 50%%", v);
             g->opts.gpu_mem_fraction = frac;
-        } else if (OPTION("--host-mem")) {
+        } else if (CLI_OPTION(a, r, v, "--host-mem")) {
             if (r < 0) return OC_EXIT_USAGE;
             if ((r = cli_parse_host_mem(v, &g->opts.host_mem_bytes)) >= 0) return r;
-        } else if (arg[0] == '-' && arg[1] != '\0' && !g->expr) {
-            return cli_usage_error("map: unknown option %s (see outcore map --help)", arg);
-        } else if (arg[0] == '-' && arg[1] != '\0' && !strchr(arg, '=')) {
-            return cli_usage_error("map: unknown option %s (see outcore map --help)", arg);
-        } else if (!g->expr) {
-            g->expr = arg;
         } else {
-            char *name = NULL;
-            const char *path = split_binding(g, arg, &name);
-            if (!path) return cli_usage_error("map: '%s' is not an input: write NAME=FILE.npy", arg);
-            if (g->ninputs == MAX_ARGS) return cli_usage_error("map: at most %d inputs", MAX_ARGS);
-            oc_map_array a = OC_MAP_ARRAY_INIT;
-            a.name = name;
-            a.path = path;
-            g->inputs[g->ninputs++] = a;
+            return cli_unknown_option(a, "map");
         }
-#undef OPTION
     }
     if (!g->expr) return cli_usage_error("map: no expression given (see outcore map --help)");
     if (!g->output && !g->explain && g->opts.reduce == OC_MAP_REDUCE_NONE)
@@ -226,6 +239,7 @@ int oc_cmd_map(int argc, char **argv)
         map_args_free(&g);
         return rc;
     }
+    cli_warn_gpu_mem(g.gpu_mem, g.opts.backend);
     oc_context *ctx = NULL;
     oc_map *m = NULL;
     oc_status st = oc_context_create(&ctx);

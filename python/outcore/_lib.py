@@ -99,6 +99,8 @@ class GramOptions(ctypes.Structure):
         ("resume", ctypes.c_int),
         ("devices", ctypes.c_char_p),
         ("gpu_mem_devices", ctypes.c_char_p),
+        ("use_min_score", ctypes.c_int),
+        ("min_score", ctypes.c_double),
     ]
 
     def __init__(self):
@@ -175,6 +177,7 @@ class GramStats(ctypes.Structure):
         ("backend_explain", ctypes.c_char * 640),
         ("device_count", ctypes.c_int),
         ("devices", DeviceStats * MAX_LOGICAL_DEVICES),
+        ("threads", ctypes.c_int),
     ]
 
     def __init__(self):

@@ -204,6 +204,7 @@ static oc_status sparse_gram(oc_gram_job *job)
              threads == 1 ? "" : "s", modes[sj->mode]);
     if (job->select) snprintf(job->stats->select_desc, sizeof job->stats->select_desc, "cpu (sparse rows)");
     job->stats->bit_macs_computed = updates;
+    job->stats->threads = threads;
     job->stats->tiles = blocks;
 cleanup:
     free_workers(&run, threads);

@@ -56,17 +56,17 @@ int oc_cuda_device_count(void)
 #endif
 }
 
-/* The threshold's range for the metric: [0, 1] for jaccard and cosine, whole numbers in
- * [0, m] for counts and hamming. */
-static oc_status check_threshold_range(oc_context *ctx, oc_metric metric, double t, int64_t m)
+/* The range of a threshold or minimum score (what names it) for the metric: [0, 1] for
+ * jaccard and cosine, whole numbers in [0, m] for counts and hamming. */
+static oc_status check_threshold_range(oc_context *ctx, const char *what, oc_metric metric, double t, int64_t m)
 {
     if (metric == OC_METRIC_JACCARD || metric == OC_METRIC_COSINE) {
         if (!(t >= 0.0 && t <= 1.0))
-            return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "threshold %g: a %s similarity lies in [0, 1]", t,
+            return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s %g: a %s similarity lies in [0, 1]", what, t,
                            oc_metric_name(metric));
     } else if (!(t >= 0 && t <= (double)m) || t != floor(t)) {
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
-                       "threshold %g: %s are whole numbers from 0 to %lld (the column count)", t, oc_metric_name(metric),
+                       "%s %g: %s are whole numbers from 0 to %lld (the column count)", what, t, oc_metric_name(metric),
                        (long long)m);
     }
     return OC_OK;
@@ -98,7 +98,12 @@ static oc_status check_options(oc_context *ctx, const oc_gram_options *o, int64_
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "top-k and threshold outputs are exclusive: choose one");
     if (o->use_threshold && isnan(o->threshold))
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "the threshold is NaN: give a number");
-    if (o->use_threshold) OC_CHECK(check_threshold_range(ctx, o->metric, o->threshold, m));
+    if (o->use_threshold) OC_CHECK(check_threshold_range(ctx, "threshold", o->metric, o->threshold, m));
+    if (o->use_min_score && o->topk <= 0)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "a minimum score applies to top-k lists: set topk too");
+    if (o->use_min_score && isnan(o->min_score))
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "the minimum score is NaN: give a number");
+    if (o->use_min_score) OC_CHECK(check_threshold_range(ctx, "minimum score", o->metric, o->min_score, m));
     return OC_OK;
 }
 
@@ -189,6 +194,12 @@ static oc_status job_prepare(oc_context *ctx, const oc_matrix *a, const oc_matri
         !oc_mul_i64(np, m, &npm))
         return oc_fail(ctx, OC_ERR_INPUT, "the result of %lld x %lld rows over %lld columns overflows 64-bit sizes",
                        (long long)n, (long long)p, (long long)m);
+    /* K past the result's columns would only add padding: n x K of it can be far larger
+     * than the inputs. */
+    if (opts->topk > p)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "top-%lld: the result has %lld column%s (the rows of %s), so "
+                       "K may be at most %lld", (long long)opts->topk, (long long)p, p == 1 ? "" : "s",
+                       symmetric ? a->name : b->name, (long long)p);
 
     /* A device named by the caller must exist when a GPU may run the job. A CPU job asks
      * nothing of CUDA: counting devices would initialise the runtime for nothing. */
