@@ -412,6 +412,19 @@ OC_API oc_status oc_algorithm_parse(const char *name, oc_algorithm *out);
  * other than B, K, M, G, T with optional B or iB). */
 OC_API oc_status oc_size_parse(const char *text, int64_t *bytes, double *fraction);
 
+/* Text made safe to show, for names that come from outside (file names, kernel names,
+ * expressions): every report, message and JSON object of outcore escapes them so (docs/text.md).
+ *  OC_ESCAPE_TERMINAL: bytes that a terminal would act on or that are not text become \xNN
+ *    (C0 controls, DEL, the C1 controls U+0080-U+009F, each byte of invalid UTF-8); valid
+ *    printable UTF-8, backslash included, is kept.
+ *  OC_ESCAPE_JSON: the inside of a JSON string literal (no quotes): \" and \\, control
+ *    characters as \n \t \r \b \f or \u00XX, DEL as \u007f, and each byte of invalid
+ *    UTF-8 as \ufffd (U+FFFD, the replacement character); valid UTF-8 is kept.
+ * Writes at most size bytes into out, NUL included (out may be NULL when size is 0), and
+ * returns the length of the whole escaped text, as snprintf does. NULL text is "". */
+typedef enum oc_escape { OC_ESCAPE_TERMINAL = 0, OC_ESCAPE_JSON = 1 } oc_escape;
+OC_API size_t oc_text_escape(char *out, size_t size, const char *text, oc_escape how);
+
 /* ---------------------------------------------------------------- system */
 /* The CPU kernel path in use: "ref", "avx2" or "avx512" (OUTCORE_CPU_ISA forces one). */
 OC_API const char *oc_cpu_isa(void);

@@ -13,13 +13,58 @@
 
 int cli_verbose = 0;
 
+/* Writes s to f escaped as how says (oc_text_escape). */
+static void put_escaped(FILE *f, const char *s, oc_escape how)
+{
+    char stack[512];
+    size_t n = oc_text_escape(NULL, 0, s, how);
+    char *buf = n < sizeof stack ? stack : malloc(n + 1);
+    if (!buf) return;
+    oc_text_escape(buf, n + 1, s, how);
+    fwrite(buf, 1, n, f);
+    if (buf != stack) free(buf);
+}
+
+void cli_json_string(FILE *f, const char *s)
+{
+    if (!s) {
+        fputs("null", f);
+        return;
+    }
+    fputc('"', f);
+    put_escaped(f, s, OC_ESCAPE_JSON);
+    fputc('"', f);
+}
+
+void cli_shown(FILE *f, const char *s) { put_escaped(f, s, OC_ESCAPE_TERMINAL); }
+
+static void vmessage(const char *fmt, va_list ap)
+{
+    char stack[1024], *text = stack;
+    va_list again;
+    va_copy(again, ap);
+    int n = vsnprintf(stack, sizeof stack, fmt, ap);
+    if (n >= (int)sizeof stack && (text = malloc((size_t)n + 1)) != NULL) vsnprintf(text, (size_t)n + 1, fmt, again);
+    va_end(again);
+    fputs("outcore: ", stderr);
+    cli_shown(stderr, text ? text : stack);
+    fputc('\n', stderr);
+    if (text && text != stack) free(text);
+}
+
+void cli_message(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vmessage(fmt, ap);
+    va_end(ap);
+}
+
 int cli_usage_error(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fputs("outcore: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    vmessage(fmt, ap);
     va_end(ap);
     return OC_EXIT_USAGE;
 }
@@ -38,7 +83,7 @@ int cli_exit_code(oc_status st)
 int cli_status_error(oc_context *ctx, oc_status st)
 {
     const char *msg = ctx ? oc_context_last_error(ctx) : "";
-    fprintf(stderr, "outcore: %s\n", msg && *msg ? msg : oc_status_string(st));
+    cli_message("%s", msg && *msg ? msg : oc_status_string(st));
     if (ctx && (cli_verbose || getenv("OUTCORE_VERBOSE"))) fputs(oc_context_error_trace(ctx), stderr);
     return cli_exit_code(st);
 }
@@ -264,16 +309,15 @@ void cli_progress_finish(cli_progress *p)
 void cli_note_threads(int asked, int ran, const char *why)
 {
     if (asked > 0 && ran > 0 && ran < asked)
-        fprintf(stderr, "outcore: --threads %d: ran %d (%s; more would have nothing to do)\n", asked, ran, why);
+        cli_message("--threads %d: ran %d (%s; more would have nothing to do)", asked, ran, why);
 }
 
 void cli_warn_gpu_mem(const char *value, oc_backend backend)
 {
     if (!value) return;
-    if (backend == OC_BACKEND_CPU)
-        fprintf(stderr, "outcore: warning: --gpu-mem %s has no effect with --backend cpu\n", value);
+    if (backend == OC_BACKEND_CPU) cli_message("warning: --gpu-mem %s has no effect with --backend cpu", value);
     else if (oc_cuda_device_count() == 0)
-        fprintf(stderr, "outcore: warning: --gpu-mem %s has no effect: no usable GPU, the job runs on the CPU\n", value);
+        cli_message("warning: --gpu-mem %s has no effect: no usable GPU, the job runs on the CPU", value);
 }
 
 static oc_context *signal_ctx;

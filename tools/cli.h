@@ -6,6 +6,7 @@
 #define OC_TOOLS_CLI_H
 
 #include <stdint.h>
+#include <stdio.h>
 #include "outcore.h"
 
 #define OC_EXIT_OK 0
@@ -13,8 +14,15 @@
 #define OC_EXIT_USAGE 2
 #define OC_EXIT_CANCELLED 130
 
-/* Prints "outcore: <message>" on stderr (one line) and returns 2. */
+/* Prints "outcore: <message>" on stderr as one line, escaped for a terminal (oc_text_escape:
+ * a control byte or invalid UTF-8 in a name it quotes becomes \xNN). Every line the CLI
+ * writes to stderr goes through it. */
+void cli_message(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* cli_message, then returns 2. */
 int cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* s escaped for a terminal; s as a JSON string literal, quotes included (NULL: null). */
+void cli_shown(FILE *f, const char *s);
+void cli_json_string(FILE *f, const char *s);
 /* Set by --verbose: errors are followed by the library's file:line trace. */
 extern int cli_verbose;
 

@@ -205,18 +205,6 @@ static int parse_gram_args(int argc, char **argv, gram_args *g)
     return check_output_kind(g);
 }
 
-static void json_string(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; s && *s; ++s) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
-        else if (c < 0x20) fprintf(f, "\\u%04x", c);
-        else fputc(c, f);
-    }
-    fputc('"', f);
-}
-
 /* ", "devices": [...]: what each logical device of a CUDA job did. */
 static void print_devices_json(const oc_gram_stats *s)
 {
@@ -224,7 +212,7 @@ static void print_devices_json(const oc_gram_stats *s)
     for (int d = 0; d < s->device_count; ++d) {
         const oc_device_stats *x = &s->devices[d];
         printf("%s{\"name\": ", d ? ", " : "");
-        json_string(stdout, x->name);
+        cli_json_string(stdout, x->name);
         printf(", \"tiles\": %lld, \"bytes_h2d\": %lld, \"bytes_d2h\": %lld, \"busy_seconds\": %.6f, "
                "\"budget_bytes\": %lld, \"peak_bytes\": %lld}",
                (long long)x->tiles, (long long)x->bytes_h2d, (long long)x->bytes_d2h, x->busy_seconds,
@@ -242,27 +230,27 @@ static void print_summary(const gram_args *g, const oc_matrix *a, const oc_matri
     double raw = s->seconds > 0 ? s->bit_macs_computed / s->seconds : 0;
     if (g->json) {
         printf("{\"command\": \"gram\", \"a\": ");
-        json_string(stdout, g->inputs[0]);
+        cli_json_string(stdout, g->inputs[0]);
         printf(", \"b\": ");
-        if (g->ninputs > 1) json_string(stdout, g->inputs[1]); else printf("null");
+        if (g->ninputs > 1) cli_json_string(stdout, g->inputs[1]); else printf("null");
         printf(", \"output\": ");
-        json_string(stdout, g->output);
+        cli_json_string(stdout, g->output);
         if (g->opts.topk > 0) printf(", \"topk\": %lld", (long long)g->opts.topk);
         if (g->opts.use_min_score) printf(", \"min_score\": %.17g", g->opts.min_score);
         if (g->opts.use_threshold) printf(", \"threshold\": %.17g, \"pairs\": %lld", g->opts.threshold, (long long)s->pairs);
         if (s->select_desc[0]) {
             printf(", \"selection\": ");
-            json_string(stdout, s->select_desc);
+            cli_json_string(stdout, s->select_desc);
         }
         printf(", \"n\": %lld, \"p\": %lld, \"m\": %lld, \"metric\": \"%s\", \"dtype\": \"%s\", \"backend\": \"%s\", "
                "\"backend_desc\": ",
                (long long)n, (long long)p, (long long)m, oc_metric_name(g->opts.metric), oc_dtype_name(dtype),
                oc_backend_name(s->backend));
-        json_string(stdout, s->backend_desc);
+        cli_json_string(stdout, s->backend_desc);
         printf(", \"algorithm\": \"%s\", \"algorithm_desc\": ", oc_algorithm_name(s->algorithm));
-        json_string(stdout, s->algorithm_desc);
+        cli_json_string(stdout, s->algorithm_desc);
         printf(", \"backend_explain\": ");
-        json_string(stdout, s->backend_explain);
+        cli_json_string(stdout, s->backend_explain);
         printf(", \"threads\": %d", s->threads);
         printf(", \"seconds\": %.6f, \"load_seconds\": %.6f, \"bit_macs_computed\": %.0f, \"bit_macs_effective\": %.0f, "
                "\"rate_computed\": %.6g, \"rate_effective\": %.6g, \"tiles\": %lld, \"host_peak_bytes\": %lld, "
@@ -288,18 +276,22 @@ static void print_summary(const gram_args *g, const oc_matrix *a, const oc_matri
         snprintf(gpu, sizeof gpu, ", GPU peak %s of %s budget", cli_bytes((double)s->dev_peak_bytes, peak, sizeof peak),
                  cli_bytes((double)s->dev_budget_bytes, budget, sizeof budget));
     }
-    fprintf(stderr,
-            "outcore: %s %lld x %lld over %lld columns on %s: %.3f s, %sbit-MAC/s effective (%sbit-MAC/s computed), "
-            "peak memory %s%s ->%s %s\n",
-            oc_metric_name(g->opts.metric), (long long)n, (long long)p, (long long)m, s->backend_desc, s->seconds,
-            cli_si(eff, r1, sizeof r1), cli_si(raw, r2, sizeof r2), cli_bytes((double)s->host_peak_bytes, mem, sizeof mem),
-            gpu, what, g->output);
+    cli_message("%s %lld x %lld over %lld columns on %s: %.3f s, %sbit-MAC/s effective (%sbit-MAC/s computed), "
+                "peak memory %s%s ->%s %s",
+                oc_metric_name(g->opts.metric), (long long)n, (long long)p, (long long)m, s->backend_desc, s->seconds,
+                cli_si(eff, r1, sizeof r1), cli_si(raw, r2, sizeof r2), cli_bytes((double)s->host_peak_bytes, mem, sizeof mem),
+                gpu, what, g->output);
     /* Several devices: what each did, on one line. */
-    for (int d = 0; s->device_count > 1 && d < s->device_count; ++d) {
-        char peak[32];
-        fprintf(stderr, "%s%s %lld tiles, busy %.3f s, peak %s%s", d ? "; " : "outcore: devices: ", s->devices[d].name,
-                (long long)s->devices[d].tiles, s->devices[d].busy_seconds,
-                cli_bytes((double)s->devices[d].peak_bytes, peak, sizeof peak), d + 1 == s->device_count ? "\n" : "");
+    if (s->device_count > 1) {
+        char line[OC_MAX_LOGICAL_DEVICES * 96] = "";
+        size_t used = 0;
+        for (int d = 0; d < s->device_count && used < sizeof line; ++d) {
+            char peak[32];
+            used += (size_t)snprintf(line + used, sizeof line - used, "%s%s %lld tiles, busy %.3f s, peak %s", d ? "; " : "",
+                                     s->devices[d].name, (long long)s->devices[d].tiles, s->devices[d].busy_seconds,
+                                     cli_bytes((double)s->devices[d].peak_bytes, peak, sizeof peak));
+        }
+        cli_message("devices: %s", line);
     }
 }
 
@@ -458,10 +450,12 @@ int oc_cmd_gram(int argc, char **argv)
     if (st != OC_OK) goto failed;
     if (rank == 0) {
         cli_note_threads(g.opts.threads, stats.threads, "one per tile");
-        if (g.explain)
-            fprintf(stderr, "outcore: backend %s\noutcore: algorithm %s\n", stats.backend_explain, stats.algorithm_desc);
+        if (g.explain) {
+            cli_message("backend %s", stats.backend_explain);
+            cli_message("algorithm %s", stats.algorithm_desc);
+        }
         if (!g.quiet || g.json) print_summary(&g, a, b, &stats, load_seconds, ranks_json);
-        if (ranked && !g.json && !g.quiet) fprintf(stderr, "outcore: one job over %d MPI ranks (--json lists each)\n", size);
+        if (ranked && !g.json && !g.quiet) cli_message("one job over %d MPI ranks (--json lists each)", size);
     }
     rc = OC_EXIT_OK;
     goto done;

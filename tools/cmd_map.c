@@ -193,26 +193,24 @@ static void print_summary(const map_args *g, const oc_map *m, const oc_map_stats
     double moved = (double)(s->bytes_read + s->bytes_written);
     double rate = s->seconds > 0 ? moved / s->seconds : 0;
     if (g->json) {
-        printf("{\"command\": \"map\", \"expression\": \"");
-        for (const char *c = g->expr; *c; c++)
-            if (*c == '"' || *c == '\\') printf("\\%c", *c);
-            else if ((unsigned char)*c < 0x20) printf("\\u%04x", *c);
-            else putchar(*c);
-        printf("\", \"output\": ");
-        if (g->output) printf("\"%s\"", g->output); else printf("null");
+        printf("{\"command\": \"map\", \"expression\": ");
+        cli_json_string(stdout, g->expr);
+        printf(", \"output\": ");
+        cli_json_string(stdout, g->output);
         char buf[64];
         if (value) printf(", \"value\": %s", format_value(oc_map_result_dtype(m), value, 1, buf, sizeof buf));
         printf(", \"dtype\": \"%s\", \"shape\": [", oc_map_dtype_name(oc_map_result_dtype(m)));
         for (int d = 0; d < nd; d++) printf("%s%" PRId64, d ? ", " : "", shape[d]);
-        printf("], \"backend\": \"%s\", \"backend_desc\": \"%s\", \"seconds\": %.6f, \"elements\": %" PRId64
-               ", \"bytes_read\": %" PRId64 ", \"bytes_written\": %" PRId64 ", \"bytes_per_second\": %.6g}\n",
-               oc_backend_name(s->backend), s->backend_desc, s->seconds, s->elements, s->bytes_read, s->bytes_written,
-               rate);
+        printf("], \"backend\": \"%s\", \"backend_desc\": ", oc_backend_name(s->backend));
+        cli_json_string(stdout, s->backend_desc);
+        printf(", \"seconds\": %.6f, \"elements\": %" PRId64 ", \"bytes_read\": %" PRId64 ", \"bytes_written\": %" PRId64
+               ", \"bytes_per_second\": %.6g}\n",
+               s->seconds, s->elements, s->bytes_read, s->bytes_written, rate);
         return;
     }
     char r[32], b[32];
-    fprintf(stderr, "outcore: map %s on %s: %.3f s, %s moved at %sB/s -> %s\n", g->expr, s->backend_desc, s->seconds,
-            cli_bytes(moved, b, sizeof b), cli_si(rate, r, sizeof r), g->output ? g->output : "stdout");
+    cli_message("map %s on %s: %.3f s, %s moved at %sB/s -> %s", g->expr, s->backend_desc, s->seconds,
+                cli_bytes(moved, b, sizeof b), cli_si(rate, r, sizeof r), g->output ? g->output : "stdout");
 }
 
 /* Under a syntax error, the expression and a caret under the column the message names. */
@@ -221,8 +219,15 @@ static void print_caret(oc_context *ctx, const char *expr)
     int column = 0;
     if (sscanf(oc_context_last_error(ctx), "syntax error in the expression at column %d:", &column) != 1 || column < 1)
         return;
-    fprintf(stderr, "  %s\n  ", expr);
-    for (int i = 0; i < column - 1 && expr[i]; i++) fputc(expr[i] == '\t' ? '\t' : ' ', stderr);
+    /* The expression as the message shows names (escaped), the caret under the column's
+     * character wherever escapes widen what comes before it. */
+    fputs("  ", stderr);
+    cli_shown(stderr, expr);
+    fputs("\n  ", stderr);
+    char *before = strndup(expr, (size_t)column - 1);
+    size_t width = before ? oc_text_escape(NULL, 0, before, OC_ESCAPE_TERMINAL) : 0;
+    free(before);
+    for (size_t i = 0; i < width; i++) fputc(' ', stderr);
     fputs("^\n", stderr);
 }
 
