@@ -11,17 +11,18 @@
 
 static const char gen_usage[] =
     "usage: outcore gen --rows N --cols M --density P [--plant K] [--flip F] [--seed S] [--packed]\n"
-    "                   [--threads N] [--quiet] -o A.npy\n"
+    "                   [--threads N] [-q] -o A.npy\n"
     "\n"
     "Writes a random 0/1 matrix (each bit 1 with probability P, to 1/4096) as uint8 .npy, or\n"
     "as numpy.packbits rows with --packed (read it back with --bits M). --plant K makes K\n"
-    "rows near-copies of K others, with a fraction F (default 0.01) of their bits flipped.\n"
+    "rows near-copies of K others (K at most half the rows), with a fraction F (default 0.01)\n"
+    "of their bits flipped.\n"
     "Each row comes from its own random stream of (S, row), so the file is the same for any\n"
     "number of threads. Rows are written in blocks as they are made: the file may be larger\n"
     "than memory.\n"
     "\n"
     "  --threads N            threads (default: all cores)\n"
-    "  --quiet                no progress bar\n";
+    "  -q, --quiet            no progress bar\n";
 
 static int parse_count(const char *name, const char *v, int64_t *out)
 {

@@ -32,8 +32,10 @@ static const char map_usage[] =
     "  --gpu-mem SIZE|PCT     device memory budget of the GPU path\n"
     "  --explain              print what the job does and why (backend, types, bytes)\n"
     "  --json                 print the summary as JSON on stdout\n"
-    "  --quiet                no progress bar and no summary\n"
-    "  --verbose              on failure, also print the library's file:line trace\n";
+    "  -q, --quiet            no progress bar and no summary\n"
+    "  -v, --verbose          on failure, also print the library's file:line trace\n"
+    "  --                     ends the options: an expression after it may start with '-'\n"
+    "                         (outcore map -o OUT.npy -- '-a * 2' a=A.npy)\n";
 
 #define MAX_ARGS 64
 

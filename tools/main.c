@@ -21,6 +21,7 @@ static const char usage[] =
     "  map       a numpy-style expression over .npy arrays of any size  (outcore map --help)\n"
     "\n"
     "  --version, --help\n"
+    "An option that takes a value is given once; -- ends a command's options.\n"
     "Exit status: 0 success, 2 bad input or usage, 1 other failures, 130 interrupted.\n";
 
 int main(int argc, char **argv)
