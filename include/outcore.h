@@ -225,12 +225,15 @@ typedef enum oc_gpu_mem_mode {
 } oc_gpu_mem_mode;
 
 
+/* The most CPU worker threads a job takes (the CLI's --threads, Python's threads=). */
+#define OC_MAX_THREADS 4096
+
 typedef struct oc_gram_options {
     size_t struct_size;         /* sizeof(oc_gram_options) */
     oc_metric metric;
     oc_dtype dtype;
     oc_backend backend;
-    int threads;                /* CPU worker threads; 0 = all cores */
+    int threads;                /* CPU worker threads, 0 to OC_MAX_THREADS; 0 = all cores */
     int device;                 /* CUDA device index */
     int64_t gpu_mem_bytes;      /* device budget in bytes; 0 = gpu_mem_fraction of free memory */
     double gpu_mem_fraction;    /* used when gpu_mem_bytes == 0; default 0.9 */

@@ -124,8 +124,8 @@ int cli_parse_size(const char *text, int64_t *bytes, double *fraction)
 int cli_parse_threads(const char *text, int *threads)
 {
     int64_t t;
-    if (cli_parse_i64(text, &t) || t < 1 || t > 4096)
-        return cli_usage_error("--threads %s: expected a whole number from 1 to 4096", text);
+    if (cli_parse_i64(text, &t) || t < 1 || t > OC_MAX_THREADS)
+        return cli_usage_error("--threads %s: expected a whole number from 1 to %d", text, OC_MAX_THREADS);
     *threads = (int)t;
     return -1;
 }

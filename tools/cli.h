@@ -36,7 +36,7 @@ int cli_parse_i64(const char *text, int64_t *out);
 int cli_parse_double(const char *text, double *out);
 /* "123", "64K", "64M", "2G", "1.5GiB" -> bytes; "90%" -> *fraction = 0.9, *bytes = 0. */
 int cli_parse_size(const char *text, int64_t *bytes, double *fraction);
-/* --threads N (1..4096) and --host-mem SIZE|PCT (a percentage of the machine's physical
+/* --threads N (1..OC_MAX_THREADS) and --host-mem SIZE|PCT (a percentage of the machine's physical
  * memory, resolved to bytes): -1 when parsed, else the usage error's exit status. */
 int cli_parse_threads(const char *text, int *threads);
 int cli_parse_host_mem(const char *text, int64_t *bytes);

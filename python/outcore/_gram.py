@@ -23,7 +23,7 @@ import numpy as np
 
 from . import _lib
 from ._context import Context, lease
-from ._options import gram_options, parse_gpu_mem, parse_host_mem, positive_int  # noqa: F401 (parse_*: tests)
+from ._options import c_path, c_text, gram_options, parse_gpu_mem, parse_host_mem, positive_int  # noqa: F401
 from .errors import CancelledError, InputError, check, from_status
 
 lib = _lib.lib
@@ -114,7 +114,7 @@ def _build_matrix(ctx, x, name, bits, keep, binarize=False, host_mem=0):
     read under the host budget host_mem (bytes, 0 = the library's default)."""
     handle = ctypes.c_void_p()
     if _is_path(x):
-        path = os.fsencode(x)
+        path = c_path(name, x)
         opts = _lib.ReadOptions(bits or 0, binarize, host_mem)
         check(lib.oc_matrix_read(ctx, path, ctypes.byref(opts), ctypes.byref(handle)), ctx)
         return handle
@@ -160,7 +160,7 @@ def _build_matrix(ctx, x, name, bits, keep, binarize=False, host_mem=0):
                 err = type(err)(err.message + hint, err.status, err.trace)
             raise err
     try:
-        check(lib.oc_matrix_set_name(ctx, handle, name.encode()), ctx)
+        check(lib.oc_matrix_set_name(ctx, handle, c_text("name", name)), ctx)
     except BaseException:
         lib.oc_matrix_free(handle)
         raise
@@ -283,11 +283,14 @@ class _Job:
                 raise InputError(f"{os.fsdecode(out)}: .npy holds a dense result; write top-k and threshold "
                                  "results as .npz, .tsv or .mtx")
             output.kind = _lib.OC_OUTPUT_FILE
-            output.path = os.fsencode(out)
+            output.path = c_path("out", out)
         elif out is not None and (self.opts.topk or self.opts.use_threshold):
             raise InputError("out= for top-k and threshold results must be a file path (.npz, .tsv, .mtx)")
         elif self.opts.topk:
             k = self.opts.topk
+            if k > p:  # the library's rule (oc_gram refuses it), before n x K arrays are allocated
+                raise InputError(f"top-{k}: the result has {p} column{'' if p == 1 else 's'} (the rows of "
+                                 f"{'B' if b else 'A'}), so K may be at most {p}")
             indices, scores = np.empty((n, k), np.int64), np.empty((n, k), dtype)
             output.kind = _lib.OC_OUTPUT_TOPK
             output.indices = indices.ctypes.data_as(_lib.c_int64_p)
@@ -349,7 +352,8 @@ def _wait(job, done):
 
 def gram(A, B=None, metric="counts", topk=None, threshold=None, dtype=None, backend=None,
          gpu_mem=None, threads=None, out=None, bits=None, progress=None, binarize=False, *,
-         device=None, host_mem=None, context=None, algorithm="auto", resume=False, devices=None):
+         device=None, host_mem=None, context=None, algorithm="auto", resume=False, devices=None,
+         min_score=None):
     """The binary Gram matrix A·Aᵀ (or A·Bᵀ) and the similarities built on it.
 
     A, B: 2-D numpy arrays of bool, uint8 or int8 holding 0 and 1; uint8 rows of
@@ -357,8 +361,14 @@ def gram(A, B=None, metric="counts", topk=None, threshold=None, dtype=None, back
         or file paths (.npy, .mtx, .txt, .csv; with bits=M a packed .npy), which the library
         reads out of core without loading them into Python.
     metric: "counts", "jaccard", "cosine" or "hamming".
-    topk: K -> (indices, scores), each n x K: every row's K best columns (the row itself
-        excluded for A·Aᵀ), -1 where fewer exist.
+    topk: K -> (indices, scores), each n x K: every row's K best columns, best first (the row
+        itself excluded for A·Aᵀ). Every column ranks, score 0 included, so a row is filled with
+        score-0 columns (lowest first) before any padding; index -1 and score 0 appear only
+        past the candidates (K = n for A·Aᵀ). K may be at most the result's columns (the rows
+        of B, or of A), else InputError.
+    min_score: with topk, S -> the K best among the columns scoring at least S (hamming: at
+        most S; S in the range threshold takes), the slots left holding index -1 and score
+        NaN (float32), -1 (int32) or 65535 (uint16): only neighbours that pass.
     threshold: T -> (rows, cols, values) of all pairs with score >= T (<= T for hamming),
         sorted by row then column.
     dtype: "int32"/"uint16" (counts, hamming) or "float32" (jaccard, cosine); numpy dtypes work.
@@ -373,7 +383,7 @@ def gram(A, B=None, metric="counts", topk=None, threshold=None, dtype=None, back
     algorithm: "auto" (the one predicted faster), "dense" (packed-bit kernels) or "sparse"
         (per-row accumulation over column lists, on the CPU; scipy.sparse inputs and .mtx files
         are never densified for it); the same result either way.
-    threads: CPU worker threads (default: all cores).
+    threads: CPU worker threads, 1 to 4096 (default: all cores); a job runs at most one per tile.
     resume: True (with out a path) keeps a journal of the work done beside the output and
         continues an interrupted job of the same arguments from it, with the bytes of an
         uninterrupted run (docs/resume.md).
@@ -403,7 +413,8 @@ def gram(A, B=None, metric="counts", topk=None, threshold=None, dtype=None, back
         if not isinstance(context, Context):
             raise InputError(f"context must be an outcore.Context; got {type(context).__name__}")
         resources = context.options(**resources)
-    opts = gram_options(metric, dtype, topk, threshold, algorithm=algorithm, devices=devices, **resources)
+    opts = gram_options(metric, dtype, topk, threshold, algorithm=algorithm, devices=devices, min_score=min_score,
+                        **resources)
     opts.resume = 1 if resume else 0
     if progress is not None and not callable(progress):
         raise InputError(f"progress must be a callable progress(done, total); got {progress!r}")

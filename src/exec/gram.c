@@ -86,7 +86,9 @@ static oc_status check_options(oc_context *ctx, const oc_gram_options *o, int64_
     if (*dtype == OC_DTYPE_UINT16 && m >= 65536)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "dtype uint16 needs fewer than 65536 columns so every %s fits; the matrix has %lld",
                        oc_metric_name(o->metric), (long long)m);
-    if (o->threads < 0) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "threads must be >= 0, got %d", o->threads);
+    if (o->threads < 0 || o->threads > OC_MAX_THREADS)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "threads must be from 0 (all cores) to %d, got %d", OC_MAX_THREADS,
+                       o->threads);
     if (o->tile < 0) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "tile must be >= 0, got %lld", (long long)o->tile);
     if (o->gpu_mem_bytes < 0 || !(o->gpu_mem_fraction > 0.0 && o->gpu_mem_fraction <= 1.0))
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "the GPU memory budget must be a positive size or a fraction in (0, 1]");

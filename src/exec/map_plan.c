@@ -71,9 +71,13 @@ void oc_map_free(oc_map *m)
     free(m);
 }
 
+/* A name an expression can refer to: an identifier, and not one of the literals True and
+ * False, which the expression reads as the values (VALID_NAME says so in messages). */
+#define VALID_NAME "a name is a letter or _ then letters, digits and _, not True or False"
 static int valid_name(const char *s)
 {
     if (!s || !(*s == '_' || (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z'))) return 0;
+    if (strcmp(s, "True") == 0 || strcmp(s, "False") == 0) return 0;
     for (; *s; s++)
         if (!(*s == '_' || (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9'))) return 0;
     return 1;
@@ -118,7 +122,7 @@ static oc_status bind_inputs(oc_context *ctx, oc_map *m, const oc_map_array *inp
         const oc_map_array *a = &inputs[i];
         oc_map_bound *b = &m->inputs[i];
         m->n_inputs = i + 1;
-        if (!valid_name(a->name)) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "input %d: '%s' is not a valid name", i,
+        if (!valid_name(a->name)) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "input %d: '%s' is not a valid name (" VALID_NAME ")", i,
                                                  a->name ? a->name : "(null)");
         for (int j = 0; j < i; j++)
             if (strcmp(m->inputs[j].name, a->name) == 0)
@@ -270,7 +274,7 @@ static oc_status map_create(oc_context *ctx, oc_map *m, const char *expr, const 
         b->name = scalars[i].name;
         b->is_scalar = 1;
         if (!valid_name(scalars[i].name)) {
-            st = oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "--set: '%s' is not a valid name", scalars[i].name ? scalars[i].name : "");
+            st = oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "--set: '%s' is not a valid name (" VALID_NAME ")", scalars[i].name ? scalars[i].name : "");
             break;
         }
         for (int j = 0; j < n_inputs + i; j++)
