@@ -109,6 +109,15 @@ OC_API oc_status oc_matrix_from_dense(oc_context *ctx, const void *data, int64_t
 OC_API oc_status oc_matrix_from_bits(oc_context *ctx, const void *data, int64_t rows, int64_t cols,
                                      int64_t row_stride, oc_bit_order order, oc_matrix **out);
 
+/* Numbers of any numeric type: value_type is an oc_map_dtype code (bool, int8 ... uint64,
+ * float32, float64), rows row_stride bytes apart, values in native byte order. The one rule
+ * every reader applies (a .npy file of such a dtype is read by it too): without binarize
+ * each value must be 0 or 1 (1.0 and 0.0 are), else OC_ERR_INPUT naming the value, its row
+ * and column and binarize; with binarize any nonzero value is a one. NaN is an error
+ * either way. */
+OC_API oc_status oc_matrix_from_values(oc_context *ctx, const void *data, int64_t rows, int64_t cols,
+                                       int64_t row_stride, int value_type, int binarize, oc_matrix **out);
+
 /* Sparse rows (CSR): the ones of row i are at columns indices[indptr[i] .. indptr[i+1]-1].
  * Duplicate indices are allowed; an index outside [0, cols) is an error. */
 OC_API oc_status oc_matrix_from_csr(oc_context *ctx, int64_t rows, int64_t cols, const int64_t *indptr,

@@ -200,6 +200,7 @@ _SIGNATURES = {
     "oc_context_cached_memory_bytes": (_i64, [_vp]),
     "oc_release_cached_memory": (None, []),
     "oc_matrix_from_dense": (ctypes.c_int, [_vp, _vp, _i64, _i64, _i64, _ctx_pp]),
+    "oc_matrix_from_values": (ctypes.c_int, [_vp, _vp, _i64, _i64, _i64, ctypes.c_int, ctypes.c_int, _ctx_pp]),
     "oc_matrix_from_bits": (ctypes.c_int, [_vp, _vp, _i64, _i64, _i64, ctypes.c_int, _ctx_pp]),
     "oc_matrix_from_csr": (ctypes.c_int, [_vp, _i64, _i64, c_int64_p, c_int64_p, _ctx_pp]),
     "oc_matrix_open": (ctypes.c_int, [_vp, ctypes.c_char_p, _i64, _ctx_pp]),
