@@ -285,7 +285,7 @@ typedef struct oc_gram_options {
      * them), or one value for every device; devices not named keep gpu_mem_bytes /
      * gpu_mem_fraction. A split device's budget is shared equally by its parts. NULL or "". */
     const char *gpu_mem_devices;
-    /* Version 4. use_min_score (top-k only): each row's topk best columns among those whose
+    /* Version 5. use_min_score (top-k only): each row's topk best columns among those whose
      * score is >= min_score (hamming: <=), compared in the result dtype as a threshold is;
      * the slots the row has no such column for hold index -1 and score NaN (float32),
      * -1 (int32) or 65535 (uint16). The lists are the plain top-k lists with the columns
@@ -369,7 +369,7 @@ typedef struct oc_gram_stats {
     /* CUDA: what each logical device did (oc_gram_options.devices), in the order named. */
     int device_count;
     oc_device_stats devices[OC_MAX_LOGICAL_DEVICES];
-    /* Version 4: the CPU worker threads the job ran on (at most one per tile or block of
+    /* Version 5: the CPU worker threads the job ran on (at most one per tile or block of
      * rows, whatever opts.threads asked); 0 when it ran on a GPU. */
     int threads;
 } oc_gram_stats;
@@ -425,7 +425,7 @@ OC_API oc_status oc_algorithm_parse(const char *name, oc_algorithm *out);
 OC_API oc_status oc_size_parse(const char *text, int64_t *bytes, double *fraction);
 
 /* Text made safe to show, for names that come from outside (file names, kernel names,
- * expressions): every report, message and JSON object of outcore escapes them so (docs/text.md).
+ * expressions): every text report, CLI message and JSON object of outcore escapes them so.
  *  OC_ESCAPE_TERMINAL: bytes that a terminal would act on or that are not text become \xNN
  *    (C0 controls, DEL, the C1 controls U+0080-U+009F, each byte of invalid UTF-8); valid
  *    printable UTF-8, backslash included, is kept.

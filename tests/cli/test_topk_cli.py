@@ -11,7 +11,7 @@ import csv
 import numpy as np
 import pytest
 
-from conftest import data_file, reference, require_backend, run, summary_json
+from conftest import data_file, min_score_reference, reference, require_backend, run, summary_json
 
 
 def random01(rng, n, m, density=0.3):
@@ -115,26 +115,6 @@ def test_topk_beyond_the_columns_is_refused(tmp_path, rng):
         assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1, proc.stderr
         assert f"K may be at most {limit}" in proc.stderr
         assert no_leftovers(tmp_path, ["a.npy", "b.npy"])
-
-
-def min_score_reference(scores, k, symmetric, hamming, s):
-    """Top-k among the pairs passing S (>= S; hamming <= S), compared in the result dtype,
-    padded with -1 and NaN (float) or -1 (int32): written from the definition, not from the
-    full lists."""
-    n, p = scores.shape
-    indices = np.full((n, k), -1, np.int64)
-    values = np.full((n, k), np.nan if scores.dtype == np.float32 else -1, scores.dtype)
-    cols = np.arange(p)
-    bound = scores.dtype.type(s)
-    for i in range(n):
-        cand = cols[cols != i] if symmetric else cols
-        row = scores[i, cand]
-        cand = cand[row <= bound if hamming else row >= bound]
-        key = scores[i, cand].astype(np.float64)
-        order = np.lexsort((cand, key if hamming else -key))[:k]
-        indices[i, :len(order)] = cand[order]
-        values[i, :len(order)] = scores[i, cand[order]]
-    return indices, values
 
 
 MIN_SCORES = {"counts": 2, "jaccard": 0.25, "cosine": 0.4, "hamming": 7}
