@@ -84,7 +84,17 @@ int cli_status_error(oc_context *ctx, oc_status st)
 {
     const char *msg = ctx ? oc_context_last_error(ctx) : "";
     cli_message("%s", msg && *msg ? msg : oc_status_string(st));
-    if (ctx && (cli_verbose || getenv("OUTCORE_VERBOSE"))) fputs(oc_context_error_trace(ctx), stderr);
+    if (ctx && (cli_verbose || getenv("OUTCORE_VERBOSE"))) {
+        /* The trace's lines, each escaped as a message is. */
+        char *trace = strdup(oc_context_error_trace(ctx));
+        for (char *line = trace, *end; line && *line; line = end ? end + 1 : NULL) {
+            end = strchr(line, '\n');
+            if (end) *end = '\0';
+            cli_shown(stderr, line);
+            fputc('\n', stderr);
+        }
+        free(trace);
+    }
     return cli_exit_code(st);
 }
 
