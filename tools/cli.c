@@ -86,7 +86,8 @@ int cli_status_error(oc_context *ctx, oc_status st)
     cli_message("%s", msg && *msg ? msg : oc_status_string(st));
     if (ctx && (cli_verbose || getenv("OUTCORE_VERBOSE"))) {
         /* The trace's lines, each escaped as a message is. */
-        char *trace = strdup(oc_context_error_trace(ctx));
+        const char *text = oc_context_error_trace(ctx);
+        char *trace = text ? strdup(text) : NULL;
         for (char *line = trace, *end; line && *line; line = end ? end + 1 : NULL) {
             end = strchr(line, '\n');
             if (end) *end = '\0';

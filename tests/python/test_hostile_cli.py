@@ -153,7 +153,6 @@ def test_one_rule_for_numbers(rng, tmp_path):
 # ---------------------------------------------------------------- the escaping function
 def escape(raw, how):
     fn = _lib.lib.oc_text_escape
-    fn.restype, fn.argtypes = ctypes.c_size_t, [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_int]
     n = fn(None, 0, raw, how)
     buf = ctypes.create_string_buffer(n + 1)
     assert fn(buf, n + 1, raw, how) == n
@@ -181,3 +180,14 @@ def test_escape_random_bytes_always_valid():
         assert not any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in shown)
         if all(0x20 <= b < 0x7F for b in raw):
             assert shown == raw.decode()
+
+
+def test_error_messages_escape_names(tmp_path):
+    """An exception quoting a file name shows its control bytes and invalid UTF-8 as \\xNN,
+    as the CLI does."""
+    path = os.fsencode(tmp_path) + b"/missing\x1b[2J\xff.npy"
+    with pytest.raises(outcore.InputError) as info:
+        outcore.gram(path)
+    message = str(info.value)
+    assert "missing\\x1B[2J\\xFF.npy" in message
+    assert not any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in message)
