@@ -805,6 +805,9 @@ typedef struct oc_map_stats {
     int64_t elements;        /* elements of the element-wise (broadcast) result evaluated */
     int64_t bytes_read;      /* bytes of the inputs read (each input once) */
     int64_t bytes_written;   /* bytes of the result */
+    /* Version 2: the CPU threads the job ran on (at most one per block of the result,
+     * whatever opts.threads asked); 0 on the GPU. */
+    int threads;
 } oc_map_stats;
 
 /* A parsed, typed expression bound to its inputs and options. */

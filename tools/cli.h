@@ -108,8 +108,8 @@ const char *cli_bytes(double bytes, char *buf, int size);
 /* After a job: "--threads N: running M (why)" on stderr when the job ran fewer CPU threads
  * (ran > 0) than --threads asked (asked > 0). */
 void cli_note_threads(int asked, int ran, const char *why);
-/* A one-line warning when --gpu-mem was given (value not NULL) to a job that runs no GPU:
- * --backend cpu, or a machine without a usable one. */
+/* A one-line warning when --gpu-mem was given (value not NULL) to a job that ran on no GPU:
+ * --backend cpu, or a machine without a usable one. Called after the job succeeded. */
 void cli_warn_gpu_mem(const char *value, oc_backend backend);
 
 /* Installs SIGINT/SIGTERM handlers that cancel the job running on ctx; NULL restores the

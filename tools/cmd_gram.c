@@ -392,7 +392,6 @@ int oc_cmd_gram(int argc, char **argv)
     gram_args g = {.opts = OC_GRAM_OPTIONS_INIT, .read = OC_READ_OPTIONS_INIT};
     int rc = parse_quietly_off_rank0(argc, argv, &g);
     if (rc >= 0) return rc;
-    cli_warn_gpu_mem(g.gpu_mem, g.opts.backend);
     int ranked = 0, rank = 0, size = 1;
     rc = start_ranks(&ranked, &rank, &size);
     if (rc >= 0) return rc;
@@ -457,6 +456,8 @@ int oc_cmd_gram(int argc, char **argv)
     cli_trace_phase(&t, "job");
     if (st != OC_OK) goto failed;
     if (rank == 0) {
+        /* After the job: a failure stays one line. */
+        cli_warn_gpu_mem(g.gpu_mem, g.opts.backend);
         cli_note_threads(g.opts.threads, stats.threads, "one per tile");
         if (g.explain) {
             cli_message("backend %s", stats.backend_explain);

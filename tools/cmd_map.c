@@ -206,8 +206,8 @@ static void print_summary(const map_args *g, const oc_map *m, const oc_map_stats
         printf("], \"backend\": \"%s\", \"backend_desc\": ", oc_backend_name(s->backend));
         cli_json_string(stdout, s->backend_desc);
         printf(", \"seconds\": %.6f, \"elements\": %" PRId64 ", \"bytes_read\": %" PRId64 ", \"bytes_written\": %" PRId64
-               ", \"bytes_per_second\": %.6g}\n",
-               s->seconds, s->elements, s->bytes_read, s->bytes_written, rate);
+               ", \"bytes_per_second\": %.6g, \"threads\": %d}\n",
+               s->seconds, s->elements, s->bytes_read, s->bytes_written, rate, s->threads);
         return;
     }
     char r[32], b[32];
@@ -246,7 +246,6 @@ int oc_cmd_map(int argc, char **argv)
         map_args_free(&g);
         return rc;
     }
-    cli_warn_gpu_mem(g.gpu_mem, g.opts.backend);
     oc_context *ctx = NULL;
     oc_map *m = NULL;
     oc_status st = oc_context_create(&ctx);
@@ -294,6 +293,9 @@ int oc_cmd_map(int argc, char **argv)
         rc = cli_status_error(ctx, st);
         goto done;
     }
+    /* After the job: a failure stays one line. */
+    cli_warn_gpu_mem(g.gpu_mem, g.opts.backend);
+    cli_note_threads(g.opts.threads, stats.threads, "one per block of the result");
     char text[64];
     if (to_stdout && !g.json) printf("%s\n", format_value(oc_map_result_dtype(m), value, 0, text, sizeof text));
     if (!g.quiet || g.json) print_summary(&g, m, &stats, to_stdout ? value : NULL);

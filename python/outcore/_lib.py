@@ -396,6 +396,7 @@ class MapStats(ctypes.Structure):
         ("elements", ctypes.c_int64),
         ("bytes_read", ctypes.c_int64),
         ("bytes_written", ctypes.c_int64),
+        ("threads", ctypes.c_int),
     ]
 
     def __init__(self):

@@ -377,7 +377,9 @@ oc_status oc_map_run(oc_context *ctx, oc_map *m, const char *out_path, void *out
 {
     if (!ctx || !m || (!out_path && !out_data && m->out_count > 0))
         return ctx ? oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_map_run: no output given") : OC_ERR_INVALID_ARGUMENT;
-    if (stats && stats->struct_size != sizeof *stats)
+    /* oc_map_stats has versions 1 (up to bytes_written) and 2 (docs/abi.md). */
+    const size_t stats_v1 = offsetof(oc_map_stats, threads);
+    if (stats && stats->struct_size != sizeof *stats && stats->struct_size != stats_v1)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
                        "oc_map_stats: struct_size %zu is no version's (%zu): set it to sizeof(oc_map_stats)",
                        stats->struct_size, sizeof *stats);
@@ -412,6 +414,6 @@ oc_status oc_map_run(oc_context *ctx, oc_map *m, const char *out_path, void *out
     for (int i = 0; i < m->n_inputs; i++)
         if (m->inputs[i].used) local.bytes_read += m->inputs[i].count * (int64_t)oc_mt_size(m->inputs[i].type);
     local.bytes_written = m->out_count * (int64_t)oc_mt_size(m->out_type);
-    if (stats) *stats = local;
+    if (stats) memcpy((char *)stats + sizeof(size_t), (char *)&local + sizeof(size_t), stats->struct_size - sizeof(size_t));
     return OC_OK;
 }

@@ -190,6 +190,15 @@ def test_threads_past_the_tiles_say_what_ran(tmp_path, a01):
     assert f"threads  {ran} workers (one per tile: 1000 asked)" in text
 
 
+def test_map_threads_past_the_blocks_say_what_ran(tmp_path, a01):
+    proc = run_bytes("map", "a + 1", f"a={tmp_path / 'a.npy'}", "--threads", "1000", "--json", "-o", tmp_path / "c.npy")
+    assert proc.returncode == 0, proc.stderr
+    ran = json.loads(proc.stdout)["threads"]
+    assert 1 <= ran < 1000
+    assert assert_clean_text(proc.stderr).splitlines() == [
+        f"outcore: --threads 1000: ran {ran} (one per block of the result; more would have nothing to do)"]
+
+
 def test_threads_beyond_the_limit_refused(tmp_path, a01):
     before = snapshot(tmp_path)
     refused(run_bytes("gram", tmp_path / "a.npy", "--threads", "5000", "-o", tmp_path / "c.npy"), tmp_path, before,

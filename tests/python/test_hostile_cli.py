@@ -191,3 +191,33 @@ def test_error_messages_escape_names(tmp_path):
     message = str(info.value)
     assert "missing\\x1B[2J\\xFF.npy" in message
     assert not any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in message)
+
+
+def test_map_stats_version_1_still_written(rng):
+    """oc_map_stats of version 1 (before threads) is still taken, and nothing written past it;
+    version 2 gets the threads that ran, at most one per block of a small result."""
+    a = random01(rng, 4, 5).astype(np.float64)
+    lib = _lib.lib
+    ctx, handle = ctypes.c_void_p(), ctypes.c_void_p()
+    assert lib.oc_context_create(ctypes.byref(ctx)) == _lib.OC_OK
+    try:
+        arr = _lib.MapArray()
+        arr.name, arr.data, arr.dtype, arr.ndim = b"a", a.ctypes.data, 10, 2
+        shape = (ctypes.c_int64 * 2)(*a.shape)
+        arr.shape = ctypes.cast(shape, _lib.c_int64_p)
+        opts = _lib.MapOptions()
+        opts.threads = 64
+        assert lib.oc_map_create(ctx, b"a + 1", ctypes.byref(arr), 1, None, 0, ctypes.byref(opts),
+                                 ctypes.byref(handle)) == _lib.OC_OK
+        out = np.empty_like(a)
+        v1 = _lib.MapStats()
+        v1.struct_size = _lib.MapStats.threads.offset
+        v1.threads = 12345
+        assert lib.oc_map_run(ctx, handle, None, out.ctypes.data, ctypes.byref(v1)) == _lib.OC_OK
+        assert v1.threads == 12345 and v1.elements == a.size and np.array_equal(out, a + 1)
+        v2 = _lib.MapStats()
+        assert lib.oc_map_run(ctx, handle, None, out.ctypes.data, ctypes.byref(v2)) == _lib.OC_OK
+        assert 1 <= v2.threads < 64
+    finally:
+        lib.oc_map_free(handle)
+        lib.oc_context_free(ctx)
