@@ -458,7 +458,7 @@ int oc_cmd_gram(int argc, char **argv)
     if (rank == 0) {
         /* After the job: a failure stays one line. */
         cli_warn_gpu_mem(g.gpu_mem, g.opts.backend);
-        cli_note_threads(g.opts.threads, stats.threads, "one per tile");
+        cli_note_threads(g.opts.threads, stats.threads, "one per tile or block of rows");
         if (g.explain) {
             cli_message("backend %s", stats.backend_explain);
             cli_message("algorithm %s", stats.algorithm_desc);

@@ -456,7 +456,9 @@ static oc_status choose_without_running(const oc_gram_job *job, const oc_backend
 /* --plan of a job the sparse algorithm runs: where, and why (the predictions). */
 static oc_status sparse_plan_text(const oc_gram_job *job, const oc_sparse_plan *choice, int json, char **out)
 {
-    const int threads = oc_threads_resolve(job->opts->threads);
+    /* The threads that run: at most one per block of rows. */
+    const int64_t blocks = (job->n + OC_SPARSE_BLOCK_ROWS - 1) / OC_SPARSE_BLOCK_ROWS;
+    const int asked = oc_threads_resolve(job->opts->threads), threads = asked > blocks ? (int)blocks : asked;
     oc_text text = {0};
     if (json) {
         oc_text_printf(&text, "{\"where\": \"cpu\", \"algorithm\": \"sparse\", \"threads\": %d, \"hubs\": %lld, "
@@ -464,8 +466,9 @@ static oc_status sparse_plan_text(const oc_gram_job *job, const oc_sparse_plan *
         oc_text_json_string(&text, choice->explain);
         oc_text_printf(&text, "}\n");
     } else {
-        oc_text_printf(&text, "plan for cpu (sparse algorithm, docs/sparse.md)\n  threads  %d workers\n  why      %s\n",
-                       threads, choice->explain);
+        oc_text_printf(&text, "plan for cpu (sparse algorithm, docs/sparse.md)\n  threads  %d workers", threads);
+        if (threads < asked) oc_text_printf(&text, " (one per block of %d rows: %d asked)", OC_SPARSE_BLOCK_ROWS, asked);
+        oc_text_printf(&text, "\n  why      %s\n", choice->explain);
     }
     return oc_text_finish(job->ctx, &text, out);
 }

@@ -184,10 +184,21 @@ def test_threads_past_the_tiles_say_what_ran(tmp_path, a01):
     ran = json.loads(proc.stdout)["threads"]
     assert ran == planned["threads"]
     err = assert_clean_text(proc.stderr).splitlines()
-    assert err == [f"outcore: --threads 1000: ran {ran} (one per tile; more would have nothing to do)"]
+    assert err == [f"outcore: --threads 1000: ran {ran} (one per tile or block of rows; more would have nothing to do)"]
     text = run_bytes("gram", tmp_path / "a.npy", "--backend", "cpu", "--threads", "1000", "--plan", "-o",
                      tmp_path / "c.npy").stdout.decode()
     assert f"threads  {ran} workers (one per tile: 1000 asked)" in text
+
+
+def test_sparse_threads_past_the_blocks_say_what_ran(tmp_path):
+    """The sparse path runs one thread per block of 64 rows: 300 rows, 5 threads."""
+    a = (np.random.default_rng(3).random((300, 5000)) < 0.001).astype(np.uint8)
+    np.save(tmp_path / "s.npy", a)
+    args = ["gram", tmp_path / "s.npy", "--algorithm", "sparse", "--threads", "100", "-o", tmp_path / "c.npy", "--json"]
+    assert json.loads(run_bytes(*args, "--plan").stdout)["threads"] == 5
+    proc = run_bytes(*args)
+    assert proc.returncode == 0 and json.loads(proc.stdout)["threads"] == 5
+    assert "--threads 100: ran 5" in assert_clean_text(proc.stderr)
 
 
 def test_map_threads_past_the_blocks_say_what_ran(tmp_path, a01):
