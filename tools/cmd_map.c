@@ -81,7 +81,9 @@ static int positional_arg(map_args *g, const char *arg)
     }
     char *name = NULL;
     const char *path = split_binding(g, arg, &name);
-    if (!path) return cli_usage_error("map: '%s' is not an input: write NAME=FILE.npy", arg);
+    if (!path)
+        return cli_usage_error("map: '%s' is not an input: write NAME=FILE.npy%s", arg,
+                               arg[0] == '-' ? " (options go before --)" : "");
     if (g->ninputs == MAX_ARGS) return cli_usage_error("map: at most %d inputs", MAX_ARGS);
     oc_map_array in = OC_MAP_ARRAY_INIT;
     in.name = name;

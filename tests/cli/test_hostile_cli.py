@@ -132,7 +132,8 @@ def test_unknown_option_points_at_double_dash(tmp_path, a01):
     before = snapshot(tmp_path)
     a = f"a={tmp_path / 'a.npy'}"
     refused(run_bytes("map", "-a * 2", a, "-o", tmp_path / "c.npy"), tmp_path, before, "unknown option -a * 2", " -- ")
-    refused(run_bytes("map", "-o", tmp_path / "c.npy", "--", "-a", a, "-q"), tmp_path, before, "'-q' is not an input")
+    refused(run_bytes("map", "-o", tmp_path / "c.npy", "--", "-a", a, "-q"), tmp_path, before, "'-q' is not an input",
+            "options go before --")
     refused(run_bytes("gram", tmp_path / "a.npy", "-x", "-o", tmp_path / "c.npy"), tmp_path, before,
             "unknown option -x", " -- ")
 
