@@ -109,6 +109,15 @@ OC_API oc_status oc_matrix_from_dense(oc_context *ctx, const void *data, int64_t
 OC_API oc_status oc_matrix_from_bits(oc_context *ctx, const void *data, int64_t rows, int64_t cols,
                                      int64_t row_stride, oc_bit_order order, oc_matrix **out);
 
+/* Numbers of any numeric type: value_type is an oc_map_dtype code (bool, int8 ... uint64,
+ * float32, float64), rows row_stride bytes apart, values in native byte order. The one rule
+ * every reader applies (a .npy file of such a dtype is read by it too): without binarize
+ * each value must be 0 or 1 (1.0 and 0.0 are), else OC_ERR_INPUT naming the value, its row
+ * and column and binarize; with binarize any nonzero value is a one. NaN is an error
+ * either way. */
+OC_API oc_status oc_matrix_from_values(oc_context *ctx, const void *data, int64_t rows, int64_t cols,
+                                       int64_t row_stride, int value_type, int binarize, oc_matrix **out);
+
 /* Sparse rows (CSR): the ones of row i are at columns indices[indptr[i] .. indptr[i+1]-1].
  * Duplicate indices are allowed; an index outside [0, cols) is an error. */
 OC_API oc_status oc_matrix_from_csr(oc_context *ctx, int64_t rows, int64_t cols, const int64_t *indptr,
@@ -239,12 +248,15 @@ typedef enum oc_gpu_mem_mode {
 } oc_gpu_mem_mode;
 
 
+/* The most CPU worker threads a job takes (the CLI's --threads, Python's threads=). */
+#define OC_MAX_THREADS 4096
+
 typedef struct oc_gram_options {
     size_t struct_size;         /* sizeof(oc_gram_options) */
     oc_metric metric;
     oc_dtype dtype;
     oc_backend backend;
-    int threads;                /* CPU worker threads; 0 = all cores */
+    int threads;                /* CPU worker threads, 0 to OC_MAX_THREADS; 0 = all cores */
     int device;                 /* CUDA device index */
     int64_t gpu_mem_bytes;      /* device budget in bytes; 0 = gpu_mem_fraction of free memory */
     double gpu_mem_fraction;    /* used when gpu_mem_bytes == 0; default 0.9 */
@@ -258,7 +270,10 @@ typedef struct oc_gram_options {
      * count and budget.
      * topk > 0: each row's topk best columns instead of the dense matrix, best first: score
      *   descending (hamming, a distance: ascending), ties broken by the lower column. For
-     *   A·Aᵀ the row itself is excluded. Slots past the columns a row has: index -1, score 0.
+     *   A·Aᵀ the row itself is excluded. Every candidate column ranks, score 0 included, so
+     *   a row is filled with score-0 columns (lowest first) before any padding; only slots
+     *   past the candidates a row has (topk > p - 1 for A·Aᵀ) hold index -1, score 0.
+     *   topk may not exceed p, the result's columns (OC_ERR_INVALID_ARGUMENT).
      * use_threshold: every pair whose score is >= threshold (hamming: <=), compared in the
      *   result dtype (float32 scores against (float)threshold; integer scores against the
      *   integers the threshold admits). For A·Aᵀ each unordered pair once, as (i, j) with
@@ -284,12 +299,20 @@ typedef struct oc_gram_options {
      * them), or one value for every device; devices not named keep gpu_mem_bytes /
      * gpu_mem_fraction. A split device's budget is shared equally by its parts. NULL or "". */
     const char *gpu_mem_devices;
+    /* Version 5. use_min_score (top-k only): each row's topk best columns among those whose
+     * score is >= min_score (hamming: <=), compared in the result dtype as a threshold is;
+     * the slots the row has no such column for hold index -1 and score NaN (float32),
+     * -1 (int32) or 65535 (uint16). The lists are the plain top-k lists with the columns
+     * that miss min_score removed. NaN is invalid. */
+    int use_min_score;
+    double min_score;
 } oc_gram_options;
 
-#define OC_GRAM_OPTIONS_INIT                                                                     \
-    {                                                                                            \
-        sizeof(oc_gram_options), OC_METRIC_COUNTS, OC_DTYPE_DEFAULT, OC_BACKEND_AUTO, 0, 0, 0,   \
-            0.9, OC_GPU_MEM_GROW, 0, 0, 0, 0.0, 0, NULL, NULL, OC_ALGORITHM_AUTO, 0, NULL, NULL  \
+#define OC_GRAM_OPTIONS_INIT                                                                        \
+    {                                                                                               \
+        sizeof(oc_gram_options), OC_METRIC_COUNTS, OC_DTYPE_DEFAULT, OC_BACKEND_AUTO, 0, 0, 0,      \
+            0.9, OC_GPU_MEM_GROW, 0, 0, 0, 0.0, 0, NULL, NULL, OC_ALGORITHM_AUTO, 0, NULL, NULL, 0, \
+            0.0                                                                                     \
     }
 
 typedef enum oc_output_kind {
@@ -313,7 +336,7 @@ typedef struct oc_output {
     void *data;          /* MEMORY: n x p elements of the result dtype */
     int64_t ld;          /* MEMORY: elements between rows; 0 = p */
     const char *path;    /* FILE */
-    int64_t *indices;    /* TOPK: n*k column indices, -1 where fewer than k exist */
+    int64_t *indices;    /* TOPK: n*k column indices, -1 in the slots no column fills */
     void *scores;        /* TOPK: n*k scores of the result dtype */
     oc_pairs_fn pairs;   /* PAIRS */
     void *pairs_user;
@@ -360,6 +383,9 @@ typedef struct oc_gram_stats {
     /* CUDA: what each logical device did (oc_gram_options.devices), in the order named. */
     int device_count;
     oc_device_stats devices[OC_MAX_LOGICAL_DEVICES];
+    /* Version 5: the CPU worker threads the job ran on (at most one per tile or block of
+     * rows, whatever opts.threads asked); 0 when it ran on a GPU. */
+    int threads;
 } oc_gram_stats;
 
 /* Computes the Gram matrix of a (with b == NULL: a·aᵀ, symmetric; only tiles on or above
@@ -417,6 +443,19 @@ OC_API oc_status oc_size_parse(const char *text, int64_t *bytes, double *fractio
  * expand the macro. OC_ERR_INVALID_ARGUMENT for an unknown name or a size other than the
  * library's sizeof (the caller's copy of the layout is out of step). */
 OC_API oc_status oc_struct_defaults(const char *type, void *out, size_t size);
+
+/* Text made safe to show, for names that come from outside (file names, kernel names,
+ * expressions): every text report, CLI message and JSON object of outcore escapes them so.
+ *  OC_ESCAPE_TERMINAL: bytes that a terminal would act on or that are not text become \xNN
+ *    (C0 controls, DEL, the C1 controls U+0080-U+009F, each byte of invalid UTF-8); valid
+ *    printable UTF-8, backslash included, is kept.
+ *  OC_ESCAPE_JSON: the inside of a JSON string literal (no quotes): \" and \\, control
+ *    characters as \n \t \r \b \f or \u00XX, DEL as \u007f, and each byte of invalid
+ *    UTF-8 as \ufffd (U+FFFD, the replacement character); valid UTF-8 is kept.
+ * Writes at most size bytes into out, NUL included (out may be NULL when size is 0), and
+ * returns the length of the whole escaped text, as snprintf does. NULL text is "". */
+typedef enum oc_escape { OC_ESCAPE_TERMINAL = 0, OC_ESCAPE_JSON = 1 } oc_escape;
+OC_API size_t oc_text_escape(char *out, size_t size, const char *text, oc_escape how);
 
 /* ---------------------------------------------------------------- system */
 /* The CPU kernel path in use: "ref", "avx2" or "avx512" (OUTCORE_CPU_ISA forces one). */
@@ -786,6 +825,9 @@ typedef struct oc_map_stats {
     int64_t elements;        /* elements of the element-wise (broadcast) result evaluated */
     int64_t bytes_read;      /* bytes of the inputs read (each input once) */
     int64_t bytes_written;   /* bytes of the result */
+    /* Version 2: the CPU threads the job ran on (at most one per block of the result,
+     * whatever opts.threads asked); 0 on the GPU. */
+    int threads;
 } oc_map_stats;
 
 /* A parsed, typed expression bound to its inputs and options. */

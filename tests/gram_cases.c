@@ -7,7 +7,7 @@
  * tiles; empty rows, all-ones rows, identical rows, skewed row lengths, density 0, 0.02 and
  * 1; forced tiles from 1 row to more than n, on and off the diagonal; output rows with padding
  * that must stay untouched; top-k with k = 1, small, at the device's limit (128), past it
- * (200, selected on the host) and past the columns; thresholds at 0, in the middle and at the
+ * (200, selected on the host) and every column (k = p, past the candidates of A·Aᵀ); thresholds at 0, in the middle and at the
  * top of the range; the pairs spill file; GPU budgets small enough that panels stream.
  *
  * Selection rows use few columns and low densities, so that many scores tie and the tie
@@ -78,16 +78,16 @@ const gram_case gram_cases[] = {
     {.name = "streamed A·Bᵀ", .n = 1300, .p = 900, .m = 2500, .density = 0.5, .pattern = GRAM_MIXED, .tile = 256,
      .gpu_tile = 256, .gpu_mem = 800 * KIB, .quick = 2},
 
-    /* Top-k: tiny shapes, ties, k = 1, small, the device limit 128, past it, past p. */
+    /* Top-k: tiny shapes, ties, k = 1, small, the device limit 128, past it, k = p. */
     {.name = "one row", .n = 1, .m = 9, .density = 0.3, .kind = GRAM_TOPK, .k = 1},
-    {.name = "one row", .n = 1, .m = 9, .density = 0.3, .kind = GRAM_TOPK, .k = GRAM_K_PAST_P},
+    {.name = "one row", .n = 1, .m = 9, .density = 0.3, .kind = GRAM_TOPK, .k = GRAM_K_ALL_COLUMNS},
     {.name = "tiny", .n = 7, .m = 11, .density = 0.2, .kind = GRAM_TOPK, .k = 4},
     {.name = "ties", .n = 53, .m = 13, .density = 0.15, .kind = GRAM_TOPK, .k = 1},
     {.name = "ties", .n = 53, .m = 13, .density = 0.15, .kind = GRAM_TOPK, .k = 4, .tile = 8},
-    {.name = "ties", .n = 53, .m = 13, .density = 0.15, .kind = GRAM_TOPK, .k = GRAM_K_PAST_P, .tile = 24},
+    {.name = "ties", .n = 53, .m = 13, .density = 0.15, .kind = GRAM_TOPK, .k = GRAM_K_ALL_COLUMNS, .tile = 24},
     {.name = "ties A·Bᵀ", .n = 41, .p = 29, .m = 10, .density = 0.2, .kind = GRAM_TOPK, .k = 1, .tile = 8},
     {.name = "ties A·Bᵀ", .n = 41, .p = 29, .m = 10, .density = 0.2, .kind = GRAM_TOPK, .k = 4},
-    {.name = "ties A·Bᵀ", .n = 41, .p = 29, .m = 10, .density = 0.2, .kind = GRAM_TOPK, .k = GRAM_K_PAST_P, .tile = 24},
+    {.name = "ties A·Bᵀ", .n = 41, .p = 29, .m = 10, .density = 0.2, .kind = GRAM_TOPK, .k = GRAM_K_ALL_COLUMNS, .tile = 24},
     {.name = "empty and full rows", .n = 45, .m = 30, .density = 0.3, .pattern = GRAM_MIXED, .kind = GRAM_TOPK,
      .k = 6},
     {.name = "identical rows", .n = 60, .m = 20, .density = 0.3, .pattern = GRAM_DUPLICATES, .kind = GRAM_TOPK,
@@ -124,11 +124,11 @@ const gram_case gram_cases[] = {
     {.name = "700", .n = 700, .m = 40, .density = 0.12, .kind = GRAM_TOPK, .k = 200, .backends = GRAM_ON_CUDA},
     {.name = "700", .n = 700, .m = 40, .density = 0.12, .kind = GRAM_TOPK, .k = 200, .gpu_tile = 256,
      .gpu_mem = 24 * MIB, .backends = GRAM_ON_CUDA},
-    {.name = "700", .n = 700, .m = 40, .density = 0.12, .kind = GRAM_TOPK, .k = GRAM_K_PAST_P, .tile = 256,
+    {.name = "700", .n = 700, .m = 40, .density = 0.12, .kind = GRAM_TOPK, .k = GRAM_K_ALL_COLUMNS, .tile = 256,
      .gpu_tile = 256, .quick = 1},
-    {.name = "700", .n = 700, .m = 40, .density = 0.12, .kind = GRAM_TOPK, .k = GRAM_K_PAST_P,
+    {.name = "700", .n = 700, .m = 40, .density = 0.12, .kind = GRAM_TOPK, .k = GRAM_K_ALL_COLUMNS,
      .backends = GRAM_ON_CUDA},
-    {.name = "700", .n = 700, .m = 40, .density = 0.12, .kind = GRAM_TOPK, .k = GRAM_K_PAST_P, .gpu_tile = 256,
+    {.name = "700", .n = 700, .m = 40, .density = 0.12, .kind = GRAM_TOPK, .k = GRAM_K_ALL_COLUMNS, .gpu_tile = 256,
      .gpu_mem = 24 * MIB, .backends = GRAM_ON_CUDA},
     {.name = "700x530", .n = 700, .p = 530, .m = 40, .density = 0.13, .kind = GRAM_TOPK, .k = 1, .tile = 256,
      .gpu_tile = 256, .quick = 1},
@@ -154,11 +154,11 @@ const gram_case gram_cases[] = {
      .backends = GRAM_ON_CUDA},
     {.name = "700x530", .n = 700, .p = 530, .m = 40, .density = 0.13, .kind = GRAM_TOPK, .k = 200, .gpu_tile = 256,
      .gpu_mem = 24 * MIB, .backends = GRAM_ON_CUDA},
-    {.name = "700x530", .n = 700, .p = 530, .m = 40, .density = 0.13, .kind = GRAM_TOPK, .k = GRAM_K_PAST_P,
+    {.name = "700x530", .n = 700, .p = 530, .m = 40, .density = 0.13, .kind = GRAM_TOPK, .k = GRAM_K_ALL_COLUMNS,
      .tile = 100, .gpu_tile = 256, .quick = 1},
-    {.name = "700x530", .n = 700, .p = 530, .m = 40, .density = 0.13, .kind = GRAM_TOPK, .k = GRAM_K_PAST_P,
+    {.name = "700x530", .n = 700, .p = 530, .m = 40, .density = 0.13, .kind = GRAM_TOPK, .k = GRAM_K_ALL_COLUMNS,
      .backends = GRAM_ON_CUDA},
-    {.name = "700x530", .n = 700, .p = 530, .m = 40, .density = 0.13, .kind = GRAM_TOPK, .k = GRAM_K_PAST_P,
+    {.name = "700x530", .n = 700, .p = 530, .m = 40, .density = 0.13, .kind = GRAM_TOPK, .k = GRAM_K_ALL_COLUMNS,
      .gpu_tile = 256, .gpu_mem = 24 * MIB, .backends = GRAM_ON_CUDA},
     {.name = "37 long rows", .n = 37, .m = 1100, .density = 0.08, .kind = GRAM_TOPK, .k = 1, .tile = 100,
      .gpu_tile = 256, .quick = 1},
@@ -170,23 +170,17 @@ const gram_case gram_cases[] = {
     {.name = "37 long rows", .n = 37, .m = 1100, .density = 0.08, .kind = GRAM_TOPK, .k = 10, .backends = GRAM_ON_CUDA},
     {.name = "37 long rows", .n = 37, .m = 1100, .density = 0.08, .kind = GRAM_TOPK, .k = 10, .gpu_tile = 256,
      .gpu_mem = 24 * MIB, .backends = GRAM_ON_CUDA},
-    {.name = "37 long rows", .n = 37, .m = 1100, .density = 0.08, .kind = GRAM_TOPK, .k = 128, .tile = 256,
+    {.name = "37 long rows", .n = 37, .m = 1100, .density = 0.08, .kind = GRAM_TOPK, .k = 36, .tile = 256,
      .gpu_tile = 256, .quick = 1},
-    {.name = "37 long rows", .n = 37, .m = 1100, .density = 0.08, .kind = GRAM_TOPK, .k = 128,
+    {.name = "37 long rows", .n = 37, .m = 1100, .density = 0.08, .kind = GRAM_TOPK, .k = 36,
      .backends = GRAM_ON_CUDA},
-    {.name = "37 long rows", .n = 37, .m = 1100, .density = 0.08, .kind = GRAM_TOPK, .k = 128, .gpu_tile = 256,
+    {.name = "37 long rows", .n = 37, .m = 1100, .density = 0.08, .kind = GRAM_TOPK, .k = 36, .gpu_tile = 256,
      .gpu_mem = 24 * MIB, .backends = GRAM_ON_CUDA},
-    {.name = "37 long rows", .n = 37, .m = 1100, .density = 0.08, .kind = GRAM_TOPK, .k = 200, .tile = 100,
+    {.name = "37 long rows", .n = 37, .m = 1100, .density = 0.08, .kind = GRAM_TOPK, .k = GRAM_K_ALL_COLUMNS,
      .gpu_tile = 256, .quick = 1},
-    {.name = "37 long rows", .n = 37, .m = 1100, .density = 0.08, .kind = GRAM_TOPK, .k = 200,
+    {.name = "37 long rows", .n = 37, .m = 1100, .density = 0.08, .kind = GRAM_TOPK, .k = GRAM_K_ALL_COLUMNS,
      .backends = GRAM_ON_CUDA},
-    {.name = "37 long rows", .n = 37, .m = 1100, .density = 0.08, .kind = GRAM_TOPK, .k = 200, .gpu_tile = 256,
-     .gpu_mem = 24 * MIB, .backends = GRAM_ON_CUDA},
-    {.name = "37 long rows", .n = 37, .m = 1100, .density = 0.08, .kind = GRAM_TOPK, .k = GRAM_K_PAST_P,
-     .gpu_tile = 256, .quick = 1},
-    {.name = "37 long rows", .n = 37, .m = 1100, .density = 0.08, .kind = GRAM_TOPK, .k = GRAM_K_PAST_P,
-     .backends = GRAM_ON_CUDA},
-    {.name = "37 long rows", .n = 37, .m = 1100, .density = 0.08, .kind = GRAM_TOPK, .k = GRAM_K_PAST_P,
+    {.name = "37 long rows", .n = 37, .m = 1100, .density = 0.08, .kind = GRAM_TOPK, .k = GRAM_K_ALL_COLUMNS,
      .gpu_tile = 256, .gpu_mem = 24 * MIB, .backends = GRAM_ON_CUDA},
 
     /* Threshold: 0 (every pair), the middle, the top of the range (identical rows only). */

@@ -59,8 +59,9 @@ typedef enum gram_kind {
     GRAM_THRESHOLD = 2 /* every pair at or past the threshold, through the pairs callback */
 } gram_kind;
 
-/* k larger than the columns a row has: k = p + 3, slots past them padded. */
-#define GRAM_K_PAST_P (-1)
+/* k = p, the most the library takes: every column; for A·Aᵀ one slot past a row's n - 1
+ * candidates, padded. */
+#define GRAM_K_ALL_COLUMNS (-1)
 
 /* Which backends run a row (gram_case.backends, gram_backend.kind); 0 in a row: every one. A
  * row that only makes sense to one algorithm (an input shape only a sparse algorithm must
@@ -74,7 +75,7 @@ typedef struct gram_case {
     double density;       /* fraction of ones of a random row */
     gram_pattern pattern;
     gram_kind kind;
-    int64_t k;            /* GRAM_TOPK: k, or GRAM_K_PAST_P */
+    int64_t k;            /* GRAM_TOPK: k, or GRAM_K_ALL_COLUMNS */
     double threshold;     /* GRAM_THRESHOLD: jaccard and cosine: T; counts and hamming: the
                            * whole number nearest T * m (so one row covers every metric) */
     unsigned outputs;     /* mask of gram_outputs; 0: all (uint16 is skipped when m >= 65536,

@@ -264,7 +264,7 @@ static void run_row(oc_context *ctx, const gram_backend *const *backends, int co
         gram_job job = {.row = row, .a = a, .b = b, .bytes_a = da, .bytes_b = db, .n = n, .p = p, .m = m,
                         .metric = gram_outputs[o].metric, .dtype = gram_outputs[o].dtype, .ld = p + row->pad,
                         .serial = (row - gram_cases) * GRAM_OUTPUT_COUNT + o};
-        job.k = row->k == GRAM_K_PAST_P ? p + 3 : row->k;
+        job.k = row->k == GRAM_K_ALL_COLUMNS ? p : row->k;
         const int is_float = job.metric == OC_METRIC_JACCARD || job.metric == OC_METRIC_COSINE;
         job.threshold = is_float ? row->threshold : round(row->threshold * (double)m);
         gram_result want;

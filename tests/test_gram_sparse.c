@@ -196,7 +196,7 @@ static void run_case(oc_context *ctx, const sparse_case *c, int threads)
     unsigned char *db = c->p ? make_bytes(c, c->p, c->density_b, &seed) : NULL;
     oc_matrix *a = to_matrix(ctx, da, c->n, c->m), *b = c->p ? to_matrix(ctx, db, c->p, c->m) : NULL;
     const int64_t p = c->p ? c->p : c->n;
-    const int64_t ks[] = {1, 4, p + 3};
+    const int64_t ks[] = {1, p < 4 ? p : 4, p}; /* p: every column, the most K the library takes */
     for (int out = 0; out < GRAM_OUTPUT_COUNT; ++out) {
         oc_gram_options o = OC_GRAM_OPTIONS_INIT;
         o.metric = gram_outputs[out].metric;
@@ -290,6 +290,19 @@ static void check_bad_options(oc_context *ctx)
     memset(counts, 0, sizeof counts);
     CHECK_MSG(oc_gram(ctx, a, NULL, &v2, &mem, NULL) == OC_OK, "version 2 options: %s", oc_context_last_error(ctx));
     CHECK(counts[0] == 1 && counts[1] == 0 && counts[3] == 1);
+    /* Version 4 (before `use_min_score`) with version 4 stats (before `threads`): a minimum
+     * score past the caller's struct is never read (it would refuse a dense job), nor
+     * the threads written past its stats. */
+    oc_gram_options v4 = OC_GRAM_OPTIONS_INIT;
+    v4.struct_size = offsetof(oc_gram_options, use_min_score);
+    v4.use_min_score = 1;
+    oc_gram_stats st4;
+    memset(&st4, 0x5A, sizeof st4);
+    st4.struct_size = offsetof(oc_gram_stats, threads);
+    memset(counts, 0, sizeof counts);
+    CHECK_MSG(oc_gram(ctx, a, NULL, &v4, &mem, &st4) == OC_OK, "version 4 options: %s", oc_context_last_error(ctx));
+    CHECK(counts[0] == 1 && counts[1] == 0 && counts[3] == 1);
+    CHECK(((unsigned char *)&st4)[offsetof(oc_gram_stats, threads)] == 0x5A);
     v1.struct_size = offsetof(oc_gram_options, algorithm) - 8;
     CHECK(oc_gram(ctx, a, NULL, &v1, &mem, NULL) == OC_ERR_INVALID_ARGUMENT);
     oc_algorithm parsed;

@@ -304,7 +304,8 @@ static void test_npy_bad(void)
         size_t data_len;
         const char *part;
     } refused[] = {
-        {"f8.npy", "<f8", 0, "(5, 13)", sizeof f8, "dtype '<f8' is not supported"},
+        /* float16: no numeric type the readers take (<f8 of 0 and 1 is read: test_hostile_cli.py) */
+        {"f2.npy", "<f2", 0, "(5, 13)", R * C * 2, "dtype '<f2' is not supported"},
         {"i4.npy", ">i4", 0, "(5, 13)", R * C * 4, "dtype '>i4' is not supported"},
         {"fortran.npy", "|u1", 1, "(5, 13)", R * C, "fortran_order is True"},
         {"one_d.npy", "|u1", 0, "(65,)", R * C, "shape (65,) is not 2-D"},

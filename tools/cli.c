@@ -13,13 +13,58 @@
 
 int cli_verbose = 0;
 
+/* Writes s to f escaped as how says (oc_text_escape). */
+static void put_escaped(FILE *f, const char *s, oc_escape how)
+{
+    char stack[512];
+    size_t n = oc_text_escape(NULL, 0, s, how);
+    char *buf = n < sizeof stack ? stack : malloc(n + 1);
+    if (!buf) return;
+    oc_text_escape(buf, n + 1, s, how);
+    fwrite(buf, 1, n, f);
+    if (buf != stack) free(buf);
+}
+
+void cli_json_string(FILE *f, const char *s)
+{
+    if (!s) {
+        fputs("null", f);
+        return;
+    }
+    fputc('"', f);
+    put_escaped(f, s, OC_ESCAPE_JSON);
+    fputc('"', f);
+}
+
+void cli_shown(FILE *f, const char *s) { put_escaped(f, s, OC_ESCAPE_TERMINAL); }
+
+static void vmessage(const char *fmt, va_list ap)
+{
+    char stack[1024], *text = stack;
+    va_list again;
+    va_copy(again, ap);
+    int n = vsnprintf(stack, sizeof stack, fmt, ap);
+    if (n >= (int)sizeof stack && (text = malloc((size_t)n + 1)) != NULL) vsnprintf(text, (size_t)n + 1, fmt, again);
+    va_end(again);
+    fputs("outcore: ", stderr);
+    cli_shown(stderr, text ? text : stack);
+    fputc('\n', stderr);
+    if (text && text != stack) free(text);
+}
+
+void cli_message(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vmessage(fmt, ap);
+    va_end(ap);
+}
+
 int cli_usage_error(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fputs("outcore: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    vmessage(fmt, ap);
     va_end(ap);
     return OC_EXIT_USAGE;
 }
@@ -38,8 +83,19 @@ int cli_exit_code(oc_status st)
 int cli_status_error(oc_context *ctx, oc_status st)
 {
     const char *msg = ctx ? oc_context_last_error(ctx) : "";
-    fprintf(stderr, "outcore: %s\n", msg && *msg ? msg : oc_status_string(st));
-    if (ctx && (cli_verbose || getenv("OUTCORE_VERBOSE"))) fputs(oc_context_error_trace(ctx), stderr);
+    cli_message("%s", msg && *msg ? msg : oc_status_string(st));
+    if (ctx && (cli_verbose || getenv("OUTCORE_VERBOSE"))) {
+        /* The trace's lines, each escaped as a message is. */
+        const char *text = oc_context_error_trace(ctx);
+        char *trace = text ? strdup(text) : NULL;
+        for (char *line = trace, *end; line && *line; line = end ? end + 1 : NULL) {
+            end = strchr(line, '\n');
+            if (end) *end = '\0';
+            cli_shown(stderr, line);
+            fputc('\n', stderr);
+        }
+        free(trace);
+    }
     return cli_exit_code(st);
 }
 
@@ -79,8 +135,8 @@ int cli_parse_size(const char *text, int64_t *bytes, double *fraction)
 int cli_parse_threads(const char *text, int *threads)
 {
     int64_t t;
-    if (cli_parse_i64(text, &t) || t < 1 || t > 4096)
-        return cli_usage_error("--threads %s: expected a whole number from 1 to 4096", text);
+    if (cli_parse_i64(text, &t) || t < 1 || t > OC_MAX_THREADS)
+        return cli_usage_error("--threads %s: expected a whole number from 1 to %d", text, OC_MAX_THREADS);
     *threads = (int)t;
     return -1;
 }
@@ -100,22 +156,77 @@ int cli_parse_host_mem(const char *text, int64_t *bytes)
     return -1;
 }
 
-int cli_option(int argc, char **argv, int *i, const char *name, const char **value)
+const char *cli_next(cli_args *a)
 {
-    const char *arg = argv[*i];
-    size_t len = strlen(name);
-    if (strncmp(arg, name, len) != 0) return 0;
+    while (++a->i < a->argc) {
+        if (!a->options_done && strcmp(a->argv[a->i], "--") == 0) {
+            a->options_done = 1;
+            continue;
+        }
+        return a->argv[a->i];
+    }
+    return NULL;
+}
+
+int cli_positional(const cli_args *a)
+{
+    const char *arg = a->argv[a->i];
+    return a->options_done || arg[0] != '-' || arg[1] == '\0';
+}
+
+/* The length of the form of spec (forms '|' apart) that arg starts with and that ends where
+ * arg ends or at its '='; 0 when none does. */
+static size_t match_form(const char *spec, const char *arg)
+{
+    while (*spec) {
+        size_t len = strcspn(spec, "|");
+        if (strncmp(arg, spec, len) == 0 && (arg[len] == '\0' || arg[len] == '=')) return len;
+        spec += len;
+        if (*spec == '|') spec++;
+    }
+    return 0;
+}
+
+int cli_flag(const cli_args *a, const char *spec)
+{
+    const char *arg = a->argv[a->i];
+    size_t len = cli_positional(a) ? 0 : match_form(spec, arg);
+    return len > 0 && arg[len] == '\0';
+}
+
+int cli_take(cli_args *a, const char *spec, int flags)
+{
+    const char *arg = a->argv[a->i];
+    size_t len = cli_positional(a) ? 0 : match_form(spec, arg);
+    if (len == 0) return 0;
+    char name[64];
+    snprintf(name, sizeof name, "%.*s", (int)len, arg);
+    if (!(flags & CLI_REPEATS)) {
+        for (int k = 0; k < a->nseen; ++k)
+            if (a->seen[k] == spec) {
+                if (strchr(spec, '|')) cli_usage_error("option %s given twice (%s: one option): give it once", name, spec);
+                else cli_usage_error("option %s given twice: give it once", name);
+                return -1;
+            }
+        if (a->nseen < CLI_MAX_SEEN) a->seen[a->nseen++] = spec;
+    }
     if (arg[len] == '=') {
-        *value = arg + len + 1;
+        a->value = arg + len + 1;
         return 1;
     }
-    if (arg[len] != '\0') return 0;
-    if (*i + 1 >= argc) {
+    if (a->i + 1 >= a->argc) {
         cli_usage_error("option %s needs a value (see outcore --help)", name);
         return -1;
     }
-    *value = argv[++*i];
+    a->value = a->argv[++a->i];
     return 1;
+}
+
+int cli_unknown_option(const cli_args *a, const char *command)
+{
+    const char *arg = a->argv[a->i];
+    return cli_usage_error("%s: unknown option %s (see outcore %s --help; an argument that starts with '-' goes after "
+                           "--: outcore %s [options] -- %s)", command, arg, command, command, arg);
 }
 
 const char *cli_path_extension(const char *path)
@@ -204,6 +315,20 @@ void cli_progress_finish(cli_progress *p)
 {
     if (p->drawn) fputs("\r\033[K", stderr);
     p->drawn = 0;
+}
+
+void cli_note_threads(int asked, int ran, const char *why)
+{
+    if (asked > 0 && ran > 0 && ran < asked)
+        cli_message("--threads %d: ran %d (%s; more would have nothing to do)", asked, ran, why);
+}
+
+void cli_warn_gpu_mem(const char *value, oc_backend backend)
+{
+    if (!value) return;
+    if (backend == OC_BACKEND_CPU) cli_message("warning: --gpu-mem %s has no effect with --backend cpu", value);
+    else if (oc_cuda_device_count() == 0)
+        cli_message("warning: --gpu-mem %s has no effect: no usable GPU, the job runs on the CPU", value);
 }
 
 static oc_context *signal_ctx;

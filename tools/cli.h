@@ -6,6 +6,7 @@
 #define OC_TOOLS_CLI_H
 
 #include <stdint.h>
+#include <stdio.h>
 #include "outcore.h"
 
 #define OC_EXIT_OK 0
@@ -13,8 +14,15 @@
 #define OC_EXIT_USAGE 2
 #define OC_EXIT_CANCELLED 130
 
-/* Prints "outcore: <message>" on stderr (one line) and returns 2. */
+/* Prints "outcore: <message>" on stderr as one line, escaped for a terminal (oc_text_escape:
+ * a control byte or invalid UTF-8 in a name it quotes becomes \xNN). Every line the CLI
+ * writes to stderr goes through it. */
+void cli_message(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* cli_message, then returns 2. */
 int cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* s escaped for a terminal; s as a JSON string literal, quotes included (NULL: null). */
+void cli_shown(FILE *f, const char *s);
+void cli_json_string(FILE *f, const char *s);
 /* Set by --verbose: errors are followed by the library's file:line trace. */
 extern int cli_verbose;
 
@@ -28,15 +36,48 @@ int cli_parse_i64(const char *text, int64_t *out);
 int cli_parse_double(const char *text, double *out);
 /* "123", "64K", "64M", "2G", "1.5GiB" -> bytes; "90%" -> *fraction = 0.9, *bytes = 0. */
 int cli_parse_size(const char *text, int64_t *bytes, double *fraction);
-/* --threads N (1..4096) and --host-mem SIZE|PCT (a percentage of the machine's physical
+/* --threads N (1..OC_MAX_THREADS) and --host-mem SIZE|PCT (a percentage of the machine's physical
  * memory, resolved to bytes): -1 when parsed, else the usage error's exit status. */
 int cli_parse_threads(const char *text, int *threads);
 int cli_parse_host_mem(const char *text, int64_t *bytes);
 
-/* Matches "--name VALUE" or "--name=VALUE" at argv[*i]; advances *i past the value.
- * Returns 1 when matched (value in *value), 0 when argv[*i] is another option, -1 when the
- * value is missing (after printing the usage error). */
-int cli_option(int argc, char **argv, int *i, const char *name, const char **value);
+/* A command's arguments, walked in order by cli_next. "--" ends the options: every argument
+ * after it is positional, even one that starts with '-' (a map expression such as -a * 2).
+ * An option that takes a value may be given once (cli_take refuses a second one naming it),
+ * unless it is taken with CLI_REPEATS (map's --set); a flag given twice is the same as once. */
+#define CLI_MAX_SEEN 32
+typedef struct cli_args {
+    int argc;
+    char **argv;
+    int i;                           /* the argument cli_next returned last */
+    int options_done;                /* "--" was seen */
+    const char *value;               /* the value of the option cli_take matched last */
+    const char *seen[CLI_MAX_SEEN];  /* the specs of the value options given so far */
+    int nseen;
+} cli_args;
+
+#define CLI_ARGS_INIT(argc, argv) {(argc), (argv), 0, 0, NULL, {NULL}, 0}
+#define CLI_REPEATS 1
+
+/* The next argument (skipping the "--" that ends the options), or NULL after the last. */
+const char *cli_next(cli_args *a);
+/* Whether the argument cli_next returned is positional: after "--", "-" alone, or not
+ * starting with '-'. */
+int cli_positional(const cli_args *a);
+/* Whether the argument is the flag spec names ("--quiet|-q": the forms, '|' apart). */
+int cli_flag(const cli_args *a, const char *spec);
+/* Matches an option with a value, "NAME VALUE" or "--name=VALUE", in any form of spec:
+ * 1 when matched (value in a->value), 0 when the argument is another option, -1 when the
+ * value is missing or the option was given before without CLI_REPEATS (after printing the
+ * usage error). flags: 0 or CLI_REPEATS. */
+int cli_take(cli_args *a, const char *spec, int flags);
+/* The usage error of an argument that starts with '-' and is no option of `command`; it says
+ * that such a positional argument goes after "--". Returns 2. */
+int cli_unknown_option(const cli_args *a, const char *command);
+
+/* In a command's argument loop: whether the current argument is option spec with a value,
+ * which it puts in v (the match's result in r: -1 means the usage error was printed). */
+#define CLI_OPTION(args, r, v, spec) (((r) = cli_take((args), (spec), 0)) != 0 && ((v) = (args)->value, 1))
 
 /* The progress bar: pass as oc_gram_options.progress with a cli_progress as user data. It
  * draws on stderr (a terminal only) once the job has run about a second. */
@@ -68,6 +109,13 @@ void cli_trace_phase(double *t, const char *phase);
 const char *cli_si(double value, char *buf, int size);
 /* "120 MiB" style byte count. */
 const char *cli_bytes(double bytes, char *buf, int size);
+
+/* After a job: "--threads N: running M (why)" on stderr when the job ran fewer CPU threads
+ * (ran > 0) than --threads asked (asked > 0). */
+void cli_note_threads(int asked, int ran, const char *why);
+/* A one-line warning when --gpu-mem was given (value not NULL) to a job that ran on no GPU:
+ * --backend cpu, or a machine without a usable one. Called after the job succeeded. */
+void cli_warn_gpu_mem(const char *value, oc_backend backend);
 
 /* Installs SIGINT/SIGTERM handlers that cancel the job running on ctx; NULL restores the
  * default actions (before ctx is freed: under mpirun a SIGTERM can come at any time). */

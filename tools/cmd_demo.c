@@ -53,21 +53,23 @@ int oc_cmd_demo(int argc, char **argv)
     opts.metric = OC_METRIC_JACCARD;
     opts.use_threshold = 1;
     opts.threshold = 0.5;
-    for (int i = 1; i < argc; ++i) {
+    cli_args args = CLI_ARGS_INIT(argc, argv), *cl = &args;
+    for (const char *arg; (arg = cli_next(cl)) != NULL;) {
         const char *v;
         int r;
-        if ((r = cli_option(argc, argv, &i, "--rows", &v)) != 0) {
+        if (cli_positional(cl)) return cli_usage_error("demo: unexpected argument %s (see outcore demo --help)", arg);
+        if (CLI_OPTION(cl, r, v, "--rows")) {
             if (r < 0 || cli_parse_i64(v, &p.rows) || p.rows < 2) return cli_usage_error("demo: --rows needs a number >= 2");
-        } else if ((r = cli_option(argc, argv, &i, "--cols", &v)) != 0) {
+        } else if (CLI_OPTION(cl, r, v, "--cols")) {
             if (r < 0 || cli_parse_i64(v, &p.cols) || p.cols < 64) return cli_usage_error("demo: --cols needs a number >= 64");
-        } else if ((r = cli_option(argc, argv, &i, "--backend", &v)) != 0) {
+        } else if (CLI_OPTION(cl, r, v, "--backend")) {
             if (r < 0 || oc_backend_parse(v, &opts.backend)) return cli_usage_error("demo: --backend auto, cpu or cuda");
-        } else if (strcmp(argv[i], "--help") == 0) {
+        } else if (cli_flag(cl, "--help|-h")) {
             puts("usage: outcore demo [--rows N] [--cols M] [--backend auto|cpu|cuda]\n\n"
                  "Plants near-duplicate rows in a random 0/1 matrix and finds them with a Jaccard Gram matrix.");
             return OC_EXIT_OK;
         } else {
-            return cli_usage_error("demo: unknown argument %s", argv[i]);
+            return cli_unknown_option(cl, "demo");
         }
     }
     if (p.plant > p.rows / 2) p.plant = p.rows / 2;

@@ -26,14 +26,16 @@ static const char devices_usage[] =
 int oc_cmd_devices(int argc, char **argv)
 {
     int json = 0, bandwidth = 0;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+    cli_args args = CLI_ARGS_INIT(argc, argv), *a = &args;
+    for (const char *arg; (arg = cli_next(a)) != NULL;) {
+        if (cli_positional(a)) return cli_usage_error("devices: unexpected argument %s (see outcore devices --help)", arg);
+        if (cli_flag(a, "--help|-h")) {
             fputs(devices_usage, stdout);
             return OC_EXIT_OK;
         }
-        if (strcmp(argv[i], "--json") == 0) json = 1;
-        else if (strcmp(argv[i], "--bandwidth") == 0) bandwidth = 1;
-        else return cli_usage_error("devices: unknown argument '%s' (see outcore devices --help)", argv[i]);
+        if (cli_flag(a, "--json")) json = 1;
+        else if (cli_flag(a, "--bandwidth")) bandwidth = 1;
+        else return cli_unknown_option(a, "devices");
     }
     oc_context *ctx = NULL;
     oc_devices *devices = NULL;

@@ -52,8 +52,15 @@ static const char gram_usage[] =
     "                         any budget); .mtx and text inputs are always loaded\n"
     "  --tile N               tile edge in rows (default: chosen by the planner)\n"
     "  --topk K               each row's K best columns, best first (score descending, then the\n"
-    "                         lower column; hamming: ascending); A·Aᵀ excludes the row itself;\n"
-    "                         index -1 and score 0 where a row has fewer than K\n"
+    "                         lower column; hamming: ascending); A·Aᵀ excludes the row itself.\n"
+    "                         Every column ranks, score 0 included: a row is filled with score-0\n"
+    "                         columns (lowest first) before any padding; index -1 and score 0\n"
+    "                         only where K passes the candidates (the rows of B, or of A less one\n"
+    "                         for A·Aᵀ). K may not exceed the rows of B (of A for A·Aᵀ)\n"
+    "  --min-score S          with --topk: the K best among the columns scoring at least S\n"
+    "                         (hamming: at most S; S in the range --threshold takes), so a row\n"
+    "                         lists only neighbours that pass; the slots left hold index -1 and\n"
+    "                         score NaN (float32), -1 (int32) or 65535 (uint16)\n"
     "  --threshold T          every pair with score >= T (hamming: <= T); jaccard, cosine: T in\n"
     "                         [0, 1]; counts, hamming: a whole number in [0, columns]. For A·Aᵀ\n"
     "                         each pair once as (i, j), i < j. Pairs are sorted by row, then column\n"
@@ -63,8 +70,9 @@ static const char gram_usage[] =
     "                         and continue an interrupted run of the same command from it; the\n"
     "                         result has the bytes of an uninterrupted run. See docs/resume.md\n"
     "  --json                 print the summary (or the plan) as JSON on stdout\n"
-    "  --quiet                no progress bar and no summary\n"
-    "  --verbose              on failure, also print the library's file:line trace\n"
+    "  -q, --quiet            no progress bar and no summary\n"
+    "  -v, --verbose          on failure, also print the library's file:line trace\n"
+    "  --                     ends the options: an input after it may start with '-'\n"
     "\n"
     "Under mpirun (mpirun -np R outcore gram ...) one job runs over R ranks sharing the file\n"
     "system, each on its own GPU or CPU, into one output: the bytes one process writes (a\n"
@@ -74,6 +82,7 @@ typedef struct gram_args {
     const char *inputs[2];
     int ninputs;
     const char *output;
+    const char *gpu_mem; /* --gpu-mem as given */
     oc_read_options read;
     int json, quiet, explain;
     int plan;
@@ -100,93 +109,103 @@ static int check_output_kind(const gram_args *g)
 /* Parses argv into args; returns -1 when parsing succeeded, else the exit status. */
 static int parse_gram_args(int argc, char **argv, gram_args *g)
 {
-    for (int i = 1; i < argc; ++i) {
-        const char *arg = argv[i], *v = NULL;
+    cli_args args = CLI_ARGS_INIT(argc, argv), *a = &args;
+    for (const char *arg; (arg = cli_next(a)) != NULL;) {
+        const char *v = NULL;
         int r;
-        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+        if (cli_positional(a)) {
+            if (g->ninputs == 2) return cli_usage_error("gram: at most two inputs (A and B), got a third: %s", arg);
+            g->inputs[g->ninputs++] = arg;
+            continue;
+        }
+        if (cli_flag(a, "--help|-h")) {
             fputs(gram_usage, stdout);
             return OC_EXIT_OK;
         }
-        if (strcmp(arg, "--json") == 0) { g->json = 1; continue; }
-        if (strcmp(arg, "--explain") == 0) { g->explain = 1; continue; }
-        if (strcmp(arg, "--plan") == 0) { g->plan = 1; continue; }
-        if (strcmp(arg, "--resume") == 0) { g->opts.resume = 1; continue; }
-        if (strcmp(arg, "--binarize") == 0) { g->read.binarize = 1; continue; }
-        if (strcmp(arg, "--quiet") == 0 || strcmp(arg, "-q") == 0) { g->quiet = 1; continue; }
-        if (strcmp(arg, "--verbose") == 0 || strcmp(arg, "-v") == 0) { cli_verbose = 1; continue; }
-#define OPTION(name) ((r = cli_option(argc, argv, &i, name, &v)) != 0)
-        if (OPTION("-o") || OPTION("--output")) {
+        if (cli_flag(a, "--json")) { g->json = 1; continue; }
+        if (cli_flag(a, "--explain")) { g->explain = 1; continue; }
+        if (cli_flag(a, "--plan")) { g->plan = 1; continue; }
+        if (cli_flag(a, "--resume")) { g->opts.resume = 1; continue; }
+        if (cli_flag(a, "--binarize")) { g->read.binarize = 1; continue; }
+        if (cli_flag(a, "--quiet|-q")) { g->quiet = 1; continue; }
+        if (cli_flag(a, "--verbose|-v")) { cli_verbose = 1; continue; }
+        if (CLI_OPTION(a, r, v, "-o|--output")) {
             if (r < 0) return OC_EXIT_USAGE;
             g->output = v;
-        } else if (OPTION("--metric")) {
+        } else if (CLI_OPTION(a, r, v, "--metric")) {
             if (r < 0) return OC_EXIT_USAGE;
             if (oc_metric_parse(v, &g->opts.metric) != OC_OK)
                 return cli_usage_error("--metric %s: expected counts, jaccard, cosine or hamming", v);
-        } else if (OPTION("--dtype")) {
+        } else if (CLI_OPTION(a, r, v, "--dtype")) {
             if (r < 0) return OC_EXIT_USAGE;
             if (oc_dtype_parse(v, &g->opts.dtype) != OC_OK)
                 return cli_usage_error("--dtype %s: expected int32, uint16 or float32", v);
-        } else if (OPTION("--backend")) {
+        } else if (CLI_OPTION(a, r, v, "--backend")) {
             if (r < 0) return OC_EXIT_USAGE;
             if (oc_backend_parse(v, &g->opts.backend) != OC_OK)
                 return cli_usage_error("--backend %s: expected auto, cpu or cuda", v);
-        } else if (OPTION("--algorithm")) {
+        } else if (CLI_OPTION(a, r, v, "--algorithm")) {
             if (r < 0) return OC_EXIT_USAGE;
             if (oc_algorithm_parse(v, &g->opts.algorithm) != OC_OK)
                 return cli_usage_error("--algorithm %s: expected auto, dense or sparse", v);
-        } else if (OPTION("--threads")) {
+        } else if (CLI_OPTION(a, r, v, "--threads")) {
             if (r < 0) return OC_EXIT_USAGE;
             if ((r = cli_parse_threads(v, &g->opts.threads)) >= 0) return r;
-        } else if (OPTION("--device")) {
+        } else if (CLI_OPTION(a, r, v, "--device")) {
             int64_t d;
             if (r < 0) return OC_EXIT_USAGE;
             if (cli_parse_i64(v, &d) || d < 0 || d > 1024) return cli_usage_error("--device %s: expected a device index", v);
             g->opts.device = (int)d;
-        } else if (OPTION("--devices")) {
+        } else if (CLI_OPTION(a, r, v, "--devices")) {
             if (r < 0) return OC_EXIT_USAGE;
             g->opts.devices = v; /* the library parses it (one parser, one message per bad token) */
-        } else if (OPTION("--gpu-mem")) {
+        } else if (CLI_OPTION(a, r, v, "--gpu-mem")) {
             if (r < 0) return OC_EXIT_USAGE;
+            g->gpu_mem = v;
             if (strchr(v, '=')) g->opts.gpu_mem_devices = v; /* per device: parsed by the library */
             else if (cli_parse_size(v, &g->opts.gpu_mem_bytes, &g->opts.gpu_mem_fraction))
                 return cli_usage_error("--gpu-mem %s: expected a size such as 2G or 512M, or a percentage such as 50%%", v);
-        } else if (OPTION("--gpu-mem-mode")) {
+        } else if (CLI_OPTION(a, r, v, "--gpu-mem-mode")) {
             if (r < 0) return OC_EXIT_USAGE;
             if (strcmp(v, "grow") == 0) g->opts.gpu_mem_mode = OC_GPU_MEM_GROW;
             else if (strcmp(v, "reserve") == 0) g->opts.gpu_mem_mode = OC_GPU_MEM_RESERVE;
             else return cli_usage_error("--gpu-mem-mode %s: expected grow or reserve", v);
-        } else if (OPTION("--host-mem")) {
+        } else if (CLI_OPTION(a, r, v, "--host-mem")) {
             if (r < 0) return OC_EXIT_USAGE;
             if ((r = cli_parse_host_mem(v, &g->opts.host_mem_bytes)) >= 0) return r;
             g->read.host_mem_bytes = g->opts.host_mem_bytes;
-        } else if (OPTION("--tile")) {
+        } else if (CLI_OPTION(a, r, v, "--tile")) {
             if (r < 0) return OC_EXIT_USAGE;
             if (cli_parse_i64(v, &g->opts.tile) || g->opts.tile < 1)
                 return cli_usage_error("--tile %s: expected a positive number of rows", v);
-        } else if (OPTION("--topk")) {
+        } else if (CLI_OPTION(a, r, v, "--topk")) {
             if (r < 0) return OC_EXIT_USAGE;
             if (cli_parse_i64(v, &g->opts.topk) || g->opts.topk < 1)
                 return cli_usage_error("--topk %s: expected a positive whole number of neighbours", v);
-        } else if (OPTION("--threshold")) {
+        } else if (CLI_OPTION(a, r, v, "--threshold")) {
             if (r < 0) return OC_EXIT_USAGE;
             if (cli_parse_double(v, &g->opts.threshold) || !(g->opts.threshold == g->opts.threshold))
                 return cli_usage_error("--threshold %s: expected a number", v);
             g->opts.use_threshold = 1;
-        } else if (OPTION("--bits")) {
+        } else if (CLI_OPTION(a, r, v, "--min-score")) {
+            if (r < 0) return OC_EXIT_USAGE;
+            if (cli_parse_double(v, &g->opts.min_score))
+                return cli_usage_error("--min-score %s: expected a number", v);
+            g->opts.use_min_score = 1;
+        } else if (CLI_OPTION(a, r, v, "--bits")) {
             if (r < 0) return OC_EXIT_USAGE;
             if (cli_parse_i64(v, &g->read.bits) || g->read.bits < 1)
                 return cli_usage_error("--bits %s: expected the positive column count of the packed matrix", v);
-        } else if (arg[0] == '-' && arg[1] != '\0') {
-            return cli_usage_error("gram: unknown option %s (see outcore gram --help)", arg);
         } else {
-            if (g->ninputs == 2) return cli_usage_error("gram: at most two inputs (A and B), got a third: %s", arg);
-            g->inputs[g->ninputs++] = arg;
+            return cli_unknown_option(a, "gram");
         }
-#undef OPTION
     }
     if (g->ninputs == 0) return cli_usage_error("gram: no input matrix given (see outcore gram --help)");
     if (g->opts.topk > 0 && g->opts.use_threshold)
         return cli_usage_error("gram: --topk and --threshold are exclusive: choose one");
+    if (g->opts.use_min_score && g->opts.topk <= 0)
+        return cli_usage_error("gram: --min-score keeps the top-k neighbours scoring at least S: give --topk K too "
+                               "(--threshold T lists every pair at least T)");
     if (!g->output)
         return cli_usage_error("gram: no output given: add -o %s", g->opts.topk       ? "OUT.npz (or .tsv)"
                                                                   : g->opts.use_threshold ? "OUT.npz (or .mtx, .tsv)"
@@ -198,18 +217,6 @@ static int parse_gram_args(int argc, char **argv, gram_args *g)
     return check_output_kind(g);
 }
 
-static void json_string(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; s && *s; ++s) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
-        else if (c < 0x20) fprintf(f, "\\u%04x", c);
-        else fputc(c, f);
-    }
-    fputc('"', f);
-}
-
 /* ", "devices": [...]: what each logical device of a CUDA job did. */
 static void print_devices_json(const oc_gram_stats *s)
 {
@@ -217,7 +224,7 @@ static void print_devices_json(const oc_gram_stats *s)
     for (int d = 0; d < s->device_count; ++d) {
         const oc_device_stats *x = &s->devices[d];
         printf("%s{\"name\": ", d ? ", " : "");
-        json_string(stdout, x->name);
+        cli_json_string(stdout, x->name);
         printf(", \"tiles\": %lld, \"bytes_h2d\": %lld, \"bytes_d2h\": %lld, \"busy_seconds\": %.6f, "
                "\"budget_bytes\": %lld, \"peak_bytes\": %lld}",
                (long long)x->tiles, (long long)x->bytes_h2d, (long long)x->bytes_d2h, x->busy_seconds,
@@ -235,26 +242,28 @@ static void print_summary(const gram_args *g, const oc_matrix *a, const oc_matri
     double raw = s->seconds > 0 ? s->bit_macs_computed / s->seconds : 0;
     if (g->json) {
         printf("{\"command\": \"gram\", \"a\": ");
-        json_string(stdout, g->inputs[0]);
+        cli_json_string(stdout, g->inputs[0]);
         printf(", \"b\": ");
-        if (g->ninputs > 1) json_string(stdout, g->inputs[1]); else printf("null");
+        if (g->ninputs > 1) cli_json_string(stdout, g->inputs[1]); else printf("null");
         printf(", \"output\": ");
-        json_string(stdout, g->output);
+        cli_json_string(stdout, g->output);
         if (g->opts.topk > 0) printf(", \"topk\": %lld", (long long)g->opts.topk);
+        if (g->opts.use_min_score) printf(", \"min_score\": %.17g", g->opts.min_score);
         if (g->opts.use_threshold) printf(", \"threshold\": %.17g, \"pairs\": %lld", g->opts.threshold, (long long)s->pairs);
         if (s->select_desc[0]) {
             printf(", \"selection\": ");
-            json_string(stdout, s->select_desc);
+            cli_json_string(stdout, s->select_desc);
         }
         printf(", \"n\": %lld, \"p\": %lld, \"m\": %lld, \"metric\": \"%s\", \"dtype\": \"%s\", \"backend\": \"%s\", "
                "\"backend_desc\": ",
                (long long)n, (long long)p, (long long)m, oc_metric_name(g->opts.metric), oc_dtype_name(dtype),
                oc_backend_name(s->backend));
-        json_string(stdout, s->backend_desc);
+        cli_json_string(stdout, s->backend_desc);
         printf(", \"algorithm\": \"%s\", \"algorithm_desc\": ", oc_algorithm_name(s->algorithm));
-        json_string(stdout, s->algorithm_desc);
+        cli_json_string(stdout, s->algorithm_desc);
         printf(", \"backend_explain\": ");
-        json_string(stdout, s->backend_explain);
+        cli_json_string(stdout, s->backend_explain);
+        printf(", \"threads\": %d", s->threads);
         printf(", \"seconds\": %.6f, \"load_seconds\": %.6f, \"bit_macs_computed\": %.0f, \"bit_macs_effective\": %.0f, "
                "\"rate_computed\": %.6g, \"rate_effective\": %.6g, \"tiles\": %lld, \"host_peak_bytes\": %lld, "
                "\"host_budget_bytes\": %lld, "
@@ -279,18 +288,22 @@ static void print_summary(const gram_args *g, const oc_matrix *a, const oc_matri
         snprintf(gpu, sizeof gpu, ", GPU peak %s of %s budget", cli_bytes((double)s->dev_peak_bytes, peak, sizeof peak),
                  cli_bytes((double)s->dev_budget_bytes, budget, sizeof budget));
     }
-    fprintf(stderr,
-            "outcore: %s %lld x %lld over %lld columns on %s: %.3f s, %sbit-MAC/s effective (%sbit-MAC/s computed), "
-            "peak memory %s%s ->%s %s\n",
-            oc_metric_name(g->opts.metric), (long long)n, (long long)p, (long long)m, s->backend_desc, s->seconds,
-            cli_si(eff, r1, sizeof r1), cli_si(raw, r2, sizeof r2), cli_bytes((double)s->host_peak_bytes, mem, sizeof mem),
-            gpu, what, g->output);
+    cli_message("%s %lld x %lld over %lld columns on %s: %.3f s, %sbit-MAC/s effective (%sbit-MAC/s computed), "
+                "peak memory %s%s ->%s %s",
+                oc_metric_name(g->opts.metric), (long long)n, (long long)p, (long long)m, s->backend_desc, s->seconds,
+                cli_si(eff, r1, sizeof r1), cli_si(raw, r2, sizeof r2), cli_bytes((double)s->host_peak_bytes, mem, sizeof mem),
+                gpu, what, g->output);
     /* Several devices: what each did, on one line. */
-    for (int d = 0; s->device_count > 1 && d < s->device_count; ++d) {
-        char peak[32];
-        fprintf(stderr, "%s%s %lld tiles, busy %.3f s, peak %s%s", d ? "; " : "outcore: devices: ", s->devices[d].name,
-                (long long)s->devices[d].tiles, s->devices[d].busy_seconds,
-                cli_bytes((double)s->devices[d].peak_bytes, peak, sizeof peak), d + 1 == s->device_count ? "\n" : "");
+    if (s->device_count > 1) {
+        char line[OC_MAX_LOGICAL_DEVICES * 96] = "";
+        size_t used = 0;
+        for (int d = 0; d < s->device_count && used < sizeof line; ++d) {
+            char peak[32];
+            used += (size_t)snprintf(line + used, sizeof line - used, "%s%s %lld tiles, busy %.3f s, peak %s", d ? "; " : "",
+                                     s->devices[d].name, (long long)s->devices[d].tiles, s->devices[d].busy_seconds,
+                                     cli_bytes((double)s->devices[d].peak_bytes, peak, sizeof peak));
+        }
+        cli_message("devices: %s", line);
     }
 }
 
@@ -447,10 +460,15 @@ int oc_cmd_gram(int argc, char **argv)
     cli_trace_phase(&t, "job");
     if (st != OC_OK) goto failed;
     if (rank == 0) {
-        if (g.explain)
-            fprintf(stderr, "outcore: backend %s\noutcore: algorithm %s\n", stats.backend_explain, stats.algorithm_desc);
+        /* After the job: a failure stays one line. */
+        cli_warn_gpu_mem(g.gpu_mem, g.opts.backend);
+        cli_note_threads(g.opts.threads, stats.threads, "one per tile or block of rows");
+        if (g.explain) {
+            cli_message("backend %s", stats.backend_explain);
+            cli_message("algorithm %s", stats.algorithm_desc);
+        }
         if (!g.quiet || g.json) print_summary(&g, a, b, &stats, load_seconds, ranks_json);
-        if (ranked && !g.json && !g.quiet) fprintf(stderr, "outcore: one job over %d MPI ranks (--json lists each)\n", size);
+        if (ranked && !g.json && !g.quiet) cli_message("one job over %d MPI ranks (--json lists each)", size);
     }
     rc = OC_EXIT_OK;
     goto done;

@@ -68,49 +68,42 @@ int oc_cmd_inspect(int argc, char **argv)
     oc_inspect_options opts = OC_INSPECT_OPTIONS_INIT;
     const char *path = NULL, *value;
     int json = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i];
+    cli_args args = CLI_ARGS_INIT(argc, argv), *a = &args;
+    for (const char *arg; (arg = cli_next(a)) != NULL;) {
         int m;
-        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+        if (cli_positional(a)) {
+            if (path) return cli_usage_error("inspect: one file at a time ('%s' and '%s')", path, arg);
+            path = arg;
+            continue;
+        }
+        if (cli_flag(a, "--help|-h")) {
             fputs(inspect_usage, stdout);
             return OC_EXIT_OK;
         }
-        if (strcmp(arg, "--json") == 0) { json = 1; continue; }
-        if (strcmp(arg, "--no-gpu") == 0) { opts.use_gpu = 0; continue; }
-        if ((m = cli_option(argc, argv, &i, "--arch", &value)) != 0) {
+        if (cli_flag(a, "--json")) { json = 1; continue; }
+        if (cli_flag(a, "--no-gpu")) { opts.use_gpu = 0; continue; }
+        if (CLI_OPTION(a, m, value, "--arch")) {
             if (m < 0) return OC_EXIT_USAGE;
             opts.arch = value;
-            continue;
-        }
-        if ((m = cli_option(argc, argv, &i, "--kernel", &value)) != 0) {
+        } else if (CLI_OPTION(a, m, value, "--kernel")) {
             if (m < 0) return OC_EXIT_USAGE;
             opts.kernel = value;
-            continue;
-        }
-        if ((m = cli_option(argc, argv, &i, "--block", &value)) != 0) {
+        } else if (CLI_OPTION(a, m, value, "--block")) {
             if (m < 0 || int_option("--block", value, 1, 1024, &opts.block) != 0) return OC_EXIT_USAGE;
-            continue;
-        }
-        if ((m = cli_option(argc, argv, &i, "--maxrregcount", &value)) != 0) {
+        } else if (CLI_OPTION(a, m, value, "--maxrregcount")) {
             if (m < 0 || int_option("--maxrregcount", value, 1, 255, &opts.maxrregcount) != 0) return OC_EXIT_USAGE;
-            continue;
-        }
-        if ((m = cli_option(argc, argv, &i, "--opt-level", &value)) != 0) {
+        } else if (CLI_OPTION(a, m, value, "--opt-level")) {
             if (m < 0 || int_option("--opt-level", value, 0, 4, &opts.opt_level) != 0) return OC_EXIT_USAGE;
-            continue;
-        }
-        if ((m = cli_option(argc, argv, &i, "--dyn-smem", &value)) != 0) {
+        } else if (CLI_OPTION(a, m, value, "--dyn-smem")) {
             int64_t bytes;
             double fraction = 0.0;
             if (m < 0) return OC_EXIT_USAGE;
             if (cli_parse_size(value, &bytes, &fraction) != 0 || fraction != 0.0 || bytes < 0)
                 return cli_usage_error("--dyn-smem must be a byte count, got '%s'", value);
             opts.dyn_smem = bytes;
-            continue;
+        } else {
+            return cli_unknown_option(a, "inspect");
         }
-        if (arg[0] == '-' && arg[1] != '\0') return cli_usage_error("inspect: unknown option '%s' (see outcore inspect --help)", arg);
-        if (path) return cli_usage_error("inspect: one file at a time ('%s' and '%s')", path, arg);
-        path = arg;
     }
     if (!path) return cli_usage_error("inspect: which file? (see outcore inspect --help)");
 

@@ -32,14 +32,17 @@ static const char map_usage[] =
     "  --gpu-mem SIZE|PCT     device memory budget of the GPU path\n"
     "  --explain              print what the job does and why (backend, types, bytes)\n"
     "  --json                 print the summary as JSON on stdout\n"
-    "  --quiet                no progress bar and no summary\n"
-    "  --verbose              on failure, also print the library's file:line trace\n";
+    "  -q, --quiet            no progress bar and no summary\n"
+    "  -v, --verbose          on failure, also print the library's file:line trace\n"
+    "  --                     ends the options: an expression after it may start with '-'\n"
+    "                         (outcore map -o OUT.npy -- '-a * 2' a=A.npy)\n";
 
 #define MAX_ARGS 64
 
 typedef struct map_args {
     const char *expr;
     const char *output;
+    const char *gpu_mem; /* --gpu-mem as given */
     oc_map_array inputs[MAX_ARGS];
     int ninputs;
     oc_map_scalar scalars[MAX_ARGS];
@@ -68,77 +71,91 @@ static int parse_reduce(const char *v, oc_map_reduce *out)
     return -1;
 }
 
+/* The expression (the first positional argument), then the NAME=FILE.npy inputs: -1 when
+ * arg was taken, else the exit status. */
+static int positional_arg(map_args *g, const char *arg)
+{
+    if (!g->expr) {
+        g->expr = arg;
+        return -1;
+    }
+    char *name = NULL;
+    const char *path = split_binding(g, arg, &name);
+    if (!path)
+        return cli_usage_error("map: '%s' is not an input: write NAME=FILE.npy%s", arg,
+                               arg[0] == '-' ? " (options go before --)" : "");
+    if (g->ninputs == MAX_ARGS) return cli_usage_error("map: at most %d inputs", MAX_ARGS);
+    oc_map_array in = OC_MAP_ARRAY_INIT;
+    in.name = name;
+    in.path = path;
+    g->inputs[g->ninputs++] = in;
+    return -1;
+}
+
 static int parse_map_args(int argc, char **argv, map_args *g)
 {
-    for (int i = 1; i < argc; ++i) {
-        const char *arg = argv[i], *v = NULL;
+    cli_args args = CLI_ARGS_INIT(argc, argv), *a = &args;
+    for (const char *arg; (arg = cli_next(a)) != NULL;) {
+        const char *v = NULL;
         int r;
-        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+        if (cli_positional(a)) {
+            if ((r = positional_arg(g, arg)) >= 0) return r;
+            continue;
+        }
+        if (cli_flag(a, "--help|-h")) {
             fputs(map_usage, stdout);
             return OC_EXIT_OK;
         }
-        if (strcmp(arg, "--json") == 0) { g->json = 1; continue; }
-        if (strcmp(arg, "--explain") == 0) { g->explain = 1; continue; }
-        if (strcmp(arg, "--quiet") == 0 || strcmp(arg, "-q") == 0) { g->quiet = 1; continue; }
-        if (strcmp(arg, "--verbose") == 0 || strcmp(arg, "-v") == 0) { cli_verbose = 1; continue; }
-#define OPTION(name) ((r = cli_option(argc, argv, &i, name, &v)) != 0)
-        if (OPTION("-o") || OPTION("--output")) {
+        if (cli_flag(a, "--json")) { g->json = 1; continue; }
+        if (cli_flag(a, "--explain")) { g->explain = 1; continue; }
+        if (cli_flag(a, "--quiet|-q")) { g->quiet = 1; continue; }
+        if (cli_flag(a, "--verbose|-v")) { cli_verbose = 1; continue; }
+        if (CLI_OPTION(a, r, v, "-o|--output")) {
             if (r < 0) return OC_EXIT_USAGE;
             g->output = v;
-        } else if (OPTION("--set")) {
+        } else if ((r = cli_take(a, "--set", CLI_REPEATS)) != 0) {
             if (r < 0) return OC_EXIT_USAGE;
+            v = a->value;
             char *name = NULL;
             const char *value = split_binding(g, v, &name);
             if (!value) return cli_usage_error("--set %s: expected NAME=VALUE", v);
             if (g->nscalars == MAX_ARGS) return cli_usage_error("map: at most %d --set scalars", MAX_ARGS);
             g->scalars[g->nscalars++] = (oc_map_scalar){name, value};
-        } else if (OPTION("--dtype")) {
+        } else if (CLI_OPTION(a, r, v, "--dtype")) {
             if (r < 0) return OC_EXIT_USAGE;
             if (oc_map_dtype_parse(v, &g->opts.dtype) != OC_OK)
                 return cli_usage_error("--dtype %s: expected bool, int8, int16, int32, int64, uint8, uint16, uint32, "
                                        "uint64, float32 or float64", v);
-        } else if (OPTION("--reduce")) {
+        } else if (CLI_OPTION(a, r, v, "--reduce")) {
             if (r < 0) return OC_EXIT_USAGE;
             if (parse_reduce(v, &g->opts.reduce)) return cli_usage_error("--reduce %s: expected sum, mean, min or max", v);
-        } else if (OPTION("--axis")) {
-            int64_t a;
+        } else if (CLI_OPTION(a, r, v, "--axis")) {
+            int64_t axis;
             if (r < 0) return OC_EXIT_USAGE;
-            if (cli_parse_i64(v, &a) || a < -64 || a > 64) return cli_usage_error("--axis %s: expected an axis number", v);
+            if (cli_parse_i64(v, &axis) || axis < -64 || axis > 64)
+                return cli_usage_error("--axis %s: expected an axis number", v);
             g->opts.has_axis = 1;
-            g->opts.axis = (int)a;
-        } else if (OPTION("--backend")) {
+            g->opts.axis = (int)axis;
+        } else if (CLI_OPTION(a, r, v, "--backend")) {
             if (r < 0) return OC_EXIT_USAGE;
             if (oc_backend_parse(v, &g->opts.backend) != OC_OK)
                 return cli_usage_error("--backend %s: expected auto, cpu or cuda", v);
-        } else if (OPTION("--threads")) {
+        } else if (CLI_OPTION(a, r, v, "--threads")) {
             if (r < 0) return OC_EXIT_USAGE;
             if ((r = cli_parse_threads(v, &g->opts.threads)) >= 0) return r;
-        } else if (OPTION("--gpu-mem")) {
+        } else if (CLI_OPTION(a, r, v, "--gpu-mem")) {
             double frac = 0;
             if (r < 0) return OC_EXIT_USAGE;
+            g->gpu_mem = v;
             if (cli_parse_size(v, &g->opts.gpu_mem_bytes, &frac))
                 return cli_usage_error("--gpu-mem %s: expected a size such as 2G or 512M, or a percentage such as 50%%", v);
             g->opts.gpu_mem_fraction = frac;
-        } else if (OPTION("--host-mem")) {
+        } else if (CLI_OPTION(a, r, v, "--host-mem")) {
             if (r < 0) return OC_EXIT_USAGE;
             if ((r = cli_parse_host_mem(v, &g->opts.host_mem_bytes)) >= 0) return r;
-        } else if (arg[0] == '-' && arg[1] != '\0' && !g->expr) {
-            return cli_usage_error("map: unknown option %s (see outcore map --help)", arg);
-        } else if (arg[0] == '-' && arg[1] != '\0' && !strchr(arg, '=')) {
-            return cli_usage_error("map: unknown option %s (see outcore map --help)", arg);
-        } else if (!g->expr) {
-            g->expr = arg;
         } else {
-            char *name = NULL;
-            const char *path = split_binding(g, arg, &name);
-            if (!path) return cli_usage_error("map: '%s' is not an input: write NAME=FILE.npy", arg);
-            if (g->ninputs == MAX_ARGS) return cli_usage_error("map: at most %d inputs", MAX_ARGS);
-            oc_map_array a = OC_MAP_ARRAY_INIT;
-            a.name = name;
-            a.path = path;
-            g->inputs[g->ninputs++] = a;
+            return cli_unknown_option(a, "map");
         }
-#undef OPTION
     }
     if (!g->expr) return cli_usage_error("map: no expression given (see outcore map --help)");
     if (!g->output && !g->explain && g->opts.reduce == OC_MAP_REDUCE_NONE)
@@ -182,26 +199,24 @@ static void print_summary(const map_args *g, const oc_map *m, const oc_map_stats
     double moved = (double)(s->bytes_read + s->bytes_written);
     double rate = s->seconds > 0 ? moved / s->seconds : 0;
     if (g->json) {
-        printf("{\"command\": \"map\", \"expression\": \"");
-        for (const char *c = g->expr; *c; c++)
-            if (*c == '"' || *c == '\\') printf("\\%c", *c);
-            else if ((unsigned char)*c < 0x20) printf("\\u%04x", *c);
-            else putchar(*c);
-        printf("\", \"output\": ");
-        if (g->output) printf("\"%s\"", g->output); else printf("null");
+        printf("{\"command\": \"map\", \"expression\": ");
+        cli_json_string(stdout, g->expr);
+        printf(", \"output\": ");
+        cli_json_string(stdout, g->output);
         char buf[64];
         if (value) printf(", \"value\": %s", format_value(oc_map_result_dtype(m), value, 1, buf, sizeof buf));
         printf(", \"dtype\": \"%s\", \"shape\": [", oc_map_dtype_name(oc_map_result_dtype(m)));
         for (int d = 0; d < nd; d++) printf("%s%" PRId64, d ? ", " : "", shape[d]);
-        printf("], \"backend\": \"%s\", \"backend_desc\": \"%s\", \"seconds\": %.6f, \"elements\": %" PRId64
-               ", \"bytes_read\": %" PRId64 ", \"bytes_written\": %" PRId64 ", \"bytes_per_second\": %.6g}\n",
-               oc_backend_name(s->backend), s->backend_desc, s->seconds, s->elements, s->bytes_read, s->bytes_written,
-               rate);
+        printf("], \"backend\": \"%s\", \"backend_desc\": ", oc_backend_name(s->backend));
+        cli_json_string(stdout, s->backend_desc);
+        printf(", \"seconds\": %.6f, \"elements\": %" PRId64 ", \"bytes_read\": %" PRId64 ", \"bytes_written\": %" PRId64
+               ", \"bytes_per_second\": %.6g, \"threads\": %d}\n",
+               s->seconds, s->elements, s->bytes_read, s->bytes_written, rate, s->threads);
         return;
     }
     char r[32], b[32];
-    fprintf(stderr, "outcore: map %s on %s: %.3f s, %s moved at %sB/s -> %s\n", g->expr, s->backend_desc, s->seconds,
-            cli_bytes(moved, b, sizeof b), cli_si(rate, r, sizeof r), g->output ? g->output : "stdout");
+    cli_message("map %s on %s: %.3f s, %s moved at %sB/s -> %s", g->expr, s->backend_desc, s->seconds,
+                cli_bytes(moved, b, sizeof b), cli_si(rate, r, sizeof r), g->output ? g->output : "stdout");
 }
 
 /* Under a syntax error, the expression and a caret under the column the message names. */
@@ -210,8 +225,15 @@ static void print_caret(oc_context *ctx, const char *expr)
     int column = 0;
     if (sscanf(oc_context_last_error(ctx), "syntax error in the expression at column %d:", &column) != 1 || column < 1)
         return;
-    fprintf(stderr, "  %s\n  ", expr);
-    for (int i = 0; i < column - 1 && expr[i]; i++) fputc(expr[i] == '\t' ? '\t' : ' ', stderr);
+    /* The expression as the message shows names (escaped), the caret under the column's
+     * character wherever escapes widen what comes before it. */
+    fputs("  ", stderr);
+    cli_shown(stderr, expr);
+    fputs("\n  ", stderr);
+    char *before = strndup(expr, (size_t)column - 1);
+    size_t width = before ? oc_text_escape(NULL, 0, before, OC_ESCAPE_TERMINAL) : 0;
+    free(before);
+    for (size_t i = 0; i < width; i++) fputc(' ', stderr);
     fputs("^\n", stderr);
 }
 
@@ -275,6 +297,9 @@ int oc_cmd_map(int argc, char **argv)
         rc = cli_status_error(ctx, st);
         goto done;
     }
+    /* After the job: a failure stays one line. */
+    cli_warn_gpu_mem(g.gpu_mem, g.opts.backend);
+    cli_note_threads(g.opts.threads, stats.threads, "one per block of the result");
     char text[64];
     if (to_stdout && !g.json) printf("%s\n", format_value(oc_map_result_dtype(m), value, 0, text, sizeof text));
     if (!g.quiet || g.json) print_summary(&g, m, &stats, to_stdout ? value : NULL);

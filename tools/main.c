@@ -22,6 +22,7 @@ static const char usage[] =
     "  clean     remove what interrupted jobs left beside an output (outcore clean --help)\n"
     "\n"
     "  --version, --help\n"
+    "An option that takes a value is given once; -- ends a command's options.\n"
     "Exit status: 0 success, 2 bad input or usage, 1 other failures, 130 interrupted.\n";
 
 int main(int argc, char **argv)

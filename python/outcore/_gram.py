@@ -23,7 +23,7 @@ import numpy as np
 
 from . import _lib
 from ._context import Context, lease
-from ._options import gram_options, parse_gpu_mem, parse_host_mem, positive_int  # noqa: F401 (parse_*: tests)
+from ._options import c_path, c_text, gram_options, parse_gpu_mem, parse_host_mem, positive_int  # noqa: F401
 from .errors import CancelledError, InputError, check, from_status
 
 lib = _lib.lib
@@ -48,32 +48,43 @@ def _is_sparse(x):
 
 
 def _rows_are_byte_runs(arr, row_bytes):
-    """Whether from_dense/from_bits can read arr in place: each row a run of bytes, rows a
-    non-negative stride apart."""
-    if arr.shape[1] > 1 and arr.strides[1] != 1:
+    """Whether the constructors can read arr in place: each row a run of its elements, rows
+    a non-negative stride apart."""
+    if arr.shape[1] > 1 and arr.strides[1] != arr.dtype.itemsize:
         return False
     return arr.shape[0] <= 1 or arr.strides[0] >= row_bytes
 
 
+# The dtypes oc_matrix_from_values reads, by their oc_map_dtype codes (outcore.h).
+_VALUE_TYPES = {np.dtype(t): code for code, t in enumerate(
+    (np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64, np.float32,
+     np.float64))}
+
+
 def _dense_array(x, name, bits, binarize=False):
+    """(arr, row_bytes, value_type): arr as rows the library reads in place, and the
+    oc_map_dtype code oc_matrix_from_values reads it by, or None for 0/1 bytes read by
+    oc_matrix_from_dense (bool, uint8 and int8 without binarize). Which values are ones is
+    the library's rule for every caller and file: 0 and 1 only, or with binarize any nonzero
+    value; NaN never."""
     arr = x if isinstance(x, np.ndarray) else np.asarray(x)
     if arr.ndim != 2:
         hint = f" (one row: {name}.reshape(1, -1))" if arr.ndim == 1 else ""
         raise InputError(f"{name} must be a 2-D array (rows x columns); got {arr.ndim}-D shape {arr.shape}{hint}")
     if 0 in arr.shape:
         raise InputError(f"{name} has shape {arr.shape}: a matrix needs at least one row and one column")
-    if binarize and bits is None:
-        if arr.dtype.kind not in "biuf":
-            raise InputError(f"{name} has dtype {arr.dtype}; binarize=True reads numbers (bool, integers, floats)")
-        if np.isnan(arr).any() if arr.dtype.kind == "f" else False:
-            raise InputError(f"{name} holds NaN, which is neither zero nor nonzero")
-        arr = np.not_equal(arr, 0).view(np.uint8)  # any nonzero value is a one
-        return arr, arr.shape[1]
+    value_type = None
     if bits is None:
-        if arr.dtype not in _DENSE_INPUT_DTYPES:
-            raise InputError(f"{name} has dtype {arr.dtype}; expected bool, uint8 or int8 holding 0 and 1 "
-                             f"(for example {name}.astype(np.uint8), or bits=M for numpy.packbits rows)")
-        row_bytes = arr.shape[1]
+        native = arr.dtype.newbyteorder("=") if arr.dtype.byteorder not in ("=", "|") else arr.dtype
+        if native not in _VALUE_TYPES:
+            raise InputError(f"{name} has dtype {arr.dtype}; expected numbers holding 0 and 1 (bool, integers, "
+                             f"float32 or float64; binarize=True reads any nonzero value as 1), or bits=M for "
+                             "numpy.packbits rows")
+        if native != arr.dtype:
+            arr = arr.astype(native)  # the library reads this host's byte order
+        if binarize or arr.dtype not in _DENSE_INPUT_DTYPES:
+            value_type = _VALUE_TYPES[arr.dtype]
+        row_bytes = arr.shape[1] * arr.dtype.itemsize
     else:
         if arr.dtype != np.uint8:
             raise InputError(f"{name} has dtype {arr.dtype}; with bits={bits} it must be uint8 rows of "
@@ -84,7 +95,7 @@ def _dense_array(x, name, bits, binarize=False):
     if not _rows_are_byte_runs(arr, row_bytes):
         # Transposed, column-strided or negatively strided views: one copy in C order.
         arr = np.ascontiguousarray(arr)
-    return arr, row_bytes
+    return arr, row_bytes, value_type
 
 
 # What the C constructors call a matrix until oc_matrix_set_name (src/core/matrix_build.c).
@@ -114,7 +125,7 @@ def _build_matrix(ctx, x, name, bits, keep, binarize=False, host_mem=0):
     read under the host budget host_mem (bytes, 0 = the library's default)."""
     handle = ctypes.c_void_p()
     if _is_path(x):
-        path = os.fsencode(x)
+        path = c_path(name, x)
         opts = _lib.ReadOptions(bits or 0, binarize, host_mem)
         check(lib.oc_matrix_read(ctx, path, ctypes.byref(opts), ctypes.byref(handle)), ctx)
         return handle
@@ -144,11 +155,14 @@ def _build_matrix(ctx, x, name, bits, keep, binarize=False, host_mem=0):
         if status != _lib.OC_OK:
             raise _renamed(from_status(status, ctx), name)
     else:
-        arr, _ = _dense_array(x, name, bits, binarize)
+        arr, row_bytes, value_type = _dense_array(x, name, bits, binarize)
         keep.append(arr)
         rows = arr.shape[0]
-        stride = arr.strides[0] if rows > 1 else max(arr.shape[1], 1)
-        if bits is None:
+        stride = arr.strides[0] if rows > 1 else max(row_bytes, 1)
+        if value_type is not None:
+            status = lib.oc_matrix_from_values(ctx, arr.ctypes.data, rows, arr.shape[1], stride, value_type,
+                                               1 if binarize else 0, ctypes.byref(handle))
+        elif bits is None:
             status = lib.oc_matrix_from_dense(ctx, arr.ctypes.data, rows, arr.shape[1], stride, ctypes.byref(handle))
         else:
             status = lib.oc_matrix_from_bits(ctx, arr.ctypes.data, rows, bits, stride, _lib.OC_BITS_MSB_FIRST,
@@ -160,7 +174,7 @@ def _build_matrix(ctx, x, name, bits, keep, binarize=False, host_mem=0):
                 err = type(err)(err.message + hint, err.status, err.trace)
             raise err
     try:
-        check(lib.oc_matrix_set_name(ctx, handle, name.encode()), ctx)
+        check(lib.oc_matrix_set_name(ctx, handle, c_text("name", name)), ctx)
     except BaseException:
         lib.oc_matrix_free(handle)
         raise
@@ -283,11 +297,14 @@ class _Job:
                 raise InputError(f"{os.fsdecode(out)}: .npy holds a dense result; write top-k and threshold "
                                  "results as .npz, .tsv or .mtx")
             output.kind = _lib.OC_OUTPUT_FILE
-            output.path = os.fsencode(out)
+            output.path = c_path("out", out)
         elif out is not None and (self.opts.topk or self.opts.use_threshold):
             raise InputError("out= for top-k and threshold results must be a file path (.npz, .tsv, .mtx)")
         elif self.opts.topk:
             k = self.opts.topk
+            if k > p:  # the library's rule (oc_gram refuses it), before n x K arrays are allocated
+                raise InputError(f"top-{k}: the result has {p} column{'' if p == 1 else 's'} (the rows of "
+                                 f"{'B' if b else 'A'}), so K may be at most {p}")
             indices, scores = np.empty((n, k), np.int64), np.empty((n, k), dtype)
             output.kind = _lib.OC_OUTPUT_TOPK
             output.indices = indices.ctypes.data_as(_lib.c_int64_p)
@@ -349,16 +366,25 @@ def _wait(job, done):
 
 def gram(A, B=None, metric="counts", topk=None, threshold=None, dtype=None, backend=None,
          gpu_mem=None, threads=None, out=None, bits=None, progress=None, binarize=False, *,
-         device=None, host_mem=None, context=None, algorithm="auto", resume=False, devices=None):
+         device=None, host_mem=None, context=None, algorithm="auto", resume=False, devices=None,
+         min_score=None):
     """The binary Gram matrix A·Aᵀ (or A·Bᵀ) and the similarities built on it.
 
-    A, B: 2-D numpy arrays of bool, uint8 or int8 holding 0 and 1; uint8 rows of
+    A, B: 2-D numpy arrays (or lists) of numbers holding 0 and 1 (bool, integers, float32,
+        float64; 1.0 is a one; with binarize=True any nonzero value, the rule the CLI and the
+        library's .npy reader apply: oc_matrix_from_values); uint8 rows of
         numpy.packbits(X, axis=1) with bits=M (the true column count); scipy.sparse matrices;
         or file paths (.npy, .mtx, .txt, .csv; with bits=M a packed .npy), which the library
         reads out of core without loading them into Python.
     metric: "counts", "jaccard", "cosine" or "hamming".
-    topk: K -> (indices, scores), each n x K: every row's K best columns (the row itself
-        excluded for A·Aᵀ), -1 where fewer exist.
+    topk: K -> (indices, scores), each n x K: every row's K best columns, best first (the row
+        itself excluded for A·Aᵀ). Every column ranks, score 0 included, so a row is filled with
+        score-0 columns (lowest first) before any padding; index -1 and score 0 appear only
+        past the candidates (K = n for A·Aᵀ). K may be at most the result's columns (the rows
+        of B, or of A), else InputError.
+    min_score: with topk, S -> the K best among the columns scoring at least S (hamming: at
+        most S; S in the range threshold takes), the slots left holding index -1 and score
+        NaN (float32), -1 (int32) or 65535 (uint16): only neighbours that pass.
     threshold: T -> (rows, cols, values) of all pairs with score >= T (<= T for hamming),
         sorted by row then column.
     dtype: "int32"/"uint16" (counts, hamming) or "float32" (jaccard, cosine); numpy dtypes work.
@@ -373,7 +399,7 @@ def gram(A, B=None, metric="counts", topk=None, threshold=None, dtype=None, back
     algorithm: "auto" (the one predicted faster), "dense" (packed-bit kernels) or "sparse"
         (per-row accumulation over column lists, on the CPU; scipy.sparse inputs and .mtx files
         are never densified for it); the same result either way.
-    threads: CPU worker threads (default: all cores).
+    threads: CPU worker threads, 1 to 4096 (default: all cores); a job runs at most one per tile.
     resume: True (with out a path) keeps a journal of the work done beside the output and
         continues an interrupted job of the same arguments from it, with the bytes of an
         uninterrupted run (docs/resume.md).
@@ -403,7 +429,8 @@ def gram(A, B=None, metric="counts", topk=None, threshold=None, dtype=None, back
         if not isinstance(context, Context):
             raise InputError(f"context must be an outcore.Context; got {type(context).__name__}")
         resources = context.options(**resources)
-    opts = gram_options(metric, dtype, topk, threshold, algorithm=algorithm, devices=devices, **resources)
+    opts = gram_options(metric, dtype, topk, threshold, algorithm=algorithm, devices=devices, min_score=min_score,
+                        **resources)
     opts.resume = 1 if resume else 0
     if progress is not None and not callable(progress):
         raise InputError(f"progress must be a callable progress(done, total); got {progress!r}")

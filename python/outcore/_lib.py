@@ -117,6 +117,8 @@ class GramOptions(_Defaults):
         ("resume", ctypes.c_int),
         ("devices", ctypes.c_char_p),
         ("gpu_mem_devices", ctypes.c_char_p),
+        ("use_min_score", ctypes.c_int),
+        ("min_score", ctypes.c_double),
     ]
 
 
@@ -187,6 +189,7 @@ class GramStats(ctypes.Structure):
         ("backend_explain", ctypes.c_char * 640),
         ("device_count", ctypes.c_int),
         ("devices", DeviceStats * MAX_LOGICAL_DEVICES),
+        ("threads", ctypes.c_int),
     ]
 
     def __init__(self):
@@ -209,6 +212,8 @@ _SIGNATURES = {
     "oc_context_cached_memory_bytes": (_i64, [_vp]),
     "oc_release_cached_memory": (None, []),
     "oc_matrix_from_dense": (ctypes.c_int, [_vp, _vp, _i64, _i64, _i64, _ctx_pp]),
+    "oc_text_escape": (ctypes.c_size_t, [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_int]),
+    "oc_matrix_from_values": (ctypes.c_int, [_vp, _vp, _i64, _i64, _i64, ctypes.c_int, ctypes.c_int, _ctx_pp]),
     "oc_matrix_from_bits": (ctypes.c_int, [_vp, _vp, _i64, _i64, _i64, ctypes.c_int, _ctx_pp]),
     "oc_matrix_from_csr": (ctypes.c_int, [_vp, _i64, _i64, c_int64_p, c_int64_p, _ctx_pp]),
     "oc_matrix_open": (ctypes.c_int, [_vp, ctypes.c_char_p, _i64, _ctx_pp]),
@@ -243,6 +248,18 @@ for _name, (_restype, _argtypes) in _SIGNATURES.items():
 def text(raw):
     """A C string from the library as str (messages may quote file names in any encoding)."""
     return raw.decode("utf-8", "replace") if raw else ""
+
+
+def shown(raw):
+    """A message from the library as str, escaped by oc_text_escape's terminal rule as the
+    CLI prints it: a file name's control bytes and invalid UTF-8 become \\xNN, so an
+    exception printed on a terminal cannot drive it."""
+    if not raw:
+        return ""
+    size = lib.oc_text_escape(None, 0, raw, 0)
+    buf = ctypes.create_string_buffer(size + 1)
+    lib.oc_text_escape(buf, size + 1, raw, 0)
+    return buf.value.decode("utf-8")
 
 
 # ---------------------------------------------------------------- streaming user kernels (outcore.h)
@@ -383,6 +400,7 @@ class MapStats(ctypes.Structure):
         ("elements", ctypes.c_int64),
         ("bytes_read", ctypes.c_int64),
         ("bytes_written", ctypes.c_int64),
+        ("threads", ctypes.c_int),
     ]
 
     def __init__(self):

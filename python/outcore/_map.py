@@ -23,7 +23,7 @@ import numpy as np
 from . import _lib
 from ._context import lease
 from ._gram import _wait
-from ._options import parse_gpu_mem, parse_host_mem
+from ._options import c_path, c_text, parse_gpu_mem, parse_host_mem, threads_count
 from .errors import InputError, check, from_status
 
 lib = _lib.lib
@@ -160,7 +160,7 @@ def map(expr, out=None, *, dtype=None, reduce=None, axis=None, backend=None, thr
         opts.has_axis, opts.axis = 1, int(axis)
     opts.backend = _BACKENDS[backend]
     if threads is not None:
-        opts.threads = int(threads)
+        opts.threads = threads_count(threads)
     if host_mem is not None:
         opts.host_mem_bytes = parse_host_mem(host_mem)
     if gpu_mem is not None:
@@ -171,13 +171,13 @@ def map(expr, out=None, *, dtype=None, reduce=None, axis=None, backend=None, thr
     inputs, paths = [], []  # (name, array as the library reads it), (name, path)
     for name, value in operands.items():
         if isinstance(value, (bool, int, float)) and not isinstance(value, np.generic):
-            s = _lib.MapScalar(name.encode(), _literal(name, value).encode())
+            s = _lib.MapScalar(c_text("operand name", name), _literal(name, value).encode())
             scalars.append(s)
             continue
         a = _lib.MapArray()
-        a.name = name.encode()
+        a.name = c_text("operand name", name)
         if _is_path(value):
-            a.path = os.fsencode(value)
+            a.path = c_path(name, value)
             paths.append((name, value))
         else:
             arr = _array(name, value)
@@ -194,7 +194,7 @@ def map(expr, out=None, *, dtype=None, reduce=None, axis=None, backend=None, thr
 
     with lease(context) as ctx:
         handle = ctypes.c_void_p()
-        st = lib.oc_map_create(ctx, expr.encode(), arr_t, len(arrays), sca_t, len(scalars), ctypes.byref(opts),
+        st = lib.oc_map_create(ctx, c_text("expression", expr), arr_t, len(arrays), sca_t, len(scalars), ctypes.byref(opts),
                                ctypes.byref(handle))
         if st != _lib.OC_OK:
             err = from_status(st, ctx)
@@ -214,7 +214,7 @@ def map(expr, out=None, *, dtype=None, reduce=None, axis=None, backend=None, thr
             shape = tuple(shp[i] for i in range(nd))
             stats = _lib.MapStats()
             if _is_path(out):
-                path = os.fsencode(out)
+                path = c_path("out", out)
                 _run_interruptible(ctx, lambda: check(lib.oc_map_run(ctx, handle, path, None, ctypes.byref(stats)), ctx))
                 return out
             if out is None:

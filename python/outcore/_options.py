@@ -17,11 +17,43 @@ lib = _lib.lib
 RESOURCES = ("backend", "device", "gpu_mem", "host_mem", "threads")
 
 
+# The most CPU worker threads a job takes: OC_MAX_THREADS, as the CLI and the library check.
+MAX_THREADS = 4096
+
+
+def c_text(what, value):
+    """value (a str) as the bytes the library reads. A NUL byte would end the text there, so
+    the library would read less than was given: it is refused."""
+    if not isinstance(value, str):
+        raise InputError(f"{what} must be a string; got {type(value).__name__}")
+    if "\0" in value:
+        raise InputError(f"{what} {value!r} holds a NUL byte ('\\0'), which no text the library reads can hold")
+    return value.encode()
+
+
+def c_path(what, value):
+    """A path (str, bytes or os.PathLike) as the bytes the library opens; a NUL byte, which
+    would end the path there and name another file, is refused."""
+    raw = os.fsencode(value)
+    if b"\0" in raw:
+        raise InputError(f"{what}: the path {os.fsdecode(raw)!r} holds a NUL byte ('\\0'), which no path can hold")
+    return raw
+
+
+def threads_count(value):
+    """threads= checked as the CLI checks --threads: 1 to MAX_THREADS (a larger int would
+    not fit the library's int, and no job runs more)."""
+    value = positive_int("threads", value)
+    if value > MAX_THREADS:
+        raise InputError(f"threads={value}: at most {MAX_THREADS}")
+    return value
+
+
 def _parse_name(kind, value, parse, choices):
     if not isinstance(value, str):
         raise InputError(f"{kind} must be a string, one of {choices}; got {value!r}")
     code = ctypes.c_int()
-    if parse(value.encode(), ctypes.byref(code)) != _lib.OC_OK:
+    if parse(c_text(kind, value), ctypes.byref(code)) != _lib.OC_OK:
         raise InputError(f"unknown {kind} {value!r}: expected one of {choices}")
     return code.value
 
@@ -129,7 +161,7 @@ def set_device_budgets(opts, device, gpu_mem, host_mem):
 
 
 def gram_options(metric, dtype, topk, threshold, backend=None, device=None, gpu_mem=None, host_mem=None,
-                 threads=None, algorithm="auto", devices=None):
+                 threads=None, algorithm="auto", devices=None, min_score=None):
     """oc_gram_options for one call; resources left None keep the library's defaults."""
     opts = _lib.GramOptions()
     opts.algorithm = _parse_name("algorithm", algorithm, lib.oc_algorithm_parse, "auto, dense, sparse")
@@ -137,23 +169,37 @@ def gram_options(metric, dtype, topk, threshold, backend=None, device=None, gpu_
     opts.dtype = _parse_dtype(dtype)
     opts.backend = parse_backend("auto" if backend is None else backend)
     if devices is not None:
-        opts.devices = _device_list(devices).encode()
+        opts.devices = c_text("devices", _device_list(devices))
     if isinstance(gpu_mem, dict) or (isinstance(gpu_mem, str) and "=" in gpu_mem):
-        opts.gpu_mem_devices = _per_device_gpu_mem(gpu_mem).encode()
+        opts.gpu_mem_devices = c_text("gpu_mem", _per_device_gpu_mem(gpu_mem))
         gpu_mem = None
     set_device_budgets(opts, device, gpu_mem, host_mem)
     if threads is not None:
-        opts.threads = positive_int("threads", threads)
+        opts.threads = threads_count(threads)
     if topk is not None and threshold is not None:
         raise InputError("topk and threshold are exclusive: choose one")
     if topk is not None:
-        opts.topk = positive_int("topk", topk)
+        topk = positive_int("topk", topk)
+        if topk >= 1 << 63:  # beyond int64: past any matrix's columns (the job names the limit)
+            raise InputError(f"topk={topk}: K may be at most the result's columns")
+        opts.topk = topk
     if threshold is not None:
-        try:
-            opts.threshold = float(threshold)
-        except (TypeError, ValueError):
-            raise InputError(f"threshold must be a number; got {threshold!r}") from None
-        if not math.isfinite(opts.threshold):
-            raise InputError(f"threshold must be finite; got {threshold!r}")
+        opts.threshold = _finite("threshold", threshold)
         opts.use_threshold = 1
+    if min_score is not None:
+        if topk is None:
+            raise InputError("min_score keeps the top-k neighbours scoring at least S: give topk=K too "
+                             "(threshold=T gives every pair at least T)")
+        opts.min_score = _finite("min_score", min_score)
+        opts.use_min_score = 1
     return opts
+
+
+def _finite(name, value):
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise InputError(f"{name} must be a number; got {value!r}") from None
+    if not math.isfinite(number):
+        raise InputError(f"{name} must be finite; got {value!r}")
+    return number

@@ -34,7 +34,7 @@ import numpy as np
 
 from . import _lib
 from ._context import lease
-from ._options import _integer, set_device_budgets
+from ._options import _integer, c_text, set_device_budgets
 from .errors import InputError, from_status
 
 lib = _lib.lib
@@ -200,7 +200,7 @@ def stream(fn, inputs=None, outputs=None, *, side=None, scratch=None, inout=None
                 if len(shape) < 1 or len(shape) > _lib.OC_STREAM_MAX_DIMS:
                     raise InputError(f"array {name!r} has {len(shape)} dimensions (expected 1 to 8)")
                 a = arrays[len(names)]
-                a.name = name.encode()
+                a.name = c_text("array name", name)
                 a.role = role
                 a.elem_size = dtype.itemsize
                 a.ndim = len(shape)

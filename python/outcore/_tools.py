@@ -12,6 +12,7 @@ import json
 import os
 
 from . import _kernel_objects, _lib
+from ._options import c_path
 from .errors import Error, InputError, check
 
 _ctx_p = ctypes.c_void_p
@@ -106,7 +107,7 @@ def _inspect_code(code, opts):
     if code.path is not None:
         query = _function("oc_inspect_file", ctypes.c_int,
                           [_ctx_p, ctypes.c_char_p, ctypes.POINTER(InspectOptions), _out_p])
-        return _report(query, render, free, (os.fsencode(code.path), ctypes.byref(opts)))
+        return _report(query, render, free, (c_path("path", code.path), ctypes.byref(opts)))
     name = code.name.encode("utf-8", "replace")
     if code.data is not None:
         query = _function("oc_inspect_image", ctypes.c_int,

@@ -62,8 +62,10 @@ _BY_STATUS = {
 
 def from_status(status, ctx):
     """The exception for a failed call on context ctx (ctx may be None before one exists)."""
-    message = _lib.text(_lib.lib.oc_context_last_error(ctx)) if ctx else ""
-    trace = _lib.text(_lib.lib.oc_context_error_trace(ctx)) if ctx else ""
+    # Escaped as the CLI prints them: a name with control bytes cannot drive a terminal.
+    message = _lib.shown(_lib.lib.oc_context_last_error(ctx)) if ctx else ""
+    raw_trace = (_lib.lib.oc_context_error_trace(ctx) or b"") if ctx else b""
+    trace = "\n".join(_lib.shown(line) for line in raw_trace.split(b"\n"))
     if not message:
         message = _lib.text(_lib.lib.oc_status_string(status))
     return _BY_STATUS.get(status, Error)(message, status, trace)

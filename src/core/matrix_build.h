@@ -5,6 +5,7 @@
 #ifndef OC_CORE_MATRIX_BUILD_H
 #define OC_CORE_MATRIX_BUILD_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include "core/matrix.h"
 
@@ -28,6 +29,14 @@ int64_t oc_pack_dense_rows(const unsigned char *src, int64_t nrows, int64_t stri
  * matrix named name with cols columns; returns OC_ERR_INPUT. */
 oc_status oc_dense_value_error(oc_context *ctx, const char *name, oc_dense_bytes kind, int64_t cols, int64_t row,
                                int64_t col, unsigned char byte);
+
+/* Bytes of one value of an oc_map_dtype code (0 for no code). */
+size_t oc_value_type_size(int type);
+/* A matrix named name from rows x cols values of oc_map_dtype `type` (row_stride bytes
+ * apart, checked by the caller), by the one rule of matrix_values.c: values 0 and 1 only,
+ * or with binarize any nonzero value a one; NaN is an error either way. */
+oc_status oc_values_to_matrix(oc_context *ctx, const char *name, const unsigned char *data, int64_t rows, int64_t cols,
+                              int64_t row_stride, int type, int binarize, oc_matrix **out);
 
 /* Where the rows of a resident matrix come from when they are packed in parallel. */
 typedef struct oc_pack_source {

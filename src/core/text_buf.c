@@ -2,8 +2,10 @@
 #include "core/text_buf.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/error.h"
 
@@ -36,6 +38,74 @@ void oc_text_printf(oc_text *t, const char *fmt, ...)
     t->len += (size_t)n;
 }
 
+/* The length of the valid UTF-8 sequence at p (2 to 4 bytes: no overlong form, no
+ * surrogate, nothing past U+10FFFF), or 0 when the bytes there are not one; *cp gets its
+ * code point. */
+static int utf8_sequence(const unsigned char *p, uint32_t *cp)
+{
+    int len;
+    uint32_t c, least;
+    if (p[0] >= 0xC2 && p[0] <= 0xDF) len = 2, c = p[0] & 0x1Fu, least = 0x80;
+    else if (p[0] >= 0xE0 && p[0] <= 0xEF) len = 3, c = p[0] & 0x0Fu, least = 0x800;
+    else if (p[0] >= 0xF0 && p[0] <= 0xF4) len = 4, c = p[0] & 0x07u, least = 0x10000;
+    else return 0;
+    for (int k = 1; k < len; ++k) {
+        if ((p[k] & 0xC0) != 0x80) return 0; /* also stops at the NUL */
+        c = c << 6 | (p[k] & 0x3Fu);
+    }
+    if (c < least || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) return 0;
+    *cp = c;
+    return len;
+}
+
+/* Appends n bytes to out when they fit (size counts the NUL), counting them in *len. */
+static void put(char *out, size_t size, size_t *len, const char *bytes, size_t n)
+{
+    for (size_t k = 0; k < n; ++k, ++*len)
+        if (*len + 1 < size) out[*len] = bytes[k];
+}
+
+size_t oc_text_escape(char *out, size_t size, const char *text, oc_escape how)
+{
+    size_t len = 0;
+    char buf[8];
+    for (const unsigned char *p = (const unsigned char *)(text ? text : ""); *p;) {
+        uint32_t cp = 0;
+        int seq = *p >= 0x80 ? utf8_sequence(p, &cp) : 0;
+        if (seq > 0 && !(how == OC_ESCAPE_TERMINAL && cp <= 0x9F)) { /* valid UTF-8, no C1 control */
+            put(out, size, &len, (const char *)p, (size_t)seq);
+            p += seq;
+            continue;
+        }
+        if (seq > 0) { /* a C1 control on a terminal: its bytes, escaped */
+            for (int k = 0; k < seq; ++k, ++p) put(out, size, &len, buf, (size_t)snprintf(buf, sizeof buf, "\\x%02X", *p));
+            continue;
+        }
+        unsigned char c = *p++;
+        if (how == OC_ESCAPE_TERMINAL) {
+            if (c >= 0x20 && c < 0x7F) put(out, size, &len, (const char *)&c, 1);
+            else put(out, size, &len, buf, (size_t)snprintf(buf, sizeof buf, "\\x%02X", c));
+            continue;
+        }
+        const char *named = c == '"' ? "\\\"" : c == '\\' ? "\\\\" : c == '\n' ? "\\n" : c == '\t' ? "\\t"
+                          : c == '\r' ? "\\r" : c == '\b' ? "\\b" : c == '\f' ? "\\f" : NULL;
+        if (named) put(out, size, &len, named, strlen(named));
+        else if (c >= 0x80) put(out, size, &len, "\\ufffd", 6); /* a byte of invalid UTF-8 */
+        else if (c < 0x20 || c == 0x7F) put(out, size, &len, buf, (size_t)snprintf(buf, sizeof buf, "\\u%04x", c));
+        else put(out, size, &len, (const char *)&c, 1);
+    }
+    if (size > 0) out[len < size ? len : size - 1] = '\0';
+    return len;
+}
+
+static void append_escaped(oc_text *t, const char *s, oc_escape how)
+{
+    size_t n = oc_text_escape(NULL, 0, s, how);
+    if (!reserve(t, n)) return;
+    oc_text_escape(t->data + t->len, n + 1, s, how);
+    t->len += n;
+}
+
 void oc_text_json_string(oc_text *t, const char *s)
 {
     if (!s) {
@@ -43,14 +113,11 @@ void oc_text_json_string(oc_text *t, const char *s)
         return;
     }
     oc_text_printf(t, "\"");
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\') oc_text_printf(t, "\\%c", *p);
-        else if (*p == '\n') oc_text_printf(t, "\\n");
-        else if (*p < 0x20) oc_text_printf(t, "\\u%04x", *p);
-        else oc_text_printf(t, "%c", *p);
-    }
+    append_escaped(t, s, OC_ESCAPE_JSON);
     oc_text_printf(t, "\"");
 }
+
+void oc_text_shown(oc_text *t, const char *s) { append_escaped(t, s, OC_ESCAPE_TERMINAL); }
 
 oc_status oc_text_finish(oc_context *ctx, oc_text *t, char **out)
 {

@@ -368,6 +368,7 @@ static oc_status cpu_gram(oc_gram_job *job)
     snprintf(job->stats->backend_desc, sizeof job->stats->backend_desc, "cpu %s %d thread%s%s%s%s", kernel->name,
              threads, threads == 1 ? "" : "s", *note ? " (" : "", note, *note ? ")" : "");
     job->stats->bit_macs_computed = macs;
+    job->stats->threads = threads;
     if (job->select) snprintf(job->stats->select_desc, sizeof job->stats->select_desc, "cpu");
     job->stats->tiles = ntasks;
 
@@ -391,8 +392,10 @@ cleanup:
 static oc_status cpu_plan(oc_gram_job *job, int json, char **out)
 {
     oc_context *ctx = job->ctx;
-    const int threads = oc_threads_resolve(job->opts->threads);
-    const int64_t t = choose_tile(job, threads), tasks = count_tasks(job, t);
+    const int asked = oc_threads_resolve(job->opts->threads);
+    const int64_t t = choose_tile(job, asked), tasks = count_tasks(job, t);
+    /* cpu_gram runs no more workers than tiles. */
+    const int threads = asked > tasks ? (int)tasks : asked;
     const char *isa = oc_cpu_kernel_get()->name;
     oc_cpu_panel_plan pp;
     OC_CHECK(oc_cpu_plan_panels(ctx, job, t, &pp));
@@ -415,7 +418,10 @@ static oc_status cpu_plan(oc_gram_job *job, int json, char **out)
                            (long long)pp.a_count, (long long)pp.b_count, (double)(pp.a_bytes + pp.b_bytes) / 1048576.0);
         else
             oc_text_printf(&text, "  host     budget %.1f MiB: the inputs are in memory\n", (double)job->host_budget / 1048576.0);
-        oc_text_printf(&text, "  threads  %d workers\n", threads);
+        if (threads < asked)
+            oc_text_printf(&text, "  threads  %d workers (one per tile: %d asked)\n", threads, asked);
+        else
+            oc_text_printf(&text, "  threads  %d workers\n", threads);
     }
     return oc_text_finish(ctx, &text, out);
 }

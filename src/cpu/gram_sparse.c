@@ -3,7 +3,7 @@
  * from the column lists of src/cpu/sparse_index.h (the row's algorithm: sparse_rows.h).
  *
  *   plan (exec/gram_choice.c: the hub columns) -> index (CSR of A, CSC of B, hub words)
- *   task = a block of ROWS_PER_BLOCK rows of A; each worker owns a p-long accumulator
+ *   task = a block of OC_SPARSE_BLOCK_ROWS rows of A; each worker owns a p-long accumulator
  *     top-k      each row's list straight into the selection's key lists (rows are
  *                independent: no lock, no mirror; A·Aᵀ rows are computed whole)
  *     threshold  each block's pairs, in (row, col) order, to the selection as one chunk;
@@ -26,7 +26,6 @@
 #include "cpu/isa.h"
 #include "cpu/sparse_rows.h"
 
-#define ROWS_PER_BLOCK 64      /* enough blocks for dynamic scheduling; a threshold chunk each */
 #define BLOCKS_PER_GROUP 256   /* threshold: blocks computed before the caller delivers them */
 
 typedef struct sparse_run {
@@ -48,7 +47,7 @@ static oc_status block_task(void *arg, int64_t task, int worker)
     const sparse_job *sj = &run->sj;
     sparse_worker *w = &run->workers[worker];
     const int64_t block = run->block_base + task, n = sj->job->n;
-    const int64_t i0 = block * ROWS_PER_BLOCK, end = i0 + ROWS_PER_BLOCK < n ? i0 + ROWS_PER_BLOCK : n;
+    const int64_t i0 = block * OC_SPARSE_BLOCK_ROWS, end = i0 + OC_SPARSE_BLOCK_ROWS < n ? i0 + OC_SPARSE_BLOCK_ROWS : n;
     const int pairs = run->select && oc_select_get_mode(run->select) == OC_SELECT_PAIRS;
     w->pcount = 0;
     for (int64_t i = i0; i < end; ++i) {
@@ -98,7 +97,7 @@ static oc_status alloc_workers(oc_context *ctx, sparse_run *run, int threads, in
         w->heap = malloc((size_t)(sj->kept ? sj->kept : 1) * sizeof *w->heap);
         w->sortbuf = malloc((size_t)p * sizeof *w->sortbuf);
         w->sortspare = malloc((size_t)p * sizeof *w->sortspare);
-        w->row_pairs = malloc(ROWS_PER_BLOCK * sizeof *w->row_pairs);
+        w->row_pairs = malloc(OC_SPARSE_BLOCK_ROWS * sizeof *w->row_pairs);
         if (!w->acc || !w->touched || !w->heap || !w->sortbuf || !w->sortspare || !w->row_pairs) goto no_memory;
         if (sj->ix->pairs.post_hub) {
             w->touched_hub = malloc((size_t)p * sizeof *w->touched_hub);
@@ -170,7 +169,7 @@ static oc_status sparse_gram(oc_gram_job *job)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "sparse path: at most %lld rows and %lld columns",
                        (long long)OC_KEY_MAX_INDEX, (long long)INT32_MAX);
     int threads = oc_threads_resolve(job->opts->threads);
-    const int64_t blocks = (job->n + ROWS_PER_BLOCK - 1) / ROWS_PER_BLOCK;
+    const int64_t blocks = (job->n + OC_SPARSE_BLOCK_ROWS - 1) / OC_SPARSE_BLOCK_ROWS;
     if (threads > blocks) threads = (int)blocks;
     oc_sparse_index ix;
     OC_CHECK(oc_sparse_index_build(ctx, job->a, job->symmetric ? NULL : job->b, plan->hub_cols, plan->hubs, threads, &ix));
@@ -183,7 +182,7 @@ static oc_status sparse_gram(oc_gram_job *job)
     oc_status st = OC_OK;
     if (job->select) {
         sj->kind = oc_select_key_kind(job->select);
-        OC_CHECK_GOTO(oc_select_begin_rows(ctx, job->select, ROWS_PER_BLOCK));
+        OC_CHECK_GOTO(oc_select_begin_rows(ctx, job->select, OC_SPARSE_BLOCK_ROWS));
         if (oc_select_get_mode(job->select) == OC_SELECT_TOPK) {
             sj->kept = oc_select_kept(job->select);
             sj->keys = oc_select_topk_keys(job->select);
@@ -204,6 +203,7 @@ static oc_status sparse_gram(oc_gram_job *job)
              threads == 1 ? "" : "s", modes[sj->mode]);
     if (job->select) snprintf(job->stats->select_desc, sizeof job->stats->select_desc, "cpu (sparse rows)");
     job->stats->bit_macs_computed = updates;
+    job->stats->threads = threads;
     job->stats->tiles = blocks;
 cleanup:
     free_workers(&run, threads);

@@ -203,6 +203,7 @@ static oc_status map_cpu_run(oc_context *ctx, const oc_map_plan *m, void *out, o
     job.release = in_bytes > oc_host_budget_resolve(m->opts.host_mem_bytes);
     stats->backend = OC_BACKEND_CPU;
     snprintf(stats->backend_desc, sizeof stats->backend_desc, "cpu %d thread%s", job.threads, job.threads == 1 ? "" : "s");
+    stats->threads = job.threads;
     if (m->reduce != OC_MAP_REDUCE_NONE) {
         OC_CHECK(oc_map_cpu_reduce(&job, out));
         return job_status(&job);

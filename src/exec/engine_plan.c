@@ -190,7 +190,9 @@ oc_status oc_engine_plan_render(oc_context *ctx, const oc_engine_plan *plan, con
                        plan->download_seconds, plan->bound);
         return oc_text_finish(ctx, &t, out);
     }
-    oc_text_printf(&t, "plan for %s\n", where);
+    oc_text_printf(&t, "plan for ");
+    oc_text_shown(&t, where);
+    oc_text_printf(&t, "\n");
     oc_text_printf(&t, "  tiles    %lld x %lld rows: %lld tiles over %lld x %lld panels, %s\n", (long long)tp->tile,
                    (long long)tp->tile, (long long)tp->ntiles, (long long)tp->panels_a, (long long)tp->panels_b,
                    tp->resident ? "every panel resident (each uploaded once)"

@@ -56,17 +56,17 @@ int oc_cuda_device_count(void)
 #endif
 }
 
-/* The threshold's range for the metric: [0, 1] for jaccard and cosine, whole numbers in
- * [0, m] for counts and hamming. */
-static oc_status check_threshold_range(oc_context *ctx, oc_metric metric, double t, int64_t m)
+/* The range of a threshold or minimum score (what names it) for the metric: [0, 1] for
+ * jaccard and cosine, whole numbers in [0, m] for counts and hamming. */
+static oc_status check_threshold_range(oc_context *ctx, const char *what, oc_metric metric, double t, int64_t m)
 {
     if (metric == OC_METRIC_JACCARD || metric == OC_METRIC_COSINE) {
         if (!(t >= 0.0 && t <= 1.0))
-            return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "threshold %g: a %s similarity lies in [0, 1]", t,
+            return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s %g: a %s similarity lies in [0, 1]", what, t,
                            oc_metric_name(metric));
     } else if (!(t >= 0 && t <= (double)m) || t != floor(t)) {
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
-                       "threshold %g: %s are whole numbers from 0 to %lld (the column count)", t, oc_metric_name(metric),
+                       "%s %g: %s are whole numbers from 0 to %lld (the column count)", what, t, oc_metric_name(metric),
                        (long long)m);
     }
     return OC_OK;
@@ -86,7 +86,9 @@ static oc_status check_options(oc_context *ctx, const oc_gram_options *o, int64_
     if (*dtype == OC_DTYPE_UINT16 && m >= 65536)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "dtype uint16 needs fewer than 65536 columns so every %s fits; the matrix has %lld",
                        oc_metric_name(o->metric), (long long)m);
-    if (o->threads < 0) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "threads must be >= 0, got %d", o->threads);
+    if (o->threads < 0 || o->threads > OC_MAX_THREADS)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "threads must be from 0 (all cores) to %d, got %d", OC_MAX_THREADS,
+                       o->threads);
     if (o->tile < 0) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "tile must be >= 0, got %lld", (long long)o->tile);
     if (o->gpu_mem_bytes < 0 || !(o->gpu_mem_fraction > 0.0 && o->gpu_mem_fraction <= 1.0))
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "the GPU memory budget must be a positive size or a fraction in (0, 1]");
@@ -98,7 +100,12 @@ static oc_status check_options(oc_context *ctx, const oc_gram_options *o, int64_
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "top-k and threshold outputs are exclusive: choose one");
     if (o->use_threshold && isnan(o->threshold))
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "the threshold is NaN: give a number");
-    if (o->use_threshold) OC_CHECK(check_threshold_range(ctx, o->metric, o->threshold, m));
+    if (o->use_threshold) OC_CHECK(check_threshold_range(ctx, "threshold", o->metric, o->threshold, m));
+    if (o->use_min_score && o->topk <= 0)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "a minimum score applies to top-k lists: set topk too");
+    if (o->use_min_score && isnan(o->min_score))
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "the minimum score is NaN: give a number");
+    if (o->use_min_score) OC_CHECK(check_threshold_range(ctx, "minimum score", o->metric, o->min_score, m));
     return OC_OK;
 }
 
@@ -189,6 +196,12 @@ static oc_status job_prepare(oc_context *ctx, const oc_matrix *a, const oc_matri
         !oc_mul_i64(np, m, &npm))
         return oc_fail(ctx, OC_ERR_INPUT, "the result of %lld x %lld rows over %lld columns overflows 64-bit sizes",
                        (long long)n, (long long)p, (long long)m);
+    /* K past the result's columns would only add padding: n x K of it can be far larger
+     * than the inputs. */
+    if (opts->topk > p)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "top-%lld: the result has %lld column%s (the rows of %s), so "
+                       "K may be at most %lld", (long long)opts->topk, (long long)p, p == 1 ? "" : "s",
+                       symmetric ? a->name : b->name, (long long)p);
 
     /* A device named by the caller must exist when a GPU may run the job. A CPU job asks
      * nothing of CUDA: counting devices would initialise the runtime for nothing. */
@@ -443,7 +456,9 @@ static oc_status choose_without_running(const oc_gram_job *job, const oc_backend
 /* --plan of a job the sparse algorithm runs: where, and why (the predictions). */
 static oc_status sparse_plan_text(const oc_gram_job *job, const oc_sparse_plan *choice, int json, char **out)
 {
-    const int threads = oc_threads_resolve(job->opts->threads);
+    /* The threads that run: at most one per block of rows. */
+    const int64_t blocks = (job->n + OC_SPARSE_BLOCK_ROWS - 1) / OC_SPARSE_BLOCK_ROWS;
+    const int asked = oc_threads_resolve(job->opts->threads), threads = asked > blocks ? (int)blocks : asked;
     oc_text text = {0};
     if (json) {
         oc_text_printf(&text, "{\"where\": \"cpu\", \"algorithm\": \"sparse\", \"threads\": %d, \"hubs\": %lld, "
@@ -451,8 +466,9 @@ static oc_status sparse_plan_text(const oc_gram_job *job, const oc_sparse_plan *
         oc_text_json_string(&text, choice->explain);
         oc_text_printf(&text, "}\n");
     } else {
-        oc_text_printf(&text, "plan for cpu (sparse algorithm, docs/sparse.md)\n  threads  %d workers\n  why      %s\n",
-                       threads, choice->explain);
+        oc_text_printf(&text, "plan for cpu (sparse algorithm, docs/sparse.md)\n  threads  %d workers", threads);
+        if (threads < asked) oc_text_printf(&text, " (one per block of %d rows: %d asked)", OC_SPARSE_BLOCK_ROWS, asked);
+        oc_text_printf(&text, "\n  why      %s\n", choice->explain);
     }
     return oc_text_finish(job->ctx, &text, out);
 }

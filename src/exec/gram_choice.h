@@ -18,6 +18,9 @@
 
 /* Hub columns are held as up to this many bits per row (8 words: one AVX-512 vector). */
 #define OC_SPARSE_MAX_HUBS 512
+/* The sparse path's task: a block of this many rows of A (enough blocks for dynamic
+ * scheduling; a threshold chunk each). A job runs at most one thread per block. */
+#define OC_SPARSE_BLOCK_ROWS 64
 
 typedef struct oc_sparse_plan {
     int use_sparse;           /* the decision */

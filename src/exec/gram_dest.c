@@ -59,7 +59,8 @@ oc_status oc_gram_dest_select_setup(oc_context *ctx, const oc_gram_options *o, c
     int topk = o->topk > 0;
     oc_select_config cfg = {.mode = topk ? OC_SELECT_TOPK : OC_SELECT_PAIRS, .n = job->n, .p = job->p,
                             .symmetric = job->symmetric, .metric = job->metric, .dtype = job->dtype, .k = o->topk,
-                            .threshold = o->threshold, .emit_user = dest};
+                            .threshold = o->threshold, .use_min_score = o->use_min_score,
+                            .min_score = o->min_score, .emit_user = dest};
     const char *buffer = getenv("OUTCORE_PAIRS_BUFFER"); /* tests force spilling with a small value */
     if (buffer && *buffer) cfg.buffer_bytes = strtoll(buffer, NULL, 10);
     /* Pairs wait in memory for at most a quarter of the host budget before they spill. */

@@ -45,12 +45,15 @@ oc_status oc_map_explain(oc_context *ctx, const oc_map *m, int json, char **text
                            threads, oc_mt_name(m->expr_type), oc_mt_name(m->out_type), reduce_name(m->reduce),
                            m->axis, m->count, in_bytes, out_bytes);
     } else {
+        oc_text_shown(&b, m->text);
         oc_text_printf(&b,
-                           "%s over %s (%" PRId64 " elements, %s): reads %" PRId64 " bytes, writes %" PRId64
-                           " bytes of %s %s%s%s; %s%s: %s\n",
-                           m->text, shape, m->count, oc_mt_name(m->expr_type), in_bytes, out_bytes, oc_mt_name(m->out_type),
+                           " over %s (%" PRId64 " elements, %s): reads %" PRId64 " bytes, writes %" PRId64
+                           " bytes of %s %s%s%s; %s%s: ",
+                           shape, m->count, oc_mt_name(m->expr_type), in_bytes, out_bytes, oc_mt_name(m->out_type),
                            oshape, m->reduce ? ", reduced by " : "", m->reduce ? reduce_name(m->reduce) : "", where,
-                           choice.backend == &oc_map_backend_cpu ? threads_text : "", why);
+                           choice.backend == &oc_map_backend_cpu ? threads_text : "");
+        oc_text_shown(&b, why); /* it quotes the expression */
+        oc_text_printf(&b, "\n");
     }
     return oc_text_finish(ctx, &b, text);
 }

@@ -94,9 +94,13 @@ static oc_status too_many_elements(oc_context *ctx, oc_status st, const char *wh
     return oc_fail(ctx, st, "%s: shape %s has more than 2^63 - 1 elements", what, oc_map_shape_text(ndim, shape, s, sizeof s));
 }
 
+/* A name an expression can refer to: an identifier, and not one of the literals True and
+ * False, which the expression reads as the values (VALID_NAME says so in messages). */
+#define VALID_NAME "a name is a letter or _ then letters, digits and _, not True or False"
 static int valid_name(const char *s)
 {
     if (!s || !(*s == '_' || (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z'))) return 0;
+    if (strcmp(s, "True") == 0 || strcmp(s, "False") == 0) return 0;
     for (; *s; s++)
         if (!(*s == '_' || (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9'))) return 0;
     return 1;
@@ -144,7 +148,7 @@ static oc_status bind_inputs(oc_context *ctx, oc_map *m, const oc_map_array *inp
         const oc_map_array *a = &inputs[i];
         oc_map_bound *b = &m->inputs[i];
         m->n_inputs = i + 1;
-        if (!valid_name(a->name)) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "input %d: '%s' is not a valid name", i,
+        if (!valid_name(a->name)) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "input %d: '%s' is not a valid name (" VALID_NAME ")", i,
                                                  a->name ? a->name : "(null)");
         for (int j = 0; j < i; j++)
             if (strcmp(m->inputs[j].name, a->name) == 0)
@@ -295,7 +299,7 @@ static oc_status map_create(oc_context *ctx, oc_map *m, const char *expr, const 
         b->name = scalars[i].name;
         b->is_scalar = 1;
         if (!valid_name(scalars[i].name)) {
-            st = oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "--set: '%s' is not a valid name", scalars[i].name ? scalars[i].name : "");
+            st = oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "--set: '%s' is not a valid name (" VALID_NAME ")", scalars[i].name ? scalars[i].name : "");
             break;
         }
         for (int j = 0; j < n_inputs + i; j++)
@@ -406,7 +410,9 @@ oc_status oc_map_run(oc_context *ctx, oc_map *m, const char *out_path, void *out
 {
     if (!ctx || !m || (!out_path && !out_data && m->out_count > 0))
         return ctx ? oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_map_run: no output given") : OC_ERR_INVALID_ARGUMENT;
-    if (stats && stats->struct_size != sizeof *stats)
+    /* oc_map_stats has versions 1 (up to bytes_written) and 2 (docs/abi.md). */
+    const size_t stats_v1 = offsetof(oc_map_stats, threads);
+    if (stats && stats->struct_size != sizeof *stats && stats->struct_size != stats_v1)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
                        "oc_map_stats: struct_size %zu is no version's (%zu): set it to sizeof(oc_map_stats)",
                        stats->struct_size, sizeof *stats);
@@ -444,6 +450,6 @@ oc_status oc_map_run(oc_context *ctx, oc_map *m, const char *out_path, void *out
     for (int i = 0; i < m->n_inputs; i++)
         if (m->inputs[i].used) local.bytes_read += m->inputs[i].count * (int64_t)oc_mt_size(m->inputs[i].type);
     local.bytes_written = m->out_count * (int64_t)oc_mt_size(m->out_type);
-    if (stats) *stats = local;
+    if (stats) memcpy((char *)stats + sizeof(size_t), (char *)&local + sizeof(size_t), stats->struct_size - sizeof(size_t));
     return OC_OK;
 }

@@ -6,6 +6,7 @@
  */
 #include "exec/select.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -41,6 +42,36 @@ oc_status oc_select_check(oc_context *ctx, oc_select *s)
 }
 
 /* ---------------------------------------------------------------- set-up */
+/* See select_state.h. The test is made in the result dtype: float scores against (float)T, integer scores against
+ * ceil(T) (>=) or floor(T) (Hamming, <=). */
+uint64_t oc_select_score_min_key(oc_key_kind kind, double t)
+{
+    const uint64_t none = 1ull << 32;
+    switch (kind) {
+    case OC_KEY_F32: return oc_key_f32((float)t);
+    case OC_KEY_I32: {
+        double lo = ceil(t);
+        if (lo <= (double)INT32_MIN) return 0;
+        return lo > (double)INT32_MAX ? none : oc_key_i32((int32_t)lo);
+    }
+    case OC_KEY_U16: {
+        double lo = ceil(t);
+        if (lo <= 0) return 0;
+        return lo > 65535.0 ? none : (uint64_t)lo;
+    }
+    case OC_KEY_I32_REV: {
+        double hi = floor(t);
+        if (hi >= (double)INT32_MAX) return 0;
+        return hi < (double)INT32_MIN ? none : ~oc_key_i32((int32_t)hi);
+    }
+    default: {
+        double hi = floor(t);
+        if (hi >= 65535.0) return 0;
+        return hi < 0 ? none : 0xFFFFu - (uint64_t)hi;
+    }
+    }
+}
+
 static oc_key_kind key_kind(oc_metric metric, oc_dtype dtype)
 {
     if (dtype == OC_DTYPE_FLOAT32) return OC_KEY_F32;
@@ -63,6 +94,7 @@ oc_status oc_select_create(oc_context *ctx, const oc_select_config *cfg, oc_sele
     s->io_ctx = ctx;
     s->kind = key_kind(cfg->metric, cfg->dtype);
     s->elem = oc_dtype_size(cfg->dtype);
+    s->topk_min_key = cfg->use_min_score ? oc_select_score_min_key(s->kind, cfg->min_score) : 0;
     for (int i = 0; i < NLOCKS; ++i) pthread_mutex_init(&s->locks[i].m, NULL);
     pthread_mutex_init(&s->plock, NULL);
     pthread_mutex_init(&s->elock, NULL);

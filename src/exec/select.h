@@ -5,7 +5,9 @@
  * Semantics (docs/topk.md says them for users):
  *  - top-k: per row the k best columns in the order of select_key.h (score descending, then
  *    column ascending; Hamming ascending); for A·Aᵀ the row itself is excluded. Slots past
- *    the candidates a row has get index -1 and score 0.
+ *    the candidates a row has get index -1 and score 0; with a minimum score, the columns
+ *    that miss it leave the lists when they are handed over (oc_select_topk_result), their
+ *    slots index -1 and score NaN (float), -1 (int32) or 65535 (uint16).
  *  - threshold: every pair whose score passes (>= T; Hamming <= T), compared in the result
  *    dtype; for A·Aᵀ each unordered pair once as (i, j) with i < j, the diagonal excluded.
  *    Pairs leave sorted by (row, col).
@@ -52,6 +54,8 @@ typedef struct oc_select_config {
     oc_dtype dtype;           /* resolved result dtype */
     int64_t k;                /* top-k: requested k */
     double threshold;         /* pairs */
+    int use_min_score;        /* top-k: lists hold only scores passing min_score (as a threshold) */
+    double min_score;
     oc_select_emit_fn emit;   /* pairs: NULL drops them (they are still counted) */
     void *emit_user;
     int64_t buffer_bytes;     /* pairs waiting in memory before spilling; 0 = the default */
@@ -119,6 +123,9 @@ oc_status oc_select_check(oc_context *ctx, oc_select *s);
 /* After the backend: top-k into indices[n*k] and scores[n*k] (either may be NULL), rows shared
  * by `threads` workers. */
 oc_status oc_select_topk_result(oc_context *ctx, oc_select *s, int threads, int64_t *indices, void *scores);
+/* The score of a top-k slot no column fills (select.h's semantics): 0, or with a minimum
+ * score NaN (float32), -1 (int32), 65535 (uint16). */
+void oc_select_padding_score(oc_dtype dtype, int use_min_score, void *score);
 /* After the backend: delivers what is left and checks every row block arrived. */
 oc_status oc_select_pairs_finish(oc_context *ctx, oc_select *s);
 /* Pairs delivered so far. */

@@ -62,41 +62,10 @@ OC_SELECT_INSTANCE int64_t tile_pairs(const oc_select *s, sel_worker *w, int64_t
 }
 
 /* ---------------------------------------------------------------- set-up */
-/* The smallest score key that passes the threshold (see select.h); 2^32 when none can. The
- * test is made in the result dtype: float scores against (float)T, integer scores against
- * ceil(T) (>=) or floor(T) (Hamming, <=). */
-static uint64_t threshold_key(oc_key_kind kind, double t)
-{
-    const uint64_t none = 1ull << 32;
-    switch (kind) {
-    case OC_KEY_F32: return oc_key_f32((float)t);
-    case OC_KEY_I32: {
-        double lo = ceil(t);
-        if (lo <= (double)INT32_MIN) return 0;
-        return lo > (double)INT32_MAX ? none : oc_key_i32((int32_t)lo);
-    }
-    case OC_KEY_U16: {
-        double lo = ceil(t);
-        if (lo <= 0) return 0;
-        return lo > 65535.0 ? none : (uint64_t)lo;
-    }
-    case OC_KEY_I32_REV: {
-        double hi = floor(t);
-        if (hi >= (double)INT32_MAX) return 0;
-        return hi < (double)INT32_MIN ? none : ~oc_key_i32((int32_t)hi);
-    }
-    default: {
-        double hi = floor(t);
-        if (hi >= 65535.0) return 0;
-        return hi < 0 ? none : 0xFFFFu - (uint64_t)hi;
-    }
-    }
-}
-
 void oc_select_pairs_create(oc_select *s)
 {
     s->buffer_bytes = s->cfg.buffer_bytes > 0 ? s->cfg.buffer_bytes : OC_SELECT_BUFFER_DEFAULT;
-    s->min_key = threshold_key(s->kind, s->cfg.threshold);
+    s->min_key = oc_select_score_min_key(s->kind, s->cfg.threshold);
 }
 
 oc_status oc_select_pairs_begin(oc_context *ctx, oc_select *s)

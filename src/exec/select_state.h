@@ -77,7 +77,8 @@ struct oc_select {
     oc_key_kind kind;
     size_t elem;
     int64_t kept;
-    uint64_t min_key;
+    uint64_t min_key;               /* pairs: the threshold's score key (oc_select_score_min_key) */
+    uint64_t topk_min_key;          /* top-k with a minimum score: its score key; else 0 */
 
     uint64_t *keys;                 /* n x kept */
     _Atomic uint64_t *floors;       /* n: the kept-th key once a list is full, else 0 */
@@ -112,6 +113,10 @@ struct oc_select {
  * test neither; without it the compiler may keep one general copy that tests them on
  * every element. */
 #define OC_SELECT_INSTANCE static inline __attribute__((always_inline))
+
+/* The smallest score key that passes a threshold or minimum score t of this kind (>= t;
+ * Hamming <= t); 2^32 when none can. */
+uint64_t oc_select_score_min_key(oc_key_kind kind, double t);
 
 /* Records a worker's failure (the first one wins); oc_select_check reports it. Thread-safe. */
 void oc_select_set_error(oc_select *s, oc_status st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

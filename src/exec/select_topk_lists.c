@@ -3,10 +3,12 @@
  * lists (oc_select_topk_merge), handed to the caller as indices and scores
  * (oc_select_topk_result); both on all cores, over blocks of rows.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
+#include "core/matrix.h"
 #include "core/threads.h"
 #include "exec/select_state.h"
 
@@ -66,6 +68,13 @@ typedef struct result_task {
     void *scores;
 } result_task;
 
+void oc_select_padding_score(oc_dtype dtype, int use_min_score, void *score)
+{
+    if (!use_min_score) memset(score, 0, oc_dtype_size(dtype));
+    else if (dtype == OC_DTYPE_FLOAT32) *(float *)score = NAN;
+    else memset(score, 0xFF, oc_dtype_size(dtype)); /* -1 as int32, 65535 as uint16 */
+}
+
 static oc_status result_rows(void *arg, int64_t task, int worker)
 {
     (void)worker;
@@ -73,14 +82,19 @@ static oc_status result_rows(void *arg, int64_t task, int worker)
     const oc_select *s = rt->s;
     const int64_t k = s->cfg.k, kept = s->kept, first = task * RESULT_ROWS;
     const int64_t last = first + RESULT_ROWS < s->cfg.n ? first + RESULT_ROWS : s->cfg.n;
+    /* With a minimum score, a key below it is padding: the lists are best first, so the
+     * keys that pass are exactly the top-k among the columns that pass. */
+    const int none_pass = s->topk_min_key > 0xFFFFFFFFu;
+    const uint64_t min_key = none_pass ? 0 : s->topk_min_key << 32;
     for (int64_t i = first; i < last; ++i)
         for (int64_t t = 0; t < k; ++t) {
             uint64_t key = t < kept ? s->keys[i * kept + t] : 0;
+            if (none_pass || key < min_key) key = 0;
             int64_t e = i * k + t;
             if (rt->indices) rt->indices[e] = key ? oc_key_index(key) : -1;
             if (!rt->scores) continue;
             if (key) oc_key_store_score(s->kind, (uint32_t)(key >> 32), rt->scores, e);
-            else memset((char *)rt->scores + e * (int64_t)s->elem, 0, s->elem); /* padding scores 0 */
+            else oc_select_padding_score(s->cfg.dtype, s->cfg.use_min_score, (char *)rt->scores + e * (int64_t)s->elem);
         }
     return OC_OK;
 }

@@ -15,8 +15,9 @@ static void render_json(oc_text *t, const oc_inspect_report *r)
     const int *block_sizes = oc_inspect_block_sizes();
     oc_text_printf(t, "{\"file\": ");
     oc_text_json_string(t, r->path);
-    oc_text_printf(t, ", \"format\": \"%s\", \"arch\": \"%s\", \"code_arch\": \"sm_%d\", \"source\": ", r->format,
-                   r->arch, r->code_cc);
+    oc_text_printf(t, ", \"format\": \"%s\", \"arch\": ", r->format);
+    oc_text_json_string(t, r->arch);
+    oc_text_printf(t, ", \"code_arch\": \"sm_%d\", \"source\": ", r->code_cc);
     oc_text_json_string(t, r->source);
     oc_text_printf(t, ", \"jit\": ");
     if (r->jit_compiler[0]) {
@@ -67,14 +68,18 @@ static void render_jit(oc_text *t, const oc_inspect_report *r)
 {
     if (!r->jit_compiler[0]) return;
     if (r->jit_defaults) {
+        oc_text_printf(t, "PTX compiled by ");
+        oc_text_shown(t, r->jit_compiler);
         oc_text_printf(
             t,
-            "PTX compiled by %s with its defaults (-O%d, no register cap); where the producer compiles "
+            " with its defaults (-O%d, no register cap); where the producer compiles "
             "it otherwise (numba max_registers, nvcc -maxrregcount), pass --maxrregcount N / --opt-level N\n",
-            r->jit_compiler, r->jit_opt_level);
+            r->jit_opt_level);
         return;
     }
-    oc_text_printf(t, "PTX compiled by %s with -O%d", r->jit_compiler, r->jit_opt_level);
+    oc_text_printf(t, "PTX compiled by ");
+    oc_text_shown(t, r->jit_compiler);
+    oc_text_printf(t, " with -O%d", r->jit_opt_level);
     if (r->jit_maxrregcount > 0)
         oc_text_printf(t, ", -maxrregcount=%d (a kernel's own .maxnreg overrides it)", r->jit_maxrregcount);
     else oc_text_printf(t, ", no register cap");
@@ -104,13 +109,17 @@ static void render_directives(oc_text *t, const oc_inspect_report *r, const oc_i
 static void render_text(oc_text *t, const oc_inspect_report *r)
 {
     const int *block_sizes = oc_inspect_block_sizes();
-    oc_text_printf(t, "%s: %s, sm_%d code, figures from %s; limits of %s\n", r->path, r->format, r->code_cc, r->source,
-                   r->arch);
+    oc_text_shown(t, r->path);
+    oc_text_printf(t, ": %s, sm_%d code, figures from %s; limits of ", r->format, r->code_cc, r->source);
+    oc_text_shown(t, r->arch);
+    oc_text_printf(t, "\n");
     render_jit(t, r);
     if (r->count == 0) oc_text_printf(t, "no kernels (entry functions) in the file\n");
     for (int i = 0; i < r->count; i++) {
         const oc_inspect_kernel *k = &r->kernels[i];
-        oc_text_printf(t, "\nkernel %s\n", k->name);
+        oc_text_printf(t, "\nkernel ");
+        oc_text_shown(t, k->name);
+        oc_text_printf(t, "\n");
         oc_text_printf(t, "  registers        %d per thread\n", k->regs_per_thread);
         oc_text_printf(t, "  shared memory    %lld bytes static", (long long)k->static_smem_bytes);
         if (r->dyn_smem) oc_text_printf(t, " + %lld dynamic", (long long)r->dyn_smem);
@@ -121,7 +130,9 @@ static void render_text(oc_text *t, const oc_inspect_report *r)
         oc_text_printf(t, "\n");
         if (k->launch_bounds) oc_text_printf(t, "  launch bounds    %d threads\n", k->launch_bounds);
         render_directives(t, r, k);
-        oc_text_printf(t, "  largest block    %d threads on %s\n", k->max_threads_per_block, r->arch);
+        oc_text_printf(t, "  largest block    %d threads on ", k->max_threads_per_block);
+        oc_text_shown(t, r->arch);
+        oc_text_printf(t, "\n");
         oc_text_printf(t, "  occupancy       ");
         for (int j = 0; j < OC_INSPECT_BLOCK_SIZES; j++)
             oc_text_printf(t, " %d: %3.0f%%", block_sizes[j], k->occupancy[j] * 100.0);

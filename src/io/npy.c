@@ -216,6 +216,16 @@ static npy_kind descr_kind(const char *descr)
     return NPY_KIND_OTHER;
 }
 
+/* The oc_map_dtype code of a numeric descr wider than a byte in this host's byte order
+ * ("<f8", "<i4" on x86), or -1. */
+static int wide_value_type(const char *descr)
+{
+    int type = -1;
+    const char native = __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? '<' : '>';
+    if ((descr[0] != native && descr[0] != '=') || oc_map_dtype_parse(descr + 1, &type) != OC_OK) return -1;
+    return oc_value_type_size(type) > 1 ? type : -1;
+}
+
 /* Reads and checks the magic, version and header dict of a mapped file; on success sets
  * *data_offset to where the array starts. */
 static oc_status npy_parse(oc_context *ctx, const char *path, const unsigned char *base, size_t size, npy_header *h,
@@ -281,10 +291,13 @@ static oc_status parse_npy(oc_context *ctx, const char *path, oc_mapped_file *fi
     OC_CHECK(npy_parse(ctx, path, file->data, file->size, &h, &offset));
 
     npy_kind kind = descr_kind(h.descr);
-    if (kind == NPY_KIND_OTHER)
+    /* Wider numbers (int16 ... float64) are read by the rule every caller shares
+     * (oc_values_to_matrix); -1 for the one-byte kinds above. */
+    int value_type = kind == NPY_KIND_OTHER ? wide_value_type(h.descr) : -1;
+    if (kind == NPY_KIND_OTHER && value_type < 0)
         return oc_fail(ctx, OC_ERR_INPUT,
-                       "%s: dtype '%s' is not supported: the matrix must be bool, uint8 or int8 holding 0 and 1", path,
-                       h.descr);
+                       "%s: dtype '%s' is not supported: the matrix must be numbers (bool, integers, float32 or "
+                       "float64) holding 0 and 1, or any numbers with --binarize", path, h.descr);
     if (h.fortran_order)
         return oc_fail(ctx, OC_ERR_INPUT,
                        "%s: fortran_order is True: only C-order arrays are read (save numpy.ascontiguousarray(A))",
@@ -310,9 +323,9 @@ static oc_status parse_npy(oc_context *ctx, const char *path, oc_mapped_file *fi
     int64_t cols = width;
     if (bits > 0) {
         /* numpy.packbits(A, axis=1) output: uint8 rows of ceil(bits / 8) bytes. */
-        if (kind == NPY_KIND_BOOL)
-            return oc_fail(ctx, OC_ERR_INPUT, "%s: --bits expects numpy.packbits output (uint8) but the dtype is bool",
-                           path);
+        if (kind != NPY_KIND_U8 && kind != NPY_KIND_I8)
+            return oc_fail(ctx, OC_ERR_INPUT, "%s: --bits expects numpy.packbits output (uint8) but the dtype is %s",
+                           path, kind == NPY_KIND_BOOL ? "bool" : h.descr);
         int64_t need = bits / 8 + (bits % 8 != 0);
         /* The message's bit range is 8 * width: rows that wide cannot be packbits rows anyway. */
         if (width > INT64_MAX / 8)
@@ -331,6 +344,19 @@ static oc_status parse_npy(oc_context *ctx, const char *path, oc_mapped_file *fi
                        " bytes after the header but the file has %zu",
                        path, rows, width, data_bytes, file->size - offset);
 
+    if (value_type >= 0) {
+        /* Read whole into packed bits (a fraction of the file): never left in the file. */
+        int64_t packed = oc_matrix_packed_bytes(rows, cols), budget = oc_host_budget_resolve(opts->host_mem_bytes);
+        if (!oc_host_budget_keeps_input(packed, budget))
+            return oc_fail(ctx, OC_ERR_INPUT, "%s: a %s matrix is read into memory as %" PRId64 " bytes of bits, more "
+                           "than the host budget keeps (%" PRId64 " bytes): save it as uint8 0/1 to read it in panels",
+                           path, h.descr, packed, budget);
+        if ((uint64_t)data_bytes > (file->size - offset) / oc_value_type_size(value_type))
+            return oc_fail(ctx, OC_ERR_INPUT, "%s: truncated .npy data for %" PRId64 " x %" PRId64 " %s values", path,
+                           rows, width, h.descr);
+        return oc_values_to_matrix(ctx, path, file->data + offset, rows, cols,
+                                   width * (int64_t)oc_value_type_size(value_type), value_type, opts->binarize, out);
+    }
     oc_dense_bytes dense_kind = opts->binarize        ? OC_DENSE_BINARIZE
                                 : kind == NPY_KIND_I8 ? OC_DENSE_INT8
                                 : kind == NPY_KIND_U8 ? OC_DENSE_UINT8_FILE

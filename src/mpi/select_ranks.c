@@ -28,6 +28,7 @@
 #include "core/threads.h"
 #include "io/io.h"
 #include "io/select_out.h"
+#include "exec/select.h"
 #include "mpi/comm.h"
 #include "mpi/rank_job.h"
 #include "mpi/rank_split.h"
@@ -46,18 +47,23 @@ static oc_status check_select_path(oc_rank_job *j, int topk)
 
 /* ---------------------------------------------------------------- top-k */
 
-/* Row i's k + 1 entries (the A·Bᵀ sub-job's) without column i, as k entries. */
-static void drop_self(int64_t i, int64_t k, size_t es, const int64_t *idx_in, const char *sc_in, int64_t *idx_out,
-                      char *sc_out)
+/* Row i's `wide` entries (the A·Bᵀ sub-job's, k + 1 of them or every column) without column
+ * i, as k entries, padded (index -1, score pad) where fewer remain. */
+static void drop_self(int64_t i, int64_t k, int64_t wide, size_t es, const char *pad, const int64_t *idx_in,
+                      const char *sc_in, int64_t *idx_out, char *sc_out)
 {
     int64_t w = 0;
-    for (int64_t e = 0; e < k + 1 && w < k; ++e) {
+    for (int64_t e = 0; e < wide && w < k; ++e) {
         if (idx_in[e] == i) continue;
         idx_out[w] = idx_in[e];
         memcpy(sc_out + w * es, sc_in + e * es, es);
         ++w;
     }
     /* A row that had fewer candidates already ends in -1 entries, which were copied. */
+    for (; w < k; ++w) {
+        idx_out[w] = -1;
+        memcpy(sc_out + w * es, pad, es);
+    }
 }
 
 static oc_status topk_compute(oc_rank_job *j, int64_t *idx, char *scores)
@@ -74,12 +80,16 @@ static oc_status topk_compute(oc_rank_job *j, int64_t *idx, char *scores)
         out.scores = scores;
         return oc_rank_subjob(j, j->row0, j->row1, 0, j->p, &o, &out);
     }
-    o.topk = k + 1;
-    int64_t *wide_idx = malloc((size_t)(rows * (k + 1)) * sizeof *wide_idx);
-    char *wide_sc = malloc((size_t)(rows * (k + 1)) * es);
+    /* The row itself may be among a row's k + 1 best: one more, within the columns there are. */
+    const int64_t wide = k + 1 <= j->p ? k + 1 : j->p;
+    char pad[8];
+    oc_select_padding_score(j->dtype, o.use_min_score, pad);
+    o.topk = wide;
+    int64_t *wide_idx = malloc((size_t)(rows * wide) * sizeof *wide_idx);
+    char *wide_sc = malloc((size_t)(rows * wide) * es);
     oc_status st = OC_OK;
     if (!wide_idx || !wide_sc) {
-        st = oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the top-%lld lists of %lld rows", (long long)(k + 1),
+        st = oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the top-%lld lists of %lld rows", (long long)wide,
                      (long long)rows);
         goto cleanup;
     }
@@ -87,7 +97,7 @@ static oc_status topk_compute(oc_rank_job *j, int64_t *idx, char *scores)
     out.scores = wide_sc;
     OC_CHECK_GOTO(oc_rank_subjob(j, j->row0, j->row1, 0, j->p, &o, &out));
     for (int64_t r = 0; r < rows; ++r)
-        drop_self(j->row0 + r, k, es, wide_idx + r * (k + 1), wide_sc + r * (k + 1) * (int64_t)es, idx + r * k,
+        drop_self(j->row0 + r, k, wide, es, pad, wide_idx + r * wide, wide_sc + r * wide * (int64_t)es, idx + r * k,
                   scores + r * k * (int64_t)es);
 cleanup:
     free(wide_idx);

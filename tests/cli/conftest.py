@@ -86,6 +86,28 @@ def reference(a, b=None, metric="counts", dtype=None):
     return out.astype(np.uint16 if dtype == "uint16" else np.int32)
 
 
+def min_score_reference(scores, k, symmetric, hamming, s):
+    """Top-k with a minimum score from its definition (docs/topk.md): each row's k best
+    among the pairs passing S (>= S; hamming <= S), compared in the result dtype, best first,
+    ties by the lower column, the row itself excluded for A·Aᵀ; padded with -1 and NaN
+    (float32), -1 (int32) or 65535 (uint16)."""
+    n, p = scores.shape
+    indices = np.full((n, k), -1, np.int64)
+    pad = np.nan if scores.dtype == np.float32 else np.iinfo(scores.dtype).max if scores.dtype == np.uint16 else -1
+    values = np.full((n, k), pad, scores.dtype)
+    cols = np.arange(p)
+    bound = scores.dtype.type(s)
+    for i in range(n):
+        cand = cols[cols != i] if symmetric else cols
+        row = scores[i, cand]
+        cand = cand[row <= bound if hamming else row >= bound]
+        key = scores[i, cand].astype(np.float64)
+        order = np.lexsort((cand, key if hamming else -key))[:k]
+        indices[i, :len(order)] = cand[order]
+        values[i, :len(order)] = scores[i, cand[order]]
+    return indices, values
+
+
 def summary_json(proc):
     return json.loads(proc.stdout.strip().splitlines()[-1])
 

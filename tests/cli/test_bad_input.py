@@ -46,7 +46,7 @@ CASES = [
     ("long_header.npy", GOOD[:8] + b"\xff\x7f" + GOOD[10:], ["truncated .npy header", "32767"]),
     ("not_dict.npy", header_bytes("[1, 2, 3]") + A.tobytes(), ["not a valid dict"]),
     ("missing_key.npy", header_bytes("{'descr': '|u1', 'fortran_order': False}") + A.tobytes(), ["not a valid dict"]),
-    ("f8.npy", npy_bytes(A.astype("<f8")), ["'<f8'", "not supported"]),
+    ("f2.npy", npy_bytes(A.astype("<f2")), ["'<f2'", "not supported"]),
     ("i4.npy", npy_bytes(A.astype(">i4")), ["'>i4'", "not supported"]),
     ("fortran.npy", npy_bytes(np.asfortranarray(A)), ["fortran_order"]),
     ("value2.npy", npy_bytes(A_TWO), ["value 2", "row 3", "column 7"]),

@@ -77,7 +77,9 @@ CASES = [
     ("dense_abt_chunks", "npy", ["A.npy", "B.npy", "--metric", "cosine", "--host-mem", "64K"]),
     ("topk_aat", "npz", ["A.npy", "--topk", "5", "--metric", "jaccard"]),
     ("topk_abt", "npz", ["A.npy", "B.npy", "--topk", "7", "--metric", "cosine"]),
-    ("topk_aat_k_past_n", "npz", ["A.npy", "--topk", "305"]),
+    ("topk_aat_k_is_n", "npz", ["A.npy", "--topk", "301"]),  # every column: one slot past the n - 1 candidates
+    ("topk_aat_min_score", "npz", ["A.npy", "--topk", "6", "--min-score", "9"]),
+    ("topk_abt_min_score_all", "npz", ["A.npy", "B.npy", "--topk", "157", "--metric", "jaccard", "--min-score", "0.2"]),
     ("topk_aat_tsv", "tsv", ["A.npy", "--topk", "3", "--metric", "hamming"]),
     ("pairs_aat", "npz", ["A.npy", "--threshold", "0.3", "--metric", "jaccard"]),
     ("pairs_abt", "mtx", ["A.npy", "B.npy", "--threshold", "12"]),

@@ -2,7 +2,8 @@
 
 References are brute force over the dense result (conftest.reference), with the documented
 rules written out here: best first (score descending, hamming ascending), the lower column
-among equal scores, the row itself excluded for A·Aᵀ, -1 and 0 past a row's candidates;
+among equal scores, the row itself excluded for A·Aᵀ, -1 and 0 past a row's candidates
+(--min-score: the pairs past S only, padded with -1 and NaN or -1);
 threshold pairs i < j for A·Aᵀ, compared in the result dtype, sorted by (row, col).
 """
 import csv
@@ -10,7 +11,7 @@ import csv
 import numpy as np
 import pytest
 
-from conftest import data_file, reference, require_backend, run, summary_json
+from conftest import data_file, min_score_reference, reference, require_backend, run, summary_json
 
 
 def random01(rng, n, m, density=0.3):
@@ -85,15 +86,112 @@ def test_reuters_topk_npz_and_tsv(tmp_path):
     assert np.array_equal(body[:, 0], np.nonzero(valid)[0])
 
 
-def test_topk_ab_and_k_beyond_the_columns(tmp_path, rng):
+def test_topk_ab_and_k_up_to_the_columns(tmp_path, rng):
+    """K = p lists every column of B; for A·Aᵀ K = n leaves one slot past the n - 1
+    candidates: index -1, score 0."""
     a, b = random01(rng, 30, 20, 0.2), random01(rng, 7, 20, 0.2)
     np.save(tmp_path / "a.npy", a)
     np.save(tmp_path / "b.npy", b)
-    run("gram", tmp_path / "a.npy", tmp_path / "b.npy", "--topk", 9, "--metric", "jaccard", "-o", tmp_path / "nn.npz", "-q")
-    want_idx, want_scores = topk_reference(reference(a, b, metric="jaccard"), 9, False, False)
+    run("gram", tmp_path / "a.npy", tmp_path / "b.npy", "--topk", 7, "--metric", "jaccard", "-o", tmp_path / "nn.npz", "-q")
+    want_idx, want_scores = topk_reference(reference(a, b, metric="jaccard"), 7, False, False)
     with np.load(tmp_path / "nn.npz") as f:
         assert np.array_equal(f["indices"], want_idx) and np.array_equal(f["scores"], want_scores)
-        assert (f["indices"][:, 7:] == -1).all() and (f["scores"][:, 7:] == 0).all()
+        assert (f["indices"] >= 0).all()
+    run("gram", tmp_path / "a.npy", "--topk", 30, "-o", tmp_path / "self.npz", "-q")
+    want_idx, want_scores = topk_reference(reference(a), 30, True, False)
+    with np.load(tmp_path / "self.npz") as f:
+        assert np.array_equal(f["indices"], want_idx) and np.array_equal(f["scores"], want_scores)
+        assert (f["indices"][:, 29] == -1).all() and (f["scores"][:, 29] == 0).all()
+
+
+def test_topk_beyond_the_columns_is_refused(tmp_path, rng):
+    """K past the result's columns would be n x K of padding (a 3.6 KB input once made
+    600 MB): exit 2, one line naming the limit, no file."""
+    a, b = random01(rng, 30, 20, 0.2), random01(rng, 7, 20, 0.2)
+    np.save(tmp_path / "a.npy", a)
+    np.save(tmp_path / "b.npy", b)
+    for args, limit in (([tmp_path / "b.npy"], 7), ([], 30)):
+        proc = run("gram", tmp_path / "a.npy", *args, "--topk", 10**9, "-o", tmp_path / "nn.npz", check=False)
+        assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1, proc.stderr
+        assert f"K may be at most {limit}" in proc.stderr
+        assert no_leftovers(tmp_path, ["a.npy", "b.npy"])
+
+
+MIN_SCORES = {"counts": 2, "jaccard": 0.25, "cosine": 0.4, "hamming": 7}
+
+
+@pytest.mark.parametrize("metric", ["counts", "jaccard", "cosine", "hamming"])
+@pytest.mark.parametrize("two", [False, True])
+def test_min_score_random(tmp_path, rng, metric, two):
+    a = random01(rng, 60, 40, 0.15)
+    b = random01(rng, 45, 40, 0.15) if two else None
+    np.save(tmp_path / "a.npy", a)
+    inputs = [tmp_path / "a.npy"]
+    if two:
+        np.save(tmp_path / "b.npy", b)
+        inputs.append(tmp_path / "b.npy")
+    s = MIN_SCORES[metric]
+    out = tmp_path / "nn.npz"
+    proc = run("gram", *inputs, "--topk", 8, "--metric", metric, "--min-score", s, "-o", out, "--json")
+    assert summary_json(proc)["min_score"] == s
+    want_idx, want_scores = min_score_reference(reference(a, b, metric=metric), 8, not two, metric == "hamming", s)
+    assert (want_idx == -1).any() and (want_idx >= 0).any()  # the case pads some rows, not all
+    with np.load(out) as f:
+        assert np.array_equal(f["indices"], want_idx)
+        assert np.array_equal(f["scores"], want_scores, equal_nan=metric in ("jaccard", "cosine"))
+
+
+@pytest.mark.parametrize("metric", ["counts", "jaccard", "cosine", "hamming"])
+def test_min_score_aflp(tmp_path, metric):
+    """The real data set: the plain top-k list with the pairs below S removed, and the same
+    as numpy's from the definition; the .tsv omits the padding."""
+    a = load_aflp()
+    s = {"counts": 30, "jaccard": 0.5, "cosine": 0.7, "hamming": 15}[metric]
+    run("gram", data_file("aflp_markers.txt"), "--topk", 10, "--metric", metric, "--min-score", s,
+        "-o", tmp_path / "nn.npz", "-q")
+    run("gram", data_file("aflp_markers.txt"), "--topk", 10, "--metric", metric, "--min-score", s,
+        "-o", tmp_path / "nn.tsv", "-q")
+    scores = reference(a, metric=metric)
+    want_idx, want_scores = min_score_reference(scores, 10, True, metric == "hamming", s)
+    full_idx, full_scores = topk_reference(scores, 10, True, metric == "hamming")
+    passing = full_scores <= s if metric == "hamming" else full_scores >= full_scores.dtype.type(s)
+    assert np.array_equal(np.where(passing, full_idx, -1), want_idx)
+    with np.load(tmp_path / "nn.npz") as f:
+        assert np.array_equal(f["indices"], want_idx)
+        assert np.array_equal(f["scores"], want_scores, equal_nan=True)
+    with open(tmp_path / "nn.tsv", newline="") as f:
+        rows = list(csv.reader(f, delimiter="\t"))
+    assert len(rows) - 1 == (want_idx >= 0).sum()
+
+
+def test_min_score_share_something(tmp_path, rng):
+    """--metric counts --min-score 1: only neighbours that share a column; a row sharing
+    nothing lists none."""
+    a = random01(rng, 40, 200, 0.01)
+    a[0] = 0
+    np.save(tmp_path / "a.npy", a)
+    run("gram", tmp_path / "a.npy", "--topk", 5, "--min-score", 1, "-o", tmp_path / "nn.npz", "-q")
+    with np.load(tmp_path / "nn.npz") as f:
+        idx, sc = f["indices"], f["scores"]
+    assert (idx[0] == -1).all() and (sc[0] == -1).all()
+    assert ((idx >= 0) == (sc >= 1)).all()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--min-score", "1"], "give --topk K too"),
+    (["--topk", "3", "--min-score", "nan"], "expected a number"),
+    (["--topk", "3", "--min-score", "x"], "expected a number"),
+    (["--topk", "3", "--min-score", "1.5"], "minimum score 1.5"),
+    (["--topk", "3", "--metric", "jaccard", "--min-score", "2"], "minimum score 2"),
+    (["--topk", "3", "--min-score", "1", "--min-score", "2"], "option --min-score given twice"),
+])
+def test_min_score_refused(tmp_path, rng, args, message):
+    np.save(tmp_path / "a.npy", random01(rng, 10, 20))
+    out = tmp_path / ("nn.npz" if "--topk" in args else "c.npy")
+    proc = run("gram", tmp_path / "a.npy", *args, "-o", out, check=False)
+    assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1, proc.stderr
+    assert message in proc.stderr
+    assert no_leftovers(tmp_path, ["a.npy"])
 
 
 @pytest.mark.parametrize("metric", ["jaccard", "hamming"])

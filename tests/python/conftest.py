@@ -8,3 +8,4 @@ _cli_conftest = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_cli_conftest)
 
 pytest_sessionfinish = _cli_conftest.pytest_sessionfinish
+min_score_reference = _cli_conftest.min_score_reference  # the top-k reference both suites compare with

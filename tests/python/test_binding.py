@@ -203,11 +203,14 @@ def test_real_markers_file():
 
 
 # ---------------------------------------------------------------- bad input
-def test_wrong_dtype_is_refused(rng):
-    with pytest.raises(outcore.InputError, match="float64"):
+def test_numbers_other_than_0_1_name_the_fix(rng):
+    """Any numeric dtype holding 0 and 1 is read (a list of integer lists too); other values
+    are refused naming the value, the dtype and binarize=True, as the CLI refuses them."""
+    with pytest.raises(outcore.InputError, match=r"float64.*binarize=True"):
         outcore.gram(rng.random((5, 5)))
-    with pytest.raises(outcore.InputError, match="int64"):
-        outcore.gram([[0, 1], [1, 0]])
+    assert np.array_equal(outcore.gram([[0, 1], [1, 0]]), [[1, 0], [0, 1]])
+    with pytest.raises(outcore.InputError, match=r"dtype complex128.*binarize=True"):
+        outcore.gram(np.ones((2, 2), complex))
 
 
 @pytest.mark.parametrize("which", ["A", "B"])
@@ -381,10 +384,11 @@ def test_topk(rng, metric, symmetric):
     assert np.array_equal(scores, want_scores)
 
 
-def test_topk_larger_than_the_row_count_pads_with_minus_one(rng):
+def test_topk_past_the_candidates_pads_with_minus_one(rng):
+    """A·Aᵀ rows have n - 1 candidates: K = n pads the last slot with -1 and score 0."""
     a = random01(rng, 6, 30)
-    indices, _ = skip_if_unsupported(lambda: outcore.gram(a, topk=10, backend="cpu"))
-    assert (indices[:, 5:] == -1).all() and (indices[:, :5] >= 0).all()
+    indices, scores = skip_if_unsupported(lambda: outcore.gram(a, topk=6, backend="cpu"))
+    assert (indices[:, 5:] == -1).all() and (indices[:, :5] >= 0).all() and (scores[:, 5:] == 0).all()
 
 
 @pytest.mark.parametrize("metric, threshold", [("counts", 3), ("jaccard", 0.25), ("cosine", 0.4), ("hamming", 6)])

@@ -77,9 +77,14 @@ _outcore()
         return 0
     fi
 
+    # After "--" every word is an input (outcore map -o C.npy -- '-a * 2' a=A.npy).
+    local ended=
+    for ((i = i + 1; i < COMP_CWORD; i++)); do
+        [[ ${COMP_WORDS[i]} == -- ]] && ended=1
+    done
     local help
     help=$("$cli" "$command" --help 2>/dev/null) || return 0
-    if [[ $prev == -* ]] && _outcore_takes_value "$help" "$prev"; then
+    if [[ -z $ended && $prev == -* ]] && _outcore_takes_value "$help" "$prev"; then
         case $prev in
             --metric) _outcore_words "counts jaccard cosine hamming" "$cur" ;;
             --dtype)
@@ -108,7 +113,7 @@ _outcore()
         esac
         return 0
     fi
-    if [[ $cur == -* ]]; then
+    if [[ -z $ended && $cur == -* ]]; then
         _outcore_words "$(_outcore_options "$help")" "$cur"
         return 0
     fi

@@ -1,0 +1,279 @@
+"""Hostile command lines: names that are not plain text, options given twice or after --,
+limits past what runs, and one rule for which numbers are ones.
+
+Every refusal is checked the same way: exit 2, one line on stderr, no file left and no file
+touched. stderr and stdout are read as bytes: a name with escape bytes or invalid UTF-8 must
+reach neither the terminal raw nor a JSON object unescaped.
+"""
+import json
+import os
+import subprocess
+
+import numpy as np
+import pytest
+
+from conftest import data_file, outcore_bin, reference
+
+ESC_NAME = b"e\x1b[31m\x07\xc2\x9b\xff q\"\\.npy"  # escape, bell, C1 CSI (U+009B), invalid UTF-8, quote
+
+
+def run_bytes(*args, cwd=None):
+    """The CLI run with bytes arguments; stdout and stderr as bytes."""
+    argv = [os.fsencode(outcore_bin())] + [a if isinstance(a, bytes) else os.fsencode(str(a)) for a in args]
+    return subprocess.run(argv, capture_output=True, cwd=cwd)
+
+
+def assert_clean_text(data):
+    """Text a terminal shows as it is: valid UTF-8, no control byte but newlines, no C1
+    control character."""
+    text = data.decode("utf-8")  # raises on invalid UTF-8
+    assert not any((ord(c) < 0x20 and c != "\n") or 0x7F <= ord(c) <= 0x9F for c in text), repr(text)
+    return text
+
+
+def snapshot(directory):
+    return {p.name: (p.stat().st_mtime_ns, p.read_bytes()) for p in directory.iterdir()}
+
+
+def refused(proc, directory, before, *words):
+    """Exit 2, one clean line naming every word, and the directory as it was."""
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    err = assert_clean_text(proc.stderr)
+    assert len(err.splitlines()) == 1, err
+    for w in words:
+        assert w in err, (w, err)
+    assert snapshot(directory) == before
+    return err
+
+
+@pytest.fixture
+def a01(tmp_path):
+    rng = np.random.default_rng(43)
+    a = (rng.random((40, 64)) < 0.2).astype(np.uint8)
+    np.save(tmp_path / "a.npy", a)
+    return a
+
+
+# ---------------------------------------------------------------- text that reaches a terminal or JSON
+def test_json_names_with_quotes_and_escape_bytes_parse(tmp_path, a01):
+    """--json of gram and map: an output name with a quote, a backslash, control bytes and
+    invalid UTF-8 is valid JSON; valid characters come back as they were, invalid bytes as
+    U+FFFD."""
+    out = os.fsencode(tmp_path) + b"/" + ESC_NAME
+    want = os.fsdecode(out).encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    proc = run_bytes("gram", tmp_path / "a.npy", "-o", out, "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout.decode("utf-8"))["output"] == want
+    os.unlink(out)
+    proc = run_bytes("map", "-o", out, "--json", "--", "a * 2", b"a=" + os.fsencode(tmp_path / "a.npy"))
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout.decode("utf-8"))
+    assert got["output"] == want and got["expression"] == "a * 2"
+    assert np.array_equal(np.load(out), a01 * 2)
+
+
+def test_summary_and_errors_escape_names(tmp_path, a01):
+    """The summary line naming the output, and errors naming a missing input or a bad
+    output, show escape bytes and invalid UTF-8 as \\xNN, never raw."""
+    out = os.fsencode(tmp_path) + b"/" + ESC_NAME
+    proc = run_bytes("gram", tmp_path / "a.npy", "-o", out)
+    assert proc.returncode == 0
+    err = assert_clean_text(proc.stderr)
+    assert "\\x1B[31m\\x07\\xC2\\x9B\\xFF q\"\\.npy" in err
+    before = snapshot(tmp_path)
+    missing = os.fsencode(tmp_path) + b"/missing\x1b]0;title\x07.npy"
+    refused(run_bytes("gram", missing, "-o", tmp_path / "c.npy"), tmp_path, before, "missing\\x1B]0;title\\x07.npy")
+    refused(run_bytes("gram", tmp_path / "a.npy", "-o", b"c\x1b[2J.txt"), tmp_path, before, "c\\x1B[2J.txt")
+    refused(run_bytes("gram", tmp_path / "a.npy", b"--bogus\x1b[2J", "-o", tmp_path / "c.npy"), tmp_path, before,
+            "--bogus\\x1B[2J")
+
+
+def test_map_syntax_error_caret_under_the_escaped_column(tmp_path, a01):
+    proc = run_bytes("map", b"a +\x1b 1", b"a=" + os.fsencode(tmp_path / "a.npy"), "-o", tmp_path / "c.npy")
+    assert proc.returncode == 2
+    lines = assert_clean_text(proc.stderr).splitlines()
+    assert "column 4" in lines[0]
+    assert lines[1] == "  a +\\x1B 1" and lines[2] == "     ^"
+    assert not (tmp_path / "c.npy").exists()
+
+
+def test_inspect_names_escaped(tmp_path):
+    """A kernel file named with escape bytes: inspect's error names it escaped."""
+    path = os.fsencode(tmp_path) + b"/k\x1b[5m\xfe.ptx"
+    with open(path, "wb") as f:
+        f.write(b"not ptx at all\n")
+    before = snapshot(tmp_path)
+    proc = run_bytes("inspect", path, "--no-gpu")
+    assert proc.returncode == 2, proc.stderr
+    err = assert_clean_text(proc.stderr)
+    assert len(err.splitlines()) == 1 and "k\\x1B[5m\\xFE.ptx" in err
+    assert snapshot(tmp_path) == before
+
+
+# ---------------------------------------------------------------- -- and options given twice
+def test_double_dash_ends_options(tmp_path, a01):
+    a = f"a={tmp_path / 'a.npy'}"
+    for expr, want in (("-a", -a01), ("-a * 2", -a01 * 2)):
+        out = tmp_path / "c.npy"
+        proc = run_bytes("map", "-o", out, "-q", "--", expr, a)
+        assert proc.returncode == 0, proc.stderr
+        assert np.array_equal(np.load(out), want) and proc.stderr == b""
+        out.unlink()
+    proc = run_bytes("map", "--reduce", "sum", "--", "-a", a)
+    assert proc.returncode == 0 and int(proc.stdout.split()[0]) == int((-a01).sum())  # numpy's uint8 wraps
+    # gram: an input whose name starts with '-' comes after --
+    os.rename(tmp_path / "a.npy", tmp_path / "-a.npy")
+    proc = run_bytes("gram", "-o", "c.npy", "-q", "--", "-a.npy", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert np.array_equal(np.load(tmp_path / "c.npy"), reference(a01))
+
+
+def test_unknown_option_points_at_double_dash(tmp_path, a01):
+    before = snapshot(tmp_path)
+    a = f"a={tmp_path / 'a.npy'}"
+    refused(run_bytes("map", "-a * 2", a, "-o", tmp_path / "c.npy"), tmp_path, before, "unknown option -a * 2", " -- ")
+    refused(run_bytes("map", "-o", tmp_path / "c.npy", "--", "-a", a, "-q"), tmp_path, before, "'-q' is not an input",
+            "options go before --")
+    refused(run_bytes("gram", tmp_path / "a.npy", "-x", "-o", tmp_path / "c.npy"), tmp_path, before,
+            "unknown option -x", " -- ")
+
+
+@pytest.mark.parametrize("args, name", [
+    (["gram", "{a}", "-o", "{d}/c.npy", "-o", "{d}/d.npy"], "-o"),
+    (["gram", "{a}", "-o", "{d}/c.npy", "--output={d}/d.npy"], "--output"),
+    (["gram", "{a}", "--metric", "jaccard", "--metric", "counts", "-o", "{d}/c.npy"], "--metric"),
+    (["gram", "{a}", "--topk", "3", "--topk", "4", "-o", "{d}/c.npz"], "--topk"),
+    (["gram", "{a}", "--threads", "1", "--threads=2", "-o", "{d}/c.npy"], "--threads"),
+    (["map", "a", "a={a}", "-o", "{d}/c.npy", "-o", "{d}/d.npy"], "-o"),
+    (["map", "a", "a={a}", "--dtype", "int8", "--dtype", "int16", "-o", "{d}/c.npy"], "--dtype"),
+    (["gen", "--rows", "4", "--rows", "5", "--cols", "8", "--density", "0.5", "-o", "{d}/g.npy"], "--rows"),
+    (["inspect", "{a}", "--arch", "sm_80", "--arch", "sm_90"], "--arch"),
+])
+def test_option_given_twice(tmp_path, a01, args, name):
+    before = snapshot(tmp_path)
+    argv = [x.format(a=tmp_path / "a.npy", d=tmp_path) for x in args]
+    refused(run_bytes(*argv), tmp_path, before, f"option {name} given twice")
+
+
+def test_set_repeats(tmp_path, a01):
+    proc = run_bytes("map", "a * x + y", f"a={tmp_path / 'a.npy'}", "--set", "x=2", "--set", "y=3", "-o",
+                     tmp_path / "c.npy", "-q")
+    assert proc.returncode == 0, proc.stderr
+    assert np.array_equal(np.load(tmp_path / "c.npy"), a01 * 2 + 3)
+
+
+def test_quiet_and_double_dash_in_help():
+    for command in ("gram", "map", "gen"):
+        text = run_bytes(command, "--help").stdout.decode()
+        assert "-q, --quiet" in text, command
+    for command in ("gram", "map"):
+        assert "\n  --  " in run_bytes(command, "--help").stdout.decode()
+
+
+# ---------------------------------------------------------------- what runs
+def test_threads_past_the_tiles_say_what_ran(tmp_path, a01):
+    """--threads 1000 on a one-tile job: the plan and the summary give the threads that run,
+    and stderr says so once."""
+    plan = run_bytes("gram", tmp_path / "a.npy", "--backend", "cpu", "--threads", "1000", "--plan", "--json", "-o",
+                     tmp_path / "c.npy")
+    assert plan.returncode == 0, plan.stderr
+    planned = json.loads(plan.stdout)
+    assert 1 <= planned["threads"] <= planned["tiles"] < 1000
+    proc = run_bytes("gram", tmp_path / "a.npy", "--backend", "cpu", "--threads", "1000", "--json", "-o",
+                     tmp_path / "c.npy")
+    assert proc.returncode == 0, proc.stderr
+    ran = json.loads(proc.stdout)["threads"]
+    assert ran == planned["threads"]
+    err = assert_clean_text(proc.stderr).splitlines()
+    assert err == [f"outcore: --threads 1000: ran {ran} (one per tile or block of rows; more would have nothing to do)"]
+    text = run_bytes("gram", tmp_path / "a.npy", "--backend", "cpu", "--threads", "1000", "--plan", "-o",
+                     tmp_path / "c.npy").stdout.decode()
+    assert f"threads  {ran} workers (one per tile: 1000 asked)" in text
+
+
+def test_sparse_threads_past_the_blocks_say_what_ran(tmp_path):
+    """The sparse path runs one thread per block of 64 rows: 300 rows, 5 threads."""
+    a = (np.random.default_rng(3).random((300, 5000)) < 0.001).astype(np.uint8)
+    np.save(tmp_path / "s.npy", a)
+    args = ["gram", tmp_path / "s.npy", "--algorithm", "sparse", "--threads", "100", "-o", tmp_path / "c.npy", "--json"]
+    assert json.loads(run_bytes(*args, "--plan").stdout)["threads"] == 5
+    proc = run_bytes(*args)
+    assert proc.returncode == 0 and json.loads(proc.stdout)["threads"] == 5
+    assert "--threads 100: ran 5" in assert_clean_text(proc.stderr)
+
+
+def test_map_threads_past_the_blocks_say_what_ran(tmp_path, a01):
+    proc = run_bytes("map", "a + 1", f"a={tmp_path / 'a.npy'}", "--threads", "1000", "--json", "-o", tmp_path / "c.npy")
+    assert proc.returncode == 0, proc.stderr
+    ran = json.loads(proc.stdout)["threads"]
+    assert 1 <= ran < 1000
+    assert assert_clean_text(proc.stderr).splitlines() == [
+        f"outcore: --threads 1000: ran {ran} (one per block of the result; more would have nothing to do)"]
+
+
+def test_threads_beyond_the_limit_refused(tmp_path, a01):
+    before = snapshot(tmp_path)
+    refused(run_bytes("gram", tmp_path / "a.npy", "--threads", "5000", "-o", tmp_path / "c.npy"), tmp_path, before,
+            "from 1 to 4096")
+
+
+def test_gpu_mem_without_a_gpu_warns(tmp_path, a01):
+    for args in (["gram", tmp_path / "a.npy", "-o", tmp_path / "c.npy"],
+                 ["map", "a", f"a={tmp_path / 'a.npy'}", "-o", tmp_path / "m.npy"]):
+        proc = run_bytes(*args, "--backend", "cpu", "--gpu-mem", "2G", "-q")
+        assert proc.returncode == 0
+        assert assert_clean_text(proc.stderr).splitlines() == [
+            "outcore: warning: --gpu-mem 2G has no effect with --backend cpu"]
+
+
+# ---------------------------------------------------------------- smaller cases
+def test_topk_far_beyond_the_rows(tmp_path, a01):
+    """A 3.6 KB input once made a 600 MB file: K past the columns is refused."""
+    np.save(tmp_path / "b.npy", a01[:5])
+    before = snapshot(tmp_path)
+    refused(run_bytes("gram", tmp_path / "a.npy", tmp_path / "b.npy", "--topk", "50000000", "-o", tmp_path / "t.npz"),
+            tmp_path, before, "top-50000000", "K may be at most 5")
+
+
+def test_gen_plant_past_the_rows(tmp_path):
+    before = snapshot(tmp_path)
+    refused(run_bytes("gen", "--rows", "10", "--cols", "64", "--density", "0.1", "--plant", "6", "-o",
+                      tmp_path / "g.npy"), tmp_path, before, "--plant 6", "plant at most 5")
+    proc = run_bytes("gen", "--rows", "10", "--cols", "64", "--density", "0.1", "--plant", "5", "-q", "-o",
+                     tmp_path / "g.npy")
+    assert proc.returncode == 0 and np.load(tmp_path / "g.npy").shape == (10, 64)
+
+
+# ---------------------------------------------------------------- one rule for numbers
+def test_binarize_reads_float_npy_as_python_does(tmp_path):
+    """--binarize reads a float .npy (Python's binarize=True reads the array); 0/1 integer
+    and float files need no --binarize; other values name --binarize; NaN is refused."""
+    rng = np.random.default_rng(17)
+    ones = rng.random((30, 50)) < 0.3
+    values = np.where(ones, rng.normal(size=ones.shape) + 5, 0.0)
+    np.save(tmp_path / "f.npy", values)
+    np.save(tmp_path / "i.npy", ones.astype(np.int64))
+    np.save(tmp_path / "h.npy", ones.astype(np.float32))
+    want = reference(ones.astype(np.uint8))
+    for name, extra in (("f.npy", ["--binarize"]), ("i.npy", []), ("h.npy", []), ("i.npy", ["--binarize"])):
+        proc = run_bytes("gram", tmp_path / name, *extra, "-o", tmp_path / "c.npy", "-q")
+        assert proc.returncode == 0, proc.stderr
+        assert np.array_equal(np.load(tmp_path / "c.npy"), want), name
+        (tmp_path / "c.npy").unlink()
+    before = snapshot(tmp_path)
+    refused(run_bytes("gram", tmp_path / "f.npy", "-o", tmp_path / "c.npy"), tmp_path, before, "f.npy",
+            "is not 0 or 1", "float64", "--binarize")
+    values[3, 4] = np.nan
+    np.save(tmp_path / "n.npy", values)
+    before = snapshot(tmp_path)
+    refused(run_bytes("gram", tmp_path / "n.npy", "--binarize", "-o", tmp_path / "c.npy"), tmp_path, before,
+            "value NaN at row 3, column 4")
+
+
+def test_aflp_as_float_npy(tmp_path):
+    """The real data set saved as float64 is read as its 0/1 text is."""
+    a = np.loadtxt(data_file("aflp_markers.txt"), dtype=np.float64)
+    np.save(tmp_path / "aflp.npy", a)
+    proc = run_bytes("gram", tmp_path / "aflp.npy", "--metric", "jaccard", "-o", tmp_path / "c.npy", "-q")
+    assert proc.returncode == 0, proc.stderr
+    assert np.array_equal(np.load(tmp_path / "c.npy"), reference(a.astype(np.uint8), metric="jaccard"))
