@@ -1,5 +1,5 @@
 """The build backend of python/pyproject.toml: scikit-build-core, whose CMake build prints
-its progress lines ("[ 42%] Building C object ...") on the terminal as well.
+its progress lines on the terminal as well.
 
 pip shows a backend's output only with -v: without it, `pip install ./python` would say
 nothing for the minutes the library takes to compile. Each progress line therefore also goes
@@ -16,7 +16,9 @@ import threading
 from scikit_build_core import build as _backend
 from scikit_build_core.build import *  # noqa: F401,F403 (the hooks this module does not wrap)
 
-PROGRESS = re.compile(rb"^\[\s*\d+%\] ")
+# "[ 42%] Building C object ..." (make), "[12/150] Building C object ..." (ninja, which
+# scikit-build-core installs and uses where the system has none).
+PROGRESS = re.compile(rb"^\[(\s*\d+%|\d+/\d+)\] ")
 
 
 def _open_terminal():
