@@ -24,7 +24,7 @@
 #include <time.h>
 
 #include "outcore.h"
-#include "core/matrix.h"
+#include "matrix/matrix.h"
 #include "core/threads.h"
 
 typedef struct bench_case {

@@ -20,11 +20,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/matrix.h"
+#include "matrix/matrix.h"
 #include "core/threads.h"
-#include "exec/sink.h"
+#include "engine/sink.h"
 #include "io/io.h"
-#include "io/npy_header.h"
+#include "io/formats/npy_header.h"
 
 static void die(oc_context *ctx, const char *what)
 {

@@ -1,5 +1,5 @@
 /* Ways of writing a large fresh file, timed phase by phase: what the dense .npy writer
- * (src/io/npy.c) chooses from. Each mode creates the file, fills it with bytes copied from
+ * (src/io/formats/npy.c) chooses from. Each mode creates the file, fills it with bytes copied from
  * a source buffer (as the writer copies from its staging), and closes it; the file is removed
  * after each mode. Standalone (POSIX threads only) so it runs where the library is not built:
  *

@@ -15,11 +15,11 @@ The model follows the job as outcore runs it:
     at a time, once it is published;
   - the tiles are the upper triangle in column order (the first-need order); a free device
     takes the rest of the current column, at most a (2 x D)-th of the tiles left (the queue's
-    groups, exec/scheduler.h), and runs them in order, each --tile-ms long, each waiting for
+    groups, engine/scheduler.h), and runs them in order, each --tile-ms long, each waiting for
     both its panels on the device.
 --sliced instead has every device upload a D-th of every panel, so that each panel is
 complete after 1/D of the time (a variant, not what outcore does).
---split W S models tiles that start on part of K (src/cuda/gram_window.h): the first W panels
+--split W S models tiles that start on part of K (src/gram/cuda/gram_window.h): the first W panels
 go up in S slices of their columns, slice 0 of all W first, and each tile among them runs
 slice by slice, its counts kept on the device that ran its first slice until the last; the
 other panels go up whole after them. The counts of the W(W+1)/2 window tiles stay on the

@@ -1,5 +1,5 @@
 /*
- * test_cost.c - the cost model (exec/cost.h): its decisions on synthetic rate tables, the
+ * test_cost.c - the cost model (cost/cost.h): its decisions on synthetic rate tables, the
  * rate cache's round trip, corrupted and foreign caches ignored with a note, and
  * `--backend auto` on a machine without a GPU.
  *
@@ -15,8 +15,8 @@
 
 #include "harness.h"
 #include "outcore.h"
-#include "exec/cost.h"
-#include "exec/cost_gram.h"
+#include "cost/cost.h"
+#include "gram/cost_gram.h"
 
 /* A GPU host like the lent H100: PCIe 55 GB/s pinned, host memory 80 GB/s on 16 cores. */
 static oc_cost_rates fast_gpu_host(void)

@@ -15,8 +15,8 @@
 
 #include "harness.h"
 #include "outcore.h"
-#include "cpu/isa.h"
-#include "cpu/kernels/kernel.h"
+#include "core/isa.h"
+#include "gram/cpu/kernels/kernel.h"
 
 static const char *const isa_names[OC_CPU_ISA_COUNT] = {"ref", "avx2", "avx512"};
 

@@ -1,11 +1,11 @@
 /*
- * test_device_spec.c - parsing `--devices` and per-device `--gpu-mem` (exec/device_spec.h):
+ * test_device_spec.c - parsing `--devices` and per-device `--gpu-mem` (engine/device_spec.h):
  * the logical devices and budgets they make, and one-line errors naming the bad token.
  */
 #include <string.h>
 
 #include "harness.h"
-#include "exec/device_spec.h"
+#include "engine/device_spec.h"
 
 static oc_status parse(oc_context *ctx, const char *devices, const char *gpu_mem, int count, oc_device_list *out)
 {

@@ -16,8 +16,8 @@
 #include "outcore.h"
 #include "core/context.h"
 #include "core/workers.h"
-#include "exec/engine_plan.h"
-#include "cuda/gram_tile.h"
+#include "engine/engine_plan.h"
+#include "gram/cuda/gram_tile.h"
 #include "mem/pool.h"
 #include "mem/staging.h"
 

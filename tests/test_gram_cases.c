@@ -17,7 +17,7 @@
 
 #include "gram_cases.h"
 #include "harness.h"
-#include "cpu/isa.h"
+#include "core/isa.h"
 
 typedef struct cpu_settings {
     const char *isa;

@@ -1,5 +1,5 @@
 /*
- * test_host_mem.c - file-backed matrices (matrix.h, io/npy_source.c) and the CPU backend's
+ * test_host_mem.c - file-backed matrices (matrix.h, io/formats/npy_source.c) and the CPU backend's
  * panels: oc_matrix_load_rows must give, for every row range, exactly the rows a resident read
  * of the same file holds, from any number of threads at once; bad rows must fail with the
  * reader's message; a Gram job on file-backed inputs must equal the in-memory job.
@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/matrix.h"
+#include "matrix/matrix.h"
 #include "harness.h"
 #include "outcore.h"
 

@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/matrix.h"
+#include "matrix/matrix.h"
 #include "harness.h"
 #include "io/io.h"
 #include "outcore.h"

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/map_codegen.h"
-#include "exec/map_types.h"
+#include "map/map_codegen.h"
+#include "map/map_types.h"
 #include "harness.h"
 #include "map_nvrtc.h"
 

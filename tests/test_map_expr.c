@@ -12,11 +12,11 @@
 #include <string.h>
 
 #include "core/context.h"
-#include "cpu/isa.h"
-#include "exec/map_codegen.h"
-#include "exec/map_expr.h"
-#include "exec/map_plan.h"
-#include "exec/map_types.h"
+#include "core/isa.h"
+#include "map/map_codegen.h"
+#include "map/map_expr.h"
+#include "map/map_plan.h"
+#include "map/map_types.h"
 #include "harness.h"
 
 static oc_context *ctx;

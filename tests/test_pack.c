@@ -1,6 +1,6 @@
 /*
- * test_pack.c - the byte packers (core/pack_bytes.h) and the parallel row packer
- * (core/matrix_build.h).
+ * test_pack.c - the byte packers (matrix/pack_bytes.h) and the parallel row packer
+ * (matrix/matrix_build.h).
  *
  * Every variant this CPU runs is compared with the reference byte loop: output words and
  * return value, on widths around every vector step (tails of every length), with and
@@ -14,14 +14,14 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
-#include "core/matrix.h"
-#include "core/matrix_build.h"
-#include "core/pack_bytes.h"
+#include "matrix/matrix.h"
+#include "matrix/matrix_build.h"
+#include "matrix/pack_bytes.h"
 #include "core/threads.h"
-#include "exec/sink.h"
+#include "engine/sink.h"
 #include "harness.h"
 #include "io/io.h"
-#include "io/npy_header.h"
+#include "io/formats/npy_header.h"
 
 static void fill01(unsigned char *p, int64_t n, uint64_t *seed)
 {

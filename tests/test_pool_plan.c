@@ -13,7 +13,7 @@
 #include "harness.h"
 #include "malloc_ops.h"
 #include "outcore.h"
-#include "exec/tile_plan.h"
+#include "engine/tile_plan.h"
 #include "mem/pool.h"
 
 

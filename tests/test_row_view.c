@@ -1,5 +1,5 @@
 /*
- * test_row_view.c - the sub-range interface of the rank layer (core/matrix.h:
+ * test_row_view.c - the sub-range interface of the rank layer (matrix/matrix.h:
  * oc_matrix_row_view): oc_gram on views of rows [r0, r1) of A and [c0, c1) of B gives exactly
  * block (r0..r1, c0..c1) of the whole job's result, for every metric, from a resident, a
  * lists and a file-backed parent, and from a view of a view.
@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "harness.h"
-#include "core/matrix.h"
+#include "matrix/matrix.h"
 
 enum { N = 97, P = 61, M = 150 };
 

@@ -1,5 +1,5 @@
 /*
- * test_scheduler.c - the tile group queue of several devices (exec/scheduler.h), without a
+ * test_scheduler.c - the tile group queue of several devices (engine/scheduler.h), without a
  * GPU: simulated workers on threads, of different speeds, pull groups and "compute" tiles.
  * Checked: every tile is done exactly once whatever the speeds, a faster worker does more,
  * a single worker walks the order as planned, workers stay on their panel while it has
@@ -11,7 +11,7 @@
 #include <time.h>
 
 #include "harness.h"
-#include "exec/scheduler.h"
+#include "engine/scheduler.h"
 
 typedef struct sim_worker {
     oc_scheduler *s;

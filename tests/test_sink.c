@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "harness.h"
-#include "exec/sink.h"
+#include "engine/sink.h"
 
 static void check_put(size_t es, int64_t ld, int64_t i0, int64_t j0, int64_t rows, int64_t cols, int64_t block_ld)
 {

@@ -1,6 +1,6 @@
 /*
- * test_stream_plan.c - the plan of oc_stream_run jobs (exec/stream_plan.h) and the checks
- * and chunk layout of exec/stream_job.h, without a GPU: chunks fit the budget with every
+ * test_stream_plan.c - the plan of oc_stream_run jobs (stream/stream_plan.h) and the checks
+ * and chunk layout of stream/stream_job.h, without a GPU: chunks fit the budget with every
  * slot in flight, respect forced sizes, and fail with a message naming the need; gathering
  * and scattering any byte range of a chunk along any axis matches an element-wise
  * reference; a bad spec is refused before any device work (also in CPU-only builds).
@@ -10,8 +10,8 @@
 #include <string.h>
 
 #include "harness.h"
-#include "exec/stream_job.h"
-#include "exec/stream_plan.h"
+#include "stream/stream_job.h"
+#include "stream/stream_plan.h"
 
 #define GIB (1LL << 30)
 #define MIB (1LL << 20)

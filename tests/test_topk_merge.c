@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "harness.h"
-#include "exec/select.h"
+#include "gram/select/select.h"
 
 enum { ROWS = 4096 + 40, COLS = 300, K = 7, DEVICES = 3 };
 

@@ -2,7 +2,7 @@
  * bench_b1_split.cu - what splitting a tile on K costs the wgmma kernel: one tile of
  * T x T elements over m bits, whole, against the same tile in S slices of K, each slice
  * adding the counts of the slices before it (gram_tile.h: acc_in) and writing the tile's
- * int32 counts, as the tiles of a multi-GPU job's first panels run (src/cuda/gram_window.h).
+ * int32 counts, as the tiles of a multi-GPU job's first panels run (src/gram/cuda/gram_window.h).
  *
  *   bench_b1_split [--rows T] [--bits M] [--slices S,S,...] [--runs R]
  *
@@ -26,10 +26,10 @@
 
 extern "C" {
 #include "core/error.h"
-#include "core/matrix.h"
+#include "matrix/matrix.h"
 }
-#include "cuda/device.h"
-#include "cuda/gram_b1.cuh"
+#include "engine/cuda/device.h"
+#include "gram/cuda/gram_b1.cuh"
 #include "bench_bits.cuh"
 #include "bench_check.h"
 

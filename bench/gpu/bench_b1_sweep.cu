@@ -22,10 +22,10 @@
 extern "C" {
 #include "core/error.h"
 #include "core/gpu_arch.h"
-#include "core/matrix.h"
+#include "matrix/matrix.h"
 }
-#include "cuda/device.h"
-#include "cuda/gram_b1.cuh"
+#include "engine/cuda/device.h"
+#include "gram/cuda/gram_b1.cuh"
 #include "bench_bits.cuh"
 #include "bench_check.h"
 

@@ -1,6 +1,6 @@
 /* bench_bits.cuh - what the 1-bit kernel benchmarks share: their context and device 0,
  * random packed rows made on the device and a count, on the device, of the elements where
- * two int32 outputs differ. Include it after core/error.h and cuda/device.h. */
+ * two int32 outputs differ. Include it after core/error.h and engine/cuda/device.h. */
 #ifndef OC_BENCH_BITS_CUH
 #define OC_BENCH_BITS_CUH
 

@@ -35,14 +35,14 @@
 extern "C" {
 #include "core/error.h"
 #include "core/gpu_arch.h"
-#include "core/matrix.h"
+#include "matrix/matrix.h"
 #include "core/threads.h"
-#include "exec/sink.h"
+#include "engine/sink.h"
 }
-#include "cuda/device.h"
-#include "cuda/gram_b1.cuh"
+#include "engine/cuda/device.h"
+#include "gram/cuda/gram_b1.cuh"
 #include "bench_check.h"
-#include "cuda/gram_popc.cuh"
+#include "gram/cuda/gram_popc.cuh"
 
 static int failures = 0;
 

@@ -1,4 +1,4 @@
-/* What a device part's set-up pays before its first upload (src/cuda/engine_worker.c), on
+/* What a device part's set-up pays before its first upload (src/engine/cuda/engine_worker.c), on
  * every device of the host: pinning a 16 MB upload ring with cudaHostAlloc, or with an
  * allocation aligned to 2 MiB and cudaHostRegister (its pages touched by memset first; or
  * advised MADV_HUGEPAGE and faulted in by the registration; or advised and populated with

@@ -21,7 +21,7 @@
 #include <string.h>
 
 extern "C" {
-#include "core/matrix.h"
+#include "matrix/matrix.h"
 #include "core/threads.h"
 }
 #include "outcore.h"

@@ -98,7 +98,7 @@ def _dense_array(x, name, bits, binarize=False):
     return arr, row_bytes, value_type
 
 
-# What the C constructors call a matrix until oc_matrix_set_name (src/core/matrix_build.c).
+# What the C constructors call a matrix until oc_matrix_set_name (src/matrix/matrix_build.c).
 _DEFAULT_NAME = "A"
 
 

@@ -1,7 +1,7 @@
 /*
  * kernel_list.h - the kernels a piece of GPU code holds and what each one uses, as every
  * reader of inspect fills it: the cubin reader (cubin.c), ptxas' report (ptxas.c), the PTX
- * directives (ptx_directives.c) and the CUDA driver (src/cuda/inspect_driver.c).
+ * directives (ptx_directives.c) and the CUDA driver (src/inspect/cuda/inspect_driver.c).
  *
  * This is the bottom of src/inspect: it includes no other file of the folder, so the readers
  * and kernel_image.c, which picks among them, depend on it and not on each other.

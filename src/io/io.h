@@ -42,7 +42,7 @@ oc_status oc_npy_out_create(oc_context *ctx, const char *path, int dtype, int64_
 oc_status oc_npy_out_commit(oc_context *ctx, oc_npy_out *w);
 /* Unmaps and removes the temporary file; frees w. NULL is a no-op. */
 void oc_npy_out_abort(oc_npy_out *w);
-/* For resumable jobs (exec/gram_resume.h): the temporary file's name; a flush of what was
+/* For resumable jobs (gram/gram_resume.h): the temporary file's name; a flush of what was
  * stored so far to the disk (msync), the file staying temporary; a release of w that keeps
  * the temporary file for a later run (NULL is a no-op); and the reopening of such a file,
  * which must hold the header of a rows x cols array of dtype (else OC_ERR_INPUT naming it). */

@@ -11,7 +11,7 @@
  * short (or damage), and it and everything after it are dropped when the journal is opened
  * for appending. Appends are buffered; oc_journal_flush writes them and fdatasyncs, and only
  * then are they part of the journal. This file knows nothing of what the records mean:
- * exec/gram_resume.c does.
+ * gram/gram_resume.c does.
  */
 #ifndef OC_IO_JOURNAL_H
 #define OC_IO_JOURNAL_H

@@ -9,7 +9,7 @@
 
 #include "core/context.h"
 #include "core/error.h"
-#include "core/matrix.h"
+#include "matrix/matrix.h"
 #include "io/input_file.h"
 #include "io/map_guard.h"
 #include "io/sysio.h"

@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 
 #include "core/error.h"
-#include "core/matrix.h"
+#include "matrix/matrix.h"
 #include "io/io.h"
 
 static int is_source_of(const struct stat *sb, const oc_matrix *m)

@@ -23,7 +23,7 @@
  * Reuse rule: the pool never hands one byte to two owners. Buffers are taken once per job
  * (panel slots, output slots, staging slots) and reused by their owner from tile to tile;
  * the owner orders each reuse in stream order with an event recorded after the last use
- * (see src/cuda/gram_cuda.c). Nothing is allocated per tile, so the allocator never sits
+ * (see src/gram/cuda/gram_cuda.c). Nothing is allocated per tile, so the allocator never sits
  * on the critical path and a job that starts will not run out of memory half way.
  *
  * Why callbacks rather than CUDA calls: src/mem must not depend on src/cuda, and the CPU-only

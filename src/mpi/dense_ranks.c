@@ -26,7 +26,7 @@
 #include "core/threads.h"
 #include "io/io.h"
 #include "io/sysio.h"
-#include "io/npy_header.h"
+#include "io/formats/npy_header.h"
 #include "mem/host_budget.h"
 #include "mpi/comm.h"
 #include "mpi/rank_job.h"

@@ -14,7 +14,7 @@
 
 #include "core/context.h"
 #include "core/error.h"
-#include "core/matrix.h"
+#include "matrix/matrix.h"
 #include "core/text_buf.h"
 #include "core/threads.h"
 #include "mem/host_budget.h"

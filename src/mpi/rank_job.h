@@ -5,7 +5,7 @@
  * and select_ranks.c (top-k gathered, threshold pairs funnelled to rank 0) run the part of
  * each output kind. Every part is a sequence of phases that end in oc_mpi_agree (comm.h).
  * A rank's work is one or more ordinary oc_gram jobs on row views of the inputs
- * (core/matrix.h: oc_matrix_row_view): rows [r0, r1) of C against columns [c0, c1) is
+ * (matrix/matrix.h: oc_matrix_row_view): rows [r0, r1) of C against columns [c0, c1) is
  * oc_gram(rows r0..r1 of A, rows c0..c1 of B), which every backend computes exactly as the
  * whole job would, so the bytes cannot depend on the rank count.
  */

@@ -1,13 +1,19 @@
-"""The layout rules of the sources, checked on the files themselves.
+"""The layout rules of the sources, checked on the files themselves (docs/design.md).
 
 1. A quoted #include of a file under src/ is written as its path from src/ ("core/error.h",
-   "inspect/kernel_list.h"), in src/, tests/ and bench/ alike: one spelling per header, so a
+   "gram/select/select.h"), in src/, tests/ and bench/ alike: one spelling per header, so a
    grep finds every user, and the dependency rules below can be read off the include lines.
    src/ is on the include path of every target that reaches internals (outcore_obj,
    outcore_static and so the tests, benchmarks and fuzz targets); tools/ and python/ see
    include/outcore.h only.
-2. design.md's dependency rules: core, mem, exec, io and inspect never include cpu/ or
-   cuda/; the backends never include each other.
+2. One folder per subsystem: a folder includes only folders below it in LEVELS (the shared
+   machines core, matrix, mem, io, cost, engine, then the jobs, then mpi), and no job
+   includes another job.
+3. Inside a subsystem the backends are folders: only files under a cuda/ folder include a
+   CUDA header, .cu or .cuh file, or a file of a cuda/ folder; files under a cpu/ folder and
+   files under a cuda/ folder never include each other.
+4. No circle between files: the include graph of src/ has no cycle.
+5. No folder holds more than MAX_FILES files of its own.
 
 Run as a script with --fix to rewrite includes into the first form (after a merge brought
 in files written otherwise): python3 tests/cli/test_source_layout.py --fix
@@ -21,8 +27,12 @@ SOURCE_DIR = Path(os.environ.get("OUTCORE_SOURCE_DIR", Path(__file__).resolve().
 SRC = SOURCE_DIR / "src"
 INCLUDE = re.compile(r'^(\s*#\s*include\s+")([^"]+)(")', re.M)
 SUFFIXES = {".c", ".h", ".cu", ".cuh"}
-BELOW_BACKENDS = ("core", "mem", "exec", "io", "inspect")
-BACKENDS = ("cpu", "cuda")
+SYSTEM_INCLUDE = re.compile(r'^\s*#\s*include\s+<([^>]+)>', re.M)
+CUDA_HEADER = re.compile(r"^(cuda[\w.]*|cublas\w*|nvrtc|driver_types|vector_types|curand\w*|nccl|mma|cooperative_groups)(\.h|/|$)")
+# The folders of src/ and their level: a folder includes only folders of a lower level.
+LEVELS = {"core": 0, "matrix": 1, "mem": 1, "io": 2, "cost": 2, "engine": 3,
+          "gram": 4, "map": 4, "stream": 4, "inspect": 4, "matmul": 4, "mpi": 5}
+MAX_FILES = 26
 
 
 def sources():
@@ -78,23 +88,126 @@ def test_the_check_sees_other_spellings(tmp_path):
         assert misspelled(probe) == [(1, "../core/error.h", "core/error.h"), (2, "io.h", "io/io.h")]
     finally:
         probe.unlink()
+    a, b = SRC / "core" / "layout_probe_a.h", SRC / "core" / "layout_probe_b.h"
+    try:
+        a.write_text('#include "core/layout_probe_b.h"\n')
+        b.write_text('#include "core/layout_probe_a.h"\n')
+        try:
+            test_no_circle_between_files()
+        except AssertionError as e:
+            assert "core/layout_probe_a.h -> core/layout_probe_b.h -> core/layout_probe_a.h" in str(e)
+        else:
+            raise AssertionError("the circle check did not see the probe")
+    finally:
+        a.unlink()
+        b.unlink()
 
 
-def test_dependency_rules():
+def src_files():
+    for path in sorted(SRC.rglob("*")):
+        if path.is_file() and path.suffix in SUFFIXES:
+            yield path
+
+
+def includes(path):
+    """The src/ paths of the files path includes."""
+    for m in INCLUDE.finditer(path.read_text()):
+        target = src_path(path, m.group(2))
+        if target:
+            yield target
+
+
+def backend(rel):
+    """"cuda", "cpu" or None: the backend folder a src/ path lies in."""
+    parts = rel.split("/")[:-1]
+    return "cuda" if "cuda" in parts else "cpu" if "cpu" in parts else None
+
+
+def test_every_folder_has_a_level():
+    folders = {p.relative_to(SRC).parts[0] for p in src_files()}
+    assert folders <= set(LEVELS), f"folders of src/ without a level here and in design.md: {folders - set(LEVELS)}"
+
+
+def test_folders_include_only_lower_folders():
     broken = []
-    for path in SRC.rglob("*"):
-        if not path.is_file() or path.suffix not in SUFFIXES:
-            continue
-        folder = path.relative_to(SRC).parts[0]
-        for m in INCLUDE.finditer(path.read_text()):
-            target = src_path(path, m.group(2))
-            if not target:
-                continue
+    for path in src_files():
+        rel = path.relative_to(SRC).as_posix()
+        top = rel.split("/")[0]
+        for target in includes(path):
             to = target.split("/")[0]
-            if (folder in BELOW_BACKENDS and to in BACKENDS) or (folder in BACKENDS and to in BACKENDS and to != folder):
-                broken.append(f"{path.relative_to(SOURCE_DIR)} includes {target}")
-    assert not broken, "design.md: core, mem, exec, io and inspect never include cpu/ or cuda/, and the " \
-                       "backends never include each other:\n" + "\n".join(broken)
+            if to != top and LEVELS.get(to, 99) >= LEVELS.get(top, -1):
+                broken.append(f"src/{rel} includes {target}")
+    assert not broken, "design.md: a folder includes only the folders below it, and no job another job:\n" + "\n".join(broken)
+
+
+def test_backends_stay_in_their_folders():
+    broken = []
+    for path in src_files():
+        rel = path.relative_to(SRC).as_posix()
+        mine = backend(rel)
+        if mine != "cuda" and path.suffix in (".cu", ".cuh"):
+            broken.append(f"src/{rel} is CUDA code outside a cuda/ folder")
+        if mine != "cuda":
+            broken += [f"src/{rel} includes <{h}>" for h in SYSTEM_INCLUDE.findall(path.read_text()) if CUDA_HEADER.match(h)]
+        for target in includes(path):
+            theirs = backend(target)
+            if theirs and theirs != mine:
+                broken.append(f"src/{rel} includes {target}")
+    assert not broken, "design.md: only cuda/ folders include CUDA headers and cuda/ files; cpu/ and cuda/ never " \
+                       "include each other:\n" + "\n".join(broken)
+
+
+def test_no_circle_between_files():
+    graph = {p.relative_to(SRC).as_posix(): sorted(set(includes(p))) for p in src_files()}
+    state, circles = {}, []
+
+    def walk(node, stack):  # depth-first, iterative over the stack of (node, next child)
+        todo = [(node, iter(graph.get(node, ())))]
+        state[node] = 1
+        path = [node]
+        while todo:
+            cur, children = todo[-1]
+            child = next(children, None)
+            if child is None:
+                state[cur] = 2
+                todo.pop()
+                path.pop()
+            elif state.get(child) == 1:
+                circles.append(" -> ".join(path[path.index(child):] + [child]))
+            elif child not in state:
+                state[child] = 1
+                path.append(child)
+                todo.append((child, iter(graph.get(child, ()))))
+
+    for node in graph:
+        if node not in state:
+            walk(node, [])
+    assert not circles, "circles between files:\n" + "\n".join(circles)
+
+
+def test_no_folder_is_too_large():
+    counts = {}
+    for path in src_files():
+        counts[path.parent] = counts.get(path.parent, 0) + 1
+    big = [f"{d.relative_to(SOURCE_DIR)}: {n} files" for d, n in counts.items() if n > MAX_FILES]
+    assert not big, f"folders over {MAX_FILES} files (split them into subsystems):\n" + "\n".join(big)
+
+
+def test_the_rules_see_a_breach(tmp_path):
+    # A probe file in core/ that includes a job's header and a CUDA header breaks two rules.
+    probe = SRC / "core" / "layout_probe.c"
+    assert not probe.exists()
+    try:
+        probe.write_text('#include <cuda_runtime.h>\n#include "gram/gram_job.h"\n')
+        for rule in (test_folders_include_only_lower_folders, test_backends_stay_in_their_folders):
+            try:
+                rule()
+            except AssertionError as e:
+                assert "layout_probe.c" in str(e)
+            else:
+                raise AssertionError(f"{rule.__name__} did not see the probe")
+    finally:
+        probe.unlink()
 
 
 if __name__ == "__main__":

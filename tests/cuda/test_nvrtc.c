@@ -9,7 +9,7 @@
 
 #include "harness.h"
 #include "core/context.h"
-#include "cuda/nvrtc.h"
+#include "map/cuda/nvrtc.h"
 
 static const char *good =
     "extern \"C\" __global__ void scale(double *x, double a, long long n)\n"

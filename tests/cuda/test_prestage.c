@@ -1,6 +1,6 @@
 /*
- * test_prestage.c - a resident plan's uploads ahead (cuda/engine_prestage.h) and the panel
- * exchange's owners (cuda/panel_exchange.h), without a GPU: the uploads are host callbacks.
+ * test_prestage.c - a resident plan's uploads ahead (engine/cuda/engine_prestage.h) and the panel
+ * exchange's owners (engine/cuda/panel_exchange.h), without a GPU: the uploads are host callbacks.
  * Checked: the thread uploads its keys in order and a wait returns once its key is done; a
  * wait for a key not its own returns 0 at once; a failed upload gives up the keys after it
  * (give_up called for each, waits return 0, the status is the upload's); stopping early gives
@@ -14,8 +14,8 @@
 #include <time.h>
 
 #include "harness.h"
-#include "cuda/engine_prestage.h"
-#include "cuda/panel_exchange.h"
+#include "engine/cuda/engine_prestage.h"
+#include "engine/cuda/panel_exchange.h"
 
 static void sleep_ms(long ms)
 {

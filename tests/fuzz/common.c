@@ -10,7 +10,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
-#include "core/matrix.h"
+#include "matrix/matrix.h"
 
 /* Compiled-in sanitizer settings, so that a copied build folder runs the same anywhere.
  * Readers size their allocations from the input (an .mtx size line, a fatbinary's stated

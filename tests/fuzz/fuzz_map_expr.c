@@ -1,9 +1,9 @@
 /*
  * fuzz_map_expr.c - the expression language of `outcore map`: the parser
- * (src/exec/map_parse.c), the type check (map_typecheck.c, through oc_map_create with arrays
+ * (src/map/map_parse.c), the type check (map_typecheck.c, through oc_map_create with arrays
  * in memory), the CUDA C code generator (map_codegen.c: its source is compiled by nothing,
  * only checked to be produced, closed and bounded) and the CPU evaluation of the plan on a
- * few elements (src/cpu/map_cpu*.c, one thread).
+ * few elements (src/map/cpu/map_cpu*.c, one thread).
  *
  * Input: a selector byte for the types of the arrays a and b (a: byte % 11, b: byte / 11 % 11,
  * in oc_map_dtype order), a selector byte for the reduction (byte % 5: none, sum, mean, min,
@@ -21,10 +21,10 @@
 #include <string.h>
 
 #include "common.h"
-#include "exec/map_codegen.h"
-#include "exec/map_expr.h"
-#include "exec/map_plan.h"
-#include "exec/map_types.h"
+#include "map/map_codegen.h"
+#include "map/map_expr.h"
+#include "map/map_plan.h"
+#include "map/map_types.h"
 
 static void check_tree(const oc_map_expr *e, const char *what)
 {

@@ -1,4 +1,4 @@
-/* fuzz_mtx.c - the MatrixMarket coordinate reader (src/io/mtx.c); the input is the file. */
+/* fuzz_mtx.c - the MatrixMarket coordinate reader (src/io/formats/mtx.c); the input is the file. */
 #include <stdint.h>
 
 #include "common.h"

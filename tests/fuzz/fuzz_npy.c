@@ -1,5 +1,5 @@
 /*
- * fuzz_npy.c - the .npy reader (src/io/npy.c), versions 1.0, 2.0 and 3.0, dense and packed.
+ * fuzz_npy.c - the .npy reader (src/io/formats/npy.c), versions 1.0, 2.0 and 3.0, dense and packed.
  *
  * Input: one selector byte, then the file. Selector 0 reads the file as a dense 0/1 matrix;
  * 1..239 read it as numpy.packbits output with that many columns (--bits); 240..255 ask for

@@ -1,4 +1,4 @@
-/* fuzz_text.c - the 0/1 text reader of .txt and .csv files (src/io/text.c); the input is the
+/* fuzz_text.c - the 0/1 text reader of .txt and .csv files (src/io/formats/text.c); the input is the
  * file (one reader serves both extensions: whitespace or commas separate the values). */
 #include <stdint.h>
 

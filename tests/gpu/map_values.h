@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "../harness.h"
-#include "exec/map_types.h"
+#include "map/map_types.h"
 
 static void fill(void *p, int t, int64_t n, uint64_t seed)
 {

@@ -8,7 +8,7 @@
 #include <cuda_runtime_api.h>
 
 #include "../harness.h"
-#include "cuda/nvrtc.h"
+#include "map/cuda/nvrtc.h"
 
 static int gpu_nvrtc_missing(void)
 {

@@ -15,7 +15,7 @@
 
 #include "../harness.h"
 #include "outcore.h"
-#include "exec/cost.h"
+#include "cost/cost.h"
 
 static oc_matrix *random_matrix(oc_context *ctx, int64_t rows, int64_t cols)
 {

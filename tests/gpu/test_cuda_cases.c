@@ -25,8 +25,8 @@
 
 #include "gram_cases.h"
 #include "harness.h"
-#include "core/matrix.h"
-#include "cuda/device.h"
+#include "matrix/matrix.h"
+#include "engine/cuda/device.h"
 
 typedef struct cuda_settings {
     const char *kernel; /* OUTCORE_CUDA_KERNEL */

@@ -15,7 +15,7 @@
 
 #include "../harness.h"
 #include "outcore.h"
-#include "cuda/device.h"
+#include "engine/cuda/device.h"
 
 enum { N = 3000, M = 700 };
 

@@ -18,8 +18,8 @@
 
 #include "../harness.h"
 #include "outcore.h"
-#include "core/matrix.h"
-#include "cuda/device.h"
+#include "matrix/matrix.h"
+#include "engine/cuda/device.h"
 
 static oc_context *ctx;
 static int quick;

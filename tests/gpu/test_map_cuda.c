@@ -16,8 +16,8 @@
 
 #include "../harness.h"
 #include "../map_nvrtc.h"
-#include "exec/map_codegen.h"
-#include "exec/map_types.h"
+#include "map/map_codegen.h"
+#include "map/map_types.h"
 #include "map_values.h"
 
 static oc_context *ctx;

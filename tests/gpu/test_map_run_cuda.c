@@ -13,8 +13,8 @@
 #include <unistd.h>
 
 #include "../harness.h"
-#include "cuda/nvrtc.h"
-#include "exec/map_plan.h"
+#include "map/cuda/nvrtc.h"
+#include "map/map_plan.h"
 #include "map_values.h"
 #include "nvrtc_skip.h"
 

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "harness.h"
-#include "cuda/nvrtc.h"
+#include "map/cuda/nvrtc.h"
 #include "nvrtc_skip.h"
 
 static const char *source =

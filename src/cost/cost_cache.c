@@ -1,0 +1,336 @@
+/*
+ * cost_cache.c - the cost model's rate cache: a small text file per user, one section per
+ * machine (cost_rates.c reads it once per process and fills what it lacks with defaults).
+ *
+ * The file (docs/cost-model.md shows one):
+ *
+ *   # outcore cost-model rates (docs/cost-model.md)
+ *   machine <key: hostname | CPU model | cores | driver and GPUs>
+ *   host_bw 8.12e+10
+ *   cpu_bit_macs.avx512 1.71e+12
+ *   h2d_pinned 5.5e+10
+ *   ...
+ *   machine <another machine's key>
+ *   ...
+ *
+ * Sections, not one file per machine, because a home directory is often shared by the
+ * nodes of a cluster: each node finds its own figures and keeps the others'. A section is
+ * used only when its key equals this machine's exactly, so a new GPU, driver or CPU means
+ * measuring again. A file that does not parse is ignored as a whole, with a note that reaches
+ * --explain, and rewritten by the next measurement.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/gpu_probe.h"
+#include "core/threads.h"
+#include "cost/cost.h"
+
+#define CACHE_HEADER "# outcore cost-model rates (docs/cost-model.md)"
+#define MAX_SECTIONS 64
+#define LINE_MAX_LEN 1024
+
+int oc_cost_cache_path(char *buf, size_t size)
+{
+    const char *env = getenv("OUTCORE_COST_CACHE");
+    if (env && *env) {
+        if (strcmp(env, "off") == 0 || strcmp(env, "0") == 0) return 0;
+        return snprintf(buf, size, "%s", env) < (int)size;
+    }
+    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    int n;
+    if (xdg && *xdg) n = snprintf(buf, size, "%s/outcore/rates.txt", xdg);
+    else if (home && *home) n = snprintf(buf, size, "%s/.cache/outcore/rates.txt", home);
+    else return 0;
+    return n > 0 && n < (int)size;
+}
+
+void oc_cost_machine_key(char *buf, size_t size, int gpus)
+{
+    char host[256] = "", model[256] = "", ids[1024] = "";
+    if (gethostname(host, sizeof host) != 0) host[0] = '\0';
+    host[sizeof host - 1] = '\0';
+    oc_cpu_model(model, sizeof model);
+#ifdef OC_HAVE_CUDA
+    if (gpus && oc_gpu_probe_cuda.identity) oc_gpu_probe_cuda.identity(ids, sizeof ids);
+#endif
+    int n = snprintf(buf, size, "%s | %s | %d cores", host, model[0] ? model : "unknown CPU", oc_cpu_cores());
+    if (gpus && n > 0 && (size_t)n < size) snprintf(buf + n, size - (size_t)n, " | %s", ids[0] ? ids : "no GPU");
+    for (char *c = buf; *c; ++c)
+        if (*c == '\n' || *c == '\r') *c = ' ';
+}
+
+/* ---------------------------------------------------------------- fields */
+
+/* The figures a section may hold, as offsets into oc_cost_rates and the OC_COST_M_* bit
+ * each stands for. The CPU kernel's rate is kept per ISA (OUTCORE_CPU_ISA changes the
+ * kernel), as cpu_bit_macs.<isa>. */
+typedef struct field {
+    const char *name;
+    size_t offset;
+    unsigned bit;
+} field;
+
+static const field fields[] = {
+    {"h2d_pinned", offsetof(oc_cost_rates, h2d_pinned), OC_COST_M_PCIE},
+    {"d2h_pinned", offsetof(oc_cost_rates, d2h_pinned), OC_COST_M_PCIE},
+    {"bidir_pinned", offsetof(oc_cost_rates, bidir_pinned), OC_COST_M_PCIE},
+    {"h2d_pageable", offsetof(oc_cost_rates, h2d_pageable), OC_COST_M_PCIE},
+    {"d2h_pageable", offsetof(oc_cost_rates, d2h_pageable), OC_COST_M_PCIE},
+    {"host_bw", offsetof(oc_cost_rates, host_bw), OC_COST_M_HOST_BW},
+    {"gpu_startup", offsetof(oc_cost_rates, gpu_startup), OC_COST_M_STARTUP},
+    {"gpu_job_setup", offsetof(oc_cost_rates, gpu_job_setup), OC_COST_M_STARTUP},
+    {"gpu_bit_macs", offsetof(oc_cost_rates, gpu) + OC_COST_BIT_MAC * sizeof(double), OC_COST_M_GPU_BITS},
+#define OP_FIELDS(side, bit)                                                                       \
+    {#side "_ops.element", offsetof(oc_cost_rates, side) + OC_COST_ELEMENT * sizeof(double), bit},  \
+    {#side "_ops.f32", offsetof(oc_cost_rates, side) + OC_COST_F32 * sizeof(double), bit},          \
+    {#side "_ops.f64", offsetof(oc_cost_rates, side) + OC_COST_F64 * sizeof(double), bit},          \
+    {#side "_ops.f32_math", offsetof(oc_cost_rates, side) + OC_COST_F32_MATH * sizeof(double), bit},\
+    {#side "_ops.f64_math", offsetof(oc_cost_rates, side) + OC_COST_F64_MATH * sizeof(double), bit},\
+    {#side "_ops.int", offsetof(oc_cost_rates, side) + OC_COST_INT * sizeof(double), bit}
+    OP_FIELDS(cpu, OC_COST_M_CPU_OPS),
+    OP_FIELDS(gpu, OC_COST_M_GPU_OPS),
+#undef OP_FIELDS
+};
+#define NFIELDS (sizeof fields / sizeof fields[0])
+
+static double *field_ptr(oc_cost_rates *r, const field *f) { return (double *)((char *)r + f->offset); }
+
+/* For an element-op field, its side's mask of measured ops and the op's bit; NULL otherwise. */
+static unsigned *op_mask(oc_cost_rates *r, const field *f, unsigned *bit)
+{
+    if (f->bit != OC_COST_M_CPU_OPS && f->bit != OC_COST_M_GPU_OPS) return NULL;
+    size_t base = f->bit == OC_COST_M_CPU_OPS ? offsetof(oc_cost_rates, cpu) : offsetof(oc_cost_rates, gpu);
+    *bit = 1u << ((f->offset - base) / sizeof(double));
+    return f->bit == OC_COST_M_CPU_OPS ? &r->cpu_ops_measured : &r->gpu_ops_measured;
+}
+
+/* One parsed section: its key and its lines, kept as text so that a store rewrites the
+ * other machines' sections as they were. */
+typedef struct section {
+    char key[LINE_MAX_LEN];
+    char *body; /* "name value\n" lines, malloc'ed */
+} section;
+
+typedef struct cache_file {
+    section s[MAX_SECTIONS];
+    int count;
+} cache_file;
+
+static void cache_file_free(cache_file *f)
+{
+    for (int i = 0; i < f->count; ++i) free(f->s[i].body);
+    f->count = 0;
+}
+
+static int append_line(section *s, const char *line)
+{
+    size_t old = s->body ? strlen(s->body) : 0, add = strlen(line);
+    char *b = realloc(s->body, old + add + 2);
+    if (!b) return -1;
+    memcpy(b + old, line, add);
+    b[old + add] = '\n';
+    b[old + add + 1] = '\0';
+    s->body = b;
+    return 0;
+}
+
+/* A value line: a known name (or cpu_bit_macs.<isa>) and a positive finite number. */
+static int valid_value_line(const char *line)
+{
+    char name[64];
+    double v;
+    char extra;
+    if (sscanf(line, "%63s %lf %c", name, &v, &extra) != 2 || !isfinite(v) || v <= 0) return 0;
+    if (strncmp(name, "cpu_bit_macs.", 13) == 0) return name[13] != '\0';
+    for (size_t i = 0; i < NFIELDS; ++i)
+        if (strcmp(name, fields[i].name) == 0) return 1;
+    return 0;
+}
+
+/* Whether the section has a line for `name`. */
+static int section_has(const section *s, const char *name)
+{
+    size_t len = strlen(name);
+    for (const char *l = s->body; l && *l;) {
+        if (strncmp(l, name, len) == 0 && l[len] == ' ') return 1;
+        const char *nl = strchr(l, '\n');
+        l = nl ? nl + 1 : NULL;
+    }
+    return 0;
+}
+
+/* Reads the file into sections. 1 on success, 0 when absent, -1 (with why[]) when corrupted. */
+static int cache_file_read(const char *path, cache_file *f, char *why, size_t why_size)
+{
+    memset(f, 0, sizeof *f);
+    FILE *fp = fopen(path, "r");
+    if (!fp) {
+        if (errno == ENOENT) return 0;
+        snprintf(why, why_size, "cannot read the rate cache %s: %s", path, strerror(errno));
+        return -1;
+    }
+    char line[LINE_MAX_LEN];
+    int lineno = 0, rc = 1;
+    while (fgets(line, sizeof line, fp)) {
+        lineno++;
+        size_t len = strcspn(line, "\n");
+        if (line[len] != '\n' && !feof(fp)) {
+            snprintf(why, why_size, "rate cache %s, line %d: too long", path, lineno);
+            rc = -1;
+            break;
+        }
+        line[len] = '\0';
+        if (line[0] == '#' || line[0] == '\0') continue;
+        if (strncmp(line, "machine ", 8) == 0) {
+            if (f->count == MAX_SECTIONS) continue; /* the oldest sections are kept; later ones dropped */
+            snprintf(f->s[f->count].key, sizeof f->s[f->count].key, "%s", line + 8);
+            f->count++;
+        } else if (f->count > 0 && valid_value_line(line)) {
+            if (append_line(&f->s[f->count - 1], line) != 0) {
+                snprintf(why, why_size, "out of memory reading the rate cache");
+                rc = -1;
+                break;
+            }
+        } else {
+            snprintf(why, why_size, "rate cache %s, line %d is not a rate ('%.40s'): ignored, measured rates will "
+                     "replace it", path, lineno, line);
+            rc = -1;
+            break;
+        }
+    }
+    fclose(fp);
+    if (rc < 0) cache_file_free(f);
+    return rc;
+}
+
+int oc_cost_cache_load(const char *path, const char *key, oc_cost_rates *r)
+{
+    cache_file f;
+    int rc = cache_file_read(path, &f, r->note, sizeof r->note);
+    if (rc <= 0) return 0;
+    int found = 0;
+    char isa_field[64];
+    snprintf(isa_field, sizeof isa_field, "cpu_bit_macs.%s", r->cpu_isa[0] ? r->cpu_isa : "ref");
+    for (int i = 0; i < f.count && !found; ++i) {
+        if (strcmp(f.s[i].key, key) != 0) continue;
+        found = 1;
+        for (char *line = f.s[i].body; line && *line;) {
+            char name[64];
+            double v;
+            if (sscanf(line, "%63s %lf", name, &v) == 2) {
+                if (strcmp(name, isa_field) == 0) {
+                    r->cpu[OC_COST_BIT_MAC] = v;
+                    r->measured |= OC_COST_M_CPU_BITS;
+                }
+                for (size_t k = 0; k < NFIELDS; ++k)
+                    if (strcmp(name, fields[k].name) == 0) {
+                        unsigned bit, *mask = op_mask(r, &fields[k], &bit);
+                        *field_ptr(r, &fields[k]) = v;
+                        r->measured |= fields[k].bit;
+                        if (mask) *mask |= bit;
+                    }
+            }
+            char *nl = strchr(line, '\n');
+            line = nl ? nl + 1 : NULL;
+        }
+    }
+    if (!found && f.count > 0)
+        snprintf(r->note, sizeof r->note, "the rate cache %s holds other machines' rates only (this one: %.120s)", path,
+                 key);
+    cache_file_free(&f);
+    return found;
+}
+
+/* mkdir -p of the file's directory. */
+static int make_parent_dirs(const char *path)
+{
+    char dir[4096];
+    if (snprintf(dir, sizeof dir, "%s", path) >= (int)sizeof dir) return -1;
+    char *slash = strrchr(dir, '/');
+    if (!slash || slash == dir) return 0;
+    *slash = '\0';
+    for (char *p = dir + 1; *p; ++p) {
+        if (*p != '/') continue;
+        *p = '\0';
+        if (mkdir(dir, 0755) != 0 && errno != EEXIST) return -1;
+        *p = '/';
+    }
+    return mkdir(dir, 0755) != 0 && errno != EEXIST ? -1 : 0;
+}
+
+int oc_cost_cache_store(const char *path, const char *key, const oc_cost_rates *r, unsigned fields_mask)
+{
+    cache_file f;
+    char why[256];
+    if (cache_file_read(path, &f, why, sizeof why) < 0) memset(&f, 0, sizeof f); /* corrupted: start afresh */
+    /* This machine's section: the figures measured now, then those of the old section
+     * that were not measured now (a CPU-only calibration keeps the stored PCIe rates). */
+    section mine = {{0}, NULL};
+    snprintf(mine.key, sizeof mine.key, "%s", key);
+    char line[128];
+    int ok = 0;
+    for (size_t k = 0; k < NFIELDS; ++k) {
+        oc_cost_rates *rw = (oc_cost_rates *)r; /* read only: field_ptr and op_mask serve loads too */
+        double v = *field_ptr(rw, &fields[k]);
+        unsigned bit, *mask = op_mask(rw, &fields[k], &bit);
+        if (!(r->measured & fields_mask & fields[k].bit) || !(v > 0) || (mask && !(*mask & bit))) continue;
+        snprintf(line, sizeof line, "%s %.6g", fields[k].name, v);
+        ok |= append_line(&mine, line);
+    }
+    if (r->measured & fields_mask & OC_COST_M_CPU_BITS) {
+        snprintf(line, sizeof line, "cpu_bit_macs.%s %.6g", r->cpu_isa[0] ? r->cpu_isa : "ref", r->cpu[OC_COST_BIT_MAC]);
+        ok |= append_line(&mine, line);
+    }
+    int old = -1;
+    for (int i = 0; i < f.count; ++i)
+        if (strcmp(f.s[i].key, key) == 0) old = i;
+    if (old >= 0) {
+        for (char *l = f.s[old].body; l && *l;) {
+            char name[64];
+            char *nl = strchr(l, '\n');
+            if (nl) *nl = '\0';
+            if (sscanf(l, "%63s", name) == 1 && !section_has(&mine, name))
+                ok |= append_line(&mine, l);
+            l = nl ? nl + 1 : NULL;
+        }
+    }
+    char tmp[4200];
+    int rc = -1;
+    FILE *fp = NULL;
+    if (ok != 0 || make_parent_dirs(path) != 0) goto cleanup;
+    /* Unique per process and call: two stores may run at once (measurements outside the lock). */
+    static unsigned store_count;
+    unsigned call = __atomic_fetch_add(&store_count, 1, __ATOMIC_RELAXED);
+    if (snprintf(tmp, sizeof tmp, "%s.tmp-%ld-%u", path, (long)getpid(), call) >= (int)sizeof tmp) goto cleanup;
+    fp = fopen(tmp, "w");
+    if (!fp) goto cleanup;
+    fprintf(fp, "%s\n", CACHE_HEADER);
+    for (int i = 0; i < f.count; ++i) {
+        if (i == old) continue;
+        fprintf(fp, "machine %s\n%s", f.s[i].key, f.s[i].body ? f.s[i].body : "");
+    }
+    fprintf(fp, "machine %s\n%s", mine.key, mine.body ? mine.body : "");
+    if (fclose(fp) != 0) {
+        fp = NULL;
+        unlink(tmp);
+        goto cleanup;
+    }
+    fp = NULL;
+    if (rename(tmp, path) != 0) {
+        int e = errno;
+        unlink(tmp);
+        errno = e;
+        goto cleanup;
+    }
+    rc = 0;
+cleanup:
+    free(mine.body);
+    cache_file_free(&f);
+    return rc;
+}

@@ -1,0 +1,131 @@
+/*
+ * cost_rates.c - this process's rates: the rate cache (cost_cache.c) read once, host figures
+ * under the host's key and GPU figures under the GPUs', then measured where the caller
+ * allows it (the host's, once per machine) and the defaults (cost.c) for the rest.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/threads.h"
+#include "cost/cost.h"
+
+/* ---------------------------------------------------------------- the process's rates */
+
+static pthread_mutex_t rates_lock = PTHREAD_MUTEX_INITIALIZER;
+static int host_loaded, gpu_loaded;
+static oc_cost_rates rates_cached;
+static char host_key[1400], gpu_key[2500];
+static int gpu_jobs_run;
+
+void oc_cost_rates_reset(void)
+{
+    pthread_mutex_lock(&rates_lock);
+    host_loaded = gpu_loaded = 0;
+    pthread_mutex_unlock(&rates_lock);
+}
+
+int oc_cost_gpu_warm(void) { return __atomic_load_n(&gpu_jobs_run, __ATOMIC_RELAXED) != 0; }
+void oc_cost_note_gpu_job(void) { __atomic_store_n(&gpu_jobs_run, 1, __ATOMIC_RELAXED); }
+
+static double cpu_regret; /* under rates_lock */
+
+double oc_cost_gpu_regret(void)
+{
+    pthread_mutex_lock(&rates_lock);
+    double v = cpu_regret;
+    pthread_mutex_unlock(&rates_lock);
+    return v;
+}
+
+void oc_cost_note_cpu_job(double regret)
+{
+    if (!(regret > 0)) return;
+    pthread_mutex_lock(&rates_lock);
+    cpu_regret += regret;
+    pthread_mutex_unlock(&rates_lock);
+}
+
+/* The cache's sections for this machine as this process first read them (under rates_lock):
+ * the host's figures under the host's key, which needs no driver (a CPU job never touches
+ * CUDA), and the GPUs' under the key that adds them, read when a GPU is a candidate. */
+static void load_once(int gpu)
+{
+    char path[4096];
+    int cache = oc_cost_cache_path(path, sizeof path);
+    if (!host_loaded) {
+        memset(&rates_cached, 0, sizeof rates_cached);
+        snprintf(rates_cached.cpu_isa, sizeof rates_cached.cpu_isa, "%s", oc_cpu_isa());
+        oc_cost_machine_key(host_key, sizeof host_key, 0);
+        if (cache) oc_cost_cache_load(path, host_key, &rates_cached);
+        host_loaded = 1;
+    }
+    if (gpu && !gpu_loaded) {
+        oc_cost_machine_key(gpu_key, sizeof gpu_key, 1);
+        char note[sizeof rates_cached.note];
+        memcpy(note, rates_cached.note, sizeof note);
+        rates_cached.note[0] = '\0';
+        if (cache && !oc_cost_cache_load(path, gpu_key, &rates_cached))
+            snprintf(rates_cached.note, sizeof rates_cached.note,
+                     "GPU rates not measured here: `outcore devices --bandwidth` measures them");
+        if (note[0]) memcpy(rates_cached.note, note, sizeof note); /* the host section's note first */
+        gpu_loaded = 1;
+    }
+}
+
+void oc_cost_cache_keys(char *host, size_t host_size, char *gpu, size_t gpu_size)
+{
+    pthread_mutex_lock(&rates_lock);
+    load_once(1);
+    snprintf(host, host_size, "%s", host_key);
+    snprintf(gpu, gpu_size, "%s", gpu_key);
+    pthread_mutex_unlock(&rates_lock);
+}
+
+int oc_cost_rates_store(const oc_cost_rates *r)
+{
+    char path[4096], host[1400], gpu[2500];
+    if (!oc_cost_cache_path(path, sizeof path)) {
+        errno = ENOENT;
+        return -1;
+    }
+    oc_cost_cache_keys(host, sizeof host, gpu, sizeof gpu);
+    int rc = 0;
+    if (r->measured & OC_COST_M_HOST) rc = oc_cost_cache_store(path, host, r, OC_COST_M_HOST);
+    if (rc == 0 && r->measured & ~OC_COST_M_HOST) rc = oc_cost_cache_store(path, gpu, r, ~(unsigned)OC_COST_M_HOST);
+    oc_cost_rates_reset();
+    return rc;
+}
+
+void oc_cost_rates_get(oc_context *ctx, int measure, int gpu, oc_cost_rates *out)
+{
+    pthread_mutex_lock(&rates_lock);
+    load_once(gpu);
+    oc_cost_rates r = rates_cached;
+    pthread_mutex_unlock(&rates_lock);
+
+    const unsigned host = OC_COST_M_HOST_BW | OC_COST_M_CPU_BITS;
+    char path[4096];
+    if (measure && (r.measured & host) != host && oc_cost_cache_path(path, sizeof path)) {
+        /* Measured outside the lock: the CPU kernel's measurement is an oc_gram job, which
+         * asks for the rates itself. Two threads may both measure; either result is right. */
+        if (!(r.measured & OC_COST_M_HOST_BW)) {
+            r.host_bw = oc_cost_measure_triad(ctx, oc_cpu_cores());
+            if (r.host_bw > 0) r.measured |= OC_COST_M_HOST_BW;
+        }
+        if (!(r.measured & OC_COST_M_CPU_BITS)) {
+            r.cpu[OC_COST_BIT_MAC] = oc_cost_measure_cpu_bits(ctx);
+            if (r.cpu[OC_COST_BIT_MAC] > 0) r.measured |= OC_COST_M_CPU_BITS;
+        }
+        pthread_mutex_lock(&rates_lock);
+        if (oc_cost_cache_store(path, host_key, &r, host) != 0)
+            snprintf(r.note, sizeof r.note, "cannot write the rate cache %.150s: %.60s", path, strerror(errno));
+        else if (strstr(r.note, "rate cache")) /* the corrupted or foreign file was replaced */
+            r.note[0] = '\0';
+        rates_cached = r;
+        pthread_mutex_unlock(&rates_lock);
+    }
+    oc_cost_rates_resolve(&r, oc_cpu_cores(), oc_cpu_isa());
+    *out = r;
+}

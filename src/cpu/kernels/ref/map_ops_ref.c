@@ -1,3 +1,0 @@
-/* map_ops_ref.c - the map interpreter's loops compiled for ref (map_cpu_ops_body.h). */
-#define OC_MAP_ISA ref
-#include "cpu/map_cpu_ops_body.h"

@@ -1,0 +1,100 @@
+/*
+ * device.h - one CUDA device as a job uses it: properties, streams, memory pool, and the
+ * launch planner's verdicts.
+ *
+ * One oc_cuda_device per device and job, so that several devices can later each draw tiles
+ * from one queue: nothing in it is shared between devices. All its calls are made from the
+ * thread that drives the device, except where a function says otherwise.
+ */
+#ifndef OC_ENGINE_CUDA_DEVICE_H
+#define OC_ENGINE_CUDA_DEVICE_H
+
+#include <cuda_runtime_api.h>
+
+#include "core/gpu_arch.h"
+#include "mem/pool.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define OC_CUDA_MAX_KERNELS 32
+
+/* A launch configuration that passed the launch planner on this device. */
+typedef struct oc_cuda_launch_ok {
+    const void *func;
+    int block;
+    size_t dyn_smem;
+} oc_cuda_launch_ok;
+
+typedef struct oc_cuda_device {
+    int index;
+    int cc;                       /* compute capability x10 */
+    char name[256];
+    int sm_count;
+    size_t total_mem;
+    size_t free_mem_at_open;
+    size_t smem_optin;            /* cudaDevAttrMaxSharedMemoryPerBlockOptin */
+    const oc_gpu_arch *arch;      /* NULL for a generation the table does not know */
+    cudaStream_t h2d, compute, d2h;
+    cudaStream_t compute2;        /* consecutive tiles alternate between compute (the device's highest
+                                   * priority: its tile runs first) and this (the default) */
+    oc_pool *pool;                /* the job's budgeted memory, created by the pipeline */
+    oc_cuda_launch_ok checked[OC_CUDA_MAX_KERNELS];
+    int nchecked;
+} oc_cuda_device;
+
+/* Nonzero when CUDA device `device` exists and the driver answers (cheap; no messages). */
+int oc_cuda_device_usable(int device);
+
+/* Selects device `index`, reads its properties and creates its streams. A missing index
+ * is OC_ERR_INVALID_ARGUMENT naming how many devices exist. */
+oc_status oc_cuda_device_open(oc_context *ctx, int index, oc_cuda_device *dev);
+/* Destroys the streams and the pool (after synchronising); safe on a partly opened device. */
+void oc_cuda_device_close(oc_cuda_device *dev);
+
+/* The allocation calls of a pool on this device: cudaMalloc, and cudaHostAlloc behind the
+ * pinned cache of ctx, which outlives the job (mem/pinned_cache.c says why and its rules);
+ * creates that cache on ctx's first GPU job. Called by the thread running ctx's job. */
+oc_mem_ops oc_cuda_mem_ops(oc_context *ctx);
+
+/* The pinned size to ask for when `need` bytes are needed and at most `limit` may be taken:
+ * the smallest block idle in ctx's cache within [need, limit], else need. Called by the
+ * thread running ctx's job. (oc_context_release_cached_memory unpins the idle blocks.) */
+size_t oc_cuda_staging_fit(oc_context *ctx, size_t need, size_t limit);
+
+/* child's jobs take and give their pinned staging through parent's cache (made now if it
+ * has none): the part of a logical device that runs on a context of its own then pins
+ * nothing that parent keeps idle, and leaves what it pinned idle there at the job's end
+ * instead of unpinning it on the job's path. The cache's mutex serves both. child must be
+ * freed before parent (its free leaves the cache alone). */
+void oc_cuda_share_pinned_cache(oc_context *child, oc_context *parent);
+
+/* Page-locked host memory usable from every device: 0, or 1 with *out NULL and why[] saying
+ * why not (the pinned staging's pinning, and oc_pinned_alloc's through the probe table); and
+ * its free. Neither counts in oc_cuda_live_pinned_bytes (the staging's pin and unpin do). */
+int oc_cuda_host_pin(size_t bytes, void **out, char *why, size_t why_size);
+void oc_cuda_host_unpin(void *ptr);
+
+/* Device and pinned bytes allocated through oc_cuda_mem_ops and not yet freed, in this
+ * process (any thread), idle cached staging included, once earlier jobs' releases are done
+ * (core/after_job.h): tests check that a failed job leaves none behind once
+ * oc_context_release_cached_memory has run. */
+int64_t oc_cuda_live_device_bytes(void);
+int64_t oc_cuda_live_pinned_bytes(void);
+
+/* The launch planner: before the first launch of `func` with `block` threads and dyn_smem
+ * bytes of dynamic shared memory on this device, reads the kernel's registers and shared
+ * memory (cudaFuncGetAttributes), decides with oc_launch_check whether it fits, raises the
+ * kernel's dynamic shared memory limit when it needs more than the default, and remembers
+ * the verdict. A configuration that cannot launch is OC_ERR_UNSUPPORTED with the
+ * explanation, never a launch that fails with "too many resources requested". Any thread
+ * that launches on the device may call it (one lock guards the verdicts). */
+oc_status oc_cuda_launch_prepare(oc_context *ctx, oc_cuda_device *dev, const void *func, const char *name, int block,
+                                 size_t dyn_smem);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

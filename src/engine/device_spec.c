@@ -1,0 +1,181 @@
+/*
+ * device_spec.c - the one parser of device lists and budgets (device_spec.h), and of the
+ * budget text itself (oc_size_parse: the CLI's --gpu-mem and --host-mem call it too).
+ */
+#include "engine/device_spec.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "core/error.h"
+
+oc_status oc_size_parse(const char *text, int64_t *bytes, double *fraction)
+{
+    if (!text || !*text) return OC_ERR_INVALID_ARGUMENT;
+    char *end;
+    errno = 0;
+    double v = strtod(text, &end);
+    /* A decimal number only: strtod alone also takes leading blanks, hexadecimal ("0x10"),
+     * "inf" and "nan", which no caller means as a size (Python's binding asks this parser). */
+    const size_t number = (size_t)(end - text);
+    if (errno || end == text || !strchr("0123456789.", text[0]) || strspn(text, "0123456789.eE+-") < number ||
+        !isfinite(v) || v <= 0)
+        return OC_ERR_INVALID_ARGUMENT;
+    if (strcmp(end, "%") == 0) {
+        if (v > 100) return OC_ERR_INVALID_ARGUMENT;
+        *fraction = v / 100.0;
+        *bytes = 0;
+        return OC_OK;
+    }
+    static const struct { const char *suffix; double scale; } units[] = {
+        {"", 1}, {"B", 1}, {"K", 1024.0}, {"KB", 1024.0}, {"KiB", 1024.0}, {"M", 1048576.0}, {"MB", 1048576.0},
+        {"MiB", 1048576.0}, {"G", 1073741824.0}, {"GB", 1073741824.0}, {"GiB", 1073741824.0},
+        {"T", 1099511627776.0}, {"TB", 1099511627776.0}, {"TiB", 1099511627776.0}};
+    for (size_t k = 0; k < sizeof units / sizeof units[0]; ++k) {
+        if (strcasecmp(end, units[k].suffix) == 0) {
+            double b = v * units[k].scale;
+            if (b < 1 || b > 9.0e18) return OC_ERR_INVALID_ARGUMENT;
+            *bytes = (int64_t)b;
+            *fraction = 0.0;
+            return OC_OK;
+        }
+    }
+    return OC_ERR_INVALID_ARGUMENT;
+}
+
+/* A device index: digits only, below 2^20. */
+static int parse_index(const char *s, size_t len, int *out)
+{
+    if (len == 0 || len > 7) return -1;
+    int v = 0;
+    for (size_t i = 0; i < len; ++i) {
+        if (s[i] < '0' || s[i] > '9') return -1;
+        v = v * 10 + (s[i] - '0');
+    }
+    *out = v;
+    return 0;
+}
+
+/* The next comma-separated token of *p into buf; returns its length, -1 past the end. */
+static int next_token(const char **p, char *buf, size_t size)
+{
+    if (!*p) return -1;
+    const char *comma = strchr(*p, ',');
+    size_t len = comma ? (size_t)(comma - *p) : strlen(*p);
+    if (len >= size) len = size - 1;
+    memcpy(buf, *p, len);
+    buf[len] = '\0';
+    *p = comma ? comma + 1 : NULL;
+    return (int)len;
+}
+
+static oc_status add_physical(oc_context *ctx, oc_device_list *list, int physical, int parts, const char *token)
+{
+    for (int i = 0; i < list->count; ++i)
+        if (list->dev[i].physical == physical)
+            return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "devices: \"%s\": device %d is named twice (use %d:N to split it)",
+                           token, physical, physical);
+    if (list->count + parts > OC_MAX_LOGICAL_DEVICES)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "devices: \"%s\": more than %d logical devices in all", token,
+                       OC_MAX_LOGICAL_DEVICES);
+    for (int k = 0; k < parts; ++k) list->dev[list->count++] = (oc_logical_device){.physical = physical, .part = k, .parts = parts};
+    return OC_OK;
+}
+
+/* Whether the named devices exist, once every token parsed: a typo is named before a device. */
+static oc_status check_exist(oc_context *ctx, const oc_device_list *list, int physical_count)
+{
+    for (int i = 0; i < list->count; ++i)
+        if (physical_count >= 0 && list->dev[i].physical >= physical_count)
+            return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "devices: \"%d\": CUDA device %d does not exist (this machine has %d)",
+                           list->dev[i].physical, list->dev[i].physical, physical_count);
+    return OC_OK;
+}
+
+static oc_status parse_devices(oc_context *ctx, const char *text, int physical_count, oc_device_list *list)
+{
+    if (strcmp(text, "all") == 0) {
+        if (physical_count < 1)
+            return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "devices: \"all\": %s",
+                           physical_count == 0 ? "this machine has no CUDA device" : "the CUDA devices are not known here");
+        for (int d = 0; d < physical_count && d < OC_MAX_LOGICAL_DEVICES; ++d) OC_CHECK(add_physical(ctx, list, d, 1, text));
+        return OC_OK;
+    }
+    char token[64];
+    for (const char *p = text; next_token(&p, token, sizeof token) >= 0;) {
+        const char *colon = strchr(token, ':');
+        int physical, parts = 1;
+        size_t ilen = colon ? (size_t)(colon - token) : strlen(token);
+        if (parse_index(token, ilen, &physical) != 0)
+            return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "devices: \"%s\": expected a device index such as 0, or 0:2 to split it",
+                           token);
+        if (colon && (parse_index(colon + 1, strlen(colon + 1), &parts) != 0 || parts < 1 || parts > OC_DEVICE_MAX_PARTS))
+            return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "devices: \"%s\": a device splits into 1 to %d parts", token,
+                           OC_DEVICE_MAX_PARTS);
+        OC_CHECK(add_physical(ctx, list, physical, parts, token));
+    }
+    return OC_OK;
+}
+
+/* Sets the budget of every logical part of `physical` (all devices when physical < 0). */
+static void set_budget(oc_device_list *list, int physical, int64_t bytes, double fraction)
+{
+    for (int i = 0; i < list->count; ++i) {
+        oc_logical_device *d = &list->dev[i];
+        if (physical >= 0 && d->physical != physical) continue;
+        d->budget_bytes = bytes / d->parts;
+        d->budget_fraction = bytes ? 0.0 : fraction / d->parts;
+    }
+}
+
+static oc_status parse_budgets(oc_context *ctx, const char *text, oc_device_list *list)
+{
+    int64_t bytes;
+    double fraction;
+    if (!strchr(text, '=')) {
+        if (oc_size_parse(text, &bytes, &fraction) != OC_OK)
+            return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                           "gpu-mem: \"%s\": expected a size such as 2G or 512M, a percentage such as 50%%, or DEVICE=SIZE,...",
+                           text);
+        set_budget(list, -1, bytes, fraction);
+        return OC_OK;
+    }
+    char token[64];
+    for (const char *p = text; next_token(&p, token, sizeof token) >= 0;) {
+        char *eq = strchr(token, '=');
+        int physical, named = 0;
+        if (!eq || parse_index(token, (size_t)(eq - token), &physical) != 0)
+            return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "gpu-mem: \"%s\": expected DEVICE=SIZE such as 0=20G", token);
+        if (oc_size_parse(eq + 1, &bytes, &fraction) != OC_OK)
+            return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                           "gpu-mem: \"%s\": expected a size such as 20G or a percentage such as 50%% after =", token);
+        for (int i = 0; i < list->count; ++i) named |= list->dev[i].physical == physical;
+        if (!named)
+            return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "gpu-mem: \"%s\": device %d is not one of the job's devices", token,
+                           physical);
+        set_budget(list, physical, bytes, fraction);
+    }
+    return OC_OK;
+}
+
+oc_status oc_device_list_parse(oc_context *ctx, const oc_gram_options *opts, int physical_count, oc_device_list *out)
+{
+    memset(out, 0, sizeof *out);
+    const char *devices = opts->devices && *opts->devices ? opts->devices : NULL;
+    if (devices) OC_CHECK(parse_devices(ctx, devices, physical_count, out));
+    else OC_CHECK(add_physical(ctx, out, opts->device, 1, "device"));
+    /* The job's one budget first; per-device entries then override theirs. */
+    set_budget(out, -1, opts->gpu_mem_bytes, opts->gpu_mem_fraction > 0 ? opts->gpu_mem_fraction : 0.9);
+    if (opts->gpu_mem_devices && *opts->gpu_mem_devices) OC_CHECK(parse_budgets(ctx, opts->gpu_mem_devices, out));
+    return devices ? check_exist(ctx, out, physical_count) : OC_OK;
+}
+
+void oc_logical_device_name(const oc_logical_device *d, char *buf, int size)
+{
+    if (d->parts > 1) snprintf(buf, (size_t)size, "cuda:%d.%d/%d", d->physical, d->part, d->parts);
+    else snprintf(buf, (size_t)size, "cuda:%d", d->physical);
+}

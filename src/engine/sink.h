@@ -1,0 +1,41 @@
+/*
+ * sink.h - the dense destination of a Gram job: caller memory or a memory-mapped .npy.
+ *
+ * Tiles arrive already converted to the result dtype. For A·Aᵀ a tile (I, J) with J >= I
+ * is stored in place and mirrored at (J, I); in a diagonal tile only the elements on or
+ * above the diagonal are read (kernels may skip the rest), and the mirror fills the others.
+ * Tiles never overlap, so sink writes need no lock.
+ */
+#ifndef OC_ENGINE_SINK_H
+#define OC_ENGINE_SINK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct oc_dense_sink {
+    char *base;         /* element (0, 0) */
+    int64_t ld;         /* elements between rows */
+    size_t elem_size;   /* bytes per element: 2 or 4 */
+    int symmetric;
+    /* Nonzero: oc_dense_sink_put faults the destination of a whole-row block in with one call
+     * before copying (memory nothing has touched yet: a caller's fresh array, an output
+     * mapping on disk). Zero for memory already faulted in (an output pre-faulted on tmpfs),
+     * where the call would walk every page again for nothing. */
+    int populate;
+} oc_dense_sink;
+
+/* Stores a rows x cols tile whose element (0,0) is C(i0, j0); tile rows are tile_ld
+ * elements apart. */
+void oc_dense_sink_store(const oc_dense_sink *sink, int64_t i0, int64_t j0, int64_t rows, int64_t cols,
+                         const void *tile, int64_t tile_ld);
+
+/* Stores a rows x cols block at C(i0, j0) as it is: no diagonal rule and no mirror (a
+ * backend that produced the mirror itself sends it as a block of its own). Rows are copied
+ * with non-temporal stores where the platform has them: the destination is written once
+ * and not read again by the job, so loading its lines into the cache first (what a plain
+ * store does) would only double the memory traffic of the copy. Blocks never overlap, so
+ * concurrent puts need no lock. */
+void oc_dense_sink_put(const oc_dense_sink *sink, int64_t i0, int64_t j0, int64_t rows, int64_t cols,
+                       const void *block, int64_t block_ld);
+
+#endif

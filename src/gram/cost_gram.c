@@ -1,0 +1,96 @@
+/*
+ * cost_gram.c - the Gram job's backend choice (see cost_gram.h): the job as the cost model
+ * sees it, the prediction, and the decision.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "gram/cost_gram.h"
+
+/* The job as oc_cost_job_gram describes it. */
+static void gram_shape(const oc_gram_job *job, oc_output_kind out_kind, oc_cost_gram_shape *g)
+{
+    const oc_gram_options *o = job->opts;
+    *g = (oc_cost_gram_shape){.n = job->n, .p = job->p, .m = job->m, .symmetric = job->symmetric,
+                              .elem_bytes = (int)oc_dtype_size(job->dtype), .k = o->topk,
+                              .popcounts = job->metric != OC_METRIC_COUNTS};
+    if (o->topk > 0) g->output = OC_COST_GRAM_TOPK;
+    else if (o->use_threshold) g->output = OC_COST_GRAM_THRESHOLD; /* pairs unknown before the job: not counted */
+    else if (out_kind == OC_OUTPUT_DISCARD) g->output = OC_COST_GRAM_DISCARD;
+    else g->output = OC_COST_GRAM_DENSE;
+}
+
+/* A job on fewer threads than cores gets their share of the arithmetic rates (memory
+ * bandwidth is kept: a few cores already draw most of it). */
+static void thread_share(const oc_gram_job *job, oc_cost_rates *r)
+{
+    const int threads = job->opts->threads;
+    if (threads > 0 && threads < r->cpu_cores) {
+        for (int op = 0; op < OC_COST_OPS; ++op) r->cpu[op] *= (double)threads / r->cpu_cores;
+        r->cpu_cores = threads;
+    }
+}
+
+static void cost_job(const oc_gram_job *job, oc_output_kind out_kind, oc_cost_job *cj)
+{
+    oc_cost_gram_shape g;
+    gram_shape(job, out_kind, &g);
+    oc_cost_job_gram(&g, cj);
+    cj->gpu_warm = oc_cost_gpu_warm();
+    cj->gpu_regret = oc_cost_gpu_regret();
+}
+
+int oc_gram_cpu_before_gpu_start(oc_context *ctx, const oc_gram_job *job, oc_output_kind out_kind,
+                                 oc_gram_backend_choice *c)
+{
+    if (job->opts->backend != OC_BACKEND_AUTO || oc_cost_gpu_warm()) return 0;
+    memset(c, 0, sizeof *c);
+    oc_cost_rates_get(ctx, 0, 0, &c->rates); /* the host's section only: no driver, no measuring */
+    thread_share(job, &c->rates);
+    oc_cost_job cj;
+    cost_job(job, out_kind, &cj);
+    const double start = c->rates.gpu_startup;
+    char why[160];
+    snprintf(why, sizeof why, "not asked: a GPU's start-up (%.3g s%s) is longer than the job on the CPU", start,
+             c->rates.measured & OC_COST_M_STARTUP ? "" : ", default");
+    char label[32];
+    snprintf(label, sizeof label, "cuda:%d", job->opts->device);
+    oc_cost_predict(&c->rates, &cj, 0, label, why, &c->pred);
+    if (!(c->pred.cpu_seconds + cj.gpu_regret < start)) return 0;
+    /* What a warm GPU would have saved is at most the CPU's whole time: counted so, a loop
+     * of such jobs asks CUDA once their time could have paid for its start-up. */
+    c->pred.regret = c->pred.cpu_seconds;
+    c->use_gpu = 0;
+    snprintf(c->explain, sizeof c->explain, "%s", c->pred.reason);
+    return 1;
+}
+
+void oc_gram_choose_backend(oc_context *ctx, const oc_gram_job *job, oc_output_kind out_kind, int gpu_usable,
+                            const char *no_gpu_reason, oc_gram_backend_choice *c)
+{
+    memset(c, 0, sizeof *c);
+    const oc_backend asked = job->opts->backend;
+    /* Measuring is worth it only where there is a choice to make. */
+    oc_cost_rates_get(ctx, asked == OC_BACKEND_AUTO && gpu_usable, asked != OC_BACKEND_CPU && gpu_usable, &c->rates);
+    thread_share(job, &c->rates);
+    oc_cost_job cj;
+    cost_job(job, out_kind, &cj);
+    char label[32];
+    snprintf(label, sizeof label, "cuda:%d", job->opts->device);
+    oc_cost_predict(&c->rates, &cj, gpu_usable, label, no_gpu_reason, &c->pred);
+    switch (asked) {
+    case OC_BACKEND_CPU:
+        c->use_gpu = 0;
+        snprintf(c->explain, sizeof c->explain, "cpu (asked); predicted %s", c->pred.reason);
+        break;
+    case OC_BACKEND_CUDA:
+        c->use_gpu = 1;
+        snprintf(c->explain, sizeof c->explain, "%s (asked); predicted %s", label, c->pred.reason);
+        break;
+    default:
+        c->use_gpu = gpu_usable && c->pred.choice == OC_COST_GPU;
+        snprintf(c->explain, sizeof c->explain, "%s", c->pred.reason);
+        break;
+    }
+}

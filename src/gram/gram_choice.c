@@ -1,0 +1,211 @@
+/*
+ * gram_choice.c - the dense/sparse prediction (see gram_choice.h).
+ *
+ * The dense path's kernel rates come from the cost model's table (cost.h: measured and cached
+ * per machine, or its defaults), and on a GPU its whole prediction. The sparse path's
+ * per-operation costs below are seconds per operation on one core, fitted to the 2-core
+ * development VM (bench/RESULTS.md, "sparse path"); they only need to be right within a
+ * factor of a few, since the two predictions differ by orders of magnitude wherever the
+ * choice matters. Dense data never reaches the column counts: above MAX_SPARSE_DENSITY the
+ * sparse path cannot win (every row pair shares columns), and counting would cost a pass
+ * over every set bit.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/threads.h"
+#include "gram/gram_choice.h"
+
+#define MAX_SPARSE_DENSITY 0.02
+#define SAMPLE_ROWS 4096           /* rows whose popcounts estimate the density when none are known */
+#define SAMPLE_WORDS (1 << 19)     /* ... and at most this many 64-bit words of them (4 MiB) */
+#define SAMPLE_MIN_ROWS 256
+#define COST_PAIR_UPDATE 2.0e-9    /* one scattered increment of a row's accumulator, and its candidate */
+#define COST_HUB_WORD 0.5e-9       /* one hub word of one row pair: AND, popcount, the candidate test */
+#define HUB_SWEEP_PRUNED 0.05      /* share of hub pairs a size-filtered sweep visits (top-k, threshold) */
+#define COST_SPARSE_ROW 2.0e-7     /* per row: lists, sorting a row's pairs, clearing */
+#define COST_ONE 1.0e-8            /* per set bit: the column lists built from the packed rows */
+#define COST_FULL_ELEMENT 1.5e-9   /* sparse: a result element of a full row (dense output, hamming) */
+#define COST_DENSE_ELEMENT 0.4e-9  /* dense: a result element through the epilogue and selection */
+
+/* Whether the sparse path can restrict itself to pairs that share a column: the selection
+ * drops every pair with a count of 0 (except jaccard's empty pairs, which it lists
+ * directly). Dense output and hamming need every element of every row. */
+static int needs_full_rows(const oc_gram_job *job)
+{
+    const oc_gram_options *o = job->opts;
+    if (!o->topk && !o->use_threshold) return 1;
+    if (job->metric == OC_METRIC_HAMMING) return 1;
+    return o->use_threshold && o->threshold <= 0.0;
+}
+
+/* Rows holding at least one of the columns, the columns taken as independent. */
+static double rows_with_any(double rows, double miss_product) { return rows * (1.0 - miss_product); }
+
+typedef struct col_weight {
+    double w;
+    uint32_t col;
+} col_weight;
+
+static int by_weight_desc(const void *x, const void *y)
+{
+    const col_weight *a = x, *b = y;
+    if (a->w != b->w) return a->w < b->w ? 1 : -1;
+    return a->col < b->col ? -1 : a->col > b->col;
+}
+
+/* The hub split minimising the predicted sparse time; fills the plan's sparse fields. */
+static oc_status plan_hubs(oc_context *ctx, const oc_gram_job *job, const int64_t *ca, const int64_t *cb,
+                           oc_sparse_plan *plan, double threads)
+{
+    const int64_t m = job->m;
+    col_weight *cw = malloc((size_t)m * sizeof *cw);
+    if (!cw) return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the column weights of %lld columns", (long long)m);
+    double total = 0;
+    for (int64_t j = 0; j < m; ++j) {
+        cw[j] = (col_weight){(double)ca[j] * (double)cb[j], (uint32_t)j};
+        total += cw[j].w;
+        plan->ones_a += (double)ca[j];
+        plan->ones_b += (double)cb[j];
+    }
+    qsort(cw, (size_t)m, sizeof *cw, by_weight_desc);
+    /* Top-k and threshold jobs of jaccard and cosine sweep the hub rows by popcount and stop
+     * where no score can pass (sparse_rows.h): they visit a small share of the hub pairs. */
+    const int pruned = !needs_full_rows(job) && (job->metric == OC_METRIC_JACCARD || job->metric == OC_METRIC_COSINE);
+    const double hub_word = COST_HUB_WORD * (pruned ? HUB_SWEEP_PRUNED : 1.0);
+    double best = INFINITY, rest = total, miss_a = 1.0, miss_b = 1.0;
+    int64_t best_h = 0;
+    for (int64_t h = 0; h <= OC_SPARSE_MAX_HUBS && h <= m; ++h) {
+        double ra = rows_with_any((double)job->n, miss_a), rb = rows_with_any((double)job->p, miss_b);
+        double cost = rest * COST_PAIR_UPDATE + ra * rb * (double)((h + 63) / 64) * hub_word;
+        if (cost < best) {
+            best = cost, best_h = h;
+            plan->pair_updates = rest, plan->hub_rows_a = ra, plan->hub_rows_b = rb;
+        }
+        if (h == m || cw[h].w == 0) break;
+        rest -= cw[h].w;
+        miss_a *= 1.0 - (double)ca[cw[h].col] / (double)job->n;
+        miss_b *= 1.0 - (double)cb[cw[h].col] / (double)job->p;
+    }
+    /* Tests force the split (any count gives the same bytes; hubs past 64 take a second word). */
+    const char *force = getenv("OUTCORE_SPARSE_HUBS");
+    if (force && *force) {
+        int64_t h = strtoll(force, NULL, 10), usable = 0;
+        while (usable < m && usable < OC_SPARSE_MAX_HUBS && cw[usable].w > 0) usable++;
+        best_h = h < 0 ? 0 : h < usable ? h : usable;
+    }
+    plan->hubs = best_h;
+    if (best_h > 0) {
+        plan->hub_cols = malloc((size_t)best_h * sizeof *plan->hub_cols);
+        if (!plan->hub_cols) {
+            free(cw);
+            return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the hub list");
+        }
+        for (int64_t h = 0; h < best_h; ++h) plan->hub_cols[h] = cw[h].col;
+    }
+    free(cw);
+    double rows = (double)job->n, elements = needs_full_rows(job) ? rows * (double)job->p : 0.0;
+    plan->sparse_seconds = (best + (plan->ones_a + plan->ones_b) * COST_ONE + rows * COST_SPARSE_ROW +
+                            elements * COST_FULL_ELEMENT) / threads;
+    return OC_OK;
+}
+
+oc_status oc_gram_choose_algorithm(oc_context *ctx, const oc_gram_job *job, const oc_cost_rates *rates,
+                                   double gpu_dense_seconds, oc_sparse_plan *plan)
+{
+    const int gpu = gpu_dense_seconds >= 0;
+    memset(plan, 0, sizeof *plan);
+    plan->sparse_seconds = plan->dense_seconds = -1;
+    const oc_algorithm want = job->opts->algorithm;
+    if ((unsigned)want > OC_ALGORITHM_SPARSE)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "unknown algorithm %d (auto, dense or sparse)", (int)want);
+    if (want == OC_ALGORITHM_SPARSE && job->opts->backend == OC_BACKEND_CUDA)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "the sparse algorithm runs on the CPU: drop --backend cuda, or "
+                       "choose --algorithm dense or auto");
+    const double threads = oc_threads_resolve(job->opts->threads);
+    const double n = (double)job->n, p = (double)job->p, m = (double)job->m;
+    const double pairs = job->symmetric ? n * (n + 1) / 2 : n * p;
+    /* The table's CPU rate is of all its cores; the job may use fewer threads. */
+    const double core_rate = rates->cpu[OC_COST_BIT_MAC] / (rates->cpu_cores > 0 ? rates->cpu_cores : 1);
+    plan->dense_seconds = gpu ? gpu_dense_seconds : pairs * (m / core_rate + COST_DENSE_ELEMENT) / threads;
+    if (want == OC_ALGORITHM_DENSE) {
+        snprintf(plan->explain, sizeof plan->explain, "dense (asked); predicted %.3g s", plan->dense_seconds);
+        return OC_OK;
+    }
+    /* A file-backed input reaches the sparse path only as a lists copy (matrix.h), which
+     * oc_gram makes when the sparse algorithm is asked for; auto does not build one. */
+    if (job->opts->backend == OC_BACKEND_CUDA) { /* asked for the GPU: auto keeps the job there */
+        snprintf(plan->explain, sizeof plan->explain,
+                 "dense: --backend cuda (the sparse algorithm runs on the CPU); dense predicted %.3g s",
+                 plan->dense_seconds);
+        return OC_OK;
+    }
+    if (oc_matrix_file_backed(job->a) || oc_matrix_file_backed(job->b)) {
+        snprintf(plan->explain, sizeof plan->explain,
+                 "dense: an input is read from its file in panels (--host-mem); --algorithm sparse reads it "
+                 "into row lists first; dense predicted %.3g s", plan->dense_seconds);
+        return OC_OK;
+    }
+
+    /* The density from the row popcounts when the job has them; else the column counts
+     * answer it (the matrix is then sparse enough to walk, or the walk stops early). */
+    int64_t *ca = malloc((size_t)job->m * sizeof *ca), *cb = job->symmetric ? ca : malloc((size_t)job->m * sizeof *cb);
+    if (!ca || !cb) {
+        free(ca);
+        if (cb != ca) free(cb);
+        return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the column counts of %lld columns", (long long)job->m);
+    }
+    oc_status st = OC_OK;
+    double ones = 0;
+    if (job->pop_a) {
+        for (int64_t i = 0; i < job->n; ++i) ones += (double)job->pop_a[i];
+    } else if (job->a->csr_ptr) {
+        ones = (double)job->a->csr_ptr[job->n];
+    } else if (want == OC_ALGORITHM_AUTO) {
+        /* Counts jobs (and GPU jobs, which count on the device) have no popcounts here: a
+         * sample of evenly spaced rows estimates the density without a pass over A, which
+         * would cost as much as a short GPU job. Long rows are sampled fewer (a sample of
+         * thousands of long rows took as long as a whole large GPU job); the
+         * estimate only chooses an algorithm, both give the same bytes. */
+        const int64_t words = job->a->words_per_row;
+        int64_t rows = words > 0 ? SAMPLE_WORDS / words : SAMPLE_ROWS;
+        rows = rows < SAMPLE_MIN_ROWS ? SAMPLE_MIN_ROWS : rows > SAMPLE_ROWS ? SAMPLE_ROWS : rows;
+        const int64_t step = job->n > rows ? job->n / rows : 1;
+        double sampled = 0;
+        for (int64_t i = 0; i < job->n; i += step, sampled += 1)
+            for (int64_t w = 0; w < words; ++w) ones += __builtin_popcountll(job->a->bits[i * words + w]);
+        ones *= n / sampled;
+    }
+    double density = ones / (n * m);
+    if (want == OC_ALGORITHM_AUTO && density > MAX_SPARSE_DENSITY) {
+        snprintf(plan->explain, sizeof plan->explain,
+                 "dense: density %.3g is above %.3g, where the sparse path cannot win; dense predicted %.3g s", density,
+                 MAX_SPARSE_DENSITY, plan->dense_seconds);
+        goto cleanup;
+    }
+    oc_matrix_col_counts(job->a, ca);
+    if (!job->symmetric) oc_matrix_col_counts(job->b, cb);
+    OC_CHECK_GOTO(plan_hubs(ctx, job, ca, cb, plan, threads));
+    density = plan->ones_a / (n * m);
+    plan->use_sparse = want == OC_ALGORITHM_SPARSE || plan->sparse_seconds < plan->dense_seconds;
+    snprintf(plan->explain, sizeof plan->explain,
+             "%s%s: predicted sparse %.3g s (density %.3g, %.3g pair updates, %lld hub columns in ~%.0f x %.0f rows), "
+             "dense %.3g s (%s)",
+             plan->use_sparse ? "sparse" : "dense", want == OC_ALGORITHM_SPARSE ? " (asked)" : "", plan->sparse_seconds,
+             density, plan->pair_updates, (long long)plan->hubs, plan->hub_rows_a, plan->hub_rows_b,
+             plan->dense_seconds, gpu ? "gpu" : "cpu");
+cleanup:
+    free(ca);
+    if (cb != ca) free(cb);
+    return st;
+}
+
+void oc_sparse_plan_free(oc_sparse_plan *plan)
+{
+    if (!plan) return;
+    free(plan->hub_cols);
+    plan->hub_cols = NULL;
+}

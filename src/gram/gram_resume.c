@@ -1,0 +1,493 @@
+/*
+ * gram_resume.c - resumable Gram jobs (gram_resume.h): the journal opened or created, what
+ * the records of an earlier run restore, and the checkpoints. The header's lines are
+ * gram_resume_job.c's, the top-k snapshot file gram_resume_snapshot.c's.
+ *
+ * What a checkpoint makes durable, in this order (so a record never vouches for bytes that
+ * are not on the disk yet):
+ *   dense     msync of the output's temporary file, then one TILE record per finished tile
+ *   top-k     the snapshot (lists and the bitmap of tiles in them) to a temporary name,
+ *             fsync, rename over PATH.outcore-journal.topk, then its TOPK record
+ *   threshold the PAIRS records (appended as the pairs went to the output), then BLOCKS
+ * and then the journal is fdatasync'ed. Checkpoints come where the backend has no tile in
+ * flight, at most every OUTCORE_RESUME_INTERVAL seconds (default 2): a kill loses the work
+ * since the last one. OUTCORE_RESUME_KILL_AFTER=k kills the process (SIGKILL) right after
+ * the first checkpoint that brings the units on record (tiles; threshold: row blocks) to k
+ * or more: the tests' crash at a chosen point.
+ */
+#include "gram/gram_resume.h"
+#include "gram/gram_resume_parts.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/error.h"
+#include "core/threads.h"
+#include "gram/select/select.h"
+#include "io/crc32.h"
+#include "io/io.h"
+#include "io/journal.h"
+#include "io/sysio.h"
+
+enum { REC_TEMP = 1, REC_PLAN = 2, REC_TILE = 3, REC_TOPK = 4, REC_PAIRS = 5, REC_BLOCKS = 6 };
+enum { KIND_DENSE, KIND_TOPK, KIND_PAIRS };
+
+#define PAIRS_FLUSH_BYTES (64 << 20)         /* buffered pairs records that force a checkpoint */
+#define INTERVAL_DEFAULT 2.0                 /* seconds between checkpoints */
+
+typedef struct tile_crc {
+    int64_t index;
+    uint32_t crc;
+} tile_crc;
+
+typedef struct pairs_rec {
+    int64_t offset;
+    uint32_t len;
+} pairs_rec;
+
+struct oc_resume {
+    oc_journal *journal;
+    char *snap_path;
+    const char *out_path;        /* the output's (the caller's string, for the job's life) */
+    const char *job_text;        /* the header's lines while the journal is opened */
+    const char *jpath;           /* the journal's name while it is opened */
+    uint32_t job_crc;
+    int kind;
+    size_t elem;
+    /* what the journal held when this run started */
+    char **temps;
+    int ntemps;
+    int64_t tile;
+    tile_crc *recorded;          /* dense: TILE records */
+    int64_t nrecorded;
+    pairs_rec *pairs;            /* threshold: PAIRS records up to the last BLOCKS */
+    int64_t npairs, pairs_cap, pairs_committed;
+    int64_t blocks_done, pairs_done;
+    int64_t uncommitted_off;     /* payload offset of the first PAIRS record after the last BLOCKS */
+    /* this run */
+    int64_t tiles_i, tiles_j;
+    unsigned char *done;         /* bitmap of tiles on record (dense, top-k) */
+    pthread_mutex_t lock;        /* guards pending */
+    tile_crc *pending;           /* finished since the last checkpoint */
+    int64_t npending, pending_cap;
+    int64_t units, units_this_run, kill_after;
+    double interval, last;
+    void *dense_writer;          /* oc_npy_out of the dense output */
+    oc_resume_emit_fn emit;
+    void *emit_user;
+    int replaying;
+    int resumed;                 /* the journal existed when this run started */
+};
+
+/* ---------------------------------------------------------------- reading the journal */
+static int on_record(void *user, uint32_t type, uint64_t unit, const void *payload, uint32_t len, int64_t offset)
+{
+    oc_resume *r = user;
+    switch (type) {
+    case REC_TEMP: {
+        /* Only a temporary of this output (PATH.tmp-...) is ever reopened or removed: a name
+         * elsewhere is damage, or planted, and is ignored. */
+        size_t ol = strlen(r->out_path);
+        if (len <= ol + 5 || memcmp(payload, r->out_path, ol) != 0 || memcmp((const char *)payload + ol, ".tmp-", 5) ||
+            memchr((const char *)payload + ol, '/', len - ol) || memchr(payload, '\0', len))
+            return 0;
+        char **temps = realloc(r->temps, (size_t)(r->ntemps + 1) * sizeof *temps);
+        if (!temps) return 1;
+        r->temps = temps;
+        r->temps[r->ntemps] = strndup(payload, len);
+        if (r->temps[r->ntemps]) r->ntemps++;
+        return 0;
+    }
+    case REC_PLAN:
+        if (!r->tile) r->tile = (int64_t)unit;
+        return 0;
+    case REC_TILE: {
+        if (len != 4) return 1;
+        tile_crc *rec = realloc(r->recorded, (size_t)(r->nrecorded + 1) * sizeof *rec);
+        if (!rec) return 1;
+        r->recorded = rec;
+        rec[r->nrecorded].index = (int64_t)unit;
+        memcpy(&rec[r->nrecorded++].crc, payload, 4);
+        return 0;
+    }
+    case REC_TOPK: return 0; /* the snapshot file says it all; the record is the trail */
+    case REC_PAIRS:
+        if (r->npairs == r->pairs_cap) {
+            int64_t cap = r->pairs_cap ? 2 * r->pairs_cap : 64;
+            pairs_rec *p = realloc(r->pairs, (size_t)cap * sizeof *p);
+            if (!p) return 1;
+            r->pairs = p;
+            r->pairs_cap = cap;
+        }
+        if (r->npairs == r->pairs_committed) r->uncommitted_off = offset;
+        r->pairs[r->npairs++] = (pairs_rec){offset, len};
+        return 0;
+    case REC_BLOCKS:
+        if (len != 8) return 1;
+        r->blocks_done = (int64_t)unit;
+        memcpy(&r->pairs_done, payload, 8);
+        r->pairs_committed = r->npairs;
+        r->uncommitted_off = -1;
+        return 0;
+    default: return 1;
+    }
+}
+
+/* A header line of an input ("a.size 123") that differs while its path does not: the input
+ * was changed (edited in place, replaced) since the journal was written. */
+static void input_changed(void *user, const char *have, size_t hl, const char *want, size_t wl, char *buf, size_t size)
+{
+    (void)have, (void)hl;
+    static const struct { const char *key, *what; } keys[] = {
+        {"shape", "shape"}, {"size", "size"}, {"mtime", "modification time"}, {"crc32", "content"},
+        {"rows_crc", "content"}};
+    const oc_resume *r = user;
+    if (wl < 3 || (want[0] != 'a' && want[0] != 'b') || want[1] != '.') return;
+    const char *what = NULL;
+    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; ++k) {
+        size_t kl = strlen(keys[k].key);
+        if (wl > 2 + kl && memcmp(want + 2, keys[k].key, kl) == 0 && want[2 + kl] == ' ') what = keys[k].what;
+    }
+    if (!what) return;
+    char tag[12];
+    snprintf(tag, sizeof tag, "\n%c.path ", want[0]);
+    const char *name = strstr(r->job_text, tag);
+    int nl = 0;
+    if (name) {
+        name += strlen(tag);
+        nl = (int)strcspn(name, "\n");
+    } else {
+        name = want[0] == 'a' ? "input A" : "input B";
+        nl = (int)strlen(name);
+    }
+    snprintf(buf, size, "%.*s: the input changed since the journal %s was written (its %s differs): its results so far "
+             "are not this input's; remove the journal (outcore clean %s) to start over", nl, name, r->jpath, what,
+             r->out_path);
+}
+
+/* A journal or snapshot name that holds something else than a regular file is refused:
+ * nothing is written or read through a planted link. Sets *exists. */
+static oc_status side_file_check(oc_context *ctx, const char *path, const char *what, int *exists)
+{
+    struct stat sb;
+    *exists = lstat(path, &sb) == 0;
+    if (!*exists || S_ISREG(sb.st_mode)) return OC_OK;
+    return oc_fail(ctx, OC_ERR_INPUT, "%s: the %s is %s, not a regular file: outcore does not follow it; remove it",
+                   path, what, S_ISLNK(sb.st_mode) ? "a symbolic link" : S_ISDIR(sb.st_mode) ? "a folder" : "special");
+}
+
+/* ---------------------------------------------------------------- start and end */
+oc_status oc_resume_start(oc_context *ctx, const oc_gram_job *job, const oc_output *out, oc_resume **out_r)
+{
+    *out_r = NULL;
+    if (out->kind != OC_OUTPUT_FILE || !out->path) {
+        if (job->opts->resume)
+            return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "resume: only a job that writes a file can be resumed");
+        return OC_OK;
+    }
+    char *jpath = oc_journal_path_for(out->path);
+    if (!jpath) return oc_fail(ctx, OC_ERR_NO_MEMORY, "out of memory");
+    int exists = 0;
+    oc_status checked = side_file_check(ctx, jpath, "resume journal", &exists);
+    if (checked == OC_OK && job->opts->resume)
+        checked = oc_output_name_fits(ctx, out->path, ".outcore-journal.topk", OC_TMP_SUFFIX_MAX);
+    if (checked != OC_OK) {
+        free(jpath);
+        return checked;
+    }
+    if (!job->opts->resume) {
+        oc_status st = exists ? oc_fail(ctx, OC_ERR_INPUT, "%s: an interrupted job left this journal: run the same "
+                                        "command with --resume (Python: resume=True) to continue it, or "
+                                        "'outcore clean %s' to start over", jpath, out->path)
+                              : OC_OK;
+        free(jpath);
+        return st;
+    }
+    oc_resume *r = calloc(1, sizeof *r);
+    char *text = NULL;
+    oc_status st = OC_OK;
+    if (!r) {
+        free(jpath);
+        return oc_fail(ctx, OC_ERR_NO_MEMORY, "out of memory");
+    }
+    pthread_mutex_init(&r->lock, NULL);
+    r->kind = job->opts->topk > 0 ? KIND_TOPK : job->opts->use_threshold ? KIND_PAIRS : KIND_DENSE;
+    r->elem = oc_dtype_size(job->dtype);
+    r->uncommitted_off = -1;
+    const char *iv = getenv("OUTCORE_RESUME_INTERVAL"), *kill_after = getenv("OUTCORE_RESUME_KILL_AFTER");
+    r->interval = iv && *iv ? strtod(iv, NULL) : INTERVAL_DEFAULT;
+    r->kill_after = kill_after && *kill_after ? strtoll(kill_after, NULL, 10) : 0;
+    r->last = oc_now();
+    size_t jl = strlen(jpath);
+    r->snap_path = malloc(jl + sizeof ".topk");
+    if (!r->snap_path) {
+        st = oc_fail(ctx, OC_ERR_NO_MEMORY, "out of memory");
+        goto cleanup;
+    }
+    snprintf(r->snap_path, jl + sizeof ".topk", "%s.topk", jpath);
+    int snap_exists;
+    OC_CHECK_GOTO(side_file_check(ctx, r->snap_path, "top-k snapshot of the resume journal", &snap_exists));
+    OC_CHECK_GOTO(oc_resume_describe_job(ctx, job, out, &text));
+    r->job_crc = oc_crc32_update(0, text, strlen(text));
+    r->out_path = out->path;
+    if (exists) {
+        r->resumed = 1;
+        r->job_text = text;
+        r->jpath = jpath;
+        OC_CHECK_GOTO(oc_journal_open(ctx, jpath, text, input_changed, on_record, r, &r->journal));
+        r->job_text = r->jpath = NULL;
+        /* PAIRS after the last BLOCKS went to an output that died with its run. */
+        if (r->uncommitted_off >= 0) OC_CHECK_GOTO(oc_journal_truncate_before(ctx, r->journal, r->uncommitted_off));
+        r->npairs = r->pairs_committed;
+    } else {
+        if (snap_exists) unlink(r->snap_path); /* an earlier job's, whose journal is gone */
+        OC_CHECK_GOTO(oc_journal_create(ctx, jpath, text, &r->journal));
+    }
+    free(text);
+    free(jpath);
+    *out_r = r;
+    return OC_OK;
+cleanup:
+    free(text);
+    free(jpath);
+    oc_resume_close(r);
+    return st;
+}
+
+static void resume_free(oc_resume *r)
+{
+    oc_journal_close(r->journal);
+    for (int k = 0; k < r->ntemps; ++k) free(r->temps[k]);
+    free(r->temps);
+    free(r->recorded);
+    free(r->pairs);
+    free(r->done);
+    free(r->pending);
+    free(r->snap_path);
+    pthread_mutex_destroy(&r->lock);
+    free(r);
+}
+
+void oc_resume_finish(oc_resume *r)
+{
+    if (!r) return;
+    unlink(oc_journal_name(r->journal));
+    unlink(r->snap_path);
+    resume_free(r);
+}
+
+void oc_resume_close(oc_resume *r)
+{
+    if (r) resume_free(r);
+}
+
+int oc_resume_worth_keeping(const oc_resume *r) { return r && (r->resumed || r->units > 0); }
+
+/* ---------------------------------------------------------------- outputs */
+const char *oc_resume_dense_temp(const oc_resume *r)
+{
+    return r->kind == KIND_DENSE && r->ntemps > 0 ? r->temps[r->ntemps - 1] : NULL;
+}
+
+oc_status oc_resume_record_temp(oc_context *ctx, oc_resume *r, const char *temp_path, void *dense_writer)
+{
+    r->dense_writer = dense_writer;
+    /* A top-k or threshold output is written anew each run: what a killed run left goes. */
+    for (int k = 0; k < r->ntemps; ++k)
+        if (strcmp(r->temps[k], temp_path) != 0) unlink(r->temps[k]);
+    if (r->ntemps > 0 && strcmp(r->temps[r->ntemps - 1], temp_path) == 0) return OC_OK;
+    OC_CHECK(oc_journal_append(ctx, r->journal, REC_TEMP, 0, temp_path, (uint32_t)strlen(temp_path)));
+    return oc_journal_flush(ctx, r->journal);
+}
+
+void oc_resume_set_emit(oc_resume *r, oc_resume_emit_fn emit, void *user)
+{
+    r->emit = emit;
+    r->emit_user = user;
+}
+
+oc_status oc_resume_pairs(oc_context *ctx, oc_resume *r, const int64_t *rows, const int64_t *cols,
+                          const void *values, int64_t count)
+{
+    if (r->replaying || count == 0) return OC_OK;
+    size_t len = 8 + (size_t)count * (16 + r->elem);
+    unsigned char *buf = malloc(len);
+    if (!buf) return oc_fail(ctx, OC_ERR_NO_MEMORY, "out of memory journalling %lld pairs", (long long)count);
+    memcpy(buf, &count, 8);
+    memcpy(buf + 8, rows, (size_t)count * 8);
+    memcpy(buf + 8 + (size_t)count * 8, cols, (size_t)count * 8);
+    memcpy(buf + 8 + (size_t)count * 16, values, (size_t)count * r->elem);
+    oc_status st = oc_journal_append(ctx, r->journal, REC_PAIRS, 0, buf, (uint32_t)len);
+    free(buf);
+    return st;
+}
+
+/* ---------------------------------------------------------------- tiles */
+int64_t oc_resume_tile_edge(const oc_resume *r) { return r ? r->tile : 0; }
+
+int64_t oc_resume_group_tiles(const oc_resume *r, int threads)
+{
+    (void)r;
+    return 4 * (int64_t)(threads > 0 ? threads : 1);
+}
+
+static int bit_get(const unsigned char *bits, int64_t k) { return bits[k >> 3] >> (k & 7) & 1; }
+static void bit_set(unsigned char *bits, int64_t k) { bits[k >> 3] |= (unsigned char)(1u << (k & 7)); }
+
+/* The CRC of dense tile (I, J)'s bytes in the output: its rows, then, for an off-diagonal
+ * tile of A·Aᵀ, the rows of its mirror. */
+static uint32_t dense_tile_crc(const oc_gram_job *job, int64_t tile, int64_t I, int64_t J)
+{
+    const oc_dense_sink *s = job->dense;
+    const int64_t i0 = I * tile, j0 = J * tile;
+    const int64_t rows = job->n - i0 < tile ? job->n - i0 : tile, cols = job->p - j0 < tile ? job->p - j0 : tile;
+    uint32_t crc = 0;
+    for (int64_t r = 0; r < rows; ++r)
+        crc = oc_crc32_update(crc, s->base + ((i0 + r) * s->ld + j0) * (int64_t)s->elem_size,
+                              (size_t)cols * s->elem_size);
+    if (s->symmetric && I != J)
+        for (int64_t c = 0; c < cols; ++c)
+            crc = oc_crc32_update(crc, s->base + ((j0 + c) * s->ld + i0) * (int64_t)s->elem_size,
+                                  (size_t)rows * s->elem_size);
+    return crc;
+}
+
+static oc_status replay_pairs(oc_context *ctx, oc_resume *r, const oc_gram_job *job)
+{
+    oc_status st = OC_OK;
+    unsigned char *buf = NULL;
+    size_t cap = 0;
+    r->replaying = 1;
+    for (int64_t k = 0; k < r->npairs && st == OC_OK; ++k) {
+        if (r->pairs[k].len > cap) {
+            free(buf);
+            cap = r->pairs[k].len;
+            buf = malloc(cap);
+            if (!buf) {
+                st = oc_fail(ctx, OC_ERR_NO_MEMORY, "out of memory replaying the journal's pairs");
+                break;
+            }
+        }
+        st = oc_journal_read(ctx, r->journal, r->pairs[k].offset, buf, r->pairs[k].len);
+        int64_t count;
+        if (st == OC_OK) memcpy(&count, buf, 8);
+        /* rows and cols: 8-byte aligned in buf (malloc, offsets 8 + multiples of 8) */
+        if (st == OC_OK && r->emit)
+            st = r->emit(ctx, r->emit_user, (const int64_t *)(buf + 8), (const int64_t *)(buf + 8 + count * 8),
+                         buf + 8 + count * 16, count);
+    }
+    r->replaying = 0;
+    free(buf);
+    if (st == OC_OK) oc_select_pairs_resume(job->select, r->blocks_done, r->pairs_done);
+    r->units = r->blocks_done;
+    return st;
+}
+
+oc_status oc_resume_begin(oc_context *ctx, oc_resume *r, const oc_gram_job *job, int64_t tile)
+{
+    if (r->tile && r->tile != tile)
+        return oc_fail(ctx, OC_ERR_INPUT, "%s: the journal counts tiles of %lld rows, which this backend cannot use "
+                       "(its plan has %lld): resume with the backend that started the job", oc_journal_name(r->journal),
+                       (long long)r->tile, (long long)tile);
+    const int fresh = r->tile == 0;
+    r->tile = tile;
+    r->tiles_i = (job->n + tile - 1) / tile;
+    r->tiles_j = (job->p + tile - 1) / tile;
+    const int64_t ntiles = r->tiles_i * r->tiles_j;
+    r->done = calloc((size_t)(ntiles + 7) / 8, 1);
+    if (!r->done)
+        return oc_fail(ctx, OC_ERR_NO_MEMORY, "out of memory for the bitmap of %lld tiles", (long long)ntiles);
+    if (fresh) {
+        OC_CHECK(oc_journal_append(ctx, r->journal, REC_PLAN, (uint64_t)tile, NULL, 0));
+        return oc_journal_flush(ctx, r->journal);
+    }
+    if (r->kind == KIND_DENSE) {
+        /* A tile counts as done only if its bytes in the file are the ones on record. */
+        for (int64_t k = 0; k < r->nrecorded; ++k) {
+            const int64_t idx = r->recorded[k].index;
+            if (idx < 0 || idx >= ntiles || bit_get(r->done, idx)) continue;
+            if (dense_tile_crc(job, tile, idx / r->tiles_j, idx % r->tiles_j) == r->recorded[k].crc) {
+                bit_set(r->done, idx);
+                r->units++;
+            }
+        }
+        return OC_OK;
+    }
+    if (r->kind == KIND_TOPK) {
+        if (oc_resume_snapshot_load(r->snap_path, r->job_crc, tile, ntiles, r->done, job))
+            for (int64_t k = 0; k < ntiles; ++k) r->units += bit_get(r->done, k);
+        return OC_OK;
+    }
+    return replay_pairs(ctx, r, job);
+}
+
+int oc_resume_skip(const oc_resume *r, int64_t I, int64_t J)
+{
+    if (r->kind == KIND_PAIRS) return I < r->blocks_done;
+    return bit_get(r->done, I * r->tiles_j + J);
+}
+
+void oc_resume_tile_done(oc_resume *r, const oc_gram_job *job, int64_t I, int64_t J)
+{
+    if (r->kind == KIND_PAIRS) return;
+    tile_crc t = {I * r->tiles_j + J, r->kind == KIND_DENSE ? dense_tile_crc(job, r->tile, I, J) : 0};
+    pthread_mutex_lock(&r->lock);
+    if (r->npending == r->pending_cap) {
+        int64_t cap = r->pending_cap ? 2 * r->pending_cap : 256;
+        tile_crc *p = realloc(r->pending, (size_t)cap * sizeof *p);
+        if (!p) { /* not recorded: the tile is only computed again by a resumed run */
+            pthread_mutex_unlock(&r->lock);
+            return;
+        }
+        r->pending = p;
+        r->pending_cap = cap;
+    }
+    r->pending[r->npending++] = t;
+    pthread_mutex_unlock(&r->lock);
+}
+
+oc_status oc_resume_checkpoint(oc_context *ctx, oc_resume *r, const oc_gram_job *job, int force)
+{
+    const double now = oc_now();
+    if (!force && now - r->last < r->interval &&
+        !(r->kind == KIND_PAIRS && oc_journal_pending(r->journal) >= PAIRS_FLUSH_BYTES))
+        return OC_OK;
+    r->last = now;
+    const int64_t before = r->units;
+    if (r->kind == KIND_PAIRS) {
+        const int64_t blocks = oc_select_pairs_blocks_delivered(job->select);
+        const int64_t pairs = oc_select_pairs_count(job->select);
+        if (blocks == r->blocks_done) return OC_OK;
+        OC_CHECK(oc_journal_append(ctx, r->journal, REC_BLOCKS, (uint64_t)blocks, &pairs, 8));
+        r->units = r->blocks_done = blocks;
+    } else {
+        if (r->npending == 0) return OC_OK;
+        /* The tiles' bytes reach the disk before the records that vouch for them. */
+        if (r->kind == KIND_DENSE && r->dense_writer) OC_CHECK(oc_npy_out_sync(ctx, r->dense_writer));
+        for (int64_t k = 0; k < r->npending; ++k) {
+            bit_set(r->done, r->pending[k].index);
+            if (r->kind == KIND_DENSE)
+                OC_CHECK(oc_journal_append(ctx, r->journal, REC_TILE, (uint64_t)r->pending[k].index,
+                                           &r->pending[k].crc, 4));
+        }
+        r->units += r->npending;
+        r->npending = 0;
+        if (r->kind == KIND_TOPK) {
+            uint32_t crc;
+            OC_CHECK(oc_resume_snapshot_write(ctx, r->snap_path, r->job_crc, r->tile, r->tiles_i * r->tiles_j, r->done,
+                                              job, &crc));
+            OC_CHECK(oc_journal_append(ctx, r->journal, REC_TOPK, (uint64_t)r->units, &crc, 4));
+        }
+    }
+    OC_CHECK(oc_journal_flush(ctx, r->journal));
+    r->units_this_run += r->units - before;
+    if (r->kill_after > 0 && r->units_this_run > 0 && r->units >= r->kill_after) raise(SIGKILL);
+    return OC_OK;
+}

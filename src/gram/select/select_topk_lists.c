@@ -1,0 +1,113 @@
+/*
+ * select_topk_lists.c - the top-k lists leave the selection: merged with other devices'
+ * lists (oc_select_topk_merge), handed to the caller as indices and scores
+ * (oc_select_topk_result); both on all cores, over blocks of rows.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "matrix/matrix.h"
+#include "core/threads.h"
+#include "gram/select/select_state.h"
+
+/* Rows per task of the parallel merge and of the hand-over below. */
+enum { RESULT_ROWS = 4096 };
+
+typedef struct merge_task {
+    oc_select *s;
+    const uint64_t *const *lists;
+    int count;
+} merge_task;
+
+/* Rows [task * RESULT_ROWS, ...): every list merged into the selection's, one at a time. */
+static oc_status merge_rows(void *arg, int64_t task, int worker)
+{
+    (void)worker;
+    const merge_task *mt = arg;
+    oc_select *s = mt->s;
+    const int64_t kept = s->kept, first = task * RESULT_ROWS;
+    const int64_t last = first + RESULT_ROWS < s->cfg.n ? first + RESULT_ROWS : s->cfg.n;
+    uint64_t stack[64], *row = kept <= 64 ? stack : malloc((size_t)kept * sizeof *row);
+    if (!row) return OC_ERR_NO_MEMORY;
+    for (int64_t i = first; i < last; ++i)
+        for (int l = 0; l < mt->count; ++l) {
+            const uint64_t *a = s->keys + i * kept, *b = mt->lists[l] + i * kept;
+            int64_t x = 0, y = 0;
+            /* Both lists are best first with 0 past their ends; keys are distinct within a
+             * row (select_key.h), and a key in both (never, when each tile was computed
+             * once) is kept once. */
+            for (int64_t o = 0; o < kept; ++o) {
+                uint64_t ka = x < kept ? a[x] : 0, kb = y < kept ? b[y] : 0;
+                row[o] = ka >= kb ? ka : kb;
+                x += ka >= kb && ka != 0;
+                y += kb >= ka && kb != 0;
+            }
+            memcpy(s->keys + i * kept, row, (size_t)kept * sizeof *row);
+        }
+    if (row != stack) free(row);
+    return OC_OK;
+}
+
+oc_status oc_select_topk_merge(oc_context *ctx, oc_select *s, const uint64_t *const *lists, int count, int threads)
+{
+    if (count <= 0 || s->cfg.n <= 0 || s->kept <= 0) return OC_OK;
+    merge_task mt = {s, lists, count};
+    const int64_t tasks = (s->cfg.n + RESULT_ROWS - 1) / RESULT_ROWS;
+    oc_status st = oc_parallel_run(ctx, tasks < threads ? (int)tasks : threads, tasks, merge_rows, &mt, NULL, NULL, NULL);
+    if (st == OC_ERR_NO_MEMORY)
+        return oc_fail(ctx, st, "cannot allocate a top-k merge row of %lld keys", (long long)s->kept);
+    return st;
+}
+
+/* The lists of rows [task * RESULT_ROWS, ...) into the caller's arrays. */
+typedef struct result_task {
+    const oc_select *s;
+    int64_t *indices;
+    void *scores;
+} result_task;
+
+void oc_select_padding_score(oc_dtype dtype, int use_min_score, void *score)
+{
+    if (!use_min_score) memset(score, 0, oc_dtype_size(dtype));
+    else if (dtype == OC_DTYPE_FLOAT32) *(float *)score = NAN;
+    else memset(score, 0xFF, oc_dtype_size(dtype)); /* -1 as int32, 65535 as uint16 */
+}
+
+static oc_status result_rows(void *arg, int64_t task, int worker)
+{
+    (void)worker;
+    const result_task *rt = arg;
+    const oc_select *s = rt->s;
+    const int64_t k = s->cfg.k, kept = s->kept, first = task * RESULT_ROWS;
+    const int64_t last = first + RESULT_ROWS < s->cfg.n ? first + RESULT_ROWS : s->cfg.n;
+    /* With a minimum score, a key below it is padding: the lists are best first, so the
+     * keys that pass are exactly the top-k among the columns that pass. */
+    const int none_pass = s->topk_min_key > 0xFFFFFFFFu;
+    const uint64_t min_key = none_pass ? 0 : s->topk_min_key << 32;
+    for (int64_t i = first; i < last; ++i)
+        for (int64_t t = 0; t < k; ++t) {
+            uint64_t key = t < kept ? s->keys[i * kept + t] : 0;
+            if (none_pass || key < min_key) key = 0;
+            int64_t e = i * k + t;
+            if (rt->indices) rt->indices[e] = key ? oc_key_index(key) : -1;
+            if (!rt->scores) continue;
+            if (key) oc_key_store_score(s->kind, (uint32_t)(key >> 32), rt->scores, e);
+            else oc_select_padding_score(s->cfg.dtype, s->cfg.use_min_score, (char *)rt->scores + e * (int64_t)s->elem);
+        }
+    return OC_OK;
+}
+
+oc_status oc_select_topk_result(oc_context *ctx, oc_select *s, int threads, int64_t *indices, void *scores)
+{
+    OC_CHECK(oc_select_check(ctx, s));
+    result_task rt = {s, indices, scores};
+    const int64_t tasks = (s->cfg.n + RESULT_ROWS - 1) / RESULT_ROWS;
+    /* A million lists take milliseconds on one core: the job's cores share them. */
+    if (tasks <= 1 || threads <= 1) {
+        for (int64_t t = 0; t < tasks; ++t) result_rows(&rt, t, 0);
+        return OC_OK;
+    }
+    return oc_parallel_run(ctx, threads < tasks ? threads : (int)tasks, tasks, result_rows, &rt, NULL, NULL, NULL);
+}

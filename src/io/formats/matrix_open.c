@@ -1,0 +1,117 @@
+/*
+ * matrix_open.c - the public file entry points: oc_matrix_open picks a reader by the
+ * file's extension; oc_matrix_save writes a matrix as .npy (0/1 bytes or packbits rows).
+ */
+#include <inttypes.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/context.h"
+#include "core/error.h"
+#include "matrix/matrix.h"
+#include "core/threads.h"
+#include "core/trace.h"
+#include "io/io.h"
+
+/* Version 1 of oc_read_options ends before host_mem_bytes (docs/abi.md). */
+#define OC_READ_OPTIONS_V1_SIZE offsetof(oc_read_options, host_mem_bytes)
+
+oc_status oc_matrix_read(oc_context *ctx, const char *path, const oc_read_options *opts, oc_matrix **out)
+{
+    if (!path || !out) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "reading a matrix: the path or out is NULL");
+    /* Reading a large file is a job: oc_context_cancel stops it, and a cancel left over from
+     * an earlier job must not. */
+    if (ctx) oc_context_begin_job(ctx);
+    oc_read_options defaults = OC_READ_OPTIONS_INIT;
+    if (!opts) opts = &defaults;
+    if (opts->struct_size == OC_READ_OPTIONS_V1_SIZE) { /* before host_mem_bytes (docs/abi.md): its default */
+        memcpy(&defaults, opts, OC_READ_OPTIONS_V1_SIZE);
+        defaults.struct_size = sizeof defaults;
+        opts = &defaults;
+    }
+    if (opts->struct_size < sizeof(oc_read_options))
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                       "oc_read_options.struct_size is %zu, expected %zu: start from OC_READ_OPTIONS_INIT",
+                       opts->struct_size, sizeof(oc_read_options));
+    int64_t bits = opts->bits;
+    if (bits < 0) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: --bits %" PRId64 " is negative", path, bits);
+    char ext[16];
+    oc_path_extension(path, ext, sizeof ext);
+    double t = oc_now();
+    if (bits > 0 && strcmp(ext, "npy") != 0)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: --bits applies to .npy files of numpy.packbits output only",
+                       path);
+    if (strcmp(ext, "npy") == 0)
+        OC_CHECK(oc_npy_read(ctx, path, opts, out));
+    else if (strcmp(ext, "mtx") == 0)
+        OC_CHECK(oc_mtx_read(ctx, path, opts, out));
+    else if (strcmp(ext, "txt") == 0 || strcmp(ext, "csv") == 0)
+        OC_CHECK(oc_text_read(ctx, path, opts, out));
+    else
+        return oc_fail(ctx, OC_ERR_INPUT, "%s: unknown file type%s%s%s; supported inputs are .npy, .mtx, .txt and .csv",
+                       path, ext[0] ? " '." : "", ext, ext[0] ? "'" : " (no extension)");
+    if (oc_tracing()) { /* OUTCORE_TRACE says which inputs stay in their files */
+        char what[OC_MESSAGE_MAX];
+        snprintf(what, sizeof what, "%s%s", path, oc_matrix_file_backed(*out) ? " (left in its file)" : "");
+        oc_trace_phase(&t, "read", what);
+    }
+    return OC_OK;
+}
+
+oc_status oc_matrix_open(oc_context *ctx, const char *path, int64_t bits, oc_matrix **out)
+{
+    oc_read_options opts = OC_READ_OPTIONS_INIT;
+    opts.bits = bits;
+    OC_CHECK(oc_matrix_read(ctx, path, &opts, out));
+    return OC_OK;
+}
+
+oc_status oc_matrix_save(oc_context *ctx, const oc_matrix *m, const char *path, int packed)
+{
+    if (!m || !path) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_matrix_save: NULL argument");
+    /* A job of its own: its writes are counted from the first for the fault plan (fault.h). */
+    if (ctx) oc_context_begin_job(ctx);
+    char ext[16];
+    if (strcmp(oc_path_extension(path, ext, sizeof ext), "npy") != 0)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: a matrix is saved as .npy; the name must end in .npy", path);
+    int64_t width = packed ? (m->cols + 7) / 8 : m->cols;
+    oc_npy_out *w;
+    void *data;
+    OC_CHECK(oc_npy_out_create(ctx, path, OC_NPY_UINT8, m->rows, width, &w, &data));
+    /* A file-backed or lists matrix is copied through a buffer of about 1 MB of rows
+     * (oc_matrix_load_rows fills lists rows without packing the whole matrix). */
+    const int64_t row_bytes = m->words_per_row * 8;
+    const int64_t chunk = oc_matrix_resident(m) ? m->rows : (1 << 20) / row_bytes > 0 ? (1 << 20) / row_bytes : 1;
+    uint64_t *buf = oc_matrix_resident(m) ? NULL : aligned_alloc(64, (size_t)(chunk * row_bytes));
+    if (!oc_matrix_resident(m) && !buf) {
+        oc_npy_out_abort(w);
+        return oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: out of memory for a %lld-byte row buffer", path,
+                       (long long)(chunk * row_bytes));
+    }
+    unsigned char *dst = data;
+    for (int64_t r0 = 0; r0 < m->rows; r0 += chunk) {
+        const int64_t nr = m->rows - r0 < chunk ? m->rows - r0 : chunk;
+        const uint64_t *rows = buf ? buf : m->bits + r0 * m->words_per_row;
+        oc_status st = buf ? oc_matrix_load_rows(ctx, m, r0, nr, buf) : OC_OK;
+        if (st != OC_OK) {
+            free(buf);
+            oc_npy_out_abort(w);
+            return oc_trace_at(ctx, st, __FILE__, __LINE__);
+        }
+        for (int64_t i = 0; i < nr; ++i, dst += width) {
+            const unsigned char *row = (const unsigned char *)(rows + i * m->words_per_row);
+            if (packed) {
+                /* The packed layout is numpy.packbits order with zero padding: the row's first
+                 * bytes are the file's bytes. */
+                memcpy(dst, row, (size_t)width);
+            } else {
+                for (int64_t j = 0; j < m->cols; ++j) dst[j] = (unsigned char)((row[j >> 3] >> (7 - (j & 7))) & 1);
+            }
+        }
+    }
+    free(buf);
+    OC_CHECK(oc_npy_out_commit(ctx, w));
+    return OC_OK;
+}

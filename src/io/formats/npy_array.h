@@ -1,0 +1,31 @@
+/*
+ * npy_array.h - .npy arrays of any dtype and shape, for `outcore map` (the 0/1 matrix
+ * reader and the dense writer of io.h cover fixed types and two dimensions).
+ */
+#ifndef OC_IO_FORMATS_NPY_ARRAY_H
+#define OC_IO_FORMATS_NPY_ARRAY_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "outcore.h"
+#include "io/io.h"
+
+typedef struct oc_npy_array_info {
+    char descr[40];        /* as in the header: "<f8", "|b1" */
+    int fortran_order;
+    int ndim;
+    int64_t shape[32];
+    size_t data_offset;    /* where the data starts */
+} oc_npy_array_info;
+
+/* Checks the magic, version and header dict of the .npy in [base, base+size) and describes
+ * it; the caller checks the descr and that the data fits the file. OC_ERR_INPUT naming path. */
+oc_status oc_npy_array_parse(oc_context *ctx, const char *path, const unsigned char *base, size_t size,
+                             oc_npy_array_info *out);
+
+/* oc_npy_out_create for any shape (ndim 0..32) and element descr of elem bytes: commit and
+ * abort as for oc_npy_out_create. */
+oc_status oc_npy_out_create_nd(oc_context *ctx, const char *path, const char *descr, size_t elem, int ndim,
+                               const int64_t *shape, oc_npy_out **out, void **data);
+
+#endif

@@ -1,0 +1,265 @@
+/*
+ * npy_out.c - the .npy writer: the dense result of a job (oc_npy_out_create), a resumable
+ * job's file (kept, synced and reopened), and an array of any dtype and shape (map).
+ *
+ * The writer sizes its temporary file up front and hands out a shared mapping of it: the
+ * result goes straight to the page cache and the disk, never through anonymous memory. It
+ * creates, sizes, maps, flushes and renames only through sysio.h, so the tests' fault plan
+ * reaches each of those failures; its header, like every header the library writes, comes
+ * from npy_header.c. The reader is npy.c.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
+#include "core/error.h"
+#include "matrix/matrix.h"
+#include "core/pages.h"
+#include "core/threads.h"
+#include "io/io.h"
+#include "io/formats/npy_array.h"
+#include "io/formats/npy_header.h"
+#include "io/sysio.h"
+
+struct oc_npy_out {
+    oc_tmpfile file;
+    unsigned char *map;
+    size_t map_len;
+    int prefaulted; /* the whole mapping was populated at creation */
+};
+
+/* Each first write to a page of a fresh shared mapping is a page fault, one 4 KB page after
+ * another. On memory file systems (tmpfs, ramfs), where fallocate has already allocated the
+ * pages, the writer maps them all in up front on every core, MADV_POPULATE_WRITE per 64 MB
+ * (one call per chunk instead of one exception per page), so the sinks' writes are plain
+ * stores. fallocate stays the reservation: populating pages that tmpfs has not allocated
+ * yet does not scale with threads (the allocation serialises) and was slower than fallocate
+ * followed by the populate. On a disk file the writer does not populate: a populated page
+ * is a dirty page of zeros that write-back may send to the disk before the job's data.
+ * docs/design-notes.md has the measurements. */
+#define PREFAULT_MIN_BYTES ((size_t)64 << 20)
+#define PREFAULT_CHUNK ((int64_t)64 << 20)
+
+static int on_memory_file_system(int fd)
+{
+    struct statfs fs;
+    if (fstatfs(fd, &fs) != 0) return 0;
+    return fs.f_type == 0x01021994 /* TMPFS_MAGIC */ || fs.f_type == (typeof(fs.f_type))0x858458f6 /* RAMFS_MAGIC */;
+}
+
+typedef struct prefault_job {
+    unsigned char *map;
+    size_t len;
+    atomic_int failed;
+} prefault_job;
+
+static oc_status prefault_task(void *arg, int64_t task, int worker)
+{
+    (void)worker;
+    prefault_job *job = arg;
+    size_t begin = (size_t)(task * PREFAULT_CHUNK), len = job->len - begin;
+    if (len > (size_t)PREFAULT_CHUNK) len = (size_t)PREFAULT_CHUNK;
+    /* Not oc_pages_populate_write: the writer needs to know whether every chunk went in. */
+    if (madvise(job->map + begin, len, MADV_POPULATE_WRITE) != 0) atomic_store(&job->failed, 1);
+    return OC_OK;
+}
+
+/* Advice only: a page it leaves out (a kernel before 5.14, a thread that could not start)
+ * faults when the job writes it, as before. Returns whether the whole mapping was faulted in. */
+static int prefault_mapping(unsigned char *map, size_t len)
+{
+    prefault_job job = {.map = map, .len = len};
+    atomic_init(&job.failed, 0);
+    int64_t tasks = ((int64_t)len + PREFAULT_CHUNK - 1) / PREFAULT_CHUNK;
+    oc_status st = oc_parallel_run(NULL, oc_threads_resolve(0), tasks, prefault_task, &job, NULL, NULL, NULL);
+    return st == OC_OK && !atomic_load(&job.failed);
+}
+
+/* Creates w's temporary file, total bytes long with its blocks reserved, and maps it. On
+ * failure the caller aborts w, which removes whatever was created. */
+static oc_status npy_out_map(oc_context *ctx, const char *path, size_t total, oc_npy_out *w)
+{
+    OC_CHECK(oc_tmpfile_open(ctx, path, &w->file));
+    int fd = w->file.fd;
+    /* A file that cannot fit is refused before it is sized: reserving it would fill the file
+     * system first (and then find no free space to report). */
+    OC_CHECK(oc_sys_check_space(ctx, fd, path, (int64_t)total));
+    if (oc_sys_ftruncate(ctx, fd, (off_t)total) != 0)
+        return oc_io_fail(ctx, "writing", path, errno, -1, (int64_t)total, fd);
+    /* Reserve the blocks now: a shared mapping of a sparse file that later meets a full disk
+     * kills the process with SIGBUS instead of returning an error. File systems without
+     * fallocate keep the sparse file (and that risk). */
+    if (oc_sys_fallocate(ctx, fd, 0, (off_t)total) != 0 && errno != EOPNOTSUPP && errno != ENOSYS)
+        return oc_io_fail(ctx, "writing", path, errno, -1, (int64_t)total, fd);
+    void *map = oc_sys_mmap_shared(ctx, fd, total);
+    if (map == MAP_FAILED) return oc_io_fail(ctx, "mapping", path, errno, -1, -1, -1);
+    w->map = map;
+    w->map_len = total;
+    if (total >= PREFAULT_MIN_BYTES && on_memory_file_system(fd)) w->prefaulted = prefault_mapping(map, total);
+    return OC_OK;
+}
+
+int oc_npy_out_prefaulted(const oc_npy_out *w) { return w && w->prefaulted; }
+
+oc_status oc_npy_out_create(oc_context *ctx, const char *path, int dtype, int64_t rows, int64_t cols, oc_npy_out **out,
+                            void **data)
+{
+    if (!path || !out || !data) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_npy_out_create: NULL argument");
+    int64_t elem;
+    switch (dtype) {
+    case OC_DTYPE_INT32: elem = 4; break;
+    case OC_DTYPE_UINT16: elem = 2; break;
+    case OC_DTYPE_FLOAT32: elem = 4; break;
+    case OC_NPY_UINT8: elem = 1; break;
+    default: return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: no .npy output for dtype code %d", path, dtype);
+    }
+    int64_t count, bytes;
+    if (rows <= 0 || cols <= 0)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: output shape %" PRId64 " x %" PRId64 " is not positive", path,
+                       rows, cols);
+    if (!oc_mul_i64(rows, cols, &count) || !oc_mul_i64(count, elem, &bytes) || bytes > INT64_MAX - OC_NPY_HEADER_MAX ||
+        (uint64_t)bytes > SIZE_MAX / 2)
+        return oc_fail(ctx, OC_ERR_INPUT, "%s: output %" PRId64 " x %" PRId64 " overflows 64-bit sizes", path, rows,
+                       cols);
+
+    unsigned char header[OC_NPY_HEADER_MAX];
+    size_t offset = oc_npy_header(header, dtype, rows, cols, 0);
+    size_t total = offset + (size_t)bytes;
+
+    oc_npy_out *w = calloc(1, sizeof *w);
+    if (!w) return oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: out of memory", path);
+    w->file.fd = -1;
+    oc_status st = npy_out_map(ctx, path, total, w);
+    if (st != OC_OK) {
+        oc_npy_out_abort(w);
+        return oc_trace_at(ctx, st, __FILE__, __LINE__);
+    }
+    memcpy(w->map, header, offset);
+    *out = w;
+    *data = w->map + offset;
+    return OC_OK;
+}
+
+oc_status oc_npy_out_commit(oc_context *ctx, oc_npy_out *w)
+{
+    if (!w) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_npy_out_commit: NULL writer");
+    /* msync is where a failed write-back (full disk, I/O error) shows; munmap never says. */
+    if (oc_sys_msync(ctx, w->map, w->map_len) != 0) {
+        oc_status st = oc_io_fail(ctx, "writing", w->file.path, errno, -1, -1, -1);
+        oc_npy_out_abort(w);
+        return st;
+    }
+    munmap(w->map, w->map_len);
+    w->map = NULL;
+    oc_status st = oc_tmpfile_commit(ctx, &w->file);
+    if (st != OC_OK) oc_trace_at(ctx, st, __FILE__, __LINE__);
+    free(w);
+    return st;
+}
+
+void oc_npy_out_abort(oc_npy_out *w)
+{
+    if (!w) return;
+    if (w->map) munmap(w->map, w->map_len);
+    oc_tmpfile_abort(&w->file);
+    free(w);
+}
+
+/* ---------------------------------------------------------------- resumable jobs */
+const char *oc_npy_out_temp_path(const oc_npy_out *w) { return w->file.tmp_path; }
+
+oc_status oc_npy_out_sync(oc_context *ctx, oc_npy_out *w)
+{
+    if (oc_sys_msync(ctx, w->map, w->map_len) != 0) return oc_io_fail(ctx, "writing", w->file.path, errno, -1, -1, -1);
+    return OC_OK;
+}
+
+void oc_npy_out_keep(oc_npy_out *w)
+{
+    if (!w) return;
+    if (w->map) munmap(w->map, w->map_len);
+    if (w->file.fd >= 0) close(w->file.fd);
+    free(w->file.tmp_path);
+    free(w->file.path);
+    free(w);
+}
+
+oc_status oc_npy_out_reopen(oc_context *ctx, const char *path, const char *temp_path, int dtype, int64_t rows,
+                            int64_t cols, oc_npy_out **out, void **data)
+{
+    const int64_t elem = dtype == OC_DTYPE_UINT16 ? 2 : dtype == OC_NPY_UINT8 ? 1 : 4;
+    unsigned char header[OC_NPY_HEADER_MAX], have[OC_NPY_HEADER_MAX];
+    size_t offset = oc_npy_header(header, dtype, rows, cols, 0);
+    size_t total = offset + (size_t)(rows * cols * elem);
+    oc_npy_out *w = calloc(1, sizeof *w);
+    if (w) {
+        w->file.path = strdup(path);
+        w->file.tmp_path = strdup(temp_path);
+    }
+    if (!w || !w->file.path || !w->file.tmp_path) {
+        oc_npy_out_keep(w);
+        return oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: out of memory", path);
+    }
+    /* Never through a link; held (flock) while this run uses it, as a new temporary is. */
+    w->file.fd = oc_sys_open(ctx, temp_path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0);
+    const char *problem = NULL;
+    struct stat sb;
+    if (w->file.fd < 0) problem = errno == ELOOP ? "it is a symbolic link" : strerror(errno);
+    else if (fstat(w->file.fd, &sb) != 0 || !S_ISREG(sb.st_mode)) problem = "it is not a regular file";
+    else if (flock(w->file.fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK) problem = "a running job holds it";
+    else if (oc_sys_file_size(w->file.fd) != (int64_t)total) problem = "its size is not the result's";
+    else if (pread(w->file.fd, have, offset, 0) != (ssize_t)offset || memcmp(have, header, offset) != 0)
+        problem = "its header is not the result's";
+    if (problem) {
+        oc_npy_out_keep(w);
+        return oc_fail(ctx, OC_ERR_INPUT, "%s: cannot resume from the temporary output %s: %s; remove the journal "
+                       "%s.outcore-journal to start over", path, temp_path, problem, path);
+    }
+    void *map = oc_sys_mmap_shared(ctx, w->file.fd, total);
+    if (map == MAP_FAILED) {
+        oc_status st = oc_io_fail(ctx, "mapping", path, errno, -1, -1, -1);
+        oc_npy_out_keep(w);
+        return st;
+    }
+    w->map = map;
+    w->map_len = total;
+    *out = w;
+    *data = w->map + offset;
+    return OC_OK;
+}
+
+/* ---------------------------------------------------------------- any dtype and shape (map) */
+oc_status oc_npy_out_create_nd(oc_context *ctx, const char *path, const char *descr, size_t elem, int ndim,
+                               const int64_t *shape, oc_npy_out **out, void **data)
+{
+    int64_t count = 1, bytes;
+    for (int i = 0; i < ndim; i++)
+        if (shape[i] < 0 || !oc_mul_i64(count, shape[i], &count))
+            return oc_fail(ctx, OC_ERR_INPUT, "%s: the output shape overflows 64-bit sizes", path);
+    if (!oc_mul_i64(count, (int64_t)elem, &bytes) || (uint64_t)bytes > SIZE_MAX / 2)
+        return oc_fail(ctx, OC_ERR_INPUT, "%s: the output shape overflows 64-bit sizes", path);
+    unsigned char header[OC_NPY_HEADER_ND_MAX];
+    size_t offset = oc_npy_header_nd(header, sizeof header, descr, ndim, shape);
+    if (offset == 0) return oc_fail(ctx, OC_ERR_INTERNAL, "%s: the .npy header does not fit", path);
+    oc_npy_out *w = calloc(1, sizeof *w);
+    if (!w) return oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: out of memory", path);
+    w->file.fd = -1;
+    oc_status st = npy_out_map(ctx, path, offset + (size_t)bytes, w);
+    if (st != OC_OK) {
+        oc_npy_out_abort(w);
+        return oc_trace_at(ctx, st, __FILE__, __LINE__);
+    }
+    memcpy(w->map, header, offset);
+    *out = w;
+    *data = w->map + offset;
+    return OC_OK;
+}

@@ -1,0 +1,435 @@
+/*
+ * map_cpu_reduce.c - sum, mean, min and max of a map expression over all elements or one
+ * axis, evaluated block by block: the element-wise result is never materialised.
+ *
+ * Order of float sums (numpy's, so that results are bit-identical to numpy.sum of the
+ * materialised C-contiguous result):
+ *   - all elements, or an axis after which every dimension is 1 (the reduced run is
+ *     contiguous): 0 + pairwise(run), where pairwise is numpy's pairwise_sum (numpy
+ *     umath/loops_utils.h): n < 8: a plain loop from -0.0; n <= 128: eight accumulators
+ *     over strides of 8, combined ((r0+r1)+(r2+r3))+((r4+r5)+(r6+r7)), then the tail;
+ *     otherwise split at n2 = n/2 rounded down to a multiple of 8 and add the halves. A
+ *     block of OC_MAP_BLOCK elements evaluated at once is a subtree of that recursion,
+ *     so evaluating by blocks changes nothing; threads take whole subtrees and their
+ *     results are added in the tree's order.
+ *   - any other axis: for each output element, 0 + x_0 + x_1 + ... in index order, which is
+ *     numpy's order for a C-contiguous input (its inner loop runs along the last axis, over
+ *     output elements, and the reduced axis is an outer loop).
+ * Integer sums wrap modulo 2^64 (numpy's int64/uint64 accumulators): order-free. min and
+ * max propagate NaN as numpy does; which zero is returned when +0.0 and -0.0 tie is not
+ * promised. mean is the sum in the reduction's type divided by the count in that type.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/threads.h"
+#include "map/cpu/map_cpu.h"
+#include "map/cpu/map_cpu_ops.h"
+
+#define PW_BLOCKSIZE 128
+
+/* numpy's pairwise_sum, for float and double. */
+#define PAIRWISE(S, T)                                                                                    \
+    static T pairwise_##S(const T *a, int64_t n)                                                          \
+    {                                                                                                     \
+        if (n < 8) {                                                                                      \
+            T res = -(T)0.0;                                                                              \
+            for (int64_t i = 0; i < n; i++) res += a[i];                                                  \
+            return res;                                                                                   \
+        }                                                                                                 \
+        if (n <= PW_BLOCKSIZE) {                                                                          \
+            T r[8];                                                                                       \
+            for (int j = 0; j < 8; j++) r[j] = a[j];                                                      \
+            int64_t i;                                                                                    \
+            for (i = 8; i < n - (n % 8); i += 8)                                                          \
+                for (int j = 0; j < 8; j++) r[j] += a[i + j];                                             \
+            T res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));                    \
+            for (; i < n; i++) res += a[i];                                                               \
+            return res;                                                                                   \
+        }                                                                                                 \
+        int64_t n2 = n / 2;                                                                               \
+        n2 -= n2 % 8;                                                                                     \
+        return pairwise_##S(a, n2) + pairwise_##S(a + n2, n - n2);                                        \
+    }
+PAIRWISE(f32, float)
+PAIRWISE(f64, double)
+
+/* Per-thread state: the evaluator and a block of the reduction's type. */
+typedef struct reducer {
+    oc_map_cpu_job *job;
+    oc_map_eval *ev;
+    oc_map_cast_loop cast; /* expression type -> reduction type, NULL when equal */
+    unsigned char *tmp;
+    int rt;                /* the reduction's type */
+    int error;
+} reducer;
+
+static int reducer_init(reducer *r, oc_map_cpu_job *job)
+{
+    const oc_map_plan *m = job->m;
+    memset(r, 0, sizeof *r);
+    r->job = job;
+    r->rt = m->reduce_type;
+    r->ev = oc_map_eval_create(m);
+    r->tmp = malloc(OC_MAP_BLOCK * 8);
+    if (r->rt != m->expr_type) r->cast = oc_map_cpu_cast(m->expr_type, r->rt);
+    if (!r->ev || !r->tmp) {
+        oc_map_eval_free(r->ev);
+        free(r->tmp);
+        atomic_store(&job->failed, 1);
+        return 0;
+    }
+    return 1;
+}
+
+static void reducer_done(reducer *r)
+{
+    if (r->error) atomic_store(&r->job->failed, 2);
+    oc_map_eval_free(r->ev);
+    free(r->tmp);
+}
+
+/* Elements [start, start+n) (n <= OC_MAP_BLOCK) in the reduction's type. */
+static const void *values(reducer *r, int64_t start, int64_t n)
+{
+    const void *x = oc_map_eval_block(r->ev, start, n, NULL, &r->error);
+    if (!r->cast) return x;
+    r->cast(r->tmp, x, (size_t)n);
+    return r->tmp;
+}
+
+/* ---------------------------------------------------------------- accumulate one value */
+
+/* A running result of any type, 8 bytes. */
+typedef union acc { int64_t i; uint64_t u; float f; double d; unsigned char b[8]; } acc;
+
+#define MINMAX_TYPES(X)                                                                                   \
+    X(MT_BOOL, uint8_t, 0) X(MT_I8, int8_t, 0) X(MT_I16, int16_t, 0) X(MT_I32, int32_t, 0)                \
+    X(MT_I64, int64_t, 0) X(MT_U8, uint8_t, 0) X(MT_U16, uint16_t, 0) X(MT_U32, uint32_t, 0)              \
+    X(MT_U64, uint64_t, 0) X(MT_F32, float, 1) X(MT_F64, double, 1)
+
+/* *a = op(*a, x[0..n)) for min/max (first = 1: *a starts at x[0]); NaN wins, as in numpy. */
+static void fold_minmax(int t, int is_max, acc *a, const void *x, int64_t n, int first)
+{
+#define FOLD(TT, CT, FLT)                                                                                 \
+    case TT: {                                                                                            \
+        const CT *v = x;                                                                                  \
+        CT r;                                                                                             \
+        memcpy(&r, a->b, sizeof r);                                                                       \
+        int64_t i = 0;                                                                                    \
+        if (first) r = v[i++];                                                                            \
+        if (is_max)                                                                                       \
+            for (; i < n; i++) r = (r >= v[i] || (FLT && r != r)) ? r : v[i];                             \
+        else                                                                                              \
+            for (; i < n; i++) r = (r <= v[i] || (FLT && r != r)) ? r : v[i];                             \
+        memcpy(a->b, &r, sizeof r);                                                                       \
+        break;                                                                                            \
+    }
+    switch (t) { MINMAX_TYPES(FOLD) default: break; }
+#undef FOLD
+}
+
+/* acc[i] = op(acc[i], x[i]) elementwise, acc an array of type t. */
+static void combine(int t, oc_map_reduce op, void *accs, const void *x, int64_t n)
+{
+    if (op == OC_MAP_REDUCE_SUM || op == OC_MAP_REDUCE_MEAN) {
+        if (t == MT_F32)
+            for (int64_t i = 0; i < n; i++) ((float *)accs)[i] += ((const float *)x)[i];
+        else if (t == MT_F64)
+            for (int64_t i = 0; i < n; i++) ((double *)accs)[i] += ((const double *)x)[i];
+        else
+            for (int64_t i = 0; i < n; i++) ((uint64_t *)accs)[i] += ((const uint64_t *)x)[i];
+        return;
+    }
+    int is_max = op == OC_MAP_REDUCE_MAX;
+#define COMB(TT, CT, FLT)                                                                                 \
+    case TT: {                                                                                            \
+        CT *r = accs;                                                                                     \
+        const CT *v = x;                                                                                  \
+        if (is_max)                                                                                       \
+            for (int64_t i = 0; i < n; i++) r[i] = (r[i] >= v[i] || (FLT && r[i] != r[i])) ? r[i] : v[i]; \
+        else                                                                                              \
+            for (int64_t i = 0; i < n; i++) r[i] = (r[i] <= v[i] || (FLT && r[i] != r[i])) ? r[i] : v[i]; \
+        break;                                                                                            \
+    }
+    switch (t) { MINMAX_TYPES(COMB) default: break; }
+#undef COMB
+}
+
+/* ---------------------------------------------------------------- one contiguous run */
+
+/* numpy's pairwise recursion over elements [start, start+n), evaluated by blocks. */
+#define RANGE_PAIRWISE(S, T)                                                                              \
+    static T range_pairwise_##S(reducer *r, int64_t start, int64_t n)                                     \
+    {                                                                                                     \
+        if (n <= OC_MAP_BLOCK) {                                                                          \
+            T v = pairwise_##S(values(r, start, n), n);                                                   \
+            oc_map_cpu_tick(r->job, n);                                                                   \
+            return v;                                                                                     \
+        }                                                                                                 \
+        int64_t n2 = n / 2;                                                                               \
+        n2 -= n2 % 8;                                                                                     \
+        T a = range_pairwise_##S(r, start, n2);                                                           \
+        return a + range_pairwise_##S(r, start + n2, n - n2);                                             \
+    }
+RANGE_PAIRWISE(f32, float)
+RANGE_PAIRWISE(f64, double)
+
+/* The reduction of the run [start, start+n) (n > 0 for min/max), without the identity. */
+static acc reduce_run(reducer *r, int64_t start, int64_t n)
+{
+    acc a = {0};
+    oc_map_reduce op = r->job->m->reduce;
+    if (op == OC_MAP_REDUCE_SUM || op == OC_MAP_REDUCE_MEAN) {
+        if (r->rt == MT_F32) {
+            a.f = range_pairwise_f32(r, start, n);
+            return a;
+        }
+        if (r->rt == MT_F64) {
+            a.d = range_pairwise_f64(r, start, n);
+            return a;
+        }
+    }
+    for (int64_t s = start; s < start + n; s += OC_MAP_BLOCK) {
+        int64_t k = start + n - s < OC_MAP_BLOCK ? start + n - s : OC_MAP_BLOCK;
+        const void *x = values(r, s, k);
+        if (op == OC_MAP_REDUCE_SUM || op == OC_MAP_REDUCE_MEAN)
+            for (int64_t i = 0; i < k; i++) a.u += ((const uint64_t *)x)[i];
+        else
+            fold_minmax(r->rt, op == OC_MAP_REDUCE_MAX, &a, x, k, s == start);
+        if (oc_map_cpu_tick(r->job, k)) break;
+    }
+    return a;
+}
+
+/* a = a op b for two partial results, in that order. */
+static acc join(int t, oc_map_reduce op, acc a, acc b)
+{
+    if (op == OC_MAP_REDUCE_SUM || op == OC_MAP_REDUCE_MEAN) {
+        if (t == MT_F32) a.f = a.f + b.f;
+        else if (t == MT_F64) a.d = a.d + b.d;
+        else a.u += b.u;
+        return a;
+    }
+    fold_minmax(t, op == OC_MAP_REDUCE_MAX, &a, b.b, 1, 0);
+    return a;
+}
+
+/* ---------------------------------------------------------------- a long run on all threads */
+
+/* The subtrees of numpy's recursion no longer than `leaf`, in the tree's order: the same
+ * walk lists them (results == NULL) and then joins their results. */
+typedef struct run_tasks {
+    int64_t leaf;
+    int64_t *start, *len;
+    acc *results;
+    int count, cap, next;
+    int pairwise;          /* split as numpy's pairwise sum does; else in equal halves */
+    int rt;
+    oc_map_reduce op;
+} run_tasks;
+
+static int tasks_walk(run_tasks *t, int64_t start, int64_t n, acc *out)
+{
+    if (n <= t->leaf) {
+        if (!t->results) {
+            if (t->count == t->cap) {
+                int cap = t->cap ? t->cap * 2 : 64;
+                int64_t *s = realloc(t->start, sizeof *s * (size_t)cap), *l = s ? realloc(t->len, sizeof *l * (size_t)cap) : NULL;
+                if (s) t->start = s;
+                if (!s || !l) return 0;
+                t->len = l;
+                t->cap = cap;
+            }
+            t->start[t->count] = start;
+            t->len[t->count++] = n;
+        } else {
+            *out = t->results[t->next++];
+        }
+        return 1;
+    }
+    int64_t n2 = n / 2;
+    if (t->pairwise) n2 -= n2 % 8;
+    acc a, b;
+    if (!tasks_walk(t, start, n2, &a) || !tasks_walk(t, start + n2, n - n2, &b)) return 0;
+    if (t->results) *out = join(t->rt, t->op, a, b);
+    return 1;
+}
+
+typedef struct run_job {
+    oc_map_cpu_job *job;
+    run_tasks *tasks;
+} run_job;
+
+static void run_part(void *arg, int part, int parts)
+{
+    run_job *rj = arg;
+    reducer r;
+    if (!reducer_init(&r, rj->job)) return;
+    for (int i = part; i < rj->tasks->count && !atomic_load(&rj->job->failed); i += parts) {
+        rj->tasks->results[i] = reduce_run(&r, rj->tasks->start[i], rj->tasks->len[i]);
+        if (rj->job->release)
+            oc_map_cpu_release(rj->job->m, NULL, rj->tasks->start[i], rj->tasks->start[i] + rj->tasks->len[i]);
+    }
+    reducer_done(&r);
+}
+
+/* The reduction of [start, start+n) on all threads, bit-identical to reduce_run's. */
+static oc_status reduce_run_parallel(oc_map_cpu_job *job, int64_t start, int64_t n, acc *out)
+{
+    const oc_map_plan *m = job->m;
+    run_tasks t = {.rt = m->reduce_type, .op = m->reduce};
+    t.pairwise = (m->reduce == OC_MAP_REDUCE_SUM || m->reduce == OC_MAP_REDUCE_MEAN) && oc_mt_is_float(t.rt);
+    t.leaf = n / ((int64_t)job->threads * 8) + 1;
+    if (t.leaf < OC_MAP_BLOCK) t.leaf = OC_MAP_BLOCK;
+    oc_status st = OC_OK;
+    acc dummy;
+    if (!tasks_walk(&t, start, n, &dummy)) {
+        st = oc_fail(job->ctx, OC_ERR_NO_MEMORY, "out of memory");
+        goto done;
+    }
+    t.results = calloc((size_t)t.count, sizeof *t.results);
+    if (!t.results) {
+        st = oc_fail(job->ctx, OC_ERR_NO_MEMORY, "out of memory");
+        goto done;
+    }
+    run_job rj = {.job = job, .tasks = &t};
+    int parts = t.count < job->threads ? t.count : job->threads;
+    if (job->workers && parts > 1) oc_workers_split(job->workers, parts, run_part, &rj);
+    else run_part(&rj, 0, 1);
+    tasks_walk(&t, start, n, out);
+done:
+    free(t.start);
+    free(t.len);
+    free(t.results);
+    return st;
+}
+
+/* ---------------------------------------------------------------- axis reductions */
+
+typedef struct axis_job {
+    oc_map_cpu_job *job;
+    unsigned char *out;    /* out_count elements of the reduction's type */
+    int64_t outer, len, inner;
+    int64_t chunk;         /* inner > 1: elements of an inner run per part */
+    int64_t chunks;        /* per outer index */
+} axis_job;
+
+static void store(unsigned char *dst, int t, acc a) { memcpy(dst, a.b, oc_mt_size(t)); }
+
+/* inner == 1: each output element is the reduction of a contiguous run. */
+static void runs_part(void *arg, int part, int parts)
+{
+    axis_job *aj = arg;
+    reducer r;
+    if (!reducer_init(&r, aj->job)) return;
+    size_t size = oc_mt_size(r.rt);
+    for (int64_t o = part; o < aj->outer && !atomic_load(&aj->job->failed); o += parts) {
+        acc a = reduce_run(&r, o * aj->len, aj->len);
+        store(aj->out + o * (int64_t)size, r.rt, a);
+        if (aj->job->release) oc_map_cpu_release(aj->job->m, NULL, o * aj->len, (o + 1) * aj->len);
+    }
+    reducer_done(&r);
+}
+
+/* inner > 1: out[o, i] = x[o, 0, i] op x[o, 1, i] op ... for a chunk of i. */
+static void strided_part(void *arg, int part, int parts)
+{
+    axis_job *aj = arg;
+    const oc_map_plan *m = aj->job->m;
+    reducer r;
+    if (!reducer_init(&r, aj->job)) return;
+    size_t size = oc_mt_size(r.rt);
+    int sum = m->reduce == OC_MAP_REDUCE_SUM || m->reduce == OC_MAP_REDUCE_MEAN;
+    for (int64_t w = part; w < aj->outer * aj->chunks && !atomic_load(&aj->job->failed); w += parts) {
+        int64_t o = w / aj->chunks, i0 = w % aj->chunks * aj->chunk;
+        int64_t cnt = aj->inner - i0 < aj->chunk ? aj->inner - i0 : aj->chunk;
+        unsigned char *dst = aj->out + (o * aj->inner + i0) * (int64_t)size;
+        if (sum) memset(dst, 0, (size_t)cnt * size); /* numpy starts a sum at 0 (+0.0) */
+        for (int64_t j = 0; j < aj->len; j++) {
+            int64_t base = (o * aj->len + j) * aj->inner + i0;
+            for (int64_t s = 0; s < cnt; s += OC_MAP_BLOCK) {
+                int64_t k = cnt - s < OC_MAP_BLOCK ? cnt - s : OC_MAP_BLOCK;
+                const void *x = values(&r, base + s, k);
+                if (!sum && j == 0) memcpy(dst + s * (int64_t)size, x, (size_t)k * size);
+                else combine(r.rt, m->reduce, dst + s * (int64_t)size, x, k);
+                oc_map_cpu_tick(aj->job, k);
+            }
+        }
+    }
+    reducer_done(&r);
+}
+
+static void divide_mean(int t, void *x, int64_t n, int64_t count)
+{
+    for (int64_t i = 0; i < n; i++) {
+        if (t == MT_F32) ((float *)x)[i] = ((float *)x)[i] / (float)count;
+        else ((double *)x)[i] = ((double *)x)[i] / (double)count;
+    }
+}
+
+oc_status oc_map_cpu_reduce(oc_map_cpu_job *job, void *out)
+{
+    oc_context *ctx = job->ctx;
+    const oc_map_plan *m = job->m;
+    const int rt = m->reduce_type;
+    const size_t rsize = oc_mt_size(rt);
+    /* The reduction's own type first; cast to the output type at the end. */
+    unsigned char *res = rt == m->out_type ? out : malloc((size_t)(m->out_count ? m->out_count : 1) * rsize);
+    if (!res) return oc_fail(ctx, OC_ERR_NO_MEMORY, "out of memory for the reduction's result");
+    oc_status st = OC_OK;
+    int64_t len = m->axis < 0 ? m->count : m->shape[m->axis];
+    if (m->axis < 0) {
+        acc a = {0};
+        if (m->count > 0) st = reduce_run_parallel(job, 0, m->count, &a);
+        /* numpy's sum starts from its identity, 0: 0.0 + (-0.0) is +0.0. */
+        if (rt == MT_F32) a.f = 0.0f + a.f;
+        if (rt == MT_F64) a.d = 0.0 + a.d;
+        store(res, rt, a);
+    } else if (m->out_count > 0) {
+        axis_job aj = {.job = job, .out = res, .len = len, .outer = 1, .inner = 1};
+        for (int d = 0; d < m->axis; d++) aj.outer *= m->shape[d];
+        for (int d = m->axis + 1; d < m->ndim; d++) aj.inner *= m->shape[d];
+        if (len == 0) {
+            memset(res, 0, (size_t)m->out_count * rsize); /* an empty sum is 0 */
+        } else if (aj.inner == 1 && aj.outer < job->threads) {
+            for (int64_t o = 0; o < aj.outer && st == OC_OK; o++) {
+                acc a = {0};
+                st = reduce_run_parallel(job, o * len, len, &a);
+                if (m->reduce != OC_MAP_REDUCE_MIN && m->reduce != OC_MAP_REDUCE_MAX) {
+                    if (rt == MT_F32) a.f = 0.0f + a.f;
+                    if (rt == MT_F64) a.d = 0.0 + a.d;
+                }
+                store(res + o * (int64_t)rsize, rt, a);
+            }
+        } else if (aj.inner == 1) {
+            int parts = job->threads * 4;
+            if (parts > aj.outer) parts = (int)aj.outer;
+            if (job->workers) oc_workers_split(job->workers, parts, runs_part, &aj);
+            else runs_part(&aj, 0, 1);
+            if (oc_mt_is_float(rt) && m->reduce != OC_MAP_REDUCE_MIN && m->reduce != OC_MAP_REDUCE_MAX)
+                for (int64_t o = 0; o < aj.outer; o++) {
+                    if (rt == MT_F32) ((float *)res)[o] = 0.0f + ((float *)res)[o];
+                    else ((double *)res)[o] = 0.0 + ((double *)res)[o];
+                }
+        } else {
+            /* Chunks of the inner run: at least a block, enough of them for every thread. */
+            int64_t want = (int64_t)job->threads * 4;
+            aj.chunks = aj.outer >= want ? 1 : (want + aj.outer - 1) / aj.outer;
+            aj.chunk = (aj.inner + aj.chunks - 1) / aj.chunks;
+            if (aj.chunk < OC_MAP_BLOCK) aj.chunk = OC_MAP_BLOCK;
+            aj.chunks = (aj.inner + aj.chunk - 1) / aj.chunk;
+            int64_t work = aj.outer * aj.chunks;
+            int parts = work < want ? (int)work : (int)want;
+            if (job->workers && parts > 1) oc_workers_split(job->workers, parts, strided_part, &aj);
+            else strided_part(&aj, 0, 1);
+        }
+    }
+    if (st == OC_OK && m->reduce == OC_MAP_REDUCE_MEAN)
+        divide_mean(rt, res, m->out_ndim ? m->out_count : 1, len);
+    if (st == OC_OK && res != out) oc_map_cpu_cast(rt, m->out_type)(out, res, (size_t)(m->out_ndim ? m->out_count : 1));
+    if (res != out) free(res);
+    return st;
+}

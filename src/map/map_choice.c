@@ -1,0 +1,134 @@
+/*
+ * map_choice.c - where a map plan runs: the backend asked for, or, for auto, the cost model's
+ * faster prediction (cost.h) when the GPU can run the plan. oc_map_run and oc_map_explain
+ * both call oc_map_choose, so --explain states the decision the run takes.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "cost/cost.h"
+#include "map/map_plan.h"
+#include "map/map_types.h"
+
+static int is_math(oc_map_op op)
+{
+    return (op >= MOP_SQRT && op <= MOP_TANH) || op == MOP_ARCTAN2 || op == MOP_POW;
+}
+
+/* Operations per result element by cost class: every live IR node but inputs and constants
+ * counts once, in the class of the type it computes in. */
+static void ops_per_element(const oc_map_plan *m, double ops[OC_COST_OPS])
+{
+    memset(ops, 0, sizeof(double) * OC_COST_OPS);
+    char live[4096];
+    const oc_map_expr *e = &m->ir;
+    if (e->count > (int)sizeof live) {
+        ops[OC_COST_F64] = e->count; /* a huge expression: any estimate decides the same */
+        return;
+    }
+    memset(live, 0, (size_t)e->count);
+    oc_map_expr_live(e, e->root, live);
+    for (int k = 0; k < e->count; k++) {
+        const oc_map_node *n = &e->nodes[k];
+        if (!live[k] || n->op == MOP_INPUT || n->op == MOP_CONST) continue;
+        int t = n->op == MOP_CAST ? n->type : n->otype;
+        if (t == OC_MAP_FLOAT32) ops[is_math(n->op) ? OC_COST_F32_MATH : OC_COST_F32] += 1;
+        else if (t == OC_MAP_FLOAT64) ops[is_math(n->op) ? OC_COST_F64_MATH : OC_COST_F64] += 1;
+        else ops[OC_COST_INT] += 1;
+    }
+}
+
+static const char *gpu_reason(const oc_map_plan *m, char *why, size_t size)
+{
+    if (m->reduce != OC_MAP_REDUCE_NONE) {
+        snprintf(why, size, "map runs reductions on the CPU only for now");
+        return why;
+    }
+#ifdef OC_HAVE_CUDA
+    if (oc_map_backend_cuda.usable(why, size)) return NULL;
+#else
+    snprintf(why, size, "this build of outcore has no CUDA support (configure with nvcc available)");
+#endif
+    return why;
+}
+
+/* The plan as the cost model sees it, and this machine's rates for it (the host's section
+ * only unless gpu; threads below the cores get their share of the arithmetic rates). */
+static void map_job(const oc_map_plan *m, oc_cost_job *job)
+{
+    int64_t in_bytes = 0;
+    for (int i = 0; i < m->n_inputs; i++)
+        if (m->inputs[i].used) in_bytes += m->inputs[i].count * (int64_t)oc_mt_size(m->inputs[i].type);
+    const double out_bytes = (double)m->out_count * oc_mt_size(m->out_type);
+    double per[OC_COST_OPS];
+    ops_per_element(m, per);
+    oc_cost_job_map(m->text, (double)in_bytes, out_bytes, (double)m->count, per, job);
+    job->gpu_warm = oc_cost_gpu_warm();
+}
+
+static void map_rates(oc_context *ctx, const oc_map_plan *m, int measure, int gpu, oc_cost_rates *rates)
+{
+    oc_cost_rates_get(ctx, measure, gpu, rates);
+    const int threads = m->opts.threads;
+    if (threads > 0 && threads < rates->cpu_cores) {
+        for (int op = 0; op < OC_COST_OPS; ++op) rates->cpu[op] *= (double)threads / rates->cpu_cores;
+        rates->cpu_cores = threads;
+    }
+}
+
+#ifdef OC_HAVE_CUDA
+/* Auto with a cold GPU: a plan the CPU finishes before a GPU could start runs there without
+ * a question to the CUDA driver, whose initialisation alone costs more (as for gram:
+ * cost_gram.h). Returns 1 with c filled then. */
+static int cpu_before_gpu_start(oc_context *ctx, const oc_map_plan *m, oc_map_choice *c)
+{
+    if (m->opts.backend != OC_BACKEND_AUTO || oc_cost_gpu_warm()) return 0;
+    oc_cost_rates rates;
+    map_rates(ctx, m, 0, 0, &rates);
+    oc_cost_job job;
+    map_job(m, &job);
+    char why[160];
+    snprintf(why, sizeof why, "not asked: a GPU's start-up (%.3g s%s) is longer than the job on the CPU",
+             rates.gpu_startup, rates.measured & OC_COST_M_STARTUP ? "" : ", default");
+    oc_cost_prediction p;
+    oc_cost_predict(&rates, &job, 0, "cuda:0", why, &p);
+    if (!(p.cpu_seconds < rates.gpu_startup)) return 0;
+    snprintf(c->explain, sizeof c->explain, "%s", p.reason);
+    return 1;
+}
+#endif
+
+oc_status oc_map_choose(oc_context *ctx, const oc_map_plan *m, oc_map_choice *c)
+{
+    memset(c, 0, sizeof *c);
+    c->backend = &oc_map_backend_cpu;
+    const oc_backend asked = m->opts.backend;
+    if (asked != OC_BACKEND_AUTO && asked != OC_BACKEND_CPU && asked != OC_BACKEND_CUDA)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "unknown backend %d", (int)asked);
+#ifdef OC_HAVE_CUDA
+    if (cpu_before_gpu_start(ctx, m, c)) return OC_OK;
+#endif
+    char why[400] = "";
+    const char *no_gpu = asked == OC_BACKEND_CPU ? "--backend cpu" : gpu_reason(m, why, sizeof why);
+    if (asked == OC_BACKEND_CUDA && no_gpu)
+        return oc_fail(ctx, OC_ERR_UNSUPPORTED, "backend cuda: %s; use --backend cpu (or auto)", no_gpu);
+    c->gpu_candidate = !no_gpu;
+    if (asked == OC_BACKEND_CPU) {
+        snprintf(c->explain, sizeof c->explain, "cpu (asked)");
+        return OC_OK;
+    }
+    oc_cost_rates rates;
+    /* Measuring is worth it only where there is a choice to make. */
+    map_rates(ctx, m, asked == OC_BACKEND_AUTO && c->gpu_candidate, c->gpu_candidate, &rates);
+    oc_cost_job job;
+    map_job(m, &job);
+    oc_cost_prediction p;
+    oc_cost_predict(&rates, &job, c->gpu_candidate, "cuda:0", no_gpu, &p);
+#ifdef OC_HAVE_CUDA
+    if (asked == OC_BACKEND_CUDA || (c->gpu_candidate && p.choice == OC_COST_GPU)) c->backend = &oc_map_backend_cuda;
+#endif
+    snprintf(c->explain, sizeof c->explain, "%s%s", asked == OC_BACKEND_CUDA ? "cuda:0 (asked); predicted " : "",
+             p.reason);
+    return OC_OK;
+}

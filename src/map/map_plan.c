@@ -1,0 +1,455 @@
+/*
+ * map_plan.c - the public map API: binds the inputs (files mapped, memory taken in place),
+ * types the expression, broadcasts the shapes, resolves the reduction and the output type,
+ * and runs the plan on a backend (map_plan.h).
+ */
+#include <inttypes.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <math.h>
+#include <sys/stat.h>
+
+#include "core/context.h"
+#include "core/error.h"
+#include "core/threads.h"
+#include "map/map_plan.h"
+#include "cost/cost.h"
+#include "map/map_types.h"
+#include "io/io.h"
+#include "io/formats/npy_array.h"
+
+const char *oc_map_dtype_name(int dtype) { return dtype >= 0 && dtype < OC_MT_COUNT ? oc_mt_name(dtype) : NULL; }
+
+oc_status oc_map_dtype_parse(const char *name, int *out)
+{
+    int t = oc_mt_parse(name);
+    if (t < 0) return OC_ERR_INVALID_ARGUMENT;
+    *out = t;
+    return OC_OK;
+}
+
+const char *oc_map_shape_text(int ndim, const int64_t *shape, char *buf, size_t size)
+{
+    if (ndim == 0) {
+        snprintf(buf, size, "a scalar");
+        return buf;
+    }
+    size_t n = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < ndim && n < size; i++)
+        n += (size_t)snprintf(buf + n, size - n, "%s%" PRId64, i ? " x " : "", shape[i]);
+    return buf;
+}
+
+int oc_map_reduce_type(oc_map_reduce r, int t)
+{
+    switch (r) {
+    case OC_MAP_REDUCE_SUM:
+        /* numpy sums small integers in the platform's long (int64) or unsigned long. */
+        if (t == MT_BOOL || (oc_mt_kind_of(t) == MT_KIND_INT)) return MT_I64;
+        if (oc_mt_kind_of(t) == MT_KIND_UINT) return MT_U64;
+        return t;
+    case OC_MAP_REDUCE_MEAN: return oc_mt_is_float(t) ? t : MT_F64;
+    default: return t;
+    }
+}
+
+void oc_map_free(oc_map *m)
+{
+    if (!m) return;
+    for (int i = 0; i < m->n_inputs; i++) {
+        free(m->inputs[i].name);
+        free(m->inputs[i].path);
+        oc_mapped_file_close(&m->inputs[i].file);
+    }
+    free(m->inputs);
+    oc_map_expr_free(&m->ir);
+    free(m->text);
+    free(m);
+}
+
+/* The elements of a shape, or -1 when the product of its nonzero dimensions passes
+ * INT64_MAX (numpy refuses such a shape, "array is too big", even with a zero in it). */
+static int64_t shape_count(int ndim, const int64_t *shape)
+{
+    int64_t n = 1;
+    int empty = 0;
+    for (int d = 0; d < ndim; d++) {
+        if (shape[d] == 0) {
+            empty = 1;
+            continue;
+        }
+        if (shape[d] < 0 || n > INT64_MAX / shape[d]) return -1;
+        n *= shape[d];
+    }
+    return empty ? 0 : n;
+}
+
+static oc_status too_many_elements(oc_context *ctx, oc_status st, const char *what, int ndim, const int64_t *shape)
+{
+    char s[512];
+    return oc_fail(ctx, st, "%s: shape %s has more than 2^63 - 1 elements", what, oc_map_shape_text(ndim, shape, s, sizeof s));
+}
+
+/* A name an expression can refer to: an identifier, and not one of the literals True and
+ * False, which the expression reads as the values (VALID_NAME says so in messages). */
+#define VALID_NAME "a name is a letter or _ then letters, digits and _, not True or False"
+static int valid_name(const char *s)
+{
+    if (!s || !(*s == '_' || (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z'))) return 0;
+    if (strcmp(s, "True") == 0 || strcmp(s, "False") == 0) return 0;
+    for (; *s; s++)
+        if (!(*s == '_' || (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9'))) return 0;
+    return 1;
+}
+
+/* Maps a .npy input and checks that it is a C-order array of a type map reads. */
+static oc_status open_file_input(oc_context *ctx, const oc_map_array *a, oc_map_bound *b)
+{
+    OC_CHECK(oc_mapped_file_open(ctx, a->path, &b->file));
+    oc_npy_array_info info;
+    OC_CHECK(oc_npy_array_parse(ctx, a->path, b->file.data, b->file.size, &info));
+    b->type = oc_mt_from_descr(info.descr);
+    if (b->type < 0)
+        return oc_fail(ctx, OC_ERR_INPUT,
+                       "%s: dtype '%s' is not one map reads (bool, int8-64, uint8-64, float32, float64 in this "
+                       "host's byte order)", a->path, info.descr);
+    int64_t count = shape_count(info.ndim, info.shape);
+    if (count < 0) return too_many_elements(ctx, OC_ERR_INPUT, a->path, info.ndim, info.shape);
+    if (info.fortran_order && info.ndim > 1)
+        return oc_fail(ctx, OC_ERR_INPUT, "%s: the array is in Fortran order; map reads C order (numpy.ascontiguousarray)",
+                       a->path);
+    size_t elem = oc_mt_size(b->type);
+    if ((uint64_t)count > (b->file.size - info.data_offset) / elem) {
+        char s[256];
+        char need[32];
+        if (count > INT64_MAX / (int64_t)elem) snprintf(need, sizeof need, "more than 2^63 - 1");
+        else snprintf(need, sizeof need, "%" PRId64, count * (int64_t)elem);
+        return oc_fail(ctx, OC_ERR_INPUT, "%s: truncated .npy: a %s array of %s needs %s data bytes, the file has %zu",
+                       a->path, oc_map_shape_text(info.ndim, info.shape, s, sizeof s), oc_mt_name(b->type), need,
+                       b->file.size - info.data_offset);
+    }
+    b->ndim = info.ndim;
+    memcpy(b->shape, info.shape, sizeof(int64_t) * (size_t)info.ndim);
+    b->data = b->file.data + info.data_offset;
+    b->count = count;
+    oc_mapped_file_advise_sequential(&b->file);
+    return OC_OK;
+}
+
+static oc_status bind_inputs(oc_context *ctx, oc_map *m, const oc_map_array *inputs, int n)
+{
+    m->inputs = calloc((size_t)(n ? n : 1), sizeof *m->inputs);
+    if (!m->inputs) return oc_fail(ctx, OC_ERR_NO_MEMORY, "out of memory");
+    for (int i = 0; i < n; i++) {
+        const oc_map_array *a = &inputs[i];
+        oc_map_bound *b = &m->inputs[i];
+        m->n_inputs = i + 1;
+        if (!valid_name(a->name)) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "input %d: '%s' is not a valid name (" VALID_NAME ")", i,
+                                                 a->name ? a->name : "(null)");
+        for (int j = 0; j < i; j++)
+            if (strcmp(m->inputs[j].name, a->name) == 0)
+                return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "input '%s' is given twice", a->name);
+        b->name = strdup(a->name);
+        if (!b->name) return oc_fail(ctx, OC_ERR_NO_MEMORY, "out of memory");
+        if (a->path) {
+            b->path = strdup(a->path);
+            if (!b->path) return oc_fail(ctx, OC_ERR_NO_MEMORY, "out of memory");
+            oc_status st = open_file_input(ctx, a, b);
+            /* A header read as zeros because the file was cut meanwhile: the cut is the news. */
+            if (st != OC_OK && oc_mapped_file_check(ctx, a->path, &b->file) != OC_OK) st = OC_ERR_INPUT;
+            OC_CHECK(st);
+            continue;
+        }
+        if (a->dtype < 0 || a->dtype >= OC_MT_COUNT || a->ndim < 0 || a->ndim > OC_MAP_MAX_DIMS || (!a->shape && a->ndim))
+            return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "input '%s': bad dtype, ndim or shape", a->name);
+        b->type = a->dtype;
+        b->ndim = a->ndim;
+        for (int d = 0; d < a->ndim; d++) {
+            if (a->shape[d] < 0) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "input '%s': negative dimension", a->name);
+            b->shape[d] = a->shape[d];
+        }
+        b->count = shape_count(a->ndim, a->shape);
+        if (b->count < 0) return too_many_elements(ctx, OC_ERR_INVALID_ARGUMENT, a->name, a->ndim, a->shape);
+        if (!a->data && b->count > 0) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "input '%s' has no data", a->name);
+        b->data = a->data;
+    }
+    return OC_OK;
+}
+
+static void mark_used(oc_map *m)
+{
+    for (int k = 0; k < m->ir.count; k++)
+        if (m->ir.nodes[k].op == MOP_INPUT) m->inputs[m->ir.nodes[k].input].used = 1;
+}
+
+/* numpy broadcasting of the used inputs' shapes; strides per result dim. */
+static oc_status broadcast(oc_context *ctx, oc_map *m)
+{
+    int nd = 0;
+    for (int i = 0; i < m->n_inputs; i++)
+        if (m->inputs[i].used && m->inputs[i].ndim > nd) nd = m->inputs[i].ndim;
+    m->ndim = nd;
+    for (int d = 0; d < nd; d++) m->shape[d] = 1;
+    int owner[OC_MAP_MAX_DIMS];
+    for (int i = 0; i < m->n_inputs; i++) {
+        const oc_map_bound *b = &m->inputs[i];
+        if (!b->used) continue;
+        for (int d = 0; d < b->ndim; d++) {
+            int od = nd - b->ndim + d;
+            int64_t s = b->shape[d];
+            if (s == m->shape[od] || s == 1) continue;
+            if (m->shape[od] == 1) {
+                m->shape[od] = s;
+                owner[od] = i;
+                continue;
+            }
+            char x[256], y[256];
+            const oc_map_bound *o = &m->inputs[owner[od]];
+            return oc_fail(ctx, OC_ERR_INPUT, "shapes do not broadcast: %s is %s, %s is %s", o->name,
+                           oc_map_shape_text(o->ndim, o->shape, x, sizeof x), b->name,
+                           oc_map_shape_text(b->ndim, b->shape, y, sizeof y));
+        }
+    }
+    m->count = shape_count(nd, m->shape);
+    if (m->count < 0) return too_many_elements(ctx, OC_ERR_INPUT, "the broadcast result", nd, m->shape);
+    for (int i = 0; i < m->n_inputs; i++) {
+        oc_map_bound *b = &m->inputs[i];
+        int64_t st = 1;
+        b->same_shape = b->ndim == nd;
+        for (int od = nd - 1; od >= 0; od--) {
+            int d = b->ndim - nd + od;
+            if (d < 0) {
+                b->stride[od] = 0;
+                b->same_shape = 0;
+                continue;
+            }
+            b->stride[od] = b->shape[d] == 1 && m->shape[od] != 1 ? 0 : st;
+            if (b->shape[d] != m->shape[od]) b->same_shape = 0;
+            st *= b->shape[d];
+        }
+    }
+    return OC_OK;
+}
+
+static oc_status resolve_output(oc_context *ctx, oc_map *m)
+{
+    m->expr_type = m->ir.nodes[m->ir.root].type;
+    m->reduce = m->opts.reduce;
+    m->axis = -1;
+    if (m->reduce < OC_MAP_REDUCE_NONE || m->reduce > OC_MAP_REDUCE_MAX)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "unknown reduction %d", (int)m->reduce);
+    if (m->reduce == OC_MAP_REDUCE_NONE) {
+        if (m->opts.has_axis) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "--axis needs --reduce");
+        m->out_ndim = m->ndim;
+        memcpy(m->out_shape, m->shape, sizeof m->shape);
+        m->reduce_type = m->expr_type;
+    } else {
+        m->reduce_type = oc_map_reduce_type(m->reduce, m->expr_type);
+        m->out_ndim = 0;
+        if (m->opts.has_axis) {
+            int ax = m->opts.axis < 0 ? m->opts.axis + m->ndim : m->opts.axis;
+            if (ax < 0 || ax >= m->ndim)
+                return oc_fail(ctx, OC_ERR_INPUT, "axis %d is out of bounds for a result of %d dimension%s", m->opts.axis,
+                               m->ndim, m->ndim == 1 ? "" : "s");
+            m->axis = ax;
+            for (int d = 0; d < m->ndim; d++)
+                if (d != ax) m->out_shape[m->out_ndim++] = m->shape[d];
+        }
+        int64_t len = m->axis < 0 ? m->count : m->shape[m->axis];
+        if (len == 0 && (m->reduce == OC_MAP_REDUCE_MIN || m->reduce == OC_MAP_REDUCE_MAX))
+            return oc_fail(ctx, OC_ERR_INPUT, "zero-size array to reduction operation %s, which has no identity",
+                           m->reduce == OC_MAP_REDUCE_MIN ? "minimum" : "maximum");
+    }
+    m->out_count = shape_count(m->out_ndim, m->out_shape);
+    if (m->out_count < 0) return too_many_elements(ctx, OC_ERR_INPUT, "the result", m->out_ndim, m->out_shape);
+    m->out_type = m->reduce_type;
+    if (m->opts.dtype >= 0) {
+        if (m->opts.dtype >= OC_MT_COUNT) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "unknown output dtype %d", m->opts.dtype);
+        if (!oc_mt_can_cast_same_kind(m->reduce_type, m->opts.dtype))
+            return oc_fail(ctx, OC_ERR_INPUT,
+                           "the result is %s and cannot be written as %s (numpy.can_cast(%s, %s, 'same_kind') is False)",
+                           oc_mt_name(m->reduce_type), oc_mt_name(m->opts.dtype), oc_mt_name(m->reduce_type),
+                           oc_mt_name(m->opts.dtype));
+        m->out_type = m->opts.dtype;
+    }
+    return OC_OK;
+}
+
+static oc_status map_create(oc_context *ctx, oc_map *m, const char *expr, const oc_map_array *inputs, int n_inputs,
+                            const oc_map_scalar *scalars, int n_scalars)
+{
+    m->text = strdup(expr);
+    if (!m->text) return oc_fail(ctx, OC_ERR_NO_MEMORY, "out of memory");
+    /* Parse first: a syntax error is reported before any file is opened. */
+    oc_map_expr tree;
+    OC_CHECK(oc_map_parse(ctx, m->text, &tree));
+    oc_status st = bind_inputs(ctx, m, inputs, n_inputs);
+    oc_map_binding *bind = NULL;
+    if (st == OC_OK) {
+        bind = calloc((size_t)(n_inputs + n_scalars + 1), sizeof *bind);
+        if (!bind) st = oc_fail(ctx, OC_ERR_NO_MEMORY, "out of memory");
+    }
+    for (int i = 0; st == OC_OK && i < n_inputs; i++) bind[i] = (oc_map_binding){.name = m->inputs[i].name, .type = m->inputs[i].type, .ndim = m->inputs[i].ndim};
+    for (int i = 0; st == OC_OK && i < n_scalars; i++) {
+        oc_map_binding *b = &bind[n_inputs + i];
+        b->name = scalars[i].name;
+        b->is_scalar = 1;
+        if (!valid_name(scalars[i].name)) {
+            st = oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "--set: '%s' is not a valid name (" VALID_NAME ")", scalars[i].name ? scalars[i].name : "");
+            break;
+        }
+        for (int j = 0; j < n_inputs + i; j++)
+            if (strcmp(bind[j].name, b->name) == 0) {
+                st = oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "'%s' is given twice", b->name);
+                break;
+            }
+        oc_map_expr lit;
+        const char *text = scalars[i].value ? scalars[i].value : "";
+        const char *word = text + (*text == '-' || *text == '+');
+        if (st == OC_OK && (strcasecmp(word, "inf") == 0 || strcasecmp(word, "nan") == 0)) {
+            /* Python's float('inf') and float('nan'), as repr() writes them. */
+            b->scalar = (oc_map_node){.op = MOP_CONST, .weak = MW_FLOAT, .a = -1, .b = -1, .c = -1, .input = -1};
+            b->scalar.value.f = (word[0] == 'n' || word[0] == 'N' ? NAN : INFINITY) * (*text == '-' ? -1.0 : 1.0);
+            continue;
+        }
+        if (st == OC_OK && oc_map_parse(ctx, text, &lit) == OC_OK) {
+            const oc_map_node *r = &lit.nodes[lit.root];
+            /* A literal, or a negated one ("-0.5"). */
+            int neg = r->op == MOP_NEG && lit.nodes[r->a].op == MOP_CONST;
+            const oc_map_node *v = neg ? &lit.nodes[r->a] : r;
+            if (v->op != MOP_CONST || (neg && v->weak == MW_BOOL)) {
+                st = oc_fail(ctx, OC_ERR_INPUT, "--set %s=%s: the value is not a number", b->name, scalars[i].value);
+            } else {
+                b->scalar = *v;
+                if (neg && v->weak == MW_FLOAT) b->scalar.value.f = -v->value.f;
+                if (neg && v->weak == MW_INT) b->scalar.value.i = -v->value.i;
+            }
+            oc_map_expr_free(&lit);
+        } else if (st == OC_OK) {
+            st = oc_fail(ctx, OC_ERR_INPUT, "--set %s=%s: the value is not a number", b->name, scalars[i].value);
+        }
+    }
+    if (st == OC_OK) st = oc_map_typecheck(ctx, &tree, bind, n_inputs + n_scalars, &m->ir);
+    free(bind);
+    oc_map_expr_free(&tree);
+    OC_CHECK(st);
+    mark_used(m);
+    OC_CHECK(broadcast(ctx, m));
+    OC_CHECK(resolve_output(ctx, m));
+    return OC_OK;
+}
+
+oc_status oc_map_create(oc_context *ctx, const char *expr, const oc_map_array *inputs, int n_inputs,
+                        const oc_map_scalar *scalars, int n_scalars, const oc_map_options *opts, oc_map **out)
+{
+    if (!ctx || !expr || !out || n_inputs < 0 || n_scalars < 0 || (n_inputs && !inputs) || (n_scalars && !scalars))
+        return ctx ? oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_map_create: bad arguments") : OC_ERR_INVALID_ARGUMENT;
+    oc_context_begin_job(ctx);
+    /* oc_map_options has versions 1 (up to progress_user) and 2; the other structs one
+     * (docs/abi.md). */
+    const size_t opts_v1 = offsetof(oc_map_options, gpu_mem_fraction);
+    if (opts && opts->struct_size != sizeof *opts && opts->struct_size != opts_v1)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                       "oc_map_options: struct_size %zu is no version's (%zu): start from OC_MAP_OPTIONS_INIT",
+                       opts->struct_size, sizeof *opts);
+    for (int i = 0; i < n_inputs; i++)
+        if (inputs[i].struct_size != sizeof *inputs)
+            return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                           "oc_map_array: struct_size %zu is no version's (%zu): start from OC_MAP_ARRAY_INIT",
+                           inputs[i].struct_size, sizeof *inputs);
+    oc_map *m = calloc(1, sizeof *m);
+    if (!m) return oc_fail(ctx, OC_ERR_NO_MEMORY, "out of memory");
+    oc_map_options defaults = OC_MAP_OPTIONS_INIT;
+    m->opts = defaults;
+    if (opts) {
+        memcpy(&m->opts, opts, opts->struct_size);
+        m->opts.struct_size = sizeof m->opts;
+    }
+    oc_status st = map_create(ctx, m, expr, inputs, n_inputs, scalars, n_scalars);
+    if (st != OC_OK) {
+        oc_map_free(m);
+        return oc_trace_at(ctx, st, __FILE__, __LINE__);
+    }
+    *out = m;
+    return OC_OK;
+}
+
+oc_map_dtype oc_map_result_dtype(const oc_map *m) { return (oc_map_dtype)m->out_type; }
+
+int oc_map_result_shape(const oc_map *m, int64_t *shape)
+{
+    if (shape) memcpy(shape, m->out_shape, sizeof(int64_t) * (size_t)m->out_ndim);
+    return m->out_ndim;
+}
+
+/* OC_OK when no input file changed while the job read it (mapped_file.h). */
+static oc_status inputs_unchanged(oc_context *ctx, const oc_map *m)
+{
+    for (int i = 0; i < m->n_inputs; i++)
+        OC_CHECK(oc_mapped_file_check(ctx, m->inputs[i].path, &m->inputs[i].file));
+    return OC_OK;
+}
+
+/* The output must not be one of the inputs, by any name: it is written while they are read. */
+static oc_status check_not_input(oc_context *ctx, const oc_map *m, const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) != 0) return OC_OK;
+    for (int i = 0; i < m->n_inputs; i++)
+        if (m->inputs[i].path && m->inputs[i].file.dev == (uint64_t)st.st_dev && m->inputs[i].file.ino == (uint64_t)st.st_ino)
+            return oc_fail(ctx, OC_ERR_INPUT, "%s: the output is the input '%s' (%s); write to another file", path,
+                           m->inputs[i].name, m->inputs[i].path);
+    return OC_OK;
+}
+
+oc_status oc_map_run(oc_context *ctx, oc_map *m, const char *out_path, void *out_data, oc_map_stats *stats)
+{
+    if (!ctx || !m || (!out_path && !out_data && m->out_count > 0))
+        return ctx ? oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_map_run: no output given") : OC_ERR_INVALID_ARGUMENT;
+    /* oc_map_stats has versions 1 (up to bytes_written) and 2 (docs/abi.md). */
+    const size_t stats_v1 = offsetof(oc_map_stats, threads);
+    if (stats && stats->struct_size != sizeof *stats && stats->struct_size != stats_v1)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                       "oc_map_stats: struct_size %zu is no version's (%zu): set it to sizeof(oc_map_stats)",
+                       stats->struct_size, sizeof *stats);
+    oc_context_begin_job(ctx);
+    oc_map_stats local = {.struct_size = sizeof local};
+    double t0 = oc_now();
+    oc_map_choice choice;
+    OC_CHECK(oc_map_choose(ctx, m, &choice));
+    const oc_map_backend *be = choice.backend;
+    oc_npy_out *w = NULL;
+    void *dst = out_data;
+    if (out_path) {
+        OC_CHECK(check_not_input(ctx, m, out_path));
+        OC_CHECK(oc_npy_out_create_nd(ctx, out_path, oc_mt_descr(m->out_type), oc_mt_size(m->out_type), m->out_ndim,
+                                      m->out_shape, &w, &dst));
+    }
+    m->out_is_file = w != NULL;
+    /* An empty result runs nothing; the stats still name where it would have run. */
+    local.backend = be == &oc_map_backend_cpu ? OC_BACKEND_CPU : OC_BACKEND_CUDA;
+    snprintf(local.backend_desc, sizeof local.backend_desc, "%s", be->name);
+    oc_status st = m->count > 0 || m->reduce != OC_MAP_REDUCE_NONE ? be->run(ctx, m, dst, &local) : OC_OK;
+    /* What was computed from an input cut while it was read is not a result. */
+    oc_status changed = inputs_unchanged(ctx, m);
+    if (changed != OC_OK) st = changed;
+    if (st == OC_OK && be != &oc_map_backend_cpu && m->count > 0) oc_cost_note_gpu_job();
+    if (st == OC_OK && w) {
+        st = oc_npy_out_commit(ctx, w);
+    } else if (w) {
+        oc_npy_out_abort(w);
+    }
+    OC_CHECK(st);
+    local.seconds = oc_now() - t0;
+    local.elements = m->count;
+    local.bytes_read = 0;
+    for (int i = 0; i < m->n_inputs; i++)
+        if (m->inputs[i].used) local.bytes_read += m->inputs[i].count * (int64_t)oc_mt_size(m->inputs[i].type);
+    local.bytes_written = m->out_count * (int64_t)oc_mt_size(m->out_type);
+    if (stats) memcpy((char *)stats + sizeof(size_t), (char *)&local + sizeof(size_t), stats->struct_size - sizeof(size_t));
+    return OC_OK;
+}

@@ -1,0 +1,555 @@
+/*
+ * map_typecheck.c - from parse tree to typed IR (map_expr.h): names resolved, operations on
+ * Python scalars folded as Python computes them, numpy's NEP 50 promotion, numpy's loop
+ * type for each operation, and explicit casts so that every operation's operands share one
+ * type.
+ *
+ * NEP 50 in short: arrays (and numpy scalars) are "strong" and promote by
+ * numpy.result_type; Python int/float scalars are "weak": they take the strong operand's
+ * type when its kind can hold them (a Python int meeting an integer array must fit its range,
+ * else numpy raises OverflowError), a Python float meeting a bool or integer array gives
+ * float64, a Python int meeting a bool array gives int64. Functions (numpy ufuncs) called on
+ * Python scalars alone see them as int64/float64 arrays; operators between Python scalars
+ * are Python's own arithmetic (2 ** -1 is 0.5, -7 // 2 is -4).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "map/map_expr.h"
+#include "map/map_types.h"
+
+typedef struct checker {
+    oc_context *ctx;
+    const oc_map_expr *e;
+    const oc_map_binding *bind;
+    int nbind;
+    oc_map_expr *out;
+    int *input_node;   /* per binding: its MOP_INPUT node once emitted, else -1 */
+    int *ir_of;        /* per parse node: its IR node, once typed */
+} checker;
+
+static int emit(checker *c, oc_map_node n)
+{
+    const oc_map_node *nodes = c->out->nodes;
+    if (n.op != MOP_INPUT)
+        n.array = (n.a >= 0 && nodes[n.a].array) || (n.b >= 0 && nodes[n.b].array) || (n.c >= 0 && nodes[n.c].array);
+    int k = oc_map_expr_add(c->out, n);
+    if (k < 0) oc_fail(c->ctx, OC_ERR_NO_MEMORY, "out of memory typing the expression");
+    return k;
+}
+
+static oc_map_node node_of(oc_map_op op, int type, int otype, int pos)
+{
+    oc_map_node n = {.op = op, .type = type, .otype = otype, .a = -1, .b = -1, .c = -1, .input = -1, .pos = pos};
+    return n;
+}
+
+static int is_weak(const checker *c, int k) { return c->out->nodes[k].weak != MW_NONE; }
+
+/* The strong type a weak constant stands for when it must become an array (numpy's
+ * default int and float). */
+static int weak_default(oc_map_weak w) { return w == MW_BOOL ? MT_BOOL : w == MW_INT ? MT_I64 : MT_F64; }
+
+static int op_error(checker *c, int pos, const char *fmt, const char *a, const char *b)
+{
+    oc_fail(c->ctx, OC_ERR_INPUT, fmt, a, b, pos + 1);
+    return -1;
+}
+
+/* A constant of type t from a weak constant (or a typed one of another type). */
+static int make_const(checker *c, int k, int t)
+{
+    oc_map_node src = c->out->nodes[k];
+    oc_map_node n = node_of(MOP_CONST, t, t, src.pos);
+    int from_float = src.weak == MW_FLOAT || (src.weak == MW_NONE && oc_mt_is_float(src.type));
+    int from_unsigned = src.weak == MW_NONE && oc_mt_kind_of(src.type) == MT_KIND_UINT;
+    double f = from_float ? src.value.f : from_unsigned ? (double)src.value.u : (double)src.value.i;
+    if (t == MT_BOOL) {
+        n.value.i = from_float ? f != 0 : src.value.i != 0;
+    } else if (oc_mt_is_float(t)) {
+        n.value.f = t == MT_F32 ? (double)(float)f : f;
+    } else if (from_float) {
+        /* Only reached for a float constant cast to an integer type, which numpy's
+         * same-kind promotion never asks; kept total for safety. */
+        n.value.i = (int64_t)f;
+    } else if (oc_mt_kind_of(t) == MT_KIND_UINT) {
+        n.value.u = from_unsigned ? src.value.u : (uint64_t)src.value.i;
+    } else {
+        n.value.i = from_unsigned ? (int64_t)src.value.u : src.value.i;
+    }
+    return emit(c, n);
+}
+
+/* Operand k as type t: a typed constant for a constant, a cast node when the type differs. */
+static int convert(checker *c, int k, int t)
+{
+    if (k < 0) return -1;
+    oc_map_node src = c->out->nodes[k];
+    if (src.op == MOP_CONST) return src.type == t && src.weak == MW_NONE ? k : make_const(c, k, t);
+    if (src.type == t) return k;
+    oc_map_node n = node_of(MOP_CAST, t, src.type, src.pos);
+    n.a = k;
+    return emit(c, n);
+}
+
+/* numpy's common type of operands ks (NEP 50); -1 after an error. */
+static int common_type(checker *c, const int *ks, int n)
+{
+    int s = -1;
+    int weak_int = 0, weak_float = 0;
+    for (int i = 0; i < n; i++) {
+        const oc_map_node *x = &c->out->nodes[ks[i]];
+        if (x->weak == MW_INT) weak_int = 1;
+        else if (x->weak == MW_FLOAT) weak_float = 1;
+        else {
+            int t = x->weak == MW_BOOL ? MT_BOOL : x->type;
+            s = s < 0 ? t : oc_mt_promote(s, t);
+        }
+    }
+    if (s < 0) s = weak_float ? MT_F64 : weak_int ? MT_I64 : MT_BOOL;
+    if (weak_int && s == MT_BOOL) s = MT_I64;
+    if (weak_float && !oc_mt_is_float(s)) s = MT_F64;
+    return s;
+}
+
+/* NEP 50: a Python int converted to an integer loop type it does not fit is numpy's
+ * OverflowError (uint8 + 300); one converted to a float loop (uint8 / 300) is not. */
+static int check_weak_bounds(checker *c, const int *ks, int n, int loop)
+{
+    if (!oc_mt_is_integer(loop)) return 0;
+    for (int i = 0; i < n; i++) {
+        const oc_map_node *x = &c->out->nodes[ks[i]];
+        if (x->weak == MW_INT && !oc_mt_int_fits(loop, x->value.i)) {
+            oc_fail(c->ctx, OC_ERR_INPUT, "Python integer %lld is out of bounds for %s (column %d; numpy raises OverflowError too)",
+                    (long long)x->value.i, oc_mt_name(loop), x->pos + 1);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* numpy's loop for sqrt, exp, ... and arctan2: the smallest float holding the input. */
+static int float_loop(checker *c, int t, oc_map_op op, int pos)
+{
+    if (oc_mt_is_float(t)) return t;
+    if (t == MT_I16 || t == MT_U16) return MT_F32;
+    if (t == MT_BOOL || t == MT_I8 || t == MT_U8) {
+        oc_fail(c->ctx, OC_ERR_INPUT,
+                "%s of %s gives float16 in numpy, which map does not support (column %d); cast first, e.g. %s(x * 1.0)",
+                oc_map_op_name(op), oc_mt_name(t), pos + 1, oc_map_op_name(op));
+        return -1;
+    }
+    return MT_F64;
+}
+
+/* ---------------------------------------------------------------- folding Python scalars */
+
+static int weak_const(checker *c, oc_map_weak w, oc_map_value v, int pos)
+{
+    oc_map_node n = node_of(MOP_CONST, weak_default(w), weak_default(w), pos);
+    n.weak = w;
+    n.value = v;
+    return emit(c, n);
+}
+
+static int fold_fail(checker *c, int pos, const char *what)
+{
+    oc_fail(c->ctx, OC_ERR_INPUT, "%s (column %d)", what, pos + 1);
+    return -1;
+}
+
+static double py_floordiv(double a, double b, double *mod)
+{
+    double m = fmod(a, b);
+    double div = (a - m) / b;
+    if (m != 0) {
+        if ((b < 0) != (m < 0)) m += b, div -= 1.0;
+    } else {
+        m = copysign(0.0, b);
+    }
+    double fl;
+    if (div != 0) {
+        fl = floor(div);
+        if (div - fl > 0.5) fl += 1.0;
+    } else {
+        fl = copysign(0.0, a / b);
+    }
+    *mod = m;
+    return fl;
+}
+
+/* A comparison of two Python scalars from how they compare (all three 0: unordered, NaN). */
+static int fold_compare(checker *c, oc_map_op op, int lt, int eq, int gt, int pos)
+{
+    oc_map_value v = {0};
+    switch (op) {
+    case MOP_EQ: v.i = eq; break;
+    case MOP_NE: v.i = !eq; break;
+    case MOP_LT: v.i = lt; break;
+    case MOP_LE: v.i = lt || eq; break;
+    case MOP_GT: v.i = gt; break;
+    default: v.i = gt || eq; break;
+    }
+    return weak_const(c, MW_BOOL, v, pos);
+}
+
+/* a op b on two Python scalars, as Python computes it. */
+static int fold_binary(checker *c, oc_map_op op, int ka, int kb, int pos)
+{
+    oc_map_node a = c->out->nodes[ka], b = c->out->nodes[kb];
+    oc_map_value v = {0};
+    if (a.weak == MW_FLOAT || b.weak == MW_FLOAT) {
+        double x = a.weak == MW_FLOAT ? a.value.f : (double)a.value.i;
+        double y = b.weak == MW_FLOAT ? b.value.f : (double)b.value.i;
+        double m;
+        switch (op) {
+        case MOP_ADD: v.f = x + y; break;
+        case MOP_SUB: v.f = x - y; break;
+        case MOP_MUL: v.f = x * y; break;
+        case MOP_DIV:
+            if (y == 0) return fold_fail(c, pos, "float division by zero between Python scalars");
+            v.f = x / y;
+            break;
+        case MOP_FLOORDIV:
+        case MOP_MOD:
+            if (y == 0) return fold_fail(c, pos, "float modulo or floor division by zero between Python scalars");
+            v.f = py_floordiv(x, y, &m);
+            if (op == MOP_MOD) v.f = m;
+            break;
+        case MOP_POW:
+            if (x < 0 && y != floor(y)) return fold_fail(c, pos, "a negative number to a fractional power is complex");
+            if (x == 0 && y < 0) return fold_fail(c, pos, "0.0 cannot be raised to a negative power");
+            v.f = pow(x, y);
+            break;
+        case MOP_EQ: case MOP_NE: case MOP_LT: case MOP_LE: case MOP_GT: case MOP_GE:
+            return fold_compare(c, op, x < y, x == y, x > y, pos);
+        default: return fold_fail(c, pos, "bitwise operators do not apply to floats");
+        }
+        return weak_const(c, MW_FLOAT, v, pos);
+    }
+    int64_t x = a.value.i, y = b.value.i;
+    int both_bool = a.weak == MW_BOOL && b.weak == MW_BOOL;
+    int overflow = 0;
+    switch (op) {
+    case MOP_ADD: overflow = __builtin_add_overflow(x, y, &v.i); break;
+    case MOP_SUB: overflow = __builtin_sub_overflow(x, y, &v.i); break;
+    case MOP_MUL: overflow = __builtin_mul_overflow(x, y, &v.i); break;
+    case MOP_DIV:
+        if (y == 0) return fold_fail(c, pos, "division by zero between Python scalars");
+        v.f = (double)x / (double)y;
+        return weak_const(c, MW_FLOAT, v, pos);
+    case MOP_FLOORDIV:
+    case MOP_MOD:
+        if (y == 0) return fold_fail(c, pos, "integer division or modulo by zero between Python scalars");
+        if (x == INT64_MIN && y == -1) {
+            overflow = op == MOP_FLOORDIV;
+            v.i = 0;
+            break;
+        }
+        v.i = op == MOP_FLOORDIV ? x / y - ((x % y != 0) && ((x < 0) != (y < 0))) : x % y;
+        if (op == MOP_MOD && v.i != 0 && ((v.i < 0) != (y < 0))) v.i += y;
+        break;
+    case MOP_POW:
+        if (y < 0) {
+            if (x == 0) return fold_fail(c, pos, "0 cannot be raised to a negative power");
+            v.f = pow((double)x, (double)y);
+            return weak_const(c, MW_FLOAT, v, pos);
+        }
+        v.i = 1;
+        for (int64_t base = x, e = y; e > 0 && !overflow; e >>= 1) {
+            if (e & 1) overflow |= __builtin_mul_overflow(v.i, base, &v.i);
+            if (e > 1) overflow |= __builtin_mul_overflow(base, base, &base);
+        }
+        break;
+    case MOP_AND: v.i = x & y; return weak_const(c, both_bool ? MW_BOOL : MW_INT, v, pos);
+    case MOP_OR: v.i = x | y; return weak_const(c, both_bool ? MW_BOOL : MW_INT, v, pos);
+    case MOP_XOR: v.i = x ^ y; return weak_const(c, both_bool ? MW_BOOL : MW_INT, v, pos);
+    case MOP_EQ: case MOP_NE: case MOP_LT: case MOP_LE: case MOP_GT: case MOP_GE:
+        return fold_compare(c, op, x < y, x == y, x > y, pos);
+    default: return fold_fail(c, pos, "internal: unexpected operator");
+    }
+    if (overflow) return fold_fail(c, pos, "arithmetic on Python integers overflows int64");
+    return weak_const(c, MW_INT, v, pos);
+}
+
+static int fold_unary(checker *c, oc_map_op op, int ka, int pos)
+{
+    oc_map_node a = c->out->nodes[ka];
+    oc_map_value v = {0};
+    if (a.weak == MW_FLOAT) {
+        if (op == MOP_INVERT) return fold_fail(c, pos, "~ does not apply to floats");
+        v.f = -a.value.f;
+        return weak_const(c, MW_FLOAT, v, pos);
+    }
+    if (op == MOP_NEG && a.value.i == INT64_MIN) return fold_fail(c, pos, "arithmetic on Python integers overflows int64");
+    v.i = op == MOP_NEG ? -a.value.i : ~a.value.i;
+    return weak_const(c, MW_INT, v, pos);
+}
+
+/* ---------------------------------------------------------------- typing */
+
+/* Parse node k's IR node: typed already, as children precede their parents. */
+static int check(checker *c, int k) { return k < 0 ? -1 : c->ir_of[k]; }
+
+static int strong(checker *c, int k)
+{
+    if (k < 0 || !is_weak(c, k)) return k;
+    return make_const(c, k, weak_default(c->out->nodes[k].weak));
+}
+
+static int check_unary(checker *c, const oc_map_node *n)
+{
+    int a = check(c, n->a);
+    if (a < 0) return -1;
+    if (is_weak(c, a) && (n->op == MOP_NEG || n->op == MOP_INVERT)) return fold_unary(c, n->op, a, n->pos);
+    a = strong(c, a);
+    if (a < 0) return -1;
+    int t = c->out->nodes[a].type, l = t;
+    switch (n->op) {
+    case MOP_NEG:
+        if (t == MT_BOOL)
+            return op_error(c, n->pos, "the numpy boolean negative, the %s operator, is not supported%s (column %d); use ~",
+                            "-", "");
+        break;
+    case MOP_INVERT:
+        if (oc_mt_is_float(t)) return op_error(c, n->pos, "%s does not apply to %s (column %d)", "~", oc_mt_name(t));
+        break;
+    case MOP_ABS: case MOP_FLOOR: case MOP_CEIL: break;
+    default:
+        l = float_loop(c, t, n->op, n->pos);
+        if (l < 0) return -1;
+    }
+    a = convert(c, a, l);
+    if (a < 0) return -1;
+    oc_map_node r = node_of(n->op, l, l, n->pos);
+    r.a = a;
+    return emit(c, r);
+}
+
+/* numpy compares an integer array with a Python int outside its range exactly (uint8 < -1
+ * is False everywhere) where arithmetic would raise: the result is then the same for every
+ * element, written here as x == x (True) or x != x (False) over the array operand x so that
+ * it keeps x's shape. Returns the node, -1 on error, -2 when the int is in range. */
+static int out_of_range_comparison(checker *c, const oc_map_node *n, int a, int b)
+{
+    int wa = c->out->nodes[a].weak == MW_INT, wb = c->out->nodes[b].weak == MW_INT;
+    if (wa == wb) return -2;
+    int x = wa ? b : a;
+    int64_t v = c->out->nodes[wa ? a : b].value.i;
+    int t = c->out->nodes[x].weak == MW_BOOL ? MT_BOOL : c->out->nodes[x].type;
+    if (!oc_mt_is_integer(t) || oc_mt_int_fits(t, v)) return -2;
+    oc_map_op op = n->op;
+    if (wa) /* v OP x is x OP' v */
+        op = op == MOP_LT ? MOP_GT : op == MOP_GT ? MOP_LT : op == MOP_LE ? MOP_GE : op == MOP_GE ? MOP_LE : op;
+    int below = v < 0; /* out of range below the minimum, else above the maximum */
+    int truth = op == MOP_NE || (below ? (op == MOP_GT || op == MOP_GE) : (op == MOP_LT || op == MOP_LE));
+    x = strong(c, x);
+    if (x < 0) return -1;
+    oc_map_node r = node_of(truth ? MOP_EQ : MOP_NE, MT_BOOL, c->out->nodes[x].type, n->pos);
+    r.a = r.b = x;
+    return emit(c, r);
+}
+
+/* numpy's ndarray ** Python scalar takes a shortcut (fast_scalar_power in numpy's number.c):
+ * x ** 2 is numpy.square(x) for every type (bool squares in int8), and for float arrays
+ * x ** -1 is numpy.reciprocal(x) and x ** 0.5 is numpy.sqrt(x) (sqrt(-0.0) is -0.0 where
+ * pow gives +0.0). Only arrays of one or more dimensions take it: an operation on 0-d
+ * operands gives a numpy scalar, whose ** is plain power. Returns the node, -1 on error, -2 when no shortcut applies. */
+static int fast_power(checker *c, const oc_map_node *n, int a, int b)
+{
+    const oc_map_node y = c->out->nodes[b];
+    int t = c->out->nodes[a].type;
+    if (y.weak == MW_INT && y.value.i == 2) {
+        int l = t == MT_BOOL ? MT_I8 : t;
+        int x = convert(c, a, l);
+        if (x < 0) return -1;
+        oc_map_node r = node_of(MOP_MUL, l, l, n->pos);
+        r.a = r.b = x;
+        return emit(c, r);
+    }
+    if (!oc_mt_is_float(t)) return -2;
+    if (y.weak == MW_INT && y.value.i == -1) {
+        oc_map_node one = node_of(MOP_CONST, t, t, n->pos);
+        one.value.f = 1.0;
+        int k = emit(c, one);
+        if (k < 0) return -1;
+        oc_map_node r = node_of(MOP_DIV, t, t, n->pos);
+        r.a = k, r.b = a;
+        return emit(c, r);
+    }
+    if (y.weak == MW_FLOAT && y.value.f == 0.5) {
+        oc_map_node r = node_of(MOP_SQRT, t, t, n->pos);
+        r.a = a;
+        return emit(c, r);
+    }
+    return -2;
+}
+
+static int check_binary(checker *c, const oc_map_node *n)
+{
+    int a = check(c, n->a), b = a < 0 ? -1 : check(c, n->b);
+    if (b < 0) return -1;
+    int is_function = n->op == MOP_ARCTAN2 || n->op == MOP_MINIMUM || n->op == MOP_MAXIMUM;
+    if (is_weak(c, a) && is_weak(c, b)) {
+        if (!is_function) return fold_binary(c, n->op, a, b, n->pos);
+        a = strong(c, a), b = strong(c, b);
+        if (b < 0) return -1;
+    }
+    if (n->op == MOP_POW && !is_weak(c, a) && c->out->nodes[a].array) {
+        int k = fast_power(c, n, a, b);
+        if (k != -2) return k;
+    }
+    int is_cmp = n->op >= MOP_EQ && n->op <= MOP_GE;
+    if (is_cmp) {
+        int k = out_of_range_comparison(c, n, a, b);
+        if (k != -2) return k;
+    }
+    int ks[2] = {a, b};
+    int t = common_type(c, ks, 2);
+    if (t < 0) return -1;
+    int l = t, r = t;
+    switch (n->op) {
+    case MOP_SUB:
+        if (t == MT_BOOL)
+            return op_error(c, n->pos, "numpy boolean subtract, the %s operator, is not supported%s (column %d); use ^",
+                            "-", "");
+        break;
+    case MOP_DIV: l = r = t == MT_F32 ? MT_F32 : MT_F64; break;
+    case MOP_FLOORDIV: case MOP_MOD: case MOP_POW:
+        if (t == MT_BOOL) l = r = MT_I8;
+        if (n->op == MOP_POW && oc_mt_is_integer(l)) {
+            const oc_map_node *y = &c->out->nodes[b];
+            if (y->op == MOP_CONST && y->value.i < 0 && oc_mt_kind_of(l) == MT_KIND_INT)
+                return op_error(c, n->pos, "integers to negative integer powers are not allowed%s%s (column %d)", "", "");
+        }
+        break;
+    case MOP_AND: case MOP_OR: case MOP_XOR:
+        if (oc_mt_is_float(t))
+            return op_error(c, n->pos, "%s does not apply to %s (column %d)", oc_map_op_name(n->op), oc_mt_name(t));
+        break;
+    case MOP_EQ: case MOP_NE: case MOP_LT: case MOP_LE: case MOP_GT: case MOP_GE: r = MT_BOOL; break;
+    case MOP_ARCTAN2:
+        l = r = float_loop(c, t, n->op, n->pos);
+        if (l < 0) return -1;
+        break;
+    default: break;
+    }
+    if (check_weak_bounds(c, ks, 2, l) < 0) return -1;
+    a = convert(c, a, l);
+    b = a < 0 ? -1 : convert(c, b, l);
+    if (b < 0) return -1;
+    oc_map_node x = node_of(n->op, r, l, n->pos);
+    x.a = a, x.b = b;
+    return emit(c, x);
+}
+
+static int check_ternary(checker *c, const oc_map_node *n)
+{
+    int k[3];
+    for (int i = 0; i < 3; i++) {
+        k[i] = check(c, i == 0 ? n->a : i == 1 ? n->b : n->c);
+        if (k[i] < 0) return -1;
+    }
+    int first = n->op == MOP_WHERE ? 1 : 0; /* where's condition takes no part in promotion */
+    int all_weak = 1;
+    for (int i = first; i < 3; i++) all_weak &= is_weak(c, k[i]);
+    if (all_weak)
+        for (int i = first; i < 3; i++)
+            if ((k[i] = strong(c, k[i])) < 0) return -1;
+    /* numpy.where casts a Python int the array type cannot hold (it wraps); clip and the
+     * ufuncs raise OverflowError. */
+    int t = common_type(c, k + first, 3 - first);
+    if (t < 0 || (n->op != MOP_WHERE && check_weak_bounds(c, k + first, 3 - first, t) < 0)) return -1;
+    for (int i = first; i < 3; i++)
+        if ((k[i] = convert(c, k[i], t)) < 0) return -1;
+    if (n->op == MOP_WHERE) {
+        int cond = convert(c, strong(c, k[0]), MT_BOOL);
+        if (cond < 0) return -1;
+        oc_map_node x = node_of(MOP_WHERE, t, t, n->pos);
+        x.a = cond, x.b = k[1], x.c = k[2];
+        return emit(c, x);
+    }
+    /* clip(x, lo, hi) is numpy's minimum(maximum(x, lo), hi): NaN in any of them is NaN. */
+    oc_map_node lo = node_of(MOP_MAXIMUM, t, t, n->pos);
+    lo.a = k[0], lo.b = k[1];
+    int m = emit(c, lo);
+    if (m < 0) return -1;
+    oc_map_node hi = node_of(MOP_MINIMUM, t, t, n->pos);
+    hi.a = m, hi.b = k[2];
+    return emit(c, hi);
+}
+
+static int check_name(checker *c, const oc_map_node *n)
+{
+    const char *name = c->e->text + n->name_pos;
+    for (int i = 0; i < c->nbind; i++) {
+        const oc_map_binding *b = &c->bind[i];
+        if ((int)strlen(b->name) != n->name_len || strncmp(b->name, name, (size_t)n->name_len) != 0) continue;
+        if (b->is_scalar) {
+            oc_map_node s = b->scalar;
+            s.pos = n->pos;
+            return emit(c, s);
+        }
+        /* One node per input, however often the expression names it: read once per block. */
+        if (c->input_node[i] >= 0) return c->input_node[i];
+        oc_map_node x = node_of(MOP_INPUT, b->type, b->type, n->pos);
+        x.input = i;
+        x.array = b->ndim > 0;
+        return c->input_node[i] = emit(c, x);
+    }
+    oc_fail(c->ctx, OC_ERR_INPUT, "unknown name '%.*s' in the expression (column %d): give it as NAME=FILE.npy or --set NAME=VALUE",
+            n->name_len, name, n->pos + 1);
+    return -1;
+}
+
+static int check_node(checker *c, int k)
+{
+    const oc_map_node *n = &c->e->nodes[k];
+    switch (n->op) {
+    case MOP_NAME: return check_name(c, n);
+    case MOP_CONST: {
+        oc_map_node x = *n;
+        x.type = x.otype = weak_default(n->weak);
+        return emit(c, x);
+    }
+    default: break;
+    }
+    switch (oc_map_op_arity(n->op)) {
+    case 1: return check_unary(c, n);
+    case 2: return check_binary(c, n);
+    default: return check_ternary(c, n);
+    }
+}
+
+oc_status oc_map_typecheck(oc_context *ctx, const oc_map_expr *e, const oc_map_binding *bindings, int n_bindings,
+                           oc_map_expr *out)
+{
+    memset(out, 0, sizeof *out);
+    out->text = e->text;
+    checker c = {.ctx = ctx, .e = e, .bind = bindings, .nbind = n_bindings, .out = out};
+    c.input_node = malloc(sizeof(int) * (size_t)(n_bindings + 1));
+    c.ir_of = malloc(sizeof(int) * (size_t)(e->count + 1));
+    if (!c.input_node || !c.ir_of) {
+        free(c.input_node);
+        free(c.ir_of);
+        return oc_fail(ctx, OC_ERR_NO_MEMORY, "out of memory");
+    }
+    for (int i = 0; i < n_bindings; i++) c.input_node[i] = -1;
+    /* Every parse node is the root's or one of its descendants, children first: one pass in
+     * order types them all, in the order a recursion from the root would. */
+    int root = -1;
+    for (int k = 0; k <= e->root; k++)
+        if ((root = c.ir_of[k] = check_node(&c, k)) < 0) break;
+    free(c.input_node);
+    free(c.ir_of);
+    /* A result made of Python scalars alone becomes numpy's default int or float. */
+    if (root >= 0) root = strong(&c, root);
+    if (root < 0) {
+        oc_map_expr_free(out);
+        return oc_trace_at(ctx, OC_ERR_INPUT, __FILE__, __LINE__);
+    }
+    out->root = root;
+    return OC_OK;
+}

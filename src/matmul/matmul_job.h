@@ -1,0 +1,108 @@
+/*
+ * matmul_job.h - a dense matrix product C = op(A)·op(B) as the backends see it: the job layer
+ * (matmul.c) checks the inputs, promotes the dtypes and opens the output; a backend
+ * (matmul/cpu/, matmul/cuda/) reads panels of the operands through read_panel, computes tiles
+ * of C and hands each finished tile to write_tile. Neither side knows where the numbers live
+ * (caller memory, a memory-mapped .npy, a .npy read in panels larger than memory) or where
+ * the tiles go (caller memory, a .npy written tile by tile).
+ *
+ * Shapes are those of the product: op(A) is m x k, op(B) is k x n, C is m x n. Panels are
+ * delivered already transposed when the job asks for a transpose, converted to the compute
+ * dtype, row-major and densely packed (leading dimension = the panel's column count).
+ */
+#ifndef OC_MATMUL_MATMUL_JOB_H
+#define OC_MATMUL_MATMUL_JOB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "outcore.h"
+
+/* The element types a product computes in. Inputs of other numeric types are promoted by
+ * the job layer (numpy's rules) before they reach a backend. */
+typedef enum oc_mm_type {
+    OC_MM_FLOAT64 = 0, /* IEEE double, FP64 accumulation */
+    OC_MM_FLOAT32,     /* IEEE single, FP32 accumulation (TF32 only when the job says so) */
+    OC_MM_FLOAT16,     /* IEEE half operands, FP32 accumulation */
+    OC_MM_BFLOAT16,    /* bfloat16 operands, FP32 accumulation */
+    OC_MM_INT8,        /* int8 operands, exact int32 accumulation */
+    OC_MM_INT32,       /* output only: the int8 product */
+    OC_MM_TYPE_COUNT
+} oc_mm_type;
+
+/* Which operand a panel is read from. */
+typedef enum oc_mm_operand { OC_MM_A = 0, OC_MM_B = 1 } oc_mm_operand;
+
+typedef struct oc_matmul_job oc_matmul_job;
+
+/* Copies rows [row0, row0+rows) x columns [col0, col0+cols) of op(X) (after the transpose,
+ * in the compute type in_type) into dst, row-major with leading dimension cols. Thread-safe:
+ * backends call it from several threads at once. Returns OC_OK or an error already recorded
+ * in the job's context (a file that changed while being read, an I/O error). */
+typedef oc_status (*oc_mm_read_panel_fn)(const oc_matmul_job *job, oc_mm_operand which, int64_t row0, int64_t rows,
+                                         int64_t col0, int64_t cols, void *dst);
+
+/* Stores the finished tile C[row0 .. row0+rows) x [col0 .. col0+cols), given row-major in
+ * out_type with leading dimension ld (elements). Each tile of C is written exactly once;
+ * thread-safe for disjoint tiles. */
+typedef oc_status (*oc_mm_write_tile_fn)(const oc_matmul_job *job, int64_t row0, int64_t rows, int64_t col0,
+                                         int64_t cols, const void *tile, int64_t ld);
+
+struct oc_matmul_job {
+    oc_context *ctx;
+    int64_t m, n, k;          /* C is m x n, the inner dimension k */
+    oc_mm_type in_type;       /* the type panels are delivered in */
+    oc_mm_type out_type;      /* the type tiles are written in */
+    int tf32;                 /* FP32 inputs: nonzero allows TF32 tensor-core products */
+    /* A·Aᵀ (B is A, transposed): only tiles with col0 >= row0 are computed and the job layer
+     * mirrors them; a backend that sees symmetric computes the upper tiles and calls
+     * write_tile for those alone. */
+    int symmetric;
+    oc_mm_read_panel_fn read_panel;
+    oc_mm_write_tile_fn write_tile;
+    void *io;                 /* the job layer's state for the two callbacks */
+    /* Budgets, resolved by the job layer: bytes of host memory a backend may use for panels
+     * and tiles, bytes of device memory per device (0 on the CPU). */
+    int64_t host_mem_bytes;
+    int64_t gpu_mem_bytes;
+    int threads;              /* CPU threads (0 = all cores) */
+    const int *devices;       /* device indices, ndevices of them (CUDA) */
+    int ndevices;
+    int64_t tile;             /* tile edge forced by the caller (tests); 0 = planned */
+    oc_progress_fn progress;  /* may be NULL */
+    void *progress_user;
+    /* Filled by the backend: what ran and what it moved. */
+    struct {
+        double seconds;
+        int64_t tiles;
+        int64_t bytes_read, bytes_to_device, bytes_from_device;
+        int64_t peak_host_bytes, peak_device_bytes;
+        char backend[32];     /* "cpu/openblas", "cpu/reference", "cuda/cublasLt" */
+    } stats;
+};
+
+/* A backend of the product (the pattern of gram/backend.h): matmul.c reaches the backends
+ * only through these tables. */
+typedef struct oc_mm_backend {
+    const char *name;                      /* "cpu", "cuda" */
+    /* Nonzero when the backend can run on device `device` now (cheap; no messages). */
+    int (*usable)(int device);
+    /* Computes the job; fills job->stats. */
+    oc_status (*run)(oc_matmul_job *job);
+    /* The plan the job would run under, as text or JSON (--plan), without running it. */
+    oc_status (*plan)(oc_matmul_job *job, int json, char **out);
+} oc_mm_backend;
+
+extern const oc_mm_backend oc_mm_backend_cpu;  /* matmul/cpu/ */
+#ifdef OC_HAVE_CUDA
+extern const oc_mm_backend oc_mm_backend_cuda; /* matmul/cuda/ */
+#endif
+
+/* Size of one element of t. */
+static inline size_t oc_mm_type_size(oc_mm_type t)
+{
+    static const unsigned char size[OC_MM_TYPE_COUNT] = {8, 4, 2, 2, 1, 4};
+    return (unsigned)t < OC_MM_TYPE_COUNT ? size[t] : 0;
+}
+
+#endif

@@ -1,0 +1,110 @@
+/*
+ * matrix_values.c - a 0/1 matrix from numbers of any numeric type: the one rule for what is
+ * a one, shared by the public constructor (the Python binding's arrays) and the .npy reader
+ * (files of wider types), so every caller reads the same values the same way:
+ *   - without binarize, every value must be 0 or 1 (0.0, 1.0 and -0.0 included), else
+ *     OC_ERR_INPUT naming the value, its row and column and the fix (binarize);
+ *   - with binarize, a nonzero value is a one; NaN, neither zero nor nonzero, is an error.
+ * Rows are converted to bytes one at a time and packed as dense bytes are.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "matrix/matrix.h"
+#include "matrix/matrix_build.h"
+
+size_t oc_value_type_size(int type)
+{
+    static const unsigned char sizes[] = {1, 1, 2, 4, 8, 1, 2, 4, 8, 4, 8}; /* in oc_map_dtype order */
+    return type >= 0 && type < (int)sizeof sizes ? sizes[type] : 0;
+}
+
+/* Element col of a row of `type` as a double (exact for every 0 and 1, and for the
+ * integers a message shows up to 2^53). */
+static double value_at(const unsigned char *row, int type, int64_t col)
+{
+    const void *p = row + col * (int64_t)oc_value_type_size(type);
+    switch (type) {
+    case OC_MAP_BOOL: return *(const unsigned char *)p != 0;
+    case OC_MAP_INT8: return *(const int8_t *)p;
+    case OC_MAP_INT16: { int16_t v; memcpy(&v, p, sizeof v); return v; }
+    case OC_MAP_INT32: { int32_t v; memcpy(&v, p, sizeof v); return v; }
+    case OC_MAP_INT64: { int64_t v; memcpy(&v, p, sizeof v); return (double)v; }
+    case OC_MAP_UINT8: return *(const uint8_t *)p;
+    case OC_MAP_UINT16: { uint16_t v; memcpy(&v, p, sizeof v); return v; }
+    case OC_MAP_UINT32: { uint32_t v; memcpy(&v, p, sizeof v); return v; }
+    case OC_MAP_UINT64: { uint64_t v; memcpy(&v, p, sizeof v); return (double)v; }
+    case OC_MAP_FLOAT32: { float v; memcpy(&v, p, sizeof v); return v; }
+    default: { double v; memcpy(&v, p, sizeof v); return v; }
+    }
+}
+
+/* Whether the element is nonzero, read in its own type (no int64 rounds to zero). */
+static int nonzero_at(const unsigned char *row, int type, int64_t col)
+{
+    size_t size = oc_value_type_size(type);
+    const unsigned char *p = row + col * (int64_t)size;
+    if (type == OC_MAP_FLOAT32 || type == OC_MAP_FLOAT64) return value_at(row, type, col) != 0.0;
+    for (size_t k = 0; k < size; ++k)
+        if (p[k]) return 1;
+    return 0;
+}
+
+oc_status oc_values_to_matrix(oc_context *ctx, const char *name, const unsigned char *data, int64_t rows, int64_t cols,
+                              int64_t row_stride, int type, int binarize, oc_matrix **out)
+{
+    const char *type_name = oc_map_dtype_name(type);
+    if (!type_name) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: value type %d is no oc_map_dtype", name, type);
+    unsigned char *bytes = malloc((size_t)cols);
+    if (!bytes) return oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: cannot allocate a row of %" PRId64 " values", name, cols);
+    oc_matrix *m = NULL;
+    oc_status st = oc_matrix_alloc_uninit(ctx, rows, cols, name, &m);
+    for (int64_t i = 0; st == OC_OK && i < rows; ++i) {
+        const unsigned char *row = data + i * row_stride;
+        for (int64_t j = 0; j < cols; ++j) {
+            double v = value_at(row, type, j);
+            if (isnan(v)) {
+                st = oc_fail(ctx, OC_ERR_INPUT, "%s: value NaN at row %" PRId64 ", column %" PRId64 " is neither 0 nor 1 "
+                             "(rows and columns count from 0; not even --binarize, in Python binarize=True, reads it)",
+                             name, i, j);
+                break;
+            }
+            if (!binarize && v != 0.0 && v != 1.0) {
+                st = oc_fail(ctx, OC_ERR_INPUT, "%s: value %.17g at row %" PRId64 ", column %" PRId64 " is not 0 or 1 "
+                             "(%s; rows and columns count from 0; --binarize, in Python binarize=True, reads any "
+                             "nonzero value as 1)", name, v, i, j, type_name);
+                break;
+            }
+            bytes[j] = (unsigned char)nonzero_at(row, type, j);
+        }
+        if (st == OC_OK) oc_pack_nonzero_row(bytes, cols, m->bits + i * m->words_per_row, m->words_per_row);
+    }
+    free(bytes);
+    if (st != OC_OK) {
+        oc_matrix_free(m);
+        return st;
+    }
+    *out = m;
+    return OC_OK;
+}
+
+oc_status oc_matrix_from_values(oc_context *ctx, const void *data, int64_t rows, int64_t cols, int64_t row_stride,
+                                int value_type, int binarize, oc_matrix **out)
+{
+    size_t size = oc_value_type_size(value_type);
+    if (!size) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "A: value type %d is no oc_map_dtype", value_type);
+    if (!out || !data) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "A: data and out must not be NULL");
+    if (rows <= 0 || cols <= 0)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                       "A: the matrix has %" PRId64 " rows and %" PRId64 " columns; both must be positive", rows, cols);
+    int64_t row_bytes;
+    if (!oc_mul_i64(cols, (int64_t)size, &row_bytes) || row_stride < row_bytes ||
+        !oc_mul_i64(rows - 1, row_stride, &(int64_t){0}))
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "A: row_stride %" PRId64 " does not fit rows of %" PRId64 " %s values",
+                       row_stride, cols, oc_map_dtype_name(value_type));
+    return oc_values_to_matrix(ctx, "A", data, rows, cols, row_stride, value_type, binarize, out);
+}
