@@ -11,6 +11,8 @@ Hamming similarities, on the CPU or 1-bit tensor cores, out of core under a memo
 
 A thin ctypes layer over liboutcore (include/outcore.h); see docs/python.md.
 """
+from __future__ import annotations
+
 from . import _lib
 from ._context import Context, release_cached_memory
 from ._explain import explain
@@ -22,20 +24,20 @@ from ._tools import devices, inspect
 from .errors import (CancelledError, DeviceError, Error, InputError, InternalError, IOFailure,
                      OutOfMemoryError, UnsupportedError)
 
-__version__ = _lib.text(_lib.lib.oc_version())
+__version__: str = _lib.text(_lib.lib.oc_version())
 
 
-def cpu_isa():
+def cpu_isa() -> str:
     """The CPU kernel path in use: "ref", "avx2" or "avx512" (OUTCORE_CPU_ISA forces one)."""
     return _lib.text(_lib.lib.oc_cpu_isa())
 
 
-def cuda_device_count():
+def cuda_device_count() -> int:
     """Usable CUDA devices (0 without CUDA support or without a GPU)."""
     return _lib.lib.oc_cuda_device_count()
 
 
-def cuda_warm_up(devices=None, device=0):
+def cuda_warm_up(devices: str | None = None, device: int = 0) -> int:
     """Starts CUDA ahead of a job: the driver, and the contexts of the devices a job on
     `devices` ("0,1", "all", "0:2"; None: `device` alone) would use, which the first GPU job of
     a process otherwise pays at its start (about a second on a host of several GPUs). The GIL
@@ -44,7 +46,7 @@ def cuda_warm_up(devices=None, device=0):
     return _lib.lib.oc_cuda_warm_up(devices.encode() if devices else None, int(device))
 
 
-library_path = str(_lib.library_path)
+library_path: str = str(_lib.library_path)
 
 # map stays out of __all__: `from outcore import *` must not shadow the builtin map (as numpy
 # keeps min and max out of its own).

@@ -15,14 +15,20 @@ calls on one explicit Context from several threads run one after another; a call
 the default context busy (another thread's call, or a progress callback calling gram) runs
 on a context of its own for that call instead of waiting, so threads never serialise on it.
 """
+from __future__ import annotations
+
 import atexit
 import ctypes
 import threading
 from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
 
 from . import _lib
 from ._options import RESOURCES, gram_options
 from .errors import InputError, check
+
+if TYPE_CHECKING:
+    from ._types import Backend, Size
 
 lib = _lib.lib
 
@@ -53,26 +59,27 @@ class Context:
     with block) frees it and the staging it keeps; a closed Context refuses further calls.
     """
 
-    def __init__(self, backend=None, device=None, gpu_mem=None, host_mem=None, threads=None):
+    def __init__(self, backend: Backend | None = None, device: int | None = None, gpu_mem: Size | None = None,
+                 host_mem: Size | None = None, threads: int | None = None) -> None:
         self.settings = dict(zip(RESOURCES, (backend, device, gpu_mem, host_mem, threads)))
         gram_options("counts", None, None, None, **self.settings)  # InputError now, not at the first call
         self._lock = threading.Lock()
         self._handle = _new_handle()
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         given = ", ".join(f"{k}={v!r}" for k, v in self.settings.items() if v is not None)
         return f"outcore.Context({given}){' (closed)' if self.closed else ''}"
 
     @property
-    def closed(self):
+    def closed(self) -> bool:
         return self._handle is None
 
-    def gram(self, A, B=None, **kwargs):
+    def gram(self, A: Any, B: Any = None, **kwargs: Any) -> Any:
         """outcore.gram(A, B, ..., context=self): the settings of this Context are the defaults."""
         from ._gram import gram
         return gram(A, B, context=self, **kwargs)
 
-    def options(self, **given):
+    def options(self, **given: Any) -> dict[str, Any]:
         """The call's resource settings: what the call gives, else this Context's."""
         return {k: given[k] if given.get(k) is not None else self.settings[k] for k in RESOURCES}
 
@@ -91,19 +98,19 @@ class Context:
             self._lock.release()
 
     @property
-    def cached_memory_bytes(self):
+    def cached_memory_bytes(self) -> int:
         """Bytes of pinned host staging this context keeps idle for its next GPU job."""
         handle = self._handle
         return lib.oc_context_cached_memory_bytes(handle) if handle is not None else 0
 
-    def release_cached_memory(self):
+    def release_cached_memory(self) -> None:
         """Frees the pinned staging this context keeps idle now (safe while a call runs on it:
         that call's staging is not touched)."""
         handle = self._handle
         if handle is not None:
             lib.oc_context_release_cached_memory(handle)
 
-    def close(self, blocking=True):
+    def close(self, blocking: bool = True) -> bool:
         """Frees the library context and its staging, after a call running on it has returned.
         Closing twice is a no-op. Returns whether it is closed (False only when not blocking
         and a call holds it)."""
@@ -117,10 +124,10 @@ class Context:
             self._lock.release()
         return True
 
-    def __enter__(self):
+    def __enter__(self) -> Context:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def __del__(self):
@@ -159,7 +166,7 @@ def lease(context):
         yield handle
 
 
-def release_cached_memory():
+def release_cached_memory() -> None:
     """Frees the pinned host staging that every context of the process keeps idle (the
     default one and each outcore.Context); the next GPU job pins its own again."""
     lib.oc_release_cached_memory()

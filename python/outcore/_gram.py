@@ -15,9 +15,12 @@ How a call runs:
      caller's buffers stay referenced until the worker has returned, so the library never
      writes into freed memory, and the library removes a half-written output file itself.
 """
+from __future__ import annotations
+
 import ctypes
 import os
 import threading
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -25,6 +28,11 @@ from . import _lib
 from ._context import Context, lease
 from ._options import c_path, c_text, gram_options, parse_gpu_mem, parse_host_mem, positive_int  # noqa: F401
 from .errors import CancelledError, InputError, check, from_status
+
+if TYPE_CHECKING:
+    from numpy.typing import DTypeLike
+
+    from ._types import Algorithm, Backend, Devices, GpuMem, Matrix, Metric, Path, Progress, Size
 
 lib = _lib.lib
 
@@ -364,60 +372,116 @@ def _wait(job, done):
     return interrupted
 
 
-def gram(A, B=None, metric="counts", topk=None, threshold=None, dtype=None, backend=None,
-         gpu_mem=None, threads=None, out=None, bits=None, progress=None, binarize=False, *,
-         device=None, host_mem=None, context=None, algorithm="auto", resume=False, devices=None,
-         min_score=None):
+def gram(A: Matrix, B: Matrix | None = None, metric: Metric = "counts", topk: int | None = None,
+         threshold: float | None = None, dtype: DTypeLike | None = None, backend: Backend | None = None,
+         gpu_mem: GpuMem | None = None, threads: int | None = None, out: Path | np.ndarray | None = None,
+         bits: int | None = None, progress: Progress | None = None, binarize: bool = False, *,
+         device: int | None = None, host_mem: Size | None = None, context: Context | None = None,
+         algorithm: Algorithm = "auto", resume: bool = False, devices: Devices | None = None,
+         min_score: float | None = None) -> Any:
     """The binary Gram matrix A·Aᵀ (or A·Bᵀ) and the similarities built on it.
 
-    A, B: 2-D numpy arrays (or lists) of numbers holding 0 and 1 (bool, integers, float32,
+    Parameters
+    ----------
+    A, B : array_like, scipy.sparse matrix or path
+        2-D numpy arrays (or lists) of numbers holding 0 and 1 (bool, integers, float32,
         float64; 1.0 is a one; with binarize=True any nonzero value, the rule the CLI and the
         library's .npy reader apply: oc_matrix_from_values); uint8 rows of
         numpy.packbits(X, axis=1) with bits=M (the true column count); scipy.sparse matrices;
         or file paths (.npy, .mtx, .txt, .csv; with bits=M a packed .npy), which the library
-        reads out of core without loading them into Python.
-    metric: "counts", "jaccard", "cosine" or "hamming".
-    topk: K -> (indices, scores), each n x K: every row's K best columns, best first (the row
-        itself excluded for A·Aᵀ). Every column ranks, score 0 included, so a row is filled with
-        score-0 columns (lowest first) before any padding; index -1 and score 0 appear only
-        past the candidates (K = n for A·Aᵀ). K may be at most the result's columns (the rows
-        of B, or of A), else InputError.
-    min_score: with topk, S -> the K best among the columns scoring at least S (hamming: at
-        most S; S in the range threshold takes), the slots left holding index -1 and score
-        NaN (float32), -1 (int32) or 65535 (uint16): only neighbours that pass.
-    threshold: T -> (rows, cols, values) of all pairs with score >= T (<= T for hamming),
-        sorted by row then column.
-    dtype: "int32"/"uint16" (counts, hamming) or "float32" (jaccard, cosine); numpy dtypes work.
-    backend: "auto" (the default), "cpu" or "cuda". device: the CUDA device index (0).
-    gpu_mem: device budget in bytes, or "2G", "50%"; per device {0: "20G", 1: "40G"} or
-        "0=20G,1=40G".
-    devices: several CUDA devices, "0,1,3", "all" or [0, 1]; "0:2" splits device 0 into two
-        logical devices, each with half its budget (an error with backend="cpu").
-    host_mem: host memory budget in bytes, or "4G", "25%" (of the machine's memory); default 80%
-        of the memory available. A .npy path whose packed bits take more than half of it is not
+        reads out of core without loading them into Python. B=None (the default) computes
+        A·Aᵀ.
+    metric : {"counts", "jaccard", "cosine", "hamming"}, default "counts"
+        The score of a pair of rows.
+    topk : int, optional
+        K -> (indices, scores), each n x K: every row's K best columns, best first (the row
+        itself excluded for A·Aᵀ). Every column ranks, score 0 included, so a row is filled
+        with score-0 columns (lowest first) before any padding; index -1 and score 0 appear
+        only past the candidates (K = n for A·Aᵀ). K may be at most the result's columns (the
+        rows of B, or of A), else InputError. Exclusive with threshold.
+    threshold : float, optional
+        T -> (rows, cols, values) of all pairs with score >= T (<= T for hamming), sorted by
+        row then column.
+    dtype : {"int32", "uint16", "float32"} or numpy dtype, optional
+        "int32"/"uint16" (counts, hamming) or "float32" (jaccard, cosine); numpy dtypes work.
+        Default: int32 for counts and hamming, float32 for jaccard and cosine, or the dtype
+        of an out array.
+    backend : {"auto", "cpu", "cuda"}, optional
+        "auto" (the default) picks the backend the cost model predicts faster.
+    gpu_mem : int, str or dict, optional
+        Device budget in bytes, or "2G", "50%"; per device {0: "20G", 1: "40G"} or
+        "0=20G,1=40G". Default: 90% of the device's free memory.
+    threads : int, optional
+        CPU worker threads, 1 to 4096 (default: all cores); a job runs at most one per tile.
+    out : path or numpy.ndarray, optional
+        A path -> the result is written to that file (.npy dense; .npz/.tsv/.mtx for top-k
+        and threshold) and gram returns a read-only memmap of a .npy, else the path; or a
+        numpy array (e.g. a np.memmap) of shape (n, p) and the result dtype with contiguous
+        rows, written in place and returned. An array that shares memory with A or B is an
+        InputError.
+    bits : int, optional
+        M, the true column count of uint8 rows of numpy.packbits(X, axis=1) (arrays or a
+        packed .npy); applies to A and B alike.
+    progress : callable, optional
+        progress(done, total), called about ten times a second from the library's thread
+        while the job runs (done and total in the same unit); an exception it raises cancels
+        the job and is raised by gram.
+    binarize : bool, default False
+        True reads any nonzero value as 1 (arrays of any numeric dtype, sparse matrices and
+        every file format); by default a value other than 0 or 1 is an InputError naming its
+        row and column (counted from 0).
+    device : int, optional
+        The CUDA device index (default 0).
+    host_mem : int or str, optional
+        Host memory budget in bytes, or "4G", "25%" (of the machine's memory); default 80% of
+        the memory available. A .npy path whose packed bits take more than half of it is not
         loaded: the job reads its rows in panels from the file (docs/memory.md).
-    algorithm: "auto" (the one predicted faster), "dense" (packed-bit kernels) or "sparse"
-        (per-row accumulation over column lists, on the CPU; scipy.sparse inputs and .mtx files
-        are never densified for it); the same result either way.
-    threads: CPU worker threads, 1 to 4096 (default: all cores); a job runs at most one per tile.
-    resume: True (with out a path) keeps a journal of the work done beside the output and
+    context : outcore.Context, optional
+        A Context to run on, whose settings are the defaults of the resource arguments
+        (backend, device, gpu_mem, host_mem, threads); without it the module's default
+        context is used, so that a call reuses what the previous one set up
+        (outcore.release_cached_memory frees that).
+    algorithm : {"auto", "dense", "sparse"}, default "auto"
+        "auto" (the one predicted faster), "dense" (packed-bit kernels) or "sparse" (per-row
+        accumulation over column lists, on the CPU; scipy.sparse inputs and .mtx files are
+        never densified for it); the same result either way.
+    resume : bool, default False
+        True (with out a path) keeps a journal of the work done beside the output and
         continues an interrupted job of the same arguments from it, with the bytes of an
         uninterrupted run (docs/resume.md).
-    context: an outcore.Context to run on, whose settings are the defaults of the resource
-        arguments above; without it the module's default context is used, so that a call
-        reuses what the previous one set up (outcore.release_cached_memory frees that).
-    out: a path -> the result is written to that file (.npy dense; .npz/.tsv/.mtx for top-k and
-        threshold) and gram returns a read-only memmap of a .npy, else the path; or a numpy
-        array (e.g. a np.memmap) of shape (n, p) and the result dtype with contiguous rows,
-        written in place and returned.
-    binarize: True reads any nonzero value as 1 (arrays of any numeric dtype, sparse matrices
-        and every file format); by default a value other than 0 or 1 is an InputError naming
-        its row and column (counted from 0).
-    progress: a callable progress(done, total), called about ten times a second from the
-        library's thread while the job runs (done and total in the same unit); an exception
-        it raises cancels the job and is raised by gram.
-    Raises outcore.InputError, OutOfMemoryError, DeviceError (UnsupportedError) or Error;
-    KeyboardInterrupt after Ctrl-C has cancelled the job.
+    devices : str or sequence of int or str, optional
+        Several CUDA devices, "0,1,3", "all" or [0, 1]; "0:2" splits device 0 into two
+        logical devices, each with half its budget (an error with backend="cpu").
+    min_score : float, optional
+        With topk, S -> the K best among the columns scoring at least S (hamming: at most S;
+        S in the range threshold takes), the slots left holding index -1 and score NaN
+        (float32), -1 (int32) or 65535 (uint16): only neighbours that pass.
+
+    Returns
+    -------
+    numpy.ndarray, tuple of numpy.ndarray, or path
+        Dense: the n x p matrix (a new array, the out array, or a read-only memmap of an out
+        .npy). topk: (indices, scores), int64 and the result dtype. threshold: (rows, cols,
+        values), int64, int64 and the result dtype. With out any other path (top-k or
+        threshold results in .npz, .tsv or .mtx): that path.
+
+    Raises
+    ------
+    InputError
+        A bad argument or input (a ValueError).
+    OutOfMemoryError, DeviceError, UnsupportedError, IOFailure, Error
+        The job failed; UnsupportedError when the backend or device is not in this build.
+    KeyboardInterrupt
+        After Ctrl-C has cancelled the job.
+
+    Examples
+    --------
+    >>> import numpy as np, outcore
+    >>> A = np.random.default_rng(0).random((1000, 5000)) < 0.1
+    >>> C = outcore.gram(A)                          # int32 counts |a_i ∧ a_j|
+    >>> J = outcore.gram(A, metric="jaccard")        # float32
+    >>> idx, score = outcore.gram(A, metric="jaccard", topk=10)
+    >>> rows, cols, values = outcore.gram(A, metric="cosine", threshold=0.8)
     """
     if bits is not None:
         bits = positive_int("bits", bits)

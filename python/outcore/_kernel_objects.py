@@ -15,6 +15,7 @@ works without them and with their versions that keep those attributes.
 import os
 import re
 from dataclasses import dataclass
+from typing import Optional
 
 from .errors import InputError
 
@@ -23,11 +24,11 @@ from .errors import InputError
 class Code:
     """One piece of code to inspect: a file, an image in memory or a loaded module."""
     name: str                 # what the report calls it ("file")
-    path: str = None
-    data: bytes = None
-    module: int = None        # a CUmodule handle
-    kernel: str = None        # only this kernel of the code
-    signature: str = None     # numba: the argument types of this overload
+    path: Optional[str] = None
+    data: Optional[bytes] = None
+    module: Optional[int] = None        # a CUmodule handle
+    kernel: Optional[str] = None        # only this kernel of the code
+    signature: Optional[str] = None     # numba: the argument types of this overload
 
 
 def _is_path(obj):

@@ -83,7 +83,7 @@ class _Defaults(ctypes.Structure):
     the library's own values (oc_struct_defaults), never from a copy of them here, and a
     layout out of step with the library's sizeof is refused at once."""
 
-    _c_name = None
+    _c_name: str  # the struct's C name, set by each subclass
 
     def __init__(self, **fields):
         super().__init__()

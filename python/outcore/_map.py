@@ -13,10 +13,13 @@ The job runs as gram's does (_gram.py): in a worker thread while the calling thr
 is the main thread, waits in short steps, so that Ctrl-C cancels the job at once and raises
 KeyboardInterrupt when the library has stopped (a half-written output file is removed).
 """
+from __future__ import annotations
+
 import ctypes
 import os
 import threading
 import types
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -25,6 +28,12 @@ from ._context import lease
 from ._gram import _wait
 from ._options import c_path, c_text, parse_gpu_mem, parse_host_mem, threads_count
 from .errors import InputError, check, from_status
+
+if TYPE_CHECKING:
+    from numpy.typing import DTypeLike
+
+    from ._context import Context
+    from ._types import Backend, Path, Reduction, Size
 
 lib = _lib.lib
 _libc = ctypes.CDLL(None)
@@ -127,23 +136,79 @@ def _with_caret(message, expr):
     return message
 
 
-def map(expr, out=None, *, dtype=None, reduce=None, axis=None, backend=None, threads=None, host_mem=None,
-        gpu_mem=None, context=None, explain=False, **operands):
+def map(expr: str, out: Path | np.ndarray | None = None, *, dtype: DTypeLike | None = None,
+        reduce: Reduction | None = None, axis: int | None = None, backend: Backend | None = None,
+        threads: int | None = None, host_mem: Size | None = None, gpu_mem: Size | None = None,
+        context: Context | None = None, explain: bool = False, **operands: Any) -> Any:
     """Evaluates expr over the named operands with numpy's semantics (see the module doc).
 
-    out: None (return a new array; a numpy scalar for a reduction to one value), a path (a
-    .npy file written under a temporary name and renamed; the path is returned) or a
-    C-contiguous writeable array of the result's shape and dtype (filled and returned). An
-    out array that shares memory with an input array, or maps an input's .npy file, raises
-    InputError (a ValueError): numpy would compute as if from copies, map reads in place.
-    dtype: the output dtype (numpy.can_cast(result, dtype, "same_kind") must hold).
-    reduce: "sum", "mean", "min" or "max" over all elements, or over `axis`.
-    backend: "auto" (the cost model's pick), "cpu" or "cuda" (element-wise expressions on
-    device 0; reductions run on the CPU). gpu_mem: the device budget, bytes or "2G", "50%".
-    explain: return the text of oc_map_explain instead of running.
-    Ctrl-C cancels the job promptly and raises KeyboardInterrupt; an output file is then not
-    written. Expressions are limited in size and nesting (docs/map.md); past a limit, and on
-    any bad input, InputError.
+    Parameters
+    ----------
+    expr : str
+        A numpy-style expression over the operands' names ("a * b + 1"). Expressions are
+        limited in size and nesting (docs/map.md); past a limit, InputError.
+    out : path or numpy.ndarray, optional
+        None (return a new array; a numpy scalar for a reduction to one value), a path (a
+        .npy file written under a temporary name and renamed; the path is returned) or a
+        C-contiguous writeable array of the result's shape and dtype (filled and returned).
+        An out array that shares memory with an input array, or maps an input's .npy file,
+        raises InputError: numpy would compute as if from copies, map reads in place.
+    dtype : numpy dtype, optional
+        The output dtype (numpy.can_cast(result, dtype, "same_kind") must hold); default the
+        expression's own.
+    reduce : {"sum", "mean", "min", "max"}, optional
+        A reduction over all elements, or over `axis`; None (the default) keeps every
+        element.
+    axis : int, optional
+        With reduce, the axis to reduce over (negative counts from the end).
+    backend : {"auto", "cpu", "cuda"}, optional
+        "auto" (the default: the cost model's pick), "cpu" or "cuda" (element-wise
+        expressions on device 0; reductions run on the CPU).
+    threads : int, optional
+        CPU worker threads, 1 to 4096 (default: all cores).
+    host_mem : int or str, optional
+        Host memory budget in bytes, or "4G", "25%" (of the machine's memory); default 80% of
+        the memory available. File inputs are mapped, not loaded.
+    gpu_mem : int or str, optional
+        The device budget, bytes or "2G", "50%"; default 90% of the device's free memory.
+    context : outcore.Context, optional
+        The Context whose library context the call runs on (its resource settings are not
+        applied to map); default the module's default context.
+    explain : bool, default False
+        True returns the text of oc_map_explain (the plan and its cost) instead of running.
+    **operands : array_like, path or scalar
+        The expression's names: numpy arrays (read in place when C-contiguous, native and of
+        a supported dtype: bool, int8-64, uint8-64, float32, float64; copied otherwise),
+        paths of .npy files (memory-mapped by the library), or Python scalars (weak in NEP
+        50's promotion: float32 * 0.5 stays float32; numpy scalars are strong).
+
+    Returns
+    -------
+    numpy.ndarray, numpy scalar, path or str
+        The result (a new array, a numpy scalar for a reduction to one value, or the out
+        array), the out path, or with explain the plan's text.
+
+    Raises
+    ------
+    InputError
+        A bad expression, operand or argument (a ValueError); a syntax error's message shows
+        the expression with a caret under the column.
+    OutOfMemoryError, DeviceError, UnsupportedError, IOFailure, Error
+        The job failed.
+    KeyboardInterrupt
+        After Ctrl-C has cancelled the job; an output file is then not written.
+
+    Examples
+    --------
+    >>> import numpy as np, outcore
+    >>> a, b = np.arange(6.0).reshape(2, 3), np.ones((2, 3))
+    >>> outcore.map("a * b + 1", a=a, b=b)
+    array([[1., 2., 3.],
+           [4., 5., 6.]])
+    >>> float(outcore.map("a * b", a=a, b=b, reduce="sum"))
+    15.0
+    >>> outcore.map("a * b", a="A.npy", b="B.npy", out="C.npy")   # doctest: +SKIP
+    'C.npy'
     """
     if reduce not in _REDUCE:
         raise InputError(f"reduce={reduce!r}: expected sum, mean, min or max")
@@ -217,10 +282,11 @@ def map(expr, out=None, *, dtype=None, reduce=None, axis=None, backend=None, thr
                 path = c_path("out", out)
                 _run_interruptible(ctx, lambda: check(lib.oc_map_run(ctx, handle, path, None, ctypes.byref(stats)), ctx))
                 return out
+            result: np.ndarray
             if out is None:
                 result = np.empty(shape, dtype=rdt)
             else:
-                result = out
+                result = out  # type: ignore[assignment]  # checked on the next line
                 if not isinstance(out, np.ndarray) or out.shape != shape or out.dtype != rdt \
                         or not out.flags.c_contiguous or not out.flags.writeable:
                     raise InputError(f"out: expected a writeable C-contiguous {rdt} array of shape {shape}")

@@ -6,12 +6,18 @@ pinned staging, one more read and write of every byte in host memory, which is t
 bounds the job (docs/stream.md). Pinning itself is slow: allocate such arrays once and reuse
 them.
 """
+from __future__ import annotations
+
 import ctypes
+from typing import TYPE_CHECKING, Sequence, cast
 
 import numpy as np
 
 from . import _lib
 from .errors import check
+
+if TYPE_CHECKING:
+    from numpy.typing import DTypeLike
 
 
 class _PinnedBlock:
@@ -36,15 +42,16 @@ class _PinnedBlock:
             self.ptr = None
 
 
-def empty_pinned(shape, dtype=np.float64):
+def empty_pinned(shape: int | Sequence[int], dtype: DTypeLike = np.float64) -> np.ndarray:
     """A new C-order numpy array of shape and dtype in pinned host memory, uninitialised, as
     numpy.empty. Raises UnsupportedError where there is no CUDA or no GPU, OutOfMemoryError
     when the driver cannot lock that much memory."""
     dtype = np.dtype(dtype)
-    shape = (int(shape),) if np.ndim(shape) == 0 else tuple(int(n) for n in shape)
-    if any(n < 0 for n in shape):
-        raise ValueError(f"negative dimensions are not allowed: {shape}")
-    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    # np.ndim tells an int (or numpy integer) from a sequence, which a type checker cannot follow.
+    dims = (int(cast(int, shape)),) if np.ndim(shape) == 0 else tuple(int(n) for n in cast(Sequence[int], shape))
+    if any(n < 0 for n in dims):
+        raise ValueError(f"negative dimensions are not allowed: {dims}")
+    nbytes = int(np.prod(dims, dtype=np.int64)) * dtype.itemsize
     if nbytes == 0:
-        return np.empty(shape, dtype)
-    return np.asarray(_PinnedBlock(nbytes)).view(dtype).reshape(shape)
+        return np.empty(dims, dtype)
+    return np.asarray(_PinnedBlock(nbytes)).view(dtype).reshape(dims)

@@ -27,8 +27,11 @@ consumers synchronise on it when they import the view unless told not to,
 NUMBA_CUDA_ARRAY_INTERFACE_SYNC=0; the kernel runs on that same stream, so it is safe to turn
 off). An exception raised by fn stops the job and is raised again by stream().
 """
+from __future__ import annotations
+
 import ctypes
 import os
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import numpy as np
 
@@ -36,6 +39,13 @@ from . import _lib
 from ._context import lease
 from ._options import _integer, c_text, set_device_budgets
 from .errors import InputError, from_status
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+    from numpy.typing import DTypeLike
+
+    from ._context import Context
+    from ._types import Path, Progress, Size
 
 lib = _lib.lib
 
@@ -146,39 +156,105 @@ def _options(gpu_mem, host_mem, device, chunk_rows, in_flight):
     return opts
 
 
-def stream(fn, inputs=None, outputs=None, *, side=None, scratch=None, inout=None, result=None, axis=0, extent=None,
-           gpu_mem=None, host_mem=None, device=None, chunk_rows=None, in_flight=None, progress=None, context=None,
-           return_stats=False):
-    """Runs fn(chunk) over chunks of the arrays; returns {name: array} of the outputs, inout
-    and result arrays (with return_stats, also a dict of the job's statistics).
+def stream(fn: Callable[[Chunk], object], inputs: Mapping[str, npt.ArrayLike | Path] | None = None,
+           outputs: Mapping[str, Any] | None = None, *, side: Mapping[str, npt.ArrayLike] | None = None,
+           scratch: Mapping[str, tuple[Any, DTypeLike]] | None = None,
+           inout: Mapping[str, np.ndarray] | None = None, result: Mapping[str, np.ndarray] | None = None,
+           axis: int | Mapping[str, int] = 0, extent: int | None = None, gpu_mem: Size | None = None,
+           host_mem: Size | None = None, device: int | None = None, chunk_rows: int | None = None,
+           in_flight: int | None = None, progress: Progress | None = None, context: Context | None = None,
+           return_stats: bool = False) -> Any:
+    """Runs fn(chunk) over chunks of the arrays, on the GPU, under the device's budget.
 
-    inputs:  {name: array or path.npy}   uploaded chunk by chunk (a path is memory-mapped)
-    outputs: {name: array, (shape, dtype) or (path.npy, shape, dtype)}   downloaded chunk by
-             chunk (a path is written under a temporary name and renamed when done)
-    inout:   {name: array}               uploaded, changed by fn's kernel, written back
-    side:    {name: array}               uploaded once, whole, seen by every chunk
-    scratch: {name: (shape, dtype)}      chunk-sized device memory, never copied
-    result:  {name: array}               uploaded once (its initial value), kept on the device
-             through every chunk, written back after the last: an accumulator that kernels
-             update with atomics (chunks may run at the same time on two streams)
-    axis:    the axis chunks cut (one int, or {name: int}); chunked arrays agree on its length
-    extent:  the rows to cut when no array is chunked (device-only work returning results)
-    gpu_mem, host_mem, device: the budgets and the device, as outcore.gram takes them;
-    chunk_rows, in_flight: force the chunk size and the chunks in flight (tests, tuning);
-    progress(done, total): called between chunks with rows of the chunk extent.
+    Parameters
+    ----------
+    fn : callable
+        fn(chunk) enqueues the caller's kernel on chunk.stream for one chunk (a Chunk:
+        index, count, start, rows, stream, device, and the device views by name, chunk["x"]
+        or chunk.x). Called on the calling thread; an exception it raises stops the job and
+        is raised again by stream.
+    inputs : dict of str to array_like or path, optional
+        {name: array or path.npy}, uploaded chunk by chunk (a path is memory-mapped).
+    outputs : dict of str to array, (shape, dtype) or (path, shape, dtype), optional
+        {name: array, (shape, dtype) or (path.npy, shape, dtype)}, downloaded chunk by chunk
+        (a path is written under a temporary name and renamed when done).
+    side : dict of str to array_like, optional
+        {name: array}, uploaded once, whole, seen by every chunk.
+    scratch : dict of str to (shape, dtype), optional
+        {name: (shape, dtype)}, chunk-sized device memory, never copied.
+    inout : dict of str to numpy.ndarray, optional
+        {name: array}, uploaded, changed by fn's kernel, written back.
+    result : dict of str to numpy.ndarray, optional
+        {name: array}, uploaded once (its initial value), kept on the device through every
+        chunk, written back after the last: an accumulator that kernels update with atomics
+        (chunks may run at the same time on two streams).
+    axis : int or dict of str to int, default 0
+        The axis chunks cut (one int, or {name: int}); chunked arrays agree on its length.
+    extent : int, optional
+        The rows to cut when no array is chunked (device-only work returning results).
+    gpu_mem : int or str, optional
+        The device budget, as outcore.gram takes it; default 90% of the device's free
+        memory.
+    host_mem : int or str, optional
+        Caps the pinned host staging (a quarter of it); default 1 GiB of staging.
+    device : int, optional
+        The CUDA device index (default 0).
+    chunk_rows : int, optional
+        Forces the rows per chunk (tests, tuning); default the planner's choice.
+    in_flight : int, optional
+        Forces the chunks with device buffers at once, 2 to 8 (tests, tuning); default the
+        planner's choice (3).
+    progress : callable, optional
+        progress(done, total), called between chunks with rows of the chunk extent.
+    context : outcore.Context, optional
+        The Context whose library context the call runs on; default the module's default
+        context.
+    return_stats : bool, default False
+        True also returns a dict of the job's statistics (oc_stream_stats).
+
+    Returns
+    -------
+    dict of str to numpy.ndarray, or (dict, dict)
+        {name: array} of the outputs, inout and result arrays (an output given as a path: a
+        read-only memmap of the file); with return_stats, (arrays, statistics).
+
+    Raises
+    ------
+    InputError
+        A bad array, name or argument (a ValueError).
+    OutOfMemoryError, DeviceError, UnsupportedError, Error
+        The job failed; UnsupportedError without CUDA or a GPU.
+    BaseException
+        Whatever fn raised, after the job has stopped.
+
+    Examples
+    --------
+    >>> from numba import cuda                                    # doctest: +SKIP
+    >>> @cuda.jit
+    ... def saxpy(x, y, out):
+    ...     i = cuda.grid(1)
+    ...     if i < out.shape[0]:
+    ...         out[i] = 2.0 * x[i] + y[i]
+    >>> def launch(chunk):
+    ...     s = cuda.external_stream(chunk.stream)
+    ...     saxpy[(chunk.rows + 255) // 256, 256, s](chunk.x, chunk.y, chunk.out)
+    >>> res = outcore.stream(launch, inputs={"x": x, "y": y},
+    ...                      outputs={"out": (x.shape, x.dtype)}, gpu_mem="1G")
+    >>> out = res["out"]
     """
     if not callable(fn):
         raise InputError("fn must be callable: it receives each chunk and launches the kernel")
-    roles = [(inputs, _lib.OC_STREAM_INPUT), (outputs, _lib.OC_STREAM_OUTPUT), (inout, _lib.OC_STREAM_INOUT),
+    roles: list[tuple[Mapping[str, Any] | None, int]] = [(inputs, _lib.OC_STREAM_INPUT), (outputs, _lib.OC_STREAM_OUTPUT), (inout, _lib.OC_STREAM_INOUT),
              (side, _lib.OC_STREAM_SIDE), (scratch, _lib.OC_STREAM_SCRATCH), (result, _lib.OC_STREAM_RESULT)]
-    names, hosts, files, dtypes, results = [], [], [], [], {}
+    names: list[str] = []
+    hosts, files, dtypes, results = [], [], [], {}
     arrays = (_lib.StreamArray * sum(len(d or {}) for d, _ in roles))()
     try:
         for given, role in roles:
             for name, value in (given or {}).items():
                 if name in names:
                     raise InputError(f"array {name!r} is named twice")
-                arr = None
+                arr: Any = None  # None for scratch, which has no host array
                 if role in (_lib.OC_STREAM_INPUT, _lib.OC_STREAM_SIDE):
                     arr = _as_input(name, value)
                 elif role == _lib.OC_STREAM_OUTPUT:
@@ -253,5 +329,5 @@ def stream(fn, inputs=None, outputs=None, *, side=None, scratch=None, inout=None
         for _, f in files:
             f.abort()
     if return_stats:
-        return results, {f: getattr(stats, f) for f, _ in _lib.StreamStats._fields_ if f != "struct_size"}
+        return results, {f: getattr(stats, f) for f, *_ in _lib.StreamStats._fields_ if f != "struct_size"}
     return results

@@ -6,10 +6,13 @@ library's own JSON rendering), so the dicts have exactly the CLI's keys and valu
 also takes the kernel objects of numba and CuPy: the code they really load (see
 _kernel_objects.py) goes to oc_inspect_image or oc_inspect_module.
 """
+from __future__ import annotations
+
 import ctypes
 import ctypes.util
 import json
 import os
+from typing import Any
 
 from . import _kernel_objects, _lib
 from ._options import c_path
@@ -63,7 +66,7 @@ def _report(query, render, free, query_args):
         _lib.lib.oc_context_free(ctx)
 
 
-def devices(bandwidth=False):
+def devices(bandwidth: bool = False) -> dict[str, Any]:
     """The GPUs (name, compute capability, memory, limits) and the CPU, as `outcore devices
     --json` reports them; bandwidth=True also measures transfer rates (seconds per GPU)."""
     query = _function("oc_devices_query", ctypes.c_int, [_ctx_p, ctypes.c_int, _out_p])
@@ -129,22 +132,63 @@ def _merge(obj_name, reports, codes):
     return merged
 
 
-def inspect(obj, block=None, arch=None, *, kernel=None, dyn_smem=None, maxrregcount=None, opt_level=None,
-            use_gpu=True):
+def inspect(obj: Any, block: int | None = None, arch: str | None = None, *, kernel: str | None = None,
+            dyn_smem: int | None = None, maxrregcount: int | None = None, opt_level: int | None = None,
+            use_gpu: bool = True) -> dict[str, Any]:
     """Registers, shared memory and launch limits of every kernel in obj, as `outcore inspect
-    --json` reports them. obj is a path (.ptx, .cubin, fatbinary or host object file), a numba
-    CUDA kernel (a @cuda.jit dispatcher: each compiled signature's cubin, as numba links and
-    loads it; or one of its .overloads), or a CuPy RawKernel / RawModule (the file it was
-    loaded from, else the module it loaded, asked of the driver).
+    --json` reports them.
 
-    block=N adds the verdict for N threads per block; arch="sm_90" chooses the target
-    (default: the GPU's, else the code's own); kernel= keeps one kernel; dyn_smem= bytes of
-    dynamic shared memory. maxrregcount=N and opt_level=N compile PTX as the producer does
-    (ptxas -maxrregcount / -O, or the driver JIT's options); the report's "jit" says which
-    options the figures assume. A dispatcher with several signatures gives one report whose
-    kernels carry their "signature". ptxas runs under a time and a memory limit (120 s, 8G;
-    OUTCORE_PTXAS_TIMEOUT and OUTCORE_PTXAS_MEMORY change them): PTX past them raises
-    InputError, as does a path that is not a regular file."""
+    ptxas runs under a time and a memory limit (120 s, 8G; OUTCORE_PTXAS_TIMEOUT and
+    OUTCORE_PTXAS_MEMORY change them).
+
+    Parameters
+    ----------
+    obj : path, numba CUDA kernel, or CuPy RawKernel / RawModule
+        A path (.ptx, .cubin, fatbinary or host object file), a numba CUDA kernel (a
+        @cuda.jit dispatcher: each compiled signature's cubin, as numba links and loads it;
+        or one of its .overloads), or a CuPy RawKernel / RawModule (the file it was loaded
+        from, else the module it loaded, asked of the driver).
+    block : int, optional
+        N adds the verdict for N threads per block (1 to 1024).
+    arch : str, optional
+        The target, "sm_90" or "9.0"; default the GPU's, else the code's own.
+    kernel : str, optional
+        Keeps only the kernel of this exact name; default every kernel.
+    dyn_smem : int, optional
+        Bytes of dynamic shared memory per block (default 0).
+    maxrregcount : int, optional
+        N compiles PTX with a register cap, as the producer does (ptxas -maxrregcount, the
+        driver JIT's CU_JIT_MAX_REGISTERS); default none. The report's "jit" says which
+        options the figures assume.
+    opt_level : int, optional
+        0 to 4 compiles PTX at that optimisation level (ptxas -O, CU_JIT_OPTIMIZATION_LEVEL);
+        default the compiler's own (ptxas 3, driver JIT 4).
+    use_gpu : bool, default True
+        Lets the driver load the code and answer when a GPU of the target architecture is
+        there; False always compiles with ptxas or reads the cubin.
+
+    Returns
+    -------
+    dict
+        The report, with exactly the keys and values of `outcore inspect --json`. A
+        dispatcher with several signatures gives one report whose kernels carry their
+        "signature".
+
+    Raises
+    ------
+    InputError
+        A path that is not a regular file, PTX past ptxas's limits, or an option that is not
+        an integer (a ValueError).
+    Error
+        The library has no resource tools (a library older than the binding), or another
+        failure.
+
+    Examples
+    --------
+    >>> import outcore
+    >>> report = outcore.inspect("kernels.ptx", block=256, arch="sm_90")   # doctest: +SKIP
+    >>> [k["name"] for k in report["kernels"]]                            # doctest: +SKIP
+    """
     opts = _inspect_options(block, arch, kernel, dyn_smem, maxrregcount, opt_level, use_gpu)
     codes = _kernel_objects.codes(obj, arch)
     if codes is None:

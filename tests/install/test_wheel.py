@@ -78,14 +78,14 @@ def test_distributions_hold_what_they_need(venv):
     assert venv["sdist"].name == f"outcore-{version}.tar.gz"
     with tarfile.open(venv["sdist"]) as tar:
         names = {n.split("/", 1)[1] for n in tar.getnames() if "/" in n}
-    for needed in ["pyproject.toml", "outcore/__init__.py", "csrc/CMakeLists.txt", "csrc/include/outcore.h",
+    for needed in ["pyproject.toml", "outcore/__init__.py", "outcore/py.typed", "csrc/CMakeLists.txt", "csrc/include/outcore.h",
                    "csrc/src/core/context.c", "csrc/cmake/install.cmake", "csrc/tools/main.c"]:
         assert needed in names, f"the sdist lacks {needed}"
     assert not any(n.startswith(("csrc/tests/", "csrc/bench/")) or "__pycache__" in n for n in names)
     with zipfile.ZipFile(venv["wheel"]) as whl:
         names = set(whl.namelist())
     major = version.split(".")[0]
-    assert {f"outcore/lib/liboutcore.so.{major}", "outcore/bin/outcore", "outcore/__main__.py"} <= names
+    assert {f"outcore/lib/liboutcore.so.{major}", "outcore/bin/outcore", "outcore/__main__.py", "outcore/py.typed"} <= names
     # One copy of the library (a wheel cannot hold symlinks), no headers or CMake files.
     assert [n for n in names if "liboutcore" in n] == [f"outcore/lib/liboutcore.so.{major}"]
     assert not any(n.endswith((".h", ".cmake", ".pc", ".a")) for n in names)

@@ -45,7 +45,7 @@ struct oc_npy_out {
  * yet does not scale with threads (the allocation serialises) and was slower than fallocate
  * followed by the populate. On a disk file the writer does not populate: a populated page
  * is a dirty page of zeros that write-back may send to the disk before the job's data.
- * docs/design-notes.md has the measurements. */
+ * docs/design-log.md has the measurements. */
 #define PREFAULT_MIN_BYTES ((size_t)64 << 20)
 #define PREFAULT_CHUNK ((int64_t)64 << 20)
 

@@ -1,0 +1,101 @@
+"""The binding's documentation as tools read it: numpydoc docstrings on gram, map, stream,
+inspect and explain whose Parameters name every parameter of the signature, in its order;
+type hints on every public function; and the PEP 561 marker (py.typed) that makes type
+checkers read those hints from the installed package."""
+import inspect
+import re
+from pathlib import Path
+
+import pytest
+
+import outcore
+
+NUMPYDOC = [outcore.gram, outcore.map, outcore.stream, outcore.inspect, outcore.explain]
+SECTIONS = ["Parameters", "Returns", "Raises", "Examples"]
+UNDERLINE = re.compile(r"-{3,}")
+
+
+def sections(doc):
+    """{title: lines} of a numpydoc docstring: each title is a line underlined with dashes."""
+    lines = inspect.cleandoc(doc).splitlines()
+    found, current = {}, None
+    for i, line in enumerate(lines):
+        if UNDERLINE.fullmatch(line.strip()):
+            continue
+        if line.strip() and i + 1 < len(lines) and UNDERLINE.fullmatch(lines[i + 1].strip()):
+            current = line.strip()
+            found[current] = []
+        elif current is not None:
+            found[current].append(line)
+    return found
+
+
+def entries(lines):
+    """[(names, description lines)] of a Parameters section: an entry starts at an unindented
+    "name : type" line ("A, B : ..." documents two), its description is indented below it."""
+    result = []
+    for line in lines:
+        if line and not line[0].isspace():
+            head = line.split(" : ", 1)[0]
+            result.append(([name.strip() for name in head.split(",")], []))
+        elif line.strip() and result:
+            result[-1][1].append(line)
+    return result
+
+
+def signature_names(fn):
+    """The parameters of fn as numpydoc writes them: *args and **kwargs with their stars."""
+    stars = {inspect.Parameter.VAR_POSITIONAL: "*", inspect.Parameter.VAR_KEYWORD: "**"}
+    return [stars.get(p.kind, "") + p.name for p in inspect.signature(fn).parameters.values()]
+
+
+@pytest.mark.parametrize("fn", NUMPYDOC, ids=lambda fn: fn.__name__)
+def test_numpydoc_sections_in_order(fn):
+    found = sections(fn.__doc__)
+    assert [s for s in found if s in SECTIONS] == SECTIONS, list(found)
+    for title in SECTIONS:
+        assert any(line.strip() for line in found[title]), f"{fn.__name__}: {title} is empty"
+    assert any(line.startswith(">>> ") for line in found["Examples"])
+
+
+@pytest.mark.parametrize("fn", NUMPYDOC, ids=lambda fn: fn.__name__)
+def test_parameters_document_the_signature(fn):
+    documented = entries(sections(fn.__doc__)["Parameters"])
+    names = [name for group, _ in documented for name in group]
+    assert names == signature_names(fn)
+    for group, description in documented:
+        assert description, f"{fn.__name__}: {', '.join(group)} has no description"
+
+
+def test_the_parser_sees_a_missing_parameter():
+    """The check above fails on a docstring that leaves a parameter out."""
+    def f(a, b=None, **rest):
+        """Summary.
+
+        Parameters
+        ----------
+        a : int
+            The first.
+        **rest
+            Others.
+        """
+    assert [n for g, _ in entries(sections(f.__doc__)["Parameters"]) for n in g] == ["a", "**rest"]
+    assert signature_names(f) == ["a", "b", "**rest"]
+
+
+PUBLIC_FUNCTIONS = [getattr(outcore, name) for name in outcore.__all__ + ["map"]
+                    if inspect.isfunction(getattr(outcore, name))]
+
+
+@pytest.mark.parametrize("fn", PUBLIC_FUNCTIONS, ids=lambda fn: fn.__name__)
+def test_public_functions_are_annotated(fn):
+    sig = inspect.signature(fn)
+    bare = [p.name for p in sig.parameters.values() if p.annotation is inspect.Parameter.empty]
+    assert not bare, f"{fn.__name__}: no type hint on {bare}"
+    assert sig.return_annotation is not inspect.Signature.empty, f"{fn.__name__}: no return type"
+
+
+def test_package_is_marked_typed():
+    package = Path(outcore.__file__).parent
+    assert (package / "py.typed").is_file()
+    assert {f.__name__ for f in PUBLIC_FUNCTIONS} >= {"gram", "map", "stream", "inspect", "explain", "devices"}
