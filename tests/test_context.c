@@ -34,7 +34,7 @@ static oc_status fail_once(int writer)
 
 static oc_status forward(int writer)
 {
-    OC_CHECK(fail_once(writer));
+    OC_CHECK(ctx, fail_once(writer));
     return OC_OK;
 }
 

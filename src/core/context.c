@@ -79,8 +79,8 @@ void oc_context_free(oc_context *ctx)
 
 oc_status oc_context_workers(oc_context *ctx, int threads, oc_workers **out)
 {
-    if (!ctx->workers) OC_CHECK(oc_workers_create(ctx, threads, &ctx->workers));
-    else OC_CHECK(oc_workers_grow(ctx, ctx->workers, threads));
+    if (!ctx->workers) OC_CHECK(ctx, oc_workers_create(ctx, threads, &ctx->workers));
+    else OC_CHECK(ctx, oc_workers_grow(ctx, ctx->workers, threads));
     *out = ctx->workers;
     return OC_OK;
 }

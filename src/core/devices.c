@@ -131,6 +131,6 @@ oc_status oc_devices_render(oc_context *ctx, const oc_devices *devices, int json
     oc_text t = {0};
     if (json) render_json(&t, devices);
     else render_text(&t, devices);
-    OC_CHECK(oc_text_finish(ctx, &t, out));
+    OC_CHECK(ctx, oc_text_finish(ctx, &t, out));
     return OC_OK;
 }

@@ -130,7 +130,7 @@ oc_status oc_cost_calibrate(oc_context *ctx, oc_devices **devices_out, char **re
     oc_status st = OC_OK;
     /* The GPU first: its start-up is only seen by the process's first GPU work. */
     if (oc_cuda_device_count() > 0) measure_gpu(ctx, &r, &report);
-    OC_CHECK_GOTO(oc_devices_query(ctx, 1, &devices));
+    OC_CHECK_GOTO(ctx, st, oc_devices_query(ctx, 1, &devices), cleanup);
     take_pcie(devices, &r);
     if (r.measured & OC_COST_M_PCIE)
         oc_text_printf(&report, "PCIe (slowest GPU) pinned %.1f / %.1f GB/s (H2D / D2H), both %.1f, pageable %.1f / %.1f\n",
@@ -154,7 +154,7 @@ oc_status oc_cost_calibrate(oc_context *ctx, oc_devices **devices_out, char **re
         oc_text_printf(&report, "stored in         %s\n", path);
     else
         oc_text_printf(&report, "not stored: cannot write %s: %s\n", path, strerror(errno));
-    if (report_out) OC_CHECK_GOTO(oc_text_finish(ctx, &report, report_out));
+    if (report_out) OC_CHECK_GOTO(ctx, st, oc_text_finish(ctx, &report, report_out), cleanup);
     if (devices_out) *devices_out = devices, devices = NULL;
 cleanup:
     free(report.data);

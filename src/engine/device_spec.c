@@ -102,7 +102,7 @@ static oc_status parse_devices(oc_context *ctx, const char *text, int physical_c
         if (physical_count < 1)
             return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "devices: \"all\": %s",
                            physical_count == 0 ? "this machine has no CUDA device" : "the CUDA devices are not known here");
-        for (int d = 0; d < physical_count && d < OC_MAX_LOGICAL_DEVICES; ++d) OC_CHECK(add_physical(ctx, list, d, 1, text));
+        for (int d = 0; d < physical_count && d < OC_MAX_LOGICAL_DEVICES; ++d) OC_CHECK(ctx, add_physical(ctx, list, d, 1, text));
         return OC_OK;
     }
     char token[64];
@@ -116,7 +116,7 @@ static oc_status parse_devices(oc_context *ctx, const char *text, int physical_c
         if (colon && (parse_index(colon + 1, strlen(colon + 1), &parts) != 0 || parts < 1 || parts > OC_DEVICE_MAX_PARTS))
             return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "devices: \"%s\": a device splits into 1 to %d parts", token,
                            OC_DEVICE_MAX_PARTS);
-        OC_CHECK(add_physical(ctx, list, physical, parts, token));
+        OC_CHECK(ctx, add_physical(ctx, list, physical, parts, token));
     }
     return OC_OK;
 }
@@ -166,11 +166,11 @@ oc_status oc_device_list_parse(oc_context *ctx, const oc_gram_options *opts, int
 {
     memset(out, 0, sizeof *out);
     const char *devices = opts->devices && *opts->devices ? opts->devices : NULL;
-    if (devices) OC_CHECK(parse_devices(ctx, devices, physical_count, out));
-    else OC_CHECK(add_physical(ctx, out, opts->device, 1, "device"));
+    if (devices) OC_CHECK(ctx, parse_devices(ctx, devices, physical_count, out));
+    else OC_CHECK(ctx, add_physical(ctx, out, opts->device, 1, "device"));
     /* The job's one budget first; per-device entries then override theirs. */
     set_budget(out, -1, opts->gpu_mem_bytes, opts->gpu_mem_fraction > 0 ? opts->gpu_mem_fraction : 0.9);
-    if (opts->gpu_mem_devices && *opts->gpu_mem_devices) OC_CHECK(parse_budgets(ctx, opts->gpu_mem_devices, out));
+    if (opts->gpu_mem_devices && *opts->gpu_mem_devices) OC_CHECK(ctx, parse_budgets(ctx, opts->gpu_mem_devices, out));
     return devices ? check_exist(ctx, out, physical_count) : OC_OK;
 }
 

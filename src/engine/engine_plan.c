@@ -120,12 +120,12 @@ static void estimates(const oc_engine_plan_input *in, oc_engine_plan *plan)
 oc_status oc_engine_plan_make(oc_context *ctx, const oc_engine_plan_input *in, oc_engine_plan *plan)
 {
     *plan = (oc_engine_plan){0};
-    OC_CHECK(oc_engine_plan_device_budget(ctx, in, plan));
+    OC_CHECK(ctx, oc_engine_plan_device_budget(ctx, in, plan));
     oc_tile_plan_input ti = in->tiles;
     ti.budget = plan->device_budget;
     ti.budget_given = plan->device_budget_given;
-    OC_CHECK(oc_tile_plan_make(ctx, &ti, &plan->tiles));
-    OC_CHECK(oc_engine_plan_threads(ctx, in, plan));
+    OC_CHECK(ctx, oc_tile_plan_make(ctx, &ti, &plan->tiles));
+    OC_CHECK(ctx, oc_engine_plan_threads(ctx, in, plan));
     staging(in, plan);
     if (plan->pinned_bytes > plan->host_budget)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,

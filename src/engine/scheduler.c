@@ -128,8 +128,8 @@ oc_status oc_scheduler_create(oc_context *ctx, const int64_t *keys, int64_t ntil
         tail = workers == 1 ? 0 : 2LL * workers;
     }
     if (max_group < 1) max_group = 1;
-    OC_CHECK_GOTO(rank_keys(ctx, keys, ntiles, ranks, &s->nkeys));
-    OC_CHECK_GOTO(build_groups(ctx, s, ranks, ntiles, max_group, tail));
+    OC_CHECK_GOTO(ctx, st, rank_keys(ctx, keys, ntiles, ranks, &s->nkeys), cleanup);
+    OC_CHECK_GOTO(ctx, st, build_groups(ctx, s, ranks, ntiles, max_group, tail), cleanup);
 
 cleanup:
     free(ranks);

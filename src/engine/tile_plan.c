@@ -276,7 +276,7 @@ oc_status oc_tile_plan_make(oc_context *ctx, const oc_tile_plan_input *in, oc_ti
         for (int c = 0; c < ncand; ++c) {
             oc_tile_plan pl;
             if (!plan_for_tile(in, cand[c], mirror, &pl)) continue;
-            OC_CHECK(count_loads(ctx, &pl, in->symmetric));
+            OC_CHECK(ctx, count_loads(ctx, &pl, in->symmetric));
             double cost = plan_cost(in, &pl);
             if (!found || cost < best_cost) {
                 *plan = pl;

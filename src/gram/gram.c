@@ -100,12 +100,12 @@ static oc_status check_options(oc_context *ctx, const oc_gram_options *o, int64_
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "top-k and threshold outputs are exclusive: choose one");
     if (o->use_threshold && isnan(o->threshold))
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "the threshold is NaN: give a number");
-    if (o->use_threshold) OC_CHECK(check_threshold_range(ctx, "threshold", o->metric, o->threshold, m));
+    if (o->use_threshold) OC_CHECK(ctx, check_threshold_range(ctx, "threshold", o->metric, o->threshold, m));
     if (o->use_min_score && o->topk <= 0)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "a minimum score applies to top-k lists: set topk too");
     if (o->use_min_score && isnan(o->min_score))
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "the minimum score is NaN: give a number");
-    if (o->use_min_score) OC_CHECK(check_threshold_range(ctx, "minimum score", o->metric, o->min_score, m));
+    if (o->use_min_score) OC_CHECK(ctx, check_threshold_range(ctx, "minimum score", o->metric, o->min_score, m));
     return OC_OK;
 }
 
@@ -146,12 +146,12 @@ static oc_status sparse_inputs(oc_context *ctx, oc_gram_job *job, oc_matrix **li
 {
     if (job->opts->algorithm != OC_ALGORITHM_SPARSE) return OC_OK;
     if (oc_matrix_file_backed(job->a)) {
-        OC_CHECK(oc_matrix_lists_from_rows(ctx, job->a, &lists[0]));
+        OC_CHECK(ctx, oc_matrix_lists_from_rows(ctx, job->a, &lists[0]));
         job->a = lists[0];
     }
     if (job->symmetric) job->b = job->a;
     else if (oc_matrix_file_backed(job->b)) {
-        OC_CHECK(oc_matrix_lists_from_rows(ctx, job->b, &lists[1]));
+        OC_CHECK(ctx, oc_matrix_lists_from_rows(ctx, job->b, &lists[1]));
         job->b = lists[1];
     }
     return OC_OK;
@@ -190,7 +190,7 @@ static oc_status job_prepare(oc_context *ctx, const oc_matrix *a, const oc_matri
                        b->name, (long long)b->cols, a->name, (long long)a->cols);
 
     oc_dtype dtype = OC_DTYPE_DEFAULT;
-    OC_CHECK(check_options(ctx, opts, a->cols, &dtype));
+    OC_CHECK(ctx, check_options(ctx, opts, a->cols, &dtype));
     int64_t n = a->rows, p = b->rows, m = a->cols, np, npm;
     if (!oc_mul_i64(n, p, &np) || !oc_mul_i64(np, (int64_t)oc_dtype_size(dtype), &(int64_t){0}) ||
         !oc_mul_i64(np, m, &npm))
@@ -232,7 +232,7 @@ static oc_status job_prepare(oc_context *ctx, const oc_matrix *a, const oc_matri
         return oc_fail(ctx, OC_ERR_UNSUPPORTED, "resume: top-k jobs resume on the CPU backend only (--backend cpu or "
                        "auto); dense and threshold jobs resume on either");
     oc_device_list list = {0};
-    if (opts->backend != OC_BACKEND_CPU) OC_CHECK(oc_device_list_parse(ctx, opts, devices, &list));
+    if (opts->backend != OC_BACKEND_CPU) OC_CHECK(ctx, oc_device_list_parse(ctx, opts, devices, &list));
     if (opts->resume && list.count > 1)
         return oc_fail(ctx, OC_ERR_UNSUPPORTED, "resume: a job on several devices (%d logical devices) cannot be "
                        "resumed; run it on one device", list.count);
@@ -272,10 +272,10 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
     oc_gram_options current_opts, resume_opts;
     oc_gram_backend_choice where;
     opts = current_options(opts, &current_opts);
-    OC_CHECK(job_prepare(ctx, a, b, opts, out, &job, &backend, &where));
+    OC_CHECK(ctx, job_prepare(ctx, a, b, opts, out, &job, &backend, &where));
     double t = t0;
     oc_trace_phase(&t, "gram", "prepare");
-    OC_CHECK(resume_options(ctx, &opts, &resume_opts));
+    OC_CHECK(ctx, resume_options(ctx, &opts, &resume_opts));
     job.opts = opts;
     /* An auto job that the CPU runs though a warm GPU would be faster: its loss counts towards
      * paying the GPU's start-up (cost.h: gpu_regret). */
@@ -289,9 +289,9 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
     const oc_dtype dtype = job.dtype;
     const oc_metric metric = opts->metric;
 
-    if (out->kind == OC_OUTPUT_FILE) OC_CHECK(oc_output_check_not_input(ctx, out->path, a, b));
+    if (out->kind == OC_OUTPUT_FILE) OC_CHECK(ctx, oc_output_check_not_input(ctx, out->path, a, b));
     oc_resume *resume = NULL;
-    OC_CHECK(oc_resume_start(ctx, &job, out, &resume));
+    OC_CHECK(ctx, oc_resume_start(ctx, &job, out, &resume));
     job.resume = resume;
 
     oc_gram_stats local_stats = {.struct_size = sizeof local_stats};
@@ -311,9 +311,9 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
     st_out->host_budget_bytes = job.host_budget;
 
     if (opts->topk > 0 || opts->use_threshold) {
-        OC_CHECK_GOTO(oc_gram_dest_select_setup(ctx, opts, out, &job, &dest, &sel));
+        OC_CHECK_GOTO(ctx, st, oc_gram_dest_select_setup(ctx, opts, out, &job, &dest, &sel), cleanup);
         job.select = sel;
-        OC_CHECK_GOTO(oc_gram_dest_resume_setup(ctx, &dest, resume));
+        OC_CHECK_GOTO(ctx, st, oc_gram_dest_resume_setup(ctx, &dest, resume), cleanup);
     } else switch (out->kind) {
     case OC_OUTPUT_MEMORY:
         if (!out->data) {
@@ -339,7 +339,7 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
             goto cleanup;
         }
         void *data;
-        OC_CHECK_GOTO(oc_gram_dest_dense_open(ctx, &job, out, resume, &npy, &data));
+        OC_CHECK_GOTO(ctx, st, oc_gram_dest_dense_open(ctx, &job, out, resume, &npy, &data), cleanup);
         sink.base = data;
         sink.ld = p;
         sink.populate = !oc_npy_out_prefaulted(npy);
@@ -367,16 +367,16 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
             st = oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate row popcounts for %lld rows", (long long)(n + p));
             goto cleanup;
         }
-        OC_CHECK_GOTO(oc_matrix_row_popcounts(ctx, a, opts->threads, pops));
-        if (!symmetric) OC_CHECK_GOTO(oc_matrix_row_popcounts(ctx, b, opts->threads, pops + n));
+        OC_CHECK_GOTO(ctx, st, oc_matrix_row_popcounts(ctx, a, opts->threads, pops), cleanup);
+        if (!symmetric) OC_CHECK_GOTO(ctx, st, oc_matrix_row_popcounts(ctx, b, opts->threads, pops + n), cleanup);
         job.pop_a = pops;
         job.pop_b = symmetric ? pops : pops + n;
     }
 
     st_out->bit_macs_effective = (double)n * (double)p * (double)job.m;
-    OC_CHECK_GOTO(sparse_inputs(ctx, &job, lists));
-    OC_CHECK_GOTO(oc_gram_choose_algorithm(ctx, &job, &where.rates, backend != &oc_backend_cpu ? where.pred.gpu_seconds : -1,
-                                           &plan));
+    OC_CHECK_GOTO(ctx, st, sparse_inputs(ctx, &job, lists), cleanup);
+    OC_CHECK_GOTO(ctx, st, oc_gram_choose_algorithm(ctx, &job, &where.rates, backend != &oc_backend_cpu ? where.pred.gpu_seconds : -1,
+                                           &plan), cleanup);
     snprintf(st_out->algorithm_desc, sizeof st_out->algorithm_desc, "%s", plan.explain);
     snprintf(st_out->backend_explain, sizeof st_out->backend_explain, "%.590s%s", where.explain,
              plan.use_sparse ? "; the sparse algorithm runs on the CPU" : "");
@@ -386,18 +386,18 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
         job.sparse = &plan;
     } else {
         /* Lists inputs get their bits when a dense job first needs them (matrix.h). */
-        OC_CHECK_GOTO(oc_matrix_pack(ctx, job.a));
-        OC_CHECK_GOTO(oc_matrix_pack(ctx, job.b));
+        OC_CHECK_GOTO(ctx, st, oc_matrix_pack(ctx, job.a), cleanup);
+        OC_CHECK_GOTO(ctx, st, oc_matrix_pack(ctx, job.b), cleanup);
     }
     oc_trace_phase(&t, "gram", "algorithm");
     /* What the backend leaves to run after the job (core/after_job.h) starts once the
      * output is written. */
     oc_after_job_hold();
     held = 1;
-    OC_CHECK_GOTO(backend->gram(&job));
+    OC_CHECK_GOTO(ctx, st, backend->gram(&job), cleanup);
     oc_trace_phase(&t, "gram", "backend");
     if (backend != &oc_backend_cpu && backend != &oc_backend_cpu_sparse) oc_cost_note_gpu_job();
-    if (sel) OC_CHECK_GOTO(oc_gram_dest_select_commit(ctx, &job, &dest, sel));
+    if (sel) OC_CHECK_GOTO(ctx, st, oc_gram_dest_select_commit(ctx, &job, &dest, sel), cleanup);
     if (npy) {
         oc_npy_out *w = npy;
         npy = NULL;
@@ -489,7 +489,7 @@ static oc_status describe_without_running(oc_context *ctx, const oc_matrix *a, c
     oc_gram_options current_opts;
     oc_gram_backend_choice where;
     opts = current_options(opts, &current_opts);
-    OC_CHECK(job_prepare(ctx, a, b, opts, out, &job, &backend, &where));
+    OC_CHECK(ctx, job_prepare(ctx, a, b, opts, out, &job, &backend, &where));
     oc_gram_stats stats = {.struct_size = sizeof stats};
     job.stats = &stats;
     /* The plan depends on the kind of output, never on its place: nothing is opened. */
@@ -500,7 +500,7 @@ static oc_status describe_without_running(oc_context *ctx, const oc_matrix *a, c
     oc_select *sel = NULL;
     oc_status st = OC_OK;
     if (what != DESCRIBE_EXPLAIN && (opts->topk > 0 || opts->use_threshold)) {
-        OC_CHECK(oc_gram_dest_select_setup(ctx, opts, &nowhere, &job, &dest, &sel));
+        OC_CHECK(ctx, oc_gram_dest_select_setup(ctx, opts, &nowhere, &job, &dest, &sel));
         job.select = sel;
     } else if (out->kind == OC_OUTPUT_MEMORY || out->kind == OC_OUTPUT_FILE) {
         job.dense = &sink;

@@ -188,7 +188,7 @@ oc_status oc_gram_choose_algorithm(oc_context *ctx, const oc_gram_job *job, cons
     }
     oc_matrix_col_counts(job->a, ca);
     if (!job->symmetric) oc_matrix_col_counts(job->b, cb);
-    OC_CHECK_GOTO(plan_hubs(ctx, job, ca, cb, plan, threads));
+    OC_CHECK_GOTO(ctx, st, plan_hubs(ctx, job, ca, cb, plan, threads), cleanup);
     density = plan->ones_a / (n * m);
     plan->use_sparse = want == OC_ALGORITHM_SPARSE || plan->sparse_seconds < plan->dense_seconds;
     snprintf(plan->explain, sizeof plan->explain,

@@ -22,7 +22,7 @@ static oc_status emit_to_file(oc_context *ctx, void *user, const int64_t *rows, 
                               const void *values, int64_t count)
 {
     oc_gram_dest *dest = user;
-    OC_CHECK(oc_pairs_out_append(ctx, dest->pairs_file, rows, cols, values, count));
+    OC_CHECK(ctx, oc_pairs_out_append(ctx, dest->pairs_file, rows, cols, values, count));
     return dest->resume ? oc_resume_pairs(ctx, dest->resume, rows, cols, values, count) : OC_OK;
 }
 
@@ -46,8 +46,8 @@ oc_status oc_gram_dest_dense_open(oc_context *ctx, const oc_gram_job *job, const
                                   oc_npy_out **npy, void **data)
 {
     const char *temp = r ? oc_resume_dense_temp(r) : NULL;
-    if (temp) OC_CHECK(oc_npy_out_reopen(ctx, out->path, temp, (int)job->dtype, job->n, job->p, npy, data));
-    else OC_CHECK(oc_npy_out_create(ctx, out->path, (int)job->dtype, job->n, job->p, npy, data));
+    if (temp) OC_CHECK(ctx, oc_npy_out_reopen(ctx, out->path, temp, (int)job->dtype, job->n, job->p, npy, data));
+    else OC_CHECK(ctx, oc_npy_out_create(ctx, out->path, (int)job->dtype, job->n, job->p, npy, data));
     return r ? oc_resume_record_temp(ctx, r, oc_npy_out_temp_path(*npy), *npy) : OC_OK;
 }
 
@@ -79,9 +79,9 @@ oc_status oc_gram_dest_select_setup(oc_context *ctx, const oc_gram_options *o, c
         cfg.emit = emit_to_callback;
         break;
     case OC_OUTPUT_FILE:
-        if (topk) OC_CHECK(oc_topk_out_create(ctx, out->path, &dest->topk_file));
+        if (topk) OC_CHECK(ctx, oc_topk_out_create(ctx, out->path, &dest->topk_file));
         else {
-            OC_CHECK(oc_pairs_out_create(ctx, out->path, job->dtype, job->n, job->p, &dest->pairs_file));
+            OC_CHECK(ctx, oc_pairs_out_create(ctx, out->path, job->dtype, job->n, job->p, &dest->pairs_file));
             cfg.emit = emit_to_file;
         }
         break;
@@ -98,12 +98,12 @@ oc_status oc_gram_dest_select_setup(oc_context *ctx, const oc_gram_options *o, c
 oc_status oc_gram_dest_select_commit(oc_context *ctx, const oc_gram_job *job, oc_gram_dest *dest, oc_select *sel)
 {
     if (oc_select_get_mode(sel) == OC_SELECT_PAIRS) {
-        OC_CHECK(oc_select_pairs_finish(ctx, sel));
+        OC_CHECK(ctx, oc_select_pairs_finish(ctx, sel));
         job->stats->pairs = oc_select_pairs_count(sel);
         if (dest->pairs_file) {
             oc_pairs_out *w = dest->pairs_file;
             dest->pairs_file = NULL;
-            OC_CHECK(oc_pairs_out_commit(ctx, w));
+            OC_CHECK(ctx, oc_pairs_out_commit(ctx, w));
         }
         return OC_OK;
     }
@@ -118,10 +118,10 @@ oc_status oc_gram_dest_select_commit(oc_context *ctx, const oc_gram_job *job, oc
         st = oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the top-%lld result of %lld rows", (long long)k, (long long)job->n);
         goto cleanup;
     }
-    OC_CHECK_GOTO(oc_select_topk_result(ctx, sel, oc_threads_resolve(job->opts->threads), indices, scores));
+    OC_CHECK_GOTO(ctx, st, oc_select_topk_result(ctx, sel, oc_threads_resolve(job->opts->threads), indices, scores), cleanup);
     oc_topk_out *w = dest->topk_file;
     dest->topk_file = NULL;
-    OC_CHECK_GOTO(oc_topk_out_commit(ctx, w, job->n, k, indices, scores, job->dtype));
+    OC_CHECK_GOTO(ctx, st, oc_topk_out_commit(ctx, w, job->n, k, indices, scores, job->dtype), cleanup);
 cleanup:
     free(indices);
     free(scores);

@@ -233,22 +233,22 @@ oc_status oc_resume_start(oc_context *ctx, const oc_gram_job *job, const oc_outp
     }
     snprintf(r->snap_path, jl + sizeof ".topk", "%s.topk", jpath);
     int snap_exists;
-    OC_CHECK_GOTO(side_file_check(ctx, r->snap_path, "top-k snapshot of the resume journal", &snap_exists));
-    OC_CHECK_GOTO(oc_resume_describe_job(ctx, job, out, &text));
+    OC_CHECK_GOTO(ctx, st, side_file_check(ctx, r->snap_path, "top-k snapshot of the resume journal", &snap_exists), cleanup);
+    OC_CHECK_GOTO(ctx, st, oc_resume_describe_job(ctx, job, out, &text), cleanup);
     r->job_crc = oc_crc32_update(0, text, strlen(text));
     r->out_path = out->path;
     if (exists) {
         r->resumed = 1;
         r->job_text = text;
         r->jpath = jpath;
-        OC_CHECK_GOTO(oc_journal_open(ctx, jpath, text, input_changed, on_record, r, &r->journal));
+        OC_CHECK_GOTO(ctx, st, oc_journal_open(ctx, jpath, text, input_changed, on_record, r, &r->journal), cleanup);
         r->job_text = r->jpath = NULL;
         /* PAIRS after the last BLOCKS went to an output that died with its run. */
-        if (r->uncommitted_off >= 0) OC_CHECK_GOTO(oc_journal_truncate_before(ctx, r->journal, r->uncommitted_off));
+        if (r->uncommitted_off >= 0) OC_CHECK_GOTO(ctx, st, oc_journal_truncate_before(ctx, r->journal, r->uncommitted_off), cleanup);
         r->npairs = r->pairs_committed;
     } else {
         if (snap_exists) unlink(r->snap_path); /* an earlier job's, whose journal is gone */
-        OC_CHECK_GOTO(oc_journal_create(ctx, jpath, text, &r->journal));
+        OC_CHECK_GOTO(ctx, st, oc_journal_create(ctx, jpath, text, &r->journal), cleanup);
     }
     free(text);
     free(jpath);
@@ -303,7 +303,7 @@ oc_status oc_resume_record_temp(oc_context *ctx, oc_resume *r, const char *temp_
     for (int k = 0; k < r->ntemps; ++k)
         if (strcmp(r->temps[k], temp_path) != 0) unlink(r->temps[k]);
     if (r->ntemps > 0 && strcmp(r->temps[r->ntemps - 1], temp_path) == 0) return OC_OK;
-    OC_CHECK(oc_journal_append(ctx, r->journal, REC_TEMP, 0, temp_path, (uint32_t)strlen(temp_path)));
+    OC_CHECK(ctx, oc_journal_append(ctx, r->journal, REC_TEMP, 0, temp_path, (uint32_t)strlen(temp_path)));
     return oc_journal_flush(ctx, r->journal);
 }
 
@@ -405,7 +405,7 @@ oc_status oc_resume_begin(oc_context *ctx, oc_resume *r, const oc_gram_job *job,
     if (!r->done)
         return oc_fail(ctx, OC_ERR_NO_MEMORY, "out of memory for the bitmap of %lld tiles", (long long)ntiles);
     if (fresh) {
-        OC_CHECK(oc_journal_append(ctx, r->journal, REC_PLAN, (uint64_t)tile, NULL, 0));
+        OC_CHECK(ctx, oc_journal_append(ctx, r->journal, REC_PLAN, (uint64_t)tile, NULL, 0));
         return oc_journal_flush(ctx, r->journal);
     }
     if (r->kind == KIND_DENSE) {
@@ -465,28 +465,28 @@ oc_status oc_resume_checkpoint(oc_context *ctx, oc_resume *r, const oc_gram_job 
         const int64_t blocks = oc_select_pairs_blocks_delivered(job->select);
         const int64_t pairs = oc_select_pairs_count(job->select);
         if (blocks == r->blocks_done) return OC_OK;
-        OC_CHECK(oc_journal_append(ctx, r->journal, REC_BLOCKS, (uint64_t)blocks, &pairs, 8));
+        OC_CHECK(ctx, oc_journal_append(ctx, r->journal, REC_BLOCKS, (uint64_t)blocks, &pairs, 8));
         r->units = r->blocks_done = blocks;
     } else {
         if (r->npending == 0) return OC_OK;
         /* The tiles' bytes reach the disk before the records that vouch for them. */
-        if (r->kind == KIND_DENSE && r->dense_writer) OC_CHECK(oc_npy_out_sync(ctx, r->dense_writer));
+        if (r->kind == KIND_DENSE && r->dense_writer) OC_CHECK(ctx, oc_npy_out_sync(ctx, r->dense_writer));
         for (int64_t k = 0; k < r->npending; ++k) {
             bit_set(r->done, r->pending[k].index);
             if (r->kind == KIND_DENSE)
-                OC_CHECK(oc_journal_append(ctx, r->journal, REC_TILE, (uint64_t)r->pending[k].index,
+                OC_CHECK(ctx, oc_journal_append(ctx, r->journal, REC_TILE, (uint64_t)r->pending[k].index,
                                            &r->pending[k].crc, 4));
         }
         r->units += r->npending;
         r->npending = 0;
         if (r->kind == KIND_TOPK) {
             uint32_t crc;
-            OC_CHECK(oc_resume_snapshot_write(ctx, r->snap_path, r->job_crc, r->tile, r->tiles_i * r->tiles_j, r->done,
+            OC_CHECK(ctx, oc_resume_snapshot_write(ctx, r->snap_path, r->job_crc, r->tile, r->tiles_i * r->tiles_j, r->done,
                                               job, &crc));
-            OC_CHECK(oc_journal_append(ctx, r->journal, REC_TOPK, (uint64_t)r->units, &crc, 4));
+            OC_CHECK(ctx, oc_journal_append(ctx, r->journal, REC_TOPK, (uint64_t)r->units, &crc, 4));
         }
     }
-    OC_CHECK(oc_journal_flush(ctx, r->journal));
+    OC_CHECK(ctx, oc_journal_flush(ctx, r->journal));
     r->units_this_run += r->units - before;
     if (r->kill_after > 0 && r->units_this_run > 0 && r->units >= r->kill_after) raise(SIGKILL);
     return OC_OK;

@@ -58,7 +58,7 @@ static oc_status describe_input(oc_context *ctx, oc_text *t, const char *tag, co
         uint32_t crc = 0;
         oc_status st = file_crc(ctx, fd, m->name, (int64_t)sb.st_size, &crc);
         close(fd);
-        OC_CHECK(st);
+        OC_CHECK(ctx, st);
         oc_text_printf(t, "%s.crc32 %08x\n", tag, (unsigned)crc);
     }
     uint64_t *row = aligned_alloc(64, (size_t)m->words_per_row * 8);

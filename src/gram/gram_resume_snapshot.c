@@ -77,7 +77,7 @@ oc_status oc_resume_snapshot_write(oc_context *ctx, const char *path, uint32_t j
     uint32_t crc = oc_crc32_update(oc_crc32_update(oc_crc32_update(0, &h, sizeof h), done, (size_t)bitmap), keys,
                                    key_bytes);
     oc_tmpfile f;
-    OC_CHECK(oc_tmpfile_open(ctx, path, &f));
+    OC_CHECK(ctx, oc_tmpfile_open(ctx, path, &f));
     int err = oc_sys_write_all(ctx, f.fd, &h, sizeof h, 0);
     if (!err) err = oc_sys_write_all(ctx, f.fd, done, (size_t)bitmap, (int64_t)sizeof h);
     if (!err && key_bytes) err = oc_sys_write_all(ctx, f.fd, keys, key_bytes, (int64_t)(sizeof h + (size_t)bitmap));

@@ -137,7 +137,7 @@ oc_status oc_cubin_resources(oc_context *ctx, const char *display, const unsigne
         const char *name = oc_elf_string(&elf, symtab.link, rd32(sym));
         if (!name || !*name) continue;
         oc_kernel_entry *e;
-        OC_CHECK_GOTO(oc_kernel_list_add(ctx, out, name, strlen(name), &e));
+        OC_CHECK_GOTO(ctx, st, oc_kernel_list_add(ctx, out, name, strlen(name), &e), cleanup);
         symbol_kernel[k] = out->count - 1;
     }
 

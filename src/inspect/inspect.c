@@ -103,7 +103,7 @@ static oc_status gather(oc_context *ctx, const oc_kernel_image *img, const oc_in
                         const oc_gpu_arch **arch, oc_kernel_list *list)
 {
     int gpu_cc = driver_target(o, *arch);
-    if (img->format == OC_IMAGE_PTX) OC_CHECK(check_ptx_target(ctx, img, *arch, gpu_cc));
+    if (img->format == OC_IMAGE_PTX) OC_CHECK(ctx, check_ptx_target(ctx, img, *arch, gpu_cc));
 #ifdef OC_HAVE_CUDA
     if (gpu_cc) {
         const void *image;
@@ -124,7 +124,7 @@ static oc_status gather(oc_context *ctx, const oc_kernel_image *img, const oc_in
         }
     }
 #endif
-    if (!gpu_cc) OC_CHECK(oc_kernel_image_resources(ctx, img, *arch ? (*arch)->cc : 0, o, list));
+    if (!gpu_cc) OC_CHECK(ctx, oc_kernel_image_resources(ctx, img, *arch ? (*arch)->cc : 0, o, list));
     if (!*arch) {
         *arch = oc_gpu_arch_find(gpu_cc ? gpu_cc : list->code_cc);
         if (!*arch)
@@ -211,7 +211,7 @@ static oc_status build_report(oc_context *ctx, const char *display, const char *
     }
     for (int i = 0; i < list->count; i++) {
         if (opts->kernel && strcmp(list->items[i].name, opts->kernel) != 0) continue;
-        OC_CHECK_GOTO(fill_kernel(ctx, arch, opts, &list->items[i], &r->kernels[r->count]));
+        OC_CHECK_GOTO(ctx, st, fill_kernel(ctx, arch, opts, &list->items[i], &r->kernels[r->count]), cleanup);
         r->count++;
     }
     *out = r;
@@ -227,8 +227,9 @@ static oc_status inspect_image(oc_context *ctx, const oc_kernel_image *img, cons
 {
     oc_status st = OC_OK;
     oc_kernel_list list = {0};
-    OC_CHECK_GOTO(gather(ctx, img, opts, &arch, &list));
-    OC_CHECK_GOTO(build_report(ctx, img->path, oc_image_format_name(img->format), arch, &list, opts, out));
+    OC_CHECK_GOTO(ctx, st, gather(ctx, img, opts, &arch, &list), cleanup);
+    OC_CHECK_GOTO(ctx, st, build_report(ctx, img->path, oc_image_format_name(img->format), arch, &list, opts, out),
+                  cleanup);
 cleanup:
     oc_kernel_list_clear(&list);
     return st;
@@ -238,9 +239,9 @@ oc_status oc_inspect_file(oc_context *ctx, const char *path, const oc_inspect_op
 {
     if (!path || !opts || !out) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_inspect_file: NULL argument");
     const oc_gpu_arch *arch = NULL;
-    OC_CHECK(check_options(ctx, opts, &arch));
+    OC_CHECK(ctx, check_options(ctx, opts, &arch));
     oc_kernel_image img = {0};
-    OC_CHECK(oc_kernel_image_read(ctx, path, &img));
+    OC_CHECK(ctx, oc_kernel_image_read(ctx, path, &img));
     oc_status st = inspect_image(ctx, &img, opts, arch, out);
     oc_kernel_image_release(&img);
     return st == OC_OK ? OC_OK : oc_trace_at(ctx, st, __FILE__, __LINE__);
@@ -251,9 +252,9 @@ oc_status oc_inspect_image(oc_context *ctx, const char *name, const void *data, 
 {
     if (!name || !opts || !out) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_inspect_image: NULL argument");
     const oc_gpu_arch *arch = NULL;
-    OC_CHECK(check_options(ctx, opts, &arch));
+    OC_CHECK(ctx, check_options(ctx, opts, &arch));
     oc_kernel_image img = {0};
-    OC_CHECK(oc_kernel_image_copy(ctx, name, data, size, &img));
+    OC_CHECK(ctx, oc_kernel_image_copy(ctx, name, data, size, &img));
     oc_status st = inspect_image(ctx, &img, opts, arch, out);
     oc_kernel_image_release(&img);
     return st == OC_OK ? OC_OK : oc_trace_at(ctx, st, __FILE__, __LINE__);
@@ -265,11 +266,11 @@ oc_status oc_inspect_module(oc_context *ctx, const char *name, void *cu_module, 
     if (!name || !cu_module || !opts || !out)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_inspect_module: NULL argument");
     const oc_gpu_arch *arch = NULL;
-    OC_CHECK(check_options(ctx, opts, &arch));
+    OC_CHECK(ctx, check_options(ctx, opts, &arch));
 #ifdef OC_HAVE_CUDA
     oc_status st = OC_OK;
     oc_kernel_list list = {0};
-    OC_CHECK_GOTO(oc_gpu_probe_cuda.inspect_module(ctx, name, cu_module, opts, &list));
+    OC_CHECK_GOTO(ctx, st, oc_gpu_probe_cuda.inspect_module(ctx, name, cu_module, opts, &list), cleanup);
     const oc_gpu_arch *device_arch = oc_gpu_arch_find(list.code_cc);
     if (!device_arch || (arch && arch != device_arch)) {
         st = oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
@@ -277,7 +278,7 @@ oc_status oc_inspect_module(oc_context *ctx, const char *name, void *cu_module, 
                      list.code_cc, list.code_cc, device_arch ? "" : ", an architecture outcore has no table for");
         goto cleanup;
     }
-    OC_CHECK_GOTO(build_report(ctx, name, "module", device_arch, &list, opts, out));
+    OC_CHECK_GOTO(ctx, st, build_report(ctx, name, "module", device_arch, &list, opts, out), cleanup);
 cleanup:
     oc_kernel_list_clear(&list);
     return st;

@@ -159,6 +159,6 @@ oc_status oc_inspect_report_render(oc_context *ctx, const oc_inspect_report *rep
     oc_text t = {0};
     if (json) render_json(&t, report);
     else render_text(&t, report);
-    OC_CHECK(oc_text_finish(ctx, &t, out));
+    OC_CHECK(ctx, oc_text_finish(ctx, &t, out));
     return OC_OK;
 }

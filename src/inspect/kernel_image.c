@@ -66,7 +66,7 @@ static oc_status read_whole(oc_context *ctx, const char *path, unsigned char **d
 {
     int fd;
     struct stat sb;
-    OC_CHECK(oc_input_open(ctx, path, &fd, &sb));
+    OC_CHECK(ctx, oc_input_open(ctx, path, &fd, &sb));
     size_t len = (size_t)sb.st_size, done = 0;
     /* One spare byte keeps PTX text NUL-terminated for the driver and the parsers. */
     unsigned char *buf = malloc(len + 1);
@@ -122,9 +122,9 @@ static oc_status recognise(oc_context *ctx, oc_kernel_image *img)
 oc_status oc_kernel_image_read(oc_context *ctx, const char *path, oc_kernel_image *img)
 {
     memset(img, 0, sizeof *img);
-    OC_CHECK(read_whole(ctx, path, &img->data, &img->size));
+    OC_CHECK(ctx, read_whole(ctx, path, &img->data, &img->size));
     img->path = path;
-    OC_CHECK(recognise(ctx, img));
+    OC_CHECK(ctx, recognise(ctx, img));
     return OC_OK;
 }
 
@@ -140,7 +140,7 @@ oc_status oc_kernel_image_copy(oc_context *ctx, const char *name, const void *da
     img->size = size;
     img->path = name;
     img->in_memory = 1;
-    OC_CHECK(recognise(ctx, img));
+    OC_CHECK(ctx, recognise(ctx, img));
     return OC_OK;
 }
 
@@ -329,7 +329,7 @@ static oc_status entry_code(oc_context *ctx, const char *path, const fat_entry *
     if ((e->flags & FATBIN_FLAG_ZSTD) && !z)
         return oc_fail(ctx, OC_ERR_UNSUPPORTED,
                        "%s: the sm_%d entry is zstd-compressed and libzstd.so.1 is not installed", path, e->cc);
-    OC_CHECK(check_plain_size(ctx, path, e, z));
+    OC_CHECK(ctx, check_plain_size(ctx, path, e, z));
     unsigned char *buf = malloc(e->plain_size + 1);
     if (!buf)
         return oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: out of host memory for a %zu-byte fatbinary entry", path,
@@ -411,8 +411,8 @@ static oc_status ptx_resources(oc_context *ctx, const char *display, const char 
     /* sm_90a PTX compiles only for sm_90a: the feature-set letter goes to ptxas too. */
     if (ptx_cc != cc) suffix = '\0';
     int first = out->count;
-    if (file) OC_CHECK(oc_ptxas_resources(ctx, file, display, cc, suffix, jit, out));
-    else OC_CHECK(ptxas_on_copy(ctx, display, ptx, size, cc, suffix, jit, out));
+    if (file) OC_CHECK(ctx, oc_ptxas_resources(ctx, file, display, cc, suffix, jit, out));
+    else OC_CHECK(ctx, ptxas_on_copy(ctx, display, ptx, size, cc, suffix, jit, out));
     oc_ptx_entry_directives((const char *)ptx, size, out, first);
     out->code_cc = cc;
     return OC_OK;
@@ -479,15 +479,16 @@ oc_status oc_kernel_image_resources(oc_context *ctx, const oc_kernel_image *img,
         if (!oc_gpu_arch_find(cc))
             return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: PTX for sm_%d; pass --arch with a known architecture",
                            img->path, cc);
-        OC_CHECK(ptx_resources(ctx, img->path, img->in_memory ? NULL : img->path, img->data, img->size, cc, jit, out));
+        OC_CHECK(ctx,
+                 ptx_resources(ctx, img->path, img->in_memory ? NULL : img->path, img->data, img->size, cc, jit, out));
         return OC_OK;
     }
     case OC_IMAGE_CUBIN:
-        OC_CHECK(oc_cubin_resources(ctx, img->path, img->data, img->size, out));
+        OC_CHECK(ctx, oc_cubin_resources(ctx, img->path, img->data, img->size, out));
         return OC_OK;
     case OC_IMAGE_FATBIN:
     case OC_IMAGE_HOST_ELF:
-        OC_CHECK(fatbin_resources(ctx, img, target_cc, jit, out));
+        OC_CHECK(ctx, fatbin_resources(ctx, img, target_cc, jit, out));
         return OC_OK;
     }
     return oc_fail(ctx, OC_ERR_INTERNAL, "%s: unknown image format %d", img->path, (int)img->format);

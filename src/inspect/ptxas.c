@@ -378,10 +378,10 @@ oc_status oc_ptxas_resources(oc_context *ctx, const char *ptx_path, const char *
     argv[argc++] = (char *)ptx_path;
     argv[argc] = NULL;
     run_limits lim;
-    OC_CHECK(ptxas_limits(ctx, &lim));
+    OC_CHECK(ctx, ptxas_limits(ctx, &lim));
     char *text = NULL;
     run_end end;
-    OC_CHECK(run_capture(ctx, argv, &lim, &text, &end));
+    OC_CHECK(ctx, run_capture(ctx, argv, &lim, &text, &end));
     oc_status st = limit_hit(ctx, display, &lim, &end, text);
     if (st != OC_OK) {
         free(text);

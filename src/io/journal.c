@@ -87,7 +87,7 @@ static oc_status journal_alloc(oc_context *ctx, const char *path, oc_journal **o
 oc_status oc_journal_create(oc_context *ctx, const char *path, const char *job, oc_journal **out)
 {
     oc_journal *j = NULL;
-    OC_CHECK(journal_alloc(ctx, path, &j));
+    OC_CHECK(ctx, journal_alloc(ctx, path, &j));
     size_t len;
     char *text = header_text(job, &len);
     oc_status st = OC_OK;
@@ -172,7 +172,7 @@ oc_status oc_journal_open(oc_context *ctx, const char *path, const char *job, oc
                           oc_journal_record_fn fn, void *user, oc_journal **out)
 {
     oc_journal *j = NULL;
-    OC_CHECK(journal_alloc(ctx, path, &j));
+    OC_CHECK(ctx, journal_alloc(ctx, path, &j));
     oc_status st = OC_OK;
     char *have = NULL;
     unsigned char *payload = NULL;

@@ -49,7 +49,7 @@ oc_status oc_mapped_file_open(oc_context *ctx, const char *path, oc_mapped_file 
     f->shrunk_to = -1;
     int fd;
     struct stat sb;
-    OC_CHECK(oc_input_open(ctx, path, &fd, &sb));
+    OC_CHECK(ctx, oc_input_open(ctx, path, &fd, &sb));
     if (sb.st_size == 0) {
         close(fd);
         return oc_fail(ctx, OC_ERR_INPUT, "%s: the file is empty", path);
@@ -146,8 +146,8 @@ static oc_status parse_and_close(oc_context *ctx, const char *path, oc_mapped_fi
 oc_status oc_mapped_read(oc_context *ctx, const char *path, oc_mapped_parse_fn parse, void *arg, oc_matrix **out)
 {
     oc_mapped_file file;
-    OC_CHECK(oc_mapped_file_open(ctx, path, &file));
-    OC_CHECK(parse_and_close(ctx, path, &file, parse, arg, out));
+    OC_CHECK(ctx, oc_mapped_file_open(ctx, path, &file));
+    OC_CHECK(ctx, parse_and_close(ctx, path, &file, parse, arg, out));
     return OC_OK;
 }
 
@@ -156,6 +156,6 @@ oc_status oc_buffer_read(oc_context *ctx, const char *name, const void *data, si
 {
     if (size == 0) return oc_fail(ctx, OC_ERR_INPUT, "%s: the file is empty", name);
     oc_mapped_file file = {.data = data, .size = size, .borrowed = 1, .fd = -1, .guard = -1, .shrunk_to = -1};
-    OC_CHECK(parse_and_close(ctx, name, &file, parse, arg, out));
+    OC_CHECK(ctx, parse_and_close(ctx, name, &file, parse, arg, out));
     return OC_OK;
 }

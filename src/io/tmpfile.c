@@ -102,7 +102,7 @@ oc_status oc_tmpfile_open(oc_context *ctx, const char *path, oc_tmpfile *f)
     f->path = f->tmp_path = NULL;
     f->fd = -1;
     oc_output_prior prior;
-    OC_CHECK(oc_output_path_check(ctx, path, &prior));
+    OC_CHECK(ctx, oc_output_path_check(ctx, path, &prior));
     oc_stale_temps_remove(path);
 
     size_t len = strlen(path), cap = len + OC_TMP_SUFFIX_MAX + 1;

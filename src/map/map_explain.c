@@ -27,7 +27,7 @@ oc_status oc_map_explain(oc_context *ctx, const oc_map *m, int json, char **text
     oc_map_shape_text(m->ndim, m->shape, shape, sizeof shape);
     oc_map_shape_text(m->out_ndim, m->out_shape, oshape, sizeof oshape);
     oc_map_choice choice;
-    OC_CHECK(oc_map_choose(ctx, m, &choice));
+    OC_CHECK(ctx, oc_map_choose(ctx, m, &choice));
     const char *why = choice.explain;
     const char *where = choice.backend->name;
     char threads_text[48];

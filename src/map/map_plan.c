@@ -109,9 +109,9 @@ static int valid_name(const char *s)
 /* Maps a .npy input and checks that it is a C-order array of a type map reads. */
 static oc_status open_file_input(oc_context *ctx, const oc_map_array *a, oc_map_bound *b)
 {
-    OC_CHECK(oc_mapped_file_open(ctx, a->path, &b->file));
+    OC_CHECK(ctx, oc_mapped_file_open(ctx, a->path, &b->file));
     oc_npy_array_info info;
-    OC_CHECK(oc_npy_array_parse(ctx, a->path, b->file.data, b->file.size, &info));
+    OC_CHECK(ctx, oc_npy_array_parse(ctx, a->path, b->file.data, b->file.size, &info));
     b->type = oc_mt_from_descr(info.descr);
     if (b->type < 0)
         return oc_fail(ctx, OC_ERR_INPUT,
@@ -161,7 +161,7 @@ static oc_status bind_inputs(oc_context *ctx, oc_map *m, const oc_map_array *inp
             oc_status st = open_file_input(ctx, a, b);
             /* A header read as zeros because the file was cut meanwhile: the cut is the news. */
             if (st != OC_OK && oc_mapped_file_check(ctx, a->path, &b->file) != OC_OK) st = OC_ERR_INPUT;
-            OC_CHECK(st);
+            OC_CHECK(ctx, st);
             continue;
         }
         if (a->dtype < 0 || a->dtype >= OC_MT_COUNT || a->ndim < 0 || a->ndim > OC_MAP_MAX_DIMS || (!a->shape && a->ndim))
@@ -286,7 +286,7 @@ static oc_status map_create(oc_context *ctx, oc_map *m, const char *expr, const 
     if (!m->text) return oc_fail(ctx, OC_ERR_NO_MEMORY, "out of memory");
     /* Parse first: a syntax error is reported before any file is opened. */
     oc_map_expr tree;
-    OC_CHECK(oc_map_parse(ctx, m->text, &tree));
+    OC_CHECK(ctx, oc_map_parse(ctx, m->text, &tree));
     oc_status st = bind_inputs(ctx, m, inputs, n_inputs);
     oc_map_binding *bind = NULL;
     if (st == OC_OK) {
@@ -336,10 +336,10 @@ static oc_status map_create(oc_context *ctx, oc_map *m, const char *expr, const 
     if (st == OC_OK) st = oc_map_typecheck(ctx, &tree, bind, n_inputs + n_scalars, &m->ir);
     free(bind);
     oc_map_expr_free(&tree);
-    OC_CHECK(st);
+    OC_CHECK(ctx, st);
     mark_used(m);
-    OC_CHECK(broadcast(ctx, m));
-    OC_CHECK(resolve_output(ctx, m));
+    OC_CHECK(ctx, broadcast(ctx, m));
+    OC_CHECK(ctx, resolve_output(ctx, m));
     return OC_OK;
 }
 
@@ -390,7 +390,7 @@ int oc_map_result_shape(const oc_map *m, int64_t *shape)
 static oc_status inputs_unchanged(oc_context *ctx, const oc_map *m)
 {
     for (int i = 0; i < m->n_inputs; i++)
-        OC_CHECK(oc_mapped_file_check(ctx, m->inputs[i].path, &m->inputs[i].file));
+        OC_CHECK(ctx, oc_mapped_file_check(ctx, m->inputs[i].path, &m->inputs[i].file));
     return OC_OK;
 }
 
@@ -420,13 +420,13 @@ oc_status oc_map_run(oc_context *ctx, oc_map *m, const char *out_path, void *out
     oc_map_stats local = {.struct_size = sizeof local};
     double t0 = oc_now();
     oc_map_choice choice;
-    OC_CHECK(oc_map_choose(ctx, m, &choice));
+    OC_CHECK(ctx, oc_map_choose(ctx, m, &choice));
     const oc_map_backend *be = choice.backend;
     oc_npy_out *w = NULL;
     void *dst = out_data;
     if (out_path) {
-        OC_CHECK(check_not_input(ctx, m, out_path));
-        OC_CHECK(oc_npy_out_create_nd(ctx, out_path, oc_mt_descr(m->out_type), oc_mt_size(m->out_type), m->out_ndim,
+        OC_CHECK(ctx, check_not_input(ctx, m, out_path));
+        OC_CHECK(ctx, oc_npy_out_create_nd(ctx, out_path, oc_mt_descr(m->out_type), oc_mt_size(m->out_type), m->out_ndim,
                                       m->out_shape, &w, &dst));
     }
     m->out_is_file = w != NULL;
@@ -443,7 +443,7 @@ oc_status oc_map_run(oc_context *ctx, oc_map *m, const char *out_path, void *out
     } else if (w) {
         oc_npy_out_abort(w);
     }
-    OC_CHECK(st);
+    OC_CHECK(ctx, st);
     local.seconds = oc_now() - t0;
     local.elements = m->count;
     local.bytes_read = 0;

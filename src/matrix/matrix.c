@@ -34,7 +34,7 @@ static oc_status check_dims(oc_context *ctx, int64_t rows, int64_t cols, const c
 oc_status oc_matrix_check_dims(oc_context *ctx, int64_t rows, int64_t cols, const char *name)
 {
     int64_t bytes;
-    OC_CHECK(check_dims(ctx, rows, cols, name, &bytes));
+    OC_CHECK(ctx, check_dims(ctx, rows, cols, name, &bytes));
     if (cols > (int64_t)UINT32_MAX || rows > (int64_t)UINT32_MAX)
         return oc_fail(ctx, OC_ERR_INPUT, "%s: %lld x %lld: a sparse matrix holds at most %lld rows and columns", name,
                        (long long)rows, (long long)cols, (long long)UINT32_MAX);
@@ -56,7 +56,7 @@ oc_matrix *oc_matrix_new_header(int64_t rows, int64_t cols, const char *name)
 oc_status oc_matrix_alloc_uninit(oc_context *ctx, int64_t rows, int64_t cols, const char *name, oc_matrix **out)
 {
     int64_t bytes;
-    OC_CHECK(check_dims(ctx, rows, cols, name, &bytes));
+    OC_CHECK(ctx, check_dims(ctx, rows, cols, name, &bytes));
     oc_matrix *m = oc_matrix_new_header(rows, cols, name);
     if (!m) return oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: out of memory for the matrix header", name);
     m->bits = aligned_alloc(64, (size_t)bytes);
@@ -71,7 +71,7 @@ oc_status oc_matrix_alloc_uninit(oc_context *ctx, int64_t rows, int64_t cols, co
 
 oc_status oc_matrix_alloc(oc_context *ctx, int64_t rows, int64_t cols, const char *name, oc_matrix **out)
 {
-    OC_CHECK(oc_matrix_alloc_uninit(ctx, rows, cols, name, out));
+    OC_CHECK(ctx, oc_matrix_alloc_uninit(ctx, rows, cols, name, out));
     memset((*out)->bits, 0, (size_t)((*out)->rows * (*out)->words_per_row * 8));
     return OC_OK;
 }
@@ -345,7 +345,7 @@ oc_status oc_matrix_row_popcounts(oc_context *ctx, const oc_matrix *m, int threa
             goto cleanup;
         }
     }
-    OC_CHECK_GOTO(oc_parallel_run(ctx, nthreads, tasks, popcount_task, &job, NULL, NULL, NULL));
+    OC_CHECK_GOTO(ctx, st, oc_parallel_run(ctx, nthreads, tasks, popcount_task, &job, NULL, NULL, NULL), cleanup);
 cleanup:
     for (int i = 0; i < nthreads; ++i) free(job.panels[i]);
     free(job.panels);

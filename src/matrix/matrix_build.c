@@ -185,9 +185,9 @@ static oc_status check_shape(oc_context *ctx, const char *name, const void *data
 oc_status oc_matrix_from_dense(oc_context *ctx, const void *data, int64_t rows, int64_t cols, int64_t row_stride,
                                oc_matrix **out)
 {
-    OC_CHECK(check_shape(ctx, OC_DEFAULT_NAME, data, rows, cols, row_stride, cols, out));
+    OC_CHECK(ctx, check_shape(ctx, OC_DEFAULT_NAME, data, rows, cols, row_stride, cols, out));
     oc_matrix *m;
-    OC_CHECK(oc_matrix_alloc_uninit(ctx, rows, cols, OC_DEFAULT_NAME, &m));
+    OC_CHECK(ctx, oc_matrix_alloc_uninit(ctx, rows, cols, OC_DEFAULT_NAME, &m));
     oc_pack_source src = {.data = data, .stride = row_stride, .kind = OC_DENSE_BYTES};
     int64_t bad = -1, col = -1;
     oc_status st = oc_pack_rows_parallel(ctx, m, &src, 0, &bad, &col);
@@ -207,11 +207,11 @@ oc_status oc_matrix_from_bits(oc_context *ctx, const void *data, int64_t rows, i
     if (cols > INT64_MAX - 7)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, OC_DEFAULT_NAME ": %" PRId64 " columns overflow", cols);
     int64_t row_bytes = cols / 8 + (cols % 8 != 0);
-    OC_CHECK(check_shape(ctx, OC_DEFAULT_NAME, data, rows, cols, row_stride, row_bytes, out));
+    OC_CHECK(ctx, check_shape(ctx, OC_DEFAULT_NAME, data, rows, cols, row_stride, row_bytes, out));
     if (order != OC_BITS_MSB_FIRST && order != OC_BITS_LSB_FIRST)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, OC_DEFAULT_NAME ": unknown bit order %d", (int)order);
     oc_matrix *m;
-    OC_CHECK(oc_matrix_alloc_uninit(ctx, rows, cols, OC_DEFAULT_NAME, &m));
+    OC_CHECK(ctx, oc_matrix_alloc_uninit(ctx, rows, cols, OC_DEFAULT_NAME, &m));
     oc_pack_source src = {.data = data, .stride = row_stride, .packed = 1, .order = order};
     int64_t bad = -1, extra = -1;
     oc_status st = oc_pack_rows_parallel(ctx, m, &src, 0, &bad, &extra);
@@ -234,7 +234,7 @@ oc_status oc_matrix_from_csr(oc_context *ctx, int64_t rows, int64_t cols, const 
     static const char fn[] = OC_DEFAULT_NAME;
     if (!indptr) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: indptr is NULL", fn);
     /* indptr is known non-NULL; data stands in for it in the shared checks (stride 1, 1 byte). */
-    OC_CHECK(check_shape(ctx, fn, indptr, rows, cols, 1, 1, out));
+    OC_CHECK(ctx, check_shape(ctx, fn, indptr, rows, cols, 1, 1, out));
     if (indptr[0] < 0)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: indptr[0] = %" PRId64 " is negative", fn, indptr[0]);
     /* Every structural check runs before the allocation, so a bad argument costs nothing. */
@@ -254,7 +254,7 @@ oc_status oc_matrix_from_csr(oc_context *ctx, int64_t rows, int64_t cols, const 
                                "%s: indices[%" PRId64 "] = %" PRId64 " (row %" PRId64 ") is outside [0, %" PRId64 ")",
                                fn, k, indices[k], i, cols);
     /* Held as column lists (matrix.h): the sparse algorithm reads them as they are. */
-    OC_CHECK(oc_matrix_check_dims(ctx, rows, cols, fn));
+    OC_CHECK(ctx, oc_matrix_check_dims(ctx, rows, cols, fn));
     const int64_t count = indptr[rows] - indptr[0];
     uint32_t *row = malloc((size_t)(count ? count : 1) * sizeof *row), *col = malloc((size_t)(count ? count : 1) * sizeof *col);
     oc_status st = OC_OK;

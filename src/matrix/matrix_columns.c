@@ -58,7 +58,7 @@ void oc_matrix_col_counts(const oc_matrix *m, int64_t *counts)
 
 oc_status oc_matrix_lists_from_rows(oc_context *ctx, const oc_matrix *m, oc_matrix **out)
 {
-    OC_CHECK(oc_matrix_check_dims(ctx, m->rows, m->cols, m->name));
+    OC_CHECK(ctx, oc_matrix_check_dims(ctx, m->rows, m->cols, m->name));
     const int64_t row_bytes = m->words_per_row * 8;
     const int64_t panel = (1 << 20) / row_bytes > 0 ? (1 << 20) / row_bytes : 1;
     int64_t cap = 1 << 16, used = 0;
@@ -76,7 +76,7 @@ oc_status oc_matrix_lists_from_rows(oc_context *ctx, const oc_matrix *m, oc_matr
     ptr[0] = 0;
     for (int64_t r0 = 0; r0 < m->rows; r0 += panel) {
         const int64_t nr = m->rows - r0 < panel ? m->rows - r0 : panel;
-        OC_CHECK_GOTO(oc_matrix_load_rows(ctx, m, r0, nr, rows));
+        OC_CHECK_GOTO(ctx, st, oc_matrix_load_rows(ctx, m, r0, nr, rows), cleanup);
         for (int64_t i = 0; i < nr; ++i) {
             const int64_t n = oc_bits_row_columns(rows + i * m->words_per_row, m->words_per_row, row_cols);
             if (used + n > cap) {

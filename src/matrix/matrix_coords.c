@@ -21,7 +21,7 @@ static int u32_ascending(const void *x, const void *y)
 oc_status oc_matrix_from_coords(oc_context *ctx, int64_t rows, int64_t cols, const char *name, const uint32_t *row,
                                 const uint32_t *col, int64_t count, oc_matrix **out)
 {
-    OC_CHECK(oc_matrix_check_dims(ctx, rows, cols, name));
+    OC_CHECK(ctx, oc_matrix_check_dims(ctx, rows, cols, name));
     int64_t *ptr = calloc((size_t)rows + 1, sizeof *ptr);
     uint32_t *idx = malloc((size_t)(count ? count : 1) * sizeof *idx);
     if (!ptr || !idx) {

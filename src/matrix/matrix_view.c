@@ -55,7 +55,7 @@ oc_status oc_matrix_row_view(oc_context *ctx, const oc_matrix *m, int64_t row0, 
         row_view_source *v = malloc(sizeof *v);
         if (!v) return oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: out of memory for a row view", m->name);
         *v = (row_view_source){.parent = m, .row0 = row0};
-        OC_CHECK(oc_matrix_create_file_backed(ctx, rows, m->cols, m->name, &view_ops, v, out));
+        OC_CHECK(ctx, oc_matrix_create_file_backed(ctx, rows, m->cols, m->name, &view_ops, v, out));
     }
     (*out)->has_source = m->has_source;
     (*out)->source_dev = m->source_dev;

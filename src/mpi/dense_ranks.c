@@ -79,7 +79,7 @@ static oc_status write_mirror(oc_rank_job *j, MPI_File fh, int64_t data, const c
         else
             transpose_u32((uint32_t *)piece, (const uint32_t *)block + (j0 - c0), rows, j1 - j0, width);
         for (int64_t jj = j0; jj < j1; ++jj)
-            OC_CHECK(write_at(j, fh, data + (jj * j->n + c0) * (int64_t)es, piece + (jj - j0) * rows * es,
+            OC_CHECK(ctx, write_at(j, fh, data + (jj * j->n + c0) * (int64_t)es, piece + (jj - j0) * rows * es,
                               rows * (int64_t)es));
     }
     return OC_OK;
@@ -108,10 +108,10 @@ static oc_status compute_and_write(oc_rank_job *j, MPI_File fh, int64_t data)
         mem.kind = OC_OUTPUT_MEMORY;
         mem.data = block;
         mem.ld = width;
-        OC_CHECK_GOTO(oc_rank_subjob(j, c0, c1, col0, col0 + width, &j->opts, &mem));
+        OC_CHECK_GOTO(ctx, st, oc_rank_subjob(j, c0, c1, col0, col0 + width, &j->opts, &mem), cleanup);
         for (int64_t r = c0; r < c1; ++r)
-            OC_CHECK_GOTO(write_at(j, fh, data + (r * j->p + col0) * (int64_t)es, block + (r - c0) * width * es,
-                                   width * (int64_t)es));
+            OC_CHECK_GOTO(ctx, st, write_at(j, fh, data + (r * j->p + col0) * (int64_t)es, block + (r - c0) * width * es,
+                                   width * (int64_t)es), cleanup);
         if (j->symmetric && c1 < j->n) {
             int64_t piece_rows = MIRROR_PIECE_BYTES / ((c1 - c0) * (int64_t)es);
             if (piece_rows < 1) piece_rows = 1;
@@ -121,7 +121,7 @@ static oc_status compute_and_write(oc_rank_job *j, MPI_File fh, int64_t data)
                 st = oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the mirror buffer");
                 goto cleanup;
             }
-            OC_CHECK_GOTO(write_mirror(j, fh, data, block, c0, c1, width, es, piece, piece_rows));
+            OC_CHECK_GOTO(ctx, st, write_mirror(j, fh, data, block, c0, c1, width, es, piece, piece_rows), cleanup);
         }
     }
 cleanup:
@@ -137,12 +137,12 @@ static oc_status create_output(oc_rank_job *j, oc_tmpfile *tf, int *have_tf, uns
     char ext[16];
     if (strcmp(oc_path_extension(j->path, ext, sizeof ext), "npy") != 0)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: a dense result is written as .npy; got '.%s'", j->path, ext);
-    OC_CHECK(oc_output_check_not_input(ctx, j->path, j->a, j->b));
+    OC_CHECK(ctx, oc_output_check_not_input(ctx, j->path, j->a, j->b));
     *hlen = oc_npy_header(header, (int)j->dtype, j->n, j->p, 0);
-    OC_CHECK(oc_tmpfile_open(ctx, j->path, tf));
+    OC_CHECK(ctx, oc_tmpfile_open(ctx, j->path, tf));
     *have_tf = 1;
     int64_t total = (int64_t)*hlen + j->n * j->p * (int64_t)oc_dtype_size(j->dtype);
-    OC_CHECK(oc_sys_check_space(ctx, tf->fd, j->path, total));
+    OC_CHECK(ctx, oc_sys_check_space(ctx, tf->fd, j->path, total));
     if (ftruncate(tf->fd, (off_t)total) != 0)
         return oc_fail(ctx, OC_ERR_IO, "%s: cannot size the output to %lld bytes", j->path, (long long)total);
     return OC_OK;

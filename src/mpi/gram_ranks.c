@@ -58,16 +58,16 @@ oc_status oc_rank_subjob(oc_rank_job *j, int64_t r0, int64_t r1, int64_t c0, int
     oc_context *ctx = j->ctx;
     oc_matrix *va = NULL, *vb = NULL;
     oc_status st = OC_OK;
-    OC_CHECK_GOTO(oc_matrix_row_view(ctx, j->a, r0, r1 - r0, &va));
+    OC_CHECK_GOTO(ctx, st, oc_matrix_row_view(ctx, j->a, r0, r1 - r0, &va), cleanup);
     /* The whole of B is passed as it is; a view of A for the columns makes the sub-job an
      * A·Bᵀ one even for A·Aᵀ (b != a), which is what a block off the diagonal is. */
     const oc_matrix *b = j->b;
     if (c0 != 0 || c1 != j->p || j->symmetric) {
-        OC_CHECK_GOTO(oc_matrix_row_view(ctx, j->b, c0, c1 - c0, &vb));
+        OC_CHECK_GOTO(ctx, st, oc_matrix_row_view(ctx, j->b, c0, c1 - c0, &vb), cleanup);
         b = vb;
     }
     oc_gram_stats s = {.struct_size = sizeof s};
-    OC_CHECK_GOTO(oc_gram(ctx, va, b, o, out, &s));
+    OC_CHECK_GOTO(ctx, st, oc_gram(ctx, va, b, o, out, &s), cleanup);
     add_stats(&j->stats, &s);
 cleanup:
     oc_matrix_free(va);
@@ -230,7 +230,7 @@ oc_status oc_gram_ranks(oc_context *ctx, const oc_matrix *a, const oc_matrix *b,
     if (st != OC_OK) return st; /* every rank, with the agreed status and message */
 
     oc_gram_stats total = {0};
-    OC_CHECK(summarise(&j, &total, ranks_json));
+    OC_CHECK(ctx, summarise(&j, &total, ranks_json));
     double seconds = oc_now() - t0;
     MPI_Allreduce(MPI_IN_PLACE, &seconds, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     total.seconds = seconds;

@@ -41,7 +41,7 @@
 static oc_status check_select_path(oc_rank_job *j, int topk)
 {
     oc_context *ctx = j->ctx;
-    OC_CHECK(oc_select_out_check_path(ctx, j->path, topk));
+    OC_CHECK(ctx, oc_select_out_check_path(ctx, j->path, topk));
     return oc_output_check_not_input(ctx, j->path, j->a, j->b);
 }
 
@@ -95,7 +95,7 @@ static oc_status topk_compute(oc_rank_job *j, int64_t *idx, char *scores)
     }
     out.indices = wide_idx;
     out.scores = wide_sc;
-    OC_CHECK_GOTO(oc_rank_subjob(j, j->row0, j->row1, 0, j->p, &o, &out));
+    OC_CHECK_GOTO(ctx, st, oc_rank_subjob(j, j->row0, j->row1, 0, j->p, &o, &out), cleanup);
     for (int64_t r = 0; r < rows; ++r)
         drop_self(j->row0 + r, k, wide, es, pad, wide_idx + r * wide, wide_sc + r * wide * (int64_t)es, idx + r * k,
                   scores + r * k * (int64_t)es);

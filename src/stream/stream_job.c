@@ -98,7 +98,7 @@ oc_status oc_stream_job_make(oc_context *ctx, const oc_stream_spec *spec, const 
     int first = -1;
     for (int k = 0; k < spec->narrays; ++k) {
         oc_stream_job_array *ja = &job->arrays[k];
-        OC_CHECK(check_array(ctx, k, &spec->arrays[k], ja));
+        OC_CHECK(ctx, check_array(ctx, k, &spec->arrays[k], ja));
         if (!ja->chunked) {
             job->side_bytes += ja->total_bytes;
             job->side_buffers++;

@@ -37,8 +37,8 @@ oc_status oc_stream_plan_make(oc_context *ctx, const oc_stream_plan_input *in, o
                                .cores = in->cores, .dense_output = in->down_row_bytes > 0 || in->result_bytes > 0,
                                .device_name = dev};
     oc_engine_plan ep;
-    OC_CHECK(oc_engine_plan_device_budget(ctx, &ei, &ep));
-    OC_CHECK(oc_engine_plan_threads(ctx, &ei, &ep));
+    OC_CHECK(ctx, oc_engine_plan_device_budget(ctx, &ei, &ep));
+    OC_CHECK(ctx, oc_engine_plan_threads(ctx, &ei, &ep));
     plan->device_budget = ep.device_budget;
     plan->device_budget_given = ep.device_budget_given;
     plan->sinks = ep.sinks, plan->copy_threads = ep.copy_threads, plan->workers = ep.workers;

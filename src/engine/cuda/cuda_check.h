@@ -37,13 +37,14 @@ static inline oc_status oc_cuda_fail_at(oc_context *ctx, cudaError_t e, const ch
         if (oc_cuda_e_ != cudaSuccess) return oc_cuda_fail_at((ctx), oc_cuda_e_, #call, __FILE__, __LINE__); \
     } while (0)
 
-/* The same inside functions with a `cleanup:` label and a status variable `st`. */
-#define CUDA_CHECK_GOTO(ctx, call)                                                                 \
+/* The same inside functions that release resources at a label: stores the status in st and
+ * jumps to label. */
+#define CUDA_CHECK_GOTO(ctx, st, call, label)                                                      \
     do {                                                                                           \
         cudaError_t oc_cuda_e_ = (call);                                                           \
         if (oc_cuda_e_ != cudaSuccess) {                                                           \
-            st = oc_cuda_fail_at((ctx), oc_cuda_e_, #call, __FILE__, __LINE__);                    \
-            goto cleanup;                                                                          \
+            (st) = oc_cuda_fail_at((ctx), oc_cuda_e_, #call, __FILE__, __LINE__);                  \
+            goto label;                                                                            \
         }                                                                                          \
     } while (0)
 

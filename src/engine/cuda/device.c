@@ -253,7 +253,7 @@ static oc_status launch_prepare(oc_context *ctx, oc_cuda_device *dev, const void
         oc_kernel_resources r = {.regs_per_thread = fa.numRegs, .static_smem = fa.sharedSizeBytes,
                                  .local_bytes = fa.localSizeBytes, .max_threads_per_block = fa.maxThreadsPerBlock};
         oc_launch_verdict v;
-        OC_CHECK(oc_launch_check(dev->arch, &r, block, dyn_smem, &v));
+        OC_CHECK(ctx, oc_launch_check(dev->arch, &r, block, dyn_smem, &v));
         if (!v.fits) {
             /* The explanation has several lines; the message must stay one line. */
             for (char *c = v.explanation; *c; ++c)

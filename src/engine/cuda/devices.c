@@ -131,10 +131,10 @@ static oc_status measure_bandwidth(oc_context *ctx, oc_device_info *g)
     void *dev_a = NULL, *dev_b = NULL, *pin_a = NULL, *pin_b = NULL;
     char *pageable = NULL;
     cudaStream_t s1 = NULL, s2 = NULL;
-    CUDA_CHECK_GOTO(ctx, cudaMalloc(&dev_a, bytes));
-    CUDA_CHECK_GOTO(ctx, cudaMalloc(&dev_b, bytes));
-    CUDA_CHECK_GOTO(ctx, cudaMallocHost(&pin_a, bytes));
-    CUDA_CHECK_GOTO(ctx, cudaMallocHost(&pin_b, bytes));
+    CUDA_CHECK_GOTO(ctx, st, cudaMalloc(&dev_a, bytes), cleanup);
+    CUDA_CHECK_GOTO(ctx, st, cudaMalloc(&dev_b, bytes), cleanup);
+    CUDA_CHECK_GOTO(ctx, st, cudaMallocHost(&pin_a, bytes), cleanup);
+    CUDA_CHECK_GOTO(ctx, st, cudaMallocHost(&pin_b, bytes), cleanup);
     pageable = malloc(bytes);
     if (!pageable) {
         st = oc_fail(ctx, OC_ERR_NO_MEMORY, "out of host memory for a %zu-byte bandwidth buffer", bytes);
@@ -144,15 +144,15 @@ static oc_status measure_bandwidth(oc_context *ctx, oc_device_info *g)
     memset(pageable, 1, bytes);
     memset(pin_a, 1, bytes);
     memset(pin_b, 1, bytes);
-    CUDA_CHECK_GOTO(ctx, cudaMemset(dev_a, 0, bytes));
-    CUDA_CHECK_GOTO(ctx, cudaMemset(dev_b, 0, bytes));
-    CUDA_CHECK_GOTO(ctx, cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking));
-    CUDA_CHECK_GOTO(ctx, cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
-    OC_CHECK_GOTO(time_copy(ctx, dev_a, pageable, bytes, cudaMemcpyHostToDevice, s1, &g->h2d_pageable));
-    OC_CHECK_GOTO(time_copy(ctx, pageable, dev_a, bytes, cudaMemcpyDeviceToHost, s1, &g->d2h_pageable));
-    OC_CHECK_GOTO(time_copy(ctx, dev_a, pin_a, bytes, cudaMemcpyHostToDevice, s1, &g->h2d_pinned));
-    OC_CHECK_GOTO(time_copy(ctx, pin_a, dev_a, bytes, cudaMemcpyDeviceToHost, s1, &g->d2h_pinned));
-    OC_CHECK_GOTO(time_bidirectional(ctx, dev_a, dev_b, pin_a, pin_b, bytes, s1, s2, &g->bidir_pinned));
+    CUDA_CHECK_GOTO(ctx, st, cudaMemset(dev_a, 0, bytes), cleanup);
+    CUDA_CHECK_GOTO(ctx, st, cudaMemset(dev_b, 0, bytes), cleanup);
+    CUDA_CHECK_GOTO(ctx, st, cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking), cleanup);
+    CUDA_CHECK_GOTO(ctx, st, cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking), cleanup);
+    OC_CHECK_GOTO(ctx, st, time_copy(ctx, dev_a, pageable, bytes, cudaMemcpyHostToDevice, s1, &g->h2d_pageable), cleanup);
+    OC_CHECK_GOTO(ctx, st, time_copy(ctx, pageable, dev_a, bytes, cudaMemcpyDeviceToHost, s1, &g->d2h_pageable), cleanup);
+    OC_CHECK_GOTO(ctx, st, time_copy(ctx, dev_a, pin_a, bytes, cudaMemcpyHostToDevice, s1, &g->h2d_pinned), cleanup);
+    OC_CHECK_GOTO(ctx, st, time_copy(ctx, pin_a, dev_a, bytes, cudaMemcpyDeviceToHost, s1, &g->d2h_pinned), cleanup);
+    OC_CHECK_GOTO(ctx, st, time_bidirectional(ctx, dev_a, dev_b, pin_a, pin_b, bytes, s1, s2, &g->bidir_pinned), cleanup);
     g->bandwidth_bytes = (int64_t)bytes;
 cleanup:
     if (s2) cudaStreamDestroy(s2);
@@ -191,7 +191,7 @@ static oc_status describe(oc_context *ctx, int index, int bandwidth, oc_device_i
     g->copy_engines = p.asyncEngineCount;
     CUDA_CHECK(ctx, cudaDeviceGetPCIBusId(g->pci_bus_id, (int)sizeof g->pci_bus_id, index));
     pcie_link(g);
-    if (bandwidth) OC_CHECK(measure_bandwidth(ctx, g));
+    if (bandwidth) OC_CHECK(ctx, measure_bandwidth(ctx, g));
     return OC_OK;
 }
 
@@ -207,7 +207,7 @@ static oc_status probe_devices(oc_context *ctx, int bandwidth, oc_devices *d)
     d->devices = calloc((size_t)count, sizeof *d->devices);
     if (!d->devices) return oc_fail(ctx, OC_ERR_NO_MEMORY, "out of host memory");
     for (int i = 0; i < count; i++) {
-        OC_CHECK(describe(ctx, i, bandwidth, &d->devices[i]));
+        OC_CHECK(ctx, describe(ctx, i, bandwidth, &d->devices[i]));
         d->count = i + 1;
     }
     return OC_OK;

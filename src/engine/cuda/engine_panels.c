@@ -93,7 +93,7 @@ static oc_status fill_slot(oc_engine_worker *w, int side, int64_t index, int sli
     if (slice >= 0) key = oc_engine_window_key(w->window, key, slice);
     slice_words(w, m, slice, &w0, &w1);
     if (from) {
-        OC_CHECK(copy_panel(w, from, slot, m, rows, w0, w1, stream));
+        OC_CHECK(ctx, copy_panel(w, from, slot, m, rows, w0, w1, stream));
     } else {
         pthread_mutex_lock(&w->upload_lock);
         const int64_t row0 = index * w->plan.tiles.tile;
@@ -111,7 +111,7 @@ static oc_status fill_slot(oc_engine_worker *w, int side, int64_t index, int sli
         CUDA_CHECK(ctx, cudaEventRecord(w->slice_loaded[slot * w->window->slices + slice], stream));
         return OC_OK;
     }
-    if (w->job.panel_loaded) OC_CHECK(w->job.panel_loaded(w->job.user, w->panel[slot], rows, stream));
+    if (w->job.panel_loaded) OC_CHECK(ctx, w->job.panel_loaded(w->job.user, w->panel[slot], rows, stream));
     CUDA_CHECK(ctx, cudaEventRecord(w->panel_loaded[slot], stream));
     return OC_OK;
 }
@@ -133,7 +133,7 @@ static oc_status place_panel(oc_engine_worker *w, oc_panel_cache *cache, int sid
     oc_context *ctx = w->ctx;
     int load;
     *slot = oc_panel_cache_place(cache, oc_tile_panel_key(side, index), keep, &load);
-    if (load) OC_CHECK(load_panel(w, side, index, *slot));
+    if (load) OC_CHECK(ctx, load_panel(w, side, index, *slot));
     return OC_OK;
 }
 
@@ -170,13 +170,13 @@ static oc_status place_sliced(oc_engine_worker *w, int64_t panel, int slot, int 
     oc_context *ctx = w->ctx;
     const int S = w->window->slices;
     for (int s = 0; s < S; ++s) {
-        OC_CHECK(place_prestaged(w, oc_engine_window_key(w->window, panel, s), nowait, placed));
+        OC_CHECK(ctx, place_prestaged(w, oc_engine_window_key(w->window, panel, s), nowait, placed));
         if (!*placed) return OC_OK;
     }
     for (int s = 0; s < S; ++s) CUDA_CHECK(ctx, cudaStreamWaitEvent(w->peer, w->slice_loaded[slot * S + s], 0));
     const oc_matrix *m = panel % 2 ? w->job.b : w->job.a;
     int64_t rows = oc_tile_panel_rows(&w->plan.tiles, m->rows, panel / 2);
-    if (w->job.panel_loaded) OC_CHECK(w->job.panel_loaded(w->job.user, w->panel[slot], rows, w->peer));
+    if (w->job.panel_loaded) OC_CHECK(ctx, w->job.panel_loaded(w->job.user, w->panel[slot], rows, w->peer));
     CUDA_CHECK(ctx, cudaEventRecord(w->panel_loaded[slot], w->peer));
     w->placed[slot] = 1;
     return OC_OK;
@@ -217,7 +217,7 @@ static oc_status place_prestaged(oc_engine_worker *w, int64_t key, int nowait, i
                 return OC_OK;
             }
         }
-        OC_CHECK(fill_slot(w, (int)(panel % 2), panel / 2, slice, slot, w->peer, how == OC_PANEL_COPY ? &from : NULL));
+        OC_CHECK(ctx, fill_slot(w, (int)(panel % 2), panel / 2, slice, slot, w->peer, how == OC_PANEL_COPY ? &from : NULL));
     }
     *mark = 1;
     return OC_OK;
@@ -234,8 +234,8 @@ oc_status oc_engine_place_slice(oc_engine_worker *w, int64_t key, int s, int *sl
 static oc_status place_prestaged_tile(oc_engine_worker *w, int64_t ka, int64_t kb, int nowait, int *placed)
 {
     oc_context *ctx = w->ctx;
-    OC_CHECK(place_prestaged(w, ka, nowait, placed));
-    if (*placed && kb != ka) OC_CHECK(place_prestaged(w, kb, nowait, placed));
+    OC_CHECK(ctx, place_prestaged(w, ka, nowait, placed));
+    if (*placed && kb != ka) OC_CHECK(ctx, place_prestaged(w, kb, nowait, placed));
     return OC_OK;
 }
 
@@ -303,12 +303,12 @@ oc_status oc_engine_place_tile(oc_engine_worker *w, oc_panel_cache *cache, int64
     int64_t ka = oc_tile_panel_key(0, I), kb = oc_tile_panel_key(side_b, J);
     if (w->prestage) {
         int placed;
-        OC_CHECK(place_prestaged_tile(w, ka, kb, 0, &placed));
+        OC_CHECK(ctx, place_prestaged_tile(w, ka, kb, 0, &placed));
         *sa = resident_slot(w, ka), *sb = resident_slot(w, kb);
         return OC_OK;
     }
-    OC_CHECK(place_panel(w, cache, 0, I, kb, sa));
-    if (kb != ka) OC_CHECK(place_panel(w, cache, side_b, J, ka, sb));
+    OC_CHECK(ctx, place_panel(w, cache, 0, I, kb, sa));
+    if (kb != ka) OC_CHECK(ctx, place_panel(w, cache, side_b, J, ka, sb));
     else *sb = *sa;
     return OC_OK;
 }
@@ -335,7 +335,7 @@ oc_status oc_engine_prefetch(oc_engine_worker *w, oc_panel_cache *cache, oc_tile
         int64_t nI, nJ;
         oc_tile_source_tile(src, *prefetched + 1, &nI, &nJ);
         int placed;
-        OC_CHECK(place_prestaged_tile(w, oc_tile_panel_key(0, nI), oc_tile_panel_key(side_b, nJ), 1, &placed));
+        OC_CHECK(ctx, place_prestaged_tile(w, oc_tile_panel_key(0, nI), oc_tile_panel_key(side_b, nJ), 1, &placed));
         if (!placed) return OC_OK;
     }
     if (w->prestage) return OC_OK;
@@ -346,7 +346,7 @@ oc_status oc_engine_prefetch(oc_engine_worker *w, oc_panel_cache *cache, oc_tile
         int na, nb, need = tile_uploads(cache, side_b, nI, nJ);
         if (need && issued) break;
         issued += need;
-        OC_CHECK(oc_engine_place_tile(w, cache, nI, nJ, &na, &nb));
+        OC_CHECK(ctx, oc_engine_place_tile(w, cache, nI, nJ, &na, &nb));
     }
     return OC_OK;
 }

@@ -78,12 +78,12 @@ oc_status oc_engine_sinks_open(oc_context *ctx, oc_pool *pool, const oc_engine_p
         st = oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the sinks' slot tables");
         goto cleanup;
     }
-    OC_CHECK_GOTO(oc_staging_create(ctx, pool, s->slots, plan->d2h_slot_bytes, alloc_bytes, "the pinned download ring",
-                                    NULL, &s->ring));
+    OC_CHECK_GOTO(ctx, st, oc_staging_create(ctx, pool, s->slots, plan->d2h_slot_bytes, alloc_bytes, "the pinned download ring",
+                                    NULL, &s->ring), cleanup);
     /* Sinks sleep on these events rather than spin: a dozen spinning threads would take the
      * cores the copies need. No timing: they only order work. */
     for (int k = 0; k < s->slots; ++k)
-        CUDA_CHECK_GOTO(ctx, cudaEventCreateWithFlags(&s->ready[k], cudaEventDisableTiming | cudaEventBlockingSync));
+        CUDA_CHECK_GOTO(ctx, st, cudaEventCreateWithFlags(&s->ready[k], cudaEventDisableTiming | cudaEventBlockingSync), cleanup);
     *out = s;
     return OC_OK;
 cleanup:
@@ -101,7 +101,7 @@ oc_status oc_engine_sinks_download(oc_context *ctx, oc_engine_sinks *s, const ch
     for (int64_t r0 = 0; r0 < rows; r0 += chunk_rows) {
         int64_t nr = rows - r0 < chunk_rows ? rows - r0 : chunk_rows;
         int k = 0;
-        OC_CHECK(oc_staging_acquire(ctx, s->ring, &k, waited));
+        OC_CHECK(ctx, oc_staging_acquire(ctx, s->ring, &k, waited));
         cudaError_t e = cudaMemcpy2DAsync(oc_staging_slot(s->ring, k), width, src + (size_t)r0 * pitch, pitch, width,
                                           (size_t)nr, cudaMemcpyDeviceToHost, d2h);
         if (e == cudaSuccess) e = cudaEventRecord(s->ready[k], d2h);

@@ -89,10 +89,10 @@ oc_status oc_engine_upload_open(oc_context *ctx, oc_pool *pool, const oc_engine_
     }
     /* The driving thread sleeps on these rather than spin beside the copy threads. */
     for (int k = 0; k < u->slots; ++k)
-        CUDA_CHECK_GOTO(ctx, cudaEventCreateWithFlags(&u->read_done[k], cudaEventDisableTiming | cudaEventBlockingSync));
+        CUDA_CHECK_GOTO(ctx, st, cudaEventCreateWithFlags(&u->read_done[k], cudaEventDisableTiming | cudaEventBlockingSync), cleanup);
     oc_staging_ops ops = {.user = u, .wait_reusable = wait_read_done};
-    OC_CHECK_GOTO(oc_staging_create(ctx, pool, u->slots, plan->h2d_slot_bytes, alloc_bytes, "the pinned upload ring",
-                                    &ops, &u->ring));
+    OC_CHECK_GOTO(ctx, st, oc_staging_create(ctx, pool, u->slots, plan->h2d_slot_bytes, alloc_bytes, "the pinned upload ring",
+                                    &ops, &u->ring), cleanup);
     *out = u;
     return OC_OK;
 cleanup:
@@ -114,7 +114,7 @@ oc_status oc_engine_upload_rows(oc_context *ctx, oc_engine_upload *u, const oc_m
     for (int64_t r = 0; r < rows; r += per_slot) {
         const int64_t n = rows - r < per_slot ? rows - r : per_slot, len = n * width;
         int k;
-        OC_CHECK(oc_staging_acquire(ctx, u->ring, &k, waited));
+        OC_CHECK(ctx, oc_staging_acquire(ctx, u->ring, &k, waited));
         unsigned char *pin = oc_staging_slot(u->ring, k);
         piece p = {.dst = pin, .bytes = len, .ctx = ctx, .m = m, .row0 = row0 + r, .rows = n, .w0 = w0,
                    .w1 = whole ? 0 : w1};

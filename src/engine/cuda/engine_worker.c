@@ -83,7 +83,7 @@ static oc_status window_counts(oc_engine_worker *w, int64_t t, int32_t **counts)
         const int64_t n = counts_piece_tiles(w, t);
         double t0 = oc_now();
         char *piece;
-        OC_CHECK(oc_pool_alloc(ctx, w->dev.pool, w->partial_stride * (size_t)n, "the counts of tiles split on K",
+        OC_CHECK(ctx, oc_pool_alloc(ctx, w->dev.pool, w->partial_stride * (size_t)n, "the counts of tiles split on K",
                                (void **)&piece));
         place_counts(w, t, n, piece);
         w->partial_seconds += oc_now() - t0;
@@ -137,7 +137,7 @@ oc_status oc_engine_worker_setup(oc_engine_worker *w, const oc_engine_plan *plan
     snprintf(who, sizeof who, "cuda:%d setup", w->dev.index);
     double t = oc_now();
     oc_mem_ops ops = oc_cuda_mem_ops(ctx);
-    OC_CHECK(oc_pool_create(ctx, &ops, w->dev.index, plan->device_budget, job->gpu_mem_mode, plan->host_budget,
+    OC_CHECK(ctx, oc_pool_create(ctx, &ops, w->dev.index, plan->device_budget, job->gpu_mem_mode, plan->host_budget,
                             &w->dev.pool));
     w->ready = 1;
 
@@ -164,17 +164,17 @@ oc_status oc_engine_worker_setup(oc_engine_worker *w, const oc_engine_plan *plan
         first_counts = counts_piece_tiles(w, 0);
     }
     char *panels = NULL, *outs = NULL;
-    OC_CHECK(oc_pool_alloc(ctx, w->dev.pool, panel_stride * (size_t)ns + w->partial_stride * (size_t)first_counts,
+    OC_CHECK(ctx, oc_pool_alloc(ctx, w->dev.pool, panel_stride * (size_t)ns + w->partial_stride * (size_t)first_counts,
                            first_counts ? "the row panels and the first counts of tiles split on K" : "the row panels",
                            (void **)&panels));
-    OC_CHECK(oc_pool_alloc(ctx, w->dev.pool, out_stride * (size_t)no, "the output tiles", (void **)&outs));
+    OC_CHECK(ctx, oc_pool_alloc(ctx, w->dev.pool, out_stride * (size_t)no, "the output tiles", (void **)&outs));
     for (int s = 0; s < ns; ++s) w->panel[s] = panels + panel_stride * (size_t)s;
     for (int s = 0; s < no; ++s) w->out[s] = outs + out_stride * (size_t)s;
     if (first_counts > 0) place_counts(w, 0, first_counts, panels + panel_stride * (size_t)ns);
-    OC_CHECK(create_events(ctx, &w->panel_loaded, ns));
-    OC_CHECK(create_events(ctx, &w->panel_free, 2 * ns));
-    OC_CHECK(create_events(ctx, &w->out_done, no));
-    OC_CHECK(create_events(ctx, &w->out_free, no));
+    OC_CHECK(ctx, create_events(ctx, &w->panel_loaded, ns));
+    OC_CHECK(ctx, create_events(ctx, &w->panel_free, 2 * ns));
+    OC_CHECK(ctx, create_events(ctx, &w->out_done, no));
+    OC_CHECK(ctx, create_events(ctx, &w->out_free, no));
     if (tp->resident) {
         CUDA_CHECK(ctx, cudaStreamCreateWithFlags(&w->peer, cudaStreamNonBlocking));
         w->placed = calloc((size_t)ns, 1);
@@ -184,26 +184,26 @@ oc_status oc_engine_worker_setup(oc_engine_worker *w, const oc_engine_plan *plan
     int64_t partial_slices = 0;
     if (w->window) {
         const int S = w->window->slices;
-        OC_CHECK(create_events(ctx, &w->slice_loaded, ns * S));
+        OC_CHECK(ctx, create_events(ctx, &w->slice_loaded, ns * S));
         w->slice_placed = calloc((size_t)(ns * S), 1);
         if (!w->slice_placed) return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the worker's slice tables");
         partial_slices = w->windowed * (S - 1);
     }
-    if (oc_tracing()) OC_CHECK(oc_engine_trace_open(ctx, tp->ntiles + partial_slices, &w->trace));
+    if (oc_tracing()) OC_CHECK(ctx, oc_engine_trace_open(ctx, tp->ntiles + partial_slices, &w->trace));
     oc_trace_phase(&t, who, "device memory and events");
 
     oc_workers *pool_threads;
-    OC_CHECK(oc_context_workers(ctx, plan->workers, &pool_threads));
+    OC_CHECK(ctx, oc_context_workers(ctx, plan->workers, &pool_threads));
     oc_trace_phase(&t, who, "threads");
     oc_workers_limit_tasks(pool_threads, plan->sinks);
     int64_t h2d_need = oc_staging_bytes(plan->h2d_slots, plan->h2d_slot_bytes);
     int64_t d2h_need = plan->d2h_slots ? oc_staging_bytes(plan->d2h_slots, plan->d2h_slot_bytes) : 0;
     size_t h2d_bytes = ring_bytes(ctx, h2d_need, plan->host_budget - d2h_need);
-    OC_CHECK(oc_engine_upload_open(ctx, w->dev.pool, plan, h2d_bytes, pool_threads, &w->upload));
+    OC_CHECK(ctx, oc_engine_upload_open(ctx, w->dev.pool, plan, h2d_bytes, pool_threads, &w->upload));
     oc_trace_phase(&t, who, "upload ring");
     if (job->dense && plan->d2h_slots > 0) {
         size_t d2h_bytes = ring_bytes(ctx, d2h_need, plan->host_budget - (int64_t)h2d_bytes);
-        OC_CHECK(oc_engine_sinks_open(ctx, w->dev.pool, plan, d2h_bytes, w->dev.index, job->dense, job->host_mirror,
+        OC_CHECK(ctx, oc_engine_sinks_open(ctx, w->dev.pool, plan, d2h_bytes, w->dev.index, job->dense, job->host_mirror,
                                       pool_threads, &w->sinks));
         oc_trace_phase(&t, who, "sinks");
     }
@@ -211,7 +211,7 @@ oc_status oc_engine_worker_setup(oc_engine_worker *w, const oc_engine_plan *plan
      * delayed its first tile, which waited for its first panels anyway (bench/RESULTS.md).
      * The order is the shared one, known before any part set up. */
     if (tp->resident && w->exchange && w->queue) {
-        OC_CHECK(oc_engine_prestage_begin(w, w->shared_order, tp->ntiles));
+        OC_CHECK(ctx, oc_engine_prestage_begin(w, w->shared_order, tp->ntiles));
         oc_trace_phase(&t, who, "uploads started");
     }
     return OC_OK;
@@ -235,7 +235,7 @@ static oc_status download_tile(oc_engine_worker *w, const oc_engine_tile *t)
     size_t pitch = (size_t)(w->plan.tiles.tile * (int64_t)w->job.dense->elem_size);
     CUDA_CHECK(ctx, cudaStreamWaitEvent(w->dev.d2h, w->out_done[t->out_slot], 0));
     for (int b = 0; b < nblocks; ++b)
-        OC_CHECK(oc_engine_sinks_download(ctx, w->sinks, blocks[b].src, pitch, blocks[b].i0, blocks[b].j0, blocks[b].rows,
+        OC_CHECK(ctx, oc_engine_sinks_download(ctx, w->sinks, blocks[b].src, pitch, blocks[b].i0, blocks[b].j0, blocks[b].rows,
                                           blocks[b].cols, w->dev.d2h, &w->counts.bytes_d2h, &w->counts.acquire_seconds));
     CUDA_CHECK(ctx, cudaEventRecord(w->out_free[t->out_slot], w->dev.d2h));
     return OC_OK;
@@ -253,7 +253,7 @@ static oc_status compute_tile(oc_engine_worker *w, oc_panel_cache *cache, int64_
     if (w->fail_at == t + 1)
         return oc_fail(ctx, OC_ERR_DEVICE, "cuda:%d: injected launch failure at tile %lld (OUTCORE_FAULT_DEVICE)", w->dev.index,
                        (long long)(t + 1));
-    OC_CHECK(oc_engine_place_tile(w, cache, I, J, &sa, &sb));
+    OC_CHECK(ctx, oc_engine_place_tile(w, cache, I, J, &sa, &sb));
     int o = (int)(t % tp->out_slots), c = (int)(t % w->streams);
     cudaStream_t stream = c ? w->dev.compute2 : w->dev.compute;
     CUDA_CHECK(ctx, cudaStreamWaitEvent(stream, w->panel_loaded[sa], 0));
@@ -263,12 +263,12 @@ static oc_status compute_tile(oc_engine_worker *w, oc_panel_cache *cache, int64_
                              .cols = (int)oc_tile_panel_rows(tp, w->job.b->rows, J), .panel_a = w->panel[sa],
                              .panel_b = w->panel[sb], .out = w->out[o], .out_slot = o, .stream = stream};
     if (t < w->windowed) { /* the last slice of a window tile (run_window) */
-        OC_CHECK(window_counts(w, t, &tile->partial));
+        OC_CHECK(ctx, window_counts(w, t, &tile->partial));
         tile->k0 = w->window->bounds[w->window->slices - 1];
     }
-    if (w->trace) OC_CHECK(oc_engine_trace_tile_begin(ctx, w->trace, t, stream));
-    OC_CHECK(w->job.compute(w->job.user, tile, &w->counts.bit_macs));
-    if (w->trace) OC_CHECK(oc_engine_trace_tile_end(ctx, w->trace, t, stream));
+    if (w->trace) OC_CHECK(ctx, oc_engine_trace_tile_begin(ctx, w->trace, t, stream));
+    OC_CHECK(ctx, w->job.compute(w->job.user, tile, &w->counts.bit_macs));
+    if (w->trace) OC_CHECK(ctx, oc_engine_trace_tile_end(ctx, w->trace, t, stream));
     w->counts.tiles++;
     CUDA_CHECK(ctx, cudaEventRecord(w->out_done[o], stream));
     CUDA_CHECK(ctx, cudaEventRecord(w->panel_free[2 * sa + c], stream));
@@ -293,19 +293,19 @@ static oc_status run_window(oc_engine_worker *w, oc_tile_source *src)
             int64_t I, J;
             int sa, sb;
             oc_tile_source_tile(src, t, &I, &J);
-            OC_CHECK(oc_engine_place_slice(w, oc_tile_panel_key(0, I), s, &sa));
-            OC_CHECK(oc_engine_place_slice(w, oc_tile_panel_key(side_b, J), s, &sb));
+            OC_CHECK(ctx, oc_engine_place_slice(w, oc_tile_panel_key(0, I), s, &sa));
+            OC_CHECK(ctx, oc_engine_place_slice(w, oc_tile_panel_key(side_b, J), s, &sb));
             cudaStream_t stream = t % w->streams ? w->dev.compute2 : w->dev.compute;
             CUDA_CHECK(ctx, cudaStreamWaitEvent(stream, w->slice_loaded[sa * win->slices + s], 0));
             CUDA_CHECK(ctx, cudaStreamWaitEvent(stream, w->slice_loaded[sb * win->slices + s], 0));
             oc_engine_tile tile = {.t = t, .I = I, .J = J, .rows = (int)oc_tile_panel_rows(tp, w->job.a->rows, I),
                                    .cols = (int)oc_tile_panel_rows(tp, w->job.b->rows, J), .panel_a = w->panel[sa],
                                    .panel_b = w->panel[sb], .out_slot = -1, .stream = stream, .k0 = win->bounds[s]};
-            OC_CHECK(window_counts(w, t, &tile.partial));
+            OC_CHECK(ctx, window_counts(w, t, &tile.partial));
             const int64_t traced = tp->ntiles + s * w->windowed + t;
-            if (w->trace) OC_CHECK(oc_engine_trace_tile_begin(ctx, w->trace, traced, stream));
-            OC_CHECK(w->job.partial(w->job.user, &tile, win->bounds[s], win->bounds[s + 1], &w->counts.bit_macs));
-            if (w->trace) OC_CHECK(oc_engine_trace_tile_end(ctx, w->trace, traced, stream));
+            if (w->trace) OC_CHECK(ctx, oc_engine_trace_tile_begin(ctx, w->trace, traced, stream));
+            OC_CHECK(ctx, w->job.partial(w->job.user, &tile, win->bounds[s], win->bounds[s + 1], &w->counts.bit_macs));
+            if (w->trace) OC_CHECK(ctx, oc_engine_trace_tile_end(ctx, w->trace, traced, stream));
         }
     return OC_OK;
 }
@@ -325,7 +325,7 @@ static oc_status deliver_checkpoint(oc_engine_worker *w, int64_t *pending, int64
     CUDA_CHECK(ctx, cudaStreamSynchronize(w->dev.compute));
     CUDA_CHECK(ctx, cudaStreamSynchronize(w->dev.compute2));
     CUDA_CHECK(ctx, cudaStreamSynchronize(w->dev.d2h));
-    if (w->sinks) OC_CHECK(oc_engine_sinks_drain(ctx, w->sinks));
+    if (w->sinks) OC_CHECK(ctx, oc_engine_sinks_drain(ctx, w->sinks));
     oc_status st = w->job.delivered(w->job.user, pending, *count);
     *count = 0;
     return st;
@@ -375,25 +375,25 @@ static oc_status run_tiles(oc_engine_worker *w, oc_panel_cache *cache, oc_tile_s
             if (w->queue) oc_scheduler_complete(w->queue, w->queue_index, 1);
             continue;
         }
-        OC_CHECK(compute_tile(w, cache, t, I, J, &tile));
-        OC_CHECK(oc_engine_prefetch(w, cache, src, t, &prefetched));
+        OC_CHECK(ctx, compute_tile(w, cache, t, I, J, &tile));
+        OC_CHECK(ctx, oc_engine_prefetch(w, cache, src, t, &prefetched));
         int consumed = 0;
         if (w->job.consume) {
             consumed = w->job.consume(w->job.user, &tile, w->dev.d2h, w->out_free[tile.out_slot], &st);
             if (st != OC_OK) return st;
         }
-        if (!consumed && w->sinks) OC_CHECK(download_tile(w, &tile));
-        if (delivered) OC_CHECK(deliver_checkpoint(w, delivered, &ndelivered, tile.I, tile.J));
+        if (!consumed && w->sinks) OC_CHECK(ctx, download_tile(w, &tile));
+        if (delivered) OC_CHECK(ctx, deliver_checkpoint(w, delivered, &ndelivered, tile.I, tile.J));
         if (w->npace) CUDA_CHECK(ctx, cudaEventRecord(w->pace[t % OC_ENGINE_PACE], tile.stream));
         if (w->queue) oc_scheduler_complete(w->queue, w->queue_index, 1);
         report_progress(w, t + 1, &last_progress, 0);
     }
-    if (w->job.finish) OC_CHECK(w->job.finish(w->job.user, w->dev.d2h));
+    if (w->job.finish) OC_CHECK(ctx, w->job.finish(w->job.user, w->dev.d2h));
     CUDA_CHECK(ctx, cudaStreamSynchronize(w->dev.compute));
     CUDA_CHECK(ctx, cudaStreamSynchronize(w->dev.compute2));
     CUDA_CHECK(ctx, cudaStreamSynchronize(w->dev.d2h));
-    if (w->sinks) OC_CHECK(oc_engine_sinks_drain(ctx, w->sinks));
-    if (delivered) OC_CHECK(deliver_checkpoint(w, delivered, &ndelivered, -1, -1));
+    if (w->sinks) OC_CHECK(ctx, oc_engine_sinks_drain(ctx, w->sinks));
+    if (delivered) OC_CHECK(ctx, deliver_checkpoint(w, delivered, &ndelivered, -1, -1));
     return OC_OK;
 }
 
@@ -421,8 +421,8 @@ oc_status oc_engine_worker_run(oc_engine_worker *w)
         st = oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the tile order (%lld tiles)", (long long)tp->ntiles);
         goto cleanup;
     }
-    OC_CHECK_GOTO(oc_panel_cache_init(ctx, &cache, tp->panel_slots, 2 * maxp));
-    if (w->trace) OC_CHECK_GOTO(oc_engine_trace_begin(ctx, w->trace, w->dev.compute));
+    OC_CHECK_GOTO(ctx, st, oc_panel_cache_init(ctx, &cache, tp->panel_slots, 2 * maxp), cleanup);
+    if (w->trace) OC_CHECK_GOTO(ctx, st, oc_engine_trace_begin(ctx, w->trace, w->dev.compute), cleanup);
     if (w->job.delivered && w->job.deliver_every > 0) {
         delivered = malloc((size_t)w->job.deliver_every * 2 * sizeof *delivered);
         if (!delivered) {
@@ -431,10 +431,10 @@ oc_status oc_engine_worker_run(oc_engine_worker *w)
         }
     }
     if (tp->resident && !w->prestage_started)
-        OC_CHECK_GOTO(oc_engine_prestage_begin(w, w->queue ? w->shared_order : src.order, tp->ntiles));
-    if (w->windowed > 0) OC_CHECK_GOTO(run_window(w, &src));
-    if (w->job.prepare) OC_CHECK_GOTO(w->job.prepare(w->job.user));
-    OC_CHECK_GOTO(run_tiles(w, &cache, &src, delivered));
+        OC_CHECK_GOTO(ctx, st, oc_engine_prestage_begin(w, w->queue ? w->shared_order : src.order, tp->ntiles), cleanup);
+    if (w->windowed > 0) OC_CHECK_GOTO(ctx, st, run_window(w, &src), cleanup);
+    if (w->job.prepare) OC_CHECK_GOTO(ctx, st, w->job.prepare(w->job.user), cleanup);
+    OC_CHECK_GOTO(ctx, st, run_tiles(w, &cache, &src, delivered), cleanup);
     report_progress(w, tp->ntiles, &(double){0}, 1);
 
 cleanup:

@@ -224,7 +224,7 @@ static oc_status run_range(oc_context *ctx, cpu_job *cj, int threads, int64_t fi
         if (st == OC_ERR_CANCELLED && !pairs) (void)oc_resume_checkpoint(ctx, job->resume, job, 1);
         if (st != OC_OK) return st;
         /* A threshold job's pairs are on record only once drained: its caller checkpoints. */
-        if (!pairs) OC_CHECK(oc_resume_checkpoint(ctx, job->resume, job, 0));
+        if (!pairs) OC_CHECK(ctx, oc_resume_checkpoint(ctx, job->resume, job, 0));
     }
     return OC_OK;
 }
@@ -232,7 +232,7 @@ static oc_status run_range(oc_context *ctx, cpu_job *cj, int threads, int64_t fi
 /* Threshold pairs delivered in order, then on record for a resumable job. */
 static oc_status drain_pairs(oc_context *ctx, const oc_gram_job *job)
 {
-    OC_CHECK(oc_select_drain(ctx, job->select));
+    OC_CHECK(ctx, oc_select_drain(ctx, job->select));
     return job->resume ? oc_resume_checkpoint(ctx, job->resume, job, 0) : OC_OK;
 }
 
@@ -253,8 +253,8 @@ static oc_status run_pair(oc_context *ctx, cpu_job *cj, int threads, const oc_cp
         /* A row block's tiles are consecutive, all of them in this pair (B is one panel). */
         for (int64_t b = cj->task_tiles[2 * task]; task + count < end && count < want; ++b)
             count += job->symmetric ? cj->tiles_j - b : cj->tiles_j;
-        OC_CHECK(run_range(ctx, cj, threads, task, count, weights, gp));
-        OC_CHECK(drain_pairs(ctx, job));
+        OC_CHECK(ctx, run_range(ctx, cj, threads, task, count, weights, gp));
+        OC_CHECK(ctx, drain_pairs(ctx, job));
         task += count;
     }
     return OC_OK;
@@ -276,7 +276,7 @@ static oc_status run_tasks(oc_context *ctx, cpu_job *cj, int threads, const oc_c
     for (int64_t pi = 0; pi < pp->a_count; ++pi) {
         const int64_t a0 = pi * pp->a_rows, an = job->n - a0 < pp->a_rows ? job->n - a0 : pp->a_rows;
         if (pp->a_file) {
-            OC_CHECK(oc_matrix_load_rows_parallel(ctx, job->a, a0, an, a_buf, threads));
+            OC_CHECK(ctx, oc_matrix_load_rows_parallel(ctx, job->a, a0, an, a_buf, threads));
             cj->a_rows = a_buf;
             cj->a_row0 = a0;
         }
@@ -287,13 +287,13 @@ static oc_status run_tasks(oc_context *ctx, cpu_job *cj, int threads, const oc_c
                 cj->b_row0 = cj->a_row0;
             } else if (job->symmetric ? pp->a_file : pp->b_file) {
                 /* A·Aᵀ's column panel, or B's panel. */
-                OC_CHECK(oc_matrix_load_rows_parallel(ctx, job->b, b0, bn, b_buf, threads));
+                OC_CHECK(ctx, oc_matrix_load_rows_parallel(ctx, job->b, b0, bn, b_buf, threads));
                 cj->b_rows = b_buf;
                 cj->b_row0 = b0;
             }
-            OC_CHECK(run_pair(ctx, cj, threads, pp, pair_first[pair], pair_first[pair + 1], weights, &gp));
+            OC_CHECK(ctx, run_pair(ctx, cj, threads, pp, pair_first[pair], pair_first[pair + 1], weights, &gp));
         }
-        if (pairs_out && pp->b_count > 1) OC_CHECK(drain_pairs(ctx, job));
+        if (pairs_out && pp->b_count > 1) OC_CHECK(ctx, drain_pairs(ctx, job));
     }
     return OC_OK;
 }
@@ -328,7 +328,7 @@ static oc_status cpu_gram(oc_gram_job *job)
         cj.tiles_j > INT32_MAX)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "tile edge %lld does not fit this job (too large, or too many tiles)",
                        (long long)t);
-    OC_CHECK(oc_cpu_plan_panels(ctx, job, t, &pp));
+    OC_CHECK(ctx, oc_cpu_plan_panels(ctx, job, t, &pp));
     const int64_t npairs = job->symmetric ? pp.a_count * (pp.a_count + 1) / 2 : pp.a_count * pp.b_count;
     cj.task_tiles = malloc((size_t)ntasks * 2 * sizeof *cj.task_tiles);
     weights = malloc((size_t)ntasks * sizeof *weights);
@@ -358,9 +358,9 @@ static oc_status cpu_gram(oc_gram_job *job)
     }
     oc_cpu_order_tasks(job, &pp, t, cj.task_tiles, weights, pair_first);
 
-    if (job->select) OC_CHECK_GOTO(oc_select_begin(ctx, job->select, t, threads));
-    if (job->resume) OC_CHECK_GOTO(oc_resume_begin(ctx, job->resume, job, t));
-    OC_CHECK_GOTO(run_tasks(ctx, &cj, threads, &pp, pair_first, weights, a_buf, b_buf, ntasks));
+    if (job->select) OC_CHECK_GOTO(ctx, st, oc_select_begin(ctx, job->select, t, threads), cleanup);
+    if (job->resume) OC_CHECK_GOTO(ctx, st, oc_resume_begin(ctx, job->resume, job, t), cleanup);
+    OC_CHECK_GOTO(ctx, st, run_tasks(ctx, &cj, threads, &pp, pair_first, weights, a_buf, b_buf, ntasks), cleanup);
 
     double macs = 0;
     for (int i = 0; i < threads; ++i) macs += cj.workers[i].bit_macs;
@@ -399,7 +399,7 @@ static oc_status cpu_plan(oc_gram_job *job, int json, char **out)
     const int threads = asked > tasks ? (int)tasks : asked;
     const char *isa = oc_cpu_kernel_get()->name;
     oc_cpu_panel_plan pp;
-    OC_CHECK(oc_cpu_plan_panels(ctx, job, t, &pp));
+    OC_CHECK(ctx, oc_cpu_plan_panels(ctx, job, t, &pp));
     oc_text text = {0};
     if (json) {
         oc_text_printf(&text,

@@ -190,7 +190,7 @@ oc_status launch_b1(oc_context *ctx, oc_cuda_device *dev, const oc_gram_tile *ti
                                             {"gram_b1_kernel<3, pairs>", "gram_b1_kernel<4, pairs>"},
                                             {"gram_b1_kernel<3, topk int>", "gram_b1_kernel<4, topk int>"}};
     const char *name = names[SEL][STAGES == 4];
-    OC_CHECK(oc_cuda_launch_prepare(ctx, dev, (const void *)gram_b1_kernel<STAGES, SEL>, name, THREADS, STAGES * STAGE_BYTES));
+    OC_CHECK(ctx, oc_cuda_launch_prepare(ctx, dev, (const void *)gram_b1_kernel<STAGES, SEL>, name, THREADS, STAGES * STAGE_BYTES));
     const long long grid = tile->run_if && blocks > dev->sm_count ? dev->sm_count : blocks;
     gram_b1_kernel<STAGES, SEL><<<(unsigned)grid, THREADS, STAGES * STAGE_BYTES, stream>>>(*tile);
     CUDA_CHECK_LAUNCH(ctx, "gram_b1_kernel");
@@ -226,8 +226,8 @@ extern "C" oc_status oc_cuda_gram_b1(oc_context *ctx, oc_cuda_device *dev, const
     if (tile->rows <= 0 || tile->cols <= 0) return OC_OK;
     const long long blocks = (long long)((tile->rows + BM - 1) / BM) * ((tile->cols + BN - 1) / BN);
     /* Four stages where the device grants 192 KiB to a block, else three (sm_80: 163 KiB). */
-    if (dev->smem_optin >= 4 * (size_t)STAGE_BYTES) OC_CHECK(launch_b1_mode<4>(ctx, dev, tile, blocks, stream));
-    else OC_CHECK(launch_b1_mode<3>(ctx, dev, tile, blocks, stream));
+    if (dev->smem_optin >= 4 * (size_t)STAGE_BYTES) OC_CHECK(ctx, launch_b1_mode<4>(ctx, dev, tile, blocks, stream));
+    else OC_CHECK(ctx, launch_b1_mode<3>(ctx, dev, tile, blocks, stream));
     /* The kernel runs whole 1024-bit blocks; a zero-filled half still occupies the MMAs. */
     *bit_macs = (double)oc_gram_tile_blocks(tile, BM, BN) * BM * BN * (double)((tile->words + KW - 1) / KW * KW) * 64.0;
     return OC_OK;

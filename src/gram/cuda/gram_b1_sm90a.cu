@@ -340,12 +340,12 @@ oc_status launch_wgmma(oc_context *ctx, oc_cuda_device *dev, const oc_gram_tile 
 {
     static const char *const names[4] = {"gram_wgmma_kernel", "gram_wgmma_kernel<topk>", "gram_wgmma_kernel<pairs>",
                                          "gram_wgmma_kernel<topk int>"};
-    OC_CHECK(oc_cuda_launch_prepare(ctx, dev, (const void *)gram_wgmma_kernel<SEL>, names[SEL], THREADS, SMEM_BYTES));
+    OC_CHECK(ctx, oc_cuda_launch_prepare(ctx, dev, (const void *)gram_wgmma_kernel<SEL>, names[SEL], THREADS, SMEM_BYTES));
     const long long grid = tile->run_if && blocks > dev->sm_count ? dev->sm_count : blocks;
     CUtensorMap map_a, map_b;
     const int64_t stride = tile->stride > 0 ? tile->stride : tile->words;
-    OC_CHECK(tensor_map(ctx, &map_a, tile->a, tile->words, stride, tile->rows, BM));
-    OC_CHECK(tensor_map(ctx, &map_b, tile->b, tile->words, stride, tile->cols, BN));
+    OC_CHECK(ctx, tensor_map(ctx, &map_a, tile->a, tile->words, stride, tile->rows, BM));
+    OC_CHECK(ctx, tensor_map(ctx, &map_b, tile->b, tile->words, stride, tile->cols, BN));
     gram_wgmma_kernel<SEL><<<(unsigned)grid, THREADS, SMEM_BYTES, stream>>>(*tile, map_a, map_b);
     CUDA_CHECK_LAUNCH(ctx, "gram_wgmma_kernel");
     return OC_OK;
@@ -371,12 +371,12 @@ extern "C" oc_status oc_cuda_gram_wgmma(oc_context *ctx, oc_cuda_device *dev, co
     switch (tile->select) {
     case OC_TILE_TOPK:
         if (tile->metric == OC_METRIC_COUNTS || tile->metric == OC_METRIC_HAMMING)
-            OC_CHECK(launch_wgmma<SEL_TOPK_INT>(ctx, dev, tile, blocks, stream));
+            OC_CHECK(ctx, launch_wgmma<SEL_TOPK_INT>(ctx, dev, tile, blocks, stream));
         else
-            OC_CHECK(launch_wgmma<OC_TILE_TOPK>(ctx, dev, tile, blocks, stream));
+            OC_CHECK(ctx, launch_wgmma<OC_TILE_TOPK>(ctx, dev, tile, blocks, stream));
         break;
-    case OC_TILE_PAIRS: OC_CHECK(launch_wgmma<OC_TILE_PAIRS>(ctx, dev, tile, blocks, stream)); break;
-    default: OC_CHECK(launch_wgmma<OC_TILE_DENSE>(ctx, dev, tile, blocks, stream));
+    case OC_TILE_PAIRS: OC_CHECK(ctx, launch_wgmma<OC_TILE_PAIRS>(ctx, dev, tile, blocks, stream)); break;
+    default: OC_CHECK(ctx, launch_wgmma<OC_TILE_DENSE>(ctx, dev, tile, blocks, stream));
     }
     *bit_macs = (double)oc_gram_tile_blocks(tile, BM, BN) * BM * BN * (double)((tile->words + KW - 1) / KW * KW) * 64.0;
     return OC_OK;

@@ -135,7 +135,7 @@ static oc_status make_plan(gram_cuda *g)
         in.tiles.concurrent_ctas = dev->sm_count;
         in.tiles.cta_seconds = (double)OC_GRAM_B1_BM * OC_GRAM_B1_BN * bits / B1_RATE_PER_SM;
     }
-    OC_CHECK(oc_engine_plan_make(ctx, &in, &g->plan));
+    OC_CHECK(ctx, oc_engine_plan_make(ctx, &in, &g->plan));
     g->gpu_mirror = g->plan.tiles.mirror_output;
     return OC_OK;
 }
@@ -181,9 +181,9 @@ static oc_status compute(void *user, const oc_engine_tile *t, double *macs)
         tile->acc_in = t->partial;
     }
     double done = 0, again = 0;
-    if (g->select) OC_CHECK(oc_cuda_select_tile_begin(g->select, t->t, t->out_slot, t->I, t->J, tile, t->stream));
-    if (g->kernel != KERNEL_POPC) OC_CHECK(run_b1(g, tile, t->stream, &done));
-    else OC_CHECK(oc_cuda_gram_popc(ctx, g->dev, tile, t->stream, &done));
+    if (g->select) OC_CHECK(ctx, oc_cuda_select_tile_begin(g->select, t->t, t->out_slot, t->I, t->J, tile, t->stream));
+    if (g->kernel != KERNEL_POPC) OC_CHECK(ctx, run_b1(g, tile, t->stream, &done));
+    else OC_CHECK(ctx, oc_cuda_gram_popc(ctx, g->dev, tile, t->stream, &done));
     if (tile->select != OC_TILE_DENSE && tile->may_overflow) {
         /* The dense pass a fused tile needs when a bucket overflowed; it returns at once
          * otherwise (its bit-MACs are not counted). Not launched when no bucket can
@@ -191,10 +191,10 @@ static oc_status compute(void *user, const oc_engine_tile *t, double *macs)
         oc_gram_tile dense = *tile;
         dense.select = OC_TILE_DENSE;
         dense.run_if = tile->over;
-        OC_CHECK(run_b1(g, &dense, t->stream, &again));
+        OC_CHECK(ctx, run_b1(g, &dense, t->stream, &again));
     }
     if (g->gpu_mirror)
-        OC_CHECK(oc_cuda_gram_mirror(ctx, g->dev, t->out, (char *)t->out + T * T * g->elem, t->rows, t->cols, (int)T,
+        OC_CHECK(ctx, oc_cuda_gram_mirror(ctx, g->dev, t->out, (char *)t->out + T * T * g->elem, t->rows, t->cols, (int)T,
                                      (int)g->elem, t->I == t->J, t->stream));
     *macs += done;
     return OC_OK;
@@ -210,7 +210,7 @@ static oc_status partial(void *user, const oc_engine_tile *t, int64_t k0, int64_
                          .upper_only = g->job->symmetric && t->I == t->J, .acc_in = k0 > 0 ? t->partial : NULL};
     k_slice(g, t, k0, k1, &tile);
     double done = 0;
-    OC_CHECK(oc_cuda_gram_wgmma(ctx, g->dev, &tile, t->stream, &done));
+    OC_CHECK(ctx, oc_cuda_gram_wgmma(ctx, g->dev, &tile, t->stream, &done));
     *macs += done;
     return OC_OK;
 }
@@ -279,10 +279,10 @@ oc_status oc_gram_part_open(gram_cuda *g)
     g->words = job->a->words_per_row;
     g->elem = (int64_t)oc_dtype_size(job->dtype);
     g->pops = job->metric != OC_METRIC_COUNTS;
-    OC_CHECK(oc_engine_worker_open(ctx, g->ldev->physical, &g->worker));
+    OC_CHECK(ctx, oc_engine_worker_open(ctx, g->ldev->physical, &g->worker));
     g->dev = oc_engine_worker_device(g->worker);
-    OC_CHECK(choose_kernel(g));
-    OC_CHECK(make_plan(g));
+    OC_CHECK(ctx, choose_kernel(g));
+    OC_CHECK(ctx, make_plan(g));
     return OC_OK;
 }
 
@@ -322,7 +322,7 @@ static oc_status prepare(void *user)
         double t = oc_now();
         char who[48];
         oc_logical_device_name(g->ldev, who, (int)sizeof who);
-        OC_CHECK(oc_cuda_select_open(ctx, g->dev, job, g->plan.tiles.tile, oc_engine_worker_out_slots(g->worker),
+        OC_CHECK(ctx, oc_cuda_select_open(ctx, g->dev, job, g->plan.tiles.tile, oc_engine_worker_out_slots(g->worker),
                                      g->plan.tiles.out_slots, g->kernel != KERNEL_POPC, g->shared ? &g->share : NULL,
                                      &g->select));
         oc_trace_phase(&t, who, "selection set-up");
@@ -351,11 +351,11 @@ oc_status oc_gram_part_setup(gram_cuda *g, const oc_cuda_select_share *share, in
     }
     g->shared = share != NULL;
     if (share) g->share = *share;
-    OC_CHECK(oc_engine_worker_setup(g->worker, &g->plan, &ej));
+    OC_CHECK(ctx, oc_engine_worker_setup(g->worker, &g->plan, &ej));
     /* Before the worker runs (its uploads pass by the panels of tiles done), after the host
      * selection began (oc_cuda_select_begin): a resumed threshold job marks the row blocks
      * delivered. */
-    if (job->resume) OC_CHECK(oc_resume_begin(ctx, job->resume, job, g->plan.tiles.tile));
+    if (job->resume) OC_CHECK(ctx, oc_resume_begin(ctx, job->resume, job, g->plan.tiles.tile));
     return OC_OK;
 }
 

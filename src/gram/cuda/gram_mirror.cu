@@ -55,7 +55,7 @@ template <typename T>
 oc_status launch(oc_context *ctx, oc_cuda_device *dev, const void *src, void *dst, int rows, int cols, int64_t ld,
                  int diagonal, cudaStream_t stream, const char *name)
 {
-    OC_CHECK(oc_cuda_launch_prepare(ctx, dev, (const void *)gram_mirror_kernel<T>, name, MB * MROWS, 0));
+    OC_CHECK(ctx, oc_cuda_launch_prepare(ctx, dev, (const void *)gram_mirror_kernel<T>, name, MB * MROWS, 0));
     /* The destination is cols x rows (a diagonal tile is square). */
     const dim3 grid((unsigned)((rows + MB - 1) / MB), (unsigned)((cols + MB - 1) / MB)), block(MB, MROWS);
     gram_mirror_kernel<T><<<grid, block, 0, stream>>>((const T *)src, (T *)dst, cols, rows, ld, diagonal);

@@ -33,7 +33,7 @@ static oc_status parts_create(oc_context *ctx, oc_gram_parts *g)
 {
     oc_gram_job *job = g->job;
     /* A job made without oc_gram's checks: the options' one device and budget. */
-    if (job->devices.count == 0) OC_CHECK(oc_device_list_parse(ctx, job->opts, -1, &job->devices));
+    if (job->devices.count == 0) OC_CHECK(ctx, oc_device_list_parse(ctx, job->opts, -1, &job->devices));
     g->count = job->devices.count;
     g->slot = calloc((size_t)g->count, sizeof *g->slot);
     if (!g->slot) return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate %d device parts", g->count);
@@ -174,7 +174,7 @@ static oc_status share_panels(oc_context *ctx, oc_gram_parts *g)
     int64_t panels = tp->panels_a > tp->panels_b ? tp->panels_a : tp->panels_b;
     /* With tiles split on K, the window's panels cross as slices, each under a key of its own. */
     const int64_t slices = g->window ? g->window->win.slices : 0, keys = 2 * panels * (1 + slices);
-    OC_CHECK(oc_panel_exchange_create(ctx, keys, &g->exchange));
+    OC_CHECK(ctx, oc_panel_exchange_create(ctx, keys, &g->exchange));
     /* Each panel is given to one part, which uploads it ahead of the tiles; dealt in the
      * order the tiles first need them, so every part uploads from the start. */
     int64_t *need = malloc((size_t)(2 * panels) * sizeof *need), *sliced = malloc((size_t)keys * sizeof *sliced);
@@ -213,14 +213,14 @@ oc_status oc_gram_parts_share(oc_context *ctx, oc_gram_parts *g)
     const oc_engine_plan *plan = &g->slot[0].part.plan;
     const oc_tile_plan *tp = &plan->tiles;
     /* Before any part starts: a part that is set up selects while the others still are. */
-    OC_CHECK(oc_cuda_select_begin(ctx, job, tp->tile, g->count));
+    OC_CHECK(ctx, oc_cuda_select_begin(ctx, job, tp->tile, g->count));
     if (g->count == 1) return OC_OK;
     /* The parts' copy threads, here before the parts set up at once: started beside the
      * devices' allocations (whose driver calls hold the process's address space) they were
      * slow to start, and each part's first upload waited for them (bench/RESULTS.md). */
     for (int d = 0; d < g->count; ++d) {
         oc_workers *threads;
-        OC_CHECK(oc_context_workers(g->slot[d].part.ctx, g->slot[d].part.plan.workers, &threads));
+        OC_CHECK(ctx, oc_context_workers(g->slot[d].part.ctx, g->slot[d].part.plan.workers, &threads));
     }
     g->order = oc_engine_plan_order(plan, job->symmetric, oc_gram_part_seeds_first(&g->slot[0].part));
     int64_t *keys = malloc((size_t)(tp->ntiles ? tp->ntiles : 1) * sizeof *keys);
@@ -237,8 +237,8 @@ oc_status oc_gram_parts_share(oc_context *ctx, oc_gram_parts *g)
         keys[t - head] = tp->resident ? g->order[2 * t + 1] : g->order[2 * t] / tp->group;
     if (st == OC_OK) st = oc_scheduler_create(ctx, keys, tp->ntiles - head, g->count, 0, &g->queue);
     free(keys);
-    OC_CHECK(st);
-    OC_CHECK(share_floors(g));
+    OC_CHECK(ctx, st);
+    OC_CHECK(ctx, share_floors(g));
     return share_panels(ctx, g);
 }
 

@@ -75,7 +75,7 @@ extern "C" oc_status oc_cuda_gram_popc(oc_context *ctx, oc_cuda_device *dev, con
     if (tile->select != OC_TILE_DENSE)
         return oc_fail(ctx, OC_ERR_INTERNAL, "gram_popc: fused selection is a b1 kernel mode");
     if (tile->rows <= 0 || tile->cols <= 0) return OC_OK;
-    OC_CHECK(oc_cuda_launch_prepare(ctx, dev, (const void *)gram_popc_kernel, "gram_popc_kernel", THREADS, 0));
+    OC_CHECK(ctx, oc_cuda_launch_prepare(ctx, dev, (const void *)gram_popc_kernel, "gram_popc_kernel", THREADS, 0));
     const dim3 grid((unsigned)((tile->cols + PB - 1) / PB), (unsigned)((tile->rows + PB - 1) / PB));
     gram_popc_kernel<<<grid, THREADS, 0, stream>>>(*tile);
     CUDA_CHECK_LAUNCH(ctx, "gram_popc_kernel");

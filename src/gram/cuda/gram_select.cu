@@ -362,7 +362,7 @@ unsigned grid(int units, int cap)
 oc_status launch(oc_context *ctx, oc_cuda_device *dev, void (*kernel)(oc_select_tile_args), const char *name,
                  unsigned blocks, int threads, const oc_select_tile_args *args, cudaStream_t stream)
 {
-    OC_CHECK(oc_cuda_launch_prepare(ctx, dev, (const void *)kernel, name, threads, 0));
+    OC_CHECK(ctx, oc_cuda_launch_prepare(ctx, dev, (const void *)kernel, name, threads, 0));
     kernel<<<blocks, threads, 0, stream>>>(*args);
     CUDA_CHECK_LAUNCH(ctx, "a selection kernel");
     return OC_OK;
@@ -386,25 +386,25 @@ extern "C" oc_status oc_cuda_select_tile(oc_context *ctx, oc_cuda_device *dev, c
         /* A fused tile whose buckets cannot overflow needs no dense kernels (launched, they
          * would return at once). */
         const int dense = !fused || args->may_overflow;
-        if (dense) OC_CHECK(launch(ctx, dev, topk_rows_kernel, "topk_rows_kernel", row_blocks, WARPS * 32, args, stream));
+        if (dense) OC_CHECK(ctx, launch(ctx, dev, topk_rows_kernel, "topk_rows_kernel", row_blocks, WARPS * 32, args, stream));
         if (dense && args->symmetric) {
-            OC_CHECK(launch(ctx, dev, topk_cols_kernel, "topk_cols_kernel", grid(args->cols, fused ? dev->sm_count : 0),
+            OC_CHECK(ctx, launch(ctx, dev, topk_cols_kernel, "topk_cols_kernel", grid(args->cols, fused ? dev->sm_count : 0),
                             WARPS * 32, args, stream));
         }
         if (args->fused) {
             const int lists = args->rows + (args->symmetric && args->i0 != args->j0 ? args->cols : 0);
-            OC_CHECK(launch(ctx, dev, topk_merge_kernel, "topk_merge_kernel", grid(lists, 4 * dev->sm_count), WARPS * 32,
+            OC_CHECK(ctx, launch(ctx, dev, topk_merge_kernel, "topk_merge_kernel", grid(lists, 4 * dev->sm_count), WARPS * 32,
                             args, stream));
         }
         return OC_OK;
     }
     if (args->fused && (args->bucket < 1 || args->bucket > SORT_N))
         return oc_fail(ctx, OC_ERR_INTERNAL, "fused threshold bucket of %d (1 to %d)", args->bucket, SORT_N);
-    OC_CHECK(launch(ctx, dev, pairs_kernel<false>, "pairs_kernel<count>", row_blocks, WARPS * 32, args, stream));
-    OC_CHECK(launch(ctx, dev, pairs_scan_kernel, "pairs_scan_kernel", 1, SCAN_THREADS, args, stream));
-    OC_CHECK(launch(ctx, dev, pairs_kernel<true>, "pairs_kernel<write>", row_blocks, WARPS * 32, args, stream));
+    OC_CHECK(ctx, launch(ctx, dev, pairs_kernel<false>, "pairs_kernel<count>", row_blocks, WARPS * 32, args, stream));
+    OC_CHECK(ctx, launch(ctx, dev, pairs_scan_kernel, "pairs_scan_kernel", 1, SCAN_THREADS, args, stream));
+    OC_CHECK(ctx, launch(ctx, dev, pairs_kernel<true>, "pairs_kernel<write>", row_blocks, WARPS * 32, args, stream));
     if (args->fused) {
-        OC_CHECK(launch(ctx, dev, pairs_bucket_kernel, "pairs_bucket_kernel", bucket_blocks, WARPS * 32, args, stream));
+        OC_CHECK(ctx, launch(ctx, dev, pairs_bucket_kernel, "pairs_bucket_kernel", bucket_blocks, WARPS * 32, args, stream));
     }
     return OC_OK;
 }

@@ -66,7 +66,7 @@ oc_status oc_gram_window_plan(oc_context *ctx, oc_gram_parts *g, oc_gram_window 
     int off;
     int64_t want;
     int slices;
-    OC_CHECK(read_setting(ctx, &off, &want, &slices));
+    OC_CHECK(ctx, read_setting(ctx, &off, &want, &slices));
     if (off || g->count < 2) return OC_OK;
     for (int d = 0; d < g->count; ++d)
         if (!g->slot[d].part.plan.tiles.resident || !oc_gram_part_splits_k(&g->slot[d].part)) return OC_OK;

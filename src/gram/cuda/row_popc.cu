@@ -35,7 +35,7 @@ extern "C" oc_status oc_cuda_row_popcounts(oc_context *ctx, oc_cuda_device *dev,
                                            int rows, int32_t *out, cudaStream_t stream)
 {
     if (rows <= 0) return OC_OK;
-    OC_CHECK(oc_cuda_launch_prepare(ctx, dev, (const void *)row_popc_kernel, "row_popc_kernel", WARPS * 32, 0));
+    OC_CHECK(ctx, oc_cuda_launch_prepare(ctx, dev, (const void *)row_popc_kernel, "row_popc_kernel", WARPS * 32, 0));
     row_popc_kernel<<<(unsigned)((rows + WARPS - 1) / WARPS), WARPS * 32, 0, stream>>>(panel, words, rows, out);
     CUDA_CHECK_LAUNCH(ctx, "row_popc_kernel");
     return OC_OK;

@@ -122,7 +122,7 @@ oc_status oc_select_begin(oc_context *ctx, oc_select *s, int64_t tile, int worke
 oc_status oc_select_begin_rows(oc_context *ctx, oc_select *s, int64_t rows)
 {
     s->whole_rows = 1;
-    OC_CHECK(oc_select_begin(ctx, s, rows, 0));
+    OC_CHECK(ctx, oc_select_begin(ctx, s, rows, 0));
     s->tiles_j = 1;
     return s->cfg.mode == OC_SELECT_PAIRS ? oc_select_pairs_rows(s) : OC_OK;
 }

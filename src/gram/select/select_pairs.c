@@ -256,7 +256,7 @@ oc_status oc_select_add_pairs(oc_select *s, int64_t i0, int64_t j0, int64_t rows
 static oc_status flush_out(oc_context *ctx, oc_select *s, int64_t *n)
 {
     if (*n == 0) return OC_OK;
-    if (s->cfg.emit) OC_CHECK(s->cfg.emit(ctx, s->cfg.emit_user, s->out_rows, s->out_cols, s->out_vals, *n));
+    if (s->cfg.emit) OC_CHECK(ctx, s->cfg.emit(ctx, s->cfg.emit_user, s->out_rows, s->out_cols, s->out_vals, *n));
     s->emitted += *n;
     *n = 0;
     return OC_OK;
@@ -274,7 +274,7 @@ static oc_status append(oc_context *ctx, oc_select *s, int64_t *n, int64_t row, 
         }
         memcpy(s->out_vals + *n * s->elem, values, (size_t)take * s->elem);
         *n += take, cols += take, values += take * s->elem, count -= take;
-        if (*n == EMIT_BATCH) OC_CHECK(flush_out(ctx, s, n));
+        if (*n == EMIT_BATCH) OC_CHECK(ctx, flush_out(ctx, s, n));
     }
     return OC_OK;
 }
@@ -327,7 +327,7 @@ static oc_status deliver_block(oc_context *ctx, oc_select *s, int64_t I)
 
 oc_status oc_select_drain(oc_context *ctx, oc_select *s)
 {
-    OC_CHECK(oc_select_check(ctx, s));
+    OC_CHECK(ctx, oc_select_check(ctx, s));
     if (s->cfg.mode != OC_SELECT_PAIRS) return OC_OK;
     for (;;) {
         pthread_mutex_lock(&s->plock);
@@ -336,13 +336,13 @@ oc_status oc_select_drain(oc_context *ctx, oc_select *s)
         if (ready) s->next_block++;
         pthread_mutex_unlock(&s->plock);
         if (!ready) return OC_OK;
-        OC_CHECK(deliver_block(ctx, s, I));
+        OC_CHECK(ctx, deliver_block(ctx, s, I));
     }
 }
 
 oc_status oc_select_pairs_finish(oc_context *ctx, oc_select *s)
 {
-    OC_CHECK(oc_select_drain(ctx, s));
+    OC_CHECK(ctx, oc_select_drain(ctx, s));
     if (s->next_block != s->nblocks)
         return oc_fail(ctx, OC_ERR_INTERNAL, "threshold selection: row block %lld of %lld never completed",
                        (long long)s->next_block, (long long)s->nblocks);

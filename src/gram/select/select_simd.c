@@ -30,26 +30,27 @@
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
 
-/* Each body is instantiated per key kind and mirror flag. */
-#define SCAN_DISPATCH(BODY, t)                                      \
-    do {                                                            \
-        if ((t)->mirror) {                                          \
-            switch ((t)->kind) {                                    \
-            case OC_KEY_F32: BODY(t, OC_KEY_F32, 1); break;         \
-            case OC_KEY_I32: BODY(t, OC_KEY_I32, 1); break;         \
-            case OC_KEY_U16: BODY(t, OC_KEY_U16, 1); break;         \
-            case OC_KEY_I32_REV: BODY(t, OC_KEY_I32_REV, 1); break; \
-            default: BODY(t, OC_KEY_U16_REV, 1); break;             \
-            }                                                       \
-        } else {                                                    \
-            switch ((t)->kind) {                                    \
-            case OC_KEY_F32: BODY(t, OC_KEY_F32, 0); break;         \
-            case OC_KEY_I32: BODY(t, OC_KEY_I32, 0); break;         \
-            case OC_KEY_U16: BODY(t, OC_KEY_U16, 0); break;         \
-            case OC_KEY_I32_REV: BODY(t, OC_KEY_I32_REV, 0); break; \
-            default: BODY(t, OC_KEY_U16_REV, 0); break;             \
-            }                                                       \
-        }                                                           \
+/* Runs BODY(ARGS..., kind, mirror) with t's key kind and mirror flag as constants: each body
+ * is instantiated per kind and flag. */
+#define SCAN_DISPATCH(t, BODY, ...)                                           \
+    do {                                                                      \
+        if ((t)->mirror) {                                                    \
+            switch ((t)->kind) {                                              \
+            case OC_KEY_F32: BODY(__VA_ARGS__, OC_KEY_F32, 1); break;         \
+            case OC_KEY_I32: BODY(__VA_ARGS__, OC_KEY_I32, 1); break;         \
+            case OC_KEY_U16: BODY(__VA_ARGS__, OC_KEY_U16, 1); break;         \
+            case OC_KEY_I32_REV: BODY(__VA_ARGS__, OC_KEY_I32_REV, 1); break; \
+            default: BODY(__VA_ARGS__, OC_KEY_U16_REV, 1); break;             \
+            }                                                                 \
+        } else {                                                              \
+            switch ((t)->kind) {                                              \
+            case OC_KEY_F32: BODY(__VA_ARGS__, OC_KEY_F32, 0); break;         \
+            case OC_KEY_I32: BODY(__VA_ARGS__, OC_KEY_I32, 0); break;         \
+            case OC_KEY_U16: BODY(__VA_ARGS__, OC_KEY_U16, 0); break;         \
+            case OC_KEY_I32_REV: BODY(__VA_ARGS__, OC_KEY_I32_REV, 0); break; \
+            default: BODY(__VA_ARGS__, OC_KEY_U16_REV, 0); break;             \
+            }                                                                 \
+        }                                                                     \
     } while (0)
 
 ALWAYS_INLINE int64_t kind_size(int kind) { return kind == OC_KEY_U16 || kind == OC_KEY_U16_REV ? 2 : 4; }
@@ -69,7 +70,7 @@ ALWAYS_INLINE uint32_t passes(const oc_scan_tile *t, int kind, int mirror, const
 /* A row's words from PASS (0 or 1 for the column in c): per 64 columns one branch-free pass
  * that the compiler vectorises answers "does any column pass?", and only then are the bits
  * gathered one by one (after a row's first tiles most words have none). */
-#define ROW_WORDS_BY_PASS(words, cols, PASS)                                                             \
+#define ROW_WORDS_BY_PASS(words, cols, c, PASS)                                                          \
     for (int64_t w_ = 0; w_ < OC_SCAN_WORDS(cols); ++w_) {                                              \
         const int64_t b_ = w_ * OC_SCAN_WORD, e_ = b_ + OC_SCAN_WORD < (cols) ? b_ + OC_SCAN_WORD : (cols); \
         uint32_t any_ = 0;                                                                               \
@@ -86,11 +87,11 @@ ALWAYS_INLINE void scan_ref_body(const oc_scan_tile *t, const int kind, const in
     for (int64_t r = 0; r < t->rows; ++r) {
         const void *row = scan_row(t, kind, r);
         const uint32_t rmin = t->row_min[r];
-        ROW_WORDS_BY_PASS(t->words + r * wpr, t->cols, passes(t, kind, mirror, row, rmin, c));
+        ROW_WORDS_BY_PASS(t->words + r * wpr, t->cols, c, passes(t, kind, mirror, row, rmin, c));
     }
 }
 
-static void scan_ref(const oc_scan_tile *t) { SCAN_DISPATCH(scan_ref_body, t); }
+static void scan_ref(const oc_scan_tile *t) { SCAN_DISPATCH(t, scan_ref_body, t); }
 
 /* The counts pre-test (select_simd.h) in plain C, for the reference and AVX2 paths (the
  * latter compiled with its target attribute). No operation can be contracted into an FMA (a sum is multiplied,
@@ -108,7 +109,7 @@ ALWAYS_INLINE void scan_counts_body(const oc_scan_counts *t, const int mirror)
     for (int64_t r = 0; r < t->rows; ++r) {
         const uint32_t *row = t->counts + r * t->ld;
         const float pr = t->pop_r[r], gr = t->g_r[r];
-        ROW_WORDS_BY_PASS(t->words + r * wpr, t->cols, count_passes(t, mirror, row, pr, gr, c));
+        ROW_WORDS_BY_PASS(t->words + r * wpr, t->cols, c, count_passes(t, mirror, row, pr, gr, c));
     }
 }
 
@@ -134,8 +135,11 @@ ALWAYS_INLINE void group_max_body(const oc_scan_tile *t, const int kind, int64_t
     }
 }
 
-#define GROUP_MAX_BODY(t, kind, mirror) group_max_body(t, kind, g, out)
-static void group_max_ref(const oc_scan_tile *t, int64_t g, uint32_t *out) { SCAN_DISPATCH(GROUP_MAX_BODY, t); }
+#define GROUP_MAX_BODY(t, g, out, kind, mirror) group_max_body(t, kind, g, out)
+static void group_max_ref(const oc_scan_tile *t, int64_t g, uint32_t *out)
+{
+    SCAN_DISPATCH(t, GROUP_MAX_BODY, t, g, out);
+}
 
 /* oc_kth_fn: each column keeps its kept largest values so far in descending order,
  * w[j * cols + c] for slot j, and a value x goes in as in the insertion above (ties each
@@ -258,11 +262,11 @@ TARGET_AVX2 ALWAYS_INLINE uint32_t bits8(const oc_scan_tile *t, int kind, int mi
 }
 
 #define SCAN_AVX2_BODY(t, kind, mirror) SCAN_VECTOR_ROWS(t, kind, mirror, 8, ROW_BOUND8, bits8)
-TARGET_AVX2 static void scan_avx2(const oc_scan_tile *t) { SCAN_DISPATCH(SCAN_AVX2_BODY, t); }
+TARGET_AVX2 static void scan_avx2(const oc_scan_tile *t) { SCAN_DISPATCH(t, SCAN_AVX2_BODY, t); }
 TARGET_AVX2 static void scan_counts_avx2(const oc_scan_counts *t) { SCAN_COUNTS(t); }
 TARGET_AVX2 static void group_max_avx2(const oc_scan_tile *t, int64_t g, uint32_t *out)
 {
-    SCAN_DISPATCH(GROUP_MAX_BODY, t);
+    SCAN_DISPATCH(t, GROUP_MAX_BODY, t, g, out);
 }
 TARGET_AVX2 static void kth_avx2(const uint32_t *gm, int64_t g, int64_t cols, int64_t kept, uint32_t *w)
 {
@@ -299,7 +303,7 @@ TARGET_AVX512 ALWAYS_INLINE uint32_t bits16(const oc_scan_tile *t, int kind, int
 }
 
 #define SCAN_AVX512_BODY(t, kind, mirror) SCAN_VECTOR_ROWS(t, kind, mirror, 16, ROW_BOUND16, bits16)
-TARGET_AVX512 static void scan_avx512(const oc_scan_tile *t) { SCAN_DISPATCH(SCAN_AVX512_BODY, t); }
+TARGET_AVX512 static void scan_avx512(const oc_scan_tile *t) { SCAN_DISPATCH(t, SCAN_AVX512_BODY, t); }
 /* The counts pre-test in 16 lanes: the generic body's operations one for one (the
  * conversion of a count rounds to nearest like C's, min_ps(x, y) is x < y ? x : y), so the
  * bits are the same; a row's last vector is a masked load. */
@@ -344,7 +348,7 @@ TARGET_AVX512 ALWAYS_INLINE void scan_counts_avx512_body(const oc_scan_counts *t
 
 TARGET_AVX512 static void group_max_avx512(const oc_scan_tile *t, int64_t g, uint32_t *out)
 {
-    SCAN_DISPATCH(GROUP_MAX_BODY, t);
+    SCAN_DISPATCH(t, GROUP_MAX_BODY, t, g, out);
 }
 TARGET_AVX512 static void kth_avx512(const uint32_t *gm, int64_t g, int64_t cols, int64_t kept, uint32_t *w)
 {

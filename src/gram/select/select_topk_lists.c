@@ -101,7 +101,7 @@ static oc_status result_rows(void *arg, int64_t task, int worker)
 
 oc_status oc_select_topk_result(oc_context *ctx, oc_select *s, int threads, int64_t *indices, void *scores)
 {
-    OC_CHECK(oc_select_check(ctx, s));
+    OC_CHECK(ctx, oc_select_check(ctx, s));
     result_task rt = {s, indices, scores};
     const int64_t tasks = (s->cfg.n + RESULT_ROWS - 1) / RESULT_ROWS;
     /* A million lists take milliseconds on one core: the job's cores share them. */

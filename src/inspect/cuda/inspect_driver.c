@@ -91,12 +91,12 @@ static oc_status cu_fail_at(oc_context *ctx, CUresult r, const char *call, const
                       "%s: %s (%s)", call, text ? text : "unknown error", name ? name : "?");
 }
 
-#define CU_CHECK_GOTO(ctx, call)                                                                   \
+#define CU_CHECK_GOTO(ctx, st, call, label)                                                        \
     do {                                                                                           \
         CUresult oc_cu_r_ = (call);                                                                \
         if (oc_cu_r_ != CUDA_SUCCESS) {                                                            \
-            st = cu_fail_at((ctx), oc_cu_r_, #call, __FILE__, __LINE__);                           \
-            goto cleanup;                                                                          \
+            (st) = cu_fail_at((ctx), oc_cu_r_, #call, __FILE__, __LINE__);                         \
+            goto label;                                                                            \
         }                                                                                          \
     } while (0)
 
@@ -125,14 +125,14 @@ static oc_status query_function(oc_context *ctx, const oc_gpu_arch *arch, CUfunc
     const char *name = NULL;
     int regs = 0, smem = 0, local = 0, max_threads = 0, cmem = 0;
     oc_kernel_entry *e;
-    CU_CHECK_GOTO(ctx, cu.FuncLoad(f));
-    CU_CHECK_GOTO(ctx, cu.FuncGetName(&name, f));
-    CU_CHECK_GOTO(ctx, cu.FuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, f));
-    CU_CHECK_GOTO(ctx, cu.FuncGetAttribute(&smem, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f));
-    CU_CHECK_GOTO(ctx, cu.FuncGetAttribute(&local, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, f));
-    CU_CHECK_GOTO(ctx, cu.FuncGetAttribute(&max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f));
-    CU_CHECK_GOTO(ctx, cu.FuncGetAttribute(&cmem, CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES, f));
-    OC_CHECK_GOTO(oc_kernel_list_add(ctx, out, name, strlen(name), &e));
+    CU_CHECK_GOTO(ctx, st, cu.FuncLoad(f), cleanup);
+    CU_CHECK_GOTO(ctx, st, cu.FuncGetName(&name, f), cleanup);
+    CU_CHECK_GOTO(ctx, st, cu.FuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, f), cleanup);
+    CU_CHECK_GOTO(ctx, st, cu.FuncGetAttribute(&smem, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f), cleanup);
+    CU_CHECK_GOTO(ctx, st, cu.FuncGetAttribute(&local, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, f), cleanup);
+    CU_CHECK_GOTO(ctx, st, cu.FuncGetAttribute(&max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f), cleanup);
+    CU_CHECK_GOTO(ctx, st, cu.FuncGetAttribute(&cmem, CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES, f), cleanup);
+    OC_CHECK_GOTO(ctx, st, oc_kernel_list_add(ctx, out, name, strlen(name), &e), cleanup);
     e->res.regs_per_thread = regs;
     e->res.static_smem = (size_t)smem;
     e->res.local_bytes = (size_t)local;
@@ -144,7 +144,7 @@ static oc_status query_function(oc_context *ctx, const oc_gpu_arch *arch, CUfunc
     e->const_bytes = cmem;
     if (opts->block > 0) {
         int blocks = 0;
-        CU_CHECK_GOTO(ctx, cu.OccupancyMaxActiveBlocksPerMultiprocessor(&blocks, f, opts->block, (size_t)opts->dyn_smem));
+        CU_CHECK_GOTO(ctx, st, cu.OccupancyMaxActiveBlocksPerMultiprocessor(&blocks, f, opts->block, (size_t)opts->dyn_smem), cleanup);
         e->driver_blocks_per_sm = blocks;
     }
 cleanup:
@@ -159,17 +159,17 @@ static oc_status query_module(oc_context *ctx, CUmodule module, CUdevice dev, co
     unsigned count = 0;
     CUfunction *functions = NULL;
     int major = 0, minor = 0;
-    CU_CHECK_GOTO(ctx, cu.ModuleGetFunctionCount(&count, module));
+    CU_CHECK_GOTO(ctx, st, cu.ModuleGetFunctionCount(&count, module), cleanup);
     functions = calloc(count ? count : 1, sizeof *functions);
     if (!functions) {
         st = oc_fail(ctx, OC_ERR_NO_MEMORY, "out of host memory");
         goto cleanup;
     }
-    CU_CHECK_GOTO(ctx, cu.ModuleEnumerateFunctions(functions, count, module));
-    CU_CHECK_GOTO(ctx, cu.DeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev));
-    CU_CHECK_GOTO(ctx, cu.DeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev));
+    CU_CHECK_GOTO(ctx, st, cu.ModuleEnumerateFunctions(functions, count, module), cleanup);
+    CU_CHECK_GOTO(ctx, st, cu.DeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev), cleanup);
+    CU_CHECK_GOTO(ctx, st, cu.DeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev), cleanup);
     const oc_gpu_arch *arch = oc_gpu_arch_find(major * 10 + minor);
-    for (unsigned i = 0; i < count; i++) OC_CHECK_GOTO(query_function(ctx, arch, functions[i], opts, out));
+    for (unsigned i = 0; i < count; i++) OC_CHECK_GOTO(ctx, st, query_function(ctx, arch, functions[i], opts, out), cleanup);
     out->code_cc = major * 10 + minor;
     snprintf(out->source, sizeof out->source, "CUDA driver");
 cleanup:
@@ -204,11 +204,11 @@ oc_status oc_cuda_probe_inspect(oc_context *ctx, const char *display, const void
     CUjit_option names[2];
     void *values[2];
     unsigned n_options = jit_options(opts, names, values);
-    OC_CHECK_GOTO(driver_resolve(ctx));
-    CU_CHECK_GOTO(ctx, cu.Init(0));
-    CU_CHECK_GOTO(ctx, cu.DeviceGet(&dev, device));
-    CU_CHECK_GOTO(ctx, cu.DevicePrimaryCtxRetain(&cu_ctx, dev));
-    CU_CHECK_GOTO(ctx, cu.CtxPushCurrent(cu_ctx));
+    OC_CHECK_GOTO(ctx, st, driver_resolve(ctx), cleanup);
+    CU_CHECK_GOTO(ctx, st, cu.Init(0), cleanup);
+    CU_CHECK_GOTO(ctx, st, cu.DeviceGet(&dev, device), cleanup);
+    CU_CHECK_GOTO(ctx, st, cu.DevicePrimaryCtxRetain(&cu_ctx, dev), cleanup);
+    CU_CHECK_GOTO(ctx, st, cu.CtxPushCurrent(cu_ctx), cleanup);
     pushed = 1;
     CUresult r = cu.ModuleLoadDataEx(&module, image, n_options, n_options ? names : NULL, n_options ? values : NULL);
     if (r != CUDA_SUCCESS) {
@@ -219,7 +219,7 @@ oc_status oc_cuda_probe_inspect(oc_context *ctx, const char *display, const void
                      "%s: the driver cannot load it: %s", display, text ? text : "unknown error");
         goto cleanup;
     }
-    OC_CHECK_GOTO(query_module(ctx, module, dev, opts, out));
+    OC_CHECK_GOTO(ctx, st, query_module(ctx, module, dev, opts, out), cleanup);
 cleanup:
     if (module) cu.ModuleUnload(module);
     if (pushed) cu.CtxPopCurrent(NULL);
@@ -234,19 +234,19 @@ oc_status oc_cuda_probe_inspect_module(oc_context *ctx, const char *display, voi
     CUdevice dev = 0;
     CUcontext current = NULL, primary = NULL;
     int pushed = 0;
-    OC_CHECK_GOTO(driver_resolve(ctx));
-    CU_CHECK_GOTO(ctx, cu.Init(0));
-    CU_CHECK_GOTO(ctx, cu.CtxGetCurrent(&current));
+    OC_CHECK_GOTO(ctx, st, driver_resolve(ctx), cleanup);
+    CU_CHECK_GOTO(ctx, st, cu.Init(0), cleanup);
+    CU_CHECK_GOTO(ctx, st, cu.CtxGetCurrent(&current), cleanup);
     /* The module lives in the context that loaded it: normally the caller's current one (CuPy
      * and numba both use the device's primary context). */
     if (!current) {
-        CU_CHECK_GOTO(ctx, cu.DeviceGet(&dev, 0));
-        CU_CHECK_GOTO(ctx, cu.DevicePrimaryCtxRetain(&primary, dev));
-        CU_CHECK_GOTO(ctx, cu.CtxPushCurrent(primary));
+        CU_CHECK_GOTO(ctx, st, cu.DeviceGet(&dev, 0), cleanup);
+        CU_CHECK_GOTO(ctx, st, cu.DevicePrimaryCtxRetain(&primary, dev), cleanup);
+        CU_CHECK_GOTO(ctx, st, cu.CtxPushCurrent(primary), cleanup);
         pushed = 1;
     }
-    CU_CHECK_GOTO(ctx, cu.CtxGetDevice(&dev));
-    OC_CHECK_GOTO(query_module(ctx, (CUmodule)module, dev, opts, out));
+    CU_CHECK_GOTO(ctx, st, cu.CtxGetDevice(&dev), cleanup);
+    OC_CHECK_GOTO(ctx, st, query_module(ctx, (CUmodule)module, dev, opts, out), cleanup);
 cleanup:
     if (pushed) cu.CtxPopCurrent(NULL);
     if (primary) cu.DevicePrimaryCtxRelease(dev);

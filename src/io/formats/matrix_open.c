@@ -44,11 +44,11 @@ oc_status oc_matrix_read(oc_context *ctx, const char *path, const oc_read_option
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: --bits applies to .npy files of numpy.packbits output only",
                        path);
     if (strcmp(ext, "npy") == 0)
-        OC_CHECK(oc_npy_read(ctx, path, opts, out));
+        OC_CHECK(ctx, oc_npy_read(ctx, path, opts, out));
     else if (strcmp(ext, "mtx") == 0)
-        OC_CHECK(oc_mtx_read(ctx, path, opts, out));
+        OC_CHECK(ctx, oc_mtx_read(ctx, path, opts, out));
     else if (strcmp(ext, "txt") == 0 || strcmp(ext, "csv") == 0)
-        OC_CHECK(oc_text_read(ctx, path, opts, out));
+        OC_CHECK(ctx, oc_text_read(ctx, path, opts, out));
     else
         return oc_fail(ctx, OC_ERR_INPUT, "%s: unknown file type%s%s%s; supported inputs are .npy, .mtx, .txt and .csv",
                        path, ext[0] ? " '." : "", ext, ext[0] ? "'" : " (no extension)");
@@ -64,7 +64,7 @@ oc_status oc_matrix_open(oc_context *ctx, const char *path, int64_t bits, oc_mat
 {
     oc_read_options opts = OC_READ_OPTIONS_INIT;
     opts.bits = bits;
-    OC_CHECK(oc_matrix_read(ctx, path, &opts, out));
+    OC_CHECK(ctx, oc_matrix_read(ctx, path, &opts, out));
     return OC_OK;
 }
 
@@ -79,7 +79,7 @@ oc_status oc_matrix_save(oc_context *ctx, const oc_matrix *m, const char *path, 
     int64_t width = packed ? (m->cols + 7) / 8 : m->cols;
     oc_npy_out *w;
     void *data;
-    OC_CHECK(oc_npy_out_create(ctx, path, OC_NPY_UINT8, m->rows, width, &w, &data));
+    OC_CHECK(ctx, oc_npy_out_create(ctx, path, OC_NPY_UINT8, m->rows, width, &w, &data));
     /* A file-backed or lists matrix is copied through a buffer of about 1 MB of rows
      * (oc_matrix_load_rows fills lists rows without packing the whole matrix). */
     const int64_t row_bytes = m->words_per_row * 8;
@@ -112,6 +112,6 @@ oc_status oc_matrix_save(oc_context *ctx, const oc_matrix *m, const char *path, 
         }
     }
     free(buf);
-    OC_CHECK(oc_npy_out_commit(ctx, w));
+    OC_CHECK(ctx, oc_npy_out_commit(ctx, w));
     return OC_OK;
 }

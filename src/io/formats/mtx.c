@@ -102,8 +102,8 @@ static oc_status parse_entries(oc_context *ctx, const char *path, oc_mapped_file
                        "%s: a skew-symmetric file mirrors each value v as -v, so its entries are not all 0 or 1: "
                        "--binarize (Python: binarize=True) reads every nonzero value as 1",
                        path);
-    OC_CHECK(oc_matrix_check_dims(ctx, rows, cols, path));
-    OC_CHECK(check_row_index(ctx, path, rows, opts));
+    OC_CHECK(ctx, oc_matrix_check_dims(ctx, rows, cols, path));
+    OC_CHECK(ctx, check_row_index(ctx, path, rows, opts));
     /* An entry takes at least 4 bytes ("1 1\n"), so the file's size bounds what is allocated
      * whatever the size line declares; the arrays grow with the entries read. */
     int64_t most = (int64_t)(file->size / 4) + 1;
@@ -183,7 +183,7 @@ static oc_status parse_mtx(oc_context *ctx, const char *path, oc_mapped_file *fi
 
 oc_status oc_mtx_read(oc_context *ctx, const char *path, const oc_read_options *opts, oc_matrix **out)
 {
-    OC_CHECK(oc_mapped_read(ctx, path, parse_mtx, (void *)opts, out));
+    OC_CHECK(ctx, oc_mapped_read(ctx, path, parse_mtx, (void *)opts, out));
     return OC_OK;
 }
 
@@ -191,6 +191,6 @@ oc_status oc_mtx_read_buffer(oc_context *ctx, const char *name, const void *data
                              const oc_read_options *opts, oc_matrix **out)
 {
     oc_read_options defaults = OC_READ_OPTIONS_INIT;
-    OC_CHECK(oc_buffer_read(ctx, name, data, size, parse_mtx, (void *)(opts ? opts : &defaults), out));
+    OC_CHECK(ctx, oc_buffer_read(ctx, name, data, size, parse_mtx, (void *)(opts ? opts : &defaults), out));
     return OC_OK;
 }

@@ -288,7 +288,7 @@ static oc_status parse_npy(oc_context *ctx, const char *path, oc_mapped_file *fi
     int64_t bits = opts->bits;
     npy_header h;
     size_t offset = 0;
-    OC_CHECK(npy_parse(ctx, path, file->data, file->size, &h, &offset));
+    OC_CHECK(ctx, npy_parse(ctx, path, file->data, file->size, &h, &offset));
 
     npy_kind kind = descr_kind(h.descr);
     /* Wider numbers (int16 ... float64) are read by the rule every caller shares
@@ -368,10 +368,10 @@ static oc_status parse_npy(oc_context *ctx, const char *path, oc_mapped_file *fi
         oc_npy_layout layout = {.rows = rows, .cols = cols, .data_offset = (int64_t)offset, .width = width,
                                 .bits = bits, .kind = dense_kind, .dev = file->dev, .ino = file->ino,
                                 .file_size = (int64_t)file->size};
-        OC_CHECK(oc_npy_source_open(ctx, path, &layout, out));
+        OC_CHECK(ctx, oc_npy_source_open(ctx, path, &layout, out));
         return OC_OK;
     }
-    OC_CHECK(oc_matrix_alloc_uninit(ctx, rows, cols, path, out));
+    OC_CHECK(ctx, oc_matrix_alloc_uninit(ctx, rows, cols, path, out));
     oc_matrix *m = *out;
     oc_mapped_file_advise_sequential(file);
     /* Every core packs its own row blocks straight from the mapping into the matrix: the
@@ -384,7 +384,7 @@ static oc_status parse_npy(oc_context *ctx, const char *path, oc_mapped_file *fi
     int64_t bad = -1, col = -1;
     oc_status st = oc_pack_rows_parallel(ctx, m, &src, 0, &bad, &col);
     if (st == OC_ERR_CANCELLED) return oc_fail(ctx, OC_ERR_CANCELLED, "%s: reading was cancelled", path);
-    OC_CHECK(st);
+    OC_CHECK(ctx, st);
     if (bad < 0) return OC_OK;
     if (bits > 0)
         return oc_fail(ctx, OC_ERR_INPUT,
@@ -396,7 +396,7 @@ static oc_status parse_npy(oc_context *ctx, const char *path, oc_mapped_file *fi
 
 oc_status oc_npy_read(oc_context *ctx, const char *path, const oc_read_options *opts, oc_matrix **out)
 {
-    OC_CHECK(oc_mapped_read(ctx, path, parse_npy, (void *)opts, out));
+    OC_CHECK(ctx, oc_mapped_read(ctx, path, parse_npy, (void *)opts, out));
     return OC_OK;
 }
 
@@ -404,7 +404,7 @@ oc_status oc_npy_read_buffer(oc_context *ctx, const char *name, const void *data
                              const oc_read_options *opts, oc_matrix **out)
 {
     oc_read_options defaults = OC_READ_OPTIONS_INIT;
-    OC_CHECK(oc_buffer_read(ctx, name, data, size, parse_npy, (void *)(opts ? opts : &defaults), out));
+    OC_CHECK(ctx, oc_buffer_read(ctx, name, data, size, parse_npy, (void *)(opts ? opts : &defaults), out));
     return OC_OK;
 }
 
@@ -415,7 +415,7 @@ oc_status oc_npy_array_parse(oc_context *ctx, const char *path, const unsigned c
 {
     npy_header h;
     size_t offset = 0;
-    OC_CHECK(npy_parse(ctx, path, base, size, &h, &offset));
+    OC_CHECK(ctx, npy_parse(ctx, path, base, size, &h, &offset));
     if (h.shape_overflow) return oc_fail(ctx, OC_ERR_INPUT, "%s: a dimension of the shape overflows 64 bits", path);
     memset(out, 0, sizeof *out);
     snprintf(out->descr, sizeof out->descr, "%s", h.descr);

@@ -88,11 +88,11 @@ static int prefault_mapping(unsigned char *map, size_t len)
  * failure the caller aborts w, which removes whatever was created. */
 static oc_status npy_out_map(oc_context *ctx, const char *path, size_t total, oc_npy_out *w)
 {
-    OC_CHECK(oc_tmpfile_open(ctx, path, &w->file));
+    OC_CHECK(ctx, oc_tmpfile_open(ctx, path, &w->file));
     int fd = w->file.fd;
     /* A file that cannot fit is refused before it is sized: reserving it would fill the file
      * system first (and then find no free space to report). */
-    OC_CHECK(oc_sys_check_space(ctx, fd, path, (int64_t)total));
+    OC_CHECK(ctx, oc_sys_check_space(ctx, fd, path, (int64_t)total));
     if (oc_sys_ftruncate(ctx, fd, (off_t)total) != 0)
         return oc_io_fail(ctx, "writing", path, errno, -1, (int64_t)total, fd);
     /* Reserve the blocks now: a shared mapping of a sparse file that later meets a full disk

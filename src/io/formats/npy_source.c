@@ -96,7 +96,7 @@ static oc_status extra_bit_error(npy_source *s, oc_context *ctx, const oc_matrix
 static oc_status load_packed(npy_source *s, oc_context *ctx, const oc_matrix *m, int64_t row0, int64_t rows,
                              uint64_t *dst)
 {
-    OC_CHECK(read_rows(s, ctx, m, row0, rows, dst));
+    OC_CHECK(ctx, read_rows(s, ctx, m, row0, rows, dst));
     int64_t extra = -1, bad = oc_expand_packed_rows(dst, rows, m->cols, m->words_per_row, &extra);
     return bad < 0 ? OC_OK : extra_bit_error(s, ctx, m, row0 + bad, extra);
 }
@@ -114,7 +114,7 @@ static oc_status npy_source_load_cols(void *source, oc_context *ctx, const oc_ma
     int64_t bad = -1, extra = -1;
     for (int64_t i = 0; i < rows; ++i) {
         unsigned char *row = (unsigned char *)(dst + i * (w1 - w0));
-        if (len > 0) OC_CHECK(read_data(s, ctx, m, s->data_offset + (row0 + i) * s->width + b0, len, row));
+        if (len > 0) OC_CHECK(ctx, read_data(s, ctx, m, s->data_offset + (row0 + i) * s->width + b0, len, row));
         memset(row + len, 0, (size_t)(bytes - len));
         if (len == 0 || b1 != s->width) continue;
         int64_t column = oc_packed_clear_past(row + len - 1, m->cols);
@@ -175,7 +175,7 @@ oc_status oc_npy_source_open(oc_context *ctx, const char *path, const oc_npy_lay
 {
     int fd;
     struct stat sb;
-    OC_CHECK(oc_input_open(ctx, path, &fd, &sb));
+    OC_CHECK(ctx, oc_input_open(ctx, path, &fd, &sb));
     /* The header was checked on a mapping of the file that had this identity: the rows must
      * come from the same file, not one renamed over it since. */
     if ((uint64_t)sb.st_dev != layout->dev || (uint64_t)sb.st_ino != layout->ino) {
@@ -197,6 +197,6 @@ oc_status oc_npy_source_open(oc_context *ctx, const char *path, const oc_npy_lay
     /* Rows are read in the order the job asks for them, often a panel at a time from front
      * to back; sequential read-ahead serves that and does no harm otherwise. */
     posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-    OC_CHECK(oc_matrix_create_file_backed(ctx, layout->rows, layout->cols, path, &npy_source_ops, s, out));
+    OC_CHECK(ctx, oc_matrix_create_file_backed(ctx, layout->rows, layout->cols, path, &npy_source_ops, s, out));
     return OC_OK;
 }

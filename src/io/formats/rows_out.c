@@ -196,7 +196,7 @@ oc_status oc_matrix_write_rows(oc_context *ctx, const char *path, int64_t rows, 
     job.data_offset = (int64_t)oc_npy_header(header, OC_NPY_UINT8, rows, job.width, 0);
     const int64_t total = job.data_offset + data_bytes;
     oc_tmpfile file;
-    OC_CHECK(oc_tmpfile_open(ctx, path, &file));
+    OC_CHECK(ctx, oc_tmpfile_open(ctx, path, &file));
     job.fd = file.fd;
     pthread_once(&unpack_once, unpack_table_init);
     pthread_mutex_init(&job.lock, NULL);

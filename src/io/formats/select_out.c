@@ -123,7 +123,7 @@ struct oc_topk_out {
 
 oc_status oc_topk_out_create(oc_context *ctx, const char *path, oc_topk_out **out)
 {
-    OC_CHECK(oc_select_out_check_path(ctx, path, 1));
+    OC_CHECK(ctx, oc_select_out_check_path(ctx, path, 1));
     oc_topk_out *w = calloc(1, sizeof *w);
     if (!w) return oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: cannot allocate the writer", path);
     oc_status st = oc_tmpfile_open(ctx, path, &w->f);
@@ -182,7 +182,7 @@ oc_status oc_topk_out_commit(oc_context *ctx, oc_topk_out *w, int64_t n, int64_t
         st = write_failed(ctx, path, err, &fd, 1);
         goto cleanup;
     }
-    OC_CHECK_GOTO(oc_tmpfile_commit(ctx, &w->f));
+    OC_CHECK_GOTO(ctx, st, oc_tmpfile_commit(ctx, &w->f), cleanup);
 
 cleanup:
     free(buf);
@@ -264,7 +264,7 @@ oc_status oc_pairs_out_create(oc_context *ctx, const char *path, oc_dtype dtype,
                               oc_pairs_out **out)
 {
     char ext[16];
-    OC_CHECK(oc_select_out_check_path(ctx, path, 0));
+    OC_CHECK(ctx, oc_select_out_check_path(ctx, path, 0));
     oc_pairs_out *w = calloc(1, sizeof *w);
     if (!w) return oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: cannot allocate the writer", path);
     w->f.fd = w->side[0].fd = w->side[1].fd = -1;
@@ -285,7 +285,7 @@ oc_status oc_pairs_out_create(oc_context *ctx, const char *path, oc_dtype dtype,
     }
     if (w->format == PAIRS_NPZ)
         for (int i = 0; i < 2; ++i) {
-            OC_CHECK_GOTO(side_open(ctx, path, &w->side[i].fd));
+            OC_CHECK_GOTO(ctx, st, side_open(ctx, path, &w->side[i].fd), cleanup);
             w->side[i].checksum = 1;
             if (!(w->side[i].buf = malloc(BUF_BYTES))) {
                 st = oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: cannot allocate the output buffer", path);
@@ -402,7 +402,7 @@ oc_status oc_pairs_out_commit(oc_context *ctx, oc_pairs_out *w)
         st = pairs_write_failed(ctx, w, err);
         goto cleanup;
     }
-    OC_CHECK_GOTO(oc_tmpfile_commit(ctx, &w->f));
+    OC_CHECK_GOTO(ctx, st, oc_tmpfile_commit(ctx, &w->f), cleanup);
 cleanup:
     oc_pairs_out_abort(w);
     return st;

@@ -114,20 +114,20 @@ static oc_status parse_text(oc_context *ctx, const char *path, oc_mapped_file *f
         if (!is_data_line(line, len)) continue;
         if (rows++ == 0) {
             first_line = lp.line_no;
-            OC_CHECK(parse_values(ctx, &lp, line, len, NULL, 0, &cols));
+            OC_CHECK(ctx, parse_values(ctx, &lp, line, len, NULL, 0, &cols));
         }
     }
     if (rows == 0) return oc_fail(ctx, OC_ERR_INPUT, "%s: no matrix rows (only blank or '#' comment lines)", path);
 
     /* Pass 2: check and pack. */
-    OC_CHECK(oc_matrix_alloc(ctx, rows, cols, path, out));
+    OC_CHECK(ctx, oc_matrix_alloc(ctx, rows, cols, path, out));
     oc_matrix *m = *out;
     lp.line_no = 0;
     for (pos = file->data; oc_next_line(&pos, end, &line, &len);) {
         ++lp.line_no;
         if (!is_data_line(line, len)) continue;
         int64_t n = 0;
-        OC_CHECK(parse_values(ctx, &lp, line, len, (unsigned char *)(m->bits + lp.row * m->words_per_row), cols, &n));
+        OC_CHECK(ctx, parse_values(ctx, &lp, line, len, (unsigned char *)(m->bits + lp.row * m->words_per_row), cols, &n));
         if (n != cols)
             return oc_fail(ctx, OC_ERR_INPUT,
                            "%s: line %lld (row %lld, counting from 0) has %lld values but the first row (line %lld) "
@@ -141,7 +141,7 @@ static oc_status parse_text(oc_context *ctx, const char *path, oc_mapped_file *f
 
 oc_status oc_text_read(oc_context *ctx, const char *path, const oc_read_options *opts, oc_matrix **out)
 {
-    OC_CHECK(oc_mapped_read(ctx, path, parse_text, (void *)opts, out));
+    OC_CHECK(ctx, oc_mapped_read(ctx, path, parse_text, (void *)opts, out));
     return OC_OK;
 }
 
@@ -149,6 +149,6 @@ oc_status oc_text_read_buffer(oc_context *ctx, const char *name, const void *dat
                               const oc_read_options *opts, oc_matrix **out)
 {
     oc_read_options defaults = OC_READ_OPTIONS_INIT;
-    OC_CHECK(oc_buffer_read(ctx, name, data, size, parse_text, (void *)(opts ? opts : &defaults), out));
+    OC_CHECK(ctx, oc_buffer_read(ctx, name, data, size, parse_text, (void *)(opts ? opts : &defaults), out));
     return OC_OK;
 }

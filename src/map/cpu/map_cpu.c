@@ -196,7 +196,7 @@ static oc_status map_cpu_run(oc_context *ctx, const oc_map_plan *m, void *out, o
     /* No more threads than blocks: a small job is not worth waking the pool for. */
     int64_t blocks = (m->count + OC_MAP_BLOCK - 1) / OC_MAP_BLOCK;
     if (blocks < job.threads) job.threads = blocks > 0 ? (int)blocks : 1;
-    if (job.threads > 1) OC_CHECK(oc_context_workers(ctx, job.threads - 1, &job.workers));
+    if (job.threads > 1) OC_CHECK(ctx, oc_context_workers(ctx, job.threads - 1, &job.workers));
     int64_t in_bytes = 0;
     for (int k = 0; k < m->n_inputs; k++)
         if (m->inputs[k].used) in_bytes += m->inputs[k].count * (int64_t)oc_mt_size(m->inputs[k].type);
@@ -205,7 +205,7 @@ static oc_status map_cpu_run(oc_context *ctx, const oc_map_plan *m, void *out, o
     snprintf(stats->backend_desc, sizeof stats->backend_desc, "cpu %d thread%s", job.threads, job.threads == 1 ? "" : "s");
     stats->threads = job.threads;
     if (m->reduce != OC_MAP_REDUCE_NONE) {
-        OC_CHECK(oc_map_cpu_reduce(&job, out));
+        OC_CHECK(ctx, oc_map_cpu_reduce(&job, out));
         return job_status(&job);
     }
     int64_t parts = job.threads == 1 ? 1 : job.threads * PARTS_PER_THREAD;

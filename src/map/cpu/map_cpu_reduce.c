@@ -105,15 +105,16 @@ static const void *values(reducer *r, int64_t start, int64_t n)
 /* A running result of any type, 8 bytes. */
 typedef union acc { int64_t i; uint64_t u; float f; double d; unsigned char b[8]; } acc;
 
-#define MINMAX_TYPES(X)                                                                                   \
-    X(MT_BOOL, uint8_t, 0) X(MT_I8, int8_t, 0) X(MT_I16, int16_t, 0) X(MT_I32, int32_t, 0)                \
-    X(MT_I64, int64_t, 0) X(MT_U8, uint8_t, 0) X(MT_U16, uint16_t, 0) X(MT_U32, uint32_t, 0)              \
-    X(MT_U64, uint64_t, 0) X(MT_F32, float, 1) X(MT_F64, double, 1)
+#define MINMAX_TYPES(X, ...)                                                                              \
+    X(MT_BOOL, uint8_t, 0, __VA_ARGS__) X(MT_I8, int8_t, 0, __VA_ARGS__) X(MT_I16, int16_t, 0, __VA_ARGS__) \
+    X(MT_I32, int32_t, 0, __VA_ARGS__) X(MT_I64, int64_t, 0, __VA_ARGS__) X(MT_U8, uint8_t, 0, __VA_ARGS__) \
+    X(MT_U16, uint16_t, 0, __VA_ARGS__) X(MT_U32, uint32_t, 0, __VA_ARGS__)                               \
+    X(MT_U64, uint64_t, 0, __VA_ARGS__) X(MT_F32, float, 1, __VA_ARGS__) X(MT_F64, double, 1, __VA_ARGS__)
 
 /* *a = op(*a, x[0..n)) for min/max (first = 1: *a starts at x[0]); NaN wins, as in numpy. */
 static void fold_minmax(int t, int is_max, acc *a, const void *x, int64_t n, int first)
 {
-#define FOLD(TT, CT, FLT)                                                                                 \
+#define FOLD(TT, CT, FLT, a, x, n, first, is_max)                                                         \
     case TT: {                                                                                            \
         const CT *v = x;                                                                                  \
         CT r;                                                                                             \
@@ -127,7 +128,7 @@ static void fold_minmax(int t, int is_max, acc *a, const void *x, int64_t n, int
         memcpy(a->b, &r, sizeof r);                                                                       \
         break;                                                                                            \
     }
-    switch (t) { MINMAX_TYPES(FOLD) default: break; }
+    switch (t) { MINMAX_TYPES(FOLD, a, x, n, first, is_max) default: break; }
 #undef FOLD
 }
 
@@ -144,7 +145,7 @@ static void combine(int t, oc_map_reduce op, void *accs, const void *x, int64_t 
         return;
     }
     int is_max = op == OC_MAP_REDUCE_MAX;
-#define COMB(TT, CT, FLT)                                                                                 \
+#define COMB(TT, CT, FLT, accs, x, n, is_max)                                                             \
     case TT: {                                                                                            \
         CT *r = accs;                                                                                     \
         const CT *v = x;                                                                                  \
@@ -154,7 +155,7 @@ static void combine(int t, oc_map_reduce op, void *accs, const void *x, int64_t 
             for (int64_t i = 0; i < n; i++) r[i] = (r[i] <= v[i] || (FLT && r[i] != r[i])) ? r[i] : v[i]; \
         break;                                                                                            \
     }
-    switch (t) { MINMAX_TYPES(COMB) default: break; }
+    switch (t) { MINMAX_TYPES(COMB, accs, x, n, is_max) default: break; }
 #undef COMB
 }
 

@@ -58,7 +58,7 @@ static int launch(const oc_stream_chunk *c, void *user)
 static oc_status load_kernel(oc_context *ctx, const oc_map_plan *m, CUfunction *fn)
 {
     char *src = NULL;
-    OC_CHECK(oc_map_emit_cuda(ctx, m, &src, NULL));
+    OC_CHECK(ctx, oc_map_emit_cuda(ctx, m, &src, NULL));
     oc_nvrtc_source s = {"outcore_map.cu", src, NULL, 0};
     oc_status st = oc_nvrtc_function(ctx, &s, "oc_map_elementwise", fn);
     free(src);
@@ -77,7 +77,7 @@ static oc_status map_cuda_run(oc_context *ctx, const oc_map_plan *m, void *out, 
         return oc_fail(ctx, OC_ERR_DEVICE, "backend cuda: CUDA device 0: %s", cudaGetErrorString(e));
     }
     map_launch l = {.ctx = ctx};
-    OC_CHECK(load_kernel(ctx, m, &l.fn));
+    OC_CHECK(ctx, load_kernel(ctx, m, &l.fn));
 
     oc_stream_array *arrays = malloc(sizeof *arrays * (size_t)(m->n_inputs + 2));
     l.args = malloc(sizeof *l.args * (size_t)(m->n_inputs + 4));
@@ -108,7 +108,7 @@ static oc_status map_cuda_run(oc_context *ctx, const oc_map_plan *m, void *out, 
     oc_status st = oc_stream_run(ctx, &spec, &so, &ss);
     free(arrays), free(l.args);
     if (st != OC_OK && l.failed != OC_OK) return oc_fail(ctx, l.failed, "%s", l.why);
-    OC_CHECK(st);
+    OC_CHECK(ctx, st);
     if (error) return oc_fail(ctx, OC_ERR_INPUT, "integers to negative integer powers are not allowed (as in numpy)");
 
     struct cudaDeviceProp prop;

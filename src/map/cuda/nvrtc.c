@@ -227,7 +227,7 @@ oc_status oc_nvrtc_compile(oc_context *ctx, const oc_nvrtc_source *src, int cc, 
     oc_nvrtc_key key;
     oc_nvrtc_key_make(src, target, cubin, nv.version, &key);
     if (oc_nvrtc_cache_read(&key, out)) return OC_OK;
-    OC_CHECK(nvrtc_run(ctx, src, target, cubin, out));
+    OC_CHECK(ctx, nvrtc_run(ctx, src, target, cubin, out));
     oc_nvrtc_cache_write(&key, out);
     return OC_OK;
 }
@@ -252,15 +252,15 @@ static void driver_load(void)
 {
     void *lib = dlopen(OC_CUDA_DRIVER_LIBRARY, RTLD_NOW | RTLD_LOCAL);
     if (!lib) return;
-#define SYM(field, name) *(void **)&drv.field = dlsym(lib, name)
-    SYM(ctx_current, "cuCtxGetCurrent");
-    SYM(ctx_device, "cuCtxGetDevice");
-    SYM(attribute, "cuDeviceGetAttribute");
-    SYM(load, "cuModuleLoadData");
-    SYM(unload, "cuModuleUnload");
-    SYM(function, "cuModuleGetFunction");
-    SYM(launch, "cuLaunchKernel");
-    SYM(error_string, "cuGetErrorString");
+#define SYM(lib, field, name) *(void **)&drv.field = dlsym(lib, name)
+    SYM(lib, ctx_current, "cuCtxGetCurrent");
+    SYM(lib, ctx_device, "cuCtxGetDevice");
+    SYM(lib, attribute, "cuDeviceGetAttribute");
+    SYM(lib, load, "cuModuleLoadData");
+    SYM(lib, unload, "cuModuleUnload");
+    SYM(lib, function, "cuModuleGetFunction");
+    SYM(lib, launch, "cuLaunchKernel");
+    SYM(lib, error_string, "cuGetErrorString");
 #undef SYM
     if (!drv.ctx_current || !drv.ctx_device || !drv.attribute || !drv.load || !drv.unload || !drv.function ||
         !drv.launch || !drv.error_string)
@@ -327,7 +327,7 @@ static oc_status module_for(oc_context *ctx, const oc_nvrtc_source *src, CUmodul
     /* Compiled outside the lock: another thread may compile the same source meanwhile, and
      * the second module is then simply not kept. */
     oc_nvrtc_image img;
-    OC_CHECK(oc_nvrtc_compile(ctx, src, cc, &img));
+    OC_CHECK(ctx, oc_nvrtc_compile(ctx, src, cc, &img));
     CUmodule module = NULL;
     r = drv.load(&module, img.data);
     oc_nvrtc_image_free(&img);
@@ -357,7 +357,7 @@ static oc_status module_for(oc_context *ctx, const oc_nvrtc_source *src, CUmodul
 oc_status oc_nvrtc_function(oc_context *ctx, const oc_nvrtc_source *src, const char *kernel, CUfunction *out)
 {
     CUmodule module = NULL;
-    OC_CHECK(module_for(ctx, src, &module));
+    OC_CHECK(ctx, module_for(ctx, src, &module));
     CUresult r = drv.function(out, module, kernel);
     if (r == CUDA_ERROR_NOT_FOUND)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "nvrtc: %s has no kernel named %s (declare it extern \"C\")",

@@ -156,20 +156,20 @@ oc_status oc_stream_copy_open(oc_context *ctx, oc_pool *pool, const oc_stream_pl
         goto cleanup;
     }
     for (int i = 0; i < c->up_slots; ++i)
-        CUDA_CHECK_GOTO(ctx, cudaEventCreateWithFlags(&c->up_read[i], cudaEventDisableTiming));
+        CUDA_CHECK_GOTO(ctx, st, cudaEventCreateWithFlags(&c->up_read[i], cudaEventDisableTiming), cleanup);
     for (int i = 0; i < c->down_slots; ++i)
-        CUDA_CHECK_GOTO(ctx, cudaEventCreateWithFlags(&c->down_ready[i], cudaEventDisableTiming));
+        CUDA_CHECK_GOTO(ctx, st, cudaEventCreateWithFlags(&c->down_ready[i], cudaEventDisableTiming), cleanup);
     if (c->up_slots) {
         /* A fresh event counts as done, so a slot never used waits for nothing. */
         oc_staging_ops ops = {c, wait_upload_slot};
-        OC_CHECK_GOTO(oc_staging_create(ctx, pool, c->up_slots, plan->h2d_slot_bytes,
+        OC_CHECK_GOTO(ctx, st, oc_staging_create(ctx, pool, c->up_slots, plan->h2d_slot_bytes,
                                         ring_bytes(ctx, plan, c->up_slots, plan->h2d_slot_bytes), "stream upload ring",
-                                        &ops, &c->up));
+                                        &ops, &c->up), cleanup);
     }
     if (c->down_slots)
-        OC_CHECK_GOTO(oc_staging_create(ctx, pool, c->down_slots, plan->d2h_slot_bytes,
+        OC_CHECK_GOTO(ctx, st, oc_staging_create(ctx, pool, c->down_slots, plan->d2h_slot_bytes,
                                         ring_bytes(ctx, plan, c->down_slots, plan->d2h_slot_bytes),
-                                        "stream download ring", NULL, &c->down));
+                                        "stream download ring", NULL, &c->down), cleanup);
     c->pinned_bytes = (int64_t)c->up_slots * plan->h2d_slot_bytes + (int64_t)c->down_slots * plan->d2h_slot_bytes;
     *out = c;
     return OC_OK;
@@ -206,7 +206,7 @@ oc_status oc_stream_copy_upload(oc_context *ctx, oc_stream_copy *c, const oc_str
     for (int64_t off = 0; off < bytes; off += piece) {
         int64_t len = bytes - off < piece ? bytes - off : piece;
         int slot;
-        OC_CHECK(oc_staging_acquire(ctx, c->up, &slot, NULL));
+        OC_CHECK(ctx, oc_staging_acquire(ctx, c->up, &slot, NULL));
         gather_split g = {a, start, rows, off, len, oc_staging_slot(c->up, slot)};
         int parts = c->workers ? oc_workers_count(c->workers) + 1 : 1;
         if (len < SPLIT_MIN || parts < 2) gather_part(&g, 0, 1);
@@ -254,7 +254,7 @@ oc_status oc_stream_copy_download(oc_context *ctx, oc_stream_copy *c, const oc_s
     for (int64_t off = 0; off < bytes; off += piece) {
         int64_t len = bytes - off < piece ? bytes - off : piece;
         int slot;
-        OC_CHECK(oc_staging_acquire(ctx, c->down, &slot, NULL));
+        OC_CHECK(ctx, oc_staging_acquire(ctx, c->down, &slot, NULL));
         cudaError_t e = cudaMemcpyAsync(oc_staging_slot(c->down, slot), (const unsigned char *)dev + off, (size_t)len,
                                         cudaMemcpyDeviceToHost, d2h);
         if (e == cudaSuccess) e = cudaEventRecord(c->down_ready[slot], d2h);
@@ -272,8 +272,8 @@ oc_status oc_stream_copy_download(oc_context *ctx, oc_stream_copy *c, const oc_s
 
 oc_status oc_stream_copy_drain(oc_context *ctx, oc_stream_copy *c)
 {
-    if (c->down) OC_CHECK(oc_staging_drain(ctx, c->down));
-    if (c->up) OC_CHECK(oc_staging_drain(ctx, c->up));
+    if (c->down) OC_CHECK(ctx, oc_staging_drain(ctx, c->down));
+    if (c->up) OC_CHECK(ctx, oc_staging_drain(ctx, c->up));
     return OC_OK;
 }
 

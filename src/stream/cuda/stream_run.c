@@ -68,7 +68,7 @@ static oc_status make_plan(stream_run *r)
         .gpu_mem_fraction = job->opts.gpu_mem_fraction, .host_budget = job->opts.host_mem_bytes,
         .cores = oc_cpu_cores(), .chunk_rows = job->opts.chunk_rows, .in_flight = job->opts.in_flight,
         .device_name = where};
-    OC_CHECK(oc_stream_plan_make(ctx, &in, &r->plan));
+    OC_CHECK(ctx, oc_stream_plan_make(ctx, &in, &r->plan));
     if (oc_tracing())
         fprintf(stderr,
                 "outcore stream: %s: %lld chunks of %lld rows, %d in flight, budget %.1f MiB (%.1f planned), pinned "
@@ -94,7 +94,7 @@ static oc_status allocate(stream_run *r)
         if (ja->chunked) continue;
         char what[120];
         snprintf(what, sizeof what, "%s '%s'", ja->download ? "result" : "side input", ja->a.name ? ja->a.name : "?");
-        OC_CHECK(oc_pool_alloc(ctx, r->dev.pool, (size_t)ja->total_bytes, what, &r->side[a]));
+        OC_CHECK(ctx, oc_pool_alloc(ctx, r->dev.pool, (size_t)ja->total_bytes, what, &r->side[a]));
     }
     for (int s = 0; s < k; ++s) {
         slot_state *sl = &r->slots[s];
@@ -116,7 +116,7 @@ static oc_status allocate(stream_run *r)
             char what[120];
             snprintf(what, sizeof what, "chunk buffer of '%s' (%lld rows)", ja->a.name ? ja->a.name : "?",
                      (long long)r->plan.chunk_rows);
-            OC_CHECK(oc_pool_alloc(ctx, r->dev.pool, (size_t)(r->plan.chunk_rows * ja->row_bytes), what, &sl->data[a]));
+            OC_CHECK(ctx, oc_pool_alloc(ctx, r->dev.pool, (size_t)(r->plan.chunk_rows * ja->row_bytes), what, &sl->data[a]));
         }
     }
     return OC_OK;
@@ -168,7 +168,7 @@ static oc_status upload_and_launch(stream_run *r, int64_t c, slot_state *sl)
         const oc_stream_job_array *ja = &job->arrays[a];
         if (!ja->chunked) continue;
         sl->shapes[a * OC_STREAM_MAX_DIMS + ja->a.axis] = rows;
-        if (ja->upload) OC_CHECK(oc_stream_copy_upload(ctx, r->copy, ja, start, rows, sl->data[a], r->dev.h2d));
+        if (ja->upload) OC_CHECK(ctx, oc_stream_copy_upload(ctx, r->copy, ja, start, rows, sl->data[a], r->dev.h2d));
     }
     CUDA_CHECK(ctx, cudaEventRecord(sl->uploaded, r->dev.h2d));
     cudaStream_t stream = c % 2 ? r->dev.compute2 : r->dev.compute;
@@ -203,7 +203,7 @@ static oc_status download(stream_run *r, slot_state *sl)
     for (int a = 0; a < job->narrays; ++a) {
         const oc_stream_job_array *ja = &job->arrays[a];
         if (ja->chunked && ja->download)
-            OC_CHECK(oc_stream_copy_download(ctx, r->copy, ja, start, rows, sl->data[a], r->dev.d2h));
+            OC_CHECK(ctx, oc_stream_copy_download(ctx, r->copy, ja, start, rows, sl->data[a], r->dev.d2h));
     }
     CUDA_CHECK(ctx, cudaEventRecord(sl->freed, r->dev.d2h));
     return OC_OK;
@@ -214,7 +214,7 @@ static oc_status upload_side(stream_run *r)
     oc_context *ctx = r->ctx;
     for (int a = 0; a < r->job->narrays; ++a) {
         const oc_stream_job_array *ja = &r->job->arrays[a];
-        if (!ja->chunked) OC_CHECK(oc_stream_copy_upload(ctx, r->copy, ja, 0, 1, r->side[a], r->dev.h2d));
+        if (!ja->chunked) OC_CHECK(ctx, oc_stream_copy_upload(ctx, r->copy, ja, 0, 1, r->side[a], r->dev.h2d));
     }
     return OC_OK;
 }
@@ -223,15 +223,15 @@ static oc_status run_chunks(stream_run *r)
 {
     oc_context *ctx = r->ctx;
     oc_stream_job *job = r->job;
-    OC_CHECK(upload_side(r));
+    OC_CHECK(ctx, upload_side(r));
     double last_progress = oc_now();
     slot_state *prev = NULL;
     for (int64_t c = 0; c < r->plan.chunks; ++c) {
         if (oc_cancelled(ctx)) return oc_fail(ctx, OC_ERR_CANCELLED, "stream: cancelled at chunk %lld", (long long)c);
         slot_state *sl = &r->slots[c % r->plan.in_flight];
-        OC_CHECK(slot_wait(r, sl));
-        OC_CHECK(upload_and_launch(r, c, sl));
-        if (prev) OC_CHECK(download(r, prev));
+        OC_CHECK(ctx, slot_wait(r, sl));
+        OC_CHECK(ctx, upload_and_launch(r, c, sl));
+        if (prev) OC_CHECK(ctx, download(r, prev));
         prev = sl;
         double now = oc_now();
         if (job->opts.progress && now - last_progress >= 0.1) {
@@ -239,14 +239,14 @@ static oc_status run_chunks(stream_run *r)
             last_progress = now;
         }
     }
-    if (prev) OC_CHECK(download(r, prev));
-    for (int s = 0; s < r->plan.in_flight; ++s) OC_CHECK(slot_wait(r, &r->slots[s]));
+    if (prev) OC_CHECK(ctx, download(r, prev));
+    for (int s = 0; s < r->plan.in_flight; ++s) OC_CHECK(ctx, slot_wait(r, &r->slots[s]));
     /* Every kernel is done (waited for above): the results are final. */
     for (int a = 0; a < job->narrays; ++a) {
         const oc_stream_job_array *ja = &job->arrays[a];
-        if (!ja->chunked && ja->download) OC_CHECK(oc_stream_copy_download(ctx, r->copy, ja, 0, 1, r->side[a], r->dev.d2h));
+        if (!ja->chunked && ja->download) OC_CHECK(ctx, oc_stream_copy_download(ctx, r->copy, ja, 0, 1, r->side[a], r->dev.d2h));
     }
-    OC_CHECK(oc_stream_copy_drain(ctx, r->copy));
+    OC_CHECK(ctx, oc_stream_copy_drain(ctx, r->copy));
     CUDA_CHECK(ctx, cudaStreamSynchronize(r->dev.d2h));
     CUDA_CHECK(ctx, cudaStreamSynchronize(r->dev.h2d));
     if (job->opts.progress) job->opts.progress(job->opts.progress_user, (double)job->extent, (double)job->extent);
@@ -258,16 +258,16 @@ oc_status oc_cuda_stream_run(oc_stream_job *job)
     oc_context *ctx = job->ctx;
     stream_run r = {.ctx = ctx, .job = job};
     oc_status st = OC_OK;
-    OC_CHECK_GOTO(oc_cuda_device_open(ctx, job->opts.device, &r.dev));
-    OC_CHECK_GOTO(make_plan(&r));
+    OC_CHECK_GOTO(ctx, st, oc_cuda_device_open(ctx, job->opts.device, &r.dev), cleanup);
+    OC_CHECK_GOTO(ctx, st, make_plan(&r), cleanup);
     oc_mem_ops ops = oc_cuda_mem_ops(ctx);
-    OC_CHECK_GOTO(oc_pool_create(ctx, &ops, r.dev.index, r.plan.device_budget, job->opts.gpu_mem_mode,
-                                 r.plan.host_budget, &r.dev.pool));
+    OC_CHECK_GOTO(ctx, st, oc_pool_create(ctx, &ops, r.dev.index, r.plan.device_budget, job->opts.gpu_mem_mode,
+                                 r.plan.host_budget, &r.dev.pool), cleanup);
     oc_workers *workers = NULL;
-    OC_CHECK_GOTO(oc_context_workers(ctx, r.plan.workers, &workers));
+    OC_CHECK_GOTO(ctx, st, oc_context_workers(ctx, r.plan.workers, &workers), cleanup);
     oc_workers_limit_tasks(workers, r.plan.sinks);
-    OC_CHECK_GOTO(oc_stream_copy_open(ctx, r.dev.pool, &r.plan, job, r.dev.index, workers, &r.copy));
-    OC_CHECK_GOTO(allocate(&r));
+    OC_CHECK_GOTO(ctx, st, oc_stream_copy_open(ctx, r.dev.pool, &r.plan, job, r.dev.index, workers, &r.copy), cleanup);
+    OC_CHECK_GOTO(ctx, st, allocate(&r), cleanup);
     st = run_chunks(&r);
     /* A kernel fault is sticky: the next CUDA call of any kind reports it, often an event or a
      * copy of a later chunk. Say which chunks were on the device. */

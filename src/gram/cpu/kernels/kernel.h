@@ -51,11 +51,11 @@ typedef void (*oc_gram_kernel_fn)(const uint64_t *a, int64_t lda, const uint64_t
 #define OC_KERNEL_AVX512_MR 4
 #define OC_KERNEL_AVX512_NR 6
 
-/* The strip walk of a vector kernel, in the body of a function with the parameters above:
+/* The strip walk of a vector kernel over the operands of an oc_gram_kernel_fn (a .. ldc):
  * whole micro-tiles of the full width run BODY(a, lda, b, ldb, kw, c, ldc, MR, NR), the
  * ISA's always-inline micro-tile, so there is no call per micro-tile; the tails call
  * SHAPES[rows - 1][nr - 1](a, lda, b, ldb, kw, c, ldc), its instances for smaller blocks. */
-#define OC_KERNEL_STRIP_WALK(BODY, SHAPES, MR, NR)                                                          \
+#define OC_KERNEL_STRIP_WALK(BODY, SHAPES, MR, NR, a, lda, b, ldb, kw, mr, nr, c, ldc)                      \
     do {                                                                                                   \
         int i_ = 0;                                                                                        \
         if (nr == (NR))                                                                                    \

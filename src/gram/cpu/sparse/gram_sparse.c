@@ -155,7 +155,7 @@ static oc_status run_blocks(oc_context *ctx, sparse_run *run, int threads, int64
         }
         if (st == OC_ERR_NO_MEMORY) return oc_fail(ctx, st, "sparse path: cannot grow the buffers of threshold pairs");
         if (st != OC_OK) return st;
-        if (grouped) OC_CHECK(oc_select_drain(ctx, run->select));
+        if (grouped) OC_CHECK(ctx, oc_select_drain(ctx, run->select));
         if (grouped && o->progress) o->progress(o->progress_user, (double)(b + count), (double)blocks);
     }
     return OC_OK;
@@ -173,7 +173,7 @@ static oc_status sparse_gram(oc_gram_job *job)
     const int64_t blocks = (job->n + OC_SPARSE_BLOCK_ROWS - 1) / OC_SPARSE_BLOCK_ROWS;
     if (threads > blocks) threads = (int)blocks;
     oc_sparse_index ix;
-    OC_CHECK(oc_sparse_index_build(ctx, job->a, job->symmetric ? NULL : job->b, plan->hub_cols, plan->hubs, threads, &ix));
+    OC_CHECK(ctx, oc_sparse_index_build(ctx, job->a, job->symmetric ? NULL : job->b, plan->hub_cols, plan->hubs, threads, &ix));
 
     sparse_run run = {.select = job->select};
     sparse_job *sj = &run.sj;
@@ -183,7 +183,7 @@ static oc_status sparse_gram(oc_gram_job *job)
     oc_status st = OC_OK;
     if (job->select) {
         sj->kind = oc_select_key_kind(job->select);
-        OC_CHECK_GOTO(oc_select_begin_rows(ctx, job->select, OC_SPARSE_BLOCK_ROWS));
+        OC_CHECK_GOTO(ctx, st, oc_select_begin_rows(ctx, job->select, OC_SPARSE_BLOCK_ROWS), cleanup);
         if (oc_select_get_mode(job->select) == OC_SELECT_TOPK) {
             sj->kept = oc_select_kept(job->select);
             sj->keys = oc_select_topk_keys(job->select);
@@ -193,8 +193,8 @@ static oc_status sparse_gram(oc_gram_job *job)
             sj->min_key = (uint32_t)mk;
         }
     }
-    OC_CHECK_GOTO(alloc_workers(ctx, &run, threads, job->p));
-    OC_CHECK_GOTO(run_blocks(ctx, &run, threads, blocks));
+    OC_CHECK_GOTO(ctx, st, alloc_workers(ctx, &run, threads, job->p), cleanup);
+    OC_CHECK_GOTO(ctx, st, run_blocks(ctx, &run, threads, blocks), cleanup);
 
     double updates = 0;
     for (int t = 0; t < threads; ++t) updates += run.workers[t].updates;

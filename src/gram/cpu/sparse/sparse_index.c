@@ -59,11 +59,11 @@ static oc_status build_side(oc_context *ctx, const oc_matrix *m, const int32_t *
         if (!(scratch[t] = malloc((size_t)(m->cols + 1) * sizeof **scratch))) goto no_memory;
     side_build b = {m, s, hub_slot, hub_words, scratch, 0};
     const int64_t tasks = (m->rows + ROWS_PER_TASK - 1) / ROWS_PER_TASK;
-    OC_CHECK_GOTO(oc_parallel_run(ctx, threads, tasks, side_task, &b, NULL, NULL, NULL));
+    OC_CHECK_GOTO(ctx, st, oc_parallel_run(ctx, threads, tasks, side_task, &b, NULL, NULL, NULL), cleanup);
     for (int64_t i = 0; i < m->rows; ++i) s->ptr[i + 1] += s->ptr[i];
     if (!(s->idx = malloc((size_t)(s->ptr[m->rows] ? s->ptr[m->rows] : 1) * sizeof *s->idx))) goto no_memory;
     b.fill = 1;
-    OC_CHECK_GOTO(oc_parallel_run(ctx, threads, tasks, side_task, &b, NULL, NULL, NULL));
+    OC_CHECK_GOTO(ctx, st, oc_parallel_run(ctx, threads, tasks, side_task, &b, NULL, NULL, NULL), cleanup);
     goto cleanup;
 no_memory:
     st = oc_fail(ctx, OC_ERR_NO_MEMORY, "sparse path: cannot allocate the row lists of %s (%lld rows)", m->name,
@@ -130,7 +130,7 @@ static oc_status build_b_lists(oc_context *ctx, int64_t cols, oc_sparse_index *i
         if (b->pop[i] == 0) ix->empty_b[ix->nempty_b++] = (uint32_t)i;
     }
     free(at);
-    OC_CHECK(sort_by_pop(ctx, ix->hub_rows, nhub, b->pop));
+    OC_CHECK(ctx, sort_by_pop(ctx, ix->hub_rows, nhub, b->pop));
     int64_t groups = 0;
     for (int64_t r = 0; r < nhub; ++r) groups += r == 0 || b->pop[ix->hub_rows[r]] != b->pop[ix->hub_rows[r - 1]];
     ix->group_start = malloc((size_t)(groups + 1) * sizeof *ix->group_start);

@@ -202,7 +202,7 @@ static oc_status open_threshold(oc_cuda_select *s, void *const *slots)
         at += (uint64_t)(tile + 2) * 4;
         if (at > tt * (s->elem + (uint64_t)oc_cuda_select_extra_elem_bytes(s->job)))
             return oc_fail(ctx, OC_ERR_INTERNAL, "pair buffer of tile %lld overflows its output slot", (long long)tile);
-        OC_CHECK(oc_pool_host_alloc(ctx, s->dev->pool, (size_t)(tile + 2) * 4, "pinned pair counts", (void **)&ps->h_counts));
+        OC_CHECK(ctx, oc_pool_host_alloc(ctx, s->dev->pool, (size_t)(tile + 2) * 4, "pinned pair counts", (void **)&ps->h_counts));
         CUDA_CHECK(ctx, cudaEventCreateWithFlags(&ps->counts_ready, cudaEventDisableTiming | cudaEventBlockingSync));
     }
     s->h_pairs_bytes = PINNED_PAIRS_FIRST;
@@ -265,7 +265,7 @@ oc_status oc_cuda_select_open(oc_context *ctx, oc_cuda_device *dev, oc_gram_job 
     s->gram_done = calloc((size_t)nslots, sizeof *s->gram_done);
     if (!s->gram_done) return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the selection's events");
     for (int i = 0; i < nslots; ++i) CUDA_CHECK(ctx, cudaEventCreateWithFlags(&s->gram_done[i], cudaEventDisableTiming));
-    OC_CHECK(open_slots(s, slots));
+    OC_CHECK(ctx, open_slots(s, slots));
     if (mode == OC_SELECT_TOPK) {
         if (s->host_topk) {
             s->h_tile_bytes = tile * tile * (int64_t)s->elem < PINNED_TILE_BYTES ? tile * tile * (int64_t)s->elem
@@ -275,9 +275,9 @@ oc_status oc_cuda_select_open(oc_context *ctx, oc_cuda_device *dev, oc_gram_job 
         }
         size_t bytes = (size_t)(job->n * oc_select_kept(s->sel) * 8);
         if (bytes == 0) return OC_OK;
-        OC_CHECK(oc_pool_alloc(ctx, dev->pool, bytes, "the top-k lists", (void **)&s->d_lists));
-        OC_CHECK(oc_pool_alloc(ctx, dev->pool, (size_t)job->n * 8, "the top-k floors", (void **)&s->d_floors));
-        OC_CHECK(oc_pool_alloc(ctx, dev->pool, 4, "the overflow count", (void **)&s->d_overflows));
+        OC_CHECK(ctx, oc_pool_alloc(ctx, dev->pool, bytes, "the top-k lists", (void **)&s->d_lists));
+        OC_CHECK(ctx, oc_pool_alloc(ctx, dev->pool, (size_t)job->n * 8, "the top-k floors", (void **)&s->d_floors));
+        OC_CHECK(ctx, oc_pool_alloc(ctx, dev->pool, 4, "the overflow count", (void **)&s->d_overflows));
         CUDA_CHECK(ctx, cudaMemset(s->d_overflows, 0, 4));
         CUDA_CHECK(ctx, cudaMemset(s->d_lists, 0, bytes));
         CUDA_CHECK(ctx, cudaMemsetAsync(s->d_floors, 0, (size_t)job->n * 8, s->stream));
@@ -349,7 +349,7 @@ oc_status oc_cuda_select_tile_begin(oc_cuda_select *s, int64_t t, int slot, int6
         tile->floors = s->d_floors;
         tile->kept = (int)oc_select_kept(s->sel);
         tile->may_overflow = oc_gram_topk_may_overflow(tile->rows, tile->cols, sym, tile->kept, s->bucket);
-        if (s->floors) OC_CHECK(import_floors(s, tile, stream));
+        if (s->floors) OC_CHECK(ctx, import_floors(s, tile, stream));
     } else {
         tile->may_overflow = 1; /* a threshold keeps every pair that passes */
         uint64_t mk = oc_select_min_key(s->sel);
@@ -395,7 +395,7 @@ static oc_status consume_pairs(oc_cuda_select *s, pair_slot *ps, cudaStream_t d2
         while (grown < (int64_t)bytes && grown < PINNED_PAIRS_MOST) grown *= 2;
         oc_pool_host_free(s->dev->pool, s->h_pairs);
         s->h_pairs = NULL, s->h_pairs_bytes = 0;
-        OC_CHECK(oc_pool_host_alloc(ctx, s->dev->pool, (size_t)grown, "pinned pairs", (void **)&s->h_pairs));
+        OC_CHECK(ctx, oc_pool_host_alloc(ctx, s->dev->pool, (size_t)grown, "pinned pairs", (void **)&s->h_pairs));
         s->h_pairs_bytes = grown;
     }
     unsigned char *host = s->h_pairs, *heap = NULL;
@@ -447,7 +447,7 @@ static oc_status threshold_tile(oc_cuda_select *s, const oc_gram_tile *t, oc_sel
                                 uint32_t *counts, cudaStream_t d2h)
 {
     oc_context *ctx = s->ctx;
-    OC_CHECK(consume_pairs(s, ps, d2h)); /* the slot's previous tile */
+    OC_CHECK(ctx, consume_pairs(s, ps, d2h)); /* the slot's previous tile */
     uint64_t mk = oc_select_min_key(s->sel);
     if (mk > 0xFFFFFFFFu) { /* nothing can pass: the tile has no pairs */
         memset(ps->h_counts, 0, (size_t)(t->rows + 1) * 4);
@@ -457,7 +457,7 @@ static oc_status threshold_tile(oc_cuda_select *s, const oc_gram_tile *t, oc_sel
     }
     a->min_key = (uint32_t)mk;
     a->row_counts = counts, a->row_offsets = ps->d_offsets, a->pair_cols = ps->d_cols, a->pair_values = ps->d_values;
-    OC_CHECK(oc_cuda_select_tile(ctx, s->dev, a, s->stream));
+    OC_CHECK(ctx, oc_cuda_select_tile(ctx, s->dev, a, s->stream));
     CUDA_CHECK(ctx, cudaMemcpyAsync(ps->h_counts, counts, (size_t)(t->rows + 1) * 4, cudaMemcpyDeviceToHost, s->stream));
     ps->h_counts[t->rows + 1] = 0;
     if (a->fused)
@@ -475,7 +475,7 @@ oc_status oc_cuda_select_tile_done(oc_cuda_select *s, const oc_gram_tile *t, int
     CUDA_CHECK(ctx, cudaEventRecord(s->gram_done[slot], stream));
     if (s->host_topk) {
         CUDA_CHECK(ctx, cudaStreamWaitEvent(d2h, s->gram_done[slot], 0));
-        OC_CHECK(host_topk_tile(s, t, d2h));
+        OC_CHECK(ctx, host_topk_tile(s, t, d2h));
         CUDA_CHECK(ctx, cudaEventRecord(slot_free, d2h));
         return OC_OK;
     }
@@ -498,10 +498,10 @@ oc_status oc_cuda_select_tile_done(oc_cuda_select *s, const oc_gram_tile *t, int
         a.floors = s->d_floors;
         a.overflows = s->d_overflows;
         a.row_counts = t->row_count;
-        OC_CHECK(oc_cuda_select_tile(ctx, s->dev, &a, s->stream));
+        OC_CHECK(ctx, oc_cuda_select_tile(ctx, s->dev, &a, s->stream));
     } else {
         pair_slot *ps = &s->pairs[slot];
-        OC_CHECK(threshold_tile(s, t, &a, ps, st->counts ? st->counts : ps->d_counts, d2h));
+        OC_CHECK(ctx, threshold_tile(s, t, &a, ps, st->counts ? st->counts : ps->d_counts, d2h));
     }
     /* The next tile of this slot starts from empty buckets (a dense tile's row counts
      * were written there too). */
@@ -529,7 +529,7 @@ oc_status oc_cuda_select_finish(oc_cuda_select *s, cudaStream_t d2h)
             for (int i = 0; i < s->nslots; ++i)
                 if (s->pairs[i].pending && (!next || s->pairs[i].seq < next->seq)) next = &s->pairs[i];
             if (!next) return OC_OK;
-            OC_CHECK(consume_pairs(s, next, d2h));
+            OC_CHECK(ctx, consume_pairs(s, next, d2h));
         }
     }
     if (!s->d_lists) return OC_OK;

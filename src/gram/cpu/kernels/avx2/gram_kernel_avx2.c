@@ -81,5 +81,5 @@ static const shape_fn shapes[MR][NR] = {SHAPE_ROW(1), SHAPE_ROW(2)};
 void oc_gram_kernel_avx2(const uint64_t *a, int64_t lda, const uint64_t *b, int64_t ldb, int64_t kw, int mr, int nr,
                          uint32_t *c, int64_t ldc)
 {
-    OC_KERNEL_STRIP_WALK(kernel_body, shapes, MR, NR);
+    OC_KERNEL_STRIP_WALK(kernel_body, shapes, MR, NR, a, lda, b, ldb, kw, mr, nr, c, ldc);
 }

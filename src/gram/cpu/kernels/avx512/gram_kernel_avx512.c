@@ -67,13 +67,14 @@ static inline __attribute__((always_inline)) void kernel_body(const uint64_t *a,
     /* Sums fit in 32 bits (kernel.h bounds kw), so the qword sums narrow exactly: sum t of
      * pair (i, j), t = i * nr + j, is dword t % 8 of group t / 8. Spelled out per group (not
      * a loop) so that the accumulators are never spilled. */
-#define REDUCE_GROUP(g)                                                                            \
-    ((g) < mr * nr ? _mm512_cvtepi64_epi32(reduce8(acc[(g)], acc[(g) + 1], acc[(g) + 2], acc[(g) + 3], \
+#define REDUCE_GROUP(acc, mr, nr, g)                                                               \
+    ((g) < (mr) * (nr) ? _mm512_cvtepi64_epi32(reduce8(acc[(g)], acc[(g) + 1], acc[(g) + 2], acc[(g) + 3], \
                                                    acc[(g) + 4], acc[(g) + 5], acc[(g) + 6], acc[(g) + 7])) \
                    : _mm256_setzero_si256())
     _Static_assert(ACC_GROUPS == 3, "one REDUCE_GROUP per group of 8 accumulators");
-    const __m512i s01 = _mm512_inserti64x4(_mm512_castsi256_si512(REDUCE_GROUP(0)), REDUCE_GROUP(8), 1);
-    const __m512i s2 = _mm512_castsi256_si512(REDUCE_GROUP(16));
+    const __m512i s01 =
+        _mm512_inserti64x4(_mm512_castsi256_si512(REDUCE_GROUP(acc, mr, nr, 0)), REDUCE_GROUP(acc, mr, nr, 8), 1);
+    const __m512i s2 = _mm512_castsi256_si512(REDUCE_GROUP(acc, mr, nr, 16));
 #undef REDUCE_GROUP
     /* Row i's nr sums are dwords i * nr .. of (s01, s2): one two-source permute gathers them,
      * and one masked add updates the row of c (24 scalar updates took a third of a short-K
@@ -110,5 +111,5 @@ static const shape_fn shapes[MR][NR] = {SHAPE_ROW(1), SHAPE_ROW(2), SHAPE_ROW(3)
 void oc_gram_kernel_avx512(const uint64_t *a, int64_t lda, const uint64_t *b, int64_t ldb, int64_t kw, int mr,
                            int nr, uint32_t *c, int64_t ldc)
 {
-    OC_KERNEL_STRIP_WALK(kernel_body, shapes, MR, NR);
+    OC_KERNEL_STRIP_WALK(kernel_body, shapes, MR, NR, a, lda, b, ldb, kw, mr, nr, c, ldc);
 }
