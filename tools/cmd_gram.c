@@ -410,6 +410,17 @@ int oc_cmd_gram(int argc, char **argv)
     }
     cli_cancel_on_signal(ctx);
 
+    oc_output out = OC_OUTPUT_INIT;
+    out.kind = OC_OUTPUT_FILE;
+    out.path = g.output;
+    /* What the inputs declare, before they are read: a tiny file declaring a huge shape, or a
+     * dense result larger than the disk, is refused at once instead of after the reading. */
+    if (!g.plan) {
+        st = oc_gram_check_files(ctx, g.inputs[0], g.ninputs > 1 ? g.inputs[1] : NULL, &g.read, &g.opts, &out);
+        if (ranked) st = oc_mpi_agree(ctx, st);
+        if (st != OC_OK) goto failed;
+    }
+
     /* The driver's start and the devices' contexts (about a second on a host of several
      * GPUs) overlap the reading of the inputs. */
     pthread_t warm_up;
@@ -430,12 +441,9 @@ int oc_cmd_gram(int argc, char **argv)
     if (st != OC_OK) goto failed;
 
     if (g.plan) {
-        oc_output where = OC_OUTPUT_INIT;
-        where.kind = OC_OUTPUT_FILE;
-        where.path = g.output;
         char *text = NULL;
         if (rank == 0) { /* under ranks: the whole job's plan, as one process would run it */
-            st = oc_gram_plan(ctx, a, b, &g.opts, &where, g.json, &text);
+            st = oc_gram_plan(ctx, a, b, &g.opts, &out, g.json, &text);
             if (st != OC_OK) goto failed;
             fputs(text, stdout);
             free(text);
@@ -450,9 +458,6 @@ int oc_cmd_gram(int argc, char **argv)
                       !g.quiet);
     g.opts.progress = cli_progress_update;
     g.opts.progress_user = &progress;
-    oc_output out = OC_OUTPUT_INIT;
-    out.kind = OC_OUTPUT_FILE;
-    out.path = g.output;
     oc_gram_stats stats = {.struct_size = sizeof stats};
     if (ranked) st = oc_gram_ranks(ctx, a, b, &g.opts, &out, &stats, &ranks_json);
     else st = oc_gram(ctx, a, b, &g.opts, &out, &stats);
