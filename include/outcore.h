@@ -214,6 +214,11 @@ typedef void (*oc_removed_fn)(void *user, const char *path, int64_t bytes);
  * snapshot, unless a running job holds it (OC_ERR_INPUT). fn may be NULL; *removed (may be
  * NULL) gets the count. The output itself is never touched. */
 OC_API oc_status oc_output_clean(oc_context *ctx, const char *path, oc_removed_fn fn, void *user, int64_t *removed);
+/* Where a job on ctx reports the stale temporaries it removes beside its output (a killed
+ * job's PATH.tmp-PID-RANDOM, docs/write-failures.md): fn(user, path, bytes) for each, on the
+ * job's thread. NULL (the default) prints one line on stderr for each ("outcore: removed
+ * ..."); a function that does nothing silences them (the CLI's -q). */
+OC_API void oc_context_set_removed_fn(oc_context *ctx, oc_removed_fn fn, void *user);
 
 OC_API int64_t oc_matrix_rows(const oc_matrix *m);
 OC_API int64_t oc_matrix_cols(const oc_matrix *m);

@@ -70,7 +70,7 @@ static const char gram_usage[] =
     "                         and continue an interrupted run of the same command from it; the\n"
     "                         result has the bytes of an uninterrupted run. See docs/resume.md\n"
     "  --json                 print the summary (or the plan) as JSON on stdout\n"
-    "  -q, --quiet            no progress bar and no summary\n"
+    "  -q, --quiet            no progress bar, no summary, no line for a stale temporary removed\n"
     "  -v, --verbose          on failure, also print the library's file:line trace\n"
     "  --                     ends the options: an input after it may start with '-'\n"
     "\n"
@@ -409,6 +409,7 @@ int oc_cmd_gram(int argc, char **argv)
         goto done;
     }
     cli_cancel_on_signal(ctx);
+    cli_quiet_library(ctx, g.quiet);
 
     oc_output out = OC_OUTPUT_INIT;
     out.kind = OC_OUTPUT_FILE;

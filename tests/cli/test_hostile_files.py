@@ -223,9 +223,20 @@ def test_stale_temporary_of_a_dead_process_is_removed(d):
     older = d / "C.npy.tmp-abcdef"  # an older version's name says no process: kept
     for p in (stale, live, older):
         p.write_bytes(b"\0" * 4096)
-    proc = run("gram", "A.npy", "-o", "C.npy", "-q", check=False)
+    # --json: the summary goes to stdout, so stderr holds the removal's line alone.
+    proc = run("gram", "A.npy", "-o", "C.npy", "--json", check=False)
     one_line(proc, 0, stale.name, "no longer running")
     assert not stale.exists() and live.exists() and older.exists()
+
+
+@pytest.mark.parametrize("command", [["gram", "A.npy"], ["map", "a + 1", "a=A.npy"],
+                                     ["gen", "--rows", "10", "--cols", "8", "--density", "0.5"]])
+def test_quiet_removes_a_stale_temporary_without_a_word(d, command):
+    stale = d / f"C.npy.tmp-{dead_pid()}-abcdEFGH"
+    stale.write_bytes(b"\0" * 4096)
+    proc = run(*command, "-o", "C.npy", "-q", check=False)
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    assert not stale.exists() and (d / "C.npy").exists()
 
 
 def test_killed_job_leaves_a_temporary_the_next_run_removes(d):
@@ -241,7 +252,7 @@ def test_killed_job_leaves_a_temporary_the_next_run_removes(d):
     temps = [n for n in os.listdir(d) if ".tmp-" in n]
     if job.returncode != -signal.SIGKILL or not temps:
         pytest.fail("the job ended before it could be killed")
-    proc = run("gram", "A.npy", "-o", "C.npy", "-q", check=False)
+    proc = run("gram", "A.npy", "-o", "C.npy", "--json", check=False)
     one_line(proc, 0, temps[0], f"process {job.pid}", "no longer running")
     assert sorted(os.listdir(d)) == ["A.npy", "C.npy", "R.npy"]
 
