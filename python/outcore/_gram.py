@@ -266,8 +266,23 @@ class _Job:
         if self.progress is not None:
             opts.progress = self.progress.callback
 
+    def _check_files(self):
+        """Inputs that are all paths: what their headers declare, and a dense result to a file
+        against the free space of its folder, before anything is read (oc_gram_check_files)."""
+        if not _is_path(self.A) or (self.B is not None and not _is_path(self.B)):
+            return
+        output = _lib.Output()
+        if _is_path(self.out):
+            output.kind = _lib.OC_OUTPUT_FILE
+            output.path = c_path("out", self.out)
+        opts = _lib.ReadOptions(self.bits or 0, self.binarize, self.opts.host_mem_bytes)
+        b = c_path("B", self.B) if self.B is not None else None
+        check(lib.oc_gram_check_files(self.ctx, c_path("A", self.A), b, ctypes.byref(opts), ctypes.byref(self.opts),
+                                      ctypes.byref(output)), self.ctx)
+
     def run(self):
         keep, handles = [], []
+        self._check_files()
         try:
             host_mem = self.opts.host_mem_bytes
             handles.append(_build_matrix(self.ctx, self.A, "A", self.bits, keep, self.binarize, host_mem))
@@ -375,7 +390,9 @@ def gram(A, B=None, metric="counts", topk=None, threshold=None, dtype=None, back
         library's .npy reader apply: oc_matrix_from_values); uint8 rows of
         numpy.packbits(X, axis=1) with bits=M (the true column count); scipy.sparse matrices;
         or file paths (.npy, .mtx, .txt, .csv; with bits=M a packed .npy), which the library
-        reads out of core without loading them into Python.
+        reads out of core without loading them into Python. Paths' headers are checked first:
+        a dense out= path that their declared shapes make larger than its folder's free space
+        raises InputError before anything is read.
     metric: "counts", "jaccard", "cosine" or "hamming".
     topk: K -> (indices, scores), each n x K: every row's K best columns, best first (the row
         itself excluded for A·Aᵀ). Every column ranks, score 0 included, so a row is filled with
