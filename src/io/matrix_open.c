@@ -1,6 +1,7 @@
 /*
  * matrix_open.c - the public file entry points: oc_matrix_open picks a reader by the
- * file's extension; oc_matrix_save writes a matrix as .npy (0/1 bytes or packbits rows).
+ * file's extension, oc_matrix_peek the same reader's look at the header alone; oc_matrix_save
+ * writes a matrix as .npy (0/1 bytes or packbits rows).
  */
 #include <inttypes.h>
 #include <stddef.h>

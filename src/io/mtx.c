@@ -53,7 +53,7 @@ typedef struct mtx_head {
 } mtx_head;
 
 /* Reads and checks the banner and the size line, and the row index the declared rows take
- * against the host budget: everything known before an entry is read (oc_mtx_peek stops here). */
+ * against the host budget: everything known before an entry is read (oc_mtx_head stops here). */
 static oc_status parse_head(oc_context *ctx, const char *path, const oc_mapped_file *file, const oc_read_options *opts,
                             mtx_head *h)
 {

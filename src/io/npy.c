@@ -283,7 +283,7 @@ static void release_rows(void *user, int64_t row0, int64_t rows)
 }
 
 /* What the header declares, checked against the options and the file's size: everything
- * the reader knows before it allocates (oc_npy_peek stops here). */
+ * the reader knows before it allocates (oc_npy_head stops here). */
 typedef struct npy_matrix {
     npy_kind kind;
     int value_type; /* a wider number's oc_map_dtype (oc_values_to_matrix), -1 for the byte kinds */
