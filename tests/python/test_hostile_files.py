@@ -102,7 +102,7 @@ import resource, sys
 resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
 import outcore
 try:
-    outcore.gram(*sys.argv[1:-1], out=sys.argv[-1])
+    outcore.gram(*sys.argv[1:-1], out=None if sys.argv[-1] == "-" else sys.argv[-1])
 except outcore.InputError as e:
     print(e)
     sys.exit(2)
@@ -128,6 +128,23 @@ def test_paths_declaring_a_dense_result_past_the_free_space(tmp_path, b):
     assert f"({need} bytes), but its file system has" in child.stdout, child.stdout
     free = int(child.stdout.split("its file system has")[1].split("(")[1].split(" bytes")[0])
     assert 0 < free < need
+    assert listing(tmp_path) == before
+
+
+def test_paths_declaring_a_dense_result_past_the_memory(tmp_path):
+    """Without out=, the dense array gram would allocate is sized from the declared rows: one
+    larger than the machine's memory is an InputError before anything is read."""
+    (tmp_path / "big.mtx").write_text("%%MatrixMarket matrix coordinate pattern general\n400000000 200 2\n1 1\n2 2\n")
+    before = listing(tmp_path)
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    child = subprocess.run([sys.executable, "-c", DECLARED, str(tmp_path / "big.mtx"), "-"], env=env,
+                           capture_output=True, text=True)
+    assert child.returncode == 2, child.stdout + child.stderr
+    need = 400_000_000 ** 2 * 4
+    assert child.stdout.strip() == (f"{tmp_path / 'big.mtx'}: the dense 400000000 x 400000000 int32 result needs "
+                                    f"{need} bytes in memory, more than this machine's "
+                                    f"{os.sysconf('SC_PHYS_PAGES') * os.sysconf('SC_PAGE_SIZE')}: pass out= a .npy "
+                                    "path, or topk= or threshold="), child.stdout
     assert listing(tmp_path) == before
 
 
