@@ -149,6 +149,16 @@ typedef struct oc_read_options {
  * in them count from 0, line numbers from 1. Blocks while reading. */
 OC_API oc_status oc_matrix_read(oc_context *ctx, const char *path, const oc_read_options *opts, oc_matrix **out);
 
+/* The shape path declares, without reading its data: a .npy's header (with opts->bits, a
+ * packed .npy's columns) or a .mtx's banner and size line, checked as oc_matrix_read checks
+ * them before it allocates: a bad header, and a declared shape whose reading would take more
+ * than the host budget (opts->host_mem_bytes: a .mtx's row index, a wide-dtype .npy's packed
+ * bits) fail with OC_ERR_INPUT naming the file. Text files (.txt, .csv) declare nothing:
+ * *rows and *cols are -1. Only the header's pages are read, so a file declaring billions of
+ * rows costs nothing to refuse. opts may be NULL. */
+OC_API oc_status oc_matrix_peek(oc_context *ctx, const char *path, const oc_read_options *opts, int64_t *rows,
+                                int64_t *cols);
+
 /* oc_matrix_read with bits and no other option. */
 OC_API oc_status oc_matrix_open(oc_context *ctx, const char *path, int64_t bits, oc_matrix **out);
 
@@ -204,6 +214,11 @@ typedef void (*oc_removed_fn)(void *user, const char *path, int64_t bytes);
  * snapshot, unless a running job holds it (OC_ERR_INPUT). fn may be NULL; *removed (may be
  * NULL) gets the count. The output itself is never touched. */
 OC_API oc_status oc_output_clean(oc_context *ctx, const char *path, oc_removed_fn fn, void *user, int64_t *removed);
+/* Where a job on ctx reports the stale temporaries it removes beside its output (a killed
+ * job's PATH.tmp-PID-RANDOM, docs/write-failures.md): fn(user, path, bytes) for each, on the
+ * job's thread. NULL (the default) prints one line on stderr for each ("outcore: removed
+ * ..."); a function that does nothing silences them (the CLI's -q). */
+OC_API void oc_context_set_removed_fn(oc_context *ctx, oc_removed_fn fn, void *user);
 
 OC_API int64_t oc_matrix_rows(const oc_matrix *m);
 OC_API int64_t oc_matrix_cols(const oc_matrix *m);
@@ -394,6 +409,17 @@ typedef struct oc_gram_stats {
  * left and the message names the problem. */
 OC_API oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const oc_gram_options *opts,
                          const oc_output *out, oc_gram_stats *stats);
+
+/* Before the inputs of a job are read from the files a and b (b NULL: a·aᵀ): what their
+ * headers declare (oc_matrix_peek), and, for a dense result to a file (out->kind
+ * OC_OUTPUT_FILE without topk or threshold), its size against 64-bit sizes and the free space
+ * of the output's folder. Fails with OC_ERR_INPUT and one line naming the file and both
+ * figures ("C.npy: the dense 130000000 x 130000000 int32 result needs 67.6 PB (...bytes), but
+ * its file system has 83.1 GB (...bytes) free"); text inputs and a file system that reports
+ * no free space pass. oc_gram makes the same checks on the matrices once read; this call
+ * refuses a hopeless job before the reading costs memory and time. read may be NULL. */
+OC_API oc_status oc_gram_check_files(oc_context *ctx, const char *a, const char *b, const oc_read_options *read,
+                                     const oc_gram_options *opts, const oc_output *out);
 
 /* The plan oc_gram would run these arguments under, without running it: on a GPU the tile
  * edge, panel and output slots, the device budget and what bounds it, the pinned staging

@@ -350,6 +350,16 @@ void cli_cancel_on_signal(oc_context *ctx)
     sigaction(SIGTERM, &sa, NULL);
 }
 
+static void removed_quietly(void *user, const char *path, int64_t bytes)
+{
+    (void)user, (void)path, (void)bytes;
+}
+
+void cli_quiet_library(oc_context *ctx, int quiet)
+{
+    if (quiet) oc_context_set_removed_fn(ctx, removed_quietly, NULL);
+}
+
 int cli_check_output(const char *path)
 {
     oc_context *ctx = NULL;

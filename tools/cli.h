@@ -120,5 +120,8 @@ void cli_warn_gpu_mem(const char *value, oc_backend backend);
 /* Installs SIGINT/SIGTERM handlers that cancel the job running on ctx; NULL restores the
  * default actions (before ctx is freed: under mpirun a SIGTERM can come at any time). */
 void cli_cancel_on_signal(oc_context *ctx);
+/* -q: what the library itself would say on stderr during ctx's jobs (a stale temporary it
+ * removed beside the output) is silenced too; errors still are one line. quiet 0: no-op. */
+void cli_quiet_library(oc_context *ctx, int quiet);
 
 #endif

@@ -22,7 +22,7 @@ static const char gen_usage[] =
     "than memory.\n"
     "\n"
     "  --threads N            threads (default: all cores)\n"
-    "  -q, --quiet            no progress bar\n";
+    "  -q, --quiet            no progress bar, no line for a stale temporary removed\n";
 
 static int parse_count(const char *name, const char *v, int64_t *out)
 {
@@ -93,6 +93,7 @@ int oc_cmd_gen(int argc, char **argv)
     oc_context *ctx = NULL;
     gen_plan plan;
     if (oc_context_create(&ctx) != OC_OK) return OC_EXIT_FAILURE;
+    cli_quiet_library(ctx, quiet);
     if (gen_plan_init(&plan, &p) != 0) {
         oc_context_free(ctx);
         fprintf(stderr, "outcore: gen: out of memory for %lld planted pairs\n", (long long)p.plant);

@@ -70,7 +70,7 @@ static const char gram_usage[] =
     "                         and continue an interrupted run of the same command from it; the\n"
     "                         result has the bytes of an uninterrupted run. See docs/resume.md\n"
     "  --json                 print the summary (or the plan) as JSON on stdout\n"
-    "  -q, --quiet            no progress bar and no summary\n"
+    "  -q, --quiet            no progress bar, no summary, no line for a stale temporary removed\n"
     "  -v, --verbose          on failure, also print the library's file:line trace\n"
     "  --                     ends the options: an input after it may start with '-'\n"
     "\n"
@@ -409,6 +409,18 @@ int oc_cmd_gram(int argc, char **argv)
         goto done;
     }
     cli_cancel_on_signal(ctx);
+    cli_quiet_library(ctx, g.quiet);
+
+    oc_output out = OC_OUTPUT_INIT;
+    out.kind = OC_OUTPUT_FILE;
+    out.path = g.output;
+    /* What the inputs declare, before they are read: a tiny file declaring a huge shape, or a
+     * dense result larger than the disk, is refused at once instead of after the reading. */
+    if (!g.plan) {
+        st = oc_gram_check_files(ctx, g.inputs[0], g.ninputs > 1 ? g.inputs[1] : NULL, &g.read, &g.opts, &out);
+        if (ranked) st = oc_mpi_agree(ctx, st);
+        if (st != OC_OK) goto failed;
+    }
 
     /* The driver's start and the devices' contexts (about a second on a host of several
      * GPUs) overlap the reading of the inputs. */
@@ -430,12 +442,9 @@ int oc_cmd_gram(int argc, char **argv)
     if (st != OC_OK) goto failed;
 
     if (g.plan) {
-        oc_output where = OC_OUTPUT_INIT;
-        where.kind = OC_OUTPUT_FILE;
-        where.path = g.output;
         char *text = NULL;
         if (rank == 0) { /* under ranks: the whole job's plan, as one process would run it */
-            st = oc_gram_plan(ctx, a, b, &g.opts, &where, g.json, &text);
+            st = oc_gram_plan(ctx, a, b, &g.opts, &out, g.json, &text);
             if (st != OC_OK) goto failed;
             fputs(text, stdout);
             free(text);
@@ -450,9 +459,6 @@ int oc_cmd_gram(int argc, char **argv)
                       !g.quiet);
     g.opts.progress = cli_progress_update;
     g.opts.progress_user = &progress;
-    oc_output out = OC_OUTPUT_INIT;
-    out.kind = OC_OUTPUT_FILE;
-    out.path = g.output;
     oc_gram_stats stats = {.struct_size = sizeof stats};
     if (ranked) st = oc_gram_ranks(ctx, a, b, &g.opts, &out, &stats, &ranks_json);
     else st = oc_gram(ctx, a, b, &g.opts, &out, &stats);

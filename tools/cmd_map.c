@@ -32,7 +32,7 @@ static const char map_usage[] =
     "  --gpu-mem SIZE|PCT     device memory budget of the GPU path\n"
     "  --explain              print what the job does and why (backend, types, bytes)\n"
     "  --json                 print the summary as JSON on stdout\n"
-    "  -q, --quiet            no progress bar and no summary\n"
+    "  -q, --quiet            no progress bar, no summary, no line for a stale temporary removed\n"
     "  -v, --verbose          on failure, also print the library's file:line trace\n"
     "  --                     ends the options: an expression after it may start with '-'\n"
     "                         (outcore map -o OUT.npy -- '-a * 2' a=A.npy)\n";
@@ -258,6 +258,7 @@ int oc_cmd_map(int argc, char **argv)
         return cli_usage_error("cannot create a context: %s", oc_status_string(st)) - 1;
     }
     cli_cancel_on_signal(ctx);
+    cli_quiet_library(ctx, g.quiet);
     cli_progress progress;
     cli_progress_init(&progress, "map", 0, !g.quiet && !g.json);
     g.opts.progress = cli_progress_update;

@@ -274,8 +274,46 @@ class _Job:
         if self.progress is not None:
             opts.progress = self.progress.callback
 
+    def _check_files(self):
+        """Inputs that are all paths: what their headers declare, and a dense result to a file
+        against the free space of its folder, before anything is read (oc_gram_check_files)."""
+        if not _is_path(self.A) or (self.B is not None and not _is_path(self.B)):
+            return
+        output = _lib.Output()
+        if _is_path(self.out):
+            output.kind = _lib.OC_OUTPUT_FILE
+            output.path = c_path("out", self.out)
+        opts = _lib.ReadOptions(self.bits or 0, self.binarize, self.opts.host_mem_bytes)
+        b = c_path("B", self.B) if self.B is not None else None
+        check(lib.oc_gram_check_files(self.ctx, c_path("A", self.A), b, ctypes.byref(opts), ctypes.byref(self.opts),
+                                      ctypes.byref(output)), self.ctx)
+        if self.out is None and not (self.opts.topk or self.opts.use_threshold):
+            self._check_result_in_memory(opts)
+
+    def _peek_rows(self, name, path, opts):
+        rows, cols = ctypes.c_int64(), ctypes.c_int64()
+        check(lib.oc_matrix_peek(self.ctx, c_path(name, path), ctypes.byref(opts), ctypes.byref(rows),
+                                 ctypes.byref(cols)), self.ctx)
+        return rows.value
+
+    def _check_result_in_memory(self, opts):
+        """The dense array gram allocates for out=None, sized from the declared rows: one larger
+        than the machine's memory is refused before the inputs are read."""
+        n = self._peek_rows("A", self.A, opts)
+        p = n if self.B is None else self._peek_rows("B", self.B, opts)
+        code = lib.oc_gram_result_dtype(self.opts.metric, self.opts.dtype)
+        if n < 0 or p < 0 or code == _lib.OC_DTYPE_DEFAULT:
+            return  # a text input declares nothing; a bad dtype is the job's to name
+        dtype = _NUMPY_DTYPES[code]
+        need = n * p * dtype.itemsize
+        memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        if need > memory:
+            raise InputError(f"{os.fsdecode(self.A)}: the dense {n} x {p} {dtype} result needs {need} bytes in memory, "
+                             f"more than this machine's {memory}: pass out= a .npy path, or topk= or threshold=")
+
     def run(self):
         keep, handles = [], []
+        self._check_files()
         try:
             host_mem = self.opts.host_mem_bytes
             handles.append(_build_matrix(self.ctx, self.A, "A", self.bits, keep, self.binarize, host_mem))
@@ -389,8 +427,10 @@ def gram(A: Matrix, B: Matrix | None = None, metric: Metric = "counts", topk: in
         library's .npy reader apply: oc_matrix_from_values); uint8 rows of
         numpy.packbits(X, axis=1) with bits=M (the true column count); scipy.sparse matrices;
         or file paths (.npy, .mtx, .txt, .csv; with bits=M a packed .npy), which the library
-        reads out of core without loading them into Python. B=None (the default) computes
-        A·Aᵀ.
+        reads out of core without loading them into Python. Paths' headers are checked first:
+        a dense out= path that their declared shapes make larger than its folder's free space,
+        or without out= a dense result larger than the machine's memory, raises InputError
+        before anything is read. B=None (the default) computes A·Aᵀ.
     metric : {"counts", "jaccard", "cosine", "hamming"}, default "counts"
         The score of a pair of rows.
     topk : int, optional

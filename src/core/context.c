@@ -40,6 +40,13 @@ const char *oc_status_string(oc_status status)
 static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
 static oc_context *live_head;
 
+void oc_context_set_removed_fn(oc_context *ctx, oc_removed_fn fn, void *user)
+{
+    if (!ctx) return;
+    ctx->removed_fn = fn;
+    ctx->removed_user = user;
+}
+
 oc_status oc_context_create(oc_context **out)
 {
     if (!out) return OC_ERR_INVALID_ARGUMENT;

@@ -34,6 +34,9 @@ struct oc_context {
      * started by the first job that needs them, grown by later ones, joined by
      * oc_context_free. */
     oc_workers *workers;
+    /* Told of each stale temporary a job removes (oc_context_set_removed_fn); NULL: stderr. */
+    oc_removed_fn removed_fn;
+    void *removed_user;
 };
 
 /* Clears the error and the cancel flag and starts the fault plan's counts: called at the

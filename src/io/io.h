@@ -18,6 +18,14 @@
 oc_status oc_npy_read(oc_context *ctx, const char *path, const oc_read_options *opts, oc_matrix **out);
 oc_status oc_mtx_read(oc_context *ctx, const char *path, const oc_read_options *opts, oc_matrix **out);
 oc_status oc_text_read(oc_context *ctx, const char *path, const oc_read_options *opts, oc_matrix **out);
+/* The shape a .npy header or a .mtx size line declares, checked as its reader checks it
+ * before allocating; nothing past the header is read (oc_mapped_head_fn: oc_matrix_peek runs
+ * them through oc_mapped_head). */
+struct oc_mapped_file;
+oc_status oc_npy_head(oc_context *ctx, const char *path, const struct oc_mapped_file *file,
+                      const oc_read_options *opts, int64_t *rows, int64_t *cols);
+oc_status oc_mtx_head(oc_context *ctx, const char *path, const struct oc_mapped_file *file,
+                      const oc_read_options *opts, int64_t *rows, int64_t *cols);
 /* The same readers over size bytes in memory, name standing for the path in messages (the
  * fuzz targets' entry points: see oc_buffer_read in mapped_file.h); opts may be NULL. */
 oc_status oc_npy_read_buffer(oc_context *ctx, const char *name, const void *data, size_t size,
@@ -37,6 +45,12 @@ typedef struct oc_npy_out oc_npy_out;
 #define OC_NPY_UINT8 100
 oc_status oc_npy_out_create(oc_context *ctx, const char *path, int dtype, int64_t rows, int64_t cols,
                             oc_npy_out **out, void **data);
+/* Before anything is read or created: OC_ERR_INPUT naming path when the rows x cols .npy of
+ * dtype would pass 64-bit sizes or, with space nonzero, would not fit in the free space of
+ * the file system of path's folder (both figures in the message; OC_OK when the free space
+ * cannot be known). The writer checks again when it sizes the file (oc_sys_check_space),
+ * crediting what a resumed file holds already. */
+oc_status oc_npy_out_check_fits(oc_context *ctx, const char *path, int dtype, int64_t rows, int64_t cols, int space);
 /* Flushes, unmaps and renames the file into place; frees w. On failure (OC_ERR_IO naming the
  * file and the cause) nothing is left under either name. */
 oc_status oc_npy_out_commit(oc_context *ctx, oc_npy_out *w);
@@ -114,8 +128,9 @@ void oc_path_folder(const char *path, char *buf, size_t size);
 /* ---------------------------------------------------------------- stale temporaries (output_stale.c) */
 /* Removes the temporaries PATH.tmp-PID-RANDOM beside path whose process is no longer running
  * (no flock held on the file, and no process PID), except while path has a resume journal,
- * which owns them. Each removal is one line on stderr. Returns how many were removed. */
-int oc_stale_temps_remove(const char *path);
+ * which owns them. Each removal goes to ctx's removed_fn (oc_context_set_removed_fn), or is
+ * one line on stderr when it has none (or ctx is NULL). Returns how many were removed. */
+int oc_stale_temps_remove(oc_context *ctx, const char *path);
 
 /* Lower-case extension of path without the dot ("npy"), or "" when none. */
 const char *oc_path_extension(const char *path, char *buf, size_t bufsize);

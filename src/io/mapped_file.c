@@ -42,7 +42,8 @@ static oc_status map_failed(oc_context *ctx, const char *path, size_t size, int 
     return oc_fail(ctx, OC_ERR_INPUT, "%s: cannot map %zu bytes: %s", path, size, strerror(err));
 }
 
-oc_status oc_mapped_file_open(oc_context *ctx, const char *path, oc_mapped_file *f)
+/* Maps path; faults: whether the fault plan's OUTCORE_FAULT_SHRINK may cut this mapping. */
+static oc_status map_file(oc_context *ctx, const char *path, oc_mapped_file *f, int faults)
 {
     memset(f, 0, sizeof *f);
     f->fd = f->guard = -1;
@@ -67,7 +68,13 @@ oc_status oc_mapped_file_open(oc_context *ctx, const char *path, oc_mapped_file 
     /* Kept open: its size after reading says whether the file changed meanwhile. */
     f->fd = fd;
     f->guard = oc_map_guard_add(f->data, f->size);
-    if (ctx && oc_fault_plan_next(&ctx->faults, OC_FAULT_SHRINK) != OC_FAULT_NONE) shrink_for_test(f);
+    if (faults && ctx && oc_fault_plan_next(&ctx->faults, OC_FAULT_SHRINK) != OC_FAULT_NONE) shrink_for_test(f);
+    return OC_OK;
+}
+
+oc_status oc_mapped_file_open(oc_context *ctx, const char *path, oc_mapped_file *f)
+{
+    OC_CHECK(ctx, map_file(ctx, path, f, 1));
     return OC_OK;
 }
 
@@ -157,5 +164,20 @@ oc_status oc_buffer_read(oc_context *ctx, const char *name, const void *data, si
     if (size == 0) return oc_fail(ctx, OC_ERR_INPUT, "%s: the file is empty", name);
     oc_mapped_file file = {.data = data, .size = size, .borrowed = 1, .fd = -1, .guard = -1, .shrunk_to = -1};
     OC_CHECK(ctx, parse_and_close(ctx, name, &file, parse, arg, out));
+    return OC_OK;
+}
+
+oc_status oc_mapped_head(oc_context *ctx, const char *path, oc_mapped_head_fn head, const oc_read_options *opts,
+                         int64_t *rows, int64_t *cols)
+{
+    oc_mapped_file file;
+    OC_CHECK(ctx, map_file(ctx, path, &file, 0));
+    int64_t r = -1, c = -1;
+    oc_status st = head(ctx, path, &file, opts, &r, &c);
+    oc_status changed = oc_mapped_file_check(ctx, path, &file);
+    if (changed != OC_OK) st = changed;
+    oc_mapped_file_close(&file);
+    if (st != OC_OK) return oc_trace_at(ctx, st, __FILE__, __LINE__);
+    *rows = r, *cols = c;
     return OC_OK;
 }

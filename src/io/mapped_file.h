@@ -80,6 +80,15 @@ oc_status oc_mapped_read(oc_context *ctx, const char *path, oc_mapped_parse_fn p
 oc_status oc_buffer_read(oc_context *ctx, const char *name, const void *data, size_t size, oc_mapped_parse_fn parse,
                          void *arg, oc_matrix **out);
 
+/* A reader's look at a file's header, for the shape it declares (oc_matrix_peek): maps path,
+ * runs head, which reads only the header's pages and sets *rows and *cols, then checks the
+ * file did not change and unmaps. The fault plan's OUTCORE_FAULT_SHRINK is left to the read
+ * that follows. *rows and *cols are set only on success. */
+typedef oc_status (*oc_mapped_head_fn)(oc_context *ctx, const char *path, const oc_mapped_file *f,
+                                       const oc_read_options *opts, int64_t *rows, int64_t *cols);
+oc_status oc_mapped_head(oc_context *ctx, const char *path, oc_mapped_head_fn head, const oc_read_options *opts,
+                         int64_t *rows, int64_t *cols);
+
 /* Unmaps; a closed or never-opened (zeroed) file is a no-op. */
 void oc_mapped_file_close(oc_mapped_file *f);
 

@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/context.h"
 #include "core/error.h"
 #include "io/io.h"
 #include "io/journal.h"
@@ -118,7 +119,7 @@ static const char *file_name(const char *path)
     return slash ? slash + 1 : path;
 }
 
-int oc_stale_temps_remove(const char *path)
+int oc_stale_temps_remove(oc_context *ctx, const char *path)
 {
     char folder[4096];
     char *journal = oc_journal_path_for(path);
@@ -127,7 +128,8 @@ int oc_stale_temps_remove(const char *path)
     free(journal);
     if (owned) return 0;
     oc_path_folder(path, folder, sizeof folder);
-    sweep s = {.folder = folder, .base = file_name(path), .print = 1};
+    sweep s = {.folder = folder, .base = file_name(path), .print = 1, .fn = ctx ? ctx->removed_fn : NULL,
+               .user = ctx ? ctx->removed_user : NULL};
     sweep_temps(&s);
     return (int)s.removed;
 }

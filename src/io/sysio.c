@@ -171,14 +171,25 @@ void oc_size_text(char *buf, size_t size, int64_t bytes)
     snprintf(buf, size, "%s %s", v, unit);
 }
 
+/* A file system that reports no size (some FUSE and network ones) says nothing of its space. */
+static int64_t vfs_avail(const struct statvfs *vfs)
+{
+    return vfs->f_blocks == 0 ? -1 : (int64_t)vfs->f_bavail * (int64_t)vfs->f_frsize;
+}
+
+int64_t oc_folder_free_bytes(const char *folder)
+{
+    struct statvfs vfs;
+    return statvfs(folder, &vfs) == 0 ? vfs_avail(&vfs) : -1;
+}
+
 oc_status oc_sys_check_space(oc_context *ctx, int fd, const char *name, int64_t need)
 {
     struct statvfs vfs;
     struct stat sb;
-    /* A file system that reports no size (some FUSE and network ones) says nothing of its space. */
-    if (fstatvfs(fd, &vfs) != 0 || fstat(fd, &sb) != 0 || vfs.f_blocks == 0) return OC_OK;
+    if (fstatvfs(fd, &vfs) != 0 || fstat(fd, &sb) != 0 || vfs_avail(&vfs) < 0) return OC_OK;
     /* What the file holds already (a resumed output) is not needed again. */
-    int64_t have = (int64_t)sb.st_blocks * 512, avail = (int64_t)vfs.f_bavail * (int64_t)vfs.f_frsize;
+    int64_t have = (int64_t)sb.st_blocks * 512, avail = vfs_avail(&vfs);
     if (need - have <= avail) return OC_OK;
     char a[40], b[40];
     oc_size_text(a, sizeof a, need);

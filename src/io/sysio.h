@@ -49,6 +49,10 @@ int64_t oc_sys_file_size(int fd);
 /* bytes as people read them: "512 bytes", "1.2 MB", "80.0 GB". */
 void oc_size_text(char *buf, size_t size, int64_t bytes);
 
+/* The bytes free to an unprivileged writer (f_bavail * f_frsize) on the file system of
+ * folder, or -1 when unknown (statvfs fails, or the file system reports no size). */
+int64_t oc_folder_free_bytes(const char *folder);
+
 /* OC_ERR_IO "disk full writing NAME: it needs 80.0 GB, its file system has 75.3 GB free"
  * when the file system of fd has less than `need` bytes free beyond what fd's file already
  * holds; OC_OK otherwise, or when the free space cannot be known. Writers check it before

@@ -103,7 +103,7 @@ oc_status oc_tmpfile_open(oc_context *ctx, const char *path, oc_tmpfile *f)
     f->fd = -1;
     oc_output_prior prior;
     OC_CHECK(ctx, oc_output_path_check(ctx, path, &prior));
-    oc_stale_temps_remove(path);
+    oc_stale_temps_remove(ctx, path);
 
     size_t len = strlen(path), cap = len + OC_TMP_SUFFIX_MAX + 1;
     f->path = malloc(len + 1);

@@ -27,6 +27,10 @@ oc_status oc_matrix_from_coords(oc_context *ctx, int64_t rows, int64_t cols, con
     if (!ptr || !idx) {
         free(ptr);
         free(idx);
+        /* The row index grows with the declared rows, not with the ones: say which failed. */
+        if (!ptr)
+            return oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: cannot allocate the row index of %lld rows (%lld bytes)", name,
+                           (long long)rows, (long long)(rows + 1) * 8);
         return oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: cannot allocate the column lists of %lld ones", name, (long long)count);
     }
     /* ptr[i + 1] counts row i, then ptr[i] becomes where row i ends so far: filling moves

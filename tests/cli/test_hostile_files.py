@@ -7,6 +7,7 @@ paths"; docs/resume.md)."""
 import math
 import os
 import re
+import resource
 import signal
 import stat
 import subprocess
@@ -202,10 +203,90 @@ def test_output_larger_than_the_free_space_is_refused_before_it_is_sized(d):
     free = vfs.f_bavail * vfs.f_frsize
     rows = max(10**6, math.isqrt(free // 2) + 1)  # rows x rows int32 counts: more than twice the free space
     (d / "big.mtx").write_text(f"%%MatrixMarket matrix coordinate pattern general\n{rows} 10 2\n1 1\n2 3\n")
-    proc = refused(d, ["gram", "big.mtx", "-o", "BIG.npy", "-q"], 1, "BIG.npy", "its file system has", "free")
+    # Refused from the size line, before the input is read (oc_gram_check_files): exit 2.
+    proc = refused(d, ["gram", "big.mtx", "-o", "BIG.npy", "-q"], 2, "BIG.npy", "its file system has", "free")
     assert " 0 bytes free" not in proc.stderr
     refused(d, ["gen", "--rows", 10**12, "--cols", 1000, "--density", "0.1", "-o", "G.npy", "-q"], 1, "G.npy",
             "needs 1.0 PB", "its file system has")
+
+
+MTX = "%%MatrixMarket matrix coordinate pattern general\n"
+
+
+def small_address_space():
+    """ulimit -v 256M for the child: a reader that allocated for the declared rows (8 bytes a
+    row: 1 GB for 130 million) would fail with exit 1 instead of the refusal asserted."""
+    resource.setrlimit(resource.RLIMIT_AS, (256 << 20, 256 << 20))
+
+
+def size_text(n):
+    """n bytes as the library writes them (sysio.c oc_size_text): '67.6 PB'."""
+    units, scale, unit = ["bytes", "kB", "MB", "GB", "TB", "PB"], 1, 0
+    while n >= 1000 * scale and unit < 5:
+        scale, unit = scale * 1000, unit + 1
+    return f"{n} bytes" if unit == 0 else f"{n / scale:.1f} {units[unit]}"
+
+
+def assert_free_figure(d, line):
+    """The free space the line reports is the folder's, as statvfs says (give or take what
+    other writers did meanwhile), never 0."""
+    free = int(re.search(r"its file system has [^(]*\((\d+) bytes\) free", line).group(1))
+    vfs = os.statvfs(d)
+    now = vfs.f_bavail * vfs.f_frsize
+    assert free > 0 and abs(free - now) < max(1 << 30, now // 20), (free, now)
+
+
+@pytest.mark.parametrize("metric,dtype", [("counts", "int32"), ("jaccard", "float32")])
+def test_tiny_mtx_declaring_a_huge_dense_result_is_refused_before_it_is_read(d, metric, dtype):
+    """67 bytes declaring 130 million rows: refused from the size line, in a 256 MiB address
+    space (the reader's row index alone would take 1 GB), naming both real figures."""
+    (d / "big.mtx").write_text(MTX + "130000000 8 2\n1 1\n2 2\n")
+    need = 130_000_000 ** 2 * 4 + 128  # int32 or float32, and the .npy header
+    proc = refused(d, ["gram", "big.mtx", "--metric", metric, "-o", "C.npy"], 2,
+                   f"C.npy: the dense 130000000 x 130000000 {dtype} result needs {size_text(need)} ({need} bytes), "
+                   "but its file system has", preexec_fn=small_address_space)
+    assert_free_figure(d, proc.stderr)
+
+
+def test_b_declaring_a_huge_dense_result_is_refused_before_it_is_read(d):
+    """A·Bᵀ: the result's columns are B's declared rows."""
+    vfs = os.statvfs(d)
+    rows = 2 * vfs.f_bavail * vfs.f_frsize // (330 * 4) + 1  # twice the free space; a row index of GBs
+    (d / "B.mtx").write_text(MTX + f"{rows} 700 1\n1 1\n")
+    proc = refused(d, ["gram", "A.npy", "B.mtx", "-o", "AB.npy", "-q"], 2,
+                   f"AB.npy: the dense 330 x {rows} int32 result needs", "but its file system has",
+                   preexec_fn=small_address_space)
+    assert_free_figure(d, proc.stderr)
+
+
+def test_packed_npy_declaring_a_huge_dense_result_is_refused_before_it_is_read(d):
+    """A packed .npy (--bits) is sized from its header: rows x rows counts more than twice the
+    free space, refused before the rows are read (exit 2, where the writer's own check after the
+    reading says exit 1)."""
+    vfs = os.statvfs(d)
+    rows = math.isqrt(vfs.f_bavail * vfs.f_frsize // 2) + 1
+    np.save(d / "P.npy", np.zeros((rows, 1), np.uint8))
+    need = rows * rows * 4 + 128
+    proc = refused(d, ["gram", "P.npy", "--bits", "8", "-o", "C.npy", "-q"], 2,
+                   f"C.npy: the dense {rows} x {rows} int32 result needs {size_text(need)} ({need} bytes)")
+    assert_free_figure(d, proc.stderr)
+
+
+def test_declared_result_past_64_bit_sizes_is_refused_before_it_is_read(d):
+    """1.6 billion declared rows: the budget given keeps their row index (12.8 GB), but the
+    dense result's bytes overflow int64; refused without allocating (a 256 MiB address space)."""
+    (d / "huge.mtx").write_text(MTX + "1600000000 8 2\n1 1\n2 2\n")
+    refused(d, ["gram", "huge.mtx", "-o", "C.npy", "--host-mem", "64G"], 2,
+            "C.npy: output 1600000000 x 1600000000 overflows 64-bit sizes", preexec_fn=small_address_space)
+
+
+def test_declared_rows_past_the_host_budget_are_refused_before_they_are_read(d):
+    """The row index the size line asks for is checked against --host-mem before the dense
+    result is even considered (a top-k result too)."""
+    (d / "big.mtx").write_text(MTX + "130000000 8 2\n1 1\n2 2\n")
+    for out in (["-o", "C.npy"], ["--topk", "5", "-o", "T.npz"]):
+        refused(d, ["gram", "big.mtx", *out, "--host-mem", "256M"], 2, "big.mtx: the size line declares 130000000 rows",
+                "--host-mem", preexec_fn=small_address_space)
 
 
 # ---------------------------------------------------------------- stale temporaries, outcore clean
@@ -222,9 +303,20 @@ def test_stale_temporary_of_a_dead_process_is_removed(d):
     older = d / "C.npy.tmp-abcdef"  # an older version's name says no process: kept
     for p in (stale, live, older):
         p.write_bytes(b"\0" * 4096)
-    proc = run("gram", "A.npy", "-o", "C.npy", "-q", check=False)
+    # --json: the summary goes to stdout, so stderr holds the removal's line alone.
+    proc = run("gram", "A.npy", "-o", "C.npy", "--json", check=False)
     one_line(proc, 0, stale.name, "no longer running")
     assert not stale.exists() and live.exists() and older.exists()
+
+
+@pytest.mark.parametrize("command", [["gram", "A.npy"], ["map", "a + 1", "a=A.npy"],
+                                     ["gen", "--rows", "10", "--cols", "8", "--density", "0.5"]])
+def test_quiet_removes_a_stale_temporary_without_a_word(d, command):
+    stale = d / f"C.npy.tmp-{dead_pid()}-abcdEFGH"
+    stale.write_bytes(b"\0" * 4096)
+    proc = run(*command, "-o", "C.npy", "-q", check=False)
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    assert not stale.exists() and (d / "C.npy").exists()
 
 
 def test_killed_job_leaves_a_temporary_the_next_run_removes(d):
@@ -240,7 +332,7 @@ def test_killed_job_leaves_a_temporary_the_next_run_removes(d):
     temps = [n for n in os.listdir(d) if ".tmp-" in n]
     if job.returncode != -signal.SIGKILL or not temps:
         pytest.fail("the job ended before it could be killed")
-    proc = run("gram", "A.npy", "-o", "C.npy", "-q", check=False)
+    proc = run("gram", "A.npy", "-o", "C.npy", "--json", check=False)
     one_line(proc, 0, temps[0], f"process {job.pid}", "no longer running")
     assert sorted(os.listdir(d)) == ["A.npy", "C.npy", "R.npy"]
 

@@ -183,18 +183,34 @@ def check_disk_full(proc, left, names):
 
 
 @pytest.mark.parametrize("output,options", [
-    ("C.npy", []),
     ("nn.tsv", ["--topk", 200]),
     ("pairs.tsv", ["--threshold", 0]),
     ("pairs.npz", ["--threshold", 0]),
     ("pairs.mtx", ["--threshold", 0]),
-], ids=["dense", "topk-tsv", "threshold-tsv", "threshold-npz", "threshold-mtx"])
+], ids=["topk-tsv", "threshold-tsv", "threshold-npz", "threshold-mtx"])
 def test_real_disk_full(tmp_path, big_input, output, options):
     full = tmp_path / "full"
     full.mkdir()
     proc, left = run_on_tiny_fs(full, ["gram", big_input, *options, "-o", full / output, "-q"],
                                 env={"TMPDIR": str(full)})
     check_disk_full(proc, left, str(full / output))
+
+
+def test_real_disk_full_dense(tmp_path, big_input):
+    """A dense result sized from the .npy header is refused before the input is read (exit 2,
+    both figures); from a text input, whose shape is known once read, the writer refuses it
+    when it sizes the file (exit 1)."""
+    full = tmp_path / "full"
+    full.mkdir()
+    out = full / "C.npy"
+    proc, left = run_on_tiny_fs(full, ["gram", big_input, "-o", out, "-q"])
+    assert proc.returncode == 2 and left == [], (proc.stderr, left)
+    assert proc.stderr == (f"outcore: {out}: the dense 600 x 600 int32 result needs 1.4 MB (1440128 bytes), but its "
+                           "file system has 1.0 MB (1048576 bytes) free\n")
+    text = big_input.with_suffix(".txt")
+    np.savetxt(text, np.load(big_input), fmt="%d")
+    proc, left = run_on_tiny_fs(full, ["gram", text, "-o", out, "-q"])
+    check_disk_full(proc, left, str(out))
 
 
 def test_real_disk_full_spill_file(tmp_path, big_input):

@@ -93,3 +93,66 @@ def test_array_changed_under_a_journal(tmp_path):
         outcore.gram(big, out=str(out), resume=True, backend="cpu")
     assert "\n" not in str(info.value).strip()
     assert listing(tmp_path) == before
+
+
+# A child in a 1 GiB address space: the row index of 400 million declared rows (3.2 GB) cannot
+# be allocated there, so only a refusal before the reading can answer with InputError.
+DECLARED = """
+import resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+import outcore
+try:
+    outcore.gram(*sys.argv[1:-1], out=None if sys.argv[-1] == "-" else sys.argv[-1])
+except outcore.InputError as e:
+    print(e)
+    sys.exit(2)
+"""
+
+
+@pytest.mark.parametrize("b", [False, True])
+def test_paths_declaring_a_dense_result_past_the_free_space(tmp_path, b):
+    """outcore.gram over paths checks what their headers declare before reading them, as the
+    CLI does (oc_gram_check_files): one line naming out and both figures, nothing written."""
+    (tmp_path / "big.mtx").write_text("%%MatrixMarket matrix coordinate pattern general\n400000000 200 2\n1 1\n2 2\n")
+    np.save(tmp_path / "a.npy", A)
+    inputs = [str(tmp_path / "a.npy"), str(tmp_path / "big.mtx")] if b else [str(tmp_path / "big.mtx")]
+    before = listing(tmp_path)
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    child = subprocess.run([sys.executable, "-c", DECLARED, *inputs, str(tmp_path / "C.npy")], env=env,
+                           capture_output=True, text=True)
+    assert child.returncode == 2, child.stdout + child.stderr
+    n = 300 if b else 400_000_000
+    need = n * 400_000_000 * 4 + 128
+    assert child.stdout.splitlines() == [child.stdout.strip()], child.stdout
+    assert f"C.npy: the dense {n} x 400000000 int32 result needs" in child.stdout, child.stdout
+    assert f"({need} bytes), but its file system has" in child.stdout, child.stdout
+    free = int(child.stdout.split("its file system has")[1].split("(")[1].split(" bytes")[0])
+    assert 0 < free < need
+    assert listing(tmp_path) == before
+
+
+def test_paths_declaring_a_dense_result_past_the_memory(tmp_path):
+    """Without out=, the dense array gram would allocate is sized from the declared rows: one
+    larger than the machine's memory is an InputError before anything is read."""
+    (tmp_path / "big.mtx").write_text("%%MatrixMarket matrix coordinate pattern general\n400000000 200 2\n1 1\n2 2\n")
+    before = listing(tmp_path)
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    child = subprocess.run([sys.executable, "-c", DECLARED, str(tmp_path / "big.mtx"), "-"], env=env,
+                           capture_output=True, text=True)
+    assert child.returncode == 2, child.stdout + child.stderr
+    need = 400_000_000 ** 2 * 4
+    assert child.stdout.strip() == (f"{tmp_path / 'big.mtx'}: the dense 400000000 x 400000000 int32 result needs "
+                                    f"{need} bytes in memory, more than this machine's "
+                                    f"{os.sysconf('SC_PHYS_PAGES') * os.sysconf('SC_PAGE_SIZE')}: pass out= a .npy "
+                                    "path, or topk= or threshold="), child.stdout
+    assert listing(tmp_path) == before
+
+
+def test_paths_with_a_result_in_memory_are_peeked_too(tmp_path):
+    """Without out: the headers are still checked before reading (the budget of a .mtx's row
+    index), and a well-formed path reads as before."""
+    (tmp_path / "big.mtx").write_text("%%MatrixMarket matrix coordinate pattern general\n130000000 8 2\n1 1\n2 2\n")
+    with pytest.raises(outcore.InputError, match="big.mtx: the size line declares 130000000 rows"):
+        outcore.gram(str(tmp_path / "big.mtx"), host_mem="256M")
+    np.save(tmp_path / "a.npy", A)
+    np.testing.assert_array_equal(outcore.gram(str(tmp_path / "a.npy")), A.astype(np.int32) @ A.T.astype(np.int32))

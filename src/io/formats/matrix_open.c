@@ -1,6 +1,7 @@
 /*
  * matrix_open.c - the public file entry points: oc_matrix_open picks a reader by the
- * file's extension; oc_matrix_save writes a matrix as .npy (0/1 bytes or packbits rows).
+ * file's extension, oc_matrix_peek the same reader's look at the header alone; oc_matrix_save
+ * writes a matrix as .npy (0/1 bytes or packbits rows).
  */
 #include <inttypes.h>
 #include <stddef.h>
@@ -14,9 +15,49 @@
 #include "core/threads.h"
 #include "core/trace.h"
 #include "io/io.h"
+#include "io/mapped_file.h"
 
 /* Version 1 of oc_read_options ends before host_mem_bytes (docs/abi.md). */
 #define OC_READ_OPTIONS_V1_SIZE offsetof(oc_read_options, host_mem_bytes)
+
+/* opts, or the defaults when NULL, as the current version of the struct (a version-1 struct
+ * gets host_mem_bytes's default) in *buf; NULL after a failure recorded on ctx. */
+static const oc_read_options *read_options(oc_context *ctx, const oc_read_options *opts, oc_read_options *buf)
+{
+    *buf = (oc_read_options)OC_READ_OPTIONS_INIT;
+    if (!opts) return buf;
+    if (opts->struct_size == OC_READ_OPTIONS_V1_SIZE) { /* before host_mem_bytes (docs/abi.md): its default */
+        memcpy(buf, opts, OC_READ_OPTIONS_V1_SIZE);
+        buf->struct_size = sizeof *buf;
+        return buf;
+    }
+    if (opts->struct_size < sizeof(oc_read_options)) {
+        oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_read_options.struct_size is %zu, expected %zu: start from OC_READ_OPTIONS_INIT",
+                opts->struct_size, sizeof(oc_read_options));
+        return NULL;
+    }
+    return opts;
+}
+
+/* The reader's kind of file for path's extension: 'n' .npy, 'm' .mtx, 't' .txt and .csv;
+ * else fails: an unknown extension, or --bits with a file that is not .npy. */
+static oc_status input_kind(oc_context *ctx, const char *path, const oc_read_options *opts, char *kind)
+{
+    int64_t bits = opts->bits;
+    if (bits < 0) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: --bits %" PRId64 " is negative", path, bits);
+    char ext[16];
+    oc_path_extension(path, ext, sizeof ext);
+    if (bits > 0 && strcmp(ext, "npy") != 0)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: --bits applies to .npy files of numpy.packbits output only",
+                       path);
+    if (strcmp(ext, "npy") == 0) *kind = 'n';
+    else if (strcmp(ext, "mtx") == 0) *kind = 'm';
+    else if (strcmp(ext, "txt") == 0 || strcmp(ext, "csv") == 0) *kind = 't';
+    else
+        return oc_fail(ctx, OC_ERR_INPUT, "%s: unknown file type%s%s%s; supported inputs are .npy, .mtx, .txt and .csv",
+                       path, ext[0] ? " '." : "", ext, ext[0] ? "'" : " (no extension)");
+    return OC_OK;
+}
 
 oc_status oc_matrix_read(oc_context *ctx, const char *path, const oc_read_options *opts, oc_matrix **out)
 {
@@ -24,39 +65,33 @@ oc_status oc_matrix_read(oc_context *ctx, const char *path, const oc_read_option
     /* Reading a large file is a job: oc_context_cancel stops it, and a cancel left over from
      * an earlier job must not. */
     if (ctx) oc_context_begin_job(ctx);
-    oc_read_options defaults = OC_READ_OPTIONS_INIT;
-    if (!opts) opts = &defaults;
-    if (opts->struct_size == OC_READ_OPTIONS_V1_SIZE) { /* before host_mem_bytes (docs/abi.md): its default */
-        memcpy(&defaults, opts, OC_READ_OPTIONS_V1_SIZE);
-        defaults.struct_size = sizeof defaults;
-        opts = &defaults;
-    }
-    if (opts->struct_size < sizeof(oc_read_options))
-        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
-                       "oc_read_options.struct_size is %zu, expected %zu: start from OC_READ_OPTIONS_INIT",
-                       opts->struct_size, sizeof(oc_read_options));
-    int64_t bits = opts->bits;
-    if (bits < 0) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: --bits %" PRId64 " is negative", path, bits);
-    char ext[16];
-    oc_path_extension(path, ext, sizeof ext);
+    oc_read_options buf;
+    if (!(opts = read_options(ctx, opts, &buf))) return OC_ERR_INVALID_ARGUMENT;
+    char kind;
+    OC_CHECK(ctx, input_kind(ctx, path, opts, &kind));
     double t = oc_now();
-    if (bits > 0 && strcmp(ext, "npy") != 0)
-        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: --bits applies to .npy files of numpy.packbits output only",
-                       path);
-    if (strcmp(ext, "npy") == 0)
-        OC_CHECK(ctx, oc_npy_read(ctx, path, opts, out));
-    else if (strcmp(ext, "mtx") == 0)
-        OC_CHECK(ctx, oc_mtx_read(ctx, path, opts, out));
-    else if (strcmp(ext, "txt") == 0 || strcmp(ext, "csv") == 0)
-        OC_CHECK(ctx, oc_text_read(ctx, path, opts, out));
-    else
-        return oc_fail(ctx, OC_ERR_INPUT, "%s: unknown file type%s%s%s; supported inputs are .npy, .mtx, .txt and .csv",
-                       path, ext[0] ? " '." : "", ext, ext[0] ? "'" : " (no extension)");
+    if (kind == 'n') OC_CHECK(ctx, oc_npy_read(ctx, path, opts, out));
+    else if (kind == 'm') OC_CHECK(ctx, oc_mtx_read(ctx, path, opts, out));
+    else OC_CHECK(ctx, oc_text_read(ctx, path, opts, out));
     if (oc_tracing()) { /* OUTCORE_TRACE says which inputs stay in their files */
         char what[OC_MESSAGE_MAX];
         snprintf(what, sizeof what, "%s%s", path, oc_matrix_file_backed(*out) ? " (left in its file)" : "");
         oc_trace_phase(&t, "read", what);
     }
+    return OC_OK;
+}
+
+oc_status oc_matrix_peek(oc_context *ctx, const char *path, const oc_read_options *opts, int64_t *rows, int64_t *cols)
+{
+    if (!path || !rows || !cols)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "peeking at a matrix: the path, rows or cols is NULL");
+    *rows = *cols = -1;
+    oc_read_options buf;
+    if (!(opts = read_options(ctx, opts, &buf))) return OC_ERR_INVALID_ARGUMENT;
+    char kind;
+    OC_CHECK(ctx, input_kind(ctx, path, opts, &kind));
+    if (kind == 't') return OC_OK; /* text: its rows are known once read */
+    OC_CHECK(ctx, oc_mapped_head(ctx, path, kind == 'n' ? oc_npy_head : oc_mtx_head, opts, rows, cols));
     return OC_OK;
 }
 

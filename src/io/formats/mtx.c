@@ -44,8 +44,18 @@ static oc_status check_row_index(oc_context *ctx, const char *path, int64_t rows
                    path, (long long)rows, (long long)index, (long long)budget);
 }
 
-static oc_status parse_entries(oc_context *ctx, const char *path, oc_mapped_file *file, const oc_read_options *opts,
-                               coords *c)
+/* What the banner and the size line say, and where the entries start. */
+typedef struct mtx_head {
+    int pattern, real, mirror;
+    int64_t rows, cols, entries;
+    const unsigned char *body; /* the line after the size line */
+    int64_t line_no;           /* the size line's number, from 1 */
+} mtx_head;
+
+/* Reads and checks the banner and the size line, and the row index the declared rows take
+ * against the host budget: everything known before an entry is read (oc_mtx_head stops here). */
+static oc_status parse_head(oc_context *ctx, const char *path, const oc_mapped_file *file, const oc_read_options *opts,
+                            mtx_head *h)
 {
     const unsigned char *end = file->data + file->size, *pos = file->data;
     const char *line = NULL;
@@ -104,6 +114,23 @@ static oc_status parse_entries(oc_context *ctx, const char *path, oc_mapped_file
                        path);
     OC_CHECK(ctx, oc_matrix_check_dims(ctx, rows, cols, path));
     OC_CHECK(ctx, check_row_index(ctx, path, rows, opts));
+    *h = (mtx_head){.pattern = pattern, .real = real, .mirror = mirror, .rows = rows, .cols = cols,
+                    .entries = entries, .body = pos, .line_no = line_no};
+    return OC_OK;
+}
+
+static oc_status parse_entries(oc_context *ctx, const char *path, oc_mapped_file *file, const oc_read_options *opts,
+                               coords *c)
+{
+    const unsigned char *end = file->data + file->size, *pos;
+    const char *line = NULL;
+    size_t len = 0;
+    token tok[MTX_MAX_TOKENS];
+    mtx_head h;
+    OC_CHECK(ctx, parse_head(ctx, path, file, opts, &h));
+    int pattern = h.pattern, real = h.real, mirror = h.mirror, ntok;
+    int64_t rows = h.rows, cols = h.cols, entries = h.entries, line_no = h.line_no;
+    pos = h.body;
     /* An entry takes at least 4 bytes ("1 1\n"), so the file's size bounds what is allocated
      * whatever the size line declares; the arrays grow with the entries read. */
     int64_t most = (int64_t)(file->size / 4) + 1;
@@ -184,6 +211,15 @@ static oc_status parse_mtx(oc_context *ctx, const char *path, oc_mapped_file *fi
 oc_status oc_mtx_read(oc_context *ctx, const char *path, const oc_read_options *opts, oc_matrix **out)
 {
     OC_CHECK(ctx, oc_mapped_read(ctx, path, parse_mtx, (void *)opts, out));
+    return OC_OK;
+}
+
+oc_status oc_mtx_head(oc_context *ctx, const char *path, const oc_mapped_file *file, const oc_read_options *opts,
+                      int64_t *rows, int64_t *cols)
+{
+    mtx_head h;
+    OC_CHECK(ctx, parse_head(ctx, path, file, opts, &h));
+    *rows = h.rows, *cols = h.cols;
     return OC_OK;
 }
 

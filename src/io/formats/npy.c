@@ -282,9 +282,18 @@ static void release_rows(void *user, int64_t row0, int64_t rows)
                                  r->offset + (size_t)((row0 + rows) * r->width));
 }
 
-static oc_status parse_npy(oc_context *ctx, const char *path, oc_mapped_file *file, void *arg, oc_matrix **out)
+/* What the header declares, checked against the options and the file's size: everything
+ * the reader knows before it allocates (oc_npy_head stops here). */
+typedef struct npy_matrix {
+    npy_kind kind;
+    int value_type; /* a wider number's oc_map_dtype (oc_values_to_matrix), -1 for the byte kinds */
+    int64_t rows, cols, width;
+    size_t offset;
+} npy_matrix;
+
+static oc_status npy_matrix_layout(oc_context *ctx, const char *path, const oc_mapped_file *file,
+                                   const oc_read_options *opts, npy_matrix *l)
 {
-    const oc_read_options *opts = arg;
     int64_t bits = opts->bits;
     npy_header h;
     size_t offset = 0;
@@ -354,9 +363,24 @@ static oc_status parse_npy(oc_context *ctx, const char *path, oc_mapped_file *fi
         if ((uint64_t)data_bytes > (file->size - offset) / oc_value_type_size(value_type))
             return oc_fail(ctx, OC_ERR_INPUT, "%s: truncated .npy data for %" PRId64 " x %" PRId64 " %s values", path,
                            rows, width, h.descr);
-        return oc_values_to_matrix(ctx, path, file->data + offset, rows, cols,
-                                   width * (int64_t)oc_value_type_size(value_type), value_type, opts->binarize, out);
     }
+    *l = (npy_matrix){.kind = kind, .value_type = value_type, .rows = rows, .cols = cols, .width = width,
+                      .offset = offset};
+    return OC_OK;
+}
+
+static oc_status parse_npy(oc_context *ctx, const char *path, oc_mapped_file *file, void *arg, oc_matrix **out)
+{
+    const oc_read_options *opts = arg;
+    int64_t bits = opts->bits;
+    npy_matrix l;
+    OC_CHECK(ctx, npy_matrix_layout(ctx, path, file, opts, &l));
+    npy_kind kind = l.kind;
+    int64_t rows = l.rows, cols = l.cols, width = l.width;
+    size_t offset = l.offset;
+    if (l.value_type >= 0)
+        return oc_values_to_matrix(ctx, path, file->data + offset, rows, cols,
+                                   width * (int64_t)oc_value_type_size(l.value_type), l.value_type, opts->binarize, out);
     oc_dense_bytes dense_kind = opts->binarize        ? OC_DENSE_BINARIZE
                                 : kind == NPY_KIND_I8 ? OC_DENSE_INT8
                                 : kind == NPY_KIND_U8 ? OC_DENSE_UINT8_FILE
@@ -405,6 +429,15 @@ oc_status oc_npy_read_buffer(oc_context *ctx, const char *name, const void *data
 {
     oc_read_options defaults = OC_READ_OPTIONS_INIT;
     OC_CHECK(ctx, oc_buffer_read(ctx, name, data, size, parse_npy, (void *)(opts ? opts : &defaults), out));
+    return OC_OK;
+}
+
+oc_status oc_npy_head(oc_context *ctx, const char *path, const oc_mapped_file *file, const oc_read_options *opts,
+                      int64_t *rows, int64_t *cols)
+{
+    npy_matrix l;
+    OC_CHECK(ctx, npy_matrix_layout(ctx, path, file, opts, &l));
+    *rows = l.rows, *cols = l.cols;
     return OC_OK;
 }
 

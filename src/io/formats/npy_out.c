@@ -110,10 +110,11 @@ static oc_status npy_out_map(oc_context *ctx, const char *path, size_t total, oc
 
 int oc_npy_out_prefaulted(const oc_npy_out *w) { return w && w->prefaulted; }
 
-oc_status oc_npy_out_create(oc_context *ctx, const char *path, int dtype, int64_t rows, int64_t cols, oc_npy_out **out,
-                            void **data)
+/* The bytes of a rows x cols .npy of dtype, header included, in *total and its header in
+ * header (*offset bytes): OC_ERR_INPUT naming path when they pass 64-bit sizes. */
+static oc_status npy_out_size(oc_context *ctx, const char *path, int dtype, int64_t rows, int64_t cols,
+                              unsigned char *header, size_t *offset, size_t *total)
 {
-    if (!path || !out || !data) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_npy_out_create: NULL argument");
     int64_t elem;
     switch (dtype) {
     case OC_DTYPE_INT32: elem = 4; break;
@@ -130,10 +131,38 @@ oc_status oc_npy_out_create(oc_context *ctx, const char *path, int dtype, int64_
         (uint64_t)bytes > SIZE_MAX / 2)
         return oc_fail(ctx, OC_ERR_INPUT, "%s: output %" PRId64 " x %" PRId64 " overflows 64-bit sizes", path, rows,
                        cols);
+    *offset = oc_npy_header(header, dtype, rows, cols, 0);
+    *total = *offset + (size_t)bytes;
+    return OC_OK;
+}
 
+oc_status oc_npy_out_check_fits(oc_context *ctx, const char *path, int dtype, int64_t rows, int64_t cols, int space)
+{
     unsigned char header[OC_NPY_HEADER_MAX];
-    size_t offset = oc_npy_header(header, dtype, rows, cols, 0);
-    size_t total = offset + (size_t)bytes;
+    size_t offset = 0, total = 0;
+    OC_CHECK(ctx, npy_out_size(ctx, path, dtype, rows, cols, header, &offset, &total));
+    if (!space) return OC_OK;
+    char folder[4096];
+    oc_path_folder(path, folder, sizeof folder);
+    int64_t avail = oc_folder_free_bytes(folder);
+    if (avail < 0 || (int64_t)total <= avail) return OC_OK;
+    char need[40], have[40];
+    oc_size_text(need, sizeof need, (int64_t)total);
+    oc_size_text(have, sizeof have, avail);
+    return oc_fail(ctx, OC_ERR_INPUT,
+                   "%s: the dense %" PRId64 " x %" PRId64 " %s result needs %s (%" PRId64 " bytes), but its file "
+                   "system has %s (%" PRId64 " bytes) free",
+                   path, rows, cols, dtype == OC_NPY_UINT8 ? "uint8" : oc_dtype_name((oc_dtype)dtype), need,
+                   (int64_t)total, have, avail);
+}
+
+oc_status oc_npy_out_create(oc_context *ctx, const char *path, int dtype, int64_t rows, int64_t cols, oc_npy_out **out,
+                            void **data)
+{
+    if (!path || !out || !data) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_npy_out_create: NULL argument");
+    unsigned char header[OC_NPY_HEADER_MAX];
+    size_t offset = 0, total = 0;
+    OC_CHECK(ctx, npy_out_size(ctx, path, dtype, rows, cols, header, &offset, &total));
 
     oc_npy_out *w = calloc(1, sizeof *w);
     if (!w) return oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: out of memory", path);

@@ -1,0 +1,31 @@
+/*
+ * gram_files.c - a Gram job over files, checked before the files are read
+ * (oc_gram_check_files): the shapes their headers declare, and the dense output they imply.
+ */
+#include "outcore.h"
+
+#include "core/error.h"
+#include "io/io.h"
+
+oc_status oc_gram_check_files(oc_context *ctx, const char *a, const char *b, const oc_read_options *read,
+                              const oc_gram_options *opts, const oc_output *out)
+{
+    if (!a || !opts || !out)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_gram_check_files: a, opts and out must not be NULL");
+    if (opts->struct_size < sizeof(oc_gram_options))
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_gram_options.struct_size is %zu, expected %zu: start from OC_GRAM_OPTIONS_INIT",
+                       opts->struct_size, sizeof(oc_gram_options));
+    int64_t n, p, cols;
+    OC_CHECK(ctx, oc_matrix_peek(ctx, a, read, &n, &cols));
+    if (b) OC_CHECK(ctx, oc_matrix_peek(ctx, b, read, &p, &cols));
+    else p = n;
+    /* Only a dense file is sized from the shape up front; a result in memory is the caller's
+     * array, and top-k and threshold files grow with what the job selects. */
+    if (out->kind != OC_OUTPUT_FILE || !out->path || opts->topk > 0 || opts->use_threshold || n < 0 || p < 0)
+        return OC_OK;
+    oc_dtype dtype = oc_gram_result_dtype(opts->metric, opts->dtype);
+    if (dtype == OC_DTYPE_DEFAULT) return OC_OK; /* oc_gram names the bad combination */
+    /* A resumed job's temporary file holds its blocks already: its writer counts them. */
+    OC_CHECK(ctx, oc_npy_out_check_fits(ctx, out->path, (int)dtype, n, p, !opts->resume));
+    return OC_OK;
+}
