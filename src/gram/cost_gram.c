@@ -86,7 +86,8 @@ void oc_gram_choose_backend(oc_context *ctx, const oc_gram_job *job, oc_output_k
      * default of the kernel its architecture runs (asked without a context). */
     if (gpu_usable && !(c->rates.measured & OC_COST_M_GPU_BITS)) {
         char why[200];
-        const double rate = oc_cost_gpu_default_bit_macs(oc_gpu_probe_cuda.device_cc(job->opts->device, why, sizeof why), NULL);
+        const int device = job->devices.count > 0 ? job->devices.dev[0].physical : job->opts->device;
+        const double rate = oc_cost_gpu_default_bit_macs(oc_gpu_probe_cuda.device_cc(device, why, sizeof why), NULL);
         if (rate > 0) c->rates.gpu[OC_COST_BIT_MAC] = rate;
     }
 #endif

@@ -58,6 +58,7 @@ int main(void)
         device_get = (cu_device_get_fn)dlsym(lib, "cuDeviceGet");
         ctx_state = (cu_ctx_state_fn)dlsym(lib, "cuDevicePrimaryCtxGetState");
     }
+    setenv("OUTCORE_COST_CACHE", "off", 1); /* nothing measured or stored by the auto job */
     const int count = device_get && ctx_state ? oc_cuda_device_count() : 0;
     if (count == 0) {
         oc_test_skip("no usable CUDA device, or the driver library cannot be read");
@@ -87,12 +88,14 @@ int main(void)
         char *text = NULL;
         CHECK(oc_gram_explain(ctx, a, NULL, &o, &out, &text) == OC_OK);
         free(text);
+        (void)oc_cuda_live_device_bytes(); /* waits for the jobs' release after them */
         CHECK_MSG(oc_cuda_contexts_made() == only_last, "one-device jobs made contexts %#llx",
                   (unsigned long long)oc_cuda_contexts_made());
         CHECK_MSG(driver_contexts(count) == only_last, "after one-device jobs the driver holds %#llx",
                   (unsigned long long)driver_contexts(count));
         if (count >= 3) {
             CHECK(run(ctx, a, OC_BACKEND_CUDA, 0, "2,0") == OC_OK);
+            (void)oc_cuda_live_device_bytes();
             const uint64_t want = only_last | 1ULL << 2 | 1ULL;
             CHECK_MSG(oc_cuda_contexts_made() == want, "a job on 2,0 made contexts %#llx",
                       (unsigned long long)oc_cuda_contexts_made());
