@@ -6,7 +6,8 @@
  * (cuDevicePrimaryCtxGetState, read through the driver library as the library reads it).
  * An auto job and `--explain` on that device (the cost model's machine key names every GPU
  * of the host) must not open the others either. With three GPUs or more, a job on devices
- * "2,0" then opens 0 and 2 and leaves 1 alone.
+ * "2,0" then opens 0 and 2 and leaves 1 alone. Every job's phases (oc_gram_stats.phases) are
+ * checked on the way: none negative, within the job's seconds.
  *
  * On a host of one GPU the checks still run but cannot tell "only this device" from "every
  * device". Exits 77 when no CUDA device is usable or the driver library cannot be read.
@@ -48,7 +49,16 @@ static oc_status run(oc_context *ctx, const oc_matrix *a, oc_backend backend, in
     oc_output out = OC_OUTPUT_INIT;
     out.kind = OC_OUTPUT_DISCARD;
     oc_gram_stats stats = {.struct_size = sizeof stats};
-    return oc_gram(ctx, a, NULL, &o, &out, &stats);
+    oc_status st = oc_gram(ctx, a, NULL, &o, &out, &stats);
+    /* The phases on a GPU: none negative, within the job's seconds; a job the GPU ran spent
+     * time opening its devices (setup) and on its tiles. */
+    const oc_gram_phases *p = &stats.phases;
+    const double sum = p->cuda_start + p->prepare + p->setup + p->compute + p->output + p->teardown;
+    CHECK(p->cuda_start >= 0 && p->prepare >= 0 && p->setup >= 0 && p->compute >= 0 && p->output >= 0 &&
+          p->teardown >= 0);
+    CHECK_MSG(sum <= stats.seconds + 1e-6, "phases %g s of a %g s job", sum, stats.seconds);
+    if (st == OC_OK && stats.backend == OC_BACKEND_CUDA) CHECK(p->setup > 0 && p->compute > 0);
+    return st;
 }
 
 int main(void)
