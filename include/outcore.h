@@ -371,6 +371,16 @@ typedef struct oc_device_stats {
     int64_t budget_bytes, peak_bytes; /* its device budget and the most its pool held */
 } oc_device_stats;
 
+/* The phases of a job (oc_gram_stats.phases), in seconds. */
+typedef struct oc_gram_phases {
+    double cuda_start; /* the CUDA driver's start, when this job was the process's first to ask */
+    double prepare;    /* checks, the cost model's choices, row popcounts, packing the inputs */
+    double setup;      /* the destination opened; on GPUs the devices opened and planned */
+    double compute;    /* the tiles (on GPUs with each device's own buffers and pinned rings) */
+    double output;     /* the result completed: lists and pairs written, the file synced, renamed */
+    double teardown;   /* what the job releases before it returns */
+} oc_gram_phases;
+
 typedef struct oc_gram_stats {
     size_t struct_size;         /* sizeof(oc_gram_stats); set by the caller */
     oc_backend backend;         /* the backend that ran */
@@ -401,6 +411,10 @@ typedef struct oc_gram_stats {
     /* Version 5: the CPU worker threads the job ran on (at most one per tile or block of
      * rows, whatever opts.threads asked); 0 when it ran on a GPU. */
     int threads;
+    /* Version 6: where the job's wall time went, in seconds (docs/cli.md, "Where the time
+     * goes"). The phases follow one another on the caller's thread, so they sum to at most
+     * `seconds`. */
+    oc_gram_phases phases;
 } oc_gram_stats;
 
 /* Computes the Gram matrix of a (with b == NULL: a·aᵀ, symmetric; only tiles on or above

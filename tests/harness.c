@@ -125,3 +125,14 @@ static void remove_tree(const char *dir)
 }
 
 void oc_test_tmp_remove(void) { remove_tree(oc_test_tmpdir); }
+
+oc_matrix *oc_test_random01(oc_context *ctx, int64_t rows, int64_t cols, uint64_t seed)
+{
+    unsigned char *bytes = malloc((size_t)(rows * cols));
+    if (!bytes) return NULL;
+    for (int64_t i = 0; i < rows * cols; ++i) bytes[i] = (oc_test_rand(&seed) & 3) == 0;
+    oc_matrix *m = NULL;
+    if (oc_matrix_from_dense(ctx, bytes, rows, cols, cols, &m) != OC_OK) m = NULL;
+    free(bytes);
+    return m;
+}

@@ -62,4 +62,8 @@ unsigned char *oc_test_read_file(const char *path, size_t *len);
 /* A deterministic xorshift generator for test data. */
 uint64_t oc_test_rand(uint64_t *state);
 
+/* A rows x cols 0/1 matrix, each entry 1 with probability 1/4 (from seed); NULL when it
+ * cannot be made. */
+oc_matrix *oc_test_random01(oc_context *ctx, int64_t rows, int64_t cols, uint64_t seed);
+
 #endif

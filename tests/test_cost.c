@@ -1,7 +1,9 @@
 /*
  * test_cost.c - the cost model (cost/cost.h): its decisions on synthetic rate tables, the
- * rate cache's round trip, corrupted and foreign caches ignored with a note, and
- * `--backend auto` on a machine without a GPU.
+ * rate cache's round trip, corrupted and foreign caches ignored with a note,
+ * `--backend auto` on a machine without a GPU, the fixed costs a small job really pays
+ * (threads, the output file's creation, pages, fsync) in its prediction and in `--explain`,
+ * and the GPU kernel's default rate per architecture.
  *
  * The rate tables are written here, not measured, so every decision is the model's
  * arithmetic on known figures: the expected choice of each case follows from the roofline
@@ -312,7 +314,9 @@ static void test_cpu_before_gpu_start(oc_context *ctx)
     }
     CHECK(oc_gram_cpu_before_gpu_start(ctx, &job, OC_OUTPUT_FILE, &c) == 1);
     CHECK(c.use_gpu == 0 && c.pred.cpu_seconds > 0 && c.pred.cpu_seconds < c.rates.gpu_startup);
-    CHECK(c.pred.regret == c.pred.cpu_seconds);
+    /* The regret is the CPU's own time: the output file's costs are paid on either backend. */
+    const double file = c.pred.fixed[OC_COST_FIX_FILE] + c.pred.fixed[OC_COST_FIX_PAGES] + c.pred.fixed[OC_COST_FIX_SYNC];
+    CHECK(file > 0 && fabs(c.pred.regret - (c.pred.cpu_seconds - file)) <= 1e-12);
     CHECK_MSG(strstr(c.explain, "gram 300x300x216") && strstr(c.explain, "; cuda:0 not asked: a GPU's start-up") &&
                   strstr(c.explain, "default"), "explain: %s", c.explain);
     oc_gram_job big = job;
@@ -329,6 +333,81 @@ static void test_cpu_before_gpu_start(oc_context *ctx)
     oc_cost_rates_reset();
 }
 
+/* The issue's small job, dense jaccard 4627 x 216 to a .npy on 2 threads: most of its wall
+ * time is the output file (pages, fsync), which the prediction must count, term by term. */
+static void test_fixed_costs(oc_context *ctx)
+{
+    oc_cost_rates r = fast_gpu_host();
+    oc_cost_gram_shape g = {.n = 4627, .p = 4627, .m = 216, .symmetric = 1, .output = OC_COST_GRAM_DENSE,
+                            .elem_bytes = 4, .popcounts = 1, .to_file = 1, .threads = 2};
+    oc_cost_job job;
+    oc_cost_job_gram(&g, &job);
+    const double bytes = 4627.0 * 4627.0 * 4;
+    CHECK(job.files == 1 && job.file_bytes == bytes && job.threads == 2);
+    oc_cost_prediction p;
+    oc_cost_predict(&r, &job, 1, "cuda:0", NULL, &p);
+    CHECK(p.fixed[OC_COST_FIX_THREADS] == 2 * r.thread_start);
+    CHECK(p.fixed[OC_COST_FIX_FILE] == r.file_create);
+    CHECK(p.fixed[OC_COST_FIX_PAGES] == bytes / r.file_pages);
+    CHECK(p.fixed[OC_COST_FIX_SYNC] == bytes / r.file_sync);
+    double fixed = 0;
+    for (int f = 0; f < OC_COST_FIXED_TERMS; ++f) {
+        CHECK_MSG(p.fixed[f] > 0, "fixed term %s is 0", oc_cost_fixed_name((oc_cost_fixed_term)f));
+        fixed += p.fixed[f];
+    }
+    /* Both totals hold them (the GPU's without the CPU's threads), over the roofline. */
+    CHECK(fabs(p.cpu_seconds - (fixed + fmax(p.cpu_memory, p.cpu_compute))) <= 1e-12 * p.cpu_seconds);
+    CHECK(fabs(p.gpu_seconds - (p.gpu_start + fixed - p.fixed[OC_COST_FIX_THREADS] +
+                                fmax(p.gpu_transfer, fmax(p.gpu_host, p.gpu_compute)))) <= 1e-12 * p.gpu_seconds);
+    /* The file dominates such a job, as it did when measured (bench/RESULTS.md). */
+    CHECK(p.fixed[OC_COST_FIX_SYNC] > fmax(p.cpu_memory, p.cpu_compute));
+    CHECK_MSG(strstr(p.reason, "fixed") && strstr(p.reason, "fsync") && strstr(p.reason, "pages") &&
+              strstr(p.reason, "threads") && strstr(p.reason, " file "), "the breakdown: %s", p.reason);
+
+    /* In memory: no file terms, none in the reason. */
+    g.to_file = 0;
+    oc_cost_job_gram(&g, &job);
+    oc_cost_predict(&r, &job, 1, "cuda:0", NULL, &p);
+    CHECK(p.fixed[OC_COST_FIX_FILE] == 0 && p.fixed[OC_COST_FIX_SYNC] == 0 && p.fixed[OC_COST_FIX_PAGES] == 0);
+    CHECK(p.fixed[OC_COST_FIX_THREADS] > 0 && !strstr(p.reason, "fsync"));
+
+    /* What `--explain` prints for the job (oc_gram_explain, the CPU backend): the same terms. */
+    unsigned char *bytes01 = calloc(4627 * 216, 1);
+    oc_matrix *a = NULL;
+    CHECK(bytes01 && oc_matrix_from_dense(ctx, bytes01, 4627, 216, 216, &a) == OC_OK);
+    if (a) {
+        oc_gram_options o = OC_GRAM_OPTIONS_INIT;
+        o.metric = OC_METRIC_JACCARD;
+        o.backend = OC_BACKEND_CPU;
+        o.algorithm = OC_ALGORITHM_DENSE;
+        o.threads = 2;
+        oc_output out = OC_OUTPUT_INIT;
+        out.kind = OC_OUTPUT_FILE;
+        out.path = "unused.npy";
+        char *text = NULL;
+        CHECK_MSG(oc_gram_explain(ctx, a, NULL, &o, &out, &text) == OC_OK, "%s", oc_context_last_error(ctx));
+        CHECK_MSG(text && strstr(text, "fixed") && strstr(text, "fsync") && strstr(text, "pages") &&
+                  strstr(text, "threads"), "--explain: %s", text ? text : "(none)");
+        free(text);
+    }
+    oc_matrix_free(a);
+    free(bytes01);
+}
+
+/* The GPU kernel's default rate follows the kernel each architecture runs: wgmma on Hopper
+ * above mma.sync from Ampere on, far above the CUDA-core fallback; no GPU, no rate. */
+static void test_gpu_defaults(void)
+{
+    const char *k90 = NULL, *k80 = NULL, *k75 = NULL, *k0 = "x";
+    const double r90 = oc_cost_gpu_default_bit_macs(90, &k90), r100 = oc_cost_gpu_default_bit_macs(100, NULL);
+    const double r80 = oc_cost_gpu_default_bit_macs(80, &k80), r86 = oc_cost_gpu_default_bit_macs(86, NULL);
+    const double r75 = oc_cost_gpu_default_bit_macs(75, &k75);
+    CHECK(r90 > r80 && r80 > 4 * r75 && r75 > 0);
+    CHECK(r100 == r90 && r86 == r80);
+    CHECK(strstr(k90, "wgmma") && strstr(k80, "mma.sync") && strstr(k75, "popc"));
+    CHECK(oc_cost_gpu_default_bit_macs(0, &k0) == 0 && k0[0] == '\0');
+}
+
 int main(void)
 {
     oc_context *ctx = NULL;
@@ -340,6 +419,8 @@ int main(void)
     test_auto_without_gpu(ctx);
     test_measure_and_store(ctx);
     test_cpu_before_gpu_start(ctx);
+    test_fixed_costs(ctx);
+    test_gpu_defaults();
     oc_context_free(ctx);
     return oc_test_finish();
 }

@@ -1,6 +1,7 @@
 /*
  * test_device_spec.c - parsing `--devices` and per-device `--gpu-mem` (engine/device_spec.h):
- * the logical devices and budgets they make, and one-line errors naming the bad token.
+ * the logical devices and budgets they make, one-line errors naming the bad token, and the
+ * physical devices a job opens (only those the options name, each once).
  */
 #include <string.h>
 
@@ -75,6 +76,35 @@ static void check_errors(oc_context *ctx)
     }
 }
 
+/* The devices a job opens: the one device of a job without a list (not device 0, not all of
+ * the machine's), each physical device once however many parts it has, in the list's order. */
+static void check_opened(oc_context *ctx)
+{
+    oc_device_list l;
+    int open[OC_MAX_LOGICAL_DEVICES];
+    oc_gram_options o = OC_GRAM_OPTIONS_INIT;
+    o.device = 3;
+    CHECK(oc_device_list_parse(ctx, &o, 4, &l) == OC_OK);
+    CHECK(oc_device_list_physical(&l, 4, open) == 1 && open[0] == 3);
+    o.device = 0;
+    CHECK(oc_device_list_parse(ctx, &o, 8, &l) == OC_OK);
+    CHECK(oc_device_list_physical(&l, 8, open) == 1 && open[0] == 0);
+
+    CHECK(parse(ctx, "2:3,0,1:2", NULL, 4, &l) == OC_OK && l.count == 6);
+    CHECK(oc_device_list_physical(&l, 4, open) == 3);
+    CHECK(open[0] == 2 && open[1] == 0 && open[2] == 1);
+
+    CHECK(parse(ctx, "all", NULL, 4, &l) == OC_OK);
+    CHECK(oc_device_list_physical(&l, 4, open) == 4 && open[3] == 3);
+
+    /* A device past the machine's count (a list parsed with the count unknown) is not opened. */
+    CHECK(parse(ctx, "1,5", NULL, -1, &l) == OC_OK);
+    CHECK(oc_device_list_physical(&l, 2, open) == 1 && open[0] == 1);
+    CHECK(oc_device_list_physical(&l, -1, open) == 2 && open[1] == 5);
+    memset(&l, 0, sizeof l);
+    CHECK(oc_device_list_physical(&l, 4, open) == 0);
+}
+
 static void check_sizes(void)
 {
     int64_t b = 0;
@@ -99,6 +129,7 @@ int main(void)
     CHECK(oc_context_create(&ctx) == OC_OK);
     check_lists(ctx);
     check_errors(ctx);
+    check_opened(ctx);
     check_sizes();
     oc_context_free(ctx);
     return oc_test_finish();

@@ -303,6 +303,13 @@ static void check_bad_options(oc_context *ctx)
     CHECK_MSG(oc_gram(ctx, a, NULL, &v4, &mem, &st4) == OC_OK, "version 4 options: %s", oc_context_last_error(ctx));
     CHECK(counts[0] == 1 && counts[1] == 0 && counts[3] == 1);
     CHECK(((unsigned char *)&st4)[offsetof(oc_gram_stats, threads)] == 0x5A);
+    /* Version 5 stats (before `phases`): the threads written, the phases not. */
+    oc_gram_stats st5;
+    memset(&st5, 0x5A, sizeof st5);
+    st5.struct_size = offsetof(oc_gram_stats, phases);
+    CHECK_MSG(oc_gram(ctx, a, NULL, &v4, &mem, &st5) == OC_OK, "version 5 stats: %s", oc_context_last_error(ctx));
+    CHECK(st5.threads >= 1);
+    CHECK(((unsigned char *)&st5)[offsetof(oc_gram_stats, phases)] == 0x5A);
     v1.struct_size = offsetof(oc_gram_options, algorithm) - 8;
     CHECK(oc_gram(ctx, a, NULL, &v1, &mem, NULL) == OC_ERR_INVALID_ARGUMENT);
     oc_algorithm parsed;

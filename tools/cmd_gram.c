@@ -234,7 +234,7 @@ static void print_devices_json(const oc_gram_stats *s)
 }
 
 static void print_summary(const gram_args *g, const oc_matrix *a, const oc_matrix *b, const oc_gram_stats *s,
-                          double load_seconds, const char *ranks_json)
+                          double load_seconds, double cuda_wait, const char *ranks_json)
 {
     int64_t n = oc_matrix_rows(a), p = b ? oc_matrix_rows(b) : n, m = oc_matrix_cols(a);
     oc_dtype dtype = oc_gram_result_dtype(g->opts.metric, g->opts.dtype);
@@ -275,6 +275,12 @@ static void print_summary(const gram_args *g, const oc_matrix *a, const oc_matri
                (long long)s->dev_current_bytes, (long long)s->dev_allocations, (long long)s->bytes_h2d,
                (long long)s->bytes_d2h);
         print_devices_json(s);
+        /* Where the wall time went (docs/cli.md, "Where the time goes"): the CUDA start this
+         * process waited for past the reading of the inputs, then the job's own phases. */
+        const oc_gram_phases *ph = &s->phases;
+        printf(", \"phases\": {\"cuda_start\": %.6f, \"read\": %.6f, \"prepare\": %.6f, \"setup\": %.6f, "
+               "\"compute\": %.6f, \"output\": %.6f, \"teardown\": %.6f}",
+               cuda_wait + ph->cuda_start, load_seconds, ph->prepare, ph->setup, ph->compute, ph->output, ph->teardown);
         /* Under mpirun: every rank's rows, backend, tiles, time and bytes (docs/mpi.md). */
         if (ranks_json) printf(", \"ranks\": %s", ranks_json);
         printf("}\n");
@@ -433,10 +439,11 @@ int oc_cmd_gram(int argc, char **argv)
     if (st == OC_OK && g.ninputs > 1) st = oc_matrix_read(ctx, g.inputs[1], &read, &b);
     /* Every rank reads the inputs; one that cannot fails the job on all of them. */
     if (ranked) st = oc_mpi_agree(ctx, st);
-    double load_seconds = cli_now() - t0, t = t0;
+    double load_seconds = cli_now() - t0, t = t0, cuda_wait = 0;
     cli_trace_phase(&t, "read inputs");
     if (warming) {
         pthread_join(warm_up, NULL);
+        cuda_wait = cli_now() - t;
         cli_trace_phase(&t, "CUDA start");
     }
     if (st != OC_OK) goto failed;
@@ -473,7 +480,7 @@ int oc_cmd_gram(int argc, char **argv)
             cli_message("backend %s", stats.backend_explain);
             cli_message("algorithm %s", stats.algorithm_desc);
         }
-        if (!g.quiet || g.json) print_summary(&g, a, b, &stats, load_seconds, ranks_json);
+        if (!g.quiet || g.json) print_summary(&g, a, b, &stats, load_seconds, cuda_wait, ranks_json);
         if (ranked && !g.json && !g.quiet) cli_message("one job over %d MPI ranks (--json lists each)", size);
     }
     rc = OC_EXIT_OK;

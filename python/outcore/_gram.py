@@ -265,10 +265,18 @@ class _Progress:
             lib.oc_context_cancel(self.ctx)
 
 
+def _stats_dict(stats):
+    """The job's statistics that gram(stats=...) reports, from an oc_gram_stats."""
+    phases = stats.phases
+    return {"seconds": stats.seconds, "backend": _lib.text(lib.oc_backend_name(stats.backend)),
+            "backend_desc": stats.backend_desc.decode(errors="replace"), "threads": stats.threads,
+            "phases": {name: getattr(phases, name) for name, _ in _lib.GramPhases._fields_}}
+
+
 class _Job:
-    def __init__(self, ctx, opts, A, B, bits, out, progress=None, binarize=False):
+    def __init__(self, ctx, opts, A, B, bits, out, progress=None, binarize=False, stats=None):
         self.ctx, self.opts, self.A, self.B, self.bits, self.out = ctx, opts, A, B, bits, out
-        self.binarize = binarize
+        self.binarize, self.stats = binarize, stats
         self.cancel = threading.Event()
         self.progress = _Progress(progress, ctx) if progress is not None else None
         if self.progress is not None:
@@ -372,12 +380,15 @@ class _Job:
 
         if self.cancel.is_set():
             raise CancelledError("cancelled before the job started")
-        status = lib.oc_gram(self.ctx, a, b, ctypes.byref(self.opts), ctypes.byref(output), None)
+        stats = _lib.GramStats()
+        status = lib.oc_gram(self.ctx, a, b, ctypes.byref(self.opts), ctypes.byref(output), ctypes.byref(stats))
         if pairs is not None and pairs.error is not None:
             raise pairs.error
         if self.progress is not None and self.progress.error is not None:
             raise self.progress.error
         check(status, self.ctx)
+        if self.stats is not None:
+            self.stats.update(_stats_dict(stats))
         if pairs is not None:
             return pairs.result()
         if output.kind == _lib.OC_OUTPUT_FILE:
@@ -416,7 +427,7 @@ def gram(A: Matrix, B: Matrix | None = None, metric: Metric = "counts", topk: in
          bits: int | None = None, progress: Progress | None = None, binarize: bool = False, *,
          device: int | None = None, host_mem: Size | None = None, context: Context | None = None,
          algorithm: Algorithm = "auto", resume: bool = False, devices: Devices | None = None,
-         min_score: float | None = None) -> Any:
+         min_score: float | None = None, stats: dict | None = None) -> Any:
     """The binary Gram matrix A·Aᵀ (or A·Bᵀ) and the similarities built on it.
 
     Parameters
@@ -496,6 +507,11 @@ def gram(A: Matrix, B: Matrix | None = None, metric: Metric = "counts", topk: in
         With topk, S -> the K best among the columns scoring at least S (hamming: at most S;
         S in the range threshold takes), the slots left holding index -1 and score NaN
         (float32), -1 (int32) or 65535 (uint16): only neighbours that pass.
+    stats : dict, optional
+        A dict that gram fills once the job has run: "seconds" (the job's wall time),
+        "backend", "backend_desc", "threads" and "phases", the seconds of each phase of
+        the job (cuda_start, prepare, setup, compute, output, teardown: docs/cli.md, "Where
+        the time goes"), which sum to at most "seconds".
 
     Returns
     -------
@@ -539,9 +555,11 @@ def gram(A: Matrix, B: Matrix | None = None, metric: Metric = "counts", topk: in
     if progress is not None and not callable(progress):
         raise InputError(f"progress must be a callable progress(done, total); got {progress!r}")
     _check_out_is_not_an_input(out, A, B)
+    if stats is not None and not isinstance(stats, dict):
+        raise InputError(f"stats must be a dict to fill; got {type(stats).__name__}")
 
     with lease(context) as ctx:
-        job = _Job(ctx, opts, A, B, bits, out, progress, binarize)
+        job = _Job(ctx, opts, A, B, bits, out, progress, binarize, stats)
         if threading.current_thread() is not threading.main_thread():
             return job.run()  # signals reach the main thread only: nothing to listen for here
         box, done = {}, threading.Event()

@@ -165,6 +165,17 @@ class DeviceStats(ctypes.Structure):
     ]
 
 
+class GramPhases(ctypes.Structure):
+    _fields_ = [
+        ("cuda_start", ctypes.c_double),
+        ("prepare", ctypes.c_double),
+        ("setup", ctypes.c_double),
+        ("compute", ctypes.c_double),
+        ("output", ctypes.c_double),
+        ("teardown", ctypes.c_double),
+    ]
+
+
 class GramStats(ctypes.Structure):
     _fields_ = [
         ("struct_size", ctypes.c_size_t),
@@ -190,6 +201,7 @@ class GramStats(ctypes.Structure):
         ("device_count", ctypes.c_int),
         ("devices", DeviceStats * MAX_LOGICAL_DEVICES),
         ("threads", ctypes.c_int),
+        ("phases", GramPhases),
     ]
 
     def __init__(self):
@@ -235,6 +247,7 @@ _SIGNATURES = {
     "oc_struct_defaults": (ctypes.c_int, [ctypes.c_char_p, _vp, ctypes.c_size_t]),
     "oc_size_parse": (ctypes.c_int, [ctypes.c_char_p, c_int64_p, ctypes.POINTER(ctypes.c_double)]),
     "oc_metric_name": (ctypes.c_char_p, [ctypes.c_int]),
+    "oc_backend_name": (ctypes.c_char_p, [ctypes.c_int]),
     "oc_cpu_isa": (ctypes.c_char_p, []),
     "oc_cpu_cores": (ctypes.c_int, []),
     "oc_cuda_device_count": (ctypes.c_int, []),

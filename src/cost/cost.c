@@ -20,6 +20,12 @@
 #define DEFAULT_HOST_BW_MAX 40e9     /* ... until the memory channels saturate */
 #define DEFAULT_GPU_STARTUP 0.3      /* context creation and module load */
 #define DEFAULT_GPU_JOB_SETUP 0.01   /* a later job: pool, streams, pinned staging from the cache */
+/* The fixed costs' defaults: a local disk under a journalling file system. Where they come
+ * from: bench/RESULTS.md, "Wall time as users see it: fixed costs". */
+#define DEFAULT_THREAD_START 1e-4    /* a worker thread created and joined */
+#define DEFAULT_FILE_CREATE 1e-3     /* open O_EXCL beside the path, lock, rename, unlink stale */
+#define DEFAULT_FILE_PAGES 1e9       /* bytes/s of a new file's pages: fallocate and first touch */
+#define DEFAULT_FILE_SYNC 0.3e9      /* bytes/s of fsync of a freshly written file */
 
 /* Per core, for the CPU; per GPU, for the device. The bit-MAC rates are those the
  * sparse/dense prediction used before there was a table (gram_choice.c). */
@@ -41,6 +47,12 @@ static const double default_gpu[OC_COST_OPS] = {
     [OC_COST_F64_MATH] = 2e11,
     [OC_COST_INT] = 5e12,
 };
+
+const char *oc_cost_fixed_name(oc_cost_fixed_term term)
+{
+    static const char *names[OC_COST_FIXED_TERMS] = {"threads", "file", "pages", "fsync"};
+    return (unsigned)term < OC_COST_FIXED_TERMS ? names[term] : "?";
+}
 
 const char *oc_cost_op_name(oc_cost_op op)
 {
@@ -71,6 +83,10 @@ void oc_cost_rates_resolve(oc_cost_rates *r, int cores, const char *isa)
     }
     if (r->gpu_startup <= 0) r->gpu_startup = DEFAULT_GPU_STARTUP;
     if (r->gpu_job_setup <= 0) r->gpu_job_setup = DEFAULT_GPU_JOB_SETUP;
+    if (r->thread_start <= 0) r->thread_start = DEFAULT_THREAD_START;
+    if (r->file_create <= 0) r->file_create = DEFAULT_FILE_CREATE;
+    if (r->file_pages <= 0) r->file_pages = DEFAULT_FILE_PAGES;
+    if (r->file_sync <= 0) r->file_sync = DEFAULT_FILE_SYNC;
 }
 
 /* ---------------------------------------------------------------- job descriptions */
@@ -110,6 +126,12 @@ void oc_cost_job_gram(const oc_cost_gram_shape *g, oc_cost_job *job)
     job->h2d_bytes = in_bytes;
     job->d2h_bytes = out_device;
     job->host_bytes_gpu = 2.0 * in_bytes + out_device + out_host;
+    /* Fixed costs: the worker threads, and an output file created, sized, flushed, renamed. */
+    job->threads = g->threads > 0 ? g->threads : 1;
+    if (g->to_file && g->output != OC_COST_GRAM_DISCARD) {
+        job->files = 1;
+        job->file_bytes = out_host;
+    }
 }
 
 void oc_cost_job_map(const char *what, double bytes_in, double bytes_out, double elements,
@@ -143,7 +165,7 @@ static double compute_seconds(const double *ops, const double *rates, int *bound
 static void fmt_seconds(char *buf, size_t size, double s)
 {
     if (!isfinite(s)) snprintf(buf, size, "-");
-    else if (s < 1e-3) snprintf(buf, size, "%.2g us", s * 1e6);
+    else if (s < 1e-3) snprintf(buf, size, "%.3g us", s * 1e6);
     else if (s < 1.0) snprintf(buf, size, "%.3g ms", s * 1e3);
     else if (s < 600) snprintf(buf, size, "%.3g s", s);
     else snprintf(buf, size, "%.3g min", s / 60);
@@ -179,7 +201,14 @@ void oc_cost_predict(const oc_cost_rates *r, const oc_cost_job *job, int gpu_ava
     int cpu_op = -1, gpu_op = -1;
     out->cpu_memory = job->host_bytes_cpu / r->host_bw;
     out->cpu_compute = compute_seconds(job->ops, r->cpu, &cpu_op);
-    out->cpu_seconds = job->cpu_fixed + fmax(out->cpu_memory, out->cpu_compute);
+    out->fixed[OC_COST_FIX_THREADS] = job->threads * r->thread_start;
+    out->fixed[OC_COST_FIX_FILE] = job->files * r->file_create;
+    out->fixed[OC_COST_FIX_PAGES] = job->file_bytes / r->file_pages;
+    out->fixed[OC_COST_FIX_SYNC] = job->file_bytes / r->file_sync;
+    double fixed = 0;
+    for (int f = 0; f < OC_COST_FIXED_TERMS; ++f) fixed += out->fixed[f];
+    const double gpu_fixed = job->gpu_fixed + fixed - out->fixed[OC_COST_FIX_THREADS];
+    out->cpu_seconds = job->cpu_fixed + fixed + fmax(out->cpu_memory, out->cpu_compute);
 
     const double h2d = job->pageable ? r->h2d_pageable : r->h2d_pinned;
     const double d2h = job->pageable ? r->d2h_pageable : r->d2h_pinned;
@@ -189,7 +218,7 @@ void oc_cost_predict(const oc_cost_rates *r, const oc_cost_job *job, int gpu_ava
     out->gpu_host = job->host_bytes_gpu / r->host_bw;
     out->gpu_compute = compute_seconds(job->ops, r->gpu, &gpu_op);
     out->gpu_start = job->gpu_warm ? r->gpu_job_setup : r->gpu_startup;
-    out->gpu_seconds = gpu_available ? out->gpu_start + job->gpu_fixed +
+    out->gpu_seconds = gpu_available ? out->gpu_start + gpu_fixed +
                                            fmax(out->gpu_transfer, fmax(out->gpu_host, out->gpu_compute))
                                      : INFINITY;
     out->choice = out->gpu_seconds < out->cpu_seconds ? OC_COST_GPU : OC_COST_CPU;
@@ -212,6 +241,16 @@ void oc_cost_predict(const oc_cost_rates *r, const oc_cost_job *job, int gpu_ava
     if (gpu_available && ops_total > 0 && pcie > 0) oc_text_printf(&t, " moves %.3g bytes over PCIe per operation and", pcie / ops_total);
     fmt_bytes(a, sizeof a, job->host_bytes_cpu);
     oc_text_printf(&t, " touches %s of host memory", a);
+    if (fixed > 0) { /* the fixed costs, in both totals below (the threads in the CPU's) */
+        fmt_seconds(a, sizeof a, fixed);
+        oc_text_printf(&t, "; fixed %s:", a);
+        for (int f = 0; f < OC_COST_FIXED_TERMS; ++f)
+            if (out->fixed[f] > 0) {
+                fmt_seconds(a, sizeof a, out->fixed[f]);
+                oc_text_printf(&t, " %s %s", oc_cost_fixed_name((oc_cost_fixed_term)f), a);
+            }
+        oc_text_printf(&t, " (default)");
+    }
 
     /* CPU */
     fmt_seconds(a, sizeof a, out->cpu_seconds);

@@ -9,9 +9,13 @@
  * a streamed job overlap, so a backend's time is its start-up plus the slowest of its
  * stages (transfers, host memory traffic, arithmetic), plus the job's fixed costs.
  *
- *   cpu  = cpu_fixed + max(host_bytes_cpu / host_bw, Σ ops[c] / cpu_rate[c])
- *   cuda = start-up + gpu_fixed + max(h2d / h2d_rate, d2h / d2h_rate, (h2d + d2h) / bidir,
- *                                     host_bytes_gpu / host_bw, Σ ops[c] / gpu_rate[c])
+ *   cpu  = cpu_fixed + fixed + max(host_bytes_cpu / host_bw, Σ ops[c] / cpu_rate[c])
+ *   cuda = start-up + gpu_fixed + fixed' + max(h2d / h2d_rate, d2h / d2h_rate, (h2d + d2h) / bidir,
+ *                                              host_bytes_gpu / host_bw, Σ ops[c] / gpu_rate[c])
+ *
+ * fixed: what the job pays whatever its size (oc_cost_fixed_term: its threads' start, the
+ * output file's creation, pages, flush to the disk and rename); fixed' the same without the
+ * CPU's threads.
  *
  * Pure arithmetic: no I/O, no device calls, so the decisions are unit-tested on synthetic
  * rate tables (tests/test_cost.c). Where the rates come from: cost_cache.c (the cache file),
@@ -53,6 +57,22 @@ typedef enum oc_cost_op {
 
 const char *oc_cost_op_name(oc_cost_op op);
 
+/* The fixed costs of a job (oc_cost_prediction.fixed), each a term of `--explain`. */
+typedef enum oc_cost_fixed_term {
+    OC_COST_FIX_THREADS = 0, /* starting the CPU's worker threads (the CPU backend only) */
+    OC_COST_FIX_FILE,        /* creating each output file beside its path and renaming it */
+    OC_COST_FIX_PAGES,       /* sizing a new output file and faulting its pages in */
+    OC_COST_FIX_SYNC,        /* flushing the output file to its disk (fsync) */
+    OC_COST_FIXED_TERMS
+} oc_cost_fixed_term;
+
+const char *oc_cost_fixed_name(oc_cost_fixed_term term);
+
+/* The default rate of the Gram kernel that a GPU of compute capability cc (x10) runs, in
+ * bit-MACs computed per second, and that kernel's name (*kernel); 0 for cc 0. The table and
+ * where its figures come from: cost_gpu_defaults.c. */
+double oc_cost_gpu_default_bit_macs(int cc, const char **kernel);
+
 /* Rates of one machine. Every rate is per second and > 0 once the table is resolved
  * (oc_cost_rates_resolve fills the gaps with defaults). `measured` has bit OC_COST_M_* set
  * for each figure that was measured on this machine; the others are defaults, and the reason
@@ -76,6 +96,10 @@ typedef struct oc_cost_rates {
     double gpu[OC_COST_OPS];                     /* operations/s on one GPU */
     double gpu_startup;                          /* s: context creation and module load (first job) */
     double gpu_job_setup;                        /* s: a later job's set-up in the same process */
+    double thread_start;                         /* s: starting one worker thread */
+    double file_create;                          /* s: creating an output file and renaming it */
+    double file_pages;                           /* bytes/s: a new output file's pages, sized and faulted in */
+    double file_sync;                            /* bytes/s: flushing a new file to its disk */
     int cpu_cores;
     char cpu_isa[16];
     char gpu_name[128];                          /* "" when no GPU is described */
@@ -99,6 +123,9 @@ typedef struct oc_cost_job {
     double host_bytes_gpu;      /* host memory the GPU path touches (staging copies, output) */
     double ops[OC_COST_OPS];    /* operations per class; the same work on either backend */
     double cpu_fixed, gpu_fixed;/* other seconds on each (per-call set-up the job knows of) */
+    int threads;                /* CPU worker threads the job starts */
+    int files;                  /* output files created, flushed and renamed */
+    double file_bytes;          /* their bytes */
     int gpu_warm;               /* this process already ran a GPU job: no context creation */
     /* Seconds that this process's earlier CPU jobs, chosen by auto, took beyond what a warm
      * GPU would have (oc_cost_gpu_regret). Once this job's loss would bring them to the GPU's
@@ -124,6 +151,8 @@ typedef struct oc_cost_gram_shape {
     int64_t k;                  /* top-k */
     double est_pairs;           /* threshold: expected pairs (0 when unknown) */
     int popcounts;              /* the metric needs row popcounts (not counts) */
+    int to_file;                /* the result goes to a file (not memory) */
+    int threads;                /* CPU worker threads */
 } oc_cost_gram_shape;
 
 /* The job description of a dense-algorithm Gram job (the sparse algorithm has its own
@@ -143,6 +172,8 @@ typedef struct oc_cost_prediction {
     /* The stages of each (seconds), for the reason and for tests. */
     double cpu_memory, cpu_compute;
     double gpu_transfer, gpu_host, gpu_compute, gpu_start;
+    /* The fixed costs (seconds), each in both totals but the threads' (the CPU's only). */
+    double fixed[OC_COST_FIXED_TERMS];
     oc_cost_choice choice;
     /* CPU chosen while a warm GPU would be faster: by how much (else 0); the caller that runs
      * the job on the CPU adds it with oc_cost_note_cpu_job. */

@@ -31,12 +31,8 @@ int oc_cuda_warm_up(const char *devices, int device)
     opts.device = device;
     oc_device_list list;
     if (oc_device_list_parse(ctx, &opts, count, &list) == OC_OK) {
-        int physical[OC_MAX_LOGICAL_DEVICES], n = 0;
-        for (int d = 0; d < list.count; ++d) {
-            int seen = 0;
-            for (int e = 0; e < n; ++e) seen |= physical[e] == list.dev[d].physical;
-            if (!seen && list.dev[d].physical >= 0 && list.dev[d].physical < count) physical[n++] = list.dev[d].physical;
-        }
+        int physical[OC_MAX_LOGICAL_DEVICES];
+        const int n = oc_device_list_physical(&list, count, physical);
         pthread_t thread[OC_MAX_LOGICAL_DEVICES];
         int started[OC_MAX_LOGICAL_DEVICES] = {0};
         for (int e = 1; e < n; ++e) started[e] = pthread_create(&thread[e], NULL, context_thread, &physical[e]) == 0;

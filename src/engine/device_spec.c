@@ -174,6 +174,18 @@ oc_status oc_device_list_parse(oc_context *ctx, const oc_gram_options *opts, int
     return devices ? check_exist(ctx, out, physical_count) : OC_OK;
 }
 
+int oc_device_list_physical(const oc_device_list *list, int physical_count, int *out)
+{
+    int n = 0;
+    for (int d = 0; d < list->count && d < OC_MAX_LOGICAL_DEVICES; ++d) {
+        const int physical = list->dev[d].physical;
+        int seen = physical < 0 || (physical_count >= 0 && physical >= physical_count);
+        for (int e = 0; e < n && !seen; ++e) seen = out[e] == physical;
+        if (!seen) out[n++] = physical;
+    }
+    return n;
+}
+
 void oc_logical_device_name(const oc_logical_device *d, char *buf, int size)
 {
     if (d->parts > 1) snprintf(buf, (size_t)size, "cuda:%d.%d/%d", d->physical, d->part, d->parts);

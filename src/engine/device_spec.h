@@ -41,6 +41,13 @@ typedef struct oc_device_list {
  * index check; "all" is then an error). */
 oc_status oc_device_list_parse(oc_context *ctx, const oc_gram_options *opts, int physical_count, oc_device_list *out);
 
+/* The physical devices a job on `list` opens, each once, in the order the list first names
+ * them, into out[] (room for OC_MAX_LOGICAL_DEVICES); an index outside 0..physical_count-1
+ * is left out (physical_count < 0: none is). Returns how many. Every CUDA call that makes
+ * a context, enables peer access or queries a device's memory ahead of or during a job is
+ * made for these devices alone (oc_cuda_warm_up, the Gram parts). */
+int oc_device_list_physical(const oc_device_list *list, int physical_count, int *out);
+
 /* "cuda:0", or "cuda:0.1/2" for part 1 of a device split in two: how messages and --json
  * name a logical device. */
 void oc_logical_device_name(const oc_logical_device *d, char *buf, int size);

@@ -8,13 +8,17 @@
 
 #include "gram/cost_gram.h"
 
+#include "core/gpu_probe.h"
+#include "core/threads.h"
+
 /* The job as oc_cost_job_gram describes it. */
 static void gram_shape(const oc_gram_job *job, oc_output_kind out_kind, oc_cost_gram_shape *g)
 {
     const oc_gram_options *o = job->opts;
     *g = (oc_cost_gram_shape){.n = job->n, .p = job->p, .m = job->m, .symmetric = job->symmetric,
                               .elem_bytes = (int)oc_dtype_size(job->dtype), .k = o->topk,
-                              .popcounts = job->metric != OC_METRIC_COUNTS};
+                              .popcounts = job->metric != OC_METRIC_COUNTS,
+                              .to_file = out_kind == OC_OUTPUT_FILE, .threads = oc_threads_resolve(o->threads)};
     if (o->topk > 0) g->output = OC_COST_GRAM_TOPK;
     else if (o->use_threshold) g->output = OC_COST_GRAM_THRESHOLD; /* pairs unknown before the job: not counted */
     else if (out_kind == OC_OUTPUT_DISCARD) g->output = OC_COST_GRAM_DISCARD;
@@ -57,10 +61,13 @@ int oc_gram_cpu_before_gpu_start(oc_context *ctx, const oc_gram_job *job, oc_out
     char label[32];
     snprintf(label, sizeof label, "cuda:%d", job->opts->device);
     oc_cost_predict(&c->rates, &cj, 0, label, why, &c->pred);
-    if (!(c->pred.cpu_seconds + cj.gpu_regret < start)) return 0;
-    /* What a warm GPU would have saved is at most the CPU's whole time: counted so, a loop
-     * of such jobs asks CUDA once their time could have paid for its start-up. */
-    c->pred.regret = c->pred.cpu_seconds;
+    /* The output file's costs are paid on either backend: they decide nothing. */
+    const oc_cost_prediction *p = &c->pred;
+    const double own = p->cpu_seconds - (p->fixed[OC_COST_FIX_FILE] + p->fixed[OC_COST_FIX_PAGES] + p->fixed[OC_COST_FIX_SYNC]);
+    if (!(own + cj.gpu_regret < start)) return 0;
+    /* What a warm GPU would have saved is at most the CPU's own time: counted so, a loop of
+     * such jobs asks CUDA once their time could have paid for its start-up. */
+    c->pred.regret = own;
     c->use_gpu = 0;
     snprintf(c->explain, sizeof c->explain, "%s", c->pred.reason);
     return 1;
@@ -74,6 +81,16 @@ void oc_gram_choose_backend(oc_context *ctx, const oc_gram_job *job, oc_output_k
     /* Measuring is worth it only where there is a choice to make. */
     oc_cost_rates_get(ctx, asked == OC_BACKEND_AUTO && gpu_usable, asked != OC_BACKEND_CPU && gpu_usable, &c->rates);
     thread_share(job, &c->rates);
+#ifdef OC_HAVE_CUDA
+    /* Until `outcore devices --bandwidth` has measured it, the GPU's kernel rate is the
+     * default of the kernel its architecture runs (asked without a context). */
+    if (gpu_usable && !(c->rates.measured & OC_COST_M_GPU_BITS)) {
+        char why[200];
+        const int device = job->devices.count > 0 ? job->devices.dev[0].physical : job->opts->device;
+        const double rate = oc_cost_gpu_default_bit_macs(oc_gpu_probe_cuda.device_cc(device, why, sizeof why), NULL);
+        if (rate > 0) c->rates.gpu[OC_COST_BIT_MAC] = rate;
+    }
+#endif
     oc_cost_job cj;
     cost_job(job, out_kind, &cj);
     char label[32];

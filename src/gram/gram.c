@@ -157,6 +157,14 @@ static oc_status sparse_inputs(oc_context *ctx, oc_gram_job *job, oc_matrix **li
     return OC_OK;
 }
 
+/* Adds the time since *mark to *phase (oc_gram_stats.phases) and moves the mark to now. */
+static void phase_end(double *mark, double *phase)
+{
+    const double now = oc_now();
+    *phase += now - *mark;
+    *mark = now;
+}
+
 /* Where a dense job runs (cost_gram.h): auto takes the faster prediction when a GPU is usable. */
 static const oc_backend_vtbl *choose_backend(oc_context *ctx, const oc_gram_job *job, const oc_output *out,
                                              const oc_backend_vtbl *usable, oc_gram_backend_choice *choice)
@@ -176,7 +184,7 @@ static const oc_backend_vtbl *choose_backend(oc_context *ctx, const oc_gram_job 
  * device and the backend. Fills the job's shape, metric and dtype. */
 static oc_status job_prepare(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const oc_gram_options *opts,
                              const oc_output *out, oc_gram_job *job, const oc_backend_vtbl **backend_out,
-                             oc_gram_backend_choice *choice)
+                             oc_gram_backend_choice *choice, double *cuda_start)
 {
     if (!a || !opts || !out) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_gram: a, opts and out must not be NULL");
     if (out->struct_size < sizeof(oc_output))
@@ -224,6 +232,7 @@ static oc_status job_prepare(oc_context *ctx, const oc_matrix *a, const oc_matri
 #endif
     double t = oc_now();
     int devices = opts->backend == OC_BACKEND_CPU ? 0 : oc_cuda_device_count();
+    if (cuda_start && opts->backend != OC_BACKEND_CPU) *cuda_start = oc_now() - t;
     oc_trace_phase(&t, "gram", "devices"); /* the driver's start, on the first job */
     if (!several && devices > 0 && (opts->device < 0 || opts->device >= devices))
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "CUDA device %d does not exist: this machine has %d (0 to %d)",
@@ -272,8 +281,9 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
     oc_gram_options current_opts, resume_opts;
     oc_gram_backend_choice where;
     opts = current_options(opts, &current_opts);
-    OC_CHECK(ctx, job_prepare(ctx, a, b, opts, out, &job, &backend, &where));
-    double t = t0;
+    oc_gram_phases phases = {0};
+    OC_CHECK(ctx, job_prepare(ctx, a, b, opts, out, &job, &backend, &where, &phases.cuda_start));
+    double t = t0, mark = t0 + phases.cuda_start;
     oc_trace_phase(&t, "gram", "prepare");
     OC_CHECK(ctx, resume_options(ctx, &opts, &resume_opts));
     job.opts = opts;
@@ -297,6 +307,9 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
     oc_gram_stats local_stats = {.struct_size = sizeof local_stats};
     oc_gram_stats *st_out = stats && stats->struct_size == sizeof *stats ? stats : &local_stats;
     memset((char *)st_out + sizeof(size_t), 0, sizeof *st_out - sizeof(size_t));
+    st_out->phases = phases;
+    oc_gram_phases *ph = &st_out->phases;
+    phase_end(&mark, &ph->prepare);
 
     oc_status st = OC_OK;
     oc_npy_out *npy = NULL;
@@ -358,6 +371,7 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
     }
 
     oc_trace_phase(&t, "gram", "outputs");
+    phase_end(&mark, &ph->setup);
     /* Counts need no row popcounts, and a backend that counts them itself (the GPU, from
      * the panels it uploads) needs none from here: either way the pass over A (and B) before
      * the first tile is spared. */
@@ -390,12 +404,17 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
         OC_CHECK_GOTO(ctx, st, oc_matrix_pack(ctx, job.b), cleanup);
     }
     oc_trace_phase(&t, "gram", "algorithm");
+    phase_end(&mark, &ph->prepare);
     /* What the backend leaves to run after the job (core/after_job.h) starts once the
      * output is written. */
     oc_after_job_hold();
     held = 1;
+    const oc_gram_phases before = *ph; /* a backend may count its own set-up and teardown */
     OC_CHECK_GOTO(ctx, st, backend->gram(&job), cleanup);
     oc_trace_phase(&t, "gram", "backend");
+    phase_end(&mark, &ph->compute);
+    ph->compute -= (ph->setup - before.setup) + (ph->teardown - before.teardown);
+    if (ph->compute < 0) ph->compute = 0;
     if (backend != &oc_backend_cpu && backend != &oc_backend_cpu_sparse) oc_cost_note_gpu_job();
     if (sel) OC_CHECK_GOTO(ctx, st, oc_gram_dest_select_commit(ctx, &job, &dest, sel), cleanup);
     if (npy) {
@@ -410,6 +429,7 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
     oc_resume_finish(resume);
     resume = NULL;
     oc_trace_phase(&t, "gram", "commit");
+    phase_end(&mark, &ph->output);
 
 cleanup:
     /* A resumable job's temporary file stays for the run that continues it, unless the job
@@ -426,7 +446,8 @@ cleanup:
     oc_select_free(sel);
     oc_sparse_plan_free(&plan);
     free(pops);
-    st_out->seconds = oc_now() - t0;
+    phase_end(&mark, &st_out->phases.teardown);
+    st_out->seconds = mark - t0;
     st_out->host_peak_bytes = oc_host_mem_peak();
     oc_matrix_free(lists[0]);
     oc_matrix_free(lists[1]);
@@ -489,7 +510,7 @@ static oc_status describe_without_running(oc_context *ctx, const oc_matrix *a, c
     oc_gram_options current_opts;
     oc_gram_backend_choice where;
     opts = current_options(opts, &current_opts);
-    OC_CHECK(ctx, job_prepare(ctx, a, b, opts, out, &job, &backend, &where));
+    OC_CHECK(ctx, job_prepare(ctx, a, b, opts, out, &job, &backend, &where, NULL));
     oc_gram_stats stats = {.struct_size = sizeof stats};
     job.stats = &stats;
     /* The plan depends on the kind of output, never on its place: nothing is opened. */

@@ -37,6 +37,13 @@ static void add_stats(oc_gram_stats *sum, const oc_gram_stats *s)
     if (s->dev_peak_bytes > sum->dev_peak_bytes) sum->dev_peak_bytes = s->dev_peak_bytes;
     sum->host_budget_bytes = s->host_budget_bytes;
     memcpy(sum->backend_explain, s->backend_explain, sizeof sum->backend_explain);
+    /* The sub-jobs run one after the other: their phases add up. */
+    sum->phases.cuda_start += s->phases.cuda_start;
+    sum->phases.prepare += s->phases.prepare;
+    sum->phases.setup += s->phases.setup;
+    sum->phases.compute += s->phases.compute;
+    sum->phases.output += s->phases.output;
+    sum->phases.teardown += s->phases.teardown;
     /* This rank's logical devices (--devices is per rank): the same list in every sub-job. */
     sum->device_count = s->device_count;
     for (int d = 0; d < s->device_count && d < OC_MAX_LOGICAL_DEVICES; ++d) {

@@ -1,5 +1,6 @@
 """`outcore gram` on real files, checked exactly against numpy computed here."""
 import os
+import time
 
 import numpy as np
 import pytest
@@ -116,6 +117,30 @@ def test_json_summary(tmp_path, rng):
     assert s["bit_macs_effective"] == 64 * 64 * 640
     assert 0 < s["bit_macs_computed"] <= s["bit_macs_effective"] * 2
     assert s["seconds"] > 0 and s["host_peak_bytes"] > 0
+
+
+PHASES = ["cuda_start", "read", "prepare", "setup", "compute", "output", "teardown"]
+
+
+@pytest.mark.parametrize("backend", ["cpu", "auto"])
+def test_json_phases(tmp_path, rng, backend):
+    """--json says where the wall time went: every phase, none negative, their sum within the
+    wall time of the whole process measured here (docs/cli.md, "Where the time goes")."""
+    np.save(tmp_path / "a.npy", random01(rng, 1200, 800))
+    t0 = time.monotonic()
+    proc = run("gram", tmp_path / "a.npy", "-o", tmp_path / "c.npy", "--metric", "jaccard", "--json",
+               "--backend", backend)
+    wall = time.monotonic() - t0
+    s = summary_json(proc)
+    phases = s["phases"]
+    assert sorted(phases) == sorted(PHASES)
+    assert all(phases[p] >= 0 for p in PHASES), phases
+    assert sum(phases.values()) <= wall + 0.001, (phases, wall)
+    assert sum(phases[p] for p in PHASES if p not in ("cuda_start", "read")) <= s["seconds"] + 2e-6
+    assert phases["read"] == s["load_seconds"]
+    assert phases["compute"] > 0 and phases["output"] > 0  # a dense file is synced and renamed
+    if s["backend"] == "cpu" and backend == "cpu":
+        assert phases["cuda_start"] == 0
 
 
 def test_summary_line_and_quiet(tmp_path, rng):

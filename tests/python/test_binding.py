@@ -76,6 +76,25 @@ def test_similarities_match_scipy(rng, metric):
     assert np.array_equal(got, exact(a, b, metric))
 
 
+def test_stats_phases(rng, tmp_path):
+    """stats= gets the job's phases: each present and not negative, their sum within the
+    job's seconds, and those within the wall time measured around the call."""
+    import time
+    a = random01(rng, 900, 600)
+    stats = {}
+    t0 = time.monotonic()
+    outcore.gram(a, metric="jaccard", backend="cpu", out=tmp_path / "c.npy", stats=stats)
+    wall = time.monotonic() - t0
+    phases = stats["phases"]
+    assert sorted(phases) == sorted(["cuda_start", "prepare", "setup", "compute", "output", "teardown"])
+    assert all(v >= 0 for v in phases.values()), phases
+    assert sum(phases.values()) <= stats["seconds"] + 1e-6 and stats["seconds"] <= wall
+    assert phases["compute"] > 0 and phases["output"] > 0 and phases["cuda_start"] == 0
+    assert stats["backend"] == "cpu" and stats["threads"] >= 1
+    with pytest.raises(outcore.InputError, match="stats must be a dict"):
+        outcore.gram(a, stats=[])
+
+
 @pytest.mark.parametrize("dtype", ["uint16", np.uint16, "u16"])
 def test_uint16_counts(rng, dtype):
     a = random01(rng, 50, 700)

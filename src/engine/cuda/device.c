@@ -180,6 +180,15 @@ int oc_cuda_device_usable(int device)
     return device >= 0 && device < count;
 }
 
+static atomic_ullong contexts_made;
+
+void oc_cuda_note_context(int device)
+{
+    if (device >= 0 && device < 64) atomic_fetch_or(&contexts_made, 1ULL << device);
+}
+
+uint64_t oc_cuda_contexts_made(void) { return (uint64_t)atomic_load(&contexts_made); }
+
 oc_status oc_cuda_device_open(oc_context *ctx, int index, oc_cuda_device *dev)
 {
     oc_after_job_wait(); /* an earlier job's device memory, still being given back */
@@ -196,6 +205,7 @@ oc_status oc_cuda_device_open(oc_context *ctx, int index, oc_cuda_device *dev)
     if (index < 0 || index >= count)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "CUDA device %d does not exist: this machine has %d (0..%d)", index,
                        count, count - 1);
+    oc_cuda_note_context(index);
     CUDA_CHECK(ctx, cudaSetDevice(index));
     struct cudaDeviceProp prop;
     CUDA_CHECK(ctx, cudaGetDeviceProperties(&prop, index));

@@ -50,6 +50,13 @@ int oc_cuda_device_usable(int device);
 /* Selects device `index`, reads its properties and creates its streams. A missing index
  * is OC_ERR_INVALID_ARGUMENT naming how many devices exist. */
 oc_status oc_cuda_device_open(oc_context *ctx, int index, oc_cuda_device *dev);
+
+/* The physical devices whose context this process has made through the library (bit d for
+ * device d below 64): oc_cuda_device_open and oc_cuda_warm_up note each device they make
+ * current. A job opens only its own devices (engine/device_spec.h); tests check it here
+ * and against the driver's own record of primary contexts. */
+void oc_cuda_note_context(int device);
+uint64_t oc_cuda_contexts_made(void);
 /* Destroys the streams and the pool (after synchronising); safe on a partly opened device. */
 void oc_cuda_device_close(oc_cuda_device *dev);
 

@@ -213,7 +213,13 @@ static oc_status probe_devices(oc_context *ctx, int bandwidth, oc_devices *d)
     return OC_OK;
 }
 
-/* Driver version, then each GPU's name and UUID (the cost model's cache key). */
+/* Driver version, then each GPU's name and UUID (the cost model's cache key), from the
+ * driver's device queries: they make no context, where the runtime's device properties
+ * would start its state on every GPU of the host for a job that uses one. */
+typedef int (*cu_device_get_fn)(int *device, int ordinal);
+typedef int (*cu_device_name_fn)(char *name, int len, int device);
+typedef int (*cu_device_uuid_fn)(unsigned char *uuid, int device);
+
 static void gpu_identity(char *buf, size_t size)
 {
     int count = 0, driver = 0;
@@ -222,24 +228,31 @@ static void gpu_identity(char *buf, size_t size)
         (void)cudaGetLastError();
         return;
     }
+    void *lib = dlopen(OC_CUDA_DRIVER_LIBRARY, RTLD_NOW | RTLD_LOCAL);
+    if (!lib) return;
+    cu_device_get_fn device_get = (cu_device_get_fn)dlsym(lib, "cuDeviceGet");
+    cu_device_name_fn device_name = (cu_device_name_fn)dlsym(lib, "cuDeviceGetName");
+    cu_device_uuid_fn device_uuid = (cu_device_uuid_fn)dlsym(lib, "cuDeviceGetUuid_v2");
+    if (!device_uuid) device_uuid = (cu_device_uuid_fn)dlsym(lib, "cuDeviceGetUuid");
     (void)cudaDriverGetVersion(&driver);
     size_t len = (size_t)snprintf(buf, size, "driver %d", driver);
-    for (int i = 0; i < count && len < size; i++) {
-        struct cudaDeviceProp p;
-        if (cudaGetDeviceProperties(&p, i) != cudaSuccess) {
-            (void)cudaGetLastError();
+    for (int i = 0; i < count && len < size && device_get && device_name && device_uuid; i++) {
+        int dev = 0;
+        char name[256];
+        unsigned char uuid[16];
+        if (device_get(&dev, i) != 0 || device_name(name, (int)sizeof name, dev) != 0 || device_uuid(uuid, dev) != 0)
             continue;
-        }
-        len += (size_t)snprintf(buf + len, size - len, "; %s GPU-", p.name);
-        for (int b = 0; b < 16 && len < size; b++)
-            len += (size_t)snprintf(buf + len, size - len, "%02x", (unsigned char)p.uuid.bytes[b]);
+        len += (size_t)snprintf(buf + len, size - len, "; %s GPU-", name);
+        for (int b = 0; b < 16 && len < size; b++) len += (size_t)snprintf(buf + len, size - len, "%02x", uuid[b]);
     }
+    dlclose(lib);
 }
 
 /* Device `device`'s primary context, made now on the calling thread (errors are left for
  * the job that opens the device to report). */
 static void make_context(int device)
 {
+    oc_cuda_note_context(device);
     if (cudaSetDevice(device) != cudaSuccess || cudaFree(0) != cudaSuccess) (void)cudaGetLastError();
 }
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "engine/cuda/device.h"
 
 enum { PANEL_NONE = 0, PANEL_UPLOADING, PANEL_READY };
 
@@ -52,7 +53,9 @@ void oc_panel_exchange_free(oc_panel_exchange *x)
         if (cudaSetDevice(e->source.device) == cudaSuccess) (void)cudaEventDestroy(e->source.ready);
     }
     (void)cudaGetLastError();
-    if (current >= 0) (void)cudaSetDevice(current);
+    /* Back to the caller's device, unless that is the default of a thread that never chose
+     * one (the release after the job): selecting it would make a context the job never used. */
+    if (current >= 0 && current < 64 && oc_cuda_contexts_made() >> current & 1) (void)cudaSetDevice(current);
     pthread_cond_destroy(&x->published);
     pthread_mutex_destroy(&x->lock);
     free(x->need);

@@ -372,9 +372,11 @@ void oc_gram_part_trace(const gram_cuda *g)
 
 void oc_gram_part_close(gram_cuda *g)
 {
+    /* The part's device first: a close runs on a thread of its own after the job, where a
+     * runtime call without a current device would make device 0's context. */
+    if (g->dev) (void)cudaSetDevice(g->dev->index);
     oc_cuda_select_close(g->select);
     g->select = NULL;
-    if (g->dev) (void)cudaSetDevice(g->dev->index);
     oc_engine_worker_close(g->worker);
     g->worker = NULL;
     g->dev = NULL;
