@@ -91,6 +91,10 @@ typedef struct oc_mm_backend {
     oc_status (*run)(oc_matmul_job *job);
     /* The plan the job would run under, as text or JSON (--plan), without running it. */
     oc_status (*plan)(oc_matmul_job *job, int json, char **out);
+    /* The library its products would run on now, into name ("openblas", "reference"):
+     * nonzero when it is a tuned one, 0 for plain loops (the cost model's CPU rate). May be
+     * NULL (then tuned). */
+    int (*library)(char *name, size_t size);
 } oc_mm_backend;
 
 extern const oc_mm_backend oc_mm_backend_cpu;  /* matmul/cpu/ */
