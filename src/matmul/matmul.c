@@ -28,8 +28,42 @@ typedef struct mm_setup {
     oc_mm_source a, b;
     int has_b;
     oc_matmul_dtype result;
+    int devices[OC_MAX_LOGICAL_DEVICES];
     oc_matmul_job job;
 } mm_setup;
+
+/* opts->devices ("0,1,3" or "all"; NULL or "": opts->device) into s->devices. */
+static oc_status parse_devices(oc_context *ctx, const oc_matmul_options *o, mm_setup *s)
+{
+    oc_matmul_job *job = &s->job;
+    job->devices = s->devices;
+    job->ndevices = 1;
+    s->devices[0] = o->device;
+    const char *p = o->devices;
+    if (!p || !*p) return OC_OK;
+    if (o->backend == OC_BACKEND_CPU)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "devices %s: the CPU backend runs on no device", p);
+    if (strcmp(p, "all") == 0) {
+        const int count = oc_cuda_device_count();
+        job->ndevices = count > 0 ? (count < OC_MAX_LOGICAL_DEVICES ? count : OC_MAX_LOGICAL_DEVICES) : 1;
+        for (int d = 0; d < job->ndevices; d++) s->devices[d] = d;
+        return OC_OK;
+    }
+    job->ndevices = 0;
+    while (*p) {
+        char *end = NULL;
+        long d = strtol(p, &end, 10);
+        if (end == p || d < 0 || d > 1023 || (*end && *end != ',') || job->ndevices == OC_MAX_LOGICAL_DEVICES)
+            return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "devices %s: expected device numbers such as 0,1,3 (at most %d) or all",
+                           o->devices, OC_MAX_LOGICAL_DEVICES);
+        for (int i = 0; i < job->ndevices; i++)
+            if (s->devices[i] == (int)d)
+                return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "devices %s: device %ld is named twice", o->devices, d);
+        s->devices[job->ndevices++] = (int)d;
+        p = *end ? end + 1 : end;
+    }
+    return OC_OK;
+}
 
 static oc_status check_options(oc_context *ctx, const oc_matmul_options *o, const oc_matmul_array *b)
 {
@@ -82,8 +116,9 @@ static oc_status setup(oc_context *ctx, const oc_matmul_array *a, const oc_matmu
     op_shape(&s->a, o->transpose_a, &m, &k);
     op_shape(sb, tb, &k2, &n);
     if (k != k2)
-        return oc_fail(ctx, OC_ERR_INPUT, "%s: inner dimensions differ: op(A) is %" PRId64 " x %" PRId64 " and op(B) (%s) is %"
-                       PRId64 " x %" PRId64 " (%" PRId64 " != %" PRId64 ")", sb->name, m, k, sb->name, k2, n, k, k2);
+        return oc_fail(ctx, OC_ERR_INPUT, "%s: inner dimensions differ: op(A) of %s is %" PRId64 " x %" PRId64
+                       ", op(B) is %" PRId64 " x %" PRId64 " (%" PRId64 " != %" PRId64 "; --transpose-a/-b?)", sb->name,
+                       s->a.name, m, k, k2, n, k, k2);
     char why[320];
     oc_matmul_job *job = &s->job;
     if (oc_matmul_promote(s->a.dtype, sb->dtype, o->dtype, &job->in_type, &job->out_type, &s->result, why, sizeof why)) {
@@ -106,8 +141,9 @@ static oc_status setup(oc_context *ctx, const oc_matmul_array *a, const oc_matmu
     job->symmetric = o->gram || (b && oc_mm_source_same(&s->a, &s->b) && tb != o->transpose_a);
     job->host_mem_bytes = budget;
     job->gpu_mem_bytes = o->gpu_mem_bytes;
+    job->gpu_mem_fraction = o->gpu_mem_fraction > 0 ? o->gpu_mem_fraction : 0.9;
     job->threads = o->threads;
-    job->ndevices = 0;
+    OC_CHECK(parse_devices(ctx, o, s));
     job->tile = o->tile;
     job->progress = o->progress;
     job->progress_user = o->progress_user;

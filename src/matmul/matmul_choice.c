@@ -74,7 +74,7 @@ oc_status oc_mm_choose(oc_context *ctx, const oc_matmul_job *job, const oc_matmu
     }
     int cc = 0;
 #ifdef OC_HAVE_CUDA
-    cc = gpu_cc(opts->device);
+    cc = gpu_cc(job->devices ? job->devices[0] : opts->device);
 #endif
     if (opts->backend == OC_BACKEND_CUDA) {
 #ifdef OC_HAVE_CUDA
@@ -83,7 +83,8 @@ oc_status oc_mm_choose(oc_context *ctx, const oc_matmul_job *job, const oc_matmu
             if (explain) snprintf(explain, explain_size, "cuda: --backend cuda");
             return OC_OK;
         }
-        return oc_fail(ctx, OC_ERR_UNSUPPORTED, "--backend cuda: no usable GPU at device %d", opts->device);
+        return oc_fail(ctx, OC_ERR_UNSUPPORTED, "--backend cuda: no usable GPU at device %d",
+                       job->devices ? job->devices[0] : opts->device);
 #else
         return oc_fail(ctx, OC_ERR_UNSUPPORTED, "--backend cuda: this build of outcore has no CUDA backend");
 #endif

@@ -79,6 +79,9 @@ struct oc_matmul_job {
         int64_t peak_host_bytes, peak_device_bytes;
         char backend[32];     /* "cpu/openblas", "cpu/reference", "cuda/cublasLt" */
     } stats;
+    /* gpu_mem_bytes is 0 when the caller gave a share instead: this share of each device's
+     * free memory (0.9 by default), which a GPU backend resolves when it opens the device. */
+    double gpu_mem_fraction;
 };
 
 /* A backend of the product (the pattern of gram/backend.h): matmul.c reaches the backends
