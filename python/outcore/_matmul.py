@@ -114,8 +114,8 @@ def matmul(A: ArrayLike | Path, B: ArrayLike | Path | None = None, out: Path | n
         The device budget, bytes or "2G", "50%"; default 90% of the device's free memory.
     host_mem : int or str, optional
         Host memory budget in bytes, or "4G", "25%" (of the machine's memory); default 80% of
-        the memory available. Tiles and K panels fit in it; a file input larger than half of
-        it is read in panels.
+        the memory available. Tiles and K panels fit in it beside the file inputs it maps
+        (those that take at most half of it); a larger file input is read in panels.
     threads : int, optional
         CPU threads, 1 to 4096 (default: all cores).
     tf32 : bool, default False

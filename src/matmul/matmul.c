@@ -28,6 +28,7 @@ typedef struct mm_setup {
     oc_mm_source a, b;
     int has_b;
     oc_matmul_dtype result;
+    int64_t host_budget; /* the job's (the panels get what mapped inputs leave of it) */
     int devices[OC_MAX_LOGICAL_DEVICES];
     oc_matmul_job job;
 } mm_setup;
@@ -102,13 +103,15 @@ static oc_status setup(oc_context *ctx, const oc_matmul_array *a, const oc_matmu
     s->a.fd = s->b.fd = -1;
     OC_CHECK(check_options(ctx, o, b));
     if (!a) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "no A");
-    const int64_t budget = oc_host_budget_resolve(o->host_mem_bytes);
-    OC_CHECK(oc_mm_source_open(ctx, a, "A", budget, &s->a));
+    /* Inputs whose data together take at most half the budget are mapped (as gram keeps
+     * them: host_budget.h); the panels and tiles get what the mapped inputs leave. */
+    const int64_t budget = s->host_budget = oc_host_budget_resolve(o->host_mem_bytes);
+    OC_CHECK(oc_mm_source_open(ctx, a, "A", budget / 2, &s->a));
     const oc_mm_source *sb = &s->a;
     int tb = !o->transpose_a; /* op(B) = op(A)ᵀ */
     if (b) {
         s->has_b = 1;
-        OC_CHECK(oc_mm_source_open(ctx, b, "B", budget, &s->b));
+        OC_CHECK(oc_mm_source_open(ctx, b, "B", budget / 2 - oc_mm_source_mapped_bytes(&s->a), &s->b));
         sb = &s->b;
         tb = o->transpose_b;
     }
@@ -139,7 +142,7 @@ static oc_status setup(oc_context *ctx, const oc_matmul_array *a, const oc_matmu
     job->k = k;
     job->tf32 = o->tf32 && job->in_type == OC_MM_FLOAT32;
     job->symmetric = o->gram || (b && oc_mm_source_same(&s->a, &s->b) && tb != o->transpose_a);
-    job->host_mem_bytes = budget;
+    job->host_mem_bytes = budget - oc_mm_source_mapped_bytes(&s->a) - (s->has_b ? oc_mm_source_mapped_bytes(&s->b) : 0);
     job->gpu_mem_bytes = o->gpu_mem_bytes;
     job->gpu_mem_fraction = o->gpu_mem_fraction > 0 ? o->gpu_mem_fraction : 0.9;
     job->threads = o->threads;
@@ -206,7 +209,7 @@ static void fill_stats(const mm_setup *s, const oc_mm_io *io, const oc_mm_backen
     st->bytes_written = job->m * job->n * (int64_t)oc_matmul_dtype_size(s->result);
     st->bytes_h2d = job->stats.bytes_to_device;
     st->bytes_d2h = job->stats.bytes_from_device;
-    st->host_budget_bytes = job->host_mem_bytes;
+    st->host_budget_bytes = s->host_budget;
     st->host_peak_bytes = oc_host_mem_peak();
     st->dev_peak_bytes = job->stats.peak_device_bytes;
     snprintf(st->backend_explain, sizeof st->backend_explain, "%s", explain ? explain : "");
@@ -230,6 +233,7 @@ oc_status oc_matmul(oc_context *ctx, const oc_matmul_array *a, const oc_matmul_a
     io_init(&s, opts, &io);
     st = oc_mm_dest_open(ctx, c, s.result, s.job.m, s.job.n, &s.a, s.has_b ? &s.b : NULL, &io.dest);
     if (st == OC_OK && s.job.m > 0 && s.job.n > 0) st = be->run(&s.job);
+    else if (st == OC_OK) snprintf(s.job.stats.backend, sizeof s.job.stats.backend, "%s", be->name); /* nothing to run */
     if (st == OC_OK) st = oc_mm_source_check(ctx, &s.a);
     if (st == OC_OK && s.has_b) st = oc_mm_source_check(ctx, &s.b);
     if (st == OC_OK && strcmp(be->name, "cuda") == 0) oc_cost_note_gpu_job();

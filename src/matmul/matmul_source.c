@@ -76,7 +76,7 @@ static oc_status read_header(oc_context *ctx, const char *path, oc_mm_source *s)
     return OC_OK;
 }
 
-oc_status oc_mm_source_open(oc_context *ctx, const oc_matmul_array *arr, const char *label, int64_t host_budget,
+oc_status oc_mm_source_open(oc_context *ctx, const oc_matmul_array *arr, const char *label, int64_t map_limit,
                             oc_mm_source *s)
 {
     memset(s, 0, sizeof *s);
@@ -94,7 +94,7 @@ oc_status oc_mm_source_open(oc_context *ctx, const oc_matmul_array *arr, const c
     s->dev = (uint64_t)sb.st_dev;
     s->ino = (uint64_t)sb.st_ino;
     OC_CHECK(read_header(ctx, arr->path, s));
-    if (s->rows * s->cols * (int64_t)oc_matmul_dtype_size(s->dtype) > host_budget / 2 || s->rows * s->cols == 0)
+    if (s->rows * s->cols * (int64_t)oc_matmul_dtype_size(s->dtype) > map_limit || s->rows * s->cols == 0)
         return OC_OK; /* read in segments (an empty matrix is never read) */
     close(s->fd);
     s->fd = -1;
@@ -136,6 +136,11 @@ oc_status oc_mm_source_check(oc_context *ctx, const oc_mm_source *s)
             return oc_input_changed(ctx, s->name, (int64_t)sb.st_size, s->file_size);
     }
     return OC_OK;
+}
+
+int64_t oc_mm_source_mapped_bytes(const oc_mm_source *s)
+{
+    return s->file.data ? s->rows * s->cols * (int64_t)oc_matmul_dtype_size(s->dtype) : 0;
 }
 
 int oc_mm_source_same(const oc_mm_source *a, const oc_mm_source *b)

@@ -24,10 +24,13 @@ typedef struct oc_mm_source {
 
 /* Describes arr (label names memory in messages) and checks it: a .npy must be a 2-D C-order
  * array of a dtype a product reads, its data all in the file; memory must have a dtype, a
- * nonnegative shape and ld >= cols. A file whose data takes at most half of host_budget is
+ * nonnegative shape and ld >= cols. A file whose data takes at most map_limit bytes is
  * mapped, a larger one is opened and read in segments. OC_ERR_INPUT naming the file. */
-oc_status oc_mm_source_open(oc_context *ctx, const oc_matmul_array *arr, const char *label, int64_t host_budget,
+oc_status oc_mm_source_open(oc_context *ctx, const oc_matmul_array *arr, const char *label, int64_t map_limit,
                             oc_mm_source *s);
+
+/* Bytes of s held in memory by the job: a mapped file's data (0 for memory and pread). */
+int64_t oc_mm_source_mapped_bytes(const oc_mm_source *s);
 
 /* The ncols elements of stored row `row` from column col0: a pointer into memory or the
  * mapping, or into buf (room for ncols elements), read with pread. NULL after a failed
