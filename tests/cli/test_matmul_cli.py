@@ -168,3 +168,17 @@ def test_help_and_usage():
     proc = run("matmul", "--bogus", check=False)
     assert proc.returncode == 2
     assert "matmul" in run("--help").stdout
+
+
+def test_peak_memory_stays_within_budget(tmp_path):
+    """An input four times the budget is read in panels: the process's peak stays within the
+    budget plus the fixed cost docs/memory.md states (16 MiB, 4 MiB a thread)."""
+    mib = 1 << 20
+    w = np.random.default_rng(5).standard_normal((100, 40000))  # 32 MiB
+    np.save(tmp_path / "w.npy", w)
+    proc = run("matmul", tmp_path / "w.npy", "--gram", "-o", tmp_path / "g.npy", "--host-mem", "8M", "--threads", "2",
+               "--json")
+    s = json.loads(proc.stdout)
+    assert s["host_budget_bytes"] == 8 * mib
+    assert s["host_peak_bytes"] <= 8 * mib + 16 * mib + 2 * 4 * mib, s["host_peak_bytes"] / mib
+    close(np.load(tmp_path / "g.npy"), w @ w.T, 40000, 1e-15)
