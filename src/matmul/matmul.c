@@ -27,6 +27,7 @@
 typedef struct mm_setup {
     oc_mm_source a, b;
     int has_b;
+    int transpose[2];    /* of the stored operands: the options' flags, flipped for Fortran order */
     oc_matmul_dtype result;
     int64_t host_budget; /* the job's (the panels get what mapped inputs leave of it) */
     int devices[OC_MAX_LOGICAL_DEVICES];
@@ -108,15 +109,17 @@ static oc_status setup(oc_context *ctx, const oc_matmul_array *a, const oc_matmu
     const int64_t budget = s->host_budget = oc_host_budget_resolve(o->host_mem_bytes);
     OC_CHECK(oc_mm_source_open(ctx, a, "A", budget / 2, &s->a));
     const oc_mm_source *sb = &s->a;
-    int tb = !o->transpose_a; /* op(B) = op(A)ᵀ */
+    const int ta = s->transpose[OC_MM_A] = o->transpose_a ^ s->a.transposed;
+    int tb = !ta; /* op(B) = op(A)ᵀ */
     if (b) {
         s->has_b = 1;
         OC_CHECK(oc_mm_source_open(ctx, b, "B", budget / 2 - oc_mm_source_mapped_bytes(&s->a), &s->b));
         sb = &s->b;
-        tb = o->transpose_b;
+        tb = o->transpose_b ^ s->b.transposed;
     }
+    s->transpose[OC_MM_B] = tb;
     int64_t m, k, k2, n;
-    op_shape(&s->a, o->transpose_a, &m, &k);
+    op_shape(&s->a, ta, &m, &k);
     op_shape(sb, tb, &k2, &n);
     if (k != k2)
         return oc_fail(ctx, OC_ERR_INPUT, "%s: inner dimensions differ: op(A) of %s is %" PRId64 " x %" PRId64
@@ -141,7 +144,7 @@ static oc_status setup(oc_context *ctx, const oc_matmul_array *a, const oc_matmu
     job->n = n;
     job->k = k;
     job->tf32 = o->tf32 && job->in_type == OC_MM_FLOAT32;
-    job->symmetric = o->gram || (b && oc_mm_source_same(&s->a, &s->b) && tb != o->transpose_a);
+    job->symmetric = o->gram || (b && oc_mm_source_same(&s->a, &s->b) && tb != ta);
     job->host_mem_bytes = budget - oc_mm_source_mapped_bytes(&s->a) - (s->has_b ? oc_mm_source_mapped_bytes(&s->b) : 0);
     job->gpu_mem_bytes = o->gpu_mem_bytes;
     job->gpu_mem_fraction = o->gpu_mem_fraction > 0 ? o->gpu_mem_fraction : 0.9;
@@ -173,14 +176,14 @@ oc_status oc_matmul_result(oc_context *ctx, const oc_matmul_array *a, const oc_m
     return st == OC_OK ? OC_OK : oc_trace_at(ctx, st, __FILE__, __LINE__);
 }
 
-static void io_init(mm_setup *s, const oc_matmul_options *o, oc_mm_io *io)
+static void io_init(mm_setup *s, oc_mm_io *io)
 {
     memset(io, 0, sizeof *io);
     pthread_mutex_init(&io->lock, NULL);
     io->src[OC_MM_A] = &s->a;
-    io->transpose[OC_MM_A] = o->transpose_a;
     io->src[OC_MM_B] = s->has_b ? &s->b : &s->a;
-    io->transpose[OC_MM_B] = s->has_b ? o->transpose_b : !o->transpose_a;
+    io->transpose[OC_MM_A] = s->transpose[OC_MM_A];
+    io->transpose[OC_MM_B] = s->transpose[OC_MM_B];
     oc_mm_io_bind(&s->job, io);
 }
 
@@ -230,7 +233,7 @@ oc_status oc_matmul(oc_context *ctx, const oc_matmul_array *a, const oc_matmul_a
         setup_close(&s);
         return oc_trace_at(ctx, st, __FILE__, __LINE__);
     }
-    io_init(&s, opts, &io);
+    io_init(&s, &io);
     st = oc_mm_dest_open(ctx, c, s.result, s.job.m, s.job.n, &s.a, s.has_b ? &s.b : NULL, &io.dest);
     if (st == OC_OK && s.job.m > 0 && s.job.n > 0) st = be->run(&s.job);
     else if (st == OC_OK) snprintf(s.job.stats.backend, sizeof s.job.stats.backend, "%s", be->name); /* nothing to run */
@@ -258,7 +261,7 @@ oc_status oc_matmul_plan(oc_context *ctx, const oc_matmul_array *a, const oc_mat
     oc_status st = setup(ctx, a, b, opts, &s);
     if (st == OC_OK) st = oc_mm_choose(ctx, &s.job, opts, &be, why, sizeof why);
     if (st == OC_OK) {
-        io_init(&s, opts, &io);
+        io_init(&s, &io);
         if (explain) {
             char *plan = NULL;
             st = be->plan(&s.job, 0, &plan);

@@ -53,17 +53,15 @@ static oc_status read_header(oc_context *ctx, const char *path, oc_mm_source *s)
     OC_CHECK(st);
     if (info.ndim != 2)
         return oc_fail(ctx, OC_ERR_INPUT, "%s: a %d-dimensional array; a product takes 2-D matrices", path, info.ndim);
-    if (info.fortran_order)
-        return oc_fail(ctx, OC_ERR_INPUT,
-                       "%s: the array is in Fortran order; matmul reads C order (numpy.ascontiguousarray, or "
-                       "pass the transpose with --transpose-a/--transpose-b)", path);
     s->dtype = oc_matmul_dtype_from_descr(info.descr);
     if (s->dtype == OC_MATMUL_DEFAULT)
         return oc_fail(ctx, OC_ERR_INPUT,
                        "%s: dtype '%s' is not one matmul reads (float64, float32, float16, int8-64, uint8-64 in this "
                        "host's byte order; bfloat16 from memory)", path, info.descr);
-    s->rows = info.shape[0];
-    s->cols = info.shape[1];
+    /* Fortran order stores the transpose in C order: read it so, and flip the operand's op. */
+    s->transposed = info.fortran_order;
+    s->rows = info.shape[s->transposed ? 1 : 0];
+    s->cols = info.shape[s->transposed ? 0 : 1];
     s->ld = s->cols;
     s->data_offset = (int64_t)info.data_offset;
     int64_t elem = (int64_t)oc_matmul_dtype_size(s->dtype), count = 0, bytes = 0;

@@ -14,6 +14,7 @@ typedef struct oc_mm_source {
     const char *name;            /* the path, or "A" / "B" for memory: what messages name */
     oc_matmul_dtype dtype;
     int64_t rows, cols, ld;      /* as stored: element (r, c) at r*ld + c */
+    int transposed;              /* a Fortran-order .npy: the stored rows are the array's columns */
     const unsigned char *data;   /* element (0, 0) in memory or the mapping; NULL: read with pread */
     oc_mapped_file file;         /* a mapped input */
     int fd;                      /* an input read in panels (-1 otherwise) */
@@ -22,8 +23,8 @@ typedef struct oc_mm_source {
     uint64_t dev, ino;           /* a file's identity (0, 0 for memory) */
 } oc_mm_source;
 
-/* Describes arr (label names memory in messages) and checks it: a .npy must be a 2-D C-order
- * array of a dtype a product reads, its data all in the file; memory must have a dtype, a
+/* Describes arr (label names memory in messages) and checks it: a .npy must be a 2-D array
+ * (C order; Fortran order is read as the transpose of its C-order bytes) of a dtype a product reads, its data all in the file; memory must have a dtype, a
  * nonnegative shape and ld >= cols. A file whose data takes at most map_limit bytes is
  * mapped, a larger one is opened and read in segments. OC_ERR_INPUT naming the file. */
 oc_status oc_mm_source_open(oc_context *ctx, const oc_matmul_array *arr, const char *label, int64_t map_limit,

@@ -62,6 +62,20 @@ def test_transposes(mats, ta, tb):
     close(np.load(d / "c.npy"), ref, 70, 1e-15)
 
 
+def test_fortran_order(mats):
+    """A Fortran-order file holds the transpose of its C-order bytes: read so, no copy."""
+    d, x = mats
+    np.save(d / "fa.npy", np.asfortranarray(x["a"]))
+    np.save(d / "fb.npy", np.asfortranarray(x["b"]))
+    run("matmul", d / "fa.npy", d / "fb.npy", "-o", d / "c.npy", "-q")
+    close(np.load(d / "c.npy"), x["a"] @ x["b"], 70, 1e-15)
+    run("matmul", d / "fb.npy", d / "a.npy", "--transpose-a", "--transpose-b", "-o", d / "c.npy", "-q")
+    close(np.load(d / "c.npy"), x["b"].T @ x["a"].T, 70, 1e-15)
+    proc = run("matmul", d / "fa.npy", d / "fa.npy", "--transpose-b", "-o", d / "c.npy", "--json", "--tile", "32")
+    assert json.loads(proc.stdout)["tiles"] == 5 * 6 // 2  # A·Aᵀ: the symmetric job
+    close(np.load(d / "c.npy"), x["a"] @ x["a"].T, 70, 1e-15)
+
+
 def test_gram_and_same_file(mats):
     d, x = mats
     run("matmul", d / "i8.npy", "--gram", "-o", d / "g.npy", "-q")
