@@ -327,6 +327,33 @@ static void test_files(void)
     oc_test_tmp_remove();
 }
 
+/* int8 x int8 is exact into int32 up to k = 131071 and refused past it; the dtype names
+ * parse back. */
+static void test_int8_limit_and_names(void)
+{
+    oc_context *ctx = NULL;
+    oc_context_create(&ctx);
+    static int8_t a[131072];
+    oc_matmul_array A = mem(OC_MATMUL_INT8, a, 1, 131071);
+    oc_matmul_options o = OC_MATMUL_OPTIONS_INIT;
+    o.gram = 1;
+    oc_matmul_dtype rt;
+    CHECK(oc_matmul_result(ctx, &A, NULL, &o, &rt, NULL, NULL) == OC_OK);
+    CHECK_EQ_I64(rt, OC_MATMUL_INT32);
+    A.cols = 131072;
+    CHECK(oc_matmul_result(ctx, &A, NULL, &o, &rt, NULL, NULL) == OC_ERR_INPUT);
+    CHECK(strstr(oc_context_last_error(ctx), "overflow the int32") != NULL);
+    o.dtype = OC_MATMUL_FLOAT64;
+    CHECK(oc_matmul_result(ctx, &A, NULL, &o, &rt, NULL, NULL) == OC_OK);
+    CHECK_EQ_I64(rt, OC_MATMUL_FLOAT64);
+    for (int t = 0; t <= OC_MATMUL_UINT64; t++) {
+        oc_matmul_dtype back = OC_MATMUL_DEFAULT;
+        CHECK(oc_matmul_dtype_parse(oc_matmul_dtype_name((oc_matmul_dtype)t), &back) == OC_OK && back == (oc_matmul_dtype)t);
+    }
+    CHECK(oc_matmul_dtype_name((oc_matmul_dtype)99) == NULL);
+    oc_context_free(ctx);
+}
+
 /* --backend auto: a 2000-cube product stays on the CPU, a 50000-cube one goes to a GPU. */
 static void test_choice(void)
 {
@@ -352,6 +379,7 @@ int main(void)
     test_budgets();
     test_symmetric();
     test_files();
+    test_int8_limit_and_names();
     test_choice();
     return oc_test_finish();
 }
