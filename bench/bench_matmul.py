@@ -7,7 +7,7 @@ own BLAS) and, where a GPU is usable, outcore's CUDA backend; every figure is th
 case, dtype, m x n x k, then seconds and GFLOP/s (2·m·n·k per second) of each, and the ratio
 of outcore's CPU rate to numpy's.
 
-Usage: bench_matmul.py [--runs N] [--threads N] [--large]
+Usage: bench_matmul.py [--runs N] [--threads N] [--sizes 1000,2000] [--large]
 """
 import argparse
 import os
@@ -31,8 +31,8 @@ def best(fn, runs):
     return min(times)
 
 
-def cases(large):
-    sizes = [(1000, 1000, 1000), (2000, 2000, 2000)] + ([(4000, 4000, 4000), (8000, 8000, 2000)] if large else [])
+def cases(sizes, large):
+    sizes = [(s, s, s) for s in sizes] + ([(4000, 4000, 4000), (8000, 8000, 2000)] if large else [])
     for m, n, k in sizes:
         for dt in ("float64", "float32", "int8"):
             yield f"A@B {m}", dt, m, n, k
@@ -44,6 +44,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--sizes", default="1000,2000", help="edges of the square cases, comma-separated")
     ap.add_argument("--large", action="store_true", help="add 4000- and 8000-sized cases")
     args = ap.parse_args()
     gpu = outcore.cuda_device_count() > 0
@@ -52,7 +53,7 @@ def main():
           f"GPU: {'yes' if gpu else 'none'}")
     head = f"{'case':<14} {'dtype':<8} {'m x n x k':<18} {'outcore cpu':>18} {'numpy':>18} {'cpu/numpy':>9}"
     print(head + (f" {'outcore cuda':>18}" if gpu else ""))
-    for name, dt, m, n, k in cases(args.large):
+    for name, dt, m, n, k in cases([int(x) for x in args.sizes.split(",")], args.large):
         if dt == "int8":
             a = rng.integers(-128, 128, (m, k), dtype=np.int8)
             b = rng.integers(-128, 128, (k, n), dtype=np.int8)
