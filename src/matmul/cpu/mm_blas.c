@@ -41,6 +41,9 @@ static int try_load(const char *lib, oc_mm_blas *b, char *why, size_t why_size)
         b->dgemm = NULL;
         return -1;
     }
+    *(void **)&b->ssyrk = dlsym(h, "cblas_ssyrk");
+    *(void **)&b->dsyrk = dlsym(h, "cblas_dsyrk");
+    if (!b->ssyrk || !b->dsyrk) b->ssyrk = NULL, b->dsyrk = NULL;
     *(void **)&b->set_threads = dlsym(h, "openblas_set_num_threads");
     if (!b->set_threads) *(void **)&b->set_threads = dlsym(h, "MKL_Set_Num_Threads");
     snprintf(b->library, sizeof b->library, "%s", lib);

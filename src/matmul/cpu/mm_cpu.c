@@ -73,6 +73,18 @@ static oc_status buffers_alloc(oc_context *ctx, const oc_matmul_job *job, const 
     return OC_OK;
 }
 
+/* The upper triangle of acc[h x h] += a·aᵀ (a diagonal tile of A·Aᵀ: half the multiply-adds
+ * of a gemm, and no B panel; write_tile reads only the upper triangle of such a tile). */
+static void syrk_blas(const oc_mm_cpu_plan *p, int64_t h, int64_t kw, const void *a, void *acc, int first)
+{
+    if (p->kind == OC_MM_KIND_F64)
+        p->blas.dsyrk(OC_CBLAS_ROW_MAJOR, OC_CBLAS_UPPER, OC_CBLAS_NO_TRANS, (int)h, (int)kw, 1.0, a, (int)kw,
+                      first ? 0.0 : 1.0, acc, (int)h);
+    else
+        p->blas.ssyrk(OC_CBLAS_ROW_MAJOR, OC_CBLAS_UPPER, OC_CBLAS_NO_TRANS, (int)h, (int)kw, 1.0f, a, (int)kw,
+                      first ? 0.0f : 1.0f, acc, (int)h);
+}
+
 static void gemm_blas(const oc_mm_cpu_plan *p, int64_t h, int64_t w, int64_t kw, const void *a, const void *b,
                       void *acc, int first)
 {
@@ -93,7 +105,11 @@ static oc_status run_tile(oc_matmul_job *job, const oc_mm_cpu_plan *p, cpu_buffe
     const int64_t i0 = ti * p->tm, j0 = tj * p->tn;
     const int64_t h = job->m - i0 < p->tm ? job->m - i0 : p->tm, w = job->n - j0 < p->tn ? job->n - j0 : p->tn;
     const size_t acc_elem = oc_mm_acc_size(p->kind);
-    if (p->kind == OC_MM_KIND_I8 || !p->blas.sgemm || job->k == 0) memset(bf->acc, 0, (size_t)(h * w) * acc_elem);
+    const int blas = p->blas.sgemm && p->kind != OC_MM_KIND_I8;
+    /* A diagonal tile of A·Aᵀ (square: the plan's tiles are) by syrk, its lower triangle
+     * zeroed once so that every element stays a number. */
+    const int syrk = blas && p->blas.ssyrk && job->symmetric && ti == tj && h == w;
+    if (!blas || syrk || job->k == 0) memset(bf->acc, 0, (size_t)(h * w) * acc_elem);
     for (int64_t q = 0; q < p->panels; q++) {
         const int64_t k0 = q * p->kp, kw = job->k - k0 < p->kp ? job->k - k0 : p->kp;
         const int64_t key = ti * p->panels + q;
@@ -102,10 +118,14 @@ static oc_status run_tile(oc_matmul_job *job, const oc_mm_cpu_plan *p, cpu_buffe
             to_kind(job->in_type, p->kind, bf->a_in, bf->a, h * kw);
             *a_key = key;
         }
-        OC_CHECK(job->read_panel(job, OC_MM_B, k0, kw, j0, w, bf->b_in));
-        to_kind(job->in_type, p->kind, bf->b_in, bf->b, kw * w);
-        if (p->blas.sgemm && p->kind != OC_MM_KIND_I8) gemm_blas(p, h, w, kw, bf->a, bf->b, bf->acc, q == 0);
-        else OC_CHECK(oc_mm_ref_gemm(ctx, p->kind, p->threads, h, w, kw, bf->a, bf->b, bf->acc));
+        if (syrk) {
+            syrk_blas(p, h, kw, bf->a, bf->acc, q == 0);
+        } else {
+            OC_CHECK(job->read_panel(job, OC_MM_B, k0, kw, j0, w, bf->b_in));
+            to_kind(job->in_type, p->kind, bf->b_in, bf->b, kw * w);
+            if (blas) gemm_blas(p, h, w, kw, bf->a, bf->b, bf->acc, q == 0);
+            else OC_CHECK(oc_mm_ref_gemm(ctx, p->kind, p->threads, h, w, kw, bf->a, bf->b, bf->acc));
+        }
         *done += (double)h * (double)w * (double)kw;
         if (job->progress) job->progress(job->progress_user, *done, total);
         if (oc_cancelled(ctx)) return oc_fail(ctx, OC_ERR_CANCELLED, "cancelled after %.0f of %.0f multiply-adds", *done, total);
