@@ -898,6 +898,106 @@ OC_API const char *oc_map_dtype_name(int dtype);
 OC_API oc_status oc_map_dtype_parse(const char *name, int *out);
 OC_API void oc_map_free(oc_map *m);
 
+/* ---------------------------------------------------------------- matmul */
+/* `outcore matmul` (docs/matmul.md): the dense product C = op(A)·op(B) of matrices that need
+ * not fit in host or device memory, computed tile by tile (op: the matrix or its transpose). */
+typedef enum oc_matmul_dtype {
+    OC_MATMUL_DEFAULT = 0,  /* options and outputs only: the result type of the inputs (below) */
+    OC_MATMUL_FLOAT64, OC_MATMUL_FLOAT32, OC_MATMUL_FLOAT16,
+    OC_MATMUL_BFLOAT16,     /* from memory only: .npy has no bfloat16 */
+    OC_MATMUL_INT8, OC_MATMUL_INT16, OC_MATMUL_INT32, OC_MATMUL_INT64,
+    OC_MATMUL_UINT8, OC_MATMUL_UINT16, OC_MATMUL_UINT32, OC_MATMUL_UINT64
+} oc_matmul_dtype;
+
+/* One matrix of a product: a .npy file (path: a 2-D C-order array; the other fields are then
+ * read from its header) or caller memory (data: rows x cols elements of dtype, row-major,
+ * ld elements between rows, 0 = cols). Memory is read in place, never copied whole. For the
+ * result, a path is written under a temporary name and renamed when complete, and memory
+ * must hold the result's shape and dtype (oc_matmul_result). */
+typedef struct oc_matmul_array {
+    size_t struct_size;     /* sizeof(oc_matmul_array) */
+    const char *path;       /* a .npy file, or NULL for memory */
+    void *data;             /* memory (an input is only read) */
+    oc_matmul_dtype dtype;  /* memory */
+    int64_t rows, cols;     /* memory */
+    int64_t ld;             /* memory: elements between rows; 0 = cols */
+} oc_matmul_array;
+
+#define OC_MATMUL_ARRAY_INIT {sizeof(oc_matmul_array), NULL, NULL, OC_MATMUL_FLOAT64, 0, 0, 0}
+
+typedef struct oc_matmul_options {
+    size_t struct_size;      /* sizeof(oc_matmul_options) */
+    int transpose_a;         /* op(A) = Aᵀ */
+    int transpose_b;         /* op(B) = Bᵀ */
+    /* Nonzero: C = op(A)·op(A)ᵀ from A alone (B must be NULL); only the tiles on and above
+     * the diagonal are computed and the result is mirrored, so it is exactly symmetric. A B
+     * that is A's own file or memory with op(B) = op(A)ᵀ is the same job. */
+    int gram;
+    /* The type the product is computed and written in; DEFAULT: numpy's result type of the
+     * two inputs, except int8 x int8, which is int32 (exact; numpy's int8 wraps). Inputs are
+     * converted to it under numpy's same_kind rule (an integer input to a float, float64 to
+     * float32), else OC_ERR_INPUT. Integer products other than int8 x int8 are refused
+     * (OC_ERR_INPUT naming the dtype): ask for float64. */
+    oc_matmul_dtype dtype;
+    int tf32;                /* float32 on the GPU: allow TF32 tensor cores (10-bit mantissa) */
+    oc_backend backend;      /* AUTO: the cost model's pick (docs/matmul.md); CPU; CUDA */
+    int threads;             /* CPU threads, 0 to OC_MAX_THREADS; 0 = all cores */
+    int device;              /* CUDA device index */
+    const char *devices;     /* several devices, as oc_gram_options.devices; NULL or "": device */
+    int64_t gpu_mem_bytes;   /* device budget; 0 = gpu_mem_fraction of free memory */
+    double gpu_mem_fraction; /* used when gpu_mem_bytes == 0; default 0.9 */
+    int64_t host_mem_bytes;  /* host budget (docs/memory.md); 0 = 80% of MemAvailable */
+    int64_t tile;            /* tile edge of C; 0 = planned (tests force it) */
+    oc_progress_fn progress; /* may be NULL; done/total in multiply-adds */
+    void *progress_user;
+} oc_matmul_options;
+
+#define OC_MATMUL_OPTIONS_INIT                                                                     \
+    {sizeof(oc_matmul_options), 0, 0, 0, OC_MATMUL_DEFAULT, 0, OC_BACKEND_AUTO, 0, 0, NULL, 0, 0.9, 0, 0, NULL, NULL}
+
+typedef struct oc_matmul_stats {
+    size_t struct_size;      /* sizeof(oc_matmul_stats); set by the caller */
+    oc_backend backend;      /* the backend that ran */
+    char backend_desc[96];   /* "cpu/openblas 16 threads", "cpu/reference", "cuda/cublasLt" */
+    oc_matmul_dtype dtype;   /* the result's */
+    int64_t m, n, k;         /* C is m x n; the inner dimension k */
+    double seconds;          /* wall time, output written */
+    double flops;            /* 2·m·n·k: what the result represents */
+    int64_t tiles;           /* tiles of C computed */
+    int64_t bytes_read;      /* bytes of panels read from the inputs */
+    int64_t bytes_written;   /* bytes of the result */
+    int64_t bytes_h2d, bytes_d2h;
+    int64_t host_budget_bytes;
+    int64_t host_peak_bytes; /* the process's peak resident memory (VmHWM) */
+    int64_t dev_peak_bytes;
+    int threads;             /* CPU threads the job ran on; 0 on a GPU */
+    char backend_explain[640]; /* the cost model's prediction (`--explain`) */
+} oc_matmul_stats;
+
+/* The result's dtype and shape for these inputs and options, without reading more than the
+ * headers: OC_ERR_INPUT (one line naming the file and the problem) for inner dimensions that
+ * differ, a dtype that is not supported, a missing or malformed file. Any of the three
+ * outputs may be NULL. b is NULL with opts->gram. */
+OC_API oc_status oc_matmul_result(oc_context *ctx, const oc_matmul_array *a, const oc_matmul_array *b,
+                                  const oc_matmul_options *opts, oc_matmul_dtype *dtype, int64_t *rows, int64_t *cols);
+
+/* C = op(A)·op(B) into c (a .npy path or memory; see oc_matmul_array). Checks everything it
+ * can before computing; on failure no output file is left. Blocks; stats may be NULL. */
+OC_API oc_status oc_matmul(oc_context *ctx, const oc_matmul_array *a, const oc_matmul_array *b,
+                           const oc_matmul_array *c, const oc_matmul_options *opts, oc_matmul_stats *stats);
+
+/* The plan oc_matmul would run, without running it: backend, tile, K panels and what bounds
+ * them (text, or JSON when json != 0); with explain != 0 instead the cost model's reasons for
+ * the backend. *text is malloc'ed. c may be NULL. */
+OC_API oc_status oc_matmul_plan(oc_context *ctx, const oc_matmul_array *a, const oc_matmul_array *b,
+                                const oc_matmul_array *c, const oc_matmul_options *opts, int json, int explain,
+                                char **text);
+
+/* numpy's name of a dtype ("float32", "bfloat16"; "default"), or NULL; and the reverse
+ * (OC_ERR_INVALID_ARGUMENT for an unknown name). */
+OC_API const char *oc_matmul_dtype_name(oc_matmul_dtype dtype);
+OC_API oc_status oc_matmul_dtype_parse(const char *name, oc_matmul_dtype *out);
+
 /* ---------------------------------------------------------------- ranks (MPI, docs/mpi.md)
  * One Gram job over the ranks of MPI_COMM_WORLD (`mpirun -np R outcore gram ...`): each rank
  * computes its rows on the backend it would choose alone, and the ranks write one output

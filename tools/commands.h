@@ -9,6 +9,7 @@ int oc_cmd_demo(int argc, char **argv);
 int oc_cmd_inspect(int argc, char **argv);
 int oc_cmd_devices(int argc, char **argv);
 int oc_cmd_map(int argc, char **argv);
+int oc_cmd_matmul(int argc, char **argv);
 int oc_cmd_clean(int argc, char **argv);
 
 #endif

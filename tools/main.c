@@ -19,6 +19,7 @@ static const char usage[] =
     "  devices   the GPUs (and CPU) outcore can use, their limits and bandwidth\n"
     "  inspect   registers, shared memory and launch limits of a PTX/cubin kernel\n"
     "  map       a numpy-style expression over .npy arrays of any size  (outcore map --help)\n"
+    "  matmul    C = A·B of dense .npy matrices beyond memory  (outcore matmul --help)\n"
     "  clean     remove what interrupted jobs left beside an output (outcore clean --help)\n"
     "\n"
     "  --version, --help\n"
@@ -30,7 +31,7 @@ int main(int argc, char **argv)
     static const struct { const char *name; int (*run)(int, char **); } commands[] = {
         {"gram", oc_cmd_gram},       {"gen", oc_cmd_gen},         {"demo", oc_cmd_demo},
         {"devices", oc_cmd_devices}, {"inspect", oc_cmd_inspect}, {"map", oc_cmd_map},
-        {"clean", oc_cmd_clean},
+        {"clean", oc_cmd_clean},     {"matmul", oc_cmd_matmul},
     };
     if (argc < 2) {
         fputs(usage, stderr);

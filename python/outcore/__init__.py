@@ -19,6 +19,7 @@ from ._explain import explain
 from ._gram import gram
 from ._stream import stream
 from ._map import map
+from ._matmul import matmul
 from ._pinned import empty_pinned
 from ._tools import devices, inspect
 from .errors import (CancelledError, DeviceError, Error, InputError, InternalError, IOFailure,
@@ -50,6 +51,6 @@ library_path: str = str(_lib.library_path)
 
 # map stays out of __all__: `from outcore import *` must not shadow the builtin map (as numpy
 # keeps min and max out of its own).
-__all__ = ["gram", "explain", "stream", "Context", "release_cached_memory", "devices", "inspect", "cpu_isa", "cuda_device_count", "cuda_warm_up", "empty_pinned", "library_path", "__version__",
+__all__ = ["gram", "matmul", "explain", "stream", "Context", "release_cached_memory", "devices", "inspect", "cpu_isa", "cuda_device_count", "cuda_warm_up", "empty_pinned", "library_path", "__version__",
            "Error", "InputError", "OutOfMemoryError", "DeviceError", "UnsupportedError", "CancelledError",
            "IOFailure", "InternalError"]

@@ -437,3 +437,85 @@ for _name, (_restype, _argtypes) in {
     _fn = getattr(lib, _name)
     _fn.restype = _restype
     _fn.argtypes = _argtypes
+
+
+# ---------------------------------------------------------------- matmul (outcore.h, "matmul")
+# oc_matmul_dtype codes in order (DEFAULT = 0 first).
+MATMUL_DTYPES = ["default", "float64", "float32", "float16", "bfloat16", "int8", "int16", "int32", "int64",
+                 "uint8", "uint16", "uint32", "uint64"]
+
+
+class MatmulArray(_Defaults):
+    _c_name = "oc_matmul_array"
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("path", ctypes.c_char_p),
+        ("data", ctypes.c_void_p),
+        ("dtype", ctypes.c_int),
+        ("rows", ctypes.c_int64),
+        ("cols", ctypes.c_int64),
+        ("ld", ctypes.c_int64),
+    ]
+
+
+class MatmulOptions(_Defaults):
+    _c_name = "oc_matmul_options"
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("transpose_a", ctypes.c_int),
+        ("transpose_b", ctypes.c_int),
+        ("gram", ctypes.c_int),
+        ("dtype", ctypes.c_int),
+        ("tf32", ctypes.c_int),
+        ("backend", ctypes.c_int),
+        ("threads", ctypes.c_int),
+        ("device", ctypes.c_int),
+        ("devices", ctypes.c_char_p),
+        ("gpu_mem_bytes", ctypes.c_int64),
+        ("gpu_mem_fraction", ctypes.c_double),
+        ("host_mem_bytes", ctypes.c_int64),
+        ("tile", ctypes.c_int64),
+        ("progress", progress_fn),
+        ("progress_user", ctypes.c_void_p),
+    ]
+
+
+class MatmulStats(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", ctypes.c_size_t),
+        ("backend", ctypes.c_int),
+        ("backend_desc", ctypes.c_char * 96),
+        ("dtype", ctypes.c_int),
+        ("m", ctypes.c_int64),
+        ("n", ctypes.c_int64),
+        ("k", ctypes.c_int64),
+        ("seconds", ctypes.c_double),
+        ("flops", ctypes.c_double),
+        ("tiles", ctypes.c_int64),
+        ("bytes_read", ctypes.c_int64),
+        ("bytes_written", ctypes.c_int64),
+        ("bytes_h2d", ctypes.c_int64),
+        ("bytes_d2h", ctypes.c_int64),
+        ("host_budget_bytes", ctypes.c_int64),
+        ("host_peak_bytes", ctypes.c_int64),
+        ("dev_peak_bytes", ctypes.c_int64),
+        ("threads", ctypes.c_int),
+        ("backend_explain", ctypes.c_char * 640),
+    ]
+
+    def __init__(self):
+        super().__init__(struct_size=ctypes.sizeof(MatmulStats))
+
+
+_mm_array_p = ctypes.POINTER(MatmulArray)
+for _name, (_restype, _argtypes) in {
+    "oc_matmul_result": (ctypes.c_int, [_vp, _mm_array_p, _mm_array_p, ctypes.POINTER(MatmulOptions),
+                                        ctypes.POINTER(ctypes.c_int), c_int64_p, c_int64_p]),
+    "oc_matmul": (ctypes.c_int, [_vp, _mm_array_p, _mm_array_p, _mm_array_p, ctypes.POINTER(MatmulOptions),
+                                 ctypes.POINTER(MatmulStats)]),
+    "oc_matmul_plan": (ctypes.c_int, [_vp, _mm_array_p, _mm_array_p, _mm_array_p, ctypes.POINTER(MatmulOptions),
+                                      ctypes.c_int, ctypes.c_int, ctypes.POINTER(ctypes.c_void_p)]),
+}.items():
+    _fn = getattr(lib, _name)
+    _fn.restype = _restype
+    _fn.argtypes = _argtypes

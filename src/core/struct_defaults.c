@@ -16,6 +16,8 @@ static const oc_stream_spec stream_spec_defaults = OC_STREAM_SPEC_INIT;
 static const oc_stream_options stream_defaults = OC_STREAM_OPTIONS_INIT;
 static const oc_map_array map_array_defaults = OC_MAP_ARRAY_INIT;
 static const oc_map_options map_defaults = OC_MAP_OPTIONS_INIT;
+static const oc_matmul_array matmul_array_defaults = OC_MATMUL_ARRAY_INIT;
+static const oc_matmul_options matmul_defaults = OC_MATMUL_OPTIONS_INIT;
 
 #define DEFAULTS(type, value) {#type, &(value), sizeof(type)}
 static const struct {
@@ -27,7 +29,8 @@ static const struct {
     DEFAULTS(oc_gram_options, gram_defaults),       DEFAULTS(oc_output, output_defaults),
     DEFAULTS(oc_inspect_options, inspect_defaults), DEFAULTS(oc_stream_spec, stream_spec_defaults),
     DEFAULTS(oc_stream_options, stream_defaults),   DEFAULTS(oc_map_array, map_array_defaults),
-    DEFAULTS(oc_map_options, map_defaults),
+    DEFAULTS(oc_map_options, map_defaults),         DEFAULTS(oc_matmul_array, matmul_array_defaults),
+    DEFAULTS(oc_matmul_options, matmul_defaults),
 };
 
 oc_status oc_struct_defaults(const char *type, void *out, size_t size)

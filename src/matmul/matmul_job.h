@@ -79,6 +79,9 @@ struct oc_matmul_job {
         int64_t peak_host_bytes, peak_device_bytes;
         char backend[32];     /* "cpu/openblas", "cpu/reference", "cuda/cublasLt" */
     } stats;
+    /* gpu_mem_bytes is 0 when the caller gave a share instead: this share of each device's
+     * free memory (0.9 by default), which a GPU backend resolves when it opens the device. */
+    double gpu_mem_fraction;
 };
 
 /* A backend of the product (the pattern of gram/backend.h): matmul.c reaches the backends
@@ -91,6 +94,10 @@ typedef struct oc_mm_backend {
     oc_status (*run)(oc_matmul_job *job);
     /* The plan the job would run under, as text or JSON (--plan), without running it. */
     oc_status (*plan)(oc_matmul_job *job, int json, char **out);
+    /* The library its products would run on now, into name ("openblas", "reference"):
+     * nonzero when it is a tuned one, 0 for plain loops (the cost model's CPU rate). May be
+     * NULL (then tuned). */
+    int (*library)(char *name, size_t size);
 } oc_mm_backend;
 
 extern const oc_mm_backend oc_mm_backend_cpu;  /* matmul/cpu/ */

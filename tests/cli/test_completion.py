@@ -58,7 +58,7 @@ def test_commands(workdir):
     assert complete(workdir, "g") == {c for c in commands() if c.startswith("g")}
 
 
-@pytest.mark.parametrize("command", ["gram", "gen", "inspect", "devices", "demo"])
+@pytest.mark.parametrize("command", ["gram", "gen", "inspect", "devices", "demo", "matmul"])
 def test_options(workdir, command):
     offered = complete(workdir, command, "-")
     assert listed_options(command) | {"--help"} == offered
@@ -67,7 +67,8 @@ def test_options(workdir, command):
 
 # (command, option, the --help line that names its values)
 VALUE_OPTIONS = [("gram", "--metric"), ("gram", "--dtype"), ("gram", "--backend"), ("gram", "--gpu-mem-mode"),
-                 ("demo", "--backend"), ("map", "--dtype"), ("map", "--reduce"), ("map", "--backend")]
+                 ("demo", "--backend"), ("map", "--dtype"), ("map", "--reduce"), ("map", "--backend"),
+                 ("matmul", "--dtype"), ("matmul", "--backend")]
 
 
 def values_named_in_help(command, option):
@@ -106,6 +107,8 @@ def test_option_values(workdir, command, option):
 def test_files_by_extension(workdir):
     assert complete(workdir, "gram", "") == with_ext("npy", "mtx", "txt", "csv")
     assert complete(workdir, "gram", "a.npy", "-o", "") == with_ext("npy")
+    assert complete(workdir, "matmul", "") == with_ext("npy")
+    assert complete(workdir, "matmul", "a.npy", "-o", "") == with_ext("npy")
     assert complete(workdir, "gram", "a.npy", "--topk", "5", "-o", "") == with_ext("npz", "tsv")
     assert complete(workdir, "gram", "a.npy", "--threshold", "0.5", "--output", "") == with_ext("npz", "mtx", "tsv")
     assert complete(workdir, "gen", "--rows", "9", "-o", "") == with_ext("npy")

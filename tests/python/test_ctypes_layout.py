@@ -56,7 +56,8 @@ def test_every_struct_matches_the_header(tmp_path):
 
 
 @pytest.mark.parametrize("name", ["oc_gram_options", "oc_output", "oc_read_options", "oc_stream_spec",
-                                  "oc_stream_options", "oc_map_array", "oc_map_options", "oc_inspect_options"])
+                                  "oc_stream_options", "oc_map_array", "oc_map_options", "oc_inspect_options",
+                                  "oc_matmul_array", "oc_matmul_options"])
 def test_defaults_come_from_the_library(name):
     cls = structs()[name]
     assert issubclass(cls, _lib._Defaults)

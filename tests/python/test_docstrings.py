@@ -10,7 +10,7 @@ import pytest
 
 import outcore
 
-NUMPYDOC = [outcore.gram, outcore.map, outcore.stream, outcore.inspect, outcore.explain]
+NUMPYDOC = [outcore.gram, outcore.map, outcore.matmul, outcore.stream, outcore.inspect, outcore.explain]
 SECTIONS = ["Parameters", "Returns", "Raises", "Examples"]
 UNDERLINE = re.compile(r"-{3,}")
 

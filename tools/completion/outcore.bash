@@ -90,6 +90,8 @@ _outcore()
             --dtype)
                 if [[ $command == map ]]; then
                     _outcore_words "bool int8 int16 int32 int64 uint8 uint16 uint32 uint64 float32 float64" "$cur"
+                elif [[ $command == matmul ]]; then
+                    _outcore_words "float64 float32 float16 int32" "$cur"
                 else
                     _outcore_words "int32 uint16 float32" "$cur"
                 fi
@@ -121,6 +123,7 @@ _outcore()
         gram) _outcore_files "$cur" npy mtx txt csv ;;
         inspect) _outcore_files "$cur" ptx cubin fatbin o so ;;
         map) _outcore_files "$cur" npy ;;  # NAME=FILE.npy: the file part completes after "="
+        matmul) _outcore_files "$cur" npy ;;
         clean) _outcore_files "$cur" npy npz mtx tsv ;;  # outputs
         *) _outcore_words "$(_outcore_options "$help")" "$cur" ;;
     esac

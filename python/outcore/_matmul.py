@@ -1,0 +1,205 @@
+"""outcore.matmul: the dense product C = op(A)·op(B) of arrays or .npy files of any size.
+
+    C = outcore.matmul(A, B)                                   # a new array, as A @ B
+    outcore.matmul("A.npy", "B.npy", out="C.npy", host_mem="4G")   # file to file, out of core
+    G = outcore.matmul(A)                                      # A @ A.T from its upper tiles
+
+Arrays are read in place when their rows are contiguous (a transposed view is read as its
+transpose, with no copy); .npy paths are mapped, or read in panels when larger than half the
+host budget. See docs/matmul.md.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from . import _lib
+from ._context import lease
+from ._map import _check_out_overlap, _is_path, _run_interruptible
+from ._options import _device_list, c_path, parse_backend, set_device_budgets, threads_count
+from .errors import InputError, check
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, DTypeLike
+
+    from ._context import Context
+    from ._types import Backend, Devices, Path, Size
+
+lib = _lib.lib
+_CODES = {name: i for i, name in enumerate(_lib.MATMUL_DTYPES)}
+
+
+def _dtype_name(dt):
+    """The library's name of a numpy dtype (bfloat16 from ml_dtypes included), or None."""
+    dt = np.dtype(dt)
+    if dt.byteorder not in ("=", "|"):
+        return None
+    return dt.name if dt.name in _CODES and dt.name != "default" else None
+
+
+def _numpy_dtype(name):
+    if name == "bfloat16":
+        import ml_dtypes  # only a bfloat16 input leads here, and that needs ml_dtypes
+        return np.dtype(ml_dtypes.bfloat16)
+    return np.dtype(name)
+
+
+def _operand(name, x, transpose, keep):
+    """(MatmulArray, transpose, array or None): x as the library reads it. An array whose rows
+    are contiguous is read in place with its row stride; a transposed view of such an array
+    is read as its transpose (transpose flipped); anything else is copied to C order."""
+    a = _lib.MatmulArray()
+    if _is_path(x):
+        a.path = c_path(name, x)
+        return a, transpose, None
+    arr = np.asarray(x)
+    if arr.ndim != 2:
+        raise InputError(f"{name}: a {arr.ndim}-dimensional array; matmul takes 2-D matrices")
+    code = _dtype_name(arr.dtype)
+    if code is None:
+        arr = arr.astype(arr.dtype.newbyteorder("="))
+        code = _dtype_name(arr.dtype)
+    if code is None:
+        raise InputError(f"{name}: dtype {arr.dtype} is not one matmul takes (float64, float32, float16, bfloat16, "
+                         "int8-64, uint8-64)")
+    item = arr.itemsize
+    if not (arr.strides[1] == item and arr.strides[0] >= item * arr.shape[1] and arr.strides[0] % item == 0):
+        if arr.strides[0] == item and arr.strides[1] % item == 0 and arr.strides[1] >= item * arr.shape[0]:
+            arr, transpose = arr.T, not transpose
+        else:
+            arr = np.ascontiguousarray(arr)
+    keep.append(arr)
+    a.data = arr.ctypes.data if arr.size else None
+    a.dtype = _CODES[code]
+    a.rows, a.cols = arr.shape
+    a.ld = arr.strides[0] // item if arr.shape[0] > 1 else arr.shape[1]
+    return a, transpose, arr
+
+
+def matmul(A: ArrayLike | Path, B: ArrayLike | Path | None = None, out: Path | np.ndarray | None = None, *,
+           transpose_a: bool = False, transpose_b: bool = False, dtype: DTypeLike | None = None,
+           backend: Backend | None = None, devices: Devices | None = None, gpu_mem: Size | None = None,
+           host_mem: Size | None = None, threads: int | None = None, tf32: bool = False,
+           context: Context | None = None) -> Any:
+    """The dense product C = op(A)·op(B), tile by tile within the memory budgets.
+
+    Parameters
+    ----------
+    A : array_like or path
+        A 2-D numpy array (float64, float32, float16, bfloat16 from ml_dtypes, int8-64,
+        uint8-64; read in place when its rows are contiguous), or the path of a .npy file.
+    B : array_like or path, optional
+        The second operand, as A. None computes op(A)·op(A)ᵀ from its upper tiles (an
+        exactly symmetric result).
+    out : path or numpy.ndarray, optional
+        None (return a new array), a path (a .npy written under a temporary name and
+        renamed; the path is returned), or a writeable array of the result's shape and dtype
+        whose rows are contiguous (filled and returned; it may not share memory with an input).
+    transpose_a : bool, default False
+        op(A) = Aᵀ.
+    transpose_b : bool, default False
+        op(B) = Bᵀ.
+    dtype : numpy dtype, optional
+        float64, float32, float16 or int32 (int8 x int8 alone): the type the product is
+        computed and returned in; default numpy's result type, except int8 x int8, which is
+        int32 (exact). Integer pairs other than int8 x int8 need a float here.
+    backend : {"auto", "cpu", "cuda"}, optional
+        "auto" (the default: the cost model's pick), "cpu" or "cuda".
+    devices : str or sequence, optional
+        CUDA devices: "0,1", "all", or [0, 1]; default device 0.
+    gpu_mem : int or str, optional
+        The device budget, bytes or "2G", "50%"; default 90% of the device's free memory.
+    host_mem : int or str, optional
+        Host memory budget in bytes, or "4G", "25%" (of the machine's memory); default 80% of
+        the memory available. Tiles and K panels fit in it beside the file inputs it maps
+        (those that take at most half of it); a larger file input is read in panels.
+    threads : int, optional
+        CPU threads, 1 to 4096 (default: all cores).
+    tf32 : bool, default False
+        float32 on a GPU: allow TF32 tensor cores (a 10-bit mantissa).
+    context : outcore.Context, optional
+        The Context whose library context the call runs on; default the module's default.
+
+    Returns
+    -------
+    numpy.ndarray or path
+        The result (a new array or the out array), or the out path.
+
+    Raises
+    ------
+    InputError
+        Shapes whose inner dimensions differ, a dtype matmul does not compute, a bad file or
+        argument (a ValueError); the message names the file or argument.
+    OutOfMemoryError, DeviceError, UnsupportedError, IOFailure, Error
+        The job failed.
+    KeyboardInterrupt
+        After Ctrl-C has cancelled the job; an output file is then not written.
+
+    Examples
+    --------
+    >>> import numpy as np, outcore
+    >>> a = np.arange(6.0).reshape(2, 3)
+    >>> outcore.matmul(a, a, transpose_b=True)
+    array([[ 5., 14.],
+           [14., 50.]])
+    >>> outcore.matmul(np.ones((2, 3), np.int8)).dtype
+    dtype('int32')
+    """
+    opts = _lib.MatmulOptions()
+    keep: list = []
+    a, opts.transpose_a, a_arr = _operand("A", A, bool(transpose_a), keep)
+    b_ptr, inputs, paths = None, [], []
+    (inputs if a_arr is not None else paths).append(("A", A if a_arr is None else a_arr))
+    if B is None:
+        opts.gram = 1
+    else:
+        b, opts.transpose_b, b_arr = _operand("B", B, bool(transpose_b), keep)
+        b_ptr = ctypes.byref(b)
+        (inputs if b_arr is not None else paths).append(("B", B if b_arr is None else b_arr))
+    if dtype is not None:
+        name = _dtype_name(dtype)
+        if name is None:
+            raise InputError(f"dtype={dtype!r}: expected float64, float32, float16 or int32")
+        opts.dtype = _CODES[name]
+    opts.tf32 = 1 if tf32 else 0
+    if backend is not None:
+        opts.backend = parse_backend(backend)
+    if threads is not None:
+        opts.threads = threads_count(threads)
+    if devices is not None:
+        text = _device_list(devices).encode()
+        keep.append(text)
+        opts.devices = text
+    set_device_budgets(opts, None, gpu_mem, host_mem)
+
+    with lease(context) as ctx:
+        code, rows, cols = ctypes.c_int(), ctypes.c_int64(), ctypes.c_int64()
+        check(lib.oc_matmul_result(ctx, ctypes.byref(a), b_ptr, ctypes.byref(opts), ctypes.byref(code),
+                                   ctypes.byref(rows), ctypes.byref(cols)), ctx)
+        stats = _lib.MatmulStats()
+        c = _lib.MatmulArray()
+        if _is_path(out):
+            c.path = c_path("out", out)
+            _run_interruptible(ctx, lambda: check(lib.oc_matmul(ctx, ctypes.byref(a), b_ptr, ctypes.byref(c),
+                                                                ctypes.byref(opts), ctypes.byref(stats)), ctx))
+            return out
+        rdt = _numpy_dtype(_lib.MATMUL_DTYPES[code.value])
+        shape = (rows.value, cols.value)
+        if out is None:
+            result = np.empty(shape, dtype=rdt)
+        else:
+            result = out
+            if not isinstance(out, np.ndarray) or out.shape != shape or out.dtype != rdt or not out.flags.writeable \
+                    or (out.size and (out.strides[1] != out.itemsize or out.strides[0] % out.itemsize
+                                      or out.strides[0] < out.itemsize * shape[1])):
+                raise InputError(f"out: expected a writeable {rdt} array of shape {shape} with contiguous rows")
+            _check_out_overlap(out, inputs, paths)
+        c.data = result.ctypes.data if result.size else None
+        c.dtype, c.rows, c.cols = code.value, shape[0], shape[1]
+        c.ld = result.strides[0] // result.itemsize if shape[0] > 1 else shape[1]
+        _run_interruptible(ctx, lambda: check(lib.oc_matmul(ctx, ctypes.byref(a), b_ptr, ctypes.byref(c),
+                                                            ctypes.byref(opts), ctypes.byref(stats)), ctx))
+        return result

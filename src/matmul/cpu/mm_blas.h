@@ -1,0 +1,43 @@
+/*
+ * mm_blas.h - the BLAS the CPU product calls, loaded at run time (dlopen), never linked:
+ * OUTCORE_BLAS names a library (or "none": the reference loops); else the first of
+ * libopenblas.so.0, libcblas.so.3, libblas.so.3, libmkl_rt.so that has cblas_sgemm and
+ * cblas_dgemm.
+ */
+#ifndef OC_MATMUL_CPU_MM_BLAS_H
+#define OC_MATMUL_CPU_MM_BLAS_H
+
+#include <stddef.h>
+
+/* CBLAS's values of its enums. */
+enum { OC_CBLAS_ROW_MAJOR = 101, OC_CBLAS_NO_TRANS = 111, OC_CBLAS_UPPER = 121 };
+
+typedef void (*oc_sgemm_fn)(int order, int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda,
+                            const float *b, int ldb, float beta, float *c, int ldc);
+typedef void (*oc_dgemm_fn)(int order, int ta, int tb, int m, int n, int k, double alpha, const double *a, int lda,
+                            const double *b, int ldb, double beta, double *c, int ldc);
+
+/* C = alpha·A·Aᵀ + beta·C on the upper triangle of C alone (A n x k). */
+typedef void (*oc_ssyrk_fn)(int order, int uplo, int trans, int n, int k, float alpha, const float *a, int lda,
+                            float beta, float *c, int ldc);
+typedef void (*oc_dsyrk_fn)(int order, int uplo, int trans, int n, int k, double alpha, const double *a, int lda,
+                            double beta, double *c, int ldc);
+
+typedef struct oc_mm_blas {
+    oc_sgemm_fn sgemm;        /* NULL: no BLAS, the reference loops run */
+    oc_dgemm_fn dgemm;
+    oc_ssyrk_fn ssyrk;        /* both or neither; NULL: diagonal tiles of A·Aᵀ by gemm */
+    oc_dsyrk_fn dsyrk;
+    void (*set_threads)(int); /* openblas_set_num_threads or MKL_Set_Num_Threads; may be NULL */
+    char name[24];            /* "openblas", "mkl_rt", "blas"; "reference" without one */
+    char library[256];        /* the file that was loaded, or "" */
+    char note[320];           /* without one: what was tried and how to get one */
+} oc_mm_blas;
+
+/* Fills *b from OUTCORE_BLAS or the search list (the first load is remembered per name).
+ * Returns 0 (a BLAS, or none and the reference loops: b->sgemm NULL), or -1 when
+ * OUTCORE_BLAS names a library that cannot be loaded or lacks the two functions (why says
+ * which). */
+int oc_mm_blas_load(oc_mm_blas *b, char *why, size_t why_size);
+
+#endif

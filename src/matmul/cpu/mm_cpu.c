@@ -1,0 +1,183 @@
+/*
+ * mm_cpu.c - the CPU backend of the product (oc_mm_backend_cpu): tiles of C one after the
+ * other, each from K panels of op(A) and op(B) multiplied by the BLAS on all threads (or
+ * the reference loops), the accumulator rounded once to the result type.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/threads.h"
+#include "matmul/cpu/mm_cpu.h"
+#include "matmul/mm_half.h"
+
+static int cpu_usable(int device)
+{
+    (void)device;
+    return 1;
+}
+
+/* Panels as read (in_type) to what the multiply takes, in place when they are the same. */
+static void to_kind(oc_mm_type in, oc_mm_kind kind, const void *src, void *dst, int64_t n)
+{
+    if (kind == OC_MM_KIND_F64 && in == OC_MM_INT8)
+        for (int64_t i = 0; i < n; i++) ((double *)dst)[i] = ((const int8_t *)src)[i];
+    else if (kind == OC_MM_KIND_F32 && in == OC_MM_FLOAT16)
+        for (int64_t i = 0; i < n; i++) ((float *)dst)[i] = oc_mm_half_to_float(((const uint16_t *)src)[i]);
+    else if (kind == OC_MM_KIND_F32 && in == OC_MM_BFLOAT16)
+        for (int64_t i = 0; i < n; i++) ((float *)dst)[i] = oc_mm_bf16_to_float(((const uint16_t *)src)[i]);
+}
+
+/* The accumulator rounded to the result type (in place when they are the same). */
+static void to_out(oc_mm_kind kind, oc_mm_type out, const void *acc, void *dst, int64_t n)
+{
+    if (kind == OC_MM_KIND_F64 && out == OC_MM_INT32) /* exact sums of int8 products */
+        for (int64_t i = 0; i < n; i++) ((int32_t *)dst)[i] = (int32_t)((const double *)acc)[i];
+    else if (out == OC_MM_FLOAT16)
+        for (int64_t i = 0; i < n; i++) ((uint16_t *)dst)[i] = oc_mm_float_to_half(((const float *)acc)[i]);
+    else if (out == OC_MM_BFLOAT16)
+        for (int64_t i = 0; i < n; i++) ((uint16_t *)dst)[i] = oc_mm_float_to_bf16(((const float *)acc)[i]);
+}
+
+typedef struct cpu_buffers {
+    void *a_in, *b_in, *a, *b, *acc, *out;
+} cpu_buffers;
+
+static void buffers_free(cpu_buffers *b)
+{
+    if (b->a != b->a_in) free(b->a);
+    if (b->b != b->b_in) free(b->b);
+    if (b->out != b->acc) free(b->out);
+    free(b->a_in);
+    free(b->b_in);
+    free(b->acc);
+}
+
+static oc_status buffers_alloc(oc_context *ctx, const oc_matmul_job *job, const oc_mm_cpu_plan *p, cpu_buffers *b)
+{
+    const size_t in = oc_mm_type_size(job->in_type), mul = oc_mm_kind_size(p->kind);
+    const size_t pa = (size_t)(p->tm * p->kp), pb = (size_t)(p->kp * p->tn), pc = (size_t)(p->tm * p->tn);
+    memset(b, 0, sizeof *b);
+    b->a_in = malloc(pa * in);
+    b->b_in = malloc(pb * in);
+    b->a = mul == in ? b->a_in : malloc(pa * mul);
+    b->b = mul == in ? b->b_in : malloc(pb * mul);
+    b->acc = malloc(pc * oc_mm_acc_size(p->kind));
+    b->out = oc_mm_out_separate(p->kind, job->out_type) ? malloc(pc * oc_mm_type_size(job->out_type)) : b->acc;
+    if (!b->a_in || !b->b_in || !b->a || !b->b || !b->acc || !b->out) {
+        buffers_free(b);
+        return oc_fail(ctx, OC_ERR_NO_MEMORY, "out of memory: the product's panels and tile need %lld bytes",
+                       (long long)p->need_bytes);
+    }
+    return OC_OK;
+}
+
+/* The upper triangle of acc[h x h] += a·aᵀ (a diagonal tile of A·Aᵀ: half the multiply-adds
+ * of a gemm, and no B panel; write_tile reads only the upper triangle of such a tile). */
+static void syrk_blas(const oc_mm_cpu_plan *p, int64_t h, int64_t kw, const void *a, void *acc, int first)
+{
+    if (p->kind == OC_MM_KIND_F64)
+        p->blas.dsyrk(OC_CBLAS_ROW_MAJOR, OC_CBLAS_UPPER, OC_CBLAS_NO_TRANS, (int)h, (int)kw, 1.0, a, (int)kw,
+                      first ? 0.0 : 1.0, acc, (int)h);
+    else
+        p->blas.ssyrk(OC_CBLAS_ROW_MAJOR, OC_CBLAS_UPPER, OC_CBLAS_NO_TRANS, (int)h, (int)kw, 1.0f, a, (int)kw,
+                      first ? 0.0f : 1.0f, acc, (int)h);
+}
+
+static void gemm_blas(const oc_mm_cpu_plan *p, int64_t h, int64_t w, int64_t kw, const void *a, const void *b,
+                      void *acc, int first)
+{
+    if (p->kind == OC_MM_KIND_F64)
+        p->blas.dgemm(OC_CBLAS_ROW_MAJOR, OC_CBLAS_NO_TRANS, OC_CBLAS_NO_TRANS, (int)h, (int)w, (int)kw, 1.0, a, (int)kw,
+                      b, (int)w, first ? 0.0 : 1.0, acc, (int)w);
+    else
+        p->blas.sgemm(OC_CBLAS_ROW_MAJOR, OC_CBLAS_NO_TRANS, OC_CBLAS_NO_TRANS, (int)h, (int)w, (int)kw, 1.0f, a,
+                      (int)kw, b, (int)w, first ? 0.0f : 1.0f, acc, (int)w);
+}
+
+/* One tile: K panels into the accumulator, rounded, written. *a_key says which A panel
+ * buffer a holds (rows ti, panel) so that a row of tiles with one K panel reads A once. */
+static oc_status run_tile(oc_matmul_job *job, const oc_mm_cpu_plan *p, cpu_buffers *bf, int64_t ti, int64_t tj,
+                          int64_t *a_key, double *done, double total)
+{
+    oc_context *ctx = job->ctx;
+    const int64_t i0 = ti * p->tm, j0 = tj * p->tn;
+    const int64_t h = job->m - i0 < p->tm ? job->m - i0 : p->tm, w = job->n - j0 < p->tn ? job->n - j0 : p->tn;
+    const size_t acc_elem = oc_mm_acc_size(p->kind);
+    const int blas = p->blas.sgemm && p->kind != OC_MM_KIND_I8;
+    /* A diagonal tile of A·Aᵀ (square: the plan's tiles are) by syrk, its lower triangle
+     * zeroed once so that every element stays a number. */
+    const int syrk = blas && p->blas.ssyrk && job->symmetric && ti == tj && h == w;
+    if (!blas || syrk || job->k == 0) memset(bf->acc, 0, (size_t)(h * w) * acc_elem);
+    for (int64_t q = 0; q < p->panels; q++) {
+        const int64_t k0 = q * p->kp, kw = job->k - k0 < p->kp ? job->k - k0 : p->kp;
+        const int64_t key = ti * p->panels + q;
+        if (*a_key != key) {
+            OC_CHECK(ctx, job->read_panel(job, OC_MM_A, i0, h, k0, kw, bf->a_in));
+            to_kind(job->in_type, p->kind, bf->a_in, bf->a, h * kw);
+            *a_key = key;
+        }
+        if (syrk) {
+            syrk_blas(p, h, kw, bf->a, bf->acc, q == 0);
+        } else {
+            OC_CHECK(ctx, job->read_panel(job, OC_MM_B, k0, kw, j0, w, bf->b_in));
+            to_kind(job->in_type, p->kind, bf->b_in, bf->b, kw * w);
+            if (blas) gemm_blas(p, h, w, kw, bf->a, bf->b, bf->acc, q == 0);
+            else OC_CHECK(ctx, oc_mm_ref_gemm(ctx, p->kind, p->threads, h, w, kw, bf->a, bf->b, bf->acc));
+        }
+        *done += (double)h * (double)w * (double)kw;
+        if (job->progress) job->progress(job->progress_user, *done, total);
+        if (oc_cancelled(ctx)) return oc_fail(ctx, OC_ERR_CANCELLED, "cancelled after %.0f of %.0f multiply-adds", *done, total);
+    }
+    to_out(p->kind, job->out_type, bf->acc, bf->out, h * w);
+    OC_CHECK(ctx, job->write_tile(job, i0, h, j0, w, bf->out, w));
+    job->stats.tiles++;
+    return OC_OK;
+}
+
+static oc_status cpu_run(oc_matmul_job *job)
+{
+    oc_context *ctx = job->ctx;
+    const double start = oc_now();
+    oc_mm_cpu_plan p;
+    OC_CHECK(ctx, oc_mm_cpu_plan_make(job, &p));
+    snprintf(job->stats.backend, sizeof job->stats.backend, "cpu/%s", p.blas.name);
+    job->stats.peak_host_bytes = p.need_bytes;
+    if (job->m == 0 || job->n == 0) return OC_OK;
+    if (p.blas.set_threads) p.blas.set_threads(p.threads);
+    cpu_buffers bf;
+    OC_CHECK(ctx, buffers_alloc(ctx, job, &p, &bf));
+    double done = 0, total = 0;
+    for (int64_t ti = 0; ti < p.tiles_m; ti++)
+        for (int64_t tj = job->symmetric ? ti : 0; tj < p.tiles_n; tj++)
+            total += (double)(job->m - ti * p.tm < p.tm ? job->m - ti * p.tm : p.tm) *
+                     (double)(job->n - tj * p.tn < p.tn ? job->n - tj * p.tn : p.tn) * (double)job->k;
+    int64_t a_key = -1;
+    oc_status st = OC_OK;
+    for (int64_t ti = 0; ti < p.tiles_m && st == OC_OK; ti++)
+        for (int64_t tj = job->symmetric ? ti : 0; tj < p.tiles_n && st == OC_OK; tj++)
+            st = run_tile(job, &p, &bf, ti, tj, &a_key, &done, total);
+    buffers_free(&bf);
+    job->stats.seconds = oc_now() - start;
+    if (st != OC_OK) return oc_trace_at(ctx, st, __FILE__, __LINE__);
+    return OC_OK;
+}
+
+static oc_status cpu_plan(oc_matmul_job *job, int json, char **out)
+{
+    oc_context *ctx = job->ctx;
+    OC_CHECK(ctx, oc_mm_cpu_plan_text(job, json, out));
+    return OC_OK;
+}
+
+static int cpu_library(char *name, size_t size)
+{
+    oc_mm_blas blas;
+    char why[320];
+    const int tuned = oc_mm_blas_load(&blas, why, sizeof why) == 0 && blas.sgemm != NULL;
+    snprintf(name, size, "%s", blas.name[0] ? blas.name : "reference");
+    return tuned;
+}
+
+const oc_mm_backend oc_mm_backend_cpu = {"cpu", cpu_usable, cpu_run, cpu_plan, cpu_library};

@@ -1,0 +1,119 @@
+/*
+ * mm_cpu_plan.c - the tile and K panel of the CPU product under the host budget, and the
+ * plan as text (--plan).
+ */
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "core/error.h"
+#include "core/text_buf.h"
+#include "core/threads.h"
+#include "matmul/cpu/mm_cpu.h"
+
+#define TILE_MAX 4096      /* a larger tile gains little GEMM rate and costs memory */
+#define TILE_MIN 16
+#define PANEL_MIN 64
+#define PANEL_MAX (1 << 30) /* CBLAS takes int dimensions */
+
+size_t oc_mm_kind_size(oc_mm_kind kind) { return kind == OC_MM_KIND_F64 ? 8 : kind == OC_MM_KIND_F32 ? 4 : 1; }
+
+size_t oc_mm_acc_size(oc_mm_kind kind) { return kind == OC_MM_KIND_I8 ? 4 : oc_mm_kind_size(kind); }
+
+int oc_mm_out_separate(oc_mm_kind kind, oc_mm_type out)
+{
+    return !(kind == OC_MM_KIND_I8 || (kind == OC_MM_KIND_F64 && out == OC_MM_FLOAT64) ||
+             (kind == OC_MM_KIND_F32 && out == OC_MM_FLOAT32));
+}
+
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+/* Bytes a tile of tm x tn with K panel kp holds. */
+static int64_t need(const oc_matmul_job *job, oc_mm_kind kind, int64_t tm, int64_t tn, int64_t kp)
+{
+    const int64_t in = (int64_t)oc_mm_type_size(job->in_type), mul = (int64_t)oc_mm_kind_size(kind);
+    const int64_t acc = (int64_t)oc_mm_acc_size(kind), out = (int64_t)oc_mm_type_size(job->out_type);
+    const int64_t panel = in + (mul != in ? mul : 0); /* as read, then as multiplied */
+    const int64_t tile = acc + (oc_mm_out_separate(kind, job->out_type) ? out : 0);
+    return (tm + tn) * kp * panel + tm * tn * tile;
+}
+
+static int64_t ceil_div(int64_t a, int64_t b) { return b > 0 ? (a + b - 1) / b : 0; }
+
+oc_status oc_mm_cpu_plan_make(oc_matmul_job *job, oc_mm_cpu_plan *p)
+{
+    oc_context *ctx = job->ctx;
+    char why[320];
+    if (oc_mm_blas_load(&p->blas, why, sizeof why) != 0) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s", why);
+    const int blas = p->blas.sgemm != NULL;
+    switch (job->in_type) {
+    case OC_MM_FLOAT64: p->kind = OC_MM_KIND_F64; break;
+    case OC_MM_INT8: p->kind = blas ? OC_MM_KIND_F64 : OC_MM_KIND_I8; break;
+    default: p->kind = OC_MM_KIND_F32; break;
+    }
+    p->threads = oc_threads_resolve(job->threads);
+    const int64_t budget = job->host_mem_bytes, m = job->m, n = job->n, k = job->k;
+    int64_t edge = job->tile > 0 ? job->tile : TILE_MAX;
+    int64_t kp = min64(k > 0 ? k : 1, PANEL_MAX);
+    p->bound = job->tile > 0 ? "the tile given" : "the matrix size";
+    for (;;) {
+        int64_t tm = min64(m, edge), tn = min64(job->symmetric ? m : n, edge);
+        if (tm < 1) tm = 1;
+        if (tn < 1) tn = 1;
+        p->tm = tm;
+        p->tn = tn;
+        p->kp = kp;
+        p->need_bytes = need(job, p->kind, tm, tn, kp);
+        if (p->need_bytes <= budget) break;
+        p->bound = "the host budget";
+        if (kp > PANEL_MIN && (kp > edge || job->tile > 0 || edge <= TILE_MIN)) kp = (kp + 1) / 2;
+        else if (edge > TILE_MIN && job->tile <= 0) edge /= 2;
+        else
+            return oc_fail(ctx, OC_ERR_NO_MEMORY,
+                           "the host budget of %" PRId64 " bytes is too small for the product: a tile of %" PRId64
+                           " x %" PRId64 " with K panels of %" PRId64 " needs %" PRId64 " bytes (raise --host-mem)",
+                           budget, tm, tn, kp, p->need_bytes);
+    }
+    p->tiles_m = ceil_div(m, p->tm);
+    p->tiles_n = ceil_div(n, p->tn);
+    p->panels = ceil_div(k, p->kp);
+    p->tiles = job->symmetric ? p->tiles_m * (p->tiles_m + 1) / 2 : p->tiles_m * p->tiles_n;
+    return OC_OK;
+}
+
+static const char *kind_text(oc_mm_kind kind, const oc_mm_blas *b)
+{
+    if (kind == OC_MM_KIND_I8) return "int8 panels, int32 accumulator";
+    if (kind == OC_MM_KIND_F64) return b->dgemm ? "dgemm, float64 accumulator" : "float64 loops";
+    return b->sgemm ? "sgemm, float32 accumulator" : "float32 loops";
+}
+
+oc_status oc_mm_cpu_plan_text(oc_matmul_job *job, int json, char **out)
+{
+    oc_context *ctx = job->ctx;
+    oc_mm_cpu_plan p;
+    OC_CHECK(ctx, oc_mm_cpu_plan_make(job, &p));
+    oc_text t = {0};
+    if (json) {
+        oc_text_printf(&t, "{\"backend\": \"cpu/%s\", \"blas_library\": ", p.blas.name);
+        oc_text_json_string(&t, p.blas.library[0] ? p.blas.library : NULL);
+        oc_text_printf(&t, ", \"multiply\": \"%s\", \"threads\": %d, \"m\": %" PRId64 ", \"n\": %" PRId64 ", \"k\": %" PRId64
+                       ", \"tile_rows\": %" PRId64 ", \"tile_cols\": %" PRId64 ", \"k_panel\": %" PRId64
+                       ", \"tiles\": %" PRId64 ", \"k_panels\": %" PRId64 ", \"symmetric\": %s, \"host_budget\": %" PRId64
+                       ", \"need_bytes\": %" PRId64 ", \"bound\": \"%s\"}\n",
+                       kind_text(p.kind, &p.blas), p.threads, job->m, job->n, job->k, p.tm, p.tn, p.kp, p.tiles,
+                       p.panels, job->symmetric ? "true" : "false", job->host_mem_bytes, p.need_bytes, p.bound);
+    } else {
+        oc_text_printf(&t, "cpu/%s: %s, %d thread%s\n", p.blas.name, kind_text(p.kind, &p.blas), p.threads,
+                       p.threads == 1 ? "" : "s");
+        if (p.blas.note[0]) oc_text_printf(&t, "  blas     %s\n", p.blas.note);
+        oc_text_printf(&t, "  tiles    %" PRId64 " x %" PRId64 " of C (%" PRId64 " x %" PRId64 "): %" PRId64 " tile%s%s\n",
+                       p.tm, p.tn, job->m, job->n, p.tiles, p.tiles == 1 ? "" : "s",
+                       job->symmetric ? ", on and above the diagonal, mirrored" : "");
+        oc_text_printf(&t, "  k        %" PRId64 " in %" PRId64 " panel%s of %" PRId64 "\n", job->k, p.panels,
+                       p.panels == 1 ? "" : "s", p.kp);
+        oc_text_printf(&t, "  host     budget %.1f MiB, the plan holds %.1f MiB; bounded by %s\n",
+                       (double)job->host_mem_bytes / 1048576.0, (double)p.need_bytes / 1048576.0, p.bound);
+    }
+    OC_CHECK(ctx, oc_text_finish(ctx, &t, out));
+    return OC_OK;
+}

@@ -1,0 +1,283 @@
+/*
+ * matmul.c - oc_matmul: the job layer of the dense product (matmul_job.h). It checks the
+ * options, opens the operands (matmul_source.h) and checks their shapes and dtypes, promotes
+ * the dtypes (matmul_dtype.h), resolves the budgets, opens the result (matmul_dest.c), picks
+ * the backend (matmul_choice.h), runs it through read_panel and write_tile, and commits the
+ * result. Everything that can be checked is checked before the output is created; a failure
+ * after that removes it.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/text_buf.h"
+#include "core/threads.h"
+#include "cost/cost.h"
+#include "matmul/matmul_choice.h"
+#include "matmul/matmul_dtype.h"
+#include "matmul/matmul_io.h"
+#include "mem/host_budget.h"
+
+/* The int8 product's int32 sums are exact while k·128·128 stays below 2^31. */
+#define INT8_K_MAX (INT32_MAX / (128 * 128))
+
+/* A job being set up: its operands, and the pieces oc_matmul_job points to. */
+typedef struct mm_setup {
+    oc_mm_source a, b;
+    int has_b;
+    int transpose[2];    /* of the stored operands: the options' flags, flipped for Fortran order */
+    oc_matmul_dtype result;
+    int64_t host_budget; /* the job's (the panels get what mapped inputs leave of it) */
+    int devices[OC_MAX_LOGICAL_DEVICES];
+    oc_matmul_job job;
+} mm_setup;
+
+/* opts->devices ("0,1,3" or "all"; NULL or "": opts->device) into s->devices. */
+static oc_status parse_devices(oc_context *ctx, const oc_matmul_options *o, mm_setup *s)
+{
+    oc_matmul_job *job = &s->job;
+    job->devices = s->devices;
+    job->ndevices = 1;
+    s->devices[0] = o->device;
+    const char *p = o->devices;
+    if (!p || !*p) return OC_OK;
+    if (o->backend == OC_BACKEND_CPU)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "devices %s: the CPU backend runs on no device", p);
+    if (strcmp(p, "all") == 0) {
+        const int count = oc_cuda_device_count();
+        job->ndevices = count > 0 ? (count < OC_MAX_LOGICAL_DEVICES ? count : OC_MAX_LOGICAL_DEVICES) : 1;
+        for (int d = 0; d < job->ndevices; d++) s->devices[d] = d;
+        return OC_OK;
+    }
+    job->ndevices = 0;
+    while (*p) {
+        char *end = NULL;
+        long d = strtol(p, &end, 10);
+        if (end == p || d < 0 || d > 1023 || (*end && *end != ',') || job->ndevices == OC_MAX_LOGICAL_DEVICES)
+            return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "devices %s: expected device numbers such as 0,1,3 (at most %d) or all",
+                           o->devices, OC_MAX_LOGICAL_DEVICES);
+        for (int i = 0; i < job->ndevices; i++)
+            if (s->devices[i] == (int)d)
+                return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "devices %s: device %ld is named twice", o->devices, d);
+        s->devices[job->ndevices++] = (int)d;
+        p = *end ? end + 1 : end;
+    }
+    return OC_OK;
+}
+
+static oc_status check_options(oc_context *ctx, const oc_matmul_options *o, const oc_matmul_array *b)
+{
+    if (!o) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_matmul_options is NULL: start from OC_MATMUL_OPTIONS_INIT");
+    if (o->struct_size < sizeof(oc_matmul_options))
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_matmul_options.struct_size is %zu, expected %zu: start from "
+                       "OC_MATMUL_OPTIONS_INIT", o->struct_size, sizeof(oc_matmul_options));
+    if (o->gram && b)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "gram: the product A·Aᵀ takes A alone (B must be NULL)");
+    if (!o->gram && !b) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "no B: give B, or gram for A·Aᵀ");
+    if ((unsigned)o->backend > OC_BACKEND_CUDA)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "backend %d: expected auto, cpu or cuda", (int)o->backend);
+    if (o->threads < 0 || o->threads > OC_MAX_THREADS)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "threads %d: expected 0 (all cores) to %d", o->threads, OC_MAX_THREADS);
+    if (o->tile < 0 || o->host_mem_bytes < 0 || o->gpu_mem_bytes < 0 || o->device < 0)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "tile, host_mem_bytes, gpu_mem_bytes and device must not be negative");
+    if (!(o->gpu_mem_fraction >= 0 && o->gpu_mem_fraction <= 1))
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "gpu_mem_fraction %g: expected 0 to 1", o->gpu_mem_fraction);
+    if (o->dtype != OC_MATMUL_DEFAULT && !oc_matmul_dtype_name(o->dtype))
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "dtype %d is not a matmul dtype", (int)o->dtype);
+    return OC_OK;
+}
+
+/* Rows and columns of op(X). */
+static void op_shape(const oc_mm_source *s, int transpose, int64_t *rows, int64_t *cols)
+{
+    *rows = transpose ? s->cols : s->rows;
+    *cols = transpose ? s->rows : s->cols;
+}
+
+/* Opens the operands, checks shapes and dtypes, fills the job's shape and types. */
+static oc_status setup(oc_context *ctx, const oc_matmul_array *a, const oc_matmul_array *b, const oc_matmul_options *o,
+                       mm_setup *s)
+{
+    memset(s, 0, sizeof *s);
+    s->a.fd = s->b.fd = -1;
+    OC_CHECK(ctx, check_options(ctx, o, b));
+    if (!a) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "no A");
+    /* Inputs whose data together take at most half the budget are mapped (as gram keeps
+     * them: host_budget.h); the panels and tiles get what the mapped inputs leave. */
+    const int64_t budget = s->host_budget = oc_host_budget_resolve(o->host_mem_bytes);
+    OC_CHECK(ctx, oc_mm_source_open(ctx, a, "A", budget / 2, &s->a));
+    const oc_mm_source *sb = &s->a;
+    const int ta = s->transpose[OC_MM_A] = o->transpose_a ^ s->a.transposed;
+    int tb = !ta; /* op(B) = op(A)ᵀ */
+    if (b) {
+        s->has_b = 1;
+        OC_CHECK(ctx, oc_mm_source_open(ctx, b, "B", budget / 2 - oc_mm_source_mapped_bytes(&s->a), &s->b));
+        sb = &s->b;
+        tb = o->transpose_b ^ s->b.transposed;
+    }
+    s->transpose[OC_MM_B] = tb;
+    int64_t m, k, k2, n;
+    op_shape(&s->a, ta, &m, &k);
+    op_shape(sb, tb, &k2, &n);
+    if (k != k2)
+        return oc_fail(ctx, OC_ERR_INPUT, "%s: inner dimensions differ: op(A) of %s is %" PRId64 " x %" PRId64
+                       ", op(B) is %" PRId64 " x %" PRId64 " (%" PRId64 " != %" PRId64 "; --transpose-a/-b?)", sb->name,
+                       s->a.name, m, k, k2, n, k, k2);
+    char why[320];
+    oc_matmul_job *job = &s->job;
+    if (oc_matmul_promote(s->a.dtype, sb->dtype, o->dtype, &job->in_type, &job->out_type, &s->result, why, sizeof why)) {
+        /* The file whose dtype is the problem: an integer type other than int8, else A. */
+        const int a_odd = s->a.dtype > OC_MATMUL_INT8, b_odd = sb->dtype > OC_MATMUL_INT8;
+        const char *file = !a_odd && b_odd ? sb->name : s->a.name;
+        return oc_fail(ctx, OC_ERR_INPUT, "%s: %s", file, why);
+    }
+    if (job->in_type == OC_MM_INT8 && k > INT8_K_MAX)
+        return oc_fail(ctx, OC_ERR_INPUT, "%s: int8 x int8 with k = %" PRId64 " could overflow the int32 result (exact up to k = %d): "
+                       "ask for --dtype float64", s->a.name, k, INT8_K_MAX);
+    int64_t cells;
+    if (__builtin_mul_overflow(m, n, &cells) || cells > INT64_MAX / 8)
+        return oc_fail(ctx, OC_ERR_INPUT, "%s: the result %" PRId64 " x %" PRId64 " overflows 64-bit sizes", s->a.name, m, n);
+    job->ctx = ctx;
+    job->m = m;
+    job->n = n;
+    job->k = k;
+    job->tf32 = o->tf32 && job->in_type == OC_MM_FLOAT32;
+    job->symmetric = o->gram || (b && oc_mm_source_same(&s->a, &s->b) && tb != ta);
+    job->host_mem_bytes = budget - oc_mm_source_mapped_bytes(&s->a) - (s->has_b ? oc_mm_source_mapped_bytes(&s->b) : 0);
+    job->gpu_mem_bytes = o->gpu_mem_bytes;
+    job->gpu_mem_fraction = o->gpu_mem_fraction > 0 ? o->gpu_mem_fraction : 0.9;
+    job->threads = o->threads;
+    OC_CHECK(ctx, parse_devices(ctx, o, s));
+    job->tile = o->tile;
+    job->progress = o->progress;
+    job->progress_user = o->progress_user;
+    return OC_OK;
+}
+
+static void setup_close(mm_setup *s)
+{
+    oc_mm_source_close(&s->a);
+    oc_mm_source_close(&s->b);
+}
+
+oc_status oc_matmul_result(oc_context *ctx, const oc_matmul_array *a, const oc_matmul_array *b,
+                           const oc_matmul_options *opts, oc_matmul_dtype *dtype, int64_t *rows, int64_t *cols)
+{
+    mm_setup s;
+    oc_status st = setup(ctx, a, b, opts, &s);
+    if (st == OC_OK) {
+        if (dtype) *dtype = s.result;
+        if (rows) *rows = s.job.m;
+        if (cols) *cols = s.job.n;
+    }
+    setup_close(&s);
+    return st == OC_OK ? OC_OK : oc_trace_at(ctx, st, __FILE__, __LINE__);
+}
+
+static void io_init(mm_setup *s, oc_mm_io *io)
+{
+    memset(io, 0, sizeof *io);
+    pthread_mutex_init(&io->lock, NULL);
+    io->src[OC_MM_A] = &s->a;
+    io->src[OC_MM_B] = s->has_b ? &s->b : &s->a;
+    io->transpose[OC_MM_A] = s->transpose[OC_MM_A];
+    io->transpose[OC_MM_B] = s->transpose[OC_MM_B];
+    oc_mm_io_bind(&s->job, io);
+}
+
+static void fill_stats(const mm_setup *s, const oc_mm_io *io, const oc_mm_backend *be, double seconds,
+                       const char *explain, oc_matmul_stats *st)
+{
+    if (!st || st->struct_size < sizeof(oc_matmul_stats)) return;
+    const oc_matmul_job *job = &s->job;
+    memset((char *)st + sizeof st->struct_size, 0, sizeof *st - sizeof st->struct_size);
+    st->backend = strcmp(be->name, "cuda") == 0 ? OC_BACKEND_CUDA : OC_BACKEND_CPU;
+    if (st->backend == OC_BACKEND_CPU) {
+        st->threads = oc_threads_resolve(job->threads);
+        snprintf(st->backend_desc, sizeof st->backend_desc, "%s %d thread%s", job->stats.backend, st->threads,
+                 st->threads == 1 ? "" : "s");
+    } else {
+        snprintf(st->backend_desc, sizeof st->backend_desc, "%s", job->stats.backend);
+    }
+    st->dtype = s->result;
+    st->m = job->m;
+    st->n = job->n;
+    st->k = job->k;
+    st->seconds = seconds;
+    st->flops = 2.0 * (double)job->m * (double)job->n * (double)job->k;
+    st->tiles = job->stats.tiles;
+    st->bytes_read = io->bytes_read;
+    st->bytes_written = job->m * job->n * (int64_t)oc_matmul_dtype_size(s->result);
+    st->bytes_h2d = job->stats.bytes_to_device;
+    st->bytes_d2h = job->stats.bytes_from_device;
+    st->host_budget_bytes = s->host_budget;
+    st->host_peak_bytes = oc_host_mem_peak();
+    st->dev_peak_bytes = job->stats.peak_device_bytes;
+    snprintf(st->backend_explain, sizeof st->backend_explain, "%s", explain ? explain : "");
+}
+
+oc_status oc_matmul(oc_context *ctx, const oc_matmul_array *a, const oc_matmul_array *b, const oc_matmul_array *c,
+                    const oc_matmul_options *opts, oc_matmul_stats *stats)
+{
+    const double start = oc_now();
+    mm_setup s;
+    oc_mm_io io;
+    char explain[640];
+    const oc_mm_backend *be = NULL;
+    oc_status st = setup(ctx, a, b, opts, &s);
+    if (st == OC_OK && !c) st = oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "no output C");
+    if (st == OC_OK) st = oc_mm_choose(ctx, &s.job, opts, &be, explain, sizeof explain);
+    if (st != OC_OK) {
+        setup_close(&s);
+        return oc_trace_at(ctx, st, __FILE__, __LINE__);
+    }
+    io_init(&s, &io);
+    st = oc_mm_dest_open(ctx, c, s.result, s.job.m, s.job.n, &s.a, s.has_b ? &s.b : NULL, &io.dest);
+    if (st == OC_OK && s.job.m > 0 && s.job.n > 0) st = be->run(&s.job);
+    else if (st == OC_OK) snprintf(s.job.stats.backend, sizeof s.job.stats.backend, "%s", be->name); /* nothing to run */
+    if (st == OC_OK) st = oc_mm_source_check(ctx, &s.a);
+    if (st == OC_OK && s.has_b) st = oc_mm_source_check(ctx, &s.b);
+    if (st == OC_OK && strcmp(be->name, "cuda") == 0) oc_cost_note_gpu_job();
+    if (st == OC_OK) st = oc_mm_dest_commit(ctx, &io.dest);
+    else oc_mm_dest_abort(&io.dest);
+    if (st == OC_OK) fill_stats(&s, &io, be, oc_now() - start, explain, stats);
+    pthread_mutex_destroy(&io.lock);
+    setup_close(&s);
+    return st == OC_OK ? OC_OK : oc_trace_at(ctx, st, __FILE__, __LINE__);
+}
+
+oc_status oc_matmul_plan(oc_context *ctx, const oc_matmul_array *a, const oc_matmul_array *b, const oc_matmul_array *c,
+                         const oc_matmul_options *opts, int json, int explain, char **text)
+{
+    (void)c;
+    if (!text) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "text is NULL");
+    *text = NULL;
+    mm_setup s;
+    oc_mm_io io;
+    char why[640];
+    const oc_mm_backend *be = NULL;
+    oc_status st = setup(ctx, a, b, opts, &s);
+    if (st == OC_OK) st = oc_mm_choose(ctx, &s.job, opts, &be, why, sizeof why);
+    if (st == OC_OK) {
+        io_init(&s, &io);
+        if (explain) {
+            char *plan = NULL;
+            st = be->plan(&s.job, 0, &plan);
+            if (st == OC_OK) {
+                oc_text t = {0};
+                oc_text_printf(&t, "backend: %s\nresult: %s %" PRId64 " x %" PRId64 " (k = %" PRId64 ")%s\n%s", why,
+                               oc_matmul_dtype_name(s.result), s.job.m, s.job.n, s.job.k,
+                               s.job.symmetric ? ", symmetric: upper tiles mirrored" : "", plan);
+                st = oc_text_finish(ctx, &t, text);
+            }
+            free(plan);
+        } else {
+            st = be->plan(&s.job, json, text);
+        }
+        pthread_mutex_destroy(&io.lock);
+    }
+    setup_close(&s);
+    return st == OC_OK ? OC_OK : oc_trace_at(ctx, st, __FILE__, __LINE__);
+}

@@ -1,0 +1,114 @@
+/*
+ * matmul_choice.c - the backend of a product (matmul_choice.h). The model is the roofline of
+ * cost.h: the CPU's time is its GEMM time; the GPU's is its start-up plus the slower of its
+ * GEMM and the PCIe copies of the operands in and the result out.
+ */
+#include "matmul/matmul_choice.h"
+
+#include <math.h>
+#include <stdio.h>
+
+#include "core/error.h"
+#include "core/gpu_probe.h"
+#include "core/threads.h"
+#include "cost/cost.h"
+#include "cost/cost_gemm.h"
+
+static oc_cost_gemm_type gemm_type(oc_mm_type t, int tf32)
+{
+    switch (t) {
+    case OC_MM_FLOAT64: return OC_COST_GEMM_F64;
+    case OC_MM_FLOAT32: return tf32 ? OC_COST_GEMM_TF32 : OC_COST_GEMM_F32;
+    case OC_MM_INT8: return OC_COST_GEMM_INT8;
+    default: return OC_COST_GEMM_F16;
+    }
+}
+
+void oc_mm_predict(const oc_mm_cost_input *in, oc_mm_prediction *out)
+{
+    double flop = 2.0 * (double)in->m * (double)in->n * (double)in->k;
+    if (in->symmetric) flop = flop / 2 + (double)in->m * (double)in->k;
+    const oc_cost_gemm_type t = gemm_type(in->in_type, in->tf32);
+    const oc_cost_gemm_type cpu_t = t == OC_COST_GEMM_TF32 ? OC_COST_GEMM_F32 : t;
+    const double cpu_rate = oc_cost_gemm_cpu_rate(cpu_t, in->cpu_blas, in->cpu_cores);
+    out->cpu_seconds = flop / cpu_rate;
+    out->gpu_seconds = INFINITY;
+    out->gpu = 0;
+    if (in->gpu_cc <= 0) {
+        snprintf(out->reason, sizeof out->reason, "cpu: %.3g GFLOP at %.0f GFLOP/s (%s, %d cores, default rate) = %.3g s; "
+                 "no GPU is usable", flop / 1e9, cpu_rate / 1e9, in->cpu_blas ? "BLAS" : "reference loops",
+                 in->cpu_cores, out->cpu_seconds);
+        return;
+    }
+    const double gpu_rate = oc_cost_gemm_gpu_rate(t, in->gpu_cc);
+    const double compute = flop / gpu_rate;
+    const double copies = in->in_bytes / in->h2d + in->out_bytes / in->d2h;
+    const double start = in->gpu_warm ? 0.01 : in->gpu_startup + OC_COST_GEMM_GPU_LIBRARY_START;
+    out->gpu_seconds = start + fmax(compute, copies);
+    out->gpu = out->gpu_seconds < out->cpu_seconds;
+    snprintf(out->reason, sizeof out->reason,
+             "%s: cpu %.3g s (%.3g GFLOP at %.0f GFLOP/s, %s, %d cores) vs gpu %.3g s (start %.2f s + max(%s at %.0f "
+             "TFLOP/s sm_%d %.3g s, PCIe %.3g GB in and out %.3g s)); default GEMM rates",
+             out->gpu ? "cuda" : "cpu", out->cpu_seconds, flop / 1e9, cpu_rate / 1e9,
+             in->cpu_blas ? "BLAS" : "reference loops", in->cpu_cores, out->gpu_seconds, start,
+             oc_cost_gemm_type_name(t), gpu_rate / 1e12, in->gpu_cc, compute, (in->in_bytes + in->out_bytes) / 1e9, copies);
+}
+
+#ifdef OC_HAVE_CUDA
+static int gpu_cc(int device)
+{
+    char why[256];
+    if (!oc_mm_backend_cuda.usable(device)) return 0;
+    return oc_gpu_probe_cuda.device_cc(device, why, sizeof why);
+}
+#endif
+
+oc_status oc_mm_choose(oc_context *ctx, const oc_matmul_job *job, const oc_matmul_options *opts,
+                       const oc_mm_backend **out, char *explain, size_t explain_size)
+{
+    if (explain && explain_size) explain[0] = '\0';
+    if (opts->backend == OC_BACKEND_CPU) {
+        *out = &oc_mm_backend_cpu;
+        if (explain) snprintf(explain, explain_size, "cpu: --backend cpu");
+        return OC_OK;
+    }
+    int cc = 0;
+#ifdef OC_HAVE_CUDA
+    cc = gpu_cc(job->devices ? job->devices[0] : opts->device);
+#endif
+    if (opts->backend == OC_BACKEND_CUDA) {
+#ifdef OC_HAVE_CUDA
+        if (cc > 0) {
+            *out = &oc_mm_backend_cuda;
+            if (explain) snprintf(explain, explain_size, "cuda: --backend cuda");
+            return OC_OK;
+        }
+        return oc_fail(ctx, OC_ERR_UNSUPPORTED, "--backend cuda: no usable GPU at device %d",
+                       job->devices ? job->devices[0] : opts->device);
+#else
+        return oc_fail(ctx, OC_ERR_UNSUPPORTED, "--backend cuda: this build of outcore has no CUDA backend");
+#endif
+    }
+    oc_cost_rates rates;
+    oc_cost_rates_get(ctx, 0, cc > 0, &rates);
+    char library[32];
+    oc_mm_cost_input in = {
+        .m = job->m, .n = job->n, .k = job->k, .symmetric = job->symmetric, .in_type = job->in_type, .tf32 = job->tf32,
+        .in_bytes = (double)oc_mm_type_size(job->in_type) * ((double)job->m + (job->symmetric ? 0.0 : (double)job->n)) *
+                    (double)job->k,
+        .out_bytes = (double)oc_mm_type_size(job->out_type) * (double)job->m * (double)job->n,
+        .cpu_blas = oc_mm_backend_cpu.library(library, sizeof library),
+        .cpu_cores = oc_threads_resolve(job->threads), .gpu_cc = cc, .gpu_warm = oc_cost_gpu_warm(),
+        .gpu_startup = rates.gpu_startup, .h2d = rates.h2d_pinned, .d2h = rates.d2h_pinned};
+    oc_mm_prediction p;
+    oc_mm_predict(&in, &p);
+    if (explain) snprintf(explain, explain_size, "%s", p.reason);
+#ifdef OC_HAVE_CUDA
+    if (p.gpu) {
+        *out = &oc_mm_backend_cuda;
+        return OC_OK;
+    }
+#endif
+    *out = &oc_mm_backend_cpu;
+    return OC_OK;
+}

@@ -1,0 +1,106 @@
+/*
+ * matmul_dest.c - the result of a product: a .npy written tile by tile through its mapping
+ * under a temporary name, or caller memory; write_tile (matmul_job.h), which mirrors the
+ * upper tiles of A·Aᵀ.
+ */
+#include <inttypes.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "core/error.h"
+#include "io/formats/npy_array.h"
+#include "matmul/matmul_dtype.h"
+#include "matmul/matmul_io.h"
+
+/* OC_ERR_INPUT when path is one of the inputs' files, by any name. */
+static oc_status check_not_input(oc_context *ctx, const char *path, const oc_mm_source *a, const oc_mm_source *b)
+{
+    struct stat sb;
+    if (stat(path, &sb) != 0) return OC_OK; /* a new file cannot be an input */
+    const oc_mm_source *in[2] = {a, b};
+    for (int i = 0; i < 2; i++)
+        if (in[i] && (in[i]->dev || in[i]->ino) && in[i]->dev == (uint64_t)sb.st_dev && in[i]->ino == (uint64_t)sb.st_ino)
+            return oc_fail(ctx, OC_ERR_INPUT,
+                           "%s: the output is the input file %s (the same file by another name or the same name): "
+                           "writing it would replace the input; choose another output name", path, in[i]->name);
+    return OC_OK;
+}
+
+oc_status oc_mm_dest_open(oc_context *ctx, const oc_matmul_array *c, oc_matmul_dtype dtype, int64_t m, int64_t n,
+                          const oc_mm_source *a, const oc_mm_source *b, oc_mm_dest *d)
+{
+    memset(d, 0, sizeof *d);
+    d->elem = oc_matmul_dtype_size(dtype);
+    d->rows = m;
+    d->cols = n;
+    d->ld = n;
+    if (c->struct_size < sizeof(oc_matmul_array))
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "C: oc_matmul_array.struct_size is %zu, expected %zu: start from "
+                       "OC_MATMUL_ARRAY_INIT", c->struct_size, sizeof(oc_matmul_array));
+    if (c->path) {
+        const char *descr = oc_matmul_dtype_descr(dtype);
+        if (!descr)
+            return oc_fail(ctx, OC_ERR_INPUT, "%s: a %s result cannot be written to .npy (numpy has no such dtype): ask "
+                           "for float32, or write to memory", c->path, oc_matmul_dtype_name(dtype));
+        OC_CHECK(ctx, check_not_input(ctx, c->path, a, b));
+        int64_t shape[2] = {m, n};
+        void *data = NULL;
+        OC_CHECK(ctx, oc_npy_out_create_nd(ctx, c->path, descr, d->elem, 2, shape, &d->npy, &data));
+        d->data = data;
+        return OC_OK;
+    }
+    if (c->dtype != dtype || c->rows != m || c->cols != n)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                       "C: memory of %s %" PRId64 " x %" PRId64 " for a %s %" PRId64 " x %" PRId64 " result",
+                       oc_matmul_dtype_name(c->dtype) ? oc_matmul_dtype_name(c->dtype) : "?", c->rows, c->cols,
+                       oc_matmul_dtype_name(dtype), m, n);
+    if ((c->ld && c->ld < n) || c->ld < 0 || (!c->data && m > 0 && n > 0))
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "C: ld %" PRId64 " is below the column count %" PRId64
+                       " or data is NULL", c->ld, n);
+    d->data = c->data;
+    d->ld = c->ld ? c->ld : n;
+    return OC_OK;
+}
+
+oc_status oc_mm_dest_commit(oc_context *ctx, oc_mm_dest *d)
+{
+    if (!d->npy) return OC_OK;
+    oc_npy_out *w = d->npy;
+    d->npy = NULL;
+    OC_CHECK(ctx, oc_npy_out_commit(ctx, w));
+    return OC_OK;
+}
+
+void oc_mm_dest_abort(oc_mm_dest *d)
+{
+    oc_npy_out_abort(d->npy);
+    d->npy = NULL;
+}
+
+oc_status oc_mm_write_tile(const oc_matmul_job *job, int64_t row0, int64_t rows, int64_t col0, int64_t cols,
+                           const void *tile, int64_t ld)
+{
+    const oc_mm_dest *d = &((const oc_mm_io *)job->io)->dest;
+    const size_t e = d->elem;
+    if (row0 < 0 || col0 < 0 || rows < 0 || cols < 0 || row0 + rows > d->rows || col0 + cols > d->cols)
+        return oc_mm_io_fail(job, OC_ERR_INTERNAL, "a tile outside the result");
+    const unsigned char *t = tile;
+    if (!job->symmetric) {
+        for (int64_t r = 0; r < rows; r++)
+            memcpy(d->data + ((size_t)(row0 + r) * (size_t)d->ld + (size_t)col0) * e, t + (size_t)(r * ld) * e,
+                   (size_t)cols * e);
+        return OC_OK;
+    }
+    /* A·Aᵀ: each element (i, j) with j >= i goes to both (i, j) and (j, i), so the result is
+     * exactly symmetric whatever the backend computed below the diagonal of a tile. */
+    for (int64_t r = 0; r < rows; r++) {
+        const int64_t i = row0 + r;
+        for (int64_t c = i > col0 ? i - col0 : 0; c < cols; c++) {
+            const int64_t j = col0 + c;
+            const unsigned char *v = t + (size_t)(r * ld + c) * e;
+            memcpy(d->data + ((size_t)i * (size_t)d->ld + (size_t)j) * e, v, e);
+            memcpy(d->data + ((size_t)j * (size_t)d->ld + (size_t)i) * e, v, e);
+        }
+    }
+    return OC_OK;
+}

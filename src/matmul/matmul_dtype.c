@@ -1,0 +1,191 @@
+/*
+ * matmul_dtype.c - dtypes of `outcore matmul`: names, descrs, promotion and conversion
+ * (matmul_dtype.h). numpy's rules, with two departures that docs/matmul.md states:
+ * int8 x int8 is int32 (exact) where numpy wraps in int8, and other integer products are
+ * refused, since their exact sums need more than a float64 or int32 holds.
+ */
+#include "matmul/matmul_dtype.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "matmul/mm_half.h"
+
+static const struct {
+    const char *name;
+    const char *descr;
+    unsigned char size;
+} types[] = {
+    [OC_MATMUL_DEFAULT] = {"default", NULL, 0},   [OC_MATMUL_FLOAT64] = {"float64", "<f8", 8},
+    [OC_MATMUL_FLOAT32] = {"float32", "<f4", 4},  [OC_MATMUL_FLOAT16] = {"float16", "<f2", 2},
+    [OC_MATMUL_BFLOAT16] = {"bfloat16", NULL, 2}, [OC_MATMUL_INT8] = {"int8", "|i1", 1},
+    [OC_MATMUL_INT16] = {"int16", "<i2", 2},      [OC_MATMUL_INT32] = {"int32", "<i4", 4},
+    [OC_MATMUL_INT64] = {"int64", "<i8", 8},      [OC_MATMUL_UINT8] = {"uint8", "|u1", 1},
+    [OC_MATMUL_UINT16] = {"uint16", "<u2", 2},    [OC_MATMUL_UINT32] = {"uint32", "<u4", 4},
+    [OC_MATMUL_UINT64] = {"uint64", "<u8", 8},
+};
+#define NTYPES ((int)(sizeof types / sizeof types[0]))
+
+const char *oc_matmul_dtype_name(oc_matmul_dtype t) { return (unsigned)t < (unsigned)NTYPES ? types[t].name : NULL; }
+
+oc_status oc_matmul_dtype_parse(const char *name, oc_matmul_dtype *out)
+{
+    for (int i = 0; name && i < NTYPES; i++)
+        if (strcmp(name, types[i].name) == 0) return *out = (oc_matmul_dtype)i, OC_OK;
+    return OC_ERR_INVALID_ARGUMENT;
+}
+
+size_t oc_matmul_dtype_size(oc_matmul_dtype t) { return (unsigned)t < (unsigned)NTYPES ? types[t].size : 0; }
+
+const char *oc_matmul_dtype_descr(oc_matmul_dtype t) { return (unsigned)t < (unsigned)NTYPES ? types[t].descr : NULL; }
+
+oc_matmul_dtype oc_matmul_dtype_from_descr(const char *descr)
+{
+    /* One byte needs no order: numpy writes '|', and accepts '<' and '>' (and '=' for the
+     * native order everywhere). */
+    char d[8];
+    if (!descr || strlen(descr) != 3) return OC_MATMUL_DEFAULT;
+    memcpy(d, descr, 4);
+    if (d[0] == '=' || (d[2] == '1' && (d[0] == '<' || d[0] == '>'))) d[0] = d[2] == '1' ? '|' : '<';
+    for (int i = 1; i < NTYPES; i++)
+        if (types[i].descr && strcmp(types[i].descr, d) == 0) return (oc_matmul_dtype)i;
+    return OC_MATMUL_DEFAULT;
+}
+
+static int is_float(oc_matmul_dtype t) { return t >= OC_MATMUL_FLOAT64 && t <= OC_MATMUL_BFLOAT16; }
+
+/* The smallest float numpy promotes an integer type to when it meets a float. */
+static oc_matmul_dtype int_as_float(oc_matmul_dtype t, oc_matmul_dtype half)
+{
+    switch (t) {
+    case OC_MATMUL_INT8:
+    case OC_MATMUL_UINT8: return half;
+    case OC_MATMUL_INT16:
+    case OC_MATMUL_UINT16: return OC_MATMUL_FLOAT32;
+    default: return OC_MATMUL_FLOAT64;
+    }
+}
+
+/* Rank among floats: float16 and bfloat16 meet at float32. */
+static oc_matmul_dtype float_join(oc_matmul_dtype a, oc_matmul_dtype b)
+{
+    if (a == b) return a;
+    if (a == OC_MATMUL_FLOAT64 || b == OC_MATMUL_FLOAT64) return OC_MATMUL_FLOAT64;
+    return OC_MATMUL_FLOAT32; /* float32 with a half type, or float16 with bfloat16 */
+}
+
+static oc_matmul_dtype numpy_result(oc_matmul_dtype a, oc_matmul_dtype b)
+{
+    if (is_float(a) && is_float(b)) return float_join(a, b);
+    if (is_float(a)) return float_join(a, int_as_float(b, a == OC_MATMUL_BFLOAT16 ? a : OC_MATMUL_FLOAT16));
+    if (is_float(b)) return float_join(b, int_as_float(a, b == OC_MATMUL_BFLOAT16 ? b : OC_MATMUL_FLOAT16));
+    return a == OC_MATMUL_INT8 && b == OC_MATMUL_INT8 ? OC_MATMUL_INT32 : OC_MATMUL_DEFAULT;
+}
+
+oc_matmul_dtype oc_matmul_dtype_of(oc_mm_type t)
+{
+    static const oc_matmul_dtype of[OC_MM_TYPE_COUNT] = {OC_MATMUL_FLOAT64, OC_MATMUL_FLOAT32, OC_MATMUL_FLOAT16,
+                                                        OC_MATMUL_BFLOAT16, OC_MATMUL_INT8, OC_MATMUL_INT32};
+    return (unsigned)t < OC_MM_TYPE_COUNT ? of[t] : OC_MATMUL_DEFAULT;
+}
+
+int oc_matmul_promote(oc_matmul_dtype ta, oc_matmul_dtype tb, oc_matmul_dtype requested, oc_mm_type *in,
+                      oc_mm_type *out, oc_matmul_dtype *result, char *why, size_t why_size)
+{
+    oc_matmul_dtype r = numpy_result(ta, tb);
+    if (requested == OC_MATMUL_DEFAULT) {
+        if (r == OC_MATMUL_DEFAULT) {
+            snprintf(why, why_size,
+                     "%s x %s: integer products are computed for int8 x int8 alone (exact, into int32); "
+                     "ask for --dtype float64 (or float32) to compute this one in floating point",
+                     oc_matmul_dtype_name(ta), oc_matmul_dtype_name(tb));
+            return -1;
+        }
+    } else if (requested == OC_MATMUL_INT32) {
+        if (ta != OC_MATMUL_INT8 || tb != OC_MATMUL_INT8) {
+            snprintf(why, why_size, "dtype int32 is the product of int8 x int8 alone, not of %s x %s",
+                     oc_matmul_dtype_name(ta), oc_matmul_dtype_name(tb));
+            return -1;
+        }
+        r = OC_MATMUL_INT32;
+    } else if (is_float(requested)) {
+        r = requested; /* same_kind: any integer or float input casts to a float */
+    } else {
+        snprintf(why, why_size, "dtype %s: a product is computed in float64, float32, float16, bfloat16 or "
+                 "int32 (of int8 x int8)", oc_matmul_dtype_name(requested) ? oc_matmul_dtype_name(requested) : "?");
+        return -1;
+    }
+    switch (r) {
+    case OC_MATMUL_FLOAT64: *in = *out = OC_MM_FLOAT64; break;
+    case OC_MATMUL_FLOAT32: *in = *out = OC_MM_FLOAT32; break;
+    case OC_MATMUL_FLOAT16: *in = *out = OC_MM_FLOAT16; break;
+    case OC_MATMUL_BFLOAT16: *in = *out = OC_MM_BFLOAT16; break;
+    default: *in = OC_MM_INT8, *out = OC_MM_INT32; break;
+    }
+    *result = r;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- conversion */
+
+static double load(oc_matmul_dtype t, const void *src, int64_t i)
+{
+    switch (t) {
+    case OC_MATMUL_FLOAT64: return ((const double *)src)[i];
+    case OC_MATMUL_FLOAT32: return ((const float *)src)[i];
+    case OC_MATMUL_FLOAT16: return oc_mm_half_to_float(((const uint16_t *)src)[i]);
+    case OC_MATMUL_BFLOAT16: return oc_mm_bf16_to_float(((const uint16_t *)src)[i]);
+    case OC_MATMUL_INT8: return ((const int8_t *)src)[i];
+    case OC_MATMUL_INT16: return ((const int16_t *)src)[i];
+    case OC_MATMUL_INT32: return ((const int32_t *)src)[i];
+    case OC_MATMUL_INT64: return (double)((const int64_t *)src)[i];
+    case OC_MATMUL_UINT8: return ((const uint8_t *)src)[i];
+    case OC_MATMUL_UINT16: return ((const uint16_t *)src)[i];
+    case OC_MATMUL_UINT32: return ((const uint32_t *)src)[i];
+    case OC_MATMUL_UINT64: return (double)((const uint64_t *)src)[i];
+    default: return 0;
+    }
+}
+
+/* float32 of an element: exact for every type a float32 product promotes from; int32 and
+ * wider round once, as numpy's astype does. */
+static float load_f32(oc_matmul_dtype t, const void *src, int64_t i)
+{
+    switch (t) {
+    case OC_MATMUL_FLOAT32: return ((const float *)src)[i];
+    case OC_MATMUL_INT32: return (float)((const int32_t *)src)[i];
+    case OC_MATMUL_INT64: return (float)((const int64_t *)src)[i];
+    case OC_MATMUL_UINT32: return (float)((const uint32_t *)src)[i];
+    case OC_MATMUL_UINT64: return (float)((const uint64_t *)src)[i];
+    default: return (float)load(t, src, i);
+    }
+}
+
+void oc_matmul_convert(oc_matmul_dtype from, const void *src, int64_t n, oc_mm_type to, void *dst, int64_t dst_stride)
+{
+    if (dst_stride == 1 && oc_matmul_dtype_of(to) == from) {
+        memcpy(dst, src, (size_t)n * oc_mm_type_size(to));
+        return;
+    }
+    switch (to) {
+    case OC_MM_FLOAT64:
+        for (int64_t i = 0; i < n; i++) ((double *)dst)[i * dst_stride] = load(from, src, i);
+        break;
+    case OC_MM_FLOAT32:
+        for (int64_t i = 0; i < n; i++) ((float *)dst)[i * dst_stride] = load_f32(from, src, i);
+        break;
+    case OC_MM_FLOAT16:
+        for (int64_t i = 0; i < n; i++) ((uint16_t *)dst)[i * dst_stride] = oc_mm_float_to_half(load_f32(from, src, i));
+        break;
+    case OC_MM_BFLOAT16:
+        for (int64_t i = 0; i < n; i++) ((uint16_t *)dst)[i * dst_stride] = oc_mm_float_to_bf16(load_f32(from, src, i));
+        break;
+    case OC_MM_INT8:
+        for (int64_t i = 0; i < n; i++) ((int8_t *)dst)[i * dst_stride] = ((const int8_t *)src)[i];
+        break;
+    default:
+        for (int64_t i = 0; i < n; i++) ((int32_t *)dst)[i * dst_stride] = ((const int32_t *)src)[i];
+        break;
+    }
+}

@@ -1,0 +1,35 @@
+/*
+ * matmul_dtype.h - the dtypes of a product: names, .npy descrs, numpy's promotion of two
+ * inputs to the type a product computes in, and the conversion of input elements to it.
+ */
+#ifndef OC_MATMUL_MATMUL_DTYPE_H
+#define OC_MATMUL_MATMUL_DTYPE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "outcore.h"
+#include "matmul/matmul_job.h"
+
+/* Bytes of one element (0 for DEFAULT or an unknown value). */
+size_t oc_matmul_dtype_size(oc_matmul_dtype t);
+/* The .npy descr of t in this host's byte order ("<f4"), or NULL (bfloat16, DEFAULT). */
+const char *oc_matmul_dtype_descr(oc_matmul_dtype t);
+/* The dtype of a .npy descr, or DEFAULT when it is not one a product reads. */
+oc_matmul_dtype oc_matmul_dtype_from_descr(const char *descr);
+
+/* The compute and result types of a product of inputs ta and tb (tb == ta for A·Aᵀ) under
+ * the requested dtype (DEFAULT: numpy's result type; int8 x int8: int32 exact). Returns 0 and
+ * sets *in, *out and *result; else -1 and a one-line reason in why (the caller prefixes the
+ * file it names). */
+int oc_matmul_promote(oc_matmul_dtype ta, oc_matmul_dtype tb, oc_matmul_dtype requested, oc_mm_type *in,
+                      oc_mm_type *out, oc_matmul_dtype *result, char *why, size_t why_size);
+
+/* The public dtype of a compute or result type. */
+oc_matmul_dtype oc_matmul_dtype_of(oc_mm_type t);
+
+/* Converts n elements of type from at src (contiguous) into type to at dst, dst_stride
+ * elements apart. Only the pairs oc_matmul_promote allows are meaningful. */
+void oc_matmul_convert(oc_matmul_dtype from, const void *src, int64_t n, oc_mm_type to, void *dst, int64_t dst_stride);
+
+#endif

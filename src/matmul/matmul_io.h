@@ -1,0 +1,54 @@
+/*
+ * matmul_io.h - the job layer's side of the two callbacks of matmul_job.h: read_panel over
+ * the operands (matmul_panels.c) and write_tile into the result (matmul_dest.c).
+ */
+#ifndef OC_MATMUL_MATMUL_IO_H
+#define OC_MATMUL_MATMUL_IO_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "outcore.h"
+#include "io/io.h"
+#include "matmul/matmul_job.h"
+#include "matmul/matmul_source.h"
+
+/* Where the result goes: a .npy being written through its mapping, or caller memory. */
+typedef struct oc_mm_dest {
+    oc_npy_out *npy;         /* NULL for memory */
+    unsigned char *data;     /* element (0, 0) */
+    int64_t ld;              /* elements between rows */
+    size_t elem;
+    int64_t rows, cols;
+} oc_mm_dest;
+
+typedef struct oc_mm_io {
+    const oc_mm_source *src[2]; /* the operands of op(A) and op(B) (the same source for A·Aᵀ) */
+    int transpose[2];           /* op(X) = Xᵀ */
+    oc_mm_dest dest;
+    pthread_mutex_t lock;       /* the first failure's message goes to the context once */
+    int failed;
+    int64_t bytes_read;         /* updated atomically */
+} oc_mm_io;
+
+/* Sets job->read_panel, job->write_tile and job->io = io (io's fields set by the caller). */
+void oc_mm_io_bind(oc_matmul_job *job, oc_mm_io *io);
+
+/* Records a callback's failure on the job's context, the first one only (callbacks run on
+ * several threads). Returns status. */
+oc_status oc_mm_io_fail(const oc_matmul_job *job, oc_status status, const char *message);
+
+/* The result into c: a .npy created under a temporary name (its path checked, and not any
+ * of the inputs), or caller memory of dtype and shape m x n. OC_ERR_INPUT naming the problem. */
+oc_status oc_mm_dest_open(oc_context *ctx, const oc_matmul_array *c, oc_matmul_dtype dtype, int64_t m, int64_t n,
+                          const oc_mm_source *a, const oc_mm_source *b, oc_mm_dest *d);
+/* Renames a .npy into place (memory: nothing to do); abort removes it. */
+oc_status oc_mm_dest_commit(oc_context *ctx, oc_mm_dest *d);
+void oc_mm_dest_abort(oc_mm_dest *d);
+
+oc_status oc_mm_read_panel(const oc_matmul_job *job, oc_mm_operand which, int64_t row0, int64_t rows, int64_t col0,
+                           int64_t cols, void *dst);
+oc_status oc_mm_write_tile(const oc_matmul_job *job, int64_t row0, int64_t rows, int64_t col0, int64_t cols,
+                           const void *tile, int64_t ld);
+
+#endif

@@ -1,0 +1,58 @@
+/*
+ * matmul_panels.c - read_panel (matmul_job.h): a block of op(A) or op(B), transposed when
+ * the job asks, converted to the compute type, row-major and densely packed.
+ */
+#include <stdlib.h>
+
+#include "core/error.h"
+#include "matmul/matmul_dtype.h"
+#include "matmul/matmul_io.h"
+
+oc_status oc_mm_io_fail(const oc_matmul_job *job, oc_status status, const char *message)
+{
+    oc_mm_io *io = job->io;
+    pthread_mutex_lock(&io->lock);
+    if (!io->failed) oc_fail(job->ctx, status, "%s", message);
+    io->failed = 1;
+    pthread_mutex_unlock(&io->lock);
+    return status;
+}
+
+oc_status oc_mm_read_panel(const oc_matmul_job *job, oc_mm_operand which, int64_t row0, int64_t rows, int64_t col0,
+                           int64_t cols, void *dst)
+{
+    oc_mm_io *io = job->io;
+    const oc_mm_source *s = io->src[which];
+    const size_t out = oc_mm_type_size(job->in_type), elem = oc_matmul_dtype_size(s->dtype);
+    /* Without a transpose each panel row is a segment of a stored row; with one, each stored
+     * row j gives column j of the panel. */
+    const int t = io->transpose[which];
+    const int64_t lines = t ? cols : rows, width = t ? rows : cols, first = t ? col0 : row0, offset = t ? row0 : col0;
+    void *buf = NULL;
+    if (!s->data && width > 0 && !(buf = malloc((size_t)width * elem)))
+        return oc_mm_io_fail(job, OC_ERR_NO_MEMORY, "out of memory reading a panel");
+    char why[512];
+    for (int64_t l = 0; l < lines; l++) {
+        const void *p = oc_mm_source_row(s, first + l, offset, width, buf, why, sizeof why);
+        if (!p) {
+            free(buf);
+            return oc_mm_io_fail(job, OC_ERR_INPUT, why);
+        }
+        if (t) oc_matmul_convert(s->dtype, p, width, job->in_type, (char *)dst + (size_t)l * out, cols);
+        else oc_matmul_convert(s->dtype, p, width, job->in_type, (char *)dst + (size_t)(l * cols) * out, 1);
+        if (oc_cancelled(job->ctx)) {
+            free(buf);
+            return oc_mm_io_fail(job, OC_ERR_CANCELLED, "cancelled");
+        }
+    }
+    free(buf);
+    __atomic_add_fetch(&io->bytes_read, rows * cols * (int64_t)elem, __ATOMIC_RELAXED);
+    return OC_OK;
+}
+
+void oc_mm_io_bind(oc_matmul_job *job, oc_mm_io *io)
+{
+    job->read_panel = oc_mm_read_panel;
+    job->write_tile = oc_mm_write_tile;
+    job->io = io;
+}

@@ -1,0 +1,198 @@
+"""`outcore matmul` on real files: products against numpy (A @ B, transposes, --gram, dtypes,
+budgets that force many tiles and K panels), the plan, and bad inputs: exit 2, one line naming
+the file, no output file."""
+import json
+
+import numpy as np
+import pytest
+
+from conftest import run
+
+
+@pytest.fixture
+def mats(tmp_path):
+    rng = np.random.default_rng(7)
+    x = {
+        "a": rng.standard_normal((130, 70)),
+        "b": rng.standard_normal((70, 90)),
+        "bt": rng.standard_normal((90, 70)),
+        "i8": rng.integers(-128, 128, (120, 300), dtype=np.int8),
+        "j8": rng.integers(-128, 128, (300, 50), dtype=np.int8),
+        "h": rng.standard_normal((64, 48)).astype(np.float16),
+        "f": rng.standard_normal((48, 32)).astype(np.float32),
+        "i64": rng.integers(-5, 5, (10, 10), dtype=np.int64),
+        "u8": rng.integers(0, 255, (48, 20), dtype=np.uint8),
+        "flag": rng.integers(0, 2, (10, 10)).astype(bool),
+        "cube": rng.standard_normal((4, 4, 4)),
+    }
+    for name, v in x.items():
+        np.save(tmp_path / f"{name}.npy", v)
+    return tmp_path, x
+
+
+def close(got, ref, k, eps):
+    assert got.dtype == ref.dtype, (got.dtype, ref.dtype)
+    assert got.shape == ref.shape
+    tol = k * eps * (np.abs(ref).max() + 1)
+    assert np.abs(got.astype(np.float64) - ref.astype(np.float64)).max() <= tol
+
+
+def test_product_and_json(mats):
+    d, x = mats
+    proc = run("matmul", d / "a.npy", d / "b.npy", "-o", d / "c.npy", "--json")
+    close(np.load(d / "c.npy"), x["a"] @ x["b"], 70, 1e-15)
+    s = json.loads(proc.stdout)
+    assert (s["m"], s["n"], s["k"], s["dtype"]) == (130, 90, 70, "float64")
+    assert s["backend"] == "cpu" and s["backend_desc"].startswith("cpu/")
+    assert s["bytes_written"] == 130 * 90 * 8 and s["flops"] == 2 * 130 * 90 * 70
+    assert s["gflops_per_second"] > 0 and s["host_peak_bytes"] > 0
+    assert [p.name for p in d.iterdir() if ".tmp-" in p.name] == []
+
+
+@pytest.mark.parametrize("ta,tb", [(False, True), (True, False), (True, True)])
+def test_transposes(mats, ta, tb):
+    d, x = mats
+    a = x["a"].T.copy() if ta else x["a"]
+    b = x["bt"] if tb else x["b"]
+    np.save(d / "ta.npy", a)
+    np.save(d / "tb.npy", b)
+    flags = (["--transpose-a"] if ta else []) + (["--transpose-b"] if tb else [])
+    run("matmul", d / "ta.npy", d / "tb.npy", *flags, "-o", d / "c.npy", "-q")
+    ref = (a.T if ta else a) @ (b.T if tb else b)
+    close(np.load(d / "c.npy"), ref, 70, 1e-15)
+
+
+def test_fortran_order(mats):
+    """A Fortran-order file holds the transpose of its C-order bytes: read so, no copy."""
+    d, x = mats
+    np.save(d / "fa.npy", np.asfortranarray(x["a"]))
+    np.save(d / "fb.npy", np.asfortranarray(x["b"]))
+    run("matmul", d / "fa.npy", d / "fb.npy", "-o", d / "c.npy", "-q")
+    close(np.load(d / "c.npy"), x["a"] @ x["b"], 70, 1e-15)
+    run("matmul", d / "fb.npy", d / "a.npy", "--transpose-a", "--transpose-b", "-o", d / "c.npy", "-q")
+    close(np.load(d / "c.npy"), x["b"].T @ x["a"].T, 70, 1e-15)
+    proc = run("matmul", d / "fa.npy", d / "fa.npy", "--transpose-b", "-o", d / "c.npy", "--json", "--tile", "32")
+    assert json.loads(proc.stdout)["tiles"] == 5 * 6 // 2  # A·Aᵀ: the symmetric job
+    close(np.load(d / "c.npy"), x["a"] @ x["a"].T, 70, 1e-15)
+
+
+def test_gram_and_same_file(mats):
+    d, x = mats
+    run("matmul", d / "i8.npy", "--gram", "-o", d / "g.npy", "-q")
+    g = np.load(d / "g.npy")
+    ref = x["i8"].astype(np.int32) @ x["i8"].T.astype(np.int32)
+    assert g.dtype == np.int32 and np.array_equal(g, ref)
+    # B the same file as A, op(B) = Aᵀ: the symmetric job, the same bytes
+    proc = run("matmul", d / "i8.npy", d / "i8.npy", "--transpose-b", "-o", d / "g2.npy", "--json", "--tile", "32")
+    assert np.array_equal(np.load(d / "g2.npy"), ref)
+    assert json.loads(proc.stdout)["tiles"] == 4 * 5 // 2
+    run("matmul", d / "a.npy", "--gram", "--transpose-a", "-o", d / "g3.npy", "-q")
+    g3 = np.load(d / "g3.npy")
+    close(g3, x["a"].T @ x["a"], 130, 1e-15)
+    assert np.array_equal(g3, g3.T)
+
+
+def test_dtypes(mats):
+    d, x = mats
+    run("matmul", d / "i8.npy", d / "j8.npy", "-o", d / "c.npy", "-q")
+    c = np.load(d / "c.npy")
+    assert c.dtype == np.int32 and np.array_equal(c, x["i8"].astype(np.int32) @ x["j8"].astype(np.int32))
+    run("matmul", d / "h.npy", d / "f.npy", "-o", d / "c.npy", "-q")  # float16 x float32 -> float32
+    close(np.load(d / "c.npy"), x["h"] @ x["f"], 48, 1e-6)
+    run("matmul", d / "u8.npy", d / "u8.npy", "--transpose-b", "-o", d / "c.npy", "-q", "--dtype", "float64")
+    close(np.load(d / "c.npy"), x["u8"].astype(np.float64) @ x["u8"].T, 20, 1e-15)
+    run("matmul", d / "a.npy", d / "b.npy", "--dtype", "float32", "-o", d / "c.npy", "-q")
+    close(np.load(d / "c.npy"), (x["a"].astype(np.float32) @ x["b"].astype(np.float32)), 70, 1e-6)
+    run("matmul", d / "h.npy", d / "h.npy", "--transpose-b", "-o", d / "c.npy", "-q")  # float16 result
+    close(np.load(d / "c.npy"), x["h"] @ x["h"].T, 48, 1e-3)
+
+
+def test_small_budget_same_bytes(mats):
+    """A host budget that forces many tiles and K panels: int8 gives the same bytes (exact), and
+    the reference loops give the same bytes in float too."""
+    d, x = mats
+    run("matmul", d / "i8.npy", d / "j8.npy", "-o", d / "big.npy", "-q")
+    proc = run("matmul", d / "i8.npy", d / "j8.npy", "-o", d / "small.npy", "--host-mem", "40K", "--json")
+    assert json.loads(proc.stdout)["tiles"] > 1
+    assert np.load(d / "big.npy").tobytes() == np.load(d / "small.npy").tobytes()
+    env = {"OUTCORE_BLAS": "none"}
+    run("matmul", d / "a.npy", d / "b.npy", "-o", d / "big.npy", "-q", env=env)
+    proc = run("matmul", d / "a.npy", d / "b.npy", "-o", d / "small.npy", "--host-mem", "40K", "--json", env=env)
+    assert json.loads(proc.stdout)["backend_desc"].startswith("cpu/reference")
+    assert np.load(d / "big.npy").tobytes() == np.load(d / "small.npy").tobytes()
+    close(np.load(d / "small.npy"), x["a"] @ x["b"], 70, 1e-15)
+
+
+def test_plan_and_explain(mats):
+    d, _ = mats
+    proc = run("matmul", d / "a.npy", d / "b.npy", "--plan", "--host-mem", "40K", "--json")
+    plan = json.loads(proc.stdout)
+    assert plan["bound"] == "the host budget" and plan["k_panels"] > 1 and plan["need_bytes"] <= 40 * 1024
+    assert not (d / "c.npy").exists()
+    proc = run("matmul", d / "a.npy", d / "b.npy", "--explain", env={"OUTCORE_BLAS": "none"})
+    assert proc.stdout.startswith("backend: ") and "OUTCORE_BLAS" in proc.stdout
+    proc = run("matmul", d / "a.npy", d / "b.npy", "--backend", "cpu", "--plan")
+    assert "tiles" in proc.stdout and "bounded by" in proc.stdout
+
+
+def expect_error(d, *args, message):
+    out = d / "bad.npy"
+    proc = run("matmul", *args, "-o", out, check=False)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], proc.stderr
+    assert not out.exists()
+    assert [p.name for p in d.iterdir() if "bad" in p.name] == []  # no temporary file either
+    return lines[0]
+
+
+def test_bad_inputs(mats):
+    d, _ = mats
+    line = expect_error(d, d / "a.npy", d / "bt.npy", message="inner dimensions differ")
+    assert "bt.npy" in line
+    line = expect_error(d, d / "i64.npy", d / "i64.npy", message="int64 x int64")
+    assert "i64.npy" in line and "float64" in line
+    expect_error(d, d / "flag.npy", d / "a.npy", message="dtype '|b1'")
+    expect_error(d, d / "cube.npy", d / "a.npy", message="3-dimensional")
+    expect_error(d, d / "missing.npy", d / "b.npy", message="missing.npy")
+    expect_error(d, d / "a.npy", d / "b.npy", "--dtype", "int8", message="--dtype int8")
+    expect_error(d, d / "a.npy", d / "b.npy", "--dtype", "int32", message="int8 x int8 alone")
+    expect_error(d, d / "a.npy", d / "b.npy", "--tile", "0", message="--tile 0")
+    expect_error(d, d / "a.npy", d / "b.npy", "--gram", message="--gram")
+    expect_error(d, d / "a.npy", message="give B too")
+    (d / "text.npy").write_text("not a npy file")
+    expect_error(d, d / "text.npy", d / "b.npy", message="text.npy")
+
+
+def test_output_is_an_input(mats):
+    d, x = mats
+    before = (d / "b.npy").read_bytes()
+    proc = run("matmul", d / "a.npy", d / "b.npy", "-o", d / "b.npy", check=False)
+    assert proc.returncode == 2 and "the output is the input file" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+    assert (d / "b.npy").read_bytes() == before
+    proc = run("matmul", d / "a.npy", d / "b.npy", "-o", d / "c.txt", check=False)
+    assert proc.returncode == 2 and "writes .npy" in proc.stderr
+    assert not (d / "c.txt").exists()
+
+
+def test_help_and_usage():
+    proc = run("matmul", "--help")
+    assert "--transpose-a" in proc.stdout and "--gram" in proc.stdout
+    proc = run("matmul", "--bogus", check=False)
+    assert proc.returncode == 2
+    assert "matmul" in run("--help").stdout
+
+
+def test_peak_memory_stays_within_budget(tmp_path):
+    """An input four times the budget is read in panels: the process's peak stays within the
+    budget plus the fixed cost docs/memory.md states (16 MiB, 4 MiB a thread)."""
+    mib = 1 << 20
+    w = np.random.default_rng(5).standard_normal((100, 40000))  # 32 MiB
+    np.save(tmp_path / "w.npy", w)
+    proc = run("matmul", tmp_path / "w.npy", "--gram", "-o", tmp_path / "g.npy", "--host-mem", "8M", "--threads", "2",
+               "--json")
+    s = json.loads(proc.stdout)
+    assert s["host_budget_bytes"] == 8 * mib
+    assert s["host_peak_bytes"] <= 8 * mib + 16 * mib + 2 * 4 * mib, s["host_peak_bytes"] / mib
+    close(np.load(tmp_path / "g.npy"), w @ w.T, 40000, 1e-15)

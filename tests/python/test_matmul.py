@@ -1,0 +1,103 @@
+"""outcore.matmul against numpy: arrays and files, transposes and views read in place, the
+Gram product, dtypes and promotion, out= arrays and paths, and refusals."""
+import numpy as np
+import pytest
+
+import outcore
+
+rng = np.random.default_rng(11)
+
+
+def close(got, ref, k, eps):
+    assert got.dtype == ref.dtype and got.shape == ref.shape
+    assert np.abs(got.astype(np.float64) - ref.astype(np.float64)).max() <= k * eps * (np.abs(ref).max() + 1)
+
+
+@pytest.mark.parametrize("dt,eps", [(np.float64, 1e-15), (np.float32, 1e-6), (np.float16, 1e-3)])
+def test_against_numpy(dt, eps):
+    a = rng.standard_normal((33, 57)).astype(dt)
+    b = rng.standard_normal((57, 21)).astype(dt)
+    close(outcore.matmul(a, b), a @ b, 57, eps)
+    close(outcore.matmul(a.T.copy(), b, transpose_a=True), a @ b, 57, eps)
+    close(outcore.matmul(a, b.T.copy(), transpose_b=True), a @ b, 57, eps)
+
+
+def test_views_are_read_in_place():
+    a = rng.standard_normal((40, 30))
+    b = rng.standard_normal((30, 20))
+    close(outcore.matmul(a[::3], b), a[::3] @ b, 30, 1e-15)          # a row stride
+    close(outcore.matmul(np.asfortranarray(a), b), a @ b, 30, 1e-15)  # Fortran order: read as its transpose
+    close(outcore.matmul(a, b.T.copy().T), a @ b, 30, 1e-15)          # a transposed view
+    close(outcore.matmul(a[:, ::2], b[::2]), a[:, ::2] @ b[::2], 15, 1e-15)  # copied
+
+
+def test_int8_exact_and_gram():
+    a = rng.integers(-128, 128, (70, 500), dtype=np.int8)
+    ref = a.astype(np.int64) @ a.T.astype(np.int64)
+    g = outcore.matmul(a, host_mem="64K")
+    assert g.dtype == np.int32 and np.array_equal(g, ref)
+    assert np.array_equal(outcore.matmul(a, a, transpose_b=True), ref)
+    f = rng.standard_normal((70, 50))
+    gf = outcore.matmul(f, transpose_a=True)  # f.T @ f
+    close(gf, f.T @ f, 70, 1e-15)
+    assert np.array_equal(gf, gf.T)
+
+
+def test_promotion_and_dtype():
+    i8 = rng.integers(-5, 5, (10, 12), dtype=np.int8)
+    f32 = rng.standard_normal((12, 7)).astype(np.float32)
+    f16 = rng.standard_normal((10, 12)).astype(np.float16)
+    assert outcore.matmul(i8, f32).dtype == np.float32
+    assert outcore.matmul(f16, f32).dtype == np.float32
+    assert outcore.matmul(i8.astype(np.uint8), f32.astype(np.float16)).dtype == np.float16
+    i64 = i8.astype(np.int64)
+    with pytest.raises(outcore.InputError, match="int64 x int64"):
+        outcore.matmul(i64, i64, transpose_b=True)
+    close(outcore.matmul(i64, i64, transpose_b=True, dtype=np.float64), (i64 @ i64.T).astype(np.float64), 12, 0)
+    close(outcore.matmul(f32.astype(np.float64), f32.T.astype(np.float64), dtype="float32"), f32 @ f32.T, 7, 1e-6)
+
+
+def test_bfloat16():
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    a = rng.standard_normal((16, 24)).astype(ml_dtypes.bfloat16)
+    c = outcore.matmul(a, a, transpose_b=True)
+    assert c.dtype == ml_dtypes.bfloat16
+    ref = a.astype(np.float32) @ a.astype(np.float32).T
+    assert np.abs(c.astype(np.float32) - ref).max() <= 24 * 8e-3 * (np.abs(ref).max() + 1)
+
+
+def test_out_array_and_path(tmp_path):
+    a = rng.standard_normal((20, 30))
+    b = rng.standard_normal((30, 10))
+    out = np.zeros((20, 10))
+    assert outcore.matmul(a, b, out=out) is out
+    close(out, a @ b, 30, 1e-15)
+    big = np.zeros((20, 16))
+    outcore.matmul(a, b, out=big[:, 3:13])  # rows with a stride
+    close(big[:, 3:13], a @ b, 30, 1e-15)
+    assert not big[:, :3].any() and not big[:, 13:].any()
+    np.save(tmp_path / "a.npy", a)
+    path = tmp_path / "c.npy"
+    assert outcore.matmul(tmp_path / "a.npy", b, out=path) == path
+    close(np.load(path), a @ b, 30, 1e-15)
+    with pytest.raises(outcore.InputError, match="out"):
+        outcore.matmul(a, b, out=np.zeros((20, 10), np.float32))
+    with pytest.raises(outcore.InputError, match="shares memory"):
+        sq = rng.standard_normal((10, 10))
+        outcore.matmul(sq, sq, out=sq)
+
+
+def test_refusals(tmp_path):
+    a = rng.standard_normal((5, 4))
+    with pytest.raises(outcore.InputError, match="inner dimensions differ"):
+        outcore.matmul(a, a)
+    with pytest.raises(outcore.InputError, match="missing.npy"):
+        outcore.matmul(tmp_path / "missing.npy", a)
+    with pytest.raises(outcore.InputError, match="bool"):
+        outcore.matmul(a.astype(bool), a.T)
+    with pytest.raises(outcore.InputError, match="2-D"):
+        outcore.matmul(np.zeros((2, 2, 2)), a)
+    np.save(tmp_path / "a.npy", a)
+    with pytest.raises(outcore.InputError, match="the output is the input file"):
+        outcore.matmul(tmp_path / "a.npy", a.T, out=tmp_path / "a.npy")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.npy"]

@@ -1,0 +1,385 @@
+/*
+ * test_matmul.c - the dense product on the CPU (oc_matmul): every compute dtype and
+ * transpose against a naive float64 reference, int8 exact, host budgets so small that they
+ * force many tiles and K panels giving the bytes of a large one, A·Aᵀ against the full
+ * product, a .npy read in panels against memory, and refusals that leave no file.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "io/formats/npy_header.h"
+#include "matmul/matmul_choice.h"
+#include "matmul/matmul_dtype.h"
+#include "matmul/mm_half.h"
+
+static uint64_t seed = 12345;
+
+/* rows x cols random elements of t (small integers for the integer types). */
+static void *random_matrix(oc_matmul_dtype t, int64_t rows, int64_t cols)
+{
+    const size_t e = oc_matmul_dtype_size(t);
+    unsigned char *p = malloc((size_t)(rows * cols) * e + 1);
+    for (int64_t i = 0; i < rows * cols; i++) {
+        const double v = (double)(oc_test_rand(&seed) % 2001) / 1000.0 - 1.0;
+        const int iv = (int)(oc_test_rand(&seed) % 256) - 128;
+        switch (t) {
+        case OC_MATMUL_FLOAT64: ((double *)p)[i] = v; break;
+        case OC_MATMUL_FLOAT32: ((float *)p)[i] = (float)v; break;
+        case OC_MATMUL_FLOAT16: ((uint16_t *)p)[i] = oc_mm_float_to_half((float)v); break;
+        case OC_MATMUL_BFLOAT16: ((uint16_t *)p)[i] = oc_mm_float_to_bf16((float)v); break;
+        case OC_MATMUL_INT8: ((int8_t *)p)[i] = (int8_t)iv; break;
+        case OC_MATMUL_INT16: ((int16_t *)p)[i] = (int16_t)(iv * 100); break;
+        default: ((uint8_t *)p)[i] = (uint8_t)(iv + 128); break;
+        }
+    }
+    return p;
+}
+
+/* Element i of a matrix of type t as a double (the value the product sees). */
+static double value(oc_matmul_dtype t, const void *p, int64_t i)
+{
+    double d;
+    oc_matmul_convert(t, (const char *)p + (size_t)i * oc_matmul_dtype_size(t), 1, OC_MM_FLOAT64, &d, 1);
+    return d;
+}
+
+static oc_matmul_array mem(oc_matmul_dtype t, void *data, int64_t rows, int64_t cols)
+{
+    oc_matmul_array a = OC_MATMUL_ARRAY_INIT;
+    a.dtype = t;
+    a.data = data;
+    a.rows = rows;
+    a.cols = cols;
+    return a;
+}
+
+typedef struct product {
+    oc_matmul_dtype ta, tb, requested;
+    int64_t m, n, k;
+    int transpose_a, transpose_b;
+} product;
+
+/* Runs p on memory under budget (0: the default) and tile; returns the result (malloc'ed)
+ * and its dtype, after checking it against the reference within the dtype's tolerance. */
+static void *run_product(const product *p, int64_t budget, int64_t tile, oc_matmul_dtype *rt, int check)
+{
+    oc_context *ctx = NULL;
+    oc_context_create(&ctx);
+    const int64_t ar = p->transpose_a ? p->k : p->m, ac = p->transpose_a ? p->m : p->k;
+    const int64_t br = p->transpose_b ? p->n : p->k, bc = p->transpose_b ? p->k : p->n;
+    uint64_t keep = seed;
+    void *a = random_matrix(p->ta, ar, ac), *b = random_matrix(p->tb, br, bc);
+    seed = keep; /* the same operands for every budget */
+    oc_matmul_array A = mem(p->ta, a, ar, ac), B = mem(p->tb, b, br, bc);
+    oc_matmul_options o = OC_MATMUL_OPTIONS_INIT;
+    o.transpose_a = p->transpose_a;
+    o.transpose_b = p->transpose_b;
+    o.dtype = p->requested;
+    o.backend = OC_BACKEND_CPU;
+    o.host_mem_bytes = budget;
+    o.tile = tile;
+    int64_t rows = 0, cols = 0;
+    CHECK(oc_matmul_result(ctx, &A, &B, &o, rt, &rows, &cols) == OC_OK);
+    CHECK_EQ_I64(rows, p->m);
+    CHECK_EQ_I64(cols, p->n);
+    const size_t e = oc_matmul_dtype_size(*rt);
+    void *c = calloc((size_t)(p->m * p->n) + 1, e);
+    oc_matmul_array C = mem(*rt, c, p->m, p->n);
+    oc_matmul_stats st = {.struct_size = sizeof st};
+    oc_status s = oc_matmul(ctx, &A, &B, &C, &o, &st);
+    CHECK_MSG(s == OC_OK, "oc_matmul: %s", oc_context_last_error(ctx));
+    CHECK(st.tiles >= 1);
+    const double eps = *rt == OC_MATMUL_FLOAT64 ? 1e-15 : *rt == OC_MATMUL_INT32 ? 0 : *rt == OC_MATMUL_FLOAT32 ? 1e-6
+                       : *rt == OC_MATMUL_FLOAT16 ? 1e-3 : 8e-3;
+    int bad = 0;
+    for (int64_t i = 0; check && i < p->m && !bad; i++)
+        for (int64_t j = 0; j < p->n && !bad; j++) {
+            double ref = 0, mag = 0;
+            for (int64_t l = 0; l < p->k; l++) {
+                const double x = value(p->ta, a, p->transpose_a ? l * ac + i : i * ac + l);
+                const double y = value(p->tb, b, p->transpose_b ? j * bc + l : l * bc + j);
+                double xc = x, yc = y;
+                if (*rt != OC_MATMUL_FLOAT64 && *rt != OC_MATMUL_INT32) { /* the operands as the compute type holds them */
+                    float fx = (float)x, fy = (float)y;
+                    if (*rt == OC_MATMUL_FLOAT16) fx = oc_mm_half_to_float(oc_mm_float_to_half(fx)), fy = oc_mm_half_to_float(oc_mm_float_to_half(fy));
+                    if (*rt == OC_MATMUL_BFLOAT16) fx = oc_mm_bf16_to_float(oc_mm_float_to_bf16(fx)), fy = oc_mm_bf16_to_float(oc_mm_float_to_bf16(fy));
+                    xc = fx, yc = fy;
+                }
+                ref += xc * yc;
+                mag += fabs(xc * yc);
+            }
+            const double got = value(*rt, c, i * p->n + j);
+            const double tol = *rt == OC_MATMUL_INT32 ? 0 : (double)p->k * eps * mag + eps * fabs(ref) + 1e-300;
+            if (fabs(got - ref) > tol) {
+                CHECK_MSG(0, "%s x %s -> %s, %lldx%lldx%lld t%d%d: C[%lld][%lld] = %.17g, reference %.17g",
+                          oc_matmul_dtype_name(p->ta), oc_matmul_dtype_name(p->tb), oc_matmul_dtype_name(*rt),
+                          (long long)p->m, (long long)p->n, (long long)p->k, p->transpose_a, p->transpose_b, (long long)i,
+                          (long long)j, got, ref);
+                bad = 1;
+            }
+        }
+    free(a);
+    free(b);
+    oc_context_free(ctx);
+    return c;
+}
+
+static void test_dtypes_and_transposes(void)
+{
+    static const oc_matmul_dtype same[] = {OC_MATMUL_FLOAT64, OC_MATMUL_FLOAT32, OC_MATMUL_FLOAT16, OC_MATMUL_BFLOAT16,
+                                           OC_MATMUL_INT8};
+    for (size_t t = 0; t < sizeof same / sizeof same[0]; t++)
+        for (int ta = 0; ta < 2; ta++)
+            for (int tb = 0; tb < 2; tb++) {
+                product p = {same[t], same[t], OC_MATMUL_DEFAULT, 37, 29, 53, ta, tb};
+                oc_matmul_dtype rt;
+                free(run_product(&p, 0, 0, &rt, 1));
+                CHECK_EQ_I64(rt, same[t] == OC_MATMUL_INT8 ? OC_MATMUL_INT32 : same[t]);
+            }
+    /* numpy's promotion of mixed pairs, and a requested dtype */
+    static const struct { oc_matmul_dtype a, b, req, want; } mixed[] = {
+        {OC_MATMUL_INT8, OC_MATMUL_FLOAT32, OC_MATMUL_DEFAULT, OC_MATMUL_FLOAT32},
+        {OC_MATMUL_FLOAT16, OC_MATMUL_FLOAT32, OC_MATMUL_DEFAULT, OC_MATMUL_FLOAT32},
+        {OC_MATMUL_INT16, OC_MATMUL_FLOAT32, OC_MATMUL_DEFAULT, OC_MATMUL_FLOAT32},
+        {OC_MATMUL_UINT8, OC_MATMUL_FLOAT16, OC_MATMUL_DEFAULT, OC_MATMUL_FLOAT16},
+        {OC_MATMUL_FLOAT32, OC_MATMUL_FLOAT64, OC_MATMUL_DEFAULT, OC_MATMUL_FLOAT64},
+        {OC_MATMUL_INT16, OC_MATMUL_INT16, OC_MATMUL_FLOAT64, OC_MATMUL_FLOAT64},
+        {OC_MATMUL_FLOAT64, OC_MATMUL_FLOAT64, OC_MATMUL_FLOAT32, OC_MATMUL_FLOAT32},
+    };
+    for (size_t i = 0; i < sizeof mixed / sizeof mixed[0]; i++) {
+        product p = {mixed[i].a, mixed[i].b, mixed[i].req, 21, 17, 40, (int)i & 1, 0};
+        oc_matmul_dtype rt;
+        free(run_product(&p, 0, 0, &rt, 1));
+        CHECK_EQ_I64(rt, mixed[i].want);
+    }
+}
+
+/* Tiny budgets force many tiles and K panels: the same bytes as one tile, for int8 on the
+ * BLAS (exact) and for every float type on the reference loops (each element summed in k
+ * order whatever the panels). */
+static void test_budgets(void)
+{
+    static const struct { oc_matmul_dtype t; const char *blas; } cases[] = {
+        {OC_MATMUL_INT8, NULL}, {OC_MATMUL_INT8, "none"}, {OC_MATMUL_FLOAT64, "none"}, {OC_MATMUL_FLOAT32, "none"},
+        {OC_MATMUL_FLOAT16, "none"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        if (cases[i].blas) setenv("OUTCORE_BLAS", cases[i].blas, 1);
+        else unsetenv("OUTCORE_BLAS");
+        product p = {cases[i].t, cases[i].t, OC_MATMUL_DEFAULT, 70, 45, 300, 0, 1};
+        oc_matmul_dtype rt;
+        void *big = run_product(&p, 1 << 26, 0, &rt, 1);
+        void *small = run_product(&p, 40000, 0, &rt, 0); /* tiles of 16 rows, panels of 64..300 */
+        void *tiled = run_product(&p, 1 << 26, 16, &rt, 0);
+        CHECK_MSG(memcmp(big, small, (size_t)(p.m * p.n) * oc_matmul_dtype_size(rt)) == 0,
+                  "%s: a small budget changed the bytes", oc_matmul_dtype_name(cases[i].t));
+        CHECK(memcmp(big, tiled, (size_t)(p.m * p.n) * oc_matmul_dtype_size(rt)) == 0);
+        free(big);
+        free(small);
+        free(tiled);
+    }
+    unsetenv("OUTCORE_BLAS");
+    /* A budget below the smallest tile is refused, naming the need. */
+    oc_context *ctx = NULL;
+    oc_context_create(&ctx);
+    double a[4] = {1, 2, 3, 4}, c[4];
+    oc_matmul_array A = mem(OC_MATMUL_FLOAT64, a, 2, 2), C = mem(OC_MATMUL_FLOAT64, c, 2, 2);
+    oc_matmul_options o = OC_MATMUL_OPTIONS_INIT;
+    o.gram = 1;
+    o.backend = OC_BACKEND_CPU;
+    o.host_mem_bytes = 16;
+    CHECK(oc_matmul(ctx, &A, NULL, &C, &o, NULL) == OC_ERR_NO_MEMORY);
+    CHECK(strstr(oc_context_last_error(ctx), "host budget") != NULL);
+    oc_context_free(ctx);
+}
+
+/* A·Aᵀ (gram, or B the same memory transposed) computes the upper tiles and mirrors them:
+ * exactly symmetric, and equal to the full product (bit for bit for int8). */
+static void test_symmetric(void)
+{
+    static const oc_matmul_dtype types[] = {OC_MATMUL_INT8, OC_MATMUL_FLOAT64, OC_MATMUL_FLOAT32};
+    for (size_t t = 0; t < 3; t++) {
+        oc_context *ctx = NULL;
+        oc_context_create(&ctx);
+        const int64_t n = 67, k = 41;
+        void *a = random_matrix(types[t], n, k);
+        oc_matmul_dtype rt = types[t] == OC_MATMUL_INT8 ? OC_MATMUL_INT32 : types[t];
+        const size_t e = oc_matmul_dtype_size(rt);
+        void *full = calloc((size_t)(n * n), e), *sym = calloc((size_t)(n * n), e), *sym2 = calloc((size_t)(n * n), e);
+        oc_matmul_array A = mem(types[t], a, n, k), B = A;
+        B.data = malloc((size_t)(n * k) * oc_matmul_dtype_size(types[t])); /* a copy: not the same memory */
+        memcpy(B.data, a, (size_t)(n * k) * oc_matmul_dtype_size(types[t]));
+        oc_matmul_array Cf = mem(rt, full, n, n), Cs = mem(rt, sym, n, n), Cs2 = mem(rt, sym2, n, n);
+        oc_matmul_options o = OC_MATMUL_OPTIONS_INIT;
+        o.backend = OC_BACKEND_CPU;
+        o.tile = 16;
+        o.transpose_b = 1;
+        CHECK(oc_matmul(ctx, &A, &B, &Cf, &o, NULL) == OC_OK);
+        oc_matmul_stats st = {.struct_size = sizeof st};
+        CHECK(oc_matmul(ctx, &A, &A, &Cs2, &o, &st) == OC_OK); /* B is A's memory: symmetric */
+        CHECK_EQ_I64(st.tiles, 5 * 6 / 2);
+        o.transpose_b = 0;
+        o.gram = 1;
+        CHECK(oc_matmul(ctx, &A, NULL, &Cs, &o, &st) == OC_OK);
+        CHECK_EQ_I64(st.tiles, 5 * 6 / 2);
+        CHECK(memcmp(sym, sym2, (size_t)(n * n) * e) == 0);
+        int asym = 0, far = 0;
+        for (int64_t i = 0; i < n; i++)
+            for (int64_t j = 0; j < n; j++) {
+                if (memcmp((char *)sym + (size_t)(i * n + j) * e, (char *)sym + (size_t)(j * n + i) * e, e)) asym++;
+                const double x = value(rt, sym, i * n + j), y = value(rt, full, i * n + j);
+                if (fabs(x - y) > (rt == OC_MATMUL_INT32 ? 0 : 1e-4 * (fabs(y) + 1))) far++;
+            }
+        CHECK_EQ_I64(asym, 0);
+        CHECK_EQ_I64(far, 0);
+        free(a);
+        free(B.data);
+        free(full);
+        free(sym);
+        free(sym2);
+        oc_context_free(ctx);
+    }
+}
+
+/* Writes a C-order .npy of rows x cols elements of descr. */
+static void write_npy(const char *path, const char *descr, const void *data, size_t bytes, int64_t rows, int64_t cols)
+{
+    unsigned char h[OC_NPY_HEADER_ND_MAX];
+    int64_t shape[2] = {rows, cols};
+    size_t len = oc_npy_header_nd(h, sizeof h, descr, 2, shape);
+    FILE *f = fopen(path, "wb");
+    fwrite(h, 1, len, f);
+    fwrite(data, 1, bytes, f);
+    fclose(f);
+}
+
+/* A file input read in segments (its data above half the budget) and a mapped one give
+ * the bytes of the product of the same memory (on the reference loops, whose bytes no
+ * tiling changes); the .npy result holds it; refusals leave no file. */
+static void test_files(void)
+{
+    if (!oc_test_tmp_create("test_matmul")) return;
+    oc_context *ctx = NULL;
+    oc_context_create(&ctx);
+    const int64_t m = 50, k = 70, n = 30;
+    float *a = random_matrix(OC_MATMUL_FLOAT32, m, k), *b = random_matrix(OC_MATMUL_FLOAT32, n, k);
+    write_npy(oc_test_tmp_path("A.npy"), "<f4", a, (size_t)(m * k) * 4, m, k);
+    write_npy(oc_test_tmp_path("B.npy"), "<f4", b, (size_t)(n * k) * 4, n, k);
+    oc_matmul_array A = mem(OC_MATMUL_FLOAT32, a, m, k), B = mem(OC_MATMUL_FLOAT32, b, n, k);
+    float *want = calloc((size_t)(m * n), 4);
+    oc_matmul_array W = mem(OC_MATMUL_FLOAT32, want, m, n);
+    oc_matmul_options o = OC_MATMUL_OPTIONS_INIT;
+    o.backend = OC_BACKEND_CPU;
+    o.transpose_b = 1;
+    setenv("OUTCORE_BLAS", "none", 1); /* the bytes of any tiling: the reference loops */
+    CHECK(oc_matmul(ctx, &A, &B, &W, &o, NULL) == OC_OK);
+    oc_matmul_array FA = OC_MATMUL_ARRAY_INIT, FB = OC_MATMUL_ARRAY_INIT, FC = OC_MATMUL_ARRAY_INIT;
+    FA.path = oc_test_tmp_path("A.npy");
+    FB.path = oc_test_tmp_path("B.npy");
+    FC.path = oc_test_tmp_path("C.npy");
+    for (int small = 0; small < 2; small++) {
+        o.host_mem_bytes = small ? 20000 : 0; /* 20000: both inputs read in segments */
+        oc_status s = oc_matmul(ctx, &FA, &FB, &FC, &o, NULL);
+        CHECK_MSG(s == OC_OK, "%s", oc_context_last_error(ctx));
+        size_t len = 0;
+        unsigned char *got = oc_test_read_file(FC.path, &len);
+        CHECK(got && len == 128 + (size_t)(m * n) * 4);
+        if (got && len >= 128 + (size_t)(m * n) * 4) {
+            CHECK(memcmp(got, "\x93NUMPY", 6) == 0 && strstr((char *)got + 10, "'<f4'") != NULL);
+            CHECK(memcmp(got + 128, want, (size_t)(m * n) * 4) == 0);
+        }
+        free(got);
+        unlink(FC.path);
+    }
+    unsetenv("OUTCORE_BLAS");
+    /* inner dimensions that differ (B not transposed); the output is an input; a dtype
+     * that is not computed; each refused, and no file left */
+    o.host_mem_bytes = 0;
+    o.transpose_b = 0;
+    CHECK(oc_matmul(ctx, &FA, &FB, &FC, &o, NULL) == OC_ERR_INPUT);
+    CHECK(strstr(oc_context_last_error(ctx), "inner dimensions differ") != NULL);
+    o.transpose_b = 1;
+    CHECK(oc_matmul(ctx, &FA, &FB, &FB, &o, NULL) == OC_ERR_INPUT);
+    CHECK(strstr(oc_context_last_error(ctx), "the output is the input file") != NULL);
+    int64_t ints[6] = {1, 2, 3, 4, 5, 6};
+    write_npy(oc_test_tmp_path("I.npy"), "<i8", ints, sizeof ints, 2, 3);
+    FB.path = oc_test_tmp_path("I.npy");
+    o.transpose_b = 0;
+    FA.path = oc_test_tmp_path("I.npy");
+    o.transpose_b = 1;
+    CHECK(oc_matmul(ctx, &FA, &FB, &FC, &o, NULL) == OC_ERR_INPUT);
+    CHECK(strstr(oc_context_last_error(ctx), "int64 x int64") != NULL);
+    o.dtype = OC_MATMUL_FLOAT64; /* computed in float64 when asked */
+    CHECK(oc_matmul(ctx, &FA, &FB, &FC, &o, NULL) == OC_OK);
+    unlink(FC.path);
+    o.dtype = OC_MATMUL_DEFAULT;
+    FA.path = oc_test_tmp_path("missing.npy");
+    CHECK(oc_matmul(ctx, &FA, &FB, &FC, &o, NULL) == OC_ERR_INPUT);
+    CHECK(strstr(oc_context_last_error(ctx), "missing.npy") != NULL);
+    CHECK_EQ_I64(oc_test_dir_entries(oc_test_tmpdir), 3); /* A.npy, B.npy, I.npy */
+    free(a);
+    free(b);
+    free(want);
+    oc_context_free(ctx);
+    oc_test_tmp_remove();
+}
+
+/* int8 x int8 is exact into int32 up to k = 131071 and refused past it; the dtype names
+ * parse back. */
+static void test_int8_limit_and_names(void)
+{
+    oc_context *ctx = NULL;
+    oc_context_create(&ctx);
+    static int8_t a[131072];
+    oc_matmul_array A = mem(OC_MATMUL_INT8, a, 1, 131071);
+    oc_matmul_options o = OC_MATMUL_OPTIONS_INIT;
+    o.gram = 1;
+    oc_matmul_dtype rt;
+    CHECK(oc_matmul_result(ctx, &A, NULL, &o, &rt, NULL, NULL) == OC_OK);
+    CHECK_EQ_I64(rt, OC_MATMUL_INT32);
+    A.cols = 131072;
+    CHECK(oc_matmul_result(ctx, &A, NULL, &o, &rt, NULL, NULL) == OC_ERR_INPUT);
+    CHECK(strstr(oc_context_last_error(ctx), "overflow the int32") != NULL);
+    o.dtype = OC_MATMUL_FLOAT64;
+    CHECK(oc_matmul_result(ctx, &A, NULL, &o, &rt, NULL, NULL) == OC_OK);
+    CHECK_EQ_I64(rt, OC_MATMUL_FLOAT64);
+    for (int t = 0; t <= OC_MATMUL_UINT64; t++) {
+        oc_matmul_dtype back = OC_MATMUL_DEFAULT;
+        CHECK(oc_matmul_dtype_parse(oc_matmul_dtype_name((oc_matmul_dtype)t), &back) == OC_OK && back == (oc_matmul_dtype)t);
+    }
+    CHECK(oc_matmul_dtype_name((oc_matmul_dtype)99) == NULL);
+    oc_context_free(ctx);
+}
+
+/* --backend auto: a 2000-cube product stays on the CPU, a 50000-cube one goes to a GPU. */
+static void test_choice(void)
+{
+    oc_mm_cost_input in = {.m = 2000, .n = 2000, .k = 2000, .in_type = OC_MM_FLOAT32, .in_bytes = 2 * 2000.0 * 2000 * 4,
+                           .out_bytes = 2000.0 * 2000 * 4, .cpu_blas = 1, .cpu_cores = 16, .gpu_cc = 90,
+                           .gpu_startup = 0.3, .h2d = 12e9, .d2h = 12e9};
+    oc_mm_prediction p;
+    oc_mm_predict(&in, &p);
+    CHECK_MSG(!p.gpu, "2000: %s", p.reason);
+    in.m = in.n = in.k = 50000;
+    in.in_bytes = 2 * 50000.0 * 50000 * 4;
+    in.out_bytes = 50000.0 * 50000 * 4;
+    oc_mm_predict(&in, &p);
+    CHECK_MSG(p.gpu, "50000: %s", p.reason);
+    in.gpu_cc = 0;
+    oc_mm_predict(&in, &p);
+    CHECK(!p.gpu && strstr(p.reason, "no GPU") != NULL);
+}
+
+int main(void)
+{
+    test_dtypes_and_transposes();
+    test_budgets();
+    test_symmetric();
+    test_files();
+    test_int8_limit_and_names();
+    test_choice();
+    return oc_test_finish();
+}

@@ -1,0 +1,237 @@
+/* cmd_matmul.c - `outcore matmul`: the dense product of two .npy matrices (docs/matmul.md). */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "cli.h"
+#include "commands.h"
+
+static const char matmul_usage[] =
+    "usage: outcore matmul A.npy B.npy -o C.npy [options]\n"
+    "       outcore matmul A.npy --gram -o C.npy [options]\n"
+    "\n"
+    "Computes C = op(A)·op(B) of dense .npy matrices of any size, tile by tile within the host\n"
+    "and device memory budgets, on a BLAS (OpenBLAS, MKL: loaded at run time), the GPU, or\n"
+    "reference loops. Inputs: 2-D float64, float32, float16, int8-64, uint8-64 (C or Fortran\n"
+    "order). The\n"
+    "result's dtype is numpy's (int8 x int8 is int32, exact). See docs/matmul.md.\n"
+    "\n"
+    "  -o, --output C.npy     result file (written under a temporary name, renamed when done)\n"
+    "  --transpose-a          op(A) = Aᵀ\n"
+    "  --transpose-b          op(B) = Bᵀ\n"
+    "  --gram                 C = op(A)·op(A)ᵀ from A alone: only the tiles on and above the\n"
+    "                         diagonal are computed, then mirrored (so is B the same file as A\n"
+    "                         with op(B) = op(A)ᵀ)\n"
+    "  --dtype T              float64, float32, float16 or int32 (of int8 x int8 alone)\n"
+    "                         the type the product is computed and written in (default: numpy's\n"
+    "                         result type); integer inputs other than int8 need a float here\n"
+    "  --tf32                 float32 on the GPU: allow TF32 tensor cores (10-bit mantissa)\n"
+    "  --backend B            auto (default), cpu, cuda\n"
+    "                         auto runs the one the cost model predicts faster, the CPU\n"
+    "                         without a usable GPU (docs/cost-model.md)\n"
+    "  --explain              print the predicted time of each backend and the plan (stderr)\n"
+    "  --threads N            CPU threads (default: all cores)\n"
+    "  --device N             CUDA device index (default 0)\n"
+    "  --devices LIST         several CUDA devices: 0,1,3 or all\n"
+    "  --gpu-mem SIZE|PCT     device memory budget, e.g. 2G or 50% (default 90% of free)\n"
+    "  --host-mem SIZE|PCT    host memory budget, e.g. 4G or 25% of the machine's memory\n"
+    "                         (default 80% of the memory available at start): panels, tiles\n"
+    "                         and K panels fit in it beside the inputs it maps (those that take\n"
+    "                         at most half of it); a larger input stays in its file and is read\n"
+    "                         in panels\n"
+    "  --tile N               tile edge of C (default: chosen by the planner)\n"
+    "  --plan                 print the plan (tiles, K panels, budgets and what bounds them)\n"
+    "                         and exit without computing\n"
+    "  --json                 print the summary (or the plan) as JSON on stdout\n"
+    "  -q, --quiet            no progress bar and no summary\n"
+    "  -v, --verbose          on failure, also print the library's file:line trace\n"
+    "  --                     ends the options: an input after it may start with '-'\n"
+    "\n"
+    "Environment: OUTCORE_BLAS names the BLAS library to load (none: the reference loops).\n";
+
+typedef struct matmul_args {
+    const char *inputs[2];
+    int ninputs;
+    const char *output;
+    const char *gpu_mem; /* --gpu-mem as given */
+    int json, quiet, explain, plan;
+    oc_matmul_options opts;
+} matmul_args;
+
+/* The option that sets a flag, or 0 when arg is none of them. */
+static int take_flag(cli_args *a, matmul_args *g)
+{
+    if (cli_flag(a, "--json")) g->json = 1;
+    else if (cli_flag(a, "--explain")) g->explain = 1;
+    else if (cli_flag(a, "--plan")) g->plan = 1;
+    else if (cli_flag(a, "--quiet|-q")) g->quiet = 1;
+    else if (cli_flag(a, "--verbose|-v")) cli_verbose = 1;
+    else if (cli_flag(a, "--transpose-a")) g->opts.transpose_a = 1;
+    else if (cli_flag(a, "--transpose-b")) g->opts.transpose_b = 1;
+    else if (cli_flag(a, "--gram")) g->opts.gram = 1;
+    else if (cli_flag(a, "--tf32")) g->opts.tf32 = 1;
+    else return 0;
+    return 1;
+}
+
+/* Options with a value: -1 when arg was one and parsed, 0 when it is none of them, else the
+ * exit status. */
+static int take_value(cli_args *a, matmul_args *g)
+{
+    const char *v = NULL;
+    int r;
+    if (CLI_OPTION(a, r, v, "-o|--output")) {
+        if (r < 0) return OC_EXIT_USAGE;
+        g->output = v;
+    } else if (CLI_OPTION(a, r, v, "--dtype")) {
+        if (r < 0) return OC_EXIT_USAGE;
+        if (oc_matmul_dtype_parse(v, &g->opts.dtype) != OC_OK || g->opts.dtype == OC_MATMUL_DEFAULT ||
+            !(g->opts.dtype <= OC_MATMUL_FLOAT16 || g->opts.dtype == OC_MATMUL_INT32))
+            return cli_usage_error("--dtype %s: expected float64, float32, float16 or int32", v);
+    } else if (CLI_OPTION(a, r, v, "--backend")) {
+        if (r < 0) return OC_EXIT_USAGE;
+        if (oc_backend_parse(v, &g->opts.backend) != OC_OK) return cli_usage_error("--backend %s: expected auto, cpu or cuda", v);
+    } else if (CLI_OPTION(a, r, v, "--threads")) {
+        if (r < 0) return OC_EXIT_USAGE;
+        if ((r = cli_parse_threads(v, &g->opts.threads)) >= 0) return r;
+    } else if (CLI_OPTION(a, r, v, "--device")) {
+        int64_t d;
+        if (r < 0) return OC_EXIT_USAGE;
+        if (cli_parse_i64(v, &d) || d < 0 || d > 1023) return cli_usage_error("--device %s: expected a device index", v);
+        g->opts.device = (int)d;
+    } else if (CLI_OPTION(a, r, v, "--devices")) {
+        if (r < 0) return OC_EXIT_USAGE;
+        g->opts.devices = v; /* the library parses it */
+    } else if (CLI_OPTION(a, r, v, "--gpu-mem")) {
+        double frac = 0;
+        if (r < 0) return OC_EXIT_USAGE;
+        g->gpu_mem = v;
+        if (cli_parse_size(v, &g->opts.gpu_mem_bytes, &frac))
+            return cli_usage_error("--gpu-mem %s: expected a size such as 2G or 512M, or a percentage such as 50%%", v);
+        if (frac > 0) g->opts.gpu_mem_fraction = frac;
+    } else if (CLI_OPTION(a, r, v, "--host-mem")) {
+        if (r < 0) return OC_EXIT_USAGE;
+        if ((r = cli_parse_host_mem(v, &g->opts.host_mem_bytes)) >= 0) return r;
+    } else if (CLI_OPTION(a, r, v, "--tile")) {
+        if (r < 0) return OC_EXIT_USAGE;
+        if (cli_parse_i64(v, &g->opts.tile) || g->opts.tile < 1)
+            return cli_usage_error("--tile %s: expected a positive number of rows", v);
+    } else {
+        return 0;
+    }
+    return -1;
+}
+
+static int parse_matmul_args(int argc, char **argv, matmul_args *g)
+{
+    cli_args args = CLI_ARGS_INIT(argc, argv), *a = &args;
+    for (const char *arg; (arg = cli_next(a)) != NULL;) {
+        if (cli_positional(a)) {
+            if (g->ninputs == 2) return cli_usage_error("matmul: at most two inputs (A and B), got a third: %s", arg);
+            g->inputs[g->ninputs++] = arg;
+            continue;
+        }
+        if (cli_flag(a, "--help|-h")) {
+            fputs(matmul_usage, stdout);
+            return OC_EXIT_OK;
+        }
+        if (take_flag(a, g)) continue;
+        int r = take_value(a, g);
+        if (r == 0) return cli_unknown_option(a, "matmul");
+        if (r >= 0) return r;
+    }
+    if (g->ninputs == 0) return cli_usage_error("matmul: no input matrix given (see outcore matmul --help)");
+    if (g->opts.gram && g->ninputs == 2)
+        return cli_usage_error("matmul: --gram computes A·Aᵀ from A alone: give one input, or drop --gram");
+    if (!g->opts.gram && g->ninputs == 1)
+        return cli_usage_error("matmul: one input: give B too, or --gram for A·Aᵀ");
+    if (g->plan || (g->explain && !g->output)) return -1;
+    if (!g->output) return cli_usage_error("matmul: no output given: add -o C.npy");
+    int rc = cli_check_output(g->output); /* a folder, a missing one: before the extension */
+    if (rc >= 0) return rc;
+    if (strcasecmp(cli_path_extension(g->output), "npy") != 0)
+        return cli_usage_error("%s: matmul writes .npy files: name the output C.npy", g->output);
+    return -1;
+}
+
+static void print_summary(const matmul_args *g, const oc_matmul_stats *s)
+{
+    const double rate = s->seconds > 0 ? s->flops / s->seconds : 0;
+    if (g->json) {
+        printf("{\"command\": \"matmul\", \"a\": ");
+        cli_json_string(stdout, g->inputs[0]);
+        printf(", \"b\": ");
+        cli_json_string(stdout, g->ninputs > 1 ? g->inputs[1] : NULL);
+        printf(", \"output\": ");
+        cli_json_string(stdout, g->output);
+        printf(", \"m\": %" PRId64 ", \"n\": %" PRId64 ", \"k\": %" PRId64 ", \"dtype\": \"%s\", \"backend\": \"%s\", "
+               "\"backend_desc\": ", s->m, s->n, s->k, oc_matmul_dtype_name(s->dtype), oc_backend_name(s->backend));
+        cli_json_string(stdout, s->backend_desc);
+        printf(", \"backend_explain\": ");
+        cli_json_string(stdout, s->backend_explain);
+        printf(", \"seconds\": %.6f, \"flops\": %.6g, \"gflops_per_second\": %.6g, \"tiles\": %" PRId64
+               ", \"bytes_read\": %" PRId64 ", \"bytes_written\": %" PRId64 ", \"bytes_h2d\": %" PRId64
+               ", \"bytes_d2h\": %" PRId64 ", \"host_budget_bytes\": %" PRId64 ", \"host_peak_bytes\": %" PRId64
+               ", \"dev_peak_bytes\": %" PRId64 ", \"threads\": %d}\n",
+               s->seconds, s->flops, rate / 1e9, s->tiles, s->bytes_read, s->bytes_written, s->bytes_h2d, s->bytes_d2h,
+               s->host_budget_bytes, s->host_peak_bytes, s->dev_peak_bytes, s->threads);
+        return;
+    }
+    char r[32], peak[32];
+    cli_message("matmul %" PRId64 " x %" PRId64 " x %" PRId64 " %s on %s: %.3f s, %sFLOP/s, peak %s -> %s", s->m, s->n,
+                s->k, oc_matmul_dtype_name(s->dtype), s->backend_desc, s->seconds, cli_si(rate, r, sizeof r),
+                cli_bytes((double)s->host_peak_bytes, peak, sizeof peak), g->output);
+}
+
+/* The plan (--plan) or the reasons (--explain) on stdout or stderr; the exit status. */
+static int print_plan(oc_context *ctx, const matmul_args *g, const oc_matmul_array *a, const oc_matmul_array *b,
+                      int explain)
+{
+    char *text = NULL;
+    oc_status st = oc_matmul_plan(ctx, a, b, NULL, &g->opts, g->json && !explain, explain, &text);
+    if (st != OC_OK) return cli_status_error(ctx, st);
+    fputs(text, explain && g->output && !g->plan ? stderr : stdout);
+    free(text);
+    return OC_EXIT_OK;
+}
+
+int oc_cmd_matmul(int argc, char **argv)
+{
+    matmul_args g = {.opts = OC_MATMUL_OPTIONS_INIT};
+    int rc = parse_matmul_args(argc, argv, &g);
+    if (rc >= 0) return rc;
+    oc_context *ctx = NULL;
+    oc_status st = oc_context_create(&ctx);
+    if (st != OC_OK) return cli_usage_error("cannot create a context: %s", oc_status_string(st)) - 1;
+    cli_cancel_on_signal(ctx);
+    oc_matmul_array a = OC_MATMUL_ARRAY_INIT, b = OC_MATMUL_ARRAY_INIT, c = OC_MATMUL_ARRAY_INIT;
+    a.path = g.inputs[0];
+    b.path = g.inputs[1];
+    c.path = g.output;
+    const oc_matmul_array *bp = g.ninputs > 1 ? &b : NULL;
+    if (g.plan || g.explain) {
+        rc = print_plan(ctx, &g, &a, bp, g.explain && !g.plan);
+        if (rc != OC_EXIT_OK || g.plan || !g.output) goto done;
+    }
+    cli_progress progress;
+    cli_progress_init(&progress, "matmul", 0, !g.quiet && !g.json);
+    progress.unit = "MAC";
+    g.opts.progress = cli_progress_update;
+    g.opts.progress_user = &progress;
+    oc_matmul_stats stats = {.struct_size = sizeof stats};
+    st = oc_matmul(ctx, &a, bp, &c, &g.opts, &stats);
+    cli_progress_finish(&progress);
+    if (st != OC_OK) {
+        rc = cli_status_error(ctx, st);
+        goto done;
+    }
+    cli_warn_gpu_mem(g.gpu_mem, g.opts.backend);
+    if (!g.quiet || g.json) print_summary(&g, &stats);
+    rc = OC_EXIT_OK;
+done:
+    cli_cancel_on_signal(NULL);
+    oc_context_free(ctx);
+    return rc;
+}
