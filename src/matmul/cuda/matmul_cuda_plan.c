@@ -60,7 +60,7 @@ static int size_plan(oc_mm_cuda_plan *p, int64_t tm, int64_t tn, int64_t kp, int
     p->tm = tm, p->tn = tn, p->kp = kp;
     p->tn_ld = i8 ? round_up(tn, 4) : tn;
     p->kpad = i8 ? round_up(kp, 16) : kp;
-    p->panel_bytes = (tm * kp + kp * tn) * in;
+    p->panel_bytes = oc_mm_cuda_b_offset(tm * kp * in) + kp * tn * in;
     p->pack_bytes = i8 ? (tm + p->tn_ld) * p->kpad : 0;
     p->acc_bytes = tm * p->tn_ld * acc;
     p->round_bytes = p->acc_type != p->in.out_type ? tm * tn * out : 0;
@@ -128,11 +128,11 @@ oc_status oc_mm_cuda_plan_make(oc_context *ctx, const oc_mm_cuda_plan_input *in,
                        MIB(plan->pinned_bytes), MIB(in->device_budget),
                        in->device_budget_given ? "--gpu-mem" : "free memory less headroom", MIB(plan->host_budget));
 
-    /* The deepest panel beside that tile: all of k, else the most multiples of 16 that fit. */
-    int64_t kp = in->k;
+    /* The deepest panel beside that tile: all of k up to OC_MM_KP_MAX, else the most
+     * multiples of 16 that fit. */
+    int64_t kp = min64(in->k, OC_MM_KP_MAX);
     if (fits(plan, edge, kp)) {
-        int64_t lo = kp_min / 16, hi = in->k / 16; /* lo fits (kp_min is k or a multiple of 16) */
-        if (kp_min < 16) lo = 0;
+        int64_t lo = kp_min / 16, hi = kp / 16; /* lo fits (kp_min is k or a multiple of 16) */
         while (lo < hi) {
             const int64_t mid = (lo + hi + 1) / 2;
             if (fits(plan, edge, mid * 16)) hi = mid - 1;

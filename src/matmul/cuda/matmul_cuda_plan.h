@@ -37,8 +37,10 @@
 #define OC_MM_WORKSPACE (32LL << 20)
 /* The largest tile edge planned (a larger one gains no reuse worth its memory). */
 #define OC_MM_TILE_MAX 16384
-/* The smallest K panel planned where k is larger. */
+/* The smallest K panel planned where k is larger, and the deepest: past it a panel only
+ * delays the first product and takes pinned memory, with nothing left to gain per call. */
 #define OC_MM_KP_MIN 256
+#define OC_MM_KP_MAX 8192
 
 typedef struct oc_mm_cuda_plan_input {
     int64_t m, n, k;
@@ -59,7 +61,7 @@ typedef struct oc_mm_cuda_plan {
     int64_t tn_ld;            /* leading dimension of an accumulator (int8: a multiple of 4) */
     int64_t kpad;             /* int8: K stride of the packed panels (a multiple of 16); else kp */
     int64_t tile_rows, tile_cols, ntiles, panels; /* the grid, tiles computed, K panels per tile */
-    int64_t panel_bytes;      /* one panel slot: A and B panels */
+    int64_t panel_bytes;      /* one panel slot: the A panel, then the B panel at oc_mm_cuda_b_offset */
     int64_t pack_bytes;       /* int8: the packed A and B panels */
     int64_t acc_bytes;        /* one accumulator */
     int64_t round_bytes;      /* one rounded tile (FP16/BF16 output), else 0 */
@@ -86,6 +88,10 @@ oc_status oc_mm_cuda_plan_render(oc_context *ctx, const oc_mm_cuda_plan *plan, c
                                  char **out);
 
 /* Tile t of the plan's order (row by row; symmetric: the upper tiles col >= row only). */
+/* Where a panel slot's B panel starts, after an A panel of a_bytes: 256-byte aligned, as
+ * cuBLASLt's heuristic assumes of every operand by default. */
+static inline int64_t oc_mm_cuda_b_offset(int64_t a_bytes) { return (a_bytes + 255) / 256 * 256; }
+
 /* The leading dimension (elements) of the accumulator of a tile `cols` wide: cols, rounded up
  * to a multiple of 4 for int8 (cuBLASLt's integer kernels). */
 static inline int64_t oc_mm_cuda_ldc(const oc_mm_cuda_plan *plan, int64_t cols)

@@ -19,7 +19,8 @@
 
 #define MAX_HOST_SLOTS 3
 
-/* A pinned panel slot: the A panel (rows x depth) followed by the B panel (depth x cols). */
+/* A pinned panel slot: the A panel (rows x depth), then the B panel (depth x cols) at
+ * oc_mm_cuda_b_offset. */
 typedef struct panel_slot {
     void *host;
     int filled;
@@ -111,7 +112,8 @@ static void *reader_main(void *arg)
             const int64_t k0 = p * plan->kp, depth = min64(plan->kp, plan->in.k - k0);
             oc_status st = job->read_panel(job, OC_MM_A, row0, rows, k0, depth, s->host);
             if (st == OC_OK)
-                st = job->read_panel(job, OC_MM_B, k0, depth, col0, cols, (char *)s->host + rows * depth * in);
+                st = job->read_panel(job, OC_MM_B, k0, depth, col0, cols,
+                                     (char *)s->host + oc_mm_cuda_b_offset(rows * depth * in));
             if (st != OC_OK) {
                 fail(d, st, 1, NULL);
                 break;
@@ -211,14 +213,15 @@ static oc_status compute_panel(mm_device *d, int ds, int c, const panel_slot *s)
     const oc_mm_cuda_plan *plan = d->plan;
     const int64_t in = (int64_t)oc_mm_type_size(plan->in.in_type);
     const int64_t a_bytes = s->rows * s->depth * in, b_bytes = s->depth * s->cols * in;
+    const int64_t b_offset = oc_mm_cuda_b_offset(a_bytes);
     cudaStream_t compute = d->dev.compute;
     CUDA_CHECK(ctx, cudaStreamWaitEvent(d->dev.h2d, d->ev[EV_SLOT_FREE][ds], 0));
-    CUDA_CHECK(ctx, cudaMemcpyAsync(d->d_panel[ds], s->host, (size_t)(a_bytes + b_bytes), cudaMemcpyHostToDevice,
+    CUDA_CHECK(ctx, cudaMemcpyAsync(d->d_panel[ds], s->host, (size_t)(b_offset + b_bytes), cudaMemcpyHostToDevice,
                                     d->dev.h2d));
     CUDA_CHECK(ctx, cudaEventRecord(d->ev[EV_UPLOADED][ds], d->dev.h2d));
     CUDA_CHECK(ctx, cudaStreamWaitEvent(compute, d->ev[EV_UPLOADED][ds], 0));
     if (s->panel == 0) CUDA_CHECK(ctx, cudaStreamWaitEvent(compute, d->ev[EV_DOWNLOADED][c], 0));
-    const void *a = d->d_panel[ds], *b = (const char *)d->d_panel[ds] + a_bytes;
+    const void *a = d->d_panel[ds], *b = (const char *)d->d_panel[ds] + b_offset;
     if (plan->in.in_type == OC_MM_INT8) {
         const int64_t kpad = (s->depth + 15) / 16 * 16;
         int8_t *pa = d->d_pack, *pb = pa + plan->tm * plan->kpad;
