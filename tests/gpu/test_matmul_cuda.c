@@ -49,8 +49,7 @@ static float from_half(uint16_t h)
     const uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ffu;
     uint32_t x;
     if (exp == 0 && man == 0) x = sign;
-    else if (exp == 0) { /* subnormal */
-        float v = ldexpf((float)man, -24);
+    else if (exp == 0) { /* subnormal */ float v = ldexpf((float)man, -24);
         return sign ? -v : v;
     } else if (exp == 31) x = sign | 0x7f800000u | man << 13;
     else x = sign | (exp - 15 + 127) << 23 | man << 13;
@@ -77,37 +76,55 @@ static float from_bf16(uint16_t b)
 static void store(oc_mm_type t, void *base, int64_t i, double v)
 {
     switch (t) {
-    case OC_MM_FLOAT64: ((double *)base)[i] = v; break;
-    case OC_MM_FLOAT32: ((float *)base)[i] = (float)v; break;
-    case OC_MM_FLOAT16: ((uint16_t *)base)[i] = to_half((float)v); break;
-    case OC_MM_BFLOAT16: ((uint16_t *)base)[i] = to_bf16((float)v); break;
-    case OC_MM_INT8: ((int8_t *)base)[i] = (int8_t)v; break;
-    default: ((int32_t *)base)[i] = (int32_t)v; break;
+    case OC_MM_FLOAT64:
+        ((double *)base)[i] = v;
+        break;
+    case OC_MM_FLOAT32:
+        ((float *)base)[i] = (float)v;
+        break;
+    case OC_MM_FLOAT16:
+        ((uint16_t *)base)[i] = to_half((float)v);
+        break;
+    case OC_MM_BFLOAT16:
+        ((uint16_t *)base)[i] = to_bf16((float)v);
+        break;
+    case OC_MM_INT8:
+        ((int8_t *)base)[i] = (int8_t)v;
+        break;
+    default:
+        ((int32_t *)base)[i] = (int32_t)v;
+        break;
     }
 }
 
 static double load(oc_mm_type t, const void *base, int64_t i)
 {
     switch (t) {
-    case OC_MM_FLOAT64: return ((const double *)base)[i];
-    case OC_MM_FLOAT32: return ((const float *)base)[i];
-    case OC_MM_FLOAT16: return from_half(((const uint16_t *)base)[i]);
-    case OC_MM_BFLOAT16: return from_bf16(((const uint16_t *)base)[i]);
-    case OC_MM_INT8: return ((const int8_t *)base)[i];
-    default: return ((const int32_t *)base)[i];
+    case OC_MM_FLOAT64:
+        return ((const double *)base)[i];
+    case OC_MM_FLOAT32:
+        return ((const float *)base)[i];
+    case OC_MM_FLOAT16:
+        return from_half(((const uint16_t *)base)[i]);
+    case OC_MM_BFLOAT16:
+        return from_bf16(((const uint16_t *)base)[i]);
+    case OC_MM_INT8:
+        return ((const int8_t *)base)[i];
+    default:
+        return ((const int32_t *)base)[i];
     }
 }
 
 /* ---------------------------------------------------------------- the job layer of the test */
 typedef struct fake_io {
-    const void *a, *b;   /* op(A) m x k, op(B) k x n, row-major; b NULL: B is Aᵀ (symmetric) */
-    void *c;             /* m x n in out_type */
+    const void *a, *b;     /* op(A) m x k, op(B) k x n, row-major; b NULL: B is Aᵀ (symmetric) */
+    void *c;               /* m x n in out_type */
     unsigned char *writes; /* writes per element of C */
     pthread_mutex_t mu;
     long reads;
     long fail_read_at, fail_write_at; /* > 0: that read_panel / write_tile call fails */
     long tiles_written;
-    int bad_tile;        /* a tile outside C, or below the diagonal of a symmetric job */
+    int bad_tile; /* a tile outside C, or below the diagonal of a symmetric job */
 } fake_io;
 
 static oc_status read_panel(const oc_matmul_job *job, oc_mm_operand which, int64_t row0, int64_t rows, int64_t col0,
@@ -141,7 +158,8 @@ static oc_status write_tile(const oc_matmul_job *job, int64_t row0, int64_t rows
         (job->symmetric && col0 < row0))
         io->bad_tile = 1;
     pthread_mutex_unlock(&io->mu);
-    if (io->bad_tile) return oc_fail(job->ctx, OC_ERR_INTERNAL, "bad tile at %lld, %lld", (long long)row0, (long long)col0);
+    if (io->bad_tile)
+        return oc_fail(job->ctx, OC_ERR_INTERNAL, "bad tile at %lld, %lld", (long long)row0, (long long)col0);
     if (io->fail_write_at > 0 && call == io->fail_write_at)
         return oc_fail(job->ctx, OC_ERR_IO, "c.npy: injected write failure at tile %ld", call);
     const size_t es = oc_mm_type_size(job->out_type);
@@ -230,10 +248,21 @@ static void *run(const operands *o, const run_opts *r, oc_status *st, unsigned c
     io.writes = calloc((size_t)(o->m * o->n), 1);
     if (!io.c || !io.writes) exit(1);
     memset(io.c, 0xA5, (size_t)(o->m * o->n) * es);
-    oc_matmul_job job = {.ctx = ctx, .m = o->m, .n = o->n, .k = o->k, .in_type = o->in, .out_type = o->out,
-                         .tf32 = r->tf32, .symmetric = o->symmetric, .read_panel = read_panel,
-                         .write_tile = write_tile, .io = &io, .host_mem_bytes = r->host_mem,
-                         .gpu_mem_bytes = r->gpu_mem, .devices = r->devices, .ndevices = r->ndevices,
+    oc_matmul_job job = {.ctx = ctx,
+                         .m = o->m,
+                         .n = o->n,
+                         .k = o->k,
+                         .in_type = o->in,
+                         .out_type = o->out,
+                         .tf32 = r->tf32,
+                         .symmetric = o->symmetric,
+                         .read_panel = read_panel,
+                         .write_tile = write_tile,
+                         .io = &io,
+                         .host_mem_bytes = r->host_mem,
+                         .gpu_mem_bytes = r->gpu_mem,
+                         .devices = r->devices,
+                         .ndevices = r->ndevices,
                          .tile = r->tile};
     *st = oc_mm_backend_cuda.run(&job);
     CHECK_MSG(!io.bad_tile, "a tile outside C or below the diagonal was written");
@@ -270,8 +299,9 @@ static int check_result(const operands *o, const void *c, const unsigned char *w
         for (int64_t j = 0; j < o->n; ++j) {
             const int64_t e = i * o->n + j;
             if (writes[e] > 1 || (writes[e] == 0 && (!o->symmetric || j >= i))) {
-                if (bad++ < 5) fprintf(stderr, "%s: C[%lld][%lld] written %d times\n", what, (long long)i, (long long)j,
-                                       writes[e]);
+                if (bad++ < 5)
+                    fprintf(stderr, "%s: C[%lld][%lld] written %d times\n", what, (long long)i, (long long)j,
+                            writes[e]);
                 continue;
             }
             if (!writes[e]) continue;
@@ -316,10 +346,21 @@ static void check_clean(const char *what)
 static void plan_counts(const operands *o, const run_opts *r, int64_t *tiles, int64_t *panels)
 {
     fake_io io = {0};
-    oc_matmul_job job = {.ctx = ctx, .m = o->m, .n = o->n, .k = o->k, .in_type = o->in, .out_type = o->out,
-                         .tf32 = r->tf32, .symmetric = o->symmetric, .read_panel = read_panel,
-                         .write_tile = write_tile, .io = &io, .host_mem_bytes = r->host_mem,
-                         .gpu_mem_bytes = r->gpu_mem, .devices = r->devices, .ndevices = r->ndevices,
+    oc_matmul_job job = {.ctx = ctx,
+                         .m = o->m,
+                         .n = o->n,
+                         .k = o->k,
+                         .in_type = o->in,
+                         .out_type = o->out,
+                         .tf32 = r->tf32,
+                         .symmetric = o->symmetric,
+                         .read_panel = read_panel,
+                         .write_tile = write_tile,
+                         .io = &io,
+                         .host_mem_bytes = r->host_mem,
+                         .gpu_mem_bytes = r->gpu_mem,
+                         .devices = r->devices,
+                         .ndevices = r->ndevices,
                          .tile = r->tile};
     char *text = NULL;
     *tiles = *panels = -1;

@@ -28,16 +28,15 @@ typedef struct oc_cublaslt_api {
     cublasStatus_t (*layout_set)(cublasLtMatrixLayout_t, cublasLtMatrixLayoutAttribute_t, const void *, size_t);
     cublasStatus_t (*layout_destroy)(cublasLtMatrixLayout_t);
     cublasStatus_t (*pref_create)(cublasLtMatmulPreference_t *);
-    cublasStatus_t (*pref_set)(cublasLtMatmulPreference_t, cublasLtMatmulPreferenceAttributes_t, const void *,
-                               size_t);
+    cublasStatus_t (*pref_set)(cublasLtMatmulPreference_t, cublasLtMatmulPreferenceAttributes_t, const void *, size_t);
     cublasStatus_t (*pref_destroy)(cublasLtMatmulPreference_t);
-    cublasStatus_t (*heuristic)(cublasLtHandle_t, cublasLtMatmulDesc_t, cublasLtMatrixLayout_t,
-                                cublasLtMatrixLayout_t, cublasLtMatrixLayout_t, cublasLtMatrixLayout_t,
-                                cublasLtMatmulPreference_t, int, cublasLtMatmulHeuristicResult_t *, int *);
-    cublasStatus_t (*matmul)(cublasLtHandle_t, cublasLtMatmulDesc_t, const void *, const void *,
-                             cublasLtMatrixLayout_t, const void *, cublasLtMatrixLayout_t, const void *,
-                             const void *, cublasLtMatrixLayout_t, void *, cublasLtMatrixLayout_t,
-                             const cublasLtMatmulAlgo_t *, void *, size_t, cudaStream_t);
+    cublasStatus_t (*heuristic)(cublasLtHandle_t, cublasLtMatmulDesc_t, cublasLtMatrixLayout_t, cublasLtMatrixLayout_t,
+                                cublasLtMatrixLayout_t, cublasLtMatrixLayout_t, cublasLtMatmulPreference_t, int,
+                                cublasLtMatmulHeuristicResult_t *, int *);
+    cublasStatus_t (*matmul)(cublasLtHandle_t, cublasLtMatmulDesc_t, const void *, const void *, cublasLtMatrixLayout_t,
+                             const void *, cublasLtMatrixLayout_t, const void *, const void *, cublasLtMatrixLayout_t,
+                             void *, cublasLtMatrixLayout_t, const cublasLtMatmulAlgo_t *, void *, size_t,
+                             cudaStream_t);
 } oc_cublaslt_api;
 
 /* The table, or NULL with why[] saying why cuBLASLt cannot be used (not found, which names

@@ -82,10 +82,18 @@ static oc_status make_plan(oc_context *ctx, const oc_matmul_job *job, oc_mm_cuda
                                      dev, prop.name, prop.multiProcessorCount, (double)free_b / (1 << 30));
         if (used >= size) used = size - 1;
     }
-    const oc_mm_cuda_plan_input in = {.m = job->m, .n = job->n, .k = job->k, .in_type = job->in_type,
-                                      .out_type = job->out_type, .tf32 = job->tf32, .symmetric = job->symmetric,
-                                      .device_budget = budget, .device_budget_given = job->gpu_mem_bytes > 0,
-                                      .host_budget = job->host_mem_bytes, .ndevices = nd, .tile = job->tile};
+    const oc_mm_cuda_plan_input in = {.m = job->m,
+                                      .n = job->n,
+                                      .k = job->k,
+                                      .in_type = job->in_type,
+                                      .out_type = job->out_type,
+                                      .tf32 = job->tf32,
+                                      .symmetric = job->symmetric,
+                                      .device_budget = budget,
+                                      .device_budget_given = job->gpu_mem_bytes > 0,
+                                      .host_budget = job->host_mem_bytes,
+                                      .ndevices = nd,
+                                      .tile = job->tile};
     return oc_mm_cuda_plan_make(ctx, &in, plan);
 }
 
@@ -167,8 +175,8 @@ static oc_status cuda_run(oc_matmul_job *job)
             break;
         }
         oc_cuda_share_pinned_cache(t[i].ctx, ctx);
-        t[i] = (device_thread){.ctx = t[i].ctx, .sh = &sh, .device = job_device(job, i), .running = &running,
-                               .mu = &mu, .cv = &cv};
+        t[i] = (device_thread){
+            .ctx = t[i].ctx, .sh = &sh, .device = job_device(job, i), .running = &running, .mu = &mu, .cv = &cv};
     }
     for (int i = 0; i < nd && st == OC_OK; ++i) {
         atomic_fetch_add(&running, 1);

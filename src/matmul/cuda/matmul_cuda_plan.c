@@ -42,10 +42,12 @@ oc_status oc_mm_cuda_types(oc_context *ctx, oc_mm_type in, oc_mm_type out, int t
     case OC_MM_INT8:
         ok = out == OC_MM_INT32, *acc = OC_MM_INT32, *compute = "CUBLAS_COMPUTE_32I";
         break;
-    default: break;
+    default:
+        break;
     }
     if (!ok)
-        return oc_fail(ctx, OC_ERR_UNSUPPORTED, "matmul on the GPU: %s operands with %s output is not a product cuBLASLt computes",
+        return oc_fail(ctx, OC_ERR_UNSUPPORTED,
+                       "matmul on the GPU: %s operands with %s output is not a product cuBLASLt computes",
                        type_name(in), type_name(out));
     return OC_OK;
 }
@@ -65,8 +67,8 @@ static int size_plan(oc_mm_cuda_plan *p, int64_t tm, int64_t tn, int64_t kp, int
     p->acc_bytes = tm * p->tn_ld * acc;
     p->round_bytes = p->acc_type != p->in.out_type ? tm * tn * out : 0;
     /* Each of the (at most 8) buffers rounded up to the pool's alignment. */
-    p->device_bytes = 2 * p->panel_bytes + p->pack_bytes + 2 * p->acc_bytes + 2 * p->round_bytes + p->workspace +
-                      8 * OC_POOL_ALIGN;
+    p->device_bytes =
+        2 * p->panel_bytes + p->pack_bytes + 2 * p->acc_bytes + 2 * p->round_bytes + p->workspace + 8 * OC_POOL_ALIGN;
     p->host_slots = slots;
     p->out_slot_bytes = tm * (p->round_bytes ? tn : p->tn_ld) * out;
     p->pinned_bytes = slots * p->panel_bytes + 2 * p->out_slot_bytes;
@@ -121,12 +123,13 @@ oc_status oc_mm_cuda_plan_make(oc_context *ctx, const oc_mm_cuda_plan_input *in,
         }
     }
     if (why)
-        return oc_fail(ctx, OC_ERR_DEVICE_NO_MEMORY,
-                       "matmul on the GPU: a %lld x %lld tile with K panels of %lld needs %.1f MiB of device memory and "
-                       "%.1f MiB pinned; the budgets are %.1f MiB per device (%s) and %.1f MiB of host memory per device",
-                       (long long)plan->tm, (long long)plan->tn, (long long)kp_min, MIB(plan->device_bytes),
-                       MIB(plan->pinned_bytes), MIB(in->device_budget),
-                       in->device_budget_given ? "--gpu-mem" : "free memory less headroom", MIB(plan->host_budget));
+        return oc_fail(
+            ctx, OC_ERR_DEVICE_NO_MEMORY,
+            "matmul on the GPU: a %lld x %lld tile with K panels of %lld needs %.1f MiB of device memory and "
+            "%.1f MiB pinned; the budgets are %.1f MiB per device (%s) and %.1f MiB of host memory per device",
+            (long long)plan->tm, (long long)plan->tn, (long long)kp_min, MIB(plan->device_bytes),
+            MIB(plan->pinned_bytes), MIB(in->device_budget),
+            in->device_budget_given ? "--gpu-mem" : "free memory less headroom", MIB(plan->host_budget));
 
     /* The deepest panel beside that tile: all of k up to OC_MM_KP_MAX, else the most
      * multiples of 16 that fit. */
@@ -204,21 +207,19 @@ oc_status oc_mm_cuda_plan_render(oc_context *ctx, const oc_mm_cuda_plan *p, cons
     oc_text_printf(&t, "matmul on cuda/cublasLt, ");
     oc_text_shown(&t, where);
     oc_text_printf(&t, "\n  product    C %lld x %lld, k %lld: %s -> %s, %s, %s accumulator%s\n", (long long)p->in.m,
-                   (long long)p->in.n, (long long)p->in.k, type_name(p->in.in_type), type_name(p->in.out_type),
-                   compute, type_name(p->acc_type), p->in.symmetric ? ", symmetric (upper tiles only)" : "");
+                   (long long)p->in.n, (long long)p->in.k, type_name(p->in.in_type), type_name(p->in.out_type), compute,
+                   type_name(p->acc_type), p->in.symmetric ? ", symmetric (upper tiles only)" : "");
     oc_text_printf(&t, "  tiles      %lld x %lld (edge bounded by %s): %lld of a %lld x %lld grid\n", (long long)p->tm,
-                   (long long)p->tn, p->bound, (long long)p->ntiles, (long long)p->tile_rows,
-                   (long long)p->tile_cols);
+                   (long long)p->tn, p->bound, (long long)p->ntiles, (long long)p->tile_rows, (long long)p->tile_cols);
     oc_text_printf(&t, "  K panels   %lld of %lld (the last %lld), accumulated in place on the device\n",
                    (long long)p->panels, (long long)p->kp, (long long)p->kp_last);
-    oc_text_printf(&t,
-                   "  device     %.1f MiB of %.1f MiB (%s): panels 2 x %.1f MiB, accumulators 2 x %.1f MiB",
-                   MIB(p->device_bytes), MIB(p->in.device_budget), budget_from, MIB(p->panel_bytes),
-                   MIB(p->acc_bytes));
+    oc_text_printf(&t, "  device     %.1f MiB of %.1f MiB (%s): panels 2 x %.1f MiB, accumulators 2 x %.1f MiB",
+                   MIB(p->device_bytes), MIB(p->in.device_budget), budget_from, MIB(p->panel_bytes), MIB(p->acc_bytes));
     if (p->pack_bytes) oc_text_printf(&t, ", int8 packing %.1f MiB", MIB(p->pack_bytes));
     if (p->round_bytes) oc_text_printf(&t, ", rounded tiles 2 x %.1f MiB", MIB(p->round_bytes));
     oc_text_printf(&t, ", workspace %.1f MiB\n", MIB(p->workspace));
-    oc_text_printf(&t, "  host       %.1f MiB pinned of %.1f MiB per device: %d panel slots, 2 tile slots of %.1f MiB\n",
+    oc_text_printf(&t,
+                   "  host       %.1f MiB pinned of %.1f MiB per device: %d panel slots, 2 tile slots of %.1f MiB\n",
                    MIB(p->pinned_bytes), MIB(p->host_budget), p->host_slots, MIB(p->out_slot_bytes));
     return oc_text_finish(ctx, &t, out);
 }

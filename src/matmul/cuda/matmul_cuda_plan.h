@@ -46,32 +46,32 @@ typedef struct oc_mm_cuda_plan_input {
     int64_t m, n, k;
     oc_mm_type in_type, out_type;
     int tf32, symmetric;
-    int64_t device_budget;    /* bytes per device */
-    int device_budget_given;  /* from the job (--gpu-mem), not the devices' free memory */
-    int64_t host_budget;      /* pinned bytes for all devices together */
+    int64_t device_budget;   /* bytes per device */
+    int device_budget_given; /* from the job (--gpu-mem), not the devices' free memory */
+    int64_t host_budget;     /* pinned bytes for all devices together */
     int ndevices;
-    int64_t tile;             /* forced tile edge, 0 = planned */
+    int64_t tile; /* forced tile edge, 0 = planned */
 } oc_mm_cuda_plan_input;
 
 typedef struct oc_mm_cuda_plan {
     oc_mm_cuda_plan_input in;
-    oc_mm_type acc_type;      /* the accumulator's type on the device */
-    int64_t tm, tn, kp;       /* tile edges and K panel depth */
-    int64_t kp_last;          /* the depth of the last K panel */
-    int64_t tn_ld;            /* leading dimension of an accumulator (int8: a multiple of 4) */
-    int64_t kpad;             /* int8: K stride of the packed panels (a multiple of 16); else kp */
+    oc_mm_type acc_type;                          /* the accumulator's type on the device */
+    int64_t tm, tn, kp;                           /* tile edges and K panel depth */
+    int64_t kp_last;                              /* the depth of the last K panel */
+    int64_t tn_ld;                                /* leading dimension of an accumulator (int8: a multiple of 4) */
+    int64_t kpad;                                 /* int8: K stride of the packed panels (a multiple of 16); else kp */
     int64_t tile_rows, tile_cols, ntiles, panels; /* the grid, tiles computed, K panels per tile */
-    int64_t panel_bytes;      /* one panel slot: the A panel, then the B panel at oc_mm_cuda_b_offset */
-    int64_t pack_bytes;       /* int8: the packed A and B panels */
-    int64_t acc_bytes;        /* one accumulator */
-    int64_t round_bytes;      /* one rounded tile (FP16/BF16 output), else 0 */
+    int64_t panel_bytes; /* one panel slot: the A panel, then the B panel at oc_mm_cuda_b_offset */
+    int64_t pack_bytes;  /* int8: the packed A and B panels */
+    int64_t acc_bytes;   /* one accumulator */
+    int64_t round_bytes; /* one rounded tile (FP16/BF16 output), else 0 */
     int64_t workspace;
-    int64_t device_bytes;     /* everything above, per device */
-    int host_slots;           /* pinned panel slots */
-    int64_t out_slot_bytes;   /* one pinned tile slot */
-    int64_t pinned_bytes;     /* per device */
-    int64_t host_budget;      /* per device */
-    const char *bound;        /* what bounds the tile edge */
+    int64_t device_bytes;   /* everything above, per device */
+    int host_slots;         /* pinned panel slots */
+    int64_t out_slot_bytes; /* one pinned tile slot */
+    int64_t pinned_bytes;   /* per device */
+    int64_t host_budget;    /* per device */
+    const char *bound;      /* what bounds the tile edge */
 } oc_mm_cuda_plan;
 
 /* The accumulation type of (in, out) and the name of cuBLASLt's compute type; OC_ERR_UNSUPPORTED
@@ -84,8 +84,7 @@ oc_status oc_mm_cuda_types(oc_context *ctx, oc_mm_type in, oc_mm_type out, int t
 oc_status oc_mm_cuda_plan_make(oc_context *ctx, const oc_mm_cuda_plan_input *in, oc_mm_cuda_plan *plan);
 
 /* The plan as text (json 0) or one JSON object; `where` names the devices. *out is malloc'd. */
-oc_status oc_mm_cuda_plan_render(oc_context *ctx, const oc_mm_cuda_plan *plan, const char *where, int json,
-                                 char **out);
+oc_status oc_mm_cuda_plan_render(oc_context *ctx, const oc_mm_cuda_plan *plan, const char *where, int json, char **out);
 
 /* Tile t of the plan's order (row by row; symmetric: the upper tiles col >= row only). */
 /* Where a panel slot's B panel starts, after an A panel of a_bytes: 256-byte aligned, as

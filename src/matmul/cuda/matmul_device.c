@@ -226,8 +226,8 @@ static oc_status compute_panel(mm_device *d, int ds, int c, const panel_slot *s)
         const int64_t kpad = (s->depth + 15) / 16 * 16;
         int8_t *pa = d->d_pack, *pb = pa + plan->tm * plan->kpad;
         OC_CHECK(oc_mm_pack_rows_i8(ctx, &d->dev, a, s->rows, s->depth, pa, kpad, compute));
-        OC_CHECK(oc_mm_transpose_i8(ctx, &d->dev, b, s->depth, s->cols, pb, kpad, oc_mm_cuda_ldc(plan, s->cols),
-                                    compute));
+        OC_CHECK(
+            oc_mm_transpose_i8(ctx, &d->dev, b, s->depth, s->cols, pb, kpad, oc_mm_cuda_ldc(plan, s->cols), compute));
         CUDA_CHECK(ctx, cudaEventRecord(d->ev[EV_SLOT_FREE][ds], compute));
         a = pa, b = pb;
     }
@@ -281,8 +281,10 @@ static oc_status setup(mm_device *d, int device)
             OC_CHECK(oc_pool_alloc(ctx, pool, (size_t)plan->round_bytes, "a rounded matmul tile", &d->d_round[i]));
         OC_CHECK(oc_pool_host_alloc(ctx, pool, (size_t)plan->out_slot_bytes, "a pinned tile slot", &d->out[i].host));
     }
-    if (plan->pack_bytes) OC_CHECK(oc_pool_alloc(ctx, pool, (size_t)plan->pack_bytes, "the int8 packed panels", &d->d_pack));
-    if (plan->workspace) OC_CHECK(oc_pool_alloc(ctx, pool, (size_t)plan->workspace, "the cuBLASLt workspace", &d->d_work));
+    if (plan->pack_bytes)
+        OC_CHECK(oc_pool_alloc(ctx, pool, (size_t)plan->pack_bytes, "the int8 packed panels", &d->d_pack));
+    if (plan->workspace)
+        OC_CHECK(oc_pool_alloc(ctx, pool, (size_t)plan->workspace, "the cuBLASLt workspace", &d->d_work));
     d->nslots = plan->host_slots < MAX_HOST_SLOTS ? plan->host_slots : MAX_HOST_SLOTS;
     for (int i = 0; i < d->nslots; ++i)
         OC_CHECK(oc_pool_host_alloc(ctx, pool, (size_t)plan->panel_bytes, "a pinned panel slot", &d->slot[i].host));
@@ -331,7 +333,8 @@ void oc_mm_device_run(oc_context *ctx, oc_mm_shared *sh, int device, oc_mm_devic
     if (st == OC_OK) {
         readers = pthread_create(&reader, NULL, reader_main, d) == 0;
         writers = pthread_create(&writer, NULL, writer_main, d) == 0;
-        if (!readers || !writers) st = oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot start the threads of CUDA device %d", device);
+        if (!readers || !writers)
+            st = oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot start the threads of CUDA device %d", device);
     }
     if (st == OC_OK) st = drive(d);
     if (st != OC_OK) fail(d, st, 0, oc_context_last_error(ctx));

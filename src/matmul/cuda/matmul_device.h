@@ -29,18 +29,18 @@ typedef struct oc_mm_shared {
     oc_matmul_job *job;
     const oc_mm_cuda_plan *plan;
     const oc_cublaslt_api *lt;
-    atomic_llong next_tile;   /* the queue */
-    atomic_llong tiles_done;  /* written, for progress */
-    atomic_int stop;          /* a device failed or the job was cancelled: everyone stops */
-    atomic_int failures;      /* the order in which failures happened: the first is reported */
+    atomic_llong next_tile;  /* the queue */
+    atomic_llong tiles_done; /* written, for progress */
+    atomic_int stop;         /* a device failed or the job was cancelled: everyone stops */
+    atomic_int failures;     /* the order in which failures happened: the first is reported */
 } oc_mm_shared;
 
 /* A device's outcome. */
 typedef struct oc_mm_device_result {
     oc_status st;
-    int order;                /* 1 for the job's first failure */
-    int message_on_job;       /* the message is on job->ctx (read_panel, write_tile, cancelled) */
-    char message[512];        /* else the message */
+    int order;          /* 1 for the job's first failure */
+    int message_on_job; /* the message is on job->ctx (read_panel, write_tile, cancelled) */
+    char message[512];  /* else the message */
     int64_t tiles, bytes_read, bytes_to_device, bytes_from_device, peak_device_bytes, peak_pinned_bytes;
 } oc_mm_device_result;
 

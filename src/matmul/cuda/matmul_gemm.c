@@ -8,23 +8,29 @@
 
 #include "core/error.h"
 
-#define LT_CHECK(call)                                                                             \
-    do {                                                                                           \
-        cublasStatus_t oc_lt_s_ = (call);                                                          \
-        if (oc_lt_s_ != CUBLAS_STATUS_SUCCESS)                                                     \
+#define LT_CHECK(call)                                                                                            \
+    do {                                                                                                          \
+        cublasStatus_t oc_lt_s_ = (call);                                                                         \
+        if (oc_lt_s_ != CUBLAS_STATUS_SUCCESS)                                                                    \
             return oc_fail(ctx, oc_lt_s_ == CUBLAS_STATUS_ALLOC_FAILED ? OC_ERR_DEVICE_NO_MEMORY : OC_ERR_DEVICE, \
-                           "cuBLASLt: %s: %s", #call, oc_cublaslt_status_name(oc_lt_s_));         \
+                           "cuBLASLt: %s: %s", #call, oc_cublaslt_status_name(oc_lt_s_));                         \
     } while (0)
 
 static cudaDataType_t data_type(oc_mm_type t)
 {
     switch (t) {
-    case OC_MM_FLOAT64: return CUDA_R_64F;
-    case OC_MM_FLOAT32: return CUDA_R_32F;
-    case OC_MM_FLOAT16: return CUDA_R_16F;
-    case OC_MM_BFLOAT16: return CUDA_R_16BF;
-    case OC_MM_INT8: return CUDA_R_8I;
-    default: return CUDA_R_32I;
+    case OC_MM_FLOAT64:
+        return CUDA_R_64F;
+    case OC_MM_FLOAT32:
+        return CUDA_R_32F;
+    case OC_MM_FLOAT16:
+        return CUDA_R_16F;
+    case OC_MM_BFLOAT16:
+        return CUDA_R_16BF;
+    case OC_MM_INT8:
+        return CUDA_R_8I;
+    default:
+        return CUDA_R_32I;
     }
 }
 
@@ -88,11 +94,10 @@ static oc_status shape_of(oc_context *ctx, oc_mm_gemm *g, int64_t rows, int64_t 
     int nfound = 0;
     cublasStatus_t r = lt->heuristic(g->handle, g->desc, s->la, s->lb, s->lc, s->lc, g->pref, 1, &found, &nfound);
     if (r != CUBLAS_STATUS_SUCCESS || nfound < 1)
-        return oc_fail(ctx, OC_ERR_UNSUPPORTED,
-                       "cuBLASLt has no algorithm for a %lld x %lld tile with K panels of %lld (%s): %s",
-                       (long long)rows, (long long)cols, (long long)depth,
-                       g->plan->in.in_type == OC_MM_INT8 ? "int8" : "float",
-                       r != CUBLAS_STATUS_SUCCESS ? oc_cublaslt_status_name(r) : "none found");
+        return oc_fail(
+            ctx, OC_ERR_UNSUPPORTED, "cuBLASLt has no algorithm for a %lld x %lld tile with K panels of %lld (%s): %s",
+            (long long)rows, (long long)cols, (long long)depth, g->plan->in.in_type == OC_MM_INT8 ? "int8" : "float",
+            r != CUBLAS_STATUS_SUCCESS ? oc_cublaslt_status_name(r) : "none found");
     s->algo = found.algo;
     *out = s;
     return OC_OK;

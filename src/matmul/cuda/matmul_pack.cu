@@ -90,8 +90,8 @@ extern "C" oc_status oc_mm_transpose_i8(oc_context *ctx, oc_cuda_device *dev, co
     return OC_OK;
 }
 
-extern "C" oc_status oc_mm_round_f32(oc_context *ctx, oc_cuda_device *dev, const float *src, int64_t rows,
-                                     int64_t cols, int64_t ld, oc_mm_type to, void *dst, cudaStream_t stream)
+extern "C" oc_status oc_mm_round_f32(oc_context *ctx, oc_cuda_device *dev, const float *src, int64_t rows, int64_t cols,
+                                     int64_t ld, oc_mm_type to, void *dst, cudaStream_t stream)
 {
     if (rows <= 0 || cols <= 0) return OC_OK;
     if (to == OC_MM_FLOAT16) {
