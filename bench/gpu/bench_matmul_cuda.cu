@@ -35,15 +35,6 @@ extern "C" {
 #include "matmul/matmul_job.h"
 }
 
-#define CKL(call)                                                                                   \
-    do {                                                                                            \
-        cublasStatus_t s_ = (call);                                                                 \
-        if (s_ != CUBLAS_STATUS_SUCCESS) {                                                          \
-            fprintf(stderr, "%s:%d: %s: cuBLASLt status %d\n", __FILE__, __LINE__, #call, (int)s_); \
-            exit(1);                                                                                \
-        }                                                                                           \
-    } while (0)
-
 static double now(void)
 {
     struct timespec t;
