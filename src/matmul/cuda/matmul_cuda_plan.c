@@ -66,9 +66,10 @@ static int size_plan(oc_mm_cuda_plan *p, int64_t tm, int64_t tn, int64_t kp, int
     p->pack_bytes = i8 ? (tm + p->tn_ld) * p->kpad : 0;
     p->acc_bytes = tm * p->tn_ld * acc;
     p->round_bytes = p->acc_type != p->in.out_type ? tm * tn * out : 0;
-    /* Each of the (at most 8) buffers rounded up to the pool's alignment. */
+    /* Each of the (at most 8) buffers rounded up to the pool's alignment, and the pool's
+     * budget rounded down to it. */
     p->device_bytes =
-        2 * p->panel_bytes + p->pack_bytes + 2 * p->acc_bytes + 2 * p->round_bytes + p->workspace + 8 * OC_POOL_ALIGN;
+        2 * p->panel_bytes + p->pack_bytes + 2 * p->acc_bytes + 2 * p->round_bytes + p->workspace + 9 * OC_POOL_ALIGN;
     p->host_slots = slots;
     p->out_slot_bytes = tm * (p->round_bytes ? tn : p->tn_ld) * out;
     p->pinned_bytes = slots * p->panel_bytes + 2 * p->out_slot_bytes;
