@@ -17,7 +17,7 @@
 
 static const char *const type_names[OC_MM_TYPE_COUNT] = {"float64", "float32", "float16", "bfloat16", "int8", "int32"};
 
-static const char *type_name(oc_mm_type t) { return (unsigned)t < OC_MM_TYPE_COUNT ? type_names[t] : "?"; }
+const char *oc_mm_cuda_type_name(oc_mm_type t) { return (unsigned)t < OC_MM_TYPE_COUNT ? type_names[t] : "?"; }
 
 static int64_t round_up(int64_t x, int64_t q) { return (x + q - 1) / q * q; }
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
@@ -48,7 +48,7 @@ oc_status oc_mm_cuda_types(oc_context *ctx, oc_mm_type in, oc_mm_type out, int t
     if (!ok)
         return oc_fail(ctx, OC_ERR_UNSUPPORTED,
                        "matmul on the GPU: %s operands with %s output is not a product cuBLASLt computes",
-                       type_name(in), type_name(out));
+                       oc_mm_cuda_type_name(in), oc_mm_cuda_type_name(out));
     return OC_OK;
 }
 
@@ -185,8 +185,9 @@ oc_status oc_mm_cuda_plan_render(oc_context *ctx, const oc_mm_cuda_plan *p, cons
         oc_text_printf(&t,
                        ", \"m\": %lld, \"n\": %lld, \"k\": %lld, \"in_type\": \"%s\", \"out_type\": \"%s\", "
                        "\"accumulator\": \"%s\", \"compute\": \"%s\", \"symmetric\": %s, ",
-                       (long long)p->in.m, (long long)p->in.n, (long long)p->in.k, type_name(p->in.in_type),
-                       type_name(p->in.out_type), type_name(p->acc_type), compute, p->in.symmetric ? "true" : "false");
+                       (long long)p->in.m, (long long)p->in.n, (long long)p->in.k, oc_mm_cuda_type_name(p->in.in_type),
+                       oc_mm_cuda_type_name(p->in.out_type), oc_mm_cuda_type_name(p->acc_type), compute,
+                       p->in.symmetric ? "true" : "false");
         oc_text_printf(&t,
                        "\"tile\": [%lld, %lld], \"tile_bound\": \"%s\", \"tiles\": %lld, \"grid\": [%lld, %lld], "
                        "\"kp\": %lld, \"kp_last\": %lld, \"panels\": %lld, ",
@@ -208,8 +209,9 @@ oc_status oc_mm_cuda_plan_render(oc_context *ctx, const oc_mm_cuda_plan *p, cons
     oc_text_printf(&t, "matmul on cuda/cublasLt, ");
     oc_text_shown(&t, where);
     oc_text_printf(&t, "\n  product    C %lld x %lld, k %lld: %s -> %s, %s, %s accumulator%s\n", (long long)p->in.m,
-                   (long long)p->in.n, (long long)p->in.k, type_name(p->in.in_type), type_name(p->in.out_type), compute,
-                   type_name(p->acc_type), p->in.symmetric ? ", symmetric (upper tiles only)" : "");
+                   (long long)p->in.n, (long long)p->in.k, oc_mm_cuda_type_name(p->in.in_type),
+                   oc_mm_cuda_type_name(p->in.out_type), compute, oc_mm_cuda_type_name(p->acc_type),
+                   p->in.symmetric ? ", symmetric (upper tiles only)" : "");
     oc_text_printf(&t, "  tiles      %lld x %lld (edge bounded by %s): %lld of a %lld x %lld grid\n", (long long)p->tm,
                    (long long)p->tn, p->bound, (long long)p->ntiles, (long long)p->tile_rows, (long long)p->tile_cols);
     oc_text_printf(&t, "  K panels   %lld of %lld (the last %lld), accumulated in place on the device\n",

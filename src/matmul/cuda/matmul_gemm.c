@@ -94,10 +94,10 @@ static oc_status shape_of(oc_context *ctx, oc_mm_gemm *g, int64_t rows, int64_t 
     int nfound = 0;
     cublasStatus_t r = lt->heuristic(g->handle, g->desc, s->la, s->lb, s->lc, s->lc, g->pref, 1, &found, &nfound);
     if (r != CUBLAS_STATUS_SUCCESS || nfound < 1)
-        return oc_fail(
-            ctx, OC_ERR_UNSUPPORTED, "cuBLASLt has no algorithm for a %lld x %lld tile with K panels of %lld (%s): %s",
-            (long long)rows, (long long)cols, (long long)depth, g->plan->in.in_type == OC_MM_INT8 ? "int8" : "float",
-            r != CUBLAS_STATUS_SUCCESS ? oc_cublaslt_status_name(r) : "none found");
+        return oc_fail(ctx, OC_ERR_UNSUPPORTED,
+                       "cuBLASLt has no %s algorithm for a %lld x %lld tile with K panels of %lld: %s",
+                       oc_mm_cuda_type_name(g->plan->in.in_type), (long long)rows, (long long)cols, (long long)depth,
+                       r != CUBLAS_STATUS_SUCCESS ? oc_cublaslt_status_name(r) : "none found");
     s->algo = found.algo;
     *out = s;
     return OC_OK;
