@@ -10,8 +10,9 @@
  * tiles and K panels gives what a large one gives (within the type's tolerance, int8
  * exactly); the same plan twice gives the same bytes; a symmetric job writes the upper tiles
  * alone; two devices (where there are two) give the bytes of one; a read_panel or write_tile
- * that fails ends the job with its status and leaves no device or pinned memory behind; and
- * a product cuBLASLt does not compute is refused. Exits 77 when no GPU or no cuBLASLt is usable.
+ * that fails, or a cancel, ends the job with its status and leaves no device or pinned memory
+ * behind; and a product cuBLASLt does not compute is refused. Exits 77 when no GPU or no
+ * cuBLASLt is usable.
  */
 #include <math.h>
 #include <pthread.h>
@@ -21,6 +22,7 @@
 
 #include "../harness.h"
 #include "outcore.h"
+#include "core/context.h"
 #include "core/error.h"
 #include "engine/cuda/device.h"
 /* The GPU tests are built only with CUDA, but their targets do not carry the library's
@@ -123,6 +125,7 @@ typedef struct fake_io {
     pthread_mutex_t mu;
     long reads;
     long fail_read_at, fail_write_at; /* > 0: that read_panel / write_tile call fails */
+    long cancel_at;                   /* > 0: that read_panel call cancels the job */
     long tiles_written;
     int bad_tile; /* a tile outside C, or below the diagonal of a symmetric job */
 } fake_io;
@@ -136,6 +139,7 @@ static oc_status read_panel(const oc_matmul_job *job, oc_mm_operand which, int64
     pthread_mutex_unlock(&io->mu);
     if (io->fail_read_at > 0 && call == io->fail_read_at)
         return oc_fail(job->ctx, OC_ERR_IO, "a.npy: injected read failure at panel %ld", call);
+    if (io->cancel_at > 0 && call == io->cancel_at) oc_context_cancel(job->ctx);
     const size_t es = oc_mm_type_size(job->in_type);
     const int64_t ld = which == OC_MM_A ? job->k : job->n;
     for (int64_t r = 0; r < rows; ++r)
@@ -235,14 +239,18 @@ typedef struct run_opts {
     int tf32;
     const int *devices;
     int ndevices;
-    long fail_read_at, fail_write_at;
+    long fail_read_at, fail_write_at, cancel_at;
 } run_opts;
 
 /* Runs the product; returns C (m x n in out_type, malloc'd) and the writes per element. */
 static void *run(const operands *o, const run_opts *r, oc_status *st, unsigned char **writes, oc_matmul_job *out_job)
 {
     const size_t es = oc_mm_type_size(o->out);
-    fake_io io = {.a = o->a, .b = o->b, .fail_read_at = r->fail_read_at, .fail_write_at = r->fail_write_at};
+    fake_io io = {.a = o->a,
+                  .b = o->b,
+                  .fail_read_at = r->fail_read_at,
+                  .fail_write_at = r->fail_write_at,
+                  .cancel_at = r->cancel_at};
     pthread_mutex_init(&io.mu, NULL);
     io.c = malloc((size_t)(o->m * o->n) * es);
     io.writes = calloc((size_t)(o->m * o->n), 1);
@@ -264,6 +272,7 @@ static void *run(const operands *o, const run_opts *r, oc_status *st, unsigned c
                          .devices = r->devices,
                          .ndevices = r->ndevices,
                          .tile = r->tile};
+    oc_context_begin_job(ctx); /* what the job layer does first: clears the error and a cancel */
     *st = oc_mm_backend_cuda.run(&job);
     CHECK_MSG(!io.bad_tile, "a tile outside C or below the diagonal was written");
     if (out_job) *out_job = job;
@@ -440,6 +449,12 @@ static void check_failures(void)
     /* The tiny plan of this shape: 4 tiles of 3 K panels, so 24 reads and 4 writes. */
     for (long at = 1; at <= 9; at += 4) check_failure(&o, at, 0);
     for (long at = 1; at <= 4; at += 3) check_failure(&o, 0, at);
+    /* A cancel (from any thread: here read_panel's) stops the job at its next panel. */
+    const run_opts cancel = {.gpu_mem = 640 << 10, .host_mem = 1 << 20, .cancel_at = 3};
+    free(run(&o, &cancel, &st, &w, NULL));
+    free(w);
+    CHECK_MSG(st == OC_ERR_CANCELLED, "cancelled: %s (%s)", oc_status_string(st), oc_context_last_error(ctx));
+    check_clean("a cancelled job");
     /* A budget no tile fits, and a product cuBLASLt does not compute. */
     run_opts r = {.gpu_mem = 4096};
     free(run(&o, &r, &st, &w, NULL));
