@@ -288,6 +288,10 @@ static oc_status setup(mm_device *d, int device)
     d->nslots = plan->host_slots < MAX_HOST_SLOTS ? plan->host_slots : MAX_HOST_SLOTS;
     for (int i = 0; i < d->nslots; ++i)
         OC_CHECK(oc_pool_host_alloc(ctx, pool, (size_t)plan->panel_bytes, "a pinned panel slot", &d->slot[i].host));
+    /* A first panel multiplies with beta 0, which BLAS defines as not reading C; zeroed
+     * accumulators keep that true (no NaN from fresh memory) should an algorithm read it. */
+    for (int i = 0; i < 2; ++i)
+        CUDA_CHECK(ctx, cudaMemsetAsync(d->d_acc[i], 0, (size_t)plan->acc_bytes, d->dev.compute));
     for (int k = 0; k < EV_KINDS; ++k)
         for (int i = 0; i < 2; ++i) CUDA_CHECK(ctx, cudaEventCreateWithFlags(&d->ev[k][i], cudaEventDisableTiming));
     return oc_mm_gemm_open(ctx, d->sh->lt, plan, d->d_work, &d->gemm);
