@@ -30,6 +30,9 @@
 #                    without huge pages (bench_host_pin), a part's set-up costs
 #                    (bench_setup_costs: pinning a ring, device memory mapped to peers) and
 #                    freeing a 24 GiB input on 1-32 threads (bench_discard)
+#   matmul           the CUDA matmul backend out of core against cuBLASLt in core on one
+#                    product per type (bench_matmul_cuda; MATMUL_SIZE, default "16384 16384
+#                    16384", and MATMUL_TYPES, default "float64 float32 tf32 float16 int8")
 #   scaling          several GPUs: strong and weak scaling, MPI ranks against one process,
 #                    same bytes on 1, 2, 4 GPUs (bench/bench_scaling.py; SCALING_ARGS are
 #                    passed to it, SCALING_TIMEOUT bounds it, default 580 s)
@@ -131,6 +134,7 @@ split_bench=0
 mpi_bench=0
 scaling_bench=0
 link_bench=0
+matmul_bench=0
 for part in "${bench_parts[@]}"; do
   case "$part" in
     topk) topk_bench=1 ;;
@@ -143,6 +147,7 @@ for part in "${bench_parts[@]}"; do
     mpi) mpi_bench=1 ;;   # two MPI ranks sharing GPU 0 against one process (bench/bench_mpi.sh)
     scaling) scaling_bench=1 ;;
     host-link) link_bench=1 ;;
+    matmul) matmul_bench=1 ;;
     *) gram_parts+=("$part") ;;
   esac
 done
@@ -173,6 +178,15 @@ if has bench && [ $topk_bench -eq 1 ]; then
   python3 -c "import numpy as np; f = np.load('/dev/shm/top.npz'); print('npz', f['indices'].shape, f['scores'].dtype)" 2>&1
   note topk_cli "rc $rc, wall ${wall_ms} ms (process, load included)"
   rm -f /dev/shm/A.npy /dev/shm/top.npz
+fi
+
+if has bench && [ $matmul_bench -eq 1 ]; then
+  for t in ${MATMUL_TYPES:-float64 float32 tf32 float16 int8}; do
+    # shellcheck disable=SC2086 # MATMUL_SIZE is three numbers
+    timeout "${BENCH_TIMEOUT:-400}" "$BUILD/bench/bench_matmul_cuda" ${MATMUL_SIZE:-16384 16384 16384} "$t" 2>&1 |
+      tee "$LOGS/bench_matmul_$t.log"
+    note "matmul_$t" "rc ${PIPESTATUS[0]}: $(grep -E '^ratio' "$LOGS/bench_matmul_$t.log" | tail -1)"
+  done
 fi
 
 if has bench && [ $sweep_bench -eq 1 ]; then

@@ -1,0 +1,286 @@
+/*
+ * bench_matmul_cuda.cu - the CUDA matmul backend (oc_mm_backend_cuda) out of core against
+ * cuBLASLt in core on the same product.
+ *
+ *   bench_matmul_cuda [M N K [TYPE [GPU_MEM_MIB]]]
+ *       TYPE: float64 float32 tf32 float16 bfloat16 int8 (default float32)
+ *       GPU_MEM_MIB: the backend's device budget (default a quarter of the operands and
+ *       result, so that the product runs in many tiles and K panels)
+ *
+ * Rows of the table:
+ *   outcore      the backend, operands and result in host memory, read_panel and write_tile
+ *                copying rows (the job layer's in-memory case); the second of two runs, so
+ *                that handles and pinned staging are warm
+ *   cuBLASLt     one cublasLtMatmul over the whole product resident on the device, the
+ *                fastest of the heuristic's first 8 candidates (the in-core ceiling)
+ *   + transfers  the same with the operands uploaded and the result downloaded from
+ *                pageable host memory (what an in-core caller pays when the data is on the host)
+ * The rate is multiply-adds x 2 per second (FLOP/s; OP/s for int8).
+ */
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bench_check.h"
+
+/* The bench target does not carry the library's OC_HAVE_CUDA, which declares the table. */
+#ifndef OC_HAVE_CUDA
+#define OC_HAVE_CUDA 1
+#endif
+extern "C" {
+#include "matmul/matmul_job.h"
+}
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+typedef struct host_io {
+    const char *a, *b;
+    char *c;
+} host_io;
+
+static oc_status read_rows(const oc_matmul_job *job, oc_mm_operand which, int64_t row0, int64_t rows, int64_t col0,
+                           int64_t cols, void *dst)
+{
+    const host_io *io = (const host_io *)job->io;
+    const size_t es = oc_mm_type_size(job->in_type);
+    const int64_t ld = which == OC_MM_A ? job->k : job->n;
+    const char *src = which == OC_MM_A ? io->a : io->b;
+    for (int64_t r = 0; r < rows; ++r)
+        memcpy((char *)dst + (size_t)(r * cols) * es, src + (size_t)((row0 + r) * ld + col0) * es, (size_t)cols * es);
+    return OC_OK;
+}
+
+static oc_status write_rows(const oc_matmul_job *job, int64_t row0, int64_t rows, int64_t col0, int64_t cols,
+                            const void *tile, int64_t ld)
+{
+    const host_io *io = (const host_io *)job->io;
+    const size_t es = oc_mm_type_size(job->out_type);
+    for (int64_t r = 0; r < rows; ++r)
+        memcpy(io->c + (size_t)((row0 + r) * job->n + col0) * es, (const char *)tile + (size_t)(r * ld) * es,
+               (size_t)cols * es);
+    return OC_OK;
+}
+
+typedef struct type_case {
+    const char *name;
+    oc_mm_type in, out;
+    int tf32;
+    cudaDataType_t ab, c;
+    cublasComputeType_t compute;
+    cudaDataType_t scale;
+} type_case;
+
+static const type_case cases[] = {
+    {"float64", OC_MM_FLOAT64, OC_MM_FLOAT64, 0, CUDA_R_64F, CUDA_R_64F, CUBLAS_COMPUTE_64F, CUDA_R_64F},
+    {"float32", OC_MM_FLOAT32, OC_MM_FLOAT32, 0, CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F, CUDA_R_32F},
+    {"tf32", OC_MM_FLOAT32, OC_MM_FLOAT32, 1, CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32, CUDA_R_32F},
+    {"float16", OC_MM_FLOAT16, OC_MM_FLOAT32, 0, CUDA_R_16F, CUDA_R_32F, CUBLAS_COMPUTE_32F, CUDA_R_32F},
+    {"bfloat16", OC_MM_BFLOAT16, OC_MM_FLOAT32, 0, CUDA_R_16BF, CUDA_R_32F, CUBLAS_COMPUTE_32F, CUDA_R_32F},
+    {"int8", OC_MM_INT8, OC_MM_INT32, 0, CUDA_R_8I, CUDA_R_32I, CUBLAS_COMPUTE_32I, CUDA_R_32I},
+};
+
+/* Small integers in every type's bytes: 0 or 1 of the type (the rate does not depend on them). */
+static void fill(char *p, int64_t count, oc_mm_type t, uint64_t seed)
+{
+    const size_t es = oc_mm_type_size(t);
+    for (int64_t i = 0; i < count; ++i) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        const int one = (seed >> 40) & 1;
+        char *e = p + (size_t)i * es;
+        memset(e, 0, es);
+        if (!one) continue;
+        switch (t) {
+        case OC_MM_FLOAT64:
+            *(double *)e = 1.0;
+            break;
+        case OC_MM_FLOAT32:
+            *(float *)e = 1.0f;
+            break;
+        case OC_MM_FLOAT16:
+            *(uint16_t *)e = 0x3c00;
+            break;
+        case OC_MM_BFLOAT16:
+            *(uint16_t *)e = 0x3f80;
+            break;
+        default:
+            *(int8_t *)e = 1;
+            break;
+        }
+    }
+}
+
+/* cuBLASLt in core: the fastest of up to 8 heuristic candidates; *with_copies adds the
+ * uploads and the download from pageable memory. Returns the product's seconds, or a negative
+ * value when the product does not fit the device. */
+static double in_core(const type_case *tc, int64_t m, int64_t n, int64_t k, const char *a, const char *b, char *c,
+                      double *with_copies)
+{
+    const size_t ia = oc_mm_type_size(tc->in), oa = oc_mm_type_size(tc->out);
+    const size_t bytes_a = (size_t)(m * k) * ia, bytes_b = (size_t)(k * n) * ia, bytes_c = (size_t)(m * n) * oa;
+    const size_t ws_bytes = 32u << 20;
+    size_t free_b, total_b;
+    CK(cudaMemGetInfo(&free_b, &total_b));
+    if (bytes_a + bytes_b + bytes_c + ws_bytes + (512u << 20) > free_b) return -1;
+    void *da, *db, *dc, *ws;
+    CK(cudaMalloc(&da, bytes_a));
+    CK(cudaMalloc(&db, bytes_b));
+    CK(cudaMalloc(&dc, bytes_c));
+    CK(cudaMalloc(&ws, ws_bytes));
+    cublasLtHandle_t lt;
+    CKL(cublasLtCreate(&lt));
+    cublasLtMatmulDesc_t op;
+    CKL(cublasLtMatmulDescCreate(&op, tc->compute, tc->scale));
+    /* Row-major C = A·B as column-major Cᵀ = Bᵀ·Aᵀ; int8 in its TN form (the bytes of B read
+     * as Bᵀ stored k-major: the same work on other numbers). */
+    const int i8 = tc->in == OC_MM_INT8;
+    cublasOperation_t ta = i8 ? CUBLAS_OP_T : CUBLAS_OP_N, tb = CUBLAS_OP_N;
+    CKL(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+    CKL(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+    cublasLtMatrixLayout_t la, lb, lc;
+    if (i8) CKL(cublasLtMatrixLayoutCreate(&la, tc->ab, (uint64_t)k, (uint64_t)n, k));
+    else CKL(cublasLtMatrixLayoutCreate(&la, tc->ab, (uint64_t)n, (uint64_t)k, n));
+    CKL(cublasLtMatrixLayoutCreate(&lb, tc->ab, (uint64_t)k, (uint64_t)m, k));
+    CKL(cublasLtMatrixLayoutCreate(&lc, tc->c, (uint64_t)n, (uint64_t)m, n));
+    cublasLtMatmulPreference_t pref;
+    CKL(cublasLtMatmulPreferenceCreate(&pref));
+    CKL(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes,
+                                             sizeof ws_bytes));
+    cublasLtMatmulHeuristicResult_t heur[8];
+    int found = 0;
+    CKL(cublasLtMatmulAlgoGetHeuristic(lt, op, la, lb, lc, lc, pref, 8, heur, &found));
+    const double one64 = 1, zero64 = 0;
+    const float one32 = 1, zero32 = 0;
+    const int32_t onei = 1, zeroi = 0;
+    const void *alpha = &one32, *beta = &zero32;
+    if (tc->scale == CUDA_R_64F) alpha = &one64, beta = &zero64;
+    if (tc->scale == CUDA_R_32I) alpha = &onei, beta = &zeroi;
+    double t0 = now();
+    CK(cudaMemcpy(da, a, bytes_a, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(db, b, bytes_b, cudaMemcpyHostToDevice));
+    const double up = now() - t0;
+    double best = 1e30;
+    for (int h = 0; h < found; ++h)
+        for (int rep = 0; rep < 2; ++rep) { /* the first run of a candidate warms it up */
+            CK(cudaDeviceSynchronize());
+            t0 = now();
+            if (cublasLtMatmul(lt, op, alpha, db, la, da, lb, beta, dc, lc, dc, lc, &heur[h].algo, ws, ws_bytes, 0) !=
+                CUBLAS_STATUS_SUCCESS)
+                break;
+            CK(cudaDeviceSynchronize());
+            if (rep == 1 && now() - t0 < best) best = now() - t0;
+        }
+    t0 = now();
+    CK(cudaMemcpy(c, dc, bytes_c, cudaMemcpyDeviceToHost));
+    *with_copies = best + up + (now() - t0);
+    cublasLtMatmulPreferenceDestroy(pref);
+    cublasLtMatrixLayoutDestroy(la);
+    cublasLtMatrixLayoutDestroy(lb);
+    cublasLtMatrixLayoutDestroy(lc);
+    cublasLtMatmulDescDestroy(op);
+    cublasLtDestroy(lt);
+    CK(cudaFree(da));
+    CK(cudaFree(db));
+    CK(cudaFree(dc));
+    CK(cudaFree(ws));
+    return found ? best : -1;
+}
+
+int main(int argc, char **argv)
+{
+    const int64_t m = argc > 1 ? atoll(argv[1]) : 16384, n = argc > 2 ? atoll(argv[2]) : 16384,
+                  k = argc > 3 ? atoll(argv[3]) : 16384;
+    const char *type = argc > 4 ? argv[4] : "float32";
+    const type_case *tc = NULL;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i)
+        if (strcmp(cases[i].name, type) == 0) tc = &cases[i];
+    if (!tc || m <= 0 || n <= 0 || k <= 0) {
+        fprintf(stderr,
+                "usage: bench_matmul_cuda [M N K [float64|float32|tf32|float16|bfloat16|int8 [GPU_MEM_MIB]]]\n");
+        return 2;
+    }
+    if (!oc_mm_backend_cuda.usable(0)) {
+        printf("SKIPPED: no usable CUDA device or no cuBLASLt\n");
+        return 0;
+    }
+    const size_t ia = oc_mm_type_size(tc->in), oa = oc_mm_type_size(tc->out);
+    const size_t bytes_a = (size_t)(m * k) * ia, bytes_b = (size_t)(k * n) * ia, bytes_c = (size_t)(m * n) * oa;
+    const int64_t gpu_mem = argc > 5 ? atoll(argv[5]) << 20 : (int64_t)((bytes_a + bytes_b + bytes_c) / 4 + (64 << 20));
+    host_io io;
+    io.a = (char *)malloc(bytes_a), io.b = (char *)malloc(bytes_b), io.c = (char *)malloc(bytes_c);
+    if (!io.a || !io.b || !io.c) {
+        fprintf(stderr, "out of host memory\n");
+        return 1;
+    }
+    fill((char *)io.a, m * k, tc->in, 1);
+    fill((char *)io.b, k * n, tc->in, 2);
+    oc_context *ctx;
+    if (oc_context_create(&ctx) != OC_OK) return 1;
+    oc_matmul_job job;
+    memset(&job, 0, sizeof job);
+    job.ctx = ctx, job.m = m, job.n = n, job.k = k, job.in_type = tc->in, job.out_type = tc->out, job.tf32 = tc->tf32;
+    job.read_panel = read_rows, job.write_tile = write_rows, job.io = &io, job.gpu_mem_bytes = gpu_mem;
+    char *plan = NULL;
+    if (oc_mm_backend_cuda.plan(&job, 0, &plan) != OC_OK) {
+        fprintf(stderr, "plan: %s\n", oc_context_last_error(ctx));
+        return 1;
+    }
+    printf("%s", plan);
+    free(plan);
+    double secs = 0;
+    for (int rep = 0; rep < 2; ++rep) {
+        if (oc_mm_backend_cuda.run(&job) != OC_OK) {
+            fprintf(stderr, "run: %s\n", oc_context_last_error(ctx));
+            return 1;
+        }
+        secs = job.stats.seconds;
+    }
+    const double flop = 2.0 * (double)m * (double)n * (double)k;
+    struct cudaDeviceProp prop;
+    CK(cudaGetDeviceProperties(&prop, 0));
+    printf("\n%-22s %-26s %-24s %10s %12s  %s\n", "case", "device", "m x n x k", "seconds", "TFLOP/s", "note");
+    char dims[64];
+    snprintf(dims, sizeof dims, "%lld x %lld x %lld", (long long)m, (long long)n, (long long)k);
+    char note[160];
+    snprintf(note, sizeof note, "%s, --gpu-mem %lld MiB, %lld tiles, H2D %.2f GB, D2H %.2f GB", tc->name,
+             (long long)(gpu_mem >> 20), (long long)job.stats.tiles, (double)job.stats.bytes_to_device / 1e9,
+             (double)job.stats.bytes_from_device / 1e9);
+    printf("%-22s %-26.26s %-24s %10.4f %12.2f  %s\n", "outcore out of core", prop.name, dims, secs, flop / secs / 1e12,
+           note);
+    /* The operands hold 0 and 1: every sum is an integer up to k, exact in every output type,
+     * so the float results must match cuBLASLt's to the byte (int8 runs in core on other
+     * numbers: see in_core). */
+    char *ours = (char *)malloc(bytes_c);
+    if (!ours) {
+        fprintf(stderr, "out of host memory\n");
+        return 1;
+    }
+    memcpy(ours, io.c, bytes_c);
+    double copies = 0, incore = in_core(tc, m, n, k, io.a, io.b, io.c, &copies);
+    if (incore > 0 && tc->in != OC_MM_INT8) {
+        const int same = memcmp(ours, io.c, bytes_c) == 0;
+        printf("outcore and cuBLASLt in core: %s\n", same ? "the same bytes" : "DIFFERENT results");
+        if (!same) return 1;
+    }
+    free(ours);
+    if (incore > 0) {
+        printf("%-22s %-26.26s %-24s %10.4f %12.2f  %s, resident, best of the heuristic's candidates\n",
+               "cuBLASLt in core", prop.name, dims, incore, flop / incore / 1e12, tc->name);
+        printf("%-22s %-26.26s %-24s %10.4f %12.2f  %s, pageable uploads and download\n", "  + transfers", prop.name,
+               dims, copies, flop / copies / 1e12, tc->name);
+        printf("ratio outcore / cuBLASLt in core: %.2f\n", incore / secs);
+    } else {
+        printf("cuBLASLt in core: the product does not fit the device (or has no algorithm)\n");
+    }
+    oc_context_free(ctx);
+    free((void *)io.a), free((void *)io.b), free(io.c);
+    return 0;
+}

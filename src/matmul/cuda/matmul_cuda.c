@@ -1,0 +1,229 @@
+/*
+ * matmul_cuda.c - the CUDA backend of the dense product (oc_mm_backend_cuda): the plan from
+ * the devices' memory and the budgets (matmul_cuda_plan.h), then one thread per device
+ * (matmul_device.h) pulling tiles from one queue, while the calling thread reports progress;
+ * the first failure in time is the job's message.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/error.h"
+#include "core/threads.h"
+#include "engine/cuda/device.h"
+#include "engine/cuda/driver_status.h"
+#include "engine/engine_plan.h"
+#include "matmul/cuda/cublaslt.h"
+#include "matmul/cuda/matmul_cuda_plan.h"
+#include "matmul/cuda/matmul_device.h"
+#include "matmul/matmul_job.h"
+
+#define MIB(x) ((double)(x) / 1048576.0)
+/* Without --gpu-mem a device gives at most this share of its free memory, less headroom. */
+#define FREE_SHARE 0.9
+
+static int cuda_usable(int device) { return oc_cublaslt_load(NULL, 0) != NULL && oc_cuda_device_usable(device); }
+
+static int job_device(const oc_matmul_job *job, int i) { return job->ndevices > 0 ? job->devices[i] : 0; }
+static int job_ndevices(const oc_matmul_job *job) { return job->ndevices > 0 ? job->ndevices : 1; }
+
+/* The plan, from each device's memory (queried, nothing allocated); `where` names them. */
+static oc_status make_plan(oc_context *ctx, const oc_matmul_job *job, oc_mm_cuda_plan *plan, char *where, size_t size)
+{
+    const int nd = job_ndevices(job);
+    int64_t budget = -1;
+    size_t used = 0;
+    where[0] = '\0';
+    for (int i = 0; i < nd; ++i) {
+        const int dev = job_device(job, i);
+        cudaError_t e = cudaSetDevice(dev);
+        if (e != cudaSuccess) {
+            (void)cudaGetLastError();
+            int count = 0;
+            if (e == cudaErrorInvalidDevice && cudaGetDeviceCount(&count) == cudaSuccess && count > 0)
+                return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                               "CUDA device %d does not exist: this machine has %d (0..%d)", dev, count, count - 1);
+            (void)cudaGetLastError();
+            char why[400];
+            oc_cuda_no_device_reason(e, why, sizeof why);
+            return oc_fail(ctx, OC_ERR_UNSUPPORTED, "no usable CUDA device: %s", why);
+        }
+        for (int j = 0; j < i; ++j)
+            if (job_device(job, j) == dev)
+                return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "CUDA device %d is listed twice", dev);
+        struct cudaDeviceProp prop;
+        size_t free_b = 0, total_b = 0;
+        if ((e = cudaGetDeviceProperties(&prop, dev)) != cudaSuccess ||
+            (e = cudaMemGetInfo(&free_b, &total_b)) != cudaSuccess) {
+            (void)cudaGetLastError();
+            return oc_fail(ctx, OC_ERR_DEVICE, "CUDA device %d: %s", dev, cudaGetErrorString(e));
+        }
+        int64_t b;
+        if (job->gpu_mem_bytes > 0) {
+            if (job->gpu_mem_bytes > (int64_t)total_b - OC_ENGINE_HEADROOM)
+                return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                               "--gpu-mem %.1f MiB exceeds what cuda:%d (%s) can give: %.1f MiB in all, less %lld MiB "
+                               "kept for the CUDA context and libraries",
+                               MIB(job->gpu_mem_bytes), dev, prop.name, MIB(total_b), OC_ENGINE_HEADROOM >> 20);
+            b = job->gpu_mem_bytes;
+        } else {
+            const int64_t share = (int64_t)(FREE_SHARE * (double)free_b), avail = (int64_t)free_b - OC_ENGINE_HEADROOM;
+            b = share < avail ? share : avail;
+            if (b <= 0)
+                return oc_fail(ctx, OC_ERR_DEVICE_NO_MEMORY, "cuda:%d (%s) has only %.1f MiB free", dev, prop.name,
+                               MIB(free_b));
+        }
+        if (budget < 0 || b < budget) budget = b;
+        if (used + 8 < size)
+            used += (size_t)snprintf(where + used, size - used, "%scuda:%d %s (%d SMs, %.1f GiB free)", i ? ", " : "",
+                                     dev, prop.name, prop.multiProcessorCount, (double)free_b / (1 << 30));
+        if (used >= size) used = size - 1;
+    }
+    const oc_mm_cuda_plan_input in = {.m = job->m,
+                                      .n = job->n,
+                                      .k = job->k,
+                                      .in_type = job->in_type,
+                                      .out_type = job->out_type,
+                                      .tf32 = job->tf32,
+                                      .symmetric = job->symmetric,
+                                      .device_budget = budget,
+                                      .device_budget_given = job->gpu_mem_bytes > 0,
+                                      .host_budget = job->host_mem_bytes,
+                                      .ndevices = nd,
+                                      .tile = job->tile};
+    return oc_mm_cuda_plan_make(ctx, &in, plan);
+}
+
+static oc_status cuda_plan(oc_matmul_job *job, int json, char **out)
+{
+    oc_context *ctx = job->ctx;
+    char why[512], where[1024];
+    if (!oc_cublaslt_load(why, sizeof why)) return oc_fail(ctx, OC_ERR_UNSUPPORTED, "matmul on the GPU: %s", why);
+    oc_mm_cuda_plan plan;
+    OC_CHECK(make_plan(ctx, job, &plan, where, sizeof where));
+    return oc_mm_cuda_plan_render(ctx, &plan, where, json, out);
+}
+
+/* ---------------------------------------------------------------- running */
+typedef struct device_thread {
+    oc_context *ctx;
+    oc_mm_shared *sh;
+    int device;
+    oc_mm_device_result res;
+    pthread_t thread;
+    int started;
+    atomic_int *running;
+    pthread_mutex_t *mu;
+    pthread_cond_t *cv;
+} device_thread;
+
+static void *device_main(void *arg)
+{
+    device_thread *t = arg;
+    oc_mm_device_run(t->ctx, t->sh, t->device, &t->res);
+    pthread_mutex_lock(t->mu);
+    atomic_fetch_sub(t->running, 1);
+    pthread_cond_broadcast(t->cv);
+    pthread_mutex_unlock(t->mu);
+    return NULL;
+}
+
+/* The job's status: the first failure of any device, its message moved onto job->ctx. */
+static oc_status job_status(oc_context *ctx, const device_thread *t, int nd)
+{
+    const device_thread *first = NULL;
+    for (int i = 0; i < nd; ++i)
+        if (t[i].res.st != OC_OK && (!first || t[i].res.order < first->res.order)) first = &t[i];
+    if (!first) return OC_OK;
+    if (first->res.message_on_job) return oc_trace_at(ctx, first->res.st, __FILE__, __LINE__);
+    if (first->res.st == OC_ERR_CANCELLED) return oc_fail(ctx, OC_ERR_CANCELLED, "cancelled");
+    if (nd > 1) return oc_fail(ctx, first->res.st, "cuda:%d: %s", first->device, first->res.message);
+    return oc_fail(ctx, first->res.st, "%s", first->res.message);
+}
+
+static oc_status cuda_run(oc_matmul_job *job)
+{
+    oc_context *ctx = job->ctx;
+    const double t0 = oc_now();
+    char why[512], where[1024];
+    const oc_cublaslt_api *lt = oc_cublaslt_load(why, sizeof why);
+    if (!lt) return oc_fail(ctx, OC_ERR_UNSUPPORTED, "matmul on the GPU: %s", why);
+    oc_mm_cuda_plan plan;
+    OC_CHECK(make_plan(ctx, job, &plan, where, sizeof where));
+
+    const int nd = job_ndevices(job);
+    device_thread *t = calloc((size_t)nd, sizeof *t);
+    if (!t) return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the state of %d devices", nd);
+    oc_mm_shared sh = {.job = job, .plan = &plan, .lt = lt};
+    atomic_init(&sh.next_tile, 0);
+    atomic_init(&sh.tiles_done, 0);
+    atomic_init(&sh.stop, 0);
+    atomic_init(&sh.failures, 0);
+    atomic_int running;
+    atomic_init(&running, 0);
+    pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+    oc_status st = OC_OK;
+    for (int i = 0; i < nd && st == OC_OK; ++i) {
+        /* Each device writes messages on a context of its own and takes its pinned staging
+         * through this one's cache. */
+        if (oc_context_create(&t[i].ctx) != OC_OK) {
+            st = oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot create the context of CUDA device %d", job_device(job, i));
+            break;
+        }
+        oc_cuda_share_pinned_cache(t[i].ctx, ctx);
+        t[i] = (device_thread){
+            .ctx = t[i].ctx, .sh = &sh, .device = job_device(job, i), .running = &running, .mu = &mu, .cv = &cv};
+    }
+    for (int i = 0; i < nd && st == OC_OK; ++i) {
+        atomic_fetch_add(&running, 1);
+        if (pthread_create(&t[i].thread, NULL, device_main, &t[i]) != 0) {
+            atomic_fetch_sub(&running, 1);
+            atomic_store(&sh.stop, 1);
+            st = oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot start the thread of CUDA device %d", t[i].device);
+            break;
+        }
+        t[i].started = 1;
+    }
+    /* The calling thread reports progress (about ten times a second) until every device is
+     * done; a cancel reaches the devices through the readers' check of the job's context. */
+    pthread_mutex_lock(&mu);
+    while (atomic_load(&running) > 0) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 100 * 1000 * 1000;
+        if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+        pthread_cond_timedwait(&cv, &mu, &ts);
+        if (job->progress && atomic_load(&running) > 0) {
+            pthread_mutex_unlock(&mu);
+            job->progress(job->progress_user, (double)atomic_load(&sh.tiles_done), (double)plan.ntiles);
+            pthread_mutex_lock(&mu);
+        }
+    }
+    pthread_mutex_unlock(&mu);
+    for (int i = 0; i < nd; ++i)
+        if (t[i].started) pthread_join(t[i].thread, NULL);
+    if (st == OC_OK) st = job_status(ctx, t, nd);
+    if (st == OC_OK && job->progress) job->progress(job->progress_user, (double)plan.ntiles, (double)plan.ntiles);
+
+    memset(&job->stats, 0, sizeof job->stats);
+    for (int i = 0; i < nd; ++i) {
+        job->stats.tiles += t[i].res.tiles;
+        job->stats.bytes_read += t[i].res.bytes_read;
+        job->stats.bytes_to_device += t[i].res.bytes_to_device;
+        job->stats.bytes_from_device += t[i].res.bytes_from_device;
+        job->stats.peak_host_bytes += t[i].res.peak_pinned_bytes;
+        if (t[i].res.peak_device_bytes > job->stats.peak_device_bytes)
+            job->stats.peak_device_bytes = t[i].res.peak_device_bytes;
+        oc_context_free(t[i].ctx);
+    }
+    free(t);
+    snprintf(job->stats.backend, sizeof job->stats.backend, "cuda/cublasLt");
+    job->stats.seconds = oc_now() - t0;
+    return st;
+}
+
+const oc_mm_backend oc_mm_backend_cuda = {"cuda", cuda_usable, cuda_run, cuda_plan};

@@ -1,0 +1,228 @@
+/*
+ * matmul_cuda_plan.c - the CUDA matmul plan (matmul_cuda_plan.h): the largest tile edge that
+ * fits the device and host budgets with panels of OC_MM_KP_MIN, then the deepest K panel that
+ * still fits beside it. Pure: no device calls.
+ */
+#include "matmul/cuda/matmul_cuda_plan.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "core/text_buf.h"
+#include "engine/engine_plan.h"
+#include "mem/pool.h"
+
+#define MIB(x) ((double)(x) / 1048576.0)
+
+static const char *const type_names[OC_MM_TYPE_COUNT] = {"float64", "float32", "float16", "bfloat16", "int8", "int32"};
+
+const char *oc_mm_cuda_type_name(oc_mm_type t) { return (unsigned)t < OC_MM_TYPE_COUNT ? type_names[t] : "?"; }
+
+static int64_t round_up(int64_t x, int64_t q) { return (x + q - 1) / q * q; }
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+oc_status oc_mm_cuda_types(oc_context *ctx, oc_mm_type in, oc_mm_type out, int tf32, oc_mm_type *acc,
+                           const char **compute)
+{
+    int ok = 0;
+    switch (in) {
+    case OC_MM_FLOAT64:
+        ok = out == OC_MM_FLOAT64, *acc = OC_MM_FLOAT64, *compute = "CUBLAS_COMPUTE_64F";
+        break;
+    case OC_MM_FLOAT32:
+        ok = out == OC_MM_FLOAT32, *acc = OC_MM_FLOAT32;
+        *compute = tf32 ? "CUBLAS_COMPUTE_32F_FAST_TF32" : "CUBLAS_COMPUTE_32F";
+        break;
+    case OC_MM_FLOAT16:
+    case OC_MM_BFLOAT16:
+        ok = out == OC_MM_FLOAT32 || out == OC_MM_FLOAT16 || out == OC_MM_BFLOAT16;
+        *acc = OC_MM_FLOAT32, *compute = "CUBLAS_COMPUTE_32F";
+        break;
+    case OC_MM_INT8:
+        ok = out == OC_MM_INT32, *acc = OC_MM_INT32, *compute = "CUBLAS_COMPUTE_32I";
+        break;
+    default:
+        break;
+    }
+    if (!ok)
+        return oc_fail(ctx, OC_ERR_UNSUPPORTED,
+                       "matmul on the GPU: %s operands with %s output is not a product cuBLASLt computes",
+                       oc_mm_cuda_type_name(in), oc_mm_cuda_type_name(out));
+    return OC_OK;
+}
+
+/* Fills the sizes of plan for tile edges tm x tn and panel depth kp with `slots` pinned
+ * panel slots; returns 0 when they fit both budgets, else 1 (device) or 2 (host). */
+static int size_plan(oc_mm_cuda_plan *p, int64_t tm, int64_t tn, int64_t kp, int slots)
+{
+    const int64_t in = (int64_t)oc_mm_type_size(p->in.in_type), acc = (int64_t)oc_mm_type_size(p->acc_type);
+    const int64_t out = (int64_t)oc_mm_type_size(p->in.out_type);
+    const int i8 = p->in.in_type == OC_MM_INT8;
+    p->tm = tm, p->tn = tn, p->kp = kp;
+    p->tn_ld = i8 ? round_up(tn, 4) : tn;
+    p->kpad = i8 ? round_up(kp, 16) : kp;
+    p->panel_bytes = oc_mm_cuda_b_offset(tm * kp * in) + kp * tn * in;
+    p->pack_bytes = i8 ? (tm + p->tn_ld) * p->kpad : 0;
+    p->acc_bytes = tm * p->tn_ld * acc;
+    p->round_bytes = p->acc_type != p->in.out_type ? tm * tn * out : 0;
+    /* Each of the (at most 8) buffers rounded up to the pool's alignment, and the pool's
+     * budget rounded down to it. */
+    p->device_bytes =
+        2 * p->panel_bytes + p->pack_bytes + 2 * p->acc_bytes + 2 * p->round_bytes + p->workspace + 9 * OC_POOL_ALIGN;
+    p->host_slots = slots;
+    p->out_slot_bytes = tm * (p->round_bytes ? tn : p->tn_ld) * out;
+    p->pinned_bytes = slots * p->panel_bytes + 2 * p->out_slot_bytes;
+    if (p->device_bytes > p->in.device_budget) return 1;
+    if (p->pinned_bytes > p->host_budget) return 2;
+    return 0;
+}
+
+static int fits(oc_mm_cuda_plan *p, int64_t edge, int64_t kp)
+{
+    return size_plan(p, min64(edge, p->in.m), min64(edge, p->in.n), kp, 2);
+}
+
+/* The next smaller edge to try: about 6% less, in steps of 256 (16 below 2048). */
+static int64_t smaller(int64_t t)
+{
+    const int64_t g = t >= 2048 ? 256 : 16, next = t * 15 / 16 / g * g;
+    return next < t ? next : t - g;
+}
+
+oc_status oc_mm_cuda_plan_make(oc_context *ctx, const oc_mm_cuda_plan_input *in, oc_mm_cuda_plan *plan)
+{
+    memset(plan, 0, sizeof *plan);
+    plan->in = *in;
+    if (in->m <= 0 || in->n <= 0 || in->k <= 0)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "matmul: empty product %lld x %lld (k %lld)", (long long)in->m,
+                       (long long)in->n, (long long)in->k);
+    if (in->symmetric && in->m != in->n)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "matmul: a symmetric product is square, not %lld x %lld",
+                       (long long)in->m, (long long)in->n);
+    const char *compute;
+    OC_CHECK(oc_mm_cuda_types(ctx, in->in_type, in->out_type, in->tf32, &plan->acc_type, &compute));
+    const int nd = in->ndevices > 0 ? in->ndevices : 1;
+    plan->host_budget = (in->host_budget > 0 ? in->host_budget : OC_ENGINE_DEFAULT_STAGING) / nd;
+    plan->workspace = in->device_budget / 8 < OC_MM_WORKSPACE ? in->device_budget / 8 / 65536 * 65536 : OC_MM_WORKSPACE;
+    const int64_t kp_min = min64(in->k, OC_MM_KP_MIN);
+
+    int64_t edge;
+    int why = 0;
+    if (in->tile > 0) {
+        edge = in->tile;
+        plan->bound = "the forced tile";
+        why = fits(plan, edge, kp_min);
+    } else {
+        const int64_t whole = in->m > in->n ? in->m : in->n;
+        edge = min64(whole, OC_MM_TILE_MAX);
+        plan->bound = edge == whole ? "the matrix" : "the largest tile planned";
+        while ((why = fits(plan, edge, kp_min)) != 0 && edge > 16) {
+            plan->bound = why == 1 ? "the device budget" : "the host budget";
+            edge = smaller(edge);
+            if (edge < 16) edge = 16;
+        }
+    }
+    if (why)
+        return oc_fail(
+            ctx, OC_ERR_DEVICE_NO_MEMORY,
+            "matmul on the GPU: a %lld x %lld tile with K panels of %lld needs %.1f MiB of device memory and "
+            "%.1f MiB pinned; the budgets are %.1f MiB per device (%s) and %.1f MiB of host memory per device",
+            (long long)plan->tm, (long long)plan->tn, (long long)kp_min, MIB(plan->device_bytes),
+            MIB(plan->pinned_bytes), MIB(in->device_budget),
+            in->device_budget_given ? "--gpu-mem" : "free memory less headroom", MIB(plan->host_budget));
+
+    /* The deepest panel beside that tile: all of k up to OC_MM_KP_MAX, else the most
+     * multiples of 16 that fit. */
+    int64_t kp = min64(in->k, OC_MM_KP_MAX);
+    if (fits(plan, edge, kp)) {
+        int64_t lo = kp_min / 16, hi = kp / 16; /* lo fits (kp_min is k or a multiple of 16) */
+        while (lo < hi) {
+            const int64_t mid = (lo + hi + 1) / 2;
+            if (fits(plan, edge, mid * 16)) hi = mid - 1;
+            else lo = mid;
+        }
+        kp = lo > 0 ? lo * 16 : kp_min;
+    }
+    fits(plan, edge, kp);
+    /* A third pinned panel slot where the host budget has room: a slow read_panel then has
+     * one more panel of slack before the device waits. */
+    if (size_plan(plan, plan->tm, plan->tn, kp, 3) != 0) size_plan(plan, plan->tm, plan->tn, kp, 2);
+
+    plan->panels = (in->k + kp - 1) / kp;
+    plan->kp_last = in->k - (plan->panels - 1) * kp;
+    plan->tile_rows = (in->m + plan->tm - 1) / plan->tm;
+    plan->tile_cols = (in->n + plan->tn - 1) / plan->tn;
+    plan->ntiles = in->symmetric ? plan->tile_rows * (plan->tile_rows + 1) / 2 : plan->tile_rows * plan->tile_cols;
+    return OC_OK;
+}
+
+void oc_mm_cuda_plan_tile(const oc_mm_cuda_plan *plan, int64_t t, int64_t *row0, int64_t *rows, int64_t *col0,
+                          int64_t *cols)
+{
+    int64_t i = 0, j = t;
+    if (plan->in.symmetric) {
+        /* Row i holds tile_rows - i upper tiles (j >= i). */
+        while (j >= plan->tile_rows - i) j -= plan->tile_rows - i, ++i;
+        j += i;
+    } else {
+        i = t / plan->tile_cols, j = t % plan->tile_cols;
+    }
+    *row0 = i * plan->tm, *col0 = j * plan->tn;
+    *rows = min64(plan->tm, plan->in.m - *row0), *cols = min64(plan->tn, plan->in.n - *col0);
+}
+
+oc_status oc_mm_cuda_plan_render(oc_context *ctx, const oc_mm_cuda_plan *p, const char *where, int json, char **out)
+{
+    oc_text t = {0};
+    oc_mm_type acc;
+    const char *compute;
+    OC_CHECK(oc_mm_cuda_types(ctx, p->in.in_type, p->in.out_type, p->in.tf32, &acc, &compute));
+    const char *budget_from = p->in.device_budget_given ? "--gpu-mem" : "free memory less headroom";
+    if (json) {
+        oc_text_printf(&t, "{\"backend\": \"cuda/cublasLt\", \"devices\": ");
+        oc_text_json_string(&t, where);
+        oc_text_printf(&t,
+                       ", \"m\": %lld, \"n\": %lld, \"k\": %lld, \"in_type\": \"%s\", \"out_type\": \"%s\", "
+                       "\"accumulator\": \"%s\", \"compute\": \"%s\", \"symmetric\": %s, ",
+                       (long long)p->in.m, (long long)p->in.n, (long long)p->in.k, oc_mm_cuda_type_name(p->in.in_type),
+                       oc_mm_cuda_type_name(p->in.out_type), oc_mm_cuda_type_name(p->acc_type), compute,
+                       p->in.symmetric ? "true" : "false");
+        oc_text_printf(&t,
+                       "\"tile\": [%lld, %lld], \"tile_bound\": \"%s\", \"tiles\": %lld, \"grid\": [%lld, %lld], "
+                       "\"kp\": %lld, \"kp_last\": %lld, \"panels\": %lld, ",
+                       (long long)p->tm, (long long)p->tn, p->bound, (long long)p->ntiles, (long long)p->tile_rows,
+                       (long long)p->tile_cols, (long long)p->kp, (long long)p->kp_last, (long long)p->panels);
+        oc_text_printf(&t,
+                       "\"device_bytes\": %lld, \"device_budget\": %lld, \"device_budget_from\": \"%s\", "
+                       "\"panel_slot_bytes\": %lld, \"pack_bytes\": %lld, \"accumulator_bytes\": %lld, "
+                       "\"rounded_bytes\": %lld, \"workspace_bytes\": %lld, ",
+                       (long long)p->device_bytes, (long long)p->in.device_budget, budget_from,
+                       (long long)p->panel_bytes, (long long)p->pack_bytes, (long long)p->acc_bytes,
+                       (long long)p->round_bytes, (long long)p->workspace);
+        oc_text_printf(&t,
+                       "\"pinned_bytes\": %lld, \"host_budget\": %lld, \"pinned_panel_slots\": %d, "
+                       "\"pinned_tile_slots\": 2}\n",
+                       (long long)p->pinned_bytes, (long long)p->host_budget, p->host_slots);
+        return oc_text_finish(ctx, &t, out);
+    }
+    oc_text_printf(&t, "matmul on cuda/cublasLt, ");
+    oc_text_shown(&t, where);
+    oc_text_printf(&t, "\n  product    C %lld x %lld, k %lld: %s -> %s, %s, %s accumulator%s\n", (long long)p->in.m,
+                   (long long)p->in.n, (long long)p->in.k, oc_mm_cuda_type_name(p->in.in_type),
+                   oc_mm_cuda_type_name(p->in.out_type), compute, oc_mm_cuda_type_name(p->acc_type),
+                   p->in.symmetric ? ", symmetric (upper tiles only)" : "");
+    oc_text_printf(&t, "  tiles      %lld x %lld (edge bounded by %s): %lld of a %lld x %lld grid\n", (long long)p->tm,
+                   (long long)p->tn, p->bound, (long long)p->ntiles, (long long)p->tile_rows, (long long)p->tile_cols);
+    oc_text_printf(&t, "  K panels   %lld of %lld (the last %lld), accumulated in place on the device\n",
+                   (long long)p->panels, (long long)p->kp, (long long)p->kp_last);
+    oc_text_printf(&t, "  device     %.1f MiB of %.1f MiB (%s): panels 2 x %.1f MiB, accumulators 2 x %.1f MiB",
+                   MIB(p->device_bytes), MIB(p->in.device_budget), budget_from, MIB(p->panel_bytes), MIB(p->acc_bytes));
+    if (p->pack_bytes) oc_text_printf(&t, ", int8 packing %.1f MiB", MIB(p->pack_bytes));
+    if (p->round_bytes) oc_text_printf(&t, ", rounded tiles 2 x %.1f MiB", MIB(p->round_bytes));
+    oc_text_printf(&t, ", workspace %.1f MiB\n", MIB(p->workspace));
+    oc_text_printf(&t,
+                   "  host       %.1f MiB pinned of %.1f MiB per device: %d panel slots, 2 tile slots of %.1f MiB\n",
+                   MIB(p->pinned_bytes), MIB(p->host_budget), p->host_slots, MIB(p->out_slot_bytes));
+    return oc_text_finish(ctx, &t, out);
+}

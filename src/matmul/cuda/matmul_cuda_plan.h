@@ -1,0 +1,107 @@
+/*
+ * matmul_cuda_plan.h - the plan of a CUDA matmul job: tile edges, K panel depth, device
+ * buffers, pinned staging, decided from the budgets before any device is touched (the
+ * device's memory figures come in as data), so tests check plans without a GPU and --plan
+ * prints one without running it.
+ *
+ * On each device:
+ *   panel slots  2 x (A panel tm x kp + B panel kp x tn), in the input type: one uploads
+ *                while cuBLASLt reads the other
+ *   int8 only    the A panel re-strided to kpad (a multiple of 16) and the B panel transposed
+ *                to tn_ld x kpad, the layouts of cuBLASLt's integer kernels ("TN")
+ *   accumulators 2 x tm x tn_ld in the accumulation type: one accumulates the K panels in
+ *                place (beta 0 for the first panel, 1 after) while the other downloads
+ *   rounded      FP16/BF16 output only: 2 x tm x tn, the accumulator rounded once at the end
+ *   workspace    cuBLASLt's, one fixed size for the whole job
+ * On the host, per device: 2 or 3 pinned panel slots (read_panel fills one while another
+ * uploads) and 2 pinned tile slots (one downloads while the other is written).
+ *
+ * Which changes of the plan change float results, and why: a tile's element is the sum over
+ * K of products, computed as one cuBLASLt call per K panel added into the accumulator. The
+ * panel depth kp decides where those partial sums are rounded into the accumulator, and the
+ * tile shape (tm, tn_ld, and each panel's depth) decides which cuBLASLt algorithm the
+ * heuristic picks, whose blocking (and split-K, if any) sets the summation order inside a
+ * call. So another tile edge or panel depth (another --gpu-mem, host budget or forced tile)
+ * may change the last bits of float results; int8 sums are exact whatever the plan. The
+ * number of devices does not: every tile is computed whole on one device with the algorithm
+ * chosen once for its shape, and identical devices choose the same one.
+ */
+#ifndef OC_MATMUL_CUDA_MATMUL_CUDA_PLAN_H
+#define OC_MATMUL_CUDA_MATMUL_CUDA_PLAN_H
+
+#include <stdint.h>
+
+#include "matmul/matmul_job.h"
+
+/* cuBLASLt's workspace: this much, or an eighth of a smaller device budget. */
+#define OC_MM_WORKSPACE (32LL << 20)
+/* The largest tile edge planned (a larger one gains no reuse worth its memory). */
+#define OC_MM_TILE_MAX 16384
+/* The smallest K panel planned where k is larger, and the deepest: past it a panel only
+ * delays the first product and takes pinned memory, with nothing left to gain per call. */
+#define OC_MM_KP_MIN 256
+#define OC_MM_KP_MAX 8192
+
+typedef struct oc_mm_cuda_plan_input {
+    int64_t m, n, k;
+    oc_mm_type in_type, out_type;
+    int tf32, symmetric;
+    int64_t device_budget;   /* bytes per device */
+    int device_budget_given; /* from the job (--gpu-mem), not the devices' free memory */
+    int64_t host_budget;     /* pinned bytes for all devices together */
+    int ndevices;
+    int64_t tile; /* forced tile edge, 0 = planned */
+} oc_mm_cuda_plan_input;
+
+typedef struct oc_mm_cuda_plan {
+    oc_mm_cuda_plan_input in;
+    oc_mm_type acc_type;                          /* the accumulator's type on the device */
+    int64_t tm, tn, kp;                           /* tile edges and K panel depth */
+    int64_t kp_last;                              /* the depth of the last K panel */
+    int64_t tn_ld;                                /* leading dimension of an accumulator (int8: a multiple of 4) */
+    int64_t kpad;                                 /* int8: K stride of the packed panels (a multiple of 16); else kp */
+    int64_t tile_rows, tile_cols, ntiles, panels; /* the grid, tiles computed, K panels per tile */
+    int64_t panel_bytes; /* one panel slot: the A panel, then the B panel at oc_mm_cuda_b_offset */
+    int64_t pack_bytes;  /* int8: the packed A and B panels */
+    int64_t acc_bytes;   /* one accumulator */
+    int64_t round_bytes; /* one rounded tile (FP16/BF16 output), else 0 */
+    int64_t workspace;
+    int64_t device_bytes;   /* everything above, per device */
+    int host_slots;         /* pinned panel slots */
+    int64_t out_slot_bytes; /* one pinned tile slot */
+    int64_t pinned_bytes;   /* per device */
+    int64_t host_budget;    /* per device */
+    const char *bound;      /* what bounds the tile edge */
+} oc_mm_cuda_plan;
+
+/* The name of a type as numpy spells it ("float32", "bfloat16", "int8"). */
+const char *oc_mm_cuda_type_name(oc_mm_type t);
+
+/* The accumulation type of (in, out) and the name of cuBLASLt's compute type; OC_ERR_UNSUPPORTED
+ * naming the pair when cuBLASLt has no product for it. */
+oc_status oc_mm_cuda_types(oc_context *ctx, oc_mm_type in, oc_mm_type out, int tf32, oc_mm_type *acc,
+                           const char **compute);
+
+/* Plans the job; OC_ERR_DEVICE_NO_MEMORY naming the budgets when not even the smallest tile
+ * fits them, OC_ERR_INVALID_ARGUMENT for a shape that cannot be (symmetric but m != n). */
+oc_status oc_mm_cuda_plan_make(oc_context *ctx, const oc_mm_cuda_plan_input *in, oc_mm_cuda_plan *plan);
+
+/* The plan as text (json 0) or one JSON object; `where` names the devices. *out is malloc'd. */
+oc_status oc_mm_cuda_plan_render(oc_context *ctx, const oc_mm_cuda_plan *plan, const char *where, int json, char **out);
+
+/* Tile t of the plan's order (row by row; symmetric: the upper tiles col >= row only). */
+/* Where a panel slot's B panel starts, after an A panel of a_bytes: 256-byte aligned, as
+ * cuBLASLt's heuristic assumes of every operand by default. */
+static inline int64_t oc_mm_cuda_b_offset(int64_t a_bytes) { return (a_bytes + 255) / 256 * 256; }
+
+/* The leading dimension (elements) of the accumulator of a tile `cols` wide: cols, rounded up
+ * to a multiple of 4 for int8 (cuBLASLt's integer kernels). */
+static inline int64_t oc_mm_cuda_ldc(const oc_mm_cuda_plan *plan, int64_t cols)
+{
+    return plan->in.in_type == OC_MM_INT8 ? (cols + 3) / 4 * 4 : cols;
+}
+
+void oc_mm_cuda_plan_tile(const oc_mm_cuda_plan *plan, int64_t t, int64_t *row0, int64_t *rows, int64_t *col0,
+                          int64_t *cols);
+
+#endif

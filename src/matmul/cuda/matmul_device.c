@@ -1,0 +1,355 @@
+/*
+ * matmul_device.c - one device's share of a CUDA matmul job (matmul_device.h draws the three
+ * threads and the events between the streams).
+ */
+#include "matmul/cuda/matmul_device.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/error.h"
+#include "engine/cuda/cuda_check.h"
+#include "engine/cuda/device.h"
+#include "matmul/cuda/matmul_gemm.h"
+#include "matmul/cuda/matmul_pack.cuh"
+#include "mem/pool.h"
+
+#define MAX_HOST_SLOTS 3
+
+/* A pinned panel slot: the A panel (rows x depth), then the B panel (depth x cols) at
+ * oc_mm_cuda_b_offset. */
+typedef struct panel_slot {
+    void *host;
+    int filled;
+    int64_t panel, row0, rows, col0, cols, depth;
+} panel_slot;
+
+/* A pinned tile slot: the downloaded tile, rows x ld elements of the output type. */
+typedef struct tile_slot {
+    void *host;
+    int pending;
+    int64_t row0, rows, col0, cols, ld;
+} tile_slot;
+
+enum { EV_UPLOADED, EV_SLOT_FREE, EV_COMPUTED, EV_DOWNLOADED, EV_KINDS };
+
+typedef struct mm_device {
+    oc_context *ctx; /* the device's own: written by the driving thread only */
+    oc_mm_shared *sh;
+    const oc_mm_cuda_plan *plan;
+    oc_matmul_job *job;
+    oc_mm_device_result *res;
+    oc_cuda_device dev;
+    oc_mm_gemm gemm;
+    void *d_panel[2], *d_pack, *d_acc[2], *d_round[2], *d_work;
+    cudaEvent_t ev[EV_KINDS][2];
+    pthread_mutex_t mu; /* guards the slots, the counters below and res->st */
+    pthread_cond_t cv;
+    panel_slot slot[MAX_HOST_SLOTS];
+    int nslots;
+    int reader_done, driver_done;
+    int64_t panels_read, tiles_sent;
+    tile_slot out[2];
+} mm_device;
+
+static int stopped(mm_device *d) { return atomic_load(&d->sh->stop); }
+
+/* Waits on the device's condition with mu held; wakes at least every 20 ms to see a stop
+ * that another device set. */
+static void wait_a_while(mm_device *d)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += 20 * 1000 * 1000;
+    if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+    pthread_cond_timedwait(&d->cv, &d->mu, &ts);
+}
+
+/* Records the device's first failure (its message already on the job's context, or given)
+ * and stops every device. */
+static void fail(mm_device *d, oc_status st, int on_job, const char *message)
+{
+    pthread_mutex_lock(&d->mu);
+    if (d->res->st == OC_OK) {
+        d->res->st = st;
+        d->res->order = atomic_fetch_add(&d->sh->failures, 1) + 1;
+        d->res->message_on_job = on_job;
+        snprintf(d->res->message, sizeof d->res->message, "%s", message ? message : "");
+    }
+    atomic_store(&d->sh->stop, 1);
+    pthread_cond_broadcast(&d->cv);
+    pthread_mutex_unlock(&d->mu);
+}
+
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+/* ---------------------------------------------------------------- reader */
+static void *reader_main(void *arg)
+{
+    mm_device *d = arg;
+    oc_matmul_job *job = d->job;
+    const oc_mm_cuda_plan *plan = d->plan;
+    const int64_t in = (int64_t)oc_mm_type_size(plan->in.in_type);
+    int64_t seq = 0;
+    while (!stopped(d)) {
+        const int64_t t = atomic_fetch_add(&d->sh->next_tile, 1);
+        if (t >= plan->ntiles) break;
+        int64_t row0, rows, col0, cols;
+        oc_mm_cuda_plan_tile(plan, t, &row0, &rows, &col0, &cols);
+        for (int64_t p = 0; p < plan->panels && !stopped(d); ++p) {
+            panel_slot *s = &d->slot[seq % d->nslots];
+            pthread_mutex_lock(&d->mu);
+            while (s->filled && !stopped(d)) wait_a_while(d);
+            pthread_mutex_unlock(&d->mu);
+            if (stopped(d)) break;
+            if (oc_cancelled(job->ctx)) {
+                fail(d, OC_ERR_CANCELLED, 0, "cancelled");
+                break;
+            }
+            const int64_t k0 = p * plan->kp, depth = min64(plan->kp, plan->in.k - k0);
+            oc_status st = job->read_panel(job, OC_MM_A, row0, rows, k0, depth, s->host);
+            if (st == OC_OK)
+                st = job->read_panel(job, OC_MM_B, k0, depth, col0, cols,
+                                     (char *)s->host + oc_mm_cuda_b_offset(rows * depth * in));
+            if (st != OC_OK) {
+                fail(d, st, 1, NULL);
+                break;
+            }
+            d->res->bytes_read += (rows + cols) * depth * in;
+            pthread_mutex_lock(&d->mu);
+            s->panel = p, s->row0 = row0, s->rows = rows, s->col0 = col0, s->cols = cols, s->depth = depth;
+            s->filled = 1;
+            pthread_cond_broadcast(&d->cv);
+            pthread_mutex_unlock(&d->mu);
+            ++seq;
+        }
+    }
+    pthread_mutex_lock(&d->mu);
+    d->reader_done = 1;
+    d->panels_read = seq;
+    pthread_cond_broadcast(&d->cv);
+    pthread_mutex_unlock(&d->mu);
+    return NULL;
+}
+
+/* ---------------------------------------------------------------- writer */
+static void *writer_main(void *arg)
+{
+    mm_device *d = arg;
+    oc_matmul_job *job = d->job;
+    if (cudaSetDevice(d->dev.index) != cudaSuccess) (void)cudaGetLastError(); /* the event wait below reports it */
+    for (int64_t wseq = 0;; ++wseq) {
+        tile_slot *o = &d->out[wseq % 2];
+        pthread_mutex_lock(&d->mu);
+        while (!o->pending && !(d->driver_done && wseq >= d->tiles_sent) && !stopped(d)) wait_a_while(d);
+        const int have = o->pending && !stopped(d);
+        pthread_mutex_unlock(&d->mu);
+        if (!have) break;
+        cudaError_t e = cudaEventSynchronize(d->ev[EV_DOWNLOADED][wseq % 2]);
+        if (e != cudaSuccess) {
+            (void)cudaGetLastError();
+            char message[400];
+            snprintf(message, sizeof message, "the download of the tile at row %lld, column %lld: %s",
+                     (long long)o->row0, (long long)o->col0, cudaGetErrorString(e));
+            fail(d, oc_cuda_status(e), 0, message);
+            break;
+        }
+        oc_status st = job->write_tile(job, o->row0, o->rows, o->col0, o->cols, o->host, o->ld);
+        if (st != OC_OK) {
+            fail(d, st, 1, NULL);
+            break;
+        }
+        d->res->tiles++;
+        atomic_fetch_add(&d->sh->tiles_done, 1);
+        pthread_mutex_lock(&d->mu);
+        o->pending = 0;
+        pthread_cond_broadcast(&d->cv);
+        pthread_mutex_unlock(&d->mu);
+    }
+    return NULL;
+}
+
+/* ---------------------------------------------------------------- driver */
+/* Rounds (FP16/BF16 output) and downloads the finished accumulator c into tile slot c. */
+static oc_status finish_tile(mm_device *d, int c, const panel_slot *s)
+{
+    oc_context *ctx = d->ctx;
+    const oc_mm_cuda_plan *plan = d->plan;
+    const int64_t ldc = oc_mm_cuda_ldc(plan, s->cols);
+    const void *src = d->d_acc[c];
+    int64_t ld = ldc, elem = (int64_t)oc_mm_type_size(plan->acc_type);
+    if (d->d_round[c]) {
+        OC_CHECK(oc_mm_round_f32(ctx, &d->dev, d->d_acc[c], s->rows, s->cols, ldc, plan->in.out_type, d->d_round[c],
+                                 d->dev.compute));
+        src = d->d_round[c], ld = s->cols, elem = (int64_t)oc_mm_type_size(plan->in.out_type);
+    }
+    CUDA_CHECK(ctx, cudaEventRecord(d->ev[EV_COMPUTED][c], d->dev.compute));
+    tile_slot *o = &d->out[c];
+    pthread_mutex_lock(&d->mu);
+    while (o->pending && !stopped(d)) wait_a_while(d);
+    pthread_mutex_unlock(&d->mu);
+    if (stopped(d)) return OC_OK; /* another thread's failure ends the job */
+    const int64_t bytes = s->rows * ld * elem;
+    CUDA_CHECK(ctx, cudaStreamWaitEvent(d->dev.d2h, d->ev[EV_COMPUTED][c], 0));
+    CUDA_CHECK(ctx, cudaMemcpyAsync(o->host, src, (size_t)bytes, cudaMemcpyDeviceToHost, d->dev.d2h));
+    CUDA_CHECK(ctx, cudaEventRecord(d->ev[EV_DOWNLOADED][c], d->dev.d2h));
+    d->res->bytes_from_device += bytes;
+    pthread_mutex_lock(&d->mu);
+    o->row0 = s->row0, o->rows = s->rows, o->col0 = s->col0, o->cols = s->cols, o->ld = ld;
+    o->pending = 1;
+    d->tiles_sent++;
+    pthread_cond_broadcast(&d->cv);
+    pthread_mutex_unlock(&d->mu);
+    return OC_OK;
+}
+
+/* One K panel: upload into device slot ds, (int8: pack,) multiply into accumulator c. */
+static oc_status compute_panel(mm_device *d, int ds, int c, const panel_slot *s)
+{
+    oc_context *ctx = d->ctx;
+    const oc_mm_cuda_plan *plan = d->plan;
+    const int64_t in = (int64_t)oc_mm_type_size(plan->in.in_type);
+    const int64_t a_bytes = s->rows * s->depth * in, b_bytes = s->depth * s->cols * in;
+    const int64_t b_offset = oc_mm_cuda_b_offset(a_bytes);
+    cudaStream_t compute = d->dev.compute;
+    CUDA_CHECK(ctx, cudaStreamWaitEvent(d->dev.h2d, d->ev[EV_SLOT_FREE][ds], 0));
+    CUDA_CHECK(ctx, cudaMemcpyAsync(d->d_panel[ds], s->host, (size_t)(b_offset + b_bytes), cudaMemcpyHostToDevice,
+                                    d->dev.h2d));
+    CUDA_CHECK(ctx, cudaEventRecord(d->ev[EV_UPLOADED][ds], d->dev.h2d));
+    CUDA_CHECK(ctx, cudaStreamWaitEvent(compute, d->ev[EV_UPLOADED][ds], 0));
+    if (s->panel == 0) CUDA_CHECK(ctx, cudaStreamWaitEvent(compute, d->ev[EV_DOWNLOADED][c], 0));
+    const void *a = d->d_panel[ds], *b = (const char *)d->d_panel[ds] + b_offset;
+    if (plan->in.in_type == OC_MM_INT8) {
+        const int64_t kpad = (s->depth + 15) / 16 * 16;
+        int8_t *pa = d->d_pack, *pb = pa + plan->tm * plan->kpad;
+        OC_CHECK(oc_mm_pack_rows_i8(ctx, &d->dev, a, s->rows, s->depth, pa, kpad, compute));
+        OC_CHECK(
+            oc_mm_transpose_i8(ctx, &d->dev, b, s->depth, s->cols, pb, kpad, oc_mm_cuda_ldc(plan, s->cols), compute));
+        CUDA_CHECK(ctx, cudaEventRecord(d->ev[EV_SLOT_FREE][ds], compute));
+        a = pa, b = pb;
+    }
+    OC_CHECK(oc_mm_gemm_run(ctx, &d->gemm, s->rows, s->cols, s->depth, a, b, d->d_acc[c], s->panel > 0, compute));
+    if (plan->in.in_type != OC_MM_INT8) CUDA_CHECK(ctx, cudaEventRecord(d->ev[EV_SLOT_FREE][ds], compute));
+    d->res->bytes_to_device += a_bytes + b_bytes;
+    /* The pinned slot is the reader's again once its upload is done. */
+    CUDA_CHECK(ctx, cudaEventSynchronize(d->ev[EV_UPLOADED][ds]));
+    return OC_OK;
+}
+
+static oc_status drive(mm_device *d)
+{
+    int64_t tile_seq = 0;
+    for (int64_t seq = 0;; ++seq) {
+        panel_slot *s = &d->slot[seq % d->nslots];
+        pthread_mutex_lock(&d->mu);
+        while (!s->filled && !(d->reader_done && seq >= d->panels_read) && !stopped(d)) wait_a_while(d);
+        const int have = s->filled && !stopped(d);
+        pthread_mutex_unlock(&d->mu);
+        if (!have) return OC_OK;
+        const panel_slot meta = *s;
+        const int c = (int)(tile_seq % 2);
+        oc_status st = compute_panel(d, (int)(seq % 2), c, &meta);
+        if (st != OC_OK) return st;
+        pthread_mutex_lock(&d->mu);
+        s->filled = 0;
+        pthread_cond_broadcast(&d->cv);
+        pthread_mutex_unlock(&d->mu);
+        if (meta.panel == d->plan->panels - 1) {
+            if ((st = finish_tile(d, c, &meta)) != OC_OK) return st;
+            ++tile_seq;
+        }
+    }
+}
+
+/* ---------------------------------------------------------------- set-up */
+static oc_status setup(mm_device *d, int device)
+{
+    oc_context *ctx = d->ctx;
+    const oc_mm_cuda_plan *plan = d->plan;
+    OC_CHECK(oc_cuda_device_open(ctx, device, &d->dev));
+    const oc_mem_ops ops = oc_cuda_mem_ops(ctx);
+    OC_CHECK(oc_pool_create(ctx, &ops, device, plan->in.device_budget, OC_GPU_MEM_GROW, plan->pinned_bytes + 4096,
+                            &d->dev.pool));
+    oc_pool *pool = d->dev.pool;
+    for (int i = 0; i < 2; ++i) {
+        OC_CHECK(oc_pool_alloc(ctx, pool, (size_t)plan->panel_bytes, "a matmul panel slot", &d->d_panel[i]));
+        OC_CHECK(oc_pool_alloc(ctx, pool, (size_t)plan->acc_bytes, "a matmul accumulator", &d->d_acc[i]));
+        if (plan->round_bytes)
+            OC_CHECK(oc_pool_alloc(ctx, pool, (size_t)plan->round_bytes, "a rounded matmul tile", &d->d_round[i]));
+        OC_CHECK(oc_pool_host_alloc(ctx, pool, (size_t)plan->out_slot_bytes, "a pinned tile slot", &d->out[i].host));
+    }
+    if (plan->pack_bytes)
+        OC_CHECK(oc_pool_alloc(ctx, pool, (size_t)plan->pack_bytes, "the int8 packed panels", &d->d_pack));
+    if (plan->workspace)
+        OC_CHECK(oc_pool_alloc(ctx, pool, (size_t)plan->workspace, "the cuBLASLt workspace", &d->d_work));
+    d->nslots = plan->host_slots < MAX_HOST_SLOTS ? plan->host_slots : MAX_HOST_SLOTS;
+    for (int i = 0; i < d->nslots; ++i)
+        OC_CHECK(oc_pool_host_alloc(ctx, pool, (size_t)plan->panel_bytes, "a pinned panel slot", &d->slot[i].host));
+    /* A first panel multiplies with beta 0, which BLAS defines as not reading C; zeroed
+     * accumulators keep that true (no NaN from fresh memory) should an algorithm read it. */
+    for (int i = 0; i < 2; ++i)
+        CUDA_CHECK(ctx, cudaMemsetAsync(d->d_acc[i], 0, (size_t)plan->acc_bytes, d->dev.compute));
+    for (int k = 0; k < EV_KINDS; ++k)
+        for (int i = 0; i < 2; ++i) CUDA_CHECK(ctx, cudaEventCreateWithFlags(&d->ev[k][i], cudaEventDisableTiming));
+    return oc_mm_gemm_open(ctx, d->sh->lt, plan, d->d_work, &d->gemm);
+}
+
+static void teardown(mm_device *d)
+{
+    if (d->dev.compute) (void)cudaStreamSynchronize(d->dev.compute);
+    if (d->dev.h2d) (void)cudaStreamSynchronize(d->dev.h2d);
+    if (d->dev.d2h) (void)cudaStreamSynchronize(d->dev.d2h);
+    (void)cudaGetLastError();
+    oc_mm_gemm_close(&d->gemm);
+    for (int k = 0; k < EV_KINDS; ++k)
+        for (int i = 0; i < 2; ++i)
+            if (d->ev[k][i]) (void)cudaEventDestroy(d->ev[k][i]);
+    if (d->dev.pool) {
+        oc_pool_stats ps;
+        oc_pool_get_stats(d->dev.pool, &ps);
+        d->res->peak_device_bytes = ps.peak;
+        d->res->peak_pinned_bytes = ps.host_peak;
+    }
+    oc_cuda_device_close(&d->dev); /* the pool and its buffers with it */
+    (void)cudaGetLastError();
+}
+
+void oc_mm_device_run(oc_context *ctx, oc_mm_shared *sh, int device, oc_mm_device_result *res)
+{
+    memset(res, 0, sizeof *res);
+    mm_device *d = calloc(1, sizeof *d);
+    if (!d) {
+        res->st = OC_ERR_NO_MEMORY;
+        res->order = atomic_fetch_add(&sh->failures, 1) + 1;
+        snprintf(res->message, sizeof res->message, "cannot allocate the state of CUDA device %d", device);
+        atomic_store(&sh->stop, 1);
+        return;
+    }
+    d->ctx = ctx, d->sh = sh, d->plan = sh->plan, d->job = sh->job, d->res = res;
+    pthread_mutex_init(&d->mu, NULL);
+    pthread_cond_init(&d->cv, NULL);
+    pthread_t reader, writer;
+    int readers = 0, writers = 0;
+    oc_status st = setup(d, device);
+    if (st == OC_OK) {
+        readers = pthread_create(&reader, NULL, reader_main, d) == 0;
+        writers = pthread_create(&writer, NULL, writer_main, d) == 0;
+        if (!readers || !writers)
+            st = oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot start the threads of CUDA device %d", device);
+    }
+    if (st == OC_OK) st = drive(d);
+    if (st != OC_OK) fail(d, st, 0, oc_context_last_error(ctx));
+    pthread_mutex_lock(&d->mu);
+    d->driver_done = 1;
+    pthread_cond_broadcast(&d->cv);
+    pthread_mutex_unlock(&d->mu);
+    if (readers) pthread_join(reader, NULL);
+    if (writers) pthread_join(writer, NULL);
+    teardown(d);
+    pthread_cond_destroy(&d->cv);
+    pthread_mutex_destroy(&d->mu);
+    free(d);
+}

@@ -1,0 +1,51 @@
+/*
+ * matmul_device.h - one device's share of a CUDA matmul job: three threads around one
+ * cuBLASLt handle, pulling tiles from the queue all devices share.
+ *
+ *   reader  claims the next tile (an atomic counter over the plan's tile order), and for each
+ *           of its K panels calls read_panel for A and B into a free pinned panel slot
+ *   driver  (the device's thread) uploads each filled slot into one of two device panel slots
+ *           on the copy stream, then on the compute stream (int8: packs the panels) runs
+ *           cuBLASLt into the tile's accumulator, beta 0 on the first panel and 1 after;
+ *           after the last panel (FP16/BF16 output: rounds it) downloads the tile into a
+ *           pinned tile slot on the download stream
+ *   writer  waits for each download and hands the tile to write_tile
+ * Events order the streams: an upload waits for the computation that last read its device
+ * slot, a tile's first product for the download of the accumulator it reuses. The reader
+ * reads ahead while the device computes, the copies overlap the products, and write_tile
+ * runs beside both.
+ */
+#ifndef OC_MATMUL_CUDA_MATMUL_DEVICE_H
+#define OC_MATMUL_CUDA_MATMUL_DEVICE_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "matmul/cuda/cublaslt.h"
+#include "matmul/cuda/matmul_cuda_plan.h"
+
+/* What the devices of one job share. */
+typedef struct oc_mm_shared {
+    oc_matmul_job *job;
+    const oc_mm_cuda_plan *plan;
+    const oc_cublaslt_api *lt;
+    atomic_llong next_tile;  /* the queue */
+    atomic_llong tiles_done; /* written, for progress */
+    atomic_int stop;         /* a device failed or the job was cancelled: everyone stops */
+    atomic_int failures;     /* the order in which failures happened: the first is reported */
+} oc_mm_shared;
+
+/* A device's outcome. */
+typedef struct oc_mm_device_result {
+    oc_status st;
+    int order;          /* 1 for the job's first failure */
+    int message_on_job; /* the message is on job->ctx (read_panel, write_tile, cancelled) */
+    char message[512];  /* else the message */
+    int64_t tiles, bytes_read, bytes_to_device, bytes_from_device, peak_device_bytes, peak_pinned_bytes;
+} oc_mm_device_result;
+
+/* Runs the device's share on the calling thread with its own context ctx (whose pinned
+ * staging comes from the job's context's cache); fills *res. */
+void oc_mm_device_run(oc_context *ctx, oc_mm_shared *sh, int device, oc_mm_device_result *res);
+
+#endif

@@ -1,0 +1,134 @@
+/*
+ * matmul_gemm.c - cuBLASLt calls of the CUDA matmul backend (matmul_gemm.h: the layouts and
+ * the algorithm cache).
+ */
+#include "matmul/cuda/matmul_gemm.h"
+
+#include <string.h>
+
+#include "core/error.h"
+
+#define LT_CHECK(call)                                                                                            \
+    do {                                                                                                          \
+        cublasStatus_t oc_lt_s_ = (call);                                                                         \
+        if (oc_lt_s_ != CUBLAS_STATUS_SUCCESS)                                                                    \
+            return oc_fail(ctx, oc_lt_s_ == CUBLAS_STATUS_ALLOC_FAILED ? OC_ERR_DEVICE_NO_MEMORY : OC_ERR_DEVICE, \
+                           "cuBLASLt: %s: %s", #call, oc_cublaslt_status_name(oc_lt_s_));                         \
+    } while (0)
+
+static cudaDataType_t data_type(oc_mm_type t)
+{
+    switch (t) {
+    case OC_MM_FLOAT64:
+        return CUDA_R_64F;
+    case OC_MM_FLOAT32:
+        return CUDA_R_32F;
+    case OC_MM_FLOAT16:
+        return CUDA_R_16F;
+    case OC_MM_BFLOAT16:
+        return CUDA_R_16BF;
+    case OC_MM_INT8:
+        return CUDA_R_8I;
+    default:
+        return CUDA_R_32I;
+    }
+}
+
+oc_status oc_mm_gemm_open(oc_context *ctx, const oc_cublaslt_api *lt, const oc_mm_cuda_plan *plan, void *workspace,
+                          oc_mm_gemm *g)
+{
+    memset(g, 0, sizeof *g);
+    g->lt = lt;
+    g->plan = plan;
+    g->workspace = workspace;
+    g->workspace_bytes = (size_t)plan->workspace;
+    g->ab_type = data_type(plan->in.in_type);
+    g->c_type = data_type(plan->acc_type);
+    cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
+    cudaDataType_t scale = CUDA_R_32F;
+    if (plan->in.in_type == OC_MM_FLOAT64) compute = CUBLAS_COMPUTE_64F, scale = CUDA_R_64F;
+    else if (plan->in.in_type == OC_MM_FLOAT32 && plan->in.tf32) compute = CUBLAS_COMPUTE_32F_FAST_TF32;
+    else if (plan->in.in_type == OC_MM_INT8) compute = CUBLAS_COMPUTE_32I, scale = CUDA_R_32I;
+    LT_CHECK(lt->create(&g->handle));
+    LT_CHECK(lt->desc_create(&g->desc, compute, scale));
+    const cublasOperation_t ta = plan->in.in_type == OC_MM_INT8 ? CUBLAS_OP_T : CUBLAS_OP_N, tb = CUBLAS_OP_N;
+    LT_CHECK(lt->desc_set(g->desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+    LT_CHECK(lt->desc_set(g->desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+    LT_CHECK(lt->pref_create(&g->pref));
+    const uint64_t ws = g->workspace_bytes;
+    LT_CHECK(lt->pref_set(g->pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+    return OC_OK;
+}
+
+/* The layouts and algorithm of a shape: made and chosen on its first tile, then reused. */
+static oc_status shape_of(oc_context *ctx, oc_mm_gemm *g, int64_t rows, int64_t cols, int64_t depth,
+                          oc_mm_gemm_shape **out)
+{
+    for (int i = 0; i < g->nshapes; ++i) {
+        oc_mm_gemm_shape *s = &g->shape[i];
+        if (s->rows == rows && s->cols == cols && s->depth == depth) {
+            *out = s;
+            return OC_OK;
+        }
+    }
+    if (g->nshapes == OC_MM_GEMM_SHAPES)
+        return oc_fail(ctx, OC_ERR_INTERNAL, "matmul: more than %d tile shapes", OC_MM_GEMM_SHAPES);
+    oc_mm_gemm_shape *s = &g->shape[g->nshapes];
+    memset(s, 0, sizeof *s);
+    s->rows = rows, s->cols = cols, s->depth = depth;
+    g->nshapes++; /* counted now, so that close destroys whatever layouts follow */
+    const oc_cublaslt_api *lt = g->lt;
+    const uint64_t ldc = (uint64_t)oc_mm_cuda_ldc(g->plan, cols);
+    if (g->plan->in.in_type == OC_MM_INT8) {
+        /* Cᵀ (ldc x rows) = Btᵀ · A: Bt is ldc x kpad stored as kpad x ldc, A rows x kpad as kpad x rows. */
+        const uint64_t kpad = (uint64_t)((depth + 15) / 16 * 16);
+        LT_CHECK(lt->layout_create(&s->la, g->ab_type, kpad, ldc, (int64_t)kpad));
+        LT_CHECK(lt->layout_create(&s->lb, g->ab_type, kpad, (uint64_t)rows, (int64_t)kpad));
+    } else {
+        /* Cᵀ (cols x rows) = Bᵀ (cols x depth, ld cols) · Aᵀ (depth x rows, ld depth). */
+        LT_CHECK(lt->layout_create(&s->la, g->ab_type, (uint64_t)cols, (uint64_t)depth, cols));
+        LT_CHECK(lt->layout_create(&s->lb, g->ab_type, (uint64_t)depth, (uint64_t)rows, depth));
+    }
+    LT_CHECK(lt->layout_create(&s->lc, g->c_type, ldc, (uint64_t)rows, (int64_t)ldc));
+    cublasLtMatmulHeuristicResult_t found;
+    int nfound = 0;
+    cublasStatus_t r = lt->heuristic(g->handle, g->desc, s->la, s->lb, s->lc, s->lc, g->pref, 1, &found, &nfound);
+    if (r != CUBLAS_STATUS_SUCCESS || nfound < 1)
+        return oc_fail(ctx, OC_ERR_UNSUPPORTED,
+                       "cuBLASLt has no %s algorithm for a %lld x %lld tile with K panels of %lld: %s",
+                       oc_mm_cuda_type_name(g->plan->in.in_type), (long long)rows, (long long)cols, (long long)depth,
+                       r != CUBLAS_STATUS_SUCCESS ? oc_cublaslt_status_name(r) : "none found");
+    s->algo = found.algo;
+    *out = s;
+    return OC_OK;
+}
+
+oc_status oc_mm_gemm_run(oc_context *ctx, oc_mm_gemm *g, int64_t rows, int64_t cols, int64_t depth, const void *a,
+                         const void *b, void *acc, int accumulate, cudaStream_t stream)
+{
+    oc_mm_gemm_shape *s = NULL;
+    OC_CHECK(shape_of(ctx, g, rows, cols, depth, &s));
+    const double alpha64 = 1.0, beta64 = accumulate;
+    const float alpha32 = 1.0f, beta32 = (float)accumulate;
+    const int32_t alphai = 1, betai = accumulate;
+    const void *alpha = &alpha32, *beta = &beta32;
+    if (g->plan->in.in_type == OC_MM_FLOAT64) alpha = &alpha64, beta = &beta64;
+    else if (g->plan->in.in_type == OC_MM_INT8) alpha = &alphai, beta = &betai;
+    LT_CHECK(g->lt->matmul(g->handle, g->desc, alpha, b, s->la, a, s->lb, beta, acc, s->lc, acc, s->lc, &s->algo,
+                           g->workspace, g->workspace_bytes, stream));
+    return OC_OK;
+}
+
+void oc_mm_gemm_close(oc_mm_gemm *g)
+{
+    if (!g->lt) return;
+    for (int i = 0; i < g->nshapes; ++i) {
+        if (g->shape[i].la) g->lt->layout_destroy(g->shape[i].la);
+        if (g->shape[i].lb) g->lt->layout_destroy(g->shape[i].lb);
+        if (g->shape[i].lc) g->lt->layout_destroy(g->shape[i].lc);
+    }
+    if (g->pref) g->lt->pref_destroy(g->pref);
+    if (g->desc) g->lt->desc_destroy(g->desc);
+    if (g->handle) g->lt->destroy(g->handle);
+    memset(g, 0, sizeof *g);
+}

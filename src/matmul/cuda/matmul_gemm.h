@@ -1,0 +1,61 @@
+/*
+ * matmul_gemm.h - one device's cuBLASLt state for a matmul job: the handle, the operation
+ * descriptor of the job's types, and one algorithm per tile shape.
+ *
+ * Panels are row-major; cuBLASLt is column-major. A row-major m x n matrix is its transpose
+ * column-major, so C = A·B is computed as Cᵀ = Bᵀ·Aᵀ: the B panel is the first operand, the A
+ * panel the second, and the accumulator comes out row-major without a transpose. Floats use
+ * the panels as read ("NN"). int8 uses the "TN" form of cuBLASLt's integer kernels: the first
+ * operand is the B panel transposed (oc_mm_transpose_i8) and the second the A panel
+ * re-strided (oc_mm_pack_rows_i8), both with K padded with zeros to a multiple of 16 and the
+ * tile's columns to a multiple of 4.
+ *
+ * Determinism: the algorithm of a shape (rows, cols, depth) is chosen once, by
+ * cublasLtMatmulAlgoGetHeuristic's first answer with the plan's fixed workspace, and every
+ * tile of that shape runs it; cuBLASLt gives the same bits for the same algorithm, shape and
+ * data on devices of one architecture and SM count.
+ */
+#ifndef OC_MATMUL_CUDA_MATMUL_GEMM_H
+#define OC_MATMUL_CUDA_MATMUL_GEMM_H
+
+#include <cuda_runtime_api.h>
+
+#include "matmul/cuda/cublaslt.h"
+#include "matmul/cuda/matmul_cuda_plan.h"
+
+/* A job has at most 8 shapes: full and edge rows, columns and panel depth. */
+#define OC_MM_GEMM_SHAPES 8
+
+typedef struct oc_mm_gemm_shape {
+    int64_t rows, cols, depth;
+    cublasLtMatrixLayout_t la, lb, lc;
+    cublasLtMatmulAlgo_t algo;
+} oc_mm_gemm_shape;
+
+typedef struct oc_mm_gemm {
+    const oc_cublaslt_api *lt;
+    const oc_mm_cuda_plan *plan;
+    cublasLtHandle_t handle;
+    cublasLtMatmulDesc_t desc;
+    cublasLtMatmulPreference_t pref;
+    cudaDataType_t ab_type, c_type;
+    void *workspace;
+    size_t workspace_bytes;
+    oc_mm_gemm_shape shape[OC_MM_GEMM_SHAPES];
+    int nshapes;
+} oc_mm_gemm;
+
+/* Creates the handle and descriptors on the current device; workspace holds plan->workspace
+ * bytes of device memory. */
+oc_status oc_mm_gemm_open(oc_context *ctx, const oc_cublaslt_api *lt, const oc_mm_cuda_plan *plan, void *workspace,
+                          oc_mm_gemm *g);
+
+/* acc (rows x ldc, row-major, ldc = oc_mm_cuda_ldc(cols)) = a·b, or += a·b when accumulate:
+ * a is the A panel (rows x depth) and b the B panel (depth x cols) as read, for int8 their
+ * packed forms. Enqueued on stream. */
+oc_status oc_mm_gemm_run(oc_context *ctx, oc_mm_gemm *g, int64_t rows, int64_t cols, int64_t depth, const void *a,
+                         const void *b, void *acc, int accumulate, cudaStream_t stream);
+
+void oc_mm_gemm_close(oc_mm_gemm *g);
+
+#endif

@@ -1,0 +1,111 @@
+/*
+ * matmul_pack.cu - the int8 panel layouts and the half-precision rounding of matmul_pack.cuh.
+ * Memory-bound copies: one byte (or element) per thread, the transpose through shared memory
+ * so that both its reads and its writes are coalesced.
+ */
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+extern "C" {
+#include "core/error.h"
+}
+#include "engine/cuda/cuda_check.h"
+#include "matmul/cuda/matmul_pack.cuh"
+
+namespace {
+
+constexpr int EDGE = 32;     /* transpose block edge */
+constexpr int THREADS = 256; /* EDGE x 8 */
+
+__global__ void __launch_bounds__(THREADS)
+    pack_rows_kernel(const int8_t *__restrict__ src, int64_t rows, int64_t cols, int8_t *__restrict__ dst, int64_t ld)
+{
+    const int64_t c = (int64_t)blockIdx.x * THREADS + threadIdx.x;
+    const int64_t r = blockIdx.y + (int64_t)blockIdx.z * gridDim.y;
+    if (r >= rows || c >= ld) return;
+    dst[r * ld + c] = c < cols ? src[r * cols + c] : (int8_t)0;
+}
+
+__global__ void __launch_bounds__(THREADS) transpose_kernel(const int8_t *__restrict__ src, int64_t rows, int64_t cols,
+                                                            int8_t *__restrict__ dst, int64_t ld, int64_t dst_rows)
+{
+    __shared__ int8_t s[EDGE][EDGE + 1];
+    const int64_t r0 = (int64_t)blockIdx.x * EDGE, c0 = (int64_t)blockIdx.y * EDGE;
+    const int tx = threadIdx.x % EDGE, ty = threadIdx.x / EDGE;
+    for (int i = ty; i < EDGE; i += THREADS / EDGE) {
+        const int64_t r = r0 + i, c = c0 + tx;
+        s[i][tx] = r < rows && c < cols ? src[r * cols + c] : (int8_t)0;
+    }
+    __syncthreads();
+    for (int i = ty; i < EDGE; i += THREADS / EDGE) {
+        const int64_t c = c0 + i, r = r0 + tx; /* dst row c, column r */
+        if (c < dst_rows && r < ld) dst[c * ld + r] = s[tx][i];
+    }
+}
+
+template <typename T> __device__ T round_to(float v);
+template <> __device__ __half round_to<__half>(float v) { return __float2half_rn(v); }
+template <> __device__ __nv_bfloat16 round_to<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+
+template <typename T>
+__global__ void __launch_bounds__(THREADS)
+    round_kernel(const float *__restrict__ src, int64_t rows, int64_t cols, int64_t ld, T *__restrict__ dst)
+{
+    const int64_t c = (int64_t)blockIdx.x * THREADS + threadIdx.x;
+    const int64_t r = blockIdx.y + (int64_t)blockIdx.z * gridDim.y;
+    if (r >= rows || c >= cols) return;
+    dst[r * cols + c] = round_to<T>(src[r * ld + c]);
+}
+
+/* A grid over rows x cols elements, one row per (y, z) pair: y stays under its limit. */
+dim3 row_grid(int64_t rows, int64_t cols)
+{
+    const int64_t y = rows < 65535 ? rows : 65535;
+    return dim3((unsigned)((cols + THREADS - 1) / THREADS), (unsigned)y, (unsigned)((rows + y - 1) / y));
+}
+
+} // namespace
+
+extern "C" oc_status oc_mm_pack_rows_i8(oc_context *ctx, oc_cuda_device *dev, const int8_t *src, int64_t rows,
+                                        int64_t cols, int8_t *dst, int64_t ld, cudaStream_t stream)
+{
+    if (rows <= 0 || ld <= 0) return OC_OK;
+    OC_CHECK(oc_cuda_launch_prepare(ctx, dev, (const void *)pack_rows_kernel, "matmul pack_rows_kernel", THREADS, 0));
+    pack_rows_kernel<<<row_grid(rows, ld), THREADS, 0, stream>>>(src, rows, cols, dst, ld);
+    CUDA_CHECK_LAUNCH(ctx, "matmul pack_rows_kernel");
+    return OC_OK;
+}
+
+extern "C" oc_status oc_mm_transpose_i8(oc_context *ctx, oc_cuda_device *dev, const int8_t *src, int64_t rows,
+                                        int64_t cols, int8_t *dst, int64_t ld, int64_t dst_rows, cudaStream_t stream)
+{
+    if (ld <= 0 || dst_rows <= 0) return OC_OK;
+    if ((dst_rows + EDGE - 1) / EDGE > 65535)
+        return oc_fail(ctx, OC_ERR_INTERNAL, "matmul transpose: %lld columns exceed the grid", (long long)dst_rows);
+    OC_CHECK(oc_cuda_launch_prepare(ctx, dev, (const void *)transpose_kernel, "matmul transpose_kernel", THREADS, 0));
+    const dim3 grid((unsigned)((ld + EDGE - 1) / EDGE), (unsigned)((dst_rows + EDGE - 1) / EDGE));
+    transpose_kernel<<<grid, THREADS, 0, stream>>>(src, rows, cols, dst, ld, dst_rows);
+    CUDA_CHECK_LAUNCH(ctx, "matmul transpose_kernel");
+    return OC_OK;
+}
+
+extern "C" oc_status oc_mm_round_f32(oc_context *ctx, oc_cuda_device *dev, const float *src, int64_t rows, int64_t cols,
+                                     int64_t ld, oc_mm_type to, void *dst, cudaStream_t stream)
+{
+    if (rows <= 0 || cols <= 0) return OC_OK;
+    if (to == OC_MM_FLOAT16) {
+        OC_CHECK(oc_cuda_launch_prepare(ctx, dev, (const void *)round_kernel<__half>, "matmul round_kernel<half>",
+                                        THREADS, 0));
+        round_kernel<__half><<<row_grid(rows, cols), THREADS, 0, stream>>>(src, rows, cols, ld, (__half *)dst);
+    } else if (to == OC_MM_BFLOAT16) {
+        OC_CHECK(oc_cuda_launch_prepare(ctx, dev, (const void *)round_kernel<__nv_bfloat16>,
+                                        "matmul round_kernel<bfloat16>", THREADS, 0));
+        round_kernel<__nv_bfloat16>
+            <<<row_grid(rows, cols), THREADS, 0, stream>>>(src, rows, cols, ld, (__nv_bfloat16 *)dst);
+    } else {
+        return oc_fail(ctx, OC_ERR_INTERNAL, "matmul round: output type %d is not a half-precision type", (int)to);
+    }
+    CUDA_CHECK_LAUNCH(ctx, "matmul round_kernel");
+    return OC_OK;
+}

@@ -1,0 +1,40 @@
+/*
+ * matmul_pack.cuh - the device-side reshaping around cuBLASLt in the CUDA matmul backend:
+ * int8 panels laid out as cuBLASLt's integer kernels want them, and the FP32 accumulator of
+ * a half-precision product rounded to its output type. Host entry points; each checks its
+ * launch with the launch planner before it and the launch's status after, and enqueues on
+ * `stream` (asynchronous).
+ */
+#ifndef OC_MATMUL_CUDA_MATMUL_PACK_CUH
+#define OC_MATMUL_CUDA_MATMUL_PACK_CUH
+
+#include <stdint.h>
+
+#include "engine/cuda/device.h"
+#include "matmul/matmul_job.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* dst[r * ld + c] = src[r * cols + c] for r < rows, c < cols, and 0 for cols <= c < ld:
+ * row-major int8 rows re-strided to a multiple of 16 bytes, zero-filled (zeros add nothing
+ * to an integer sum). */
+oc_status oc_mm_pack_rows_i8(oc_context *ctx, oc_cuda_device *dev, const int8_t *src, int64_t rows, int64_t cols,
+                             int8_t *dst, int64_t ld, cudaStream_t stream);
+
+/* The transpose of the row-major rows x cols int8 src, padded: dst[c * ld + r] = src[r * cols
+ * + c] for c < cols, r < rows; 0 for rows <= r < ld and for cols <= c < dst_rows. */
+oc_status oc_mm_transpose_i8(oc_context *ctx, oc_cuda_device *dev, const int8_t *src, int64_t rows, int64_t cols,
+                             int8_t *dst, int64_t ld, int64_t dst_rows, cudaStream_t stream);
+
+/* dst[r * cols + c] = src[r * ld + c] rounded to nearest even in `to` (OC_MM_FLOAT16 or
+ * OC_MM_BFLOAT16). */
+oc_status oc_mm_round_f32(oc_context *ctx, oc_cuda_device *dev, const float *src, int64_t rows, int64_t cols,
+                          int64_t ld, oc_mm_type to, void *dst, cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,522 @@
+/*
+ * test_matmul_cuda.c - the CUDA backend of the dense product (oc_mm_backend_cuda) against a
+ * reference computed here, through a small job layer of its own: operands in memory,
+ * read_panel copying blocks out of them, write_tile storing tiles and counting each element's
+ * writes.
+ *
+ * Every operand type (float64, float32 with and without TF32, float16 and bfloat16 into
+ * float32 and into their own type, int8 into int32) on shapes whose edges are not multiples
+ * of the tile or of cuBLASLt's int8 alignment; a tiny device and host budget that forces many
+ * tiles and K panels gives what a large one gives (within the type's tolerance, int8
+ * exactly); the same plan twice gives the same bytes; a symmetric job writes the upper tiles
+ * alone; two devices (where there are two) give the bytes of one; a read_panel or write_tile
+ * that fails, or a cancel, ends the job with its status and leaves no device or pinned memory
+ * behind; and a product cuBLASLt does not compute is refused. Exits 77 when no GPU or no
+ * cuBLASLt is usable.
+ */
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../harness.h"
+#include "outcore.h"
+#include "core/context.h"
+#include "core/error.h"
+#include "engine/cuda/device.h"
+/* The GPU tests are built only with CUDA, but their targets do not carry the library's
+ * OC_HAVE_CUDA, which declares the CUDA backend's table. */
+#ifndef OC_HAVE_CUDA
+#define OC_HAVE_CUDA 1
+#endif
+#include "matmul/matmul_job.h"
+
+static oc_context *ctx;
+
+/* ---------------------------------------------------------------- element conversions */
+static uint16_t to_half(float f)
+{
+    /* Exact for the values used here: normal halves whose mantissa fits 10 bits, and 0. */
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    const uint32_t sign = (x >> 16) & 0x8000u;
+    if ((x & 0x7fffffffu) == 0) return (uint16_t)sign;
+    const int exp = (int)((x >> 23) & 0xff) - 127 + 15;
+    return (uint16_t)(sign | (uint32_t)exp << 10 | (x & 0x7fffffu) >> 13);
+}
+
+static float from_half(uint16_t h)
+{
+    const uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ffu;
+    uint32_t x;
+    if (exp == 0 && man == 0) x = sign;
+    else if (exp == 0) { /* subnormal */ float v = ldexpf((float)man, -24);
+        return sign ? -v : v;
+    } else if (exp == 31) x = sign | 0x7f800000u | man << 13;
+    else x = sign | (exp - 15 + 127) << 23 | man << 13;
+    float f;
+    memcpy(&f, &x, 4);
+    return f;
+}
+
+static uint16_t to_bf16(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    return (uint16_t)(x >> 16); /* exact for the values used here */
+}
+
+static float from_bf16(uint16_t b)
+{
+    uint32_t x = (uint32_t)b << 16;
+    float f;
+    memcpy(&f, &x, 4);
+    return f;
+}
+
+static void store(oc_mm_type t, void *base, int64_t i, double v)
+{
+    switch (t) {
+    case OC_MM_FLOAT64:
+        ((double *)base)[i] = v;
+        break;
+    case OC_MM_FLOAT32:
+        ((float *)base)[i] = (float)v;
+        break;
+    case OC_MM_FLOAT16:
+        ((uint16_t *)base)[i] = to_half((float)v);
+        break;
+    case OC_MM_BFLOAT16:
+        ((uint16_t *)base)[i] = to_bf16((float)v);
+        break;
+    case OC_MM_INT8:
+        ((int8_t *)base)[i] = (int8_t)v;
+        break;
+    default:
+        ((int32_t *)base)[i] = (int32_t)v;
+        break;
+    }
+}
+
+static double load(oc_mm_type t, const void *base, int64_t i)
+{
+    switch (t) {
+    case OC_MM_FLOAT64:
+        return ((const double *)base)[i];
+    case OC_MM_FLOAT32:
+        return ((const float *)base)[i];
+    case OC_MM_FLOAT16:
+        return from_half(((const uint16_t *)base)[i]);
+    case OC_MM_BFLOAT16:
+        return from_bf16(((const uint16_t *)base)[i]);
+    case OC_MM_INT8:
+        return ((const int8_t *)base)[i];
+    default:
+        return ((const int32_t *)base)[i];
+    }
+}
+
+/* ---------------------------------------------------------------- the job layer of the test */
+typedef struct fake_io {
+    const void *a, *b;     /* op(A) m x k, op(B) k x n, row-major; b NULL: B is Aᵀ (symmetric) */
+    void *c;               /* m x n in out_type */
+    unsigned char *writes; /* writes per element of C */
+    pthread_mutex_t mu;
+    long reads;
+    long fail_read_at, fail_write_at; /* > 0: that read_panel / write_tile call fails */
+    long cancel_at;                   /* > 0: that read_panel call cancels the job */
+    long tiles_written;
+    int bad_tile; /* a tile outside C, or below the diagonal of a symmetric job */
+} fake_io;
+
+static oc_status read_panel(const oc_matmul_job *job, oc_mm_operand which, int64_t row0, int64_t rows, int64_t col0,
+                            int64_t cols, void *dst)
+{
+    fake_io *io = job->io;
+    pthread_mutex_lock(&io->mu);
+    const long call = ++io->reads;
+    pthread_mutex_unlock(&io->mu);
+    if (io->fail_read_at > 0 && call == io->fail_read_at)
+        return oc_fail(job->ctx, OC_ERR_IO, "a.npy: injected read failure at panel %ld", call);
+    if (io->cancel_at > 0 && call == io->cancel_at) oc_context_cancel(job->ctx);
+    const size_t es = oc_mm_type_size(job->in_type);
+    const int64_t ld = which == OC_MM_A ? job->k : job->n;
+    for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < cols; ++c) {
+            const char *src;
+            if (which == OC_MM_B && !io->b) src = (const char *)io->a + ((col0 + c) * job->k + row0 + r) * es;
+            else src = (const char *)(which == OC_MM_A ? io->a : io->b) + ((row0 + r) * ld + col0 + c) * es;
+            memcpy((char *)dst + (r * cols + c) * es, src, es);
+        }
+    return OC_OK;
+}
+
+static oc_status write_tile(const oc_matmul_job *job, int64_t row0, int64_t rows, int64_t col0, int64_t cols,
+                            const void *tile, int64_t ld)
+{
+    fake_io *io = job->io;
+    pthread_mutex_lock(&io->mu);
+    const long call = ++io->tiles_written;
+    if (row0 < 0 || col0 < 0 || rows <= 0 || cols <= 0 || row0 + rows > job->m || col0 + cols > job->n || ld < cols ||
+        (job->symmetric && col0 < row0))
+        io->bad_tile = 1;
+    pthread_mutex_unlock(&io->mu);
+    if (io->bad_tile)
+        return oc_fail(job->ctx, OC_ERR_INTERNAL, "bad tile at %lld, %lld", (long long)row0, (long long)col0);
+    if (io->fail_write_at > 0 && call == io->fail_write_at)
+        return oc_fail(job->ctx, OC_ERR_IO, "c.npy: injected write failure at tile %ld", call);
+    const size_t es = oc_mm_type_size(job->out_type);
+    for (int64_t r = 0; r < rows; ++r) {
+        memcpy((char *)io->c + ((row0 + r) * job->n + col0) * es, (const char *)tile + r * ld * es, (size_t)cols * es);
+        for (int64_t c = 0; c < cols; ++c) io->writes[(row0 + r) * job->n + col0 + c]++; /* tiles are disjoint */
+    }
+    return OC_OK;
+}
+
+typedef struct operands {
+    int64_t m, n, k;
+    oc_mm_type in, out;
+    int symmetric;
+    void *a, *b;
+    double *ref, *mag; /* the exact product and sum |a||b| per element */
+} operands;
+
+/* Small values every type holds exactly: integers for int8, multiples of 1/8 in [-2, 2] else. */
+static operands make_operands(int64_t m, int64_t n, int64_t k, oc_mm_type in, oc_mm_type out, int symmetric,
+                              uint64_t seed)
+{
+    operands o = {m, n, k, in, out, symmetric, NULL, NULL, NULL, NULL};
+    const size_t es = oc_mm_type_size(in);
+    o.a = malloc((size_t)(m * k) * es);
+    o.b = symmetric ? NULL : malloc((size_t)(k * n) * es);
+    o.ref = calloc((size_t)(m * n), sizeof(double));
+    o.mag = calloc((size_t)(m * n), sizeof(double));
+    double *da = malloc((size_t)(m * k) * sizeof(double)), *db = malloc((size_t)(k * n) * sizeof(double));
+    if (!o.a || (!symmetric && !o.b) || !o.ref || !o.mag || !da || !db) {
+        fprintf(stderr, "out of memory\n");
+        exit(1);
+    }
+    for (int64_t i = 0; i < m * k; ++i) {
+        const int64_t r = (int64_t)(oc_test_rand(&seed) % 33) - 16;
+        da[i] = in == OC_MM_INT8 ? (double)(r * 8 % 128) : (double)r / 8.0;
+        store(in, o.a, i, da[i]);
+    }
+    for (int64_t i = 0; i < k * n; ++i) {
+        if (symmetric) {
+            const int64_t kk = i / n, j = i % n;
+            db[i] = da[j * k + kk];
+            continue;
+        }
+        const int64_t r = (int64_t)(oc_test_rand(&seed) % 33) - 16;
+        db[i] = in == OC_MM_INT8 ? (double)(r * 7 % 128) : (double)r / 8.0;
+        store(in, o.b, i, db[i]);
+    }
+    for (int64_t i = 0; i < m; ++i)
+        for (int64_t kk = 0; kk < k; ++kk) {
+            const double x = da[i * k + kk];
+            if (x == 0) continue;
+            for (int64_t j = 0; j < n; ++j) {
+                o.ref[i * n + j] += x * db[kk * n + j];
+                o.mag[i * n + j] += fabs(x * db[kk * n + j]);
+            }
+        }
+    free(da);
+    free(db);
+    return o;
+}
+
+static void free_operands(operands *o)
+{
+    free(o->a);
+    free(o->b);
+    free(o->ref);
+    free(o->mag);
+}
+
+typedef struct run_opts {
+    int64_t gpu_mem, host_mem, tile;
+    int tf32;
+    const int *devices;
+    int ndevices;
+    long fail_read_at, fail_write_at, cancel_at;
+} run_opts;
+
+/* Runs the product; returns C (m x n in out_type, malloc'd) and the writes per element. */
+static void *run(const operands *o, const run_opts *r, oc_status *st, unsigned char **writes, oc_matmul_job *out_job)
+{
+    const size_t es = oc_mm_type_size(o->out);
+    fake_io io = {.a = o->a,
+                  .b = o->b,
+                  .fail_read_at = r->fail_read_at,
+                  .fail_write_at = r->fail_write_at,
+                  .cancel_at = r->cancel_at};
+    pthread_mutex_init(&io.mu, NULL);
+    io.c = malloc((size_t)(o->m * o->n) * es);
+    io.writes = calloc((size_t)(o->m * o->n), 1);
+    if (!io.c || !io.writes) exit(1);
+    memset(io.c, 0xA5, (size_t)(o->m * o->n) * es);
+    oc_matmul_job job = {.ctx = ctx,
+                         .m = o->m,
+                         .n = o->n,
+                         .k = o->k,
+                         .in_type = o->in,
+                         .out_type = o->out,
+                         .tf32 = r->tf32,
+                         .symmetric = o->symmetric,
+                         .read_panel = read_panel,
+                         .write_tile = write_tile,
+                         .io = &io,
+                         .host_mem_bytes = r->host_mem,
+                         .gpu_mem_bytes = r->gpu_mem,
+                         .devices = r->devices,
+                         .ndevices = r->ndevices,
+                         .tile = r->tile};
+    oc_context_begin_job(ctx); /* what the job layer does first: clears the error and a cancel */
+    *st = oc_mm_backend_cuda.run(&job);
+    CHECK_MSG(!io.bad_tile, "a tile outside C or below the diagonal was written");
+    if (out_job) *out_job = job;
+    pthread_mutex_destroy(&io.mu);
+    *writes = io.writes;
+    return io.c;
+}
+
+static const char *type_name(oc_mm_type t)
+{
+    static const char *const names[] = {"float64", "float32", "float16", "bfloat16", "int8", "int32"};
+    return (unsigned)t < OC_MM_TYPE_COUNT ? names[t] : "?";
+}
+
+/* The relative error allowed against sum |a||b|: the accumulation's and the output's rounding. */
+static double tolerance(oc_mm_type in, oc_mm_type out, int tf32)
+{
+    if (in == OC_MM_INT8) return 0;
+    if (out == OC_MM_FLOAT16) return 2e-3;
+    if (out == OC_MM_BFLOAT16) return 1e-2;
+    if (in == OC_MM_FLOAT64) return 1e-13;
+    if (tf32) return 2e-3; /* the values here are exact in TF32; its products are not rounded further */
+    return 1e-5;
+}
+
+/* Checks C against the reference: every element of the computed part written once, within
+ * tolerance (int8: exactly); a symmetric job's lower tiles untouched. Returns the failures. */
+static int check_result(const operands *o, const void *c, const unsigned char *writes, int tf32, const char *what)
+{
+    const double tol = tolerance(o->in, o->out, tf32);
+    int bad = 0;
+    for (int64_t i = 0; i < o->m; ++i)
+        for (int64_t j = 0; j < o->n; ++j) {
+            const int64_t e = i * o->n + j;
+            if (writes[e] > 1 || (writes[e] == 0 && (!o->symmetric || j >= i))) {
+                if (bad++ < 5)
+                    fprintf(stderr, "%s: C[%lld][%lld] written %d times\n", what, (long long)i, (long long)j,
+                            writes[e]);
+                continue;
+            }
+            if (!writes[e]) continue;
+            const double got = load(o->out, c, e), err = fabs(got - o->ref[e]);
+            if (!(err <= tol * o->mag[e])) {
+                if (bad++ < 5)
+                    fprintf(stderr, "%s: C[%lld][%lld] = %.17g, expected %.17g (|error| %.3g > %.3g)\n", what,
+                            (long long)i, (long long)j, got, o->ref[e], err, tol * o->mag[e]);
+            }
+        }
+    CHECK_MSG(bad == 0, "%s: %d elements wrong", what, bad);
+    return bad;
+}
+
+/* Elementwise equal within the type's tolerance (int8: exactly), over the part computed (a
+ * symmetric job: the upper triangle, which every plan's tiles cover). */
+static void check_close(const operands *o, const void *x, const void *y, int tf32, const char *what)
+{
+    const double tol = 2 * tolerance(o->in, o->out, tf32);
+    int bad = 0;
+    for (int64_t i = 0; i < o->m; ++i)
+        for (int64_t j = o->symmetric ? i : 0; j < o->n; ++j) {
+            const int64_t e = i * o->n + j;
+            if (!(fabs(load(o->out, x, e) - load(o->out, y, e)) <= tol * o->mag[e])) bad++;
+        }
+    CHECK_MSG(bad == 0, "%s: %d elements differ%s", what, bad, tol > 0 ? " beyond tolerance" : "");
+}
+
+static void check_clean(const char *what)
+{
+    oc_context_release_cached_memory(ctx);
+    CHECK_MSG(oc_cuda_live_device_bytes() == 0 && oc_cuda_live_pinned_bytes() == 0,
+              "%s: %lld device and %lld pinned bytes left allocated", what, (long long)oc_cuda_live_device_bytes(),
+              (long long)oc_cuda_live_pinned_bytes());
+}
+
+/* The plan as JSON: its number of tiles and K panels. */
+static void plan_counts(const operands *o, const run_opts *r, int64_t *tiles, int64_t *panels)
+{
+    fake_io io = {0};
+    oc_matmul_job job = {.ctx = ctx,
+                         .m = o->m,
+                         .n = o->n,
+                         .k = o->k,
+                         .in_type = o->in,
+                         .out_type = o->out,
+                         .tf32 = r->tf32,
+                         .symmetric = o->symmetric,
+                         .read_panel = read_panel,
+                         .write_tile = write_tile,
+                         .io = &io,
+                         .host_mem_bytes = r->host_mem,
+                         .gpu_mem_bytes = r->gpu_mem,
+                         .devices = r->devices,
+                         .ndevices = r->ndevices,
+                         .tile = r->tile};
+    char *text = NULL;
+    *tiles = *panels = -1;
+    oc_status st = oc_mm_backend_cuda.plan(&job, 1, &text);
+    CHECK_MSG(st == OC_OK, "plan: %s", oc_context_last_error(ctx));
+    if (st != OC_OK) return;
+    const char *t = strstr(text, "\"tiles\": "), *p = strstr(text, "\"panels\": ");
+    CHECK(t && p && text[0] == '{');
+    if (t) *tiles = atoll(t + 9);
+    if (p) *panels = atoll(p + 10);
+    free(text);
+    /* The text form names the same plan. */
+    CHECK(oc_mm_backend_cuda.plan(&job, 0, &text) == OC_OK && strstr(text, "cuda/cublasLt") != NULL);
+    free(text);
+}
+
+/* One type: against the reference with a large and a tiny budget, the two against each other,
+ * the tiny plan twice for the same bytes. */
+static void check_type(oc_mm_type in, oc_mm_type out, int tf32, int symmetric)
+{
+    char what[128];
+    snprintf(what, sizeof what, "%s -> %s%s%s", type_name(in), type_name(out), tf32 ? " (tf32)" : "",
+             symmetric ? " symmetric" : "");
+    const int64_t m = symmetric ? 203 : 211, n = 203, k = 1101; /* no edge a multiple of 4 or 16 */
+    operands o = make_operands(m, n, k, in, out, symmetric, 1234 + (uint64_t)in * 7 + (uint64_t)out);
+    oc_status st;
+    unsigned char *w_big, *w_tiny, *w_again;
+    const run_opts big = {.tf32 = tf32};
+    void *c_big = run(&o, &big, &st, &w_big, NULL);
+    CHECK_MSG(st == OC_OK, "%s, large budget: %s", what, oc_context_last_error(ctx));
+    snprintf(what + strlen(what), sizeof what - strlen(what), ", large budget");
+    check_result(&o, c_big, w_big, tf32, what);
+    what[strlen(what) - strlen(", large budget")] = '\0';
+
+    /* A budget of a few hundred KiB: tiles of a few dozen rows and K panels of 256 or so. */
+    const run_opts tiny = {.tf32 = tf32, .gpu_mem = 640 << 10, .host_mem = 1 << 20};
+    int64_t tiles, panels;
+    plan_counts(&o, &tiny, &tiles, &panels);
+    CHECK_MSG(tiles >= 3 && panels >= 3, "%s: the tiny plan has %lld tiles and %lld K panels", what, (long long)tiles,
+              (long long)panels);
+    oc_matmul_job job;
+    void *c_tiny = run(&o, &tiny, &st, &w_tiny, &job);
+    CHECK_MSG(st == OC_OK, "%s, tiny budget: %s", what, oc_context_last_error(ctx));
+    CHECK_EQ_I64(job.stats.tiles, tiles);
+    CHECK(strcmp(job.stats.backend, "cuda/cublasLt") == 0);
+    CHECK(job.stats.peak_device_bytes > 0 && job.stats.peak_device_bytes <= tiny.gpu_mem);
+    CHECK(job.stats.peak_host_bytes > 0 && job.stats.peak_host_bytes <= tiny.host_mem);
+    CHECK(job.stats.bytes_to_device > 0 && job.stats.bytes_from_device > 0 && job.stats.bytes_read > 0);
+    snprintf(what + strlen(what), sizeof what - strlen(what), ", tiny budget");
+    check_result(&o, c_tiny, w_tiny, tf32, what);
+    check_close(&o, c_big, c_tiny, tf32, what);
+    void *c_again = run(&o, &tiny, &st, &w_again, NULL);
+    CHECK(st == OC_OK);
+    const size_t bytes = (size_t)(m * n) * oc_mm_type_size(out);
+    CHECK_MSG(memcmp(c_tiny, c_again, bytes) == 0, "%s: the same plan twice gave different bytes", what);
+    free(c_big), free(c_tiny), free(c_again), free(w_big), free(w_tiny), free(w_again);
+    free_operands(&o);
+    check_clean(what);
+}
+
+/* One injected failure (the read_panel or write_tile call `at`): its status and message, no
+ * hang, nothing left allocated. */
+static void check_failure(const operands *o, long read_at, long write_at)
+{
+    const run_opts r = {.gpu_mem = 640 << 10, .host_mem = 1 << 20, .fail_read_at = read_at, .fail_write_at = write_at};
+    oc_status st;
+    unsigned char *w;
+    free(run(o, &r, &st, &w, NULL));
+    free(w);
+    const char *want = read_at ? "injected read failure" : "injected write failure";
+    CHECK_MSG(st == OC_ERR_IO && strstr(oc_context_last_error(ctx), want), "%s at %ld: %s (%s)", want,
+              read_at + write_at, oc_status_string(st), oc_context_last_error(ctx));
+    check_clean(want);
+}
+
+static void check_failures(void)
+{
+    operands o = make_operands(150, 130, 700, OC_MM_FLOAT32, OC_MM_FLOAT32, 0, 99);
+    oc_status st;
+    unsigned char *w;
+    /* The tiny plan of this shape: 4 tiles of 3 K panels, so 24 reads and 4 writes. */
+    for (long at = 1; at <= 9; at += 4) check_failure(&o, at, 0);
+    for (long at = 1; at <= 4; at += 3) check_failure(&o, 0, at);
+    /* A cancel (from any thread: here read_panel's) stops the job at its next panel. */
+    const run_opts cancel = {.gpu_mem = 640 << 10, .host_mem = 1 << 20, .cancel_at = 3};
+    free(run(&o, &cancel, &st, &w, NULL));
+    free(w);
+    CHECK_MSG(st == OC_ERR_CANCELLED, "cancelled: %s (%s)", oc_status_string(st), oc_context_last_error(ctx));
+    check_clean("a cancelled job");
+    /* A budget no tile fits, and a product cuBLASLt does not compute. */
+    run_opts r = {.gpu_mem = 4096};
+    free(run(&o, &r, &st, &w, NULL));
+    free(w);
+    CHECK_MSG(st == OC_ERR_DEVICE_NO_MEMORY, "tiny budget: %s", oc_status_string(st));
+    o.out = OC_MM_FLOAT64;
+    r.gpu_mem = 0;
+    free(run(&o, &r, &st, &w, NULL));
+    free(w);
+    CHECK_MSG(st == OC_ERR_UNSUPPORTED, "float32 -> float64: %s", oc_status_string(st));
+    free_operands(&o);
+    check_clean("the refusals");
+}
+
+/* Two devices give the bytes of one under the same plan (forced tile and budget). */
+static void check_devices(void)
+{
+    if (oc_cuda_device_usable(1) == 0) {
+        printf("one CUDA device: the two-device case is not run\n");
+        return;
+    }
+    static const int one[] = {0}, two[] = {0, 1};
+    for (int t = 0; t < 2; ++t) {
+        const oc_mm_type in = t ? OC_MM_INT8 : OC_MM_FLOAT32, out = t ? OC_MM_INT32 : OC_MM_FLOAT32;
+        operands o = make_operands(333, 301, 900, in, out, 0, 5);
+        oc_status st;
+        unsigned char *w1, *w2;
+        run_opts r = {.gpu_mem = 8 << 20, .tile = 64, .devices = one, .ndevices = 1};
+        void *c1 = run(&o, &r, &st, &w1, NULL);
+        CHECK(st == OC_OK);
+        r.devices = two, r.ndevices = 2;
+        void *c2 = run(&o, &r, &st, &w2, NULL);
+        CHECK_MSG(st == OC_OK, "two devices: %s", oc_context_last_error(ctx));
+        check_result(&o, c2, w2, 0, "two devices");
+        CHECK_MSG(memcmp(c1, c2, (size_t)(o.m * o.n) * oc_mm_type_size(out)) == 0,
+                  "%s: two devices gave other bytes than one", type_name(in));
+        free(c1), free(c2), free(w1), free(w2);
+        free_operands(&o);
+    }
+    check_clean("two devices");
+}
+
+int main(void)
+{
+    if (!oc_mm_backend_cuda.usable(0)) {
+        printf("SKIPPED: no usable CUDA device or no cuBLASLt\n");
+        oc_test_skip("no usable CUDA device or no cuBLASLt");
+        return oc_test_finish();
+    }
+    if (oc_context_create(&ctx) != OC_OK) return 1;
+    check_type(OC_MM_FLOAT64, OC_MM_FLOAT64, 0, 0);
+    check_type(OC_MM_FLOAT32, OC_MM_FLOAT32, 0, 0);
+    check_type(OC_MM_FLOAT32, OC_MM_FLOAT32, 1, 0);
+    check_type(OC_MM_FLOAT16, OC_MM_FLOAT32, 0, 0);
+    check_type(OC_MM_FLOAT16, OC_MM_FLOAT16, 0, 0);
+    check_type(OC_MM_BFLOAT16, OC_MM_FLOAT32, 0, 0);
+    check_type(OC_MM_BFLOAT16, OC_MM_BFLOAT16, 0, 0);
+    check_type(OC_MM_INT8, OC_MM_INT32, 0, 0);
+    check_type(OC_MM_FLOAT32, OC_MM_FLOAT32, 0, 1);
+    check_type(OC_MM_INT8, OC_MM_INT32, 0, 1);
+    check_failures();
+    check_devices();
+    oc_context_free(ctx);
+    return oc_test_finish();
+}
