@@ -103,7 +103,7 @@ static oc_status cuda_plan(oc_matmul_job *job, int json, char **out)
     char why[512], where[1024];
     if (!oc_cublaslt_load(why, sizeof why)) return oc_fail(ctx, OC_ERR_UNSUPPORTED, "matmul on the GPU: %s", why);
     oc_mm_cuda_plan plan;
-    OC_CHECK(make_plan(ctx, job, &plan, where, sizeof where));
+    OC_CHECK(ctx, make_plan(ctx, job, &plan, where, sizeof where));
     return oc_mm_cuda_plan_render(ctx, &plan, where, json, out);
 }
 
@@ -152,7 +152,7 @@ static oc_status cuda_run(oc_matmul_job *job)
     const oc_cublaslt_api *lt = oc_cublaslt_load(why, sizeof why);
     if (!lt) return oc_fail(ctx, OC_ERR_UNSUPPORTED, "matmul on the GPU: %s", why);
     oc_mm_cuda_plan plan;
-    OC_CHECK(make_plan(ctx, job, &plan, where, sizeof where));
+    OC_CHECK(ctx, make_plan(ctx, job, &plan, where, sizeof where));
 
     const int nd = job_ndevices(job);
     device_thread *t = calloc((size_t)nd, sizeof *t);
@@ -226,4 +226,4 @@ static oc_status cuda_run(oc_matmul_job *job)
     return st;
 }
 
-const oc_mm_backend oc_mm_backend_cuda = {"cuda", cuda_usable, cuda_run, cuda_plan};
+const oc_mm_backend oc_mm_backend_cuda = {"cuda", cuda_usable, cuda_run, cuda_plan, NULL};

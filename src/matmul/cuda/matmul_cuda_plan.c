@@ -101,7 +101,7 @@ oc_status oc_mm_cuda_plan_make(oc_context *ctx, const oc_mm_cuda_plan_input *in,
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "matmul: a symmetric product is square, not %lld x %lld",
                        (long long)in->m, (long long)in->n);
     const char *compute;
-    OC_CHECK(oc_mm_cuda_types(ctx, in->in_type, in->out_type, in->tf32, &plan->acc_type, &compute));
+    OC_CHECK(ctx, oc_mm_cuda_types(ctx, in->in_type, in->out_type, in->tf32, &plan->acc_type, &compute));
     const int nd = in->ndevices > 0 ? in->ndevices : 1;
     plan->host_budget = (in->host_budget > 0 ? in->host_budget : OC_ENGINE_DEFAULT_STAGING) / nd;
     plan->workspace = in->device_budget / 8 < OC_MM_WORKSPACE ? in->device_budget / 8 / 65536 * 65536 : OC_MM_WORKSPACE;
@@ -177,7 +177,7 @@ oc_status oc_mm_cuda_plan_render(oc_context *ctx, const oc_mm_cuda_plan *p, cons
     oc_text t = {0};
     oc_mm_type acc;
     const char *compute;
-    OC_CHECK(oc_mm_cuda_types(ctx, p->in.in_type, p->in.out_type, p->in.tf32, &acc, &compute));
+    OC_CHECK(ctx, oc_mm_cuda_types(ctx, p->in.in_type, p->in.out_type, p->in.tf32, &acc, &compute));
     const char *budget_from = p->in.device_budget_given ? "--gpu-mem" : "free memory less headroom";
     if (json) {
         oc_text_printf(&t, "{\"backend\": \"cuda/cublasLt\", \"devices\": ");

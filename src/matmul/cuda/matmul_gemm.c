@@ -107,7 +107,7 @@ oc_status oc_mm_gemm_run(oc_context *ctx, oc_mm_gemm *g, int64_t rows, int64_t c
                          const void *b, void *acc, int accumulate, cudaStream_t stream)
 {
     oc_mm_gemm_shape *s = NULL;
-    OC_CHECK(shape_of(ctx, g, rows, cols, depth, &s));
+    OC_CHECK(ctx, shape_of(ctx, g, rows, cols, depth, &s));
     const double alpha64 = 1.0, beta64 = accumulate;
     const float alpha32 = 1.0f, beta32 = (float)accumulate;
     const int32_t alphai = 1, betai = accumulate;
