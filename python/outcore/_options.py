@@ -165,7 +165,7 @@ def gram_options(metric, dtype, topk, threshold, backend=None, device=None, gpu_
     """oc_gram_options for one call; resources left None keep the library's defaults."""
     opts = _lib.GramOptions()
     opts.algorithm = _parse_name("algorithm", algorithm, lib.oc_algorithm_parse, "auto, dense, sparse")
-    opts.metric = _parse_name("metric", metric, lib.oc_metric_parse, "counts, jaccard, cosine, hamming")
+    opts.metric = _parse_name("metric", metric, lib.oc_metric_parse, ", ".join(_lib.names(lib.oc_metric_name)))
     opts.dtype = _parse_dtype(dtype)
     opts.backend = parse_backend("auto" if backend is None else backend)
     if devices is not None:

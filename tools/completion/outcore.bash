@@ -86,7 +86,7 @@ _outcore()
     help=$("$cli" "$command" --help 2>/dev/null) || return 0
     if [[ -z $ended && $prev == -* ]] && _outcore_takes_value "$help" "$prev"; then
         case $prev in
-            --metric) _outcore_words "counts jaccard cosine hamming" "$cur" ;;
+            --metric) _outcore_words "$("$cli" --list metrics 2>/dev/null)" "$cur" ;;  # the library's list
             --dtype)
                 if [[ $command == map ]]; then
                     _outcore_words "bool int8 int16 int32 int64 uint8 uint16 uint32 uint64 float32 float64" "$cur"
