@@ -1,7 +1,7 @@
 # bash completion for outcore(1): commands, options, option values and file names.
 #
-# Commands and options are read from the CLI's own --help when completing, so they are always
-# those of the outcore being completed. Installed as
+# Commands and options are read from the CLI's own --help when completing, and the metrics from
+# `outcore --list metrics`, so they are always those of the outcore being completed. Installed as
 # share/bash-completion/completions/outcore; to try it from a checkout:
 #   source tools/completion/outcore.bash
 # tests/cli/test_completion.py checks every value below against what the CLI accepts.
