@@ -7,9 +7,13 @@
 #include "cli.h"
 #include "outcore.h"
 
-const char *cli_metric_at(int i) { return i >= 0 && i < OC_METRIC_COUNT ? oc_metric_name((oc_metric)i) : NULL; }
+const char *cli_metric_at(int i) { return i >= 0 ? oc_metric_name((oc_metric)i) : NULL; }
+const char *cli_dtype_at(int i) { return i >= 0 ? oc_dtype_name((oc_dtype)(i + 1)) : NULL; }
+const char *cli_backend_at(int i) { return i >= 0 ? oc_backend_name((oc_backend)i) : NULL; }
+const char *cli_algorithm_at(int i) { return i >= 0 ? oc_algorithm_name((oc_algorithm)i) : NULL; }
 const char *cli_map_function_at(int i) { return oc_map_function_name(i); }
 const char *cli_map_operator_at(int i) { return oc_map_operator_name(i); }
+const char *cli_map_dtype_at(int i) { return oc_map_dtype_name(i); }
 
 static int count_names(cli_name_at name)
 {
@@ -34,6 +38,12 @@ const char *cli_join_names(char *text, size_t size, cli_name_at name, const char
     return text;
 }
 
+int cli_expected(const char *option, const char *value, cli_name_at name)
+{
+    char names[512];
+    return cli_usage_error("%s %s: expected %s", option, value, cli_join_names(names, sizeof names, name, ", ", " or ", NULL));
+}
+
 void cli_wrap_word(cli_wrap *w, const char *word, const char *suffix)
 {
     const int n = (int)(strlen(word) + strlen(suffix));
@@ -54,17 +64,21 @@ void cli_wrap_names(cli_wrap *w, cli_name_at name, const char *suffix)
     for (int i = 0; i < n; ++i) cli_wrap_word(w, name(i), i == n - 1 ? suffix : "");
 }
 
+static const struct { const char *what; cli_name_at name; } lists[] = {
+    {"metrics", cli_metric_at},         {"dtypes", cli_dtype_at},
+    {"backends", cli_backend_at},       {"algorithms", cli_algorithm_at},
+    {"map-functions", cli_map_function_at}, {"map-operators", cli_map_operator_at},
+    {"map-dtypes", cli_map_dtype_at},
+};
+
+static const char *list_at(int i) { return i >= 0 && i < (int)(sizeof lists / sizeof lists[0]) ? lists[i].what : NULL; }
+
 int cli_list_names(const char *what)
 {
-    static const struct { const char *what; cli_name_at name; } lists[] = {
-        {"metrics", cli_metric_at},
-        {"map-functions", cli_map_function_at},
-        {"map-operators", cli_map_operator_at},
-    };
     for (size_t k = 0; what && k < sizeof lists / sizeof lists[0]; ++k) {
         if (strcmp(what, lists[k].what) != 0) continue;
         for (int i = 0; lists[k].name(i); ++i) puts(lists[k].name(i));
         return OC_EXIT_OK;
     }
-    return cli_usage_error("--list %s: expected metrics, map-functions or map-operators", what ? what : "(nothing)");
+    return cli_expected("--list", what ? what : "(nothing)", list_at);
 }

@@ -1,5 +1,6 @@
 /*
- * cli_names.h - the lists of names the library holds (metrics, map functions and operators),
+ * cli_names.h - the lists of names the library holds (metrics, dtypes, backends, algorithms,
+ * map functions, operators and dtypes),
  * as the help texts, the messages and `outcore --list` show them: read from the library at
  * run time, never copied into the CLI. Uses include/outcore.h only.
  */
@@ -11,8 +12,15 @@
 /* One list: its i-th name, NULL past the last. */
 typedef const char *(*cli_name_at)(int i);
 const char *cli_metric_at(int i);
+const char *cli_dtype_at(int i); /* a Gram result's dtypes: "default" is not one */
+const char *cli_backend_at(int i);
+const char *cli_algorithm_at(int i);
 const char *cli_map_function_at(int i);
 const char *cli_map_operator_at(int i);
+const char *cli_map_dtype_at(int i);
+
+/* "--OPTION VALUE: expected a, b or c" (the list's names) as a usage error; returns 2. */
+int cli_expected(const char *option, const char *value, cli_name_at name);
 
 /* The names joined into text (size bytes): sep between them, last before the final one
  * (", " and " or ": "a, b or c"), and " (default)" after the name equal to mark (NULL:
@@ -30,8 +38,9 @@ void cli_wrap_word(cli_wrap *w, const char *word, const char *suffix);
 /* Prints every name of the list, the last one followed by suffix. */
 void cli_wrap_names(cli_wrap *w, cli_name_at name, const char *suffix);
 
-/* `outcore --list WHAT` (metrics, map-functions, map-operators): the names, one a line, for
- * the bash completion and the tests. Returns the exit status. */
+/* `outcore --list WHAT` (metrics, dtypes, backends, algorithms, map-functions, map-operators,
+ * map-dtypes): the names, one a line, for the bash completion and the tests. Returns the
+ * exit status. */
 int cli_list_names(const char *what);
 
 #endif

@@ -146,23 +146,19 @@ static int parse_gram_args(int argc, char **argv, gram_args *g)
             g->output = v;
         } else if (CLI_OPTION(a, r, v, "--metric")) {
             if (r < 0) return OC_EXIT_USAGE;
-            if (oc_metric_parse(v, &g->opts.metric) != OC_OK) {
-                char names[256];
-                return cli_usage_error("--metric %s: expected %s", v,
-                                       cli_join_names(names, sizeof names, cli_metric_at, ", ", " or ", NULL));
-            }
+            if (oc_metric_parse(v, &g->opts.metric) != OC_OK) return cli_expected("--metric", v, cli_metric_at);
         } else if (CLI_OPTION(a, r, v, "--dtype")) {
             if (r < 0) return OC_EXIT_USAGE;
             if (oc_dtype_parse(v, &g->opts.dtype) != OC_OK)
-                return cli_usage_error("--dtype %s: expected int32, uint16 or float32", v);
+                return cli_expected("--dtype", v, cli_dtype_at);
         } else if (CLI_OPTION(a, r, v, "--backend")) {
             if (r < 0) return OC_EXIT_USAGE;
             if (oc_backend_parse(v, &g->opts.backend) != OC_OK)
-                return cli_usage_error("--backend %s: expected auto, cpu or cuda", v);
+                return cli_expected("--backend", v, cli_backend_at);
         } else if (CLI_OPTION(a, r, v, "--algorithm")) {
             if (r < 0) return OC_EXIT_USAGE;
             if (oc_algorithm_parse(v, &g->opts.algorithm) != OC_OK)
-                return cli_usage_error("--algorithm %s: expected auto, dense or sparse", v);
+                return cli_expected("--algorithm", v, cli_algorithm_at);
         } else if (CLI_OPTION(a, r, v, "--threads")) {
             if (r < 0) return OC_EXIT_USAGE;
             if ((r = cli_parse_threads(v, &g->opts.threads)) >= 0) return r;

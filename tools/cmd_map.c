@@ -137,8 +137,7 @@ static int parse_map_args(int argc, char **argv, map_args *g)
         } else if (CLI_OPTION(a, r, v, "--dtype")) {
             if (r < 0) return OC_EXIT_USAGE;
             if (oc_map_dtype_parse(v, &g->opts.dtype) != OC_OK)
-                return cli_usage_error("--dtype %s: expected bool, int8, int16, int32, int64, uint8, uint16, uint32, "
-                                       "uint64, float32 or float64", v);
+                return cli_expected("--dtype", v, cli_map_dtype_at);
         } else if (CLI_OPTION(a, r, v, "--reduce")) {
             if (r < 0) return OC_EXIT_USAGE;
             if (parse_reduce(v, &g->opts.reduce)) return cli_usage_error("--reduce %s: expected sum, mean, min or max", v);
@@ -152,7 +151,7 @@ static int parse_map_args(int argc, char **argv, map_args *g)
         } else if (CLI_OPTION(a, r, v, "--backend")) {
             if (r < 0) return OC_EXIT_USAGE;
             if (oc_backend_parse(v, &g->opts.backend) != OC_OK)
-                return cli_usage_error("--backend %s: expected auto, cpu or cuda", v);
+                return cli_expected("--backend", v, cli_backend_at);
         } else if (CLI_OPTION(a, r, v, "--threads")) {
             if (r < 0) return OC_EXIT_USAGE;
             if ((r = cli_parse_threads(v, &g->opts.threads)) >= 0) return r;

@@ -1,8 +1,10 @@
-"""The name lists the library holds (metrics, map functions and operators), as the CLI, the
-binding, the help texts and docs/map.md show them: each read from the library, so they agree
-(tests/python/test_name_lists.py: the binding's).
+"""The name lists the library holds (metrics, dtypes, backends, algorithms; map's functions,
+operators and dtypes), as the CLI's messages, help texts and docs/map.md show them: each read
+from the library, so they agree (tests/python/test_name_lists.py: the binding's).
 """
 import re
+
+import pytest
 
 from conftest import SOURCE_DIR, run
 
@@ -20,19 +22,28 @@ def test_list_prints_one_name_a_line():
 def test_list_refuses_an_unknown_list():
     proc = run("--list", "colours", check=False)
     assert proc.returncode == 2 and proc.stdout == ""
-    assert proc.stderr == "outcore: --list colours: expected metrics, map-functions or map-operators\n"
+    assert proc.stderr == ("outcore: --list colours: expected metrics, dtypes, backends, algorithms, map-functions, "
+                           "map-operators or map-dtypes\n")
 
 
-def test_every_listed_metric_is_accepted(tmp_path):
-    # The options are parsed before the inputs are looked for: an accepted metric leads to
-    # the missing-input complaint, an unknown one to the list.
+@pytest.mark.parametrize("command,option,what", [("gram", "--metric", "metrics"), ("gram", "--dtype", "dtypes"),
+                                                 ("gram", "--backend", "backends"), ("gram", "--algorithm", "algorithms"),
+                                                 ("map", "--dtype", "map-dtypes"), ("map", "--backend", "backends")])
+def test_every_listed_value_is_accepted(command, option, what):
+    # The options are parsed before the inputs are looked for: an accepted value leads to
+    # another complaint, an unknown one to the list.
+    names = listed(what)
+    assert names
+    for name in names:
+        proc = run(command, option, name, check=False)
+        assert proc.returncode == 2 and option not in proc.stderr, proc.stderr
+    proc = run(command, option, "nonsense", check=False)
+    expected = ", ".join(names[:-1]) + " or " + names[-1]
+    assert proc.returncode == 2 and proc.stderr == f"outcore: {option} nonsense: expected {expected}\n"
+
+
+def test_the_metric_help_line_lists_them():
     metrics = listed("metrics")
-    for metric in metrics:
-        proc = run("gram", "--metric", metric, check=False)
-        assert proc.returncode == 2 and "--metric" not in proc.stderr, proc.stderr
-    proc = run("gram", "--metric", "dice", check=False)
-    expected = ", ".join(metrics[:-1]) + " or " + metrics[-1]
-    assert proc.returncode == 2 and proc.stderr == f"outcore: --metric dice: expected {expected}\n"
     help_line = re.search(r"^  --metric M +(.*)$", run("gram", "--help").stdout, re.M).group(1)
     assert help_line.replace(" (default)", "").split(", ") == metrics
 

@@ -20,6 +20,14 @@ def test_metrics_are_the_clis():
     assert outcore.metrics() == cli_list("metrics")
 
 
+def test_option_messages_list_the_clis_names():
+    a = np.zeros((2, 8), dtype=bool)
+    for what, kwargs in (("dtypes", {"dtype": "int7"}), ("backends", {"backend": "tpu"}),
+                         ("algorithms", {"algorithm": "magic"})):
+        with pytest.raises(outcore.InputError, match="expected one of " + ", ".join(cli_list(what)) + "$"):
+            outcore.gram(a, **kwargs)
+
+
 def test_map_functions_are_the_clis():
     assert outcore.map_functions() == cli_list("map-functions")
 
