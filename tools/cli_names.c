@@ -41,7 +41,8 @@ const char *cli_join_names(char *text, size_t size, cli_name_at name, const char
 int cli_expected(const char *option, const char *value, cli_name_at name)
 {
     char names[512];
-    return cli_usage_error("%s %s: expected %s", option, value, cli_join_names(names, sizeof names, name, ", ", " or ", NULL));
+    return cli_usage_error("%s %s: expected %s", option, value,
+                           cli_join_names(names, sizeof names, name, ", ", " or ", NULL));
 }
 
 void cli_wrap_word(cli_wrap *w, const char *word, const char *suffix)

@@ -83,7 +83,8 @@ int oc_map_op_arity(oc_map_op op)
 const oc_map_op_info *oc_map_function(const char *name, int len)
 {
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
-        if (ops[i].kind == MAP_KIND_FUNCTION && (int)strlen(ops[i].name) == len && strncmp(ops[i].name, name, (size_t)len) == 0)
+        if (ops[i].kind == MAP_KIND_FUNCTION && (int)strlen(ops[i].name) == len &&
+            strncmp(ops[i].name, name, (size_t)len) == 0)
             return &ops[i];
     return NULL;
 }

@@ -28,6 +28,14 @@ def test_option_messages_list_the_clis_names():
             outcore.gram(a, **kwargs)
 
 
+def test_the_dtype_message_follows_the_library():
+    a = np.zeros((2, 8), dtype=bool)
+    with pytest.raises(outcore.InputError) as err:
+        outcore.gram(a, metric="jaccard", dtype="int32")
+    assert str(err.value) == ("the requested dtype cannot hold metric jaccard: counts and hamming give int32 or uint16, "
+                              "jaccard and cosine float32")
+
+
 def test_map_functions_are_the_clis():
     assert outcore.map_functions() == cli_list("map-functions")
 
