@@ -31,7 +31,7 @@ __device__ __forceinline__ float oc_gram_jaccard(int count, int pa, int pb)
 
 /* Every function below selects by explicit metric; device code gets no -Wswitch-enum, so a
  * metric added to oc_metric stops the build here until each switch has its case. The host
- * checks a job's metric (metric_table.h) before any tile reaches a kernel: the cases of the
+ * checks a job's metric (core/metric.h) before any tile reaches a kernel: the cases of the
  * other kind are unreachable. */
 static_assert(OC_METRIC_COUNT == 4, "gram_epilogue.cuh: give the new metric its case in every switch of this file "
                                     "and in the kernels' integer/float split (gram_b1.cu, gram_b1_sm90a.cu)");
