@@ -232,7 +232,11 @@ typedef enum oc_metric {
     OC_METRIC_COUNTS = 0,  /* c = |a ∧ b| */
     OC_METRIC_JACCARD = 1, /* c / (|a|+|b|-c); 0/0 = 1 */
     OC_METRIC_COSINE = 2,  /* c / sqrt(|a|·|b|); 0 when a row is empty */
-    OC_METRIC_HAMMING = 3  /* |a|+|b|-2c */
+    OC_METRIC_HAMMING = 3, /* |a|+|b|-2c */
+#ifdef OC_TEST_PRETEND_METRIC
+    OC_METRIC_PRETEND,     /* tests only: a metric no code handles (tests/cli/test_table_sites.py) */
+#endif
+    OC_METRIC_COUNT        /* the number of metrics, not a metric: names run 0 .. OC_METRIC_COUNT - 1 */
 } oc_metric;
 
 typedef enum oc_dtype {
@@ -462,7 +466,8 @@ OC_API oc_dtype oc_gram_result_dtype(oc_metric metric, oc_dtype dtype);
 /* Size in bytes of one element of dtype (0 for OC_DTYPE_DEFAULT). */
 OC_API size_t oc_dtype_size(oc_dtype dtype);
 
-/* Names used by the CLI and the binding: "counts", "int32", "cpu", ... NULL when unknown. */
+/* Names used by the CLI and the binding: "counts", "int32", "cpu", ... NULL when unknown, so
+ * oc_metric_name(i) for i = 0, 1, ... until NULL lists every metric of the library. */
 OC_API const char *oc_metric_name(oc_metric metric);
 OC_API const char *oc_dtype_name(oc_dtype dtype);
 OC_API const char *oc_backend_name(oc_backend backend);
@@ -896,6 +901,10 @@ OC_API oc_status oc_map_explain(oc_context *ctx, const oc_map *m, int json, char
  * for an unknown name). */
 OC_API const char *oc_map_dtype_name(int dtype);
 OC_API oc_status oc_map_dtype_parse(const char *name, int *out);
+/* The expression language's functions ("abs", "sqrt", ...) and operators ("+", "//", ...),
+ * by index from 0; NULL past the last (docs/map.md lists them). */
+OC_API const char *oc_map_function_name(int i);
+OC_API const char *oc_map_operator_name(int i);
 OC_API void oc_map_free(oc_map *m);
 
 /* ---------------------------------------------------------------- matmul */

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cli_names.h"
 #include "commands.h"
 #include "generate.h"
 
@@ -63,7 +64,10 @@ int oc_cmd_demo(int argc, char **argv)
         } else if (CLI_OPTION(cl, r, v, "--cols")) {
             if (r < 0 || cli_parse_i64(v, &p.cols) || p.cols < 64) return cli_usage_error("demo: --cols needs a number >= 64");
         } else if (CLI_OPTION(cl, r, v, "--backend")) {
-            if (r < 0 || oc_backend_parse(v, &opts.backend)) return cli_usage_error("demo: --backend auto, cpu or cuda");
+            if (r < 0 || oc_backend_parse(v, &opts.backend)) {
+                char names[64];
+                return cli_usage_error("demo: --backend %s", cli_join_names(names, sizeof names, cli_backend_at, ", ", " or ", NULL));
+            }
         } else if (cli_flag(cl, "--help|-h")) {
             puts("usage: outcore demo [--rows N] [--cols M] [--backend auto|cpu|cuda]\n\n"
                  "Plants near-duplicate rows in a random 0/1 matrix and finds them with a Jaccard Gram matrix.");

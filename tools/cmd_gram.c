@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cli_names.h"
 #include "cli_ranks.h"
 #include "commands.h"
 
@@ -24,8 +25,9 @@ static const char gram_usage[] =
     "best columns (.npz: indices, scores; .tsv), with --threshold every pair whose score passes\n"
     "(.npz: rows, cols, values; .mtx; .tsv). See docs/topk.md.\n"
     "\n"
-    "  -o, --output OUT       result file (written under a temporary name, renamed when done)\n"
-    "  --metric M             counts (default), jaccard, cosine, hamming\n"
+    "  -o, --output OUT       result file (written under a temporary name, renamed when done)\n";
+/* Then the --metric line, from the library's list (print_usage), and the rest. */
+static const char gram_usage_options[] =
     "  --dtype T              int32 | uint16 (counts/hamming, < 65536 columns) | float32\n"
     "  --bits M               .npy inputs hold numpy.packbits(A, axis=1) of M columns\n"
     "  --binarize             read any nonzero value as 1 (default: values other than 0/1 are\n"
@@ -78,6 +80,16 @@ static const char gram_usage[] =
     "system, each on its own GPU or CPU, into one output: the bytes one process writes (a\n"
     "build with MPI; outcore --version says so). See docs/mpi.md.\n";
 
+static void print_usage(void)
+{
+    const oc_gram_options defaults = OC_GRAM_OPTIONS_INIT;
+    char names[256];
+    fputs(gram_usage, stdout);
+    printf("  --metric M             %s\n", cli_join_names(names, sizeof names, cli_metric_at, ", ", ", ",
+                                                        oc_metric_name(defaults.metric)));
+    fputs(gram_usage_options, stdout);
+}
+
 typedef struct gram_args {
     const char *inputs[2];
     int ninputs;
@@ -119,7 +131,7 @@ static int parse_gram_args(int argc, char **argv, gram_args *g)
             continue;
         }
         if (cli_flag(a, "--help|-h")) {
-            fputs(gram_usage, stdout);
+            print_usage();
             return OC_EXIT_OK;
         }
         if (cli_flag(a, "--json")) { g->json = 1; continue; }
@@ -134,20 +146,19 @@ static int parse_gram_args(int argc, char **argv, gram_args *g)
             g->output = v;
         } else if (CLI_OPTION(a, r, v, "--metric")) {
             if (r < 0) return OC_EXIT_USAGE;
-            if (oc_metric_parse(v, &g->opts.metric) != OC_OK)
-                return cli_usage_error("--metric %s: expected counts, jaccard, cosine or hamming", v);
+            if (oc_metric_parse(v, &g->opts.metric) != OC_OK) return cli_expected("--metric", v, cli_metric_at);
         } else if (CLI_OPTION(a, r, v, "--dtype")) {
             if (r < 0) return OC_EXIT_USAGE;
             if (oc_dtype_parse(v, &g->opts.dtype) != OC_OK)
-                return cli_usage_error("--dtype %s: expected int32, uint16 or float32", v);
+                return cli_expected("--dtype", v, cli_dtype_at);
         } else if (CLI_OPTION(a, r, v, "--backend")) {
             if (r < 0) return OC_EXIT_USAGE;
             if (oc_backend_parse(v, &g->opts.backend) != OC_OK)
-                return cli_usage_error("--backend %s: expected auto, cpu or cuda", v);
+                return cli_expected("--backend", v, cli_backend_at);
         } else if (CLI_OPTION(a, r, v, "--algorithm")) {
             if (r < 0) return OC_EXIT_USAGE;
             if (oc_algorithm_parse(v, &g->opts.algorithm) != OC_OK)
-                return cli_usage_error("--algorithm %s: expected auto, dense or sparse", v);
+                return cli_expected("--algorithm", v, cli_algorithm_at);
         } else if (CLI_OPTION(a, r, v, "--threads")) {
             if (r < 0) return OC_EXIT_USAGE;
             if ((r = cli_parse_threads(v, &g->opts.threads)) >= 0) return r;

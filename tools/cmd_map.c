@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cli_names.h"
 #include "commands.h"
 
 static const char map_usage[] =
@@ -14,9 +15,9 @@ static const char map_usage[] =
     "       outcore map EXPR NAME=FILE.npy ... --reduce sum|mean|min|max [--axis N] [-o OUT.npy]\n"
     "\n"
     "Evaluates a numpy-style expression element by element over .npy arrays of any size,\n"
-    "with numpy's broadcasting and type promotion (NEP 50), on all CPU cores. See docs/map.md.\n"
-    "Operators: + - * / // % ** == != < <= > >= & | ^ ~; functions: abs sqrt exp log log1p\n"
-    "expm1 sin cos tan tanh arctan2 floor ceil minimum maximum clip where.\n"
+    "with numpy's broadcasting and type promotion (NEP 50), on all CPU cores. See docs/map.md.\n";
+/* Then the operators and functions, from the library's lists (print_usage), and the options. */
+static const char map_usage_options[] =
     "\n"
     "  -o, --output OUT.npy   result file (written under a temporary name, renamed when done);\n"
     "                         a reduction to one value without -o prints it\n"
@@ -36,6 +37,18 @@ static const char map_usage[] =
     "  -v, --verbose          on failure, also print the library's file:line trace\n"
     "  --                     ends the options: an expression after it may start with '-'\n"
     "                         (outcore map -o OUT.npy -- '-a * 2' a=A.npy)\n";
+
+static void print_usage(void)
+{
+    cli_wrap w = {.width = 88};
+    fputs(map_usage, stdout);
+    cli_wrap_word(&w, "Operators:", "");
+    cli_wrap_names(&w, cli_map_operator_at, ";");
+    cli_wrap_word(&w, "functions:", "");
+    cli_wrap_names(&w, cli_map_function_at, ".");
+    putchar('\n');
+    fputs(map_usage_options, stdout);
+}
 
 #define MAX_ARGS 64
 
@@ -103,7 +116,7 @@ static int parse_map_args(int argc, char **argv, map_args *g)
             continue;
         }
         if (cli_flag(a, "--help|-h")) {
-            fputs(map_usage, stdout);
+            print_usage();
             return OC_EXIT_OK;
         }
         if (cli_flag(a, "--json")) { g->json = 1; continue; }
@@ -124,8 +137,7 @@ static int parse_map_args(int argc, char **argv, map_args *g)
         } else if (CLI_OPTION(a, r, v, "--dtype")) {
             if (r < 0) return OC_EXIT_USAGE;
             if (oc_map_dtype_parse(v, &g->opts.dtype) != OC_OK)
-                return cli_usage_error("--dtype %s: expected bool, int8, int16, int32, int64, uint8, uint16, uint32, "
-                                       "uint64, float32 or float64", v);
+                return cli_expected("--dtype", v, cli_map_dtype_at);
         } else if (CLI_OPTION(a, r, v, "--reduce")) {
             if (r < 0) return OC_EXIT_USAGE;
             if (parse_reduce(v, &g->opts.reduce)) return cli_usage_error("--reduce %s: expected sum, mean, min or max", v);
@@ -139,7 +151,7 @@ static int parse_map_args(int argc, char **argv, map_args *g)
         } else if (CLI_OPTION(a, r, v, "--backend")) {
             if (r < 0) return OC_EXIT_USAGE;
             if (oc_backend_parse(v, &g->opts.backend) != OC_OK)
-                return cli_usage_error("--backend %s: expected auto, cpu or cuda", v);
+                return cli_expected("--backend", v, cli_backend_at);
         } else if (CLI_OPTION(a, r, v, "--threads")) {
             if (r < 0) return OC_EXIT_USAGE;
             if ((r = cli_parse_threads(v, &g->opts.threads)) >= 0) return r;

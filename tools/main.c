@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cli_names.h"
 #include "commands.h"
 #include "outcore.h"
 
@@ -48,6 +49,8 @@ int main(int argc, char **argv)
                oc_mpi_library() ? oc_mpi_library() : "");
         return OC_EXIT_OK;
     }
+    /* Not in the help: for the completion and the tests, which read the library's names. */
+    if (strcmp(argv[1], "--list") == 0) return cli_list_names(argv[2]);
     for (size_t k = 0; k < sizeof commands / sizeof commands[0]; ++k)
         if (strcmp(argv[1], commands[k].name) == 0) return commands[k].run(argc - 1, argv + 1);
     return cli_usage_error("unknown command '%s' (see outcore --help)", argv[1]);

@@ -33,6 +33,16 @@ def cpu_isa() -> str:
     return _lib.text(_lib.lib.oc_cpu_isa())
 
 
+def metrics() -> list[str]:
+    """The Gram metrics of the library, as ``metric=`` takes them: ["counts", "jaccard", ...]."""
+    return _lib.names(_lib.lib.oc_metric_name)
+
+
+def map_functions() -> list[str]:
+    """The functions of the expression language of ``outcore.map``: ["abs", "sqrt", ...]."""
+    return _lib.names(_lib.lib.oc_map_function_name)
+
+
 def cuda_device_count() -> int:
     """Usable CUDA devices (0 without CUDA support or without a GPU)."""
     return _lib.lib.oc_cuda_device_count()
@@ -51,6 +61,6 @@ library_path: str = str(_lib.library_path)
 
 # map stays out of __all__: `from outcore import *` must not shadow the builtin map (as numpy
 # keeps min and max out of its own).
-__all__ = ["gram", "matmul", "explain", "stream", "Context", "release_cached_memory", "devices", "inspect", "cpu_isa", "cuda_device_count", "cuda_warm_up", "empty_pinned", "library_path", "__version__",
+__all__ = ["gram", "matmul", "explain", "stream", "Context", "release_cached_memory", "devices", "inspect", "cpu_isa", "metrics", "map_functions", "cuda_device_count", "cuda_warm_up", "empty_pinned", "library_path", "__version__",
            "Error", "InputError", "OutOfMemoryError", "DeviceError", "UnsupportedError", "CancelledError",
            "IOFailure", "InternalError"]

@@ -273,6 +273,21 @@ def _stats_dict(stats):
             "phases": {name: getattr(phases, name) for name, _ in _lib.GramPhases._fields_}}
 
 
+def _dtypes_of_metrics():
+    """"counts and hamming give int32 or uint16, jaccard and cosine float32": the library's
+    metrics grouped by the result dtypes oc_gram_result_dtype accepts for them."""
+    dtypes = _lib.names(lib.oc_dtype_name)
+    groups = {}
+    for code, name in enumerate(_lib.names(lib.oc_metric_name)):
+        allowed = tuple(d for d in range(1, len(dtypes)) if lib.oc_gram_result_dtype(code, d) == d)
+        groups.setdefault(allowed, []).append(name)
+
+    def listed(words, last):
+        return words[0] if len(words) == 1 else ", ".join(words[:-1]) + last + words[-1]
+    return ", ".join(listed(metrics, " and ") + (" give " if k == 0 else " ")
+                     + listed([dtypes[d] for d in allowed], " or ") for k, (allowed, metrics) in enumerate(groups.items()))
+
+
 class _Job:
     def __init__(self, ctx, opts, A, B, bits, out, progress=None, binarize=False, stats=None):
         self.ctx, self.opts, self.A, self.B, self.bits, self.out = ctx, opts, A, B, bits, out
@@ -336,8 +351,7 @@ class _Job:
         code = lib.oc_gram_result_dtype(self.opts.metric, self.opts.dtype)
         if code == _lib.OC_DTYPE_DEFAULT:
             metric = _lib.text(lib.oc_metric_name(self.opts.metric))
-            raise InputError(f"the requested dtype cannot hold metric {metric}: counts and hamming give int32 "
-                             "or uint16, jaccard and cosine float32")
+            raise InputError(f"the requested dtype cannot hold metric {metric}: {_dtypes_of_metrics()}")
         return _NUMPY_DTYPES[code]
 
     def _gram(self, a, b):

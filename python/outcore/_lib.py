@@ -247,7 +247,11 @@ _SIGNATURES = {
     "oc_struct_defaults": (ctypes.c_int, [ctypes.c_char_p, _vp, ctypes.c_size_t]),
     "oc_size_parse": (ctypes.c_int, [ctypes.c_char_p, c_int64_p, ctypes.POINTER(ctypes.c_double)]),
     "oc_metric_name": (ctypes.c_char_p, [ctypes.c_int]),
+    "oc_dtype_name": (ctypes.c_char_p, [ctypes.c_int]),
     "oc_backend_name": (ctypes.c_char_p, [ctypes.c_int]),
+    "oc_algorithm_name": (ctypes.c_char_p, [ctypes.c_int]),
+    "oc_map_function_name": (ctypes.c_char_p, [ctypes.c_int]),
+    "oc_map_operator_name": (ctypes.c_char_p, [ctypes.c_int]),
     "oc_cpu_isa": (ctypes.c_char_p, []),
     "oc_cpu_cores": (ctypes.c_int, []),
     "oc_cuda_device_count": (ctypes.c_int, []),
@@ -264,6 +268,15 @@ for _name, (_restype, _argtypes) in _SIGNATURES.items():
 def text(raw):
     """A C string from the library as str (messages may quote file names in any encoding)."""
     return raw.decode("utf-8", "replace") if raw else ""
+
+
+def names(name_at):
+    """The list a C function name_at(i) gives, i = 0, 1, ... until NULL (oc_metric_name)."""
+    out, i = [], 0
+    while (raw := name_at(i)) is not None:
+        out.append(text(raw))
+        i += 1
+    return out
 
 
 def shown(raw):

@@ -68,11 +68,11 @@ def _parse_dtype(dtype):
             name = np.dtype(dtype).name
         except TypeError:
             raise InputError(f"dtype {dtype!r} is not a dtype: use int32, uint16 or float32") from None
-    return _parse_name("dtype", name, lib.oc_dtype_parse, "int32, uint16, float32")
+    return _parse_name("dtype", name, lib.oc_dtype_parse, ", ".join(_lib.names(lib.oc_dtype_name)[1:]))
 
 
 def parse_backend(value):
-    return _parse_name("backend", value, lib.oc_backend_parse, "auto, cpu, cuda")
+    return _parse_name("backend", value, lib.oc_backend_parse, ", ".join(_lib.names(lib.oc_backend_name)))
 
 
 def _parse_budget(name, value, percent):
@@ -164,8 +164,9 @@ def gram_options(metric, dtype, topk, threshold, backend=None, device=None, gpu_
                  threads=None, algorithm="auto", devices=None, min_score=None):
     """oc_gram_options for one call; resources left None keep the library's defaults."""
     opts = _lib.GramOptions()
-    opts.algorithm = _parse_name("algorithm", algorithm, lib.oc_algorithm_parse, "auto, dense, sparse")
-    opts.metric = _parse_name("metric", metric, lib.oc_metric_parse, "counts, jaccard, cosine, hamming")
+    opts.algorithm = _parse_name("algorithm", algorithm, lib.oc_algorithm_parse,
+                                 ", ".join(_lib.names(lib.oc_algorithm_name)))
+    opts.metric = _parse_name("metric", metric, lib.oc_metric_parse, ", ".join(_lib.names(lib.oc_metric_name)))
     opts.dtype = _parse_dtype(dtype)
     opts.backend = parse_backend("auto" if backend is None else backend)
     if devices is not None:

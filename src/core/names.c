@@ -1,9 +1,77 @@
-/* names.c - the names of metrics, dtypes and backends, shared by the CLI and the binding. */
+/* names.c - the names of metrics, dtypes and backends, shared by the CLI and the binding, and
+ * the table of the metrics' properties (core/metric.h). */
+#include <stdio.h>
 #include <string.h>
 
+#include "core/metric.h"
 #include "outcore.h"
 
-static const char *const metric_names[] = {"counts", "jaccard", "cosine", "hamming"};
+#define INTEGER_DTYPES (1u << OC_DTYPE_INT32 | 1u << OC_DTYPE_UINT16)
+#define FLOAT_DTYPES (1u << OC_DTYPE_FLOAT32)
+
+/* The rows of the two kinds (the fields: core/metric.h). */
+#define INTEGER(distance, pops, unshared)                                                                         \
+    .is_float = 0, .is_distance = distance, .popcounts = pops, .unshared_worst = unshared,                       \
+    .range = OC_METRIC_RANGE_COLUMNS, .dtypes = INTEGER_DTYPES, .default_dtype = OC_DTYPE_INT32
+#define SIMILARITY                                                                                                \
+    .is_float = 1, .is_distance = 0, .popcounts = 1, .unshared_worst = 1, .range = OC_METRIC_RANGE_UNIT,          \
+    .dtypes = FLOAT_DTYPES, .default_dtype = OC_DTYPE_FLOAT32
+
+static const oc_metric_info metrics[] = {
+    [OC_METRIC_COUNTS] = {.name = "counts", INTEGER(0, 0, 1)},
+    [OC_METRIC_JACCARD] = {.name = "jaccard", SIMILARITY},
+    [OC_METRIC_COSINE] = {.name = "cosine", SIMILARITY},
+    [OC_METRIC_HAMMING] = {.name = "hamming", INTEGER(1, 1, 0)},
+#if defined(OC_TEST_PRETEND_METRIC) && !defined(OC_TEST_PRETEND_WITHOUT_ROW)
+    [OC_METRIC_PRETEND] = {.name = "pretend", SIMILARITY},
+#endif
+};
+
+/* A metric added to oc_metric without its row here (or the reverse) stops the build. */
+_Static_assert(sizeof metrics / sizeof metrics[0] == OC_METRIC_COUNT, "metrics[] needs one row per oc_metric");
+
+const oc_metric_info *oc_metric_info_of(oc_metric m)
+{
+    if ((unsigned)m >= OC_METRIC_COUNT || !metrics[m].name) return 0;
+    return &metrics[m];
+}
+
+/* Appends s to text (size bytes, *len used), truncating at the end. */
+static void put(char *text, size_t size, size_t *len, const char *s)
+{
+    int w = snprintf(text + *len, size - *len, "%s", s);
+    if (w > 0) *len = *len + (size_t)w < size ? *len + (size_t)w : size - 1;
+}
+
+/* Appends "a", "a LAST b", "a, b LAST c". */
+static void put_list(char *text, size_t size, size_t *len, const char *const *words, int n, const char *last)
+{
+    for (int i = 0; i < n; ++i) {
+        if (i > 0) put(text, size, len, i == n - 1 ? last : ", ");
+        put(text, size, len, words[i]);
+    }
+}
+
+void oc_metric_dtypes_text(char *text, size_t size)
+{
+    size_t len = 0;
+    unsigned done = 0;
+    text[0] = 0;
+    for (int i = 0; i < OC_METRIC_COUNT; ++i) {
+        if (done >> i & 1u) continue;
+        const char *names[OC_METRIC_COUNT], *dtypes[32];
+        int nn = 0, nd = 0;
+        for (int j = i; j < OC_METRIC_COUNT; ++j)
+            if (metrics[j].dtypes == metrics[i].dtypes) names[nn++] = metrics[j].name, done |= 1u << j;
+        for (int d = 0; d < 32; ++d)
+            if ((metrics[i].dtypes >> d & 1u) && oc_dtype_name((oc_dtype)d)) dtypes[nd++] = oc_dtype_name((oc_dtype)d);
+        if (i > 0) put(text, size, &len, "; ");
+        put_list(text, size, &len, names, nn, " and ");
+        put(text, size, &len, ": ");
+        put_list(text, size, &len, dtypes, nd, " or ");
+    }
+}
+
 static const char *const dtype_names[] = {"default", "int32", "uint16", "float32"};
 static const char *const backend_names[] = {"auto", "cpu", "cuda"};
 static const char *const algorithm_names[] = {"auto", "dense", "sparse"};
@@ -18,7 +86,11 @@ static int find_name(const char *const *names, int count, const char *name)
     return -1;
 }
 
-const char *oc_metric_name(oc_metric m) { return (unsigned)m < COUNT(metric_names) ? metric_names[m] : NULL; }
+const char *oc_metric_name(oc_metric m)
+{
+    const oc_metric_info *info = oc_metric_info_of(m);
+    return info ? info->name : NULL;
+}
 const char *oc_dtype_name(oc_dtype d) { return (unsigned)d < COUNT(dtype_names) ? dtype_names[d] : NULL; }
 const char *oc_backend_name(oc_backend b) { return (unsigned)b < COUNT(backend_names) ? backend_names[b] : NULL; }
 const char *oc_algorithm_name(oc_algorithm a)
@@ -28,10 +100,12 @@ const char *oc_algorithm_name(oc_algorithm a)
 
 oc_status oc_metric_parse(const char *name, oc_metric *out)
 {
-    int i = find_name(metric_names, COUNT(metric_names), name);
-    if (i < 0) return OC_ERR_INVALID_ARGUMENT;
-    *out = (oc_metric)i;
-    return OC_OK;
+    for (int i = 0; name && i < OC_METRIC_COUNT; ++i)
+        if (strcmp(oc_metric_name((oc_metric)i), name) == 0) {
+            *out = (oc_metric)i;
+            return OC_OK;
+        }
+    return OC_ERR_INVALID_ARGUMENT;
 }
 
 oc_status oc_dtype_parse(const char *name, oc_dtype *out)
@@ -74,9 +148,8 @@ size_t oc_dtype_size(oc_dtype d)
 
 oc_dtype oc_gram_result_dtype(oc_metric metric, oc_dtype dtype)
 {
-    int integer_metric = metric == OC_METRIC_COUNTS || metric == OC_METRIC_HAMMING;
-    if ((unsigned)metric > OC_METRIC_HAMMING) return OC_DTYPE_DEFAULT;
-    if (dtype == OC_DTYPE_DEFAULT) return integer_metric ? OC_DTYPE_INT32 : OC_DTYPE_FLOAT32;
-    if (integer_metric) return (dtype == OC_DTYPE_INT32 || dtype == OC_DTYPE_UINT16) ? dtype : OC_DTYPE_DEFAULT;
-    return dtype == OC_DTYPE_FLOAT32 ? dtype : OC_DTYPE_DEFAULT;
+    const oc_metric_info *info = oc_metric_info_of(metric);
+    if (!info) return OC_DTYPE_DEFAULT;
+    if (dtype == OC_DTYPE_DEFAULT) return info->default_dtype;
+    return (unsigned)dtype < 32 && (info->dtypes >> dtype & 1u) ? dtype : OC_DTYPE_DEFAULT;
 }

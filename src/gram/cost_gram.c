@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/metric.h"
 #include "gram/cost_gram.h"
 
 #include "core/gpu_probe.h"
@@ -17,7 +18,7 @@ static void gram_shape(const oc_gram_job *job, oc_output_kind out_kind, oc_cost_
     const oc_gram_options *o = job->opts;
     *g = (oc_cost_gram_shape){.n = job->n, .p = job->p, .m = job->m, .symmetric = job->symmetric,
                               .elem_bytes = (int)oc_dtype_size(job->dtype), .k = o->topk,
-                              .popcounts = job->metric != OC_METRIC_COUNTS,
+                              .popcounts = oc_metric_info_of(job->metric)->popcounts,
                               .to_file = out_kind == OC_OUTPUT_FILE, .threads = oc_threads_resolve(o->threads)};
     if (o->topk > 0) g->output = OC_COST_GRAM_TOPK;
     else if (o->use_threshold) g->output = OC_COST_GRAM_THRESHOLD; /* pairs unknown before the job: not counted */

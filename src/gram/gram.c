@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "core/context.h"
 #include "core/gpu_probe.h"
+#include "core/metric.h"
 #include "core/text_buf.h"
 #include "core/threads.h"
 #include "core/trace.h"
@@ -60,14 +61,18 @@ int oc_cuda_device_count(void)
  * jaccard and cosine, whole numbers in [0, m] for counts and hamming. */
 static oc_status check_threshold_range(oc_context *ctx, const char *what, oc_metric metric, double t, int64_t m)
 {
-    if (metric == OC_METRIC_JACCARD || metric == OC_METRIC_COSINE) {
+    switch (oc_metric_info_of(metric)->range) {
+    case OC_METRIC_RANGE_UNIT:
         if (!(t >= 0.0 && t <= 1.0))
             return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s %g: a %s similarity lies in [0, 1]", what, t,
                            oc_metric_name(metric));
-    } else if (!(t >= 0 && t <= (double)m) || t != floor(t)) {
-        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
-                       "%s %g: %s are whole numbers from 0 to %lld (the column count)", what, t, oc_metric_name(metric),
-                       (long long)m);
+        break;
+    case OC_METRIC_RANGE_COLUMNS:
+        if (!(t >= 0 && t <= (double)m) || t != floor(t))
+            return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                           "%s %g: %s are whole numbers from 0 to %lld (the column count)", what, t,
+                           oc_metric_name(metric), (long long)m);
+        break;
     }
     return OC_OK;
 }
@@ -77,12 +82,15 @@ static oc_status check_options(oc_context *ctx, const oc_gram_options *o, int64_
     if (o->struct_size < sizeof(oc_gram_options))
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_gram_options.struct_size is %zu, expected %zu: start from OC_GRAM_OPTIONS_INIT",
                        o->struct_size, sizeof(oc_gram_options));
-    if ((unsigned)o->metric > OC_METRIC_HAMMING)
+    if (!oc_metric_info_of(o->metric))
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "unknown metric %d", (int)o->metric);
     *dtype = oc_gram_result_dtype(o->metric, o->dtype);
-    if (*dtype == OC_DTYPE_DEFAULT)
-        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "dtype %s does not hold metric %s (counts and hamming: int32 or uint16; jaccard and cosine: float32)",
-                       oc_dtype_name(o->dtype) ? oc_dtype_name(o->dtype) : "?", oc_metric_name(o->metric));
+    if (*dtype == OC_DTYPE_DEFAULT) {
+        char allowed[256];
+        oc_metric_dtypes_text(allowed, sizeof allowed);
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "dtype %s does not hold metric %s (%s)",
+                       oc_dtype_name(o->dtype) ? oc_dtype_name(o->dtype) : "?", oc_metric_name(o->metric), allowed);
+    }
     if (*dtype == OC_DTYPE_UINT16 && m >= 65536)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "dtype uint16 needs fewer than 65536 columns so every %s fits; the matrix has %lld",
                        oc_metric_name(o->metric), (long long)m);
@@ -375,7 +383,7 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
     /* Counts need no row popcounts, and a backend that counts them itself (the GPU, from
      * the panels it uploads) needs none from here: either way the pass over A (and B) before
      * the first tile is spared. */
-    if (metric != OC_METRIC_COUNTS && !backend->own_popcounts) {
+    if (oc_metric_info_of(metric)->popcounts && !backend->own_popcounts) {
         pops = malloc((size_t)(n + (symmetric ? 0 : p)) * sizeof *pops);
         if (!pops) {
             st = oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate row popcounts for %lld rows", (long long)(n + p));

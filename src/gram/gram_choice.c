@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/metric.h"
 #include "core/threads.h"
 #include "gram/gram_choice.h"
 
@@ -38,8 +39,21 @@ static int needs_full_rows(const oc_gram_job *job)
 {
     const oc_gram_options *o = job->opts;
     if (!o->topk && !o->use_threshold) return 1;
-    if (job->metric == OC_METRIC_HAMMING) return 1;
+    if (!oc_metric_info_of(job->metric)->unshared_worst) return 1;
     return o->use_threshold && o->threshold <= 0.0;
+}
+
+/* Whether the hub sweep of a top-k or threshold job stops early (by popcount, sparse_rows.h). */
+static int sweep_prunes(oc_metric metric)
+{
+    switch (metric) {
+    case OC_METRIC_JACCARD:
+    case OC_METRIC_COSINE: return 1;
+    case OC_METRIC_COUNTS:
+    case OC_METRIC_HAMMING:
+    case OC_METRIC_COUNT: break;
+    }
+    return 0;
 }
 
 /* Rows holding at least one of the columns, the columns taken as independent. */
@@ -74,7 +88,7 @@ static oc_status plan_hubs(oc_context *ctx, const oc_gram_job *job, const int64_
     qsort(cw, (size_t)m, sizeof *cw, by_weight_desc);
     /* Top-k and threshold jobs of jaccard and cosine sweep the hub rows by popcount and stop
      * where no score can pass (sparse_rows.h): they visit a small share of the hub pairs. */
-    const int pruned = !needs_full_rows(job) && (job->metric == OC_METRIC_JACCARD || job->metric == OC_METRIC_COSINE);
+    const int pruned = !needs_full_rows(job) && sweep_prunes(job->metric);
     const double hub_word = COST_HUB_WORD * (pruned ? HUB_SWEEP_PRUNED : 1.0);
     double best = INFINITY, rest = total, miss_a = 1.0, miss_b = 1.0;
     int64_t best_h = 0;

@@ -13,7 +13,8 @@
 
 static int is_math(oc_map_op op)
 {
-    return (op >= MOP_SQRT && op <= MOP_TANH) || op == MOP_ARCTAN2 || op == MOP_POW;
+    const oc_map_op_info *info = oc_map_op_info_of(op);
+    return info && info->transcendental;
 }
 
 /* Operations per result element by cost class: every live IR node but inputs and constants

@@ -118,24 +118,7 @@ static void emit_cast(oc_text *b, int from, int to, const char *x)
     else oc_text_printf(b, "(%s)oc_f2bits((double)%s)", ctype(to), x);
 }
 
-static const char *math_name(oc_map_op op)
-{
-    switch (op) {
-    case MOP_SQRT: return "sqrt";
-    case MOP_EXP: return "exp";
-    case MOP_LOG: return "log";
-    case MOP_LOG1P: return "log1p";
-    case MOP_EXPM1: return "expm1";
-    case MOP_SIN: return "sin";
-    case MOP_COS: return "cos";
-    case MOP_TAN: return "tan";
-    case MOP_TANH: return "tanh";
-    case MOP_FLOOR: return "floor";
-    case MOP_CEIL: return "ceil";
-    case MOP_ARCTAN2: return "atan2";
-    default: return NULL;
-    }
-}
+static const char *math_name(oc_map_op op) { return oc_map_op_info_of(op)->cuda; }
 
 /* The right-hand side of node k, whose operands are v<a>, v<b>, v<c>. */
 static void emit_expr(oc_text *b, const oc_map_plan *m, int k)
@@ -218,10 +201,20 @@ static void emit_expr(oc_text *b, const oc_map_plan *m, int k)
             return;
         }
         /* fall through */
-    default:
-        if (n->op == MOP_ARCTAN2) oc_text_printf(b, "%s%s(%s, %s)", math_name(n->op), f, A, B);
-        else oc_text_printf(b, "%s%s(%s)", math_name(n->op), f, A);
-        return;
+    case MOP_SQRT:
+    case MOP_EXP:
+    case MOP_LOG:
+    case MOP_LOG1P:
+    case MOP_EXPM1:
+    case MOP_SIN:
+    case MOP_COS:
+    case MOP_TAN:
+    case MOP_TANH: oc_text_printf(b, "%s%s(%s)", math_name(n->op), f, A); return;
+    case MOP_ARCTAN2: oc_text_printf(b, "%s%s(%s, %s)", math_name(n->op), f, A, B); return;
+    case MOP_NAME:  /* not in the IR: names become inputs, clip minimum(maximum()) */
+    case MOP_CLIP:
+    case MOP_INPUT: /* emit_body reads inputs itself */
+    case MOP_COUNT: return;
     }
 }
 

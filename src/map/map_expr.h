@@ -41,6 +41,9 @@ typedef enum oc_map_op {
     MOP_EQ, MOP_NE, MOP_LT, MOP_LE, MOP_GT, MOP_GE, MOP_ARCTAN2, MOP_MINIMUM, MOP_MAXIMUM,
     /* ternary */
     MOP_WHERE, MOP_CLIP,  /* clip becomes minimum(maximum(x, lo), hi) in the IR */
+#ifdef OC_TEST_PRETEND_MAP_FUNCTION
+    MOP_PRETEND,          /* tests only: a function no code handles (tests/cli/test_table_sites.py) */
+#endif
     MOP_COUNT
 } oc_map_op;
 
@@ -105,6 +108,41 @@ typedef struct oc_map_binding {
 oc_status oc_map_typecheck(oc_context *ctx, const oc_map_expr *e, const oc_map_binding *bindings, int n_bindings,
                            oc_map_expr *out);
 
+/* What an op is in the language (map_ops.c holds one row per op). */
+typedef enum oc_map_op_kind {
+    MAP_KIND_INTERNAL,  /* name, input, constant, cast: not written in an expression */
+    MAP_KIND_OPERATOR,  /* written between or before its operands: "+", "~" */
+    MAP_KIND_PREFIX,    /* unary minus: written as the "-" operator, so listed once, with it */
+    MAP_KIND_FUNCTION   /* called by name: "sqrt(x)" */
+} oc_map_op_kind;
+
+/* numpy's rule for the type an op computes in (its loop), from its operands' common type t. */
+typedef enum oc_map_typing {
+    MAP_TYPING_NONE,          /* leaves and casts */
+    MAP_TYPING_SAME,          /* t (where numpy has no bool loop, as for - and unary -, an error) */
+    MAP_TYPING_FLOAT,         /* a float loop: t if float, float32 from 16-bit integers, float64
+                               * from wider ones; float16 (from 8-bit and bool) is an error */
+    MAP_TYPING_TRUEDIV,       /* float32 stays, everything else float64 (/) */
+    MAP_TYPING_INTEGER_LOOP,  /* t, bool computing in int8 (//, %, **) */
+    MAP_TYPING_BITWISE,       /* t, integers and bool only (&, |, ^, ~) */
+    MAP_TYPING_COMPARE,       /* t, a bool result */
+    MAP_TYPING_WHERE          /* the values' common type; the condition becomes bool */
+} oc_map_typing;
+
+typedef struct oc_map_op_info {
+    oc_map_op op;
+    const char *name;       /* as written ("+", "sqrt", "where"), else a word for messages */
+    int arity;              /* operands (0 for leaves) */
+    oc_map_op_kind kind;
+    oc_map_typing typing;
+    const char *cuda;       /* the CUDA math function the generated source calls (map_codegen.c) */
+    int transcendental;     /* priced apart by the cost model (map_choice.c) */
+} oc_map_op_info;
+
+/* The op's row (NULL for MOP_COUNT or another value that is no op). */
+const oc_map_op_info *oc_map_op_info_of(oc_map_op op);
+/* The function named by the len bytes at name, or NULL. */
+const oc_map_op_info *oc_map_function(const char *name, int len);
 /* The name of an op as written ("+", "sqrt", "where"). */
 const char *oc_map_op_name(oc_map_op op);
 /* Number of operands of an op (0 for leaves). */

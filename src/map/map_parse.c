@@ -5,6 +5,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,38 +25,6 @@ typedef struct parser {
     int tokens;        /* tokens read so far */
     oc_status st;      /* first failure */
 } parser;
-
-static const struct { const char *name; oc_map_op op; } functions[] = {
-    {"abs", MOP_ABS},         {"sqrt", MOP_SQRT},       {"exp", MOP_EXP},         {"log", MOP_LOG},
-    {"log1p", MOP_LOG1P},     {"expm1", MOP_EXPM1},     {"sin", MOP_SIN},         {"cos", MOP_COS},
-    {"tan", MOP_TAN},         {"tanh", MOP_TANH},       {"floor", MOP_FLOOR},     {"ceil", MOP_CEIL},
-    {"arctan2", MOP_ARCTAN2}, {"minimum", MOP_MINIMUM}, {"maximum", MOP_MAXIMUM}, {"where", MOP_WHERE},
-    {"clip", MOP_CLIP},
-};
-
-static const char *op_names[MOP_COUNT] = {
-    [MOP_NAME] = "name", [MOP_INPUT] = "input", [MOP_CONST] = "constant", [MOP_CAST] = "cast",
-    [MOP_NEG] = "unary -", [MOP_INVERT] = "~", [MOP_ADD] = "+", [MOP_SUB] = "-", [MOP_MUL] = "*",
-    [MOP_DIV] = "/", [MOP_FLOORDIV] = "//", [MOP_MOD] = "%", [MOP_POW] = "**", [MOP_AND] = "&",
-    [MOP_OR] = "|", [MOP_XOR] = "^", [MOP_EQ] = "==", [MOP_NE] = "!=", [MOP_LT] = "<", [MOP_LE] = "<=",
-    [MOP_GT] = ">", [MOP_GE] = ">=",
-};
-
-const char *oc_map_op_name(oc_map_op op)
-{
-    if (op_names[op]) return op_names[op];
-    for (size_t i = 0; i < sizeof functions / sizeof functions[0]; i++)
-        if (functions[i].op == op) return functions[i].name;
-    return "?";
-}
-
-int oc_map_op_arity(oc_map_op op)
-{
-    if (op <= MOP_CONST) return 0;
-    if (op < MOP_ADD) return 1;
-    if (op < MOP_WHERE) return 2;
-    return 3;
-}
 
 int oc_map_expr_add(oc_map_expr *e, oc_map_node n)
 {
@@ -317,19 +286,23 @@ static int close_call(parser *p, stacks *k, int close)
 {
     group g = k->groups[--k->ngroups];
     k->nesting--;
-    oc_map_op op = MOP_COUNT;
-    for (size_t i = 0; i < sizeof functions / sizeof functions[0]; i++)
-        if ((int)strlen(functions[i].name) == g.name_len &&
-            strncmp(functions[i].name, p->s + g.name_pos, (size_t)g.name_len) == 0)
-            op = functions[i].op;
-    if (op == MOP_COUNT) {
-        if (p->st == OC_OK)
-            p->st = oc_fail(p->ctx, OC_ERR_INPUT, "unknown function '%.*s' in the expression (known: abs sqrt exp log "
-                            "log1p expm1 sin cos tan tanh arctan2 floor ceil minimum maximum clip where)", g.name_len,
-                            p->s + g.name_pos);
+    const oc_map_op_info *fn = oc_map_function(p->s + g.name_pos, g.name_len);
+    if (!fn) {
+        if (p->st == OC_OK) {
+            char known[512];
+            size_t len = 0;
+            for (int i = 0; oc_map_function_name(i) && len < sizeof known; i++) {
+                int w = snprintf(known + len, sizeof known - len, "%s%s", i ? " " : "", oc_map_function_name(i));
+                if (w < 0) break;
+                len += (size_t)w;
+            }
+            p->st = oc_fail(p->ctx, OC_ERR_INPUT, "unknown function '%.*s' in the expression (known: %s)", g.name_len,
+                            p->s + g.name_pos, known);
+        }
         return -1;
     }
-    int want = oc_map_op_arity(op);
+    const oc_map_op op = fn->op;
+    int want = fn->arity;
     if (g.nargs != want) {
         if (p->st == OC_OK)
             p->st = oc_fail(p->ctx, OC_ERR_INPUT, "%s() takes %d argument%s, %d given (column %d)", oc_map_op_name(op),

@@ -307,19 +307,24 @@ static int check_unary(checker *c, const oc_map_node *n)
     a = strong(c, a);
     if (a < 0) return -1;
     int t = c->out->nodes[a].type, l = t;
-    switch (n->op) {
-    case MOP_NEG:
-        if (t == MT_BOOL)
+    switch (oc_map_op_info_of(n->op)->typing) {
+    case MAP_TYPING_SAME:
+        if (n->op == MOP_NEG && t == MT_BOOL)
             return op_error(c, n->pos, "the numpy boolean negative, the %s operator, is not supported%s (column %d); use ~",
                             "-", "");
         break;
-    case MOP_INVERT:
+    case MAP_TYPING_BITWISE:
         if (oc_mt_is_float(t)) return op_error(c, n->pos, "%s does not apply to %s (column %d)", "~", oc_mt_name(t));
         break;
-    case MOP_ABS: case MOP_FLOOR: case MOP_CEIL: break;
-    default:
+    case MAP_TYPING_FLOAT:
         l = float_loop(c, t, n->op, n->pos);
         if (l < 0) return -1;
+        break;
+    case MAP_TYPING_NONE:
+    case MAP_TYPING_TRUEDIV:
+    case MAP_TYPING_INTEGER_LOOP:
+    case MAP_TYPING_COMPARE:
+    case MAP_TYPING_WHERE: break; /* no unary op has these */
     }
     a = convert(c, a, l);
     if (a < 0) return -1;
@@ -391,7 +396,8 @@ static int check_binary(checker *c, const oc_map_node *n)
 {
     int a = check(c, n->a), b = a < 0 ? -1 : check(c, n->b);
     if (b < 0) return -1;
-    int is_function = n->op == MOP_ARCTAN2 || n->op == MOP_MINIMUM || n->op == MOP_MAXIMUM;
+    const oc_map_op_info *info = oc_map_op_info_of(n->op);
+    int is_function = info->kind == MAP_KIND_FUNCTION;
     if (is_weak(c, a) && is_weak(c, b)) {
         if (!is_function) return fold_binary(c, n->op, a, b, n->pos);
         a = strong(c, a), b = strong(c, b);
@@ -401,8 +407,7 @@ static int check_binary(checker *c, const oc_map_node *n)
         int k = fast_power(c, n, a, b);
         if (k != -2) return k;
     }
-    int is_cmp = n->op >= MOP_EQ && n->op <= MOP_GE;
-    if (is_cmp) {
+    if (info->typing == MAP_TYPING_COMPARE) {
         int k = out_of_range_comparison(c, n, a, b);
         if (k != -2) return k;
     }
@@ -410,14 +415,14 @@ static int check_binary(checker *c, const oc_map_node *n)
     int t = common_type(c, ks, 2);
     if (t < 0) return -1;
     int l = t, r = t;
-    switch (n->op) {
-    case MOP_SUB:
-        if (t == MT_BOOL)
+    switch (info->typing) {
+    case MAP_TYPING_SAME:
+        if (n->op == MOP_SUB && t == MT_BOOL)
             return op_error(c, n->pos, "numpy boolean subtract, the %s operator, is not supported%s (column %d); use ^",
                             "-", "");
         break;
-    case MOP_DIV: l = r = t == MT_F32 ? MT_F32 : MT_F64; break;
-    case MOP_FLOORDIV: case MOP_MOD: case MOP_POW:
+    case MAP_TYPING_TRUEDIV: l = r = t == MT_F32 ? MT_F32 : MT_F64; break;
+    case MAP_TYPING_INTEGER_LOOP:
         if (t == MT_BOOL) l = r = MT_I8;
         if (n->op == MOP_POW && oc_mt_is_integer(l)) {
             const oc_map_node *y = &c->out->nodes[b];
@@ -425,16 +430,17 @@ static int check_binary(checker *c, const oc_map_node *n)
                 return op_error(c, n->pos, "integers to negative integer powers are not allowed%s%s (column %d)", "", "");
         }
         break;
-    case MOP_AND: case MOP_OR: case MOP_XOR:
+    case MAP_TYPING_BITWISE:
         if (oc_mt_is_float(t))
             return op_error(c, n->pos, "%s does not apply to %s (column %d)", oc_map_op_name(n->op), oc_mt_name(t));
         break;
-    case MOP_EQ: case MOP_NE: case MOP_LT: case MOP_LE: case MOP_GT: case MOP_GE: r = MT_BOOL; break;
-    case MOP_ARCTAN2:
+    case MAP_TYPING_COMPARE: r = MT_BOOL; break;
+    case MAP_TYPING_FLOAT:
         l = r = float_loop(c, t, n->op, n->pos);
         if (l < 0) return -1;
         break;
-    default: break;
+    case MAP_TYPING_NONE:
+    case MAP_TYPING_WHERE: break; /* no binary op has these */
     }
     if (check_weak_bounds(c, ks, 2, l) < 0) return -1;
     a = convert(c, a, l);

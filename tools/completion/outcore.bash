@@ -1,7 +1,8 @@
 # bash completion for outcore(1): commands, options, option values and file names.
 #
-# Commands and options are read from the CLI's own --help when completing, so they are always
-# those of the outcore being completed. Installed as
+# Commands and options are read from the CLI's own --help when completing, and the names of
+# metrics, dtypes and backends from `outcore --list`, so they are always those of the outcore
+# being completed. Installed as
 # share/bash-completion/completions/outcore; to try it from a checkout:
 #   source tools/completion/outcore.bash
 # tests/cli/test_completion.py checks every value below against what the CLI accepts.
@@ -86,18 +87,18 @@ _outcore()
     help=$("$cli" "$command" --help 2>/dev/null) || return 0
     if [[ -z $ended && $prev == -* ]] && _outcore_takes_value "$help" "$prev"; then
         case $prev in
-            --metric) _outcore_words "counts jaccard cosine hamming" "$cur" ;;
+            --metric) _outcore_words "$("$cli" --list metrics 2>/dev/null)" "$cur" ;;
             --dtype)
                 if [[ $command == map ]]; then
-                    _outcore_words "bool int8 int16 int32 int64 uint8 uint16 uint32 uint64 float32 float64" "$cur"
+                    _outcore_words "$("$cli" --list map-dtypes 2>/dev/null)" "$cur"
                 elif [[ $command == matmul ]]; then
                     _outcore_words "float64 float32 float16 int32" "$cur"
                 else
-                    _outcore_words "int32 uint16 float32" "$cur"
+                    _outcore_words "$("$cli" --list dtypes 2>/dev/null)" "$cur"
                 fi
                 ;;
             --reduce) _outcore_words "sum mean min max" "$cur" ;;
-            --backend) _outcore_words "auto cpu cuda" "$cur" ;;
+            --backend) _outcore_words "$("$cli" --list backends 2>/dev/null)" "$cur" ;;
             --gpu-mem-mode) _outcore_words "grow reserve" "$cur" ;;
             -o | --output)
                 local words=" ${COMP_WORDS[*]} "

@@ -108,11 +108,13 @@ static int64_t choose_tile(const oc_gram_job *job, int threads)
 oc_epilogue_kind oc_cpu_epilogue_kind(const oc_gram_job *job)
 {
     switch (job->metric) {
+    case OC_METRIC_COUNTS: break; /* uint16; int32 counts are the accumulator itself */
     case OC_METRIC_JACCARD: return OC_EPILOGUE_JACCARD;
     case OC_METRIC_COSINE: return OC_EPILOGUE_COSINE;
     case OC_METRIC_HAMMING: return job->dtype == OC_DTYPE_UINT16 ? OC_EPILOGUE_HAMMING_U16 : OC_EPILOGUE_HAMMING_I32;
-    default: return OC_EPILOGUE_COUNTS_U16; /* int32 counts are the accumulator itself */
+    case OC_METRIC_COUNT: break; /* not a metric: oc_gram checked the job's */
     }
+    return OC_EPILOGUE_COUNTS_U16;
 }
 
 static oc_status compute_tile(cpu_job *cj, int64_t i0, int64_t j0, int worker)

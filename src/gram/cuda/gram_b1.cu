@@ -202,7 +202,7 @@ oc_status launch_b1_mode(oc_context *ctx, oc_cuda_device *dev, const oc_gram_til
 {
     switch (tile->select) {
     case OC_TILE_TOPK:
-        if (tile->metric == OC_METRIC_COUNTS || tile->metric == OC_METRIC_HAMMING)
+        if (!oc_gram_metric_is_float(tile->metric))
             return launch_b1<STAGES, SEL_TOPK_INT>(ctx, dev, tile, blocks, stream);
         return launch_b1<STAGES, OC_TILE_TOPK>(ctx, dev, tile, blocks, stream);
     case OC_TILE_PAIRS: return launch_b1<STAGES, OC_TILE_PAIRS>(ctx, dev, tile, blocks, stream);

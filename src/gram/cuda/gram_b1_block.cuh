@@ -174,7 +174,7 @@ __device__ __forceinline__ void b1_epilogue(const oc_gram_tile &t, int bm, int b
             (row ? fr[local] : fc[local]) = key;
             (row ? br[local] : bc[local]) = oc_fuse_bound(t.metric, key);
         }
-        const int pop = inside && t.metric != OC_METRIC_COUNTS ? (row ? t.pop_a : t.pop_b)[tl] : 0;
+        const int pop = inside && oc_gram_metric_reads_pops(t.metric) ? (row ? t.pop_a : t.pop_b)[tl] : 0;
         (row ? pr[local] : pc[local]) = pop;
         (row ? qr[local] : qc[local]) = (float)pop;
         ((uint32_t *)(qc + BN))[i] = 0; /* the line's staged keys (fuse_block) */
@@ -183,7 +183,7 @@ __device__ __forceinline__ void b1_epilogue(const oc_gram_tile &t, int bm, int b
     if (SEL == OC_TILE_PAIRS) {
         /* The threshold's bound: the top-k floor test with min_key as every row's floor. */
         const float bound = oc_fuse_bound(t.metric, (uint64_t)t.min_key << 32);
-        const bool int_metric = t.metric == OC_METRIC_COUNTS || t.metric == OC_METRIC_HAMMING;
+        const bool int_metric = !oc_gram_metric_is_float(t.metric);
         const oc_fuse_int ik = oc_fuse_int_make(t);
 #pragma unroll 1
         for (int rl = warp; rl < last_row; rl += THREADS / 32) {

@@ -370,7 +370,7 @@ extern "C" oc_status oc_cuda_gram_wgmma(oc_context *ctx, oc_cuda_device *dev, co
     const long long blocks = (long long)((tile->rows + BM - 1) / BM) * ((tile->cols + BN - 1) / BN);
     switch (tile->select) {
     case OC_TILE_TOPK:
-        if (tile->metric == OC_METRIC_COUNTS || tile->metric == OC_METRIC_HAMMING)
+        if (!oc_gram_metric_is_float(tile->metric))
             OC_CHECK(ctx, launch_wgmma<SEL_TOPK_INT>(ctx, dev, tile, blocks, stream));
         else
             OC_CHECK(ctx, launch_wgmma<OC_TILE_TOPK>(ctx, dev, tile, blocks, stream));

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/metric.h"
 #include "core/threads.h"
 #include "core/trace.h"
 #include "gram/backend.h"
@@ -278,7 +279,7 @@ oc_status oc_gram_part_open(gram_cuda *g)
                        (long long)job->m, (1LL << 31) - 1);
     g->words = job->a->words_per_row;
     g->elem = (int64_t)oc_dtype_size(job->dtype);
-    g->pops = job->metric != OC_METRIC_COUNTS;
+    g->pops = oc_metric_info_of(job->metric)->popcounts;
     OC_CHECK(ctx, oc_engine_worker_open(ctx, g->ldev->physical, &g->worker));
     g->dev = oc_engine_worker_device(g->worker);
     OC_CHECK(ctx, choose_kernel(g));

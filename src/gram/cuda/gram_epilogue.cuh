@@ -29,23 +29,83 @@ __device__ __forceinline__ float oc_gram_jaccard(int count, int pa, int pb)
     return oc_metric_jaccard(count, pa, pb);
 }
 
+/* Every function below selects by explicit metric; device code gets no -Wswitch-enum, so a
+ * metric added to oc_metric stops the build here until each switch has its case. The host
+ * checks a job's metric (core/metric.h) before any tile reaches a kernel: the cases of the
+ * other kind are unreachable. */
+static_assert(OC_METRIC_COUNT == 4, "gram_epilogue.cuh: give the new metric its case in every switch of this file "
+                                    "and in the kernels' integer/float split (gram_b1.cu, gram_b1_sm90a.cu)");
+
+/* Whether the metric's result is a float32 score (else an integer in int32 or uint16). */
+__host__ __device__ __forceinline__ bool oc_gram_metric_is_float(int metric)
+{
+    switch ((oc_metric)metric) {
+    case OC_METRIC_JACCARD:
+    case OC_METRIC_COSINE: return true;
+    case OC_METRIC_COUNTS:
+    case OC_METRIC_HAMMING:
+    case OC_METRIC_COUNT: break;
+    }
+    return false;
+}
+
+/* Whether the metric's formula reads the rows' popcounts (a counts job has none). */
+__host__ __device__ __forceinline__ bool oc_gram_metric_reads_pops(int metric)
+{
+    switch ((oc_metric)metric) {
+    case OC_METRIC_JACCARD:
+    case OC_METRIC_COSINE:
+    case OC_METRIC_HAMMING: return true;
+    case OC_METRIC_COUNTS:
+    case OC_METRIC_COUNT: break;
+    }
+    return false;
+}
+
+/* A float metric's score (oc_gram_metric_is_float). */
+__device__ __forceinline__ float oc_gram_float_score(int metric, int count, int pa, int pb)
+{
+    switch ((oc_metric)metric) {
+    case OC_METRIC_JACCARD: return oc_gram_jaccard(count, pa, pb);
+    case OC_METRIC_COSINE: return oc_metric_cosine(count, pa, pb);
+    case OC_METRIC_COUNTS:
+    case OC_METRIC_HAMMING:
+    case OC_METRIC_COUNT: break;
+    }
+    __builtin_unreachable();
+}
+
+/* An integer metric's value (not oc_gram_metric_is_float). The popcounts are read only by a
+ * metric whose formula uses them: counts jobs have none. */
+__device__ __forceinline__ int64_t oc_gram_int_score(int metric, int count, const int32_t *pa, const int32_t *pb)
+{
+    switch ((oc_metric)metric) {
+    case OC_METRIC_COUNTS: return count;
+    case OC_METRIC_HAMMING: return oc_metric_hamming(count, *pa, *pb);
+    case OC_METRIC_JACCARD:
+    case OC_METRIC_COSINE:
+    case OC_METRIC_COUNT: break;
+    }
+    __builtin_unreachable();
+}
+
 /* The floating metrics stay out of line: a division inlined at every one of a thread's 128
  * stores would bloat the kernel and its register pressure for a step that runs once per
  * element. */
 __device__ __noinline__ static float oc_gram_float_metric(int metric, int count, int pa, int pb)
 {
-    return metric == OC_METRIC_JACCARD ? oc_gram_jaccard(count, pa, pb) : oc_metric_cosine(count, pa, pb);
+    return oc_gram_float_score(metric, count, pa, pb);
 }
 
 __device__ __forceinline__ void oc_gram_store(const oc_gram_tile &t, int r, int c, int count)
 {
     if (r >= t.rows || c >= t.cols) return;
     size_t off = (size_t)r * (size_t)t.ld + (size_t)c;
-    if (t.metric == OC_METRIC_JACCARD || t.metric == OC_METRIC_COSINE) {
+    if (oc_gram_metric_is_float(t.metric)) {
         ((float *)t.out)[off] = oc_gram_float_metric(t.metric, count, t.pop_a[r], t.pop_b[c]);
         return;
     }
-    int64_t v = t.metric == OC_METRIC_HAMMING ? oc_metric_hamming(count, t.pop_a[r], t.pop_b[c]) : count;
+    int64_t v = oc_gram_int_score(t.metric, count, t.pop_a + r, t.pop_b + c);
     if (t.dtype == OC_DTYPE_UINT16)
         ((uint16_t *)t.out)[off] = (uint16_t)v;
     else
@@ -67,10 +127,17 @@ __device__ __forceinline__ void oc_gram_store(const oc_gram_tile &t, int r, int 
 __device__ __forceinline__ float oc_fuse_bound(int metric, uint64_t floor_key)
 {
     if (floor_key == ~0ull) return INFINITY;
-    if (floor_key == 0 || (metric != OC_METRIC_JACCARD && metric != OC_METRIC_COSINE)) return -FLT_MAX;
+    if (floor_key == 0 || !oc_gram_metric_is_float(metric)) return -FLT_MAX;
     const float f = oc_key_f32_value((uint32_t)(floor_key >> 32));
     if (!(f > 0.0f)) return -FLT_MAX;
-    return metric == OC_METRIC_JACCARD ? f * (1.0f - OC_FUSE_MARGIN) / (1.0f + f) : f * f * (1.0f - OC_FUSE_MARGIN);
+    switch ((oc_metric)metric) {
+    case OC_METRIC_JACCARD: return f * (1.0f - OC_FUSE_MARGIN) / (1.0f + f);
+    case OC_METRIC_COSINE: return f * f * (1.0f - OC_FUSE_MARGIN);
+    case OC_METRIC_COUNTS:
+    case OC_METRIC_HAMMING:
+    case OC_METRIC_COUNT: break;
+    }
+    __builtin_unreachable();
 }
 
 /* The bound test of one line (a row or a column of a CTA's block) in one form for both
@@ -91,7 +158,13 @@ struct oc_fuse_ftest {
 __device__ __forceinline__ oc_fuse_ftest oc_fuse_ftest_make(int metric, float bound, int fixed_pop)
 {
     oc_fuse_ftest f;
-    f.square = metric != OC_METRIC_JACCARD;
+    switch ((oc_metric)metric) {
+    case OC_METRIC_JACCARD: f.square = false; break;
+    case OC_METRIC_COSINE: f.square = true; break;
+    case OC_METRIC_COUNTS: /* integer metrics take the exact key instead: no bound test */
+    case OC_METRIC_HAMMING:
+    case OC_METRIC_COUNT: f.square = true; break;
+    }
     if (!(bound > -FLT_MAX)) f.b = 0.0f, f.l = -INFINITY;
     else if (!f.square) f.b = bound, f.l = bound * (float)fixed_pop;
     else f.b = bound * (float)fixed_pop, f.l = 0.0f;
@@ -123,12 +196,13 @@ __device__ __forceinline__ unsigned oc_fuse_ftest_bits(const oc_fuse_ftest &f, c
  * extended) and its score key. */
 __device__ __forceinline__ uint32_t oc_fuse_value(const oc_gram_tile &t, int count, int pa, int pb, uint32_t *score_key)
 {
-    if (t.metric == OC_METRIC_JACCARD || t.metric == OC_METRIC_COSINE) {
+    if (oc_gram_metric_is_float(t.metric)) {
         float f = oc_gram_float_metric(t.metric, count, pa, pb);
         *score_key = oc_key_score(t.kind, &f, 0);
         return __float_as_uint(f);
     }
-    int64_t v = t.metric == OC_METRIC_HAMMING ? oc_metric_hamming(count, pa, pb) : count;
+    const int32_t pops[2] = {pa, pb};
+    int64_t v = oc_gram_int_score(t.metric, count, &pops[0], &pops[1]);
     if (t.dtype == OC_DTYPE_UINT16) {
         uint16_t h = (uint16_t)v;
         *score_key = oc_key_score(t.kind, &h, 0);
@@ -150,7 +224,7 @@ __device__ __forceinline__ void oc_fuse_push(const oc_gram_tile &t, uint32_t *co
  * in flight). */
 __device__ __forceinline__ uint32_t oc_fuse_float_key(const oc_gram_tile &t, int count, int pa, int pb)
 {
-    float f = t.metric == OC_METRIC_JACCARD ? oc_gram_jaccard(count, pa, pb) : oc_metric_cosine(count, pa, pb);
+    float f = oc_gram_float_score(t.metric, count, pa, pb);
     return oc_key_score(t.kind, &f, 0);
 }
 
@@ -173,7 +247,15 @@ struct oc_fuse_int {
 
 __device__ __forceinline__ oc_fuse_int oc_fuse_int_make(const oc_gram_tile &t)
 {
-    const bool ham = t.metric == OC_METRIC_HAMMING, u16 = t.dtype == OC_DTYPE_UINT16;
+    bool ham = false;
+    switch ((oc_metric)t.metric) {
+    case OC_METRIC_HAMMING: ham = true; break;
+    case OC_METRIC_COUNTS:
+    case OC_METRIC_JACCARD: /* float metrics do not use the integer key */
+    case OC_METRIC_COSINE:
+    case OC_METRIC_COUNT: break;
+    }
+    const bool u16 = t.dtype == OC_DTYPE_UINT16;
     oc_fuse_int k;
     k.pops = ham ? 1u : 0u;
     k.mul = ham ? (uint32_t)-2 : 1u;

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/metric.h"
 #include "matrix/matrix.h"
 #include "gram/select/select_state.h"
 
@@ -75,7 +76,7 @@ uint64_t oc_select_score_min_key(oc_key_kind kind, double t)
 static oc_key_kind key_kind(oc_metric metric, oc_dtype dtype)
 {
     if (dtype == OC_DTYPE_FLOAT32) return OC_KEY_F32;
-    int rev = metric == OC_METRIC_HAMMING;
+    int rev = oc_metric_info_of(metric)->is_distance;
     if (dtype == OC_DTYPE_UINT16) return rev ? OC_KEY_U16_REV : OC_KEY_U16;
     return rev ? OC_KEY_I32_REV : OC_KEY_I32;
 }

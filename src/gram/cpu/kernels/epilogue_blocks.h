@@ -36,33 +36,42 @@ typedef struct oc_epilogue_rows {
                       int cosine, float *out, int64_t ldo);
 } oc_epilogue_rows;
 
-/* Every kind but OC_EPILOGUE_COUNTS_U16 (which needs no popcounts), over cols columns. */
+/* Every kind but OC_EPILOGUE_COUNTS_U16 (which needs no popcounts: the caller's own loop),
+ * over cols columns. Each kind names its row loop below (a switch without a default, so a
+ * new kind does not compile until it has one). */
 static inline __attribute__((always_inline)) void oc_epilogue_blocks(const oc_epilogue_rows *f, oc_epilogue_kind kind,
                                                                      const uint32_t *c, int64_t ldc, const int64_t *pa,
                                                                      const int64_t *pb, int64_t rows, int64_t cols,
                                                                      int64_t pop_max, void *out, int64_t ldo)
 {
-    const int in_float = kind == OC_EPILOGUE_JACCARD && pop_max <= OC_EPILOGUE_FLOAT_POP_MAX;
-    const int in_double = (kind == OC_EPILOGUE_JACCARD && !in_float) || kind == OC_EPILOGUE_COSINE;
-    const size_t es = kind == OC_EPILOGUE_HAMMING_U16 ? sizeof(uint16_t) : sizeof(float);
+    enum { ROWS_NONE, ROWS_HAMMING, ROWS_JACCARD_FLOAT, ROWS_IN_DOUBLE } loop = ROWS_NONE;
+    int flag = 0; /* hamming: int32 (wide); in double: cosine */
+    size_t es = sizeof(float);
+    switch (kind) {
+    case OC_EPILOGUE_COUNTS_U16: return;
+    case OC_EPILOGUE_HAMMING_I32: loop = ROWS_HAMMING, flag = 1; break;
+    case OC_EPILOGUE_HAMMING_U16: loop = ROWS_HAMMING, es = sizeof(uint16_t); break;
+    case OC_EPILOGUE_JACCARD: loop = pop_max <= OC_EPILOGUE_FLOAT_POP_MAX ? ROWS_JACCARD_FLOAT : ROWS_IN_DOUBLE; break;
+    case OC_EPILOGUE_COSINE: loop = ROWS_IN_DOUBLE, flag = 1; break;
+    }
     uint32_t pb32[OC_EPILOGUE_CHUNK];
     double pbd[OC_EPILOGUE_CHUNK];
     for (int64_t j0 = 0; j0 < cols; j0 += OC_EPILOGUE_CHUNK) {
         const int64_t w = cols - j0 < OC_EPILOGUE_CHUNK ? cols - j0 : OC_EPILOGUE_CHUNK;
         for (int64_t j = 0; j < w; ++j) {
-            if (in_double)
+            if (loop == ROWS_IN_DOUBLE)
                 pbd[j] = (double)pb[j0 + j];
             else
                 pb32[j] = (uint32_t)pb[j0 + j];
         }
         const uint32_t *cb = c + j0;
         void *ob = (char *)out + (size_t)j0 * es;
-        if (in_double)
-            f->in_double(cb, ldc, pa, pbd, rows, w, kind == OC_EPILOGUE_COSINE, ob, ldo);
-        else if (in_float)
-            f->jaccard_float(cb, ldc, pa, pb32, rows, w, ob, ldo);
-        else
-            f->hamming(cb, ldc, pa, pb32, rows, w, kind == OC_EPILOGUE_HAMMING_I32, ob, ldo);
+        switch (loop) {
+        case ROWS_IN_DOUBLE: f->in_double(cb, ldc, pa, pbd, rows, w, flag, ob, ldo); break;
+        case ROWS_JACCARD_FLOAT: f->jaccard_float(cb, ldc, pa, pb32, rows, w, ob, ldo); break;
+        case ROWS_HAMMING: f->hamming(cb, ldc, pa, pb32, rows, w, flag, ob, ldo); break;
+        case ROWS_NONE: return; /* not a kind */
+        }
     }
 }
 

@@ -19,6 +19,7 @@
 #include <sys/mman.h>
 
 #include "core/error.h"
+#include "core/metric.h"
 #include "core/threads.h"
 #include "gram/backend.h"
 #include "gram/gram_choice.h"
@@ -63,7 +64,7 @@ static oc_status block_task(void *arg, int64_t task, int worker)
 
 static sparse_mode choose_mode(const oc_gram_job *job, const oc_select *sel)
 {
-    if (job->dense || !sel || job->metric == OC_METRIC_HAMMING) return SPARSE_FULL;
+    if (job->dense || !sel || !oc_metric_info_of(job->metric)->unshared_worst) return SPARSE_FULL;
     if (oc_select_get_mode(sel) == OC_SELECT_TOPK) return SPARSE_TOPK;
     /* A count of 0 scores 0 under counts, jaccard (non-empty rows) and cosine. */
     const oc_key_kind kind = oc_select_key_kind(sel);

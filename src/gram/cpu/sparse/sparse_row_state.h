@@ -40,8 +40,11 @@ static inline uint32_t candidate_key(const sparse_job *sj, int64_t c, int64_t pa
     switch (sj->job->metric) {
     case OC_METRIC_JACCARD: return oc_key_f32(oc_metric_jaccard(c, pa, pb));
     case OC_METRIC_COSINE: return oc_key_f32(oc_metric_cosine(c, pa, pb));
-    default: return sj->kind == OC_KEY_I32 ? oc_key_i32((int32_t)c) : (uint32_t)c;
+    case OC_METRIC_COUNTS:
+    case OC_METRIC_HAMMING: /* never a candidate mode (choose_mode): every element of the row */
+    case OC_METRIC_COUNT: break;
     }
+    return sj->kind == OC_KEY_I32 ? oc_key_i32((int32_t)c) : (uint32_t)c;
 }
 
 static inline uint64_t full_key(uint32_t score_key, int64_t j) { return (uint64_t)score_key << 32 | (0xFFFFFFFFu - (uint32_t)j); }

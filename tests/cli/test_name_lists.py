@@ -1,0 +1,69 @@
+"""The name lists the library holds (metrics, dtypes, backends, algorithms; map's functions,
+operators and dtypes), as the CLI's messages, help texts and docs/map.md show them: each read
+from the library, so they agree (tests/python/test_name_lists.py: the binding's).
+"""
+import re
+
+import pytest
+
+from conftest import SOURCE_DIR, run
+
+
+def listed(what):
+    return run("--list", what).stdout.split("\n")[:-1]
+
+
+def test_list_prints_one_name_a_line():
+    assert listed("metrics")[:4] == ["counts", "jaccard", "cosine", "hamming"]
+    assert {"abs", "sqrt", "arctan2", "where", "clip"} <= set(listed("map-functions"))
+    assert {"+", "//", "**", "~"} <= set(listed("map-operators"))
+
+
+def test_list_refuses_an_unknown_list():
+    proc = run("--list", "colours", check=False)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr == ("outcore: --list colours: expected metrics, dtypes, backends, algorithms, map-functions, "
+                           "map-operators or map-dtypes\n")
+
+
+@pytest.mark.parametrize("command,option,what", [("gram", "--metric", "metrics"), ("gram", "--dtype", "dtypes"),
+                                                 ("gram", "--backend", "backends"), ("gram", "--algorithm", "algorithms"),
+                                                 ("map", "--dtype", "map-dtypes"), ("map", "--backend", "backends")])
+def test_every_listed_value_is_accepted(command, option, what):
+    # The options are parsed before the inputs are looked for: an accepted value leads to
+    # another complaint, an unknown one to the list.
+    names = listed(what)
+    assert names
+    for name in names:
+        proc = run(command, option, name, check=False)
+        assert proc.returncode == 2 and option not in proc.stderr, proc.stderr
+    proc = run(command, option, "nonsense", check=False)
+    expected = ", ".join(names[:-1]) + " or " + names[-1]
+    assert proc.returncode == 2 and proc.stderr == f"outcore: {option} nonsense: expected {expected}\n"
+
+
+def test_the_metric_help_line_lists_them():
+    metrics = listed("metrics")
+    help_line = re.search(r"^  --metric M +(.*)$", run("gram", "--help").stdout, re.M).group(1)
+    assert help_line.replace(" (default)", "").split(", ") == metrics
+
+
+def test_every_listed_map_function_is_known(tmp_path):
+    functions = listed("map-functions")
+    proc = run("map", "nosuch(a)", "a=x.npy", "-o", tmp_path / "o.npy", check=False)
+    assert proc.returncode == 2
+    assert f"(known: {' '.join(functions)})" in proc.stderr
+    usage = " ".join(run("map", "--help").stdout.split())
+    assert f"functions: {' '.join(functions)}." in usage
+    assert f"Operators: {' '.join(listed('map-operators'))}; functions:" in usage
+
+
+def test_docs_map_lists_the_functions_and_operators():
+    text = (SOURCE_DIR / "docs" / "map.md").read_text()
+    row = re.search(r"^\| functions \| `([^`]*)` \|$", text, re.M)
+    assert row, "docs/map.md: no functions row"
+    assert row.group(1).split() == listed("map-functions")
+    row = re.search(r"^\| operators \| (.*) \|$", text, re.M)
+    assert row, "docs/map.md: no operators row"
+    documented = re.findall(r"`([^`]+)`", row.group(1))
+    assert set(listed("map-operators")) <= {op for group in documented for op in group.split()}

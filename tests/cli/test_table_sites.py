@@ -1,0 +1,106 @@
+"""A pretend metric and a pretend map function, compiled into the library's sources: every
+site either handles a new name through its table or fails to compile, naming it.
+
+-DOC_TEST_PRETEND_METRIC adds OC_METRIC_PRETEND to oc_metric (include/outcore.h) with a row
+in the metric table (src/core/names.c); -DOC_TEST_PRETEND_MAP_FUNCTION adds MOP_PRETEND with a
+row in src/map/map_ops.c; -DOC_TEST_PRETEND_WITHOUT_ROW leaves the rows out. Each file is
+only compiled (-fsyntax-only), so the test costs a few compiler runs, not a build.
+"""
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import SOURCE_DIR, run
+
+CC = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+if CC is None:
+    pytest.skip("no C compiler", allow_module_level=True)
+
+# Where a metric's formula is chosen by a switch over oc_metric, and the file compiled to
+# reach it (a header through a source that includes it).
+METRIC_SWITCHES = {
+    "src/gram/cpu/gram_cpu.c": "src/gram/cpu/gram_cpu.c",
+    "src/gram/gram_choice.c": "src/gram/gram_choice.c",
+    "src/gram/cpu/sparse/sparse_row_state.h": "src/gram/cpu/sparse/sparse_rows.c",
+}
+# Files that read the table: a new metric compiles there unchanged.
+METRIC_TABLE_READERS = ["src/core/names.c", "src/gram/gram.c", "src/gram/select/select.c", "src/gram/cost_gram.c",
+                        "src/gram/cpu/sparse/gram_sparse.c"]
+MAP_SWITCHES = {"src/map/map_codegen.c": "src/map/map_codegen.c"}
+MAP_TABLE_READERS = ["src/map/map_ops.c", "src/map/map_parse.c", "src/map/map_typecheck.c", "src/map/map_choice.c"]
+
+
+def compile_unit(path, *defines, switch_enum=False):
+    """(exit status, diagnostics) of compiling one file of the library, a switch without a case
+    for an enum value (-Wswitch; with switch_enum, also one with a default) an error."""
+    proc = subprocess.run([CC, "-std=gnu11", "-D_GNU_SOURCE", f"-I{SOURCE_DIR / 'include'}", f"-I{SOURCE_DIR / 'src'}",
+                           "-fsyntax-only", "-Werror=switch", *(["-Werror=switch-enum"] if switch_enum else []),
+                           *[f"-D{d}" for d in defines], str(SOURCE_DIR / path)], capture_output=True, text=True)
+    return proc.returncode, proc.stderr
+
+
+def files_with(pattern, folder="src"):
+    """The files of src/ (C and CUDA) whose text matches pattern, by path from the source dir."""
+    found = set()
+    for path in (SOURCE_DIR / folder).rglob("*"):
+        if path.suffix in {".c", ".h", ".cu", ".cuh"} and re.search(pattern, path.read_text(errors="replace")):
+            found.add(str(path.relative_to(SOURCE_DIR)))
+    return found
+
+
+def test_every_metric_switch_is_listed():
+    # A switch over oc_metric outside the list would escape the check below.
+    cases = files_with(r"case OC_METRIC_(COUNTS|JACCARD|COSINE|HAMMING)\b")
+    cuda = {f for f in cases if "/cuda/" in f}
+    assert cases - cuda == set(METRIC_SWITCHES)
+    # Device code gets no -Wswitch-enum: its switches live in one header, which stops the
+    # build with a static_assert on the metric count until they are extended.
+    assert cuda == {"src/gram/cuda/gram_epilogue.cuh"}
+    text = (SOURCE_DIR / "src/gram/cuda/gram_epilogue.cuh").read_text()
+    counted = re.search(r"static_assert\(OC_METRIC_COUNT == (\d+)", text)
+    assert counted and int(counted.group(1)) == len(run("--list", "metrics").stdout.split())
+
+
+def test_every_map_op_switch_is_listed():
+    # Switches without a default over oc_map_op (with a case for a math function).
+    cases = files_with(r"case MOP_(SQRT|TANH|ARCTAN2):")
+    assert cases == set(MAP_SWITCHES)
+
+
+# Per pretend name: its define, its enum value, its switches, the files reading its table,
+# and the table file with the message of its _Static_assert.
+PRETEND = {
+    "metric": ("OC_TEST_PRETEND_METRIC", "OC_METRIC_PRETEND", METRIC_SWITCHES, METRIC_TABLE_READERS,
+               "src/core/names.c", "metrics[] needs one row per oc_metric"),
+    "map": ("OC_TEST_PRETEND_MAP_FUNCTION", "MOP_PRETEND", MAP_SWITCHES, MAP_TABLE_READERS,
+            "src/map/map_ops.c", "ops[] needs one row per oc_map_op"),
+}
+
+
+@pytest.mark.parametrize("kind,site,unit", [(kind, site, unit) for kind, p in PRETEND.items()
+                                            for site, unit in sorted(p[2].items())])
+def test_a_new_name_stops_each_switch(kind, site, unit):
+    # The metric switches build with -Wswitch-enum (CMakeLists.txt); map_codegen.c has
+    # switches over other enums with a default, so its check is -Wswitch's.
+    define, value = PRETEND[kind][:2]
+    status, out = compile_unit(unit, switch_enum=kind == "metric")
+    assert status == 0, out
+    status, out = compile_unit(unit, define, switch_enum=kind == "metric")
+    assert status != 0
+    assert re.search(rf"{re.escape(site)}:\d+:\d+: error: enumeration value .{value}. not handled", out), out
+
+
+@pytest.mark.parametrize("kind,unit", [(kind, unit) for kind, p in PRETEND.items() for unit in p[3]])
+def test_a_new_name_compiles_where_the_table_is_read(kind, unit):
+    status, out = compile_unit(unit, PRETEND[kind][0])
+    assert status == 0, out
+
+
+@pytest.mark.parametrize("kind", PRETEND)
+def test_a_name_without_its_row_stops_the_table(kind):
+    define, _, _, _, table, message = PRETEND[kind]
+    status, out = compile_unit(table, define, "OC_TEST_PRETEND_WITHOUT_ROW")
+    assert status != 0 and message in out, out

@@ -1,0 +1,53 @@
+"""outcore.metrics() and outcore.map_functions(): the library's lists, through ctypes, equal
+to what the CLI lists and accepts (tests/cli/test_name_lists.py)."""
+import os
+import subprocess
+
+import numpy as np
+import pytest
+
+import outcore
+
+
+def cli_list(what):
+    cli = os.environ.get("OUTCORE_BIN")
+    if not cli:
+        pytest.skip("OUTCORE_BIN is not set")
+    return subprocess.run([cli, "--list", what], capture_output=True, text=True, check=True).stdout.split("\n")[:-1]
+
+
+def test_metrics_are_the_clis():
+    assert outcore.metrics() == cli_list("metrics")
+
+
+def test_option_messages_list_the_clis_names():
+    a = np.zeros((2, 8), dtype=bool)
+    for what, kwargs in (("dtypes", {"dtype": "int7"}), ("backends", {"backend": "tpu"}),
+                         ("algorithms", {"algorithm": "magic"})):
+        with pytest.raises(outcore.InputError, match="expected one of " + ", ".join(cli_list(what)) + "$"):
+            outcore.gram(a, **kwargs)
+
+
+def test_the_dtype_message_follows_the_library():
+    a = np.zeros((2, 8), dtype=bool)
+    with pytest.raises(outcore.InputError) as err:
+        outcore.gram(a, metric="jaccard", dtype="int32")
+    assert str(err.value) == ("the requested dtype cannot hold metric jaccard: counts and hamming give int32 or uint16, "
+                              "jaccard and cosine float32")
+
+
+def test_map_functions_are_the_clis():
+    assert outcore.map_functions() == cli_list("map-functions")
+
+
+def test_every_metric_runs():
+    a = np.array([[1, 0, 1, 1], [0, 1, 1, 0], [1, 1, 1, 1]], dtype=bool)
+    for metric in outcore.metrics():
+        assert outcore.gram(a, metric=metric, backend="cpu").shape == (3, 3)
+    with pytest.raises(outcore.InputError, match="expected one of " + ", ".join(outcore.metrics())):
+        outcore.gram(a, metric="dice")
+
+
+def test_every_map_function_is_known():
+    with pytest.raises(outcore.InputError, match=r"\(known: " + " ".join(outcore.map_functions()) + r"\)"):
+        outcore.map("nosuch(a)", a=np.zeros(3))

@@ -1,0 +1,91 @@
+/*
+ * test_name_tables.c - the tables that give names to metrics and to map's operations:
+ * every metric has a row whose name parses back to it and whose properties agree with what
+ * oc_gram_result_dtype and the messages say; every map op has one row, every function name
+ * the list gives is found by the parser's lookup, and the public lists end where the tables
+ * do. tests/cli/test_name_lists.py checks the same lists through the CLI and the binding.
+ */
+#include <string.h>
+
+#include "core/metric.h"
+#include "map/map_expr.h"
+#include "harness.h"
+
+static void test_metric_rows(void)
+{
+    for (int i = 0; i < OC_METRIC_COUNT; ++i) {
+        const oc_metric_info *info = oc_metric_info_of((oc_metric)i);
+        CHECK_MSG(info && info->name, "metric %d has no row", i);
+        if (!info) continue;
+        CHECK(oc_metric_name((oc_metric)i) == info->name);
+        oc_metric parsed = OC_METRIC_COUNT;
+        CHECK(oc_metric_parse(info->name, &parsed) == OC_OK && parsed == (oc_metric)i);
+        /* The default dtype is one of the allowed ones, and result_dtype follows the mask. */
+        CHECK(info->dtypes >> info->default_dtype & 1u);
+        CHECK(oc_gram_result_dtype((oc_metric)i, OC_DTYPE_DEFAULT) == info->default_dtype);
+        for (int d = OC_DTYPE_INT32; d <= OC_DTYPE_FLOAT32; ++d)
+            CHECK_MSG((int)oc_gram_result_dtype((oc_metric)i, (oc_dtype)d) == ((info->dtypes >> d & 1u) ? d : (int)OC_DTYPE_DEFAULT),
+                      "%s in %s", info->name, oc_dtype_name((oc_dtype)d));
+        /* A float similarity lies in [0, 1]; a whole-number metric in [0, columns]. */
+        CHECK(info->range == (info->is_float ? OC_METRIC_RANGE_UNIT : OC_METRIC_RANGE_COLUMNS));
+        CHECK(info->is_float == (info->default_dtype == OC_DTYPE_FLOAT32));
+    }
+    CHECK(oc_metric_info_of(OC_METRIC_COUNT) == NULL);
+    CHECK(oc_metric_info_of((oc_metric)-1) == NULL);
+    CHECK(oc_metric_name(OC_METRIC_COUNT) == NULL);
+    CHECK(oc_gram_result_dtype(OC_METRIC_COUNT, OC_DTYPE_DEFAULT) == OC_DTYPE_DEFAULT);
+    oc_metric m = OC_METRIC_JACCARD;
+    CHECK(oc_metric_parse("dice", &m) == OC_ERR_INVALID_ARGUMENT && m == OC_METRIC_JACCARD);
+    CHECK(oc_metric_parse(NULL, &m) == OC_ERR_INVALID_ARGUMENT);
+    /* Properties the selection and the sparse path rely on. */
+    CHECK(oc_metric_info_of(OC_METRIC_HAMMING)->is_distance && !oc_metric_info_of(OC_METRIC_COSINE)->is_distance);
+    CHECK(!oc_metric_info_of(OC_METRIC_COUNTS)->popcounts && oc_metric_info_of(OC_METRIC_JACCARD)->popcounts);
+    CHECK(!oc_metric_info_of(OC_METRIC_HAMMING)->unshared_worst && oc_metric_info_of(OC_METRIC_COUNTS)->unshared_worst);
+}
+
+static void test_metric_dtypes_text(void)
+{
+    char text[256];
+    oc_metric_dtypes_text(text, sizeof text);
+    CHECK_MSG(strcmp(text, "counts and hamming: int32 or uint16; jaccard and cosine: float32") == 0, "got '%s'", text);
+    char small[12];
+    oc_metric_dtypes_text(small, sizeof small);
+    CHECK_MSG(strcmp(small, "counts and ") == 0, "truncated to '%s'", small);
+}
+
+static void test_map_op_rows(void)
+{
+    int functions = 0, operators = 0;
+    for (int op = 0; op < MOP_COUNT; ++op) {
+        const oc_map_op_info *info = oc_map_op_info_of((oc_map_op)op);
+        CHECK_MSG(info && (int)info->op == op, "op %d has no row", op);
+        if (!info) continue;
+        CHECK(strcmp(oc_map_op_name((oc_map_op)op), info->name) == 0);
+        CHECK(info->arity >= 0 && info->arity <= 3);
+        CHECK((info->kind == MAP_KIND_INTERNAL) == (info->typing == MAP_TYPING_NONE));
+        functions += info->kind == MAP_KIND_FUNCTION;
+        operators += info->kind == MAP_KIND_OPERATOR;
+    }
+    CHECK(oc_map_op_info_of(MOP_COUNT) == NULL);
+    int listed = 0;
+    for (const char *name; (name = oc_map_function_name(listed)) != NULL; ++listed) {
+        const oc_map_op_info *fn = oc_map_function(name, (int)strlen(name));
+        CHECK_MSG(fn && fn->kind == MAP_KIND_FUNCTION && strcmp(fn->name, name) == 0, "function %s", name);
+    }
+    CHECK_EQ_I64(listed, functions);
+    int ops = 0;
+    while (oc_map_operator_name(ops)) ++ops;
+    CHECK_EQ_I64(ops, operators);
+    CHECK(oc_map_function_name(-1) == NULL && oc_map_operator_name(-1) == NULL);
+    CHECK(oc_map_function("sqr", 3) == NULL && oc_map_function("sqrtx", 5) == NULL && oc_map_function("+", 1) == NULL);
+    /* The CUDA spelling of the one function whose name numpy and CUDA write differently. */
+    CHECK(strcmp(oc_map_function("arctan2", 7)->cuda, "atan2") == 0);
+}
+
+int main(void)
+{
+    test_metric_rows();
+    test_metric_dtypes_text();
+    test_map_op_rows();
+    return oc_test_finish();
+}

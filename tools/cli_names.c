@@ -1,0 +1,85 @@
+/* cli_names.c - the library's lists of names in the CLI's help, messages and --list. */
+#include "cli_names.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "outcore.h"
+
+const char *cli_metric_at(int i) { return i >= 0 ? oc_metric_name((oc_metric)i) : NULL; }
+const char *cli_dtype_at(int i) { return i >= 0 ? oc_dtype_name((oc_dtype)(i + 1)) : NULL; }
+const char *cli_backend_at(int i) { return i >= 0 ? oc_backend_name((oc_backend)i) : NULL; }
+const char *cli_algorithm_at(int i) { return i >= 0 ? oc_algorithm_name((oc_algorithm)i) : NULL; }
+const char *cli_map_function_at(int i) { return oc_map_function_name(i); }
+const char *cli_map_operator_at(int i) { return oc_map_operator_name(i); }
+const char *cli_map_dtype_at(int i) { return oc_map_dtype_name(i); }
+
+static int count_names(cli_name_at name)
+{
+    int n = 0;
+    while (name(n)) ++n;
+    return n;
+}
+
+const char *cli_join_names(char *text, size_t size, cli_name_at name, const char *sep, const char *last,
+                           const char *mark)
+{
+    size_t len = 0;
+    const int n = count_names(name);
+    text[0] = 0;
+    for (int i = 0; i < n && len < size; ++i) {
+        const char *s = name(i), *between = i == 0 ? "" : i == n - 1 ? last : sep;
+        const int w = snprintf(text + len, size - len, "%s%s%s", between, s,
+                               mark && strcmp(s, mark) == 0 ? " (default)" : "");
+        if (w < 0) break;
+        len += (size_t)w;
+    }
+    return text;
+}
+
+int cli_expected(const char *option, const char *value, cli_name_at name)
+{
+    char names[512];
+    return cli_usage_error("%s %s: expected %s", option, value,
+                           cli_join_names(names, sizeof names, name, ", ", " or ", NULL));
+}
+
+void cli_wrap_word(cli_wrap *w, const char *word, const char *suffix)
+{
+    const int n = (int)(strlen(word) + strlen(suffix));
+    if (w->column > 0 && w->column + 1 + n > w->width) {
+        putchar('\n');
+        w->column = 0;
+    } else if (w->column > 0) {
+        putchar(' ');
+        w->column++;
+    }
+    printf("%s%s", word, suffix);
+    w->column += n;
+}
+
+void cli_wrap_names(cli_wrap *w, cli_name_at name, const char *suffix)
+{
+    const int n = count_names(name);
+    for (int i = 0; i < n; ++i) cli_wrap_word(w, name(i), i == n - 1 ? suffix : "");
+}
+
+static const struct { const char *what; cli_name_at name; } lists[] = {
+    {"metrics", cli_metric_at},         {"dtypes", cli_dtype_at},
+    {"backends", cli_backend_at},       {"algorithms", cli_algorithm_at},
+    {"map-functions", cli_map_function_at}, {"map-operators", cli_map_operator_at},
+    {"map-dtypes", cli_map_dtype_at},
+};
+
+static const char *list_at(int i) { return i >= 0 && i < (int)(sizeof lists / sizeof lists[0]) ? lists[i].what : NULL; }
+
+int cli_list_names(const char *what)
+{
+    for (size_t k = 0; what && k < sizeof lists / sizeof lists[0]; ++k) {
+        if (strcmp(what, lists[k].what) != 0) continue;
+        for (int i = 0; lists[k].name(i); ++i) puts(lists[k].name(i));
+        return OC_EXIT_OK;
+    }
+    return cli_expected("--list", what ? what : "(nothing)", list_at);
+}
