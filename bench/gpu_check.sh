@@ -33,6 +33,10 @@
 #   matmul           the CUDA matmul backend out of core against cuBLASLt in core on one
 #                    product per type (bench_matmul_cuda; MATMUL_SIZE, default "16384 16384
 #                    16384", and MATMUL_TYPES, default "float64 float32 tf32 float16 int8")
+#   compare          the same benchmarks on another tree (OLD_SRC, a source folder, built in
+#                    build-old) and on this one, alternating old, new, old, new: bench_gram_cuda's
+#                    COMPARE_PARTS (default "kernel") and the top-k CLI end to end, so that a
+#                    change meant to change no speed shows both columns from one lease
 #   scaling          several GPUs: strong and weak scaling, MPI ranks against one process,
 #                    same bytes on 1, 2, 4 GPUs (bench/bench_scaling.py; SCALING_ARGS are
 #                    passed to it, SCALING_TIMEOUT bounds it, default 580 s)
@@ -107,7 +111,7 @@ if has sanitize; then
     note "$tool" "gram rc $rc: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$LOGS/sanitize_$tool.log" | tail -1)"
     # Several logical devices, and user kernels over streamed chunks (without the stream
     # test's deliberate kernel fault, which the tool would report as the error it is).
-    for t in gpu_test_cuda_devices gpu_test_stream; do
+    for t in gpu_test_cuda_devices gpu_test_stream gpu_test_matmul_cuda gpu_test_device_open; do
       OUTCORE_TEST_SKIP_FAULT=1 timeout "${SANITIZE_TIMEOUT:-200}" compute-sanitizer --tool "$tool" --error-exitcode 99 \
         "$BUILD/tests/$t" >"$LOGS/sanitize_${t}_$tool.log" 2>&1
       rc=$?
@@ -135,6 +139,7 @@ mpi_bench=0
 scaling_bench=0
 link_bench=0
 matmul_bench=0
+compare_bench=0
 for part in "${bench_parts[@]}"; do
   case "$part" in
     topk) topk_bench=1 ;;
@@ -148,6 +153,7 @@ for part in "${bench_parts[@]}"; do
     scaling) scaling_bench=1 ;;
     host-link) link_bench=1 ;;
     matmul) matmul_bench=1 ;;
+    compare) compare_bench=1 ;;
     *) gram_parts+=("$part") ;;
   esac
 done
@@ -187,6 +193,31 @@ if has bench && [ $matmul_bench -eq 1 ]; then
       tee "$LOGS/bench_matmul_$t.log"
     note "matmul_$t" "rc ${PIPESTATUS[0]}: $(grep -E '^ratio' "$LOGS/bench_matmul_$t.log" | tail -1)"
   done
+fi
+
+if has bench && [ $compare_bench -eq 1 ]; then
+  if [ -z "${OLD_SRC:-}" ] || ! cmake -S "$OLD_SRC" -B build-old -DCMAKE_BUILD_TYPE=Release ${CMAKE_ARGS:-} \
+       >"$LOGS/configure_old.log" 2>&1 || ! cmake --build build-old -j"$(nproc)" --target bench_gram_cuda outcore_cli \
+       >"$LOGS/build_old.log" 2>&1; then
+    note compare "FAILED: OLD_SRC=${OLD_SRC:-unset} did not build"
+  else
+    "$BUILD/outcore" gen --rows 100000 --cols 200000 --density 0.05 --packed -o /dev/shm/A.npy >/dev/null 2>&1
+    for round in 1 2; do
+      for tree in old new; do
+        b=build-old; [ $tree = new ] && b=$BUILD
+        # shellcheck disable=SC2086 # COMPARE_PARTS is a list of parts
+        timeout "${BENCH_TIMEOUT:-400}" "$b/bench/bench_gram_cuda" ${COMPARE_PARTS:-kernel} >"$LOGS/compare_${tree}_$round.log" 2>&1
+        rc=$?
+        start=$(date +%s%N)
+        timeout 120 "$b/outcore" gram /dev/shm/A.npy --bits 200000 --topk 10 --metric jaccard --gpu-mem 4G \
+          -o /dev/shm/top.npz --json >"$LOGS/compare_cli_${tree}_$round.json" 2>&1
+        wall_ms=$(( ($(date +%s%N) - start) / 1000000 ))
+        note "compare" "$tree round $round: bench rc $rc, $(grep -E '^\| [a-z]' "$LOGS/compare_${tree}_$round.log" | grep -v '^| case' | head -3 | tr -s ' ' | tr '\n' ';') top-k CLI ${wall_ms} ms"
+        rm -f /dev/shm/top.npz
+      done
+    done
+    rm -f /dev/shm/A.npy
+  fi
 fi
 
 if has bench && [ $sweep_bench -eq 1 ]; then

@@ -22,7 +22,7 @@
 #define DEFAULT_GPU_JOB_SETUP 0.01   /* a later job: pool, streams, pinned staging from the cache */
 /* The fixed costs' defaults: a local disk under a journalling file system. Where they come
  * from: bench/RESULTS.md, "Wall time as users see it: fixed costs". */
-#define DEFAULT_THREAD_START 1e-4    /* a worker thread created and joined */
+#define DEFAULT_THREAD_START 3e-5    /* a worker thread created (the pool keeps it for later jobs) */
 #define DEFAULT_FILE_CREATE 1e-3     /* open O_EXCL beside the path, lock, rename, unlink stale */
 #define DEFAULT_FILE_PAGES 1e9       /* bytes/s of a new file's pages: fallocate and first touch */
 #define DEFAULT_FILE_SYNC 0.3e9      /* bytes/s of fsync of a freshly written file */
@@ -127,7 +127,7 @@ void oc_cost_job_gram(const oc_cost_gram_shape *g, oc_cost_job *job)
     job->d2h_bytes = out_device;
     job->host_bytes_gpu = 2.0 * in_bytes + out_device + out_host;
     /* Fixed costs: the worker threads, and an output file created, sized, flushed, renamed. */
-    job->threads = g->threads > 0 ? g->threads : 1;
+    job->threads = g->threads > 0 ? g->threads : 0;
     if (g->to_file && g->output != OC_COST_GRAM_DISCARD) {
         job->files = 1;
         job->file_bytes = out_host;

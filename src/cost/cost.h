@@ -152,7 +152,7 @@ typedef struct oc_cost_gram_shape {
     double est_pairs;           /* threshold: expected pairs (0 when unknown) */
     int popcounts;              /* the metric needs row popcounts (not counts) */
     int to_file;                /* the result goes to a file (not memory) */
-    int threads;                /* CPU worker threads */
+    int threads;                /* CPU worker threads the job would start (beyond the pool's) */
 } oc_cost_gram_shape;
 
 /* The job description of a dense-algorithm Gram job (the sparse algorithm has its own

@@ -10,7 +10,24 @@
 #include "gram/cost_gram.h"
 
 #include "core/gpu_probe.h"
+#include "core/context.h"
 #include "core/threads.h"
+
+/* The CPU planner's smallest tile edge (TILE_MIN_AUTO in gram/cpu/gram_cpu.c): a job has at
+ * most one worker per tile of this edge. */
+#define CPU_TILE_MIN 24
+
+/* Worker threads the CPU backend would start for the job: one per tile at most, less those
+ * the context's pool already runs (a pool outlives its jobs: core/workers.h). */
+static int threads_to_start(const oc_gram_job *job)
+{
+    int threads = oc_threads_resolve(job->opts->threads);
+    const int64_t rt = (job->n + CPU_TILE_MIN - 1) / CPU_TILE_MIN, ct = (job->p + CPU_TILE_MIN - 1) / CPU_TILE_MIN;
+    const int64_t tiles = job->symmetric ? rt * (rt + 1) / 2 : rt * ct;
+    if (tiles < threads) threads = (int)(tiles > 0 ? tiles : 1);
+    const int running = job->ctx && job->ctx->workers ? oc_workers_count(job->ctx->workers) : 0;
+    return threads > running ? threads - running : 0;
+}
 
 /* The job as oc_cost_job_gram describes it. */
 static void gram_shape(const oc_gram_job *job, oc_output_kind out_kind, oc_cost_gram_shape *g)
@@ -19,7 +36,7 @@ static void gram_shape(const oc_gram_job *job, oc_output_kind out_kind, oc_cost_
     *g = (oc_cost_gram_shape){.n = job->n, .p = job->p, .m = job->m, .symmetric = job->symmetric,
                               .elem_bytes = (int)oc_dtype_size(job->dtype), .k = o->topk,
                               .popcounts = oc_metric_info_of(job->metric)->popcounts,
-                              .to_file = out_kind == OC_OUTPUT_FILE, .threads = oc_threads_resolve(o->threads)};
+                              .to_file = out_kind == OC_OUTPUT_FILE, .threads = threads_to_start(job)};
     if (o->topk > 0) g->output = OC_COST_GRAM_TOPK;
     else if (o->use_threshold) g->output = OC_COST_GRAM_THRESHOLD; /* pairs unknown before the job: not counted */
     else if (out_kind == OC_OUTPUT_DISCARD) g->output = OC_COST_GRAM_DISCARD;

@@ -25,7 +25,8 @@
 /* Without --gpu-mem a device gives at most this share of its free memory, less headroom. */
 #define FREE_SHARE 0.9
 
-static int cuda_usable(int device) { return oc_cublaslt_load(NULL, 0) != NULL && oc_cuda_device_usable(device); }
+/* The device first: loading cuBLASLt maps a large library, worth it only where a GPU is. */
+static int cuda_usable(int device) { return oc_cuda_device_usable(device) && oc_cublaslt_load(NULL, 0) != NULL; }
 
 static int job_device(const oc_matmul_job *job, int i) { return job->ndevices > 0 ? job->devices[i] : 0; }
 static int job_ndevices(const oc_matmul_job *job) { return job->ndevices > 0 ? job->ndevices : 1; }
