@@ -8,9 +8,10 @@
  * - counts c; hamming |a| + |b| - 2c; jaccard c / (|a| + |b| - c) with 0/0 = 1; cosine
  *   c / sqrt(|a| |b|), 0 when a row is empty; the floating ones computed in double and
  *   rounded once to float32.
- * - top-k: all candidates of a row (A·Aᵀ: every column but the row itself) fully sorted by
- *   the stored score, best first (hamming: smallest first), equal scores by column
- *   ascending; slots past the candidates hold index -1 and score 0.
+ * - top-k: all candidates of a row (A·Aᵀ: every column but the row itself) ordered by the
+ *   stored score, best first (hamming: smallest first), equal scores by column ascending,
+ *   and the first k kept (a full sort; for k small beside the candidates, the k best kept
+ *   by insertion, the same k); slots past the candidates hold index -1 and score 0.
  * - threshold: stored score >= T (float32 scores against float32(T); hamming <= T); A·Aᵀ
  *   pairs (i, j) with i < j only; in (row, col) order.
  */
@@ -138,6 +139,27 @@ static int best_first(const void *x, const void *y)
     return a->col < b->col ? -1 : a->col > b->col;
 }
 
+/* Moves the k best of the nc candidates to the front, best first, and returns how many there
+ * are (min(k, nc)): the first k of a full sort by best_first, a total order (the columns
+ * differ). Where k is small beside nc, the k best are kept by insertion into a list of k
+ * instead, which gives the same k without sorting every candidate of every row. */
+static int64_t best_k(candidate *cand, int64_t nc, int64_t k)
+{
+    if (k * 8 >= nc) {
+        qsort(cand, (size_t)nc, sizeof *cand, best_first);
+        return nc < k ? nc : k;
+    }
+    int64_t kept = 0; /* cand[0..kept) is the list, best first; kept <= j, so no candidate is lost */
+    for (int64_t j = 0; j < nc; ++j) {
+        if (kept == k && best_first(&cand[j], &cand[k - 1]) > 0) continue;
+        const candidate c = cand[j];
+        int64_t t = kept < k ? kept++ : k - 1;
+        for (; t > 0 && best_first(&c, &cand[t - 1]) < 0; --t) cand[t] = cand[t - 1];
+        cand[t] = c;
+    }
+    return kept;
+}
+
 int gram_ref_topk(const gram_exact *e, oc_metric metric, oc_dtype dtype, int64_t k, int64_t *indices, void *scores)
 {
     const size_t es = oc_dtype_size(dtype);
@@ -152,10 +174,10 @@ int gram_ref_topk(const gram_exact *e, oc_metric metric, oc_dtype dtype, int64_t
             double s = stored_value(dtype, v);
             cand[nc++] = (candidate){metric == OC_METRIC_HAMMING ? -s : s, j};
         }
-        qsort(cand, (size_t)nc, sizeof *cand, best_first);
+        const int64_t best = best_k(cand, nc, k);
         for (int64_t t = 0; t < k; ++t) {
             char *dst = (char *)scores + (size_t)(i * k + t) * es;
-            if (t < nc) {
+            if (t < best) {
                 indices[i * k + t] = cand[t].col;
                 store(e, metric, dtype, i, cand[t].col, dst);
             } else {

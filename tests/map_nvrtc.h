@@ -49,7 +49,7 @@ static int map_nvrtc_load(void)
 }
 
 /* The PTX of src for arch ("compute_80"), malloc'ed; NULL after printing NVRTC's log (and the
- * source) under the heading `what`. */
+ * source) under the heading `what` (what == NULL: nothing printed). */
 static char *map_nvrtc_compile(const char *src, const char *arch, const char *what)
 {
     void *prog = NULL;
@@ -62,7 +62,7 @@ static char *map_nvrtc_compile(const char *src, const char *arch, const char *wh
     if (map_nvrtc.compile(prog, 1, opts) != 0) {
         map_nvrtc.log_size(prog, &n);
         char *log = malloc(n + 1);
-        if (log && map_nvrtc.log(prog, log) == 0) fprintf(stderr, "%s:\n%s\n--- source ---\n%s\n", what, log, src);
+        if (log && what && map_nvrtc.log(prog, log) == 0) fprintf(stderr, "%s:\n%s\n--- source ---\n%s\n", what, log, src);
         free(log);
     } else if (map_nvrtc.ptx_size(prog, &n) == 0 && (ptx = malloc(n + 1)) != NULL && map_nvrtc.ptx(prog, ptx) != 0) {
         free(ptx);

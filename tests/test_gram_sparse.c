@@ -7,7 +7,9 @@
  * of 0 passes and ones it does not), under 1 and 2 threads and several hub splits
  * (OUTCORE_SPARSE_HUBS: none, the predicted one, a few, 64 (one hub word whole: the pair
  * lists of sparse_hub_pairs.h), more than 64). The dense algorithm
- * is the reference: it is itself held to a direct reference by test_cpu_gram.c. The runner
+ * is the reference, run once per output for all of those: it is itself held to a direct
+ * reference (and to the same bytes under every thread count) by test_cpu_gram.c and the case
+ * table. The runner
  * takes a case and an output and compares the two algorithms, so it joins a case table
  * shared with other backends by calling run_case per entry.
  * Also: auto picks dense on dense data, and bad options fail with a message.
@@ -170,26 +172,44 @@ static int same(const result *x, const result *y, out_kind kind, int64_t n, int6
                                                             memcmp(x->pairs.vals, y->pairs.vals, (size_t)x->pairs.n * elem) == 0));
 }
 
-/* One output of one case: dense algorithm, then sparse, bytes compared. */
+/* The sparse runs of every output: the thread counts with the predicted hub split, then the
+ * forced splits (OUTCORE_SPARSE_HUBS: none, a few, one hub word whole, more than 64). */
+typedef struct sparse_run {
+    const char *hubs; /* "": the split the planner predicts */
+    int threads;
+} sparse_run;
+static const sparse_run sparse_runs[] = {{"", 1}, {"", 2}, {"0", 1}, {"3", 1}, {"64", 1}, {"70", 1}};
+
+/* One output of one case: the dense algorithm once (its result depends on neither the hub
+ * split nor the thread count), then the sparse one under each of sparse_runs, bytes compared. */
 static void compare(oc_context *ctx, const sparse_case *c, const oc_matrix *a, const oc_matrix *b, oc_gram_options o,
                     out_kind kind, const char *what)
 {
     const int64_t n = c->n, p = c->p ? c->p : c->n;
     size_t elem = oc_dtype_size(oc_gram_result_dtype(o.metric, o.dtype));
     o.algorithm = OC_ALGORITHM_DENSE;
+    o.threads = 1;
     result d = run(ctx, a, b, o, kind, n, p);
     CHECK_MSG(d.st == OC_OK, "%s %s dense: %s", c->name, what, oc_context_last_error(ctx));
+    CHECK_MSG(d.ran == OC_ALGORITHM_DENSE, "%s %s: the dense algorithm did not run", c->name, what);
     o.algorithm = OC_ALGORITHM_SPARSE;
-    result s = run(ctx, a, b, o, kind, n, p);
-    CHECK_MSG(s.st == OC_OK, "%s %s sparse: %s", c->name, what, oc_context_last_error(ctx));
-    CHECK_MSG(s.ran == OC_ALGORITHM_SPARSE && d.ran == OC_ALGORITHM_DENSE, "%s %s: the algorithm asked did not run",
-              c->name, what);
-    CHECK_MSG(same(&d, &s, kind, n, p, o.topk, elem), "%s %s: sparse and dense results differ", c->name, what);
+    for (size_t r = 0; r < sizeof sparse_runs / sizeof *sparse_runs; ++r) {
+        setenv("OUTCORE_SPARSE_HUBS", sparse_runs[r].hubs, 1);
+        o.threads = sparse_runs[r].threads;
+        result s = run(ctx, a, b, o, kind, n, p);
+        CHECK_MSG(s.st == OC_OK, "%s %s sparse, %d threads, hubs '%s': %s", c->name, what, o.threads,
+                  sparse_runs[r].hubs, oc_context_last_error(ctx));
+        CHECK_MSG(s.ran == OC_ALGORITHM_SPARSE, "%s %s, %d threads, hubs '%s': the sparse algorithm did not run",
+                  c->name, what, o.threads, sparse_runs[r].hubs);
+        CHECK_MSG(same(&d, &s, kind, n, p, o.topk, elem), "%s %s, %d threads, hubs '%s': sparse and dense results differ",
+                  c->name, what, o.threads, sparse_runs[r].hubs);
+        result_free(&s);
+    }
+    unsetenv("OUTCORE_SPARSE_HUBS");
     result_free(&d);
-    result_free(&s);
 }
 
-static void run_case(oc_context *ctx, const sparse_case *c, int threads)
+static void run_case(oc_context *ctx, const sparse_case *c)
 {
     uint64_t seed = 0x9E3779B97F4A7C15ull ^ (uint64_t)(c->n * 131 + c->m);
     unsigned char *da = make_bytes(c, c->n, c->density_a, &seed);
@@ -201,16 +221,15 @@ static void run_case(oc_context *ctx, const sparse_case *c, int threads)
         oc_gram_options o = OC_GRAM_OPTIONS_INIT;
         o.metric = gram_outputs[out].metric;
         o.dtype = gram_outputs[out].dtype;
-        o.threads = threads;
         if (o.dtype == OC_DTYPE_UINT16 && c->m >= 65536) continue;
         char what[128];
-        snprintf(what, sizeof what, "%s/%s %d threads dense", oc_metric_name(o.metric), oc_dtype_name(o.dtype), threads);
+        snprintf(what, sizeof what, "%s/%s dense", oc_metric_name(o.metric), oc_dtype_name(o.dtype));
         compare(ctx, c, a, b, o, OUT_DENSE, what);
         for (int t = 0; t < 3; ++t) {
             oc_gram_options ok = o;
             ok.topk = ks[t];
-            snprintf(what, sizeof what, "%s/%s %d threads top-%lld", oc_metric_name(o.metric), oc_dtype_name(o.dtype),
-                     threads, (long long)ks[t]);
+            snprintf(what, sizeof what, "%s/%s top-%lld", oc_metric_name(o.metric), oc_dtype_name(o.dtype),
+                     (long long)ks[t]);
             compare(ctx, c, a, b, ok, OUT_TOPK, what);
         }
         const int fractional = o.metric == OC_METRIC_JACCARD || o.metric == OC_METRIC_COSINE;
@@ -219,8 +238,8 @@ static void run_case(oc_context *ctx, const sparse_case *c, int threads)
             oc_gram_options ot = o;
             ot.use_threshold = 1;
             ot.threshold = thresholds[t];
-            snprintf(what, sizeof what, "%s/%s %d threads threshold %g", oc_metric_name(o.metric),
-                     oc_dtype_name(o.dtype), threads, thresholds[t]);
+            snprintf(what, sizeof what, "%s/%s threshold %g", oc_metric_name(o.metric), oc_dtype_name(o.dtype),
+                     thresholds[t]);
             compare(ctx, c, a, b, ot, OUT_PAIRS, what);
         }
     }
@@ -322,16 +341,7 @@ int main(void)
 {
     oc_context *ctx = NULL;
     if (oc_context_create(&ctx) != OC_OK) return 1;
-    const char *hub_splits[] = {"", "0", "3", "64", "70"};
-    for (int h = 0; h < 5; ++h) {
-        setenv("OUTCORE_SPARSE_HUBS", hub_splits[h], 1);
-        for (size_t c = 0; c < sizeof cases / sizeof *cases; ++c)
-            for (int threads = 1; threads <= 2; ++threads) {
-                if (h > 0 && threads == 2) continue; /* thread counts once, with the predicted split */
-                run_case(ctx, &cases[c], threads);
-            }
-    }
-    unsetenv("OUTCORE_SPARSE_HUBS");
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; ++c) run_case(ctx, &cases[c]);
     check_auto(ctx);
     check_bad_options(ctx);
     oc_context_free(ctx);

@@ -1,12 +1,14 @@
 """The Python package as a user gets it: `python -m build` on python/ makes an sdist and, from
-that sdist, a wheel (which compiles liboutcore and the CLI); the wheel is installed in a fresh
-virtual environment, and the README's Python example runs there with no OUTCORE_* variable,
-from a directory outside the checkout, and its results are checked.
+that sdist, a wheel; the wheel is installed in a fresh virtual environment, and the README's
+Python example runs there with no OUTCORE_* variable, from a directory outside the checkout,
+and its results are checked.
 
-Needs PyPI (build, scikit-build-core, numpy) and about as long as a build of the library and
-the CLI (the wheel builds nothing else, pyproject.toml's build.targets). Its CUDA code is
-compiled as the C build beside it compiled its own (OUTCORE_CUDA_PTX_ONLY: PTX alone on a
-machine without a GPU, where no machine code could run).
+The wheel packs the library and the CLI of the build under test (the build folder of
+OUTCORE_BIN) instead of compiling them again: -C cmake.define.OUTCORE_WHEEL_FROM_BUILD
+(cmake/wheel.cmake). The build from the sdist still configures the sdist's CMake project with
+python/pyproject.toml's options (CUDA looked for as in the C build, OUTCORE_CUDA_PTX_ONLY as
+the C build beside it has it); only the compile is skipped, which the build under test has
+done. Needs PyPI (build, scikit-build-core, numpy).
 """
 import json
 import subprocess
@@ -27,9 +29,11 @@ import numpy as np
 ns = {}
 exec(compile(open(sys.argv[1]).read(), "README.md", "exec"), ns)
 import outcore
-A = ns["A"].astype(np.int64)
-c = A @ A.T
-pop = A.sum(axis=1)
+# In float32 through BLAS (numpy's integer matmul has none): every partial sum is a whole
+# number below 2**24, so exact.
+A = ns["A"].astype(np.float32)
+c = (A @ A.T).astype(np.int64)
+pop = ns["A"].sum(axis=1, dtype=np.int64)
 union = (pop[:, None] + pop[None, :] - c).astype(np.float64)
 jaccard = np.where(union == 0, 1.0, c / np.where(union == 0, 1, union)).astype(np.float32)
 others = jaccard.copy()
@@ -66,7 +70,7 @@ def venv(tmp_path_factory):
     dist = root / "dist"
     ptx_only = cache_entry("OUTCORE_CUDA_PTX_ONLY") or "OFF"
     run([python, "-m", "build", "--outdir", dist, f"-Ccmake.define.OUTCORE_CUDA_PTX_ONLY={ptx_only}",
-         SOURCE_DIR / "python"], env=env, cwd=root)
+         f"-Ccmake.define.OUTCORE_WHEEL_FROM_BUILD={build_dir()}", SOURCE_DIR / "python"], env=env, cwd=root)
     sdists, wheels = sorted(dist.glob("*.tar.gz")), sorted(dist.glob("*.whl"))
     assert len(sdists) == 1 and len(wheels) == 1, sorted(dist.iterdir())
     run([python, "-m", "pip", "install", "--quiet", wheels[0]], env=env)
@@ -89,6 +93,9 @@ def test_distributions_hold_what_they_need(venv):
     # One copy of the library (a wheel cannot hold symlinks), no headers or CMake files.
     assert [n for n in names if "liboutcore" in n] == [f"outcore/lib/liboutcore.so.{major}"]
     assert not any(n.endswith((".h", ".cmake", ".pc", ".a")) for n in names)
+    # The binaries are those of the build under test.
+    with zipfile.ZipFile(venv["wheel"]) as whl:
+        assert whl.read(f"outcore/lib/liboutcore.so.{major}") == (build_dir() / f"liboutcore.so.{version}").read_bytes()
 
 
 def test_readme_example_runs_in_fresh_venv(venv, tmp_path):
