@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# wall_targets.sh - the wall-time figures of docs/cost-model.md's "Where the time goes" on a
+# GPU host, as users run the CLI (process wall time beside --json's seconds and phases):
+#   1. a 2000 x 4096 dense job on one device, as is and under CUDA_VISIBLE_DEVICES=0, and on
+#      every device: the CUDA start each pays;
+#   2. A·Aᵀ of 200000 x 1,000,000 bits, top-10 jaccard, on one GPU and on all of them.
+#     bash bench/wall_targets.sh [BUILD] [RUNS]
+# Inputs go to /dev/shm (the big one is 25 GB; skipped when /dev/shm has less free).
+set -u
+BUILD=${1:-build-gpu}
+RUNS=${2:-3}
+CLI=$BUILD/outcore
+D=/dev/shm/wall_targets
+mkdir -p "$D"
+ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+all=$(seq -s, 0 $((ngpu - 1)))
+echo "# $(date -u +%F) $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1) x $ngpu"
+
+run() { # label, then the command; prints wall, job seconds and the phases of each run
+  local label=$1; shift
+  for r in $(seq "$RUNS"); do
+    local t0 t1
+    t0=$(date +%s%N)
+    "$@" --json >"$D/out.json" 2>"$D/err.txt"
+    local rc=$?
+    t1=$(date +%s%N)
+    python3 - "$label" "$rc" "$(( (t1 - t0) / 1000000 ))" "$D/out.json" <<'PY'
+import json, sys
+label, rc, wall_ms, path = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+try:
+    s = json.load(open(path))
+except Exception:
+    s = {}
+ph = s.get("phases", {})
+print(f"| {label} | rc {rc} | wall {wall_ms / 1000:.3f} s | job {s.get('seconds', float('nan')):.3f} s | "
+      + " ".join(f"{k} {v:.3f}" for k, v in ph.items()) + " |")
+PY
+  done
+}
+
+"$CLI" gen --rows 2000 --cols 4096 --density 0.05 -o "$D/small.npy" >/dev/null
+run "2000x4096 dense, one device" "$CLI" gram "$D/small.npy" --backend cuda -o "$D/C.npy"
+CUDA_VISIBLE_DEVICES=0 run "same, CUDA_VISIBLE_DEVICES=0" "$CLI" gram "$D/small.npy" --backend cuda -o "$D/C.npy"
+[ "$ngpu" -gt 1 ] && run "same, --devices $all" "$CLI" gram "$D/small.npy" --backend cuda --devices "$all" -o "$D/C.npy"
+
+free_gb=$(df --output=avail -BG /dev/shm | tail -1 | tr -dc 0-9)
+if [ "$free_gb" -ge 40 ]; then
+  "$CLI" gen --rows 200000 --cols 1000000 --density 0.05 --packed -o "$D/big.npy" >/dev/null
+  run "200000 x 10^6 bits top-10 jaccard, one GPU" "$CLI" gram "$D/big.npy" --bits 1000000 --topk 10 --metric jaccard \
+    --backend cuda -o "$D/top.npz"
+  [ "$ngpu" -gt 1 ] && run "same, --devices $all" "$CLI" gram "$D/big.npy" --bits 1000000 --topk 10 --metric jaccard \
+    --backend cuda --devices "$all" -o "$D/top.npz"
+else
+  echo "the 200000 x 10^6 job: skipped, /dev/shm has ${free_gb} GB free (40 needed)"
+fi
+rm -rf "$D"
