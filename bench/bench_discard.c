@@ -33,8 +33,8 @@ int main(int argc, char **argv)
         double t1 = oc_now();
         free(p);
         double t2 = oc_now();
-        printf("%.1f GiB, %2d thread%s: discard %.3f s, free %.3f s, %.1f GB/s\n", gib, threads, threads > 1 ? "s" : " ",
-               t1 - t0, t2 - t1, (double)bytes / (t2 - t0) / 1e9);
+        printf("%.1f GiB, %2d thread%s: discard %.3f s, free %.3f s, %.1f GB/s\n", gib, threads,
+               threads > 1 ? "s" : " ", t1 - t0, t2 - t1, (double)bytes / (t2 - t0) / 1e9);
     }
     return 0;
 }

@@ -134,7 +134,8 @@ static int packed_only(oc_context *ctx, const char *path, int64_t rows, int64_t 
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: bench_io DIR [--rows N] [--cols M] [--out-rows R] [--runs K] [--keep 1] [--packed-only 1]\n");
+        fprintf(stderr,
+                "usage: bench_io DIR [--rows N] [--cols M] [--out-rows R] [--runs K] [--keep 1] [--packed-only 1]\n");
         return 2;
     }
     const char *dir = argv[1];
@@ -214,7 +215,9 @@ int main(int argc, char **argv)
         if (oc_npy_out_create(ctx, out_path, OC_DTYPE_INT32, out_rows, out_rows, &w, &data) != OC_OK)
             die(ctx, out_path);
         fill_job job = {{.base = data, .ld = out_rows, .elem_size = 4, .populate = !oc_npy_out_prefaulted(w)},
-                        block, block_rows, out_rows};
+                        block,
+                        block_rows,
+                        out_rows};
         if (oc_parallel_run(ctx, oc_threads_resolve(0), (out_rows + block_rows - 1) / block_rows, fill_task, &job, NULL,
                             NULL, NULL) != OC_OK)
             die(ctx, "fill");

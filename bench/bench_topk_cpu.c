@@ -142,7 +142,8 @@ int main(int argc, char **argv)
         oc_matrix *a = NULL;
         int64_t *idx = malloc((size_t)(n * k) * sizeof *idx);
         float *scores = malloc((size_t)(n * k) * sizeof *scores);
-        if (!bits || !idx || !scores || oc_matrix_from_bits(ctx, bits, n, m, row_bytes, OC_BITS_MSB_FIRST, &a) != OC_OK) {
+        if (!bits || !idx || !scores ||
+            oc_matrix_from_bits(ctx, bits, n, m, row_bytes, OC_BITS_MSB_FIRST, &a) != OC_OK) {
             fprintf(stderr, "bench_topk_cpu: cannot build case %zu\n", c);
             rc = 1;
         }

@@ -125,8 +125,8 @@ static void run_mode(int mode, const char *dir, size_t total, int threads, const
         double t2 = now();
         munmap(j.map, total);
         double t3 = now();
-        printf("%-46s setup %.3f  fill %.3f  close %.3f  total %.3f s  %.2f GB/s\n", names[mode], t1 - t0,
-               t2 - t1, t3 - t2, t3 - t0, (double)total / (t3 - t0) / 1e9);
+        printf("%-46s setup %.3f  fill %.3f  close %.3f  total %.3f s  %.2f GB/s\n", names[mode], t1 - t0, t2 - t1,
+               t3 - t2, t3 - t0, (double)total / (t3 - t0) / 1e9);
         return;
     }
     j.fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);

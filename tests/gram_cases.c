@@ -18,7 +18,7 @@
 #include <stdlib.h>
 
 const gram_output gram_outputs[GRAM_OUTPUT_COUNT] = {
-    {OC_METRIC_COUNTS, OC_DTYPE_INT32},   {OC_METRIC_COUNTS, OC_DTYPE_UINT16},  {OC_METRIC_HAMMING, OC_DTYPE_INT32},
+    {OC_METRIC_COUNTS, OC_DTYPE_INT32},   {OC_METRIC_COUNTS, OC_DTYPE_UINT16},   {OC_METRIC_HAMMING, OC_DTYPE_INT32},
     {OC_METRIC_HAMMING, OC_DTYPE_UINT16}, {OC_METRIC_JACCARD, OC_DTYPE_FLOAT32}, {OC_METRIC_COSINE, OC_DTYPE_FLOAT32},
 };
 
@@ -312,7 +312,9 @@ unsigned char *gram_case_bytes(const gram_case *row, int64_t rows, uint64_t *see
         double density = row->density;
         int fill = -1; /* -1 random, else every bit */
         switch (row->pattern) {
-        case GRAM_MIXED: fill = i % 5 == 1 ? 0 : i % 5 == 3 ? 1 : -1; break;
+        case GRAM_MIXED:
+            fill = i % 5 == 1 ? 0 : i % 5 == 3 ? 1 : -1;
+            break;
         case GRAM_SKEWED:
             if (i % 11 == 0) fill = 0;
             density /= (double)(1 << (i % 8));
@@ -323,7 +325,8 @@ unsigned char *gram_case_bytes(const gram_case *row, int64_t rows, uint64_t *see
                 continue;
             }
             break;
-        case GRAM_RANDOM: break;
+        case GRAM_RANDOM:
+            break;
         }
         for (int64_t k = 0; k < m; ++k)
             r[k] = fill >= 0 ? (unsigned char)fill : (unsigned char)random_bit(density, seed);

@@ -70,9 +70,9 @@ enum { GRAM_ON_CPU = 1 << 0, GRAM_ON_CUDA = 1 << 1 };
 
 typedef struct gram_case {
     const char *name;
-    int64_t n, p;         /* rows of A and of B; p == 0: A·Aᵀ (B is A) */
-    int64_t m;            /* columns */
-    double density;       /* fraction of ones of a random row */
+    int64_t n, p;   /* rows of A and of B; p == 0: A·Aᵀ (B is A) */
+    int64_t m;      /* columns */
+    double density; /* fraction of ones of a random row */
     gram_pattern pattern;
     gram_kind kind;
     int64_t k;            /* GRAM_TOPK: k, or GRAM_K_ALL_COLUMNS */
@@ -111,7 +111,7 @@ typedef struct gram_pairs {
     int64_t *rows, *cols;
     unsigned char *values; /* count x elem bytes */
     size_t elem;
-    int failed;            /* an allocation failed: the list is incomplete */
+    int failed; /* an allocation failed: the list is incomplete */
 } gram_pairs;
 void gram_pairs_add(gram_pairs *p, const int64_t *rows, const int64_t *cols, const void *values, int64_t count);
 void gram_pairs_free(gram_pairs *p);
@@ -119,17 +119,17 @@ void gram_pairs_free(gram_pairs *p);
 /* One job of a row: one output, resolved sizes. */
 typedef struct gram_job {
     const gram_case *row;
-    const oc_matrix *a, *b; /* b == NULL: A·Aᵀ */
+    const oc_matrix *a, *b;                 /* b == NULL: A·Aᵀ */
     const unsigned char *bytes_a, *bytes_b; /* the same as 0/1 bytes, row-major (bytes_b ==
                                              * bytes_a for A·Aᵀ), for backends that take
                                              * another input form */
     int64_t n, p, m;
     oc_metric metric;
     oc_dtype dtype;
-    int64_t k;              /* GRAM_TOPK */
-    double threshold;       /* GRAM_THRESHOLD, in the metric's units */
-    int64_t ld;             /* GRAM_DENSE: p + pad */
-    int64_t serial;         /* row index x GRAM_OUTPUT_COUNT + output index: a backend whose
+    int64_t k;        /* GRAM_TOPK */
+    double threshold; /* GRAM_THRESHOLD, in the metric's units */
+    int64_t ld;       /* GRAM_DENSE: p + pad */
+    int64_t serial;   /* row index x GRAM_OUTPUT_COUNT + output index: a backend whose
                              * variants are too many to run each on every job (thread counts)
                              * may rotate them by it, naming its choice in the label */
 } gram_job;
@@ -151,8 +151,8 @@ typedef struct gram_result {
 #define GRAM_LABEL_SIZE 320
 typedef struct gram_backend gram_backend;
 struct gram_backend {
-    const char *name;  /* in every message: "cpu avx2", "cuda b1 buckets 1" */
-    unsigned kind;     /* GRAM_ON_*: which rows it runs */
+    const char *name; /* in every message: "cpu avx2", "cuda b1 buckets 1" */
+    unsigned kind;    /* GRAM_ON_*: which rows it runs */
     oc_status (*run)(const gram_backend *self, oc_context *ctx, const gram_job *job, gram_result *res, char *label);
     const void *settings; /* the backend's own (threads, kernel, ...) */
     int selection_only;   /* runs the top-k and threshold rows only (a variant of a selection knob) */

@@ -86,9 +86,15 @@ oc_status gram_job_run_oc_gram(oc_context *ctx, const gram_job *job, const oc_gr
 {
     oc_output out = OC_OUTPUT_INIT;
     switch (job->row->kind) {
-    case GRAM_DENSE: out.kind = OC_OUTPUT_MEMORY, out.data = res->dense, out.ld = job->ld; break;
-    case GRAM_TOPK: out.kind = OC_OUTPUT_TOPK, out.indices = res->indices, out.scores = res->scores; break;
-    case GRAM_THRESHOLD: out.kind = OC_OUTPUT_PAIRS, out.pairs = collect_pairs, out.pairs_user = &res->pairs; break;
+    case GRAM_DENSE:
+        out.kind = OC_OUTPUT_MEMORY, out.data = res->dense, out.ld = job->ld;
+        break;
+    case GRAM_TOPK:
+        out.kind = OC_OUTPUT_TOPK, out.indices = res->indices, out.scores = res->scores;
+        break;
+    case GRAM_THRESHOLD:
+        out.kind = OC_OUTPUT_PAIRS, out.pairs = collect_pairs, out.pairs_user = &res->pairs;
+        break;
     }
     res->stats = (oc_gram_stats){.struct_size = sizeof res->stats};
     oc_status st = oc_gram(ctx, job->a, job->b, opts, &out, &res->stats);
@@ -120,8 +126,8 @@ static void compare(const gram_job *job, const gram_result *got, const gram_resu
     case GRAM_TOPK:
         at = first_difference(got->indices, want->indices, job->n * job->k, sizeof(int64_t));
         if (at < 0) at = first_difference(got->scores, want->scores, job->n * job->k, es);
-        CHECK_MSG(at < 0, "%s: row %lld slot %lld is column %lld, the reference says %lld (or the scores differ)", label,
-                  (long long)(at / job->k), (long long)(at % job->k), at < 0 ? 0LL : (long long)got->indices[at],
+        CHECK_MSG(at < 0, "%s: row %lld slot %lld is column %lld, the reference says %lld (or the scores differ)",
+                  label, (long long)(at / job->k), (long long)(at % job->k), at < 0 ? 0LL : (long long)got->indices[at],
                   at < 0 ? 0LL : (long long)want->indices[at]);
         break;
     case GRAM_THRESHOLD: {
@@ -134,12 +140,14 @@ static void compare(const gram_job *job, const gram_result *got, const gram_resu
         if (at < 0 || (c >= 0 && c < at)) at = c;
         if (at < 0 || (v >= 0 && v < at)) at = v;
         if (at < 0 && g->count != w->count) at = common;
-        CHECK_MSG(at < 0, "%s: %lld pairs, the reference %lld; first difference at pair %lld (%lld, %lld), reference (%lld, %lld)",
-                  label, (long long)g->count, (long long)w->count, (long long)at,
-                  at >= 0 && at < g->count ? (long long)g->rows[at] : -1LL,
-                  at >= 0 && at < g->count ? (long long)g->cols[at] : -1LL,
-                  at >= 0 && at < w->count ? (long long)w->rows[at] : -1LL,
-                  at >= 0 && at < w->count ? (long long)w->cols[at] : -1LL);
+        CHECK_MSG(
+            at < 0,
+            "%s: %lld pairs, the reference %lld; first difference at pair %lld (%lld, %lld), reference (%lld, %lld)",
+            label, (long long)g->count, (long long)w->count, (long long)at,
+            at >= 0 && at < g->count ? (long long)g->rows[at] : -1LL,
+            at >= 0 && at < g->count ? (long long)g->cols[at] : -1LL,
+            at >= 0 && at < w->count ? (long long)w->rows[at] : -1LL,
+            at >= 0 && at < w->count ? (long long)w->cols[at] : -1LL);
         break;
     }
     }
@@ -177,9 +185,14 @@ static void result_free(gram_result *r)
 static int reference(const gram_job *job, const gram_exact *e, gram_result *want)
 {
     switch (job->row->kind) {
-    case GRAM_DENSE: gram_ref_dense(e, job->metric, job->dtype, want->dense, job->ld); return 1;
-    case GRAM_TOPK: return gram_ref_topk(e, job->metric, job->dtype, job->k, want->indices, want->scores);
-    case GRAM_THRESHOLD: gram_ref_pairs(e, job->metric, job->dtype, job->threshold, &want->pairs); return !want->pairs.failed;
+    case GRAM_DENSE:
+        gram_ref_dense(e, job->metric, job->dtype, want->dense, job->ld);
+        return 1;
+    case GRAM_TOPK:
+        return gram_ref_topk(e, job->metric, job->dtype, job->k, want->indices, want->scores);
+    case GRAM_THRESHOLD:
+        gram_ref_pairs(e, job->metric, job->dtype, job->threshold, &want->pairs);
+        return !want->pairs.failed;
     }
     return 0;
 }
@@ -268,8 +281,17 @@ static void run_row(oc_context *ctx, const gram_backend *const *backends, int co
 
     for (int o = 0; o < GRAM_OUTPUT_COUNT; ++o) {
         if (!(any & (1u << o))) continue;
-        gram_job job = {.row = row, .a = a, .b = b, .bytes_a = da, .bytes_b = db, .n = n, .p = p, .m = m,
-                        .metric = gram_outputs[o].metric, .dtype = gram_outputs[o].dtype, .ld = p + row->pad,
+        gram_job job = {.row = row,
+                        .a = a,
+                        .b = b,
+                        .bytes_a = da,
+                        .bytes_b = db,
+                        .n = n,
+                        .p = p,
+                        .m = m,
+                        .metric = gram_outputs[o].metric,
+                        .dtype = gram_outputs[o].dtype,
+                        .ld = p + row->pad,
                         .serial = (row - gram_cases) * GRAM_OUTPUT_COUNT + o};
         job.k = row->k == GRAM_K_ALL_COLUMNS ? p : row->k;
         const int is_float = job.metric == OC_METRIC_JACCARD || job.metric == OC_METRIC_COSINE;
@@ -304,7 +326,9 @@ int64_t gram_cases_run(oc_context *ctx, const gram_backend *const *backends, int
     for (int r = 0; r < gram_case_count; ++r) run_row(ctx, backends, count, &gram_cases[r], quick, tally);
     for (int b = 0; b < count; ++b) {
         printf("%-24s %5lld jobs %6.2f s  %s\n", backends[b]->name, (long long)tally[b].jobs, tally[b].seconds,
-               tally[b].failed ? "FAILED" : tally[b].jobs ? "all exact" : "none run");
+               tally[b].failed ? "FAILED"
+               : tally[b].jobs ? "all exact"
+                               : "none run");
         total += tally[b].jobs;
     }
     return total;

@@ -18,22 +18,22 @@ extern int oc_test_checks;
 
 void oc_test_fail(const char *file, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        oc_test_checks++;                                                                          \
-        if (!(cond)) oc_test_fail(__FILE__, __LINE__, "CHECK(%s)", #cond);                         \
+#define CHECK(cond)                                                        \
+    do {                                                                   \
+        oc_test_checks++;                                                  \
+        if (!(cond)) oc_test_fail(__FILE__, __LINE__, "CHECK(%s)", #cond); \
     } while (0)
 
-#define CHECK_MSG(cond, ...)                                                                       \
-    do {                                                                                           \
-        oc_test_checks++;                                                                          \
-        if (!(cond)) oc_test_fail(__FILE__, __LINE__, __VA_ARGS__);                                \
+#define CHECK_MSG(cond, ...)                                        \
+    do {                                                            \
+        oc_test_checks++;                                           \
+        if (!(cond)) oc_test_fail(__FILE__, __LINE__, __VA_ARGS__); \
     } while (0)
 
-#define CHECK_EQ_I64(a, b)                                                                         \
-    do {                                                                                           \
-        long long oc_a_ = (long long)(a), oc_b_ = (long long)(b);                                  \
-        oc_test_checks++;                                                                          \
+#define CHECK_EQ_I64(a, b)                                                                                             \
+    do {                                                                                                               \
+        long long oc_a_ = (long long)(a), oc_b_ = (long long)(b);                                                      \
+        oc_test_checks++;                                                                                              \
         if (oc_a_ != oc_b_) oc_test_fail(__FILE__, __LINE__, "%s == %lld, expected %s == %lld", #a, oc_a_, #b, oc_b_); \
     } while (0)
 

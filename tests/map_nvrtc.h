@@ -27,7 +27,8 @@ static struct {
 /* 1 when NVRTC is found ($CUDA_HOME/lib64, the loader's path, /usr/local/cuda/lib64). */
 static int map_nvrtc_load(void)
 {
-    const char *names[] = {"libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12", "/usr/local/cuda/lib64/libnvrtc.so", NULL};
+    const char *names[] = {"libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12", "/usr/local/cuda/lib64/libnvrtc.so",
+                           NULL};
     void *h = NULL;
     char buf[512];
     const char *home = getenv("CUDA_HOME");
@@ -62,7 +63,8 @@ static char *map_nvrtc_compile(const char *src, const char *arch, const char *wh
     if (map_nvrtc.compile(prog, 1, opts) != 0) {
         map_nvrtc.log_size(prog, &n);
         char *log = malloc(n + 1);
-        if (log && what && map_nvrtc.log(prog, log) == 0) fprintf(stderr, "%s:\n%s\n--- source ---\n%s\n", what, log, src);
+        if (log && what && map_nvrtc.log(prog, log) == 0)
+            fprintf(stderr, "%s:\n%s\n--- source ---\n%s\n", what, log, src);
         free(log);
     } else if (map_nvrtc.ptx_size(prog, &n) == 0 && (ptx = malloc(n + 1)) != NULL && map_nvrtc.ptx(prog, ptx) != 0) {
         free(ptx);

@@ -59,7 +59,8 @@ int main(void)
         if (strcmp(got, msg) == 0) which = w;
     }
     CHECK_MSG(which >= 0, "the last error is none of the messages written whole: \"%.80s...\"", got);
-    if (which >= 0) CHECK_MSG(ctx->status == statuses[which], "status %d with writer %d's message", (int)ctx->status, which);
+    if (which >= 0)
+        CHECK_MSG(ctx->status == statuses[which], "status %d with writer %d's message", (int)ctx->status, which);
     /* The last write's frame and one more, of the OC_CHECK that forwarded it: no frame of a
      * write the last one replaced. */
     int frames = 0;

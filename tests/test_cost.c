@@ -305,8 +305,14 @@ static void test_cpu_before_gpu_start(oc_context *ctx)
     setenv("OUTCORE_COST_CACHE", "off", 1);
     oc_cost_rates_reset();
     oc_gram_options opts = OC_GRAM_OPTIONS_INIT;
-    oc_gram_job job = {.ctx = ctx, .symmetric = 1, .n = 300, .p = 300, .m = 216, .metric = OC_METRIC_COUNTS,
-                       .dtype = OC_DTYPE_INT32, .opts = &opts};
+    oc_gram_job job = {.ctx = ctx,
+                       .symmetric = 1,
+                       .n = 300,
+                       .p = 300,
+                       .m = 216,
+                       .metric = OC_METRIC_COUNTS,
+                       .dtype = OC_DTYPE_INT32,
+                       .opts = &opts};
     oc_gram_backend_choice c;
     if (oc_cost_gpu_warm()) {
         printf("auto before the GPU's start-up: not checked, a GPU job ran in this process\n");
@@ -315,10 +321,12 @@ static void test_cpu_before_gpu_start(oc_context *ctx)
     CHECK(oc_gram_cpu_before_gpu_start(ctx, &job, OC_OUTPUT_FILE, &c) == 1);
     CHECK(c.use_gpu == 0 && c.pred.cpu_seconds > 0 && c.pred.cpu_seconds < c.rates.gpu_startup);
     /* The regret is the CPU's own time: the output file's costs are paid on either backend. */
-    const double file = c.pred.fixed[OC_COST_FIX_FILE] + c.pred.fixed[OC_COST_FIX_PAGES] + c.pred.fixed[OC_COST_FIX_SYNC];
+    const double file =
+        c.pred.fixed[OC_COST_FIX_FILE] + c.pred.fixed[OC_COST_FIX_PAGES] + c.pred.fixed[OC_COST_FIX_SYNC];
     CHECK(file > 0 && fabs(c.pred.regret - (c.pred.cpu_seconds - file)) <= 1e-12);
     CHECK_MSG(strstr(c.explain, "gram 300x300x216") && strstr(c.explain, "; cuda:0 not asked: a GPU's start-up") &&
-                  strstr(c.explain, "default"), "explain: %s", c.explain);
+                  strstr(c.explain, "default"),
+              "explain: %s", c.explain);
     oc_gram_job big = job;
     big.n = big.p = 100000;
     big.m = 200000;
@@ -338,8 +346,15 @@ static void test_cpu_before_gpu_start(oc_context *ctx)
 static void test_fixed_costs(oc_context *ctx)
 {
     oc_cost_rates r = fast_gpu_host();
-    oc_cost_gram_shape g = {.n = 4627, .p = 4627, .m = 216, .symmetric = 1, .output = OC_COST_GRAM_DENSE,
-                            .elem_bytes = 4, .popcounts = 1, .to_file = 1, .threads = 2};
+    oc_cost_gram_shape g = {.n = 4627,
+                            .p = 4627,
+                            .m = 216,
+                            .symmetric = 1,
+                            .output = OC_COST_GRAM_DENSE,
+                            .elem_bytes = 4,
+                            .popcounts = 1,
+                            .to_file = 1,
+                            .threads = 2};
     oc_cost_job job;
     oc_cost_job_gram(&g, &job);
     const double bytes = 4627.0 * 4627.0 * 4;
@@ -362,7 +377,8 @@ static void test_fixed_costs(oc_context *ctx)
     /* The file dominates such a job, as it did when measured (bench/RESULTS.md). */
     CHECK(p.fixed[OC_COST_FIX_SYNC] > fmax(p.cpu_memory, p.cpu_compute));
     CHECK_MSG(strstr(p.reason, "fixed") && strstr(p.reason, "fsync") && strstr(p.reason, "pages") &&
-              strstr(p.reason, "threads") && strstr(p.reason, " file "), "the breakdown: %s", p.reason);
+                  strstr(p.reason, "threads") && strstr(p.reason, " file "),
+              "the breakdown: %s", p.reason);
 
     /* In memory: no file terms, none in the reason. */
     g.to_file = 0;
@@ -387,7 +403,8 @@ static void test_fixed_costs(oc_context *ctx)
         char *text = NULL;
         CHECK_MSG(oc_gram_explain(ctx, a, NULL, &o, &out, &text) == OC_OK, "%s", oc_context_last_error(ctx));
         CHECK_MSG(text && strstr(text, "fixed") && strstr(text, "fsync") && strstr(text, "pages") &&
-                  strstr(text, "threads"), "--explain: %s", text ? text : "(none)");
+                      strstr(text, "threads"),
+                  "--explain: %s", text ? text : "(none)");
         free(text);
     }
     oc_matrix_free(a);

@@ -50,8 +50,7 @@ done:
     free(b);
 }
 
-static const char *const epilogue_names[] = {"counts uint16", "hamming int32", "hamming uint16", "jaccard",
-                                              "cosine"};
+static const char *const epilogue_names[] = {"counts uint16", "hamming int32", "hamming uint16", "jaccard", "cosine"};
 
 /* One epilogue call against the reference: the same bytes in the block, and nothing written
  * around it (both buffers start with the same filler, which the reference leaves alone). */
@@ -68,8 +67,9 @@ static void check_epilogue(const oc_cpu_kernel *k, oc_epilogue_kind kind, const 
         memset(got, 0xA5, bytes);
         oc_epilogue_ref(kind, c, ldc, pa, pb, rows, cols, pop_max, want, ldo);
         k->epilogue(kind, c, ldc, pa, pb, rows, cols, pop_max, got, ldo);
-        CHECK_MSG(memcmp(want, got, bytes) == 0, "epilogue %s %s: %s, %lld x %lld, pop_max %lld differs from the reference",
-                  k->name, epilogue_names[kind], what, (long long)rows, (long long)cols, (long long)pop_max);
+        CHECK_MSG(memcmp(want, got, bytes) == 0,
+                  "epilogue %s %s: %s, %lld x %lld, pop_max %lld differs from the reference", k->name,
+                  epilogue_names[kind], what, (long long)rows, (long long)cols, (long long)pop_max);
     }
     free(want);
     free(got);
@@ -123,8 +123,7 @@ static void check_epilogue_contract(const oc_cpu_kernel *k)
         pb[i] = float_max - (int64_t)rand_upto(&seed, float_max / 2);
     }
     for (int64_t r = 0; r < 256; ++r)
-        for (int64_t j = 0; j < 256; ++j)
-            c[r * 256 + j] = (uint32_t)rand_upto(&seed, pa[r] < pb[j] ? pa[r] : pb[j]);
+        for (int64_t j = 0; j < 256; ++j) c[r * 256 + j] = (uint32_t)rand_upto(&seed, pa[r] < pb[j] ? pa[r] : pb[j]);
     check_epilogue(k, OC_EPILOGUE_JACCARD, c, 256, pa, pb, 256, 256, float_max, "unions near 2^24");
 done:
     free(c);
@@ -157,7 +156,8 @@ static void check_fallback(oc_context *ctx)
         oc_gram_stats stats = {.struct_size = sizeof stats};
         CHECK_EQ_I64(oc_gram(ctx, a, NULL, &opts, &out, &stats), OC_OK);
         CHECK_EQ_I64(c, 2);
-        CHECK_MSG(strstr(stats.backend_desc, "sse9") != NULL, "the fallback is not visible in '%s'", stats.backend_desc);
+        CHECK_MSG(strstr(stats.backend_desc, "sse9") != NULL, "the fallback is not visible in '%s'",
+                  stats.backend_desc);
     }
     oc_matrix_free(a);
     for (int i = 0; i < OC_CPU_ISA_COUNT; ++i)

@@ -42,7 +42,8 @@ static void check_lists(oc_context *ctx)
     CHECK_EQ_I64(l.dev[2].budget_bytes, 40LL << 30);
 
     CHECK(parse(ctx, "0:3", "60%", 1, &l) == OC_OK);
-    CHECK(l.count == 3 && l.dev[2].budget_bytes == 0 && l.dev[2].budget_fraction > 0.1999 && l.dev[2].budget_fraction < 0.2001);
+    CHECK(l.count == 3 && l.dev[2].budget_bytes == 0 && l.dev[2].budget_fraction > 0.1999 &&
+          l.dev[2].budget_fraction < 0.2001);
 
     /* A per-device budget for one device leaves the others the job's one budget. */
     o = (oc_gram_options)OC_GRAM_OPTIONS_INIT;
@@ -60,16 +61,21 @@ static void check_lists(oc_context *ctx)
 /* Each bad spec fails with one line that names its bad token. */
 static void check_errors(oc_context *ctx)
 {
-    static const struct { const char *devices, *gpu_mem; int count; const char *token; } bad[] = {
-        {"0,x", NULL, 2, "\"x\""},          {"0,,1", NULL, 2, "\"\""},        {"0:0", NULL, 1, "\"0:0\""},
-        {"0:9", NULL, 1, "\"0:9\""},        {"0:a", NULL, 1, "\"0:a\""},      {"0,0", NULL, 1, "\"0\""},
-        {"1", NULL, 1, "\"1\""},            {"all", NULL, 0, "\"all\""},      {"-1", NULL, 2, "\"-1\""},
-        {"0", "0=", 1, "\"0=\""},           {"0", "1=2G", 2, "\"1=2G\""},     {"0", "x=2G", 1, "\"x=2G\""},
-        {"0", "2Q", 1, "\"2Q\""},           {"0", "0=200%", 1, "\"0=200%\""}, {"0:8,1:8,2", NULL, 3, "\"2\""},
+    static const struct {
+        const char *devices, *gpu_mem;
+        int count;
+        const char *token;
+    } bad[] = {
+        {"0,x", NULL, 2, "\"x\""},   {"0,,1", NULL, 2, "\"\""},        {"0:0", NULL, 1, "\"0:0\""},
+        {"0:9", NULL, 1, "\"0:9\""}, {"0:a", NULL, 1, "\"0:a\""},      {"0,0", NULL, 1, "\"0\""},
+        {"1", NULL, 1, "\"1\""},     {"all", NULL, 0, "\"all\""},      {"-1", NULL, 2, "\"-1\""},
+        {"0", "0=", 1, "\"0=\""},    {"0", "1=2G", 2, "\"1=2G\""},     {"0", "x=2G", 1, "\"x=2G\""},
+        {"0", "2Q", 1, "\"2Q\""},    {"0", "0=200%", 1, "\"0=200%\""}, {"0:8,1:8,2", NULL, 3, "\"2\""},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
         oc_device_list l;
-        CHECK_MSG(parse(ctx, bad[i].devices, bad[i].gpu_mem, bad[i].count, &l) == OC_ERR_INVALID_ARGUMENT, "case %zu", i);
+        CHECK_MSG(parse(ctx, bad[i].devices, bad[i].gpu_mem, bad[i].count, &l) == OC_ERR_INVALID_ARGUMENT, "case %zu",
+                  i);
         const char *msg = oc_context_last_error(ctx);
         CHECK_MSG(strstr(msg, bad[i].token) && !strchr(msg, '\n'), "case %zu: \"%s\" does not name %s", i, msg,
                   bad[i].token);

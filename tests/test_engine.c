@@ -53,8 +53,7 @@ static void overlap_part(void *arg, int part, int parts)
 {
     overlap_check *o = arg;
     int now = atomic_fetch_add(&o->running, 1) + 1;
-    for (int most = atomic_load(&o->most); now > most && !atomic_compare_exchange_weak(&o->most, &most, now);) {
-    }
+    for (int most = atomic_load(&o->most); now > most && !atomic_compare_exchange_weak(&o->most, &most, now);) {}
     usleep(2000);
     mark_part(&o->marks, part, parts);
     atomic_fetch_sub(&o->running, 1);
@@ -279,13 +278,29 @@ static void test_staging(oc_context *ctx)
 /* ---------------------------------------------------------------- engine plan */
 static oc_engine_plan_input plan_input(int64_t n, int dense, int64_t gpu_mem, int cores)
 {
-    oc_engine_plan_input in = {
-        .tiles = {.n = n, .p = n, .row_bytes = 25000 + 4, .elem_size = 4, .symmetric = 1, .keep_output = dense,
-                  .mirror_output = dense, .granularity = 256, .cta_rows = 128, .cta_cols = 256, .concurrent_ctas = 132,
-                  .cta_seconds = 1e-4, .overlap_tiles = 1},
-        .device_total = 80LL << 30, .device_free = 79LL << 30, .gpu_mem_bytes = gpu_mem, .gpu_mem_fraction = 0.9,
-        .host_budget = 0, .cores = cores, .row_bytes = 25000, .elem_size = 4, .dense_output = dense,
-        .device_name = "cuda:0 (test)"};
+    oc_engine_plan_input in = {.tiles = {.n = n,
+                                         .p = n,
+                                         .row_bytes = 25000 + 4,
+                                         .elem_size = 4,
+                                         .symmetric = 1,
+                                         .keep_output = dense,
+                                         .mirror_output = dense,
+                                         .granularity = 256,
+                                         .cta_rows = 128,
+                                         .cta_cols = 256,
+                                         .concurrent_ctas = 132,
+                                         .cta_seconds = 1e-4,
+                                         .overlap_tiles = 1},
+                               .device_total = 80LL << 30,
+                               .device_free = 79LL << 30,
+                               .gpu_mem_bytes = gpu_mem,
+                               .gpu_mem_fraction = 0.9,
+                               .host_budget = 0,
+                               .cores = cores,
+                               .row_bytes = 25000,
+                               .elem_size = 4,
+                               .dense_output = dense,
+                               .device_name = "cuda:0 (test)"};
     return in;
 }
 
@@ -365,14 +380,15 @@ static void test_plan(oc_context *ctx)
     CHECK(oc_engine_plan_make(ctx, &in, &plan) == OC_OK);
     char *text = NULL;
     CHECK(oc_engine_plan_render(ctx, &plan, "cuda:0 test", 0, &text) == OC_OK);
-    CHECK_MSG(text && strstr(text, "tiles") && strstr(text, "device") && strstr(text, "host") && strstr(text, "threads") &&
-                  strstr(text, "bound by"),
+    CHECK_MSG(text && strstr(text, "tiles") && strstr(text, "device") && strstr(text, "host") &&
+                  strstr(text, "threads") && strstr(text, "bound by"),
               "text: %s", text ? text : "(null)");
     free(text);
     CHECK(oc_engine_plan_render(ctx, &plan, "cuda:0 test", 1, &text) == OC_OK);
     char want[64];
     snprintf(want, sizeof want, "\"tile\": %lld,", (long long)plan.tiles.tile);
-    CHECK_MSG(text && text[0] == '{' && strstr(text, want) && strstr(text, "\"sinks\": 6"), "json: %s", text ? text : "");
+    CHECK_MSG(text && text[0] == '{' && strstr(text, want) && strstr(text, "\"sinks\": 6"), "json: %s",
+              text ? text : "");
     free(text);
 }
 

@@ -10,7 +10,9 @@
 
 /* Measured on an H100: the largest block per register count; one warp more is refused with
  * CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES. */
-static const struct { int regs, largest; } h100_cases[] = {
+static const struct {
+    int regs, largest;
+} h100_cases[] = {
     {64, 1024}, {72, 896}, {96, 640}, {128, 512}, {168, 384}, {255, 256},
 };
 

@@ -53,14 +53,14 @@ static oc_status run_cpu(const gram_backend *be, oc_context *ctx, const gram_job
     const int most = threads ? threads : oc_cpu_cores();
     CHECK_MSG(sscanf(stats->backend_desc, "cpu %15s %d thread", isa, &used_threads) == 2 && strcmp(isa, s->isa) == 0 &&
                   used_threads >= 1 && used_threads <= most,
-              "%s: backend_desc '%s' does not name %s and at most %d threads", label, stats->backend_desc, s->isa, most);
+              "%s: backend_desc '%s' does not name %s and at most %d threads", label, stats->backend_desc, s->isa,
+              most);
     CHECK_MSG(stats->tiles > 0, "%s: %lld tiles", label, (long long)stats->tiles);
     double words = (double)((job->m + 511) / 512 * 8), pairs = stats->bit_macs_computed / (64.0 * words);
     const double n = (double)job->n, p = (double)job->p;
     if (job->b == NULL)
         CHECK_MSG(pairs >= n * (n + 1) / 2 && pairs <= n * n, "%s: %g pairs computed for n = %g", label, pairs, n);
-    else
-        CHECK_MSG(pairs == n * p, "%s: %g pairs computed for %g x %g", label, pairs, n, p);
+    else CHECK_MSG(pairs == n * p, "%s: %g pairs computed for %g x %g", label, pairs, n, p);
     return st;
 }
 
@@ -106,8 +106,8 @@ int main(int argc, char **argv)
         }
         settings[count] = (cpu_settings){isa_names[i], i};
         snprintf(names[count], sizeof names[count], "cpu %s", isa_names[i]);
-        backends[count] = (gram_backend){.name = names[count], .kind = GRAM_ON_CPU, .run = run_cpu,
-                                         .settings = &settings[count]};
+        backends[count] =
+            (gram_backend){.name = names[count], .kind = GRAM_ON_CPU, .run = run_cpu, .settings = &settings[count]};
         list[count] = &backends[count];
         count++;
     }

@@ -24,13 +24,13 @@
 
 typedef struct sparse_case {
     const char *name;
-    int64_t n, p;          /* p == 0: A·Aᵀ */
+    int64_t n, p; /* p == 0: A·Aᵀ */
     int64_t m;
     double density_a, density_b;
-    double empty_rows;     /* share of rows left empty */
-    int64_t hub_cols;      /* columns set in hub_share of the rows */
+    double empty_rows; /* share of rows left empty */
+    int64_t hub_cols;  /* columns set in hub_share of the rows */
     double hub_share;
-    int64_t empty_cols;    /* the last columns hold nothing */
+    int64_t empty_cols; /* the last columns hold nothing */
 } sparse_case;
 
 static const sparse_case cases[] = {
@@ -123,8 +123,8 @@ typedef struct result {
 
 typedef enum out_kind { OUT_DENSE, OUT_TOPK, OUT_PAIRS } out_kind;
 
-static result run(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, oc_gram_options o, out_kind kind,
-                  int64_t n, int64_t p)
+static result run(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, oc_gram_options o, out_kind kind, int64_t n,
+                  int64_t p)
 {
     result r = {0};
     size_t elem = oc_dtype_size(oc_gram_result_dtype(o.metric, o.dtype));
@@ -167,9 +167,10 @@ static int same(const result *x, const result *y, out_kind kind, int64_t n, int6
     if (kind == OUT_TOPK)
         return memcmp(x->indices, y->indices, (size_t)(n * k) * sizeof *x->indices) == 0 &&
                memcmp(x->scores, y->scores, (size_t)(n * k) * elem) == 0;
-    return x->pairs.n == y->pairs.n && (x->pairs.n == 0 || (memcmp(x->pairs.rows, y->pairs.rows, (size_t)x->pairs.n * 8) == 0 &&
-                                                            memcmp(x->pairs.cols, y->pairs.cols, (size_t)x->pairs.n * 8) == 0 &&
-                                                            memcmp(x->pairs.vals, y->pairs.vals, (size_t)x->pairs.n * elem) == 0));
+    return x->pairs.n == y->pairs.n &&
+           (x->pairs.n == 0 || (memcmp(x->pairs.rows, y->pairs.rows, (size_t)x->pairs.n * 8) == 0 &&
+                                memcmp(x->pairs.cols, y->pairs.cols, (size_t)x->pairs.n * 8) == 0 &&
+                                memcmp(x->pairs.vals, y->pairs.vals, (size_t)x->pairs.n * elem) == 0));
 }
 
 /* The sparse runs of every output: the thread counts with the predicted hub split, then the
@@ -201,8 +202,9 @@ static void compare(oc_context *ctx, const sparse_case *c, const oc_matrix *a, c
                   sparse_runs[r].hubs, oc_context_last_error(ctx));
         CHECK_MSG(s.ran == OC_ALGORITHM_SPARSE, "%s %s, %d threads, hubs '%s': the sparse algorithm did not run",
                   c->name, what, o.threads, sparse_runs[r].hubs);
-        CHECK_MSG(same(&d, &s, kind, n, p, o.topk, elem), "%s %s, %d threads, hubs '%s': sparse and dense results differ",
-                  c->name, what, o.threads, sparse_runs[r].hubs);
+        CHECK_MSG(same(&d, &s, kind, n, p, o.topk, elem),
+                  "%s %s, %d threads, hubs '%s': sparse and dense results differ", c->name, what, o.threads,
+                  sparse_runs[r].hubs);
         result_free(&s);
     }
     unsetenv("OUTCORE_SPARSE_HUBS");

@@ -16,7 +16,6 @@
 
 static oc_context *ctx;
 
-
 static uint64_t splitmix64(uint64_t *s)
 {
     uint64_t z = (*s += 0x9E3779B97F4A7C15ull);

@@ -74,7 +74,8 @@ static void test_cut_while_read(void)
 /* A .npy of 0/1 bytes, 1024 rows of 1024: the whole-file reader and map both read it. */
 static const char *write_npy01(const char *name)
 {
-    static const char head[] = "\x93NUMPY\x01\x00\x76\x00{'descr': '|u1', 'fortran_order': False, 'shape': (1024, 1024), }";
+    static const char head[] =
+        "\x93NUMPY\x01\x00\x76\x00{'descr': '|u1', 'fortran_order': False, 'shape': (1024, 1024), }";
     unsigned char img[128];
     memset(img, ' ', sizeof img);
     memcpy(img, head, sizeof head - 1);

@@ -24,7 +24,6 @@ static oc_context *ctx;
 
 /* ---------------------------------------------------------------- helpers */
 
-
 static const char *write_file(const char *name, const void *bytes, size_t len)
 {
     const char *path = oc_test_tmp_path(name);
@@ -69,16 +68,16 @@ static const char *write_npy(const char *name, int major, const char *descr, int
 static int contains(const char *s, const char *part) { return strstr(s, part) != NULL; }
 
 /* Checks that st is the expected failure and that the message holds every given part. */
-#define CHECK_FAIL(st, want, ...)                                                                                      \
-    do {                                                                                                               \
-        oc_status st_ = (st);                                                                                          \
-        CHECK_MSG(st_ == (want), "status %d (%s), expected %d; message: %s", (int)st_, oc_status_string(st_),          \
-                  (int)(want), oc_context_last_error(ctx));                                                            \
-        const char *parts_[] = {__VA_ARGS__};                                                                          \
-        for (size_t k_ = 0; k_ < sizeof parts_ / sizeof parts_[0]; ++k_)                                               \
-            CHECK_MSG(contains(oc_context_last_error(ctx), parts_[k_]), "message '%s' lacks '%s'",                     \
-                      oc_context_last_error(ctx), parts_[k_]);                                                         \
-        CHECK_MSG(!strchr(oc_context_last_error(ctx), '\n'), "message is not one line");                               \
+#define CHECK_FAIL(st, want, ...)                                                                             \
+    do {                                                                                                      \
+        oc_status st_ = (st);                                                                                 \
+        CHECK_MSG(st_ == (want), "status %d (%s), expected %d; message: %s", (int)st_, oc_status_string(st_), \
+                  (int)(want), oc_context_last_error(ctx));                                                   \
+        const char *parts_[] = {__VA_ARGS__};                                                                 \
+        for (size_t k_ = 0; k_ < sizeof parts_ / sizeof parts_[0]; ++k_)                                      \
+            CHECK_MSG(contains(oc_context_last_error(ctx), parts_[k_]), "message '%s' lacks '%s'",            \
+                      oc_context_last_error(ctx), parts_[k_]);                                                \
+        CHECK_MSG(!strchr(oc_context_last_error(ctx), '\n'), "message is not one line");                      \
     } while (0)
 
 /* numpy.packbits(A, axis=1) of a dense 0/1 matrix, written out by the definition. */
@@ -113,7 +112,8 @@ static void check_equals_dense(const oc_matrix *m, const unsigned char *a, int r
 
 /* Reads path with opts and checks that it reads as the dense rows x cols matrix want (only
  * the shape when want is NULL). */
-static void check_read_with(const char *path, const oc_read_options *opts, const unsigned char *want, int rows, int cols)
+static void check_read_with(const char *path, const oc_read_options *opts, const unsigned char *want, int rows,
+                            int cols)
 {
     oc_matrix *m = NULL;
     oc_status st = oc_matrix_read(ctx, path, opts, &m);
@@ -359,7 +359,7 @@ static void test_npy_write(void)
         if (st != OC_OK) continue;
         CHECK_EQ_I64((uintptr_t)data % 64, 0);
         CHECK_EQ_I64(oc_test_dir_entries(outdir), 1); /* the temporary file */
-        CHECK(access(path, F_OK) != 0);       /* nothing under the final name yet */
+        CHECK(access(path, F_OK) != 0);               /* nothing under the final name yet */
         for (size_t b = 0; b < 15 * kinds[k].elem; ++b) ((unsigned char *)data)[b] = (unsigned char)(b * 7 + 1);
         CHECK(oc_npy_out_commit(ctx, w) == OC_OK);
         CHECK_EQ_I64(oc_test_dir_entries(outdir), 1);
@@ -526,7 +526,8 @@ static void test_mtx(void)
     p = write_text("ones.mtx", "%%MatrixMarket matrix coordinate integer general\r\n"
                                "3 4 5\r\n1 1 1\r\n2 4 +01\r\n3 2 1\r\n3 3 0\r\n1 2 -000\r\n");
     check_reads_as(p, 0, want, 3, 4);
-    p = write_text("real01.mtx", "%%MatrixMarket matrix coordinate real general\n3 4 4\n1 1 1.0\n2 4 1e0\n3 2 1\n3 3 0.0\n");
+    p = write_text("real01.mtx",
+                   "%%MatrixMarket matrix coordinate real general\n3 4 4\n1 1 1.0\n2 4 1e0\n3 2 1\n3 3 0.0\n");
     check_reads_as(p, 0, want, 3, 4);
     oc_read_options binarize = OC_READ_OPTIONS_INIT;
     binarize.binarize = 1;

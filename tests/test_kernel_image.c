@@ -65,8 +65,8 @@ static void test_sizes_past_the_end(void)
 {
     static const struct {
         const char *what;
-        uint16_t header_size;   /* of the fatbinary */
-        uint32_t entry_header;  /* 0: no entry */
+        uint16_t header_size;  /* of the fatbinary */
+        uint32_t entry_header; /* 0: no entry */
         uint64_t entry_payload;
         const char *part;
     } cases[] = {
@@ -82,8 +82,7 @@ static void test_sizes_past_the_end(void)
         unsigned char *image = calloc(1, size);
         if (!image) return;
         fatbin_header(image, cases[k].header_size, ENTRY_HEADER);
-        if (cases[k].entry_header)
-            entry_header(image + 16, 2, cases[k].entry_header, cases[k].entry_payload, 90, 0x11);
+        if (cases[k].entry_header) entry_header(image + 16, 2, cases[k].entry_header, cases[k].entry_payload, 90, 0x11);
         oc_kernel_list list = {0};
         oc_status st = resources(image, size, 90, &list);
         CHECK_MSG(st == OC_ERR_INPUT && says("case.fatbin") && says(cases[k].part), "%s: status %d, message '%s'",
@@ -138,7 +137,9 @@ static void test_compressed_ptx_entry(void)
     const struct {
         uint64_t plain_size;
         const char *part; /* NULL: it decompresses */
-    } cases[] = {{strlen(ptx), NULL}, {strlen(ptx) + 1, "does not decompress"}, {UINT64_MAX, "uncompressed size"},
+    } cases[] = {{strlen(ptx), NULL},
+                 {strlen(ptx) + 1, "does not decompress"},
+                 {UINT64_MAX, "uncompressed size"},
                  {1ULL << 40, "cannot hold"}};
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         size_t size;

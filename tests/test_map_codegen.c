@@ -94,11 +94,43 @@ int main(void)
     oc_context *ctx;
     if (oc_context_create(&ctx) != OC_OK) return 1;
     static const char *exprs[] = {
-        "a + b", "a - b * 3", "a * b + 1", "a / b", "a // b", "a % b", "a ** 2", "a ** b", "-a", "~a", "abs(a)",
-        "a == b", "a != b", "a < b", "(a <= b) & (a >= b)", "(a > b) | (b > 1)", "a & b", "a | b", "a ^ b",
-        "where(a > b, a, b)", "minimum(a, b)", "maximum(a, 2)", "clip(a, 1, 5)", "floor(a)", "ceil(b)",
-        "sqrt(a * 1.0)", "exp(a * 1.0)", "log(b * 1.0)", "log1p(a * 1.0)", "expm1(a * 0.5)", "sin(a * 1.0)",
-        "cos(b * 1.0)", "tan(a * 1.0)", "tanh(a * 1.0)", "arctan2(a * 1.0, b * 1.0)", "a ** 0.5", "a ** -1",
+        "a + b",
+        "a - b * 3",
+        "a * b + 1",
+        "a / b",
+        "a // b",
+        "a % b",
+        "a ** 2",
+        "a ** b",
+        "-a",
+        "~a",
+        "abs(a)",
+        "a == b",
+        "a != b",
+        "a < b",
+        "(a <= b) & (a >= b)",
+        "(a > b) | (b > 1)",
+        "a & b",
+        "a | b",
+        "a ^ b",
+        "where(a > b, a, b)",
+        "minimum(a, b)",
+        "maximum(a, 2)",
+        "clip(a, 1, 5)",
+        "floor(a)",
+        "ceil(b)",
+        "sqrt(a * 1.0)",
+        "exp(a * 1.0)",
+        "log(b * 1.0)",
+        "log1p(a * 1.0)",
+        "expm1(a * 0.5)",
+        "sin(a * 1.0)",
+        "cos(b * 1.0)",
+        "tan(a * 1.0)",
+        "tanh(a * 1.0)",
+        "arctan2(a * 1.0, b * 1.0)",
+        "a ** 0.5",
+        "a ** -1",
     };
     int ntypes = OC_MT_COUNT;
     int64_t sa[2] = {7, 5}, sb[1] = {5};
@@ -123,10 +155,14 @@ int main(void)
     CHECK(pending.compiled > 250);
 
     static const codegen_case cases[] = {
-        {"a * b", MT_F64, MT_F64, -1, OC_MAP_REDUCE_SUM, -99},  {"a * b", MT_F32, MT_I16, -1, OC_MAP_REDUCE_MEAN, -99},
-        {"a - b", MT_I8, MT_U8, -1, OC_MAP_REDUCE_SUM, -99},    {"a", MT_U64, MT_U64, -1, OC_MAP_REDUCE_MAX, -99},
-        {"a < b", MT_F32, MT_F32, -1, OC_MAP_REDUCE_MIN, -99},  {"a + b", MT_F64, MT_F64, MT_F32, OC_MAP_REDUCE_NONE, 0},
-        {"a + b", MT_I64, MT_I8, MT_I8, OC_MAP_REDUCE_NONE, 0}, {"a * 2.5", MT_F64, MT_F64, MT_I32, OC_MAP_REDUCE_NONE, 0},
+        {"a * b", MT_F64, MT_F64, -1, OC_MAP_REDUCE_SUM, -99},
+        {"a * b", MT_F32, MT_I16, -1, OC_MAP_REDUCE_MEAN, -99},
+        {"a - b", MT_I8, MT_U8, -1, OC_MAP_REDUCE_SUM, -99},
+        {"a", MT_U64, MT_U64, -1, OC_MAP_REDUCE_MAX, -99},
+        {"a < b", MT_F32, MT_F32, -1, OC_MAP_REDUCE_MIN, -99},
+        {"a + b", MT_F64, MT_F64, MT_F32, OC_MAP_REDUCE_NONE, 0},
+        {"a + b", MT_I64, MT_I8, MT_I8, OC_MAP_REDUCE_NONE, 0},
+        {"a * 2.5", MT_F64, MT_F64, MT_I32, OC_MAP_REDUCE_NONE, 0},
         {"a * b", MT_F64, MT_F64, -1, OC_MAP_REDUCE_SUM, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

@@ -35,10 +35,25 @@ static int syntax_column(const char *expr)
 
 static void test_syntax_errors(void)
 {
-    static const struct { const char *expr; int column; } cases[] = {
-        {"a * * b", 5}, {"a +", 4}, {"(a + b", 7}, {"a + b)", 6}, {"", 1}, {"a $ b", 3}, {"a < b < c", 7},
-        {"sqrt(a,", 8}, {"1.2.3", 1}, {"a b", 3}, {"0123", 1}, {"a * b", 0}, {"-a ** -b", 0},
-        {"where(a > 0, a, -a)", 0}, {"0x1F + 0b101 + 1_000 + 2.5e-3 + .5", 0},
+    static const struct {
+        const char *expr;
+        int column;
+    } cases[] = {
+        {"a * * b", 5},
+        {"a +", 4},
+        {"(a + b", 7},
+        {"a + b)", 6},
+        {"", 1},
+        {"a $ b", 3},
+        {"a < b < c", 7},
+        {"sqrt(a,", 8},
+        {"1.2.3", 1},
+        {"a b", 3},
+        {"0123", 1},
+        {"a * b", 0},
+        {"-a ** -b", 0},
+        {"where(a > 0, a, -a)", 0},
+        {"0x1F + 0b101 + 1_000 + 2.5e-3 + .5", 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         CHECK_MSG(syntax_column(cases[i].expr) == cases[i].column, "'%s': column %d, expected %d (%s)", cases[i].expr,
@@ -97,27 +112,30 @@ static int result_type(const char *expr, int ta, int tb)
 
 static void test_nep50(void)
 {
-    static const struct { const char *expr; int ta, tb, want; } cases[] = {
-        {"a * r", MT_F32, MT_F32, MT_F32},      /* weak float keeps float32 */
-        {"a * 2", MT_U8, MT_U8, MT_U8},         /* weak int keeps uint8 */
-        {"a * 2.5", MT_I16, MT_I16, MT_F64},    /* weak float with ints: float64 */
-        {"a + 1", MT_BOOL, MT_BOOL, MT_I64},    /* weak int with bool: int64 */
-        {"a / b", MT_I8, MT_I8, MT_F64},        /* true division of ints */
+    static const struct {
+        const char *expr;
+        int ta, tb, want;
+    } cases[] = {
+        {"a * r", MT_F32, MT_F32, MT_F32},   /* weak float keeps float32 */
+        {"a * 2", MT_U8, MT_U8, MT_U8},      /* weak int keeps uint8 */
+        {"a * 2.5", MT_I16, MT_I16, MT_F64}, /* weak float with ints: float64 */
+        {"a + 1", MT_BOOL, MT_BOOL, MT_I64}, /* weak int with bool: int64 */
+        {"a / b", MT_I8, MT_I8, MT_F64},     /* true division of ints */
         {"a / b", MT_F32, MT_F32, MT_F32},
-        {"a // b", MT_BOOL, MT_BOOL, MT_I8},    /* no bool loop: int8 */
+        {"a // b", MT_BOOL, MT_BOOL, MT_I8}, /* no bool loop: int8 */
         {"a < b", MT_F64, MT_I8, MT_BOOL},
         {"a & b", MT_U8, MT_I8, MT_I16},
         {"sqrt(a)", MT_I16, MT_I16, MT_F32},
         {"sqrt(a)", MT_I64, MT_I64, MT_F64},
-        {"a ** 2", MT_BOOL, MT_BOOL, MT_I8},    /* numpy.square */
+        {"a ** 2", MT_BOOL, MT_BOOL, MT_I8}, /* numpy.square */
         {"where(a > 0, a, 0)", MT_F32, MT_F32, MT_F32},
-        {"2 * 3", MT_F32, MT_F32, MT_I64},      /* Python scalars alone: numpy's default int */
-        {"a - b", MT_BOOL, MT_BOOL, -1},        /* numpy has no boolean subtract */
+        {"2 * 3", MT_F32, MT_F32, MT_I64}, /* Python scalars alone: numpy's default int */
+        {"a - b", MT_BOOL, MT_BOOL, -1},   /* numpy has no boolean subtract */
         {"a & b", MT_F32, MT_I8, -1},
-        {"a + 300", MT_U8, MT_U8, -1},          /* OverflowError in numpy */
-        {"a / 300", MT_U8, MT_U8, MT_F64},      /* but not through a float loop */
-        {"a < 300", MT_U8, MT_U8, MT_BOOL},     /* comparisons are exact */
-        {"sqrt(a)", MT_U8, MT_U8, -1},          /* float16 */
+        {"a + 300", MT_U8, MT_U8, -1},      /* OverflowError in numpy */
+        {"a / 300", MT_U8, MT_U8, MT_F64},  /* but not through a float loop */
+        {"a < 300", MT_U8, MT_U8, MT_BOOL}, /* comparisons are exact */
+        {"sqrt(a)", MT_U8, MT_U8, -1},      /* float16 */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         int got = result_type(cases[i].expr, cases[i].ta, cases[i].tb);
@@ -201,20 +219,23 @@ static void test_struct_sizes(void)
 /* Every instruction set's loops give the reference loops' bytes (map_cpu_ops_body.h). */
 static void test_isa_paths(void)
 {
-    static const char *exprs[] = {"a + b * 3", "a // b", "a % b", "a / b", "-a", "abs(a)", "a < b",
-                                  "where(a > b, a, b)", "minimum(a, b)", "maximum(a, b)", "a ** 2", "a & b",
-                                  "sqrt(a * 1.0)", "exp(b * 0.01)", "floor(a * 0.7)"};
+    static const char *exprs[] = {
+        "a + b * 3",          "a // b",        "a % b",         "a / b",  "-a",    "abs(a)",        "a < b",
+        "where(a > b, a, b)", "minimum(a, b)", "maximum(a, b)", "a ** 2", "a & b", "sqrt(a * 1.0)", "exp(b * 0.01)",
+        "floor(a * 0.7)"};
     enum { N = 1000 };
     static unsigned char a[N * 8], b[N * 8], ref[N * 8], got[N * 8];
     uint64_t seed = 11;
-    for (int i = 0; i < N * 8; i++) a[i] = (unsigned char)oc_test_rand(&seed), b[i] = (unsigned char)oc_test_rand(&seed);
+    for (int i = 0; i < N * 8; i++)
+        a[i] = (unsigned char)oc_test_rand(&seed), b[i] = (unsigned char)oc_test_rand(&seed);
     int64_t shape[1] = {N};
     static const char *isas[] = {"avx2", "avx512"};
     for (size_t e = 0; e < sizeof exprs / sizeof exprs[0]; e++)
         for (int t = 0; t < OC_MT_COUNT; t++) {
             oc_map_array in[2] = {OC_MAP_ARRAY_INIT, OC_MAP_ARRAY_INIT};
             in[0].name = "a", in[0].data = a, in[0].dtype = t, in[0].ndim = 1, in[0].shape = shape;
-            in[1].name = "b", in[1].data = b, in[1].dtype = (t + (int)e) % OC_MT_COUNT, in[1].ndim = 1, in[1].shape = shape;
+            in[1].name = "b", in[1].data = b, in[1].dtype = (t + (int)e) % OC_MT_COUNT, in[1].ndim = 1,
+            in[1].shape = shape;
             oc_map *m = NULL;
             if (oc_map_create(ctx, exprs[e], in, 2, NULL, 0, NULL, &m) != OC_OK) continue;
             size_t bytes = (size_t)N * oc_mt_size(oc_map_result_dtype(m));
@@ -223,7 +244,8 @@ static void test_isa_paths(void)
             for (int k = 0; k < 2 && st == OC_OK; k++) {
                 if (!oc_cpu_isa_select(isas[k])) continue;
                 CHECK(oc_map_run(ctx, m, NULL, got, NULL) == OC_OK);
-                CHECK_MSG(memcmp(ref, got, bytes) == 0, "%s over %s: %s differs from ref", exprs[e], oc_mt_name(t), isas[k]);
+                CHECK_MSG(memcmp(ref, got, bytes) == 0, "%s over %s: %s differs from ref", exprs[e], oc_mt_name(t),
+                          isas[k]);
             }
             oc_map_free(m);
         }
@@ -246,7 +268,7 @@ static char *wrap(const char *open, int n, const char *center, const char *close
 
 typedef struct limit_case {
     char *expr;
-    oc_status want;   /* OC_OK: runs and gives a[i] * times + plus */
+    oc_status want; /* OC_OK: runs and gives a[i] * times + plus */
     double times, plus;
     const char *message; /* OC_ERR_INPUT: a part of the message */
     oc_status got;
@@ -294,10 +316,14 @@ static void test_limits_on_a_small_stack(void)
         {wrap("1**", N - 1, "a", ""), OC_OK, 0, 1, NULL, 0, 0, ""},
         {wrap("-", N - 1, "a+a", ""), OC_OK, 0, 0, NULL, 0, 0, ""},
         {wrap("", T / 2 - 1, "a", "-1"), OC_OK, 1, -(T / 2 - 1), NULL, 0, 0, ""},
-        {wrap("(", N + 1, "a", ")"), OC_ERR_INPUT, 0, 0, "nests deeper than 256 levels (map's limit) at column 257", 0, 0, ""},
-        {wrap("-", 60000, "a", ""), OC_ERR_INPUT, 0, 0, "nests deeper than 256 levels (map's limit) at column 257", 0, 0, ""},
-        {wrap("a**", 30000, "a", ""), OC_ERR_INPUT, 0, 0, "nests deeper than 256 levels (map's limit) at column 770", 0, 0, ""},
-        {wrap("a+", 30000, "a", ""), OC_ERR_INPUT, 0, 0, "more than 4096 tokens (map's limit) at column 4097", 0, 0, ""},
+        {wrap("(", N + 1, "a", ")"), OC_ERR_INPUT, 0, 0, "nests deeper than 256 levels (map's limit) at column 257", 0,
+         0, ""},
+        {wrap("-", 60000, "a", ""), OC_ERR_INPUT, 0, 0, "nests deeper than 256 levels (map's limit) at column 257", 0,
+         0, ""},
+        {wrap("a**", 30000, "a", ""), OC_ERR_INPUT, 0, 0, "nests deeper than 256 levels (map's limit) at column 770", 0,
+         0, ""},
+        {wrap("a+", 30000, "a", ""), OC_ERR_INPUT, 0, 0, "more than 4096 tokens (map's limit) at column 4097", 0, 0,
+         ""},
         {wrap("", 1 << 20, "a", " "), OC_ERR_INPUT, 0, 0, "longer than 1048576 bytes", 0, 0, ""},
         {NULL, OC_OK, 0, 0, NULL, 0, 0, ""},
     };
@@ -311,8 +337,7 @@ static void test_limits_on_a_small_stack(void)
         if (c->want == OC_OK)
             CHECK_MSG(c->value == 4.0 * c->times + c->plus, "%.40s...: %g, expected %g", c->expr, c->value,
                       4.0 * c->times + c->plus);
-        else
-            CHECK_MSG(strstr(c->error, c->message) != NULL, "%.40s...: '%s'", c->expr, c->error);
+        else CHECK_MSG(strstr(c->error, c->message) != NULL, "%.40s...: '%s'", c->expr, c->error);
         free(c->expr);
     }
 }

@@ -26,13 +26,27 @@ static void *random_matrix(oc_matmul_dtype t, int64_t rows, int64_t cols)
         const double v = (double)(oc_test_rand(&seed) % 2001) / 1000.0 - 1.0;
         const int iv = (int)(oc_test_rand(&seed) % 256) - 128;
         switch (t) {
-        case OC_MATMUL_FLOAT64: ((double *)p)[i] = v; break;
-        case OC_MATMUL_FLOAT32: ((float *)p)[i] = (float)v; break;
-        case OC_MATMUL_FLOAT16: ((uint16_t *)p)[i] = oc_mm_float_to_half((float)v); break;
-        case OC_MATMUL_BFLOAT16: ((uint16_t *)p)[i] = oc_mm_float_to_bf16((float)v); break;
-        case OC_MATMUL_INT8: ((int8_t *)p)[i] = (int8_t)iv; break;
-        case OC_MATMUL_INT16: ((int16_t *)p)[i] = (int16_t)(iv * 100); break;
-        default: ((uint8_t *)p)[i] = (uint8_t)(iv + 128); break;
+        case OC_MATMUL_FLOAT64:
+            ((double *)p)[i] = v;
+            break;
+        case OC_MATMUL_FLOAT32:
+            ((float *)p)[i] = (float)v;
+            break;
+        case OC_MATMUL_FLOAT16:
+            ((uint16_t *)p)[i] = oc_mm_float_to_half((float)v);
+            break;
+        case OC_MATMUL_BFLOAT16:
+            ((uint16_t *)p)[i] = oc_mm_float_to_bf16((float)v);
+            break;
+        case OC_MATMUL_INT8:
+            ((int8_t *)p)[i] = (int8_t)iv;
+            break;
+        case OC_MATMUL_INT16:
+            ((int16_t *)p)[i] = (int16_t)(iv * 100);
+            break;
+        default:
+            ((uint8_t *)p)[i] = (uint8_t)(iv + 128);
+            break;
         }
     }
     return p;
@@ -92,8 +106,11 @@ static void *run_product(const product *p, int64_t budget, int64_t tile, oc_matm
     oc_status s = oc_matmul(ctx, &A, &B, &C, &o, &st);
     CHECK_MSG(s == OC_OK, "oc_matmul: %s", oc_context_last_error(ctx));
     CHECK(st.tiles >= 1);
-    const double eps = *rt == OC_MATMUL_FLOAT64 ? 1e-15 : *rt == OC_MATMUL_INT32 ? 0 : *rt == OC_MATMUL_FLOAT32 ? 1e-6
-                       : *rt == OC_MATMUL_FLOAT16 ? 1e-3 : 8e-3;
+    const double eps = *rt == OC_MATMUL_FLOAT64   ? 1e-15
+                       : *rt == OC_MATMUL_INT32   ? 0
+                       : *rt == OC_MATMUL_FLOAT32 ? 1e-6
+                       : *rt == OC_MATMUL_FLOAT16 ? 1e-3
+                                                  : 8e-3;
     int bad = 0;
     for (int64_t i = 0; check && i < p->m && !bad; i++)
         for (int64_t j = 0; j < p->n && !bad; j++) {
@@ -102,10 +119,15 @@ static void *run_product(const product *p, int64_t budget, int64_t tile, oc_matm
                 const double x = value(p->ta, a, p->transpose_a ? l * ac + i : i * ac + l);
                 const double y = value(p->tb, b, p->transpose_b ? j * bc + l : l * bc + j);
                 double xc = x, yc = y;
-                if (*rt != OC_MATMUL_FLOAT64 && *rt != OC_MATMUL_INT32) { /* the operands as the compute type holds them */
+                if (*rt != OC_MATMUL_FLOAT64 &&
+                    *rt != OC_MATMUL_INT32) { /* the operands as the compute type holds them */
                     float fx = (float)x, fy = (float)y;
-                    if (*rt == OC_MATMUL_FLOAT16) fx = oc_mm_half_to_float(oc_mm_float_to_half(fx)), fy = oc_mm_half_to_float(oc_mm_float_to_half(fy));
-                    if (*rt == OC_MATMUL_BFLOAT16) fx = oc_mm_bf16_to_float(oc_mm_float_to_bf16(fx)), fy = oc_mm_bf16_to_float(oc_mm_float_to_bf16(fy));
+                    if (*rt == OC_MATMUL_FLOAT16)
+                        fx = oc_mm_half_to_float(oc_mm_float_to_half(fx)),
+                        fy = oc_mm_half_to_float(oc_mm_float_to_half(fy));
+                    if (*rt == OC_MATMUL_BFLOAT16)
+                        fx = oc_mm_bf16_to_float(oc_mm_float_to_bf16(fx)),
+                        fy = oc_mm_bf16_to_float(oc_mm_float_to_bf16(fy));
                     xc = fx, yc = fy;
                 }
                 ref += xc * yc;
@@ -116,8 +138,8 @@ static void *run_product(const product *p, int64_t budget, int64_t tile, oc_matm
             if (fabs(got - ref) > tol) {
                 CHECK_MSG(0, "%s x %s -> %s, %lldx%lldx%lld t%d%d: C[%lld][%lld] = %.17g, reference %.17g",
                           oc_matmul_dtype_name(p->ta), oc_matmul_dtype_name(p->tb), oc_matmul_dtype_name(*rt),
-                          (long long)p->m, (long long)p->n, (long long)p->k, p->transpose_a, p->transpose_b, (long long)i,
-                          (long long)j, got, ref);
+                          (long long)p->m, (long long)p->n, (long long)p->k, p->transpose_a, p->transpose_b,
+                          (long long)i, (long long)j, got, ref);
                 bad = 1;
             }
         }
@@ -140,7 +162,9 @@ static void test_dtypes_and_transposes(void)
                 CHECK_EQ_I64(rt, same[t] == OC_MATMUL_INT8 ? OC_MATMUL_INT32 : same[t]);
             }
     /* numpy's promotion of mixed pairs, and a requested dtype */
-    static const struct { oc_matmul_dtype a, b, req, want; } mixed[] = {
+    static const struct {
+        oc_matmul_dtype a, b, req, want;
+    } mixed[] = {
         {OC_MATMUL_INT8, OC_MATMUL_FLOAT32, OC_MATMUL_DEFAULT, OC_MATMUL_FLOAT32},
         {OC_MATMUL_FLOAT16, OC_MATMUL_FLOAT32, OC_MATMUL_DEFAULT, OC_MATMUL_FLOAT32},
         {OC_MATMUL_INT16, OC_MATMUL_FLOAT32, OC_MATMUL_DEFAULT, OC_MATMUL_FLOAT32},
@@ -162,9 +186,12 @@ static void test_dtypes_and_transposes(void)
  * order whatever the panels). */
 static void test_budgets(void)
 {
-    static const struct { oc_matmul_dtype t; const char *blas; } cases[] = {
-        {OC_MATMUL_INT8, NULL}, {OC_MATMUL_INT8, "none"}, {OC_MATMUL_FLOAT64, "none"}, {OC_MATMUL_FLOAT32, "none"},
-        {OC_MATMUL_FLOAT16, "none"},
+    static const struct {
+        oc_matmul_dtype t;
+        const char *blas;
+    } cases[] = {
+        {OC_MATMUL_INT8, NULL},      {OC_MATMUL_INT8, "none"},    {OC_MATMUL_FLOAT64, "none"},
+        {OC_MATMUL_FLOAT32, "none"}, {OC_MATMUL_FLOAT16, "none"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         if (cases[i].blas) setenv("OUTCORE_BLAS", cases[i].blas, 1);
@@ -348,7 +375,8 @@ static void test_int8_limit_and_names(void)
     CHECK_EQ_I64(rt, OC_MATMUL_FLOAT64);
     for (int t = 0; t <= OC_MATMUL_UINT64; t++) {
         oc_matmul_dtype back = OC_MATMUL_DEFAULT;
-        CHECK(oc_matmul_dtype_parse(oc_matmul_dtype_name((oc_matmul_dtype)t), &back) == OC_OK && back == (oc_matmul_dtype)t);
+        CHECK(oc_matmul_dtype_parse(oc_matmul_dtype_name((oc_matmul_dtype)t), &back) == OC_OK &&
+              back == (oc_matmul_dtype)t);
     }
     CHECK(oc_matmul_dtype_name((oc_matmul_dtype)99) == NULL);
     oc_context_free(ctx);
@@ -357,9 +385,18 @@ static void test_int8_limit_and_names(void)
 /* --backend auto: a 2000-cube product stays on the CPU, a 50000-cube one goes to a GPU. */
 static void test_choice(void)
 {
-    oc_mm_cost_input in = {.m = 2000, .n = 2000, .k = 2000, .in_type = OC_MM_FLOAT32, .in_bytes = 2 * 2000.0 * 2000 * 4,
-                           .out_bytes = 2000.0 * 2000 * 4, .cpu_blas = 1, .cpu_cores = 16, .gpu_cc = 90,
-                           .gpu_startup = 0.3, .h2d = 12e9, .d2h = 12e9};
+    oc_mm_cost_input in = {.m = 2000,
+                           .n = 2000,
+                           .k = 2000,
+                           .in_type = OC_MM_FLOAT32,
+                           .in_bytes = 2 * 2000.0 * 2000 * 4,
+                           .out_bytes = 2000.0 * 2000 * 4,
+                           .cpu_blas = 1,
+                           .cpu_cores = 16,
+                           .gpu_cc = 90,
+                           .gpu_startup = 0.3,
+                           .h2d = 12e9,
+                           .d2h = 12e9};
     oc_mm_prediction p;
     oc_mm_predict(&in, &p);
     CHECK_MSG(!p.gpu, "2000: %s", p.reason);

@@ -27,7 +27,8 @@ static void check_cover(int64_t n, int ranks, oc_rank_rows_fn split, const char 
                   name, (long long)n, ranks, r, (long long)r0, (long long)r1);
         next = r1;
     }
-    CHECK_MSG(next == n, "%s split of %lld rows over %d ranks ends at %lld", name, (long long)n, ranks, (long long)next);
+    CHECK_MSG(next == n, "%s split of %lld rows over %d ranks ends at %lld", name, (long long)n, ranks,
+              (long long)next);
 }
 
 int main(void)

@@ -24,7 +24,8 @@ static void test_metric_rows(void)
         CHECK(info->dtypes >> info->default_dtype & 1u);
         CHECK(oc_gram_result_dtype((oc_metric)i, OC_DTYPE_DEFAULT) == info->default_dtype);
         for (int d = OC_DTYPE_INT32; d <= OC_DTYPE_FLOAT32; ++d)
-            CHECK_MSG((int)oc_gram_result_dtype((oc_metric)i, (oc_dtype)d) == ((info->dtypes >> d & 1u) ? d : (int)OC_DTYPE_DEFAULT),
+            CHECK_MSG((int)oc_gram_result_dtype((oc_metric)i, (oc_dtype)d) ==
+                          ((info->dtypes >> d & 1u) ? d : (int)OC_DTYPE_DEFAULT),
                       "%s in %s", info->name, oc_dtype_name((oc_dtype)d));
         /* A float similarity lies in [0, 1]; a whole-number metric in [0, columns]. */
         CHECK(info->range == (info->is_float ? OC_METRIC_RANGE_UNIT : OC_METRIC_RANGE_COLUMNS));

@@ -33,8 +33,8 @@ static void check_range(size_t pages, size_t head, size_t tail, int threads)
         if (inside && base[i] != 0) ++zero_bad;
         if (!inside && base[i] != 0x5A) ++kept_bad;
     }
-    CHECK_MSG(zero_bad == 0, "%zu pages, head %zu, tail %zu, %d threads: %zu discarded bytes not zero", pages, head, tail,
-              threads, zero_bad);
+    CHECK_MSG(zero_bad == 0, "%zu pages, head %zu, tail %zu, %d threads: %zu discarded bytes not zero", pages, head,
+              tail, threads, zero_bad);
     CHECK_MSG(kept_bad == 0, "%zu pages, head %zu, tail %zu, %d threads: %zu bytes outside changed", pages, head, tail,
               threads, kept_bad);
     free(base);
@@ -48,6 +48,7 @@ int main(void)
     for (size_t a = 0; a < sizeof pages / sizeof *pages; ++a)
         for (size_t h = 0; h < 3; ++h)
             for (size_t t = 0; t < 3; ++t)
-                for (size_t k = 0; k < sizeof threads / sizeof *threads; ++k) check_range(pages[a], heads[h], tails[t], threads[k]);
+                for (size_t k = 0; k < sizeof threads / sizeof *threads; ++k)
+                    check_range(pages[a], heads[h], tails[t], threads[k]);
     return oc_test_finish();
 }

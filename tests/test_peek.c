@@ -113,7 +113,7 @@ static void test_gram_check_files(void)
     CHECK_EQ_I64(check_files(big, NULL, &opts, out), OC_ERR_INPUT);
     const char *msg = oc_context_last_error(ctx);
     CHECK_MSG(strstr(msg, out) && strstr(msg, "the dense 130000000 x 130000000 int32 result needs 67.6 PB "
-                                               "(67600000000000128 bytes), but its file system has"),
+                                              "(67600000000000128 bytes), but its file system has"),
               "%s", msg);
     CHECK(!strstr(msg, " 0 bytes free"));
     CHECK(access(out, F_OK) != 0);
@@ -123,7 +123,8 @@ static void test_gram_check_files(void)
     CHECK(strstr(oc_context_last_error(ctx), "1000 x 130000000 int32"));
     CHECK_EQ_I64(check_files(a, NULL, &opts, out), OC_OK);
     /* Past 64-bit sizes: refused whatever the free space (with a budget that keeps the index). */
-    const char *huge = write_text("huge2.mtx", "%%MatrixMarket matrix coordinate pattern general\n1600000000 8 1\n1 1\n");
+    const char *huge =
+        write_text("huge2.mtx", "%%MatrixMarket matrix coordinate pattern general\n1600000000 8 1\n1 1\n");
     oc_read_options roomy = OC_READ_OPTIONS_INIT;
     roomy.host_mem_bytes = (int64_t)64 << 30;
     oc_output file = OC_OUTPUT_INIT;

@@ -15,9 +15,9 @@
 #include "core/context.h"
 #include "mem/pinned_cache.h"
 
-static int64_t live;   /* bytes pinned and not unpinned */
+static int64_t live; /* bytes pinned and not unpinned */
 static int pins, unpins;
-static int fail_next;  /* the next pin fails */
+static int fail_next; /* the next pin fails */
 
 static int fake_pin(void *user, size_t bytes, void **out, char *why, size_t why_size)
 {

@@ -16,7 +16,6 @@
 #include "engine/tile_plan.h"
 #include "mem/pool.h"
 
-
 static void test_grow(oc_context *ctx)
 {
     oc_pool *p = NULL;
@@ -26,7 +25,8 @@ static void test_grow(oc_context *ctx)
     CHECK(oc_pool_alloc(ctx, p, 400000, "b", &b) == OC_OK);
     CHECK(oc_pool_alloc(ctx, p, 400000, "a third buffer", &c) == OC_ERR_DEVICE_NO_MEMORY);
     const char *msg = oc_context_last_error(ctx);
-    CHECK_MSG(strstr(msg, "a third buffer") && strstr(msg, "budget is 1.0 MiB") && strstr(msg, "in use"), "message: %s", msg);
+    CHECK_MSG(strstr(msg, "a third buffer") && strstr(msg, "budget is 1.0 MiB") && strstr(msg, "in use"), "message: %s",
+              msg);
     oc_pool_stats st;
     oc_pool_get_stats(p, &st);
     CHECK_EQ_I64(st.allocations, 2);
@@ -98,7 +98,8 @@ static void check_order(oc_context *ctx, const oc_tile_plan_input *in)
     int64_t *keys = malloc((size_t)nkeys * sizeof *keys), *first = malloc((size_t)nkeys * sizeof *first);
     for (int64_t k = 0; k < nkeys; ++k) first[k] = -1;
     for (int64_t t = 0; t < plan.ntiles; ++t) {
-        int64_t ka = oc_tile_panel_key(0, order[2 * t]), kb = oc_tile_panel_key(in->symmetric ? 0 : 1, order[2 * t + 1]);
+        int64_t ka = oc_tile_panel_key(0, order[2 * t]),
+                kb = oc_tile_panel_key(in->symmetric ? 0 : 1, order[2 * t + 1]);
         if (first[ka] < 0) first[ka] = 2 * t;
         if (first[kb] < 0) first[kb] = 2 * t + 1;
     }
@@ -117,16 +118,29 @@ static void check_order(oc_context *ctx, const oc_tile_plan_input *in)
 static void test_plans(oc_context *ctx)
 {
     /* 100000 x 200000 bits under 2 GiB, output discarded: A (2.5 GB) cannot stay resident. */
-    oc_tile_plan_input ooc = {.n = 100000, .p = 100000, .row_bytes = 25024, .elem_size = 4, .symmetric = 1,
-                              .keep_output = 0, .budget = 2ll << 30, .fixed_bytes = 400000, .granularity = 256};
+    oc_tile_plan_input ooc = {.n = 100000,
+                              .p = 100000,
+                              .row_bytes = 25024,
+                              .elem_size = 4,
+                              .symmetric = 1,
+                              .keep_output = 0,
+                              .budget = 2ll << 30,
+                              .fixed_bytes = 400000,
+                              .granularity = 256};
     oc_tile_plan plan;
     CHECK(oc_tile_plan_make(ctx, &ooc, &plan) == OC_OK);
     CHECK(!plan.resident);
     CHECK(plan.panel_loads < 2 * plan.panels_a); /* grouped order: far fewer than one upload per tile */
     check_order(ctx, &ooc);
     /* Everything fits: resident, each panel uploaded once. */
-    oc_tile_plan_input small = {.n = 1000, .p = 700, .row_bytes = 640, .elem_size = 4, .symmetric = 0,
-                                .keep_output = 1, .budget = 1ll << 30, .granularity = 256};
+    oc_tile_plan_input small = {.n = 1000,
+                                .p = 700,
+                                .row_bytes = 640,
+                                .elem_size = 4,
+                                .symmetric = 0,
+                                .keep_output = 1,
+                                .budget = 1ll << 30,
+                                .granularity = 256};
     CHECK(oc_tile_plan_make(ctx, &small, &plan) == OC_OK);
     CHECK(plan.resident);
     CHECK_EQ_I64(plan.panel_loads, plan.panels_a + plan.panels_b);
@@ -146,8 +160,15 @@ static void test_plans(oc_context *ctx)
     small.budget_given = 0;
 
     /* Mirrored output slots (A·Aᵀ dense): taken when they fit, else the plan without them. */
-    oc_tile_plan_input sym = {.n = 700, .p = 700, .row_bytes = 640, .elem_size = 4, .symmetric = 1, .keep_output = 1,
-                              .mirror_output = 1, .budget = 64ll << 20, .granularity = 256};
+    oc_tile_plan_input sym = {.n = 700,
+                              .p = 700,
+                              .row_bytes = 640,
+                              .elem_size = 4,
+                              .symmetric = 1,
+                              .keep_output = 1,
+                              .mirror_output = 1,
+                              .budget = 64ll << 20,
+                              .granularity = 256};
     CHECK(oc_tile_plan_make(ctx, &sym, &plan) == OC_OK);
     CHECK(plan.mirror_output);
     CHECK_EQ_I64(plan.out_bytes, 2 * plan.tile * plan.tile * 4);
@@ -183,8 +204,16 @@ static void test_plans(oc_context *ctx)
 
     /* A selection that frees each slot after its tile: a third slot where every panel stays
      * resident beside it (4 panels of 160 KiB, slots of 256 KiB), else two. */
-    oc_tile_plan_input sel = {.n = 1000, .p = 1000, .row_bytes = 640, .elem_size = 4, .symmetric = 1, .tile = 256,
-                              .budget = 64ll << 20, .granularity = 256, .overlap_tiles = 1, .selection_frees = 1};
+    oc_tile_plan_input sel = {.n = 1000,
+                              .p = 1000,
+                              .row_bytes = 640,
+                              .elem_size = 4,
+                              .symmetric = 1,
+                              .tile = 256,
+                              .budget = 64ll << 20,
+                              .granularity = 256,
+                              .overlap_tiles = 1,
+                              .selection_frees = 1};
     CHECK(oc_tile_plan_make(ctx, &sel, &plan) == OC_OK);
     CHECK(plan.resident);
     CHECK_EQ_I64(plan.out_slots, 3);

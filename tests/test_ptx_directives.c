@@ -52,7 +52,8 @@ static const struct entry_case {
     int maxntid, reqntid, maxnreg, minnctapersm, bound;
 } entry_cases[] = {
     {"plain", ".visible .entry plain(\n\t.param .u64 plain_param_0\n)\n{\n\tret;\n}\n", 0, 0, 0, 0, 0},
-    {"bounded", ".visible .entry bounded(\n\t.param .u64 p\n)\n.maxntid 256, 1, 1\n.minnctapersm 2\n{\n}\n", 256, 0, 0, 2, 256},
+    {"bounded", ".visible .entry bounded(\n\t.param .u64 p\n)\n.maxntid 256, 1, 1\n.minnctapersm 2\n{\n}\n", 256, 0, 0,
+     2, 256},
     {"shaped", ".visible .entry shaped()\n.reqntid 16, 8, 2\n{\n}\n", 0, 256, 0, 0, 256},
     {"both", ".entry both()\n.maxntid 512\n.reqntid 128, 1\n.maxnreg 64\n{\n}\n", 512, 128, 64, 0, 128},
     /* A directive inside the body belongs to nothing: only the header counts. */

@@ -16,12 +16,12 @@
 typedef struct sim_worker {
     oc_scheduler *s;
     int id;
-    long nanos_per_tile;     /* its speed */
-    int fail_at;             /* > 0: fails on its fail_at-th tile */
-    int *hits;               /* per tile: how many workers computed it (atomic adds) */
-    int *owner;              /* per tile: the worker that computed it */
+    long nanos_per_tile; /* its speed */
+    int fail_at;         /* > 0: fails on its fail_at-th tile */
+    int *hits;           /* per tile: how many workers computed it (atomic adds) */
+    int *owner;          /* per tile: the worker that computed it */
     int64_t tiles;
-    int switches;            /* groups taken whose key differs from its previous group's */
+    int switches; /* groups taken whose key differs from its previous group's */
     const int64_t *keys;
 } sim_worker;
 
@@ -60,8 +60,13 @@ static void simulate(const int64_t *keys, int64_t n, int workers, const long *sp
     memset(hits, 0, (size_t)n * sizeof *hits);
     pthread_t th[8];
     for (int w = 0; w < workers; ++w) {
-        sw[w] = (sim_worker){.s = s, .id = w, .nanos_per_tile = speed[w], .fail_at = fail_at ? fail_at[w] : 0,
-                             .hits = hits, .owner = owner, .keys = keys};
+        sw[w] = (sim_worker){.s = s,
+                             .id = w,
+                             .nanos_per_tile = speed[w],
+                             .fail_at = fail_at ? fail_at[w] : 0,
+                             .hits = hits,
+                             .owner = owner,
+                             .keys = keys};
         pthread_create(&th[w], NULL, sim_run, &sw[w]);
     }
     for (int w = 0; w < workers; ++w) pthread_join(th[w], NULL);
@@ -96,8 +101,9 @@ static void check_exactly_once_and_balance(void)
     CHECK_EQ_I64(total, n);
     /* The fast worker pulls more than any slow one (dynamic balance); by far, not by a
      * timing margin: it would have to be descheduled for most of the job to lose. */
-    for (int w = 1; w < 4; ++w) CHECK_MSG(sw[0].tiles > sw[w].tiles, "fast worker %lld tiles, worker %d %lld",
-                                          (long long)sw[0].tiles, w, (long long)sw[w].tiles);
+    for (int w = 1; w < 4; ++w)
+        CHECK_MSG(sw[0].tiles > sw[w].tiles, "fast worker %lld tiles, worker %d %lld", (long long)sw[0].tiles, w,
+                  (long long)sw[w].tiles);
 }
 
 static void check_single_worker_keeps_order(void)
@@ -129,12 +135,12 @@ static void check_affinity(void)
     CHECK(oc_scheduler_create(ctx, keys, 14, 2, 2, &s) == OC_OK);
     CHECK_EQ_I64(oc_scheduler_groups(s), 7);
     int64_t f, c;
-    CHECK(oc_scheduler_next(s, 0, &f, &c) && f == 0 && c == 2);  /* worker 0: panel 0 */
-    CHECK(oc_scheduler_next(s, 1, &f, &c) && f == 2);             /* worker 1: the lowest, panel 0 too */
-    CHECK(oc_scheduler_next(s, 0, &f, &c) && f == 4);             /* worker 0 stays on panel 0 */
-    CHECK(oc_scheduler_next(s, 1, &f, &c) && f == 6);             /* panel 0 is taken: the lowest, panel 1 */
-    CHECK(oc_scheduler_next(s, 0, &f, &c) && f == 8);             /* worker 0: the lowest */
-    CHECK(oc_scheduler_next(s, 1, &f, &c) && f == 10);            /* worker 1 stays on panel 1 */
+    CHECK(oc_scheduler_next(s, 0, &f, &c) && f == 0 && c == 2); /* worker 0: panel 0 */
+    CHECK(oc_scheduler_next(s, 1, &f, &c) && f == 2);           /* worker 1: the lowest, panel 0 too */
+    CHECK(oc_scheduler_next(s, 0, &f, &c) && f == 4);           /* worker 0 stays on panel 0 */
+    CHECK(oc_scheduler_next(s, 1, &f, &c) && f == 6);           /* panel 0 is taken: the lowest, panel 1 */
+    CHECK(oc_scheduler_next(s, 0, &f, &c) && f == 8);           /* worker 0: the lowest */
+    CHECK(oc_scheduler_next(s, 1, &f, &c) && f == 10);          /* worker 1 stays on panel 1 */
     CHECK(oc_scheduler_next(s, 1, &f, &c) && f == 12 && c == 2);
     CHECK(!oc_scheduler_next(s, 0, &f, &c));
     CHECK(!oc_scheduler_next(s, 1, &f, &c));

@@ -19,10 +19,17 @@
 static oc_stream_plan_input big_multiply(int64_t gpu_mem)
 {
     /* a * b -> c, 1,000,000 x 500 float64 each, chunked along rows */
-    oc_stream_plan_input in = {.extent = 1000000, .up_row_bytes = 2 * 4000, .down_row_bytes = 4000,
-                               .dev_row_bytes = 3 * 4000, .chunked_buffers = 3, .device_total = 80 * GIB,
-                               .device_free = 79 * GIB, .gpu_mem_bytes = gpu_mem, .gpu_mem_fraction = 0.9,
-                               .cores = 16, .device_name = "cuda:0 (test)"};
+    oc_stream_plan_input in = {.extent = 1000000,
+                               .up_row_bytes = 2 * 4000,
+                               .down_row_bytes = 4000,
+                               .dev_row_bytes = 3 * 4000,
+                               .chunked_buffers = 3,
+                               .device_total = 80 * GIB,
+                               .device_free = 79 * GIB,
+                               .gpu_mem_bytes = gpu_mem,
+                               .gpu_mem_fraction = 0.9,
+                               .cores = 16,
+                               .device_name = "cuda:0 (test)"};
     return in;
 }
 
@@ -43,7 +50,8 @@ static void test_plans(oc_context *ctx)
     in = big_multiply(16 * MIB);
     CHECK(oc_stream_plan_make(ctx, &in, &p) == OC_OK);
     CHECK(p.device_bytes <= 16 * MIB && p.chunk_rows > 0);
-    CHECK(3 * (p.chunk_rows + 256) * in.dev_row_bytes > 16 * MIB - 3 * 3 * 256); /* the largest that fits, to 256 rows */
+    CHECK(3 * (p.chunk_rows + 256) * in.dev_row_bytes >
+          16 * MIB - 3 * 3 * 256); /* the largest that fits, to 256 rows */
 
     /* Too small for one row per slot: the message names the need and the budget. */
     in = big_multiply(20000);
@@ -70,9 +78,14 @@ static void test_plans(oc_context *ctx)
     CHECK(oc_stream_plan_make(ctx, &in, &p) == OC_ERR_DEVICE_NO_MEMORY);
 
     /* Device-only work (the pricer's paths): only the budget bounds the chunk; nothing is pinned. */
-    oc_stream_plan_input dev = {.extent = 100000000, .dev_row_bytes = 201 * 8, .chunked_buffers = 1,
-                                .device_total = 80 * GIB, .device_free = 79 * GIB, .gpu_mem_bytes = 2 * GIB,
-                                .gpu_mem_fraction = 0.9, .cores = 16};
+    oc_stream_plan_input dev = {.extent = 100000000,
+                                .dev_row_bytes = 201 * 8,
+                                .chunked_buffers = 1,
+                                .device_total = 80 * GIB,
+                                .device_free = 79 * GIB,
+                                .gpu_mem_bytes = 2 * GIB,
+                                .gpu_mem_fraction = 0.9,
+                                .cores = 16};
     CHECK(oc_stream_plan_make(ctx, &dev, &p) == OC_OK);
     CHECK(p.h2d_slots == 0 && p.d2h_slots == 0 && p.pinned_bytes == 0);
     dev.side_bytes = 4096, dev.side_buffers = 1; /* a side input still goes up through the ring */
@@ -86,9 +99,15 @@ static void test_plans(oc_context *ctx)
     CHECK(p.device_bytes <= 2 * GIB && p.device_bytes > 2 * GIB - 3 * 256 * dev.dev_row_bytes - 3 * 256 - 4096);
 
     /* Nothing chunked at all (an extent and results): chunks of at most OC_STREAM_MAX_ROWS. */
-    oc_stream_plan_input bare = {.extent = 100000000, .side_bytes = 16, .side_buffers = 1, .result_bytes = 16,
-                                 .device_total = 80 * GIB, .device_free = 79 * GIB, .gpu_mem_bytes = 2 * GIB,
-                                 .gpu_mem_fraction = 0.9, .cores = 16};
+    oc_stream_plan_input bare = {.extent = 100000000,
+                                 .side_bytes = 16,
+                                 .side_buffers = 1,
+                                 .result_bytes = 16,
+                                 .device_total = 80 * GIB,
+                                 .device_free = 79 * GIB,
+                                 .gpu_mem_bytes = 2 * GIB,
+                                 .gpu_mem_fraction = 0.9,
+                                 .cores = 16};
     CHECK(oc_stream_plan_make(ctx, &bare, &p) == OC_OK);
     CHECK_EQ_I64(p.chunk_rows, OC_STREAM_MAX_ROWS);
     CHECK_EQ_I64(p.chunks, (bare.extent + OC_STREAM_MAX_ROWS - 1) / OC_STREAM_MAX_ROWS);

@@ -30,8 +30,8 @@ static void best_of(const uint64_t *keys, int n, int kept, uint64_t *out)
 
 static oc_select *new_select(oc_context *ctx)
 {
-    oc_select_config cfg = {.mode = OC_SELECT_TOPK, .n = ROWS, .p = COLS, .metric = OC_METRIC_COUNTS,
-                            .dtype = OC_DTYPE_INT32, .k = K};
+    oc_select_config cfg = {
+        .mode = OC_SELECT_TOPK, .n = ROWS, .p = COLS, .metric = OC_METRIC_COUNTS, .dtype = OC_DTYPE_INT32, .k = K};
     oc_select *s = NULL;
     CHECK(oc_select_create(ctx, &cfg, &s) == OC_OK);
     return s;

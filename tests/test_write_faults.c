@@ -86,7 +86,7 @@ static oc_status run_job(const out_case *c)
     if (c->kind == JOB_SAVE) return oc_matrix_save(ctx, input, out_path(c), 0);
     oc_gram_options o = OC_GRAM_OPTIONS_INIT;
     o.backend = backend;
-    o.threads = 1; /* the calls come in the same order in every run */
+    o.threads = 1;                              /* the calls come in the same order in every run */
     if (backend == OC_BACKEND_CPU) o.tile = 48; /* several row blocks, so several spilled chunks */
     if (c->kind == JOB_TOPK) o.topk = 5;
     if (c->kind == JOB_PAIRS) {
@@ -119,8 +119,10 @@ static void check_success(const out_case *c, const unsigned char *ref, size_t re
     size_t len = 0;
     unsigned char *got = oc_test_read_file(out_path(c), &len);
     if (got) blank_zip_times(got, len);
-    CHECK_MSG(got && len == ref_len && memcmp(got, ref, len) == 0, "%s %s: the output differs from the one written "
-              "without faults (%zu bytes against %zu)", c->name, what, len, ref_len);
+    CHECK_MSG(got && len == ref_len && memcmp(got, ref, len) == 0,
+              "%s %s: the output differs from the one written "
+              "without faults (%zu bytes against %zu)",
+              c->name, what, len, ref_len);
     free(got);
     unlink(out_path(c));
 }
@@ -244,7 +246,7 @@ static void check_plan(void)
     CHECK(oc_fault_arm(ctx, OC_FAULT_WRITE, "2:short,3:enospc,9") == OC_OK);
     oc_context_begin_job(ctx);
     const oc_fault_mode want[] = {OC_FAULT_NONE, OC_FAULT_SHORT, OC_FAULT_ENOSPC, OC_FAULT_NONE, OC_FAULT_NONE,
-                                  OC_FAULT_NONE, OC_FAULT_NONE, OC_FAULT_NONE, OC_FAULT_EIO, OC_FAULT_NONE};
+                                  OC_FAULT_NONE, OC_FAULT_NONE,  OC_FAULT_NONE,   OC_FAULT_EIO,  OC_FAULT_NONE};
     for (size_t i = 0; i < sizeof want / sizeof *want; ++i)
         CHECK_MSG(oc_fault_plan_next(&ctx->faults, OC_FAULT_WRITE) == want[i], "write call %zu", i + 1);
     CHECK(oc_fault_plan_next(&ctx->faults, OC_FAULT_OPEN) == OC_FAULT_NONE);

@@ -72,11 +72,15 @@ int cli_usage_error(const char *fmt, ...)
 int cli_exit_code(oc_status st)
 {
     switch (st) {
-    case OC_OK: return OC_EXIT_OK;
+    case OC_OK:
+        return OC_EXIT_OK;
     case OC_ERR_INVALID_ARGUMENT:
-    case OC_ERR_INPUT: return OC_EXIT_USAGE;
-    case OC_ERR_CANCELLED: return OC_EXIT_CANCELLED;
-    default: return OC_EXIT_FAILURE;
+    case OC_ERR_INPUT:
+        return OC_EXIT_USAGE;
+    case OC_ERR_CANCELLED:
+        return OC_EXIT_CANCELLED;
+    default:
+        return OC_EXIT_FAILURE;
     }
 }
 
@@ -204,7 +208,8 @@ int cli_take(cli_args *a, const char *spec, int flags)
     if (!(flags & CLI_REPEATS)) {
         for (int k = 0; k < a->nseen; ++k)
             if (a->seen[k] == spec) {
-                if (strchr(spec, '|')) cli_usage_error("option %s given twice (%s: one option): give it once", name, spec);
+                if (strchr(spec, '|'))
+                    cli_usage_error("option %s given twice (%s: one option): give it once", name, spec);
                 else cli_usage_error("option %s given twice: give it once", name);
                 return -1;
             }
@@ -226,7 +231,8 @@ int cli_unknown_option(const cli_args *a, const char *command)
 {
     const char *arg = a->argv[a->i];
     return cli_usage_error("%s: unknown option %s (see outcore %s --help; an argument that starts with '-' goes after "
-                           "--: outcore %s [options] -- %s)", command, arg, command, command, arg);
+                           "--: outcore %s [options] -- %s)",
+                           command, arg, command, command, arg);
 }
 
 const char *cli_path_extension(const char *path)
@@ -259,10 +265,8 @@ const char *cli_si(double v, char *buf, int size)
         v /= 1000.0;
         k++;
     }
-    if (k == 0)
-        snprintf(buf, (size_t)size, "%.3g", v);
-    else
-        snprintf(buf, (size_t)size, "%.3g %c", v, prefixes[k]);
+    if (k == 0) snprintf(buf, (size_t)size, "%.3g", v);
+    else snprintf(buf, (size_t)size, "%.3g %c", v, prefixes[k]);
     return buf;
 }
 
@@ -350,10 +354,7 @@ void cli_cancel_on_signal(oc_context *ctx)
     sigaction(SIGTERM, &sa, NULL);
 }
 
-static void removed_quietly(void *user, const char *path, int64_t bytes)
-{
-    (void)user, (void)path, (void)bytes;
-}
+static void removed_quietly(void *user, const char *path, int64_t bytes) { (void)user, (void)path, (void)bytes; }
 
 void cli_quiet_library(oc_context *ctx, int quiet)
 {

@@ -49,14 +49,17 @@ int cli_parse_host_mem(const char *text, int64_t *bytes);
 typedef struct cli_args {
     int argc;
     char **argv;
-    int i;                           /* the argument cli_next returned last */
-    int options_done;                /* "--" was seen */
-    const char *value;               /* the value of the option cli_take matched last */
-    const char *seen[CLI_MAX_SEEN];  /* the specs of the value options given so far */
+    int i;                          /* the argument cli_next returned last */
+    int options_done;               /* "--" was seen */
+    const char *value;              /* the value of the option cli_take matched last */
+    const char *seen[CLI_MAX_SEEN]; /* the specs of the value options given so far */
     int nseen;
 } cli_args;
 
-#define CLI_ARGS_INIT(argc, argv) {(argc), (argv), 0, 0, NULL, {NULL}, 0}
+#define CLI_ARGS_INIT(argc, argv)             \
+    {                                         \
+        (argc), (argv), 0, 0, NULL, {NULL}, 0 \
+    }
 #define CLI_REPEATS 1
 
 /* The next argument (skipping the "--" that ends the options), or NULL after the last. */
@@ -87,8 +90,8 @@ typedef struct cli_progress {
     int drawn;
     int enabled;
     const char *label;
-    double work;        /* bit-MACs the whole job represents (n·p·m), for the rate; 0 = unknown */
-    const char *unit;   /* of work, for the rate: "bit-MAC" unless set after init ("B" for bytes) */
+    double work;      /* bit-MACs the whole job represents (n·p·m), for the rate; 0 = unknown */
+    const char *unit; /* of work, for the rate: "bit-MAC" unless set after init ("B" for bytes) */
 } cli_progress;
 void cli_progress_init(cli_progress *p, const char *label, double work, int enabled);
 void cli_progress_update(void *user, double done, double total);

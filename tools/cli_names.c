@@ -30,8 +30,8 @@ const char *cli_join_names(char *text, size_t size, cli_name_at name, const char
     text[0] = 0;
     for (int i = 0; i < n && len < size; ++i) {
         const char *s = name(i), *between = i == 0 ? "" : i == n - 1 ? last : sep;
-        const int w = snprintf(text + len, size - len, "%s%s%s", between, s,
-                               mark && strcmp(s, mark) == 0 ? " (default)" : "");
+        const int w =
+            snprintf(text + len, size - len, "%s%s%s", between, s, mark && strcmp(s, mark) == 0 ? " (default)" : "");
         if (w < 0) break;
         len += (size_t)w;
     }
@@ -65,10 +65,16 @@ void cli_wrap_names(cli_wrap *w, cli_name_at name, const char *suffix)
     for (int i = 0; i < n; ++i) cli_wrap_word(w, name(i), i == n - 1 ? suffix : "");
 }
 
-static const struct { const char *what; cli_name_at name; } lists[] = {
-    {"metrics", cli_metric_at},         {"dtypes", cli_dtype_at},
-    {"backends", cli_backend_at},       {"algorithms", cli_algorithm_at},
-    {"map-functions", cli_map_function_at}, {"map-operators", cli_map_operator_at},
+static const struct {
+    const char *what;
+    cli_name_at name;
+} lists[] = {
+    {"metrics", cli_metric_at},
+    {"dtypes", cli_dtype_at},
+    {"backends", cli_backend_at},
+    {"algorithms", cli_algorithm_at},
+    {"map-functions", cli_map_function_at},
+    {"map-operators", cli_map_operator_at},
     {"map-dtypes", cli_map_dtype_at},
 };
 

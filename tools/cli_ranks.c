@@ -6,7 +6,9 @@
 /* The launchers' variables: size first, then the rank that goes with it. Open MPI sets
  * OMPI_COMM_WORLD_*, MPICH's and Intel MPI's Hydra PMI_*, PMIx launchers (Open MPI 5, srun
  * --mpi=pmix) PMIX_RANK without a size. */
-static const struct { const char *size, *rank; } launchers[] = {
+static const struct {
+    const char *size, *rank;
+} launchers[] = {
     {"OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK"},
     {"PMI_SIZE", "PMI_RANK"},
     {"PMIX_SIZE", "PMIX_RANK"},

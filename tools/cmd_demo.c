@@ -60,13 +60,16 @@ int oc_cmd_demo(int argc, char **argv)
         int r;
         if (cli_positional(cl)) return cli_usage_error("demo: unexpected argument %s (see outcore demo --help)", arg);
         if (CLI_OPTION(cl, r, v, "--rows")) {
-            if (r < 0 || cli_parse_i64(v, &p.rows) || p.rows < 2) return cli_usage_error("demo: --rows needs a number >= 2");
+            if (r < 0 || cli_parse_i64(v, &p.rows) || p.rows < 2)
+                return cli_usage_error("demo: --rows needs a number >= 2");
         } else if (CLI_OPTION(cl, r, v, "--cols")) {
-            if (r < 0 || cli_parse_i64(v, &p.cols) || p.cols < 64) return cli_usage_error("demo: --cols needs a number >= 64");
+            if (r < 0 || cli_parse_i64(v, &p.cols) || p.cols < 64)
+                return cli_usage_error("demo: --cols needs a number >= 64");
         } else if (CLI_OPTION(cl, r, v, "--backend")) {
             if (r < 0 || oc_backend_parse(v, &opts.backend)) {
                 char names[64];
-                return cli_usage_error("demo: --backend %s", cli_join_names(names, sizeof names, cli_backend_at, ", ", " or ", NULL));
+                return cli_usage_error("demo: --backend %s",
+                                       cli_join_names(names, sizeof names, cli_backend_at, ", ", " or ", NULL));
             }
         } else if (cli_flag(cl, "--help|-h")) {
             puts("usage: outcore demo [--rows N] [--cols M] [--backend auto|cpu|cuda]\n\n"

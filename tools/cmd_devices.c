@@ -28,7 +28,8 @@ int oc_cmd_devices(int argc, char **argv)
     int json = 0, bandwidth = 0;
     cli_args args = CLI_ARGS_INIT(argc, argv), *a = &args;
     for (const char *arg; (arg = cli_next(a)) != NULL;) {
-        if (cli_positional(a)) return cli_usage_error("devices: unexpected argument %s (see outcore devices --help)", arg);
+        if (cli_positional(a))
+            return cli_usage_error("devices: unexpected argument %s (see outcore devices --help)", arg);
         if (cli_flag(a, "--help|-h")) {
             fputs(devices_usage, stdout);
             return OC_EXIT_OK;

@@ -26,13 +26,15 @@ static const char gen_usage[] =
 
 static int parse_count(const char *name, const char *v, int64_t *out)
 {
-    if (cli_parse_i64(v, out) || *out < 0) return cli_usage_error("gen: %s needs a whole number >= 0, got '%s'", name, v);
+    if (cli_parse_i64(v, out) || *out < 0)
+        return cli_usage_error("gen: %s needs a whole number >= 0, got '%s'", name, v);
     return 0;
 }
 
 static int parse_fraction(const char *name, const char *v, double *out)
 {
-    if (cli_parse_double(v, out) || *out < 0 || *out > 1) return cli_usage_error("gen: %s needs a number in [0, 1], got '%s'", name, v);
+    if (cli_parse_double(v, out) || *out < 0 || *out > 1)
+        return cli_usage_error("gen: %s needs a number in [0, 1], got '%s'", name, v);
     return 0;
 }
 
@@ -52,8 +54,14 @@ int oc_cmd_gen(int argc, char **argv)
             fputs(gen_usage, stdout);
             return OC_EXIT_OK;
         }
-        if (cli_flag(a, "--packed")) { wopts.packed = 1; continue; }
-        if (cli_flag(a, "--quiet|-q")) { quiet = 1; continue; }
+        if (cli_flag(a, "--packed")) {
+            wopts.packed = 1;
+            continue;
+        }
+        if (cli_flag(a, "--quiet|-q")) {
+            quiet = 1;
+            continue;
+        }
         if (CLI_OPTION(a, r, v, "--rows")) {
             if (r < 0 || parse_count("--rows", v, &p.rows)) return OC_EXIT_USAGE;
         } else if (CLI_OPTION(a, r, v, "--cols")) {
@@ -81,9 +89,11 @@ int oc_cmd_gen(int argc, char **argv)
     if (p.density < 0) return cli_usage_error("gen: --density must be given (a number in [0, 1])");
     if (!output) return cli_usage_error("gen: no output given: add -o A.npy");
     if (p.plant > p.rows / 2)
-        return cli_usage_error("gen: --plant %lld needs %lld rows (each planted row copies another), but --rows is %lld: "
-                               "plant at most %lld", (long long)p.plant, p.plant > INT64_MAX / 2 ? (long long)INT64_MAX
-                               : 2 * (long long)p.plant, (long long)p.rows, (long long)(p.rows / 2));
+        return cli_usage_error(
+            "gen: --plant %lld needs %lld rows (each planted row copies another), but --rows is %lld: "
+            "plant at most %lld",
+            (long long)p.plant, p.plant > INT64_MAX / 2 ? (long long)INT64_MAX : 2 * (long long)p.plant,
+            (long long)p.rows, (long long)(p.rows / 2));
 
     /* Tests force small blocks to show that the bytes do not depend on them. */
     const char *block_rows = getenv("OUTCORE_GEN_BLOCK_ROWS");

@@ -85,8 +85,8 @@ static void print_usage(void)
     const oc_gram_options defaults = OC_GRAM_OPTIONS_INIT;
     char names[256];
     fputs(gram_usage, stdout);
-    printf("  --metric M             %s\n", cli_join_names(names, sizeof names, cli_metric_at, ", ", ", ",
-                                                        oc_metric_name(defaults.metric)));
+    printf("  --metric M             %s\n",
+           cli_join_names(names, sizeof names, cli_metric_at, ", ", ", ", oc_metric_name(defaults.metric)));
     fputs(gram_usage_options, stdout);
 }
 
@@ -114,7 +114,8 @@ static int check_output_kind(const gram_args *g)
         return cli_usage_error("%s: a --threshold result is written as .npz, .mtx or .tsv, not '.%s'", g->output, ext);
     if (!g->opts.topk && !g->opts.use_threshold && !npy)
         return cli_usage_error("%s: a dense result is written as .npy, not '.%s' (.npz, .mtx and .tsv hold --topk or "
-                               "--threshold results)", g->output, ext);
+                               "--threshold results)",
+                               g->output, ext);
     return -1;
 }
 
@@ -134,13 +135,34 @@ static int parse_gram_args(int argc, char **argv, gram_args *g)
             print_usage();
             return OC_EXIT_OK;
         }
-        if (cli_flag(a, "--json")) { g->json = 1; continue; }
-        if (cli_flag(a, "--explain")) { g->explain = 1; continue; }
-        if (cli_flag(a, "--plan")) { g->plan = 1; continue; }
-        if (cli_flag(a, "--resume")) { g->opts.resume = 1; continue; }
-        if (cli_flag(a, "--binarize")) { g->read.binarize = 1; continue; }
-        if (cli_flag(a, "--quiet|-q")) { g->quiet = 1; continue; }
-        if (cli_flag(a, "--verbose|-v")) { cli_verbose = 1; continue; }
+        if (cli_flag(a, "--json")) {
+            g->json = 1;
+            continue;
+        }
+        if (cli_flag(a, "--explain")) {
+            g->explain = 1;
+            continue;
+        }
+        if (cli_flag(a, "--plan")) {
+            g->plan = 1;
+            continue;
+        }
+        if (cli_flag(a, "--resume")) {
+            g->opts.resume = 1;
+            continue;
+        }
+        if (cli_flag(a, "--binarize")) {
+            g->read.binarize = 1;
+            continue;
+        }
+        if (cli_flag(a, "--quiet|-q")) {
+            g->quiet = 1;
+            continue;
+        }
+        if (cli_flag(a, "--verbose|-v")) {
+            cli_verbose = 1;
+            continue;
+        }
         if (CLI_OPTION(a, r, v, "-o|--output")) {
             if (r < 0) return OC_EXIT_USAGE;
             g->output = v;
@@ -149,12 +171,10 @@ static int parse_gram_args(int argc, char **argv, gram_args *g)
             if (oc_metric_parse(v, &g->opts.metric) != OC_OK) return cli_expected("--metric", v, cli_metric_at);
         } else if (CLI_OPTION(a, r, v, "--dtype")) {
             if (r < 0) return OC_EXIT_USAGE;
-            if (oc_dtype_parse(v, &g->opts.dtype) != OC_OK)
-                return cli_expected("--dtype", v, cli_dtype_at);
+            if (oc_dtype_parse(v, &g->opts.dtype) != OC_OK) return cli_expected("--dtype", v, cli_dtype_at);
         } else if (CLI_OPTION(a, r, v, "--backend")) {
             if (r < 0) return OC_EXIT_USAGE;
-            if (oc_backend_parse(v, &g->opts.backend) != OC_OK)
-                return cli_expected("--backend", v, cli_backend_at);
+            if (oc_backend_parse(v, &g->opts.backend) != OC_OK) return cli_expected("--backend", v, cli_backend_at);
         } else if (CLI_OPTION(a, r, v, "--algorithm")) {
             if (r < 0) return OC_EXIT_USAGE;
             if (oc_algorithm_parse(v, &g->opts.algorithm) != OC_OK)
@@ -165,7 +185,8 @@ static int parse_gram_args(int argc, char **argv, gram_args *g)
         } else if (CLI_OPTION(a, r, v, "--device")) {
             int64_t d;
             if (r < 0) return OC_EXIT_USAGE;
-            if (cli_parse_i64(v, &d) || d < 0 || d > 1024) return cli_usage_error("--device %s: expected a device index", v);
+            if (cli_parse_i64(v, &d) || d < 0 || d > 1024)
+                return cli_usage_error("--device %s: expected a device index", v);
             g->opts.device = (int)d;
         } else if (CLI_OPTION(a, r, v, "--devices")) {
             if (r < 0) return OC_EXIT_USAGE;
@@ -175,7 +196,8 @@ static int parse_gram_args(int argc, char **argv, gram_args *g)
             g->gpu_mem = v;
             if (strchr(v, '=')) g->opts.gpu_mem_devices = v; /* per device: parsed by the library */
             else if (cli_parse_size(v, &g->opts.gpu_mem_bytes, &g->opts.gpu_mem_fraction))
-                return cli_usage_error("--gpu-mem %s: expected a size such as 2G or 512M, or a percentage such as 50%%", v);
+                return cli_usage_error("--gpu-mem %s: expected a size such as 2G or 512M, or a percentage such as 50%%",
+                                       v);
         } else if (CLI_OPTION(a, r, v, "--gpu-mem-mode")) {
             if (r < 0) return OC_EXIT_USAGE;
             if (strcmp(v, "grow") == 0) g->opts.gpu_mem_mode = OC_GPU_MEM_GROW;
@@ -200,8 +222,7 @@ static int parse_gram_args(int argc, char **argv, gram_args *g)
             g->opts.use_threshold = 1;
         } else if (CLI_OPTION(a, r, v, "--min-score")) {
             if (r < 0) return OC_EXIT_USAGE;
-            if (cli_parse_double(v, &g->opts.min_score))
-                return cli_usage_error("--min-score %s: expected a number", v);
+            if (cli_parse_double(v, &g->opts.min_score)) return cli_usage_error("--min-score %s: expected a number", v);
             g->opts.use_min_score = 1;
         } else if (CLI_OPTION(a, r, v, "--bits")) {
             if (r < 0) return OC_EXIT_USAGE;
@@ -218,9 +239,9 @@ static int parse_gram_args(int argc, char **argv, gram_args *g)
         return cli_usage_error("gram: --min-score keeps the top-k neighbours scoring at least S: give --topk K too "
                                "(--threshold T lists every pair at least T)");
     if (!g->output)
-        return cli_usage_error("gram: no output given: add -o %s", g->opts.topk       ? "OUT.npz (or .tsv)"
-                                                                  : g->opts.use_threshold ? "OUT.npz (or .mtx, .tsv)"
-                                                                                          : "OUT.npy");
+        return cli_usage_error("gram: no output given: add -o %s", g->opts.topk            ? "OUT.npz (or .tsv)"
+                                                                   : g->opts.use_threshold ? "OUT.npz (or .mtx, .tsv)"
+                                                                                           : "OUT.npy");
     if (!g->plan) {
         int rc = cli_check_output(g->output); /* a folder, a missing one: before the extension */
         if (rc >= 0) return rc;
@@ -255,12 +276,14 @@ static void print_summary(const gram_args *g, const oc_matrix *a, const oc_matri
         printf("{\"command\": \"gram\", \"a\": ");
         cli_json_string(stdout, g->inputs[0]);
         printf(", \"b\": ");
-        if (g->ninputs > 1) cli_json_string(stdout, g->inputs[1]); else printf("null");
+        if (g->ninputs > 1) cli_json_string(stdout, g->inputs[1]);
+        else printf("null");
         printf(", \"output\": ");
         cli_json_string(stdout, g->output);
         if (g->opts.topk > 0) printf(", \"topk\": %lld", (long long)g->opts.topk);
         if (g->opts.use_min_score) printf(", \"min_score\": %.17g", g->opts.min_score);
-        if (g->opts.use_threshold) printf(", \"threshold\": %.17g, \"pairs\": %lld", g->opts.threshold, (long long)s->pairs);
+        if (g->opts.use_threshold)
+            printf(", \"threshold\": %.17g, \"pairs\": %lld", g->opts.threshold, (long long)s->pairs);
         if (s->select_desc[0]) {
             printf(", \"selection\": ");
             cli_json_string(stdout, s->select_desc);
@@ -275,16 +298,16 @@ static void print_summary(const gram_args *g, const oc_matrix *a, const oc_matri
         printf(", \"backend_explain\": ");
         cli_json_string(stdout, s->backend_explain);
         printf(", \"threads\": %d", s->threads);
-        printf(", \"seconds\": %.6f, \"load_seconds\": %.6f, \"bit_macs_computed\": %.0f, \"bit_macs_effective\": %.0f, "
-               "\"rate_computed\": %.6g, \"rate_effective\": %.6g, \"tiles\": %lld, \"host_peak_bytes\": %lld, "
-               "\"host_budget_bytes\": %lld, "
-               "\"gpu\": {\"budget_bytes\": %lld, \"peak_bytes\": %lld, \"current_bytes\": %lld, \"allocations\": %lld, "
-               "\"bytes_h2d\": %lld, \"bytes_d2h\": %lld}",
-               s->seconds, load_seconds, s->bit_macs_computed, s->bit_macs_effective, raw, eff, (long long)s->tiles,
-               (long long)s->host_peak_bytes, (long long)s->host_budget_bytes, (long long)s->dev_budget_bytes,
-               (long long)s->dev_peak_bytes,
-               (long long)s->dev_current_bytes, (long long)s->dev_allocations, (long long)s->bytes_h2d,
-               (long long)s->bytes_d2h);
+        printf(
+            ", \"seconds\": %.6f, \"load_seconds\": %.6f, \"bit_macs_computed\": %.0f, \"bit_macs_effective\": %.0f, "
+            "\"rate_computed\": %.6g, \"rate_effective\": %.6g, \"tiles\": %lld, \"host_peak_bytes\": %lld, "
+            "\"host_budget_bytes\": %lld, "
+            "\"gpu\": {\"budget_bytes\": %lld, \"peak_bytes\": %lld, \"current_bytes\": %lld, \"allocations\": %lld, "
+            "\"bytes_h2d\": %lld, \"bytes_d2h\": %lld}",
+            s->seconds, load_seconds, s->bit_macs_computed, s->bit_macs_effective, raw, eff, (long long)s->tiles,
+            (long long)s->host_peak_bytes, (long long)s->host_budget_bytes, (long long)s->dev_budget_bytes,
+            (long long)s->dev_peak_bytes, (long long)s->dev_current_bytes, (long long)s->dev_allocations,
+            (long long)s->bytes_h2d, (long long)s->bytes_d2h);
         print_devices_json(s);
         /* Where the wall time went (docs/cli.md, "Where the time goes"): the CUDA start this
          * process waited for past the reading of the inputs, then the job's own phases. */
@@ -308,16 +331,17 @@ static void print_summary(const gram_args *g, const oc_matrix *a, const oc_matri
     cli_message("%s %lld x %lld over %lld columns on %s: %.3f s, %sbit-MAC/s effective (%sbit-MAC/s computed), "
                 "peak memory %s%s ->%s %s",
                 oc_metric_name(g->opts.metric), (long long)n, (long long)p, (long long)m, s->backend_desc, s->seconds,
-                cli_si(eff, r1, sizeof r1), cli_si(raw, r2, sizeof r2), cli_bytes((double)s->host_peak_bytes, mem, sizeof mem),
-                gpu, what, g->output);
+                cli_si(eff, r1, sizeof r1), cli_si(raw, r2, sizeof r2),
+                cli_bytes((double)s->host_peak_bytes, mem, sizeof mem), gpu, what, g->output);
     /* Several devices: what each did, on one line. */
     if (s->device_count > 1) {
         char line[OC_MAX_LOGICAL_DEVICES * 96] = "";
         size_t used = 0;
         for (int d = 0; d < s->device_count && used < sizeof line; ++d) {
             char peak[32];
-            used += (size_t)snprintf(line + used, sizeof line - used, "%s%s %lld tiles, busy %.3f s, peak %s", d ? "; " : "",
-                                     s->devices[d].name, (long long)s->devices[d].tiles, s->devices[d].busy_seconds,
+            used += (size_t)snprintf(line + used, sizeof line - used, "%s%s %lld tiles, busy %.3f s, peak %s",
+                                     d ? "; " : "", s->devices[d].name, (long long)s->devices[d].tiles,
+                                     s->devices[d].busy_seconds,
                                      cli_bytes((double)s->devices[d].peak_bytes, peak, sizeof peak));
         }
         cli_message("devices: %s", line);
@@ -473,7 +497,8 @@ int oc_cmd_gram(int argc, char **argv)
 
     cli_progress progress;
     cli_progress_init(&progress, "gram",
-                      (double)oc_matrix_rows(a) * (double)(b ? oc_matrix_rows(b) : oc_matrix_rows(a)) * (double)oc_matrix_cols(a),
+                      (double)oc_matrix_rows(a) * (double)(b ? oc_matrix_rows(b) : oc_matrix_rows(a)) *
+                          (double)oc_matrix_cols(a),
                       !g.quiet);
     g.opts.progress = cli_progress_update;
     g.opts.progress_user = &progress;

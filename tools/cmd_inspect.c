@@ -80,8 +80,14 @@ int oc_cmd_inspect(int argc, char **argv)
             fputs(inspect_usage, stdout);
             return OC_EXIT_OK;
         }
-        if (cli_flag(a, "--json")) { json = 1; continue; }
-        if (cli_flag(a, "--no-gpu")) { opts.use_gpu = 0; continue; }
+        if (cli_flag(a, "--json")) {
+            json = 1;
+            continue;
+        }
+        if (cli_flag(a, "--no-gpu")) {
+            opts.use_gpu = 0;
+            continue;
+        }
         if (CLI_OPTION(a, m, value, "--arch")) {
             if (m < 0) return OC_EXIT_USAGE;
             opts.arch = value;

@@ -119,10 +119,22 @@ static int parse_map_args(int argc, char **argv, map_args *g)
             print_usage();
             return OC_EXIT_OK;
         }
-        if (cli_flag(a, "--json")) { g->json = 1; continue; }
-        if (cli_flag(a, "--explain")) { g->explain = 1; continue; }
-        if (cli_flag(a, "--quiet|-q")) { g->quiet = 1; continue; }
-        if (cli_flag(a, "--verbose|-v")) { cli_verbose = 1; continue; }
+        if (cli_flag(a, "--json")) {
+            g->json = 1;
+            continue;
+        }
+        if (cli_flag(a, "--explain")) {
+            g->explain = 1;
+            continue;
+        }
+        if (cli_flag(a, "--quiet|-q")) {
+            g->quiet = 1;
+            continue;
+        }
+        if (cli_flag(a, "--verbose|-v")) {
+            cli_verbose = 1;
+            continue;
+        }
         if (CLI_OPTION(a, r, v, "-o|--output")) {
             if (r < 0) return OC_EXIT_USAGE;
             g->output = v;
@@ -136,11 +148,11 @@ static int parse_map_args(int argc, char **argv, map_args *g)
             g->scalars[g->nscalars++] = (oc_map_scalar){name, value};
         } else if (CLI_OPTION(a, r, v, "--dtype")) {
             if (r < 0) return OC_EXIT_USAGE;
-            if (oc_map_dtype_parse(v, &g->opts.dtype) != OC_OK)
-                return cli_expected("--dtype", v, cli_map_dtype_at);
+            if (oc_map_dtype_parse(v, &g->opts.dtype) != OC_OK) return cli_expected("--dtype", v, cli_map_dtype_at);
         } else if (CLI_OPTION(a, r, v, "--reduce")) {
             if (r < 0) return OC_EXIT_USAGE;
-            if (parse_reduce(v, &g->opts.reduce)) return cli_usage_error("--reduce %s: expected sum, mean, min or max", v);
+            if (parse_reduce(v, &g->opts.reduce))
+                return cli_usage_error("--reduce %s: expected sum, mean, min or max", v);
         } else if (CLI_OPTION(a, r, v, "--axis")) {
             int64_t axis;
             if (r < 0) return OC_EXIT_USAGE;
@@ -150,8 +162,7 @@ static int parse_map_args(int argc, char **argv, map_args *g)
             g->opts.axis = (int)axis;
         } else if (CLI_OPTION(a, r, v, "--backend")) {
             if (r < 0) return OC_EXIT_USAGE;
-            if (oc_backend_parse(v, &g->opts.backend) != OC_OK)
-                return cli_expected("--backend", v, cli_backend_at);
+            if (oc_backend_parse(v, &g->opts.backend) != OC_OK) return cli_expected("--backend", v, cli_backend_at);
         } else if (CLI_OPTION(a, r, v, "--threads")) {
             if (r < 0) return OC_EXIT_USAGE;
             if ((r = cli_parse_threads(v, &g->opts.threads)) >= 0) return r;
@@ -160,7 +171,8 @@ static int parse_map_args(int argc, char **argv, map_args *g)
             if (r < 0) return OC_EXIT_USAGE;
             g->gpu_mem = v;
             if (cli_parse_size(v, &g->opts.gpu_mem_bytes, &frac))
-                return cli_usage_error("--gpu-mem %s: expected a size such as 2G or 512M, or a percentage such as 50%%", v);
+                return cli_usage_error("--gpu-mem %s: expected a size such as 2G or 512M, or a percentage such as 50%%",
+                                       v);
             g->opts.gpu_mem_fraction = frac;
         } else if (CLI_OPTION(a, r, v, "--host-mem")) {
             if (r < 0) return OC_EXIT_USAGE;
@@ -186,15 +198,33 @@ static int parse_map_args(int argc, char **argv, map_args *g)
 static const char *format_value(oc_map_dtype t, const void *p, int json, char *buf, size_t size)
 {
     switch (t) {
-    case OC_MAP_BOOL: snprintf(buf, size, "%s", *(const uint8_t *)p ? (json ? "true" : "True") : (json ? "false" : "False")); break;
-    case OC_MAP_INT8: snprintf(buf, size, "%d", *(const int8_t *)p); break;
-    case OC_MAP_INT16: snprintf(buf, size, "%d", *(const int16_t *)p); break;
-    case OC_MAP_INT32: snprintf(buf, size, "%" PRId32, *(const int32_t *)p); break;
-    case OC_MAP_INT64: snprintf(buf, size, "%" PRId64, *(const int64_t *)p); break;
-    case OC_MAP_UINT8: snprintf(buf, size, "%u", *(const uint8_t *)p); break;
-    case OC_MAP_UINT16: snprintf(buf, size, "%u", *(const uint16_t *)p); break;
-    case OC_MAP_UINT32: snprintf(buf, size, "%" PRIu32, *(const uint32_t *)p); break;
-    case OC_MAP_UINT64: snprintf(buf, size, "%" PRIu64, *(const uint64_t *)p); break;
+    case OC_MAP_BOOL:
+        snprintf(buf, size, "%s", *(const uint8_t *)p ? (json ? "true" : "True") : (json ? "false" : "False"));
+        break;
+    case OC_MAP_INT8:
+        snprintf(buf, size, "%d", *(const int8_t *)p);
+        break;
+    case OC_MAP_INT16:
+        snprintf(buf, size, "%d", *(const int16_t *)p);
+        break;
+    case OC_MAP_INT32:
+        snprintf(buf, size, "%" PRId32, *(const int32_t *)p);
+        break;
+    case OC_MAP_INT64:
+        snprintf(buf, size, "%" PRId64, *(const int64_t *)p);
+        break;
+    case OC_MAP_UINT8:
+        snprintf(buf, size, "%u", *(const uint8_t *)p);
+        break;
+    case OC_MAP_UINT16:
+        snprintf(buf, size, "%u", *(const uint16_t *)p);
+        break;
+    case OC_MAP_UINT32:
+        snprintf(buf, size, "%" PRIu32, *(const uint32_t *)p);
+        break;
+    case OC_MAP_UINT64:
+        snprintf(buf, size, "%" PRIu64, *(const uint64_t *)p);
+        break;
     default: {
         double v = t == OC_MAP_FLOAT32 ? (double)*(const float *)p : *(const double *)p;
         if (json && !isfinite(v)) snprintf(buf, size, "null");
@@ -221,8 +251,8 @@ static void print_summary(const map_args *g, const oc_map *m, const oc_map_stats
         for (int d = 0; d < nd; d++) printf("%s%" PRId64, d ? ", " : "", shape[d]);
         printf("], \"backend\": \"%s\", \"backend_desc\": ", oc_backend_name(s->backend));
         cli_json_string(stdout, s->backend_desc);
-        printf(", \"seconds\": %.6f, \"elements\": %" PRId64 ", \"bytes_read\": %" PRId64 ", \"bytes_written\": %" PRId64
-               ", \"bytes_per_second\": %.6g, \"threads\": %d}\n",
+        printf(", \"seconds\": %.6f, \"elements\": %" PRId64 ", \"bytes_read\": %" PRId64
+               ", \"bytes_written\": %" PRId64 ", \"bytes_per_second\": %.6g, \"threads\": %d}\n",
                s->seconds, s->elements, s->bytes_read, s->bytes_written, rate, s->threads);
         return;
     }

@@ -92,14 +92,16 @@ static int take_value(cli_args *a, matmul_args *g)
             return cli_usage_error("--dtype %s: expected float64, float32, float16 or int32", v);
     } else if (CLI_OPTION(a, r, v, "--backend")) {
         if (r < 0) return OC_EXIT_USAGE;
-        if (oc_backend_parse(v, &g->opts.backend) != OC_OK) return cli_usage_error("--backend %s: expected auto, cpu or cuda", v);
+        if (oc_backend_parse(v, &g->opts.backend) != OC_OK)
+            return cli_usage_error("--backend %s: expected auto, cpu or cuda", v);
     } else if (CLI_OPTION(a, r, v, "--threads")) {
         if (r < 0) return OC_EXIT_USAGE;
         if ((r = cli_parse_threads(v, &g->opts.threads)) >= 0) return r;
     } else if (CLI_OPTION(a, r, v, "--device")) {
         int64_t d;
         if (r < 0) return OC_EXIT_USAGE;
-        if (cli_parse_i64(v, &d) || d < 0 || d > 1023) return cli_usage_error("--device %s: expected a device index", v);
+        if (cli_parse_i64(v, &d) || d < 0 || d > 1023)
+            return cli_usage_error("--device %s: expected a device index", v);
         g->opts.device = (int)d;
     } else if (CLI_OPTION(a, r, v, "--devices")) {
         if (r < 0) return OC_EXIT_USAGE;
@@ -145,8 +147,7 @@ static int parse_matmul_args(int argc, char **argv, matmul_args *g)
     if (g->ninputs == 0) return cli_usage_error("matmul: no input matrix given (see outcore matmul --help)");
     if (g->opts.gram && g->ninputs == 2)
         return cli_usage_error("matmul: --gram computes A·Aᵀ from A alone: give one input, or drop --gram");
-    if (!g->opts.gram && g->ninputs == 1)
-        return cli_usage_error("matmul: one input: give B too, or --gram for A·Aᵀ");
+    if (!g->opts.gram && g->ninputs == 1) return cli_usage_error("matmul: one input: give B too, or --gram for A·Aᵀ");
     if (g->plan || (g->explain && !g->output)) return -1;
     if (!g->output) return cli_usage_error("matmul: no output given: add -o C.npy");
     int rc = cli_check_output(g->output); /* a folder, a missing one: before the extension */
@@ -167,7 +168,8 @@ static void print_summary(const matmul_args *g, const oc_matmul_stats *s)
         printf(", \"output\": ");
         cli_json_string(stdout, g->output);
         printf(", \"m\": %" PRId64 ", \"n\": %" PRId64 ", \"k\": %" PRId64 ", \"dtype\": \"%s\", \"backend\": \"%s\", "
-               "\"backend_desc\": ", s->m, s->n, s->k, oc_matmul_dtype_name(s->dtype), oc_backend_name(s->backend));
+               "\"backend_desc\": ",
+               s->m, s->n, s->k, oc_matmul_dtype_name(s->dtype), oc_backend_name(s->backend));
         cli_json_string(stdout, s->backend_desc);
         printf(", \"backend_explain\": ");
         cli_json_string(stdout, s->backend_explain);

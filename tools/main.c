@@ -7,32 +7,33 @@
 #include "commands.h"
 #include "outcore.h"
 
-static const char usage[] =
-    "usage: outcore <command> [options]\n"
-    "\n"
-    "Binary Gram matrices (A·Aᵀ of 0/1 matrices) that do not fit: exact counts, Jaccard,\n"
-    "cosine and Hamming similarity, on 1-bit tensor cores or a fast CPU backend.\n"
-    "\n"
-    "commands:\n"
-    "  gram      C = A·Aᵀ or A·Bᵀ of 0/1 matrix files          (outcore gram --help)\n"
-    "  gen       write a random 0/1 matrix with planted near-duplicates\n"
-    "  demo      run the main job on a built-in example and check what it finds\n"
-    "  devices   the GPUs (and CPU) outcore can use, their limits and bandwidth\n"
-    "  inspect   registers, shared memory and launch limits of a PTX/cubin kernel\n"
-    "  map       a numpy-style expression over .npy arrays of any size  (outcore map --help)\n"
-    "  matmul    C = A·B of dense .npy matrices beyond memory  (outcore matmul --help)\n"
-    "  clean     remove what interrupted jobs left beside an output (outcore clean --help)\n"
-    "\n"
-    "  --version, --help\n"
-    "An option that takes a value is given once; -- ends a command's options.\n"
-    "Exit status: 0 success, 2 bad input or usage, 1 other failures, 130 interrupted.\n";
+static const char usage[] = "usage: outcore <command> [options]\n"
+                            "\n"
+                            "Binary Gram matrices (A·Aᵀ of 0/1 matrices) that do not fit: exact counts, Jaccard,\n"
+                            "cosine and Hamming similarity, on 1-bit tensor cores or a fast CPU backend.\n"
+                            "\n"
+                            "commands:\n"
+                            "  gram      C = A·Aᵀ or A·Bᵀ of 0/1 matrix files          (outcore gram --help)\n"
+                            "  gen       write a random 0/1 matrix with planted near-duplicates\n"
+                            "  demo      run the main job on a built-in example and check what it finds\n"
+                            "  devices   the GPUs (and CPU) outcore can use, their limits and bandwidth\n"
+                            "  inspect   registers, shared memory and launch limits of a PTX/cubin kernel\n"
+                            "  map       a numpy-style expression over .npy arrays of any size  (outcore map --help)\n"
+                            "  matmul    C = A·B of dense .npy matrices beyond memory  (outcore matmul --help)\n"
+                            "  clean     remove what interrupted jobs left beside an output (outcore clean --help)\n"
+                            "\n"
+                            "  --version, --help\n"
+                            "An option that takes a value is given once; -- ends a command's options.\n"
+                            "Exit status: 0 success, 2 bad input or usage, 1 other failures, 130 interrupted.\n";
 
 int main(int argc, char **argv)
 {
-    static const struct { const char *name; int (*run)(int, char **); } commands[] = {
-        {"gram", oc_cmd_gram},       {"gen", oc_cmd_gen},         {"demo", oc_cmd_demo},
-        {"devices", oc_cmd_devices}, {"inspect", oc_cmd_inspect}, {"map", oc_cmd_map},
-        {"clean", oc_cmd_clean},     {"matmul", oc_cmd_matmul},
+    static const struct {
+        const char *name;
+        int (*run)(int, char **);
+    } commands[] = {
+        {"gram", oc_cmd_gram},       {"gen", oc_cmd_gen}, {"demo", oc_cmd_demo},   {"devices", oc_cmd_devices},
+        {"inspect", oc_cmd_inspect}, {"map", oc_cmd_map}, {"clean", oc_cmd_clean}, {"matmul", oc_cmd_matmul},
     };
     if (argc < 2) {
         fputs(usage, stderr);

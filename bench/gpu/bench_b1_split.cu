@@ -59,15 +59,16 @@ static void launch(oc_context *ctx, oc_cuda_device *dev, const oc_gram_tile *t)
 /* The tile in `slices` slices of K (1: whole), timed: `each[s]` the time of slice s. Back to
  * back as a job runs them, or with `alone` each slice by itself (the device idle before it
  * starts); the result is then the sum of the slices' times. */
-static double run(oc_context *ctx, oc_cuda_device *dev, const oc_gram_tile *whole, int slices, int alone, cudaEvent_t *ev,
-                  double *each)
+static double run(oc_context *ctx, oc_cuda_device *dev, const oc_gram_tile *whole, int slices, int alone,
+                  cudaEvent_t *ev, double *each)
 {
     const int64_t kblocks = (whole->words + 15) / 16;
     float ms;
     double sum = 0;
     CK(cudaEventRecord(ev[0], dev->compute));
     for (int s = 0; s < slices; ++s) {
-        const int64_t w0 = kblocks * s / slices * 16, w1 = s + 1 == slices ? whole->words : kblocks * (s + 1) / slices * 16;
+        const int64_t w0 = kblocks * s / slices * 16,
+                      w1 = s + 1 == slices ? whole->words : kblocks * (s + 1) / slices * 16;
         oc_gram_tile t = *whole;
         if (slices > 1) {
             t.a = whole->a + w0, t.b = whole->b + w0;
@@ -170,8 +171,9 @@ int main(int argc, char **argv)
     for (int r = 0; r < runs; ++r) times[r] = run(ctx, &dev, &t, 1, 0, ev, each);
     for (int r = 0; r < runs; ++r) alone[r] = run(ctx, &dev, &t, 1, 1, ev, each);
     const double whole_ms = 1e3 * median(times, runs), whole_alone_ms = 1e3 * median(alone, runs);
-    printf("| slices | ms | rate per bit | ms, slices alone | rate per bit, alone | first slice ms | middle slice ms | last slice "
-           "ms |\n");
+    printf(
+        "| slices | ms | rate per bit | ms, slices alone | rate per bit, alone | first slice ms | middle slice ms | last slice "
+        "ms |\n");
     printf("|---|---|---|---|---|---|---|---|\n");
     printf("| 1 (whole) | %.3f | 100%% | %.3f | 100%% | - | - | - |\n", whole_ms, whole_alone_ms);
     int bad_ways = 0;
@@ -195,8 +197,9 @@ int main(int argc, char **argv)
         }
         for (int r = 0; r < runs; ++r) alone[r] = run(ctx, &dev, &t, S, 1, ev, each);
         const double split_ms = 1e3 * median(times, runs), alone_ms = 1e3 * median(alone, runs);
-        printf("| %d | %.3f | %.1f%% | %.3f | %.1f%% | %.3f | %.3f | %.3f |\n", S, split_ms, 100 * whole_ms / split_ms, alone_ms,
-               100 * whole_alone_ms / alone_ms, 1e3 * median(first, runs), 1e3 * median(mid, runs), 1e3 * median(last, runs));
+        printf("| %d | %.3f | %.1f%% | %.3f | %.1f%% | %.3f | %.3f | %.3f |\n", S, split_ms, 100 * whole_ms / split_ms,
+               alone_ms, 100 * whole_alone_ms / alone_ms, 1e3 * median(first, runs), 1e3 * median(mid, runs),
+               1e3 * median(last, runs));
         fflush(stdout);
     }
     for (int i = 0; i <= MAX_SLICES; ++i) CK(cudaEventDestroy(ev[i]));

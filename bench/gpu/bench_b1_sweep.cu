@@ -29,7 +29,6 @@ extern "C" {
 #include "bench_bits.cuh"
 #include "bench_check.h"
 
-
 typedef oc_status (*kernel_fn)(oc_context *, oc_cuda_device *, const oc_gram_tile *, cudaStream_t, double *);
 
 static double time_kernel(oc_context *ctx, oc_cuda_device *dev, kernel_fn fn, const oc_gram_tile *t, double *macs)

@@ -26,7 +26,8 @@ static int bench_open_device(const char *name, oc_context **ctx, oc_cuda_device 
 /* Random words (splitmix64 of the index and seed); the padding words past m stay zero. */
 __global__ void fill_bits(uint64_t *w, int64_t rows, int64_t words, int64_t used_words, uint64_t seed)
 {
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < rows * words; i += (int64_t)gridDim.x * blockDim.x) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < rows * words;
+         i += (int64_t)gridDim.x * blockDim.x) {
         uint64_t z = (uint64_t)i * 0x9e3779b97f4a7c15ull + seed;
         z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
         z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
@@ -36,9 +37,11 @@ __global__ void fill_bits(uint64_t *w, int64_t rows, int64_t words, int64_t used
 
 /* Elements of two int32 outputs that differ, counted on the device (with `upper`, only those
  * with c >= r: where both kernels wrote for a diagonal tile of A·Aᵀ). */
-__global__ void count_diff(const int32_t *x, const int32_t *y, int64_t rows, int64_t cols, int upper, unsigned long long *bad)
+__global__ void count_diff(const int32_t *x, const int32_t *y, int64_t rows, int64_t cols, int upper,
+                           unsigned long long *bad)
 {
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < rows * cols; i += (int64_t)gridDim.x * blockDim.x) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < rows * cols;
+         i += (int64_t)gridDim.x * blockDim.x) {
         if (upper && i % cols < i / cols) continue;
         if (x[i] != y[i]) atomicAdd(bad, 1ull);
     }

@@ -17,13 +17,13 @@
         }                                                                                          \
     } while (0)
 
-#define CKL(call)                                                                                  \
-    do {                                                                                           \
-        cublasStatus_t s_ = (call);                                                                \
-        if (s_ != CUBLAS_STATUS_SUCCESS) {                                                         \
-            fprintf(stderr, "%s:%d: %s: cublas status %d\n", __FILE__, __LINE__, #call, (int)s_);  \
-            exit(1);                                                                               \
-        }                                                                                          \
+#define CKL(call)                                                                                 \
+    do {                                                                                          \
+        cublasStatus_t s_ = (call);                                                               \
+        if (s_ != CUBLAS_STATUS_SUCCESS) {                                                        \
+            fprintf(stderr, "%s:%d: %s: cublas status %d\n", __FILE__, __LINE__, #call, (int)s_); \
+            exit(1);                                                                              \
+        }                                                                                         \
     } while (0)
 
 #endif

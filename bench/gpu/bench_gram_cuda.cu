@@ -46,12 +46,12 @@ extern "C" {
 
 static int failures = 0;
 
-#define CKO(ctx, call)                                                                             \
-    do {                                                                                           \
-        if ((call) != OC_OK) {                                                                     \
+#define CKO(ctx, call)                                                                                 \
+    do {                                                                                               \
+        if ((call) != OC_OK) {                                                                         \
             fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, oc_context_last_error(ctx)); \
-            exit(1);                                                                               \
-        }                                                                                          \
+            exit(1);                                                                                   \
+        }                                                                                              \
     } while (0)
 
 typedef struct row {
@@ -176,8 +176,9 @@ static void bench_copy_paths(oc_context *ctx, void *pin, size_t bytes)
     t0 = oc_now();
     CK(cudaHostUnregister(dst));
     double unreg = oc_now() - t0;
-    printf("host: cudaHostAlloc 256 MiB %.3f s (%.1f GB/s); cudaHostRegister 1 GiB %.3f s (%.1f GB/s), unregister %.3f s\n",
-           alloc, (256 << 20) / alloc / 1e9, reg, bytes / reg / 1e9, unreg);
+    printf(
+        "host: cudaHostAlloc 256 MiB %.3f s (%.1f GB/s); cudaHostRegister 1 GiB %.3f s (%.1f GB/s), unregister %.3f s\n",
+        alloc, (256 << 20) / alloc / 1e9, reg, bytes / reg / 1e9, unreg);
     put_arg p = {{dst, 4096, 4, 0}, (const char *)pin, 256, 4096};
     const int threads[] = {1, 4, 8, 14};
     printf("host: sink row copies pinned -> pageable (non-temporal):");
@@ -237,8 +238,8 @@ static void bench_kernel(oc_context *ctx, oc_cuda_device *dev, const oc_matrix *
     CK(cudaMalloc((void **)d_out, obytes));
     CK(cudaMemcpy(*d_a, a->bits, abytes, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(d_pop, pop32, (size_t)n * 4, cudaMemcpyHostToDevice));
-    oc_gram_tile t = {*d_a, *d_a, a->words_per_row, (int)n, (int)n, d_pop, d_pop, *d_out, n, OC_METRIC_COUNTS,
-                      OC_DTYPE_INT32, 1};
+    oc_gram_tile t = {*d_a,   *d_a, a->words_per_row, (int)n,         (int)n, d_pop, d_pop,
+                      *d_out, n,    OC_METRIC_COUNTS, OC_DTYPE_INT32, 1};
     cudaEvent_t e0, e1;
     CK(cudaEventCreate(&e0));
     CK(cudaEventCreate(&e1));
@@ -299,7 +300,8 @@ static void bench_kernel(oc_context *ctx, oc_cuda_device *dev, const oc_matrix *
     float ms;
     CK(cudaEventElapsedTime(&ms, e0, e1));
     snprintf(note, sizeof note, "popc CUDA cores, n=%lld m=%lld", (long long)n, (long long)(t.words * 64));
-    add_row("kernel popc (device only)", ms / 1e3, macs / (ms / 1e3), (double)n * n * t.words * 64 / (ms / 1e3), 0, note);
+    add_row("kernel popc (device only)", ms / 1e3, macs / (ms / 1e3), (double)n * n * t.words * 64 / (ms / 1e3), 0,
+            note);
     CK(cudaFree(d_pop));
     free(pop64);
     free(pop32);
@@ -340,7 +342,8 @@ static void bench_cublas(const oc_matrix *a, const uint64_t *d_a)
     CK(cudaMalloc(&ws, ws_bytes));
     cublasLtMatmulPreference_t pref;
     CKL(cublasLtMatmulPreferenceCreate(&pref));
-    CKL(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes, sizeof ws_bytes));
+    CKL(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes,
+                                             sizeof ws_bytes));
     /* The heuristic's first choice is not always the fastest for this shape: time each
      * candidate once and keep the best, so the reference is cuBLASLt at its best. */
     cublasLtMatmulHeuristicResult_t heur[8];
@@ -359,8 +362,8 @@ static void bench_cublas(const oc_matrix *a, const uint64_t *d_a)
     double best_ms = 1e30;
     for (int h = 0; h < found; ++h) {
         CK(cudaEventRecord(e0));
-        if (cublasLtMatmul(lt, op, &alpha, d_i8, la, d_i8, la, &beta, d_c, lc, d_c, lc, &heur[h].algo, ws, ws_bytes, 0) !=
-            CUBLAS_STATUS_SUCCESS)
+        if (cublasLtMatmul(lt, op, &alpha, d_i8, la, d_i8, la, &beta, d_c, lc, d_c, lc, &heur[h].algo, ws, ws_bytes,
+                           0) != CUBLAS_STATUS_SUCCESS)
             continue;
         CK(cudaEventRecord(e1));
         CK(cudaEventSynchronize(e1));
@@ -375,7 +378,8 @@ static void bench_cublas(const oc_matrix *a, const uint64_t *d_a)
     double times[3];
     for (int r = 0; r < 3; ++r) {
         CK(cudaEventRecord(e0));
-        CKL(cublasLtMatmul(lt, op, &alpha, d_i8, la, d_i8, la, &beta, d_c, lc, d_c, lc, &heur[best].algo, ws, ws_bytes, 0));
+        CKL(cublasLtMatmul(lt, op, &alpha, d_i8, la, d_i8, la, &beta, d_c, lc, d_c, lc, &heur[best].algo, ws, ws_bytes,
+                           0));
         CK(cudaEventRecord(e1));
         CK(cudaEventSynchronize(e1));
         float ms;
@@ -389,7 +393,8 @@ static void bench_cublas(const oc_matrix *a, const uint64_t *d_a)
              k < a->cols ? " (k reduced to fit)" : "");
     add_row("cuBLASLt int8 GEMM", sec, rate, rate, 0, note);
     if (kernel_eff_rate > 0)
-        printf("  ratio b1 effective / cuBLASLt: %.2fx, raw / cuBLASLt: %.2fx\n", kernel_eff_rate / rate, kernel_raw_rate / rate);
+        printf("  ratio b1 effective / cuBLASLt: %.2fx, raw / cuBLASLt: %.2fx\n", kernel_eff_rate / rate,
+               kernel_raw_rate / rate);
 
     /* The same counts as the CPU definition where k = m. */
     if (k == a->cols) {
@@ -416,7 +421,8 @@ static void bench_cublas(const oc_matrix *a, const uint64_t *d_a)
 }
 
 /* oc_gram through the whole pipeline; prints and records the row. */
-static void bench_job(oc_context *ctx, const char *name, const oc_matrix *a, int64_t gpu_mem, int64_t tile, oc_output *out)
+static void bench_job(oc_context *ctx, const char *name, const oc_matrix *a, int64_t gpu_mem, int64_t tile,
+                      oc_output *out)
 {
     oc_gram_options o = OC_GRAM_OPTIONS_INIT;
     o.backend = OC_BACKEND_CUDA;
@@ -425,10 +431,11 @@ static void bench_job(oc_context *ctx, const char *name, const oc_matrix *a, int
     oc_gram_stats s = {.struct_size = sizeof s};
     CKO(ctx, oc_gram(ctx, a, NULL, &o, out, &s));
     char note[96];
-    snprintf(note, sizeof note, "%lld tiles, dev peak %.2f/%.2f GiB, H2D %.1f GB, D2H %.1f GB = %.1f GB/s", (long long)s.tiles,
-             s.dev_peak_bytes / 1073741824.0, s.dev_budget_bytes / 1073741824.0, s.bytes_h2d / 1e9, s.bytes_d2h / 1e9,
-             s.bytes_d2h / 1e9 / s.seconds);
-    add_row(name, s.seconds, s.bit_macs_computed / s.seconds, s.bit_macs_effective / s.seconds, s.bytes_d2h / s.seconds, note);
+    snprintf(note, sizeof note, "%lld tiles, dev peak %.2f/%.2f GiB, H2D %.1f GB, D2H %.1f GB = %.1f GB/s",
+             (long long)s.tiles, s.dev_peak_bytes / 1073741824.0, s.dev_budget_bytes / 1073741824.0, s.bytes_h2d / 1e9,
+             s.bytes_d2h / 1e9, s.bytes_d2h / 1e9 / s.seconds);
+    add_row(name, s.seconds, s.bit_macs_computed / s.seconds, s.bit_macs_effective / s.seconds, s.bytes_d2h / s.seconds,
+            note);
     if (s.dev_peak_bytes > s.dev_budget_bytes) {
         printf("  %s: peak device memory above the budget\n", name);
         failures++;
@@ -469,8 +476,8 @@ int main(int argc, char **argv)
     time_t now = time(NULL);
     char date[32];
     strftime(date, sizeof date, "%Y-%m-%d", gmtime(&now));
-    printf("device: %s (sm_%d, %d SMs, %.1f GiB), date %s\n", dev.name, dev.cc, dev.sm_count, dev.total_mem / 1073741824.0,
-           date);
+    printf("device: %s (sm_%d, %d SMs, %.1f GiB), date %s\n", dev.name, dev.cc, dev.sm_count,
+           dev.total_mem / 1073741824.0, date);
 
     if (want(argc, argv, "kernel") || want(argc, argv, "cublas") || want(argc, argv, "e2e")) {
         oc_matrix *a = random_matrix(ctx, 32768, 524288, 1);
@@ -525,7 +532,8 @@ int main(int argc, char **argv)
             bench_job(ctx, names[k], a, 2ll << 30, tiles[k], &discard);
             printf("  out-of-core raw rate / the same job in core: %.0f%%\n", 100.0 * rows[nrows - 1].raw / in_core);
             if (kernel_raw_rate > 0)
-                printf("  out-of-core raw rate / in-core kernel raw rate: %.0f%%\n", 100.0 * rows[nrows - 1].raw / kernel_raw_rate);
+                printf("  out-of-core raw rate / in-core kernel raw rate: %.0f%%\n",
+                       100.0 * rows[nrows - 1].raw / kernel_raw_rate);
         }
         oc_matrix_free(a);
     }
@@ -565,8 +573,8 @@ int main(int argc, char **argv)
 
     printf("\n| case | seconds | raw P bit-MAC/s | effective P bit-MAC/s | note |\n|---|---|---|---|---|\n");
     for (int i = 0; i < nrows; ++i)
-        printf("| %s | %.4f | %.3f | %.3f | %s |\n", rows[i].name, rows[i].seconds, rows[i].raw / 1e15, rows[i].effective / 1e15,
-               rows[i].note);
+        printf("| %s | %.4f | %.3f | %.3f | %s |\n", rows[i].name, rows[i].seconds, rows[i].raw / 1e15,
+               rows[i].effective / 1e15, rows[i].note);
     oc_context_free(ctx);
     return failures ? 1 : 0;
 }

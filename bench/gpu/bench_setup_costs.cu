@@ -98,8 +98,8 @@ int main(int argc, char **argv)
                 if (all[d].seconds > slowest) slowest = all[d].seconds;
             }
             for (int d = 0; d < n; ++d) unpin(&all[d]);
-            printf("pin 16 MB, %-27s alone %6.2f ms; on %d devices at once, the slowest %6.2f ms\n",
-                   pin_names[how], one.seconds * 1e3, n, slowest * 1e3);
+            printf("pin 16 MB, %-27s alone %6.2f ms; on %d devices at once, the slowest %6.2f ms\n", pin_names[how],
+                   one.seconds * 1e3, n, slowest * 1e3);
         }
     if (n < 2) return 0;
     for (int peers = 0; peers < 2; ++peers) {

@@ -87,7 +87,8 @@ int main(int argc, char **argv)
         else if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc) runs = atoi(argv[++i]) > 0 ? atoi(argv[i]) : 1;
         else if (strcmp(argv[i], "--modes") == 0 && i + 1 < argc) only = argv[++i];
         else {
-            fprintf(stderr, "usage: bench_topk_cuda [--n N] [--m M] [--gpu-mem BYTES] [--quick] [--runs N] [--modes LIST]\n");
+            fprintf(stderr,
+                    "usage: bench_topk_cuda [--n N] [--m M] [--gpu-mem BYTES] [--quick] [--runs N] [--modes LIST]\n");
             return 2;
         }
     }
@@ -122,9 +123,9 @@ int main(int argc, char **argv)
         oc_metric metric;
         int64_t topk;
         int threshold;
-    } modes[] = {{"counts, discarded", OC_METRIC_COUNTS, 0, 0},  {"jaccard, discarded", OC_METRIC_JACCARD, 0, 0},
-                 {"top-10 jaccard", OC_METRIC_JACCARD, k, 0},    {"top-10 counts", OC_METRIC_COUNTS, k, 0},
-                 {"jaccard >= 0.2", OC_METRIC_JACCARD, 0, 1},    {"top-200 jaccard (host)", OC_METRIC_JACCARD, kbig, 0}};
+    } modes[] = {{"counts, discarded", OC_METRIC_COUNTS, 0, 0}, {"jaccard, discarded", OC_METRIC_JACCARD, 0, 0},
+                 {"top-10 jaccard", OC_METRIC_JACCARD, k, 0},   {"top-10 counts", OC_METRIC_COUNTS, k, 0},
+                 {"jaccard >= 0.2", OC_METRIC_JACCARD, 0, 1},   {"top-200 jaccard (host)", OC_METRIC_JACCARD, kbig, 0}};
     enum { NMODES = 6, MAX_RUNS = 64 };
     const int nmodes = quick ? 5 : NMODES;
     int chosen[NMODES] = {1, 0, 0, 0, 0, 0}; /* the reference always runs */
@@ -133,7 +134,8 @@ int main(int argc, char **argv)
         char *end = NULL;
         const long md = strtol(p, &end, 10);
         if (end == p || md < 0 || md >= nmodes) {
-            fprintf(stderr, "bench_topk_cuda: --modes takes indices 0-%d separated by commas, not \"%s\"\n", nmodes - 1, only);
+            fprintf(stderr, "bench_topk_cuda: --modes takes indices 0-%d separated by commas, not \"%s\"\n", nmodes - 1,
+                    only);
             return 2;
         }
         chosen[md] = 1;
@@ -182,10 +184,11 @@ int main(int argc, char **argv)
         if (!chosen[md]) continue;
         const oc_gram_stats *s = &last[md];
         double t = median(secs[md], runs), lo = ratio[md][0], hi = ratio[md][0];
-        for (int r = 1; r < runs; ++r) lo = ratio[md][r] < lo ? ratio[md][r] : lo, hi = ratio[md][r] > hi ? ratio[md][r] : hi;
+        for (int r = 1; r < runs; ++r)
+            lo = ratio[md][r] < lo ? ratio[md][r] : lo, hi = ratio[md][r] > hi ? ratio[md][r] : hi;
         printf("| %-24s | %8.3f | %12.4g | %10.1f | %10.1f | %8.3f | %.3f-%.3f | %s", modes[md].name, t,
-               s->bit_macs_effective / t, s->bytes_h2d / 1048576.0, s->bytes_d2h / 1048576.0, median(ratio[md], runs), lo, hi,
-               s->select_desc[0] ? s->select_desc : "-");
+               s->bit_macs_effective / t, s->bytes_h2d / 1048576.0, s->bytes_d2h / 1048576.0, median(ratio[md], runs),
+               lo, hi, s->select_desc[0] ? s->select_desc : "-");
         if (modes[md].threshold) printf(" (%lld pairs)", (long long)last_pairs);
         printf("\n");
     }

@@ -20,16 +20,26 @@ const char *oc_version(void)
 const char *oc_status_string(oc_status status)
 {
     switch (status) {
-    case OC_OK: return "ok";
-    case OC_ERR_INVALID_ARGUMENT: return "invalid argument";
-    case OC_ERR_INPUT: return "bad input";
-    case OC_ERR_IO: return "i/o error";
-    case OC_ERR_NO_MEMORY: return "out of host memory";
-    case OC_ERR_DEVICE_NO_MEMORY: return "out of device memory budget";
-    case OC_ERR_DEVICE: return "device error";
-    case OC_ERR_UNSUPPORTED: return "unsupported";
-    case OC_ERR_CANCELLED: return "cancelled";
-    case OC_ERR_INTERNAL: return "internal error";
+    case OC_OK:
+        return "ok";
+    case OC_ERR_INVALID_ARGUMENT:
+        return "invalid argument";
+    case OC_ERR_INPUT:
+        return "bad input";
+    case OC_ERR_IO:
+        return "i/o error";
+    case OC_ERR_NO_MEMORY:
+        return "out of host memory";
+    case OC_ERR_DEVICE_NO_MEMORY:
+        return "out of device memory budget";
+    case OC_ERR_DEVICE:
+        return "device error";
+    case OC_ERR_UNSUPPORTED:
+        return "unsupported";
+    case OC_ERR_CANCELLED:
+        return "cancelled";
+    case OC_ERR_INTERNAL:
+        return "internal error";
     }
     return "unknown status";
 }
@@ -118,10 +128,7 @@ void oc_context_cancel(oc_context *ctx)
     if (ctx) atomic_store(&ctx->cancel, 1);
 }
 
-int oc_cancelled(const oc_context *ctx)
-{
-    return ctx && atomic_load(&((oc_context *)ctx)->cancel) != 0;
-}
+int oc_cancelled(const oc_context *ctx) { return ctx && atomic_load(&((oc_context *)ctx)->cancel) != 0; }
 
 void oc_context_begin_job(oc_context *ctx)
 {

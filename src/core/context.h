@@ -29,7 +29,7 @@ struct oc_context {
     struct oc_pinned_cache *_Atomic pinned_cache;
     void (*pinned_cache_free)(struct oc_pinned_cache *cache);
     oc_context *live_prev, *live_next; /* the registry of live contexts (context.c) */
-    oc_fault_plan faults; /* write-side fault injection for tests (fault.h) */
+    oc_fault_plan faults;              /* write-side fault injection for tests (fault.h) */
     /* The threads that stage copies and run sinks for the context's jobs (workers.h):
      * started by the first job that needs them, grown by later ones, joined by
      * oc_context_free. */

@@ -72,23 +72,24 @@ static void render_json(oc_text *t, const oc_devices *d)
         const oc_device_info *g = &d->devices[i];
         oc_text_printf(t, "%s\n  {\"index\": %d, \"name\": ", i ? "," : "", g->index);
         oc_text_json_string(t, g->name);
-        oc_text_printf(t,
-                       ", \"compute_capability\": \"%d.%d\", \"sm_count\": %d, \"mem_total\": %lld, \"mem_free\": %lld, "
-                       "\"regs_per_sm\": %d, \"regs_per_block\": %d, \"smem_per_block\": %lld, \"smem_per_block_optin\": %lld, "
-                       "\"smem_per_sm\": %lld, \"max_threads_per_block\": %d, \"max_threads_per_sm\": %d, \"copy_engines\": %d, "
-                       "\"pci_bus_id\": ",
-                       g->cc / 10, g->cc % 10, g->sm_count, (long long)g->mem_total_bytes, (long long)g->mem_free_bytes,
-                       g->regs_per_sm, g->regs_per_block, (long long)g->smem_per_block, (long long)g->smem_per_block_optin,
-                       (long long)g->smem_per_sm, g->max_threads_per_block, g->max_threads_per_sm, g->copy_engines);
+        oc_text_printf(
+            t,
+            ", \"compute_capability\": \"%d.%d\", \"sm_count\": %d, \"mem_total\": %lld, \"mem_free\": %lld, "
+            "\"regs_per_sm\": %d, \"regs_per_block\": %d, \"smem_per_block\": %lld, \"smem_per_block_optin\": %lld, "
+            "\"smem_per_sm\": %lld, \"max_threads_per_block\": %d, \"max_threads_per_sm\": %d, \"copy_engines\": %d, "
+            "\"pci_bus_id\": ",
+            g->cc / 10, g->cc % 10, g->sm_count, (long long)g->mem_total_bytes, (long long)g->mem_free_bytes,
+            g->regs_per_sm, g->regs_per_block, (long long)g->smem_per_block, (long long)g->smem_per_block_optin,
+            (long long)g->smem_per_sm, g->max_threads_per_block, g->max_threads_per_sm, g->copy_engines);
         oc_text_json_string(t, g->pci_bus_id);
-        oc_text_printf(t, ", \"pcie_gen\": %d, \"pcie_width\": %d, \"pcie_gen_max\": %d, \"pcie_width_max\": %d", g->pcie_gen,
-                       g->pcie_width, g->pcie_gen_max, g->pcie_width_max);
+        oc_text_printf(t, ", \"pcie_gen\": %d, \"pcie_width\": %d, \"pcie_gen_max\": %d, \"pcie_width_max\": %d",
+                       g->pcie_gen, g->pcie_width, g->pcie_gen_max, g->pcie_width_max);
         if (g->bandwidth_bytes > 0)
             oc_text_printf(t,
                            ", \"bandwidth_gbps\": {\"bytes\": %lld, \"h2d_pageable\": %.2f, \"d2h_pageable\": %.2f, "
                            "\"h2d_pinned\": %.2f, \"d2h_pinned\": %.2f, \"bidirectional_pinned\": %.2f}",
-                           (long long)g->bandwidth_bytes, g->h2d_pageable, g->d2h_pageable, g->h2d_pinned, g->d2h_pinned,
-                           g->bidir_pinned);
+                           (long long)g->bandwidth_bytes, g->h2d_pageable, g->d2h_pageable, g->h2d_pinned,
+                           g->d2h_pinned, g->bidir_pinned);
         oc_text_printf(t, "}");
     }
     oc_text_printf(t, "%s]}\n", d->count ? "\n" : "");
@@ -100,20 +101,21 @@ static void render_text(oc_text *t, const oc_devices *d)
     if (d->count == 0) oc_text_printf(t, "no usable GPU: %s\n", d->no_gpu_reason);
     for (int i = 0; i < d->count; i++) {
         const oc_device_info *g = &d->devices[i];
-        oc_text_printf(t, "GPU %d: %s (sm_%d, compute capability %d.%d)\n", g->index, g->name, g->cc, g->cc / 10, g->cc % 10);
+        oc_text_printf(t, "GPU %d: %s (sm_%d, compute capability %d.%d)\n", g->index, g->name, g->cc, g->cc / 10,
+                       g->cc % 10);
         oc_text_printf(t, "  SMs                 %d\n", g->sm_count);
         oc_text_printf(t, "  memory              %.1f GiB total, %.1f GiB free\n", (double)g->mem_total_bytes / gib,
                        (double)g->mem_free_bytes / gib);
         oc_text_printf(t, "  registers           %d per SM, %d per block\n", g->regs_per_sm, g->regs_per_block);
-        oc_text_printf(t, "  shared memory       %lld per block (%lld with opt-in), %lld per SM\n", (long long)g->smem_per_block,
-                       (long long)g->smem_per_block_optin, (long long)g->smem_per_sm);
-        oc_text_printf(t, "  threads             %d per block, %d per SM\n", g->max_threads_per_block, g->max_threads_per_sm);
+        oc_text_printf(t, "  shared memory       %lld per block (%lld with opt-in), %lld per SM\n",
+                       (long long)g->smem_per_block, (long long)g->smem_per_block_optin, (long long)g->smem_per_sm);
+        oc_text_printf(t, "  threads             %d per block, %d per SM\n", g->max_threads_per_block,
+                       g->max_threads_per_sm);
         oc_text_printf(t, "  copy engines        %d\n", g->copy_engines);
         if (g->pcie_gen > 0)
             oc_text_printf(t, "  PCIe                gen %d x%d (max gen %d x%d), bus %s\n", g->pcie_gen, g->pcie_width,
                            g->pcie_gen_max, g->pcie_width_max, g->pci_bus_id);
-        else
-            oc_text_printf(t, "  PCIe                bus %s (link generation and width need NVML)\n", g->pci_bus_id);
+        else oc_text_printf(t, "  PCIe                bus %s (link generation and width need NVML)\n", g->pci_bus_id);
         if (g->bandwidth_bytes > 0) {
             oc_text_printf(t, "  bandwidth (GB/s, median of %lld MiB copies)\n", (long long)(g->bandwidth_bytes >> 20));
             oc_text_printf(t, "    host->device      pageable %6.2f   pinned %6.2f\n", g->h2d_pageable, g->h2d_pinned);

@@ -22,21 +22,21 @@ oc_status oc_trace_at(oc_context *ctx, oc_status status, const char *file, int l
 #define oc_fail(ctx, status, ...) oc_fail_at((ctx), (status), __FILE__, __LINE__, __VA_ARGS__)
 
 /* Forwards a failing status of call to the caller, recording on ctx's trace where it passed. */
-#define OC_CHECK(ctx, call)                                                                        \
-    do {                                                                                           \
-        oc_status oc_check_s_ = (call);                                                            \
-        if (oc_check_s_ != OC_OK) return oc_trace_at((ctx), oc_check_s_, __FILE__, __LINE__);      \
+#define OC_CHECK(ctx, call)                                                                   \
+    do {                                                                                      \
+        oc_status oc_check_s_ = (call);                                                       \
+        if (oc_check_s_ != OC_OK) return oc_trace_at((ctx), oc_check_s_, __FILE__, __LINE__); \
     } while (0)
 
 /* The same for functions that release resources at a label: stores call's status in st and,
  * when it failed, records the frame on ctx and jumps to label. */
-#define OC_CHECK_GOTO(ctx, st, call, label)                                                        \
-    do {                                                                                           \
-        (st) = (call);                                                                             \
-        if ((st) != OC_OK) {                                                                       \
-            oc_trace_at((ctx), (st), __FILE__, __LINE__);                                          \
-            goto label;                                                                            \
-        }                                                                                          \
+#define OC_CHECK_GOTO(ctx, st, call, label)               \
+    do {                                                  \
+        (st) = (call);                                    \
+        if ((st) != OC_OK) {                              \
+            oc_trace_at((ctx), (st), __FILE__, __LINE__); \
+            goto label;                                   \
+        }                                                 \
     } while (0)
 
 /* True when the current job on ctx was asked to stop. */

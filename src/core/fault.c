@@ -9,14 +9,11 @@
 #include "core/error.h"
 
 static const char *const variables[OC_FAULT_CALLS] = {
-    "OUTCORE_FAULT_OPEN",  "OUTCORE_FAULT_WRITE", "OUTCORE_FAULT_TRUNCATE",
-    "OUTCORE_FAULT_MMAP",  "OUTCORE_FAULT_FSYNC", "OUTCORE_FAULT_RENAME", "OUTCORE_FAULT_SHRINK",
+    "OUTCORE_FAULT_OPEN",  "OUTCORE_FAULT_WRITE",  "OUTCORE_FAULT_TRUNCATE", "OUTCORE_FAULT_MMAP",
+    "OUTCORE_FAULT_FSYNC", "OUTCORE_FAULT_RENAME", "OUTCORE_FAULT_SHRINK",
 };
 
-const char *oc_fault_variable(oc_fault_call call)
-{
-    return (unsigned)call < OC_FAULT_CALLS ? variables[call] : "?";
-}
+const char *oc_fault_variable(oc_fault_call call) { return (unsigned)call < OC_FAULT_CALLS ? variables[call] : "?"; }
 
 /* "k[:mode][,k[:mode]...]" into out (zeroed first); 0 when it does not parse. A short write
  * only means something for writes. */
@@ -33,8 +30,10 @@ static int parse_spec(oc_fault_call call, const char *spec, oc_fault_entry out[O
         if (errno || at < 1) return 0;
         oc_fault_mode mode = OC_FAULT_EIO;
         if (*end == ':') {
-            static const struct { const char *name; oc_fault_mode mode; } modes[] = {
-                {"enospc", OC_FAULT_ENOSPC}, {"eio", OC_FAULT_EIO}, {"short", OC_FAULT_SHORT}};
+            static const struct {
+                const char *name;
+                oc_fault_mode mode;
+            } modes[] = {{"enospc", OC_FAULT_ENOSPC}, {"eio", OC_FAULT_EIO}, {"short", OC_FAULT_SHORT}};
             size_t len = strcspn(end + 1, ",");
             mode = OC_FAULT_NONE;
             for (size_t m = 0; m < sizeof modes / sizeof *modes; ++m)
@@ -66,10 +65,8 @@ void oc_fault_plan_begin_job(oc_fault_plan *plan)
     int active = 0;
     for (int c = 0; c < OC_FAULT_CALLS; ++c) {
         const char *spec = getenv(variables[c]);
-        if (!spec)
-            memcpy(plan->job[c], plan->armed[c], sizeof plan->job[c]);
-        else if (!parse_spec((oc_fault_call)c, spec, plan->job[c]))
-            memset(plan->job[c], 0, sizeof plan->job[c]);
+        if (!spec) memcpy(plan->job[c], plan->armed[c], sizeof plan->job[c]);
+        else if (!parse_spec((oc_fault_call)c, spec, plan->job[c])) memset(plan->job[c], 0, sizeof plan->job[c]);
         active |= plan->job[c][0].at != 0;
         atomic_store(&plan->calls[c], 0);
     }

@@ -105,16 +105,16 @@ static int reg_warp_limit(const oc_gpu_arch *a, int regs_per_thread)
 
 /* Everything oc_launch_check derives, without the text. */
 typedef struct fit {
-    int warps;               /* warps in the block */
-    int kernel_limit;        /* threads per block the kernel itself allows */
-    int per_warp;            /* registers per warp */
-    int warp_limit_regs;     /* warps per block (and per SM) the registers allow */
-    size_t smem_block;       /* static + dynamic shared memory of one block */
-    size_t smem_alloc;       /* plus the reserved part, rounded to the allocation unit */
-    size_t smem_limit;       /* the per-block limit that applies (opt-in when needed) */
+    int warps;                                 /* warps in the block */
+    int kernel_limit;                          /* threads per block the kernel itself allows */
+    int per_warp;                              /* registers per warp */
+    int warp_limit_regs;                       /* warps per block (and per SM) the registers allow */
+    size_t smem_block;                         /* static + dynamic shared memory of one block */
+    size_t smem_alloc;                         /* plus the reserved part, rounded to the allocation unit */
+    size_t smem_limit;                         /* the per-block limit that applies (opt-in when needed) */
     int by_regs, by_warps, by_blocks, by_smem; /* resident blocks per SM under each limit */
     int blocks_per_sm;
-    const char *limiter;     /* what stops the block, or what bounds residency when it fits */
+    const char *limiter; /* what stops the block, or what bounds residency when it fits */
 } fit;
 
 static void evaluate(const oc_gpu_arch *a, const oc_kernel_resources *r, int block, size_t dyn_smem, fit *f)
@@ -142,7 +142,10 @@ static void evaluate(const oc_gpu_arch *a, const oc_kernel_resources *r, int blo
     }
     /* The first limit that reaches the minimum names the limiter: registers before shared memory
      * before warps and blocks, the order in which a user can change them. */
-    struct { int blocks; const char *name; } limits[] = {
+    struct {
+        int blocks;
+        const char *name;
+    } limits[] = {
         {f->by_regs, "registers"}, {f->by_smem, "shared memory"}, {f->by_warps, "warps"}, {f->by_blocks, "blocks"}};
     f->blocks_per_sm = limits[0].blocks;
     f->limiter = limits[0].name;
@@ -202,8 +205,9 @@ static void explain(const oc_gpu_arch *a, const oc_kernel_resources *r, int bloc
         int per_partition = a->regs_per_sm / a->sub_partitions;
         say(v, "registers: %d/thread -> %d (multiple of %d) x 32 = %d/warp (unit %d)\n", regs, rounded,
             a->reg_per_thread_granularity, f->per_warp, a->reg_alloc_unit);
-        say(v, "register file %d = %d sub-partitions x %d; a warp lives in one: floor(%d / %d) = %d warps each, "
-               "%d x %d = %d warps (%d threads) per block\n",
+        say(v,
+            "register file %d = %d sub-partitions x %d; a warp lives in one: floor(%d / %d) = %d warps each, "
+            "%d x %d = %d warps (%d threads) per block\n",
             a->regs_per_sm, a->sub_partitions, per_partition, per_partition, f->per_warp, per_partition / f->per_warp,
             a->sub_partitions, per_partition / f->per_warp, f->warp_limit_regs, f->warp_limit_regs * 32);
     }
@@ -225,7 +229,8 @@ static void explain(const oc_gpu_arch *a, const oc_kernel_resources *r, int bloc
     }
     say(v, "largest block that fits: %d threads\n", v->largest_block);
     if (!v->fits && v->reg_cap_for_block > 0)
-        say(v, "to launch %d threads cap registers at %d: __launch_bounds__(%d), -maxrregcount=%d, numba max_registers=%d\n",
+        say(v,
+            "to launch %d threads cap registers at %d: __launch_bounds__(%d), -maxrregcount=%d, numba max_registers=%d\n",
             block, v->reg_cap_for_block, block, v->reg_cap_for_block, v->reg_cap_for_block);
     if (v->needs_smem_optin)
         say(v, "needs cudaFuncSetAttribute(MaxDynamicSharedMemorySize, %zu) before the launch\n", dyn_smem);

@@ -10,23 +10,23 @@
 #include "outcore.h"
 
 typedef struct oc_gpu_arch {
-    int cc;                      /* compute capability x10: 80, 86, 89, 90, ... */
-    const char *name;            /* "sm_90" */
-    int regs_per_sm;             /* 65536 */
-    int sub_partitions;          /* SM quadrants; registers are split evenly among them */
-    int reg_alloc_unit;          /* registers per warp are allocated in units of this (256) */
+    int cc;                         /* compute capability x10: 80, 86, 89, 90, ... */
+    const char *name;               /* "sm_90" */
+    int regs_per_sm;                /* 65536 */
+    int sub_partitions;             /* SM quadrants; registers are split evenly among them */
+    int reg_alloc_unit;             /* registers per warp are allocated in units of this (256) */
     int reg_per_thread_granularity; /* per-thread counts round up to this before the warp unit */
-    int max_regs_per_thread;     /* 255 */
-    int max_regs_per_block;      /* 65536 */
-    int max_threads_per_block;   /* 1024 */
+    int max_regs_per_thread;        /* 255 */
+    int max_regs_per_block;         /* 65536 */
+    int max_threads_per_block;      /* 1024 */
     int max_warps_per_sm;
     int max_blocks_per_sm;
-    int warp_alloc_granularity;  /* warps per block round up to this for the register rule */
-    size_t smem_per_sm;          /* bytes usable by blocks on one SM */
-    size_t smem_per_block;       /* without opt-in (48 KiB) */
-    size_t smem_per_block_optin; /* with cudaFuncAttributeMaxDynamicSharedMemorySize */
+    int warp_alloc_granularity;     /* warps per block round up to this for the register rule */
+    size_t smem_per_sm;             /* bytes usable by blocks on one SM */
+    size_t smem_per_block;          /* without opt-in (48 KiB) */
+    size_t smem_per_block_optin;    /* with cudaFuncAttributeMaxDynamicSharedMemorySize */
     size_t smem_reserved_per_block; /* system use per resident block (1 KiB since sm_80) */
-    size_t smem_alloc_unit;      /* shared memory allocation granularity */
+    size_t smem_alloc_unit;         /* shared memory allocation granularity */
 } oc_gpu_arch;
 
 /* The table entry for a compute capability (x10), or NULL when unknown. */
@@ -39,22 +39,22 @@ const oc_gpu_arch *oc_gpu_arch_parse(const char *text);
 typedef struct oc_kernel_resources {
     int regs_per_thread;
     size_t static_smem;
-    size_t local_bytes;          /* spill/stack per thread */
-    int max_threads_per_block;   /* the kernel's own limit (launch bounds), 0 = the arch's */
+    size_t local_bytes;        /* spill/stack per thread */
+    int max_threads_per_block; /* the kernel's own limit (launch bounds), 0 = the arch's */
 } oc_kernel_resources;
 
 typedef struct oc_launch_verdict {
-    int fits;                    /* the block of `block` threads can launch */
-    int blocks_per_sm;           /* resident blocks per SM at that size (0 if it does not fit) */
-    double occupancy;            /* resident warps / max warps per SM */
-    int largest_block;           /* the largest block (multiple of 32) that fits */
-    int reg_cap_for_block;       /* the register cap that makes `block` fit, 0 if none helps */
-    char limiter[64];            /* "registers", "shared memory", "threads", "warps", "blocks" */
-    char explanation[1024];      /* the arithmetic, several lines */
-    int regs_per_warp;           /* registers one warp takes after rounding (0: count unknown) */
-    int warps_per_block;         /* ceil(block / 32) */
-    int reg_warp_limit;          /* warps per block the register file allows */
-    int needs_smem_optin;        /* fits only after raising cudaFuncAttributeMaxDynamicSharedMemorySize */
+    int fits;               /* the block of `block` threads can launch */
+    int blocks_per_sm;      /* resident blocks per SM at that size (0 if it does not fit) */
+    double occupancy;       /* resident warps / max warps per SM */
+    int largest_block;      /* the largest block (multiple of 32) that fits */
+    int reg_cap_for_block;  /* the register cap that makes `block` fit, 0 if none helps */
+    char limiter[64];       /* "registers", "shared memory", "threads", "warps", "blocks" */
+    char explanation[1024]; /* the arithmetic, several lines */
+    int regs_per_warp;      /* registers one warp takes after rounding (0: count unknown) */
+    int warps_per_block;    /* ceil(block / 32) */
+    int reg_warp_limit;     /* warps per block the register file allows */
+    int needs_smem_optin;   /* fits only after raising cudaFuncAttributeMaxDynamicSharedMemorySize */
 } oc_launch_verdict;
 
 /* Decides whether a kernel with resources r launches with `block` threads and dyn_smem bytes

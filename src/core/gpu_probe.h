@@ -23,8 +23,8 @@ typedef struct oc_gpu_probe {
                          const oc_inspect_options *opts, struct oc_kernel_list *out);
     /* The same for a module the caller loaded (a CUmodule), in the calling thread's current
      * context (else device 0's primary one); out->code_cc gets that device's architecture. */
-    oc_status (*inspect_module)(oc_context *ctx, const char *display_name, void *module,
-                                const oc_inspect_options *opts, struct oc_kernel_list *out);
+    oc_status (*inspect_module)(oc_context *ctx, const char *display_name, void *module, const oc_inspect_options *opts,
+                                struct oc_kernel_list *out);
     /* Fills devices->count and devices->devices (and no_gpu_reason when there are none). */
     oc_status (*devices)(oc_context *ctx, int bandwidth, oc_devices *devices);
     /* The GPUs' identity for the cost model's cache key: driver version, then each GPU's

@@ -20,10 +20,7 @@
 static const char *const isa_names[] = {"ref", "avx2", "avx512"};
 _Static_assert(sizeof isa_names / sizeof isa_names[0] == OC_CPU_ISA_COUNT, "a name for every path");
 
-const char *oc_cpu_isa_name(oc_cpu_isa_id isa)
-{
-    return (unsigned)isa < OC_CPU_ISA_COUNT ? isa_names[isa] : "?";
-}
+const char *oc_cpu_isa_name(oc_cpu_isa_id isa) { return (unsigned)isa < OC_CPU_ISA_COUNT ? isa_names[isa] : "?"; }
 
 /* XCR0 state components (Intel SDM vol. 1, 13.1). */
 #define XCR0_SSE (1u << 1)

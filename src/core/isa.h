@@ -10,7 +10,12 @@
 #ifndef OC_CORE_ISA_H
 #define OC_CORE_ISA_H
 
-typedef enum oc_cpu_isa_id { OC_CPU_ISA_REF = 0, OC_CPU_ISA_AVX2 = 1, OC_CPU_ISA_AVX512 = 2, OC_CPU_ISA_COUNT } oc_cpu_isa_id;
+typedef enum oc_cpu_isa_id {
+    OC_CPU_ISA_REF = 0,
+    OC_CPU_ISA_AVX2 = 1,
+    OC_CPU_ISA_AVX512 = 2,
+    OC_CPU_ISA_COUNT
+} oc_cpu_isa_id;
 
 /* The path in use (selected on first call; thread-safe). */
 oc_cpu_isa_id oc_cpu_isa_get(void);

@@ -25,21 +25,21 @@
 
 /* The values a threshold or minimum score of the metric may take. */
 typedef enum oc_metric_range {
-    OC_METRIC_RANGE_UNIT,    /* a real number in [0, 1] */
-    OC_METRIC_RANGE_COLUMNS  /* a whole number in [0, m], m the column count */
+    OC_METRIC_RANGE_UNIT,   /* a real number in [0, 1] */
+    OC_METRIC_RANGE_COLUMNS /* a whole number in [0, m], m the column count */
 } oc_metric_range;
 
 typedef struct oc_metric_info {
-    const char *name;           /* as --metric and metric= take it */
-    int is_float;               /* a float32 similarity; else an integer (count or distance) */
-    int is_distance;            /* smaller is better: top-k ascending, thresholds keep <= T */
-    int popcounts;              /* the formula reads the rows' popcounts |a|, |b| */
-    int unshared_worst;         /* a pair sharing no column (c = 0) scores the worst value, 0
+    const char *name;   /* as --metric and metric= take it */
+    int is_float;       /* a float32 similarity; else an integer (count or distance) */
+    int is_distance;    /* smaller is better: top-k ascending, thresholds keep <= T */
+    int popcounts;      /* the formula reads the rows' popcounts |a|, |b| */
+    int unshared_worst; /* a pair sharing no column (c = 0) scores the worst value, 0
                                  * (jaccard: unless both rows are empty), so the sparse path may
                                  * visit only pairs that share a column */
     oc_metric_range range;
-    unsigned dtypes;            /* the result dtypes allowed: bit (1u << oc_dtype) each */
-    oc_dtype default_dtype;     /* what OC_DTYPE_DEFAULT resolves to */
+    unsigned dtypes;        /* the result dtypes allowed: bit (1u << oc_dtype) each */
+    oc_dtype default_dtype; /* what OC_DTYPE_DEFAULT resolves to */
 } oc_metric_info;
 
 #ifdef __cplusplus

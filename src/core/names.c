@@ -10,11 +10,11 @@
 #define FLOAT_DTYPES (1u << OC_DTYPE_FLOAT32)
 
 /* The rows of the two kinds (the fields: core/metric.h). */
-#define INTEGER(distance, pops, unshared)                                                                         \
-    .is_float = 0, .is_distance = distance, .popcounts = pops, .unshared_worst = unshared,                       \
+#define INTEGER(distance, pops, unshared)                                                  \
+    .is_float = 0, .is_distance = distance, .popcounts = pops, .unshared_worst = unshared, \
     .range = OC_METRIC_RANGE_COLUMNS, .dtypes = INTEGER_DTYPES, .default_dtype = OC_DTYPE_INT32
-#define SIMILARITY                                                                                                \
-    .is_float = 1, .is_distance = 0, .popcounts = 1, .unshared_worst = 1, .range = OC_METRIC_RANGE_UNIT,          \
+#define SIMILARITY                                                                                       \
+    .is_float = 1, .is_distance = 0, .popcounts = 1, .unshared_worst = 1, .range = OC_METRIC_RANGE_UNIT, \
     .dtypes = FLOAT_DTYPES, .default_dtype = OC_DTYPE_FLOAT32
 
 static const oc_metric_info metrics[] = {
@@ -140,9 +140,12 @@ size_t oc_dtype_size(oc_dtype d)
 {
     switch (d) {
     case OC_DTYPE_INT32:
-    case OC_DTYPE_FLOAT32: return 4;
-    case OC_DTYPE_UINT16: return 2;
-    default: return 0;
+    case OC_DTYPE_FLOAT32:
+        return 4;
+    case OC_DTYPE_UINT16:
+        return 2;
+    default:
+        return 0;
     }
 }
 

@@ -19,7 +19,10 @@ static const oc_map_options map_defaults = OC_MAP_OPTIONS_INIT;
 static const oc_matmul_array matmul_array_defaults = OC_MATMUL_ARRAY_INIT;
 static const oc_matmul_options matmul_defaults = OC_MATMUL_OPTIONS_INIT;
 
-#define DEFAULTS(type, value) {#type, &(value), sizeof(type)}
+#define DEFAULTS(type, value)         \
+    {                                 \
+#type, &(value), sizeof(type) \
+    }
 static const struct {
     const char *name;
     const void *value;

@@ -78,7 +78,8 @@ size_t oc_text_escape(char *out, size_t size, const char *text, oc_escape how)
             continue;
         }
         if (seq > 0) { /* a C1 control on a terminal: its bytes, escaped */
-            for (int k = 0; k < seq; ++k, ++p) put(out, size, &len, buf, (size_t)snprintf(buf, sizeof buf, "\\x%02X", *p));
+            for (int k = 0; k < seq; ++k, ++p)
+                put(out, size, &len, buf, (size_t)snprintf(buf, sizeof buf, "\\x%02X", *p));
             continue;
         }
         unsigned char c = *p++;
@@ -87,8 +88,14 @@ size_t oc_text_escape(char *out, size_t size, const char *text, oc_escape how)
             else put(out, size, &len, buf, (size_t)snprintf(buf, sizeof buf, "\\x%02X", c));
             continue;
         }
-        const char *named = c == '"' ? "\\\"" : c == '\\' ? "\\\\" : c == '\n' ? "\\n" : c == '\t' ? "\\t"
-                          : c == '\r' ? "\\r" : c == '\b' ? "\\b" : c == '\f' ? "\\f" : NULL;
+        const char *named = c == '"'    ? "\\\""
+                            : c == '\\' ? "\\\\"
+                            : c == '\n' ? "\\n"
+                            : c == '\t' ? "\\t"
+                            : c == '\r' ? "\\r"
+                            : c == '\b' ? "\\b"
+                            : c == '\f' ? "\\f"
+                                        : NULL;
         if (named) put(out, size, &len, named, strlen(named));
         else if (c >= 0x80) put(out, size, &len, "\\ufffd", 6); /* a byte of invalid UTF-8 */
         else if (c < 0x20 || c == 0x7F) put(out, size, &len, buf, (size_t)snprintf(buf, sizeof buf, "\\u%04x", c));

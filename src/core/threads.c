@@ -102,8 +102,8 @@ oc_status oc_parallel_run(oc_context *ctx, int threads, int64_t ntasks, oc_task_
             s.running--;
             pthread_mutex_unlock(&s.lock);
             atomic_store(&s.stop, 1);
-            st = oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot start worker thread %d of %d (error %d)", started + 1,
-                         threads, rc);
+            st = oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot start worker thread %d of %d (error %d)", started + 1, threads,
+                         rc);
             break;
         }
     }
@@ -136,7 +136,8 @@ cleanup:
     pthread_cond_destroy(&s.wake);
     pthread_mutex_destroy(&s.lock);
     if (st != OC_OK) return st;
-    if (atomic_load(&s.failure) != OC_OK) return oc_trace_at(ctx, (oc_status)atomic_load(&s.failure), __FILE__, __LINE__);
+    if (atomic_load(&s.failure) != OC_OK)
+        return oc_trace_at(ctx, (oc_status)atomic_load(&s.failure), __FILE__, __LINE__);
     if (oc_cancelled(ctx)) return oc_fail(ctx, OC_ERR_CANCELLED, "cancelled");
     if (progress) progress(progress_user, (double)total_weight, (double)total_weight);
     return OC_OK;

@@ -34,8 +34,8 @@ struct oc_workers {
     oc_split_fn split_fn;
     void *split_arg;
     int split_parts, split_next, split_busy;
-    int split_max;     /* parts that may run at once (0: any number) */
-    int task_limit;    /* posted tasks that may run at once (0: any number) */
+    int split_max;  /* parts that may run at once (0: any number) */
+    int task_limit; /* posted tasks that may run at once (0: any number) */
     int tasks_running;
     int stop;
 };

@@ -13,7 +13,7 @@
 /* Defaults where a rate was not measured. They lean towards the CPU where a job is small
  * (a GPU start-up of a third of a second, PCIe 3.0 x16) and are within a few times of
  * current hardware elsewhere, so that a large job still goes to the GPU. */
-#define DEFAULT_PCIE_PINNED 12e9     /* PCIe 3.0 x16 as measured in practice, each way */
+#define DEFAULT_PCIE_PINNED 12e9 /* PCIe 3.0 x16 as measured in practice, each way */
 #define DEFAULT_PCIE_BIDIR 20e9
 #define DEFAULT_PCIE_PAGEABLE 6e9
 #define DEFAULT_HOST_BW_PER_CORE 5e9 /* a triad's share per core ... */
@@ -22,30 +22,22 @@
 #define DEFAULT_GPU_JOB_SETUP 0.01   /* a later job: pool, streams, pinned staging from the cache */
 /* The fixed costs' defaults: a local disk under a journalling file system. Where they come
  * from: bench/RESULTS.md, "Wall time as users see it: fixed costs". */
-#define DEFAULT_THREAD_START 3e-5    /* a worker thread created (the pool keeps it for later jobs) */
-#define DEFAULT_FILE_CREATE 1e-3     /* open O_EXCL beside the path, lock, rename, unlink stale */
-#define DEFAULT_FILE_PAGES 1e9       /* bytes/s of a new file's pages: fallocate and first touch */
-#define DEFAULT_FILE_SYNC 0.3e9      /* bytes/s of fsync of a freshly written file */
+#define DEFAULT_THREAD_START 3e-5 /* a worker thread created (the pool keeps it for later jobs) */
+#define DEFAULT_FILE_CREATE 1e-3  /* open O_EXCL beside the path, lock, rename, unlink stale */
+#define DEFAULT_FILE_PAGES 1e9    /* bytes/s of a new file's pages: fallocate and first touch */
+#define DEFAULT_FILE_SYNC 0.3e9   /* bytes/s of fsync of a freshly written file */
 
 /* Per core, for the CPU; per GPU, for the device. The bit-MAC rates are those the
  * sparse/dense prediction used before there was a table (gram_choice.c). */
 static const double default_cpu_per_core[OC_COST_OPS] = {
     [OC_COST_BIT_MAC] = 0.08e12, /* ref; avx2 and avx512 below */
-    [OC_COST_ELEMENT] = 2.5e9,
-    [OC_COST_F32] = 2e9,
-    [OC_COST_F64] = 1e9,
-    [OC_COST_F32_MATH] = 2e8,
-    [OC_COST_F64_MATH] = 1e8,
-    [OC_COST_INT] = 2e9,
+    [OC_COST_ELEMENT] = 2.5e9,   [OC_COST_F32] = 2e9,      [OC_COST_F64] = 1e9,
+    [OC_COST_F32_MATH] = 2e8,    [OC_COST_F64_MATH] = 1e8, [OC_COST_INT] = 2e9,
 };
 static const double default_gpu[OC_COST_OPS] = {
-    [OC_COST_BIT_MAC] = 1e15,   /* a conservative tensor-core b1 rate */
-    [OC_COST_ELEMENT] = 1e11,
-    [OC_COST_F32] = 5e12,
-    [OC_COST_F64] = 2e12,
-    [OC_COST_F32_MATH] = 1e12,
-    [OC_COST_F64_MATH] = 2e11,
-    [OC_COST_INT] = 5e12,
+    [OC_COST_BIT_MAC] = 1e15, /* a conservative tensor-core b1 rate */
+    [OC_COST_ELEMENT] = 1e11,  [OC_COST_F32] = 5e12,      [OC_COST_F64] = 2e12,
+    [OC_COST_F32_MATH] = 1e12, [OC_COST_F64_MATH] = 2e11, [OC_COST_INT] = 5e12,
 };
 
 const char *oc_cost_fixed_name(oc_cost_fixed_term term)
@@ -56,7 +48,8 @@ const char *oc_cost_fixed_name(oc_cost_fixed_term term)
 
 const char *oc_cost_op_name(oc_cost_op op)
 {
-    static const char *names[OC_COST_OPS] = {"bit-MAC", "element", "f32 op", "f64 op", "f32 math", "f64 math", "int op"};
+    static const char *names[OC_COST_OPS] = {"bit-MAC",  "element",  "f32 op", "f64 op",
+                                             "f32 math", "f64 math", "int op"};
     return (unsigned)op < OC_COST_OPS ? names[op] : "?";
 }
 
@@ -101,8 +94,8 @@ void oc_cost_job_gram(const oc_cost_gram_shape *g, oc_cost_job *job)
     const double pairs = g->symmetric ? n * (n + 1) / 2 : n * p;
     const double elem = g->elem_bytes > 0 ? g->elem_bytes : 4;
     static const char *kinds[] = {"dense", "top-k", "threshold", "discarded"};
-    snprintf(job->what, sizeof job->what, "gram %lldx%lldx%lld (%s)", (long long)g->n, (long long)g->p,
-             (long long)g->m, kinds[g->output <= OC_COST_GRAM_DISCARD ? g->output : 0]);
+    snprintf(job->what, sizeof job->what, "gram %lldx%lldx%lld (%s)", (long long)g->n, (long long)g->p, (long long)g->m,
+             kinds[g->output <= OC_COST_GRAM_DISCARD ? g->output : 0]);
     job->ops[OC_COST_BIT_MAC] = pairs * m;
     job->ops[OC_COST_ELEMENT] = pairs;
     double out_device = 0, out_host = 0; /* bytes leaving the device; bytes written on the host */
@@ -117,7 +110,8 @@ void oc_cost_job_gram(const oc_cost_gram_shape *g, oc_cost_job *job)
     case OC_COST_GRAM_THRESHOLD:
         out_device = out_host = g->est_pairs * (16.0 + elem);
         break;
-    case OC_COST_GRAM_DISCARD: break;
+    case OC_COST_GRAM_DISCARD:
+        break;
     }
     /* The CPU reads the packed rows once per panel pass (they stay in cache within a tile)
      * and once more for the popcounts; the GPU path copies them into pinned staging (read and
@@ -180,10 +174,7 @@ static void fmt_rate(char *buf, size_t size, double r, const char *unit)
     snprintf(buf, size, "%.3g %s%s", r, prefix[i], unit);
 }
 
-static void fmt_bytes(char *buf, size_t size, double b)
-{
-    fmt_rate(buf, size, b, "B");
-}
+static void fmt_bytes(char *buf, size_t size, double b) { fmt_rate(buf, size, b, "B"); }
 
 static const char *dflt(const oc_cost_rates *r, unsigned bit) { return r->measured & bit ? "" : " (default)"; }
 
@@ -218,9 +209,9 @@ void oc_cost_predict(const oc_cost_rates *r, const oc_cost_job *job, int gpu_ava
     out->gpu_host = job->host_bytes_gpu / r->host_bw;
     out->gpu_compute = compute_seconds(job->ops, r->gpu, &gpu_op);
     out->gpu_start = job->gpu_warm ? r->gpu_job_setup : r->gpu_startup;
-    out->gpu_seconds = gpu_available ? out->gpu_start + gpu_fixed +
-                                           fmax(out->gpu_transfer, fmax(out->gpu_host, out->gpu_compute))
-                                     : INFINITY;
+    out->gpu_seconds = gpu_available
+                           ? out->gpu_start + gpu_fixed + fmax(out->gpu_transfer, fmax(out->gpu_host, out->gpu_compute))
+                           : INFINITY;
     out->choice = out->gpu_seconds < out->cpu_seconds ? OC_COST_GPU : OC_COST_CPU;
     out->regret = 0;
     int repaid = 0;
@@ -238,7 +229,8 @@ void oc_cost_predict(const oc_cost_rates *r, const oc_cost_job *job, int gpu_ava
     double ops_total = 0, pcie = job->h2d_bytes + job->d2h_bytes;
     for (int op = 0; op < OC_COST_OPS; ++op) ops_total += job->ops[op];
     oc_text_printf(&t, "%s", job->what);
-    if (gpu_available && ops_total > 0 && pcie > 0) oc_text_printf(&t, " moves %.3g bytes over PCIe per operation and", pcie / ops_total);
+    if (gpu_available && ops_total > 0 && pcie > 0)
+        oc_text_printf(&t, " moves %.3g bytes over PCIe per operation and", pcie / ops_total);
     fmt_bytes(a, sizeof a, job->host_bytes_cpu);
     oc_text_printf(&t, " touches %s of host memory", a);
     if (fixed > 0) { /* the fixed costs, in both totals below (the threads in the CPU's) */
@@ -273,8 +265,7 @@ void oc_cost_predict(const oc_cost_rates *r, const oc_cost_job *job, int gpu_ava
     } else {
         fmt_seconds(a, sizeof a, out->gpu_seconds);
         fmt_seconds(c, sizeof c, out->gpu_start);
-        oc_text_printf(&t, "; %s %s (start-up %s%s", label, a, c,
-                       job->gpu_warm ? "" : dflt(r, OC_COST_M_STARTUP));
+        oc_text_printf(&t, "; %s %s (start-up %s%s", label, a, c, job->gpu_warm ? "" : dflt(r, OC_COST_M_STARTUP));
         const double stage = fmax(out->gpu_transfer, fmax(out->gpu_host, out->gpu_compute));
         if (stage > 0) {
             fmt_seconds(c, sizeof c, stage);

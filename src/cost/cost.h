@@ -115,18 +115,18 @@ void oc_cost_rates_resolve(oc_cost_rates *r, int cores, const char *isa);
 /* What a job needs, wherever it runs. Sizes in bytes; counts as doubles (they overflow
  * nothing and need no exactness). */
 typedef struct oc_cost_job {
-    char what[96];              /* what the reason calls the job: "a*b", "gram 4627x4627x216" */
-    double h2d_bytes;           /* crossing PCIe host -> device on the GPU */
-    double d2h_bytes;           /* device -> host */
-    int pageable;               /* the copies come from ordinary memory (no pinned staging) */
-    double host_bytes_cpu;      /* host memory the CPU backend reads and writes */
-    double host_bytes_gpu;      /* host memory the GPU path touches (staging copies, output) */
-    double ops[OC_COST_OPS];    /* operations per class; the same work on either backend */
-    double cpu_fixed, gpu_fixed;/* other seconds on each (per-call set-up the job knows of) */
-    int threads;                /* CPU worker threads the job starts */
-    int files;                  /* output files created, flushed and renamed */
-    double file_bytes;          /* their bytes */
-    int gpu_warm;               /* this process already ran a GPU job: no context creation */
+    char what[96];               /* what the reason calls the job: "a*b", "gram 4627x4627x216" */
+    double h2d_bytes;            /* crossing PCIe host -> device on the GPU */
+    double d2h_bytes;            /* device -> host */
+    int pageable;                /* the copies come from ordinary memory (no pinned staging) */
+    double host_bytes_cpu;       /* host memory the CPU backend reads and writes */
+    double host_bytes_gpu;       /* host memory the GPU path touches (staging copies, output) */
+    double ops[OC_COST_OPS];     /* operations per class; the same work on either backend */
+    double cpu_fixed, gpu_fixed; /* other seconds on each (per-call set-up the job knows of) */
+    int threads;                 /* CPU worker threads the job starts */
+    int files;                   /* output files created, flushed and renamed */
+    double file_bytes;           /* their bytes */
+    int gpu_warm;                /* this process already ran a GPU job: no context creation */
     /* Seconds that this process's earlier CPU jobs, chosen by auto, took beyond what a warm
      * GPU would have (oc_cost_gpu_regret). Once this job's loss would bring them to the GPU's
      * start-up, the start-up is worth paying: the GPU is chosen (ski rental), so a process
@@ -137,22 +137,22 @@ typedef struct oc_cost_job {
 
 /* Gram outputs, as the model sees them. */
 typedef enum oc_cost_gram_output {
-    OC_COST_GRAM_DENSE = 0,     /* n x p elements of elem_bytes written */
-    OC_COST_GRAM_TOPK,          /* n x k (index, score) */
-    OC_COST_GRAM_THRESHOLD,     /* pairs: est_pairs x (row, col, value) */
-    OC_COST_GRAM_DISCARD        /* nothing leaves the device */
+    OC_COST_GRAM_DENSE = 0, /* n x p elements of elem_bytes written */
+    OC_COST_GRAM_TOPK,      /* n x k (index, score) */
+    OC_COST_GRAM_THRESHOLD, /* pairs: est_pairs x (row, col, value) */
+    OC_COST_GRAM_DISCARD    /* nothing leaves the device */
 } oc_cost_gram_output;
 
 typedef struct oc_cost_gram_shape {
-    int64_t n, p, m;            /* rows of A, rows of B, columns (bits) */
-    int symmetric;              /* A·Aᵀ: only the upper triangle is computed */
+    int64_t n, p, m; /* rows of A, rows of B, columns (bits) */
+    int symmetric;   /* A·Aᵀ: only the upper triangle is computed */
     oc_cost_gram_output output;
-    int elem_bytes;             /* result element size (4 int32/float32, 2 uint16) */
-    int64_t k;                  /* top-k */
-    double est_pairs;           /* threshold: expected pairs (0 when unknown) */
-    int popcounts;              /* the metric needs row popcounts (not counts) */
-    int to_file;                /* the result goes to a file (not memory) */
-    int threads;                /* CPU worker threads the job would start (beyond the pool's) */
+    int elem_bytes;   /* result element size (4 int32/float32, 2 uint16) */
+    int64_t k;        /* top-k */
+    double est_pairs; /* threshold: expected pairs (0 when unknown) */
+    int popcounts;    /* the metric needs row popcounts (not counts) */
+    int to_file;      /* the result goes to a file (not memory) */
+    int threads;      /* CPU worker threads the job would start (beyond the pool's) */
 } oc_cost_gram_shape;
 
 /* The job description of a dense-algorithm Gram job (the sparse algorithm has its own
@@ -168,7 +168,7 @@ typedef enum oc_cost_choice { OC_COST_CPU = 0, OC_COST_GPU = 1 } oc_cost_choice;
 
 typedef struct oc_cost_prediction {
     double cpu_seconds;
-    double gpu_seconds;         /* INFINITY when no GPU may run it */
+    double gpu_seconds; /* INFINITY when no GPU may run it */
     /* The stages of each (seconds), for the reason and for tests. */
     double cpu_memory, cpu_compute;
     double gpu_transfer, gpu_host, gpu_compute, gpu_start;
@@ -178,7 +178,7 @@ typedef struct oc_cost_prediction {
     /* CPU chosen while a warm GPU would be faster: by how much (else 0); the caller that runs
      * the job on the CPU adds it with oc_cost_note_cpu_job. */
     double regret;
-    char reason[512];           /* one paragraph: the figures that decided */
+    char reason[512]; /* one paragraph: the figures that decided */
 } oc_cost_prediction;
 
 /* Predicts both backends (gpu_available == 0: the GPU is not a candidate, and the reason

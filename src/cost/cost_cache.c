@@ -86,13 +86,15 @@ static const field fields[] = {
     {"gpu_startup", offsetof(oc_cost_rates, gpu_startup), OC_COST_M_STARTUP},
     {"gpu_job_setup", offsetof(oc_cost_rates, gpu_job_setup), OC_COST_M_STARTUP},
     {"gpu_bit_macs", offsetof(oc_cost_rates, gpu) + OC_COST_BIT_MAC * sizeof(double), OC_COST_M_GPU_BITS},
-#define OP_FIELDS(side, bit)                                                                       \
-    {#side "_ops.element", offsetof(oc_cost_rates, side) + OC_COST_ELEMENT * sizeof(double), bit},  \
-    {#side "_ops.f32", offsetof(oc_cost_rates, side) + OC_COST_F32 * sizeof(double), bit},          \
-    {#side "_ops.f64", offsetof(oc_cost_rates, side) + OC_COST_F64 * sizeof(double), bit},          \
-    {#side "_ops.f32_math", offsetof(oc_cost_rates, side) + OC_COST_F32_MATH * sizeof(double), bit},\
-    {#side "_ops.f64_math", offsetof(oc_cost_rates, side) + OC_COST_F64_MATH * sizeof(double), bit},\
-    {#side "_ops.int", offsetof(oc_cost_rates, side) + OC_COST_INT * sizeof(double), bit}
+#define OP_FIELDS(side, bit)                                                                             \
+    {#side "_ops.element", offsetof(oc_cost_rates, side) + OC_COST_ELEMENT * sizeof(double), bit},       \
+        {#side "_ops.f32", offsetof(oc_cost_rates, side) + OC_COST_F32 * sizeof(double), bit},           \
+        {#side "_ops.f64", offsetof(oc_cost_rates, side) + OC_COST_F64 * sizeof(double), bit},           \
+        {#side "_ops.f32_math", offsetof(oc_cost_rates, side) + OC_COST_F32_MATH * sizeof(double), bit}, \
+        {#side "_ops.f64_math", offsetof(oc_cost_rates, side) + OC_COST_F64_MATH * sizeof(double), bit}, \
+    {                                                                                                    \
+#side "_ops.int", offsetof(oc_cost_rates, side) + OC_COST_INT * sizeof(double), bit              \
+    }
     OP_FIELDS(cpu, OC_COST_M_CPU_OPS),
     OP_FIELDS(gpu, OC_COST_M_GPU_OPS),
 #undef OP_FIELDS
@@ -198,8 +200,10 @@ static int cache_file_read(const char *path, cache_file *f, char *why, size_t wh
                 break;
             }
         } else {
-            snprintf(why, why_size, "rate cache %s, line %d is not a rate ('%.40s'): ignored, measured rates will "
-                     "replace it", path, lineno, line);
+            snprintf(why, why_size,
+                     "rate cache %s, line %d is not a rate ('%.40s'): ignored, measured rates will "
+                     "replace it",
+                     path, lineno, line);
             rc = -1;
             break;
         }
@@ -284,7 +288,8 @@ int oc_cost_cache_store(const char *path, const char *key, const oc_cost_rates *
         ok |= append_line(&mine, line);
     }
     if (r->measured & fields_mask & OC_COST_M_CPU_BITS) {
-        snprintf(line, sizeof line, "cpu_bit_macs.%s %.6g", r->cpu_isa[0] ? r->cpu_isa : "ref", r->cpu[OC_COST_BIT_MAC]);
+        snprintf(line, sizeof line, "cpu_bit_macs.%s %.6g", r->cpu_isa[0] ? r->cpu_isa : "ref",
+                 r->cpu[OC_COST_BIT_MAC]);
         ok |= append_line(&mine, line);
     }
     int old = -1;
@@ -295,8 +300,7 @@ int oc_cost_cache_store(const char *path, const char *key, const oc_cost_rates *
             char name[64];
             char *nl = strchr(l, '\n');
             if (nl) *nl = '\0';
-            if (sscanf(l, "%63s", name) == 1 && !section_has(&mine, name))
-                ok |= append_line(&mine, l);
+            if (sscanf(l, "%63s", name) == 1 && !section_has(&mine, name)) ok |= append_line(&mine, l);
             l = nl ? nl + 1 : NULL;
         }
     }

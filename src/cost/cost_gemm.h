@@ -9,9 +9,9 @@
 typedef enum oc_cost_gemm_type {
     OC_COST_GEMM_F64 = 0,
     OC_COST_GEMM_F32,
-    OC_COST_GEMM_TF32,  /* float32 operands on TF32 tensor cores */
-    OC_COST_GEMM_F16,   /* float16 and bfloat16 operands, float32 accumulation */
-    OC_COST_GEMM_INT8,  /* int8 operands, int32 accumulation */
+    OC_COST_GEMM_TF32, /* float32 operands on TF32 tensor cores */
+    OC_COST_GEMM_F16,  /* float16 and bfloat16 operands, float32 accumulation */
+    OC_COST_GEMM_INT8, /* int8 operands, int32 accumulation */
     OC_COST_GEMM_TYPES
 } oc_cost_gemm_type;
 

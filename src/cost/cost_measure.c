@@ -133,27 +133,26 @@ oc_status oc_cost_calibrate(oc_context *ctx, oc_devices **devices_out, char **re
     OC_CHECK_GOTO(ctx, st, oc_devices_query(ctx, 1, &devices), cleanup);
     take_pcie(devices, &r);
     if (r.measured & OC_COST_M_PCIE)
-        oc_text_printf(&report, "PCIe (slowest GPU) pinned %.1f / %.1f GB/s (H2D / D2H), both %.1f, pageable %.1f / %.1f\n",
-                       r.h2d_pinned / 1e9, r.d2h_pinned / 1e9, r.bidir_pinned / 1e9, r.h2d_pageable / 1e9,
-                       r.d2h_pageable / 1e9);
+        oc_text_printf(
+            &report, "PCIe (slowest GPU) pinned %.1f / %.1f GB/s (H2D / D2H), both %.1f, pageable %.1f / %.1f\n",
+            r.h2d_pinned / 1e9, r.d2h_pinned / 1e9, r.bidir_pinned / 1e9, r.h2d_pageable / 1e9, r.d2h_pageable / 1e9);
     r.host_bw = oc_cost_measure_triad(ctx, oc_cpu_cores());
     if (r.host_bw > 0) {
         r.measured |= OC_COST_M_HOST_BW;
-        oc_text_printf(&report, "host memory       %.1f GB/s (STREAM triad, %d threads)\n", r.host_bw / 1e9, oc_cpu_cores());
+        oc_text_printf(&report, "host memory       %.1f GB/s (STREAM triad, %d threads)\n", r.host_bw / 1e9,
+                       oc_cpu_cores());
     }
     r.cpu[OC_COST_BIT_MAC] = oc_cost_measure_cpu_bits(ctx);
     if (r.cpu[OC_COST_BIT_MAC] > 0) {
         r.measured |= OC_COST_M_CPU_BITS;
-        oc_text_printf(&report, "CPU Gram kernel   %.3g bit-MAC/s (%s, %d threads)\n", r.cpu[OC_COST_BIT_MAC], r.cpu_isa,
-                       oc_cpu_cores());
+        oc_text_printf(&report, "CPU Gram kernel   %.3g bit-MAC/s (%s, %d threads)\n", r.cpu[OC_COST_BIT_MAC],
+                       r.cpu_isa, oc_cpu_cores());
     }
     char path[4096];
     if (!oc_cost_cache_path(path, sizeof path))
         oc_text_printf(&report, "not stored: the rate cache is off (OUTCORE_COST_CACHE)\n");
-    else if (oc_cost_rates_store(&r) == 0)
-        oc_text_printf(&report, "stored in         %s\n", path);
-    else
-        oc_text_printf(&report, "not stored: cannot write %s: %s\n", path, strerror(errno));
+    else if (oc_cost_rates_store(&r) == 0) oc_text_printf(&report, "stored in         %s\n", path);
+    else oc_text_printf(&report, "not stored: cannot write %s: %s\n", path, strerror(errno));
     if (report_out) OC_CHECK_GOTO(ctx, st, oc_text_finish(ctx, &report, report_out), cleanup);
     if (devices_out) *devices_out = devices, devices = NULL;
 cleanup:

@@ -121,8 +121,7 @@ void oc_cost_rates_get(oc_context *ctx, int measure, int gpu, oc_cost_rates *out
         pthread_mutex_lock(&rates_lock);
         if (oc_cost_cache_store(path, host_key, &r, host) != 0)
             snprintf(r.note, sizeof r.note, "cannot write the rate cache %.150s: %.60s", path, strerror(errno));
-        else if (strstr(r.note, "rate cache")) /* the corrupted or foreign file was replaced */
-            r.note[0] = '\0';
+        else if (strstr(r.note, "rate cache")) /* the corrupted or foreign file was replaced */ r.note[0] = '\0';
         rates_cached = r;
         pthread_mutex_unlock(&rates_lock);
     }

@@ -31,10 +31,23 @@ oc_status oc_size_parse(const char *text, int64_t *bytes, double *fraction)
         *bytes = 0;
         return OC_OK;
     }
-    static const struct { const char *suffix; double scale; } units[] = {
-        {"", 1}, {"B", 1}, {"K", 1024.0}, {"KB", 1024.0}, {"KiB", 1024.0}, {"M", 1048576.0}, {"MB", 1048576.0},
-        {"MiB", 1048576.0}, {"G", 1073741824.0}, {"GB", 1073741824.0}, {"GiB", 1073741824.0},
-        {"T", 1099511627776.0}, {"TB", 1099511627776.0}, {"TiB", 1099511627776.0}};
+    static const struct {
+        const char *suffix;
+        double scale;
+    } units[] = {{"", 1},
+                 {"B", 1},
+                 {"K", 1024.0},
+                 {"KB", 1024.0},
+                 {"KiB", 1024.0},
+                 {"M", 1048576.0},
+                 {"MB", 1048576.0},
+                 {"MiB", 1048576.0},
+                 {"G", 1073741824.0},
+                 {"GB", 1073741824.0},
+                 {"GiB", 1073741824.0},
+                 {"T", 1099511627776.0},
+                 {"TB", 1099511627776.0},
+                 {"TiB", 1099511627776.0}};
     for (size_t k = 0; k < sizeof units / sizeof units[0]; ++k) {
         if (strcasecmp(end, units[k].suffix) == 0) {
             double b = v * units[k].scale;
@@ -77,12 +90,14 @@ static oc_status add_physical(oc_context *ctx, oc_device_list *list, int physica
 {
     for (int i = 0; i < list->count; ++i)
         if (list->dev[i].physical == physical)
-            return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "devices: \"%s\": device %d is named twice (use %d:N to split it)",
-                           token, physical, physical);
+            return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                           "devices: \"%s\": device %d is named twice (use %d:N to split it)", token, physical,
+                           physical);
     if (list->count + parts > OC_MAX_LOGICAL_DEVICES)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "devices: \"%s\": more than %d logical devices in all", token,
                        OC_MAX_LOGICAL_DEVICES);
-    for (int k = 0; k < parts; ++k) list->dev[list->count++] = (oc_logical_device){.physical = physical, .part = k, .parts = parts};
+    for (int k = 0; k < parts; ++k)
+        list->dev[list->count++] = (oc_logical_device){.physical = physical, .part = k, .parts = parts};
     return OC_OK;
 }
 
@@ -91,7 +106,8 @@ static oc_status check_exist(oc_context *ctx, const oc_device_list *list, int ph
 {
     for (int i = 0; i < list->count; ++i)
         if (physical_count >= 0 && list->dev[i].physical >= physical_count)
-            return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "devices: \"%d\": CUDA device %d does not exist (this machine has %d)",
+            return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                           "devices: \"%d\": CUDA device %d does not exist (this machine has %d)",
                            list->dev[i].physical, list->dev[i].physical, physical_count);
     return OC_OK;
 }
@@ -101,8 +117,10 @@ static oc_status parse_devices(oc_context *ctx, const char *text, int physical_c
     if (strcmp(text, "all") == 0) {
         if (physical_count < 1)
             return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "devices: \"all\": %s",
-                           physical_count == 0 ? "this machine has no CUDA device" : "the CUDA devices are not known here");
-        for (int d = 0; d < physical_count && d < OC_MAX_LOGICAL_DEVICES; ++d) OC_CHECK(ctx, add_physical(ctx, list, d, 1, text));
+                           physical_count == 0 ? "this machine has no CUDA device"
+                                               : "the CUDA devices are not known here");
+        for (int d = 0; d < physical_count && d < OC_MAX_LOGICAL_DEVICES; ++d)
+            OC_CHECK(ctx, add_physical(ctx, list, d, 1, text));
         return OC_OK;
     }
     char token[64];
@@ -111,9 +129,10 @@ static oc_status parse_devices(oc_context *ctx, const char *text, int physical_c
         int physical, parts = 1;
         size_t ilen = colon ? (size_t)(colon - token) : strlen(token);
         if (parse_index(token, ilen, &physical) != 0)
-            return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "devices: \"%s\": expected a device index such as 0, or 0:2 to split it",
-                           token);
-        if (colon && (parse_index(colon + 1, strlen(colon + 1), &parts) != 0 || parts < 1 || parts > OC_DEVICE_MAX_PARTS))
+            return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                           "devices: \"%s\": expected a device index such as 0, or 0:2 to split it", token);
+        if (colon &&
+            (parse_index(colon + 1, strlen(colon + 1), &parts) != 0 || parts < 1 || parts > OC_DEVICE_MAX_PARTS))
             return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "devices: \"%s\": a device splits into 1 to %d parts", token,
                            OC_DEVICE_MAX_PARTS);
         OC_CHECK(ctx, add_physical(ctx, list, physical, parts, token));
@@ -138,9 +157,10 @@ static oc_status parse_budgets(oc_context *ctx, const char *text, oc_device_list
     double fraction;
     if (!strchr(text, '=')) {
         if (oc_size_parse(text, &bytes, &fraction) != OC_OK)
-            return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
-                           "gpu-mem: \"%s\": expected a size such as 2G or 512M, a percentage such as 50%%, or DEVICE=SIZE,...",
-                           text);
+            return oc_fail(
+                ctx, OC_ERR_INVALID_ARGUMENT,
+                "gpu-mem: \"%s\": expected a size such as 2G or 512M, a percentage such as 50%%, or DEVICE=SIZE,...",
+                text);
         set_budget(list, -1, bytes, fraction);
         return OC_OK;
     }
@@ -155,8 +175,8 @@ static oc_status parse_budgets(oc_context *ctx, const char *text, oc_device_list
                            "gpu-mem: \"%s\": expected a size such as 20G or a percentage such as 50%% after =", token);
         for (int i = 0; i < list->count; ++i) named |= list->dev[i].physical == physical;
         if (!named)
-            return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "gpu-mem: \"%s\": device %d is not one of the job's devices", token,
-                           physical);
+            return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "gpu-mem: \"%s\": device %d is not one of the job's devices",
+                           token, physical);
         set_budget(list, physical, bytes, fraction);
     }
     return OC_OK;

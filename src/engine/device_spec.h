@@ -24,10 +24,10 @@
 #define OC_DEVICE_MAX_PARTS 8
 
 typedef struct oc_logical_device {
-    int physical;            /* CUDA device index */
-    int part, parts;         /* this is part `part` (0-based) of `parts` of the physical device */
-    int64_t budget_bytes;    /* this logical device's share of an explicit budget, else 0 */
-    double budget_fraction;  /* else its share of the free memory (fraction of the device's) */
+    int physical;           /* CUDA device index */
+    int part, parts;        /* this is part `part` (0-based) of `parts` of the physical device */
+    int64_t budget_bytes;   /* this logical device's share of an explicit budget, else 0 */
+    double budget_fraction; /* else its share of the free memory (fraction of the device's) */
 } oc_logical_device;
 
 typedef struct oc_device_list {

@@ -17,8 +17,8 @@
 #define MAX_D2H_SLOT (4LL << 20)
 #define MAX_SINKS 16
 #define MAX_COPY_THREADS 8
-#define H2D_SLOTS 2   /* one fills while the other uploads */
-#define D2H_SPARE 4   /* download slots besides one per sink: the copy engine's queue */
+#define H2D_SLOTS 2 /* one fills while the other uploads */
+#define D2H_SPARE 4 /* download slots besides one per sink: the copy engine's queue */
 
 #define MIB(x) ((double)(x) / 1048576.0)
 
@@ -171,23 +171,23 @@ oc_status oc_engine_plan_render(oc_context *ctx, const oc_engine_plan *plan, con
     if (json) {
         oc_text_printf(&t, "{\"where\": ");
         oc_text_json_string(&t, where);
-        oc_text_printf(&t,
-                       ", \"tile\": %lld, \"tiles\": %lld, \"panels_a\": %lld, \"panels_b\": %lld, \"resident\": %s, "
-                       "\"group\": %d, \"panel_slots\": %d, \"panel_bytes\": %lld, \"out_slots\": %d, \"out_bytes\": %lld, "
-                       "\"mirror_on_device\": %s, \"panel_loads\": %lld, \"device_budget\": %lld, "
-                       "\"device_budget_given\": %s, \"device_bytes\": %lld, \"host_budget\": %lld, \"pinned_bytes\": %lld, "
-                       "\"h2d_slots\": %d, \"h2d_slot_bytes\": %lld, \"d2h_slots\": %d, \"d2h_slot_bytes\": %lld, "
-                       "\"sinks\": %d, \"copy_threads\": %d, \"workers\": %d, \"kernel_seconds\": %.6g, "
-                       "\"upload_seconds\": %.6g, \"output_seconds\": %.6g, \"bound\": \"%s\"}\n",
-                       (long long)tp->tile, (long long)tp->ntiles, (long long)tp->panels_a, (long long)tp->panels_b,
-                       tp->resident ? "true" : "false", tp->group, tp->panel_slots, (long long)tp->panel_bytes,
-                       tp->out_slots, (long long)tp->out_bytes, tp->mirror_output ? "true" : "false",
-                       (long long)tp->panel_loads, (long long)plan->device_budget,
-                       plan->device_budget_given ? "true" : "false", (long long)tp->device_bytes,
-                       (long long)plan->host_budget, (long long)plan->pinned_bytes, plan->h2d_slots,
-                       (long long)plan->h2d_slot_bytes, plan->d2h_slots, (long long)plan->d2h_slot_bytes, plan->sinks,
-                       plan->copy_threads, plan->workers, tp->kernel_seconds, plan->upload_seconds,
-                       plan->download_seconds, plan->bound);
+        oc_text_printf(
+            &t,
+            ", \"tile\": %lld, \"tiles\": %lld, \"panels_a\": %lld, \"panels_b\": %lld, \"resident\": %s, "
+            "\"group\": %d, \"panel_slots\": %d, \"panel_bytes\": %lld, \"out_slots\": %d, \"out_bytes\": %lld, "
+            "\"mirror_on_device\": %s, \"panel_loads\": %lld, \"device_budget\": %lld, "
+            "\"device_budget_given\": %s, \"device_bytes\": %lld, \"host_budget\": %lld, \"pinned_bytes\": %lld, "
+            "\"h2d_slots\": %d, \"h2d_slot_bytes\": %lld, \"d2h_slots\": %d, \"d2h_slot_bytes\": %lld, "
+            "\"sinks\": %d, \"copy_threads\": %d, \"workers\": %d, \"kernel_seconds\": %.6g, "
+            "\"upload_seconds\": %.6g, \"output_seconds\": %.6g, \"bound\": \"%s\"}\n",
+            (long long)tp->tile, (long long)tp->ntiles, (long long)tp->panels_a, (long long)tp->panels_b,
+            tp->resident ? "true" : "false", tp->group, tp->panel_slots, (long long)tp->panel_bytes, tp->out_slots,
+            (long long)tp->out_bytes, tp->mirror_output ? "true" : "false", (long long)tp->panel_loads,
+            (long long)plan->device_budget, plan->device_budget_given ? "true" : "false", (long long)tp->device_bytes,
+            (long long)plan->host_budget, (long long)plan->pinned_bytes, plan->h2d_slots,
+            (long long)plan->h2d_slot_bytes, plan->d2h_slots, (long long)plan->d2h_slot_bytes, plan->sinks,
+            plan->copy_threads, plan->workers, tp->kernel_seconds, plan->upload_seconds, plan->download_seconds,
+            plan->bound);
         return oc_text_finish(ctx, &t, out);
     }
     oc_text_printf(&t, "plan for ");
@@ -200,10 +200,12 @@ oc_status oc_engine_plan_render(oc_context *ctx, const oc_engine_plan *plan, con
     if (!tp->resident)
         oc_text_printf(&t, "           groups of %d A panels, %lld panel uploads in all\n", tp->group,
                        (long long)tp->panel_loads);
-    oc_text_printf(&t, "  device   budget %.1f MiB (%s): %d panel slots of %.1f MiB, %d output slots of %.1f MiB%s; "
-                       "%.1f MiB planned\n",
-                   MIB(plan->device_budget), plan->device_budget_given ? "--gpu-mem" : "share of free memory less headroom",
-                   tp->panel_slots, MIB(tp->panel_bytes), tp->out_slots, MIB(tp->out_bytes),
+    oc_text_printf(&t,
+                   "  device   budget %.1f MiB (%s): %d panel slots of %.1f MiB, %d output slots of %.1f MiB%s; "
+                   "%.1f MiB planned\n",
+                   MIB(plan->device_budget),
+                   plan->device_budget_given ? "--gpu-mem" : "share of free memory less headroom", tp->panel_slots,
+                   MIB(tp->panel_bytes), tp->out_slots, MIB(tp->out_bytes),
                    tp->mirror_output ? " (mirrors made on the device)" : "", MIB(tp->device_bytes));
     oc_text_printf(&t, "  host     budget %.1f MiB: pinned %d upload slots of %.2f MiB", MIB(plan->host_budget),
                    plan->h2d_slots, MIB(plan->h2d_slot_bytes));

@@ -30,38 +30,39 @@
 #define OC_ENGINE_DEFAULT_STAGING (1LL << 30)
 
 typedef struct oc_engine_plan_input {
-    oc_tile_plan_input tiles;  /* budget and budget_given are filled by the plan */
+    oc_tile_plan_input tiles; /* budget and budget_given are filled by the plan */
     /* the device budget */
-    int64_t device_total;      /* bytes of device memory */
-    int64_t device_free;       /* bytes free when the job started */
-    int64_t gpu_mem_bytes;     /* --gpu-mem SIZE, else 0 */
-    double gpu_mem_fraction;   /* --gpu-mem PCT (or the default) when gpu_mem_bytes == 0 */
+    int64_t device_total;    /* bytes of device memory */
+    int64_t device_free;     /* bytes free when the job started */
+    int64_t gpu_mem_bytes;   /* --gpu-mem SIZE, else 0 */
+    double gpu_mem_fraction; /* --gpu-mem PCT (or the default) when gpu_mem_bytes == 0 */
     /* the host */
-    int64_t host_budget;       /* the job's host budget (pinned staging takes at most a quarter); 0 = OC_ENGINE_DEFAULT_STAGING */
-    int cores;                 /* host cores */
-    int64_t row_bytes;         /* bytes of one input row as uploaded */
-    int64_t elem_size;         /* bytes of one result element as downloaded */
-    int dense_output;          /* the result comes back to the host */
-    int force_sinks;           /* > 0: that many sinks (OUTCORE_CUDA_SINKS) */
-    int force_copy_threads;    /* > 0: that many copy threads (OUTCORE_CUDA_COPY_THREADS) */
-    const char *device_name;   /* "cuda:0 (NVIDIA H100 ...)", for messages */
+    int64_t
+        host_budget; /* the job's host budget (pinned staging takes at most a quarter); 0 = OC_ENGINE_DEFAULT_STAGING */
+    int cores;       /* host cores */
+    int64_t row_bytes;       /* bytes of one input row as uploaded */
+    int64_t elem_size;       /* bytes of one result element as downloaded */
+    int dense_output;        /* the result comes back to the host */
+    int force_sinks;         /* > 0: that many sinks (OUTCORE_CUDA_SINKS) */
+    int force_copy_threads;  /* > 0: that many copy threads (OUTCORE_CUDA_COPY_THREADS) */
+    const char *device_name; /* "cuda:0 (NVIDIA H100 ...)", for messages */
 } oc_engine_plan_input;
 
 typedef struct oc_engine_plan {
     oc_tile_plan tiles;
-    int64_t device_budget;     /* what the pool may hold */
+    int64_t device_budget; /* what the pool may hold */
     int device_budget_given;
     int64_t host_budget;
-    int h2d_slots;             /* pinned upload slots */
-    int64_t h2d_slot_bytes;    /* usable bytes of one, whole rows */
-    int d2h_slots;             /* pinned download slots (0 without dense output) */
-    int64_t d2h_slot_bytes;    /* whole output rows of a tile */
-    int64_t pinned_bytes;      /* both rings, page-rounded slots */
+    int h2d_slots;          /* pinned upload slots */
+    int64_t h2d_slot_bytes; /* usable bytes of one, whole rows */
+    int d2h_slots;          /* pinned download slots (0 without dense output) */
+    int64_t d2h_slot_bytes; /* whole output rows of a tile */
+    int64_t pinned_bytes;   /* both rings, page-rounded slots */
     int sinks, copy_threads;
-    int workers;               /* the pool the two share */
+    int workers; /* the pool the two share */
     /* estimates (seconds) of the stages the plan overlaps, and the one that bounds it */
     double upload_seconds, download_seconds;
-    const char *bound;         /* "kernels", "uploads", "output" */
+    const char *bound; /* "kernels", "uploads", "output" */
 } oc_engine_plan;
 
 /* The plan, or OC_ERR_DEVICE_NO_MEMORY / OC_ERR_INVALID_ARGUMENT naming what the smallest

@@ -18,7 +18,7 @@
 
 typedef struct sched_group {
     int64_t first, count;
-    int64_t key_rank;   /* index of its key among the distinct keys, in order of first use */
+    int64_t key_rank; /* index of its key among the distinct keys, in order of first use */
 } sched_group;
 
 struct oc_scheduler {
@@ -28,12 +28,12 @@ struct oc_scheduler {
     sched_group *groups;
     unsigned char *claimed;
     int64_t lowest;
-    int64_t *key_start;  /* nkeys + 1: key_groups[key_start[k] .. key_start[k + 1]) are key k's groups */
+    int64_t *key_start; /* nkeys + 1: key_groups[key_start[k] .. key_start[k + 1]) are key k's groups */
     int64_t *key_groups;
-    int64_t *key_next;   /* per key: its first group in key_groups that may be unclaimed */
-    int64_t *last_key;   /* per worker: key rank of its last group, -1 none */
-    int64_t *done;       /* per worker: tiles completed */
-    int aborted_by;      /* -1 */
+    int64_t *key_next; /* per key: its first group in key_groups that may be unclaimed */
+    int64_t *last_key; /* per worker: key rank of its last group, -1 none */
+    int64_t *done;     /* per worker: tiles completed */
+    int aborted_by;    /* -1 */
 };
 
 static int cmp_i64(const void *a, const void *b)

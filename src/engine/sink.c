@@ -12,28 +12,28 @@
  * lines per row. */
 #define MIRROR_BLOCK 32
 
-#define DEFINE_MIRROR(NAME, T)                                                                     \
-    static void NAME(const oc_dense_sink *s, int64_t i0, int64_t j0, int64_t rows, int64_t cols,    \
-                     const T *tile, int64_t tile_ld)                                               \
-    {                                                                                              \
-        T *base = (T *)s->base;                                                                    \
-        for (int64_t cb = 0; cb < cols; cb += MIRROR_BLOCK)                                        \
-            for (int64_t rb = 0; rb < rows; rb += MIRROR_BLOCK) {                                  \
-                int64_t ce = cb + MIRROR_BLOCK < cols ? cb + MIRROR_BLOCK : cols;                  \
-                int64_t re = rb + MIRROR_BLOCK < rows ? rb + MIRROR_BLOCK : rows;                  \
-                for (int64_t c = cb; c < ce; ++c) {                                                \
-                    T *dst = base + (j0 + c) * s->ld + i0;                                         \
-                    for (int64_t r = rb; r < re; ++r)                                              \
-                        if (j0 + c > i0 + r) dst[r] = tile[r * tile_ld + c];                       \
-                }                                                                                  \
-            }                                                                                      \
+#define DEFINE_MIRROR(NAME, T)                                                                                  \
+    static void NAME(const oc_dense_sink *s, int64_t i0, int64_t j0, int64_t rows, int64_t cols, const T *tile, \
+                     int64_t tile_ld)                                                                           \
+    {                                                                                                           \
+        T *base = (T *)s->base;                                                                                 \
+        for (int64_t cb = 0; cb < cols; cb += MIRROR_BLOCK)                                                     \
+            for (int64_t rb = 0; rb < rows; rb += MIRROR_BLOCK) {                                               \
+                int64_t ce = cb + MIRROR_BLOCK < cols ? cb + MIRROR_BLOCK : cols;                               \
+                int64_t re = rb + MIRROR_BLOCK < rows ? rb + MIRROR_BLOCK : rows;                               \
+                for (int64_t c = cb; c < ce; ++c) {                                                             \
+                    T *dst = base + (j0 + c) * s->ld + i0;                                                      \
+                    for (int64_t r = rb; r < re; ++r)                                                           \
+                        if (j0 + c > i0 + r) dst[r] = tile[r * tile_ld + c];                                    \
+                }                                                                                               \
+            }                                                                                                   \
     }
 
 DEFINE_MIRROR(mirror_u16, uint16_t)
 DEFINE_MIRROR(mirror_u32, uint32_t)
 
-void oc_dense_sink_store(const oc_dense_sink *s, int64_t i0, int64_t j0, int64_t rows, int64_t cols,
-                         const void *tile, int64_t tile_ld)
+void oc_dense_sink_store(const oc_dense_sink *s, int64_t i0, int64_t j0, int64_t rows, int64_t cols, const void *tile,
+                         int64_t tile_ld)
 {
     const char *src = tile;
     size_t es = s->elem_size;
@@ -46,10 +46,8 @@ void oc_dense_sink_store(const oc_dense_sink *s, int64_t i0, int64_t j0, int64_t
                (size_t)(cols - c0) * es);
     }
     if (!s->symmetric) return;
-    if (es == 2)
-        mirror_u16(s, i0, j0, rows, cols, tile, tile_ld);
-    else
-        mirror_u32(s, i0, j0, rows, cols, tile, tile_ld);
+    if (es == 2) mirror_u16(s, i0, j0, rows, cols, tile, tile_ld);
+    else mirror_u32(s, i0, j0, rows, cols, tile, tile_ld);
 }
 
 /* One row, n bytes: plain stores up to a 16-byte boundary of the destination, then 16-byte

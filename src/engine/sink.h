@@ -13,9 +13,9 @@
 #include <stdint.h>
 
 typedef struct oc_dense_sink {
-    char *base;         /* element (0, 0) */
-    int64_t ld;         /* elements between rows */
-    size_t elem_size;   /* bytes per element: 2 or 4 */
+    char *base;       /* element (0, 0) */
+    int64_t ld;       /* elements between rows */
+    size_t elem_size; /* bytes per element: 2 or 4 */
     int symmetric;
     /* Nonzero: oc_dense_sink_put faults the destination of a whole-row block in with one call
      * before copying (memory nothing has touched yet: a caller's fresh array, an output
@@ -35,7 +35,7 @@ void oc_dense_sink_store(const oc_dense_sink *sink, int64_t i0, int64_t j0, int6
  * and not read again by the job, so loading its lines into the cache first (what a plain
  * store does) would only double the memory traffic of the copy. Blocks never overlap, so
  * concurrent puts need no lock. */
-void oc_dense_sink_put(const oc_dense_sink *sink, int64_t i0, int64_t j0, int64_t rows, int64_t cols,
-                       const void *block, int64_t block_ld);
+void oc_dense_sink_put(const oc_dense_sink *sink, int64_t i0, int64_t j0, int64_t rows, int64_t cols, const void *block,
+                       int64_t block_ld);
 
 #endif

@@ -119,7 +119,8 @@ int64_t oc_tile_order_first_need(const int64_t *order, int64_t ntiles, int symme
     if (!seen) return -1;
     int64_t n = 0;
     for (int64_t t = 0; t < ntiles; ++t) {
-        const int64_t k[2] = {oc_tile_panel_key(0, order[2 * t]), oc_tile_panel_key(symmetric ? 0 : 1, order[2 * t + 1])};
+        const int64_t k[2] = {oc_tile_panel_key(0, order[2 * t]),
+                              oc_tile_panel_key(symmetric ? 0 : 1, order[2 * t + 1])};
         for (int i = 0; i < 2; ++i)
             if (k[i] < nkeys && !seen[k[i]]) seen[k[i]] = 1, keys[n++] = k[i];
     }
@@ -135,7 +136,8 @@ static oc_status count_loads(oc_context *ctx, oc_tile_plan *plan, int symmetric)
         return OC_OK;
     }
     int64_t *order = malloc((size_t)plan->ntiles * 2 * sizeof *order);
-    if (!order) return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the tile order (%lld tiles)", (long long)plan->ntiles);
+    if (!order)
+        return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the tile order (%lld tiles)", (long long)plan->ntiles);
     oc_panel_cache cache;
     int64_t maxp = plan->panels_a > plan->panels_b ? plan->panels_a : plan->panels_b;
     oc_status st = oc_panel_cache_init(ctx, &cache, plan->panel_slots, 2 * maxp);
@@ -290,13 +292,14 @@ oc_status oc_tile_plan_make(oc_context *ctx, const oc_tile_plan_input *in, oc_ti
     int64_t T = in->tile > 0 ? first : g;
     int64_t total_panels = in->symmetric ? ceil_div(in->n, T) : ceil_div(in->n, T) + ceil_div(in->p, T);
     int64_t out_bytes = T * T * in->elem_size + T * in->out_edge_bytes;
-    int64_t need = in->fixed_bytes + (in->keep_output ? 2 : 1) * out_bytes +
-                   (total_panels == 1 ? 1 : 2) * T * in->row_bytes;
+    int64_t need =
+        in->fixed_bytes + (in->keep_output ? 2 : 1) * out_bytes + (total_panels == 1 ? 1 : 2) * T * in->row_bytes;
     /* A budget the caller chose is a bad argument when nothing fits it; a budget taken from
      * the memory free on the device is a resource shortage. */
-    return oc_fail(ctx, in->budget_given ? OC_ERR_INVALID_ARGUMENT : OC_ERR_DEVICE_NO_MEMORY,
-                   "the smallest plan (tiles of %lld rows: %s panels of %.1f MiB, output slots of %.1f MiB) needs %.1f MiB "
-                   "of device memory but the budget is %.1f MiB; raise --gpu-mem",
-                   (long long)T, total_panels == 1 ? "one" : "two", (double)(T * in->row_bytes) / 1048576.0,
-                   (double)out_bytes / 1048576.0, (double)need / 1048576.0, (double)in->budget / 1048576.0);
+    return oc_fail(
+        ctx, in->budget_given ? OC_ERR_INVALID_ARGUMENT : OC_ERR_DEVICE_NO_MEMORY,
+        "the smallest plan (tiles of %lld rows: %s panels of %.1f MiB, output slots of %.1f MiB) needs %.1f MiB "
+        "of device memory but the budget is %.1f MiB; raise --gpu-mem",
+        (long long)T, total_panels == 1 ? "one" : "two", (double)(T * in->row_bytes) / 1048576.0,
+        (double)out_bytes / 1048576.0, (double)need / 1048576.0, (double)in->budget / 1048576.0);
 }

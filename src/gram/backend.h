@@ -12,8 +12,8 @@
 #define OC_BACKEND_ABI 2
 
 typedef struct oc_backend_vtbl {
-    int abi;                                  /* OC_BACKEND_ABI */
-    const char *name;                         /* "cpu", "cuda" */
+    int abi;          /* OC_BACKEND_ABI */
+    const char *name; /* "cpu", "cuda" */
     /* Nonzero when the backend can run a job on device `device` now (cheap; no messages). */
     int (*usable)(int device);
     /* Computes the job; fills the backend fields of job->stats. */

@@ -33,10 +33,15 @@ static int threads_to_start(const oc_gram_job *job)
 static void gram_shape(const oc_gram_job *job, oc_output_kind out_kind, oc_cost_gram_shape *g)
 {
     const oc_gram_options *o = job->opts;
-    *g = (oc_cost_gram_shape){.n = job->n, .p = job->p, .m = job->m, .symmetric = job->symmetric,
-                              .elem_bytes = (int)oc_dtype_size(job->dtype), .k = o->topk,
+    *g = (oc_cost_gram_shape){.n = job->n,
+                              .p = job->p,
+                              .m = job->m,
+                              .symmetric = job->symmetric,
+                              .elem_bytes = (int)oc_dtype_size(job->dtype),
+                              .k = o->topk,
                               .popcounts = oc_metric_info_of(job->metric)->popcounts,
-                              .to_file = out_kind == OC_OUTPUT_FILE, .threads = threads_to_start(job)};
+                              .to_file = out_kind == OC_OUTPUT_FILE,
+                              .threads = threads_to_start(job)};
     if (o->topk > 0) g->output = OC_COST_GRAM_TOPK;
     else if (o->use_threshold) g->output = OC_COST_GRAM_THRESHOLD; /* pairs unknown before the job: not counted */
     else if (out_kind == OC_OUTPUT_DISCARD) g->output = OC_COST_GRAM_DISCARD;
@@ -81,7 +86,8 @@ int oc_gram_cpu_before_gpu_start(oc_context *ctx, const oc_gram_job *job, oc_out
     oc_cost_predict(&c->rates, &cj, 0, label, why, &c->pred);
     /* The output file's costs are paid on either backend: they decide nothing. */
     const oc_cost_prediction *p = &c->pred;
-    const double own = p->cpu_seconds - (p->fixed[OC_COST_FIX_FILE] + p->fixed[OC_COST_FIX_PAGES] + p->fixed[OC_COST_FIX_SYNC]);
+    const double own =
+        p->cpu_seconds - (p->fixed[OC_COST_FIX_FILE] + p->fixed[OC_COST_FIX_PAGES] + p->fixed[OC_COST_FIX_SYNC]);
     if (!(own + cj.gpu_regret < start)) return 0;
     /* What a warm GPU would have saved is at most the CPU's own time: counted so, a loop of
      * such jobs asks CUDA once their time could have paid for its start-up. */

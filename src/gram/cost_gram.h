@@ -9,10 +9,10 @@
 #include "gram/gram_job.h"
 
 typedef struct oc_gram_backend_choice {
-    int use_gpu;                /* the decision */
-    oc_cost_rates rates;        /* the table it was made from (the sparse/dense choice uses it too) */
-    oc_cost_prediction pred;    /* the dense path's prediction on each backend */
-    char explain[640];          /* one paragraph for --explain and oc_gram_stats.backend_explain */
+    int use_gpu;             /* the decision */
+    oc_cost_rates rates;     /* the table it was made from (the sparse/dense choice uses it too) */
+    oc_cost_prediction pred; /* the dense path's prediction on each backend */
+    char explain[640];       /* one paragraph for --explain and oc_gram_stats.backend_explain */
 } oc_gram_backend_choice;
 
 /* Chooses the backend of a dense Gram job: the one opts->backend names, or with auto the

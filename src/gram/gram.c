@@ -80,7 +80,8 @@ static oc_status check_threshold_range(oc_context *ctx, const char *what, oc_met
 static oc_status check_options(oc_context *ctx, const oc_gram_options *o, int64_t m, oc_dtype *dtype)
 {
     if (o->struct_size < sizeof(oc_gram_options))
-        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_gram_options.struct_size is %zu, expected %zu: start from OC_GRAM_OPTIONS_INIT",
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                       "oc_gram_options.struct_size is %zu, expected %zu: start from OC_GRAM_OPTIONS_INIT",
                        o->struct_size, sizeof(oc_gram_options));
     if (!oc_metric_info_of(o->metric))
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "unknown metric %d", (int)o->metric);
@@ -92,18 +93,21 @@ static oc_status check_options(oc_context *ctx, const oc_gram_options *o, int64_
                        oc_dtype_name(o->dtype) ? oc_dtype_name(o->dtype) : "?", oc_metric_name(o->metric), allowed);
     }
     if (*dtype == OC_DTYPE_UINT16 && m >= 65536)
-        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "dtype uint16 needs fewer than 65536 columns so every %s fits; the matrix has %lld",
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                       "dtype uint16 needs fewer than 65536 columns so every %s fits; the matrix has %lld",
                        oc_metric_name(o->metric), (long long)m);
     if (o->threads < 0 || o->threads > OC_MAX_THREADS)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "threads must be from 0 (all cores) to %d, got %d", OC_MAX_THREADS,
                        o->threads);
     if (o->tile < 0) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "tile must be >= 0, got %lld", (long long)o->tile);
     if (o->gpu_mem_bytes < 0 || !(o->gpu_mem_fraction > 0.0 && o->gpu_mem_fraction <= 1.0))
-        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "the GPU memory budget must be a positive size or a fraction in (0, 1]");
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                       "the GPU memory budget must be a positive size or a fraction in (0, 1]");
     if (o->host_mem_bytes < 0)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "the host memory budget must be a positive size, got %lld",
                        (long long)o->host_mem_bytes);
-    if (o->topk < 0) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "topk must be positive, got %lld", (long long)o->topk);
+    if (o->topk < 0)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "topk must be positive, got %lld", (long long)o->topk);
     if (o->topk > 0 && o->use_threshold)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "top-k and threshold outputs are exclusive: choose one");
     if (o->use_threshold && isnan(o->threshold))
@@ -122,7 +126,8 @@ static oc_status resume_options(oc_context *ctx, const oc_gram_options **opts, o
 {
     if (!(*opts)->resume || (*opts)->algorithm == OC_ALGORITHM_DENSE) return OC_OK;
     if ((*opts)->algorithm == OC_ALGORITHM_SPARSE)
-        return oc_fail(ctx, OC_ERR_UNSUPPORTED, "resume: a resumable job runs the dense algorithm; the sparse one "
+        return oc_fail(ctx, OC_ERR_UNSUPPORTED,
+                       "resume: a resumable job runs the dense algorithm; the sparse one "
                        "keeps no journal (use --algorithm dense or auto)");
     *local = **opts;
     local->algorithm = OC_ALGORITHM_DENSE;
@@ -196,14 +201,16 @@ static oc_status job_prepare(oc_context *ctx, const oc_matrix *a, const oc_matri
 {
     if (!a || !opts || !out) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_gram: a, opts and out must not be NULL");
     if (out->struct_size < sizeof(oc_output))
-        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_output.struct_size is %zu, expected %zu: start from OC_OUTPUT_INIT",
-                       out->struct_size, sizeof(oc_output));
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                       "oc_output.struct_size is %zu, expected %zu: start from OC_OUTPUT_INIT", out->struct_size,
+                       sizeof(oc_output));
 
     int symmetric = (b == NULL || b == a);
     if (symmetric) b = a;
     if (a->cols != b->cols)
-        return oc_fail(ctx, OC_ERR_INPUT, "%s has %lld columns but %s has %lld: A and B must have the same number of columns",
-                       b->name, (long long)b->cols, a->name, (long long)a->cols);
+        return oc_fail(ctx, OC_ERR_INPUT,
+                       "%s has %lld columns but %s has %lld: A and B must have the same number of columns", b->name,
+                       (long long)b->cols, a->name, (long long)a->cols);
 
     oc_dtype dtype = OC_DTYPE_DEFAULT;
     OC_CHECK(ctx, check_options(ctx, opts, a->cols, &dtype));
@@ -215,22 +222,34 @@ static oc_status job_prepare(oc_context *ctx, const oc_matrix *a, const oc_matri
     /* K past the result's columns would only add padding: n x K of it can be far larger
      * than the inputs. */
     if (opts->topk > p)
-        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "top-%lld: the result has %lld column%s (the rows of %s), so "
-                       "K may be at most %lld", (long long)opts->topk, (long long)p, p == 1 ? "" : "s",
-                       symmetric ? a->name : b->name, (long long)p);
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                       "top-%lld: the result has %lld column%s (the rows of %s), so "
+                       "K may be at most %lld",
+                       (long long)opts->topk, (long long)p, p == 1 ? "" : "s", symmetric ? a->name : b->name,
+                       (long long)p);
 
     /* A device named by the caller must exist when a GPU may run the job. A CPU job asks
      * nothing of CUDA: counting devices would initialise the runtime for nothing. */
     const int several = opts->devices && *opts->devices;
     if (several && opts->backend == OC_BACKEND_CPU)
-        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "devices \"%s\": the cpu backend runs on no device (drop --devices or "
-                       "use --backend cuda)", opts->devices);
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                       "devices \"%s\": the cpu backend runs on no device (drop --devices or "
+                       "use --backend cuda)",
+                       opts->devices);
 #ifdef OC_HAVE_CUDA
     /* An auto job on the default device that the CPU finishes before a GPU could start asks
      * CUDA nothing (cost_gram.h): loading and initialising the driver costs more than it. */
     if (opts->backend == OC_BACKEND_AUTO && !several && opts->device == 0) {
-        *job = (oc_gram_job){.ctx = ctx, .a = a, .b = b, .symmetric = symmetric, .n = n, .p = p, .m = m,
-                             .metric = opts->metric, .dtype = dtype, .opts = opts,
+        *job = (oc_gram_job){.ctx = ctx,
+                             .a = a,
+                             .b = b,
+                             .symmetric = symmetric,
+                             .n = n,
+                             .p = p,
+                             .m = m,
+                             .metric = opts->metric,
+                             .dtype = dtype,
+                             .opts = opts,
                              .host_budget = oc_host_budget_resolve(opts->host_mem_bytes)};
         if (oc_gram_cpu_before_gpu_start(ctx, job, out->kind, choice)) {
             *backend_out = &oc_backend_cpu;
@@ -246,13 +265,16 @@ static oc_status job_prepare(oc_context *ctx, const oc_matrix *a, const oc_matri
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "CUDA device %d does not exist: this machine has %d (0 to %d)",
                        opts->device, devices, devices - 1);
     if (opts->resume && opts->topk > 0 && opts->backend == OC_BACKEND_CUDA)
-        return oc_fail(ctx, OC_ERR_UNSUPPORTED, "resume: top-k jobs resume on the CPU backend only (--backend cpu or "
+        return oc_fail(ctx, OC_ERR_UNSUPPORTED,
+                       "resume: top-k jobs resume on the CPU backend only (--backend cpu or "
                        "auto); dense and threshold jobs resume on either");
     oc_device_list list = {0};
     if (opts->backend != OC_BACKEND_CPU) OC_CHECK(ctx, oc_device_list_parse(ctx, opts, devices, &list));
     if (opts->resume && list.count > 1)
-        return oc_fail(ctx, OC_ERR_UNSUPPORTED, "resume: a job on several devices (%d logical devices) cannot be "
-                       "resumed; run it on one device", list.count);
+        return oc_fail(ctx, OC_ERR_UNSUPPORTED,
+                       "resume: a job on several devices (%d logical devices) cannot be "
+                       "resumed; run it on one device",
+                       list.count);
     /* The backend is chosen on the first logical device (a list asks for CUDA:
      * current_options). */
     oc_gram_options first = *opts;
@@ -269,9 +291,18 @@ static oc_status job_prepare(oc_context *ctx, const oc_matrix *a, const oc_matri
 #endif
     }
 
-    *job = (oc_gram_job){.ctx = ctx, .a = a, .b = b, .symmetric = symmetric, .n = n, .p = p, .m = m,
-                         .metric = opts->metric, .dtype = dtype, .opts = opts,
-                         .host_budget = oc_host_budget_resolve(opts->host_mem_bytes), .devices = list};
+    *job = (oc_gram_job){.ctx = ctx,
+                         .a = a,
+                         .b = b,
+                         .symmetric = symmetric,
+                         .n = n,
+                         .p = p,
+                         .m = m,
+                         .metric = opts->metric,
+                         .dtype = dtype,
+                         .opts = opts,
+                         .host_budget = oc_host_budget_resolve(opts->host_mem_bytes),
+                         .devices = list};
     oc_trace_phase(&t, "gram", "backend ok");
     *backend_out = choose_backend(ctx, job, out, backend, choice);
     oc_trace_phase(&t, "gram", "cost model");
@@ -299,8 +330,8 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
      * paying the GPU's start-up (cost.h: gpu_regret). */
     if (opts->backend == OC_BACKEND_AUTO && backend == &oc_backend_cpu) oc_cost_note_cpu_job(where.pred.regret);
     if (stats && !oc_gram_stats_size_known(stats->struct_size))
-        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_gram_stats.struct_size is %zu, expected %zu", stats->struct_size,
-                       sizeof(oc_gram_stats));
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_gram_stats.struct_size is %zu, expected %zu",
+                       stats->struct_size, sizeof(oc_gram_stats));
     b = job.b;
     const int symmetric = job.symmetric;
     const int64_t n = job.n, p = job.p;
@@ -336,47 +367,50 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
         job.select = sel;
         OC_CHECK_GOTO(ctx, st, oc_gram_dest_resume_setup(ctx, &dest, resume), cleanup);
     } else switch (out->kind) {
-    case OC_OUTPUT_MEMORY:
-        if (!out->data) {
-            st = oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "output memory is NULL");
+        case OC_OUTPUT_MEMORY:
+            if (!out->data) {
+                st = oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "output memory is NULL");
+                goto cleanup;
+            }
+            if (out->ld != 0 && out->ld < p) {
+                st = oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "output ld %lld is smaller than the %lld result columns",
+                             (long long)out->ld, (long long)p);
+                goto cleanup;
+            }
+            sink.base = out->data;
+            sink.ld = out->ld ? out->ld : p;
+            sink.populate = 1;
+            job.dense = &sink;
+            break;
+        case OC_OUTPUT_FILE: {
+            char ext[16];
+            if (!out->path) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "output path is NULL");
+            if (strcmp(oc_path_extension(out->path, ext, sizeof ext), "npy") != 0) {
+                st = oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: a dense result is written as .npy; got '.%s'",
+                             out->path, ext);
+                goto cleanup;
+            }
+            void *data;
+            OC_CHECK_GOTO(ctx, st, oc_gram_dest_dense_open(ctx, &job, out, resume, &npy, &data), cleanup);
+            sink.base = data;
+            sink.ld = p;
+            sink.populate = !oc_npy_out_prefaulted(npy);
+            job.dense = &sink;
+            break;
+        }
+        case OC_OUTPUT_DISCARD:
+            job.dense = NULL;
+            break;
+        case OC_OUTPUT_TOPK:
+        case OC_OUTPUT_PAIRS:
+            st = oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "output kind %s needs opts.%s",
+                         out->kind == OC_OUTPUT_TOPK ? "TOPK" : "PAIRS",
+                         out->kind == OC_OUTPUT_TOPK ? "topk > 0" : "use_threshold");
+            goto cleanup;
+        default:
+            st = oc_fail(ctx, OC_ERR_UNSUPPORTED, "output kind %d is not supported by this version", (int)out->kind);
             goto cleanup;
         }
-        if (out->ld != 0 && out->ld < p) {
-            st = oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "output ld %lld is smaller than the %lld result columns",
-                         (long long)out->ld, (long long)p);
-            goto cleanup;
-        }
-        sink.base = out->data;
-        sink.ld = out->ld ? out->ld : p;
-        sink.populate = 1;
-        job.dense = &sink;
-        break;
-    case OC_OUTPUT_FILE: {
-        char ext[16];
-        if (!out->path) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "output path is NULL");
-        if (strcmp(oc_path_extension(out->path, ext, sizeof ext), "npy") != 0) {
-            st = oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: a dense result is written as .npy; got '.%s'", out->path,
-                         ext);
-            goto cleanup;
-        }
-        void *data;
-        OC_CHECK_GOTO(ctx, st, oc_gram_dest_dense_open(ctx, &job, out, resume, &npy, &data), cleanup);
-        sink.base = data;
-        sink.ld = p;
-        sink.populate = !oc_npy_out_prefaulted(npy);
-        job.dense = &sink;
-        break;
-    }
-    case OC_OUTPUT_DISCARD: job.dense = NULL; break;
-    case OC_OUTPUT_TOPK:
-    case OC_OUTPUT_PAIRS:
-        st = oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "output kind %s needs opts.%s",
-                     out->kind == OC_OUTPUT_TOPK ? "TOPK" : "PAIRS", out->kind == OC_OUTPUT_TOPK ? "topk > 0" : "use_threshold");
-        goto cleanup;
-    default:
-        st = oc_fail(ctx, OC_ERR_UNSUPPORTED, "output kind %d is not supported by this version", (int)out->kind);
-        goto cleanup;
-    }
 
     oc_trace_phase(&t, "gram", "outputs");
     phase_end(&mark, &ph->setup);
@@ -397,8 +431,10 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
 
     st_out->bit_macs_effective = (double)n * (double)p * (double)job.m;
     OC_CHECK_GOTO(ctx, st, sparse_inputs(ctx, &job, lists), cleanup);
-    OC_CHECK_GOTO(ctx, st, oc_gram_choose_algorithm(ctx, &job, &where.rates, backend != &oc_backend_cpu ? where.pred.gpu_seconds : -1,
-                                           &plan), cleanup);
+    OC_CHECK_GOTO(ctx, st,
+                  oc_gram_choose_algorithm(ctx, &job, &where.rates,
+                                           backend != &oc_backend_cpu ? where.pred.gpu_seconds : -1, &plan),
+                  cleanup);
     snprintf(st_out->algorithm_desc, sizeof st_out->algorithm_desc, "%s", plan.explain);
     snprintf(st_out->backend_explain, sizeof st_out->backend_explain, "%.590s%s", where.explain,
              plan.use_sparse ? "; the sparse algorithm runs on the CPU" : "");
@@ -474,12 +510,13 @@ static oc_status choose_without_running(const oc_gram_job *job, const oc_backend
     int in_file = oc_matrix_file_backed(job->a) || oc_matrix_file_backed(job->b);
     if (job->opts->algorithm == OC_ALGORITHM_SPARSE && in_file) {
         choice->use_sparse = 1;
-        snprintf(choice->explain, sizeof choice->explain, "sparse (asked), after reading the inputs left in their "
+        snprintf(choice->explain, sizeof choice->explain,
+                 "sparse (asked), after reading the inputs left in their "
                  "files into row lists");
         return OC_OK;
     }
-    return oc_gram_choose_algorithm(job->ctx, job, &where->rates, backend != &oc_backend_cpu ? where->pred.gpu_seconds : -1,
-                                    choice);
+    return oc_gram_choose_algorithm(job->ctx, job, &where->rates,
+                                    backend != &oc_backend_cpu ? where->pred.gpu_seconds : -1, choice);
 }
 
 /* --plan of a job the sparse algorithm runs: where, and why (the predictions). */
@@ -490,13 +527,16 @@ static oc_status sparse_plan_text(const oc_gram_job *job, const oc_sparse_plan *
     const int asked = oc_threads_resolve(job->opts->threads), threads = asked > blocks ? (int)blocks : asked;
     oc_text text = {0};
     if (json) {
-        oc_text_printf(&text, "{\"where\": \"cpu\", \"algorithm\": \"sparse\", \"threads\": %d, \"hubs\": %lld, "
-                       "\"algorithm_desc\": ", threads, (long long)choice->hubs);
+        oc_text_printf(&text,
+                       "{\"where\": \"cpu\", \"algorithm\": \"sparse\", \"threads\": %d, \"hubs\": %lld, "
+                       "\"algorithm_desc\": ",
+                       threads, (long long)choice->hubs);
         oc_text_json_string(&text, choice->explain);
         oc_text_printf(&text, "}\n");
     } else {
         oc_text_printf(&text, "plan for cpu (sparse algorithm, docs/sparse.md)\n  threads  %d workers", threads);
-        if (threads < asked) oc_text_printf(&text, " (one per block of %d rows: %d asked)", OC_SPARSE_BLOCK_ROWS, asked);
+        if (threads < asked)
+            oc_text_printf(&text, " (one per block of %d rows: %d asked)", OC_SPARSE_BLOCK_ROWS, asked);
         oc_text_printf(&text, "\n  why      %s\n", choice->explain);
     }
     return oc_text_finish(job->ctx, &text, out);

@@ -21,16 +21,16 @@
 #include "gram/gram_choice.h"
 
 #define MAX_SPARSE_DENSITY 0.02
-#define SAMPLE_ROWS 4096           /* rows whose popcounts estimate the density when none are known */
-#define SAMPLE_WORDS (1 << 19)     /* ... and at most this many 64-bit words of them (4 MiB) */
+#define SAMPLE_ROWS 4096       /* rows whose popcounts estimate the density when none are known */
+#define SAMPLE_WORDS (1 << 19) /* ... and at most this many 64-bit words of them (4 MiB) */
 #define SAMPLE_MIN_ROWS 256
-#define COST_PAIR_UPDATE 2.0e-9    /* one scattered increment of a row's accumulator, and its candidate */
-#define COST_HUB_WORD 0.5e-9       /* one hub word of one row pair: AND, popcount, the candidate test */
-#define HUB_SWEEP_PRUNED 0.05      /* share of hub pairs a size-filtered sweep visits (top-k, threshold) */
-#define COST_SPARSE_ROW 2.0e-7     /* per row: lists, sorting a row's pairs, clearing */
-#define COST_ONE 1.0e-8            /* per set bit: the column lists built from the packed rows */
-#define COST_FULL_ELEMENT 1.5e-9   /* sparse: a result element of a full row (dense output, hamming) */
-#define COST_DENSE_ELEMENT 0.4e-9  /* dense: a result element through the epilogue and selection */
+#define COST_PAIR_UPDATE 2.0e-9   /* one scattered increment of a row's accumulator, and its candidate */
+#define COST_HUB_WORD 0.5e-9      /* one hub word of one row pair: AND, popcount, the candidate test */
+#define HUB_SWEEP_PRUNED 0.05     /* share of hub pairs a size-filtered sweep visits (top-k, threshold) */
+#define COST_SPARSE_ROW 2.0e-7    /* per row: lists, sorting a row's pairs, clearing */
+#define COST_ONE 1.0e-8           /* per set bit: the column lists built from the packed rows */
+#define COST_FULL_ELEMENT 1.5e-9  /* sparse: a result element of a full row (dense output, hamming) */
+#define COST_DENSE_ELEMENT 0.4e-9 /* dense: a result element through the epilogue and selection */
 
 /* Whether the sparse path can restrict itself to pairs that share a column: the selection
  * drops every pair with a count of 0 (except jaccard's empty pairs, which it lists
@@ -48,10 +48,12 @@ static int sweep_prunes(oc_metric metric)
 {
     switch (metric) {
     case OC_METRIC_JACCARD:
-    case OC_METRIC_COSINE: return 1;
+    case OC_METRIC_COSINE:
+        return 1;
     case OC_METRIC_COUNTS:
     case OC_METRIC_HAMMING:
-    case OC_METRIC_COUNT: break;
+    case OC_METRIC_COUNT:
+        break;
     }
     return 0;
 }
@@ -122,8 +124,9 @@ static oc_status plan_hubs(oc_context *ctx, const oc_gram_job *job, const int64_
     }
     free(cw);
     double rows = (double)job->n, elements = needs_full_rows(job) ? rows * (double)job->p : 0.0;
-    plan->sparse_seconds = (best + (plan->ones_a + plan->ones_b) * COST_ONE + rows * COST_SPARSE_ROW +
-                            elements * COST_FULL_ELEMENT) / threads;
+    plan->sparse_seconds =
+        (best + (plan->ones_a + plan->ones_b) * COST_ONE + rows * COST_SPARSE_ROW + elements * COST_FULL_ELEMENT) /
+        threads;
     return OC_OK;
 }
 
@@ -137,7 +140,8 @@ oc_status oc_gram_choose_algorithm(oc_context *ctx, const oc_gram_job *job, cons
     if ((unsigned)want > OC_ALGORITHM_SPARSE)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "unknown algorithm %d (auto, dense or sparse)", (int)want);
     if (want == OC_ALGORITHM_SPARSE && job->opts->backend == OC_BACKEND_CUDA)
-        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "the sparse algorithm runs on the CPU: drop --backend cuda, or "
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                       "the sparse algorithm runs on the CPU: drop --backend cuda, or "
                        "choose --algorithm dense or auto");
     const double threads = oc_threads_resolve(job->opts->threads);
     const double n = (double)job->n, p = (double)job->p, m = (double)job->m;
@@ -160,7 +164,8 @@ oc_status oc_gram_choose_algorithm(oc_context *ctx, const oc_gram_job *job, cons
     if (oc_matrix_file_backed(job->a) || oc_matrix_file_backed(job->b)) {
         snprintf(plan->explain, sizeof plan->explain,
                  "dense: an input is read from its file in panels (--host-mem); --algorithm sparse reads it "
-                 "into row lists first; dense predicted %.3g s", plan->dense_seconds);
+                 "into row lists first; dense predicted %.3g s",
+                 plan->dense_seconds);
         return OC_OK;
     }
 

@@ -23,14 +23,14 @@
 #define OC_SPARSE_BLOCK_ROWS 64
 
 typedef struct oc_sparse_plan {
-    int use_sparse;           /* the decision */
-    int64_t hubs;             /* hub columns, hub_cols[hubs], densest first */
-    uint32_t *hub_cols;       /* owned; NULL when hubs == 0 */
-    double ones_a, ones_b;    /* set bits */
-    double pair_updates;      /* Σ over non-hub columns of ca_j·cb_j */
-    double hub_rows_a, hub_rows_b; /* rows holding a hub (estimated as independent columns) */
+    int use_sparse;                       /* the decision */
+    int64_t hubs;                         /* hub columns, hub_cols[hubs], densest first */
+    uint32_t *hub_cols;                   /* owned; NULL when hubs == 0 */
+    double ones_a, ones_b;                /* set bits */
+    double pair_updates;                  /* Σ over non-hub columns of ca_j·cb_j */
+    double hub_rows_a, hub_rows_b;        /* rows holding a hub (estimated as independent columns) */
     double sparse_seconds, dense_seconds; /* predictions; < 0 when not predicted */
-    char explain[320];        /* one line for --explain */
+    char explain[320];                    /* one line for --explain */
 } oc_sparse_plan;
 
 /* Fills plan for the job and decides (opts->algorithm: forced, or auto by the predictions).

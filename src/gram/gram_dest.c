@@ -18,8 +18,8 @@ static oc_status emit_to_callback(oc_context *ctx, void *user, const int64_t *ro
     return OC_OK;
 }
 
-static oc_status emit_to_file(oc_context *ctx, void *user, const int64_t *rows, const int64_t *cols,
-                              const void *values, int64_t count)
+static oc_status emit_to_file(oc_context *ctx, void *user, const int64_t *rows, const int64_t *cols, const void *values,
+                              int64_t count)
 {
     oc_gram_dest *dest = user;
     OC_CHECK(ctx, oc_pairs_out_append(ctx, dest->pairs_file, rows, cols, values, count));
@@ -57,10 +57,17 @@ oc_status oc_gram_dest_select_setup(oc_context *ctx, const oc_gram_options *o, c
                                     oc_gram_dest *dest, oc_select **sel)
 {
     int topk = o->topk > 0;
-    oc_select_config cfg = {.mode = topk ? OC_SELECT_TOPK : OC_SELECT_PAIRS, .n = job->n, .p = job->p,
-                            .symmetric = job->symmetric, .metric = job->metric, .dtype = job->dtype, .k = o->topk,
-                            .threshold = o->threshold, .use_min_score = o->use_min_score,
-                            .min_score = o->min_score, .emit_user = dest};
+    oc_select_config cfg = {.mode = topk ? OC_SELECT_TOPK : OC_SELECT_PAIRS,
+                            .n = job->n,
+                            .p = job->p,
+                            .symmetric = job->symmetric,
+                            .metric = job->metric,
+                            .dtype = job->dtype,
+                            .k = o->topk,
+                            .threshold = o->threshold,
+                            .use_min_score = o->use_min_score,
+                            .min_score = o->min_score,
+                            .emit_user = dest};
     const char *buffer = getenv("OUTCORE_PAIRS_BUFFER"); /* tests force spilling with a small value */
     if (buffer && *buffer) cfg.buffer_bytes = strtoll(buffer, NULL, 10);
     /* Pairs wait in memory for at most a quarter of the host budget before they spill. */
@@ -85,10 +92,13 @@ oc_status oc_gram_dest_select_setup(oc_context *ctx, const oc_gram_options *o, c
             cfg.emit = emit_to_file;
         }
         break;
-    case OC_OUTPUT_DISCARD: break;
+    case OC_OUTPUT_DISCARD:
+        break;
     default:
-        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s results go to OC_OUTPUT_%s, a file or OC_OUTPUT_DISCARD, not "
-                       "output kind %d", topk ? "top-k" : "threshold", topk ? "TOPK" : "PAIRS", (int)out->kind);
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                       "%s results go to OC_OUTPUT_%s, a file or OC_OUTPUT_DISCARD, not "
+                       "output kind %d",
+                       topk ? "top-k" : "threshold", topk ? "TOPK" : "PAIRS", (int)out->kind);
     }
     return oc_select_create(ctx, &cfg, sel);
 }
@@ -108,17 +118,20 @@ oc_status oc_gram_dest_select_commit(oc_context *ctx, const oc_gram_job *job, oc
         return OC_OK;
     }
     const oc_output *out = dest->out;
-    if (out->kind == OC_OUTPUT_TOPK) return oc_select_topk_result(ctx, sel, oc_threads_resolve(job->opts->threads), out->indices, out->scores);
+    if (out->kind == OC_OUTPUT_TOPK)
+        return oc_select_topk_result(ctx, sel, oc_threads_resolve(job->opts->threads), out->indices, out->scores);
     if (!dest->topk_file) return OC_OK;
     int64_t k = job->opts->topk, nk = job->n * k;
     int64_t *indices = malloc((size_t)(nk ? nk : 1) * sizeof *indices);
     void *scores = malloc((size_t)(nk ? nk : 1) * oc_dtype_size(job->dtype));
     oc_status st = OC_OK;
     if (!indices || !scores) {
-        st = oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the top-%lld result of %lld rows", (long long)k, (long long)job->n);
+        st = oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the top-%lld result of %lld rows", (long long)k,
+                     (long long)job->n);
         goto cleanup;
     }
-    OC_CHECK_GOTO(ctx, st, oc_select_topk_result(ctx, sel, oc_threads_resolve(job->opts->threads), indices, scores), cleanup);
+    OC_CHECK_GOTO(ctx, st, oc_select_topk_result(ctx, sel, oc_threads_resolve(job->opts->threads), indices, scores),
+                  cleanup);
     oc_topk_out *w = dest->topk_file;
     dest->topk_file = NULL;
     OC_CHECK_GOTO(ctx, st, oc_topk_out_commit(ctx, w, job->n, k, indices, scores, job->dtype), cleanup);

@@ -19,7 +19,7 @@ typedef struct oc_gram_dest {
     const oc_output *out;
     oc_topk_out *topk_file;
     oc_pairs_out *pairs_file;
-    oc_resume *resume;          /* a resumable job journals the pairs it writes */
+    oc_resume *resume; /* a resumable job journals the pairs it writes */
 } oc_gram_dest;
 
 /* Checks out against the selection options, opens what must be opened before the job (a

@@ -13,7 +13,8 @@ oc_status oc_gram_check_files(oc_context *ctx, const char *a, const char *b, con
     if (!a || !opts || !out)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_gram_check_files: a, opts and out must not be NULL");
     if (opts->struct_size < sizeof(oc_gram_options))
-        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_gram_options.struct_size is %zu, expected %zu: start from OC_GRAM_OPTIONS_INIT",
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                       "oc_gram_options.struct_size is %zu, expected %zu: start from OC_GRAM_OPTIONS_INIT",
                        opts->struct_size, sizeof(oc_gram_options));
     int64_t n, p, cols;
     OC_CHECK(ctx, oc_matrix_peek(ctx, a, read, &n, &cols));

@@ -21,22 +21,22 @@ struct oc_resume;
 typedef struct oc_gram_job {
     oc_context *ctx;
     const oc_matrix *a;
-    const oc_matrix *b;       /* == a when symmetric */
-    int symmetric;            /* A·Aᵀ: compute tiles with J >= I only */
-    int64_t n, p, m;          /* C is n x p; m columns */
+    const oc_matrix *b; /* == a when symmetric */
+    int symmetric;      /* A·Aᵀ: compute tiles with J >= I only */
+    int64_t n, p, m;    /* C is n x p; m columns */
     oc_metric metric;
-    oc_dtype dtype;           /* resolved: INT32, UINT16 or FLOAT32 */
-    const int64_t *pop_a;     /* row popcounts of a, n of them; NULL for counts (unused) and
+    oc_dtype dtype;       /* resolved: INT32, UINT16 or FLOAT32 */
+    const int64_t *pop_a; /* row popcounts of a, n of them; NULL for counts (unused) and
                                * for a backend that counts them itself (own_popcounts) */
-    const int64_t *pop_b;     /* of b, p of them (== pop_a when symmetric); NULL likewise */
+    const int64_t *pop_b; /* of b, p of them (== pop_a when symmetric); NULL likewise */
     const oc_gram_options *opts;
-    int64_t host_budget;      /* bytes: opts->host_mem_bytes resolved (mem/host_budget.h) */
-    oc_dense_sink *dense;     /* dense destination, or NULL when the result is discarded */
-    struct oc_select *select; /* top-k or threshold destination (select.h), else NULL */
-    oc_gram_stats *stats;     /* never NULL inside the library; the backend fills its fields */
+    int64_t host_budget;                 /* bytes: opts->host_mem_bytes resolved (mem/host_budget.h) */
+    oc_dense_sink *dense;                /* dense destination, or NULL when the result is discarded */
+    struct oc_select *select;            /* top-k or threshold destination (select.h), else NULL */
+    oc_gram_stats *stats;                /* never NULL inside the library; the backend fills its fields */
     const struct oc_sparse_plan *sparse; /* the hub split for the sparse backend (gram_choice.h) */
-    struct oc_resume *resume; /* a resumable job's journal (gram_resume.h), else NULL */
-    oc_device_list devices;   /* CUDA: the logical devices and their budgets (device_spec.h) */
+    struct oc_resume *resume;            /* a resumable job's journal (gram_resume.h), else NULL */
+    oc_device_list devices;              /* CUDA: the logical devices and their budgets (device_spec.h) */
 } oc_gram_job;
 
 #endif

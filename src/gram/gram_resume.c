@@ -39,8 +39,8 @@
 enum { REC_TEMP = 1, REC_PLAN = 2, REC_TILE = 3, REC_TOPK = 4, REC_PAIRS = 5, REC_BLOCKS = 6 };
 enum { KIND_DENSE, KIND_TOPK, KIND_PAIRS };
 
-#define PAIRS_FLUSH_BYTES (64 << 20)         /* buffered pairs records that force a checkpoint */
-#define INTERVAL_DEFAULT 2.0                 /* seconds between checkpoints */
+#define PAIRS_FLUSH_BYTES (64 << 20) /* buffered pairs records that force a checkpoint */
+#define INTERVAL_DEFAULT 2.0         /* seconds between checkpoints */
 
 typedef struct tile_crc {
     int64_t index;
@@ -55,9 +55,9 @@ typedef struct pairs_rec {
 struct oc_resume {
     oc_journal *journal;
     char *snap_path;
-    const char *out_path;        /* the output's (the caller's string, for the job's life) */
-    const char *job_text;        /* the header's lines while the journal is opened */
-    const char *jpath;           /* the journal's name while it is opened */
+    const char *out_path; /* the output's (the caller's string, for the job's life) */
+    const char *job_text; /* the header's lines while the journal is opened */
+    const char *jpath;    /* the journal's name while it is opened */
     uint32_t job_crc;
     int kind;
     size_t elem;
@@ -65,25 +65,25 @@ struct oc_resume {
     char **temps;
     int ntemps;
     int64_t tile;
-    tile_crc *recorded;          /* dense: TILE records */
+    tile_crc *recorded; /* dense: TILE records */
     int64_t nrecorded;
-    pairs_rec *pairs;            /* threshold: PAIRS records up to the last BLOCKS */
+    pairs_rec *pairs; /* threshold: PAIRS records up to the last BLOCKS */
     int64_t npairs, pairs_cap, pairs_committed;
     int64_t blocks_done, pairs_done;
-    int64_t uncommitted_off;     /* payload offset of the first PAIRS record after the last BLOCKS */
+    int64_t uncommitted_off; /* payload offset of the first PAIRS record after the last BLOCKS */
     /* this run */
     int64_t tiles_i, tiles_j;
-    unsigned char *done;         /* bitmap of tiles on record (dense, top-k) */
-    pthread_mutex_t lock;        /* guards pending */
-    tile_crc *pending;           /* finished since the last checkpoint */
+    unsigned char *done;  /* bitmap of tiles on record (dense, top-k) */
+    pthread_mutex_t lock; /* guards pending */
+    tile_crc *pending;    /* finished since the last checkpoint */
     int64_t npending, pending_cap;
     int64_t units, units_this_run, kill_after;
     double interval, last;
-    void *dense_writer;          /* oc_npy_out of the dense output */
+    void *dense_writer; /* oc_npy_out of the dense output */
     oc_resume_emit_fn emit;
     void *emit_user;
     int replaying;
-    int resumed;                 /* the journal existed when this run started */
+    int resumed; /* the journal existed when this run started */
 };
 
 /* ---------------------------------------------------------------- reading the journal */
@@ -117,7 +117,8 @@ static int on_record(void *user, uint32_t type, uint64_t unit, const void *paylo
         memcpy(&rec[r->nrecorded++].crc, payload, 4);
         return 0;
     }
-    case REC_TOPK: return 0; /* the snapshot file says it all; the record is the trail */
+    case REC_TOPK:
+        return 0; /* the snapshot file says it all; the record is the trail */
     case REC_PAIRS:
         if (r->npairs == r->pairs_cap) {
             int64_t cap = r->pairs_cap ? 2 * r->pairs_cap : 64;
@@ -136,7 +137,8 @@ static int on_record(void *user, uint32_t type, uint64_t unit, const void *paylo
         r->pairs_committed = r->npairs;
         r->uncommitted_off = -1;
         return 0;
-    default: return 1;
+    default:
+        return 1;
     }
 }
 
@@ -145,9 +147,13 @@ static int on_record(void *user, uint32_t type, uint64_t unit, const void *paylo
 static void input_changed(void *user, const char *have, size_t hl, const char *want, size_t wl, char *buf, size_t size)
 {
     (void)have, (void)hl;
-    static const struct { const char *key, *what; } keys[] = {
-        {"shape", "shape"}, {"size", "size"}, {"mtime", "modification time"}, {"crc32", "content"},
-        {"rows_crc", "content"}};
+    static const struct {
+        const char *key, *what;
+    } keys[] = {{"shape", "shape"},
+                {"size", "size"},
+                {"mtime", "modification time"},
+                {"crc32", "content"},
+                {"rows_crc", "content"}};
     const oc_resume *r = user;
     if (wl < 3 || (want[0] != 'a' && want[0] != 'b') || want[1] != '.') return;
     const char *what = NULL;
@@ -167,9 +173,10 @@ static void input_changed(void *user, const char *have, size_t hl, const char *w
         name = want[0] == 'a' ? "input A" : "input B";
         nl = (int)strlen(name);
     }
-    snprintf(buf, size, "%.*s: the input changed since the journal %s was written (its %s differs): its results so far "
-             "are not this input's; remove the journal (outcore clean %s) to start over", nl, name, r->jpath, what,
-             r->out_path);
+    snprintf(buf, size,
+             "%.*s: the input changed since the journal %s was written (its %s differs): its results so far "
+             "are not this input's; remove the journal (outcore clean %s) to start over",
+             nl, name, r->jpath, what, r->out_path);
 }
 
 /* A journal or snapshot name that holds something else than a regular file is refused:
@@ -180,7 +187,10 @@ static oc_status side_file_check(oc_context *ctx, const char *path, const char *
     *exists = lstat(path, &sb) == 0;
     if (!*exists || S_ISREG(sb.st_mode)) return OC_OK;
     return oc_fail(ctx, OC_ERR_INPUT, "%s: the %s is %s, not a regular file: outcore does not follow it; remove it",
-                   path, what, S_ISLNK(sb.st_mode) ? "a symbolic link" : S_ISDIR(sb.st_mode) ? "a folder" : "special");
+                   path, what,
+                   S_ISLNK(sb.st_mode)   ? "a symbolic link"
+                   : S_ISDIR(sb.st_mode) ? "a folder"
+                                         : "special");
 }
 
 /* ---------------------------------------------------------------- start and end */
@@ -203,9 +213,11 @@ oc_status oc_resume_start(oc_context *ctx, const oc_gram_job *job, const oc_outp
         return checked;
     }
     if (!job->opts->resume) {
-        oc_status st = exists ? oc_fail(ctx, OC_ERR_INPUT, "%s: an interrupted job left this journal: run the same "
+        oc_status st = exists ? oc_fail(ctx, OC_ERR_INPUT,
+                                        "%s: an interrupted job left this journal: run the same "
                                         "command with --resume (Python: resume=True) to continue it, or "
-                                        "'outcore clean %s' to start over", jpath, out->path)
+                                        "'outcore clean %s' to start over",
+                                        jpath, out->path)
                               : OC_OK;
         free(jpath);
         return st;
@@ -233,7 +245,8 @@ oc_status oc_resume_start(oc_context *ctx, const oc_gram_job *job, const oc_outp
     }
     snprintf(r->snap_path, jl + sizeof ".topk", "%s.topk", jpath);
     int snap_exists;
-    OC_CHECK_GOTO(ctx, st, side_file_check(ctx, r->snap_path, "top-k snapshot of the resume journal", &snap_exists), cleanup);
+    OC_CHECK_GOTO(ctx, st, side_file_check(ctx, r->snap_path, "top-k snapshot of the resume journal", &snap_exists),
+                  cleanup);
     OC_CHECK_GOTO(ctx, st, oc_resume_describe_job(ctx, job, out, &text), cleanup);
     r->job_crc = oc_crc32_update(0, text, strlen(text));
     r->out_path = out->path;
@@ -244,7 +257,8 @@ oc_status oc_resume_start(oc_context *ctx, const oc_gram_job *job, const oc_outp
         OC_CHECK_GOTO(ctx, st, oc_journal_open(ctx, jpath, text, input_changed, on_record, r, &r->journal), cleanup);
         r->job_text = r->jpath = NULL;
         /* PAIRS after the last BLOCKS went to an output that died with its run. */
-        if (r->uncommitted_off >= 0) OC_CHECK_GOTO(ctx, st, oc_journal_truncate_before(ctx, r->journal, r->uncommitted_off), cleanup);
+        if (r->uncommitted_off >= 0)
+            OC_CHECK_GOTO(ctx, st, oc_journal_truncate_before(ctx, r->journal, r->uncommitted_off), cleanup);
         r->npairs = r->pairs_committed;
     } else {
         if (snap_exists) unlink(r->snap_path); /* an earlier job's, whose journal is gone */
@@ -313,8 +327,8 @@ void oc_resume_set_emit(oc_resume *r, oc_resume_emit_fn emit, void *user)
     r->emit_user = user;
 }
 
-oc_status oc_resume_pairs(oc_context *ctx, oc_resume *r, const int64_t *rows, const int64_t *cols,
-                          const void *values, int64_t count)
+oc_status oc_resume_pairs(oc_context *ctx, oc_resume *r, const int64_t *rows, const int64_t *cols, const void *values,
+                          int64_t count)
 {
     if (r->replaying || count == 0) return OC_OK;
     size_t len = 8 + (size_t)count * (16 + r->elem);
@@ -393,9 +407,10 @@ static oc_status replay_pairs(oc_context *ctx, oc_resume *r, const oc_gram_job *
 oc_status oc_resume_begin(oc_context *ctx, oc_resume *r, const oc_gram_job *job, int64_t tile)
 {
     if (r->tile && r->tile != tile)
-        return oc_fail(ctx, OC_ERR_INPUT, "%s: the journal counts tiles of %lld rows, which this backend cannot use "
-                       "(its plan has %lld): resume with the backend that started the job", oc_journal_name(r->journal),
-                       (long long)r->tile, (long long)tile);
+        return oc_fail(ctx, OC_ERR_INPUT,
+                       "%s: the journal counts tiles of %lld rows, which this backend cannot use "
+                       "(its plan has %lld): resume with the backend that started the job",
+                       oc_journal_name(r->journal), (long long)r->tile, (long long)tile);
     const int fresh = r->tile == 0;
     r->tile = tile;
     r->tiles_i = (job->n + tile - 1) / tile;
@@ -475,14 +490,14 @@ oc_status oc_resume_checkpoint(oc_context *ctx, oc_resume *r, const oc_gram_job 
             bit_set(r->done, r->pending[k].index);
             if (r->kind == KIND_DENSE)
                 OC_CHECK(ctx, oc_journal_append(ctx, r->journal, REC_TILE, (uint64_t)r->pending[k].index,
-                                           &r->pending[k].crc, 4));
+                                                &r->pending[k].crc, 4));
         }
         r->units += r->npending;
         r->npending = 0;
         if (r->kind == KIND_TOPK) {
             uint32_t crc;
-            OC_CHECK(ctx, oc_resume_snapshot_write(ctx, r->snap_path, r->job_crc, r->tile, r->tiles_i * r->tiles_j, r->done,
-                                              job, &crc));
+            OC_CHECK(ctx, oc_resume_snapshot_write(ctx, r->snap_path, r->job_crc, r->tile, r->tiles_i * r->tiles_j,
+                                                   r->done, job, &crc));
             OC_CHECK(ctx, oc_journal_append(ctx, r->journal, REC_TOPK, (uint64_t)r->units, &crc, 4));
         }
     }

@@ -44,8 +44,8 @@ oc_status oc_resume_record_temp(oc_context *ctx, oc_resume *r, const char *temp_
 typedef oc_status (*oc_resume_emit_fn)(oc_context *ctx, void *user, const int64_t *rows, const int64_t *cols,
                                        const void *values, int64_t count);
 void oc_resume_set_emit(oc_resume *r, oc_resume_emit_fn emit, void *user);
-oc_status oc_resume_pairs(oc_context *ctx, oc_resume *r, const int64_t *rows, const int64_t *cols,
-                          const void *values, int64_t count);
+oc_status oc_resume_pairs(oc_context *ctx, oc_resume *r, const int64_t *rows, const int64_t *cols, const void *values,
+                          int64_t count);
 
 /* Backends. The tile edge of the journal (0: none yet, the backend chooses). */
 int64_t oc_resume_tile_edge(const oc_resume *r);

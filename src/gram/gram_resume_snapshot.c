@@ -70,12 +70,12 @@ oc_status oc_resume_snapshot_write(oc_context *ctx, const char *path, uint32_t j
                                    const unsigned char *done, const oc_gram_job *job, uint32_t *crc_out)
 {
     const int64_t bitmap = (ntiles + 7) / 8, kept = oc_select_kept(job->select);
-    snapshot_head h = {.magic = SNAPSHOT_MAGIC, .job_crc = job_crc, .tiles = ntiles, .n = job->n, .kept = kept,
-                       .tile = tile};
+    snapshot_head h = {
+        .magic = SNAPSHOT_MAGIC, .job_crc = job_crc, .tiles = ntiles, .n = job->n, .kept = kept, .tile = tile};
     const uint64_t *keys = oc_select_topk_keys(job->select);
     const size_t key_bytes = (size_t)(job->n * kept) * 8;
-    uint32_t crc = oc_crc32_update(oc_crc32_update(oc_crc32_update(0, &h, sizeof h), done, (size_t)bitmap), keys,
-                                   key_bytes);
+    uint32_t crc =
+        oc_crc32_update(oc_crc32_update(oc_crc32_update(0, &h, sizeof h), done, (size_t)bitmap), keys, key_bytes);
     oc_tmpfile f;
     OC_CHECK(ctx, oc_tmpfile_open(ctx, path, &f));
     int err = oc_sys_write_all(ctx, f.fd, &h, sizeof h, 0);

@@ -310,7 +310,7 @@ static oc_status check_plain_size(oc_context *ctx, const char *path, const fat_e
         most = frame >= ~0ULL - 1 ? 0 : (uint64_t)frame;
     } else if (e->flags & FATBIN_FLAG_LZ4) {
         most = e->payload_size > (UINT64_MAX - 64) / LZ4_MOST_PER_BYTE ? UINT64_MAX
-                                                                        : e->payload_size * LZ4_MOST_PER_BYTE + 64;
+                                                                       : e->payload_size * LZ4_MOST_PER_BYTE + 64;
     }
     if (e->plain_size <= most && e->plain_size < PTRDIFF_MAX &&
         (!(e->flags & FATBIN_FLAG_ZSTD) || e->plain_size == most))
@@ -457,8 +457,8 @@ static oc_status fatbin_resources(oc_context *ctx, const oc_kernel_image *img, i
             snprintf(display, sizeof display, "%s (compute_%d PTX inside)", img->path, f->cc);
             /* The entry's architecture is the file's word, as for a PTX file's .target. */
             if (!oc_gpu_arch_find(cc))
-                st = oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: PTX for compute_%d; pass --arch with a known architecture",
-                             display, cc);
+                st = oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                             "%s: PTX for compute_%d; pass --arch with a known architecture", display, cc);
             else st = ptx_resources(ctx, display, NULL, code, code_size, cc, jit, out);
         } else {
             snprintf(display, sizeof display, "%s (sm_%d cubin inside)", img->path, f->cc);

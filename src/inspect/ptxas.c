@@ -63,8 +63,8 @@ static int find_ptxas(char *path, size_t size)
 
 /* What one ptxas run may take: PTX is untrusted input, and ptxas has no bound of its own. */
 typedef struct run_limits {
-    int seconds;       /* wall-clock and CPU time; 0: none */
-    int64_t bytes;     /* address space; 0: none */
+    int seconds;   /* wall-clock and CPU time; 0: none */
+    int64_t bytes; /* address space; 0: none */
 } run_limits;
 
 #define PTXAS_DEFAULT_SECONDS 120
@@ -192,7 +192,8 @@ static int reap(pid_t pid, const run_limits *lim, const struct timespec *start, 
 static oc_status run_capture(oc_context *ctx, char *const argv[], const run_limits *lim, char **output, run_end *end)
 {
     int out_pipe[2], err_pipe[2];
-    if (pipe2(out_pipe, O_CLOEXEC) != 0) return oc_fail(ctx, OC_ERR_IO, "cannot run %s: pipe: %s", argv[0], strerror(errno));
+    if (pipe2(out_pipe, O_CLOEXEC) != 0)
+        return oc_fail(ctx, OC_ERR_IO, "cannot run %s: pipe: %s", argv[0], strerror(errno));
     if (pipe2(err_pipe, O_CLOEXEC) != 0) {
         int err = errno;
         close(out_pipe[0]), close(out_pipe[1]);
@@ -337,8 +338,8 @@ static oc_status limit_hit(oc_context *ctx, const char *display, const run_limit
 {
     if (end->timed_out || end->signal == SIGXCPU || (lim->seconds > 0 && end->signal == SIGKILL))
         return oc_fail(ctx, OC_ERR_INPUT,
-                       "ptxas exceeded its %d s limit on %s (OUTCORE_PTXAS_TIMEOUT sets it, 0 for none)",
-                       lim->seconds, display);
+                       "ptxas exceeded its %d s limit on %s (OUTCORE_PTXAS_TIMEOUT sets it, 0 for none)", lim->seconds,
+                       display);
     int says_memory = strstr(text, "out of memory") || strstr(text, "Memory allocation failure") ||
                       strstr(text, "bad_alloc") || strstr(text, "MemoryError");
     if (lim->bytes > 0 && (says_memory || end->signal == SIGSEGV || end->signal == SIGABRT || end->signal == SIGBUS))

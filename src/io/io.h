@@ -22,10 +22,10 @@ oc_status oc_text_read(oc_context *ctx, const char *path, const oc_read_options 
  * before allocating; nothing past the header is read (oc_mapped_head_fn: oc_matrix_peek runs
  * them through oc_mapped_head). */
 struct oc_mapped_file;
-oc_status oc_npy_head(oc_context *ctx, const char *path, const struct oc_mapped_file *file,
-                      const oc_read_options *opts, int64_t *rows, int64_t *cols);
-oc_status oc_mtx_head(oc_context *ctx, const char *path, const struct oc_mapped_file *file,
-                      const oc_read_options *opts, int64_t *rows, int64_t *cols);
+oc_status oc_npy_head(oc_context *ctx, const char *path, const struct oc_mapped_file *file, const oc_read_options *opts,
+                      int64_t *rows, int64_t *cols);
+oc_status oc_mtx_head(oc_context *ctx, const char *path, const struct oc_mapped_file *file, const oc_read_options *opts,
+                      int64_t *rows, int64_t *cols);
 /* The same readers over size bytes in memory, name standing for the path in messages (the
  * fuzz targets' entry points: see oc_buffer_read in mapped_file.h); opts may be NULL. */
 oc_status oc_npy_read_buffer(oc_context *ctx, const char *name, const void *data, size_t size,
@@ -43,8 +43,8 @@ typedef struct oc_npy_out oc_npy_out;
  * address of element (0,0). Fails with OC_ERR_INPUT when the directory is missing or not
  * writable. */
 #define OC_NPY_UINT8 100
-oc_status oc_npy_out_create(oc_context *ctx, const char *path, int dtype, int64_t rows, int64_t cols,
-                            oc_npy_out **out, void **data);
+oc_status oc_npy_out_create(oc_context *ctx, const char *path, int dtype, int64_t rows, int64_t cols, oc_npy_out **out,
+                            void **data);
 /* Before anything is read or created: OC_ERR_INPUT naming path when the rows x cols .npy of
  * dtype would pass 64-bit sizes or, with space nonzero, would not fit in the free space of
  * the file system of path's folder (both figures in the message; OC_OK when the free space
@@ -76,8 +76,8 @@ int oc_npy_out_prefaulted(const oc_npy_out *w);
  * (oc_output_path_check) and removes the stale temporaries beside it (oc_stale_temps_remove);
  * a replaced file's mode (and, under root, owner) passes to the new one. */
 typedef struct oc_tmpfile {
-    char *path;      /* final name */
-    char *tmp_path;  /* where it is written */
+    char *path;     /* final name */
+    char *tmp_path; /* where it is written */
     int fd;
 } oc_tmpfile;
 oc_status oc_tmpfile_open(oc_context *ctx, const char *path, oc_tmpfile *f);

@@ -22,8 +22,8 @@
 #include "io/sysio.h"
 
 #define JOURNAL_MAGIC_LINE "outcore-journal 1\n"
-#define RECORD_MAGIC 0x4A52434Fu          /* "OCRJ" */
-#define RECORD_MAX (1u << 30)             /* a longer length is damage, not a record */
+#define RECORD_MAGIC 0x4A52434Fu /* "OCRJ" */
+#define RECORD_MAX (1u << 30)    /* a longer length is damage, not a record */
 
 typedef struct record_head {
     uint32_t magic, type;
@@ -34,8 +34,8 @@ typedef struct record_head {
 struct oc_journal {
     char *path;
     int fd;
-    int64_t end;                          /* where the next record goes */
-    unsigned char *buf;                   /* records appended, not yet written */
+    int64_t end;        /* where the next record goes */
+    unsigned char *buf; /* records appended, not yet written */
     size_t used, cap;
 };
 
@@ -136,9 +136,11 @@ static void first_difference(const char *path, const char *have, const char *wan
             buf[0] = '\0';
             if (differ) differ(user, have, hl, want, wl, buf, size);
             if (buf[0]) return;
-            snprintf(buf, size, "%s: the journal was made for another job: %s%.*s%s (journal) against %s%.*s%s (this "
-                     "job); remove it to start over", path, hl ? "'" : "", (int)hl, have, hl ? "'" : "nothing",
-                     wl ? "'" : "", (int)wl, want, wl ? "'" : "nothing");
+            snprintf(buf, size,
+                     "%s: the journal was made for another job: %s%.*s%s (journal) against %s%.*s%s (this "
+                     "job); remove it to start over",
+                     path, hl ? "'" : "", (int)hl, have, hl ? "'" : "nothing", wl ? "'" : "", (int)wl, want,
+                     wl ? "'" : "nothing");
             return;
         }
         if (!he || !we) break;
@@ -189,14 +191,16 @@ oc_status oc_journal_open(oc_context *ctx, const char *path, const char *job, oc
         goto fail;
     }
     if (flock(j->fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK) {
-        st = oc_fail(ctx, OC_ERR_INPUT, "%s: a running job holds this resume journal: let it end before resuming",
-                     path);
+        st =
+            oc_fail(ctx, OC_ERR_INPUT, "%s: a running job holds this resume journal: let it end before resuming", path);
         goto fail;
     }
     size_t hlen = read_header(j->fd, &have);
     if (!hlen) {
-        st = oc_fail(ctx, OC_ERR_INPUT, "%s: not a resume journal of this version, or its header is damaged: remove "
-                     "it to start over", path);
+        st = oc_fail(ctx, OC_ERR_INPUT,
+                     "%s: not a resume journal of this version, or its header is damaged: remove "
+                     "it to start over",
+                     path);
         goto fail;
     }
     if (strcmp(have, job) != 0) {

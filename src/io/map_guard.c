@@ -88,10 +88,7 @@ int oc_map_guard_add(const void *addr, size_t len)
     return slot;
 }
 
-int oc_map_guard_faulted(int slot)
-{
-    return slot >= 0 && slot < GUARD_SLOTS && atomic_load(&slots[slot].faulted);
-}
+int oc_map_guard_faulted(int slot) { return slot >= 0 && slot < GUARD_SLOTS && atomic_load(&slots[slot].faulted); }
 
 void oc_map_guard_remove(int slot)
 {

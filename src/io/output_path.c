@@ -31,12 +31,9 @@
 void oc_path_folder(const char *path, char *buf, size_t size)
 {
     const char *slash = strrchr(path, '/');
-    if (!slash)
-        snprintf(buf, size, ".");
-    else if (slash == path)
-        snprintf(buf, size, "/");
-    else
-        snprintf(buf, size, "%.*s", (int)(slash - path), path);
+    if (!slash) snprintf(buf, size, ".");
+    else if (slash == path) snprintf(buf, size, "/");
+    else snprintf(buf, size, "%.*s", (int)(slash - path), path);
 }
 
 oc_status oc_output_name_fits(oc_context *ctx, const char *path, const char *side, size_t extra)
@@ -102,12 +99,15 @@ oc_status oc_output_path_check(oc_context *ctx, const char *path, oc_output_prio
                        file_kind(sb.st_mode));
     } else {
         if (!(sb.st_mode & (S_IWUSR | S_IWGRP | S_IWOTH)))
-            return oc_fail(ctx, OC_ERR_INPUT, "%s: cannot replace the output: it is read-only (mode %04o); remove it "
-                           "or make it writable first", path, (unsigned)(sb.st_mode & 07777));
+            return oc_fail(ctx, OC_ERR_INPUT,
+                           "%s: cannot replace the output: it is read-only (mode %04o); remove it "
+                           "or make it writable first",
+                           path, (unsigned)(sb.st_mode & 07777));
         if (faccessat(AT_FDCWD, path, W_OK, AT_EACCESS) != 0 && errno != EROFS)
-            return oc_fail(ctx, OC_ERR_INPUT, "%s: cannot replace the output: you may not write it (owner uid %u, "
-                           "mode %04o); remove it or choose another name", path, (unsigned)sb.st_uid,
-                           (unsigned)(sb.st_mode & 07777));
+            return oc_fail(ctx, OC_ERR_INPUT,
+                           "%s: cannot replace the output: you may not write it (owner uid %u, "
+                           "mode %04o); remove it or choose another name",
+                           path, (unsigned)sb.st_uid, (unsigned)(sb.st_mode & 07777));
         if (prior) *prior = (oc_output_prior){.exists = 1, .mode = sb.st_mode, .uid = sb.st_uid, .gid = sb.st_gid};
     }
     return oc_output_name_fits(ctx, path, "", OC_TMP_SUFFIX_MAX);

@@ -37,7 +37,8 @@ static int temp_of(const char *name, const char *base, long *pid)
     size_t k;
     if (!dash) { /* PATH.tmp-XXXXXX */
         for (k = 0; p[k]; ++k)
-            if (!((p[k] >= 'a' && p[k] <= 'z') || (p[k] >= 'A' && p[k] <= 'Z') || (p[k] >= '0' && p[k] <= '9'))) return 0;
+            if (!((p[k] >= 'a' && p[k] <= 'z') || (p[k] >= 'A' && p[k] <= 'Z') || (p[k] >= '0' && p[k] <= '9')))
+                return 0;
         *pid = 0;
         return k == 6;
     }
@@ -46,7 +47,8 @@ static int temp_of(const char *name, const char *base, long *pid)
     long v = strtol(p, &end, 10);
     if (end != dash || end == p || v <= 0 || errno) return 0;
     for (k = 1; dash[k]; ++k)
-        if (!((dash[k] >= 'a' && dash[k] <= 'z') || (dash[k] >= 'A' && dash[k] <= 'Z') || (dash[k] >= '0' && dash[k] <= '9')))
+        if (!((dash[k] >= 'a' && dash[k] <= 'z') || (dash[k] >= 'A' && dash[k] <= 'Z') ||
+              (dash[k] >= '0' && dash[k] <= '9')))
             return 0;
     *pid = v;
     return k == 9;
@@ -71,10 +73,10 @@ static int take_unheld(int dirfd, const char *name, int64_t *bytes)
 
 typedef struct sweep {
     const char *folder;
-    const char *base;      /* the output's file name */
-    int older_names;       /* also PATH.tmp-XXXXXX of older versions */
-    int print;             /* one line on stderr for each removal */
-    oc_removed_fn fn;      /* or this, called for each */
+    const char *base; /* the output's file name */
+    int older_names;  /* also PATH.tmp-XXXXXX of older versions */
+    int print;        /* one line on stderr for each removal */
+    oc_removed_fn fn; /* or this, called for each */
     void *user;
     int64_t removed;
 } sweep;
@@ -128,7 +130,10 @@ int oc_stale_temps_remove(oc_context *ctx, const char *path)
     free(journal);
     if (owned) return 0;
     oc_path_folder(path, folder, sizeof folder);
-    sweep s = {.folder = folder, .base = file_name(path), .print = 1, .fn = ctx ? ctx->removed_fn : NULL,
+    sweep s = {.folder = folder,
+               .base = file_name(path),
+               .print = 1,
+               .fn = ctx ? ctx->removed_fn : NULL,
                .user = ctx ? ctx->removed_user : NULL};
     sweep_temps(&s);
     return (int)s.removed;
@@ -145,8 +150,10 @@ static oc_status clean_journal(oc_context *ctx, sweep *s, const char *journal)
         fd = open(journal, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
         if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) != 0) {
             close(fd);
-            return oc_fail(ctx, OC_ERR_INPUT, "%s: a running job holds this resume journal: let it end (or stop it) "
-                           "before cleaning", journal);
+            return oc_fail(ctx, OC_ERR_INPUT,
+                           "%s: a running job holds this resume journal: let it end (or stop it) "
+                           "before cleaning",
+                           journal);
         }
     }
     if (unlink(journal) == 0) {

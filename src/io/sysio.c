@@ -225,8 +225,8 @@ static void progress_text(char *buf, size_t size, int err, int64_t done, int64_t
     }
 }
 
-void oc_io_describe(char *buf, size_t size, const char *action, const char *name, int err, int64_t done,
-                    int64_t total, int free_fd)
+void oc_io_describe(char *buf, size_t size, const char *action, const char *name, int err, int64_t done, int64_t total,
+                    int free_fd)
 {
     char progress[128];
     progress_text(progress, sizeof progress, err, done, total, free_fd);
@@ -238,14 +238,18 @@ void oc_io_describe(char *buf, size_t size, const char *action, const char *name
         return;
     }
     switch (err) {
-    case ENOSPC: cause = "disk full"; break;
-    case EDQUOT: cause = "disk quota exceeded"; break;
-    case EIO: cause = "I/O error"; break;
+    case ENOSPC:
+        cause = "disk full";
+        break;
+    case EDQUOT:
+        cause = "disk quota exceeded";
+        break;
+    case EIO:
+        cause = "I/O error";
+        break;
     }
-    if (cause)
-        snprintf(buf, size, "%s %s %s%s%s", cause, action, name, progress[0] ? ": " : "", progress);
-    else
-        snprintf(buf, size, "%s %s failed: %s%s%s", action, name, strerror(err), progress[0] ? "; " : "", progress);
+    if (cause) snprintf(buf, size, "%s %s %s%s%s", cause, action, name, progress[0] ? ": " : "", progress);
+    else snprintf(buf, size, "%s %s failed: %s%s%s", action, name, strerror(err), progress[0] ? "; " : "", progress);
 }
 
 oc_status oc_io_fail_at(oc_context *ctx, const char *file, int line, const char *action, const char *name, int err,

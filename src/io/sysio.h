@@ -70,8 +70,8 @@ oc_status oc_sys_check_space(oc_context *ctx, int fd, const char *name, int64_t 
  * for"); done and total are bytes (negative: unknown); free_fd >= 0 adds the free space of
  * its file system when nothing was written. oc_io_describe writes it into buf; oc_io_fail
  * records it on ctx and returns OC_ERR_IO. */
-void oc_io_describe(char *buf, size_t size, const char *action, const char *name, int err, int64_t done,
-                    int64_t total, int free_fd);
+void oc_io_describe(char *buf, size_t size, const char *action, const char *name, int err, int64_t done, int64_t total,
+                    int free_fd);
 oc_status oc_io_fail_at(oc_context *ctx, const char *file, int line, const char *action, const char *name, int err,
                         int64_t done, int64_t total, int free_fd);
 #define oc_io_fail(ctx, ...) oc_io_fail_at((ctx), __FILE__, __LINE__, __VA_ARGS__)

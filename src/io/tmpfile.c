@@ -59,19 +59,23 @@ oc_status oc_create_fail(oc_context *ctx, const char *path, const char *what, in
     switch (err) {
     case ENOENT:
         return oc_fail(ctx, OC_ERR_INPUT, "%s: cannot write %s: folder %s does not exist", path, what, dir);
-    case ENOTDIR: return oc_fail(ctx, OC_ERR_INPUT, "%s: cannot write %s: %s is not a folder", path, what, dir);
+    case ENOTDIR:
+        return oc_fail(ctx, OC_ERR_INPUT, "%s: cannot write %s: %s is not a folder", path, what, dir);
     case EACCES:
     case EPERM:
         return oc_fail(ctx, OC_ERR_INPUT, "%s: cannot write %s: no write permission in folder %s", path, what, dir);
     case EROFS:
-        return oc_fail(ctx, OC_ERR_INPUT, "%s: cannot write %s: folder %s is on a read-only file system", path,
-                       what, dir);
+        return oc_fail(ctx, OC_ERR_INPUT, "%s: cannot write %s: folder %s is on a read-only file system", path, what,
+                       dir);
     case ENAMETOOLONG:
-        return oc_fail(ctx, OC_ERR_INPUT, "%s: cannot write %s: its temporary name beside it is too long for "
-                       "the file system", path, what);
+        return oc_fail(ctx, OC_ERR_INPUT,
+                       "%s: cannot write %s: its temporary name beside it is too long for "
+                       "the file system",
+                       path, what);
     case ENOSPC: /* the file system ran out of room (or of inodes), or its device failed */
     case EDQUOT:
-    case EIO: return oc_io_fail(ctx, "creating", path, err, -1, -1, -1);
+    case EIO:
+        return oc_io_fail(ctx, "creating", path, err, -1, -1, -1);
     default:
         return oc_fail(ctx, OC_ERR_INPUT, "%s: cannot create %s in folder %s: %s", path, what, dir, strerror(err));
     }

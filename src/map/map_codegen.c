@@ -65,19 +65,23 @@ static const char prelude[] =
 
 static const char *ctype(int t)
 {
-    static const char *names[OC_MT_COUNT] = {"unsigned char", "signed char", "short", "int", "long long",
-                                             "unsigned char", "unsigned short", "unsigned int", "oc_u64", "float",
-                                             "double"};
+    static const char *names[OC_MT_COUNT] = {"unsigned char", "signed char",   "short",          "int",
+                                             "long long",     "unsigned char", "unsigned short", "unsigned int",
+                                             "oc_u64",        "float",         "double"};
     return names[t];
 }
 
 static const char *int_min(int t)
 {
     switch (t) {
-    case MT_I8: return "(signed char)-128";
-    case MT_I16: return "(short)-32768";
-    case MT_I32: return "(-2147483647 - 1)";
-    default: return "(-9223372036854775807LL - 1)";
+    case MT_I8:
+        return "(signed char)-128";
+    case MT_I16:
+        return "(short)-32768";
+    case MT_I32:
+        return "(-2147483647 - 1)";
+    default:
+        return "(-9223372036854775807LL - 1)";
     }
 }
 
@@ -99,8 +103,13 @@ static void emit_const(oc_text *b, const oc_map_node *n)
         oc_text_printf(b, "__int_as_float(0x%08" PRIx32 ")", bits);
         break;
     }
-    case MT_BOOL: oc_text_printf(b, "(unsigned char)%d", n->value.i != 0); break;
-    case MT_U8: case MT_U16: case MT_U32: case MT_U64:
+    case MT_BOOL:
+        oc_text_printf(b, "(unsigned char)%d", n->value.i != 0);
+        break;
+    case MT_U8:
+    case MT_U16:
+    case MT_U32:
+    case MT_U64:
         oc_text_printf(b, "(%s)%" PRIu64 "ULL", ctype(t), n->value.u);
         break;
     default:
@@ -133,8 +142,12 @@ static void emit_expr(oc_text *b, const oc_map_plan *m, int k)
     snprintf(B, sizeof B, "v%d", n->b);
     snprintf(C, sizeof C, "v%d", n->c);
     switch (n->op) {
-    case MOP_CONST: emit_const(b, n); return;
-    case MOP_CAST: emit_cast(b, n->otype, n->type, A); return;
+    case MOP_CONST:
+        emit_const(b, n);
+        return;
+    case MOP_CAST:
+        emit_cast(b, n->otype, n->type, A);
+        return;
     case MOP_ADD:
     case MOP_SUB:
     case MOP_MUL: {
@@ -143,12 +156,17 @@ static void emit_expr(oc_text *b, const oc_map_plan *m, int k)
          * --fmad=true would fuse a * b + c), so each operation rounds as on the CPU. */
         if (is_f)
             oc_text_printf(b, "__%s%s_rn(%s, %s)", t == MT_F32 ? "f" : "d",
-                           n->op == MOP_ADD ? "add" : n->op == MOP_SUB ? "sub" : "mul", A, B);
+                           n->op == MOP_ADD   ? "add"
+                           : n->op == MOP_SUB ? "sub"
+                                              : "mul",
+                           A, B);
         else if (is_b) oc_text_printf(b, "(unsigned char)(%s %c %s)", A, n->op == MOP_ADD ? '|' : '&', B);
         else oc_text_printf(b, "(%s)((oc_u64)%s %c (oc_u64)%s)", T, A, op, B);
         return;
     }
-    case MOP_DIV: oc_text_printf(b, "__%sdiv_rn(%s, %s)", t == MT_F32 ? "f" : "d", A, B); return;
+    case MOP_DIV:
+        oc_text_printf(b, "__%sdiv_rn(%s, %s)", t == MT_F32 ? "f" : "d", A, B);
+        return;
     case MOP_FLOORDIV:
         if (is_f) oc_text_printf(b, "oc_ffdiv<%s>(%s, %s)", T, A, B);
         else if (is_s) oc_text_printf(b, "oc_fdiv_s<%s>(%s, %s, %s)", T, A, B, int_min(t));
@@ -163,15 +181,33 @@ static void emit_expr(oc_text *b, const oc_map_plan *m, int k)
         if (is_f) oc_text_printf(b, "pow%s(%s, %s)", f, A, B);
         else oc_text_printf(b, "oc_ipow<%s>(%s, %s, &err)", T, A, B);
         return;
-    case MOP_AND: oc_text_printf(b, "(%s)(%s & %s)", T, A, B); return;
-    case MOP_OR: oc_text_printf(b, "(%s)(%s | %s)", T, A, B); return;
-    case MOP_XOR: oc_text_printf(b, "(%s)(%s ^ %s)", T, A, B); return;
-    case MOP_EQ: oc_text_printf(b, "(unsigned char)(%s == %s)", A, B); return;
-    case MOP_NE: oc_text_printf(b, "(unsigned char)(%s != %s)", A, B); return;
-    case MOP_LT: oc_text_printf(b, "(unsigned char)(%s < %s)", A, B); return;
-    case MOP_LE: oc_text_printf(b, "(unsigned char)(%s <= %s)", A, B); return;
-    case MOP_GT: oc_text_printf(b, "(unsigned char)(%s > %s)", A, B); return;
-    case MOP_GE: oc_text_printf(b, "(unsigned char)(%s >= %s)", A, B); return;
+    case MOP_AND:
+        oc_text_printf(b, "(%s)(%s & %s)", T, A, B);
+        return;
+    case MOP_OR:
+        oc_text_printf(b, "(%s)(%s | %s)", T, A, B);
+        return;
+    case MOP_XOR:
+        oc_text_printf(b, "(%s)(%s ^ %s)", T, A, B);
+        return;
+    case MOP_EQ:
+        oc_text_printf(b, "(unsigned char)(%s == %s)", A, B);
+        return;
+    case MOP_NE:
+        oc_text_printf(b, "(unsigned char)(%s != %s)", A, B);
+        return;
+    case MOP_LT:
+        oc_text_printf(b, "(unsigned char)(%s < %s)", A, B);
+        return;
+    case MOP_LE:
+        oc_text_printf(b, "(unsigned char)(%s <= %s)", A, B);
+        return;
+    case MOP_GT:
+        oc_text_printf(b, "(unsigned char)(%s > %s)", A, B);
+        return;
+    case MOP_GE:
+        oc_text_printf(b, "(unsigned char)(%s >= %s)", A, B);
+        return;
     case MOP_MAXIMUM:
         if (is_f) oc_text_printf(b, "(%s > %s || isnan(%s)) ? %s : %s", A, B, A, A, B);
         else oc_text_printf(b, "%s >= %s ? %s : %s", A, B, A, B);
@@ -180,7 +216,9 @@ static void emit_expr(oc_text *b, const oc_map_plan *m, int k)
         if (is_f) oc_text_printf(b, "(%s < %s || isnan(%s)) ? %s : %s", A, B, A, A, B);
         else oc_text_printf(b, "%s <= %s ? %s : %s", A, B, A, B);
         return;
-    case MOP_WHERE: oc_text_printf(b, "%s ? %s : %s", A, B, C); return;
+    case MOP_WHERE:
+        oc_text_printf(b, "%s ? %s : %s", A, B, C);
+        return;
     case MOP_NEG:
         if (is_f) oc_text_printf(b, "-%s", A);
         else oc_text_printf(b, "(%s)(0ULL - (oc_u64)%s)", T, A);
@@ -209,12 +247,17 @@ static void emit_expr(oc_text *b, const oc_map_plan *m, int k)
     case MOP_SIN:
     case MOP_COS:
     case MOP_TAN:
-    case MOP_TANH: oc_text_printf(b, "%s%s(%s)", math_name(n->op), f, A); return;
-    case MOP_ARCTAN2: oc_text_printf(b, "%s%s(%s, %s)", math_name(n->op), f, A, B); return;
-    case MOP_NAME:  /* not in the IR: names become inputs, clip minimum(maximum()) */
+    case MOP_TANH:
+        oc_text_printf(b, "%s%s(%s)", math_name(n->op), f, A);
+        return;
+    case MOP_ARCTAN2:
+        oc_text_printf(b, "%s%s(%s, %s)", math_name(n->op), f, A, B);
+        return;
+    case MOP_NAME: /* not in the IR: names become inputs, clip minimum(maximum()) */
     case MOP_CLIP:
     case MOP_INPUT: /* emit_body reads inputs itself */
-    case MOP_COUNT: return;
+    case MOP_COUNT:
+        return;
     }
 }
 
@@ -260,9 +303,8 @@ static void emit_body(oc_text *b, const oc_map_plan *m, const char *live)
     }
 }
 
-static const char grid_loop[] =
-    "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;\n"
-    "       i += (long long)gridDim.x * blockDim.x) {\n";
+static const char grid_loop[] = "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;\n"
+                                "       i += (long long)gridDim.x * blockDim.x) {\n";
 
 oc_status oc_map_emit_cuda(oc_context *ctx, const oc_map_plan *m, char **src, int *has_reduce)
 {
@@ -292,16 +334,24 @@ oc_status oc_map_emit_cuda(oc_context *ctx, const oc_map_plan *m, char **src, in
         const char *combine;
         int is_f = oc_mt_is_float(rt);
         switch (m->reduce) {
-        case OC_MAP_REDUCE_MIN: combine = is_f ? "(a < b || isnan(a)) ? a : b" : "a <= b ? a : b"; break;
-        case OC_MAP_REDUCE_MAX: combine = is_f ? "(a > b || isnan(a)) ? a : b" : "a >= b ? a : b"; break;
-        default: combine = is_f ? "a + b" : "(oc_u64)a + (oc_u64)b"; break;
+        case OC_MAP_REDUCE_MIN:
+            combine = is_f ? "(a < b || isnan(a)) ? a : b" : "a <= b ? a : b";
+            break;
+        case OC_MAP_REDUCE_MAX:
+            combine = is_f ? "(a > b || isnan(a)) ? a : b" : "a >= b ? a : b";
+            break;
+        default:
+            combine = is_f ? "a + b" : "(oc_u64)a + (oc_u64)b";
+            break;
         }
         oc_text_printf(&b, "\nOC_D %s oc_combine(%s a, %s b) { return (%s)(%s); }\n", R, R, R, R, combine);
-        oc_text_printf(&b, "\nextern \"C\" __global__ void __launch_bounds__(%d) oc_map_reduce_partial(%s *__restrict__ partials",
-                       OC_MAP_CUDA_BLOCK, R);
+        oc_text_printf(
+            &b, "\nextern \"C\" __global__ void __launch_bounds__(%d) oc_map_reduce_partial(%s *__restrict__ partials",
+            OC_MAP_CUDA_BLOCK, R);
         emit_params(&b, m);
-        oc_text_printf(&b, "  __shared__ %s acc_s[%d];\n  __shared__ unsigned char have_s[%d];\n  %s acc = 0;\n"
-                           "  int have = 0;\n%s",
+        oc_text_printf(&b,
+                       "  __shared__ %s acc_s[%d];\n  __shared__ unsigned char have_s[%d];\n  %s acc = 0;\n"
+                       "  int have = 0;\n%s",
                        R, OC_MAP_CUDA_BLOCK, OC_MAP_CUDA_BLOCK, R, grid_loop);
         emit_body(&b, m, live);
         oc_text_printf(&b, "    const %s x = ", R);

@@ -34,24 +34,24 @@ oc_status oc_map_explain(oc_context *ctx, const oc_map *m, int json, char **text
     snprintf(threads_text, sizeof threads_text, " with %d thread%s", threads, threads == 1 ? "" : "s");
     oc_text b = {0};
     if (json) {
-        oc_text_printf(&b,
-                           "{\"expression\": ");
+        oc_text_printf(&b, "{\"expression\": ");
         oc_text_json_string(&b, m->text);
         oc_text_printf(&b, ", \"backend\": \"%s\", \"reason\": ", where);
         oc_text_json_string(&b, why);
-        oc_text_printf(&b, ", \"threads\": %d, "
-                           "\"expr_dtype\": \"%s\", \"out_dtype\": \"%s\", \"reduce\": \"%s\", \"axis\": %d, "
-                           "\"elements\": %" PRId64 ", \"bytes_in\": %" PRId64 ", \"bytes_out\": %" PRId64 "}\n",
-                           threads, oc_mt_name(m->expr_type), oc_mt_name(m->out_type), reduce_name(m->reduce),
-                           m->axis, m->count, in_bytes, out_bytes);
+        oc_text_printf(&b,
+                       ", \"threads\": %d, "
+                       "\"expr_dtype\": \"%s\", \"out_dtype\": \"%s\", \"reduce\": \"%s\", \"axis\": %d, "
+                       "\"elements\": %" PRId64 ", \"bytes_in\": %" PRId64 ", \"bytes_out\": %" PRId64 "}\n",
+                       threads, oc_mt_name(m->expr_type), oc_mt_name(m->out_type), reduce_name(m->reduce), m->axis,
+                       m->count, in_bytes, out_bytes);
     } else {
         oc_text_shown(&b, m->text);
         oc_text_printf(&b,
-                           " over %s (%" PRId64 " elements, %s): reads %" PRId64 " bytes, writes %" PRId64
-                           " bytes of %s %s%s%s; %s%s: ",
-                           shape, m->count, oc_mt_name(m->expr_type), in_bytes, out_bytes, oc_mt_name(m->out_type),
-                           oshape, m->reduce ? ", reduced by " : "", m->reduce ? reduce_name(m->reduce) : "", where,
-                           choice.backend == &oc_map_backend_cpu ? threads_text : "");
+                       " over %s (%" PRId64 " elements, %s): reads %" PRId64 " bytes, writes %" PRId64
+                       " bytes of %s %s%s%s; %s%s: ",
+                       shape, m->count, oc_mt_name(m->expr_type), in_bytes, out_bytes, oc_mt_name(m->out_type), oshape,
+                       m->reduce ? ", reduced by " : "", m->reduce ? reduce_name(m->reduce) : "", where,
+                       choice.backend == &oc_map_backend_cpu ? threads_text : "");
         oc_text_shown(&b, why); /* it quotes the expression */
         oc_text_printf(&b, "\n");
     }

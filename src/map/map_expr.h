@@ -29,20 +29,50 @@
 #define OC_MAP_MAX_NESTING 256
 
 typedef enum oc_map_op {
-    MOP_NAME,   /* parse tree only: a name, resolved by the type check */
-    MOP_INPUT,  /* input number `input` */
+    MOP_NAME,  /* parse tree only: a name, resolved by the type check */
+    MOP_INPUT, /* input number `input` */
     MOP_CONST,
-    MOP_CAST,   /* a -> type */
+    MOP_CAST, /* a -> type */
     /* unary */
-    MOP_NEG, MOP_INVERT, MOP_ABS, MOP_SQRT, MOP_EXP, MOP_LOG, MOP_LOG1P, MOP_EXPM1, MOP_SIN, MOP_COS,
-    MOP_TAN, MOP_TANH, MOP_FLOOR, MOP_CEIL,
+    MOP_NEG,
+    MOP_INVERT,
+    MOP_ABS,
+    MOP_SQRT,
+    MOP_EXP,
+    MOP_LOG,
+    MOP_LOG1P,
+    MOP_EXPM1,
+    MOP_SIN,
+    MOP_COS,
+    MOP_TAN,
+    MOP_TANH,
+    MOP_FLOOR,
+    MOP_CEIL,
     /* binary */
-    MOP_ADD, MOP_SUB, MOP_MUL, MOP_DIV, MOP_FLOORDIV, MOP_MOD, MOP_POW, MOP_AND, MOP_OR, MOP_XOR,
-    MOP_EQ, MOP_NE, MOP_LT, MOP_LE, MOP_GT, MOP_GE, MOP_ARCTAN2, MOP_MINIMUM, MOP_MAXIMUM,
+    MOP_ADD,
+    MOP_SUB,
+    MOP_MUL,
+    MOP_DIV,
+    MOP_FLOORDIV,
+    MOP_MOD,
+    MOP_POW,
+    MOP_AND,
+    MOP_OR,
+    MOP_XOR,
+    MOP_EQ,
+    MOP_NE,
+    MOP_LT,
+    MOP_LE,
+    MOP_GT,
+    MOP_GE,
+    MOP_ARCTAN2,
+    MOP_MINIMUM,
+    MOP_MAXIMUM,
     /* ternary */
-    MOP_WHERE, MOP_CLIP,  /* clip becomes minimum(maximum(x, lo), hi) in the IR */
+    MOP_WHERE,
+    MOP_CLIP, /* clip becomes minimum(maximum(x, lo), hi) in the IR */
 #ifdef OC_TEST_PRETEND_MAP_FUNCTION
-    MOP_PRETEND,          /* tests only: a function no code handles (tests/cli/test_table_sites.py) */
+    MOP_PRETEND, /* tests only: a function no code handles (tests/cli/test_table_sites.py) */
 #endif
     MOP_COUNT
 } oc_map_op;
@@ -51,21 +81,21 @@ typedef enum oc_map_op {
 typedef enum oc_map_weak { MW_NONE = 0, MW_BOOL, MW_INT, MW_FLOAT } oc_map_weak;
 
 typedef union oc_map_value {
-    int64_t i;   /* signed integers and bool */
-    uint64_t u;  /* unsigned integers */
-    double f;    /* floats (a float32 constant holds a value already rounded to float) */
+    int64_t i;  /* signed integers and bool */
+    uint64_t u; /* unsigned integers */
+    double f;   /* floats (a float32 constant holds a value already rounded to float) */
 } oc_map_value;
 
 typedef struct oc_map_node {
     oc_map_op op;
-    int type;          /* IR: the result type (oc_map_dtype) */
-    int otype;         /* IR: the type the operation computes in (its operands' type) */
-    oc_map_weak weak;  /* constants: weak kind; MW_NONE for a typed constant */
-    int a, b, c;       /* children, -1 when absent */
-    int input;         /* MOP_INPUT */
+    int type;               /* IR: the result type (oc_map_dtype) */
+    int otype;              /* IR: the type the operation computes in (its operands' type) */
+    oc_map_weak weak;       /* constants: weak kind; MW_NONE for a typed constant */
+    int a, b, c;            /* children, -1 when absent */
+    int input;              /* MOP_INPUT */
     int name_pos, name_len; /* MOP_NAME and calls: where the name is in the expression */
-    int pos;           /* offset in the expression, for messages */
-    int array;         /* IR: depends on an input of at least one dimension (numpy gives an
+    int pos;                /* offset in the expression, for messages */
+    int array;              /* IR: depends on an input of at least one dimension (numpy gives an
                         * array, not a numpy scalar: operators differ, see fast_power) */
     oc_map_value value;
 } oc_map_node;
@@ -74,7 +104,7 @@ typedef struct oc_map_expr {
     oc_map_node *nodes;
     int count, cap;
     int root;
-    const char *text;  /* the expression (not owned) */
+    const char *text; /* the expression (not owned) */
 } oc_map_expr;
 
 /* Parses text into e (a parse tree). On a syntax error: OC_ERR_INPUT with the one-line
@@ -93,10 +123,10 @@ int oc_map_expr_add(oc_map_expr *e, oc_map_node n);
 /* What a name stands for during the type check. */
 typedef struct oc_map_binding {
     const char *name;
-    int is_scalar;        /* a Python scalar (weak) rather than an array */
-    int type;             /* arrays: the dtype */
-    int ndim;             /* arrays: dimensions */
-    oc_map_node scalar;   /* scalars: a MOP_CONST node (weak) */
+    int is_scalar;      /* a Python scalar (weak) rather than an array */
+    int type;           /* arrays: the dtype */
+    int ndim;           /* arrays: dimensions */
+    oc_map_node scalar; /* scalars: a MOP_CONST node (weak) */
 } oc_map_binding;
 
 /* Types the parse tree in e into a new IR in out (e is unchanged): resolves names against
@@ -110,33 +140,33 @@ oc_status oc_map_typecheck(oc_context *ctx, const oc_map_expr *e, const oc_map_b
 
 /* What an op is in the language (map_ops.c holds one row per op). */
 typedef enum oc_map_op_kind {
-    MAP_KIND_INTERNAL,  /* name, input, constant, cast: not written in an expression */
-    MAP_KIND_OPERATOR,  /* written between or before its operands: "+", "~" */
-    MAP_KIND_PREFIX,    /* unary minus: written as the "-" operator, so listed once, with it */
-    MAP_KIND_FUNCTION   /* called by name: "sqrt(x)" */
+    MAP_KIND_INTERNAL, /* name, input, constant, cast: not written in an expression */
+    MAP_KIND_OPERATOR, /* written between or before its operands: "+", "~" */
+    MAP_KIND_PREFIX,   /* unary minus: written as the "-" operator, so listed once, with it */
+    MAP_KIND_FUNCTION  /* called by name: "sqrt(x)" */
 } oc_map_op_kind;
 
 /* numpy's rule for the type an op computes in (its loop), from its operands' common type t. */
 typedef enum oc_map_typing {
-    MAP_TYPING_NONE,          /* leaves and casts */
-    MAP_TYPING_SAME,          /* t (where numpy has no bool loop, as for - and unary -, an error) */
-    MAP_TYPING_FLOAT,         /* a float loop: t if float, float32 from 16-bit integers, float64
+    MAP_TYPING_NONE,         /* leaves and casts */
+    MAP_TYPING_SAME,         /* t (where numpy has no bool loop, as for - and unary -, an error) */
+    MAP_TYPING_FLOAT,        /* a float loop: t if float, float32 from 16-bit integers, float64
                                * from wider ones; float16 (from 8-bit and bool) is an error */
-    MAP_TYPING_TRUEDIV,       /* float32 stays, everything else float64 (/) */
-    MAP_TYPING_INTEGER_LOOP,  /* t, bool computing in int8 (//, %, **) */
-    MAP_TYPING_BITWISE,       /* t, integers and bool only (&, |, ^, ~) */
-    MAP_TYPING_COMPARE,       /* t, a bool result */
-    MAP_TYPING_WHERE          /* the values' common type; the condition becomes bool */
+    MAP_TYPING_TRUEDIV,      /* float32 stays, everything else float64 (/) */
+    MAP_TYPING_INTEGER_LOOP, /* t, bool computing in int8 (//, %, **) */
+    MAP_TYPING_BITWISE,      /* t, integers and bool only (&, |, ^, ~) */
+    MAP_TYPING_COMPARE,      /* t, a bool result */
+    MAP_TYPING_WHERE         /* the values' common type; the condition becomes bool */
 } oc_map_typing;
 
 typedef struct oc_map_op_info {
     oc_map_op op;
-    const char *name;       /* as written ("+", "sqrt", "where"), else a word for messages */
-    int arity;              /* operands (0 for leaves) */
+    const char *name; /* as written ("+", "sqrt", "where"), else a word for messages */
+    int arity;        /* operands (0 for leaves) */
     oc_map_op_kind kind;
     oc_map_typing typing;
-    const char *cuda;       /* the CUDA math function the generated source calls (map_codegen.c) */
-    int transcendental;     /* priced apart by the cost model (map_choice.c) */
+    const char *cuda;   /* the CUDA math function the generated source calls (map_codegen.c) */
+    int transcendental; /* priced apart by the cost model (map_choice.c) */
 } oc_map_op_info;
 
 /* The op's row (NULL for MOP_COUNT or another value that is no op). */

@@ -9,9 +9,18 @@
 
 #include "map/map_expr.h"
 
-#define LEAF(o, n) {o, n, 0, MAP_KIND_INTERNAL, MAP_TYPING_NONE, NULL, 0}
-#define OPERATOR(o, n, arity, typing) {o, n, arity, MAP_KIND_OPERATOR, typing, NULL, 0}
-#define FUNCTION(o, n, arity, typing, cuda, math) {o, n, arity, MAP_KIND_FUNCTION, typing, cuda, math}
+#define LEAF(o, n)                                           \
+    {                                                        \
+        o, n, 0, MAP_KIND_INTERNAL, MAP_TYPING_NONE, NULL, 0 \
+    }
+#define OPERATOR(o, n, arity, typing)                   \
+    {                                                   \
+        o, n, arity, MAP_KIND_OPERATOR, typing, NULL, 0 \
+    }
+#define FUNCTION(o, n, arity, typing, cuda, math)          \
+    {                                                      \
+        o, n, arity, MAP_KIND_FUNCTION, typing, cuda, math \
+    }
 
 static const oc_map_op_info ops[] = {
     OPERATOR(MOP_ADD, "+", 2, MAP_TYPING_SAME),

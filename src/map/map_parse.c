@@ -18,12 +18,12 @@ typedef struct parser {
     oc_context *ctx;
     oc_map_expr *e;
     const char *s;
-    int pos;           /* start of the current token */
-    int next;          /* end of the current token */
+    int pos;  /* start of the current token */
+    int next; /* end of the current token */
     tok_kind kind;
     char op[3];
-    int tokens;        /* tokens read so far */
-    oc_status st;      /* first failure */
+    int tokens;   /* tokens read so far */
+    oc_status st; /* first failure */
 } parser;
 
 int oc_map_expr_add(oc_map_expr *e, oc_map_node n)
@@ -87,7 +87,8 @@ static void advance(parser *p)
     if (isdigit((unsigned char)c) || (c == '.' && isdigit((unsigned char)s[i + 1]))) {
         int j = i;
         while (isalnum((unsigned char)s[j]) || s[j] == '.' || s[j] == '_' ||
-               ((s[j] == '+' || s[j] == '-') && (s[j - 1] == 'e' || s[j - 1] == 'E') && !(s[i] == '0' && (s[i+1] == 'x' || s[i+1] == 'X'))))
+               ((s[j] == '+' || s[j] == '-') && (s[j - 1] == 'e' || s[j - 1] == 'E') &&
+                !(s[i] == '0' && (s[i + 1] == 'x' || s[i + 1] == 'X'))))
             j++;
         p->kind = T_NUM;
         p->next = j;
@@ -183,26 +184,31 @@ static int number(parser *p)
 
 enum { P_CMP, P_OR, P_XOR, P_AND, P_ARITH, P_TERM, P_UNARY, P_POW };
 
-typedef struct binop { const char *tok; oc_map_op op; int prec; } binop;
+typedef struct binop {
+    const char *tok;
+    oc_map_op op;
+    int prec;
+} binop;
 
 static const binop binops[] = {
-    {"**", MOP_POW, P_POW},        {"*", MOP_MUL, P_TERM},        {"/", MOP_DIV, P_TERM},
-    {"//", MOP_FLOORDIV, P_TERM},  {"%", MOP_MOD, P_TERM},        {"+", MOP_ADD, P_ARITH},
-    {"-", MOP_SUB, P_ARITH},       {"&", MOP_AND, P_AND},         {"^", MOP_XOR, P_XOR},
-    {"|", MOP_OR, P_OR},           {"==", MOP_EQ, P_CMP},         {"!=", MOP_NE, P_CMP},
-    {"<", MOP_LT, P_CMP},          {"<=", MOP_LE, P_CMP},         {">", MOP_GT, P_CMP},
-    {">=", MOP_GE, P_CMP},
+    {"**", MOP_POW, P_POW}, {"*", MOP_MUL, P_TERM},  {"/", MOP_DIV, P_TERM},  {"//", MOP_FLOORDIV, P_TERM},
+    {"%", MOP_MOD, P_TERM}, {"+", MOP_ADD, P_ARITH}, {"-", MOP_SUB, P_ARITH}, {"&", MOP_AND, P_AND},
+    {"^", MOP_XOR, P_XOR},  {"|", MOP_OR, P_OR},     {"==", MOP_EQ, P_CMP},   {"!=", MOP_NE, P_CMP},
+    {"<", MOP_LT, P_CMP},   {"<=", MOP_LE, P_CMP},   {">", MOP_GT, P_CMP},    {">=", MOP_GE, P_CMP},
 };
 
 typedef enum group_kind { G_TOP, G_PAREN, G_CALL } group_kind;
 
-typedef struct pending { oc_map_op op; int prec, pos; } pending;
+typedef struct pending {
+    oc_map_op op;
+    int prec, pos;
+} pending;
 
 typedef struct group {
     group_kind kind;
-    int ops_base, vals_base;  /* its operators and operands lie above these */
-    int has_cmp;              /* a comparison in the current operand (they do not chain) */
-    int name_pos, name_len;   /* G_CALL */
+    int ops_base, vals_base; /* its operators and operands lie above these */
+    int has_cmp;             /* a comparison in the current operand (they do not chain) */
+    int name_pos, name_len;  /* G_CALL */
     int nargs, args[4];
 } group;
 
@@ -220,8 +226,9 @@ static int nest(parser *p, stacks *k, int pos)
 {
     if (k->nesting == OC_MAP_MAX_NESTING) {
         if (p->st == OC_OK)
-            p->st = oc_fail(p->ctx, OC_ERR_INPUT, "the expression nests deeper than %d levels (map's limit) at column %d",
-                            OC_MAP_MAX_NESTING, pos + 1);
+            p->st =
+                oc_fail(p->ctx, OC_ERR_INPUT, "the expression nests deeper than %d levels (map's limit) at column %d",
+                        OC_MAP_MAX_NESTING, pos + 1);
         return -1;
     }
     k->nesting++;
@@ -266,7 +273,11 @@ static int open_group(parser *p, stacks *k, group_kind kind, int pos, int len)
 {
     if (nest(p, k, pos) < 0) return -1;
     group *g = &k->groups[k->ngroups++];
-    *g = (group){.kind = kind, .ops_base = k->nops, .vals_base = k->nvals, .name_pos = pos, .name_len = len,
+    *g = (group){.kind = kind,
+                 .ops_base = k->nops,
+                 .vals_base = k->nvals,
+                 .name_pos = pos,
+                 .name_len = len,
                  .args = {-1, -1, -1, -1}};
     return 0;
 }

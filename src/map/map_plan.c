@@ -52,8 +52,10 @@ int oc_map_reduce_type(oc_map_reduce r, int t)
         if (t == MT_BOOL || (oc_mt_kind_of(t) == MT_KIND_INT)) return MT_I64;
         if (oc_mt_kind_of(t) == MT_KIND_UINT) return MT_U64;
         return t;
-    case OC_MAP_REDUCE_MEAN: return oc_mt_is_float(t) ? t : MT_F64;
-    default: return t;
+    case OC_MAP_REDUCE_MEAN:
+        return oc_mt_is_float(t) ? t : MT_F64;
+    default:
+        return t;
     }
 }
 
@@ -91,7 +93,8 @@ static int64_t shape_count(int ndim, const int64_t *shape)
 static oc_status too_many_elements(oc_context *ctx, oc_status st, const char *what, int ndim, const int64_t *shape)
 {
     char s[512];
-    return oc_fail(ctx, st, "%s: shape %s has more than 2^63 - 1 elements", what, oc_map_shape_text(ndim, shape, s, sizeof s));
+    return oc_fail(ctx, st, "%s: shape %s has more than 2^63 - 1 elements", what,
+                   oc_map_shape_text(ndim, shape, s, sizeof s));
 }
 
 /* A name an expression can refer to: an identifier, and not one of the literals True and
@@ -116,12 +119,13 @@ static oc_status open_file_input(oc_context *ctx, const oc_map_array *a, oc_map_
     if (b->type < 0)
         return oc_fail(ctx, OC_ERR_INPUT,
                        "%s: dtype '%s' is not one map reads (bool, int8-64, uint8-64, float32, float64 in this "
-                       "host's byte order)", a->path, info.descr);
+                       "host's byte order)",
+                       a->path, info.descr);
     int64_t count = shape_count(info.ndim, info.shape);
     if (count < 0) return too_many_elements(ctx, OC_ERR_INPUT, a->path, info.ndim, info.shape);
     if (info.fortran_order && info.ndim > 1)
-        return oc_fail(ctx, OC_ERR_INPUT, "%s: the array is in Fortran order; map reads C order (numpy.ascontiguousarray)",
-                       a->path);
+        return oc_fail(ctx, OC_ERR_INPUT,
+                       "%s: the array is in Fortran order; map reads C order (numpy.ascontiguousarray)", a->path);
     size_t elem = oc_mt_size(b->type);
     if ((uint64_t)count > (b->file.size - info.data_offset) / elem) {
         char s[256];
@@ -148,8 +152,9 @@ static oc_status bind_inputs(oc_context *ctx, oc_map *m, const oc_map_array *inp
         const oc_map_array *a = &inputs[i];
         oc_map_bound *b = &m->inputs[i];
         m->n_inputs = i + 1;
-        if (!valid_name(a->name)) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "input %d: '%s' is not a valid name (" VALID_NAME ")", i,
-                                                 a->name ? a->name : "(null)");
+        if (!valid_name(a->name))
+            return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "input %d: '%s' is not a valid name (" VALID_NAME ")", i,
+                           a->name ? a->name : "(null)");
         for (int j = 0; j < i; j++)
             if (strcmp(m->inputs[j].name, a->name) == 0)
                 return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "input '%s' is given twice", a->name);
@@ -164,12 +169,14 @@ static oc_status bind_inputs(oc_context *ctx, oc_map *m, const oc_map_array *inp
             OC_CHECK(ctx, st);
             continue;
         }
-        if (a->dtype < 0 || a->dtype >= OC_MT_COUNT || a->ndim < 0 || a->ndim > OC_MAP_MAX_DIMS || (!a->shape && a->ndim))
+        if (a->dtype < 0 || a->dtype >= OC_MT_COUNT || a->ndim < 0 || a->ndim > OC_MAP_MAX_DIMS ||
+            (!a->shape && a->ndim))
             return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "input '%s': bad dtype, ndim or shape", a->name);
         b->type = a->dtype;
         b->ndim = a->ndim;
         for (int d = 0; d < a->ndim; d++) {
-            if (a->shape[d] < 0) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "input '%s': negative dimension", a->name);
+            if (a->shape[d] < 0)
+                return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "input '%s': negative dimension", a->name);
             b->shape[d] = a->shape[d];
         }
         b->count = shape_count(a->ndim, a->shape);
@@ -253,8 +260,8 @@ static oc_status resolve_output(oc_context *ctx, oc_map *m)
         if (m->opts.has_axis) {
             int ax = m->opts.axis < 0 ? m->opts.axis + m->ndim : m->opts.axis;
             if (ax < 0 || ax >= m->ndim)
-                return oc_fail(ctx, OC_ERR_INPUT, "axis %d is out of bounds for a result of %d dimension%s", m->opts.axis,
-                               m->ndim, m->ndim == 1 ? "" : "s");
+                return oc_fail(ctx, OC_ERR_INPUT, "axis %d is out of bounds for a result of %d dimension%s",
+                               m->opts.axis, m->ndim, m->ndim == 1 ? "" : "s");
             m->axis = ax;
             for (int d = 0; d < m->ndim; d++)
                 if (d != ax) m->out_shape[m->out_ndim++] = m->shape[d];
@@ -268,12 +275,14 @@ static oc_status resolve_output(oc_context *ctx, oc_map *m)
     if (m->out_count < 0) return too_many_elements(ctx, OC_ERR_INPUT, "the result", m->out_ndim, m->out_shape);
     m->out_type = m->reduce_type;
     if (m->opts.dtype >= 0) {
-        if (m->opts.dtype >= OC_MT_COUNT) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "unknown output dtype %d", m->opts.dtype);
+        if (m->opts.dtype >= OC_MT_COUNT)
+            return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "unknown output dtype %d", m->opts.dtype);
         if (!oc_mt_can_cast_same_kind(m->reduce_type, m->opts.dtype))
-            return oc_fail(ctx, OC_ERR_INPUT,
-                           "the result is %s and cannot be written as %s (numpy.can_cast(%s, %s, 'same_kind') is False)",
-                           oc_mt_name(m->reduce_type), oc_mt_name(m->opts.dtype), oc_mt_name(m->reduce_type),
-                           oc_mt_name(m->opts.dtype));
+            return oc_fail(
+                ctx, OC_ERR_INPUT,
+                "the result is %s and cannot be written as %s (numpy.can_cast(%s, %s, 'same_kind') is False)",
+                oc_mt_name(m->reduce_type), oc_mt_name(m->opts.dtype), oc_mt_name(m->reduce_type),
+                oc_mt_name(m->opts.dtype));
         m->out_type = m->opts.dtype;
     }
     return OC_OK;
@@ -293,13 +302,15 @@ static oc_status map_create(oc_context *ctx, oc_map *m, const char *expr, const 
         bind = calloc((size_t)(n_inputs + n_scalars + 1), sizeof *bind);
         if (!bind) st = oc_fail(ctx, OC_ERR_NO_MEMORY, "out of memory");
     }
-    for (int i = 0; st == OC_OK && i < n_inputs; i++) bind[i] = (oc_map_binding){.name = m->inputs[i].name, .type = m->inputs[i].type, .ndim = m->inputs[i].ndim};
+    for (int i = 0; st == OC_OK && i < n_inputs; i++)
+        bind[i] = (oc_map_binding){.name = m->inputs[i].name, .type = m->inputs[i].type, .ndim = m->inputs[i].ndim};
     for (int i = 0; st == OC_OK && i < n_scalars; i++) {
         oc_map_binding *b = &bind[n_inputs + i];
         b->name = scalars[i].name;
         b->is_scalar = 1;
         if (!valid_name(scalars[i].name)) {
-            st = oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "--set: '%s' is not a valid name (" VALID_NAME ")", scalars[i].name ? scalars[i].name : "");
+            st = oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "--set: '%s' is not a valid name (" VALID_NAME ")",
+                         scalars[i].name ? scalars[i].name : "");
             break;
         }
         for (int j = 0; j < n_inputs + i; j++)
@@ -400,7 +411,8 @@ static oc_status check_not_input(oc_context *ctx, const oc_map *m, const char *p
     struct stat st;
     if (stat(path, &st) != 0) return OC_OK;
     for (int i = 0; i < m->n_inputs; i++)
-        if (m->inputs[i].path && m->inputs[i].file.dev == (uint64_t)st.st_dev && m->inputs[i].file.ino == (uint64_t)st.st_ino)
+        if (m->inputs[i].path && m->inputs[i].file.dev == (uint64_t)st.st_dev &&
+            m->inputs[i].file.ino == (uint64_t)st.st_ino)
             return oc_fail(ctx, OC_ERR_INPUT, "%s: the output is the input '%s' (%s); write to another file", path,
                            m->inputs[i].name, m->inputs[i].path);
     return OC_OK;
@@ -426,8 +438,8 @@ oc_status oc_map_run(oc_context *ctx, oc_map *m, const char *out_path, void *out
     void *dst = out_data;
     if (out_path) {
         OC_CHECK(ctx, check_not_input(ctx, m, out_path));
-        OC_CHECK(ctx, oc_npy_out_create_nd(ctx, out_path, oc_mt_descr(m->out_type), oc_mt_size(m->out_type), m->out_ndim,
-                                      m->out_shape, &w, &dst));
+        OC_CHECK(ctx, oc_npy_out_create_nd(ctx, out_path, oc_mt_descr(m->out_type), oc_mt_size(m->out_type),
+                                           m->out_ndim, m->out_shape, &w, &dst));
     }
     m->out_is_file = w != NULL;
     /* An empty result runs nothing; the stats still name where it would have run. */
@@ -450,6 +462,7 @@ oc_status oc_map_run(oc_context *ctx, oc_map *m, const char *out_path, void *out
     for (int i = 0; i < m->n_inputs; i++)
         if (m->inputs[i].used) local.bytes_read += m->inputs[i].count * (int64_t)oc_mt_size(m->inputs[i].type);
     local.bytes_written = m->out_count * (int64_t)oc_mt_size(m->out_type);
-    if (stats) memcpy((char *)stats + sizeof(size_t), (char *)&local + sizeof(size_t), stats->struct_size - sizeof(size_t));
+    if (stats)
+        memcpy((char *)stats + sizeof(size_t), (char *)&local + sizeof(size_t), stats->struct_size - sizeof(size_t));
     return OC_OK;
 }

@@ -19,36 +19,36 @@
 
 typedef struct oc_map_bound {
     char *name;
-    int used;                         /* the expression refers to it */
-    int type;                         /* oc_map_dtype */
+    int used; /* the expression refers to it */
+    int type; /* oc_map_dtype */
     int ndim;
     int64_t shape[OC_MAP_MAX_DIMS];
-    const unsigned char *data;        /* element 0 */
-    int64_t count;                    /* elements */
-    int64_t stride[OC_MAP_MAX_DIMS];  /* elements per step of each result dim (0: broadcast) */
-    int same_shape;                   /* its shape is the result's: flat index = element index */
-    oc_mapped_file file;              /* file inputs; zeroed for memory */
+    const unsigned char *data;       /* element 0 */
+    int64_t count;                   /* elements */
+    int64_t stride[OC_MAP_MAX_DIMS]; /* elements per step of each result dim (0: broadcast) */
+    int same_shape;                  /* its shape is the result's: flat index = element index */
+    oc_mapped_file file;             /* file inputs; zeroed for memory */
     char *path;
 } oc_map_bound;
 
 struct oc_map {
-    char *text;                       /* the expression */
-    oc_map_expr ir;                   /* typed IR; root = ir.root */
+    char *text;     /* the expression */
+    oc_map_expr ir; /* typed IR; root = ir.root */
     oc_map_bound *inputs;
     int n_inputs;
-    int ndim;                         /* the element-wise (broadcast) result */
+    int ndim; /* the element-wise (broadcast) result */
     int64_t shape[OC_MAP_MAX_DIMS];
     int64_t count;
-    int expr_type;                    /* the expression's type (IR root) */
+    int expr_type; /* the expression's type (IR root) */
     oc_map_reduce reduce;
-    int axis;                         /* reduced axis, -1: all elements (with reduce != NONE) */
-    int reduce_type;                  /* the reduction's result type before the output cast */
-    int out_type;                     /* the output dtype */
+    int axis;        /* reduced axis, -1: all elements (with reduce != NONE) */
+    int reduce_type; /* the reduction's result type before the output cast */
+    int out_type;    /* the output dtype */
     int out_ndim;
     int64_t out_shape[OC_MAP_MAX_DIMS];
     int64_t out_count;
     oc_map_options opts;
-    int out_is_file;                  /* set by oc_map_run: the output is a shared file mapping,
+    int out_is_file; /* set by oc_map_run: the output is a shared file mapping,
                                        * whose written pages the backend may drop (they stay in
                                        * the page cache and reach the file) */
 };
@@ -76,7 +76,7 @@ extern const oc_map_backend oc_map_backend_cuda;
  * prediction (cost.h) when the GPU can run the plan. explain is the --explain paragraph. */
 typedef struct oc_map_choice {
     const oc_map_backend *backend;
-    int gpu_candidate;                /* the GPU could run it: the prediction weighed both */
+    int gpu_candidate; /* the GPU could run it: the prediction weighed both */
     char explain[700];
 } oc_map_choice;
 

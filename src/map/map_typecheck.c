@@ -26,8 +26,8 @@ typedef struct checker {
     const oc_map_binding *bind;
     int nbind;
     oc_map_expr *out;
-    int *input_node;   /* per binding: its MOP_INPUT node once emitted, else -1 */
-    int *ir_of;        /* per parse node: its IR node, once typed */
+    int *input_node; /* per binding: its MOP_INPUT node once emitted, else -1 */
+    int *ir_of;      /* per parse node: its IR node, once typed */
 } checker;
 
 static int emit(checker *c, oc_map_node n)
@@ -122,7 +122,8 @@ static int check_weak_bounds(checker *c, const int *ks, int n, int loop)
     for (int i = 0; i < n; i++) {
         const oc_map_node *x = &c->out->nodes[ks[i]];
         if (x->weak == MW_INT && !oc_mt_int_fits(loop, x->value.i)) {
-            oc_fail(c->ctx, OC_ERR_INPUT, "Python integer %lld is out of bounds for %s (column %d; numpy raises OverflowError too)",
+            oc_fail(c->ctx, OC_ERR_INPUT,
+                    "Python integer %lld is out of bounds for %s (column %d; numpy raises OverflowError too)",
                     (long long)x->value.i, oc_mt_name(loop), x->pos + 1);
             return -1;
         }
@@ -185,12 +186,24 @@ static int fold_compare(checker *c, oc_map_op op, int lt, int eq, int gt, int po
 {
     oc_map_value v = {0};
     switch (op) {
-    case MOP_EQ: v.i = eq; break;
-    case MOP_NE: v.i = !eq; break;
-    case MOP_LT: v.i = lt; break;
-    case MOP_LE: v.i = lt || eq; break;
-    case MOP_GT: v.i = gt; break;
-    default: v.i = gt || eq; break;
+    case MOP_EQ:
+        v.i = eq;
+        break;
+    case MOP_NE:
+        v.i = !eq;
+        break;
+    case MOP_LT:
+        v.i = lt;
+        break;
+    case MOP_LE:
+        v.i = lt || eq;
+        break;
+    case MOP_GT:
+        v.i = gt;
+        break;
+    default:
+        v.i = gt || eq;
+        break;
     }
     return weak_const(c, MW_BOOL, v, pos);
 }
@@ -205,9 +218,15 @@ static int fold_binary(checker *c, oc_map_op op, int ka, int kb, int pos)
         double y = b.weak == MW_FLOAT ? b.value.f : (double)b.value.i;
         double m;
         switch (op) {
-        case MOP_ADD: v.f = x + y; break;
-        case MOP_SUB: v.f = x - y; break;
-        case MOP_MUL: v.f = x * y; break;
+        case MOP_ADD:
+            v.f = x + y;
+            break;
+        case MOP_SUB:
+            v.f = x - y;
+            break;
+        case MOP_MUL:
+            v.f = x * y;
+            break;
         case MOP_DIV:
             if (y == 0) return fold_fail(c, pos, "float division by zero between Python scalars");
             v.f = x / y;
@@ -223,9 +242,15 @@ static int fold_binary(checker *c, oc_map_op op, int ka, int kb, int pos)
             if (x == 0 && y < 0) return fold_fail(c, pos, "0.0 cannot be raised to a negative power");
             v.f = pow(x, y);
             break;
-        case MOP_EQ: case MOP_NE: case MOP_LT: case MOP_LE: case MOP_GT: case MOP_GE:
-            return fold_compare(c, op, x < y, x == y, x > y, pos);
-        default: return fold_fail(c, pos, "bitwise operators do not apply to floats");
+        case MOP_EQ:
+        case MOP_NE:
+        case MOP_LT:
+        case MOP_LE:
+        case MOP_GT:
+        case MOP_GE:
+            return fold_compare(c, op, x<y, x == y, x> y, pos);
+        default:
+            return fold_fail(c, pos, "bitwise operators do not apply to floats");
         }
         return weak_const(c, MW_FLOAT, v, pos);
     }
@@ -233,9 +258,15 @@ static int fold_binary(checker *c, oc_map_op op, int ka, int kb, int pos)
     int both_bool = a.weak == MW_BOOL && b.weak == MW_BOOL;
     int overflow = 0;
     switch (op) {
-    case MOP_ADD: overflow = __builtin_add_overflow(x, y, &v.i); break;
-    case MOP_SUB: overflow = __builtin_sub_overflow(x, y, &v.i); break;
-    case MOP_MUL: overflow = __builtin_mul_overflow(x, y, &v.i); break;
+    case MOP_ADD:
+        overflow = __builtin_add_overflow(x, y, &v.i);
+        break;
+    case MOP_SUB:
+        overflow = __builtin_sub_overflow(x, y, &v.i);
+        break;
+    case MOP_MUL:
+        overflow = __builtin_mul_overflow(x, y, &v.i);
+        break;
     case MOP_DIV:
         if (y == 0) return fold_fail(c, pos, "division by zero between Python scalars");
         v.f = (double)x / (double)y;
@@ -263,12 +294,24 @@ static int fold_binary(checker *c, oc_map_op op, int ka, int kb, int pos)
             if (e > 1) overflow |= __builtin_mul_overflow(base, base, &base);
         }
         break;
-    case MOP_AND: v.i = x & y; return weak_const(c, both_bool ? MW_BOOL : MW_INT, v, pos);
-    case MOP_OR: v.i = x | y; return weak_const(c, both_bool ? MW_BOOL : MW_INT, v, pos);
-    case MOP_XOR: v.i = x ^ y; return weak_const(c, both_bool ? MW_BOOL : MW_INT, v, pos);
-    case MOP_EQ: case MOP_NE: case MOP_LT: case MOP_LE: case MOP_GT: case MOP_GE:
-        return fold_compare(c, op, x < y, x == y, x > y, pos);
-    default: return fold_fail(c, pos, "internal: unexpected operator");
+    case MOP_AND:
+        v.i = x & y;
+        return weak_const(c, both_bool ? MW_BOOL : MW_INT, v, pos);
+    case MOP_OR:
+        v.i = x | y;
+        return weak_const(c, both_bool ? MW_BOOL : MW_INT, v, pos);
+    case MOP_XOR:
+        v.i = x ^ y;
+        return weak_const(c, both_bool ? MW_BOOL : MW_INT, v, pos);
+    case MOP_EQ:
+    case MOP_NE:
+    case MOP_LT:
+    case MOP_LE:
+    case MOP_GT:
+    case MOP_GE:
+        return fold_compare(c, op, x<y, x == y, x> y, pos);
+    default:
+        return fold_fail(c, pos, "internal: unexpected operator");
     }
     if (overflow) return fold_fail(c, pos, "arithmetic on Python integers overflows int64");
     return weak_const(c, MW_INT, v, pos);
@@ -283,7 +326,8 @@ static int fold_unary(checker *c, oc_map_op op, int ka, int pos)
         v.f = -a.value.f;
         return weak_const(c, MW_FLOAT, v, pos);
     }
-    if (op == MOP_NEG && a.value.i == INT64_MIN) return fold_fail(c, pos, "arithmetic on Python integers overflows int64");
+    if (op == MOP_NEG && a.value.i == INT64_MIN)
+        return fold_fail(c, pos, "arithmetic on Python integers overflows int64");
     v.i = op == MOP_NEG ? -a.value.i : ~a.value.i;
     return weak_const(c, MW_INT, v, pos);
 }
@@ -310,8 +354,9 @@ static int check_unary(checker *c, const oc_map_node *n)
     switch (oc_map_op_info_of(n->op)->typing) {
     case MAP_TYPING_SAME:
         if (n->op == MOP_NEG && t == MT_BOOL)
-            return op_error(c, n->pos, "the numpy boolean negative, the %s operator, is not supported%s (column %d); use ~",
-                            "-", "");
+            return op_error(c, n->pos,
+                            "the numpy boolean negative, the %s operator, is not supported%s (column %d); use ~", "-",
+                            "");
         break;
     case MAP_TYPING_BITWISE:
         if (oc_mt_is_float(t)) return op_error(c, n->pos, "%s does not apply to %s (column %d)", "~", oc_mt_name(t));
@@ -324,7 +369,8 @@ static int check_unary(checker *c, const oc_map_node *n)
     case MAP_TYPING_TRUEDIV:
     case MAP_TYPING_INTEGER_LOOP:
     case MAP_TYPING_COMPARE:
-    case MAP_TYPING_WHERE: break; /* no unary op has these */
+    case MAP_TYPING_WHERE:
+        break; /* no unary op has these */
     }
     a = convert(c, a, l);
     if (a < 0) return -1;
@@ -421,26 +467,32 @@ static int check_binary(checker *c, const oc_map_node *n)
             return op_error(c, n->pos, "numpy boolean subtract, the %s operator, is not supported%s (column %d); use ^",
                             "-", "");
         break;
-    case MAP_TYPING_TRUEDIV: l = r = t == MT_F32 ? MT_F32 : MT_F64; break;
+    case MAP_TYPING_TRUEDIV:
+        l = r = t == MT_F32 ? MT_F32 : MT_F64;
+        break;
     case MAP_TYPING_INTEGER_LOOP:
         if (t == MT_BOOL) l = r = MT_I8;
         if (n->op == MOP_POW && oc_mt_is_integer(l)) {
             const oc_map_node *y = &c->out->nodes[b];
             if (y->op == MOP_CONST && y->value.i < 0 && oc_mt_kind_of(l) == MT_KIND_INT)
-                return op_error(c, n->pos, "integers to negative integer powers are not allowed%s%s (column %d)", "", "");
+                return op_error(c, n->pos, "integers to negative integer powers are not allowed%s%s (column %d)", "",
+                                "");
         }
         break;
     case MAP_TYPING_BITWISE:
         if (oc_mt_is_float(t))
             return op_error(c, n->pos, "%s does not apply to %s (column %d)", oc_map_op_name(n->op), oc_mt_name(t));
         break;
-    case MAP_TYPING_COMPARE: r = MT_BOOL; break;
+    case MAP_TYPING_COMPARE:
+        r = MT_BOOL;
+        break;
     case MAP_TYPING_FLOAT:
         l = r = float_loop(c, t, n->op, n->pos);
         if (l < 0) return -1;
         break;
     case MAP_TYPING_NONE:
-    case MAP_TYPING_WHERE: break; /* no binary op has these */
+    case MAP_TYPING_WHERE:
+        break; /* no binary op has these */
     }
     if (check_weak_bounds(c, ks, 2, l) < 0) return -1;
     a = convert(c, a, l);
@@ -505,7 +557,8 @@ static int check_name(checker *c, const oc_map_node *n)
         x.array = b->ndim > 0;
         return c->input_node[i] = emit(c, x);
     }
-    oc_fail(c->ctx, OC_ERR_INPUT, "unknown name '%.*s' in the expression (column %d): give it as NAME=FILE.npy or --set NAME=VALUE",
+    oc_fail(c->ctx, OC_ERR_INPUT,
+            "unknown name '%.*s' in the expression (column %d): give it as NAME=FILE.npy or --set NAME=VALUE",
             n->name_len, name, n->pos + 1);
     return -1;
 }
@@ -514,18 +567,23 @@ static int check_node(checker *c, int k)
 {
     const oc_map_node *n = &c->e->nodes[k];
     switch (n->op) {
-    case MOP_NAME: return check_name(c, n);
+    case MOP_NAME:
+        return check_name(c, n);
     case MOP_CONST: {
         oc_map_node x = *n;
         x.type = x.otype = weak_default(n->weak);
         return emit(c, x);
     }
-    default: break;
+    default:
+        break;
     }
     switch (oc_map_op_arity(n->op)) {
-    case 1: return check_unary(c, n);
-    case 2: return check_binary(c, n);
-    default: return check_ternary(c, n);
+    case 1:
+        return check_unary(c, n);
+    case 2:
+        return check_binary(c, n);
+    default:
+        return check_ternary(c, n);
     }
 }
 

@@ -12,15 +12,15 @@
 static const struct {
     const char *name;
     const char *descr;
-    const char *code;   /* numpy's one-letter kind + size, as in a descr without byte order */
+    const char *code; /* numpy's one-letter kind + size, as in a descr without byte order */
     size_t size;
     oc_mt_kind kind;
 } mt_info[OC_MT_COUNT] = {
-    {"bool", "|b1", "b1", 1, MT_KIND_BOOL},     {"int8", "|i1", "i1", 1, MT_KIND_INT},
-    {"int16", NATIVE "i2", "i2", 2, MT_KIND_INT}, {"int32", NATIVE "i4", "i4", 4, MT_KIND_INT},
-    {"int64", NATIVE "i8", "i8", 8, MT_KIND_INT}, {"uint8", "|u1", "u1", 1, MT_KIND_UINT},
-    {"uint16", NATIVE "u2", "u2", 2, MT_KIND_UINT}, {"uint32", NATIVE "u4", "u4", 4, MT_KIND_UINT},
-    {"uint64", NATIVE "u8", "u8", 8, MT_KIND_UINT}, {"float32", NATIVE "f4", "f4", 4, MT_KIND_FLOAT},
+    {"bool", "|b1", "b1", 1, MT_KIND_BOOL},           {"int8", "|i1", "i1", 1, MT_KIND_INT},
+    {"int16", NATIVE "i2", "i2", 2, MT_KIND_INT},     {"int32", NATIVE "i4", "i4", 4, MT_KIND_INT},
+    {"int64", NATIVE "i8", "i8", 8, MT_KIND_INT},     {"uint8", "|u1", "u1", 1, MT_KIND_UINT},
+    {"uint16", NATIVE "u2", "u2", 2, MT_KIND_UINT},   {"uint32", NATIVE "u4", "u4", 4, MT_KIND_UINT},
+    {"uint64", NATIVE "u8", "u8", 8, MT_KIND_UINT},   {"float32", NATIVE "f4", "f4", 4, MT_KIND_FLOAT},
     {"float64", NATIVE "f8", "f8", 8, MT_KIND_FLOAT},
 };
 
@@ -31,10 +31,13 @@ const char *oc_mt_descr(int t) { return mt_info[t].descr; }
 
 int oc_mt_parse(const char *name)
 {
-    static const struct { const char *alias; int t; } aliases[] = {
-        {"?", MT_BOOL}, {"bool_", MT_BOOL}, {"int", MT_I64}, {"float", MT_F64}, {"double", MT_F64},
-        {"single", MT_F32}, {"b", MT_I8}, {"B", MT_U8}, {"h", MT_I16}, {"H", MT_U16}, {"i", MT_I32},
-        {"I", MT_U32}, {"l", MT_I64}, {"L", MT_U64}, {"q", MT_I64}, {"Q", MT_U64}, {"f", MT_F32}, {"d", MT_F64},
+    static const struct {
+        const char *alias;
+        int t;
+    } aliases[] = {
+        {"?", MT_BOOL}, {"bool_", MT_BOOL}, {"int", MT_I64}, {"float", MT_F64}, {"double", MT_F64}, {"single", MT_F32},
+        {"b", MT_I8},   {"B", MT_U8},       {"h", MT_I16},   {"H", MT_U16},     {"i", MT_I32},      {"I", MT_U32},
+        {"l", MT_I64},  {"L", MT_U64},      {"q", MT_I64},   {"Q", MT_U64},     {"f", MT_F32},      {"d", MT_F64},
     };
     if (!name) return -1;
     for (int t = 0; t < OC_MT_COUNT; t++)
@@ -60,10 +63,14 @@ int oc_mt_from_descr(const char *descr)
 static int signed_above(int u)
 {
     switch (u) {
-    case MT_U8: return MT_I16;
-    case MT_U16: return MT_I32;
-    case MT_U32: return MT_I64;
-    default: return MT_F64; /* uint64 with any signed type: float64, as numpy */
+    case MT_U8:
+        return MT_I16;
+    case MT_U16:
+        return MT_I32;
+    case MT_U32:
+        return MT_I64;
+    default:
+        return MT_F64; /* uint64 with any signed type: float64, as numpy */
     }
 }
 
@@ -97,14 +104,23 @@ int oc_mt_can_cast_same_kind(int from, int to)
 int oc_mt_int_fits(int t, int64_t v)
 {
     switch (t) {
-    case MT_I8: return v >= INT8_MIN && v <= INT8_MAX;
-    case MT_I16: return v >= INT16_MIN && v <= INT16_MAX;
-    case MT_I32: return v >= INT32_MIN && v <= INT32_MAX;
-    case MT_I64: return 1;
-    case MT_U8: return v >= 0 && v <= UINT8_MAX;
-    case MT_U16: return v >= 0 && v <= UINT16_MAX;
-    case MT_U32: return v >= 0 && v <= UINT32_MAX;
-    case MT_U64: return v >= 0;
-    default: return 1;
+    case MT_I8:
+        return v >= INT8_MIN && v <= INT8_MAX;
+    case MT_I16:
+        return v >= INT16_MIN && v <= INT16_MAX;
+    case MT_I32:
+        return v >= INT32_MIN && v <= INT32_MAX;
+    case MT_I64:
+        return 1;
+    case MT_U8:
+        return v >= 0 && v <= UINT8_MAX;
+    case MT_U16:
+        return v >= 0 && v <= UINT16_MAX;
+    case MT_U32:
+        return v >= 0 && v <= UINT32_MAX;
+    case MT_U64:
+        return v >= 0;
+    default:
+        return 1;
     }
 }

@@ -15,9 +15,17 @@
 #define OC_MT_COUNT 11
 /* Short aliases of the public codes, used by the evaluator's tables. */
 enum {
-    MT_BOOL = OC_MAP_BOOL, MT_I8 = OC_MAP_INT8, MT_I16 = OC_MAP_INT16, MT_I32 = OC_MAP_INT32,
-    MT_I64 = OC_MAP_INT64, MT_U8 = OC_MAP_UINT8, MT_U16 = OC_MAP_UINT16, MT_U32 = OC_MAP_UINT32,
-    MT_U64 = OC_MAP_UINT64, MT_F32 = OC_MAP_FLOAT32, MT_F64 = OC_MAP_FLOAT64
+    MT_BOOL = OC_MAP_BOOL,
+    MT_I8 = OC_MAP_INT8,
+    MT_I16 = OC_MAP_INT16,
+    MT_I32 = OC_MAP_INT32,
+    MT_I64 = OC_MAP_INT64,
+    MT_U8 = OC_MAP_UINT8,
+    MT_U16 = OC_MAP_UINT16,
+    MT_U32 = OC_MAP_UINT32,
+    MT_U64 = OC_MAP_UINT64,
+    MT_F32 = OC_MAP_FLOAT32,
+    MT_F64 = OC_MAP_FLOAT64
 };
 
 /* Kinds in numpy's order: bool < signed/unsigned integer < float. */

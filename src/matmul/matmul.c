@@ -27,7 +27,7 @@
 typedef struct mm_setup {
     oc_mm_source a, b;
     int has_b;
-    int transpose[2];    /* of the stored operands: the options' flags, flipped for Fortran order */
+    int transpose[2]; /* of the stored operands: the options' flags, flipped for Fortran order */
     oc_matmul_dtype result;
     int64_t host_budget; /* the job's (the panels get what mapped inputs leave of it) */
     int devices[OC_MAX_LOGICAL_DEVICES];
@@ -56,8 +56,9 @@ static oc_status parse_devices(oc_context *ctx, const oc_matmul_options *o, mm_s
         char *end = NULL;
         long d = strtol(p, &end, 10);
         if (end == p || d < 0 || d > 1023 || (*end && *end != ',') || job->ndevices == OC_MAX_LOGICAL_DEVICES)
-            return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "devices %s: expected device numbers such as 0,1,3 (at most %d) or all",
-                           o->devices, OC_MAX_LOGICAL_DEVICES);
+            return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                           "devices %s: expected device numbers such as 0,1,3 (at most %d) or all", o->devices,
+                           OC_MAX_LOGICAL_DEVICES);
         for (int i = 0; i < job->ndevices; i++)
             if (s->devices[i] == (int)d)
                 return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "devices %s: device %ld is named twice", o->devices, d);
@@ -69,19 +70,24 @@ static oc_status parse_devices(oc_context *ctx, const oc_matmul_options *o, mm_s
 
 static oc_status check_options(oc_context *ctx, const oc_matmul_options *o, const oc_matmul_array *b)
 {
-    if (!o) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_matmul_options is NULL: start from OC_MATMUL_OPTIONS_INIT");
+    if (!o)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_matmul_options is NULL: start from OC_MATMUL_OPTIONS_INIT");
     if (o->struct_size < sizeof(oc_matmul_options))
-        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_matmul_options.struct_size is %zu, expected %zu: start from "
-                       "OC_MATMUL_OPTIONS_INIT", o->struct_size, sizeof(oc_matmul_options));
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                       "oc_matmul_options.struct_size is %zu, expected %zu: start from "
+                       "OC_MATMUL_OPTIONS_INIT",
+                       o->struct_size, sizeof(oc_matmul_options));
     if (o->gram && b)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "gram: the product A·Aᵀ takes A alone (B must be NULL)");
     if (!o->gram && !b) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "no B: give B, or gram for A·Aᵀ");
     if ((unsigned)o->backend > OC_BACKEND_CUDA)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "backend %d: expected auto, cpu or cuda", (int)o->backend);
     if (o->threads < 0 || o->threads > OC_MAX_THREADS)
-        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "threads %d: expected 0 (all cores) to %d", o->threads, OC_MAX_THREADS);
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "threads %d: expected 0 (all cores) to %d", o->threads,
+                       OC_MAX_THREADS);
     if (o->tile < 0 || o->host_mem_bytes < 0 || o->gpu_mem_bytes < 0 || o->device < 0)
-        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "tile, host_mem_bytes, gpu_mem_bytes and device must not be negative");
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                       "tile, host_mem_bytes, gpu_mem_bytes and device must not be negative");
     if (!(o->gpu_mem_fraction >= 0 && o->gpu_mem_fraction <= 1))
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "gpu_mem_fraction %g: expected 0 to 1", o->gpu_mem_fraction);
     if (o->dtype != OC_MATMUL_DEFAULT && !oc_matmul_dtype_name(o->dtype))
@@ -122,23 +128,28 @@ static oc_status setup(oc_context *ctx, const oc_matmul_array *a, const oc_matmu
     op_shape(&s->a, ta, &m, &k);
     op_shape(sb, tb, &k2, &n);
     if (k != k2)
-        return oc_fail(ctx, OC_ERR_INPUT, "%s: inner dimensions differ: op(A) of %s is %" PRId64 " x %" PRId64
-                       ", op(B) is %" PRId64 " x %" PRId64 " (%" PRId64 " != %" PRId64 "; --transpose-a/-b?)", sb->name,
-                       s->a.name, m, k, k2, n, k, k2);
+        return oc_fail(ctx, OC_ERR_INPUT,
+                       "%s: inner dimensions differ: op(A) of %s is %" PRId64 " x %" PRId64 ", op(B) is %" PRId64
+                       " x %" PRId64 " (%" PRId64 " != %" PRId64 "; --transpose-a/-b?)",
+                       sb->name, s->a.name, m, k, k2, n, k, k2);
     char why[320];
     oc_matmul_job *job = &s->job;
-    if (oc_matmul_promote(s->a.dtype, sb->dtype, o->dtype, &job->in_type, &job->out_type, &s->result, why, sizeof why)) {
+    if (oc_matmul_promote(s->a.dtype, sb->dtype, o->dtype, &job->in_type, &job->out_type, &s->result, why,
+                          sizeof why)) {
         /* The file whose dtype is the problem: an integer type other than int8, else A. */
         const int a_odd = s->a.dtype > OC_MATMUL_INT8, b_odd = sb->dtype > OC_MATMUL_INT8;
         const char *file = !a_odd && b_odd ? sb->name : s->a.name;
         return oc_fail(ctx, OC_ERR_INPUT, "%s: %s", file, why);
     }
     if (job->in_type == OC_MM_INT8 && k > INT8_K_MAX)
-        return oc_fail(ctx, OC_ERR_INPUT, "%s: int8 x int8 with k = %" PRId64 " could overflow the int32 result (exact up to k = %d): "
-                       "ask for --dtype float64", s->a.name, k, INT8_K_MAX);
+        return oc_fail(ctx, OC_ERR_INPUT,
+                       "%s: int8 x int8 with k = %" PRId64 " could overflow the int32 result (exact up to k = %d): "
+                       "ask for --dtype float64",
+                       s->a.name, k, INT8_K_MAX);
     int64_t cells;
     if (__builtin_mul_overflow(m, n, &cells) || cells > INT64_MAX / 8)
-        return oc_fail(ctx, OC_ERR_INPUT, "%s: the result %" PRId64 " x %" PRId64 " overflows 64-bit sizes", s->a.name, m, n);
+        return oc_fail(ctx, OC_ERR_INPUT, "%s: the result %" PRId64 " x %" PRId64 " overflows 64-bit sizes", s->a.name,
+                       m, n);
     job->ctx = ctx;
     job->m = m;
     job->n = n;
@@ -236,7 +247,8 @@ oc_status oc_matmul(oc_context *ctx, const oc_matmul_array *a, const oc_matmul_a
     io_init(&s, &io);
     st = oc_mm_dest_open(ctx, c, s.result, s.job.m, s.job.n, &s.a, s.has_b ? &s.b : NULL, &io.dest);
     if (st == OC_OK && s.job.m > 0 && s.job.n > 0) st = be->run(&s.job);
-    else if (st == OC_OK) snprintf(s.job.stats.backend, sizeof s.job.stats.backend, "%s", be->name); /* nothing to run */
+    else if (st == OC_OK)
+        snprintf(s.job.stats.backend, sizeof s.job.stats.backend, "%s", be->name); /* nothing to run */
     if (st == OC_OK) st = oc_mm_source_check(ctx, &s.a);
     if (st == OC_OK && s.has_b) st = oc_mm_source_check(ctx, &s.b);
     if (st == OC_OK && strcmp(be->name, "cuda") == 0) oc_cost_note_gpu_job();

@@ -17,10 +17,14 @@
 static oc_cost_gemm_type gemm_type(oc_mm_type t, int tf32)
 {
     switch (t) {
-    case OC_MM_FLOAT64: return OC_COST_GEMM_F64;
-    case OC_MM_FLOAT32: return tf32 ? OC_COST_GEMM_TF32 : OC_COST_GEMM_F32;
-    case OC_MM_INT8: return OC_COST_GEMM_INT8;
-    default: return OC_COST_GEMM_F16;
+    case OC_MM_FLOAT64:
+        return OC_COST_GEMM_F64;
+    case OC_MM_FLOAT32:
+        return tf32 ? OC_COST_GEMM_TF32 : OC_COST_GEMM_F32;
+    case OC_MM_INT8:
+        return OC_COST_GEMM_INT8;
+    default:
+        return OC_COST_GEMM_F16;
     }
 }
 
@@ -35,9 +39,11 @@ void oc_mm_predict(const oc_mm_cost_input *in, oc_mm_prediction *out)
     out->gpu_seconds = INFINITY;
     out->gpu = 0;
     if (in->gpu_cc <= 0) {
-        snprintf(out->reason, sizeof out->reason, "cpu: %.3g GFLOP at %.0f GFLOP/s (%s, %d cores, default rate) = %.3g s; "
-                 "no GPU is usable", flop / 1e9, cpu_rate / 1e9, in->cpu_blas ? "BLAS" : "reference loops",
-                 in->cpu_cores, out->cpu_seconds);
+        snprintf(out->reason, sizeof out->reason,
+                 "cpu: %.3g GFLOP at %.0f GFLOP/s (%s, %d cores, default rate) = %.3g s; "
+                 "no GPU is usable",
+                 flop / 1e9, cpu_rate / 1e9, in->cpu_blas ? "BLAS" : "reference loops", in->cpu_cores,
+                 out->cpu_seconds);
         return;
     }
     const double gpu_rate = oc_cost_gemm_gpu_rate(t, in->gpu_cc);
@@ -51,7 +57,8 @@ void oc_mm_predict(const oc_mm_cost_input *in, oc_mm_prediction *out)
              "TFLOP/s sm_%d %.3g s, PCIe %.3g GB in and out %.3g s)); default GEMM rates",
              out->gpu ? "cuda" : "cpu", out->cpu_seconds, flop / 1e9, cpu_rate / 1e9,
              in->cpu_blas ? "BLAS" : "reference loops", in->cpu_cores, out->gpu_seconds, start,
-             oc_cost_gemm_type_name(t), gpu_rate / 1e12, in->gpu_cc, compute, (in->in_bytes + in->out_bytes) / 1e9, copies);
+             oc_cost_gemm_type_name(t), gpu_rate / 1e12, in->gpu_cc, compute, (in->in_bytes + in->out_bytes) / 1e9,
+             copies);
 }
 
 #ifdef OC_HAVE_CUDA
@@ -92,14 +99,22 @@ oc_status oc_mm_choose(oc_context *ctx, const oc_matmul_job *job, const oc_matmu
     oc_cost_rates rates;
     oc_cost_rates_get(ctx, 0, cc > 0, &rates);
     char library[32];
-    oc_mm_cost_input in = {
-        .m = job->m, .n = job->n, .k = job->k, .symmetric = job->symmetric, .in_type = job->in_type, .tf32 = job->tf32,
-        .in_bytes = (double)oc_mm_type_size(job->in_type) * ((double)job->m + (job->symmetric ? 0.0 : (double)job->n)) *
-                    (double)job->k,
-        .out_bytes = (double)oc_mm_type_size(job->out_type) * (double)job->m * (double)job->n,
-        .cpu_blas = oc_mm_backend_cpu.library(library, sizeof library),
-        .cpu_cores = oc_threads_resolve(job->threads), .gpu_cc = cc, .gpu_warm = oc_cost_gpu_warm(),
-        .gpu_startup = rates.gpu_startup, .h2d = rates.h2d_pinned, .d2h = rates.d2h_pinned};
+    oc_mm_cost_input in = {.m = job->m,
+                           .n = job->n,
+                           .k = job->k,
+                           .symmetric = job->symmetric,
+                           .in_type = job->in_type,
+                           .tf32 = job->tf32,
+                           .in_bytes = (double)oc_mm_type_size(job->in_type) *
+                                       ((double)job->m + (job->symmetric ? 0.0 : (double)job->n)) * (double)job->k,
+                           .out_bytes = (double)oc_mm_type_size(job->out_type) * (double)job->m * (double)job->n,
+                           .cpu_blas = oc_mm_backend_cpu.library(library, sizeof library),
+                           .cpu_cores = oc_threads_resolve(job->threads),
+                           .gpu_cc = cc,
+                           .gpu_warm = oc_cost_gpu_warm(),
+                           .gpu_startup = rates.gpu_startup,
+                           .h2d = rates.h2d_pinned,
+                           .d2h = rates.d2h_pinned};
     oc_mm_prediction p;
     oc_mm_predict(&in, &p);
     if (explain) snprintf(explain, explain_size, "%s", p.reason);

@@ -18,12 +18,12 @@ typedef struct oc_mm_cost_input {
     int symmetric;
     oc_mm_type in_type;
     int tf32;
-    double in_bytes, out_bytes;  /* the operands in the compute type, the result */
+    double in_bytes, out_bytes; /* the operands in the compute type, the result */
     int cpu_blas, cpu_cores;
-    int gpu_cc;                  /* 0: no usable GPU */
-    int gpu_warm;                /* this process already ran a GPU job */
-    double gpu_startup;          /* s: the context (the GEMM library's load is added) */
-    double h2d, d2h;             /* bytes/s over PCIe */
+    int gpu_cc;         /* 0: no usable GPU */
+    int gpu_warm;       /* this process already ran a GPU job */
+    double gpu_startup; /* s: the context (the GEMM library's load is added) */
+    double h2d, d2h;    /* bytes/s over PCIe */
 } oc_mm_cost_input;
 
 typedef struct oc_mm_prediction {

@@ -19,10 +19,12 @@ static oc_status check_not_input(oc_context *ctx, const char *path, const oc_mm_
     if (stat(path, &sb) != 0) return OC_OK; /* a new file cannot be an input */
     const oc_mm_source *in[2] = {a, b};
     for (int i = 0; i < 2; i++)
-        if (in[i] && (in[i]->dev || in[i]->ino) && in[i]->dev == (uint64_t)sb.st_dev && in[i]->ino == (uint64_t)sb.st_ino)
+        if (in[i] && (in[i]->dev || in[i]->ino) && in[i]->dev == (uint64_t)sb.st_dev &&
+            in[i]->ino == (uint64_t)sb.st_ino)
             return oc_fail(ctx, OC_ERR_INPUT,
                            "%s: the output is the input file %s (the same file by another name or the same name): "
-                           "writing it would replace the input; choose another output name", path, in[i]->name);
+                           "writing it would replace the input; choose another output name",
+                           path, in[i]->name);
     return OC_OK;
 }
 
@@ -35,13 +37,17 @@ oc_status oc_mm_dest_open(oc_context *ctx, const oc_matmul_array *c, oc_matmul_d
     d->cols = n;
     d->ld = n;
     if (c->struct_size < sizeof(oc_matmul_array))
-        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "C: oc_matmul_array.struct_size is %zu, expected %zu: start from "
-                       "OC_MATMUL_ARRAY_INIT", c->struct_size, sizeof(oc_matmul_array));
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                       "C: oc_matmul_array.struct_size is %zu, expected %zu: start from "
+                       "OC_MATMUL_ARRAY_INIT",
+                       c->struct_size, sizeof(oc_matmul_array));
     if (c->path) {
         const char *descr = oc_matmul_dtype_descr(dtype);
         if (!descr)
-            return oc_fail(ctx, OC_ERR_INPUT, "%s: a %s result cannot be written to .npy (numpy has no such dtype): ask "
-                           "for float32, or write to memory", c->path, oc_matmul_dtype_name(dtype));
+            return oc_fail(ctx, OC_ERR_INPUT,
+                           "%s: a %s result cannot be written to .npy (numpy has no such dtype): ask "
+                           "for float32, or write to memory",
+                           c->path, oc_matmul_dtype_name(dtype));
         OC_CHECK(ctx, check_not_input(ctx, c->path, a, b));
         int64_t shape[2] = {m, n};
         void *data = NULL;
@@ -55,8 +61,8 @@ oc_status oc_mm_dest_open(oc_context *ctx, const oc_matmul_array *c, oc_matmul_d
                        oc_matmul_dtype_name(c->dtype) ? oc_matmul_dtype_name(c->dtype) : "?", c->rows, c->cols,
                        oc_matmul_dtype_name(dtype), m, n);
     if ((c->ld && c->ld < n) || c->ld < 0 || (!c->data && m > 0 && n > 0))
-        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "C: ld %" PRId64 " is below the column count %" PRId64
-                       " or data is NULL", c->ld, n);
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                       "C: ld %" PRId64 " is below the column count %" PRId64 " or data is NULL", c->ld, n);
     d->data = c->data;
     d->ld = c->ld ? c->ld : n;
     return OC_OK;

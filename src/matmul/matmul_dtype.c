@@ -60,10 +60,13 @@ static oc_matmul_dtype int_as_float(oc_matmul_dtype t, oc_matmul_dtype half)
 {
     switch (t) {
     case OC_MATMUL_INT8:
-    case OC_MATMUL_UINT8: return half;
+    case OC_MATMUL_UINT8:
+        return half;
     case OC_MATMUL_INT16:
-    case OC_MATMUL_UINT16: return OC_MATMUL_FLOAT32;
-    default: return OC_MATMUL_FLOAT64;
+    case OC_MATMUL_UINT16:
+        return OC_MATMUL_FLOAT32;
+    default:
+        return OC_MATMUL_FLOAT64;
     }
 }
 
@@ -85,8 +88,8 @@ static oc_matmul_dtype numpy_result(oc_matmul_dtype a, oc_matmul_dtype b)
 
 oc_matmul_dtype oc_matmul_dtype_of(oc_mm_type t)
 {
-    static const oc_matmul_dtype of[OC_MM_TYPE_COUNT] = {OC_MATMUL_FLOAT64, OC_MATMUL_FLOAT32, OC_MATMUL_FLOAT16,
-                                                        OC_MATMUL_BFLOAT16, OC_MATMUL_INT8, OC_MATMUL_INT32};
+    static const oc_matmul_dtype of[OC_MM_TYPE_COUNT] = {OC_MATMUL_FLOAT64,  OC_MATMUL_FLOAT32, OC_MATMUL_FLOAT16,
+                                                         OC_MATMUL_BFLOAT16, OC_MATMUL_INT8,    OC_MATMUL_INT32};
     return (unsigned)t < OC_MM_TYPE_COUNT ? of[t] : OC_MATMUL_DEFAULT;
 }
 
@@ -112,16 +115,28 @@ int oc_matmul_promote(oc_matmul_dtype ta, oc_matmul_dtype tb, oc_matmul_dtype re
     } else if (is_float(requested)) {
         r = requested; /* same_kind: any integer or float input casts to a float */
     } else {
-        snprintf(why, why_size, "dtype %s: a product is computed in float64, float32, float16, bfloat16 or "
-                 "int32 (of int8 x int8)", oc_matmul_dtype_name(requested) ? oc_matmul_dtype_name(requested) : "?");
+        snprintf(why, why_size,
+                 "dtype %s: a product is computed in float64, float32, float16, bfloat16 or "
+                 "int32 (of int8 x int8)",
+                 oc_matmul_dtype_name(requested) ? oc_matmul_dtype_name(requested) : "?");
         return -1;
     }
     switch (r) {
-    case OC_MATMUL_FLOAT64: *in = *out = OC_MM_FLOAT64; break;
-    case OC_MATMUL_FLOAT32: *in = *out = OC_MM_FLOAT32; break;
-    case OC_MATMUL_FLOAT16: *in = *out = OC_MM_FLOAT16; break;
-    case OC_MATMUL_BFLOAT16: *in = *out = OC_MM_BFLOAT16; break;
-    default: *in = OC_MM_INT8, *out = OC_MM_INT32; break;
+    case OC_MATMUL_FLOAT64:
+        *in = *out = OC_MM_FLOAT64;
+        break;
+    case OC_MATMUL_FLOAT32:
+        *in = *out = OC_MM_FLOAT32;
+        break;
+    case OC_MATMUL_FLOAT16:
+        *in = *out = OC_MM_FLOAT16;
+        break;
+    case OC_MATMUL_BFLOAT16:
+        *in = *out = OC_MM_BFLOAT16;
+        break;
+    default:
+        *in = OC_MM_INT8, *out = OC_MM_INT32;
+        break;
     }
     *result = r;
     return 0;
@@ -132,19 +147,32 @@ int oc_matmul_promote(oc_matmul_dtype ta, oc_matmul_dtype tb, oc_matmul_dtype re
 static double load(oc_matmul_dtype t, const void *src, int64_t i)
 {
     switch (t) {
-    case OC_MATMUL_FLOAT64: return ((const double *)src)[i];
-    case OC_MATMUL_FLOAT32: return ((const float *)src)[i];
-    case OC_MATMUL_FLOAT16: return oc_mm_half_to_float(((const uint16_t *)src)[i]);
-    case OC_MATMUL_BFLOAT16: return oc_mm_bf16_to_float(((const uint16_t *)src)[i]);
-    case OC_MATMUL_INT8: return ((const int8_t *)src)[i];
-    case OC_MATMUL_INT16: return ((const int16_t *)src)[i];
-    case OC_MATMUL_INT32: return ((const int32_t *)src)[i];
-    case OC_MATMUL_INT64: return (double)((const int64_t *)src)[i];
-    case OC_MATMUL_UINT8: return ((const uint8_t *)src)[i];
-    case OC_MATMUL_UINT16: return ((const uint16_t *)src)[i];
-    case OC_MATMUL_UINT32: return ((const uint32_t *)src)[i];
-    case OC_MATMUL_UINT64: return (double)((const uint64_t *)src)[i];
-    default: return 0;
+    case OC_MATMUL_FLOAT64:
+        return ((const double *)src)[i];
+    case OC_MATMUL_FLOAT32:
+        return ((const float *)src)[i];
+    case OC_MATMUL_FLOAT16:
+        return oc_mm_half_to_float(((const uint16_t *)src)[i]);
+    case OC_MATMUL_BFLOAT16:
+        return oc_mm_bf16_to_float(((const uint16_t *)src)[i]);
+    case OC_MATMUL_INT8:
+        return ((const int8_t *)src)[i];
+    case OC_MATMUL_INT16:
+        return ((const int16_t *)src)[i];
+    case OC_MATMUL_INT32:
+        return ((const int32_t *)src)[i];
+    case OC_MATMUL_INT64:
+        return (double)((const int64_t *)src)[i];
+    case OC_MATMUL_UINT8:
+        return ((const uint8_t *)src)[i];
+    case OC_MATMUL_UINT16:
+        return ((const uint16_t *)src)[i];
+    case OC_MATMUL_UINT32:
+        return ((const uint32_t *)src)[i];
+    case OC_MATMUL_UINT64:
+        return (double)((const uint64_t *)src)[i];
+    default:
+        return 0;
     }
 }
 
@@ -153,12 +181,18 @@ static double load(oc_matmul_dtype t, const void *src, int64_t i)
 static float load_f32(oc_matmul_dtype t, const void *src, int64_t i)
 {
     switch (t) {
-    case OC_MATMUL_FLOAT32: return ((const float *)src)[i];
-    case OC_MATMUL_INT32: return (float)((const int32_t *)src)[i];
-    case OC_MATMUL_INT64: return (float)((const int64_t *)src)[i];
-    case OC_MATMUL_UINT32: return (float)((const uint32_t *)src)[i];
-    case OC_MATMUL_UINT64: return (float)((const uint64_t *)src)[i];
-    default: return (float)load(t, src, i);
+    case OC_MATMUL_FLOAT32:
+        return ((const float *)src)[i];
+    case OC_MATMUL_INT32:
+        return (float)((const int32_t *)src)[i];
+    case OC_MATMUL_INT64:
+        return (float)((const int64_t *)src)[i];
+    case OC_MATMUL_UINT32:
+        return (float)((const uint32_t *)src)[i];
+    case OC_MATMUL_UINT64:
+        return (float)((const uint64_t *)src)[i];
+    default:
+        return (float)load(t, src, i);
     }
 }
 

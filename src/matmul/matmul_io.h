@@ -15,9 +15,9 @@
 
 /* Where the result goes: a .npy being written through its mapping, or caller memory. */
 typedef struct oc_mm_dest {
-    oc_npy_out *npy;         /* NULL for memory */
-    unsigned char *data;     /* element (0, 0) */
-    int64_t ld;              /* elements between rows */
+    oc_npy_out *npy;     /* NULL for memory */
+    unsigned char *data; /* element (0, 0) */
+    int64_t ld;          /* elements between rows */
     size_t elem;
     int64_t rows, cols;
 } oc_mm_dest;
@@ -26,9 +26,9 @@ typedef struct oc_mm_io {
     const oc_mm_source *src[2]; /* the operands of op(A) and op(B) (the same source for A·Aᵀ) */
     int transpose[2];           /* op(X) = Xᵀ */
     oc_mm_dest dest;
-    pthread_mutex_t lock;       /* the first failure's message goes to the context once */
+    pthread_mutex_t lock; /* the first failure's message goes to the context once */
     int failed;
-    int64_t bytes_read;         /* updated atomically */
+    int64_t bytes_read; /* updated atomically */
 } oc_mm_io;
 
 /* Sets job->read_panel, job->write_tile and job->io = io (io's fields set by the caller). */

@@ -50,26 +50,26 @@ typedef oc_status (*oc_mm_write_tile_fn)(const oc_matmul_job *job, int64_t row0,
 
 struct oc_matmul_job {
     oc_context *ctx;
-    int64_t m, n, k;          /* C is m x n, the inner dimension k */
-    oc_mm_type in_type;       /* the type panels are delivered in */
-    oc_mm_type out_type;      /* the type tiles are written in */
-    int tf32;                 /* FP32 inputs: nonzero allows TF32 tensor-core products */
+    int64_t m, n, k;     /* C is m x n, the inner dimension k */
+    oc_mm_type in_type;  /* the type panels are delivered in */
+    oc_mm_type out_type; /* the type tiles are written in */
+    int tf32;            /* FP32 inputs: nonzero allows TF32 tensor-core products */
     /* A·Aᵀ (B is A, transposed): only tiles with col0 >= row0 are computed and the job layer
      * mirrors them; a backend that sees symmetric computes the upper tiles and calls
      * write_tile for those alone. */
     int symmetric;
     oc_mm_read_panel_fn read_panel;
     oc_mm_write_tile_fn write_tile;
-    void *io;                 /* the job layer's state for the two callbacks */
+    void *io; /* the job layer's state for the two callbacks */
     /* Budgets, resolved by the job layer: bytes of host memory a backend may use for panels
      * and tiles, bytes of device memory per device (0 on the CPU). */
     int64_t host_mem_bytes;
     int64_t gpu_mem_bytes;
-    int threads;              /* CPU threads (0 = all cores) */
-    const int *devices;       /* device indices, ndevices of them (CUDA) */
+    int threads;        /* CPU threads (0 = all cores) */
+    const int *devices; /* device indices, ndevices of them (CUDA) */
     int ndevices;
-    int64_t tile;             /* tile edge forced by the caller (tests); 0 = planned */
-    oc_progress_fn progress;  /* may be NULL */
+    int64_t tile;            /* tile edge forced by the caller (tests); 0 = planned */
+    oc_progress_fn progress; /* may be NULL */
     void *progress_user;
     /* Filled by the backend: what ran and what it moved. */
     struct {
@@ -77,7 +77,7 @@ struct oc_matmul_job {
         int64_t tiles;
         int64_t bytes_read, bytes_to_device, bytes_from_device;
         int64_t peak_host_bytes, peak_device_bytes;
-        char backend[32];     /* "cpu/openblas", "cpu/reference", "cuda/cublasLt" */
+        char backend[32]; /* "cpu/openblas", "cpu/reference", "cuda/cublasLt" */
     } stats;
     /* gpu_mem_bytes is 0 when the caller gave a share instead: this share of each device's
      * free memory (0.9 by default), which a GPU backend resolves when it opens the device. */
@@ -87,7 +87,7 @@ struct oc_matmul_job {
 /* A backend of the product (the pattern of gram/backend.h): matmul.c reaches the backends
  * only through these tables. */
 typedef struct oc_mm_backend {
-    const char *name;                      /* "cpu", "cuda" */
+    const char *name; /* "cpu", "cuda" */
     /* Nonzero when the backend can run on device `device` now (cheap; no messages). */
     int (*usable)(int device);
     /* Computes the job; fills job->stats. */
@@ -100,7 +100,7 @@ typedef struct oc_mm_backend {
     int (*library)(char *name, size_t size);
 } oc_mm_backend;
 
-extern const oc_mm_backend oc_mm_backend_cpu;  /* matmul/cpu/ */
+extern const oc_mm_backend oc_mm_backend_cpu; /* matmul/cpu/ */
 #ifdef OC_HAVE_CUDA
 extern const oc_mm_backend oc_mm_backend_cuda; /* matmul/cuda/ */
 #endif

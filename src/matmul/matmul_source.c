@@ -26,8 +26,10 @@ static oc_status open_memory(oc_context *ctx, const oc_matmul_array *arr, const 
     if (oc_matmul_dtype_size(arr->dtype) == 0)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: dtype %d is not one a product reads", label, (int)arr->dtype);
     if (arr->rows < 0 || arr->cols < 0 || arr->ld < 0 || (arr->ld && arr->ld < arr->cols))
-        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: shape %" PRId64 " x %" PRId64 " with ld %" PRId64
-                       " (ld must be 0 or at least the column count)", label, arr->rows, arr->cols, arr->ld);
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                       "%s: shape %" PRId64 " x %" PRId64 " with ld %" PRId64
+                       " (ld must be 0 or at least the column count)",
+                       label, arr->rows, arr->cols, arr->ld);
     s->dtype = arr->dtype;
     s->rows = arr->rows;
     s->cols = arr->cols;
@@ -57,7 +59,8 @@ static oc_status read_header(oc_context *ctx, const char *path, oc_mm_source *s)
     if (s->dtype == OC_MATMUL_DEFAULT)
         return oc_fail(ctx, OC_ERR_INPUT,
                        "%s: dtype '%s' is not one matmul reads (float64, float32, float16, int8-64, uint8-64 in this "
-                       "host's byte order; bfloat16 from memory)", path, info.descr);
+                       "host's byte order; bfloat16 from memory)",
+                       path, info.descr);
     /* Fortran order stores the transpose in C order: read it so, and flip the operand's op. */
     s->transposed = info.fortran_order;
     s->rows = info.shape[s->transposed ? 1 : 0];
@@ -67,8 +70,10 @@ static oc_status read_header(oc_context *ctx, const char *path, oc_mm_source *s)
     int64_t elem = (int64_t)oc_matmul_dtype_size(s->dtype), count = 0, bytes = 0;
     if (__builtin_mul_overflow(s->rows, s->cols, &count) || __builtin_mul_overflow(count, elem, &bytes) ||
         bytes > s->file_size - s->data_offset)
-        return oc_fail(ctx, OC_ERR_INPUT, "%s: truncated .npy: a %" PRId64 " x %" PRId64 " %s array needs %s%" PRId64
-                       " data bytes, the file has %" PRId64, path, s->rows, s->cols, oc_matmul_dtype_name(s->dtype),
+        return oc_fail(ctx, OC_ERR_INPUT,
+                       "%s: truncated .npy: a %" PRId64 " x %" PRId64 " %s array needs %s%" PRId64
+                       " data bytes, the file has %" PRId64,
+                       path, s->rows, s->cols, oc_matmul_dtype_name(s->dtype),
                        bytes < 0 || count < 0 ? "more than " : "", bytes < 0 || count < 0 ? INT64_MAX : bytes,
                        s->file_size - s->data_offset);
     return OC_OK;
@@ -83,8 +88,10 @@ oc_status oc_mm_source_open(oc_context *ctx, const oc_matmul_array *arr, const c
     s->file.guard = -1;
     s->name = arr->path ? arr->path : label;
     if (arr->struct_size < sizeof(oc_matmul_array))
-        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: oc_matmul_array.struct_size is %zu, expected %zu: start from "
-                       "OC_MATMUL_ARRAY_INIT", label, arr->struct_size, sizeof(oc_matmul_array));
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                       "%s: oc_matmul_array.struct_size is %zu, expected %zu: start from "
+                       "OC_MATMUL_ARRAY_INIT",
+                       label, arr->struct_size, sizeof(oc_matmul_array));
     if (!arr->path) return open_memory(ctx, arr, label, s);
     struct stat sb;
     OC_CHECK(ctx, oc_input_open(ctx, arr->path, &s->fd, &sb));
@@ -116,8 +123,9 @@ const void *oc_mm_source_row(const oc_mm_source *s, int64_t row, int64_t col0, i
         if (got < 0 && errno == EINTR) continue;
         if (got <= 0) {
             if (got < 0) snprintf(why, why_size, "%s: cannot read: %s", s->name, strerror(errno));
-            else snprintf(why, why_size, "%s: the file changed while being read (it ends before row %" PRId64 ")",
-                          s->name, row);
+            else
+                snprintf(why, why_size, "%s: the file changed while being read (it ends before row %" PRId64 ")",
+                         s->name, row);
             return NULL;
         }
         done += (size_t)got;

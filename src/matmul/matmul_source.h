@@ -11,16 +11,16 @@
 #include "io/mapped_file.h"
 
 typedef struct oc_mm_source {
-    const char *name;            /* the path, or "A" / "B" for memory: what messages name */
+    const char *name; /* the path, or "A" / "B" for memory: what messages name */
     oc_matmul_dtype dtype;
-    int64_t rows, cols, ld;      /* as stored: element (r, c) at r*ld + c */
-    int transposed;              /* a Fortran-order .npy: the stored rows are the array's columns */
-    const unsigned char *data;   /* element (0, 0) in memory or the mapping; NULL: read with pread */
-    oc_mapped_file file;         /* a mapped input */
-    int fd;                      /* an input read in panels (-1 otherwise) */
-    int64_t data_offset;         /* file offset of element (0, 0) */
+    int64_t rows, cols, ld;    /* as stored: element (r, c) at r*ld + c */
+    int transposed;            /* a Fortran-order .npy: the stored rows are the array's columns */
+    const unsigned char *data; /* element (0, 0) in memory or the mapping; NULL: read with pread */
+    oc_mapped_file file;       /* a mapped input */
+    int fd;                    /* an input read in panels (-1 otherwise) */
+    int64_t data_offset;       /* file offset of element (0, 0) */
     int64_t file_size;
-    uint64_t dev, ino;           /* a file's identity (0, 0 for memory) */
+    uint64_t dev, ino; /* a file's identity (0, 0 for memory) */
 } oc_mm_source;
 
 /* Describes arr (label names memory in messages) and checks it: a .npy must be a 2-D array

@@ -20,14 +20,14 @@ static oc_status check_dims(oc_context *ctx, int64_t rows, int64_t cols, const c
 {
     *bytes = 0;
     if (rows <= 0 || cols <= 0)
-        return oc_fail(ctx, OC_ERR_INPUT, "%s: the matrix has %lld rows and %lld columns; both must be positive",
-                       name, (long long)rows, (long long)cols);
+        return oc_fail(ctx, OC_ERR_INPUT, "%s: the matrix has %lld rows and %lld columns; both must be positive", name,
+                       (long long)rows, (long long)cols);
     /* cols is checked before oc_bits_words_per_row rounds it up, which would overflow. */
     int64_t words = cols > INT64_MAX - 512 ? 0 : oc_bits_words_per_row(cols), total;
     if (cols > INT64_MAX - 512 || !oc_mul_i64(rows, words, &total) || !oc_mul_i64(total, 8, bytes) ||
         !oc_mul_i64(rows, cols, &(int64_t){0}) || (uint64_t)*bytes > (uint64_t)SIZE_MAX / 2)
-        return oc_fail(ctx, OC_ERR_INPUT, "%s: dimensions %lld x %lld overflow 64-bit sizes", name,
-                       (long long)rows, (long long)cols);
+        return oc_fail(ctx, OC_ERR_INPUT, "%s: dimensions %lld x %lld overflow 64-bit sizes", name, (long long)rows,
+                       (long long)cols);
     return OC_OK;
 }
 
@@ -139,7 +139,8 @@ oc_status oc_matrix_pack(oc_context *ctx, const oc_matrix *cm)
         const size_t bytes = (size_t)(m->rows * m->words_per_row) * 8; /* checked when the matrix was made */
         uint64_t *bits = aligned_alloc(64, bytes);
         if (!bits) {
-            st = oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: cannot allocate %zu bytes to pack %lld x %lld bits for the dense "
+            st = oc_fail(ctx, OC_ERR_NO_MEMORY,
+                         "%s: cannot allocate %zu bytes to pack %lld x %lld bits for the dense "
                          "algorithm (the sparse one needs none: --algorithm sparse)",
                          m->name, bytes, (long long)m->rows, (long long)m->cols);
         } else {
@@ -165,8 +166,7 @@ oc_status oc_matrix_load_rows(oc_context *ctx, const oc_matrix *m, int64_t row0,
     }
     if (m->csr_ptr) { /* lists: the rows are filled from them, so loading never packs the whole matrix */
         memset(dst, 0, (size_t)(rows * m->words_per_row) * 8);
-        for (int64_t i = 0; i < rows; ++i)
-            set_row_bits(m, row0 + i, dst + i * m->words_per_row);
+        for (int64_t i = 0; i < rows; ++i) set_row_bits(m, row0 + i, dst + i * m->words_per_row);
         return OC_OK;
     }
     return m->source_ops->load_rows(m->source, ctx, m, row0, rows, dst);
@@ -201,7 +201,8 @@ oc_status oc_matrix_load_cols_by_rows(oc_context *ctx, const oc_matrix *m, int64
     int64_t chunk = (1 << 20) / (wpr * 8) > 0 ? (1 << 20) / (wpr * 8) : 1;
     if (chunk > rows) chunk = rows;
     uint64_t *bounce = malloc((size_t)(chunk * wpr) * 8);
-    if (!bounce) return oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: cannot allocate a %lld-row read buffer", m->name, (long long)chunk);
+    if (!bounce)
+        return oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: cannot allocate a %lld-row read buffer", m->name, (long long)chunk);
     oc_status st = OC_OK;
     for (int64_t r = 0; r < rows && st == OC_OK; r += chunk) {
         int64_t n = rows - r < chunk ? rows - r : chunk;
@@ -296,7 +297,7 @@ typedef struct popcount_job {
     int64_t *counts;
     int64_t rows_per_task;
     int64_t (*count_row)(const uint64_t *, int64_t);
-    uint64_t **panels;      /* file-backed: one panel of rows_per_task rows per worker */
+    uint64_t **panels; /* file-backed: one panel of rows_per_task rows per worker */
 } popcount_job;
 
 static oc_status popcount_task(void *arg, int64_t task, int worker)

@@ -58,9 +58,9 @@ struct oc_matrix {
     int64_t rows;
     int64_t cols;
     int64_t words_per_row;
-    uint64_t *bits;          /* 64-byte aligned, rows * words_per_row words, owned; NULL when
+    uint64_t *bits;         /* 64-byte aligned, rows * words_per_row words, owned; NULL when
                               * the matrix is file-backed, or held as lists and not packed yet */
-    char name[OC_NAME_MAX];  /* used in messages */
+    char name[OC_NAME_MAX]; /* used in messages */
     /* The file the matrix was read from (device and inode), so that no job writes its
      * result over its own input by another name; has_source is 0 for matrices built from
      * memory. */

@@ -25,8 +25,8 @@
 /* The name a matrix built from memory carries in messages until oc_matrix_set_name. */
 #define OC_DEFAULT_NAME "A"
 
-int64_t oc_pack_dense_rows(const unsigned char *src, int64_t nrows, int64_t stride, int64_t cols,
-                           int64_t words_per_row, oc_dense_bytes kind, uint64_t *dst, int64_t *bad_col)
+int64_t oc_pack_dense_rows(const unsigned char *src, int64_t nrows, int64_t stride, int64_t cols, int64_t words_per_row,
+                           oc_dense_bytes kind, uint64_t *dst, int64_t *bad_col)
 {
     for (int64_t k = 0; k < nrows; ++k) {
         const unsigned char *row = src + k * stride;
@@ -95,12 +95,9 @@ static void pack_task(pack_job *job, int64_t task)
         const unsigned char *row = src->data + i * src->stride;
         uint64_t *dst = m->bits + i * m->words_per_row;
         int64_t bad;
-        if (src->packed)
-            bad = oc_pack_bits_row(row, m->cols, src->order, dst, m->words_per_row);
-        else if (src->kind == OC_DENSE_BINARIZE)
-            oc_pack_nonzero_row(row, m->cols, dst, m->words_per_row), bad = -1;
-        else
-            bad = oc_pack_dense_row(row, m->cols, dst, m->words_per_row);
+        if (src->packed) bad = oc_pack_bits_row(row, m->cols, src->order, dst, m->words_per_row);
+        else if (src->kind == OC_DENSE_BINARIZE) oc_pack_nonzero_row(row, m->cols, dst, m->words_per_row), bad = -1;
+        else bad = oc_pack_dense_row(row, m->cols, dst, m->words_per_row);
         if (bad < 0) continue;
         pthread_mutex_lock(&job->lock);
         if (job->bad_row < 0 || i < job->bad_row) {
@@ -109,8 +106,7 @@ static void pack_task(pack_job *job, int64_t task)
         }
         pthread_mutex_unlock(&job->lock);
         long long seen = atomic_load(&job->first_bad_task);
-        while (task < seen && !atomic_compare_exchange_weak(&job->first_bad_task, &seen, task)) {
-        }
+        while (task < seen && !atomic_compare_exchange_weak(&job->first_bad_task, &seen, task)) {}
         return;
     }
     if (src->rows_packed) src->rows_packed(src->user, row0, rows);
@@ -132,8 +128,8 @@ static void pack_part(void *arg, int part, int parts)
     }
 }
 
-oc_status oc_pack_rows_parallel(oc_context *ctx, oc_matrix *m, const oc_pack_source *src, int threads,
-                                int64_t *bad_row, int64_t *bad_col)
+oc_status oc_pack_rows_parallel(oc_context *ctx, oc_matrix *m, const oc_pack_source *src, int threads, int64_t *bad_row,
+                                int64_t *bad_col)
 {
     int64_t row_bytes = src->packed ? (m->cols + 7) / 8 : m->cols;
     pack_job job = {.m = m, .src = src, .ctx = ctx, .bad_row = -1, .bad_col = -1};
@@ -150,10 +146,8 @@ oc_status oc_pack_rows_parallel(oc_context *ctx, oc_matrix *m, const oc_pack_sou
      * call (the Python binding) does not start threads each time. Without a pool (threads
      * could not start) the caller packs alone. */
     if (nthreads > 1 && oc_context_workers(ctx, nthreads - 1, &pool) != OC_OK) pool = NULL;
-    if (pool)
-        oc_workers_split(pool, nthreads, pack_part, &job);
-    else
-        pack_part(&job, 0, 1);
+    if (pool) oc_workers_split(pool, nthreads, pack_part, &job);
+    else pack_part(&job, 0, 1);
     pthread_mutex_destroy(&job.lock);
     *bad_row = job.bad_row;
     *bad_col = job.bad_col;
@@ -256,7 +250,8 @@ oc_status oc_matrix_from_csr(oc_context *ctx, int64_t rows, int64_t cols, const 
     /* Held as column lists (matrix.h): the sparse algorithm reads them as they are. */
     OC_CHECK(ctx, oc_matrix_check_dims(ctx, rows, cols, fn));
     const int64_t count = indptr[rows] - indptr[0];
-    uint32_t *row = malloc((size_t)(count ? count : 1) * sizeof *row), *col = malloc((size_t)(count ? count : 1) * sizeof *col);
+    uint32_t *row = malloc((size_t)(count ? count : 1) * sizeof *row),
+             *col = malloc((size_t)(count ? count : 1) * sizeof *col);
     oc_status st = OC_OK;
     if (!row || !col) {
         st = oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: cannot allocate %" PRId64 " entries", fn, count);

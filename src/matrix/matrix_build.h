@@ -22,8 +22,8 @@ typedef enum oc_dense_bytes {
  * (nrows * words_per_row words) and records no message: returns the first row
  * (0-based from src) holding a value other than 0 or 1, its column in *bad_col, or -1.
  * Writes nothing but dst and *bad_col, so threads may call it at once. */
-int64_t oc_pack_dense_rows(const unsigned char *src, int64_t nrows, int64_t stride, int64_t cols,
-                           int64_t words_per_row, oc_dense_bytes kind, uint64_t *dst, int64_t *bad_col);
+int64_t oc_pack_dense_rows(const unsigned char *src, int64_t nrows, int64_t stride, int64_t cols, int64_t words_per_row,
+                           oc_dense_bytes kind, uint64_t *dst, int64_t *bad_col);
 
 /* Records the message of a value other than 0 or 1 (the byte as read) at row, col of the
  * matrix named name with cols columns; returns OC_ERR_INPUT. */
@@ -65,7 +65,7 @@ typedef struct oc_pack_source {
  * caller words the message. Fails only when src->stop_on_cancel and ctx is cancelled
  * (OC_ERR_CANCELLED); threads that cannot start leave the work to the caller. */
 #define OC_PACK_TASK_BYTES ((int64_t)4 << 20)
-oc_status oc_pack_rows_parallel(oc_context *ctx, oc_matrix *m, const oc_pack_source *src, int threads,
-                                int64_t *bad_row, int64_t *bad_col);
+oc_status oc_pack_rows_parallel(oc_context *ctx, oc_matrix *m, const oc_pack_source *src, int threads, int64_t *bad_row,
+                                int64_t *bad_col);
 
 #endif

@@ -31,7 +31,8 @@ oc_status oc_matrix_from_coords(oc_context *ctx, int64_t rows, int64_t cols, con
         if (!ptr)
             return oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: cannot allocate the row index of %lld rows (%lld bytes)", name,
                            (long long)rows, (long long)(rows + 1) * 8);
-        return oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: cannot allocate the column lists of %lld ones", name, (long long)count);
+        return oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: cannot allocate the column lists of %lld ones", name,
+                       (long long)count);
     }
     /* ptr[i + 1] counts row i, then ptr[i] becomes where row i ends so far: filling moves
      * each ptr[i] from row i's start to its end, which is row i + 1's start, so one shift

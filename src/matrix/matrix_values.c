@@ -29,17 +29,52 @@ static double value_at(const unsigned char *row, int type, int64_t col)
 {
     const void *p = row + col * (int64_t)oc_value_type_size(type);
     switch (type) {
-    case OC_MAP_BOOL: return *(const unsigned char *)p != 0;
-    case OC_MAP_INT8: return *(const int8_t *)p;
-    case OC_MAP_INT16: { int16_t v; memcpy(&v, p, sizeof v); return v; }
-    case OC_MAP_INT32: { int32_t v; memcpy(&v, p, sizeof v); return v; }
-    case OC_MAP_INT64: { int64_t v; memcpy(&v, p, sizeof v); return (double)v; }
-    case OC_MAP_UINT8: return *(const uint8_t *)p;
-    case OC_MAP_UINT16: { uint16_t v; memcpy(&v, p, sizeof v); return v; }
-    case OC_MAP_UINT32: { uint32_t v; memcpy(&v, p, sizeof v); return v; }
-    case OC_MAP_UINT64: { uint64_t v; memcpy(&v, p, sizeof v); return (double)v; }
-    case OC_MAP_FLOAT32: { float v; memcpy(&v, p, sizeof v); return v; }
-    default: { double v; memcpy(&v, p, sizeof v); return v; }
+    case OC_MAP_BOOL:
+        return *(const unsigned char *)p != 0;
+    case OC_MAP_INT8:
+        return *(const int8_t *)p;
+    case OC_MAP_INT16: {
+        int16_t v;
+        memcpy(&v, p, sizeof v);
+        return v;
+    }
+    case OC_MAP_INT32: {
+        int32_t v;
+        memcpy(&v, p, sizeof v);
+        return v;
+    }
+    case OC_MAP_INT64: {
+        int64_t v;
+        memcpy(&v, p, sizeof v);
+        return (double)v;
+    }
+    case OC_MAP_UINT8:
+        return *(const uint8_t *)p;
+    case OC_MAP_UINT16: {
+        uint16_t v;
+        memcpy(&v, p, sizeof v);
+        return v;
+    }
+    case OC_MAP_UINT32: {
+        uint32_t v;
+        memcpy(&v, p, sizeof v);
+        return v;
+    }
+    case OC_MAP_UINT64: {
+        uint64_t v;
+        memcpy(&v, p, sizeof v);
+        return (double)v;
+    }
+    case OC_MAP_FLOAT32: {
+        float v;
+        memcpy(&v, p, sizeof v);
+        return v;
+    }
+    default: {
+        double v;
+        memcpy(&v, p, sizeof v);
+        return v;
+    }
     }
 }
 
@@ -68,15 +103,18 @@ oc_status oc_values_to_matrix(oc_context *ctx, const char *name, const unsigned 
         for (int64_t j = 0; j < cols; ++j) {
             double v = value_at(row, type, j);
             if (isnan(v)) {
-                st = oc_fail(ctx, OC_ERR_INPUT, "%s: value NaN at row %" PRId64 ", column %" PRId64 " is neither 0 nor 1 "
+                st = oc_fail(ctx, OC_ERR_INPUT,
+                             "%s: value NaN at row %" PRId64 ", column %" PRId64 " is neither 0 nor 1 "
                              "(rows and columns count from 0; not even --binarize, in Python binarize=True, reads it)",
                              name, i, j);
                 break;
             }
             if (!binarize && v != 0.0 && v != 1.0) {
-                st = oc_fail(ctx, OC_ERR_INPUT, "%s: value %.17g at row %" PRId64 ", column %" PRId64 " is not 0 or 1 "
+                st = oc_fail(ctx, OC_ERR_INPUT,
+                             "%s: value %.17g at row %" PRId64 ", column %" PRId64 " is not 0 or 1 "
                              "(%s; rows and columns count from 0; --binarize, in Python binarize=True, reads any "
-                             "nonzero value as 1)", name, v, i, j, type_name);
+                             "nonzero value as 1)",
+                             name, v, i, j, type_name);
                 break;
             }
             bytes[j] = (unsigned char)nonzero_at(row, type, j);
@@ -104,7 +142,8 @@ oc_status oc_matrix_from_values(oc_context *ctx, const void *data, int64_t rows,
     int64_t row_bytes;
     if (!oc_mul_i64(cols, (int64_t)size, &row_bytes) || row_stride < row_bytes ||
         !oc_mul_i64(rows - 1, row_stride, &(int64_t){0}))
-        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "A: row_stride %" PRId64 " does not fit rows of %" PRId64 " %s values",
-                       row_stride, cols, oc_map_dtype_name(value_type));
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                       "A: row_stride %" PRId64 " does not fit rows of %" PRId64 " %s values", row_stride, cols,
+                       oc_map_dtype_name(value_type));
     return oc_values_to_matrix(ctx, "A", data, rows, cols, row_stride, value_type, binarize, out);
 }

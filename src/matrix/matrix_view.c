@@ -28,8 +28,8 @@ static oc_status view_load_rows(void *source, oc_context *ctx, const oc_matrix *
     return oc_matrix_load_rows(ctx, v->parent, v->row0 + row0, rows, dst);
 }
 
-static oc_status view_load_cols(void *source, oc_context *ctx, const oc_matrix *m, int64_t row0, int64_t rows, int64_t w0,
-                                int64_t w1, uint64_t *dst)
+static oc_status view_load_cols(void *source, oc_context *ctx, const oc_matrix *m, int64_t row0, int64_t rows,
+                                int64_t w0, int64_t w1, uint64_t *dst)
 {
     (void)m;
     const row_view_source *v = source;

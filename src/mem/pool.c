@@ -53,11 +53,11 @@ struct oc_pool {
     oc_mem_ops ops;
     int device;
     oc_gpu_mem_mode mode;
-    void *arena;          /* RESERVE: the one device allocation */
-    seg_list dev;         /* RESERVE: arena segments by offset; GROW: one entry per buffer */
-    seg_list host;        /* pinned buffers */
+    void *arena;   /* RESERVE: the one device allocation */
+    seg_list dev;  /* RESERVE: arena segments by offset; GROW: one entry per buffer */
+    seg_list host; /* pinned buffers */
     oc_pool_stats st;
-    long fault_dev_at;    /* fail the Nth device request (0 = never) */
+    long fault_dev_at; /* fail the Nth device request (0 = never) */
     long fault_host_at;
     long dev_requests;
     long host_requests;
@@ -108,16 +108,17 @@ static oc_status no_room(oc_context *ctx, const oc_pool *p, size_t bytes, const 
     return oc_fail(ctx, OC_ERR_DEVICE_NO_MEMORY,
                    "cuda:%d: %s needs %.1f MiB but the device memory budget is %.1f MiB with %.1f MiB in use in "
                    "%zu buffers%s%s; raise --gpu-mem or use smaller tiles",
-                   p->device, what, MIB(bytes), MIB(p->st.budget), MIB(p->st.current),
-                   held, why ? ": " : "", why ? why : "");
+                   p->device, what, MIB(bytes), MIB(p->st.budget), MIB(p->st.current), held, why ? ": " : "",
+                   why ? why : "");
 }
 
-oc_status oc_pool_create(oc_context *ctx, const oc_mem_ops *ops, int device, int64_t budget,
-                         oc_gpu_mem_mode mode, int64_t host_budget, oc_pool **out)
+oc_status oc_pool_create(oc_context *ctx, const oc_mem_ops *ops, int device, int64_t budget, oc_gpu_mem_mode mode,
+                         int64_t host_budget, oc_pool **out)
 {
     if (budget <= 0 || host_budget <= 0)
-        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "cuda:%d: the memory budgets must be positive (device %lld, host %lld)",
-                       device, (long long)budget, (long long)host_budget);
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                       "cuda:%d: the memory budgets must be positive (device %lld, host %lld)", device,
+                       (long long)budget, (long long)host_budget);
     oc_pool *p = calloc(1, sizeof *p);
     if (!p) return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the device pool descriptor");
     p->ops = *ops;

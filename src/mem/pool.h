@@ -29,12 +29,12 @@ typedef struct oc_mem_ops {
 } oc_mem_ops;
 
 typedef struct oc_pool_stats {
-    int64_t budget;       /* device bytes the pool may hold */
-    int64_t current;      /* device bytes handed out now */
-    int64_t peak;         /* the most device bytes handed out at once */
-    int64_t allocations;  /* device buffers handed out */
-    int64_t reserved;     /* device bytes taken from the allocator (reserve mode: the budget) */
-    int64_t host_budget;  /* pinned host bytes the pool may hold */
+    int64_t budget;      /* device bytes the pool may hold */
+    int64_t current;     /* device bytes handed out now */
+    int64_t peak;        /* the most device bytes handed out at once */
+    int64_t allocations; /* device buffers handed out */
+    int64_t reserved;    /* device bytes taken from the allocator (reserve mode: the budget) */
+    int64_t host_budget; /* pinned host bytes the pool may hold */
     int64_t host_current;
     int64_t host_peak;
 } oc_pool_stats;
@@ -50,8 +50,8 @@ typedef struct oc_pool oc_pool;
  * each request allocates. `device` only names the device in messages. Reads the fault
  * injection variables OUTCORE_FAULT_DEVICE_ALLOC=N and OUTCORE_FAULT_PINNED_ALLOC=N: the
  * pool's Nth device (pinned) allocation request then fails as if memory were exhausted. */
-oc_status oc_pool_create(oc_context *ctx, const oc_mem_ops *ops, int device, int64_t budget,
-                         oc_gpu_mem_mode mode, int64_t host_budget, oc_pool **out);
+oc_status oc_pool_create(oc_context *ctx, const oc_mem_ops *ops, int device, int64_t budget, oc_gpu_mem_mode mode,
+                         int64_t host_budget, oc_pool **out);
 
 /* Frees every buffer still held and the pool. NULL is a no-op. */
 void oc_pool_destroy(oc_pool *pool);

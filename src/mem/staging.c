@@ -27,11 +27,14 @@ struct oc_staging_ring {
     int held_count;
     int next;
     oc_status failure;
-    atomic_int failed;   /* failure != OC_OK, readable without the lock */
+    atomic_int failed; /* failure != OC_OK, readable without the lock */
     char message[512];
 };
 
-static int64_t page_round(int64_t bytes) { return (bytes + OC_STAGING_ALIGN - 1) / OC_STAGING_ALIGN * OC_STAGING_ALIGN; }
+static int64_t page_round(int64_t bytes)
+{
+    return (bytes + OC_STAGING_ALIGN - 1) / OC_STAGING_ALIGN * OC_STAGING_ALIGN;
+}
 
 int64_t oc_staging_bytes(int slots, int64_t slot_bytes) { return (int64_t)slots * page_round(slot_bytes); }
 

@@ -60,8 +60,7 @@ oc_status oc_mpi_init(int *rank, int *size)
         int provided = 0;
         /* Funneled: only the thread that called oc_gram_ranks makes MPI calls; the
          * backends' workers never do. */
-        if (MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS)
-            return OC_ERR_IO;
+        if (MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) return OC_ERR_IO;
         we_initialised = 1;
         /* Errors come back as codes (turned into statuses), not as aborts. */
         MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
@@ -101,7 +100,8 @@ void oc_mpi_bcast_string(char *buf, int cap, int root)
 
 oc_status oc_mpi_agree(oc_context *ctx, oc_status status)
 {
-    if (!oc_mpi_ready()) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_mpi_agree: MPI is not initialised (oc_mpi_init)");
+    if (!oc_mpi_ready())
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_mpi_agree: MPI is not initialised (oc_mpi_init)");
     const int rank = oc_mpi_rank(), size = oc_mpi_size();
     int mine[2] = {status != OC_OK ? rank : size, status != OC_OK}, all[2] = {0, 0};
     MPI_Allreduce(&mine[0], &all[0], 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);

@@ -51,16 +51,16 @@ static oc_status write_at(oc_rank_job *j, MPI_File fh, int64_t offset, const voi
 /* dst[c][r] = src[r][c] for r < rows, c < cols (src rows ld apart, dst rows `rows` apart),
  * in 32 x 32 blocks so that reads and writes each stay within a few cache lines. */
 #define TRANSPOSE_BLOCK 32
-#define DEFINE_TRANSPOSE(NAME, T)                                                                  \
-    static void NAME(T *dst, const T *src, int64_t rows, int64_t cols, int64_t ld)                 \
-    {                                                                                              \
-        for (int64_t cb = 0; cb < cols; cb += TRANSPOSE_BLOCK)                                     \
-            for (int64_t rb = 0; rb < rows; rb += TRANSPOSE_BLOCK) {                               \
-                int64_t ce = cb + TRANSPOSE_BLOCK < cols ? cb + TRANSPOSE_BLOCK : cols;            \
-                int64_t re = rb + TRANSPOSE_BLOCK < rows ? rb + TRANSPOSE_BLOCK : rows;            \
-                for (int64_t c = cb; c < ce; ++c)                                                  \
-                    for (int64_t r = rb; r < re; ++r) dst[c * rows + r] = src[r * ld + c];         \
-            }                                                                                      \
+#define DEFINE_TRANSPOSE(NAME, T)                                                          \
+    static void NAME(T *dst, const T *src, int64_t rows, int64_t cols, int64_t ld)         \
+    {                                                                                      \
+        for (int64_t cb = 0; cb < cols; cb += TRANSPOSE_BLOCK)                             \
+            for (int64_t rb = 0; rb < rows; rb += TRANSPOSE_BLOCK) {                       \
+                int64_t ce = cb + TRANSPOSE_BLOCK < cols ? cb + TRANSPOSE_BLOCK : cols;    \
+                int64_t re = rb + TRANSPOSE_BLOCK < rows ? rb + TRANSPOSE_BLOCK : rows;    \
+                for (int64_t c = cb; c < ce; ++c)                                          \
+                    for (int64_t r = rb; r < re; ++r) dst[c * rows + r] = src[r * ld + c]; \
+            }                                                                              \
     }
 DEFINE_TRANSPOSE(transpose_u16, uint16_t)
 DEFINE_TRANSPOSE(transpose_u32, uint32_t)
@@ -74,13 +74,11 @@ static oc_status write_mirror(oc_rank_job *j, MPI_File fh, int64_t data, const c
     const int64_t rows = c1 - c0;
     for (int64_t j0 = c1; j0 < j->n; j0 += piece_rows) {
         int64_t j1 = j0 + piece_rows < j->n ? j0 + piece_rows : j->n;
-        if (es == 2)
-            transpose_u16((uint16_t *)piece, (const uint16_t *)block + (j0 - c0), rows, j1 - j0, width);
-        else
-            transpose_u32((uint32_t *)piece, (const uint32_t *)block + (j0 - c0), rows, j1 - j0, width);
+        if (es == 2) transpose_u16((uint16_t *)piece, (const uint16_t *)block + (j0 - c0), rows, j1 - j0, width);
+        else transpose_u32((uint32_t *)piece, (const uint32_t *)block + (j0 - c0), rows, j1 - j0, width);
         for (int64_t jj = j0; jj < j1; ++jj)
             OC_CHECK(ctx, write_at(j, fh, data + (jj * j->n + c0) * (int64_t)es, piece + (jj - j0) * rows * es,
-                              rows * (int64_t)es));
+                                   rows * (int64_t)es));
     }
     return OC_OK;
 }
@@ -110,8 +108,10 @@ static oc_status compute_and_write(oc_rank_job *j, MPI_File fh, int64_t data)
         mem.ld = width;
         OC_CHECK_GOTO(ctx, st, oc_rank_subjob(j, c0, c1, col0, col0 + width, &j->opts, &mem), cleanup);
         for (int64_t r = c0; r < c1; ++r)
-            OC_CHECK_GOTO(ctx, st, write_at(j, fh, data + (r * j->p + col0) * (int64_t)es, block + (r - c0) * width * es,
-                                   width * (int64_t)es), cleanup);
+            OC_CHECK_GOTO(ctx, st,
+                          write_at(j, fh, data + (r * j->p + col0) * (int64_t)es, block + (r - c0) * width * es,
+                                   width * (int64_t)es),
+                          cleanup);
         if (j->symmetric && c1 < j->n) {
             int64_t piece_rows = MIRROR_PIECE_BYTES / ((c1 - c0) * (int64_t)es);
             if (piece_rows < 1) piece_rows = 1;

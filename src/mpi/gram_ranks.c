@@ -112,9 +112,15 @@ typedef struct rank_figures {
 static oc_status summarise(oc_rank_job *j, oc_gram_stats *st_out, char **ranks_json)
 {
     oc_context *ctx = j->ctx;
-    rank_figures mine = {.backend = (int)j->stats.backend, .row0 = j->row0, .row1 = j->row1,
-                         .tiles = j->stats.tiles, .bytes_written = j->bytes_written, .bytes_h2d = j->stats.bytes_h2d,
-                         .bytes_d2h = j->stats.bytes_d2h, .host_peak = oc_host_mem_peak(), .seconds = j->seconds,
+    rank_figures mine = {.backend = (int)j->stats.backend,
+                         .row0 = j->row0,
+                         .row1 = j->row1,
+                         .tiles = j->stats.tiles,
+                         .bytes_written = j->bytes_written,
+                         .bytes_h2d = j->stats.bytes_h2d,
+                         .bytes_d2h = j->stats.bytes_d2h,
+                         .host_peak = oc_host_mem_peak(),
+                         .seconds = j->seconds,
                          .bit_macs = j->stats.bit_macs_computed};
     gethostname(mine.host, sizeof mine.host - 1);
     memcpy(mine.backend_desc, j->stats.backend_desc, sizeof mine.backend_desc);
@@ -153,7 +159,8 @@ static oc_status summarise(oc_rank_job *j, oc_gram_stats *st_out, char **ranks_j
         oc_text_printf(&text, ", \"rows\": [%lld, %lld], \"backend\": \"%s\", \"backend_desc\": ", (long long)f->row0,
                        (long long)f->row1, oc_backend_name((oc_backend)f->backend));
         oc_text_json_string(&text, f->backend_desc);
-        oc_text_printf(&text, ", \"tiles\": %lld, \"seconds\": %.6f, \"bit_macs_computed\": %.0f, "
+        oc_text_printf(&text,
+                       ", \"tiles\": %lld, \"seconds\": %.6f, \"bit_macs_computed\": %.0f, "
                        "\"bytes_written\": %lld, \"bytes_h2d\": %lld, \"bytes_d2h\": %lld, \"host_peak_bytes\": %lld}",
                        (long long)f->tiles, f->seconds, f->bit_macs, (long long)f->bytes_written,
                        (long long)f->bytes_h2d, (long long)f->bytes_d2h, (long long)f->host_peak);
@@ -190,18 +197,22 @@ static void share_node_budgets(oc_gram_options *o)
 static oc_status check_args(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const oc_gram_options *opts,
                             const oc_output *out)
 {
-    if (!oc_mpi_ready()) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_gram_ranks: MPI is not initialised (oc_mpi_init)");
-    if (!a || !opts || !out) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_gram_ranks: a, opts and out must not be NULL");
+    if (!oc_mpi_ready())
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_gram_ranks: MPI is not initialised (oc_mpi_init)");
+    if (!a || !opts || !out)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_gram_ranks: a, opts and out must not be NULL");
     if (opts->struct_size != sizeof(oc_gram_options))
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_gram_ranks: oc_gram_options.struct_size is %zu, expected %zu",
                        opts->struct_size, sizeof(oc_gram_options));
     if (out->struct_size < sizeof(oc_output) || out->kind != OC_OUTPUT_FILE || !out->path)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_gram_ranks writes a file: give OC_OUTPUT_FILE and a path");
     if (b && b != a && oc_matrix_cols(a) != oc_matrix_cols(b))
-        return oc_fail(ctx, OC_ERR_INPUT, "%s has %lld columns but %s has %lld: A and B must have the same number of columns",
-                       oc_matrix_name(b), (long long)oc_matrix_cols(b), oc_matrix_name(a), (long long)oc_matrix_cols(a));
+        return oc_fail(
+            ctx, OC_ERR_INPUT, "%s has %lld columns but %s has %lld: A and B must have the same number of columns",
+            oc_matrix_name(b), (long long)oc_matrix_cols(b), oc_matrix_name(a), (long long)oc_matrix_cols(a));
     if (opts->resume)
-        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "--resume (opts.resume) is not available under MPI ranks: run "
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                       "--resume (opts.resume) is not available under MPI ranks: run "
                        "the job in one process to resume it (docs/mpi.md)");
     if (oc_gram_result_dtype(opts->metric, opts->dtype) == OC_DTYPE_DEFAULT)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "dtype %s does not hold metric %s",
@@ -221,9 +232,16 @@ oc_status oc_gram_ranks(oc_context *ctx, const oc_matrix *a, const oc_matrix *b,
     st = oc_mpi_agree(ctx, st);
     if (st != OC_OK) return st;
 
-    oc_rank_job j = {.ctx = ctx, .a = a, .b = (b && b != a) ? b : a, .symmetric = !b || b == a, .n = oc_matrix_rows(a),
-                     .dtype = oc_gram_result_dtype(opts->metric, opts->dtype), .opts = *opts, .path = out->path,
-                     .rank = oc_mpi_rank(), .size = oc_mpi_size()};
+    oc_rank_job j = {.ctx = ctx,
+                     .a = a,
+                     .b = (b && b != a) ? b : a,
+                     .symmetric = !b || b == a,
+                     .n = oc_matrix_rows(a),
+                     .dtype = oc_gram_result_dtype(opts->metric, opts->dtype),
+                     .opts = *opts,
+                     .path = out->path,
+                     .rank = oc_mpi_rank(),
+                     .size = oc_mpi_size()};
     j.p = oc_matrix_rows(j.b);
     share_node_budgets(&j.opts);
     j.opts.progress = NULL;

@@ -18,18 +18,18 @@
 
 typedef struct oc_rank_job {
     oc_context *ctx;
-    const oc_matrix *a, *b;   /* b == a for A·Aᵀ */
+    const oc_matrix *a, *b; /* b == a for A·Aᵀ */
     int symmetric;
-    int64_t n, p;             /* C is n x p */
-    oc_dtype dtype;           /* the resolved result dtype */
-    oc_gram_options opts;     /* the caller's, without the progress callback */
-    const char *path;         /* the output file */
+    int64_t n, p;         /* C is n x p */
+    oc_dtype dtype;       /* the resolved result dtype */
+    oc_gram_options opts; /* the caller's, without the progress callback */
+    const char *path;     /* the output file */
     int rank, size;
-    int64_t row0, row1;       /* the rows of C this rank computes (set by each part) */
-    oc_gram_stats stats;      /* this rank's sub-jobs, summed */
-    double seconds;           /* this rank's time in its part (sub-jobs and its writes) */
-    int64_t bytes_written;    /* this rank's bytes into the output (or sent to rank 0) */
-    int fail_mode;            /* OUTCORE_MPI_FAIL_RANK names this rank: 1 fail, 2 kill */
+    int64_t row0, row1;    /* the rows of C this rank computes (set by each part) */
+    oc_gram_stats stats;   /* this rank's sub-jobs, summed */
+    double seconds;        /* this rank's time in its part (sub-jobs and its writes) */
+    int64_t bytes_written; /* this rank's bytes into the output (or sent to rank 0) */
+    int fail_mode;         /* OUTCORE_MPI_FAIL_RANK names this rank: 1 fail, 2 kill */
 } oc_rank_job;
 
 /* Rows [r0, r1) of C against columns [c0, c1), with options o, into out: one oc_gram on row

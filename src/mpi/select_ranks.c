@@ -118,7 +118,8 @@ oc_status oc_ranks_topk(oc_rank_job *j)
     char *scores = malloc((size_t)(held * k > 0 ? held * k : 1) * es);
     oc_status st = OC_OK;
     if (!idx || !scores)
-        st = oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the top-%lld result of %lld rows", (long long)k, (long long)held);
+        st = oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the top-%lld result of %lld rows", (long long)k,
+                     (long long)held);
     if (st == OC_OK && j->rank == 0) {
         st = check_select_path(j, 1);
         if (st == OC_OK) st = oc_topk_out_create(ctx, j->path, &w);
@@ -169,11 +170,11 @@ cleanup:
 
 typedef struct pairs_sink {
     oc_rank_job *j;
-    oc_pairs_out *writer;     /* rank 0 */
-    int spool;                /* the other ranks: scratch file descriptor */
-    int64_t row0, col0;       /* the sub-job's first row and column in C */
+    oc_pairs_out *writer; /* rank 0 */
+    int spool;            /* the other ranks: scratch file descriptor */
+    int64_t row0, col0;   /* the sub-job's first row and column in C */
     size_t es;
-    int64_t *rows, *cols;     /* translated batch */
+    int64_t *rows, *cols; /* translated batch */
     char *values;
     int64_t cap, count;
     oc_status failed;
@@ -245,7 +246,8 @@ static int on_pairs(void *user, const int64_t *rows, const int64_t *cols, const 
     if (kept == 0) return 0;
     s->count += kept;
     if (s->writer) s->j->bytes_written += kept * (int64_t)(2 * sizeof(int64_t) + s->es);
-    s->failed = s->writer ? oc_pairs_out_append(ctx, s->writer, s->rows, s->cols, s->values, kept) : spool_batch(s, kept);
+    s->failed =
+        s->writer ? oc_pairs_out_append(ctx, s->writer, s->rows, s->cols, s->values, kept) : spool_batch(s, kept);
     return s->failed != OC_OK;
 }
 
@@ -292,7 +294,8 @@ static oc_status send_spool(oc_rank_job *j, pairs_sink *s)
             st = oc_mpi_send_bytes(ctx, &m, sizeof m, 0, TAG_PAIRS);
             if (st == OC_OK) st = oc_mpi_send_bytes(ctx, s->rows + e0, m * (int64_t)sizeof *s->rows, 0, TAG_PAIRS);
             if (st == OC_OK) st = oc_mpi_send_bytes(ctx, s->cols + e0, m * (int64_t)sizeof *s->cols, 0, TAG_PAIRS);
-            if (st == OC_OK) st = oc_mpi_send_bytes(ctx, s->values + e0 * (int64_t)s->es, m * (int64_t)s->es, 0, TAG_PAIRS);
+            if (st == OC_OK)
+                st = oc_mpi_send_bytes(ctx, s->values + e0 * (int64_t)s->es, m * (int64_t)s->es, 0, TAG_PAIRS);
             j->bytes_written += m * (int64_t)(2 * sizeof(int64_t) + s->es);
         }
     }

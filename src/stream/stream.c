@@ -34,7 +34,8 @@ oc_status oc_stream_run(oc_context *ctx, const oc_stream_spec *spec, const oc_st
     }
     oc_stream_job_release(&job);
     if (st == OC_OK) all.seconds = oc_now() - t0;
-    if (stats && job.stats) memcpy((char *)stats + sizeof all.struct_size, (char *)&all + sizeof all.struct_size,
-                                   stats->struct_size - sizeof all.struct_size);
+    if (stats && job.stats)
+        memcpy((char *)stats + sizeof all.struct_size, (char *)&all + sizeof all.struct_size,
+               stats->struct_size - sizeof all.struct_size);
     return st == OC_OK ? OC_OK : oc_trace_at(ctx, st, __FILE__, __LINE__);
 }

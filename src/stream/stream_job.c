@@ -10,27 +10,29 @@
 static const char *role_name(oc_stream_role r)
 {
     switch (r) {
-    case OC_STREAM_INPUT: return "input";
-    case OC_STREAM_OUTPUT: return "output";
-    case OC_STREAM_INOUT: return "inout";
-    case OC_STREAM_SIDE: return "side input";
-    case OC_STREAM_SCRATCH: return "scratch";
-    case OC_STREAM_RESULT: return "result";
+    case OC_STREAM_INPUT:
+        return "input";
+    case OC_STREAM_OUTPUT:
+        return "output";
+    case OC_STREAM_INOUT:
+        return "inout";
+    case OC_STREAM_SIDE:
+        return "side input";
+    case OC_STREAM_SCRATCH:
+        return "scratch";
+    case OC_STREAM_RESULT:
+        return "result";
     }
     return "?";
 }
 
 /* Products that overflow int64 are refused before any size is used. */
-static int mul_ok(int64_t a, int64_t b, int64_t *out)
-{
-    return !__builtin_mul_overflow(a, b, out);
-}
+static int mul_ok(int64_t a, int64_t b, int64_t *out) { return !__builtin_mul_overflow(a, b, out); }
 
 static oc_status check_array(oc_context *ctx, int k, const oc_stream_array *a, oc_stream_job_array *ja)
 {
     char name[80];
-    snprintf(name, sizeof name, "%s%s%s", a->name ? "array '" : "array ", a->name ? a->name : "",
-             a->name ? "'" : "");
+    snprintf(name, sizeof name, "%s%s%s", a->name ? "array '" : "array ", a->name ? a->name : "", a->name ? "'" : "");
     if (!a->name) snprintf(name, sizeof name, "array %d", k);
     if (a->role < OC_STREAM_INPUT || a->role > OC_STREAM_RESULT)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "stream: %s: unknown role %d", name, (int)a->role);
@@ -77,7 +79,8 @@ oc_status oc_stream_job_make(oc_context *ctx, const oc_stream_spec *spec, const 
     job->ctx = ctx;
     /* Version 1 of each struct is the only one (docs/abi.md): any other size is an error. */
     if (!spec || spec->struct_size != sizeof(oc_stream_spec) || spec->array_struct_size != sizeof(oc_stream_array))
-        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "stream: the spec is missing or was not made from OC_STREAM_SPEC_INIT");
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                       "stream: the spec is missing or was not made from OC_STREAM_SPEC_INIT");
     if (opts && opts->struct_size != sizeof(oc_stream_options))
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "stream: the options were not made from OC_STREAM_OPTIONS_INIT");
     if (!spec->launch) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "stream: no launch callback");
@@ -124,9 +127,9 @@ oc_status oc_stream_job_make(oc_context *ctx, const oc_stream_spec *spec, const 
                        "stream: no chunked array (inputs, outputs or scratch) and no extent: nothing says how to cut "
                        "the job");
     if (first >= 0 && spec->extent > 0 && spec->extent != job->extent)
-        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "stream: the spec's extent %lld differs from the %lld rows of '%s'",
-                       (long long)spec->extent, (long long)job->extent,
-                       job->arrays[first].a.name ? job->arrays[first].a.name : "?");
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                       "stream: the spec's extent %lld differs from the %lld rows of '%s'", (long long)spec->extent,
+                       (long long)job->extent, job->arrays[first].a.name ? job->arrays[first].a.name : "?");
     if (first < 0) job->extent = spec->extent;
     return OC_OK;
 }

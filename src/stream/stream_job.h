@@ -19,29 +19,29 @@
 #include "outcore.h"
 
 typedef struct oc_stream_job_array {
-    oc_stream_array a;        /* the caller's description */
-    int chunked;              /* every role but SIDE and RESULT */
-    int upload, download;     /* crosses host -> device per chunk (or once: SIDE) / device -> host */
+    oc_stream_array a;    /* the caller's description */
+    int chunked;          /* every role but SIDE and RESULT */
+    int upload, download; /* crosses host -> device per chunk (or once: SIDE) / device -> host */
     int64_t outer, extent, inner_bytes;
-    int64_t row_bytes;        /* device bytes per row of the extent: outer * inner_bytes */
-    int64_t total_bytes;      /* the whole array */
+    int64_t row_bytes;   /* device bytes per row of the extent: outer * inner_bytes */
+    int64_t total_bytes; /* the whole array */
 } oc_stream_job_array;
 
 typedef struct oc_stream_job {
     oc_context *ctx;
     const oc_stream_spec *spec;
-    oc_stream_options opts;   /* the caller's, or the defaults */
+    oc_stream_options opts; /* the caller's, or the defaults */
     oc_stream_job_array *arrays;
     int narrays;
-    int64_t extent;           /* the chunk extent shared by the chunked arrays */
-    int64_t up_row_bytes;     /* per row of the extent: uploaded, downloaded, on the device */
+    int64_t extent;       /* the chunk extent shared by the chunked arrays */
+    int64_t up_row_bytes; /* per row of the extent: uploaded, downloaded, on the device */
     int64_t down_row_bytes;
     int64_t dev_row_bytes;
-    int64_t side_bytes;       /* side inputs and results: whole arrays on the device */
+    int64_t side_bytes; /* side inputs and results: whole arrays on the device */
     int64_t side_buffers;
-    int64_t result_bytes;     /* of which results, downloaded once at the end */
-    int64_t chunked_buffers;  /* chunked arrays (device buffers per chunk in flight) */
-    oc_stream_stats *stats;   /* NULL or the caller's */
+    int64_t result_bytes;    /* of which results, downloaded once at the end */
+    int64_t chunked_buffers; /* chunked arrays (device buffers per chunk in flight) */
+    oc_stream_stats *stats;  /* NULL or the caller's */
 } oc_stream_job;
 
 /* Checks spec and fills job (job->arrays malloc'ed: oc_stream_job_release). One-line

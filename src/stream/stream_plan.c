@@ -32,9 +32,12 @@ oc_status oc_stream_plan_make(oc_context *ctx, const oc_stream_plan_input *in, o
 {
     *plan = (oc_stream_plan){0};
     const char *dev = in->device_name ? in->device_name : "the device";
-    oc_engine_plan_input ei = {.device_total = in->device_total, .device_free = in->device_free,
-                               .gpu_mem_bytes = in->gpu_mem_bytes, .gpu_mem_fraction = in->gpu_mem_fraction,
-                               .cores = in->cores, .dense_output = in->down_row_bytes > 0 || in->result_bytes > 0,
+    oc_engine_plan_input ei = {.device_total = in->device_total,
+                               .device_free = in->device_free,
+                               .gpu_mem_bytes = in->gpu_mem_bytes,
+                               .gpu_mem_fraction = in->gpu_mem_fraction,
+                               .cores = in->cores,
+                               .dense_output = in->down_row_bytes > 0 || in->result_bytes > 0,
                                .device_name = dev};
     oc_engine_plan ep;
     OC_CHECK(ctx, oc_engine_plan_device_budget(ctx, &ei, &ep));
@@ -90,7 +93,8 @@ oc_status oc_stream_plan_make(oc_context *ctx, const oc_stream_plan_input *in, o
     plan->chunk_rows = rows;
     plan->chunks = (in->extent + rows - 1) / rows;
     /* Fewer chunks than slots: the extra slots would only hold memory. */
-    if (plan->chunks < plan->in_flight && in->in_flight <= 0) plan->in_flight = plan->chunks < 2 ? 1 : (int)plan->chunks;
+    if (plan->chunks < plan->in_flight && in->in_flight <= 0)
+        plan->in_flight = plan->chunks < 2 ? 1 : (int)plan->chunks;
     plan->device_bytes = side + plan->in_flight * (rows * in->dev_row_bytes + slack);
     staging(in, plan);
     if (plan->pinned_bytes > plan->host_budget)

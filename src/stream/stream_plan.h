@@ -38,21 +38,21 @@
 #define OC_STREAM_MAX_ROWS (1LL << 24)
 
 typedef struct oc_stream_plan_input {
-    int64_t extent;            /* rows of the chunk extent */
-    int64_t up_row_bytes;      /* per row: bytes uploaded, downloaded, held on the device */
+    int64_t extent;       /* rows of the chunk extent */
+    int64_t up_row_bytes; /* per row: bytes uploaded, downloaded, held on the device */
     int64_t down_row_bytes;
     int64_t dev_row_bytes;
-    int64_t chunked_buffers;   /* device buffers per slot (one per chunked array) */
-    int64_t side_bytes;        /* side inputs and results (whole arrays on the device) */
+    int64_t chunked_buffers; /* device buffers per slot (one per chunked array) */
+    int64_t side_bytes;      /* side inputs and results (whole arrays on the device) */
     int64_t side_buffers;
-    int64_t result_bytes;      /* results: downloaded once, after the last chunk */
+    int64_t result_bytes; /* results: downloaded once, after the last chunk */
     /* the device budget, as engine_plan.h takes it */
     int64_t device_total, device_free, gpu_mem_bytes;
     double gpu_mem_fraction;
-    int64_t host_budget;       /* 0: OC_ENGINE_DEFAULT_STAGING of staging (4x that as budget) */
+    int64_t host_budget; /* 0: OC_ENGINE_DEFAULT_STAGING of staging (4x that as budget) */
     int cores;
-    int64_t chunk_rows;        /* > 0: forced */
-    int in_flight;             /* > 0: forced */
+    int64_t chunk_rows; /* > 0: forced */
+    int in_flight;      /* > 0: forced */
     const char *device_name;
 } oc_stream_plan_input;
 
@@ -61,11 +61,11 @@ typedef struct oc_stream_plan {
     int device_budget_given;
     int in_flight;
     int64_t chunk_rows, chunks;
-    int64_t device_bytes;      /* what the plan allocates on the device */
+    int64_t device_bytes; /* what the plan allocates on the device */
     int64_t host_budget;
-    int h2d_slots;             /* 0 when nothing is uploaded (no inputs, no side inputs) */
+    int h2d_slots; /* 0 when nothing is uploaded (no inputs, no side inputs) */
     int64_t h2d_slot_bytes;
-    int d2h_slots;             /* 0 when nothing is downloaded (no outputs, no results) */
+    int d2h_slots; /* 0 when nothing is downloaded (no outputs, no results) */
     int64_t d2h_slot_bytes;
     int64_t pinned_bytes;
     int sinks, copy_threads, workers;

@@ -11,22 +11,23 @@
 #include "core/context.h"
 #include "map/cuda/nvrtc.h"
 
-static const char *good =
-    "extern \"C\" __global__ void scale(double *x, double a, long long n)\n"
-    "{\n"
-    "    long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;\n"
-    "    if (i < n) x[i] *= a;\n"
-    "}\n";
+static const char *good = "extern \"C\" __global__ void scale(double *x, double a, long long n)\n"
+                          "{\n"
+                          "    long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;\n"
+                          "    if (i < n) x[i] *= a;\n"
+                          "}\n";
 
-static const char *bad =
-    "extern \"C\" __global__ void broken(float *x)\n"
-    "{\n"
-    "    x[0] = undefined_name;\n"
-    "}\n";
+static const char *bad = "extern \"C\" __global__ void broken(float *x)\n"
+                         "{\n"
+                         "    x[0] = undefined_name;\n"
+                         "}\n";
 
 static int is_elf(const oc_nvrtc_image *img)
 {
-    return img->size > 4 && memcmp(img->data, "\x7f" "ELF", 4) == 0;
+    return img->size > 4 && memcmp(img->data,
+                                   "\x7f"
+                                   "ELF",
+                                   4) == 0;
 }
 
 int main(void)

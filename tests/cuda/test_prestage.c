@@ -26,8 +26,8 @@ static void sleep_ms(long ms)
 typedef struct uploads {
     int64_t order[16];
     atomic_int count;
-    int64_t fail_key;          /* this key's upload fails (-1: none) */
-    long delay_ms;             /* each upload takes this long */
+    int64_t fail_key; /* this key's upload fails (-1: none) */
+    long delay_ms;    /* each upload takes this long */
     atomic_int given_up;
     unsigned char gave_up[16];
 } uploads;
@@ -124,7 +124,7 @@ static void check_exchange(oc_context *ctx)
     CHECK_EQ_I64(oc_panel_exchange_owned(x, 1, mine), 2);
     CHECK(mine[0] == 2 && mine[1] == 6);
     oc_panel_source from;
-    CHECK_EQ_I64(oc_panel_exchange_try_claim(x, 2, &from), 0); /* its owner has not published */
+    CHECK_EQ_I64(oc_panel_exchange_try_claim(x, 2, &from), 0);               /* its owner has not published */
     CHECK_EQ_I64(oc_panel_exchange_try_claim(x, 3, &from), OC_PANEL_UPLOAD); /* nobody's: take it */
     /* A claim waits for the owner's publication. */
     claimer c = {x, 0, -1};

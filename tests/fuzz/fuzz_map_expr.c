@@ -28,7 +28,8 @@
 
 static void check_tree(const oc_map_expr *e, const char *what)
 {
-    if (e->count <= 0 || e->root < 0 || e->root >= e->count) fuzz_fail("%s: root %d of %d nodes", what, e->root, e->count);
+    if (e->count <= 0 || e->root < 0 || e->root >= e->count)
+        fuzz_fail("%s: root %d of %d nodes", what, e->root, e->count);
     for (int k = 0; k < e->count; k++) {
         const oc_map_node *n = &e->nodes[k];
         const int kids[3] = {n->a, n->b, n->c};
@@ -95,11 +96,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     static const int64_t shape3[] = {3}, shape21[] = {2, 1}, shape13[] = {1, 3};
     uint64_t buf[8][3];
     for (int k = 0; k < 8; k++) memcpy(buf[k], values, sizeof values);
-    const struct { const char *name; int type, ndim; const int64_t *shape; } arrays[] = {
-        {"a", data[0] % OC_MT_COUNT, 1, shape3}, {"b", data[0] / OC_MT_COUNT % OC_MT_COUNT, 2, shape21},
-        {"c", MT_F32, 0, NULL},                  {"v", MT_F64, 1, shape3},
-        {"i", MT_I64, 1, shape3},                {"x", MT_F32, 2, shape13},
-        {"u", MT_U8, 1, shape3},                 {"w", MT_I8, 1, shape3},
+    const struct {
+        const char *name;
+        int type, ndim;
+        const int64_t *shape;
+    } arrays[] = {
+        {"a", data[0] % OC_MT_COUNT, 1, shape3},
+        {"b", data[0] / OC_MT_COUNT % OC_MT_COUNT, 2, shape21},
+        {"c", MT_F32, 0, NULL},
+        {"v", MT_F64, 1, shape3},
+        {"i", MT_I64, 1, shape3},
+        {"x", MT_F32, 2, shape13},
+        {"u", MT_U8, 1, shape3},
+        {"w", MT_I8, 1, shape3},
     };
     oc_map_array in[8];
     for (int k = 0; k < 8; k++) {

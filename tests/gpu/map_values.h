@@ -20,17 +20,39 @@ static void fill(void *p, int t, int64_t n, uint64_t seed)
         uint64_t r = oc_test_rand(&seed);
         double v = (double)(int64_t)(r % 2001) - 1000.0 + (double)(r >> 40 & 7) / 8.0;
         switch (t) {
-        case MT_BOOL: ((uint8_t *)p)[i] = r & 1; break;
-        case MT_I8: ((int8_t *)p)[i] = (int8_t)r; break;
-        case MT_I16: ((int16_t *)p)[i] = (int16_t)r; break;
-        case MT_I32: ((int32_t *)p)[i] = (int32_t)(r % 200001) - 100000; break;
-        case MT_I64: ((int64_t *)p)[i] = (int64_t)r; break;
-        case MT_U8: ((uint8_t *)p)[i] = (uint8_t)r; break;
-        case MT_U16: ((uint16_t *)p)[i] = (uint16_t)r; break;
-        case MT_U32: ((uint32_t *)p)[i] = (uint32_t)r; break;
-        case MT_U64: ((uint64_t *)p)[i] = r; break;
-        case MT_F32: ((float *)p)[i] = (float)v; break;
-        default: ((double *)p)[i] = v; break;
+        case MT_BOOL:
+            ((uint8_t *)p)[i] = r & 1;
+            break;
+        case MT_I8:
+            ((int8_t *)p)[i] = (int8_t)r;
+            break;
+        case MT_I16:
+            ((int16_t *)p)[i] = (int16_t)r;
+            break;
+        case MT_I32:
+            ((int32_t *)p)[i] = (int32_t)(r % 200001) - 100000;
+            break;
+        case MT_I64:
+            ((int64_t *)p)[i] = (int64_t)r;
+            break;
+        case MT_U8:
+            ((uint8_t *)p)[i] = (uint8_t)r;
+            break;
+        case MT_U16:
+            ((uint16_t *)p)[i] = (uint16_t)r;
+            break;
+        case MT_U32:
+            ((uint32_t *)p)[i] = (uint32_t)r;
+            break;
+        case MT_U64:
+            ((uint64_t *)p)[i] = r;
+            break;
+        case MT_F32:
+            ((float *)p)[i] = (float)v;
+            break;
+        default:
+            ((double *)p)[i] = v;
+            break;
         }
     }
 }

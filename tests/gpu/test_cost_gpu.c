@@ -61,7 +61,8 @@ int main(void)
     CHECK(devices && devices->count > 0 && devices->devices[0].h2d_pinned > 0);
     oc_cost_rates r;
     oc_cost_rates_get(ctx, 0, 1, &r);
-    const unsigned all = OC_COST_M_PCIE | OC_COST_M_HOST_BW | OC_COST_M_CPU_BITS | OC_COST_M_STARTUP | OC_COST_M_GPU_BITS;
+    const unsigned all =
+        OC_COST_M_PCIE | OC_COST_M_HOST_BW | OC_COST_M_CPU_BITS | OC_COST_M_STARTUP | OC_COST_M_GPU_BITS;
     CHECK_MSG((r.measured & all) == all, "measured %#x, note: %s", r.measured, r.note);
     CHECK(r.gpu_startup > r.gpu_job_setup);
 

@@ -92,7 +92,7 @@ static oc_status run_cuda(const gram_backend *be, oc_context *ctx, const gram_jo
     char want[32];
     snprintf(want, sizeof want, s->parts > 1 ? "%d devices: cuda:0.0/%d " : "cuda:0 ", s->parts, s->parts);
     CHECK_MSG(strncmp(stats->backend_desc, want, strlen(want)) == 0 &&
-                  strstr(stats->backend_desc, strcmp(s->kernel, "b1") == 0       ? "b1-mma"
+                  strstr(stats->backend_desc, strcmp(s->kernel, "b1") == 0      ? "b1-mma"
                                               : strcmp(s->kernel, "wgmma") == 0 ? "b1-wgmma"
                                                                                 : "popc") != NULL,
               "%s: backend_desc '%s'", label, stats->backend_desc);
@@ -126,11 +126,17 @@ int main(void)
     }
     const int quick = gram_test_quick();
     static const cuda_settings settings[] = {
-        {"b1", NULL, 2, 1},    {"popc", NULL, 2, 1},  {"b1", "1", 2, 1},    {"b1", "3", 0, 1},
-        {"wgmma", NULL, 2, 1}, {"wgmma", "1", 2, 1},  {"b1", NULL, 0, 2},    {"b1", NULL, 0, 3},
+        {"b1", NULL, 2, 1},    {"popc", NULL, 2, 1}, {"b1", "1", 2, 1},  {"b1", "3", 0, 1},
+        {"wgmma", NULL, 2, 1}, {"wgmma", "1", 2, 1}, {"b1", NULL, 0, 2}, {"b1", NULL, 0, 3},
     };
-    static const char *const names[] = {"cuda b1",    "cuda popc",            "cuda b1 buckets 1",   "cuda b1 buckets 3",
-                                        "cuda wgmma", "cuda wgmma buckets 1", "cuda b1 devices 0:2", "cuda b1 devices 0:3"};
+    static const char *const names[] = {"cuda b1",
+                                        "cuda popc",
+                                        "cuda b1 buckets 1",
+                                        "cuda b1 buckets 3",
+                                        "cuda wgmma",
+                                        "cuda wgmma buckets 1",
+                                        "cuda b1 devices 0:2",
+                                        "cuda b1 devices 0:3"};
     enum { VARIANTS = sizeof settings / sizeof settings[0] };
     /* The wgmma kernel on Hopper (every CUDA 12+ build holds its sm_90a code). */
     oc_context *probe = NULL;
@@ -147,8 +153,11 @@ int main(void)
     for (int v = 0; v < VARIANTS; ++v) {
         if (quick > settings[v].quick) continue;
         if (strcmp(settings[v].kernel, "wgmma") == 0 && !hopper) continue;
-        backends[count] = (gram_backend){.name = names[v], .kind = GRAM_ON_CUDA, .run = run_cuda,
-                                         .settings = &settings[v], .selection_only = settings[v].bucket != NULL};
+        backends[count] = (gram_backend){.name = names[v],
+                                         .kind = GRAM_ON_CUDA,
+                                         .run = run_cuda,
+                                         .settings = &settings[v],
+                                         .selection_only = settings[v].bucket != NULL};
         list[count] = &backends[count];
         count++;
     }

@@ -113,7 +113,8 @@ static int keep_pairs(void *user, const int64_t *rows, const int64_t *cols, cons
 
 /* Jaccard top-k (k on the device's lists, or past them on the host) and threshold pairs on
  * 0:2 and 0:3: the same bytes as on one device. */
-static void check_selection_matches_one_device(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, double threshold)
+static void check_selection_matches_one_device(oc_context *ctx, const oc_matrix *a, const oc_matrix *b,
+                                               double threshold)
 {
     const int64_t n = oc_matrix_rows(a);
     static const char *const specs[] = {NULL, "0:2", "0:3"};
@@ -130,10 +131,11 @@ static void check_selection_matches_one_device(oc_context *ctx, const oc_matrix 
             o.metric = OC_METRIC_JACCARD, o.topk = k, o.devices = specs[i];
             oc_output out = OC_OUTPUT_INIT;
             out.kind = OC_OUTPUT_TOPK, out.indices = idx[i], out.scores = sc[i];
-            CHECK_MSG(idx[i] && sc[i] && oc_gram(ctx, a, b, &o, &out, NULL) == OC_OK, "top-%lld on %s: %s", (long long)k,
-                      specs[i] ? specs[i] : "one device", oc_context_last_error(ctx));
+            CHECK_MSG(idx[i] && sc[i] && oc_gram(ctx, a, b, &o, &out, NULL) == OC_OK, "top-%lld on %s: %s",
+                      (long long)k, specs[i] ? specs[i] : "one device", oc_context_last_error(ctx));
             if (i > 0 && idx[0] && idx[i] && sc[0] && sc[i])
-                CHECK_MSG(memcmp(idx[0], idx[i], (size_t)(n * k) * 8) == 0 && memcmp(sc[0], sc[i], (size_t)(n * k) * 4) == 0,
+                CHECK_MSG(memcmp(idx[0], idx[i], (size_t)(n * k) * 8) == 0 &&
+                              memcmp(sc[0], sc[i], (size_t)(n * k) * 4) == 0,
                           "top-%lld of %s on %s differs from one device", (long long)k, b ? "A·Bᵀ" : "A·Aᵀ", specs[i]);
         }
         for (int i = 0; i < 3; ++i) free(idx[i]), free(sc[i]);
@@ -145,8 +147,8 @@ static void check_selection_matches_one_device(oc_context *ctx, const oc_matrix 
         o.metric = OC_METRIC_JACCARD, o.use_threshold = 1, o.threshold = threshold, o.devices = specs[i];
         oc_output out = OC_OUTPUT_INIT;
         out.kind = OC_OUTPUT_PAIRS, out.pairs = keep_pairs, out.pairs_user = &seen[i];
-        CHECK_MSG(oc_gram(ctx, a, b, &o, &out, NULL) == OC_OK, "threshold on %s: %s", specs[i] ? specs[i] : "one device",
-                  oc_context_last_error(ctx));
+        CHECK_MSG(oc_gram(ctx, a, b, &o, &out, NULL) == OC_OK, "threshold on %s: %s",
+                  specs[i] ? specs[i] : "one device", oc_context_last_error(ctx));
         if (i > 0)
             CHECK_MSG(seen[i].count == seen[0].count && seen[0].count > 0 &&
                           memcmp(seen[0].rows, seen[i].rows, (size_t)seen[0].count * 8) == 0 &&
@@ -161,7 +163,9 @@ static void check_selection_matches_one_device(oc_context *ctx, const oc_matrix 
 /* A logical device failing at its k-th tile ends the job naming it; no output file. */
 static void check_failing_device(oc_context *ctx, const oc_matrix *a)
 {
-    static const struct { const char *devices, *fault, *name; } cases[] = {
+    static const struct {
+        const char *devices, *fault, *name;
+    } cases[] = {
         {"0:2", "1:3", "cuda:0.1/2: "}, /* a device on its own thread */
         {"0:3", "0:2", "cuda:0.0/3: "}, /* the device on the caller's thread */
         {"0:2", "1:1", "cuda:0.1/2: "}, /* at its first tile */
@@ -179,8 +183,10 @@ static void check_failing_device(oc_context *ctx, const oc_matrix *a)
         out.path = path;
         oc_status st = oc_gram(ctx, a, NULL, &o, &out, NULL);
         const char *msg = oc_context_last_error(ctx);
-        CHECK_MSG(st == OC_ERR_DEVICE, "fault %s on %s: status %d (%s)", cases[i].fault, cases[i].devices, (int)st, msg);
-        CHECK_MSG(strncmp(msg, cases[i].name, strlen(cases[i].name)) == 0 && strstr(msg, "injected") && !strchr(msg, '\n'),
+        CHECK_MSG(st == OC_ERR_DEVICE, "fault %s on %s: status %d (%s)", cases[i].fault, cases[i].devices, (int)st,
+                  msg);
+        CHECK_MSG(strncmp(msg, cases[i].name, strlen(cases[i].name)) == 0 && strstr(msg, "injected") &&
+                      !strchr(msg, '\n'),
                   "fault %s on %s: message '%s'", cases[i].fault, cases[i].devices, msg);
         CHECK_MSG(access(path, F_OK) != 0, "fault %s: an output file was left", cases[i].fault);
         CHECK_EQ_I64(oc_test_dir_entries(oc_test_tmpdir), 0);
@@ -205,7 +211,9 @@ static void check_setup_failures(oc_context *ctx, const oc_matrix *a)
     o.metric = OC_METRIC_JACCARD, o.topk = k;
     oc_output out = OC_OUTPUT_INIT;
     out.kind = OC_OUTPUT_TOPK, out.indices = idx[0], out.scores = sc[0];
-    if (ok) CHECK_MSG(oc_gram(ctx, a, NULL, &o, &out, NULL) == OC_OK, "top-k on one device: %s", oc_context_last_error(ctx));
+    if (ok)
+        CHECK_MSG(oc_gram(ctx, a, NULL, &o, &out, NULL) == OC_OK, "top-k on one device: %s",
+                  oc_context_last_error(ctx));
     out.indices = idx[1], out.scores = sc[1];
     for (int i = 0; i < 2 && ok; ++i) {
         o.devices = specs[i];
@@ -218,7 +226,8 @@ static void check_setup_failures(oc_context *ctx, const oc_matrix *a)
             unsetenv("OUTCORE_FAULT_DEVICE_ALLOC");
             const char *msg = oc_context_last_error(ctx);
             if (st == OC_OK) {
-                CHECK_MSG(memcmp(idx[0], idx[1], (size_t)(n * k) * 8) == 0 && memcmp(sc[0], sc[1], (size_t)(n * k) * 4) == 0,
+                CHECK_MSG(memcmp(idx[0], idx[1], (size_t)(n * k) * 8) == 0 &&
+                              memcmp(sc[0], sc[1], (size_t)(n * k) * 4) == 0,
                           "%s: top-k after %d failing points differs from one device", specs[i], points);
                 break;
             }

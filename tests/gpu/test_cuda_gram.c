@@ -95,8 +95,8 @@ static void run_large_streamed(void)
             int32_t *ref = gram_into(s, a, &o, (size_t)(sample * n) * 4, &st_c, NULL);
             CHECK(st_c == OC_OK);
             if (st_c == OC_OK && ref)
-                CHECK_MSG(memcmp(ref, gb + r0 * n, (size_t)(sample * n) * 4) == 0, "large streamed: rows %lld.. differ from the CPU",
-                          (long long)r0);
+                CHECK_MSG(memcmp(ref, gb + r0 * n, (size_t)(sample * n) * 4) == 0,
+                          "large streamed: rows %lld.. differ from the CPU", (long long)r0);
             free(ref);
             oc_matrix_free(s);
         }
@@ -182,8 +182,8 @@ static void run_failures(void)
 
     o.gpu_mem_bytes = 1ll << 50;
     free(gram_into(a, NULL, &o, bytes, &st, NULL));
-    CHECK_MSG(st == OC_ERR_INVALID_ARGUMENT && strstr(oc_context_last_error(ctx), "exceeds"), "budget above the card: %s: %s",
-              oc_status_string(st), oc_context_last_error(ctx));
+    CHECK_MSG(st == OC_ERR_INVALID_ARGUMENT && strstr(oc_context_last_error(ctx), "exceeds"),
+              "budget above the card: %s: %s", oc_status_string(st), oc_context_last_error(ctx));
     o.gpu_mem_bytes = -5;
     free(gram_into(a, NULL, &o, bytes, &st, NULL));
     CHECK(st == OC_ERR_INVALID_ARGUMENT);
@@ -195,8 +195,8 @@ static void run_failures(void)
 
     o.device = 99;
     free(gram_into(a, NULL, &o, bytes, &st, NULL));
-    CHECK_MSG(st == OC_ERR_INVALID_ARGUMENT && strstr(oc_context_last_error(ctx), "does not exist"), "device 99: %s: %s",
-              oc_status_string(st), oc_context_last_error(ctx));
+    CHECK_MSG(st == OC_ERR_INVALID_ARGUMENT && strstr(oc_context_last_error(ctx), "does not exist"),
+              "device 99: %s: %s", oc_status_string(st), oc_context_last_error(ctx));
     o.device = 0;
 
     /* Reserve mode: the budget taken at start, the same result. */

@@ -80,7 +80,8 @@ int main(void)
     CHECK(driver_contexts(count) == 0);
 
     CHECK(oc_cuda_warm_up(NULL, last) == count);
-    CHECK_MSG(oc_cuda_contexts_made() == only_last, "warm-up made contexts %#llx", (unsigned long long)oc_cuda_contexts_made());
+    CHECK_MSG(oc_cuda_contexts_made() == only_last, "warm-up made contexts %#llx",
+              (unsigned long long)oc_cuda_contexts_made());
     CHECK_MSG(driver_contexts(count) == only_last, "after the warm-up the driver holds %#llx",
               (unsigned long long)driver_contexts(count));
 

@@ -17,8 +17,8 @@ typedef void (*pressure_kernel)(const float *, float *);
 static const struct {
     pressure_kernel kernel;
     const char *name;
-    int regs;          // what __maxnreg__ grants and the kernel uses
-    int h100_largest;  // measured on an H100 (sm_90)
+    int regs;         // what __maxnreg__ grants and the kernel uses
+    int h100_largest; // measured on an H100 (sm_90)
 } cases[] = {
     {regs64, "regs64", 64, 1024},   {regs72, "regs72", 72, 896},    {regs96, "regs96", 96, 640},
     {regs128, "regs128", 128, 512}, {regs168, "regs168", 168, 384}, {regs255, "regs255", 255, 256},
@@ -30,8 +30,8 @@ static void check_kernel(const oc_gpu_arch *arch, int cc, size_t i, const float 
     CHECK(cudaFuncGetAttributes(&attr, cases[i].kernel) == cudaSuccess);
     oc_kernel_resources r = {attr.numRegs, attr.sharedSizeBytes, attr.localSizeBytes, 0};
     int largest = oc_launch_largest_block(arch, &r, 0);
-    printf("%s: %d registers, largest block %d (driver's maxThreadsPerBlock %d)\n", cases[i].name, attr.numRegs, largest,
-           attr.maxThreadsPerBlock);
+    printf("%s: %d registers, largest block %d (driver's maxThreadsPerBlock %d)\n", cases[i].name, attr.numRegs,
+           largest, attr.maxThreadsPerBlock);
     CHECK_EQ_I64(largest, attr.maxThreadsPerBlock);
     if (cc == 90) {
         CHECK_EQ_I64(attr.numRegs, cases[i].regs);
@@ -60,8 +60,8 @@ static void check_kernel(const oc_gpu_arch *arch, int cc, size_t i, const float 
         int blocks = -1;
         CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, cases[i].kernel, sizes[k], 0) == cudaSuccess);
         CHECK(oc_launch_check(arch, &r, sizes[k], 0, &v) == OC_OK);
-        CHECK_MSG(blocks == v.blocks_per_sm, "%s at %d threads: driver %d blocks/SM, outcore %d", cases[i].name, sizes[k],
-                  blocks, v.blocks_per_sm);
+        CHECK_MSG(blocks == v.blocks_per_sm, "%s at %d threads: driver %d blocks/SM, outcore %d", cases[i].name,
+                  sizes[k], blocks, v.blocks_per_sm);
     }
 }
 

@@ -55,7 +55,8 @@ static int run_kernel(const oc_map_plan *m, const char *src, const char *name, v
     int reduce = blocks > 0;
     size_t out_bytes = reduce ? (size_t)blocks * out_elem : (size_t)m->count * out_elem;
     ok = ok && cu_ok(cudaMalloc((void **)&dout, out_bytes), "cudaMalloc") &&
-         cu_ok(cudaMalloc((void **)&derr, sizeof(int)), "cudaMalloc") && cu_ok(cudaMemset(derr, 0, sizeof(int)), "memset");
+         cu_ok(cudaMalloc((void **)&derr, sizeof(int)), "cudaMalloc") &&
+         cu_ok(cudaMemset(derr, 0, sizeof(int)), "memset");
     /* Two chunks: the second starts mid-row, so the broadcast offsets start mid-pattern. */
     int64_t cut = reduce ? m->count : m->count / 2 + 3;
     for (int chunk = 0; ok && chunk < (reduce ? 1 : 2); chunk++) {
@@ -88,7 +89,10 @@ static int run_kernel(const oc_map_plan *m, const char *src, const char *name, v
 /* A float power that is not one of numpy's shortcuts (map_typecheck.c: fast_power) is a
  * math function: glibc's pow on the CPU, CUDA's on the device (3 ulp apart at most). x ** 0.5
  * of an integer array is such a power (numpy takes the sqrt shortcut for float arrays only). */
-static int64_t pow_ulps(const char *expr, int ta) { return strstr(expr, "**") && !oc_mt_is_float(ta) && strstr(expr, "0.5") ? 3 : 0; }
+static int64_t pow_ulps(const char *expr, int ta)
+{
+    return strstr(expr, "**") && !oc_mt_is_float(ta) && strstr(expr, "0.5") ? 3 : 0;
+}
 
 static void check_elementwise(const char *expr, int ta, int tb, int dtype)
 {
@@ -144,7 +148,8 @@ static void check_reduce(const char *expr, int ta, oc_map_reduce op)
             for (int64_t i = 0; i < m->count; i++) mag += fabs(rt == MT_F64 ? ((double *)a)[i] : ((float *)a)[i]);
             double want = rt == MT_F64 ? *(double *)cpu : *(float *)cpu;
             double eps = rt == MT_F64 ? 0x1p-53 : 0x1p-24;
-            CHECK_MSG(fabs(sum - want) <= (log2((double)m->count) + 2) * eps * mag, "%s: %g against %g", expr, sum, want);
+            CHECK_MSG(fabs(sum - want) <= (log2((double)m->count) + 2) * eps * mag, "%s: %g against %g", expr, sum,
+                      want);
         } else if (op == OC_MAP_REDUCE_SUM) {
             uint64_t sum = 0;
             for (int64_t i = 0; i < blocks; i++) sum += ((uint64_t *)part)[i];
@@ -180,10 +185,28 @@ int main(void)
         return oc_test_finish();
     snprintf(arch, sizeof arch, "compute_%d%d", major, minor);
     if (oc_context_create(&ctx) != OC_OK) return 1;
-    static const char *exprs[] = {"a + b", "a - b * 3", "a * b + 1", "a / b", "a // b", "a % b", "a ** 2",
-                                  "-a", "~a", "abs(a)", "a == b", "a < b", "(a <= b) & (a >= b)", "a ^ b",
-                                  "where(a > b, a, b)", "minimum(a, b)", "maximum(a, 2)", "clip(a, 1, 5)",
-                                  "floor(a)", "ceil(b)", "a ** -1", "a ** 0.5"};
+    static const char *exprs[] = {"a + b",
+                                  "a - b * 3",
+                                  "a * b + 1",
+                                  "a / b",
+                                  "a // b",
+                                  "a % b",
+                                  "a ** 2",
+                                  "-a",
+                                  "~a",
+                                  "abs(a)",
+                                  "a == b",
+                                  "a < b",
+                                  "(a <= b) & (a >= b)",
+                                  "a ^ b",
+                                  "where(a > b, a, b)",
+                                  "minimum(a, b)",
+                                  "maximum(a, 2)",
+                                  "clip(a, 1, 5)",
+                                  "floor(a)",
+                                  "ceil(b)",
+                                  "a ** -1",
+                                  "a ** 0.5"};
     for (size_t e = 0; e < sizeof exprs / sizeof exprs[0]; e++)
         for (int ta = 0; ta < OC_MT_COUNT; ta++) check_elementwise(exprs[e], ta, (ta * 7 + (int)e) % OC_MT_COUNT, -1);
     check_elementwise("a * b", MT_F64, MT_F64, MT_F32);

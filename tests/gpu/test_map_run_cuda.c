@@ -29,7 +29,8 @@ typedef struct arg {
 
 /* Runs expr over inputs filled from seeds on the CPU and on the GPU (into memory, or into the
  * file `path` for the GPU when it is not NULL) and compares; returns the GPU's chunk count. */
-static int64_t check(const char *expr, const arg *args, int n, int dtype, int64_t gpu_mem, int64_t ulps, const char *path)
+static int64_t check(const char *expr, const arg *args, int n, int dtype, int64_t gpu_mem, int64_t ulps,
+                     const char *path)
 {
     oc_map_array in[4];
     void *data[4] = {0};
@@ -45,7 +46,8 @@ static int64_t check(const char *expr, const arg *args, int n, int dtype, int64_
     oc_map_options o = OC_MAP_OPTIONS_INIT;
     o.dtype = dtype, o.backend = OC_BACKEND_CPU; /* the reference: never auto's GPU */
     oc_map *cpu_m = NULL, *gpu_m = NULL;
-    CHECK_MSG(oc_map_create(ctx, expr, in, n, NULL, 0, &o, &cpu_m) == OC_OK, "%s: %s", expr, oc_context_last_error(ctx));
+    CHECK_MSG(oc_map_create(ctx, expr, in, n, NULL, 0, &o, &cpu_m) == OC_OK, "%s: %s", expr,
+              oc_context_last_error(ctx));
     o.backend = OC_BACKEND_CUDA, o.gpu_mem_bytes = gpu_mem;
     CHECK(oc_map_create(ctx, expr, in, n, NULL, 0, &o, &gpu_m) == OC_OK);
     int64_t chunks = -1;
@@ -53,7 +55,8 @@ static int64_t check(const char *expr, const arg *args, int n, int dtype, int64_
         size_t bytes = (size_t)cpu_m->count * oc_mt_size(cpu_m->out_type);
         unsigned char *cpu = malloc(bytes), *gpu = malloc(bytes + 4096);
         oc_map_stats s = {.struct_size = sizeof s};
-        CHECK_MSG(oc_map_run(ctx, cpu_m, NULL, cpu, NULL) == OC_OK, "%s on the CPU: %s", expr, oc_context_last_error(ctx));
+        CHECK_MSG(oc_map_run(ctx, cpu_m, NULL, cpu, NULL) == OC_OK, "%s on the CPU: %s", expr,
+                  oc_context_last_error(ctx));
         oc_status st = oc_map_run(ctx, gpu_m, path, path ? NULL : gpu, &s);
         CHECK_MSG(st == OC_OK, "%s on the GPU: %s", expr, oc_context_last_error(ctx));
         if (st == OC_OK && path) { /* the data are the file's last bytes, after the .npy header */
@@ -97,7 +100,9 @@ static void check_negative_power(void)
         CHECK(m && oc_map_run(ctx, m, path, NULL, NULL) == OC_ERR_INPUT);
         CHECK(access(path, F_OK) != 0);
         if (!backend) snprintf(cpu_msg, sizeof cpu_msg, "%s", oc_context_last_error(ctx));
-        else CHECK_MSG(strcmp(cpu_msg, oc_context_last_error(ctx)) == 0, "GPU: %s; CPU: %s", oc_context_last_error(ctx), cpu_msg);
+        else
+            CHECK_MSG(strcmp(cpu_msg, oc_context_last_error(ctx)) == 0, "GPU: %s; CPU: %s", oc_context_last_error(ctx),
+                      cpu_msg);
         oc_map_free(m);
     }
     free(a), free(b);

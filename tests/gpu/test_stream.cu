@@ -43,7 +43,8 @@ __global__ void iota(long long *y, long long start, long long n)
 // acc[0] += elements, acc[1] += their sum (integers: exact in any order)
 __global__ void accumulate(const long long *y, unsigned long long *acc, long long n)
 {
-    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+         i += (long long)gridDim.x * blockDim.x) {
         atomicAdd(&acc[0], 1ULL);
         atomicAdd(&acc[1], (unsigned long long)y[i]);
     }
@@ -104,8 +105,8 @@ static void host_free(void *p, int pinned)
 static void test_rows(oc_context *ctx, int pinned)
 {
     const int cols = 16;
-    const long long rows = 300000, n = rows * cols;        // 38.4 MB per array
-    const long long budget = 24 * MIB;                       // x and y are three times this
+    const long long rows = 300000, n = rows * cols; // 38.4 MB per array
+    const long long budget = 24 * MIB;              // x and y are three times this
     double *x = (double *)host_alloc(ctx, n * 8, pinned), *y = (double *)host_alloc(ctx, n * 8, pinned), b[cols];
     for (long long i = 0; i < n; ++i) x[i] = (double)(i % 1000) * 0.25 - 7.0;
     for (int j = 0; j < cols; ++j) b[j] = j * 1.5;
@@ -135,8 +136,8 @@ static void test_rows(oc_context *ctx, int pinned)
     CHECK(st.dev_peak_bytes <= budget);
     CHECK_EQ_I64(st.bytes_h2d, n * 8 + cols * 8);
     CHECK_EQ_I64(st.bytes_d2h, n * 8);
-    CHECK_EQ_I64(st.bytes_direct, pinned ? 2 * n * 8 : 0); // b, on the stack, is staged
-    CHECK(st.pinned_bytes > 0);                              // b's upload ring, and y's when pageable
+    CHECK_EQ_I64(st.bytes_direct, pinned ? 2 * n * 8 : 0);             // b, on the stack, is staged
+    CHECK(st.pinned_bytes > 0);                                        // b's upload ring, and y's when pageable
     CHECK(progress[0] == (double)rows && progress[1] == (double)rows); // the last call: all done
     printf("rows (%s): %lld chunks of %lld rows, %d in flight, %.3f s\n", pinned ? "pinned" : "pageable",
            (long long)st.chunks, (long long)st.chunk_rows, st.in_flight, st.seconds);

@@ -6,14 +6,13 @@
 //
 // Each thread reads LIVE floats at in[thread * LIVE ...] and writes one float to out[thread].
 
-template <int LIVE>
-__device__ __forceinline__ void keep_live(const float *in, float *out)
+template <int LIVE> __device__ __forceinline__ void keep_live(const float *in, float *out)
 {
     const int t = blockIdx.x * blockDim.x + threadIdx.x;
     float v[LIVE];
 #pragma unroll
     for (int k = 0; k < LIVE; k++) v[k] = in[t * LIVE + k];
-    // Every value feeds two others in each round, so none can be retired early.
+        // Every value feeds two others in each round, so none can be retired early.
 #pragma unroll
     for (int round = 0; round < 2; round++) {
 #pragma unroll
@@ -25,11 +24,8 @@ __device__ __forceinline__ void keep_live(const float *in, float *out)
     out[t] = s;
 }
 
-#define PRESSURE_KERNEL(REGS, LIVE)                                                                 \
-    extern "C" __global__ void __maxnreg__(REGS) regs##REGS(const float *in, float *out)           \
-    {                                                                                              \
-        keep_live<LIVE>(in, out);                                                                  \
-    }
+#define PRESSURE_KERNEL(REGS, LIVE) \
+    extern "C" __global__ void __maxnreg__(REGS) regs##REGS(const float *in, float *out) { keep_live<LIVE>(in, out); }
 
 PRESSURE_KERNEL(64, 96)
 PRESSURE_KERNEL(72, 104)

@@ -203,8 +203,8 @@ oc_status oc_cuda_device_open(oc_context *ctx, int index, oc_cuda_device *dev)
         return oc_fail(ctx, OC_ERR_UNSUPPORTED, "no usable CUDA device: %s", why);
     }
     if (index < 0 || index >= count)
-        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "CUDA device %d does not exist: this machine has %d (0..%d)", index,
-                       count, count - 1);
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "CUDA device %d does not exist: this machine has %d (0..%d)",
+                       index, count, count - 1);
     oc_cuda_note_context(index);
     CUDA_CHECK(ctx, cudaSetDevice(index));
     struct cudaDeviceProp prop;
@@ -260,28 +260,33 @@ static oc_status launch_prepare(oc_context *ctx, oc_cuda_device *dev, const void
     struct cudaFuncAttributes fa;
     CUDA_CHECK(ctx, cudaFuncGetAttributes(&fa, func));
     if (dev->arch) {
-        oc_kernel_resources r = {.regs_per_thread = fa.numRegs, .static_smem = fa.sharedSizeBytes,
-                                 .local_bytes = fa.localSizeBytes, .max_threads_per_block = fa.maxThreadsPerBlock};
+        oc_kernel_resources r = {.regs_per_thread = fa.numRegs,
+                                 .static_smem = fa.sharedSizeBytes,
+                                 .local_bytes = fa.localSizeBytes,
+                                 .max_threads_per_block = fa.maxThreadsPerBlock};
         oc_launch_verdict v;
         OC_CHECK(ctx, oc_launch_check(dev->arch, &r, block, dyn_smem, &v));
         if (!v.fits) {
             /* The explanation has several lines; the message must stay one line. */
             for (char *c = v.explanation; *c; ++c)
                 if (*c == '\n') *c = ';';
-            return oc_fail(ctx, OC_ERR_UNSUPPORTED, "kernel %s cannot launch on cuda:%d (%s) with %d threads and %zu B of dynamic shared memory: %s",
-                           name, dev->index, dev->arch->name, block, dyn_smem, v.explanation);
+            return oc_fail(
+                ctx, OC_ERR_UNSUPPORTED,
+                "kernel %s cannot launch on cuda:%d (%s) with %d threads and %zu B of dynamic shared memory: %s", name,
+                dev->index, dev->arch->name, block, dyn_smem, v.explanation);
         }
     } else if (block > fa.maxThreadsPerBlock || fa.sharedSizeBytes + dyn_smem > dev->smem_optin) {
         /* A generation the table does not know yet: the device's own limits still decide. */
-        return oc_fail(ctx, OC_ERR_UNSUPPORTED, "kernel %s cannot launch on cuda:%d (cc %d.%d): %d threads (limit %d), %zu B shared memory (limit %zu)",
-                       name, dev->index, dev->cc / 10, dev->cc % 10, block, fa.maxThreadsPerBlock,
-                       fa.sharedSizeBytes + dyn_smem, dev->smem_optin);
+        return oc_fail(
+            ctx, OC_ERR_UNSUPPORTED,
+            "kernel %s cannot launch on cuda:%d (cc %d.%d): %d threads (limit %d), %zu B shared memory (limit %zu)",
+            name, dev->index, dev->cc / 10, dev->cc % 10, block, fa.maxThreadsPerBlock, fa.sharedSizeBytes + dyn_smem,
+            dev->smem_optin);
     }
     /* Above 48 KiB a kernel must opt in to its dynamic shared memory. */
     if (dyn_smem > 48 * 1024)
         CUDA_CHECK(ctx, cudaFuncSetAttribute(func, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)dyn_smem));
-    if (dev->nchecked < OC_CUDA_MAX_KERNELS)
-        dev->checked[dev->nchecked++] = (oc_cuda_launch_ok){func, block, dyn_smem};
+    if (dev->nchecked < OC_CUDA_MAX_KERNELS) dev->checked[dev->nchecked++] = (oc_cuda_launch_ok){func, block, dyn_smem};
     return OC_OK;
 }
 

@@ -29,17 +29,17 @@ typedef struct oc_cuda_launch_ok {
 
 typedef struct oc_cuda_device {
     int index;
-    int cc;                       /* compute capability x10 */
+    int cc; /* compute capability x10 */
     char name[256];
     int sm_count;
     size_t total_mem;
     size_t free_mem_at_open;
-    size_t smem_optin;            /* cudaDevAttrMaxSharedMemoryPerBlockOptin */
-    const oc_gpu_arch *arch;      /* NULL for a generation the table does not know */
+    size_t smem_optin;       /* cudaDevAttrMaxSharedMemoryPerBlockOptin */
+    const oc_gpu_arch *arch; /* NULL for a generation the table does not know */
     cudaStream_t h2d, compute, d2h;
-    cudaStream_t compute2;        /* consecutive tiles alternate between compute (the device's highest
+    cudaStream_t compute2; /* consecutive tiles alternate between compute (the device's highest
                                    * priority: its tile runs first) and this (the default) */
-    oc_pool *pool;                /* the job's budgeted memory, created by the pipeline */
+    oc_pool *pool;         /* the job's budgeted memory, created by the pipeline */
     oc_cuda_launch_ok checked[OC_CUDA_MAX_KERNELS];
     int nchecked;
 } oc_cuda_device;

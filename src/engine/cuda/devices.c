@@ -126,8 +126,8 @@ static oc_status measure_bandwidth(oc_context *ctx, oc_device_info *g)
     /* Two device buffers must fit with room to spare on a busy GPU. */
     if ((int64_t)bytes * 4 > g->mem_free_bytes) bytes = (size_t)(g->mem_free_bytes / 4) & ~(size_t)0xfffff;
     if (bytes < ((size_t)1 << 20))
-        return oc_fail(ctx, OC_ERR_DEVICE_NO_MEMORY, "GPU %d: %lld bytes free, too little to measure bandwidth", g->index,
-                       (long long)g->mem_free_bytes);
+        return oc_fail(ctx, OC_ERR_DEVICE_NO_MEMORY, "GPU %d: %lld bytes free, too little to measure bandwidth",
+                       g->index, (long long)g->mem_free_bytes);
     void *dev_a = NULL, *dev_b = NULL, *pin_a = NULL, *pin_b = NULL;
     char *pageable = NULL;
     cudaStream_t s1 = NULL, s2 = NULL;
@@ -148,11 +148,14 @@ static oc_status measure_bandwidth(oc_context *ctx, oc_device_info *g)
     CUDA_CHECK_GOTO(ctx, st, cudaMemset(dev_b, 0, bytes), cleanup);
     CUDA_CHECK_GOTO(ctx, st, cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking), cleanup);
     CUDA_CHECK_GOTO(ctx, st, cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking), cleanup);
-    OC_CHECK_GOTO(ctx, st, time_copy(ctx, dev_a, pageable, bytes, cudaMemcpyHostToDevice, s1, &g->h2d_pageable), cleanup);
-    OC_CHECK_GOTO(ctx, st, time_copy(ctx, pageable, dev_a, bytes, cudaMemcpyDeviceToHost, s1, &g->d2h_pageable), cleanup);
+    OC_CHECK_GOTO(ctx, st, time_copy(ctx, dev_a, pageable, bytes, cudaMemcpyHostToDevice, s1, &g->h2d_pageable),
+                  cleanup);
+    OC_CHECK_GOTO(ctx, st, time_copy(ctx, pageable, dev_a, bytes, cudaMemcpyDeviceToHost, s1, &g->d2h_pageable),
+                  cleanup);
     OC_CHECK_GOTO(ctx, st, time_copy(ctx, dev_a, pin_a, bytes, cudaMemcpyHostToDevice, s1, &g->h2d_pinned), cleanup);
     OC_CHECK_GOTO(ctx, st, time_copy(ctx, pin_a, dev_a, bytes, cudaMemcpyDeviceToHost, s1, &g->d2h_pinned), cleanup);
-    OC_CHECK_GOTO(ctx, st, time_bidirectional(ctx, dev_a, dev_b, pin_a, pin_b, bytes, s1, s2, &g->bidir_pinned), cleanup);
+    OC_CHECK_GOTO(ctx, st, time_bidirectional(ctx, dev_a, dev_b, pin_a, pin_b, bytes, s1, s2, &g->bidir_pinned),
+                  cleanup);
     g->bandwidth_bytes = (int64_t)bytes;
 cleanup:
     if (s2) cudaStreamDestroy(s2);

@@ -39,14 +39,14 @@
 #include "engine/cuda/device.h"
 
 typedef struct oc_engine_tile {
-    int64_t t;              /* the worker's count of tiles before this one (its position in the
+    int64_t t;               /* the worker's count of tiles before this one (its position in the
                              * plan's order when the worker runs alone) */
-    int64_t I, J;           /* panels */
-    int rows, cols;         /* rows of panel I and of panel J */
-    void *panel_a, *panel_b;/* their device rows (panel_b == panel_a on the diagonal of A·Aᵀ) */
-    void *out;              /* the tile's output slot */
+    int64_t I, J;            /* panels */
+    int rows, cols;          /* rows of panel I and of panel J */
+    void *panel_a, *panel_b; /* their device rows (panel_b == panel_a on the diagonal of A·Aᵀ) */
+    void *out;               /* the tile's output slot */
     int out_slot;
-    cudaStream_t stream;    /* the compute stream the tile runs on */
+    cudaStream_t stream; /* the compute stream the tile runs on */
     /* A tile split on K (oc_engine_window): the counts of words [0, k0) of its rows are in
      * `partial` (tile x tile int32, the plan's tile apart); compute adds those of [k0, end).
      * NULL: a whole tile. */
@@ -62,15 +62,15 @@ typedef struct oc_engine_block {
 } oc_engine_block;
 
 typedef struct oc_engine_job {
-    void *user;                      /* passed to every callback */
-    const oc_matrix *a, *b;          /* inputs; b == a for A·Aᵀ */
-    int symmetric;                   /* tiles with I <= J over A's panels only */
-    int two_streams;                 /* consecutive tiles may overlap on two compute streams */
-    int seeded_order;                /* the plan's seeded order (engine_plan.h) */
-    oc_dense_sink *dense;            /* where downloaded blocks go; NULL: nothing comes back */
-    int host_mirror;                 /* blocks are tiles of A·Aᵀ the sinks mirror on the host */
-    oc_gpu_mem_mode gpu_mem_mode;    /* grow or reserve the plan's device budget */
-    oc_progress_fn progress;         /* called between tiles, about ten times a second; may be NULL */
+    void *user;                   /* passed to every callback */
+    const oc_matrix *a, *b;       /* inputs; b == a for A·Aᵀ */
+    int symmetric;                /* tiles with I <= J over A's panels only */
+    int two_streams;              /* consecutive tiles may overlap on two compute streams */
+    int seeded_order;             /* the plan's seeded order (engine_plan.h) */
+    oc_dense_sink *dense;         /* where downloaded blocks go; NULL: nothing comes back */
+    int host_mirror;              /* blocks are tiles of A·Aᵀ the sinks mirror on the host */
+    oc_gpu_mem_mode gpu_mem_mode; /* grow or reserve the plan's device budget */
+    oc_progress_fn progress;      /* called between tiles, about ten times a second; may be NULL */
     void *progress_user;
     /* After a panel's rows were enqueued on `h2d` (the panel's extra bytes lie behind its
      * rows): e.g. the rows' popcounts. May be NULL. */
@@ -108,13 +108,13 @@ typedef struct oc_engine_job {
 typedef struct oc_engine_counts {
     int64_t tiles;
     int64_t bytes_h2d, bytes_d2h;
-    int64_t bytes_peer;         /* panels copied from another device (panel_exchange.h) */
+    int64_t bytes_peer; /* panels copied from another device (panel_exchange.h) */
     double bit_macs;
-    double upload_seconds;      /* host time staging panels */
-    double stage_wait_seconds;  /* of which waiting for a free upload slot */
-    double panel_wait_seconds;  /* the driving thread waiting for panels uploaded ahead (resident plans) */
-    double acquire_seconds;     /* waiting for a free download slot */
-    double run_seconds;         /* wall time of oc_engine_worker_run */
+    double upload_seconds;     /* host time staging panels */
+    double stage_wait_seconds; /* of which waiting for a free upload slot */
+    double panel_wait_seconds; /* the driving thread waiting for panels uploaded ahead (resident plans) */
+    double acquire_seconds;    /* waiting for a free download slot */
+    double run_seconds;        /* wall time of oc_engine_worker_run */
 } oc_engine_counts;
 
 typedef struct oc_engine_worker oc_engine_worker;

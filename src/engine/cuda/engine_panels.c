@@ -54,8 +54,8 @@ static void slice_words(const oc_engine_worker *w, const oc_matrix *m, int slice
 /* Words [w0, w1) of the panel's rows (a slice of K, or all of them) from the device that
  * uploaded them (panel_exchange.h), on `stream`: a slice is a column of the rows, copied as a
  * 2-D region. */
-static oc_status copy_panel(oc_engine_worker *w, const oc_panel_source *from, int slot, const oc_matrix *m, int64_t rows,
-                            int64_t w0, int64_t w1, cudaStream_t stream)
+static oc_status copy_panel(oc_engine_worker *w, const oc_panel_source *from, int slot, const oc_matrix *m,
+                            int64_t rows, int64_t w0, int64_t w1, cudaStream_t stream)
 {
     oc_context *ctx = w->ctx;
     const size_t pitch = (size_t)m->words_per_row * 8, width = (size_t)(w1 - w0) * 8;
@@ -63,7 +63,8 @@ static oc_status copy_panel(oc_engine_worker *w, const oc_panel_source *from, in
     const char *src = (const char *)from->ptr + w0 * 8;
     CUDA_CHECK(ctx, cudaStreamWaitEvent(stream, from->ready, 0));
     if (from->device == w->dev.index) {
-        CUDA_CHECK(ctx, cudaMemcpy2DAsync(dst, pitch, src, pitch, width, (size_t)rows, cudaMemcpyDeviceToDevice, stream));
+        CUDA_CHECK(ctx,
+                   cudaMemcpy2DAsync(dst, pitch, src, pitch, width, (size_t)rows, cudaMemcpyDeviceToDevice, stream));
     } else if (width == pitch) {
         CUDA_CHECK(ctx, cudaMemcpyPeerAsync(dst, w->dev.index, src, from->device, width * (size_t)rows, stream));
     } else {
@@ -124,11 +125,13 @@ static oc_status load_panel(oc_engine_worker *w, int side, int64_t index, int sl
     CUDA_CHECK(ctx, cudaStreamWaitEvent(w->dev.h2d, w->panel_free[2 * slot], 0));
     CUDA_CHECK(ctx, cudaStreamWaitEvent(w->dev.h2d, w->panel_free[2 * slot + 1], 0));
     oc_panel_source from;
-    int copy = w->exchange && oc_panel_exchange_claim(w->exchange, oc_tile_panel_key(side, index), &from) == OC_PANEL_COPY;
+    int copy =
+        w->exchange && oc_panel_exchange_claim(w->exchange, oc_tile_panel_key(side, index), &from) == OC_PANEL_COPY;
     return fill_slot(w, side, index, -1, slot, w->dev.h2d, copy ? &from : NULL);
 }
 
-static oc_status place_panel(oc_engine_worker *w, oc_panel_cache *cache, int side, int64_t index, int64_t keep, int *slot)
+static oc_status place_panel(oc_engine_worker *w, oc_panel_cache *cache, int side, int64_t index, int64_t keep,
+                             int *slot)
 {
     oc_context *ctx = w->ctx;
     int load;
@@ -217,7 +220,8 @@ static oc_status place_prestaged(oc_engine_worker *w, int64_t key, int nowait, i
                 return OC_OK;
             }
         }
-        OC_CHECK(ctx, fill_slot(w, (int)(panel % 2), panel / 2, slice, slot, w->peer, how == OC_PANEL_COPY ? &from : NULL));
+        OC_CHECK(ctx,
+                 fill_slot(w, (int)(panel % 2), panel / 2, slice, slot, w->peer, how == OC_PANEL_COPY ? &from : NULL));
     }
     *mark = 1;
     return OC_OK;
@@ -339,8 +343,8 @@ oc_status oc_engine_prefetch(oc_engine_worker *w, oc_panel_cache *cache, oc_tile
         if (!placed) return OC_OK;
     }
     if (w->prestage) return OC_OK;
-    for (int64_t ahead = tp->resident ? 3 : 1, issued = 0; *prefetched < t + ahead && oc_tile_source_has(src, *prefetched + 1);
-         ++*prefetched) {
+    for (int64_t ahead = tp->resident ? 3 : 1, issued = 0;
+         *prefetched < t + ahead && oc_tile_source_has(src, *prefetched + 1); ++*prefetched) {
         int64_t nI, nJ;
         oc_tile_source_tile(src, *prefetched + 1, &nI, &nJ);
         int na, nb, need = tile_uploads(cache, side_b, nI, nJ);

@@ -18,7 +18,7 @@ struct oc_prestage {
     pthread_mutex_t lock;
     pthread_cond_t changed;
     oc_prestage_ops ops;
-    oc_context *ctx;      /* for the one message of the thread's own (the uploads write theirs) */
+    oc_context *ctx; /* for the one message of the thread's own (the uploads write theirs) */
     int device;
     int64_t *keys, n;
     unsigned char *state; /* per key, under lock */

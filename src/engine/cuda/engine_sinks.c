@@ -78,12 +78,15 @@ oc_status oc_engine_sinks_open(oc_context *ctx, oc_pool *pool, const oc_engine_p
         st = oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the sinks' slot tables");
         goto cleanup;
     }
-    OC_CHECK_GOTO(ctx, st, oc_staging_create(ctx, pool, s->slots, plan->d2h_slot_bytes, alloc_bytes, "the pinned download ring",
-                                    NULL, &s->ring), cleanup);
+    OC_CHECK_GOTO(ctx, st,
+                  oc_staging_create(ctx, pool, s->slots, plan->d2h_slot_bytes, alloc_bytes, "the pinned download ring",
+                                    NULL, &s->ring),
+                  cleanup);
     /* Sinks sleep on these events rather than spin: a dozen spinning threads would take the
      * cores the copies need. No timing: they only order work. */
     for (int k = 0; k < s->slots; ++k)
-        CUDA_CHECK_GOTO(ctx, st, cudaEventCreateWithFlags(&s->ready[k], cudaEventDisableTiming | cudaEventBlockingSync), cleanup);
+        CUDA_CHECK_GOTO(ctx, st, cudaEventCreateWithFlags(&s->ready[k], cudaEventDisableTiming | cudaEventBlockingSync),
+                        cleanup);
     *out = s;
     return OC_OK;
 cleanup:

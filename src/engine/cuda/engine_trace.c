@@ -13,7 +13,7 @@
 struct oc_engine_trace {
     int64_t ntiles;
     cudaEvent_t begin;
-    cudaEvent_t *ev; /* 2 per tile: before and after its kernels */
+    cudaEvent_t *ev;         /* 2 per tile: before and after its kernels */
     unsigned char *recorded; /* per tile: its events were recorded (a worker of several runs some) */
 };
 
@@ -58,7 +58,8 @@ double oc_engine_trace_kernel_seconds(const oc_engine_trace *tr)
     double kernels = 0;
     for (int64_t i = 0; i < tr->ntiles; ++i) {
         float ms = 0;
-        if (tr->recorded[i] && cudaEventElapsedTime(&ms, tr->ev[2 * i], tr->ev[2 * i + 1]) == cudaSuccess) kernels += ms / 1e3;
+        if (tr->recorded[i] && cudaEventElapsedTime(&ms, tr->ev[2 * i], tr->ev[2 * i + 1]) == cudaSuccess)
+            kernels += ms / 1e3;
     }
     (void)cudaGetLastError();
     return kernels;

@@ -16,7 +16,7 @@
 
 struct oc_engine_upload {
     oc_staging_ring *ring;
-    cudaEvent_t *read_done;  /* per slot: recorded after the copy that read it */
+    cudaEvent_t *read_done; /* per slot: recorded after the copy that read it */
     int slots;
     int copy_threads;
     oc_workers *workers;
@@ -31,8 +31,8 @@ typedef struct piece {
     oc_context *ctx;
     const oc_matrix *m;
     int64_t row0, rows;
-    int64_t w0, w1;      /* a slice of K: words [w0, w1) of each row (w1 == 0: whole rows) */
-    _Atomic int failed;  /* a part's read failed (its message is on ctx) */
+    int64_t w0, w1;     /* a slice of K: words [w0, w1) of each row (w1 == 0: whole rows) */
+    _Atomic int failed; /* a part's read failed (its message is on ctx) */
 } piece;
 
 /* Part `part` of `parts` of a piece, with non-temporal stores through the dense sink's row
@@ -57,9 +57,9 @@ static void load_part(void *arg, int part, int parts)
     int64_t n = p->rows - r0 < per ? p->rows - r0 : per;
     oc_status st;
     if (p->w1 > 0)
-        st = oc_matrix_load_cols(p->ctx, p->m, p->row0 + r0, n, p->w0, p->w1, (uint64_t *)p->dst + r0 * (p->w1 - p->w0));
-    else
-        st = oc_matrix_load_rows(p->ctx, p->m, p->row0 + r0, n, (uint64_t *)p->dst + r0 * p->m->words_per_row);
+        st =
+            oc_matrix_load_cols(p->ctx, p->m, p->row0 + r0, n, p->w0, p->w1, (uint64_t *)p->dst + r0 * (p->w1 - p->w0));
+    else st = oc_matrix_load_rows(p->ctx, p->m, p->row0 + r0, n, (uint64_t *)p->dst + r0 * p->m->words_per_row);
     if (st != OC_OK) p->failed = 1;
 }
 
@@ -89,10 +89,14 @@ oc_status oc_engine_upload_open(oc_context *ctx, oc_pool *pool, const oc_engine_
     }
     /* The driving thread sleeps on these rather than spin beside the copy threads. */
     for (int k = 0; k < u->slots; ++k)
-        CUDA_CHECK_GOTO(ctx, st, cudaEventCreateWithFlags(&u->read_done[k], cudaEventDisableTiming | cudaEventBlockingSync), cleanup);
+        CUDA_CHECK_GOTO(ctx, st,
+                        cudaEventCreateWithFlags(&u->read_done[k], cudaEventDisableTiming | cudaEventBlockingSync),
+                        cleanup);
     oc_staging_ops ops = {.user = u, .wait_reusable = wait_read_done};
-    OC_CHECK_GOTO(ctx, st, oc_staging_create(ctx, pool, u->slots, plan->h2d_slot_bytes, alloc_bytes, "the pinned upload ring",
-                                    &ops, &u->ring), cleanup);
+    OC_CHECK_GOTO(ctx, st,
+                  oc_staging_create(ctx, pool, u->slots, plan->h2d_slot_bytes, alloc_bytes, "the pinned upload ring",
+                                    &ops, &u->ring),
+                  cleanup);
     *out = u;
     return OC_OK;
 cleanup:
@@ -104,20 +108,23 @@ oc_status oc_engine_upload_rows(oc_context *ctx, oc_engine_upload *u, const oc_m
                                 int64_t w0, int64_t w1, void *dst, cudaStream_t h2d, double *seconds, double *waited)
 {
     double t0 = oc_now();
-    const int64_t pitch = m->words_per_row * 8, width = (w1 - w0) * 8, per_slot = oc_staging_slot_bytes(u->ring) / width;
+    const int64_t pitch = m->words_per_row * 8, width = (w1 - w0) * 8,
+                  per_slot = oc_staging_slot_bytes(u->ring) / width;
     const int whole = width == pitch;
     if (per_slot < 1)
-        return oc_fail(ctx, OC_ERR_INTERNAL, "a %lld-byte slice of a row does not fit an upload slot", (long long)width);
+        return oc_fail(ctx, OC_ERR_INTERNAL, "a %lld-byte slice of a row does not fit an upload slot",
+                       (long long)width);
     /* A matrix left in its file (matrix/matrix.h) is read straight into the pinned slots; whole
      * rows of one in memory are copied as one run of bytes. */
-    const unsigned char *src = whole && oc_matrix_resident(m) ? (const unsigned char *)(m->bits + row0 * m->words_per_row) : NULL;
+    const unsigned char *src =
+        whole && oc_matrix_resident(m) ? (const unsigned char *)(m->bits + row0 * m->words_per_row) : NULL;
     for (int64_t r = 0; r < rows; r += per_slot) {
         const int64_t n = rows - r < per_slot ? rows - r : per_slot, len = n * width;
         int k;
         OC_CHECK(ctx, oc_staging_acquire(ctx, u->ring, &k, waited));
         unsigned char *pin = oc_staging_slot(u->ring, k);
-        piece p = {.dst = pin, .bytes = len, .ctx = ctx, .m = m, .row0 = row0 + r, .rows = n, .w0 = w0,
-                   .w1 = whole ? 0 : w1};
+        piece p = {
+            .dst = pin, .bytes = len, .ctx = ctx, .m = m, .row0 = row0 + r, .rows = n, .w0 = w0, .w1 = whole ? 0 : w1};
         /* Small pieces are not worth waking the pool for. */
         int parts = len < (1 << 20) ? 1 : u->copy_threads;
         if (src) {

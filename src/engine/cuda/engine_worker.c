@@ -84,7 +84,7 @@ static oc_status window_counts(oc_engine_worker *w, int64_t t, int32_t **counts)
         double t0 = oc_now();
         char *piece;
         OC_CHECK(ctx, oc_pool_alloc(ctx, w->dev.pool, w->partial_stride * (size_t)n, "the counts of tiles split on K",
-                               (void **)&piece));
+                                    (void **)&piece));
         place_counts(w, t, n, piece);
         w->partial_seconds += oc_now() - t0;
     }
@@ -138,7 +138,7 @@ oc_status oc_engine_worker_setup(oc_engine_worker *w, const oc_engine_plan *plan
     double t = oc_now();
     oc_mem_ops ops = oc_cuda_mem_ops(ctx);
     OC_CHECK(ctx, oc_pool_create(ctx, &ops, w->dev.index, plan->device_budget, job->gpu_mem_mode, plan->host_budget,
-                            &w->dev.pool));
+                                 &w->dev.pool));
     w->ready = 1;
 
     int ns = tp->panel_slots, no = tp->out_slots;
@@ -164,7 +164,8 @@ oc_status oc_engine_worker_setup(oc_engine_worker *w, const oc_engine_plan *plan
         first_counts = counts_piece_tiles(w, 0);
     }
     char *panels = NULL, *outs = NULL;
-    OC_CHECK(ctx, oc_pool_alloc(ctx, w->dev.pool, panel_stride * (size_t)ns + w->partial_stride * (size_t)first_counts,
+    OC_CHECK(ctx,
+             oc_pool_alloc(ctx, w->dev.pool, panel_stride * (size_t)ns + w->partial_stride * (size_t)first_counts,
                            first_counts ? "the row panels and the first counts of tiles split on K" : "the row panels",
                            (void **)&panels));
     OC_CHECK(ctx, oc_pool_alloc(ctx, w->dev.pool, out_stride * (size_t)no, "the output tiles", (void **)&outs));
@@ -203,8 +204,8 @@ oc_status oc_engine_worker_setup(oc_engine_worker *w, const oc_engine_plan *plan
     oc_trace_phase(&t, who, "upload ring");
     if (job->dense && plan->d2h_slots > 0) {
         size_t d2h_bytes = ring_bytes(ctx, d2h_need, plan->host_budget - (int64_t)h2d_bytes);
-        OC_CHECK(ctx, oc_engine_sinks_open(ctx, w->dev.pool, plan, d2h_bytes, w->dev.index, job->dense, job->host_mirror,
-                                      pool_threads, &w->sinks));
+        OC_CHECK(ctx, oc_engine_sinks_open(ctx, w->dev.pool, plan, d2h_bytes, w->dev.index, job->dense,
+                                           job->host_mirror, pool_threads, &w->sinks));
         oc_trace_phase(&t, who, "sinks");
     }
     /* Its share of the exchange's panels goes up from now on: set up first, a part's selection
@@ -235,8 +236,9 @@ static oc_status download_tile(oc_engine_worker *w, const oc_engine_tile *t)
     size_t pitch = (size_t)(w->plan.tiles.tile * (int64_t)w->job.dense->elem_size);
     CUDA_CHECK(ctx, cudaStreamWaitEvent(w->dev.d2h, w->out_done[t->out_slot], 0));
     for (int b = 0; b < nblocks; ++b)
-        OC_CHECK(ctx, oc_engine_sinks_download(ctx, w->sinks, blocks[b].src, pitch, blocks[b].i0, blocks[b].j0, blocks[b].rows,
-                                          blocks[b].cols, w->dev.d2h, &w->counts.bytes_d2h, &w->counts.acquire_seconds));
+        OC_CHECK(ctx, oc_engine_sinks_download(ctx, w->sinks, blocks[b].src, pitch, blocks[b].i0, blocks[b].j0,
+                                               blocks[b].rows, blocks[b].cols, w->dev.d2h, &w->counts.bytes_d2h,
+                                               &w->counts.acquire_seconds));
     CUDA_CHECK(ctx, cudaEventRecord(w->out_free[t->out_slot], w->dev.d2h));
     return OC_OK;
 }
@@ -251,17 +253,24 @@ static oc_status compute_tile(oc_engine_worker *w, oc_panel_cache *cache, int64_
     const oc_tile_plan *tp = &w->plan.tiles;
     int sa, sb;
     if (w->fail_at == t + 1)
-        return oc_fail(ctx, OC_ERR_DEVICE, "cuda:%d: injected launch failure at tile %lld (OUTCORE_FAULT_DEVICE)", w->dev.index,
-                       (long long)(t + 1));
+        return oc_fail(ctx, OC_ERR_DEVICE, "cuda:%d: injected launch failure at tile %lld (OUTCORE_FAULT_DEVICE)",
+                       w->dev.index, (long long)(t + 1));
     OC_CHECK(ctx, oc_engine_place_tile(w, cache, I, J, &sa, &sb));
     int o = (int)(t % tp->out_slots), c = (int)(t % w->streams);
     cudaStream_t stream = c ? w->dev.compute2 : w->dev.compute;
     CUDA_CHECK(ctx, cudaStreamWaitEvent(stream, w->panel_loaded[sa], 0));
     CUDA_CHECK(ctx, cudaStreamWaitEvent(stream, w->panel_loaded[sb], 0));
     CUDA_CHECK(ctx, cudaStreamWaitEvent(stream, w->out_free[o], 0));
-    *tile = (oc_engine_tile){.t = t, .I = I, .J = J, .rows = (int)oc_tile_panel_rows(tp, w->job.a->rows, I),
-                             .cols = (int)oc_tile_panel_rows(tp, w->job.b->rows, J), .panel_a = w->panel[sa],
-                             .panel_b = w->panel[sb], .out = w->out[o], .out_slot = o, .stream = stream};
+    *tile = (oc_engine_tile){.t = t,
+                             .I = I,
+                             .J = J,
+                             .rows = (int)oc_tile_panel_rows(tp, w->job.a->rows, I),
+                             .cols = (int)oc_tile_panel_rows(tp, w->job.b->rows, J),
+                             .panel_a = w->panel[sa],
+                             .panel_b = w->panel[sb],
+                             .out = w->out[o],
+                             .out_slot = o,
+                             .stream = stream};
     if (t < w->windowed) { /* the last slice of a window tile (run_window) */
         OC_CHECK(ctx, window_counts(w, t, &tile->partial));
         tile->k0 = w->window->bounds[w->window->slices - 1];
@@ -298,9 +307,16 @@ static oc_status run_window(oc_engine_worker *w, oc_tile_source *src)
             cudaStream_t stream = t % w->streams ? w->dev.compute2 : w->dev.compute;
             CUDA_CHECK(ctx, cudaStreamWaitEvent(stream, w->slice_loaded[sa * win->slices + s], 0));
             CUDA_CHECK(ctx, cudaStreamWaitEvent(stream, w->slice_loaded[sb * win->slices + s], 0));
-            oc_engine_tile tile = {.t = t, .I = I, .J = J, .rows = (int)oc_tile_panel_rows(tp, w->job.a->rows, I),
-                                   .cols = (int)oc_tile_panel_rows(tp, w->job.b->rows, J), .panel_a = w->panel[sa],
-                                   .panel_b = w->panel[sb], .out_slot = -1, .stream = stream, .k0 = win->bounds[s]};
+            oc_engine_tile tile = {.t = t,
+                                   .I = I,
+                                   .J = J,
+                                   .rows = (int)oc_tile_panel_rows(tp, w->job.a->rows, I),
+                                   .cols = (int)oc_tile_panel_rows(tp, w->job.b->rows, J),
+                                   .panel_a = w->panel[sa],
+                                   .panel_b = w->panel[sb],
+                                   .out_slot = -1,
+                                   .stream = stream,
+                                   .k0 = win->bounds[s]};
             OC_CHECK(ctx, window_counts(w, t, &tile.partial));
             const int64_t traced = tp->ntiles + s * w->windowed + t;
             if (w->trace) OC_CHECK(ctx, oc_engine_trace_tile_begin(ctx, w->trace, traced, stream));
@@ -406,8 +422,8 @@ oc_status oc_engine_worker_run(oc_engine_worker *w)
     oc_panel_cache cache = {0};
     int64_t *delivered = NULL; /* a resumable job's tiles since its checkpoint */
     int64_t maxp = tp->panels_a > tp->panels_b ? tp->panels_a : tp->panels_b;
-    oc_tile_source src = {.order = w->shared_order, .queue = w->queue, .index = w->queue_index,
-                          .base = w->window ? w->window->tiles : 0};
+    oc_tile_source src = {
+        .order = w->shared_order, .queue = w->queue, .index = w->queue_index, .base = w->window ? w->window->tiles : 0};
     int64_t *own = NULL;
     if (w->queue) {
         src.mine = own = malloc((size_t)(tp->ntiles ? tp->ntiles : 1) * sizeof *own);
@@ -431,7 +447,8 @@ oc_status oc_engine_worker_run(oc_engine_worker *w)
         }
     }
     if (tp->resident && !w->prestage_started)
-        OC_CHECK_GOTO(ctx, st, oc_engine_prestage_begin(w, w->queue ? w->shared_order : src.order, tp->ntiles), cleanup);
+        OC_CHECK_GOTO(ctx, st, oc_engine_prestage_begin(w, w->queue ? w->shared_order : src.order, tp->ntiles),
+                      cleanup);
     if (w->windowed > 0) OC_CHECK_GOTO(ctx, st, run_window(w, &src), cleanup);
     if (w->job.prepare) OC_CHECK_GOTO(ctx, st, w->job.prepare(w->job.user), cleanup);
     OC_CHECK_GOTO(ctx, st, run_tiles(w, &cache, &src, delivered), cleanup);
@@ -462,15 +479,16 @@ void oc_engine_worker_trace(const oc_engine_worker *w)
             (long long)tp->panel_loads, tp->kernel_seconds, tp->cost_seconds, oc_engine_trace_kernel_seconds(w->trace),
             w->streams, w->streams > 1 ? "s" : "", w->counts.upload_seconds, w->plan.copy_threads,
             w->counts.stage_wait_seconds, w->counts.bytes_h2d / 1e9, w->counts.bytes_peer / 1e9,
-            tp->resident ? "uploaded ahead on their own thread;" : "on the driving thread;", w->counts.panel_wait_seconds, w->plan.sinks,
-            w->plan.d2h_slots, w->plan.d2h_slot_bytes / 1048576.0,
+            tp->resident ? "uploaded ahead on their own thread;" : "on the driving thread;",
+            w->counts.panel_wait_seconds, w->plan.sinks, w->plan.d2h_slots, w->plan.d2h_slot_bytes / 1048576.0,
             w->counts.acquire_seconds);
     oc_engine_trace_busy(w->trace);
     if (w->windowed > 0)
-        fprintf(stderr,
-                "outcore cuda: split on K: %lld window tiles, their counts in %d pieces (the first with the panels), the "
-                "others allocated in %.4f s\n",
-                (long long)w->windowed, w->partial_pieces, w->partial_seconds);
+        fprintf(
+            stderr,
+            "outcore cuda: split on K: %lld window tiles, their counts in %d pieces (the first with the panels), the "
+            "others allocated in %.4f s\n",
+            (long long)w->windowed, w->partial_pieces, w->partial_seconds);
 }
 
 void oc_engine_worker_quiesce(oc_engine_worker *w)

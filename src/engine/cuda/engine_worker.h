@@ -24,19 +24,19 @@ struct oc_engine_worker {
     oc_cuda_device dev;
     oc_engine_plan plan;
     oc_engine_job job;
-    int streams;                 /* compute streams the tiles alternate between */
+    int streams; /* compute streams the tiles alternate between */
     void **panel, **out;
     cudaEvent_t *panel_loaded, *panel_free, *out_done, *out_free;
     oc_engine_upload *upload;
     oc_engine_sinks *sinks;
     oc_engine_counts counts;
-    oc_engine_trace *trace;      /* OUTCORE_TRACE only */
-    int ready;                   /* setup completed: the tables below have their sizes */
+    oc_engine_trace *trace; /* OUTCORE_TRACE only */
+    int ready;              /* setup completed: the tables below have their sizes */
     /* several devices: the shared order and queue, and this worker's index in it */
     const int64_t *shared_order;
     oc_scheduler *queue;
     int queue_index;
-    int64_t fail_at;             /* fault injection: this tile (from 1) fails */
+    int64_t fail_at;                  /* fault injection: this tile (from 1) fails */
     cudaEvent_t pace[OC_ENGINE_PACE]; /* several workers: the last tiles' completions (run_tiles) */
     int npace;
     oc_panel_exchange *exchange; /* several devices, resident panels: panels crossing once */
@@ -45,7 +45,7 @@ struct oc_engine_worker {
      * `peer`; `placed` marks the slots whose panel is here or on its way. The upload ring is
      * used by one thread at a time (upload_lock), which also guards the upload counts. */
     oc_prestage *prestage;
-    int prestage_started;        /* its panels of the exchange are its thread's to upload or give up */
+    int prestage_started; /* its panels of the exchange are its thread's to upload or give up */
     cudaStream_t peer;
     unsigned char *placed;
     pthread_mutex_t upload_lock;
@@ -68,12 +68,12 @@ struct oc_engine_worker {
  * for a worker alone, else the groups it claimed from the queue so far (claimed when the
  * loop or the prefetch first looks past the last one). */
 typedef struct oc_tile_source {
-    const int64_t *order;        /* pairs (I, J) */
-    int64_t *mine;               /* positions in order; NULL: every tile, in order */
-    int64_t count;               /* tiles known so far */
+    const int64_t *order; /* pairs (I, J) */
+    int64_t *mine;        /* positions in order; NULL: every tile, in order */
+    int64_t count;        /* tiles known so far */
     oc_scheduler *queue;
     int index;
-    int64_t base;                /* the queue's tile 0 is the order's tile base */
+    int64_t base; /* the queue's tile 0 is the order's tile base */
 } oc_tile_source;
 
 /* Whether the worker has a k-th tile (claiming groups as needed). */

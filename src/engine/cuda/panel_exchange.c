@@ -22,7 +22,7 @@ struct oc_panel_exchange {
     pthread_cond_t published;
     int64_t keys;
     panel_entry *entry;
-    int64_t *need;      /* oc_panel_exchange_assign's keys in need order, and their owners */
+    int64_t *need; /* oc_panel_exchange_assign's keys in need order, and their owners */
     int *owner;
     int64_t nneed;
 };
@@ -68,7 +68,8 @@ oc_status oc_panel_exchange_assign(oc_context *ctx, oc_panel_exchange *x, const 
 {
     x->need = malloc((size_t)(n > 0 ? n : 1) * sizeof *x->need);
     x->owner = malloc((size_t)(n > 0 ? n : 1) * sizeof *x->owner);
-    if (!x->need || !x->owner) return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the panels' owners (%lld)", (long long)n);
+    if (!x->need || !x->owner)
+        return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the panels' owners (%lld)", (long long)n);
     for (int64_t i = 0; i < n; ++i) {
         x->need[i] = keys[i];
         x->owner[i] = (int)(i % devices);
@@ -90,7 +91,8 @@ void oc_panel_exchange_abandon(oc_panel_exchange *x, int device)
 {
     pthread_mutex_lock(&x->lock);
     for (int64_t i = 0; i < x->nneed; ++i)
-        if (x->owner[i] == device && x->entry[x->need[i]].state == PANEL_UPLOADING) x->entry[x->need[i]].state = PANEL_NONE;
+        if (x->owner[i] == device && x->entry[x->need[i]].state == PANEL_UPLOADING)
+            x->entry[x->need[i]].state = PANEL_NONE;
     pthread_cond_broadcast(&x->published);
     pthread_mutex_unlock(&x->lock);
 }

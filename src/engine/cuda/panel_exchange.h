@@ -38,9 +38,9 @@
 typedef struct oc_panel_exchange oc_panel_exchange;
 
 typedef struct oc_panel_source {
-    const void *ptr;       /* the panel in the owner's device memory */
-    int device;            /* the owner's CUDA device */
-    cudaEvent_t ready;     /* recorded after the owner's upload (on the owner's device) */
+    const void *ptr;   /* the panel in the owner's device memory */
+    int device;        /* the owner's CUDA device */
+    cudaEvent_t ready; /* recorded after the owner's upload (on the owner's device) */
 } oc_panel_source;
 
 enum { OC_PANEL_UPLOAD = 1, OC_PANEL_COPY = 2 };

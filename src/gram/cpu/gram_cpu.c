@@ -46,32 +46,32 @@
 #include "gram/cpu/kernels/kernel.h"
 #include "gram/cpu/gram_cpu.h"
 
-#define TILE_DEFAULT 240      /* a multiple of every ISA's MR and NR (4 x 6, 2 x 3, 4 x 4) */
-#define TILE_MIN_AUTO 24      /* the planner does not shrink tiles below this for balance */
-#define K_BLOCK_WORDS 512     /* see the top comment; kernel.h needs K_BLOCK_WORDS * 64 < 2^32 */
-#define TASKS_PER_THREAD 4    /* enough tiles for dynamic scheduling to even out the threads */
+#define TILE_DEFAULT 240   /* a multiple of every ISA's MR and NR (4 x 6, 2 x 3, 4 x 4) */
+#define TILE_MIN_AUTO 24   /* the planner does not shrink tiles below this for balance */
+#define K_BLOCK_WORDS 512  /* see the top comment; kernel.h needs K_BLOCK_WORDS * 64 < 2^32 */
+#define TASKS_PER_THREAD 4 /* enough tiles for dynamic scheduling to even out the threads */
 
 _Static_assert(K_BLOCK_WORDS % OC_KERNEL_K_WORDS == 0 && K_BLOCK_WORDS * 64ull < (1ull << 32),
                "kernel.h: kw is a multiple of 8 words and one call's counts fit 32 bits");
 
 typedef struct cpu_worker {
-    uint32_t *acc;          /* T x T accumulator, row stride T */
-    void *out;              /* T x T converted tile (NULL when counts go out as they are) */
-    double bit_macs;        /* what this worker's kernel calls did */
-    char pad[64];           /* keeps workers' counters on separate cache lines */
+    uint32_t *acc;   /* T x T accumulator, row stride T */
+    void *out;       /* T x T converted tile (NULL when counts go out as they are) */
+    double bit_macs; /* what this worker's kernel calls did */
+    char pad[64];    /* keeps workers' counters on separate cache lines */
 } cpu_worker;
 
 typedef struct cpu_job {
     const oc_gram_job *job;
-    const uint64_t *a_rows;  /* rows a_row0.. of A: a resident matrix's bits or a panel */
-    const uint64_t *b_rows;  /* likewise for B */
+    const uint64_t *a_rows; /* rows a_row0.. of A: a resident matrix's bits or a panel */
+    const uint64_t *b_rows; /* likewise for B */
     int64_t a_row0, b_row0;
-    int64_t task_base;      /* threshold jobs run in groups of row blocks: the group's first task */
+    int64_t task_base; /* threshold jobs run in groups of row blocks: the group's first task */
     const oc_cpu_kernel *kernel;
-    oc_epilogue_kind epilogue;  /* used when the result is not the int32 counts themselves */
-    int64_t tile;           /* T */
-    int64_t tiles_j;        /* tiles along p */
-    int32_t *task_tiles;    /* (I, J) per task */
+    oc_epilogue_kind epilogue; /* used when the result is not the int32 counts themselves */
+    int64_t tile;              /* T */
+    int64_t tiles_j;           /* tiles along p */
+    int32_t *task_tiles;       /* (I, J) per task */
     cpu_worker *workers;
 } cpu_job;
 
@@ -108,11 +108,16 @@ static int64_t choose_tile(const oc_gram_job *job, int threads)
 oc_epilogue_kind oc_cpu_epilogue_kind(const oc_gram_job *job)
 {
     switch (job->metric) {
-    case OC_METRIC_COUNTS: break; /* uint16; int32 counts are the accumulator itself */
-    case OC_METRIC_JACCARD: return OC_EPILOGUE_JACCARD;
-    case OC_METRIC_COSINE: return OC_EPILOGUE_COSINE;
-    case OC_METRIC_HAMMING: return job->dtype == OC_DTYPE_UINT16 ? OC_EPILOGUE_HAMMING_U16 : OC_EPILOGUE_HAMMING_I32;
-    case OC_METRIC_COUNT: break; /* not a metric: oc_gram checked the job's */
+    case OC_METRIC_COUNTS:
+        break; /* uint16; int32 counts are the accumulator itself */
+    case OC_METRIC_JACCARD:
+        return OC_EPILOGUE_JACCARD;
+    case OC_METRIC_COSINE:
+        return OC_EPILOGUE_COSINE;
+    case OC_METRIC_HAMMING:
+        return job->dtype == OC_DTYPE_UINT16 ? OC_EPILOGUE_HAMMING_U16 : OC_EPILOGUE_HAMMING_I32;
+    case OC_METRIC_COUNT:
+        break; /* not a metric: oc_gram checked the job's */
     }
     return OC_EPILOGUE_COUNTS_U16;
 }
@@ -220,8 +225,8 @@ static oc_status run_range(oc_context *ctx, cpu_job *cj, int threads, int64_t fi
     const int64_t group = oc_resume_group_tiles(job->resume, threads);
     const int pairs = job->select && oc_select_get_mode(job->select) == OC_SELECT_PAIRS;
     for (int64_t done = 0; done < count; done += group) {
-        oc_status st = run_range_once(ctx, cj, threads, first + done, count - done < group ? count - done : group,
-                                      weights, gp);
+        oc_status st =
+            run_range_once(ctx, cj, threads, first + done, count - done < group ? count - done : group, weights, gp);
         /* Cancelled (Ctrl-C): every tile that finished goes on record before the job stops. */
         if (st == OC_ERR_CANCELLED && !pairs) (void)oc_resume_checkpoint(ctx, job->resume, job, 1);
         if (st != OC_OK) return st;
@@ -312,11 +317,10 @@ static oc_status cpu_gram(oc_gram_job *job)
     oc_cpu_panel_plan pp = {0};
 
     /* The kernels accumulate in uint32, and int32 results must hold every count. */
-    if (job->m > (int64_t)UINT32_MAX ||
-        (job->dtype == OC_DTYPE_INT32 && job->m > INT32_MAX))
-        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s has %lld columns: the CPU backend counts at most %lld (%s results)",
-                       job->a->name, (long long)job->m,
-                       job->dtype == OC_DTYPE_INT32 ? (long long)INT32_MAX : (long long)UINT32_MAX,
+    if (job->m > (int64_t)UINT32_MAX || (job->dtype == OC_DTYPE_INT32 && job->m > INT32_MAX))
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                       "%s has %lld columns: the CPU backend counts at most %lld (%s results)", job->a->name,
+                       (long long)job->m, job->dtype == OC_DTYPE_INT32 ? (long long)INT32_MAX : (long long)UINT32_MAX,
                        oc_dtype_name(job->dtype));
 
     cj.tile = choose_tile(job, threads);
@@ -328,8 +332,8 @@ static oc_status cpu_gram(oc_gram_job *job)
     int64_t tile_elems;
     if (!oc_mul_i64(t, t, &tile_elems) || tile_elems > INT64_MAX / 8 || t > INT32_MAX || tiles_i > INT32_MAX ||
         cj.tiles_j > INT32_MAX)
-        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "tile edge %lld does not fit this job (too large, or too many tiles)",
-                       (long long)t);
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                       "tile edge %lld does not fit this job (too large, or too many tiles)", (long long)t);
     OC_CHECK(ctx, oc_cpu_plan_panels(ctx, job, t, &pp));
     const int64_t npairs = job->symmetric ? pp.a_count * (pp.a_count + 1) / 2 : pp.a_count * pp.b_count;
     cj.task_tiles = malloc((size_t)ntasks * 2 * sizeof *cj.task_tiles);
@@ -415,16 +419,16 @@ static oc_status cpu_plan(oc_gram_job *job, int json, char **out)
         oc_text_printf(&text, "plan for cpu (%s kernels)\n  tiles    %lld x %lld rows: %lld tiles%s\n", isa,
                        (long long)t, (long long)t, (long long)tasks, job->symmetric ? " (upper triangle)" : "");
         if (pp.a_file || pp.b_file)
-            oc_text_printf(&text, "  host     budget %.1f MiB: inputs read from their files in panels of %lld (A) and %lld "
-                                  "(B) rows, %lld x %lld panels, %.1f MiB of panel buffers\n",
+            oc_text_printf(&text,
+                           "  host     budget %.1f MiB: inputs read from their files in panels of %lld (A) and %lld "
+                           "(B) rows, %lld x %lld panels, %.1f MiB of panel buffers\n",
                            (double)job->host_budget / 1048576.0, (long long)pp.a_rows, (long long)pp.b_rows,
                            (long long)pp.a_count, (long long)pp.b_count, (double)(pp.a_bytes + pp.b_bytes) / 1048576.0);
         else
-            oc_text_printf(&text, "  host     budget %.1f MiB: the inputs are in memory\n", (double)job->host_budget / 1048576.0);
-        if (threads < asked)
-            oc_text_printf(&text, "  threads  %d workers (one per tile: %d asked)\n", threads, asked);
-        else
-            oc_text_printf(&text, "  threads  %d workers\n", threads);
+            oc_text_printf(&text, "  host     budget %.1f MiB: the inputs are in memory\n",
+                           (double)job->host_budget / 1048576.0);
+        if (threads < asked) oc_text_printf(&text, "  threads  %d workers (one per tile: %d asked)\n", threads, asked);
+        else oc_text_printf(&text, "  threads  %d workers\n", threads);
     }
     return oc_text_finish(ctx, &text, out);
 }

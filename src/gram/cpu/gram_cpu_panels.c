@@ -12,8 +12,8 @@ oc_status oc_cpu_plan_panels(oc_context *ctx, const oc_gram_job *job, int64_t t,
     /* Lists inputs are packed by oc_gram before the backend runs (matrix.h): resident here. */
     pp->a_file = oc_matrix_file_backed(job->a);
     pp->b_file = !job->symmetric && oc_matrix_file_backed(job->b);
-    int64_t resident = (pp->a_file ? 0 : job->a->rows * row_bytes) +
-                       (job->symmetric || pp->b_file ? 0 : job->b->rows * row_bytes);
+    int64_t resident =
+        (pp->a_file ? 0 : job->a->rows * row_bytes) + (job->symmetric || pp->b_file ? 0 : job->b->rows * row_bytes);
     int64_t panels = job->symmetric ? 2 * pp->a_file : pp->a_file + pp->b_file;
     int64_t rows = job->n > job->p ? job->n : job->p;
     if (panels > 0) {

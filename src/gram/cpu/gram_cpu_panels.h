@@ -15,10 +15,10 @@
 #include "gram/gram_job.h"
 
 typedef struct oc_cpu_panel_plan {
-    int64_t a_rows, b_rows;      /* rows per panel */
-    int64_t a_count, b_count;    /* panels along n and along p */
-    int a_file, b_file;          /* the input is file-backed: its panels are loaded */
-    int64_t a_bytes, b_bytes;    /* the panel buffers */
+    int64_t a_rows, b_rows;   /* rows per panel */
+    int64_t a_count, b_count; /* panels along n and along p */
+    int a_file, b_file;       /* the input is file-backed: its panels are loaded */
+    int64_t a_bytes, b_bytes; /* the panel buffers */
 } oc_cpu_panel_plan;
 
 /* Plans the panels of job for tile edge t. Fails with OC_ERR_NO_MEMORY, saying what the

@@ -43,10 +43,13 @@ extern "C" {
 
 namespace {
 
-constexpr int CHUNKS = KW / 2;       /* 16-byte chunks per row and stage */
+constexpr int CHUNKS = KW / 2;                  /* 16-byte chunks per row and stage */
 constexpr int ROWS_PER_PASS = THREADS / CHUNKS; /* rows one pass of cp.async covers: 32 */
 
-__device__ __forceinline__ uint32_t swizzle(int row, int chunk) { return (uint32_t)(row * ROW_BYTES + ((chunk ^ (row & 7)) << 4)); }
+__device__ __forceinline__ uint32_t swizzle(int row, int chunk)
+{
+    return (uint32_t)(row * ROW_BYTES + ((chunk ^ (row & 7)) << 4));
+}
 
 __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr)
 {
@@ -64,7 +67,8 @@ __device__ __forceinline__ void mma_b1(int (&c)[4], const uint32_t (&a)[4], uint
 }
 
 /* Output block `block` of the tile (in the order of the grouped rasterisation). */
-template <int STAGES, int SEL> __device__ __forceinline__ void gram_b1_block(const oc_gram_tile &t, int block, unsigned char *smem)
+template <int STAGES, int SEL>
+__device__ __forceinline__ void gram_b1_block(const oc_gram_tile &t, int block, unsigned char *smem)
 {
     int bm, bn;
     if (!b1_block_coords(t, block, bm, bn)) return;
@@ -183,14 +187,16 @@ template <int STAGES, int SEL> __global__ void __launch_bounds__(THREADS, 1) gra
 
 /* Checks the configuration with the launch planner and launches one instance. */
 template <int STAGES, int SEL>
-oc_status launch_b1(oc_context *ctx, oc_cuda_device *dev, const oc_gram_tile *tile, long long blocks, cudaStream_t stream)
+oc_status launch_b1(oc_context *ctx, oc_cuda_device *dev, const oc_gram_tile *tile, long long blocks,
+                    cudaStream_t stream)
 {
     static const char *const names[4][2] = {{"gram_b1_kernel<3>", "gram_b1_kernel<4>"},
                                             {"gram_b1_kernel<3, topk>", "gram_b1_kernel<4, topk>"},
                                             {"gram_b1_kernel<3, pairs>", "gram_b1_kernel<4, pairs>"},
                                             {"gram_b1_kernel<3, topk int>", "gram_b1_kernel<4, topk int>"}};
     const char *name = names[SEL][STAGES == 4];
-    OC_CHECK(ctx, oc_cuda_launch_prepare(ctx, dev, (const void *)gram_b1_kernel<STAGES, SEL>, name, THREADS, STAGES * STAGE_BYTES));
+    OC_CHECK(ctx, oc_cuda_launch_prepare(ctx, dev, (const void *)gram_b1_kernel<STAGES, SEL>, name, THREADS,
+                                         STAGES * STAGE_BYTES));
     const long long grid = tile->run_if && blocks > dev->sm_count ? dev->sm_count : blocks;
     gram_b1_kernel<STAGES, SEL><<<(unsigned)grid, THREADS, STAGES * STAGE_BYTES, stream>>>(*tile);
     CUDA_CHECK_LAUNCH(ctx, "gram_b1_kernel");
@@ -198,15 +204,18 @@ oc_status launch_b1(oc_context *ctx, oc_cuda_device *dev, const oc_gram_tile *ti
 }
 
 template <int STAGES>
-oc_status launch_b1_mode(oc_context *ctx, oc_cuda_device *dev, const oc_gram_tile *tile, long long blocks, cudaStream_t stream)
+oc_status launch_b1_mode(oc_context *ctx, oc_cuda_device *dev, const oc_gram_tile *tile, long long blocks,
+                         cudaStream_t stream)
 {
     switch (tile->select) {
     case OC_TILE_TOPK:
         if (!oc_gram_metric_is_float(tile->metric))
             return launch_b1<STAGES, SEL_TOPK_INT>(ctx, dev, tile, blocks, stream);
         return launch_b1<STAGES, OC_TILE_TOPK>(ctx, dev, tile, blocks, stream);
-    case OC_TILE_PAIRS: return launch_b1<STAGES, OC_TILE_PAIRS>(ctx, dev, tile, blocks, stream);
-    default: return launch_b1<STAGES, OC_TILE_DENSE>(ctx, dev, tile, blocks, stream);
+    case OC_TILE_PAIRS:
+        return launch_b1<STAGES, OC_TILE_PAIRS>(ctx, dev, tile, blocks, stream);
+    default:
+        return launch_b1<STAGES, OC_TILE_DENSE>(ctx, dev, tile, blocks, stream);
     }
 }
 
@@ -216,13 +225,14 @@ extern "C" oc_status oc_cuda_gram_b1(oc_context *ctx, oc_cuda_device *dev, const
                                      cudaStream_t stream, double *bit_macs)
 {
     if (dev->cc < 80)
-        return oc_fail(ctx, OC_ERR_UNSUPPORTED, "cuda:%d (%s, sm_%d) has no 1-bit tensor-core MMA (needs sm_80 or later)",
-                       dev->index, dev->name, dev->cc);
+        return oc_fail(ctx, OC_ERR_UNSUPPORTED,
+                       "cuda:%d (%s, sm_%d) has no 1-bit tensor-core MMA (needs sm_80 or later)", dev->index, dev->name,
+                       dev->cc);
     if ((tile->stride > 0 && tile->stride != tile->words) || tile->acc_in)
         return oc_fail(ctx, OC_ERR_INTERNAL, "gram_b1: tiles split on K run on the wgmma kernel only");
     if (tile->words % OC_ROW_WORD_ALIGN != 0)
-        return oc_fail(ctx, OC_ERR_INTERNAL, "gram_b1: %lld words per row is not a multiple of %d", (long long)tile->words,
-                       OC_ROW_WORD_ALIGN);
+        return oc_fail(ctx, OC_ERR_INTERNAL, "gram_b1: %lld words per row is not a multiple of %d",
+                       (long long)tile->words, OC_ROW_WORD_ALIGN);
     if (tile->rows <= 0 || tile->cols <= 0) return OC_OK;
     const long long blocks = (long long)((tile->rows + BM - 1) / BM) * ((tile->cols + BN - 1) / BN);
     /* Four stages where the device grants 192 KiB to a block, else three (sm_80: 163 KiB). */

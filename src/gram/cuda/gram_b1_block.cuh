@@ -16,14 +16,14 @@
 
 namespace {
 
-constexpr int BM = OC_GRAM_B1_BM;    /* CTA rows (128) */
-constexpr int BN = OC_GRAM_B1_BN;    /* CTA columns (256) */
-constexpr int KW = 16;               /* 64-bit words per stage and row: 1024 bits */
-constexpr int ROW_BYTES = KW * 8;    /* 128 */
+constexpr int BM = OC_GRAM_B1_BM; /* CTA rows (128) */
+constexpr int BN = OC_GRAM_B1_BN; /* CTA columns (256) */
+constexpr int KW = 16;            /* 64-bit words per stage and row: 1024 bits */
+constexpr int ROW_BYTES = KW * 8; /* 128 */
 constexpr int THREADS = 256;
 constexpr int A_BYTES = BM * ROW_BYTES;
 constexpr int STAGE_BYTES = (BM + BN) * ROW_BYTES; /* 48 KiB */
-constexpr int GROUP_M = 16;          /* CTA rows per raster group: concurrent CTAs share panels in L2 */
+constexpr int GROUP_M = 16;                        /* CTA rows per raster group: concurrent CTAs share panels in L2 */
 
 static_assert(KW % OC_ROW_WORD_ALIGN == 0 || OC_ROW_WORD_ALIGN % KW == 0, "K blocks and row padding must nest");
 /* Top-k of an integer metric (counts, hamming): its own instance of the kernel, whose
@@ -78,8 +78,8 @@ __device__ __forceinline__ void row_span(const oc_gram_tile &t, int r, int bn, i
 template <bool INT, bool STAGED>
 __device__ __forceinline__ void fuse_lines(const oc_gram_tile &t, const oc_fuse_int &ik, const int *cs, const int *pr,
                                            const int *pc, const float *qr, const float *qc, const uint64_t *fr,
-                                           const uint64_t *fc, const float *br, const float *bc, uint32_t *sn, uint64_t *sk,
-                                           int bm, int bn, int last_row, int warp, int lane)
+                                           const uint64_t *fc, const float *br, const float *bc, uint32_t *sn,
+                                           uint64_t *sk, int bm, int bn, int last_row, int warp, int lane)
 {
 #pragma unroll 1
     for (int rl = warp; rl < last_row; rl += THREADS / 32) {
@@ -87,8 +87,8 @@ __device__ __forceinline__ void fuse_lines(const oc_gram_tile &t, const oc_fuse_
         int lo, hi;
         row_span(t, r, bn, lo, hi);
         auto offer = [&](const auto &sink) {
-            oc_fuse_line<INT, BN / 32>(t, ik, cs + rl * FUSE_LD, 1, pr[rl], pc, qc, t.j0 + bn * BN, lo, hi, fr[rl], br[rl],
-                                       sink, lane);
+            oc_fuse_line<INT, BN / 32>(t, ik, cs + rl * FUSE_LD, 1, pr[rl], pc, qc, t.j0 + bn * BN, lo, hi, fr[rl],
+                                       br[rl], sink, lane);
         };
         if (STAGED) offer(oc_fuse_staged{sn + rl, sk + (size_t)rl * t.kept});
         else offer(oc_fuse_bucket{t.row_count + r, t.row_keys + (size_t)r * t.bucket});
@@ -101,8 +101,8 @@ __device__ __forceinline__ void fuse_lines(const oc_gram_tile &t, const oc_fuse_
         /* Rows that count: above the diagonal of the result. */
         const int hi = min(last_row, (int)(t.j0 + c - t.i0) - bm * BM);
         auto offer = [&](const auto &sink) {
-            oc_fuse_line<INT, BM / 32>(t, ik, cs + cl, FUSE_LD, pc[cl], pr, qr, t.i0 + bm * BM, 0, hi, fc[cl], bc[cl], sink,
-                                       lane);
+            oc_fuse_line<INT, BM / 32>(t, ik, cs + cl, FUSE_LD, pc[cl], pr, qr, t.i0 + bm * BM, 0, hi, fc[cl], bc[cl],
+                                       sink, lane);
         };
         if (STAGED) offer(oc_fuse_staged{sn + BM + cl, sk + (size_t)(BM + cl) * t.kept});
         else offer(oc_fuse_bucket{t.col_count + c, t.col_keys + (size_t)c * t.bucket});
@@ -112,8 +112,8 @@ __device__ __forceinline__ void fuse_lines(const oc_gram_tile &t, const oc_fuse_
 /* Offers every line of the block, staged when the kernel's shared memory (SMEM bytes) holds
  * kept keys per line beside the counts. */
 template <int SMEM, bool INT>
-__device__ __forceinline__ void fuse_block(const oc_gram_tile &t, const oc_fuse_int &ik, unsigned char *smem, int bm, int bn,
-                                           int last_row, int warp, int lane)
+__device__ __forceinline__ void fuse_block(const oc_gram_tile &t, const oc_fuse_int &ik, unsigned char *smem, int bm,
+                                           int bn, int last_row, int warp, int lane)
 {
     uint64_t *fr = (uint64_t *)(smem + FUSE_COUNT_BYTES), *fc = fr + BM;
     float *br = (float *)(fc + BN), *bc = br + BM;

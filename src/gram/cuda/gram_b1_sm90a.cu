@@ -73,7 +73,10 @@ __device__ __forceinline__ uint64_t smem_desc(uint32_t addr)
 __device__ __forceinline__ void fence_async_shared() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
-template <int N> __device__ __forceinline__ void wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory"); }
+template <int N> __device__ __forceinline__ void wgmma_wait()
+{
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
 
 __device__ __forceinline__ void mbar_init(uint32_t bar, int count)
 {
@@ -99,9 +102,11 @@ __device__ __forceinline__ void mbar_wait(uint32_t bar, int parity)
 /* One box of a 2-D tensor map into shared memory, completing on `bar`. */
 __device__ __forceinline__ void tma_load(uint32_t dst, const CUtensorMap *map, int x, int y, uint32_t bar)
 {
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(dst),
-                 "l"((uint64_t)map), "r"(x), "r"(y), "r"(bar)
-                 : "memory");
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::
+            "r"(dst),
+        "l"((uint64_t)map), "r"(x), "r"(y), "r"(bar)
+        : "memory");
 }
 
 /* D = A B + D, or D = A B when `accumulate` is 0 (the first K step: no zeroing of the
@@ -109,34 +114,36 @@ __device__ __forceinline__ void tma_load(uint32_t dst, const CUtensorMap *map, i
  * serialise the wgmmas, warning C7515). */
 __device__ __forceinline__ void wgmma_b1(int (&d)[128], uint64_t da, uint64_t db, int accumulate)
 {
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n256k256.s32.b1.b1.and.popc "
-                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, p;\n}\n"
-                 : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]),
-                   "+r"(d[8]), "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15]),
-                   "+r"(d[16]), "+r"(d[17]), "+r"(d[18]), "+r"(d[19]), "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]),
-                   "+r"(d[24]), "+r"(d[25]), "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]), "+r"(d[30]), "+r"(d[31]),
-                   "+r"(d[32]), "+r"(d[33]), "+r"(d[34]), "+r"(d[35]), "+r"(d[36]), "+r"(d[37]), "+r"(d[38]), "+r"(d[39]),
-                   "+r"(d[40]), "+r"(d[41]), "+r"(d[42]), "+r"(d[43]), "+r"(d[44]), "+r"(d[45]), "+r"(d[46]), "+r"(d[47]),
-                   "+r"(d[48]), "+r"(d[49]), "+r"(d[50]), "+r"(d[51]), "+r"(d[52]), "+r"(d[53]), "+r"(d[54]), "+r"(d[55]),
-                   "+r"(d[56]), "+r"(d[57]), "+r"(d[58]), "+r"(d[59]), "+r"(d[60]), "+r"(d[61]), "+r"(d[62]), "+r"(d[63]),
-                   "+r"(d[64]), "+r"(d[65]), "+r"(d[66]), "+r"(d[67]), "+r"(d[68]), "+r"(d[69]), "+r"(d[70]), "+r"(d[71]),
-                   "+r"(d[72]), "+r"(d[73]), "+r"(d[74]), "+r"(d[75]), "+r"(d[76]), "+r"(d[77]), "+r"(d[78]), "+r"(d[79]),
-                   "+r"(d[80]), "+r"(d[81]), "+r"(d[82]), "+r"(d[83]), "+r"(d[84]), "+r"(d[85]), "+r"(d[86]), "+r"(d[87]),
-                   "+r"(d[88]), "+r"(d[89]), "+r"(d[90]), "+r"(d[91]), "+r"(d[92]), "+r"(d[93]), "+r"(d[94]), "+r"(d[95]),
-                   "+r"(d[96]), "+r"(d[97]), "+r"(d[98]), "+r"(d[99]), "+r"(d[100]), "+r"(d[101]), "+r"(d[102]), "+r"(d[103]),
-                   "+r"(d[104]), "+r"(d[105]), "+r"(d[106]), "+r"(d[107]), "+r"(d[108]), "+r"(d[109]), "+r"(d[110]), "+r"(d[111]),
-                   "+r"(d[112]), "+r"(d[113]), "+r"(d[114]), "+r"(d[115]), "+r"(d[116]), "+r"(d[117]), "+r"(d[118]), "+r"(d[119]),
-                   "+r"(d[120]), "+r"(d[121]), "+r"(d[122]), "+r"(d[123]), "+r"(d[124]), "+r"(d[125]), "+r"(d[126]), "+r"(d[127])
-                 : "l"(da), "l"(db), "r"(accumulate));
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n256k256.s32.b1.b1.and.popc "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, p;\n}\n"
+        : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]), "+r"(d[4]), "+r"(d[5]), "+r"(d[6]), "+r"(d[7]), "+r"(d[8]),
+          "+r"(d[9]), "+r"(d[10]), "+r"(d[11]), "+r"(d[12]), "+r"(d[13]), "+r"(d[14]), "+r"(d[15]), "+r"(d[16]),
+          "+r"(d[17]), "+r"(d[18]), "+r"(d[19]), "+r"(d[20]), "+r"(d[21]), "+r"(d[22]), "+r"(d[23]), "+r"(d[24]),
+          "+r"(d[25]), "+r"(d[26]), "+r"(d[27]), "+r"(d[28]), "+r"(d[29]), "+r"(d[30]), "+r"(d[31]), "+r"(d[32]),
+          "+r"(d[33]), "+r"(d[34]), "+r"(d[35]), "+r"(d[36]), "+r"(d[37]), "+r"(d[38]), "+r"(d[39]), "+r"(d[40]),
+          "+r"(d[41]), "+r"(d[42]), "+r"(d[43]), "+r"(d[44]), "+r"(d[45]), "+r"(d[46]), "+r"(d[47]), "+r"(d[48]),
+          "+r"(d[49]), "+r"(d[50]), "+r"(d[51]), "+r"(d[52]), "+r"(d[53]), "+r"(d[54]), "+r"(d[55]), "+r"(d[56]),
+          "+r"(d[57]), "+r"(d[58]), "+r"(d[59]), "+r"(d[60]), "+r"(d[61]), "+r"(d[62]), "+r"(d[63]), "+r"(d[64]),
+          "+r"(d[65]), "+r"(d[66]), "+r"(d[67]), "+r"(d[68]), "+r"(d[69]), "+r"(d[70]), "+r"(d[71]), "+r"(d[72]),
+          "+r"(d[73]), "+r"(d[74]), "+r"(d[75]), "+r"(d[76]), "+r"(d[77]), "+r"(d[78]), "+r"(d[79]), "+r"(d[80]),
+          "+r"(d[81]), "+r"(d[82]), "+r"(d[83]), "+r"(d[84]), "+r"(d[85]), "+r"(d[86]), "+r"(d[87]), "+r"(d[88]),
+          "+r"(d[89]), "+r"(d[90]), "+r"(d[91]), "+r"(d[92]), "+r"(d[93]), "+r"(d[94]), "+r"(d[95]), "+r"(d[96]),
+          "+r"(d[97]), "+r"(d[98]), "+r"(d[99]), "+r"(d[100]), "+r"(d[101]), "+r"(d[102]), "+r"(d[103]), "+r"(d[104]),
+          "+r"(d[105]), "+r"(d[106]), "+r"(d[107]), "+r"(d[108]), "+r"(d[109]), "+r"(d[110]), "+r"(d[111]),
+          "+r"(d[112]), "+r"(d[113]), "+r"(d[114]), "+r"(d[115]), "+r"(d[116]), "+r"(d[117]), "+r"(d[118]),
+          "+r"(d[119]), "+r"(d[120]), "+r"(d[121]), "+r"(d[122]), "+r"(d[123]), "+r"(d[124]), "+r"(d[125]),
+          "+r"(d[126]), "+r"(d[127])
+        : "l"(da), "l"(db), "r"(accumulate));
 }
 #endif
 
 /* Block `block` of the tile. `used` counts the K blocks this CTA has staged so far (the
  * barriers' phases follow it across the blocks of a persistent CTA). */
 template <int SEL>
-__device__ __forceinline__ void wgmma_block(const oc_gram_tile &t, const CUtensorMap *map_a, const CUtensorMap *map_b, int block,
-                                            unsigned char *smem, int &used)
+__device__ __forceinline__ void wgmma_block(const oc_gram_tile &t, const CUtensorMap *map_a, const CUtensorMap *map_b,
+                                            int block, unsigned char *smem, int &used)
 {
 #ifdef OC_WGMMA
     int bm, bn;
@@ -254,10 +261,8 @@ __device__ __forceinline__ void wgmma_block(const oc_gram_tile &t, const CUtenso
                 const int r = bm * BM + r0 + 8 * h, c = bn * BN + j * 8 + c2;
                 if (r >= t.rows || c >= t.cols) continue;
                 int32_t *o = out + (size_t)r * (size_t)t.ld + c;
-                if (c + 1 < t.cols)
-                    *(int2 *)o = make_int2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
-                else
-                    *o = acc[4 * j + 2 * h];
+                if (c + 1 < t.cols) *(int2 *)o = make_int2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+                else *o = acc[4 * j + 2 * h];
             }
         return;
     }
@@ -280,7 +285,8 @@ __device__ __forceinline__ void wgmma_block(const oc_gram_tile &t, const CUtenso
  * one arrival per warpgroup). */
 template <int SEL>
 __global__ void __launch_bounds__(THREADS, 1)
-    gram_wgmma_kernel(const oc_gram_tile t, const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b)
+    gram_wgmma_kernel(const oc_gram_tile t, const __grid_constant__ CUtensorMap map_a,
+                      const __grid_constant__ CUtensorMap map_b)
 {
     extern __shared__ __align__(128) unsigned char smem[];
     if (SEL == OC_TILE_DENSE && t.run_if && *t.run_if == 0) return;
@@ -306,18 +312,19 @@ __global__ void __launch_bounds__(THREADS, 1)
 }
 
 /* cuTensorMapEncodeTiled, looked up through the runtime (the library links no libcuda). */
-typedef CUresult (*encode_fn)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *, const cuuint64_t *, const cuuint64_t *,
-                              const cuuint32_t *, const cuuint32_t *, CUtensorMapInterleave, CUtensorMapSwizzle,
-                              CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+typedef CUresult (*encode_fn)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *, const cuuint64_t *,
+                              const cuuint64_t *, const cuuint32_t *, const cuuint32_t *, CUtensorMapInterleave,
+                              CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
 
-static oc_status tensor_map(oc_context *ctx, CUtensorMap *map, const uint64_t *base, int64_t words, int64_t stride, int rows,
-                            int box_rows)
+static oc_status tensor_map(oc_context *ctx, CUtensorMap *map, const uint64_t *base, int64_t words, int64_t stride,
+                            int rows, int box_rows)
 {
     /* Looked up once (a C++ static: initialised once even with several devices' threads). */
     static const encode_fn encode = []() -> encode_fn {
         void *fn = NULL;
         enum cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
-        if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found) != cudaSuccess ||
+        if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found) !=
+                cudaSuccess ||
             found != cudaDriverEntryPointSuccess)
             return NULL;
         return (encode_fn)fn;
@@ -330,17 +337,19 @@ static oc_status tensor_map(oc_context *ctx, CUtensorMap *map, const uint64_t *b
                         CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                         CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     if (r != CUDA_SUCCESS)
-        return oc_fail(ctx, OC_ERR_DEVICE, "gram_wgmma: cuTensorMapEncodeTiled failed (%d) for %d rows of %lld words", (int)r,
-                       rows, (long long)words);
+        return oc_fail(ctx, OC_ERR_DEVICE, "gram_wgmma: cuTensorMapEncodeTiled failed (%d) for %d rows of %lld words",
+                       (int)r, rows, (long long)words);
     return OC_OK;
 }
 
 template <int SEL>
-oc_status launch_wgmma(oc_context *ctx, oc_cuda_device *dev, const oc_gram_tile *tile, long long blocks, cudaStream_t stream)
+oc_status launch_wgmma(oc_context *ctx, oc_cuda_device *dev, const oc_gram_tile *tile, long long blocks,
+                       cudaStream_t stream)
 {
     static const char *const names[4] = {"gram_wgmma_kernel", "gram_wgmma_kernel<topk>", "gram_wgmma_kernel<pairs>",
                                          "gram_wgmma_kernel<topk int>"};
-    OC_CHECK(ctx, oc_cuda_launch_prepare(ctx, dev, (const void *)gram_wgmma_kernel<SEL>, names[SEL], THREADS, SMEM_BYTES));
+    OC_CHECK(ctx,
+             oc_cuda_launch_prepare(ctx, dev, (const void *)gram_wgmma_kernel<SEL>, names[SEL], THREADS, SMEM_BYTES));
     const long long grid = tile->run_if && blocks > dev->sm_count ? dev->sm_count : blocks;
     CUtensorMap map_a, map_b;
     const int64_t stride = tile->stride > 0 ? tile->stride : tile->words;
@@ -353,8 +362,8 @@ oc_status launch_wgmma(oc_context *ctx, oc_cuda_device *dev, const oc_gram_tile 
 
 } // namespace
 
-extern "C" oc_status oc_cuda_gram_wgmma(oc_context *ctx, oc_cuda_device *dev, const oc_gram_tile *tile, cudaStream_t stream,
-                                        double *bit_macs)
+extern "C" oc_status oc_cuda_gram_wgmma(oc_context *ctx, oc_cuda_device *dev, const oc_gram_tile *tile,
+                                        cudaStream_t stream, double *bit_macs)
 {
     if (dev->cc != 90)
         return oc_fail(ctx, OC_ERR_UNSUPPORTED, "cuda:%d (%s, sm_%d): the wgmma kernel runs on sm_90 (Hopper) only",
@@ -364,7 +373,8 @@ extern "C" oc_status oc_cuda_gram_wgmma(oc_context *ctx, oc_cuda_device *dev, co
                        (long long)tile->words, OC_ROW_WORD_ALIGN);
     if (tile->stride > 0 && (tile->stride < tile->words || tile->stride % OC_ROW_WORD_ALIGN != 0 ||
                              ((uintptr_t)tile->a | (uintptr_t)tile->b) % 16 != 0))
-        return oc_fail(ctx, OC_ERR_INTERNAL, "gram_wgmma: a K slice of %lld words in rows %lld words apart is not aligned",
+        return oc_fail(ctx, OC_ERR_INTERNAL,
+                       "gram_wgmma: a K slice of %lld words in rows %lld words apart is not aligned",
                        (long long)tile->words, (long long)tile->stride);
     if (tile->rows <= 0 || tile->cols <= 0) return OC_OK;
     const long long blocks = (long long)((tile->rows + BM - 1) / BM) * ((tile->cols + BN - 1) / BN);
@@ -372,11 +382,13 @@ extern "C" oc_status oc_cuda_gram_wgmma(oc_context *ctx, oc_cuda_device *dev, co
     case OC_TILE_TOPK:
         if (!oc_gram_metric_is_float(tile->metric))
             OC_CHECK(ctx, launch_wgmma<SEL_TOPK_INT>(ctx, dev, tile, blocks, stream));
-        else
-            OC_CHECK(ctx, launch_wgmma<OC_TILE_TOPK>(ctx, dev, tile, blocks, stream));
+        else OC_CHECK(ctx, launch_wgmma<OC_TILE_TOPK>(ctx, dev, tile, blocks, stream));
         break;
-    case OC_TILE_PAIRS: OC_CHECK(ctx, launch_wgmma<OC_TILE_PAIRS>(ctx, dev, tile, blocks, stream)); break;
-    default: OC_CHECK(ctx, launch_wgmma<OC_TILE_DENSE>(ctx, dev, tile, blocks, stream));
+    case OC_TILE_PAIRS:
+        OC_CHECK(ctx, launch_wgmma<OC_TILE_PAIRS>(ctx, dev, tile, blocks, stream));
+        break;
+    default:
+        OC_CHECK(ctx, launch_wgmma<OC_TILE_DENSE>(ctx, dev, tile, blocks, stream));
     }
     *bit_macs = (double)oc_gram_tile_blocks(tile, BM, BN) * BM * BN * (double)((tile->words + KW - 1) / KW * KW) * 64.0;
     return OC_OK;

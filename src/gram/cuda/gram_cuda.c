@@ -42,7 +42,7 @@
 #include "gram/cuda/row_popc.cuh"
 #include "gram/select/cuda/select_cuda.h"
 
-#define TILE_GRANULARITY 256  /* the b1 kernel's CTA is 128 x 256 */
+#define TILE_GRANULARITY 256 /* the b1 kernel's CTA is 128 x 256 */
 /* The b1 kernel's rate per SM, as measured on an sm_90 GPU (one CTA per SM; bench/RESULTS.md):
  * the planner's kernel model. On another device only its ratio to the transfer rates is off, by that
  * device's clock. */
@@ -80,8 +80,8 @@ static oc_status choose_kernel(gram_cuda *g)
         return oc_fail(ctx, OC_ERR_UNSUPPORTED, "OUTCORE_CUDA_KERNEL=b1: cuda:%d (%s, sm_%d) has no 1-bit tensor cores",
                        dev->index, dev->name, dev->cc);
     if (g->kernel == KERNEL_WGMMA && !has_wgmma(dev))
-        return oc_fail(ctx, OC_ERR_UNSUPPORTED,
-                       "OUTCORE_CUDA_KERNEL=wgmma: cuda:%d (%s, sm_%d) %s", dev->index, dev->name, dev->cc,
+        return oc_fail(ctx, OC_ERR_UNSUPPORTED, "OUTCORE_CUDA_KERNEL=wgmma: cuda:%d (%s, sm_%d) %s", dev->index,
+                       dev->name, dev->cc,
                        dev->cc == 90 ? "is Hopper, but this build has no sm_90a code" : "is not Hopper (sm_90)");
     return OC_OK;
 }
@@ -115,19 +115,34 @@ static oc_status make_plan(gram_cuda *g)
     char logical[32];
     oc_logical_device_name(g->ldev, logical, sizeof logical);
     snprintf(name, sizeof name, "%s (%s)", logical, dev->name);
-    oc_engine_plan_input in = {
-        .tiles = {.n = job->n, .p = job->p, .row_bytes = g->words * 8 + (g->pops ? 4 : 0),
-                  .elem_size = g->elem + oc_cuda_select_extra_elem_bytes(job), .symmetric = job->symmetric,
-                  .keep_output = job->dense != NULL, .mirror_output = job->symmetric && job->dense != NULL,
-                  .fixed_bytes = oc_cuda_select_fixed_bytes(job), .out_edge_bytes = oc_cuda_select_edge_bytes(job, b1),
-                  .tile = g->force_tile > 0 ? g->force_tile : oc_resume_tile_edge(job->resume) > 0 ? oc_resume_tile_edge(job->resume) : o->tile,
-                  .granularity = TILE_GRANULARITY, .overlap_tiles = g->two_streams,
-                  .selection_frees = job->select && oc_cuda_select_can_fuse(job, b1)},
-        .device_total = (int64_t)dev->total_mem, .device_free = (int64_t)dev->free_mem_at_open,
-        .gpu_mem_bytes = g->ldev->budget_bytes, .gpu_mem_fraction = g->ldev->budget_fraction, .host_budget = g->host_budget,
-        .cores = oc_cpu_cores(), .row_bytes = g->words * 8, .elem_size = g->elem, .dense_output = job->dense != NULL,
-        .force_sinks = env_count("OUTCORE_CUDA_SINKS"), .force_copy_threads = env_count("OUTCORE_CUDA_COPY_THREADS"),
-        .device_name = name};
+    oc_engine_plan_input in = {.tiles = {.n = job->n,
+                                         .p = job->p,
+                                         .row_bytes = g->words * 8 + (g->pops ? 4 : 0),
+                                         .elem_size = g->elem + oc_cuda_select_extra_elem_bytes(job),
+                                         .symmetric = job->symmetric,
+                                         .keep_output = job->dense != NULL,
+                                         .mirror_output = job->symmetric && job->dense != NULL,
+                                         .fixed_bytes = oc_cuda_select_fixed_bytes(job),
+                                         .out_edge_bytes = oc_cuda_select_edge_bytes(job, b1),
+                                         .tile = g->force_tile > 0 ? g->force_tile
+                                                 : oc_resume_tile_edge(job->resume) > 0
+                                                     ? oc_resume_tile_edge(job->resume)
+                                                     : o->tile,
+                                         .granularity = TILE_GRANULARITY,
+                                         .overlap_tiles = g->two_streams,
+                                         .selection_frees = job->select && oc_cuda_select_can_fuse(job, b1)},
+                               .device_total = (int64_t)dev->total_mem,
+                               .device_free = (int64_t)dev->free_mem_at_open,
+                               .gpu_mem_bytes = g->ldev->budget_bytes,
+                               .gpu_mem_fraction = g->ldev->budget_fraction,
+                               .host_budget = g->host_budget,
+                               .cores = oc_cpu_cores(),
+                               .row_bytes = g->words * 8,
+                               .elem_size = g->elem,
+                               .dense_output = job->dense != NULL,
+                               .force_sinks = env_count("OUTCORE_CUDA_SINKS"),
+                               .force_copy_threads = env_count("OUTCORE_CUDA_COPY_THREADS"),
+                               .device_name = name};
     if (b1) {
         /* One BM x BN CTA per SM over K rounded up to its 1024-bit blocks (gram_b1_block.cuh). */
         double bits = (double)((g->words * 64 + 1023) / 1024 * 1024);
@@ -172,10 +187,18 @@ static oc_status compute(void *user, const oc_engine_tile *t, double *macs)
     oc_context *ctx = g->ctx;
     oc_gram_job *job = g->job;
     const int64_t T = g->plan.tiles.tile;
-    g->tile = (oc_gram_tile){.a = t->panel_a, .b = t->panel_b, .words = g->words, .rows = t->rows, .cols = t->cols,
-                         .pop_a = g->pops ? panel_pops(g, t->panel_a) : NULL,
-                         .pop_b = g->pops ? panel_pops(g, t->panel_b) : NULL, .out = t->out, .ld = T,
-                         .metric = job->metric, .dtype = job->dtype, .upper_only = job->symmetric && t->I == t->J};
+    g->tile = (oc_gram_tile){.a = t->panel_a,
+                             .b = t->panel_b,
+                             .words = g->words,
+                             .rows = t->rows,
+                             .cols = t->cols,
+                             .pop_a = g->pops ? panel_pops(g, t->panel_a) : NULL,
+                             .pop_b = g->pops ? panel_pops(g, t->panel_b) : NULL,
+                             .out = t->out,
+                             .ld = T,
+                             .metric = job->metric,
+                             .dtype = job->dtype,
+                             .upper_only = job->symmetric && t->I == t->J};
     oc_gram_tile *tile = &g->tile;
     if (t->partial) { /* the last slice of a tile split on K: the counts so far come in */
         k_slice(g, t, t->k0, g->words, tile);
@@ -195,8 +218,8 @@ static oc_status compute(void *user, const oc_engine_tile *t, double *macs)
         OC_CHECK(ctx, run_b1(g, &dense, t->stream, &again));
     }
     if (g->gpu_mirror)
-        OC_CHECK(ctx, oc_cuda_gram_mirror(ctx, g->dev, t->out, (char *)t->out + T * T * g->elem, t->rows, t->cols, (int)T,
-                                     (int)g->elem, t->I == t->J, t->stream));
+        OC_CHECK(ctx, oc_cuda_gram_mirror(ctx, g->dev, t->out, (char *)t->out + T * T * g->elem, t->rows, t->cols,
+                                          (int)T, (int)g->elem, t->I == t->J, t->stream));
     *macs += done;
     return OC_OK;
 }
@@ -206,9 +229,14 @@ static oc_status partial(void *user, const oc_engine_tile *t, int64_t k0, int64_
 {
     gram_cuda *g = user;
     oc_context *ctx = g->ctx;
-    oc_gram_tile tile = {.rows = t->rows, .cols = t->cols, .out = t->partial, .ld = g->plan.tiles.tile,
-                         .metric = OC_METRIC_COUNTS, .dtype = OC_DTYPE_INT32,
-                         .upper_only = g->job->symmetric && t->I == t->J, .acc_in = k0 > 0 ? t->partial : NULL};
+    oc_gram_tile tile = {.rows = t->rows,
+                         .cols = t->cols,
+                         .out = t->partial,
+                         .ld = g->plan.tiles.tile,
+                         .metric = OC_METRIC_COUNTS,
+                         .dtype = OC_DTYPE_INT32,
+                         .upper_only = g->job->symmetric && t->I == t->J,
+                         .acc_in = k0 > 0 ? t->partial : NULL};
     k_slice(g, t, k0, k1, &tile);
     double done = 0;
     OC_CHECK(ctx, oc_cuda_gram_wgmma(ctx, g->dev, &tile, t->stream, &done));
@@ -275,8 +303,9 @@ oc_status oc_gram_part_open(gram_cuda *g)
     oc_context *ctx = g->ctx;
     oc_gram_job *job = g->job;
     if (job->m >= (1LL << 31))
-        return oc_fail(ctx, OC_ERR_UNSUPPORTED, "the CUDA kernels count in 32 bits: %lld columns is too many (at most %lld)",
-                       (long long)job->m, (1LL << 31) - 1);
+        return oc_fail(ctx, OC_ERR_UNSUPPORTED,
+                       "the CUDA kernels count in 32 bits: %lld columns is too many (at most %lld)", (long long)job->m,
+                       (1LL << 31) - 1);
     g->words = job->a->words_per_row;
     g->elem = (int64_t)oc_dtype_size(job->dtype);
     g->pops = oc_metric_info_of(job->metric)->popcounts;
@@ -324,8 +353,8 @@ static oc_status prepare(void *user)
         char who[48];
         oc_logical_device_name(g->ldev, who, (int)sizeof who);
         OC_CHECK(ctx, oc_cuda_select_open(ctx, g->dev, job, g->plan.tiles.tile, oc_engine_worker_out_slots(g->worker),
-                                     g->plan.tiles.out_slots, g->kernel != KERNEL_POPC, g->shared ? &g->share : NULL,
-                                     &g->select));
+                                          g->plan.tiles.out_slots, g->kernel != KERNEL_POPC,
+                                          g->shared ? &g->share : NULL, &g->select));
         oc_trace_phase(&t, who, "selection set-up");
     }
     return OC_OK;
@@ -336,12 +365,23 @@ oc_status oc_gram_part_setup(gram_cuda *g, const oc_cuda_select_share *share, in
     oc_context *ctx = g->ctx;
     oc_gram_job *job = g->job;
     /* Fused top-k of A·Aᵀ seeds each panel's lists from its diagonal tile first. */
-    oc_engine_job ej = {.user = g, .a = job->a, .b = job->b, .symmetric = job->symmetric,
-                        .two_streams = g->two_streams, .seeded_order = job->select && oc_gram_part_seeds_first(g),
-                        .dense = job->dense, .host_mirror = job->symmetric && job->dense && !g->gpu_mirror,
-                        .gpu_mem_mode = job->opts->gpu_mem_mode, .progress = progress ? job->opts->progress : NULL,
-                        .progress_user = job->opts->progress_user, .panel_loaded = panel_loaded, .compute = compute,
-                        .partial = oc_gram_part_splits_k(g) ? partial : NULL, .prepare = prepare, .consume = consume, .blocks = blocks,
+    oc_engine_job ej = {.user = g,
+                        .a = job->a,
+                        .b = job->b,
+                        .symmetric = job->symmetric,
+                        .two_streams = g->two_streams,
+                        .seeded_order = job->select && oc_gram_part_seeds_first(g),
+                        .dense = job->dense,
+                        .host_mirror = job->symmetric && job->dense && !g->gpu_mirror,
+                        .gpu_mem_mode = job->opts->gpu_mem_mode,
+                        .progress = progress ? job->opts->progress : NULL,
+                        .progress_user = job->opts->progress_user,
+                        .panel_loaded = panel_loaded,
+                        .compute = compute,
+                        .partial = oc_gram_part_splits_k(g) ? partial : NULL,
+                        .prepare = prepare,
+                        .consume = consume,
+                        .blocks = blocks,
                         .finish = finish};
     if (job->resume) {
         /* gram.c gives the device dense and threshold resumable jobs: top-k ones resume on
@@ -384,5 +424,5 @@ void oc_gram_part_close(gram_cuda *g)
 }
 
 /* ---------------------------------------------------------------- backend table */
-const oc_backend_vtbl oc_backend_cuda = {OC_BACKEND_ABI, "cuda", oc_cuda_device_usable, oc_cuda_gram, 1,
-                                         oc_cuda_gram_plan};
+const oc_backend_vtbl oc_backend_cuda = {OC_BACKEND_ABI, "cuda", oc_cuda_device_usable,
+                                         oc_cuda_gram,   1,      oc_cuda_gram_plan};

@@ -103,7 +103,8 @@ static void parts_stats(oc_gram_parts *g)
             snprintf(s->backend_desc, sizeof s->backend_desc, "cuda:%d %.48s %s", first->dev->index, first->dev->name,
                      oc_gram_part_kernel_desc(first));
     }
-    if (g->slot[0].stats.select_desc[0]) snprintf(s->select_desc, sizeof s->select_desc, "%s", g->slot[0].stats.select_desc);
+    if (g->slot[0].stats.select_desc[0])
+        snprintf(s->select_desc, sizeof s->select_desc, "%s", g->slot[0].stats.select_desc);
     s->device_count = g->count;
     for (int d = 0; d < g->count; ++d) {
         oc_part_slot *p = &g->slot[d];

@@ -41,10 +41,12 @@ __host__ __device__ __forceinline__ bool oc_gram_metric_is_float(int metric)
 {
     switch ((oc_metric)metric) {
     case OC_METRIC_JACCARD:
-    case OC_METRIC_COSINE: return true;
+    case OC_METRIC_COSINE:
+        return true;
     case OC_METRIC_COUNTS:
     case OC_METRIC_HAMMING:
-    case OC_METRIC_COUNT: break;
+    case OC_METRIC_COUNT:
+        break;
     }
     return false;
 }
@@ -55,9 +57,11 @@ __host__ __device__ __forceinline__ bool oc_gram_metric_reads_pops(int metric)
     switch ((oc_metric)metric) {
     case OC_METRIC_JACCARD:
     case OC_METRIC_COSINE:
-    case OC_METRIC_HAMMING: return true;
+    case OC_METRIC_HAMMING:
+        return true;
     case OC_METRIC_COUNTS:
-    case OC_METRIC_COUNT: break;
+    case OC_METRIC_COUNT:
+        break;
     }
     return false;
 }
@@ -66,11 +70,14 @@ __host__ __device__ __forceinline__ bool oc_gram_metric_reads_pops(int metric)
 __device__ __forceinline__ float oc_gram_float_score(int metric, int count, int pa, int pb)
 {
     switch ((oc_metric)metric) {
-    case OC_METRIC_JACCARD: return oc_gram_jaccard(count, pa, pb);
-    case OC_METRIC_COSINE: return oc_metric_cosine(count, pa, pb);
+    case OC_METRIC_JACCARD:
+        return oc_gram_jaccard(count, pa, pb);
+    case OC_METRIC_COSINE:
+        return oc_metric_cosine(count, pa, pb);
     case OC_METRIC_COUNTS:
     case OC_METRIC_HAMMING:
-    case OC_METRIC_COUNT: break;
+    case OC_METRIC_COUNT:
+        break;
     }
     __builtin_unreachable();
 }
@@ -80,11 +87,14 @@ __device__ __forceinline__ float oc_gram_float_score(int metric, int count, int 
 __device__ __forceinline__ int64_t oc_gram_int_score(int metric, int count, const int32_t *pa, const int32_t *pb)
 {
     switch ((oc_metric)metric) {
-    case OC_METRIC_COUNTS: return count;
-    case OC_METRIC_HAMMING: return oc_metric_hamming(count, *pa, *pb);
+    case OC_METRIC_COUNTS:
+        return count;
+    case OC_METRIC_HAMMING:
+        return oc_metric_hamming(count, *pa, *pb);
     case OC_METRIC_JACCARD:
     case OC_METRIC_COSINE:
-    case OC_METRIC_COUNT: break;
+    case OC_METRIC_COUNT:
+        break;
     }
     __builtin_unreachable();
 }
@@ -106,10 +116,8 @@ __device__ __forceinline__ void oc_gram_store(const oc_gram_tile &t, int r, int 
         return;
     }
     int64_t v = oc_gram_int_score(t.metric, count, t.pop_a + r, t.pop_b + c);
-    if (t.dtype == OC_DTYPE_UINT16)
-        ((uint16_t *)t.out)[off] = (uint16_t)v;
-    else
-        ((int32_t *)t.out)[off] = (int32_t)v;
+    if (t.dtype == OC_DTYPE_UINT16) ((uint16_t *)t.out)[off] = (uint16_t)v;
+    else ((int32_t *)t.out)[off] = (int32_t)v;
 }
 
 /* ------------------------------------------------------------------ fused selection */
@@ -131,11 +139,14 @@ __device__ __forceinline__ float oc_fuse_bound(int metric, uint64_t floor_key)
     const float f = oc_key_f32_value((uint32_t)(floor_key >> 32));
     if (!(f > 0.0f)) return -FLT_MAX;
     switch ((oc_metric)metric) {
-    case OC_METRIC_JACCARD: return f * (1.0f - OC_FUSE_MARGIN) / (1.0f + f);
-    case OC_METRIC_COSINE: return f * f * (1.0f - OC_FUSE_MARGIN);
+    case OC_METRIC_JACCARD:
+        return f * (1.0f - OC_FUSE_MARGIN) / (1.0f + f);
+    case OC_METRIC_COSINE:
+        return f * f * (1.0f - OC_FUSE_MARGIN);
     case OC_METRIC_COUNTS:
     case OC_METRIC_HAMMING:
-    case OC_METRIC_COUNT: break;
+    case OC_METRIC_COUNT:
+        break;
     }
     __builtin_unreachable();
 }
@@ -159,11 +170,17 @@ __device__ __forceinline__ oc_fuse_ftest oc_fuse_ftest_make(int metric, float bo
 {
     oc_fuse_ftest f;
     switch ((oc_metric)metric) {
-    case OC_METRIC_JACCARD: f.square = false; break;
-    case OC_METRIC_COSINE: f.square = true; break;
+    case OC_METRIC_JACCARD:
+        f.square = false;
+        break;
+    case OC_METRIC_COSINE:
+        f.square = true;
+        break;
     case OC_METRIC_COUNTS: /* integer metrics take the exact key instead: no bound test */
     case OC_METRIC_HAMMING:
-    case OC_METRIC_COUNT: f.square = true; break;
+    case OC_METRIC_COUNT:
+        f.square = true;
+        break;
     }
     if (!(bound > -FLT_MAX)) f.b = 0.0f, f.l = -INFINITY;
     else if (!f.square) f.b = bound, f.l = bound * (float)fixed_pop;
@@ -249,11 +266,14 @@ __device__ __forceinline__ oc_fuse_int oc_fuse_int_make(const oc_gram_tile &t)
 {
     bool ham = false;
     switch ((oc_metric)t.metric) {
-    case OC_METRIC_HAMMING: ham = true; break;
+    case OC_METRIC_HAMMING:
+        ham = true;
+        break;
     case OC_METRIC_COUNTS:
     case OC_METRIC_JACCARD: /* float metrics do not use the integer key */
     case OC_METRIC_COSINE:
-    case OC_METRIC_COUNT: break;
+    case OC_METRIC_COUNT:
+        break;
     }
     const bool u16 = t.dtype == OC_DTYPE_UINT16;
     oc_fuse_int k;
@@ -283,9 +303,10 @@ __device__ __forceinline__ bool oc_fuse_valid(const oc_gram_tile &t, int r, int 
  * symmetric in the two popcounts), and index index0 + i in the list; elements outside
  * [lo, hi) are not candidates. */
 template <bool INT, int N, class Sink>
-__device__ __forceinline__ void oc_fuse_line(const oc_gram_tile &t, const oc_fuse_int &ik, const int *counts, int stride,
-                                             int fixed_pop, const int *pops, const float *fpops, int64_t index0, int lo,
-                                             int hi, uint64_t floor, float bound, const Sink &sink, int lane)
+__device__ __forceinline__ void oc_fuse_line(const oc_gram_tile &t, const oc_fuse_int &ik, const int *counts,
+                                             int stride, int fixed_pop, const int *pops, const float *fpops,
+                                             int64_t index0, int lo, int hi, uint64_t floor, float bound,
+                                             const Sink &sink, int lane)
 {
     uint64_t k[N];
     if (INT) {
@@ -329,8 +350,8 @@ __device__ __forceinline__ void oc_fuse_line(const oc_gram_tile &t, const oc_fus
 template <int N>
 __device__ __forceinline__ void oc_fuse_pair_line(const oc_gram_tile &t, const oc_fuse_int &ik, bool int_metric,
                                                   const int *counts, int fixed_pop, const int *pops, const float *fpops,
-                                                  int col0, int lo, int hi, float bound, uint32_t *count, uint64_t *keys,
-                                                  int lane)
+                                                  int col0, int lo, int hi, float bound, uint32_t *count,
+                                                  uint64_t *keys, int lane)
 {
     /* One loop per kind of test: a test chosen inside the loop is a branch per element. */
     unsigned bits = 0;
@@ -338,7 +359,8 @@ __device__ __forceinline__ void oc_fuse_pair_line(const oc_gram_tile &t, const o
 #pragma unroll
         for (int j = 0; j < N; ++j) {
             const int i = lane + 32 * j;
-            bits |= (unsigned)(oc_fuse_int_key(ik, counts[i], fixed_pop, pops[i]) >= t.min_key && i >= lo && i < hi) << j;
+            bits |= (unsigned)(oc_fuse_int_key(ik, counts[i], fixed_pop, pops[i]) >= t.min_key && i >= lo && i < hi)
+                    << j;
         }
     } else {
         bits = oc_fuse_ftest_bits<N>(oc_fuse_ftest_make(t.metric, bound, fixed_pop), counts, 1, fpops, lo, hi, lane);

@@ -27,8 +27,7 @@ __device__ __forceinline__ int oc_warp_sum(int v)
  * kept best. A line whose every element passes (a seeding tile: no floor yet) thus costs a
  * sort of 32 keys and a few rounds, where kept rounds of a warp-wide maximum over all its
  * keys made the seeding tiles' epilogue as long as their K loop (bench/RESULTS.md). */
-template <int N>
-__device__ __forceinline__ int oc_fuse_trim(int kept, uint64_t (&k)[N], int total, int lane)
+template <int N> __device__ __forceinline__ int oc_fuse_trim(int kept, uint64_t (&k)[N], int total, int lane)
 {
     if (kept > 32) return total;
     uint64_t v = 0;

@@ -22,14 +22,14 @@ extern "C" {
 
 namespace {
 
-constexpr int MB = 32;           /* block edge */
-constexpr int MROWS = 8;         /* thread rows: each thread moves MB / MROWS elements */
+constexpr int MB = 32;   /* block edge */
+constexpr int MROWS = 8; /* thread rows: each thread moves MB / MROWS elements */
 
 /* dst(r, c) = src(c, r) for the transpose; for a diagonal tile dst(r, c) = src(r, c) on
  * and above the diagonal and src(c, r) below it. Grid: x over dst columns, y over dst rows. */
 template <typename T>
-__global__ void __launch_bounds__(MB * MROWS) gram_mirror_kernel(const T *__restrict__ src, T *__restrict__ dst,
-                                                                 int dst_rows, int dst_cols, int64_t ld, int diagonal)
+__global__ void __launch_bounds__(MB *MROWS) gram_mirror_kernel(const T *__restrict__ src, T *__restrict__ dst,
+                                                                int dst_rows, int dst_cols, int64_t ld, int diagonal)
 {
     __shared__ T block[MB][MB + 1];
     const int r0 = blockIdx.y * MB, c0 = blockIdx.x * MB, tx = threadIdx.x, ty = threadIdx.y;
@@ -39,7 +39,8 @@ __global__ void __launch_bounds__(MB * MROWS) gram_mirror_kernel(const T *__rest
 #pragma unroll
         for (int k = 0; k < MB; k += MROWS) {
             const int sr = c0 + ty + k, sc = r0 + tx;
-            if (sr < dst_cols && sc < dst_rows && (!diagonal || sr <= sc)) block[ty + k][tx] = src[(size_t)sr * ld + sc];
+            if (sr < dst_cols && sc < dst_rows && (!diagonal || sr <= sc))
+                block[ty + k][tx] = src[(size_t)sr * ld + sc];
         }
         __syncthreads();
     }
@@ -72,9 +73,11 @@ extern "C" oc_status oc_cuda_gram_mirror(oc_context *ctx, oc_cuda_device *dev, c
     if (diagonal && rows != cols)
         return oc_fail(ctx, OC_ERR_INTERNAL, "gram_mirror: a diagonal tile must be square (%d x %d)", rows, cols);
     if (ld < rows || ld < cols)
-        return oc_fail(ctx, OC_ERR_INTERNAL, "gram_mirror: leading dimension %lld below the tile (%d x %d)", (long long)ld,
-                       rows, cols);
-    if (elem_size == 4) return launch<uint32_t>(ctx, dev, src, dst, rows, cols, ld, diagonal, stream, "gram_mirror_kernel<u32>");
-    if (elem_size == 2) return launch<uint16_t>(ctx, dev, src, dst, rows, cols, ld, diagonal, stream, "gram_mirror_kernel<u16>");
+        return oc_fail(ctx, OC_ERR_INTERNAL, "gram_mirror: leading dimension %lld below the tile (%d x %d)",
+                       (long long)ld, rows, cols);
+    if (elem_size == 4)
+        return launch<uint32_t>(ctx, dev, src, dst, rows, cols, ld, diagonal, stream, "gram_mirror_kernel<u32>");
+    if (elem_size == 2)
+        return launch<uint16_t>(ctx, dev, src, dst, rows, cols, ld, diagonal, stream, "gram_mirror_kernel<u16>");
     return oc_fail(ctx, OC_ERR_INTERNAL, "gram_mirror: %d-byte elements are not supported", elem_size);
 }

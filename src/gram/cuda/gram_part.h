@@ -15,23 +15,23 @@
 typedef enum { OC_GRAM_KERNEL_B1, OC_GRAM_KERNEL_WGMMA, OC_GRAM_KERNEL_POPC } oc_gram_kernel;
 
 typedef struct oc_gram_part {
-    oc_gram_job *job;          /* the part's copy of the job: its context and statistics */
+    oc_gram_job *job; /* the part's copy of the job: its context and statistics */
     oc_context *ctx;
     const oc_logical_device *ldev; /* its device and budget */
-    int64_t host_budget;       /* its share of the job's host budget */
-    int64_t force_tile;        /* > 0: the tile edge every part of the job uses */
+    int64_t host_budget;           /* its share of the job's host budget */
+    int64_t force_tile;            /* > 0: the tile edge every part of the job uses */
     oc_engine_worker *worker;
     oc_cuda_device *dev;
     oc_engine_plan plan;
     oc_gram_kernel kernel;
     int64_t words, elem;
-    int pops;                  /* the metric reads row popcounts: each panel slot counts its rows' */
-    int gpu_mirror;            /* dense A·Aᵀ, mirrors made on the device */
-    int two_streams;           /* consecutive tiles may overlap (engine.h) */
+    int pops;        /* the metric reads row popcounts: each panel slot counts its rows' */
+    int gpu_mirror;  /* dense A·Aᵀ, mirrors made on the device */
+    int two_streams; /* consecutive tiles may overlap (engine.h) */
     oc_cuda_select *select;
     oc_cuda_select_share share; /* several devices: its place among them (select_cuda.h) */
     int shared;                 /* share holds it */
-    oc_gram_tile tile;         /* the tile last computed, which consume() hands to the selection */
+    oc_gram_tile tile;          /* the tile last computed, which consume() hands to the selection */
 } oc_gram_part;
 
 /* Opens the part's device and makes its plan (tile edge part->force_tile when set). */

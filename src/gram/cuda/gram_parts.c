@@ -48,7 +48,8 @@ static oc_status parts_create(oc_context *ctx, oc_gram_parts *g)
             p->job.ctx = p->own_ctx;
             oc_cuda_share_pinned_cache(p->own_ctx, ctx);
         }
-        p->part = (oc_gram_part){.job = &p->job, .ctx = p->job.ctx,
+        p->part = (oc_gram_part){.job = &p->job,
+                                 .ctx = p->job.ctx,
                                  .ldev = &job->devices.dev[d],
                                  .host_budget = job->host_budget / g->count};
         oc_logical_device_name(p->part.ldev, p->name, sizeof p->name);
@@ -178,7 +179,8 @@ static oc_status share_panels(oc_context *ctx, oc_gram_parts *g)
     /* Each panel is given to one part, which uploads it ahead of the tiles; dealt in the
      * order the tiles first need them, so every part uploads from the start. */
     int64_t *need = malloc((size_t)(2 * panels) * sizeof *need), *sliced = malloc((size_t)keys * sizeof *sliced);
-    int64_t n = need && sliced ? oc_tile_order_first_need(g->order, tp->ntiles, g->job->symmetric, 2 * panels, need) : -1;
+    int64_t n =
+        need && sliced ? oc_tile_order_first_need(g->order, tp->ntiles, g->job->symmetric, 2 * panels, need) : -1;
     if (n >= 0 && g->window) n = oc_gram_window_need(g->window, need, n, sliced);
     oc_status st = n < 0 ? oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the panels' need order")
                          : oc_panel_exchange_assign(ctx, g->exchange, g->window ? sliced : need, n, g->count);
@@ -272,7 +274,7 @@ oc_status oc_gram_parts_setup_part(oc_gram_parts *g, int d)
     if (p->st == OC_OK) {
         oc_engine_worker_fail_at(p->part.worker, fault_tile(d));
     } else if (g->queue) {
-        oc_scheduler_abort(g->queue, d); /* the others stop after their current tile */
+        oc_scheduler_abort(g->queue, d);          /* the others stop after their current tile */
         oc_engine_worker_give_up(p->part.worker); /* and wait for none of its panels */
     }
     oc_trace_phase(&t, who, "all");

@@ -22,26 +22,26 @@
 
 typedef struct oc_part_slot {
     oc_gram_part part;
-    oc_gram_job job;           /* the job as this part sees it: its context and statistics */
+    oc_gram_job job; /* the job as this part sees it: its context and statistics */
     oc_gram_stats stats;
-    oc_context *own_ctx;       /* parts 1..N-1 */
-    uint64_t *topk_keys;       /* parts 1..N-1 with device top-k lists: the lists, to merge */
+    oc_context *own_ctx; /* parts 1..N-1 */
+    uint64_t *topk_keys; /* parts 1..N-1 with device top-k lists: the lists, to merge */
     pthread_t thread;
     int started;
     oc_status st;
-    char name[32];             /* the logical device's name ("cuda:1", "cuda:0.1") */
+    char name[32]; /* the logical device's name ("cuda:1", "cuda:0.1") */
 } oc_part_slot;
 
 typedef struct oc_gram_parts {
     oc_gram_job *job;
     int count;
     oc_part_slot *slot;
-    int64_t *order;            /* several parts: the shared tile order */
+    int64_t *order; /* several parts: the shared tile order */
     oc_scheduler *queue;
-    oc_panel_exchange *exchange; /* several parts, every panel resident: panels cross once */
-    oc_cuda_floors *floors;    /* several parts selecting top-k on the devices: their floors, shared */
+    oc_panel_exchange *exchange;   /* several parts, every panel resident: panels cross once */
+    oc_cuda_floors *floors;        /* several parts selecting top-k on the devices: their floors, shared */
     struct oc_gram_window *window; /* the first tiles of the order split on K (gram_window.h), or NULL */
-    int peers;                 /* 1: the parts' devices reach each other's memory, -1: not, 0: not asked */
+    int peers;                     /* 1: the parts' devices reach each other's memory, -1: not, 0: not asked */
 } oc_gram_parts;
 
 /* g->job set, the rest zero: one part per logical device, each opened and planned. On

@@ -20,8 +20,8 @@ extern "C" {
 
 namespace {
 
-constexpr int PB = 64;      /* block edge */
-constexpr int PK = 8;       /* words per shared K step */
+constexpr int PB = 64; /* block edge */
+constexpr int PK = 8;  /* words per shared K step */
 constexpr int THREADS = 256;
 
 __global__ void __launch_bounds__(THREADS) gram_popc_kernel(const oc_gram_tile t)
@@ -71,7 +71,8 @@ extern "C" oc_status oc_cuda_gram_popc(oc_context *ctx, oc_cuda_device *dev, con
     if ((tile->stride > 0 && tile->stride != tile->words) || tile->acc_in)
         return oc_fail(ctx, OC_ERR_INTERNAL, "gram_popc: tiles split on K run on the wgmma kernel only");
     if (tile->words % PK != 0)
-        return oc_fail(ctx, OC_ERR_INTERNAL, "gram_popc: %lld words per row is not a multiple of %d", (long long)tile->words, PK);
+        return oc_fail(ctx, OC_ERR_INTERNAL, "gram_popc: %lld words per row is not a multiple of %d",
+                       (long long)tile->words, PK);
     if (tile->select != OC_TILE_DENSE)
         return oc_fail(ctx, OC_ERR_INTERNAL, "gram_popc: fused selection is a b1 kernel mode");
     if (tile->rows <= 0 || tile->cols <= 0) return OC_OK;

@@ -13,7 +13,7 @@ extern "C" {
  * configuration with the launch planner first and the launch itself after. *bit_macs
  * receives the bit multiply-adds the launch performs. Runs on every GPU. */
 oc_status oc_cuda_gram_popc(oc_context *ctx, oc_cuda_device *dev, const oc_gram_tile *tile, cudaStream_t stream,
-                          double *bit_macs);
+                            double *bit_macs);
 
 #ifdef __cplusplus
 }

@@ -35,10 +35,10 @@ extern "C" {
 
 namespace {
 
-constexpr int WARPS = 8;             /* warps per block */
-constexpr int SORT_N = 512;          /* keys per warp in shared memory: the list and candidates */
+constexpr int WARPS = 8;    /* warps per block */
+constexpr int SORT_N = 512; /* keys per warp in shared memory: the list and candidates */
 constexpr int SCAN_THREADS = 1024;
-constexpr int UNROLL = 4;            /* loads in flight per lane in the row walks */
+constexpr int UNROLL = 4; /* loads in flight per lane in the row walks */
 
 static_assert(2 * OC_CUDA_SELECT_MAX_K <= SORT_N, "room for at least as many candidates as list keys");
 static_assert(OC_CUDA_SELECT_MAX_BUCKET <= SORT_N, "a threshold bucket sorts in one warp's keys");
@@ -143,10 +143,11 @@ __global__ void __launch_bounds__(WARPS * 32) topk_rows_kernel(const oc_select_t
     __shared__ uint64_t smem[WARPS][SORT_N];
     if (a.fused && *a.over == 0) return; /* the buckets hold this tile */
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    for (int row = blockIdx.x * WARPS + warp; row < a.rows; row += gridDim.x * WARPS) topk_row(a, row, smem[warp], lane);
+    for (int row = blockIdx.x * WARPS + warp; row < a.rows; row += gridDim.x * WARPS)
+        topk_row(a, row, smem[warp], lane);
 }
 
-constexpr int CHUNK = WARPS * 32;    /* tile rows staged per step of the column kernel */
+constexpr int CHUNK = WARPS * 32; /* tile rows staged per step of the column kernel */
 
 /* Columns (the mirror of A·Aᵀ): a warp per tile column. A column read directly would touch
  * one 32-byte sector per element; instead the block stages CHUNK rows of its WARPS adjacent
@@ -184,8 +185,8 @@ __device__ void topk_col_group(const oc_select_tile_args &a, int c0, cols_shared
             const int64_t e = (int64_t)r * a.ld + c0;
             for (int w = 0; w < WARPS; ++w)
                 stage[threadIdx.x][w] = c0 + w >= a.cols ? 0u
-                                        : two        ? (uint32_t)((const uint16_t *)a.tile)[e + w]
-                                                     : ((const uint32_t *)a.tile)[e + w];
+                                        : two            ? (uint32_t)((const uint16_t *)a.tile)[e + w]
+                                                         : ((const uint32_t *)a.tile)[e + w];
         }
         __syncthreads();
         if (t0 >= lim) continue;
@@ -290,8 +291,7 @@ template <bool WRITE> __device__ void pairs_row(const oc_select_tile_args &a, in
     if (!WRITE && lane == 0) a.row_counts[row] = at;
 }
 
-template <bool WRITE>
-__global__ void __launch_bounds__(WARPS * 32) pairs_kernel(const oc_select_tile_args a)
+template <bool WRITE> __global__ void __launch_bounds__(WARPS * 32) pairs_kernel(const oc_select_tile_args a)
 {
     if (a.fused && *a.over == 0) return;
     const int lane = threadIdx.x & 31;
@@ -386,15 +386,16 @@ extern "C" oc_status oc_cuda_select_tile(oc_context *ctx, oc_cuda_device *dev, c
         /* A fused tile whose buckets cannot overflow needs no dense kernels (launched, they
          * would return at once). */
         const int dense = !fused || args->may_overflow;
-        if (dense) OC_CHECK(ctx, launch(ctx, dev, topk_rows_kernel, "topk_rows_kernel", row_blocks, WARPS * 32, args, stream));
+        if (dense)
+            OC_CHECK(ctx, launch(ctx, dev, topk_rows_kernel, "topk_rows_kernel", row_blocks, WARPS * 32, args, stream));
         if (dense && args->symmetric) {
-            OC_CHECK(ctx, launch(ctx, dev, topk_cols_kernel, "topk_cols_kernel", grid(args->cols, fused ? dev->sm_count : 0),
-                            WARPS * 32, args, stream));
+            OC_CHECK(ctx, launch(ctx, dev, topk_cols_kernel, "topk_cols_kernel",
+                                 grid(args->cols, fused ? dev->sm_count : 0), WARPS * 32, args, stream));
         }
         if (args->fused) {
             const int lists = args->rows + (args->symmetric && args->i0 != args->j0 ? args->cols : 0);
-            OC_CHECK(ctx, launch(ctx, dev, topk_merge_kernel, "topk_merge_kernel", grid(lists, 4 * dev->sm_count), WARPS * 32,
-                            args, stream));
+            OC_CHECK(ctx, launch(ctx, dev, topk_merge_kernel, "topk_merge_kernel", grid(lists, 4 * dev->sm_count),
+                                 WARPS * 32, args, stream));
         }
         return OC_OK;
     }
@@ -404,7 +405,8 @@ extern "C" oc_status oc_cuda_select_tile(oc_context *ctx, oc_cuda_device *dev, c
     OC_CHECK(ctx, launch(ctx, dev, pairs_scan_kernel, "pairs_scan_kernel", 1, SCAN_THREADS, args, stream));
     OC_CHECK(ctx, launch(ctx, dev, pairs_kernel<true>, "pairs_kernel<write>", row_blocks, WARPS * 32, args, stream));
     if (args->fused) {
-        OC_CHECK(ctx, launch(ctx, dev, pairs_bucket_kernel, "pairs_bucket_kernel", bucket_blocks, WARPS * 32, args, stream));
+        OC_CHECK(ctx,
+                 launch(ctx, dev, pairs_bucket_kernel, "pairs_bucket_kernel", bucket_blocks, WARPS * 32, args, stream));
     }
     return OC_OK;
 }

@@ -25,21 +25,21 @@ extern "C" {
 #define OC_CUDA_SELECT_UNEXPECTED 0x80000000u
 
 typedef struct oc_select_tile_args {
-    const void *tile;          /* device: the converted tile */
-    int64_t ld;                /* elements between tile rows */
+    const void *tile; /* device: the converted tile */
+    int64_t ld;       /* elements between tile rows */
     int rows, cols;
-    int64_t i0, j0;            /* global row and column of element (0, 0) */
-    int kind;                  /* oc_key_kind */
-    int symmetric;             /* A·Aᵀ: only elements with global column > global row count */
+    int64_t i0, j0; /* global row and column of element (0, 0) */
+    int kind;       /* oc_key_kind */
+    int symmetric;  /* A·Aᵀ: only elements with global column > global row count */
     /* top-k (topk_lists != NULL): n x kept keys, best first, 0 = empty */
     uint64_t *topk_lists;
     int kept;
     /* threshold (topk_lists == NULL): a pair passes when its score key >= min_key */
     uint32_t min_key;
-    uint32_t *row_counts;      /* device: rows + 1 entries: pairs per row, then the total */
-    uint32_t *row_offsets;     /* device: rows entries, exclusive prefix sums */
-    uint32_t *pair_cols;       /* device: tile-local columns, in (row, col) order */
-    void *pair_values;         /* device: scores of the result dtype */
+    uint32_t *row_counts;  /* device: rows + 1 entries: pairs per row, then the total */
+    uint32_t *row_offsets; /* device: rows entries, exclusive prefix sums */
+    uint32_t *pair_cols;   /* device: tile-local columns, in (row, col) order */
+    void *pair_values;     /* device: scores of the result dtype */
     /* top-k: the kept-th key of each list (what a candidate must beat), kept with the lists
      * for the fused epilogue; NULL when nothing reads them */
     uint64_t *floors;
@@ -50,11 +50,11 @@ typedef struct oc_select_tile_args {
      * counts). */
     int fused;
     const uint32_t *over;
-    int may_overflow;          /* fused top-k: 0 when no bucket can overflow (no dense kernels) */
+    int may_overflow; /* fused top-k: 0 when no bucket can overflow (no dense kernels) */
     int bucket;
     const uint32_t *col_counts;
     const uint64_t *row_keys, *col_keys;
-    uint32_t *overflows;       /* top-k: counts the fused tiles that overflowed (may be NULL); a tile
+    uint32_t *overflows; /* top-k: counts the fused tiles that overflowed (may be NULL); a tile
                                 * that overflowed where may_overflow was 0 sets OC_CUDA_SELECT_UNEXPECTED */
 } oc_select_tile_args;
 

@@ -12,17 +12,17 @@
 #include <stdint.h>
 
 typedef struct oc_gram_tile {
-    const uint64_t *a;      /* device: `rows` rows, `words` words apart (but see stride) */
-    const uint64_t *b;      /* device: `cols` rows, `words` words apart (but see stride) */
-    int64_t words;          /* words of each row the tile counts over (K), a multiple of 8 */
-    int rows, cols;         /* tile extent */
-    const int32_t *pop_a;   /* device: popcounts of the rows of a (rows of them) */
-    const int32_t *pop_b;   /* device: popcounts of the rows of b (cols of them) */
-    void *out;              /* device, 8-byte aligned: the converted tile */
-    int64_t ld;             /* elements between output rows */
-    int metric;             /* oc_metric */
-    int dtype;              /* resolved oc_dtype: INT32, UINT16 or FLOAT32 */
-    int upper_only;         /* a diagonal tile of A·Aᵀ: elements with c < r are not needed */
+    const uint64_t *a;    /* device: `rows` rows, `words` words apart (but see stride) */
+    const uint64_t *b;    /* device: `cols` rows, `words` words apart (but see stride) */
+    int64_t words;        /* words of each row the tile counts over (K), a multiple of 8 */
+    int rows, cols;       /* tile extent */
+    const int32_t *pop_a; /* device: popcounts of the rows of a (rows of them) */
+    const int32_t *pop_b; /* device: popcounts of the rows of b (cols of them) */
+    void *out;            /* device, 8-byte aligned: the converted tile */
+    int64_t ld;           /* elements between output rows */
+    int metric;           /* oc_metric */
+    int dtype;            /* resolved oc_dtype: INT32, UINT16 or FLOAT32 */
+    int upper_only;       /* a diagonal tile of A·Aᵀ: elements with c < r are not needed */
     /* Dense mode only: when not NULL the kernel runs only if *run_if != 0 (the second,
      * dense pass over a fused tile whose buckets overflowed: see below). */
     const uint32_t *run_if;
@@ -35,18 +35,18 @@ typedef struct oc_gram_tile {
      *   OC_TILE_PAIRS: (column, value) to row r's bucket when its score key >= min_key.
      * A full bucket sets *over; the pipeline then runs the tile again in dense mode and
      * selects from it, and the buckets are ignored. */
-    int select;             /* oc_tile_select */
-    int64_t i0, j0;         /* global row and column of element (0, 0) */
-    int kind;               /* oc_key_kind of the scores */
-    int symmetric;          /* A·Aᵀ: only elements with global column > global row count */
-    const uint64_t *floors; /* top-k: the key a candidate of each list must beat (0: any) */
-    int kept;               /* top-k: keys kept per list */
-    int seed;               /* top-k: no list of the tile's rows or columns has a floor yet */
-    uint32_t min_key;       /* pairs: the score key a pair needs */
-    int bucket;             /* slots per bucket */
+    int select;                      /* oc_tile_select */
+    int64_t i0, j0;                  /* global row and column of element (0, 0) */
+    int kind;                        /* oc_key_kind of the scores */
+    int symmetric;                   /* A·Aᵀ: only elements with global column > global row count */
+    const uint64_t *floors;          /* top-k: the key a candidate of each list must beat (0: any) */
+    int kept;                        /* top-k: keys kept per list */
+    int seed;                        /* top-k: no list of the tile's rows or columns has a floor yet */
+    uint32_t min_key;                /* pairs: the score key a pair needs */
+    int bucket;                      /* slots per bucket */
     uint32_t *row_count, *col_count; /* entries offered to each bucket (may pass `bucket`) */
     uint64_t *row_keys, *col_keys;   /* tile rows (cols) x bucket */
-    uint32_t *over;         /* set when any bucket overflowed */
+    uint32_t *over;                  /* set when any bucket overflowed */
     /* Whether a bucket can overflow at all: top-k adds at most kept keys per CTA block to a
      * line's bucket, so a tile whose lines cross few enough blocks cannot (then the dense
      * pass and the selection's dense kernels are not launched; oc_gram_topk_may_overflow). */

@@ -78,7 +78,8 @@ oc_status oc_gram_window_plan(oc_context *ctx, oc_gram_parts *g, oc_gram_window 
 
     const int64_t nkeys = 2 * (tp->panels_a > tp->panels_b ? tp->panels_a : tp->panels_b);
     oc_gram_window *w = calloc(1, sizeof *w);
-    int64_t *need = malloc((size_t)nkeys * sizeof *need), *order = malloc((size_t)(2 * (tp->ntiles ? tp->ntiles : 1)) * 8);
+    int64_t *need = malloc((size_t)nkeys * sizeof *need),
+            *order = malloc((size_t)(2 * (tp->ntiles ? tp->ntiles : 1)) * 8);
     if (w) w->sliced = calloc((size_t)nkeys, 1);
     int64_t n = need ? oc_tile_order_first_need(g->order, tp->ntiles, g->job->symmetric, nkeys, need) : -1;
     if (!w || !w->sliced || !order || n < 0) {
@@ -118,10 +119,12 @@ oc_status oc_gram_window_plan(oc_context *ctx, oc_gram_parts *g, oc_gram_window 
     memcpy(g->order, order, (size_t)(2 * tp->ntiles) * 8);
     free(order);
     w->panels = panels;
-    w->win = (oc_engine_window){.slices = slices, .keys = nkeys, .sliced = w->sliced, .tiles = tiles, .devices = g->count};
+    w->win =
+        (oc_engine_window){.slices = slices, .keys = nkeys, .sliced = w->sliced, .tiles = tiles, .devices = g->count};
     for (int s = 0; s <= slices; ++s) w->win.bounds[s] = s == slices ? words : kblocks * s / slices * 16;
     if (oc_tracing())
-        fprintf(stderr, "outcore cuda: the first %lld panels in %d slices of K: %lld tiles split, %.2f GB of counts a device\n",
+        fprintf(stderr,
+                "outcore cuda: the first %lld panels in %d slices of K: %lld tiles split, %.2f GB of counts a device\n",
                 (long long)panels, slices, (long long)tiles,
                 (double)((tiles + g->count - 1) / g->count) * (double)(tp->tile * tp->tile * 4) / 1e9);
     *out = w;

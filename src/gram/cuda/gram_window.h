@@ -34,8 +34,8 @@
 
 typedef struct oc_gram_window {
     oc_engine_window win;
-    unsigned char *sliced;     /* win.sliced */
-    int64_t panels;            /* W: the window's panel keys */
+    unsigned char *sliced; /* win.sliced */
+    int64_t panels;        /* W: the window's panel keys */
 } oc_gram_window;
 
 /* The window of g's shared order (g->order, reordered: the window's tiles first) into *out,

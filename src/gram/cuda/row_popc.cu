@@ -17,7 +17,8 @@ namespace {
 
 constexpr int WARPS = 8;
 
-__global__ void __launch_bounds__(WARPS * 32) row_popc_kernel(const uint64_t *panel, int64_t words, int rows, int32_t *out)
+__global__ void __launch_bounds__(WARPS * 32)
+    row_popc_kernel(const uint64_t *panel, int64_t words, int rows, int32_t *out)
 {
     const int lane = threadIdx.x & 31, row = blockIdx.x * WARPS + (threadIdx.x >> 5);
     if (row >= rows) return;

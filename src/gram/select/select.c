@@ -49,7 +49,8 @@ uint64_t oc_select_score_min_key(oc_key_kind kind, double t)
 {
     const uint64_t none = 1ull << 32;
     switch (kind) {
-    case OC_KEY_F32: return oc_key_f32((float)t);
+    case OC_KEY_F32:
+        return oc_key_f32((float)t);
     case OC_KEY_I32: {
         double lo = ceil(t);
         if (lo <= (double)INT32_MIN) return 0;
@@ -84,8 +85,10 @@ static oc_key_kind key_kind(oc_metric metric, oc_dtype dtype)
 oc_status oc_select_create(oc_context *ctx, const oc_select_config *cfg, oc_select **out)
 {
     if (cfg->n > OC_KEY_MAX_INDEX || cfg->p > OC_KEY_MAX_INDEX)
-        return oc_fail(ctx, OC_ERR_UNSUPPORTED, "top-k and threshold outputs index rows and columns in 32 bits: "
-                       "%lld x %lld is too large", (long long)cfg->n, (long long)cfg->p);
+        return oc_fail(ctx, OC_ERR_UNSUPPORTED,
+                       "top-k and threshold outputs index rows and columns in 32 bits: "
+                       "%lld x %lld is too large",
+                       (long long)cfg->n, (long long)cfg->p);
     /* aligned: the locks are a cache line each (sizeof is a multiple of their alignment) */
     oc_select *s = aligned_alloc(_Alignof(oc_select), sizeof *s);
     if (!s) return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the selection state");
@@ -116,7 +119,8 @@ oc_status oc_select_begin(oc_context *ctx, oc_select *s, int64_t tile, int worke
     s->workers = calloc((size_t)(workers > 0 ? workers : 1), sizeof *s->workers);
     if (!s->workers) return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the selection's worker state");
     int64_t tt;
-    if (!oc_mul_i64(tile, tile, &tt)) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "tile edge %lld is too large", (long long)tile);
+    if (!oc_mul_i64(tile, tile, &tt))
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "tile edge %lld is too large", (long long)tile);
     return s->cfg.mode == OC_SELECT_TOPK ? oc_select_topk_begin(ctx, s) : oc_select_pairs_begin(ctx, s);
 }
 
@@ -146,8 +150,8 @@ int64_t oc_select_kept(const oc_select *s) { return s->kept; }
 uint64_t oc_select_min_key(const oc_select *s) { return s->min_key; }
 
 /* ---------------------------------------------------------------- tiles */
-oc_status oc_select_tile(oc_select *s, int worker, int64_t i0, int64_t j0, int64_t rows, int64_t cols,
-                         const void *tile, int64_t ld)
+oc_status oc_select_tile(oc_select *s, int worker, int64_t i0, int64_t j0, int64_t rows, int64_t cols, const void *tile,
+                         int64_t ld)
 {
     sel_worker *w = &s->workers[worker];
     if (s->cfg.mode == OC_SELECT_TOPK) {

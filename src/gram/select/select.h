@@ -48,17 +48,17 @@ typedef oc_status (*oc_select_emit_fn)(oc_context *ctx, void *user, const int64_
 
 typedef struct oc_select_config {
     oc_select_mode mode;
-    int64_t n, p;             /* the result is n x p */
-    int symmetric;            /* A·Aᵀ */
+    int64_t n, p;  /* the result is n x p */
+    int symmetric; /* A·Aᵀ */
     oc_metric metric;
-    oc_dtype dtype;           /* resolved result dtype */
-    int64_t k;                /* top-k: requested k */
-    double threshold;         /* pairs */
-    int use_min_score;        /* top-k: lists hold only scores passing min_score (as a threshold) */
+    oc_dtype dtype;    /* resolved result dtype */
+    int64_t k;         /* top-k: requested k */
+    double threshold;  /* pairs */
+    int use_min_score; /* top-k: lists hold only scores passing min_score (as a threshold) */
     double min_score;
-    oc_select_emit_fn emit;   /* pairs: NULL drops them (they are still counted) */
+    oc_select_emit_fn emit; /* pairs: NULL drops them (they are still counted) */
     void *emit_user;
-    int64_t buffer_bytes;     /* pairs waiting in memory before spilling; 0 = the default */
+    int64_t buffer_bytes; /* pairs waiting in memory before spilling; 0 = the default */
 } oc_select_config;
 
 #define OC_SELECT_BUFFER_DEFAULT (256LL << 20) /* buffer_bytes when 0 */
@@ -90,8 +90,8 @@ oc_status oc_select_begin_rows(oc_context *ctx, oc_select *s, int64_t rows);
  * A·Aᵀ only elements whose global column exceeds their global row are read, so a top-k tile
  * may also come in row slices (i0 + r0, j0) of a tile; a threshold tile must come whole.
  * Thread-safe. */
-oc_status oc_select_tile(oc_select *s, int worker, int64_t i0, int64_t j0, int64_t rows, int64_t cols,
-                         const void *tile, int64_t ld);
+oc_status oc_select_tile(oc_select *s, int worker, int64_t i0, int64_t j0, int64_t rows, int64_t cols, const void *tile,
+                         int64_t ld);
 
 /* Jaccard top-k straight from a tile's uint32 counts (ld apart) and its rows' and columns'
  * popcounts (pop_a[rows], pop_b[cols]): returns 1 when the tile was selected so, 0 when it

@@ -59,11 +59,16 @@ OC_SK int32_t oc_key_i32_value(uint32_t k) { return (int32_t)(k ^ 0x80000000u); 
 OC_SK uint32_t oc_key_score(int kind, const void *tile, int64_t e)
 {
     switch (kind) {
-    case OC_KEY_F32: return oc_key_f32(((const float *)tile)[e]);
-    case OC_KEY_I32: return oc_key_i32(((const int32_t *)tile)[e]);
-    case OC_KEY_U16: return ((const uint16_t *)tile)[e];
-    case OC_KEY_I32_REV: return ~oc_key_i32(((const int32_t *)tile)[e]);
-    default: return 0xFFFFu - ((const uint16_t *)tile)[e];
+    case OC_KEY_F32:
+        return oc_key_f32(((const float *)tile)[e]);
+    case OC_KEY_I32:
+        return oc_key_i32(((const int32_t *)tile)[e]);
+    case OC_KEY_U16:
+        return ((const uint16_t *)tile)[e];
+    case OC_KEY_I32_REV:
+        return ~oc_key_i32(((const int32_t *)tile)[e]);
+    default:
+        return 0xFFFFu - ((const uint16_t *)tile)[e];
     }
 }
 
@@ -71,11 +76,21 @@ OC_SK uint32_t oc_key_score(int kind, const void *tile, int64_t e)
 OC_SK void oc_key_store_score(int kind, uint32_t k, void *out, int64_t e)
 {
     switch (kind) {
-    case OC_KEY_F32: ((float *)out)[e] = oc_key_f32_value(k); break;
-    case OC_KEY_I32: ((int32_t *)out)[e] = oc_key_i32_value(k); break;
-    case OC_KEY_U16: ((uint16_t *)out)[e] = (uint16_t)k; break;
-    case OC_KEY_I32_REV: ((int32_t *)out)[e] = oc_key_i32_value(~k); break;
-    default: ((uint16_t *)out)[e] = (uint16_t)(0xFFFFu - k); break;
+    case OC_KEY_F32:
+        ((float *)out)[e] = oc_key_f32_value(k);
+        break;
+    case OC_KEY_I32:
+        ((int32_t *)out)[e] = oc_key_i32_value(k);
+        break;
+    case OC_KEY_U16:
+        ((uint16_t *)out)[e] = (uint16_t)k;
+        break;
+    case OC_KEY_I32_REV:
+        ((int32_t *)out)[e] = oc_key_i32_value(~k);
+        break;
+    default:
+        ((uint16_t *)out)[e] = (uint16_t)(0xFFFFu - k);
+        break;
     }
 }
 

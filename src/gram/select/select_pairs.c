@@ -26,17 +26,23 @@
 #include "io/sysio.h"
 #include "gram/select/select_state.h"
 
-#define EMIT_BATCH 65536                /* pairs per emit call */
+#define EMIT_BATCH 65536 /* pairs per emit call */
 
 /* ---------------------------------------------------------------- a tile's pairs */
 /* out[n] = element e of values, both of the kind's dtype: a typed copy, bit for bit. */
 OC_SELECT_INSTANCE void copy_value(const oc_key_kind kind, void *out, int64_t n, const void *values, int64_t e)
 {
     switch (kind) {
-    case OC_KEY_F32: ((float *)out)[n] = ((const float *)values)[e]; break;
+    case OC_KEY_F32:
+        ((float *)out)[n] = ((const float *)values)[e];
+        break;
     case OC_KEY_I32:
-    case OC_KEY_I32_REV: ((int32_t *)out)[n] = ((const int32_t *)values)[e]; break;
-    default: ((uint16_t *)out)[n] = ((const uint16_t *)values)[e]; break;
+    case OC_KEY_I32_REV:
+        ((int32_t *)out)[n] = ((const int32_t *)values)[e];
+        break;
+    default:
+        ((uint16_t *)out)[n] = ((const uint16_t *)values)[e];
+        break;
     }
 }
 
@@ -227,8 +233,8 @@ static oc_status add_chunk(oc_select *s, int64_t i0, int64_t j0, int64_t rows, c
 
 no_memory:
     free_chunk(&c);
-    oc_select_set_error(s, OC_ERR_NO_MEMORY, "cannot allocate %lld threshold pairs of tile rows %lld..", (long long)count,
-              (long long)i0);
+    oc_select_set_error(s, OC_ERR_NO_MEMORY, "cannot allocate %lld threshold pairs of tile rows %lld..",
+                        (long long)count, (long long)i0);
     return OC_ERR_NO_MEMORY;
 }
 
@@ -237,11 +243,21 @@ oc_status oc_select_pairs_tile(oc_select *s, sel_worker *w, int64_t i0, int64_t 
 {
     int64_t n = 0;
     if (s->min_key <= 0xFFFFFFFFu) switch (s->kind) {
-        case OC_KEY_F32: n = tile_pairs(s, w, i0, j0, rows, cols, tile, ld, OC_KEY_F32); break;
-        case OC_KEY_I32: n = tile_pairs(s, w, i0, j0, rows, cols, tile, ld, OC_KEY_I32); break;
-        case OC_KEY_U16: n = tile_pairs(s, w, i0, j0, rows, cols, tile, ld, OC_KEY_U16); break;
-        case OC_KEY_I32_REV: n = tile_pairs(s, w, i0, j0, rows, cols, tile, ld, OC_KEY_I32_REV); break;
-        default: n = tile_pairs(s, w, i0, j0, rows, cols, tile, ld, OC_KEY_U16_REV); break;
+        case OC_KEY_F32:
+            n = tile_pairs(s, w, i0, j0, rows, cols, tile, ld, OC_KEY_F32);
+            break;
+        case OC_KEY_I32:
+            n = tile_pairs(s, w, i0, j0, rows, cols, tile, ld, OC_KEY_I32);
+            break;
+        case OC_KEY_U16:
+            n = tile_pairs(s, w, i0, j0, rows, cols, tile, ld, OC_KEY_U16);
+            break;
+        case OC_KEY_I32_REV:
+            n = tile_pairs(s, w, i0, j0, rows, cols, tile, ld, OC_KEY_I32_REV);
+            break;
+        default:
+            n = tile_pairs(s, w, i0, j0, rows, cols, tile, ld, OC_KEY_U16_REV);
+            break;
         }
     return add_chunk(s, i0, j0, rows, w->pcounts, w->pcols, w->pvals, n);
 }
@@ -285,7 +301,9 @@ static oc_status deliver_block(oc_context *ctx, oc_select *s, int64_t I)
     const int64_t i0 = I * s->tile, rows = s->cfg.n - i0 < s->tile ? s->cfg.n - i0 : s->tile;
     const int64_t first_j = s->cfg.symmetric && !s->whole_rows ? I : 0;
     int64_t *cursor = calloc((size_t)b->expected, sizeof *cursor), n = 0;
-    if (!cursor) return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the delivery state of %lld tiles", (long long)b->expected);
+    if (!cursor)
+        return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the delivery state of %lld tiles",
+                       (long long)b->expected);
     oc_status st = OC_OK;
     for (int64_t r = 0; r < rows && st == OC_OK; ++r)
         for (int64_t k = 0; k < b->expected && st == OC_OK; ++k) {

@@ -32,25 +32,45 @@
 
 /* Runs BODY(ARGS..., kind, mirror) with t's key kind and mirror flag as constants: each body
  * is instantiated per kind and flag. */
-#define SCAN_DISPATCH(t, BODY, ...)                                           \
-    do {                                                                      \
-        if ((t)->mirror) {                                                    \
-            switch ((t)->kind) {                                              \
-            case OC_KEY_F32: BODY(__VA_ARGS__, OC_KEY_F32, 1); break;         \
-            case OC_KEY_I32: BODY(__VA_ARGS__, OC_KEY_I32, 1); break;         \
-            case OC_KEY_U16: BODY(__VA_ARGS__, OC_KEY_U16, 1); break;         \
-            case OC_KEY_I32_REV: BODY(__VA_ARGS__, OC_KEY_I32_REV, 1); break; \
-            default: BODY(__VA_ARGS__, OC_KEY_U16_REV, 1); break;             \
-            }                                                                 \
-        } else {                                                              \
-            switch ((t)->kind) {                                              \
-            case OC_KEY_F32: BODY(__VA_ARGS__, OC_KEY_F32, 0); break;         \
-            case OC_KEY_I32: BODY(__VA_ARGS__, OC_KEY_I32, 0); break;         \
-            case OC_KEY_U16: BODY(__VA_ARGS__, OC_KEY_U16, 0); break;         \
-            case OC_KEY_I32_REV: BODY(__VA_ARGS__, OC_KEY_I32_REV, 0); break; \
-            default: BODY(__VA_ARGS__, OC_KEY_U16_REV, 0); break;             \
-            }                                                                 \
-        }                                                                     \
+#define SCAN_DISPATCH(t, BODY, ...)                   \
+    do {                                              \
+        if ((t)->mirror) {                            \
+            switch ((t)->kind) {                      \
+            case OC_KEY_F32:                          \
+                BODY(__VA_ARGS__, OC_KEY_F32, 1);     \
+                break;                                \
+            case OC_KEY_I32:                          \
+                BODY(__VA_ARGS__, OC_KEY_I32, 1);     \
+                break;                                \
+            case OC_KEY_U16:                          \
+                BODY(__VA_ARGS__, OC_KEY_U16, 1);     \
+                break;                                \
+            case OC_KEY_I32_REV:                      \
+                BODY(__VA_ARGS__, OC_KEY_I32_REV, 1); \
+                break;                                \
+            default:                                  \
+                BODY(__VA_ARGS__, OC_KEY_U16_REV, 1); \
+                break;                                \
+            }                                         \
+        } else {                                      \
+            switch ((t)->kind) {                      \
+            case OC_KEY_F32:                          \
+                BODY(__VA_ARGS__, OC_KEY_F32, 0);     \
+                break;                                \
+            case OC_KEY_I32:                          \
+                BODY(__VA_ARGS__, OC_KEY_I32, 0);     \
+                break;                                \
+            case OC_KEY_U16:                          \
+                BODY(__VA_ARGS__, OC_KEY_U16, 0);     \
+                break;                                \
+            case OC_KEY_I32_REV:                      \
+                BODY(__VA_ARGS__, OC_KEY_I32_REV, 0); \
+                break;                                \
+            default:                                  \
+                BODY(__VA_ARGS__, OC_KEY_U16_REV, 0); \
+                break;                                \
+            }                                         \
+        }                                             \
     } while (0)
 
 ALWAYS_INLINE int64_t kind_size(int kind) { return kind == OC_KEY_U16 || kind == OC_KEY_U16_REV ? 2 : 4; }
@@ -70,15 +90,15 @@ ALWAYS_INLINE uint32_t passes(const oc_scan_tile *t, int kind, int mirror, const
 /* A row's words from PASS (0 or 1 for the column in c): per 64 columns one branch-free pass
  * that the compiler vectorises answers "does any column pass?", and only then are the bits
  * gathered one by one (after a row's first tiles most words have none). */
-#define ROW_WORDS_BY_PASS(words, cols, c, PASS)                                                          \
-    for (int64_t w_ = 0; w_ < OC_SCAN_WORDS(cols); ++w_) {                                              \
+#define ROW_WORDS_BY_PASS(words, cols, c, PASS)                                                             \
+    for (int64_t w_ = 0; w_ < OC_SCAN_WORDS(cols); ++w_) {                                                  \
         const int64_t b_ = w_ * OC_SCAN_WORD, e_ = b_ + OC_SCAN_WORD < (cols) ? b_ + OC_SCAN_WORD : (cols); \
-        uint32_t any_ = 0;                                                                               \
-        for (int64_t c = b_; c < e_; ++c) any_ |= (PASS);                                                \
-        uint64_t m_ = 0;                                                                                 \
-        if (any_)                                                                                        \
-            for (int64_t c = b_; c < e_; ++c) m_ |= (uint64_t)(PASS) << (c - b_);                        \
-        (words)[w_] = m_;                                                                                \
+        uint32_t any_ = 0;                                                                                  \
+        for (int64_t c = b_; c < e_; ++c) any_ |= (PASS);                                                   \
+        uint64_t m_ = 0;                                                                                    \
+        if (any_)                                                                                           \
+            for (int64_t c = b_; c < e_; ++c) m_ |= (uint64_t)(PASS) << (c - b_);                           \
+        (words)[w_] = m_;                                                                                   \
     }
 
 ALWAYS_INLINE void scan_ref_body(const oc_scan_tile *t, const int kind, const int mirror)
@@ -178,7 +198,7 @@ static void insert_ref(uint64_t *list, int64_t kept, const uint64_t *keys, int64
     for (int64_t c = 0; c < n; ++c) {
         const uint64_t key = keys[c];
         if (key <= list[kept - 1]) continue; /* most survivors of later tiles: nothing changes */
-        int64_t lo = 0, len = kept - 1; /* the slot is in [lo, lo + len]: list[kept - 1] < key */
+        int64_t lo = 0, len = kept - 1;      /* the slot is in [lo, lo + len]: list[kept - 1] < key */
         while (len > 0) {
             const int64_t half = len / 2;
             if (list[lo + half] > key) lo += half + 1, len -= half + 1;
@@ -196,29 +216,29 @@ static void insert_ref(uint64_t *list, int64_t kept, const uint64_t *keys, int64
  * which costs more than the compares. A row's whole words take a loop of constant length
  * (unrolled, every vector full: no tail test per vector), its last partial word the
  * general one. */
-#define SCAN_VECTOR_ROWS(t, kind, mirror, LANES, ROW_BOUND, BITS)                                        \
-    do {                                                                                                 \
-        const int64_t wpr_ = OC_SCAN_WORDS((t)->cols), cols_ = (t)->cols, full_ = cols_ / OC_SCAN_WORD;    \
-        for (int64_t r = 0; r < (t)->rows; ++r) {                                                        \
-            const void *row = scan_row(t, kind, r);                                                      \
-            const __typeof__(ROW_BOUND((t)->row_min[r])) rbound = ROW_BOUND((t)->row_min[r]);            \
-            uint64_t *words = (t)->words + r * wpr_;                                                     \
-            for (int64_t w_ = 0; w_ < full_; ++w_) {                                                     \
-                uint64_t m_ = 0;                                                                         \
-                for (int v_ = 0; v_ < OC_SCAN_WORD / (LANES); ++v_)                                      \
-                    m_ |= (uint64_t)BITS(t, kind, mirror, row, rbound, w_ * OC_SCAN_WORD + v_ * (LANES), LANES) \
-                          << (v_ * (LANES));                                                             \
-                words[w_] = m_;                                                                          \
-            }                                                                                            \
-            if (full_ < wpr_) {                                                                          \
-                const int64_t b_ = full_ * OC_SCAN_WORD;                                                 \
-                uint64_t m_ = 0;                                                                         \
-                for (int64_t c = b_; c < cols_; c += LANES)                                              \
+#define SCAN_VECTOR_ROWS(t, kind, mirror, LANES, ROW_BOUND, BITS)                                                \
+    do {                                                                                                         \
+        const int64_t wpr_ = OC_SCAN_WORDS((t)->cols), cols_ = (t)->cols, full_ = cols_ / OC_SCAN_WORD;          \
+        for (int64_t r = 0; r < (t)->rows; ++r) {                                                                \
+            const void *row = scan_row(t, kind, r);                                                              \
+            const __typeof__(ROW_BOUND((t)->row_min[r])) rbound = ROW_BOUND((t)->row_min[r]);                    \
+            uint64_t *words = (t)->words + r * wpr_;                                                             \
+            for (int64_t w_ = 0; w_ < full_; ++w_) {                                                             \
+                uint64_t m_ = 0;                                                                                 \
+                for (int v_ = 0; v_ < OC_SCAN_WORD / (LANES); ++v_)                                              \
+                    m_ |= (uint64_t)BITS(t, kind, mirror, row, rbound, w_ * OC_SCAN_WORD + v_ * (LANES), LANES)  \
+                          << (v_ * (LANES));                                                                     \
+                words[w_] = m_;                                                                                  \
+            }                                                                                                    \
+            if (full_ < wpr_) {                                                                                  \
+                const int64_t b_ = full_ * OC_SCAN_WORD;                                                         \
+                uint64_t m_ = 0;                                                                                 \
+                for (int64_t c = b_; c < cols_; c += LANES)                                                      \
                     m_ |= (uint64_t)BITS(t, kind, mirror, row, rbound, c, cols_ - c < LANES ? cols_ - c : LANES) \
-                          << (c - b_);                                                                   \
-                words[full_] = m_;                                                                       \
-            }                                                                                            \
-        }                                                                                                \
+                          << (c - b_);                                                                           \
+                words[full_] = m_;                                                                               \
+            }                                                                                                    \
+        }                                                                                                        \
     } while (0)
 
 /* Values of columns c .. c + n - 1 into buf, zero padded to `bytes`. */
@@ -241,9 +261,12 @@ TARGET_AVX2 ALWAYS_INLINE __m256i keys8(int kind, const void *row, int64_t c)
     const __m256i x = _mm256_loadu_si256((const __m256i *)((const uint32_t *)row + c));
     const __m256i sign = _mm256_set1_epi32((int)0x80000000u);
     switch (kind) {
-    case OC_KEY_F32: return _mm256_xor_si256(x, _mm256_or_si256(_mm256_srai_epi32(x, 31), sign));
-    case OC_KEY_I32: return _mm256_xor_si256(x, sign);
-    default: return _mm256_xor_si256(x, _mm256_set1_epi32(0x7FFFFFFF)); /* OC_KEY_I32_REV */
+    case OC_KEY_F32:
+        return _mm256_xor_si256(x, _mm256_or_si256(_mm256_srai_epi32(x, 31), sign));
+    case OC_KEY_I32:
+        return _mm256_xor_si256(x, sign);
+    default:
+        return _mm256_xor_si256(x, _mm256_set1_epi32(0x7FFFFFFF)); /* OC_KEY_I32_REV */
     }
 }
 
@@ -251,7 +274,7 @@ TARGET_AVX2 ALWAYS_INLINE __m256i keys8(int kind, const void *row, int64_t c)
 
 /* AVX2 compares signed only: sk >= bound is max(sk, bound) == sk, unsigned. */
 TARGET_AVX2 ALWAYS_INLINE uint32_t bits8(const oc_scan_tile *t, int kind, int mirror, const void *row, __m256i rbound,
-                                        int64_t c, int64_t n)
+                                         int64_t c, int64_t n)
 {
     _Alignas(32) unsigned char buf[32];
     const __m256i k = n == 8 ? keys8(kind, row, c) : keys8(kind, scan_tail(kind, row, c, n, buf, sizeof buf), 0);
@@ -285,16 +308,19 @@ TARGET_AVX512 ALWAYS_INLINE __m512i keys16(int kind, const void *row, int64_t c)
     const __m512i x = _mm512_loadu_si512((const uint32_t *)row + c);
     const __m512i sign = _mm512_set1_epi32((int)0x80000000u);
     switch (kind) {
-    case OC_KEY_F32: return _mm512_xor_si512(x, _mm512_or_si512(_mm512_srai_epi32(x, 31), sign));
-    case OC_KEY_I32: return _mm512_xor_si512(x, sign);
-    default: return _mm512_xor_si512(x, _mm512_set1_epi32(0x7FFFFFFF)); /* OC_KEY_I32_REV */
+    case OC_KEY_F32:
+        return _mm512_xor_si512(x, _mm512_or_si512(_mm512_srai_epi32(x, 31), sign));
+    case OC_KEY_I32:
+        return _mm512_xor_si512(x, sign);
+    default:
+        return _mm512_xor_si512(x, _mm512_set1_epi32(0x7FFFFFFF)); /* OC_KEY_I32_REV */
     }
 }
 
 #define ROW_BOUND16(v) _mm512_set1_epi32((int)(v))
 
 TARGET_AVX512 ALWAYS_INLINE uint32_t bits16(const oc_scan_tile *t, int kind, int mirror, const void *row,
-                                           __m512i rbound, int64_t c, int64_t n)
+                                            __m512i rbound, int64_t c, int64_t n)
 {
     _Alignas(64) unsigned char buf[64];
     const __m512i k = n == 16 ? keys16(kind, row, c) : keys16(kind, scan_tail(kind, row, c, n, buf, sizeof buf), 0);

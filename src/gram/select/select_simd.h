@@ -45,8 +45,8 @@
 #define OC_SCAN_WORDS(cols) (((cols) + OC_SCAN_WORD - 1) / OC_SCAN_WORD)
 
 typedef struct oc_scan_tile {
-    int kind;                /* oc_key_kind of the values */
-    const void *values;      /* rows x cols, ld elements apart */
+    int kind;           /* oc_key_kind of the values */
+    const void *values; /* rows x cols, ld elements apart */
     int64_t ld, rows, cols;
     const uint32_t *row_min; /* rows */
     const uint32_t *col_min; /* cols, padded; read only when mirror */
@@ -66,7 +66,7 @@ typedef void (*oc_scan_fn)(const oc_scan_tile *t);
  * sets the same bits. The words follow oc_scan_tile's contract; pop_c and g_c are read
  * only inside the tile. */
 typedef struct oc_scan_counts {
-    const uint32_t *counts;  /* rows x cols, ld apart */
+    const uint32_t *counts; /* rows x cols, ld apart */
     int64_t ld, rows, cols;
     const float *pop_r, *g_r; /* rows */
     const float *pop_c, *g_c; /* cols; g_c read only when mirror */

@@ -23,7 +23,7 @@
 #include "gram/select/select.h"
 #include "gram/select/select_simd.h"
 
-#define NLOCKS 1024                     /* lock stripes of the top-k lists (select_topk.c) */
+#define NLOCKS 1024 /* lock stripes of the top-k lists (select_topk.c) */
 
 /* A lock alone on its cache line, so that workers on neighbouring stripes do not share one. */
 typedef struct padded_lock {
@@ -33,43 +33,43 @@ typedef struct padded_lock {
 /* One worker's buffers: the top-k ones (select_topk.c) or the pairs ones (select_pairs.c). */
 typedef struct sel_worker {
     /* top-k */
-    uint64_t *rowbuf;       /* rowcap survivors per tile row of a batch (ROW_BATCH rows) */
+    uint64_t *rowbuf; /* rowcap survivors per tile row of a batch (ROW_BATCH rows) */
     int64_t *rowcount;
-    uint64_t *colbuf;       /* A·Aᵀ: colcap survivors per tile column (the mirrored rows) */
+    uint64_t *colbuf; /* A·Aᵀ: colcap survivors per tile column (the mirrored rows) */
     int64_t *colcount;
     uint64_t *colfloor;
-    uint32_t *colmin;       /* the pre-test's bounds (select_simd.h): per tile column */
-    uint32_t *scorekeys;    /* score keys of a row being seeded */
-    uint64_t *rowfloor;     /* a batch's row floors, as the pre-test saw them */
-    uint32_t *rowmin;       /* and its bounds for them */
-    uint64_t *words;        /* the pre-test's bits, OC_SCAN_WORDS(tile) words per batch row */
-    uint32_t *survivors;    /* the columns of one batch row's set bits */
-    uint64_t *merge;        /* kept keys: a merged list before it is copied back */
-    uint32_t *seedmax;      /* seeding: one list's group maxima (see "Seeding" in select_topk.c) */
-    uint64_t *seedkeys;     /* the same as distinct keys, when there are many */
-    uint32_t *colmax;       /* A·Aᵀ: the group maxima of every column, group-major */
-    uint32_t *colrank;      /* kth_largest's scratch (select_simd.h) */
-    float *popr, *gr;       /* jaccard from counts: a batch's row popcounts and factors */
-    float *popc, *gc;       /* and the tile columns' */
+    uint32_t *colmin;    /* the pre-test's bounds (select_simd.h): per tile column */
+    uint32_t *scorekeys; /* score keys of a row being seeded */
+    uint64_t *rowfloor;  /* a batch's row floors, as the pre-test saw them */
+    uint32_t *rowmin;    /* and its bounds for them */
+    uint64_t *words;     /* the pre-test's bits, OC_SCAN_WORDS(tile) words per batch row */
+    uint32_t *survivors; /* the columns of one batch row's set bits */
+    uint64_t *merge;     /* kept keys: a merged list before it is copied back */
+    uint32_t *seedmax;   /* seeding: one list's group maxima (see "Seeding" in select_topk.c) */
+    uint64_t *seedkeys;  /* the same as distinct keys, when there are many */
+    uint32_t *colmax;    /* A·Aᵀ: the group maxima of every column, group-major */
+    uint32_t *colrank;   /* kth_largest's scratch (select_simd.h) */
+    float *popr, *gr;    /* jaccard from counts: a batch's row popcounts and factors */
+    float *popc, *gc;    /* and the tile columns' */
     /* pairs */
     uint32_t *pcols;
     unsigned char *pvals;
     uint32_t *pcounts;
-    char pad[64];           /* workers' fields on separate cache lines */
+    char pad[64]; /* workers' fields on separate cache lines */
 } sel_worker;
 
 typedef struct pair_chunk {
     int64_t count;
-    uint32_t *row_counts;   /* pairs per row of the block; NULL when count == 0 */
-    uint32_t *cols;         /* tile-local columns; NULL when spilled */
+    uint32_t *row_counts; /* pairs per row of the block; NULL when count == 0 */
+    uint32_t *cols;       /* tile-local columns; NULL when spilled */
     unsigned char *values;
-    int64_t spill_off;      /* -1: in memory; else cols then values in the spill file */
+    int64_t spill_off; /* -1: in memory; else cols then values in the spill file */
     int64_t mem_bytes;
 } pair_chunk;
 
 typedef struct row_block {
     int64_t expected, done;
-    pair_chunk *chunks;     /* one per column tile, allocated when the first arrives */
+    pair_chunk *chunks; /* one per column tile, allocated when the first arrives */
 } row_block;
 
 struct oc_select {
@@ -77,33 +77,33 @@ struct oc_select {
     oc_key_kind kind;
     size_t elem;
     int64_t kept;
-    uint64_t min_key;               /* pairs: the threshold's score key (oc_select_score_min_key) */
-    uint64_t topk_min_key;          /* top-k with a minimum score: its score key; else 0 */
+    uint64_t min_key;      /* pairs: the threshold's score key (oc_select_score_min_key) */
+    uint64_t topk_min_key; /* top-k with a minimum score: its score key; else 0 */
 
-    uint64_t *keys;                 /* n x kept */
-    _Atomic uint64_t *floors;       /* n: the kept-th key once a list is full, else 0 */
+    uint64_t *keys;           /* n x kept */
+    _Atomic uint64_t *floors; /* n: the kept-th key once a list is full, else 0 */
     padded_lock locks[NLOCKS];
 
     int64_t tile, tiles_j, rowcap, colcap;
-    int whole_rows;                 /* oc_select_begin_rows: one chunk per row block, at column 0 */
-    oc_select_simd simd;            /* top-k pre-test and insertion of this CPU (select_simd.h) */
+    int whole_rows;      /* oc_select_begin_rows: one chunk per row block, at column 0 */
+    oc_select_simd simd; /* top-k pre-test and insertion of this CPU (select_simd.h) */
     int nworkers;
     sel_worker *workers;
 
-    pthread_mutex_t plock;          /* guards blocks, pending_bytes and the spill file's end */
+    pthread_mutex_t plock; /* guards blocks, pending_bytes and the spill file's end */
     row_block *blocks;
     int64_t nblocks, next_block;
     int64_t pending_bytes, buffer_bytes;
     int spill_fd;
     int64_t spill_end;
-    oc_context *io_ctx;             /* the job's context: the spill file's system calls ask its fault plan */
+    oc_context *io_ctx; /* the job's context: the spill file's system calls ask its fault plan */
     int64_t emitted;
     int64_t *out_rows, *out_cols;
     unsigned char *out_vals;
-    uint32_t *read_cols;            /* spilled columns being read back */
+    uint32_t *read_cols; /* spilled columns being read back */
     unsigned char *read_vals;
 
-    pthread_mutex_t elock;          /* guards err and errmsg */
+    pthread_mutex_t elock; /* guards err and errmsg */
     oc_status err;
     char errmsg[256];
 };

@@ -34,10 +34,10 @@
 #include "gram/select/select_sort.h"
 #include "gram/select/select_state.h"
 
-#define LOCK_ROWS 32                    /* rows of one lock stripe (see merge_lists) */
-#define INSERT_WORK 1024                /* survivors x kept up to which a list takes them one by one */
-#define SEED_RANK_MAX 32                /* group maxima up to which seeding ranks them directly */
-#define ROW_BATCH 64                    /* tile rows pre-tested and merged together */
+#define LOCK_ROWS 32     /* rows of one lock stripe (see merge_lists) */
+#define INSERT_WORK 1024 /* survivors x kept up to which a list takes them one by one */
+#define SEED_RANK_MAX 32 /* group maxima up to which seeding ranks them directly */
+#define ROW_BATCH 64     /* tile rows pre-tested and merged together */
 
 /* ---------------------------------------------------------------- lists */
 /* Keeps the best `kept` of buf[0..*count) (in no particular order) and returns the kept-th
@@ -208,9 +208,9 @@ static int load_column_floors(oc_select *s, sel_worker *w, int64_t j0, int64_t c
  * alias the fields they come from, so the compiler would reload every field after every
  * store. */
 typedef struct topk_scratch {
-    int64_t i0, j0, cols, wpr;  /* the tile (or slice) and its pre-test words per row */
-    uint32_t jlow0;             /* the index half of column j0 */
-    int mirror;                 /* A·Aᵀ: the columns' lists take the mirrored elements */
+    int64_t i0, j0, cols, wpr; /* the tile (or slice) and its pre-test words per row */
+    uint32_t jlow0;            /* the index half of column j0 */
+    int mirror;                /* A·Aᵀ: the columns' lists take the mirrored elements */
     int64_t kept, rowcap, colcap;
     uint64_t *colbuf, *colfloor;
     int64_t *colcount;
@@ -341,10 +341,18 @@ OC_SELECT_INSTANCE void topk_tile(oc_select *s, sel_worker *w, int64_t i0, int64
     /* Bounds for the tile's first row hold for every later one (select_simd.h). */
     if (mirror)
         for (int64_t c = 0; c < cols; ++c) w->colmin[c] = scan_bound(w->colfloor[c], 0xFFFFFFFFu - (uint32_t)i0);
-    const topk_scratch x = {.i0 = i0, .j0 = j0, .cols = cols, .wpr = OC_SCAN_WORDS(cols),
-                            .jlow0 = 0xFFFFFFFFu - (uint32_t)j0, .mirror = mirror, .kept = kept,
-                            .rowcap = s->rowcap, .colcap = s->colcap, .colbuf = w->colbuf,
-                            .colfloor = w->colfloor, .colcount = w->colcount};
+    const topk_scratch x = {.i0 = i0,
+                            .j0 = j0,
+                            .cols = cols,
+                            .wpr = OC_SCAN_WORDS(cols),
+                            .jlow0 = 0xFFFFFFFFu - (uint32_t)j0,
+                            .mirror = mirror,
+                            .kept = kept,
+                            .rowcap = s->rowcap,
+                            .colcap = s->colcap,
+                            .colbuf = w->colbuf,
+                            .colfloor = w->colfloor,
+                            .colcount = w->colcount};
     for (int64_t r0 = 0; r0 < rows; r0 += ROW_BATCH) {
         const int64_t nb = rows - r0 < ROW_BATCH ? rows - r0 : ROW_BATCH;
         for (int64_t b = 0; b < nb; ++b) {
@@ -357,9 +365,15 @@ OC_SELECT_INSTANCE void topk_tile(oc_select *s, sel_worker *w, int64_t i0, int64
             w->rowfloor[b] = rf;
             w->rowmin[b] = scan_bound(rf, x.jlow0);
         }
-        const oc_scan_tile st = {.kind = kind, .values = (const char *)tile + r0 * ld * (int64_t)s->elem, .ld = ld,
-                                 .rows = nb, .cols = cols, .row_min = w->rowmin, .col_min = w->colmin,
-                                 .mirror = mirror, .words = w->words};
+        const oc_scan_tile st = {.kind = kind,
+                                 .values = (const char *)tile + r0 * ld * (int64_t)s->elem,
+                                 .ld = ld,
+                                 .rows = nb,
+                                 .cols = cols,
+                                 .row_min = w->rowmin,
+                                 .col_min = w->colmin,
+                                 .mirror = mirror,
+                                 .words = w->words};
         s->simd.scan(&st);
         exact_batch(s, w, &x, r0, nb, kind, tile, ld, NULL, NULL);
     }
@@ -371,11 +385,21 @@ void oc_select_topk_tile(oc_select *s, sel_worker *w, int64_t i0, int64_t j0, in
 {
     if (s->kept == 0) return;
     switch (s->kind) {
-    case OC_KEY_F32: topk_tile(s, w, i0, j0, rows, cols, tile, ld, OC_KEY_F32); break;
-    case OC_KEY_I32: topk_tile(s, w, i0, j0, rows, cols, tile, ld, OC_KEY_I32); break;
-    case OC_KEY_U16: topk_tile(s, w, i0, j0, rows, cols, tile, ld, OC_KEY_U16); break;
-    case OC_KEY_I32_REV: topk_tile(s, w, i0, j0, rows, cols, tile, ld, OC_KEY_I32_REV); break;
-    default: topk_tile(s, w, i0, j0, rows, cols, tile, ld, OC_KEY_U16_REV); break;
+    case OC_KEY_F32:
+        topk_tile(s, w, i0, j0, rows, cols, tile, ld, OC_KEY_F32);
+        break;
+    case OC_KEY_I32:
+        topk_tile(s, w, i0, j0, rows, cols, tile, ld, OC_KEY_I32);
+        break;
+    case OC_KEY_U16:
+        topk_tile(s, w, i0, j0, rows, cols, tile, ld, OC_KEY_U16);
+        break;
+    case OC_KEY_I32_REV:
+        topk_tile(s, w, i0, j0, rows, cols, tile, ld, OC_KEY_I32_REV);
+        break;
+    default:
+        topk_tile(s, w, i0, j0, rows, cols, tile, ld, OC_KEY_U16_REV);
+        break;
     }
 }
 
@@ -424,9 +448,18 @@ int oc_select_tile_counts(oc_select *s, int worker, int64_t i0, int64_t j0, int6
         w->popc[c] = (float)pop_b[c];
         if (mirror) w->gc[c] = jaccard_factor(scan_bound(w->colfloor[c], 0xFFFFFFFFu - (uint32_t)i0));
     }
-    const topk_scratch x = {.i0 = i0, .j0 = j0, .cols = cols, .wpr = OC_SCAN_WORDS(cols), .jlow0 = jlow0,
-                            .mirror = mirror, .kept = kept, .rowcap = s->rowcap, .colcap = s->colcap,
-                            .colbuf = w->colbuf, .colfloor = w->colfloor, .colcount = w->colcount};
+    const topk_scratch x = {.i0 = i0,
+                            .j0 = j0,
+                            .cols = cols,
+                            .wpr = OC_SCAN_WORDS(cols),
+                            .jlow0 = jlow0,
+                            .mirror = mirror,
+                            .kept = kept,
+                            .rowcap = s->rowcap,
+                            .colcap = s->colcap,
+                            .colbuf = w->colbuf,
+                            .colfloor = w->colfloor,
+                            .colcount = w->colcount};
     for (int64_t r0 = 0; r0 < rows; r0 += ROW_BATCH) {
         const int64_t nb = rows - r0 < ROW_BATCH ? rows - r0 : ROW_BATCH;
         for (int64_t b = 0; b < nb; ++b) {
@@ -434,8 +467,16 @@ int oc_select_tile_counts(oc_select *s, int worker, int64_t i0, int64_t j0, int6
             w->popr[b] = (float)pop_a[r0 + b];
             w->gr[b] = jaccard_factor(scan_bound(w->rowfloor[b], jlow0));
         }
-        const oc_scan_counts st = {.counts = counts + r0 * ld, .ld = ld, .rows = nb, .cols = cols, .pop_r = w->popr,
-                                   .g_r = w->gr, .pop_c = w->popc, .g_c = w->gc, .mirror = mirror, .words = w->words};
+        const oc_scan_counts st = {.counts = counts + r0 * ld,
+                                   .ld = ld,
+                                   .rows = nb,
+                                   .cols = cols,
+                                   .pop_r = w->popr,
+                                   .g_r = w->gr,
+                                   .pop_c = w->popc,
+                                   .g_c = w->gc,
+                                   .mirror = mirror,
+                                   .words = w->words};
         s->simd.scan_counts(&st);
         exact_batch(s, w, &x, r0, nb, SCORES_JACCARD_COUNTS, counts, ld, pop_a, pop_b);
     }
@@ -502,10 +543,10 @@ oc_status oc_select_topk_begin(oc_context *ctx, oc_select *s)
         w->gr = malloc((size_t)batch * sizeof *w->gr);
         w->popc = malloc((size_t)tile * sizeof *w->popc);
         w->gc = malloc((size_t)tile * sizeof *w->gc);
-        if (!w->rowbuf || !w->rowcount || !w->merge || (s->cfg.symmetric && !w->colbuf) || !w->colcount || !w->colfloor ||
-            !w->colmin || !w->scorekeys || !w->rowfloor || !w->rowmin || !w->words || !w->survivors ||
-            !w->seedmax || !w->seedkeys ||
-            (s->cfg.symmetric && (!w->colmax || !w->colrank)) || !w->popr || !w->gr || !w->popc || !w->gc)
+        if (!w->rowbuf || !w->rowcount || !w->merge || (s->cfg.symmetric && !w->colbuf) || !w->colcount ||
+            !w->colfloor || !w->colmin || !w->scorekeys || !w->rowfloor || !w->rowmin || !w->words || !w->survivors ||
+            !w->seedmax || !w->seedkeys || (s->cfg.symmetric && (!w->colmax || !w->colrank)) || !w->popr || !w->gr ||
+            !w->popc || !w->gc)
             return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate top-k buffers for %d workers", workers);
     }
     return OC_OK;

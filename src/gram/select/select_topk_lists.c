@@ -55,7 +55,8 @@ oc_status oc_select_topk_merge(oc_context *ctx, oc_select *s, const uint64_t *co
     if (count <= 0 || s->cfg.n <= 0 || s->kept <= 0) return OC_OK;
     merge_task mt = {s, lists, count};
     const int64_t tasks = (s->cfg.n + RESULT_ROWS - 1) / RESULT_ROWS;
-    oc_status st = oc_parallel_run(ctx, tasks < threads ? (int)tasks : threads, tasks, merge_rows, &mt, NULL, NULL, NULL);
+    oc_status st =
+        oc_parallel_run(ctx, tasks < threads ? (int)tasks : threads, tasks, merge_rows, &mt, NULL, NULL, NULL);
     if (st == OC_ERR_NO_MEMORY)
         return oc_fail(ctx, st, "cannot allocate a top-k merge row of %lld keys", (long long)s->kept);
     return st;

@@ -59,10 +59,25 @@ static driver_api cu;
 static oc_status driver_resolve(oc_context *ctx)
 {
     static const char *const names[] = {
-        "cuGetErrorName", "cuGetErrorString", "cuInit", "cuDeviceGet", "cuDeviceGetAttribute",
-        "cuDevicePrimaryCtxRetain", "cuDevicePrimaryCtxRelease", "cuCtxPushCurrent", "cuCtxPopCurrent",
-        "cuCtxGetCurrent", "cuCtxGetDevice", "cuModuleLoadDataEx", "cuModuleUnload", "cuModuleGetFunctionCount", "cuModuleEnumerateFunctions",
-        "cuFuncLoad", "cuFuncGetName", "cuFuncGetAttribute", "cuOccupancyMaxActiveBlocksPerMultiprocessor",
+        "cuGetErrorName",
+        "cuGetErrorString",
+        "cuInit",
+        "cuDeviceGet",
+        "cuDeviceGetAttribute",
+        "cuDevicePrimaryCtxRetain",
+        "cuDevicePrimaryCtxRelease",
+        "cuCtxPushCurrent",
+        "cuCtxPopCurrent",
+        "cuCtxGetCurrent",
+        "cuCtxGetDevice",
+        "cuModuleLoadDataEx",
+        "cuModuleUnload",
+        "cuModuleGetFunctionCount",
+        "cuModuleEnumerateFunctions",
+        "cuFuncLoad",
+        "cuFuncGetName",
+        "cuFuncGetAttribute",
+        "cuOccupancyMaxActiveBlocksPerMultiprocessor",
     };
     void **slots = (void **)&cu;
     _Static_assert(sizeof cu == sizeof names / sizeof names[0] * sizeof(void *), "one name per entry point");
@@ -74,8 +89,8 @@ static oc_status driver_resolve(oc_context *ctx)
         if (e != cudaSuccess || found != cudaDriverEntryPointSuccess || !fn) {
             (void)cudaGetLastError();
             memset(&cu, 0, sizeof cu);
-            return oc_fail(ctx, OC_ERR_UNSUPPORTED, "the CUDA driver has no %s (CUDA 12.4 or later is needed): %s", names[i],
-                           e != cudaSuccess ? cudaGetErrorString(e) : "symbol not found");
+            return oc_fail(ctx, OC_ERR_UNSUPPORTED, "the CUDA driver has no %s (CUDA 12.4 or later is needed): %s",
+                           names[i], e != cudaSuccess ? cudaGetErrorString(e) : "symbol not found");
         }
         slots[i] = fn;
     }
@@ -91,13 +106,13 @@ static oc_status cu_fail_at(oc_context *ctx, CUresult r, const char *call, const
                       "%s: %s (%s)", call, text ? text : "unknown error", name ? name : "?");
 }
 
-#define CU_CHECK_GOTO(ctx, st, call, label)                                                        \
-    do {                                                                                           \
-        CUresult oc_cu_r_ = (call);                                                                \
-        if (oc_cu_r_ != CUDA_SUCCESS) {                                                            \
-            (st) = cu_fail_at((ctx), oc_cu_r_, #call, __FILE__, __LINE__);                         \
-            goto label;                                                                            \
-        }                                                                                          \
+#define CU_CHECK_GOTO(ctx, st, call, label)                                \
+    do {                                                                   \
+        CUresult oc_cu_r_ = (call);                                        \
+        if (oc_cu_r_ != CUDA_SUCCESS) {                                    \
+            (st) = cu_fail_at((ctx), oc_cu_r_, #call, __FILE__, __LINE__); \
+            goto label;                                                    \
+        }                                                                  \
     } while (0)
 
 int oc_cuda_probe_device_cc(int device, char *why, size_t why_size)
@@ -144,7 +159,9 @@ static oc_status query_function(oc_context *ctx, const oc_gpu_arch *arch, CUfunc
     e->const_bytes = cmem;
     if (opts->block > 0) {
         int blocks = 0;
-        CU_CHECK_GOTO(ctx, st, cu.OccupancyMaxActiveBlocksPerMultiprocessor(&blocks, f, opts->block, (size_t)opts->dyn_smem), cleanup);
+        CU_CHECK_GOTO(ctx, st,
+                      cu.OccupancyMaxActiveBlocksPerMultiprocessor(&blocks, f, opts->block, (size_t)opts->dyn_smem),
+                      cleanup);
         e->driver_blocks_per_sm = blocks;
     }
 cleanup:
@@ -169,7 +186,8 @@ static oc_status query_module(oc_context *ctx, CUmodule module, CUdevice dev, co
     CU_CHECK_GOTO(ctx, st, cu.DeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev), cleanup);
     CU_CHECK_GOTO(ctx, st, cu.DeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev), cleanup);
     const oc_gpu_arch *arch = oc_gpu_arch_find(major * 10 + minor);
-    for (unsigned i = 0; i < count; i++) OC_CHECK_GOTO(ctx, st, query_function(ctx, arch, functions[i], opts, out), cleanup);
+    for (unsigned i = 0; i < count; i++)
+        OC_CHECK_GOTO(ctx, st, query_function(ctx, arch, functions[i], opts, out), cleanup);
     out->code_cc = major * 10 + minor;
     snprintf(out->source, sizeof out->source, "CUDA driver");
 cleanup:
@@ -214,8 +232,10 @@ oc_status oc_cuda_probe_inspect(oc_context *ctx, const char *display, const void
     if (r != CUDA_SUCCESS) {
         const char *text = NULL;
         cu.GetErrorString(r, &text);
-        st = oc_fail(ctx, r == CUDA_ERROR_INVALID_PTX || r == CUDA_ERROR_INVALID_IMAGE || r == CUDA_ERROR_NO_BINARY_FOR_GPU
-                              ? OC_ERR_INPUT : OC_ERR_DEVICE,
+        st = oc_fail(ctx,
+                     r == CUDA_ERROR_INVALID_PTX || r == CUDA_ERROR_INVALID_IMAGE || r == CUDA_ERROR_NO_BINARY_FOR_GPU
+                         ? OC_ERR_INPUT
+                         : OC_ERR_DEVICE,
                      "%s: the driver cannot load it: %s", display, text ? text : "unknown error");
         goto cleanup;
     }

@@ -32,8 +32,9 @@ static const oc_read_options *read_options(oc_context *ctx, const oc_read_option
         return buf;
     }
     if (opts->struct_size < sizeof(oc_read_options)) {
-        oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_read_options.struct_size is %zu, expected %zu: start from OC_READ_OPTIONS_INIT",
-                opts->struct_size, sizeof(oc_read_options));
+        oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                "oc_read_options.struct_size is %zu, expected %zu: start from OC_READ_OPTIONS_INIT", opts->struct_size,
+                sizeof(oc_read_options));
         return NULL;
     }
     return opts;

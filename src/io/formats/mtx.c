@@ -114,8 +114,14 @@ static oc_status parse_head(oc_context *ctx, const char *path, const oc_mapped_f
                        path);
     OC_CHECK(ctx, oc_matrix_check_dims(ctx, rows, cols, path));
     OC_CHECK(ctx, check_row_index(ctx, path, rows, opts));
-    *h = (mtx_head){.pattern = pattern, .real = real, .mirror = mirror, .rows = rows, .cols = cols,
-                    .entries = entries, .body = pos, .line_no = line_no};
+    *h = (mtx_head){.pattern = pattern,
+                    .real = real,
+                    .mirror = mirror,
+                    .rows = rows,
+                    .cols = cols,
+                    .entries = entries,
+                    .body = pos,
+                    .line_no = line_no};
     return OC_OK;
 }
 

@@ -17,9 +17,9 @@
 
 typedef struct chunk {
     const unsigned char *begin, *end;
-    coords c;          /* this chunk's ones */
-    int64_t entries;   /* entry lines, zeros included */
-    int bad;           /* a line the sequential parser must explain */
+    coords c;        /* this chunk's ones */
+    int64_t entries; /* entry lines, zeros included */
+    int bad;         /* a line the sequential parser must explain */
 } chunk;
 
 typedef struct parallel_job {
@@ -69,13 +69,14 @@ int oc_mtx_parse_parallel(struct oc_context *ctx, const unsigned char *body, siz
                           int mirror, int binarize, int64_t entries, int threads, coords *c)
 {
     const int64_t nchunks = 4 * (int64_t)threads;
-    parallel_job pj = {.pattern = pattern, .real = real, .mirror = mirror, .binarize = binarize, .rows = c->rows,
-                       .cols = c->cols};
+    parallel_job pj = {
+        .pattern = pattern, .real = real, .mirror = mirror, .binarize = binarize, .rows = c->rows, .cols = c->cols};
     pj.chunks = calloc((size_t)nchunks, sizeof *pj.chunks);
     if (!pj.chunks) return 0;
     const unsigned char *end = body + size, *at = body;
     for (int64_t k = 0; k < nchunks; ++k) {
-        const unsigned char *cut = k == nchunks - 1 ? end : body + (size_t)((double)size * (double)(k + 1) / (double)nchunks);
+        const unsigned char *cut =
+            k == nchunks - 1 ? end : body + (size_t)((double)size * (double)(k + 1) / (double)nchunks);
         if (cut < at) cut = at;
         const unsigned char *nl = cut < end ? memchr(cut, '\n', (size_t)(end - cut)) : NULL;
         cut = nl ? nl + 1 : end;

@@ -97,7 +97,7 @@ static inline int is_skippable(const char *line, size_t len)
 typedef struct coords {
     uint32_t *row, *col;
     int64_t count, cap;
-    int64_t most;       /* the most entries the arrays may need: what the bytes can hold */
+    int64_t most; /* the most entries the arrays may need: what the bytes can hold */
     int64_t rows, cols;
 } coords;
 

@@ -306,7 +306,8 @@ static oc_status npy_matrix_layout(oc_context *ctx, const char *path, const oc_m
     if (kind == NPY_KIND_OTHER && value_type < 0)
         return oc_fail(ctx, OC_ERR_INPUT,
                        "%s: dtype '%s' is not supported: the matrix must be numbers (bool, integers, float32 or "
-                       "float64) holding 0 and 1, or any numbers with --binarize", path, h.descr);
+                       "float64) holding 0 and 1, or any numbers with --binarize",
+                       path, h.descr);
     if (h.fortran_order)
         return oc_fail(ctx, OC_ERR_INPUT,
                        "%s: fortran_order is True: only C-order arrays are read (save numpy.ascontiguousarray(A))",
@@ -338,8 +339,9 @@ static oc_status npy_matrix_layout(oc_context *ctx, const char *path, const oc_m
         int64_t need = bits / 8 + (bits % 8 != 0);
         /* The message's bit range is 8 * width: rows that wide cannot be packbits rows anyway. */
         if (width > INT64_MAX / 8)
-            return oc_fail(ctx, OC_ERR_INPUT, "%s: --bits %" PRId64 " needs %" PRId64 " bytes per row but the rows have %" PRId64,
-                           path, bits, need, width);
+            return oc_fail(ctx, OC_ERR_INPUT,
+                           "%s: --bits %" PRId64 " needs %" PRId64 " bytes per row but the rows have %" PRId64, path,
+                           bits, need, width);
         if (need != width)
             return oc_fail(ctx, OC_ERR_INPUT,
                            "%s: --bits %" PRId64 " needs %" PRId64 " bytes per row but the rows have %" PRId64
@@ -357,15 +359,16 @@ static oc_status npy_matrix_layout(oc_context *ctx, const char *path, const oc_m
         /* Read whole into packed bits (a fraction of the file): never left in the file. */
         int64_t packed = oc_matrix_packed_bytes(rows, cols), budget = oc_host_budget_resolve(opts->host_mem_bytes);
         if (!oc_host_budget_keeps_input(packed, budget))
-            return oc_fail(ctx, OC_ERR_INPUT, "%s: a %s matrix is read into memory as %" PRId64 " bytes of bits, more "
+            return oc_fail(ctx, OC_ERR_INPUT,
+                           "%s: a %s matrix is read into memory as %" PRId64 " bytes of bits, more "
                            "than the host budget keeps (%" PRId64 " bytes): save it as uint8 0/1 to read it in panels",
                            path, h.descr, packed, budget);
         if ((uint64_t)data_bytes > (file->size - offset) / oc_value_type_size(value_type))
             return oc_fail(ctx, OC_ERR_INPUT, "%s: truncated .npy data for %" PRId64 " x %" PRId64 " %s values", path,
                            rows, width, h.descr);
     }
-    *l = (npy_matrix){.kind = kind, .value_type = value_type, .rows = rows, .cols = cols, .width = width,
-                      .offset = offset};
+    *l = (npy_matrix){
+        .kind = kind, .value_type = value_type, .rows = rows, .cols = cols, .width = width, .offset = offset};
     return OC_OK;
 }
 
@@ -380,17 +383,24 @@ static oc_status parse_npy(oc_context *ctx, const char *path, oc_mapped_file *fi
     size_t offset = l.offset;
     if (l.value_type >= 0)
         return oc_values_to_matrix(ctx, path, file->data + offset, rows, cols,
-                                   width * (int64_t)oc_value_type_size(l.value_type), l.value_type, opts->binarize, out);
+                                   width * (int64_t)oc_value_type_size(l.value_type), l.value_type, opts->binarize,
+                                   out);
     oc_dense_bytes dense_kind = opts->binarize        ? OC_DENSE_BINARIZE
                                 : kind == NPY_KIND_I8 ? OC_DENSE_INT8
                                 : kind == NPY_KIND_U8 ? OC_DENSE_UINT8_FILE
                                                       : OC_DENSE_BYTES;
     /* Larger than the host budget keeps resident: leave the rows in the file (npy_source.c).
      * Only a real file can be read again later, not the caller's buffer. */
-    if (!file->borrowed && !oc_host_budget_keeps_input(oc_matrix_packed_bytes(rows, cols),
-                                                       oc_host_budget_resolve(opts->host_mem_bytes))) {
-        oc_npy_layout layout = {.rows = rows, .cols = cols, .data_offset = (int64_t)offset, .width = width,
-                                .bits = bits, .kind = dense_kind, .dev = file->dev, .ino = file->ino,
+    if (!file->borrowed &&
+        !oc_host_budget_keeps_input(oc_matrix_packed_bytes(rows, cols), oc_host_budget_resolve(opts->host_mem_bytes))) {
+        oc_npy_layout layout = {.rows = rows,
+                                .cols = cols,
+                                .data_offset = (int64_t)offset,
+                                .width = width,
+                                .bits = bits,
+                                .kind = dense_kind,
+                                .dev = file->dev,
+                                .ino = file->ino,
                                 .file_size = (int64_t)file->size};
         OC_CHECK(ctx, oc_npy_source_open(ctx, path, &layout, out));
         return OC_OK;
@@ -402,9 +412,14 @@ static oc_status parse_npy(oc_context *ctx, const char *path, oc_mapped_file *fi
      * source pages fault in on all threads at once, and each block drops its pages from
      * the mapping when done. */
     release_ctx release = {file, offset, width};
-    oc_pack_source src = {.data = file->data + offset, .stride = width, .packed = bits > 0,
-                          .order = OC_BITS_MSB_FIRST, .kind = dense_kind, .stop_on_cancel = 1,
-                          .rows_packed = release_rows, .user = &release};
+    oc_pack_source src = {.data = file->data + offset,
+                          .stride = width,
+                          .packed = bits > 0,
+                          .order = OC_BITS_MSB_FIRST,
+                          .kind = dense_kind,
+                          .stop_on_cancel = 1,
+                          .rows_packed = release_rows,
+                          .user = &release};
     int64_t bad = -1, col = -1;
     oc_status st = oc_pack_rows_parallel(ctx, m, &src, 0, &bad, &col);
     if (st == OC_ERR_CANCELLED) return oc_fail(ctx, OC_ERR_CANCELLED, "%s: reading was cancelled", path);

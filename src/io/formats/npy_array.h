@@ -11,11 +11,11 @@
 #include "io/io.h"
 
 typedef struct oc_npy_array_info {
-    char descr[40];        /* as in the header: "<f8", "|b1" */
+    char descr[40]; /* as in the header: "<f8", "|b1" */
     int fortran_order;
     int ndim;
     int64_t shape[32];
-    size_t data_offset;    /* where the data starts */
+    size_t data_offset; /* where the data starts */
 } oc_npy_array_info;
 
 /* Checks the magic, version and header dict of the .npy in [base, base+size) and describes

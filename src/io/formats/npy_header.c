@@ -19,12 +19,18 @@
 static const char *npy_descr(int dtype)
 {
     switch (dtype) {
-    case OC_DTYPE_INT32: return NPY_NATIVE "i4";
-    case OC_DTYPE_UINT16: return NPY_NATIVE "u2";
-    case OC_DTYPE_FLOAT32: return NPY_NATIVE "f4";
-    case OC_NPY_INT64: return NPY_NATIVE "i8";
-    case OC_NPY_UINT8: return "|u1";
-    default: return NULL;
+    case OC_DTYPE_INT32:
+        return NPY_NATIVE "i4";
+    case OC_DTYPE_UINT16:
+        return NPY_NATIVE "u2";
+    case OC_DTYPE_FLOAT32:
+        return NPY_NATIVE "f4";
+    case OC_NPY_INT64:
+        return NPY_NATIVE "i8";
+    case OC_NPY_UINT8:
+        return "|u1";
+    default:
+        return NULL;
     }
 }
 
@@ -49,8 +55,8 @@ size_t oc_npy_header(unsigned char *h, int dtype, int64_t d0, int64_t d1, size_t
     int len = d1 < 0 ? snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (%" PRId64 ",), }",
                                 descr, d0)
                      : snprintf(dict, sizeof dict,
-                                "{'descr': '%s', 'fortran_order': False, 'shape': (%" PRId64 ", %" PRId64 "), }",
-                                descr, d0, d1);
+                                "{'descr': '%s', 'fortran_order': False, 'shape': (%" PRId64 ", %" PRId64 "), }", descr,
+                                d0, d1);
     /* Version 1.0: its 2-byte header length holds any dict of at most two dimensions
      * (numpy moves to 2.0 only past 65535 bytes). */
     const size_t prefix = 10;

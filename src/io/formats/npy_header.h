@@ -18,8 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define OC_NPY_ALIGN 64          /* numpy's ARRAY_ALIGN: the data starts at a multiple of this */
-#define OC_NPY_HEADER_MAX 256    /* room for any header oc_npy_header writes */
+#define OC_NPY_ALIGN 64       /* numpy's ARRAY_ALIGN: the data starts at a multiple of this */
+#define OC_NPY_HEADER_MAX 256 /* room for any header oc_npy_header writes */
 
 /* The element type of a written array: an oc_dtype (INT32, UINT16, FLOAT32), io.h's
  * OC_NPY_UINT8, or OC_NPY_INT64 (indices, rows and columns of selection results). */

@@ -117,11 +117,20 @@ static oc_status npy_out_size(oc_context *ctx, const char *path, int dtype, int6
 {
     int64_t elem;
     switch (dtype) {
-    case OC_DTYPE_INT32: elem = 4; break;
-    case OC_DTYPE_UINT16: elem = 2; break;
-    case OC_DTYPE_FLOAT32: elem = 4; break;
-    case OC_NPY_UINT8: elem = 1; break;
-    default: return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: no .npy output for dtype code %d", path, dtype);
+    case OC_DTYPE_INT32:
+        elem = 4;
+        break;
+    case OC_DTYPE_UINT16:
+        elem = 2;
+        break;
+    case OC_DTYPE_FLOAT32:
+        elem = 4;
+        break;
+    case OC_NPY_UINT8:
+        elem = 1;
+        break;
+    default:
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: no .npy output for dtype code %d", path, dtype);
     }
     int64_t count, bytes;
     if (rows <= 0 || cols <= 0)
@@ -250,8 +259,10 @@ oc_status oc_npy_out_reopen(oc_context *ctx, const char *path, const char *temp_
         problem = "its header is not the result's";
     if (problem) {
         oc_npy_out_keep(w);
-        return oc_fail(ctx, OC_ERR_INPUT, "%s: cannot resume from the temporary output %s: %s; remove the journal "
-                       "%s.outcore-journal to start over", path, temp_path, problem, path);
+        return oc_fail(ctx, OC_ERR_INPUT,
+                       "%s: cannot resume from the temporary output %s: %s; remove the journal "
+                       "%s.outcore-journal to start over",
+                       path, temp_path, problem, path);
     }
     void *map = oc_sys_mmap_shared(ctx, w->file.fd, total);
     if (map == MAP_FAILED) {

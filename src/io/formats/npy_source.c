@@ -37,12 +37,12 @@
 
 typedef struct npy_source {
     int fd;
-    int64_t data_offset;   /* file offset of row 0 */
-    int64_t width;         /* bytes per row in the file */
-    int64_t bits;          /* > 0: numpy.packbits rows of this many columns */
-    oc_dense_bytes kind;   /* otherwise: what the bytes hold */
-    int64_t file_size;     /* the size its header was checked against */
-    pthread_mutex_t lock;  /* serialises messages to ctx */
+    int64_t data_offset;  /* file offset of row 0 */
+    int64_t width;        /* bytes per row in the file */
+    int64_t bits;         /* > 0: numpy.packbits rows of this many columns */
+    oc_dense_bytes kind;  /* otherwise: what the bytes hold */
+    int64_t file_size;    /* the size its header was checked against */
+    pthread_mutex_t lock; /* serialises messages to ctx */
 } npy_source;
 
 /* Reads len bytes at off; returns the bytes read (short only at the end of the file), or
@@ -141,8 +141,8 @@ static oc_status load_dense(npy_source *s, oc_context *ctx, const oc_matrix *m, 
         int64_t nr = rows - r < chunk ? rows - r : chunk, col = -1;
         st = read_rows(s, ctx, m, row0 + r, nr, buf);
         if (st != OC_OK) break;
-        int64_t bad = oc_pack_dense_rows(buf, nr, s->width, m->cols, m->words_per_row, s->kind,
-                                         dst + r * m->words_per_row, &col);
+        int64_t bad =
+            oc_pack_dense_rows(buf, nr, s->width, m->cols, m->words_per_row, s->kind, dst + r * m->words_per_row, &col);
         if (bad >= 0) {
             pthread_mutex_lock(&s->lock);
             st = oc_dense_value_error(ctx, m->name, s->kind, m->cols, row0 + r + bad, col, buf[bad * s->width + col]);

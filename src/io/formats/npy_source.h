@@ -10,13 +10,13 @@
 
 /* What the header check found: where the rows are and what they hold. */
 typedef struct oc_npy_layout {
-    int64_t rows, cols;    /* the matrix (cols: --bits for packed input) */
-    int64_t data_offset;   /* file offset of row 0 */
-    int64_t width;         /* bytes per row in the file */
-    int64_t bits;          /* > 0: numpy.packbits rows */
-    oc_dense_bytes kind;   /* otherwise: what the bytes hold */
-    uint64_t dev, ino;     /* the identity of the file the header was read from */
-    int64_t file_size;     /* its size then */
+    int64_t rows, cols;  /* the matrix (cols: --bits for packed input) */
+    int64_t data_offset; /* file offset of row 0 */
+    int64_t width;       /* bytes per row in the file */
+    int64_t bits;        /* > 0: numpy.packbits rows */
+    oc_dense_bytes kind; /* otherwise: what the bytes hold */
+    uint64_t dev, ino;   /* the identity of the file the header was read from */
+    int64_t file_size;   /* its size then */
 } oc_npy_layout;
 
 /* Opens path again and returns a file-backed matrix over it (bits == NULL). */

@@ -54,7 +54,7 @@ static size_t local_header(unsigned char *h, const oc_npz_entry *e)
     put32(h, 0x04034b50u);
     put16(h + 4, 45); /* version needed: ZIP64 */
     put16(h + 6, 0);
-    put16(h + 8, 0);  /* stored */
+    put16(h + 8, 0); /* stored */
     put16(h + 10, t);
     put16(h + 12, d);
     put32(h + 14, e->crc);

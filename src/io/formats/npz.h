@@ -23,10 +23,10 @@
 #define OC_NPZ_LOCAL_HEADER(name_len) (30 + (name_len) + 20)
 
 typedef struct oc_npz_entry {
-    char name[16];      /* "indices.npy" ... */
-    uint32_t crc;       /* of the .npy header and the data */
-    uint64_t size;      /* of the .npy header and the data: stored = compressed = uncompressed */
-    uint64_t offset;    /* of the local header */
+    char name[16];   /* "indices.npy" ... */
+    uint32_t crc;    /* of the .npy header and the data */
+    uint64_t size;   /* of the .npy header and the data: stored = compressed = uncompressed */
+    uint64_t offset; /* of the local header */
 } oc_npz_entry;
 
 /* The two headers in front of a member's data. */

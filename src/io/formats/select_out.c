@@ -36,16 +36,16 @@
 #include "io/sysio.h"
 
 #define BUF_BYTES (1 << 20)
-#define NPY_STREAM_HEADER 128           /* room for any 1-D shape: patched in place */
-#define MTX_COUNT_WIDTH 20              /* digits of any int64 */
+#define NPY_STREAM_HEADER 128 /* room for any 1-D shape: patched in place */
+#define MTX_COUNT_WIDTH 20    /* digits of any int64 */
 
 /* ---------------------------------------------------------------- buffered streams */
 typedef struct out_stream {
     int fd;
     unsigned char *buf;
     size_t len;
-    int checksum;       /* keep crc (npz data) */
-    uint32_t crc;       /* of the bytes put so far */
+    int checksum; /* keep crc (npz data) */
+    uint32_t crc; /* of the bytes put so far */
     int64_t bytes;
 } out_stream;
 
@@ -99,9 +99,12 @@ static char *put_i64(char *p, int64_t v)
 static char *put_score(char *p, oc_dtype dtype, const void *values, int64_t i)
 {
     switch (dtype) {
-    case OC_DTYPE_FLOAT32: return p + sprintf(p, "%.9g", (double)((const float *)values)[i]);
-    case OC_DTYPE_UINT16: return put_i64(p, ((const uint16_t *)values)[i]);
-    default: return put_i64(p, ((const int32_t *)values)[i]);
+    case OC_DTYPE_FLOAT32:
+        return p + sprintf(p, "%.9g", (double)((const float *)values)[i]);
+    case OC_DTYPE_UINT16:
+        return put_i64(p, ((const uint16_t *)values)[i]);
+    default:
+        return put_i64(p, ((const int32_t *)values)[i]);
     }
 }
 
@@ -196,12 +199,12 @@ typedef enum { PAIRS_NPZ, PAIRS_MTX, PAIRS_TSV } pairs_format;
 struct oc_pairs_out {
     pairs_format format;
     oc_tmpfile f;
-    out_stream main;            /* npz: rows data; text: the lines */
-    out_stream side[2];         /* npz: cols, values */
+    out_stream main;    /* npz: rows data; text: the lines */
+    out_stream side[2]; /* npz: cols, values */
     oc_dtype dtype;
     size_t elem;
     int64_t n, p, count;
-    int64_t mtx_count_at;       /* offset of the .mtx size line's count field */
+    int64_t mtx_count_at; /* offset of the .mtx size line's count field */
 };
 
 void oc_pairs_out_abort(oc_pairs_out *w)

@@ -70,8 +70,10 @@ static oc_status parse_values(oc_context *ctx, const line_parse *lp, const char 
         while (k < len && !is_blank(line[k]) && line[k] != ',') ++k;
         size_t tlen = k - start;
         if (tlen == 0) /* a comma where a value should be */
-            return oc_fail(ctx, OC_ERR_INPUT, "%s: line %lld: empty value at column %lld (two commas in a row; "
-                           "columns count from 0)", lp->path, (long long)lp->line_no, (long long)n);
+            return oc_fail(ctx, OC_ERR_INPUT,
+                           "%s: line %lld: empty value at column %lld (two commas in a row; "
+                           "columns count from 0)",
+                           lp->path, (long long)lp->line_no, (long long)n);
         if (row_bits) {
             const char *t = line + start;
             int one;
@@ -81,7 +83,8 @@ static oc_status parse_values(oc_context *ctx, const line_parse *lp, const char 
                                "from 0%s)",
                                lp->path, (long long)lp->line_no, tlen > 24 ? 24 : (int)tlen, t, (long long)lp->row,
                                (long long)n, lp->binarize ? "a number" : "0 or 1",
-                               lp->binarize ? "" : "; --binarize, in Python binarize=True, reads any nonzero number as 1");
+                               lp->binarize ? ""
+                                            : "; --binarize, in Python binarize=True, reads any nonzero number as 1");
             if (one && n < width) row_bits[n >> 3] |= (unsigned char)(0x80u >> (n & 7));
         }
         ++n;
@@ -91,8 +94,9 @@ static oc_status parse_values(oc_context *ctx, const line_parse *lp, const char 
             size_t after = k;
             while (after < len && is_blank(line[after])) ++after;
             if (after == len)
-                return oc_fail(ctx, OC_ERR_INPUT, "%s: line %lld ends with ',' after column %lld (columns count from 0)",
-                               lp->path, (long long)lp->line_no, (long long)n - 1);
+                return oc_fail(ctx, OC_ERR_INPUT,
+                               "%s: line %lld ends with ',' after column %lld (columns count from 0)", lp->path,
+                               (long long)lp->line_no, (long long)n - 1);
         }
     }
     *count = n;
@@ -127,7 +131,8 @@ static oc_status parse_text(oc_context *ctx, const char *path, oc_mapped_file *f
         ++lp.line_no;
         if (!is_data_line(line, len)) continue;
         int64_t n = 0;
-        OC_CHECK(ctx, parse_values(ctx, &lp, line, len, (unsigned char *)(m->bits + lp.row * m->words_per_row), cols, &n));
+        OC_CHECK(ctx,
+                 parse_values(ctx, &lp, line, len, (unsigned char *)(m->bits + lp.row * m->words_per_row), cols, &n));
         if (n != cols)
             return oc_fail(ctx, OC_ERR_INPUT,
                            "%s: line %lld (row %lld, counting from 0) has %lld values but the first row (line %lld) "

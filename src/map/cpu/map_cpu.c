@@ -181,11 +181,16 @@ static oc_status job_status(oc_map_cpu_job *job)
 {
     oc_context *ctx = job->ctx;
     switch (atomic_load(&job->failed)) {
-    case 0: return OC_OK;
-    case 1: return oc_fail(ctx, OC_ERR_NO_MEMORY, "out of memory for the map evaluator's buffers");
-    case 2: return oc_fail(ctx, OC_ERR_INPUT, "integers to negative integer powers are not allowed (as in numpy)");
-    case 4: return oc_fail(ctx, OC_ERR_INPUT, "an input changed while being read"); /* oc_map_run says which */
-    default: return oc_fail(ctx, OC_ERR_CANCELLED, "cancelled");
+    case 0:
+        return OC_OK;
+    case 1:
+        return oc_fail(ctx, OC_ERR_NO_MEMORY, "out of memory for the map evaluator's buffers");
+    case 2:
+        return oc_fail(ctx, OC_ERR_INPUT, "integers to negative integer powers are not allowed (as in numpy)");
+    case 4:
+        return oc_fail(ctx, OC_ERR_INPUT, "an input changed while being read"); /* oc_map_run says which */
+    default:
+        return oc_fail(ctx, OC_ERR_CANCELLED, "cancelled");
     }
 }
 
@@ -202,7 +207,8 @@ static oc_status map_cpu_run(oc_context *ctx, const oc_map_plan *m, void *out, o
         if (m->inputs[k].used) in_bytes += m->inputs[k].count * (int64_t)oc_mt_size(m->inputs[k].type);
     job.release = in_bytes > oc_host_budget_resolve(m->opts.host_mem_bytes);
     stats->backend = OC_BACKEND_CPU;
-    snprintf(stats->backend_desc, sizeof stats->backend_desc, "cpu %d thread%s", job.threads, job.threads == 1 ? "" : "s");
+    snprintf(stats->backend_desc, sizeof stats->backend_desc, "cpu %d thread%s", job.threads,
+             job.threads == 1 ? "" : "s");
     stats->threads = job.threads;
     if (m->reduce != OC_MAP_REDUCE_NONE) {
         OC_CHECK(ctx, oc_map_cpu_reduce(&job, out));
@@ -213,7 +219,9 @@ static oc_status map_cpu_run(oc_context *ctx, const oc_map_plan *m, void *out, o
     if (parts > blocks) parts = blocks;
     if (parts > INT_MAX) parts = INT_MAX;
     /* Parts start on block boundaries, so every block but the last is whole. */
-    elementwise w = {.job = &job, .out = out, .per_part = (blocks + parts - 1) / parts * OC_MAP_BLOCK,
+    elementwise w = {.job = &job,
+                     .out = out,
+                     .per_part = (blocks + parts - 1) / parts * OC_MAP_BLOCK,
                      .lock = PTHREAD_MUTEX_INITIALIZER};
     /* As many as run parts at once: the job's threads, even where the context's pool has grown
      * past them (oc_workers_split_max keeps to them). */

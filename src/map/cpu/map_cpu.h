@@ -15,12 +15,12 @@ typedef struct oc_map_cpu_job {
     const oc_map_plan *m;
     oc_workers *workers;
     int threads;
-    pthread_t caller;          /* progress is reported from the calling thread only */
-    atomic_llong done;         /* elements evaluated, for progress */
+    pthread_t caller;  /* progress is reported from the calling thread only */
+    atomic_llong done; /* elements evaluated, for progress */
     double last_progress;
-    atomic_int failed;         /* 1: out of memory, 2: negative integer power, 3: cancelled,
+    atomic_int failed; /* 1: out of memory, 2: negative integer power, 3: cancelled,
                                 * 4: an input file shrank (mapped_file.h) */
-    int release;               /* the inputs exceed the host budget: drop pages once read */
+    int release;       /* the inputs exceed the host budget: drop pages once read */
 } oc_map_cpu_job;
 
 /* Drops the pages of the file inputs' elements [begin, end) (and of out's, when not NULL and

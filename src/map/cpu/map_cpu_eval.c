@@ -22,14 +22,14 @@ typedef struct step {
     oc_map_cast_loop cast;
     oc_map_select_loop select; /* a where fused with its comparison: where(p cmp q, x, y) */
     int p, q;                  /* then the comparison's operands (nodes) */
-    unsigned char *buf;   /* OC_MAP_BLOCK elements of the node's type */
-    const void *ptr;      /* this block's values: buf, or in place for inputs */
+    unsigned char *buf;        /* OC_MAP_BLOCK elements of the node's type */
+    const void *ptr;           /* this block's values: buf, or in place for inputs */
 } step;
 
 struct oc_map_eval {
     const oc_map_plan *m;
     step *steps;
-    int *step_of;         /* node index -> step index, -1 when unreachable */
+    int *step_of; /* node index -> step index, -1 when unreachable */
     int nsteps;
     unsigned char *arena;
 };
@@ -186,10 +186,27 @@ void oc_map_eval_free(oc_map_eval *ev)
 static void fill_run(unsigned char *dst, const unsigned char *src, size_t elem, int64_t n)
 {
     switch (elem) {
-    case 1: memset(dst, *src, (size_t)n); break;
-    case 2: { uint16_t v; memcpy(&v, src, 2); for (int64_t i = 0; i < n; i++) ((uint16_t *)dst)[i] = v; break; }
-    case 4: { uint32_t v; memcpy(&v, src, 4); for (int64_t i = 0; i < n; i++) ((uint32_t *)dst)[i] = v; break; }
-    default: { uint64_t v; memcpy(&v, src, 8); for (int64_t i = 0; i < n; i++) ((uint64_t *)dst)[i] = v; break; }
+    case 1:
+        memset(dst, *src, (size_t)n);
+        break;
+    case 2: {
+        uint16_t v;
+        memcpy(&v, src, 2);
+        for (int64_t i = 0; i < n; i++) ((uint16_t *)dst)[i] = v;
+        break;
+    }
+    case 4: {
+        uint32_t v;
+        memcpy(&v, src, 4);
+        for (int64_t i = 0; i < n; i++) ((uint32_t *)dst)[i] = v;
+        break;
+    }
+    default: {
+        uint64_t v;
+        memcpy(&v, src, 8);
+        for (int64_t i = 0; i < n; i++) ((uint64_t *)dst)[i] = v;
+        break;
+    }
     }
 }
 
@@ -237,14 +254,18 @@ const void *oc_map_eval_block(oc_map_eval *ev, int64_t start, int64_t n, void *d
         /* The root writes straight into dst when it computes (a leaf is copied by the caller). */
         void *out = i == ev->nsteps - 1 && dst && nd->op > MOP_CONST ? dst : s->buf;
         switch (nd->op) {
-        case MOP_CONST: break;
+        case MOP_CONST:
+            break;
         case MOP_INPUT: {
             const oc_map_bound *b = &m->inputs[nd->input];
             if (b->same_shape) s->ptr = b->data + start * (int64_t)oc_mt_size(b->type);
             else gather(m, b, start, n, s->buf);
             continue;
         }
-        case MOP_CAST: s->cast(out, ev->steps[ev->step_of[nd->a]].ptr, (size_t)n); s->ptr = out; break;
+        case MOP_CAST:
+            s->cast(out, ev->steps[ev->step_of[nd->a]].ptr, (size_t)n);
+            s->ptr = out;
+            break;
         default: {
             if (s->select) {
                 s->select(out, ev->steps[ev->step_of[s->p]].ptr, ev->steps[ev->step_of[s->q]].ptr,

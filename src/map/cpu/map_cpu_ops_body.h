@@ -23,7 +23,8 @@
 #include <string.h>
 
 /* name suffix, C type, unsigned counterpart, minimum */
-#define SINTS(X) X(i8, int8_t, INT8_MIN) X(i16, int16_t, INT16_MIN) X(i32, int32_t, INT32_MIN) X(i64, int64_t, INT64_MIN)
+#define SINTS(X) \
+    X(i8, int8_t, INT8_MIN) X(i16, int16_t, INT16_MIN) X(i32, int32_t, INT32_MIN) X(i64, int64_t, INT64_MIN)
 #define UINTS(X) X(u8, uint8_t) X(u16, uint16_t) X(u32, uint32_t) X(u64, uint64_t)
 #define FLOATS(X) X(f32, float) X(f64, double)
 
@@ -34,32 +35,34 @@ typedef uint8_t bool8;
 
 /* ---------------------------------------------------------------- element functions */
 
-#define WRAP_FUNCS(S, T, NEG)                                                                              \
-    static inline T add_##S(T a, T b) { return (T)((uint64_t)a + (uint64_t)b); }                          \
-    static inline T sub_##S(T a, T b) { return (T)((uint64_t)a - (uint64_t)b); }                          \
-    static inline T mul_##S(T a, T b) { return (T)((uint64_t)a * (uint64_t)b); }                          \
-    static inline T neg_##S(T a) { return (T)(0 - (uint64_t)a); }                                         \
-    static inline T and_##S(T a, T b) { return (T)(a & b); }                                              \
-    static inline T or_##S(T a, T b) { return (T)(a | b); }                                               \
-    static inline T xor_##S(T a, T b) { return (T)(a ^ b); }                                              \
-    static inline T inv_##S(T a) { return (T)~a; }                                                        \
-    static inline T same_##S(T a) { return a; }                                                           \
-    static inline T max_##S(T a, T b) { return a >= b ? a : b; }                                          \
-    static inline T min_##S(T a, T b) { return a <= b ? a : b; }                                          \
-    static inline T pow_##S(T a, T b, int *err)                                                           \
-    {                                                                                                     \
-        if (NEG(b)) {                                                                                     \
-            *err = 1;                                                                                     \
-            return 0;                                                                                     \
-        }                                                                                                 \
-        uint64_t r = 1, base = (uint64_t)a;                                                               \
-        for (uint64_t e = (uint64_t)b; e; e >>= 1) {                                                      \
-            if (e & 1) r *= base;                                                                         \
-            base *= base;                                                                                 \
-        }                                                                                                 \
-        return (T)r;                                                                                      \
+#define WRAP_FUNCS(S, T, NEG)                                                    \
+    static inline T add_##S(T a, T b) { return (T)((uint64_t)a + (uint64_t)b); } \
+    static inline T sub_##S(T a, T b) { return (T)((uint64_t)a - (uint64_t)b); } \
+    static inline T mul_##S(T a, T b) { return (T)((uint64_t)a * (uint64_t)b); } \
+    static inline T neg_##S(T a) { return (T)(0 - (uint64_t)a); }                \
+    static inline T and_##S(T a, T b) { return (T)(a & b); }                     \
+    static inline T or_##S(T a, T b) { return (T)(a | b); }                      \
+    static inline T xor_##S(T a, T b) { return (T)(a ^ b); }                     \
+    static inline T inv_##S(T a) { return (T)~a; }                               \
+    static inline T same_##S(T a) { return a; }                                  \
+    static inline T max_##S(T a, T b) { return a >= b ? a : b; }                 \
+    static inline T min_##S(T a, T b) { return a <= b ? a : b; }                 \
+    static inline T pow_##S(T a, T b, int *err)                                  \
+    {                                                                            \
+        if (NEG(b)) {                                                            \
+            *err = 1;                                                            \
+            return 0;                                                            \
+        }                                                                        \
+        uint64_t r = 1, base = (uint64_t)a;                                      \
+        for (uint64_t e = (uint64_t)b; e; e >>= 1) {                             \
+            if (e & 1) r *= base;                                                \
+            base *= base;                                                        \
+        }                                                                        \
+        return (T)r;                                                             \
     }
 
+/* An X-macro list, laid out by hand: */
+/* clang-format off */
 #define SINT_FUNCS(S, T, MIN)                                                                             \
     WRAP_FUNCS(S, T, IS_NEG)                                                                              \
     static inline T fdiv_##S(T a, T b)                                                                    \
@@ -76,13 +79,17 @@ typedef uint8_t bool8;
         return r != 0 && ((r < 0) != (b < 0)) ? (T)(r + b) : r;                                           \
     }                                                                                                     \
     static inline T abs_##S(T a) { return a < 0 ? neg_##S(a) : a; }
+/* clang-format on */
 SINTS(SINT_FUNCS)
 
+/* An X-macro list, laid out by hand: */
+/* clang-format off */
 #define UINT_FUNCS(S, T)                                                                                  \
     WRAP_FUNCS(S, T, NEVER_NEG)                                                                           \
     static inline T fdiv_##S(T a, T b) { return b == 0 ? 0 : (T)(a / b); }                               \
     static inline T mod_##S(T a, T b) { return b == 0 ? 0 : (T)(a % b); }                                \
     static inline T abs_##S(T a) { return a; }
+/* clang-format on */
 UINTS(UINT_FUNCS)
 
 static inline bool8 add_b(bool8 a, bool8 b) { return a | b; }
@@ -96,171 +103,179 @@ static inline bool8 max_b(bool8 a, bool8 b) { return a | b; }
 static inline bool8 min_b(bool8 a, bool8 b) { return a & b; }
 
 /* numpy's npy_divmod (npymath): floor division and Python's modulo for floats. */
-#define FLOAT_FUNCS(S, T, SUF)                                                                            \
-    static inline T add_##S(T a, T b) { return a + b; }                                                   \
-    static inline T sub_##S(T a, T b) { return a - b; }                                                   \
-    static inline T mul_##S(T a, T b) { return a * b; }                                                   \
-    static inline T div_##S(T a, T b) { return a / b; }                                                   \
-    static inline T neg_##S(T a) { return -a; }                                                           \
-    static inline T max_##S(T a, T b) { return a > b || isnan(a) ? a : b; }                              \
-    static inline T min_##S(T a, T b) { return a < b || isnan(a) ? a : b; }                              \
-    static inline T divmod_##S(T a, T b, T *modulus)                                                      \
-    {                                                                                                     \
-        T mod = fmod##SUF(a, b);                                                                          \
-        if (b == 0) {                                                                                     \
-            *modulus = mod;                                                                               \
-            return a / b;                                                                                 \
-        }                                                                                                 \
-        T div = (a - mod) / b;                                                                            \
-        if (mod != 0) {                                                                                   \
-            if ((b < 0) != (mod < 0)) {                                                                   \
-                mod += b;                                                                                 \
-                div -= (T)1;                                                                              \
-            }                                                                                             \
-        } else {                                                                                          \
-            mod = copysign##SUF((T)0, b);                                                                 \
-        }                                                                                                 \
-        T fl;                                                                                             \
-        if (div != 0) {                                                                                   \
-            fl = floor##SUF(div);                                                                         \
-            if (div - fl > (T)0.5) fl += (T)1;                                                            \
-        } else {                                                                                          \
-            fl = copysign##SUF((T)0, a / b);                                                              \
-        }                                                                                                 \
-        *modulus = mod;                                                                                   \
-        return fl;                                                                                        \
-    }                                                                                                     \
-    static inline T fdiv_##S(T a, T b)                                                                    \
-    {                                                                                                     \
-        T m;                                                                                              \
-        return b == 0 ? a / b : divmod_##S(a, b, &m);                                                     \
-    }                                                                                                     \
-    static inline T mod_##S(T a, T b)                                                                     \
-    {                                                                                                     \
-        T m;                                                                                              \
-        if (b == 0) return fmod##SUF(a, b);                                                               \
-        divmod_##S(a, b, &m);                                                                             \
-        return m;                                                                                         \
-    }                                                                                                     \
-    static inline T pow_##S(T a, T b, int *err) { return pow##SUF(a, b); }                                \
-    static inline T abs_##S(T a) { return fabs##SUF(a); }                                                 \
-    static inline T sqrt_##S(T a) { return sqrt##SUF(a); }                                                \
-    static inline T exp_##S(T a) { return exp##SUF(a); }                                                  \
-    static inline T log_##S(T a) { return log##SUF(a); }                                                  \
-    static inline T log1p_##S(T a) { return log1p##SUF(a); }                                              \
-    static inline T expm1_##S(T a) { return expm1##SUF(a); }                                              \
-    static inline T sin_##S(T a) { return sin##SUF(a); }                                                  \
-    static inline T cos_##S(T a) { return cos##SUF(a); }                                                  \
-    static inline T tan_##S(T a) { return tan##SUF(a); }                                                  \
-    static inline T tanh_##S(T a) { return tanh##SUF(a); }                                                \
-    static inline T floor_##S(T a) { return floor##SUF(a); }                                              \
-    static inline T ceil_##S(T a) { return ceil##SUF(a); }                                                \
+#define FLOAT_FUNCS(S, T, SUF)                                              \
+    static inline T add_##S(T a, T b) { return a + b; }                     \
+    static inline T sub_##S(T a, T b) { return a - b; }                     \
+    static inline T mul_##S(T a, T b) { return a * b; }                     \
+    static inline T div_##S(T a, T b) { return a / b; }                     \
+    static inline T neg_##S(T a) { return -a; }                             \
+    static inline T max_##S(T a, T b) { return a > b || isnan(a) ? a : b; } \
+    static inline T min_##S(T a, T b) { return a < b || isnan(a) ? a : b; } \
+    static inline T divmod_##S(T a, T b, T *modulus)                        \
+    {                                                                       \
+        T mod = fmod##SUF(a, b);                                            \
+        if (b == 0) {                                                       \
+            *modulus = mod;                                                 \
+            return a / b;                                                   \
+        }                                                                   \
+        T div = (a - mod) / b;                                              \
+        if (mod != 0) {                                                     \
+            if ((b < 0) != (mod < 0)) {                                     \
+                mod += b;                                                   \
+                div -= (T)1;                                                \
+            }                                                               \
+        } else {                                                            \
+            mod = copysign##SUF((T)0, b);                                   \
+        }                                                                   \
+        T fl;                                                               \
+        if (div != 0) {                                                     \
+            fl = floor##SUF(div);                                           \
+            if (div - fl > (T)0.5) fl += (T)1;                              \
+        } else {                                                            \
+            fl = copysign##SUF((T)0, a / b);                                \
+        }                                                                   \
+        *modulus = mod;                                                     \
+        return fl;                                                          \
+    }                                                                       \
+    static inline T fdiv_##S(T a, T b)                                      \
+    {                                                                       \
+        T m;                                                                \
+        return b == 0 ? a / b : divmod_##S(a, b, &m);                       \
+    }                                                                       \
+    static inline T mod_##S(T a, T b)                                       \
+    {                                                                       \
+        T m;                                                                \
+        if (b == 0) return fmod##SUF(a, b);                                 \
+        divmod_##S(a, b, &m);                                               \
+        return m;                                                           \
+    }                                                                       \
+    static inline T pow_##S(T a, T b, int *err) { return pow##SUF(a, b); }  \
+    static inline T abs_##S(T a) { return fabs##SUF(a); }                   \
+    static inline T sqrt_##S(T a) { return sqrt##SUF(a); }                  \
+    static inline T exp_##S(T a) { return exp##SUF(a); }                    \
+    static inline T log_##S(T a) { return log##SUF(a); }                    \
+    static inline T log1p_##S(T a) { return log1p##SUF(a); }                \
+    static inline T expm1_##S(T a) { return expm1##SUF(a); }                \
+    static inline T sin_##S(T a) { return sin##SUF(a); }                    \
+    static inline T cos_##S(T a) { return cos##SUF(a); }                    \
+    static inline T tan_##S(T a) { return tan##SUF(a); }                    \
+    static inline T tanh_##S(T a) { return tanh##SUF(a); }                  \
+    static inline T floor_##S(T a) { return floor##SUF(a); }                \
+    static inline T ceil_##S(T a) { return ceil##SUF(a); }                  \
     static inline T atan2_##S(T a, T b) { return atan2##SUF(a, b); }
 FLOAT_FUNCS(f32, float, f)
 FLOAT_FUNCS(f64, double, )
 
 /* ---------------------------------------------------------------- loops */
 
-#define LOOP1(NAME, T, R, F)                                                                              \
-    static void NAME(void *d_, const void *a_, const void *b_, const void *c_, size_t n, int *err)        \
-    {                                                                                                     \
-        R *d = d_;                                                                                        \
-        const T *a = a_;                                                                                  \
-        for (size_t i = 0; i < n; i++) d[i] = F(a[i]);                                                    \
+#define LOOP1(NAME, T, R, F)                                                                       \
+    static void NAME(void *d_, const void *a_, const void *b_, const void *c_, size_t n, int *err) \
+    {                                                                                              \
+        R *d = d_;                                                                                 \
+        const T *a = a_;                                                                           \
+        for (size_t i = 0; i < n; i++) d[i] = F(a[i]);                                             \
     }
 /* A binary loop and its two scalar forms: NAME##_sb with b one value (a constant: `a * 2`),
  * NAME##_sa with a one value (`2 - a`), which keep the value in a register instead of
  * reading a block of copies of it (oc_map_cpu_loop_scalar). */
-#define LOOP2(NAME, T, R, F)                                                                              \
-    static void NAME(void *d_, const void *a_, const void *b_, const void *c_, size_t n, int *err)        \
-    {                                                                                                     \
-        R *d = d_;                                                                                        \
-        const T *a = a_, *b = b_;                                                                         \
-        for (size_t i = 0; i < n; i++) d[i] = F(a[i], b[i]);                                              \
-    }                                                                                                     \
-    static void NAME##_sb(void *d_, const void *a_, const void *b_, const void *c_, size_t n, int *err)   \
-    {                                                                                                     \
-        R *d = d_;                                                                                        \
-        const T *a = a_, s = *(const T *)b_;                                                              \
-        for (size_t i = 0; i < n; i++) d[i] = F(a[i], s);                                                 \
-    }                                                                                                     \
-    static void NAME##_sa(void *d_, const void *a_, const void *b_, const void *c_, size_t n, int *err)   \
-    {                                                                                                     \
-        R *d = d_;                                                                                        \
-        const T s = *(const T *)a_, *b = b_;                                                              \
-        for (size_t i = 0; i < n; i++) d[i] = F(s, b[i]);                                                 \
+#define LOOP2(NAME, T, R, F)                                                                            \
+    static void NAME(void *d_, const void *a_, const void *b_, const void *c_, size_t n, int *err)      \
+    {                                                                                                   \
+        R *d = d_;                                                                                      \
+        const T *a = a_, *b = b_;                                                                       \
+        for (size_t i = 0; i < n; i++) d[i] = F(a[i], b[i]);                                            \
+    }                                                                                                   \
+    static void NAME##_sb(void *d_, const void *a_, const void *b_, const void *c_, size_t n, int *err) \
+    {                                                                                                   \
+        R *d = d_;                                                                                      \
+        const T *a = a_, s = *(const T *)b_;                                                            \
+        for (size_t i = 0; i < n; i++) d[i] = F(a[i], s);                                               \
+    }                                                                                                   \
+    static void NAME##_sa(void *d_, const void *a_, const void *b_, const void *c_, size_t n, int *err) \
+    {                                                                                                   \
+        R *d = d_;                                                                                      \
+        const T s = *(const T *)a_, *b = b_;                                                            \
+        for (size_t i = 0; i < n; i++) d[i] = F(s, b[i]);                                               \
     }
 /* Power reports a negative integer exponent through err; folded after the loop so that the
  * loop body stays branch-free. */
-#define LOOP_POW(NAME, T, F)                                                                              \
-    static void NAME(void *d_, const void *a_, const void *b_, const void *c_, size_t n, int *err)        \
-    {                                                                                                     \
-        T *d = d_;                                                                                        \
-        const T *a = a_, *b = b_;                                                                         \
-        int e = 0;                                                                                        \
-        for (size_t i = 0; i < n; i++) d[i] = F(a[i], b[i], &e);                                          \
-        if (e) *err = 1;                                                                                  \
+#define LOOP_POW(NAME, T, F)                                                                       \
+    static void NAME(void *d_, const void *a_, const void *b_, const void *c_, size_t n, int *err) \
+    {                                                                                              \
+        T *d = d_;                                                                                 \
+        const T *a = a_, *b = b_;                                                                  \
+        int e = 0;                                                                                 \
+        for (size_t i = 0; i < n; i++) d[i] = F(a[i], b[i], &e);                                   \
+        if (e) *err = 1;                                                                           \
     }
-#define LOOP_CMP(NAME, T, OP)                                                                             \
-    static void NAME(void *d_, const void *a_, const void *b_, const void *c_, size_t n, int *err)        \
-    {                                                                                                     \
-        bool8 *d = d_;                                                                                    \
-        const T *a = a_, *b = b_;                                                                         \
-        for (size_t i = 0; i < n; i++) d[i] = a[i] OP b[i];                                               \
-    }                                                                                                     \
-    static void NAME##_sb(void *d_, const void *a_, const void *b_, const void *c_, size_t n, int *err)   \
-    {                                                                                                     \
-        bool8 *d = d_;                                                                                    \
-        const T *a = a_, s = *(const T *)b_;                                                              \
-        for (size_t i = 0; i < n; i++) d[i] = a[i] OP s;                                                  \
-    }                                                                                                     \
-    static void NAME##_sa(void *d_, const void *a_, const void *b_, const void *c_, size_t n, int *err)   \
-    {                                                                                                     \
-        bool8 *d = d_;                                                                                    \
-        const T s = *(const T *)a_, *b = b_;                                                              \
-        for (size_t i = 0; i < n; i++) d[i] = s OP b[i];                                                  \
+#define LOOP_CMP(NAME, T, OP)                                                                           \
+    static void NAME(void *d_, const void *a_, const void *b_, const void *c_, size_t n, int *err)      \
+    {                                                                                                   \
+        bool8 *d = d_;                                                                                  \
+        const T *a = a_, *b = b_;                                                                       \
+        for (size_t i = 0; i < n; i++) d[i] = a[i] OP b[i];                                             \
+    }                                                                                                   \
+    static void NAME##_sb(void *d_, const void *a_, const void *b_, const void *c_, size_t n, int *err) \
+    {                                                                                                   \
+        bool8 *d = d_;                                                                                  \
+        const T *a = a_, s = *(const T *)b_;                                                            \
+        for (size_t i = 0; i < n; i++) d[i] = a[i] OP s;                                                \
+    }                                                                                                   \
+    static void NAME##_sa(void *d_, const void *a_, const void *b_, const void *c_, size_t n, int *err) \
+    {                                                                                                   \
+        bool8 *d = d_;                                                                                  \
+        const T s = *(const T *)a_, *b = b_;                                                            \
+        for (size_t i = 0; i < n; i++) d[i] = s OP b[i];                                                \
     }
-#define LOOP_WHERE(NAME, T)                                                                               \
-    static void NAME(void *d_, const void *a_, const void *b_, const void *c_, size_t n, int *err)        \
-    {                                                                                                     \
-        T *d = d_;                                                                                        \
-        const bool8 *c = a_;                                                                              \
-        const T *x = b_, *y = c_;                                                                         \
-        for (size_t i = 0; i < n; i++) d[i] = c[i] ? x[i] : y[i];                                         \
+#define LOOP_WHERE(NAME, T)                                                                        \
+    static void NAME(void *d_, const void *a_, const void *b_, const void *c_, size_t n, int *err) \
+    {                                                                                              \
+        T *d = d_;                                                                                 \
+        const bool8 *c = a_;                                                                       \
+        const T *x = b_, *y = c_;                                                                  \
+        for (size_t i = 0; i < n; i++) d[i] = c[i] ? x[i] : y[i];                                  \
     }
 
 /* where(p OP q, x, y) in one pass, the comparison in the result's type (map_cpu_ops.h:
  * oc_map_cpu_select): NAME over arrays, NAME##_sq with q one value. */
-#define LOOP_SELECT(NAME, T, OP)                                                                          \
-    static void NAME(void *d_, const void *p_, const void *q_, const void *x_, const void *y_, size_t n)  \
-    {                                                                                                     \
-        T *d = d_;                                                                                        \
-        const T *p = p_, *q = q_, *x = x_, *y = y_;                                                       \
-        for (size_t i = 0; i < n; i++) d[i] = p[i] OP q[i] ? x[i] : y[i];                                 \
-    }                                                                                                     \
-    static void NAME##_sq(void *d_, const void *p_, const void *q_, const void *x_, const void *y_,       \
-                          size_t n)                                                                       \
-    {                                                                                                     \
-        T *d = d_;                                                                                        \
-        const T *p = p_, s = *(const T *)q_, *x = x_, *y = y_;                                            \
-        for (size_t i = 0; i < n; i++) d[i] = p[i] OP s ? x[i] : y[i];                                    \
+#define LOOP_SELECT(NAME, T, OP)                                                                              \
+    static void NAME(void *d_, const void *p_, const void *q_, const void *x_, const void *y_, size_t n)      \
+    {                                                                                                         \
+        T *d = d_;                                                                                            \
+        const T *p = p_, *q = q_, *x = x_, *y = y_;                                                           \
+        for (size_t i = 0; i < n; i++) d[i] = p[i] OP q[i] ? x[i] : y[i];                                     \
+    }                                                                                                         \
+    static void NAME##_sq(void *d_, const void *p_, const void *q_, const void *x_, const void *y_, size_t n) \
+    {                                                                                                         \
+        T *d = d_;                                                                                            \
+        const T *p = p_, s = *(const T *)q_, *x = x_, *y = y_;                                                \
+        for (size_t i = 0; i < n; i++) d[i] = p[i] OP s ? x[i] : y[i];                                        \
     }
+/* An X-macro list, laid out by hand: */
+/* clang-format off */
 #define SELECT_LOOPS(S, T)                                                                                \
     LOOP_SELECT(sel_eq_##S, T, ==) LOOP_SELECT(sel_ne_##S, T, !=) LOOP_SELECT(sel_lt_##S, T, <)           \
     LOOP_SELECT(sel_le_##S, T, <=) LOOP_SELECT(sel_gt_##S, T, >) LOOP_SELECT(sel_ge_##S, T, >=)
+/* clang-format on */
 
+/* An X-macro list, laid out by hand: */
+/* clang-format off */
 #define CMP_LOOPS(S, T)                                                                                   \
     SELECT_LOOPS(S, T)                                                                                    \
     LOOP_CMP(eq_loop_##S, T, ==) LOOP_CMP(ne_loop_##S, T, !=) LOOP_CMP(lt_loop_##S, T, <)                 \
     LOOP_CMP(le_loop_##S, T, <=) LOOP_CMP(gt_loop_##S, T, >) LOOP_CMP(ge_loop_##S, T, >=)                 \
     LOOP_WHERE(where_loop_##S, T) LOOP2(max_loop_##S, T, T, max_##S) LOOP2(min_loop_##S, T, T, min_##S)   \
     LOOP2(add_loop_##S, T, T, add_##S) LOOP2(mul_loop_##S, T, T, mul_##S) LOOP1(abs_loop_##S, T, T, abs_##S)
+/* clang-format on */
+/* An X-macro list, laid out by hand: */
+/* clang-format off */
 #define INT_LOOPS(S, T)                                                                                   \
     CMP_LOOPS(S, T)                                                                                       \
     LOOP2(sub_loop_##S, T, T, sub_##S) LOOP2(fdiv_loop_##S, T, T, fdiv_##S)                               \
     LOOP2(mod_loop_##S, T, T, mod_##S) LOOP_POW(pow_loop_##S, T, pow_##S) LOOP1(neg_loop_##S, T, T, neg_##S) \
     LOOP2(and_loop_##S, T, T, and_##S) LOOP2(or_loop_##S, T, T, or_##S) LOOP2(xor_loop_##S, T, T, xor_##S)  \
     LOOP1(inv_loop_##S, T, T, inv_##S) LOOP1(same_loop_##S, T, T, same_##S)
+/* clang-format on */
 #define SINT_LOOPS(S, T, MIN) INT_LOOPS(S, T)
 SINTS(SINT_LOOPS)
 UINTS(INT_LOOPS)
@@ -273,6 +288,8 @@ LOOP2(xor_loop_b, bool8, bool8, xor_b)
 LOOP1(inv_loop_b, bool8, bool8, inv_b)
 LOOP1(same_loop_b, bool8, bool8, same_b)
 
+/* An X-macro list, laid out by hand: */
+/* clang-format off */
 #define FLOAT_LOOPS(S, T)                                                                                 \
     CMP_LOOPS(S, T)                                                                                       \
     LOOP2(sub_loop_##S, T, T, sub_##S) LOOP2(div_loop_##S, T, T, div_##S)                                 \
@@ -284,64 +301,95 @@ LOOP1(same_loop_b, bool8, bool8, same_b)
     LOOP1(cos_loop_##S, T, T, cos_##S) LOOP1(tan_loop_##S, T, T, tan_##S)                                 \
     LOOP1(tanh_loop_##S, T, T, tanh_##S) LOOP1(floor_loop_##S, T, T, floor_##S)                           \
     LOOP1(ceil_loop_##S, T, T, ceil_##S) LOOP2(atan2_loop_##S, T, T, atan2_##S)
+/* clang-format on */
 FLOATS(FLOAT_LOOPS)
 
 /* ---------------------------------------------------------------- tables */
 
 /* The binary ops' entries, X the form: empty (arrays), _sb or _sa (one operand a value). */
-#define CMP_BIN_ROW(S, M, X)                                                                              \
-    [MOP_EQ][M] = eq_loop_##S##X, [MOP_NE][M] = ne_loop_##S##X, [MOP_LT][M] = lt_loop_##S##X,             \
-    [MOP_LE][M] = le_loop_##S##X, [MOP_GT][M] = gt_loop_##S##X, [MOP_GE][M] = ge_loop_##S##X,             \
+#define CMP_BIN_ROW(S, M, X)                                                                                \
+    [MOP_EQ][M] = eq_loop_##S##X, [MOP_NE][M] = ne_loop_##S##X, [MOP_LT][M] = lt_loop_##S##X,               \
+    [MOP_LE][M] = le_loop_##S##X, [MOP_GT][M] = gt_loop_##S##X, [MOP_GE][M] = ge_loop_##S##X,               \
     [MOP_MAXIMUM][M] = max_loop_##S##X, [MOP_MINIMUM][M] = min_loop_##S##X, [MOP_ADD][M] = add_loop_##S##X, \
     [MOP_MUL][M] = mul_loop_##S##X
+/* An X-macro list, laid out by hand: */
+/* clang-format off */
 #define INT_BIN_ROW(S, M, X)                                                                              \
     CMP_BIN_ROW(S, M, X), [MOP_SUB][M] = sub_loop_##S##X, [MOP_FLOORDIV][M] = fdiv_loop_##S##X,           \
     [MOP_MOD][M] = mod_loop_##S##X, [MOP_AND][M] = and_loop_##S##X, [MOP_OR][M] = or_loop_##S##X,         \
     [MOP_XOR][M] = xor_loop_##S##X
+/* clang-format on */
+/* An X-macro list, laid out by hand: */
+/* clang-format off */
 #define FLOAT_BIN_ROW(S, M, X)                                                                            \
     CMP_BIN_ROW(S, M, X), [MOP_SUB][M] = sub_loop_##S##X, [MOP_DIV][M] = div_loop_##S##X,                 \
     [MOP_FLOORDIV][M] = fdiv_loop_##S##X, [MOP_MOD][M] = mod_loop_##S##X, [MOP_ARCTAN2][M] = atan2_loop_##S##X
+/* clang-format on */
+/* An X-macro list, laid out by hand: */
+/* clang-format off */
 #define BOOL_BIN_ROW(X)                                                                                   \
     CMP_BIN_ROW(b, MT_BOOL, X), [MOP_AND][MT_BOOL] = and_loop_b##X, [MOP_OR][MT_BOOL] = or_loop_b##X,     \
     [MOP_XOR][MT_BOOL] = xor_loop_b##X
+/* clang-format on */
+/* An X-macro list, laid out by hand: */
+/* clang-format off */
 #define ALL_BIN_ROWS(X)                                                                                   \
     BOOL_BIN_ROW(X), INT_BIN_ROW(i8, MT_I8, X), INT_BIN_ROW(i16, MT_I16, X), INT_BIN_ROW(i32, MT_I32, X),  \
     INT_BIN_ROW(i64, MT_I64, X), INT_BIN_ROW(u8, MT_U8, X), INT_BIN_ROW(u16, MT_U16, X),                  \
     INT_BIN_ROW(u32, MT_U32, X), INT_BIN_ROW(u64, MT_U64, X), FLOAT_BIN_ROW(f32, MT_F32, X),              \
     FLOAT_BIN_ROW(f64, MT_F64, X)
+/* clang-format on */
 
 /* The other ops' entries (unary, power, where). */
 #define CMP_ROW(S, M) [MOP_WHERE][M] = where_loop_##S, [MOP_ABS][M] = abs_loop_##S
+/* An X-macro list, laid out by hand: */
+/* clang-format off */
 #define INT_ROW(S, M)                                                                                     \
     CMP_ROW(S, M), [MOP_POW][M] = pow_loop_##S, [MOP_NEG][M] = neg_loop_##S,                              \
     [MOP_INVERT][M] = inv_loop_##S, [MOP_FLOOR][M] = same_loop_##S, [MOP_CEIL][M] = same_loop_##S
+/* clang-format on */
+/* An X-macro list, laid out by hand: */
+/* clang-format off */
 #define FLOAT_ROW(S, M)                                                                                   \
     CMP_ROW(S, M), [MOP_POW][M] = pow_loop_##S,                                                           \
     [MOP_NEG][M] = neg_loop_##S, [MOP_SQRT][M] = sqrt_loop_##S, [MOP_EXP][M] = exp_loop_##S,              \
     [MOP_LOG][M] = log_loop_##S, [MOP_LOG1P][M] = log1p_loop_##S, [MOP_EXPM1][M] = expm1_loop_##S,        \
     [MOP_SIN][M] = sin_loop_##S, [MOP_COS][M] = cos_loop_##S, [MOP_TAN][M] = tan_loop_##S,                \
     [MOP_TANH][M] = tanh_loop_##S, [MOP_FLOOR][M] = floor_loop_##S, [MOP_CEIL][M] = ceil_loop_##S
+/* clang-format on */
 
 static const oc_map_loop loops[MOP_COUNT][OC_MT_COUNT] = {
     ALL_BIN_ROWS(),
-    CMP_ROW(b, MT_BOOL), [MOP_INVERT][MT_BOOL] = inv_loop_b, [MOP_FLOOR][MT_BOOL] = same_loop_b,
+    CMP_ROW(b, MT_BOOL),
+    [MOP_INVERT][MT_BOOL] = inv_loop_b,
+    [MOP_FLOOR][MT_BOOL] = same_loop_b,
     [MOP_CEIL][MT_BOOL] = same_loop_b,
-    INT_ROW(i8, MT_I8), INT_ROW(i16, MT_I16), INT_ROW(i32, MT_I32), INT_ROW(i64, MT_I64),
-    INT_ROW(u8, MT_U8), INT_ROW(u16, MT_U16), INT_ROW(u32, MT_U32), INT_ROW(u64, MT_U64),
-    FLOAT_ROW(f32, MT_F32), FLOAT_ROW(f64, MT_F64),
+    INT_ROW(i8, MT_I8),
+    INT_ROW(i16, MT_I16),
+    INT_ROW(i32, MT_I32),
+    INT_ROW(i64, MT_I64),
+    INT_ROW(u8, MT_U8),
+    INT_ROW(u16, MT_U16),
+    INT_ROW(u32, MT_U32),
+    INT_ROW(u64, MT_U64),
+    FLOAT_ROW(f32, MT_F32),
+    FLOAT_ROW(f64, MT_F64),
 };
 static const oc_map_loop loops_sb[MOP_COUNT][OC_MT_COUNT] = {ALL_BIN_ROWS(_sb)};
 static const oc_map_loop loops_sa[MOP_COUNT][OC_MT_COUNT] = {ALL_BIN_ROWS(_sa)};
 
-#define SELECT_ROW(S, M, X)                                                                               \
-    [MOP_EQ - MOP_EQ][M] = sel_eq_##S##X, [MOP_NE - MOP_EQ][M] = sel_ne_##S##X,                           \
-    [MOP_LT - MOP_EQ][M] = sel_lt_##S##X, [MOP_LE - MOP_EQ][M] = sel_le_##S##X,                           \
-    [MOP_GT - MOP_EQ][M] = sel_gt_##S##X, [MOP_GE - MOP_EQ][M] = sel_ge_##S##X
+#define SELECT_ROW(S, M, X)                                                                                           \
+    [MOP_EQ - MOP_EQ][M] = sel_eq_##S##X, [MOP_NE - MOP_EQ][M] = sel_ne_##S##X, [MOP_LT - MOP_EQ][M] = sel_lt_##S##X, \
+              [MOP_LE - MOP_EQ][M] = sel_le_##S##X, [MOP_GT - MOP_EQ][M] = sel_gt_##S##X,                             \
+              [MOP_GE - MOP_EQ][M] = sel_ge_##S##X
+/* An X-macro list, laid out by hand: */
+/* clang-format off */
 #define SELECT_ROWS(X)                                                                                    \
     SELECT_ROW(b, MT_BOOL, X), SELECT_ROW(i8, MT_I8, X), SELECT_ROW(i16, MT_I16, X),                      \
     SELECT_ROW(i32, MT_I32, X), SELECT_ROW(i64, MT_I64, X), SELECT_ROW(u8, MT_U8, X),                     \
     SELECT_ROW(u16, MT_U16, X), SELECT_ROW(u32, MT_U32, X), SELECT_ROW(u64, MT_U64, X),                   \
     SELECT_ROW(f32, MT_F32, X), SELECT_ROW(f64, MT_F64, X)
+/* clang-format on */
 static const oc_map_select_loop selects[MOP_GE - MOP_EQ + 1][OC_MT_COUNT] = {SELECT_ROWS()};
 static const oc_map_select_loop selects_sq[MOP_GE - MOP_EQ + 1][OC_MT_COUNT] = {SELECT_ROWS(_sq)};
 
@@ -375,34 +423,37 @@ static inline uint64_t float_bits(double x)
 }
 static inline uint64_t int_bits(uint64_t x) { return x; }
 
-#define TO_INT(TT, x) ((TT)_Generic((x), float: float_bits, double: float_bits, default: int_bits)(x))
+#define TO_INT(TT, x) ((TT) _Generic((x), float : float_bits, double : float_bits, default : int_bits)(x))
 
+/* An X-macro list, laid out by hand: */
+/* clang-format off */
 #define ALL_TYPES(X, ...)                                                                                 \
     X(b, bool8, __VA_ARGS__) X(i8, int8_t, __VA_ARGS__) X(i16, int16_t, __VA_ARGS__)                      \
     X(i32, int32_t, __VA_ARGS__) X(i64, int64_t, __VA_ARGS__) X(u8, uint8_t, __VA_ARGS__)                 \
     X(u16, uint16_t, __VA_ARGS__) X(u32, uint32_t, __VA_ARGS__) X(u64, uint64_t, __VA_ARGS__)             \
     X(f32, float, __VA_ARGS__) X(f64, double, __VA_ARGS__)
+/* clang-format on */
 
-#define CAST_TO_BOOL(SS, ST, unused)                                                                      \
-    static void cast_##SS##_b(void *d_, const void *s_, size_t n)                                         \
-    {                                                                                                     \
-        bool8 *d = d_;                                                                                    \
-        const ST *s = s_;                                                                                 \
-        for (size_t i = 0; i < n; i++) d[i] = s[i] != 0;                                                  \
+#define CAST_TO_BOOL(SS, ST, unused)                              \
+    static void cast_##SS##_b(void *d_, const void *s_, size_t n) \
+    {                                                             \
+        bool8 *d = d_;                                            \
+        const ST *s = s_;                                         \
+        for (size_t i = 0; i < n; i++) d[i] = s[i] != 0;          \
     }
-#define CAST_TO_FLOAT(SS, ST, TS, TT)                                                                     \
-    static void cast_##SS##_##TS(void *d_, const void *s_, size_t n)                                      \
-    {                                                                                                     \
-        TT *d = d_;                                                                                       \
-        const ST *s = s_;                                                                                 \
-        for (size_t i = 0; i < n; i++) d[i] = (TT)s[i];                                                   \
+#define CAST_TO_FLOAT(SS, ST, TS, TT)                                \
+    static void cast_##SS##_##TS(void *d_, const void *s_, size_t n) \
+    {                                                                \
+        TT *d = d_;                                                  \
+        const ST *s = s_;                                            \
+        for (size_t i = 0; i < n; i++) d[i] = (TT)s[i];              \
     }
-#define CAST_TO_INT(SS, ST, TS, TT)                                                                       \
-    static void cast_##SS##_##TS(void *d_, const void *s_, size_t n)                                      \
-    {                                                                                                     \
-        TT *d = d_;                                                                                       \
-        const ST *s = s_;                                                                                 \
-        for (size_t i = 0; i < n; i++) d[i] = TO_INT(TT, s[i]);                                           \
+#define CAST_TO_INT(SS, ST, TS, TT)                                  \
+    static void cast_##SS##_##TS(void *d_, const void *s_, size_t n) \
+    {                                                                \
+        TT *d = d_;                                                  \
+        const ST *s = s_;                                            \
+        for (size_t i = 0; i < n; i++) d[i] = TO_INT(TT, s[i]);      \
     }
 #define CASTS_INTO_INT(TS, TT) ALL_TYPES(CAST_TO_INT, TS, TT)
 #define CASTS_INTO_FLOAT(TS, TT) ALL_TYPES(CAST_TO_FLOAT, TS, TT)
@@ -418,13 +469,15 @@ CASTS_INTO_INT(u64, uint64_t)
 CASTS_INTO_FLOAT(f32, float)
 CASTS_INTO_FLOAT(f64, double)
 
-#define CAST_ROW(TS)                                                                                      \
-    {cast_b_##TS, cast_i8_##TS, cast_i16_##TS, cast_i32_##TS, cast_i64_##TS, cast_u8_##TS,               \
-     cast_u16_##TS, cast_u32_##TS, cast_u64_##TS, cast_f32_##TS, cast_f64_##TS}
+#define CAST_ROW(TS)                                                                                         \
+    {                                                                                                        \
+        cast_b_##TS, cast_i8_##TS, cast_i16_##TS, cast_i32_##TS, cast_i64_##TS, cast_u8_##TS, cast_u16_##TS, \
+            cast_u32_##TS, cast_u64_##TS, cast_f32_##TS, cast_f64_##TS                                       \
+    }
 
 /* casts[to][from], in the order of oc_map_dtype. */
 static const oc_map_cast_loop casts[OC_MT_COUNT][OC_MT_COUNT] = {
-    CAST_ROW(b), CAST_ROW(i8), CAST_ROW(i16), CAST_ROW(i32), CAST_ROW(i64), CAST_ROW(u8),
+    CAST_ROW(b),   CAST_ROW(i8),  CAST_ROW(i16), CAST_ROW(i32), CAST_ROW(i64), CAST_ROW(u8),
     CAST_ROW(u16), CAST_ROW(u32), CAST_ROW(u64), CAST_ROW(f32), CAST_ROW(f64),
 };
 

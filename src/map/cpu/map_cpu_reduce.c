@@ -31,27 +31,27 @@
 #define PW_BLOCKSIZE 128
 
 /* numpy's pairwise_sum, for float and double. */
-#define PAIRWISE(S, T)                                                                                    \
-    static T pairwise_##S(const T *a, int64_t n)                                                          \
-    {                                                                                                     \
-        if (n < 8) {                                                                                      \
-            T res = -(T)0.0;                                                                              \
-            for (int64_t i = 0; i < n; i++) res += a[i];                                                  \
-            return res;                                                                                   \
-        }                                                                                                 \
-        if (n <= PW_BLOCKSIZE) {                                                                          \
-            T r[8];                                                                                       \
-            for (int j = 0; j < 8; j++) r[j] = a[j];                                                      \
-            int64_t i;                                                                                    \
-            for (i = 8; i < n - (n % 8); i += 8)                                                          \
-                for (int j = 0; j < 8; j++) r[j] += a[i + j];                                             \
-            T res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));                    \
-            for (; i < n; i++) res += a[i];                                                               \
-            return res;                                                                                   \
-        }                                                                                                 \
-        int64_t n2 = n / 2;                                                                               \
-        n2 -= n2 % 8;                                                                                     \
-        return pairwise_##S(a, n2) + pairwise_##S(a + n2, n - n2);                                        \
+#define PAIRWISE(S, T)                                                                 \
+    static T pairwise_##S(const T *a, int64_t n)                                       \
+    {                                                                                  \
+        if (n < 8) {                                                                   \
+            T res = -(T)0.0;                                                           \
+            for (int64_t i = 0; i < n; i++) res += a[i];                               \
+            return res;                                                                \
+        }                                                                              \
+        if (n <= PW_BLOCKSIZE) {                                                       \
+            T r[8];                                                                    \
+            for (int j = 0; j < 8; j++) r[j] = a[j];                                   \
+            int64_t i;                                                                 \
+            for (i = 8; i < n - (n % 8); i += 8)                                       \
+                for (int j = 0; j < 8; j++) r[j] += a[i + j];                          \
+            T res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7])); \
+            for (; i < n; i++) res += a[i];                                            \
+            return res;                                                                \
+        }                                                                              \
+        int64_t n2 = n / 2;                                                            \
+        n2 -= n2 % 8;                                                                  \
+        return pairwise_##S(a, n2) + pairwise_##S(a + n2, n - n2);                     \
     }
 PAIRWISE(f32, float)
 PAIRWISE(f64, double)
@@ -62,7 +62,7 @@ typedef struct reducer {
     oc_map_eval *ev;
     oc_map_cast_loop cast; /* expression type -> reduction type, NULL when equal */
     unsigned char *tmp;
-    int rt;                /* the reduction's type */
+    int rt; /* the reduction's type */
     int error;
 } reducer;
 
@@ -103,32 +103,43 @@ static const void *values(reducer *r, int64_t start, int64_t n)
 /* ---------------------------------------------------------------- accumulate one value */
 
 /* A running result of any type, 8 bytes. */
-typedef union acc { int64_t i; uint64_t u; float f; double d; unsigned char b[8]; } acc;
+typedef union acc {
+    int64_t i;
+    uint64_t u;
+    float f;
+    double d;
+    unsigned char b[8];
+} acc;
 
+/* An X-macro list, laid out by hand: */
+/* clang-format off */
 #define MINMAX_TYPES(X, ...)                                                                              \
     X(MT_BOOL, uint8_t, 0, __VA_ARGS__) X(MT_I8, int8_t, 0, __VA_ARGS__) X(MT_I16, int16_t, 0, __VA_ARGS__) \
     X(MT_I32, int32_t, 0, __VA_ARGS__) X(MT_I64, int64_t, 0, __VA_ARGS__) X(MT_U8, uint8_t, 0, __VA_ARGS__) \
     X(MT_U16, uint16_t, 0, __VA_ARGS__) X(MT_U32, uint32_t, 0, __VA_ARGS__)                               \
     X(MT_U64, uint64_t, 0, __VA_ARGS__) X(MT_F32, float, 1, __VA_ARGS__) X(MT_F64, double, 1, __VA_ARGS__)
+/* clang-format on */
 
 /* *a = op(*a, x[0..n)) for min/max (first = 1: *a starts at x[0]); NaN wins, as in numpy. */
 static void fold_minmax(int t, int is_max, acc *a, const void *x, int64_t n, int first)
 {
-#define FOLD(TT, CT, FLT, a, x, n, first, is_max)                                                         \
-    case TT: {                                                                                            \
-        const CT *v = x;                                                                                  \
-        CT r;                                                                                             \
-        memcpy(&r, a->b, sizeof r);                                                                       \
-        int64_t i = 0;                                                                                    \
-        if (first) r = v[i++];                                                                            \
-        if (is_max)                                                                                       \
-            for (; i < n; i++) r = (r >= v[i] || (FLT && r != r)) ? r : v[i];                             \
-        else                                                                                              \
-            for (; i < n; i++) r = (r <= v[i] || (FLT && r != r)) ? r : v[i];                             \
-        memcpy(a->b, &r, sizeof r);                                                                       \
-        break;                                                                                            \
+#define FOLD(TT, CT, FLT, a, x, n, first, is_max)                             \
+    case TT: {                                                                \
+        const CT *v = x;                                                      \
+        CT r;                                                                 \
+        memcpy(&r, a->b, sizeof r);                                           \
+        int64_t i = 0;                                                        \
+        if (first) r = v[i++];                                                \
+        if (is_max)                                                           \
+            for (; i < n; i++) r = (r >= v[i] || (FLT && r != r)) ? r : v[i]; \
+        else                                                                  \
+            for (; i < n; i++) r = (r <= v[i] || (FLT && r != r)) ? r : v[i]; \
+        memcpy(a->b, &r, sizeof r);                                           \
+        break;                                                                \
     }
-    switch (t) { MINMAX_TYPES(FOLD, a, x, n, first, is_max) default: break; }
+    switch (t) {
+        MINMAX_TYPES(FOLD, a, x, n, first, is_max) default : break;
+    }
 #undef FOLD
 }
 
@@ -155,25 +166,27 @@ static void combine(int t, oc_map_reduce op, void *accs, const void *x, int64_t 
             for (int64_t i = 0; i < n; i++) r[i] = (r[i] <= v[i] || (FLT && r[i] != r[i])) ? r[i] : v[i]; \
         break;                                                                                            \
     }
-    switch (t) { MINMAX_TYPES(COMB, accs, x, n, is_max) default: break; }
+    switch (t) {
+        MINMAX_TYPES(COMB, accs, x, n, is_max) default : break;
+    }
 #undef COMB
 }
 
 /* ---------------------------------------------------------------- one contiguous run */
 
 /* numpy's pairwise recursion over elements [start, start+n), evaluated by blocks. */
-#define RANGE_PAIRWISE(S, T)                                                                              \
-    static T range_pairwise_##S(reducer *r, int64_t start, int64_t n)                                     \
-    {                                                                                                     \
-        if (n <= OC_MAP_BLOCK) {                                                                          \
-            T v = pairwise_##S(values(r, start, n), n);                                                   \
-            oc_map_cpu_tick(r->job, n);                                                                   \
-            return v;                                                                                     \
-        }                                                                                                 \
-        int64_t n2 = n / 2;                                                                               \
-        n2 -= n2 % 8;                                                                                     \
-        T a = range_pairwise_##S(r, start, n2);                                                           \
-        return a + range_pairwise_##S(r, start + n2, n - n2);                                             \
+#define RANGE_PAIRWISE(S, T)                                          \
+    static T range_pairwise_##S(reducer *r, int64_t start, int64_t n) \
+    {                                                                 \
+        if (n <= OC_MAP_BLOCK) {                                      \
+            T v = pairwise_##S(values(r, start, n), n);               \
+            oc_map_cpu_tick(r->job, n);                               \
+            return v;                                                 \
+        }                                                             \
+        int64_t n2 = n / 2;                                           \
+        n2 -= n2 % 8;                                                 \
+        T a = range_pairwise_##S(r, start, n2);                       \
+        return a + range_pairwise_##S(r, start + n2, n - n2);         \
     }
 RANGE_PAIRWISE(f32, float)
 RANGE_PAIRWISE(f64, double)
@@ -198,8 +211,7 @@ static acc reduce_run(reducer *r, int64_t start, int64_t n)
         const void *x = values(r, s, k);
         if (op == OC_MAP_REDUCE_SUM || op == OC_MAP_REDUCE_MEAN)
             for (int64_t i = 0; i < k; i++) a.u += ((const uint64_t *)x)[i];
-        else
-            fold_minmax(r->rt, op == OC_MAP_REDUCE_MAX, &a, x, k, s == start);
+        else fold_minmax(r->rt, op == OC_MAP_REDUCE_MAX, &a, x, k, s == start);
         if (oc_map_cpu_tick(r->job, k)) break;
     }
     return a;
@@ -227,7 +239,7 @@ typedef struct run_tasks {
     int64_t *start, *len;
     acc *results;
     int count, cap, next;
-    int pairwise;          /* split as numpy's pairwise sum does; else in equal halves */
+    int pairwise; /* split as numpy's pairwise sum does; else in equal halves */
     int rt;
     oc_map_reduce op;
 } run_tasks;
@@ -238,7 +250,8 @@ static int tasks_walk(run_tasks *t, int64_t start, int64_t n, acc *out)
         if (!t->results) {
             if (t->count == t->cap) {
                 int cap = t->cap ? t->cap * 2 : 64;
-                int64_t *s = realloc(t->start, sizeof *s * (size_t)cap), *l = s ? realloc(t->len, sizeof *l * (size_t)cap) : NULL;
+                int64_t *s = realloc(t->start, sizeof *s * (size_t)cap),
+                        *l = s ? realloc(t->len, sizeof *l * (size_t)cap) : NULL;
                 if (s) t->start = s;
                 if (!s || !l) return 0;
                 t->len = l;
@@ -312,10 +325,10 @@ done:
 
 typedef struct axis_job {
     oc_map_cpu_job *job;
-    unsigned char *out;    /* out_count elements of the reduction's type */
+    unsigned char *out; /* out_count elements of the reduction's type */
     int64_t outer, len, inner;
-    int64_t chunk;         /* inner > 1: elements of an inner run per part */
-    int64_t chunks;        /* per outer index */
+    int64_t chunk;  /* inner > 1: elements of an inner run per part */
+    int64_t chunks; /* per outer index */
 } axis_job;
 
 static void store(unsigned char *dst, int t, acc a) { memcpy(dst, a.b, oc_mt_size(t)); }
@@ -428,8 +441,7 @@ oc_status oc_map_cpu_reduce(oc_map_cpu_job *job, void *out)
             else strided_part(&aj, 0, 1);
         }
     }
-    if (st == OC_OK && m->reduce == OC_MAP_REDUCE_MEAN)
-        divide_mean(rt, res, m->out_ndim ? m->out_count : 1, len);
+    if (st == OC_OK && m->reduce == OC_MAP_REDUCE_MEAN) divide_mean(rt, res, m->out_ndim ? m->out_count : 1, len);
     if (st == OC_OK && res != out) oc_map_cpu_cast(rt, m->out_type)(out, res, (size_t)(m->out_ndim ? m->out_count : 1));
     if (res != out) free(res);
     return st;

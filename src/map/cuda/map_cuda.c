@@ -30,9 +30,9 @@
 typedef struct map_launch {
     oc_context *ctx;
     CUfunction fn;
-    int used;           /* used inputs: arrays 1..used of the spec */
-    void **args;        /* used + 4 kernel argument pointers */
-    oc_status failed;   /* the launch's own status and message (oc_stream_run replaces them) */
+    int used;         /* used inputs: arrays 1..used of the spec */
+    void **args;      /* used + 4 kernel argument pointers */
+    oc_status failed; /* the launch's own status and message (oc_stream_run replaces them) */
     char why[400];
 } map_launch;
 
@@ -90,8 +90,13 @@ static oc_status map_cuda_run(oc_context *ctx, const oc_map_plan *m, void *out, 
     for (int k = 0; k < m->n_inputs; k++) {
         const oc_map_bound *in = &m->inputs[k];
         if (!in->used) continue;
-        arrays[na++] = (oc_stream_array){in->name, in->same_shape ? OC_STREAM_INPUT : OC_STREAM_SIDE, oc_mt_size(in->type),
-                                         1, {in->same_shape ? m->count : in->count}, 0, (void *)in->data};
+        arrays[na++] = (oc_stream_array){in->name,
+                                         in->same_shape ? OC_STREAM_INPUT : OC_STREAM_SIDE,
+                                         oc_mt_size(in->type),
+                                         1,
+                                         {in->same_shape ? m->count : in->count},
+                                         0,
+                                         (void *)in->data};
         l.used++;
     }
     int error = 0;
@@ -115,11 +120,11 @@ static oc_status map_cuda_run(oc_context *ctx, const oc_map_plan *m, void *out, 
     char name[64] = "GPU";
     if (cudaGetDeviceProperties(&prop, 0) == cudaSuccess) snprintf(name, sizeof name, "%.63s", prop.name);
     stats->backend = OC_BACKEND_CUDA;
-    snprintf(stats->backend_desc, sizeof stats->backend_desc, "cuda:0 %.48s, %lld chunk%s%s", name, (long long)ss.chunks,
-             ss.chunks == 1 ? "" : "s",
-             ss.bytes_direct == 0                           ? ""
+    snprintf(stats->backend_desc, sizeof stats->backend_desc, "cuda:0 %.48s, %lld chunk%s%s", name,
+             (long long)ss.chunks, ss.chunks == 1 ? "" : "s",
+             ss.bytes_direct == 0                             ? ""
              : ss.bytes_direct == ss.bytes_h2d + ss.bytes_d2h ? ", pinned arrays"
-                                                            : ", some arrays pinned");
+                                                              : ", some arrays pinned");
     return OC_OK;
 }
 

@@ -132,7 +132,7 @@ static void fold_log(const char *log, const char *name, char *out, size_t size)
                 while (*q == ' ' || *q == '\t') ++q;
                 if (*q == '\n' || *q == '\r' || *q == '\0') {
                     while (*q == '\n' || *q == '\r') ++q; /* and the blank lines after it */
-                    p = q - 1;                             /* the loop's ++p lands on q */
+                    p = q - 1;                            /* the loop's ++p lands on q */
                     continue;
                 }
             }

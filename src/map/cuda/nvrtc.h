@@ -39,9 +39,9 @@ extern "C" {
 typedef struct oc_nvrtc_image {
     void *data;
     size_t size;
-    int is_cubin;      /* 1: cubin for sm_<cc>; 0: PTX (NUL-terminated, size counts the NUL) */
-    int target;        /* the cc it was compiled for (90 for sm_90 / compute_90) */
-    int from_cache;    /* 1 when it came from the disk cache (tests check the cache with it) */
+    int is_cubin;   /* 1: cubin for sm_<cc>; 0: PTX (NUL-terminated, size counts the NUL) */
+    int target;     /* the cc it was compiled for (90 for sm_90 / compute_90) */
+    int from_cache; /* 1 when it came from the disk cache (tests check the cache with it) */
 } oc_nvrtc_image;
 
 /* A compilation request. options are extra NVRTC options (e.g. "-DN=4", "--use_fast_math");

@@ -101,11 +101,10 @@ int oc_nvrtc_cache_read(const oc_nvrtc_key *key, oc_nvrtc_image *img)
     if (!f) return 0;
     file_header h;
     void *data = NULL;
-    int ok = fread(&h, sizeof h, 1, f) == 1 && memcmp(h.magic, "OCNVRTC1", 8) == 0 &&
-             h.check_hash == key->check_hash && h.source_len == key->source_len &&
-             h.is_cubin == (uint32_t)key->cubin && h.target == (uint32_t)key->target && h.size > 0 &&
-             h.size < ((uint64_t)1 << 30) && (data = malloc(h.size)) != NULL && fread(data, h.size, 1, f) == 1 &&
-             fgetc(f) == EOF;
+    int ok = fread(&h, sizeof h, 1, f) == 1 && memcmp(h.magic, "OCNVRTC1", 8) == 0 && h.check_hash == key->check_hash &&
+             h.source_len == key->source_len && h.is_cubin == (uint32_t)key->cubin &&
+             h.target == (uint32_t)key->target && h.size > 0 && h.size < ((uint64_t)1 << 30) &&
+             (data = malloc(h.size)) != NULL && fread(data, h.size, 1, f) == 1 && fgetc(f) == EOF;
     fclose(f);
     if (!ok) {
         free(data);
@@ -123,13 +122,15 @@ int oc_nvrtc_cache_read(const oc_nvrtc_key *key, oc_nvrtc_image *img)
 void oc_nvrtc_cache_write(const oc_nvrtc_key *key, const oc_nvrtc_image *img)
 {
     char path[3200], tmp[3300], dir[3000];
-    if (!cache_path(key, path, sizeof path) || !oc_nvrtc_cache_dir(dir, sizeof dir) || make_dirs(dir) != 0)
-        return;
+    if (!cache_path(key, path, sizeof path) || !oc_nvrtc_cache_dir(dir, sizeof dir) || make_dirs(dir) != 0) return;
     snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
     FILE *f = fopen(tmp, "wb");
     if (!f) return;
-    file_header h = {.check_hash = key->check_hash, .source_len = key->source_len,
-                     .is_cubin = (uint32_t)key->cubin, .target = (uint32_t)key->target, .size = img->size};
+    file_header h = {.check_hash = key->check_hash,
+                     .source_len = key->source_len,
+                     .is_cubin = (uint32_t)key->cubin,
+                     .target = (uint32_t)key->target,
+                     .size = img->size};
     memcpy(h.magic, "OCNVRTC1", 8);
     int ok = fwrite(&h, sizeof h, 1, f) == 1 && fwrite(img->data, img->size, 1, f) == 1;
     ok = (fclose(f) == 0) && ok;

@@ -24,9 +24,9 @@ typedef void (*oc_dsyrk_fn)(int order, int uplo, int trans, int n, int k, double
                             double beta, double *c, int ldc);
 
 typedef struct oc_mm_blas {
-    oc_sgemm_fn sgemm;        /* NULL: no BLAS, the reference loops run */
+    oc_sgemm_fn sgemm; /* NULL: no BLAS, the reference loops run */
     oc_dgemm_fn dgemm;
-    oc_ssyrk_fn ssyrk;        /* both or neither; NULL: diagonal tiles of A·Aᵀ by gemm */
+    oc_ssyrk_fn ssyrk; /* both or neither; NULL: diagonal tiles of A·Aᵀ by gemm */
     oc_dsyrk_fn dsyrk;
     void (*set_threads)(int); /* openblas_set_num_threads or MKL_Set_Num_Threads; may be NULL */
     char name[24];            /* "openblas", "mkl_rt", "blas"; "reference" without one */

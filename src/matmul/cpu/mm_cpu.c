@@ -89,8 +89,8 @@ static void gemm_blas(const oc_mm_cpu_plan *p, int64_t h, int64_t w, int64_t kw,
                       void *acc, int first)
 {
     if (p->kind == OC_MM_KIND_F64)
-        p->blas.dgemm(OC_CBLAS_ROW_MAJOR, OC_CBLAS_NO_TRANS, OC_CBLAS_NO_TRANS, (int)h, (int)w, (int)kw, 1.0, a, (int)kw,
-                      b, (int)w, first ? 0.0 : 1.0, acc, (int)w);
+        p->blas.dgemm(OC_CBLAS_ROW_MAJOR, OC_CBLAS_NO_TRANS, OC_CBLAS_NO_TRANS, (int)h, (int)w, (int)kw, 1.0, a,
+                      (int)kw, b, (int)w, first ? 0.0 : 1.0, acc, (int)w);
     else
         p->blas.sgemm(OC_CBLAS_ROW_MAJOR, OC_CBLAS_NO_TRANS, OC_CBLAS_NO_TRANS, (int)h, (int)w, (int)kw, 1.0f, a,
                       (int)kw, b, (int)w, first ? 0.0f : 1.0f, acc, (int)w);
@@ -128,7 +128,8 @@ static oc_status run_tile(oc_matmul_job *job, const oc_mm_cpu_plan *p, cpu_buffe
         }
         *done += (double)h * (double)w * (double)kw;
         if (job->progress) job->progress(job->progress_user, *done, total);
-        if (oc_cancelled(ctx)) return oc_fail(ctx, OC_ERR_CANCELLED, "cancelled after %.0f of %.0f multiply-adds", *done, total);
+        if (oc_cancelled(ctx))
+            return oc_fail(ctx, OC_ERR_CANCELLED, "cancelled after %.0f of %.0f multiply-adds", *done, total);
     }
     to_out(p->kind, job->out_type, bf->acc, bf->out, h * w);
     OC_CHECK(ctx, job->write_tile(job, i0, h, j0, w, bf->out, w));

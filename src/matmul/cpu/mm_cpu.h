@@ -25,11 +25,11 @@ typedef enum oc_mm_kind {
 
 typedef struct oc_mm_cpu_plan {
     oc_mm_kind kind;
-    int64_t tm, tn, kp;              /* tile rows and columns, K panel */
+    int64_t tm, tn, kp;               /* tile rows and columns, K panel */
     int64_t tiles_m, tiles_n, panels; /* tiles along m and n, panels along k */
-    int64_t tiles;                   /* tiles computed (the upper ones for A·Aᵀ) */
-    int64_t need_bytes;              /* panels + accumulator + output tile */
-    const char *bound;               /* what bounds tm, tn and kp */
+    int64_t tiles;                    /* tiles computed (the upper ones for A·Aᵀ) */
+    int64_t need_bytes;               /* panels + accumulator + output tile */
+    const char *bound;                /* what bounds tm, tn and kp */
     int threads;
     oc_mm_blas blas;
 } oc_mm_cpu_plan;
@@ -50,7 +50,7 @@ oc_status oc_mm_cpu_plan_text(oc_matmul_job *job, int json, char **out);
 
 /* acc[h x w] += a[h x kw] · b[kw x w] (row-major, dense) on `threads` threads, summing each
  * element in k order. */
-oc_status oc_mm_ref_gemm(oc_context *ctx, oc_mm_kind kind, int threads, int64_t h, int64_t w, int64_t kw,
-                         const void *a, const void *b, void *acc);
+oc_status oc_mm_ref_gemm(oc_context *ctx, oc_mm_kind kind, int threads, int64_t h, int64_t w, int64_t kw, const void *a,
+                         const void *b, void *acc);
 
 #endif

@@ -10,7 +10,7 @@
 #include "core/threads.h"
 #include "matmul/cpu/mm_cpu.h"
 
-#define TILE_MAX 4096      /* a larger tile gains little GEMM rate and costs memory */
+#define TILE_MAX 4096 /* a larger tile gains little GEMM rate and costs memory */
 #define TILE_MIN 16
 #define PANEL_MIN 64
 #define PANEL_MAX (1 << 30) /* CBLAS takes int dimensions */
@@ -46,9 +46,15 @@ oc_status oc_mm_cpu_plan_make(oc_matmul_job *job, oc_mm_cpu_plan *p)
     if (oc_mm_blas_load(&p->blas, why, sizeof why) != 0) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s", why);
     const int blas = p->blas.sgemm != NULL;
     switch (job->in_type) {
-    case OC_MM_FLOAT64: p->kind = OC_MM_KIND_F64; break;
-    case OC_MM_INT8: p->kind = blas ? OC_MM_KIND_F64 : OC_MM_KIND_I8; break;
-    default: p->kind = OC_MM_KIND_F32; break;
+    case OC_MM_FLOAT64:
+        p->kind = OC_MM_KIND_F64;
+        break;
+    case OC_MM_INT8:
+        p->kind = blas ? OC_MM_KIND_F64 : OC_MM_KIND_I8;
+        break;
+    default:
+        p->kind = OC_MM_KIND_F32;
+        break;
     }
     p->threads = oc_threads_resolve(job->threads);
     const int64_t budget = job->host_mem_bytes, m = job->m, n = job->n, k = job->k;
@@ -96,17 +102,20 @@ oc_status oc_mm_cpu_plan_text(oc_matmul_job *job, int json, char **out)
     if (json) {
         oc_text_printf(&t, "{\"backend\": \"cpu/%s\", \"blas_library\": ", p.blas.name);
         oc_text_json_string(&t, p.blas.library[0] ? p.blas.library : NULL);
-        oc_text_printf(&t, ", \"multiply\": \"%s\", \"threads\": %d, \"m\": %" PRId64 ", \"n\": %" PRId64 ", \"k\": %" PRId64
-                       ", \"tile_rows\": %" PRId64 ", \"tile_cols\": %" PRId64 ", \"k_panel\": %" PRId64
-                       ", \"tiles\": %" PRId64 ", \"k_panels\": %" PRId64 ", \"symmetric\": %s, \"host_budget\": %" PRId64
-                       ", \"need_bytes\": %" PRId64 ", \"bound\": \"%s\"}\n",
+        oc_text_printf(&t,
+                       ", \"multiply\": \"%s\", \"threads\": %d, \"m\": %" PRId64 ", \"n\": %" PRId64
+                       ", \"k\": %" PRId64 ", \"tile_rows\": %" PRId64 ", \"tile_cols\": %" PRId64
+                       ", \"k_panel\": %" PRId64 ", \"tiles\": %" PRId64 ", \"k_panels\": %" PRId64
+                       ", \"symmetric\": %s, \"host_budget\": %" PRId64 ", \"need_bytes\": %" PRId64
+                       ", \"bound\": \"%s\"}\n",
                        kind_text(p.kind, &p.blas), p.threads, job->m, job->n, job->k, p.tm, p.tn, p.kp, p.tiles,
                        p.panels, job->symmetric ? "true" : "false", job->host_mem_bytes, p.need_bytes, p.bound);
     } else {
         oc_text_printf(&t, "cpu/%s: %s, %d thread%s\n", p.blas.name, kind_text(p.kind, &p.blas), p.threads,
                        p.threads == 1 ? "" : "s");
         if (p.blas.note[0]) oc_text_printf(&t, "  blas     %s\n", p.blas.note);
-        oc_text_printf(&t, "  tiles    %" PRId64 " x %" PRId64 " of C (%" PRId64 " x %" PRId64 "): %" PRId64 " tile%s%s\n",
+        oc_text_printf(&t,
+                       "  tiles    %" PRId64 " x %" PRId64 " of C (%" PRId64 " x %" PRId64 "): %" PRId64 " tile%s%s\n",
                        p.tm, p.tn, job->m, job->n, p.tiles, p.tiles == 1 ? "" : "s",
                        job->symmetric ? ", on and above the diagonal, mirrored" : "");
         oc_text_printf(&t, "  k        %" PRId64 " in %" PRId64 " panel%s of %" PRId64 "\n", job->k, p.panels,

@@ -18,22 +18,22 @@ typedef struct ref_args {
     void *acc;
 } ref_args;
 
-#define REF_LOOP(TA, TACC)                                                                          \
-    do {                                                                                            \
-        const TA *a = g->a;                                                                         \
-        const TA *b = g->b;                                                                         \
-        TACC *acc = g->acc;                                                                         \
-        for (int64_t j0 = 0; j0 < g->w; j0 += COLS_PER_BLOCK) {                                     \
-            const int64_t j1 = j0 + COLS_PER_BLOCK < g->w ? j0 + COLS_PER_BLOCK : g->w;             \
-            for (int64_t i = r0; i < r1; i++) {                                                     \
-                TACC *c = acc + i * g->w;                                                           \
-                for (int64_t l = 0; l < g->kw; l++) {                                               \
-                    const TACC x = (TACC)a[i * g->kw + l];                                          \
-                    const TA *bl = b + l * g->w;                                                    \
-                    for (int64_t j = j0; j < j1; j++) c[j] += x * (TACC)bl[j];                      \
-                }                                                                                   \
-            }                                                                                       \
-        }                                                                                           \
+#define REF_LOOP(TA, TACC)                                                              \
+    do {                                                                                \
+        const TA *a = g->a;                                                             \
+        const TA *b = g->b;                                                             \
+        TACC *acc = g->acc;                                                             \
+        for (int64_t j0 = 0; j0 < g->w; j0 += COLS_PER_BLOCK) {                         \
+            const int64_t j1 = j0 + COLS_PER_BLOCK < g->w ? j0 + COLS_PER_BLOCK : g->w; \
+            for (int64_t i = r0; i < r1; i++) {                                         \
+                TACC *c = acc + i * g->w;                                               \
+                for (int64_t l = 0; l < g->kw; l++) {                                   \
+                    const TACC x = (TACC)a[i * g->kw + l];                              \
+                    const TA *bl = b + l * g->w;                                        \
+                    for (int64_t j = j0; j < j1; j++) c[j] += x * (TACC)bl[j];          \
+                }                                                                       \
+            }                                                                           \
+        }                                                                               \
     } while (0)
 
 static oc_status ref_task(void *arg, int64_t task, int worker)
@@ -42,15 +42,21 @@ static oc_status ref_task(void *arg, int64_t task, int worker)
     const ref_args *g = arg;
     const int64_t r0 = task * ROWS_PER_TASK, r1 = r0 + ROWS_PER_TASK < g->h ? r0 + ROWS_PER_TASK : g->h;
     switch (g->kind) {
-    case OC_MM_KIND_F64: REF_LOOP(double, double); break;
-    case OC_MM_KIND_F32: REF_LOOP(float, float); break;
-    default: REF_LOOP(int8_t, int32_t); break;
+    case OC_MM_KIND_F64:
+        REF_LOOP(double, double);
+        break;
+    case OC_MM_KIND_F32:
+        REF_LOOP(float, float);
+        break;
+    default:
+        REF_LOOP(int8_t, int32_t);
+        break;
     }
     return OC_OK;
 }
 
-oc_status oc_mm_ref_gemm(oc_context *ctx, oc_mm_kind kind, int threads, int64_t h, int64_t w, int64_t kw,
-                         const void *a, const void *b, void *acc)
+oc_status oc_mm_ref_gemm(oc_context *ctx, oc_mm_kind kind, int threads, int64_t h, int64_t w, int64_t kw, const void *a,
+                         const void *b, void *acc)
 {
     ref_args g = {kind, h, w, kw, a, b, acc};
     const int64_t tasks = (h + ROWS_PER_TASK - 1) / ROWS_PER_TASK;

@@ -182,8 +182,8 @@ static oc_status finish_tile(mm_device *d, int c, const panel_slot *s)
     const void *src = d->d_acc[c];
     int64_t ld = ldc, elem = (int64_t)oc_mm_type_size(plan->acc_type);
     if (d->d_round[c]) {
-        OC_CHECK(ctx, oc_mm_round_f32(ctx, &d->dev, d->d_acc[c], s->rows, s->cols, ldc, plan->in.out_type, d->d_round[c],
-                                 d->dev.compute));
+        OC_CHECK(ctx, oc_mm_round_f32(ctx, &d->dev, d->d_acc[c], s->rows, s->cols, ldc, plan->in.out_type,
+                                      d->d_round[c], d->dev.compute));
         src = d->d_round[c], ld = s->cols, elem = (int64_t)oc_mm_type_size(plan->in.out_type);
     }
     CUDA_CHECK(ctx, cudaEventRecord(d->ev[EV_COMPUTED][c], d->dev.compute));
@@ -226,8 +226,8 @@ static oc_status compute_panel(mm_device *d, int ds, int c, const panel_slot *s)
         const int64_t kpad = (s->depth + 15) / 16 * 16;
         int8_t *pa = d->d_pack, *pb = pa + plan->tm * plan->kpad;
         OC_CHECK(ctx, oc_mm_pack_rows_i8(ctx, &d->dev, a, s->rows, s->depth, pa, kpad, compute));
-        OC_CHECK(ctx, 
-            oc_mm_transpose_i8(ctx, &d->dev, b, s->depth, s->cols, pb, kpad, oc_mm_cuda_ldc(plan, s->cols), compute));
+        OC_CHECK(ctx, oc_mm_transpose_i8(ctx, &d->dev, b, s->depth, s->cols, pb, kpad, oc_mm_cuda_ldc(plan, s->cols),
+                                         compute));
         CUDA_CHECK(ctx, cudaEventRecord(d->ev[EV_SLOT_FREE][ds], compute));
         a = pa, b = pb;
     }
@@ -272,14 +272,15 @@ static oc_status setup(mm_device *d, int device)
     OC_CHECK(ctx, oc_cuda_device_open(ctx, device, &d->dev));
     const oc_mem_ops ops = oc_cuda_mem_ops(ctx);
     OC_CHECK(ctx, oc_pool_create(ctx, &ops, device, plan->in.device_budget, OC_GPU_MEM_GROW, plan->pinned_bytes + 4096,
-                            &d->dev.pool));
+                                 &d->dev.pool));
     oc_pool *pool = d->dev.pool;
     for (int i = 0; i < 2; ++i) {
         OC_CHECK(ctx, oc_pool_alloc(ctx, pool, (size_t)plan->panel_bytes, "a matmul panel slot", &d->d_panel[i]));
         OC_CHECK(ctx, oc_pool_alloc(ctx, pool, (size_t)plan->acc_bytes, "a matmul accumulator", &d->d_acc[i]));
         if (plan->round_bytes)
             OC_CHECK(ctx, oc_pool_alloc(ctx, pool, (size_t)plan->round_bytes, "a rounded matmul tile", &d->d_round[i]));
-        OC_CHECK(ctx, oc_pool_host_alloc(ctx, pool, (size_t)plan->out_slot_bytes, "a pinned tile slot", &d->out[i].host));
+        OC_CHECK(ctx,
+                 oc_pool_host_alloc(ctx, pool, (size_t)plan->out_slot_bytes, "a pinned tile slot", &d->out[i].host));
     }
     if (plan->pack_bytes)
         OC_CHECK(ctx, oc_pool_alloc(ctx, pool, (size_t)plan->pack_bytes, "the int8 packed panels", &d->d_pack));
@@ -287,7 +288,8 @@ static oc_status setup(mm_device *d, int device)
         OC_CHECK(ctx, oc_pool_alloc(ctx, pool, (size_t)plan->workspace, "the cuBLASLt workspace", &d->d_work));
     d->nslots = plan->host_slots < MAX_HOST_SLOTS ? plan->host_slots : MAX_HOST_SLOTS;
     for (int i = 0; i < d->nslots; ++i)
-        OC_CHECK(ctx, oc_pool_host_alloc(ctx, pool, (size_t)plan->panel_bytes, "a pinned panel slot", &d->slot[i].host));
+        OC_CHECK(ctx,
+                 oc_pool_host_alloc(ctx, pool, (size_t)plan->panel_bytes, "a pinned panel slot", &d->slot[i].host));
     /* A first panel multiplies with beta 0, which BLAS defines as not reading C; zeroed
      * accumulators keep that true (no NaN from fresh memory) should an algorithm read it. */
     for (int i = 0; i < 2; ++i)

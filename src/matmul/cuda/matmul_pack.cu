@@ -71,7 +71,8 @@ extern "C" oc_status oc_mm_pack_rows_i8(oc_context *ctx, oc_cuda_device *dev, co
                                         int64_t cols, int8_t *dst, int64_t ld, cudaStream_t stream)
 {
     if (rows <= 0 || ld <= 0) return OC_OK;
-    OC_CHECK(ctx, oc_cuda_launch_prepare(ctx, dev, (const void *)pack_rows_kernel, "matmul pack_rows_kernel", THREADS, 0));
+    OC_CHECK(ctx,
+             oc_cuda_launch_prepare(ctx, dev, (const void *)pack_rows_kernel, "matmul pack_rows_kernel", THREADS, 0));
     pack_rows_kernel<<<row_grid(rows, ld), THREADS, 0, stream>>>(src, rows, cols, dst, ld);
     CUDA_CHECK_LAUNCH(ctx, "matmul pack_rows_kernel");
     return OC_OK;
@@ -83,7 +84,8 @@ extern "C" oc_status oc_mm_transpose_i8(oc_context *ctx, oc_cuda_device *dev, co
     if (ld <= 0 || dst_rows <= 0) return OC_OK;
     if ((dst_rows + EDGE - 1) / EDGE > 65535)
         return oc_fail(ctx, OC_ERR_INTERNAL, "matmul transpose: %lld columns exceed the grid", (long long)dst_rows);
-    OC_CHECK(ctx, oc_cuda_launch_prepare(ctx, dev, (const void *)transpose_kernel, "matmul transpose_kernel", THREADS, 0));
+    OC_CHECK(ctx,
+             oc_cuda_launch_prepare(ctx, dev, (const void *)transpose_kernel, "matmul transpose_kernel", THREADS, 0));
     const dim3 grid((unsigned)((ld + EDGE - 1) / EDGE), (unsigned)((dst_rows + EDGE - 1) / EDGE));
     transpose_kernel<<<grid, THREADS, 0, stream>>>(src, rows, cols, dst, ld, dst_rows);
     CUDA_CHECK_LAUNCH(ctx, "matmul transpose_kernel");
@@ -96,11 +98,11 @@ extern "C" oc_status oc_mm_round_f32(oc_context *ctx, oc_cuda_device *dev, const
     if (rows <= 0 || cols <= 0) return OC_OK;
     if (to == OC_MM_FLOAT16) {
         OC_CHECK(ctx, oc_cuda_launch_prepare(ctx, dev, (const void *)round_kernel<__half>, "matmul round_kernel<half>",
-                                        THREADS, 0));
+                                             THREADS, 0));
         round_kernel<__half><<<row_grid(rows, cols), THREADS, 0, stream>>>(src, rows, cols, ld, (__half *)dst);
     } else if (to == OC_MM_BFLOAT16) {
         OC_CHECK(ctx, oc_cuda_launch_prepare(ctx, dev, (const void *)round_kernel<__nv_bfloat16>,
-                                        "matmul round_kernel<bfloat16>", THREADS, 0));
+                                             "matmul round_kernel<bfloat16>", THREADS, 0));
         round_kernel<__nv_bfloat16>
             <<<row_grid(rows, cols), THREADS, 0, stream>>>(src, rows, cols, ld, (__nv_bfloat16 *)dst);
     } else {

@@ -26,15 +26,15 @@ typedef struct delivery {
 
 struct oc_stream_copy {
     oc_staging_ring *up, *down;
-    cudaEvent_t *up_read;      /* per upload slot: its last H2D copy is done */
-    cudaEvent_t *down_ready;   /* per download slot: its D2H copy has landed */
-    delivery *tasks;           /* per download slot */
+    cudaEvent_t *up_read;    /* per upload slot: its last H2D copy is done */
+    cudaEvent_t *down_ready; /* per download slot: its D2H copy has landed */
+    delivery *tasks;         /* per download slot */
     int up_slots, down_slots;
     int device;
     oc_workers *workers;
     int64_t bytes_h2d, bytes_d2h, bytes_direct;
-    int64_t pinned_bytes;      /* the rings' slots */
-    int direct_off;            /* OUTCORE_PINNED_DIRECT=0: every array through the rings */
+    int64_t pinned_bytes;              /* the rings' slots */
+    int direct_off;                    /* OUTCORE_PINNED_DIRECT=0: every array through the rings */
     const oc_stream_job_array *arrays; /* job->arrays: upload and download get its entries */
     int narrays;
     /* Per array of the job, by its place in arrays: copied straight. Asked of the driver once,
@@ -162,14 +162,18 @@ oc_status oc_stream_copy_open(oc_context *ctx, oc_pool *pool, const oc_stream_pl
     if (c->up_slots) {
         /* A fresh event counts as done, so a slot never used waits for nothing. */
         oc_staging_ops ops = {c, wait_upload_slot};
-        OC_CHECK_GOTO(ctx, st, oc_staging_create(ctx, pool, c->up_slots, plan->h2d_slot_bytes,
+        OC_CHECK_GOTO(ctx, st,
+                      oc_staging_create(ctx, pool, c->up_slots, plan->h2d_slot_bytes,
                                         ring_bytes(ctx, plan, c->up_slots, plan->h2d_slot_bytes), "stream upload ring",
-                                        &ops, &c->up), cleanup);
+                                        &ops, &c->up),
+                      cleanup);
     }
     if (c->down_slots)
-        OC_CHECK_GOTO(ctx, st, oc_staging_create(ctx, pool, c->down_slots, plan->d2h_slot_bytes,
+        OC_CHECK_GOTO(ctx, st,
+                      oc_staging_create(ctx, pool, c->down_slots, plan->d2h_slot_bytes,
                                         ring_bytes(ctx, plan, c->down_slots, plan->d2h_slot_bytes),
-                                        "stream download ring", NULL, &c->down), cleanup);
+                                        "stream download ring", NULL, &c->down),
+                      cleanup);
     c->pinned_bytes = (int64_t)c->up_slots * plan->h2d_slot_bytes + (int64_t)c->down_slots * plan->d2h_slot_bytes;
     *out = c;
     return OC_OK;

@@ -36,10 +36,10 @@
 #include "stream/stream_plan.h"
 
 typedef struct slot_state {
-    void **data;               /* per array: this slot's chunk buffer (side inputs: the shared one) */
-    int64_t *shapes;           /* per array, OC_STREAM_MAX_DIMS each */
+    void **data;     /* per array: this slot's chunk buffer (side inputs: the shared one) */
+    int64_t *shapes; /* per array, OC_STREAM_MAX_DIMS each */
     cudaEvent_t uploaded, computed, freed;
-    int64_t chunk;             /* the chunk last launched in it, -1 before */
+    int64_t chunk; /* the chunk last launched in it, -1 before */
 } slot_state;
 
 typedef struct stream_run {
@@ -48,10 +48,10 @@ typedef struct stream_run {
     oc_cuda_device dev;
     oc_stream_plan plan;
     slot_state *slots;
-    void **side;               /* per array: its device copy when SIDE */
+    void **side; /* per array: its device copy when SIDE */
     oc_stream_copy *copy;
     double launch_seconds;
-    int64_t launched;          /* chunks launched so far */
+    int64_t launched; /* chunks launched so far */
 } stream_run;
 
 static oc_status make_plan(stream_run *r)
@@ -60,22 +60,31 @@ static oc_status make_plan(stream_run *r)
     oc_context *ctx = r->ctx;
     char where[300];
     snprintf(where, sizeof where, "cuda:%d (%s)", r->dev.index, r->dev.name);
-    oc_stream_plan_input in = {
-        .extent = job->extent, .up_row_bytes = job->up_row_bytes, .down_row_bytes = job->down_row_bytes,
-        .dev_row_bytes = job->dev_row_bytes, .chunked_buffers = job->chunked_buffers, .side_bytes = job->side_bytes,
-        .side_buffers = job->side_buffers, .result_bytes = job->result_bytes, .device_total = (int64_t)r->dev.total_mem,
-        .device_free = (int64_t)r->dev.free_mem_at_open, .gpu_mem_bytes = job->opts.gpu_mem_bytes,
-        .gpu_mem_fraction = job->opts.gpu_mem_fraction, .host_budget = job->opts.host_mem_bytes,
-        .cores = oc_cpu_cores(), .chunk_rows = job->opts.chunk_rows, .in_flight = job->opts.in_flight,
-        .device_name = where};
+    oc_stream_plan_input in = {.extent = job->extent,
+                               .up_row_bytes = job->up_row_bytes,
+                               .down_row_bytes = job->down_row_bytes,
+                               .dev_row_bytes = job->dev_row_bytes,
+                               .chunked_buffers = job->chunked_buffers,
+                               .side_bytes = job->side_bytes,
+                               .side_buffers = job->side_buffers,
+                               .result_bytes = job->result_bytes,
+                               .device_total = (int64_t)r->dev.total_mem,
+                               .device_free = (int64_t)r->dev.free_mem_at_open,
+                               .gpu_mem_bytes = job->opts.gpu_mem_bytes,
+                               .gpu_mem_fraction = job->opts.gpu_mem_fraction,
+                               .host_budget = job->opts.host_mem_bytes,
+                               .cores = oc_cpu_cores(),
+                               .chunk_rows = job->opts.chunk_rows,
+                               .in_flight = job->opts.in_flight,
+                               .device_name = where};
     OC_CHECK(ctx, oc_stream_plan_make(ctx, &in, &r->plan));
     if (oc_tracing())
         fprintf(stderr,
                 "outcore stream: %s: %lld chunks of %lld rows, %d in flight, budget %.1f MiB (%.1f planned), pinned "
                 "%d x %.2f MiB up, %d x %.2f MiB down, %d workers\n",
                 where, (long long)r->plan.chunks, (long long)r->plan.chunk_rows, r->plan.in_flight,
-                (double)r->plan.device_budget / 1048576.0, (double)r->plan.device_bytes / 1048576.0,
-                r->plan.h2d_slots, (double)r->plan.h2d_slot_bytes / 1048576.0, r->plan.d2h_slots,
+                (double)r->plan.device_budget / 1048576.0, (double)r->plan.device_bytes / 1048576.0, r->plan.h2d_slots,
+                (double)r->plan.h2d_slot_bytes / 1048576.0, r->plan.d2h_slots,
                 (double)r->plan.d2h_slot_bytes / 1048576.0, r->plan.workers);
     return OC_OK;
 }
@@ -116,7 +125,8 @@ static oc_status allocate(stream_run *r)
             char what[120];
             snprintf(what, sizeof what, "chunk buffer of '%s' (%lld rows)", ja->a.name ? ja->a.name : "?",
                      (long long)r->plan.chunk_rows);
-            OC_CHECK(ctx, oc_pool_alloc(ctx, r->dev.pool, (size_t)(r->plan.chunk_rows * ja->row_bytes), what, &sl->data[a]));
+            OC_CHECK(ctx,
+                     oc_pool_alloc(ctx, r->dev.pool, (size_t)(r->plan.chunk_rows * ja->row_bytes), what, &sl->data[a]));
         }
     }
     return OC_OK;
@@ -151,10 +161,10 @@ static oc_status slot_wait(stream_run *r, slot_state *sl)
     cudaError_t e = cudaEventSynchronize(sl->computed);
     if (e == cudaSuccess) return OC_OK;
     (void)cudaGetLastError();
-    return oc_fail(r->ctx, oc_cuda_status(e), "stream: the kernel of chunk %lld (rows %lld..%lld) failed on cuda:%d: %s",
-                   (long long)sl->chunk, (long long)chunk_start(r, sl->chunk),
-                   (long long)(chunk_start(r, sl->chunk) + chunk_rows(r, sl->chunk)), r->dev.index,
-                   cudaGetErrorString(e));
+    return oc_fail(
+        r->ctx, oc_cuda_status(e), "stream: the kernel of chunk %lld (rows %lld..%lld) failed on cuda:%d: %s",
+        (long long)sl->chunk, (long long)chunk_start(r, sl->chunk),
+        (long long)(chunk_start(r, sl->chunk) + chunk_rows(r, sl->chunk)), r->dev.index, cudaGetErrorString(e));
 }
 
 /* Steps 2 and 3 for chunk c in slot s. */
@@ -174,19 +184,26 @@ static oc_status upload_and_launch(stream_run *r, int64_t c, slot_state *sl)
     cudaStream_t stream = c % 2 ? r->dev.compute2 : r->dev.compute;
     CUDA_CHECK(ctx, cudaStreamWaitEvent(stream, sl->uploaded, 0));
     CUDA_CHECK(ctx, cudaStreamWaitEvent(stream, sl->freed, 0));
-    oc_stream_chunk chunk = {.index = c, .count = r->plan.chunks, .start = start, .rows = rows,
-                             .narrays = job->narrays, .data = sl->data, .shapes = sl->shapes,
-                             .stream = (void *)stream, .device = r->dev.index};
+    oc_stream_chunk chunk = {.index = c,
+                             .count = r->plan.chunks,
+                             .start = start,
+                             .rows = rows,
+                             .narrays = job->narrays,
+                             .data = sl->data,
+                             .shapes = sl->shapes,
+                             .stream = (void *)stream,
+                             .device = r->dev.index};
     double t0 = oc_now();
     int rc = job->spec->launch(&chunk, job->spec->user);
     r->launch_seconds += oc_now() - t0;
     if (rc != 0)
-        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "stream: the launch callback returned %d for chunk %lld (rows %lld..%lld)",
-                       rc, (long long)c, (long long)start, (long long)(start + rows));
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                       "stream: the launch callback returned %d for chunk %lld (rows %lld..%lld)", rc, (long long)c,
+                       (long long)start, (long long)(start + rows));
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess)
-        return oc_fail(ctx, oc_cuda_status(e), "stream: launching chunk %lld (rows %lld..%lld) failed: %s", (long long)c,
-                       (long long)start, (long long)(start + rows), cudaGetErrorString(e));
+        return oc_fail(ctx, oc_cuda_status(e), "stream: launching chunk %lld (rows %lld..%lld) failed: %s",
+                       (long long)c, (long long)start, (long long)(start + rows), cudaGetErrorString(e));
     CUDA_CHECK(ctx, cudaEventRecord(sl->computed, stream));
     sl->chunk = c;
     r->launched = c + 1;
@@ -244,7 +261,8 @@ static oc_status run_chunks(stream_run *r)
     /* Every kernel is done (waited for above): the results are final. */
     for (int a = 0; a < job->narrays; ++a) {
         const oc_stream_job_array *ja = &job->arrays[a];
-        if (!ja->chunked && ja->download) OC_CHECK(ctx, oc_stream_copy_download(ctx, r->copy, ja, 0, 1, r->side[a], r->dev.d2h));
+        if (!ja->chunked && ja->download)
+            OC_CHECK(ctx, oc_stream_copy_download(ctx, r->copy, ja, 0, 1, r->side[a], r->dev.d2h));
     }
     OC_CHECK(ctx, oc_stream_copy_drain(ctx, r->copy));
     CUDA_CHECK(ctx, cudaStreamSynchronize(r->dev.d2h));
@@ -261,8 +279,10 @@ oc_status oc_cuda_stream_run(oc_stream_job *job)
     OC_CHECK_GOTO(ctx, st, oc_cuda_device_open(ctx, job->opts.device, &r.dev), cleanup);
     OC_CHECK_GOTO(ctx, st, make_plan(&r), cleanup);
     oc_mem_ops ops = oc_cuda_mem_ops(ctx);
-    OC_CHECK_GOTO(ctx, st, oc_pool_create(ctx, &ops, r.dev.index, r.plan.device_budget, job->opts.gpu_mem_mode,
-                                 r.plan.host_budget, &r.dev.pool), cleanup);
+    OC_CHECK_GOTO(ctx, st,
+                  oc_pool_create(ctx, &ops, r.dev.index, r.plan.device_budget, job->opts.gpu_mem_mode,
+                                 r.plan.host_budget, &r.dev.pool),
+                  cleanup);
     oc_workers *workers = NULL;
     OC_CHECK_GOTO(ctx, st, oc_context_workers(ctx, r.plan.workers, &workers), cleanup);
     oc_workers_limit_tasks(workers, r.plan.sinks);

@@ -48,29 +48,43 @@ static inline __attribute__((always_inline)) void oc_epilogue_blocks(const oc_ep
     int flag = 0; /* hamming: int32 (wide); in double: cosine */
     size_t es = sizeof(float);
     switch (kind) {
-    case OC_EPILOGUE_COUNTS_U16: return;
-    case OC_EPILOGUE_HAMMING_I32: loop = ROWS_HAMMING, flag = 1; break;
-    case OC_EPILOGUE_HAMMING_U16: loop = ROWS_HAMMING, es = sizeof(uint16_t); break;
-    case OC_EPILOGUE_JACCARD: loop = pop_max <= OC_EPILOGUE_FLOAT_POP_MAX ? ROWS_JACCARD_FLOAT : ROWS_IN_DOUBLE; break;
-    case OC_EPILOGUE_COSINE: loop = ROWS_IN_DOUBLE, flag = 1; break;
+    case OC_EPILOGUE_COUNTS_U16:
+        return;
+    case OC_EPILOGUE_HAMMING_I32:
+        loop = ROWS_HAMMING, flag = 1;
+        break;
+    case OC_EPILOGUE_HAMMING_U16:
+        loop = ROWS_HAMMING, es = sizeof(uint16_t);
+        break;
+    case OC_EPILOGUE_JACCARD:
+        loop = pop_max <= OC_EPILOGUE_FLOAT_POP_MAX ? ROWS_JACCARD_FLOAT : ROWS_IN_DOUBLE;
+        break;
+    case OC_EPILOGUE_COSINE:
+        loop = ROWS_IN_DOUBLE, flag = 1;
+        break;
     }
     uint32_t pb32[OC_EPILOGUE_CHUNK];
     double pbd[OC_EPILOGUE_CHUNK];
     for (int64_t j0 = 0; j0 < cols; j0 += OC_EPILOGUE_CHUNK) {
         const int64_t w = cols - j0 < OC_EPILOGUE_CHUNK ? cols - j0 : OC_EPILOGUE_CHUNK;
         for (int64_t j = 0; j < w; ++j) {
-            if (loop == ROWS_IN_DOUBLE)
-                pbd[j] = (double)pb[j0 + j];
-            else
-                pb32[j] = (uint32_t)pb[j0 + j];
+            if (loop == ROWS_IN_DOUBLE) pbd[j] = (double)pb[j0 + j];
+            else pb32[j] = (uint32_t)pb[j0 + j];
         }
         const uint32_t *cb = c + j0;
         void *ob = (char *)out + (size_t)j0 * es;
         switch (loop) {
-        case ROWS_IN_DOUBLE: f->in_double(cb, ldc, pa, pbd, rows, w, flag, ob, ldo); break;
-        case ROWS_JACCARD_FLOAT: f->jaccard_float(cb, ldc, pa, pb32, rows, w, ob, ldo); break;
-        case ROWS_HAMMING: f->hamming(cb, ldc, pa, pb32, rows, w, flag, ob, ldo); break;
-        case ROWS_NONE: return; /* not a kind */
+        case ROWS_IN_DOUBLE:
+            f->in_double(cb, ldc, pa, pbd, rows, w, flag, ob, ldo);
+            break;
+        case ROWS_JACCARD_FLOAT:
+            f->jaccard_float(cb, ldc, pa, pb32, rows, w, ob, ldo);
+            break;
+        case ROWS_HAMMING:
+            f->hamming(cb, ldc, pa, pb32, rows, w, flag, ob, ldo);
+            break;
+        case ROWS_NONE:
+            return; /* not a kind */
         }
     }
 }

@@ -34,8 +34,8 @@
 
 #include "core/isa.h"
 
-typedef void (*oc_gram_kernel_fn)(const uint64_t *a, int64_t lda, const uint64_t *b, int64_t ldb, int64_t kw,
-                                  int mr, int nr, uint32_t *c, int64_t ldc);
+typedef void (*oc_gram_kernel_fn)(const uint64_t *a, int64_t lda, const uint64_t *b, int64_t ldb, int64_t kw, int mr,
+                                  int nr, uint32_t *c, int64_t ldc);
 
 /* Words per K step of every kernel: one 512-bit row segment. */
 #define OC_KERNEL_K_WORDS 8
@@ -55,23 +55,23 @@ typedef void (*oc_gram_kernel_fn)(const uint64_t *a, int64_t lda, const uint64_t
  * whole micro-tiles of the full width run BODY(a, lda, b, ldb, kw, c, ldc, MR, NR), the
  * ISA's always-inline micro-tile, so there is no call per micro-tile; the tails call
  * SHAPES[rows - 1][nr - 1](a, lda, b, ldb, kw, c, ldc), its instances for smaller blocks. */
-#define OC_KERNEL_STRIP_WALK(BODY, SHAPES, MR, NR, a, lda, b, ldb, kw, mr, nr, c, ldc)                      \
-    do {                                                                                                   \
-        int i_ = 0;                                                                                        \
-        if (nr == (NR))                                                                                    \
+#define OC_KERNEL_STRIP_WALK(BODY, SHAPES, MR, NR, a, lda, b, ldb, kw, mr, nr, c, ldc)                              \
+    do {                                                                                                            \
+        int i_ = 0;                                                                                                 \
+        if (nr == (NR))                                                                                             \
             for (; i_ + (MR) <= mr; i_ += (MR)) BODY(a + i_ * lda, lda, b, ldb, kw, c + i_ * ldc, ldc, (MR), (NR)); \
-        for (; i_ < mr; i_ += (MR)) {                                                                      \
-            const int rows_ = mr - i_ < (MR) ? mr - i_ : (MR);                                             \
-            (SHAPES)[rows_ - 1][nr - 1](a + i_ * lda, lda, b, ldb, kw, c + i_ * ldc, ldc);                 \
-        }                                                                                                  \
+        for (; i_ < mr; i_ += (MR)) {                                                                               \
+            const int rows_ = mr - i_ < (MR) ? mr - i_ : (MR);                                                      \
+            (SHAPES)[rows_ - 1][nr - 1](a + i_ * lda, lda, b, ldb, kw, c + i_ * ldc, ldc);                          \
+        }                                                                                                           \
     } while (0)
 
 void oc_gram_kernel_ref(const uint64_t *a, int64_t lda, const uint64_t *b, int64_t ldb, int64_t kw, int mr, int nr,
                         uint32_t *c, int64_t ldc);
 void oc_gram_kernel_avx2(const uint64_t *a, int64_t lda, const uint64_t *b, int64_t ldb, int64_t kw, int mr, int nr,
                          uint32_t *c, int64_t ldc);
-void oc_gram_kernel_avx512(const uint64_t *a, int64_t lda, const uint64_t *b, int64_t ldb, int64_t kw, int mr,
-                           int nr, uint32_t *c, int64_t ldc);
+void oc_gram_kernel_avx512(const uint64_t *a, int64_t lda, const uint64_t *b, int64_t ldb, int64_t kw, int mr, int nr,
+                           uint32_t *c, int64_t ldc);
 
 /*
  * The tile epilogue: converts a rows x cols block of uint32 counts into one output of the
@@ -100,8 +100,7 @@ typedef enum oc_epilogue_kind {
 } oc_epilogue_kind;
 
 typedef void (*oc_epilogue_fn)(oc_epilogue_kind kind, const uint32_t *c, int64_t ldc, const int64_t *pa,
-                               const int64_t *pb, int64_t rows, int64_t cols, int64_t pop_max, void *out,
-                               int64_t ldo);
+                               const int64_t *pb, int64_t rows, int64_t cols, int64_t pop_max, void *out, int64_t ldo);
 
 void oc_epilogue_ref(oc_epilogue_kind kind, const uint32_t *c, int64_t ldc, const int64_t *pa, const int64_t *pb,
                      int64_t rows, int64_t cols, int64_t pop_max, void *out, int64_t ldo);
@@ -113,8 +112,8 @@ void oc_epilogue_avx512(oc_epilogue_kind kind, const uint32_t *c, int64_t ldc, c
 /* A CPU path's Gram kernel and the same instruction set's tile epilogue (kernel_table.c). */
 typedef struct oc_cpu_kernel {
     oc_cpu_isa_id isa;
-    const char *name;        /* "ref", "avx2", "avx512" */
-    int mr, nr;              /* micro-tile shape */
+    const char *name; /* "ref", "avx2", "avx512" */
+    int mr, nr;       /* micro-tile shape */
     oc_gram_kernel_fn fn;
     oc_epilogue_fn epilogue; /* the same ISA's tile epilogue */
 } oc_cpu_kernel;

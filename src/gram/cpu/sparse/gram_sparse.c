@@ -28,12 +28,12 @@
 #include "gram/cpu/kernels/kernel.h"
 #include "gram/cpu/sparse/sparse_rows.h"
 
-#define BLOCKS_PER_GROUP 256   /* threshold: blocks computed before the caller delivers them */
+#define BLOCKS_PER_GROUP 256 /* threshold: blocks computed before the caller delivers them */
 
 typedef struct sparse_run {
     sparse_job sj;
     sparse_worker *workers;
-    int64_t block_base;        /* threshold: the group's first block */
+    int64_t block_base; /* threshold: the group's first block */
     oc_select *select;
 } sparse_run;
 
@@ -49,7 +49,8 @@ static oc_status block_task(void *arg, int64_t task, int worker)
     const sparse_job *sj = &run->sj;
     sparse_worker *w = &run->workers[worker];
     const int64_t block = run->block_base + task, n = sj->job->n;
-    const int64_t i0 = block * OC_SPARSE_BLOCK_ROWS, end = i0 + OC_SPARSE_BLOCK_ROWS < n ? i0 + OC_SPARSE_BLOCK_ROWS : n;
+    const int64_t i0 = block * OC_SPARSE_BLOCK_ROWS,
+                  end = i0 + OC_SPARSE_BLOCK_ROWS < n ? i0 + OC_SPARSE_BLOCK_ROWS : n;
     const int pairs = run->select && oc_select_get_mode(run->select) == OC_SELECT_PAIRS;
     w->pcount = 0;
     for (int64_t i = i0; i < end; ++i) {
@@ -174,12 +175,17 @@ static oc_status sparse_gram(oc_gram_job *job)
     const int64_t blocks = (job->n + OC_SPARSE_BLOCK_ROWS - 1) / OC_SPARSE_BLOCK_ROWS;
     if (threads > blocks) threads = (int)blocks;
     oc_sparse_index ix;
-    OC_CHECK(ctx, oc_sparse_index_build(ctx, job->a, job->symmetric ? NULL : job->b, plan->hub_cols, plan->hubs, threads, &ix));
+    OC_CHECK(ctx, oc_sparse_index_build(ctx, job->a, job->symmetric ? NULL : job->b, plan->hub_cols, plan->hubs,
+                                        threads, &ix));
 
     sparse_run run = {.select = job->select};
     sparse_job *sj = &run.sj;
-    *sj = (sparse_job){.job = job, .ix = &ix, .kernel = oc_cpu_kernel_get(), .mode = choose_mode(job, job->select),
-                       .epilogue = oc_cpu_epilogue_kind(job), .elem = oc_dtype_size(job->dtype)};
+    *sj = (sparse_job){.job = job,
+                       .ix = &ix,
+                       .kernel = oc_cpu_kernel_get(),
+                       .mode = choose_mode(job, job->select),
+                       .epilogue = oc_cpu_epilogue_kind(job),
+                       .elem = oc_dtype_size(job->dtype)};
     sj->convert = !(job->metric == OC_METRIC_COUNTS && job->dtype == OC_DTYPE_INT32);
     oc_status st = OC_OK;
     if (job->select) {

@@ -55,7 +55,8 @@ static oc_status build_lists(oc_context *ctx, const oc_sparse_index *ix, int pai
     if (!e || !next) {
         free(e);
         free(next);
-        return oc_fail(ctx, OC_ERR_NO_MEMORY, "sparse path: cannot allocate %lld hub list entries", (long long)ptr[keys]);
+        return oc_fail(ctx, OC_ERR_NO_MEMORY, "sparse path: cannot allocate %lld hub list entries",
+                       (long long)ptr[keys]);
     }
     memcpy(next, ptr, (size_t)keys * sizeof *next);
     deal(ix, pairs, ptr, next, e);
@@ -84,7 +85,8 @@ oc_status oc_hub_pairs_build(oc_context *ctx, const oc_sparse_index *ix, oc_hub_
     }
     const int64_t ones = b->ptr[b->rows] + ix->hub_ptr[ix->hubs];
     if ((st = build_lists(ctx, ix, 0, &hp->single_ptr, &hp->single, INT64_MAX)) != OC_OK) goto fail;
-    if ((st = build_lists(ctx, ix, 1, &hp->pair_ptr, &hp->pair, PAIR_ENTRIES_PER_ONE * ones + 4096)) != OC_OK) goto fail;
+    if ((st = build_lists(ctx, ix, 1, &hp->pair_ptr, &hp->pair, PAIR_ENTRIES_PER_ONE * ones + 4096)) != OC_OK)
+        goto fail;
     return OC_OK;
 fail:
     oc_hub_pairs_free(hp);

@@ -19,21 +19,24 @@
 #include "outcore.h"
 
 typedef struct oc_hub_entry {
-    uint32_t row, pop;  /* B row and its popcount (hubs included) */
-    uint64_t hubs;      /* its hub word */
+    uint32_t row, pop; /* B row and its popcount (hubs included) */
+    uint64_t hubs;     /* its hub word */
 } oc_hub_entry;
 
 typedef struct oc_hub_pairs {
-    uint64_t *post_hub;     /* per posting entry (sparse_index.h post_rows) */
+    uint64_t *post_hub; /* per posting entry (sparse_index.h post_rows) */
     uint32_t *post_pop;
-    int64_t *single_ptr;    /* hubs + 1 */
+    int64_t *single_ptr; /* hubs + 1 */
     oc_hub_entry *single;
-    int64_t *pair_ptr;      /* hubs * hubs + 1: pair x < y at x * hubs + y */
-    oc_hub_entry *pair;     /* NULL: too many entries, not built */
+    int64_t *pair_ptr;  /* hubs * hubs + 1: pair x < y at x * hubs + y */
+    oc_hub_entry *pair; /* NULL: too many entries, not built */
 } oc_hub_pairs;
 
 /* The pair list of hubs x and y (either order): pair_ptr[key] .. pair_ptr[key + 1]. */
-static inline int64_t oc_hub_pair_key(int64_t x, int64_t y, int64_t hubs) { return x < y ? x * hubs + y : y * hubs + x; }
+static inline int64_t oc_hub_pair_key(int64_t x, int64_t y, int64_t hubs)
+{
+    return x < y ? x * hubs + y : y * hubs + x;
+}
 
 struct oc_sparse_index;
 

@@ -13,10 +13,10 @@
 typedef struct side_build {
     const oc_matrix *m;
     oc_sparse_side *s;
-    const int32_t *hub_slot;    /* per column: its hub bit, or -1 */
+    const int32_t *hub_slot; /* per column: its hub bit, or -1 */
     int hub_words;
-    uint32_t **scratch;         /* per worker: one row's columns */
-    int fill;                   /* 0: count non-hub columns into ptr[i + 1]; 1: fill */
+    uint32_t **scratch; /* per worker: one row's columns */
+    int fill;           /* 0: count non-hub columns into ptr[i + 1]; 1: fill */
 } side_build;
 
 static oc_status side_task(void *arg, int64_t task, int worker)
@@ -115,7 +115,8 @@ static oc_status build_b_lists(oc_context *ctx, int64_t cols, oc_sparse_index *i
     ix->hub_rows = malloc((size_t)(b->rows ? b->rows : 1) * sizeof *ix->hub_rows);
     ix->empty_b = malloc((size_t)(b->rows ? b->rows : 1) * sizeof *ix->empty_b);
     if (!ix->post_ptr || !ix->post_rows || !ix->hub_rows || !ix->empty_b)
-        return oc_fail(ctx, OC_ERR_NO_MEMORY, "sparse path: cannot allocate the column lists (%lld ones)", (long long)ones);
+        return oc_fail(ctx, OC_ERR_NO_MEMORY, "sparse path: cannot allocate the column lists (%lld ones)",
+                       (long long)ones);
     for (int64_t e = 0; e < ones; ++e) ix->post_ptr[b->idx[e] + 1]++;
     for (int64_t c = 0; c < cols; ++c) ix->post_ptr[c + 1] += ix->post_ptr[c];
     int64_t *at = malloc((size_t)(cols ? cols : 1) * sizeof *at);
@@ -135,7 +136,8 @@ static oc_status build_b_lists(oc_context *ctx, int64_t cols, oc_sparse_index *i
     for (int64_t r = 0; r < nhub; ++r) groups += r == 0 || b->pop[ix->hub_rows[r]] != b->pop[ix->hub_rows[r - 1]];
     ix->group_start = malloc((size_t)(groups + 1) * sizeof *ix->group_start);
     ix->group_pop = malloc((size_t)(groups ? groups : 1) * sizeof *ix->group_pop);
-    if (!ix->group_start || !ix->group_pop) return oc_fail(ctx, OC_ERR_NO_MEMORY, "sparse path: cannot allocate hub groups");
+    if (!ix->group_start || !ix->group_pop)
+        return oc_fail(ctx, OC_ERR_NO_MEMORY, "sparse path: cannot allocate hub groups");
     for (int64_t r = 0; r < nhub; ++r)
         if (r == 0 || b->pop[ix->hub_rows[r]] != b->pop[ix->hub_rows[r - 1]]) {
             ix->group_start[ix->ngroups] = r;
@@ -170,7 +172,8 @@ static oc_status build_b_lists(oc_context *ctx, int64_t cols, oc_sparse_index *i
         free(order);
         free(rows);
         free(next);
-        return oc_fail(ctx, OC_ERR_NO_MEMORY, "sparse path: cannot allocate the hub lists (%lld entries)", (long long)entries);
+        return oc_fail(ctx, OC_ERR_NO_MEMORY, "sparse path: cannot allocate the hub lists (%lld entries)",
+                       (long long)entries);
     }
     memcpy(next, ix->hub_ptr, (size_t)ix->hubs * sizeof *next);
     for (int64_t r = 0; r < nhub; ++r)
@@ -194,7 +197,9 @@ oc_status oc_sparse_index_build(oc_context *ctx, const oc_matrix *a, const oc_ma
     ix->hub_words = (int)((hubs + 63) / 64);
     ix->hubs = hubs;
     int32_t *slot = malloc((size_t)a->cols * sizeof *slot);
-    if (!slot) return oc_fail(ctx, OC_ERR_NO_MEMORY, "sparse path: cannot allocate the hub map of %lld columns", (long long)a->cols);
+    if (!slot)
+        return oc_fail(ctx, OC_ERR_NO_MEMORY, "sparse path: cannot allocate the hub map of %lld columns",
+                       (long long)a->cols);
     for (int64_t j = 0; j < a->cols; ++j) slot[j] = -1;
     for (int64_t h = 0; h < hubs; ++h) slot[hub_cols[h]] = (int32_t)h;
     oc_status st = build_side(ctx, a, slot, ix->hub_words, threads, &ix->a);

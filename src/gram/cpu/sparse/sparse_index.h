@@ -25,30 +25,30 @@
 
 typedef struct oc_sparse_side {
     int64_t rows;
-    int64_t *ptr;     /* rows + 1: row i's non-hub columns are idx[ptr[i] .. ptr[i + 1]) */
+    int64_t *ptr; /* rows + 1: row i's non-hub columns are idx[ptr[i] .. ptr[i + 1]) */
     uint32_t *idx;
-    uint64_t *hub;    /* rows x hub_words; NULL without hubs */
-    int64_t *pop;     /* every set bit of the row, hubs included */
+    uint64_t *hub; /* rows x hub_words; NULL without hubs */
+    int64_t *pop;  /* every set bit of the row, hubs included */
 } oc_sparse_side;
 
 typedef struct oc_sparse_index {
-    int hub_words;              /* 0 to 8 */
-    oc_sparse_side a, b;        /* b aliases a's arrays for A·Aᵀ (owns_b == 0) */
+    int hub_words;       /* 0 to 8 */
+    oc_sparse_side a, b; /* b aliases a's arrays for A·Aᵀ (owns_b == 0) */
     int owns_b;
-    int64_t *post_ptr;          /* cols + 1 */
+    int64_t *post_ptr; /* cols + 1 */
     uint32_t *post_rows;
-    uint32_t *hub_rows;         /* B rows holding a hub, by (popcount, row) */
-    int64_t *group_start;       /* ngroups + 1 offsets into hub_rows */
-    int64_t *group_pop;         /* the popcount of each group, ascending */
+    uint32_t *hub_rows;   /* B rows holding a hub, by (popcount, row) */
+    int64_t *group_start; /* ngroups + 1 offsets into hub_rows */
+    int64_t *group_pop;   /* the popcount of each group, ascending */
     int64_t ngroups;
     int64_t hubs;
-    int64_t *hub_ptr;           /* hubs + 1: hub h's B rows are hub_list[hub_ptr[h] .. hub_ptr[h + 1]) */
-    uint32_t *hub_list;         /* by (non-hub count, -hub count, row) within each hub */
-    uint32_t *hub_nb;           /* each entry's non-hub columns */
-    uint32_t *hub_hp;           /* each entry's hub columns */
-    uint32_t *empty_b;          /* B rows without a set bit, ascending */
+    int64_t *hub_ptr;   /* hubs + 1: hub h's B rows are hub_list[hub_ptr[h] .. hub_ptr[h + 1]) */
+    uint32_t *hub_list; /* by (non-hub count, -hub count, row) within each hub */
+    uint32_t *hub_nb;   /* each entry's non-hub columns */
+    uint32_t *hub_hp;   /* each entry's hub columns */
+    uint32_t *empty_b;  /* B rows without a set bit, ascending */
     int64_t nempty_b;
-    oc_hub_pairs pairs;         /* hub_words == 1 only (sparse_hub_pairs.h); else empty */
+    oc_hub_pairs pairs; /* hub_words == 1 only (sparse_hub_pairs.h); else empty */
 } oc_sparse_index;
 
 /* Builds the index of a (and b; NULL for A·Aᵀ) with hub_cols[hubs] as the hub columns, on

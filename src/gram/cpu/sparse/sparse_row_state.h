@@ -20,10 +20,10 @@ typedef struct row_state {
     const sparse_job *sj;
     sparse_worker *w;
     int64_t i, pa;
-    int64_t heap_n;   /* top-k: keys in w->heap */
-    int64_t npairs;   /* pairs: candidates in w->sortbuf */
-    uint32_t floor_key;   /* top-k jaccard: the floor's score key that below was made for */
-    double below;         /* c / union under this cannot score the floor (hopeless) */
+    int64_t heap_n;     /* top-k: keys in w->heap */
+    int64_t npairs;     /* pairs: candidates in w->sortbuf */
+    uint32_t floor_key; /* top-k jaccard: the floor's score key that below was made for */
+    double below;       /* c / union under this cannot score the floor (hopeless) */
 } row_state;
 
 static inline __attribute__((always_inline)) int64_t hub_count(const uint64_t *x, const uint64_t *y, int words)
@@ -38,16 +38,22 @@ static inline __attribute__((always_inline)) int64_t hub_count(const uint64_t *x
 static inline uint32_t candidate_key(const sparse_job *sj, int64_t c, int64_t pa, int64_t pb)
 {
     switch (sj->job->metric) {
-    case OC_METRIC_JACCARD: return oc_key_f32(oc_metric_jaccard(c, pa, pb));
-    case OC_METRIC_COSINE: return oc_key_f32(oc_metric_cosine(c, pa, pb));
+    case OC_METRIC_JACCARD:
+        return oc_key_f32(oc_metric_jaccard(c, pa, pb));
+    case OC_METRIC_COSINE:
+        return oc_key_f32(oc_metric_cosine(c, pa, pb));
     case OC_METRIC_COUNTS:
     case OC_METRIC_HAMMING: /* never a candidate mode (choose_mode): every element of the row */
-    case OC_METRIC_COUNT: break;
+    case OC_METRIC_COUNT:
+        break;
     }
     return sj->kind == OC_KEY_I32 ? oc_key_i32((int32_t)c) : (uint32_t)c;
 }
 
-static inline uint64_t full_key(uint32_t score_key, int64_t j) { return (uint64_t)score_key << 32 | (0xFFFFFFFFu - (uint32_t)j); }
+static inline uint64_t full_key(uint32_t score_key, int64_t j)
+{
+    return (uint64_t)score_key << 32 | (0xFFFFFFFFu - (uint32_t)j);
+}
 
 /* Min-heap of the row's best keys (the root is the floor once kept keys are in). */
 static inline void heap_offer(uint64_t *h, int64_t *n, int64_t cap, uint64_t key)

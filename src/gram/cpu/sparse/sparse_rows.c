@@ -47,7 +47,6 @@ static inline __attribute__((always_inline)) int64_t scatter(const sparse_job *s
     return nt;
 }
 
-
 static int desc_u64(const void *x, const void *y)
 {
     uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
@@ -165,8 +164,7 @@ static inline __attribute__((always_inline)) int full_row(const sparse_job *sj, 
     const int64_t nt = scatter(sj, w, i, 0, 0);
     if (has_hub)
         for (int64_t j = 0; j < p; ++j) w->full[j] = w->acc[j] + (uint32_t)hub_count(ha, ix->b.hub + j * hw, hw);
-    else
-        memcpy(w->full, w->acc, (size_t)p * sizeof *w->full);
+    else memcpy(w->full, w->acc, (size_t)p * sizeof *w->full);
     for (int64_t t = 0; t < nt; ++t) w->acc[w->touched[t]] = 0;
     const void *result = w->full;
     if (sj->convert) {
@@ -180,7 +178,8 @@ static inline __attribute__((always_inline)) int full_row(const sparse_job *sj, 
     if (sj->keys) { /* top-k */
         int64_t n = 0;
         for (int64_t j = 0; j < p; ++j)
-            if (!(job->symmetric && j == i)) heap_offer(w->heap, &n, sj->kept, full_key(oc_key_score(sj->kind, result, j), j));
+            if (!(job->symmetric && j == i))
+                heap_offer(w->heap, &n, sj->kept, full_key(oc_key_score(sj->kind, result, j), j));
         row_state rs = {.sj = sj, .w = w, .i = i, .heap_n = n};
         finish_topk(&rs);
         return 0;

@@ -39,7 +39,7 @@
  * bench/RESULTS.md), and a selective threshold keeps kilobytes per tile. */
 #define PINNED_PAIRS_FIRST (1LL << 20)
 #define PINNED_PAIRS_MOST (32LL << 20)
-#define PINNED_TILE_BYTES (64LL << 20)    /* host top-k: row slices of a tile */
+#define PINNED_TILE_BYTES (64LL << 20) /* host top-k: row slices of a tile */
 #define ALIGN 256
 /* Bucket slots per tile row of a fused tile (OUTCORE_CUDA_SELECT_BUCKET=N overrides, for
  * tests). Top-k: each CTA adds at most kept keys to a row's bucket and to a column's, so a
@@ -59,11 +59,11 @@ typedef struct slot_state {
 typedef struct pair_slot {
     uint32_t *d_offsets, *d_cols, *d_counts; /* d_counts: dense tiles of a job without buckets */
     void *d_values;
-    uint32_t *h_counts;         /* pinned: tile + 1 counts, then the overflow flag */
+    uint32_t *h_counts; /* pinned: tile + 1 counts, then the overflow flag */
     cudaEvent_t counts_ready;
-    int pending;                /* a tile's pairs wait on the device */
+    int pending; /* a tile's pairs wait on the device */
     int fused;
-    int64_t seq, i0, j0, rows;  /* seq: the tile's place in the order */
+    int64_t seq, i0, j0, rows; /* seq: the tile's place in the order */
 } pair_slot;
 
 struct oc_cuda_select {
@@ -73,34 +73,34 @@ struct oc_cuda_select {
     oc_cuda_device *dev;
     int64_t tile;
     size_t elem;
-    int host_topk;              /* k above the device limit: tiles selected on the host */
-    cudaStream_t stream;        /* the selection's own stream */
-    cudaEvent_t *gram_done;     /* per slot: the tile's Gram kernels are done */
+    int host_topk;          /* k above the device limit: tiles selected on the host */
+    cudaStream_t stream;    /* the selection's own stream */
+    cudaEvent_t *gram_done; /* per slot: the tile's Gram kernels are done */
     int nslots;
     slot_state *slots;
-    int fused;                  /* tiles may be fused */
+    int fused; /* tiles may be fused */
     int bucket;
     int64_t tiles, fused_tiles, overflowed;
     int64_t npanels;
-    int64_t *seed_tile;         /* top-k: the tile that first selected each panel's lists, -1 none */
-    cudaEvent_t *seed_ev;       /* recorded once that tile's selection is done */
+    int64_t *seed_tile;   /* top-k: the tile that first selected each panel's lists, -1 none */
+    cudaEvent_t *seed_ev; /* recorded once that tile's selection is done */
     uint64_t *d_lists, *d_floors;
-    uint32_t *d_overflows;      /* top-k: fused tiles that overflowed, counted on the device */
+    uint32_t *d_overflows; /* top-k: fused tiles that overflowed, counted on the device */
     /* threshold */
-    pair_slot *pairs;           /* one per output slot */
-    unsigned char *h_pairs;     /* pinned: h_pairs_bytes */
+    pair_slot *pairs;       /* one per output slot */
+    unsigned char *h_pairs; /* pinned: h_pairs_bytes */
     int64_t h_pairs_bytes;
-    int pairs_dense;            /* recent threshold tiles overflowed: select them dense */
+    int pairs_dense;                   /* recent threshold tiles overflowed: select them dense */
     double wait_seconds, work_seconds; /* in consume_pairs: waiting for the device, the rest */
     /* host top-k */
     unsigned char *h_tile;
     int64_t h_tile_bytes;
     /* several devices (oc_cuda_select_share) */
-    int worker;                 /* this device's worker index in the selection */
-    int drain;                  /* delivers pairs: the device on the caller's thread */
-    uint64_t *topk_dest;        /* where the lists come back: the selection's, or the caller's buffer */
-    oc_cuda_floors *floors;     /* top-k: the devices' floors, shared (select_floors.cuh); NULL: own only */
-    int64_t floor_imports;      /* fused tiles that took the other devices' floors first */
+    int worker;             /* this device's worker index in the selection */
+    int drain;              /* delivers pairs: the device on the caller's thread */
+    uint64_t *topk_dest;    /* where the lists come back: the selection's, or the caller's buffer */
+    oc_cuda_floors *floors; /* top-k: the devices' floors, shared (select_floors.cuh); NULL: own only */
+    int64_t floor_imports;  /* fused tiles that took the other devices' floors first */
 };
 
 /* Each device's floors array, published by its selection once zeroed (NULL before). */
@@ -139,8 +139,8 @@ static oc_status import_floors(oc_cuda_select *s, const oc_gram_tile *tile, cuda
 
 static int select_on_device(const oc_gram_job *job)
 {
-    return job->select && (oc_select_get_mode(job->select) == OC_SELECT_PAIRS ||
-                           oc_select_kept(job->select) <= OC_CUDA_SELECT_MAX_K);
+    return job->select &&
+           (oc_select_get_mode(job->select) == OC_SELECT_PAIRS || oc_select_kept(job->select) <= OC_CUDA_SELECT_MAX_K);
 }
 
 static int bucket_size(const oc_gram_job *job)
@@ -202,7 +202,8 @@ static oc_status open_threshold(oc_cuda_select *s, void *const *slots)
         at += (uint64_t)(tile + 2) * 4;
         if (at > tt * (s->elem + (uint64_t)oc_cuda_select_extra_elem_bytes(s->job)))
             return oc_fail(ctx, OC_ERR_INTERNAL, "pair buffer of tile %lld overflows its output slot", (long long)tile);
-        OC_CHECK(ctx, oc_pool_host_alloc(ctx, s->dev->pool, (size_t)(tile + 2) * 4, "pinned pair counts", (void **)&ps->h_counts));
+        OC_CHECK(ctx, oc_pool_host_alloc(ctx, s->dev->pool, (size_t)(tile + 2) * 4, "pinned pair counts",
+                                         (void **)&ps->h_counts));
         CUDA_CHECK(ctx, cudaEventCreateWithFlags(&ps->counts_ready, cudaEventDisableTiming | cudaEventBlockingSync));
     }
     s->h_pairs_bytes = PINNED_PAIRS_FIRST;
@@ -215,7 +216,8 @@ static oc_status open_slots(oc_cuda_select *s, void *const *slots)
 {
     oc_context *ctx = s->ctx;
     const int64_t tile = s->tile;
-    const uint64_t region = align_up((uint64_t)(tile * tile) * (s->elem + (uint64_t)oc_cuda_select_extra_elem_bytes(s->job)));
+    const uint64_t region =
+        align_up((uint64_t)(tile * tile) * (s->elem + (uint64_t)oc_cuda_select_extra_elem_bytes(s->job)));
     const uint64_t keys = (uint64_t)tile * (uint64_t)s->bucket * 8;
     s->slots = calloc((size_t)s->nslots, sizeof *s->slots);
     if (!s->slots) return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the selection's slot table");
@@ -254,7 +256,9 @@ oc_status oc_cuda_select_open(oc_context *ctx, oc_cuda_device *dev, oc_gram_job 
     s->drain = s->worker == 0;
     s->topk_dest = share && share->index > 0 ? share->topk_keys : oc_select_topk_keys(s->sel);
     snprintf(job->stats->select_desc, sizeof job->stats->select_desc, "%s",
-             s->host_topk ? "host (k above the device's 128)" : s->fused ? "device, fused in the Gram kernel" : "device");
+             s->host_topk ? "host (k above the device's 128)"
+             : s->fused   ? "device, fused in the Gram kernel"
+                          : "device");
     /* The selection's kernels are short and the tiles' wait for them (their output slot,
      * the floors, the threshold's pairs); at equal priority their blocks found no SM until
      * both compute streams' Gram CTAs drained from one. At the highest priority the block
@@ -264,12 +268,13 @@ oc_status oc_cuda_select_open(oc_context *ctx, oc_cuda_device *dev, oc_gram_job 
     CUDA_CHECK(ctx, cudaStreamCreateWithPriority(&s->stream, cudaStreamNonBlocking, greatest));
     s->gram_done = calloc((size_t)nslots, sizeof *s->gram_done);
     if (!s->gram_done) return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the selection's events");
-    for (int i = 0; i < nslots; ++i) CUDA_CHECK(ctx, cudaEventCreateWithFlags(&s->gram_done[i], cudaEventDisableTiming));
+    for (int i = 0; i < nslots; ++i)
+        CUDA_CHECK(ctx, cudaEventCreateWithFlags(&s->gram_done[i], cudaEventDisableTiming));
     OC_CHECK(ctx, open_slots(s, slots));
     if (mode == OC_SELECT_TOPK) {
         if (s->host_topk) {
-            s->h_tile_bytes = tile * tile * (int64_t)s->elem < PINNED_TILE_BYTES ? tile * tile * (int64_t)s->elem
-                                                                                : PINNED_TILE_BYTES;
+            s->h_tile_bytes =
+                tile * tile * (int64_t)s->elem < PINNED_TILE_BYTES ? tile * tile * (int64_t)s->elem : PINNED_TILE_BYTES;
             return oc_pool_host_alloc(ctx, dev->pool, (size_t)s->h_tile_bytes, "a pinned top-k tile slice",
                                       (void **)&s->h_tile);
         }
@@ -290,7 +295,8 @@ oc_status oc_cuda_select_open(oc_context *ctx, oc_cuda_device *dev, oc_gram_job 
         s->npanels = (job->n + tile - 1) / tile;
         s->seed_tile = malloc((size_t)s->npanels * sizeof *s->seed_tile);
         s->seed_ev = calloc((size_t)s->npanels, sizeof *s->seed_ev);
-        if (!s->seed_tile || !s->seed_ev) return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the selection's panel table");
+        if (!s->seed_tile || !s->seed_ev)
+            return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the selection's panel table");
         for (int64_t i = 0; i < s->npanels; ++i) {
             s->seed_tile[i] = -1;
             CUDA_CHECK(ctx, cudaEventCreateWithFlags(&s->seed_ev[i], cudaEventDisableTiming));
@@ -403,7 +409,8 @@ static oc_status consume_pairs(oc_cuda_select *s, pair_slot *ps, cudaStream_t d2
         /* Rare (a threshold that keeps most pairs): pageable memory, slower but unbounded by
          * the pinned budget. */
         host = heap = malloc(bytes);
-        if (!heap) return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate %lld threshold pairs of one tile", (long long)count);
+        if (!heap)
+            return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate %lld threshold pairs of one tile", (long long)count);
     }
     oc_status st = OC_OK;
     if (count > 0) {
@@ -458,7 +465,8 @@ static oc_status threshold_tile(oc_cuda_select *s, const oc_gram_tile *t, oc_sel
     a->min_key = (uint32_t)mk;
     a->row_counts = counts, a->row_offsets = ps->d_offsets, a->pair_cols = ps->d_cols, a->pair_values = ps->d_values;
     OC_CHECK(ctx, oc_cuda_select_tile(ctx, s->dev, a, s->stream));
-    CUDA_CHECK(ctx, cudaMemcpyAsync(ps->h_counts, counts, (size_t)(t->rows + 1) * 4, cudaMemcpyDeviceToHost, s->stream));
+    CUDA_CHECK(ctx,
+               cudaMemcpyAsync(ps->h_counts, counts, (size_t)(t->rows + 1) * 4, cudaMemcpyDeviceToHost, s->stream));
     ps->h_counts[t->rows + 1] = 0;
     if (a->fused)
         CUDA_CHECK(ctx, cudaMemcpyAsync(ps->h_counts + t->rows + 1, a->over, 4, cudaMemcpyDeviceToHost, s->stream));
@@ -482,10 +490,21 @@ oc_status oc_cuda_select_tile_done(oc_cuda_select *s, const oc_gram_tile *t, int
     CUDA_CHECK(ctx, cudaStreamWaitEvent(s->stream, s->gram_done[slot], 0));
     const slot_state *st = &s->slots[slot];
     const int fused = t->select != OC_TILE_DENSE;
-    oc_select_tile_args a = {.tile = t->out, .ld = t->ld, .rows = t->rows, .cols = t->cols, .i0 = t->i0, .j0 = t->j0,
-                             .kind = oc_select_key_kind(s->sel), .symmetric = s->job->symmetric, .fused = fused,
-                             .over = t->over, .may_overflow = t->may_overflow, .bucket = t->bucket, .row_keys = t->row_keys,
-                             .col_keys = t->col_keys, .col_counts = t->col_count};
+    oc_select_tile_args a = {.tile = t->out,
+                             .ld = t->ld,
+                             .rows = t->rows,
+                             .cols = t->cols,
+                             .i0 = t->i0,
+                             .j0 = t->j0,
+                             .kind = oc_select_key_kind(s->sel),
+                             .symmetric = s->job->symmetric,
+                             .fused = fused,
+                             .over = t->over,
+                             .may_overflow = t->may_overflow,
+                             .bucket = t->bucket,
+                             .row_keys = t->row_keys,
+                             .col_keys = t->col_keys,
+                             .col_counts = t->col_count};
     if (oc_select_get_mode(s->sel) == OC_SELECT_TOPK) {
         /* No list keeps an entry (a single row of A·Aᵀ has no other column): no lists were
          * allocated and there is nothing to select. */
@@ -545,8 +564,10 @@ oc_status oc_cuda_select_finish(oc_cuda_select *s, cudaStream_t d2h)
     uint32_t over = 0;
     CUDA_CHECK(ctx, cudaMemcpy(&over, s->d_overflows, 4, cudaMemcpyDeviceToHost));
     if (over & OC_CUDA_SELECT_UNEXPECTED)
-        return oc_fail(ctx, OC_ERR_INTERNAL, "a fused top-k tile overflowed a bucket that could not overflow (k = %lld, "
-                       "bucket %d): its selection was lost", (long long)oc_select_kept(s->sel), s->bucket);
+        return oc_fail(ctx, OC_ERR_INTERNAL,
+                       "a fused top-k tile overflowed a bucket that could not overflow (k = %lld, "
+                       "bucket %d): its selection was lost",
+                       (long long)oc_select_kept(s->sel), s->bucket);
     s->overflowed += over;
     s->job->stats->bytes_d2h += (int64_t)bytes;
     return OC_OK;

@@ -48,10 +48,8 @@ static void hamming(const uint32_t *c, int64_t ldc, const int64_t *pa, const uin
             const __m256i cv = _mm256_loadu_si256((const __m256i *)(c + r * ldc + j));
             const __m256i h = _mm256_sub_epi32(_mm256_add_epi32(a, _mm256_loadu_si256((const __m256i *)(pb + j))),
                                                _mm256_add_epi32(cv, cv));
-            if (wide)
-                _mm256_storeu_si256((__m256i *)((int32_t *)out + r * ldo + j), h);
-            else
-                _mm_storeu_si128((__m128i *)((uint16_t *)out + r * ldo + j), low_halves(h));
+            if (wide) _mm256_storeu_si256((__m256i *)((int32_t *)out + r * ldo + j), h);
+            else _mm_storeu_si128((__m128i *)((uint16_t *)out + r * ldo + j), low_halves(h));
         }
     }
 }
@@ -106,14 +104,13 @@ static const oc_epilogue_rows rows_avx2 = {hamming, jaccard_float, in_double};
 void oc_epilogue_avx2(oc_epilogue_kind kind, const uint32_t *c, int64_t ldc, const int64_t *pa, const int64_t *pb,
                       int64_t rows, int64_t cols, int64_t pop_max, void *out, int64_t ldo)
 {
-    const size_t es = kind == OC_EPILOGUE_HAMMING_U16 || kind == OC_EPILOGUE_COUNTS_U16 ? sizeof(uint16_t) : sizeof(float);
+    const size_t es =
+        kind == OC_EPILOGUE_HAMMING_U16 || kind == OC_EPILOGUE_COUNTS_U16 ? sizeof(uint16_t) : sizeof(float);
     /* Whole groups of 8 columns here, the rest in the reference. */
     const int64_t body = cols / 8 * 8;
     if (body < cols)
         oc_epilogue_ref(kind, c + body, ldc, pa, pb ? pb + body : NULL, rows, cols - body, pop_max,
                         (char *)out + (size_t)body * es, ldo);
-    if (kind == OC_EPILOGUE_COUNTS_U16)
-        counts_u16(c, ldc, rows, body, out, ldo);
-    else
-        oc_epilogue_blocks(&rows_avx2, kind, c, ldc, pa, pb, rows, body, pop_max, out, ldo);
+    if (kind == OC_EPILOGUE_COUNTS_U16) counts_u16(c, ldc, rows, body, out, ldo);
+    else oc_epilogue_blocks(&rows_avx2, kind, c, ldc, pa, pb, rows, body, pop_max, out, ldo);
 }

@@ -27,11 +27,11 @@ static inline __attribute__((always_inline)) __m256i popcount_bytes(__m256i x, _
 }
 
 static inline __attribute__((always_inline)) void kernel_body(const uint64_t *a, int64_t lda, const uint64_t *b,
-                                                               int64_t ldb, int64_t kw, uint32_t *c, int64_t ldc,
-                                                               const int mr, const int nr)
+                                                              int64_t ldb, int64_t kw, uint32_t *c, int64_t ldc,
+                                                              const int mr, const int nr)
 {
-    const __m256i table = _mm256_setr_epi8(0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4, 0, 1, 1, 2, 1, 2, 2, 3,
-                                           1, 2, 2, 3, 2, 3, 3, 4);
+    const __m256i table = _mm256_setr_epi8(0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4, 0, 1, 1, 2, 1, 2, 2, 3, 1, 2,
+                                           2, 3, 2, 3, 3, 4);
     const __m256i low = _mm256_set1_epi8(0x0f);
     __m256i total[MR * NR];
     for (int t = 0; t < mr * nr; ++t) total[t] = _mm256_setzero_si256();
@@ -63,18 +63,21 @@ static inline __attribute__((always_inline)) void kernel_body(const uint64_t *a,
         }
 }
 
-#define KERNEL_INSTANCE(R, S)                                                                      \
-    static void kernel_##R##x##S(const uint64_t *a, int64_t lda, const uint64_t *b, int64_t ldb,    \
-                                 int64_t kw, uint32_t *c, int64_t ldc)                             \
-    {                                                                                              \
-        kernel_body(a, lda, b, ldb, kw, c, ldc, R, S);                                             \
+#define KERNEL_INSTANCE(R, S)                                                                                \
+    static void kernel_##R##x##S(const uint64_t *a, int64_t lda, const uint64_t *b, int64_t ldb, int64_t kw, \
+                                 uint32_t *c, int64_t ldc)                                                   \
+    {                                                                                                        \
+        kernel_body(a, lda, b, ldb, kw, c, ldc, R, S);                                                       \
     }
 #define KERNEL_ROW(R) KERNEL_INSTANCE(R, 1) KERNEL_INSTANCE(R, 2) KERNEL_INSTANCE(R, 3)
 KERNEL_ROW(1)
 KERNEL_ROW(2)
 
 typedef void (*shape_fn)(const uint64_t *, int64_t, const uint64_t *, int64_t, int64_t, uint32_t *, int64_t);
-#define SHAPE_ROW(R) {kernel_##R##x1, kernel_##R##x2, kernel_##R##x3}
+#define SHAPE_ROW(R)                                   \
+    {                                                  \
+        kernel_##R##x1, kernel_##R##x2, kernel_##R##x3 \
+    }
 _Static_assert(MR == 2 && NR == 3, "the instance table below spells out a 2 x 3 micro-tile");
 static const shape_fn shapes[MR][NR] = {SHAPE_ROW(1), SHAPE_ROW(2)};
 

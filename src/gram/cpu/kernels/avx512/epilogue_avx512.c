@@ -37,12 +37,10 @@ static void hamming(const uint32_t *c, int64_t ldc, const int64_t *pa, const uin
         for (int64_t j = 0; j < cols; j += 16) {
             const __mmask16 m = mask16(cols - j);
             const __m512i cv = _mm512_maskz_loadu_epi32(m, c + r * ldc + j);
-            const __m512i h = _mm512_sub_epi32(_mm512_add_epi32(a, _mm512_maskz_loadu_epi32(m, pb + j)),
-                                               _mm512_add_epi32(cv, cv));
-            if (wide)
-                _mm512_mask_storeu_epi32((int32_t *)out + r * ldo + j, m, h);
-            else
-                _mm512_mask_cvtepi32_storeu_epi16((uint16_t *)out + r * ldo + j, m, h);
+            const __m512i h =
+                _mm512_sub_epi32(_mm512_add_epi32(a, _mm512_maskz_loadu_epi32(m, pb + j)), _mm512_add_epi32(cv, cv));
+            if (wide) _mm512_mask_storeu_epi32((int32_t *)out + r * ldo + j, m, h);
+            else _mm512_mask_cvtepi32_storeu_epi16((uint16_t *)out + r * ldo + j, m, h);
         }
     }
 }
@@ -97,8 +95,6 @@ static const oc_epilogue_rows rows_avx512 = {hamming, jaccard_float, in_double};
 void oc_epilogue_avx512(oc_epilogue_kind kind, const uint32_t *c, int64_t ldc, const int64_t *pa, const int64_t *pb,
                         int64_t rows, int64_t cols, int64_t pop_max, void *out, int64_t ldo)
 {
-    if (kind == OC_EPILOGUE_COUNTS_U16)
-        counts_u16(c, ldc, rows, cols, out, ldo);
-    else
-        oc_epilogue_blocks(&rows_avx512, kind, c, ldc, pa, pb, rows, cols, pop_max, out, ldo);
+    if (kind == OC_EPILOGUE_COUNTS_U16) counts_u16(c, ldc, rows, cols, out, ldo);
+    else oc_epilogue_blocks(&rows_avx512, kind, c, ldc, pa, pb, rows, cols, pop_max, out, ldo);
 }

@@ -30,8 +30,8 @@
 
 /* Reduces 8 accumulators to one vector whose qword k is the sum of the 8 lanes of v[k]:
  * 21 operations instead of 8 full horizontal reductions (48). */
-static inline __attribute__((always_inline)) __m512i reduce8(__m512i v0, __m512i v1, __m512i v2, __m512i v3,
-                                                              __m512i v4, __m512i v5, __m512i v6, __m512i v7)
+static inline __attribute__((always_inline)) __m512i reduce8(__m512i v0, __m512i v1, __m512i v2, __m512i v3, __m512i v4,
+                                                             __m512i v5, __m512i v6, __m512i v7)
 {
     /* Level 1: in each 128-bit lane L, qword 0 = x[2L] + x[2L+1] of the first input and
      * qword 1 the same of the second. */
@@ -47,8 +47,8 @@ static inline __attribute__((always_inline)) __m512i reduce8(__m512i v0, __m512i
 }
 
 static inline __attribute__((always_inline)) void kernel_body(const uint64_t *a, int64_t lda, const uint64_t *b,
-                                                               int64_t ldb, int64_t kw, uint32_t *c, int64_t ldc,
-                                                               const int mr, const int nr)
+                                                              int64_t ldb, int64_t kw, uint32_t *c, int64_t ldc,
+                                                              const int mr, const int nr)
 {
     /* Padded to whole groups of 8 for the reduction; the padding stays zero. */
     __m512i acc[ACC_GROUPS * 8];
@@ -67,10 +67,10 @@ static inline __attribute__((always_inline)) void kernel_body(const uint64_t *a,
     /* Sums fit in 32 bits (kernel.h bounds kw), so the qword sums narrow exactly: sum t of
      * pair (i, j), t = i * nr + j, is dword t % 8 of group t / 8. Spelled out per group (not
      * a loop) so that the accumulators are never spilled. */
-#define REDUCE_GROUP(acc, mr, nr, g)                                                               \
-    ((g) < (mr) * (nr) ? _mm512_cvtepi64_epi32(reduce8(acc[(g)], acc[(g) + 1], acc[(g) + 2], acc[(g) + 3], \
-                                                   acc[(g) + 4], acc[(g) + 5], acc[(g) + 6], acc[(g) + 7])) \
-                   : _mm256_setzero_si256())
+#define REDUCE_GROUP(acc, mr, nr, g)                                                                            \
+    ((g) < (mr) * (nr) ? _mm512_cvtepi64_epi32(reduce8(acc[(g)], acc[(g) + 1], acc[(g) + 2], acc[(g) + 3],      \
+                                                       acc[(g) + 4], acc[(g) + 5], acc[(g) + 6], acc[(g) + 7])) \
+                       : _mm256_setzero_si256())
     _Static_assert(ACC_GROUPS == 3, "one REDUCE_GROUP per group of 8 accumulators");
     const __m512i s01 =
         _mm512_inserti64x4(_mm512_castsi256_si512(REDUCE_GROUP(acc, mr, nr, 0)), REDUCE_GROUP(acc, mr, nr, 8), 1);
@@ -89,27 +89,30 @@ static inline __attribute__((always_inline)) void kernel_body(const uint64_t *a,
     }
 }
 
-#define KERNEL_INSTANCE(R, S)                                                                      \
-    static void kernel_##R##x##S(const uint64_t *a, int64_t lda, const uint64_t *b, int64_t ldb,    \
-                                 int64_t kw, uint32_t *c, int64_t ldc)                             \
-    {                                                                                              \
-        kernel_body(a, lda, b, ldb, kw, c, ldc, R, S);                                             \
+#define KERNEL_INSTANCE(R, S)                                                                                \
+    static void kernel_##R##x##S(const uint64_t *a, int64_t lda, const uint64_t *b, int64_t ldb, int64_t kw, \
+                                 uint32_t *c, int64_t ldc)                                                   \
+    {                                                                                                        \
+        kernel_body(a, lda, b, ldb, kw, c, ldc, R, S);                                                       \
     }
-#define KERNEL_ROW(R)                                                                              \
-    KERNEL_INSTANCE(R, 1) KERNEL_INSTANCE(R, 2) KERNEL_INSTANCE(R, 3) KERNEL_INSTANCE(R, 4)        \
-    KERNEL_INSTANCE(R, 5) KERNEL_INSTANCE(R, 6)
+#define KERNEL_ROW(R)     \
+    KERNEL_INSTANCE(R, 1) \
+    KERNEL_INSTANCE(R, 2) KERNEL_INSTANCE(R, 3) KERNEL_INSTANCE(R, 4) KERNEL_INSTANCE(R, 5) KERNEL_INSTANCE(R, 6)
 KERNEL_ROW(1)
 KERNEL_ROW(2)
 KERNEL_ROW(3)
 KERNEL_ROW(4)
 
 typedef void (*shape_fn)(const uint64_t *, int64_t, const uint64_t *, int64_t, int64_t, uint32_t *, int64_t);
-#define SHAPE_ROW(R) {kernel_##R##x1, kernel_##R##x2, kernel_##R##x3, kernel_##R##x4, kernel_##R##x5, kernel_##R##x6}
+#define SHAPE_ROW(R)                                                                                   \
+    {                                                                                                  \
+        kernel_##R##x1, kernel_##R##x2, kernel_##R##x3, kernel_##R##x4, kernel_##R##x5, kernel_##R##x6 \
+    }
 _Static_assert(MR == 4 && NR == 6, "the instance table below spells out a 4 x 6 micro-tile");
 static const shape_fn shapes[MR][NR] = {SHAPE_ROW(1), SHAPE_ROW(2), SHAPE_ROW(3), SHAPE_ROW(4)};
 
-void oc_gram_kernel_avx512(const uint64_t *a, int64_t lda, const uint64_t *b, int64_t ldb, int64_t kw, int mr,
-                           int nr, uint32_t *c, int64_t ldc)
+void oc_gram_kernel_avx512(const uint64_t *a, int64_t lda, const uint64_t *b, int64_t ldb, int64_t kw, int mr, int nr,
+                           uint32_t *c, int64_t ldc)
 {
     OC_KERNEL_STRIP_WALK(kernel_body, shapes, MR, NR, a, lda, b, ldb, kw, mr, nr, c, ldc);
 }
