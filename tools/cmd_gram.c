@@ -31,8 +31,9 @@ static const char gram_usage_options[] =
     "  --dtype T              int32 | uint16 (counts/hamming, < 65536 columns) | float32\n"
     "  --bits M               .npy inputs hold numpy.packbits(A, axis=1) of M columns\n"
     "  --binarize             read any nonzero value as 1 (default: values other than 0/1 are\n"
-    "                         an error naming the row and column, counted from 0)\n"
-    "  --backend B            auto (default), cpu, cuda\n"
+    "                         an error naming the row and column, counted from 0)\n";
+/* Then the --backend line, from the library's list (print_usage), and the rest. */
+static const char gram_usage_backend[] =
     "                         auto runs the one the cost model predicts faster, the CPU\n"
     "                         without a usable GPU (docs/cost-model.md)\n"
     "  --algorithm A          auto (default: the one predicted faster), dense (packed-bit\n"
@@ -88,6 +89,9 @@ static void print_usage(void)
     printf("  --metric M             %s\n",
            cli_join_names(names, sizeof names, cli_metric_at, ", ", ", ", oc_metric_name(defaults.metric)));
     fputs(gram_usage_options, stdout);
+    printf("  --backend B            %s\n",
+           cli_join_names(names, sizeof names, cli_backend_at, ", ", ", ", oc_backend_name(defaults.backend)));
+    fputs(gram_usage_backend, stdout);
 }
 
 typedef struct gram_args {

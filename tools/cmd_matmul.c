@@ -6,6 +6,7 @@
 #include <strings.h>
 
 #include "cli.h"
+#include "cli_names.h"
 #include "commands.h"
 
 static const char matmul_usage[] =
@@ -15,8 +16,7 @@ static const char matmul_usage[] =
     "Computes C = op(A)·op(B) of dense .npy matrices of any size, tile by tile within the host\n"
     "and device memory budgets, on a BLAS (OpenBLAS, MKL: loaded at run time), the GPU, or\n"
     "reference loops. Inputs: 2-D float64, float32, float16, int8-64, uint8-64 (C or Fortran\n"
-    "order). The\n"
-    "result's dtype is numpy's (int8 x int8 is int32, exact). See docs/matmul.md.\n"
+    "order). The result's dtype is numpy's (int8 x int8 is int32, exact). See docs/matmul.md.\n"
     "\n"
     "  -o, --output C.npy     result file (written under a temporary name, renamed when done)\n"
     "  --transpose-a          op(A) = Aᵀ\n"
@@ -27,8 +27,9 @@ static const char matmul_usage[] =
     "  --dtype T              float64, float32, float16 or int32 (of int8 x int8 alone)\n"
     "                         the type the product is computed and written in (default: numpy's\n"
     "                         result type); integer inputs other than int8 need a float here\n"
-    "  --tf32                 float32 on the GPU: allow TF32 tensor cores (10-bit mantissa)\n"
-    "  --backend B            auto (default), cpu, cuda\n"
+    "  --tf32                 float32 on the GPU: allow TF32 tensor cores (10-bit mantissa)\n";
+/* Then the --backend line, from the library's list (print_usage), and the rest. */
+static const char matmul_usage_rest[] =
     "                         auto runs the one the cost model predicts faster, the CPU\n"
     "                         without a usable GPU (docs/cost-model.md)\n"
     "  --explain              print the predicted time of each backend and the plan (stderr)\n"
@@ -50,6 +51,16 @@ static const char matmul_usage[] =
     "  --                     ends the options: an input after it may start with '-'\n"
     "\n"
     "Environment: OUTCORE_BLAS names the BLAS library to load (none: the reference loops).\n";
+
+static void print_usage(void)
+{
+    const oc_matmul_options defaults = OC_MATMUL_OPTIONS_INIT;
+    char names[256];
+    fputs(matmul_usage, stdout);
+    printf("  --backend B            %s\n",
+           cli_join_names(names, sizeof names, cli_backend_at, ", ", ", ", oc_backend_name(defaults.backend)));
+    fputs(matmul_usage_rest, stdout);
+}
 
 typedef struct matmul_args {
     const char *inputs[2];
@@ -136,7 +147,7 @@ static int parse_matmul_args(int argc, char **argv, matmul_args *g)
             continue;
         }
         if (cli_flag(a, "--help|-h")) {
-            fputs(matmul_usage, stdout);
+            print_usage();
             return OC_EXIT_OK;
         }
         if (take_flag(a, g)) continue;
