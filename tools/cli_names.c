@@ -38,6 +38,12 @@ const char *cli_join_names(char *text, size_t size, cli_name_at name, const char
     return text;
 }
 
+void cli_help_names(const char *option, cli_name_at name, const char *mark)
+{
+    char names[256];
+    printf("  %-22s %s\n", option, cli_join_names(names, sizeof names, name, ", ", ", ", mark));
+}
+
 int cli_expected(const char *option, const char *value, cli_name_at name)
 {
     char names[512];

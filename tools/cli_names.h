@@ -28,6 +28,10 @@ int cli_expected(const char *option, const char *value, cli_name_at name);
 const char *cli_join_names(char *text, size_t size, cli_name_at name, const char *sep, const char *last,
                            const char *mark);
 
+/* A help line "  --OPTION VALUE          a (default), b, c" on stdout: the option and its value
+ * name padded to the help texts' column, then the list's names with mark as the default. */
+void cli_help_names(const char *option, cli_name_at name, const char *mark);
+
 /* Words printed on stdout in lines of at most width bytes, a space between two words of a
  * line (greedy: a word goes to the next line when it would pass width). */
 typedef struct cli_wrap {

@@ -84,13 +84,10 @@ static const char gram_usage_backend[] =
 static void print_usage(void)
 {
     const oc_gram_options defaults = OC_GRAM_OPTIONS_INIT;
-    char names[256];
     fputs(gram_usage, stdout);
-    printf("  --metric M             %s\n",
-           cli_join_names(names, sizeof names, cli_metric_at, ", ", ", ", oc_metric_name(defaults.metric)));
+    cli_help_names("--metric M", cli_metric_at, oc_metric_name(defaults.metric));
     fputs(gram_usage_options, stdout);
-    printf("  --backend B            %s\n",
-           cli_join_names(names, sizeof names, cli_backend_at, ", ", ", ", oc_backend_name(defaults.backend)));
+    cli_help_names("--backend B", cli_backend_at, oc_backend_name(defaults.backend));
     fputs(gram_usage_backend, stdout);
 }
 

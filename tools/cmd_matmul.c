@@ -55,10 +55,8 @@ static const char matmul_usage_rest[] =
 static void print_usage(void)
 {
     const oc_matmul_options defaults = OC_MATMUL_OPTIONS_INIT;
-    char names[256];
     fputs(matmul_usage, stdout);
-    printf("  --backend B            %s\n",
-           cli_join_names(names, sizeof names, cli_backend_at, ", ", ", ", oc_backend_name(defaults.backend)));
+    cli_help_names("--backend B", cli_backend_at, oc_backend_name(defaults.backend));
     fputs(matmul_usage_rest, stdout);
 }
 

@@ -242,6 +242,28 @@ typedef struct run_opts {
     long fail_read_at, fail_write_at, cancel_at;
 } run_opts;
 
+/* The job the backend sees for operands o under run options r, its panels and tiles
+ * through the fake job layer io. */
+static oc_matmul_job make_job(const operands *o, const run_opts *r, fake_io *io)
+{
+    return (oc_matmul_job){.ctx = ctx,
+                           .m = o->m,
+                           .n = o->n,
+                           .k = o->k,
+                           .in_type = o->in,
+                           .out_type = o->out,
+                           .tf32 = r->tf32,
+                           .symmetric = o->symmetric,
+                           .read_panel = read_panel,
+                           .write_tile = write_tile,
+                           .io = io,
+                           .host_mem_bytes = r->host_mem,
+                           .gpu_mem_bytes = r->gpu_mem,
+                           .devices = r->devices,
+                           .ndevices = r->ndevices,
+                           .tile = r->tile};
+}
+
 /* Runs the product; returns C (m x n in out_type, malloc'd) and the writes per element. */
 static void *run(const operands *o, const run_opts *r, oc_status *st, unsigned char **writes, oc_matmul_job *out_job)
 {
@@ -256,22 +278,7 @@ static void *run(const operands *o, const run_opts *r, oc_status *st, unsigned c
     io.writes = calloc((size_t)(o->m * o->n), 1);
     if (!io.c || !io.writes) exit(1);
     memset(io.c, 0xA5, (size_t)(o->m * o->n) * es);
-    oc_matmul_job job = {.ctx = ctx,
-                         .m = o->m,
-                         .n = o->n,
-                         .k = o->k,
-                         .in_type = o->in,
-                         .out_type = o->out,
-                         .tf32 = r->tf32,
-                         .symmetric = o->symmetric,
-                         .read_panel = read_panel,
-                         .write_tile = write_tile,
-                         .io = &io,
-                         .host_mem_bytes = r->host_mem,
-                         .gpu_mem_bytes = r->gpu_mem,
-                         .devices = r->devices,
-                         .ndevices = r->ndevices,
-                         .tile = r->tile};
+    oc_matmul_job job = make_job(o, r, &io);
     oc_context_begin_job(ctx); /* what the job layer does first: clears the error and a cancel */
     *st = oc_mm_backend_cuda.run(&job);
     CHECK_MSG(!io.bad_tile, "a tile outside C or below the diagonal was written");
@@ -351,22 +358,7 @@ static void check_clean(const char *what)
 static void plan_counts(const operands *o, const run_opts *r, int64_t *tiles, int64_t *panels)
 {
     fake_io io = {0};
-    oc_matmul_job job = {.ctx = ctx,
-                         .m = o->m,
-                         .n = o->n,
-                         .k = o->k,
-                         .in_type = o->in,
-                         .out_type = o->out,
-                         .tf32 = r->tf32,
-                         .symmetric = o->symmetric,
-                         .read_panel = read_panel,
-                         .write_tile = write_tile,
-                         .io = &io,
-                         .host_mem_bytes = r->host_mem,
-                         .gpu_mem_bytes = r->gpu_mem,
-                         .devices = r->devices,
-                         .ndevices = r->ndevices,
-                         .tile = r->tile};
+    oc_matmul_job job = make_job(o, r, &io);
     char *text = NULL;
     *tiles = *panels = -1;
     oc_status st = oc_mm_backend_cuda.plan(&job, 1, &text);

@@ -57,13 +57,16 @@ typedef struct mm_device {
 
 static int stopped(mm_device *d) { return atomic_load(&d->sh->stop); }
 
-/* Waits on the device's condition with mu held; wakes at least every 20 ms to see a stop
- * that another device set. */
+/* How often a waiting device thread looks for a stop that another device set. */
+#define STOP_POLL_NS (20 * 1000 * 1000)
+
+/* Waits on the device's condition with mu held; wakes at least every STOP_POLL_NS to see a
+ * stop that another device set. */
 static void wait_a_while(mm_device *d)
 {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_nsec += 20 * 1000 * 1000;
+    ts.tv_nsec += STOP_POLL_NS;
     if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
     pthread_cond_timedwait(&d->cv, &d->mu, &ts);
 }
