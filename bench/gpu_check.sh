@@ -33,6 +33,9 @@
 #   matmul           the CUDA matmul backend out of core against cuBLASLt in core on one
 #                    product per type (bench_matmul_cuda; MATMUL_SIZE, default "16384 16384
 #                    16384", and MATMUL_TYPES, default "float64 float32 tf32 float16 int8")
+#   matmulxt         cuBLASXt's host-to-host GEMM on the same product (bench_cublasxt) at its
+#                    default block and at MATMUL_XT_BLOCKS (default "2048 4096 8192 16384"),
+#                    for MATMUL_XT_TYPES (default "float32")
 #   compare          the same benchmarks on another tree (OLD_SRC, a source folder, built in
 #                    build-old) and on this one, alternating old, new, old, new: bench_gram_cuda's
 #                    COMPARE_PARTS (default "kernel") and the top-k CLI end to end, so that a
@@ -40,7 +43,8 @@
 #   scaling          several GPUs: strong and weak scaling, MPI ranks against one process,
 #                    same bytes on 1, 2, 4 GPUs (bench/bench_scaling.py; SCALING_ARGS are
 #                    passed to it, SCALING_TIMEOUT bounds it, default 580 s)
-# CMAKE_ARGS are added to the configure step (e.g. -DMPI_C_COMPILER=/path/to/mpicc).
+# CMAKE_ARGS are added to the configure step (e.g. -DMPI_C_COMPILER=/path/to/mpicc);
+# BUILD_TARGETS, when set, builds only those targets.
 # "bench" alone runs bench_gram_cuda's default parts and topk. Logs go to $OUT (or
 # /tmp/gpu_check); a short table of every step's result is printed last. TEST_TIMEOUT,
 # SANITIZE_TIMEOUT and BENCH_TIMEOUT (seconds) bound each step so that a hang cannot eat a
@@ -68,7 +72,7 @@ note() { summary+=("$(printf '%-10s %s' "$1" "$2")"); }
 if has build; then
   # shellcheck disable=SC2086 # CMAKE_ARGS is a list of options
   if cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release ${CMAKE_ARGS:-} >"$LOGS/configure.log" 2>&1 &&
-     cmake --build "$BUILD" -j"$(nproc)" >"$LOGS/build.log" 2>&1; then
+     cmake --build "$BUILD" -j"$(nproc)" ${BUILD_TARGETS:+--target $BUILD_TARGETS} >"$LOGS/build.log" 2>&1; then
     note build ok
   else
     tail -30 "$LOGS/build.log"; note build FAILED
@@ -139,6 +143,7 @@ mpi_bench=0
 scaling_bench=0
 link_bench=0
 matmul_bench=0
+matmulxt_bench=0
 compare_bench=0
 for part in "${bench_parts[@]}"; do
   case "$part" in
@@ -153,6 +158,7 @@ for part in "${bench_parts[@]}"; do
     scaling) scaling_bench=1 ;;
     host-link) link_bench=1 ;;
     matmul) matmul_bench=1 ;;
+    matmulxt) matmulxt_bench=1 ;;
     compare) compare_bench=1 ;;
     *) gram_parts+=("$part") ;;
   esac
@@ -192,6 +198,15 @@ if has bench && [ $matmul_bench -eq 1 ]; then
     timeout "${BENCH_TIMEOUT:-400}" "$BUILD/bench/bench_matmul_cuda" ${MATMUL_SIZE:-16384 16384 16384} "$t" 2>&1 |
       tee "$LOGS/bench_matmul_$t.log"
     note "matmul_$t" "rc ${PIPESTATUS[0]}: $(grep -E '^ratio' "$LOGS/bench_matmul_$t.log" | tail -1)"
+  done
+fi
+
+if has bench && [ $matmulxt_bench -eq 1 ]; then
+  for t in ${MATMUL_XT_TYPES:-float32}; do
+    # shellcheck disable=SC2086 # MATMUL_SIZE is three numbers, MATMUL_XT_BLOCKS a list
+    timeout "${BENCH_TIMEOUT:-400}" "$BUILD/bench/bench_cublasxt" ${MATMUL_SIZE:-16384 16384 16384} "$t" \
+      0 ${MATMUL_XT_BLOCKS:-2048 4096 8192 16384} 2>&1 | tee "$LOGS/bench_cublasxt_$t.log"
+    note "cublasxt_$t" "rc ${PIPESTATUS[0]}: $(grep -E '^xt' "$LOGS/bench_cublasxt_$t.log" | sort -k4 -n | head -1)"
   done
 fi
 

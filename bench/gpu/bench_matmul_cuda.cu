@@ -16,6 +16,11 @@
  *   + transfers  the same with the operands uploaded and the result downloaded from
  *                pageable host memory (what an in-core caller pays when the data is on the host)
  * The rate is multiply-adds x 2 per second (FLOP/s; OP/s for int8).
+ *
+ * MATMUL_DEVICE_SETS="0;0,1" runs the scaling mode instead: operands generated row by row
+ * from one pattern (any K without its memory), the product on each device set in turn, its
+ * rate against the first set's times the device count, and whether its bytes equal the
+ * first set's.
  */
 #include <cublasLt.h>
 #include <cuda_runtime.h>
@@ -45,7 +50,13 @@ static double now(void)
 typedef struct host_io {
     const char *a, *b;
     char *c;
+    /* Generated operands (the scaling runs): row r of A and of B is the pattern from element
+     * (r * VIRTUAL_STEP) % VIRTUAL_ROWS on, so that K of any depth needs no memory. */
+    const char *pattern;
 } host_io;
+
+#define VIRTUAL_ROWS (1 << 20)
+#define VIRTUAL_STEP 7919
 
 static oc_status read_rows(const oc_matmul_job *job, oc_mm_operand which, int64_t row0, int64_t rows, int64_t col0,
                            int64_t cols, void *dst)
@@ -54,6 +65,12 @@ static oc_status read_rows(const oc_matmul_job *job, oc_mm_operand which, int64_
     const size_t es = oc_mm_type_size(job->in_type);
     const int64_t ld = which == OC_MM_A ? job->k : job->n;
     const char *src = which == OC_MM_A ? io->a : io->b;
+    if (io->pattern) {
+        for (int64_t r = 0; r < rows; ++r)
+            memcpy((char *)dst + (size_t)(r * cols) * es,
+                   io->pattern + (size_t)((row0 + r) * VIRTUAL_STEP % VIRTUAL_ROWS + col0) * es, (size_t)cols * es);
+        return OC_OK;
+    }
     for (int64_t r = 0; r < rows; ++r)
         memcpy((char *)dst + (size_t)(r * cols) * es, src + (size_t)((row0 + r) * ld + col0) * es, (size_t)cols * es);
     return OC_OK;
@@ -88,11 +105,15 @@ static const type_case cases[] = {
     {"int8", OC_MM_INT8, OC_MM_INT32, 0, CUDA_R_8I, CUDA_R_32I, CUBLAS_COMPUTE_32I, CUDA_R_32I},
 };
 
-/* Small integers in every type's bytes: 0 or 1 of the type (the rate does not depend on them). */
+/* Small integers in every type's bytes: 0 or 1 of the type (the rate does not depend on them).
+ * The first FILL_BLOCK elements are drawn; each later block repeats them rotated by its own
+ * offset, so that filling matrices of many GB takes seconds, not minutes. */
+#define FILL_BLOCK (1 << 22)
+#define FILL_SHIFT 4099
 static void fill(char *p, int64_t count, oc_mm_type t, uint64_t seed)
 {
     const size_t es = oc_mm_type_size(t);
-    for (int64_t i = 0; i < count; ++i) {
+    for (int64_t i = 0; i < count && i < FILL_BLOCK; ++i) {
         seed = seed * 6364136223846793005ull + 1442695040888963407ull;
         const int one = (seed >> 40) & 1;
         char *e = p + (size_t)i * es;
@@ -116,9 +137,15 @@ static void fill(char *p, int64_t count, oc_mm_type t, uint64_t seed)
             break;
         }
     }
+    for (int64_t i = FILL_BLOCK; i < count; i += FILL_BLOCK) {
+        const int64_t n = count - i < FILL_BLOCK ? count - i : FILL_BLOCK;
+        const int64_t r = (i / FILL_BLOCK * FILL_SHIFT) % FILL_BLOCK, head = FILL_BLOCK - r < n ? FILL_BLOCK - r : n;
+        memcpy(p + (size_t)i * es, p + (size_t)r * es, (size_t)head * es);
+        if (n > head) memcpy(p + (size_t)(i + head) * es, p, (size_t)(n - head) * es);
+    }
 }
 
-/* cuBLASLt in core: the fastest of up to 8 heuristic candidates; *with_copies adds the
+/* cuBLASLt in core: the fastest of up to 8 heuristic candidates (3 for long products); *with_copies adds the
  * uploads and the download from pageable memory. Returns the product's seconds, or a negative
  * value when the product does not fit the device. */
 static double in_core(const type_case *tc, int64_t m, int64_t n, int64_t k, const char *a, const char *b, char *c,
@@ -168,7 +195,10 @@ static double in_core(const type_case *tc, int64_t m, int64_t n, int64_t k, cons
     CK(cudaMemcpy(db, b, bytes_b, cudaMemcpyHostToDevice));
     const double up = now() - t0;
     double best = 1e30;
-    for (int h = 0; h < found; ++h)
+    /* Products of minutes try the heuristic's first three candidates only. */
+    const double flop = 2.0 * (double)m * (double)n * (double)k;
+    const int tries = flop > 5e13 && found > 3 ? 3 : found;
+    for (int h = 0; h < tries; ++h)
         for (int rep = 0; rep < 2; ++rep) { /* the first run of a candidate warms it up */
             CK(cudaDeviceSynchronize());
             t0 = now();
@@ -194,6 +224,70 @@ static double in_core(const type_case *tc, int64_t m, int64_t n, int64_t k, cons
     return found ? best : -1;
 }
 
+/* Several GPUs: the product with generated operands on each device set of sets ("0;0,1"),
+ * its seconds, its rate against the first set's times the device count, and the same bytes
+ * on every set. */
+static int scaling(const type_case *tc, int64_t m, int64_t n, int64_t k, const char *sets)
+{
+    const size_t ia = oc_mm_type_size(tc->in), oa = oc_mm_type_size(tc->out);
+    const size_t bytes_c = (size_t)(m * n) * oa;
+    const int64_t wide = k > n ? k : n;
+    host_io io = {NULL, NULL, (char *)malloc(bytes_c), (const char *)malloc((size_t)(VIRTUAL_ROWS + wide) * ia)};
+    char *first = (char *)malloc(bytes_c);
+    if (!io.c || !io.pattern || !first) {
+        fprintf(stderr, "out of host memory\n");
+        return 1;
+    }
+    fill((char *)io.pattern, VIRTUAL_ROWS + wide, tc->in, 3);
+    oc_context *ctx;
+    if (oc_context_create(&ctx) != OC_OK) return 1;
+    const double flop = 2.0 * (double)m * (double)n * (double)k;
+    double one = 0;
+    int first_nd = 0, rc = 0;
+    printf("%-10s %-24s %-12s %10s %10s %10s  %s\n", "case", "m x n x k", "devices", "seconds", "TFLOP/s", "scaling",
+           "bytes");
+    for (const char *p = sets; *p;) {
+        int devices[16], nd = 0;
+        while (*p && *p != ';' && nd < 16) {
+            devices[nd++] = (int)strtol(p, (char **)&p, 10);
+            if (*p == ',') ++p;
+        }
+        if (*p == ';') ++p;
+        oc_matmul_job job;
+        memset(&job, 0, sizeof job);
+        job.ctx = ctx, job.m = m, job.n = n, job.k = k, job.in_type = tc->in, job.out_type = tc->out;
+        job.tf32 = tc->tf32, job.read_panel = read_rows, job.write_tile = write_rows, job.io = &io;
+        job.devices = devices, job.ndevices = nd;
+        memset(io.c, 0, bytes_c);
+        if (oc_mm_backend_cuda.run(&job) != OC_OK) {
+            fprintf(stderr, "run: %s\n", oc_context_last_error(ctx));
+            return 1;
+        }
+        const double secs = job.stats.seconds;
+        const char *same = "first";
+        if (!first_nd) {
+            memcpy(first, io.c, bytes_c);
+            one = secs, first_nd = nd;
+        } else if (memcmp(first, io.c, bytes_c) == 0) {
+            same = "the same as the first";
+        } else {
+            same = "DIFFERENT from the first";
+            rc = 1;
+        }
+        char devs[64], dims[64];
+        int used = 0;
+        for (int i = 0; i < nd && used < 60; ++i)
+            used += snprintf(devs + used, 64 - used, "%s%d", i ? "," : "", devices[i]);
+        snprintf(dims, sizeof dims, "%lld x %lld x %lld", (long long)m, (long long)n, (long long)k);
+        printf("%-10s %-24s %-12s %10.3f %10.2f %9.1f%%  %s\n", tc->name, dims, devs, secs, flop / secs / 1e12,
+               100.0 * one * first_nd / (secs * nd), same);
+        fflush(stdout);
+    }
+    oc_context_free(ctx);
+    free(io.c), free((void *)io.pattern), free(first);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     const int64_t m = argc > 1 ? atoll(argv[1]) : 16384, n = argc > 2 ? atoll(argv[2]) : 16384,
@@ -211,6 +305,7 @@ int main(int argc, char **argv)
         printf("SKIPPED: no usable CUDA device or no cuBLASLt\n");
         return 0;
     }
+    if (getenv("MATMUL_DEVICE_SETS")) return scaling(tc, m, n, k, getenv("MATMUL_DEVICE_SETS"));
     const size_t ia = oc_mm_type_size(tc->in), oa = oc_mm_type_size(tc->out);
     const size_t bytes_a = (size_t)(m * k) * ia, bytes_b = (size_t)(k * n) * ia, bytes_c = (size_t)(m * n) * oa;
     const int64_t gpu_mem = argc > 5 ? atoll(argv[5]) << 20 : (int64_t)((bytes_a + bytes_b + bytes_c) / 4 + (64 << 20));

@@ -71,8 +71,10 @@ static int size_plan(oc_mm_cuda_plan *p, int64_t tm, int64_t tn, int64_t kp, int
     p->device_bytes =
         2 * p->panel_bytes + p->pack_bytes + 2 * p->acc_bytes + 2 * p->round_bytes + p->workspace + 9 * OC_POOL_ALIGN;
     p->host_slots = slots;
-    p->out_slot_bytes = tm * (p->round_bytes ? tn : p->tn_ld) * out;
-    p->pinned_bytes = slots * p->panel_bytes + 2 * p->out_slot_bytes;
+    const int64_t row_bytes = (p->round_bytes ? tn : p->tn_ld) * out;
+    p->out_piece_rows = OC_MM_OUT_PIECE / row_bytes < 1 ? 1 : min64(tm, OC_MM_OUT_PIECE / row_bytes);
+    p->out_slot_bytes = p->out_piece_rows * row_bytes;
+    p->pinned_bytes = slots * p->panel_bytes + OC_MM_OUT_SLOTS * p->out_slot_bytes;
     if (p->device_bytes > p->in.device_budget) return 1;
     if (p->pinned_bytes > p->host_budget) return 2;
     return 0;
@@ -202,8 +204,9 @@ oc_status oc_mm_cuda_plan_render(oc_context *ctx, const oc_mm_cuda_plan *p, cons
                        (long long)p->round_bytes, (long long)p->workspace);
         oc_text_printf(&t,
                        "\"pinned_bytes\": %lld, \"host_budget\": %lld, \"pinned_panel_slots\": %d, "
-                       "\"pinned_tile_slots\": 2}\n",
-                       (long long)p->pinned_bytes, (long long)p->host_budget, p->host_slots);
+                       "\"pinned_download_slots\": %d, \"download_piece_rows\": %lld}\n",
+                       (long long)p->pinned_bytes, (long long)p->host_budget, p->host_slots, OC_MM_OUT_SLOTS,
+                       (long long)p->out_piece_rows);
         return oc_text_finish(ctx, &t, out);
     }
     oc_text_printf(&t, "matmul on cuda/cublasLt, ");
@@ -222,7 +225,9 @@ oc_status oc_mm_cuda_plan_render(oc_context *ctx, const oc_mm_cuda_plan *p, cons
     if (p->round_bytes) oc_text_printf(&t, ", rounded tiles 2 x %.1f MiB", MIB(p->round_bytes));
     oc_text_printf(&t, ", workspace %.1f MiB\n", MIB(p->workspace));
     oc_text_printf(&t,
-                   "  host       %.1f MiB pinned of %.1f MiB per device: %d panel slots, 2 tile slots of %.1f MiB\n",
-                   MIB(p->pinned_bytes), MIB(p->host_budget), p->host_slots, MIB(p->out_slot_bytes));
+                   "  host       %.1f MiB pinned of %.1f MiB per device: %d panel slots, %d download slots of %lld "
+                   "rows (%.1f MiB)\n",
+                   MIB(p->pinned_bytes), MIB(p->host_budget), p->host_slots, OC_MM_OUT_SLOTS,
+                   (long long)p->out_piece_rows, MIB(p->out_slot_bytes));
     return oc_text_finish(ctx, &t, out);
 }

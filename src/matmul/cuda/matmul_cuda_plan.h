@@ -14,7 +14,10 @@
  *   rounded      FP16/BF16 output only: 2 x tm x tn, the accumulator rounded once at the end
  *   workspace    cuBLASLt's, one fixed size for the whole job
  * On the host, per device: 2 or 3 pinned panel slots (read_panel fills one while another
- * uploads) and 2 pinned tile slots (one downloads while the other is written).
+ * uploads) and 2 pinned download slots of a piece of a tile (out_piece_rows rows): a finished
+ * tile comes down piece by piece, one piece downloading while the previous one is written, so
+ * the pinned memory does not grow with the tile edge and the tile edge is bounded by the
+ * device's memory, not the host's.
  *
  * Which changes of the plan change float results, and why: a tile's element is the sum over
  * K of products, computed as one cuBLASLt call per K panel added into the accumulator. The
@@ -37,6 +40,12 @@
 #define OC_MM_WORKSPACE (32LL << 20)
 /* The largest tile edge planned (a larger one gains no reuse worth its memory). */
 #define OC_MM_TILE_MAX 16384
+/* The most bytes of one download piece (a slot of pinned memory the finished tiles come
+ * down through): large enough for the copy engine's full rate, small enough that two of them
+ * are a small share of any host budget. */
+#define OC_MM_OUT_PIECE (64LL << 20)
+/* Pinned download slots per device: one downloading while the other is written. */
+#define OC_MM_OUT_SLOTS 2
 /* The smallest K panel planned where k is larger, and the deepest: past it a panel only
  * delays the first product and takes pinned memory, with nothing left to gain per call. */
 #define OC_MM_KP_MIN 256
@@ -68,7 +77,8 @@ typedef struct oc_mm_cuda_plan {
     int64_t workspace;
     int64_t device_bytes;   /* everything above, per device */
     int host_slots;         /* pinned panel slots */
-    int64_t out_slot_bytes; /* one pinned tile slot */
+    int64_t out_piece_rows; /* rows of a tile in one download piece */
+    int64_t out_slot_bytes; /* one pinned download slot: out_piece_rows rows of a tile */
     int64_t pinned_bytes;   /* per device */
     int64_t host_budget;    /* per device */
     const char *bound;      /* what bounds the tile edge */

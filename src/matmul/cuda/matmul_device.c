@@ -11,6 +11,8 @@
 #include <time.h>
 
 #include "core/error.h"
+#include "core/threads.h"
+#include "core/workers.h"
 #include "engine/cuda/cuda_check.h"
 #include "engine/cuda/device.h"
 #include "matmul/cuda/matmul_gemm.h"
@@ -27,12 +29,20 @@ typedef struct panel_slot {
     int64_t panel, row0, rows, col0, cols, depth;
 } panel_slot;
 
-/* A pinned tile slot: the downloaded tile, rows x ld elements of the output type. */
-typedef struct tile_slot {
-    void *host;
+/* A finished tile in accumulator c, handed from the driver to the writer, which downloads it
+ * piece by piece. */
+typedef struct ready_tile {
     int pending;
+    const void *src; /* the accumulator, or the rounded tile */
+    int64_t row0, rows, col0, cols, ld, elem;
+} ready_tile;
+
+/* A piece of a tile downloaded into a pinned download slot, waiting to be written. */
+typedef struct piece {
+    int slot;
+    int last; /* the tile's last piece: the tile is done once it is written */
     int64_t row0, rows, col0, cols, ld;
-} tile_slot;
+} piece;
 
 enum { EV_UPLOADED, EV_SLOT_FREE, EV_COMPUTED, EV_DOWNLOADED, EV_KINDS };
 
@@ -46,13 +56,19 @@ typedef struct mm_device {
     oc_mm_gemm gemm;
     void *d_panel[2], *d_pack, *d_acc[2], *d_round[2], *d_work;
     cudaEvent_t ev[EV_KINDS][2];
+    cudaEvent_t ev_piece[OC_MM_OUT_SLOTS];
+    /* The threads that copy panels in and pieces out beside the reader and the writer (each
+     * copy is cut into rows; the calling thread takes a part too). NULL: it copies alone. */
+    oc_workers *read_crew, *write_crew;
+    int copy_threads;
     pthread_mutex_t mu; /* guards the slots, the counters below and res->st */
     pthread_cond_t cv;
     panel_slot slot[MAX_HOST_SLOTS];
     int nslots;
     int reader_done, driver_done;
-    int64_t panels_read, tiles_sent;
-    tile_slot out[2];
+    int64_t panels_read, tiles_sent, downloads_enqueued;
+    ready_tile ready[2];
+    void *out_host[OC_MM_OUT_SLOTS];
 } mm_device;
 
 static int stopped(mm_device *d) { return atomic_load(&d->sh->stop); }
@@ -89,6 +105,64 @@ static void fail(mm_device *d, oc_status st, int on_job, const char *message)
 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
+/* ---------------------------------------------------------------- copies */
+/* Below this many bytes a copy is not cut: the parts' hand-over would cost more than it saves. */
+#define COPY_PART_BYTES (4LL << 20)
+
+/* Into how many parts to cut a copy of `bytes` (1: the calling thread alone). */
+static int copy_parts(const mm_device *d, int64_t bytes)
+{
+    const int64_t parts = bytes / COPY_PART_BYTES;
+    return parts < 1 ? 1 : parts < d->copy_threads ? (int)parts : d->copy_threads;
+}
+
+/* One K panel's A and B panels, read into a pinned panel slot by row ranges. */
+typedef struct read_split {
+    mm_device *d;
+    int64_t row0, rows, col0, cols, k0, depth;
+    void *host;
+    atomic_int st; /* the first failure of a part (its message is on the job's context) */
+} read_split;
+
+static void read_part(void *arg, int part, int parts)
+{
+    read_split *r = arg;
+    const oc_matmul_job *job = r->d->job;
+    const int64_t in = (int64_t)oc_mm_type_size(job->in_type);
+    const int64_t a0 = r->rows * part / parts, a1 = r->rows * (part + 1) / parts;
+    const int64_t b0 = r->depth * part / parts, b1 = r->depth * (part + 1) / parts;
+    oc_status st = OC_OK;
+    if (a1 > a0)
+        st =
+            job->read_panel(job, OC_MM_A, r->row0 + a0, a1 - a0, r->k0, r->depth, (char *)r->host + a0 * r->depth * in);
+    if (st == OC_OK && b1 > b0)
+        st = job->read_panel(job, OC_MM_B, r->k0 + b0, b1 - b0, r->col0, r->cols,
+                             (char *)r->host + oc_mm_cuda_b_offset(r->rows * r->depth * in) + b0 * r->cols * in);
+    int ok = OC_OK;
+    if (st != OC_OK) atomic_compare_exchange_strong(&r->st, &ok, (int)st);
+}
+
+/* One downloaded piece, handed to write_tile by row ranges. */
+typedef struct write_split {
+    const oc_matmul_job *job;
+    const piece *pc;
+    const unsigned char *host;
+    int64_t elem;
+    atomic_int st;
+} write_split;
+
+static void write_part(void *arg, int part, int parts)
+{
+    write_split *w = arg;
+    const piece *pc = w->pc;
+    const int64_t r0 = pc->rows * part / parts, r1 = pc->rows * (part + 1) / parts;
+    if (r1 <= r0) return;
+    const oc_status st =
+        w->job->write_tile(w->job, pc->row0 + r0, r1 - r0, pc->col0, pc->cols, w->host + r0 * pc->ld * w->elem, pc->ld);
+    int ok = OC_OK;
+    if (st != OC_OK) atomic_compare_exchange_strong(&w->st, &ok, (int)st);
+}
+
 /* ---------------------------------------------------------------- reader */
 static void *reader_main(void *arg)
 {
@@ -113,10 +187,19 @@ static void *reader_main(void *arg)
                 break;
             }
             const int64_t k0 = p * plan->kp, depth = min64(plan->kp, plan->in.k - k0);
-            oc_status st = job->read_panel(job, OC_MM_A, row0, rows, k0, depth, s->host);
-            if (st == OC_OK)
-                st = job->read_panel(job, OC_MM_B, k0, depth, col0, cols,
-                                     (char *)s->host + oc_mm_cuda_b_offset(rows * depth * in));
+            read_split r = {.d = d,
+                            .row0 = row0,
+                            .rows = rows,
+                            .col0 = col0,
+                            .cols = cols,
+                            .k0 = k0,
+                            .depth = depth,
+                            .host = s->host};
+            atomic_init(&r.st, OC_OK);
+            const int parts = copy_parts(d, (rows + cols) * depth * in);
+            if (parts > 1) oc_workers_split_max(d->read_crew, parts, d->copy_threads, read_part, &r);
+            else read_part(&r, 0, 1);
+            const oc_status st = (oc_status)atomic_load(&r.st);
             if (st != OC_OK) {
                 fail(d, st, 1, NULL);
                 break;
@@ -139,44 +222,99 @@ static void *reader_main(void *arg)
 }
 
 /* ---------------------------------------------------------------- writer */
+/* Writes a downloaded piece once its download is done; the tile's last piece counts it. */
+static int write_piece(mm_device *d, const piece *pc, int64_t elem)
+{
+    oc_matmul_job *job = d->job;
+    cudaError_t e = cudaEventSynchronize(d->ev_piece[pc->slot]);
+    if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        char message[400];
+        snprintf(message, sizeof message, "the download of the tile at row %lld, column %lld: %s", (long long)pc->row0,
+                 (long long)pc->col0, cudaGetErrorString(e));
+        fail(d, oc_cuda_status(e), 0, message);
+        return 0;
+    }
+    write_split w = {.job = job, .pc = pc, .host = d->out_host[pc->slot], .elem = elem};
+    atomic_init(&w.st, OC_OK);
+    const int parts = copy_parts(d, pc->rows * pc->cols * elem);
+    if (parts > 1) oc_workers_split_max(d->write_crew, parts, d->copy_threads, write_part, &w);
+    else write_part(&w, 0, 1);
+    const oc_status st = (oc_status)atomic_load(&w.st);
+    if (st != OC_OK) {
+        fail(d, st, 1, NULL);
+        return 0;
+    }
+    if (pc->last) {
+        d->res->tiles++;
+        atomic_fetch_add(&d->sh->tiles_done, 1);
+    }
+    return 1;
+}
+
+/* Downloads the finished tiles the driver hands over, piece by piece through the pinned
+ * download slots, writing each piece while the next one downloads. */
 static void *writer_main(void *arg)
 {
     mm_device *d = arg;
-    oc_matmul_job *job = d->job;
+    const oc_mm_cuda_plan *plan = d->plan;
     if (cudaSetDevice(d->dev.index) != cudaSuccess) (void)cudaGetLastError(); /* the event wait below reports it */
+    piece held = {0};
+    int holding = 0;
+    int64_t held_elem = 0, pseq = 0;
     for (int64_t wseq = 0;; ++wseq) {
-        tile_slot *o = &d->out[wseq % 2];
+        const int c = (int)(wseq % 2);
         pthread_mutex_lock(&d->mu);
-        while (!o->pending && !(d->driver_done && wseq >= d->tiles_sent) && !stopped(d)) wait_a_while(d);
-        const int have = o->pending && !stopped(d);
+        while (!d->ready[c].pending && !(d->driver_done && wseq >= d->tiles_sent) && !stopped(d)) wait_a_while(d);
+        const int have = d->ready[c].pending && !stopped(d);
+        const ready_tile t = d->ready[c];
         pthread_mutex_unlock(&d->mu);
         if (!have) break;
-        cudaError_t e = cudaEventSynchronize(d->ev[EV_DOWNLOADED][wseq % 2]);
-        if (e != cudaSuccess) {
-            (void)cudaGetLastError();
-            char message[400];
-            snprintf(message, sizeof message, "the download of the tile at row %lld, column %lld: %s",
-                     (long long)o->row0, (long long)o->col0, cudaGetErrorString(e));
-            fail(d, oc_cuda_status(e), 0, message);
+        int ok = 1;
+        for (int64_t r0 = 0; r0 < t.rows && ok; r0 += plan->out_piece_rows) {
+            const int64_t rows = min64(plan->out_piece_rows, t.rows - r0), bytes = rows * t.ld * t.elem;
+            const int slot = (int)(pseq++ % OC_MM_OUT_SLOTS);
+            const int last = r0 + rows >= t.rows;
+            cudaError_t e = cudaStreamWaitEvent(d->dev.d2h, d->ev[EV_COMPUTED][c], 0);
+            if (e == cudaSuccess)
+                e = cudaMemcpyAsync(d->out_host[slot], (const char *)t.src + r0 * t.ld * t.elem, (size_t)bytes,
+                                    cudaMemcpyDeviceToHost, d->dev.d2h);
+            if (e == cudaSuccess) e = cudaEventRecord(d->ev_piece[slot], d->dev.d2h);
+            if (e == cudaSuccess && last) e = cudaEventRecord(d->ev[EV_DOWNLOADED][c], d->dev.d2h);
+            if (e != cudaSuccess) {
+                (void)cudaGetLastError();
+                char message[400];
+                snprintf(message, sizeof message, "the download of the tile at row %lld, column %lld: %s",
+                         (long long)t.row0, (long long)t.col0, cudaGetErrorString(e));
+                fail(d, oc_cuda_status(e), 0, message);
+                ok = 0;
+                break;
+            }
+            d->res->bytes_from_device += bytes;
+            if (last) {
+                /* Every piece is on the stream: the accumulator may take the tile after next. */
+                pthread_mutex_lock(&d->mu);
+                d->ready[c].pending = 0;
+                d->downloads_enqueued = wseq + 1;
+                pthread_cond_broadcast(&d->cv);
+                pthread_mutex_unlock(&d->mu);
+            }
+            /* The previous piece is written while this one downloads. */
+            if (holding) ok = write_piece(d, &held, held_elem);
+            held = (piece){slot, last, t.row0 + r0, rows, t.col0, t.cols, t.ld};
+            held_elem = t.elem, holding = 1;
+        }
+        if (!ok || stopped(d)) {
+            holding = 0;
             break;
         }
-        oc_status st = job->write_tile(job, o->row0, o->rows, o->col0, o->cols, o->host, o->ld);
-        if (st != OC_OK) {
-            fail(d, st, 1, NULL);
-            break;
-        }
-        d->res->tiles++;
-        atomic_fetch_add(&d->sh->tiles_done, 1);
-        pthread_mutex_lock(&d->mu);
-        o->pending = 0;
-        pthread_cond_broadcast(&d->cv);
-        pthread_mutex_unlock(&d->mu);
     }
+    if (holding && !stopped(d)) (void)write_piece(d, &held, held_elem);
     return NULL;
 }
 
 /* ---------------------------------------------------------------- driver */
-/* Rounds (FP16/BF16 output) and downloads the finished accumulator c into tile slot c. */
+/* Rounds (FP16/BF16 output) the finished accumulator c and hands it to the writer. */
 static oc_status finish_tile(mm_device *d, int c, const panel_slot *s)
 {
     oc_context *ctx = d->ctx;
@@ -190,23 +328,21 @@ static oc_status finish_tile(mm_device *d, int c, const panel_slot *s)
         src = d->d_round[c], ld = s->cols, elem = (int64_t)oc_mm_type_size(plan->in.out_type);
     }
     CUDA_CHECK(ctx, cudaEventRecord(d->ev[EV_COMPUTED][c], d->dev.compute));
-    tile_slot *o = &d->out[c];
     pthread_mutex_lock(&d->mu);
-    while (o->pending && !stopped(d)) wait_a_while(d);
-    pthread_mutex_unlock(&d->mu);
-    if (stopped(d)) return OC_OK; /* another thread's failure ends the job */
-    const int64_t bytes = s->rows * ld * elem;
-    CUDA_CHECK(ctx, cudaStreamWaitEvent(d->dev.d2h, d->ev[EV_COMPUTED][c], 0));
-    CUDA_CHECK(ctx, cudaMemcpyAsync(o->host, src, (size_t)bytes, cudaMemcpyDeviceToHost, d->dev.d2h));
-    CUDA_CHECK(ctx, cudaEventRecord(d->ev[EV_DOWNLOADED][c], d->dev.d2h));
-    d->res->bytes_from_device += bytes;
-    pthread_mutex_lock(&d->mu);
-    o->row0 = s->row0, o->rows = s->rows, o->col0 = s->col0, o->cols = s->cols, o->ld = ld;
-    o->pending = 1;
+    d->ready[c] = (ready_tile){1, src, s->row0, s->rows, s->col0, s->cols, ld, elem};
     d->tiles_sent++;
     pthread_cond_broadcast(&d->cv);
     pthread_mutex_unlock(&d->mu);
     return OC_OK;
+}
+
+/* Before a tile's first product into accumulator c: the writer has put the download of the
+ * tile that last used c on its stream (its event then orders the product after it). */
+static void wait_accumulator(mm_device *d, int64_t tile_seq)
+{
+    pthread_mutex_lock(&d->mu);
+    while (d->downloads_enqueued < tile_seq - 1 && !stopped(d)) wait_a_while(d);
+    pthread_mutex_unlock(&d->mu);
 }
 
 /* One K panel: upload into device slot ds, (int8: pack,) multiply into accumulator c. */
@@ -254,6 +390,10 @@ static oc_status drive(mm_device *d)
         if (!have) return OC_OK;
         const panel_slot meta = *s;
         const int c = (int)(tile_seq % 2);
+        if (meta.panel == 0 && tile_seq >= 2) {
+            wait_accumulator(d, tile_seq);
+            if (stopped(d)) return OC_OK; /* another thread's failure ends the job */
+        }
         oc_status st = compute_panel(d, (int)(seq % 2), c, &meta);
         if (st != OC_OK) return st;
         pthread_mutex_lock(&d->mu);
@@ -282,8 +422,22 @@ static oc_status setup(mm_device *d, int device)
         OC_CHECK(ctx, oc_pool_alloc(ctx, pool, (size_t)plan->acc_bytes, "a matmul accumulator", &d->d_acc[i]));
         if (plan->round_bytes)
             OC_CHECK(ctx, oc_pool_alloc(ctx, pool, (size_t)plan->round_bytes, "a rounded matmul tile", &d->d_round[i]));
-        OC_CHECK(ctx,
-                 oc_pool_host_alloc(ctx, pool, (size_t)plan->out_slot_bytes, "a pinned tile slot", &d->out[i].host));
+    }
+    for (int i = 0; i < OC_MM_OUT_SLOTS; ++i) {
+        OC_CHECK(ctx, oc_pool_host_alloc(ctx, pool, (size_t)plan->out_slot_bytes, "a pinned download slot",
+                                         &d->out_host[i]));
+        CUDA_CHECK(ctx, cudaEventCreateWithFlags(&d->ev_piece[i], cudaEventDisableTiming));
+    }
+    /* The host's threads shared among the devices, for each device's reader and writer. */
+    const int nd = d->sh->plan->in.ndevices > 0 ? d->sh->plan->in.ndevices : 1;
+    const int threads = oc_threads_resolve(d->job->threads) / nd;
+    d->copy_threads = threads > 1 ? threads : 1;
+    if (d->copy_threads > 1) {
+        OC_CHECK(ctx, oc_workers_create(ctx, d->copy_threads - 1, &d->read_crew));
+        OC_CHECK(ctx, oc_workers_create(ctx, d->copy_threads - 1, &d->write_crew));
+        d->copy_threads =
+            1 + (oc_workers_count(d->read_crew) < oc_workers_count(d->write_crew) ? oc_workers_count(d->read_crew)
+                                                                                  : oc_workers_count(d->write_crew));
     }
     if (plan->pack_bytes)
         OC_CHECK(ctx, oc_pool_alloc(ctx, pool, (size_t)plan->pack_bytes, "the int8 packed panels", &d->d_pack));
@@ -312,6 +466,10 @@ static void teardown(mm_device *d)
     for (int k = 0; k < EV_KINDS; ++k)
         for (int i = 0; i < 2; ++i)
             if (d->ev[k][i]) (void)cudaEventDestroy(d->ev[k][i]);
+    for (int i = 0; i < OC_MM_OUT_SLOTS; ++i)
+        if (d->ev_piece[i]) (void)cudaEventDestroy(d->ev_piece[i]);
+    oc_workers_free(d->read_crew);
+    oc_workers_free(d->write_crew);
     if (d->dev.pool) {
         oc_pool_stats ps;
         oc_pool_get_stats(d->dev.pool, &ps);

@@ -3,15 +3,18 @@
  * cuBLASLt handle, pulling tiles from the queue all devices share.
  *
  *   reader  claims the next tile (an atomic counter over the plan's tile order), and for each
- *           of its K panels calls read_panel for A and B into a free pinned panel slot
+ *           of its K panels calls read_panel for A and B into a free pinned panel slot, the
+ *           rows cut among the device's share of the host's threads (its read crew)
  *   driver  (the device's thread) uploads each filled slot into one of two device panel slots
  *           on the copy stream, then on the compute stream (int8: packs the panels) runs
  *           cuBLASLt into the tile's accumulator, beta 0 on the first panel and 1 after;
- *           after the last panel (FP16/BF16 output: rounds it) downloads the tile into a
- *           pinned tile slot on the download stream
- *   writer  waits for each download and hands the tile to write_tile
+ *           after the last panel (FP16/BF16 output: rounds it) hands the tile to the writer
+ *   writer  downloads each finished tile piece by piece through two pinned download slots on
+ *           the download stream and hands each piece to write_tile (cut among its write crew)
+ *           while the next piece downloads
  * Events order the streams: an upload waits for the computation that last read its device
- * slot, a tile's first product for the download of the accumulator it reuses. The reader
+ * slot, a tile's first product for the download of the accumulator it reuses (the driver
+ * first waits until the writer has put that download on its stream). The reader
  * reads ahead while the device computes, the copies overlap the products, and write_tile
  * runs beside both.
  */
