@@ -6,7 +6,8 @@
  *   bench_cublasxt M N K float32|float64 [BLOCK ...]    (BLOCK 0 = cuBLASXt's default)
  *
  * A and B are pageable host memory filled with 0 and 1 (as bench_matmul_cuda fills them); C
- * is pageable host memory. Each block size runs twice; the second run is reported.
+ * is pageable host memory. Each block size runs XT_REPS times (default 2); the last run is
+ * reported.
  */
 #include <cublasXt.h>
 #include <cuda_runtime.h>
@@ -81,6 +82,7 @@ int main(int argc, char **argv)
     const double flop = 2.0 * (double)m * (double)n * (double)k;
     printf("%-10s %-24s %8s %10s %10s\n", "case", "m x n x k", "block", "seconds", "TFLOP/s");
     const int nblocks = argc > 5 ? argc - 5 : 1;
+    const int reps = getenv("XT_REPS") ? atoi(getenv("XT_REPS")) : 2;
     for (int i = 0; i < nblocks; ++i) {
         const int block = argc > 5 ? atoi(argv[5 + i]) : 0, used = block > 0 ? block : default_block;
         if (cublasXtSetBlockDim(xt, used) != CUBLAS_STATUS_SUCCESS) {
@@ -88,7 +90,7 @@ int main(int argc, char **argv)
             continue;
         }
         double secs = 0;
-        for (int rep = 0; rep < 2; ++rep) {
+        for (int rep = 0; rep < reps; ++rep) {
             /* Row-major C = A·B is column-major Cᵀ = Bᵀ·Aᵀ. */
             const double t0 = now();
             cublasStatus_t st;
