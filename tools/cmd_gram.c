@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cli_visible.h"
 #include "cli_names.h"
 #include "cli_ranks.h"
 #include "commands.h"
@@ -441,6 +442,7 @@ int oc_cmd_gram(int argc, char **argv)
     int ranked = 0, rank = 0, size = 1;
     rc = start_ranks(&ranked, &rank, &size);
     if (rc >= 0) return rc;
+    if (!ranked) cli_limit_visible_devices(g.opts.devices, g.opts.device); /* ranks pick theirs */
 
     oc_context *ctx = NULL;
     oc_matrix *a = NULL, *b = NULL;

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cli_visible.h"
 #include "cli_names.h"
 #include "commands.h"
 
@@ -292,6 +293,7 @@ int oc_cmd_map(int argc, char **argv)
         map_args_free(&g);
         return rc;
     }
+    cli_limit_visible_devices(NULL, 0); /* map runs on device 0 */
     oc_context *ctx = NULL;
     oc_map *m = NULL;
     oc_status st = oc_context_create(&ctx);

@@ -6,6 +6,7 @@
 #include <strings.h>
 
 #include "cli.h"
+#include "cli_visible.h"
 #include "cli_names.h"
 #include "commands.h"
 
@@ -213,6 +214,7 @@ int oc_cmd_matmul(int argc, char **argv)
     matmul_args g = {.opts = OC_MATMUL_OPTIONS_INIT};
     int rc = parse_matmul_args(argc, argv, &g);
     if (rc >= 0) return rc;
+    cli_limit_visible_devices(g.opts.devices, g.opts.device);
     oc_context *ctx = NULL;
     oc_status st = oc_context_create(&ctx);
     if (st != OC_OK) return cli_usage_error("cannot create a context: %s", oc_status_string(st)) - 1;
