@@ -1,7 +1,7 @@
 /*
  * matmul_cuda_plan.c - the CUDA matmul plan (matmul_cuda_plan.h): the largest tile edge that
  * fits the device and host budgets with panels of OC_MM_KP_MIN, then the deepest K panel that
- * still fits beside it. Pure: no device calls.
+ * still fits beside it within OC_MM_PANEL_MAX of pinned memory a slot. Pure: no device calls.
  */
 #include "matmul/cuda/matmul_cuda_plan.h"
 
@@ -85,6 +85,21 @@ static int fits(oc_mm_cuda_plan *p, int64_t edge, int64_t kp)
     return size_plan(p, min64(edge, p->in.m), min64(edge, p->in.n), kp, 2);
 }
 
+/* fits, and a panel slot within OC_MM_PANEL_MAX: the depth of a panel that is not the
+ * shallowest. */
+static int fits_deep(oc_mm_cuda_plan *p, int64_t edge, int64_t kp)
+{
+    const int why = fits(p, edge, kp);
+    return why ? why : p->panel_bytes > OC_MM_PANEL_MAX ? 2 : 0;
+}
+
+/* Tiles of a square edge over the product (symmetric: the upper ones). */
+static int64_t tile_count(const oc_mm_cuda_plan_input *in, int64_t edge)
+{
+    const int64_t rows = (in->m + edge - 1) / edge, cols = (in->n + edge - 1) / edge;
+    return in->symmetric ? rows * (rows + 1) / 2 : rows * cols;
+}
+
 /* The next smaller edge to try: about 6% less, in steps of 256 (16 below 2048). */
 static int64_t smaller(int64_t t)
 {
@@ -116,13 +131,33 @@ oc_status oc_mm_cuda_plan_make(oc_context *ctx, const oc_mm_cuda_plan_input *in,
         plan->bound = "the forced tile";
         why = fits(plan, edge, kp_min);
     } else {
+        /* The largest edge that cuts the product into even tiles (whole / j, on a 256 grid)
+         * and fits the budgets with panels of a useful depth; failing that, the largest edge
+         * that fits with the shallowest panels. */
         const int64_t whole = in->m > in->n ? in->m : in->n;
-        edge = min64(whole, OC_MM_TILE_MAX);
-        plan->bound = edge == whole ? "the matrix" : "the largest tile planned";
-        while ((why = fits(plan, edge, kp_min)) != 0 && edge > 16) {
+        const int64_t kp_good = min64(in->k, OC_MM_KP_GOOD);
+        edge = 0;
+        plan->bound = whole <= OC_MM_TILE_MAX ? "the matrix" : "the largest tile planned";
+        for (int64_t j = (whole + OC_MM_TILE_MAX - 1) / OC_MM_TILE_MAX;; ++j) {
+            const int64_t e = min64(whole, round_up((whole + j - 1) / j, 256));
+            if (e < OC_MM_EVEN_MIN) break;
+            if (nd > 1 && tile_count(in, e) < nd && e > OC_MM_SHARE_MIN) {
+                plan->bound = "a tile for each device";
+                continue;
+            }
+            if ((why = fits(plan, e, kp_good)) == 0) {
+                edge = e;
+                break;
+            }
             plan->bound = why == 1 ? "the device budget" : "the host budget";
-            edge = smaller(edge);
-            if (edge < 16) edge = 16;
+        }
+        if (!edge) {
+            edge = min64(min64(whole, OC_MM_TILE_MAX), OC_MM_EVEN_MIN);
+            while ((why = fits(plan, edge, kp_min)) != 0 && edge > 16) {
+                plan->bound = why == 1 ? "the device budget" : "the host budget";
+                edge = smaller(edge);
+                if (edge < 16) edge = 16;
+            }
         }
     }
     if (why)
@@ -137,14 +172,19 @@ oc_status oc_mm_cuda_plan_make(oc_context *ctx, const oc_mm_cuda_plan_input *in,
     /* The deepest panel beside that tile: all of k up to OC_MM_KP_MAX, else the most
      * multiples of 16 that fit. */
     int64_t kp = min64(in->k, OC_MM_KP_MAX);
-    if (fits(plan, edge, kp)) {
+    if (fits_deep(plan, edge, kp)) {
         int64_t lo = kp_min / 16, hi = kp / 16; /* lo fits (kp_min is k or a multiple of 16) */
         while (lo < hi) {
             const int64_t mid = (lo + hi + 1) / 2;
-            if (fits(plan, edge, mid * 16)) hi = mid - 1;
+            if (fits_deep(plan, edge, mid * 16)) hi = mid - 1;
             else lo = mid;
         }
         kp = lo > 0 ? lo * 16 : kp_min;
+    }
+    /* As many panels as that depth needs, made even: no thin last panel of another shape. */
+    if (kp < in->k) {
+        const int64_t panels = (in->k + kp - 1) / kp, even = round_up((in->k + panels - 1) / panels, 16);
+        if (even <= kp) kp = even;
     }
     fits(plan, edge, kp);
     /* A third pinned panel slot where the host budget has room: a slow read_panel then has

@@ -38,14 +38,31 @@
 
 /* cuBLASLt's workspace: this much, or an eighth of a smaller device budget. */
 #define OC_MM_WORKSPACE (32LL << 20)
-/* The largest tile edge planned (a larger one gains no reuse worth its memory). */
-#define OC_MM_TILE_MAX 16384
+/* The largest tile edge planned. A tile reads its rows of A and columns of B once per tile
+ * across C, so the host copies and PCIe carry (tm + tn) x k per 2 tm tn k operations: a
+ * larger edge cuts them in proportion, which several devices sharing one host's memory
+ * bandwidth need; past this edge two accumulators take most of a device. */
+#define OC_MM_TILE_MAX 32768
+/* With several devices the edge shrinks until every device has a tile, but not below this:
+ * smaller tiles would cost more in re-read panels than an idle device. */
+#define OC_MM_SHARE_MIN 2048
+/* Tile edges are first sought among even cuts of the product (whole / j) that fit with K
+ * panels of OC_MM_KP_GOOD, down to OC_MM_EVEN_MIN; below it the largest edge that fits with
+ * the shallowest panels. At this depth a cuBLASLt call re-reads its accumulator for a few
+ * percent of its time. */
+#define OC_MM_KP_GOOD 1024
+#define OC_MM_EVEN_MIN 1024
 /* The most bytes of one download piece (a slot of pinned memory the finished tiles come
  * down through): large enough for the copy engine's full rate, small enough that two of them
  * are a small share of any host budget. */
 #define OC_MM_OUT_PIECE (64LL << 20)
 /* Pinned download slots per device: one downloading while the other is written. */
 #define OC_MM_OUT_SLOTS 2
+/* The most pinned bytes of one panel slot (A and B panels of one K panel) when the panel is
+ * deeper than the shallowest: deeper panels only shave the accumulator's re-reads between
+ * calls (a few percent at this size) while pinning, which a process pays on its first job,
+ * grows with them. */
+#define OC_MM_PANEL_MAX (512LL << 20)
 /* The smallest K panel planned where k is larger, and the deepest: past it a panel only
  * delays the first product and takes pinned memory, with nothing left to gain per call. */
 #define OC_MM_KP_MIN 256
