@@ -107,7 +107,7 @@ TOPK_DEVICE_CASES = [c for c in BACKEND_CASES if c[0].startswith("topk")]
 
 
 @pytest.mark.parametrize("name,opts,out_name,two,kills", TOPK_DEVICE_CASES, ids=[c[0] for c in TOPK_DEVICE_CASES])
-def test_topk_resume_on_several_devices(inputs, name, opts, out_name, two, kills, tmp_path):
+def test_topk_resume_on_several_cuda_devices(inputs, name, opts, out_name, two, kills, tmp_path):
     """A top-k job on two logical devices of GPU 0, killed, resumed on one, killed again and
     finished on three: the bytes of an uninterrupted run on one device (gpu_cli_test_resume)."""
     require_backend("cuda", tmp_path)
@@ -127,7 +127,7 @@ def test_topk_resume_on_several_devices(inputs, name, opts, out_name, two, kills
     assert leftovers(d, out) == []
 
 
-def test_dense_resume_on_several_devices_refused(inputs, tmp_path):
+def test_dense_resume_on_several_cuda_devices_refused(inputs, tmp_path):
     """Dense and threshold checkpoints are one device's: exit 1, one line saying so."""
     require_backend("cuda", tmp_path)
     d = inputs
