@@ -10,9 +10,12 @@
  *    key in both once) give the bytes of an uninterrupted job, whatever the interruption;
  *  - a damaged snapshot is not loaded: the job starts over and still ends with those bytes.
  *
+ * The parts report one after the other (so that a stop lands after a chosen checkpoint), or
+ * each on a thread of its own, as devices do, at checkpoints the interval decides.
  * The keys are made up (scores of few values, so ties are common and the column decides);
  * nothing here needs a device: the parts keep their lists on the host.
  */
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,9 +106,37 @@ static oc_select *new_select(void)
     return s;
 }
 
-/* One run on `parts` parts that stops (a kill) after checkpoint `stop` (0: runs to the end).
- * Returns 1 when the job finished with the lists of an uninterrupted one. */
-static int run(fixture *f, int parts, int stop, unsigned seed)
+/* A part on a thread of its own: tiles k = d, d + parts, ... of the order. */
+typedef struct part_run {
+    oc_resume *r;
+    oc_gram_job *job;
+    part *p;
+    int d, parts;
+    const int64_t *order;
+    int64_t todo;
+    unsigned seed;
+    oc_status st;
+} part_run;
+
+static void *part_thread(void *arg)
+{
+    part_run *pr = arg;
+    part *p = pr->p;
+    for (int64_t k = pr->d; k < pr->todo && pr->st == OC_OK; k += pr->parts) {
+        add_tile(p->lists, pr->order[k]);
+        p->reported[2 * p->count] = pr->order[k] / TILES, p->reported[2 * p->count + 1] = pr->order[k] % TILES;
+        p->count++;
+        if (p->count < 1 + (int64_t)(rand_r(&pr->seed) % 4) && k + pr->parts < pr->todo) continue;
+        pr->st = oc_resume_topk_lists(ctx, pr->r, pr->job, pr->d, p->reported, p->count, 0, fetch, p);
+        p->count = 0;
+    }
+    return NULL;
+}
+
+/* One run on `parts` parts that stops (a kill) after checkpoint `stop` (0: runs to the end;
+ * threaded: every part on its own thread, to the end). Returns 1 when the job finished with
+ * the lists of an uninterrupted one. */
+static int run(fixture *f, int parts, int stop, int threaded, unsigned seed)
 {
     oc_select *s = new_select();
     if (!s) return 0;
@@ -137,6 +168,19 @@ static int run(fixture *f, int parts, int stop, unsigned seed)
     static part ps[MAX_PARTS];
     memset(ps, 0, sizeof ps);
     int checkpoints = 0;
+    if (threaded) {
+        pthread_t threads[MAX_PARTS];
+        part_run runs[MAX_PARTS];
+        for (int d = 0; d < parts; ++d) {
+            runs[d] = (part_run){r, &job, &ps[d], d, parts, order, todo, seed + (unsigned)d, OC_OK};
+            CHECK(pthread_create(&threads[d], NULL, part_thread, &runs[d]) == 0);
+        }
+        for (int d = 0; d < parts; ++d) {
+            pthread_join(threads[d], NULL);
+            CHECK(runs[d].st == OC_OK);
+        }
+        todo = 0;
+    }
     for (int64_t k = 0; k < todo; ++k) {
         part *p = &ps[k % parts];
         add_tile(p->lists, order[k]);
@@ -170,6 +214,7 @@ int main(void)
 {
     CHECK(oc_context_create(&ctx) == OC_OK);
     if (!oc_test_tmp_create("resume_topk")) return 1;
+    setenv("OUTCORE_RESUME_INTERVAL", "0", 1); /* the threaded parts' checkpoints */
     static fixture f;
     static unsigned char bits[N * 64];
     for (int i = 0; i < N * 64; ++i) bits[i] = (unsigned char)((i * 7 + i / 64) % 5 == 0);
@@ -186,13 +231,15 @@ int main(void)
     /* Killed after checkpoint 1, 2, ... of a run on 2 parts, each followed by runs on 1, 3 and
      * 2 parts killed after a few checkpoints, then one to the end. */
     for (int stop = 1; stop <= 12; stop += 1 + stop / 3) {
-        CHECK(!run(&f, 2, stop, 1u + (unsigned)stop));
-        CHECK(!run(&f, 1, 2, 100u + (unsigned)stop));
-        CHECK(!run(&f, 3, 3, 200u + (unsigned)stop));
-        CHECK(run(&f, 2, 0, 300u + (unsigned)stop));
+        CHECK(!run(&f, 2, stop, 0, 1u + (unsigned)stop));
+        CHECK(!run(&f, 1, 2, 0, 100u + (unsigned)stop));
+        CHECK(!run(&f, 3, 3, 0, 200u + (unsigned)stop));
+        CHECK(run(&f, 2, 0, stop % 2, 300u + (unsigned)stop));
     }
+    /* Parts on threads from the start, a checkpoint at each report (interval 0). */
+    CHECK(run(&f, 3, 0, 1, 5u));
     /* A damaged snapshot is not loaded: the job starts over, with the same result. */
-    CHECK(!run(&f, 2, 4, 7u));
+    CHECK(!run(&f, 2, 4, 0, 7u));
     char snap[300];
     snprintf(snap, sizeof snap, "%s.outcore-journal.topk", f.out.path);
     FILE *fp = fopen(snap, "r+b");
@@ -204,7 +251,7 @@ int main(void)
         fputc(c ^ 0x10, fp);
         fclose(fp);
     }
-    CHECK(run(&f, 3, 0, 8u));
+    CHECK(run(&f, 3, 0, 1, 8u));
     oc_matrix_free(f.a);
     oc_test_tmp_remove();
     oc_context_free(ctx);

@@ -14,7 +14,8 @@
 # (OUTCORE_RESUME_KILL_AFTER, a SIGKILL at a known point), (2) a run on the other device count
 # killed from outside with kill -9 once it has written a checkpoint of its own (the snapshot's
 # modification time changes), (3) the run that finishes. Checkpoints come after every group of
-# tiles (OUTCORE_RESUME_INTERVAL=0) on tiles of 256 rows, so each kill lands mid-job.
+# tiles (OUTCORE_RESUME_INTERVAL=0) on tiles of 256 rows, so each kill lands mid-job. One more
+# case starts on the CPU (killed likewise) and finishes on two devices.
 set -u
 
 build=${1:-build}
@@ -153,6 +154,38 @@ check_case() { # name, first device list, second device list, gram arguments...
     say "$name: ok (identical bytes)"
 }
 
+# A journal the CPU started (same tile edge) finished on two devices: the snapshot's format is
+# one for every backend and device count.
+check_cpu_then_gpu() {
+    local dir="$work/cpu_then_gpu" out
+    mkdir -p "$dir"
+    out="$dir/nn.npz"
+    say "cpu_then_gpu: uninterrupted run on --devices 0"
+    limited "$dir/ref.log" gram "$work/A.npy" --metric jaccard --topk "$k" --devices 0 -q -o "$dir/ref.npz" || {
+        say "cpu_then_gpu: FAIL: the uninterrupted run failed: $(tail -c 300 "$dir/ref.log")" >&2
+        return 1
+    }
+    say "cpu_then_gpu: run 1 on the CPU, SIGKILL right after its third checkpoint"
+    (OUTCORE_RESUME_INTERVAL=0 OUTCORE_RESUME_KILL_AFTER=3 limited "$dir/run1.log" gram "$work/A.npy" --metric jaccard \
+        --topk "$k" --backend cpu --tile 256 -q -o "$out" --resume) 2>/dev/null
+    local rc=$?
+    if [ "$rc" -ne 137 ]; then
+        say "cpu_then_gpu: FAIL: run 1 was to die by SIGKILL (137), exit $rc: $(tail -c 300 "$dir/run1.log")" >&2
+        return 1
+    fi
+    say "cpu_then_gpu: run 2 on --devices $two, to the end"
+    limited "$dir/run2.log" gram "$work/A.npy" --metric jaccard --topk "$k" --devices "$two" -q -o "$out" --resume || {
+        say "cpu_then_gpu: FAIL: the resumed run failed: $(tail -c 300 "$dir/run2.log")" >&2
+        return 1
+    }
+    cmp "$dir/ref.npz" "$out" || {
+        say "cpu_then_gpu: FAIL: the resumed output differs from the uninterrupted one" >&2
+        return 1
+    }
+    say "cpu_then_gpu: ok (identical bytes)"
+}
+
+check_cpu_then_gpu || failures=$((failures + 1))
 for metric in jaccard cosine; do
     kk=$k
     [ "$metric" = cosine ] && kk=$((k + 3))
