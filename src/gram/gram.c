@@ -34,11 +34,7 @@
 static const oc_backend_vtbl *backend_for(const oc_gram_options *opts)
 {
 #ifdef OC_HAVE_CUDA
-    /* Resumable top-k jobs run on the CPU: their journal snapshots the lists the host holds
-     * (the device keeps its own; gram_resume.h). */
-    const int host_select = opts->resume && opts->topk > 0;
-    if (opts->backend != OC_BACKEND_CPU && !host_select && oc_backend_cuda.usable(opts->device))
-        return &oc_backend_cuda;
+    if (opts->backend != OC_BACKEND_CPU && oc_backend_cuda.usable(opts->device)) return &oc_backend_cuda;
     if (opts->backend == OC_BACKEND_CUDA) return NULL;
 #else
     if (opts->backend == OC_BACKEND_CUDA) return NULL;
@@ -264,17 +260,15 @@ static oc_status job_prepare(oc_context *ctx, const oc_matrix *a, const oc_matri
     if (!several && devices > 0 && (opts->device < 0 || opts->device >= devices))
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "CUDA device %d does not exist: this machine has %d (0 to %d)",
                        opts->device, devices, devices - 1);
-    if (opts->resume && opts->topk > 0 && opts->backend == OC_BACKEND_CUDA)
-        return oc_fail(ctx, OC_ERR_UNSUPPORTED,
-                       "resume: top-k jobs resume on the CPU backend only (--backend cpu or "
-                       "auto); dense and threshold jobs resume on either");
     oc_device_list list = {0};
     if (opts->backend != OC_BACKEND_CPU) OC_CHECK(ctx, oc_device_list_parse(ctx, opts, devices, &list));
-    if (opts->resume && list.count > 1)
+    /* Top-k jobs resume on several devices (their lists merge at each checkpoint:
+     * gram_resume.h); dense and threshold checkpoints are one device's. */
+    if (opts->resume && list.count > 1 && opts->topk <= 0)
         return oc_fail(ctx, OC_ERR_UNSUPPORTED,
-                       "resume: a job on several devices (%d logical devices) cannot be "
-                       "resumed; run it on one device",
-                       list.count);
+                       "resume: a %s job on several devices (%d logical devices) cannot be "
+                       "resumed; run it on one device (top-k jobs resume on several)",
+                       opts->use_threshold ? "threshold" : "dense", list.count);
     /* The backend is chosen on the first logical device (a list asks for CUDA:
      * current_options). */
     oc_gram_options first = *opts;

@@ -7,7 +7,9 @@
  * are not on the disk yet):
  *   dense     msync of the output's temporary file, then one TILE record per finished tile
  *   top-k     the snapshot (lists and the bitmap of tiles in them) to a temporary name,
- *             fsync, rename over PATH.outcore-journal.topk, then its TOPK record
+ *             fsync, rename over PATH.outcore-journal.topk, then its TOPK record; lists
+ *             kept apart (a device's) are first fetched and merged into the job's, each
+ *             part at its own checkpoints (oc_resume_topk_lists)
  *   threshold the PAIRS records (appended as the pairs went to the output), then BLOCKS
  * and then the journal is fdatasync'ed. Checkpoints come where the backend has no tile in
  * flight, at most every OUTCORE_RESUME_INTERVAL seconds (default 2): a kill loses the work
@@ -52,6 +54,14 @@ typedef struct pairs_rec {
     uint32_t len;
 } pairs_rec;
 
+/* Lists kept apart from the job's (a device's): the tiles in them that are not on record yet,
+ * and when they were last merged into the job's. */
+typedef struct resume_part {
+    int64_t *tiles;
+    int64_t count, cap;
+    double last;
+} resume_part;
+
 struct oc_resume {
     oc_journal *journal;
     char *snap_path;
@@ -73,10 +83,12 @@ struct oc_resume {
     int64_t uncommitted_off; /* payload offset of the first PAIRS record after the last BLOCKS */
     /* this run */
     int64_t tiles_i, tiles_j;
-    unsigned char *done;  /* bitmap of tiles on record (dense, top-k) */
-    pthread_mutex_t lock; /* guards pending */
-    tile_crc *pending;    /* finished since the last checkpoint */
+    unsigned char *done;    /* bitmap of tiles on record (dense, top-k) */
+    unsigned char *earlier; /* the tiles on record when this run began: the ones it skips */
+    pthread_mutex_t lock;   /* guards pending, parts and (parts' checkpoints) the rest */
+    tile_crc *pending;      /* finished since the last checkpoint */
     int64_t npending, pending_cap;
+    resume_part parts[OC_MAX_LOGICAL_DEVICES]; /* top-k lists kept apart (oc_resume_topk_lists) */
     int64_t units, units_this_run, kill_after;
     double interval, last;
     void *dense_writer; /* oc_npy_out of the dense output */
@@ -237,6 +249,7 @@ oc_status oc_resume_start(oc_context *ctx, const oc_gram_job *job, const oc_outp
     r->interval = iv && *iv ? strtod(iv, NULL) : INTERVAL_DEFAULT;
     r->kill_after = kill_after && *kill_after ? strtoll(kill_after, NULL, 10) : 0;
     r->last = oc_now();
+    for (int d = 0; d < OC_MAX_LOGICAL_DEVICES; ++d) r->parts[d].last = r->last;
     size_t jl = strlen(jpath);
     r->snap_path = malloc(jl + sizeof ".topk");
     if (!r->snap_path) {
@@ -247,6 +260,9 @@ oc_status oc_resume_start(oc_context *ctx, const oc_gram_job *job, const oc_outp
     int snap_exists;
     OC_CHECK_GOTO(ctx, st, side_file_check(ctx, r->snap_path, "top-k snapshot of the resume journal", &snap_exists),
                   cleanup);
+    /* A snapshot's temporary that a kill left (mid-write) is removed here: the run that
+     * finishes may write no snapshot of its own, whose writing would remove it. */
+    oc_stale_temps_remove(ctx, r->snap_path);
     OC_CHECK_GOTO(ctx, st, oc_resume_describe_job(ctx, job, out, &text), cleanup);
     r->job_crc = oc_crc32_update(0, text, strlen(text));
     r->out_path = out->path;
@@ -283,7 +299,9 @@ static void resume_free(oc_resume *r)
     free(r->recorded);
     free(r->pairs);
     free(r->done);
+    free(r->earlier);
     free(r->pending);
+    for (int d = 0; d < OC_MAX_LOGICAL_DEVICES; ++d) free(r->parts[d].tiles);
     free(r->snap_path);
     pthread_mutex_destroy(&r->lock);
     free(r);
@@ -404,7 +422,25 @@ static oc_status replay_pairs(oc_context *ctx, oc_resume *r, const oc_gram_job *
     return st;
 }
 
+static oc_status resume_restore(oc_context *ctx, oc_resume *r, const oc_gram_job *job, int64_t tile);
+
 oc_status oc_resume_begin(oc_context *ctx, oc_resume *r, const oc_gram_job *job, int64_t tile)
+{
+    if (r->done)
+        return oc_fail(ctx, OC_ERR_INTERNAL, "%s: the journal's work was restored twice", oc_journal_name(r->journal));
+    OC_CHECK(ctx, resume_restore(ctx, r, job, tile));
+    if (r->kind == KIND_PAIRS) return OC_OK;
+    /* The tiles to skip stay those of the earlier runs while checkpoints, on other threads
+     * too, add this run's to done. */
+    const size_t bytes = (size_t)(r->tiles_i * r->tiles_j + 7) / 8;
+    r->earlier = malloc(bytes ? bytes : 1);
+    if (!r->earlier) return oc_fail(ctx, OC_ERR_NO_MEMORY, "out of memory for the bitmap of the tiles done");
+    memcpy(r->earlier, r->done, bytes);
+    return OC_OK;
+}
+
+/* The plan recorded (a new job), or what the journal holds restored. */
+static oc_status resume_restore(oc_context *ctx, oc_resume *r, const oc_gram_job *job, int64_t tile)
 {
     if (r->tile && r->tile != tile)
         return oc_fail(ctx, OC_ERR_INPUT,
@@ -446,7 +482,7 @@ oc_status oc_resume_begin(oc_context *ctx, oc_resume *r, const oc_gram_job *job,
 int oc_resume_skip(const oc_resume *r, int64_t I, int64_t J)
 {
     if (r->kind == KIND_PAIRS) return I < r->blocks_done;
-    return bit_get(r->done, I * r->tiles_j + J);
+    return bit_get(r->earlier, I * r->tiles_j + J);
 }
 
 void oc_resume_tile_done(oc_resume *r, const oc_gram_job *job, int64_t I, int64_t J)
@@ -466,6 +502,25 @@ void oc_resume_tile_done(oc_resume *r, const oc_gram_job *job, int64_t I, int64_
     }
     r->pending[r->npending++] = t;
     pthread_mutex_unlock(&r->lock);
+}
+
+/* Top-k: the snapshot of the job's lists and the tiles on record, then its record. */
+static oc_status record_topk(oc_context *ctx, oc_resume *r, const oc_gram_job *job)
+{
+    uint32_t crc;
+    OC_CHECK(ctx, oc_resume_snapshot_write(ctx, r->snap_path, r->job_crc, r->tile, r->tiles_i * r->tiles_j, r->done,
+                                           job, &crc));
+    return oc_journal_append(ctx, r->journal, REC_TOPK, (uint64_t)r->units, &crc, 4);
+}
+
+/* The end of a checkpoint: the journal flushed; the tests' kill point (units before it had
+ * `before`). */
+static oc_status record_flush(oc_context *ctx, oc_resume *r, int64_t before)
+{
+    OC_CHECK(ctx, oc_journal_flush(ctx, r->journal));
+    r->units_this_run += r->units - before;
+    if (r->kill_after > 0 && r->units_this_run > 0 && r->units >= r->kill_after) raise(SIGKILL);
+    return OC_OK;
 }
 
 oc_status oc_resume_checkpoint(oc_context *ctx, oc_resume *r, const oc_gram_job *job, int force)
@@ -494,15 +549,77 @@ oc_status oc_resume_checkpoint(oc_context *ctx, oc_resume *r, const oc_gram_job 
         }
         r->units += r->npending;
         r->npending = 0;
-        if (r->kind == KIND_TOPK) {
-            uint32_t crc;
-            OC_CHECK(ctx, oc_resume_snapshot_write(ctx, r->snap_path, r->job_crc, r->tile, r->tiles_i * r->tiles_j,
-                                                   r->done, job, &crc));
-            OC_CHECK(ctx, oc_journal_append(ctx, r->journal, REC_TOPK, (uint64_t)r->units, &crc, 4));
-        }
+        if (r->kind == KIND_TOPK) OC_CHECK(ctx, record_topk(ctx, r, job));
     }
-    OC_CHECK(ctx, oc_journal_flush(ctx, r->journal));
-    r->units_this_run += r->units - before;
-    if (r->kill_after > 0 && r->units_this_run > 0 && r->units >= r->kill_after) raise(SIGKILL);
-    return OC_OK;
+    return record_flush(ctx, r, before);
+}
+
+/* ---------------------------------------------------------------- lists kept apart */
+#define FETCH_BYTES (16 << 20) /* rows of a part's lists fetched at a time */
+
+/* Rows [0, n) of part lists fetched in blocks and merged into the job's. Under r->lock. */
+static oc_status merge_part(oc_context *ctx, const oc_gram_job *job, oc_resume_fetch_fn fetch, void *user)
+{
+    oc_select *s = job->select;
+    const int64_t kept = oc_select_kept(s), n = job->n;
+    if (kept <= 0 || n <= 0) return OC_OK;
+    int64_t block = FETCH_BYTES / (kept * 8);
+    if (block < 1) block = 1;
+    if (block > n) block = n;
+    uint64_t *keys = malloc((size_t)(block * kept) * 8);
+    if (!keys) return oc_fail(ctx, OC_ERR_NO_MEMORY, "out of memory fetching %lld top-k lists", (long long)block);
+    const int threads = oc_threads_resolve(job->opts->threads);
+    oc_status st = OC_OK;
+    for (int64_t row0 = 0; row0 < n && st == OC_OK; row0 += block) {
+        const int64_t rows = n - row0 < block ? n - row0 : block;
+        st = fetch(user, row0, rows, keys);
+        const uint64_t *lists[1] = {keys};
+        if (st == OC_OK) st = oc_select_topk_merge_rows(ctx, s, lists, 1, row0, rows, threads);
+    }
+    free(keys);
+    return st;
+}
+
+oc_status oc_resume_topk_lists(oc_context *ctx, oc_resume *r, const oc_gram_job *job, int part, const int64_t *tiles,
+                               int64_t count, int force, oc_resume_fetch_fn fetch, void *user)
+{
+    if (r->kind != KIND_TOPK || part < 0 || part >= OC_MAX_LOGICAL_DEVICES || !r->done)
+        return oc_fail(ctx, OC_ERR_INTERNAL, "resume: top-k lists of part %d reported out of place", part);
+    oc_status st = OC_OK;
+    pthread_mutex_lock(&r->lock);
+    resume_part *p = &r->parts[part];
+    if (p->count + count > p->cap) {
+        int64_t cap = p->cap ? 2 * p->cap : 256;
+        while (cap < p->count + count) cap *= 2;
+        int64_t *grown = realloc(p->tiles, (size_t)cap * sizeof *grown);
+        if (!grown) {
+            pthread_mutex_unlock(&r->lock);
+            return oc_fail(ctx, OC_ERR_NO_MEMORY, "out of memory for the list of %lld finished tiles", (long long)cap);
+        }
+        p->tiles = grown;
+        p->cap = cap;
+    }
+    for (int64_t k = 0; k < count; ++k) p->tiles[p->count++] = tiles[2 * k] * r->tiles_j + tiles[2 * k + 1];
+    const double now = oc_now();
+    if (p->count == 0 || (!force && now - p->last < r->interval)) {
+        pthread_mutex_unlock(&r->lock);
+        return OC_OK;
+    }
+    p->last = now;
+    /* The part's lists hold exactly its tiles so far (the caller's promise): merged into the
+     * job's, which hold the tiles on record, they make the lists of both sets of tiles. */
+    const int64_t before = r->units;
+    st = merge_part(ctx, job, fetch, user);
+    if (st == OC_OK) {
+        for (int64_t k = 0; k < p->count; ++k)
+            if (!bit_get(r->done, p->tiles[k])) {
+                bit_set(r->done, p->tiles[k]);
+                r->units++;
+            }
+        p->count = 0;
+        st = record_topk(ctx, r, job);
+    }
+    if (st == OC_OK) st = record_flush(ctx, r, before);
+    pthread_mutex_unlock(&r->lock);
+    return st;
 }

@@ -49,8 +49,9 @@ oc_status oc_resume_pairs(oc_context *ctx, oc_resume *r, const int64_t *rows, co
 
 /* Backends. The tile edge of the journal (0: none yet, the backend chooses). */
 int64_t oc_resume_tile_edge(const oc_resume *r);
-/* After the backend chose its tile edge and began the selection: records the plan, or
- * checks the dense tiles in the file and restores the top-k lists or the delivered pairs. */
+/* After the backend chose its tile edge and began the selection, once per job: records the
+ * plan, or checks the dense tiles in the file and restores the top-k lists (into
+ * oc_select_topk_keys) or the delivered pairs. */
 oc_status oc_resume_begin(oc_context *ctx, oc_resume *r, const oc_gram_job *job, int64_t tile);
 /* Whether tile (I, J) is done (or, threshold, its row block delivered): the backend skips it. */
 int oc_resume_skip(const oc_resume *r, int64_t I, int64_t J);
@@ -58,6 +59,18 @@ int oc_resume_skip(const oc_resume *r, int64_t I, int64_t J);
 void oc_resume_tile_done(oc_resume *r, const oc_gram_job *job, int64_t I, int64_t J);
 /* No tile in flight: records what finished, when the interval has passed (or force). */
 oc_status oc_resume_checkpoint(oc_context *ctx, oc_resume *r, const oc_gram_job *job, int force);
+/* Top-k lists kept apart from the job's (a device's: select_cuda.h), on one or several parts
+ * of a job. Part `part` reports `count` tiles (I, J pairs) that its lists now hold, and holds
+ * no other tile than those it reported so far: its lists are exactly the lists of those tiles.
+ * When the part's last merge is OUTCORE_RESUME_INTERVAL old (or force), fetch(user, row0,
+ * rows, dest) copies rows [row0, row0 + rows) of its n x kept lists (best first) into dest,
+ * block by block; they are merged into the job's lists (oc_select_topk_keys; a key in both is
+ * kept once), its tiles go on record and the snapshot is written. The job's lists are then
+ * those of every tile on record, whichever part computed it, whenever the merge came; the
+ * backend merges the parts' final lists into them the same way. Thread-safe. */
+typedef oc_status (*oc_resume_fetch_fn)(void *user, int64_t row0, int64_t rows, uint64_t *dest);
+oc_status oc_resume_topk_lists(oc_context *ctx, oc_resume *r, const oc_gram_job *job, int part, const int64_t *tiles,
+                               int64_t count, int force, oc_resume_fetch_fn fetch, void *user);
 /* Tiles a backend should run between checkpoints for `threads` workers. */
 int64_t oc_resume_group_tiles(const oc_resume *r, int threads);
 

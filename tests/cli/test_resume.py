@@ -64,6 +64,8 @@ def test_kill_and_resume_cpu(inputs, name, opts, out_name, two):
 
 BACKEND_CASES = [("dense", ["--metric", "cosine"], "C.npy", False, (3, 12)),
                  ("dense_abt", ["--metric", "jaccard"], "C.npy", True, (3, 12)),
+                 ("topk", ["--metric", "jaccard", "--topk", "5"], "nn.npz", False, (3, 12)),
+                 ("topk_abt", ["--metric", "cosine", "--topk", "7"], "nn.tsv", True, (3, 12)),
                  ("threshold", ["--metric", "jaccard", "--threshold", "0.12"], "pairs.npz", False, (2, 5)),
                  ("threshold_abt", ["--threshold", "14"], "pairs.mtx", True, (2, 5))]
 
@@ -75,11 +77,9 @@ def test_resume_on_backend(inputs, backend, name, opts, out_name, two, kills, tm
     test, gpu_cli_test_resume)."""
     require_backend(backend, tmp_path)
     d = inputs
-    rng = np.random.default_rng(3)
     # 16 panels of 256 rows: 136 tiles (A·Aᵀ), several of the engine's checkpoints (every 4
     # output slots' worth of tiles) before the end; threshold units are row blocks.
-    np.save(d / "big.npy", (rng.random((4096, 900)) < 0.1).astype(np.uint8))
-    np.save(d / "big_b.npy", (rng.random((3000, 900)) < 0.1).astype(np.uint8))
+    big_inputs(d)
     args = ["gram", d / "big.npy"] + ([d / "big_b.npy"] if two else []) + opts + ["--backend", backend, "-q"]
     ref = d / ("ref_" + out_name)
     run(*args, "-o", ref, env=EPOCH)
@@ -95,6 +95,48 @@ def test_resume_on_backend(inputs, backend, name, opts, out_name, two, kills, tm
     run(*args, "-o", out, "--resume", env=EPOCH)
     assert out.read_bytes() == ref.read_bytes()
     assert leftovers(d, out) == []
+
+
+def big_inputs(d):
+    rng = np.random.default_rng(3)
+    np.save(d / "big.npy", (rng.random((4096, 900)) < 0.1).astype(np.uint8))
+    np.save(d / "big_b.npy", (rng.random((3000, 900)) < 0.1).astype(np.uint8))
+
+
+TOPK_DEVICE_CASES = [c for c in BACKEND_CASES if c[0].startswith("topk")]
+
+
+@pytest.mark.parametrize("name,opts,out_name,two,kills", TOPK_DEVICE_CASES, ids=[c[0] for c in TOPK_DEVICE_CASES])
+def test_topk_resume_on_several_cuda_devices(inputs, name, opts, out_name, two, kills, tmp_path):
+    """A top-k job on two logical devices of GPU 0, killed, resumed on one, killed again and
+    finished on three: the bytes of an uninterrupted run on one device (gpu_cli_test_resume)."""
+    require_backend("cuda", tmp_path)
+    d = inputs
+    big_inputs(d)
+    args = ["gram", d / "big.npy"] + ([d / "big_b.npy"] if two else []) + opts + ["--backend", "cuda", "-q"]
+    ref = d / ("ref_" + out_name)
+    run(*args, "-o", ref, env=EPOCH)
+    out = d / out_name
+    for devices, k in zip(("0:2", "0"), kills):
+        proc = run(*args, "--devices", devices, "--tile", "256", "-o", out, "--resume", check=False,
+                   env=dict(EVERY, OUTCORE_RESUME_KILL_AFTER=str(k)))
+        assert proc.returncode == -signal.SIGKILL, f"--devices {devices}: {proc.stderr}"
+        assert not out.exists()
+    run(*args, "--devices", "0:3", "-o", out, "--resume", env=EPOCH)
+    assert out.read_bytes() == ref.read_bytes()
+    assert leftovers(d, out) == []
+
+
+def test_dense_resume_on_several_cuda_devices_refused(inputs, tmp_path):
+    """Dense and threshold checkpoints are one device's: exit 1, one line saying so."""
+    require_backend("cuda", tmp_path)
+    d = inputs
+    for opts, out_name in (([], "C.npy"), (["--threshold", "3"], "pairs.npz")):
+        proc = run("gram", d / "A.npy", *opts, "--devices", "0:2", "-o", d / out_name, "--resume", "-q", check=False)
+        assert proc.returncode == 1, proc.stderr
+        assert "several devices" in proc.stderr and "run it on one device" in proc.stderr
+        assert len(proc.stderr.splitlines()) == 1
+        assert leftovers(d, d / out_name) == [] and not (d / out_name).exists()
 
 
 def test_real_sigkill_of_running_jobs(inputs):

@@ -333,9 +333,21 @@ static int skip_tile(void *user, int64_t I, int64_t J)
     return oc_resume_skip(g->job->resume, I, J);
 }
 
+static oc_status fetch_lists(void *user, int64_t row0, int64_t rows, uint64_t *dest)
+{
+    gram_cuda *g = user;
+    return oc_cuda_select_lists_fetch(g->select, row0, rows, dest);
+}
+
 static oc_status tiles_delivered(void *user, const int64_t *tiles, int64_t count)
 {
     gram_cuda *g = user;
+    /* Top-k lists on the device: they hold exactly the tiles this part enqueued so far (the
+     * engine calls this between tiles), which the resume layer merges into the job's lists at
+     * its checkpoints, fetching the device's. */
+    if (g->select && oc_cuda_select_topk_on_device(g->job))
+        return oc_resume_topk_lists(g->ctx, g->job->resume, g->job, g->shared ? g->share.index : 0, tiles, count, 0,
+                                    fetch_lists, g);
     for (int64_t k = 0; k < count; ++k) oc_resume_tile_done(g->job->resume, g->job, tiles[2 * k], tiles[2 * k + 1]);
     return oc_resume_checkpoint(g->ctx, g->job->resume, g->job, 0);
 }
@@ -362,7 +374,6 @@ static oc_status prepare(void *user)
 
 oc_status oc_gram_part_setup(gram_cuda *g, const oc_cuda_select_share *share, int progress)
 {
-    oc_context *ctx = g->ctx;
     oc_gram_job *job = g->job;
     /* Fused top-k of A·Aᵀ seeds each panel's lists from its diagonal tile first. */
     oc_engine_job ej = {.user = g,
@@ -384,20 +395,15 @@ oc_status oc_gram_part_setup(gram_cuda *g, const oc_cuda_select_share *share, in
                         .blocks = blocks,
                         .finish = finish};
     if (job->resume) {
-        /* gram.c gives the device dense and threshold resumable jobs: top-k ones resume on
-         * the CPU, whose lists the journal snapshots (the device keeps its own). */
+        /* Dense and threshold tiles go on record as the host has them; top-k lists on the
+         * device are merged into the host's at the checkpoints (tiles_delivered). */
         ej.skip = skip_tile;
         ej.delivered = tiles_delivered;
         ej.deliver_every = 4 * (int64_t)g->plan.tiles.out_slots;
     }
     g->shared = share != NULL;
     if (share) g->share = *share;
-    OC_CHECK(ctx, oc_engine_worker_setup(g->worker, &g->plan, &ej));
-    /* Before the worker runs (its uploads pass by the panels of tiles done), after the host
-     * selection began (oc_cuda_select_begin): a resumed threshold job marks the row blocks
-     * delivered. */
-    if (job->resume) OC_CHECK(ctx, oc_resume_begin(ctx, job->resume, job, g->plan.tiles.tile));
-    return OC_OK;
+    return oc_engine_worker_setup(g->worker, &g->plan, &ej);
 }
 
 int oc_gram_part_seeds_first(const gram_cuda *g)

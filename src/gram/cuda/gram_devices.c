@@ -78,12 +78,14 @@ static void parts_run(oc_gram_parts *g)
         if (g->slot[d].started) pthread_join(g->slot[d].thread, NULL);
 }
 
-/* Every part's top-k lists into the selection's (part 0 wrote there directly). */
+/* Every part's top-k lists into the selection's (part 0 wrote there directly, unless the job
+ * resumed: the selection holds the restored lists then, and some of a part's tiles, which the
+ * merge keeps once). */
 static oc_status merge_topk(oc_context *ctx, oc_gram_parts *g)
 {
     const uint64_t *lists[OC_MAX_LOGICAL_DEVICES];
     int count = 0;
-    for (int d = 1; d < g->count; ++d)
+    for (int d = 0; d < g->count; ++d)
         if (g->slot[d].topk_keys) lists[count++] = g->slot[d].topk_keys;
     return oc_select_topk_merge(ctx, g->job->select, lists, count, oc_threads_resolve(g->job->opts->threads));
 }

@@ -16,7 +16,9 @@
 #include "core/threads.h"
 #include "core/trace.h"
 #include "core/workers.h"
+#include "gram/cuda/gram_select.cuh"
 #include "gram/cuda/gram_window.h"
+#include "gram/gram_resume.h"
 #include "gram/select/select.h"
 
 /* OUTCORE_FAULT_DEVICE=d:k: logical device d fails at its k-th tile (tests). */
@@ -216,6 +218,20 @@ oc_status oc_gram_parts_share(oc_context *ctx, oc_gram_parts *g)
     const oc_tile_plan *tp = &plan->tiles;
     /* Before any part starts: a part that is set up selects while the others still are. */
     OC_CHECK(ctx, oc_cuda_select_begin(ctx, job, tp->tile, g->count));
+    if (job->resume) {
+        /* Host top-k on several devices merges their tiles into the host's lists at once,
+         * with no point where every device's tiles so far are in them. */
+        if (g->count > 1 && job->select && oc_select_get_mode(job->select) == OC_SELECT_TOPK &&
+            !oc_cuda_select_topk_on_device(job))
+            return oc_fail(ctx, OC_ERR_UNSUPPORTED,
+                           "resume: a top-k job with k above the device's %d selects on the host and cannot be "
+                           "resumed on several devices (%d logical devices); run it on one device",
+                           OC_CUDA_SELECT_MAX_K, g->count);
+        /* Once, after the selection began and before the parts' uploads, which pass by the
+         * panels of tiles done: restores the top-k lists into the selection's, or marks the
+         * row blocks a threshold job delivered. */
+        OC_CHECK(ctx, oc_resume_begin(ctx, job->resume, job, tp->tile));
+    }
     if (g->count == 1) return OC_OK;
     /* The parts' copy threads, here before the parts set up at once: started beside the
      * devices' allocations (whose driver calls hold the process's address space) they were
@@ -257,8 +273,9 @@ oc_status oc_gram_parts_setup_part(oc_gram_parts *g, int d)
     snprintf(who, sizeof who, "%s setup", p->name);
     oc_cuda_select_share share = {.index = d, .count = g->count, .floors = g->floors};
     /* Lists kept on the device come back to the host once, to be merged (host top-k,
-     * past the device's k, selects into the shared lists directly). */
-    if (d > 0 && job->select && oc_cuda_select_fixed_bytes(job) > 0) {
+     * past the device's k, selects into the shared lists directly); a resumed job's
+     * selection holds the restored lists, and device 0's are merged into them too. */
+    if ((d > 0 || job->resume) && job->select && oc_cuda_select_topk_on_device(job)) {
         size_t bytes = (size_t)(job->n * oc_select_kept(job->select)) * 8;
         p->topk_keys = calloc(bytes ? bytes : 1, 1);
         if (!p->topk_keys)
@@ -270,7 +287,7 @@ oc_status oc_gram_parts_setup_part(oc_gram_parts *g, int d)
     if (p->st == OC_OK && g->queue) oc_engine_worker_share(p->part.worker, g->order, g->queue, d);
     if (p->st == OC_OK && g->exchange) oc_engine_worker_exchange(p->part.worker, g->exchange);
     if (p->st == OC_OK && g->exchange && g->window) oc_engine_worker_window(p->part.worker, &g->window->win);
-    if (p->st == OC_OK) p->st = oc_gram_part_setup(&p->part, g->count > 1 ? &share : NULL, d == 0);
+    if (p->st == OC_OK) p->st = oc_gram_part_setup(&p->part, g->count > 1 || p->topk_keys ? &share : NULL, d == 0);
     if (p->st == OC_OK) {
         oc_engine_worker_fail_at(p->part.worker, fault_tile(d));
     } else if (g->queue) {

@@ -25,7 +25,7 @@ typedef struct oc_part_slot {
     oc_gram_job job; /* the job as this part sees it: its context and statistics */
     oc_gram_stats stats;
     oc_context *own_ctx; /* parts 1..N-1 */
-    uint64_t *topk_keys; /* parts 1..N-1 with device top-k lists: the lists, to merge */
+    uint64_t *topk_keys; /* parts 1..N-1 (and 0, resumed) with device top-k lists: the lists, to merge */
     pthread_t thread;
     int started;
     oc_status st;

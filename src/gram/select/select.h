@@ -113,6 +113,11 @@ uint64_t *oc_select_topk_keys(oc_select *s);
  * ordered (select_key.h), so the result does not depend on the order in which devices are
  * merged, nor on which device computed which tile. */
 oc_status oc_select_topk_merge(oc_context *ctx, oc_select *s, const uint64_t *const *lists, int count, int threads);
+/* The same for rows [row0, row0 + rows) only: the lists hold those rows (rows x kept). A key
+ * in both lists is kept once, so merging lists that cover some tiles twice (a resumed job's
+ * lists and a device's, gram_resume.h) gives the lists of the union of their tiles. */
+oc_status oc_select_topk_merge_rows(oc_context *ctx, oc_select *s, const uint64_t *const *lists, int count,
+                                    int64_t row0, int64_t rows, int threads);
 
 /* Caller's thread: delivers every complete row block, in order, to emit. */
 oc_status oc_select_drain(oc_context *ctx, oc_select *s);

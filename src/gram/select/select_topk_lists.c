@@ -19,32 +19,34 @@ typedef struct merge_task {
     oc_select *s;
     const uint64_t *const *lists;
     int count;
+    int64_t row0, rows; /* the lists hold rows [row0, row0 + rows) */
 } merge_task;
 
-/* Rows [task * RESULT_ROWS, ...): every list merged into the selection's, one at a time. */
+/* Rows row0 + [task * RESULT_ROWS, ...): every list merged into the selection's, one at a
+ * time. */
 static oc_status merge_rows(void *arg, int64_t task, int worker)
 {
     (void)worker;
     const merge_task *mt = arg;
     oc_select *s = mt->s;
     const int64_t kept = s->kept, first = task * RESULT_ROWS;
-    const int64_t last = first + RESULT_ROWS < s->cfg.n ? first + RESULT_ROWS : s->cfg.n;
+    const int64_t last = first + RESULT_ROWS < mt->rows ? first + RESULT_ROWS : mt->rows;
     uint64_t stack[64], *row = kept <= 64 ? stack : malloc((size_t)kept * sizeof *row);
     if (!row) return OC_ERR_NO_MEMORY;
     for (int64_t i = first; i < last; ++i)
         for (int l = 0; l < mt->count; ++l) {
-            const uint64_t *a = s->keys + i * kept, *b = mt->lists[l] + i * kept;
+            const uint64_t *a = s->keys + (mt->row0 + i) * kept, *b = mt->lists[l] + i * kept;
             int64_t x = 0, y = 0;
             /* Both lists are best first with 0 past their ends; keys are distinct within a
-             * row (select_key.h), and a key in both (never, when each tile was computed
-             * once) is kept once. */
+             * row (select_key.h), and a key in both (a resumed job's lists hold tiles
+             * that a device's lists hold too: gram_resume.h) is kept once. */
             for (int64_t o = 0; o < kept; ++o) {
                 uint64_t ka = x < kept ? a[x] : 0, kb = y < kept ? b[y] : 0;
                 row[o] = ka >= kb ? ka : kb;
                 x += ka >= kb && ka != 0;
                 y += kb >= ka && kb != 0;
             }
-            memcpy(s->keys + i * kept, row, (size_t)kept * sizeof *row);
+            memcpy(s->keys + (mt->row0 + i) * kept, row, (size_t)kept * sizeof *row);
         }
     if (row != stack) free(row);
     return OC_OK;
@@ -52,9 +54,19 @@ static oc_status merge_rows(void *arg, int64_t task, int worker)
 
 oc_status oc_select_topk_merge(oc_context *ctx, oc_select *s, const uint64_t *const *lists, int count, int threads)
 {
-    if (count <= 0 || s->cfg.n <= 0 || s->kept <= 0) return OC_OK;
-    merge_task mt = {s, lists, count};
-    const int64_t tasks = (s->cfg.n + RESULT_ROWS - 1) / RESULT_ROWS;
+    return oc_select_topk_merge_rows(ctx, s, lists, count, 0, s->cfg.n, threads);
+}
+
+oc_status oc_select_topk_merge_rows(oc_context *ctx, oc_select *s, const uint64_t *const *lists, int count,
+                                    int64_t row0, int64_t rows, int threads)
+{
+    if (count <= 0 || rows <= 0 || s->kept <= 0) return OC_OK;
+    if (row0 < 0 || row0 + rows > s->cfg.n)
+        return oc_fail(ctx, OC_ERR_INTERNAL, "top-k merge of rows [%lld, %lld) past the %lld lists", (long long)row0,
+                       (long long)(row0 + rows), (long long)s->cfg.n);
+    merge_task mt = {s, lists, count, row0, rows};
+    const int64_t tasks = (rows + RESULT_ROWS - 1) / RESULT_ROWS;
+    if (threads < 1) threads = 1;
     oc_status st =
         oc_parallel_run(ctx, tasks < threads ? (int)tasks : threads, tasks, merge_rows, &mt, NULL, NULL, NULL);
     if (st == OC_ERR_NO_MEMORY)

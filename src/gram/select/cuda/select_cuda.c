@@ -96,11 +96,12 @@ struct oc_cuda_select {
     unsigned char *h_tile;
     int64_t h_tile_bytes;
     /* several devices (oc_cuda_select_share) */
-    int worker;             /* this device's worker index in the selection */
-    int drain;              /* delivers pairs: the device on the caller's thread */
-    uint64_t *topk_dest;    /* where the lists come back: the selection's, or the caller's buffer */
-    oc_cuda_floors *floors; /* top-k: the devices' floors, shared (select_floors.cuh); NULL: own only */
-    int64_t floor_imports;  /* fused tiles that took the other devices' floors first */
+    int worker;              /* this device's worker index in the selection */
+    int drain;               /* delivers pairs: the device on the caller's thread */
+    uint64_t *topk_dest;     /* where the lists come back: the selection's, or the caller's buffer */
+    oc_cuda_floors *floors;  /* top-k: the devices' floors, shared (select_floors.cuh); NULL: own only */
+    int64_t floor_imports;   /* fused tiles that took the other devices' floors first */
+    uint64_t *d_base_floors; /* a resumed top-k job: the floors of the lists restored on the host */
 };
 
 /* Each device's floors array, published by its selection once zeroed (NULL before). */
@@ -127,7 +128,10 @@ static oc_status import_floors(oc_cuda_select *s, const oc_gram_tile *tile, cuda
 {
     const uint64_t *peers[OC_MAX_LOGICAL_DEVICES];
     int n = 0;
-    for (int d = 0; d < s->floors->count; ++d) {
+    /* A resumed job's restored lists bound the job's as a peer's do (their tiles are skipped,
+     * so no key of theirs comes again). */
+    if (s->d_base_floors) peers[n++] = s->d_base_floors;
+    for (int d = 0; s->floors && d < s->floors->count && n < OC_MAX_LOGICAL_DEVICES; ++d) {
         uint64_t *p = atomic_load(&s->floors->at[d]);
         if (d != s->worker && p) peers[n++] = p;
     }
@@ -159,8 +163,9 @@ int oc_cuda_select_can_fuse(const oc_gram_job *job, int b1_kernel)
 int64_t oc_cuda_select_fixed_bytes(const oc_gram_job *job)
 {
     if (!select_on_device(job) || oc_select_get_mode(job->select) != OC_SELECT_TOPK) return 0;
-    /* the lists, their floors and the overflow count */
-    return (job->n * (oc_select_kept(job->select) + 1) * 8 + 4 * ALIGN - 1) / ALIGN * ALIGN;
+    /* the lists, their floors and the overflow count; resumed, the restored lists' floors */
+    const int64_t base = job->resume ? job->n * 8 + ALIGN : 0;
+    return (job->n * (oc_select_kept(job->select) + 1) * 8 + base + 4 * ALIGN - 1) / ALIGN * ALIGN;
 }
 
 int64_t oc_cuda_select_extra_elem_bytes(const oc_gram_job *job)
@@ -233,6 +238,54 @@ static oc_status open_slots(oc_cuda_select *s, void *const *slots)
     return OC_OK;
 }
 
+/* A resumed top-k job (gram_resume.h): the lists restored on the host stay there, and this
+ * device's start empty; their floors (each list's kept-th key) become the device's first
+ * floors and, before each fused tile, a bound like another device's (import_floors). */
+static oc_status restore_floors(oc_cuda_select *s)
+{
+    oc_context *ctx = s->ctx;
+    const int64_t n = s->job->n, kept = oc_select_kept(s->sel);
+    const uint64_t *keys = oc_select_topk_keys(s->sel);
+    uint64_t *floors = malloc((size_t)n * 8);
+    if (!floors) return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the restored top-k floors");
+    int any = 0;
+    for (int64_t i = 0; i < n; ++i) any |= (floors[i] = keys[i * kept + kept - 1]) != 0;
+    oc_status st = OC_OK;
+    if (any)
+        st = oc_pool_alloc(ctx, s->dev->pool, (size_t)n * 8, "the restored top-k floors", (void **)&s->d_base_floors);
+    /* After the floors' zeroing on the selection's stream, which the copies follow. */
+    cudaError_t e = cudaSuccess;
+    if (any && st == OC_OK)
+        e = cudaMemcpyAsync(s->d_base_floors, floors, (size_t)n * 8, cudaMemcpyHostToDevice, s->stream);
+    if (any && st == OC_OK && e == cudaSuccess)
+        e = cudaMemcpyAsync(s->d_floors, floors, (size_t)n * 8, cudaMemcpyHostToDevice, s->stream);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(s->stream); /* before floors is freed */
+    if (st == OC_OK && e != cudaSuccess)
+        st = oc_cuda_fail_at(ctx, e, "uploading the restored top-k floors", __FILE__, __LINE__);
+    free(floors);
+    return st;
+}
+
+int oc_cuda_select_topk_on_device(const oc_gram_job *job)
+{
+    return select_on_device(job) && oc_select_get_mode(job->select) == OC_SELECT_TOPK;
+}
+
+oc_status oc_cuda_select_lists_fetch(oc_cuda_select *s, int64_t row0, int64_t rows, uint64_t *dest)
+{
+    oc_context *ctx = s->ctx;
+    const int64_t kept = oc_select_kept(s->sel);
+    const size_t bytes = (size_t)(rows * kept) * 8;
+    if (!s->d_lists) {
+        memset(dest, 0, bytes);
+        return OC_OK;
+    }
+    CUDA_CHECK(ctx, cudaStreamSynchronize(s->stream));
+    CUDA_CHECK(ctx, cudaMemcpy(dest, s->d_lists + row0 * kept, bytes, cudaMemcpyDeviceToHost));
+    s->job->stats->bytes_d2h += (int64_t)bytes;
+    return OC_OK;
+}
+
 oc_status oc_cuda_select_begin(oc_context *ctx, oc_gram_job *job, int64_t tile, int devices)
 {
     if (!job->select) return OC_OK;
@@ -254,7 +307,7 @@ oc_status oc_cuda_select_open(oc_context *ctx, oc_cuda_device *dev, oc_gram_job 
     s->host_topk = mode == OC_SELECT_TOPK && !select_on_device(job);
     s->worker = share ? share->index : 0;
     s->drain = s->worker == 0;
-    s->topk_dest = share && share->index > 0 ? share->topk_keys : oc_select_topk_keys(s->sel);
+    s->topk_dest = share && share->topk_keys ? share->topk_keys : oc_select_topk_keys(s->sel);
     snprintf(job->stats->select_desc, sizeof job->stats->select_desc, "%s",
              s->host_topk ? "host (k above the device's 128)"
              : s->fused   ? "device, fused in the Gram kernel"
@@ -286,6 +339,7 @@ oc_status oc_cuda_select_open(oc_context *ctx, oc_cuda_device *dev, oc_gram_job 
         CUDA_CHECK(ctx, cudaMemset(s->d_overflows, 0, 4));
         CUDA_CHECK(ctx, cudaMemset(s->d_lists, 0, bytes));
         CUDA_CHECK(ctx, cudaMemsetAsync(s->d_floors, 0, (size_t)job->n * 8, s->stream));
+        if (job->resume && s->fused) OC_CHECK(ctx, restore_floors(s));
         if (share && share->floors && s->fused) {
             /* Published only once zero: another device may read them from its next tile. */
             CUDA_CHECK(ctx, cudaStreamSynchronize(s->stream));
@@ -355,7 +409,7 @@ oc_status oc_cuda_select_tile_begin(oc_cuda_select *s, int64_t t, int slot, int6
         tile->floors = s->d_floors;
         tile->kept = (int)oc_select_kept(s->sel);
         tile->may_overflow = oc_gram_topk_may_overflow(tile->rows, tile->cols, sym, tile->kept, s->bucket);
-        if (s->floors) OC_CHECK(ctx, import_floors(s, tile, stream));
+        if (s->floors || s->d_base_floors) OC_CHECK(ctx, import_floors(s, tile, stream));
     } else {
         tile->may_overflow = 1; /* a threshold keeps every pair that passes */
         uint64_t mk = oc_select_min_key(s->sel);

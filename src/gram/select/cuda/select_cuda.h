@@ -50,7 +50,9 @@ int64_t oc_cuda_select_edge_bytes(const oc_gram_job *job, int b1_kernel);
 /* Several devices share one job's selection (docs/architecture.md): this is device `index` of
  * `count`. Device 0 begins the selection and, on the caller's thread, delivers the pairs
  * every device hands over; each other device's top-k lists come back into `topk_keys`
- * (n x kept) for the caller to merge (oc_select_topk_merge), device 0's into the selection's. */
+ * (n x kept) for the caller to merge (oc_select_topk_merge), device 0's into the selection's
+ * unless its topk_keys is set too (a resumed job, whose selection holds the restored lists:
+ * gram_resume.h; count may then be 1). */
 typedef struct oc_cuda_floors oc_cuda_floors;
 typedef struct oc_cuda_select_share {
     int index, count;
@@ -84,6 +86,13 @@ void oc_cuda_select_counts(const oc_cuda_select *s, int64_t *fused, int64_t *ove
 int64_t oc_cuda_select_floor_imports(const oc_cuda_select *s);
 /* Host seconds spent waiting for threshold pairs and handing them over (OUTCORE_TRACE). */
 void oc_cuda_select_host_seconds(const oc_cuda_select *s, double *wait, double *work);
+
+/* Whether the job's top-k lists are kept on the device (k up to OC_CUDA_SELECT_MAX_K); else
+ * each tile is selected into the host's lists. */
+int oc_cuda_select_topk_on_device(const oc_gram_job *job);
+/* Device top-k, a resumable job's checkpoint (oc_resume_fetch_fn): once every tile enqueued so
+ * far was selected, rows [row0, row0 + rows) of the device's lists into dest (rows x kept). */
+oc_status oc_cuda_select_lists_fetch(oc_cuda_select *s, int64_t row0, int64_t rows, uint64_t *dest);
 
 /* Fused top-k of A·Aᵀ: the diagonal tiles, which seed each panel's lists from its own
  * rows, should come before the tiles that need them when the order is free (every panel
