@@ -17,12 +17,15 @@
  *                pageable host memory (what an in-core caller pays when the data is on the host)
  * The rate is multiply-adds x 2 per second (FLOP/s; OP/s for int8).
  *
- * MATMUL_DEVICE_SETS="0;0,1" runs the scaling mode instead: operands generated row by row
+ * MATMUL_TILE forces the tile edge (the plan's otherwise). MATMUL_DEVICE_SETS="0;0,1" runs the scaling mode instead: operands generated row by row
  * from one pattern (any K without its memory), the product on each device set in turn, its
  * rate against the first set's times the device count, and whether its bytes equal the
  * first set's.
  */
 #include <cublasLt.h>
+#include <execinfo.h>
+#include <signal.h>
+#include <unistd.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -288,8 +291,23 @@ static int scaling(const type_case *tc, int64_t m, int64_t n, int64_t k, const c
     return rc;
 }
 
+/* A crash prints where it happened (the benchmark runs on lent hosts without a debugger). */
+static void on_fault(int sig)
+{
+    void *frames[64];
+    const int n = backtrace(frames, 64);
+    const char head[] = "bench_matmul_cuda: fatal signal; backtrace:\n";
+    (void)!write(2, head, sizeof head - 1);
+    backtrace_symbols_fd(frames, n, 2);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
 int main(int argc, char **argv)
 {
+    signal(SIGSEGV, on_fault);
+    signal(SIGBUS, on_fault);
+    setvbuf(stdout, NULL, _IOLBF, 0);
     const int64_t m = argc > 1 ? atoll(argv[1]) : 16384, n = argc > 2 ? atoll(argv[2]) : 16384,
                   k = argc > 3 ? atoll(argv[3]) : 16384;
     const char *type = argc > 4 ? argv[4] : "float32";
@@ -323,6 +341,7 @@ int main(int argc, char **argv)
     memset(&job, 0, sizeof job);
     job.ctx = ctx, job.m = m, job.n = n, job.k = k, job.in_type = tc->in, job.out_type = tc->out, job.tf32 = tc->tf32;
     job.read_panel = read_rows, job.write_tile = write_rows, job.io = &io, job.gpu_mem_bytes = gpu_mem;
+    if (getenv("MATMUL_TILE")) job.tile = atoll(getenv("MATMUL_TILE"));
     char *plan = NULL;
     if (oc_mm_backend_cuda.plan(&job, 0, &plan) != OC_OK) {
         fprintf(stderr, "plan: %s\n", oc_context_last_error(ctx));
