@@ -13,10 +13,8 @@
 #include "cli_ranks.h"
 #include "commands.h"
 
+/* After the usage lines, whose output names come from the library's formats (print_usage). */
 static const char gram_usage[] =
-    "usage: outcore gram A [B] -o OUT [options]\n"
-    "       outcore gram A [B] --topk K -o OUT.npz|OUT.tsv [options]\n"
-    "       outcore gram A [B] --threshold T -o OUT.npz|OUT.mtx|OUT.tsv [options]\n"
     "\n"
     "Computes C = A·Aᵀ (or A·Bᵀ) of 0/1 matrices exactly: C[i,j] counts the columns where\n"
     "rows i and j are both 1; --metric turns counts into similarities.\n"
@@ -81,9 +79,31 @@ static const char gram_usage_backend[] =
     "system, each on its own GPU or CPU, into one output: the bytes one process writes (a\n"
     "build with MPI; outcore --version says so). See docs/mpi.md.\n";
 
+/* "OUT.npz|OUT.tsv": an output path of each format of the list. */
+static const char *output_paths(char *text, size_t size, cli_name_at format)
+{
+    snprintf(text, size, "OUT.");
+    cli_join_names(text + 4, size - 4, format, "|OUT.", "|OUT.", NULL);
+    return text;
+}
+
+/* ".npz, .mtx or .tsv": the suffixes of the list, last before the final one (" or .", " and ."). */
+static const char *suffixes(char *text, size_t size, cli_name_at format, const char *last)
+{
+    snprintf(text, size, ".");
+    cli_join_names(text + 1, size - 1, format, ", .", last, NULL);
+    return text;
+}
+
 static void print_usage(void)
 {
     const oc_gram_options defaults = OC_GRAM_OPTIONS_INIT;
+    char paths[128];
+    printf("usage: outcore gram A [B] -o OUT [options]\n");
+    printf("       outcore gram A [B] --topk K -o %s [options]\n",
+           output_paths(paths, sizeof paths, cli_topk_format_at));
+    printf("       outcore gram A [B] --threshold T -o %s [options]\n",
+           output_paths(paths, sizeof paths, cli_threshold_format_at));
     fputs(gram_usage, stdout);
     cli_help_names("--metric M", cli_metric_at, oc_metric_name(defaults.metric));
     fputs(gram_usage_options, stdout);
@@ -102,21 +122,26 @@ typedef struct gram_args {
     oc_gram_options opts;
 } gram_args;
 
-/* The output's extension must suit the mode (dense .npy, top-k .npz/.tsv, threshold
- * .npz/.mtx/.tsv); -1 when it does, else the exit status. */
+/* The output's extension must suit the mode: one of the library's formats that holds the
+ * result (dense .npy, top-k .npz/.tsv, threshold .npz/.mtx/.tsv); -1 when it does, else the
+ * exit status. */
 static int check_output_kind(const gram_args *g)
 {
     const char *ext = cli_path_extension(g->output);
-    int npy = strcasecmp(ext, "npy") == 0, npz = strcasecmp(ext, "npz") == 0, tsv = strcasecmp(ext, "tsv") == 0,
-        mtx = strcasecmp(ext, "mtx") == 0;
-    if (g->opts.topk > 0 && !(npz || tsv))
-        return cli_usage_error("%s: a --topk result is written as .npz or .tsv, not '.%s'", g->output, ext);
-    if (g->opts.use_threshold && !(npz || tsv || mtx))
-        return cli_usage_error("%s: a --threshold result is written as .npz, .mtx or .tsv, not '.%s'", g->output, ext);
-    if (!g->opts.topk && !g->opts.use_threshold && !npy)
-        return cli_usage_error("%s: a dense result is written as .npy, not '.%s' (.npz, .mtx and .tsv hold --topk or "
-                               "--threshold results)",
-                               g->output, ext);
+    unsigned holds = 0;
+    for (int f = 0; cli_output_format_at(f); ++f)
+        if (strcasecmp(ext, cli_output_format_at(f)) == 0) holds = oc_output_format_results((oc_output_format)f);
+    char list[128], others[128];
+    if (g->opts.topk > 0 && !(holds & OC_RESULT_TOPK))
+        return cli_usage_error("%s: a --topk result is written as %s, not '.%s'", g->output,
+                               suffixes(list, sizeof list, cli_topk_format_at, " or ."), ext);
+    if (g->opts.use_threshold && !(holds & OC_RESULT_THRESHOLD))
+        return cli_usage_error("%s: a --threshold result is written as %s, not '.%s'", g->output,
+                               suffixes(list, sizeof list, cli_threshold_format_at, " or ."), ext);
+    if (!g->opts.topk && !g->opts.use_threshold && !(holds & OC_RESULT_DENSE))
+        return cli_usage_error("%s: a dense result is written as %s, not '.%s' (%s hold --topk or --threshold results)",
+                               g->output, suffixes(list, sizeof list, cli_dense_format_at, " or ."), ext,
+                               suffixes(others, sizeof others, cli_selection_format_at, " and ."));
     return -1;
 }
 
@@ -239,10 +264,14 @@ static int parse_gram_args(int argc, char **argv, gram_args *g)
     if (g->opts.use_min_score && g->opts.topk <= 0)
         return cli_usage_error("gram: --min-score keeps the top-k neighbours scoring at least S: give --topk K too "
                                "(--threshold T lists every pair at least T)");
-    if (!g->output)
-        return cli_usage_error("gram: no output given: add -o %s", g->opts.topk            ? "OUT.npz (or .tsv)"
-                                                                   : g->opts.use_threshold ? "OUT.npz (or .mtx, .tsv)"
-                                                                                           : "OUT.npy");
+    if (!g->output) {
+        char paths[128];
+        return cli_usage_error("gram: no output given: add -o %s",
+                               output_paths(paths, sizeof paths,
+                                            g->opts.topk            ? cli_topk_format_at
+                                            : g->opts.use_threshold ? cli_threshold_format_at
+                                                                    : cli_dense_format_at));
+    }
     if (!g->plan) {
         int rc = cli_check_output(g->output); /* a folder, a missing one: before the extension */
         if (rc >= 0) return rc;
