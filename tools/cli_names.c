@@ -54,8 +54,21 @@ const char *cli_join_names(char *text, size_t size, cli_name_at name, const char
 
 void cli_help_names(const char *option, cli_name_at name, const char *mark)
 {
-    char names[256];
-    printf("  %-22s %s\n", option, cli_join_names(names, sizeof names, name, ", ", ", ", mark));
+    char names[512];
+    cli_join_names(names, sizeof names, name, ", ", ", ", mark);
+    printf("  %-22s", option);
+    /* Word by word, a line that would pass CLI_HELP_WIDTH going on under the first. */
+    int column = CLI_HELP_COLUMN - 1;
+    for (char *word = strtok(names, " "); word; word = strtok(NULL, " ")) {
+        const int n = (int)strlen(word);
+        if (column > CLI_HELP_COLUMN - 1 && column + 1 + n > CLI_HELP_WIDTH) {
+            printf("\n%*s", CLI_HELP_COLUMN - 1, "");
+            column = CLI_HELP_COLUMN - 1;
+        }
+        printf(" %s", word);
+        column += 1 + n;
+    }
+    putchar('\n');
 }
 
 int cli_expected(const char *option, const char *value, cli_name_at name)

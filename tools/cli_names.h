@@ -35,8 +35,13 @@ int cli_expected(const char *option, const char *value, cli_name_at name);
 const char *cli_join_names(char *text, size_t size, cli_name_at name, const char *sep, const char *last,
                            const char *mark);
 
+/* The help texts' column of descriptions (counted from 0) and the width their lists keep to. */
+#define CLI_HELP_COLUMN 25
+#define CLI_HELP_WIDTH 88
+
 /* A help line "  --OPTION VALUE          a (default), b, c" on stdout: the option and its value
- * name padded to the help texts' column, then the list's names with mark as the default. */
+ * name padded to the help texts' column, then the list's names with mark as the default,
+ * going on in that column on the next lines past CLI_HELP_WIDTH. */
 void cli_help_names(const char *option, cli_name_at name, const char *mark);
 
 /* Words printed on stdout in lines of at most width bytes, a space between two words of a

@@ -24,18 +24,19 @@ static const char gram_usage[] =
     "(.npz: rows, cols, values; .mtx; .tsv). See docs/topk.md.\n"
     "\n"
     "  -o, --output OUT       result file (written under a temporary name, renamed when done)\n";
-/* Then the --metric line, from the library's list (print_usage), and the rest. */
+/* Then the --metric and --dtype lines, from the library's lists (print_usage), and the rest. */
 static const char gram_usage_options[] =
-    "  --dtype T              int32 | uint16 (counts/hamming, < 65536 columns) | float32\n"
     "  --bits M               .npy inputs hold numpy.packbits(A, axis=1) of M columns\n"
     "  --binarize             read any nonzero value as 1 (default: values other than 0/1 are\n"
     "                         an error naming the row and column, counted from 0)\n";
 /* Then the --backend line, from the library's list (print_usage), and the rest. */
 static const char gram_usage_backend[] =
     "                         auto runs the one the cost model predicts faster, the CPU\n"
-    "                         without a usable GPU (docs/cost-model.md)\n"
-    "  --algorithm A          auto (default: the one predicted faster), dense (packed-bit\n"
-    "                         kernels) or sparse (per-row accumulation over column lists, CPU);\n"
+    "                         without a usable GPU (docs/cost-model.md)\n";
+/* Then the --algorithm line, from the library's list (print_usage), and the rest. */
+static const char gram_usage_algorithm[] =
+    "                         auto runs the one predicted faster; dense computes with packed-bit\n"
+    "                         kernels, sparse by per-row accumulation over column lists (CPU);\n"
     "                         the same bytes either way. See docs/sparse.md\n"
     "  --explain              print the predicted time of each backend and algorithm, the\n"
     "                         rates behind them, and the choices (stderr)\n"
@@ -95,6 +96,41 @@ static const char *suffixes(char *text, size_t size, cli_name_at format, const c
     return text;
 }
 
+/* The items of a list whose bit is set in mask, joined as "a, b and c" (last: " and ", " or "). */
+static void print_some(cli_name_at name, unsigned mask, const char *last)
+{
+    int final = -1;
+    for (int i = 0; name(i) && i < 32; ++i)
+        if (mask >> i & 1u) final = i;
+    for (int i = 0, k = 0; name(i) && i < 32; ++i)
+        if (mask >> i & 1u) printf("%s%s", k++ == 0 ? "" : i == final ? last : ", ", name(i));
+}
+
+/* The dtypes each metric takes, as oc_gram_result_dtype allows them, metrics of the same
+ * dtypes together: "counts and hamming: int32 or uint16; jaccard and cosine: float32". */
+static void print_metric_dtypes(void)
+{
+    unsigned allowed[32] = {0}, done = 0;
+    int metrics = 0;
+    for (; metrics < 32 && cli_metric_at(metrics); ++metrics)
+        for (int d = 0; cli_dtype_at(d); ++d)
+            if (oc_gram_result_dtype((oc_metric)metrics, (oc_dtype)(d + 1)) == (oc_dtype)(d + 1))
+                allowed[metrics] |= 1u << d;
+    printf("%*s", CLI_HELP_COLUMN, "");
+    for (int m = 0; m < metrics; ++m) {
+        if (done >> m & 1u) continue;
+        unsigned group = 0;
+        for (int o = m; o < metrics; ++o)
+            if (allowed[o] == allowed[m]) group |= 1u << o;
+        printf("%s", done ? "; " : "");
+        print_some(cli_metric_at, group, " and ");
+        printf(": ");
+        print_some(cli_dtype_at, allowed[m], " or ");
+        done |= group;
+    }
+    printf("\n%*s(default: the metric's first; uint16 holds counts below 65536)\n", CLI_HELP_COLUMN, "");
+}
+
 static void print_usage(void)
 {
     const oc_gram_options defaults = OC_GRAM_OPTIONS_INIT;
@@ -106,9 +142,13 @@ static void print_usage(void)
            output_paths(paths, sizeof paths, cli_threshold_format_at));
     fputs(gram_usage, stdout);
     cli_help_names("--metric M", cli_metric_at, oc_metric_name(defaults.metric));
+    cli_help_names("--dtype T", cli_dtype_at, NULL);
+    print_metric_dtypes();
     fputs(gram_usage_options, stdout);
     cli_help_names("--backend B", cli_backend_at, oc_backend_name(defaults.backend));
     fputs(gram_usage_backend, stdout);
+    cli_help_names("--algorithm A", cli_algorithm_at, oc_algorithm_name(defaults.algorithm));
+    fputs(gram_usage_algorithm, stdout);
 }
 
 typedef struct gram_args {

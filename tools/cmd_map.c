@@ -21,9 +21,10 @@ static const char map_usage_options[] =
     "\n"
     "  -o, --output OUT.npy   result file (written under a temporary name, renamed when done);\n"
     "                         a reduction to one value without -o prints it\n"
-    "  --set NAME=VALUE       a Python scalar (weak in numpy's promotion: float32 * 0.5 stays float32)\n"
-    "  --dtype T              bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float32,\n"
-    "                         float64: the output dtype; the result must cast to it under numpy's\n"
+    "  --set NAME=VALUE       a Python scalar (weak in numpy's promotion: float32 * 0.5 stays float32)\n";
+/* Then the --dtype line, from the library's list (print_usage), and the rest. */
+static const char map_usage_dtype[] =
+    "                         the output dtype; the result must cast to it under numpy's\n"
     "                         same_kind rule\n"
     "  --reduce OP            sum, mean, min or max (of the result, never materialised)\n"
     "  --axis N               reduce over axis N only (negative counts from the end)\n"
@@ -48,6 +49,8 @@ static void print_usage(void)
     cli_wrap_names(&w, cli_map_function_at, ".");
     putchar('\n');
     fputs(map_usage_options, stdout);
+    cli_help_names("--dtype T", cli_map_dtype_at, NULL);
+    fputs(map_usage_dtype, stdout);
 }
 
 #define MAX_ARGS 64

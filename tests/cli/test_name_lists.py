@@ -72,10 +72,27 @@ def test_every_listed_value_is_accepted(command, option, what):
     assert proc.returncode == 2 and proc.stderr == f"outcore: {option} nonsense: expected {expected}\n"
 
 
-def test_the_metric_help_line_lists_them():
-    metrics = listed("metrics")
-    help_line = re.search(r"^  --metric M +(.*)$", run("gram", "--help").stdout, re.M).group(1)
-    assert help_line.replace(" (default)", "").split(", ") == metrics
+def help_list(command, option):
+    """The names on an option's help line, with the lines its list goes on to (a line ending
+    in "," goes on), "(default)" dropped."""
+    lines = run(command, "--help").stdout.split("\n")
+    at = next(i for i, line in enumerate(lines) if re.match(rf"^  {option} \S+ +\S", line))
+    text = lines[at][25:]
+    while text.endswith(","):
+        at += 1
+        assert lines[at].startswith(" " * 25), lines[at]
+        text += " " + lines[at].strip()
+    return text.replace(" (default)", "").split(", ")
+
+
+@pytest.mark.parametrize("command,option,what", [("gram", "--metric", "metrics"), ("gram", "--dtype", "dtypes"),
+                                                 ("gram", "--backend", "backends"), ("gram", "--algorithm", "algorithms"),
+                                                 ("map", "--dtype", "map-dtypes"), ("matmul", "--backend", "backends")])
+def test_the_help_lines_list_them(command, option, what):
+    assert help_list(command, option) == listed(what)
+    for line in run(command, "--help").stdout.split("\n"):
+        if line.startswith(f"  {option} "):
+            assert len(line) <= 88, line
 
 
 def test_every_listed_map_function_is_known(tmp_path):
