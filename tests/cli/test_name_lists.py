@@ -87,7 +87,8 @@ def help_list(command, option):
 
 @pytest.mark.parametrize("command,option,what", [("gram", "--metric", "metrics"), ("gram", "--dtype", "dtypes"),
                                                  ("gram", "--backend", "backends"), ("gram", "--algorithm", "algorithms"),
-                                                 ("map", "--dtype", "map-dtypes"), ("matmul", "--backend", "backends")])
+                                                 ("map", "--dtype", "map-dtypes"), ("map", "--backend", "backends"),
+                                                 ("matmul", "--backend", "backends")])
 def test_the_help_lines_list_them(command, option, what):
     assert help_list(command, option) == listed(what)
     for line in run(command, "--help").stdout.split("\n"):
