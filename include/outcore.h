@@ -472,6 +472,23 @@ OC_API const char *oc_metric_name(oc_metric metric);
 OC_API const char *oc_dtype_name(oc_dtype dtype);
 OC_API const char *oc_backend_name(oc_backend backend);
 OC_API const char *oc_algorithm_name(oc_algorithm algorithm);
+/* The files a Gram result is written to (OC_OUTPUT_FILE), each named by its path's suffix:
+ * oc_output_format_name(i) for i = 0, 1, ... until NULL lists them ("npy", "npz", ...), and
+ * oc_output_format_results(i) says which results a format holds (OC_RESULT_* bits; 0 past
+ * the last). */
+typedef enum oc_output_format {
+    OC_FORMAT_NPY = 0, /* the dense matrix */
+    OC_FORMAT_NPZ = 1, /* top-k: indices, scores; threshold: rows, cols, values */
+    OC_FORMAT_MTX = 2, /* threshold pairs as a MatrixMarket coordinate matrix */
+    OC_FORMAT_TSV = 3, /* top-k or threshold: a line per entry */
+#ifdef OC_TEST_PRETEND_FORMAT
+    OC_FORMAT_PRETEND, /* tests only: a format without a writer (tests/cli/test_table_sites.py) */
+#endif
+    OC_OUTPUT_FORMAT_COUNT /* the number of formats, not a format */
+} oc_output_format;
+enum { OC_RESULT_DENSE = 1, OC_RESULT_TOPK = 2, OC_RESULT_THRESHOLD = 4 };
+OC_API const char *oc_output_format_name(oc_output_format format);
+OC_API unsigned oc_output_format_results(oc_output_format format);
 /* Parses those names; returns OC_ERR_INVALID_ARGUMENT for an unknown name. */
 OC_API oc_status oc_metric_parse(const char *name, oc_metric *out);
 OC_API oc_status oc_dtype_parse(const char *name, oc_dtype *out);

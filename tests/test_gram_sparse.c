@@ -6,7 +6,7 @@
  * dtype, top-k (k = 1, a few, more than the columns) and threshold pairs (thresholds a count
  * of 0 passes and ones it does not), under 1 and 2 threads and several hub splits
  * (OUTCORE_SPARSE_HUBS: none, the predicted one, a few, 64 (one hub word whole: the pair
- * lists of sparse_hub_pairs.h), more than 64). The dense algorithm
+ * lists of sparse_index.h), more than 64). The dense algorithm
  * is the reference, run once per output for all of those: it is itself held to a direct
  * reference (and to the same bytes under every thread count) by test_cpu_gram.c and the case
  * table. The runner

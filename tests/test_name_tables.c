@@ -1,13 +1,16 @@
 /*
- * test_name_tables.c - the tables that give names to metrics and to map's operations:
- * every metric has a row whose name parses back to it and whose properties agree with what
- * oc_gram_result_dtype and the messages say; every map op has one row, every function name
- * the list gives is found by the parser's lookup, and the public lists end where the tables
- * do. tests/cli/test_name_lists.py checks the same lists through the CLI and the binding.
+ * test_name_tables.c - the tables that give names to metrics, to map's operations and to the
+ * output formats: every metric has a row whose name parses back to it and whose properties
+ * agree with what oc_gram_result_dtype and the messages say; every map op has one row, every
+ * function name the list gives is found by the parser's lookup, and the public lists end
+ * where the tables do; every output format has a row that its suffix finds again.
+ * tests/cli/test_name_lists.py checks the same lists through the CLI and the binding.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "core/metric.h"
+#include "io/formats/output_format.h"
 #include "map/map_expr.h"
 #include "harness.h"
 
@@ -83,10 +86,39 @@ static void test_map_op_rows(void)
     CHECK(strcmp(oc_map_function("arctan2", 7)->cuda, "atan2") == 0);
 }
 
+static void test_output_format_rows(void)
+{
+    for (int f = 0; f < OC_OUTPUT_FORMAT_COUNT; ++f) {
+        const char *name = oc_output_format_name((oc_output_format)f);
+        CHECK_MSG(name && oc_output_format_results((oc_output_format)f) != 0, "format %d has no row", f);
+        if (!name) continue;
+        char path[32];
+        snprintf(path, sizeof path, "dir.npz/OUT.%s", name);
+        CHECK_EQ_I64(oc_output_format_of(path), f);
+    }
+    CHECK(oc_output_format_name(OC_OUTPUT_FORMAT_COUNT) == NULL &&
+          oc_output_format_results(OC_OUTPUT_FORMAT_COUNT) == 0);
+    CHECK(oc_output_format_name((oc_output_format)-1) == NULL);
+    CHECK(oc_output_format_of("OUT.NPZ") == OC_FORMAT_NPZ && oc_output_format_of("OUT.csv") == -1 &&
+          oc_output_format_of("npz") == -1);
+    char text[64];
+    CHECK(strcmp(oc_output_formats_text(text, sizeof text, OC_RESULT_THRESHOLD, 1, " or "), ".npz, .mtx or .tsv") == 0);
+    CHECK(strcmp(oc_output_formats_text(text, sizeof text, OC_RESULT_DENSE, 0, " and "), ".npz, .mtx and .tsv") == 0);
+    CHECK(strcmp(oc_output_formats_text(text, sizeof text, OC_RESULT_DENSE, 1, " or "), ".npy") == 0);
+    oc_context *ctx = NULL;
+    CHECK(oc_context_create(&ctx) == OC_OK);
+    CHECK(oc_output_format_check(ctx, "OUT.tsv", OC_RESULT_TOPK, "top-k") == OC_OK);
+    CHECK(oc_output_format_check(ctx, "OUT.mtx", OC_RESULT_TOPK, "top-k") == OC_ERR_INVALID_ARGUMENT);
+    CHECK_MSG(strcmp(oc_context_last_error(ctx), "OUT.mtx: a top-k result is written as .npz or .tsv; got '.mtx'") == 0,
+              "got '%s'", oc_context_last_error(ctx));
+    oc_context_free(ctx);
+}
+
 int main(void)
 {
     test_metric_rows();
     test_metric_dtypes_text();
     test_map_op_rows();
+    test_output_format_rows();
     return oc_test_finish();
 }

@@ -102,7 +102,7 @@ void cli_progress_finish(cli_progress *p);
  * else the exit status (the message printed). */
 int cli_check_output(const char *path);
 
-/* The extension of path's file name after its last dot ("npz"), or "" when it has none. */
+/* The extension of path's file name after its last dot ("npy"), or "" when it has none. */
 const char *cli_path_extension(const char *path);
 double cli_now(void);
 /* OUTCORE_TRACE (docs/environment.md): prints "outcore cli: <phase> <seconds since *t>" to

@@ -15,6 +15,20 @@ const char *cli_map_function_at(int i) { return oc_map_function_name(i); }
 const char *cli_map_operator_at(int i) { return oc_map_operator_name(i); }
 const char *cli_map_dtype_at(int i) { return oc_map_dtype_name(i); }
 
+/* The i-th format of the library's table that holds one of the results in mask. */
+static const char *format_at(int i, unsigned mask)
+{
+    for (int f = 0; i >= 0 && oc_output_format_name((oc_output_format)f); ++f)
+        if ((oc_output_format_results((oc_output_format)f) & mask) && i-- == 0)
+            return oc_output_format_name((oc_output_format)f);
+    return NULL;
+}
+const char *cli_output_format_at(int i) { return format_at(i, ~0u); }
+const char *cli_dense_format_at(int i) { return format_at(i, OC_RESULT_DENSE); }
+const char *cli_topk_format_at(int i) { return format_at(i, OC_RESULT_TOPK); }
+const char *cli_threshold_format_at(int i) { return format_at(i, OC_RESULT_THRESHOLD); }
+const char *cli_selection_format_at(int i) { return format_at(i, OC_RESULT_TOPK | OC_RESULT_THRESHOLD); }
+
 static int count_names(cli_name_at name)
 {
     int n = 0;
@@ -40,8 +54,21 @@ const char *cli_join_names(char *text, size_t size, cli_name_at name, const char
 
 void cli_help_names(const char *option, cli_name_at name, const char *mark)
 {
-    char names[256];
-    printf("  %-22s %s\n", option, cli_join_names(names, sizeof names, name, ", ", ", ", mark));
+    char names[512];
+    cli_join_names(names, sizeof names, name, ", ", ", ", mark);
+    printf("  %-22s", option);
+    /* Word by word, a line that would pass CLI_HELP_WIDTH going on under the first. */
+    int column = CLI_HELP_COLUMN - 1;
+    for (char *word = strtok(names, " "); word; word = strtok(NULL, " ")) {
+        const int n = (int)strlen(word);
+        if (column > CLI_HELP_COLUMN - 1 && column + 1 + n > CLI_HELP_WIDTH) {
+            printf("\n%*s", CLI_HELP_COLUMN - 1, "");
+            column = CLI_HELP_COLUMN - 1;
+        }
+        printf(" %s", word);
+        column += 1 + n;
+    }
+    putchar('\n');
 }
 
 int cli_expected(const char *option, const char *value, cli_name_at name)
@@ -82,6 +109,10 @@ static const struct {
     {"map-functions", cli_map_function_at},
     {"map-operators", cli_map_operator_at},
     {"map-dtypes", cli_map_dtype_at},
+    {"output-formats", cli_output_format_at},
+    {"dense-formats", cli_dense_format_at},
+    {"topk-formats", cli_topk_format_at},
+    {"threshold-formats", cli_threshold_format_at},
 };
 
 static const char *list_at(int i) { return i >= 0 && i < (int)(sizeof lists / sizeof lists[0]) ? lists[i].what : NULL; }

@@ -1,6 +1,6 @@
 /*
  * cli_names.h - the lists of names the library holds (metrics, dtypes, backends, algorithms,
- * map functions, operators and dtypes),
+ * map functions, operators and dtypes, the Gram result's file formats),
  * as the help texts, the messages and `outcore --list` show them: read from the library at
  * run time, never copied into the CLI. Uses include/outcore.h only.
  */
@@ -18,6 +18,13 @@ const char *cli_algorithm_at(int i);
 const char *cli_map_function_at(int i);
 const char *cli_map_operator_at(int i);
 const char *cli_map_dtype_at(int i);
+/* The Gram result's file formats by suffix ("npy"): all of them, and those that hold a dense,
+ * a top-k, a threshold, or a top-k or threshold result. */
+const char *cli_output_format_at(int i);
+const char *cli_dense_format_at(int i);
+const char *cli_topk_format_at(int i);
+const char *cli_threshold_format_at(int i);
+const char *cli_selection_format_at(int i);
 
 /* "--OPTION VALUE: expected a, b or c" (the list's names) as a usage error; returns 2. */
 int cli_expected(const char *option, const char *value, cli_name_at name);
@@ -28,8 +35,13 @@ int cli_expected(const char *option, const char *value, cli_name_at name);
 const char *cli_join_names(char *text, size_t size, cli_name_at name, const char *sep, const char *last,
                            const char *mark);
 
+/* The help texts' column of descriptions (counted from 0) and the width their lists keep to. */
+#define CLI_HELP_COLUMN 25
+#define CLI_HELP_WIDTH 88
+
 /* A help line "  --OPTION VALUE          a (default), b, c" on stdout: the option and its value
- * name padded to the help texts' column, then the list's names with mark as the default. */
+ * name padded to the help texts' column, then the list's names with mark as the default,
+ * going on in that column on the next lines past CLI_HELP_WIDTH. */
 void cli_help_names(const char *option, cli_name_at name, const char *mark);
 
 /* Words printed on stdout in lines of at most width bytes, a space between two words of a
@@ -43,8 +55,8 @@ void cli_wrap_word(cli_wrap *w, const char *word, const char *suffix);
 void cli_wrap_names(cli_wrap *w, cli_name_at name, const char *suffix);
 
 /* `outcore --list WHAT` (metrics, dtypes, backends, algorithms, map-functions, map-operators,
- * map-dtypes): the names, one a line, for the bash completion and the tests. Returns the
- * exit status. */
+ * map-dtypes, output-formats, dense-formats, topk-formats, threshold-formats): the names, one
+ * a line, for the bash completion and the tests. Returns the exit status. */
 int cli_list_names(const char *what);
 
 #endif

@@ -14,10 +14,8 @@
 #include "cli_ranks.h"
 #include "commands.h"
 
+/* After the usage lines, whose output names come from the library's formats (print_usage). */
 static const char gram_usage[] =
-    "usage: outcore gram A [B] -o OUT [options]\n"
-    "       outcore gram A [B] --topk K -o OUT.npz|OUT.tsv [options]\n"
-    "       outcore gram A [B] --threshold T -o OUT.npz|OUT.mtx|OUT.tsv [options]\n"
     "\n"
     "Computes C = A·Aᵀ (or A·Bᵀ) of 0/1 matrices exactly: C[i,j] counts the columns where\n"
     "rows i and j are both 1; --metric turns counts into similarities.\n"
@@ -27,18 +25,19 @@ static const char gram_usage[] =
     "(.npz: rows, cols, values; .mtx; .tsv). See docs/topk.md.\n"
     "\n"
     "  -o, --output OUT       result file (written under a temporary name, renamed when done)\n";
-/* Then the --metric line, from the library's list (print_usage), and the rest. */
+/* Then the --metric and --dtype lines, from the library's lists (print_usage), and the rest. */
 static const char gram_usage_options[] =
-    "  --dtype T              int32 | uint16 (counts/hamming, < 65536 columns) | float32\n"
     "  --bits M               .npy inputs hold numpy.packbits(A, axis=1) of M columns\n"
     "  --binarize             read any nonzero value as 1 (default: values other than 0/1 are\n"
     "                         an error naming the row and column, counted from 0)\n";
 /* Then the --backend line, from the library's list (print_usage), and the rest. */
 static const char gram_usage_backend[] =
     "                         auto runs the one the cost model predicts faster, the CPU\n"
-    "                         without a usable GPU (docs/cost-model.md)\n"
-    "  --algorithm A          auto (default: the one predicted faster), dense (packed-bit\n"
-    "                         kernels) or sparse (per-row accumulation over column lists, CPU);\n"
+    "                         without a usable GPU (docs/cost-model.md)\n";
+/* Then the --algorithm line, from the library's list (print_usage), and the rest. */
+static const char gram_usage_algorithm[] =
+    "                         auto runs the one predicted faster; dense computes with packed-bit\n"
+    "                         kernels, sparse by per-row accumulation over column lists (CPU);\n"
     "                         the same bytes either way. See docs/sparse.md\n"
     "  --explain              print the predicted time of each backend and algorithm, the\n"
     "                         rates behind them, and the choices (stderr)\n"
@@ -83,14 +82,75 @@ static const char gram_usage_backend[] =
     "system, each on its own GPU or CPU, into one output: the bytes one process writes (a\n"
     "build with MPI; outcore --version says so). See docs/mpi.md.\n";
 
+/* "OUT.npz|OUT.tsv": an output path of each format of the list. */
+static const char *output_paths(char *text, size_t size, cli_name_at format)
+{
+    snprintf(text, size, "OUT.");
+    cli_join_names(text + 4, size - 4, format, "|OUT.", "|OUT.", NULL);
+    return text;
+}
+
+/* ".npz, .mtx or .tsv": the suffixes of the list, last before the final one (" or .", " and ."). */
+static const char *suffixes(char *text, size_t size, cli_name_at format, const char *last)
+{
+    snprintf(text, size, ".");
+    cli_join_names(text + 1, size - 1, format, ", .", last, NULL);
+    return text;
+}
+
+/* The items of a list whose bit is set in mask, joined as "a, b and c" (last: " and ", " or "). */
+static void print_some(cli_name_at name, unsigned mask, const char *last)
+{
+    int final = -1;
+    for (int i = 0; name(i) && i < 32; ++i)
+        if (mask >> i & 1u) final = i;
+    for (int i = 0, k = 0; name(i) && i < 32; ++i)
+        if (mask >> i & 1u) printf("%s%s", k++ == 0 ? "" : i == final ? last : ", ", name(i));
+}
+
+/* The dtypes each metric takes, as oc_gram_result_dtype allows them, metrics of the same
+ * dtypes together: "counts and hamming: int32 or uint16; jaccard and cosine: float32". */
+static void print_metric_dtypes(void)
+{
+    unsigned allowed[32] = {0}, done = 0;
+    int metrics = 0;
+    for (; metrics < 32 && cli_metric_at(metrics); ++metrics)
+        for (int d = 0; cli_dtype_at(d); ++d)
+            if (oc_gram_result_dtype((oc_metric)metrics, (oc_dtype)(d + 1)) == (oc_dtype)(d + 1))
+                allowed[metrics] |= 1u << d;
+    printf("%*s", CLI_HELP_COLUMN, "");
+    for (int m = 0; m < metrics; ++m) {
+        if (done >> m & 1u) continue;
+        unsigned group = 0;
+        for (int o = m; o < metrics; ++o)
+            if (allowed[o] == allowed[m]) group |= 1u << o;
+        printf("%s", done ? "; " : "");
+        print_some(cli_metric_at, group, " and ");
+        printf(": ");
+        print_some(cli_dtype_at, allowed[m], " or ");
+        done |= group;
+    }
+    printf("\n%*s(default: the metric's first; uint16 holds counts below 65536)\n", CLI_HELP_COLUMN, "");
+}
+
 static void print_usage(void)
 {
     const oc_gram_options defaults = OC_GRAM_OPTIONS_INIT;
+    char paths[128];
+    printf("usage: outcore gram A [B] -o OUT [options]\n");
+    printf("       outcore gram A [B] --topk K -o %s [options]\n",
+           output_paths(paths, sizeof paths, cli_topk_format_at));
+    printf("       outcore gram A [B] --threshold T -o %s [options]\n",
+           output_paths(paths, sizeof paths, cli_threshold_format_at));
     fputs(gram_usage, stdout);
     cli_help_names("--metric M", cli_metric_at, oc_metric_name(defaults.metric));
+    cli_help_names("--dtype T", cli_dtype_at, NULL);
+    print_metric_dtypes();
     fputs(gram_usage_options, stdout);
     cli_help_names("--backend B", cli_backend_at, oc_backend_name(defaults.backend));
     fputs(gram_usage_backend, stdout);
+    cli_help_names("--algorithm A", cli_algorithm_at, oc_algorithm_name(defaults.algorithm));
+    fputs(gram_usage_algorithm, stdout);
 }
 
 typedef struct gram_args {
@@ -104,21 +164,26 @@ typedef struct gram_args {
     oc_gram_options opts;
 } gram_args;
 
-/* The output's extension must suit the mode (dense .npy, top-k .npz/.tsv, threshold
- * .npz/.mtx/.tsv); -1 when it does, else the exit status. */
+/* The output's extension must suit the mode: one of the library's formats that holds the
+ * result (dense .npy, top-k .npz/.tsv, threshold .npz/.mtx/.tsv); -1 when it does, else the
+ * exit status. */
 static int check_output_kind(const gram_args *g)
 {
     const char *ext = cli_path_extension(g->output);
-    int npy = strcasecmp(ext, "npy") == 0, npz = strcasecmp(ext, "npz") == 0, tsv = strcasecmp(ext, "tsv") == 0,
-        mtx = strcasecmp(ext, "mtx") == 0;
-    if (g->opts.topk > 0 && !(npz || tsv))
-        return cli_usage_error("%s: a --topk result is written as .npz or .tsv, not '.%s'", g->output, ext);
-    if (g->opts.use_threshold && !(npz || tsv || mtx))
-        return cli_usage_error("%s: a --threshold result is written as .npz, .mtx or .tsv, not '.%s'", g->output, ext);
-    if (!g->opts.topk && !g->opts.use_threshold && !npy)
-        return cli_usage_error("%s: a dense result is written as .npy, not '.%s' (.npz, .mtx and .tsv hold --topk or "
-                               "--threshold results)",
-                               g->output, ext);
+    unsigned holds = 0;
+    for (int f = 0; cli_output_format_at(f); ++f)
+        if (strcasecmp(ext, cli_output_format_at(f)) == 0) holds = oc_output_format_results((oc_output_format)f);
+    char list[128], others[128];
+    if (g->opts.topk > 0 && !(holds & OC_RESULT_TOPK))
+        return cli_usage_error("%s: a --topk result is written as %s, not '.%s'", g->output,
+                               suffixes(list, sizeof list, cli_topk_format_at, " or ."), ext);
+    if (g->opts.use_threshold && !(holds & OC_RESULT_THRESHOLD))
+        return cli_usage_error("%s: a --threshold result is written as %s, not '.%s'", g->output,
+                               suffixes(list, sizeof list, cli_threshold_format_at, " or ."), ext);
+    if (!g->opts.topk && !g->opts.use_threshold && !(holds & OC_RESULT_DENSE))
+        return cli_usage_error("%s: a dense result is written as %s, not '.%s' (%s hold --topk or --threshold results)",
+                               g->output, suffixes(list, sizeof list, cli_dense_format_at, " or ."), ext,
+                               suffixes(others, sizeof others, cli_selection_format_at, " and ."));
     return -1;
 }
 
@@ -241,10 +306,14 @@ static int parse_gram_args(int argc, char **argv, gram_args *g)
     if (g->opts.use_min_score && g->opts.topk <= 0)
         return cli_usage_error("gram: --min-score keeps the top-k neighbours scoring at least S: give --topk K too "
                                "(--threshold T lists every pair at least T)");
-    if (!g->output)
-        return cli_usage_error("gram: no output given: add -o %s", g->opts.topk            ? "OUT.npz (or .tsv)"
-                                                                   : g->opts.use_threshold ? "OUT.npz (or .mtx, .tsv)"
-                                                                                           : "OUT.npy");
+    if (!g->output) {
+        char paths[128];
+        return cli_usage_error("gram: no output given: add -o %s",
+                               output_paths(paths, sizeof paths,
+                                            g->opts.topk            ? cli_topk_format_at
+                                            : g->opts.use_threshold ? cli_threshold_format_at
+                                                                    : cli_dense_format_at));
+    }
     if (!g->plan) {
         int rc = cli_check_output(g->output); /* a folder, a missing one: before the extension */
         if (rc >= 0) return rc;

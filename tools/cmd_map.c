@@ -22,13 +22,17 @@ static const char map_usage_options[] =
     "\n"
     "  -o, --output OUT.npy   result file (written under a temporary name, renamed when done);\n"
     "                         a reduction to one value without -o prints it\n"
-    "  --set NAME=VALUE       a Python scalar (weak in numpy's promotion: float32 * 0.5 stays float32)\n"
-    "  --dtype T              bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float32,\n"
-    "                         float64: the output dtype; the result must cast to it under numpy's\n"
+    "  --set NAME=VALUE       a Python scalar (weak in numpy's promotion: float32 * 0.5 stays float32)\n";
+/* Then the --dtype line, from the library's list (print_usage), and the rest. */
+static const char map_usage_dtype[] =
+    "                         the output dtype; the result must cast to it under numpy's\n"
     "                         same_kind rule\n"
     "  --reduce OP            sum, mean, min or max (of the result, never materialised)\n"
-    "  --axis N               reduce over axis N only (negative counts from the end)\n"
-    "  --backend B            auto (default: the faster by the cost model), cpu, cuda (element-wise only)\n"
+    "  --axis N               reduce over axis N only (negative counts from the end)\n";
+/* Then the --backend line, from the library's list (print_usage), and the rest. */
+static const char map_usage_backend[] =
+    "                         auto runs the faster by the cost model; cuda runs element-wise\n"
+    "                         jobs only\n"
     "  --threads N            CPU threads (default: all cores)\n"
     "  --host-mem SIZE|PCT    host memory budget (inputs are memory-mapped and read as needed)\n"
     "  --gpu-mem SIZE|PCT     device memory budget of the GPU path\n"
@@ -49,6 +53,11 @@ static void print_usage(void)
     cli_wrap_names(&w, cli_map_function_at, ".");
     putchar('\n');
     fputs(map_usage_options, stdout);
+    const oc_map_options defaults = OC_MAP_OPTIONS_INIT;
+    cli_help_names("--dtype T", cli_map_dtype_at, NULL);
+    fputs(map_usage_dtype, stdout);
+    cli_help_names("--backend B", cli_backend_at, oc_backend_name(defaults.backend));
+    fputs(map_usage_backend, stdout);
 }
 
 #define MAX_ARGS 64

@@ -38,6 +38,12 @@ def metrics() -> list[str]:
     return _lib.names(_lib.lib.oc_metric_name)
 
 
+def output_formats() -> list[str]:
+    """The file formats of a Gram result, by the suffix of ``out=`` that picks them:
+    ["npy", ...]: npy holds a dense result, the others top-k or threshold results."""
+    return _lib.output_formats()
+
+
 def map_functions() -> list[str]:
     """The functions of the expression language of ``outcore.map``: ["abs", "sqrt", ...]."""
     return _lib.names(_lib.lib.oc_map_function_name)
@@ -61,6 +67,6 @@ library_path: str = str(_lib.library_path)
 
 # map stays out of __all__: `from outcore import *` must not shadow the builtin map (as numpy
 # keeps min and max out of its own).
-__all__ = ["gram", "matmul", "explain", "stream", "Context", "release_cached_memory", "devices", "inspect", "cpu_isa", "metrics", "map_functions", "cuda_device_count", "cuda_warm_up", "empty_pinned", "library_path", "__version__",
+__all__ = ["gram", "matmul", "explain", "stream", "Context", "release_cached_memory", "devices", "inspect", "cpu_isa", "metrics", "output_formats", "map_functions", "cuda_device_count", "cuda_warm_up", "empty_pinned", "library_path", "__version__",
            "Error", "InputError", "OutOfMemoryError", "DeviceError", "UnsupportedError", "CancelledError",
            "IOFailure", "InternalError"]

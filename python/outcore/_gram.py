@@ -265,6 +265,17 @@ class _Progress:
             lib.oc_context_cancel(self.ctx)
 
 
+def _selection_formats():
+    """The formats of top-k and threshold results, from the library's table."""
+    return _lib.output_formats(_lib.OC_RESULT_TOPK | _lib.OC_RESULT_THRESHOLD)
+
+
+def _suffixes(formats):
+    """".npz, .mtx or .tsv"."""
+    dotted = ["." + f for f in formats]
+    return dotted[0] if len(dotted) == 1 else ", ".join(dotted[:-1]) + " or " + dotted[-1]
+
+
 def _stats_dict(stats):
     """The job's statistics that gram(stats=...) reports, from an oc_gram_stats."""
     phases = stats.phases
@@ -360,14 +371,17 @@ class _Job:
         dtype = self._result_dtype()
         output = _lib.Output()
         out, result, pairs = self.out, None, None
+        selection = self.opts.topk or self.opts.use_threshold
         if _is_path(out):
-            if (self.opts.topk or self.opts.use_threshold) and os.fsdecode(out).lower().endswith(".npy"):
-                raise InputError(f"{os.fsdecode(out)}: .npy holds a dense result; write top-k and threshold "
-                                 "results as .npz, .tsv or .mtx")
+            suffix = os.path.splitext(os.fsdecode(out))[1][1:].lower()
+            if selection and suffix in _lib.output_formats(_lib.OC_RESULT_DENSE):
+                raise InputError(f"{os.fsdecode(out)}: .{suffix} holds a dense result; write top-k and threshold "
+                                 f"results as {_suffixes(_selection_formats())}")
             output.kind = _lib.OC_OUTPUT_FILE
             output.path = c_path("out", out)
-        elif out is not None and (self.opts.topk or self.opts.use_threshold):
-            raise InputError("out= for top-k and threshold results must be a file path (.npz, .tsv, .mtx)")
+        elif out is not None and selection:
+            raise InputError("out= for top-k and threshold results must be a file path "
+                             f"({_suffixes(_selection_formats())})")
         elif self.opts.topk:
             k = self.opts.topk
             if k > p:  # the library's rule (oc_gram refuses it), before n x K arrays are allocated
@@ -480,7 +494,7 @@ def gram(A: Matrix, B: Matrix | None = None, metric: Metric = "counts", topk: in
         CPU worker threads, 1 to 4096 (default: all cores); a job runs at most one per tile.
     out : path or numpy.ndarray, optional
         A path -> the result is written to that file (.npy dense; .npz/.tsv/.mtx for top-k
-        and threshold) and gram returns a read-only memmap of a .npy, else the path; or a
+        and threshold: outcore.output_formats()) and gram returns a read-only memmap of a .npy, else the path; or a
         numpy array (e.g. a np.memmap) of shape (n, p) and the result dtype with contiguous
         rows, written in place and returned. An array that shares memory with A or B is an
         InputError.

@@ -67,6 +67,7 @@ OC_DTYPE_FLOAT32 = 3
 
 OC_OUTPUT_MEMORY = 0
 OC_OUTPUT_FILE = 1
+OC_RESULT_DENSE, OC_RESULT_TOPK, OC_RESULT_THRESHOLD = 1, 2, 4  # oc_output_format_results's bits
 OC_OUTPUT_TOPK = 2
 OC_OUTPUT_PAIRS = 3
 OC_OUTPUT_DISCARD = 4
@@ -251,6 +252,8 @@ _SIGNATURES = {
     "oc_backend_name": (ctypes.c_char_p, [ctypes.c_int]),
     "oc_algorithm_name": (ctypes.c_char_p, [ctypes.c_int]),
     "oc_map_function_name": (ctypes.c_char_p, [ctypes.c_int]),
+    "oc_output_format_name": (ctypes.c_char_p, [ctypes.c_int]),
+    "oc_output_format_results": (ctypes.c_uint, [ctypes.c_int]),
     "oc_map_operator_name": (ctypes.c_char_p, [ctypes.c_int]),
     "oc_cpu_isa": (ctypes.c_char_p, []),
     "oc_cpu_cores": (ctypes.c_int, []),
@@ -277,6 +280,13 @@ def names(name_at):
         out.append(text(raw))
         i += 1
     return out
+
+
+def output_formats(results=~0):
+    """The Gram result's file formats by suffix ("npy", ...) that hold one of the results in
+    the OC_RESULT_* bits `results`, in the library's order (oc_output_format_name)."""
+    return [name for i, name in enumerate(names(lib.oc_output_format_name))
+            if lib.oc_output_format_results(i) & results]
 
 
 def shown(raw):

@@ -141,6 +141,17 @@ void oc_context_begin_job(oc_context *ctx)
     oc_fault_plan_begin_job(&ctx->faults);
 }
 
+oc_status oc_fault_arm(oc_context *ctx, oc_fault_call call, const char *spec)
+{
+    if (!ctx || (unsigned)call >= OC_FAULT_CALLS)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_fault_arm: no context or an unknown kind of call");
+    if (!oc_fault_plan_arm(&ctx->faults, call, spec))
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                       "fault spec '%s' for %s does not parse (k[:enospc|:eio|:short],...)", spec,
+                       oc_fault_variable(call));
+    return OC_OK;
+}
+
 static void trace_append(oc_context *ctx, const char *file, int line)
 {
     const char *base = strrchr(file, '/');

@@ -43,6 +43,11 @@ struct oc_context {
  * start of each job. */
 void oc_context_begin_job(oc_context *ctx);
 
+/* Arms ctx's fault plan for one kind of call from a spec of fault.h (NULL or "" disarms it)
+ * from the next job on. Returns OC_ERR_INVALID_ARGUMENT, arming nothing, when spec does not
+ * parse. */
+oc_status oc_fault_arm(oc_context *ctx, oc_fault_call call, const char *spec);
+
 /* The context's worker pool with at least `threads` workers, started or grown now. */
 oc_status oc_context_workers(oc_context *ctx, int threads, oc_workers **out);
 /* The context's pinned cache, NULL before its first GPU job. Any thread. */

@@ -5,9 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/context.h"
-#include "core/error.h"
-
 static const char *const variables[OC_FAULT_CALLS] = {
     "OUTCORE_FAULT_OPEN",  "OUTCORE_FAULT_WRITE",  "OUTCORE_FAULT_TRUNCATE", "OUTCORE_FAULT_MMAP",
     "OUTCORE_FAULT_FSYNC", "OUTCORE_FAULT_RENAME", "OUTCORE_FAULT_SHRINK",
@@ -48,16 +45,12 @@ static int parse_spec(oc_fault_call call, const char *spec, oc_fault_entry out[O
     }
 }
 
-oc_status oc_fault_arm(oc_context *ctx, oc_fault_call call, const char *spec)
+int oc_fault_plan_arm(oc_fault_plan *plan, oc_fault_call call, const char *spec)
 {
-    if (!ctx || (unsigned)call >= OC_FAULT_CALLS)
-        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_fault_arm: no context or an unknown kind of call");
     oc_fault_entry parsed[OC_FAULT_ENTRIES];
-    if (!parse_spec(call, spec, parsed))
-        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
-                       "fault spec '%s' for %s does not parse (k[:enospc|:eio|:short],...)", spec, variables[call]);
-    memcpy(ctx->faults.armed[call], parsed, sizeof parsed);
-    return OC_OK;
+    if ((unsigned)call >= OC_FAULT_CALLS || !parse_spec(call, spec, parsed)) return 0;
+    memcpy(plan->armed[call], parsed, sizeof parsed);
+    return 1;
 }
 
 void oc_fault_plan_begin_job(oc_fault_plan *plan)

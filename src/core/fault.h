@@ -22,7 +22,7 @@
  *   spec = entry[,entry...]   entry = k[:enospc|:eio|:short]   (default eio; short: writes)
  *
  * e.g. OUTCORE_FAULT_WRITE=3:short,4:enospc is a write cut short and then a full disk. A
- * variable that does not parse arms nothing. Tests in C arm a context with oc_fault_arm,
+ * variable that does not parse arms nothing. Tests in C arm a context with oc_fault_arm (context.h),
  * which lasts until disarmed; a variable that is set overrides it for its kind.
  *
  * core/ only holds the plan: the counting is a few atomics, so writers on several threads
@@ -62,9 +62,10 @@ typedef struct oc_fault_plan {
     atomic_int active;                                      /* any entry in job[] */
 } oc_fault_plan;
 
-/* Arms ctx's plan for one kind of call from a spec as above (NULL or "" disarms it) from the
- * next job on. Returns OC_ERR_INVALID_ARGUMENT, arming nothing, when spec does not parse. */
-oc_status oc_fault_arm(oc_context *ctx, oc_fault_call call, const char *spec);
+/* Arms the plan for one kind of call from a spec as above (NULL or "" disarms it) from the
+ * next job on; a context's plan is armed through oc_fault_arm (context.h). Returns 0,
+ * arming nothing, when spec does not parse or call is not a kind. */
+int oc_fault_plan_arm(oc_fault_plan *plan, oc_fault_call call, const char *spec);
 
 /* Starts a job: counts from zero, entries from the variables or else from oc_fault_arm. */
 void oc_fault_plan_begin_job(oc_fault_plan *plan);

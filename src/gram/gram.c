@@ -21,6 +21,7 @@
 #include "core/threads.h"
 #include "core/trace.h"
 #include "io/io.h"
+#include "io/formats/output_format.h"
 #include "io/formats/select_out.h"
 #include "gram/backend.h"
 #include "gram/cost_gram.h"
@@ -377,13 +378,8 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
             job.dense = &sink;
             break;
         case OC_OUTPUT_FILE: {
-            char ext[16];
             if (!out->path) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "output path is NULL");
-            if (strcmp(oc_path_extension(out->path, ext, sizeof ext), "npy") != 0) {
-                st = oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: a dense result is written as .npy; got '.%s'",
-                             out->path, ext);
-                goto cleanup;
-            }
+            OC_CHECK_GOTO(ctx, st, oc_output_format_check(ctx, out->path, OC_RESULT_DENSE, "dense"), cleanup);
             void *data;
             OC_CHECK_GOTO(ctx, st, oc_gram_dest_dense_open(ctx, &job, out, resume, &npy, &data), cleanup);
             sink.base = data;

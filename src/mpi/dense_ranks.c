@@ -27,6 +27,7 @@
 #include "io/io.h"
 #include "io/sysio.h"
 #include "io/formats/npy_header.h"
+#include "io/formats/output_format.h"
 #include "mem/host_budget.h"
 #include "mpi/comm.h"
 #include "mpi/rank_job.h"
@@ -134,9 +135,7 @@ cleanup:
 static oc_status create_output(oc_rank_job *j, oc_tmpfile *tf, int *have_tf, unsigned char *header, size_t *hlen)
 {
     oc_context *ctx = j->ctx;
-    char ext[16];
-    if (strcmp(oc_path_extension(j->path, ext, sizeof ext), "npy") != 0)
-        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: a dense result is written as .npy; got '.%s'", j->path, ext);
+    OC_CHECK(ctx, oc_output_format_check(ctx, j->path, OC_RESULT_DENSE, "dense"));
     OC_CHECK(ctx, oc_output_check_not_input(ctx, j->path, j->a, j->b));
     *hlen = oc_npy_header(header, (int)j->dtype, j->n, j->p, 0);
     OC_CHECK(ctx, oc_tmpfile_open(ctx, j->path, tf));

@@ -1,5 +1,5 @@
 """The name lists the library holds (metrics, dtypes, backends, algorithms; map's functions,
-operators and dtypes), as the CLI's messages, help texts and docs/map.md show them: each read
+operators and dtypes; the Gram result's file formats), as the CLI's messages, help texts and docs/map.md show them: each read
 from the library, so they agree (tests/python/test_name_lists.py: the binding's).
 """
 import re
@@ -23,7 +23,37 @@ def test_list_refuses_an_unknown_list():
     proc = run("--list", "colours", check=False)
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr == ("outcore: --list colours: expected metrics, dtypes, backends, algorithms, map-functions, "
-                           "map-operators or map-dtypes\n")
+                           "map-operators, map-dtypes, output-formats, dense-formats, topk-formats or "
+                           "threshold-formats\n")
+
+
+def test_the_output_formats_are_the_libraries():
+    formats = listed("output-formats")
+    assert formats == ["npy", "npz", "mtx", "tsv"]
+    kinds = {kind: listed(f"{kind}-formats") for kind in ("dense", "topk", "threshold")}
+    assert kinds == {"dense": ["npy"], "topk": ["npz", "tsv"], "threshold": ["npz", "mtx", "tsv"]}
+    for names in kinds.values():  # each list keeps the table's order
+        assert names == [f for f in formats if f in names]
+    # The usage lines name them.
+    usage = run("gram", "--help").stdout
+    assert f"--topk K -o {'|'.join('OUT.' + f for f in kinds['topk'])} [options]" in usage
+    assert f"--threshold T -o {'|'.join('OUT.' + f for f in kinds['threshold'])} [options]" in usage
+
+
+@pytest.mark.parametrize("kind,args", [("dense", []), ("topk", ["--topk", "1"]), ("threshold", ["--threshold", "1"])])
+def test_every_listed_format_is_accepted(tmp_path, kind, args):
+    # Each format of the kind's list gets past the output's check (to the missing input);
+    # every other format is refused with the list.
+    holding = listed(f"{kind}-formats")
+    for fmt in listed("output-formats"):
+        proc = run("gram", tmp_path / "missing.npy", *args, "-o", tmp_path / f"out.{fmt}", check=False)
+        assert proc.returncode == 2
+        refused = "result is written as" in proc.stderr
+        assert refused == (fmt not in holding), proc.stderr
+        if refused:
+            dotted = ["." + f for f in holding]
+            expected = dotted[0] if len(dotted) == 1 else ", ".join(dotted[:-1]) + " or " + dotted[-1]
+            assert f"written as {expected}, not '.{fmt}'" in proc.stderr, proc.stderr
 
 
 @pytest.mark.parametrize("command,option,what", [("gram", "--metric", "metrics"), ("gram", "--dtype", "dtypes"),
@@ -42,10 +72,28 @@ def test_every_listed_value_is_accepted(command, option, what):
     assert proc.returncode == 2 and proc.stderr == f"outcore: {option} nonsense: expected {expected}\n"
 
 
-def test_the_metric_help_line_lists_them():
-    metrics = listed("metrics")
-    help_line = re.search(r"^  --metric M +(.*)$", run("gram", "--help").stdout, re.M).group(1)
-    assert help_line.replace(" (default)", "").split(", ") == metrics
+def help_list(command, option):
+    """The names on an option's help line, with the lines its list goes on to (a line ending
+    in "," goes on), "(default)" dropped."""
+    lines = run(command, "--help").stdout.split("\n")
+    at = next(i for i, line in enumerate(lines) if re.match(rf"^  {option} \S+ +\S", line))
+    text = lines[at][25:]
+    while text.endswith(","):
+        at += 1
+        assert lines[at].startswith(" " * 25), lines[at]
+        text += " " + lines[at].strip()
+    return text.replace(" (default)", "").split(", ")
+
+
+@pytest.mark.parametrize("command,option,what", [("gram", "--metric", "metrics"), ("gram", "--dtype", "dtypes"),
+                                                 ("gram", "--backend", "backends"), ("gram", "--algorithm", "algorithms"),
+                                                 ("map", "--dtype", "map-dtypes"), ("map", "--backend", "backends"),
+                                                 ("matmul", "--backend", "backends")])
+def test_the_help_lines_list_them(command, option, what):
+    assert help_list(command, option) == listed(what)
+    for line in run(command, "--help").stdout.split("\n"):
+        if line.startswith(f"  {option} "):
+            assert len(line) <= 88, line
 
 
 def test_every_listed_map_function_is_known(tmp_path):

@@ -12,7 +12,13 @@
 3. Inside a subsystem the backends are folders: only files under a cuda/ folder include a
    CUDA header, .cu or .cuh file, or a file of a cuda/ folder; files under a cpu/ folder and
    files under a cuda/ folder never include each other.
-4. No circle between files: the include graph of src/ has no cycle.
+4. No circle between files, nor between modules: the include graph of src/ has no cycle, and
+   neither has the graph of its modules, a module being a .c or .cu file with the .h and
+   .cuh of the same name in the same folder (a header alone is a module too): module A
+   depends on module B when one of A's files includes one of B's. A header shared by two
+   modules that need each other's declarations is the sign of a circle: move a declaration
+   to the header of the module that defines it, split the shared types into a header of
+   their own, or merge two files that are one responsibility.
 5. No folder holds more than MAX_FILES files of its own.
 
 Run as a script with --fix to rewrite includes into the first form (after a merge brought
@@ -157,14 +163,16 @@ def test_backends_stay_in_their_folders():
                        "include each other:\n" + "\n".join(broken)
 
 
-def test_no_circle_between_files():
-    graph = {p.relative_to(SRC).as_posix(): sorted(set(includes(p))) for p in src_files()}
-    state, circles = {}, []
-
-    def walk(node, stack):  # depth-first, iterative over the stack of (node, next child)
-        todo = [(node, iter(graph.get(node, ())))]
-        state[node] = 1
-        path = [node]
+def circles(graph):
+    """Each circle of graph (node -> nodes it reaches) that a depth-first walk meets, as
+    "a -> b -> a"."""
+    state, found = {}, []
+    for start in graph:
+        if start in state:
+            continue
+        todo = [(start, iter(graph.get(start, ())))]
+        state[start] = 1
+        path = [start]
         while todo:
             cur, children = todo[-1]
             child = next(children, None)
@@ -173,16 +181,60 @@ def test_no_circle_between_files():
                 todo.pop()
                 path.pop()
             elif state.get(child) == 1:
-                circles.append(" -> ".join(path[path.index(child):] + [child]))
+                found.append(" -> ".join(path[path.index(child):] + [child]))
             elif child not in state:
                 state[child] = 1
                 path.append(child)
                 todo.append((child, iter(graph.get(child, ()))))
+    return found
 
-    for node in graph:
-        if node not in state:
-            walk(node, [])
-    assert not circles, "circles between files:\n" + "\n".join(circles)
+
+def module(rel):
+    """The module of a src/ path: its folder and base name ("gram/select/select" for
+    select.c, select.h and a select.cuh beside them)."""
+    return rel.rsplit(".", 1)[0]
+
+
+def module_graph():
+    graph = {}
+    for path in src_files():
+        rel = path.relative_to(SRC).as_posix()
+        deps = graph.setdefault(module(rel), set())
+        deps.update(module(t) for t in includes(path) if module(t) != module(rel))
+    return {m: sorted(deps) for m, deps in sorted(graph.items())}
+
+
+def test_no_circle_between_files():
+    graph = {p.relative_to(SRC).as_posix(): sorted(set(includes(p))) for p in src_files()}
+    found = circles(graph)
+    assert not found, "circles between files:\n" + "\n".join(found)
+
+
+def test_no_circle_between_modules():
+    found = circles(module_graph())
+    assert not found, ("circles between modules (a .c or .cu with the .h and .cuh of its name; rule 4 atop this file):\n"
+                       + "\n".join(found))
+
+
+def test_the_circle_check_sees_modules():
+    # a.c includes b.h and b.c includes a.h: no file is in a circle, the modules are.
+    files = {SRC / "core" / name: text for name, text in (
+        ("layout_probe_a.c", '#include "core/layout_probe_b.h"\n'), ("layout_probe_a.h", ""),
+        ("layout_probe_b.c", '#include "core/layout_probe_a.h"\n'), ("layout_probe_b.h", ""))}
+    assert not any(p.exists() for p in files)
+    try:
+        for p, text in files.items():
+            p.write_text(text)
+        test_no_circle_between_files()
+        try:
+            test_no_circle_between_modules()
+        except AssertionError as e:
+            assert "core/layout_probe_a -> core/layout_probe_b -> core/layout_probe_a" in str(e), str(e)
+        else:
+            raise AssertionError("the module circle check did not see the probe")
+    finally:
+        for p in files:
+            p.unlink(missing_ok=True)
 
 
 def test_no_folder_is_too_large():

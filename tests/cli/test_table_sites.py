@@ -1,9 +1,10 @@
-"""A pretend metric and a pretend map function, compiled into the library's sources: every
-site either handles a new name through its table or fails to compile, naming it.
+"""A pretend metric, map function and output format, compiled into the library's sources:
+every site either handles a new name through its table or fails to compile, naming it.
 
 -DOC_TEST_PRETEND_METRIC adds OC_METRIC_PRETEND to oc_metric (include/outcore.h) with a row
 in the metric table (src/core/names.c); -DOC_TEST_PRETEND_MAP_FUNCTION adds MOP_PRETEND with a
-row in src/map/map_ops.c; -DOC_TEST_PRETEND_WITHOUT_ROW leaves the rows out. Each file is
+row in src/map/map_ops.c; -DOC_TEST_PRETEND_FORMAT adds OC_FORMAT_PRETEND to oc_output_format
+with a row in src/io/formats/output_format.c; -DOC_TEST_PRETEND_WITHOUT_ROW leaves the rows out. Each file is
 only compiled (-fsyntax-only), so the test costs a few compiler runs, not a build.
 """
 import os
@@ -30,6 +31,9 @@ METRIC_SWITCHES = {
 METRIC_TABLE_READERS = ["src/core/names.c", "src/gram/gram.c", "src/gram/select/select.c", "src/gram/cost_gram.c",
                         "src/gram/cpu/sparse/gram_sparse.c"]
 MAP_SWITCHES = {"src/map/map_codegen.c": "src/map/map_codegen.c"}
+# The output formats have no switch: every check of a suffix and the CLI read the table.
+FORMAT_TABLE_READERS = ["src/io/formats/output_format.c", "src/io/formats/select_out.c", "src/gram/gram.c",
+                        "tools/cmd_gram.c", "tools/cli_names.c"]
 MAP_TABLE_READERS = ["src/map/map_ops.c", "src/map/map_parse.c", "src/map/map_typecheck.c", "src/map/map_choice.c"]
 
 
@@ -43,10 +47,11 @@ def compile_unit(path, *defines, switch_enum=False):
 
 
 def files_with(pattern, folder="src"):
-    """The files of src/ (C and CUDA) whose text matches pattern, by path from the source dir."""
+    """The files of a folder (C, CUDA and Python) whose text matches pattern, by path from the
+    source dir."""
     found = set()
     for path in (SOURCE_DIR / folder).rglob("*"):
-        if path.suffix in {".c", ".h", ".cu", ".cuh"} and re.search(pattern, path.read_text(errors="replace")):
+        if path.suffix in {".c", ".h", ".cu", ".cuh", ".py"} and re.search(pattern, path.read_text(errors="replace")):
             found.add(str(path.relative_to(SOURCE_DIR)))
     return found
 
@@ -70,6 +75,15 @@ def test_every_map_op_switch_is_listed():
     assert cases == set(MAP_SWITCHES)
 
 
+def test_output_suffixes_are_read_from_the_table():
+    # The suffixes of the top-k and threshold formats are written once, in the table; the
+    # CLI, its completion and the binding ask the library.
+    written = files_with(r'"(npz|tsv)"') | files_with(r'"(npz|tsv)"', "tools") | files_with(r'"(npz|tsv)"', "python")
+    assert written == {"src/io/formats/output_format.c"}
+    completion = (SOURCE_DIR / "tools/completion/outcore.bash").read_text()
+    assert not re.search(r"\b(npz|tsv)\b", completion)
+
+
 # Per pretend name: its define, its enum value, its switches, the files reading its table,
 # and the table file with the message of its _Static_assert.
 PRETEND = {
@@ -77,6 +91,8 @@ PRETEND = {
                "src/core/names.c", "metrics[] needs one row per oc_metric"),
     "map": ("OC_TEST_PRETEND_MAP_FUNCTION", "MOP_PRETEND", MAP_SWITCHES, MAP_TABLE_READERS,
             "src/map/map_ops.c", "ops[] needs one row per oc_map_op"),
+    "format": ("OC_TEST_PRETEND_FORMAT", "OC_FORMAT_PRETEND", {}, FORMAT_TABLE_READERS,
+               "src/io/formats/output_format.c", "formats[] needs one row per oc_output_format"),
 }
 
 

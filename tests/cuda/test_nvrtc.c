@@ -10,6 +10,7 @@
 #include "harness.h"
 #include "core/context.h"
 #include "map/cuda/nvrtc.h"
+#include "map/cuda/nvrtc_cache.h"
 
 static const char *good = "extern \"C\" __global__ void scale(double *x, double a, long long n)\n"
                           "{\n"

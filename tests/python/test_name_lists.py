@@ -1,4 +1,4 @@
-"""outcore.metrics() and outcore.map_functions(): the library's lists, through ctypes, equal
+"""outcore.metrics(), outcore.output_formats() and outcore.map_functions(): the library's lists, through ctypes, equal
 to what the CLI lists and accepts (tests/cli/test_name_lists.py)."""
 import os
 import subprocess
@@ -18,6 +18,17 @@ def cli_list(what):
 
 def test_metrics_are_the_clis():
     assert outcore.metrics() == cli_list("metrics")
+
+
+def test_output_formats_are_the_clis(tmp_path):
+    assert outcore.output_formats() == cli_list("output-formats")
+    # A dense format refused for a top-k result, with the formats that hold one.
+    a = np.zeros((2, 8), dtype=bool)
+    for dense in cli_list("dense-formats"):
+        with pytest.raises(outcore.InputError) as err:
+            outcore.gram(a, topk=1, out=tmp_path / f"o.{dense}")
+        selection = [f for f in cli_list("output-formats") if f in cli_list("topk-formats") + cli_list("threshold-formats")]
+        assert str(err.value).endswith(", ".join("." + f for f in selection[:-1]) + " or ." + selection[-1])
 
 
 def test_option_messages_list_the_clis_names():

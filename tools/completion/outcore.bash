@@ -1,8 +1,8 @@
 # bash completion for outcore(1): commands, options, option values and file names.
 #
 # Commands and options are read from the CLI's own --help when completing, and the names of
-# metrics, dtypes and backends from `outcore --list`, so they are always those of the outcore
-# being completed. Installed as
+# metrics, dtypes, backends and output formats from `outcore --list`, so they are always those
+# of the outcore being completed. Installed as
 # share/bash-completion/completions/outcore; to try it from a checkout:
 #   source tools/completion/outcore.bash
 # tests/cli/test_completion.py checks every value below against what the CLI accepts.
@@ -101,13 +101,15 @@ _outcore()
             --backend) _outcore_words "$("$cli" --list backends 2>/dev/null)" "$cur" ;;
             --gpu-mem-mode) _outcore_words "grow reserve" "$cur" ;;
             -o | --output)
-                local words=" ${COMP_WORDS[*]} "
-                if [[ $command != gram ]]; then
-                    _outcore_files "$cur" npy
-                elif [[ $words == *" --topk"[\ =]* ]]; then
-                    _outcore_files "$cur" npz tsv
-                elif [[ $words == *" --threshold"[\ =]* ]]; then
-                    _outcore_files "$cur" npz mtx tsv
+                local words=" ${COMP_WORDS[*]} " result=dense
+                if [[ $command == gram && $words == *" --topk"[\ =]* ]]; then
+                    result=topk
+                elif [[ $command == gram && $words == *" --threshold"[\ =]* ]]; then
+                    result=threshold
+                fi
+                if [[ $command == gram ]]; then
+                    # shellcheck disable=SC2046 # one word per format
+                    _outcore_files "$cur" $("$cli" --list "$result-formats" 2>/dev/null)
                 else
                     _outcore_files "$cur" npy
                 fi
@@ -125,7 +127,8 @@ _outcore()
         inspect) _outcore_files "$cur" ptx cubin fatbin o so ;;
         map) _outcore_files "$cur" npy ;;  # NAME=FILE.npy: the file part completes after "="
         matmul) _outcore_files "$cur" npy ;;
-        clean) _outcore_files "$cur" npy npz mtx tsv ;;  # outputs
+        # shellcheck disable=SC2046 # the outputs: one word per format
+        clean) _outcore_files "$cur" $("$cli" --list output-formats 2>/dev/null) ;;
         *) _outcore_words "$(_outcore_options "$help")" "$cur" ;;
     esac
     return 0

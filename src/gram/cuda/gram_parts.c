@@ -249,7 +249,11 @@ oc_status oc_gram_parts_share(oc_context *ctx, oc_gram_parts *g)
     /* The window's tiles (split on K, dealt round the parts) lead the order; the queue holds
      * the rest. */
     oc_status st = OC_OK;
-    if (exchange_wanted(g) && parts_peers(g)) st = oc_gram_window_plan(ctx, g, &g->window);
+    if (exchange_wanted(g) && parts_peers(g)) {
+        const oc_gram_part *parts[OC_MAX_LOGICAL_DEVICES];
+        for (int d = 0; d < g->count; ++d) parts[d] = &g->slot[d].part;
+        st = oc_gram_window_plan(ctx, parts, g->count, job->symmetric, g->order, &g->window);
+    }
     const int64_t head = g->window ? g->window->win.tiles : 0;
     for (int64_t t = head; st == OC_OK && t < tp->ntiles; ++t)
         keys[t - head] = tp->resident ? g->order[2 * t + 1] : g->order[2 * t] / tp->group;

@@ -35,24 +35,23 @@ static oc_status read_setting(oc_context *ctx, int *off, int64_t *panels, int *s
 }
 
 /* Tiles of the order whose two panels are both in the window. */
-static int64_t window_tiles(const oc_gram_parts *g, const unsigned char *sliced)
+static int64_t window_tiles(const oc_tile_plan *tp, int symmetric, const int64_t *order, const unsigned char *sliced)
 {
-    const oc_tile_plan *tp = &g->slot[0].part.plan.tiles;
-    const int side_b = g->job->symmetric ? 0 : 1;
+    const int side_b = symmetric ? 0 : 1;
     int64_t n = 0;
     for (int64_t t = 0; t < tp->ntiles; ++t)
-        n += sliced[oc_tile_panel_key(0, g->order[2 * t])] && sliced[oc_tile_panel_key(side_b, g->order[2 * t + 1])];
+        n += sliced[oc_tile_panel_key(0, order[2 * t])] && sliced[oc_tile_panel_key(side_b, order[2 * t + 1])];
     return n;
 }
 
 /* Whether every part's window counts fit what its plan leaves of its budget. */
-static int window_fits(const oc_gram_parts *g, int64_t tiles)
+static int window_fits(const oc_gram_part *const *parts, int count, int64_t tiles)
 {
-    const int64_t T = g->slot[0].part.plan.tiles.tile;
+    const int64_t T = parts[0]->plan.tiles.tile;
     const int64_t each = (T * T * 4 + OC_POOL_ALIGN - 1) / OC_POOL_ALIGN * OC_POOL_ALIGN;
-    const int64_t most = (tiles + g->count - 1) / g->count;
-    for (int d = 0; d < g->count; ++d) {
-        const oc_engine_plan *plan = &g->slot[d].part.plan;
+    const int64_t most = (tiles + count - 1) / count;
+    for (int d = 0; d < count; ++d) {
+        const oc_engine_plan *plan = &parts[d]->plan;
         /* A margin for the pool's rounding and the selection's allocations past the plan. */
         const int64_t left = plan->device_budget - plan->tiles.device_bytes - (64 << 20);
         if (most * each > left) return 0;
@@ -60,18 +59,19 @@ static int window_fits(const oc_gram_parts *g, int64_t tiles)
     return 1;
 }
 
-oc_status oc_gram_window_plan(oc_context *ctx, oc_gram_parts *g, oc_gram_window **out)
+oc_status oc_gram_window_plan(oc_context *ctx, const oc_gram_part *const *parts, int count, int symmetric,
+                              int64_t *order, oc_gram_window **out)
 {
     *out = NULL;
     int off;
     int64_t want;
     int slices;
     OC_CHECK(ctx, read_setting(ctx, &off, &want, &slices));
-    if (off || g->count < 2) return OC_OK;
-    for (int d = 0; d < g->count; ++d)
-        if (!g->slot[d].part.plan.tiles.resident || !oc_gram_part_splits_k(&g->slot[d].part)) return OC_OK;
-    const oc_tile_plan *tp = &g->slot[0].part.plan.tiles;
-    const int64_t words = g->slot[0].part.words, kblocks = (words + 15) / 16; /* the kernel's 1024-bit K blocks */
+    if (off || count < 2) return OC_OK;
+    for (int d = 0; d < count; ++d)
+        if (!parts[d]->plan.tiles.resident || !oc_gram_part_splits_k(parts[d])) return OC_OK;
+    const oc_tile_plan *tp = &parts[0]->plan.tiles;
+    const int64_t words = parts[0]->words, kblocks = (words + 15) / 16; /* the kernel's 1024-bit K blocks */
     if (slices == 0) slices = OC_GRAM_WINDOW_SLICES;
     if (slices > kblocks) slices = (int)kblocks;
     if (slices < 2) return OC_OK;
@@ -79,18 +79,18 @@ oc_status oc_gram_window_plan(oc_context *ctx, oc_gram_parts *g, oc_gram_window 
     const int64_t nkeys = 2 * (tp->panels_a > tp->panels_b ? tp->panels_a : tp->panels_b);
     oc_gram_window *w = calloc(1, sizeof *w);
     int64_t *need = malloc((size_t)nkeys * sizeof *need),
-            *order = malloc((size_t)(2 * (tp->ntiles ? tp->ntiles : 1)) * 8);
+            *reordered = malloc((size_t)(2 * (tp->ntiles ? tp->ntiles : 1)) * 8);
     if (w) w->sliced = calloc((size_t)nkeys, 1);
-    int64_t n = need ? oc_tile_order_first_need(g->order, tp->ntiles, g->job->symmetric, nkeys, need) : -1;
-    if (!w || !w->sliced || !order || n < 0) {
-        free(need), free(order);
+    int64_t n = need ? oc_tile_order_first_need(order, tp->ntiles, symmetric, nkeys, need) : -1;
+    if (!w || !w->sliced || !reordered || n < 0) {
+        free(need), free(reordered);
         oc_gram_window_free(w);
         return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the window of tiles split on K");
     }
     /* gram_window.h says how many by default. */
     int64_t panels = want;
     if (panels == 0) {
-        panels = ((int64_t)OC_GRAM_WINDOW_PANELS_PER_DEVICE * g->count * OC_GRAM_WINDOW_TILE + tp->tile - 1) / tp->tile;
+        panels = ((int64_t)OC_GRAM_WINDOW_PANELS_PER_DEVICE * count * OC_GRAM_WINDOW_TILE + tp->tile - 1) / tp->tile;
         if (panels > (3 * n + 3) / 4) panels = (3 * n + 3) / 4;
     }
     if (panels > n) panels = n;
@@ -98,35 +98,34 @@ oc_status oc_gram_window_plan(oc_context *ctx, oc_gram_parts *g, oc_gram_window 
     for (; panels >= 2; --panels) {
         memset(w->sliced, 0, (size_t)nkeys);
         for (int64_t i = 0; i < panels; ++i) w->sliced[need[i]] = 1;
-        tiles = window_tiles(g, w->sliced);
-        if (window_fits(g, tiles)) break;
+        tiles = window_tiles(tp, symmetric, order, w->sliced);
+        if (window_fits(parts, count, tiles)) break;
     }
     free(need);
     if (panels < 2 || tiles == 0) {
-        free(order);
+        free(reordered);
         oc_gram_window_free(w);
         return OC_OK;
     }
     /* The window's tiles first, each part of the order keeping its order. */
-    const int side_b = g->job->symmetric ? 0 : 1;
+    const int side_b = symmetric ? 0 : 1;
     int64_t head = 0, tail = tiles;
     for (int64_t t = 0; t < tp->ntiles; ++t) {
-        const int64_t I = g->order[2 * t], J = g->order[2 * t + 1];
+        const int64_t I = order[2 * t], J = order[2 * t + 1];
         const int in = w->sliced[oc_tile_panel_key(0, I)] && w->sliced[oc_tile_panel_key(side_b, J)];
-        int64_t *at = order + 2 * (in ? head++ : tail++);
+        int64_t *at = reordered + 2 * (in ? head++ : tail++);
         at[0] = I, at[1] = J;
     }
-    memcpy(g->order, order, (size_t)(2 * tp->ntiles) * 8);
-    free(order);
+    memcpy(order, reordered, (size_t)(2 * tp->ntiles) * 8);
+    free(reordered);
     w->panels = panels;
-    w->win =
-        (oc_engine_window){.slices = slices, .keys = nkeys, .sliced = w->sliced, .tiles = tiles, .devices = g->count};
+    w->win = (oc_engine_window){.slices = slices, .keys = nkeys, .sliced = w->sliced, .tiles = tiles, .devices = count};
     for (int s = 0; s <= slices; ++s) w->win.bounds[s] = s == slices ? words : kblocks * s / slices * 16;
     if (oc_tracing())
         fprintf(stderr,
                 "outcore cuda: the first %lld panels in %d slices of K: %lld tiles split, %.2f GB of counts a device\n",
                 (long long)panels, slices, (long long)tiles,
-                (double)((tiles + g->count - 1) / g->count) * (double)(tp->tile * tp->tile * 4) / 1e9);
+                (double)((tiles + count - 1) / count) * (double)(tp->tile * tp->tile * 4) / 1e9);
     *out = w;
     return OC_OK;
 }

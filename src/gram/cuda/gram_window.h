@@ -24,7 +24,7 @@
 #ifndef OC_GRAM_CUDA_GRAM_WINDOW_H
 #define OC_GRAM_CUDA_GRAM_WINDOW_H
 
-#include "gram/cuda/gram_parts.h"
+#include "gram/cuda/gram_part.h"
 
 /* Slices of K by default (measured against 2 and 3: bench/RESULTS.md, "Tiles split on K"). */
 #define OC_GRAM_WINDOW_SLICES 4
@@ -38,11 +38,12 @@ typedef struct oc_gram_window {
     int64_t panels;        /* W: the window's panel keys */
 } oc_gram_window;
 
-/* The window of g's shared order (g->order, reordered: the window's tiles first) into *out,
- * or *out = NULL when the job keeps whole tiles. Only for parts that will share their panels
- * through an exchange. Fails only when memory is short or the environment's setting is
- * malformed. */
-oc_status oc_gram_window_plan(oc_context *ctx, oc_gram_parts *g, oc_gram_window **out);
+/* The window of the shared tile order of `count` parts (order: its ntiles (I, J) pairs,
+ * reordered: the window's tiles first) into *out, or *out = NULL when the job keeps whole
+ * tiles. Only for parts that will share their panels through an exchange (gram_parts.h).
+ * Fails only when memory is short or the environment's setting is malformed. */
+oc_status oc_gram_window_plan(oc_context *ctx, const oc_gram_part *const *parts, int count, int symmetric,
+                              int64_t *order, oc_gram_window **out);
 
 /* The exchange's keys in the order the parts first need them: each window panel's slice keys
  * slice by slice, then the other panels' keys. need: the panels' keys in need order (n of

@@ -24,6 +24,7 @@
 #include "matrix/matrix.h"
 #include "io/io.h"
 #include "io/sysio.h"
+#include "gram/select/select.h"
 #include "gram/select/select_state.h"
 
 #define EMIT_BATCH 65536 /* pairs per emit call */

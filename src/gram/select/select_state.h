@@ -20,7 +20,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gram/select/select.h"
+#include "gram/select/select_config.h"
+#include "gram/select/select_key.h"
 #include "gram/select/select_simd.h"
 
 #define NLOCKS 1024 /* lock stripes of the top-k lists (select_topk.c) */

@@ -32,6 +32,7 @@
 #include "core/threads.h"
 #include "gram/select/select_simd.h"
 #include "gram/select/select_sort.h"
+#include "gram/select/select.h"
 #include "gram/select/select_state.h"
 
 #define LOCK_ROWS 32     /* rows of one lock stripe (see merge_lists) */

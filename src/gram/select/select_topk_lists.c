@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "matrix/matrix.h"
 #include "core/threads.h"
+#include "gram/select/select.h"
 #include "gram/select/select_state.h"
 
 /* Rows per task of the parallel merge and of the hand-over below. */

@@ -33,6 +33,7 @@
 #include "io/crc32.h"
 #include "io/io.h"
 #include "io/formats/npz.h"
+#include "io/formats/output_format.h"
 #include "io/sysio.h"
 
 #define BUF_BYTES (1 << 20)
@@ -111,12 +112,7 @@ static char *put_score(char *p, oc_dtype dtype, const void *values, int64_t i)
 /* ---------------------------------------------------------------- checks */
 oc_status oc_select_out_check_path(oc_context *ctx, const char *path, int topk)
 {
-    char ext[16];
-    if (!path) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "output path is NULL");
-    oc_path_extension(path, ext, sizeof ext);
-    if (strcmp(ext, "npz") == 0 || strcmp(ext, "tsv") == 0 || (!topk && strcmp(ext, "mtx") == 0)) return OC_OK;
-    return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: a %s result is written as %s; got '.%s'", path,
-                   topk ? "top-k" : "threshold", topk ? ".npz or .tsv" : ".npz, .mtx or .tsv", ext);
+    return oc_output_format_check(ctx, path, topk ? OC_RESULT_TOPK : OC_RESULT_THRESHOLD, topk ? "top-k" : "threshold");
 }
 
 /* ---------------------------------------------------------------- top-k */
@@ -148,14 +144,13 @@ void oc_topk_out_abort(oc_topk_out *w)
 oc_status oc_topk_out_commit(oc_context *ctx, oc_topk_out *w, int64_t n, int64_t k, const int64_t *indices,
                              const void *scores, oc_dtype dtype)
 {
-    char ext[16];
     oc_status st = OC_OK;
     int err = 0;
     unsigned char *buf = NULL;
     const char *path = w->f.path;
     int fd = w->f.fd;
     size_t elem = oc_dtype_size(dtype);
-    if (strcmp(oc_path_extension(path, ext, sizeof ext), "npz") == 0) {
+    if (oc_output_format_of(path) == OC_FORMAT_NPZ) {
         oc_npz_entry e[2] = {{.name = "indices.npy"}, {.name = "scores.npy"}};
         uint64_t off = 0;
         err = oc_npz_put_array(ctx, fd, &e[0], &off, OC_NPY_INT64, n, k, indices, (size_t)(n * k) * 8);
@@ -266,7 +261,6 @@ static int pairs_write_head(oc_context *ctx, oc_pairs_out *w)
 oc_status oc_pairs_out_create(oc_context *ctx, const char *path, oc_dtype dtype, int64_t n, int64_t p,
                               oc_pairs_out **out)
 {
-    char ext[16];
     OC_CHECK(ctx, oc_select_out_check_path(ctx, path, 0));
     oc_pairs_out *w = calloc(1, sizeof *w);
     if (!w) return oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: cannot allocate the writer", path);
@@ -274,8 +268,8 @@ oc_status oc_pairs_out_create(oc_context *ctx, const char *path, oc_dtype dtype,
     w->dtype = dtype;
     w->elem = oc_dtype_size(dtype);
     w->n = n, w->p = p;
-    oc_path_extension(path, ext, sizeof ext);
-    w->format = strcmp(ext, "npz") == 0 ? PAIRS_NPZ : strcmp(ext, "mtx") == 0 ? PAIRS_MTX : PAIRS_TSV;
+    const int format = oc_output_format_of(path);
+    w->format = format == OC_FORMAT_NPZ ? PAIRS_NPZ : format == OC_FORMAT_MTX ? PAIRS_MTX : PAIRS_TSV;
     oc_status st = oc_tmpfile_open(ctx, path, &w->f);
     if (st != OC_OK) {
         free(w);

@@ -14,8 +14,9 @@
  *        for a device newer than NVRTC, which the driver then compiles)
  *
  * The disk cache is $OUTCORE_NVRTC_CACHE when set (empty or "off": no disk cache), else
- * $XDG_CACHE_HOME/outcore/nvrtc, else $HOME/.cache/outcore/nvrtc. A cache that cannot be
- * read or written only costs a compilation; it never fails a job.
+ * $XDG_CACHE_HOME/outcore/nvrtc, else $HOME/.cache/outcore/nvrtc (nvrtc_cache.h:
+ * oc_nvrtc_cache_dir). A cache that cannot be read or written only costs a compilation; it
+ * never fails a job.
  *
  * A compilation error is OC_ERR_INVALID_ARGUMENT with NVRTC's log folded into one line
  * ("nvrtc: <name>: line 3: error: identifier "x" is undefined; ..."), so generated code that
@@ -30,30 +31,11 @@
 #include <stddef.h>
 
 #include "outcore.h"
+#include "map/cuda/nvrtc_program.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* Compiled code for one target. data is malloc'd (oc_nvrtc_image_free). */
-typedef struct oc_nvrtc_image {
-    void *data;
-    size_t size;
-    int is_cubin;   /* 1: cubin for sm_<cc>; 0: PTX (NUL-terminated, size counts the NUL) */
-    int target;     /* the cc it was compiled for (90 for sm_90 / compute_90) */
-    int from_cache; /* 1 when it came from the disk cache (tests check the cache with it) */
-} oc_nvrtc_image;
-
-/* A compilation request. options are extra NVRTC options (e.g. "-DN=4", "--use_fast_math");
- * "--gpu-architecture" (from cc) and "--std=c++17" are always given, so options must not
- * repeat them. name names the program in messages and logs. Kernels are looked up by name:
- * declare them extern "C" (no C++ name mangling). */
-typedef struct oc_nvrtc_source {
-    const char *name;
-    const char *code;
-    const char *const *options;
-    int noptions;
-} oc_nvrtc_source;
 
 /* 1 when NVRTC can be loaded, else 0 with the loader's reason in why (may be NULL). */
 int oc_nvrtc_available(char *why, size_t why_size);
@@ -80,9 +62,6 @@ oc_status oc_nvrtc_function(oc_context *ctx, const oc_nvrtc_source *src, const c
  * kernel reports at the stream's next synchronisation. */
 oc_status oc_nvrtc_launch(oc_context *ctx, CUfunction fn, const char *name, const unsigned grid[3],
                           const unsigned block[3], unsigned dyn_smem, CUstream stream, void **args);
-
-/* The disk cache directory in use (no trailing slash) into buf; 0 when there is none. */
-int oc_nvrtc_cache_dir(char *buf, size_t size);
 
 #ifdef __cplusplus
 }

@@ -14,15 +14,19 @@
 #ifndef OC_MAP_CUDA_NVRTC_CACHE_H
 #define OC_MAP_CUDA_NVRTC_CACHE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
-#include "map/cuda/nvrtc.h"
+#include "map/cuda/nvrtc_program.h"
 
 typedef struct oc_nvrtc_key {
     uint64_t name_hash, check_hash;
     uint64_t source_len;
     int target, cubin;
 } oc_nvrtc_key;
+
+/* The disk cache directory in use (no trailing slash) into buf; 0 when there is none. */
+int oc_nvrtc_cache_dir(char *buf, size_t size);
 
 void oc_nvrtc_key_make(const oc_nvrtc_source *src, int target, int cubin, int nvrtc_version, oc_nvrtc_key *key);
 int oc_nvrtc_key_equal(const oc_nvrtc_key *a, const oc_nvrtc_key *b);

@@ -1,7 +1,7 @@
 /*
  * sparse_hub_walk.h - step 3 of a sparse row (sparse_rows.h) with one hub word: the B rows
- * that share only hub columns with row i, from the single and pair lists of
- * sparse_hub_pairs.h, whose entries carry each row's hub word and popcount. Static inline
+ * that share only hub columns with row i, from the single and pair lists of sparse_index.h
+ * (its hub word lists), whose entries carry each row's hub word and popcount. Static inline
  * functions for sparse_hub_sweep.h only.
  *
  * Row i's h hubs are ranked rarest first. A row b sharing only hubs with row i shares the

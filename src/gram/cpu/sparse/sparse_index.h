@@ -10,10 +10,23 @@
  *                     hub columns descending, row), with both counts beside them: the sweep
  *                     walks a hub's list while a row's best possible score can still enter
  *   B empty rows      ascending (jaccard: two empty rows score 1)
- *   hub word lists    with one hub word: the lists of sparse_hub_pairs.h
+ *   hub word lists    with one hub word: the lists below
  *
  * Built from the packed bits in two passes over the set bits (count, then fill); memory is
  * O(ones + rows), the bits are not copied. For A·Aᵀ the B side is the A side.
+ *
+ * The hub word lists, for jobs of at most 64 hubs (one hub word), hold the B rows by the hub
+ * columns they hold, each entry carrying its row's hub word and popcount so that a walk
+ * computes a row's exact hub count without touching the row:
+ *
+ *   post_hub, post_pop  beside each posting entry of a non-hub column: its row's hub word and
+ *                       popcount (the candidates of step 1 are counted from the entries read)
+ *   single lists        per hub h: the B rows holding h
+ *   pair lists          per hub pair x < y: the B rows holding both (row with q hubs: q(q-1)/2)
+ * Every list is sorted by (popcount, row): a walk reads it while the best score a row of that
+ * popcount can reach still enters (sparse_hub_walk.h). The pair lists are built only while
+ * they hold at most about as many entries as B has ones (PAIR_ENTRIES_PER_ONE); otherwise
+ * pair == NULL and the sweep keeps the per-hub lists above.
  */
 #ifndef OC_GRAM_CPU_SPARSE_SPARSE_INDEX_H
 #define OC_GRAM_CPU_SPARSE_SPARSE_INDEX_H
@@ -21,7 +34,26 @@
 #include <stdint.h>
 #include "outcore.h"
 #include "matrix/matrix.h"
-#include "gram/cpu/sparse/sparse_hub_pairs.h"
+
+typedef struct oc_hub_entry {
+    uint32_t row, pop; /* B row and its popcount (hubs included) */
+    uint64_t hubs;     /* its hub word */
+} oc_hub_entry;
+
+typedef struct oc_hub_pairs {
+    uint64_t *post_hub; /* per posting entry (sparse_index.h post_rows) */
+    uint32_t *post_pop;
+    int64_t *single_ptr; /* hubs + 1 */
+    oc_hub_entry *single;
+    int64_t *pair_ptr;  /* hubs * hubs + 1: pair x < y at x * hubs + y */
+    oc_hub_entry *pair; /* NULL: too many entries, not built */
+} oc_hub_pairs;
+
+/* The pair list of hubs x and y (either order): pair_ptr[key] .. pair_ptr[key + 1]. */
+static inline int64_t oc_hub_pair_key(int64_t x, int64_t y, int64_t hubs)
+{
+    return x < y ? x * hubs + y : y * hubs + x;
+}
 
 typedef struct oc_sparse_side {
     int64_t rows;
@@ -48,7 +80,7 @@ typedef struct oc_sparse_index {
     uint32_t *hub_hp;   /* each entry's hub columns */
     uint32_t *empty_b;  /* B rows without a set bit, ascending */
     int64_t nempty_b;
-    oc_hub_pairs pairs; /* hub_words == 1 only (sparse_hub_pairs.h); else empty */
+    oc_hub_pairs pairs; /* hub_words == 1 only (the hub word lists above); else empty */
 } oc_sparse_index;
 
 /* Builds the index of a (and b; NULL for A·Aᵀ) with hub_cols[hubs] as the hub columns, on

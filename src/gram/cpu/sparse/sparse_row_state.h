@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #include "core/metric.h"
-#include "gram/cpu/sparse/sparse_rows.h"
+#include "gram/cpu/sparse/sparse_job.h"
 
 #define DONE 0x80000000u /* acc[j] of a B row already offered (counts stay far below it: < 2^31) */
 
