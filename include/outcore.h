@@ -419,6 +419,10 @@ typedef struct oc_gram_stats {
      * goes"). The phases follow one another on the caller's thread, so they sum to at most
      * `seconds`. */
     oc_gram_phases phases;
+    /* Version 7: the cost model's prediction of this job's seconds on the backend and with
+     * the algorithm that ran (what `--explain` prints for it), beside `seconds`; 0 when the
+     * job ran without a prediction. */
+    double predicted_seconds;
 } oc_gram_stats;
 
 /* Computes the Gram matrix of a (with b == NULL: a·aᵀ, symmetric; only tiles on or above

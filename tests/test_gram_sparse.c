@@ -331,6 +331,16 @@ static void check_bad_options(oc_context *ctx)
     CHECK_MSG(oc_gram(ctx, a, NULL, &v4, &mem, &st5) == OC_OK, "version 5 stats: %s", oc_context_last_error(ctx));
     CHECK(st5.threads >= 1);
     CHECK(((unsigned char *)&st5)[offsetof(oc_gram_stats, phases)] == 0x5A);
+    /* Version 6 stats (before `predicted_seconds`): the phases written, the prediction not. */
+    oc_gram_stats st6;
+    memset(&st6, 0x5A, sizeof st6);
+    st6.struct_size = offsetof(oc_gram_stats, predicted_seconds);
+    CHECK_MSG(oc_gram(ctx, a, NULL, &v4, &mem, &st6) == OC_OK, "version 6 stats: %s", oc_context_last_error(ctx));
+    CHECK(st6.phases.compute >= 0 && st6.phases.compute < 1e6);
+    CHECK(((unsigned char *)&st6)[offsetof(oc_gram_stats, predicted_seconds)] == 0x5A);
+    oc_gram_stats st7 = {.struct_size = sizeof st7};
+    CHECK_MSG(oc_gram(ctx, a, NULL, &v4, &mem, &st7) == OC_OK, "version 7 stats: %s", oc_context_last_error(ctx));
+    CHECK_MSG(st7.predicted_seconds > 0, "predicted_seconds %g", st7.predicted_seconds);
     v1.struct_size = offsetof(oc_gram_options, algorithm) - 8;
     CHECK(oc_gram(ctx, a, NULL, &v1, &mem, NULL) == OC_ERR_INVALID_ARGUMENT);
     oc_algorithm parsed;

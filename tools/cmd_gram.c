@@ -372,14 +372,15 @@ static void print_summary(const gram_args *g, const oc_matrix *a, const oc_matri
         printf(", \"threads\": %d", s->threads);
         printf(
             ", \"seconds\": %.6f, \"load_seconds\": %.6f, \"bit_macs_computed\": %.0f, \"bit_macs_effective\": %.0f, "
-            "\"rate_computed\": %.6g, \"rate_effective\": %.6g, \"tiles\": %lld, \"host_peak_bytes\": %lld, "
+            "\"rate_computed\": %.6g, \"rate_effective\": %.6g, \"predicted_seconds\": %.6f, \"tiles\": %lld, "
+            "\"host_peak_bytes\": %lld, "
             "\"host_budget_bytes\": %lld, "
             "\"gpu\": {\"budget_bytes\": %lld, \"peak_bytes\": %lld, \"current_bytes\": %lld, \"allocations\": %lld, "
             "\"bytes_h2d\": %lld, \"bytes_d2h\": %lld}",
-            s->seconds, load_seconds, s->bit_macs_computed, s->bit_macs_effective, raw, eff, (long long)s->tiles,
-            (long long)s->host_peak_bytes, (long long)s->host_budget_bytes, (long long)s->dev_budget_bytes,
-            (long long)s->dev_peak_bytes, (long long)s->dev_current_bytes, (long long)s->dev_allocations,
-            (long long)s->bytes_h2d, (long long)s->bytes_d2h);
+            s->seconds, load_seconds, s->bit_macs_computed, s->bit_macs_effective, raw, eff, s->predicted_seconds,
+            (long long)s->tiles, (long long)s->host_peak_bytes, (long long)s->host_budget_bytes,
+            (long long)s->dev_budget_bytes, (long long)s->dev_peak_bytes, (long long)s->dev_current_bytes,
+            (long long)s->dev_allocations, (long long)s->bytes_h2d, (long long)s->bytes_d2h);
         print_devices_json(s);
         /* Where the wall time went (docs/cli.md, "Where the time goes"): the CUDA start this
          * process waited for past the reading of the inputs, then the job's own phases. */

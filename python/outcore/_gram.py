@@ -279,7 +279,7 @@ def _suffixes(formats):
 def _stats_dict(stats):
     """The job's statistics that gram(stats=...) reports, from an oc_gram_stats."""
     phases = stats.phases
-    return {"seconds": stats.seconds, "backend": _lib.text(lib.oc_backend_name(stats.backend)),
+    return {"seconds": stats.seconds, "predicted_seconds": stats.predicted_seconds, "backend": _lib.text(lib.oc_backend_name(stats.backend)),
             "backend_desc": stats.backend_desc.decode(errors="replace"), "threads": stats.threads,
             "phases": {name: getattr(phases, name) for name, _ in _lib.GramPhases._fields_}}
 
@@ -537,9 +537,10 @@ def gram(A: Matrix, B: Matrix | None = None, metric: Metric = "counts", topk: in
         (float32), -1 (int32) or 65535 (uint16): only neighbours that pass.
     stats : dict, optional
         A dict that gram fills once the job has run: "seconds" (the job's wall time),
-        "backend", "backend_desc", "threads" and "phases", the seconds of each phase of
-        the job (cuda_start, prepare, setup, compute, output, teardown: docs/cli.md, "Where
-        the time goes"), which sum to at most "seconds".
+        "predicted_seconds" (the cost model's prediction for the backend that ran, 0 when
+        none was made), "backend", "backend_desc", "threads" and "phases", the seconds of
+        each phase of the job (cuda_start, prepare, setup, compute, output, teardown:
+        docs/cli.md, "Where the time goes"), which sum to at most "seconds".
 
     Returns
     -------

@@ -203,6 +203,7 @@ class GramStats(ctypes.Structure):
         ("devices", DeviceStats * MAX_LOGICAL_DEVICES),
         ("threads", ctypes.c_int),
         ("phases", GramPhases),
+        ("predicted_seconds", ctypes.c_double),
     ]
 
     def __init__(self):

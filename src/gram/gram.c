@@ -429,6 +429,11 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
     snprintf(st_out->backend_explain, sizeof st_out->backend_explain, "%.590s%s", where.explain,
              plan.use_sparse ? "; the sparse algorithm runs on the CPU" : "");
     st_out->algorithm = plan.use_sparse ? OC_ALGORITHM_SPARSE : OC_ALGORITHM_DENSE;
+    {
+        const double dense = backend == &oc_backend_cpu ? where.pred.cpu_seconds : where.pred.gpu_seconds;
+        const double predicted = plan.use_sparse ? plan.sparse_seconds : dense;
+        st_out->predicted_seconds = predicted > 0 && isfinite(predicted) ? predicted : 0;
+    }
     if (plan.use_sparse) {
         backend = &oc_backend_cpu_sparse;
         job.sparse = &plan;

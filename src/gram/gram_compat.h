@@ -4,7 +4,8 @@
  *   oc_gram_options: version 1 ends before `algorithm`, 2 before `resume`, 3 before `devices`,
  *                    4 before `use_min_score`.
  *   oc_gram_stats:   version 1 ends before `host_budget_bytes`, 2 before `backend_explain`,
- *                    3 before `device_count`, 4 before `threads`, 5 before `phases`.
+ *                    3 before `device_count`, 4 before `threads`, 5 before `phases`,
+ *                    6 before `predicted_seconds`.
  */
 #ifndef OC_GRAM_GRAM_COMPAT_H
 #define OC_GRAM_GRAM_COMPAT_H
@@ -22,6 +23,7 @@
 #define OC_GRAM_STATS_V3_SIZE offsetof(oc_gram_stats, device_count)
 #define OC_GRAM_STATS_V4_SIZE offsetof(oc_gram_stats, threads)
 #define OC_GRAM_STATS_V5_SIZE offsetof(oc_gram_stats, phases)
+#define OC_GRAM_STATS_V6_SIZE offsetof(oc_gram_stats, predicted_seconds)
 
 /* opts itself when it is the current version; a copy in *local with the later fields at
  * their defaults when it is an earlier one; NULL when its size is no version's. */
@@ -41,7 +43,8 @@ static inline const oc_gram_options *oc_gram_options_current(const oc_gram_optio
 static inline int oc_gram_stats_size_known(size_t size)
 {
     return size == sizeof(oc_gram_stats) || size == OC_GRAM_STATS_V1_SIZE || size == OC_GRAM_STATS_V2_SIZE ||
-           size == OC_GRAM_STATS_V3_SIZE || size == OC_GRAM_STATS_V4_SIZE || size == OC_GRAM_STATS_V5_SIZE;
+           size == OC_GRAM_STATS_V3_SIZE || size == OC_GRAM_STATS_V4_SIZE || size == OC_GRAM_STATS_V5_SIZE ||
+           size == OC_GRAM_STATS_V6_SIZE;
 }
 
 #endif

@@ -141,6 +141,8 @@ def test_json_phases(tmp_path, rng, backend):
     assert phases["compute"] > 0 and phases["output"] > 0  # a dense file is synced and renamed
     if s["backend"] == "cpu" and backend == "cpu":
         assert phases["cuda_start"] == 0
+    # The cost model's prediction for the backend that ran, beside the measured seconds.
+    assert s["predicted_seconds"] > 0
 
 
 def test_summary_line_and_quiet(tmp_path, rng):

@@ -91,6 +91,7 @@ def test_stats_phases(rng, tmp_path):
     assert sum(phases.values()) <= stats["seconds"] + 1e-6 and stats["seconds"] <= wall
     assert phases["compute"] > 0 and phases["output"] > 0 and phases["cuda_start"] == 0
     assert stats["backend"] == "cpu" and stats["threads"] >= 1
+    assert stats["predicted_seconds"] > 0  # the cost model's, for the backend that ran
     with pytest.raises(outcore.InputError, match="stats must be a dict"):
         outcore.gram(a, stats=[])
 
