@@ -41,6 +41,7 @@
 #endif
 extern "C" {
 #include "matmul/matmul_job.h"
+#include "mem/host_budget.h"
 }
 
 static double now(void)
@@ -260,7 +261,7 @@ static int scaling(const type_case *tc, int64_t m, int64_t n, int64_t k, const c
         memset(&job, 0, sizeof job);
         job.ctx = ctx, job.m = m, job.n = n, job.k = k, job.in_type = tc->in, job.out_type = tc->out;
         job.tf32 = tc->tf32, job.read_panel = read_rows, job.write_tile = write_rows, job.io = &io;
-        job.devices = devices, job.ndevices = nd;
+        job.devices = devices, job.ndevices = nd, job.host_mem_bytes = oc_host_budget_resolve(0);
         memset(io.c, 0, bytes_c);
         if (oc_mm_backend_cuda.run(&job) != OC_OK) {
             fprintf(stderr, "run: %s\n", oc_context_last_error(ctx));
@@ -342,6 +343,7 @@ int main(int argc, char **argv)
     job.ctx = ctx, job.m = m, job.n = n, job.k = k, job.in_type = tc->in, job.out_type = tc->out, job.tf32 = tc->tf32;
     job.read_panel = read_rows, job.write_tile = write_rows, job.io = &io, job.gpu_mem_bytes = gpu_mem;
     if (getenv("MATMUL_TILE")) job.tile = atoll(getenv("MATMUL_TILE"));
+    job.host_mem_bytes = oc_host_budget_resolve(0); /* as the job layer resolves an unset --host-mem */
     char *plan = NULL;
     if (oc_mm_backend_cuda.plan(&job, 0, &plan) != OC_OK) {
         fprintf(stderr, "plan: %s\n", oc_context_last_error(ctx));

@@ -100,6 +100,15 @@ static int64_t tile_count(const oc_mm_cuda_plan_input *in, int64_t edge)
     return in->symmetric ? rows * (rows + 1) / 2 : rows * cols;
 }
 
+/* Whether `tiles` share well among nd devices: on one, four or more (the output of one tile
+ * overlaps the next one's products); on several, the same count for each, or at least four
+ * each (the last round's imbalance is then at most a quarter of a device's share). */
+static int tiles_share(int64_t tiles, int nd)
+{
+    if (nd <= 1) return tiles >= 4;
+    return (tiles >= nd && tiles % nd == 0) || tiles >= 4LL * nd;
+}
+
 /* The next smaller edge to try: about 6% less, in steps of 256 (16 below 2048). */
 static int64_t smaller(int64_t t)
 {
@@ -141,8 +150,8 @@ oc_status oc_mm_cuda_plan_make(oc_context *ctx, const oc_mm_cuda_plan_input *in,
         for (int64_t j = (whole + OC_MM_TILE_MAX - 1) / OC_MM_TILE_MAX;; ++j) {
             const int64_t e = min64(whole, round_up((whole + j - 1) / j, 256));
             if (e < OC_MM_EVEN_MIN) break;
-            if (nd > 1 && tile_count(in, e) < nd && e > OC_MM_SHARE_MIN) {
-                plan->bound = "a tile for each device";
+            if (!tiles_share(tile_count(in, e), nd) && e > OC_MM_SHARE_MIN) {
+                plan->bound = nd > 1 ? "the same tiles for each device" : "four tiles, to overlap the output";
                 continue;
             }
             if ((why = fits(plan, e, kp_good)) == 0) {

@@ -43,8 +43,10 @@
  * larger edge cuts them in proportion, which several devices sharing one host's memory
  * bandwidth need; past this edge two accumulators take most of a device. */
 #define OC_MM_TILE_MAX 32768
-/* With several devices the edge shrinks until every device has a tile, but not below this:
- * smaller tiles would cost more in re-read panels than an idle device. */
+/* The edge shrinks until there are four tiles on one device (the download and writing of one
+ * tile then overlap the products of the next, where a single tile would wait for them) and,
+ * on several, the same number of tiles for each device or four each, but not below this
+ * edge: smaller tiles would cost more in re-read panels than they hide. */
 #define OC_MM_SHARE_MIN 2048
 /* Tile edges are first sought among even cuts of the product (whole / j) that fit with K
  * panels of OC_MM_KP_GOOD, down to OC_MM_EVEN_MIN; below it the largest edge that fits with
