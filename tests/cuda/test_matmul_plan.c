@@ -1,0 +1,124 @@
+/*
+ * test_matmul_plan.c - the CUDA matmul plan (src/matmul/cuda/matmul_cuda_plan.c), which needs
+ * no GPU: over a grid of shapes, types, budgets and device counts every plan fits its
+ * budgets, its tiles cover C once, its K panels are even, a pinned panel slot stays within
+ * OC_MM_PANEL_MAX when deeper than the shallowest, the tiles share well among the devices,
+ * and budgets too small for any tile are refused naming them.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "matmul/cuda/matmul_cuda_plan.h"
+
+#define MIB (1LL << 20)
+
+static int shares_well(int64_t tiles, int nd)
+{
+    if (nd <= 1) return tiles >= 4;
+    return (tiles >= nd && tiles % nd == 0) || tiles >= 4LL * nd;
+}
+
+static void check_plan(oc_context *ctx, oc_mm_cuda_plan_input in)
+{
+    oc_mm_cuda_plan p;
+    const oc_status st = oc_mm_cuda_plan_make(ctx, &in, &p);
+    CHECK_MSG(st == OC_OK, "%lld x %lld x %lld type %d on %d devices, %lld MiB: %s", (long long)in.m, (long long)in.n,
+              (long long)in.k, (int)in.in_type, in.ndevices, (long long)(in.device_budget / MIB),
+              oc_context_last_error(ctx));
+    if (st != OC_OK) return;
+    const int nd = in.ndevices > 0 ? in.ndevices : 1;
+    CHECK(p.device_bytes <= in.device_budget);
+    CHECK(p.pinned_bytes <= p.host_budget);
+    CHECK(p.tm >= 1 && p.tn >= 1 && p.tm <= in.m && p.tn <= in.n);
+    CHECK(p.tm <= OC_MM_TILE_MAX && p.tn <= OC_MM_TILE_MAX);
+    /* The tiles cover C exactly once (symmetric: the upper triangle's tiles). */
+    int64_t area = 0;
+    for (int64_t t = 0; t < p.ntiles; ++t) {
+        int64_t r0, rows, c0, cols;
+        oc_mm_cuda_plan_tile(&p, t, &r0, &rows, &c0, &cols);
+        CHECK(r0 >= 0 && c0 >= 0 && rows >= 1 && cols >= 1 && r0 + rows <= in.m && c0 + cols <= in.n);
+        if (in.symmetric) CHECK(c0 >= r0);
+        area += rows * cols;
+    }
+    if (!in.symmetric) CHECK_EQ_I64(area, in.m * in.n);
+    /* K panels: all of k, the same depth but the last, which is no deeper. */
+    CHECK(p.kp >= 1 && p.kp <= OC_MM_KP_MAX && p.kp_last >= 1 && p.kp_last <= p.kp);
+    CHECK_EQ_I64((p.panels - 1) * p.kp + p.kp_last, in.k);
+    if (p.panels > 1)
+        CHECK_MSG(p.kp_last > p.kp - 16 * p.panels, "a thin last panel: %lld of %lld", (long long)p.kp_last,
+                  (long long)p.kp);
+    if (p.kp > OC_MM_KP_MIN) CHECK(p.panel_bytes <= OC_MM_PANEL_MAX);
+    /* A large product shares well among the devices; the download slots are small. */
+    const int64_t whole = in.m > in.n ? in.m : in.n;
+    if (whole >= 4 * OC_MM_SHARE_MIN && in.tile == 0)
+        CHECK_MSG(shares_well(p.ntiles, nd), "%lld tiles on %d devices (%lld x %lld)", (long long)p.ntiles, nd,
+                  (long long)in.m, (long long)in.n);
+    CHECK(p.out_slot_bytes <= OC_MM_OUT_PIECE || p.out_piece_rows == 1);
+    CHECK(p.out_piece_rows >= 1 && p.out_piece_rows <= p.tm);
+    char *text = NULL;
+    CHECK(oc_mm_cuda_plan_render(ctx, &p, "cuda:0 test", 1, &text) == OC_OK && text && strstr(text, "\"tile\""));
+    free(text);
+}
+
+int main(void)
+{
+    oc_context *ctx = NULL;
+    if (oc_context_create(&ctx) != OC_OK) return 1;
+    static const int64_t shapes[][3] = {{1, 1, 1},
+                                        {7, 5, 3},
+                                        {1000, 3, 17},
+                                        {3000, 3000, 3000},
+                                        {16384, 16384, 16384},
+                                        {32768, 32768, 8192},
+                                        {65536, 65536, 16384},
+                                        {100003, 257, 65537},
+                                        {65536, 65536, 196608}};
+    static const oc_mm_type types[][2] = {{OC_MM_FLOAT64, OC_MM_FLOAT64},
+                                          {OC_MM_FLOAT32, OC_MM_FLOAT32},
+                                          {OC_MM_BFLOAT16, OC_MM_FLOAT32},
+                                          {OC_MM_FLOAT16, OC_MM_FLOAT16},
+                                          {OC_MM_INT8, OC_MM_INT32}};
+    static const int64_t budgets[] = {512 * MIB, 6208 * MIB, 120000 * MIB};
+    static const int64_t hosts[] = {0, 64 * MIB, 100000 * MIB};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; ++s)
+        for (size_t t = 0; t < sizeof types / sizeof types[0]; ++t)
+            for (size_t b = 0; b < sizeof budgets / sizeof budgets[0]; ++b)
+                for (size_t h = 0; h < sizeof hosts / sizeof hosts[0]; ++h)
+                    for (int nd = 1; nd <= 4; nd *= 2)
+                        for (int sym = 0; sym < 2; ++sym) {
+                            if (sym && shapes[s][0] != shapes[s][1]) continue;
+                            oc_mm_cuda_plan_input in = {.m = shapes[s][0],
+                                                        .n = shapes[s][1],
+                                                        .k = shapes[s][2],
+                                                        .in_type = types[t][0],
+                                                        .out_type = types[t][1],
+                                                        .symmetric = sym,
+                                                        .device_budget = budgets[b],
+                                                        .device_budget_given = 1,
+                                                        .host_budget = hosts[h],
+                                                        .ndevices = nd};
+                            check_plan(ctx, in);
+                        }
+    /* A forced tile is the tile. */
+    oc_mm_cuda_plan_input in = {.m = 5000,
+                                .n = 3000,
+                                .k = 700,
+                                .in_type = OC_MM_FLOAT32,
+                                .out_type = OC_MM_FLOAT32,
+                                .device_budget = 6208 * MIB,
+                                .device_budget_given = 1,
+                                .ndevices = 1,
+                                .tile = 1000};
+    oc_mm_cuda_plan p;
+    CHECK(oc_mm_cuda_plan_make(ctx, &in, &p) == OC_OK && p.tm == 1000 && p.tn == 1000 && p.ntiles == 15);
+    /* Budgets below the smallest tile: refused, naming them. */
+    in.tile = 0, in.device_budget = 4096;
+    CHECK(oc_mm_cuda_plan_make(ctx, &in, &p) == OC_ERR_DEVICE_NO_MEMORY);
+    CHECK(strstr(oc_context_last_error(ctx), "--gpu-mem") != NULL);
+    /* A symmetric product that is not square is not a plan. */
+    in.device_budget = 6208 * MIB, in.symmetric = 1;
+    CHECK(oc_mm_cuda_plan_make(ctx, &in, &p) == OC_ERR_INVALID_ARGUMENT);
+    oc_context_free(ctx);
+    return oc_test_finish();
+}
