@@ -19,7 +19,7 @@ static int is_math(oc_map_op op)
 }
 
 /* Operations per result element by cost class: every live IR node but inputs and constants
- * counts once, in the class of the type it computes in. */
+ * counts once, in the class of the type it computes in, and a reduction's step once more. */
 static void ops_per_element(const oc_map_plan *m, double ops[OC_COST_OPS])
 {
     memset(ops, 0, sizeof(double) * OC_COST_OPS);
@@ -39,6 +39,11 @@ static void ops_per_element(const oc_map_plan *m, double ops[OC_COST_OPS])
         else if (t == OC_MAP_FLOAT64) ops[is_math(n->op) ? OC_COST_F64_MATH : OC_COST_F64] += 1;
         else ops[OC_COST_INT] += 1;
     }
+    /* A reduction adds each element to (or compares it with) its accumulator. */
+    if (m->reduce != OC_MAP_REDUCE_NONE)
+        ops[m->reduce_type == OC_MAP_FLOAT32   ? OC_COST_F32
+            : m->reduce_type == OC_MAP_FLOAT64 ? OC_COST_F64
+                                               : OC_COST_INT] += 1;
 }
 
 static const char *gpu_reason(const oc_map_plan *m, char *why, size_t size)
