@@ -317,7 +317,8 @@ static void emit_body(oc_text *b, const oc_map_plan *m, const char *live, const 
 static const char grid_loop[] = "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;\n"
                                 "       i += (long long)gridDim.x * blockDim.x) {\n";
 
-/* The reduction kernels (contract in map_codegen.h): oc_value, the element-wise value in the
+/* The reduction kernels (contract in map_codegen.h): oc_combine, one step (float sums as
+ * __dadd_rn / __fadd_rn, which nothing contracts); oc_value, the element-wise value in the
  * reduction's type; oc_leaf and oc_tree, numpy's pairwise recursion over a run of values;
  * oc_map_reduce_rows and oc_map_reduce_axis. */
 static void emit_reduce(oc_text *b, const oc_map_plan *m, const char *live, const char *rootname)
@@ -327,7 +328,7 @@ static void emit_reduce(oc_text *b, const oc_map_plan *m, const char *live, cons
     const char *R = ctype(rt), *combine;
     if (m->reduce == OC_MAP_REDUCE_MIN) combine = is_f ? "(a <= b || a != a) ? a : b" : "a <= b ? a : b";
     else if (m->reduce == OC_MAP_REDUCE_MAX) combine = is_f ? "(a >= b || a != a) ? a : b" : "a >= b ? a : b";
-    else combine = is_f ? "a + b" : "(oc_u64)a + (oc_u64)b";
+    else combine = rt == MT_F32 ? "__fadd_rn(a, b)" : rt == MT_F64 ? "__dadd_rn(a, b)" : "(oc_u64)a + (oc_u64)b";
     oc_text_printf(b, "\ntypedef %s oc_rt;\nOC_D oc_rt oc_combine(oc_rt a, oc_rt b) { return (oc_rt)(%s); }\n", R,
                    combine);
     /* The value of local element i (flat index gi in the result). */
@@ -347,12 +348,14 @@ static void emit_reduce(oc_text *b, const oc_map_plan *m, const char *live, cons
     oc_text_printf(b, ", long long first, long long s, long long m)\n{\n");
     if (sum && is_f)
         oc_text_printf(b, "  if (m < 8) {\n    oc_rt res = -(oc_rt)0;\n"
-                          "    for (long long i = 0; i < m; i++) res = res + OC_VALUE(s + i);\n    return res;\n  }\n"
+                          "    for (long long i = 0; i < m; i++) res = oc_combine(res, OC_VALUE(s + i));\n"
+                          "    return res;\n  }\n"
                           "  oc_rt r[8];\n  for (int j = 0; j < 8; j++) r[j] = OC_VALUE(s + j);\n  long long i;\n"
                           "  for (i = 8; i < m - (m %% 8); i += 8)\n"
-                          "    for (int j = 0; j < 8; j++) r[j] = r[j] + OC_VALUE(s + i + j);\n"
-                          "  oc_rt res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));\n"
-                          "  for (; i < m; i++) res = res + OC_VALUE(s + i);\n  return res;\n}\n");
+                          "    for (int j = 0; j < 8; j++) r[j] = oc_combine(r[j], OC_VALUE(s + i + j));\n"
+                          "  oc_rt res = oc_combine(oc_combine(oc_combine(r[0], r[1]), oc_combine(r[2], r[3])),\n"
+                          "                         oc_combine(oc_combine(r[4], r[5]), oc_combine(r[6], r[7])));\n"
+                          "  for (; i < m; i++) res = oc_combine(res, OC_VALUE(s + i));\n  return res;\n}\n");
     else
         oc_text_printf(b, "  oc_rt a = OC_VALUE(s);\n"
                           "  for (long long i = 1; i < m; i++) a = oc_combine(a, OC_VALUE(s + i));\n  return a;\n}\n");
