@@ -415,7 +415,7 @@ static void emit_reduce(oc_text *b, const oc_map_plan *m, const char *live, cons
                       "  for (long long k = (long long)blockIdx.x * blockDim.x + threadIdx.x; k < outer * inner;\n"
                       "       k += (long long)gridDim.x * blockDim.x) {\n"
                       "    const long long o = k / inner, c = k - o * inner;\n    oc_rt a = acc[k];\n"
-                      "    for (long long r = 0; r < rows; r++) {\n"
+                      "#pragma unroll 4\n    for (long long r = 0; r < rows; r++) {\n"
                       "      const oc_rt x = oc_value(err");
     emit_inputs(b, m, 1);
     oc_text_printf(b,
