@@ -13,6 +13,8 @@ With --gpu (and a usable GPU) the memory-bound cases also run with backend="cuda
 pageable memory and from pinned memory (outcore.empty_pinned). Their reference is
 the pinned PCIe limit for those bytes, both directions overlapped, from `outcore devices
 --bandwidth --json` in the same run: max(in / h2d, out / d2h, (in + out) / both ways).
+The reductions of `a` (sum over all elements, the last axis and axis 0; max) have in / h2d as
+their limit.
 
 Usage: bench_map.py [--binary PATH] [--rows N] [--cols M] [--runs R] [--dir /dev/shm]
                     [--gpu] [--gpu-mem 1G]
@@ -114,6 +116,21 @@ def gpu_rows(args, outcore, env, shape, nbytes):
             print(f"| {expr} | {kind} | {t:.3f} | {(bytes_in + bytes_out) / t / 1e9:.1f} | {limit:.3f} | "
                   f"{100 * limit / t:.0f}% | {'yes' if np.array_equal(out, ref) else 'NO'} |")
     os.environ.pop("OUTCORE_PINNED_DIRECT", None)
+    # Reductions: the input crosses up once, nothing of its size comes down.
+    print("| reduction of a (cuda) | memory | outcore s | PCIe GB/s | limit s | % of limit | equal to cpu |")
+    print("|---|---|---|---|---|---|---|")
+    for op, axis in [("sum", None), ("sum", -1), ("sum", 0), ("max", None)]:
+        ref = outcore.map("a", a=env["a"], reduce=op, axis=axis, backend="cpu")
+        for kind, arrays, _, _ in kinds[:2]:
+            def job(a=arrays["a"]):
+                return outcore.map("a", a=a, reduce=op, axis=axis, backend="cuda", gpu_mem=args.gpu_mem)
+            got = job()  # compile and warm up
+            t = best_of(job, args.runs)
+            limit = nbytes / h2d / 1e9
+            # All elements of a 2-D float sum: row sums added pairwise (docs/map.md), not bit for bit.
+            same = np.isclose(got, ref, rtol=1e-12) if (op, axis) == ("sum", None) else np.array_equal(got, ref)
+            print(f"| {op}, axis {axis} | {kind} | {t:.3f} | {nbytes / t / 1e9:.1f} | {limit:.3f} | "
+                  f"{100 * limit / t:.0f}% | {'yes' if same else 'NO'} |")
     del pinned, pinned_out
 
 

@@ -164,6 +164,15 @@ int main(void)
         {"a + b", MT_I64, MT_I8, MT_I8, OC_MAP_REDUCE_NONE, 0},
         {"a * 2.5", MT_F64, MT_F64, MT_I32, OC_MAP_REDUCE_NONE, 0},
         {"a * b", MT_F64, MT_F64, -1, OC_MAP_REDUCE_SUM, 0},
+        {"a * b", MT_F64, MT_F64, -1, OC_MAP_REDUCE_SUM, 1},
+        {"a - b", MT_F32, MT_F32, -1, OC_MAP_REDUCE_MEAN, -1},
+        {"a", MT_I32, MT_I32, -1, OC_MAP_REDUCE_MEAN, 0},
+        {"a > b", MT_F64, MT_F64, -1, OC_MAP_REDUCE_SUM, 1},
+        {"a + b", MT_BOOL, MT_BOOL, -1, OC_MAP_REDUCE_MAX, 0},
+        {"a * b", MT_F32, MT_F64, -1, OC_MAP_REDUCE_MIN, 1},
+        {"a // b", MT_I8, MT_U16, -1, OC_MAP_REDUCE_MAX, -99},
+        {"exp(a) + b", MT_F64, MT_F32, MT_F32, OC_MAP_REDUCE_SUM, 0},
+        {"a ** b", MT_I64, MT_I64, -1, OC_MAP_REDUCE_SUM, 1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const codegen_case *c = &cases[i];
@@ -187,9 +196,9 @@ int main(void)
         char *src = NULL;
         int has_reduce = -1;
         CHECK(oc_map_emit_cuda(ctx, m, &src, &has_reduce) == OC_OK);
-        CHECK(has_reduce == (c->reduce != OC_MAP_REDUCE_NONE && c->axis == -99));
+        CHECK(has_reduce == (c->reduce != OC_MAP_REDUCE_NONE));
         CHECK(src && strstr(src, "oc_map_elementwise") != NULL);
-        CHECK(!has_reduce || strstr(src, "oc_map_reduce_partial") != NULL);
+        CHECK(!has_reduce || (strstr(src, "oc_map_reduce_rows") && strstr(src, "oc_map_reduce_axis")));
         char what[160];
         snprintf(what, sizeof what, "%s (reduce %d)", c->expr, (int)c->reduce);
         if (src) compile_later(src, what);

@@ -32,7 +32,8 @@ static const char map_usage_dtype[] =
 /* Then the --backend line, from the library's list (print_usage), and the rest. */
 static const char map_usage_backend[] =
     "                         auto runs the faster by the cost model; cuda runs element-wise\n"
-    "                         jobs only\n"
+    "                         jobs and reductions (per chunk on the device, in the orders\n"
+    "                         docs/map.md states)\n"
     "  --threads N            CPU threads (default: all cores)\n"
     "  --host-mem SIZE|PCT    host memory budget (inputs are memory-mapped and read as needed)\n"
     "  --gpu-mem SIZE|PCT     device memory budget of the GPU path\n"

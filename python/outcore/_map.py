@@ -162,8 +162,8 @@ def map(expr: str, out: Path | np.ndarray | None = None, *, dtype: DTypeLike | N
     axis : int, optional
         With reduce, the axis to reduce over (negative counts from the end).
     backend : {"auto", "cpu", "cuda"}, optional
-        "auto" (the default: the cost model's pick), "cpu" or "cuda" (element-wise
-        expressions on device 0; reductions run on the CPU).
+        "auto" (the default: the cost model's pick), "cpu" or "cuda" (device 0,
+        reductions included: reduced per chunk on the device, docs/map.md).
     threads : int, optional
         CPU worker threads, 1 to 4096 (default: all cores).
     host_mem : int or str, optional

@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "cost/cost.h"
+#include "map/map_codegen.h"
 #include "map/map_plan.h"
 #include "map/map_types.h"
 
@@ -18,7 +19,7 @@ static int is_math(oc_map_op op)
 }
 
 /* Operations per result element by cost class: every live IR node but inputs and constants
- * counts once, in the class of the type it computes in. */
+ * counts once, in the class of the type it computes in, and a reduction's step once more. */
 static void ops_per_element(const oc_map_plan *m, double ops[OC_COST_OPS])
 {
     memset(ops, 0, sizeof(double) * OC_COST_OPS);
@@ -38,13 +39,26 @@ static void ops_per_element(const oc_map_plan *m, double ops[OC_COST_OPS])
         else if (t == OC_MAP_FLOAT64) ops[is_math(n->op) ? OC_COST_F64_MATH : OC_COST_F64] += 1;
         else ops[OC_COST_INT] += 1;
     }
+    /* A reduction adds each element to (or compares it with) its accumulator. */
+    if (m->reduce != OC_MAP_REDUCE_NONE)
+        ops[m->reduce_type == OC_MAP_FLOAT32   ? OC_COST_F32
+            : m->reduce_type == OC_MAP_FLOAT64 ? OC_COST_F64
+                                               : OC_COST_INT] += 1;
 }
 
 static const char *gpu_reason(const oc_map_plan *m, char *why, size_t size)
 {
     if (m->reduce != OC_MAP_REDUCE_NONE) {
-        snprintf(why, size, "map runs reductions on the CPU only for now");
-        return why;
+        /* A run reduced within one chunk (the reduced axis when nothing after it is larger
+         * than 1; all elements: the last dimension) must fit the device whole. */
+        int64_t len = m->axis < 0 ? (m->ndim ? m->shape[m->ndim - 1] : 1) : m->shape[m->axis], inner = 1;
+        for (int d = m->axis + 1; m->axis >= 0 && d < m->ndim; d++) inner *= m->shape[d];
+        if (inner == 1 && len > OC_MAP_CUDA_MAX_RUN) {
+            snprintf(why, size,
+                     "map reduces runs of at most %lld elements on the GPU and this reduction's runs are %lld long",
+                     (long long)OC_MAP_CUDA_MAX_RUN, (long long)len);
+            return why;
+        }
     }
 #ifdef OC_HAVE_CUDA
     if (oc_map_backend_cuda.usable(why, size)) return NULL;

@@ -261,23 +261,34 @@ static void emit_expr(oc_text *b, const oc_map_plan *m, int k)
     }
 }
 
+/* The used inputs as parameters (", const T *__restrict__ inK", args 0) or as arguments
+ * (", inK", args 1). */
+static void emit_inputs(oc_text *b, const oc_map_plan *m, int args)
+{
+    for (int k = 0; k < m->n_inputs; k++) {
+        if (!m->inputs[k].used) continue;
+        if (args) oc_text_printf(b, ", in%d", k);
+        else oc_text_printf(b, ", const %s *__restrict__ in%d", ctype(m->inputs[k].type), k);
+    }
+}
+
 /* The parameters after the first: the used inputs, then n, start and error. */
 static void emit_params(oc_text *b, const oc_map_plan *m)
 {
-    for (int k = 0; k < m->n_inputs; k++)
-        if (m->inputs[k].used) oc_text_printf(b, ", const %s *__restrict__ in%d", ctype(m->inputs[k].type), k);
+    emit_inputs(b, m, 0);
     oc_text_printf(b, ", long long n, long long start, int *error)\n{\n  int err = 0;\n");
 }
 
 /* The loop body up to the root's value v<root>: the broadcast inputs' offsets, then one
- * statement per live node. */
-static void emit_body(oc_text *b, const oc_map_plan *m, const char *live)
+ * statement per live node. Same-shape inputs are read at i; `global` is the element's flat
+ * index in the result, from which broadcast inputs' offsets are computed. */
+static void emit_body(oc_text *b, const oc_map_plan *m, const char *live, const char *global)
 {
     int broadcast = 0;
     for (int k = 0; k < m->n_inputs; k++) broadcast |= m->inputs[k].used && !m->inputs[k].same_shape;
     if (broadcast && m->ndim > 0) {
         /* The result's multi-index of element start + i, last dimension first. */
-        oc_text_printf(b, "    long long g = start + i, q;\n");
+        oc_text_printf(b, "    long long g = %s, q;\n", global);
         for (int d = m->ndim - 1; d >= 0; d--)
             oc_text_printf(b, "    q = g / %" PRId64 "LL; const long long id%d = g - q * %" PRId64 "LL; g = q;\n",
                            m->shape[d], d, m->shape[d]);
@@ -306,6 +317,114 @@ static void emit_body(oc_text *b, const oc_map_plan *m, const char *live)
 static const char grid_loop[] = "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;\n"
                                 "       i += (long long)gridDim.x * blockDim.x) {\n";
 
+/* The reduction kernels (contract in map_codegen.h): oc_combine, one step (float sums as
+ * __dadd_rn / __fadd_rn, which nothing contracts); oc_value, the element-wise value in the
+ * reduction's type; oc_leaf and oc_tree, numpy's pairwise recursion over a run of values;
+ * oc_map_reduce_rows and oc_map_reduce_axis. */
+static void emit_reduce(oc_text *b, const oc_map_plan *m, const char *live, const char *rootname)
+{
+    const int rt = m->reduce_type, is_f = oc_mt_is_float(rt);
+    const int sum = m->reduce == OC_MAP_REDUCE_SUM || m->reduce == OC_MAP_REDUCE_MEAN;
+    const char *R = ctype(rt), *combine;
+    if (m->reduce == OC_MAP_REDUCE_MIN) combine = is_f ? "(a <= b || a != a) ? a : b" : "a <= b ? a : b";
+    else if (m->reduce == OC_MAP_REDUCE_MAX) combine = is_f ? "(a >= b || a != a) ? a : b" : "a >= b ? a : b";
+    else combine = rt == MT_F32 ? "__fadd_rn(a, b)" : rt == MT_F64 ? "__dadd_rn(a, b)" : "(oc_u64)a + (oc_u64)b";
+    oc_text_printf(b, "\ntypedef %s oc_rt;\nOC_D oc_rt oc_combine(oc_rt a, oc_rt b) { return (oc_rt)(%s); }\n", R,
+                   combine);
+    /* The value of local element i (flat index gi in the result). */
+    oc_text_printf(b, "OC_D oc_rt oc_value(int &err");
+    emit_inputs(b, m, 0);
+    oc_text_printf(b, ", long long i, long long gi)\n{\n");
+    emit_body(b, m, live, "gi");
+    oc_text_printf(b, "    return ");
+    emit_cast(b, m->expr_type, rt, rootname);
+    oc_text_printf(b, ";\n}\n#define OC_VALUE(i) oc_value(err");
+    emit_inputs(b, m, 1);
+    oc_text_printf(b, ", (i), first + (i))\n");
+    /* A leaf of numpy's pairwise_sum (m <= 128 elements from local s) for float sums; a plain
+     * fold otherwise (the order does not matter there). */
+    oc_text_printf(b, "OC_D oc_rt oc_leaf(int &err");
+    emit_inputs(b, m, 0);
+    oc_text_printf(b, ", long long first, long long s, long long m)\n{\n");
+    if (sum && is_f)
+        oc_text_printf(b, "  if (m < 8) {\n    oc_rt res = -(oc_rt)0;\n"
+                          "    for (long long i = 0; i < m; i++) res = oc_combine(res, OC_VALUE(s + i));\n"
+                          "    return res;\n  }\n"
+                          "  oc_rt r[8];\n  for (int j = 0; j < 8; j++) r[j] = OC_VALUE(s + j);\n  long long i;\n"
+                          "  for (i = 8; i < m - (m %% 8); i += 8)\n"
+                          "    for (int j = 0; j < 8; j++) r[j] = oc_combine(r[j], OC_VALUE(s + i + j));\n"
+                          "  oc_rt res = oc_combine(oc_combine(oc_combine(r[0], r[1]), oc_combine(r[2], r[3])),\n"
+                          "                         oc_combine(oc_combine(r[4], r[5]), oc_combine(r[6], r[7])));\n"
+                          "  for (; i < m; i++) res = oc_combine(res, OC_VALUE(s + i));\n  return res;\n}\n");
+    else
+        oc_text_printf(b, "  oc_rt a = OC_VALUE(s);\n"
+                          "  for (long long i = 1; i < m; i++) a = oc_combine(a, OC_VALUE(s + i));\n  return a;\n}\n");
+    /* numpy's recursion over m > 0 elements from local s, with a stack instead of calls:
+     * split at half rounded down to a multiple of 8 above 128 elements, left + right. */
+    oc_text_printf(b, "OC_D oc_rt oc_tree(int &err");
+    emit_inputs(b, m, 0);
+    oc_text_printf(b, ", long long first, long long s, long long m)\n{\n"
+                      "  long long st_s[64], st_m[64], st_h[64];\n  oc_rt st_v[64];\n  int top = 0;\n"
+                      "  for (;;) {\n"
+                      "    while (m > 128) {\n      long long h = m / 2;\n      h -= h %% 8;\n"
+                      "      st_s[top] = s, st_m[top] = m, st_h[top] = h, top++;\n      m = h;\n    }\n"
+                      "    oc_rt v = oc_leaf(err");
+    emit_inputs(b, m, 1);
+    oc_text_printf(b,
+                   ", first, s, m);\n"
+                   "    while (top > 0 && st_h[top - 1] < 0) v = oc_combine(st_v[--top], v);\n"
+                   "    if (top == 0) return v;\n"
+                   "    st_v[top - 1] = v;\n    s = st_s[top - 1] + st_h[top - 1], m = st_m[top - 1] - st_h[top - 1];\n"
+                   "    st_h[top - 1] = -1;\n  }\n}\n");
+    /* Rows: 2^lanes_log2 threads per row, each the subtree its lane's bits choose (most
+     * significant bit first; a leaf reached early goes whole to the left lane), combined in
+     * the tree's order through shared memory. */
+    oc_text_printf(b, "\nextern \"C\" __global__ void __launch_bounds__(%d) oc_map_reduce_rows(oc_rt *__restrict__ out",
+                   OC_MAP_CUDA_BLOCK);
+    emit_inputs(b, m, 0);
+    oc_text_printf(
+        b,
+        ", long long rows, long long len, long long first, int lanes_log2, int *error)\n{\n"
+        "  __shared__ oc_rt acc_s[%d];\n  __shared__ unsigned char have_s[%d];\n  int err = 0;\n"
+        "  const int t = threadIdx.x, lanes = 1 << lanes_log2, lane = t & (lanes - 1);\n"
+        "  const long long per = blockDim.x >> lanes_log2;\n"
+        "  for (long long r0 = (long long)blockIdx.x * per; r0 < rows; r0 += (long long)gridDim.x * per) {\n"
+        "    const long long r = r0 + (t >> lanes_log2);\n    oc_rt v = 0;\n    int have = 0;\n"
+        "    if (r < rows) {\n      long long s = r * len, m = len;\n"
+        "      for (int k = lanes_log2 - 1; k >= 0 && m > 0; k--) {\n"
+        "        const int right = (lane >> k) & 1;\n"
+        "        if (m > 128) {\n          long long h = m / 2;\n          h -= h %% 8;\n"
+        "          if (right) s += h, m -= h;\n          else m = h;\n        } else if (right) {\n          m = 0;\n"
+        "        }\n      }\n"
+        "      if (m > 0) v = oc_tree(err",
+        OC_MAP_CUDA_BLOCK, OC_MAP_CUDA_BLOCK);
+    emit_inputs(b, m, 1);
+    oc_text_printf(b, ", first, s, m), have = 1;\n    }\n"
+                      "    acc_s[t] = v;\n    have_s[t] = (unsigned char)have;\n    __syncthreads();\n"
+                      "    for (int w = 1; w < lanes; w <<= 1) {\n"
+                      "      if ((lane & (2 * w - 1)) == 0 && have_s[t + w]) {\n"
+                      "        acc_s[t] = have_s[t] ? oc_combine(acc_s[t], acc_s[t + w]) : acc_s[t + w];\n"
+                      "        have_s[t] = 1;\n      }\n      __syncthreads();\n    }\n"
+                      "    if (lane == 0 && r < rows) out[r] = acc_s[t];\n    __syncthreads();\n  }\n"
+                      "  if (err && error) *error = 1;\n}\n");
+    /* Axis: one thread per output element, the chunk's rows added in index order. */
+    oc_text_printf(b, "\nextern \"C\" __global__ void oc_map_reduce_axis(oc_rt *__restrict__ acc");
+    emit_inputs(b, m, 0);
+    oc_text_printf(b, ", long long outer, long long rows, long long len, long long inner, long long start,\n"
+                      "                                              int *error)\n{\n  int err = 0;\n"
+                      "  for (long long k = (long long)blockIdx.x * blockDim.x + threadIdx.x; k < outer * inner;\n"
+                      "       k += (long long)gridDim.x * blockDim.x) {\n"
+                      "    const long long o = k / inner, c = k - o * inner;\n    oc_rt a = acc[k];\n"
+                      "#pragma unroll 4\n    for (long long r = 0; r < rows; r++) {\n"
+                      "      const oc_rt x = oc_value(err");
+    emit_inputs(b, m, 1);
+    oc_text_printf(b,
+                   ", (o * rows + r) * inner + c, (o * len + start + r) * inner + c);\n"
+                   "      a = %s;\n    }\n    acc[k] = a;\n  }\n  if (err && error) *error = 1;\n}\n",
+                   sum ? "oc_combine(a, x)" : "start + r == 0 ? x : oc_combine(a, x)");
+    oc_text_printf(b, "#undef OC_VALUE\n");
+}
+
 oc_status oc_map_emit_cuda(oc_context *ctx, const oc_map_plan *m, char **src, int *has_reduce)
 {
     char *live = calloc((size_t)m->ir.count, 1);
@@ -322,52 +441,13 @@ oc_status oc_map_emit_cuda(oc_context *ctx, const oc_map_plan *m, char **src, in
                    ctype(m->reduce == OC_MAP_REDUCE_NONE ? m->out_type : et));
     emit_params(&b, m);
     oc_text_printf(&b, "%s", grid_loop);
-    emit_body(&b, m, live);
+    emit_body(&b, m, live, "start + i");
     oc_text_printf(&b, "    out[i] = ");
     emit_cast(&b, et, m->reduce == OC_MAP_REDUCE_NONE ? m->out_type : et, rootname);
     oc_text_printf(&b, ";\n  }\n  if (err && error) *error = 1;\n}\n");
 
-    int reduce = m->reduce != OC_MAP_REDUCE_NONE && m->axis < 0;
-    if (reduce) {
-        const int rt = m->reduce_type;
-        const char *R = ctype(rt);
-        const char *combine;
-        int is_f = oc_mt_is_float(rt);
-        switch (m->reduce) {
-        case OC_MAP_REDUCE_MIN:
-            combine = is_f ? "(a < b || isnan(a)) ? a : b" : "a <= b ? a : b";
-            break;
-        case OC_MAP_REDUCE_MAX:
-            combine = is_f ? "(a > b || isnan(a)) ? a : b" : "a >= b ? a : b";
-            break;
-        default:
-            combine = is_f ? "a + b" : "(oc_u64)a + (oc_u64)b";
-            break;
-        }
-        oc_text_printf(&b, "\nOC_D %s oc_combine(%s a, %s b) { return (%s)(%s); }\n", R, R, R, R, combine);
-        oc_text_printf(
-            &b, "\nextern \"C\" __global__ void __launch_bounds__(%d) oc_map_reduce_partial(%s *__restrict__ partials",
-            OC_MAP_CUDA_BLOCK, R);
-        emit_params(&b, m);
-        oc_text_printf(&b,
-                       "  __shared__ %s acc_s[%d];\n  __shared__ unsigned char have_s[%d];\n  %s acc = 0;\n"
-                       "  int have = 0;\n%s",
-                       R, OC_MAP_CUDA_BLOCK, OC_MAP_CUDA_BLOCK, R, grid_loop);
-        emit_body(&b, m, live);
-        oc_text_printf(&b, "    const %s x = ", R);
-        emit_cast(&b, et, rt, rootname);
-        oc_text_printf(&b, ";\n    acc = have ? oc_combine(acc, x) : x;\n    have = 1;\n  }\n");
-        oc_text_printf(&b,
-                       "  const int t = threadIdx.x;\n"
-                       "  acc_s[t] = acc;\n  have_s[t] = (unsigned char)have;\n  __syncthreads();\n"
-                       "  for (int s = %d / 2; s > 0; s >>= 1) {\n"
-                       "    if (t < s && have_s[t + s]) {\n"
-                       "      acc_s[t] = have_s[t] ? oc_combine(acc_s[t], acc_s[t + s]) : acc_s[t + s];\n"
-                       "      have_s[t] = 1;\n    }\n    __syncthreads();\n  }\n"
-                       "  if (t == 0) partials[blockIdx.x] = acc_s[0];\n"
-                       "  if (err && error) *error = 1;\n}\n",
-                       OC_MAP_CUDA_BLOCK);
-    }
+    const int reduce = m->reduce != OC_MAP_REDUCE_NONE;
+    if (reduce) emit_reduce(&b, m, live, rootname);
     free(live);
     if (has_reduce) *has_reduce = reduce;
     return oc_text_finish(ctx, &b, src);

@@ -15,15 +15,27 @@
  *     plan's used inputs are parameters, in input order. *error is set to 1 (plain store)
  *     when an integer meets a negative integer power, as numpy raises; error may be NULL.
  *
- *   extern "C" __global__ void oc_map_reduce_partial(RT *partials, const T0 *in0, ...,
- *                                                   long long n, long long start, int *error)
- *     only for reductions over all elements (sum, mean, min, max): block b writes the
- *     reduction of its grid-stride share of the n elements to partials[b], in the
- *     reduction's type RT (oc_map_plan.reduce_type; mean's partials are sums); launch with
- *     blockDim.x == OC_MAP_CUDA_BLOCK and at most ceil(n / OC_MAP_CUDA_BLOCK) blocks (a
- *     block without elements writes 0). The host combines the partials in block order. The order
- *     of a float sum is a tree within each block, not numpy's pairwise order: the result
- *     differs from numpy by at most about (log2(n) + 2) * eps * sum(|x|) (docs/map.md).
+ *   only for reducing plans (sum, mean, min, max), with RT the reduction's type
+ *   (oc_map_plan.reduce_type; mean's values are sums) and the inputs as above, except that
+ *   same-shape inputs point at the chunk's elements in the layout each kernel states:
+ *
+ *   extern "C" __global__ void oc_map_reduce_rows(RT *out, const T0 *in0, ..., long long rows,
+ *                                                 long long len, long long first,
+ *                                                 int lanes_log2, int *error)
+ *     out[r] for r in [0, rows): the reduction of row r, the elements [r * len, (r + 1) * len)
+ *     of the chunk (flat indices first + r * len + j of the result). Float sums are numpy's
+ *     pairwise_sum of the row (no leading 0 +), min/max propagate NaN, integer sums wrap.
+ *     Launch with blockDim.x == OC_MAP_CUDA_BLOCK; 2^lanes_log2 threads (lanes_log2 <= 8) share
+ *     a row, each taking the subtree of numpy's recursion its lane's bits choose; any grid.
+ *
+ *   extern "C" __global__ void oc_map_reduce_axis(RT *acc, const T0 *in0, ..., long long outer,
+ *                                                 long long rows, long long len,
+ *                                                 long long inner, long long start, int *error)
+ *     the chunk holds rows [start, start + rows) of the reduced axis of the result seen as
+ *     [outer][len][inner], as [outer][rows][inner]; for each of the outer * inner output
+ *     elements, acc[k] = acc[k] op x_start op x_(start+1) ... in index order (min/max: the
+ *     row 0 replaces acc). Sums need acc zeroed before the first chunk, and successive chunks'
+ *     launches in order. Any grid and block size.
  *
  * Arithmetic follows the CPU's loops (map_cpu_ops.h) expression for expression, so integer,
  * comparison and float arithmetic results are bit-identical to the CPU's; transcendental
@@ -40,12 +52,12 @@
 #include "map/map_plan.h"
 
 #define OC_MAP_CUDA_BLOCK 256
+/* The longest run one thread block reduces (whole in one chunk): 2^27 elements. */
+#define OC_MAP_CUDA_MAX_RUN (1LL << 27)
 
 /* Writes the kernels' source into *src (malloc'ed, NUL-terminated; the caller frees it).
- * The partial-reduction kernel is emitted when the plan reduces over all elements (*has_reduce
- * = 1; has_reduce may be NULL); plans without a reduction or with an axis reduction get the
- * element-wise kernel only (an axis reduction is then the GPU side's to do, or the CPU's).
- * Fails only with OC_ERR_NO_MEMORY. Thread safe; the plan is read only. */
+ * The reduction kernels are emitted when the plan reduces (*has_reduce = 1; has_reduce may be
+ * NULL). Fails only with OC_ERR_NO_MEMORY. Thread safe; the plan is read only. */
 oc_status oc_map_emit_cuda(oc_context *ctx, const oc_map_plan *m, char **src, int *has_reduce);
 
 #endif

@@ -67,12 +67,12 @@ typedef struct oc_map_backend {
 
 extern const oc_map_backend oc_map_backend_cpu;
 #ifdef OC_HAVE_CUDA
-/* Element-wise plans on CUDA device 0 (src/map/cuda/map_cuda.c); reductions stay on the CPU. */
+/* Plans on CUDA device 0 (src/map/cuda/map_cuda.c; reductions map_cuda_reduce.c). */
 extern const oc_map_backend oc_map_backend_cuda;
 #endif
 
 /* Where a plan runs and why (map_choice.c): --backend cpu and cuda as asked (cuda fails, one
- * line, for reductions and where no GPU or no NVRTC can run it), auto by the cost model's
+ * line, for a reduction whose runs are too long and where no GPU or no NVRTC can run it), auto by the cost model's
  * prediction (cost.h) when the GPU can run the plan. explain is the --explain paragraph. */
 typedef struct oc_map_choice {
     const oc_map_backend *backend;

@@ -259,6 +259,34 @@ def test_reduction_with_nan_and_dtype():
     assert outcore.map("a", a=a, reduce="sum", dtype=np.float32).dtype == np.float32
 
 
+@pytest.mark.skipif(outcore.cuda_device_count() == 0, reason="no usable GPU")
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int32, np.bool_])
+def test_cuda_reductions(dtype):
+    """backend="cuda": numpy's bits for every op and axis (all elements of an N-D float sum:
+    within the bound docs/map.md states), the same bits under every gpu_mem, from pinned
+    arrays too, NaN propagating."""
+    rng = np.random.default_rng(11)
+    for shape in [(100003,), (2000, 300), (20, 30, 40), (3, 70000)]:
+        a = random_array(rng, dtype, shape) if dtype in (np.int32, np.bool_) else \
+            (rng.standard_normal(shape) * np.exp(rng.uniform(-20, 20, shape))).astype(dtype)
+        if dtype == np.float64:
+            a.flat[len(a.flat) // 3] = np.nan if shape[0] == 2000 else a.flat[0]
+        pinned = outcore.empty_pinned(shape, dtype)
+        pinned[...] = a
+        for op in ("sum", "mean", "min", "max"):
+            for axis in [None] + list(range(len(shape))):
+                ref = np.asarray(getattr(np, op)(a, axis=axis))
+                got = [np.asarray(outcore.map("a", a=x, reduce=op, axis=axis, backend="cuda", gpu_mem=mem))
+                       for x, mem in ((a, None), (a, "16M"), (pinned, "4M"))]
+                assert all(same_bits(g, got[0]) for g in got), (shape, op, axis)
+                if axis is None and len(shape) > 1 and op in ("sum", "mean") and a.dtype.kind == "f" \
+                        and not np.isnan(a).any():
+                    bound = 2 * (np.log2(a.size) + 2) * np.finfo(dtype).eps * np.abs(a.astype(np.float64)).sum()
+                    assert abs(float(got[0]) - float(ref)) <= bound / (a.size if op == "mean" else 1)
+                else:
+                    assert same_bits(got[0], ref), (shape, op, axis)
+
+
 # ---------------------------------------------------------------- math functions, full range
 
 def ordered(x):
@@ -355,6 +383,7 @@ def test_explain_and_backends():
     assert same_bits(np.asarray(outcore.map("a * 2", a=a, backend="auto", gpu_mem="1M")), a * 2)
     with pytest.raises(outcore.InputError, match="gpu_mem"):
         outcore.map("a * 2", a=a, gpu_mem="lots")
-    with pytest.raises(outcore.UnsupportedError, match="reductions on the CPU"):
-        outcore.map("a * 2", a=a, reduce="sum", backend="cuda")
+    if outcore.cuda_device_count() == 0:
+        with pytest.raises(outcore.UnsupportedError, match="backend cuda: "):
+            outcore.map("a * 2", a=a, reduce="sum", backend="cuda")
     assert "map" not in outcore.__all__ and callable(outcore.map)

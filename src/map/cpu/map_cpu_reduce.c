@@ -384,6 +384,28 @@ static void divide_mean(int t, void *x, int64_t n, int64_t count)
     }
 }
 
+void oc_map_reduce_values(int t, oc_map_reduce op, const void *x, int64_t n, void *out)
+{
+    acc a = {0};
+    if (op == OC_MAP_REDUCE_SUM || op == OC_MAP_REDUCE_MEAN) {
+        if (t == MT_F32) a.f = 0.0f + (n ? pairwise_f32(x, n) : 0.0f);
+        else if (t == MT_F64) a.d = 0.0 + (n ? pairwise_f64(x, n) : 0.0);
+        else
+            for (int64_t i = 0; i < n; i++) a.u += ((const uint64_t *)x)[i];
+    } else if (n > 0) {
+        fold_minmax(t, op == OC_MAP_REDUCE_MAX, &a, x, n, 1);
+    }
+    store(out, t, a);
+}
+
+void oc_map_reduce_finish(const oc_map_plan *m, void *res, void *out)
+{
+    const int64_t n = m->out_ndim ? m->out_count : 1;
+    if (m->reduce == OC_MAP_REDUCE_MEAN)
+        divide_mean(m->reduce_type, res, n, m->axis < 0 ? m->count : m->shape[m->axis]);
+    if (res != out) oc_map_cpu_cast(m->reduce_type, m->out_type)(out, res, (size_t)n);
+}
+
 oc_status oc_map_cpu_reduce(oc_map_cpu_job *job, void *out)
 {
     oc_context *ctx = job->ctx;
@@ -441,8 +463,7 @@ oc_status oc_map_cpu_reduce(oc_map_cpu_job *job, void *out)
             else strided_part(&aj, 0, 1);
         }
     }
-    if (st == OC_OK && m->reduce == OC_MAP_REDUCE_MEAN) divide_mean(rt, res, m->out_ndim ? m->out_count : 1, len);
-    if (st == OC_OK && res != out) oc_map_cpu_cast(rt, m->out_type)(out, res, (size_t)(m->out_ndim ? m->out_count : 1));
+    if (st == OC_OK) oc_map_reduce_finish(m, res, out);
     if (res != out) free(res);
     return st;
 }

@@ -10,7 +10,7 @@
  *                              negative power, checked after the last chunk
  *
  * The engine plans the chunks under --gpu-mem and --host-mem and overlaps upload, compute and
- * download on three streams. Reductions are the CPU's (map_choice.c never sends them here).
+ * download on three streams. Reductions run in map_cuda_reduce.c.
  */
 #include <cuda.h>
 #include <cuda_runtime_api.h>
@@ -20,6 +20,7 @@
 
 #include "core/error.h"
 #include "engine/cuda/driver_status.h"
+#include "map/cuda/map_cuda.h"
 #include "map/cuda/nvrtc.h"
 #include "map/map_codegen.h"
 #include "map/map_plan.h"
@@ -55,20 +56,18 @@ static int launch(const oc_stream_chunk *c, void *user)
     return l->failed != OC_OK;
 }
 
-static oc_status load_kernel(oc_context *ctx, const oc_map_plan *m, CUfunction *fn)
+oc_status oc_map_cuda_function(oc_context *ctx, const oc_map_plan *m, const char *name, CUfunction *fn)
 {
     char *src = NULL;
     OC_CHECK(ctx, oc_map_emit_cuda(ctx, m, &src, NULL));
     oc_nvrtc_source s = {"outcore_map.cu", src, NULL, 0};
-    oc_status st = oc_nvrtc_function(ctx, &s, "oc_map_elementwise", fn);
+    oc_status st = oc_nvrtc_function(ctx, &s, name, fn);
     free(src);
     return st;
 }
 
-static oc_status map_cuda_run(oc_context *ctx, const oc_map_plan *m, void *out, oc_map_stats *stats)
+oc_status oc_map_cuda_device(oc_context *ctx)
 {
-    if (m->reduce != OC_MAP_REDUCE_NONE)
-        return oc_fail(ctx, OC_ERR_UNSUPPORTED, "backend cuda: map runs reductions on the CPU only for now");
     /* The module is loaded into device 0's primary context, which oc_stream_run uses too. */
     cudaError_t e = cudaSetDevice(0);
     if (e == cudaSuccess) e = cudaFree(0);
@@ -76,8 +75,51 @@ static oc_status map_cuda_run(oc_context *ctx, const oc_map_plan *m, void *out, 
         (void)cudaGetLastError();
         return oc_fail(ctx, OC_ERR_DEVICE, "backend cuda: CUDA device 0: %s", cudaGetErrorString(e));
     }
+    return OC_OK;
+}
+
+static void stream_options(const oc_map_plan *m, oc_stream_options *so)
+{
+    *so = (oc_stream_options)OC_STREAM_OPTIONS_INIT;
+    so->gpu_mem_bytes = m->opts.gpu_mem_bytes;
+    if (m->opts.gpu_mem_fraction > 0) so->gpu_mem_fraction = m->opts.gpu_mem_fraction;
+    so->host_mem_bytes = m->opts.host_mem_bytes;
+    so->progress = m->opts.progress, so->progress_user = m->opts.progress_user;
+}
+
+static void describe(const oc_stream_stats *ss, oc_map_stats *stats)
+{
+    struct cudaDeviceProp prop;
+    char name[64] = "GPU";
+    if (cudaGetDeviceProperties(&prop, 0) == cudaSuccess) snprintf(name, sizeof name, "%.63s", prop.name);
+    stats->backend = OC_BACKEND_CUDA;
+    snprintf(stats->backend_desc, sizeof stats->backend_desc, "cuda:0 %.48s, %lld chunk%s%s", name,
+             (long long)ss->chunks, ss->chunks == 1 ? "" : "s",
+             ss->bytes_direct == 0                               ? ""
+             : ss->bytes_direct == ss->bytes_h2d + ss->bytes_d2h ? ", pinned arrays"
+                                                                 : ", some arrays pinned");
+}
+
+oc_status oc_map_cuda_stream(oc_context *ctx, const oc_map_plan *m, const oc_stream_spec *spec, const oc_status *failed,
+                             const char *why, const int *error, oc_map_stats *stats)
+{
+    oc_stream_options so;
+    stream_options(m, &so);
+    oc_stream_stats ss = {.struct_size = sizeof ss};
+    oc_status st = oc_stream_run(ctx, spec, &so, &ss);
+    if (st != OC_OK && *failed != OC_OK) return oc_fail(ctx, *failed, "%s", why);
+    OC_CHECK(ctx, st);
+    if (*error) return oc_fail(ctx, OC_ERR_INPUT, "integers to negative integer powers are not allowed (as in numpy)");
+    describe(&ss, stats);
+    return OC_OK;
+}
+
+static oc_status map_cuda_run(oc_context *ctx, const oc_map_plan *m, void *out, oc_map_stats *stats)
+{
+    if (m->reduce != OC_MAP_REDUCE_NONE) return oc_map_cuda_reduce(ctx, m, out, stats);
+    OC_CHECK(ctx, oc_map_cuda_device(ctx));
     map_launch l = {.ctx = ctx};
-    OC_CHECK(ctx, load_kernel(ctx, m, &l.fn));
+    OC_CHECK(ctx, oc_map_cuda_function(ctx, m, "oc_map_elementwise", &l.fn));
 
     oc_stream_array *arrays = malloc(sizeof *arrays * (size_t)(m->n_inputs + 2));
     l.args = malloc(sizeof *l.args * (size_t)(m->n_inputs + 4));
@@ -104,28 +146,9 @@ static oc_status map_cuda_run(oc_context *ctx, const oc_map_plan *m, void *out, 
 
     oc_stream_spec spec = OC_STREAM_SPEC_INIT;
     spec.arrays = arrays, spec.narrays = na, spec.launch = launch, spec.user = &l;
-    oc_stream_options so = OC_STREAM_OPTIONS_INIT;
-    so.gpu_mem_bytes = m->opts.gpu_mem_bytes;
-    if (m->opts.gpu_mem_fraction > 0) so.gpu_mem_fraction = m->opts.gpu_mem_fraction;
-    so.host_mem_bytes = m->opts.host_mem_bytes;
-    so.progress = m->opts.progress, so.progress_user = m->opts.progress_user;
-    oc_stream_stats ss = {.struct_size = sizeof ss};
-    oc_status st = oc_stream_run(ctx, &spec, &so, &ss);
+    oc_status st = oc_map_cuda_stream(ctx, m, &spec, &l.failed, l.why, &error, stats);
     free(arrays), free(l.args);
-    if (st != OC_OK && l.failed != OC_OK) return oc_fail(ctx, l.failed, "%s", l.why);
-    OC_CHECK(ctx, st);
-    if (error) return oc_fail(ctx, OC_ERR_INPUT, "integers to negative integer powers are not allowed (as in numpy)");
-
-    struct cudaDeviceProp prop;
-    char name[64] = "GPU";
-    if (cudaGetDeviceProperties(&prop, 0) == cudaSuccess) snprintf(name, sizeof name, "%.63s", prop.name);
-    stats->backend = OC_BACKEND_CUDA;
-    snprintf(stats->backend_desc, sizeof stats->backend_desc, "cuda:0 %.48s, %lld chunk%s%s", name,
-             (long long)ss.chunks, ss.chunks == 1 ? "" : "s",
-             ss.bytes_direct == 0                             ? ""
-             : ss.bytes_direct == ss.bytes_h2d + ss.bytes_d2h ? ", pinned arrays"
-                                                              : ", some arrays pinned");
-    return OC_OK;
+    return st;
 }
 
 static int map_cuda_usable(char *why, size_t why_size)
