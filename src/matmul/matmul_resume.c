@@ -285,7 +285,7 @@ static size_t option_len(const char *line)
 /* The first option that differs between two option lines ("--host-mem 1 --tile 0"), into buf. */
 static void options_changed(const char *then, const char *now, char *buf, size_t size)
 {
-    snprintf(buf, size, "its options are the same: the devices' free memory may differ");
+    snprintf(buf, size, "under the same options: the backend auto picks, or the devices' free memory, differ");
     while (*then && *now) {
         const size_t tl = option_len(then), nl = option_len(now);
         if (tl != nl || memcmp(then, now, tl) != 0) {

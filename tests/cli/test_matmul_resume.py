@@ -3,12 +3,15 @@ checkpoint after every tile), resumed, and compared byte for byte with an uninte
 journals of another job or plan refused; nothing left over. The CUDA cases run where a GPU is
 usable (ctest's gpu_cli_test_matmul_resume) and skip elsewhere."""
 import json
+import os
 import signal
+import subprocess
+import time
 
 import numpy as np
 import pytest
 
-from conftest import require_backend, run
+from conftest import outcore_bin, require_backend, run
 
 EVERY = {"OUTCORE_RESUME_INTERVAL": "0"}  # a checkpoint at every finished tile
 
@@ -150,3 +153,52 @@ def test_journal_symlink_refused(mats):
     assert proc.returncode == 2
     assert "symbolic link" in proc.stderr and len(proc.stderr.splitlines()) == 1
     assert (d / "elsewhere").read_text() == "x"
+
+
+def real_job(d):
+    """A product of about a second on the reference loops (one thread), many tiles; its
+    arguments, the time of an uninterrupted resumable run, and the reference result."""
+    rng = np.random.default_rng(5)
+    np.save(d / "P.npy", rng.standard_normal((640, 600)))
+    np.save(d / "Q.npy", rng.standard_normal((600, 560)))
+    args = [outcore_bin(), "matmul", str(d / "P.npy"), str(d / "Q.npy"), "--backend", "cpu", "--host-mem", "400K",
+            "--threads", "1", "-q"]
+    env = dict(os.environ, OUTCORE_BLAS="none", **EVERY)
+    start = time.monotonic()
+    subprocess.run(args + ["-o", str(d / "ref.npy"), "--resume"], check=True, env=env)
+    return args, env, time.monotonic() - start
+
+
+def test_real_sigkill_of_a_running_product(mats):
+    """A real kill -9 of a running product, at whatever point it has reached, twice."""
+    d = mats
+    args, env, whole = real_job(d)
+    out, journal = d / "C.npy", d / "C.npy.outcore-journal"
+    interrupted = 0
+    for share in (0.3, 0.6):  # of an uninterrupted resumable run's time
+        job = subprocess.Popen(args + ["-o", str(out), "--resume"], env=env, stderr=subprocess.PIPE)
+        time.sleep(whole * share)
+        job.send_signal(signal.SIGKILL)
+        job.communicate()
+        interrupted += job.returncode == -signal.SIGKILL and journal.exists() and not out.exists()
+    assert interrupted > 0, "no kill landed while the job ran"
+    subprocess.run(args + ["-o", str(out), "--resume"], check=True, env=env)
+    assert out.read_bytes() == (d / "ref.npy").read_bytes()
+    assert leftovers(d, out) == []
+
+
+def test_ctrl_c_keeps_the_journal(mats):
+    """SIGINT cancels a resumable product (exit 130) and keeps what it finished for --resume."""
+    d = mats
+    args, env, whole = real_job(d)
+    out = d / "C.npy"
+    job = subprocess.Popen(args + ["-o", str(out), "--resume"], env=env, stderr=subprocess.PIPE)
+    time.sleep(whole * 0.5)
+    job.send_signal(signal.SIGINT)
+    job.communicate()
+    if job.returncode == 130:
+        assert (d / "C.npy.outcore-journal").exists() and not out.exists()
+        assert len([p for p in d.iterdir() if p.name.startswith("C.npy.tmp-")]) == 1
+    subprocess.run(args + ["-o", str(out), "--resume"], check=True, env=env)
+    assert out.read_bytes() == (d / "ref.npy").read_bytes()
+    assert leftovers(d, out) == []
