@@ -11,7 +11,7 @@ import time
 import numpy as np
 import pytest
 
-from conftest import outcore_bin, require_backend, run
+from conftest import outcore_bin, require_backend, run, sigkill_while_running
 
 EVERY = {"OUTCORE_RESUME_INTERVAL": "0"}  # a checkpoint at every finished tile
 
@@ -174,14 +174,8 @@ def test_real_sigkill_of_a_running_product(mats):
     d = mats
     args, env, whole = real_job(d)
     out, journal = d / "C.npy", d / "C.npy.outcore-journal"
-    interrupted = 0
-    for share in (0.3, 0.6):  # of an uninterrupted resumable run's time
-        job = subprocess.Popen(args + ["-o", str(out), "--resume"], env=env, stderr=subprocess.PIPE)
-        time.sleep(whole * share)
-        job.send_signal(signal.SIGKILL)
-        job.communicate()
-        interrupted += job.returncode == -signal.SIGKILL and journal.exists() and not out.exists()
-    assert interrupted > 0, "no kill landed while the job ran"
+    # Killed at 0.3 and 0.6 of an uninterrupted resumable run's time.
+    assert sigkill_while_running(args + ["-o", str(out), "--resume"], env, whole, journal, out) > 0, "no kill landed while the job ran"
     subprocess.run(args + ["-o", str(out), "--resume"], check=True, env=env)
     assert out.read_bytes() == (d / "ref.npy").read_bytes()
     assert leftovers(d, out) == []
