@@ -90,11 +90,9 @@ static oc_status describe_job(oc_context *ctx, const oc_matmul_job *job, const o
                               const char *out_path, char **text)
 {
     oc_text t = {0};
-    oc_text_printf(&t,
-                   "output %s\nproduct %s\nshape %" PRId64 " %" PRId64 " %" PRId64 "\ndtype %s\ntf32 %d\n"
-                   "matmul dense\n",
-                   out_path, job->symmetric ? "A.At" : "A.B", job->m, job->n, job->k, oc_matmul_dtype_name(id->result),
-                   job->tf32);
+    oc_text_printf(
+        &t, "output %s\ncommand matmul\nproduct %s\nshape %" PRId64 " %" PRId64 " %" PRId64 "\ndtype %s\ntf32 %d\n",
+        out_path, job->symmetric ? "A.At" : "A.B", job->m, job->n, job->k, oc_matmul_dtype_name(id->result), job->tf32);
     oc_status st = describe_operand(ctx, &t, "a", id->a, id->transpose_a);
     if (st == OC_OK && id->b) st = describe_operand(ctx, &t, "b", id->b, id->transpose_b);
     if (st != OC_OK) {
