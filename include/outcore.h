@@ -980,10 +980,17 @@ typedef struct oc_matmul_options {
     int64_t tile;            /* tile edge of C; 0 = planned (tests force it) */
     oc_progress_fn progress; /* may be NULL; done/total in multiply-adds */
     void *progress_user;
+    /* Nonzero: keep a journal beside the output .npy (PATH.outcore-journal) so that an
+     * interrupted job run again with resume continues where it stopped, and its file has the
+     * bytes of an uninterrupted run (docs/resume.md). The journal records the inputs and the
+     * plan: a journal of another job, or one whose plan this run's budgets change, is refused
+     * (OC_ERR_INPUT). A result in memory cannot be resumed (OC_ERR_INVALID_ARGUMENT). Without
+     * it, an output that has a journal is refused (OC_ERR_INPUT). */
+    int resume;
 } oc_matmul_options;
 
 #define OC_MATMUL_OPTIONS_INIT                                                                     \
-    {sizeof(oc_matmul_options), 0, 0, 0, OC_MATMUL_DEFAULT, 0, OC_BACKEND_AUTO, 0, 0, NULL, 0, 0.9, 0, 0, NULL, NULL}
+    {sizeof(oc_matmul_options), 0, 0, 0, OC_MATMUL_DEFAULT, 0, OC_BACKEND_AUTO, 0, 0, NULL, 0, 0.9, 0, 0, NULL, NULL, 0}
 
 typedef struct oc_matmul_stats {
     size_t struct_size;      /* sizeof(oc_matmul_stats); set by the caller */

@@ -220,6 +220,14 @@ static void test_budgets(void)
     o.host_mem_bytes = 16;
     CHECK(oc_matmul(ctx, &A, NULL, &C, &o, NULL) == OC_ERR_NO_MEMORY);
     CHECK(strstr(oc_context_last_error(ctx), "host budget") != NULL);
+    /* A result in memory cannot be resumed; resume is 0 or 1. */
+    o.host_mem_bytes = 0;
+    o.resume = 1;
+    CHECK(oc_matmul(ctx, &A, NULL, &C, &o, NULL) == OC_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(oc_context_last_error(ctx), "only a product written to a .npy file can be resumed") != NULL);
+    o.resume = 2;
+    CHECK(oc_matmul(ctx, &A, NULL, &C, &o, NULL) == OC_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(oc_context_last_error(ctx), "resume 2") != NULL);
     oc_context_free(ctx);
 }
 

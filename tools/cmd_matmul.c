@@ -47,6 +47,9 @@ static const char matmul_usage_rest[] =
     "  --plan                 print the plan (tiles, K panels, budgets and what bounds them)\n"
     "                         and exit without computing\n"
     "  --json                 print the summary (or the plan) as JSON on stdout\n"
+    "  --resume               keep a journal (C.npy.outcore-journal) so that the same command\n"
+    "                         with --resume, run again after an interruption, continues where\n"
+    "                         it stopped (the same inputs and plan; docs/resume.md)\n"
     "  -q, --quiet            no progress bar and no summary\n"
     "  -v, --verbose          on failure, also print the library's file:line trace\n"
     "  --                     ends the options: an input after it may start with '-'\n"
@@ -82,6 +85,7 @@ static int take_flag(cli_args *a, matmul_args *g)
     else if (cli_flag(a, "--transpose-b")) g->opts.transpose_b = 1;
     else if (cli_flag(a, "--gram")) g->opts.gram = 1;
     else if (cli_flag(a, "--tf32")) g->opts.tf32 = 1;
+    else if (cli_flag(a, "--resume")) g->opts.resume = 1;
     else return 0;
     return 1;
 }

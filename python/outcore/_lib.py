@@ -501,6 +501,7 @@ class MatmulOptions(_Defaults):
         ("tile", ctypes.c_int64),
         ("progress", progress_fn),
         ("progress_user", ctypes.c_void_p),
+        ("resume", ctypes.c_int),
     ]
 
 

@@ -82,7 +82,7 @@ def _operand(name, x, transpose, keep):
 def matmul(A: ArrayLike | Path, B: ArrayLike | Path | None = None, out: Path | np.ndarray | None = None, *,
            transpose_a: bool = False, transpose_b: bool = False, dtype: DTypeLike | None = None,
            backend: Backend | None = None, devices: Devices | None = None, gpu_mem: Size | None = None,
-           host_mem: Size | None = None, threads: int | None = None, tf32: bool = False,
+           host_mem: Size | None = None, threads: int | None = None, tf32: bool = False, resume: bool = False,
            context: Context | None = None) -> Any:
     """The dense product C = op(A)·op(B), tile by tile within the memory budgets.
 
@@ -120,6 +120,12 @@ def matmul(A: ArrayLike | Path, B: ArrayLike | Path | None = None, out: Path | n
         CPU threads, 1 to 4096 (default: all cores).
     tf32 : bool, default False
         float32 on a GPU: allow TF32 tensor cores (a 10-bit mantissa).
+    resume : bool, default False
+        Keep a journal beside the out path (PATH.outcore-journal) so that the same call with
+        resume=True, made again after an interruption, continues where it stopped and writes
+        the bytes of an uninterrupted run. A journal of other inputs, or of another plan
+        (another host_mem, gpu_mem or backend), is refused. Needs out to be a path (an
+        InputError otherwise). See docs/resume.md.
     context : outcore.Context, optional
         The Context whose library context the call runs on; default the module's default.
 
@@ -165,6 +171,9 @@ def matmul(A: ArrayLike | Path, B: ArrayLike | Path | None = None, out: Path | n
             raise InputError(f"dtype={dtype!r}: expected float64, float32, float16 or int32")
         opts.dtype = _CODES[name]
     opts.tf32 = 1 if tf32 else 0
+    if resume and not _is_path(out):
+        raise InputError("resume: only a product written to a .npy path (out=PATH) can be resumed")
+    opts.resume = 1 if resume else 0
     if backend is not None:
         opts.backend = parse_backend(backend)
     if threads is not None:

@@ -44,10 +44,7 @@ enum { KIND_DENSE, KIND_TOPK, KIND_PAIRS };
 #define PAIRS_FLUSH_BYTES (64 << 20) /* buffered pairs records that force a checkpoint */
 #define INTERVAL_DEFAULT 2.0         /* seconds between checkpoints */
 
-typedef struct tile_crc {
-    int64_t index;
-    uint32_t crc;
-} tile_crc;
+typedef oc_journal_tile tile_crc;
 
 typedef struct pairs_rec {
     int64_t offset;
@@ -106,10 +103,7 @@ static int on_record(void *user, uint32_t type, uint64_t unit, const void *paylo
     case REC_TEMP: {
         /* Only a temporary of this output (PATH.tmp-...) is ever reopened or removed: a name
          * elsewhere is damage, or planted, and is ignored. */
-        size_t ol = strlen(r->out_path);
-        if (len <= ol + 5 || memcmp(payload, r->out_path, ol) != 0 || memcmp((const char *)payload + ol, ".tmp-", 5) ||
-            memchr((const char *)payload + ol, '/', len - ol) || memchr(payload, '\0', len))
-            return 0;
+        if (!oc_journal_temp_of(r->out_path, payload, len)) return 0;
         char **temps = realloc(r->temps, (size_t)(r->ntemps + 1) * sizeof *temps);
         if (!temps) return 1;
         r->temps = temps;
@@ -120,15 +114,8 @@ static int on_record(void *user, uint32_t type, uint64_t unit, const void *paylo
     case REC_PLAN:
         if (!r->tile) r->tile = (int64_t)unit;
         return 0;
-    case REC_TILE: {
-        if (len != 4) return 1;
-        tile_crc *rec = realloc(r->recorded, (size_t)(r->nrecorded + 1) * sizeof *rec);
-        if (!rec) return 1;
-        r->recorded = rec;
-        rec[r->nrecorded].index = (int64_t)unit;
-        memcpy(&rec[r->nrecorded++].crc, payload, 4);
-        return 0;
-    }
+    case REC_TILE:
+        return oc_journal_tile_add(&r->recorded, &r->nrecorded, unit, payload, len);
     case REC_TOPK:
         return 0; /* the snapshot file says it all; the record is the trail */
     case REC_PAIRS:
@@ -154,55 +141,12 @@ static int on_record(void *user, uint32_t type, uint64_t unit, const void *paylo
     }
 }
 
-/* A header line of an input ("a.size 123") that differs while its path does not: the input
- * was changed (edited in place, replaced) since the journal was written. */
+/* A header line of an input ("a.size 123") that differs while its path does not. */
 static void input_changed(void *user, const char *have, size_t hl, const char *want, size_t wl, char *buf, size_t size)
 {
     (void)have, (void)hl;
-    static const struct {
-        const char *key, *what;
-    } keys[] = {{"shape", "shape"},
-                {"size", "size"},
-                {"mtime", "modification time"},
-                {"crc32", "content"},
-                {"rows_crc", "content"}};
     const oc_resume *r = user;
-    if (wl < 3 || (want[0] != 'a' && want[0] != 'b') || want[1] != '.') return;
-    const char *what = NULL;
-    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; ++k) {
-        size_t kl = strlen(keys[k].key);
-        if (wl > 2 + kl && memcmp(want + 2, keys[k].key, kl) == 0 && want[2 + kl] == ' ') what = keys[k].what;
-    }
-    if (!what) return;
-    char tag[12];
-    snprintf(tag, sizeof tag, "\n%c.path ", want[0]);
-    const char *name = strstr(r->job_text, tag);
-    int nl = 0;
-    if (name) {
-        name += strlen(tag);
-        nl = (int)strcspn(name, "\n");
-    } else {
-        name = want[0] == 'a' ? "input A" : "input B";
-        nl = (int)strlen(name);
-    }
-    snprintf(buf, size,
-             "%.*s: the input changed since the journal %s was written (its %s differs): its results so far "
-             "are not this input's; remove the journal (outcore clean %s) to start over",
-             nl, name, r->jpath, what, r->out_path);
-}
-
-/* A journal or snapshot name that holds something else than a regular file is refused:
- * nothing is written or read through a planted link. Sets *exists. */
-static oc_status side_file_check(oc_context *ctx, const char *path, const char *what, int *exists)
-{
-    struct stat sb;
-    *exists = lstat(path, &sb) == 0;
-    if (!*exists || S_ISREG(sb.st_mode)) return OC_OK;
-    return oc_fail(ctx, OC_ERR_INPUT, "%s: the %s is %s, not a regular file: outcore does not follow it; remove it",
-                   path, what,
-                   S_ISLNK(sb.st_mode)   ? "a symbolic link"
-                   : S_ISDIR(sb.st_mode) ? "a folder"
-                                         : "special");
+    oc_journal_input_changed(r->job_text, r->jpath, r->out_path, want, wl, buf, size);
 }
 
 /* ---------------------------------------------------------------- start and end */
@@ -217,7 +161,7 @@ oc_status oc_resume_start(oc_context *ctx, const oc_gram_job *job, const oc_outp
     char *jpath = oc_journal_path_for(out->path);
     if (!jpath) return oc_fail(ctx, OC_ERR_NO_MEMORY, "out of memory");
     int exists = 0;
-    oc_status checked = side_file_check(ctx, jpath, "resume journal", &exists);
+    oc_status checked = oc_journal_side_check(ctx, jpath, "resume journal", &exists);
     if (checked == OC_OK && job->opts->resume)
         checked = oc_output_name_fits(ctx, out->path, ".outcore-journal.topk", OC_TMP_SUFFIX_MAX);
     if (checked != OC_OK) {
@@ -258,7 +202,8 @@ oc_status oc_resume_start(oc_context *ctx, const oc_gram_job *job, const oc_outp
     }
     snprintf(r->snap_path, jl + sizeof ".topk", "%s.topk", jpath);
     int snap_exists;
-    OC_CHECK_GOTO(ctx, st, side_file_check(ctx, r->snap_path, "top-k snapshot of the resume journal", &snap_exists),
+    OC_CHECK_GOTO(ctx, st,
+                  oc_journal_side_check(ctx, r->snap_path, "top-k snapshot of the resume journal", &snap_exists),
                   cleanup);
     /* A snapshot's temporary that a kill left (mid-write) is removed here: the run that
      * finishes may write no snapshot of its own, whose writing would remove it. */

@@ -15,30 +15,7 @@
 #include "gram/gram_resume_parts.h"
 #include "io/crc32.h"
 #include "io/io.h"
-
-/* The CRC-32 of the whole file fd, read in large blocks. */
-static oc_status file_crc(oc_context *ctx, int fd, const char *name, int64_t size, uint32_t *crc_out)
-{
-    enum { BLOCK = 4 << 20 };
-    unsigned char *block = malloc(BLOCK);
-    if (!block) return oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: out of memory for its checksum", name);
-    uint32_t crc = 0;
-    int64_t off = 0;
-    while (off < size) {
-        ssize_t got = pread(fd, block, BLOCK, (off_t)off);
-        if (got < 0 && errno == EINTR) continue;
-        if (got <= 0) {
-            free(block);
-            return oc_fail(ctx, OC_ERR_INPUT, "%s: cannot read it again for its checksum: %s", name,
-                           got < 0 ? strerror(errno) : "it is shorter than it was");
-        }
-        crc = oc_crc32_update(crc, block, (size_t)got);
-        off += got;
-    }
-    free(block);
-    *crc_out = crc;
-    return OC_OK;
-}
+#include "io/journal.h"
 
 /* What identifies an input: its shape and the CRC of all its rows' bits (any matrix, also
  * one from memory; a file-backed input samples 64 rows, its file's CRC covering the rest),
@@ -51,15 +28,7 @@ static oc_status describe_input(oc_context *ctx, oc_text *t, const char *tag, co
     const int from_file = m->has_source && stat(m->name, &sb) == 0 && S_ISREG(sb.st_mode) &&
                           (uint64_t)sb.st_dev == m->source_dev && (uint64_t)sb.st_ino == m->source_ino;
     if (from_file) {
-        oc_text_printf(t, "%s.path %s\n%s.size %lld\n%s.mtime %lld.%09ld\n", tag, m->name, tag, (long long)sb.st_size,
-                       tag, (long long)sb.st_mtim.tv_sec, (long)sb.st_mtim.tv_nsec);
-        int fd = open(m->name, O_RDONLY | O_CLOEXEC);
-        if (fd < 0) return oc_fail(ctx, OC_ERR_INPUT, "%s: cannot read it again: %s", m->name, strerror(errno));
-        uint32_t crc = 0;
-        oc_status st = file_crc(ctx, fd, m->name, (int64_t)sb.st_size, &crc);
-        close(fd);
-        OC_CHECK(ctx, st);
-        oc_text_printf(t, "%s.crc32 %08x\n", tag, (unsigned)crc);
+        OC_CHECK(ctx, oc_journal_describe_file(ctx, t, tag, m->name, &sb));
     }
     uint64_t *row = aligned_alloc(64, (size_t)m->words_per_row * 8);
     if (!row) return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate a row of %s", m->name);

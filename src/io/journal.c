@@ -314,3 +314,108 @@ void oc_journal_close(oc_journal *j)
     free(j->path);
     free(j);
 }
+
+/* ---------------------------------------------------------------- helpers of the jobs */
+oc_status oc_journal_side_check(oc_context *ctx, const char *path, const char *what, int *exists)
+{
+    struct stat sb;
+    *exists = lstat(path, &sb) == 0;
+    if (!*exists || S_ISREG(sb.st_mode)) return OC_OK;
+    return oc_fail(ctx, OC_ERR_INPUT, "%s: the %s is %s, not a regular file: outcore does not follow it; remove it",
+                   path, what,
+                   S_ISLNK(sb.st_mode)   ? "a symbolic link"
+                   : S_ISDIR(sb.st_mode) ? "a folder"
+                                         : "special");
+}
+
+/* The CRC-32 of the whole file fd, read in large blocks. */
+static oc_status file_crc(oc_context *ctx, int fd, const char *name, int64_t size, uint32_t *crc_out)
+{
+    enum { BLOCK = 4 << 20 };
+    unsigned char *block = malloc(BLOCK);
+    if (!block) return oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: out of memory for its checksum", name);
+    uint32_t crc = 0;
+    int64_t off = 0;
+    while (off < size) {
+        ssize_t got = pread(fd, block, BLOCK, (off_t)off);
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) {
+            free(block);
+            return oc_fail(ctx, OC_ERR_INPUT, "%s: cannot read it again for its checksum: %s", name,
+                           got < 0 ? strerror(errno) : "it is shorter than it was");
+        }
+        crc = oc_crc32_update(crc, block, (size_t)got);
+        off += got;
+    }
+    free(block);
+    *crc_out = crc;
+    return OC_OK;
+}
+
+oc_status oc_journal_describe_file(oc_context *ctx, oc_text *t, const char *tag, const char *path,
+                                   const struct stat *sb)
+{
+    oc_text_printf(t, "%s.path %s\n%s.size %lld\n%s.mtime %lld.%09ld\n", tag, path, tag, (long long)sb->st_size, tag,
+                   (long long)sb->st_mtim.tv_sec, (long)sb->st_mtim.tv_nsec);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return oc_fail(ctx, OC_ERR_INPUT, "%s: cannot read it again: %s", path, strerror(errno));
+    uint32_t crc = 0;
+    oc_status st = file_crc(ctx, fd, path, (int64_t)sb->st_size, &crc);
+    close(fd);
+    OC_CHECK(ctx, st);
+    oc_text_printf(t, "%s.crc32 %08x\n", tag, (unsigned)crc);
+    return OC_OK;
+}
+
+int oc_journal_tile_add(oc_journal_tile **list, int64_t *count, uint64_t unit, const void *payload, uint32_t len)
+{
+    if (len != 4) return 1;
+    oc_journal_tile *grown = realloc(*list, (size_t)(*count + 1) * sizeof *grown);
+    if (!grown) return 1;
+    *list = grown;
+    grown[*count].index = (int64_t)unit;
+    memcpy(&grown[(*count)++].crc, payload, 4);
+    return 0;
+}
+
+int oc_journal_temp_of(const char *out_path, const void *payload, size_t len)
+{
+    const size_t ol = strlen(out_path);
+    const char *p = payload;
+    return len > ol + 5 && memcmp(p, out_path, ol) == 0 && memcmp(p + ol, ".tmp-", 5) == 0 &&
+           !memchr(p + ol, '/', len - ol) && !memchr(p, '\0', len);
+}
+
+void oc_journal_input_changed(const char *job_text, const char *jpath, const char *out_path, const char *want,
+                              size_t wl, char *buf, size_t size)
+{
+    static const struct {
+        const char *key, *what;
+    } keys[] = {{"shape", "shape"},
+                {"size", "size"},
+                {"mtime", "modification time"},
+                {"crc32", "content"},
+                {"rows_crc", "content"}};
+    if (wl < 3 || (want[0] != 'a' && want[0] != 'b') || want[1] != '.') return;
+    const char *what = NULL;
+    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; ++k) {
+        size_t kl = strlen(keys[k].key);
+        if (wl > 2 + kl && memcmp(want + 2, keys[k].key, kl) == 0 && want[2 + kl] == ' ') what = keys[k].what;
+    }
+    if (!what) return;
+    char tag[12];
+    snprintf(tag, sizeof tag, "\n%c.path ", want[0]);
+    const char *name = strstr(job_text, tag);
+    int nl = 0;
+    if (name) {
+        name += strlen(tag);
+        nl = (int)strcspn(name, "\n");
+    } else {
+        name = want[0] == 'a' ? "input A" : "input B";
+        nl = (int)strlen(name);
+    }
+    snprintf(buf, size,
+             "%.*s: the input changed since the journal %s was written (its %s differs): its results so far "
+             "are not this input's; remove the journal (outcore clean %s) to start over",
+             nl, name, jpath, what, out_path);
+}

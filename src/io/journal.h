@@ -20,7 +20,9 @@
 #include <stdint.h>
 
 #include "outcore.h"
+#include "core/text_buf.h"
 
+struct stat;
 typedef struct oc_journal oc_journal;
 
 /* The journal's name for an output: PATH.outcore-journal (malloc'd; NULL when out of memory). */
@@ -64,6 +66,33 @@ oc_status oc_journal_flush(oc_context *ctx, oc_journal *j);
 size_t oc_journal_pending(const oc_journal *j);
 
 const char *oc_journal_name(const oc_journal *j);
+
+/* Helpers of the jobs that keep a journal (gram/gram_resume*.c, matmul/matmul_resume.c). */
+/* A journal (or side file) name that holds something else than a regular file is refused
+ * (OC_ERR_INPUT naming it and `what`): nothing is written or read through a planted link.
+ * Sets *exists. */
+oc_status oc_journal_side_check(oc_context *ctx, const char *path, const char *what, int *exists);
+/* The header lines "TAG.path", "TAG.size", "TAG.mtime" and "TAG.crc32" (the CRC-32 of the
+ * whole file, read once) of the input file path, whose stat is sb. */
+oc_status oc_journal_describe_file(oc_context *ctx, oc_text *t, const char *tag, const char *path,
+                                   const struct stat *sb);
+/* A dense tile on record: its index and the CRC-32 of its bytes in the output. */
+typedef struct oc_journal_tile {
+    int64_t index;
+    uint32_t crc;
+} oc_journal_tile;
+/* Appends a TILE record (unit = index, payload = the 4-byte CRC) to *list (*count of them);
+ * nonzero for a record of another length or out of memory: the scan stops there. */
+int oc_journal_tile_add(oc_journal_tile **list, int64_t *count, uint64_t unit, const void *payload, uint32_t len);
+/* Whether a TEMP record's payload (len bytes) names a temporary of out_path, OUT.tmp-... beside
+ * it: only such a name is ever reopened or removed (another is damage, or planted). */
+int oc_journal_temp_of(const char *out_path, const void *payload, size_t len);
+/* An oc_journal_differ_fn's words for a header line of input "a." or "b." (shape, size,
+ * mtime, crc32, rows_crc) that differs while its path does not: the input changed since the
+ * journal jpath of output out_path was written; job_text is the job's header (for the
+ * input's path). Leaves buf alone for any other line. */
+void oc_journal_input_changed(const char *job_text, const char *jpath, const char *out_path, const char *want,
+                              size_t wl, char *buf, size_t size);
 /* Closes the journal (its file stays). NULL is a no-op. */
 void oc_journal_close(oc_journal *j);
 

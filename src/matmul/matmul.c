@@ -18,6 +18,7 @@
 #include "matmul/matmul_choice.h"
 #include "matmul/matmul_dtype.h"
 #include "matmul/matmul_io.h"
+#include "matmul/matmul_resume.h"
 #include "mem/host_budget.h"
 
 /* The int8 product's int32 sums are exact while k·128·128 stays below 2^31. */
@@ -90,6 +91,8 @@ static oc_status check_options(oc_context *ctx, const oc_matmul_options *o, cons
                        "tile, host_mem_bytes, gpu_mem_bytes and device must not be negative");
     if (!(o->gpu_mem_fraction >= 0 && o->gpu_mem_fraction <= 1))
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "gpu_mem_fraction %g: expected 0 to 1", o->gpu_mem_fraction);
+    if (o->resume != 0 && o->resume != 1)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "resume %d: expected 0 or 1", o->resume);
     if (o->dtype != OC_MATMUL_DEFAULT && !oc_matmul_dtype_name(o->dtype))
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "dtype %d is not a matmul dtype", (int)o->dtype);
     return OC_OK;
@@ -198,6 +201,40 @@ static void io_init(mm_setup *s, oc_mm_io *io)
     oc_mm_io_bind(&s->job, io);
 }
 
+/* The result opened: for a resumable job, its journal first (matmul_resume.h), and the
+ * temporary file of an interrupted run reopened. */
+static oc_status resume_open(oc_context *ctx, mm_setup *s, oc_mm_io *io, const oc_matmul_array *c,
+                             const oc_matmul_options *o)
+{
+    const oc_mm_resume_job id = {&s->a, s->has_b && !s->job.symmetric ? &s->b : NULL, s->transpose[OC_MM_A],
+                                 s->transpose[OC_MM_B], s->result};
+    OC_CHECK(ctx, oc_mm_resume_start(ctx, &s->job, &id, o, c, &io->resume));
+    oc_mm_resume *r = io->resume;
+    OC_CHECK(ctx, oc_mm_dest_open(ctx, c, s->result, s->job.m, s->job.n, &s->a, s->has_b ? &s->b : NULL,
+                                  r ? oc_mm_resume_temp(r) : NULL, &io->dest));
+    if (!r) return OC_OK;
+    s->job.plan_tiles = oc_mm_resume_plan_tiles;
+    s->job.tile_done = oc_mm_resume_tile_done;
+    return oc_mm_resume_record_temp(ctx, r, io->dest.npy, io->dest.data, io->dest.ld, io->dest.elem);
+}
+
+/* After the run (st its outcome, the result committed on success): a failed resumable job
+ * puts what it finished on record and keeps its journal and temporary file, unless it has
+ * nothing on record; everything else is removed. */
+static void resume_end(oc_context *ctx, oc_mm_io *io, oc_status st)
+{
+    oc_mm_resume *r = io->resume;
+    io->resume = NULL;
+    if (st != OC_OK && r) oc_mm_resume_checkpoint(ctx, r);
+    if (st != OC_OK && oc_mm_resume_worth_keeping(r)) {
+        oc_mm_dest_keep(&io->dest);
+        oc_mm_resume_close(r);
+        return;
+    }
+    if (st != OC_OK) oc_mm_dest_abort(&io->dest);
+    oc_mm_resume_finish(r);
+}
+
 static void fill_stats(const mm_setup *s, const oc_mm_io *io, const oc_mm_backend *be, double seconds,
                        const char *explain, oc_matmul_stats *st)
 {
@@ -245,7 +282,7 @@ oc_status oc_matmul(oc_context *ctx, const oc_matmul_array *a, const oc_matmul_a
         return oc_trace_at(ctx, st, __FILE__, __LINE__);
     }
     io_init(&s, &io);
-    st = oc_mm_dest_open(ctx, c, s.result, s.job.m, s.job.n, &s.a, s.has_b ? &s.b : NULL, &io.dest);
+    st = resume_open(ctx, &s, &io, c, opts);
     if (st == OC_OK && s.job.m > 0 && s.job.n > 0) st = be->run(&s.job);
     else if (st == OC_OK)
         snprintf(s.job.stats.backend, sizeof s.job.stats.backend, "%s", be->name); /* nothing to run */
@@ -253,7 +290,7 @@ oc_status oc_matmul(oc_context *ctx, const oc_matmul_array *a, const oc_matmul_a
     if (st == OC_OK && s.has_b) st = oc_mm_source_check(ctx, &s.b);
     if (st == OC_OK && strcmp(be->name, "cuda") == 0) oc_cost_note_gpu_job();
     if (st == OC_OK) st = oc_mm_dest_commit(ctx, &io.dest);
-    else oc_mm_dest_abort(&io.dest);
+    resume_end(ctx, &io, st);
     if (st == OC_OK) fill_stats(&s, &io, be, oc_now() - start, explain, stats);
     pthread_mutex_destroy(&io.lock);
     setup_close(&s);

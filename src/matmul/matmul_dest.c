@@ -11,6 +11,7 @@
 #include "io/formats/npy_array.h"
 #include "matmul/matmul_dtype.h"
 #include "matmul/matmul_io.h"
+#include "matmul/matmul_resume.h"
 
 /* OC_ERR_INPUT when path is one of the inputs' files, by any name. */
 static oc_status check_not_input(oc_context *ctx, const char *path, const oc_mm_source *a, const oc_mm_source *b)
@@ -29,7 +30,7 @@ static oc_status check_not_input(oc_context *ctx, const char *path, const oc_mm_
 }
 
 oc_status oc_mm_dest_open(oc_context *ctx, const oc_matmul_array *c, oc_matmul_dtype dtype, int64_t m, int64_t n,
-                          const oc_mm_source *a, const oc_mm_source *b, oc_mm_dest *d)
+                          const oc_mm_source *a, const oc_mm_source *b, const char *reopen, oc_mm_dest *d)
 {
     memset(d, 0, sizeof *d);
     d->elem = oc_matmul_dtype_size(dtype);
@@ -51,7 +52,8 @@ oc_status oc_mm_dest_open(oc_context *ctx, const oc_matmul_array *c, oc_matmul_d
         OC_CHECK(ctx, check_not_input(ctx, c->path, a, b));
         int64_t shape[2] = {m, n};
         void *data = NULL;
-        OC_CHECK(ctx, oc_npy_out_create_nd(ctx, c->path, descr, d->elem, 2, shape, &d->npy, &data));
+        if (reopen) OC_CHECK(ctx, oc_npy_out_reopen_nd(ctx, c->path, reopen, descr, d->elem, 2, shape, &d->npy, &data));
+        else OC_CHECK(ctx, oc_npy_out_create_nd(ctx, c->path, descr, d->elem, 2, shape, &d->npy, &data));
         d->data = data;
         return OC_OK;
     }
@@ -83,6 +85,19 @@ void oc_mm_dest_abort(oc_mm_dest *d)
     d->npy = NULL;
 }
 
+void oc_mm_dest_keep(oc_mm_dest *d)
+{
+    oc_npy_out_keep(d->npy);
+    d->npy = NULL;
+}
+
+/* A resumable job's tile (or piece of one) is in the mapping: the journal counts it. */
+static oc_status stored(const oc_matmul_job *job, int64_t row0, int64_t rows, int64_t col0, int64_t cols)
+{
+    oc_mm_resume *r = ((const oc_mm_io *)job->io)->resume;
+    return r ? oc_mm_resume_written(job->ctx, r, job, row0, rows, col0, cols) : OC_OK;
+}
+
 oc_status oc_mm_write_tile(const oc_matmul_job *job, int64_t row0, int64_t rows, int64_t col0, int64_t cols,
                            const void *tile, int64_t ld)
 {
@@ -95,7 +110,7 @@ oc_status oc_mm_write_tile(const oc_matmul_job *job, int64_t row0, int64_t rows,
         for (int64_t r = 0; r < rows; r++)
             memcpy(d->data + ((size_t)(row0 + r) * (size_t)d->ld + (size_t)col0) * e, t + (size_t)(r * ld) * e,
                    (size_t)cols * e);
-        return OC_OK;
+        return stored(job, row0, rows, col0, cols);
     }
     /* A·Aᵀ: each element (i, j) with j >= i goes to both (i, j) and (j, i), so the result is
      * exactly symmetric whatever the backend computed below the diagonal of a tile. */
@@ -108,5 +123,5 @@ oc_status oc_mm_write_tile(const oc_matmul_job *job, int64_t row0, int64_t rows,
             memcpy(d->data + ((size_t)j * (size_t)d->ld + (size_t)i) * e, v, e);
         }
     }
-    return OC_OK;
+    return stored(job, row0, rows, col0, cols);
 }

@@ -22,10 +22,13 @@ typedef struct oc_mm_dest {
     int64_t rows, cols;
 } oc_mm_dest;
 
+typedef struct oc_mm_resume oc_mm_resume; /* matmul_resume.h */
+
 typedef struct oc_mm_io {
     const oc_mm_source *src[2]; /* the operands of op(A) and op(B) (the same source for A·Aᵀ) */
     int transpose[2];           /* op(X) = Xᵀ */
     oc_mm_dest dest;
+    oc_mm_resume *resume; /* a resumable job's journal, else NULL */
     pthread_mutex_t lock; /* the first failure's message goes to the context once */
     int failed;
     int64_t bytes_read; /* updated atomically */
@@ -39,12 +42,15 @@ void oc_mm_io_bind(oc_matmul_job *job, oc_mm_io *io);
 oc_status oc_mm_io_fail(const oc_matmul_job *job, oc_status status, const char *message);
 
 /* The result into c: a .npy created under a temporary name (its path checked, and not any
- * of the inputs), or caller memory of dtype and shape m x n. OC_ERR_INPUT naming the problem. */
+ * of the inputs), or, with reopen, the temporary file `reopen` of a resumed job; or caller
+ * memory of dtype and shape m x n. OC_ERR_INPUT naming the problem. */
 oc_status oc_mm_dest_open(oc_context *ctx, const oc_matmul_array *c, oc_matmul_dtype dtype, int64_t m, int64_t n,
-                          const oc_mm_source *a, const oc_mm_source *b, oc_mm_dest *d);
-/* Renames a .npy into place (memory: nothing to do); abort removes it. */
+                          const oc_mm_source *a, const oc_mm_source *b, const char *reopen, oc_mm_dest *d);
+/* Renames a .npy into place (memory: nothing to do); abort removes it; keep leaves the
+ * temporary file for a resumed run. */
 oc_status oc_mm_dest_commit(oc_context *ctx, oc_mm_dest *d);
 void oc_mm_dest_abort(oc_mm_dest *d);
+void oc_mm_dest_keep(oc_mm_dest *d);
 
 oc_status oc_mm_read_panel(const oc_matmul_job *job, oc_mm_operand which, int64_t row0, int64_t rows, int64_t col0,
                            int64_t cols, void *dst);

@@ -48,6 +48,16 @@ typedef oc_status (*oc_mm_read_panel_fn)(const oc_matmul_job *job, oc_mm_operand
 typedef oc_status (*oc_mm_write_tile_fn)(const oc_matmul_job *job, int64_t row0, int64_t rows, int64_t col0,
                                          int64_t cols, const void *tile, int64_t ld);
 
+/* A resumable job (the job layer keeps its journal: matmul_resume.h). Before its first tile
+ * a backend reports its plan: tiles of tm x tn (tile (I, J) starts at row I·tm, column J·tn;
+ * a symmetric job's tiles are square) with K panels of kp, and in `how` what else decides the
+ * result's bits (the library and the multiply). It fails, its message on the job's context,
+ * when the plan is not the one the job's journal was written under. */
+typedef oc_status (*oc_mm_plan_tiles_fn)(const oc_matmul_job *job, int64_t tm, int64_t tn, int64_t kp, const char *how);
+/* Nonzero when the tile at (row0, col0) is in the result already: the backend skips it (it
+ * is not computed, read or written). Thread-safe. */
+typedef int (*oc_mm_tile_done_fn)(const oc_matmul_job *job, int64_t row0, int64_t col0);
+
 struct oc_matmul_job {
     oc_context *ctx;
     int64_t m, n, k;     /* C is m x n, the inner dimension k */
@@ -60,7 +70,11 @@ struct oc_matmul_job {
     int symmetric;
     oc_mm_read_panel_fn read_panel;
     oc_mm_write_tile_fn write_tile;
-    void *io; /* the job layer's state for the two callbacks */
+    /* Both NULL unless the job is resumable; a backend calls plan_tiles once, then asks
+     * tile_done of each tile before it starts it. */
+    oc_mm_plan_tiles_fn plan_tiles;
+    oc_mm_tile_done_fn tile_done;
+    void *io; /* the job layer's state for the callbacks */
     /* Budgets, resolved by the job layer: bytes of host memory a backend may use for panels
      * and tiles, bytes of device memory per device (0 on the CPU). */
     int64_t host_mem_bytes;

@@ -2,7 +2,9 @@
 import json
 import os
 import shutil
+import signal
 import subprocess
+import time
 from pathlib import Path
 
 import numpy as np
@@ -50,6 +52,20 @@ def require_backend(backend, tmp_path):
         shutil.rmtree(probe)
     if not _cuda_usable[0]:
         pytest.skip(f"no usable GPU: {_cuda_usable[1]}")
+
+
+def sigkill_while_running(args, env, seconds, journal, out, shares=(0.3, 0.6)):
+    """Starts the resumable job `args` (a command line with its output, and --resume) and
+    kills it with SIGKILL after each share of `seconds`; returns how many kills landed while it
+    ran (the job died by the signal, its journal there and its output not)."""
+    interrupted = 0
+    for share in shares:
+        job = subprocess.Popen(args, env=env, stderr=subprocess.PIPE)
+        time.sleep(seconds * share)
+        job.send_signal(signal.SIGKILL)
+        job.communicate()
+        interrupted += job.returncode == -signal.SIGKILL and journal.exists() and not out.exists()
+    return interrupted
 
 
 def data_file(name):

@@ -10,7 +10,7 @@ import time
 import numpy as np
 import pytest
 
-from conftest import outcore_bin, require_backend, run
+from conftest import outcore_bin, require_backend, run, sigkill_while_running
 
 # .npz members carry their write time: both runs write the same one.
 EPOCH = {"SOURCE_DATE_EPOCH": "1700000000"}
@@ -153,13 +153,8 @@ def test_real_sigkill_of_running_jobs(inputs):
         start = time.monotonic()
         subprocess.run(args + ["-o", str(ref), "--resume"], check=True, env=env)
         whole = time.monotonic() - start
-        interrupted = 0
-        for share in (0.3, 0.6):  # of an uninterrupted resumable run's time
-            job = subprocess.Popen(args + ["-o", str(out), "--resume"], env=env, stderr=subprocess.PIPE)
-            time.sleep(whole * share)
-            job.send_signal(signal.SIGKILL)
-            job.communicate()
-            interrupted += job.returncode == -signal.SIGKILL and journal.exists() and not out.exists()
+        # Killed at 0.3 and 0.6 of an uninterrupted resumable run's time.
+        interrupted = sigkill_while_running(args + ["-o", str(out), "--resume"], env, whole, journal, out)
         assert interrupted > 0, f"{out_name}: no kill landed while the job ran"
         subprocess.run(args + ["-o", str(out), "--resume"], check=True, env=env)
         assert out.read_bytes() == ref.read_bytes(), out_name

@@ -101,3 +101,33 @@ def test_refusals(tmp_path):
     with pytest.raises(outcore.InputError, match="the output is the input file"):
         outcore.matmul(tmp_path / "a.npy", a.T, out=tmp_path / "a.npy")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.npy"]
+
+
+def test_resume(tmp_path):
+    """A product killed after 3 tiles (in a child process) resumed with resume=True: the bytes of
+    an uninterrupted run; an array input is identified by its content; memory cannot resume."""
+    import os
+    import subprocess
+    import sys
+    a = rng.standard_normal((200, 300))
+    np.save(tmp_path / "b.npy", rng.standard_normal((300, 150)))
+    np.save(tmp_path / "a.npy", a)
+    opts = dict(host_mem="200K", backend="cpu", threads=1)
+    ref = tmp_path / "ref.npy"
+    outcore.matmul(a, tmp_path / "b.npy", out=ref, **opts)
+    out = tmp_path / "c.npy"
+    child = ("import numpy as np, outcore, sys; d = sys.argv[1]; "
+             f"outcore.matmul(np.load(d + '/a.npy'), d + '/b.npy', out=d + '/c.npy', resume=True, **{opts!r})")
+    env = dict(os.environ, OUTCORE_RESUME_INTERVAL="0", OUTCORE_RESUME_KILL_AFTER="3")
+    proc = subprocess.run([sys.executable, "-c", child, str(tmp_path)], env=env, capture_output=True, text=True)
+    assert proc.returncode == -9, proc.stderr
+    assert not out.exists() and (tmp_path / "c.npy.outcore-journal").exists()
+    with pytest.raises(outcore.InputError, match="resume=True"):
+        outcore.matmul(a, tmp_path / "b.npy", out=out, **opts)
+    with pytest.raises(outcore.InputError, match="input changed"):
+        outcore.matmul(a + 1, tmp_path / "b.npy", out=out, resume=True, **opts)
+    assert outcore.matmul(a, tmp_path / "b.npy", out=out, resume=True, **opts) == out
+    assert out.read_bytes() == ref.read_bytes()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.npy", "b.npy", "c.npy", "ref.npy"]
+    with pytest.raises(outcore.InputError, match="resume"):
+        outcore.matmul(a, tmp_path / "b.npy", resume=True)

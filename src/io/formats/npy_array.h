@@ -27,5 +27,9 @@ oc_status oc_npy_array_parse(oc_context *ctx, const char *path, const unsigned c
  * abort as for oc_npy_out_create. */
 oc_status oc_npy_out_create_nd(oc_context *ctx, const char *path, const char *descr, size_t elem, int ndim,
                                const int64_t *shape, oc_npy_out **out, void **data);
+/* oc_npy_out_reopen (io.h) of a temporary file that oc_npy_out_create_nd made for a
+ * resumable job: it must hold that array's header and size, else OC_ERR_INPUT naming it. */
+oc_status oc_npy_out_reopen_nd(oc_context *ctx, const char *path, const char *temp_path, const char *descr, size_t elem,
+                               int ndim, const int64_t *shape, oc_npy_out **out, void **data);
 
 #endif

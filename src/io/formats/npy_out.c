@@ -231,13 +231,11 @@ void oc_npy_out_keep(oc_npy_out *w)
     free(w);
 }
 
-oc_status oc_npy_out_reopen(oc_context *ctx, const char *path, const char *temp_path, int dtype, int64_t rows,
-                            int64_t cols, oc_npy_out **out, void **data)
+/* Reopens temp_path, which must hold `header` (offset bytes) and be total bytes long. */
+static oc_status reopen_as(oc_context *ctx, const char *path, const char *temp_path, const unsigned char *header,
+                           size_t offset, size_t total, oc_npy_out **out, void **data)
 {
-    const int64_t elem = dtype == OC_DTYPE_UINT16 ? 2 : dtype == OC_NPY_UINT8 ? 1 : 4;
-    unsigned char header[OC_NPY_HEADER_MAX], have[OC_NPY_HEADER_MAX];
-    size_t offset = oc_npy_header(header, dtype, rows, cols, 0);
-    size_t total = offset + (size_t)(rows * cols * elem);
+    unsigned char have[OC_NPY_HEADER_ND_MAX];
     oc_npy_out *w = calloc(1, sizeof *w);
     if (w) {
         w->file.path = strdup(path);
@@ -277,19 +275,48 @@ oc_status oc_npy_out_reopen(oc_context *ctx, const char *path, const char *temp_
     return OC_OK;
 }
 
-/* ---------------------------------------------------------------- any dtype and shape (map) */
-oc_status oc_npy_out_create_nd(oc_context *ctx, const char *path, const char *descr, size_t elem, int ndim,
-                               const int64_t *shape, oc_npy_out **out, void **data)
+oc_status oc_npy_out_reopen(oc_context *ctx, const char *path, const char *temp_path, int dtype, int64_t rows,
+                            int64_t cols, oc_npy_out **out, void **data)
 {
-    int64_t count = 1, bytes;
+    const int64_t elem = dtype == OC_DTYPE_UINT16 ? 2 : dtype == OC_NPY_UINT8 ? 1 : 4;
+    unsigned char header[OC_NPY_HEADER_MAX];
+    size_t offset = oc_npy_header(header, dtype, rows, cols, 0);
+    return reopen_as(ctx, path, temp_path, header, offset, offset + (size_t)(rows * cols * elem), out, data);
+}
+
+/* ---------------------------------------------------------------- any dtype and shape (map) */
+/* The header of the array and the bytes of its data (OC_ERR_INPUT when they overflow). */
+static oc_status nd_header(oc_context *ctx, const char *path, const char *descr, size_t elem, int ndim,
+                           const int64_t *shape, unsigned char *header, size_t size, size_t *offset, int64_t *bytes)
+{
+    int64_t count = 1;
     for (int i = 0; i < ndim; i++)
         if (shape[i] < 0 || !oc_mul_i64(count, shape[i], &count))
             return oc_fail(ctx, OC_ERR_INPUT, "%s: the output shape overflows 64-bit sizes", path);
-    if (!oc_mul_i64(count, (int64_t)elem, &bytes) || (uint64_t)bytes > SIZE_MAX / 2)
+    if (!oc_mul_i64(count, (int64_t)elem, bytes) || (uint64_t)*bytes > SIZE_MAX / 2)
         return oc_fail(ctx, OC_ERR_INPUT, "%s: the output shape overflows 64-bit sizes", path);
+    *offset = oc_npy_header_nd(header, size, descr, ndim, shape);
+    if (*offset == 0) return oc_fail(ctx, OC_ERR_INTERNAL, "%s: the .npy header does not fit", path);
+    return OC_OK;
+}
+
+oc_status oc_npy_out_reopen_nd(oc_context *ctx, const char *path, const char *temp_path, const char *descr, size_t elem,
+                               int ndim, const int64_t *shape, oc_npy_out **out, void **data)
+{
     unsigned char header[OC_NPY_HEADER_ND_MAX];
-    size_t offset = oc_npy_header_nd(header, sizeof header, descr, ndim, shape);
-    if (offset == 0) return oc_fail(ctx, OC_ERR_INTERNAL, "%s: the .npy header does not fit", path);
+    size_t offset = 0;
+    int64_t bytes = 0;
+    OC_CHECK(ctx, nd_header(ctx, path, descr, elem, ndim, shape, header, sizeof header, &offset, &bytes));
+    return reopen_as(ctx, path, temp_path, header, offset, offset + (size_t)bytes, out, data);
+}
+
+oc_status oc_npy_out_create_nd(oc_context *ctx, const char *path, const char *descr, size_t elem, int ndim,
+                               const int64_t *shape, oc_npy_out **out, void **data)
+{
+    unsigned char header[OC_NPY_HEADER_ND_MAX];
+    size_t offset = 0;
+    int64_t bytes = 0;
+    OC_CHECK(ctx, nd_header(ctx, path, descr, elem, ndim, shape, header, sizeof header, &offset, &bytes));
     oc_npy_out *w = calloc(1, sizeof *w);
     if (!w) return oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: out of memory", path);
     w->file.fd = -1;

@@ -137,6 +137,13 @@ static oc_status run_tile(oc_matmul_job *job, const oc_mm_cpu_plan *p, cpu_buffe
     return OC_OK;
 }
 
+/* The multiply-adds of tile (ti, tj): what progress counts. */
+static double tile_macs(const oc_matmul_job *job, const oc_mm_cpu_plan *p, int64_t ti, int64_t tj)
+{
+    return (double)(job->m - ti * p->tm < p->tm ? job->m - ti * p->tm : p->tm) *
+           (double)(job->n - tj * p->tn < p->tn ? job->n - tj * p->tn : p->tn) * (double)job->k;
+}
+
 static oc_status cpu_run(oc_matmul_job *job)
 {
     oc_context *ctx = job->ctx;
@@ -151,14 +158,23 @@ static oc_status cpu_run(oc_matmul_job *job)
     OC_CHECK(ctx, buffers_alloc(ctx, job, &p, &bf));
     double done = 0, total = 0;
     for (int64_t ti = 0; ti < p.tiles_m; ti++)
-        for (int64_t tj = job->symmetric ? ti : 0; tj < p.tiles_n; tj++)
-            total += (double)(job->m - ti * p.tm < p.tm ? job->m - ti * p.tm : p.tm) *
-                     (double)(job->n - tj * p.tn < p.tn ? job->n - tj * p.tn : p.tn) * (double)job->k;
+        for (int64_t tj = job->symmetric ? ti : 0; tj < p.tiles_n; tj++) total += tile_macs(job, &p, ti, tj);
     int64_t a_key = -1;
     oc_status st = OC_OK;
+    if (job->plan_tiles) {
+        char how[160];
+        snprintf(how, sizeof how, "cpu/%s %s", p.blas.name, oc_mm_cpu_kind_text(&p));
+        st = job->plan_tiles(job, p.tm, p.tn, p.kp, how);
+    }
     for (int64_t ti = 0; ti < p.tiles_m && st == OC_OK; ti++)
-        for (int64_t tj = job->symmetric ? ti : 0; tj < p.tiles_n && st == OC_OK; tj++)
+        for (int64_t tj = job->symmetric ? ti : 0; tj < p.tiles_n && st == OC_OK; tj++) {
+            if (job->tile_done && job->tile_done(job, ti * p.tm, tj * p.tn)) {
+                /* In the result from an earlier run: counted as done. */
+                done += tile_macs(job, &p, ti, tj);
+                continue;
+            }
             st = run_tile(job, &p, &bf, ti, tj, &a_key, &done, total);
+        }
     buffers_free(&bf);
     job->stats.seconds = oc_now() - start;
     if (st != OC_OK) return oc_trace_at(ctx, st, __FILE__, __LINE__);

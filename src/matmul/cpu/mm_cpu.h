@@ -45,6 +45,10 @@ int oc_mm_out_separate(oc_mm_kind kind, oc_mm_type out);
  * loaded. */
 oc_status oc_mm_cpu_plan_make(oc_matmul_job *job, oc_mm_cpu_plan *p);
 
+/* What the plan multiplies with ("dgemm, float64 accumulator", "int8 panels, int32
+ * accumulator"). */
+const char *oc_mm_cpu_kind_text(const oc_mm_cpu_plan *p);
+
 /* The plan as text for people, or a JSON object (--plan). */
 oc_status oc_mm_cpu_plan_text(oc_matmul_job *job, int json, char **out);
 

@@ -86,8 +86,10 @@ oc_status oc_mm_cpu_plan_make(oc_matmul_job *job, oc_mm_cpu_plan *p)
     return OC_OK;
 }
 
-static const char *kind_text(oc_mm_kind kind, const oc_mm_blas *b)
+const char *oc_mm_cpu_kind_text(const oc_mm_cpu_plan *p)
 {
+    const oc_mm_kind kind = p->kind;
+    const oc_mm_blas *b = &p->blas;
     if (kind == OC_MM_KIND_I8) return "int8 panels, int32 accumulator";
     if (kind == OC_MM_KIND_F64) return b->dgemm ? "dgemm, float64 accumulator" : "float64 loops";
     return b->sgemm ? "sgemm, float32 accumulator" : "float32 loops";
@@ -108,10 +110,10 @@ oc_status oc_mm_cpu_plan_text(oc_matmul_job *job, int json, char **out)
                        ", \"k_panel\": %" PRId64 ", \"tiles\": %" PRId64 ", \"k_panels\": %" PRId64
                        ", \"symmetric\": %s, \"host_budget\": %" PRId64 ", \"need_bytes\": %" PRId64
                        ", \"bound\": \"%s\"}\n",
-                       kind_text(p.kind, &p.blas), p.threads, job->m, job->n, job->k, p.tm, p.tn, p.kp, p.tiles,
-                       p.panels, job->symmetric ? "true" : "false", job->host_mem_bytes, p.need_bytes, p.bound);
+                       oc_mm_cpu_kind_text(&p), p.threads, job->m, job->n, job->k, p.tm, p.tn, p.kp, p.tiles, p.panels,
+                       job->symmetric ? "true" : "false", job->host_mem_bytes, p.need_bytes, p.bound);
     } else {
-        oc_text_printf(&t, "cpu/%s: %s, %d thread%s\n", p.blas.name, kind_text(p.kind, &p.blas), p.threads,
+        oc_text_printf(&t, "cpu/%s: %s, %d thread%s\n", p.blas.name, oc_mm_cpu_kind_text(&p), p.threads,
                        p.threads == 1 ? "" : "s");
         if (p.blas.note[0]) oc_text_printf(&t, "  blas     %s\n", p.blas.note);
         oc_text_printf(&t,

@@ -98,6 +98,18 @@ static oc_status make_plan(oc_context *ctx, const oc_matmul_job *job, oc_mm_cuda
     return oc_mm_cuda_plan_make(ctx, &in, plan);
 }
 
+/* A resumable job's plan to the job layer (matmul_job.h's plan_tiles): the tiles, the K
+ * panels and the compute type, which with the tile shape decide the algorithm cuBLASLt picks. */
+static oc_status report_plan(oc_context *ctx, oc_matmul_job *job, const oc_mm_cuda_plan *plan)
+{
+    oc_mm_type acc;
+    const char *compute;
+    OC_CHECK(ctx, oc_mm_cuda_types(ctx, plan->in.in_type, plan->in.out_type, plan->in.tf32, &acc, &compute));
+    char how[160];
+    snprintf(how, sizeof how, "cuda/cublasLt %s", compute);
+    return job->plan_tiles(job, plan->tm, plan->tn, plan->kp, how);
+}
+
 static oc_status cuda_plan(oc_matmul_job *job, int json, char **out)
 {
     oc_context *ctx = job->ctx;
@@ -154,6 +166,7 @@ static oc_status cuda_run(oc_matmul_job *job)
     if (!lt) return oc_fail(ctx, OC_ERR_UNSUPPORTED, "matmul on the GPU: %s", why);
     oc_mm_cuda_plan plan;
     OC_CHECK(ctx, make_plan(ctx, job, &plan, where, sizeof where));
+    if (job->plan_tiles) OC_CHECK(ctx, report_plan(ctx, job, &plan));
 
     const int nd = job_ndevices(job);
     device_thread *t = calloc((size_t)nd, sizeof *t);

@@ -176,6 +176,10 @@ static void *reader_main(void *arg)
         if (t >= plan->ntiles) break;
         int64_t row0, rows, col0, cols;
         oc_mm_cuda_plan_tile(plan, t, &row0, &rows, &col0, &cols);
+        if (job->tile_done && job->tile_done(job, row0, col0)) { /* in the result from an earlier run */
+            atomic_fetch_add(&d->sh->tiles_done, 1);
+            continue;
+        }
         for (int64_t p = 0; p < plan->panels && !stopped(d); ++p) {
             panel_slot *s = &d->slot[seq % d->nslots];
             pthread_mutex_lock(&d->mu);

@@ -1,0 +1,431 @@
+/*
+ * matmul_resume.c - resumable products (matmul_resume.h): the journal's header (what
+ * identifies the job), the plan on record, the tiles finished and the checkpoints.
+ */
+#include "matmul/matmul_resume.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/error.h"
+#include "core/text_buf.h"
+#include "core/threads.h"
+#include "io/crc32.h"
+#include "io/journal.h"
+#include "matmul/matmul_dtype.h"
+#include "matmul/matmul_io.h"
+
+enum { REC_TEMP = 1, REC_PLAN = 2, REC_TILE = 3 };
+
+#define INTERVAL_DEFAULT 2.0 /* seconds between checkpoints */
+
+typedef oc_journal_tile tile_crc;
+
+/* A tile some of whose elements are stored: how many. */
+typedef struct in_flight {
+    int64_t index, cells;
+} in_flight;
+
+struct oc_mm_resume {
+    oc_journal *journal;
+    const char *out_path; /* the caller's string, for the job's life */
+    const char *job_text; /* the header's lines while the journal is opened */
+    const char *jpath;    /* the journal's name while it is opened */
+    char *options;        /* the options that choose the plan: one line */
+    /* what the journal held when this run started */
+    char *temp;
+    char *plan; /* the PLAN record: plan line, options line */
+    tile_crc *recorded;
+    int64_t nrecorded;
+    /* the output */
+    oc_npy_out *writer;
+    unsigned char *data;
+    int64_t ld;
+    size_t elem;
+    /* this run */
+    int64_t tm, tn, tiles_m, tiles_n;
+    int symmetric;
+    unsigned char *done;    /* tiles on record */
+    unsigned char *earlier; /* the tiles on record when the plan was checked: the ones skipped */
+    pthread_mutex_t lock;   /* guards what follows */
+    in_flight *flight;
+    int64_t nflight, flight_cap;
+    tile_crc *pending; /* finished since the last checkpoint */
+    int64_t npending, pending_cap;
+    int64_t units, units_this_run, kill_after;
+    double interval, last;
+    int resumed;
+    int failed; /* a checkpoint failed: later ones are not tried */
+};
+
+/* ---------------------------------------------------------------- the job's header */
+/* An operand: its shape, dtype and transpose; a file's path, size, time and CRC (io/journal.h),
+ * memory's CRC of all its elements. */
+static oc_status describe_operand(oc_context *ctx, oc_text *t, const char *tag, const oc_mm_source *s, int transpose)
+{
+    oc_text_printf(t, "%s.shape %" PRId64 " %" PRId64 "\n%s.dtype %s\n%s.transpose %d\n", tag, s->rows, s->cols, tag,
+                   oc_matmul_dtype_name(s->dtype), tag, transpose);
+    struct stat sb;
+    if (s->dev || s->ino) {
+        if (stat(s->name, &sb) != 0 || (uint64_t)sb.st_dev != s->dev || (uint64_t)sb.st_ino != s->ino)
+            return oc_fail(ctx, OC_ERR_INPUT, "%s: the file was replaced while the job started", s->name);
+        return oc_journal_describe_file(ctx, t, tag, s->name, &sb);
+    }
+    const size_t elem = oc_matmul_dtype_size(s->dtype);
+    uint32_t crc = 0;
+    for (int64_t r = 0; r < s->rows && s->data; r++)
+        crc = oc_crc32_update(crc, s->data + (size_t)(r * s->ld) * elem, (size_t)s->cols * elem);
+    oc_text_printf(t, "%s.rows_crc %08x\n", tag, (unsigned)crc);
+    return OC_OK;
+}
+
+/* Everything that changes the result's bits, but the plan (a PLAN record). */
+static oc_status describe_job(oc_context *ctx, const oc_matmul_job *job, const oc_mm_resume_job *id,
+                              const char *out_path, char **text)
+{
+    oc_text t = {0};
+    oc_text_printf(
+        &t, "output %s\ncommand matmul\nproduct %s\nshape %" PRId64 " %" PRId64 " %" PRId64 "\ndtype %s\ntf32 %d\n",
+        out_path, job->symmetric ? "A.At" : "A.B", job->m, job->n, job->k, oc_matmul_dtype_name(id->result), job->tf32);
+    oc_status st = describe_operand(ctx, &t, "a", id->a, id->transpose_a);
+    if (st == OC_OK && id->b) st = describe_operand(ctx, &t, "b", id->b, id->transpose_b);
+    if (st != OC_OK) {
+        free(t.data);
+        return st;
+    }
+    return oc_text_finish(ctx, &t, text);
+}
+
+/* The options that choose the plan, one line: what a refusal names when the plan changed. */
+static char *describe_options(const oc_matmul_options *o)
+{
+    char line[512];
+    snprintf(line, sizeof line,
+             "--backend %s --host-mem %" PRId64 " --gpu-mem %" PRId64 " --gpu-mem-fraction %g --tile %" PRId64
+             " --devices %s --device %d",
+             oc_backend_name(o->backend), o->host_mem_bytes, o->gpu_mem_bytes, o->gpu_mem_fraction, o->tile,
+             o->devices && *o->devices ? o->devices : "-", o->device);
+    return strdup(line);
+}
+
+/* ---------------------------------------------------------------- reading the journal */
+static int on_record(void *user, uint32_t type, uint64_t unit, const void *payload, uint32_t len, int64_t offset)
+{
+    (void)offset;
+    oc_mm_resume *r = user;
+    switch (type) {
+    case REC_TEMP: {
+        /* Only a temporary of this output (PATH.tmp-...) is ever reopened: a name elsewhere is
+         * damage, or planted, and is ignored. */
+        if (!oc_journal_temp_of(r->out_path, payload, len)) return 0;
+        free(r->temp);
+        r->temp = strndup(payload, len);
+        return r->temp == NULL;
+    }
+    case REC_PLAN:
+        if (r->plan || memchr(payload, '\0', len)) return 0;
+        r->plan = strndup(payload, len);
+        return r->plan == NULL;
+    case REC_TILE:
+        return oc_journal_tile_add(&r->recorded, &r->nrecorded, unit, payload, len);
+    default:
+        return 1;
+    }
+}
+
+static void input_changed(void *user, const char *have, size_t hl, const char *want, size_t wl, char *buf, size_t size)
+{
+    (void)have, (void)hl;
+    const oc_mm_resume *r = user;
+    oc_journal_input_changed(r->job_text, r->jpath, r->out_path, want, wl, buf, size);
+}
+
+/* ---------------------------------------------------------------- start and end */
+static void resume_free(oc_mm_resume *r)
+{
+    oc_journal_close(r->journal);
+    free(r->options);
+    free(r->temp);
+    free(r->plan);
+    free(r->recorded);
+    free(r->done);
+    free(r->earlier);
+    free(r->flight);
+    free(r->pending);
+    pthread_mutex_destroy(&r->lock);
+    free(r);
+}
+
+oc_status oc_mm_resume_start(oc_context *ctx, const oc_matmul_job *job, const oc_mm_resume_job *id,
+                             const oc_matmul_options *opts, const oc_matmul_array *c, oc_mm_resume **out)
+{
+    *out = NULL;
+    if (!c->path) {
+        if (opts->resume)
+            return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                           "resume: only a product written to a .npy file can be resumed, not one into memory");
+        return OC_OK;
+    }
+    char *jpath = oc_journal_path_for(c->path);
+    if (!jpath) return oc_fail(ctx, OC_ERR_NO_MEMORY, "out of memory");
+    int exists = 0;
+    oc_status st = oc_journal_side_check(ctx, jpath, "resume journal", &exists);
+    if (st == OC_OK && opts->resume) st = oc_output_name_fits(ctx, c->path, ".outcore-journal", OC_TMP_SUFFIX_MAX);
+    if (st == OC_OK && !opts->resume && exists)
+        st = oc_fail(ctx, OC_ERR_INPUT,
+                     "%s: an interrupted job left this journal: run the same command with --resume (Python: "
+                     "resume=True) to continue it, or 'outcore clean %s' to start over",
+                     jpath, c->path);
+    if (st != OC_OK || !opts->resume) {
+        free(jpath);
+        return st;
+    }
+    oc_mm_resume *r = calloc(1, sizeof *r);
+    char *text = NULL;
+    if (!r) {
+        free(jpath);
+        return oc_fail(ctx, OC_ERR_NO_MEMORY, "out of memory");
+    }
+    pthread_mutex_init(&r->lock, NULL);
+    const char *iv = getenv("OUTCORE_RESUME_INTERVAL"), *kill_after = getenv("OUTCORE_RESUME_KILL_AFTER");
+    r->interval = iv && *iv ? strtod(iv, NULL) : INTERVAL_DEFAULT;
+    r->kill_after = kill_after && *kill_after ? strtoll(kill_after, NULL, 10) : 0;
+    r->last = oc_now();
+    r->out_path = c->path;
+    r->options = describe_options(opts);
+    if (!r->options) st = oc_fail(ctx, OC_ERR_NO_MEMORY, "out of memory");
+    if (st == OC_OK) st = describe_job(ctx, job, id, c->path, &text);
+    if (st == OC_OK && exists) {
+        r->resumed = 1;
+        r->job_text = text;
+        r->jpath = jpath;
+        st = oc_journal_open(ctx, jpath, text, input_changed, on_record, r, &r->journal);
+        r->job_text = r->jpath = NULL;
+    } else if (st == OC_OK) {
+        st = oc_journal_create(ctx, jpath, text, &r->journal);
+    }
+    free(text);
+    free(jpath);
+    if (st != OC_OK) {
+        resume_free(r);
+        return st;
+    }
+    *out = r;
+    return OC_OK;
+}
+
+int oc_mm_resume_worth_keeping(const oc_mm_resume *r) { return r && (r->resumed || r->units > 0); }
+
+void oc_mm_resume_finish(oc_mm_resume *r)
+{
+    if (!r) return;
+    unlink(oc_journal_name(r->journal));
+    resume_free(r);
+}
+
+void oc_mm_resume_close(oc_mm_resume *r)
+{
+    if (r) resume_free(r);
+}
+
+/* ---------------------------------------------------------------- the output */
+const char *oc_mm_resume_temp(const oc_mm_resume *r) { return r->temp; }
+
+oc_status oc_mm_resume_record_temp(oc_context *ctx, oc_mm_resume *r, oc_npy_out *writer, unsigned char *data,
+                                   int64_t ld, size_t elem)
+{
+    r->writer = writer;
+    r->data = data;
+    r->ld = ld;
+    r->elem = elem;
+    const char *temp = oc_npy_out_temp_path(writer);
+    if (r->temp && strcmp(r->temp, temp) == 0) return OC_OK;
+    OC_CHECK(ctx, oc_journal_append(ctx, r->journal, REC_TEMP, 0, temp, (uint32_t)strlen(temp)));
+    return oc_journal_flush(ctx, r->journal);
+}
+
+/* ---------------------------------------------------------------- tiles */
+static int bit_get(const unsigned char *bits, int64_t k) { return bits[k >> 3] >> (k & 7) & 1; }
+static void bit_set(unsigned char *bits, int64_t k) { bits[k >> 3] |= (unsigned char)(1u << (k & 7)); }
+
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+/* The CRC of tile `index`'s bytes in the output: its rows, then, for an off-diagonal tile of
+ * A·Aᵀ, the rows of its mirror. */
+static uint32_t tile_crc_of(const oc_mm_resume *r, const oc_matmul_job *job, int64_t index)
+{
+    const int64_t i0 = index / r->tiles_n * r->tm, j0 = index % r->tiles_n * r->tn;
+    const int64_t rows = min64(r->tm, job->m - i0), cols = min64(r->tn, job->n - j0);
+    uint32_t crc = 0;
+    for (int64_t i = 0; i < rows; ++i)
+        crc = oc_crc32_update(crc, r->data + (size_t)((i0 + i) * r->ld + j0) * r->elem, (size_t)cols * r->elem);
+    if (r->symmetric && i0 != j0)
+        for (int64_t j = 0; j < cols; ++j)
+            crc = oc_crc32_update(crc, r->data + (size_t)((j0 + j) * r->ld + i0) * r->elem, (size_t)rows * r->elem);
+    return crc;
+}
+
+static oc_mm_resume *job_resume(const oc_matmul_job *job) { return ((const oc_mm_io *)job->io)->resume; }
+
+/* The length of the option at the start of an option line: up to the next " --". */
+static size_t option_len(const char *line)
+{
+    const char *next = strstr(line + 1, " --");
+    return next ? (size_t)(next - line) : strlen(line);
+}
+
+/* The first option that differs between two option lines ("--host-mem 1 --tile 0"), into buf. */
+static void options_changed(const char *then, const char *now, char *buf, size_t size)
+{
+    snprintf(buf, size, "under the same options: the backend auto picks, or the devices' free memory, differ");
+    while (*then && *now) {
+        const size_t tl = option_len(then), nl = option_len(now);
+        if (tl != nl || memcmp(then, now, tl) != 0) {
+            snprintf(buf, size, "it was planned with %.*s, this run with %.*s", (int)tl - (*then == ' '),
+                     then + (*then == ' '), (int)nl - (*now == ' '), now + (*now == ' '));
+            return;
+        }
+        then += tl;
+        now += nl;
+    }
+}
+
+oc_status oc_mm_resume_plan_tiles(const oc_matmul_job *job, int64_t tm, int64_t tn, int64_t kp, const char *how)
+{
+    oc_context *ctx = job->ctx;
+    oc_mm_resume *r = job_resume(job);
+    if (tm < 1 || tn < 1 || r->done)
+        return oc_fail(ctx, OC_ERR_INTERNAL, "%s: the plan was reported twice or is empty",
+                       oc_journal_name(r->journal));
+    char line[512];
+    snprintf(line, sizeof line, "tiles %" PRId64 " x %" PRId64 ", K panels of %" PRId64 ", %s", tm, tn, kp, how);
+    if (r->plan) {
+        const size_t pl = strcspn(r->plan, "\n");
+        if (pl != strlen(line) || memcmp(r->plan, line, pl) != 0) {
+            char why[600];
+            options_changed(r->plan[pl] ? r->plan + pl + 1 : "", r->options, why, sizeof why);
+            return oc_fail(ctx, OC_ERR_INPUT,
+                           "%s: the journal's job ran on %.*s, this run plans %s (%s): another plan may change the "
+                           "result's last bits; resume with the options that started the job, or 'outcore clean "
+                           "%s' to start over",
+                           oc_journal_name(r->journal), (int)pl, r->plan, line, why, r->out_path);
+        }
+    } else {
+        char payload[1100];
+        const int len = snprintf(payload, sizeof payload, "%s\n%s", line, r->options);
+        OC_CHECK(ctx, oc_journal_append(ctx, r->journal, REC_PLAN, 0, payload, (uint32_t)len));
+        OC_CHECK(ctx, oc_journal_flush(ctx, r->journal));
+    }
+    r->tm = tm;
+    r->tn = tn;
+    r->symmetric = job->symmetric;
+    r->tiles_m = (job->m + tm - 1) / tm;
+    r->tiles_n = (job->n + tn - 1) / tn;
+    const size_t bytes = (size_t)(r->tiles_m * r->tiles_n + 7) / 8;
+    r->done = calloc(bytes ? bytes : 1, 1);
+    r->earlier = malloc(bytes ? bytes : 1);
+    if (!r->done || !r->earlier)
+        return oc_fail(ctx, OC_ERR_NO_MEMORY, "out of memory for the bitmap of the tiles done");
+    /* A tile counts as done only if its bytes in the file are the ones on record. */
+    for (int64_t k = 0; k < r->nrecorded; ++k) {
+        const int64_t idx = r->recorded[k].index;
+        if (idx < 0 || idx >= r->tiles_m * r->tiles_n || bit_get(r->done, idx)) continue;
+        if (tile_crc_of(r, job, idx) == r->recorded[k].crc) {
+            bit_set(r->done, idx);
+            r->units++;
+        }
+    }
+    memcpy(r->earlier, r->done, bytes);
+    return OC_OK;
+}
+
+int oc_mm_resume_tile_done(const oc_matmul_job *job, int64_t row0, int64_t col0)
+{
+    const oc_mm_resume *r = job_resume(job);
+    return r->earlier && bit_get(r->earlier, row0 / r->tm * r->tiles_n + col0 / r->tn);
+}
+
+/* Under r->lock: the tiles finished since the last one put on record, the output flushed
+ * first; the tests' kill point. */
+static oc_status checkpoint_locked(oc_context *ctx, oc_mm_resume *r)
+{
+    r->last = oc_now();
+    if (r->npending == 0 || r->failed) return OC_OK;
+    oc_status st = r->writer ? oc_npy_out_sync(ctx, r->writer) : OC_OK;
+    for (int64_t k = 0; k < r->npending && st == OC_OK; ++k)
+        st = oc_journal_append(ctx, r->journal, REC_TILE, (uint64_t)r->pending[k].index, &r->pending[k].crc, 4);
+    if (st == OC_OK) st = oc_journal_flush(ctx, r->journal);
+    if (st != OC_OK) {
+        r->failed = 1;
+        return st;
+    }
+    for (int64_t k = 0; k < r->npending; ++k) bit_set(r->done, r->pending[k].index);
+    r->units += r->npending;
+    r->units_this_run += r->npending;
+    r->npending = 0;
+    if (r->kill_after > 0 && r->units_this_run > 0 && r->units >= r->kill_after) raise(SIGKILL);
+    return OC_OK;
+}
+
+/* Under r->lock: `cells` more elements of tile index stored; 1 when it is now whole. */
+static int add_cells(oc_mm_resume *r, int64_t index, int64_t cells, int64_t whole)
+{
+    int64_t k = 0;
+    while (k < r->nflight && r->flight[k].index != index) ++k;
+    if (k == r->nflight) {
+        if (cells == whole) return 1; /* the whole tile at once: the CPU's way */
+        if (r->nflight == r->flight_cap) {
+            const int64_t cap = r->flight_cap ? 2 * r->flight_cap : 16;
+            in_flight *f = realloc(r->flight, (size_t)cap * sizeof *f);
+            if (!f) return 0; /* not recorded: the tile is only computed again by a resumed run */
+            r->flight = f;
+            r->flight_cap = cap;
+        }
+        r->flight[r->nflight++] = (in_flight){index, 0};
+    }
+    r->flight[k].cells += cells;
+    if (r->flight[k].cells < whole) return 0;
+    r->flight[k] = r->flight[--r->nflight];
+    return 1;
+}
+
+oc_status oc_mm_resume_written(oc_context *ctx, oc_mm_resume *r, const oc_matmul_job *job, int64_t row0, int64_t rows,
+                               int64_t col0, int64_t cols)
+{
+    if (!r->done || rows <= 0 || cols <= 0) return OC_OK;
+    const int64_t I = row0 / r->tm, J = col0 / r->tn, index = I * r->tiles_n + J;
+    const int64_t whole = min64(r->tm, job->m - I * r->tm) * min64(r->tn, job->n - J * r->tn);
+    pthread_mutex_lock(&r->lock);
+    const int finished = add_cells(r, index, rows * cols, whole);
+    pthread_mutex_unlock(&r->lock);
+    if (!finished) return OC_OK;
+    const tile_crc t = {index, tile_crc_of(r, job, index)};
+    oc_status st = OC_OK;
+    pthread_mutex_lock(&r->lock);
+    if (r->npending == r->pending_cap) {
+        const int64_t cap = r->pending_cap ? 2 * r->pending_cap : 64;
+        tile_crc *p = realloc(r->pending, (size_t)cap * sizeof *p);
+        if (p) {
+            r->pending = p;
+            r->pending_cap = cap;
+        }
+    }
+    if (r->npending < r->pending_cap) r->pending[r->npending++] = t;
+    if (oc_now() - r->last >= r->interval) st = checkpoint_locked(ctx, r);
+    pthread_mutex_unlock(&r->lock);
+    return st;
+}
+
+oc_status oc_mm_resume_checkpoint(oc_context *ctx, oc_mm_resume *r)
+{
+    pthread_mutex_lock(&r->lock);
+    const oc_status st = r->done ? checkpoint_locked(ctx, r) : OC_OK;
+    pthread_mutex_unlock(&r->lock);
+    return st;
+}

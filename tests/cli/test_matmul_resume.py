@@ -1,0 +1,200 @@
+"""outcore matmul --resume: products killed after k tiles (OUTCORE_RESUME_KILL_AFTER with a
+checkpoint after every tile), resumed, and compared byte for byte with an uninterrupted run;
+journals of another job or plan refused; nothing left over. The CUDA cases run where a GPU is
+usable (ctest's gpu_cli_test_matmul_resume) and skip elsewhere."""
+import json
+import os
+import signal
+import subprocess
+import time
+
+import numpy as np
+import pytest
+
+from conftest import outcore_bin, require_backend, run, sigkill_while_running
+
+EVERY = {"OUTCORE_RESUME_INTERVAL": "0"}  # a checkpoint at every finished tile
+
+
+@pytest.fixture
+def mats(tmp_path):
+    rng = np.random.default_rng(11)
+    np.save(tmp_path / "A64.npy", rng.standard_normal((300, 500)))
+    np.save(tmp_path / "B64.npy", rng.standard_normal((500, 260)))
+    np.save(tmp_path / "A32.npy", rng.standard_normal((300, 500)).astype(np.float32))
+    np.save(tmp_path / "B32.npy", rng.standard_normal((500, 260)).astype(np.float32))
+    np.save(tmp_path / "A8.npy", rng.integers(-128, 128, (300, 500), dtype=np.int8))
+    np.save(tmp_path / "B8.npy", rng.integers(-128, 128, (500, 260), dtype=np.int8))
+    return tmp_path
+
+
+def leftovers(d, out):
+    return sorted(p.name for p in d.iterdir() if p.name.startswith(out.name) and p.name != out.name)
+
+
+def tiles_of(d, args):
+    plan = json.loads(run("matmul", *args, "--plan", "--json").stdout)
+    assert plan["k_panels"] > 1, plan  # the budget cuts k: resumed tiles span several panels
+    return plan["tiles"]
+
+
+# (name, inputs, options, host budget): small budgets force many tiles and K panels.
+CASES = [
+    ("float64", ["A64.npy", "B64.npy"], [], "300K"),
+    ("float32", ["A32.npy", "B32.npy"], [], "150K"),
+    ("int8", ["A8.npy", "B8.npy"], [], "150K"),
+    ("float64_gram", ["A64.npy"], ["--gram"], "300K"),
+    ("float32_transpose", ["A32.npy", "A32.npy"], ["--transpose-b"], "150K"),
+]
+
+
+def kill_and_resume(d, backend, inputs, opts, budget, kills):
+    args = [d / name for name in inputs] + opts + ["--backend", backend, "--host-mem", budget, "--threads", "1",
+                                                   "-q"]
+    ref = d / "ref.npy"
+    run("matmul", *args, "-o", ref)
+    total = tiles_of(d, args) if backend == "cpu" else None
+    out = d / "C.npy"
+    for k in kills:
+        proc = run("matmul", *args, "-o", out, "--resume", check=False,
+                   env=dict(EVERY, OUTCORE_RESUME_KILL_AFTER=str(k)))
+        assert proc.returncode == -signal.SIGKILL, proc.stderr
+        assert not out.exists()
+        assert (d / "C.npy.outcore-journal").exists()
+    # Without --resume the journal is refused, with the way forward.
+    proc = run("matmul", *args, "-o", out, check=False)
+    assert proc.returncode == 2
+    assert "--resume" in proc.stderr and "C.npy.outcore-journal" in proc.stderr
+    assert len(proc.stderr.splitlines()) == 1
+    summary = json.loads(run("matmul", *[a for a in args if a != "-q"], "-o", out, "--resume", "--json").stdout)
+    assert out.read_bytes() == ref.read_bytes()
+    assert leftovers(d, out) == []
+    if total is not None:  # the resumed run computed only the tiles not on record
+        assert summary["tiles"] == total - kills[-1], summary
+
+
+@pytest.mark.parametrize("backend", ["cpu", "cuda"])
+@pytest.mark.parametrize("name,inputs,opts,budget", CASES, ids=[c[0] for c in CASES])
+def test_kill_and_resume(mats, backend, name, inputs, opts, budget, tmp_path):
+    """Killed after tile 2, then after tile 5, then finished: the bytes of one run."""
+    require_backend(backend, tmp_path)
+    if backend == "cuda":  # tiles of 64 forced: 25 of them (15 of A·Aᵀ), one K panel
+        opts, budget = opts + ["--tile", "64"], "1G"
+    kill_and_resume(mats, backend, inputs, opts, budget, (2, 5))
+
+
+def killed_once(d, args, k=3):
+    proc = run("matmul", *args, "--resume", check=False, env=dict(EVERY, OUTCORE_RESUME_KILL_AFTER=str(k)))
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+
+
+def test_changed_input_refused(mats):
+    d = mats
+    args = [d / "A64.npy", d / "B64.npy", "--backend", "cpu", "--host-mem", "300K", "-o", d / "C.npy", "-q"]
+    killed_once(d, args)
+    b = np.load(d / "B64.npy")
+    b[0, 0] += 1
+    np.save(d / "B64.npy", b)
+    proc = run("matmul", *args, "--resume", check=False)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("outcore: " + str(d / "B64.npy") + ": the input changed since the journal")
+    assert len(proc.stderr.splitlines()) == 1
+    assert not (d / "C.npy").exists() and (d / "C.npy.outcore-journal").exists()
+    run("clean", d / "C.npy")
+    assert leftovers(d, d / "C.npy") == []
+
+
+@pytest.mark.parametrize("change,expect", [
+    (["--host-mem", "600K"], "--host-mem 614400"),
+    (["--tile", "32"], "--tile 32"),
+    (["--dtype", "float32"], "dtype"),
+])
+def test_changed_option_refused(mats, change, expect):
+    """Another plan (budget, tile) or another job (dtype): refused in one line naming it; the
+    journal and the temporary file stay, and the original options still finish the job."""
+    d = mats
+    base = [d / "A64.npy", d / "B64.npy", "--backend", "cpu", "-o", d / "C.npy", "-q"]
+    ref = d / "ref.npy"
+    run("matmul", d / "A64.npy", d / "B64.npy", "--backend", "cpu", "--host-mem", "300K", "-o", ref, "-q")
+    killed_once(d, base + ["--host-mem", "300K"])
+    opts = change if change[0] == "--host-mem" else ["--host-mem", "300K"] + change
+    proc = run("matmul", *base, *opts, "--resume", check=False)
+    assert proc.returncode == 2, proc.stderr
+    assert expect in proc.stderr and "C.npy.outcore-journal" in proc.stderr
+    assert len(proc.stderr.splitlines()) == 1
+    assert not (d / "C.npy").exists()
+    assert any(".tmp-" in name for name in leftovers(d, d / "C.npy"))
+    run("matmul", *base, "--host-mem", "300K", "--resume")
+    assert (d / "C.npy").read_bytes() == ref.read_bytes()
+    assert leftovers(d, d / "C.npy") == []
+
+
+def test_resume_without_journal_runs_from_start(mats):
+    d = mats
+    args = [d / "A32.npy", d / "B32.npy", "--backend", "cpu", "--host-mem", "150K", "-q"]
+    run("matmul", *args, "-o", d / "ref.npy")
+    run("matmul", *args, "-o", d / "C.npy", "--resume")
+    assert (d / "C.npy").read_bytes() == (d / "ref.npy").read_bytes()
+    assert leftovers(d, d / "C.npy") == []
+
+
+def test_failure_before_any_tile_leaves_nothing(mats):
+    """A resumable job that fails before a tile is on record leaves no journal."""
+    d = mats
+    proc = run("matmul", d / "A64.npy", d / "B64.npy", "--backend", "cpu", "--host-mem", "1K", "-o", d / "C.npy",
+               "--resume", "-q", check=False)
+    assert proc.returncode != 0
+    assert leftovers(d, d / "C.npy") == [] and not (d / "C.npy").exists()
+
+
+def test_journal_symlink_refused(mats):
+    d = mats
+    (d / "elsewhere").write_text("x")
+    (d / "C.npy.outcore-journal").symlink_to(d / "elsewhere")
+    proc = run("matmul", d / "A64.npy", d / "B64.npy", "-o", d / "C.npy", "--resume", "-q", check=False)
+    assert proc.returncode == 2
+    assert "symbolic link" in proc.stderr and len(proc.stderr.splitlines()) == 1
+    assert (d / "elsewhere").read_text() == "x"
+
+
+def real_job(d):
+    """A product of about a second on the reference loops (one thread), many tiles; its
+    arguments, the time of an uninterrupted resumable run, and the reference result."""
+    rng = np.random.default_rng(5)
+    np.save(d / "P.npy", rng.standard_normal((640, 600)))
+    np.save(d / "Q.npy", rng.standard_normal((600, 560)))
+    args = [outcore_bin(), "matmul", str(d / "P.npy"), str(d / "Q.npy"), "--backend", "cpu", "--host-mem", "400K",
+            "--threads", "1", "-q"]
+    env = dict(os.environ, OUTCORE_BLAS="none", **EVERY)
+    start = time.monotonic()
+    subprocess.run(args + ["-o", str(d / "ref.npy"), "--resume"], check=True, env=env)
+    return args, env, time.monotonic() - start
+
+
+def test_real_sigkill_of_a_running_product(mats):
+    """A real kill -9 of a running product, at whatever point it has reached, twice."""
+    d = mats
+    args, env, whole = real_job(d)
+    out, journal = d / "C.npy", d / "C.npy.outcore-journal"
+    # Killed at 0.3 and 0.6 of an uninterrupted resumable run's time.
+    assert sigkill_while_running(args + ["-o", str(out), "--resume"], env, whole, journal, out) > 0, "no kill landed while the job ran"
+    subprocess.run(args + ["-o", str(out), "--resume"], check=True, env=env)
+    assert out.read_bytes() == (d / "ref.npy").read_bytes()
+    assert leftovers(d, out) == []
+
+
+def test_ctrl_c_keeps_the_journal(mats):
+    """SIGINT cancels a resumable product (exit 130) and keeps what it finished for --resume."""
+    d = mats
+    args, env, whole = real_job(d)
+    out = d / "C.npy"
+    job = subprocess.Popen(args + ["-o", str(out), "--resume"], env=env, stderr=subprocess.PIPE)
+    time.sleep(whole * 0.5)
+    job.send_signal(signal.SIGINT)
+    job.communicate()
+    if job.returncode == 130:
+        assert (d / "C.npy.outcore-journal").exists() and not out.exists()
+        assert len([p for p in d.iterdir() if p.name.startswith("C.npy.tmp-")]) == 1
+    subprocess.run(args + ["-o", str(out), "--resume"], check=True, env=env)
+    assert out.read_bytes() == (d / "ref.npy").read_bytes()
+    assert leftovers(d, out) == []
