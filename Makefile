@@ -46,9 +46,7 @@ pydeps:
 # Each stage runs through tests/summary.py, which records its outcome in $(RESULTS); a stage
 # whose tests fail does not stop the next, and the report at the end exits nonzero.
 SUMMARY = $(PYTHON) tests/summary.py --results $(RESULTS)
-# OUTCORE_TEST_SMALL: the case table's rows whose size serves the GPU alone run smaller
-# under the sanitizers (tests/gram_cases.h, docs/testing.md); every row and path still runs.
-ASAN_ENV = ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 OUTCORE_TEST_SMALL=1
+ASAN_ENV = ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1
 
 test: pydeps
 	@rm -rf $(RESULTS)

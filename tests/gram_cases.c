@@ -72,13 +72,13 @@ const gram_case gram_cases[] = {
     {.name = "tile 256 n!=p", .n = 600, .p = 333, .m = 900, .density = 0.5, .pattern = GRAM_MIXED, .tile = 256,
      .gpu_tile = 256, .quick = 2},
 
-    /* Dense output under GPU budgets that hold fewer panels than the job has. Under
-     * OUTCORE_TEST_SMALL (the sanitizer runs, CPU only) 600 rows: still three tiles of 256,
-     * the last partial. */
+    /* Dense output under GPU budgets that hold fewer panels than the job has. On the CPU
+     * paths, which have no such budget, 600 rows: still three tiles of 256, the last
+     * partial. */
     {.name = "streamed A·Aᵀ", .n = 1500, .m = 3000, .density = 0.5, .pattern = GRAM_MIXED, .tile = 256,
-     .gpu_tile = 256, .gpu_mem = 800 * KIB, .quick = 2, .small_rows = 600},
+     .gpu_tile = 256, .gpu_mem = 800 * KIB, .quick = 2, .cpu_rows = 600},
     {.name = "streamed A·Bᵀ", .n = 1300, .p = 900, .m = 2500, .density = 0.5, .pattern = GRAM_MIXED, .tile = 256,
-     .gpu_tile = 256, .gpu_mem = 800 * KIB, .quick = 2, .small_rows = 600},
+     .gpu_tile = 256, .gpu_mem = 800 * KIB, .quick = 2, .cpu_rows = 600},
 
     /* Top-k: tiny shapes, ties, k = 1, small, the device limit 128, past it, k = p. */
     {.name = "one row", .n = 1, .m = 9, .density = 0.3, .kind = GRAM_TOPK, .k = 1},

@@ -92,9 +92,9 @@ typedef struct gram_case {
     unsigned backends;    /* GRAM_ON_* mask; 0: every backend */
     int quick;            /* the largest OUTCORE_TEST_QUICK level that still runs the row:
                            * 0 only the full run, 1, or 2 (racecheck's smallest grid) */
-    int64_t small_rows;   /* under OUTCORE_TEST_SMALL, n and p capped at this (0: never): for
-                           * rows whose size serves one backend only and costs the others
-                           * most of the table's time under the sanitizers */
+    int64_t cpu_rows;     /* n and p capped at this in a run without a GPU backend (0: never):
+                           * for rows whose size serves the GPU's budgets alone and would cost
+                           * the CPU paths most of the table's time for nothing */
 } gram_case;
 
 extern const gram_case gram_cases[];
@@ -168,11 +168,6 @@ int64_t gram_cases_run(oc_context *ctx, const gram_backend *const *backends, int
 
 /* OUTCORE_TEST_QUICK: 0 when unset, else 1 or 2. */
 int gram_test_quick(void);
-
-/* OUTCORE_TEST_SMALL set (and not "0"), as make test sets it for its sanitizer runs: rows
- * with small_rows run with n and p capped at it; every row and output still runs on every
- * backend. */
-int gram_test_small(void);
 
 /* For backends behind oc_gram: the options of the job (metric, dtype, k or threshold),
  * and the call itself with the output the job's kind needs (checks stats.pairs for

@@ -27,12 +27,6 @@ int gram_test_quick(void)
     return v <= 0 ? 0 : v > 1 ? 2 : 1;
 }
 
-int gram_test_small(void)
-{
-    const char *s = getenv("OUTCORE_TEST_SMALL");
-    return s && *s && strcmp(s, "0") != 0;
-}
-
 void gram_pairs_add(gram_pairs *p, const int64_t *rows, const int64_t *cols, const void *values, int64_t count)
 {
     if (p->failed || count <= 0) return;
@@ -264,7 +258,9 @@ static void run_row(oc_context *ctx, const gram_backend *const *backends, int co
     for (int b = 0; b < count; ++b) any |= masks[b] = row_outputs(row, backends[b], quick);
     if (!any) return;
     const int symmetric = row->p == 0;
-    const int64_t cap = row->small_rows && gram_test_small() ? row->small_rows : INT64_MAX;
+    unsigned kinds = 0;
+    for (int b = 0; b < count; ++b) kinds |= backends[b]->kind;
+    const int64_t cap = row->cpu_rows && !(kinds & GRAM_ON_CUDA) ? row->cpu_rows : INT64_MAX;
     const int64_t n = row->n < cap ? row->n : cap, p = symmetric ? n : row->p < cap ? row->p : cap, m = row->m;
     uint64_t seed = gram_case_seed(row);
     unsigned char *da = gram_case_bytes(row, n, &seed);
