@@ -41,6 +41,8 @@ int main(void)
 {
     oc_context *ctx = NULL;
     CHECK(oc_context_create(&ctx) == OC_OK);
+    /* A job without a selection (dense, on several devices) merges no lists and reads none. */
+    CHECK(oc_select_topk_merge(ctx, NULL, NULL, 0, 4) == OC_OK);
     srand(17);
     /* Scores with many ties (small counts), so the column decides often. */
     static uint64_t part[DEVICES][ROWS * K], whole[ROWS * K];

@@ -55,6 +55,8 @@ static oc_status merge_rows(void *arg, int64_t task, int worker)
 
 oc_status oc_select_topk_merge(oc_context *ctx, oc_select *s, const uint64_t *const *lists, int count, int threads)
 {
+    /* No lists, no selection to read: a dense job on several devices merges nothing. */
+    if (count <= 0) return OC_OK;
     return oc_select_topk_merge_rows(ctx, s, lists, count, 0, s->cfg.n, threads);
 }
 
