@@ -328,7 +328,7 @@ int main(int argc, char **argv)
     const size_t ia = oc_mm_type_size(tc->in), oa = oc_mm_type_size(tc->out);
     const size_t bytes_a = (size_t)(m * k) * ia, bytes_b = (size_t)(k * n) * ia, bytes_c = (size_t)(m * n) * oa;
     const int64_t gpu_mem = argc > 5 ? atoll(argv[5]) << 20 : (int64_t)((bytes_a + bytes_b + bytes_c) / 4 + (64 << 20));
-    host_io io;
+    host_io io = {NULL, NULL, NULL, NULL}; /* no pattern: the operands below are real */
     io.a = (char *)malloc(bytes_a), io.b = (char *)malloc(bytes_b), io.c = (char *)malloc(bytes_c);
     if (!io.a || !io.b || !io.c) {
         fprintf(stderr, "out of host memory\n");
