@@ -13,9 +13,9 @@
 
 #define MIB (1LL << 20)
 
-static int shares_well(int64_t tiles, int nd)
+static int shares_well(int64_t tiles, int nd, int out_heavy)
 {
-    if (nd <= 1) return tiles >= 4;
+    if (nd <= 1) return !out_heavy || tiles >= 4;
     return (tiles >= nd && tiles % nd == 0) || tiles >= 4LL * nd;
 }
 
@@ -52,8 +52,10 @@ static void check_plan(oc_context *ctx, oc_mm_cuda_plan_input in)
     /* A large product shares well among the devices; the download slots are small. */
     const int64_t whole = in.m > in.n ? in.m : in.n;
     if (whole >= 4 * OC_MM_SHARE_MIN && in.tile == 0)
-        CHECK_MSG(shares_well(p.ntiles, nd), "%lld tiles on %d devices (%lld x %lld)", (long long)p.ntiles, nd,
-                  (long long)in.m, (long long)in.n);
+        CHECK_MSG(shares_well(p.ntiles, nd,
+                              (double)in.m * in.n * oc_mm_type_size(in.out_type) >=
+                                  (double)(in.m + in.n) * in.k * oc_mm_type_size(in.in_type)),
+                  "%lld tiles on %d devices (%lld x %lld)", (long long)p.ntiles, nd, (long long)in.m, (long long)in.n);
     CHECK(p.out_slot_bytes <= OC_MM_OUT_PIECE || p.out_piece_rows == 1);
     CHECK(p.out_piece_rows >= 1 && p.out_piece_rows <= p.tm);
     char *text = NULL;

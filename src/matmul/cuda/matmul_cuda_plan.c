@@ -100,12 +100,14 @@ static int64_t tile_count(const oc_mm_cuda_plan_input *in, int64_t edge)
     return in->symmetric ? rows * (rows + 1) / 2 : rows * cols;
 }
 
-/* Whether `tiles` share well among nd devices: on one, four or more (the output of one tile
- * overlaps the next one's products); on several, the same count for each, or at least four
- * each (the last round's imbalance is then at most a quarter of a device's share). */
-static int tiles_share(int64_t tiles, int nd)
+/* Whether `tiles` share well among nd devices: on one, when the result outweighs the operands
+ * (out_heavy), four or more, so that the output of one tile overlaps the next one's products
+ * (otherwise re-reading the operands for more tiles costs more than that hides); on several,
+ * the same count for each, or at least four each (the last round's imbalance is then at most
+ * a quarter of a device's share). */
+static int tiles_share(int64_t tiles, int nd, int out_heavy)
 {
-    if (nd <= 1) return tiles >= 4;
+    if (nd <= 1) return !out_heavy || tiles >= 4;
     return (tiles >= nd && tiles % nd == 0) || tiles >= 4LL * nd;
 }
 
@@ -145,12 +147,15 @@ oc_status oc_mm_cuda_plan_make(oc_context *ctx, const oc_mm_cuda_plan_input *in,
          * that fits with the shallowest panels. */
         const int64_t whole = in->m > in->n ? in->m : in->n;
         const int64_t kp_good = min64(in->k, OC_MM_KP_GOOD);
+        const double c_bytes = (double)in->m * (double)in->n * (double)oc_mm_type_size(in->out_type),
+                     ab_bytes = (double)(in->m + in->n) * (double)in->k * (double)oc_mm_type_size(in->in_type);
+        const int out_heavy = c_bytes >= ab_bytes;
         edge = 0;
         plan->bound = whole <= OC_MM_TILE_MAX ? "the matrix" : "the largest tile planned";
         for (int64_t j = (whole + OC_MM_TILE_MAX - 1) / OC_MM_TILE_MAX;; ++j) {
             const int64_t e = min64(whole, round_up((whole + j - 1) / j, 256));
             if (e < OC_MM_EVEN_MIN) break;
-            if (!tiles_share(tile_count(in, e), nd) && e > OC_MM_SHARE_MIN) {
+            if (!tiles_share(tile_count(in, e), nd, out_heavy) && e > OC_MM_SHARE_MIN) {
                 plan->bound = nd > 1 ? "the same tiles for each device" : "four tiles, to overlap the output";
                 continue;
             }

@@ -43,8 +43,9 @@
  * larger edge cuts them in proportion, which several devices sharing one host's memory
  * bandwidth need; past this edge two accumulators take most of a device. */
 #define OC_MM_TILE_MAX 32768
-/* The edge shrinks until there are four tiles on one device (the download and writing of one
- * tile then overlap the products of the next, where a single tile would wait for them) and,
+/* The edge shrinks until there are four tiles on one device when the result outweighs the
+ * operands (the download and writing of one tile then overlap the products of the next,
+ * where a single tile would wait for them) and,
  * on several, the same number of tiles for each device or four each, but not below this
  * edge: smaller tiles would cost more in re-read panels than they hide. */
 #define OC_MM_SHARE_MIN 2048
