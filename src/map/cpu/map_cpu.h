@@ -36,14 +36,4 @@ int oc_map_cpu_tick(oc_map_cpu_job *job, int64_t n);
 /* Runs the reduction of job->m into out (map_cpu_reduce.c). */
 oc_status oc_map_cpu_reduce(oc_map_cpu_job *job, void *out);
 
-/* The reduction op of x[0..n) (values of the reduction type t) into *out, in the CPU's order:
- * float sums 0 + numpy's pairwise sum, integer sums modulo 2^64, min and max with numpy's NaN
- * propagation (n > 0). The GPU backend combines its per-row partials with it. */
-void oc_map_reduce_values(int t, oc_map_reduce op, const void *x, int64_t n, void *out);
-
-/* Finishes m's reduction: res holds the result in the reduction's type (out_count values, or
- * one without out_ndim); divides a mean by the reduced count, then casts into out when res is
- * not out. */
-void oc_map_reduce_finish(const oc_map_plan *m, void *res, void *out);
-
 #endif

@@ -27,6 +27,7 @@
 #include "core/threads.h"
 #include "map/cpu/map_cpu.h"
 #include "map/cpu/map_cpu_ops.h"
+#include "map/map_reduce.h"
 
 #define PW_BLOCKSIZE 128
 

@@ -24,7 +24,7 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "map/cpu/map_cpu.h"
+#include "map/map_reduce.h"
 #include "map/cuda/map_cuda.h"
 #include "map/cuda/nvrtc.h"
 #include "map/map_codegen.h"
