@@ -61,13 +61,22 @@ static void check_ir(const oc_map_expr *ir)
     }
 }
 
-static void check_source(const char *src)
+/* The generated source: the element-wise kernel, and with a reduction its two kernels (along
+ * a contiguous run, across rows into accumulators: map_codegen.c), each closed; after the last
+ * brace only preprocessor lines. */
+static void check_source(const char *src, int reduce)
 {
     if (!src) fuzz_fail("the code generator returned OC_OK without a source");
     size_t len = strnlen(src, (size_t)64 << 20);
     if (len == (size_t)64 << 20) fuzz_fail("the generated source has no end within 64 MiB");
-    if (!strstr(src, "oc_map_elementwise") || len < 2 || strcmp(src + len - 2, "}\n") != 0)
-        fuzz_fail("the generated source is not a complete kernel");
+    if (!strstr(src, "oc_map_elementwise") ||
+        (reduce && (!strstr(src, "oc_map_reduce_rows") || !strstr(src, "oc_map_reduce_axis"))))
+        fuzz_fail("the generated source lacks a kernel");
+    const char *end = src + len, *last = NULL;
+    for (const char *p = strstr(src, "}\n"); p; p = strstr(p + 1, "}\n")) last = p;
+    if (!last) fuzz_fail("the generated source is not a complete kernel");
+    for (const char *p = last + 2; p < end; p = strchr(p, '\n') + 1)
+        if (*p != '#' || !strchr(p, '\n')) fuzz_fail("the generated source is not a complete kernel");
 }
 
 /* Three elements' worth of interesting values of every type (8 bytes each). */
@@ -136,7 +145,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         char *src = NULL;
         st = oc_map_emit_cuda(ctx, m, &src, NULL);
         fuzz_check_status(st, "", allowed);
-        if (st == OC_OK) check_source(src);
+        if (st == OC_OK) check_source(src, opts.reduce != OC_MAP_REDUCE_NONE);
         free(src);
         uint64_t out[8];
         if (m->out_count > 8) fuzz_fail("%lld elements from inputs of at most 3", (long long)m->out_count);
