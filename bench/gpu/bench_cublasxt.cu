@@ -17,6 +17,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_fill.h"
+
 static double now(void)
 {
     struct timespec t;
@@ -26,22 +28,15 @@ static double now(void)
 
 /* 0 or 1 in the first block of elements, repeated rotated after it (seconds, not minutes, for
  * matrices of many GB; the rate does not depend on the values). */
-#define FILL_BLOCK (1 << 22)
-#define FILL_SHIFT 4099
 static void fill(char *p, int64_t count, size_t es, uint64_t seed)
 {
-    for (int64_t i = 0; i < count && i < FILL_BLOCK; ++i) {
+    for (int64_t i = 0; i < count && i < BENCH_FILL_BLOCK; ++i) {
         seed = seed * 6364136223846793005ull + 1442695040888963407ull;
         const int one = (seed >> 40) & 1;
         if (es == 8) ((double *)p)[i] = one;
         else ((float *)p)[i] = (float)one;
     }
-    for (int64_t i = FILL_BLOCK; i < count; i += FILL_BLOCK) {
-        const int64_t n = count - i < FILL_BLOCK ? count - i : FILL_BLOCK;
-        const int64_t r = (i / FILL_BLOCK * FILL_SHIFT) % FILL_BLOCK, head = FILL_BLOCK - r < n ? FILL_BLOCK - r : n;
-        memcpy(p + (size_t)i * es, p + (size_t)r * es, (size_t)head * es);
-        if (n > head) memcpy(p + (size_t)(i + head) * es, p, (size_t)(n - head) * es);
-    }
+    bench_fill_repeat(p, count, es);
 }
 
 int main(int argc, char **argv)

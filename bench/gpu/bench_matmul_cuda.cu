@@ -33,6 +33,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_fill.h"
+
 #include "bench_check.h"
 
 /* The bench target does not carry the library's OC_HAVE_CUDA, which declares the table. */
@@ -110,14 +112,12 @@ static const type_case cases[] = {
 };
 
 /* Small integers in every type's bytes: 0 or 1 of the type (the rate does not depend on them).
- * The first FILL_BLOCK elements are drawn; each later block repeats them rotated by its own
+ * The first BENCH_FILL_BLOCK elements are drawn; each later block repeats them rotated by its own
  * offset, so that filling matrices of many GB takes seconds, not minutes. */
-#define FILL_BLOCK (1 << 22)
-#define FILL_SHIFT 4099
 static void fill(char *p, int64_t count, oc_mm_type t, uint64_t seed)
 {
     const size_t es = oc_mm_type_size(t);
-    for (int64_t i = 0; i < count && i < FILL_BLOCK; ++i) {
+    for (int64_t i = 0; i < count && i < BENCH_FILL_BLOCK; ++i) {
         seed = seed * 6364136223846793005ull + 1442695040888963407ull;
         const int one = (seed >> 40) & 1;
         char *e = p + (size_t)i * es;
@@ -141,12 +141,7 @@ static void fill(char *p, int64_t count, oc_mm_type t, uint64_t seed)
             break;
         }
     }
-    for (int64_t i = FILL_BLOCK; i < count; i += FILL_BLOCK) {
-        const int64_t n = count - i < FILL_BLOCK ? count - i : FILL_BLOCK;
-        const int64_t r = (i / FILL_BLOCK * FILL_SHIFT) % FILL_BLOCK, head = FILL_BLOCK - r < n ? FILL_BLOCK - r : n;
-        memcpy(p + (size_t)i * es, p + (size_t)r * es, (size_t)head * es);
-        if (n > head) memcpy(p + (size_t)(i + head) * es, p, (size_t)(n - head) * es);
-    }
+    bench_fill_repeat(p, count, es);
 }
 
 /* cuBLASLt in core: the fastest of up to 8 heuristic candidates (3 for long products); *with_copies adds the

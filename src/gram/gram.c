@@ -233,21 +233,21 @@ static oc_status job_prepare(oc_context *ctx, const oc_matrix *a, const oc_matri
                        "devices \"%s\": the cpu backend runs on no device (drop --devices or "
                        "use --backend cuda)",
                        opts->devices);
+    *job = (oc_gram_job){.ctx = ctx,
+                         .a = a,
+                         .b = b,
+                         .symmetric = symmetric,
+                         .n = n,
+                         .p = p,
+                         .m = m,
+                         .metric = opts->metric,
+                         .dtype = dtype,
+                         .opts = opts,
+                         .host_budget = oc_host_budget_resolve(opts->host_mem_bytes)};
 #ifdef OC_HAVE_CUDA
     /* An auto job on the default device that the CPU finishes before a GPU could start asks
      * CUDA nothing (cost_gram.h): loading and initialising the driver costs more than it. */
     if (opts->backend == OC_BACKEND_AUTO && !several && opts->device == 0) {
-        *job = (oc_gram_job){.ctx = ctx,
-                             .a = a,
-                             .b = b,
-                             .symmetric = symmetric,
-                             .n = n,
-                             .p = p,
-                             .m = m,
-                             .metric = opts->metric,
-                             .dtype = dtype,
-                             .opts = opts,
-                             .host_budget = oc_host_budget_resolve(opts->host_mem_bytes)};
         if (oc_gram_cpu_before_gpu_start(ctx, job, out->kind, choice)) {
             *backend_out = &oc_backend_cpu;
             return OC_OK;
@@ -286,18 +286,7 @@ static oc_status job_prepare(oc_context *ctx, const oc_matrix *a, const oc_matri
 #endif
     }
 
-    *job = (oc_gram_job){.ctx = ctx,
-                         .a = a,
-                         .b = b,
-                         .symmetric = symmetric,
-                         .n = n,
-                         .p = p,
-                         .m = m,
-                         .metric = opts->metric,
-                         .dtype = dtype,
-                         .opts = opts,
-                         .host_budget = oc_host_budget_resolve(opts->host_mem_bytes),
-                         .devices = list};
+    job->devices = list;
     oc_trace_phase(&t, "gram", "backend ok");
     *backend_out = choose_backend(ctx, job, out, backend, choice);
     oc_trace_phase(&t, "gram", "cost model");

@@ -226,17 +226,23 @@ static void *reader_main(void *arg)
 }
 
 /* ---------------------------------------------------------------- writer */
+/* Fails the job on a CUDA error of the download of the tile at (row0, col0). */
+static void download_failed(mm_device *d, cudaError_t e, int64_t row0, int64_t col0)
+{
+    (void)cudaGetLastError();
+    char message[400];
+    snprintf(message, sizeof message, "the download of the tile at row %lld, column %lld: %s", (long long)row0,
+             (long long)col0, cudaGetErrorString(e));
+    fail(d, oc_cuda_status(e), 0, message);
+}
+
 /* Writes a downloaded piece once its download is done; the tile's last piece counts it. */
 static int write_piece(mm_device *d, const piece *pc, int64_t elem)
 {
     oc_matmul_job *job = d->job;
     cudaError_t e = cudaEventSynchronize(d->ev_piece[pc->slot]);
     if (e != cudaSuccess) {
-        (void)cudaGetLastError();
-        char message[400];
-        snprintf(message, sizeof message, "the download of the tile at row %lld, column %lld: %s", (long long)pc->row0,
-                 (long long)pc->col0, cudaGetErrorString(e));
-        fail(d, oc_cuda_status(e), 0, message);
+        download_failed(d, e, pc->row0, pc->col0);
         return 0;
     }
     write_split w = {.job = job, .pc = pc, .host = d->out_host[pc->slot], .elem = elem};
@@ -286,11 +292,7 @@ static void *writer_main(void *arg)
             if (e == cudaSuccess) e = cudaEventRecord(d->ev_piece[slot], d->dev.d2h);
             if (e == cudaSuccess && last) e = cudaEventRecord(d->ev[EV_DOWNLOADED][c], d->dev.d2h);
             if (e != cudaSuccess) {
-                (void)cudaGetLastError();
-                char message[400];
-                snprintf(message, sizeof message, "the download of the tile at row %lld, column %lld: %s",
-                         (long long)t.row0, (long long)t.col0, cudaGetErrorString(e));
-                fail(d, oc_cuda_status(e), 0, message);
+                download_failed(d, e, t.row0, t.col0);
                 ok = 0;
                 break;
             }
