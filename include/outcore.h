@@ -458,8 +458,10 @@ OC_API oc_status oc_gram_plan(oc_context *ctx, const oc_matrix *a, const oc_matr
 /* Why oc_gram would run these arguments where and how it would, without running them: two
  * lines of text, "backend: " and the cost model's prediction for the CPU and the GPU
  * (docs/cost-model.md), "algorithm: " and the dense/sparse prediction; what `--explain`
- * prints. *text is malloc'ed (the caller frees it). Only out->kind is read. May measure this
- * machine's host rates once, as an auto job would. Blocks. */
+ * prints. *text is malloc'ed (the caller frees it). Only out->kind is read, and for a file the
+ * file system of out->path (NULL allowed): a memory file system's fsync costs nothing. The
+ * first call or job on a machine whose rate cache lacks the host's rates measures them (a
+ * fraction of a second) and stores them. Blocks. */
 OC_API oc_status oc_gram_explain(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const oc_gram_options *opts,
                                  const oc_output *out, char **text);
 

@@ -1,7 +1,8 @@
 /*
  * test_cost.c - the cost model (cost/cost.h): its decisions on synthetic rate tables, the
- * rate cache's round trip, corrupted and foreign caches ignored with a note,
- * `--backend auto` on a machine without a GPU, the fixed costs a small job really pays
+ * rate cache's round trip, corrupted and foreign caches ignored with a note, the host's
+ * rates measured at a first job and read back by later ones, `--backend auto` on a machine
+ * without a GPU, the fixed costs a small job really pays
  * (threads, the output file's creation, pages, fsync) in its prediction and in `--explain`,
  * and the GPU kernel's default rate per architecture.
  *
@@ -15,10 +16,24 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/stat.h>
+
 #include "harness.h"
 #include "outcore.h"
 #include "cost/cost.h"
 #include "gram/cost_gram.h"
+
+/* The rate cache the test started with (the build's, from ctest), which cases that set their
+ * own give back. */
+static char cache_env[4096];
+static int cache_env_set;
+
+static void restore_cache_env(void)
+{
+    if (cache_env_set) setenv("OUTCORE_COST_CACHE", cache_env, 1);
+    else unsetenv("OUTCORE_COST_CACHE");
+    oc_cost_rates_reset();
+}
 
 /* A GPU host like the lent H100: PCIe 55 GB/s pinned, host memory 80 GB/s on 16 cores. */
 static oc_cost_rates fast_gpu_host(void)
@@ -248,6 +263,12 @@ static void test_auto_without_gpu(oc_context *ctx)
     CHECK(stats.backend == OC_BACKEND_CPU);
     CHECK_MSG(strstr(stats.backend_explain, ": cpu") != NULL, "explain: %s", stats.backend_explain);
     CHECK_MSG(strstr(stats.backend_explain, "not a rate") != NULL, "the warning: %s", stats.backend_explain);
+    /* The job measured the host's rates and replaced the corrupted file with them. */
+    size_t len = 0;
+    char *text = (char *)oc_test_read_file(path, &len);
+    CHECK_MSG(text && strstr(text, "\nhost_bw ") && strstr(text, "\ncpu_bit_macs.") && !strstr(text, "not a line"),
+              "the cache after the job: %s", text ? text : "(none)");
+    free(text);
     /* A caller built before backend_explain (version 2 of the struct) gets its fields only. */
     oc_gram_stats v2;
     memset(&v2, 0x5a, sizeof v2);
@@ -263,36 +284,62 @@ static void test_auto_without_gpu(oc_context *ctx)
     CHECK(r.measured == 0 && r.note[0] == '\0');
     CHECK(oc_gram(ctx, a, NULL, &opts, &out, &stats) == OC_OK);
     CHECK(stats.backend == OC_BACKEND_CPU);
-    unsetenv("OUTCORE_COST_CACHE");
+    CHECK_MSG(strstr(stats.backend_explain, "(default)") != NULL, "explain: %s", stats.backend_explain);
+    /* A cache that cannot be written (its directory is a file): nothing is measured, the
+     * defaults are used and the explanation says why. */
+    char bad[4200];
+    snprintf(bad, sizeof bad, "%s/rates.txt", path);
+    setenv("OUTCORE_COST_CACHE", bad, 1);
     oc_cost_rates_reset();
+    CHECK(oc_gram(ctx, a, NULL, &opts, &out, &stats) == OC_OK);
+    CHECK_MSG(strstr(stats.backend_explain, "cannot write the rate cache"), "explain: %s", stats.backend_explain);
+    oc_cost_rates r2;
+    oc_cost_rates_get(ctx, 1, 0, &r2);
+    CHECK(!(r2.measured & OC_COST_M_CPU_BITS));
+    restore_cache_env();
     oc_matrix_free(a);
     oc_test_tmp_remove();
 }
 
-/* The first auto job with a GPU measures the host's figures once and stores them; a later
- * process (here: after a reset) reads them back instead of measuring. Here without a GPU the
- * measurement is asked for directly. */
+/* The first job that needs a prediction, here a CPU-only one, measures the host's figures
+ * and stores them; a later process (here: after a reset) reads them back and measures
+ * nothing: the file is not written again. */
 static void test_measure_and_store(oc_context *ctx)
 {
     if (!oc_test_tmp_create("oc_cost_measure")) return;
     const char *path = oc_test_tmp_path("rates.txt");
     setenv("OUTCORE_COST_CACHE", path, 1);
     oc_cost_rates_reset();
+    oc_matrix *a = oc_test_random01(ctx, 100, 300, 7);
+    oc_gram_options opts = OC_GRAM_OPTIONS_INIT;
+    opts.backend = OC_BACKEND_CPU;
+    oc_output out = OC_OUTPUT_INIT;
+    out.kind = OC_OUTPUT_DISCARD;
+    oc_gram_stats stats = {.struct_size = sizeof stats};
+    CHECK(a && oc_gram(ctx, a, NULL, &opts, &out, &stats) == OC_OK);
+    CHECK_MSG(strstr(stats.backend_explain, "kernel") && !strstr(stats.backend_explain, "bit-MAC/s (default)") &&
+                  stats.predicted_seconds > 0,
+              "explain: %s", stats.backend_explain);
+    size_t len = 0;
+    unsigned char *text = oc_test_read_file(path, &len);
+    CHECK(text && strstr((char *)text, "\nhost_bw ") && strstr((char *)text, "\ncpu_bit_macs."));
+    free(text);
     oc_cost_rates first, again;
     oc_cost_rates_get(ctx, 1, 0, &first);
     const unsigned host = OC_COST_M_HOST_BW | OC_COST_M_CPU_BITS;
     CHECK_MSG((first.measured & host) == host, "measured %#x: %s", first.measured, first.note);
     CHECK(first.host_bw > 0 && first.cpu[OC_COST_BIT_MAC] > 0);
-    size_t len = 0;
-    unsigned char *text = oc_test_read_file(path, &len);
-    CHECK(text && strstr((char *)text, "\nhost_bw ") && strstr((char *)text, "\ncpu_bit_macs."));
-    free(text);
+    struct stat before, after;
+    CHECK(stat(path, &before) == 0);
     oc_cost_rates_reset();
-    oc_cost_rates_get(ctx, 0, 0, &again);
+    CHECK(a && oc_gram(ctx, a, NULL, &opts, &out, &stats) == OC_OK);
+    oc_cost_rates_get(ctx, 1, 0, &again);
     CHECK((again.measured & host) == host);
     CHECK(fabs(again.host_bw - first.host_bw) < 1e-5 * first.host_bw);
-    unsetenv("OUTCORE_COST_CACHE");
-    oc_cost_rates_reset();
+    /* Stores rename a new file into place: the same inode is the same file. */
+    CHECK(stat(path, &after) == 0 && after.st_ino == before.st_ino);
+    oc_matrix_free(a);
+    restore_cache_env();
     oc_test_tmp_remove();
 }
 
@@ -337,8 +384,7 @@ static void test_cpu_before_gpu_start(oc_context *ctx)
     /* Earlier CPU jobs' time adds up to the start-up: the next small one asks CUDA. */
     oc_cost_note_cpu_job(c.rates.gpu_startup);
     CHECK(oc_gram_cpu_before_gpu_start(ctx, &job, OC_OUTPUT_FILE, &c) == 0);
-    unsetenv("OUTCORE_COST_CACHE");
-    oc_cost_rates_reset();
+    restore_cache_env();
 }
 
 /* The issue's small job, dense jaccard 4627 x 216 to a .npy on 2 threads: most of its wall
@@ -379,6 +425,14 @@ static void test_fixed_costs(oc_context *ctx)
     CHECK_MSG(strstr(p.reason, "fixed") && strstr(p.reason, "fsync") && strstr(p.reason, "pages") &&
                   strstr(p.reason, "threads") && strstr(p.reason, " file "),
               "the breakdown: %s", p.reason);
+
+    /* On a memory file system (tmpfs): the file's fsync flushes nothing to a disk. */
+    g.file_in_memory = 1;
+    oc_cost_job_gram(&g, &job);
+    oc_cost_predict(&r, &job, 1, "cuda:0", NULL, &p);
+    CHECK(p.fixed[OC_COST_FIX_SYNC] == 0 && p.fixed[OC_COST_FIX_PAGES] == bytes / r.file_pages);
+    CHECK_MSG(!strstr(p.reason, "fsync"), "the breakdown: %s", p.reason);
+    g.file_in_memory = 0;
 
     /* In memory: no file terms, none in the reason. */
     g.to_file = 0;
@@ -429,6 +483,9 @@ int main(void)
 {
     oc_context *ctx = NULL;
     if (oc_context_create(&ctx) != OC_OK) return 1;
+    const char *env = getenv("OUTCORE_COST_CACHE");
+    cache_env_set = env != NULL;
+    snprintf(cache_env, sizeof cache_env, "%s", env ? env : "");
     test_gram_decisions();
     test_map_decisions();
     test_defaults();

@@ -30,8 +30,8 @@ def explain(A: Matrix, B: Matrix | None = None, metric: Metric = "counts", topk:
             context: Context | None = None, algorithm: Algorithm = "auto", dense_output: bool = True) -> str:
     """The prediction behind gram(A, B, ...) with the same arguments, without running it.
 
-    Nothing is computed; the first call on a machine with a GPU may measure the host's rates
-    (a fraction of a second) and store them, as the first auto job would.
+    Nothing is computed; the first call or job on a machine whose rate cache lacks the host's
+    rates measures them (a fraction of a second) and stores them (docs/cost-model.md).
 
     Parameters
     ----------

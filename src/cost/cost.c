@@ -125,6 +125,7 @@ void oc_cost_job_gram(const oc_cost_gram_shape *g, oc_cost_job *job)
     if (g->to_file && g->output != OC_COST_GRAM_DISCARD) {
         job->files = 1;
         job->file_bytes = out_host;
+        job->file_in_memory = g->file_in_memory;
     }
 }
 
@@ -195,7 +196,7 @@ void oc_cost_predict(const oc_cost_rates *r, const oc_cost_job *job, int gpu_ava
     out->fixed[OC_COST_FIX_THREADS] = job->threads * r->thread_start;
     out->fixed[OC_COST_FIX_FILE] = job->files * r->file_create;
     out->fixed[OC_COST_FIX_PAGES] = job->file_bytes / r->file_pages;
-    out->fixed[OC_COST_FIX_SYNC] = job->file_bytes / r->file_sync;
+    out->fixed[OC_COST_FIX_SYNC] = job->file_in_memory ? 0 : job->file_bytes / r->file_sync;
     double fixed = 0;
     for (int f = 0; f < OC_COST_FIXED_TERMS; ++f) fixed += out->fixed[f];
     const double gpu_fixed = job->gpu_fixed + fixed - out->fixed[OC_COST_FIX_THREADS];

@@ -126,6 +126,7 @@ typedef struct oc_cost_job {
     int threads;                 /* CPU worker threads the job starts */
     int files;                   /* output files created, flushed and renamed */
     double file_bytes;           /* their bytes */
+    int file_in_memory;          /* they are on a memory file system (tmpfs): their fsync writes no disk */
     int gpu_warm;                /* this process already ran a GPU job: no context creation */
     /* Seconds that this process's earlier CPU jobs, chosen by auto, took beyond what a warm
      * GPU would have (oc_cost_gpu_regret). Once this job's loss would bring them to the GPU's
@@ -147,12 +148,13 @@ typedef struct oc_cost_gram_shape {
     int64_t n, p, m; /* rows of A, rows of B, columns (bits) */
     int symmetric;   /* A·Aᵀ: only the upper triangle is computed */
     oc_cost_gram_output output;
-    int elem_bytes;   /* result element size (4 int32/float32, 2 uint16) */
-    int64_t k;        /* top-k */
-    double est_pairs; /* threshold: expected pairs (0 when unknown) */
-    int popcounts;    /* the metric needs row popcounts (not counts) */
-    int to_file;      /* the result goes to a file (not memory) */
-    int threads;      /* CPU worker threads the job would start (beyond the pool's) */
+    int elem_bytes;     /* result element size (4 int32/float32, 2 uint16) */
+    int64_t k;          /* top-k */
+    double est_pairs;   /* threshold: expected pairs (0 when unknown) */
+    int popcounts;      /* the metric needs row popcounts (not counts) */
+    int to_file;        /* the result goes to a file (not memory) */
+    int file_in_memory; /* that file is on a memory file system (tmpfs): no flush to a disk */
+    int threads;        /* CPU worker threads the job would start (beyond the pool's) */
 } oc_cost_gram_shape;
 
 /* The job description of a dense-algorithm Gram job (the sparse algorithm has its own
@@ -214,11 +216,21 @@ int oc_cost_cache_load(const char *path, const char *key, oc_cost_rates *r);
  * name, then rename; the directory is created). Returns 0 on success, -1 (errno set) otherwise. */
 int oc_cost_cache_store(const char *path, const char *key, const oc_cost_rates *r, unsigned fields_mask);
 
+/* Takes the measurers' lock of the cache at `path` (`path`.lock, created with its directory:
+ * a held lock means this process can write there), waiting while another process or thread
+ * holds it; returns its descriptor for oc_cost_cache_unlock, or -1 with errno. Processes that
+ * start together on a machine without rates measure one after another, and each after the
+ * first finds the figures stored. */
+int oc_cost_cache_lock(const char *path);
+void oc_cost_cache_unlock(int fd);
+
 /* The rates for this process: the cache (read once per process, when enabled; the GPU
- * section only with gpu != 0), then defaults for what is missing. With `measure` != 0, the
- * host figures that are missing (triad, CPU kernel) are measured and stored; the GPU figures
- * come only from `outcore devices --bandwidth` (oc_cost_calibrate). Thread-safe; never fails
- * (a failure to measure leaves the default, and the note says why). */
+ * section only with gpu != 0), then defaults for what is missing. With `measure` != 0 (a job
+ * that reports or acts on a prediction), the host figures that the cache lacks (triad, CPU
+ * kernel) are measured once, briefly, and stored under the cache's lock (first use); never
+ * with the cache off, nor inside a measurement's own job. The GPU figures come only from
+ * `outcore devices --bandwidth` (oc_cost_calibrate). Thread-safe; never fails (a failure to
+ * measure leaves the default, and the note says why). */
 void oc_cost_rates_get(oc_context *ctx, int measure, int gpu, oc_cost_rates *out);
 
 /* Stores the measured figures of *r in the rate cache (host figures under the host's key, GPU
@@ -242,10 +254,15 @@ void oc_cost_note_cpu_job(double regret);
 /* ---------------------------------------------------------------- measurements (cost_measure.c) */
 
 /* Host memory bandwidth, bytes/s: the STREAM triad a[i] = b[i] + s·c[i] over arrays far
- * larger than the caches, on `threads` threads, best of a few runs. 0 on failure. */
-double oc_cost_measure_triad(oc_context *ctx, int threads);
+ * larger than the caches, on `threads` threads, best of a few runs (quick: the first-use
+ * measurement's smaller arrays and fewer runs). 0 on failure. */
+double oc_cost_measure_triad(oc_context *ctx, int threads, int quick);
 
-/* Bit-MAC/s of the CPU Gram kernel on all cores (a short counts job in memory). 0 on failure. */
+/* Bit-MAC/s of the CPU Gram kernel on all cores (a short counts job in memory), as the model
+ * counts them (oc_cost_job_gram). 0 on failure. oc_cost_calibrate's measurement; _quick is
+ * the first-use one (cost_rates.c), a job of a few hundredths of a second on this machine's
+ * default rate. */
 double oc_cost_measure_cpu_bits(oc_context *ctx);
+double oc_cost_measure_cpu_bits_quick(oc_context *ctx);
 
 #endif

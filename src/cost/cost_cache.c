@@ -24,6 +24,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -266,6 +268,27 @@ static int make_parent_dirs(const char *path)
         *p = '/';
     }
     return mkdir(dir, 0755) != 0 && errno != EEXIST ? -1 : 0;
+}
+
+int oc_cost_cache_lock(const char *path)
+{
+    char lock[4200];
+    if (snprintf(lock, sizeof lock, "%s.lock", path) >= (int)sizeof lock || make_parent_dirs(path) != 0) return -1;
+    int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) return -1;
+    while (flock(fd, LOCK_EX) != 0)
+        if (errno != EINTR) {
+            int e = errno;
+            close(fd);
+            errno = e;
+            return -1;
+        }
+    return fd;
+}
+
+void oc_cost_cache_unlock(int fd)
+{
+    if (fd >= 0) close(fd); /* closing releases the lock */
 }
 
 int oc_cost_cache_store(const char *path, const char *key, const oc_cost_rates *r, unsigned fields_mask)

@@ -20,9 +20,10 @@
 #include "core/threads.h"
 #include "cost/cost.h"
 
-/* The rows of the CPU kernel's measurement. A build under AddressSanitizer or
- * ThreadSanitizer runs the kernels tens of times slower and its rates mean nothing, so it
- * measures a sixteenth of the job: the same code, in a second instead of a minute. */
+/* The rows of the CPU kernel's measurement by oc_cost_calibrate. A build under
+ * AddressSanitizer or ThreadSanitizer runs the kernels tens of times slower and its rates
+ * mean nothing, so it measures a sixteenth of the job: the same code, in a second instead of
+ * a minute (the first-use measurement shrinks by the same factor: MEASURE_SHRINK). */
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define MEASURE_ROWS 1024
 #elif defined(__has_feature)
@@ -33,6 +34,15 @@
 #ifndef MEASURE_ROWS
 #define MEASURE_ROWS 4096
 #endif
+#define MEASURE_SHRINK ((double)(MEASURE_ROWS * MEASURE_ROWS) / (4096.0 * 4096.0))
+
+/* The first-use measurement (oc_cost_measure_cpu_bits_quick): a counts job of QUICK_BITS-bit
+ * rows, as many as make QUICK_SECONDS of work at this machine's default kernel rate, best of
+ * QUICK_RUNS (the first also starts the measurement's worker threads). */
+#define QUICK_BITS 16384
+#define QUICK_SECONDS 0.01
+#define QUICK_RUNS 3
+#define QUICK_MIN_ROWS 256
 
 /* A random 0/1 matrix of rows x cols bits, packed; NULL on failure. */
 static oc_matrix *random_bits(oc_context *ctx, int64_t rows, int64_t cols)
@@ -51,9 +61,17 @@ static oc_matrix *random_bits(oc_context *ctx, int64_t rows, int64_t cols)
     return m;
 }
 
-/* Seconds of a counts job A·Aᵀ with its output dropped, best of `runs`; bit-MACs in *macs. */
+/* Seconds of a counts job A·Aᵀ with its output dropped, best of `runs`; in *macs its bit-MACs
+ * as the model counts them (oc_cost_job_gram: the computed triangle), so that a rate from
+ * them predicts a job counted the same way. */
 static double time_gram(oc_context *ctx, oc_matrix *a, oc_backend backend, int runs, double *macs)
 {
+    const int64_t rows = oc_matrix_rows(a);
+    const oc_cost_gram_shape shape = {
+        .n = rows, .p = rows, .m = oc_matrix_cols(a), .symmetric = 1, .output = OC_COST_GRAM_DISCARD};
+    oc_cost_job model;
+    oc_cost_job_gram(&shape, &model);
+    *macs = model.ops[OC_COST_BIT_MAC];
     oc_gram_options opts = OC_GRAM_OPTIONS_INIT;
     opts.backend = backend;
     opts.algorithm = OC_ALGORITHM_DENSE;
@@ -66,23 +84,41 @@ static double time_gram(oc_context *ctx, oc_matrix *a, oc_backend backend, int r
         if (oc_gram(ctx, a, NULL, &opts, &out, &stats) != OC_OK) return -1;
         double t = oc_now() - t0;
         if (t < best) best = t;
-        *macs = stats.bit_macs_effective;
     }
     return best;
 }
 
-double oc_cost_measure_cpu_bits(oc_context *ctx)
+/* Bit-MAC/s of a rows x bits counts job on the CPU, on a context of its own (the
+ * measurement's failures are its own), best of `runs`. 0 on failure. */
+static double cpu_bits(int64_t rows, int64_t bits, int runs)
 {
-    (void)ctx; /* the measurement's failures are its own: a context of its own keeps them */
     oc_context *own = NULL;
     if (oc_context_create(&own) != OC_OK) return 0;
-    /* About 2.7·10¹¹ bit-MACs: tens of milliseconds on a server's cores, long enough that
-     * starting the threads does not count. */
-    oc_matrix *a = random_bits(own, MEASURE_ROWS, 32768);
-    double macs = 0, t = a ? time_gram(own, a, OC_BACKEND_CPU, 3, &macs) : -1;
+    oc_matrix *a = random_bits(own, rows, bits);
+    double macs = 0, t = a ? time_gram(own, a, OC_BACKEND_CPU, runs, &macs) : -1;
     oc_matrix_free(a);
     oc_context_free(own);
     return t > 0 ? macs / t : 0;
+}
+
+double oc_cost_measure_cpu_bits(oc_context *ctx)
+{
+    (void)ctx;
+    /* About 2.7·10¹¹ bit-MACs: tens of milliseconds on a server's cores, long enough that
+     * starting the threads does not count. */
+    return cpu_bits(MEASURE_ROWS, 32768, 3);
+}
+
+double oc_cost_measure_cpu_bits_quick(oc_context *ctx)
+{
+    (void)ctx;
+    oc_cost_rates dflt = {0};
+    oc_cost_rates_resolve(&dflt, oc_cpu_cores(), oc_cpu_isa());
+    const double macs = QUICK_SECONDS * MEASURE_SHRINK * dflt.cpu[OC_COST_BIT_MAC];
+    int64_t rows = ((int64_t)sqrt(2.0 * macs / QUICK_BITS) + 63) / 64 * 64;
+    if (rows < QUICK_MIN_ROWS) rows = QUICK_MIN_ROWS;
+    if (rows > MEASURE_ROWS) rows = MEASURE_ROWS;
+    return cpu_bits(rows, QUICK_BITS, QUICK_RUNS);
 }
 
 /* The GPU's figures: start-up (this process's first GPU job), a later job's set-up, and the
@@ -150,7 +186,7 @@ oc_status oc_cost_calibrate(oc_context *ctx, oc_devices **devices_out, char **re
         oc_text_printf(
             &report, "PCIe (slowest GPU) pinned %.1f / %.1f GB/s (H2D / D2H), both %.1f, pageable %.1f / %.1f\n",
             r.h2d_pinned / 1e9, r.d2h_pinned / 1e9, r.bidir_pinned / 1e9, r.h2d_pageable / 1e9, r.d2h_pageable / 1e9);
-    r.host_bw = oc_cost_measure_triad(ctx, oc_cpu_cores());
+    r.host_bw = oc_cost_measure_triad(ctx, oc_cpu_cores(), 0);
     if (r.host_bw > 0) {
         r.measured |= OC_COST_M_HOST_BW;
         oc_text_printf(&report, "host memory       %.1f GB/s (STREAM triad, %d threads)\n", r.host_bw / 1e9,

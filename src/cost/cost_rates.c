@@ -1,7 +1,8 @@
 /*
  * cost_rates.c - this process's rates: the rate cache (cost_cache.c) read once, host figures
  * under the host's key and GPU figures under the GPUs', then measured where the caller
- * allows it (the host's, once per machine) and the defaults (cost.c) for the rest.
+ * allows it (the host's, once per machine: a brief measurement at the first job that needs
+ * a prediction) and the defaults (cost.c) for the rest.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -9,6 +10,7 @@
 #include <string.h>
 
 #include "core/threads.h"
+#include "core/trace.h"
 #include "cost/cost.h"
 
 /* ---------------------------------------------------------------- the process's rates */
@@ -98,6 +100,48 @@ int oc_cost_rates_store(const oc_cost_rates *r)
     return rc;
 }
 
+/* Set on the thread that measures: the measurement's own Gram job asks for rates too, and
+ * must not measure again. */
+static _Thread_local int measuring;
+
+/* The first use on this machine: the host figures r lacks, measured under the cache's lock
+ * (after reading the cache again: another process may have measured while this one waited)
+ * and stored. r->note says why when nothing could be stored; then nothing is measured, so a
+ * cache that cannot be written does not cost every process a measurement. */
+static void measure_host(oc_context *ctx, const char *path, oc_cost_rates *r)
+{
+    const unsigned host = OC_COST_M_HOST_BW | OC_COST_M_CPU_BITS;
+    double t = oc_now();
+    const int lock = oc_cost_cache_lock(path);
+    if (lock < 0) {
+        snprintf(r->note, sizeof r->note, "cannot write the rate cache %.150s: %.60s", path, strerror(errno));
+        return;
+    }
+    oc_trace_phase(&t, "cost", "cache lock");
+    oc_cost_rates again = *r;
+    again.note[0] = '\0';
+    if (oc_cost_cache_load(path, host_key, &again)) *r = again;
+    if ((r->measured & host) != host) {
+        measuring = 1;
+        if (!(r->measured & OC_COST_M_HOST_BW)) {
+            r->host_bw = oc_cost_measure_triad(ctx, oc_cpu_cores(), 1);
+            if (r->host_bw > 0) r->measured |= OC_COST_M_HOST_BW;
+            oc_trace_phase(&t, "cost", "triad");
+        }
+        if (!(r->measured & OC_COST_M_CPU_BITS)) {
+            r->cpu[OC_COST_BIT_MAC] = oc_cost_measure_cpu_bits_quick(ctx);
+            if (r->cpu[OC_COST_BIT_MAC] > 0) r->measured |= OC_COST_M_CPU_BITS;
+            oc_trace_phase(&t, "cost", "cpu kernel");
+        }
+        measuring = 0;
+        if (oc_cost_cache_store(path, host_key, r, host) != 0)
+            snprintf(r->note, sizeof r->note, "cannot write the rate cache %.150s: %.60s", path, strerror(errno));
+        else if (strstr(r->note, "other machines' rates only")) /* this machine's are there now */ r->note[0] = '\0';
+        oc_trace_phase(&t, "cost", "stored");
+    }
+    oc_cost_cache_unlock(lock);
+}
+
 void oc_cost_rates_get(oc_context *ctx, int measure, int gpu, oc_cost_rates *out)
 {
     pthread_mutex_lock(&rates_lock);
@@ -107,22 +151,16 @@ void oc_cost_rates_get(oc_context *ctx, int measure, int gpu, oc_cost_rates *out
 
     const unsigned host = OC_COST_M_HOST_BW | OC_COST_M_CPU_BITS;
     char path[4096];
-    if (measure && (r.measured & host) != host && oc_cost_cache_path(path, sizeof path)) {
-        /* Measured outside the lock: the CPU kernel's measurement is an oc_gram job, which
-         * asks for the rates itself. Two threads may both measure; either result is right. */
-        if (!(r.measured & OC_COST_M_HOST_BW)) {
-            r.host_bw = oc_cost_measure_triad(ctx, oc_cpu_cores());
-            if (r.host_bw > 0) r.measured |= OC_COST_M_HOST_BW;
-        }
-        if (!(r.measured & OC_COST_M_CPU_BITS)) {
-            r.cpu[OC_COST_BIT_MAC] = oc_cost_measure_cpu_bits(ctx);
-            if (r.cpu[OC_COST_BIT_MAC] > 0) r.measured |= OC_COST_M_CPU_BITS;
-        }
-        pthread_mutex_lock(&rates_lock);
-        if (oc_cost_cache_store(path, host_key, &r, host) != 0)
-            snprintf(r.note, sizeof r.note, "cannot write the rate cache %.150s: %.60s", path, strerror(errno));
-        else if (strstr(r.note, "rate cache")) /* the corrupted or foreign file was replaced */ r.note[0] = '\0';
-        rates_cached = r;
+    if (measure && !measuring && (r.measured & host) != host && oc_cost_cache_path(path, sizeof path)) {
+        /* Measured outside rates_lock: the CPU kernel's measurement is an oc_gram job, which
+         * asks for the rates itself. Two threads of a process measure one after the other
+         * (the cache's lock), the second reading what the first stored. */
+        measure_host(ctx, path, &r);
+        pthread_mutex_lock(&rates_lock); /* the host's figures only: another thread may have read the GPUs' */
+        rates_cached.host_bw = r.host_bw;
+        rates_cached.cpu[OC_COST_BIT_MAC] = r.cpu[OC_COST_BIT_MAC];
+        rates_cached.measured |= r.measured & host;
+        memcpy(rates_cached.note, r.note, sizeof r.note);
         pthread_mutex_unlock(&rates_lock);
     }
     oc_cost_rates_resolve(&r, oc_cpu_cores(), oc_cpu_isa());

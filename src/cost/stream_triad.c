@@ -8,18 +8,25 @@
  * user's first job more memory. Each thread first-touches the part it later runs over, so
  * on a NUMA machine its pages are local. Bytes are counted as STREAM counts them: 24 per
  * element (two reads, one write; the write-allocate read is not counted). Best of TRIAD_RUNS.
+ *
+ * The first-use measurement (quick) takes arrays of half the last-level cache each, at least
+ * QUICK_ELEMENTS and at most TRIAD_ELEMENTS, and fewer runs: the three still exceed the cache,
+ * and most of a short triad's time is its arrays' first touch.
  */
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "core/threads.h"
 #include "cost/cost.h"
 
 #define TRIAD_ELEMENTS ((int64_t)8 << 20)
 #define TRIAD_RUNS 5
+#define QUICK_ELEMENTS ((int64_t)2 << 20)
+#define QUICK_RUNS 3
 
 typedef struct triad_arrays {
     double *a, *b, *c;
-    int64_t per_task;
+    int64_t elements, per_task;
     int init;
 } triad_arrays;
 
@@ -28,7 +35,7 @@ static oc_status triad_task(void *arg, int64_t task, int worker)
     (void)worker;
     triad_arrays *t = arg;
     int64_t begin = task * t->per_task, end = begin + t->per_task;
-    if (end > TRIAD_ELEMENTS) end = TRIAD_ELEMENTS;
+    if (end > t->elements) end = t->elements;
     double *restrict a = t->a;
     const double *restrict b = t->b, *restrict c = t->c;
     if (t->init) {
@@ -40,20 +47,34 @@ static oc_status triad_task(void *arg, int64_t task, int worker)
     return OC_OK;
 }
 
-double oc_cost_measure_triad(oc_context *ctx, int threads)
+/* The elements of each array: TRIAD_ELEMENTS, or for the quick measurement half the
+ * last-level cache's bytes (where the C library says) within [QUICK_ELEMENTS, TRIAD_ELEMENTS]. */
+static int64_t triad_elements(int quick)
+{
+    if (!quick) return TRIAD_ELEMENTS;
+    int64_t n = QUICK_ELEMENTS;
+#ifdef _SC_LEVEL3_CACHE_SIZE
+    const long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    if (llc > 0 && llc / 2 / (long)sizeof(double) > n) n = llc / 2 / (long)sizeof(double);
+#endif
+    return n < TRIAD_ELEMENTS ? n : TRIAD_ELEMENTS;
+}
+
+double oc_cost_measure_triad(oc_context *ctx, int threads, int quick)
 {
     if (threads < 1) threads = 1;
-    triad_arrays t = {malloc(TRIAD_ELEMENTS * sizeof(double)), malloc(TRIAD_ELEMENTS * sizeof(double)),
-                      malloc(TRIAD_ELEMENTS * sizeof(double)), (TRIAD_ELEMENTS + threads - 1) / threads, 1};
+    const int64_t n = triad_elements(quick);
+    const size_t bytes = (size_t)n * sizeof(double);
+    triad_arrays t = {malloc(bytes), malloc(bytes), malloc(bytes), n, (n + threads - 1) / threads, 1};
     double best = 0;
     if (!t.a || !t.b || !t.c) goto cleanup;
     if (oc_parallel_run(ctx, threads, threads, triad_task, &t, NULL, NULL, NULL) != OC_OK) goto cleanup;
     t.init = 0;
-    for (int run = 0; run < TRIAD_RUNS; ++run) {
+    for (int run = 0; run < (quick ? QUICK_RUNS : TRIAD_RUNS); ++run) {
         double t0 = oc_now();
         if (oc_parallel_run(ctx, threads, threads, triad_task, &t, NULL, NULL, NULL) != OC_OK) goto cleanup;
         double seconds = oc_now() - t0;
-        double rate = 24.0 * (double)TRIAD_ELEMENTS / seconds;
+        double rate = 24.0 * (double)n / seconds;
         if (rate > best) best = rate;
     }
 cleanup:

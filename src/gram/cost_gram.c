@@ -5,6 +5,10 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#ifdef __linux__
+#include <linux/magic.h>
+#include <sys/vfs.h>
+#endif
 
 #include "core/metric.h"
 #include "gram/cost_gram.h"
@@ -29,6 +33,25 @@ static int threads_to_start(const oc_gram_job *job)
     return threads > running ? threads - running : 0;
 }
 
+/* Whether the file at `path` (it may not exist yet: its directory is asked) is on a memory
+ * file system, where its fsync flushes nothing to a disk. */
+static int in_memory_fs(const char *path)
+{
+#ifdef __linux__
+    char dir[4096];
+    if (!path || snprintf(dir, sizeof dir, "%s", path) >= (int)sizeof dir) return 0;
+    char *slash = strrchr(dir, '/');
+    if (!slash) snprintf(dir, sizeof dir, ".");
+    else if (slash == dir) dir[1] = '\0';
+    else *slash = '\0';
+    struct statfs fs;
+    return statfs(dir, &fs) == 0 && (fs.f_type == TMPFS_MAGIC || fs.f_type == RAMFS_MAGIC);
+#else
+    (void)path;
+    return 0;
+#endif
+}
+
 /* The job as oc_cost_job_gram describes it. */
 static void gram_shape(const oc_gram_job *job, oc_output_kind out_kind, oc_cost_gram_shape *g)
 {
@@ -41,6 +64,7 @@ static void gram_shape(const oc_gram_job *job, oc_output_kind out_kind, oc_cost_
                               .k = o->topk,
                               .popcounts = oc_metric_info_of(job->metric)->popcounts,
                               .to_file = out_kind == OC_OUTPUT_FILE,
+                              .file_in_memory = out_kind == OC_OUTPUT_FILE && in_memory_fs(job->out_path),
                               .threads = threads_to_start(job)};
     if (o->topk > 0) g->output = OC_COST_GRAM_TOPK;
     else if (o->use_threshold) g->output = OC_COST_GRAM_THRESHOLD; /* pairs unknown before the job: not counted */
@@ -73,7 +97,7 @@ int oc_gram_cpu_before_gpu_start(oc_context *ctx, const oc_gram_job *job, oc_out
 {
     if (job->opts->backend != OC_BACKEND_AUTO || oc_cost_gpu_warm()) return 0;
     memset(c, 0, sizeof *c);
-    oc_cost_rates_get(ctx, 0, 0, &c->rates); /* the host's section only: no driver, no measuring */
+    oc_cost_rates_get(ctx, 1, 0, &c->rates); /* the host's section only: no driver */
     thread_share(job, &c->rates);
     oc_cost_job cj;
     cost_job(job, out_kind, &cj);
@@ -102,8 +126,9 @@ void oc_gram_choose_backend(oc_context *ctx, const oc_gram_job *job, oc_output_k
 {
     memset(c, 0, sizeof *c);
     const oc_backend asked = job->opts->backend;
-    /* Measuring is worth it only where there is a choice to make. */
-    oc_cost_rates_get(ctx, asked == OC_BACKEND_AUTO && gpu_usable, asked != OC_BACKEND_CPU && gpu_usable, &c->rates);
+    /* Every job reports its prediction (oc_gram_stats.predicted_seconds): the host's rates
+     * are measured at the first one on this machine. */
+    oc_cost_rates_get(ctx, 1, asked != OC_BACKEND_CPU && gpu_usable, &c->rates);
     thread_share(job, &c->rates);
 #ifdef OC_HAVE_CUDA
     /* Until `outcore devices --bandwidth` has measured it, the GPU's kernel rate is the

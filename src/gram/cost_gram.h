@@ -17,8 +17,8 @@ typedef struct oc_gram_backend_choice {
 
 /* Chooses the backend of a dense Gram job: the one opts->backend names, or with auto the
  * faster prediction (gpu_usable: device opts->device can run it now; no_gpu_reason says
- * why not, may be NULL). An auto choice with a usable GPU measures this machine's missing
- * host rates once (cost.h: oc_cost_rates_get); nothing else is measured. Never fails. */
+ * why not, may be NULL). The first job on a machine whose rate cache lacks the host's rates
+ * measures them (cost.h: oc_cost_rates_get); nothing else is measured. Never fails. */
 void oc_gram_choose_backend(oc_context *ctx, const oc_gram_job *job, oc_output_kind out_kind, int gpu_usable,
                             const char *no_gpu_reason, oc_gram_backend_choice *choice);
 

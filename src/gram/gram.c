@@ -243,7 +243,8 @@ static oc_status job_prepare(oc_context *ctx, const oc_matrix *a, const oc_matri
                          .metric = opts->metric,
                          .dtype = dtype,
                          .opts = opts,
-                         .host_budget = oc_host_budget_resolve(opts->host_mem_bytes)};
+                         .host_budget = oc_host_budget_resolve(opts->host_mem_bytes),
+                         .out_path = out->kind == OC_OUTPUT_FILE ? out->path : NULL};
 #ifdef OC_HAVE_CUDA
     /* An auto job on the default device that the CPU finishes before a GPU could start asks
      * CUDA nothing (cost_gram.h): loading and initialising the driver costs more than it. */

@@ -37,6 +37,7 @@ typedef struct oc_gram_job {
     const struct oc_sparse_plan *sparse; /* the hub split for the sparse backend (gram_choice.h) */
     struct oc_resume *resume;            /* a resumable job's journal (gram_resume.h), else NULL */
     oc_device_list devices;              /* CUDA: the logical devices and their budgets (device_spec.h) */
+    const char *out_path;                /* the output file (a FILE output), else NULL: its fixed costs */
 } oc_gram_job;
 
 #endif

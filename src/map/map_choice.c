@@ -100,7 +100,7 @@ static int cpu_before_gpu_start(oc_context *ctx, const oc_map_plan *m, oc_map_ch
 {
     if (m->opts.backend != OC_BACKEND_AUTO || oc_cost_gpu_warm()) return 0;
     oc_cost_rates rates;
-    map_rates(ctx, m, 0, 0, &rates);
+    map_rates(ctx, m, 1, 0, &rates);
     oc_cost_job job;
     map_job(m, &job);
     char why[160];
@@ -134,8 +134,9 @@ oc_status oc_map_choose(oc_context *ctx, const oc_map_plan *m, oc_map_choice *c)
         return OC_OK;
     }
     oc_cost_rates rates;
-    /* Measuring is worth it only where there is a choice to make. */
-    map_rates(ctx, m, asked == OC_BACKEND_AUTO && c->gpu_candidate, c->gpu_candidate, &rates);
+    /* The prediction decides, or --explain prints it: the host's rates are measured at the
+     * first such job on this machine. */
+    map_rates(ctx, m, 1, c->gpu_candidate, &rates);
     oc_cost_job job;
     map_job(m, &job);
     oc_cost_prediction p;

@@ -1,6 +1,8 @@
 """The cost model through the CLI and the binding: `--explain` and `--json` carry the backend
-prediction; `outcore devices --bandwidth` measures and stores the rates; a corrupted rate
-cache is ignored with a warning; auto without a GPU runs on the CPU (docs/cost-model.md)."""
+prediction; `outcore devices --bandwidth` measures and stores the rates; the first job that
+needs a prediction measures the host's rates once and stores them, `off` measures and writes
+nothing; a corrupted rate cache is ignored with a warning and replaced; auto without a GPU runs
+on the CPU (docs/cost-model.md)."""
 import json
 
 import numpy as np
@@ -31,7 +33,31 @@ def test_auto_without_gpu_runs_on_the_cpu_and_explains(small, tmp_path):
     assert "gram 300x300x216 (dense)" in summary["backend_explain"]
     assert "outcore: backend " + summary["backend_explain"] in proc.stderr
     assert "outcore: algorithm " in proc.stderr
-    assert not (tmp_path / "rates.txt").exists()  # nothing to choose, nothing measured
+    assert "\ncpu_bit_macs." in (tmp_path / "rates.txt").read_text()  # the prediction's rates, measured
+
+
+def test_first_job_measures_once_and_off_measures_nothing(small, tmp_path):
+    """A CPU-only job on a machine without rates measures the host's (OUTCORE_TRACE shows the
+    measurement) and stores them; the next process reads them and measures nothing; with the
+    cache off nothing is measured or written."""
+    cache = tmp_path / "cache" / "rates.txt"
+    env = {"OUTCORE_COST_CACHE": str(cache), "OUTCORE_TRACE": "1"}
+    first = run("gram", small, "-o", tmp_path / "c.npy", "--backend", "cpu", "--json", env=env)
+    assert "outcore cost: cpu kernel" in first.stderr and "outcore cost: triad" in first.stderr, first.stderr
+    text = cache.read_text()
+    assert text.startswith("# outcore cost-model rates") and "\nhost_bw " in text and "\ncpu_bit_macs." in text
+    stored = cache.stat()
+    second = run("gram", small, "-o", tmp_path / "c.npy", "--backend", "cpu", "--json", env=env)
+    assert "outcore cost:" not in second.stderr, second.stderr
+    assert cache.stat().st_ino == stored.st_ino and cache.read_text() == text  # not written again
+    explain = json.loads(second.stdout)["backend_explain"]
+    assert "/s ->" in explain and "/s (default) ->" not in explain, explain  # the CPU's stage at a measured rate
+    off = tmp_path / "off"
+    off.mkdir()
+    proc = run("gram", small, "-o", off / "c.npy", "--backend", "cpu", "--explain", "--quiet",
+               env={"OUTCORE_COST_CACHE": "off", "OUTCORE_TRACE": "1", "HOME": str(off), "XDG_CACHE_HOME": str(off)})
+    assert "outcore cost:" not in proc.stderr and "/s (default) ->" in proc.stderr, proc.stderr
+    assert sorted(p.name for p in off.iterdir()) == ["c.npy"]
 
 
 def test_devices_bandwidth_stores_the_rates_that_explain_then_uses(small, tmp_path):
@@ -64,13 +90,16 @@ def explain_with_cache(small, tmp_path, cache_text):
 def test_corrupted_cache_is_ignored_with_a_warning(small, tmp_path):
     err = explain_with_cache(small, tmp_path, "# outcore cost-model rates\nmachine x\nhost_bw fast\n")
     assert "line 3 is not a rate" in err, err
+    text = (tmp_path / "rates.txt").read_text()  # replaced by the rates the job measured
+    assert "host_bw fast" not in text and "\ncpu_bit_macs." in text, text
 
 
 def test_foreign_cache_is_ignored_with_a_warning(small, tmp_path):
     err = explain_with_cache(small, tmp_path, "# outcore cost-model rates\nmachine another-host | some CPU | 64 cores\n"
                              "host_bw 1e+12\n")
-    assert "other machines' rates only" in err, err
     assert "1 TB/s" not in err  # the other machine's figure was not used
+    text = (tmp_path / "rates.txt").read_text()  # this machine's measured rates added, the other's kept
+    assert "machine another-host | some CPU | 64 cores\nhost_bw 1e+12\n" in text and "\ncpu_bit_macs." in text, text
 
 
 def test_backend_cpu_asked_is_said(small, tmp_path):
