@@ -5,13 +5,16 @@ host's CPU), the whole process's wall time beside the job's own `seconds`, its p
 (what `--explain` prints), on the CPU, on one GPU and on all of them.
 
     python3 bench/bench_wall.py [--outcore build/outcore] [--runs 3] [--max-work 60]
-        [--backends cpu,cuda1,cudaall] [--dir /dev/shm/bench_wall] [--json]
+        [--backends cpu,cuda1,cudaall,auto] [--dir /dev/shm/bench_wall] [--json]
 
 Each job is A·Aᵀ of a packed .npy written under --dir (removed at the end); dense jobs write
 an int32 .npy there, top-k jobs a top-10 jaccard .npz. Per row: the best of --runs processes
 by wall time, with that run's job seconds, phases and prediction. --max-work leaves out the
 rungs whose work is estimated past that many seconds on the CPU (at 1e12 bit-MACs a second
-per core); GPU rows are left out without a usable GPU (the line says why).
+per core); GPU rows are left out without a usable GPU (the line says why). "auto" runs
+`--backend auto` (the cost model's choice, on as many devices as it picks). The table's
+"pred/wall" is the prediction over the process's wall time; the lines after it give, per job,
+the worst of those ratios and auto's wall time over the fastest backend's.
 """
 import argparse
 import json
@@ -73,6 +76,19 @@ def run_job(outcore, path, bits, output, out_dir, args):
             "predicted": predicted(s["backend_explain"], s["backend"])}, None
 
 
+def summarize(rows_out):
+    """Per job: the prediction's worst ratio to the wall time (either way) over the rows that
+    ran, and auto's wall time over the fastest fixed backend's."""
+    for job, by in rows_out.items():
+        ratios = [max(r["predicted"] / r["wall"], r["wall"] / r["predicted"]) for r in by.values()
+                  if r["predicted"] == r["predicted"] and r["predicted"] > 0]
+        fixed = [r["wall"] for n, r in by.items() if n != "auto"]
+        line = f"# {job}: prediction within {max(ratios):.2f}x of wall" if ratios else f"# {job}: no prediction"
+        if "auto" in by and fixed:
+            line += f"; auto ran on {by['auto']['backend']}, {by['auto']['wall'] / min(fixed):.2f}x the fastest backend"
+        print(line)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--outcore", default=os.environ.get("OUTCORE_BIN", "build/outcore"))
@@ -86,12 +102,20 @@ def main():
     work_dir = Path(a.dir)
     work_dir.mkdir(parents=True, exist_ok=True)
     configs = {"cpu": ["--backend", "cpu"], "cuda1": ["--backend", "cuda", "--device", "0"],
-               "cudaall": ["--backend", "cuda", "--devices", "all"]}
+               "cudaall": ["--backend", "cuda", "--devices", "all"], "auto": ["--backend", "auto"]}
+    rows_out = {}
     try:
         if not a.json:
             print(f"# {a.outcore}, {cores} cores, best of {a.runs} by wall time; seconds")
-            print("| job | where | predicted | job | wall | wall - job | " + " | ".join(PHASES) + " |")
-            print("|---" * (6 + len(PHASES)) + "|")
+            print("| job | where | ran on | predicted | job | wall | pred/wall | wall - job | " + " | ".join(PHASES) + " |")
+            print("|---" * (8 + len(PHASES)) + "|")
+        # A machine's first job measures the host's rates once (docs/cost-model.md): done here,
+        # outside the table, so that the rows show what every later job costs.
+        warm = work_dir / "warm.npy"
+        make_input(warm, 64, 512, 99)
+        r, why = run_job(a.outcore, warm, 512, "dense", work_dir, ["--backend", "cpu"])
+        print(f"# first job (a 64 x 512 warm-up; measures the rates when none are cached): "
+              f"{r['wall']:.3f} s wall, setup {r['phases']['setup']:.3f} s" if r else f"# warm-up failed: {why}")
         skipped = set()
         for i, (rows, bits, output) in enumerate(LADDER):
             if rows * rows / 2 * bits / (1e12 * cores) > a.max_work:
@@ -113,13 +137,16 @@ def main():
                     print(f"# {name}: left out ({why})", file=sys.stderr)
                     skipped.add(name)
                     continue
+                rows_out.setdefault(job, {})[name] = best
                 if a.json:
                     print(json.dumps({"job": job, "where": name, **best}))
                     continue
                 ph = " | ".join(f"{best['phases'][p]:.4f}" for p in PHASES)
-                print(f"| {job} | {name} | {best['predicted']:.4f} | {best['job']:.4f} | {best['wall']:.4f} | "
-                      f"{best['wall'] - best['job']:.4f} | {ph} |")
+                print(f"| {job} | {name} | {best['backend']} | {best['predicted']:.4f} | {best['job']:.4f} | "
+                      f"{best['wall']:.4f} | {best['predicted'] / best['wall']:.2f} | {best['wall'] - best['job']:.4f} | {ph} |")
             path.unlink()
+        if not a.json:
+            summarize(rows_out)
     finally:
         shutil.rmtree(work_dir, ignore_errors=True)
 
