@@ -98,7 +98,7 @@ def main():
     ap.add_argument("--dir", default="/dev/shm/bench_wall" if os.path.isdir("/dev/shm") else "/tmp/bench_wall")
     ap.add_argument("--json", action="store_true", help="one JSON object per row instead of the table")
     a = ap.parse_args()
-    cores = os.cpu_count() or 1
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     work_dir = Path(a.dir)
     work_dir.mkdir(parents=True, exist_ok=True)
     configs = {"cpu": ["--backend", "cpu"], "cuda1": ["--backend", "cuda", "--device", "0"],

@@ -3,7 +3,10 @@
 # GPU host, as users run the CLI (process wall time beside --json's seconds and phases):
 #   1. a 2000 x 4096 dense job on one device, as is and under CUDA_VISIBLE_DEVICES=0, and on
 #      every device: the CUDA start each pays;
-#   2. A·Aᵀ of 200000 x 1,000,000 bits, top-10 jaccard, on one GPU and on all of them.
+#   2. A·Aᵀ of 200000 x 1,000,000 bits, top-10 jaccard, on one GPU and on all of them;
+#   3. the driver alone, as the reference of 1.: cuInit with one and with every device
+#      visible, then a primary context on each visible device, a thread each (libcuda through
+#      ctypes), so that what the driver itself costs per device is measured in the same run.
 #     bash bench/wall_targets.sh [BUILD] [RUNS]
 # Inputs go to /dev/shm (the big one is 25 GB; skipped when /dev/shm has less free).
 set -u
@@ -37,6 +40,36 @@ print(f"| {label} | rc {rc} | wall {wall_ms / 1000:.3f} s | job {s.get('seconds'
 PY
   done
 }
+
+driver() { # the driver's start alone, under the caller's CUDA_VISIBLE_DEVICES
+  for r in $(seq "$RUNS"); do
+    python3 - <<'PY'
+import ctypes, threading, time
+t0 = time.perf_counter()
+cu = ctypes.CDLL("libcuda.so.1")
+if cu.cuInit(0) != 0:
+    raise SystemExit("cuInit failed")
+t1 = time.perf_counter()
+n = ctypes.c_int()
+cu.cuDeviceGetCount(ctypes.byref(n))
+def retain(i):
+    dev, ctx = ctypes.c_int(), ctypes.c_void_p()
+    cu.cuDeviceGet(ctypes.byref(dev), i)
+    cu.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev)
+threads = [threading.Thread(target=retain, args=(i,)) for i in range(n.value)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+t2 = time.perf_counter()
+print(f"| driver alone, {n.value} visible | cuInit {t1 - t0:.3f} s | contexts, a thread each {t2 - t1:.3f} s | "
+      f"total {t2 - t0:.3f} s |")
+PY
+  done
+}
+echo "# persistence mode: $(nvidia-smi --query-gpu=persistence_mode --format=csv,noheader | tr '\n' ' ')"
+CUDA_VISIBLE_DEVICES=0 driver
+[ "$ngpu" -gt 1 ] && CUDA_VISIBLE_DEVICES=$all driver
 
 "$CLI" gen --rows 2000 --cols 4096 --density 0.05 -o "$D/small.npy" >/dev/null
 run "2000x4096 dense, one device" "$CLI" gram "$D/small.npy" --backend cuda -o "$D/C.npy"

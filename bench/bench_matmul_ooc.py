@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""outcore matmul's CPU backend out of core against the system BLAS in core, same product.
+
+The reference is one `cblas_?gemm` call of the library outcore loads (libopenblas.so.0 first,
+src/matmul/cpu/mm_blas.c) on the whole operands in memory, on every core: the rate a
+program that holds A, B and C in memory gets. outcore runs as users run it, from the .npy
+files to a .npy file (`outcore matmul A.npy B.npy -o C.npy --backend cpu`), in core (no
+budget: one tile) and under each `--host-mem` budget given, which splits the product into
+tiles and K panels; each row gives the job's seconds (`--json`), the process's wall time,
+the plan, and the job's rate over the BLAS's. The result is checked against the reference.
+
+    python3 bench/bench_matmul_ooc.py [--outcore build/outcore] [--size M N K]
+        [--dtype float64|float32] [--host-mem 256M,64M] [--runs 3] [--dir /dev/shm/bench_ooc]
+"""
+import argparse
+import ctypes
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+BLAS_NAMES = ["libopenblas.so.0", "libcblas.so.3", "libblas.so.3", "libmkl_rt.so"]
+ROW_MAJOR, NO_TRANS = 101, 111
+
+
+def load_blas():
+    for name in BLAS_NAMES:
+        try:
+            lib = ctypes.CDLL(name)
+            lib.cblas_dgemm
+            return name, lib
+        except (OSError, AttributeError):
+            continue
+    return None, None
+
+
+def blas_gemm(lib, a, b, c):
+    """c = a @ b by one cblas call (row-major, contiguous)."""
+    m, k = a.shape
+    n = b.shape[1]
+    fn, scalar = (lib.cblas_dgemm, ctypes.c_double) if a.dtype == np.float64 else (lib.cblas_sgemm, ctypes.c_float)
+    ptr = ctypes.c_void_p
+    fn(ROW_MAJOR, NO_TRANS, NO_TRANS, m, n, k, scalar(1.0), ptr(a.ctypes.data), k, ptr(b.ctypes.data), n,
+       scalar(0.0), ptr(c.ctypes.data), n)
+
+
+def best_of(runs, fn):
+    times = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        r = fn()
+        times.append(time.perf_counter() - t)
+    return min(times), r
+
+
+def run_outcore(binary, a, b, c, budget):
+    cmd = [binary, "matmul", str(a), str(b), "-o", str(c), "--backend", "cpu", "--json", "-q"]
+    if budget:
+        cmd += ["--host-mem", budget]
+    t = time.perf_counter()
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    wall = time.perf_counter() - t
+    if p.returncode != 0:
+        sys.exit(f"outcore failed: {p.stderr.strip()}")
+    return wall, json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--outcore", default=os.environ.get("OUTCORE_BIN", "build/outcore"))
+    ap.add_argument("--size", type=int, nargs=3, default=[4096, 4096, 4096], metavar=("M", "N", "K"))
+    ap.add_argument("--dtype", default="float64", choices=["float64", "float32"])
+    ap.add_argument("--host-mem", default="256M,64M", help="budgets, comma-separated")
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--dir", default="/dev/shm/bench_ooc" if os.path.isdir("/dev/shm") else "/tmp/bench_ooc")
+    a = ap.parse_args()
+    name, lib = load_blas()
+    if lib is None:
+        sys.exit("no CBLAS library found (" + ", ".join(BLAS_NAMES) + ")")
+    m, n, k = a.size
+    d = Path(a.dir)
+    d.mkdir(parents=True, exist_ok=True)
+    try:
+        rng = np.random.default_rng(1)
+        A = rng.standard_normal((m, k)).astype(a.dtype)
+        B = rng.standard_normal((k, n)).astype(a.dtype)
+        np.save(d / "a.npy", A)
+        np.save(d / "b.npy", B)
+        C = np.empty((m, n), a.dtype)
+        blas_gemm(lib, A, B, C)  # warm-up: the BLAS's threads and pages
+        ref_s, _ = best_of(a.runs, lambda: blas_gemm(lib, A, B, C))
+        flops = 2.0 * m * n * k
+        cores = os.cpu_count()
+        operands = (A.nbytes + B.nbytes + C.nbytes) / 2**20
+        print(f"# {m} x {n} x {k} {a.dtype}, A + B + C = {operands:.0f} MiB, {cores} cores, {name}; "
+              f"best of {a.runs}; files in {d}")
+        print("| run | plan | job s | wall s | GFLOP/s | of the BLAS in core |")
+        print("|---|---|---|---|---|---|")
+        print(f"| {name} cblas gemm, in memory | one call | {ref_s:.3f} | | {flops / ref_s / 1e9:.1f} | 1.00 |")
+        tol = 1e-10 if a.dtype == "float64" else 1e-3
+        for budget in [""] + [x for x in a.host_mem.split(",") if x]:
+            rows = [run_outcore(a.outcore, d / "a.npy", d / "b.npy", d / "c.npy", budget) for _ in range(a.runs)]
+            wall, js = min(rows, key=lambda r: r[1]["seconds"])
+            got = np.load(d / "c.npy", mmap_mode="r")
+            err = float(np.max(np.abs(got - C)) / max(1e-30, float(np.max(np.abs(C)))))
+            if err > tol:
+                sys.exit(f"outcore's result differs from the BLAS's: relative {err:.2e}")
+            plan = f"{js['tiles']} tiles" + (f", --host-mem {budget}" if budget else ", no budget")
+            print(f"| outcore matmul --backend cpu | {plan} | {js['seconds']:.3f} | {wall:.3f} | "
+                  f"{flops / js['seconds'] / 1e9:.1f} | {ref_s / js['seconds']:.2f} |")
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
