@@ -434,6 +434,17 @@ static void test_fixed_costs(oc_context *ctx)
     CHECK_MSG(!strstr(p.reason, "fsync"), "the breakdown: %s", p.reason);
     g.file_in_memory = 0;
 
+    /* Two GPUs: the driver starts each (twice the start-up), and they share the work and
+     * the link's bytes; the host's part stays whole. */
+    oc_cost_prediction one;
+    oc_cost_predict(&r, &job, 1, "cuda:0", NULL, &one);
+    job.gpu_devices = 2;
+    oc_cost_predict(&r, &job, 1, "cuda:0", NULL, &p);
+    CHECK(p.gpu_start == 2 * one.gpu_start && p.gpu_compute == one.gpu_compute / 2 &&
+          p.gpu_transfer == one.gpu_transfer / 2 && p.gpu_host == one.gpu_host);
+    CHECK_MSG(strstr(p.reason, ", 2 GPUs") && !strstr(one.reason, "GPUs"), "the reason: %s", p.reason);
+    job.gpu_devices = 0;
+
     /* In memory: no file terms, none in the reason. */
     g.to_file = 0;
     oc_cost_job_gram(&g, &job);

@@ -202,14 +202,17 @@ void oc_cost_predict(const oc_cost_rates *r, const oc_cost_job *job, int gpu_ava
     const double gpu_fixed = job->gpu_fixed + fixed - out->fixed[OC_COST_FIX_THREADS];
     out->cpu_seconds = job->cpu_fixed + fixed + fmax(out->cpu_memory, out->cpu_compute);
 
+    /* Several GPUs each take their share of the work over their own link; the driver starts
+     * them one after the other (bench/wall_targets.sh measures cuInit and the contexts). */
+    const int gpus = job->gpu_devices > 1 ? job->gpu_devices : 1;
     const double h2d = job->pageable ? r->h2d_pageable : r->h2d_pinned;
     const double d2h = job->pageable ? r->d2h_pageable : r->d2h_pinned;
-    out->gpu_transfer = fmax(job->h2d_bytes / h2d, job->d2h_bytes / d2h);
+    out->gpu_transfer = fmax(job->h2d_bytes / h2d, job->d2h_bytes / d2h) / gpus;
     if (!job->pageable && job->h2d_bytes > 0 && job->d2h_bytes > 0)
-        out->gpu_transfer = fmax(out->gpu_transfer, (job->h2d_bytes + job->d2h_bytes) / r->bidir_pinned);
+        out->gpu_transfer = fmax(out->gpu_transfer, (job->h2d_bytes + job->d2h_bytes) / r->bidir_pinned / gpus);
     out->gpu_host = job->host_bytes_gpu / r->host_bw;
-    out->gpu_compute = compute_seconds(job->ops, r->gpu, &gpu_op);
-    out->gpu_start = job->gpu_warm ? r->gpu_job_setup : r->gpu_startup;
+    out->gpu_compute = compute_seconds(job->ops, r->gpu, &gpu_op) / gpus;
+    out->gpu_start = job->gpu_warm ? r->gpu_job_setup : r->gpu_startup * gpus;
     out->gpu_seconds = gpu_available
                            ? out->gpu_start + gpu_fixed + fmax(out->gpu_transfer, fmax(out->gpu_host, out->gpu_compute))
                            : INFINITY;
@@ -242,7 +245,7 @@ void oc_cost_predict(const oc_cost_rates *r, const oc_cost_job *job, int gpu_ava
                 fmt_seconds(a, sizeof a, out->fixed[f]);
                 oc_text_printf(&t, " %s %s", oc_cost_fixed_name((oc_cost_fixed_term)f), a);
             }
-        oc_text_printf(&t, " (default)");
+        oc_text_printf(&t, r->measured & OC_COST_M_PAGES ? " (pages measured, the rest default)" : " (default)");
     }
 
     /* CPU */
@@ -267,6 +270,7 @@ void oc_cost_predict(const oc_cost_rates *r, const oc_cost_job *job, int gpu_ava
         fmt_seconds(a, sizeof a, out->gpu_seconds);
         fmt_seconds(c, sizeof c, out->gpu_start);
         oc_text_printf(&t, "; %s %s (start-up %s%s", label, a, c, job->gpu_warm ? "" : dflt(r, OC_COST_M_STARTUP));
+        if (gpus > 1) oc_text_printf(&t, ", %d GPUs", gpus);
         const double stage = fmax(out->gpu_transfer, fmax(out->gpu_host, out->gpu_compute));
         if (stage > 0) {
             fmt_seconds(c, sizeof c, stage);

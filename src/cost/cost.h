@@ -85,7 +85,8 @@ enum {
     OC_COST_M_GPU_BITS = 1 << 4, /* the GPU Gram kernel's bit-MAC rate */
     OC_COST_M_CPU_OPS = 1 << 5,  /* some element-op rates on the CPU (cpu_ops_measured says which) */
     OC_COST_M_GPU_OPS = 1 << 6,  /* some element-op rates on the GPU (gpu_ops_measured) */
-    OC_COST_M_HOST = OC_COST_M_HOST_BW | OC_COST_M_CPU_BITS | OC_COST_M_CPU_OPS /* stored under the host's key */
+    OC_COST_M_PAGES = 1 << 7,    /* fresh pages faulted in (the triad's first touch) */
+    OC_COST_M_HOST = OC_COST_M_HOST_BW | OC_COST_M_CPU_BITS | OC_COST_M_CPU_OPS | OC_COST_M_PAGES /* the host's key */
 };
 
 typedef struct oc_cost_rates {
@@ -128,6 +129,8 @@ typedef struct oc_cost_job {
     double file_bytes;           /* their bytes */
     int file_in_memory;          /* they are on a memory file system (tmpfs): their fsync writes no disk */
     int gpu_warm;                /* this process already ran a GPU job: no context creation */
+    int gpu_devices;             /* physical GPUs the job shares (0 or 1: one): the driver starts
+                                  * each in turn, and they share the work and the PCIe bytes */
     /* Seconds that this process's earlier CPU jobs, chosen by auto, took beyond what a warm
      * GPU would have (oc_cost_gpu_regret). Once this job's loss would bring them to the GPU's
      * start-up, the start-up is worth paying: the GPU is chosen (ski rental), so a process
@@ -256,7 +259,7 @@ void oc_cost_note_cpu_job(double regret);
 /* Host memory bandwidth, bytes/s: the STREAM triad a[i] = b[i] + s·c[i] over arrays far
  * larger than the caches, on `threads` threads, best of a few runs (quick: the first-use
  * measurement's smaller arrays and fewer runs). 0 on failure. */
-double oc_cost_measure_triad(oc_context *ctx, int threads, int quick);
+double oc_cost_measure_triad(oc_context *ctx, int threads, int quick, double *first_touch);
 
 /* Bit-MAC/s of the CPU Gram kernel on all cores (a short counts job in memory), as the model
  * counts them (oc_cost_job_gram). 0 on failure. oc_cost_calibrate's measurement; _quick is

@@ -110,7 +110,7 @@ static _Thread_local int measuring;
  * cache that cannot be written does not cost every process a measurement. */
 static void measure_host(oc_context *ctx, const char *path, oc_cost_rates *r)
 {
-    const unsigned host = OC_COST_M_HOST_BW | OC_COST_M_CPU_BITS;
+    const unsigned host = OC_COST_M_HOST_BW | OC_COST_M_CPU_BITS | OC_COST_M_PAGES;
     double t = oc_now();
     const int lock = oc_cost_cache_lock(path);
     if (lock < 0) {
@@ -123,9 +123,10 @@ static void measure_host(oc_context *ctx, const char *path, oc_cost_rates *r)
     if (oc_cost_cache_load(path, host_key, &again)) *r = again;
     if ((r->measured & host) != host) {
         measuring = 1;
-        if (!(r->measured & OC_COST_M_HOST_BW)) {
-            r->host_bw = oc_cost_measure_triad(ctx, oc_cpu_cores(), 1);
+        if (!(r->measured & OC_COST_M_HOST_BW) || !(r->measured & OC_COST_M_PAGES)) {
+            r->host_bw = oc_cost_measure_triad(ctx, oc_cpu_cores(), 1, &r->file_pages);
             if (r->host_bw > 0) r->measured |= OC_COST_M_HOST_BW;
+            if (r->file_pages > 0) r->measured |= OC_COST_M_PAGES;
             oc_trace_phase(&t, "cost", "triad");
         }
         if (!(r->measured & OC_COST_M_CPU_BITS)) {
@@ -149,7 +150,7 @@ void oc_cost_rates_get(oc_context *ctx, int measure, int gpu, oc_cost_rates *out
     oc_cost_rates r = rates_cached;
     pthread_mutex_unlock(&rates_lock);
 
-    const unsigned host = OC_COST_M_HOST_BW | OC_COST_M_CPU_BITS;
+    const unsigned host = OC_COST_M_HOST_BW | OC_COST_M_CPU_BITS | OC_COST_M_PAGES;
     char path[4096];
     if (measure && !measuring && (r.measured & host) != host && oc_cost_cache_path(path, sizeof path)) {
         /* Measured outside rates_lock: the CPU kernel's measurement is an oc_gram job, which
@@ -159,6 +160,7 @@ void oc_cost_rates_get(oc_context *ctx, int measure, int gpu, oc_cost_rates *out
         pthread_mutex_lock(&rates_lock); /* the host's figures only: another thread may have read the GPUs' */
         rates_cached.host_bw = r.host_bw;
         rates_cached.cpu[OC_COST_BIT_MAC] = r.cpu[OC_COST_BIT_MAC];
+        rates_cached.file_pages = r.file_pages;
         rates_cached.measured |= r.measured & host;
         memcpy(rates_cached.note, r.note, sizeof r.note);
         pthread_mutex_unlock(&rates_lock);

@@ -90,6 +90,8 @@ static void cost_job(const oc_gram_job *job, oc_output_kind out_kind, oc_cost_jo
     oc_cost_job_gram(&g, cj);
     cj->gpu_warm = oc_cost_gpu_warm();
     cj->gpu_regret = oc_cost_gpu_regret();
+    int physical[OC_MAX_LOGICAL_DEVICES];
+    cj->gpu_devices = oc_device_list_physical(&job->devices, -1, physical);
 }
 
 int oc_gram_cpu_before_gpu_start(oc_context *ctx, const oc_gram_job *job, oc_output_kind out_kind,

@@ -46,6 +46,7 @@ def test_first_job_measures_once_and_off_measures_nothing(small, tmp_path):
     assert "outcore cost: cpu kernel" in first.stderr and "outcore cost: triad" in first.stderr, first.stderr
     text = cache.read_text()
     assert text.startswith("# outcore cost-model rates") and "\nhost_bw " in text and "\ncpu_bit_macs." in text
+    assert "\nfile_pages " in text, text  # the output file's pages: the triad's first touch
     stored = cache.stat()
     second = run("gram", small, "-o", tmp_path / "c.npy", "--backend", "cpu", "--json", env=env)
     assert "outcore cost:" not in second.stderr, second.stderr
