@@ -85,7 +85,12 @@ def summarize(rows_out):
         fixed = [r["wall"] for n, r in by.items() if n != "auto"]
         line = f"# {job}: prediction within {max(ratios):.2f}x of wall" if ratios else f"# {job}: no prediction"
         if "auto" in by and fixed:
+            # auto runs one device: its pick is the cpu or the cuda1 row; that row's wall time
+            # over the fastest row's is the choice's cost, free of auto's own run-to-run noise
+            picked = by.get("cpu" if by["auto"]["backend"] == "cpu" else "cuda1")
             line += f"; auto ran on {by['auto']['backend']}, {by['auto']['wall'] / min(fixed):.2f}x the fastest backend"
+            if picked:
+                line += f" (its pick's row {picked['wall'] / min(fixed):.2f}x)"
         print(line)
 
 
