@@ -216,7 +216,8 @@ static oc_status open_threshold(oc_cuda_select *s, void *const *slots)
 }
 
 /* Each slot's buckets and their counts (the dense kernels write a dense tile's row counts
- * there too), after the slot's tile and pair buffer; none when tiles are not fused. */
+ * there too), after the slot's tile and pair buffer; none when tiles are not fused. The
+ * counts are zeroed on the selection's stream, which oc_cuda_select_open then waits for. */
 static oc_status open_slots(oc_cuda_select *s, void *const *slots)
 {
     oc_context *ctx = s->ctx;
@@ -233,7 +234,7 @@ static oc_status open_slots(oc_cuda_select *s, void *const *slots)
         st->row_keys = (uint64_t *)base;
         st->col_keys = (uint64_t *)(base + align_up(keys));
         st->counts = (uint32_t *)(base + 2 * align_up(keys));
-        CUDA_CHECK(ctx, cudaMemset(st->counts, 0, (size_t)(2 * tile + 2) * 4));
+        CUDA_CHECK(ctx, cudaMemsetAsync(st->counts, 0, (size_t)(2 * tile + 2) * 4, s->stream));
     }
     return OC_OK;
 }
@@ -293,6 +294,21 @@ oc_status oc_cuda_select_begin(oc_context *ctx, oc_gram_job *job, int64_t tile, 
     return oc_select_begin(ctx, job->select, tile, host_topk ? devices : 0);
 }
 
+/* Waits, once before the first tile, for the set-up's zeroing on the selection's stream: the
+ * slots' bucket counts and overflow flags, and for top-k the lists, floors and overflow count.
+ * The lists and the overflow count are touched only on this stream later, but the tiles'
+ * kernels run on the compute streams, which nothing else orders after this stream: a slot's
+ * first tile appends to its buckets (it waits for no slot_free) and every fused top-k tile
+ * reads the floors. (Zeroed with cudaMemset, on the legacy default stream, none of it was
+ * ordered before the tiles, the pipeline's streams being non-blocking; run after a device's
+ * first tiles, behind other work on that stream such as another logical device's synchronous
+ * copy of its lists, it erased their keys from the buckets or from the lists.) */
+static oc_status zeroed(oc_cuda_select *s)
+{
+    CUDA_CHECK(s->ctx, cudaStreamSynchronize(s->stream));
+    return OC_OK;
+}
+
 oc_status oc_cuda_select_open(oc_context *ctx, oc_cuda_device *dev, oc_gram_job *job, int64_t tile, void *const *slots,
                               int nslots, int b1_kernel, const oc_cuda_select_share *share, oc_cuda_select **out)
 {
@@ -332,17 +348,17 @@ oc_status oc_cuda_select_open(oc_context *ctx, oc_cuda_device *dev, oc_gram_job 
                                       (void **)&s->h_tile);
         }
         size_t bytes = (size_t)(job->n * oc_select_kept(s->sel) * 8);
-        if (bytes == 0) return OC_OK;
+        if (bytes == 0) return zeroed(s);
         OC_CHECK(ctx, oc_pool_alloc(ctx, dev->pool, bytes, "the top-k lists", (void **)&s->d_lists));
         OC_CHECK(ctx, oc_pool_alloc(ctx, dev->pool, (size_t)job->n * 8, "the top-k floors", (void **)&s->d_floors));
         OC_CHECK(ctx, oc_pool_alloc(ctx, dev->pool, 4, "the overflow count", (void **)&s->d_overflows));
-        CUDA_CHECK(ctx, cudaMemset(s->d_overflows, 0, 4));
-        CUDA_CHECK(ctx, cudaMemset(s->d_lists, 0, bytes));
+        CUDA_CHECK(ctx, cudaMemsetAsync(s->d_overflows, 0, 4, s->stream));
+        CUDA_CHECK(ctx, cudaMemsetAsync(s->d_lists, 0, bytes, s->stream));
         CUDA_CHECK(ctx, cudaMemsetAsync(s->d_floors, 0, (size_t)job->n * 8, s->stream));
         if (job->resume && s->fused) OC_CHECK(ctx, restore_floors(s));
+        OC_CHECK(ctx, zeroed(s));
         if (share && share->floors && s->fused) {
             /* Published only once zero: another device may read them from its next tile. */
-            CUDA_CHECK(ctx, cudaStreamSynchronize(s->stream));
             s->floors = share->floors;
             atomic_store(&s->floors->at[s->worker], s->d_floors);
         }
@@ -357,7 +373,8 @@ oc_status oc_cuda_select_open(oc_context *ctx, oc_cuda_device *dev, oc_gram_job 
         }
         return OC_OK;
     }
-    return open_threshold(s, slots);
+    OC_CHECK(ctx, open_threshold(s, slots));
+    return zeroed(s);
 }
 
 void oc_cuda_select_host_seconds(const oc_cuda_select *s, double *wait, double *work)
