@@ -16,8 +16,11 @@ the pinned PCIe limit for those bytes, both directions overlapped, from `outcore
 The reductions of `a` (sum over all elements, the last axis and axis 0; max) have in / h2d as
 their limit.
 
+--reductions-only keeps the GPU reductions' rows alone (with --gpu): the CPU cases, the
+element-wise GPU rows and the file-to-file row are left out, and only `a` is pinned.
+
 Usage: bench_map.py [--binary PATH] [--rows N] [--cols M] [--runs R] [--dir /dev/shm]
-                    [--gpu] [--gpu-mem 1G]
+                    [--gpu] [--gpu-mem 1G] [--reductions-only]
 """
 import argparse
 import os
@@ -94,17 +97,19 @@ def gpu_rows(args, outcore, env, shape, nbytes):
     print(f"# GPU: pinned PCIe {h2d:.1f} GB/s host->device, {d2h:.1f} device->host, {both:.1f} both ways "
           f"(`outcore devices --bandwidth`, this run); --gpu-mem {args.gpu_mem}")
     t = time.perf_counter()
-    pinned = {name: outcore.empty_pinned(arr.shape, arr.dtype) for name, arr in env.items()}
+    wanted = {"a": env["a"]} if args.reductions_only else env
+    pinned = {name: outcore.empty_pinned(arr.shape, arr.dtype) for name, arr in wanted.items()}
     pin_s = time.perf_counter() - t
-    for name, arr in env.items():
+    for name, arr in wanted.items():
         pinned[name][...] = arr
-    pinned_out = outcore.empty_pinned(shape)
+    pinned_out = outcore.empty_pinned(shape if not args.reductions_only else (1,))
     print(f"# pinned arrays: {sum(p.nbytes for p in pinned.values()) / 1e9 + pinned_out.nbytes / 1e9:.1f} GB "
           f"allocated in {pin_s:.2f} s (not in the times below)")
     print("| case (cuda, host arrays) | memory | outcore s | PCIe GB/s | limit s | % of limit | equal to cpu |")
     print("|---|---|---|---|---|---|---|")
     kinds = [("pageable", env, None, "1"), ("pinned", pinned, pinned_out, "1"), ("pinned, staged", pinned, pinned_out, "0")]
-    for expr, inputs in [("a * b", 2), ("a * b + c", 2), ("where(a > 0, a, b) * 2", 2)]:
+    elementwise = [] if args.reductions_only else [("a * b", 2), ("a * b + c", 2), ("where(a > 0, a, b) * 2", 2)]
+    for expr, inputs in elementwise:
         ref = outcore.map(expr, backend="cpu", **env)
         for kind, arrays, out, direct in kinds:
             os.environ["OUTCORE_PINNED_DIRECT"] = direct
@@ -152,6 +157,7 @@ def main():
     ap.add_argument("--dir", default="/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir())
     ap.add_argument("--gpu", action="store_true", help="also the memory-bound cases on the GPU")
     ap.add_argument("--gpu-mem", default="1G")
+    ap.add_argument("--reductions-only", action="store_true", help="with --gpu: the GPU reductions' rows alone")
     args = ap.parse_args()
     os.environ.setdefault("OUTCORE_LIBRARY", os.path.join(os.path.dirname(find_binary(args.binary)), "liboutcore.so"))
     import outcore
@@ -175,9 +181,13 @@ def main():
                           "not installed (pip install numexpr; or PYTHONPATH to a folder holding it)"))
     cases = [("a * b", 3), ("a * b + c", 3), ("where(a > 0, a, b) * 2", 3), ("sqrt(abs(a)) * b + 1", 3),
              ("exp(a) + sin(b)", 3)]
+    env = {"a": a, "b": b, "c": c}
+    if args.reductions_only:
+        if args.gpu:
+            gpu_rows(args, outcore, env, shape, nbytes)
+        return
     print("| case | outcore s | GB/s | % triad | numpy s | numexpr s | vs numpy | vs numexpr |")
     print("|---|---|---|---|---|---|---|---|")
-    env = {"a": a, "b": b, "c": c}
     npfuncs = {"where": np.where, "sqrt": np.sqrt, "abs": np.abs, "exp": np.exp, "sin": np.sin}
     for expr, arrays in cases:
         out = np.empty(shape)
