@@ -69,11 +69,16 @@ double oc_cost_measure_triad(oc_context *ctx, int threads, int quick, double *fi
     double best = 0;
     if (first_touch) *first_touch = 0;
     if (!t.a || !t.b || !t.c) goto cleanup;
-    /* The first pass faults the arrays' fresh pages in, on every thread, as a job's workers
-     * fault in the pages of its new output file. */
-    const double touch0 = oc_now();
+    /* One thread faults the first array's fresh pages in: the rate at which a new output
+     * file's pages arrive. Faults on many threads at once reached 18 GB/s of anonymous
+     * memory where the file pages of a job's output came at about 2 (bench/RESULTS.md):
+     * the kernel serialises much of a shared file mapping's faults. */
+    if (first_touch) {
+        const double touch0 = oc_now();
+        for (size_t i = 0; i < bytes / sizeof(double); i += 4096 / sizeof(double)) t.a[i] = 0.0;
+        *first_touch = (double)bytes / (oc_now() - touch0);
+    }
     if (oc_parallel_run(ctx, threads, threads, triad_task, &t, NULL, NULL, NULL) != OC_OK) goto cleanup;
-    if (first_touch) *first_touch = 3.0 * (double)bytes / (oc_now() - touch0);
     t.init = 0;
     for (int run = 0; run < (quick ? QUICK_RUNS : TRIAD_RUNS); ++run) {
         double t0 = oc_now();
