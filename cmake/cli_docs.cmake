@@ -4,8 +4,13 @@
 # `outcore <command> --help` print (tools/man/outcore_man.py), so the page and the help are
 # the same text and cannot disagree. The completion asks the installed CLI for its commands
 # and options when it runs, for the same reason.
-find_package(Python3 COMPONENTS Interpreter)
-if(Python3_FOUND AND NOT CMAKE_CROSSCOMPILING AND NOT OUTCORE_SANITIZE)
+#
+# An interpreter is all the build needs of Python (this page; pytest in tests/): find_program,
+# which runs nothing, where FindPython3 starts the interpreter several times at configure to
+# read its paths and ABI. A Python3_EXECUTABLE given to CMake (scikit-build-core passes one) is
+# used as it is.
+find_program(Python3_EXECUTABLE NAMES python3 DOC "The Python 3 interpreter of the man page and the tests")
+if(Python3_EXECUTABLE AND NOT CMAKE_CROSSCOMPILING AND NOT OUTCORE_SANITIZE)
   add_custom_command(
     OUTPUT ${CMAKE_BINARY_DIR}/outcore.1
     COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tools/man/outcore_man.py

@@ -16,7 +16,8 @@ oc_status oc_cuda_gram_b1(oc_context *ctx, oc_cuda_device *dev, const oc_gram_ti
                           double *bit_macs);
 
 /* The same tile on Hopper's warpgroup MMA (gram_b1_sm90a.cu): identical results, for sm_90
- * devices in a build with sm_90a code (OC_HAVE_SM90A); OC_ERR_UNSUPPORTED on others. */
+ * devices in a build with sm_90a code (OC_HAVE_SM90A); OC_ERR_UNSUPPORTED on others, and in
+ * a build without that code (gram_cuda.c). */
 oc_status oc_cuda_gram_wgmma(oc_context *ctx, oc_cuda_device *dev, const oc_gram_tile *tile, cudaStream_t stream,
                              double *bit_macs);
 

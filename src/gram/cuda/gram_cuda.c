@@ -64,6 +64,17 @@ static int has_wgmma(const oc_cuda_device *dev)
 #endif
 }
 
+#ifndef OC_HAVE_SM90A
+/* A build without sm_90a code (PTX only, or nvcc before 12.0): has_wgmma() never picks the
+ * wgmma kernel, and a direct call is refused as on a device that is not Hopper. */
+oc_status oc_cuda_gram_wgmma(oc_context *ctx, oc_cuda_device *dev, const oc_gram_tile *tile, cudaStream_t stream,
+                             double *bit_macs)
+{
+    return oc_fail(ctx, OC_ERR_UNSUPPORTED, "cuda:%d (%s, sm_%d): this build has no sm_90a code (the wgmma kernel)",
+                   dev->index, dev->name, dev->cc);
+}
+#endif
+
 static oc_status choose_kernel(gram_cuda *g)
 {
     oc_context *ctx = g->ctx;

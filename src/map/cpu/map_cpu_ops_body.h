@@ -251,34 +251,39 @@ FLOAT_FUNCS(f64, double, )
         const T *p = p_, s = *(const T *)q_, *x = x_, *y = y_;                                                \
         for (size_t i = 0; i < n; i++) d[i] = p[i] OP s ? x[i] : y[i];                                        \
     }
+/* The loops come in two sets: those whose bits do not depend on the sign of the operand type
+ * (equality, where, wrap-around arithmetic, bitwise), which an unsigned type shares with the
+ * signed type of its width (the tables below name the signed loop for both: the same bits,
+ * compiled once), and those that do (ordering, floor division, modulo, power, abs). */
 /* An X-macro list, laid out by hand: */
 /* clang-format off */
-#define SELECT_LOOPS(S, T)                                                                                \
-    LOOP_SELECT(sel_eq_##S, T, ==) LOOP_SELECT(sel_ne_##S, T, !=) LOOP_SELECT(sel_lt_##S, T, <)           \
-    LOOP_SELECT(sel_le_##S, T, <=) LOOP_SELECT(sel_gt_##S, T, >) LOOP_SELECT(sel_ge_##S, T, >=)
-/* clang-format on */
-
-/* An X-macro list, laid out by hand: */
-/* clang-format off */
-#define CMP_LOOPS(S, T)                                                                                   \
-    SELECT_LOOPS(S, T)                                                                                    \
-    LOOP_CMP(eq_loop_##S, T, ==) LOOP_CMP(ne_loop_##S, T, !=) LOOP_CMP(lt_loop_##S, T, <)                 \
-    LOOP_CMP(le_loop_##S, T, <=) LOOP_CMP(gt_loop_##S, T, >) LOOP_CMP(ge_loop_##S, T, >=)                 \
-    LOOP_WHERE(where_loop_##S, T) LOOP2(max_loop_##S, T, T, max_##S) LOOP2(min_loop_##S, T, T, min_##S)   \
-    LOOP2(add_loop_##S, T, T, add_##S) LOOP2(mul_loop_##S, T, T, mul_##S) LOOP1(abs_loop_##S, T, T, abs_##S)
+#define EQ_LOOPS(S, T)                                                                                    \
+    LOOP_SELECT(sel_eq_##S, T, ==) LOOP_SELECT(sel_ne_##S, T, !=)                                         \
+    LOOP_CMP(eq_loop_##S, T, ==) LOOP_CMP(ne_loop_##S, T, !=) LOOP_WHERE(where_loop_##S, T)               \
+    LOOP2(add_loop_##S, T, T, add_##S) LOOP2(mul_loop_##S, T, T, mul_##S)
 /* clang-format on */
 /* An X-macro list, laid out by hand: */
 /* clang-format off */
-#define INT_LOOPS(S, T)                                                                                   \
-    CMP_LOOPS(S, T)                                                                                       \
-    LOOP2(sub_loop_##S, T, T, sub_##S) LOOP2(fdiv_loop_##S, T, T, fdiv_##S)                               \
-    LOOP2(mod_loop_##S, T, T, mod_##S) LOOP_POW(pow_loop_##S, T, pow_##S) LOOP1(neg_loop_##S, T, T, neg_##S) \
+#define ORDER_LOOPS(S, T)                                                                                 \
+    LOOP_SELECT(sel_lt_##S, T, <) LOOP_SELECT(sel_le_##S, T, <=)                                          \
+    LOOP_SELECT(sel_gt_##S, T, >) LOOP_SELECT(sel_ge_##S, T, >=)                                          \
+    LOOP_CMP(lt_loop_##S, T, <) LOOP_CMP(le_loop_##S, T, <=) LOOP_CMP(gt_loop_##S, T, >)                  \
+    LOOP_CMP(ge_loop_##S, T, >=) LOOP2(max_loop_##S, T, T, max_##S) LOOP2(min_loop_##S, T, T, min_##S)
+/* clang-format on */
+#define CMP_LOOPS(S, T) EQ_LOOPS(S, T) ORDER_LOOPS(S, T) LOOP1(abs_loop_##S, T, T, abs_##S)
+/* An X-macro list, laid out by hand: */
+/* clang-format off */
+#define WRAP_LOOPS(S, T)                                                                                  \
+    LOOP2(sub_loop_##S, T, T, sub_##S) LOOP1(neg_loop_##S, T, T, neg_##S)                                 \
     LOOP2(and_loop_##S, T, T, and_##S) LOOP2(or_loop_##S, T, T, or_##S) LOOP2(xor_loop_##S, T, T, xor_##S)  \
     LOOP1(inv_loop_##S, T, T, inv_##S) LOOP1(same_loop_##S, T, T, same_##S)
 /* clang-format on */
-#define SINT_LOOPS(S, T, MIN) INT_LOOPS(S, T)
+#define SIGN_LOOPS(S, T) \
+    LOOP2(fdiv_loop_##S, T, T, fdiv_##S) LOOP2(mod_loop_##S, T, T, mod_##S) LOOP_POW(pow_loop_##S, T, pow_##S)
+#define SINT_LOOPS(S, T, MIN) CMP_LOOPS(S, T) WRAP_LOOPS(S, T) SIGN_LOOPS(S, T)
+#define UINT_LOOPS(S, T) ORDER_LOOPS(S, T) SIGN_LOOPS(S, T)
 SINTS(SINT_LOOPS)
-UINTS(INT_LOOPS)
+UINTS(UINT_LOOPS)
 
 static inline bool8 abs_b(bool8 a) { return a; }
 CMP_LOOPS(b, bool8)
@@ -306,52 +311,59 @@ FLOATS(FLOAT_LOOPS)
 
 /* ---------------------------------------------------------------- tables */
 
-/* The binary ops' entries, X the form: empty (arrays), _sb or _sa (one operand a value). */
-#define CMP_BIN_ROW(S, M, X)                                                                                \
-    [MOP_EQ][M] = eq_loop_##S##X, [MOP_NE][M] = ne_loop_##S##X, [MOP_LT][M] = lt_loop_##S##X,               \
-    [MOP_LE][M] = le_loop_##S##X, [MOP_GT][M] = gt_loop_##S##X, [MOP_GE][M] = ge_loop_##S##X,               \
-    [MOP_MAXIMUM][M] = max_loop_##S##X, [MOP_MINIMUM][M] = min_loop_##S##X, [MOP_ADD][M] = add_loop_##S##X, \
-    [MOP_MUL][M] = mul_loop_##S##X
+/* The binary ops' entries, X the form: empty (arrays), _sb or _sa (one operand a value); S names
+ * the type's own loops, W those it shares (the signed type of its width, or S itself). */
 /* An X-macro list, laid out by hand: */
 /* clang-format off */
-#define INT_BIN_ROW(S, M, X)                                                                              \
-    CMP_BIN_ROW(S, M, X), [MOP_SUB][M] = sub_loop_##S##X, [MOP_FLOORDIV][M] = fdiv_loop_##S##X,           \
-    [MOP_MOD][M] = mod_loop_##S##X, [MOP_AND][M] = and_loop_##S##X, [MOP_OR][M] = or_loop_##S##X,         \
-    [MOP_XOR][M] = xor_loop_##S##X
+#define CMP_BIN_ROW(S, W, M, X)                                                                           \
+    [MOP_EQ][M] = eq_loop_##W##X, [MOP_NE][M] = ne_loop_##W##X, [MOP_LT][M] = lt_loop_##S##X,             \
+    [MOP_LE][M] = le_loop_##S##X, [MOP_GT][M] = gt_loop_##S##X, [MOP_GE][M] = ge_loop_##S##X,             \
+    [MOP_MAXIMUM][M] = max_loop_##S##X, [MOP_MINIMUM][M] = min_loop_##S##X, [MOP_ADD][M] = add_loop_##W##X, \
+    [MOP_MUL][M] = mul_loop_##W##X
+/* clang-format on */
+/* An X-macro list, laid out by hand: */
+/* clang-format off */
+#define INT_BIN_ROW(S, W, M, X)                                                                           \
+    CMP_BIN_ROW(S, W, M, X), [MOP_SUB][M] = sub_loop_##W##X, [MOP_FLOORDIV][M] = fdiv_loop_##S##X,        \
+    [MOP_MOD][M] = mod_loop_##S##X, [MOP_AND][M] = and_loop_##W##X, [MOP_OR][M] = or_loop_##W##X,         \
+    [MOP_XOR][M] = xor_loop_##W##X
 /* clang-format on */
 /* An X-macro list, laid out by hand: */
 /* clang-format off */
 #define FLOAT_BIN_ROW(S, M, X)                                                                            \
-    CMP_BIN_ROW(S, M, X), [MOP_SUB][M] = sub_loop_##S##X, [MOP_DIV][M] = div_loop_##S##X,                 \
+    CMP_BIN_ROW(S, S, M, X), [MOP_SUB][M] = sub_loop_##S##X, [MOP_DIV][M] = div_loop_##S##X,              \
     [MOP_FLOORDIV][M] = fdiv_loop_##S##X, [MOP_MOD][M] = mod_loop_##S##X, [MOP_ARCTAN2][M] = atan2_loop_##S##X
 /* clang-format on */
 /* An X-macro list, laid out by hand: */
 /* clang-format off */
 #define BOOL_BIN_ROW(X)                                                                                   \
-    CMP_BIN_ROW(b, MT_BOOL, X), [MOP_AND][MT_BOOL] = and_loop_b##X, [MOP_OR][MT_BOOL] = or_loop_b##X,     \
+    CMP_BIN_ROW(b, b, MT_BOOL, X), [MOP_AND][MT_BOOL] = and_loop_b##X, [MOP_OR][MT_BOOL] = or_loop_b##X,  \
     [MOP_XOR][MT_BOOL] = xor_loop_b##X
 /* clang-format on */
 /* An X-macro list, laid out by hand: */
 /* clang-format off */
 #define ALL_BIN_ROWS(X)                                                                                   \
-    BOOL_BIN_ROW(X), INT_BIN_ROW(i8, MT_I8, X), INT_BIN_ROW(i16, MT_I16, X), INT_BIN_ROW(i32, MT_I32, X),  \
-    INT_BIN_ROW(i64, MT_I64, X), INT_BIN_ROW(u8, MT_U8, X), INT_BIN_ROW(u16, MT_U16, X),                  \
-    INT_BIN_ROW(u32, MT_U32, X), INT_BIN_ROW(u64, MT_U64, X), FLOAT_BIN_ROW(f32, MT_F32, X),              \
-    FLOAT_BIN_ROW(f64, MT_F64, X)
+    BOOL_BIN_ROW(X), INT_BIN_ROW(i8, i8, MT_I8, X), INT_BIN_ROW(i16, i16, MT_I16, X),                     \
+    INT_BIN_ROW(i32, i32, MT_I32, X), INT_BIN_ROW(i64, i64, MT_I64, X), INT_BIN_ROW(u8, i8, MT_U8, X),    \
+    INT_BIN_ROW(u16, i16, MT_U16, X), INT_BIN_ROW(u32, i32, MT_U32, X), INT_BIN_ROW(u64, i64, MT_U64, X), \
+    FLOAT_BIN_ROW(f32, MT_F32, X), FLOAT_BIN_ROW(f64, MT_F64, X)
 /* clang-format on */
 
-/* The other ops' entries (unary, power, where). */
-#define CMP_ROW(S, M) [MOP_WHERE][M] = where_loop_##S, [MOP_ABS][M] = abs_loop_##S
+/* The other ops' entries (unary, power, where); ABS the abs loop (an unsigned type's is the
+ * identity, its width's same_loop). */
+#define CMP_ROW(W, ABS, M) [MOP_WHERE][M] = where_loop_##W, [MOP_ABS][M] = ABS
 /* An X-macro list, laid out by hand: */
 /* clang-format off */
-#define INT_ROW(S, M)                                                                                     \
-    CMP_ROW(S, M), [MOP_POW][M] = pow_loop_##S, [MOP_NEG][M] = neg_loop_##S,                              \
-    [MOP_INVERT][M] = inv_loop_##S, [MOP_FLOOR][M] = same_loop_##S, [MOP_CEIL][M] = same_loop_##S
+#define INT_ROW(S, W, ABS, M)                                                                             \
+    CMP_ROW(W, ABS, M), [MOP_POW][M] = pow_loop_##S, [MOP_NEG][M] = neg_loop_##W,                         \
+    [MOP_INVERT][M] = inv_loop_##W, [MOP_FLOOR][M] = same_loop_##W, [MOP_CEIL][M] = same_loop_##W
 /* clang-format on */
+#define SINT_ROW(S, M) INT_ROW(S, S, abs_loop_##S, M)
+#define UINT_ROW(S, W, M) INT_ROW(S, W, same_loop_##W, M)
 /* An X-macro list, laid out by hand: */
 /* clang-format off */
 #define FLOAT_ROW(S, M)                                                                                   \
-    CMP_ROW(S, M), [MOP_POW][M] = pow_loop_##S,                                                           \
+    CMP_ROW(S, abs_loop_##S, M), [MOP_POW][M] = pow_loop_##S,                                             \
     [MOP_NEG][M] = neg_loop_##S, [MOP_SQRT][M] = sqrt_loop_##S, [MOP_EXP][M] = exp_loop_##S,              \
     [MOP_LOG][M] = log_loop_##S, [MOP_LOG1P][M] = log1p_loop_##S, [MOP_EXPM1][M] = expm1_loop_##S,        \
     [MOP_SIN][M] = sin_loop_##S, [MOP_COS][M] = cos_loop_##S, [MOP_TAN][M] = tan_loop_##S,                \
@@ -360,35 +372,38 @@ FLOATS(FLOAT_LOOPS)
 
 static const oc_map_loop loops[MOP_COUNT][OC_MT_COUNT] = {
     ALL_BIN_ROWS(),
-    CMP_ROW(b, MT_BOOL),
+    CMP_ROW(b, abs_loop_b, MT_BOOL),
     [MOP_INVERT][MT_BOOL] = inv_loop_b,
     [MOP_FLOOR][MT_BOOL] = same_loop_b,
     [MOP_CEIL][MT_BOOL] = same_loop_b,
-    INT_ROW(i8, MT_I8),
-    INT_ROW(i16, MT_I16),
-    INT_ROW(i32, MT_I32),
-    INT_ROW(i64, MT_I64),
-    INT_ROW(u8, MT_U8),
-    INT_ROW(u16, MT_U16),
-    INT_ROW(u32, MT_U32),
-    INT_ROW(u64, MT_U64),
+    SINT_ROW(i8, MT_I8),
+    SINT_ROW(i16, MT_I16),
+    SINT_ROW(i32, MT_I32),
+    SINT_ROW(i64, MT_I64),
+    UINT_ROW(u8, i8, MT_U8),
+    UINT_ROW(u16, i16, MT_U16),
+    UINT_ROW(u32, i32, MT_U32),
+    UINT_ROW(u64, i64, MT_U64),
     FLOAT_ROW(f32, MT_F32),
     FLOAT_ROW(f64, MT_F64),
 };
 static const oc_map_loop loops_sb[MOP_COUNT][OC_MT_COUNT] = {ALL_BIN_ROWS(_sb)};
 static const oc_map_loop loops_sa[MOP_COUNT][OC_MT_COUNT] = {ALL_BIN_ROWS(_sa)};
 
-#define SELECT_ROW(S, M, X)                                                                                           \
-    [MOP_EQ - MOP_EQ][M] = sel_eq_##S##X, [MOP_NE - MOP_EQ][M] = sel_ne_##S##X, [MOP_LT - MOP_EQ][M] = sel_lt_##S##X, \
-              [MOP_LE - MOP_EQ][M] = sel_le_##S##X, [MOP_GT - MOP_EQ][M] = sel_gt_##S##X,                             \
-              [MOP_GE - MOP_EQ][M] = sel_ge_##S##X
+/* An X-macro list, laid out by hand: */
+/* clang-format off */
+#define SELECT_ROW(S, W, M, X)                                                                            \
+    [MOP_EQ - MOP_EQ][M] = sel_eq_##W##X, [MOP_NE - MOP_EQ][M] = sel_ne_##W##X,                           \
+    [MOP_LT - MOP_EQ][M] = sel_lt_##S##X, [MOP_LE - MOP_EQ][M] = sel_le_##S##X,                           \
+    [MOP_GT - MOP_EQ][M] = sel_gt_##S##X, [MOP_GE - MOP_EQ][M] = sel_ge_##S##X
+/* clang-format on */
 /* An X-macro list, laid out by hand: */
 /* clang-format off */
 #define SELECT_ROWS(X)                                                                                    \
-    SELECT_ROW(b, MT_BOOL, X), SELECT_ROW(i8, MT_I8, X), SELECT_ROW(i16, MT_I16, X),                      \
-    SELECT_ROW(i32, MT_I32, X), SELECT_ROW(i64, MT_I64, X), SELECT_ROW(u8, MT_U8, X),                     \
-    SELECT_ROW(u16, MT_U16, X), SELECT_ROW(u32, MT_U32, X), SELECT_ROW(u64, MT_U64, X),                   \
-    SELECT_ROW(f32, MT_F32, X), SELECT_ROW(f64, MT_F64, X)
+    SELECT_ROW(b, b, MT_BOOL, X), SELECT_ROW(i8, i8, MT_I8, X), SELECT_ROW(i16, i16, MT_I16, X),          \
+    SELECT_ROW(i32, i32, MT_I32, X), SELECT_ROW(i64, i64, MT_I64, X), SELECT_ROW(u8, i8, MT_U8, X),       \
+    SELECT_ROW(u16, i16, MT_U16, X), SELECT_ROW(u32, i32, MT_U32, X), SELECT_ROW(u64, i64, MT_U64, X),    \
+    SELECT_ROW(f32, f32, MT_F32, X), SELECT_ROW(f64, f64, MT_F64, X)
 /* clang-format on */
 static const oc_map_select_loop selects[MOP_GE - MOP_EQ + 1][OC_MT_COUNT] = {SELECT_ROWS()};
 static const oc_map_select_loop selects_sq[MOP_GE - MOP_EQ + 1][OC_MT_COUNT] = {SELECT_ROWS(_sq)};
@@ -462,10 +477,6 @@ CASTS_INTO_INT(i8, int8_t)
 CASTS_INTO_INT(i16, int16_t)
 CASTS_INTO_INT(i32, int32_t)
 CASTS_INTO_INT(i64, int64_t)
-CASTS_INTO_INT(u8, uint8_t)
-CASTS_INTO_INT(u16, uint16_t)
-CASTS_INTO_INT(u32, uint32_t)
-CASTS_INTO_INT(u64, uint64_t)
 CASTS_INTO_FLOAT(f32, float)
 CASTS_INTO_FLOAT(f64, double)
 
@@ -475,10 +486,11 @@ CASTS_INTO_FLOAT(f64, double)
             cast_u32_##TS, cast_u64_##TS, cast_f32_##TS, cast_f64_##TS                                       \
     }
 
-/* casts[to][from], in the order of oc_map_dtype. */
+/* casts[to][from], in the order of oc_map_dtype. A cast into an unsigned type is the cast into
+ * the signed type of its width: both keep the same low bits of one 64-bit value. */
 static const oc_map_cast_loop casts[OC_MT_COUNT][OC_MT_COUNT] = {
-    CAST_ROW(b),   CAST_ROW(i8),  CAST_ROW(i16), CAST_ROW(i32), CAST_ROW(i64), CAST_ROW(u8),
-    CAST_ROW(u16), CAST_ROW(u32), CAST_ROW(u64), CAST_ROW(f32), CAST_ROW(f64),
+    CAST_ROW(b),   CAST_ROW(i8),  CAST_ROW(i16), CAST_ROW(i32), CAST_ROW(i64), CAST_ROW(i8),
+    CAST_ROW(i16), CAST_ROW(i32), CAST_ROW(i64), CAST_ROW(f32), CAST_ROW(f64),
 };
 
 oc_map_cast_loop OC_MAP_NAME(oc_map_cpu_cast, OC_MAP_ISA)(int from, int to) { return casts[to][from]; }
