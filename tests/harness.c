@@ -74,6 +74,7 @@ unsigned char *oc_test_read_file(const char *path, size_t *len)
     fseek(f, 0, SEEK_SET);
     unsigned char *buf = malloc((size_t)n + 1);
     if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) n = 0;
+    if (buf) buf[n] = '\0'; /* callers may read it as a string */
     fclose(f);
     *len = (size_t)n;
     return buf;

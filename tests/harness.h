@@ -56,7 +56,7 @@ const char *oc_test_tmp_create(const char *prefix);
 const char *oc_test_tmp_path(const char *name);
 void oc_test_tmp_remove(void);
 
-/* The whole file (malloc'ed, *len bytes), or NULL when it cannot be opened. */
+/* The whole file (malloc'ed, *len bytes and a terminating NUL), or NULL when it cannot be opened. */
 unsigned char *oc_test_read_file(const char *path, size_t *len);
 
 /* A deterministic xorshift generator for test data. */
