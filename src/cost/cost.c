@@ -195,7 +195,10 @@ void oc_cost_predict(const oc_cost_rates *r, const oc_cost_job *job, int gpu_ava
     out->cpu_compute = compute_seconds(job->ops, r->cpu, &cpu_op);
     out->fixed[OC_COST_FIX_THREADS] = job->threads * r->thread_start;
     out->fixed[OC_COST_FIX_FILE] = job->files * r->file_create;
-    out->fixed[OC_COST_FIX_PAGES] = job->file_bytes / r->file_pages;
+    /* On a memory file system the file's reservation (fallocate) allocates and zeroes every
+     * page, and the writes then fault each in: its pages are paid twice. On a disk it reserves
+     * extents alone. */
+    out->fixed[OC_COST_FIX_PAGES] = job->file_bytes / r->file_pages * (job->file_in_memory ? 2 : 1);
     out->fixed[OC_COST_FIX_SYNC] = job->file_in_memory ? 0 : job->file_bytes / r->file_sync;
     double fixed = 0;
     for (int f = 0; f < OC_COST_FIXED_TERMS; ++f) fixed += out->fixed[f];
