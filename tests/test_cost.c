@@ -246,7 +246,7 @@ static void test_auto_without_gpu(oc_context *ctx)
     const char *path = oc_test_tmp_path("rates.txt");
     FILE *f = fopen(path, "w");
     if (f) {
-        fputs("# outcore cost-model rates\nmachine x\nnot a line of rates\n", f);
+        fputs("# outcore cost-model rates, format 2 (docs/cost-model.md)\nmachine x\nnot a line of rates\n", f);
         fclose(f);
     }
     setenv("OUTCORE_COST_CACHE", path, 1);

@@ -4,7 +4,7 @@
  *
  * The file (docs/cost-model.md shows one):
  *
- *   # outcore cost-model rates (docs/cost-model.md)
+ *   # outcore cost-model rates, format 2 (docs/cost-model.md)
  *   machine <key: hostname | CPU model | cores | driver and GPUs>
  *   host_bw 8.12e+10
  *   cpu_bit_macs.avx512 1.71e+12
@@ -17,7 +17,9 @@
  * nodes of a cluster: each node finds its own figures and keeps the others'. A section is
  * used only when its key equals this machine's exactly, so a new GPU, driver or CPU means
  * measuring again. A file that does not parse is ignored as a whole, with a note that reaches
- * --explain, and rewritten by the next measurement.
+ * --explain, and rewritten by the next measurement; so is a file of another format (its first
+ * line names the format: format 1 counted a symmetric Gram job's rate over all n² pairs, twice
+ * the n(n+1)/2 the model counts, and had no output page rate).
  */
 #include <errno.h>
 #include <math.h>
@@ -33,7 +35,7 @@
 #include "core/threads.h"
 #include "cost/cost.h"
 
-#define CACHE_HEADER "# outcore cost-model rates (docs/cost-model.md)"
+#define CACHE_HEADER "# outcore cost-model rates, format 2 (docs/cost-model.md)"
 #define MAX_SECTIONS 64
 #define LINE_MAX_LEN 1024
 
@@ -191,6 +193,14 @@ static int cache_file_read(const char *path, cache_file *f, char *why, size_t wh
             break;
         }
         line[len] = '\0';
+        if (lineno == 1 && strcmp(line, CACHE_HEADER) != 0) {
+            snprintf(why, why_size,
+                     "rate cache %s is not of this outcore's format ('%.60s'): ignored, measured rates "
+                     "will replace it",
+                     path, line);
+            rc = -1;
+            break;
+        }
         if (line[0] == '#' || line[0] == '\0') continue;
         if (strncmp(line, "machine ", 8) == 0) {
             if (f->count == MAX_SECTIONS) continue; /* the oldest sections are kept; later ones dropped */

@@ -79,6 +79,9 @@ def test_devices_bandwidth_stores_the_rates_that_explain_then_uses(small, tmp_pa
     assert host_bw in cpu_part or kernel or "element/s (default)" in cpu_part, explain
 
 
+HEADER = "# outcore cost-model rates, format 2 (docs/cost-model.md)\n"
+
+
 def explain_with_cache(small, tmp_path, cache_text):
     """--explain's stderr of a job on `small` under a rate cache holding cache_text."""
     cache = tmp_path / "rates.txt"
@@ -89,18 +92,29 @@ def explain_with_cache(small, tmp_path, cache_text):
 
 
 def test_corrupted_cache_is_ignored_with_a_warning(small, tmp_path):
-    err = explain_with_cache(small, tmp_path, "# outcore cost-model rates\nmachine x\nhost_bw fast\n")
+    err = explain_with_cache(small, tmp_path, HEADER + "machine x\nhost_bw fast\n")
     assert "line 3 is not a rate" in err, err
     text = (tmp_path / "rates.txt").read_text()  # replaced by the rates the job measured
     assert "host_bw fast" not in text and "\ncpu_bit_macs." in text, text
 
 
 def test_foreign_cache_is_ignored_with_a_warning(small, tmp_path):
-    err = explain_with_cache(small, tmp_path, "# outcore cost-model rates\nmachine another-host | some CPU | 64 cores\n"
-                             "host_bw 1e+12\n")
+    err = explain_with_cache(small, tmp_path, HEADER + "machine another-host | some CPU | 64 cores\nhost_bw 1e+12\n")
     assert "1 TB/s" not in err  # the other machine's figure was not used
     text = (tmp_path / "rates.txt").read_text()  # this machine's measured rates added, the other's kept
     assert "machine another-host | some CPU | 64 cores\nhost_bw 1e+12\n" in text and "\ncpu_bit_macs." in text, text
+
+
+def test_cache_of_an_older_format_is_measured_again(small, tmp_path):
+    """Format 1 counted a symmetric Gram job's rate over twice the pairs the model counts: its
+    figures are not used, and the job's measured ones replace the file."""
+    import socket
+    old = (f"# outcore cost-model rates (docs/cost-model.md)\nmachine {socket.gethostname()}\n"
+           "host_bw 1e+12\ncpu_bit_macs.avx2 1e+15\ncpu_bit_macs.avx512 1e+15\ncpu_bit_macs.ref 1e+15\n")
+    err = explain_with_cache(small, tmp_path, old)
+    assert "is not of this outcore's format" in err and "1 TB/s" not in err, err
+    text = (tmp_path / "rates.txt").read_text()
+    assert text.startswith(HEADER) and "1e+15" not in text and "\ncpu_bit_macs." in text, text
 
 
 def test_backend_cpu_asked_is_said(small, tmp_path):
