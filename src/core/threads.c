@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <time.h>
@@ -18,6 +19,13 @@ double oc_now(void)
 
 int oc_cpu_cores(void)
 {
+#ifdef __linux__
+    /* The CPUs this process may run on: taskset, cpusets and batch schedulers (Slurm's
+     * bindings) narrow them, and a thread per online CPU would oversubscribe what is left. A
+     * machine past CPU_SETSIZE CPUs fails the call and falls through. */
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+#endif
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     return n > 0 ? (int)n : 1;
 }
