@@ -21,7 +21,12 @@
 #   virtual-devices  bench/bench_devices.sh: one GPU split in 2 and 3 logical devices against
 #                    the whole device ("devices" alone is the step above)
 #   map              bench/bench_map.py: outcore map on the CPU against numpy, numexpr and
-#                    the STREAM triad, and on the GPU against the pinned PCIe limit
+#                    the STREAM triad, and on the GPU against the pinned PCIe limit (MAP_ARGS
+#                    are passed to it, e.g. "--reductions-only")
+#   wall             wall time as users see it: bench/wall_targets.sh (CUDA start on one and
+#                    every device beside the driver's own, the 200000 x 10^6-bit top-10 job)
+#                    and bench/bench_wall.py's ladder (predicted, job and wall seconds on the
+#                    CPU, one GPU, every GPU and auto; WALL_ARGS are passed to it)
 #   mpi              two MPI ranks sharing GPU 0 against one process (bench/bench_mpi.sh;
 #                    needs MPI and mpirun)
 #   host-link        what the host feeds the GPUs: pinned copies to 1 and every device,
@@ -141,6 +146,7 @@ gram_parts=()
 split_bench=0
 mpi_bench=0
 scaling_bench=0
+wall_bench=0
 link_bench=0
 matmul_bench=0
 matmulxt_bench=0
@@ -156,6 +162,7 @@ for part in "${bench_parts[@]}"; do
     map) map_bench=1 ;;
     mpi) mpi_bench=1 ;;   # two MPI ranks sharing GPU 0 against one process (bench/bench_mpi.sh)
     scaling) scaling_bench=1 ;;
+    wall) wall_bench=1 ;;
     host-link) link_bench=1 ;;
     matmul) matmul_bench=1 ;;
     matmulxt) matmulxt_bench=1 ;;
@@ -262,8 +269,21 @@ fi
 if has bench && [ $map_bench -eq 1 ]; then
   # outcore map on the host's CPU against numpy, numexpr and the STREAM triad, and the memory-bound
   # cases on the GPU against the pinned PCIe limit (bench/bench_map.py --gpu).
-  timeout "${BENCH_TIMEOUT:-400}" python3 bench/bench_map.py --binary "$BUILD/outcore" --gpu 2>&1 | tee "$LOGS/bench_map.log"
+  # shellcheck disable=SC2086 # MAP_ARGS is a list of options
+  timeout "${BENCH_TIMEOUT:-400}" python3 bench/bench_map.py --binary "$BUILD/outcore" --gpu ${MAP_ARGS:-} 2>&1 |
+    tee "$LOGS/bench_map.log"
   note bench_map "rc ${PIPESTATUS[0]}"
+fi
+
+if has bench && [ $wall_bench -eq 1 ]; then
+  # The CUDA start and the big top-k job's wall time, then the ladder's predictions; a rate
+  # cache of the run's own, so the first job's measurement is part of what is shown.
+  timeout "${BENCH_TIMEOUT:-400}" bash bench/wall_targets.sh "$BUILD" 3 2>&1 | tee "$LOGS/wall_targets.log"
+  note wall_targets "rc ${PIPESTATUS[0]}"
+  # shellcheck disable=SC2086 # WALL_ARGS is a list of options
+  OUTCORE_COST_CACHE="$LOGS/rates.txt" timeout "${BENCH_TIMEOUT:-400}" python3 bench/bench_wall.py \
+    --outcore "$BUILD/outcore" ${WALL_ARGS:---runs 2 --max-work 20} 2>&1 | tee "$LOGS/bench_wall.log"
+  note bench_wall "rc ${PIPESTATUS[0]}: $(grep -c 'prediction within' "$LOGS/bench_wall.log") jobs"
 fi
 
 if has io; then
