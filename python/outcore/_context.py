@@ -23,7 +23,7 @@ import threading
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from . import _lib
+from . import _lib, errors
 from ._options import RESOURCES, gram_options
 from .errors import InputError, check
 
@@ -110,11 +110,12 @@ class Context:
         if handle is not None:
             lib.oc_context_release_cached_memory(handle)
 
-    def close(self, blocking: bool = True) -> bool:
-        """Frees the library context and its staging, after a call running on it has returned.
-        Closing twice is a no-op. Returns whether it is closed (False only when not blocking
-        and a call holds it)."""
-        if not self._lock.acquire(blocking):
+    def close(self, blocking: bool = True, timeout: float = -1) -> bool:
+        """Frees the library context and its staging, after a call running on it has returned
+        (waiting at most `timeout` seconds for it when given). Closing twice is a no-op.
+        Returns whether it is closed (False only when not blocking, or past the timeout, and
+        a call holds it)."""
+        if not self._lock.acquire(blocking, timeout if blocking else -1):
             return False
         try:
             handle, self._handle = self._handle, None
@@ -174,6 +175,14 @@ def release_cached_memory() -> None:
 
 @atexit.register
 def _close_default():
-    # A daemon thread may still be in a call on it at exit: then it is left to the process.
-    if _default is not None:
-        _default.close(blocking=False)
+    # A daemon thread may still be in a call on it at exit. Its job's threads would go on
+    # calling into the interpreter (the progress callback) while it shuts down, so the job is
+    # cancelled (the library's cancel may be called from any thread) and the call given a
+    # few seconds to return; one that does not is left to the process.
+    if _default is None or _default.close(blocking=False):
+        return
+    handle = _default._handle
+    if handle is not None:
+        errors.exiting = True
+        lib.oc_context_cancel(handle)
+    _default.close(timeout=5.0)

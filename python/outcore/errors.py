@@ -71,7 +71,15 @@ def from_status(status, ctx):
     return _BY_STATUS.get(status, Error)(message, status, trace)
 
 
+# Set at interpreter exit by the default context's atexit handler (_context.py) before it
+# cancels a call still running on it in a daemon thread: that call then ends with SystemExit,
+# which a thread ends on silently, instead of an error whose traceback the exit would cut.
+exiting = False
+
+
 def check(status, ctx):
     """Raises the matching exception unless status is OC_OK."""
     if status != _lib.OC_OK:
+        if exiting and status == _lib.OC_ERR_CANCELLED:
+            raise SystemExit("outcore: the call was cancelled: the interpreter is exiting")
         raise from_status(status, ctx)
