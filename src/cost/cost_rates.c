@@ -100,6 +100,9 @@ int oc_cost_rates_store(const oc_cost_rates *r)
     return rc;
 }
 
+/* The host figures a job's first use measures when the cache lacks them. */
+enum { FIRST_USE = OC_COST_M_HOST_BW | OC_COST_M_CPU_BITS | OC_COST_M_PAGES };
+
 /* Set on the thread that measures: the measurement's own Gram job asks for rates too, and
  * must not measure again. */
 static _Thread_local int measuring;
@@ -110,7 +113,7 @@ static _Thread_local int measuring;
  * cache that cannot be written does not cost every process a measurement. */
 static void measure_host(oc_context *ctx, const char *path, oc_cost_rates *r)
 {
-    const unsigned host = OC_COST_M_HOST_BW | OC_COST_M_CPU_BITS | OC_COST_M_PAGES;
+    const unsigned host = FIRST_USE;
     double t = oc_now();
     const int lock = oc_cost_cache_lock(path);
     if (lock < 0) {
@@ -123,7 +126,7 @@ static void measure_host(oc_context *ctx, const char *path, oc_cost_rates *r)
     if (oc_cost_cache_load(path, host_key, &again)) *r = again;
     if ((r->measured & host) != host) {
         measuring = 1;
-        if (!(r->measured & OC_COST_M_HOST_BW) || !(r->measured & OC_COST_M_PAGES)) {
+        if ((r->measured & (OC_COST_M_HOST_BW | OC_COST_M_PAGES)) != (OC_COST_M_HOST_BW | OC_COST_M_PAGES)) {
             r->host_bw = oc_cost_measure_triad(ctx, oc_cpu_cores(), 1, &r->file_pages);
             if (r->host_bw > 0) r->measured |= OC_COST_M_HOST_BW;
             if (r->file_pages > 0) r->measured |= OC_COST_M_PAGES;
@@ -150,7 +153,7 @@ void oc_cost_rates_get(oc_context *ctx, int measure, int gpu, oc_cost_rates *out
     oc_cost_rates r = rates_cached;
     pthread_mutex_unlock(&rates_lock);
 
-    const unsigned host = OC_COST_M_HOST_BW | OC_COST_M_CPU_BITS | OC_COST_M_PAGES;
+    const unsigned host = FIRST_USE;
     char path[4096];
     if (measure && !measuring && (r.measured & host) != host && oc_cost_cache_path(path, sizeof path)) {
         /* Measured outside rates_lock: the CPU kernel's measurement is an oc_gram job, which

@@ -70,9 +70,9 @@ double oc_cost_measure_triad(oc_context *ctx, int threads, int quick, double *fi
     if (first_touch) *first_touch = 0;
     if (!t.a || !t.b || !t.c) goto cleanup;
     /* One thread faults the first array's fresh pages in: the rate at which a new output
-     * file's pages arrive. Faults on many threads at once reached 18 GB/s of anonymous
-     * memory where the file pages of a job's output came at about 2 (bench/RESULTS.md):
-     * the kernel serialises much of a shared file mapping's faults. */
+     * file's pages arrive. Faults on every thread at once ran several times faster than a
+     * job's output pages came (bench/RESULTS.md): the kernel serialises much of a shared
+     * file mapping's faults. */
     if (first_touch) {
         const double touch0 = oc_now();
         for (size_t i = 0; i < bytes / sizeof(double); i += 4096 / sizeof(double)) t.a[i] = 0.0;
