@@ -26,7 +26,9 @@ in files written otherwise): python3 tests/cli/test_source_layout.py --fix
 """
 import os
 import re
+import shutil
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 SOURCE_DIR = Path(os.environ.get("OUTCORE_SOURCE_DIR", Path(__file__).resolve().parents[2])).resolve()
@@ -77,6 +79,20 @@ def fix(path):
     return fixed != text
 
 
+@contextmanager
+def copy_of_src(tmp_path):
+    """The checks pointed at a copy of src/ under tmp_path, for the probe files the tests
+    write: the real tree is read by other tests running at the same time."""
+    global SOURCE_DIR, SRC
+    saved = SOURCE_DIR, SRC
+    shutil.copytree(SRC, tmp_path / "src")
+    SOURCE_DIR, SRC = tmp_path, tmp_path / "src"
+    try:
+        yield SRC
+    finally:
+        SOURCE_DIR, SRC = saved
+
+
 def test_includes_are_written_from_src():
     wrong = [f"{p.relative_to(SOURCE_DIR)}:{line}: \"{written}\" -> \"{wanted}\""
              for p in sources() for line, written, wanted in misspelled(p)]
@@ -87,26 +103,19 @@ def test_includes_are_written_from_src():
 def test_the_check_sees_other_spellings(tmp_path):
     # A relative and a sibling spelling of src/core/error.h from a file in src/io are both
     # reported, with the form they must take.
-    probe = SRC / "io" / "layout_probe.c"
-    assert not probe.exists()
-    try:
+    with copy_of_src(tmp_path) as src:
+        probe = src / "io" / "layout_probe.c"
         probe.write_text('#include "../core/error.h"\n#include "io.h"\n#include "io/io.h"\n#include "outcore.h"\n')
         assert misspelled(probe) == [(1, "../core/error.h", "core/error.h"), (2, "io.h", "io/io.h")]
-    finally:
         probe.unlink()
-    a, b = SRC / "core" / "layout_probe_a.h", SRC / "core" / "layout_probe_b.h"
-    try:
-        a.write_text('#include "core/layout_probe_b.h"\n')
-        b.write_text('#include "core/layout_probe_a.h"\n')
+        (src / "core" / "layout_probe_a.h").write_text('#include "core/layout_probe_b.h"\n')
+        (src / "core" / "layout_probe_b.h").write_text('#include "core/layout_probe_a.h"\n')
         try:
             test_no_circle_between_files()
         except AssertionError as e:
             assert "core/layout_probe_a.h -> core/layout_probe_b.h -> core/layout_probe_a.h" in str(e)
         else:
             raise AssertionError("the circle check did not see the probe")
-    finally:
-        a.unlink()
-        b.unlink()
 
 
 def src_files():
@@ -216,15 +225,12 @@ def test_no_circle_between_modules():
                        + "\n".join(found))
 
 
-def test_the_circle_check_sees_modules():
+def test_the_circle_check_sees_modules(tmp_path):
     # a.c includes b.h and b.c includes a.h: no file is in a circle, the modules are.
-    files = {SRC / "core" / name: text for name, text in (
-        ("layout_probe_a.c", '#include "core/layout_probe_b.h"\n'), ("layout_probe_a.h", ""),
-        ("layout_probe_b.c", '#include "core/layout_probe_a.h"\n'), ("layout_probe_b.h", ""))}
-    assert not any(p.exists() for p in files)
-    try:
-        for p, text in files.items():
-            p.write_text(text)
+    with copy_of_src(tmp_path) as src:
+        for name, text in (("layout_probe_a.c", '#include "core/layout_probe_b.h"\n'), ("layout_probe_a.h", ""),
+                           ("layout_probe_b.c", '#include "core/layout_probe_a.h"\n'), ("layout_probe_b.h", "")):
+            (src / "core" / name).write_text(text)
         test_no_circle_between_files()
         try:
             test_no_circle_between_modules()
@@ -232,9 +238,6 @@ def test_the_circle_check_sees_modules():
             assert "core/layout_probe_a -> core/layout_probe_b -> core/layout_probe_a" in str(e), str(e)
         else:
             raise AssertionError("the module circle check did not see the probe")
-    finally:
-        for p in files:
-            p.unlink(missing_ok=True)
 
 
 def test_no_folder_is_too_large():
@@ -247,10 +250,8 @@ def test_no_folder_is_too_large():
 
 def test_the_rules_see_a_breach(tmp_path):
     # A probe file in core/ that includes a job's header and a CUDA header breaks two rules.
-    probe = SRC / "core" / "layout_probe.c"
-    assert not probe.exists()
-    try:
-        probe.write_text('#include <cuda_runtime.h>\n#include "gram/gram_job.h"\n')
+    with copy_of_src(tmp_path) as src:
+        (src / "core" / "layout_probe.c").write_text('#include <cuda_runtime.h>\n#include "gram/gram_job.h"\n')
         for rule in (test_folders_include_only_lower_folders, test_backends_stay_in_their_folders):
             try:
                 rule()
@@ -258,8 +259,6 @@ def test_the_rules_see_a_breach(tmp_path):
                 assert "layout_probe.c" in str(e)
             else:
                 raise AssertionError(f"{rule.__name__} did not see the probe")
-    finally:
-        probe.unlink()
 
 
 if __name__ == "__main__":
