@@ -99,7 +99,8 @@ typedef struct oc_cost_rates {
     double gpu_job_setup;                        /* s: a later job's set-up in the same process */
     double thread_start;                         /* s: starting one worker thread */
     double file_create;                          /* s: creating an output file and renaming it */
-    double file_pages;                           /* bytes/s: a new output file's pages, sized and faulted in */
+    double file_pages;                           /* bytes/s: fresh pages faulted in by one thread */
+    double file_faults;                          /* bytes/s: fresh pages faulted in by every core at once */
     double file_sync;                            /* bytes/s: flushing a new file to its disk */
     int cpu_cores;
     char cpu_isa[16];
@@ -258,8 +259,10 @@ void oc_cost_note_cpu_job(double regret);
 
 /* Host memory bandwidth, bytes/s: the STREAM triad a[i] = b[i] + s·c[i] over arrays far
  * larger than the caches, on `threads` threads, best of a few runs (quick: the first-use
- * measurement's smaller arrays and fewer runs). 0 on failure. */
-double oc_cost_measure_triad(oc_context *ctx, int threads, int quick, double *first_touch);
+ * measurement's smaller arrays and fewer runs). 0 on failure. first_touch and
+ * first_touch_all (either may be NULL) receive the bytes/s at which fresh pages of one array
+ * are faulted in by one thread, and of another by the `threads` threads at once. */
+double oc_cost_measure_triad(oc_context *ctx, int threads, int quick, double *first_touch, double *first_touch_all);
 
 /* Bit-MAC/s of the CPU Gram kernel on all cores (a short counts job in memory), as the model
  * counts them (oc_cost_job_gram). 0 on failure. oc_cost_calibrate's measurement; _quick is

@@ -88,6 +88,7 @@ static const field fields[] = {
     {"d2h_pageable", offsetof(oc_cost_rates, d2h_pageable), OC_COST_M_PCIE},
     {"host_bw", offsetof(oc_cost_rates, host_bw), OC_COST_M_HOST_BW},
     {"file_pages", offsetof(oc_cost_rates, file_pages), OC_COST_M_PAGES},
+    {"file_faults", offsetof(oc_cost_rates, file_faults), OC_COST_M_PAGES},
     {"gpu_startup", offsetof(oc_cost_rates, gpu_startup), OC_COST_M_STARTUP},
     {"gpu_job_setup", offsetof(oc_cost_rates, gpu_job_setup), OC_COST_M_STARTUP},
     {"gpu_bit_macs", offsetof(oc_cost_rates, gpu) + OC_COST_BIT_MAC * sizeof(double), OC_COST_M_GPU_BITS},

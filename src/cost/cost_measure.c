@@ -186,7 +186,7 @@ oc_status oc_cost_calibrate(oc_context *ctx, oc_devices **devices_out, char **re
         oc_text_printf(
             &report, "PCIe (slowest GPU) pinned %.1f / %.1f GB/s (H2D / D2H), both %.1f, pageable %.1f / %.1f\n",
             r.h2d_pinned / 1e9, r.d2h_pinned / 1e9, r.bidir_pinned / 1e9, r.h2d_pageable / 1e9, r.d2h_pageable / 1e9);
-    r.host_bw = oc_cost_measure_triad(ctx, oc_cpu_cores(), 0, &r.file_pages);
+    r.host_bw = oc_cost_measure_triad(ctx, oc_cpu_cores(), 0, &r.file_pages, &r.file_faults);
     if (r.host_bw > 0) {
         r.measured |= OC_COST_M_HOST_BW;
         oc_text_printf(&report, "host memory       %.1f GB/s (STREAM triad, %d threads)\n", r.host_bw / 1e9,
@@ -194,8 +194,8 @@ oc_status oc_cost_calibrate(oc_context *ctx, oc_devices **devices_out, char **re
     }
     if (r.file_pages > 0) {
         r.measured |= OC_COST_M_PAGES;
-        oc_text_printf(&report, "fresh pages       %.1f GB/s (faulted in by %d threads)\n", r.file_pages / 1e9,
-                       oc_cpu_cores());
+        oc_text_printf(&report, "fresh pages       %.1f GB/s on one thread, %.1f GB/s on %d at once\n",
+                       r.file_pages / 1e9, r.file_faults / 1e9, oc_cpu_cores());
     }
     r.cpu[OC_COST_BIT_MAC] = oc_cost_measure_cpu_bits(ctx);
     if (r.cpu[OC_COST_BIT_MAC] > 0) {

@@ -127,7 +127,7 @@ static void measure_host(oc_context *ctx, const char *path, oc_cost_rates *r)
     if ((r->measured & host) != host) {
         measuring = 1;
         if ((r->measured & (OC_COST_M_HOST_BW | OC_COST_M_PAGES)) != (OC_COST_M_HOST_BW | OC_COST_M_PAGES)) {
-            r->host_bw = oc_cost_measure_triad(ctx, oc_cpu_cores(), 1, &r->file_pages);
+            r->host_bw = oc_cost_measure_triad(ctx, oc_cpu_cores(), 1, &r->file_pages, &r->file_faults);
             if (r->host_bw > 0) r->measured |= OC_COST_M_HOST_BW;
             if (r->file_pages > 0) r->measured |= OC_COST_M_PAGES;
             oc_trace_phase(&t, "cost", "triad");
@@ -164,6 +164,7 @@ void oc_cost_rates_get(oc_context *ctx, int measure, int gpu, oc_cost_rates *out
         rates_cached.host_bw = r.host_bw;
         rates_cached.cpu[OC_COST_BIT_MAC] = r.cpu[OC_COST_BIT_MAC];
         rates_cached.file_pages = r.file_pages;
+        rates_cached.file_faults = r.file_faults;
         rates_cached.measured |= r.measured & host;
         memcpy(rates_cached.note, r.note, sizeof r.note);
         pthread_mutex_unlock(&rates_lock);

@@ -24,10 +24,12 @@
 #define QUICK_ELEMENTS ((int64_t)2 << 20)
 #define QUICK_RUNS 3
 
+enum triad_pass { TRIAD_RUN, TRIAD_INIT, TRIAD_TOUCH };
+
 typedef struct triad_arrays {
     double *a, *b, *c;
     int64_t elements, per_task;
-    int init;
+    enum triad_pass pass;
 } triad_arrays;
 
 static oc_status triad_task(void *arg, int64_t task, int worker)
@@ -38,7 +40,11 @@ static oc_status triad_task(void *arg, int64_t task, int worker)
     if (end > t->elements) end = t->elements;
     double *restrict a = t->a;
     const double *restrict b = t->b, *restrict c = t->c;
-    if (t->init) {
+    if (t->pass == TRIAD_TOUCH) { /* one store a page: the fault alone */
+        for (int64_t i = begin; i < end; i += 4096 / (int64_t)sizeof(double)) t->b[i] = 0.0;
+        return OC_OK;
+    }
+    if (t->pass == TRIAD_INIT) {
         for (int64_t i = begin; i < end; ++i) t->a[i] = 0.0, t->b[i] = 1.0, t->c[i] = 2.0;
         return OC_OK;
     }
@@ -60,26 +66,30 @@ static int64_t triad_elements(int quick)
     return n < TRIAD_ELEMENTS ? n : TRIAD_ELEMENTS;
 }
 
-double oc_cost_measure_triad(oc_context *ctx, int threads, int quick, double *first_touch)
+double oc_cost_measure_triad(oc_context *ctx, int threads, int quick, double *first_touch, double *first_touch_all)
 {
     if (threads < 1) threads = 1;
     const int64_t n = triad_elements(quick);
     const size_t bytes = (size_t)n * sizeof(double);
-    triad_arrays t = {malloc(bytes), malloc(bytes), malloc(bytes), n, (n + threads - 1) / threads, 1};
+    triad_arrays t = {malloc(bytes), malloc(bytes), malloc(bytes), n, (n + threads - 1) / threads, TRIAD_TOUCH};
     double best = 0;
     if (first_touch) *first_touch = 0;
+    if (first_touch_all) *first_touch_all = 0;
     if (!t.a || !t.b || !t.c) goto cleanup;
-    /* One thread faults the first array's fresh pages in: the rate at which a new output
-     * file's pages arrive. Faults on every thread at once ran several times faster than a
-     * job's output pages came (bench/RESULTS.md): the kernel serialises much of a shared
-     * file mapping's faults. */
+    /* One thread faults the first array's fresh pages in, then every thread the second's at
+     * once: what a new output file's pages cost, reserved on one thread and faulted into the
+     * job's mappings by its threads (cost.c, the pages' term). */
     if (first_touch) {
         const double touch0 = oc_now();
         for (size_t i = 0; i < bytes / sizeof(double); i += 4096 / sizeof(double)) t.a[i] = 0.0;
         *first_touch = (double)bytes / (oc_now() - touch0);
     }
+    const double touch_all0 = oc_now();
     if (oc_parallel_run(ctx, threads, threads, triad_task, &t, NULL, NULL, NULL) != OC_OK) goto cleanup;
-    t.init = 0;
+    if (first_touch_all) *first_touch_all = (double)bytes / (oc_now() - touch_all0);
+    t.pass = TRIAD_INIT;
+    if (oc_parallel_run(ctx, threads, threads, triad_task, &t, NULL, NULL, NULL) != OC_OK) goto cleanup;
+    t.pass = TRIAD_RUN;
     for (int run = 0; run < (quick ? QUICK_RUNS : TRIAD_RUNS); ++run) {
         double t0 = oc_now();
         if (oc_parallel_run(ctx, threads, threads, triad_task, &t, NULL, NULL, NULL) != OC_OK) goto cleanup;

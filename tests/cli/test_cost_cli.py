@@ -47,6 +47,7 @@ def test_first_job_measures_once_and_off_measures_nothing(small, tmp_path):
     text = cache.read_text()
     assert text.startswith("# outcore cost-model rates") and "\nhost_bw " in text and "\ncpu_bit_macs." in text
     assert "\nfile_pages " in text, text  # the output file's pages: the triad's first touch
+    assert "\nfile_faults " in text, text  # and the same on every core at once
     stored = cache.stat()
     second = run("gram", small, "-o", tmp_path / "c.npy", "--backend", "cpu", "--json", env=env)
     assert "outcore cost:" not in second.stderr, second.stderr
