@@ -43,6 +43,26 @@ def test_int8_exact_and_gram():
     assert np.array_equal(gf, gf.T)
 
 
+def test_panels_and_tiles_in_pieces():
+    """Panels and tiles of more than a MiB, which the CPU backend reads, converts, rounds and
+    writes in pieces of rows on several threads: every dtype path, transposes, the Gram
+    product's diagonal tiles (mirrored piece by piece) and budgets that cut K."""
+    a = rng.standard_normal((600, 400))
+    b = rng.standard_normal((400, 500))
+    for host_mem in (None, "4M"):
+        close(outcore.matmul(a, b, host_mem=host_mem, backend="cpu"), a @ b, 400, 1e-15)
+        close(outcore.matmul(a.T.copy(), b, transpose_a=True, host_mem=host_mem, backend="cpu"), a @ b, 400, 1e-15)
+    i8 = rng.integers(-128, 128, (700, 3000), dtype=np.int8)
+    ref = i8.astype(np.int64) @ i8.T.astype(np.int64)
+    for host_mem in (None, "8M"):
+        g = outcore.matmul(i8, host_mem=host_mem, backend="cpu")
+        assert g.dtype == np.int32 and np.array_equal(g, ref)
+    h = rng.standard_normal((800, 700)).astype(np.float16)
+    got = outcore.matmul(h, h, transpose_b=True, dtype=np.float16, backend="cpu")
+    assert got.dtype == np.float16
+    close(got, (h.astype(np.float32) @ h.T.astype(np.float32)).astype(np.float16), 700, 1e-3)
+
+
 def test_promotion_and_dtype():
     i8 = rng.integers(-5, 5, (10, 12), dtype=np.int8)
     f32 = rng.standard_normal((12, 7)).astype(np.float32)

@@ -1,7 +1,10 @@
 /*
  * mm_cpu.c - the CPU backend of the product (oc_mm_backend_cpu): tiles of C one after the
  * other, each from K panels of op(A) and op(B) multiplied by the BLAS on all threads (or
- * the reference loops), the accumulator rounded once to the result type.
+ * the reference loops), the accumulator rounded once to the result type. The panels are
+ * read and converted, and the tile rounded and written, in pieces of rows on every thread:
+ * on one thread they held a BLAS on many cores up (bench/RESULTS.md, "matmul on the CPU
+ * on 16 cores").
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,6 +76,73 @@ static oc_status buffers_alloc(oc_context *ctx, const oc_matmul_job *job, const 
     return OC_OK;
 }
 
+/* Rows of a panel read and converted, or of a tile rounded and written, per task of
+ * oc_parallel_run: PIECE_BYTES of the panel or tile at least, so that a small one stays
+ * one task. */
+#define PIECE_BYTES (1 << 20)
+
+typedef struct pieces {
+    oc_matmul_job *job;
+    const oc_mm_cpu_plan *p;
+    int write;               /* 0: read a panel, 1: write a tile */
+    oc_mm_operand which;     /* the panel's operand */
+    int64_t row0, col0;      /* the panel's or tile's place */
+    int64_t rows, cols, per; /* its shape, rows a task */
+    void *in, *conv;         /* read: as read, as multiplied; write: the accumulator, the result */
+} pieces;
+
+static oc_status piece_task(void *arg, int64_t task, int worker)
+{
+    (void)worker;
+    const pieces *c = arg;
+    oc_matmul_job *job = c->job;
+    const int64_t r0 = task * c->per, n = c->rows - r0 < c->per ? c->rows - r0 : c->per, cells = r0 * c->cols;
+    if (!c->write) {
+        const size_t in = oc_mm_type_size(job->in_type), mul = oc_mm_kind_size(c->p->kind);
+        char *src = (char *)c->in + (size_t)cells * in;
+        OC_CHECK(job->ctx, job->read_panel(job, c->which, c->row0 + r0, n, c->col0, c->cols, src));
+        to_kind(job->in_type, c->p->kind, src, (char *)c->conv + (size_t)cells * mul, n * c->cols);
+        return OC_OK;
+    }
+    const size_t acc = oc_mm_acc_size(c->p->kind), out = oc_mm_type_size(job->out_type);
+    char *dst = (char *)c->conv + (size_t)cells * out;
+    to_out(c->p->kind, job->out_type, (const char *)c->in + (size_t)cells * acc, dst, n * c->cols);
+    return job->write_tile(job, c->row0 + r0, n, c->col0, c->cols, dst, c->cols);
+}
+
+/* A panel or tile of rows x cols in pieces of rows on the plan's threads. */
+static oc_status run_pieces(pieces *c, size_t row_bytes)
+{
+    const int64_t per = row_bytes ? (int64_t)(PIECE_BYTES / row_bytes) : c->rows;
+    c->per = per < 1 ? 1 : per;
+    const int64_t tasks = (c->rows + c->per - 1) / c->per;
+    if (tasks <= 1) return tasks ? piece_task(c, 0, 0) : OC_OK;
+    return oc_parallel_run(c->job->ctx, c->p->threads, tasks, piece_task, c, NULL, NULL, NULL);
+}
+
+static oc_status read_pieces(oc_matmul_job *job, const oc_mm_cpu_plan *p, oc_mm_operand which, int64_t row0,
+                             int64_t rows, int64_t col0, int64_t cols, void *in, void *conv)
+{
+    pieces c = {.job = job,
+                .p = p,
+                .which = which,
+                .row0 = row0,
+                .col0 = col0,
+                .rows = rows,
+                .cols = cols,
+                .in = in,
+                .conv = conv};
+    return run_pieces(&c, (size_t)cols * oc_mm_type_size(job->in_type));
+}
+
+static oc_status write_pieces(oc_matmul_job *job, const oc_mm_cpu_plan *p, int64_t row0, int64_t rows, int64_t col0,
+                              int64_t cols, void *acc, void *out)
+{
+    pieces c = {
+        .job = job, .p = p, .write = 1, .row0 = row0, .col0 = col0, .rows = rows, .cols = cols, .in = acc, .conv = out};
+    return run_pieces(&c, (size_t)cols * oc_mm_acc_size(p->kind));
+}
+
 /* The upper triangle of acc[h x h] += a·aᵀ (a diagonal tile of A·Aᵀ: half the multiply-adds
  * of a gemm, and no B panel; write_tile reads only the upper triangle of such a tile). */
 static void syrk_blas(const oc_mm_cpu_plan *p, int64_t h, int64_t kw, const void *a, void *acc, int first)
@@ -114,15 +184,14 @@ static oc_status run_tile(oc_matmul_job *job, const oc_mm_cpu_plan *p, cpu_buffe
         const int64_t k0 = q * p->kp, kw = job->k - k0 < p->kp ? job->k - k0 : p->kp;
         const int64_t key = ti * p->panels + q;
         if (*a_key != key) {
-            OC_CHECK(ctx, job->read_panel(job, OC_MM_A, i0, h, k0, kw, bf->a_in));
-            to_kind(job->in_type, p->kind, bf->a_in, bf->a, h * kw);
+            *a_key = -1; /* a failed read leaves it partly overwritten */
+            OC_CHECK(ctx, read_pieces(job, p, OC_MM_A, i0, h, k0, kw, bf->a_in, bf->a));
             *a_key = key;
         }
         if (syrk) {
             syrk_blas(p, h, kw, bf->a, bf->acc, q == 0);
         } else {
-            OC_CHECK(ctx, job->read_panel(job, OC_MM_B, k0, kw, j0, w, bf->b_in));
-            to_kind(job->in_type, p->kind, bf->b_in, bf->b, kw * w);
+            OC_CHECK(ctx, read_pieces(job, p, OC_MM_B, k0, kw, j0, w, bf->b_in, bf->b));
             if (blas) gemm_blas(p, h, w, kw, bf->a, bf->b, bf->acc, q == 0);
             else OC_CHECK(ctx, oc_mm_ref_gemm(ctx, p->kind, p->threads, h, w, kw, bf->a, bf->b, bf->acc));
         }
@@ -131,8 +200,7 @@ static oc_status run_tile(oc_matmul_job *job, const oc_mm_cpu_plan *p, cpu_buffe
         if (oc_cancelled(ctx))
             return oc_fail(ctx, OC_ERR_CANCELLED, "cancelled after %.0f of %.0f multiply-adds", *done, total);
     }
-    to_out(p->kind, job->out_type, bf->acc, bf->out, h * w);
-    OC_CHECK(ctx, job->write_tile(job, i0, h, j0, w, bf->out, w));
+    OC_CHECK(ctx, write_pieces(job, p, i0, h, j0, w, bf->acc, bf->out));
     job->stats.tiles++;
     return OC_OK;
 }
