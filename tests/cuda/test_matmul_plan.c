@@ -16,7 +16,7 @@
 static int shares_well(int64_t tiles, int nd, int out_heavy)
 {
     if (nd <= 1) return !out_heavy || tiles >= 4;
-    return (tiles >= nd && tiles % nd == 0) || tiles >= 4LL * nd;
+    return (tiles >= 2LL * nd && tiles % nd == 0) || tiles >= 8LL * nd;
 }
 
 static void check_plan(oc_context *ctx, oc_mm_cuda_plan_input in)

@@ -103,12 +103,14 @@ static int64_t tile_count(const oc_mm_cuda_plan_input *in, int64_t edge)
 /* Whether `tiles` share well among nd devices: on one, when the result outweighs the operands
  * (out_heavy), four or more, so that the output of one tile overlaps the next one's products
  * (otherwise re-reading the operands for more tiles costs more than that hides); on several,
- * the same count for each, or at least four each (the last round's imbalance is then at most
- * a quarter of a device's share). */
+ * the same count for each and at least two each, so that every device's download but the
+ * last overlaps its products (one tile each left the devices' whole result to download at
+ * once after the products: bench/RESULTS.md, "matmul on four GPUs"), or at least eight each
+ * (the last round's imbalance is then at most an eighth of a device's share). */
 static int tiles_share(int64_t tiles, int nd, int out_heavy)
 {
     if (nd <= 1) return !out_heavy || tiles >= 4;
-    return (tiles >= nd && tiles % nd == 0) || tiles >= 4LL * nd;
+    return (tiles >= 2LL * nd && tiles % nd == 0) || tiles >= 8LL * nd;
 }
 
 /* The next smaller edge to try: about 6% less, in steps of 256 (16 below 2048). */
