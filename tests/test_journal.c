@@ -2,15 +2,20 @@
  * test_journal.c - the resume journal's file format (src/io/journal.h): records read back in
  * order, a journal of another job refused naming the line that differs, a torn or damaged
  * record ending the journal (and cut off before the next append), a damaged header refused,
- * a failed write reported as an I/O error naming the journal.
+ * a failed write reported as an I/O error naming the journal, and a journal whose lock a
+ * process gives up a moment later (a job just killed) opened once that lock is free.
  */
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "core/context.h"
 #include "core/fault.h"
+#include "core/threads.h"
 #include "harness.h"
 #include "io/journal.h"
 #include "outcore.h"
@@ -136,6 +141,34 @@ static void test_write_failure(const char *path)
     oc_journal_close(j);
 }
 
+/* Another process holds the journal's lock for HELD_SECONDS, as a job killed a moment ago
+ * may while the system tears it down: the open waits for the lock instead of calling it a
+ * running job's. */
+#define HELD_SECONDS 0.2
+static void test_lock_released_later(const char *path)
+{
+    int ready[2];
+    if (pipe(ready) != 0) return;
+    pid_t child = fork();
+    if (child == 0) {
+        int fd = open(path, O_RDONLY);
+        char one = 1;
+        if (fd < 0 || flock(fd, LOCK_EX) != 0 || write(ready[1], &one, 1) != 1) _exit(1);
+        usleep((useconds_t)(HELD_SECONDS * 1e6));
+        _exit(0);
+    }
+    char got = 0;
+    CHECK(child > 0 && read(ready[0], &got, 1) == 1 && got == 1);
+    const double t0 = oc_now();
+    seen s;
+    CHECK_MSG(reopen(path, JOB, &s) == OC_OK, "%s", oc_context_last_error(ctx));
+    CHECK_MSG(oc_now() - t0 >= HELD_SECONDS / 2, "opened after %.3f s while held", oc_now() - t0);
+    int status = 1;
+    CHECK(child > 0 && waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    close(ready[0]);
+    close(ready[1]);
+}
+
 int main(void)
 {
     if (oc_context_create(&ctx) != OC_OK) return 1;
@@ -146,6 +179,7 @@ int main(void)
     free(for_output);
     test_records_round_trip(path);
     test_another_job(path);
+    test_lock_released_later(path);
     test_torn_and_damaged_records(path);
     test_write_failure(path);
     unlink(path);

@@ -190,7 +190,7 @@ oc_status oc_journal_open(oc_context *ctx, const char *path, const char *job, oc
         st = oc_fail(ctx, OC_ERR_INPUT, "%s: the resume journal is not a regular file; remove it", path);
         goto fail;
     }
-    if (flock(j->fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK) {
+    if (oc_sys_lock_released(j->fd) != 0 && errno == EWOULDBLOCK) {
         st =
             oc_fail(ctx, OC_ERR_INPUT, "%s: a running job holds this resume journal: let it end before resuming", path);
         goto fail;

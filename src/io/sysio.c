@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -14,6 +16,7 @@
 
 #include "core/context.h"
 #include "core/error.h"
+#include "core/threads.h"
 
 /* How the next call of `call` must go: OC_FAULT_NONE when it runs as asked. */
 static oc_fault_mode next_fault(oc_context *ctx, oc_fault_call call)
@@ -141,6 +144,17 @@ int64_t oc_sys_file_size(int fd)
 {
     struct stat sb;
     return fd >= 0 && fstat(fd, &sb) == 0 ? (int64_t)sb.st_size : -1;
+}
+
+int oc_sys_lock_released(int fd)
+{
+    const struct timespec pause = {0, 10 * 1000 * 1000};
+    const double end = oc_now() + OC_LOCK_RELEASE_WAIT;
+    for (;;) {
+        if (flock(fd, LOCK_EX | LOCK_NB) == 0) return 0;
+        if (errno != EWOULDBLOCK || oc_now() >= end) return -1;
+        nanosleep(&pause, NULL);
+    }
 }
 
 /* ---------------------------------------------------------------- messages */

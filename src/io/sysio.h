@@ -46,6 +46,13 @@ int64_t oc_address_space_limit(void);
 /* The size of the file behind fd, or -1: how much of an output was written when it failed. */
 int64_t oc_sys_file_size(int fd);
 
+/* Takes fd's exclusive lock (flock) for a job that resumes another's files, waiting up to
+ * OC_LOCK_RELEASE_WAIT seconds while another process holds it: a job killed a moment ago
+ * (kill -9) still holds its files while the system tears it down, past the moment its
+ * parent has seen it end. Returns 0, or -1 with errno (EWOULDBLOCK: a running job holds it). */
+#define OC_LOCK_RELEASE_WAIT 5.0
+int oc_sys_lock_released(int fd);
+
 /* bytes as people read them: "512 bytes", "1.2 MB", "80.0 GB". */
 void oc_size_text(char *buf, size_t size, int64_t bytes);
 
