@@ -57,13 +57,16 @@ static int temp_of(const char *name, const char *base, long *pid)
 static int process_runs(long pid) { return pid > 0 && (kill((pid_t)pid, 0) == 0 || errno == EPERM); }
 
 /* Opens name in dirfd and takes its lock: the descriptor when it is a regular file that no
- * process holds (its size in *bytes), else -1. The lock is held until the caller closes it. */
-static int take_unheld(int dirfd, const char *name, int64_t *bytes)
+ * process holds (its size in *bytes), else -1. The lock is held until the caller closes it.
+ * wait: a lock still held is waited for (oc_sys_lock_released), as one a process that has
+ * just ended holds while the system tears it down. */
+static int take_unheld(int dirfd, const char *name, int64_t *bytes, int wait)
 {
     int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) return -1;
     struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) ||
+        (wait ? oc_sys_lock_released(fd) : flock(fd, LOCK_EX | LOCK_NB)) != 0) {
         close(fd);
         return -1;
     }
@@ -76,6 +79,7 @@ typedef struct sweep {
     const char *base; /* the output's file name */
     int older_names;  /* also PATH.tmp-XXXXXX of older versions */
     int print;        /* one line on stderr for each removal */
+    int wait;         /* outcore clean: wait for the locks of processes that have ended */
     oc_removed_fn fn; /* or this, called for each */
     void *user;
     int64_t removed;
@@ -107,7 +111,7 @@ static void sweep_temps(sweep *s)
         long pid;
         if (!temp_of(e->d_name, s->base, &pid) || (pid == 0 && !s->older_names) || process_runs(pid)) continue;
         int64_t bytes = 0;
-        int fd = take_unheld(dirfd(d), e->d_name, &bytes);
+        int fd = take_unheld(dirfd(d), e->d_name, &bytes, s->wait && pid > 0);
         if (fd < 0) continue;
         if (!process_runs(pid) && unlinkat(dirfd(d), e->d_name, 0) == 0) report(s, e->d_name, bytes, pid);
         close(fd);
@@ -148,7 +152,7 @@ static oc_status clean_journal(oc_context *ctx, sweep *s, const char *journal)
     int fd = -1;
     if (S_ISREG(sb.st_mode)) {
         fd = open(journal, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-        if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        if (fd >= 0 && oc_sys_lock_released(fd) != 0) {
             close(fd);
             return oc_fail(ctx, OC_ERR_INPUT,
                            "%s: a running job holds this resume journal: let it end (or stop it) "
@@ -166,7 +170,7 @@ static oc_status clean_journal(oc_context *ctx, sweep *s, const char *journal)
     snprintf(snapshot, sizeof snapshot, "%s.topk", file_name(journal));
     int dfd = open(s->folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     int64_t bytes = 0;
-    int snap = dfd >= 0 ? take_unheld(dfd, snapshot, &bytes) : -1;
+    int snap = dfd >= 0 ? take_unheld(dfd, snapshot, &bytes, s->wait) : -1;
     if (snap >= 0 && unlinkat(dfd, snapshot, 0) == 0) report(s, snapshot, bytes, 0);
     if (snap >= 0) close(snap);
     if (dfd >= 0) close(dfd);
@@ -192,7 +196,7 @@ oc_status oc_output_clean(oc_context *ctx, const char *path, oc_removed_fn fn, v
         return oc_fail(ctx, OC_ERR_INPUT, "%s: folder %s does not exist", path, folder);
     char *journal = oc_journal_path_for(path);
     if (!journal) return oc_fail(ctx, OC_ERR_NO_MEMORY, "out of memory");
-    sweep s = {.folder = folder, .base = file_name(path), .older_names = 1, .fn = fn, .user = user};
+    sweep s = {.folder = folder, .base = file_name(path), .older_names = 1, .wait = 1, .fn = fn, .user = user};
     oc_status st = clean_journal(ctx, &s, journal);
     free(journal);
     if (st != OC_OK) return st;

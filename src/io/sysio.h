@@ -50,7 +50,7 @@ int64_t oc_sys_file_size(int fd);
  * OC_LOCK_RELEASE_WAIT seconds while another process holds it: a job killed a moment ago
  * (kill -9) still holds its files while the system tears it down, past the moment its
  * parent has seen it end. Returns 0, or -1 with errno (EWOULDBLOCK: a running job holds it). */
-#define OC_LOCK_RELEASE_WAIT 5.0
+#define OC_LOCK_RELEASE_WAIT 3.0
 int oc_sys_lock_released(int fd);
 
 /* bytes as people read them: "512 bytes", "1.2 MB", "80.0 GB". */

@@ -364,6 +364,21 @@ def test_clean_leaves_a_journal_a_running_job_holds(d):
     assert snapshot(d) == before
 
 
+def test_clean_waits_for_an_ended_jobs_lock(d):
+    """A killed job's temporary whose lock is still held a moment after the process ended (as
+    while the system tears it down) is removed once the lock is free, not left behind."""
+    import fcntl
+    import threading
+    killed_resumable(d)
+    temp = next(n for n in os.listdir(d) if ".tmp-" in n)
+    held = open(d / temp, "rb")
+    fcntl.flock(held, fcntl.LOCK_EX)
+    threading.Timer(0.3, held.close).start()
+    proc = run("clean", "C.npy")
+    assert proc.returncode == 0 and temp in proc.stdout, proc.stdout
+    assert sorted(os.listdir(d)) == ["A.npy"]
+
+
 def test_clean_usage(d):
     one_line(run("clean", check=False), 2, "no output")
     one_line(run("clean", "--bogus", check=False), 2, "unknown option")
