@@ -416,6 +416,13 @@ static void test_choice(void)
     in.gpu_cc = 0;
     oc_mm_predict(&in, &p);
     CHECK(!p.gpu && strstr(p.reason, "no GPU") != NULL);
+    /* A product the CPU ends before a cold GPU could start: the driver is not asked. */
+    CHECK(!oc_mm_cpu_before_gpu_start(&in, &p));
+    in.m = in.n = in.k = 2000;
+    CHECK_MSG(oc_mm_cpu_before_gpu_start(&in, &p) && !p.gpu && strstr(p.reason, "not asked"), "%s", p.reason);
+    CHECK(p.cpu_seconds < in.gpu_startup);
+    in.gpu_warm = 1; /* a GPU this process has started already: asked */
+    CHECK(!oc_mm_cpu_before_gpu_start(&in, &p));
 }
 
 int main(void)

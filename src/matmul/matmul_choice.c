@@ -28,13 +28,25 @@ static oc_cost_gemm_type gemm_type(oc_mm_type t, int tf32)
     }
 }
 
+/* The GEMM the CPU runs for in (TF32 is float32 there). */
+static oc_cost_gemm_type cpu_type(const oc_mm_cost_input *in)
+{
+    const oc_cost_gemm_type t = gemm_type(in->in_type, in->tf32);
+    return t == OC_COST_GEMM_TF32 ? OC_COST_GEMM_F32 : t;
+}
+
+/* The product's floating-point operations (A·Aᵀ: the upper triangle and its diagonal). */
+static double flop_of(const oc_mm_cost_input *in)
+{
+    const double flop = 2.0 * (double)in->m * (double)in->n * (double)in->k;
+    return in->symmetric ? flop / 2 + (double)in->m * (double)in->k : flop;
+}
+
 void oc_mm_predict(const oc_mm_cost_input *in, oc_mm_prediction *out)
 {
-    double flop = 2.0 * (double)in->m * (double)in->n * (double)in->k;
-    if (in->symmetric) flop = flop / 2 + (double)in->m * (double)in->k;
+    const double flop = flop_of(in);
     const oc_cost_gemm_type t = gemm_type(in->in_type, in->tf32);
-    const oc_cost_gemm_type cpu_t = t == OC_COST_GEMM_TF32 ? OC_COST_GEMM_F32 : t;
-    const double cpu_rate = oc_cost_gemm_cpu_rate(cpu_t, in->cpu_blas, in->cpu_cores);
+    const double cpu_rate = oc_cost_gemm_cpu_rate(cpu_type(in), in->cpu_blas, in->cpu_cores);
     out->cpu_seconds = flop / cpu_rate;
     out->gpu_seconds = INFINITY;
     out->gpu = 0;
@@ -61,6 +73,21 @@ void oc_mm_predict(const oc_mm_cost_input *in, oc_mm_prediction *out)
              copies);
 }
 
+int oc_mm_cpu_before_gpu_start(const oc_mm_cost_input *in, oc_mm_prediction *out)
+{
+    oc_mm_cost_input cpu = *in;
+    cpu.gpu_cc = 0;
+    oc_mm_predict(&cpu, out);
+    const double start = in->gpu_startup + OC_COST_GEMM_GPU_LIBRARY_START;
+    if (in->gpu_warm || !(out->cpu_seconds < start)) return 0;
+    snprintf(out->reason, sizeof out->reason,
+             "cpu: %.3g GFLOP at %.0f GFLOP/s (%s, %d cores, default rate) = %.3g s; the GPU not asked: its "
+             "start-up (%.2f s with the GEMM library's) is longer than the product on the CPU",
+             flop_of(in) / 1e9, oc_cost_gemm_cpu_rate(cpu_type(in), in->cpu_blas, in->cpu_cores) / 1e9,
+             in->cpu_blas ? "BLAS" : "reference loops", in->cpu_cores, out->cpu_seconds, start);
+    return 1;
+}
+
 #ifdef OC_HAVE_CUDA
 static int gpu_cc(int device)
 {
@@ -79,6 +106,31 @@ oc_status oc_mm_choose(oc_context *ctx, const oc_matmul_job *job, const oc_matmu
         if (explain) snprintf(explain, explain_size, "cpu: --backend cpu");
         return OC_OK;
     }
+    oc_cost_rates rates;
+    char library[32];
+    oc_mm_cost_input in = {.m = job->m,
+                           .n = job->n,
+                           .k = job->k,
+                           .symmetric = job->symmetric,
+                           .in_type = job->in_type,
+                           .tf32 = job->tf32,
+                           .in_bytes = (double)oc_mm_type_size(job->in_type) *
+                                       ((double)job->m + (job->symmetric ? 0.0 : (double)job->n)) * (double)job->k,
+                           .out_bytes = (double)oc_mm_type_size(job->out_type) * (double)job->m * (double)job->n,
+                           .cpu_blas = oc_mm_backend_cpu.library(library, sizeof library),
+                           .cpu_cores = oc_threads_resolve(job->threads),
+                           .gpu_warm = oc_cost_gpu_warm()};
+    if (opts->backend == OC_BACKEND_AUTO) {
+        /* The host's rates only: asking whether a GPU is usable starts the driver. */
+        oc_cost_rates_get(ctx, 0, 0, &rates);
+        in.gpu_startup = rates.gpu_startup;
+        oc_mm_prediction cpu;
+        if (oc_mm_cpu_before_gpu_start(&in, &cpu)) {
+            if (explain) snprintf(explain, explain_size, "%s", cpu.reason);
+            *out = &oc_mm_backend_cpu;
+            return OC_OK;
+        }
+    }
     int cc = 0;
 #ifdef OC_HAVE_CUDA
     cc = gpu_cc(job->devices ? job->devices[0] : opts->device);
@@ -96,25 +148,11 @@ oc_status oc_mm_choose(oc_context *ctx, const oc_matmul_job *job, const oc_matmu
         return oc_fail(ctx, OC_ERR_UNSUPPORTED, "--backend cuda: this build of outcore has no CUDA backend");
 #endif
     }
-    oc_cost_rates rates;
     oc_cost_rates_get(ctx, 0, cc > 0, &rates);
-    char library[32];
-    oc_mm_cost_input in = {.m = job->m,
-                           .n = job->n,
-                           .k = job->k,
-                           .symmetric = job->symmetric,
-                           .in_type = job->in_type,
-                           .tf32 = job->tf32,
-                           .in_bytes = (double)oc_mm_type_size(job->in_type) *
-                                       ((double)job->m + (job->symmetric ? 0.0 : (double)job->n)) * (double)job->k,
-                           .out_bytes = (double)oc_mm_type_size(job->out_type) * (double)job->m * (double)job->n,
-                           .cpu_blas = oc_mm_backend_cpu.library(library, sizeof library),
-                           .cpu_cores = oc_threads_resolve(job->threads),
-                           .gpu_cc = cc,
-                           .gpu_warm = oc_cost_gpu_warm(),
-                           .gpu_startup = rates.gpu_startup,
-                           .h2d = rates.h2d_pinned,
-                           .d2h = rates.d2h_pinned};
+    in.gpu_cc = cc;
+    in.gpu_startup = rates.gpu_startup;
+    in.h2d = rates.h2d_pinned;
+    in.d2h = rates.d2h_pinned;
     oc_mm_prediction p;
     oc_mm_predict(&in, &p);
     if (explain) snprintf(explain, explain_size, "%s", p.reason);

@@ -34,6 +34,12 @@ typedef struct oc_mm_prediction {
 
 void oc_mm_predict(const oc_mm_cost_input *in, oc_mm_prediction *out);
 
+/* Whether the product runs on the CPU before a GPU could even start (in->gpu_startup plus
+ * the GEMM library's start, a cold process only): then auto takes the CPU without asking the
+ * driver anything (its start is most of such a job's wall time). Fills out with the CPU's
+ * prediction and says so in its reason; in->gpu_cc is not read. */
+int oc_mm_cpu_before_gpu_start(const oc_mm_cost_input *in, oc_mm_prediction *out);
+
 /* The backend for job under opts (backend, device): OC_ERR_UNSUPPORTED when CUDA was asked
  * for and cannot run. *explain (may be NULL) gets the prediction's reason. */
 oc_status oc_mm_choose(oc_context *ctx, const oc_matmul_job *job, const oc_matmul_options *opts,
