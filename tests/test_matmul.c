@@ -423,6 +423,14 @@ static void test_choice(void)
     CHECK(p.cpu_seconds < in.gpu_startup);
     in.gpu_warm = 1; /* a GPU this process has started already: asked */
     CHECK(!oc_mm_cpu_before_gpu_start(&in, &p));
+    /* A measured rate of a core replaces the default, times the cores. */
+    in.cpu_core_rate = 1e9;
+    oc_mm_predict(&in, &p);
+    CHECK_MSG(fabs(p.cpu_seconds - 2.0 * 2000 * 2000 * 2000 / (1e9 * 16)) < 1e-9 && strstr(p.reason, "measured"), "%s",
+              p.reason);
+    in.cpu_blas = 0; /* the reference loops: their default, whatever was measured of a BLAS */
+    oc_mm_predict(&in, &p);
+    CHECK(strstr(p.reason, "default rate") && strstr(p.reason, "reference loops"));
 }
 
 int main(void)

@@ -220,6 +220,14 @@ int oc_cost_cache_load(const char *path, const char *key, oc_cost_rates *r);
  * name, then rename; the directory is created). Returns 0 on success, -1 (errno set) otherwise. */
 int oc_cost_cache_store(const char *path, const char *key, const oc_cost_rates *r, unsigned fields_mask);
 
+/* Named figures beside the rates: a job kind's own measurement that the rates do not hold,
+ * as OC_COST_GEMM_FIGURE "<blas>.<type>" (flop/s a core of a BLAS's GEMM: matmul's choice).
+ * oc_cost_cache_value returns the figure `name` of section `key`, or 0 when absent;
+ * oc_cost_cache_store_value writes it there as oc_cost_cache_store does (0, or -1 with errno). */
+#define OC_COST_GEMM_FIGURE "cpu_gemm."
+double oc_cost_cache_value(const char *path, const char *key, const char *name);
+int oc_cost_cache_store_value(const char *path, const char *key, const char *name, double value);
+
 /* Takes the measurers' lock of the cache at `path` (`path`.lock, created with its directory:
  * a held lock means this process can write there), waiting while another process or thread
  * holds it; returns its descriptor for oc_cost_cache_unlock, or -1 with errno. Processes that
@@ -244,6 +252,12 @@ void oc_cost_rates_get(oc_context *ctx, int measure, int gpu, oc_cost_rates *out
  * OC_COST_M_CPU_OPS). Returns 0, or -1 with errno when the cache is off (ENOENT) or cannot
  * be written. */
 int oc_cost_rates_store(const oc_cost_rates *r);
+
+/* A named figure of this machine's host section (oc_cost_cache_value), or 0 when the cache is
+ * off or lacks it; and storing one under the cache's lock (0, or -1 with errno: ENOENT when
+ * the cache is off). */
+double oc_cost_host_figure(const char *name);
+int oc_cost_host_figure_store(const char *name, double value);
 
 /* Forgets the rates read by oc_cost_rates_get (tests change OUTCORE_COST_CACHE between cases). */
 void oc_cost_rates_reset(void);

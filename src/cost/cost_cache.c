@@ -8,6 +8,7 @@
  *   machine <key: hostname | CPU model | cores | driver and GPUs>
  *   host_bw 8.12e+10
  *   cpu_bit_macs.avx512 1.71e+12
+ *   cpu_gemm.openblas.f64 1.7e+10
  *   h2d_pinned 5.5e+10
  *   ...
  *   machine <another machine's key>
@@ -148,7 +149,8 @@ static int append_line(section *s, const char *line)
     return 0;
 }
 
-/* A value line: a known name (or cpu_bit_macs.<isa>) and a positive finite number. */
+/* A value line: a known name (or cpu_bit_macs.<isa>, or a named figure: cpu_gemm.<blas>.<type>)
+ * and a positive finite number. */
 static int valid_value_line(const char *line)
 {
     char name[64];
@@ -156,6 +158,8 @@ static int valid_value_line(const char *line)
     char extra;
     if (sscanf(line, "%63s %lf %c", name, &v, &extra) != 2 || !isfinite(v) || v <= 0) return 0;
     if (strncmp(name, "cpu_bit_macs.", 13) == 0) return name[13] != '\0';
+    if (strncmp(name, OC_COST_GEMM_FIGURE, strlen(OC_COST_GEMM_FIGURE)) == 0)
+        return name[strlen(OC_COST_GEMM_FIGURE)] != '\0';
     for (size_t i = 0; i < NFIELDS; ++i)
         if (strcmp(name, fields[i].name) == 0) return 1;
     return 0;
@@ -303,7 +307,8 @@ void oc_cost_cache_unlock(int fd)
     if (fd >= 0) close(fd); /* closing releases the lock */
 }
 
-int oc_cost_cache_store(const char *path, const char *key, const oc_cost_rates *r, unsigned fields_mask)
+/* oc_cost_cache_store with `extra` (a "name value" line, or NULL) among the figures written. */
+static int store(const char *path, const char *key, const oc_cost_rates *r, unsigned fields_mask, const char *extra)
 {
     cache_file f;
     char why[256];
@@ -313,7 +318,7 @@ int oc_cost_cache_store(const char *path, const char *key, const oc_cost_rates *
     section mine = {{0}, NULL};
     snprintf(mine.key, sizeof mine.key, "%s", key);
     char line[128];
-    int ok = 0;
+    int ok = extra ? append_line(&mine, extra) : 0;
     for (size_t k = 0; k < NFIELDS; ++k) {
         oc_cost_rates *rw = (oc_cost_rates *)r; /* read only: field_ptr and op_mask serve loads too */
         double v = *field_ptr(rw, &fields[k]);
@@ -372,4 +377,39 @@ cleanup:
     free(mine.body);
     cache_file_free(&f);
     return rc;
+}
+
+int oc_cost_cache_store(const char *path, const char *key, const oc_cost_rates *r, unsigned fields_mask)
+{
+    return store(path, key, r, fields_mask, NULL);
+}
+
+double oc_cost_cache_value(const char *path, const char *key, const char *name)
+{
+    cache_file f;
+    char why[256];
+    if (cache_file_read(path, &f, why, sizeof why) <= 0) return 0;
+    double v = 0;
+    const size_t len = strlen(name);
+    for (int i = 0; i < f.count; ++i) {
+        if (strcmp(f.s[i].key, key) != 0) continue;
+        for (const char *l = f.s[i].body; l && *l;) {
+            if (strncmp(l, name, len) == 0 && l[len] == ' ') v = strtod(l + len + 1, NULL);
+            const char *nl = strchr(l, '\n');
+            l = nl ? nl + 1 : NULL;
+        }
+    }
+    cache_file_free(&f);
+    return v > 0 && isfinite(v) ? v : 0;
+}
+
+int oc_cost_cache_store_value(const char *path, const char *key, const char *name, double value)
+{
+    char line[LINE_MAX_LEN];
+    if (!(value > 0) || !isfinite(value) || snprintf(line, sizeof line, "%s %.6g", name, value) >= (int)sizeof line) {
+        errno = EINVAL;
+        return -1;
+    }
+    const oc_cost_rates none = {0};
+    return store(path, key, &none, 0, line);
 }

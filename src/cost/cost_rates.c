@@ -85,6 +85,35 @@ void oc_cost_cache_keys(char *host, size_t host_size, char *gpu, size_t gpu_size
     pthread_mutex_unlock(&rates_lock);
 }
 
+double oc_cost_host_figure(const char *name)
+{
+    char path[4096], key[sizeof host_key];
+    if (!oc_cost_cache_path(path, sizeof path)) return 0;
+    pthread_mutex_lock(&rates_lock);
+    load_once(0);
+    snprintf(key, sizeof key, "%s", host_key);
+    pthread_mutex_unlock(&rates_lock);
+    return oc_cost_cache_value(path, key, name);
+}
+
+int oc_cost_host_figure_store(const char *name, double value)
+{
+    char path[4096], key[sizeof host_key];
+    if (!oc_cost_cache_path(path, sizeof path)) {
+        errno = ENOENT;
+        return -1;
+    }
+    pthread_mutex_lock(&rates_lock);
+    load_once(0);
+    snprintf(key, sizeof key, "%s", host_key);
+    pthread_mutex_unlock(&rates_lock);
+    const int lock = oc_cost_cache_lock(path);
+    if (lock < 0) return -1;
+    const int rc = oc_cost_cache_store_value(path, key, name, value);
+    oc_cost_cache_unlock(lock);
+    return rc;
+}
+
 int oc_cost_rates_store(const oc_cost_rates *r)
 {
     char path[4096], host[1400], gpu[2500];

@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/gpu_probe.h"
 #include "core/threads.h"
+#include "core/trace.h"
 #include "cost/cost.h"
 #include "cost/cost_gemm.h"
 
@@ -42,19 +43,29 @@ static double flop_of(const oc_mm_cost_input *in)
     return in->symmetric ? flop / 2 + (double)in->m * (double)in->k : flop;
 }
 
+/* The CPU's GEMM rate for in: the measured one of a core times the cores, else the default;
+ * *what names which. */
+static double cpu_rate_of(const oc_mm_cost_input *in, const char **what)
+{
+    const int cores = in->cpu_cores > 0 ? in->cpu_cores : 1, measured = in->cpu_blas && in->cpu_core_rate > 0;
+    *what = measured ? "measured" : "default rate";
+    return measured ? in->cpu_core_rate * cores : oc_cost_gemm_cpu_rate(cpu_type(in), in->cpu_blas, cores);
+}
+
 void oc_mm_predict(const oc_mm_cost_input *in, oc_mm_prediction *out)
 {
     const double flop = flop_of(in);
     const oc_cost_gemm_type t = gemm_type(in->in_type, in->tf32);
-    const double cpu_rate = oc_cost_gemm_cpu_rate(cpu_type(in), in->cpu_blas, in->cpu_cores);
+    const char *rated;
+    const double cpu_rate = cpu_rate_of(in, &rated);
     out->cpu_seconds = flop / cpu_rate;
     out->gpu_seconds = INFINITY;
     out->gpu = 0;
     if (in->gpu_cc <= 0) {
         snprintf(out->reason, sizeof out->reason,
-                 "cpu: %.3g GFLOP at %.0f GFLOP/s (%s, %d cores, default rate) = %.3g s; "
+                 "cpu: %.3g GFLOP at %.0f GFLOP/s (%s, %d cores, %s) = %.3g s; "
                  "no GPU is usable",
-                 flop / 1e9, cpu_rate / 1e9, in->cpu_blas ? "BLAS" : "reference loops", in->cpu_cores,
+                 flop / 1e9, cpu_rate / 1e9, in->cpu_blas ? "BLAS" : "reference loops", in->cpu_cores, rated,
                  out->cpu_seconds);
         return;
     }
@@ -65,10 +76,10 @@ void oc_mm_predict(const oc_mm_cost_input *in, oc_mm_prediction *out)
     out->gpu_seconds = start + fmax(compute, copies);
     out->gpu = out->gpu_seconds < out->cpu_seconds;
     snprintf(out->reason, sizeof out->reason,
-             "%s: cpu %.3g s (%.3g GFLOP at %.0f GFLOP/s, %s, %d cores) vs gpu %.3g s (start %.2f s + max(%s at %.0f "
-             "TFLOP/s sm_%d %.3g s, PCIe %.3g GB in and out %.3g s)); default GEMM rates",
+             "%s: cpu %.3g s (%.3g GFLOP at %.0f GFLOP/s, %s, %d cores, %s) vs gpu %.3g s (start %.2f s + max(%s at "
+             "%.0f TFLOP/s sm_%d %.3g s, PCIe %.3g GB in and out %.3g s)); the GPU's GEMM rate a default",
              out->gpu ? "cuda" : "cpu", out->cpu_seconds, flop / 1e9, cpu_rate / 1e9,
-             in->cpu_blas ? "BLAS" : "reference loops", in->cpu_cores, out->gpu_seconds, start,
+             in->cpu_blas ? "BLAS" : "reference loops", in->cpu_cores, rated, out->gpu_seconds, start,
              oc_cost_gemm_type_name(t), gpu_rate / 1e12, in->gpu_cc, compute, (in->in_bytes + in->out_bytes) / 1e9,
              copies);
 }
@@ -80,12 +91,34 @@ int oc_mm_cpu_before_gpu_start(const oc_mm_cost_input *in, oc_mm_prediction *out
     oc_mm_predict(&cpu, out);
     const double start = in->gpu_startup + OC_COST_GEMM_GPU_LIBRARY_START;
     if (in->gpu_warm || !(out->cpu_seconds < start)) return 0;
+    const char *rated;
+    const double rate = cpu_rate_of(in, &rated);
     snprintf(out->reason, sizeof out->reason,
-             "cpu: %.3g GFLOP at %.0f GFLOP/s (%s, %d cores, default rate) = %.3g s; the GPU not asked: its "
-             "start-up (%.2f s with the GEMM library's) is longer than the product on the CPU",
-             flop_of(in) / 1e9, oc_cost_gemm_cpu_rate(cpu_type(in), in->cpu_blas, in->cpu_cores) / 1e9,
-             in->cpu_blas ? "BLAS" : "reference loops", in->cpu_cores, out->cpu_seconds, start);
+             "cpu: %.3g GFLOP at %.0f GFLOP/s (%s, %d cores, %s) = %.3g s; the GPU not asked: its start-up (%.2f s "
+             "with the GEMM library's) is longer than the product on the CPU",
+             flop_of(in) / 1e9, rate / 1e9, in->cpu_blas ? "BLAS" : "reference loops", in->cpu_cores, rated,
+             out->cpu_seconds, start);
     return 1;
+}
+
+/* The measured GEMM rate of a core of the BLAS `blas` for in's type: from the rate cache, else
+ * measured on every core and stored there (first use on a machine); 0 with the cache off (as
+ * the other first-use measurements) or without a BLAS. */
+static double cpu_core_rate(const oc_mm_cost_input *in, const char *blas)
+{
+    if (!in->cpu_blas) return 0;
+    const int f32 = cpu_type(in) != OC_COST_GEMM_F64 && cpu_type(in) != OC_COST_GEMM_INT8;
+    char name[96];
+    snprintf(name, sizeof name, "%s%s.%s", OC_COST_GEMM_FIGURE, blas, f32 ? "f32" : "f64");
+    double rate = oc_cost_host_figure(name);
+    char path[4096];
+    if (rate > 0 || !oc_cost_cache_path(path, sizeof path)) return rate;
+    double t = oc_now();
+    const int cores = oc_threads_resolve(0);
+    if (oc_mm_backend_cpu.gemm_rate) rate = oc_mm_backend_cpu.gemm_rate(f32, cores) / cores;
+    oc_trace_phase(&t, "cost", "cpu gemm");
+    if (rate > 0) (void)oc_cost_host_figure_store(name, rate);
+    return rate;
 }
 
 #ifdef OC_HAVE_CUDA
@@ -124,6 +157,7 @@ oc_status oc_mm_choose(oc_context *ctx, const oc_matmul_job *job, const oc_matmu
         /* The host's rates only: asking whether a GPU is usable starts the driver. */
         oc_cost_rates_get(ctx, 0, 0, &rates);
         in.gpu_startup = rates.gpu_startup;
+        in.cpu_core_rate = cpu_core_rate(&in, library);
         oc_mm_prediction cpu;
         if (oc_mm_cpu_before_gpu_start(&in, &cpu)) {
             if (explain) snprintf(explain, explain_size, "%s", cpu.reason);

@@ -20,10 +20,11 @@ typedef struct oc_mm_cost_input {
     int tf32;
     double in_bytes, out_bytes; /* the operands in the compute type, the result */
     int cpu_blas, cpu_cores;
-    int gpu_cc;         /* 0: no usable GPU */
-    int gpu_warm;       /* this process already ran a GPU job */
-    double gpu_startup; /* s: the context (the GEMM library's load is added) */
-    double h2d, d2h;    /* bytes/s over PCIe */
+    double cpu_core_rate; /* flop/s a core of the BLAS's GEMM as measured; 0: the default */
+    int gpu_cc;           /* 0: no usable GPU */
+    int gpu_warm;         /* this process already ran a GPU job */
+    double gpu_startup;   /* s: the context (the GEMM library's load is added) */
+    double h2d, d2h;      /* bytes/s over PCIe */
 } oc_mm_cost_input;
 
 typedef struct oc_mm_prediction {

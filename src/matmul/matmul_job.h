@@ -112,6 +112,9 @@ typedef struct oc_mm_backend {
      * nonzero when it is a tuned one, 0 for plain loops (the cost model's CPU rate). May be
      * NULL (then tuned). */
     int (*library)(char *name, size_t size);
+    /* Flop/s of its GEMM (f32: float32, else float64) on `threads` threads, measured now
+     * (about 0.1 s): the cost model's rate at a machine's first choice. May be NULL. */
+    double (*gemm_rate)(int f32, int threads);
 } oc_mm_backend;
 
 extern const oc_mm_backend oc_mm_backend_cpu; /* matmul/cpu/ */

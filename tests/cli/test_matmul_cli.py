@@ -135,6 +135,31 @@ def test_plan_and_explain(mats):
     assert "tiles" in proc.stdout and "bounded by" in proc.stdout
 
 
+def test_auto_measures_the_blas_once(mats, tmp_path):
+    """auto's CPU GEMM rate: measured at the first product of a machine and stored in the rate
+    cache under the BLAS's name and the type; read back by the next process, which measures
+    nothing; the default with the cache off or without a BLAS."""
+    d, _ = mats
+    cache = tmp_path / "cache" / "rates.txt"
+    args = ["matmul", d / "a.npy", d / "b.npy", "-o", d / "c.npy", "--backend", "auto", "--json"]
+    env = {"OUTCORE_COST_CACHE": str(cache), "OUTCORE_TRACE": "1"}
+    first = run(*args, env=env)
+    desc, explain = json.loads(first.stdout)["backend_desc"], json.loads(first.stdout)["backend_explain"]
+    if desc.startswith("cpu/reference"):  # no BLAS here: nothing to measure
+        assert "outcore cost: cpu gemm" not in first.stderr and "default rate" in explain, explain
+        return
+    blas = desc.split()[0].split("/")[1]
+    assert "outcore cost: cpu gemm" in first.stderr and "measured" in explain, (first.stderr, explain)
+    assert f"\ncpu_gemm.{blas}.f64 " in cache.read_text(), cache.read_text()  # float64 operands
+    second = run(*args, env=env)
+    assert "outcore cost: cpu gemm" not in second.stderr, second.stderr
+    assert "measured" in json.loads(second.stdout)["backend_explain"]
+    off = run(*args, env={"OUTCORE_COST_CACHE": "off", "OUTCORE_TRACE": "1"})
+    assert "outcore cost: cpu gemm" not in off.stderr and "default rate" in json.loads(off.stdout)["backend_explain"]
+    none = run(*args, env=dict(env, OUTCORE_BLAS="none"))
+    assert "reference loops" in json.loads(none.stdout)["backend_explain"]
+
+
 def expect_error(d, *args, message):
     out = d / "bad.npy"
     proc = run("matmul", *args, "-o", out, check=False)

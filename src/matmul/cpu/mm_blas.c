@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/threads.h"
+
 static const char *const search[] = {"libopenblas.so.0", "libcblas.so.3", "libblas.so.3", "libmkl_rt.so"};
 
 /* "openblas" of ".../libopenblas.so.0". */
@@ -104,4 +106,40 @@ int oc_mm_blas_load(oc_mm_blas *b, char *why, size_t why_size)
     snprintf(why, why_size, "%s", cache.why);
     pthread_mutex_unlock(&lock);
     return st;
+}
+
+/* The measurement of oc_mm_blas_gemm_rate: long enough for a BLAS's threads to be at work,
+ * short beside a first job's other first-use measurements; at most three matrices of
+ * RATE_EDGE_MAX² float64 (96 MiB). */
+#define RATE_SECONDS 0.05
+#define RATE_EDGE_MAX 2048
+
+double oc_mm_blas_gemm_rate(const oc_mm_blas *b, int f32, int threads)
+{
+    if (!b->sgemm || !b->dgemm) return 0;
+    const size_t es = f32 ? sizeof(float) : sizeof(double), cells = (size_t)RATE_EDGE_MAX * RATE_EDGE_MAX;
+    void *a = calloc(cells, es), *x = calloc(cells, es), *c = calloc(cells, es);
+    double rate = 0;
+    if (a && x && c) {
+        if (b->set_threads) b->set_threads(threads);
+        for (int n = 256; n <= RATE_EDGE_MAX; n *= 2) {
+            double seconds = 0;
+            for (int call = 0; call < 2; ++call) { /* the first untimed: threads and pages */
+                const double t0 = oc_now();
+                if (f32)
+                    b->sgemm(OC_CBLAS_ROW_MAJOR, OC_CBLAS_NO_TRANS, OC_CBLAS_NO_TRANS, n, n, n, 1.0f, a, n, x, n, 0.0f,
+                             c, n);
+                else
+                    b->dgemm(OC_CBLAS_ROW_MAJOR, OC_CBLAS_NO_TRANS, OC_CBLAS_NO_TRANS, n, n, n, 1.0, a, n, x, n, 0.0, c,
+                             n);
+                seconds = oc_now() - t0;
+            }
+            if (seconds > 0) rate = 2.0 * n * (double)n * n / seconds;
+            if (seconds >= RATE_SECONDS) break;
+        }
+    }
+    free(a);
+    free(x);
+    free(c);
+    return rate;
 }

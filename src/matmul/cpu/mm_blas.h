@@ -40,4 +40,10 @@ typedef struct oc_mm_blas {
  * which). */
 int oc_mm_blas_load(oc_mm_blas *b, char *why, size_t why_size);
 
+/* Flop/s of b's GEMM (f32: sgemm, else dgemm) on `threads` threads, measured at first use of
+ * a machine (matmul's choice caches it): square products from 256 on, doubling until one
+ * takes RATE_SECONDS or reaches RATE_EDGE_MAX, after an untimed first call at each edge. 0
+ * without a BLAS or memory. */
+double oc_mm_blas_gemm_rate(const oc_mm_blas *b, int f32, int threads);
+
 #endif

@@ -265,4 +265,11 @@ static int cpu_library(char *name, size_t size)
     return tuned;
 }
 
-const oc_mm_backend oc_mm_backend_cpu = {"cpu", cpu_usable, cpu_run, cpu_plan, cpu_library};
+static double cpu_gemm_rate(int f32, int threads)
+{
+    oc_mm_blas blas;
+    char why[320];
+    return oc_mm_blas_load(&blas, why, sizeof why) == 0 ? oc_mm_blas_gemm_rate(&blas, f32, threads) : 0;
+}
+
+const oc_mm_backend oc_mm_backend_cpu = {"cpu", cpu_usable, cpu_run, cpu_plan, cpu_library, cpu_gemm_rate};

@@ -240,4 +240,4 @@ static oc_status cuda_run(oc_matmul_job *job)
     return st;
 }
 
-const oc_mm_backend oc_mm_backend_cuda = {"cuda", cuda_usable, cuda_run, cuda_plan, NULL};
+const oc_mm_backend oc_mm_backend_cuda = {"cuda", cuda_usable, cuda_run, cuda_plan, NULL, NULL};
