@@ -1,7 +1,8 @@
 # The two set-up commands of the README:
 #   make demo       builds the library and the CLI only, then runs the main job on a built-in
 #                   example (GPU when usable), and says how long the build took
-#   make test       builds everything and runs every test, then the C tests again under
+#   make test       builds everything (without a GPU, all but the GPU benchmarks: docs/testing.md)
+#                   and runs every test, then the C tests again under
 #                   AddressSanitizer and UndefinedBehaviorSanitizer in a build without zlib (its
 #                   own CRC-32 then writes the .npz files, which the top-k CLI tests read back),
 #                   those whose threads share state under ThreadSanitizer, and the fuzz targets
