@@ -19,6 +19,7 @@
  * table as two tests of their own, side by side; without arguments everything runs.
  */
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,13 +59,20 @@ static const sparse_case cases[] = {
     {"A·Bᵀ hubs, ties", 200, 240, 300, 0.003, 0.003, 0.1, 8, 0.45, 0},
 };
 
+/* A share in [0, 1] as the bound a 64-bit random number falls under with that probability
+ * (1 itself is past every uint64_t: converting it would be undefined). */
+static uint64_t share_bound(double share)
+{
+    return share >= 1.0 ? UINT64_MAX : (uint64_t)(share * 18446744073709551615.0);
+}
+
 static unsigned char *make_bytes(const sparse_case *c, int64_t rows, double density, uint64_t *seed)
 {
     unsigned char *d = calloc((size_t)(rows * c->m), 1);
     if (!d) return NULL;
-    const uint64_t t = (uint64_t)(density * 18446744073709551615.0);
-    const uint64_t te = (uint64_t)(c->empty_rows * 18446744073709551615.0);
-    const uint64_t th = (uint64_t)(c->hub_share * 18446744073709551615.0);
+    const uint64_t t = share_bound(density);
+    const uint64_t te = share_bound(c->empty_rows);
+    const uint64_t th = share_bound(c->hub_share);
     const int64_t live = c->m - c->empty_cols;
     for (int64_t i = 0; i < rows; ++i) {
         if (c->empty_rows >= 1.0 || oc_test_rand(seed) < te) continue;
