@@ -6,8 +6,9 @@
 #                   AddressSanitizer and UndefinedBehaviorSanitizer in a build without zlib (its
 #                   own CRC-32 then writes the .npz files, which the top-k CLI tests read back),
 #                   those whose threads share state under ThreadSanitizer, and the fuzz targets
-#                   over their seed corpora (when a clang links libFuzzer); it ends with one
-#                   table of every stage (tests/summary.py) and fails when any test failed
+#                   over their seed corpora (when a clang links libFuzzer: the ASan/UBSan build
+#                   is then made with it and builds them too); it ends with one table of every
+#                   stage (tests/summary.py) and fails when any test failed
 #   make test-fast  the C unit tests and the CLI and Python tests of the main build, with the
 #                   same table: no sanitizers, no install or wheel tests
 BUILD ?= build
@@ -46,6 +47,10 @@ pydeps:
 
 # Each stage runs through tests/summary.py, which records its outcome in $(RESULTS); a stage
 # whose tests fail does not stop the next, and the report at the end exits nonzero.
+# Where a clang links libFuzzer (tests/fuzz/fuzz.sh clang) the ASan/UBSan build is made with it
+# and builds the fuzz targets too, whose seed corpora the fuzz stage then replays: one
+# sanitized build of the library instead of two. A build folder of another compiler is
+# configured afresh.
 SUMMARY = $(PYTHON) tests/summary.py --results $(RESULTS)
 ASAN_ENV = ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1
 
@@ -53,9 +58,14 @@ test: pydeps
 	@rm -rf $(RESULTS)
 	@$(SUMMARY) step build "build" -- $(MAKE) --no-print-directory all && \
 	  $(SUMMARY) ctest main $(BUILD) --output-on-failure -j $(JOBS) || true
-	@$(SUMMARY) step asan-configure "ASan/UBSan build" -- cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug \
+	@cc=$$(bash tests/fuzz/fuzz.sh clang 2>/dev/null); cc=$${cc:+$$(command -v $$cc)}; \
+	  if [ -n "$$cc" ] && [ -f $(ASAN_BUILD)/CMakeCache.txt ] && \
+	     ! grep -qx "CMAKE_C_COMPILER:[A-Z]*=$$cc" $(ASAN_BUILD)/CMakeCache.txt; then \
+	    rm -rf $(ASAN_BUILD)/CMakeCache.txt $(ASAN_BUILD)/CMakeFiles; \
+	  fi; \
+	  $(SUMMARY) step asan-configure "ASan/UBSan build" -- cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug \
 	  -DOUTCORE_CUDA=OFF -DOUTCORE_SANITIZE=address,undefined -DCMAKE_C_FLAGS="-O1" \
-	  -DCMAKE_DISABLE_FIND_PACKAGE_ZLIB=ON && \
+	  -DCMAKE_DISABLE_FIND_PACKAGE_ZLIB=ON $${cc:+-DCMAKE_C_COMPILER=$$cc -DOUTCORE_FUZZ=ON} && \
 	  $(SUMMARY) step asan-build "ASan/UBSan build" -- cmake --build $(ASAN_BUILD) -j $(JOBS) && \
 	  $(ASAN_ENV) $(SUMMARY) ctest asan $(ASAN_BUILD) --prefix "ASan/UBSan: " -L "unit|cli" --output-on-failure \
 	  -j $(JOBS) || true
@@ -64,8 +74,8 @@ test: pydeps
 	  $(SUMMARY) step tsan-build "TSan build" -- cmake --build $(TSAN_BUILD) -j $(JOBS) --target threads_tests && \
 	  TSAN_OPTIONS=halt_on_error=1 $(SUMMARY) ctest tsan $(TSAN_BUILD) --prefix "TSan: " -L threads \
 	  --output-on-failure -j $(JOBS) || true
-	@$(SUMMARY) fuzz fuzz "fuzz regressions (seed corpora)" -- env FUZZ_BUILD=$(FUZZ_BUILD) JOBS=$(JOBS) \
-	  FUZZ_INSTALL=0 bash tests/fuzz/fuzz.sh regress || true
+	@$(SUMMARY) fuzz fuzz "fuzz regressions (seed corpora)" -- env FUZZ_BUILD=$(ASAN_BUILD) \
+	  FUZZ_PREBUILT=$(ASAN_BUILD) JOBS=$(JOBS) FUZZ_INSTALL=0 bash tests/fuzz/fuzz.sh regress || true
 	@$(SUMMARY) report
 
 test-fast: pydeps
