@@ -67,12 +67,12 @@ test: pydeps
 	  -DOUTCORE_CUDA=OFF -DOUTCORE_SANITIZE=address,undefined -DCMAKE_C_FLAGS="-O1" \
 	  -DCMAKE_DISABLE_FIND_PACKAGE_ZLIB=ON $${cc:+-DCMAKE_C_COMPILER=$$cc -DOUTCORE_FUZZ=ON} && \
 	  $(SUMMARY) step asan-build "ASan/UBSan build" -- cmake --build $(ASAN_BUILD) -j $(JOBS) && \
-	  $(ASAN_ENV) $(SUMMARY) ctest asan $(ASAN_BUILD) --prefix "ASan/UBSan: " -L "unit|cli" --output-on-failure \
+	  $(ASAN_ENV) $(SUMMARY) ctest --prefix "ASan/UBSan: " asan $(ASAN_BUILD) -L "unit|cli" --output-on-failure \
 	  -j $(JOBS) || true
 	@$(SUMMARY) step tsan-configure "TSan build" -- cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=Debug \
 	  -DOUTCORE_CUDA=OFF -DOUTCORE_MPI=OFF -DOUTCORE_SANITIZE=thread -DCMAKE_C_FLAGS="-O1" -DOUTCORE_EXAMPLES=OFF && \
 	  $(SUMMARY) step tsan-build "TSan build" -- cmake --build $(TSAN_BUILD) -j $(JOBS) --target threads_tests && \
-	  TSAN_OPTIONS=halt_on_error=1 $(SUMMARY) ctest tsan $(TSAN_BUILD) --prefix "TSan: " -L threads \
+	  TSAN_OPTIONS=halt_on_error=1 $(SUMMARY) ctest --prefix "TSan: " tsan $(TSAN_BUILD) -L threads \
 	  --output-on-failure -j $(JOBS) || true
 	@$(SUMMARY) fuzz fuzz "fuzz regressions (seed corpora)" -- env FUZZ_BUILD=$(ASAN_BUILD) \
 	  FUZZ_PREBUILT=$(ASAN_BUILD) JOBS=$(JOBS) FUZZ_INSTALL=0 bash tests/fuzz/fuzz.sh regress || true
