@@ -1,12 +1,14 @@
 # The two set-up commands of the README:
 #   make demo       builds the library and the CLI only, then runs the main job on a built-in
 #                   example (GPU when usable), and says how long the build took
-#   make test       builds everything and runs every test, then the C tests again under
+#   make test       builds everything (without a GPU, all but the GPU benchmarks: docs/testing.md)
+#                   and runs every test, then the C tests again under
 #                   AddressSanitizer and UndefinedBehaviorSanitizer in a build without zlib (its
 #                   own CRC-32 then writes the .npz files, which the top-k CLI tests read back),
 #                   those whose threads share state under ThreadSanitizer, and the fuzz targets
-#                   over their seed corpora (when a clang links libFuzzer); it ends with one
-#                   table of every stage (tests/summary.py) and fails when any test failed
+#                   over their seed corpora (when a clang links libFuzzer: the ASan/UBSan build
+#                   is then made with it and builds them too); it ends with one table of every
+#                   stage (tests/summary.py) and fails when any test failed
 #   make test-fast  the C unit tests and the CLI and Python tests of the main build, with the
 #                   same table: no sanitizers, no install or wheel tests
 BUILD ?= build
@@ -45,6 +47,10 @@ pydeps:
 
 # Each stage runs through tests/summary.py, which records its outcome in $(RESULTS); a stage
 # whose tests fail does not stop the next, and the report at the end exits nonzero.
+# Where a clang links libFuzzer (tests/fuzz/fuzz.sh clang) the ASan/UBSan build is made with it
+# and builds the fuzz targets too, whose seed corpora the fuzz stage then replays: one
+# sanitized build of the library instead of two. A build folder of another compiler is
+# configured afresh.
 SUMMARY = $(PYTHON) tests/summary.py --results $(RESULTS)
 ASAN_ENV = ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1
 
@@ -52,21 +58,24 @@ test: pydeps
 	@rm -rf $(RESULTS)
 	@$(SUMMARY) step build "build" -- $(MAKE) --no-print-directory all && \
 	  $(SUMMARY) ctest main $(BUILD) --output-on-failure -j $(JOBS) || true
-	@$(SUMMARY) step asan-configure "ASan/UBSan build" -- cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug \
+	@cc=$$(bash tests/fuzz/fuzz.sh clang 2>/dev/null); cc=$${cc:+$$(command -v $$cc)}; \
+	  if [ -n "$$cc" ] && [ -f $(ASAN_BUILD)/CMakeCache.txt ] && \
+	     ! grep -qx "CMAKE_C_COMPILER:[A-Z]*=$$cc" $(ASAN_BUILD)/CMakeCache.txt; then \
+	    rm -rf $(ASAN_BUILD)/CMakeCache.txt $(ASAN_BUILD)/CMakeFiles; \
+	  fi; \
+	  $(SUMMARY) step asan-configure "ASan/UBSan build" -- cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug \
 	  -DOUTCORE_CUDA=OFF -DOUTCORE_SANITIZE=address,undefined -DCMAKE_C_FLAGS="-O1" \
-	  -DCMAKE_DISABLE_FIND_PACKAGE_ZLIB=ON && \
+	  -DCMAKE_DISABLE_FIND_PACKAGE_ZLIB=ON $${cc:+-DCMAKE_C_COMPILER=$$cc -DOUTCORE_FUZZ=ON} && \
 	  $(SUMMARY) step asan-build "ASan/UBSan build" -- cmake --build $(ASAN_BUILD) -j $(JOBS) && \
-	  $(ASAN_ENV) $(SUMMARY) ctest asan $(ASAN_BUILD) --prefix "ASan/UBSan: " -L unit --output-on-failure -j $(JOBS) && \
-	  $(ASAN_ENV) OUTCORE_BIN=$(ASAN_BUILD)/outcore OUTCORE_SOURCE_DIR=$(CURDIR) \
-	  $(SUMMARY) pytest asan-cli "ASan/UBSan: CLI tests" -q -rs tests/cli/test_topk_cli.py \
-	  tests/cli/test_write_faults.py || true
+	  $(ASAN_ENV) $(SUMMARY) ctest --prefix "ASan/UBSan: " asan $(ASAN_BUILD) -L "unit|cli" --output-on-failure \
+	  -j $(JOBS) || true
 	@$(SUMMARY) step tsan-configure "TSan build" -- cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=Debug \
 	  -DOUTCORE_CUDA=OFF -DOUTCORE_MPI=OFF -DOUTCORE_SANITIZE=thread -DCMAKE_C_FLAGS="-O1" -DOUTCORE_EXAMPLES=OFF && \
 	  $(SUMMARY) step tsan-build "TSan build" -- cmake --build $(TSAN_BUILD) -j $(JOBS) --target threads_tests && \
-	  TSAN_OPTIONS=halt_on_error=1 $(SUMMARY) ctest tsan $(TSAN_BUILD) --prefix "TSan: " -L threads \
+	  TSAN_OPTIONS=halt_on_error=1 $(SUMMARY) ctest --prefix "TSan: " tsan $(TSAN_BUILD) -L threads \
 	  --output-on-failure -j $(JOBS) || true
-	@$(SUMMARY) fuzz fuzz "fuzz regressions (seed corpora)" -- env FUZZ_BUILD=$(FUZZ_BUILD) JOBS=$(JOBS) \
-	  FUZZ_INSTALL=0 bash tests/fuzz/fuzz.sh regress || true
+	@$(SUMMARY) fuzz fuzz "fuzz regressions (seed corpora)" -- env FUZZ_BUILD=$(ASAN_BUILD) \
+	  FUZZ_PREBUILT=$(ASAN_BUILD) JOBS=$(JOBS) FUZZ_INSTALL=0 bash tests/fuzz/fuzz.sh regress || true
 	@$(SUMMARY) report
 
 test-fast: pydeps

@@ -5,8 +5,9 @@ skipped counts, each skip's reason grouped with its count, and last the line
 
 Each stage is run through this script, which records its outcome under the results folder:
 
-    summary.py --results DIR ctest NAME BUILD [CTEST ARGS...]
-        ctest over BUILD; one row per label (C unit tests, GPU tests, CLI tests, ...). A pytest
+    summary.py --results DIR ctest [--prefix TITLE] NAME BUILD [CTEST ARGS...]
+        ctest over BUILD; one row per label (C unit tests, GPU tests, CLI tests, ...), each
+        title after TITLE ("TSan: "; given before NAME, or ctest receives it). A pytest
         file under ctest counts its own tests (tests/CMakeLists.txt gives it --junitxml), so a
         file with skips is not one "passed".
     summary.py --results DIR pytest NAME TITLE [PYTEST ARGS...]

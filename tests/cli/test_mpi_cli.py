@@ -48,12 +48,28 @@ def mpi_env():
     return env
 
 
-def run_ranks(mpirun, ranks, *args, env=None):
+def start_ranks(mpirun, ranks, *args, env=None):
+    """`mpirun -np ranks outcore gram args` started, not waited for (Popen, text mode)."""
     full = mpi_env()
     if env:
         full.update(env)
     cmd = [*mpirun, "-np", str(ranks), outcore_bin(), "gram", *map(str, args)]
-    return subprocess.run(cmd, capture_output=True, text=True, env=full, timeout=300)
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=full)
+
+
+def finish(proc):
+    """Waits for a started job; returns it with its stdout and stderr (as subprocess.run)."""
+    try:
+        out, err = proc.communicate(timeout=300)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def run_ranks(mpirun, ranks, *args, env=None):
+    return finish(start_ranks(mpirun, ranks, *args, env=env))
 
 
 @pytest.fixture(scope="module")
@@ -89,16 +105,19 @@ CASES = [
 
 @pytest.mark.parametrize("name,ext,args", CASES, ids=[c[0] for c in CASES])
 def test_ranks_give_the_bytes_of_one_process(mpirun, inputs, name, ext, args):
-    one = inputs / f"{name}.one.{ext}"
-    run("gram", *[inputs / a if a.endswith(".npy") else a for a in args], "--backend", "cpu", "-q", "-o", one,
-        env=EPOCH)
+    files = [inputs / a if a.endswith(".npy") else a for a in args]
+    # The jobs of every rank count run at once: each waits on mpirun's start more than it computes.
+    started = {ranks: start_ranks(mpirun, ranks, *files, "--backend", "cpu", "-q", "-o",
+                                  inputs / f"{name}.{ranks}.{ext}") for ranks in RANKS}
+    try:
+        one = inputs / f"{name}.one.{ext}"
+        run("gram", *files, "--backend", "cpu", "-q", "-o", one, env=EPOCH)
+    finally:
+        done = {ranks: finish(proc) for ranks, proc in started.items()}
     expected = one.read_bytes()
     for ranks in RANKS:
-        out = inputs / f"{name}.{ranks}.{ext}"
-        proc = run_ranks(mpirun, ranks, *[inputs / a if a.endswith(".npy") else a for a in args],
-                         "--backend", "cpu", "-q", "-o", out)
-        assert proc.returncode == 0, proc.stderr
-        assert out.read_bytes() == expected, f"{ranks} ranks differ from one process"
+        assert done[ranks].returncode == 0, done[ranks].stderr
+        assert (inputs / f"{name}.{ranks}.{ext}").read_bytes() == expected, f"{ranks} ranks differ from one process"
 
 
 def test_json_lists_every_rank(mpirun, inputs):

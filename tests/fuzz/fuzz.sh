@@ -7,6 +7,12 @@
 #                                its seeds yet), then fuzzes each target in turn for
 #                                FUZZ_SECONDS seconds (default 60), or FUZZ_RUNS executions
 #                                when FUZZ_RUNS is set
+#   tests/fuzz/fuzz.sh clang     prints the clang that links libFuzzer (nothing when none)
+#
+# FUZZ_PREBUILT=DIR (regress only, as make test sets it): the targets of the clang build DIR
+# (configured with -DOUTCORE_FUZZ=ON: make test's ASan/UBSan build), brought up to date there,
+# instead of a build of their own. Their library carries the sanitizers but not libFuzzer's
+# coverage instrumentation, which a pass over the seeds does not use.
 #
 # FUZZ_INSTALL=0 (as make test sets it): without a clang that links libFuzzer, every target is
 # reported skipped ("fuzz: SKIPPED <target>: <reason>") and the script exits 0.
@@ -26,7 +32,11 @@ FUZZ_RUNS=${FUZZ_RUNS:-}
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 SEEDS=tests/fuzz/corpus
 
-case "$MODE" in build | regress | run) ;; *) echo "usage: $0 build|regress|run" >&2; exit 2 ;; esac
+case "$MODE" in build | regress | run | clang) ;; *) echo "usage: $0 build|regress|run|clang" >&2; exit 2 ;; esac
+if [ -n "${FUZZ_PREBUILT:-}" ] && [ "$MODE" != regress ]; then
+  echo "fuzz: FUZZ_PREBUILT is for regress only" >&2
+  exit 2
+fi
 
 # A C compiler that links -fsanitize=fuzzer: clang from PATH, else clang-NN, else apt-get.
 links_fuzzer() {
@@ -46,6 +56,7 @@ find_clang() {
   return 1
 }
 CLANG=$(find_clang || true)
+[ "$MODE" = clang ] && { [ -z "$CLANG" ] || echo "$CLANG"; exit 0; }
 TARGETS=$(cd tests/fuzz && ls fuzz_*.c | sed 's/\.c$//')
 # FUZZ_INSTALL=0 (make test): no apt-get; each target is reported skipped instead.
 if [ -z "$CLANG" ] && [ "${FUZZ_INSTALL:-1}" = 0 ]; then
@@ -66,11 +77,17 @@ fi
 # The library is built with the coverage instrumentation and the sanitizers (fuzzer-no-link),
 # without CUDA and zlib (the readers use neither), with asserts on: a broken invariant is a
 # finding too.
-CC="$CLANG" cmake -S . -B "$FUZZ_BUILD" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS="-O2 -gline-tables-only" \
-  -DOUTCORE_CUDA=OFF -DOUTCORE_FUZZ=ON -DOUTCORE_SANITIZE=fuzzer-no-link,address,undefined \
-  -DCMAKE_DISABLE_FIND_PACKAGE_ZLIB=ON >/dev/null
-cmake --build "$FUZZ_BUILD" --target fuzz_targets -j "$JOBS"
-BIN="$FUZZ_BUILD/tests/fuzz"
+if [ -n "${FUZZ_PREBUILT:-}" ]; then
+  cmake --build "$FUZZ_PREBUILT" --target fuzz_targets -j "$JOBS"
+  BIN="$FUZZ_PREBUILT/tests/fuzz"
+  mkdir -p "$FUZZ_BUILD"
+else
+  CC="$CLANG" cmake -S . -B "$FUZZ_BUILD" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS="-O2 -gline-tables-only" \
+    -DOUTCORE_CUDA=OFF -DOUTCORE_FUZZ=ON -DOUTCORE_SANITIZE=fuzzer-no-link,address,undefined \
+    -DCMAKE_DISABLE_FIND_PACKAGE_ZLIB=ON >/dev/null
+  cmake --build "$FUZZ_BUILD" --target fuzz_targets -j "$JOBS"
+  BIN="$FUZZ_BUILD/tests/fuzz"
+fi
 # The seeds and dictionaries travel with the binaries (bench/fuzz_long.sh --prebuilt).
 rm -rf "$BIN/seeds"
 cp -r "$SEEDS" "$BIN/seeds"
