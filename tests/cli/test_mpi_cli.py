@@ -8,6 +8,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -49,12 +50,17 @@ def mpi_env():
 
 
 def start_ranks(mpirun, ranks, *args, env=None):
-    """`mpirun -np ranks outcore gram args` started, not waited for (Popen, text mode)."""
+    """`mpirun -np ranks outcore gram args` started, not waited for (Popen, text mode). Each
+    gets a temporary folder of its own (TMPDIR): mpiruns started at once otherwise race to
+    create Open MPI's one session folder of the user ("mkdir ... File exists")."""
     full = mpi_env()
     if env:
         full.update(env)
+    full["TMPDIR"] = tempfile.mkdtemp(prefix="outcore-mpirun-")
     cmd = [*mpirun, "-np", str(ranks), outcore_bin(), "gram", *map(str, args)]
-    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=full)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=full)
+    proc.session_dir = full["TMPDIR"]
+    return proc
 
 
 def finish(proc):
@@ -65,6 +71,8 @@ def finish(proc):
         proc.kill()
         proc.communicate()
         raise
+    finally:
+        shutil.rmtree(proc.session_dir, ignore_errors=True)
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
