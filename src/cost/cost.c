@@ -201,9 +201,8 @@ void oc_cost_predict(const oc_cost_rates *r, const oc_cost_job *job, int gpu_ava
      * file system the reservation allocates and zeroes every page on one thread, and the
      * job's threads then map them in at once, nothing left to zero (bench/RESULTS.md, the
      * ladder on 16 cores). */
-    out->fixed[OC_COST_FIX_PAGES] = job->file_in_memory
-                                        ? job->file_bytes / r->file_pages + job->file_bytes / r->file_faults
-                                        : job->file_bytes / r->file_pages;
+    out->fixed[OC_COST_FIX_PAGES] =
+        job->file_bytes / r->file_pages + (job->file_in_memory ? job->file_bytes / r->file_faults : 0);
     out->fixed[OC_COST_FIX_SYNC] = job->file_in_memory ? 0 : job->file_bytes / r->file_sync;
     double fixed = 0;
     for (int f = 0; f < OC_COST_FIXED_TERMS; ++f) fixed += out->fixed[f];

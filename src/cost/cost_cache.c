@@ -165,17 +165,19 @@ static int valid_value_line(const char *line)
     return 0;
 }
 
-/* Whether the section has a line for `name`. */
-static int section_has(const section *s, const char *name)
+/* The section's line for `name` ("name value"), or NULL. */
+static const char *section_line(const section *s, const char *name)
 {
     size_t len = strlen(name);
     for (const char *l = s->body; l && *l;) {
-        if (strncmp(l, name, len) == 0 && l[len] == ' ') return 1;
+        if (strncmp(l, name, len) == 0 && l[len] == ' ') return l;
         const char *nl = strchr(l, '\n');
         l = nl ? nl + 1 : NULL;
     }
-    return 0;
+    return NULL;
 }
+
+static int section_has(const section *s, const char *name) { return section_line(s, name) != NULL; }
 
 /* Reads the file into sections. 1 on success, 0 when absent, -1 (with why[]) when corrupted. */
 static int cache_file_read(const char *path, cache_file *f, char *why, size_t why_size)
@@ -390,14 +392,9 @@ double oc_cost_cache_value(const char *path, const char *key, const char *name)
     char why[256];
     if (cache_file_read(path, &f, why, sizeof why) <= 0) return 0;
     double v = 0;
-    const size_t len = strlen(name);
     for (int i = 0; i < f.count; ++i) {
-        if (strcmp(f.s[i].key, key) != 0) continue;
-        for (const char *l = f.s[i].body; l && *l;) {
-            if (strncmp(l, name, len) == 0 && l[len] == ' ') v = strtod(l + len + 1, NULL);
-            const char *nl = strchr(l, '\n');
-            l = nl ? nl + 1 : NULL;
-        }
+        const char *l = strcmp(f.s[i].key, key) == 0 ? section_line(&f.s[i], name) : NULL;
+        if (l) v = strtod(l + strlen(name) + 1, NULL);
     }
     cache_file_free(&f);
     return v > 0 && isfinite(v) ? v : 0;

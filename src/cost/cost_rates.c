@@ -85,28 +85,30 @@ void oc_cost_cache_keys(char *host, size_t host_size, char *gpu, size_t gpu_size
     pthread_mutex_unlock(&rates_lock);
 }
 
+/* The cache's path and this machine's host key; 0 (errno ENOENT) when the cache is off. */
+static int host_section(char *path, size_t path_size, char *key, size_t key_size)
+{
+    if (!oc_cost_cache_path(path, path_size)) {
+        errno = ENOENT;
+        return 0;
+    }
+    pthread_mutex_lock(&rates_lock);
+    load_once(0);
+    snprintf(key, key_size, "%s", host_key);
+    pthread_mutex_unlock(&rates_lock);
+    return 1;
+}
+
 double oc_cost_host_figure(const char *name)
 {
     char path[4096], key[sizeof host_key];
-    if (!oc_cost_cache_path(path, sizeof path)) return 0;
-    pthread_mutex_lock(&rates_lock);
-    load_once(0);
-    snprintf(key, sizeof key, "%s", host_key);
-    pthread_mutex_unlock(&rates_lock);
-    return oc_cost_cache_value(path, key, name);
+    return host_section(path, sizeof path, key, sizeof key) ? oc_cost_cache_value(path, key, name) : 0;
 }
 
 int oc_cost_host_figure_store(const char *name, double value)
 {
     char path[4096], key[sizeof host_key];
-    if (!oc_cost_cache_path(path, sizeof path)) {
-        errno = ENOENT;
-        return -1;
-    }
-    pthread_mutex_lock(&rates_lock);
-    load_once(0);
-    snprintf(key, sizeof key, "%s", host_key);
-    pthread_mutex_unlock(&rates_lock);
+    if (!host_section(path, sizeof path, key, sizeof key)) return -1;
     const int lock = oc_cost_cache_lock(path);
     if (lock < 0) return -1;
     const int rc = oc_cost_cache_store_value(path, key, name, value);

@@ -56,17 +56,19 @@ static int temp_of(const char *name, const char *base, long *pid)
 
 static int process_runs(long pid) { return pid > 0 && (kill((pid_t)pid, 0) == 0 || errno == EPERM); }
 
+/* fd's exclusive lock, at once, or (wait) once a process that has just ended gives it up
+ * (oc_sys_lock_released): 0, or -1 while another process holds it. */
+static int take_lock(int fd, int wait) { return wait ? oc_sys_lock_released(fd) : flock(fd, LOCK_EX | LOCK_NB); }
+
 /* Opens name in dirfd and takes its lock: the descriptor when it is a regular file that no
- * process holds (its size in *bytes), else -1. The lock is held until the caller closes it.
- * wait: a lock still held is waited for (oc_sys_lock_released), as one a process that has
- * just ended holds while the system tears it down. */
+ * process holds (its size in *bytes), else -1. The lock is held until the caller closes it;
+ * wait as take_lock's. */
 static int take_unheld(int dirfd, const char *name, int64_t *bytes, int wait)
 {
     int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) return -1;
     struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) ||
-        (wait ? oc_sys_lock_released(fd) : flock(fd, LOCK_EX | LOCK_NB)) != 0) {
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || take_lock(fd, wait) != 0) {
         close(fd);
         return -1;
     }
@@ -152,7 +154,7 @@ static oc_status clean_journal(oc_context *ctx, sweep *s, const char *journal)
     int fd = -1;
     if (S_ISREG(sb.st_mode)) {
         fd = open(journal, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-        if (fd >= 0 && oc_sys_lock_released(fd) != 0) {
+        if (fd >= 0 && take_lock(fd, s->wait) != 0) {
             close(fd);
             return oc_fail(ctx, OC_ERR_INPUT,
                            "%s: a running job holds this resume journal: let it end (or stop it) "

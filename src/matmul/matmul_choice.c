@@ -52,6 +52,15 @@ static double cpu_rate_of(const oc_mm_cost_input *in, const char **what)
     return measured ? in->cpu_core_rate * cores : oc_cost_gemm_cpu_rate(cpu_type(in), in->cpu_blas, cores);
 }
 
+/* The reason of a CPU choice: "cpu: the CPU's prediction; " then `why`. */
+static void cpu_reason(const oc_mm_cost_input *in, const char *why, oc_mm_prediction *out)
+{
+    const char *rated;
+    const double rate = cpu_rate_of(in, &rated), flop = flop_of(in);
+    snprintf(out->reason, sizeof out->reason, "cpu: %.3g GFLOP at %.0f GFLOP/s (%s, %d cores, %s) = %.3g s; %s",
+             flop / 1e9, rate / 1e9, in->cpu_blas ? "BLAS" : "reference loops", in->cpu_cores, rated, flop / rate, why);
+}
+
 void oc_mm_predict(const oc_mm_cost_input *in, oc_mm_prediction *out)
 {
     const double flop = flop_of(in);
@@ -62,11 +71,7 @@ void oc_mm_predict(const oc_mm_cost_input *in, oc_mm_prediction *out)
     out->gpu_seconds = INFINITY;
     out->gpu = 0;
     if (in->gpu_cc <= 0) {
-        snprintf(out->reason, sizeof out->reason,
-                 "cpu: %.3g GFLOP at %.0f GFLOP/s (%s, %d cores, %s) = %.3g s; "
-                 "no GPU is usable",
-                 flop / 1e9, cpu_rate / 1e9, in->cpu_blas ? "BLAS" : "reference loops", in->cpu_cores, rated,
-                 out->cpu_seconds);
+        cpu_reason(in, "no GPU is usable", out);
         return;
     }
     const double gpu_rate = oc_cost_gemm_gpu_rate(t, in->gpu_cc);
@@ -91,13 +96,11 @@ int oc_mm_cpu_before_gpu_start(const oc_mm_cost_input *in, oc_mm_prediction *out
     oc_mm_predict(&cpu, out);
     const double start = in->gpu_startup + OC_COST_GEMM_GPU_LIBRARY_START;
     if (in->gpu_warm || !(out->cpu_seconds < start)) return 0;
-    const char *rated;
-    const double rate = cpu_rate_of(in, &rated);
-    snprintf(out->reason, sizeof out->reason,
-             "cpu: %.3g GFLOP at %.0f GFLOP/s (%s, %d cores, %s) = %.3g s; the GPU not asked: its start-up (%.2f s "
-             "with the GEMM library's) is longer than the product on the CPU",
-             flop_of(in) / 1e9, rate / 1e9, in->cpu_blas ? "BLAS" : "reference loops", in->cpu_cores, rated,
-             out->cpu_seconds, start);
+    char why[160];
+    snprintf(why, sizeof why,
+             "the GPU not asked: its start-up (%.2f s with the GEMM library's) is longer than the product on the CPU",
+             start);
+    cpu_reason(in, why, out);
     return 1;
 }
 
@@ -134,12 +137,28 @@ oc_status oc_mm_choose(oc_context *ctx, const oc_matmul_job *job, const oc_matmu
                        const oc_mm_backend **out, char *explain, size_t explain_size)
 {
     if (explain && explain_size) explain[0] = '\0';
+    const int device = job->devices ? job->devices[0] : opts->device;
     if (opts->backend == OC_BACKEND_CPU) {
         *out = &oc_mm_backend_cpu;
         if (explain) snprintf(explain, explain_size, "cpu: --backend cpu");
         return OC_OK;
     }
+    if (opts->backend == OC_BACKEND_CUDA) {
+#ifdef OC_HAVE_CUDA
+        if (gpu_cc(device) > 0) {
+            *out = &oc_mm_backend_cuda;
+            if (explain) snprintf(explain, explain_size, "cuda: --backend cuda");
+            return OC_OK;
+        }
+        return oc_fail(ctx, OC_ERR_UNSUPPORTED, "--backend cuda: no usable GPU at device %d", device);
+#else
+        return oc_fail(ctx, OC_ERR_UNSUPPORTED, "--backend cuda: this build of outcore has no CUDA backend");
+#endif
+    }
+    /* auto: first with the host's rates alone, since asking whether a GPU is usable starts the
+     * driver. */
     oc_cost_rates rates;
+    oc_cost_rates_get(ctx, 0, 0, &rates);
     char library[32];
     oc_mm_cost_input in = {.m = job->m,
                            .n = job->n,
@@ -152,42 +171,22 @@ oc_status oc_mm_choose(oc_context *ctx, const oc_matmul_job *job, const oc_matmu
                            .out_bytes = (double)oc_mm_type_size(job->out_type) * (double)job->m * (double)job->n,
                            .cpu_blas = oc_mm_backend_cpu.library(library, sizeof library),
                            .cpu_cores = oc_threads_resolve(job->threads),
-                           .gpu_warm = oc_cost_gpu_warm()};
-    if (opts->backend == OC_BACKEND_AUTO) {
-        /* The host's rates only: asking whether a GPU is usable starts the driver. */
-        oc_cost_rates_get(ctx, 0, 0, &rates);
-        in.gpu_startup = rates.gpu_startup;
-        in.cpu_core_rate = cpu_core_rate(&in, library);
-        oc_mm_prediction cpu;
-        if (oc_mm_cpu_before_gpu_start(&in, &cpu)) {
-            if (explain) snprintf(explain, explain_size, "%s", cpu.reason);
-            *out = &oc_mm_backend_cpu;
-            return OC_OK;
-        }
+                           .gpu_warm = oc_cost_gpu_warm(),
+                           .gpu_startup = rates.gpu_startup};
+    in.cpu_core_rate = cpu_core_rate(&in, library);
+    oc_mm_prediction p;
+    if (oc_mm_cpu_before_gpu_start(&in, &p)) {
+        if (explain) snprintf(explain, explain_size, "%s", p.reason);
+        *out = &oc_mm_backend_cpu;
+        return OC_OK;
     }
-    int cc = 0;
 #ifdef OC_HAVE_CUDA
-    cc = gpu_cc(job->devices ? job->devices[0] : opts->device);
+    in.gpu_cc = gpu_cc(device);
 #endif
-    if (opts->backend == OC_BACKEND_CUDA) {
-#ifdef OC_HAVE_CUDA
-        if (cc > 0) {
-            *out = &oc_mm_backend_cuda;
-            if (explain) snprintf(explain, explain_size, "cuda: --backend cuda");
-            return OC_OK;
-        }
-        return oc_fail(ctx, OC_ERR_UNSUPPORTED, "--backend cuda: no usable GPU at device %d",
-                       job->devices ? job->devices[0] : opts->device);
-#else
-        return oc_fail(ctx, OC_ERR_UNSUPPORTED, "--backend cuda: this build of outcore has no CUDA backend");
-#endif
-    }
-    oc_cost_rates_get(ctx, 0, cc > 0, &rates);
-    in.gpu_cc = cc;
+    oc_cost_rates_get(ctx, 0, in.gpu_cc > 0, &rates);
     in.gpu_startup = rates.gpu_startup;
     in.h2d = rates.h2d_pinned;
     in.d2h = rates.d2h_pinned;
-    oc_mm_prediction p;
     oc_mm_predict(&in, &p);
     if (explain) snprintf(explain, explain_size, "%s", p.reason);
 #ifdef OC_HAVE_CUDA
