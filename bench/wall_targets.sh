@@ -6,7 +6,9 @@
 #   2. A·Aᵀ of 200000 x 1,000,000 bits, top-10 jaccard, on one GPU and on all of them;
 #   3. the driver alone, as the reference of 1.: cuInit with one and with every device
 #      visible, then a primary context on each visible device, a thread each (libcuda through
-#      ctypes), so that what the driver itself costs per device is measured in the same run.
+#      ctypes), so that what the driver itself costs per device is measured in the same run;
+#      and one process per device started at once, each seeing only its own device (what a
+#      job driven by one process a GPU would pay).
 #     bash bench/wall_targets.sh [BUILD] [RUNS]
 # Inputs go to /dev/shm (the big one is 25 GB; skipped when /dev/shm has less free).
 set -u
@@ -67,9 +69,32 @@ print(f"| driver alone, {n.value} visible | cuInit {t1 - t0:.3f} s | contexts, a
 PY
   done
 }
+per_process() { # one process per device, all started at once: wall until the last is ready
+  for r in $(seq "$RUNS"); do
+    local t0 t1
+    t0=$(date +%s%N)
+    for d in $(seq 0 $((ngpu - 1))); do
+      CUDA_VISIBLE_DEVICES=$d python3 -c '
+import ctypes
+cu = ctypes.CDLL("libcuda.so.1")
+dev, ctx = ctypes.c_int(), ctypes.c_void_p()
+assert cu.cuInit(0) == 0 and cu.cuDeviceGet(ctypes.byref(dev), 0) == 0
+assert cu.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev) == 0' &
+    done
+    wait
+    t1=$(date +%s%N)
+    echo "| driver alone, $ngpu processes of one device each, at once | total $(( (t1 - t0) / 1000000 )) ms (python's start included) |"
+  done
+  t0=$(date +%s%N)
+  python3 -c 'import ctypes; ctypes.CDLL("libcuda.so.1")'
+  t1=$(date +%s%N)
+  echo "| python's start and loading libcuda, no CUDA call | $(( (t1 - t0) / 1000000 )) ms |"
+}
 echo "# persistence mode: $(nvidia-smi --query-gpu=persistence_mode --format=csv,noheader | tr '\n' ' ')"
 CUDA_VISIBLE_DEVICES=0 driver
 [ "$ngpu" -gt 1 ] && CUDA_VISIBLE_DEVICES=$all driver
+[ "$ngpu" -gt 1 ] && per_process
+[ -n "${WALL_DRIVER_ONLY:-}" ] && { rm -rf "$D"; exit 0; }
 
 "$CLI" gen --rows 2000 --cols 4096 --density 0.05 -o "$D/small.npy" >/dev/null
 run "2000x4096 dense, one device" "$CLI" gram "$D/small.npy" --backend cuda -o "$D/C.npy"
