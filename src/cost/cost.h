@@ -221,10 +221,13 @@ int oc_cost_cache_load(const char *path, const char *key, oc_cost_rates *r);
 int oc_cost_cache_store(const char *path, const char *key, const oc_cost_rates *r, unsigned fields_mask);
 
 /* Named figures beside the rates: a job kind's own measurement that the rates do not hold,
- * as OC_COST_GEMM_FIGURE "<blas>.<type>" (flop/s a core of a BLAS's GEMM: matmul's choice).
+ * as OC_COST_GEMM_FIGURE "<blas>.<type>" (flop/s a core of a BLAS's GEMM: matmul's choice,
+ * in the host's section) and OC_COST_GPU_GEMM_FIGURE "<type>" (flop/s of cuBLASLt on one GPU,
+ * in the GPUs' section).
  * oc_cost_cache_value returns the figure `name` of section `key`, or 0 when absent;
  * oc_cost_cache_store_value writes it there as oc_cost_cache_store does (0, or -1 with errno). */
 #define OC_COST_GEMM_FIGURE "cpu_gemm."
+#define OC_COST_GPU_GEMM_FIGURE "gpu_gemm."
 double oc_cost_cache_value(const char *path, const char *key, const char *name);
 int oc_cost_cache_store_value(const char *path, const char *key, const char *name, double value);
 
@@ -258,6 +261,9 @@ int oc_cost_rates_store(const oc_cost_rates *r);
  * the cache is off). */
 double oc_cost_host_figure(const char *name);
 int oc_cost_host_figure_store(const char *name, double value);
+/* The same in the section of this machine's GPUs (their names and driver: the key with gpus). */
+double oc_cost_gpu_figure(const char *name);
+int oc_cost_gpu_figure_store(const char *name, double value);
 
 /* Forgets the rates read by oc_cost_rates_get (tests change OUTCORE_COST_CACHE between cases). */
 void oc_cost_rates_reset(void);

@@ -149,8 +149,8 @@ static int append_line(section *s, const char *line)
     return 0;
 }
 
-/* A value line: a known name (or cpu_bit_macs.<isa>, or a named figure: cpu_gemm.<blas>.<type>)
- * and a positive finite number. */
+/* A value line: a known name (or cpu_bit_macs.<isa>, or a named figure: cpu_gemm.<blas>.<type>,
+ * gpu_gemm.<type>) and a positive finite number. */
 static int valid_value_line(const char *line)
 {
     char name[64];
@@ -158,8 +158,9 @@ static int valid_value_line(const char *line)
     char extra;
     if (sscanf(line, "%63s %lf %c", name, &v, &extra) != 2 || !isfinite(v) || v <= 0) return 0;
     if (strncmp(name, "cpu_bit_macs.", 13) == 0) return name[13] != '\0';
-    if (strncmp(name, OC_COST_GEMM_FIGURE, strlen(OC_COST_GEMM_FIGURE)) == 0)
-        return name[strlen(OC_COST_GEMM_FIGURE)] != '\0';
+    static const char *const figures[] = {OC_COST_GEMM_FIGURE, OC_COST_GPU_GEMM_FIGURE};
+    for (size_t i = 0; i < sizeof figures / sizeof figures[0]; ++i)
+        if (strncmp(name, figures[i], strlen(figures[i])) == 0) return name[strlen(figures[i])] != '\0';
     for (size_t i = 0; i < NFIELDS; ++i)
         if (strcmp(name, fields[i].name) == 0) return 1;
     return 0;

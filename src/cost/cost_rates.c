@@ -85,36 +85,42 @@ void oc_cost_cache_keys(char *host, size_t host_size, char *gpu, size_t gpu_size
     pthread_mutex_unlock(&rates_lock);
 }
 
-/* The cache's path and this machine's host key; 0 (errno ENOENT) when the cache is off. */
-static int host_section(char *path, size_t path_size, char *key, size_t key_size)
+/* The cache's path and the key of this machine's host section (gpu 0) or GPUs' section
+ * (gpu 1); 0 (errno ENOENT) when the cache is off. */
+static int section_of(int gpu, char *path, size_t path_size, char *key, size_t key_size)
 {
     if (!oc_cost_cache_path(path, path_size)) {
         errno = ENOENT;
         return 0;
     }
     pthread_mutex_lock(&rates_lock);
-    load_once(0);
-    snprintf(key, key_size, "%s", host_key);
+    load_once(gpu);
+    snprintf(key, key_size, "%s", gpu ? gpu_key : host_key);
     pthread_mutex_unlock(&rates_lock);
     return 1;
 }
 
-double oc_cost_host_figure(const char *name)
+static double figure(int gpu, const char *name)
 {
-    char path[4096], key[sizeof host_key];
-    return host_section(path, sizeof path, key, sizeof key) ? oc_cost_cache_value(path, key, name) : 0;
+    char path[4096], key[sizeof gpu_key > sizeof host_key ? sizeof gpu_key : sizeof host_key];
+    return section_of(gpu, path, sizeof path, key, sizeof key) ? oc_cost_cache_value(path, key, name) : 0;
 }
 
-int oc_cost_host_figure_store(const char *name, double value)
+static int figure_store(int gpu, const char *name, double value)
 {
-    char path[4096], key[sizeof host_key];
-    if (!host_section(path, sizeof path, key, sizeof key)) return -1;
+    char path[4096], key[sizeof gpu_key > sizeof host_key ? sizeof gpu_key : sizeof host_key];
+    if (!section_of(gpu, path, sizeof path, key, sizeof key)) return -1;
     const int lock = oc_cost_cache_lock(path);
     if (lock < 0) return -1;
     const int rc = oc_cost_cache_store_value(path, key, name, value);
     oc_cost_cache_unlock(lock);
     return rc;
 }
+
+double oc_cost_host_figure(const char *name) { return figure(0, name); }
+int oc_cost_host_figure_store(const char *name, double value) { return figure_store(0, name, value); }
+double oc_cost_gpu_figure(const char *name) { return figure(1, name); }
+int oc_cost_gpu_figure_store(const char *name, double value) { return figure_store(1, name, value); }
 
 int oc_cost_rates_store(const oc_cost_rates *r)
 {

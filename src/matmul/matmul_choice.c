@@ -74,7 +74,7 @@ void oc_mm_predict(const oc_mm_cost_input *in, oc_mm_prediction *out)
         cpu_reason(in, "no GPU is usable", out);
         return;
     }
-    const double gpu_rate = oc_cost_gemm_gpu_rate(t, in->gpu_cc);
+    const double gpu_rate = in->gpu_rate > 0 ? in->gpu_rate : oc_cost_gemm_gpu_rate(t, in->gpu_cc);
     const double compute = flop / gpu_rate;
     const double copies = in->in_bytes / in->h2d + in->out_bytes / in->d2h;
     const double start = in->gpu_warm ? 0.01 : in->gpu_startup + OC_COST_GEMM_GPU_LIBRARY_START;
@@ -82,11 +82,11 @@ void oc_mm_predict(const oc_mm_cost_input *in, oc_mm_prediction *out)
     out->gpu = out->gpu_seconds < out->cpu_seconds;
     snprintf(out->reason, sizeof out->reason,
              "%s: cpu %.3g s (%.3g GFLOP at %.0f GFLOP/s, %s, %d cores, %s) vs gpu %.3g s (start %.2f s + max(%s at "
-             "%.0f TFLOP/s sm_%d %.3g s, PCIe %.3g GB in and out %.3g s)); the GPU's GEMM rate a default",
+             "%.0f TFLOP/s sm_%d %.3g s, PCIe %.3g GB in and out %.3g s)); the GPU's GEMM rate %s",
              out->gpu ? "cuda" : "cpu", out->cpu_seconds, flop / 1e9, cpu_rate / 1e9,
              in->cpu_blas ? "BLAS" : "reference loops", in->cpu_cores, rated, out->gpu_seconds, start,
              oc_cost_gemm_type_name(t), gpu_rate / 1e12, in->gpu_cc, compute, (in->in_bytes + in->out_bytes) / 1e9,
-             copies);
+             copies, in->gpu_rate > 0 ? "measured" : "a default");
 }
 
 int oc_mm_cpu_before_gpu_start(const oc_mm_cost_input *in, oc_mm_prediction *out)
@@ -118,13 +118,31 @@ static double cpu_core_rate(const oc_mm_cost_input *in, const char *blas)
     if (rate > 0 || !oc_cost_cache_path(path, sizeof path)) return rate;
     double t = oc_now();
     const int cores = oc_threads_resolve(0);
-    if (oc_mm_backend_cpu.gemm_rate) rate = oc_mm_backend_cpu.gemm_rate(f32, cores) / cores;
+    if (oc_mm_backend_cpu.gemm_rate)
+        rate = oc_mm_backend_cpu.gemm_rate(f32 ? OC_MM_FLOAT32 : OC_MM_FLOAT64, 0, cores) / cores;
     oc_trace_phase(&t, "cost", "cpu gemm");
     if (rate > 0) (void)oc_cost_host_figure_store(name, rate);
     return rate;
 }
 
 #ifdef OC_HAVE_CUDA
+/* The measured GEMM rate of one GPU for in's type: from the rate cache (the GPUs' section),
+ * else measured on `device` and stored there (first use on a machine); 0 with the cache off. */
+static double gpu_rate(const oc_mm_cost_input *in, int device)
+{
+    char name[64];
+    snprintf(name, sizeof name, "%s%s", OC_COST_GPU_GEMM_FIGURE,
+             oc_cost_gemm_type_name(gemm_type(in->in_type, in->tf32)));
+    double rate = oc_cost_gpu_figure(name);
+    char path[4096];
+    if (rate > 0 || !oc_cost_cache_path(path, sizeof path) || !oc_mm_backend_cuda.gemm_rate) return rate;
+    double t = oc_now();
+    rate = oc_mm_backend_cuda.gemm_rate(in->in_type, in->tf32, device);
+    oc_trace_phase(&t, "cost", "gpu gemm");
+    if (rate > 0) (void)oc_cost_gpu_figure_store(name, rate);
+    return rate;
+}
+
 static int gpu_cc(int device)
 {
     char why[256];
@@ -182,6 +200,7 @@ oc_status oc_mm_choose(oc_context *ctx, const oc_matmul_job *job, const oc_matmu
     }
 #ifdef OC_HAVE_CUDA
     in.gpu_cc = gpu_cc(device);
+    if (in.gpu_cc > 0) in.gpu_rate = gpu_rate(&in, device);
 #endif
     oc_cost_rates_get(ctx, 0, in.gpu_cc > 0, &rates);
     in.gpu_startup = rates.gpu_startup;

@@ -22,6 +22,7 @@ typedef struct oc_mm_cost_input {
     int cpu_blas, cpu_cores;
     double cpu_core_rate; /* flop/s a core of the BLAS's GEMM as measured; 0: the default */
     int gpu_cc;           /* 0: no usable GPU */
+    double gpu_rate;      /* flop/s of the GPU's GEMM as measured; 0: the default of gpu_cc */
     int gpu_warm;         /* this process already ran a GPU job */
     double gpu_startup;   /* s: the context (the GEMM library's load is added) */
     double h2d, d2h;      /* bytes/s over PCIe */

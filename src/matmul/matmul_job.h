@@ -112,9 +112,10 @@ typedef struct oc_mm_backend {
      * nonzero when it is a tuned one, 0 for plain loops (the cost model's CPU rate). May be
      * NULL (then tuned). */
     int (*library)(char *name, size_t size);
-    /* Flop/s of its GEMM (f32: float32, else float64) on `threads` threads, measured now
-     * (about 0.1 s): the cost model's rate at a machine's first choice. May be NULL. */
-    double (*gemm_rate)(int f32, int threads);
+    /* Flop/s of its GEMM of in-type operands (float32 on TF32 when tf32), measured now (about
+     * 0.1 s): the cost model's rate at a machine's first choice. `where` is the threads on the
+     * CPU, the device on a GPU. May be NULL. */
+    double (*gemm_rate)(oc_mm_type in, int tf32, int where);
 } oc_mm_backend;
 
 extern const oc_mm_backend oc_mm_backend_cpu; /* matmul/cpu/ */

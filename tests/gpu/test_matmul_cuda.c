@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../harness.h"
 #include "outcore.h"
@@ -31,6 +32,8 @@
 #define OC_HAVE_CUDA 1
 #endif
 #include "matmul/matmul_job.h"
+#include "matmul/matmul_choice.h"
+#include "cost/cost.h"
 
 static oc_context *ctx;
 
@@ -489,6 +492,56 @@ static void check_devices(void)
     check_clean("two devices");
 }
 
+/* The GEMM rate auto measures once per machine: every type runs, the tensor cores' types
+ * beat plain float32, a device that does not exist gives 0; a large product's choice measures
+ * it into the rate cache's GPUs' section and says so, and reads it back; with the cache off
+ * the default is used. */
+static void check_gemm_rates(void)
+{
+    static const struct {
+        oc_mm_type in;
+        int tf32;
+    } types[] = {{OC_MM_FLOAT64, 0}, {OC_MM_FLOAT32, 0},  {OC_MM_FLOAT32, 1},
+                 {OC_MM_FLOAT16, 0}, {OC_MM_BFLOAT16, 0}, {OC_MM_INT8, 0}};
+    double rate[6];
+    for (int i = 0; i < 6; ++i) {
+        rate[i] = oc_mm_backend_cuda.gemm_rate(types[i].in, types[i].tf32, 0);
+        CHECK_MSG(rate[i] > 1e11, "%s%s: GEMM rate %.3g", type_name(types[i].in), types[i].tf32 ? " (tf32)" : "",
+                  rate[i]);
+        printf("GEMM rate on cuda:0, %s%s: %.1f T/s\n", type_name(types[i].in), types[i].tf32 ? " (tf32)" : "",
+               rate[i] / 1e12);
+    }
+    CHECK(rate[2] > rate[1] && rate[3] > rate[1] && rate[5] > rate[1]);
+    CHECK(oc_mm_backend_cuda.gemm_rate(OC_MM_FLOAT32, 0, 999) == 0);
+
+    char cache[512];
+    snprintf(cache, sizeof cache, "/tmp/test_matmul_cuda_rates.%d", (int)getpid());
+    unlink(cache);
+    setenv("OUTCORE_COST_CACHE", cache, 1);
+    oc_cost_rates_reset();
+    oc_matmul_job job;
+    memset(&job, 0, sizeof job);
+    job.ctx = ctx, job.m = job.n = job.k = 50000, job.in_type = OC_MM_FLOAT32, job.out_type = OC_MM_FLOAT32;
+    oc_matmul_options o = OC_MATMUL_OPTIONS_INIT;
+    const oc_mm_backend *chosen = NULL;
+    char explain[1024];
+    for (int round = 0; round < 2; ++round) { /* measured, then read back */
+        CHECK(oc_mm_choose(ctx, &job, &o, &chosen, explain, sizeof explain) == OC_OK);
+        CHECK_MSG(chosen == &oc_mm_backend_cuda && strstr(explain, "GEMM rate measured"), "%s", explain);
+        FILE *f = fopen(cache, "r");
+        char text[8192] = "";
+        if (f) text[fread(text, 1, sizeof text - 1, f)] = '\0', fclose(f);
+        CHECK_MSG(strstr(text, "\n" OC_COST_GPU_GEMM_FIGURE "float32 ") != NULL, "%s", text);
+        oc_cost_rates_reset();
+    }
+    setenv("OUTCORE_COST_CACHE", "off", 1);
+    CHECK(oc_mm_choose(ctx, &job, &o, &chosen, explain, sizeof explain) == OC_OK);
+    CHECK_MSG(strstr(explain, "GEMM rate a default"), "%s", explain);
+    unsetenv("OUTCORE_COST_CACHE");
+    oc_cost_rates_reset();
+    unlink(cache);
+}
+
 int main(void)
 {
     if (!oc_mm_backend_cuda.usable(0)) {
@@ -509,6 +562,7 @@ int main(void)
     check_type(OC_MM_INT8, OC_MM_INT32, 0, 1);
     check_failures();
     check_devices();
+    check_gemm_rates();
     oc_context_free(ctx);
     return oc_test_finish();
 }

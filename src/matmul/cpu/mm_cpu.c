@@ -391,10 +391,13 @@ static int cpu_library(char *name, size_t size)
     return tuned;
 }
 
-static double cpu_gemm_rate(int f32, int threads)
+/* float64 for float64 and int8 (multiplied as float64 here), float32 for the others. */
+static double cpu_gemm_rate(oc_mm_type in, int tf32, int threads)
 {
+    (void)tf32;
     oc_mm_blas blas;
     char why[320];
+    const int f32 = in != OC_MM_FLOAT64 && in != OC_MM_INT8;
     return oc_mm_blas_load(&blas, why, sizeof why) == 0 ? oc_mm_blas_gemm_rate(&blas, f32, threads) : 0;
 }
 

@@ -19,6 +19,7 @@
 #include "matmul/cuda/cublaslt.h"
 #include "matmul/cuda/matmul_cuda_plan.h"
 #include "matmul/cuda/matmul_device.h"
+#include "matmul/cuda/matmul_rate.h"
 #include "matmul/matmul_job.h"
 
 #define MIB(x) ((double)(x) / 1048576.0)
@@ -240,4 +241,10 @@ static oc_status cuda_run(oc_matmul_job *job)
     return st;
 }
 
-const oc_mm_backend oc_mm_backend_cuda = {"cuda", cuda_usable, cuda_run, cuda_plan, NULL, NULL};
+static double cuda_gemm_rate(oc_mm_type in, int tf32, int device)
+{
+    char why[512];
+    return oc_mm_cuda_gemm_rate(oc_cublaslt_load(why, sizeof why), in, tf32, device);
+}
+
+const oc_mm_backend oc_mm_backend_cuda = {"cuda", cuda_usable, cuda_run, cuda_plan, NULL, cuda_gemm_rate};
