@@ -16,8 +16,6 @@
 #include "matmul/mm_half.h"
 
 static uint64_t seed = 12345;
-/* The threads run_product asks for (0: all cores). */
-static int threads_opt;
 
 /* rows x cols random elements of t (small integers for the integer types). */
 static void *random_matrix(oc_matmul_dtype t, int64_t rows, int64_t cols)
@@ -97,7 +95,6 @@ static void *run_product(const product *p, int64_t budget, int64_t tile, oc_matm
     o.backend = OC_BACKEND_CPU;
     o.host_mem_bytes = budget;
     o.tile = tile;
-    o.threads = threads_opt;
     int64_t rows = 0, cols = 0;
     CHECK(oc_matmul_result(ctx, &A, &B, &o, rt, &rows, &cols) == OC_OK);
     CHECK_EQ_I64(rows, p->m);
@@ -232,49 +229,6 @@ static void test_budgets(void)
     CHECK(oc_matmul(ctx, &A, NULL, &C, &o, NULL) == OC_ERR_INVALID_ARGUMENT);
     CHECK(strstr(oc_context_last_error(ctx), "resume 2") != NULL);
     oc_context_free(ctx);
-}
-
-/* On 12 threads or more the next K panel is read while the BLAS multiplies the current one
- * (two sets of panels): every dtype still meets the reference, int8 gives the bytes of one
- * thread whatever the budget, and the plan says it. */
-static void test_read_ahead(void)
-{
-    static const oc_matmul_dtype types[] = {OC_MATMUL_INT8, OC_MATMUL_FLOAT64, OC_MATMUL_FLOAT32, OC_MATMUL_BFLOAT16};
-    oc_context *ctx = NULL;
-    oc_context_create(&ctx);
-    static float cells[70 * 300];
-    oc_matmul_array probe = mem(OC_MATMUL_FLOAT32, cells, 70, 300);
-    oc_matmul_options o = OC_MATMUL_OPTIONS_INIT;
-    o.backend = OC_BACKEND_CPU;
-    o.gram = 1;
-    o.threads = 16;
-    o.host_mem_bytes = 1 << 20;
-    char *plan = NULL;
-    CHECK_MSG(oc_matmul_plan(ctx, &probe, NULL, NULL, &o, 1, 0, &plan) == OC_OK, "%s", oc_context_last_error(ctx));
-    const int blas = plan && !strstr(plan, "\"cpu/reference\"");
-    CHECK_MSG(plan && strstr(plan, blas ? "\"read_ahead_threads\": 1" : "\"read_ahead_threads\": 0"), "%s",
-              plan ? plan : "no plan");
-    free(plan);
-    o.threads = 2;
-    CHECK(oc_matmul_plan(ctx, &probe, NULL, NULL, &o, 1, 0, &plan) == OC_OK);
-    CHECK(plan && strstr(plan, "\"read_ahead_threads\": 0"));
-    free(plan);
-    oc_context_free(ctx);
-    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
-        for (int64_t budget = 1 << 26; budget >= 40000; budget /= 40) {
-            product p = {types[t], types[t], OC_MATMUL_DEFAULT, 70, 45, 300, 0, 1};
-            oc_matmul_dtype rt;
-            threads_opt = 1;
-            void *one = run_product(&p, budget, 0, &rt, 0);
-            threads_opt = 16;
-            void *ahead = run_product(&p, budget, 0, &rt, 1);
-            if (types[t] == OC_MATMUL_INT8)
-                CHECK_MSG(memcmp(one, ahead, (size_t)(p.m * p.n) * oc_matmul_dtype_size(rt)) == 0,
-                          "int8 on 16 threads under a budget of %lld: other bytes than on one", (long long)budget);
-            free(one);
-            free(ahead);
-        }
-    threads_opt = 0;
 }
 
 /* A·Aᵀ (gram, or B the same memory transposed) computes the upper tiles and mirrors them:
@@ -483,7 +437,6 @@ int main(void)
 {
     test_dtypes_and_transposes();
     test_budgets();
-    test_read_ahead();
     test_symmetric();
     test_files();
     test_int8_limit_and_names();

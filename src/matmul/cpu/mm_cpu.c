@@ -6,7 +6,6 @@
  * on one thread they held a BLAS on many cores up (bench/RESULTS.md, "matmul on the CPU
  * on 16 cores").
  */
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,23 +43,17 @@ static void to_out(oc_mm_kind kind, oc_mm_type out, const void *acc, void *dst, 
         for (int64_t i = 0; i < n; i++) ((uint16_t *)dst)[i] = oc_mm_float_to_bf16(((const float *)acc)[i]);
 }
 
-/* The panels a step multiplies: nbuf sets (2 when the next step's panels are read while
- * this one multiplies), each A buffer remembering which panel it holds. */
 typedef struct cpu_buffers {
-    int nbuf;
-    void *a_in[2], *b_in[2], *a[2], *b[2], *acc, *out;
-    int64_t a_key[2];
+    void *a_in, *b_in, *a, *b, *acc, *out;
 } cpu_buffers;
 
 static void buffers_free(cpu_buffers *b)
 {
-    for (int i = 0; i < b->nbuf; i++) {
-        if (b->a[i] != b->a_in[i]) free(b->a[i]);
-        if (b->b[i] != b->b_in[i]) free(b->b[i]);
-        free(b->a_in[i]);
-        free(b->b_in[i]);
-    }
+    if (b->a != b->a_in) free(b->a);
+    if (b->b != b->b_in) free(b->b);
     if (b->out != b->acc) free(b->out);
+    free(b->a_in);
+    free(b->b_in);
     free(b->acc);
 }
 
@@ -69,19 +62,13 @@ static oc_status buffers_alloc(oc_context *ctx, const oc_matmul_job *job, const 
     const size_t in = oc_mm_type_size(job->in_type), mul = oc_mm_kind_size(p->kind);
     const size_t pa = (size_t)(p->tm * p->kp), pb = (size_t)(p->kp * p->tn), pc = (size_t)(p->tm * p->tn);
     memset(b, 0, sizeof *b);
-    b->nbuf = p->read_ahead ? 2 : 1;
-    int ok = 1;
-    for (int i = 0; i < b->nbuf; i++) {
-        b->a_key[i] = -1;
-        b->a_in[i] = malloc(pa * in);
-        b->b_in[i] = malloc(pb * in);
-        b->a[i] = mul == in ? b->a_in[i] : malloc(pa * mul);
-        b->b[i] = mul == in ? b->b_in[i] : malloc(pb * mul);
-        ok = ok && b->a_in[i] && b->b_in[i] && b->a[i] && b->b[i];
-    }
+    b->a_in = malloc(pa * in);
+    b->b_in = malloc(pb * in);
+    b->a = mul == in ? b->a_in : malloc(pa * mul);
+    b->b = mul == in ? b->b_in : malloc(pb * mul);
     b->acc = malloc(pc * oc_mm_acc_size(p->kind));
     b->out = oc_mm_out_separate(p->kind, job->out_type) ? malloc(pc * oc_mm_type_size(job->out_type)) : b->acc;
-    if (!ok || !b->acc || !b->out) {
+    if (!b->a_in || !b->b_in || !b->a || !b->b || !b->acc || !b->out) {
         buffers_free(b);
         return oc_fail(ctx, OC_ERR_NO_MEMORY, "out of memory: the product's panels and tile need %lld bytes",
                        (long long)p->need_bytes);
@@ -101,7 +88,6 @@ typedef struct pieces {
     oc_mm_operand which;     /* the panel's operand */
     int64_t row0, col0;      /* the panel's or tile's place */
     int64_t rows, cols, per; /* its shape, rows a task */
-    int threads;             /* the threads it runs on */
     void *in, *conv;         /* read: as read, as multiplied; write: the accumulator, the result */
 } pieces;
 
@@ -131,15 +117,14 @@ static oc_status run_pieces(pieces *c, size_t row_bytes)
     c->per = per < 1 ? 1 : per;
     const int64_t tasks = (c->rows + c->per - 1) / c->per;
     if (tasks <= 1) return tasks ? piece_task(c, 0, 0) : OC_OK;
-    return oc_parallel_run(c->job->ctx, c->threads, tasks, piece_task, c, NULL, NULL, NULL);
+    return oc_parallel_run(c->job->ctx, c->p->threads, tasks, piece_task, c, NULL, NULL, NULL);
 }
 
-static oc_status read_pieces(oc_matmul_job *job, const oc_mm_cpu_plan *p, int threads, oc_mm_operand which,
-                             int64_t row0, int64_t rows, int64_t col0, int64_t cols, void *in, void *conv)
+static oc_status read_pieces(oc_matmul_job *job, const oc_mm_cpu_plan *p, oc_mm_operand which, int64_t row0,
+                             int64_t rows, int64_t col0, int64_t cols, void *in, void *conv)
 {
     pieces c = {.job = job,
                 .p = p,
-                .threads = threads,
                 .which = which,
                 .row0 = row0,
                 .col0 = col0,
@@ -153,16 +138,8 @@ static oc_status read_pieces(oc_matmul_job *job, const oc_mm_cpu_plan *p, int th
 static oc_status write_pieces(oc_matmul_job *job, const oc_mm_cpu_plan *p, int64_t row0, int64_t rows, int64_t col0,
                               int64_t cols, void *acc, void *out)
 {
-    pieces c = {.job = job,
-                .p = p,
-                .write = 1,
-                .row0 = row0,
-                .col0 = col0,
-                .rows = rows,
-                .cols = cols,
-                .in = acc,
-                .conv = out,
-                .threads = p->threads};
+    pieces c = {
+        .job = job, .p = p, .write = 1, .row0 = row0, .col0 = col0, .rows = rows, .cols = cols, .in = acc, .conv = out};
     return run_pieces(&c, (size_t)cols * oc_mm_acc_size(p->kind));
 }
 
@@ -189,162 +166,50 @@ static void gemm_blas(const oc_mm_cpu_plan *p, int64_t h, int64_t w, int64_t kw,
                       (int)kw, b, (int)w, first ? 0.0f : 1.0f, acc, (int)w);
 }
 
-/* A step: K panel q of tile (ti, tj), and the buffers its panels are in. */
-typedef struct step {
-    int64_t ti, tj, q;
-    int64_t i0, j0, h, w, k0, kw; /* the tile's place and shape, the panel's */
-    int syrk;                     /* a diagonal tile of A·Aᵀ: no B panel */
-    int ai, bi;                   /* its A and B buffers */
-} step;
-
-static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+/* One tile: K panels into the accumulator, rounded, written. *a_key says which A panel
+ * buffer a holds (rows ti, panel) so that a row of tiles with one K panel reads A once. */
+static oc_status run_tile(oc_matmul_job *job, const oc_mm_cpu_plan *p, cpu_buffers *bf, int64_t ti, int64_t tj,
+                          int64_t *a_key, double *done, double total)
+{
+    oc_context *ctx = job->ctx;
+    const int64_t i0 = ti * p->tm, j0 = tj * p->tn;
+    const int64_t h = job->m - i0 < p->tm ? job->m - i0 : p->tm, w = job->n - j0 < p->tn ? job->n - j0 : p->tn;
+    const size_t acc_elem = oc_mm_acc_size(p->kind);
+    const int blas = p->blas.sgemm && p->kind != OC_MM_KIND_I8;
+    /* A diagonal tile of A·Aᵀ (square: the plan's tiles are) by syrk, its lower triangle
+     * zeroed once so that every element stays a number. */
+    const int syrk = blas && p->blas.ssyrk && job->symmetric && ti == tj && h == w;
+    if (!blas || syrk || job->k == 0) memset(bf->acc, 0, (size_t)(h * w) * acc_elem);
+    for (int64_t q = 0; q < p->panels; q++) {
+        const int64_t k0 = q * p->kp, kw = job->k - k0 < p->kp ? job->k - k0 : p->kp;
+        const int64_t key = ti * p->panels + q;
+        if (*a_key != key) {
+            *a_key = -1; /* a failed read leaves it partly overwritten */
+            OC_CHECK(ctx, read_pieces(job, p, OC_MM_A, i0, h, k0, kw, bf->a_in, bf->a));
+            *a_key = key;
+        }
+        if (syrk) {
+            syrk_blas(p, h, kw, bf->a, bf->acc, q == 0);
+        } else {
+            OC_CHECK(ctx, read_pieces(job, p, OC_MM_B, k0, kw, j0, w, bf->b_in, bf->b));
+            if (blas) gemm_blas(p, h, w, kw, bf->a, bf->b, bf->acc, q == 0);
+            else OC_CHECK(ctx, oc_mm_ref_gemm(ctx, p->kind, p->threads, h, w, kw, bf->a, bf->b, bf->acc));
+        }
+        *done += (double)h * (double)w * (double)kw;
+        if (job->progress) job->progress(job->progress_user, *done, total);
+        if (oc_cancelled(ctx))
+            return oc_fail(ctx, OC_ERR_CANCELLED, "cancelled after %.0f of %.0f multiply-adds", *done, total);
+    }
+    OC_CHECK(ctx, write_pieces(job, p, i0, h, j0, w, bf->acc, bf->out));
+    job->stats.tiles++;
+    return OC_OK;
+}
 
 /* The multiply-adds of tile (ti, tj): what progress counts. */
 static double tile_macs(const oc_matmul_job *job, const oc_mm_cpu_plan *p, int64_t ti, int64_t tj)
 {
-    return (double)min64(job->m - ti * p->tm, p->tm) * (double)min64(job->n - tj * p->tn, p->tn) * (double)job->k;
-}
-
-/* The step after *s (the first when s->ti < 0) in the order tiles row by row (the upper ones
- * for A·Aᵀ), K panels in order; tiles in the result already are skipped, their multiply-adds
- * added to *done. 0 when there is none. */
-static int next_step(const oc_matmul_job *job, const oc_mm_cpu_plan *p, step *s, double *done)
-{
-    int64_t ti = s->ti, tj = s->tj, q = s->q + 1;
-    if (ti < 0) ti = 0, tj = 0, q = 0;
-    else if (q >= p->panels) q = 0, ++tj;
-    for (;; q = 0, ++tj) {
-        if (tj >= p->tiles_n) ti++, tj = job->symmetric ? ti : 0;
-        if (ti >= p->tiles_m) return 0;
-        if (q > 0 || !job->tile_done || !job->tile_done(job, ti * p->tm, tj * p->tn)) break;
-        *done += tile_macs(job, p, ti, tj); /* in the result from an earlier run */
-    }
-    const int blas = p->blas.sgemm && p->kind != OC_MM_KIND_I8;
-    s->ti = ti, s->tj = tj, s->q = q;
-    s->i0 = ti * p->tm, s->j0 = tj * p->tn;
-    s->h = min64(job->m - s->i0, p->tm), s->w = min64(job->n - s->j0, p->tn);
-    s->k0 = q * p->kp, s->kw = min64(job->k - s->k0, p->kp);
-    /* A diagonal tile of A·Aᵀ (square: the plan's tiles are) by syrk, its lower triangle
-     * zeroed once so that every element stays a number. */
-    s->syrk = blas && p->blas.ssyrk && job->symmetric && ti == tj && s->h == s->w;
-    return 1;
-}
-
-/* Step s's panels into its buffers on `threads` threads: the A panel unless its buffer holds
- * it already (a row of tiles with one K panel reads A once), the B panel. */
-static oc_status read_step(oc_matmul_job *job, const oc_mm_cpu_plan *p, cpu_buffers *bf, const step *s, int threads)
-{
-    const int64_t key = s->ti * p->panels + s->q;
-    if (bf->a_key[s->ai] != key) {
-        bf->a_key[s->ai] = -1; /* a failed read leaves it partly overwritten */
-        OC_CHECK(job->ctx,
-                 read_pieces(job, p, threads, OC_MM_A, s->i0, s->h, s->k0, s->kw, bf->a_in[s->ai], bf->a[s->ai]));
-        bf->a_key[s->ai] = key;
-    }
-    if (s->syrk) return OC_OK;
-    return read_pieces(job, p, threads, OC_MM_B, s->k0, s->kw, s->j0, s->w, bf->b_in[s->bi], bf->b[s->bi]);
-}
-
-/* The buffers of the step after `cur`: the A buffer cur uses when it holds the next A panel
- * already, else the other one; the other B buffer (one set of each without read-ahead). */
-static void pick_buffers(const oc_mm_cpu_plan *p, const cpu_buffers *bf, const step *cur, step *next)
-{
-    const int64_t key = next->ti * p->panels + next->q;
-    next->ai = bf->a_key[cur->ai] == key ? cur->ai : (cur->ai + 1) % bf->nbuf;
-    next->bi = (cur->bi + 1) % bf->nbuf;
-}
-
-/* Step s's product into the accumulator (beta 0 on the tile's first panel). */
-static oc_status multiply_step(oc_matmul_job *job, const oc_mm_cpu_plan *p, cpu_buffers *bf, const step *s, int blas)
-{
-    const void *a = bf->a[s->ai], *b = bf->b[s->bi];
-    if (s->syrk) {
-        syrk_blas(p, s->h, s->kw, a, bf->acc, s->q == 0);
-        return OC_OK;
-    }
-    if (blas) {
-        gemm_blas(p, s->h, s->w, s->kw, a, b, bf->acc, s->q == 0);
-        return OC_OK;
-    }
-    return oc_mm_ref_gemm(job->ctx, p->kind, p->threads, s->h, s->w, s->kw, a, b, bf->acc);
-}
-
-/* The read-ahead: the next step's panels read on a thread of their own while the BLAS
- * multiplies the current one. */
-typedef struct ahead {
-    oc_matmul_job *job;
-    const oc_mm_cpu_plan *p;
-    cpu_buffers *bf;
-    step s;
-    oc_status st;
-    pthread_t thread;
-    int running;
-} ahead;
-
-static void *ahead_main(void *arg)
-{
-    ahead *r = arg;
-    r->st = read_step(r->job, r->p, r->bf, &r->s, r->p->read_threads);
-    return NULL;
-}
-
-/* The read of s begun: on the read-ahead's thread, or here and now when there is none (or
- * it cannot start). */
-static oc_status ahead_start(ahead *r, const step *s)
-{
-    r->s = *s;
-    r->st = OC_OK;
-    if (r->p->read_ahead && pthread_create(&r->thread, NULL, ahead_main, r) == 0) {
-        r->running = 1;
-        return OC_OK;
-    }
-    return read_step(r->job, r->p, r->bf, s, r->p->threads);
-}
-
-static oc_status ahead_wait(ahead *r)
-{
-    if (!r->running) return OC_OK;
-    pthread_join(r->thread, NULL);
-    r->running = 0;
-    return r->st;
-}
-
-static oc_status run_steps(oc_matmul_job *job, const oc_mm_cpu_plan *p, cpu_buffers *bf, double total)
-{
-    oc_context *ctx = job->ctx;
-    const size_t acc_elem = oc_mm_acc_size(p->kind);
-    const int blas = p->blas.sgemm && p->kind != OC_MM_KIND_I8;
-    double done = 0;
-    step cur = {.ti = -1}, next;
-    if (!next_step(job, p, &cur, &done)) return OC_OK;
-    cur.ai = cur.bi = 0;
-    /* The first panels on every thread: nothing else runs yet. */
-    OC_CHECK(ctx, read_step(job, p, bf, &cur, p->threads));
-    ahead r = {.job = job, .p = p, .bf = bf};
-    oc_status st = OC_OK;
-    for (int more = 1; more && st == OC_OK;) {
-        next = cur;
-        more = next_step(job, p, &next, &done);
-        /* With read-ahead the next panels go into the buffers this step leaves alone, beside
-         * its product; without, they are read after it into the same ones. */
-        if (more) pick_buffers(p, bf, &cur, &next);
-        if (more && p->read_ahead && (st = ahead_start(&r, &next)) != OC_OK) break;
-        if (cur.q == 0 && (!blas || cur.syrk || job->k == 0)) memset(bf->acc, 0, (size_t)(cur.h * cur.w) * acc_elem);
-        if (job->k > 0) st = multiply_step(job, p, bf, &cur, blas);
-        done += (double)cur.h * (double)cur.w * (double)cur.kw;
-        if (st == OC_OK && job->progress) job->progress(job->progress_user, done, total);
-        if (st == OC_OK && oc_cancelled(ctx))
-            st = oc_fail(ctx, OC_ERR_CANCELLED, "cancelled after %.0f of %.0f multiply-adds", done, total);
-        if (st == OC_OK && cur.q + 1 >= p->panels) {
-            st = write_pieces(job, p, cur.i0, cur.h, cur.j0, cur.w, bf->acc, bf->out);
-            if (st == OC_OK) job->stats.tiles++;
-        }
-        const oc_status read = ahead_wait(&r);
-        if (st == OC_OK) st = read;
-        if (st == OC_OK && more && !p->read_ahead) st = ahead_start(&r, &next);
-        cur = next;
-    }
-    return st;
+    return (double)(job->m - ti * p->tm < p->tm ? job->m - ti * p->tm : p->tm) *
+           (double)(job->n - tj * p->tn < p->tn ? job->n - tj * p->tn : p->tn) * (double)job->k;
 }
 
 static oc_status cpu_run(oc_matmul_job *job)
@@ -356,19 +221,28 @@ static oc_status cpu_run(oc_matmul_job *job)
     snprintf(job->stats.backend, sizeof job->stats.backend, "cpu/%s", p.blas.name);
     job->stats.peak_host_bytes = p.need_bytes;
     if (job->m == 0 || job->n == 0) return OC_OK;
-    if (p.blas.set_threads) p.blas.set_threads(p.blas_threads);
+    if (p.blas.set_threads) p.blas.set_threads(p.threads);
     cpu_buffers bf;
     OC_CHECK(ctx, buffers_alloc(ctx, job, &p, &bf));
-    double total = 0;
+    double done = 0, total = 0;
     for (int64_t ti = 0; ti < p.tiles_m; ti++)
         for (int64_t tj = job->symmetric ? ti : 0; tj < p.tiles_n; tj++) total += tile_macs(job, &p, ti, tj);
+    int64_t a_key = -1;
     oc_status st = OC_OK;
     if (job->plan_tiles) {
         char how[160];
         snprintf(how, sizeof how, "cpu/%s %s", p.blas.name, oc_mm_cpu_kind_text(&p));
         st = job->plan_tiles(job, p.tm, p.tn, p.kp, how);
     }
-    if (st == OC_OK) st = run_steps(job, &p, &bf, total);
+    for (int64_t ti = 0; ti < p.tiles_m && st == OC_OK; ti++)
+        for (int64_t tj = job->symmetric ? ti : 0; tj < p.tiles_n && st == OC_OK; tj++) {
+            if (job->tile_done && job->tile_done(job, ti * p.tm, tj * p.tn)) {
+                /* In the result from an earlier run: counted as done. */
+                done += tile_macs(job, &p, ti, tj);
+                continue;
+            }
+            st = run_tile(job, &p, &bf, ti, tj, &a_key, &done, total);
+        }
     buffers_free(&bf);
     job->stats.seconds = oc_now() - start;
     if (st != OC_OK) return oc_trace_at(ctx, st, __FILE__, __LINE__);

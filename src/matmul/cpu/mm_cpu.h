@@ -5,10 +5,7 @@
  * C is computed tile by tile: for a tile of tm rows and tn columns the rows of op(A) and
  * the columns of op(B) are read in K panels of kp, each pair multiplied into the tile's
  * accumulator (GEMM with beta = 1 after the first), which is rounded to the result type and
- * written once. Panels, accumulator and output tile fit in the host budget. On many cores
- * the panels are read ahead: two sets of them, the next step's read on read_threads while
- * the BLAS multiplies the current one on the others (read in turn on the BLAS's threads,
- * they left the BLAS idle: bench/RESULTS.md, "matmul on the CPU on 16 cores").
+ * written once. Panels, accumulator and output tile fit in the host budget.
  */
 #ifndef OC_MATMUL_CPU_MM_CPU_H
 #define OC_MATMUL_CPU_MM_CPU_H
@@ -33,9 +30,7 @@ typedef struct oc_mm_cpu_plan {
     int64_t tiles;                    /* tiles computed (the upper ones for A·Aᵀ) */
     int64_t need_bytes;               /* panels + accumulator + output tile */
     const char *bound;                /* what bounds tm, tn and kp */
-    int threads;                      /* all the job's threads: the first panels, the tiles' writes */
-    int read_ahead;                   /* two sets of panels, the next read beside the product */
-    int read_threads, blas_threads;   /* the read-ahead's threads and the BLAS's */
+    int threads;
     oc_mm_blas blas;
 } oc_mm_cpu_plan;
 

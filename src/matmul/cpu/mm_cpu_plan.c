@@ -14,11 +14,6 @@
 #define TILE_MIN 16
 #define PANEL_MIN 64
 #define PANEL_MAX (1 << 30) /* CBLAS takes int dimensions */
-/* From this many threads on, the next step's panels are read on threads of their own (one
- * per READ_AHEAD_SHARE) while the BLAS multiplies on the rest; with fewer, a thread taken
- * from the BLAS costs more than the reading it hides. */
-#define READ_AHEAD_MIN_THREADS 12
-#define READ_AHEAD_SHARE 16
 
 size_t oc_mm_kind_size(oc_mm_kind kind) { return kind == OC_MM_KIND_F64 ? 8 : kind == OC_MM_KIND_F32 ? 4 : 1; }
 
@@ -32,14 +27,14 @@ int oc_mm_out_separate(oc_mm_kind kind, oc_mm_type out)
 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
-/* Bytes a tile of tm x tn with K panel kp holds, with `sets` sets of panels. */
-static int64_t need(const oc_matmul_job *job, oc_mm_kind kind, int sets, int64_t tm, int64_t tn, int64_t kp)
+/* Bytes a tile of tm x tn with K panel kp holds. */
+static int64_t need(const oc_matmul_job *job, oc_mm_kind kind, int64_t tm, int64_t tn, int64_t kp)
 {
     const int64_t in = (int64_t)oc_mm_type_size(job->in_type), mul = (int64_t)oc_mm_kind_size(kind);
     const int64_t acc = (int64_t)oc_mm_acc_size(kind), out = (int64_t)oc_mm_type_size(job->out_type);
     const int64_t panel = in + (mul != in ? mul : 0); /* as read, then as multiplied */
     const int64_t tile = acc + (oc_mm_out_separate(kind, job->out_type) ? out : 0);
-    return sets * (tm + tn) * kp * panel + tm * tn * tile;
+    return (tm + tn) * kp * panel + tm * tn * tile;
 }
 
 static int64_t ceil_div(int64_t a, int64_t b) { return b > 0 ? (a + b - 1) / b : 0; }
@@ -62,9 +57,6 @@ oc_status oc_mm_cpu_plan_make(oc_matmul_job *job, oc_mm_cpu_plan *p)
         break;
     }
     p->threads = oc_threads_resolve(job->threads);
-    p->read_ahead = blas && p->kind != OC_MM_KIND_I8 && p->threads >= READ_AHEAD_MIN_THREADS;
-    p->read_threads = p->read_ahead ? (p->threads + READ_AHEAD_SHARE - 1) / READ_AHEAD_SHARE : 0;
-    p->blas_threads = p->threads - p->read_threads;
     const int64_t budget = job->host_mem_bytes, m = job->m, n = job->n, k = job->k;
     int64_t edge = job->tile > 0 ? job->tile : TILE_MAX;
     int64_t kp = min64(k > 0 ? k : 1, PANEL_MAX);
@@ -76,7 +68,7 @@ oc_status oc_mm_cpu_plan_make(oc_matmul_job *job, oc_mm_cpu_plan *p)
         p->tm = tm;
         p->tn = tn;
         p->kp = kp;
-        p->need_bytes = need(job, p->kind, p->read_ahead ? 2 : 1, tm, tn, kp);
+        p->need_bytes = need(job, p->kind, tm, tn, kp);
         if (p->need_bytes <= budget) break;
         p->bound = "the host budget";
         if (kp > PANEL_MIN && (kp > edge || job->tile > 0 || edge <= TILE_MIN)) kp = (kp + 1) / 2;
@@ -116,10 +108,10 @@ oc_status oc_mm_cpu_plan_text(oc_matmul_job *job, int json, char **out)
                        ", \"multiply\": \"%s\", \"threads\": %d, \"m\": %" PRId64 ", \"n\": %" PRId64
                        ", \"k\": %" PRId64 ", \"tile_rows\": %" PRId64 ", \"tile_cols\": %" PRId64
                        ", \"k_panel\": %" PRId64 ", \"tiles\": %" PRId64 ", \"k_panels\": %" PRId64
-                       ", \"read_ahead_threads\": %d, \"symmetric\": %s, \"host_budget\": %" PRId64
-                       ", \"need_bytes\": %" PRId64 ", \"bound\": \"%s\"}\n",
+                       ", \"symmetric\": %s, \"host_budget\": %" PRId64 ", \"need_bytes\": %" PRId64
+                       ", \"bound\": \"%s\"}\n",
                        oc_mm_cpu_kind_text(&p), p.threads, job->m, job->n, job->k, p.tm, p.tn, p.kp, p.tiles, p.panels,
-                       p.read_threads, job->symmetric ? "true" : "false", job->host_mem_bytes, p.need_bytes, p.bound);
+                       job->symmetric ? "true" : "false", job->host_mem_bytes, p.need_bytes, p.bound);
     } else {
         oc_text_printf(&t, "cpu/%s: %s, %d thread%s\n", p.blas.name, oc_mm_cpu_kind_text(&p), p.threads,
                        p.threads == 1 ? "" : "s");
@@ -130,9 +122,6 @@ oc_status oc_mm_cpu_plan_text(oc_matmul_job *job, int json, char **out)
                        job->symmetric ? ", on and above the diagonal, mirrored" : "");
         oc_text_printf(&t, "  k        %" PRId64 " in %" PRId64 " panel%s of %" PRId64 "\n", job->k, p.panels,
                        p.panels == 1 ? "" : "s", p.kp);
-        if (p.read_ahead)
-            oc_text_printf(&t, "  reading  the next panels on %d thread%s while the BLAS multiplies on %d\n",
-                           p.read_threads, p.read_threads == 1 ? "" : "s", p.blas_threads);
         oc_text_printf(&t, "  host     budget %.1f MiB, the plan holds %.1f MiB; bounded by %s\n",
                        (double)job->host_mem_bytes / 1048576.0, (double)p.need_bytes / 1048576.0, p.bound);
     }
