@@ -24,7 +24,9 @@
 
 double oc_mm_cuda_gemm_rate(const oc_cublaslt_api *lt, oc_mm_type in, int tf32, int device)
 {
-    if (!lt || cudaSetDevice(device) != cudaSuccess) {
+    int count = 0;
+    if (!lt || cudaGetDeviceCount(&count) != cudaSuccess || device < 0 || device >= count ||
+        cudaSetDevice(device) != cudaSuccess) {
         (void)cudaGetLastError();
         return 0;
     }
