@@ -256,7 +256,7 @@ static void fill_stats(const mm_setup *s, const oc_mm_io *io, const oc_mm_backen
     st->seconds = seconds;
     st->flops = 2.0 * (double)job->m * (double)job->n * (double)job->k;
     st->tiles = job->stats.tiles;
-    st->bytes_read = io->bytes_read;
+    st->bytes_read = io->bytes_read + job->stats.bytes_straight;
     st->bytes_written = job->m * job->n * (int64_t)oc_matmul_dtype_size(s->result);
     st->bytes_h2d = job->stats.bytes_to_device;
     st->bytes_d2h = job->stats.bytes_from_device;

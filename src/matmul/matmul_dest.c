@@ -125,3 +125,12 @@ oc_status oc_mm_write_tile(const oc_matmul_job *job, int64_t row0, int64_t rows,
     }
     return stored(job, row0, rows, col0, cols);
 }
+
+void *oc_mm_tile_memory(const oc_matmul_job *job, int64_t row0, int64_t col0, int64_t *ld)
+{
+    const oc_mm_io *io = job->io;
+    const oc_mm_dest *d = &io->dest;
+    if (d->npy || job->symmetric || io->resume || !d->data) return NULL;
+    *ld = d->ld;
+    return d->data + ((size_t)row0 * (size_t)d->ld + (size_t)col0) * d->elem;
+}

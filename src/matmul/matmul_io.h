@@ -1,6 +1,7 @@
 /*
- * matmul_io.h - the job layer's side of the two callbacks of matmul_job.h: read_panel over
- * the operands (matmul_panels.c) and write_tile into the result (matmul_dest.c).
+ * matmul_io.h - the job layer's side of the callbacks of matmul_job.h: read_panel and
+ * panel_memory over the operands (matmul_panels.c), write_tile and tile_memory into the
+ * result (matmul_dest.c).
  */
 #ifndef OC_MATMUL_MATMUL_IO_H
 #define OC_MATMUL_MATMUL_IO_H
@@ -56,5 +57,8 @@ oc_status oc_mm_read_panel(const oc_matmul_job *job, oc_mm_operand which, int64_
                            int64_t cols, void *dst);
 oc_status oc_mm_write_tile(const oc_matmul_job *job, int64_t row0, int64_t rows, int64_t col0, int64_t cols,
                            const void *tile, int64_t ld);
+/* matmul_job.h's panel_memory and tile_memory over the operands and the result. */
+const void *oc_mm_panel_memory(const oc_matmul_job *job, oc_mm_operand which, int64_t row0, int64_t col0, int64_t *ld);
+void *oc_mm_tile_memory(const oc_matmul_job *job, int64_t row0, int64_t col0, int64_t *ld);
 
 #endif

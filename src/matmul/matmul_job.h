@@ -58,6 +58,19 @@ typedef oc_status (*oc_mm_plan_tiles_fn)(const oc_matmul_job *job, int64_t tm, i
  * is not computed, read or written). Thread-safe. */
 typedef int (*oc_mm_tile_done_fn)(const oc_matmul_job *job, int64_t row0, int64_t col0);
 
+/* Where element (row0, col0) of op(X) lies in the caller's memory when read_panel would only
+ * copy it out from there (in_type already, row-major, op(X) = X): its address, and in *ld the
+ * elements between rows; NULL when it does not (a file, a conversion, a transpose). A backend
+ * that copies a panel from there itself (a GPU, from page-locked memory) does not call
+ * read_panel for it and counts its bytes in stats.bytes_straight. Thread-safe. */
+typedef const void *(*oc_mm_panel_memory_fn)(const oc_matmul_job *job, oc_mm_operand which, int64_t row0, int64_t col0,
+                                             int64_t *ld);
+/* Where element (row0, col0) of C goes in the caller's memory when write_tile would only copy
+ * a tile there (out_type, not A·Aᵀ, which write_tile mirrors; nothing to record): its
+ * address, *ld elements between rows; NULL otherwise. A backend that stores a tile there
+ * itself does not call write_tile for it. Thread-safe. */
+typedef void *(*oc_mm_tile_memory_fn)(const oc_matmul_job *job, int64_t row0, int64_t col0, int64_t *ld);
+
 struct oc_matmul_job {
     oc_context *ctx;
     int64_t m, n, k;     /* C is m x n, the inner dimension k */
@@ -74,6 +87,9 @@ struct oc_matmul_job {
      * tile_done of each tile before it starts it. */
     oc_mm_plan_tiles_fn plan_tiles;
     oc_mm_tile_done_fn tile_done;
+    /* May be NULL: panels and tiles then go through read_panel and write_tile alone. */
+    oc_mm_panel_memory_fn panel_memory;
+    oc_mm_tile_memory_fn tile_memory;
     void *io; /* the job layer's state for the callbacks */
     /* Budgets, resolved by the job layer: bytes of host memory a backend may use for panels
      * and tiles, bytes of device memory per device (0 on the CPU). */
@@ -90,6 +106,7 @@ struct oc_matmul_job {
         double seconds;
         int64_t tiles;
         int64_t bytes_read, bytes_to_device, bytes_from_device;
+        int64_t bytes_straight; /* read from panel_memory's memory by the backend itself */
         int64_t peak_host_bytes, peak_device_bytes;
         char backend[32]; /* "cpu/openblas", "cpu/reference", "cuda/cublasLt" */
     } stats;

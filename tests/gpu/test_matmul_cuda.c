@@ -21,6 +21,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <cuda_runtime_api.h>
+
 #include "../harness.h"
 #include "outcore.h"
 #include "core/context.h"
@@ -131,7 +133,27 @@ typedef struct fake_io {
     long cancel_at;                   /* > 0: that read_panel call cancels the job */
     long tiles_written;
     int bad_tile; /* a tile outside C, or below the diagonal of a symmetric job */
+    /* panel_memory and tile_memory's memory (NULL: none): A, B and C as above. */
+    const void *mem_a, *mem_b;
+    void *mem_c;
 } fake_io;
+
+static const void *panel_memory(const oc_matmul_job *job, oc_mm_operand which, int64_t row0, int64_t col0, int64_t *ld)
+{
+    const fake_io *io = job->io;
+    const void *base = which == OC_MM_A ? io->mem_a : io->mem_b;
+    if (!base) return NULL;
+    *ld = which == OC_MM_A ? job->k : job->n;
+    return (const char *)base + (row0 * *ld + col0) * (int64_t)oc_mm_type_size(job->in_type);
+}
+
+static void *tile_memory(const oc_matmul_job *job, int64_t row0, int64_t col0, int64_t *ld)
+{
+    const fake_io *io = job->io;
+    if (!io->mem_c) return NULL;
+    *ld = job->n;
+    return (char *)io->mem_c + (row0 * job->n + col0) * (int64_t)oc_mm_type_size(job->out_type);
+}
 
 static oc_status read_panel(const oc_matmul_job *job, oc_mm_operand which, int64_t row0, int64_t rows, int64_t col0,
                             int64_t cols, void *dst)
@@ -243,6 +265,8 @@ typedef struct run_opts {
     const int *devices;
     int ndevices;
     long fail_read_at, fail_write_at, cancel_at;
+    const void *mem_a, *mem_b; /* offered through panel_memory (NULL: not offered) */
+    void *mem_c;               /* offered through tile_memory */
 } run_opts;
 
 /* The job the backend sees for operands o under run options r, its panels and tiles
@@ -267,6 +291,9 @@ static oc_matmul_job make_job(const operands *o, const run_opts *r, fake_io *io)
                            .tile = r->tile};
 }
 
+/* The read_panel and write_tile calls of the last run. */
+static long last_reads, last_writes;
+
 /* Runs the product; returns C (m x n in out_type, malloc'd) and the writes per element. */
 static void *run(const operands *o, const run_opts *r, oc_status *st, unsigned char **writes, oc_matmul_job *out_job)
 {
@@ -275,15 +302,20 @@ static void *run(const operands *o, const run_opts *r, oc_status *st, unsigned c
                   .b = o->b,
                   .fail_read_at = r->fail_read_at,
                   .fail_write_at = r->fail_write_at,
-                  .cancel_at = r->cancel_at};
+                  .cancel_at = r->cancel_at,
+                  .mem_a = r->mem_a,
+                  .mem_b = r->mem_b,
+                  .mem_c = r->mem_c};
     pthread_mutex_init(&io.mu, NULL);
     io.c = malloc((size_t)(o->m * o->n) * es);
     io.writes = calloc((size_t)(o->m * o->n), 1);
     if (!io.c || !io.writes) exit(1);
     memset(io.c, 0xA5, (size_t)(o->m * o->n) * es);
     oc_matmul_job job = make_job(o, r, &io);
+    if (r->mem_a || r->mem_b || r->mem_c) job.panel_memory = panel_memory, job.tile_memory = tile_memory;
     oc_context_begin_job(ctx); /* what the job layer does first: clears the error and a cancel */
     *st = oc_mm_backend_cuda.run(&job);
+    last_reads = io.reads, last_writes = io.tiles_written;
     CHECK_MSG(!io.bad_tile, "a tile outside C or below the diagonal was written");
     if (out_job) *out_job = job;
     pthread_mutex_destroy(&io.mu);
@@ -417,6 +449,65 @@ static void check_type(oc_mm_type in, oc_mm_type out, int tf32, int symmetric)
     const size_t bytes = (size_t)(m * n) * oc_mm_type_size(out);
     CHECK_MSG(memcmp(c_tiny, c_again, bytes) == 0, "%s: the same plan twice gave different bytes", what);
     free(c_big), free(c_tiny), free(c_again), free(w_big), free(w_tiny), free(w_again);
+    free_operands(&o);
+    check_clean(what);
+}
+
+/* Operands and result in page-locked memory, offered through panel_memory and tile_memory,
+ * are uploaded and downloaded straight (no read_panel or write_tile call) and give the bytes
+ * of the copied path under the same plan; memory that is not page-locked is read and written
+ * through the callbacks as before; one operand pinned and one not mixes the two. */
+static void check_straight(oc_mm_type in, oc_mm_type out)
+{
+    char what[96];
+    snprintf(what, sizeof what, "%s -> %s straight from pinned memory", type_name(in), type_name(out));
+    const int64_t m = 211, n = 203, k = 1101;
+    operands o = make_operands(m, n, k, in, out, 0, 4321 + (uint64_t)in);
+    const size_t ia = (size_t)(m * k) * oc_mm_type_size(in), ib = (size_t)(k * n) * oc_mm_type_size(in),
+                 oc = (size_t)(m * n) * oc_mm_type_size(out);
+    void *pa = NULL, *pb = NULL, *pc = NULL;
+    if (cudaHostAlloc(&pa, ia, cudaHostAllocPortable) != cudaSuccess ||
+        cudaHostAlloc(&pb, ib, cudaHostAllocPortable) != cudaSuccess ||
+        cudaHostAlloc(&pc, oc, cudaHostAllocPortable) != cudaSuccess) {
+        CHECK_MSG(0, "%s: cudaHostAlloc failed", what);
+        return;
+    }
+    memcpy(pa, o.a, ia);
+    memcpy(pb, o.b, ib);
+    memset(pc, 0xA5, oc);
+    oc_status st;
+    unsigned char *w;
+    const run_opts copied = {.gpu_mem = 640 << 10, .host_mem = 1 << 20};
+    void *c_copied = run(&o, &copied, &st, &w, NULL);
+    CHECK_MSG(st == OC_OK && last_reads > 0 && last_writes > 0, "%s, copied: %s", what, oc_context_last_error(ctx));
+    free(w);
+
+    run_opts straight = copied;
+    straight.mem_a = pa, straight.mem_b = pb, straight.mem_c = pc;
+    oc_matmul_job job;
+    free(run(&o, &straight, &st, &w, &job));
+    free(w);
+    CHECK_MSG(st == OC_OK, "%s: %s", what, oc_context_last_error(ctx));
+    CHECK_MSG(last_reads == 0 && last_writes == 0, "%s: %ld read_panel and %ld write_tile calls", what, last_reads,
+              last_writes);
+    CHECK_MSG(job.stats.bytes_read == 0 && job.stats.bytes_straight == job.stats.bytes_to_device &&
+                  job.stats.bytes_straight > 0,
+              "%s: read %lld, straight %lld, uploaded %lld", what, (long long)job.stats.bytes_read,
+              (long long)job.stats.bytes_straight, (long long)job.stats.bytes_to_device);
+    CHECK_MSG(memcmp(c_copied, pc, oc) == 0, "%s: other bytes than the copied path", what);
+
+    /* B and C in pageable memory: B is read and C written through the callbacks. */
+    unsigned char *c_pageable = malloc(oc);
+    memset(c_pageable, 0xA5, oc);
+    straight.mem_b = o.b, straight.mem_c = c_pageable;
+    void *c_mixed = run(&o, &straight, &st, &w, &job);
+    free(w);
+    CHECK_MSG(
+        st == OC_OK && last_reads > 0 && last_writes > 0 && job.stats.bytes_straight > 0 && job.stats.bytes_read > 0,
+        "%s, B and C pageable: %s (%ld reads, %ld writes)", what, oc_context_last_error(ctx), last_reads, last_writes);
+    CHECK_MSG(memcmp(c_copied, c_mixed, oc) == 0, "%s, B and C pageable: other bytes", what);
+    free(c_pageable), free(c_mixed), free(c_copied);
+    cudaFreeHost(pa), cudaFreeHost(pb), cudaFreeHost(pc);
     free_operands(&o);
     check_clean(what);
 }
@@ -560,6 +651,9 @@ int main(void)
     check_type(OC_MM_INT8, OC_MM_INT32, 0, 0);
     check_type(OC_MM_FLOAT32, OC_MM_FLOAT32, 0, 1);
     check_type(OC_MM_INT8, OC_MM_INT32, 0, 1);
+    check_straight(OC_MM_FLOAT32, OC_MM_FLOAT32);
+    check_straight(OC_MM_INT8, OC_MM_INT32);
+    check_straight(OC_MM_BFLOAT16, OC_MM_BFLOAT16);
     check_failures();
     check_devices();
     check_gemm_rates();

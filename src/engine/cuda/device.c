@@ -298,3 +298,13 @@ oc_status oc_cuda_launch_prepare(oc_context *ctx, oc_cuda_device *dev, const voi
     pthread_mutex_unlock(&checked_lock);
     return st;
 }
+
+int oc_cuda_host_pinned(const void *p)
+{
+    struct cudaPointerAttributes at;
+    if (cudaPointerGetAttributes(&at, p) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return at.type == cudaMemoryTypeHost;
+}

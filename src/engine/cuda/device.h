@@ -47,6 +47,10 @@ typedef struct oc_cuda_device {
 /* Nonzero when CUDA device `device` exists and the driver answers (cheap; no messages). */
 int oc_cuda_device_usable(int device);
 
+/* Whether host byte p is page-locked memory (allocated or registered with CUDA) that the
+ * devices copy to and from at the PCIe rate. */
+int oc_cuda_host_pinned(const void *p);
+
 /* Selects device `index`, reads its properties and creates its streams. A missing index
  * is OC_ERR_INVALID_ARGUMENT naming how many devices exist. */
 oc_status oc_cuda_device_open(oc_context *ctx, int index, oc_cuda_device *dev);

@@ -228,6 +228,7 @@ static oc_status cuda_run(oc_matmul_job *job)
     for (int i = 0; i < nd; ++i) {
         job->stats.tiles += t[i].res.tiles;
         job->stats.bytes_read += t[i].res.bytes_read;
+        job->stats.bytes_straight += t[i].res.bytes_straight;
         job->stats.bytes_to_device += t[i].res.bytes_to_device;
         job->stats.bytes_from_device += t[i].res.bytes_from_device;
         job->stats.peak_host_bytes += t[i].res.peak_pinned_bytes;

@@ -27,6 +27,10 @@ typedef struct panel_slot {
     void *host;
     int filled;
     int64_t panel, row0, rows, col0, cols, depth;
+    /* The A (0) and B (1) panels read nowhere: where they are in page-locked caller memory
+     * and its elements between rows, else NULL (in host). */
+    const void *straight[2];
+    int64_t straight_ld[2];
 } panel_slot;
 
 /* A finished tile in accumulator c, handed from the driver to the writer, which downloads it
@@ -37,11 +41,13 @@ typedef struct ready_tile {
     int64_t row0, rows, col0, cols, ld, elem;
 } ready_tile;
 
-/* A piece of a tile downloaded into a pinned download slot, waiting to be written. */
+/* A piece of a tile downloaded into a pinned download slot, waiting to be written; or
+ * (slot -1) a whole tile downloaded straight into its place, waiting for its download. */
 typedef struct piece {
     int slot;
     int last; /* the tile's last piece: the tile is done once it is written */
     int64_t row0, rows, col0, cols, ld;
+    int acc; /* slot -1: the accumulator whose download event ends it */
 } piece;
 
 enum { EV_UPLOADED, EV_SLOT_FREE, EV_COMPUTED, EV_DOWNLOADED, EV_KINDS };
@@ -105,6 +111,17 @@ static void fail(mm_device *d, oc_status st, int on_job, const char *message)
 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
+/* ---------------------------------------------------------------- caller memory */
+/* Whether rows x cols elements of elem bytes from p, ld elements between rows, are in
+ * page-locked memory at both ends (one allocation or registration holds them: a copy from
+ * memory that is not pinned after all is still right, only slower). */
+static int pinned_span(const void *p, int64_t rows, int64_t cols, int64_t ld, int64_t elem)
+{
+    if (!p || rows <= 0 || cols <= 0) return 0;
+    const unsigned char *first = p, *last = first + ((rows - 1) * ld + cols) * elem - 1;
+    return oc_cuda_host_pinned(first) && oc_cuda_host_pinned(last);
+}
+
 /* ---------------------------------------------------------------- copies */
 /* Below this many bytes a copy is not cut: the parts' hand-over would cost more than it saves. */
 #define COPY_PART_BYTES (4LL << 20)
@@ -121,7 +138,8 @@ typedef struct read_split {
     mm_device *d;
     int64_t row0, rows, col0, cols, k0, depth;
     void *host;
-    atomic_int st; /* the first failure of a part (its message is on the job's context) */
+    int skip_a, skip_b; /* panels uploaded straight from caller memory */
+    atomic_int st;      /* the first failure of a part (its message is on the job's context) */
 } read_split;
 
 static void read_part(void *arg, int part, int parts)
@@ -132,10 +150,10 @@ static void read_part(void *arg, int part, int parts)
     const int64_t a0 = r->rows * part / parts, a1 = r->rows * (part + 1) / parts;
     const int64_t b0 = r->depth * part / parts, b1 = r->depth * (part + 1) / parts;
     oc_status st = OC_OK;
-    if (a1 > a0)
+    if (a1 > a0 && !r->skip_a)
         st =
             job->read_panel(job, OC_MM_A, r->row0 + a0, a1 - a0, r->k0, r->depth, (char *)r->host + a0 * r->depth * in);
-    if (st == OC_OK && b1 > b0)
+    if (st == OC_OK && b1 > b0 && !r->skip_b)
         st = job->read_panel(job, OC_MM_B, r->k0 + b0, b1 - b0, r->col0, r->cols,
                              (char *)r->host + oc_mm_cuda_b_offset(r->rows * r->depth * in) + b0 * r->cols * in);
     int ok = OC_OK;
@@ -171,6 +189,8 @@ static void *reader_main(void *arg)
     const oc_mm_cuda_plan *plan = d->plan;
     const int64_t in = (int64_t)oc_mm_type_size(plan->in.in_type);
     int64_t seq = 0;
+    /* Asking the driver where caller memory lives needs a device: this one's, not device 0's. */
+    if (job->panel_memory && cudaSetDevice(d->dev.index) != cudaSuccess) (void)cudaGetLastError();
     while (!stopped(d)) {
         const int64_t t = atomic_fetch_add(&d->sh->next_tile, 1);
         if (t >= plan->ntiles) break;
@@ -191,6 +211,16 @@ static void *reader_main(void *arg)
                 break;
             }
             const int64_t k0 = p * plan->kp, depth = min64(plan->kp, plan->in.k - k0);
+            /* Panels in page-locked caller memory as the product takes them are uploaded from
+             * there; the others are read into the slot. */
+            const void *straight[2] = {NULL, NULL};
+            int64_t ld[2] = {0, 0};
+            if (job->panel_memory) {
+                straight[0] = job->panel_memory(job, OC_MM_A, row0, k0, &ld[0]);
+                straight[1] = job->panel_memory(job, OC_MM_B, k0, col0, &ld[1]);
+                if (!pinned_span(straight[0], rows, depth, ld[0], in)) straight[0] = NULL;
+                if (!pinned_span(straight[1], depth, cols, ld[1], in)) straight[1] = NULL;
+            }
             read_split r = {.d = d,
                             .row0 = row0,
                             .rows = rows,
@@ -198,18 +228,25 @@ static void *reader_main(void *arg)
                             .cols = cols,
                             .k0 = k0,
                             .depth = depth,
-                            .host = s->host};
+                            .host = s->host,
+                            .skip_a = straight[0] != NULL,
+                            .skip_b = straight[1] != NULL};
             atomic_init(&r.st, OC_OK);
-            const int parts = copy_parts(d, (rows + cols) * depth * in);
-            if (parts > 1) oc_workers_split_max(d->read_crew, parts, d->copy_threads, read_part, &r);
-            else read_part(&r, 0, 1);
+            const int64_t read_bytes = ((r.skip_a ? 0 : rows) + (r.skip_b ? 0 : cols)) * depth * in;
+            const int parts = copy_parts(d, read_bytes);
+            if (read_bytes > 0) {
+                if (parts > 1) oc_workers_split_max(d->read_crew, parts, d->copy_threads, read_part, &r);
+                else read_part(&r, 0, 1);
+            }
             const oc_status st = (oc_status)atomic_load(&r.st);
             if (st != OC_OK) {
                 fail(d, st, 1, NULL);
                 break;
             }
-            d->res->bytes_read += (rows + cols) * depth * in;
+            d->res->bytes_read += read_bytes;
+            d->res->bytes_straight += (rows + cols) * depth * in - read_bytes;
             pthread_mutex_lock(&d->mu);
+            for (int i = 0; i < 2; ++i) s->straight[i] = straight[i], s->straight_ld[i] = ld[i];
             s->panel = p, s->row0 = row0, s->rows = rows, s->col0 = col0, s->cols = cols, s->depth = depth;
             s->filled = 1;
             pthread_cond_broadcast(&d->cv);
@@ -236,24 +273,27 @@ static void download_failed(mm_device *d, cudaError_t e, int64_t row0, int64_t c
     fail(d, oc_cuda_status(e), 0, message);
 }
 
-/* Writes a downloaded piece once its download is done; the tile's last piece counts it. */
+/* Writes a downloaded piece once its download is done (a tile downloaded into its place only
+ * waits); the tile's last piece counts it. */
 static int write_piece(mm_device *d, const piece *pc, int64_t elem)
 {
     oc_matmul_job *job = d->job;
-    cudaError_t e = cudaEventSynchronize(d->ev_piece[pc->slot]);
+    cudaError_t e = cudaEventSynchronize(pc->slot < 0 ? d->ev[EV_DOWNLOADED][pc->acc] : d->ev_piece[pc->slot]);
     if (e != cudaSuccess) {
         download_failed(d, e, pc->row0, pc->col0);
         return 0;
     }
-    write_split w = {.job = job, .pc = pc, .host = d->out_host[pc->slot], .elem = elem};
-    atomic_init(&w.st, OC_OK);
-    const int parts = copy_parts(d, pc->rows * pc->cols * elem);
-    if (parts > 1) oc_workers_split_max(d->write_crew, parts, d->copy_threads, write_part, &w);
-    else write_part(&w, 0, 1);
-    const oc_status st = (oc_status)atomic_load(&w.st);
-    if (st != OC_OK) {
-        fail(d, st, 1, NULL);
-        return 0;
+    if (pc->slot >= 0) { /* a piece in a slot: to its place through write_tile */
+        write_split w = {.job = job, .pc = pc, .host = d->out_host[pc->slot], .elem = elem};
+        atomic_init(&w.st, OC_OK);
+        const int parts = copy_parts(d, pc->rows * pc->cols * elem);
+        if (parts > 1) oc_workers_split_max(d->write_crew, parts, d->copy_threads, write_part, &w);
+        else write_part(&w, 0, 1);
+        const oc_status st = (oc_status)atomic_load(&w.st);
+        if (st != OC_OK) {
+            fail(d, st, 1, NULL);
+            return 0;
+        }
     }
     if (pc->last) {
         d->res->tiles++;
@@ -263,7 +303,8 @@ static int write_piece(mm_device *d, const piece *pc, int64_t elem)
 }
 
 /* Downloads the finished tiles the driver hands over, piece by piece through the pinned
- * download slots, writing each piece while the next one downloads. */
+ * download slots, writing each piece while the next one downloads (a tile whose place is
+ * page-locked: there, whole). */
 static void *writer_main(void *arg)
 {
     mm_device *d = arg;
@@ -281,22 +322,32 @@ static void *writer_main(void *arg)
         pthread_mutex_unlock(&d->mu);
         if (!have) break;
         int ok = 1;
-        for (int64_t r0 = 0; r0 < t.rows && ok; r0 += plan->out_piece_rows) {
-            const int64_t rows = min64(plan->out_piece_rows, t.rows - r0), bytes = rows * t.ld * t.elem;
-            const int slot = (int)(pseq++ % OC_MM_OUT_SLOTS);
+        /* A tile whose place is page-locked caller memory is downloaded there whole, as one
+         * piece without a slot; else piece by piece through the slots. */
+        int64_t place_ld = 0;
+        void *place = d->job->tile_memory ? d->job->tile_memory(d->job, t.row0, t.col0, &place_ld) : NULL;
+        if (!pinned_span(place, t.rows, t.cols, place_ld, t.elem)) place = NULL;
+        const int64_t step = place ? t.rows : plan->out_piece_rows;
+        for (int64_t r0 = 0; r0 < t.rows && ok; r0 += step) {
+            const int64_t rows = min64(step, t.rows - r0);
+            const int slot = place ? -1 : (int)(pseq++ % OC_MM_OUT_SLOTS);
             const int last = r0 + rows >= t.rows;
+            const char *from = (const char *)t.src + r0 * t.ld * t.elem;
             cudaError_t e = cudaStreamWaitEvent(d->dev.d2h, d->ev[EV_COMPUTED][c], 0);
-            if (e == cudaSuccess)
-                e = cudaMemcpyAsync(d->out_host[slot], (const char *)t.src + r0 * t.ld * t.elem, (size_t)bytes,
-                                    cudaMemcpyDeviceToHost, d->dev.d2h);
-            if (e == cudaSuccess) e = cudaEventRecord(d->ev_piece[slot], d->dev.d2h);
+            if (e == cudaSuccess && place)
+                e = cudaMemcpy2DAsync(place, (size_t)(place_ld * t.elem), from, (size_t)(t.ld * t.elem),
+                                      (size_t)(t.cols * t.elem), (size_t)rows, cudaMemcpyDeviceToHost, d->dev.d2h);
+            else if (e == cudaSuccess)
+                e = cudaMemcpyAsync(d->out_host[slot], from, (size_t)(rows * t.ld * t.elem), cudaMemcpyDeviceToHost,
+                                    d->dev.d2h);
+            if (e == cudaSuccess && !place) e = cudaEventRecord(d->ev_piece[slot], d->dev.d2h);
             if (e == cudaSuccess && last) e = cudaEventRecord(d->ev[EV_DOWNLOADED][c], d->dev.d2h);
             if (e != cudaSuccess) {
                 download_failed(d, e, t.row0, t.col0);
                 ok = 0;
                 break;
             }
-            d->res->bytes_from_device += bytes;
+            d->res->bytes_from_device += rows * (place ? t.cols : t.ld) * t.elem;
             if (last) {
                 /* Every piece is on the stream: the accumulator may take the tile after next. */
                 pthread_mutex_lock(&d->mu);
@@ -307,7 +358,7 @@ static void *writer_main(void *arg)
             }
             /* The previous piece is written while this one downloads. */
             if (holding) ok = write_piece(d, &held, held_elem);
-            held = (piece){slot, last, t.row0 + r0, rows, t.col0, t.cols, t.ld};
+            held = (piece){slot, last, t.row0 + r0, rows, t.col0, t.cols, t.ld, c};
             held_elem = t.elem, holding = 1;
         }
         if (!ok || stopped(d)) {
@@ -361,12 +412,31 @@ static oc_status compute_panel(mm_device *d, int ds, int c, const panel_slot *s)
     const int64_t b_offset = oc_mm_cuda_b_offset(a_bytes);
     cudaStream_t compute = d->dev.compute;
     CUDA_CHECK(ctx, cudaStreamWaitEvent(d->dev.h2d, d->ev[EV_SLOT_FREE][ds], 0));
-    CUDA_CHECK(ctx, cudaMemcpyAsync(d->d_panel[ds], s->host, (size_t)(b_offset + b_bytes), cudaMemcpyHostToDevice,
-                                    d->dev.h2d));
+    char *dev_b = (char *)d->d_panel[ds] + b_offset;
+    if (!s->straight[0] && !s->straight[1]) {
+        CUDA_CHECK(ctx, cudaMemcpyAsync(d->d_panel[ds], s->host, (size_t)(b_offset + b_bytes), cudaMemcpyHostToDevice,
+                                        d->dev.h2d));
+    } else {
+        /* Each panel from the caller's page-locked memory (rows apart by its ld) or the slot. */
+        if (s->straight[0] && a_bytes > 0)
+            CUDA_CHECK(ctx, cudaMemcpy2DAsync(d->d_panel[ds], (size_t)(s->depth * in), s->straight[0],
+                                              (size_t)(s->straight_ld[0] * in), (size_t)(s->depth * in),
+                                              (size_t)s->rows, cudaMemcpyHostToDevice, d->dev.h2d));
+        else if (a_bytes > 0)
+            CUDA_CHECK(ctx,
+                       cudaMemcpyAsync(d->d_panel[ds], s->host, (size_t)a_bytes, cudaMemcpyHostToDevice, d->dev.h2d));
+        if (s->straight[1] && b_bytes > 0)
+            CUDA_CHECK(ctx, cudaMemcpy2DAsync(dev_b, (size_t)(s->cols * in), s->straight[1],
+                                              (size_t)(s->straight_ld[1] * in), (size_t)(s->cols * in),
+                                              (size_t)s->depth, cudaMemcpyHostToDevice, d->dev.h2d));
+        else if (b_bytes > 0)
+            CUDA_CHECK(ctx, cudaMemcpyAsync(dev_b, (const char *)s->host + b_offset, (size_t)b_bytes,
+                                            cudaMemcpyHostToDevice, d->dev.h2d));
+    }
     CUDA_CHECK(ctx, cudaEventRecord(d->ev[EV_UPLOADED][ds], d->dev.h2d));
     CUDA_CHECK(ctx, cudaStreamWaitEvent(compute, d->ev[EV_UPLOADED][ds], 0));
     if (s->panel == 0) CUDA_CHECK(ctx, cudaStreamWaitEvent(compute, d->ev[EV_DOWNLOADED][c], 0));
-    const void *a = d->d_panel[ds], *b = (const char *)d->d_panel[ds] + b_offset;
+    const void *a = d->d_panel[ds], *b = dev_b;
     if (plan->in.in_type == OC_MM_INT8) {
         const int64_t kpad = (s->depth + 15) / 16 * 16;
         int8_t *pa = d->d_pack, *pb = pa + plan->tm * plan->kpad;

@@ -4,14 +4,17 @@
  *
  *   reader  claims the next tile (an atomic counter over the plan's tile order), and for each
  *           of its K panels calls read_panel for A and B into a free pinned panel slot, the
- *           rows cut among the device's share of the host's threads (its read crew)
+ *           rows cut among the device's share of the host's threads (its read crew); a panel
+ *           already in page-locked caller memory as the product takes it (panel_memory) is
+ *           not copied: the slot names where it is, and the upload reads it from there
  *   driver  (the device's thread) uploads each filled slot into one of two device panel slots
  *           on the copy stream, then on the compute stream (int8: packs the panels) runs
  *           cuBLASLt into the tile's accumulator, beta 0 on the first panel and 1 after;
  *           after the last panel (FP16/BF16 output: rounds it) hands the tile to the writer
  *   writer  downloads each finished tile piece by piece through two pinned download slots on
  *           the download stream and hands each piece to write_tile (cut among its write crew)
- *           while the next piece downloads
+ *           while the next piece downloads; a tile whose place is page-locked caller memory
+ *           (tile_memory) is downloaded there whole, without a slot or write_tile
  * Events order the streams: an upload waits for the computation that last read its device
  * slot, a tile's first product for the download of the accumulator it reuses (the driver
  * first waits until the writer has put that download on its stream). The reader
@@ -45,6 +48,7 @@ typedef struct oc_mm_device_result {
     int message_on_job; /* the message is on job->ctx (read_panel, write_tile, cancelled) */
     char message[512];  /* else the message */
     int64_t tiles, bytes_read, bytes_to_device, bytes_from_device, peak_device_bytes, peak_pinned_bytes;
+    int64_t bytes_straight; /* uploaded from caller memory without read_panel */
 } oc_mm_device_result;
 
 /* Runs the device's share on the calling thread with its own context ctx (whose pinned

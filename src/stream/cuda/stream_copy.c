@@ -72,23 +72,12 @@ static size_t ring_bytes(oc_context *ctx, const oc_stream_plan *plan, int slots,
     return oc_cuda_staging_fit(ctx, (size_t)need, (size_t)(limit > need ? limit : need));
 }
 
-/* Whether host byte p is page-locked memory the device copies at the PCIe rate. */
-static int host_pinned(const void *p)
-{
-    struct cudaPointerAttributes at;
-    if (cudaPointerGetAttributes(&at, p) != cudaSuccess) {
-        (void)cudaGetLastError();
-        return 0;
-    }
-    return at.type == cudaMemoryTypeHost;
-}
-
 /* Whether a's host memory is pinned at both its ends (one allocation or registration holds
  * it: a copy from memory that is not pinned after all is still right, only slower). */
 static int host_array_pinned(const oc_stream_job_array *a)
 {
     const unsigned char *p = a->a.host;
-    return host_pinned(p) && host_pinned(p + a->total_bytes - 1);
+    return oc_cuda_host_pinned(p) && oc_cuda_host_pinned(p + a->total_bytes - 1);
 }
 
 /* Whether a crosses straight between its host memory and the device, as open found. a is an
