@@ -943,9 +943,11 @@ typedef enum oc_matmul_dtype {
 
 /* One matrix of a product: a .npy file (path: a 2-D C-order array; the other fields are then
  * read from its header) or caller memory (data: rows x cols elements of dtype, row-major,
- * ld elements between rows, 0 = cols). Memory is read in place, never copied whole. For the
- * result, a path is written under a temporary name and renamed when complete, and memory
- * must hold the result's shape and dtype (oc_matmul_result). */
+ * ld elements between rows, 0 = cols). Memory is read in place, never copied whole; on a GPU,
+ * page-locked memory (cudaHostAlloc, cudaHostRegister) in the compute dtype is uploaded from
+ * where it is, and a page-locked result receives its tiles by direct download (not A·Aᵀ's,
+ * which are mirrored). For the result, a path is written under a temporary name and renamed
+ * when complete, and memory must hold the result's shape and dtype (oc_matmul_result). */
 typedef struct oc_matmul_array {
     size_t struct_size;     /* sizeof(oc_matmul_array) */
     const char *path;       /* a .npy file, or NULL for memory */

@@ -91,13 +91,18 @@ def matmul(A: ArrayLike | Path, B: ArrayLike | Path | None = None, out: Path | n
     A : array_like or path
         A 2-D numpy array (float64, float32, float16, bfloat16 from ml_dtypes, int8-64,
         uint8-64; read in place when its rows are contiguous), or the path of a .npy file.
+        On a GPU, an array in page-locked memory (``outcore.empty_pinned``, or memory pinned
+        by CUDA or a framework) in the compute dtype is uploaded from where it is, without a
+        copy on the host.
     B : array_like or path, optional
         The second operand, as A. None computes op(A)·op(A)ᵀ from its upper tiles (an
         exactly symmetric result).
     out : path or numpy.ndarray, optional
         None (return a new array), a path (a .npy written under a temporary name and
         renamed; the path is returned), or a writeable array of the result's shape and dtype
-        whose rows are contiguous (filled and returned; it may not share memory with an input).
+        whose rows are contiguous (filled and returned; it may not share memory with an input;
+        on a GPU a page-locked one receives its tiles by direct download, but for A·Aᵀ, whose
+        tiles are mirrored).
     transpose_a : bool, default False
         op(A) = Aᵀ.
     transpose_b : bool, default False
