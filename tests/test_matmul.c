@@ -13,6 +13,7 @@
 #include "io/formats/npy_header.h"
 #include "matmul/matmul_choice.h"
 #include "matmul/matmul_dtype.h"
+#include "matmul/matmul_io.h"
 #include "matmul/mm_half.h"
 
 static uint64_t seed = 12345;
@@ -390,6 +391,60 @@ static void test_int8_limit_and_names(void)
     oc_context_free(ctx);
 }
 
+/* The job layer's panel_memory and tile_memory: caller memory in the compute type, not
+ * transposed, gives its address (a GPU may copy from and to it straight); a conversion, a
+ * transpose, a file, A·Aᵀ's mirrored result or a result in a file give NULL. */
+static void test_memory_callbacks(void)
+{
+    oc_context *ctx = NULL;
+    oc_context_create(&ctx);
+    enum { M = 30, K = 20, N = 10 };
+    static float a[M * K], b[K * N], c[M * N];
+    static double a64[M * K];
+    const oc_matmul_array A = mem(OC_MATMUL_FLOAT32, a, M, K), B = mem(OC_MATMUL_FLOAT32, b, K, N);
+    oc_mm_source sa, sb, s64;
+    CHECK(oc_mm_source_open(ctx, &A, "A", 0, &sa) == OC_OK && oc_mm_source_open(ctx, &B, "B", 0, &sb) == OC_OK);
+    const oc_matmul_array A64 = mem(OC_MATMUL_FLOAT64, a64, M, K);
+    CHECK(oc_mm_source_open(ctx, &A64, "A", 0, &s64) == OC_OK);
+    oc_mm_io io;
+    memset(&io, 0, sizeof io);
+    io.src[0] = &sa, io.src[1] = &sb;
+    io.dest = (oc_mm_dest){.data = (unsigned char *)c, .ld = N, .elem = sizeof(float), .rows = M, .cols = N};
+    oc_matmul_job job;
+    memset(&job, 0, sizeof job);
+    job.ctx = ctx, job.m = M, job.n = N, job.k = K, job.in_type = OC_MM_FLOAT32, job.out_type = OC_MM_FLOAT32;
+    oc_mm_io_bind(&job, &io);
+    int64_t ld = 0;
+    CHECK(job.panel_memory(&job, OC_MM_A, 3, 5, &ld) == (const void *)&a[3 * K + 5] && ld == K);
+    CHECK(job.panel_memory(&job, OC_MM_B, 7, 2, &ld) == (const void *)&b[7 * N + 2] && ld == N);
+    CHECK(job.tile_memory(&job, 4, 6, &ld) == (void *)&c[4 * N + 6] && ld == N);
+    io.transpose[1] = 1; /* op(B) = Bᵀ: its panels are gathered, not in place */
+    CHECK(job.panel_memory(&job, OC_MM_B, 0, 0, &ld) == NULL);
+    io.transpose[1] = 0;
+    io.src[0] = &s64; /* float64 memory into a float32 product: converted */
+    CHECK(job.panel_memory(&job, OC_MM_A, 0, 0, &ld) == NULL);
+    job.in_type = OC_MM_FLOAT64; /* computed in float64: in place again */
+    CHECK(job.panel_memory(&job, OC_MM_A, 1, 0, &ld) == (const void *)&a64[K]);
+    job.symmetric = 1; /* A·Aᵀ: write_tile mirrors */
+    CHECK(job.tile_memory(&job, 0, 0, &ld) == NULL);
+    job.symmetric = 0;
+    if (oc_test_tmp_create("test_matmul_memory")) { /* a file operand */
+        const char *path = oc_test_tmp_path("A.npy");
+        write_npy(path, "<f4", a, sizeof a, M, K);
+        oc_matmul_array F = OC_MATMUL_ARRAY_INIT;
+        F.path = path;
+        oc_mm_source sf;
+        CHECK(oc_mm_source_open(ctx, &F, "A", 1 << 30, &sf) == OC_OK); /* mapped */
+        io.src[0] = &sf;
+        job.in_type = OC_MM_FLOAT32;
+        CHECK(job.panel_memory(&job, OC_MM_A, 0, 0, &ld) == NULL);
+        oc_mm_source_close(&sf);
+        oc_test_tmp_remove();
+    }
+    oc_mm_source_close(&sa), oc_mm_source_close(&sb), oc_mm_source_close(&s64);
+    oc_context_free(ctx);
+}
+
 /* --backend auto: a 2000-cube product stays on the CPU, a 50000-cube one goes to a GPU. */
 static void test_choice(void)
 {
@@ -440,6 +495,7 @@ int main(void)
     test_symmetric();
     test_files();
     test_int8_limit_and_names();
+    test_memory_callbacks();
     test_choice();
     return oc_test_finish();
 }
