@@ -41,6 +41,11 @@
 #   matmulxt         cuBLASXt's host-to-host GEMM on the same product (bench_cublasxt) at its
 #                    default block and at MATMUL_XT_BLOCKS (default "2048 4096 8192 16384"),
 #                    for MATMUL_XT_TYPES (default "float32")
+#   matmul-host      matmul as users call it: Python host to host against torch, pageable and
+#                    pinned (bench/bench_matmul_torch.py), --backend auto against both backends
+#                    on a grid of sizes (bench/matmul_auto_grid.py), and the CPU backend out of
+#                    core against the system BLAS in memory (bench/bench_matmul_ooc.py, 12288³
+#                    float64 at --host-mem 1G and 256M)
 #   compare          the same benchmarks on another tree (OLD_SRC, a source folder, built in
 #                    build-old) and on this one, alternating old, new, old, new: bench_gram_cuda's
 #                    COMPARE_PARTS (default "kernel") and the top-k CLI end to end, so that a
@@ -150,6 +155,7 @@ wall_bench=0
 link_bench=0
 matmul_bench=0
 matmulxt_bench=0
+matmul_host_bench=0
 compare_bench=0
 for part in "${bench_parts[@]}"; do
   case "$part" in
@@ -166,6 +172,7 @@ for part in "${bench_parts[@]}"; do
     host-link) link_bench=1 ;;
     matmul) matmul_bench=1 ;;
     matmulxt) matmulxt_bench=1 ;;
+    matmul-host) matmul_host_bench=1 ;;
     compare) compare_bench=1 ;;
     *) gram_parts+=("$part") ;;
   esac
@@ -215,6 +222,18 @@ if has bench && [ $matmulxt_bench -eq 1 ]; then
       0 ${MATMUL_XT_BLOCKS:-2048 4096 8192 16384} 2>&1 | tee "$LOGS/bench_cublasxt_$t.log"
     note "cublasxt_$t" "rc ${PIPESTATUS[0]}: $(grep -E '^xt' "$LOGS/bench_cublasxt_$t.log" | sort -k4 -n | head -1)"
   done
+fi
+
+if has bench && [ $matmul_host_bench -eq 1 ]; then
+  OUTCORE_LIBRARY=$PWD/$BUILD/liboutcore.so timeout "${BENCH_TIMEOUT:-400}" python3 bench/bench_matmul_torch.py \
+    --runs 2 2>&1 | tee "$LOGS/bench_matmul_torch.log"
+  note matmul_torch "rc ${PIPESTATUS[0]}: $(grep -E '^pinned ' "$LOGS/bench_matmul_torch.log" | head -1)"
+  timeout "${BENCH_TIMEOUT:-400}" python3 bench/matmul_auto_grid.py --outcore "$BUILD/outcore" --runs 2 \
+    --cpu-limit 20 2>&1 | tee "$LOGS/matmul_auto_grid.log"
+  note matmul_auto "rc ${PIPESTATUS[0]}: $(grep -E "^# auto's pick" "$LOGS/matmul_auto_grid.log" | tail -1)"
+  timeout "${BENCH_TIMEOUT:-400}" python3 bench/bench_matmul_ooc.py --outcore "$BUILD/outcore" \
+    --size 12288 12288 12288 --dtype float64 --host-mem 1G,256M --runs 2 2>&1 | tee "$LOGS/bench_matmul_ooc.log"
+  note matmul_cpu_ooc "rc ${PIPESTATUS[0]}: $(grep -E 'host-mem 1G' "$LOGS/bench_matmul_ooc.log" | tail -1)"
 fi
 
 if has bench && [ $compare_bench -eq 1 ]; then

@@ -70,7 +70,7 @@ PY
   done
 }
 per_process() { # one process per device, all started at once: wall until the last is ready
-  for r in $(seq "$RUNS"); do
+  for _ in $(seq "$RUNS"); do
     local t0 t1
     t0=$(date +%s%N)
     for d in $(seq 0 $((ngpu - 1))); do
