@@ -23,7 +23,7 @@ echo "# $(date -u +%F) $(nvidia-smi --query-gpu=name --format=csv,noheader | hea
 
 run() { # label, then the command; prints wall, job seconds and the phases of each run
   local label=$1; shift
-  for r in $(seq "$RUNS"); do
+  for _ in $(seq "$RUNS"); do
     local t0 t1
     t0=$(date +%s%N)
     "$@" --json >"$D/out.json" 2>"$D/err.txt"
@@ -44,7 +44,7 @@ PY
 }
 
 driver() { # the driver's start alone, under the caller's CUDA_VISIBLE_DEVICES
-  for r in $(seq "$RUNS"); do
+  for _ in $(seq "$RUNS"); do
     python3 - <<'PY'
 import ctypes, threading, time
 t0 = time.perf_counter()
