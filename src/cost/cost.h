@@ -256,14 +256,12 @@ void oc_cost_rates_get(oc_context *ctx, int measure, int gpu, oc_cost_rates *out
  * be written. */
 int oc_cost_rates_store(const oc_cost_rates *r);
 
-/* A named figure of this machine's host section (oc_cost_cache_value), or 0 when the cache is
- * off or lacks it; and storing one under the cache's lock (0, or -1 with errno: ENOENT when
- * the cache is off). */
-double oc_cost_host_figure(const char *name);
-int oc_cost_host_figure_store(const char *name, double value);
-/* The same in the section of this machine's GPUs (their names and driver: the key with gpus). */
-double oc_cost_gpu_figure(const char *name);
-int oc_cost_gpu_figure_store(const char *name, double value);
+/* A named figure (oc_cost_cache_value) of this machine's host section (gpus 0) or of its GPUs'
+ * section (gpus 1: their names and driver in the key): the one in the rate cache, else
+ * measure(arg) now, stored there under the cache's lock for later processes (a machine's first
+ * use; OUTCORE_TRACE prints it as `outcore cost: what`). 0 with the cache off, which measures
+ * nothing as the other first-use measurements, or when the measurement gives 0. */
+double oc_cost_figure(int gpus, const char *name, const char *what, double (*measure)(void *arg), void *arg);
 
 /* Forgets the rates read by oc_cost_rates_get (tests change OUTCORE_COST_CACHE between cases). */
 void oc_cost_rates_reset(void);

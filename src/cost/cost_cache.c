@@ -157,8 +157,7 @@ static int valid_value_line(const char *line)
     double v;
     char extra;
     if (sscanf(line, "%63s %lf %c", name, &v, &extra) != 2 || !isfinite(v) || v <= 0) return 0;
-    if (strncmp(name, "cpu_bit_macs.", 13) == 0) return name[13] != '\0';
-    static const char *const figures[] = {OC_COST_GEMM_FIGURE, OC_COST_GPU_GEMM_FIGURE};
+    static const char *const figures[] = {"cpu_bit_macs.", OC_COST_GEMM_FIGURE, OC_COST_GPU_GEMM_FIGURE};
     for (size_t i = 0; i < sizeof figures / sizeof figures[0]; ++i)
         if (strncmp(name, figures[i], strlen(figures[i])) == 0) return name[strlen(figures[i])] != '\0';
     for (size_t i = 0; i < NFIELDS; ++i)

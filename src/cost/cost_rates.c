@@ -100,27 +100,22 @@ static int section_of(int gpu, char *path, size_t path_size, char *key, size_t k
     return 1;
 }
 
-static double figure(int gpu, const char *name)
+double oc_cost_figure(int gpus, const char *name, const char *what, double (*measure)(void *arg), void *arg)
 {
     char path[4096], key[sizeof gpu_key > sizeof host_key ? sizeof gpu_key : sizeof host_key];
-    return section_of(gpu, path, sizeof path, key, sizeof key) ? oc_cost_cache_value(path, key, name) : 0;
+    if (!section_of(gpus, path, sizeof path, key, sizeof key)) return 0;
+    double value = oc_cost_cache_value(path, key, name);
+    if (value > 0) return value;
+    double t = oc_now();
+    value = measure(arg);
+    oc_trace_phase(&t, "cost", what);
+    const int lock = value > 0 ? oc_cost_cache_lock(path) : -1;
+    if (lock >= 0) {
+        (void)oc_cost_cache_store_value(path, key, name, value);
+        oc_cost_cache_unlock(lock);
+    }
+    return value;
 }
-
-static int figure_store(int gpu, const char *name, double value)
-{
-    char path[4096], key[sizeof gpu_key > sizeof host_key ? sizeof gpu_key : sizeof host_key];
-    if (!section_of(gpu, path, sizeof path, key, sizeof key)) return -1;
-    const int lock = oc_cost_cache_lock(path);
-    if (lock < 0) return -1;
-    const int rc = oc_cost_cache_store_value(path, key, name, value);
-    oc_cost_cache_unlock(lock);
-    return rc;
-}
-
-double oc_cost_host_figure(const char *name) { return figure(0, name); }
-int oc_cost_host_figure_store(const char *name, double value) { return figure_store(0, name, value); }
-double oc_cost_gpu_figure(const char *name) { return figure(1, name); }
-int oc_cost_gpu_figure_store(const char *name, double value) { return figure_store(1, name, value); }
 
 int oc_cost_rates_store(const oc_cost_rates *r)
 {

@@ -104,43 +104,57 @@ int oc_mm_cpu_before_gpu_start(const oc_mm_cost_input *in, oc_mm_prediction *out
     return 1;
 }
 
-/* The measured GEMM rate of a core of the BLAS `blas` for in's type: from the rate cache, else
- * measured on every core and stored there (first use on a machine); 0 with the cache off (as
- * the other first-use measurements) or without a BLAS. */
+/* A GEMM rate measured now for `in`: on every core (where 0) or on CUDA device `where`. */
+typedef struct rate_of {
+    const oc_mm_cost_input *in;
+    int where;
+} rate_of;
+
+/* Whether the CPU multiplies in's type as float32 (sgemm); float64 and int8 go to dgemm. */
+static int cpu_f32(const oc_mm_cost_input *in)
+{
+    return cpu_type(in) != OC_COST_GEMM_F64 && cpu_type(in) != OC_COST_GEMM_INT8;
+}
+
+/* The CPU backend's BLAS on every core, per core. */
+static double measure_cpu(void *arg)
+{
+    const oc_mm_cost_input *in = ((const rate_of *)arg)->in;
+    const int f32 = cpu_f32(in);
+    const int cores = oc_threads_resolve(0);
+    return oc_mm_backend_cpu.gemm_rate
+               ? oc_mm_backend_cpu.gemm_rate(f32 ? OC_MM_FLOAT32 : OC_MM_FLOAT64, 0, cores) / cores
+               : 0;
+}
+
+/* The measured GEMM rate of a core of the BLAS `blas` for in's type (the rate cache's, or
+ * measured at a machine's first use); 0 with the cache off or without a BLAS. */
 static double cpu_core_rate(const oc_mm_cost_input *in, const char *blas)
 {
     if (!in->cpu_blas) return 0;
-    const int f32 = cpu_type(in) != OC_COST_GEMM_F64 && cpu_type(in) != OC_COST_GEMM_INT8;
+    const int f32 = cpu_f32(in);
     char name[96];
     snprintf(name, sizeof name, "%s%s.%s", OC_COST_GEMM_FIGURE, blas, f32 ? "f32" : "f64");
-    double rate = oc_cost_host_figure(name);
-    char path[4096];
-    if (rate > 0 || !oc_cost_cache_path(path, sizeof path)) return rate;
-    double t = oc_now();
-    const int cores = oc_threads_resolve(0);
-    if (oc_mm_backend_cpu.gemm_rate)
-        rate = oc_mm_backend_cpu.gemm_rate(f32 ? OC_MM_FLOAT32 : OC_MM_FLOAT64, 0, cores) / cores;
-    oc_trace_phase(&t, "cost", "cpu gemm");
-    if (rate > 0) (void)oc_cost_host_figure_store(name, rate);
-    return rate;
+    rate_of r = {in, 0};
+    return oc_cost_figure(0, name, "cpu gemm", measure_cpu, &r);
 }
 
 #ifdef OC_HAVE_CUDA
-/* The measured GEMM rate of one GPU for in's type: from the rate cache (the GPUs' section),
- * else measured on `device` and stored there (first use on a machine); 0 with the cache off. */
+static double measure_gpu(void *arg)
+{
+    const rate_of *r = arg;
+    return oc_mm_backend_cuda.gemm_rate ? oc_mm_backend_cuda.gemm_rate(r->in->in_type, r->in->tf32, r->where) : 0;
+}
+
+/* The measured GEMM rate of one GPU for in's type (the rate cache's GPUs' section, or measured
+ * on `device` at a machine's first use); 0 with the cache off. */
 static double gpu_rate(const oc_mm_cost_input *in, int device)
 {
     char name[64];
     snprintf(name, sizeof name, "%s%s", OC_COST_GPU_GEMM_FIGURE,
              oc_cost_gemm_type_name(gemm_type(in->in_type, in->tf32)));
-    double rate = oc_cost_gpu_figure(name);
-    char path[4096];
-    if (rate > 0 || !oc_cost_cache_path(path, sizeof path) || !oc_mm_backend_cuda.gemm_rate) return rate;
-    double t = oc_now();
-    rate = oc_mm_backend_cuda.gemm_rate(in->in_type, in->tf32, device);
-    oc_trace_phase(&t, "cost", "gpu gemm");
-    if (rate > 0) (void)oc_cost_gpu_figure_store(name, rate);
-    return rate;
+    rate_of r = {in, device};
+    return oc_cost_figure(1, name, "gpu gemm", measure_gpu, &r);
 }
 
 static int gpu_cc(int device)
@@ -170,6 +184,7 @@ oc_status oc_mm_choose(oc_context *ctx, const oc_matmul_job *job, const oc_matmu
         }
         return oc_fail(ctx, OC_ERR_UNSUPPORTED, "--backend cuda: no usable GPU at device %d", device);
 #else
+        (void)device;
         return oc_fail(ctx, OC_ERR_UNSUPPORTED, "--backend cuda: this build of outcore has no CUDA backend");
 #endif
     }
