@@ -454,8 +454,8 @@ static void check_type(oc_mm_type in, oc_mm_type out, int tf32, int symmetric)
 }
 
 /* Operands and result in page-locked memory, offered through panel_memory and tile_memory,
- * are uploaded and downloaded straight (no read_panel or write_tile call) and give the bytes
- * of the copied path under the same plan; memory that is not page-locked is read and written
+ * are uploaded and downloaded straight (no read_panel or write_tile call, no pinned slot) and
+ * give the bytes of the copied path under the same plan; memory that is not page-locked is read and written
  * through the callbacks as before; one operand pinned and one not mixes the two. */
 static void check_straight(oc_mm_type in, oc_mm_type out)
 {
@@ -495,6 +495,8 @@ static void check_straight(oc_mm_type in, oc_mm_type out)
               "%s: read %lld, straight %lld, uploaded %lld", what, (long long)job.stats.bytes_read,
               (long long)job.stats.bytes_straight, (long long)job.stats.bytes_to_device);
     CHECK_MSG(memcmp(c_copied, pc, oc) == 0, "%s: other bytes than the copied path", what);
+    CHECK_MSG(job.stats.peak_host_bytes == 0, "%s: %lld bytes pinned for slots nothing goes through", what,
+              (long long)job.stats.peak_host_bytes);
 
     /* B and C in pageable memory: B is read and C written through the callbacks. */
     unsigned char *c_pageable = malloc(oc);
@@ -506,6 +508,7 @@ static void check_straight(oc_mm_type in, oc_mm_type out)
         st == OC_OK && last_reads > 0 && last_writes > 0 && job.stats.bytes_straight > 0 && job.stats.bytes_read > 0,
         "%s, B and C pageable: %s (%ld reads, %ld writes)", what, oc_context_last_error(ctx), last_reads, last_writes);
     CHECK_MSG(memcmp(c_copied, c_mixed, oc) == 0, "%s, B and C pageable: other bytes", what);
+    CHECK(job.stats.peak_host_bytes > 0);
     free(c_pageable), free(c_mixed), free(c_copied);
     cudaFreeHost(pa), cudaFreeHost(pb), cudaFreeHost(pc);
     free_operands(&o);

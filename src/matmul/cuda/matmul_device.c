@@ -71,6 +71,9 @@ typedef struct mm_device {
     pthread_cond_t cv;
     panel_slot slot[MAX_HOST_SLOTS];
     int nslots;
+    /* A (0), B (1) and C wholly in page-locked caller memory (panel_memory, tile_memory):
+     * their panels and tiles go straight, and no pinned slot is made for them. */
+    int whole[2], whole_c;
     int reader_done, driver_done;
     int64_t panels_read, tiles_sent, downloads_enqueued;
     ready_tile ready[2];
@@ -218,8 +221,8 @@ static void *reader_main(void *arg)
             if (job->panel_memory) {
                 straight[0] = job->panel_memory(job, OC_MM_A, row0, k0, &ld[0]);
                 straight[1] = job->panel_memory(job, OC_MM_B, k0, col0, &ld[1]);
-                if (!pinned_span(straight[0], rows, depth, ld[0], in)) straight[0] = NULL;
-                if (!pinned_span(straight[1], depth, cols, ld[1], in)) straight[1] = NULL;
+                if (!d->whole[0] && !pinned_span(straight[0], rows, depth, ld[0], in)) straight[0] = NULL;
+                if (!d->whole[1] && !pinned_span(straight[1], depth, cols, ld[1], in)) straight[1] = NULL;
             }
             read_split r = {.d = d,
                             .row0 = row0,
@@ -326,7 +329,7 @@ static void *writer_main(void *arg)
          * piece without a slot; else piece by piece through the slots. */
         int64_t place_ld = 0;
         void *place = d->job->tile_memory ? d->job->tile_memory(d->job, t.row0, t.col0, &place_ld) : NULL;
-        if (!pinned_span(place, t.rows, t.cols, place_ld, t.elem)) place = NULL;
+        if (!d->whole_c && !pinned_span(place, t.rows, t.cols, place_ld, t.elem)) place = NULL;
         const int64_t step = place ? t.rows : plan->out_piece_rows;
         for (int64_t r0 = 0; r0 < t.rows && ok; r0 += step) {
             const int64_t rows = min64(step, t.rows - r0);
@@ -484,11 +487,25 @@ static oc_status drive(mm_device *d)
 }
 
 /* ---------------------------------------------------------------- set-up */
+/* Whether operand `which` (rows x cols of op(X)) lies wholly in page-locked caller memory. */
+static int whole_straight(const oc_matmul_job *job, oc_mm_operand which, int64_t rows, int64_t cols)
+{
+    int64_t ld = 0;
+    const void *p = job->panel_memory ? job->panel_memory(job, which, 0, 0, &ld) : NULL;
+    return pinned_span(p, rows, cols, ld, (int64_t)oc_mm_type_size(job->in_type));
+}
+
 static oc_status setup(mm_device *d, int device)
 {
     oc_context *ctx = d->ctx;
     const oc_mm_cuda_plan *plan = d->plan;
     OC_CHECK(ctx, oc_cuda_device_open(ctx, device, &d->dev));
+    const oc_matmul_job *job = d->job;
+    d->whole[0] = whole_straight(job, OC_MM_A, job->m, job->k);
+    d->whole[1] = whole_straight(job, OC_MM_B, job->k, job->n);
+    int64_t ldc = 0;
+    d->whole_c = job->tile_memory && pinned_span(job->tile_memory(job, 0, 0, &ldc), job->m, job->n, ldc,
+                                                 (int64_t)oc_mm_type_size(job->out_type));
     const oc_mem_ops ops = oc_cuda_mem_ops(ctx);
     OC_CHECK(ctx, oc_pool_create(ctx, &ops, device, plan->in.device_budget, OC_GPU_MEM_GROW, plan->pinned_bytes + 4096,
                                  &d->dev.pool));
@@ -500,8 +517,9 @@ static oc_status setup(mm_device *d, int device)
             OC_CHECK(ctx, oc_pool_alloc(ctx, pool, (size_t)plan->round_bytes, "a rounded matmul tile", &d->d_round[i]));
     }
     for (int i = 0; i < OC_MM_OUT_SLOTS; ++i) {
-        OC_CHECK(ctx, oc_pool_host_alloc(ctx, pool, (size_t)plan->out_slot_bytes, "a pinned download slot",
-                                         &d->out_host[i]));
+        if (!d->whole_c)
+            OC_CHECK(ctx, oc_pool_host_alloc(ctx, pool, (size_t)plan->out_slot_bytes, "a pinned download slot",
+                                             &d->out_host[i]));
         CUDA_CHECK(ctx, cudaEventCreateWithFlags(&d->ev_piece[i], cudaEventDisableTiming));
     }
     /* The host's threads shared among the devices, for each device's reader and writer. */
@@ -520,7 +538,7 @@ static oc_status setup(mm_device *d, int device)
     if (plan->workspace)
         OC_CHECK(ctx, oc_pool_alloc(ctx, pool, (size_t)plan->workspace, "the cuBLASLt workspace", &d->d_work));
     d->nslots = plan->host_slots < MAX_HOST_SLOTS ? plan->host_slots : MAX_HOST_SLOTS;
-    for (int i = 0; i < d->nslots; ++i)
+    for (int i = 0; i < d->nslots && !(d->whole[0] && d->whole[1]); ++i)
         OC_CHECK(ctx,
                  oc_pool_host_alloc(ctx, pool, (size_t)plan->panel_bytes, "a pinned panel slot", &d->slot[i].host));
     /* A first panel multiplies with beta 0, which BLAS defines as not reading C; zeroed
