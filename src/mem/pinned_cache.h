@@ -25,8 +25,10 @@ typedef struct oc_pinned_ops {
     void (*free)(void *user, void *ptr, size_t bytes);
 } oc_pinned_ops;
 
-/* The most idle blocks a cache keeps (a job pins two rings; two jobs' worth stay). */
-#define OC_PINNED_CACHE_KEEP 4
+/* The most idle blocks a cache keeps: every block of the largest job, so that the same job
+ * again pins nothing (a gram part pins two rings, a matmul device five slots; a job runs on
+ * at most eight devices). What stays pinned is still one job's, never the sum of two. */
+#define OC_PINNED_CACHE_KEEP 40
 
 typedef struct oc_pinned_cache oc_pinned_cache;
 
