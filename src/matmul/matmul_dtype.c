@@ -138,6 +138,11 @@ int oc_matmul_promote(oc_matmul_dtype ta, oc_matmul_dtype tb, oc_matmul_dtype re
         *in = OC_MM_INT8, *out = OC_MM_INT32;
         break;
     }
+    /* Two halves of one kind into float32: multiplied as they are, with float32 products and
+     * sums (a product of two halves is exact in float32, so this is float32's product of the
+     * inputs converted, as numpy's matmul(a, b, dtype=float32) is), on tensor cores on a GPU. */
+    if (r == OC_MATMUL_FLOAT32 && ta == tb && (ta == OC_MATMUL_FLOAT16 || ta == OC_MATMUL_BFLOAT16))
+        *in = ta == OC_MATMUL_FLOAT16 ? OC_MM_FLOAT16 : OC_MM_BFLOAT16;
     *result = r;
     return 0;
 }
