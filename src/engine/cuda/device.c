@@ -189,6 +189,37 @@ void oc_cuda_note_context(int device)
 
 uint64_t oc_cuda_contexts_made(void) { return (uint64_t)atomic_load(&contexts_made); }
 
+#define PROPS_CACHED 64
+static pthread_mutex_t props_lock = PTHREAD_MUTEX_INITIALIZER;
+static oc_cuda_props props_cache[PROPS_CACHED];
+static int props_read[PROPS_CACHED];
+
+cudaError_t oc_cuda_props_get(int index, oc_cuda_props *out)
+{
+    if (index >= 0 && index < PROPS_CACHED) {
+        pthread_mutex_lock(&props_lock);
+        const int have = props_read[index];
+        if (have) *out = props_cache[index];
+        pthread_mutex_unlock(&props_lock);
+        if (have) return cudaSuccess;
+    }
+    struct cudaDeviceProp prop;
+    const cudaError_t e = cudaGetDeviceProperties(&prop, index);
+    if (e != cudaSuccess) return e;
+    memset(out, 0, sizeof *out);
+    snprintf(out->name, sizeof out->name, "%s", prop.name);
+    out->cc = prop.major * 10 + prop.minor;
+    out->sm_count = prop.multiProcessorCount;
+    out->smem_optin = prop.sharedMemPerBlockOptin;
+    out->total_mem = prop.totalGlobalMem;
+    if (index >= 0 && index < PROPS_CACHED) {
+        pthread_mutex_lock(&props_lock);
+        props_cache[index] = *out, props_read[index] = 1;
+        pthread_mutex_unlock(&props_lock);
+    }
+    return cudaSuccess;
+}
+
 oc_status oc_cuda_device_open(oc_context *ctx, int index, oc_cuda_device *dev)
 {
     oc_after_job_wait(); /* an earlier job's device memory, still being given back */
@@ -207,12 +238,12 @@ oc_status oc_cuda_device_open(oc_context *ctx, int index, oc_cuda_device *dev)
                        index, count, count - 1);
     oc_cuda_note_context(index);
     CUDA_CHECK(ctx, cudaSetDevice(index));
-    struct cudaDeviceProp prop;
-    CUDA_CHECK(ctx, cudaGetDeviceProperties(&prop, index));
+    oc_cuda_props prop;
+    CUDA_CHECK(ctx, oc_cuda_props_get(index, &prop));
     snprintf(dev->name, sizeof dev->name, "%s", prop.name);
-    dev->cc = prop.major * 10 + prop.minor;
-    dev->sm_count = prop.multiProcessorCount;
-    dev->smem_optin = prop.sharedMemPerBlockOptin;
+    dev->cc = prop.cc;
+    dev->sm_count = prop.sm_count;
+    dev->smem_optin = prop.smem_optin;
     dev->arch = oc_gpu_arch_find(dev->cc);
     CUDA_CHECK(ctx, cudaMemGetInfo(&dev->free_mem_at_open, &dev->total_mem));
     /* Non-blocking streams: the legacy default stream of other libraries in the process
@@ -307,4 +338,14 @@ int oc_cuda_host_pinned(const void *p)
         return 0;
     }
     return at.type == cudaMemoryTypeHost;
+}
+
+int oc_cuda_memory_device(const void *p)
+{
+    struct cudaPointerAttributes at;
+    if (!p || cudaPointerGetAttributes(&at, p) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return -1;
+    }
+    return at.type == cudaMemoryTypeDevice ? at.device : -1;
 }

@@ -47,9 +47,25 @@ typedef struct oc_cuda_device {
 /* Nonzero when CUDA device `device` exists and the driver answers (cheap; no messages). */
 int oc_cuda_device_usable(int device);
 
+/* What a job reads of a device's properties, read once per process and device:
+ * cudaGetDeviceProperties reads every property, some from the device, and takes
+ * milliseconds, which a product of a few milliseconds would pay on each call. */
+typedef struct oc_cuda_props {
+    char name[256];
+    int cc, sm_count;
+    size_t smem_optin, total_mem;
+} oc_cuda_props;
+/* Device `index`'s properties (the calling thread's device is not changed); a CUDA error
+ * when they cannot be read. Thread-safe. */
+cudaError_t oc_cuda_props_get(int index, oc_cuda_props *out);
+
 /* Whether host byte p is page-locked memory (allocated or registered with CUDA) that the
  * devices copy to and from at the PCIe rate. */
 int oc_cuda_host_pinned(const void *p);
+
+/* The device whose memory byte p is (cudaMalloc, cudaMallocAsync, a framework's tensor: what
+ * the host cannot read), else -1 (host memory, page-locked or not, managed memory, NULL). */
+int oc_cuda_memory_device(const void *p);
 
 /* Selects device `index`, reads its properties and creates its streams. A missing index
  * is OC_ERR_INVALID_ARGUMENT naming how many devices exist. */

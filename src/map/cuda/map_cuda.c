@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "engine/cuda/device.h"
 #include "engine/cuda/driver_status.h"
 #include "map/cuda/map_cuda.h"
 #include "map/cuda/nvrtc.h"
@@ -89,9 +90,9 @@ static void stream_options(const oc_map_plan *m, oc_stream_options *so)
 
 static void describe(const oc_stream_stats *ss, oc_map_stats *stats)
 {
-    struct cudaDeviceProp prop;
+    oc_cuda_props prop;
     char name[64] = "GPU";
-    if (cudaGetDeviceProperties(&prop, 0) == cudaSuccess) snprintf(name, sizeof name, "%.63s", prop.name);
+    if (oc_cuda_props_get(0, &prop) == cudaSuccess) snprintf(name, sizeof name, "%.63s", prop.name);
     stats->backend = OC_BACKEND_CUDA;
     snprintf(stats->backend_desc, sizeof stats->backend_desc, "cuda:0 %.48s, %lld chunk%s%s", name,
              (long long)ss->chunks, ss->chunks == 1 ? "" : "s",
