@@ -947,7 +947,15 @@ typedef enum oc_matmul_dtype {
  * page-locked memory (cudaHostAlloc, cudaHostRegister) in the compute dtype is uploaded from
  * where it is, and a page-locked result receives its tiles by direct download (not A·Aᵀ's,
  * which are mirrored). For the result, a path is written under a temporary name and renamed
- * when complete, and memory must hold the result's shape and dtype (oc_matmul_result). */
+ * when complete, and memory must hold the result's shape and dtype (oc_matmul_result).
+ *
+ * gpu nonzero: data is CUDA device memory (cudaMalloc, a framework's tensor). The product then
+ * runs on the GPU (the CPU backend is refused), on the device that holds that memory unless
+ * the options name devices; work queued on that device is waited for first. Such an operand
+ * is read as stored: in the compute dtype, neither transposed nor A·Aᵀ's B (OC_ERR_INPUT
+ * otherwise: convert or transpose it on the device first). A result in device memory is
+ * not A·Aᵀ's. A product whose A, B and C are all device memory with rows back to back
+ * (ld = cols) runs as one cuBLASLt product on them, without copies (docs/matmul.md). */
 typedef struct oc_matmul_array {
     size_t struct_size;     /* sizeof(oc_matmul_array) */
     const char *path;       /* a .npy file, or NULL for memory */
@@ -955,9 +963,10 @@ typedef struct oc_matmul_array {
     oc_matmul_dtype dtype;  /* memory */
     int64_t rows, cols;     /* memory */
     int64_t ld;             /* memory: elements between rows; 0 = cols */
+    int gpu;                /* memory: nonzero when data is CUDA device memory */
 } oc_matmul_array;
 
-#define OC_MATMUL_ARRAY_INIT {sizeof(oc_matmul_array), NULL, NULL, OC_MATMUL_FLOAT64, 0, 0, 0}
+#define OC_MATMUL_ARRAY_INIT {sizeof(oc_matmul_array), NULL, NULL, OC_MATMUL_FLOAT64, 0, 0, 0, 0}
 
 typedef struct oc_matmul_options {
     size_t struct_size;      /* sizeof(oc_matmul_options) */

@@ -14,6 +14,7 @@
 #include "matmul/matmul_choice.h"
 #include "matmul/matmul_dtype.h"
 #include "matmul/matmul_io.h"
+#include "matmul/matmul_source.h"
 #include "matmul/mm_half.h"
 
 static uint64_t seed = 12345;
@@ -173,6 +174,9 @@ static void test_dtypes_and_transposes(void)
         {OC_MATMUL_FLOAT32, OC_MATMUL_FLOAT64, OC_MATMUL_DEFAULT, OC_MATMUL_FLOAT64},
         {OC_MATMUL_INT16, OC_MATMUL_INT16, OC_MATMUL_FLOAT64, OC_MATMUL_FLOAT64},
         {OC_MATMUL_FLOAT64, OC_MATMUL_FLOAT64, OC_MATMUL_FLOAT32, OC_MATMUL_FLOAT32},
+        /* halves into float32: multiplied as halves, float32 sums */
+        {OC_MATMUL_FLOAT16, OC_MATMUL_FLOAT16, OC_MATMUL_FLOAT32, OC_MATMUL_FLOAT32},
+        {OC_MATMUL_BFLOAT16, OC_MATMUL_BFLOAT16, OC_MATMUL_FLOAT32, OC_MATMUL_FLOAT32},
     };
     for (size_t i = 0; i < sizeof mixed / sizeof mixed[0]; i++) {
         product p = {mixed[i].a, mixed[i].b, mixed[i].req, 21, 17, 40, (int)i & 1, 0};
@@ -488,6 +492,42 @@ static void test_choice(void)
     CHECK(strstr(p.reason, "default rate") && strstr(p.reason, "reference loops"));
 }
 
+/* Memory marked gpu that is host memory is refused before anything is read or written,
+ * naming the operand: a build without CUDA has no GPU memory, a build with it asks the
+ * driver (and on a machine without a GPU finds none). */
+static void test_gpu_memory_refused(void)
+{
+    oc_context *ctx = NULL;
+    oc_context_create(&ctx);
+    float a[6] = {1, 2, 3, 4, 5, 6}, b[6] = {1, 0, 0, 1, 1, 1}, c[4] = {-1, -1, -1, -1};
+    oc_matmul_array A = mem(OC_MATMUL_FLOAT32, a, 2, 3), B = mem(OC_MATMUL_FLOAT32, b, 3, 2);
+    oc_matmul_array C = mem(OC_MATMUL_FLOAT32, c, 2, 2);
+    oc_matmul_options o = OC_MATMUL_OPTIONS_INIT;
+    const char *labels[3] = {"A:", "B:", "C:"};
+    for (int which = 0; which < 3; which++) {
+        A.gpu = which == 0, B.gpu = which == 1, C.gpu = which == 2;
+        const oc_status st = oc_matmul(ctx, &A, &B, &C, &o, NULL);
+        CHECK(st == OC_ERR_INVALID_ARGUMENT || st == OC_ERR_UNSUPPORTED);
+        CHECK(strncmp(oc_context_last_error(ctx), labels[which], 2) == 0);
+        CHECK(strstr(oc_context_last_error(ctx), "GPU") != NULL || strstr(oc_context_last_error(ctx), "gpu") != NULL);
+        CHECK(c[0] == -1 && c[3] == -1);
+    }
+    A.gpu = B.gpu = C.gpu = 0;
+    CHECK(oc_matmul(ctx, &A, &B, &C, &o, NULL) == OC_OK);
+    CHECK(c[0] == 4 && c[1] == 5 && c[2] == 10 && c[3] == 11);
+    /* The first version of the struct ends before gpu, which then reads as 0 whatever lies
+     * there; a size of neither version is refused. */
+    A.struct_size = B.struct_size = C.struct_size = OC_MM_ARRAY_V1_SIZE;
+    A.gpu = B.gpu = C.gpu = 1;
+    c[0] = c[3] = -1;
+    CHECK(oc_matmul(ctx, &A, &B, &C, &o, NULL) == OC_OK);
+    CHECK(c[0] == 4 && c[3] == 11);
+    A.struct_size = OC_MM_ARRAY_V1_SIZE + 1;
+    CHECK(oc_matmul(ctx, &A, &B, &C, &o, NULL) == OC_ERR_INVALID_ARGUMENT &&
+          strstr(oc_context_last_error(ctx), "struct_size"));
+    oc_context_free(ctx);
+}
+
 int main(void)
 {
     test_dtypes_and_transposes();
@@ -497,5 +537,6 @@ int main(void)
     test_int8_limit_and_names();
     test_memory_callbacks();
     test_choice();
+    test_gpu_memory_refused();
     return oc_test_finish();
 }

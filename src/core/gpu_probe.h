@@ -40,6 +40,8 @@ typedef struct oc_gpu_probe {
      * why[] saying why not; and its free. */
     int (*pinned_alloc)(size_t bytes, void **out, char *why, size_t why_size);
     void (*pinned_free)(void *ptr);
+    /* The device whose memory byte p is, else -1 (host memory of any kind). */
+    int (*memory_device)(const void *p);
 } oc_gpu_probe;
 
 /* The CPU's model name from /proc/cpuinfo, "" when unknown (core/devices.c). */

@@ -98,6 +98,51 @@ static oc_status check_options(oc_context *ctx, const oc_matmul_options *o, cons
     return OC_OK;
 }
 
+/* Operands in GPU memory are read as stored, each panel from where it is (panel_memory), so
+ * they must be in the compute type and not transposed (nor A·Aᵀ's B, which is Aᵀ). The job
+ * runs on a GPU, on their device unless the options name devices. */
+static oc_status gpu_operands(oc_context *ctx, const oc_matmul_options *o, mm_setup *s)
+{
+    const oc_mm_source *src[2] = {&s->a, s->has_b ? &s->b : &s->a};
+    const char *label[2] = {"A", s->has_b ? "B" : "A (A·Aᵀ's B is its transpose)"};
+    for (int i = 0; i < 2; i++) {
+        const oc_mm_source *x = src[i];
+        if (x->gpu_device < 0) continue;
+        if (s->transpose[i])
+            return oc_fail(ctx, OC_ERR_INPUT,
+                           "%s: in GPU memory, an operand is read as stored, not transposed: transpose it on the "
+                           "device first",
+                           label[i]);
+        const oc_matmul_dtype want = oc_matmul_dtype_of(s->job.in_type);
+        if (x->dtype != want)
+            return oc_fail(ctx, OC_ERR_INPUT,
+                           "%s: in GPU memory as %s, but the product is computed in %s: convert it on the device "
+                           "first",
+                           label[i], oc_matmul_dtype_name(x->dtype), oc_matmul_dtype_name(want));
+        if (!s->job.gpu_memory && (!o->devices || !*o->devices)) s->devices[0] = x->gpu_device;
+        s->job.gpu_memory = 1;
+    }
+    return OC_OK;
+}
+
+/* A result in GPU memory (c->gpu): device memory of the result's shape, not A·Aᵀ's (whose
+ * tiles are mirrored on the host). */
+static oc_status gpu_result(oc_context *ctx, const oc_matmul_options *o, const oc_matmul_array *c, mm_setup *s)
+{
+    if (!c || c->path || !oc_mm_array_gpu(c)) return OC_OK;
+    int device = -1;
+    const int64_t ld = c->ld ? c->ld : c->cols;
+    OC_CHECK(ctx, oc_mm_gpu_memory(ctx, "C", c->data, c->rows, c->cols, ld, oc_matmul_dtype_size(c->dtype), &device));
+    if (device < 0) return OC_OK;
+    if (s->job.symmetric)
+        return oc_fail(ctx, OC_ERR_INPUT,
+                       "C: in GPU memory, but A·Aᵀ's upper tiles are mirrored on the host: give the result host "
+                       "memory or a path");
+    if (!s->job.gpu_memory && (!o->devices || !*o->devices)) s->devices[0] = device;
+    s->job.gpu_memory = 1;
+    return OC_OK;
+}
+
 /* Rows and columns of op(X). */
 static void op_shape(const oc_mm_source *s, int transpose, int64_t *rows, int64_t *cols)
 {
@@ -111,6 +156,7 @@ static oc_status setup(oc_context *ctx, const oc_matmul_array *a, const oc_matmu
 {
     memset(s, 0, sizeof *s);
     s->a.fd = s->b.fd = -1;
+    s->a.gpu_device = s->b.gpu_device = -1;
     OC_CHECK(ctx, check_options(ctx, o, b));
     if (!a) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "no A");
     /* Inputs whose data together take at most half the budget are mapped (as gram keeps
@@ -164,6 +210,7 @@ static oc_status setup(oc_context *ctx, const oc_matmul_array *a, const oc_matmu
     job->gpu_mem_fraction = o->gpu_mem_fraction > 0 ? o->gpu_mem_fraction : 0.9;
     job->threads = o->threads;
     OC_CHECK(ctx, parse_devices(ctx, o, s));
+    OC_CHECK(ctx, gpu_operands(ctx, o, s));
     job->tile = o->tile;
     job->progress = o->progress;
     job->progress_user = o->progress_user;
@@ -276,6 +323,7 @@ oc_status oc_matmul(oc_context *ctx, const oc_matmul_array *a, const oc_matmul_a
     const oc_mm_backend *be = NULL;
     oc_status st = setup(ctx, a, b, opts, &s);
     if (st == OC_OK && !c) st = oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "no output C");
+    if (st == OC_OK) st = gpu_result(ctx, opts, c, &s);
     if (st == OC_OK) st = oc_mm_choose(ctx, &s.job, opts, &be, explain, sizeof explain);
     if (st != OC_OK) {
         setup_close(&s);
@@ -300,7 +348,6 @@ oc_status oc_matmul(oc_context *ctx, const oc_matmul_array *a, const oc_matmul_a
 oc_status oc_matmul_plan(oc_context *ctx, const oc_matmul_array *a, const oc_matmul_array *b, const oc_matmul_array *c,
                          const oc_matmul_options *opts, int json, int explain, char **text)
 {
-    (void)c;
     if (!text) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "text is NULL");
     *text = NULL;
     mm_setup s;
@@ -308,9 +355,18 @@ oc_status oc_matmul_plan(oc_context *ctx, const oc_matmul_array *a, const oc_mat
     char why[640];
     const oc_mm_backend *be = NULL;
     oc_status st = setup(ctx, a, b, opts, &s);
+    if (st == OC_OK) st = gpu_result(ctx, opts, c, &s);
     if (st == OC_OK) st = oc_mm_choose(ctx, &s.job, opts, &be, why, sizeof why);
     if (st == OC_OK) {
         io_init(&s, &io);
+        /* A result in memory: where it is, which decides whether the product runs where its
+         * operands are (nothing is written). */
+        if (c && !c->path && oc_mm_array_size_ok(c) && c->data) {
+            io.dest.data = c->data;
+            io.dest.rows = s.job.m, io.dest.cols = s.job.n;
+            io.dest.ld = c->ld ? c->ld : c->cols;
+            io.dest.elem = oc_matmul_dtype_size(s.result);
+        }
         if (explain) {
             char *plan = NULL;
             st = be->plan(&s.job, 0, &plan);

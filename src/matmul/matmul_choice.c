@@ -170,6 +170,18 @@ oc_status oc_mm_choose(oc_context *ctx, const oc_matmul_job *job, const oc_matmu
 {
     if (explain && explain_size) explain[0] = '\0';
     const int device = job->devices ? job->devices[0] : opts->device;
+    if (job->gpu_memory && opts->backend == OC_BACKEND_CPU)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                       "--backend cpu: A, B or C is in GPU memory, which the CPU backend cannot read");
+#ifdef OC_HAVE_CUDA
+    if (job->gpu_memory) {
+        if (gpu_cc(device) <= 0)
+            return oc_fail(ctx, OC_ERR_UNSUPPORTED, "A, B or C is in GPU memory, but device %d is not usable", device);
+        *out = &oc_mm_backend_cuda;
+        if (explain) snprintf(explain, explain_size, "cuda: A, B or C is in GPU memory");
+        return OC_OK;
+    }
+#endif
     if (opts->backend == OC_BACKEND_CPU) {
         *out = &oc_mm_backend_cpu;
         if (explain) snprintf(explain, explain_size, "cpu: --backend cpu");

@@ -37,7 +37,7 @@ oc_status oc_mm_dest_open(oc_context *ctx, const oc_matmul_array *c, oc_matmul_d
     d->rows = m;
     d->cols = n;
     d->ld = n;
-    if (c->struct_size < sizeof(oc_matmul_array))
+    if (!oc_mm_array_size_ok(c))
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
                        "C: oc_matmul_array.struct_size is %zu, expected %zu: start from "
                        "OC_MATMUL_ARRAY_INIT",

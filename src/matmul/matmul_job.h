@@ -90,6 +90,10 @@ struct oc_matmul_job {
     /* May be NULL: panels and tiles then go through read_panel and write_tile alone. */
     oc_mm_panel_memory_fn panel_memory;
     oc_mm_tile_memory_fn tile_memory;
+    /* A, B or C is CUDA device memory, which panel_memory or tile_memory gives for every
+     * panel and tile (the job layer refuses it otherwise): a GPU backend alone runs it, and
+     * never calls read_panel or write_tile for it. */
+    int gpu_memory;
     void *io; /* the job layer's state for the callbacks */
     /* Budgets, resolved by the job layer: bytes of host memory a backend may use for panels
      * and tiles, bytes of device memory per device (0 on the CPU). */

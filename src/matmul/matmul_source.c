@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "core/error.h"
+#include "core/gpu_probe.h"
 #include "io/input_file.h"
 #include "io/formats/npy_array.h"
 #include "matmul/matmul_dtype.h"
@@ -35,7 +36,31 @@ static oc_status open_memory(oc_context *ctx, const oc_matmul_array *arr, const 
     s->cols = arr->cols;
     s->ld = arr->ld ? arr->ld : arr->cols;
     s->data = arr->data;
+    if (oc_mm_array_gpu(arr))
+        OC_CHECK(ctx, oc_mm_gpu_memory(ctx, label, arr->data, s->rows, s->cols, s->ld, oc_matmul_dtype_size(s->dtype),
+                                       &s->gpu_device));
     return OC_OK;
+}
+
+oc_status oc_mm_gpu_memory(oc_context *ctx, const char *label, const void *p, int64_t rows, int64_t cols, int64_t ld,
+                           size_t elem, int *device)
+{
+    *device = -1;
+    if (rows <= 0 || cols <= 0) return OC_OK;
+#ifdef OC_HAVE_CUDA
+    const unsigned char *first = p, *last = first + ((size_t)((rows - 1) * ld + cols)) * elem - 1;
+    const int d0 = oc_gpu_probe_cuda.memory_device(first), d1 = oc_gpu_probe_cuda.memory_device(last);
+    if (d0 < 0 || d1 != d0)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                       "%s: marked gpu, but its %" PRId64 " x %" PRId64
+                       " elements are not CUDA device memory of one device from the first to the last",
+                       label, rows, cols);
+    *device = d0;
+    return OC_OK;
+#else
+    (void)p, (void)ld, (void)elem;
+    return oc_fail(ctx, OC_ERR_UNSUPPORTED, "%s: in GPU memory, but this build of outcore has no CUDA backend", label);
+#endif
 }
 
 /* The header of path (fd open): its dtype, shape and where the data starts. */
@@ -84,10 +109,11 @@ oc_status oc_mm_source_open(oc_context *ctx, const oc_matmul_array *arr, const c
 {
     memset(s, 0, sizeof *s);
     s->fd = -1;
+    s->gpu_device = -1;
     s->file.fd = -1;
     s->file.guard = -1;
     s->name = arr->path ? arr->path : label;
-    if (arr->struct_size < sizeof(oc_matmul_array))
+    if (!oc_mm_array_size_ok(arr))
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
                        "%s: oc_matmul_array.struct_size is %zu, expected %zu: start from "
                        "OC_MATMUL_ARRAY_INIT",

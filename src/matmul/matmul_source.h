@@ -5,10 +5,23 @@
 #ifndef OC_MATMUL_MATMUL_SOURCE_H
 #define OC_MATMUL_MATMUL_SOURCE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "outcore.h"
 #include "io/mapped_file.h"
+
+/* oc_matmul_array's versions (docs/abi.md): the first ended before `gpu`, which reads as 0
+ * for it. An array of any other size than the two is refused. */
+#define OC_MM_ARRAY_V1_SIZE offsetof(oc_matmul_array, gpu)
+static inline int oc_mm_array_size_ok(const oc_matmul_array *arr)
+{
+    return arr->struct_size == OC_MM_ARRAY_V1_SIZE || arr->struct_size >= sizeof(oc_matmul_array);
+}
+static inline int oc_mm_array_gpu(const oc_matmul_array *arr)
+{
+    return arr->struct_size >= sizeof(oc_matmul_array) && arr->gpu;
+}
 
 typedef struct oc_mm_source {
     const char *name; /* the path, or "A" / "B" for memory: what messages name */
@@ -21,14 +34,22 @@ typedef struct oc_mm_source {
     int64_t data_offset;       /* file offset of element (0, 0) */
     int64_t file_size;
     uint64_t dev, ino; /* a file's identity (0, 0 for memory) */
+    int gpu_device;    /* memory on this CUDA device (oc_matmul_array.gpu), else -1 */
 } oc_mm_source;
 
 /* Describes arr (label names memory in messages) and checks it: a .npy must be a 2-D array
- * (C order; Fortran order is read as the transpose of its C-order bytes) of a dtype a product reads, its data all in the file; memory must have a dtype, a
- * nonnegative shape and ld >= cols. A file whose data takes at most map_limit bytes is
+ * (C order; Fortran order is read as the transpose of its C-order bytes) of a dtype a product
+ * reads, its data all in the file; memory must have a dtype, a nonnegative shape and
+ * ld >= cols, and memory marked gpu must be CUDA device memory at both ends (oc_mm_gpu_memory). A file whose data takes at most map_limit bytes is
  * mapped, a larger one is opened and read in segments. OC_ERR_INPUT naming the file. */
 oc_status oc_mm_source_open(oc_context *ctx, const oc_matmul_array *arr, const char *label, int64_t map_limit,
                             oc_mm_source *s);
+
+/* The CUDA device of rows x cols elements of elem bytes from p, ld elements between rows,
+ * when both ends are device memory of that device; else OC_ERR_INVALID_ARGUMENT naming label
+ * (OC_ERR_UNSUPPORTED in a build without CUDA). Empty memory is on no device (-1). */
+oc_status oc_mm_gpu_memory(oc_context *ctx, const char *label, const void *p, int64_t rows, int64_t cols, int64_t ld,
+                           size_t elem, int *device);
 
 /* Bytes of s held in memory by the job: a mapped file's data (0 for memory and pread). */
 int64_t oc_mm_source_mapped_bytes(const oc_mm_source *s);

@@ -35,6 +35,7 @@
 #endif
 #include "matmul/matmul_job.h"
 #include "matmul/matmul_choice.h"
+#include "matmul/matmul_dtype.h"
 #include "cost/cost.h"
 
 static oc_context *ctx;
@@ -515,6 +516,134 @@ static void check_straight(oc_mm_type in, oc_mm_type out)
     check_clean(what);
 }
 
+/* A product through oc_matmul with A, B and C where mem gives them (host or device memory;
+ * gpu marks device memory), the result downloaded into *c_host; its status. */
+static oc_status public_run(const operands *o, void *const mem[3], const int gpu[3], const oc_matmul_options *opts,
+                            void *c_host, oc_matmul_stats *stats)
+{
+    oc_matmul_array arr[3] = {OC_MATMUL_ARRAY_INIT, OC_MATMUL_ARRAY_INIT, OC_MATMUL_ARRAY_INIT};
+    const oc_mm_type types[3] = {o->in, o->in, o->out};
+    const int64_t rows[3] = {o->m, o->k, o->m}, cols[3] = {o->k, o->n, o->n};
+    for (int i = 0; i < 3; ++i) {
+        arr[i].data = mem[i], arr[i].dtype = oc_matmul_dtype_of(types[i]);
+        arr[i].rows = rows[i], arr[i].cols = cols[i], arr[i].gpu = gpu[i];
+    }
+    stats->struct_size = sizeof *stats;
+    const oc_status st = oc_matmul(ctx, &arr[0], &arr[1], &arr[2], opts, stats);
+    const size_t bytes = (size_t)(o->m * o->n) * oc_mm_type_size(o->out);
+    if (gpu[2]) CHECK(cudaMemcpy(c_host, mem[2], bytes, cudaMemcpyDeviceToHost) == cudaSuccess);
+    else memcpy(c_host, mem[2], bytes);
+    return st;
+}
+
+/* Operands and result in device memory through the public API: all three on the device,
+ * rows back to back, run as one product where they are (no copy across PCIe) and match the
+ * reference; a forced tile takes the tiled path with panels copied on the device, and gives
+ * the bytes of the same plan from host memory; A on the device with B and C on the host
+ * mixes the two; a transpose, A·Aᵀ, a conversion or the CPU backend are refused naming the
+ * operand, before anything is written. */
+static void check_device_memory(oc_mm_type in, oc_mm_type out)
+{
+    char what[96];
+    snprintf(what, sizeof what, "%s -> %s in device memory", type_name(in), type_name(out));
+    const int64_t m = 211, n = 204, k = 1101; /* n a multiple of 4: int8's resident plan */
+    operands o = make_operands(m, n, k, in, out, 0, 777 + (uint64_t)in);
+    const size_t ia = (size_t)(m * k) * oc_mm_type_size(in), ib = (size_t)(k * n) * oc_mm_type_size(in),
+                 oc = (size_t)(m * n) * oc_mm_type_size(out);
+    void *da = NULL, *db = NULL, *dc = NULL;
+    if (cudaMalloc(&da, ia) != cudaSuccess || cudaMalloc(&db, ib) != cudaSuccess ||
+        cudaMalloc(&dc, oc) != cudaSuccess) {
+        CHECK_MSG(0, "%s: cudaMalloc failed", what);
+        return;
+    }
+    CHECK(cudaMemcpy(da, o.a, ia, cudaMemcpyHostToDevice) == cudaSuccess);
+    CHECK(cudaMemcpy(db, o.b, ib, cudaMemcpyHostToDevice) == cudaSuccess);
+    CHECK(cudaMemset(dc, 0xA5, oc) == cudaSuccess);
+    unsigned char *c = malloc(oc), *c_host = malloc(oc), *ones = malloc((size_t)(m * n));
+    memset(ones, 1, (size_t)(m * n));
+    oc_matmul_options opts = OC_MATMUL_OPTIONS_INIT;
+    opts.dtype = oc_matmul_dtype_of(out);
+    oc_matmul_stats stats;
+    void *dev[3] = {da, db, dc};
+    const int all[3] = {1, 1, 1};
+
+    /* Resident: one product, nothing across PCIe, nothing pinned. */
+    oc_status st = public_run(&o, dev, all, &opts, c, &stats);
+    CHECK_MSG(st == OC_OK, "%s: %s", what, oc_context_last_error(ctx));
+    CHECK_MSG(stats.backend == OC_BACKEND_CUDA && stats.tiles == 1 && stats.bytes_h2d == 0 && stats.bytes_d2h == 0,
+              "%s: backend %d, %lld tiles, %lld bytes up, %lld down", what, (int)stats.backend, (long long)stats.tiles,
+              (long long)stats.bytes_h2d, (long long)stats.bytes_d2h);
+    check_result(&o, c, ones, 0, what);
+    oc_matmul_array pa = OC_MATMUL_ARRAY_INIT, pb = OC_MATMUL_ARRAY_INIT, pc = OC_MATMUL_ARRAY_INIT;
+    pa.data = da, pa.dtype = oc_matmul_dtype_of(in), pa.rows = m, pa.cols = k, pa.gpu = 1;
+    pb.data = db, pb.dtype = pa.dtype, pb.rows = k, pb.cols = n, pb.gpu = 1;
+    pc.data = dc, pc.dtype = opts.dtype, pc.rows = m, pc.cols = n, pc.gpu = 1;
+    char *text = NULL;
+    CHECK(oc_matmul_plan(ctx, &pa, &pb, &pc, &opts, 0, 0, &text) == OC_OK && text && strstr(text, "resident"));
+    free(text);
+
+    /* A forced tile: tiles and K panels copied on the device, the bytes of the same plan from
+     * host memory. */
+    opts.tile = 64, opts.gpu_mem_bytes = 2 << 20, opts.host_mem_bytes = 64 << 20;
+    CHECK(cudaMemset(dc, 0xA5, oc) == cudaSuccess);
+    st = public_run(&o, dev, all, &opts, c, &stats);
+    CHECK_MSG(st == OC_OK && stats.tiles > 1 && stats.bytes_h2d == 0 && stats.bytes_d2h == 0,
+              "%s, tiled: %s (%lld tiles, %lld bytes up)", what, oc_context_last_error(ctx), (long long)stats.tiles,
+              (long long)stats.bytes_h2d);
+    void *host[3] = {o.a, o.b, c_host};
+    const int none[3] = {0, 0, 0};
+    opts.backend = OC_BACKEND_CUDA;
+    CHECK(public_run(&o, host, none, &opts, c_host, &stats) == OC_OK);
+    CHECK_MSG(memcmp(c, c_host, oc) == 0, "%s, tiled: other bytes than the same plan from host memory", what);
+
+    /* A on the device, B and C on the host. */
+    void *mixed[3] = {da, o.b, c_host};
+    const int a_only[3] = {1, 0, 0};
+    opts.backend = OC_BACKEND_AUTO;
+    memset(c_host, 0xA5, oc);
+    st = public_run(&o, mixed, a_only, &opts, c_host, &stats);
+    CHECK_MSG(st == OC_OK && stats.backend == OC_BACKEND_CUDA && stats.bytes_h2d > 0 && stats.bytes_d2h > 0,
+              "%s, A alone on the device: %s", what, oc_context_last_error(ctx));
+    CHECK_MSG(memcmp(c, c_host, oc) == 0, "%s, A alone on the device: other bytes", what);
+
+    /* Refusals, C untouched. */
+    opts.tile = 0, opts.gpu_mem_bytes = 0, opts.host_mem_bytes = 0;
+    CHECK(cudaMemset(dc, 0x5A, oc) == cudaSuccess);
+    oc_matmul_options o2 = opts;
+    o2.backend = OC_BACKEND_CPU;
+    CHECK(oc_matmul(ctx, &pa, &pb, &pc, &o2, NULL) == OC_ERR_INVALID_ARGUMENT &&
+          strstr(oc_context_last_error(ctx), "GPU memory"));
+    o2 = opts;
+    o2.transpose_a = 1;
+    oc_matmul_array sq = pa;
+    sq.cols = m; /* op(A) = Aᵀ: k x m needs A m x k read transposed; here a square view */
+    sq.rows = m;
+    pc.rows = m, pc.cols = n;
+    oc_matmul_array bm = pb;
+    bm.rows = m;
+    CHECK(oc_matmul(ctx, &sq, &bm, &pc, &o2, NULL) == OC_ERR_INPUT &&
+          strstr(oc_context_last_error(ctx), "A: in GPU memory") && strstr(oc_context_last_error(ctx), "transpose"));
+    o2 = opts;
+    o2.gram = 1;
+    o2.dtype = OC_MATMUL_DEFAULT;
+    CHECK(oc_matmul_result(ctx, &pa, NULL, &o2, NULL, NULL, NULL) == OC_ERR_INPUT &&
+          strstr(oc_context_last_error(ctx), "A·Aᵀ"));
+    if (in != OC_MM_FLOAT64) {
+        o2 = opts;
+        o2.dtype = OC_MATMUL_FLOAT64;
+        CHECK(oc_matmul_result(ctx, &pa, &pb, &o2, NULL, NULL, NULL) == OC_ERR_INPUT &&
+              strstr(oc_context_last_error(ctx), "convert it on the device"));
+    }
+    CHECK(cudaMemcpy(c, dc, oc, cudaMemcpyDeviceToHost) == cudaSuccess);
+    int untouched = 1;
+    for (size_t i = 0; i < oc; ++i) untouched &= c[i] == 0x5A;
+    CHECK_MSG(untouched, "%s: a refused product wrote C", what);
+    free(c), free(c_host), free(ones);
+    cudaFree(da), cudaFree(db), cudaFree(dc);
+    free_operands(&o);
+    check_clean(what);
+}
+
 /* One injected failure (the read_panel or write_tile call `at`): its status and message, no
  * hang, nothing left allocated. */
 static void check_failure(const operands *o, long read_at, long write_at)
@@ -659,6 +788,10 @@ int main(void)
     check_straight(OC_MM_FLOAT32, OC_MM_FLOAT32);
     check_straight(OC_MM_INT8, OC_MM_INT32);
     check_straight(OC_MM_BFLOAT16, OC_MM_BFLOAT16);
+    check_device_memory(OC_MM_FLOAT32, OC_MM_FLOAT32);
+    check_device_memory(OC_MM_INT8, OC_MM_INT32);
+    check_device_memory(OC_MM_BFLOAT16, OC_MM_BFLOAT16);
+    check_device_memory(OC_MM_FLOAT64, OC_MM_FLOAT64);
     check_failures();
     check_devices();
     check_gemm_rates();

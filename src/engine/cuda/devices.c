@@ -276,4 +276,5 @@ const oc_gpu_probe oc_gpu_probe_cuda = {
     peer_access,
     oc_cuda_host_pin,
     oc_cuda_host_unpin,
+    oc_cuda_memory_device,
 };

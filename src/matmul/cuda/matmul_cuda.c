@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "core/threads.h"
+#include "core/trace.h"
 #include "engine/cuda/device.h"
 #include "engine/cuda/driver_status.h"
 #include "engine/engine_plan.h"
@@ -31,6 +32,55 @@ static int cuda_usable(int device) { return oc_cuda_device_usable(device) && oc_
 
 static int job_device(const oc_matmul_job *job, int i) { return job->ndevices > 0 ? job->devices[i] : 0; }
 static int job_ndevices(const oc_matmul_job *job) { return job->ndevices > 0 ? job->ndevices : 1; }
+
+/* Where A, B and C are when they are caller memory (NULL for those that are not), with the
+ * elements between their rows. */
+static void caller_memory(const oc_matmul_job *job, const void *p[3], int64_t ld[3])
+{
+    p[0] = p[1] = p[2] = NULL;
+    if (job->panel_memory) p[0] = job->panel_memory(job, OC_MM_A, 0, 0, &ld[0]);
+    if (job->panel_memory) p[1] = job->panel_memory(job, OC_MM_B, 0, 0, &ld[1]);
+    if (job->tile_memory) p[2] = job->tile_memory(job, 0, 0, &ld[2]);
+}
+
+/* Whether A, B and C are all in the memory of the job's one device with their rows back to
+ * back: the plan is then one product on them where they are (matmul_cuda_plan.h). */
+static int job_resident(const oc_matmul_job *job)
+{
+    if (!job->gpu_memory || job_ndevices(job) != 1 || job->symmetric) return 0;
+    const void *p[3];
+    int64_t ld[3] = {0, 0, 0};
+    caller_memory(job, p, ld);
+    const int dev = job_device(job, 0);
+    return p[0] && p[1] && p[2] && ld[0] == job->k && ld[1] == job->n && ld[2] == job->n &&
+           oc_cuda_memory_device(p[0]) == dev && oc_cuda_memory_device(p[1]) == dev &&
+           oc_cuda_memory_device(p[2]) == dev;
+}
+
+/* Device memory of the caller's is read and written on the job's streams: first the work
+ * already queued on its devices (a framework's, which made it) is waited for. */
+static oc_status wait_for_callers_devices(oc_context *ctx, const oc_matmul_job *job)
+{
+    if (!job->gpu_memory) return OC_OK;
+    const void *p[3];
+    int64_t ld[3];
+    caller_memory(job, p, ld);
+    for (int i = 0; i < 3; ++i) {
+        const int dev = p[i] ? oc_cuda_memory_device(p[i]) : -1;
+        if (dev < 0) continue;
+        cudaError_t e = cudaSetDevice(dev);
+        if (e == cudaSuccess) e = cudaDeviceSynchronize();
+        if (e != cudaSuccess) {
+            (void)cudaGetLastError();
+            return oc_fail(ctx, OC_ERR_DEVICE, "CUDA device %d, which holds %s: %s", dev,
+                           i == 2 ? "C"
+                           : i    ? "B"
+                                  : "A",
+                           cudaGetErrorString(e));
+        }
+    }
+    return OC_OK;
+}
 
 /* The plan, from each device's memory (queried, nothing allocated); `where` names them. */
 static oc_status make_plan(oc_context *ctx, const oc_matmul_job *job, oc_mm_cuda_plan *plan, char *where, size_t size)
@@ -56,9 +106,9 @@ static oc_status make_plan(oc_context *ctx, const oc_matmul_job *job, oc_mm_cuda
         for (int j = 0; j < i; ++j)
             if (job_device(job, j) == dev)
                 return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "CUDA device %d is listed twice", dev);
-        struct cudaDeviceProp prop;
+        oc_cuda_props prop;
         size_t free_b = 0, total_b = 0;
-        if ((e = cudaGetDeviceProperties(&prop, dev)) != cudaSuccess ||
+        if ((e = oc_cuda_props_get(dev, &prop)) != cudaSuccess ||
             (e = cudaMemGetInfo(&free_b, &total_b)) != cudaSuccess) {
             (void)cudaGetLastError();
             return oc_fail(ctx, OC_ERR_DEVICE, "CUDA device %d: %s", dev, cudaGetErrorString(e));
@@ -81,7 +131,7 @@ static oc_status make_plan(oc_context *ctx, const oc_matmul_job *job, oc_mm_cuda
         if (budget < 0 || b < budget) budget = b;
         if (used + 8 < size)
             used += (size_t)snprintf(where + used, size - used, "%scuda:%d %s (%d SMs, %.1f GiB free)", i ? ", " : "",
-                                     dev, prop.name, prop.multiProcessorCount, (double)free_b / (1 << 30));
+                                     dev, prop.name, prop.sm_count, (double)free_b / (1 << 30));
         if (used >= size) used = size - 1;
     }
     const oc_mm_cuda_plan_input in = {.m = job->m,
@@ -95,7 +145,8 @@ static oc_status make_plan(oc_context *ctx, const oc_matmul_job *job, oc_mm_cuda
                                       .device_budget_given = job->gpu_mem_bytes > 0,
                                       .host_budget = job->host_mem_bytes,
                                       .ndevices = nd,
-                                      .tile = job->tile};
+                                      .tile = job->tile,
+                                      .resident = job_resident(job)};
     return oc_mm_cuda_plan_make(ctx, &in, plan);
 }
 
@@ -162,12 +213,16 @@ static oc_status cuda_run(oc_matmul_job *job)
 {
     oc_context *ctx = job->ctx;
     const double t0 = oc_now();
+    double t_phase = t0;
     char why[512], where[1024];
     const oc_cublaslt_api *lt = oc_cublaslt_load(why, sizeof why);
     if (!lt) return oc_fail(ctx, OC_ERR_UNSUPPORTED, "matmul on the GPU: %s", why);
     oc_mm_cuda_plan plan;
     OC_CHECK(ctx, make_plan(ctx, job, &plan, where, sizeof where));
     if (job->plan_tiles) OC_CHECK(ctx, report_plan(ctx, job, &plan));
+    oc_trace_phase(&t_phase, "matmul", "plan");
+    OC_CHECK(ctx, wait_for_callers_devices(ctx, job));
+    oc_trace_phase(&t_phase, "matmul", "callers' devices idle");
 
     const int nd = job_ndevices(job);
     device_thread *t = calloc((size_t)nd, sizeof *t);
@@ -182,7 +237,14 @@ static oc_status cuda_run(oc_matmul_job *job)
     pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
     pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
     oc_status st = OC_OK;
-    for (int i = 0; i < nd && st == OC_OK; ++i) {
+    /* A resident product (one device, nothing to copy) runs on this thread with the job's
+     * context: a context and a thread per device would cost more than its copies save. */
+    const int inline_run = plan.in.resident;
+    if (inline_run) {
+        t[0] = (device_thread){.ctx = ctx, .sh = &sh, .device = job_device(job, 0)};
+        oc_mm_device_run(ctx, &sh, t[0].device, &t[0].res);
+    }
+    for (int i = 0; i < nd && st == OC_OK && !inline_run; ++i) {
         /* Each device writes messages on a context of its own and takes its pinned staging
          * through this one's cache. */
         if (oc_context_create(&t[i].ctx) != OC_OK) {
@@ -193,7 +255,8 @@ static oc_status cuda_run(oc_matmul_job *job)
         t[i] = (device_thread){
             .ctx = t[i].ctx, .sh = &sh, .device = job_device(job, i), .running = &running, .mu = &mu, .cv = &cv};
     }
-    for (int i = 0; i < nd && st == OC_OK; ++i) {
+    oc_trace_phase(&t_phase, "matmul", "device contexts");
+    for (int i = 0; i < nd && st == OC_OK && !inline_run; ++i) {
         atomic_fetch_add(&running, 1);
         if (pthread_create(&t[i].thread, NULL, device_main, &t[i]) != 0) {
             atomic_fetch_sub(&running, 1);
@@ -221,6 +284,7 @@ static oc_status cuda_run(oc_matmul_job *job)
     pthread_mutex_unlock(&mu);
     for (int i = 0; i < nd; ++i)
         if (t[i].started) pthread_join(t[i].thread, NULL);
+    oc_trace_phase(&t_phase, "matmul", "devices");
     if (st == OC_OK) st = job_status(ctx, t, nd);
     if (st == OC_OK && job->progress) job->progress(job->progress_user, (double)plan.ntiles, (double)plan.ntiles);
 
@@ -234,7 +298,7 @@ static oc_status cuda_run(oc_matmul_job *job)
         job->stats.peak_host_bytes += t[i].res.peak_pinned_bytes;
         if (t[i].res.peak_device_bytes > job->stats.peak_device_bytes)
             job->stats.peak_device_bytes = t[i].res.peak_device_bytes;
-        oc_context_free(t[i].ctx);
+        if (!inline_run) oc_context_free(t[i].ctx);
     }
     free(t);
     snprintf(job->stats.backend, sizeof job->stats.backend, "cuda/cublasLt");

@@ -120,6 +120,24 @@ static int64_t smaller(int64_t t)
     return next < t ? next : t - g;
 }
 
+/* The resident plan (oc_mm_cuda_plan_input.resident): one tile, one panel, no slots; 0 when
+ * its buffers fit the device budget. */
+static int resident_plan(oc_mm_cuda_plan *p)
+{
+    const oc_mm_cuda_plan_input *in = &p->in;
+    const int i8 = in->in_type == OC_MM_INT8;
+    p->tm = in->m, p->tn = in->n, p->kp = p->kp_last = in->k;
+    p->tn_ld = in->n;
+    p->kpad = i8 ? round_up(in->k, 16) : in->k;
+    /* int8: A as stored when its rows are already a multiple of 16 long, else re-strided. */
+    p->pack_bytes = i8 ? (p->kpad == in->k ? 0 : in->m * p->kpad) + in->n * p->kpad : 0;
+    p->acc_bytes = p->acc_type != in->out_type ? in->m * in->n * (int64_t)oc_mm_type_size(p->acc_type) : 0;
+    p->device_bytes = p->pack_bytes + p->acc_bytes + p->workspace + 3 * OC_POOL_ALIGN;
+    p->tile_rows = p->tile_cols = p->ntiles = p->panels = 1;
+    p->bound = "the operands in device memory";
+    return p->device_bytes > in->device_budget;
+}
+
 oc_status oc_mm_cuda_plan_make(oc_context *ctx, const oc_mm_cuda_plan_input *in, oc_mm_cuda_plan *plan)
 {
     memset(plan, 0, sizeof *plan);
@@ -135,6 +153,10 @@ oc_status oc_mm_cuda_plan_make(oc_context *ctx, const oc_mm_cuda_plan_input *in,
     const int nd = in->ndevices > 0 ? in->ndevices : 1;
     plan->host_budget = (in->host_budget > 0 ? in->host_budget : OC_ENGINE_DEFAULT_STAGING) / nd;
     plan->workspace = in->device_budget / 8 < OC_MM_WORKSPACE ? in->device_budget / 8 / 65536 * 65536 : OC_MM_WORKSPACE;
+    if (in->resident && !in->symmetric && nd == 1 && in->tile <= 0 && (in->in_type != OC_MM_INT8 || in->n % 4 == 0)) {
+        if (resident_plan(plan) == 0) return OC_OK; /* else the usual plan, every field of it set below */
+    }
+    plan->in.resident = 0;
     const int64_t kp_min = min64(in->k, OC_MM_KP_MIN);
 
     int64_t edge;
@@ -260,9 +282,10 @@ oc_status oc_mm_cuda_plan_render(oc_context *ctx, const oc_mm_cuda_plan *p, cons
                        (long long)p->round_bytes, (long long)p->workspace);
         oc_text_printf(&t,
                        "\"pinned_bytes\": %lld, \"host_budget\": %lld, \"pinned_panel_slots\": %d, "
-                       "\"pinned_download_slots\": %d, \"download_piece_rows\": %lld}\n",
-                       (long long)p->pinned_bytes, (long long)p->host_budget, p->host_slots, OC_MM_OUT_SLOTS,
-                       (long long)p->out_piece_rows);
+                       "\"pinned_download_slots\": %d, \"download_piece_rows\": %lld, \"resident\": %s}\n",
+                       (long long)p->pinned_bytes, (long long)p->host_budget, p->host_slots,
+                       p->in.resident ? 0 : OC_MM_OUT_SLOTS, (long long)p->out_piece_rows,
+                       p->in.resident ? "true" : "false");
         return oc_text_finish(ctx, &t, out);
     }
     oc_text_printf(&t, "matmul on cuda/cublasLt, ");
@@ -271,6 +294,17 @@ oc_status oc_mm_cuda_plan_render(oc_context *ctx, const oc_mm_cuda_plan *p, cons
                    (long long)p->in.n, (long long)p->in.k, oc_mm_cuda_type_name(p->in.in_type),
                    oc_mm_cuda_type_name(p->in.out_type), compute, oc_mm_cuda_type_name(p->acc_type),
                    p->in.symmetric ? ", symmetric (upper tiles only)" : "");
+    if (p->in.resident) {
+        oc_text_printf(&t,
+                       "  resident   one product from A and B into C where they are: %.1f MiB of %.1f MiB (%s) "
+                       "beside them",
+                       MIB(p->device_bytes), MIB(p->in.device_budget), budget_from);
+        if (p->pack_bytes) oc_text_printf(&t, ", int8 packing %.1f MiB", MIB(p->pack_bytes));
+        if (p->acc_bytes)
+            oc_text_printf(&t, ", a %s accumulator %.1f MiB", oc_mm_cuda_type_name(p->acc_type), MIB(p->acc_bytes));
+        oc_text_printf(&t, ", workspace %.1f MiB; nothing pinned\n", MIB(p->workspace));
+        return oc_text_finish(ctx, &t, out);
+    }
     oc_text_printf(&t, "  tiles      %lld x %lld (edge bounded by %s): %lld of a %lld x %lld grid\n", (long long)p->tm,
                    (long long)p->tn, p->bound, (long long)p->ntiles, (long long)p->tile_rows, (long long)p->tile_cols);
     oc_text_printf(&t, "  K panels   %lld of %lld (the last %lld), accumulated in place on the device\n",

@@ -13,6 +13,11 @@
  *                place (beta 0 for the first panel, 1 after) while the other downloads
  *   rounded      FP16/BF16 output only: 2 x tm x tn, the accumulator rounded once at the end
  *   workspace    cuBLASLt's, one fixed size for the whole job
+ * Operands and result already in the device's memory (in.resident) need none of the slots:
+ * the plan is then the whole product as one tile and one panel, computed into C from where A
+ * and B are (int8: packed beside them; an FP16/BF16 result: one float32 accumulator rounded
+ * into C), unless those buffers do not fit the budget, when the plan is the usual one with
+ * panels copied on the device.
  * On the host, per device: 2 or 3 pinned panel slots (read_panel fills one while another
  * uploads) and 2 pinned download slots of a piece of a tile (out_piece_rows rows): a finished
  * tile comes down piece by piece, one piece downloading while the previous one is written, so
@@ -80,6 +85,9 @@ typedef struct oc_mm_cuda_plan_input {
     int64_t host_budget;     /* pinned bytes for all devices together */
     int ndevices;
     int64_t tile; /* forced tile edge, 0 = planned */
+    /* A, B and C in the one device's memory, rows back to back (int8: n a multiple of 4): the
+     * plan is one tile, one K panel, the product computed into C from A and B where they are. */
+    int resident;
 } oc_mm_cuda_plan_input;
 
 typedef struct oc_mm_cuda_plan {

@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "core/threads.h"
+#include "core/trace.h"
 #include "core/workers.h"
 #include "engine/cuda/cuda_check.h"
 #include "engine/cuda/device.h"
@@ -74,6 +75,8 @@ typedef struct mm_device {
     /* A (0), B (1) and C wholly in page-locked caller memory (panel_memory, tile_memory):
      * their panels and tiles go straight, and no pinned slot is made for them. */
     int whole[2], whole_c;
+    /* ... and of those, in device memory: their copies do not cross PCIe (nor count as such). */
+    int on_device[2], on_device_c;
     int reader_done, driver_done;
     int64_t panels_read, tiles_sent, downloads_enqueued;
     ready_tile ready[2];
@@ -115,14 +118,18 @@ static void fail(mm_device *d, oc_status st, int on_job, const char *message)
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
 /* ---------------------------------------------------------------- caller memory */
-/* Whether rows x cols elements of elem bytes from p, ld elements between rows, are in
- * page-locked memory at both ends (one allocation or registration holds them: a copy from
- * memory that is not pinned after all is still right, only slower). */
-static int pinned_span(const void *p, int64_t rows, int64_t cols, int64_t ld, int64_t elem)
+/* Whether byte p is memory a device copies from and to directly: page-locked host memory or
+ * device memory (of any device: copies between devices go through peer access or the driver). */
+static int copyable(const void *p) { return oc_cuda_host_pinned(p) || oc_cuda_memory_device(p) >= 0; }
+
+/* Whether rows x cols elements of elem bytes from p, ld elements between rows, are such
+ * memory at both ends (one allocation or registration holds them: a copy from memory that is
+ * not pinned after all is still right, only slower). */
+static int straight_span(const void *p, int64_t rows, int64_t cols, int64_t ld, int64_t elem)
 {
     if (!p || rows <= 0 || cols <= 0) return 0;
     const unsigned char *first = p, *last = first + ((rows - 1) * ld + cols) * elem - 1;
-    return oc_cuda_host_pinned(first) && oc_cuda_host_pinned(last);
+    return copyable(first) && copyable(last);
 }
 
 /* ---------------------------------------------------------------- copies */
@@ -221,8 +228,8 @@ static void *reader_main(void *arg)
             if (job->panel_memory) {
                 straight[0] = job->panel_memory(job, OC_MM_A, row0, k0, &ld[0]);
                 straight[1] = job->panel_memory(job, OC_MM_B, k0, col0, &ld[1]);
-                if (!d->whole[0] && !pinned_span(straight[0], rows, depth, ld[0], in)) straight[0] = NULL;
-                if (!d->whole[1] && !pinned_span(straight[1], depth, cols, ld[1], in)) straight[1] = NULL;
+                if (!d->whole[0] && !straight_span(straight[0], rows, depth, ld[0], in)) straight[0] = NULL;
+                if (!d->whole[1] && !straight_span(straight[1], depth, cols, ld[1], in)) straight[1] = NULL;
             }
             read_split r = {.d = d,
                             .row0 = row0,
@@ -329,7 +336,7 @@ static void *writer_main(void *arg)
          * piece without a slot; else piece by piece through the slots. */
         int64_t place_ld = 0;
         void *place = d->job->tile_memory ? d->job->tile_memory(d->job, t.row0, t.col0, &place_ld) : NULL;
-        if (!d->whole_c && !pinned_span(place, t.rows, t.cols, place_ld, t.elem)) place = NULL;
+        if (!d->whole_c && !straight_span(place, t.rows, t.cols, place_ld, t.elem)) place = NULL;
         const int64_t step = place ? t.rows : plan->out_piece_rows;
         for (int64_t r0 = 0; r0 < t.rows && ok; r0 += step) {
             const int64_t rows = min64(step, t.rows - r0);
@@ -339,7 +346,7 @@ static void *writer_main(void *arg)
             cudaError_t e = cudaStreamWaitEvent(d->dev.d2h, d->ev[EV_COMPUTED][c], 0);
             if (e == cudaSuccess && place)
                 e = cudaMemcpy2DAsync(place, (size_t)(place_ld * t.elem), from, (size_t)(t.ld * t.elem),
-                                      (size_t)(t.cols * t.elem), (size_t)rows, cudaMemcpyDeviceToHost, d->dev.d2h);
+                                      (size_t)(t.cols * t.elem), (size_t)rows, cudaMemcpyDefault, d->dev.d2h);
             else if (e == cudaSuccess)
                 e = cudaMemcpyAsync(d->out_host[slot], from, (size_t)(rows * t.ld * t.elem), cudaMemcpyDeviceToHost,
                                     d->dev.d2h);
@@ -350,7 +357,7 @@ static void *writer_main(void *arg)
                 ok = 0;
                 break;
             }
-            d->res->bytes_from_device += rows * (place ? t.cols : t.ld) * t.elem;
+            if (!d->on_device_c) d->res->bytes_from_device += rows * (place ? t.cols : t.ld) * t.elem;
             if (last) {
                 /* Every piece is on the stream: the accumulator may take the tile after next. */
                 pthread_mutex_lock(&d->mu);
@@ -420,18 +427,19 @@ static oc_status compute_panel(mm_device *d, int ds, int c, const panel_slot *s)
         CUDA_CHECK(ctx, cudaMemcpyAsync(d->d_panel[ds], s->host, (size_t)(b_offset + b_bytes), cudaMemcpyHostToDevice,
                                         d->dev.h2d));
     } else {
-        /* Each panel from the caller's page-locked memory (rows apart by its ld) or the slot. */
+        /* Each panel from the caller's page-locked or device memory (rows apart by its ld),
+         * or the slot. */
         if (s->straight[0] && a_bytes > 0)
             CUDA_CHECK(ctx, cudaMemcpy2DAsync(d->d_panel[ds], (size_t)(s->depth * in), s->straight[0],
                                               (size_t)(s->straight_ld[0] * in), (size_t)(s->depth * in),
-                                              (size_t)s->rows, cudaMemcpyHostToDevice, d->dev.h2d));
+                                              (size_t)s->rows, cudaMemcpyDefault, d->dev.h2d));
         else if (a_bytes > 0)
             CUDA_CHECK(ctx,
                        cudaMemcpyAsync(d->d_panel[ds], s->host, (size_t)a_bytes, cudaMemcpyHostToDevice, d->dev.h2d));
         if (s->straight[1] && b_bytes > 0)
             CUDA_CHECK(ctx, cudaMemcpy2DAsync(dev_b, (size_t)(s->cols * in), s->straight[1],
                                               (size_t)(s->straight_ld[1] * in), (size_t)(s->cols * in),
-                                              (size_t)s->depth, cudaMemcpyHostToDevice, d->dev.h2d));
+                                              (size_t)s->depth, cudaMemcpyDefault, d->dev.h2d));
         else if (b_bytes > 0)
             CUDA_CHECK(ctx, cudaMemcpyAsync(dev_b, (const char *)s->host + b_offset, (size_t)b_bytes,
                                             cudaMemcpyHostToDevice, d->dev.h2d));
@@ -451,7 +459,7 @@ static oc_status compute_panel(mm_device *d, int ds, int c, const panel_slot *s)
     }
     OC_CHECK(ctx, oc_mm_gemm_run(ctx, &d->gemm, s->rows, s->cols, s->depth, a, b, d->d_acc[c], s->panel > 0, compute));
     if (plan->in.in_type != OC_MM_INT8) CUDA_CHECK(ctx, cudaEventRecord(d->ev[EV_SLOT_FREE][ds], compute));
-    d->res->bytes_to_device += a_bytes + b_bytes;
+    d->res->bytes_to_device += (d->on_device[0] ? 0 : a_bytes) + (d->on_device[1] ? 0 : b_bytes);
     /* The pinned slot is the reader's again once its upload is done. */
     CUDA_CHECK(ctx, cudaEventSynchronize(d->ev[EV_UPLOADED][ds]));
     return OC_OK;
@@ -487,12 +495,14 @@ static oc_status drive(mm_device *d)
 }
 
 /* ---------------------------------------------------------------- set-up */
-/* Whether operand `which` (rows x cols of op(X)) lies wholly in page-locked caller memory. */
-static int whole_straight(const oc_matmul_job *job, oc_mm_operand which, int64_t rows, int64_t cols)
+/* Whether operand `which` (rows x cols of op(X)) lies wholly in page-locked or device caller
+ * memory; *on_device: device memory. */
+static int whole_straight(const oc_matmul_job *job, oc_mm_operand which, int64_t rows, int64_t cols, int *on_device)
 {
     int64_t ld = 0;
     const void *p = job->panel_memory ? job->panel_memory(job, which, 0, 0, &ld) : NULL;
-    return pinned_span(p, rows, cols, ld, (int64_t)oc_mm_type_size(job->in_type));
+    *on_device = p && oc_cuda_memory_device(p) >= 0;
+    return straight_span(p, rows, cols, ld, (int64_t)oc_mm_type_size(job->in_type));
 }
 
 static oc_status setup(mm_device *d, int device)
@@ -501,11 +511,12 @@ static oc_status setup(mm_device *d, int device)
     const oc_mm_cuda_plan *plan = d->plan;
     OC_CHECK(ctx, oc_cuda_device_open(ctx, device, &d->dev));
     const oc_matmul_job *job = d->job;
-    d->whole[0] = whole_straight(job, OC_MM_A, job->m, job->k);
-    d->whole[1] = whole_straight(job, OC_MM_B, job->k, job->n);
+    d->whole[0] = whole_straight(job, OC_MM_A, job->m, job->k, &d->on_device[0]);
+    d->whole[1] = whole_straight(job, OC_MM_B, job->k, job->n, &d->on_device[1]);
     int64_t ldc = 0;
-    d->whole_c = job->tile_memory && pinned_span(job->tile_memory(job, 0, 0, &ldc), job->m, job->n, ldc,
-                                                 (int64_t)oc_mm_type_size(job->out_type));
+    void *c = job->tile_memory ? job->tile_memory(job, 0, 0, &ldc) : NULL;
+    d->whole_c = straight_span(c, job->m, job->n, ldc, (int64_t)oc_mm_type_size(job->out_type));
+    d->on_device_c = c && oc_cuda_memory_device(c) >= 0;
     const oc_mem_ops ops = oc_cuda_mem_ops(ctx);
     OC_CHECK(ctx, oc_pool_create(ctx, &ops, device, plan->in.device_budget, OC_GPU_MEM_GROW, plan->pinned_bytes + 4096,
                                  &d->dev.pool));
@@ -550,6 +561,60 @@ static oc_status setup(mm_device *d, int device)
     return oc_mm_gemm_open(ctx, d->sh->lt, plan, d->d_work, &d->gemm);
 }
 
+/* The resident plan: one product from A and B into C where they are in device memory (int8:
+ * packed beside them first; an FP16/BF16 result: through a float32 accumulator rounded into
+ * C). cuBLASLt does not read C with beta 0, so whatever C held stays out of the result. */
+static oc_status run_resident(mm_device *d, int device)
+{
+    oc_context *ctx = d->ctx;
+    const oc_mm_cuda_plan *plan = d->plan;
+    const oc_matmul_job *job = d->job;
+    double t = oc_now();
+    OC_CHECK(ctx, oc_cuda_device_open(ctx, device, &d->dev));
+    oc_trace_phase(&t, "matmul", "device open");
+    const oc_mem_ops ops = oc_cuda_mem_ops(ctx);
+    OC_CHECK(ctx, oc_pool_create(ctx, &ops, device, plan->in.device_budget, OC_GPU_MEM_GROW, 4096, &d->dev.pool));
+    int64_t lda = 0, ldb = 0, ldc = 0;
+    const void *a = job->panel_memory(job, OC_MM_A, 0, 0, &lda), *b = job->panel_memory(job, OC_MM_B, 0, 0, &ldb);
+    void *c = job->tile_memory(job, 0, 0, &ldc);
+    if (!a || !b || !c || lda != job->k || ldb != job->n || ldc != job->n)
+        return oc_fail(ctx, OC_ERR_INTERNAL, "matmul: a resident plan whose operands are not where it was made");
+    if (plan->pack_bytes)
+        OC_CHECK(ctx,
+                 oc_pool_alloc(ctx, d->dev.pool, (size_t)plan->pack_bytes, "the int8 packed operands", &d->d_pack));
+    if (plan->acc_bytes)
+        OC_CHECK(ctx, oc_pool_alloc(ctx, d->dev.pool, (size_t)plan->acc_bytes, "a matmul accumulator", &d->d_acc[0]));
+    if (plan->workspace)
+        OC_CHECK(ctx, oc_pool_alloc(ctx, d->dev.pool, (size_t)plan->workspace, "the cuBLASLt workspace", &d->d_work));
+    oc_trace_phase(&t, "matmul", "buffers");
+    OC_CHECK(ctx, oc_mm_gemm_open(ctx, d->sh->lt, plan, d->d_work, &d->gemm));
+    oc_trace_phase(&t, "matmul", "cuBLASLt handle");
+    const int64_t m = job->m, n = job->n, k = job->k;
+    cudaStream_t stream = d->dev.compute;
+    if (plan->in.in_type == OC_MM_INT8) {
+        /* Bᵀ first in the packing buffer, then A re-strided unless its rows are already a
+         * multiple of 16 long. */
+        int8_t *pb = d->d_pack, *pa = pb + n * plan->kpad;
+        OC_CHECK(ctx, oc_mm_transpose_i8(ctx, &d->dev, b, k, n, pb, plan->kpad, n, stream));
+        if (plan->kpad != k) OC_CHECK(ctx, oc_mm_pack_rows_i8(ctx, &d->dev, a, m, k, pa, plan->kpad, stream));
+        else pa = (int8_t *)a;
+        a = pa, b = pb;
+        if (oc_tracing()) { /* the packing's own time, for OUTCORE_TRACE */
+            CUDA_CHECK(ctx, cudaStreamSynchronize(stream));
+            oc_trace_phase(&t, "matmul", "int8 packing");
+        }
+    }
+    void *acc = plan->acc_bytes ? d->d_acc[0] : c;
+    OC_CHECK(ctx, oc_mm_gemm_run(ctx, &d->gemm, m, n, k, a, b, acc, 0, stream));
+    if (plan->acc_bytes) OC_CHECK(ctx, oc_mm_round_f32(ctx, &d->dev, acc, m, n, n, plan->in.out_type, c, stream));
+    CUDA_CHECK(ctx, cudaStreamSynchronize(stream));
+    oc_trace_phase(&t, "matmul", "product");
+    d->res->tiles = 1;
+    d->res->bytes_straight = (m + n) * k * (int64_t)oc_mm_type_size(plan->in.in_type);
+    atomic_fetch_add(&d->sh->tiles_done, 1);
+    return OC_OK;
+}
+
 static void teardown(mm_device *d)
 {
     if (d->dev.compute) (void)cudaStreamSynchronize(d->dev.compute);
@@ -574,20 +639,10 @@ static void teardown(mm_device *d)
     (void)cudaGetLastError();
 }
 
-void oc_mm_device_run(oc_context *ctx, oc_mm_shared *sh, int device, oc_mm_device_result *res)
+/* The tiled plan: set-up, then the reader and the writer beside the driver (this thread). */
+static void run_tiles(mm_device *d, int device)
 {
-    memset(res, 0, sizeof *res);
-    mm_device *d = calloc(1, sizeof *d);
-    if (!d) {
-        res->st = OC_ERR_NO_MEMORY;
-        res->order = atomic_fetch_add(&sh->failures, 1) + 1;
-        snprintf(res->message, sizeof res->message, "cannot allocate the state of CUDA device %d", device);
-        atomic_store(&sh->stop, 1);
-        return;
-    }
-    d->ctx = ctx, d->sh = sh, d->plan = sh->plan, d->job = sh->job, d->res = res;
-    pthread_mutex_init(&d->mu, NULL);
-    pthread_cond_init(&d->cv, NULL);
+    oc_context *ctx = d->ctx;
     pthread_t reader, writer;
     int readers = 0, writers = 0;
     oc_status st = setup(d, device);
@@ -605,7 +660,31 @@ void oc_mm_device_run(oc_context *ctx, oc_mm_shared *sh, int device, oc_mm_devic
     pthread_mutex_unlock(&d->mu);
     if (readers) pthread_join(reader, NULL);
     if (writers) pthread_join(writer, NULL);
+}
+
+void oc_mm_device_run(oc_context *ctx, oc_mm_shared *sh, int device, oc_mm_device_result *res)
+{
+    memset(res, 0, sizeof *res);
+    mm_device *d = calloc(1, sizeof *d);
+    if (!d) {
+        res->st = OC_ERR_NO_MEMORY;
+        res->order = atomic_fetch_add(&sh->failures, 1) + 1;
+        snprintf(res->message, sizeof res->message, "cannot allocate the state of CUDA device %d", device);
+        atomic_store(&sh->stop, 1);
+        return;
+    }
+    d->ctx = ctx, d->sh = sh, d->plan = sh->plan, d->job = sh->job, d->res = res;
+    pthread_mutex_init(&d->mu, NULL);
+    pthread_cond_init(&d->cv, NULL);
+    if (d->plan->in.resident) {
+        const oc_status st = run_resident(d, device);
+        if (st != OC_OK) fail(d, st, 0, oc_context_last_error(ctx));
+    } else {
+        run_tiles(d, device);
+    }
+    double t = oc_now();
     teardown(d);
+    oc_trace_phase(&t, "matmul", "device teardown");
     pthread_cond_destroy(&d->cv);
     pthread_mutex_destroy(&d->mu);
     free(d);

@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/threads.h"
+#include "core/trace.h"
 
 #define LT_CHECK(call)                                                                                            \
     do {                                                                                                          \
@@ -92,7 +94,9 @@ static oc_status shape_of(oc_context *ctx, oc_mm_gemm *g, int64_t rows, int64_t 
     LT_CHECK(lt->layout_create(&s->lc, g->c_type, ldc, (uint64_t)rows, (int64_t)ldc));
     cublasLtMatmulHeuristicResult_t found;
     int nfound = 0;
+    double t = oc_now();
     cublasStatus_t r = lt->heuristic(g->handle, g->desc, s->la, s->lb, s->lc, s->lc, g->pref, 1, &found, &nfound);
+    oc_trace_phase(&t, "matmul", "cuBLASLt algorithm");
     if (r != CUBLAS_STATUS_SUCCESS || nfound < 1)
         return oc_fail(ctx, OC_ERR_UNSUPPORTED,
                        "cuBLASLt has no %s algorithm for a %lld x %lld tile with K panels of %lld: %s",
