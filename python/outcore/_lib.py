@@ -479,6 +479,7 @@ class MatmulArray(_Defaults):
         ("rows", ctypes.c_int64),
         ("cols", ctypes.c_int64),
         ("ld", ctypes.c_int64),
+        ("gpu", ctypes.c_int),
     ]
 
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from . import _lib
+from . import _gpu_arrays, _lib
 from ._context import lease
 from ._map import _check_out_overlap, _is_path, _run_interruptible
 from ._options import _device_list, c_path, parse_backend, set_device_budgets, threads_count
@@ -51,6 +51,10 @@ def _operand(name, x, transpose, keep):
     """(MatmulArray, transpose, array or None): x as the library reads it. An array whose rows
     are contiguous is read in place with its row stride; a transposed view of such an array
     is read as its transpose (transpose flipped); anything else is copied to C order."""
+    if _gpu_arrays.is_gpu_array(x):
+        a, transpose = _gpu_arrays.operand(name, x, transpose, _CODES)
+        keep.append(x)
+        return a, transpose, None
     a = _lib.MatmulArray()
     if _is_path(x):
         a.path = c_path(name, x)
@@ -79,6 +83,34 @@ def _operand(name, x, transpose, keep):
     return a, transpose, arr
 
 
+def _sort_input(name, x, arr, inputs, paths, gpus):
+    """An operand into the list its overlap check needs: host arrays, paths or GPU arrays."""
+    if arr is not None:
+        inputs.append((name, arr))
+    elif _gpu_arrays.is_gpu_array(x):
+        gpus.append((name, x))
+    else:
+        paths.append((name, x))
+
+
+def _gpu_result(out, gpus, shape, dtype):
+    """The GPU array the result goes to: out, checked not to overlap a GPU input, or a new one
+    from the framework of the first GPU input."""
+    if out is None:
+        result = _gpu_arrays.new_result(gpus[0][1], shape, dtype)
+        if result is None:
+            raise InputError(f"out: a product of GPU arrays that are neither torch nor CuPy ones needs out=, a GPU "
+                             f"array of {dtype} of shape {shape}")
+        return result
+    lo, hi = _gpu_arrays.span("out", out)
+    for name, x in gpus:
+        xlo, xhi = _gpu_arrays.span(name, x)
+        if lo < xhi and xlo < hi:
+            raise InputError(f"out shares memory with the input '{name}': writing the result would overwrite the "
+                             "input while it is read; pass a separate array (or out=None)")
+    return out
+
+
 def matmul(A: ArrayLike | Path, B: ArrayLike | Path | None = None, out: Path | np.ndarray | None = None, *,
            transpose_a: bool = False, transpose_b: bool = False, dtype: DTypeLike | None = None,
            backend: Backend | None = None, devices: Devices | None = None, gpu_mem: Size | None = None,
@@ -93,7 +125,10 @@ def matmul(A: ArrayLike | Path, B: ArrayLike | Path | None = None, out: Path | n
         uint8-64; read in place when its rows are contiguous), or the path of a .npy file.
         On a GPU, an array in page-locked memory (``outcore.empty_pinned``, or memory pinned
         by CUDA or a framework) in the compute dtype is uploaded from where it is, without a
-        copy on the host.
+        copy on the host. A GPU array (a CUDA torch tensor, a CuPy array, anything with
+        ``__cuda_array_interface__``) is read where it is, on its device: it must be in the
+        compute dtype with contiguous rows, and not transposed (convert or transpose it on
+        the device first); the product then runs on the GPU.
     B : array_like or path, optional
         The second operand, as A. None computes op(A)·op(A)ᵀ from its upper tiles (an
         exactly symmetric result).
@@ -102,7 +137,10 @@ def matmul(A: ArrayLike | Path, B: ArrayLike | Path | None = None, out: Path | n
         renamed; the path is returned), or a writeable array of the result's shape and dtype
         whose rows are contiguous (filled and returned; it may not share memory with an input;
         on a GPU a page-locked one receives its tiles by direct download, but for A·Aᵀ, whose
-        tiles are mirrored).
+        tiles are mirrored), or a GPU array of the result's shape and dtype with contiguous
+        rows. With a GPU operand and no out, the result is a new GPU array of that operand's
+        framework (torch or CuPy) on its device. When A, B and the result are all on one GPU
+        with contiguous rows, the product is one cuBLASLt call on them where they are.
     transpose_a : bool, default False
         op(A) = Aᵀ.
     transpose_b : bool, default False
@@ -136,7 +174,7 @@ def matmul(A: ArrayLike | Path, B: ArrayLike | Path | None = None, out: Path | n
 
     Returns
     -------
-    numpy.ndarray or path
+    numpy.ndarray, GPU array or path
         The result (a new array or the out array), or the out path.
 
     Raises
@@ -162,14 +200,14 @@ def matmul(A: ArrayLike | Path, B: ArrayLike | Path | None = None, out: Path | n
     opts = _lib.MatmulOptions()
     keep: list = []
     a, opts.transpose_a, a_arr = _operand("A", A, bool(transpose_a), keep)
-    b_ptr, inputs, paths = None, [], []
-    (inputs if a_arr is not None else paths).append(("A", A if a_arr is None else a_arr))
+    b_ptr, inputs, paths, gpus = None, [], [], []
+    _sort_input("A", A, a_arr, inputs, paths, gpus)
     if B is None:
         opts.gram = 1
     else:
         b, opts.transpose_b, b_arr = _operand("B", B, bool(transpose_b), keep)
         b_ptr = ctypes.byref(b)
-        (inputs if b_arr is not None else paths).append(("B", B if b_arr is None else b_arr))
+        _sort_input("B", B, b_arr, inputs, paths, gpus)
     if dtype is not None:
         name = _dtype_name(dtype)
         if name is None:
@@ -200,8 +238,14 @@ def matmul(A: ArrayLike | Path, B: ArrayLike | Path | None = None, out: Path | n
             _run_interruptible(ctx, lambda: check(lib.oc_matmul(ctx, ctypes.byref(a), b_ptr, ctypes.byref(c),
                                                                 ctypes.byref(opts), ctypes.byref(stats)), ctx))
             return out
-        rdt = _numpy_dtype(_lib.MATMUL_DTYPES[code.value])
         shape = (rows.value, cols.value)
+        if (out is None and gpus) or (out is not None and _gpu_arrays.is_gpu_array(out)):
+            result = _gpu_result(out, gpus, shape, _lib.MATMUL_DTYPES[code.value])
+            c = _gpu_arrays.result_array(result, shape, _lib.MATMUL_DTYPES[code.value], _CODES)
+            _run_interruptible(ctx, lambda: check(lib.oc_matmul(ctx, ctypes.byref(a), b_ptr, ctypes.byref(c),
+                                                                ctypes.byref(opts), ctypes.byref(stats)), ctx))
+            return result
+        rdt = _numpy_dtype(_lib.MATMUL_DTYPES[code.value])
         if out is None:
             result = np.empty(shape, dtype=rdt)
         else:

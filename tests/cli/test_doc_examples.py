@@ -28,7 +28,7 @@ FENCE = re.compile(r"^```(\w*)([^\n]*)\n(.*?)^```\s*$", re.S | re.M)
 SIZE_OPTION = re.compile(r"(--(?:rows|cols|bits)\s+)(\d+)")
 NEEDS_NVCC = re.compile(r"\bnvcc\b|\.ptx\b|\.cubin\b")
 NEEDS_MPI = re.compile(r"\b(?:mpirun|mpiexec)\b")
-NEEDS_GPU_MODULE = re.compile(r"^\s*(?:from|import)\s+(numba|cupy)\b", re.M)
+NEEDS_GPU_MODULE = re.compile(r"^\s*(?:from|import)\s+(numba|cupy|torch)\b", re.M)
 
 
 def gpu_usable():

@@ -1,0 +1,110 @@
+"""Arrays in GPU memory for outcore.matmul: torch tensors on a CUDA device, and any object with
+``__cuda_array_interface__`` (CuPy, Numba, ...), read and written where they are.
+
+The library is told that such memory is device memory (``oc_matmul_array.gpu``); it checks
+that with the driver, waits for the work queued on that device, and runs the product there.
+Neither torch nor CuPy is imported unless the caller's arrays are theirs.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import _lib
+from .errors import InputError
+
+# numpy's names of the dtypes a GPU array may have, as the library spells them.
+_TORCH_DTYPES = ("float64", "float32", "float16", "bfloat16", "int8", "int16", "int32", "int64", "uint8")
+
+
+def _is_torch(x):
+    return type(x).__module__.split(".")[0] == "torch"
+
+
+def is_gpu_array(x) -> bool:
+    """Whether x is an array in GPU memory (a CUDA torch tensor, or one with the interface)."""
+    if _is_torch(x):
+        return bool(getattr(x, "is_cuda", False))
+    return hasattr(x, "__cuda_array_interface__")
+
+
+def _describe(name, x):
+    """(address, shape, row and column strides in elements, dtype name) of GPU array x."""
+    if _is_torch(x):
+        dtype = str(x.dtype).replace("torch.", "")
+        if dtype not in _TORCH_DTYPES:
+            raise InputError(f"{name}: dtype {dtype} is not one matmul takes")
+        return x.data_ptr(), tuple(x.shape), tuple(x.stride()), dtype
+    face = x.__cuda_array_interface__
+    shape = tuple(face["shape"])
+    dt = np.dtype(face["typestr"])
+    if dt.byteorder not in ("=", "|"):
+        raise InputError(f"{name}: a GPU array in another byte order ({face['typestr']})")
+    strides = face.get("strides")
+    if strides is None:  # C order
+        strides = tuple(int(np.prod(shape[i + 1:], dtype=np.int64)) * dt.itemsize for i in range(len(shape)))
+    if any(s % dt.itemsize for s in strides):
+        raise InputError(f"{name}: a GPU array whose strides are not whole elements")
+    return int(face["data"][0]), shape, tuple(s // dt.itemsize for s in strides), dt.name
+
+
+def operand(name, x, transpose, codes):
+    """(MatmulArray, transpose) for GPU array x as the library reads it: in place when its rows
+    are contiguous, as its transpose when it is a transposed view of such an array (which the
+    library then refuses, naming the operand: a GPU operand is read as stored)."""
+    ptr, shape, strides, dtype = _describe(name, x)
+    if len(shape) != 2:
+        raise InputError(f"{name}: a {len(shape)}-dimensional array; matmul takes 2-D matrices")
+    (rs, cs) = strides
+    if dtype not in codes:
+        raise InputError(f"{name}: dtype {dtype} is not one matmul takes")
+    rows, cols = shape
+    if cs != 1 and rows > 1 and cols > 1:
+        if rs == 1 and cs >= rows:
+            rows, cols, rs, cs, transpose = cols, rows, cs, rs, not transpose
+        else:
+            raise InputError(f"{name}: a GPU array whose rows are not contiguous: make it contiguous on the device "
+                             "first")
+    a = _lib.MatmulArray()
+    a.data = ptr if rows and cols else None
+    a.dtype = codes[dtype]
+    a.rows, a.cols = rows, cols
+    a.ld = rs if rows > 1 and rs >= cols else cols
+    a.gpu = 1
+    return a, transpose
+
+
+def span(name, x):
+    """(first byte, end byte) of GPU array x's elements, for the overlap check."""
+    ptr, shape, strides, dtype = _describe(name, x)
+    item = 2 if dtype in ("float16", "bfloat16") else np.dtype(dtype).itemsize
+    if not all(shape):
+        return ptr, ptr
+    return ptr, ptr + (sum((n - 1) * s for n, s in zip(shape, strides)) + 1) * item
+
+
+def new_result(like, shape, dtype):
+    """A new GPU array of shape and dtype on like's device, from like's framework (torch or
+    CuPy); None when like is neither."""
+    if _is_torch(like):
+        import torch
+        return torch.empty(shape, dtype=getattr(torch, dtype), device=like.device)
+    if type(like).__module__.split(".")[0] == "cupy":
+        import cupy
+        with like.device:
+            return cupy.empty(shape, dtype=dtype)
+    return None
+
+
+def result_array(out, shape, dtype, codes):
+    """MatmulArray for the GPU array out, checked to be of the result's shape and dtype with
+    contiguous rows."""
+    ptr, oshape, strides, odtype = _describe("out", out)
+    rs, cs = strides if len(strides) == 2 else (0, 0)
+    if oshape != shape or odtype != dtype or (shape[0] > 1 and shape[1] > 1 and (cs != 1 or rs < shape[1])):
+        raise InputError(f"out: expected a GPU array of {dtype} of shape {shape} with contiguous rows")
+    c = _lib.MatmulArray()
+    c.data = ptr if shape[0] and shape[1] else None
+    c.dtype, c.rows, c.cols = codes[dtype], shape[0], shape[1]
+    c.ld = rs if shape[0] > 1 and rs >= shape[1] else shape[1]
+    c.gpu = 1
+    return c

@@ -1,0 +1,122 @@
+"""outcore.matmul on arrays in GPU memory: torch tensors and CuPy arrays read and written where
+they are (the product on their device, the result a new array of their framework or out=),
+against the same product on the host; and, on any machine, memory that claims to be on a GPU
+but is not refused before anything is written."""
+import ctypes
+
+import numpy as np
+import pytest
+
+import outcore
+
+HAVE_GPU = outcore.cuda_device_count() > 0
+try:
+    import torch
+    HAVE_TORCH = HAVE_GPU and torch.cuda.is_available()
+except ImportError:
+    HAVE_TORCH = False
+try:
+    import cupy
+    HAVE_CUPY = HAVE_GPU and cupy.cuda.runtime.getDeviceCount() > 0
+except Exception:  # no CuPy, or a CuPy without a driver
+    HAVE_CUPY = False
+
+rng = np.random.default_rng(23)
+
+
+class Interface:
+    """Only __cuda_array_interface__, borrowed from an array (a framework outcore does not know)."""
+
+    def __init__(self, arr):
+        self.arr = arr
+        self.__cuda_array_interface__ = arr.__cuda_array_interface__
+
+
+class HostClaimingGpu:
+    """Host memory behind __cuda_array_interface__: what a buggy caller might pass."""
+
+    def __init__(self, arr):
+        self.arr = arr
+        self.__cuda_array_interface__ = {"shape": arr.shape, "typestr": arr.dtype.str, "strides": None,
+                                         "data": (arr.ctypes.data, False), "version": 3}
+
+
+def test_host_memory_claiming_to_be_on_a_gpu_is_refused():
+    a = rng.integers(-3, 4, (5, 4)).astype(np.float32)
+    b = rng.integers(-3, 4, (4, 3)).astype(np.float32)
+    out = np.full((5, 3), 7, np.float32)
+    with pytest.raises((outcore.InputError, outcore.UnsupportedError), match="^A: "):
+        outcore.matmul(HostClaimingGpu(a), b, out=out)
+    with pytest.raises((outcore.InputError, outcore.UnsupportedError), match="^B: "):
+        outcore.matmul(a, HostClaimingGpu(b), out=out)
+    assert (out == 7).all()
+
+
+def small_ints(shape, dtype):
+    return rng.integers(-8, 9, shape).astype(dtype)
+
+
+@pytest.mark.skipif(not HAVE_TORCH, reason="needs torch with a usable CUDA device")
+@pytest.mark.parametrize("dtype,asked,rdtype", [("float32", None, "float32"), ("float64", None, "float64"),
+                                                  ("int8", None, "int32"), ("bfloat16", None, "bfloat16"),
+                                                  ("bfloat16", "float32", "float32"), ("float16", None, "float16"),
+                                                  ("float16", "float32", "float32")])
+def test_torch_tensors(dtype, asked, rdtype):
+    a = torch.tensor(small_ints((300, 257), np.float32)).to(getattr(torch, dtype)).cuda()
+    b = torch.tensor(small_ints((257, 124), np.float32)).to(getattr(torch, dtype)).cuda()
+    exact = a.double().cpu() @ b.double().cpu()  # small integers: exact, and within float32's
+    want = exact.to(getattr(torch, rdtype)).double().numpy()  # rounded once to the result type
+    got = outcore.matmul(a, b, dtype=asked)
+    assert isinstance(got, torch.Tensor) and got.is_cuda and got.device == a.device
+    assert str(got.dtype) == "torch." + rdtype and tuple(got.shape) == (300, 124)
+    assert np.array_equal(got.double().cpu().numpy(), want)
+    # into an out tensor, into a numpy array, and from a host B beside a GPU A
+    out = torch.full((300, 124), 5, dtype=getattr(torch, rdtype), device="cuda")
+    assert outcore.matmul(a, b, out=out, dtype=asked) is out and np.array_equal(out.double().cpu().numpy(), want)
+    if "bfloat16" not in (dtype, rdtype):  # numpy has no bfloat16 without ml_dtypes
+        host = outcore.matmul(a, b, out=np.empty((300, 124), getattr(np, rdtype)), dtype=asked)
+        assert np.array_equal(host.astype(np.float64), want)
+        mixed = outcore.matmul(a, b.cpu().numpy(), dtype=asked)
+        assert mixed.is_cuda and np.array_equal(mixed.double().cpu().numpy(), want)
+
+
+@pytest.mark.skipif(not HAVE_TORCH, reason="needs torch with a usable CUDA device")
+def test_torch_refusals():
+    a = torch.ones((64, 32), dtype=torch.float32, device="cuda")
+    b = torch.ones((32, 64), dtype=torch.float32, device="cuda")
+    with pytest.raises(outcore.InputError, match="A: in GPU memory.*transpose"):
+        outcore.matmul(b.T, b)  # a transposed view: read as stored, so refused
+    with pytest.raises(outcore.InputError, match="A·Aᵀ"):
+        outcore.matmul(a)
+    with pytest.raises(outcore.InputError, match="convert it on the device"):
+        outcore.matmul(a, b, dtype=np.float64)
+    with pytest.raises(outcore.InputError, match="GPU memory"):
+        outcore.matmul(a, b, backend="cpu")
+    c = torch.zeros((64, 64), dtype=torch.float32, device="cuda")
+    big = torch.ones((64, 64), dtype=torch.float32, device="cuda")
+    with pytest.raises(outcore.InputError, match="shares memory"):
+        outcore.matmul(big[:, :32], b, out=big)  # A's rows inside the result's
+    with pytest.raises(outcore.InputError, match="expected a GPU array"):
+        outcore.matmul(a, b, out=c[:, :32])
+    assert not c.any()
+    with pytest.raises(outcore.InputError, match="rows are not contiguous"):
+        outcore.matmul(a[:, ::2], b[:16])
+    with pytest.raises(outcore.InputError, match="neither torch nor CuPy"):
+        outcore.matmul(Interface(a), b)
+    out = torch.zeros((64, 64), dtype=torch.float32, device="cuda")
+    assert outcore.matmul(Interface(a), Interface(b), out=Interface(out)).arr is out
+    assert (out == 32).all()
+
+
+@pytest.mark.skipif(not HAVE_CUPY, reason="needs CuPy with a usable CUDA device")
+def test_cupy_arrays():
+    a = cupy.asarray(small_ints((130, 77), np.float32))
+    b = cupy.asarray(small_ints((77, 66), np.float32))
+    got = outcore.matmul(a, b)
+    assert isinstance(got, cupy.ndarray) and got.shape == (130, 66)
+    assert np.array_equal(cupy.asnumpy(got), cupy.asnumpy(a) @ cupy.asnumpy(b))
+
+
+def test_gpu_field_in_the_array_struct():
+    from outcore import _lib
+    assert _lib.MatmulArray.gpu.offset + ctypes.sizeof(ctypes.c_int) <= ctypes.sizeof(_lib.MatmulArray)
