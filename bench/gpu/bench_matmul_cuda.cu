@@ -17,6 +17,12 @@
  *                pageable host memory (what an in-core caller pays when the data is on the host)
  * The rate is multiply-adds x 2 per second (FLOP/s; OP/s for int8).
  *
+ * MATMUL_RESIDENT=1 runs the resident mode instead: A, B and C in device memory, the product
+ * through oc_matmul as a caller with arrays on the GPU runs it (wall time of the call, the
+ * second of two), against cuBLASLt in core on the same matrices.
+ *
+ * MATMUL_CANDIDATES=1 prints the time of each cuBLASLt candidate of the in-core reference.
+ *
  * MATMUL_TILE forces the tile edge (the plan's otherwise). MATMUL_DEVICE_SETS="0;0,1" runs the scaling mode instead: operands generated row by row
  * from one pattern (any K without its memory), the product on each device set in turn, its
  * rate against the first set's times the device count, and whether its bytes equal the
@@ -42,6 +48,7 @@
 #define OC_HAVE_CUDA 1
 #endif
 extern "C" {
+#include "matmul/matmul_dtype.h"
 #include "matmul/matmul_job.h"
 #include "mem/host_budget.h"
 }
@@ -206,6 +213,8 @@ static double in_core(const type_case *tc, int64_t m, int64_t n, int64_t k, cons
                 break;
             CK(cudaDeviceSynchronize());
             if (rep == 1 && now() - t0 < best) best = now() - t0;
+            if (rep == 1 && getenv("MATMUL_CANDIDATES"))
+                printf("cuBLASLt candidate %d of %d: %.4f s\n", h, found, now() - t0);
         }
     t0 = now();
     CK(cudaMemcpy(c, dc, bytes_c, cudaMemcpyDeviceToHost));
@@ -221,6 +230,50 @@ static double in_core(const type_case *tc, int64_t m, int64_t n, int64_t k, cons
     CK(cudaFree(dc));
     CK(cudaFree(ws));
     return found ? best : -1;
+}
+
+/* The resident mode: oc_matmul on A, B and C in device memory (gpu = 1), the wall time of the
+ * second of two calls; the result into c (host). Returns the seconds, or a negative value on
+ * failure. */
+static double resident(const type_case *tc, int64_t m, int64_t n, int64_t k, const char *a, const char *b, char *c,
+                       oc_matmul_stats *stats)
+{
+    const size_t ia = oc_mm_type_size(tc->in), oa = oc_mm_type_size(tc->out);
+    const size_t bytes_a = (size_t)(m * k) * ia, bytes_b = (size_t)(k * n) * ia, bytes_c = (size_t)(m * n) * oa;
+    void *da, *db, *dc;
+    CK(cudaMalloc(&da, bytes_a));
+    CK(cudaMalloc(&db, bytes_b));
+    CK(cudaMalloc(&dc, bytes_c));
+    CK(cudaMemcpy(da, a, bytes_a, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(db, b, bytes_b, cudaMemcpyHostToDevice));
+    oc_matmul_array A = OC_MATMUL_ARRAY_INIT, B = OC_MATMUL_ARRAY_INIT, C = OC_MATMUL_ARRAY_INIT;
+    A.data = da, A.dtype = oc_matmul_dtype_of(tc->in), A.rows = m, A.cols = k, A.gpu = 1;
+    B.data = db, B.dtype = A.dtype, B.rows = k, B.cols = n, B.gpu = 1;
+    C.data = dc, C.dtype = oc_matmul_dtype_of(tc->out), C.rows = m, C.cols = n, C.gpu = 1;
+    oc_matmul_options o = OC_MATMUL_OPTIONS_INIT;
+    o.tf32 = tc->tf32, o.dtype = C.dtype;
+    oc_context *ctx;
+    if (oc_context_create(&ctx) != OC_OK) return -1;
+    char *plan = NULL;
+    if (oc_matmul_plan(ctx, &A, &B, &C, &o, 0, 0, &plan) == OC_OK) printf("%s", plan);
+    free(plan);
+    double secs = -1;
+    for (int rep = 0; rep < 2; ++rep) {
+        stats->struct_size = sizeof *stats;
+        const double t0 = now();
+        if (oc_matmul(ctx, &A, &B, &C, &o, stats) != OC_OK) {
+            fprintf(stderr, "oc_matmul: %s\n", oc_context_last_error(ctx));
+            secs = -1;
+            break;
+        }
+        secs = now() - t0;
+    }
+    CK(cudaMemcpy(c, dc, bytes_c, cudaMemcpyDeviceToHost));
+    oc_context_free(ctx);
+    CK(cudaFree(da));
+    CK(cudaFree(db));
+    CK(cudaFree(dc));
+    return secs;
 }
 
 /* Several GPUs: the product with generated operands on each device set of sets ("0;0,1"),
@@ -331,6 +384,41 @@ int main(int argc, char **argv)
     }
     fill((char *)io.a, m * k, tc->in, 1);
     fill((char *)io.b, k * n, tc->in, 2);
+    const double flop = 2.0 * (double)m * (double)n * (double)k;
+    struct cudaDeviceProp prop;
+    CK(cudaGetDeviceProperties(&prop, 0));
+    char dims[64];
+    snprintf(dims, sizeof dims, "%lld x %lld x %lld", (long long)m, (long long)n, (long long)k);
+    if (getenv("MATMUL_RESIDENT")) {
+        oc_matmul_stats st;
+        const double secs = resident(tc, m, n, k, io.a, io.b, io.c, &st);
+        if (secs < 0) return 1;
+        char *ours = (char *)malloc(bytes_c);
+        if (!ours) return 1;
+        memcpy(ours, io.c, bytes_c);
+        double copies = 0;
+        const double incore = in_core(tc, m, n, k, io.a, io.b, io.c, &copies);
+        printf("\n%-22s %-26s %-24s %10s %12s  %s\n", "case", "device", "m x n x k", "seconds", "TFLOP/s", "note");
+        printf("%-22s %-26.26s %-24s %10.4f %12.2f  %s, wall of the oc_matmul call (job %.4f s), %lld tile%s, "
+               "H2D %lld B, D2H %lld B\n",
+               "outcore resident", prop.name, dims, secs, flop / secs / 1e12, tc->name, st.seconds, (long long)st.tiles,
+               st.tiles == 1 ? "" : "s", (long long)st.bytes_h2d, (long long)st.bytes_d2h);
+        if (incore <= 0) {
+            printf("cuBLASLt in core: the product does not fit the device (or has no algorithm)\n");
+            return 1;
+        }
+        printf("%-22s %-26.26s %-24s %10.4f %12.2f  %s, resident, best of the heuristic's candidates\n",
+               "cuBLASLt in core", prop.name, dims, incore, flop / incore / 1e12, tc->name);
+        if (tc->in != OC_MM_INT8) {
+            const int same = memcmp(ours, io.c, bytes_c) == 0;
+            printf("outcore resident and cuBLASLt in core: %s\n", same ? "the same bytes" : "DIFFERENT results");
+            if (!same) return 1;
+        }
+        printf("ratio outcore resident / cuBLASLt in core: %.3f\n", incore / secs);
+        free(ours);
+        free((void *)io.a), free((void *)io.b), free(io.c);
+        return 0;
+    }
     oc_context *ctx;
     if (oc_context_create(&ctx) != OC_OK) return 1;
     oc_matmul_job job;
@@ -354,12 +442,7 @@ int main(int argc, char **argv)
         }
         secs = job.stats.seconds;
     }
-    const double flop = 2.0 * (double)m * (double)n * (double)k;
-    struct cudaDeviceProp prop;
-    CK(cudaGetDeviceProperties(&prop, 0));
     printf("\n%-22s %-26s %-24s %10s %12s  %s\n", "case", "device", "m x n x k", "seconds", "TFLOP/s", "note");
-    char dims[64];
-    snprintf(dims, sizeof dims, "%lld x %lld x %lld", (long long)m, (long long)n, (long long)k);
     char note[160];
     snprintf(note, sizeof note, "%s, --gpu-mem %lld MiB, %lld tiles, H2D %.2f GB, D2H %.2f GB", tc->name,
              (long long)(gpu_mem >> 20), (long long)job.stats.tiles, (double)job.stats.bytes_to_device / 1e9,
