@@ -36,8 +36,9 @@
 #                    (bench_setup_costs: pinning a ring, device memory mapped to peers) and
 #                    freeing a 24 GiB input on 1-32 threads (bench_discard)
 #   matmul           the CUDA matmul backend out of core against cuBLASLt in core on one
-#                    product per type (bench_matmul_cuda; MATMUL_SIZE, default "16384 16384
-#                    16384", and MATMUL_TYPES, default "float64 float32 tf32 float16 int8")
+#                    product per type, then oc_matmul on the same product resident in device
+#                    memory (bench_matmul_cuda; MATMUL_SIZE, default "16384 16384 16384", and
+#                    MATMUL_TYPES, default "float64 float32 tf32 float16 bfloat16 int8")
 #   matmulxt         cuBLASXt's host-to-host GEMM on the same product (bench_cublasxt) at its
 #                    default block and at MATMUL_XT_BLOCKS (default "2048 4096 8192 16384"),
 #                    for MATMUL_XT_TYPES (default "float32")
@@ -62,7 +63,7 @@
 # picks the compute-sanitizer tools (default: memcheck racecheck); TOPK_ARGS are passed to
 # bench_topk_cuda (e.g. "--quick --runs 5").
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 BUILD=${BUILD:-build-gpu}
 LOGS=${OUT:-/tmp/gpu_check}
 mkdir -p "$LOGS"
@@ -207,11 +208,16 @@ if has bench && [ $topk_bench -eq 1 ]; then
 fi
 
 if has bench && [ $matmul_bench -eq 1 ]; then
-  for t in ${MATMUL_TYPES:-float64 float32 tf32 float16 int8}; do
+  for t in ${MATMUL_TYPES:-float64 float32 tf32 float16 bfloat16 int8}; do
     # shellcheck disable=SC2086 # MATMUL_SIZE is three numbers
     timeout "${BENCH_TIMEOUT:-400}" "$BUILD/bench/bench_matmul_cuda" ${MATMUL_SIZE:-16384 16384 16384} "$t" 2>&1 |
       tee "$LOGS/bench_matmul_$t.log"
     note "matmul_$t" "rc ${PIPESTATUS[0]}: $(grep -E '^ratio' "$LOGS/bench_matmul_$t.log" | tail -1)"
+    # The same product on A, B and C in device memory (oc_matmul as a caller with GPU arrays).
+    # shellcheck disable=SC2086 # MATMUL_SIZE is three numbers
+    MATMUL_RESIDENT=1 timeout "${BENCH_TIMEOUT:-400}" "$BUILD/bench/bench_matmul_cuda" \
+      ${MATMUL_SIZE:-16384 16384 16384} "$t" 2>&1 | tee "$LOGS/bench_matmul_resident_$t.log"
+    note "matmul_resident_$t" "rc ${PIPESTATUS[0]}: $(grep -E '^ratio' "$LOGS/bench_matmul_resident_$t.log" | tail -1)"
   done
 fi
 
@@ -237,6 +243,7 @@ if has bench && [ $matmul_host_bench -eq 1 ]; then
 fi
 
 if has bench && [ $compare_bench -eq 1 ]; then
+  # shellcheck disable=SC2086 # CMAKE_ARGS is a list of options
   if [ -z "${OLD_SRC:-}" ] || ! cmake -S "$OLD_SRC" -B build-old -DCMAKE_BUILD_TYPE=Release ${CMAKE_ARGS:-} \
        >"$LOGS/configure_old.log" 2>&1 || ! cmake --build build-old -j"$(nproc)" --target bench_gram_cuda outcore_cli \
        >"$LOGS/build_old.log" 2>&1; then
@@ -280,6 +287,7 @@ fi
 
 if has bench && [ $cost_bench -eq 1 ]; then
   # The cost model's validation grid (docs/cost-model.md): cpu, cuda and auto on every job.
+  # shellcheck disable=SC2086 # COST_ARGS is a list of options
   timeout "${COST_TIMEOUT:-1500}" python3 bench/cost_grid.py --outcore "$BUILD/outcore" ${COST_ARGS:-} 2>&1 |
     tee "$LOGS/cost_grid.log"
   note cost_grid "rc ${PIPESTATUS[0]}: $(grep -E '^summary' "$LOGS/cost_grid.log" | tail -1)"
