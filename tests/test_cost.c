@@ -227,6 +227,17 @@ static void test_cache(void)
     oc_cost_rates again = {0};
     CHECK(oc_cost_cache_load(path, "machine-a | cpu", &again) == 1 && again.note[0] == '\0');
 
+    /* Named figures round trip beside the rates and keep the file valid: a GEMM rate and an
+     * int8 algorithm's place (matmul/cuda/matmul_gemm.h). */
+    CHECK(oc_cost_cache_store_value(path, "machine-a | cpu", OC_COST_GPU_GEMM_FIGURE "int8", 1.5e15) == 0);
+    CHECK(oc_cost_cache_store_value(path, "machine-a | cpu", OC_COST_GPU_INT8_ALGO_FIGURE "4096x4096x4096.w512", 3) ==
+          0);
+    CHECK(oc_cost_cache_value(path, "machine-a | cpu", OC_COST_GPU_INT8_ALGO_FIGURE "4096x4096x4096.w512") == 3);
+    CHECK(oc_cost_cache_value(path, "machine-a | cpu", OC_COST_GPU_GEMM_FIGURE "int8") == 1.5e15);
+    CHECK(oc_cost_cache_value(path, "machine-a | cpu", OC_COST_GPU_INT8_ALGO_FIGURE "1x1x1.w512") == 0);
+    oc_cost_rates named = {0};
+    CHECK(oc_cost_cache_load(path, "machine-a | cpu", &named) == 1 && named.note[0] == '\0');
+
     /* A missing file is no warning. */
     oc_cost_rates none = {0};
     CHECK(oc_cost_cache_load(oc_test_tmp_path("absent.txt"), "machine-a | cpu", &none) == 0);

@@ -228,6 +228,9 @@ int oc_cost_cache_store(const char *path, const char *key, const oc_cost_rates *
  * oc_cost_cache_store_value writes it there as oc_cost_cache_store does (0, or -1 with errno). */
 #define OC_COST_GEMM_FIGURE "cpu_gemm."
 #define OC_COST_GPU_GEMM_FIGURE "gpu_gemm."
+/* The place + 1 among cuBLASLt's heuristic candidates of the fastest int8 algorithm for a
+ * shape, "<rows>x<cols>x<depth>" (matmul/cuda/matmul_gemm.h), in the GPUs' section. */
+#define OC_COST_GPU_INT8_ALGO_FIGURE "gpu_int8_algo."
 double oc_cost_cache_value(const char *path, const char *key, const char *name);
 int oc_cost_cache_store_value(const char *path, const char *key, const char *name, double value);
 

@@ -150,14 +150,15 @@ static int append_line(section *s, const char *line)
 }
 
 /* A value line: a known name (or cpu_bit_macs.<isa>, or a named figure: cpu_gemm.<blas>.<type>,
- * gpu_gemm.<type>) and a positive finite number. */
+ * gpu_gemm.<type>, gpu_int8_algo.<shape>) and a positive finite number. */
 static int valid_value_line(const char *line)
 {
     char name[64];
     double v;
     char extra;
     if (sscanf(line, "%63s %lf %c", name, &v, &extra) != 2 || !isfinite(v) || v <= 0) return 0;
-    static const char *const figures[] = {"cpu_bit_macs.", OC_COST_GEMM_FIGURE, OC_COST_GPU_GEMM_FIGURE};
+    static const char *const figures[] = {"cpu_bit_macs.", OC_COST_GEMM_FIGURE, OC_COST_GPU_GEMM_FIGURE,
+                                          OC_COST_GPU_INT8_ALGO_FIGURE};
     for (size_t i = 0; i < sizeof figures / sizeof figures[0]; ++i)
         if (strncmp(name, figures[i], strlen(figures[i])) == 0) return name[strlen(figures[i])] != '\0';
     for (size_t i = 0; i < NFIELDS; ++i)

@@ -644,6 +644,66 @@ static void check_device_memory(oc_mm_type in, oc_mm_type out)
     check_clean(what);
 }
 
+/* int8's measured choice of algorithm (matmul_gemm.h): a 4096³ product, large enough to be
+ * measured, gives the same bytes with the rate cache off (the heuristic's first algorithm)
+ * and on (the fastest candidate, measured and stored there), and again from the choice kept. */
+static void check_int8_choice(void)
+{
+    const char *what = "int8's measured algorithm";
+    const int64_t e = 4096;
+    const size_t in_bytes = (size_t)(e * e), out_bytes = in_bytes * 4;
+    int8_t *h = malloc(in_bytes);
+    unsigned char *c_off = malloc(out_bytes), *c_on = malloc(out_bytes);
+    void *da = NULL, *db = NULL, *dc = NULL;
+    if (!h || !c_off || !c_on || cudaMalloc(&da, in_bytes) != cudaSuccess || cudaMalloc(&db, in_bytes) != cudaSuccess ||
+        cudaMalloc(&dc, out_bytes) != cudaSuccess) {
+        CHECK_MSG(0, "%s: out of memory", what);
+        return;
+    }
+    uint64_t seed = 99;
+    for (size_t i = 0; i < in_bytes; ++i) h[i] = (int8_t)((int)(oc_test_rand(&seed) % 255) - 127);
+    CHECK(cudaMemcpy(da, h, in_bytes, cudaMemcpyHostToDevice) == cudaSuccess);
+    for (size_t i = 0; i < in_bytes; ++i) h[i] = (int8_t)((int)(oc_test_rand(&seed) % 255) - 127);
+    CHECK(cudaMemcpy(db, h, in_bytes, cudaMemcpyHostToDevice) == cudaSuccess);
+    oc_matmul_array A = OC_MATMUL_ARRAY_INIT, B = OC_MATMUL_ARRAY_INIT, C = OC_MATMUL_ARRAY_INIT;
+    A.data = da, B.data = db, C.data = dc, A.dtype = B.dtype = OC_MATMUL_INT8, C.dtype = OC_MATMUL_INT32;
+    A.rows = A.cols = B.rows = B.cols = C.rows = C.cols = e;
+    A.gpu = B.gpu = C.gpu = 1;
+    oc_matmul_options o = OC_MATMUL_OPTIONS_INIT;
+    char cache[] = "/tmp/oc_int8_choiceXXXXXX";
+    const int fd = mkstemp(cache);
+    CHECK(fd >= 0);
+    if (fd >= 0) close(fd);
+    const char *env = getenv("OUTCORE_COST_CACHE");
+    char *was = env ? strdup(env) : NULL;
+    unsigned char *out[2] = {c_off, c_on};
+    for (int on = 0; on < 3; ++on) {
+        setenv("OUTCORE_COST_CACHE", on ? cache : "off", 1);
+        oc_cost_rates_reset();
+        CHECK(cudaMemset(dc, 0x7f, out_bytes) == cudaSuccess);
+        CHECK_MSG(oc_matmul(ctx, &A, &B, &C, &o, NULL) == OC_OK, "%s: %s", what, oc_context_last_error(ctx));
+        CHECK(cudaMemcpy(out[on ? 1 : 0], dc, out_bytes, cudaMemcpyDeviceToHost) == cudaSuccess);
+        if (on) CHECK_MSG(memcmp(c_off, c_on, out_bytes) == 0, "%s: other bytes than the first algorithm's", what);
+    }
+    char line[4096] = "";
+    FILE *f = fopen(cache, "r");
+    int stored = 0;
+    while (f && fgets(line, sizeof line, f)) stored |= strncmp(line, "gpu_int8_algo.4096x4096x4096.w", 30) == 0;
+    if (f) fclose(f);
+    CHECK_MSG(stored, "%s: no gpu_int8_algo line in the rate cache", what);
+    unlink(cache);
+    char lock[sizeof cache + 8];
+    snprintf(lock, sizeof lock, "%s.lock", cache);
+    unlink(lock);
+    if (was) setenv("OUTCORE_COST_CACHE", was, 1);
+    else unsetenv("OUTCORE_COST_CACHE");
+    free(was);
+    oc_cost_rates_reset();
+    free(h), free(c_off), free(c_on);
+    cudaFree(da), cudaFree(db), cudaFree(dc);
+    check_clean(what);
+}
+
 /* One injected failure (the read_panel or write_tile call `at`): its status and message, no
  * hang, nothing left allocated. */
 static void check_failure(const operands *o, long read_at, long write_at)
@@ -792,6 +852,7 @@ int main(void)
     check_device_memory(OC_MM_INT8, OC_MM_INT32);
     check_device_memory(OC_MM_BFLOAT16, OC_MM_BFLOAT16);
     check_device_memory(OC_MM_FLOAT64, OC_MM_FLOAT64);
+    check_int8_choice();
     check_failures();
     check_devices();
     check_gemm_rates();

@@ -4,11 +4,14 @@
  */
 #include "matmul/cuda/matmul_gemm.h"
 
+#include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "core/error.h"
 #include "core/threads.h"
 #include "core/trace.h"
+#include "cost/cost.h"
 
 #define LT_CHECK(call)                                                                                            \
     do {                                                                                                          \
@@ -92,19 +95,121 @@ static oc_status shape_of(oc_context *ctx, oc_mm_gemm *g, int64_t rows, int64_t 
         LT_CHECK(lt->layout_create(&s->lb, g->ab_type, (uint64_t)depth, (uint64_t)rows, depth));
     }
     LT_CHECK(lt->layout_create(&s->lc, g->c_type, ldc, (uint64_t)rows, (int64_t)ldc));
-    cublasLtMatmulHeuristicResult_t found;
+    cublasLtMatmulHeuristicResult_t found[OC_MM_GEMM_CANDIDATES];
+    const int want = g->plan->in.in_type == OC_MM_INT8 ? OC_MM_GEMM_CANDIDATES : 1;
     int nfound = 0;
     double t = oc_now();
-    cublasStatus_t r = lt->heuristic(g->handle, g->desc, s->la, s->lb, s->lc, s->lc, g->pref, 1, &found, &nfound);
+    cublasStatus_t r = lt->heuristic(g->handle, g->desc, s->la, s->lb, s->lc, s->lc, g->pref, want, found, &nfound);
     oc_trace_phase(&t, "matmul", "cuBLASLt algorithm");
     if (r != CUBLAS_STATUS_SUCCESS || nfound < 1)
         return oc_fail(ctx, OC_ERR_UNSUPPORTED,
                        "cuBLASLt has no %s algorithm for a %lld x %lld tile with K panels of %lld: %s",
                        oc_mm_cuda_type_name(g->plan->in.in_type), (long long)rows, (long long)cols, (long long)depth,
                        r != CUBLAS_STATUS_SUCCESS ? oc_cublaslt_status_name(r) : "none found");
-    s->algo = found.algo;
+    s->algo = found[0].algo;
+    s->candidates = nfound < want ? nfound : want;
+    for (int i = 0; i < s->candidates; ++i) s->candidate[i] = found[i].algo;
     *out = s;
     return OC_OK;
+}
+
+/* ---------------------------------------------------------------- int8's measured choice */
+/* Below this many multiply-adds a shape keeps the heuristic's first algorithm: measuring
+ * would cost more than it could save, and the cache would fill with small shapes. */
+#define TUNE_MIN_MACS (1LL << 36)
+
+/* This process's int8 choices (the rate cache holds them across processes). */
+#define CHOICES_KEPT 64
+static pthread_mutex_t choices_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+    int device_cc;
+    int64_t rows, cols, depth, workspace; /* what the heuristic's candidates depend on */
+    int place;
+} choices[CHOICES_KEPT];
+static int nchoices;
+
+typedef struct tune_run {
+    oc_mm_gemm *g;
+    oc_mm_gemm_shape *s;
+    const void *a, *b;
+    void *acc;
+    cudaStream_t stream;
+} tune_run;
+
+static cublasStatus_t run_algo(tune_run *t, const cublasLtMatmulAlgo_t *algo)
+{
+    const int32_t one = 1, zero = 0;
+    return t->g->lt->matmul(t->g->handle, t->g->desc, &one, t->b, t->s->la, t->a, t->s->lb, &zero, t->acc, t->s->lc,
+                            t->acc, t->s->lc, algo, t->g->workspace, t->g->workspace_bytes, t->stream);
+}
+
+/* The place + 1 of the fastest candidate (the best of two timed runs after a warm one), or 0
+ * when none ran. The accumulator's contents are left undefined. */
+static double measure_candidates(void *arg)
+{
+    tune_run *t = arg;
+    cudaEvent_t ev[2];
+    if (cudaEventCreate(&ev[0]) != cudaSuccess || cudaEventCreate(&ev[1]) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    float best = 0;
+    int place = 0;
+    for (int i = 0; i < t->s->candidates; ++i) {
+        if (run_algo(t, &t->s->candidate[i]) != CUBLAS_STATUS_SUCCESS) continue;
+        float ms = 0;
+        for (int rep = 0; rep < 2; ++rep) {
+            float one = 0;
+            if (cudaEventRecord(ev[0], t->stream) != cudaSuccess ||
+                run_algo(t, &t->s->candidate[i]) != CUBLAS_STATUS_SUCCESS ||
+                cudaEventRecord(ev[1], t->stream) != cudaSuccess || cudaEventSynchronize(ev[1]) != cudaSuccess ||
+                cudaEventElapsedTime(&one, ev[0], ev[1]) != cudaSuccess) {
+                ms = 0;
+                break;
+            }
+            if (rep == 0 || one < ms) ms = one;
+        }
+        if (ms > 0 && (place == 0 || ms < best)) best = ms, place = i + 1;
+    }
+    (void)cudaGetLastError();
+    cudaEventDestroy(ev[0]);
+    cudaEventDestroy(ev[1]);
+    return place;
+}
+
+/* An int8 shape's algorithm: the fastest candidate as this process or the rate cache knows
+ * it, else measured now (t: the shape's first product, not accumulating). */
+static void choose_int8(oc_mm_gemm_shape *s, tune_run *t)
+{
+    s->chosen = 1;
+    if (s->candidates < 2 || s->rows * s->cols * s->depth < TUNE_MIN_MACS) return;
+    int cc = 0, device = 0;
+    if (cudaGetDevice(&device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&cc, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return;
+    }
+    const int64_t ws = (int64_t)t->g->workspace_bytes;
+    int place = 0;
+    pthread_mutex_lock(&choices_lock);
+    for (int i = 0; i < nchoices; ++i)
+        if (choices[i].device_cc == cc && choices[i].rows == s->rows && choices[i].cols == s->cols &&
+            choices[i].depth == s->depth && choices[i].workspace == ws)
+            place = choices[i].place;
+    pthread_mutex_unlock(&choices_lock);
+    if (!place) {
+        char name[64];
+        snprintf(name, sizeof name, "%s%lldx%lldx%lld.w%lld", OC_COST_GPU_INT8_ALGO_FIGURE, (long long)s->rows,
+                 (long long)s->cols, (long long)s->depth, (long long)(ws >> 16));
+        place = (int)oc_cost_figure(1, name, "int8 algorithm", measure_candidates, t);
+        pthread_mutex_lock(&choices_lock);
+        if (place > 0 && nchoices < CHOICES_KEPT) {
+            choices[nchoices].device_cc = cc, choices[nchoices].rows = s->rows, choices[nchoices].cols = s->cols;
+            choices[nchoices].depth = s->depth, choices[nchoices].workspace = ws, choices[nchoices++].place = place;
+        }
+        pthread_mutex_unlock(&choices_lock);
+    }
+    if (place >= 1 && place <= s->candidates) s->algo = s->candidate[place - 1];
 }
 
 oc_status oc_mm_gemm_run(oc_context *ctx, oc_mm_gemm *g, int64_t rows, int64_t cols, int64_t depth, const void *a,
@@ -112,6 +217,10 @@ oc_status oc_mm_gemm_run(oc_context *ctx, oc_mm_gemm *g, int64_t rows, int64_t c
 {
     oc_mm_gemm_shape *s = NULL;
     OC_CHECK(ctx, shape_of(ctx, g, rows, cols, depth, &s));
+    if (!s->chosen && !accumulate && g->plan->in.in_type == OC_MM_INT8) {
+        tune_run t = {g, s, a, b, acc, stream};
+        choose_int8(s, &t);
+    }
     const double alpha64 = 1.0, beta64 = accumulate;
     const float alpha32 = 1.0f, beta32 = (float)accumulate;
     const int32_t alphai = 1, betai = accumulate;

@@ -14,6 +14,15 @@
  * cublasLtMatmulAlgoGetHeuristic's first answer with the plan's fixed workspace, and every
  * tile of that shape runs it; cuBLASLt gives the same bits for the same algorithm, shape and
  * data on devices of one architecture and SM count.
+ *
+ * int8 is exact whatever the algorithm, so there the fastest of the heuristic's first
+ * OC_MM_GEMM_CANDIDATES is taken instead: measured on a large shape's first product on a
+ * machine (each candidate run into the accumulator before the product itself) and kept in the
+ * rate cache's GPU section as gpu_int8_algo.<rows>x<cols>x<depth>.w<workspace / 64 KiB> (the
+ * candidate's place + 1),
+ * and in this process. The heuristic's first guess for Hopper's integer kernels ran 1.5x
+ * slower than its third on 16384³ (bench/RESULTS.md). With the rate cache off the first is
+ * taken.
  */
 #ifndef OC_MATMUL_CUDA_MATMUL_GEMM_H
 #define OC_MATMUL_CUDA_MATMUL_GEMM_H
@@ -26,10 +35,15 @@
 /* A job has at most 8 shapes: full and edge rows, columns and panel depth. */
 #define OC_MM_GEMM_SHAPES 8
 
+/* int8 only: the heuristic's candidates a shape may choose among by measuring them. */
+#define OC_MM_GEMM_CANDIDATES 8
+
 typedef struct oc_mm_gemm_shape {
     int64_t rows, cols, depth;
     cublasLtMatrixLayout_t la, lb, lc;
     cublasLtMatmulAlgo_t algo;
+    cublasLtMatmulAlgo_t candidate[OC_MM_GEMM_CANDIDATES]; /* int8 */
+    int candidates, chosen;                                /* chosen: the choice was made */
 } oc_mm_gemm_shape;
 
 typedef struct oc_mm_gemm {
