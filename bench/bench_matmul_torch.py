@@ -7,7 +7,8 @@ downloads the result (.cpu().numpy()); outcore.matmul(A, B, backend="cuda") stre
 Each is timed from pageable arrays and from pinned ones (torch's pin_memory(); outcore's
 empty_pinned()), and outcore also into a pinned result made before the timing (out=; torch's
 pinned result comes from its caching host allocator), best of --runs after a warm-up, and
-the results are compared. TF32 is off for both (IEEE FP32 products).
+the results are compared; last, both from CUDA tensors already on the device (outcore.matmul
+on the tensors against torch.matmul). TF32 is off for both (IEEE FP32 products).
 
 Usage: bench_matmul_torch.py [--m 32768] [--k 8192] [--n 32768] [--runs 3] [--dtype float32]
 """
@@ -100,6 +101,22 @@ def main():
     rows.append(("pinned, out pinned", best(lambda: outcore.matmul(Ap, Bp, out=Cp, backend="cuda"), args.runs),
                  best(torch_prepinned, args.runs)))
     assert np.array_equal(Cp, outcore.matmul(Ap, Bp, backend="cuda")), "the pinned result differs"
+    # Both operands already CUDA tensors: outcore.matmul reads them where they are (one
+    # cuBLASLt call into a new tensor) against torch.matmul, each synchronised.
+    da, db = torch.from_numpy(A).cuda(), torch.from_numpy(B).cuda()
+
+    def on_gpu(fn):
+        def run():
+            c = fn()
+            torch.cuda.synchronize()
+            return c
+        return run
+
+    rows.append(("CUDA tensors", best(on_gpu(lambda: outcore.matmul(da, db)), args.runs),
+                 best(on_gpu(lambda: torch.matmul(da, db)), args.runs)))
+    gpu_err = float((outcore.matmul(da, db) - torch.matmul(da, db)).abs().max()) / scale
+    print(f"CUDA tensors: largest difference to torch.matmul {gpu_err:.2e} of max|A| row sum x max|B|")
+    del da, db
     print(f"\n{'inputs':<20} {'m x k x n':<22} {'outcore s':>10} {'TFLOP/s':>8} {'torch s':>10} {'TFLOP/s':>8} "
           f"{'outcore/torch':>14}")
     for name, o, t in rows:
