@@ -644,6 +644,50 @@ static void check_device_memory(oc_mm_type in, oc_mm_type out)
     check_clean(what);
 }
 
+/* k = 0: C is zeros (numpy's empty sum) on the GPU too, in device memory and on the host,
+ * A·Aᵀ included. */
+static void check_empty_k(void)
+{
+    const char *what = "k = 0 on the GPU";
+    const int64_t m = 37, n = 29;
+    float *dc = NULL, *host = malloc((size_t)(m * n) * sizeof(float));
+    if (!host || cudaMalloc((void **)&dc, (size_t)(m * n) * sizeof(float)) != cudaSuccess) {
+        CHECK_MSG(0, "%s: out of memory", what);
+        return;
+    }
+    float dummy = 1;
+    oc_matmul_array A = OC_MATMUL_ARRAY_INIT, B = OC_MATMUL_ARRAY_INIT, C = OC_MATMUL_ARRAY_INIT;
+    A.dtype = B.dtype = C.dtype = OC_MATMUL_FLOAT32;
+    A.data = B.data = &dummy;
+    A.rows = m, A.cols = 0, B.rows = 0, B.cols = n, C.rows = m, C.cols = n;
+    oc_matmul_options o = OC_MATMUL_OPTIONS_INIT;
+    o.backend = OC_BACKEND_CUDA;
+    for (int on_device = 0; on_device < 2; ++on_device) {
+        CHECK(cudaMemset(dc, 0x7f, (size_t)(m * n) * sizeof(float)) == cudaSuccess);
+        for (int64_t i = 0; i < m * n; ++i) host[i] = 7;
+        C.data = on_device ? (void *)dc : (void *)host, C.gpu = on_device;
+        CHECK_MSG(oc_matmul(ctx, &A, &B, &C, &o, NULL) == OC_OK, "%s: %s", what, oc_context_last_error(ctx));
+        if (on_device)
+            CHECK(cudaMemcpy(host, dc, (size_t)(m * n) * sizeof(float), cudaMemcpyDeviceToHost) == cudaSuccess);
+        int zeros = 1;
+        for (int64_t i = 0; i < m * n; ++i) zeros &= host[i] == 0;
+        CHECK_MSG(zeros, "%s: C is not zeros (%s)", what, on_device ? "device memory" : "host memory");
+    }
+    /* A·Aᵀ of an m x 0 A into host memory: m x m zeros. */
+    o.gram = 1;
+    C.gpu = 0, C.cols = m;
+    float *sq = malloc((size_t)(m * m) * sizeof(float));
+    for (int64_t i = 0; sq && i < m * m; ++i) sq[i] = 7;
+    C.data = sq;
+    CHECK_MSG(sq && oc_matmul(ctx, &A, NULL, &C, &o, NULL) == OC_OK, "%s, A·Aᵀ: %s", what, oc_context_last_error(ctx));
+    int zeros = sq != NULL;
+    for (int64_t i = 0; sq && i < m * m; ++i) zeros &= sq[i] == 0;
+    CHECK_MSG(zeros, "%s, A·Aᵀ: C is not zeros", what);
+    free(sq), free(host);
+    cudaFree(dc);
+    check_clean(what);
+}
+
 /* int8's measured choice of algorithm (matmul_gemm.h): a 4096³ product, large enough to be
  * measured, gives the same bytes with the rate cache off (the heuristic's first algorithm)
  * and on (the fastest candidate, measured and stored there), and again from the choice kept. */
@@ -853,6 +897,7 @@ int main(void)
     check_device_memory(OC_MM_BFLOAT16, OC_MM_BFLOAT16);
     check_device_memory(OC_MM_FLOAT64, OC_MM_FLOAT64);
     check_int8_choice();
+    check_empty_k();
     check_failures();
     check_devices();
     check_gemm_rates();

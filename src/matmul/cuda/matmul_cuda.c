@@ -209,12 +209,52 @@ static oc_status job_status(oc_context *ctx, const device_thread *t, int nd)
     return oc_fail(ctx, first->res.st, "%s", first->res.message);
 }
 
+/* k = 0: C is zeros (the empty sum), written without a product: set on the device when C is
+ * device memory, else through write_tile in bands of rows. */
+static oc_status zero_result(oc_matmul_job *job)
+{
+    oc_context *ctx = job->ctx;
+    const size_t elem = oc_mm_type_size(job->out_type);
+    int64_t ld = 0;
+    void *c = job->tile_memory ? job->tile_memory(job, 0, 0, &ld) : NULL;
+    if (c && oc_cuda_memory_device(c) >= 0) {
+        cudaError_t e = cudaMemset2D(c, (size_t)ld * elem, 0, (size_t)job->n * elem, (size_t)job->m);
+        if (e == cudaSuccess) e = cudaDeviceSynchronize();
+        if (e != cudaSuccess) {
+            (void)cudaGetLastError();
+            return oc_fail(ctx, OC_ERR_DEVICE, "matmul: zeroing C on the device: %s", cudaGetErrorString(e));
+        }
+        return OC_OK;
+    }
+    const int64_t band =
+        job->n > 0 && (64LL << 20) / ((int64_t)elem * job->n) > 0 ? (64LL << 20) / ((int64_t)elem * job->n) : 1;
+    void *zeros = calloc((size_t)(band < job->m ? band : job->m) * (size_t)job->n, elem);
+    if (!zeros) return oc_fail(ctx, OC_ERR_NO_MEMORY, "matmul: out of host memory for a band of zeros");
+    oc_status st = OC_OK;
+    for (int64_t r = 0; r < job->m && st == OC_OK; r += band) {
+        const int64_t rows = band < job->m - r ? band : job->m - r;
+        /* A·Aᵀ: its upper part from row r on, mirrored by write_tile. */
+        const int64_t col0 = job->symmetric ? r : 0;
+        st = job->write_tile(job, r, rows, col0, job->n - col0, zeros, job->n - col0);
+    }
+    free(zeros);
+    return st;
+}
+
 static oc_status cuda_run(oc_matmul_job *job)
 {
     oc_context *ctx = job->ctx;
     const double t0 = oc_now();
     double t_phase = t0;
     char why[512], where[1024];
+    if (job->k == 0) {
+        OC_CHECK(ctx, wait_for_callers_devices(ctx, job));
+        memset(&job->stats, 0, sizeof job->stats);
+        snprintf(job->stats.backend, sizeof job->stats.backend, "cuda/cublasLt");
+        const oc_status st = zero_result(job);
+        job->stats.seconds = oc_now() - t0;
+        return st;
+    }
     const oc_cublaslt_api *lt = oc_cublaslt_load(why, sizeof why);
     if (!lt) return oc_fail(ctx, OC_ERR_UNSUPPORTED, "matmul on the GPU: %s", why);
     oc_mm_cuda_plan plan;
