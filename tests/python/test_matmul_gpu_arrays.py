@@ -120,3 +120,11 @@ def test_cupy_arrays():
 def test_gpu_field_in_the_array_struct():
     from outcore import _lib
     assert _lib.MatmulArray.gpu.offset + ctypes.sizeof(ctypes.c_int) <= ctypes.sizeof(_lib.MatmulArray)
+
+
+@pytest.mark.skipif(not HAVE_TORCH, reason="needs torch with a usable CUDA device")
+def test_torch_empty_inner_dimension():
+    a = torch.empty((5, 0), dtype=torch.float32, device="cuda")
+    b = torch.empty((0, 4), dtype=torch.float32, device="cuda")
+    c = outcore.matmul(a, b)
+    assert c.is_cuda and tuple(c.shape) == (5, 4) and not c.any()
