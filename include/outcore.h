@@ -952,10 +952,11 @@ typedef enum oc_matmul_dtype {
  * gpu nonzero: data is CUDA device memory (cudaMalloc, a framework's tensor). The product then
  * runs on the GPU (the CPU backend is refused), on the device that holds that memory unless
  * the options name devices; work queued on that device is waited for first. Such an operand
- * is read as stored: in the compute dtype, neither transposed nor A·Aᵀ's B (OC_ERR_INPUT
- * otherwise: convert or transpose it on the device first). A result in device memory is
- * not A·Aᵀ's. A product whose A, B and C are all device memory with rows back to back
- * (ld = cols) runs as one cuBLASLt product on them, without copies (docs/matmul.md). */
+ * must be in the compute dtype (OC_ERR_INPUT otherwise: convert it on the device first). A
+ * product whose A, B and C are all in one device's memory with rows back to back (ld = cols)
+ * runs as one cuBLASLt product on them, without copies, transposes and A·Aᵀ included; any
+ * other mix runs in tiles copied on the device and reads GPU operands as stored, so there a
+ * transpose of one, or A·Aᵀ, is refused (OC_ERR_INPUT naming what is missing). docs/matmul.md. */
 typedef struct oc_matmul_array {
     size_t struct_size;     /* sizeof(oc_matmul_array) */
     const char *path;       /* a .npy file, or NULL for memory */

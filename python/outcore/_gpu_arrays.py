@@ -50,7 +50,8 @@ def _describe(name, x):
 def operand(name, x, transpose, codes):
     """(MatmulArray, transpose) for GPU array x as the library reads it: in place when its rows
     are contiguous, as its transpose when it is a transposed view of such an array (which the
-    library then refuses, naming the operand: a GPU operand is read as stored)."""
+    library reads with cuBLASLt's transposes when A, B and C are all on one GPU, and refuses
+    otherwise, saying what is missing)."""
     ptr, shape, strides, dtype = _describe(name, x)
     if len(shape) != 2:
         raise InputError(f"{name}: a {len(shape)}-dimensional array; matmul takes 2-D matrices")

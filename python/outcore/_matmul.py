@@ -127,8 +127,9 @@ def matmul(A: ArrayLike | Path, B: ArrayLike | Path | None = None, out: Path | n
         by CUDA or a framework) in the compute dtype is uploaded from where it is, without a
         copy on the host. A GPU array (a CUDA torch tensor, a CuPy array, anything with
         ``__cuda_array_interface__``) is read where it is, on its device: it must be in the
-        compute dtype with contiguous rows, and not transposed (convert or transpose it on
-        the device first); the product then runs on the GPU.
+        compute dtype with contiguous rows (convert it on the device first); the product then
+        runs on the GPU. A transposed view, or B=None, needs A, B and the result all on one
+        GPU (then it is one cuBLASLt call with its transposes).
     B : array_like or path, optional
         The second operand, as A. None computes op(A)·op(A)ᵀ from its upper tiles (an
         exactly symmetric result).

@@ -32,6 +32,9 @@ typedef struct mm_setup {
     oc_matmul_dtype result;
     int64_t host_budget; /* the job's (the panels get what mapped inputs leave of it) */
     int devices[OC_MAX_LOGICAL_DEVICES];
+    int gpu_transposed; /* an operand in GPU memory is read transposed (A·Aᵀ's B included) */
+    int c_gpu;          /* C is GPU memory, on c_device */
+    int c_device;
     oc_matmul_job job;
 } mm_setup;
 
@@ -98,21 +101,17 @@ static oc_status check_options(oc_context *ctx, const oc_matmul_options *o, cons
     return OC_OK;
 }
 
-/* Operands in GPU memory are read as stored, each panel from where it is (panel_memory), so
- * they must be in the compute type and not transposed (nor A·Aᵀ's B, which is Aᵀ). The job
- * runs on a GPU, on their device unless the options name devices. */
+/* Operands in GPU memory are read where they are, so they must be in the compute type; one
+ * read transposed (A·Aᵀ's B is Aᵀ) is checked with the result (gpu_resident). The job runs on
+ * a GPU, on their device unless the options name devices. */
 static oc_status gpu_operands(oc_context *ctx, const oc_matmul_options *o, mm_setup *s)
 {
     const oc_mm_source *src[2] = {&s->a, s->has_b ? &s->b : &s->a};
-    const char *label[2] = {"A", s->has_b ? "B" : "A (A·Aᵀ's B is its transpose)"};
+    const char *label[2] = {"A", "B"};
     for (int i = 0; i < 2; i++) {
         const oc_mm_source *x = src[i];
         if (x->gpu_device < 0) continue;
-        if (s->transpose[i])
-            return oc_fail(ctx, OC_ERR_INPUT,
-                           "%s: in GPU memory, an operand is read as stored, not transposed: transpose it on the "
-                           "device first",
-                           label[i]);
+        if (s->transpose[i]) s->gpu_transposed = 1;
         const oc_matmul_dtype want = oc_matmul_dtype_of(s->job.in_type);
         if (x->dtype != want)
             return oc_fail(ctx, OC_ERR_INPUT,
@@ -125,22 +124,53 @@ static oc_status gpu_operands(oc_context *ctx, const oc_matmul_options *o, mm_se
     return OC_OK;
 }
 
-/* A result in GPU memory (c->gpu): device memory of the result's shape, not A·Aᵀ's (whose
- * tiles are mirrored on the host). */
+/* A product that only the resident plan can run (matmul_job.h's gpu_resident_only): an
+ * operand in GPU memory read transposed, or A·Aᵀ with GPU memory, since the tiled plan reads
+ * panels as stored and mirrors A·Aᵀ on the host. It needs A, B and C in one device's memory,
+ * rows back to back, and that device alone. */
+static oc_status gpu_resident(oc_context *ctx, const oc_matmul_options *o, mm_setup *s)
+{
+    if (!s->job.gpu_memory || (!s->gpu_transposed && !s->job.symmetric)) return OC_OK;
+    const char *what = s->job.symmetric ? "A·Aᵀ with GPU memory" : "an operand in GPU memory read transposed";
+    const oc_mm_source *src[2] = {&s->a, s->has_b ? &s->b : &s->a};
+    const int device = s->c_gpu ? s->c_device : src[0]->gpu_device;
+    const char *why = NULL;
+    for (int i = 0; i < 2 && !why; i++)
+        if (src[i]->gpu_device < 0 || src[i]->gpu_device != device)
+            why = i ? "B is not in that device's memory" : "A is not in that device's memory";
+        else if (src[i]->ld != src[i]->cols)
+            why = i ? "B's rows are not back to back" : "A's rows are not back to back";
+    if (!why && !s->c_gpu) why = "C is not in that device's memory";
+    else if (!why && s->job.ndevices != 1) why = "several devices are named";
+    else if (!why && s->devices[0] != device) why = "the device named is not theirs";
+    else if (!why && o->tile > 0) why = "a tile is forced";
+    if (!why) {
+        s->job.gpu_resident_only = 1;
+        return OC_OK;
+    }
+    return oc_fail(ctx, OC_ERR_INPUT,
+                   "%s runs as one product on A, B and C where they are, in one device's memory with rows back to "
+                   "back, but %s: transpose the operand on the device first, or give A, B and C so",
+                   what, why);
+}
+
+/* A result in GPU memory (c->gpu): device memory of the result's shape. */
 static oc_status gpu_result(oc_context *ctx, const oc_matmul_options *o, const oc_matmul_array *c, mm_setup *s)
 {
-    if (!c || c->path || !oc_mm_array_gpu(c)) return OC_OK;
-    int device = -1;
-    const int64_t ld = c->ld ? c->ld : c->cols;
-    OC_CHECK(ctx, oc_mm_gpu_memory(ctx, "C", c->data, c->rows, c->cols, ld, oc_matmul_dtype_size(c->dtype), &device));
-    if (device < 0) return OC_OK;
-    if (s->job.symmetric)
-        return oc_fail(ctx, OC_ERR_INPUT,
-                       "C: in GPU memory, but A·Aᵀ's upper tiles are mirrored on the host: give the result host "
-                       "memory or a path");
-    if (!s->job.gpu_memory && (!o->devices || !*o->devices)) s->devices[0] = device;
-    s->job.gpu_memory = 1;
-    return OC_OK;
+    if (c && !c->path && oc_mm_array_gpu(c)) {
+        int device = -1;
+        const int64_t ld = c->ld ? c->ld : c->cols;
+        OC_CHECK(ctx,
+                 oc_mm_gpu_memory(ctx, "C", c->data, c->rows, c->cols, ld, oc_matmul_dtype_size(c->dtype), &device));
+        if (device >= 0) {
+            if (ld != c->cols && s->job.symmetric)
+                return oc_fail(ctx, OC_ERR_INPUT, "C: in GPU memory for A·Aᵀ, its rows must be back to back (ld 0)");
+            if (!s->job.gpu_memory && (!o->devices || !*o->devices)) s->devices[0] = device;
+            s->job.gpu_memory = 1;
+            s->c_gpu = 1, s->c_device = device;
+        }
+    }
+    return gpu_resident(ctx, o, s);
 }
 
 /* Rows and columns of op(X). */
@@ -330,6 +360,7 @@ oc_status oc_matmul(oc_context *ctx, const oc_matmul_array *a, const oc_matmul_a
         return oc_trace_at(ctx, st, __FILE__, __LINE__);
     }
     io_init(&s, &io);
+    io.dest_gpu = s.c_gpu;
     st = resume_open(ctx, &s, &io, c, opts);
     if (st == OC_OK && s.job.m > 0 && s.job.n > 0) st = be->run(&s.job);
     else if (st == OC_OK)
@@ -359,6 +390,7 @@ oc_status oc_matmul_plan(oc_context *ctx, const oc_matmul_array *a, const oc_mat
     if (st == OC_OK) st = oc_mm_choose(ctx, &s.job, opts, &be, why, sizeof why);
     if (st == OC_OK) {
         io_init(&s, &io);
+        io.dest_gpu = s.c_gpu;
         /* A result in memory: where it is, which decides whether the product runs where its
          * operands are (nothing is written). */
         if (c && !c->path && oc_mm_array_size_ok(c) && c->data) {

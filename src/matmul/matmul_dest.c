@@ -130,7 +130,7 @@ void *oc_mm_tile_memory(const oc_matmul_job *job, int64_t row0, int64_t col0, in
 {
     const oc_mm_io *io = job->io;
     const oc_mm_dest *d = &io->dest;
-    if (d->npy || job->symmetric || io->resume || !d->data) return NULL;
+    if (d->npy || (job->symmetric && !io->dest_gpu) || io->resume || !d->data) return NULL;
     *ld = d->ld;
     return d->data + ((size_t)row0 * (size_t)d->ld + (size_t)col0) * d->elem;
 }

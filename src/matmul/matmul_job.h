@@ -66,10 +66,17 @@ typedef int (*oc_mm_tile_done_fn)(const oc_matmul_job *job, int64_t row0, int64_
 typedef const void *(*oc_mm_panel_memory_fn)(const oc_matmul_job *job, oc_mm_operand which, int64_t row0, int64_t col0,
                                              int64_t *ld);
 /* Where element (row0, col0) of C goes in the caller's memory when write_tile would only copy
- * a tile there (out_type, not A·Aᵀ, which write_tile mirrors; nothing to record): its
- * address, *ld elements between rows; NULL otherwise. A backend that stores a tile there
- * itself does not call write_tile for it. Thread-safe. */
+ * a tile there (out_type, not A·Aᵀ, which write_tile mirrors, unless C is GPU memory (then
+ * the backend mirrors: gpu_resident_only); nothing to record): its address, *ld elements
+ * between rows; NULL otherwise. A backend that stores a tile there itself does not call
+ * write_tile for it. Thread-safe. */
 typedef void *(*oc_mm_tile_memory_fn)(const oc_matmul_job *job, int64_t row0, int64_t col0, int64_t *ld);
+/* Where operand `which` lies in the caller's memory as stored, in in_type (not a file, not
+ * converted): its element (0, 0), *ld elements between its stored rows, and *transposed
+ * when op(X) is the stored matrix's transpose; NULL otherwise. What a backend that
+ * multiplies whole operands where they are (a GPU's resident plan) reads. Thread-safe. */
+typedef const void *(*oc_mm_stored_memory_fn)(const oc_matmul_job *job, oc_mm_operand which, int64_t *ld,
+                                              int *transposed);
 
 struct oc_matmul_job {
     oc_context *ctx;
@@ -90,10 +97,15 @@ struct oc_matmul_job {
     /* May be NULL: panels and tiles then go through read_panel and write_tile alone. */
     oc_mm_panel_memory_fn panel_memory;
     oc_mm_tile_memory_fn tile_memory;
+    oc_mm_stored_memory_fn stored_memory;
     /* A, B or C is CUDA device memory, which panel_memory or tile_memory gives for every
      * panel and tile (the job layer refuses it otherwise): a GPU backend alone runs it, and
      * never calls read_panel or write_tile for it. */
     int gpu_memory;
+    /* gpu_memory, and an operand in GPU memory is read transposed, or the job is A·Aᵀ: only
+     * a plan that multiplies the whole operands where they are (a GPU's resident plan) can
+     * run it; the job layer has checked that A, B and C are all in one device's memory. */
+    int gpu_resident_only;
     void *io; /* the job layer's state for the callbacks */
     /* Budgets, resolved by the job layer: bytes of host memory a backend may use for panels
      * and tiles, bytes of device memory per device (0 on the CPU). */

@@ -62,11 +62,24 @@ const void *oc_mm_panel_memory(const oc_matmul_job *job, oc_mm_operand which, in
     return s->data + ((size_t)row0 * (size_t)s->ld + (size_t)col0) * oc_matmul_dtype_size(s->dtype);
 }
 
+const void *oc_mm_stored_memory(const oc_matmul_job *job, oc_mm_operand which, int64_t *ld, int *transposed)
+{
+    const oc_mm_io *io = job->io;
+    const oc_mm_source *s = io->src[which];
+    if (!s->data || s->fd >= 0 || oc_mm_source_mapped_bytes(s) > 0 || s->transposed ||
+        oc_matmul_dtype_of(job->in_type) != s->dtype)
+        return NULL;
+    *ld = s->ld;
+    *transposed = io->transpose[which];
+    return s->data;
+}
+
 void oc_mm_io_bind(oc_matmul_job *job, oc_mm_io *io)
 {
     job->read_panel = oc_mm_read_panel;
     job->write_tile = oc_mm_write_tile;
     job->panel_memory = oc_mm_panel_memory;
     job->tile_memory = oc_mm_tile_memory;
+    job->stored_memory = oc_mm_stored_memory;
     job->io = io;
 }

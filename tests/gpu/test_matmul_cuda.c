@@ -613,21 +613,24 @@ static void check_device_memory(oc_mm_type in, oc_mm_type out)
     o2.backend = OC_BACKEND_CPU;
     CHECK(oc_matmul(ctx, &pa, &pb, &pc, &o2, NULL) == OC_ERR_INVALID_ARGUMENT &&
           strstr(oc_context_last_error(ctx), "GPU memory"));
+    /* A transposed operand, or A·Aᵀ, on the device with C on the host: only the resident plan
+     * reads operands transposed, and it needs C on the device too. */
     o2 = opts;
     o2.transpose_a = 1;
     oc_matmul_array sq = pa;
-    sq.cols = m; /* op(A) = Aᵀ: k x m needs A m x k read transposed; here a square view */
+    sq.cols = m; /* op(A) = Aᵀ: a square m x m view of A's memory */
     sq.rows = m;
-    pc.rows = m, pc.cols = n;
-    oc_matmul_array bm = pb;
+    oc_matmul_array bm = pb, hc = OC_MATMUL_ARRAY_INIT;
     bm.rows = m;
-    CHECK(oc_matmul(ctx, &sq, &bm, &pc, &o2, NULL) == OC_ERR_INPUT &&
-          strstr(oc_context_last_error(ctx), "A: in GPU memory") && strstr(oc_context_last_error(ctx), "transpose"));
+    hc.data = c_host, hc.dtype = pc.dtype, hc.rows = m, hc.cols = n;
+    CHECK(oc_matmul(ctx, &sq, &bm, &hc, &o2, NULL) == OC_ERR_INPUT &&
+          strstr(oc_context_last_error(ctx), "read transposed") &&
+          strstr(oc_context_last_error(ctx), "C is not in that device's memory"));
     o2 = opts;
     o2.gram = 1;
     o2.dtype = OC_MATMUL_DEFAULT;
-    CHECK(oc_matmul_result(ctx, &pa, NULL, &o2, NULL, NULL, NULL) == OC_ERR_INPUT &&
-          strstr(oc_context_last_error(ctx), "A·Aᵀ"));
+    hc.cols = m;
+    CHECK(oc_matmul(ctx, &pa, NULL, &hc, &o2, NULL) == OC_ERR_INPUT && strstr(oc_context_last_error(ctx), "A·Aᵀ"));
     if (in != OC_MM_FLOAT64) {
         o2 = opts;
         o2.dtype = OC_MATMUL_FLOAT64;
@@ -641,6 +644,95 @@ static void check_device_memory(oc_mm_type in, oc_mm_type out)
     free(c), free(c_host), free(ones);
     cudaFree(da), cudaFree(db), cudaFree(dc);
     free_operands(&o);
+    check_clean(what);
+}
+
+/* elem-byte elements of the rows x cols row-major x, transposed (cols x rows). */
+static void *transposed_copy(const void *x, int64_t rows, int64_t cols, size_t elem)
+{
+    unsigned char *t = malloc((size_t)(rows * cols) * elem + 1);
+    for (int64_t r = 0; t && r < rows; ++r)
+        for (int64_t c = 0; c < cols; ++c)
+            memcpy(t + (size_t)(c * rows + r) * elem, (const unsigned char *)x + (size_t)(r * cols + c) * elem, elem);
+    return t;
+}
+
+static void *on_device(const void *x, size_t bytes)
+{
+    void *d = NULL;
+    if (cudaMalloc(&d, bytes ? bytes : 1) != cudaSuccess) return NULL;
+    if (bytes && x) CHECK(cudaMemcpy(d, x, bytes, cudaMemcpyHostToDevice) == cudaSuccess);
+    return d;
+}
+
+/* The resident plan reads transposed operands where they are, through cuBLASLt's transposes
+ * (int8: transposed into its K-contiguous layout only where they are not so already):
+ * op(A) = Aᵀ, op(B) = Bᵀ and both against the reference, and A·Aᵀ from A alone, the whole
+ * product computed and mirrored, exactly symmetric. */
+static void check_device_transposes(oc_mm_type in, oc_mm_type out, int64_t k)
+{
+    char what[96];
+    const int64_t m = 211, n = 204; /* int8: k a multiple of 16 takes the operands as stored */
+    operands o = make_operands(m, n, k, in, out, 0, 555 + (uint64_t)in);
+    const size_t es = oc_mm_type_size(in), ia = (size_t)(m * k) * es, ib = (size_t)(k * n) * es,
+                 oc = (size_t)(m * n) * oc_mm_type_size(out);
+    void *at = transposed_copy(o.a, m, k, es), *bt = transposed_copy(o.b, k, n, es);
+    void *da = on_device(o.a, ia), *db = on_device(o.b, ib), *dat = on_device(at, ia), *dbt = on_device(bt, ib);
+    void *dc = on_device(NULL, oc);
+    unsigned char *c = malloc(oc), *ones = malloc((size_t)(212 * 212));
+    if (!at || !bt || !da || !db || !dat || !dbt || !dc || !c || !ones) {
+        CHECK_MSG(0, "%s -> %s transposed in device memory: out of memory", type_name(in), type_name(out));
+        return;
+    }
+    memset(ones, 1, (size_t)(212 * 212));
+    const int gpu[3] = {1, 1, 1};
+    for (int t = 1; t < 4; ++t) {
+        const int ta = t & 1, tb = t >> 1;
+        snprintf(what, sizeof what, "%s -> %s in device memory, %s%s", type_name(in), type_name(out),
+                 ta ? "op(A) = Aᵀ " : "", tb ? "op(B) = Bᵀ" : "");
+        oc_matmul_options opts = OC_MATMUL_OPTIONS_INIT;
+        opts.dtype = oc_matmul_dtype_of(out);
+        opts.transpose_a = ta, opts.transpose_b = tb;
+        oc_matmul_array arr[3] = {OC_MATMUL_ARRAY_INIT, OC_MATMUL_ARRAY_INIT, OC_MATMUL_ARRAY_INIT};
+        arr[0].data = ta ? dat : da, arr[0].rows = ta ? k : m, arr[0].cols = ta ? m : k;
+        arr[1].data = tb ? dbt : db, arr[1].rows = tb ? n : k, arr[1].cols = tb ? k : n;
+        arr[2].data = dc, arr[2].rows = m, arr[2].cols = n;
+        for (int i = 0; i < 3; ++i) arr[i].gpu = gpu[i], arr[i].dtype = oc_matmul_dtype_of(i == 2 ? out : in);
+        CHECK(cudaMemset(dc, 0xA5, oc) == cudaSuccess);
+        oc_matmul_stats stats = {.struct_size = sizeof stats};
+        const oc_status st = oc_matmul(ctx, &arr[0], &arr[1], &arr[2], &opts, &stats);
+        CHECK_MSG(st == OC_OK && stats.tiles == 1 && stats.bytes_h2d == 0, "%s: %s", what, oc_context_last_error(ctx));
+        CHECK(cudaMemcpy(c, dc, oc, cudaMemcpyDeviceToHost) == cudaSuccess);
+        check_result(&o, c, ones, 0, what);
+    }
+    free_operands(&o);
+
+    /* A·Aᵀ from A in device memory into C there. */
+    snprintf(what, sizeof what, "%s -> %s A·Aᵀ in device memory", type_name(in), type_name(out));
+    const int64_t mg = 212; /* int8: a multiple of 4 */
+    operands g = make_operands(mg, mg, k, in, out, 1, 777 + (uint64_t)in);
+    const size_t gc = (size_t)(mg * mg) * oc_mm_type_size(out);
+    void *dg = on_device(g.a, (size_t)(mg * k) * es), *dgc = on_device(NULL, gc);
+    unsigned char *cg = malloc(gc);
+    oc_matmul_array A = OC_MATMUL_ARRAY_INIT, C = OC_MATMUL_ARRAY_INIT;
+    A.data = dg, A.rows = mg, A.cols = k, A.dtype = oc_matmul_dtype_of(in), A.gpu = 1;
+    C.data = dgc, C.rows = mg, C.cols = mg, C.dtype = oc_matmul_dtype_of(out), C.gpu = 1;
+    oc_matmul_options opts = OC_MATMUL_OPTIONS_INIT;
+    opts.gram = 1, opts.dtype = C.dtype;
+    const oc_status st = dg && dgc && cg ? oc_matmul(ctx, &A, NULL, &C, &opts, NULL) : OC_ERR_NO_MEMORY;
+    CHECK_MSG(st == OC_OK, "%s: %s", what, oc_context_last_error(ctx));
+    if (st == OC_OK && cudaMemcpy(cg, dgc, gc, cudaMemcpyDeviceToHost) == cudaSuccess) {
+        check_result(&g, cg, ones, 0, what);
+        const size_t e = oc_mm_type_size(out);
+        int symmetric = 1;
+        for (int64_t i = 0; i < mg; ++i)
+            for (int64_t j = 0; j < i; ++j)
+                symmetric &= memcmp(cg + (size_t)(i * mg + j) * e, cg + (size_t)(j * mg + i) * e, e) == 0;
+        CHECK_MSG(symmetric, "%s: not exactly symmetric", what);
+    }
+    free_operands(&g);
+    free(at), free(bt), free(c), free(ones), free(cg);
+    cudaFree(da), cudaFree(db), cudaFree(dat), cudaFree(dbt), cudaFree(dc), cudaFree(dg), cudaFree(dgc);
     check_clean(what);
 }
 
@@ -896,6 +988,11 @@ int main(void)
     check_device_memory(OC_MM_INT8, OC_MM_INT32);
     check_device_memory(OC_MM_BFLOAT16, OC_MM_BFLOAT16);
     check_device_memory(OC_MM_FLOAT64, OC_MM_FLOAT64);
+    check_device_transposes(OC_MM_FLOAT32, OC_MM_FLOAT32, 1101);
+    check_device_transposes(OC_MM_FLOAT64, OC_MM_FLOAT64, 1104);
+    check_device_transposes(OC_MM_BFLOAT16, OC_MM_BFLOAT16, 1101);
+    check_device_transposes(OC_MM_INT8, OC_MM_INT32, 1104);
+    check_device_transposes(OC_MM_INT8, OC_MM_INT32, 1101);
     check_int8_choice();
     check_empty_k();
     check_failures();

@@ -84,10 +84,10 @@ def test_torch_tensors(dtype, asked, rdtype):
 def test_torch_refusals():
     a = torch.ones((64, 32), dtype=torch.float32, device="cuda")
     b = torch.ones((32, 64), dtype=torch.float32, device="cuda")
-    with pytest.raises(outcore.InputError, match="A: in GPU memory.*transpose"):
-        outcore.matmul(b.T, b)  # a transposed view: read as stored, so refused
-    with pytest.raises(outcore.InputError, match="A·Aᵀ"):
-        outcore.matmul(a)
+    with pytest.raises(outcore.InputError, match="C is not in that device.s memory"):
+        outcore.matmul(b.T, b, out=np.empty((64, 64), np.float32))  # a transposed view into host memory
+    with pytest.raises(outcore.InputError, match="A·Aᵀ.*C is not"):
+        outcore.matmul(a, out=np.empty((64, 64), np.float32))
     with pytest.raises(outcore.InputError, match="convert it on the device"):
         outcore.matmul(a, b, dtype=np.float64)
     with pytest.raises(outcore.InputError, match="GPU memory"):
@@ -128,3 +128,18 @@ def test_torch_empty_inner_dimension():
     b = torch.empty((0, 4), dtype=torch.float32, device="cuda")
     c = outcore.matmul(a, b)
     assert c.is_cuda and tuple(c.shape) == (5, 4) and not c.any()
+
+
+@pytest.mark.skipif(not HAVE_TORCH, reason="needs torch with a usable CUDA device")
+@pytest.mark.parametrize("dtype,rdtype", [("float32", "float32"), ("int8", "int32"), ("bfloat16", "bfloat16")])
+def test_torch_transposed_views_and_gram(dtype, rdtype):
+    a = torch.tensor(small_ints((300, 256), np.float32)).to(getattr(torch, dtype)).cuda()
+    b = torch.tensor(small_ints((124, 256), np.float32)).to(getattr(torch, dtype)).cuda()
+    ad, bd = a.double().cpu(), b.double().cpu()
+    for x, y, want in ((a, b.T, ad @ bd.T), (a.T.contiguous().T, b.T, ad @ bd.T),
+                       (b.T.contiguous().T, a.T, bd @ ad.T)):
+        got = outcore.matmul(x, y)  # transposed views: cuBLASLt's transposes, one product
+        assert np.array_equal(got.double().cpu().numpy(), want.to(getattr(torch, rdtype)).double().numpy())
+    g = outcore.matmul(a)  # A·Aᵀ on the device, exactly symmetric
+    assert tuple(g.shape) == (300, 300) and torch.equal(g, g.T)
+    assert np.array_equal(g.double().cpu().numpy(), (ad @ ad.T).to(getattr(torch, rdtype)).double().numpy())

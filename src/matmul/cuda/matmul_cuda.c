@@ -38,23 +38,25 @@ static int job_ndevices(const oc_matmul_job *job) { return job->ndevices > 0 ? j
 static void caller_memory(const oc_matmul_job *job, const void *p[3], int64_t ld[3])
 {
     p[0] = p[1] = p[2] = NULL;
-    if (job->panel_memory) p[0] = job->panel_memory(job, OC_MM_A, 0, 0, &ld[0]);
-    if (job->panel_memory) p[1] = job->panel_memory(job, OC_MM_B, 0, 0, &ld[1]);
+    int transposed = 0;
+    if (job->stored_memory) p[0] = job->stored_memory(job, OC_MM_A, &ld[0], &transposed);
+    if (job->stored_memory) p[1] = job->stored_memory(job, OC_MM_B, &ld[1], &transposed);
     if (job->tile_memory) p[2] = job->tile_memory(job, 0, 0, &ld[2]);
 }
 
 /* Whether A, B and C are all in the memory of the job's one device with their rows back to
- * back: the plan is then one product on them where they are (matmul_cuda_plan.h). */
-static int job_resident(const oc_matmul_job *job)
+ * back: the plan is then one product on them where they are (matmul_cuda_plan.h), with *ta
+ * and *tb the operations' transposes. */
+static int job_resident(const oc_matmul_job *job, int *ta, int *tb)
 {
-    if (!job->gpu_memory || job_ndevices(job) != 1 || job->symmetric) return 0;
-    const void *p[3];
-    int64_t ld[3] = {0, 0, 0};
-    caller_memory(job, p, ld);
+    *ta = *tb = 0;
+    if (!job->gpu_memory || job_ndevices(job) != 1 || !job->stored_memory || !job->tile_memory) return 0;
+    int64_t lda = 0, ldb = 0, ldc = 0;
+    const void *a = job->stored_memory(job, OC_MM_A, &lda, ta), *b = job->stored_memory(job, OC_MM_B, &ldb, tb);
+    const void *c = job->tile_memory(job, 0, 0, &ldc);
     const int dev = job_device(job, 0);
-    return p[0] && p[1] && p[2] && ld[0] == job->k && ld[1] == job->n && ld[2] == job->n &&
-           oc_cuda_memory_device(p[0]) == dev && oc_cuda_memory_device(p[1]) == dev &&
-           oc_cuda_memory_device(p[2]) == dev;
+    return a && b && c && lda == (*ta ? job->m : job->k) && ldb == (*tb ? job->k : job->n) && ldc == job->n &&
+           oc_cuda_memory_device(a) == dev && oc_cuda_memory_device(b) == dev && oc_cuda_memory_device(c) == dev;
 }
 
 /* Device memory of the caller's is read and written on the job's streams: first the work
@@ -134,6 +136,8 @@ static oc_status make_plan(oc_context *ctx, const oc_matmul_job *job, oc_mm_cuda
                                      dev, prop.name, prop.sm_count, (double)free_b / (1 << 30));
         if (used >= size) used = size - 1;
     }
+    int ta = 0, tb = 0;
+    const int resident = job_resident(job, &ta, &tb);
     const oc_mm_cuda_plan_input in = {.m = job->m,
                                       .n = job->n,
                                       .k = job->k,
@@ -146,8 +150,19 @@ static oc_status make_plan(oc_context *ctx, const oc_matmul_job *job, oc_mm_cuda
                                       .host_budget = job->host_mem_bytes,
                                       .ndevices = nd,
                                       .tile = job->tile,
-                                      .resident = job_resident(job)};
-    return oc_mm_cuda_plan_make(ctx, &in, plan);
+                                      .resident = resident,
+                                      .ta = ta,
+                                      .tb = tb};
+    OC_CHECK(ctx, oc_mm_cuda_plan_make(ctx, &in, plan));
+    if (job->gpu_resident_only && !plan->in.resident)
+        return oc_fail(ctx, job->in_type == OC_MM_INT8 && job->n % 4 ? OC_ERR_INPUT : OC_ERR_DEVICE_NO_MEMORY,
+                       "%s runs as one product on A, B and C in device memory, %s",
+                       job->symmetric ? "A·Aᵀ" : "a product of an operand read transposed",
+                       job->in_type == OC_MM_INT8 && job->n % 4
+                           ? "which for int8 needs n a multiple of 4: transpose the operand on the device first"
+                           : "whose workspace and packing do not fit the device budget beside them: give a larger "
+                             "--gpu-mem, or transpose the operand on the device first");
+    return OC_OK;
 }
 
 /* A resumable job's plan to the job layer (matmul_job.h's plan_tiles): the tiles, the K
@@ -246,6 +261,9 @@ static oc_status cuda_run(oc_matmul_job *job)
     oc_context *ctx = job->ctx;
     const double t0 = oc_now();
     double t_phase = t0;
+    /* An error an earlier call on this thread left behind (the caller's, a framework's) is
+     * not this job's: the launch checks below would report it as theirs. */
+    (void)cudaGetLastError();
     char why[512], where[1024];
     if (job->k == 0) {
         OC_CHECK(ctx, wait_for_callers_devices(ctx, job));

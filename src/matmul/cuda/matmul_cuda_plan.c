@@ -129,8 +129,10 @@ static int resident_plan(oc_mm_cuda_plan *p)
     p->tm = in->m, p->tn = in->n, p->kp = p->kp_last = in->k;
     p->tn_ld = in->n;
     p->kpad = i8 ? round_up(in->k, 16) : in->k;
-    /* int8: A as stored when its rows are already a multiple of 16 long, else re-strided. */
-    p->pack_bytes = i8 ? (p->kpad == in->k ? 0 : in->m * p->kpad) + in->n * p->kpad : 0;
+    /* int8 takes both operands K-contiguous, rows a multiple of 16 long: op(A) = A and
+     * op(B) = Bᵀ are so as stored when k is; the others are transposed or re-strided here. */
+    const int a_as_is = !in->ta && p->kpad == in->k, b_as_is = in->tb && p->kpad == in->k;
+    p->pack_bytes = i8 ? (a_as_is ? 0 : in->m * p->kpad) + (b_as_is ? 0 : in->n * p->kpad) : 0;
     p->acc_bytes = p->acc_type != in->out_type ? in->m * in->n * (int64_t)oc_mm_type_size(p->acc_type) : 0;
     p->device_bytes = p->pack_bytes + p->acc_bytes + p->workspace + 3 * OC_POOL_ALIGN;
     p->tile_rows = p->tile_cols = p->ntiles = p->panels = 1;
@@ -153,10 +155,10 @@ oc_status oc_mm_cuda_plan_make(oc_context *ctx, const oc_mm_cuda_plan_input *in,
     const int nd = in->ndevices > 0 ? in->ndevices : 1;
     plan->host_budget = (in->host_budget > 0 ? in->host_budget : OC_ENGINE_DEFAULT_STAGING) / nd;
     plan->workspace = in->device_budget / 8 < OC_MM_WORKSPACE ? in->device_budget / 8 / 65536 * 65536 : OC_MM_WORKSPACE;
-    if (in->resident && !in->symmetric && nd == 1 && in->tile <= 0 && (in->in_type != OC_MM_INT8 || in->n % 4 == 0)) {
+    if (in->resident && nd == 1 && in->tile <= 0 && (in->in_type != OC_MM_INT8 || in->n % 4 == 0)) {
         if (resident_plan(plan) == 0) return OC_OK; /* else the usual plan, every field of it set below */
     }
-    plan->in.resident = 0;
+    plan->in.resident = plan->in.ta = plan->in.tb = 0;
     const int64_t kp_min = min64(in->k, OC_MM_KP_MIN);
 
     int64_t edge;

@@ -15,9 +15,11 @@
  *   workspace    cuBLASLt's, one fixed size for the whole job
  * Operands and result already in the device's memory (in.resident) need none of the slots:
  * the plan is then the whole product as one tile and one panel, computed into C from where A
- * and B are (int8: packed beside them; an FP16/BF16 result: one float32 accumulator rounded
- * into C), unless those buffers do not fit the budget, when the plan is the usual one with
- * panels copied on the device.
+ * and B are, transposed by cuBLASLt's operations where op(X) = Xᵀ (int8, whose kernels take
+ * both operands K-contiguous: B transposed and A re-strided or transposed beside them where
+ * they are not; an FP16/BF16 result: one float32 accumulator rounded into C; A·Aᵀ: the whole
+ * product, mirrored), unless those buffers do not fit the budget, when the plan is the usual
+ * one with panels copied on the device.
  * On the host, per device: 2 or 3 pinned panel slots (read_panel fills one while another
  * uploads) and 2 pinned download slots of a piece of a tile (out_piece_rows rows): a finished
  * tile comes down piece by piece, one piece downloading while the previous one is written, so
@@ -86,8 +88,9 @@ typedef struct oc_mm_cuda_plan_input {
     int ndevices;
     int64_t tile; /* forced tile edge, 0 = planned */
     /* A, B and C in the one device's memory, rows back to back (int8: n a multiple of 4): the
-     * plan is one tile, one K panel, the product computed into C from A and B where they are. */
-    int resident;
+     * plan is one tile, one K panel, the product computed into C from A and B where they are,
+     * op(A) = Aᵀ when ta and op(B) = Bᵀ when tb (A·Aᵀ: B is A, tb set; C mirrored after). */
+    int resident, ta, tb;
 } oc_mm_cuda_plan_input;
 
 typedef struct oc_mm_cuda_plan {

@@ -575,9 +575,11 @@ static oc_status run_resident(mm_device *d, int device)
     const oc_mem_ops ops = oc_cuda_mem_ops(ctx);
     OC_CHECK(ctx, oc_pool_create(ctx, &ops, device, plan->in.device_budget, OC_GPU_MEM_GROW, 4096, &d->dev.pool));
     int64_t lda = 0, ldb = 0, ldc = 0;
-    const void *a = job->panel_memory(job, OC_MM_A, 0, 0, &lda), *b = job->panel_memory(job, OC_MM_B, 0, 0, &ldb);
+    int ta = 0, tb = 0;
+    const void *a = job->stored_memory(job, OC_MM_A, &lda, &ta), *b = job->stored_memory(job, OC_MM_B, &ldb, &tb);
     void *c = job->tile_memory(job, 0, 0, &ldc);
-    if (!a || !b || !c || lda != job->k || ldb != job->n || ldc != job->n)
+    if (!a || !b || !c || ta != plan->in.ta || tb != plan->in.tb || lda != (ta ? job->m : job->k) ||
+        ldb != (tb ? job->k : job->n) || ldc != job->n)
         return oc_fail(ctx, OC_ERR_INTERNAL, "matmul: a resident plan whose operands are not where it was made");
     if (plan->pack_bytes)
         OC_CHECK(ctx,
@@ -592,13 +594,18 @@ static oc_status run_resident(mm_device *d, int device)
     const int64_t m = job->m, n = job->n, k = job->k;
     cudaStream_t stream = d->dev.compute;
     if (plan->in.in_type == OC_MM_INT8) {
-        /* Bᵀ first in the packing buffer, then A re-strided unless its rows are already a
-         * multiple of 16 long. */
-        int8_t *pb = d->d_pack, *pa = pb + n * plan->kpad;
-        OC_CHECK(ctx, oc_mm_transpose_i8(ctx, &d->dev, b, k, n, pb, plan->kpad, n, stream));
-        if (plan->kpad != k) OC_CHECK(ctx, oc_mm_pack_rows_i8(ctx, &d->dev, a, m, k, pa, plan->kpad, stream));
-        else pa = (int8_t *)a;
-        a = pa, b = pb;
+        /* Both operands K-contiguous with rows of kpad (matmul_cuda_plan.c): op(B) = Bᵀ and
+         * op(A) = A are so as stored when k is a multiple of 16; otherwise B, then A, are
+         * transposed or re-strided into the packing buffer. */
+        int8_t *next = d->d_pack;
+        if (!tb || plan->kpad != k) {
+            if (tb) OC_CHECK(ctx, oc_mm_pack_rows_i8(ctx, &d->dev, b, n, k, next, plan->kpad, stream));
+            else OC_CHECK(ctx, oc_mm_transpose_i8(ctx, &d->dev, b, k, n, next, plan->kpad, n, stream));
+            b = next, next += n * plan->kpad;
+        }
+        if (ta) OC_CHECK(ctx, oc_mm_transpose_i8(ctx, &d->dev, a, k, m, next, plan->kpad, m, stream));
+        else if (plan->kpad != k) OC_CHECK(ctx, oc_mm_pack_rows_i8(ctx, &d->dev, a, m, k, next, plan->kpad, stream));
+        if (ta || plan->kpad != k) a = next;
         if (oc_tracing()) { /* the packing's own time, for OUTCORE_TRACE */
             CUDA_CHECK(ctx, cudaStreamSynchronize(stream));
             oc_trace_phase(&t, "matmul", "int8 packing");
@@ -607,6 +614,9 @@ static oc_status run_resident(mm_device *d, int device)
     void *acc = plan->acc_bytes ? d->d_acc[0] : c;
     OC_CHECK(ctx, oc_mm_gemm_run(ctx, &d->gemm, m, n, k, a, b, acc, 0, stream));
     if (plan->acc_bytes) OC_CHECK(ctx, oc_mm_round_f32(ctx, &d->dev, acc, m, n, n, plan->in.out_type, c, stream));
+    /* A·Aᵀ: the whole product was computed; its upper triangle mirrored makes it exactly
+     * symmetric, as the tiled plan's is. */
+    if (job->symmetric) OC_CHECK(ctx, oc_mm_mirror(ctx, &d->dev, c, n, n, oc_mm_type_size(plan->in.out_type), stream));
     CUDA_CHECK(ctx, cudaStreamSynchronize(stream));
     oc_trace_phase(&t, "matmul", "product");
     d->res->tiles = 1;

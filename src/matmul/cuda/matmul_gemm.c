@@ -56,7 +56,13 @@ oc_status oc_mm_gemm_open(oc_context *ctx, const oc_cublaslt_api *lt, const oc_m
     else if (plan->in.in_type == OC_MM_INT8) compute = CUBLAS_COMPUTE_32I, scale = CUDA_R_32I;
     LT_CHECK(lt->create(&g->handle));
     LT_CHECK(lt->desc_create(&g->desc, compute, scale));
-    const cublasOperation_t ta = plan->in.in_type == OC_MM_INT8 ? CUBLAS_OP_T : CUBLAS_OP_N, tb = CUBLAS_OP_N;
+    /* The first operand is the B panel, the second the A panel (matmul_gemm.h); a resident
+     * plan's transposed operands are cuBLASLt's transposes (int8: always "TN", packed so). */
+    cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+    if (plan->in.in_type != OC_MM_INT8) {
+        ta = plan->in.tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+        tb = plan->in.ta ? CUBLAS_OP_T : CUBLAS_OP_N;
+    }
     LT_CHECK(lt->desc_set(g->desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
     LT_CHECK(lt->desc_set(g->desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
     LT_CHECK(lt->pref_create(&g->pref));
@@ -90,9 +96,13 @@ static oc_status shape_of(oc_context *ctx, oc_mm_gemm *g, int64_t rows, int64_t 
         LT_CHECK(lt->layout_create(&s->la, g->ab_type, kpad, ldc, (int64_t)kpad));
         LT_CHECK(lt->layout_create(&s->lb, g->ab_type, kpad, (uint64_t)rows, (int64_t)kpad));
     } else {
-        /* Cᵀ (cols x rows) = Bᵀ (cols x depth, ld cols) · Aᵀ (depth x rows, ld depth). */
-        LT_CHECK(lt->layout_create(&s->la, g->ab_type, (uint64_t)cols, (uint64_t)depth, cols));
-        LT_CHECK(lt->layout_create(&s->lb, g->ab_type, (uint64_t)depth, (uint64_t)rows, depth));
+        /* Cᵀ (cols x rows) = Bᵀ (cols x depth, ld cols) · Aᵀ (depth x rows, ld depth); a
+         * resident op(B) = Bᵀ is B stored cols x depth (depth x cols column-major, transposed
+         * by the operation), op(A) = Aᵀ is A stored depth x rows. */
+        if (g->plan->in.tb) LT_CHECK(lt->layout_create(&s->la, g->ab_type, (uint64_t)depth, (uint64_t)cols, depth));
+        else LT_CHECK(lt->layout_create(&s->la, g->ab_type, (uint64_t)cols, (uint64_t)depth, cols));
+        if (g->plan->in.ta) LT_CHECK(lt->layout_create(&s->lb, g->ab_type, (uint64_t)rows, (uint64_t)depth, rows));
+        else LT_CHECK(lt->layout_create(&s->lb, g->ab_type, (uint64_t)depth, (uint64_t)rows, depth));
     }
     LT_CHECK(lt->layout_create(&s->lc, g->c_type, ldc, (uint64_t)rows, (int64_t)ldc));
     cublasLtMatmulHeuristicResult_t found[OC_MM_GEMM_CANDIDATES];

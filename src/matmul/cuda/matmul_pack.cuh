@@ -33,6 +33,11 @@ oc_status oc_mm_transpose_i8(oc_context *ctx, oc_cuda_device *dev, const int8_t 
 oc_status oc_mm_round_f32(oc_context *ctx, oc_cuda_device *dev, const float *src, int64_t rows, int64_t cols,
                           int64_t ld, oc_mm_type to, void *dst, cudaStream_t stream);
 
+/* c[i * ld + j] = c[j * ld + i] for j < i < n, elements of elem bytes (2, 4 or 8): an n x n
+ * result made exactly symmetric from its upper triangle. */
+oc_status oc_mm_mirror(oc_context *ctx, oc_cuda_device *dev, void *c, int64_t n, int64_t ld, size_t elem,
+                       cudaStream_t stream);
+
 #ifdef __cplusplus
 }
 #endif
