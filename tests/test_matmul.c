@@ -424,13 +424,21 @@ static void test_memory_callbacks(void)
     CHECK(job.tile_memory(&job, 4, 6, &ld) == (void *)&c[4 * N + 6] && ld == N);
     io.transpose[1] = 1; /* op(B) = Bᵀ: its panels are gathered, not in place */
     CHECK(job.panel_memory(&job, OC_MM_B, 0, 0, &ld) == NULL);
+    /* ... but the operand as stored is where it is, with the transpose said */
+    int transposed = -1;
+    CHECK(job.stored_memory(&job, OC_MM_B, &ld, &transposed) == (const void *)b && ld == N && transposed == 1);
+    CHECK(job.stored_memory(&job, OC_MM_A, &ld, &transposed) == (const void *)a && ld == K && transposed == 0);
     io.transpose[1] = 0;
     io.src[0] = &s64; /* float64 memory into a float32 product: converted */
     CHECK(job.panel_memory(&job, OC_MM_A, 0, 0, &ld) == NULL);
+    CHECK(job.stored_memory(&job, OC_MM_A, &ld, &transposed) == NULL);
     job.in_type = OC_MM_FLOAT64; /* computed in float64: in place again */
     CHECK(job.panel_memory(&job, OC_MM_A, 1, 0, &ld) == (const void *)&a64[K]);
     job.symmetric = 1; /* A·Aᵀ: write_tile mirrors */
     CHECK(job.tile_memory(&job, 0, 0, &ld) == NULL);
+    io.dest_gpu = 1; /* unless C is GPU memory, which only a plan that mirrors it writes */
+    CHECK(job.tile_memory(&job, 0, 0, &ld) == (void *)c && ld == N);
+    io.dest_gpu = 0;
     job.symmetric = 0;
     if (oc_test_tmp_create("test_matmul_memory")) { /* a file operand */
         const char *path = oc_test_tmp_path("A.npy");
@@ -442,6 +450,7 @@ static void test_memory_callbacks(void)
         io.src[0] = &sf;
         job.in_type = OC_MM_FLOAT32;
         CHECK(job.panel_memory(&job, OC_MM_A, 0, 0, &ld) == NULL);
+        CHECK(job.stored_memory(&job, OC_MM_A, &ld, &transposed) == NULL);
         oc_mm_source_close(&sf);
         oc_test_tmp_remove();
     }
