@@ -35,6 +35,8 @@ def _describe(name, x):
             raise InputError(f"{name}: dtype {dtype} is not one matmul takes")
         return x.data_ptr(), tuple(x.shape), tuple(x.stride()), dtype
     face = x.__cuda_array_interface__
+    if face.get("mask") is not None:
+        raise InputError(f"{name}: a masked GPU array; matmul takes plain arrays")
     shape = tuple(face["shape"])
     dt = np.dtype(face["typestr"])
     if dt.byteorder not in ("=", "|"):
@@ -99,6 +101,9 @@ def new_result(like, shape, dtype):
 def result_array(out, shape, dtype, codes):
     """MatmulArray for the GPU array out, checked to be of the result's shape and dtype with
     contiguous rows."""
+    face = None if _is_torch(out) else out.__cuda_array_interface__
+    if face is not None and face["data"][1]:
+        raise InputError("out: a read-only GPU array")
     ptr, oshape, strides, odtype = _describe("out", out)
     rs, cs = strides if len(strides) == 2 else (0, 0)
     if oshape != shape or odtype != dtype or (shape[0] > 1 and shape[1] > 1 and (cs != 1 or rs < shape[1])):

@@ -52,6 +52,30 @@ def test_host_memory_claiming_to_be_on_a_gpu_is_refused():
     assert (out == 7).all()
 
 
+class Interfaced:
+    """A GPU-looking array from an interface dict (never reaching the library here)."""
+
+    def __init__(self, **face):
+        self.__cuda_array_interface__ = dict({"shape": (2, 2), "typestr": "<f4", "strides": None,
+                                              "data": (0, False), "version": 3}, **face)
+
+
+def test_gpu_arrays_refused_before_the_library():
+    a = np.ones((2, 2), np.float32)
+    with pytest.raises(outcore.InputError, match="^A: a masked GPU array"):
+        outcore.matmul(Interfaced(mask=object()), a)
+    with pytest.raises(outcore.InputError, match="^B: a 3-dimensional"):
+        outcore.matmul(a, Interfaced(shape=(2, 2, 2)))
+    with pytest.raises(outcore.InputError, match="^A: a GPU array whose rows are not contiguous"):
+        outcore.matmul(Interfaced(strides=(16, 8)), a)
+    with pytest.raises(outcore.InputError, match="^A: dtype complex64"):
+        outcore.matmul(Interfaced(typestr="<c8"), a)
+    with pytest.raises(outcore.InputError, match="^out: a read-only GPU array"):
+        outcore.matmul(a, a, out=Interfaced(data=(4096, True)))
+    with pytest.raises(outcore.InputError, match="^out: expected a GPU array of float32 of shape"):
+        outcore.matmul(a, a, out=Interfaced(shape=(3, 2)))
+
+
 def small_ints(shape, dtype):
     return rng.integers(-8, 9, shape).astype(dtype)
 
