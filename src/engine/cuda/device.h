@@ -48,8 +48,8 @@ typedef struct oc_cuda_device {
 int oc_cuda_device_usable(int device);
 
 /* What a job reads of a device's properties, read once per process and device:
- * cudaGetDeviceProperties reads every property, some from the device, and takes
- * milliseconds, which a product of a few milliseconds would pay on each call. */
+ * cudaGetDeviceProperties reads every property, some from the device, a fixed cost that a
+ * short product would otherwise pay on each call (bench/RESULTS.md). */
 typedef struct oc_cuda_props {
     char name[256];
     int cc, sm_count;

@@ -20,8 +20,8 @@
  * machine (each candidate run into the accumulator before the product itself) and kept in the
  * rate cache's GPU section as gpu_int8_algo.<rows>x<cols>x<depth>.w<workspace / 64 KiB> (the
  * candidate's place + 1),
- * and in this process. The heuristic's first guess for Hopper's integer kernels ran 1.5x
- * slower than its third on 16384³ (bench/RESULTS.md). With the rate cache off the first is
+ * and in this process: the heuristic's first guess for Hopper's integer kernels is not
+ * their fastest (bench/RESULTS.md has the figures). With the rate cache off the first is
  * taken.
  */
 #ifndef OC_MATMUL_CUDA_MATMUL_GEMM_H
