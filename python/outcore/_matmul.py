@@ -93,6 +93,20 @@ def _sort_input(name, x, arr, inputs, paths, gpus):
         paths.append((name, x))
 
 
+def _host_result(out, shape, dtype, inputs, paths):
+    """The host array the result goes to: out, checked (a writeable array of the result's shape
+    and dtype with contiguous rows, sharing no memory with an input), or a new one."""
+    rdt = _numpy_dtype(dtype)
+    if out is None:
+        return np.empty(shape, dtype=rdt)
+    if not isinstance(out, np.ndarray) or out.shape != shape or out.dtype != rdt or not out.flags.writeable \
+            or (out.size and (out.strides[1] != out.itemsize or out.strides[0] % out.itemsize
+                              or out.strides[0] < out.itemsize * shape[1])):
+        raise InputError(f"out: expected a writeable {rdt} array of shape {shape} with contiguous rows")
+    _check_out_overlap(out, inputs, paths)
+    return out
+
+
 def _gpu_result(out, gpus, shape, dtype):
     """The GPU array the result goes to: out, checked not to overlap a GPU input, or a new one
     from the framework of the first GPU input."""
@@ -233,32 +247,19 @@ def matmul(A: ArrayLike | Path, B: ArrayLike | Path | None = None, out: Path | n
         check(lib.oc_matmul_result(ctx, ctypes.byref(a), b_ptr, ctypes.byref(opts), ctypes.byref(code),
                                    ctypes.byref(rows), ctypes.byref(cols)), ctx)
         stats = _lib.MatmulStats()
-        c = _lib.MatmulArray()
+        shape, name = (rows.value, cols.value), _lib.MATMUL_DTYPES[code.value]
         if _is_path(out):
+            c, result = _lib.MatmulArray(), out
             c.path = c_path("out", out)
-            _run_interruptible(ctx, lambda: check(lib.oc_matmul(ctx, ctypes.byref(a), b_ptr, ctypes.byref(c),
-                                                                ctypes.byref(opts), ctypes.byref(stats)), ctx))
-            return out
-        shape = (rows.value, cols.value)
-        if (out is None and gpus) or (out is not None and _gpu_arrays.is_gpu_array(out)):
-            result = _gpu_result(out, gpus, shape, _lib.MATMUL_DTYPES[code.value])
-            c = _gpu_arrays.result_array(result, shape, _lib.MATMUL_DTYPES[code.value], _CODES)
-            _run_interruptible(ctx, lambda: check(lib.oc_matmul(ctx, ctypes.byref(a), b_ptr, ctypes.byref(c),
-                                                                ctypes.byref(opts), ctypes.byref(stats)), ctx))
-            return result
-        rdt = _numpy_dtype(_lib.MATMUL_DTYPES[code.value])
-        if out is None:
-            result = np.empty(shape, dtype=rdt)
+        elif (out is None and gpus) or (out is not None and _gpu_arrays.is_gpu_array(out)):
+            result = _gpu_result(out, gpus, shape, name)
+            c = _gpu_arrays.result_array(result, shape, name, _CODES)
         else:
-            result = out
-            if not isinstance(out, np.ndarray) or out.shape != shape or out.dtype != rdt or not out.flags.writeable \
-                    or (out.size and (out.strides[1] != out.itemsize or out.strides[0] % out.itemsize
-                                      or out.strides[0] < out.itemsize * shape[1])):
-                raise InputError(f"out: expected a writeable {rdt} array of shape {shape} with contiguous rows")
-            _check_out_overlap(out, inputs, paths)
-        c.data = result.ctypes.data if result.size else None
-        c.dtype, c.rows, c.cols = code.value, shape[0], shape[1]
-        c.ld = result.strides[0] // result.itemsize if shape[0] > 1 else shape[1]
+            result = _host_result(out, shape, name, inputs, paths)
+            c = _lib.MatmulArray()
+            c.data = result.ctypes.data if result.size else None
+            c.dtype, c.rows, c.cols = code.value, shape[0], shape[1]
+            c.ld = result.strides[0] // result.itemsize if shape[0] > 1 else shape[1]
         _run_interruptible(ctx, lambda: check(lib.oc_matmul(ctx, ctypes.byref(a), b_ptr, ctypes.byref(c),
                                                             ctypes.byref(opts), ctypes.byref(stats)), ctx))
         return result

@@ -32,9 +32,7 @@ typedef struct mm_setup {
     oc_matmul_dtype result;
     int64_t host_budget; /* the job's (the panels get what mapped inputs leave of it) */
     int devices[OC_MAX_LOGICAL_DEVICES];
-    int gpu_transposed; /* an operand in GPU memory is read transposed (A·Aᵀ's B included) */
-    int c_gpu;          /* C is GPU memory, on c_device */
-    int c_device;
+    int c_device; /* C's CUDA device when C is GPU memory, else -1 */
     oc_matmul_job job;
 } mm_setup;
 
@@ -101,6 +99,14 @@ static oc_status check_options(oc_context *ctx, const oc_matmul_options *o, cons
     return OC_OK;
 }
 
+/* Memory on CUDA device `device` takes part in the job: it runs on a GPU, on the first such
+ * memory's device unless the options name devices. */
+static void uses_gpu_memory(const oc_matmul_options *o, mm_setup *s, int device)
+{
+    if (!s->job.gpu_memory && (!o->devices || !*o->devices)) s->devices[0] = device;
+    s->job.gpu_memory = 1;
+}
+
 /* Operands in GPU memory are read where they are, so they must be in the compute type; one
  * read transposed (A·Aᵀ's B is Aᵀ) is checked with the result (gpu_resident). The job runs on
  * a GPU, on their device unless the options name devices. */
@@ -111,15 +117,13 @@ static oc_status gpu_operands(oc_context *ctx, const oc_matmul_options *o, mm_se
     for (int i = 0; i < 2; i++) {
         const oc_mm_source *x = src[i];
         if (x->gpu_device < 0) continue;
-        if (s->transpose[i]) s->gpu_transposed = 1;
         const oc_matmul_dtype want = oc_matmul_dtype_of(s->job.in_type);
         if (x->dtype != want)
             return oc_fail(ctx, OC_ERR_INPUT,
                            "%s: in GPU memory as %s, but the product is computed in %s: convert it on the device "
                            "first",
                            label[i], oc_matmul_dtype_name(x->dtype), oc_matmul_dtype_name(want));
-        if (!s->job.gpu_memory && (!o->devices || !*o->devices)) s->devices[0] = x->gpu_device;
-        s->job.gpu_memory = 1;
+        uses_gpu_memory(o, s, x->gpu_device);
     }
     return OC_OK;
 }
@@ -130,17 +134,18 @@ static oc_status gpu_operands(oc_context *ctx, const oc_matmul_options *o, mm_se
  * rows back to back, and that device alone. */
 static oc_status gpu_resident(oc_context *ctx, const oc_matmul_options *o, mm_setup *s)
 {
-    if (!s->job.gpu_memory || (!s->gpu_transposed && !s->job.symmetric)) return OC_OK;
-    const char *what = s->job.symmetric ? "A·Aᵀ with GPU memory" : "an operand in GPU memory read transposed";
     const oc_mm_source *src[2] = {&s->a, s->has_b ? &s->b : &s->a};
-    const int device = s->c_gpu ? s->c_device : src[0]->gpu_device;
+    const int transposed = (src[0]->gpu_device >= 0 && s->transpose[0]) || (src[1]->gpu_device >= 0 && s->transpose[1]);
+    if (!s->job.gpu_memory || (!transposed && !s->job.symmetric)) return OC_OK;
+    const char *what = s->job.symmetric ? "A·Aᵀ with GPU memory" : "an operand in GPU memory read transposed";
+    const int device = s->c_device >= 0 ? s->c_device : src[0]->gpu_device;
     const char *why = NULL;
     for (int i = 0; i < 2 && !why; i++)
         if (src[i]->gpu_device < 0 || src[i]->gpu_device != device)
             why = i ? "B is not in that device's memory" : "A is not in that device's memory";
         else if (src[i]->ld != src[i]->cols)
             why = i ? "B's rows are not back to back" : "A's rows are not back to back";
-    if (!why && !s->c_gpu) why = "C is not in that device's memory";
+    if (!why && s->c_device < 0) why = "C is not in that device's memory";
     else if (!why && s->job.ndevices != 1) why = "several devices are named";
     else if (!why && s->devices[0] != device) why = "the device named is not theirs";
     else if (!why && o->tile > 0) why = "a tile is forced";
@@ -165,9 +170,8 @@ static oc_status gpu_result(oc_context *ctx, const oc_matmul_options *o, const o
         if (device >= 0) {
             if (ld != c->cols && s->job.symmetric)
                 return oc_fail(ctx, OC_ERR_INPUT, "C: in GPU memory for A·Aᵀ, its rows must be back to back (ld 0)");
-            if (!s->job.gpu_memory && (!o->devices || !*o->devices)) s->devices[0] = device;
-            s->job.gpu_memory = 1;
-            s->c_gpu = 1, s->c_device = device;
+            uses_gpu_memory(o, s, device);
+            s->c_device = device;
         }
     }
     return gpu_resident(ctx, o, s);
@@ -186,7 +190,7 @@ static oc_status setup(oc_context *ctx, const oc_matmul_array *a, const oc_matmu
 {
     memset(s, 0, sizeof *s);
     s->a.fd = s->b.fd = -1;
-    s->a.gpu_device = s->b.gpu_device = -1;
+    s->a.gpu_device = s->b.gpu_device = s->c_device = -1;
     OC_CHECK(ctx, check_options(ctx, o, b));
     if (!a) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "no A");
     /* Inputs whose data together take at most half the budget are mapped (as gram keeps
@@ -360,7 +364,7 @@ oc_status oc_matmul(oc_context *ctx, const oc_matmul_array *a, const oc_matmul_a
         return oc_trace_at(ctx, st, __FILE__, __LINE__);
     }
     io_init(&s, &io);
-    io.dest_gpu = s.c_gpu;
+    io.dest_gpu = s.c_device >= 0;
     st = resume_open(ctx, &s, &io, c, opts);
     if (st == OC_OK && s.job.m > 0 && s.job.n > 0) st = be->run(&s.job);
     else if (st == OC_OK)
@@ -390,7 +394,7 @@ oc_status oc_matmul_plan(oc_context *ctx, const oc_matmul_array *a, const oc_mat
     if (st == OC_OK) st = oc_mm_choose(ctx, &s.job, opts, &be, why, sizeof why);
     if (st == OC_OK) {
         io_init(&s, &io);
-        io.dest_gpu = s.c_gpu;
+        io.dest_gpu = s.c_device >= 0;
         /* A result in memory: where it is, which decides whether the product runs where its
          * operands are (nothing is written). */
         if (c && !c->path && oc_mm_array_size_ok(c) && c->data) {

@@ -40,8 +40,9 @@ typedef struct oc_mm_source {
 /* Describes arr (label names memory in messages) and checks it: a .npy must be a 2-D array
  * (C order; Fortran order is read as the transpose of its C-order bytes) of a dtype a product
  * reads, its data all in the file; memory must have a dtype, a nonnegative shape and
- * ld >= cols, and memory marked gpu must be CUDA device memory at both ends (oc_mm_gpu_memory). A file whose data takes at most map_limit bytes is
- * mapped, a larger one is opened and read in segments. OC_ERR_INPUT naming the file. */
+ * ld >= cols, and memory marked gpu must be CUDA device memory at both ends
+ * (oc_mm_gpu_memory). A file whose data takes at most map_limit bytes is mapped, a larger one
+ * is opened and read in segments. OC_ERR_INPUT naming the file. */
 oc_status oc_mm_source_open(oc_context *ctx, const oc_matmul_array *arr, const char *label, int64_t map_limit,
                             oc_mm_source *s);
 
