@@ -1,0 +1,374 @@
+/*
+ * test_matmul_gpu_arrays.c - oc_matmul on A, B and C in GPU memory (oc_matmul_array.gpu), as
+ * a caller with a framework's tensors runs it, against a reference computed here.
+ *
+ * All three on one device with rows back to back run as one product where they are (no byte
+ * across PCIe), in float32, float64, bfloat16 and int8, with op(A) = Aᵀ, op(B) = Bᵀ, both, and
+ * A·Aᵀ exactly symmetric; a forced tile runs the tiled plan with panels copied on the device
+ * and gives the bytes of the same plan from host memory; A on the device with B and C on the
+ * host mixes the two; a transpose or A·Aᵀ without C on the device, a conversion and the CPU
+ * backend are refused before C is written; int8's measured algorithm gives the bytes of the
+ * heuristic's first; k = 0 gives zeros. Exits 77 when no GPU or no cuBLASLt is usable.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cuda_runtime_api.h>
+
+#include "../harness.h"
+#include "outcore.h"
+#include "matmul_reference.h"
+#include "matmul/matmul_dtype.h"
+#include "matmul/matmul_job.h"
+#include "cost/cost.h"
+
+static oc_context *ctx;
+
+/* A product through oc_matmul with A, B and C where mem gives them (host or device memory;
+ * gpu marks device memory), the result downloaded into *c_host; its status. */
+static oc_status public_run(const operands *o, void *const mem[3], const int gpu[3], const oc_matmul_options *opts,
+                            void *c_host, oc_matmul_stats *stats)
+{
+    oc_matmul_array arr[3] = {OC_MATMUL_ARRAY_INIT, OC_MATMUL_ARRAY_INIT, OC_MATMUL_ARRAY_INIT};
+    const oc_mm_type types[3] = {o->in, o->in, o->out};
+    const int64_t rows[3] = {o->m, o->k, o->m}, cols[3] = {o->k, o->n, o->n};
+    for (int i = 0; i < 3; ++i) {
+        arr[i].data = mem[i], arr[i].dtype = oc_matmul_dtype_of(types[i]);
+        arr[i].rows = rows[i], arr[i].cols = cols[i], arr[i].gpu = gpu[i];
+    }
+    stats->struct_size = sizeof *stats;
+    const oc_status st = oc_matmul(ctx, &arr[0], &arr[1], &arr[2], opts, stats);
+    const size_t bytes = (size_t)(o->m * o->n) * oc_mm_type_size(o->out);
+    if (gpu[2]) CHECK(cudaMemcpy(c_host, mem[2], bytes, cudaMemcpyDeviceToHost) == cudaSuccess);
+    else memcpy(c_host, mem[2], bytes);
+    return st;
+}
+
+/* Operands and result in device memory through the public API: all three on the device,
+ * rows back to back, run as one product where they are (no copy across PCIe) and match the
+ * reference; a forced tile takes the tiled path with panels copied on the device, and gives
+ * the bytes of the same plan from host memory; A on the device with B and C on the host
+ * mixes the two; a transpose, A·Aᵀ, a conversion or the CPU backend are refused naming the
+ * operand, before anything is written. */
+static void check_device_memory(oc_mm_type in, oc_mm_type out)
+{
+    char what[96];
+    snprintf(what, sizeof what, "%s -> %s in device memory", type_name(in), type_name(out));
+    const int64_t m = 211, n = 204, k = 1101; /* n a multiple of 4: int8's resident plan */
+    operands o = make_operands(m, n, k, in, out, 0, 777 + (uint64_t)in);
+    const size_t ia = (size_t)(m * k) * oc_mm_type_size(in), ib = (size_t)(k * n) * oc_mm_type_size(in),
+                 oc = (size_t)(m * n) * oc_mm_type_size(out);
+    void *da = NULL, *db = NULL, *dc = NULL;
+    if (cudaMalloc(&da, ia) != cudaSuccess || cudaMalloc(&db, ib) != cudaSuccess ||
+        cudaMalloc(&dc, oc) != cudaSuccess) {
+        CHECK_MSG(0, "%s: cudaMalloc failed", what);
+        return;
+    }
+    CHECK(cudaMemcpy(da, o.a, ia, cudaMemcpyHostToDevice) == cudaSuccess);
+    CHECK(cudaMemcpy(db, o.b, ib, cudaMemcpyHostToDevice) == cudaSuccess);
+    CHECK(cudaMemset(dc, 0xA5, oc) == cudaSuccess);
+    unsigned char *c = malloc(oc), *c_host = malloc(oc), *ones = malloc((size_t)(m * n));
+    memset(ones, 1, (size_t)(m * n));
+    oc_matmul_options opts = OC_MATMUL_OPTIONS_INIT;
+    opts.dtype = oc_matmul_dtype_of(out);
+    oc_matmul_stats stats;
+    void *dev[3] = {da, db, dc};
+    const int all[3] = {1, 1, 1};
+
+    /* Resident: one product, nothing across PCIe, nothing pinned. */
+    oc_status st = public_run(&o, dev, all, &opts, c, &stats);
+    CHECK_MSG(st == OC_OK, "%s: %s", what, oc_context_last_error(ctx));
+    CHECK_MSG(stats.backend == OC_BACKEND_CUDA && stats.tiles == 1 && stats.bytes_h2d == 0 && stats.bytes_d2h == 0,
+              "%s: backend %d, %lld tiles, %lld bytes up, %lld down", what, (int)stats.backend, (long long)stats.tiles,
+              (long long)stats.bytes_h2d, (long long)stats.bytes_d2h);
+    check_result(&o, c, ones, 0, what);
+    oc_matmul_array pa = OC_MATMUL_ARRAY_INIT, pb = OC_MATMUL_ARRAY_INIT, pc = OC_MATMUL_ARRAY_INIT;
+    pa.data = da, pa.dtype = oc_matmul_dtype_of(in), pa.rows = m, pa.cols = k, pa.gpu = 1;
+    pb.data = db, pb.dtype = pa.dtype, pb.rows = k, pb.cols = n, pb.gpu = 1;
+    pc.data = dc, pc.dtype = opts.dtype, pc.rows = m, pc.cols = n, pc.gpu = 1;
+    char *text = NULL;
+    CHECK(oc_matmul_plan(ctx, &pa, &pb, &pc, &opts, 0, 0, &text) == OC_OK && text && strstr(text, "resident"));
+    free(text);
+
+    /* A forced tile: tiles and K panels copied on the device, the bytes of the same plan from
+     * host memory. */
+    opts.tile = 64, opts.gpu_mem_bytes = 2 << 20, opts.host_mem_bytes = 64 << 20;
+    CHECK(cudaMemset(dc, 0xA5, oc) == cudaSuccess);
+    st = public_run(&o, dev, all, &opts, c, &stats);
+    CHECK_MSG(st == OC_OK && stats.tiles > 1 && stats.bytes_h2d == 0 && stats.bytes_d2h == 0,
+              "%s, tiled: %s (%lld tiles, %lld bytes up)", what, oc_context_last_error(ctx), (long long)stats.tiles,
+              (long long)stats.bytes_h2d);
+    void *host[3] = {o.a, o.b, c_host};
+    const int none[3] = {0, 0, 0};
+    opts.backend = OC_BACKEND_CUDA;
+    CHECK(public_run(&o, host, none, &opts, c_host, &stats) == OC_OK);
+    CHECK_MSG(memcmp(c, c_host, oc) == 0, "%s, tiled: other bytes than the same plan from host memory", what);
+
+    /* A on the device, B and C on the host. */
+    void *mixed[3] = {da, o.b, c_host};
+    const int a_only[3] = {1, 0, 0};
+    opts.backend = OC_BACKEND_AUTO;
+    memset(c_host, 0xA5, oc);
+    st = public_run(&o, mixed, a_only, &opts, c_host, &stats);
+    CHECK_MSG(st == OC_OK && stats.backend == OC_BACKEND_CUDA && stats.bytes_h2d > 0 && stats.bytes_d2h > 0,
+              "%s, A alone on the device: %s", what, oc_context_last_error(ctx));
+    CHECK_MSG(memcmp(c, c_host, oc) == 0, "%s, A alone on the device: other bytes", what);
+
+    /* Refusals, C untouched. */
+    opts.tile = 0, opts.gpu_mem_bytes = 0, opts.host_mem_bytes = 0;
+    CHECK(cudaMemset(dc, 0x5A, oc) == cudaSuccess);
+    oc_matmul_options o2 = opts;
+    o2.backend = OC_BACKEND_CPU;
+    CHECK(oc_matmul(ctx, &pa, &pb, &pc, &o2, NULL) == OC_ERR_INVALID_ARGUMENT &&
+          strstr(oc_context_last_error(ctx), "GPU memory"));
+    /* A transposed operand, or A·Aᵀ, on the device with C on the host: only the resident plan
+     * reads operands transposed, and it needs C on the device too. */
+    o2 = opts;
+    o2.transpose_a = 1;
+    oc_matmul_array sq = pa;
+    sq.cols = m; /* op(A) = Aᵀ: a square m x m view of A's memory */
+    sq.rows = m;
+    oc_matmul_array bm = pb, hc = OC_MATMUL_ARRAY_INIT;
+    bm.rows = m;
+    hc.data = c_host, hc.dtype = pc.dtype, hc.rows = m, hc.cols = n;
+    CHECK(oc_matmul(ctx, &sq, &bm, &hc, &o2, NULL) == OC_ERR_INPUT &&
+          strstr(oc_context_last_error(ctx), "read transposed") &&
+          strstr(oc_context_last_error(ctx), "C is not in that device's memory"));
+    o2 = opts;
+    o2.gram = 1;
+    o2.dtype = OC_MATMUL_DEFAULT;
+    hc.cols = m;
+    CHECK(oc_matmul(ctx, &pa, NULL, &hc, &o2, NULL) == OC_ERR_INPUT && strstr(oc_context_last_error(ctx), "A·Aᵀ"));
+    if (in != OC_MM_FLOAT64) {
+        o2 = opts;
+        o2.dtype = OC_MATMUL_FLOAT64;
+        CHECK(oc_matmul_result(ctx, &pa, &pb, &o2, NULL, NULL, NULL) == OC_ERR_INPUT &&
+              strstr(oc_context_last_error(ctx), "convert it on the device"));
+    }
+    CHECK(cudaMemcpy(c, dc, oc, cudaMemcpyDeviceToHost) == cudaSuccess);
+    int untouched = 1;
+    for (size_t i = 0; i < oc; ++i) untouched &= c[i] == 0x5A;
+    CHECK_MSG(untouched, "%s: a refused product wrote C", what);
+    free(c), free(c_host), free(ones);
+    cudaFree(da), cudaFree(db), cudaFree(dc);
+    free_operands(&o);
+    check_clean(ctx, what);
+}
+
+/* elem-byte elements of the rows x cols row-major x, transposed (cols x rows). */
+static void *transposed_copy(const void *x, int64_t rows, int64_t cols, size_t elem)
+{
+    unsigned char *t = malloc((size_t)(rows * cols) * elem + 1);
+    for (int64_t r = 0; t && r < rows; ++r)
+        for (int64_t c = 0; c < cols; ++c)
+            memcpy(t + (size_t)(c * rows + r) * elem, (const unsigned char *)x + (size_t)(r * cols + c) * elem, elem);
+    return t;
+}
+
+static void *on_device(const void *x, size_t bytes)
+{
+    void *d = NULL;
+    if (cudaMalloc(&d, bytes ? bytes : 1) != cudaSuccess) return NULL;
+    if (bytes && x) CHECK(cudaMemcpy(d, x, bytes, cudaMemcpyHostToDevice) == cudaSuccess);
+    return d;
+}
+
+/* The resident plan reads transposed operands where they are, through cuBLASLt's transposes
+ * (int8: transposed into its K-contiguous layout only where they are not so already):
+ * op(A) = Aᵀ, op(B) = Bᵀ and both against the reference, and A·Aᵀ from A alone, the whole
+ * product computed and mirrored, exactly symmetric. */
+static void check_device_transposes(oc_mm_type in, oc_mm_type out, int64_t k)
+{
+    char what[96];
+    const int64_t m = 211, n = 204; /* int8: k a multiple of 16 takes the operands as stored */
+    operands o = make_operands(m, n, k, in, out, 0, 555 + (uint64_t)in);
+    const size_t es = oc_mm_type_size(in), ia = (size_t)(m * k) * es, ib = (size_t)(k * n) * es,
+                 oc = (size_t)(m * n) * oc_mm_type_size(out);
+    void *at = transposed_copy(o.a, m, k, es), *bt = transposed_copy(o.b, k, n, es);
+    void *da = on_device(o.a, ia), *db = on_device(o.b, ib), *dat = on_device(at, ia), *dbt = on_device(bt, ib);
+    void *dc = on_device(NULL, oc);
+    unsigned char *c = malloc(oc), *ones = malloc((size_t)(212 * 212));
+    if (!at || !bt || !da || !db || !dat || !dbt || !dc || !c || !ones) {
+        CHECK_MSG(0, "%s -> %s transposed in device memory: out of memory", type_name(in), type_name(out));
+        return;
+    }
+    memset(ones, 1, (size_t)(212 * 212));
+    const int gpu[3] = {1, 1, 1};
+    for (int t = 1; t < 4; ++t) {
+        const int ta = t & 1, tb = t >> 1;
+        snprintf(what, sizeof what, "%s -> %s in device memory, %s%s", type_name(in), type_name(out),
+                 ta ? "op(A) = Aᵀ " : "", tb ? "op(B) = Bᵀ" : "");
+        oc_matmul_options opts = OC_MATMUL_OPTIONS_INIT;
+        opts.dtype = oc_matmul_dtype_of(out);
+        opts.transpose_a = ta, opts.transpose_b = tb;
+        oc_matmul_array arr[3] = {OC_MATMUL_ARRAY_INIT, OC_MATMUL_ARRAY_INIT, OC_MATMUL_ARRAY_INIT};
+        arr[0].data = ta ? dat : da, arr[0].rows = ta ? k : m, arr[0].cols = ta ? m : k;
+        arr[1].data = tb ? dbt : db, arr[1].rows = tb ? n : k, arr[1].cols = tb ? k : n;
+        arr[2].data = dc, arr[2].rows = m, arr[2].cols = n;
+        for (int i = 0; i < 3; ++i) arr[i].gpu = gpu[i], arr[i].dtype = oc_matmul_dtype_of(i == 2 ? out : in);
+        CHECK(cudaMemset(dc, 0xA5, oc) == cudaSuccess);
+        oc_matmul_stats stats = {.struct_size = sizeof stats};
+        const oc_status st = oc_matmul(ctx, &arr[0], &arr[1], &arr[2], &opts, &stats);
+        CHECK_MSG(st == OC_OK && stats.tiles == 1 && stats.bytes_h2d == 0, "%s: %s", what, oc_context_last_error(ctx));
+        CHECK(cudaMemcpy(c, dc, oc, cudaMemcpyDeviceToHost) == cudaSuccess);
+        check_result(&o, c, ones, 0, what);
+    }
+    free_operands(&o);
+
+    /* A·Aᵀ from A in device memory into C there. */
+    snprintf(what, sizeof what, "%s -> %s A·Aᵀ in device memory", type_name(in), type_name(out));
+    const int64_t mg = 212; /* int8: a multiple of 4 */
+    operands g = make_operands(mg, mg, k, in, out, 1, 777 + (uint64_t)in);
+    const size_t gc = (size_t)(mg * mg) * oc_mm_type_size(out);
+    void *dg = on_device(g.a, (size_t)(mg * k) * es), *dgc = on_device(NULL, gc);
+    unsigned char *cg = malloc(gc);
+    oc_matmul_array A = OC_MATMUL_ARRAY_INIT, C = OC_MATMUL_ARRAY_INIT;
+    A.data = dg, A.rows = mg, A.cols = k, A.dtype = oc_matmul_dtype_of(in), A.gpu = 1;
+    C.data = dgc, C.rows = mg, C.cols = mg, C.dtype = oc_matmul_dtype_of(out), C.gpu = 1;
+    oc_matmul_options opts = OC_MATMUL_OPTIONS_INIT;
+    opts.gram = 1, opts.dtype = C.dtype;
+    const oc_status st = dg && dgc && cg ? oc_matmul(ctx, &A, NULL, &C, &opts, NULL) : OC_ERR_NO_MEMORY;
+    CHECK_MSG(st == OC_OK, "%s: %s", what, oc_context_last_error(ctx));
+    if (st == OC_OK && cudaMemcpy(cg, dgc, gc, cudaMemcpyDeviceToHost) == cudaSuccess) {
+        check_result(&g, cg, ones, 0, what);
+        const size_t e = oc_mm_type_size(out);
+        int symmetric = 1;
+        for (int64_t i = 0; i < mg; ++i)
+            for (int64_t j = 0; j < i; ++j)
+                symmetric &= memcmp(cg + (size_t)(i * mg + j) * e, cg + (size_t)(j * mg + i) * e, e) == 0;
+        CHECK_MSG(symmetric, "%s: not exactly symmetric", what);
+    }
+    free_operands(&g);
+    free(at), free(bt), free(c), free(ones), free(cg);
+    cudaFree(da), cudaFree(db), cudaFree(dat), cudaFree(dbt), cudaFree(dc), cudaFree(dg), cudaFree(dgc);
+    check_clean(ctx, what);
+}
+
+/* k = 0: C is zeros (numpy's empty sum) on the GPU too, in device memory and on the host,
+ * A·Aᵀ included. */
+static void check_empty_k(void)
+{
+    const char *what = "k = 0 on the GPU";
+    const int64_t m = 37, n = 29;
+    float *dc = NULL, *host = malloc((size_t)(m * n) * sizeof(float));
+    if (!host || cudaMalloc((void **)&dc, (size_t)(m * n) * sizeof(float)) != cudaSuccess) {
+        CHECK_MSG(0, "%s: out of memory", what);
+        return;
+    }
+    float dummy = 1;
+    oc_matmul_array A = OC_MATMUL_ARRAY_INIT, B = OC_MATMUL_ARRAY_INIT, C = OC_MATMUL_ARRAY_INIT;
+    A.dtype = B.dtype = C.dtype = OC_MATMUL_FLOAT32;
+    A.data = B.data = &dummy;
+    A.rows = m, A.cols = 0, B.rows = 0, B.cols = n, C.rows = m, C.cols = n;
+    oc_matmul_options o = OC_MATMUL_OPTIONS_INIT;
+    o.backend = OC_BACKEND_CUDA;
+    for (int on_device = 0; on_device < 2; ++on_device) {
+        CHECK(cudaMemset(dc, 0x7f, (size_t)(m * n) * sizeof(float)) == cudaSuccess);
+        for (int64_t i = 0; i < m * n; ++i) host[i] = 7;
+        C.data = on_device ? (void *)dc : (void *)host, C.gpu = on_device;
+        CHECK_MSG(oc_matmul(ctx, &A, &B, &C, &o, NULL) == OC_OK, "%s: %s", what, oc_context_last_error(ctx));
+        if (on_device)
+            CHECK(cudaMemcpy(host, dc, (size_t)(m * n) * sizeof(float), cudaMemcpyDeviceToHost) == cudaSuccess);
+        int zeros = 1;
+        for (int64_t i = 0; i < m * n; ++i) zeros &= host[i] == 0;
+        CHECK_MSG(zeros, "%s: C is not zeros (%s)", what, on_device ? "device memory" : "host memory");
+    }
+    /* A·Aᵀ of an m x 0 A into host memory: m x m zeros. */
+    o.gram = 1;
+    C.gpu = 0, C.cols = m;
+    float *sq = malloc((size_t)(m * m) * sizeof(float));
+    for (int64_t i = 0; sq && i < m * m; ++i) sq[i] = 7;
+    C.data = sq;
+    CHECK_MSG(sq && oc_matmul(ctx, &A, NULL, &C, &o, NULL) == OC_OK, "%s, A·Aᵀ: %s", what, oc_context_last_error(ctx));
+    int zeros = sq != NULL;
+    for (int64_t i = 0; sq && i < m * m; ++i) zeros &= sq[i] == 0;
+    CHECK_MSG(zeros, "%s, A·Aᵀ: C is not zeros", what);
+    free(sq), free(host);
+    cudaFree(dc);
+    check_clean(ctx, what);
+}
+
+/* int8's measured choice of algorithm (matmul_gemm.h): a 4096³ product, large enough to be
+ * measured, gives the same bytes with the rate cache off (the heuristic's first algorithm)
+ * and on (the fastest candidate, measured and stored there), and again from the choice kept. */
+static void check_int8_choice(void)
+{
+    const char *what = "int8's measured algorithm";
+    const int64_t e = 4096;
+    const size_t in_bytes = (size_t)(e * e), out_bytes = in_bytes * 4;
+    int8_t *h = malloc(in_bytes);
+    unsigned char *c_off = malloc(out_bytes), *c_on = malloc(out_bytes);
+    void *da = NULL, *db = NULL, *dc = NULL;
+    if (!h || !c_off || !c_on || cudaMalloc(&da, in_bytes) != cudaSuccess || cudaMalloc(&db, in_bytes) != cudaSuccess ||
+        cudaMalloc(&dc, out_bytes) != cudaSuccess) {
+        CHECK_MSG(0, "%s: out of memory", what);
+        return;
+    }
+    uint64_t seed = 99;
+    for (size_t i = 0; i < in_bytes; ++i) h[i] = (int8_t)((int)(oc_test_rand(&seed) % 255) - 127);
+    CHECK(cudaMemcpy(da, h, in_bytes, cudaMemcpyHostToDevice) == cudaSuccess);
+    for (size_t i = 0; i < in_bytes; ++i) h[i] = (int8_t)((int)(oc_test_rand(&seed) % 255) - 127);
+    CHECK(cudaMemcpy(db, h, in_bytes, cudaMemcpyHostToDevice) == cudaSuccess);
+    oc_matmul_array A = OC_MATMUL_ARRAY_INIT, B = OC_MATMUL_ARRAY_INIT, C = OC_MATMUL_ARRAY_INIT;
+    A.data = da, B.data = db, C.data = dc, A.dtype = B.dtype = OC_MATMUL_INT8, C.dtype = OC_MATMUL_INT32;
+    A.rows = A.cols = B.rows = B.cols = C.rows = C.cols = e;
+    A.gpu = B.gpu = C.gpu = 1;
+    oc_matmul_options o = OC_MATMUL_OPTIONS_INIT;
+    char cache[] = "/tmp/oc_int8_choiceXXXXXX";
+    const int fd = mkstemp(cache);
+    CHECK(fd >= 0);
+    if (fd >= 0) close(fd);
+    const char *env = getenv("OUTCORE_COST_CACHE");
+    char *was = env ? strdup(env) : NULL;
+    unsigned char *out[2] = {c_off, c_on};
+    for (int on = 0; on < 3; ++on) {
+        setenv("OUTCORE_COST_CACHE", on ? cache : "off", 1);
+        oc_cost_rates_reset();
+        CHECK(cudaMemset(dc, 0x7f, out_bytes) == cudaSuccess);
+        CHECK_MSG(oc_matmul(ctx, &A, &B, &C, &o, NULL) == OC_OK, "%s: %s", what, oc_context_last_error(ctx));
+        CHECK(cudaMemcpy(out[on ? 1 : 0], dc, out_bytes, cudaMemcpyDeviceToHost) == cudaSuccess);
+        if (on) CHECK_MSG(memcmp(c_off, c_on, out_bytes) == 0, "%s: other bytes than the first algorithm's", what);
+    }
+    char line[4096] = "";
+    FILE *f = fopen(cache, "r");
+    int stored = 0;
+    while (f && fgets(line, sizeof line, f)) stored |= strncmp(line, "gpu_int8_algo.4096x4096x4096.w", 30) == 0;
+    if (f) fclose(f);
+    CHECK_MSG(stored, "%s: no gpu_int8_algo line in the rate cache", what);
+    unlink(cache);
+    char lock[sizeof cache + 8];
+    snprintf(lock, sizeof lock, "%s.lock", cache);
+    unlink(lock);
+    if (was) setenv("OUTCORE_COST_CACHE", was, 1);
+    else unsetenv("OUTCORE_COST_CACHE");
+    free(was);
+    oc_cost_rates_reset();
+    free(h), free(c_off), free(c_on);
+    cudaFree(da), cudaFree(db), cudaFree(dc);
+    check_clean(ctx, what);
+}
+
+int main(void)
+{
+    if (!oc_mm_backend_cuda.usable(0)) {
+        printf("SKIPPED: no usable CUDA device or no cuBLASLt\n");
+        oc_test_skip("no usable CUDA device or no cuBLASLt");
+        return oc_test_finish();
+    }
+    if (oc_context_create(&ctx) != OC_OK) return 1;
+    check_device_memory(OC_MM_FLOAT32, OC_MM_FLOAT32);
+    check_device_memory(OC_MM_INT8, OC_MM_INT32);
+    check_device_memory(OC_MM_BFLOAT16, OC_MM_BFLOAT16);
+    check_device_memory(OC_MM_FLOAT64, OC_MM_FLOAT64);
+    check_device_transposes(OC_MM_FLOAT32, OC_MM_FLOAT32, 1101);
+    check_device_transposes(OC_MM_FLOAT64, OC_MM_FLOAT64, 1104);
+    check_device_transposes(OC_MM_BFLOAT16, OC_MM_BFLOAT16, 1101);
+    check_device_transposes(OC_MM_INT8, OC_MM_INT32, 1104);
+    check_device_transposes(OC_MM_INT8, OC_MM_INT32, 1101);
+    check_int8_choice();
+    check_empty_k();
+    oc_context_free(ctx);
+    return oc_test_finish();
+}
