@@ -7,8 +7,10 @@
  * A·Aᵀ exactly symmetric; a forced tile runs the tiled plan with panels copied on the device
  * and gives the bytes of the same plan from host memory; A on the device with B and C on the
  * host mixes the two; a transpose or A·Aᵀ without C on the device, a conversion and the CPU
- * backend are refused before C is written; int8's measured algorithm gives the bytes of the
- * heuristic's first; k = 0 gives zeros. Exits 77 when no GPU or no cuBLASLt is usable.
+ * backend are refused before C is written; arrays one element off their allocations' start
+ * are read by algorithms that allow it; a product on a second device leaves the caller's
+ * current device as it was; int8's measured algorithm gives the bytes of the heuristic's
+ * first; k = 0 gives zeros. Exits 77 when no GPU or no cuBLASLt is usable.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -167,10 +169,13 @@ static void *transposed_copy(const void *x, int64_t rows, int64_t cols, size_t e
     return t;
 }
 
-static void *on_device(const void *x, size_t bytes)
+/* Device memory holding x (NULL: nothing copied) from byte `skew` of an allocation that
+ * starts at *base (cudaFree it). */
+static void *on_device(const void *x, size_t bytes, size_t skew, void **base)
 {
-    void *d = NULL;
-    if (cudaMalloc(&d, bytes ? bytes : 1) != cudaSuccess) return NULL;
+    *base = NULL;
+    if (cudaMalloc(base, bytes + skew + 1) != cudaSuccess) return *base = NULL;
+    char *d = (char *)*base + skew;
     if (bytes && x) CHECK(cudaMemcpy(d, x, bytes, cudaMemcpyHostToDevice) == cudaSuccess);
     return d;
 }
@@ -178,17 +183,22 @@ static void *on_device(const void *x, size_t bytes)
 /* The resident plan reads transposed operands where they are, through cuBLASLt's transposes
  * (int8: transposed into its K-contiguous layout only where they are not so already):
  * op(A) = Aᵀ, op(B) = Bᵀ and both against the reference, and A·Aᵀ from A alone, the whole
- * product computed and mirrored, exactly symmetric. */
-static void check_device_transposes(oc_mm_type in, oc_mm_type out, int64_t k)
+ * product computed and mirrored, exactly symmetric. With `skewed`, every array starts one
+ * element past an allocation's start, as a framework's view may: aligned to its element
+ * alone, which the algorithms chosen must read (the plain product included). */
+static void check_device_transposes(oc_mm_type in, oc_mm_type out, int64_t k, int skewed)
 {
-    char what[96];
+    char what[128];
     const int64_t m = 211, n = 204; /* int8: k a multiple of 16 takes the operands as stored */
     operands o = make_operands(m, n, k, in, out, 0, 555 + (uint64_t)in);
     const size_t es = oc_mm_type_size(in), ia = (size_t)(m * k) * es, ib = (size_t)(k * n) * es,
                  oc = (size_t)(m * n) * oc_mm_type_size(out);
-    void *at = transposed_copy(o.a, m, k, es), *bt = transposed_copy(o.b, k, n, es);
-    void *da = on_device(o.a, ia), *db = on_device(o.b, ib), *dat = on_device(at, ia), *dbt = on_device(bt, ib);
-    void *dc = on_device(NULL, oc);
+    const size_t skew_in = skewed ? es : 0, skew_out = skewed ? oc_mm_type_size(out) : 0;
+    const char *skew_note = skewed ? ", each one element off its allocation" : "";
+    void *at = transposed_copy(o.a, m, k, es), *bt = transposed_copy(o.b, k, n, es), *base[7];
+    void *da = on_device(o.a, ia, skew_in, &base[0]), *db = on_device(o.b, ib, skew_in, &base[1]);
+    void *dat = on_device(at, ia, skew_in, &base[2]), *dbt = on_device(bt, ib, skew_in, &base[3]);
+    void *dc = on_device(NULL, oc, skew_out, &base[4]);
     unsigned char *c = malloc(oc), *ones = malloc((size_t)(212 * 212));
     if (!at || !bt || !da || !db || !dat || !dbt || !dc || !c || !ones) {
         CHECK_MSG(0, "%s -> %s transposed in device memory: out of memory", type_name(in), type_name(out));
@@ -196,10 +206,10 @@ static void check_device_transposes(oc_mm_type in, oc_mm_type out, int64_t k)
     }
     memset(ones, 1, (size_t)(212 * 212));
     const int gpu[3] = {1, 1, 1};
-    for (int t = 1; t < 4; ++t) {
+    for (int t = skewed ? 0 : 1; t < 4; ++t) {
         const int ta = t & 1, tb = t >> 1;
-        snprintf(what, sizeof what, "%s -> %s in device memory, %s%s", type_name(in), type_name(out),
-                 ta ? "op(A) = Aᵀ " : "", tb ? "op(B) = Bᵀ" : "");
+        snprintf(what, sizeof what, "%s -> %s in device memory%s%s%s", type_name(in), type_name(out),
+                 ta ? ", op(A) = Aᵀ" : "", tb ? ", op(B) = Bᵀ" : "", skew_note);
         oc_matmul_options opts = OC_MATMUL_OPTIONS_INIT;
         opts.dtype = oc_matmul_dtype_of(out);
         opts.transpose_a = ta, opts.transpose_b = tb;
@@ -218,11 +228,11 @@ static void check_device_transposes(oc_mm_type in, oc_mm_type out, int64_t k)
     free_operands(&o);
 
     /* A·Aᵀ from A in device memory into C there. */
-    snprintf(what, sizeof what, "%s -> %s A·Aᵀ in device memory", type_name(in), type_name(out));
+    snprintf(what, sizeof what, "%s -> %s A·Aᵀ in device memory%s", type_name(in), type_name(out), skew_note);
     const int64_t mg = 212; /* int8: a multiple of 4 */
     operands g = make_operands(mg, mg, k, in, out, 1, 777 + (uint64_t)in);
     const size_t gc = (size_t)(mg * mg) * oc_mm_type_size(out);
-    void *dg = on_device(g.a, (size_t)(mg * k) * es), *dgc = on_device(NULL, gc);
+    void *dg = on_device(g.a, (size_t)(mg * k) * es, skew_in, &base[5]), *dgc = on_device(NULL, gc, skew_out, &base[6]);
     unsigned char *cg = malloc(gc);
     oc_matmul_array A = OC_MATMUL_ARRAY_INIT, C = OC_MATMUL_ARRAY_INIT;
     A.data = dg, A.rows = mg, A.cols = k, A.dtype = oc_matmul_dtype_of(in), A.gpu = 1;
@@ -242,7 +252,44 @@ static void check_device_transposes(oc_mm_type in, oc_mm_type out, int64_t k)
     }
     free_operands(&g);
     free(at), free(bt), free(c), free(ones), free(cg);
-    cudaFree(da), cudaFree(db), cudaFree(dat), cudaFree(dbt), cudaFree(dc), cudaFree(dg), cudaFree(dgc);
+    for (int i = 0; i < 7; ++i) cudaFree(base[i]);
+    check_clean(ctx, what);
+}
+
+/* A product on the second device's memory leaves the calling thread's current device where
+ * it was (a framework's current device is its own); where there is one device, nothing. */
+static void check_current_device(void)
+{
+    const char *what = "a product on cuda:1's memory";
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess || count < 2) return;
+    const int64_t m = 67, n = 36, k = 45;
+    operands o = make_operands(m, n, k, OC_MM_FLOAT32, OC_MM_FLOAT32, 0, 4242);
+    const size_t ia = (size_t)(m * k) * 4, ib = (size_t)(k * n) * 4, oc = (size_t)(m * n) * 4;
+    void *base[3] = {NULL, NULL, NULL};
+    CHECK(cudaSetDevice(1) == cudaSuccess);
+    void *da = on_device(o.a, ia, 0, &base[0]), *db = on_device(o.b, ib, 0, &base[1]);
+    void *dc = on_device(NULL, oc, 0, &base[2]);
+    CHECK(cudaSetDevice(0) == cudaSuccess);
+    unsigned char *c = malloc(oc), *ones = malloc((size_t)(m * n));
+    if (da && db && dc && c && ones) {
+        memset(ones, 1, (size_t)(m * n));
+        void *mem[3] = {da, db, dc};
+        const int gpu[3] = {1, 1, 1};
+        oc_matmul_options opts = OC_MATMUL_OPTIONS_INIT;
+        oc_matmul_stats stats;
+        CHECK_MSG(public_run(&o, mem, gpu, &opts, c, &stats) == OC_OK, "%s: %s", what, oc_context_last_error(ctx));
+        int current = -1;
+        CHECK(cudaGetDevice(&current) == cudaSuccess);
+        CHECK_MSG(current == 0, "%s: the current device is now %d, not 0", what, current);
+        check_result(&o, c, ones, 0, what);
+    } else {
+        CHECK_MSG(0, "%s: out of memory", what);
+    }
+    CHECK(cudaSetDevice(0) == cudaSuccess);
+    free(c), free(ones);
+    for (int i = 0; i < 3; ++i) cudaFree(base[i]);
+    free_operands(&o);
     check_clean(ctx, what);
 }
 
@@ -362,11 +409,16 @@ int main(void)
     check_device_memory(OC_MM_INT8, OC_MM_INT32);
     check_device_memory(OC_MM_BFLOAT16, OC_MM_BFLOAT16);
     check_device_memory(OC_MM_FLOAT64, OC_MM_FLOAT64);
-    check_device_transposes(OC_MM_FLOAT32, OC_MM_FLOAT32, 1101);
-    check_device_transposes(OC_MM_FLOAT64, OC_MM_FLOAT64, 1104);
-    check_device_transposes(OC_MM_BFLOAT16, OC_MM_BFLOAT16, 1101);
-    check_device_transposes(OC_MM_INT8, OC_MM_INT32, 1104);
-    check_device_transposes(OC_MM_INT8, OC_MM_INT32, 1101);
+    check_device_transposes(OC_MM_FLOAT32, OC_MM_FLOAT32, 1101, 0);
+    check_device_transposes(OC_MM_FLOAT64, OC_MM_FLOAT64, 1104, 0);
+    check_device_transposes(OC_MM_BFLOAT16, OC_MM_BFLOAT16, 1101, 0);
+    check_device_transposes(OC_MM_INT8, OC_MM_INT32, 1104, 0);
+    check_device_transposes(OC_MM_INT8, OC_MM_INT32, 1101, 0);
+    check_device_transposes(OC_MM_FLOAT32, OC_MM_FLOAT32, 1101, 1);
+    check_device_transposes(OC_MM_FLOAT64, OC_MM_FLOAT64, 1104, 1);
+    check_device_transposes(OC_MM_BFLOAT16, OC_MM_FLOAT32, 1101, 1);
+    check_device_transposes(OC_MM_INT8, OC_MM_INT32, 1104, 1);
+    check_current_device();
     check_int8_choice();
     check_empty_k();
     oc_context_free(ctx);

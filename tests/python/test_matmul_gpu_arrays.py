@@ -167,3 +167,22 @@ def test_torch_transposed_views_and_gram(dtype, rdtype):
     g = outcore.matmul(a)  # A·Aᵀ on the device, exactly symmetric
     assert tuple(g.shape) == (300, 300) and torch.equal(g, g.T)
     assert np.array_equal(g.double().cpu().numpy(), (ad @ ad.T).to(getattr(torch, rdtype)).double().numpy())
+
+
+@pytest.mark.skipif(not HAVE_TORCH, reason="needs torch with a usable CUDA device")
+@pytest.mark.parametrize("dtype,rdtype", [("float32", "float32"), ("int8", "int32"), ("float16", "float16")])
+def test_torch_views_off_their_allocations_start(dtype, rdtype):
+    """Views one row into their storage (rows of an odd length: aligned to the element alone)
+    and B as a transposed view, for int8 the layout its kernels read as stored."""
+    big_a = torch.tensor(small_ints((301, 257), np.float32)).to(getattr(torch, dtype)).cuda()
+    big_b = torch.tensor(small_ints((125, 257), np.float32)).to(getattr(torch, dtype)).cuda()
+    a, bt = big_a[1:], big_b[1:]  # 300 x 257 and 124 x 257, each one row into its storage
+    assert a.data_ptr() % 16 and bt.data_ptr() % 16
+    want = (a.double().cpu() @ bt.double().cpu().T).to(getattr(torch, rdtype)).double().numpy()
+    for y in (bt.T, bt.T.contiguous()):  # Bᵀ as stored, and a row-major B
+        got = outcore.matmul(a, y)
+        assert np.array_equal(got.double().cpu().numpy(), want)
+    out_storage = torch.zeros((301, 124), dtype=getattr(torch, rdtype), device="cuda")
+    out = out_storage[1:]  # C one row into its storage
+    assert outcore.matmul(a, bt.T, out=out) is out and np.array_equal(out.double().cpu().numpy(), want)
+    assert not out_storage[0].any()

@@ -6,6 +6,7 @@
  */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,14 +47,16 @@ static void caller_memory(const oc_matmul_job *job, const void *p[3], int64_t ld
 
 /* Whether A, B and C are all in the memory of the job's one device with their rows back to
  * back: the plan is then one product on them where they are (matmul_cuda_plan.h), with *ta
- * and *tb the operations' transposes. */
-static int job_resident(const oc_matmul_job *job, int *ta, int *tb)
+ * and *tb the operations' transposes and unaligned[0], [1] whether A's and B's memory starts
+ * off a 16-byte boundary. */
+static int job_resident(const oc_matmul_job *job, int *ta, int *tb, int unaligned[2])
 {
     *ta = *tb = 0;
     if (!job->gpu_memory || job_ndevices(job) != 1 || !job->stored_memory || !job->tile_memory) return 0;
     int64_t lda = 0, ldb = 0, ldc = 0;
     const void *a = job->stored_memory(job, OC_MM_A, &lda, ta), *b = job->stored_memory(job, OC_MM_B, &ldb, tb);
     const void *c = job->tile_memory(job, 0, 0, &ldc);
+    unaligned[0] = (uintptr_t)a % 16 != 0, unaligned[1] = (uintptr_t)b % 16 != 0;
     const int dev = job_device(job, 0);
     return a && b && c && lda == (*ta ? job->m : job->k) && ldb == (*tb ? job->k : job->n) && ldc == job->n &&
            oc_cuda_memory_device(a) == dev && oc_cuda_memory_device(b) == dev && oc_cuda_memory_device(c) == dev;
@@ -67,9 +70,10 @@ static oc_status wait_for_callers_devices(oc_context *ctx, const oc_matmul_job *
     const void *p[3];
     int64_t ld[3];
     caller_memory(job, p, ld);
+    int devs[3] = {-1, -1, -1};
     for (int i = 0; i < 3; ++i) {
-        const int dev = p[i] ? oc_cuda_memory_device(p[i]) : -1;
-        if (dev < 0) continue;
+        const int dev = devs[i] = p[i] ? oc_cuda_memory_device(p[i]) : -1;
+        if (dev < 0 || (i > 0 && devs[0] == dev) || (i > 1 && devs[1] == dev)) continue; /* once a device */
         cudaError_t e = cudaSetDevice(dev);
         if (e == cudaSuccess) e = cudaDeviceSynchronize();
         if (e != cudaSuccess) {
@@ -136,8 +140,8 @@ static oc_status make_plan(oc_context *ctx, const oc_matmul_job *job, oc_mm_cuda
                                      dev, prop.name, prop.sm_count, (double)free_b / (1 << 30));
         if (used >= size) used = size - 1;
     }
-    int ta = 0, tb = 0;
-    const int resident = job_resident(job, &ta, &tb);
+    int ta = 0, tb = 0, unaligned[2] = {0, 0};
+    const int resident = job_resident(job, &ta, &tb, unaligned);
     const oc_mm_cuda_plan_input in = {.m = job->m,
                                       .n = job->n,
                                       .k = job->k,
@@ -152,7 +156,9 @@ static oc_status make_plan(oc_context *ctx, const oc_matmul_job *job, oc_mm_cuda
                                       .tile = job->tile,
                                       .resident = resident,
                                       .ta = ta,
-                                      .tb = tb};
+                                      .tb = tb,
+                                      .a_unaligned = unaligned[0],
+                                      .b_unaligned = unaligned[1]};
     OC_CHECK(ctx, oc_mm_cuda_plan_make(ctx, &in, plan));
     if (job->gpu_resident_only && !plan->in.resident)
         return oc_fail(ctx, job->in_type == OC_MM_INT8 && job->n % 4 ? OC_ERR_INPUT : OC_ERR_DEVICE_NO_MEMORY,
@@ -232,8 +238,10 @@ static oc_status zero_result(oc_matmul_job *job)
     const size_t elem = oc_mm_type_size(job->out_type);
     int64_t ld = 0;
     void *c = job->tile_memory ? job->tile_memory(job, 0, 0, &ld) : NULL;
-    if (c && oc_cuda_memory_device(c) >= 0) {
-        cudaError_t e = cudaMemset2D(c, (size_t)ld * elem, 0, (size_t)job->n * elem, (size_t)job->m);
+    const int c_device = c ? oc_cuda_memory_device(c) : -1;
+    if (c_device >= 0) {
+        cudaError_t e = cudaSetDevice(c_device);
+        if (e == cudaSuccess) e = cudaMemset2D(c, (size_t)ld * elem, 0, (size_t)job->n * elem, (size_t)job->m);
         if (e == cudaSuccess) e = cudaDeviceSynchronize();
         if (e != cudaSuccess) {
             (void)cudaGetLastError();
@@ -256,7 +264,7 @@ static oc_status zero_result(oc_matmul_job *job)
     return st;
 }
 
-static oc_status cuda_run(oc_matmul_job *job)
+static oc_status run_job(oc_matmul_job *job)
 {
     oc_context *ctx = job->ctx;
     const double t0 = oc_now();
@@ -361,6 +369,20 @@ static oc_status cuda_run(oc_matmul_job *job)
     free(t);
     snprintf(job->stats.backend, sizeof job->stats.backend, "cuda/cublasLt");
     job->stats.seconds = oc_now() - t0;
+    return st;
+}
+
+/* The job, with the calling thread's current device as it found it: the job sets each of
+ * its devices current in turn, and a resident plan runs on this thread, whose caller (a
+ * framework among them) has a current device of its own. */
+static oc_status cuda_run(oc_matmul_job *job)
+{
+    int current = -1;
+    if (cudaGetDevice(&current) != cudaSuccess) current = -1, (void)cudaGetLastError();
+    const oc_status st = run_job(job);
+    int now = -1;
+    if (current >= 0 && (cudaGetDevice(&now) != cudaSuccess || now != current) && cudaSetDevice(current) != cudaSuccess)
+        (void)cudaGetLastError();
     return st;
 }
 

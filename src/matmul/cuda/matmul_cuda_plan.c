@@ -129,10 +129,12 @@ static int resident_plan(oc_mm_cuda_plan *p)
     p->tm = in->m, p->tn = in->n, p->kp = p->kp_last = in->k;
     p->tn_ld = in->n;
     p->kpad = i8 ? round_up(in->k, 16) : in->k;
-    /* int8 takes both operands K-contiguous, rows a multiple of 16 long: op(A) = A and
-     * op(B) = Bᵀ are so as stored when k is; the others are transposed or re-strided here. */
-    const int a_as_is = !in->ta && p->kpad == in->k, b_as_is = in->tb && p->kpad == in->k;
-    p->pack_bytes = i8 ? (a_as_is ? 0 : in->m * p->kpad) + (b_as_is ? 0 : in->n * p->kpad) : 0;
+    /* int8 takes both operands K-contiguous, rows a multiple of 16 long, from 16-byte
+     * boundaries: op(A) = A and op(B) = Bᵀ are so as stored when k is and their memory is
+     * aligned; the others are transposed or re-strided here. */
+    p->pack_a = i8 && (in->ta || p->kpad != in->k || in->a_unaligned);
+    p->pack_b = i8 && (!in->tb || p->kpad != in->k || in->b_unaligned);
+    p->pack_bytes = (p->pack_a ? in->m * p->kpad : 0) + (p->pack_b ? in->n * p->kpad : 0);
     p->acc_bytes = p->acc_type != in->out_type ? in->m * in->n * (int64_t)oc_mm_type_size(p->acc_type) : 0;
     p->device_bytes = p->pack_bytes + p->acc_bytes + p->workspace + 3 * OC_POOL_ALIGN;
     p->tile_rows = p->tile_cols = p->ntiles = p->panels = 1;

@@ -91,6 +91,8 @@ typedef struct oc_mm_cuda_plan_input {
      * plan is one tile, one K panel, the product computed into C from A and B where they are,
      * op(A) = Aᵀ when ta and op(B) = Bᵀ when tb (A·Aᵀ: B is A, tb set; C mirrored after). */
     int resident, ta, tb;
+    /* Resident: A's (B's) memory does not start on a 16-byte boundary; int8 then packs it. */
+    int a_unaligned, b_unaligned;
 } oc_mm_cuda_plan_input;
 
 typedef struct oc_mm_cuda_plan {
@@ -103,6 +105,7 @@ typedef struct oc_mm_cuda_plan {
     int64_t tile_rows, tile_cols, ntiles, panels; /* the grid, tiles computed, K panels per tile */
     int64_t panel_bytes; /* one panel slot: the A panel, then the B panel at oc_mm_cuda_b_offset */
     int64_t pack_bytes;  /* int8: the packed A and B panels */
+    int pack_a, pack_b;  /* resident int8: A, B packed (else read as stored) */
     int64_t acc_bytes;   /* one accumulator */
     int64_t round_bytes; /* one rounded tile (FP16/BF16 output), else 0 */
     int64_t workspace;

@@ -594,18 +594,20 @@ static oc_status run_resident(mm_device *d, int device)
     const int64_t m = job->m, n = job->n, k = job->k;
     cudaStream_t stream = d->dev.compute;
     if (plan->in.in_type == OC_MM_INT8) {
-        /* Both operands K-contiguous with rows of kpad (matmul_cuda_plan.c): op(B) = Bᵀ and
-         * op(A) = A are so as stored when k is a multiple of 16; otherwise B, then A, are
-         * transposed or re-strided into the packing buffer. */
+        /* Both operands K-contiguous with rows of kpad from aligned memory (the plan's
+         * pack_a, pack_b: matmul_cuda_plan.c); otherwise B, then A, are transposed or
+         * re-strided into the packing buffer. */
         int8_t *next = d->d_pack;
-        if (!tb || plan->kpad != k) {
+        if (plan->pack_b) {
             if (tb) OC_CHECK(ctx, oc_mm_pack_rows_i8(ctx, &d->dev, b, n, k, next, plan->kpad, stream));
             else OC_CHECK(ctx, oc_mm_transpose_i8(ctx, &d->dev, b, k, n, next, plan->kpad, n, stream));
             b = next, next += n * plan->kpad;
         }
-        if (ta) OC_CHECK(ctx, oc_mm_transpose_i8(ctx, &d->dev, a, k, m, next, plan->kpad, m, stream));
-        else if (plan->kpad != k) OC_CHECK(ctx, oc_mm_pack_rows_i8(ctx, &d->dev, a, m, k, next, plan->kpad, stream));
-        if (ta || plan->kpad != k) a = next;
+        if (plan->pack_a) {
+            if (ta) OC_CHECK(ctx, oc_mm_transpose_i8(ctx, &d->dev, a, k, m, next, plan->kpad, m, stream));
+            else OC_CHECK(ctx, oc_mm_pack_rows_i8(ctx, &d->dev, a, m, k, next, plan->kpad, stream));
+            a = next;
+        }
         if (oc_tracing()) { /* the packing's own time, for OUTCORE_TRACE */
             CUDA_CHECK(ctx, cudaStreamSynchronize(stream));
             oc_trace_phase(&t, "matmul", "int8 packing");

@@ -5,6 +5,7 @@
 #include "matmul/cuda/matmul_gemm.h"
 
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -71,13 +72,96 @@ oc_status oc_mm_gemm_open(oc_context *ctx, const oc_cublaslt_api *lt, const oc_m
     return OC_OK;
 }
 
-/* The layouts and algorithm of a shape: made and chosen on its first tile, then reused. */
-static oc_status shape_of(oc_context *ctx, oc_mm_gemm *g, int64_t rows, int64_t cols, int64_t depth,
-                          oc_mm_gemm_shape **out)
+/* ---------------------------------------------------------------- the heuristic's answers */
+/* This process's answers of the heuristic, per device and shape: asking costs about a tenth
+ * of a millisecond, which a product of a few milliseconds on resident operands feels. An
+ * algorithm is plain data (cuBLASLt's documentation: it may be kept and used again with the
+ * same library), and the answer depends only on what the key holds. Replaced round robin
+ * when full. */
+#define KNOWN_KEPT 64
+typedef struct known_shape {
+    int used, device;
+    oc_mm_type in_type, acc_type;
+    int tf32, ta, tb;
+    int64_t rows, cols, depth, ldc, workspace;
+    int align[3];
+    cublasLtMatmulAlgo_t candidate[OC_MM_GEMM_CANDIDATES];
+    int candidates;
+    int place; /* int8: the measured fastest candidate's place + 1; 0 not measured */
+} known_shape;
+static pthread_mutex_t known_lock = PTHREAD_MUTEX_INITIALIZER;
+static known_shape known[KNOWN_KEPT];
+static int known_next;
+
+static int same_key(const known_shape *a, const known_shape *b)
 {
+    return a->used && a->device == b->device && a->in_type == b->in_type && a->acc_type == b->acc_type &&
+           a->tf32 == b->tf32 && a->ta == b->ta && a->tb == b->tb && a->rows == b->rows && a->cols == b->cols &&
+           a->depth == b->depth && a->ldc == b->ldc && a->workspace == b->workspace && a->align[0] == b->align[0] &&
+           a->align[1] == b->align[1] && a->align[2] == b->align[2];
+}
+
+/* The key of shape s of g (candidates and place left empty). */
+static known_shape key_of(const oc_mm_gemm *g, const oc_mm_gemm_shape *s)
+{
+    known_shape k = {.used = 1,
+                     .device = -1,
+                     .in_type = g->plan->in.in_type,
+                     .acc_type = g->plan->acc_type,
+                     .tf32 = g->plan->in.tf32,
+                     .ta = g->plan->in.ta,
+                     .tb = g->plan->in.tb,
+                     .rows = s->rows,
+                     .cols = s->cols,
+                     .depth = s->depth,
+                     .ldc = oc_mm_cuda_ldc(g->plan, s->cols),
+                     .workspace = (int64_t)g->workspace_bytes};
+    if (cudaGetDevice(&k.device) != cudaSuccess) (void)cudaGetLastError();
+    memcpy(k.align, s->align, sizeof k.align);
+    return k;
+}
+
+/* Whether the key is known: *out filled (candidates and place) when it is. */
+static int known_find(const known_shape *key, known_shape *out)
+{
+    int found = 0;
+    pthread_mutex_lock(&known_lock);
+    for (int i = 0; i < KNOWN_KEPT && !found; ++i)
+        if (same_key(&known[i], key)) *out = known[i], found = 1;
+    pthread_mutex_unlock(&known_lock);
+    return found;
+}
+
+/* Keeps entry e (a new key, or a known key's measured place). */
+static void known_keep(const known_shape *e)
+{
+    pthread_mutex_lock(&known_lock);
+    int at = -1;
+    for (int i = 0; i < KNOWN_KEPT && at < 0; ++i)
+        if (same_key(&known[i], e)) at = i;
+    if (at < 0) at = known_next, known_next = (known_next + 1) % KNOWN_KEPT;
+    known[at] = *e;
+    pthread_mutex_unlock(&known_lock);
+}
+
+/* The alignment of p in bytes, at most 256 (what cuBLASLt assumes unless told less). */
+static int alignment_of(const void *p)
+{
+    int a = 1;
+    while (a < 256 && ((uintptr_t)p & (uintptr_t)(2 * a - 1)) == 0) a *= 2;
+    return a;
+}
+
+/* The layouts and algorithm of a shape: made and chosen on its first tile, then reused. The
+ * operands' alignment is part of the shape: a caller's device memory may start anywhere,
+ * and the heuristic, told how aligned they are, offers only algorithms that read them. */
+static oc_status shape_of(oc_context *ctx, oc_mm_gemm *g, int64_t rows, int64_t cols, int64_t depth, const void *a,
+                          const void *b, const void *acc, oc_mm_gemm_shape **out)
+{
+    const int align[3] = {alignment_of(b), alignment_of(a), alignment_of(acc)}; /* cuBLASLt's A, B, C */
     for (int i = 0; i < g->nshapes; ++i) {
         oc_mm_gemm_shape *s = &g->shape[i];
-        if (s->rows == rows && s->cols == cols && s->depth == depth) {
+        if (s->rows == rows && s->cols == cols && s->depth == depth && !memcmp(s->align, align, sizeof align)) {
             *out = s;
             return OC_OK;
         }
@@ -87,6 +171,7 @@ static oc_status shape_of(oc_context *ctx, oc_mm_gemm *g, int64_t rows, int64_t 
     oc_mm_gemm_shape *s = &g->shape[g->nshapes];
     memset(s, 0, sizeof *s);
     s->rows = rows, s->cols = cols, s->depth = depth;
+    memcpy(s->align, align, sizeof align);
     g->nshapes++; /* counted now, so that close destroys whatever layouts follow */
     const oc_cublaslt_api *lt = g->lt;
     const uint64_t ldc = (uint64_t)oc_mm_cuda_ldc(g->plan, cols);
@@ -105,6 +190,24 @@ static oc_status shape_of(oc_context *ctx, oc_mm_gemm *g, int64_t rows, int64_t 
         else LT_CHECK(lt->layout_create(&s->lb, g->ab_type, (uint64_t)depth, (uint64_t)rows, depth));
     }
     LT_CHECK(lt->layout_create(&s->lc, g->c_type, ldc, (uint64_t)rows, (int64_t)ldc));
+    known_shape k = key_of(g, s);
+    if (known_find(&k, &k)) {
+        s->candidates = k.candidates;
+        memcpy(s->candidate, k.candidate, sizeof s->candidate);
+        s->algo = k.place >= 1 && k.place <= k.candidates ? k.candidate[k.place - 1] : k.candidate[0];
+        s->chosen = k.place > 0;
+        *out = s;
+        return OC_OK;
+    }
+    static const cublasLtMatmulPreferenceAttributes_t align_attr[3] = {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
+                                                                       CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+                                                                       CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES};
+    for (int i = 0; i < 3; ++i) {
+        const uint32_t v = (uint32_t)align[i];
+        LT_CHECK(lt->pref_set(g->pref, align_attr[i], &v, sizeof v));
+    }
+    const uint32_t vd = (uint32_t)align[2];
+    LT_CHECK(lt->pref_set(g->pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &vd, sizeof vd));
     cublasLtMatmulHeuristicResult_t found[OC_MM_GEMM_CANDIDATES];
     const int want = g->plan->in.in_type == OC_MM_INT8 ? OC_MM_GEMM_CANDIDATES : 1;
     int nfound = 0;
@@ -119,6 +222,10 @@ static oc_status shape_of(oc_context *ctx, oc_mm_gemm *g, int64_t rows, int64_t 
     s->algo = found[0].algo;
     s->candidates = nfound < want ? nfound : want;
     for (int i = 0; i < s->candidates; ++i) s->candidate[i] = found[i].algo;
+    k.candidates = s->candidates;
+    memcpy(k.candidate, s->candidate, sizeof k.candidate);
+    k.place = 0;
+    known_keep(&k);
     *out = s;
     return OC_OK;
 }
@@ -127,16 +234,6 @@ static oc_status shape_of(oc_context *ctx, oc_mm_gemm *g, int64_t rows, int64_t 
 /* Below this many multiply-adds a shape keeps the heuristic's first algorithm: measuring
  * would cost more than it could save, and the cache would fill with small shapes. */
 #define TUNE_MIN_MACS (1LL << 36)
-
-/* This process's int8 choices (the rate cache holds them across processes). */
-#define CHOICES_KEPT 64
-static pthread_mutex_t choices_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct {
-    int device_cc;
-    int64_t rows, cols, depth, workspace; /* what the heuristic's candidates depend on */
-    int place;
-} choices[CHOICES_KEPT];
-static int nchoices;
 
 typedef struct tune_run {
     oc_mm_gemm *g;
@@ -187,46 +284,34 @@ static double measure_candidates(void *arg)
     return place;
 }
 
-/* An int8 shape's algorithm: the fastest candidate as this process or the rate cache knows
- * it, else measured now (t: the shape's first product, not accumulating). */
+/* An int8 shape's algorithm: the fastest candidate as the rate cache knows it, else measured
+ * now (t: the shape's first product, not accumulating), and kept in this process's answers. */
 static void choose_int8(oc_mm_gemm_shape *s, tune_run *t)
 {
     s->chosen = 1;
     if (s->candidates < 2 || s->rows * s->cols * s->depth < TUNE_MIN_MACS) return;
-    int cc = 0, device = 0;
-    if (cudaGetDevice(&device) != cudaSuccess ||
-        cudaDeviceGetAttribute(&cc, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) {
-        (void)cudaGetLastError();
-        return;
-    }
     const int64_t ws = (int64_t)t->g->workspace_bytes;
-    int place = 0;
-    pthread_mutex_lock(&choices_lock);
-    for (int i = 0; i < nchoices; ++i)
-        if (choices[i].device_cc == cc && choices[i].rows == s->rows && choices[i].cols == s->cols &&
-            choices[i].depth == s->depth && choices[i].workspace == ws)
-            place = choices[i].place;
-    pthread_mutex_unlock(&choices_lock);
-    if (!place) {
-        char name[64];
-        snprintf(name, sizeof name, "%s%lldx%lldx%lld.w%lld", OC_COST_GPU_INT8_ALGO_FIGURE, (long long)s->rows,
-                 (long long)s->cols, (long long)s->depth, (long long)(ws >> 16));
-        place = (int)oc_cost_figure(1, name, "int8 algorithm", measure_candidates, t);
-        pthread_mutex_lock(&choices_lock);
-        if (place > 0 && nchoices < CHOICES_KEPT) {
-            choices[nchoices].device_cc = cc, choices[nchoices].rows = s->rows, choices[nchoices].cols = s->cols;
-            choices[nchoices].depth = s->depth, choices[nchoices].workspace = ws, choices[nchoices++].place = place;
-        }
-        pthread_mutex_unlock(&choices_lock);
+    const int least = s->align[0] < s->align[1] ? (s->align[0] < s->align[2] ? s->align[0] : s->align[2])
+                                                : (s->align[1] < s->align[2] ? s->align[1] : s->align[2]);
+    char name[80], aligned[16] = "";
+    if (least < 256) snprintf(aligned, sizeof aligned, ".a%d", least); /* other candidates */
+    snprintf(name, sizeof name, "%s%lldx%lldx%lld.w%lld%s", OC_COST_GPU_INT8_ALGO_FIGURE, (long long)s->rows,
+             (long long)s->cols, (long long)s->depth, (long long)(ws >> 16), aligned);
+    const int place = (int)oc_cost_figure(1, name, "int8 algorithm", measure_candidates, t);
+    if (place < 1 || place > s->candidates) return;
+    s->algo = s->candidate[place - 1];
+    known_shape k = key_of(t->g, s);
+    if (known_find(&k, &k)) {
+        k.place = place;
+        known_keep(&k);
     }
-    if (place >= 1 && place <= s->candidates) s->algo = s->candidate[place - 1];
 }
 
 oc_status oc_mm_gemm_run(oc_context *ctx, oc_mm_gemm *g, int64_t rows, int64_t cols, int64_t depth, const void *a,
                          const void *b, void *acc, int accumulate, cudaStream_t stream)
 {
     oc_mm_gemm_shape *s = NULL;
-    OC_CHECK(ctx, shape_of(ctx, g, rows, cols, depth, &s));
+    OC_CHECK(ctx, shape_of(ctx, g, rows, cols, depth, a, b, acc, &s));
     if (!s->chosen && !accumulate && g->plan->in.in_type == OC_MM_INT8) {
         tune_run t = {g, s, a, b, acc, stream};
         choose_int8(s, &t);

@@ -10,19 +10,22 @@
  * re-strided (oc_mm_pack_rows_i8), both with K padded with zeros to a multiple of 16 and the
  * tile's columns to a multiple of 4.
  *
- * Determinism: the algorithm of a shape (rows, cols, depth) is chosen once, by
- * cublasLtMatmulAlgoGetHeuristic's first answer with the plan's fixed workspace, and every
- * tile of that shape runs it; cuBLASLt gives the same bits for the same algorithm, shape and
- * data on devices of one architecture and SM count.
+ * Determinism: the algorithm of a shape (rows, cols, depth, and the alignment of the three
+ * pointers, which the heuristic is told so that it offers only algorithms that read them) is
+ * chosen once, by cublasLtMatmulAlgoGetHeuristic's first answer with the plan's fixed
+ * workspace, and every tile of that shape runs it; cuBLASLt gives the same bits for the same
+ * algorithm, shape and data on devices of one architecture and SM count. The heuristic's
+ * answers are kept for the process, per device and shape, so that a later job of the same
+ * shape does not ask again.
  *
  * int8 is exact whatever the algorithm, so there the fastest of the heuristic's first
  * OC_MM_GEMM_CANDIDATES is taken instead: measured on a large shape's first product on a
  * machine (each candidate run into the accumulator before the product itself) and kept in the
- * rate cache's GPU section as gpu_int8_algo.<rows>x<cols>x<depth>.w<workspace / 64 KiB> (the
- * candidate's place + 1),
- * and in this process: the heuristic's first guess for Hopper's integer kernels is not
- * their fastest (bench/RESULTS.md has the figures). With the rate cache off the first is
- * taken.
+ * rate cache's GPU section as gpu_int8_algo.<rows>x<cols>x<depth>.w<workspace / 64 KiB>
+ * (.a<alignment> added when a pointer is aligned to less than 256 bytes; the value is the
+ * candidate's place + 1), and in this process: the heuristic's first guess for Hopper's
+ * integer kernels is not their fastest (bench/RESULTS.md has the figures). With the rate
+ * cache off the first is taken.
  */
 #ifndef OC_MATMUL_CUDA_MATMUL_GEMM_H
 #define OC_MATMUL_CUDA_MATMUL_GEMM_H
@@ -44,6 +47,7 @@ typedef struct oc_mm_gemm_shape {
     cublasLtMatmulAlgo_t algo;
     cublasLtMatmulAlgo_t candidate[OC_MM_GEMM_CANDIDATES]; /* int8 */
     int candidates, chosen;                                /* chosen: the choice was made */
+    int align[3]; /* the alignment in bytes (at most 256) of cuBLASLt's A, B and C: b, a and acc */
 } oc_mm_gemm_shape;
 
 typedef struct oc_mm_gemm {
