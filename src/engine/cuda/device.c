@@ -220,7 +220,7 @@ cudaError_t oc_cuda_props_get(int index, oc_cuda_props *out)
     return cudaSuccess;
 }
 
-oc_status oc_cuda_device_open(oc_context *ctx, int index, oc_cuda_device *dev)
+static oc_status device_open(oc_context *ctx, int index, oc_cuda_device *dev, int all_streams)
 {
     oc_after_job_wait(); /* an earlier job's device memory, still being given back */
     memset(dev, 0, sizeof *dev);
@@ -248,7 +248,7 @@ oc_status oc_cuda_device_open(oc_context *ctx, int index, oc_cuda_device *dev)
     CUDA_CHECK(ctx, cudaMemGetInfo(&dev->free_mem_at_open, &dev->total_mem));
     /* Non-blocking streams: the legacy default stream of other libraries in the process
      * must not serialise against the pipeline. */
-    CUDA_CHECK(ctx, cudaStreamCreateWithFlags(&dev->h2d, cudaStreamNonBlocking));
+    if (all_streams) CUDA_CHECK(ctx, cudaStreamCreateWithFlags(&dev->h2d, cudaStreamNonBlocking));
     /* The first compute stream at the device's highest priority: of two tiles queued on the
      * two streams, the second's CTAs start only where the first leaves SMs free (its last
      * wave), instead of running beside it throughout. At equal priority the two ran together
@@ -257,9 +257,20 @@ oc_status oc_cuda_device_open(oc_context *ctx, int index, oc_cuda_device *dev)
     int least = 0, greatest = 0;
     CUDA_CHECK(ctx, cudaDeviceGetStreamPriorityRange(&least, &greatest));
     CUDA_CHECK(ctx, cudaStreamCreateWithPriority(&dev->compute, cudaStreamNonBlocking, greatest));
+    if (!all_streams) return OC_OK;
     CUDA_CHECK(ctx, cudaStreamCreateWithFlags(&dev->compute2, cudaStreamNonBlocking));
     CUDA_CHECK(ctx, cudaStreamCreateWithFlags(&dev->d2h, cudaStreamNonBlocking));
     return OC_OK;
+}
+
+oc_status oc_cuda_device_open(oc_context *ctx, int index, oc_cuda_device *dev)
+{
+    return device_open(ctx, index, dev, 1);
+}
+
+oc_status oc_cuda_device_open_compute(oc_context *ctx, int index, oc_cuda_device *dev)
+{
+    return device_open(ctx, index, dev, 0);
 }
 
 void oc_cuda_device_close(oc_cuda_device *dev)

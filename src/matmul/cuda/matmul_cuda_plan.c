@@ -300,13 +300,13 @@ oc_status oc_mm_cuda_plan_render(oc_context *ctx, const oc_mm_cuda_plan *p, cons
                    p->in.symmetric ? ", symmetric (upper tiles only)" : "");
     if (p->in.resident) {
         oc_text_printf(&t,
-                       "  resident   one product from A and B into C where they are: %.1f MiB of %.1f MiB (%s) "
-                       "beside them",
+                       "  resident   one product from A and B into C where they are: at most %.1f MiB of %.1f MiB "
+                       "(%s) beside them",
                        MIB(p->device_bytes), MIB(p->in.device_budget), budget_from);
         if (p->pack_bytes) oc_text_printf(&t, ", int8 packing %.1f MiB", MIB(p->pack_bytes));
         if (p->acc_bytes)
             oc_text_printf(&t, ", a %s accumulator %.1f MiB", oc_mm_cuda_type_name(p->acc_type), MIB(p->acc_bytes));
-        oc_text_printf(&t, ", workspace %.1f MiB; nothing pinned\n", MIB(p->workspace));
+        oc_text_printf(&t, ", workspace up to %.1f MiB (what the algorithm asks); nothing pinned\n", MIB(p->workspace));
         return oc_text_finish(ctx, &t, out);
     }
     oc_text_printf(&t, "  tiles      %lld x %lld (edge bounded by %s): %lld of a %lld x %lld grid\n", (long long)p->tm,

@@ -570,7 +570,7 @@ static oc_status run_resident(mm_device *d, int device)
     const oc_mm_cuda_plan *plan = d->plan;
     const oc_matmul_job *job = d->job;
     double t = oc_now();
-    OC_CHECK(ctx, oc_cuda_device_open(ctx, device, &d->dev));
+    OC_CHECK(ctx, oc_cuda_device_open_compute(ctx, device, &d->dev));
     oc_trace_phase(&t, "matmul", "device open");
     const oc_mem_ops ops = oc_cuda_mem_ops(ctx);
     OC_CHECK(ctx, oc_pool_create(ctx, &ops, device, plan->in.device_budget, OC_GPU_MEM_GROW, 4096, &d->dev.pool));
@@ -586,10 +586,8 @@ static oc_status run_resident(mm_device *d, int device)
                  oc_pool_alloc(ctx, d->dev.pool, (size_t)plan->pack_bytes, "the int8 packed operands", &d->d_pack));
     if (plan->acc_bytes)
         OC_CHECK(ctx, oc_pool_alloc(ctx, d->dev.pool, (size_t)plan->acc_bytes, "a matmul accumulator", &d->d_acc[0]));
-    if (plan->workspace)
-        OC_CHECK(ctx, oc_pool_alloc(ctx, d->dev.pool, (size_t)plan->workspace, "the cuBLASLt workspace", &d->d_work));
     oc_trace_phase(&t, "matmul", "buffers");
-    OC_CHECK(ctx, oc_mm_gemm_open(ctx, d->sh->lt, plan, d->d_work, &d->gemm));
+    OC_CHECK(ctx, oc_mm_gemm_open(ctx, d->sh->lt, plan, NULL, &d->gemm));
     oc_trace_phase(&t, "matmul", "cuBLASLt handle");
     const int64_t m = job->m, n = job->n, k = job->k;
     cudaStream_t stream = d->dev.compute;
@@ -614,6 +612,12 @@ static oc_status run_resident(mm_device *d, int device)
         }
     }
     void *acc = plan->acc_bytes ? d->d_acc[0] : c;
+    /* The workspace its algorithm asks for (often none), not the plan's whole. */
+    size_t need = 0;
+    OC_CHECK(ctx, oc_mm_gemm_workspace_need(ctx, &d->gemm, m, n, k, a, b, acc, &need));
+    if (need) OC_CHECK(ctx, oc_pool_alloc(ctx, d->dev.pool, need, "the cuBLASLt workspace", &d->d_work));
+    oc_mm_gemm_use_workspace(&d->gemm, d->d_work, need);
+    oc_trace_phase(&t, "matmul", "cuBLASLt algorithm and workspace");
     OC_CHECK(ctx, oc_mm_gemm_run(ctx, &d->gemm, m, n, k, a, b, acc, 0, stream));
     if (plan->acc_bytes) OC_CHECK(ctx, oc_mm_round_f32(ctx, &d->dev, acc, m, n, n, plan->in.out_type, c, stream));
     /* A·Aᵀ: the whole product was computed; its upper triangle mirrored makes it exactly

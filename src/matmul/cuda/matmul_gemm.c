@@ -47,7 +47,7 @@ oc_status oc_mm_gemm_open(oc_context *ctx, const oc_cublaslt_api *lt, const oc_m
     g->lt = lt;
     g->plan = plan;
     g->workspace = workspace;
-    g->workspace_bytes = (size_t)plan->workspace;
+    g->workspace_bytes = g->workspace_held = (size_t)plan->workspace;
     g->ab_type = data_type(plan->in.in_type);
     g->c_type = data_type(plan->acc_type);
     cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
@@ -86,6 +86,7 @@ typedef struct known_shape {
     int64_t rows, cols, depth, ldc, workspace;
     int align[3];
     cublasLtMatmulAlgo_t candidate[OC_MM_GEMM_CANDIDATES];
+    size_t candidate_workspace[OC_MM_GEMM_CANDIDATES];
     int candidates;
     int place; /* int8: the measured fastest candidate's place + 1; 0 not measured */
 } known_shape;
@@ -194,7 +195,9 @@ static oc_status shape_of(oc_context *ctx, oc_mm_gemm *g, int64_t rows, int64_t 
     if (known_find(&k, &k)) {
         s->candidates = k.candidates;
         memcpy(s->candidate, k.candidate, sizeof s->candidate);
-        s->algo = k.place >= 1 && k.place <= k.candidates ? k.candidate[k.place - 1] : k.candidate[0];
+        memcpy(s->candidate_workspace, k.candidate_workspace, sizeof s->candidate_workspace);
+        const int at = k.place >= 1 && k.place <= k.candidates ? k.place - 1 : 0;
+        s->algo = k.candidate[at], s->algo_workspace = k.candidate_workspace[at];
         s->chosen = k.place > 0;
         *out = s;
         return OC_OK;
@@ -219,11 +222,13 @@ static oc_status shape_of(oc_context *ctx, oc_mm_gemm *g, int64_t rows, int64_t 
                        "cuBLASLt has no %s algorithm for a %lld x %lld tile with K panels of %lld: %s",
                        oc_mm_cuda_type_name(g->plan->in.in_type), (long long)rows, (long long)cols, (long long)depth,
                        r != CUBLAS_STATUS_SUCCESS ? oc_cublaslt_status_name(r) : "none found");
-    s->algo = found[0].algo;
+    s->algo = found[0].algo, s->algo_workspace = found[0].workspaceSize;
     s->candidates = nfound < want ? nfound : want;
-    for (int i = 0; i < s->candidates; ++i) s->candidate[i] = found[i].algo;
+    for (int i = 0; i < s->candidates; ++i)
+        s->candidate[i] = found[i].algo, s->candidate_workspace[i] = found[i].workspaceSize;
     k.candidates = s->candidates;
     memcpy(k.candidate, s->candidate, sizeof k.candidate);
+    memcpy(k.candidate_workspace, s->candidate_workspace, sizeof k.candidate_workspace);
     k.place = 0;
     known_keep(&k);
     *out = s;
@@ -247,7 +252,7 @@ static cublasStatus_t run_algo(tune_run *t, const cublasLtMatmulAlgo_t *algo)
 {
     const int32_t one = 1, zero = 0;
     return t->g->lt->matmul(t->g->handle, t->g->desc, &one, t->b, t->s->la, t->a, t->s->lb, &zero, t->acc, t->s->lc,
-                            t->acc, t->s->lc, algo, t->g->workspace, t->g->workspace_bytes, t->stream);
+                            t->acc, t->s->lc, algo, t->g->workspace, t->g->workspace_held, t->stream);
 }
 
 /* The place + 1 of the fastest candidate (the best of two timed runs after a warm one), or 0
@@ -299,12 +304,34 @@ static void choose_int8(oc_mm_gemm_shape *s, tune_run *t)
              (long long)s->cols, (long long)s->depth, (long long)(ws >> 16), aligned);
     const int place = (int)oc_cost_figure(1, name, "int8 algorithm", measure_candidates, t);
     if (place < 1 || place > s->candidates) return;
-    s->algo = s->candidate[place - 1];
+    s->algo = s->candidate[place - 1], s->algo_workspace = s->candidate_workspace[place - 1];
     known_shape k = key_of(t->g, s);
     if (known_find(&k, &k)) {
         k.place = place;
         known_keep(&k);
     }
+}
+
+/* Whether shape s of g measures its int8 candidates on its first product. */
+static int to_measure(const oc_mm_gemm *g, const oc_mm_gemm_shape *s)
+{
+    return g->plan->in.in_type == OC_MM_INT8 && !s->chosen && s->candidates >= 2 &&
+           s->rows * s->cols * s->depth >= TUNE_MIN_MACS;
+}
+
+oc_status oc_mm_gemm_workspace_need(oc_context *ctx, oc_mm_gemm *g, int64_t rows, int64_t cols, int64_t depth,
+                                    const void *a, const void *b, const void *acc, size_t *need)
+{
+    oc_mm_gemm_shape *s = NULL;
+    OC_CHECK(ctx, shape_of(ctx, g, rows, cols, depth, a, b, acc, &s));
+    *need = to_measure(g, s) ? g->workspace_bytes : s->algo_workspace;
+    return OC_OK;
+}
+
+void oc_mm_gemm_use_workspace(oc_mm_gemm *g, void *p, size_t bytes)
+{
+    g->workspace = p;
+    g->workspace_held = bytes;
 }
 
 oc_status oc_mm_gemm_run(oc_context *ctx, oc_mm_gemm *g, int64_t rows, int64_t cols, int64_t depth, const void *a,
@@ -322,8 +349,11 @@ oc_status oc_mm_gemm_run(oc_context *ctx, oc_mm_gemm *g, int64_t rows, int64_t c
     const void *alpha = &alpha32, *beta = &beta32;
     if (g->plan->in.in_type == OC_MM_FLOAT64) alpha = &alpha64, beta = &beta64;
     else if (g->plan->in.in_type == OC_MM_INT8) alpha = &alphai, beta = &betai;
+    if (s->algo_workspace > g->workspace_held)
+        return oc_fail(ctx, OC_ERR_INTERNAL, "matmul: an algorithm asks %zu bytes of workspace, %zu given",
+                       s->algo_workspace, g->workspace_held);
     LT_CHECK(g->lt->matmul(g->handle, g->desc, alpha, b, s->la, a, s->lb, beta, acc, s->lc, acc, s->lc, &s->algo,
-                           g->workspace, g->workspace_bytes, stream));
+                           g->workspace, g->workspace_held, stream));
     return OC_OK;
 }
 

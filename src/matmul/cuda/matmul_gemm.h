@@ -46,8 +46,10 @@ typedef struct oc_mm_gemm_shape {
     cublasLtMatrixLayout_t la, lb, lc;
     cublasLtMatmulAlgo_t algo;
     cublasLtMatmulAlgo_t candidate[OC_MM_GEMM_CANDIDATES]; /* int8 */
-    int candidates, chosen;                                /* chosen: the choice was made */
-    int align[3]; /* the alignment in bytes (at most 256) of cuBLASLt's A, B and C: b, a and acc */
+    size_t algo_workspace;                                 /* the bytes of workspace algo needs */
+    size_t candidate_workspace[OC_MM_GEMM_CANDIDATES];
+    int candidates, chosen; /* chosen: the choice was made */
+    int align[3];           /* the alignment in bytes (at most 256) of cuBLASLt's A, B and C: b, a and acc */
 } oc_mm_gemm_shape;
 
 typedef struct oc_mm_gemm {
@@ -58,7 +60,8 @@ typedef struct oc_mm_gemm {
     cublasLtMatmulPreference_t pref;
     cudaDataType_t ab_type, c_type;
     void *workspace;
-    size_t workspace_bytes;
+    size_t workspace_bytes; /* the plan's workspace: what the heuristic may ask for */
+    size_t workspace_held;  /* what `workspace` holds (oc_mm_gemm_use_workspace; else workspace_bytes) */
     oc_mm_gemm_shape shape[OC_MM_GEMM_SHAPES];
     int nshapes;
 } oc_mm_gemm;
@@ -67,6 +70,16 @@ typedef struct oc_mm_gemm {
  * bytes of device memory. */
 oc_status oc_mm_gemm_open(oc_context *ctx, const oc_cublaslt_api *lt, const oc_mm_cuda_plan *plan, void *workspace,
                           oc_mm_gemm *g);
+
+/* The bytes of workspace the product oc_mm_gemm_run(g, rows, cols, depth, a, b, acc, 0) will
+ * ask for, its algorithm chosen now (an int8 shape whose choice is still to be measured: the
+ * plan's whole workspace, which the measuring needs). For a plan of one product: its
+ * workspace is then allocated at that size and given with oc_mm_gemm_use_workspace. */
+oc_status oc_mm_gemm_workspace_need(oc_context *ctx, oc_mm_gemm *g, int64_t rows, int64_t cols, int64_t depth,
+                                    const void *a, const void *b, const void *acc, size_t *need);
+
+/* The workspace the products run with from now on: `bytes` of device memory at p. */
+void oc_mm_gemm_use_workspace(oc_mm_gemm *g, void *p, size_t bytes);
 
 /* acc (rows x ldc, row-major, ldc = oc_mm_cuda_ldc(cols)) = a·b, or += a·b when accumulate:
  * a is the A panel (rows x depth) and b the B panel (depth x cols) as read, for int8 their
