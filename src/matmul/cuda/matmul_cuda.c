@@ -2,7 +2,8 @@
  * matmul_cuda.c - the CUDA backend of the dense product (oc_mm_backend_cuda): the plan from
  * the devices' memory and the budgets (matmul_cuda_plan.h), then one thread per device
  * (matmul_device.h) pulling tiles from one queue, while the calling thread reports progress;
- * the first failure in time is the job's message.
+ * the first failure in time is the job's message. A resident plan (operands and result
+ * already on the one device) runs on the calling thread instead (matmul_resident.h).
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -22,6 +23,7 @@
 #include "matmul/cuda/matmul_cuda_plan.h"
 #include "matmul/cuda/matmul_device.h"
 #include "matmul/cuda/matmul_rate.h"
+#include "matmul/cuda/matmul_resident.h"
 #include "matmul/matmul_job.h"
 
 #define MIB(x) ((double)(x) / 1048576.0)
@@ -308,7 +310,7 @@ static oc_status run_job(oc_matmul_job *job)
     const int inline_run = plan.in.resident;
     if (inline_run) {
         t[0] = (device_thread){.ctx = ctx, .sh = &sh, .device = job_device(job, 0)};
-        oc_mm_device_run(ctx, &sh, t[0].device, &t[0].res);
+        oc_mm_resident_run(ctx, &sh, t[0].device, &t[0].res);
     }
     for (int i = 0; i < nd && st == OC_OK && !inline_run; ++i) {
         /* Each device writes messages on a context of its own and takes its pinned staging

@@ -248,11 +248,19 @@ typedef struct tune_run {
     cudaStream_t stream;
 } tune_run;
 
+/* acc = alpha a·b + beta acc for shape s with algo: the one cuBLASLt call of this file. */
+static cublasStatus_t lt_matmul(const oc_mm_gemm *g, const oc_mm_gemm_shape *s, const cublasLtMatmulAlgo_t *algo,
+                                const void *alpha, const void *a, const void *b, const void *beta, void *acc,
+                                cudaStream_t stream)
+{
+    return g->lt->matmul(g->handle, g->desc, alpha, b, s->la, a, s->lb, beta, acc, s->lc, acc, s->lc, algo,
+                         g->workspace, g->workspace_held, stream);
+}
+
 static cublasStatus_t run_algo(tune_run *t, const cublasLtMatmulAlgo_t *algo)
 {
     const int32_t one = 1, zero = 0;
-    return t->g->lt->matmul(t->g->handle, t->g->desc, &one, t->b, t->s->la, t->a, t->s->lb, &zero, t->acc, t->s->lc,
-                            t->acc, t->s->lc, algo, t->g->workspace, t->g->workspace_held, t->stream);
+    return lt_matmul(t->g, t->s, algo, &one, t->a, t->b, &zero, t->acc, t->stream);
 }
 
 /* The place + 1 of the fastest candidate (the best of two timed runs after a warm one), or 0
@@ -352,8 +360,7 @@ oc_status oc_mm_gemm_run(oc_context *ctx, oc_mm_gemm *g, int64_t rows, int64_t c
     if (s->algo_workspace > g->workspace_held)
         return oc_fail(ctx, OC_ERR_INTERNAL, "matmul: an algorithm asks %zu bytes of workspace, %zu given",
                        s->algo_workspace, g->workspace_held);
-    LT_CHECK(g->lt->matmul(g->handle, g->desc, alpha, b, s->la, a, s->lb, beta, acc, s->lc, acc, s->lc, &s->algo,
-                           g->workspace, g->workspace_held, stream));
+    LT_CHECK(lt_matmul(g, s, &s->algo, alpha, a, b, beta, acc, stream));
     return OC_OK;
 }
 
