@@ -145,7 +145,10 @@ oc_status oc_tmpfile_open(oc_context *ctx, const char *path, oc_tmpfile *f)
     (void)flock(f->fd, LOCK_EX | LOCK_NB);
     if (prior.exists) {
         /* The replaced file's owner (only root can give a file away) and mode. */
-        if (geteuid() == 0) (void)fchown(f->fd, prior.uid, prior.gid);
+        if (geteuid() == 0 && fchown(f->fd, prior.uid, prior.gid) != 0) {
+            /* Best effort: where owners cannot be given (some network file systems), the new
+             * file stays root's, as a file written by root is. */
+        }
         if (fchmod(f->fd, prior.mode & 0777) != 0) {
             int err = errno;
             oc_tmpfile_abort(f);
