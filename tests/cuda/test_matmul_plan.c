@@ -3,7 +3,8 @@
  * no GPU: over a grid of shapes, types, budgets and device counts every plan fits its
  * budgets, its tiles cover C once, its K panels are even, a pinned panel slot stays within
  * OC_MM_PANEL_MAX when deeper than the shallowest, the tiles share well among the devices,
- * and budgets too small for any tile are refused naming them.
+ * and budgets too small for any tile are refused naming them; a resident int8 plan packs
+ * exactly the operands its kernels cannot read as stored.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +62,55 @@ static void check_plan(oc_context *ctx, oc_mm_cuda_plan_input in)
     char *text = NULL;
     CHECK(oc_mm_cuda_plan_render(ctx, &p, "cuda:0 test", 1, &text) == OC_OK && text && strstr(text, "\"tile\""));
     free(text);
+}
+
+/* The resident plan's int8 operands: read as stored only where they are K-contiguous (op(A) =
+ * A, op(B) = Bᵀ), K a multiple of 16 and the memory on a 16-byte boundary; else packed, the
+ * packing sized for exactly those packed; floats never pack. */
+static void check_resident_int8(oc_context *ctx)
+{
+    const int64_t m = 300, n = 124;
+    for (int k16 = 0; k16 < 2; ++k16)
+        for (int ta = 0; ta < 2; ++ta)
+            for (int tb = 0; tb < 2; ++tb)
+                for (int ua = 0; ua < 2; ++ua)
+                    for (int ub = 0; ub < 2; ++ub) {
+                        const int64_t k = k16 ? 256 : 257;
+                        oc_mm_cuda_plan_input in = {.m = m,
+                                                    .n = n,
+                                                    .k = k,
+                                                    .in_type = OC_MM_INT8,
+                                                    .out_type = OC_MM_INT32,
+                                                    .device_budget = 6208 * MIB,
+                                                    .device_budget_given = 1,
+                                                    .ndevices = 1,
+                                                    .resident = 1,
+                                                    .ta = ta,
+                                                    .tb = tb,
+                                                    .a_unaligned = ua,
+                                                    .b_unaligned = ub};
+                        oc_mm_cuda_plan p;
+                        CHECK(oc_mm_cuda_plan_make(ctx, &in, &p) == OC_OK && p.in.resident && p.ntiles == 1);
+                        const int want_a = ta || !k16 || ua, want_b = !tb || !k16 || ub;
+                        CHECK_MSG(p.pack_a == want_a && p.pack_b == want_b,
+                                  "k %lld, ta %d, tb %d, unaligned %d %d: packs A %d B %d", (long long)k, ta, tb, ua,
+                                  ub, p.pack_a, p.pack_b);
+                        CHECK_EQ_I64(p.pack_bytes, (want_a ? m * p.kpad : 0) + (want_b ? n * p.kpad : 0));
+                        CHECK(p.kpad == (k16 ? 256 : 272));
+                    }
+    oc_mm_cuda_plan_input f = {.m = m,
+                               .n = n,
+                               .k = 257,
+                               .in_type = OC_MM_FLOAT32,
+                               .out_type = OC_MM_FLOAT32,
+                               .device_budget = 6208 * MIB,
+                               .device_budget_given = 1,
+                               .ndevices = 1,
+                               .resident = 1,
+                               .a_unaligned = 1,
+                               .b_unaligned = 1};
+    oc_mm_cuda_plan p;
+    CHECK(oc_mm_cuda_plan_make(ctx, &f, &p) == OC_OK && !p.pack_a && !p.pack_b && p.pack_bytes == 0);
 }
 
 int main(void)
@@ -121,6 +171,7 @@ int main(void)
     /* A symmetric product that is not square is not a plan. */
     in.device_budget = 6208 * MIB, in.symmetric = 1;
     CHECK(oc_mm_cuda_plan_make(ctx, &in, &p) == OC_ERR_INVALID_ARGUMENT);
+    check_resident_int8(ctx);
     oc_context_free(ctx);
     return oc_test_finish();
 }
