@@ -37,7 +37,8 @@
 #                    freeing a 24 GiB input on 1-32 threads (bench_discard)
 #   matmul           the CUDA matmul backend out of core against cuBLASLt in core on one
 #                    product per type, then oc_matmul on the same product resident in device
-#                    memory (bench_matmul_cuda; MATMUL_SIZE, default "16384 16384 16384", and
+#                    memory, also with B given as Bᵀ stored (MATMUL_B_TRANSPOSED, int8's layout)
+#                    (bench_matmul_cuda; MATMUL_SIZE, default "16384 16384 16384", and
 #                    MATMUL_TYPES, default "float64 float32 tf32 float16 bfloat16 int8")
 #   matmulxt         cuBLASXt's host-to-host GEMM on the same product (bench_cublasxt) at its
 #                    default block and at MATMUL_XT_BLOCKS (default "2048 4096 8192 16384"),
@@ -218,6 +219,12 @@ if has bench && [ $matmul_bench -eq 1 ]; then
     MATMUL_RESIDENT=1 timeout "${BENCH_TIMEOUT:-400}" "$BUILD/bench/bench_matmul_cuda" \
       ${MATMUL_SIZE:-16384 16384 16384} "$t" 2>&1 | tee "$LOGS/bench_matmul_resident_$t.log"
     note "matmul_resident_$t" "rc ${PIPESTATUS[0]}: $(grep -E '^ratio' "$LOGS/bench_matmul_resident_$t.log" | tail -1)"
+    # ... with B given as Bᵀ stored (transpose_b): for int8 the layout its kernels read.
+    # shellcheck disable=SC2086 # MATMUL_SIZE is three numbers
+    MATMUL_RESIDENT=1 MATMUL_B_TRANSPOSED=1 timeout "${BENCH_TIMEOUT:-400}" "$BUILD/bench/bench_matmul_cuda" \
+      ${MATMUL_SIZE:-16384 16384 16384} "$t" 2>&1 | tee "$LOGS/bench_matmul_resident_bt_$t.log"
+    note "matmul_resident_bt_$t" \
+      "rc ${PIPESTATUS[0]}: $(grep -E '^ratio' "$LOGS/bench_matmul_resident_bt_$t.log" | tail -1)"
   done
 fi
 
