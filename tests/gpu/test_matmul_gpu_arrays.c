@@ -257,7 +257,8 @@ static void check_device_transposes(oc_mm_type in, oc_mm_type out, int64_t k, in
 }
 
 /* A product on the second device's memory leaves the calling thread's current device where
- * it was (a framework's current device is its own); where there is one device, nothing. */
+ * it was (a framework's current device is its own), and so does k = 0 into C there, which
+ * zeroes C on its own device; where there is one device, nothing. */
 static void check_current_device(void)
 {
     const char *what = "a product on cuda:1's memory";
@@ -283,6 +284,21 @@ static void check_current_device(void)
         CHECK(cudaGetDevice(&current) == cudaSuccess);
         CHECK_MSG(current == 0, "%s: the current device is now %d, not 0", what, current);
         check_result(&o, c, ones, 0, what);
+        /* k = 0 into C on cuda:1: zeros set on C's device, the current device kept. */
+        float dummy = 1;
+        oc_matmul_array A = OC_MATMUL_ARRAY_INIT, B = OC_MATMUL_ARRAY_INIT, C = OC_MATMUL_ARRAY_INIT;
+        A.dtype = B.dtype = C.dtype = OC_MATMUL_FLOAT32;
+        A.data = B.data = &dummy;
+        A.rows = m, A.cols = 0, B.rows = 0, B.cols = n, C.rows = m, C.cols = n, C.data = dc, C.gpu = 1;
+        CHECK(cudaSetDevice(1) == cudaSuccess && cudaMemset(dc, 0x7f, oc) == cudaSuccess &&
+              cudaDeviceSynchronize() == cudaSuccess && cudaSetDevice(0) == cudaSuccess);
+        CHECK_MSG(oc_matmul(ctx, &A, &B, &C, &opts, NULL) == OC_OK, "%s, k = 0: %s", what, oc_context_last_error(ctx));
+        CHECK(cudaGetDevice(&current) == cudaSuccess);
+        CHECK_MSG(current == 0, "%s, k = 0: the current device is now %d, not 0", what, current);
+        CHECK(cudaMemcpy(c, dc, oc, cudaMemcpyDeviceToHost) == cudaSuccess);
+        int zeros = 1;
+        for (size_t i = 0; i < oc; ++i) zeros &= c[i] == 0;
+        CHECK_MSG(zeros, "%s, k = 0: C is not zeros", what);
     } else {
         CHECK_MSG(0, "%s: out of memory", what);
     }
