@@ -503,7 +503,8 @@ static void test_choice(void)
 
 /* Memory marked gpu that is host memory is refused before anything is read or written,
  * naming the operand: a build without CUDA has no GPU memory, a build with it asks the
- * driver (and on a machine without a GPU finds none). */
+ * driver (and on a machine without a GPU finds none); GPU memory off its element's boundary
+ * is refused as such. */
 static void test_gpu_memory_refused(void)
 {
     oc_context *ctx = NULL;
@@ -521,7 +522,19 @@ static void test_gpu_memory_refused(void)
         CHECK(strstr(oc_context_last_error(ctx), "GPU") != NULL || strstr(oc_context_last_error(ctx), "gpu") != NULL);
         CHECK(c[0] == -1 && c[3] == -1);
     }
+    /* GPU memory that does not start on its element's boundary: refused before the driver is
+     * asked (a build without CUDA refuses all GPU memory). */
+    static float storage[8];
+    oc_matmul_array odd = mem(OC_MATMUL_FLOAT32, (char *)storage + 2, 2, 3);
+    odd.gpu = 1;
     A.gpu = B.gpu = C.gpu = 0;
+    const oc_status odd_st = oc_matmul(ctx, &odd, &B, &C, &o, NULL);
+    CHECK(odd_st == OC_ERR_INVALID_ARGUMENT || odd_st == OC_ERR_UNSUPPORTED);
+    CHECK_MSG(strncmp(oc_context_last_error(ctx), "A:", 2) == 0 &&
+                  (strstr(oc_context_last_error(ctx), "not aligned to its 4-byte elements") ||
+                   strstr(oc_context_last_error(ctx), "no CUDA backend")),
+              "%s", oc_context_last_error(ctx));
+    CHECK(c[0] == -1 && c[3] == -1);
     CHECK(oc_matmul(ctx, &A, &B, &C, &o, NULL) == OC_OK);
     CHECK(c[0] == 4 && c[1] == 5 && c[2] == 10 && c[3] == 11);
     /* The first version of the struct ends before gpu, which then reads as 0 whatever lies

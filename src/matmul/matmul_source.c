@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +49,13 @@ oc_status oc_mm_gpu_memory(oc_context *ctx, const char *label, const void *p, in
     *device = -1;
     if (rows <= 0 || cols <= 0) return OC_OK;
 #ifdef OC_HAVE_CUDA
+    /* The device's kernels read whole elements: one that straddles its size's boundary would
+     * fault on the device, ending the process's CUDA context (the caller's framework's too). */
+    if ((uintptr_t)p % elem != 0)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                       "%s: GPU memory at %p is not aligned to its %zu-byte elements (a view that starts inside "
+                       "an element?)",
+                       label, p, elem);
     const unsigned char *first = p, *last = first + ((size_t)((rows - 1) * ld + cols)) * elem - 1;
     const int d0 = oc_gpu_probe_cuda.memory_device(first), d1 = oc_gpu_probe_cuda.memory_device(last);
     if (d0 < 0 || d1 != d0)
