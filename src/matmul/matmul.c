@@ -279,6 +279,7 @@ static void io_init(mm_setup *s, oc_mm_io *io)
     io->src[OC_MM_B] = s->has_b ? &s->b : &s->a;
     io->transpose[OC_MM_A] = s->transpose[OC_MM_A];
     io->transpose[OC_MM_B] = s->transpose[OC_MM_B];
+    io->dest_gpu = s->c_device >= 0;
     oc_mm_io_bind(&s->job, io);
 }
 
@@ -364,7 +365,6 @@ oc_status oc_matmul(oc_context *ctx, const oc_matmul_array *a, const oc_matmul_a
         return oc_trace_at(ctx, st, __FILE__, __LINE__);
     }
     io_init(&s, &io);
-    io.dest_gpu = s.c_device >= 0;
     st = resume_open(ctx, &s, &io, c, opts);
     if (st == OC_OK && s.job.m > 0 && s.job.n > 0) st = be->run(&s.job);
     else if (st == OC_OK)
@@ -394,7 +394,6 @@ oc_status oc_matmul_plan(oc_context *ctx, const oc_matmul_array *a, const oc_mat
     if (st == OC_OK) st = oc_mm_choose(ctx, &s.job, opts, &be, why, sizeof why);
     if (st == OC_OK) {
         io_init(&s, &io);
-        io.dest_gpu = s.c_device >= 0;
         /* A result in memory: where it is, which decides whether the product runs where its
          * operands are (nothing is written). */
         if (c && !c->path && oc_mm_array_size_ok(c) && c->data) {

@@ -47,8 +47,9 @@ oc_status oc_mm_source_open(oc_context *ctx, const oc_matmul_array *arr, const c
                             oc_mm_source *s);
 
 /* The CUDA device of rows x cols elements of elem bytes from p, ld elements between rows,
- * when both ends are device memory of that device; else OC_ERR_INVALID_ARGUMENT naming label
- * (OC_ERR_UNSUPPORTED in a build without CUDA). Empty memory is on no device (-1). */
+ * when p starts on an element's boundary and both ends are device memory of that device;
+ * else OC_ERR_INVALID_ARGUMENT naming label (OC_ERR_UNSUPPORTED in a build without CUDA).
+ * Empty memory is on no device (-1). */
 oc_status oc_mm_gpu_memory(oc_context *ctx, const char *label, const void *p, int64_t rows, int64_t cols, int64_t ld,
                            size_t elem, int *device);
 
