@@ -69,7 +69,8 @@ typedef struct oc_context oc_context;
  * different threads are independent. Reusing one context for a series of jobs spares each
  * job after the first the pinning of its staging. */
 OC_API oc_status oc_context_create(oc_context **out);
-/* Frees the context and the pinned staging it keeps. NULL is a no-op.
+/* Frees the context and the memory it keeps (pinned staging, a matmul's device workspace).
+ * NULL is a no-op.
  *
  * A GPU job gives its streams, device memory and pinned staging back on a thread of its own
  * after it returns (tens of milliseconds on several GPUs), while the caller goes on. The
@@ -545,15 +546,17 @@ OC_API int oc_cuda_warm_up(const char *devices, int device);
 
 /* GPU jobs keep their pinned host staging (up to a few hundred MiB, never more than the
  * job's host_mem_bytes cap) idle in their context between jobs, since pinning costs more
- * than a small job: the context's next job takes it back. It is freed by oc_context_free,
- * or now by oc_context_release_cached_memory(ctx). Safe from any thread, even while a job
- * runs on ctx (that job's staging is not touched; it is kept when the job ends). NULL is a
- * no-op. */
+ * than a small job: the context's next job takes it back. A matmul on arrays in device
+ * memory keeps cuBLASLt's workspace there the same way (a few bytes for most algorithms, at
+ * most 32 MiB), since allocating it costs a fraction of a millisecond product. Both are
+ * freed by oc_context_free, or now by oc_context_release_cached_memory(ctx). Safe from any
+ * thread, even while a job runs on ctx (what that job holds is not touched; it is kept when
+ * the job ends). NULL is a no-op. */
 OC_API void oc_context_release_cached_memory(oc_context *ctx);
 /* oc_context_release_cached_memory on every live context of the process. Thread safe. */
 OC_API void oc_release_cached_memory(void);
-/* Bytes of pinned staging ctx keeps idle now (0 before its first GPU job, after a release,
- * and for CPU jobs). Any thread. */
+/* Bytes ctx keeps idle now, pinned staging and device workspace together (0 before its
+ * first GPU job, after a release, and for CPU jobs). Any thread. */
 OC_API int64_t oc_context_cached_memory_bytes(oc_context *ctx);
 
 /* ---- resource tools (inspect, devices) */

@@ -99,13 +99,14 @@ class Context:
 
     @property
     def cached_memory_bytes(self) -> int:
-        """Bytes of pinned host staging this context keeps idle for its next GPU job."""
+        """Bytes this context keeps idle for its next GPU job: pinned host staging, and the
+        cuBLASLt workspace (device memory, at most 32 MiB) of a matmul on GPU arrays."""
         handle = self._handle
         return lib.oc_context_cached_memory_bytes(handle) if handle is not None else 0
 
     def release_cached_memory(self) -> None:
-        """Frees the pinned staging this context keeps idle now (safe while a call runs on it:
-        that call's staging is not touched)."""
+        """Frees the pinned staging and device workspace this context keeps idle now (safe while
+        a call runs on it: what that call holds is not touched)."""
         handle = self._handle
         if handle is not None:
             lib.oc_context_release_cached_memory(handle)
@@ -168,8 +169,8 @@ def lease(context):
 
 
 def release_cached_memory() -> None:
-    """Frees the pinned host staging that every context of the process keeps idle (the
-    default one and each outcore.Context); the next GPU job pins its own again."""
+    """Frees the pinned host staging and device workspace that every context of the process
+    keeps idle (the default one and each outcore.Context); the next GPU job takes its own."""
     lib.oc_release_cached_memory()
 
 

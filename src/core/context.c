@@ -68,6 +68,8 @@ oc_status oc_context_create(oc_context **out)
     }
     atomic_init(&ctx->cancel, 0);
     atomic_init(&ctx->pinned_cache, NULL);
+    atomic_init(&ctx->kept_device, NULL);
+    atomic_init(&ctx->kept_device_bytes, 0);
     pthread_mutex_lock(&live_lock);
     ctx->live_next = live_head;
     if (live_head) live_head->live_prev = ctx;
@@ -89,6 +91,8 @@ void oc_context_free(oc_context *ctx)
     pthread_mutex_unlock(&live_lock);
     struct oc_pinned_cache *cache = atomic_load(&ctx->pinned_cache);
     if (cache) ctx->pinned_cache_free(cache);
+    oc_kept_device *kept = oc_context_take_kept_device(ctx);
+    if (kept) kept->free(kept);
     oc_workers_free(ctx->workers);
     pthread_mutex_destroy(&ctx->error_lock);
     free(ctx);
@@ -110,6 +114,23 @@ void oc_context_adopt_pinned_cache(oc_context *ctx, struct oc_pinned_cache *cach
     assert(atomic_load(&ctx->pinned_cache) == NULL);
     ctx->pinned_cache_free = free_fn; /* before the pointer: a reader that sees it sees the call */
     atomic_store(&ctx->pinned_cache, cache);
+}
+
+oc_kept_device *oc_context_take_kept_device(oc_context *ctx)
+{
+    oc_kept_device *block = atomic_exchange(&ctx->kept_device, NULL);
+    if (block) atomic_fetch_sub(&ctx->kept_device_bytes, (long long)block->bytes);
+    return block;
+}
+
+void oc_context_keep_device(oc_context *ctx, oc_kept_device *block)
+{
+    atomic_fetch_add(&ctx->kept_device_bytes, (long long)block->bytes);
+    oc_kept_device *old = atomic_exchange(&ctx->kept_device, block);
+    if (old) {
+        atomic_fetch_sub(&ctx->kept_device_bytes, (long long)old->bytes);
+        old->free(old);
+    }
 }
 
 void oc_context_for_each_live(void (*fn)(oc_context *ctx, void *arg), void *arg)

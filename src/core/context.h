@@ -10,6 +10,17 @@
 
 struct oc_pinned_cache; /* mem/pinned_cache.h; core/ holds only the pointer */
 
+/* A block of device memory a context keeps between its jobs (the CUDA backend's: cuBLASLt's
+ * workspace of a resident product, engine/cuda/device.h's oc_cuda_kept_take). Made by the
+ * backend, which also gives the call that frees it (on its device) with the struct; core/
+ * holds only the block and calls `free`. */
+typedef struct oc_kept_device {
+    int device;
+    void *ptr;
+    size_t bytes;
+    void (*free)(struct oc_kept_device *block);
+} oc_kept_device;
+
 #define OC_MESSAGE_MAX 1024
 #define OC_TRACE_MAX 2048
 
@@ -28,6 +39,11 @@ struct oc_context {
      * or backend header. Atomic because oc_release_cached_memory reads it from any thread. */
     struct oc_pinned_cache *_Atomic pinned_cache;
     void (*pinned_cache_free)(struct oc_pinned_cache *cache);
+    /* The device block kept for the next job, NULL while none is idle (a job holding it has
+     * taken it out): atomic, since a release takes it from any thread; kept_device_bytes
+     * is its size, read without touching the block. */
+    oc_kept_device *_Atomic kept_device;
+    atomic_llong kept_device_bytes;
     oc_context *live_prev, *live_next; /* the registry of live contexts (context.c) */
     oc_fault_plan faults;              /* write-side fault injection for tests (fault.h) */
     /* The threads that stage copies and run sinks for the context's jobs (workers.h):
@@ -56,6 +72,12 @@ struct oc_pinned_cache *oc_context_pinned_cache(oc_context *ctx);
  * the thread running ctx's job, and only while ctx has none. */
 void oc_context_adopt_pinned_cache(oc_context *ctx, struct oc_pinned_cache *cache,
                                    void (*free_fn)(struct oc_pinned_cache *cache));
+/* The device block ctx keeps idle, taken out (NULL when none): a job's to use and give back
+ * with oc_context_keep_device, or to free. Any thread. */
+oc_kept_device *oc_context_take_kept_device(oc_context *ctx);
+/* Gives ctx a block to keep idle for its next job; one it kept already is freed. Any
+ * thread; the block's device work is finished. */
+void oc_context_keep_device(oc_context *ctx, oc_kept_device *block);
 /* Calls fn(ctx, arg) for every live context under the registry's lock, so that none of
  * them is freed meanwhile; fn must not create or free a context. */
 void oc_context_for_each_live(void (*fn)(oc_context *ctx, void *arg), void *arg);

@@ -1,9 +1,11 @@
 /*
  * context_cache.c - the public calls on the memory a context keeps between its jobs: the
- * pinned staging of its GPU jobs (pinned_cache.c), which the context owns and frees with
- * itself (core/context.c). Releasing needs no backend: the cache unpins through the calls
- * the backend gave it when it made it. Each call first waits for the release of earlier GPU
- * jobs (core/after_job.h), which hands their staging back to the cache.
+ * pinned staging of its GPU jobs (pinned_cache.c), and the device block of a resident
+ * product's cuBLASLt workspace (core/context.h's oc_kept_device), which the context owns and
+ * frees with itself (core/context.c). Releasing needs no backend: the cache unpins, and the
+ * block frees itself, through the calls the backend gave with them. Each call first waits
+ * for the release of earlier GPU jobs (core/after_job.h), which hands their staging back to
+ * the cache.
  */
 #include "core/after_job.h"
 #include "core/context.h"
@@ -12,8 +14,11 @@
 static void release_one(oc_context *ctx, void *arg)
 {
     (void)arg;
-    oc_pinned_cache *cache = ctx ? oc_context_pinned_cache(ctx) : NULL;
+    if (!ctx) return;
+    oc_pinned_cache *cache = oc_context_pinned_cache(ctx);
     if (cache) oc_pinned_cache_release(cache);
+    oc_kept_device *kept = oc_context_take_kept_device(ctx);
+    if (kept) kept->free(kept);
 }
 
 void oc_context_release_cached_memory(oc_context *ctx)
@@ -33,6 +38,7 @@ void oc_release_cached_memory(void)
 int64_t oc_context_cached_memory_bytes(oc_context *ctx)
 {
     oc_after_job_wait();
-    oc_pinned_cache *cache = ctx ? oc_context_pinned_cache(ctx) : NULL;
-    return cache ? oc_pinned_cache_idle_bytes(cache) : 0;
+    if (!ctx) return 0;
+    oc_pinned_cache *cache = oc_context_pinned_cache(ctx);
+    return (cache ? oc_pinned_cache_idle_bytes(cache) : 0) + atomic_load(&ctx->kept_device_bytes);
 }

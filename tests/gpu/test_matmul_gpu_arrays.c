@@ -309,6 +309,83 @@ static void check_current_device(void)
     check_clean(ctx, what);
 }
 
+/* What the library holds on the device after a resident product is what the context keeps
+ * (cuBLASLt's workspace, at most OC_CUDA_KEPT_MAX), and nothing but that; returns it. */
+static int64_t check_held_is_kept(const char *what)
+{
+    const int64_t kept = oc_context_cached_memory_bytes(ctx) - oc_cuda_live_pinned_bytes(),
+                  held = oc_cuda_live_device_bytes();
+    CHECK_MSG(held == kept && kept >= 0 && kept <= (int64_t)OC_CUDA_KEPT_MAX,
+              "%s: %lld device bytes held after the job, the context keeps %lld", what, (long long)held,
+              (long long)kept);
+    return held;
+}
+
+/* A resident product's cuBLASLt workspace stays with the context for its next product: after
+ * a product what the process holds on the device is exactly what the context reports kept
+ * (at most OC_CUDA_KEPT_MAX), the same products again allocate nothing more, a product on a
+ * second device moves the block there, and a release frees it. Each product's result is
+ * checked too, since the second of two reads a workspace an earlier job wrote. */
+static void check_kept_workspace(void)
+{
+    static const oc_mm_type types[3][2] = {
+        {OC_MM_INT8, OC_MM_INT32}, {OC_MM_BFLOAT16, OC_MM_FLOAT32}, {OC_MM_FLOAT32, OC_MM_FLOAT32}};
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess) count = 1;
+    const int devices = count > 1 ? 2 : 1;
+    const int64_t m = 1024, n = 1024, k = 1024;
+    unsigned char *c = malloc((size_t)(m * n) * 4), *ones = malloc((size_t)(m * n));
+    if (!c || !ones) {
+        CHECK_MSG(0, "the kept workspace: out of memory");
+        free(c), free(ones);
+        return;
+    }
+    memset(ones, 1, (size_t)(m * n));
+    oc_context_release_cached_memory(ctx);
+    int64_t most = 0;
+    for (int dev = 0; dev < devices; ++dev)
+        for (int round = 0; round < 2; ++round)
+            for (int t = 0; t < 3; ++t) {
+                char what[128];
+                snprintf(what, sizeof what, "the kept workspace, %s on cuda:%d, round %d", type_name(types[t][0]), dev,
+                         round + 1);
+                operands o = make_operands(m, n, k, types[t][0], types[t][1], 0, 77 + (uint64_t)t);
+                const size_t es = oc_mm_type_size(o.in), oc = (size_t)(m * n) * oc_mm_type_size(o.out);
+                void *base[3] = {NULL, NULL, NULL};
+                CHECK(cudaSetDevice(dev) == cudaSuccess);
+                void *mem[3] = {on_device(o.a, (size_t)(m * k) * es, 0, &base[0]),
+                                on_device(o.b, (size_t)(k * n) * es, 0, &base[1]), on_device(NULL, oc, 0, &base[2])};
+                const int64_t before = oc_cuda_live_device_bytes(); /* the library's allocations alone */
+                const int gpu[3] = {1, 1, 1};
+                oc_matmul_options opts = OC_MATMUL_OPTIONS_INIT;
+                opts.dtype = oc_matmul_dtype_of(o.out);
+                oc_matmul_stats stats;
+                if (mem[0] && mem[1] && mem[2]) {
+                    CHECK_MSG(public_run(&o, mem, gpu, &opts, c, &stats) == OC_OK && stats.tiles == 1, "%s: %s", what,
+                              oc_context_last_error(ctx));
+                    check_result(&o, c, ones, 0, what);
+                    const int64_t held = check_held_is_kept(what);
+                    /* Round 2 on a device: the blocks of round 1 there serve again. */
+                    if (round == 1)
+                        CHECK_MSG(held <= before, "%s: %lld bytes kept, %lld before", what, (long long)held,
+                                  (long long)before);
+                    if (held > most) most = held;
+                } else {
+                    CHECK_MSG(0, "%s: out of device memory", what);
+                }
+                for (int i = 0; i < 3; ++i) cudaFree(base[i]);
+                free_operands(&o);
+            }
+    CHECK(cudaSetDevice(0) == cudaSuccess);
+    /* At this size cuBLASLt's algorithms may ask no workspace at all; check_int8_choice keeps
+     * one for certain. */
+    printf("  the kept workspace: at most %lld bytes kept between products\n", (long long)most);
+    check_clean(ctx, "the kept workspace");
+    CHECK_MSG(oc_context_cached_memory_bytes(ctx) == 0, "the kept workspace: %lld bytes kept after the release",
+              (long long)oc_context_cached_memory_bytes(ctx));
+    free(c), free(ones);
+}
+
 /* k = 0: C is zeros (numpy's empty sum) on the GPU too, in device memory and on the host,
  * A·Aᵀ included. */
 static void check_empty_k(void)
@@ -386,6 +463,7 @@ static void check_int8_choice(void)
     const char *env = getenv("OUTCORE_COST_CACHE");
     char *was = env ? strdup(env) : NULL;
     unsigned char *out[2] = {c_off, c_on};
+    int64_t measuring = 0;
     for (int on = 0; on < 3; ++on) {
         setenv("OUTCORE_COST_CACHE", on ? cache : "off", 1);
         oc_cost_rates_reset();
@@ -393,6 +471,14 @@ static void check_int8_choice(void)
         CHECK_MSG(oc_matmul(ctx, &A, &B, &C, &o, NULL) == OC_OK, "%s: %s", what, oc_context_last_error(ctx));
         CHECK(cudaMemcpy(out[on ? 1 : 0], dc, out_bytes, cudaMemcpyDeviceToHost) == cudaSuccess);
         if (on) CHECK_MSG(memcmp(c_off, c_on, out_bytes) == 0, "%s: other bytes than the first algorithm's", what);
+        /* The measuring call takes the whole workspace, which the context keeps; the call
+         * after it, on the algorithm measured, takes that block again. */
+        const int64_t held = check_held_is_kept(what);
+        if (on == 1) CHECK_MSG(held > 0, "%s: no workspace kept after the measuring call", what);
+        if (on == 2)
+            CHECK_MSG(held == measuring, "%s: %lld device bytes held, %lld after the measuring call", what,
+                      (long long)held, (long long)measuring);
+        if (on == 1) measuring = held;
     }
     char line[4096] = "";
     FILE *f = fopen(cache, "r");
@@ -435,6 +521,7 @@ int main(void)
     check_device_transposes(OC_MM_BFLOAT16, OC_MM_FLOAT32, 1101, 1);
     check_device_transposes(OC_MM_INT8, OC_MM_INT32, 1104, 1);
     check_current_device();
+    check_kept_workspace();
     check_int8_choice();
     check_empty_k();
     oc_context_free(ctx);

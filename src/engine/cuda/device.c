@@ -156,6 +156,51 @@ size_t oc_cuda_staging_fit(oc_context *ctx, size_t need, size_t limit)
     return cache ? oc_pinned_cache_fit(cache, need, limit) : need;
 }
 
+/* ---------------------------------------------------------------- the kept device block */
+/* Frees the block on its device from any thread (a release's, the context's free), leaving
+ * that thread's current device as it was. */
+static void kept_free(oc_kept_device *block)
+{
+    int current = -1;
+    if (cudaGetDevice(&current) != cudaSuccess) current = -1, (void)cudaGetLastError();
+    const int other = current != block->device;
+    if (other && cudaSetDevice(block->device) != cudaSuccess) (void)cudaGetLastError();
+    dev_free(NULL, block->ptr, block->bytes);
+    if (other && current >= 0 && cudaSetDevice(current) != cudaSuccess) (void)cudaGetLastError();
+    free(block);
+}
+
+oc_status oc_cuda_kept_take(oc_context *ctx, int device, size_t bytes, size_t limit, const char *what,
+                            oc_kept_device **out)
+{
+    *out = NULL;
+    if (!bytes) return OC_OK;
+    oc_kept_device *block = oc_context_take_kept_device(ctx);
+    if (block && block->device == device && block->bytes >= bytes && block->bytes <= limit) {
+        *out = block;
+        return OC_OK;
+    }
+    if (block) block->free(block);
+    block = malloc(sizeof *block);
+    if (!block) return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the descriptor of %s", what);
+    *block = (oc_kept_device){.device = device, .bytes = bytes, .free = kept_free};
+    char why[160] = "";
+    if (dev_alloc(NULL, bytes, &block->ptr, why, sizeof why) != 0) {
+        free(block);
+        return oc_fail(ctx, OC_ERR_DEVICE_NO_MEMORY, "cuda:%d: %s needs %.1f MiB: %s", device, what,
+                       (double)bytes / 1048576.0, why);
+    }
+    *out = block;
+    return OC_OK;
+}
+
+void oc_cuda_kept_give(oc_context *ctx, oc_kept_device *block)
+{
+    if (!block) return;
+    if (block->bytes <= OC_CUDA_KEPT_MAX) oc_context_keep_device(ctx, block);
+    else block->free(block);
+}
+
 int64_t oc_cuda_live_device_bytes(void)
 {
     oc_after_job_wait();

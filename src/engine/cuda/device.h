@@ -100,6 +100,24 @@ size_t oc_cuda_staging_fit(oc_context *ctx, size_t need, size_t limit);
  * freed before parent (its free leaves the cache alone). */
 void oc_cuda_share_pinned_cache(oc_context *child, oc_context *parent);
 
+/* The device block a context keeps between its jobs (core/context.h's oc_kept_device):
+ * cuBLASLt's workspace of a resident product, a few bytes for most algorithms. A
+ * cudaMalloc and a cudaFree cost about 0.1 ms each even for 4 bytes, which a product of a
+ * few milliseconds would pay on every call (bench/RESULTS.md, "A resident product's
+ * workspace kept"). Blocks above OC_CUDA_KEPT_MAX are freed after their job. */
+#define OC_CUDA_KEPT_MAX ((size_t)32 << 20)
+struct oc_kept_device;
+/* *out: at least `bytes` (none when bytes is 0: *out NULL) on `device`, the current device:
+ * the block ctx keeps when it is on `device` with a size in [bytes, limit], else a new one of
+ * `bytes` (a kept block that does not fit is freed first). `what` names it in the error.
+ * Called by the thread running ctx's job. */
+oc_status oc_cuda_kept_take(oc_context *ctx, int device, size_t bytes, size_t limit, const char *what,
+                            struct oc_kept_device **out);
+/* Gives a block back after its device work has finished: ctx keeps it for its next job when
+ * it is at most OC_CUDA_KEPT_MAX bytes (freeing one it kept already), else it is freed. NULL
+ * is a no-op. oc_context_release_cached_memory and oc_context_free free a kept block. */
+void oc_cuda_kept_give(oc_context *ctx, struct oc_kept_device *block);
+
 /* Page-locked host memory usable from every device: 0, or 1 with *out NULL and why[] saying
  * why not (the pinned staging's pinning, and oc_pinned_alloc's through the probe table); and
  * its free. Neither counts in oc_cuda_live_pinned_bytes (the staging's pin and unpin do). */

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/context.h"
 #include "core/error.h"
 #include "core/threads.h"
 #include "core/trace.h"
@@ -21,7 +22,8 @@ typedef struct resident {
     oc_mm_device_result *res;
     oc_cuda_device dev;
     oc_mm_gemm gemm;
-    void *pack, *acc, *work;
+    void *pack, *acc;
+    oc_kept_device *work; /* cuBLASLt's workspace, kept by the context between products */
 } resident;
 
 /* One product from A and B into C where they are in device memory (int8: packed beside them
@@ -73,11 +75,13 @@ static oc_status run(oc_context *ctx, resident *d, int device)
         }
     }
     void *acc = plan->acc_bytes ? d->acc : c;
-    /* The workspace its algorithm asks for (often none), not the plan's whole. */
+    /* The workspace its algorithm asks for (a few bytes for most; none for some), not the
+     * plan's whole, in the block the context keeps between products (engine/cuda/device.h
+     * says why). The plan's budget holds the plan's whole workspace. */
     size_t need = 0;
     OC_CHECK(ctx, oc_mm_gemm_workspace_need(ctx, &d->gemm, m, n, k, a, b, acc, &need));
-    if (need) OC_CHECK(ctx, oc_pool_alloc(ctx, d->dev.pool, need, "the cuBLASLt workspace", &d->work));
-    oc_mm_gemm_use_workspace(&d->gemm, d->work, need);
+    OC_CHECK(ctx, oc_cuda_kept_take(ctx, device, need, (size_t)plan->workspace, "the cuBLASLt workspace", &d->work));
+    oc_mm_gemm_use_workspace(&d->gemm, d->work ? d->work->ptr : NULL, need);
     oc_trace_phase(&t, "matmul", "cuBLASLt algorithm and workspace");
     OC_CHECK(ctx, oc_mm_gemm_run(ctx, &d->gemm, m, n, k, a, b, acc, 0, stream));
     if (plan->acc_bytes) OC_CHECK(ctx, oc_mm_round_f32(ctx, &d->dev, acc, m, n, n, plan->in.out_type, c, stream));
@@ -92,17 +96,19 @@ static oc_status run(oc_context *ctx, resident *d, int device)
     return OC_OK;
 }
 
-/* The device's state given back: its stream's work awaited, then the handle, the pool and
- * its buffers, and the stream. */
-static void close_device(resident *d)
+/* The device's state given back: its stream's work awaited, then the workspace to the
+ * context, the handle, the pool and its buffers, and the stream. */
+static void close_device(oc_context *ctx, resident *d)
 {
     if (d->dev.compute) (void)cudaStreamSynchronize(d->dev.compute);
     (void)cudaGetLastError();
+    d->res->peak_device_bytes = d->work ? (int64_t)d->work->bytes : 0;
+    oc_cuda_kept_give(ctx, d->work);
     oc_mm_gemm_close(&d->gemm);
     if (d->dev.pool) {
         oc_pool_stats ps;
         oc_pool_get_stats(d->dev.pool, &ps);
-        d->res->peak_device_bytes = ps.peak;
+        d->res->peak_device_bytes += ps.peak;
     }
     oc_cuda_device_close(&d->dev);
     (void)cudaGetLastError();
@@ -120,6 +126,6 @@ void oc_mm_resident_run(oc_context *ctx, oc_mm_shared *sh, int device, oc_mm_dev
         atomic_store(&sh->stop, 1);
     }
     double t = oc_now();
-    close_device(&d);
+    close_device(ctx, &d);
     oc_trace_phase(&t, "matmul", "device teardown");
 }
