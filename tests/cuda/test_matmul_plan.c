@@ -113,6 +113,49 @@ static void check_resident_int8(oc_context *ctx)
     CHECK(oc_mm_cuda_plan_make(ctx, &f, &p) == OC_OK && !p.pack_a && !p.pack_b && p.pack_bytes == 0);
 }
 
+/* A large resident int8 product packs B in chunks of columns (a multiple of 256, at least 1024,
+ * about an eighth of n) into two buffers, each chunk's product still large enough for its
+ * algorithm to be measured; small products, narrow B and a B read as stored do not; the
+ * chunks cover n, and the packing holds two chunks, not B. The last column: whether a
+ * row-major B is chunked. */
+static void check_resident_int8_chunks(oc_context *ctx)
+{
+    static const int64_t shapes[][4] = {{16384, 16384, 16384, 1}, {8192, 12292, 8192, 1}, {65536, 2048, 16384, 1},
+                                        {8192, 4100, 8200, 1},    {4096, 4096, 4096, 0},  {1024, 1024, 1024, 0},
+                                        {300, 124, 256, 0},       {20000, 2044, 4000, 0}, {2048, 4100, 8192, 0}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; ++i)
+        for (int tb = 0; tb < 2; ++tb) {
+            const int64_t m = shapes[i][0], n = shapes[i][1], k = shapes[i][2];
+            oc_mm_cuda_plan_input in = {.m = m,
+                                        .n = n,
+                                        .k = k,
+                                        .in_type = OC_MM_INT8,
+                                        .out_type = OC_MM_INT32,
+                                        .device_budget = 64 * 1024 * MIB,
+                                        .device_budget_given = 1,
+                                        .ndevices = 1,
+                                        .resident = 1,
+                                        .tb = tb};
+            oc_mm_cuda_plan p;
+            CHECK(oc_mm_cuda_plan_make(ctx, &in, &p) == OC_OK && p.in.resident);
+            const int chunked = p.pack_b && shapes[i][3];
+            CHECK_MSG((p.b_chunk > 0) == chunked, "%lld x %lld x %lld, tb %d: chunk %lld", (long long)m, (long long)n,
+                      (long long)k, tb, (long long)p.b_chunk);
+            if (p.b_chunk) {
+                CHECK(p.b_chunk % 256 == 0 && p.b_chunk >= 1024 && p.b_chunk < n);
+                const int64_t chunks = (n + p.b_chunk - 1) / p.b_chunk;
+                CHECK_MSG(chunks >= 2 && chunks <= 8, "%lld columns in %lld chunks of %lld", (long long)n,
+                          (long long)chunks, (long long)p.b_chunk);
+                CHECK_EQ_I64(p.pack_bytes, (p.pack_a ? m * p.kpad : 0) + 2 * p.b_chunk * p.kpad);
+                CHECK(m * p.b_chunk * k >= OC_MM_TUNE_MIN_MACS);
+            }
+            char *text = NULL;
+            CHECK(oc_mm_cuda_plan_render(ctx, &p, "cuda:0 test", 0, &text) == OC_OK && text);
+            CHECK_MSG(!text || (strstr(text, "B in chunks of") != NULL) == (p.b_chunk > 0), "%s", text ? text : "");
+            free(text);
+        }
+}
+
 int main(void)
 {
     oc_context *ctx = NULL;
@@ -172,6 +215,7 @@ int main(void)
     in.device_budget = 6208 * MIB, in.symmetric = 1;
     CHECK(oc_mm_cuda_plan_make(ctx, &in, &p) == OC_ERR_INVALID_ARGUMENT);
     check_resident_int8(ctx);
+    check_resident_int8_chunks(ctx);
     oc_context_free(ctx);
     return oc_test_finish();
 }

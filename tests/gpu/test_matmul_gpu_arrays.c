@@ -386,6 +386,98 @@ static void check_kept_workspace(void)
     free(c), free(ones);
 }
 
+/* C[i][j] of the int8 product of row-major A (m x k) and B (k x n), or A·Aᵀ when b is NULL. */
+static int64_t int8_entry(const int8_t *a, const int8_t *b, int64_t n, int64_t k, int64_t i, int64_t j)
+{
+    int64_t sum = 0;
+    for (int64_t t = 0; t < k; ++t) sum += (int64_t)a[i * k + t] * (b ? b[t * n + j] : a[j * k + t]);
+    return sum;
+}
+
+/* A large int8 product on device arrays with B packed in chunks of columns while the products
+ * run (matmul_cuda_plan.c's b_chunk; the plan says so): row-major B transposed a chunk at a
+ * time, with K a multiple of 16 and not (A then packed too), n not a multiple of the chunk
+ * (the last chunk 4 columns wide), and A·Aᵀ with K padded (B = Aᵀ re-strided a chunk at a
+ * time, C mirrored). Each result: byte-identical to the product with B given as Bᵀ (read as
+ * stored when K is a multiple of 16, else re-strided in chunks), and 4096 entries exact
+ * against the CPU; A·Aᵀ exactly symmetric. */
+static void check_int8_chunks(void)
+{
+    /* Each chunk's product large enough to be chunked (matmul_cuda_plan.c): m x 1024 x k at
+     * least 2^36 multiply-adds. */
+    static const int64_t shapes[][3] = {{8192, 4100, 8192}, {8192, 4100, 8200}, {4100, 4100, 16392}};
+    for (int i = 0; i < 3; ++i) {
+        const int64_t m = shapes[i][0], n = shapes[i][1], k = shapes[i][2];
+        const int gram = i == 2;
+        char what[128];
+        snprintf(what, sizeof what, "int8 %s %lld x %lld x %lld, B in chunks", gram ? "A·Aᵀ" : "A·B", (long long)m,
+                 (long long)n, (long long)k);
+        const size_t ia = (size_t)(m * k), ib = (size_t)(k * n), oc = (size_t)(m * n) * 4;
+        int8_t *a = malloc(ia), *b = malloc(ib), *bt = malloc(ib);
+        int32_t *c = malloc(oc), *c_bt = malloc(oc);
+        void *da = NULL, *db = NULL, *dbt = NULL, *dc = NULL;
+        if (!a || !b || !bt || !c || !c_bt || cudaMalloc(&da, ia) != cudaSuccess ||
+            cudaMalloc(&db, ib) != cudaSuccess || cudaMalloc(&dbt, ib) != cudaSuccess ||
+            cudaMalloc(&dc, oc) != cudaSuccess) {
+            CHECK_MSG(0, "%s: out of memory", what);
+            goto next;
+        }
+        uint64_t seed = 31 + (uint64_t)i;
+        for (size_t e = 0; e < ia; ++e) a[e] = (int8_t)((int)(oc_test_rand(&seed) % 255) - 127);
+        for (size_t e = 0; e < ib; ++e) b[e] = (int8_t)((int)(oc_test_rand(&seed) % 255) - 127);
+        for (int64_t r = 0; r < k; ++r)
+            for (int64_t col = 0; col < n; ++col) bt[col * k + r] = gram ? a[col * k + r] : b[r * n + col];
+        CHECK(cudaMemcpy(da, a, ia, cudaMemcpyHostToDevice) == cudaSuccess);
+        CHECK(cudaMemcpy(db, b, ib, cudaMemcpyHostToDevice) == cudaSuccess);
+        CHECK(cudaMemcpy(dbt, bt, ib, cudaMemcpyHostToDevice) == cudaSuccess);
+        for (int given_t = 0; given_t < 2; ++given_t) {
+            oc_matmul_array A = OC_MATMUL_ARRAY_INIT, B = OC_MATMUL_ARRAY_INIT, C = OC_MATMUL_ARRAY_INIT;
+            A.data = da, A.rows = m, A.cols = k;
+            B.data = given_t ? dbt : db, B.rows = given_t ? n : k, B.cols = given_t ? k : n;
+            C.data = dc, C.rows = m, C.cols = n;
+            A.dtype = B.dtype = OC_MATMUL_INT8, C.dtype = OC_MATMUL_INT32;
+            A.gpu = B.gpu = C.gpu = 1;
+            oc_matmul_options o = OC_MATMUL_OPTIONS_INIT;
+            o.transpose_b = given_t;
+            /* A·Aᵀ only as such (B NULL): packed in chunks; B given as Aᵀ's bytes is the check. */
+            const int as_gram = gram && !given_t;
+            o.gram = as_gram;
+            char *plan = NULL;
+            CHECK(oc_matmul_plan(ctx, &A, as_gram ? NULL : &B, &C, &o, 0, 0, &plan) == OC_OK && plan);
+            /* B given as Bᵀ is read as stored unless K needs padding, then re-strided in chunks. */
+            const int chunked = !given_t || k % 16 != 0;
+            CHECK_MSG(!plan || (strstr(plan, "B in chunks of") != NULL) == chunked, "%s, B %s: plan %s", what,
+                      given_t ? "given as Bᵀ" : "row-major", plan ? plan : "");
+            free(plan);
+            CHECK(cudaMemset(dc, 0x7f, oc) == cudaSuccess);
+            CHECK_MSG(oc_matmul(ctx, &A, as_gram ? NULL : &B, &C, &o, NULL) == OC_OK, "%s: %s", what,
+                      oc_context_last_error(ctx));
+            CHECK(cudaMemcpy(given_t ? c_bt : c, dc, oc, cudaMemcpyDeviceToHost) == cudaSuccess);
+        }
+        CHECK_MSG(memcmp(c, c_bt, oc) == 0, "%s: other bytes than with B given as Bᵀ", what);
+        int wrong = 0;
+        uint64_t pick = 5;
+        for (int s = 0; s < 4096 && !wrong; ++s) {
+            /* the last chunk's columns and the first rows and columns among the picks */
+            const int64_t r = s < 8 ? s : (int64_t)(oc_test_rand(&pick) % (uint64_t)m);
+            const int64_t col = s < 8 ? n - 1 - s : (int64_t)(oc_test_rand(&pick) % (uint64_t)n);
+            const int64_t want = int8_entry(a, gram ? NULL : b, n, k, r, col);
+            CHECK_MSG(!(wrong = c[r * n + col] != want), "%s: C[%lld][%lld] = %d, not %lld", what, (long long)r,
+                      (long long)col, c[r * n + col], (long long)want);
+        }
+        if (gram) {
+            int symmetric = 1;
+            for (int64_t r = 0; r < n && symmetric; ++r)
+                for (int64_t col = 0; col < r && symmetric; ++col) symmetric = c[r * n + col] == c[col * n + r];
+            CHECK_MSG(symmetric, "%s: not exactly symmetric", what);
+        }
+    next:
+        cudaFree(da), cudaFree(db), cudaFree(dbt), cudaFree(dc);
+        free(a), free(b), free(bt), free(c), free(c_bt);
+    }
+    check_clean(ctx, "int8's B in chunks");
+}
+
 /* k = 0: C is zeros (numpy's empty sum) on the GPU too, in device memory and on the host,
  * A·Aᵀ included. */
 static void check_empty_k(void)
@@ -522,6 +614,7 @@ int main(void)
     check_device_transposes(OC_MM_INT8, OC_MM_INT32, 1104, 1);
     check_current_device();
     check_kept_workspace();
+    check_int8_chunks();
     check_int8_choice();
     check_empty_k();
     oc_context_free(ctx);

@@ -29,30 +29,35 @@ static int8_t next_byte(void)
     return (int8_t)(rng >> 24);
 }
 
-/* src rows x cols at byte offset `skew` of its allocation, transposed into dst_rows x ld. */
-static void check_transpose(int64_t rows, int64_t cols, int64_t ld, int64_t dst_rows, int skew)
+/* The last cols columns of src, rows x src_ld at byte offset `skew` of its allocation,
+ * transposed into dst_rows x ld. */
+static void check_transpose(int64_t rows, int64_t cols, int64_t src_ld, int64_t ld, int64_t dst_rows, int skew)
 {
-    const size_t src_bytes = (size_t)(rows * cols), dst_bytes = (size_t)(dst_rows * ld);
+    const size_t src_bytes = (size_t)(rows * src_ld), dst_bytes = (size_t)(dst_rows * ld);
+    const int64_t c0 = src_ld - cols;
     int8_t *src = malloc(src_bytes + 1), *want = malloc(dst_bytes), *got = malloc(dst_bytes);
     int8_t *d_src = NULL, *d_dst = NULL;
     CHECK(src && want && got);
     if (!src || !want || !got) goto done;
     for (size_t i = 0; i < src_bytes; ++i) src[i] = next_byte();
     for (int64_t c = 0; c < dst_rows; ++c)
-        for (int64_t r = 0; r < ld; ++r) want[c * ld + r] = r < rows && c < cols ? src[r * cols + c] : 0;
+        for (int64_t r = 0; r < ld; ++r) want[c * ld + r] = r < rows && c < cols ? src[r * src_ld + c0 + c] : 0;
     CHECK(cudaMalloc((void **)&d_src, src_bytes + 1) == cudaSuccess);
     CHECK(cudaMalloc((void **)&d_dst, dst_bytes) == cudaSuccess);
     CHECK(cudaMemcpy(d_src + skew, src, src_bytes, cudaMemcpyHostToDevice) == cudaSuccess);
     CHECK(cudaMemset(d_dst, 0x5a, dst_bytes) == cudaSuccess);
     CHECK(cudaDeviceSynchronize() == cudaSuccess); /* the kernels' stream does not wait for the legacy one */
-    CHECK(oc_mm_transpose_i8(ctx, &dev, d_src + skew, rows, cols, d_dst, ld, dst_rows, dev.compute) == OC_OK);
+    CHECK(oc_mm_transpose_i8(ctx, &dev, d_src + skew + c0, rows, cols, src_ld, d_dst, ld, dst_rows, dev.compute) ==
+          OC_OK);
     CHECK(cudaStreamSynchronize(dev.compute) == cudaSuccess);
     CHECK(cudaMemcpy(got, d_dst, dst_bytes, cudaMemcpyDeviceToHost) == cudaSuccess);
     int64_t bad = -1;
     for (size_t i = 0; i < dst_bytes && bad < 0; ++i)
         if (got[i] != want[i]) bad = (int64_t)i;
-    CHECK_MSG(bad < 0, "transpose %lld x %lld into %lld x %lld (skew %d): first wrong byte at row %lld column %lld",
-              (long long)rows, (long long)cols, (long long)dst_rows, (long long)ld, skew,
+    CHECK_MSG(bad < 0,
+              "transpose %lld x %lld (rows %lld apart) into %lld x %lld (skew %d): first wrong byte at row %lld "
+              "column %lld",
+              (long long)rows, (long long)cols, (long long)src_ld, (long long)dst_rows, (long long)ld, skew,
               (long long)(bad < 0 ? 0 : bad / ld), (long long)(bad < 0 ? 0 : bad % ld));
 done:
     cudaFree(d_src), cudaFree(d_dst);
@@ -101,8 +106,12 @@ int main(void)
         {4096, 1024, 4096, 1024},
     };
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; ++i) {
-        check_transpose(shapes[i][0], shapes[i][1], shapes[i][2], shapes[i][3], 0);
-        check_transpose(shapes[i][0], shapes[i][1], shapes[i][2], shapes[i][3], 1); /* not word-aligned */
+        check_transpose(shapes[i][0], shapes[i][1], shapes[i][1], shapes[i][2], shapes[i][3], 0);
+        check_transpose(shapes[i][0], shapes[i][1], shapes[i][1], shapes[i][2], shapes[i][3], 1); /* not word-aligned */
+        /* A block of columns of a wider matrix (int8's B transposed in chunks), its rows 260
+         * bytes apart: on words, and off them. */
+        check_transpose(shapes[i][0], shapes[i][1], shapes[i][1] + 260, shapes[i][2], shapes[i][3], 0);
+        check_transpose(shapes[i][0], shapes[i][1], shapes[i][1] + 261, shapes[i][2], shapes[i][3], 0);
     }
     check_pack_rows(37, 20, 32);
     check_pack_rows(1, 1, 16);

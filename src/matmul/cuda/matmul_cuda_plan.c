@@ -20,6 +20,9 @@ static const char *const type_names[OC_MM_TYPE_COUNT] = {"float64", "float32", "
 const char *oc_mm_cuda_type_name(oc_mm_type t) { return (unsigned)t < OC_MM_TYPE_COUNT ? type_names[t] : "?"; }
 
 static int64_t round_up(int64_t x, int64_t q) { return (x + q - 1) / q * q; }
+
+/* int8's B packed in chunks (b_chunk below): the fewest columns a chunk has. */
+#define B_CHUNK_MIN 1024
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
 oc_status oc_mm_cuda_types(oc_context *ctx, oc_mm_type in, oc_mm_type out, int tf32, oc_mm_type *acc,
@@ -120,6 +123,20 @@ static int64_t smaller(int64_t t)
     return next < t ? next : t - g;
 }
 
+/* A resident int8 product's chunk of B (oc_mm_cuda_plan.b_chunk): about an eighth of its
+ * columns, a multiple of 256 and at least 1024, when each chunk's product is still one whose
+ * algorithm is measured (matmul_gemm.c: the heuristic's first guess for Hopper's integer
+ * kernels is far from their fastest); 0 otherwise. The packing of a chunk then overlaps the
+ * product of the chunk before, and its buffers hold two chunks, not B, which costs less to
+ * allocate and free (bench/RESULTS.md, "int8's B packed in chunks"). */
+static int64_t b_chunk(const oc_mm_cuda_plan_input *in)
+{
+    if (in->n < 2 * B_CHUNK_MIN) return 0;
+    int64_t w = round_up((in->n + 7) / 8, 256);
+    if (w < B_CHUNK_MIN) w = B_CHUNK_MIN;
+    return (double)in->m * (double)w * (double)in->k >= (double)OC_MM_TUNE_MIN_MACS ? w : 0;
+}
+
 /* The resident plan (oc_mm_cuda_plan_input.resident): one tile, one panel, no slots; 0 when
  * its buffers fit the device budget. */
 static int resident_plan(oc_mm_cuda_plan *p)
@@ -134,7 +151,9 @@ static int resident_plan(oc_mm_cuda_plan *p)
      * aligned; the others are transposed or re-strided here. */
     p->pack_a = i8 && (in->ta || p->kpad != in->k || in->a_unaligned);
     p->pack_b = i8 && (!in->tb || p->kpad != in->k || in->b_unaligned);
-    p->pack_bytes = (p->pack_a ? in->m * p->kpad : 0) + (p->pack_b ? in->n * p->kpad : 0);
+    p->b_chunk = p->pack_b ? b_chunk(in) : 0;
+    p->pack_bytes =
+        (p->pack_a ? in->m * p->kpad : 0) + (p->pack_b ? (p->b_chunk ? 2 * p->b_chunk : in->n) * p->kpad : 0);
     p->acc_bytes = p->acc_type != in->out_type ? in->m * in->n * (int64_t)oc_mm_type_size(p->acc_type) : 0;
     p->device_bytes = p->pack_bytes + p->acc_bytes + p->workspace + 3 * OC_POOL_ALIGN;
     p->tile_rows = p->tile_cols = p->ntiles = p->panels = 1;
@@ -286,10 +305,11 @@ oc_status oc_mm_cuda_plan_render(oc_context *ctx, const oc_mm_cuda_plan *p, cons
                        (long long)p->round_bytes, (long long)p->workspace);
         oc_text_printf(&t,
                        "\"pinned_bytes\": %lld, \"host_budget\": %lld, \"pinned_panel_slots\": %d, "
-                       "\"pinned_download_slots\": %d, \"download_piece_rows\": %lld, \"resident\": %s}\n",
+                       "\"pinned_download_slots\": %d, \"download_piece_rows\": %lld, \"resident\": %s, "
+                       "\"b_chunk_columns\": %lld}\n",
                        (long long)p->pinned_bytes, (long long)p->host_budget, p->host_slots,
                        p->in.resident ? 0 : OC_MM_OUT_SLOTS, (long long)p->out_piece_rows,
-                       p->in.resident ? "true" : "false");
+                       p->in.resident ? "true" : "false", (long long)p->b_chunk);
         return oc_text_finish(ctx, &t, out);
     }
     oc_text_printf(&t, "matmul on cuda/cublasLt, ");
@@ -304,6 +324,9 @@ oc_status oc_mm_cuda_plan_render(oc_context *ctx, const oc_mm_cuda_plan *p, cons
                        "(%s) beside them",
                        MIB(p->device_bytes), MIB(p->in.device_budget), budget_from);
         if (p->pack_bytes) oc_text_printf(&t, ", int8 packing %.1f MiB", MIB(p->pack_bytes));
+        if (p->b_chunk)
+            oc_text_printf(&t, " (B in chunks of %lld columns, two at a time, each packed while the one before runs)",
+                           (long long)p->b_chunk);
         if (p->acc_bytes)
             oc_text_printf(&t, ", a %s accumulator %.1f MiB", oc_mm_cuda_type_name(p->acc_type), MIB(p->acc_bytes));
         oc_text_printf(&t, ", workspace up to %.1f MiB (what the algorithm asks); nothing pinned\n", MIB(p->workspace));

@@ -106,6 +106,10 @@ typedef struct oc_mm_cuda_plan {
     int64_t panel_bytes; /* one panel slot: the A panel, then the B panel at oc_mm_cuda_b_offset */
     int64_t pack_bytes;  /* int8: the packed A and B panels */
     int pack_a, pack_b;  /* resident int8: A, B packed (else read as stored) */
+    /* Resident int8 with B packed: the columns of C (rows of the packed Bᵀ) per chunk, B packed
+     * a chunk at a time into two buffers while the product of the chunk before runs; 0: B
+     * packed whole. */
+    int64_t b_chunk;
     int64_t acc_bytes;   /* one accumulator */
     int64_t round_bytes; /* one rounded tile (FP16/BF16 output), else 0 */
     int64_t workspace;
@@ -117,6 +121,12 @@ typedef struct oc_mm_cuda_plan {
     int64_t host_budget;    /* per device */
     const char *bound;      /* what bounds the tile edge */
 } oc_mm_cuda_plan;
+
+/* Below this many multiply-adds an int8 shape keeps the heuristic's first algorithm
+ * (matmul_gemm.c): measuring would cost more than it could save, and the cache would fill
+ * with small shapes. A resident product's B is packed in chunks only when each chunk's
+ * product stays above it. */
+#define OC_MM_TUNE_MIN_MACS (1LL << 36)
 
 /* The name of a type as numpy spells it ("float32", "bfloat16", "int8"). */
 const char *oc_mm_cuda_type_name(oc_mm_type t);

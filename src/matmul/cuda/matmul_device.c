@@ -452,8 +452,8 @@ static oc_status compute_panel(mm_device *d, int ds, int c, const panel_slot *s)
         const int64_t kpad = (s->depth + 15) / 16 * 16;
         int8_t *pa = d->d_pack, *pb = pa + plan->tm * plan->kpad;
         OC_CHECK(ctx, oc_mm_pack_rows_i8(ctx, &d->dev, a, s->rows, s->depth, pa, kpad, compute));
-        OC_CHECK(ctx, oc_mm_transpose_i8(ctx, &d->dev, b, s->depth, s->cols, pb, kpad, oc_mm_cuda_ldc(plan, s->cols),
-                                         compute));
+        OC_CHECK(ctx, oc_mm_transpose_i8(ctx, &d->dev, b, s->depth, s->cols, s->cols, pb, kpad,
+                                         oc_mm_cuda_ldc(plan, s->cols), compute));
         CUDA_CHECK(ctx, cudaEventRecord(d->ev[EV_SLOT_FREE][ds], compute));
         a = pa, b = pb;
     }

@@ -115,7 +115,7 @@ static known_shape key_of(const oc_mm_gemm *g, const oc_mm_gemm_shape *s)
                      .rows = s->rows,
                      .cols = s->cols,
                      .depth = s->depth,
-                     .ldc = oc_mm_cuda_ldc(g->plan, s->cols),
+                     .ldc = g->c_ld ? g->c_ld : oc_mm_cuda_ldc(g->plan, s->cols),
                      .workspace = (int64_t)g->workspace_bytes};
     if (cudaGetDevice(&k.device) != cudaSuccess) (void)cudaGetLastError();
     memcpy(k.align, s->align, sizeof k.align);
@@ -175,11 +175,14 @@ static oc_status shape_of(oc_context *ctx, oc_mm_gemm *g, int64_t rows, int64_t 
     memcpy(s->align, align, sizeof align);
     g->nshapes++; /* counted now, so that close destroys whatever layouts follow */
     const oc_cublaslt_api *lt = g->lt;
-    const uint64_t ldc = (uint64_t)oc_mm_cuda_ldc(g->plan, cols);
+    /* The tile's columns (int8: padded to a multiple of 4) and the accumulator's row stride. */
+    const uint64_t cols_pad = (uint64_t)oc_mm_cuda_ldc(g->plan, cols);
+    const int64_t ldc = g->c_ld ? g->c_ld : (int64_t)cols_pad;
     if (g->plan->in.in_type == OC_MM_INT8) {
-        /* Cᵀ (ldc x rows) = Btᵀ · A: Bt is ldc x kpad stored as kpad x ldc, A rows x kpad as kpad x rows. */
+        /* Cᵀ (cols_pad x rows) = Btᵀ · A: Bt is cols_pad x kpad stored as kpad x cols_pad, A
+         * rows x kpad as kpad x rows. */
         const uint64_t kpad = (uint64_t)((depth + 15) / 16 * 16);
-        LT_CHECK(lt->layout_create(&s->la, g->ab_type, kpad, ldc, (int64_t)kpad));
+        LT_CHECK(lt->layout_create(&s->la, g->ab_type, kpad, cols_pad, (int64_t)kpad));
         LT_CHECK(lt->layout_create(&s->lb, g->ab_type, kpad, (uint64_t)rows, (int64_t)kpad));
     } else {
         /* Cᵀ (cols x rows) = Bᵀ (cols x depth, ld cols) · Aᵀ (depth x rows, ld depth); a
@@ -190,7 +193,7 @@ static oc_status shape_of(oc_context *ctx, oc_mm_gemm *g, int64_t rows, int64_t 
         if (g->plan->in.ta) LT_CHECK(lt->layout_create(&s->lb, g->ab_type, (uint64_t)rows, (uint64_t)depth, rows));
         else LT_CHECK(lt->layout_create(&s->lb, g->ab_type, (uint64_t)depth, (uint64_t)rows, depth));
     }
-    LT_CHECK(lt->layout_create(&s->lc, g->c_type, ldc, (uint64_t)rows, (int64_t)ldc));
+    LT_CHECK(lt->layout_create(&s->lc, g->c_type, cols_pad, (uint64_t)rows, ldc));
     known_shape k = key_of(g, s);
     if (known_find(&k, &k)) {
         s->candidates = k.candidates;
@@ -236,9 +239,6 @@ static oc_status shape_of(oc_context *ctx, oc_mm_gemm *g, int64_t rows, int64_t 
 }
 
 /* ---------------------------------------------------------------- int8's measured choice */
-/* Below this many multiply-adds a shape keeps the heuristic's first algorithm: measuring
- * would cost more than it could save, and the cache would fill with small shapes. */
-#define TUNE_MIN_MACS (1LL << 36)
 
 typedef struct tune_run {
     oc_mm_gemm *g;
@@ -302,7 +302,7 @@ static double measure_candidates(void *arg)
 static void choose_int8(oc_mm_gemm_shape *s, tune_run *t)
 {
     s->chosen = 1;
-    if (s->candidates < 2 || s->rows * s->cols * s->depth < TUNE_MIN_MACS) return;
+    if (s->candidates < 2 || s->rows * s->cols * s->depth < OC_MM_TUNE_MIN_MACS) return;
     const int64_t ws = (int64_t)t->g->workspace_bytes;
     const int least = s->align[0] < s->align[1] ? (s->align[0] < s->align[2] ? s->align[0] : s->align[2])
                                                 : (s->align[1] < s->align[2] ? s->align[1] : s->align[2]);
@@ -324,7 +324,7 @@ static void choose_int8(oc_mm_gemm_shape *s, tune_run *t)
 static int to_measure(const oc_mm_gemm *g, const oc_mm_gemm_shape *s)
 {
     return g->plan->in.in_type == OC_MM_INT8 && !s->chosen && s->candidates >= 2 &&
-           s->rows * s->cols * s->depth >= TUNE_MIN_MACS;
+           s->rows * s->cols * s->depth >= OC_MM_TUNE_MIN_MACS;
 }
 
 oc_status oc_mm_gemm_workspace_need(oc_context *ctx, oc_mm_gemm *g, int64_t rows, int64_t cols, int64_t depth,

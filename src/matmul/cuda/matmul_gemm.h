@@ -62,6 +62,10 @@ typedef struct oc_mm_gemm {
     void *workspace;
     size_t workspace_bytes; /* the plan's workspace: what the heuristic may ask for */
     size_t workspace_held;  /* what `workspace` holds (oc_mm_gemm_use_workspace; else workspace_bytes) */
+    /* The accumulator's row stride when the products write blocks of columns of a wider
+     * matrix (the resident plan's C, int8's B packed in chunks: matmul_resident.c); 0: each
+     * tile's own, oc_mm_cuda_ldc(cols). Set after oc_mm_gemm_open, before the first product. */
+    int64_t c_ld;
     oc_mm_gemm_shape shape[OC_MM_GEMM_SHAPES];
     int nshapes;
 } oc_mm_gemm;
@@ -81,7 +85,7 @@ oc_status oc_mm_gemm_workspace_need(oc_context *ctx, oc_mm_gemm *g, int64_t rows
 /* The workspace the products run with from now on: `bytes` of device memory at p. */
 void oc_mm_gemm_use_workspace(oc_mm_gemm *g, void *p, size_t bytes);
 
-/* acc (rows x ldc, row-major, ldc = oc_mm_cuda_ldc(cols)) = a·b, or += a·b when accumulate:
+/* acc (rows x ldc, row-major, ldc = c_ld or oc_mm_cuda_ldc(cols)) = a·b, or += a·b when accumulate:
  * a is the A panel (rows x depth) and b the B panel (depth x cols) as read, for int8 their
  * packed forms. Enqueued on stream. */
 oc_status oc_mm_gemm_run(oc_context *ctx, oc_mm_gemm *g, int64_t rows, int64_t cols, int64_t depth, const void *a,

@@ -27,15 +27,16 @@ __global__ void __launch_bounds__(THREADS)
     dst[r * ld + c] = c < cols ? src[r * cols + c] : (int8_t)0;
 }
 
-__global__ void __launch_bounds__(THREADS) transpose_kernel(const int8_t *__restrict__ src, int64_t rows, int64_t cols,
-                                                            int8_t *__restrict__ dst, int64_t ld, int64_t dst_rows)
+__global__ void __launch_bounds__(THREADS)
+    transpose_kernel(const int8_t *__restrict__ src, int64_t rows, int64_t cols, int64_t src_ld,
+                     int8_t *__restrict__ dst, int64_t ld, int64_t dst_rows)
 {
     __shared__ int8_t s[EDGE][EDGE + 1];
     const int64_t r0 = (int64_t)blockIdx.x * EDGE, c0 = (int64_t)blockIdx.y * EDGE;
     const int tx = threadIdx.x % EDGE, ty = threadIdx.x / EDGE;
     for (int i = ty; i < EDGE; i += THREADS / EDGE) {
         const int64_t r = r0 + i, c = c0 + tx;
-        s[i][tx] = r < rows && c < cols ? src[r * cols + c] : (int8_t)0;
+        s[i][tx] = r < rows && c < cols ? src[r * src_ld + c] : (int8_t)0;
     }
     __syncthreads();
     for (int i = ty; i < EDGE; i += THREADS / EDGE) {
@@ -56,8 +57,8 @@ constexpr int WORDS = WIDE / 4; /* words on a tile's edge: one per lane */
 constexpr int WARPS = THREADS / 32;
 
 __global__ void __launch_bounds__(THREADS)
-    transpose_words_kernel(const int8_t *__restrict__ src, int64_t rows, int64_t cols, int8_t *__restrict__ dst,
-                           int64_t ld, int64_t dst_rows, int64_t tiles_r)
+    transpose_words_kernel(const int8_t *__restrict__ src, int64_t rows, int64_t cols, int64_t src_ld,
+                           int8_t *__restrict__ dst, int64_t ld, int64_t dst_rows, int64_t tiles_r)
 {
     __shared__ uint32_t s[WIDE][WORDS];
     const int64_t r0 = (int64_t)(blockIdx.x % (uint64_t)tiles_r) * WIDE;
@@ -67,7 +68,7 @@ __global__ void __launch_bounds__(THREADS)
 #pragma unroll 4
     for (int i = warp; i < WIDE; i += WARPS) {
         const int64_t r = r0 + i;
-        s[i][(lane + i / 4) % WORDS] = r < rows && c < cols ? __ldg((const uint32_t *)(src + r * cols + c)) : 0u;
+        s[i][(lane + i / 4) % WORDS] = r < rows && c < cols ? __ldg((const uint32_t *)(src + r * src_ld + c)) : 0u;
     }
     __syncthreads();
     const int64_t r = r0 + 4 * (int64_t)lane; /* destination columns r .. r + 3 (ld % 4 == 0) */
@@ -149,15 +150,16 @@ extern "C" oc_status oc_mm_pack_rows_i8(oc_context *ctx, oc_cuda_device *dev, co
 }
 
 extern "C" oc_status oc_mm_transpose_i8(oc_context *ctx, oc_cuda_device *dev, const int8_t *src, int64_t rows,
-                                        int64_t cols, int8_t *dst, int64_t ld, int64_t dst_rows, cudaStream_t stream)
+                                        int64_t cols, int64_t src_ld, int8_t *dst, int64_t ld, int64_t dst_rows,
+                                        cudaStream_t stream)
 {
     if (ld <= 0 || dst_rows <= 0) return OC_OK;
     const int64_t tiles_r = (ld + WIDE - 1) / WIDE, tiles_c = (dst_rows + WIDE - 1) / WIDE;
-    if (cols % 4 == 0 && ld % 4 == 0 && (uintptr_t)src % 4 == 0 && (uintptr_t)dst % 4 == 0 &&
+    if (cols % 4 == 0 && src_ld % 4 == 0 && ld % 4 == 0 && (uintptr_t)src % 4 == 0 && (uintptr_t)dst % 4 == 0 &&
         tiles_r * tiles_c <= INT32_MAX) {
         OC_CHECK(ctx, oc_cuda_launch_prepare(ctx, dev, (const void *)transpose_words_kernel,
                                              "matmul transpose_words_kernel", THREADS, 0));
-        transpose_words_kernel<<<(unsigned)(tiles_r * tiles_c), THREADS, 0, stream>>>(src, rows, cols, dst, ld,
+        transpose_words_kernel<<<(unsigned)(tiles_r * tiles_c), THREADS, 0, stream>>>(src, rows, cols, src_ld, dst, ld,
                                                                                       dst_rows, tiles_r);
         CUDA_CHECK_LAUNCH(ctx, "matmul transpose_words_kernel");
         return OC_OK;
@@ -167,7 +169,7 @@ extern "C" oc_status oc_mm_transpose_i8(oc_context *ctx, oc_cuda_device *dev, co
     OC_CHECK(ctx,
              oc_cuda_launch_prepare(ctx, dev, (const void *)transpose_kernel, "matmul transpose_kernel", THREADS, 0));
     const dim3 grid((unsigned)((ld + EDGE - 1) / EDGE), (unsigned)((dst_rows + EDGE - 1) / EDGE));
-    transpose_kernel<<<grid, THREADS, 0, stream>>>(src, rows, cols, dst, ld, dst_rows);
+    transpose_kernel<<<grid, THREADS, 0, stream>>>(src, rows, cols, src_ld, dst, ld, dst_rows);
     CUDA_CHECK_LAUNCH(ctx, "matmul transpose_kernel");
     return OC_OK;
 }

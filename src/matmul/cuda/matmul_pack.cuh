@@ -23,10 +23,11 @@ extern "C" {
 oc_status oc_mm_pack_rows_i8(oc_context *ctx, oc_cuda_device *dev, const int8_t *src, int64_t rows, int64_t cols,
                              int8_t *dst, int64_t ld, cudaStream_t stream);
 
-/* The transpose of the row-major rows x cols int8 src, padded: dst[c * ld + r] = src[r * cols
- * + c] for c < cols, r < rows; 0 for rows <= r < ld and for cols <= c < dst_rows. */
+/* The transpose of the row-major rows x cols int8 src whose rows are src_ld apart (src_ld >=
+ * cols: a block of columns of a wider matrix), padded: dst[c * ld + r] = src[r * src_ld + c]
+ * for c < cols, r < rows; 0 for rows <= r < ld and for cols <= c < dst_rows. */
 oc_status oc_mm_transpose_i8(oc_context *ctx, oc_cuda_device *dev, const int8_t *src, int64_t rows, int64_t cols,
-                             int8_t *dst, int64_t ld, int64_t dst_rows, cudaStream_t stream);
+                             int64_t src_ld, int8_t *dst, int64_t ld, int64_t dst_rows, cudaStream_t stream);
 
 /* dst[r * cols + c] = src[r * ld + c] rounded to nearest even in `to` (OC_MM_FLOAT16 or
  * OC_MM_BFLOAT16). */

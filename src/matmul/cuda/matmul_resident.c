@@ -24,7 +24,96 @@ typedef struct resident {
     oc_mm_gemm gemm;
     void *pack, *acc;
     oc_kept_device *work; /* cuBLASLt's workspace, kept by the context between products */
+    /* int8's B in chunks: a chunk packed (on compute2) and its buffer free again (on compute),
+     * per buffer. */
+    cudaEvent_t packed[2], used[2];
 } resident;
+
+/* The workspace the products ask (need bytes, a few for most algorithms; none for some), not
+ * the plan's whole, in the block the context keeps between products (engine/cuda/device.h
+ * says why). The plan's budget holds the plan's whole workspace. */
+static oc_status take_workspace(oc_context *ctx, resident *d, size_t need)
+{
+    OC_CHECK(ctx, oc_cuda_kept_take(ctx, d->dev.index, need, (size_t)d->sh->plan->workspace, "the cuBLASLt workspace",
+                                    &d->work));
+    oc_mm_gemm_use_workspace(&d->gemm, d->work ? d->work->ptr : NULL, need);
+    return OC_OK;
+}
+
+/* Columns [col0, col0 + cols) of B (stored k x n, or n x k when tb) packed K-contiguous into
+ * dst, cols rows of kpad: transposed, or re-strided when B is given as Bᵀ. */
+static oc_status pack_b(oc_context *ctx, resident *d, const int8_t *b, int tb, int64_t col0, int64_t cols, int8_t *dst,
+                        cudaStream_t stream)
+{
+    const oc_mm_cuda_plan *plan = d->sh->plan;
+    const int64_t n = plan->in.n, k = plan->in.k;
+    if (tb) return oc_mm_pack_rows_i8(ctx, &d->dev, b + col0 * k, cols, k, dst, plan->kpad, stream);
+    return oc_mm_transpose_i8(ctx, &d->dev, b + col0, k, cols, n, dst, plan->kpad, cols, stream);
+}
+
+/* The workspace the products of chunks `w` wide (the last `last` wide) ask, their algorithms
+ * chosen now. */
+static oc_status chunk_workspace(oc_context *ctx, resident *d, const void *a, const int8_t *buf, int32_t *c, int64_t w,
+                                 int64_t last, size_t *need)
+{
+    const int64_t m = d->sh->plan->in.m, k = d->sh->plan->in.k;
+    size_t other = 0;
+    OC_CHECK(ctx, oc_mm_gemm_workspace_need(ctx, &d->gemm, m, w, k, a, buf, c, need));
+    if (last != w) OC_CHECK(ctx, oc_mm_gemm_workspace_need(ctx, &d->gemm, m, last, k, a, buf, c, &other));
+    if (other > *need) *need = other;
+    return OC_OK;
+}
+
+/* int8 with B packed in chunks of plan->b_chunk columns (matmul_cuda_plan.c says when): chunk
+ * j is packed on compute2 into buffer j % 2 once the product of chunk j - 2 has read it, and
+ * its product, on compute, writes C's columns of the chunk once it is packed. The packing of
+ * a chunk overlaps the product of the one before; both streams have the device's highest
+ * priority, so that a packing is not left waiting for a product's last wave. */
+static oc_status run_chunks(oc_context *ctx, resident *d, const void *a, const int8_t *b, int tb, int8_t *bufs,
+                            int32_t *c)
+{
+    const oc_mm_cuda_plan *plan = d->sh->plan;
+    const int64_t m = plan->in.m, n = plan->in.n, k = plan->in.k, w = plan->b_chunk;
+    int8_t *buf[2] = {bufs, bufs + w * plan->kpad};
+    int least = 0, greatest = 0;
+    CUDA_CHECK(ctx, cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    CUDA_CHECK(ctx, cudaStreamCreateWithPriority(&d->dev.compute2, cudaStreamNonBlocking, greatest));
+    for (int i = 0; i < 2; ++i) {
+        CUDA_CHECK(ctx, cudaEventCreateWithFlags(&d->packed[i], cudaEventDisableTiming));
+        CUDA_CHECK(ctx, cudaEventCreateWithFlags(&d->used[i], cudaEventDisableTiming));
+    }
+    size_t need = 0;
+    OC_CHECK(ctx, chunk_workspace(ctx, d, a, buf[0], c, w, n - (n - 1) / w * w, &need));
+    OC_CHECK(ctx, take_workspace(ctx, d, need));
+    cudaStream_t compute = d->dev.compute, packing = d->dev.compute2;
+    for (int64_t j = 0, col0 = 0; col0 < n; ++j, col0 += w) {
+        const int64_t cols = n - col0 < w ? n - col0 : w;
+        const int s = (int)(j % 2);
+        if (j >= 2) CUDA_CHECK(ctx, cudaStreamWaitEvent(packing, d->used[s], 0));
+        OC_CHECK(ctx, pack_b(ctx, d, b, tb, col0, cols, buf[s], packing));
+        CUDA_CHECK(ctx, cudaEventRecord(d->packed[s], packing));
+        CUDA_CHECK(ctx, cudaStreamWaitEvent(compute, d->packed[s], 0));
+        OC_CHECK(ctx, oc_mm_gemm_run(ctx, &d->gemm, m, cols, k, a, buf[s], c + col0, 0, compute));
+        CUDA_CHECK(ctx, cudaEventRecord(d->used[s], compute));
+    }
+    return OC_OK;
+}
+
+/* The product's end: its work awaited, C mirrored first for A·Aᵀ (the whole product was
+ * computed; its upper triangle mirrored makes it exactly symmetric, as the tiled plan's
+ * is), and the job's counts. */
+static oc_status finish(oc_context *ctx, resident *d, void *c, double *t)
+{
+    const oc_matmul_job *job = d->sh->job;
+    if (job->symmetric)
+        OC_CHECK(ctx, oc_mm_mirror(ctx, &d->dev, c, job->n, job->n, oc_mm_type_size(job->out_type), d->dev.compute));
+    CUDA_CHECK(ctx, cudaStreamSynchronize(d->dev.compute));
+    oc_trace_phase(t, "matmul", "product");
+    d->res->tiles = 1;
+    d->res->bytes_straight = (job->m + job->n) * job->k * (int64_t)oc_mm_type_size(job->in_type);
+    atomic_fetch_add(&d->sh->tiles_done, 1);
+    return OC_OK;
+}
 
 /* One product from A and B into C where they are in device memory (int8: packed beside them
  * first; an FP16/BF16 result: through a float32 accumulator rounded into C). cuBLASLt does
@@ -51,60 +140,57 @@ static oc_status run(oc_context *ctx, resident *d, int device)
         OC_CHECK(ctx, oc_pool_alloc(ctx, d->dev.pool, (size_t)plan->acc_bytes, "a matmul accumulator", &d->acc));
     oc_trace_phase(&t, "matmul", "buffers");
     OC_CHECK(ctx, oc_mm_gemm_open(ctx, d->sh->lt, plan, NULL, &d->gemm));
+    d->gemm.c_ld = job->n; /* C whole, or its blocks of columns (int8's B in chunks) */
     oc_trace_phase(&t, "matmul", "cuBLASLt handle");
     const int64_t m = job->m, n = job->n, k = job->k;
     cudaStream_t stream = d->dev.compute;
     if (plan->in.in_type == OC_MM_INT8) {
         /* Both operands K-contiguous with rows of kpad from aligned memory (the plan's
-         * pack_a, pack_b: matmul_cuda_plan.c); otherwise B, then A, are transposed or
-         * re-strided into the packing buffer. */
-        int8_t *next = d->pack;
-        if (plan->pack_b) {
-            if (tb) OC_CHECK(ctx, oc_mm_pack_rows_i8(ctx, &d->dev, b, n, k, next, plan->kpad, stream));
-            else OC_CHECK(ctx, oc_mm_transpose_i8(ctx, &d->dev, b, k, n, next, plan->kpad, n, stream));
-            b = next, next += n * plan->kpad;
-        }
+         * pack_a, pack_b: matmul_cuda_plan.c); otherwise A is transposed or re-strided into
+         * the packing buffer after B's part, and B into that part: whole here, or a chunk at
+         * a time beside the products (run_chunks). */
+        int8_t *b_part = d->pack, *next = d->pack;
+        if (plan->pack_b) next += (plan->b_chunk ? 2 * plan->b_chunk : n) * plan->kpad;
         if (plan->pack_a) {
-            if (ta) OC_CHECK(ctx, oc_mm_transpose_i8(ctx, &d->dev, a, k, m, next, plan->kpad, m, stream));
+            if (ta) OC_CHECK(ctx, oc_mm_transpose_i8(ctx, &d->dev, a, k, m, m, next, plan->kpad, m, stream));
             else OC_CHECK(ctx, oc_mm_pack_rows_i8(ctx, &d->dev, a, m, k, next, plan->kpad, stream));
             a = next;
         }
+        if (plan->b_chunk) {
+            OC_CHECK(ctx, run_chunks(ctx, d, a, b, tb, b_part, c));
+            return finish(ctx, d, c, &t);
+        }
+        if (plan->pack_b) OC_CHECK(ctx, pack_b(ctx, d, b, tb, 0, n, b_part, stream));
+        if (plan->pack_b) b = b_part;
         if (oc_tracing()) { /* the packing's own time, for OUTCORE_TRACE */
             CUDA_CHECK(ctx, cudaStreamSynchronize(stream));
             oc_trace_phase(&t, "matmul", "int8 packing");
         }
     }
     void *acc = plan->acc_bytes ? d->acc : c;
-    /* The workspace its algorithm asks for (a few bytes for most; none for some), not the
-     * plan's whole, in the block the context keeps between products (engine/cuda/device.h
-     * says why). The plan's budget holds the plan's whole workspace. */
     size_t need = 0;
     OC_CHECK(ctx, oc_mm_gemm_workspace_need(ctx, &d->gemm, m, n, k, a, b, acc, &need));
-    OC_CHECK(ctx, oc_cuda_kept_take(ctx, device, need, (size_t)plan->workspace, "the cuBLASLt workspace", &d->work));
-    oc_mm_gemm_use_workspace(&d->gemm, d->work ? d->work->ptr : NULL, need);
+    OC_CHECK(ctx, take_workspace(ctx, d, need));
     oc_trace_phase(&t, "matmul", "cuBLASLt algorithm and workspace");
     OC_CHECK(ctx, oc_mm_gemm_run(ctx, &d->gemm, m, n, k, a, b, acc, 0, stream));
     if (plan->acc_bytes) OC_CHECK(ctx, oc_mm_round_f32(ctx, &d->dev, acc, m, n, n, plan->in.out_type, c, stream));
-    /* A·Aᵀ: the whole product was computed; its upper triangle mirrored makes it exactly
-     * symmetric, as the tiled plan's is. */
-    if (job->symmetric) OC_CHECK(ctx, oc_mm_mirror(ctx, &d->dev, c, n, n, oc_mm_type_size(plan->in.out_type), stream));
-    CUDA_CHECK(ctx, cudaStreamSynchronize(stream));
-    oc_trace_phase(&t, "matmul", "product");
-    d->res->tiles = 1;
-    d->res->bytes_straight = (m + n) * k * (int64_t)oc_mm_type_size(plan->in.in_type);
-    atomic_fetch_add(&d->sh->tiles_done, 1);
-    return OC_OK;
+    return finish(ctx, d, c, &t);
 }
 
-/* The device's state given back: its stream's work awaited, then the workspace to the
- * context, the handle, the pool and its buffers, and the stream. */
+/* The device's state given back: its streams' work awaited, then the workspace to the
+ * context, the handle, the events, the pool and its buffers, and the streams. */
 static void close_device(oc_context *ctx, resident *d)
 {
     if (d->dev.compute) (void)cudaStreamSynchronize(d->dev.compute);
     (void)cudaGetLastError();
     d->res->peak_device_bytes = d->work ? (int64_t)d->work->bytes : 0;
+    if (d->dev.compute2) (void)cudaStreamSynchronize(d->dev.compute2);
     oc_cuda_kept_give(ctx, d->work);
     oc_mm_gemm_close(&d->gemm);
+    for (int i = 0; i < 2; ++i) {
+        if (d->packed[i]) (void)cudaEventDestroy(d->packed[i]);
+        if (d->used[i]) (void)cudaEventDestroy(d->used[i]);
+    }
     if (d->dev.pool) {
         oc_pool_stats ps;
         oc_pool_get_stats(d->dev.pool, &ps);
