@@ -33,7 +33,8 @@
 #                    pinning costs, pageable copies (bench_host_link; HOST_LINK_FILE, a file
 #                    of 3 GB or more, adds a registered file mapping) and pinning with and
 #                    without huge pages (bench_host_pin), a part's set-up costs
-#                    (bench_setup_costs: pinning a ring, device memory mapped to peers) and
+#                    (bench_setup_costs: pinning a ring, device memory mapped to peers, small
+#                    device allocations) and
 #                    freeing a 24 GiB input on 1-32 threads (bench_discard)
 #   matmul           the CUDA matmul backend out of core against cuBLASLt in core on one
 #                    product per type, then oc_matmul on the same product resident in device

@@ -4,7 +4,10 @@
  * advised MADV_HUGEPAGE and faulted in by the registration; or advised and populated with
  * MADV_POPULATE_WRITE first), alone and on one thread a device at once; a large device allocation
  * (the resident panels) with peer access off and on, which maps it into every peer; and a
- * stream-ordered pool whose access is granted to one peer afterwards.
+ * stream-ordered pool whose access is granted to one peer afterwards. And device allocations of
+ * 4 B to 256 MiB (a resident matmul's cuBLASLt workspace and int8 packing:
+ * src/matmul/cuda/matmul_resident.c), cudaMalloc and cudaFree, on an idle device and each
+ * after a 5 ms kernel, as a job's allocations come after the work before them.
  *
  *   build/bench/bench_setup_costs [PANELS_GIB (default 24)]
  *
@@ -26,6 +29,49 @@ static double now(void)
 }
 
 static const size_t ring_bytes = (size_t)16 << 20;
+
+/* Keeps the device busy for about `cycles` clock cycles. */
+__global__ void spin(long long cycles)
+{
+    const long long t0 = clock64();
+    while (clock64() - t0 < cycles) {}
+}
+
+/* cudaMalloc and cudaFree of each size on device 0, ten times after two unmeasured: the mean
+ * of each, on an idle device, and with a 5 ms kernel run (and awaited) before each. */
+static void small_allocations(void)
+{
+    static const size_t sizes[] = {4, 131, 65536, (size_t)2 << 20, (size_t)16 << 20, (size_t)256 << 20};
+    CK(cudaSetDevice(0));
+    cudaDeviceProp prop;
+    CK(cudaGetDeviceProperties(&prop, 0));
+    int clock_khz = 0;
+    CK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0));
+    const long long five_ms = (long long)clock_khz * 5;
+    for (int busy = 0; busy < 2; ++busy)
+        for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; ++i) {
+            double made = 0, freed = 0;
+            for (int r = 0; r < 12; ++r) {
+                void *p;
+                if (busy) {
+                    spin<<<prop.multiProcessorCount, 32>>>(five_ms);
+                    CK(cudaDeviceSynchronize());
+                }
+                double t = now();
+                CK(cudaMalloc(&p, sizes[i]));
+                const double m = now() - t;
+                if (busy) {
+                    spin<<<prop.multiProcessorCount, 32>>>(five_ms);
+                    CK(cudaDeviceSynchronize());
+                }
+                t = now();
+                CK(cudaFree(p));
+                if (r >= 2) made += m, freed += now() - t;
+            }
+            printf("device allocation %10zu B, %-18s cudaMalloc %7.1f us, cudaFree %7.1f us\n", sizes[i],
+                   busy ? "after a 5 ms kernel" : "idle device", made / 10 * 1e6, freed / 10 * 1e6);
+        }
+}
 
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
@@ -101,6 +147,7 @@ int main(int argc, char **argv)
             printf("pin 16 MB, %-27s alone %6.2f ms; on %d devices at once, the slowest %6.2f ms\n", pin_names[how],
                    one.seconds * 1e3, n, slowest * 1e3);
         }
+    small_allocations();
     if (n < 2) return 0;
     for (int peers = 0; peers < 2; ++peers) {
         if (peers)
