@@ -101,16 +101,21 @@ static void wait_a_while(mm_device *d)
 
 /* Records the device's first failure (its message already on the job's context, or given)
  * and stops every device. */
+void oc_mm_device_failed(oc_mm_shared *sh, oc_mm_device_result *res, oc_status st, int on_job, const char *message)
+{
+    if (res->st == OC_OK) {
+        res->st = st;
+        res->order = atomic_fetch_add(&sh->failures, 1) + 1;
+        res->message_on_job = on_job;
+        snprintf(res->message, sizeof res->message, "%s", message ? message : "");
+    }
+    atomic_store(&sh->stop, 1);
+}
+
 static void fail(mm_device *d, oc_status st, int on_job, const char *message)
 {
     pthread_mutex_lock(&d->mu);
-    if (d->res->st == OC_OK) {
-        d->res->st = st;
-        d->res->order = atomic_fetch_add(&d->sh->failures, 1) + 1;
-        d->res->message_on_job = on_job;
-        snprintf(d->res->message, sizeof d->res->message, "%s", message ? message : "");
-    }
-    atomic_store(&d->sh->stop, 1);
+    oc_mm_device_failed(d->sh, d->res, st, on_job, message);
     pthread_cond_broadcast(&d->cv);
     pthread_mutex_unlock(&d->mu);
 }
@@ -613,10 +618,9 @@ void oc_mm_device_run(oc_context *ctx, oc_mm_shared *sh, int device, oc_mm_devic
     memset(res, 0, sizeof *res);
     mm_device *d = calloc(1, sizeof *d);
     if (!d) {
-        res->st = OC_ERR_NO_MEMORY;
-        res->order = atomic_fetch_add(&sh->failures, 1) + 1;
-        snprintf(res->message, sizeof res->message, "cannot allocate the state of CUDA device %d", device);
-        atomic_store(&sh->stop, 1);
+        char message[64];
+        snprintf(message, sizeof message, "cannot allocate the state of CUDA device %d", device);
+        oc_mm_device_failed(sh, res, OC_ERR_NO_MEMORY, 0, message);
         return;
     }
     d->ctx = ctx, d->sh = sh, d->plan = sh->plan, d->job = sh->job, d->res = res;

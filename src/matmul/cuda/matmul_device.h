@@ -51,6 +51,11 @@ typedef struct oc_mm_device_result {
     int64_t bytes_straight; /* uploaded from caller memory without read_panel */
 } oc_mm_device_result;
 
+/* Records a device's failure in *res, unless it has one already (its first is its own), in
+ * the job's order of failures, and stops every device of the job. on_job: the message is on
+ * the job's context; else `message` is copied. */
+void oc_mm_device_failed(oc_mm_shared *sh, oc_mm_device_result *res, oc_status st, int on_job, const char *message);
+
 /* Runs the device's share on the calling thread with its own context ctx (whose pinned
  * staging comes from the job's context's cache); fills *res. */
 void oc_mm_device_run(oc_context *ctx, oc_mm_shared *sh, int device, oc_mm_device_result *res);

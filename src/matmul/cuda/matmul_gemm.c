@@ -85,9 +85,7 @@ typedef struct known_shape {
     int tf32, ta, tb;
     int64_t rows, cols, depth, ldc, workspace;
     int align[3];
-    cublasLtMatmulAlgo_t candidate[OC_MM_GEMM_CANDIDATES];
-    size_t candidate_workspace[OC_MM_GEMM_CANDIDATES];
-    int candidates;
+    oc_mm_gemm_answer answer;
     int place; /* int8: the measured fastest candidate's place + 1; 0 not measured */
 } known_shape;
 static pthread_mutex_t known_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -102,7 +100,7 @@ static int same_key(const known_shape *a, const known_shape *b)
            a->align[1] == b->align[1] && a->align[2] == b->align[2];
 }
 
-/* The key of shape s of g (candidates and place left empty). */
+/* The key of shape s of g (answer and place left empty). */
 static known_shape key_of(const oc_mm_gemm *g, const oc_mm_gemm_shape *s)
 {
     known_shape k = {.used = 1,
@@ -122,7 +120,7 @@ static known_shape key_of(const oc_mm_gemm *g, const oc_mm_gemm_shape *s)
     return k;
 }
 
-/* Whether the key is known: *out filled (candidates and place) when it is. */
+/* Whether the key is known: *out filled (answer and place) when it is. */
 static int known_find(const known_shape *key, known_shape *out)
 {
     int found = 0;
@@ -196,11 +194,9 @@ static oc_status shape_of(oc_context *ctx, oc_mm_gemm *g, int64_t rows, int64_t 
     LT_CHECK(lt->layout_create(&s->lc, g->c_type, cols_pad, (uint64_t)rows, ldc));
     known_shape k = key_of(g, s);
     if (known_find(&k, &k)) {
-        s->candidates = k.candidates;
-        memcpy(s->candidate, k.candidate, sizeof s->candidate);
-        memcpy(s->candidate_workspace, k.candidate_workspace, sizeof s->candidate_workspace);
-        const int at = k.place >= 1 && k.place <= k.candidates ? k.place - 1 : 0;
-        s->algo = k.candidate[at], s->algo_workspace = k.candidate_workspace[at];
+        s->answer = k.answer;
+        const int at = k.place >= 1 && k.place <= k.answer.candidates ? k.place - 1 : 0;
+        s->algo = k.answer.candidate[at], s->algo_workspace = k.answer.workspace[at];
         s->chosen = k.place > 0;
         *out = s;
         return OC_OK;
@@ -226,12 +222,10 @@ static oc_status shape_of(oc_context *ctx, oc_mm_gemm *g, int64_t rows, int64_t 
                        oc_mm_cuda_type_name(g->plan->in.in_type), (long long)rows, (long long)cols, (long long)depth,
                        r != CUBLAS_STATUS_SUCCESS ? oc_cublaslt_status_name(r) : "none found");
     s->algo = found[0].algo, s->algo_workspace = found[0].workspaceSize;
-    s->candidates = nfound < want ? nfound : want;
-    for (int i = 0; i < s->candidates; ++i)
-        s->candidate[i] = found[i].algo, s->candidate_workspace[i] = found[i].workspaceSize;
-    k.candidates = s->candidates;
-    memcpy(k.candidate, s->candidate, sizeof k.candidate);
-    memcpy(k.candidate_workspace, s->candidate_workspace, sizeof k.candidate_workspace);
+    s->answer.candidates = nfound < want ? nfound : want;
+    for (int i = 0; i < s->answer.candidates; ++i)
+        s->answer.candidate[i] = found[i].algo, s->answer.workspace[i] = found[i].workspaceSize;
+    k.answer = s->answer;
     k.place = 0;
     known_keep(&k);
     *out = s;
@@ -275,13 +269,14 @@ static double measure_candidates(void *arg)
     }
     float best = 0;
     int place = 0;
-    for (int i = 0; i < t->s->candidates; ++i) {
-        if (run_algo(t, &t->s->candidate[i]) != CUBLAS_STATUS_SUCCESS) continue;
+    const oc_mm_gemm_answer *ans = &t->s->answer;
+    for (int i = 0; i < ans->candidates; ++i) {
+        if (run_algo(t, &ans->candidate[i]) != CUBLAS_STATUS_SUCCESS) continue;
         float ms = 0;
         for (int rep = 0; rep < 2; ++rep) {
             float one = 0;
             if (cudaEventRecord(ev[0], t->stream) != cudaSuccess ||
-                run_algo(t, &t->s->candidate[i]) != CUBLAS_STATUS_SUCCESS ||
+                run_algo(t, &ans->candidate[i]) != CUBLAS_STATUS_SUCCESS ||
                 cudaEventRecord(ev[1], t->stream) != cudaSuccess || cudaEventSynchronize(ev[1]) != cudaSuccess ||
                 cudaEventElapsedTime(&one, ev[0], ev[1]) != cudaSuccess) {
                 ms = 0;
@@ -297,12 +292,19 @@ static double measure_candidates(void *arg)
     return place;
 }
 
+/* Whether an int8 shape is large enough, with a choice to make, that its candidates are
+ * measured. */
+static int worth_measuring(const oc_mm_gemm_shape *s)
+{
+    return s->answer.candidates >= 2 && s->rows * s->cols * s->depth >= OC_MM_TUNE_MIN_MACS;
+}
+
 /* An int8 shape's algorithm: the fastest candidate as the rate cache knows it, else measured
  * now (t: the shape's first product, not accumulating), and kept in this process's answers. */
 static void choose_int8(oc_mm_gemm_shape *s, tune_run *t)
 {
     s->chosen = 1;
-    if (s->candidates < 2 || s->rows * s->cols * s->depth < OC_MM_TUNE_MIN_MACS) return;
+    if (!worth_measuring(s)) return;
     const int64_t ws = (int64_t)t->g->workspace_bytes;
     const int least = s->align[0] < s->align[1] ? (s->align[0] < s->align[2] ? s->align[0] : s->align[2])
                                                 : (s->align[1] < s->align[2] ? s->align[1] : s->align[2]);
@@ -311,8 +313,8 @@ static void choose_int8(oc_mm_gemm_shape *s, tune_run *t)
     snprintf(name, sizeof name, "%s%lldx%lldx%lld.w%lld%s", OC_COST_GPU_INT8_ALGO_FIGURE, (long long)s->rows,
              (long long)s->cols, (long long)s->depth, (long long)(ws >> 16), aligned);
     const int place = (int)oc_cost_figure(1, name, "int8 algorithm", measure_candidates, t);
-    if (place < 1 || place > s->candidates) return;
-    s->algo = s->candidate[place - 1], s->algo_workspace = s->candidate_workspace[place - 1];
+    if (place < 1 || place > s->answer.candidates) return;
+    s->algo = s->answer.candidate[place - 1], s->algo_workspace = s->answer.workspace[place - 1];
     known_shape k = key_of(t->g, s);
     if (known_find(&k, &k)) {
         k.place = place;
@@ -323,8 +325,7 @@ static void choose_int8(oc_mm_gemm_shape *s, tune_run *t)
 /* Whether shape s of g measures its int8 candidates on its first product. */
 static int to_measure(const oc_mm_gemm *g, const oc_mm_gemm_shape *s)
 {
-    return g->plan->in.in_type == OC_MM_INT8 && !s->chosen && s->candidates >= 2 &&
-           s->rows * s->cols * s->depth >= OC_MM_TUNE_MIN_MACS;
+    return g->plan->in.in_type == OC_MM_INT8 && !s->chosen && worth_measuring(s);
 }
 
 oc_status oc_mm_gemm_workspace_need(oc_context *ctx, oc_mm_gemm *g, int64_t rows, int64_t cols, int64_t depth,

@@ -41,15 +41,23 @@
 /* int8 only: the heuristic's candidates a shape may choose among by measuring them. */
 #define OC_MM_GEMM_CANDIDATES 8
 
+/* The heuristic's answer for a shape: its first candidates (int8: up to OC_MM_GEMM_CANDIDATES
+ * to measure; else one) and the workspace each asks. A shape holds one, and so does the
+ * process's memo of answers (matmul_gemm.c). */
+typedef struct oc_mm_gemm_answer {
+    cublasLtMatmulAlgo_t candidate[OC_MM_GEMM_CANDIDATES];
+    size_t workspace[OC_MM_GEMM_CANDIDATES];
+    int candidates;
+} oc_mm_gemm_answer;
+
 typedef struct oc_mm_gemm_shape {
     int64_t rows, cols, depth;
     cublasLtMatrixLayout_t la, lb, lc;
     cublasLtMatmulAlgo_t algo;
-    cublasLtMatmulAlgo_t candidate[OC_MM_GEMM_CANDIDATES]; /* int8 */
-    size_t algo_workspace;                                 /* the bytes of workspace algo needs */
-    size_t candidate_workspace[OC_MM_GEMM_CANDIDATES];
-    int candidates, chosen; /* chosen: the choice was made */
-    int align[3];           /* the alignment in bytes (at most 256) of cuBLASLt's A, B and C: b, a and acc */
+    size_t algo_workspace; /* the bytes of workspace algo needs */
+    oc_mm_gemm_answer answer;
+    int chosen;   /* the choice was made */
+    int align[3]; /* the alignment in bytes (at most 256) of cuBLASLt's A, B and C: b, a and acc */
 } oc_mm_gemm_shape;
 
 typedef struct oc_mm_gemm {

@@ -205,12 +205,7 @@ void oc_mm_resident_run(oc_context *ctx, oc_mm_shared *sh, int device, oc_mm_dev
     memset(res, 0, sizeof *res);
     resident d = {.sh = sh, .res = res};
     const oc_status st = run(ctx, &d, device);
-    if (st != OC_OK) {
-        res->st = st;
-        res->order = atomic_fetch_add(&sh->failures, 1) + 1;
-        snprintf(res->message, sizeof res->message, "%s", oc_context_last_error(ctx));
-        atomic_store(&sh->stop, 1);
-    }
+    if (st != OC_OK) oc_mm_device_failed(sh, res, st, 0, oc_context_last_error(ctx));
     double t = oc_now();
     close_device(ctx, &d);
     oc_trace_phase(&t, "matmul", "device teardown");
