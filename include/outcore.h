@@ -551,7 +551,8 @@ OC_API int oc_cuda_warm_up(const char *devices, int device);
  * most 32 MiB), since allocating it costs a fraction of a millisecond product. Both are
  * freed by oc_context_free, or now by oc_context_release_cached_memory(ctx). Safe from any
  * thread, even while a job runs on ctx (what that job holds is not touched; it is kept when
- * the job ends). NULL is a no-op. */
+ * the job ends). NULL is a no-op. Both belong to the devices' CUDA contexts: a caller that
+ * resets a device (cudaDeviceReset) releases first. */
 OC_API void oc_context_release_cached_memory(oc_context *ctx);
 /* oc_context_release_cached_memory on every live context of the process. Thread safe. */
 OC_API void oc_release_cached_memory(void);
