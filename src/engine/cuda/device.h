@@ -101,10 +101,10 @@ size_t oc_cuda_staging_fit(oc_context *ctx, size_t need, size_t limit);
 void oc_cuda_share_pinned_cache(oc_context *child, oc_context *parent);
 
 /* The device block a context keeps between its jobs (core/context.h's oc_kept_device):
- * cuBLASLt's workspace of a resident product, a few bytes for most algorithms. A
- * cudaMalloc and a cudaFree cost about 0.1 ms each even for 4 bytes, which a product of a
- * few milliseconds would pay on every call (bench/RESULTS.md, "A resident product's
- * workspace kept"). Blocks above OC_CUDA_KEPT_MAX are freed after their job. */
+ * cuBLASLt's workspace of a resident product, a few bytes for most algorithms. A cudaMalloc
+ * and a cudaFree cost the same for 4 bytes as for megabytes, a part of a product of a few
+ * milliseconds that every call would pay (bench/RESULTS.md, "A resident product's workspace
+ * kept"). Blocks above OC_CUDA_KEPT_MAX are freed after their job. */
 #define OC_CUDA_KEPT_MAX ((size_t)32 << 20)
 struct oc_kept_device;
 /* *out: at least `bytes` (none when bytes is 0: *out NULL) on `device`, the current device:
