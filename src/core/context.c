@@ -91,8 +91,7 @@ void oc_context_free(oc_context *ctx)
     pthread_mutex_unlock(&live_lock);
     struct oc_pinned_cache *cache = atomic_load(&ctx->pinned_cache);
     if (cache) ctx->pinned_cache_free(cache);
-    oc_kept_device *kept = oc_context_take_kept_device(ctx);
-    if (kept) kept->free(kept);
+    oc_context_free_kept_device(ctx);
     oc_workers_free(ctx->workers);
     pthread_mutex_destroy(&ctx->error_lock);
     free(ctx);
@@ -131,6 +130,12 @@ void oc_context_keep_device(oc_context *ctx, oc_kept_device *block)
         atomic_fetch_sub(&ctx->kept_device_bytes, (long long)old->bytes);
         old->free(old);
     }
+}
+
+void oc_context_free_kept_device(oc_context *ctx)
+{
+    oc_kept_device *block = oc_context_take_kept_device(ctx);
+    if (block) block->free(block);
 }
 
 void oc_context_for_each_live(void (*fn)(oc_context *ctx, void *arg), void *arg)

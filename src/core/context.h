@@ -78,6 +78,9 @@ oc_kept_device *oc_context_take_kept_device(oc_context *ctx);
 /* Gives ctx a block to keep idle for its next job; one it kept already is freed. Any
  * thread; the block's device work is finished. */
 void oc_context_keep_device(oc_context *ctx, oc_kept_device *block);
+/* Frees the device block ctx keeps idle, if any (a block a job holds is not touched). Any
+ * thread. */
+void oc_context_free_kept_device(oc_context *ctx);
 /* Calls fn(ctx, arg) for every live context under the registry's lock, so that none of
  * them is freed meanwhile; fn must not create or free a context. */
 void oc_context_for_each_live(void (*fn)(oc_context *ctx, void *arg), void *arg);

@@ -17,8 +17,7 @@ static void release_one(oc_context *ctx, void *arg)
     if (!ctx) return;
     oc_pinned_cache *cache = oc_context_pinned_cache(ctx);
     if (cache) oc_pinned_cache_release(cache);
-    oc_kept_device *kept = oc_context_take_kept_device(ctx);
-    if (kept) kept->free(kept);
+    oc_context_free_kept_device(ctx);
 }
 
 void oc_context_release_cached_memory(oc_context *ctx)

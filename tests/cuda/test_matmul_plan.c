@@ -64,6 +64,22 @@ static void check_plan(oc_context *ctx, oc_mm_cuda_plan_input in)
     free(text);
 }
 
+/* The input of a resident plan on one device with a device budget given (transposes and
+ * alignment left to the caller). */
+static oc_mm_cuda_plan_input resident_input(int64_t m, int64_t n, int64_t k, oc_mm_type in, oc_mm_type out,
+                                            int64_t budget)
+{
+    return (oc_mm_cuda_plan_input){.m = m,
+                                   .n = n,
+                                   .k = k,
+                                   .in_type = in,
+                                   .out_type = out,
+                                   .device_budget = budget,
+                                   .device_budget_given = 1,
+                                   .ndevices = 1,
+                                   .resident = 1};
+}
+
 /* The resident plan's int8 operands: read as stored only where they are K-contiguous (op(A) =
  * A, op(B) = Bᵀ), K a multiple of 16 and the memory on a 16-byte boundary; else packed, the
  * packing sized for exactly those packed; floats never pack. */
@@ -76,19 +92,8 @@ static void check_resident_int8(oc_context *ctx)
                 for (int ua = 0; ua < 2; ++ua)
                     for (int ub = 0; ub < 2; ++ub) {
                         const int64_t k = k16 ? 256 : 257;
-                        oc_mm_cuda_plan_input in = {.m = m,
-                                                    .n = n,
-                                                    .k = k,
-                                                    .in_type = OC_MM_INT8,
-                                                    .out_type = OC_MM_INT32,
-                                                    .device_budget = 6208 * MIB,
-                                                    .device_budget_given = 1,
-                                                    .ndevices = 1,
-                                                    .resident = 1,
-                                                    .ta = ta,
-                                                    .tb = tb,
-                                                    .a_unaligned = ua,
-                                                    .b_unaligned = ub};
+                        oc_mm_cuda_plan_input in = resident_input(m, n, k, OC_MM_INT8, OC_MM_INT32, 6208 * MIB);
+                        in.ta = ta, in.tb = tb, in.a_unaligned = ua, in.b_unaligned = ub;
                         oc_mm_cuda_plan p;
                         CHECK(oc_mm_cuda_plan_make(ctx, &in, &p) == OC_OK && p.in.resident && p.ntiles == 1);
                         const int want_a = ta || !k16 || ua, want_b = !tb || !k16 || ub;
@@ -98,17 +103,8 @@ static void check_resident_int8(oc_context *ctx)
                         CHECK_EQ_I64(p.pack_bytes, (want_a ? m * p.kpad : 0) + (want_b ? n * p.kpad : 0));
                         CHECK(p.kpad == (k16 ? 256 : 272));
                     }
-    oc_mm_cuda_plan_input f = {.m = m,
-                               .n = n,
-                               .k = 257,
-                               .in_type = OC_MM_FLOAT32,
-                               .out_type = OC_MM_FLOAT32,
-                               .device_budget = 6208 * MIB,
-                               .device_budget_given = 1,
-                               .ndevices = 1,
-                               .resident = 1,
-                               .a_unaligned = 1,
-                               .b_unaligned = 1};
+    oc_mm_cuda_plan_input f = resident_input(m, n, 257, OC_MM_FLOAT32, OC_MM_FLOAT32, 6208 * MIB);
+    f.a_unaligned = f.b_unaligned = 1;
     oc_mm_cuda_plan p;
     CHECK(oc_mm_cuda_plan_make(ctx, &f, &p) == OC_OK && !p.pack_a && !p.pack_b && p.pack_bytes == 0);
 }
@@ -126,16 +122,8 @@ static void check_resident_int8_chunks(oc_context *ctx)
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; ++i)
         for (int tb = 0; tb < 2; ++tb) {
             const int64_t m = shapes[i][0], n = shapes[i][1], k = shapes[i][2];
-            oc_mm_cuda_plan_input in = {.m = m,
-                                        .n = n,
-                                        .k = k,
-                                        .in_type = OC_MM_INT8,
-                                        .out_type = OC_MM_INT32,
-                                        .device_budget = 64 * 1024 * MIB,
-                                        .device_budget_given = 1,
-                                        .ndevices = 1,
-                                        .resident = 1,
-                                        .tb = tb};
+            oc_mm_cuda_plan_input in = resident_input(m, n, k, OC_MM_INT8, OC_MM_INT32, 64 * 1024 * MIB);
+            in.tb = tb;
             oc_mm_cuda_plan p;
             CHECK(oc_mm_cuda_plan_make(ctx, &in, &p) == OC_OK && p.in.resident);
             const int chunked = p.pack_b && shapes[i][3];

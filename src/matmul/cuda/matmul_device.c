@@ -99,8 +99,6 @@ static void wait_a_while(mm_device *d)
     pthread_cond_timedwait(&d->cv, &d->mu, &ts);
 }
 
-/* Records the device's first failure (its message already on the job's context, or given)
- * and stops every device. */
 void oc_mm_device_failed(oc_mm_shared *sh, oc_mm_device_result *res, oc_status st, int on_job, const char *message)
 {
     if (res->st == OC_OK) {
@@ -112,6 +110,8 @@ void oc_mm_device_failed(oc_mm_shared *sh, oc_mm_device_result *res, oc_status s
     atomic_store(&sh->stop, 1);
 }
 
+/* Records the device's first failure (its message already on the job's context, or given),
+ * stops every device and wakes this device's reader and writer. */
 static void fail(mm_device *d, oc_status st, int on_job, const char *message)
 {
     pthread_mutex_lock(&d->mu);
