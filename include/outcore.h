@@ -547,8 +547,9 @@ OC_API int oc_cuda_warm_up(const char *devices, int device);
 /* GPU jobs keep their pinned host staging (up to a few hundred MiB, never more than the
  * job's host_mem_bytes cap) idle in their context between jobs, since pinning costs more
  * than a small job: the context's next job takes it back. A matmul on arrays in device
- * memory keeps cuBLASLt's workspace there the same way (a few bytes for most algorithms, at
- * most 32 MiB), since allocating it costs a fraction of a millisecond product. Both are
+ * memory keeps its scratch there the same way (cuBLASLt's workspace, a few bytes for most
+ * algorithms, with int8's two chunks of a row-major B; at most 96 MiB), since allocating it
+ * costs a fraction of a millisecond product. Both are
  * freed by oc_context_free, or now by oc_context_release_cached_memory(ctx). Safe from any
  * thread, even while a job runs on ctx (what that job holds is not touched; it is kept when
  * the job ends). NULL is a no-op. Both belong to the devices' CUDA contexts: a caller that
@@ -556,7 +557,7 @@ OC_API int oc_cuda_warm_up(const char *devices, int device);
 OC_API void oc_context_release_cached_memory(oc_context *ctx);
 /* oc_context_release_cached_memory on every live context of the process. Thread safe. */
 OC_API void oc_release_cached_memory(void);
-/* Bytes ctx keeps idle now, pinned staging and device workspace together (0 before its
+/* Bytes ctx keeps idle now, pinned staging and device scratch together (0 before its
  * first GPU job, after a release, and for CPU jobs). Any thread. */
 OC_API int64_t oc_context_cached_memory_bytes(oc_context *ctx);
 

@@ -100,7 +100,8 @@ class Context:
     @property
     def cached_memory_bytes(self) -> int:
         """Bytes this context keeps idle for its next GPU job: pinned host staging, and the
-        cuBLASLt workspace (device memory, at most 32 MiB) of a matmul on GPU arrays."""
+        device scratch (cuBLASLt's workspace, int8's chunks of B; at most 96 MiB) of a matmul
+        on GPU arrays."""
         handle = self._handle
         return lib.oc_context_cached_memory_bytes(handle) if handle is not None else 0
 

@@ -10,8 +10,8 @@
 
 struct oc_pinned_cache; /* mem/pinned_cache.h; core/ holds only the pointer */
 
-/* A block of device memory a context keeps between its jobs (the CUDA backend's: cuBLASLt's
- * workspace of a resident product, engine/cuda/device.h's oc_cuda_kept_take). Made by the
+/* A block of device memory a context keeps between its jobs (the CUDA backend's: a resident
+ * product's scratch, engine/cuda/device.h's oc_cuda_kept_take). Made by the
  * backend, which also gives the call that frees it (on its device) with the struct; core/
  * holds only the block and calls `free`. */
 typedef struct oc_kept_device {

@@ -134,7 +134,9 @@ static void check_resident_int8_chunks(oc_context *ctx)
                 const int64_t chunks = (n + p.b_chunk - 1) / p.b_chunk;
                 CHECK_MSG(chunks >= 2 && chunks <= 8, "%lld columns in %lld chunks of %lld", (long long)n,
                           (long long)chunks, (long long)p.b_chunk);
-                CHECK_EQ_I64(p.pack_bytes, (p.pack_a ? m * p.kpad : 0) + 2 * p.b_chunk * p.kpad);
+                CHECK_EQ_I64(p.pack_bytes, p.pack_a ? m * p.kpad : 0);
+                CHECK_EQ_I64(p.chunk_bytes, 2 * p.b_chunk * p.kpad);
+                CHECK(p.device_bytes >= p.pack_bytes + p.chunk_bytes + p.workspace);
                 CHECK(m * p.b_chunk * k >= OC_MM_TUNE_MIN_MACS);
             }
             char *text = NULL;

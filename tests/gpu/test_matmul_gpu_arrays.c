@@ -25,6 +25,7 @@
 #include "matmul/matmul_dtype.h"
 #include "matmul/matmul_job.h"
 #include "cost/cost.h"
+#include "mem/pool.h"
 
 static oc_context *ctx;
 
@@ -394,6 +395,30 @@ static int64_t int8_entry(const int8_t *a, const int8_t *b, int64_t n, int64_t k
     return sum;
 }
 
+/* After a product with B in chunks (c its result), the context keeps the chunks' buffers with
+ * the workspace, and the same product again allocates only A's packing (K not a multiple of
+ * 16), none of B's, and gives the same bytes (into scratch, oc bytes). */
+static void check_chunks_kept(const char *what, const oc_matmul_array *a, const oc_matmul_array *b,
+                              const oc_matmul_array *c, const oc_matmul_options *o, const int32_t *result,
+                              int32_t *scratch)
+{
+    const int64_t m = a->rows, n = c->cols, k = a->cols, kpad = (k + 15) / 16 * 16;
+    const size_t oc = (size_t)(m * n) * 4;
+    const int64_t held = check_held_is_kept(what);
+    CHECK_MSG(held >= 2 * 1024 * kpad, "%s: %lld bytes kept, less than two chunks of 1024 columns", what,
+              (long long)held);
+    const int64_t before = oc_cuda_device_bytes_allocated();
+    CHECK(cudaMemset(c->data, 0x7f, oc) == cudaSuccess);
+    CHECK_MSG(oc_matmul(ctx, a, b, c, o, NULL) == OC_OK, "%s, again: %s", what, oc_context_last_error(ctx));
+    const int64_t allocated = oc_cuda_device_bytes_allocated() - before,
+                  want = k == kpad ? 0 : (m * kpad + OC_POOL_ALIGN - 1) / OC_POOL_ALIGN * OC_POOL_ALIGN;
+    CHECK_MSG(allocated == want, "%s, again: %lld device bytes allocated, not %lld (A's packing alone)", what,
+              (long long)allocated, (long long)want);
+    CHECK_MSG(check_held_is_kept(what) == held, "%s, again: the kept block changed", what);
+    CHECK(cudaMemcpy(scratch, c->data, oc, cudaMemcpyDeviceToHost) == cudaSuccess);
+    CHECK_MSG(memcmp(scratch, result, oc) == 0, "%s, again: other bytes", what);
+}
+
 /* A large int8 product on device arrays with B packed in chunks of columns while the products
  * run (matmul_cuda_plan.c's b_chunk; the plan says so): row-major B transposed a chunk at a
  * time, with K a multiple of 16 and not (A then packed too), n not a multiple of the chunk
@@ -453,6 +478,7 @@ static void check_int8_chunks(void)
             CHECK_MSG(oc_matmul(ctx, &A, as_gram ? NULL : &B, &C, &o, NULL) == OC_OK, "%s: %s", what,
                       oc_context_last_error(ctx));
             CHECK(cudaMemcpy(given_t ? c_bt : c, dc, oc, cudaMemcpyDeviceToHost) == cudaSuccess);
+            if (!given_t) check_chunks_kept(what, &A, as_gram ? NULL : &B, &C, &o, c, c_bt);
         }
         CHECK_MSG(memcmp(c, c_bt, oc) == 0, "%s: other bytes than with B given as Bᵀ", what);
         int wrong = 0;

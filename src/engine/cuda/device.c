@@ -20,6 +20,7 @@
 
 /* ---------------------------------------------------------------- allocators */
 static atomic_llong live_device_bytes;
+static atomic_llong device_bytes_allocated;
 static atomic_llong live_pinned_bytes;
 
 static int dev_alloc(void *user, size_t bytes, void **out, char *why, size_t why_size)
@@ -32,6 +33,7 @@ static int dev_alloc(void *user, size_t bytes, void **out, char *why, size_t why
         return 1;
     }
     atomic_fetch_add(&live_device_bytes, (long long)bytes);
+    atomic_fetch_add(&device_bytes_allocated, (long long)bytes);
     return 0;
 }
 
@@ -206,6 +208,7 @@ int64_t oc_cuda_live_device_bytes(void)
     oc_after_job_wait();
     return atomic_load(&live_device_bytes);
 }
+int64_t oc_cuda_device_bytes_allocated(void) { return atomic_load(&device_bytes_allocated); }
 int64_t oc_cuda_live_pinned_bytes(void)
 {
     oc_after_job_wait();

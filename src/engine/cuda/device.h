@@ -100,12 +100,14 @@ size_t oc_cuda_staging_fit(oc_context *ctx, size_t need, size_t limit);
  * freed before parent (its free leaves the cache alone). */
 void oc_cuda_share_pinned_cache(oc_context *child, oc_context *parent);
 
-/* The device block a context keeps between its jobs (core/context.h's oc_kept_device):
- * cuBLASLt's workspace of a resident product, a few bytes for most algorithms. A cudaMalloc
- * and a cudaFree cost the same for 4 bytes as for megabytes, a part of a product of a few
- * milliseconds that every call would pay (bench/RESULTS.md, "A resident product's workspace
- * kept"). Blocks above OC_CUDA_KEPT_MAX are freed after their job. */
-#define OC_CUDA_KEPT_MAX ((size_t)32 << 20)
+/* The device block a context keeps between its jobs (core/context.h's oc_kept_device): a
+ * resident product's scratch, cuBLASLt's workspace (a few bytes for most algorithms, at most
+ * 32 MiB) after int8's two chunks of a row-major B (64 MiB at 16384³). A cudaMalloc and a
+ * cudaFree cost the same for 4 bytes as for megabytes, and more for tens of megabytes, a part
+ * of a product of a few milliseconds that every call would pay (bench/RESULTS.md, "A resident
+ * product's workspace kept", "int8's chunks kept"). Blocks above OC_CUDA_KEPT_MAX are freed
+ * after their job. */
+#define OC_CUDA_KEPT_MAX ((size_t)96 << 20)
 struct oc_kept_device;
 /* *out: at least `bytes` (none when bytes is 0: *out NULL) on `device`, the current device:
  * the block ctx keeps when it is on `device` with a size in [bytes, limit], else a new one of
@@ -130,6 +132,9 @@ void oc_cuda_host_unpin(void *ptr);
  * oc_context_release_cached_memory has run. */
 int64_t oc_cuda_live_device_bytes(void);
 int64_t oc_cuda_live_pinned_bytes(void);
+/* Device bytes allocated through oc_cuda_mem_ops and the kept block in this process so far,
+ * freed or not: tests check that a product allocates only what it should. */
+int64_t oc_cuda_device_bytes_allocated(void);
 
 /* The launch planner: before the first launch of `func` with `block` threads and dyn_smem
  * bytes of dynamic shared memory on this device, reads the kernel's registers and shared

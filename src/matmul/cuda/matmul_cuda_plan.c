@@ -127,8 +127,9 @@ static int64_t smaller(int64_t t)
  * columns, a multiple of 256 and at least 1024, when each chunk's product is still one whose
  * algorithm is measured (matmul_gemm.c: the heuristic's first guess for Hopper's integer
  * kernels is far from their fastest); 0 otherwise. The packing of a chunk then overlaps the
- * product of the chunk before, and its buffers hold two chunks, not B, which costs less to
- * allocate and free (bench/RESULTS.md, "int8's B packed in chunks"). */
+ * product of the chunk before, and its buffers hold two chunks, not B: small enough, most
+ * often, to be kept between products (matmul_resident.c; bench/RESULTS.md, "int8's B packed in
+ * chunks", "int8's chunks kept"). */
 static int64_t b_chunk(const oc_mm_cuda_plan_input *in)
 {
     if (in->n < 2 * B_CHUNK_MIN) return 0;
@@ -152,10 +153,10 @@ static int resident_plan(oc_mm_cuda_plan *p)
     p->pack_a = i8 && (in->ta || p->kpad != in->k || in->a_unaligned);
     p->pack_b = i8 && (!in->tb || p->kpad != in->k || in->b_unaligned);
     p->b_chunk = p->pack_b ? b_chunk(in) : 0;
-    p->pack_bytes =
-        (p->pack_a ? in->m * p->kpad : 0) + (p->pack_b ? (p->b_chunk ? 2 * p->b_chunk : in->n) * p->kpad : 0);
+    p->chunk_bytes = 2 * p->b_chunk * p->kpad;
+    p->pack_bytes = (p->pack_a ? in->m * p->kpad : 0) + (p->pack_b && !p->b_chunk ? in->n * p->kpad : 0);
     p->acc_bytes = p->acc_type != in->out_type ? in->m * in->n * (int64_t)oc_mm_type_size(p->acc_type) : 0;
-    p->device_bytes = p->pack_bytes + p->acc_bytes + p->workspace + 3 * OC_POOL_ALIGN;
+    p->device_bytes = p->pack_bytes + p->chunk_bytes + p->acc_bytes + p->workspace + 3 * OC_POOL_ALIGN;
     p->tile_rows = p->tile_cols = p->ntiles = p->panels = 1;
     p->bound = "the operands in device memory";
     return p->device_bytes > in->device_budget;
@@ -306,10 +307,10 @@ oc_status oc_mm_cuda_plan_render(oc_context *ctx, const oc_mm_cuda_plan *p, cons
         oc_text_printf(&t,
                        "\"pinned_bytes\": %lld, \"host_budget\": %lld, \"pinned_panel_slots\": %d, "
                        "\"pinned_download_slots\": %d, \"download_piece_rows\": %lld, \"resident\": %s, "
-                       "\"b_chunk_columns\": %lld}\n",
+                       "\"b_chunk_columns\": %lld, \"b_chunk_bytes\": %lld}\n",
                        (long long)p->pinned_bytes, (long long)p->host_budget, p->host_slots,
                        p->in.resident ? 0 : OC_MM_OUT_SLOTS, (long long)p->out_piece_rows,
-                       p->in.resident ? "true" : "false", (long long)p->b_chunk);
+                       p->in.resident ? "true" : "false", (long long)p->b_chunk, (long long)p->chunk_bytes);
         return oc_text_finish(ctx, &t, out);
     }
     oc_text_printf(&t, "matmul on cuda/cublasLt, ");
@@ -325,8 +326,10 @@ oc_status oc_mm_cuda_plan_render(oc_context *ctx, const oc_mm_cuda_plan *p, cons
                        MIB(p->device_bytes), MIB(p->in.device_budget), budget_from);
         if (p->pack_bytes) oc_text_printf(&t, ", int8 packing %.1f MiB", MIB(p->pack_bytes));
         if (p->b_chunk)
-            oc_text_printf(&t, " (B in chunks of %lld columns, two at a time, each packed while the one before runs)",
-                           (long long)p->b_chunk);
+            oc_text_printf(&t,
+                           ", B in chunks of %lld columns, two at a time (%.1f MiB, kept for the next product with "
+                           "the workspace), each packed while the one before runs",
+                           (long long)p->b_chunk, MIB(p->chunk_bytes));
         if (p->acc_bytes)
             oc_text_printf(&t, ", a %s accumulator %.1f MiB", oc_mm_cuda_type_name(p->acc_type), MIB(p->acc_bytes));
         oc_text_printf(&t, ", workspace up to %.1f MiB (what the algorithm asks); nothing pinned\n", MIB(p->workspace));

@@ -104,12 +104,13 @@ typedef struct oc_mm_cuda_plan {
     int64_t kpad;                                 /* int8: K stride of the packed panels (a multiple of 16); else kp */
     int64_t tile_rows, tile_cols, ntiles, panels; /* the grid, tiles computed, K panels per tile */
     int64_t panel_bytes; /* one panel slot: the A panel, then the B panel at oc_mm_cuda_b_offset */
-    int64_t pack_bytes;  /* int8: the packed A and B panels */
+    int64_t pack_bytes;  /* int8: the packed A and B panels (resident: B's only when whole) */
     int pack_a, pack_b;  /* resident int8: A, B packed (else read as stored) */
     /* Resident int8 with B packed: the columns of C (rows of the packed Bᵀ) per chunk, B packed
      * a chunk at a time into two buffers while the product of the chunk before runs; 0: B
      * packed whole. */
     int64_t b_chunk;
+    int64_t chunk_bytes; /* the two chunks' buffers, in the block kept with the workspace */
     int64_t acc_bytes;   /* one accumulator */
     int64_t round_bytes; /* one rounded tile (FP16/BF16 output), else 0 */
     int64_t workspace;

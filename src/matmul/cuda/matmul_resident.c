@@ -23,20 +23,24 @@ typedef struct resident {
     oc_cuda_device dev;
     oc_mm_gemm gemm;
     void *pack, *acc;
-    oc_kept_device *work; /* cuBLASLt's workspace, kept by the context between products */
+    /* cuBLASLt's workspace (after int8's two chunks of B, when B goes in chunks), kept by
+     * the context between products */
+    oc_kept_device *work;
     /* int8's B in chunks: a chunk packed (on compute2) and its buffer free again (on compute),
      * per buffer. */
     cudaEvent_t packed[2], used[2];
 } resident;
 
 /* The workspace the products ask (need bytes, a few for most algorithms; none for some), not
- * the plan's whole, in the block the context keeps between products (engine/cuda/device.h
- * says why). The plan's budget holds the plan's whole workspace. */
-static oc_status take_workspace(oc_context *ctx, resident *d, size_t need)
+ * the plan's whole, after `before` bytes of other scratch (int8's chunks of B), in the block
+ * the context keeps between products (engine/cuda/device.h says why). The plan's budget holds
+ * the plan's whole workspace. */
+static oc_status take_workspace(oc_context *ctx, resident *d, size_t before, size_t need)
 {
-    OC_CHECK(ctx, oc_cuda_kept_take(ctx, d->dev.index, need, (size_t)d->sh->plan->workspace, "the cuBLASLt workspace",
+    OC_CHECK(ctx, oc_cuda_kept_take(ctx, d->dev.index, before + need, before + (size_t)d->sh->plan->workspace,
+                                    before ? "int8's chunks of B and the cuBLASLt workspace" : "the cuBLASLt workspace",
                                     &d->work));
-    oc_mm_gemm_use_workspace(&d->gemm, d->work ? d->work->ptr : NULL, need);
+    oc_mm_gemm_use_workspace(&d->gemm, d->work ? (char *)d->work->ptr + before : NULL, need);
     return OC_OK;
 }
 
@@ -69,12 +73,10 @@ static oc_status chunk_workspace(oc_context *ctx, resident *d, const void *a, co
  * its product, on compute, writes C's columns of the chunk once it is packed. The packing of
  * a chunk overlaps the product of the one before; both streams have the device's highest
  * priority, so that a packing is not left waiting for a product's last wave. */
-static oc_status run_chunks(oc_context *ctx, resident *d, const void *a, const int8_t *b, int tb, int8_t *bufs,
-                            int32_t *c)
+static oc_status run_chunks(oc_context *ctx, resident *d, const void *a, const int8_t *b, int tb, int32_t *c)
 {
     const oc_mm_cuda_plan *plan = d->sh->plan;
     const int64_t m = plan->in.m, n = plan->in.n, k = plan->in.k, w = plan->b_chunk;
-    int8_t *buf[2] = {bufs, bufs + w * plan->kpad};
     int least = 0, greatest = 0;
     CUDA_CHECK(ctx, cudaDeviceGetStreamPriorityRange(&least, &greatest));
     CUDA_CHECK(ctx, cudaStreamCreateWithPriority(&d->dev.compute2, cudaStreamNonBlocking, greatest));
@@ -82,9 +84,14 @@ static oc_status run_chunks(oc_context *ctx, resident *d, const void *a, const i
         CUDA_CHECK(ctx, cudaEventCreateWithFlags(&d->packed[i], cudaEventDisableTiming));
         CUDA_CHECK(ctx, cudaEventCreateWithFlags(&d->used[i], cudaEventDisableTiming));
     }
+    /* The algorithms are chosen on the chunks' place in the block before it is taken: their
+     * alignment is the block's start, plus a multiple of 256. */
+    const size_t chunks = (size_t)plan->chunk_bytes;
     size_t need = 0;
-    OC_CHECK(ctx, chunk_workspace(ctx, d, a, buf[0], c, w, n - (n - 1) / w * w, &need));
-    OC_CHECK(ctx, take_workspace(ctx, d, need));
+    OC_CHECK(ctx,
+             chunk_workspace(ctx, d, a, (const int8_t *)(uintptr_t)OC_POOL_ALIGN, c, w, n - (n - 1) / w * w, &need));
+    OC_CHECK(ctx, take_workspace(ctx, d, chunks, need));
+    int8_t *buf[2] = {d->work->ptr, (int8_t *)d->work->ptr + w * plan->kpad};
     cudaStream_t compute = d->dev.compute, packing = d->dev.compute2;
     for (int64_t j = 0, col0 = 0; col0 < n; ++j, col0 += w) {
         const int64_t cols = n - col0 < w ? n - col0 : w;
@@ -150,14 +157,14 @@ static oc_status run(oc_context *ctx, resident *d, int device)
          * the packing buffer after B's part, and B into that part: whole here, or a chunk at
          * a time beside the products (run_chunks). */
         int8_t *b_part = d->pack, *next = d->pack;
-        if (plan->pack_b) next += (plan->b_chunk ? 2 * plan->b_chunk : n) * plan->kpad;
+        if (plan->pack_b && !plan->b_chunk) next += n * plan->kpad;
         if (plan->pack_a) {
             if (ta) OC_CHECK(ctx, oc_mm_transpose_i8(ctx, &d->dev, a, k, m, m, next, plan->kpad, m, stream));
             else OC_CHECK(ctx, oc_mm_pack_rows_i8(ctx, &d->dev, a, m, k, next, plan->kpad, stream));
             a = next;
         }
         if (plan->b_chunk) {
-            OC_CHECK(ctx, run_chunks(ctx, d, a, b, tb, b_part, c));
+            OC_CHECK(ctx, run_chunks(ctx, d, a, b, tb, c));
             return finish(ctx, d, c, &t);
         }
         if (plan->pack_b) OC_CHECK(ctx, pack_b(ctx, d, b, tb, 0, n, b_part, stream));
@@ -170,7 +177,7 @@ static oc_status run(oc_context *ctx, resident *d, int device)
     void *acc = plan->acc_bytes ? d->acc : c;
     size_t need = 0;
     OC_CHECK(ctx, oc_mm_gemm_workspace_need(ctx, &d->gemm, m, n, k, a, b, acc, &need));
-    OC_CHECK(ctx, take_workspace(ctx, d, need));
+    OC_CHECK(ctx, take_workspace(ctx, d, 0, need));
     oc_trace_phase(&t, "matmul", "cuBLASLt algorithm and workspace");
     OC_CHECK(ctx, oc_mm_gemm_run(ctx, &d->gemm, m, n, k, a, b, acc, 0, stream));
     if (plan->acc_bytes) OC_CHECK(ctx, oc_mm_round_f32(ctx, &d->dev, acc, m, n, n, plan->in.out_type, c, stream));
@@ -182,9 +189,9 @@ static oc_status run(oc_context *ctx, resident *d, int device)
 static void close_device(oc_context *ctx, resident *d)
 {
     if (d->dev.compute) (void)cudaStreamSynchronize(d->dev.compute);
+    if (d->dev.compute2) (void)cudaStreamSynchronize(d->dev.compute2);
     (void)cudaGetLastError();
     d->res->peak_device_bytes = d->work ? (int64_t)d->work->bytes : 0;
-    if (d->dev.compute2) (void)cudaStreamSynchronize(d->dev.compute2);
     oc_cuda_kept_give(ctx, d->work);
     oc_mm_gemm_close(&d->gemm);
     for (int i = 0; i < 2; ++i) {
