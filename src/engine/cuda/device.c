@@ -293,7 +293,8 @@ static oc_status device_open(oc_context *ctx, int index, oc_cuda_device *dev, in
     dev->sm_count = prop.sm_count;
     dev->smem_optin = prop.smem_optin;
     dev->arch = oc_gpu_arch_find(dev->cc);
-    CUDA_CHECK(ctx, cudaMemGetInfo(&dev->free_mem_at_open, &dev->total_mem));
+    dev->total_mem = prop.total_mem;
+    if (all_streams) CUDA_CHECK(ctx, cudaMemGetInfo(&dev->free_mem_at_open, &dev->total_mem));
     /* Non-blocking streams: the legacy default stream of other libraries in the process
      * must not serialise against the pipeline. */
     if (all_streams) CUDA_CHECK(ctx, cudaStreamCreateWithFlags(&dev->h2d, cudaStreamNonBlocking));

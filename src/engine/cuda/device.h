@@ -70,8 +70,11 @@ int oc_cuda_memory_device(const void *p);
 /* Selects device `index`, reads its properties and creates its streams. A missing index
  * is OC_ERR_INVALID_ARGUMENT naming how many devices exist. */
 oc_status oc_cuda_device_open(oc_context *ctx, int index, oc_cuda_device *dev);
-/* The same with the compute stream alone (h2d, compute2 and d2h NULL): for work that moves
- * nothing across PCIe, such as one product on memory already on the device. */
+/* The same with the compute stream alone (h2d, compute2 and d2h NULL), and free_mem_at_open
+ * 0: not asked, since cudaMemGetInfo is among the costlier calls around a product of a few
+ * milliseconds (bench/RESULTS.md, "int8's chunks kept") and a caller that planned with it
+ * asked already. For work that moves nothing across PCIe, such as one product on memory
+ * already on the device. */
 oc_status oc_cuda_device_open_compute(oc_context *ctx, int index, oc_cuda_device *dev);
 
 /* The physical devices whose context this process has made through the library (bit d for

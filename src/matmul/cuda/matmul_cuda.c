@@ -36,54 +36,53 @@ static int cuda_usable(int device) { return oc_cuda_device_usable(device) && oc_
 static int job_device(const oc_matmul_job *job, int i) { return job->ndevices > 0 ? job->devices[i] : 0; }
 static int job_ndevices(const oc_matmul_job *job) { return job->ndevices > 0 ? job->ndevices : 1; }
 
-/* Where A, B and C are when they are caller memory (NULL for those that are not), with the
- * elements between their rows. */
-static void caller_memory(const oc_matmul_job *job, const void *p[3], int64_t ld[3])
+/* A, B and C where they are caller memory (NULL for those that are not), with the elements
+ * between their rows, A's and B's transposes, and the device whose memory holds each (-1
+ * for host memory and for none): asked of the driver once a job. */
+typedef struct caller_arrays {
+    const void *p[3];
+    int64_t ld[3];
+    int transposed[2];
+    int device[3];
+} caller_arrays;
+
+static void caller_arrays_of(const oc_matmul_job *job, caller_arrays *ca)
 {
-    p[0] = p[1] = p[2] = NULL;
-    int transposed = 0;
-    if (job->stored_memory) p[0] = job->stored_memory(job, OC_MM_A, &ld[0], &transposed);
-    if (job->stored_memory) p[1] = job->stored_memory(job, OC_MM_B, &ld[1], &transposed);
-    if (job->tile_memory) p[2] = job->tile_memory(job, 0, 0, &ld[2]);
+    memset(ca, 0, sizeof *ca);
+    if (job->stored_memory) ca->p[0] = job->stored_memory(job, OC_MM_A, &ca->ld[0], &ca->transposed[0]);
+    if (job->stored_memory) ca->p[1] = job->stored_memory(job, OC_MM_B, &ca->ld[1], &ca->transposed[1]);
+    if (job->tile_memory) ca->p[2] = job->tile_memory(job, 0, 0, &ca->ld[2]);
+    for (int i = 0; i < 3; ++i) ca->device[i] = job->gpu_memory && ca->p[i] ? oc_cuda_memory_device(ca->p[i]) : -1;
 }
 
 /* Whether A, B and C are all in the memory of the job's one device with their rows back to
  * back: the plan is then one product on them where they are (matmul_cuda_plan.h), with *ta
  * and *tb the operations' transposes and unaligned[0], [1] whether A's and B's memory starts
  * off a 16-byte boundary. */
-static int job_resident(const oc_matmul_job *job, int *ta, int *tb, int unaligned[2])
+static int job_resident(const oc_matmul_job *job, const caller_arrays *ca, int *ta, int *tb, int unaligned[2])
 {
-    *ta = *tb = 0;
-    if (!job->gpu_memory || job_ndevices(job) != 1 || !job->stored_memory || !job->tile_memory) return 0;
-    int64_t lda = 0, ldb = 0, ldc = 0;
-    const void *a = job->stored_memory(job, OC_MM_A, &lda, ta), *b = job->stored_memory(job, OC_MM_B, &ldb, tb);
-    const void *c = job->tile_memory(job, 0, 0, &ldc);
-    unaligned[0] = (uintptr_t)a % 16 != 0, unaligned[1] = (uintptr_t)b % 16 != 0;
+    *ta = ca->transposed[0], *tb = ca->transposed[1];
+    if (!job->gpu_memory || job_ndevices(job) != 1 || !job->stored_memory || !job->tile_memory) return *ta = *tb = 0;
+    unaligned[0] = (uintptr_t)ca->p[0] % 16 != 0, unaligned[1] = (uintptr_t)ca->p[1] % 16 != 0;
     const int dev = job_device(job, 0);
-    return a && b && c && lda == (*ta ? job->m : job->k) && ldb == (*tb ? job->k : job->n) && ldc == job->n &&
-           oc_cuda_memory_device(a) == dev && oc_cuda_memory_device(b) == dev && oc_cuda_memory_device(c) == dev;
+    return ca->p[0] && ca->p[1] && ca->p[2] && ca->ld[0] == (*ta ? job->m : job->k) &&
+           ca->ld[1] == (*tb ? job->k : job->n) && ca->ld[2] == job->n && ca->device[0] == dev &&
+           ca->device[1] == dev && ca->device[2] == dev;
 }
 
 /* Device memory of the caller's is read and written on the job's streams: first the work
  * already queued on its devices (a framework's, which made it) is waited for. */
-static oc_status wait_for_callers_devices(oc_context *ctx, const oc_matmul_job *job)
+static oc_status wait_for_callers_devices(oc_context *ctx, const caller_arrays *ca)
 {
-    if (!job->gpu_memory) return OC_OK;
-    const void *p[3];
-    int64_t ld[3];
-    caller_memory(job, p, ld);
-    int devs[3] = {-1, -1, -1};
+    static const char *const names[3] = {"A", "B", "C"};
     for (int i = 0; i < 3; ++i) {
-        const int dev = devs[i] = p[i] ? oc_cuda_memory_device(p[i]) : -1;
-        if (dev < 0 || (i > 0 && devs[0] == dev) || (i > 1 && devs[1] == dev)) continue; /* once a device */
+        const int dev = ca->device[i];
+        if (dev < 0 || (i > 0 && ca->device[0] == dev) || (i > 1 && ca->device[1] == dev)) continue; /* once a device */
         cudaError_t e = cudaSetDevice(dev);
         if (e == cudaSuccess) e = cudaDeviceSynchronize();
         if (e != cudaSuccess) {
             (void)cudaGetLastError();
-            return oc_fail(ctx, OC_ERR_DEVICE, "CUDA device %d, which holds %s: %s", dev,
-                           i == 2 ? "C"
-                           : i    ? "B"
-                                  : "A",
+            return oc_fail(ctx, OC_ERR_DEVICE, "CUDA device %d, which holds %s: %s", dev, names[i],
                            cudaGetErrorString(e));
         }
     }
@@ -91,7 +90,8 @@ static oc_status wait_for_callers_devices(oc_context *ctx, const oc_matmul_job *
 }
 
 /* The plan, from each device's memory (queried, nothing allocated); `where` names them. */
-static oc_status make_plan(oc_context *ctx, const oc_matmul_job *job, oc_mm_cuda_plan *plan, char *where, size_t size)
+static oc_status make_plan(oc_context *ctx, const oc_matmul_job *job, const caller_arrays *ca, oc_mm_cuda_plan *plan,
+                           char *where, size_t size)
 {
     const int nd = job_ndevices(job);
     int64_t budget = -1;
@@ -143,7 +143,7 @@ static oc_status make_plan(oc_context *ctx, const oc_matmul_job *job, oc_mm_cuda
         if (used >= size) used = size - 1;
     }
     int ta = 0, tb = 0, unaligned[2] = {0, 0};
-    const int resident = job_resident(job, &ta, &tb, unaligned);
+    const int resident = job_resident(job, ca, &ta, &tb, unaligned);
     const oc_mm_cuda_plan_input in = {.m = job->m,
                                       .n = job->n,
                                       .k = job->k,
@@ -191,7 +191,9 @@ static oc_status cuda_plan(oc_matmul_job *job, int json, char **out)
     char why[512], where[1024];
     if (!oc_cublaslt_load(why, sizeof why)) return oc_fail(ctx, OC_ERR_UNSUPPORTED, "matmul on the GPU: %s", why);
     oc_mm_cuda_plan plan;
-    OC_CHECK(ctx, make_plan(ctx, job, &plan, where, sizeof where));
+    caller_arrays ca;
+    caller_arrays_of(job, &ca);
+    OC_CHECK(ctx, make_plan(ctx, job, &ca, &plan, where, sizeof where));
     return oc_mm_cuda_plan_render(ctx, &plan, where, json, out);
 }
 
@@ -234,13 +236,13 @@ static oc_status job_status(oc_context *ctx, const device_thread *t, int nd)
 
 /* k = 0: C is zeros (the empty sum), written without a product: set on the device when C is
  * device memory, else through write_tile in bands of rows. */
-static oc_status zero_result(oc_matmul_job *job)
+static oc_status zero_result(oc_matmul_job *job, const caller_arrays *ca)
 {
     oc_context *ctx = job->ctx;
     const size_t elem = oc_mm_type_size(job->out_type);
     int64_t ld = 0;
     void *c = job->tile_memory ? job->tile_memory(job, 0, 0, &ld) : NULL;
-    const int c_device = c ? oc_cuda_memory_device(c) : -1;
+    const int c_device = ca->device[2];
     if (c_device >= 0) {
         cudaError_t e = cudaSetDevice(c_device);
         if (e == cudaSuccess) e = cudaMemset2D(c, (size_t)ld * elem, 0, (size_t)job->n * elem, (size_t)job->m);
@@ -275,21 +277,23 @@ static oc_status run_job(oc_matmul_job *job)
      * not this job's: the launch checks below would report it as theirs. */
     (void)cudaGetLastError();
     char why[512], where[1024];
+    caller_arrays ca;
+    caller_arrays_of(job, &ca);
     if (job->k == 0) {
-        OC_CHECK(ctx, wait_for_callers_devices(ctx, job));
+        OC_CHECK(ctx, wait_for_callers_devices(ctx, &ca));
         memset(&job->stats, 0, sizeof job->stats);
         snprintf(job->stats.backend, sizeof job->stats.backend, "cuda/cublasLt");
-        const oc_status st = zero_result(job);
+        const oc_status st = zero_result(job, &ca);
         job->stats.seconds = oc_now() - t0;
         return st;
     }
     const oc_cublaslt_api *lt = oc_cublaslt_load(why, sizeof why);
     if (!lt) return oc_fail(ctx, OC_ERR_UNSUPPORTED, "matmul on the GPU: %s", why);
     oc_mm_cuda_plan plan;
-    OC_CHECK(ctx, make_plan(ctx, job, &plan, where, sizeof where));
+    OC_CHECK(ctx, make_plan(ctx, job, &ca, &plan, where, sizeof where));
     if (job->plan_tiles) OC_CHECK(ctx, report_plan(ctx, job, &plan));
     oc_trace_phase(&t_phase, "matmul", "plan");
-    OC_CHECK(ctx, wait_for_callers_devices(ctx, job));
+    OC_CHECK(ctx, wait_for_callers_devices(ctx, &ca));
     oc_trace_phase(&t_phase, "matmul", "callers' devices idle");
 
     const int nd = job_ndevices(job);

@@ -100,6 +100,10 @@ static int same_key(const known_shape *a, const known_shape *b)
            a->align[1] == b->align[1] && a->align[2] == b->align[2];
 }
 
+/* The accumulator's row stride for a product `cols` wide: the caller's (c_ld), else the
+ * plan's. */
+static int64_t ldc_of(const oc_mm_gemm *g, int64_t cols) { return g->c_ld ? g->c_ld : oc_mm_cuda_ldc(g->plan, cols); }
+
 /* The key of shape s of g (answer and place left empty). */
 static known_shape key_of(const oc_mm_gemm *g, const oc_mm_gemm_shape *s)
 {
@@ -113,7 +117,7 @@ static known_shape key_of(const oc_mm_gemm *g, const oc_mm_gemm_shape *s)
                      .rows = s->rows,
                      .cols = s->cols,
                      .depth = s->depth,
-                     .ldc = g->c_ld ? g->c_ld : oc_mm_cuda_ldc(g->plan, s->cols),
+                     .ldc = ldc_of(g, s->cols),
                      .workspace = (int64_t)g->workspace_bytes};
     if (cudaGetDevice(&k.device) != cudaSuccess) (void)cudaGetLastError();
     memcpy(k.align, s->align, sizeof k.align);
@@ -175,7 +179,7 @@ static oc_status shape_of(oc_context *ctx, oc_mm_gemm *g, int64_t rows, int64_t 
     const oc_cublaslt_api *lt = g->lt;
     /* The tile's columns (int8: padded to a multiple of 4) and the accumulator's row stride. */
     const uint64_t cols_pad = (uint64_t)oc_mm_cuda_ldc(g->plan, cols);
-    const int64_t ldc = g->c_ld ? g->c_ld : (int64_t)cols_pad;
+    const int64_t ldc = ldc_of(g, cols);
     if (g->plan->in.in_type == OC_MM_INT8) {
         /* Cᵀ (cols_pad x rows) = Btᵀ · A: Bt is cols_pad x kpad stored as kpad x cols_pad, A
          * rows x kpad as kpad x rows. */
