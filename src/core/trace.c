@@ -27,6 +27,6 @@ int oc_tracing_tiles(void) { return level() == 2; }
 void oc_trace_phase(double *t, const char *who, const char *phase)
 {
     double now = oc_now();
-    if (oc_tracing()) fprintf(stderr, "outcore %s: %-12s %8.4f s\n", who, phase, now - *t);
+    if (oc_tracing()) fprintf(stderr, "outcore %s: %-12s %10.6f s\n", who, phase, now - *t);
     *t = now;
 }

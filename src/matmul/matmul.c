@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "core/text_buf.h"
 #include "core/threads.h"
+#include "core/trace.h"
 #include "cost/cost.h"
 #include "matmul/matmul_choice.h"
 #include "matmul/matmul_dtype.h"
@@ -352,6 +353,7 @@ oc_status oc_matmul(oc_context *ctx, const oc_matmul_array *a, const oc_matmul_a
                     const oc_matmul_options *opts, oc_matmul_stats *stats)
 {
     const double start = oc_now();
+    double t = start;
     mm_setup s;
     oc_mm_io io;
     char explain[640];
@@ -359,24 +361,30 @@ oc_status oc_matmul(oc_context *ctx, const oc_matmul_array *a, const oc_matmul_a
     oc_status st = setup(ctx, a, b, opts, &s);
     if (st == OC_OK && !c) st = oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "no output C");
     if (st == OC_OK) st = gpu_result(ctx, opts, c, &s);
+    oc_trace_phase(&t, "matmul", "operands");
     if (st == OC_OK) st = oc_mm_choose(ctx, &s.job, opts, &be, explain, sizeof explain);
+    oc_trace_phase(&t, "matmul", "backend choice");
     if (st != OC_OK) {
         setup_close(&s);
         return oc_trace_at(ctx, st, __FILE__, __LINE__);
     }
     io_init(&s, &io);
     st = resume_open(ctx, &s, &io, c, opts);
+    oc_trace_phase(&t, "matmul", "output opened");
     if (st == OC_OK && s.job.m > 0 && s.job.n > 0) st = be->run(&s.job);
     else if (st == OC_OK)
         snprintf(s.job.stats.backend, sizeof s.job.stats.backend, "%s", be->name); /* nothing to run */
+    oc_trace_phase(&t, "matmul", "backend run");
     if (st == OC_OK) st = oc_mm_source_check(ctx, &s.a);
     if (st == OC_OK && s.has_b) st = oc_mm_source_check(ctx, &s.b);
     if (st == OC_OK && strcmp(be->name, "cuda") == 0) oc_cost_note_gpu_job();
     if (st == OC_OK) st = oc_mm_dest_commit(ctx, &io.dest);
     resume_end(ctx, &io, st);
+    oc_trace_phase(&t, "matmul", "output committed");
     if (st == OC_OK) fill_stats(&s, &io, be, oc_now() - start, explain, stats);
     pthread_mutex_destroy(&io.lock);
     setup_close(&s);
+    oc_trace_phase(&t, "matmul", "stats and close");
     return st == OC_OK ? OC_OK : oc_trace_at(ctx, st, __FILE__, __LINE__);
 }
 
