@@ -7,7 +7,8 @@
  * stream-ordered pool whose access is granted to one peer afterwards. And device allocations of
  * 4 B to 256 MiB (a resident matmul's cuBLASLt workspace and int8 packing:
  * src/matmul/cuda/matmul_resident.c), cudaMalloc and cudaFree, on an idle device and each
- * after a 5 ms kernel, as a job's allocations come after the work before them.
+ * after a 5 ms kernel, as a job's allocations come after the work before them; and the other
+ * CUDA calls a resident matmul makes around its product, the same two ways.
  *
  *   build/bench/bench_setup_costs [PANELS_GIB (default 24)]
  *
@@ -71,6 +72,75 @@ static void small_allocations(void)
             printf("device allocation %10zu B, %-18s cudaMalloc %7.1f us, cudaFree %7.1f us\n", sizes[i],
                    busy ? "after a 5 ms kernel" : "idle device", made / 10 * 1e6, freed / 10 * 1e6);
         }
+}
+
+/* The CUDA calls a resident matmul makes around its one product (src/matmul/cuda/
+ * matmul_cuda.c, matmul_resident.c), each timed alone on device 0, twenty times after two
+ * unmeasured: the mean and the least, on an idle device and after a 5 ms kernel. */
+enum { CALL_MEM_INFO, CALL_POINTER, CALL_SYNC, CALL_STREAM, CALL_PRIORITY_STREAM, CALL_EVENTS, CALL_KINDS };
+static const char *const call_names[CALL_KINDS] = {
+    "cudaMemGetInfo",          "cudaPointerGetAttributes",         "cudaDeviceSynchronize",
+    "stream create + destroy", "priority stream create + destroy", "2 events create + destroy"};
+
+static void one_call(int kind, void *p)
+{
+    size_t f, t;
+    cudaPointerAttributes attr;
+    cudaStream_t s;
+    cudaEvent_t e[2];
+    switch (kind) {
+    case CALL_MEM_INFO:
+        CK(cudaMemGetInfo(&f, &t));
+        break;
+    case CALL_POINTER:
+        CK(cudaPointerGetAttributes(&attr, p));
+        break;
+    case CALL_SYNC:
+        CK(cudaDeviceSynchronize());
+        break;
+    case CALL_STREAM:
+        CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+        CK(cudaStreamDestroy(s));
+        break;
+    case CALL_PRIORITY_STREAM: {
+        int least, greatest;
+        CK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+        CK(cudaStreamCreateWithPriority(&s, cudaStreamNonBlocking, greatest));
+        CK(cudaStreamDestroy(s));
+        break;
+    }
+    default:
+        for (int i = 0; i < 2; ++i) CK(cudaEventCreateWithFlags(&e[i], cudaEventDisableTiming));
+        for (int i = 0; i < 2; ++i) CK(cudaEventDestroy(e[i]));
+    }
+}
+
+static void call_costs(void)
+{
+    CK(cudaSetDevice(0));
+    cudaDeviceProp prop;
+    CK(cudaGetDeviceProperties(&prop, 0));
+    int clock_khz = 0;
+    CK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0));
+    void *p;
+    CK(cudaMalloc(&p, 1 << 20));
+    for (int busy = 0; busy < 2; ++busy)
+        for (int kind = 0; kind < CALL_KINDS; ++kind) {
+            double sum = 0, least = 1e9;
+            for (int r = 0; r < 22; ++r) {
+                if (busy) {
+                    spin<<<prop.multiProcessorCount, 32>>>((long long)clock_khz * 5);
+                    CK(cudaDeviceSynchronize());
+                }
+                const double t = now();
+                one_call(kind, p);
+                const double d = now() - t;
+                if (r >= 2) sum += d, least = d < least ? d : least;
+            }
+            printf("call %-34s %-19s mean %7.1f us, least %7.1f us\n", call_names[kind],
+                   busy ? "after a 5 ms kernel" : "idle device", sum / 20 * 1e6, least * 1e6);
+        }
+    CK(cudaFree(p));
 }
 
 #ifndef MADV_POPULATE_WRITE
@@ -148,6 +218,7 @@ int main(int argc, char **argv)
                    one.seconds * 1e3, n, slowest * 1e3);
         }
     small_allocations();
+    call_costs();
     if (n < 2) return 0;
     for (int peers = 0; peers < 2; ++peers) {
         if (peers)
