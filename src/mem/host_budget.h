@@ -4,7 +4,7 @@
  * The rule, written once: a budget the caller gives (bytes > 0) is used as it is; 0 means
  * OC_HOST_MEM_DEFAULT_PERCENT of the memory available when the read or the job starts
  * (MemAvailable in /proc/meminfo, which counts reclaimable page cache; where that file is
- * missing, the free pages sysconf reports). An input matrix stays resident when its packed
+ * missing, the free pages sysconf reports; read at most a tenth of a second before). An input matrix stays resident when its packed
  * bits take at most half the budget; a larger one is file-backed and read in panels, and
  * the job's panels take what the budget leaves.
  */
@@ -19,12 +19,14 @@
 int64_t oc_host_mem_available(void);
 
 /* The budget for a requested value (> 0: itself; 0: the default share above, at least
- * 64 MiB so that a machine that reports nothing still runs). */
+ * 64 MiB so that a machine that reports nothing still runs; the memory available as read at
+ * most a tenth of a second before). Thread-safe. */
 int64_t oc_host_budget_resolve(int64_t requested);
 
 /* The process's peak resident memory in bytes: VmHWM, which counts from the process's own
  * exec. (getrusage's maxrss carries over the peak of the process that forked it: a CLI
- * started from a large Python process would report Python's size.) */
+ * started from a large Python process would report Python's size. Where it carried over
+ * nothing larger, it is read instead, for a system call.) Thread-safe. */
 int64_t oc_host_mem_peak(void);
 
 /* Nonzero when an input of packed_bytes stays resident under budget. */
