@@ -10,7 +10,13 @@ pinned result comes from its caching host allocator), best of --runs after a war
 the results are compared; last, both from CUDA tensors already on the device (outcore.matmul
 on the tensors against torch.matmul). TF32 is off for both (IEEE FP32 products).
 
+With --tensors-only EDGES (say "1024,4096,8192"), only the CUDA-tensor comparison runs, on
+square products of each edge: 20 calls of each paired and alternated, each call synchronised,
+printing the best of each side and the median of the pairs' ratios (torch / outcore), so that
+what a Python call costs around a short product shows.
+
 Usage: bench_matmul_torch.py [--m 32768] [--k 8192] [--n 32768] [--runs 3] [--dtype float32]
+                             [--tensors-only EDGES]
 """
 import argparse
 import os
@@ -42,6 +48,7 @@ def main():
     ap.add_argument("--n", type=int, default=32768)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--dtype", default="float32", choices=["float32", "float64"])
+    ap.add_argument("--tensors-only", default=None, metavar="EDGES")
     args = ap.parse_args()
     if outcore.cuda_device_count() == 0:
         print("SKIPPED: no usable CUDA device")
@@ -52,6 +59,8 @@ def main():
         print("SKIPPED: torch is not installed")
         return 0
     torch.backends.cuda.matmul.allow_tf32 = False
+    if args.tensors_only:
+        return tensors_only(torch, [int(e) for e in args.tensors_only.split(",")], args.dtype)
     rng = np.random.default_rng(1)
     dt = np.dtype(args.dtype)
     A = rng.standard_normal((args.m, args.k), dtype=np.float32).astype(dt)
@@ -122,6 +131,35 @@ def main():
     for name, o, t in rows:
         print(f"{name:<20} {f'{args.m} x {args.k} x {args.n}':<22} {o:10.3f} {flop / o / 1e12:8.1f} {t:10.3f} "
               f"{flop / t / 1e12:8.1f} {t / o:13.2f}x")
+    return 0
+
+
+def tensors_only(torch, edges, dtype, pairs=20):
+    """outcore.matmul on CUDA tensors against torch.matmul, square products, paired calls."""
+    print(f"{'edge':>6} {'outcore s':>11} {'torch s':>11} {'torch/outcore best':>19} {'median of pairs':>16}")
+    for e in edges:
+        g = torch.Generator(device="cuda").manual_seed(e)
+        da = torch.randn((e, e), device="cuda", dtype=getattr(torch, dtype), generator=g)
+        db = torch.randn((e, e), device="cuda", dtype=getattr(torch, dtype), generator=g)
+
+        def timed(fn):
+            torch.cuda.synchronize()
+            t = time.perf_counter()
+            fn()
+            torch.cuda.synchronize()
+            return time.perf_counter() - t
+
+        ours_fn, theirs_fn = (lambda: outcore.matmul(da, db)), (lambda: torch.matmul(da, db))
+        ours_fn(), theirs_fn()  # warm-up: handles, the algorithms' choice, the kept workspace
+        ours, theirs, ratio = [], [], []
+        for i in range(pairs):
+            first, second = (ours_fn, theirs_fn) if i % 2 == 0 else (theirs_fn, ours_fn)
+            a, b = timed(first), timed(second)
+            o, t = (a, b) if i % 2 == 0 else (b, a)
+            ours.append(o), theirs.append(t), ratio.append(t / o)
+        err = float((outcore.matmul(da, db) - torch.matmul(da, db)).abs().max())
+        print(f"{e:6d} {min(ours):11.6f} {min(theirs):11.6f} {min(theirs) / min(ours):19.3f} "
+              f"{sorted(ratio)[pairs // 2]:16.3f}   largest difference {err:.2e}")
     return 0
 
 
