@@ -5,8 +5,8 @@ How a call runs:
   2. The call takes a library context for its whole run (_context.py: the caller's
      Context, else the module's default one, else a fresh one while the default is busy in
      another thread), so the set-up a job keeps for the next one (pinned staging) is reused;
-     a worker thread then builds the matrices (packing the caller's arrays into bits, or
-     reading files out of core) and runs oc_gram. Every library call is a ctypes call, so
+     a worker thread (_calls.py) then builds the matrices (packing the caller's arrays into
+     bits, or reading files out of core) and runs oc_gram. Every library call is a ctypes call, so
      the GIL is released while it works.
   3. The calling thread, when it is the main thread, waits in short steps so that Ctrl-C
      reaches it. On KeyboardInterrupt it sets a Python-side cancel flag, then calls
@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import _lib
+from ._calls import run_interruptible
 from ._context import Context, lease
 from ._options import c_path, c_text, gram_options, parse_gpu_mem, parse_host_mem, positive_int  # noqa: F401
 from .errors import CancelledError, InputError, check, from_status
@@ -42,7 +43,6 @@ _NUMPY_DTYPES = {
     _lib.OC_DTYPE_FLOAT32: np.dtype(np.float32),
 }
 _DENSE_INPUT_DTYPES = (np.dtype(np.bool_), np.dtype(np.uint8), np.dtype(np.int8))
-_WAIT_STEP_S = 0.05  # how quickly Ctrl-C is noticed and cancel is repeated
 
 
 # ---------------------------------------------------------------- inputs
@@ -426,29 +426,6 @@ class _Job:
         return result
 
 
-def _wait(job, done):
-    """Waits for the worker in short steps; turns Ctrl-C into a cancel of the job.
-
-    Returns whether Ctrl-C was pressed. It waits on an Event the worker sets when it has
-    returned, not on Thread.join: a KeyboardInterrupt inside join can mark a running thread
-    as stopped (CPython's bpo-45274 handling releases the lock the live thread holds), and
-    the context and the caller's buffers must outlive the library's use of them.
-    """
-    interrupted = False
-    while not done.is_set():
-        try:
-            if interrupted:
-                lib.oc_context_cancel(job.ctx)
-            done.wait(_WAIT_STEP_S)
-        except KeyboardInterrupt:
-            # A second Ctrl-C lands here too: the worker must still finish before its
-            # buffers can be released, and cancelling is what makes that prompt.
-            interrupted = True
-            job.cancel.set()
-            lib.oc_context_cancel(job.ctx)
-    return interrupted
-
-
 def gram(A: Matrix, B: Matrix | None = None, metric: Metric = "counts", topk: int | None = None,
          threshold: float | None = None, dtype: DTypeLike | None = None, backend: Backend | None = None,
          gpu_mem: GpuMem | None = None, threads: int | None = None, out: Path | np.ndarray | None = None,
@@ -589,21 +566,4 @@ def gram(A: Matrix, B: Matrix | None = None, metric: Metric = "counts", topk: in
 
     with lease(context) as ctx:
         job = _Job(ctx, opts, A, B, bits, out, progress, binarize, stats)
-        if threading.current_thread() is not threading.main_thread():
-            return job.run()  # signals reach the main thread only: nothing to listen for here
-        box, done = {}, threading.Event()
-
-        def work():
-            try:
-                box["result"] = job.run()
-            except BaseException as exc:
-                box["error"] = exc
-            finally:
-                done.set()
-
-        threading.Thread(target=work, name="outcore-gram", daemon=True).start()
-        if _wait(job, done):
-            raise KeyboardInterrupt
-        if "error" in box:
-            raise box.pop("error")
-        return box["result"]
+        return run_interruptible(job, job.run)

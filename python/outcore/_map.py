@@ -17,15 +17,13 @@ from __future__ import annotations
 
 import ctypes
 import os
-import threading
-import types
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from . import _lib
+from ._calls import run_on_context
 from ._context import lease
-from ._gram import _wait
 from ._options import c_path, c_text, parse_gpu_mem, parse_host_mem, threads_count
 from .errors import InputError, check, from_status
 
@@ -99,30 +97,6 @@ def _check_out_overlap(out, arrays, paths):
         if same:
             raise InputError(f"out maps the input file of '{name}' ({os.fsdecode(path)}): writing the result would "
                              "overwrite the input while it is read; pass a separate array (or out=None)")
-
-
-def _run_interruptible(ctx, fn):
-    """fn() in a worker thread while this thread, when it is the main one, waits for it in short
-    steps: Ctrl-C cancels the library's job, and KeyboardInterrupt is raised once fn has
-    returned (the caller's buffers must outlive the library's use of them)."""
-    if threading.current_thread() is not threading.main_thread():
-        return fn()  # signals reach the main thread only: nothing to listen for here
-    box, done = {}, threading.Event()
-
-    def work():
-        try:
-            box["result"] = fn()
-        except BaseException as exc:
-            box["error"] = exc
-        finally:
-            done.set()
-
-    threading.Thread(target=work, name="outcore-map", daemon=True).start()
-    if _wait(types.SimpleNamespace(ctx=ctx, cancel=threading.Event()), done):
-        raise KeyboardInterrupt
-    if "error" in box:
-        raise box.pop("error")
-    return box["result"]
 
 
 def _with_caret(message, expr):
@@ -280,7 +254,7 @@ def map(expr: str, out: Path | np.ndarray | None = None, *, dtype: DTypeLike | N
             stats = _lib.MapStats()
             if _is_path(out):
                 path = c_path("out", out)
-                _run_interruptible(ctx, lambda: check(lib.oc_map_run(ctx, handle, path, None, ctypes.byref(stats)), ctx))
+                run_on_context(ctx, lambda: check(lib.oc_map_run(ctx, handle, path, None, ctypes.byref(stats)), ctx))
                 return out
             result: np.ndarray
             if out is None:
@@ -292,7 +266,7 @@ def map(expr: str, out: Path | np.ndarray | None = None, *, dtype: DTypeLike | N
                     raise InputError(f"out: expected a writeable C-contiguous {rdt} array of shape {shape}")
                 _check_out_overlap(out, inputs, paths)
             buf = result.ctypes.data if result.size else ctypes.addressof(ctypes.c_int64())
-            _run_interruptible(ctx, lambda: check(lib.oc_map_run(ctx, handle, None, buf, ctypes.byref(stats)), ctx))
+            run_on_context(ctx, lambda: check(lib.oc_map_run(ctx, handle, None, buf, ctypes.byref(stats)), ctx))
             return result[()] if out is None and nd == 0 else result
         finally:
             lib.oc_map_free(handle)

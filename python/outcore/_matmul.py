@@ -18,7 +18,8 @@ import numpy as np
 
 from . import _gpu_arrays, _lib
 from ._context import lease
-from ._map import _check_out_overlap, _is_path, _run_interruptible
+from ._calls import run_on_context
+from ._map import _check_out_overlap, _is_path
 from ._options import _device_list, c_path, parse_backend, set_device_budgets, threads_count
 from .errors import InputError, check
 
@@ -260,6 +261,6 @@ def matmul(A: ArrayLike | Path, B: ArrayLike | Path | None = None, out: Path | n
             c.data = result.ctypes.data if result.size else None
             c.dtype, c.rows, c.cols = code.value, shape[0], shape[1]
             c.ld = result.strides[0] // result.itemsize if shape[0] > 1 else shape[1]
-        _run_interruptible(ctx, lambda: check(lib.oc_matmul(ctx, ctypes.byref(a), b_ptr, ctypes.byref(c),
+        run_on_context(ctx, lambda: check(lib.oc_matmul(ctx, ctypes.byref(a), b_ptr, ctypes.byref(c),
                                                             ctypes.byref(opts), ctypes.byref(stats)), ctx))
         return result

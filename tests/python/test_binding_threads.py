@@ -133,3 +133,44 @@ def test_other_threads_run_during_a_job(rng, caller):
         pytest.fail(f"a {n} x {m} job still took only {seconds:.3f} s")
     # Half the job leaves room for a loaded machine's scheduling delays.
     assert longest_gap < 0.5 * seconds, f"another thread stalled {longest_gap:.2f} s of a {seconds:.2f} s job"
+
+
+def test_main_thread_calls_share_one_worker_thread(rng):
+    # Every kind of call from the main thread runs on the same worker, which outlives a call
+    # that raised: gram, map, matmul, a refused product, then gram again.
+    a = rng.integers(0, 2, size=(20, 30), dtype=np.uint8)
+    x = rng.standard_normal((7, 5))
+    np.testing.assert_array_equal(outcore.gram(a, backend="cpu"), exact(a))
+    np.testing.assert_allclose(outcore.map("x * 2", backend="cpu", x=x), x * 2)
+    np.testing.assert_allclose(outcore.matmul(x, x.T, backend="cpu"), x @ x.T, rtol=1e-12, atol=1e-12)
+    with pytest.raises(outcore.InputError):
+        outcore.matmul(x, x, backend="cpu")  # 7 x 5 times 7 x 5: inner dimensions differ
+    np.testing.assert_array_equal(outcore.gram(a, backend="cpu"), exact(a))
+    workers = [t for t in threading.enumerate() if t.name == "outcore-calls"]
+    assert len(workers) == 1 and workers[0].daemon, [t.name for t in threading.enumerate()]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_starts_its_own_worker(rng):
+    # The parent's worker thread does not exist in a child: the child's first call must start
+    # its own rather than wait for a thread that is not there.
+    x = rng.standard_normal((6, 4))
+    outcore.matmul(x, x.T, backend="cpu")  # the parent's worker is running
+    pid = os.fork()
+    if pid == 0:  # the child: exit 0 only on the right product, within the parent's timeout
+        code = 1
+        try:
+            code = 0 if np.allclose(outcore.matmul(x, x.T, backend="cpu"), x @ x.T) else 2
+        finally:
+            os._exit(code)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        time.sleep(0.05)
+    else:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        pytest.fail("the forked child's call did not return within 60 s")
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status

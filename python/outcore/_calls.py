@@ -1,0 +1,102 @@
+"""Library calls made from the main thread, run on one worker thread so that Ctrl-C can cancel
+them.
+
+Python delivers signals to the main thread only, and only between bytecodes: a long library
+call made there would hold off Ctrl-C until it returned. So the main thread hands the call to
+a worker and waits for it in short steps (`wait`); Ctrl-C then cancels the library's job, and
+KeyboardInterrupt is raised once the call has returned (the caller's buffers must outlive the
+library's use of them). Calls from other threads run where they are: no signal reaches them.
+
+The worker is one daemon thread for the process, started by the first call and reused: a
+thread started per call cost about 0.1 ms on the 2-core VM, a third of a small product's call
+(bench/RESULTS.md, "Python calls on one worker thread"). A forked child starts its own.
+"""
+from __future__ import annotations
+
+import os
+import queue
+import threading
+import types
+
+from . import _lib
+
+_WAIT_STEP_S = 0.05  # how quickly Ctrl-C is noticed and cancel is repeated
+
+_lock = threading.Lock()
+_calls: queue.SimpleQueue | None = None
+_calls_pid = -1
+
+
+def _serve(calls):
+    while True:
+        fn, box, done = calls.get()
+        try:
+            box["result"] = fn()
+        except BaseException as exc:  # handed to the caller, SystemExit at exit included
+            box["error"] = exc
+        finally:
+            done.set()
+        del fn, box, done  # the call's buffers are the caller's again before the next wait
+
+
+def _forget_worker():
+    # A forked child has no worker thread (its first call starts one), and the lock may have
+    # been held by a thread the child does not have.
+    global _calls, _lock
+    _calls, _lock = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_worker)
+
+
+def _submit(fn, box, done):
+    global _calls, _calls_pid
+    with _lock:
+        if _calls is None or _calls_pid != os.getpid():
+            _calls, _calls_pid = queue.SimpleQueue(), os.getpid()
+            threading.Thread(target=_serve, args=(_calls,), name="outcore-calls", daemon=True).start()
+        _calls.put((fn, box, done))
+
+
+def wait(job, done):
+    """Waits for the worker in short steps; turns Ctrl-C into a cancel of the job (job.ctx, and
+    the Python-side flag job.cancel).
+
+    Returns whether Ctrl-C was pressed. It waits on an Event the worker sets when the call has
+    returned, not on a thread's join: a KeyboardInterrupt inside join can mark a running thread
+    as stopped (CPython's bpo-45274 handling releases the lock the live thread holds), and the
+    context and the caller's buffers must outlive the library's use of them.
+    """
+    interrupted = False
+    while not done.is_set():
+        try:
+            if interrupted:
+                _lib.lib.oc_context_cancel(job.ctx)
+            done.wait(_WAIT_STEP_S)
+        except KeyboardInterrupt:
+            # A second Ctrl-C lands here too: the call must still finish before its buffers
+            # can be released, and cancelling is what makes that prompt.
+            interrupted = True
+            job.cancel.set()
+            _lib.lib.oc_context_cancel(job.ctx)
+    return interrupted
+
+
+def run_interruptible(job, fn):
+    """fn() on the worker while this thread, when it is the main one, waits for it (`wait`);
+    job has the library context (ctx) and a cancel Event. Returns fn's result or raises its
+    exception; KeyboardInterrupt after Ctrl-C."""
+    if threading.current_thread() is not threading.main_thread():
+        return fn()  # signals reach the main thread only: nothing to listen for here
+    box, done = {}, threading.Event()
+    _submit(fn, box, done)
+    if wait(job, done):
+        raise KeyboardInterrupt
+    if "error" in box:
+        raise box.pop("error")
+    return box["result"]
+
+
+def run_on_context(ctx, fn):
+    """run_interruptible for a call whose job is the context alone."""
+    return run_interruptible(types.SimpleNamespace(ctx=ctx, cancel=threading.Event()), fn)
