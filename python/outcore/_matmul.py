@@ -11,7 +11,6 @@ host budget. See docs/matmul.md.
 from __future__ import annotations
 
 import ctypes
-import os
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -33,12 +32,20 @@ lib = _lib.lib
 _CODES = {name: i for i, name in enumerate(_lib.MATMUL_DTYPES)}
 
 
+_NAMES: dict = {}  # dtype -> _dtype_name's answer: numpy builds dtype.name in Python on each read
+
+
 def _dtype_name(dt):
     """The library's name of a numpy dtype (bfloat16 from ml_dtypes included), or None."""
     dt = np.dtype(dt)
-    if dt.byteorder not in ("=", "|"):
-        return None
-    return dt.name if dt.name in _CODES and dt.name != "default" else None
+    try:
+        return _NAMES[dt]
+    except KeyError:
+        pass
+    name = dt.name if dt.byteorder in ("=", "|") and dt.name in _CODES and dt.name != "default" else None
+    if len(_NAMES) < 64:  # the dtypes a program uses; structured ones could be endless
+        _NAMES[dt] = name
+    return name
 
 
 def _numpy_dtype(name):
