@@ -274,13 +274,20 @@ def text(raw):
     return raw.decode("utf-8", "replace") if raw else ""
 
 
+_NAMES: dict = {}  # a library function's name -> the names it gives
+
+
 def names(name_at):
-    """The list a C function name_at(i) gives, i = 0, 1, ... until NULL (oc_metric_name)."""
-    out, i = [], 0
-    while (raw := name_at(i)) is not None:
-        out.append(text(raw))
-        i += 1
-    return out
+    """The list a C function name_at(i) gives, i = 0, 1, ... until NULL (oc_metric_name): a
+    table the library fixes when it is built, read once a process."""
+    known = _NAMES.get(name_at.__name__)
+    if known is None:
+        out, i = [], 0
+        while (raw := name_at(i)) is not None:
+            out.append(text(raw))
+            i += 1
+        known = _NAMES[name_at.__name__] = tuple(out)
+    return list(known)
 
 
 def output_formats(results=~0):
