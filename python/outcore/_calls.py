@@ -8,8 +8,8 @@ KeyboardInterrupt is raised once the call has returned (the caller's buffers mus
 library's use of them). Calls from other threads run where they are: no signal reaches them.
 
 The worker is one daemon thread for the process, started by the first call and reused: a
-thread started per call cost about 0.1 ms on the 2-core VM, a third of a small product's call
-(bench/RESULTS.md, "Python calls on one worker thread"). A forked child starts its own.
+thread started per call cost 0.15-0.19 ms on the 2-core VM, about 40% of a small product's
+call (bench/RESULTS.md, "Python calls on one worker thread"). A forked child starts its own.
 """
 from __future__ import annotations
 
@@ -24,7 +24,6 @@ _WAIT_STEP_S = 0.05  # how quickly Ctrl-C is noticed and cancel is repeated
 
 _lock = threading.Lock()
 _calls: queue.SimpleQueue | None = None
-_calls_pid = -1
 
 
 def _serve(calls):
@@ -50,10 +49,10 @@ os.register_at_fork(after_in_child=_forget_worker)
 
 
 def _submit(fn, box, done):
-    global _calls, _calls_pid
+    global _calls
     with _lock:
-        if _calls is None or _calls_pid != os.getpid():
-            _calls, _calls_pid = queue.SimpleQueue(), os.getpid()
+        if _calls is None:
+            _calls = queue.SimpleQueue()
             threading.Thread(target=_serve, args=(_calls,), name="outcore-calls", daemon=True).start()
         _calls.put((fn, box, done))
 

@@ -6,8 +6,8 @@ How a call runs:
      Context, else the module's default one, else a fresh one while the default is busy in
      another thread), so the set-up a job keeps for the next one (pinned staging) is reused;
      a worker thread (_calls.py) then builds the matrices (packing the caller's arrays into
-     bits, or reading files out of core) and runs oc_gram. Every library call is a ctypes call, so
-     the GIL is released while it works.
+     bits, or reading files out of core) and runs oc_gram. Every library call is a ctypes
+     call, so the GIL is released while it works.
   3. The calling thread, when it is the main thread, waits in short steps so that Ctrl-C
      reaches it. On KeyboardInterrupt it sets a Python-side cancel flag, then calls
      oc_context_cancel again at every wait step until the worker has returned: oc_gram clears

@@ -32,19 +32,19 @@ lib = _lib.lib
 _CODES = {name: i for i, name in enumerate(_lib.MATMUL_DTYPES)}
 
 
-_NAMES: dict = {}  # dtype -> _dtype_name's answer: numpy builds dtype.name in Python on each read
+_DTYPE_NAMES: dict = {}  # dtype -> _dtype_name's answer (numpy builds dtype.name on each read)
 
 
 def _dtype_name(dt):
     """The library's name of a numpy dtype (bfloat16 from ml_dtypes included), or None."""
     dt = np.dtype(dt)
     try:
-        return _NAMES[dt]
+        return _DTYPE_NAMES[dt]
     except KeyError:
         pass
     name = dt.name if dt.byteorder in ("=", "|") and dt.name in _CODES and dt.name != "default" else None
-    if len(_NAMES) < 64:  # the dtypes a program uses; structured ones could be endless
-        _NAMES[dt] = name
+    if len(_DTYPE_NAMES) < 64:  # the dtypes a program uses; structured ones could be endless
+        _DTYPE_NAMES[dt] = name
     return name
 
 
@@ -269,5 +269,5 @@ def matmul(A: ArrayLike | Path, B: ArrayLike | Path | None = None, out: Path | n
             c.dtype, c.rows, c.cols = code.value, shape[0], shape[1]
             c.ld = result.strides[0] // result.itemsize if shape[0] > 1 else shape[1]
         run_on_context(ctx, lambda: check(lib.oc_matmul(ctx, ctypes.byref(a), b_ptr, ctypes.byref(c),
-                                                            ctypes.byref(opts), ctypes.byref(stats)), ctx))
+                                                        ctypes.byref(opts), ctypes.byref(stats)), ctx))
         return result

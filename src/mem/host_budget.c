@@ -2,9 +2,10 @@
 
 #include <pthread.h>
 #include <stdio.h>
-#include <time.h>
 #include <sys/resource.h>
 #include <unistd.h>
+
+#include "core/threads.h"
 
 /* The value of a "Key: N kB" line of a /proc file in bytes, or -1. */
 static int64_t proc_kb_line(const char *path, const char *key)
@@ -28,13 +29,6 @@ int64_t oc_host_mem_available(void)
     return pages > 0 && page > 0 ? (int64_t)pages * page : 0;
 }
 
-static double seconds_now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 /* The memory available, read at most AVAILABLE_FRESH seconds ago: the kernel formats the
  * whole of /proc/meminfo for it, a visible part of a product of a few milliseconds on device
  * arrays (bench/RESULTS.md, "What a resident call reads of /proc"), while what other
@@ -47,7 +41,7 @@ static int64_t available_bytes;
 int64_t oc_host_budget_resolve(int64_t requested)
 {
     if (requested > 0) return requested;
-    const double now = seconds_now();
+    const double now = oc_now();
     pthread_mutex_lock(&available_lock);
     if (available_at < 0 || now - available_at > AVAILABLE_FRESH) {
         available_bytes = oc_host_mem_available();

@@ -4,9 +4,9 @@
  * The rule, written once: a budget the caller gives (bytes > 0) is used as it is; 0 means
  * OC_HOST_MEM_DEFAULT_PERCENT of the memory available when the read or the job starts
  * (MemAvailable in /proc/meminfo, which counts reclaimable page cache; where that file is
- * missing, the free pages sysconf reports; read at most a tenth of a second before). An input matrix stays resident when its packed
- * bits take at most half the budget; a larger one is file-backed and read in panels, and
- * the job's panels take what the budget leaves.
+ * missing, the free pages sysconf reports; read at most a tenth of a second before). An
+ * input matrix stays resident when its packed bits take at most half the budget; a larger
+ * one is file-backed and read in panels, and the job's panels take what the budget leaves.
  */
 #ifndef OC_MEM_HOST_BUDGET_H
 #define OC_MEM_HOST_BUDGET_H
