@@ -550,8 +550,41 @@ static void test_gpu_memory_refused(void)
     oc_context_free(ctx);
 }
 
+static void cancel_at_first_report(void *user, double done, double total)
+{
+    (void)done, (void)total;
+    oc_context_cancel((oc_context *)user);
+}
+
+/* A job starts clean: a product cancelled from its progress callback returns
+ * OC_ERR_CANCELLED, and the next product on the same context runs (its cancel flag and
+ * error cleared); a cancel made between jobs is not the next job's. */
+static void test_cancel_then_again(void)
+{
+    oc_context *ctx = NULL;
+    CHECK(oc_context_create(&ctx) == OC_OK);
+    double a[4] = {1, 2, 3, 4}, c[4] = {0};
+    oc_matmul_array A = mem(OC_MATMUL_FLOAT64, a, 2, 2), C = mem(OC_MATMUL_FLOAT64, c, 2, 2);
+    oc_matmul_options o = OC_MATMUL_OPTIONS_INIT;
+    o.backend = OC_BACKEND_CPU;
+    o.progress = cancel_at_first_report;
+    o.progress_user = ctx;
+    CHECK(oc_matmul(ctx, &A, &A, &C, &o, NULL) == OC_ERR_CANCELLED);
+    o.progress = NULL;
+    CHECK_MSG(oc_matmul(ctx, &A, &A, &C, &o, NULL) == OC_OK, "after a cancelled job: %s", oc_context_last_error(ctx));
+    CHECK(c[0] == 7 && c[1] == 10 && c[2] == 15 && c[3] == 22);
+    oc_context_cancel(ctx);
+    int64_t rows = 0;
+    CHECK(oc_matmul_result(ctx, &A, &A, &o, NULL, &rows, NULL) == OC_OK && rows == 2);
+    oc_context_cancel(ctx);
+    c[0] = 0;
+    CHECK(oc_matmul(ctx, &A, &A, &C, &o, NULL) == OC_OK && c[0] == 7);
+    oc_context_free(ctx);
+}
+
 int main(void)
 {
+    test_cancel_then_again();
     test_dtypes_and_transposes();
     test_budgets();
     test_symmetric();

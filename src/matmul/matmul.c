@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/context.h"
 #include "core/error.h"
 #include "core/text_buf.h"
 #include "core/threads.h"
@@ -261,6 +262,8 @@ static void setup_close(mm_setup *s)
 oc_status oc_matmul_result(oc_context *ctx, const oc_matmul_array *a, const oc_matmul_array *b,
                            const oc_matmul_options *opts, oc_matmul_dtype *dtype, int64_t *rows, int64_t *cols)
 {
+    if (!ctx) return OC_ERR_INVALID_ARGUMENT;
+    oc_context_begin_job(ctx);
     mm_setup s;
     oc_status st = setup(ctx, a, b, opts, &s);
     if (st == OC_OK) {
@@ -352,6 +355,9 @@ static void fill_stats(const mm_setup *s, const oc_mm_io *io, const oc_mm_backen
 oc_status oc_matmul(oc_context *ctx, const oc_matmul_array *a, const oc_matmul_array *b, const oc_matmul_array *c,
                     const oc_matmul_options *opts, oc_matmul_stats *stats)
 {
+    if (!ctx) return OC_ERR_INVALID_ARGUMENT;
+    /* The last job's error, cancel flag and fault counts are not this one's. */
+    oc_context_begin_job(ctx);
     const double start = oc_now();
     double t = start;
     mm_setup s;
@@ -391,6 +397,8 @@ oc_status oc_matmul(oc_context *ctx, const oc_matmul_array *a, const oc_matmul_a
 oc_status oc_matmul_plan(oc_context *ctx, const oc_matmul_array *a, const oc_matmul_array *b, const oc_matmul_array *c,
                          const oc_matmul_options *opts, int json, int explain, char **text)
 {
+    if (!ctx) return OC_ERR_INVALID_ARGUMENT;
+    oc_context_begin_job(ctx);
     if (!text) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "text is NULL");
     *text = NULL;
     mm_setup s;

@@ -1,7 +1,9 @@
-"""outcore gram when writing fails: every write-side system call of every writer fails once.
+"""outcore gram and matmul when writing fails: every write-side system call of every writer
+fails once.
 
-For each output (dense .npy, top-k .npz/.tsv, threshold .npz/.mtx/.tsv, and threshold jobs
-whose pairs spill to the temporary file) and each kind of call (OUTCORE_FAULT_OPEN, _WRITE,
+For each output (gram's dense .npy, top-k .npz/.tsv, threshold .npz/.mtx/.tsv, and threshold
+jobs whose pairs spill to the temporary file; matmul's .npy of A·Bᵀ and of A·Aᵀ) and each kind
+of call (OUTCORE_FAULT_OPEN, _WRITE,
 _TRUNCATE, _MMAP, _FSYNC, _RENAME), the k-th call fails for k = 1, 2, ... until the job
 succeeds. Every failed run must exit 1 with one line on stderr that names the file and the
 cause, and leave nothing in the output directory (which is also TMPDIR, where the spill file
@@ -33,6 +35,8 @@ CASES = [
     ("threshold-tsv", "pairs.tsv", ["--threshold", 0.25, "--metric", "jaccard"], False),
     ("threshold-npz-spilled", "pairs.npz", ["--threshold", 0.25, "--metric", "jaccard"], True),
     ("threshold-tsv-spilled", "pairs.tsv", ["--threshold", 0.25, "--metric", "jaccard"], True),
+    ("matmul", "C.npy", ["--transpose-b"], False),
+    ("matmul-gram", "C.npy", ["--gram"], False),
 ]
 
 def read_output(path):
@@ -59,6 +63,7 @@ class Job:
         self.outdir.mkdir()
         rng = np.random.default_rng(7)
         np.save(self.indir / "A.npy", (rng.random((150, 64)) < 0.3).astype(np.uint8))
+        np.save(self.indir / "F.npy", rng.standard_normal((150, 64)))
         self.output = self.outdir / self.file
         self.backend = backend
         self.env = {"TMPDIR": str(self.outdir)}
@@ -66,8 +71,13 @@ class Job:
             self.env["OUTCORE_PAIRS_BUFFER"] = "1"
         # --tile: several row blocks on the CPU, so that several chunks spill
         tile = ["--tile", 48] if backend == "cpu" else []
-        self.args = ["gram", self.indir / "A.npy", *self.options, "--backend", backend, "--threads", 1, *tile,
-                     "-o", self.output, "-q"]
+        if self.name.startswith("matmul"):
+            b = [] if "--gram" in self.options else [self.indir / "F.npy"]
+            self.args = ["matmul", self.indir / "F.npy", *b, *self.options, "--backend", backend, "--threads", 1,
+                         *tile, "-o", self.output, "-q"]
+        else:
+            self.args = ["gram", self.indir / "A.npy", *self.options, "--backend", backend, "--threads", 1, *tile,
+                         "-o", self.output, "-q"]
 
     def run(self, **faults):
         env = dict(self.env)
