@@ -506,6 +506,55 @@ static void test_gpu_defaults(void)
     CHECK(oc_cost_gpu_default_bit_macs(0, &k0) == 0 && k0[0] == '\0');
 }
 
+static double count_and_give(void *arg)
+{
+    int *calls = arg;
+    ++*calls;
+    return 2.5e10;
+}
+
+/* A named figure is measured once and stored; the process then keeps it (a matmul with the
+ * auto backend asks its BLAS's rate at every call): the file is read no more, so the figure
+ * stays when the file goes, until oc_cost_rates_reset. Another cache path has figures of
+ * its own. */
+static void test_figures_kept(void)
+{
+    if (!oc_test_tmp_create("oc_cost_figures")) return;
+    const char *path = oc_test_tmp_path("rates.txt");
+    setenv("OUTCORE_COST_CACHE", path, 1);
+    oc_cost_rates_reset();
+    int calls = 0;
+    CHECK(oc_cost_figure(0, OC_COST_GEMM_FIGURE "test_a.f64", "test figure", count_and_give, &calls) == 2.5e10 &&
+          calls == 1);
+    CHECK(oc_cost_figure(0, OC_COST_GEMM_FIGURE "test_a.f64", "test figure", count_and_give, &calls) == 2.5e10 &&
+          calls == 1);
+    size_t len = 0;
+    char *text = (char *)oc_test_read_file(path, &len);
+    CHECK_MSG(text && strstr(text, "\n" OC_COST_GEMM_FIGURE "test_a.f64 2.5e+10"), "the cache: %s",
+              text ? text : "(none)");
+    free(text);
+    CHECK(remove(path) == 0);
+    CHECK(oc_cost_figure(0, OC_COST_GEMM_FIGURE "test_a.f64", "test figure", count_and_give, &calls) == 2.5e10 &&
+          calls == 1);
+    CHECK(oc_cost_figure(0, OC_COST_GEMM_FIGURE "test_b.f64", "test figure", count_and_give, &calls) == 2.5e10 &&
+          calls == 2);
+    /* Another cache: measured there again. */
+    const char *other = oc_test_tmp_path("other.txt");
+    setenv("OUTCORE_COST_CACHE", other, 1);
+    CHECK(oc_cost_figure(0, OC_COST_GEMM_FIGURE "test_a.f64", "test figure", count_and_give, &calls) == 2.5e10 &&
+          calls == 3);
+    /* After a reset the file is read again: b, stored there when it was measured, is found
+     * without measuring; a, whose file went before b's was written, is measured again. */
+    setenv("OUTCORE_COST_CACHE", path, 1);
+    oc_cost_rates_reset();
+    double v = oc_cost_figure(0, OC_COST_GEMM_FIGURE "test_b.f64", "test figure", count_and_give, &calls);
+    CHECK_MSG(v == 2.5e10 && calls == 3, "%g, measured %d times", v, calls);
+    CHECK(oc_cost_figure(0, OC_COST_GEMM_FIGURE "test_a.f64", "test figure", count_and_give, &calls) == 2.5e10 &&
+          calls == 4);
+    restore_cache_env();
+    oc_test_tmp_remove();
+}
+
 int main(void)
 {
     oc_context *ctx = NULL;
@@ -522,6 +571,7 @@ int main(void)
     test_cpu_before_gpu_start(ctx);
     test_fixed_costs(ctx);
     test_gpu_defaults();
+    test_figures_kept();
     oc_context_free(ctx);
     return oc_test_finish();
 }

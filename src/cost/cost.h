@@ -260,10 +260,13 @@ void oc_cost_rates_get(oc_context *ctx, int measure, int gpu, oc_cost_rates *out
 int oc_cost_rates_store(const oc_cost_rates *r);
 
 /* A named figure (oc_cost_cache_value) of this machine's host section (gpus 0) or of its GPUs'
- * section (gpus 1: their names and driver in the key): the one in the rate cache, else
- * measure(arg) now, stored there under the cache's lock for later processes (a machine's first
- * use; OUTCORE_TRACE prints it as `outcore cost: what`). 0 with the cache off, which measures
- * nothing as the other first-use measurements, or when the measurement gives 0. */
+ * section (gpus 1: their names and driver in the key): the one this process found or measured
+ * before, else the one in the rate cache, else measure(arg) now, stored there under the
+ * cache's lock for later processes (a machine's first use; OUTCORE_TRACE prints it as
+ * `outcore cost: what`). The process keeps a figure once found, as it keeps the rates, until
+ * oc_cost_rates_reset: the file is read once per figure, not at every call. 0 with the cache
+ * off, which measures nothing as the other first-use measurements, or when the measurement
+ * gives 0. */
 double oc_cost_figure(int gpus, const char *name, const char *what, double (*measure)(void *arg), void *arg);
 
 /* Forgets the rates read by oc_cost_rates_get (tests change OUTCORE_COST_CACHE between cases). */

@@ -21,10 +21,26 @@ static oc_cost_rates rates_cached;
 static char host_key[1400], gpu_key[2500];
 static int gpu_jobs_run;
 
+/* The named figures (oc_cost_figure) this process has found or measured, under rates_lock:
+ * a figure is read from the cache file once, as the rates are, not at every job that asks
+ * (a matmul with the auto backend asks its BLAS's rate at each call, and reading the file
+ * cost more than a small product). Replaced round robin when full; a section's figure is
+ * told apart from another's with the same name by `gpus` and the cache's path. */
+#define FIGURES_KEPT 32
+typedef struct figure {
+    int gpus;
+    char name[96];
+    unsigned long long path_hash;
+    double value;
+} figure;
+static figure figures[FIGURES_KEPT];
+static int nfigures, figures_next;
+
 void oc_cost_rates_reset(void)
 {
     pthread_mutex_lock(&rates_lock);
     host_loaded = gpu_loaded = 0;
+    nfigures = figures_next = 0;
     pthread_mutex_unlock(&rates_lock);
 }
 
@@ -100,12 +116,51 @@ static int section_of(int gpu, char *path, size_t path_size, char *key, size_t k
     return 1;
 }
 
+/* FNV-1a of s. */
+static unsigned long long hash_of(const char *s)
+{
+    unsigned long long h = 1469598103934665603ULL;
+    for (; *s; ++s) h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return h;
+}
+
+/* The value this process keeps for figure (gpus, name) of the cache at path_hash, 0 if none. */
+static double figure_kept(int gpus, const char *name, unsigned long long path_hash)
+{
+    double v = 0;
+    pthread_mutex_lock(&rates_lock);
+    for (int i = 0; i < nfigures && v == 0; ++i)
+        if (figures[i].gpus == gpus && figures[i].path_hash == path_hash && strcmp(figures[i].name, name) == 0)
+            v = figures[i].value;
+    pthread_mutex_unlock(&rates_lock);
+    return v;
+}
+
+static void figure_keep(int gpus, const char *name, unsigned long long path_hash, double value)
+{
+    if (!(value > 0) || strlen(name) >= sizeof figures[0].name) return;
+    pthread_mutex_lock(&rates_lock);
+    int at = nfigures;
+    if (nfigures < FIGURES_KEPT) nfigures++;
+    else at = figures_next, figures_next = (figures_next + 1) % FIGURES_KEPT;
+    figure *f = &figures[at];
+    *f = (figure){.gpus = gpus, .path_hash = path_hash, .value = value};
+    snprintf(f->name, sizeof f->name, "%s", name);
+    pthread_mutex_unlock(&rates_lock);
+}
+
 double oc_cost_figure(int gpus, const char *name, const char *what, double (*measure)(void *arg), void *arg)
 {
     char path[4096], key[sizeof gpu_key > sizeof host_key ? sizeof gpu_key : sizeof host_key];
     if (!section_of(gpus, path, sizeof path, key, sizeof key)) return 0;
-    double value = oc_cost_cache_value(path, key, name);
+    const unsigned long long path_hash = hash_of(path);
+    double value = figure_kept(gpus, name, path_hash);
     if (value > 0) return value;
+    value = oc_cost_cache_value(path, key, name);
+    if (value > 0) {
+        figure_keep(gpus, name, path_hash, value);
+        return value;
+    }
     double t = oc_now();
     value = measure(arg);
     oc_trace_phase(&t, "cost", what);
@@ -114,6 +169,7 @@ double oc_cost_figure(int gpus, const char *name, const char *what, double (*mea
         (void)oc_cost_cache_store_value(path, key, name, value);
         oc_cost_cache_unlock(lock);
     }
+    figure_keep(gpus, name, path_hash, value);
     return value;
 }
 
