@@ -10,13 +10,18 @@ library's use of them). Calls from other threads run where they are: no signal r
 The worker is one daemon thread for the process, started by the first call and reused: a
 thread started per call cost 0.15-0.19 ms on the 2-core VM, about 40% of a small product's
 call (bench/RESULTS.md, "Python calls on one worker thread"). A forked child starts its own.
+
+A call its caller knows to be short (`short=True`: a product of a few million multiply-adds
+on arrays in memory) runs where it is, on the main thread too: handing it to the worker and
+back cost more than its work, and a Ctrl-C pressed during it is raised when it returns, as
+numpy's own calls do.
 """
 from __future__ import annotations
 
+import _thread
 import os
 import queue
 import threading
-import types
 
 from . import _lib
 
@@ -34,7 +39,8 @@ def _serve(calls):
         except BaseException as exc:  # handed to the caller, SystemExit at exit included
             box["error"] = exc
         finally:
-            done.set()
+            box["done"] = True  # before the release: a waiter woken by a signal reads this
+            done.release()
         del fn, box, done  # the call's buffers are the caller's again before the next wait
 
 
@@ -57,27 +63,31 @@ def _submit(fn, box, done):
         _calls.put((fn, box, done))
 
 
-def wait(job, done):
-    """Waits for the worker in short steps; turns Ctrl-C into a cancel of the job (job.ctx, and
-    the Python-side flag job.cancel).
+def wait(ctx, cancel, box, done):
+    """Waits for the worker in short steps; turns Ctrl-C into a cancel of the job (the library
+    context ctx, and the Python-side flag cancel, an Event or None).
 
-    Returns whether Ctrl-C was pressed. It waits on an Event the worker sets when the call has
-    returned, not on a thread's join: a KeyboardInterrupt inside join can mark a running thread
-    as stopped (CPython's bpo-45274 handling releases the lock the live thread holds), and the
-    context and the caller's buffers must outlive the library's use of them.
+    Returns whether Ctrl-C was pressed. done is a lock taken before the call was handed over,
+    which the worker releases when the call has returned, after setting box["done"]: the loop
+    ends on that key, since a KeyboardInterrupt may be raised just after an acquire that
+    succeeded. It waits on the lock, not on a thread's join: a KeyboardInterrupt inside join
+    can mark a running thread as stopped (CPython's bpo-45274 handling releases the lock the
+    live thread holds), and the context and the caller's buffers must outlive the library's
+    use of them.
     """
     interrupted = False
-    while not done.is_set():
+    while "done" not in box:
         try:
             if interrupted:
-                _lib.lib.oc_context_cancel(job.ctx)
-            done.wait(_WAIT_STEP_S)
+                _lib.lib.oc_context_cancel(ctx)
+            done.acquire(timeout=_WAIT_STEP_S)
         except KeyboardInterrupt:
             # A second Ctrl-C lands here too: the call must still finish before its buffers
             # can be released, and cancelling is what makes that prompt.
             interrupted = True
-            job.cancel.set()
-            _lib.lib.oc_context_cancel(job.ctx)
+            if cancel is not None:
+                cancel.set()
+            _lib.lib.oc_context_cancel(ctx)
     return interrupted
 
 
@@ -85,17 +95,23 @@ def run_interruptible(job, fn):
     """fn() on the worker while this thread, when it is the main one, waits for it (`wait`);
     job has the library context (ctx) and a cancel Event. Returns fn's result or raises its
     exception; KeyboardInterrupt after Ctrl-C."""
-    if threading.current_thread() is not threading.main_thread():
-        return fn()  # signals reach the main thread only: nothing to listen for here
-    box, done = {}, threading.Event()
+    return _run(job.ctx, job.cancel, fn, False)
+
+
+def run_on_context(ctx, fn, short=False):
+    """run_interruptible for a call whose job is the context alone; short: a call known to be
+    short runs where it is (the module's docstring)."""
+    return _run(ctx, None, fn, short)
+
+
+def _run(ctx, cancel, fn, short):
+    if short or threading.current_thread() is not threading.main_thread():
+        return fn()  # short, or no signal to listen for: signals reach the main thread only
+    box, done = {}, _thread.allocate_lock()
+    done.acquire()
     _submit(fn, box, done)
-    if wait(job, done):
+    if wait(ctx, cancel, box, done):
         raise KeyboardInterrupt
     if "error" in box:
         raise box.pop("error")
     return box["result"]
-
-
-def run_on_context(ctx, fn):
-    """run_interruptible for a call whose job is the context alone."""
-    return run_interruptible(types.SimpleNamespace(ctx=ctx, cancel=threading.Event()), fn)

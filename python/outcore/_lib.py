@@ -82,15 +82,24 @@ pairs_fn = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, c_int64_p, c_int64_p,
 class _Defaults(ctypes.Structure):
     """A struct of outcore.h whose ..._INIT macro gives its defaults: an instance starts from
     the library's own values (oc_struct_defaults), never from a copy of them here, and a
-    layout out of step with the library's sizeof is refused at once."""
+    layout out of step with the library's sizeof is refused at once. The library is asked
+    once a class; later instances are copies of that first answer's bytes (an instance per
+    argument of every call: asking each time cost a few microseconds apiece)."""
 
     _c_name: str  # the struct's C name, set by each subclass
 
+    def __new__(cls, *args, **fields):  # the arguments are __init__'s
+        template = cls.__dict__.get("_template")
+        if template is None:
+            first = super().__new__(cls)
+            if lib.oc_struct_defaults(cls._c_name.encode(), ctypes.byref(first), ctypes.sizeof(cls)) != OC_OK:
+                raise ImportError(f"{cls._c_name}: this binding's layout ({ctypes.sizeof(cls)} bytes) does not match "
+                                  f"the library it loaded ({library_path}); install the binding and library of one "
+                                  "build")
+            template = cls._template = bytes(first)
+        return cls.from_buffer_copy(template)
+
     def __init__(self, **fields):
-        super().__init__()
-        if lib.oc_struct_defaults(self._c_name.encode(), ctypes.byref(self), ctypes.sizeof(self)) != OC_OK:
-            raise ImportError(f"{self._c_name}: this binding's layout ({ctypes.sizeof(self)} bytes) does not match "
-                              f"the library it loaded ({library_path}); install the binding and library of one build")
         for name, value in fields.items():
             setattr(self, name, value)
 

@@ -31,6 +31,12 @@ if TYPE_CHECKING:
 lib = _lib.lib
 _CODES = {name: i for i, name in enumerate(_lib.MATMUL_DTYPES)}
 
+# Products of at most this many multiply-adds, of arrays in memory, are short: they run on the
+# calling thread (_calls.py). On the host, under a millisecond with a BLAS and a few tens
+# without one; on a GPU, about a millisecond in float64 on an H200.
+_SHORT_HOST = 1 << 24
+_SHORT_GPU = 1 << 33
+
 
 _DTYPE_NAMES: dict = {}  # dtype -> _dtype_name's answer (numpy builds dtype.name on each read)
 
@@ -268,6 +274,9 @@ def matmul(A: ArrayLike | Path, B: ArrayLike | Path | None = None, out: Path | n
             c.data = result.ctypes.data if result.size else None
             c.dtype, c.rows, c.cols = code.value, shape[0], shape[1]
             c.ld = result.strides[0] // result.itemsize if shape[0] > 1 else shape[1]
+        depth = a.rows if opts.transpose_a else a.cols
+        in_memory = not (paths or resume or _is_path(out))
+        short = in_memory and shape[0] * shape[1] * depth <= (_SHORT_GPU if gpus else _SHORT_HOST)
         run_on_context(ctx, lambda: check(lib.oc_matmul(ctx, ctypes.byref(a), b_ptr, ctypes.byref(c),
-                                                        ctypes.byref(opts), ctypes.byref(stats)), ctx))
+                                                        ctypes.byref(opts), ctypes.byref(stats)), ctx), short)
         return result

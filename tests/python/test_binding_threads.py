@@ -135,14 +135,21 @@ def test_other_threads_run_during_a_job(rng, caller):
     assert longest_gap < 0.5 * seconds, f"another thread stalled {longest_gap:.2f} s of a {seconds:.2f} s job"
 
 
+def long_product_operand(rng):
+    # A product over outcore._matmul._SHORT_HOST multiply-adds, which the worker runs.
+    n = int(round(outcore._matmul._SHORT_HOST ** (1 / 3))) + 8
+    return rng.standard_normal((n, n))
+
+
 def test_main_thread_calls_share_one_worker_thread(rng):
     # Every kind of call from the main thread runs on the same worker, which outlives a call
     # that raised: gram, map, matmul, a refused product, then gram again.
     a = rng.integers(0, 2, size=(20, 30), dtype=np.uint8)
     x = rng.standard_normal((7, 5))
+    big = long_product_operand(rng)
     np.testing.assert_array_equal(outcore.gram(a, backend="cpu"), exact(a))
     np.testing.assert_allclose(outcore.map("x * 2", backend="cpu", x=x), x * 2)
-    np.testing.assert_allclose(outcore.matmul(x, x.T, backend="cpu"), x @ x.T, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(outcore.matmul(big, big.T, backend="cpu"), big @ big.T, rtol=1e-9, atol=1e-9)
     with pytest.raises(outcore.InputError):
         outcore.matmul(x, x, backend="cpu")  # 7 x 5 times 7 x 5: inner dimensions differ
     np.testing.assert_array_equal(outcore.gram(a, backend="cpu"), exact(a))
@@ -154,8 +161,9 @@ def test_main_thread_calls_share_one_worker_thread(rng):
 def test_a_forked_child_starts_its_own_worker(rng):
     # The parent's worker thread does not exist in a child: the child's first call must start
     # its own rather than wait for a thread that is not there.
-    x = rng.standard_normal((6, 4))
+    x = long_product_operand(rng)
     outcore.matmul(x, x.T, backend="cpu")  # the parent's worker is running
+    assert [t for t in threading.enumerate() if t.name == "outcore-calls"]
     pid = os.fork()
     if pid == 0:  # the child: exit 0 only on the right product, within the parent's timeout
         code = 1
@@ -174,3 +182,25 @@ def test_a_forked_child_starts_its_own_worker(rng):
         os.waitpid(pid, 0)
         pytest.fail("the forked child's call did not return within 60 s")
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+
+
+def test_a_short_product_runs_on_the_calling_thread(rng, monkeypatch):
+    # A product of at most _SHORT_HOST multiply-adds of arrays in memory is not handed to the
+    # worker, from the main thread too; a longer one, or one written to a file, is.
+    handed = []
+
+    def submit(fn, box, done):
+        handed.append(fn)
+        real_submit(fn, box, done)
+
+    real_submit = outcore._calls._submit
+    monkeypatch.setattr(outcore._calls, "_submit", submit)
+    n = int(outcore._matmul._SHORT_HOST ** (1 / 3))
+    x = rng.standard_normal((n, n))
+    np.testing.assert_allclose(outcore.matmul(x, x, backend="cpu"), x @ x, rtol=1e-9, atol=1e-9)
+    with pytest.raises(outcore.InputError):
+        outcore.matmul(x, x[:3], backend="cpu")  # refused on the calling thread as well
+    assert handed == []
+    big = long_product_operand(rng)
+    np.testing.assert_allclose(outcore.matmul(big, big, backend="cpu"), big @ big, rtol=1e-9, atol=1e-9)
+    assert len(handed) == 1
