@@ -108,9 +108,9 @@ static char *describe_options(const oc_matmul_options *o)
     char line[512];
     snprintf(line, sizeof line,
              "--backend %s --host-mem %" PRId64 " --gpu-mem %" PRId64 " --gpu-mem-fraction %g --tile %" PRId64
-             " --devices %s --device %d",
+             " --devices %s --device %d --threads %d",
              oc_backend_name(o->backend), o->host_mem_bytes, o->gpu_mem_bytes, o->gpu_mem_fraction, o->tile,
-             o->devices && *o->devices ? o->devices : "-", o->device);
+             o->devices && *o->devices ? o->devices : "-", o->device, oc_threads_resolve(o->threads));
     return strdup(line);
 }
 

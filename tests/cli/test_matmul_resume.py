@@ -129,6 +129,29 @@ def test_changed_option_refused(mats, change, expect):
     assert leftovers(d, d / "C.npy") == []
 
 
+@pytest.mark.parametrize("a,b,refused", [("A64.npy", "B64.npy", True), ("A8.npy", "B8.npy", False)],
+                         ids=["float64", "int8"])
+def test_changed_thread_count(mats, a, b, refused):
+    """A BLAS's float result may change with its thread count, so a float product resumed on
+    another --threads is refused naming it; int8 (exact) resumes on any and gives the bytes
+    of an uninterrupted run on the first count."""
+    d = mats
+    base = [d / a, d / b, "--backend", "cpu", "--host-mem", "300K", "-o", d / "C.npy", "-q"]
+    ref = d / "ref.npy"
+    run("matmul", d / a, d / b, "--backend", "cpu", "--host-mem", "300K", "--threads", "2", "-o", ref, "-q")
+    killed_once(d, base + ["--threads", "2"])
+    proc = run("matmul", *base, "--threads", "1", "--resume", check=False)
+    if refused:
+        assert proc.returncode == 2, proc.stderr
+        assert "--threads 2, this run with --threads 1" in proc.stderr and len(proc.stderr.splitlines()) == 1
+        assert not (d / "C.npy").exists()
+        run("matmul", *base, "--threads", "2", "--resume")
+    else:
+        assert proc.returncode == 0, proc.stderr
+    assert (d / "C.npy").read_bytes() == ref.read_bytes()
+    assert leftovers(d, d / "C.npy") == []
+
+
 def test_resume_without_journal_runs_from_start(mats):
     d = mats
     args = [d / "A32.npy", d / "B32.npy", "--backend", "cpu", "--host-mem", "150K", "-q"]

@@ -230,8 +230,14 @@ static oc_status cpu_run(oc_matmul_job *job)
     int64_t a_key = -1;
     oc_status st = OC_OK;
     if (job->plan_tiles) {
+        /* A BLAS's float result may change with its thread count (OpenBLAS's does): then the
+         * count is part of the plan a resumed run must repeat. int8 (exact in float64) and the
+         * reference loops (each element summed in k order) give the same bytes on any. */
         char how[160];
-        snprintf(how, sizeof how, "cpu/%s %s", p.blas.name, oc_mm_cpu_kind_text(&p));
+        if (p.blas.sgemm && job->in_type != OC_MM_INT8)
+            snprintf(how, sizeof how, "cpu/%s %s, %d thread%s", p.blas.name, oc_mm_cpu_kind_text(&p), p.threads,
+                     p.threads == 1 ? "" : "s");
+        else snprintf(how, sizeof how, "cpu/%s %s", p.blas.name, oc_mm_cpu_kind_text(&p));
         st = job->plan_tiles(job, p.tm, p.tn, p.kp, how);
     }
     for (int64_t ti = 0; ti < p.tiles_m && st == OC_OK; ti++)
