@@ -158,6 +158,8 @@ def lease(context):
     """The library handle for one call: context's, waiting while another thread uses it; or,
     with context None, the default one's, else a fresh one's when the default is busy."""
     if context is not None:
+        if not isinstance(context, Context):
+            raise InputError(f"context: expected an outcore.Context, not {type(context).__name__}")
         with context._use() as handle:
             yield handle
         return

@@ -43,7 +43,10 @@ _DTYPE_NAMES: dict = {}  # dtype -> _dtype_name's answer (numpy builds dtype.nam
 
 def _dtype_name(dt):
     """The library's name of a numpy dtype (bfloat16 from ml_dtypes included), or None."""
-    dt = np.dtype(dt)
+    try:
+        dt = np.dtype(dt)
+    except TypeError:  # not a dtype at all ("foo", 3): as one matmul does not compute
+        return None
     try:
         return _DTYPE_NAMES[dt]
     except KeyError:
@@ -233,6 +236,7 @@ def matmul(A: ArrayLike | Path, B: ArrayLike | Path | None = None, out: Path | n
     _sort_input("A", A, a_arr, inputs, paths, gpus)
     if B is None:
         opts.gram = 1
+        opts.transpose_b = bool(transpose_b)  # refused by the library: A·Aᵀ has no B
     else:
         b, opts.transpose_b, b_arr = _operand("B", B, bool(transpose_b), keep)
         b_ptr = ctypes.byref(b)

@@ -84,6 +84,10 @@ static oc_status check_options(oc_context *ctx, const oc_matmul_options *o, cons
     if (o->gram && b)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "gram: the product A·Aᵀ takes A alone (B must be NULL)");
     if (!o->gram && !b) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "no B: give B, or gram for A·Aᵀ");
+    if (o->gram && o->transpose_b)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                       "gram (A·Aᵀ) has no B to transpose: drop transpose_b (--transpose-b); "
+                       "transpose_a (--transpose-a) gives Aᵀ·A");
     if ((unsigned)o->backend > OC_BACKEND_CUDA)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "backend %d: expected auto, cpu or cuda", (int)o->backend);
     if (o->threads < 0 || o->threads > OC_MAX_THREADS)

@@ -86,14 +86,15 @@ static oc_status read_header(oc_context *ctx, const char *path, oc_mm_source *s)
     oc_status st = oc_npy_array_parse(ctx, path, head, (size_t)got, &info);
     free(head);
     OC_CHECK(ctx, st);
-    if (info.ndim != 2)
-        return oc_fail(ctx, OC_ERR_INPUT, "%s: a %d-dimensional array; a product takes 2-D matrices", path, info.ndim);
+    /* The dtype first: a structured one's shape is not parsed (it reads as 0-dimensional). */
     s->dtype = oc_matmul_dtype_from_descr(info.descr);
     if (s->dtype == OC_MATMUL_DEFAULT)
         return oc_fail(ctx, OC_ERR_INPUT,
                        "%s: dtype '%s' is not one matmul reads (float64, float32, float16, int8-64, uint8-64 in this "
                        "host's byte order; bfloat16 from memory)",
                        path, info.descr);
+    if (info.ndim != 2)
+        return oc_fail(ctx, OC_ERR_INPUT, "%s: a %d-dimensional array; a product takes 2-D matrices", path, info.ndim);
     /* Fortran order stores the transpose in C order: read it so, and flip the operand's op. */
     s->transposed = info.fortran_order;
     s->rows = info.shape[s->transposed ? 1 : 0];
@@ -101,14 +102,14 @@ static oc_status read_header(oc_context *ctx, const char *path, oc_mm_source *s)
     s->ld = s->cols;
     s->data_offset = (int64_t)info.data_offset;
     int64_t elem = (int64_t)oc_matmul_dtype_size(s->dtype), count = 0, bytes = 0;
-    if (__builtin_mul_overflow(s->rows, s->cols, &count) || __builtin_mul_overflow(count, elem, &bytes) ||
-        bytes > s->file_size - s->data_offset)
+    const int overflow =
+        __builtin_mul_overflow(s->rows, s->cols, &count) || __builtin_mul_overflow(count, elem, &bytes);
+    if (overflow || bytes > s->file_size - s->data_offset)
         return oc_fail(ctx, OC_ERR_INPUT,
                        "%s: truncated .npy: a %" PRId64 " x %" PRId64 " %s array needs %s%" PRId64
                        " data bytes, the file has %" PRId64,
-                       path, s->rows, s->cols, oc_matmul_dtype_name(s->dtype),
-                       bytes < 0 || count < 0 ? "more than " : "", bytes < 0 || count < 0 ? INT64_MAX : bytes,
-                       s->file_size - s->data_offset);
+                       path, s->rows, s->cols, oc_matmul_dtype_name(s->dtype), overflow ? "more than " : "",
+                       overflow ? INT64_MAX : bytes, s->file_size - s->data_offset);
     return OC_OK;
 }
 

@@ -187,6 +187,15 @@ def test_bad_inputs(mats):
     expect_error(d, d / "a.npy", message="give B too")
     (d / "text.npy").write_text("not a npy file")
     expect_error(d, d / "text.npy", d / "b.npy", message="text.npy")
+    expect_error(d, d / "a.npy", "--gram", "--transpose-b", message="no B to transpose")
+    np.save(d / "rec.npy", np.zeros((3, 3), dtype=[("x", "f8")]))
+    line = expect_error(d, d / "rec.npy", d / "b.npy", message="dtype 'structured' is not one matmul reads")
+    # A header whose shape's byte count overflows: refused as truncated, the count not wrapped.
+    header = b"{'descr': '<f8', 'fortran_order': False, 'shape': (2305843009213693952, 1), }"
+    header += b" " * (127 - 10 - len(header)) + b"\n"
+    (d / "huge.npy").write_bytes(b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header)
+    line = expect_error(d, d / "huge.npy", d / "b.npy", message="truncated .npy")
+    assert "needs more than 9223372036854775807 data bytes" in line, line
 
 
 def test_output_is_an_input(mats):

@@ -117,6 +117,12 @@ def test_refusals(tmp_path):
         outcore.matmul(a.astype(bool), a.T)
     with pytest.raises(outcore.InputError, match="2-D"):
         outcore.matmul(np.zeros((2, 2, 2)), a)
+    with pytest.raises(outcore.InputError, match="no B to transpose"):
+        outcore.matmul(a, transpose_b=True)
+    with pytest.raises(outcore.InputError, match="dtype='foo'"):
+        outcore.matmul(a, a.T, dtype="foo")
+    with pytest.raises(outcore.InputError, match="context: expected an outcore.Context, not int"):
+        outcore.matmul(a, a.T, context=3)
     np.save(tmp_path / "a.npy", a)
     with pytest.raises(outcore.InputError, match="the output is the input file"):
         outcore.matmul(tmp_path / "a.npy", a.T, out=tmp_path / "a.npy")
