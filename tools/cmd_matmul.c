@@ -50,7 +50,7 @@ static const char matmul_usage_rest[] =
     "  --resume               keep a journal (C.npy.outcore-journal) so that the same command\n"
     "                         with --resume, run again after an interruption, continues where\n"
     "                         it stopped (the same inputs and plan; docs/resume.md)\n"
-    "  -q, --quiet            no progress bar and no summary\n"
+    "  -q, --quiet            no progress bar, no summary, no line for a stale temporary removed\n"
     "  -v, --verbose          on failure, also print the library's file:line trace\n"
     "  --                     ends the options: an input after it may start with '-'\n"
     "\n"
@@ -223,6 +223,7 @@ int oc_cmd_matmul(int argc, char **argv)
     oc_status st = oc_context_create(&ctx);
     if (st != OC_OK) return cli_usage_error("cannot create a context: %s", oc_status_string(st)) - 1;
     cli_cancel_on_signal(ctx);
+    cli_quiet_library(ctx, g.quiet);
     oc_matmul_array a = OC_MATMUL_ARRAY_INIT, b = OC_MATMUL_ARRAY_INIT, c = OC_MATMUL_ARRAY_INIT;
     a.path = g.inputs[0];
     b.path = g.inputs[1];

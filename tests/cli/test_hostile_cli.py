@@ -163,7 +163,7 @@ def test_set_repeats(tmp_path, a01):
 
 
 def test_quiet_and_double_dash_in_help():
-    for command in ("gram", "map", "gen"):
+    for command in ("gram", "map", "matmul", "gen"):
         text = run_bytes(command, "--help").stdout.decode()
         assert "-q, --quiet" in text, command
     for command in ("gram", "map"):

@@ -310,6 +310,7 @@ def test_stale_temporary_of_a_dead_process_is_removed(d):
 
 
 @pytest.mark.parametrize("command", [["gram", "A.npy"], ["map", "a + 1", "a=A.npy"],
+                                     ["matmul", "A.npy", "--gram", "--dtype", "float32"],
                                      ["gen", "--rows", "10", "--cols", "8", "--density", "0.5"]])
 def test_quiet_removes_a_stale_temporary_without_a_word(d, command):
     stale = d / f"C.npy.tmp-{dead_pid()}-abcdEFGH"
