@@ -123,7 +123,7 @@ static oc_status resume_options(oc_context *ctx, const oc_gram_options **opts, o
 {
     if (!(*opts)->resume || (*opts)->algorithm == OC_ALGORITHM_DENSE) return OC_OK;
     if ((*opts)->algorithm == OC_ALGORITHM_SPARSE)
-        return oc_fail(ctx, OC_ERR_UNSUPPORTED,
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
                        "resume: a resumable job runs the dense algorithm; the sparse one "
                        "keeps no journal (use --algorithm dense or auto)");
     *local = **opts;

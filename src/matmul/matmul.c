@@ -245,6 +245,7 @@ static oc_status setup(oc_context *ctx, const oc_matmul_array *a, const oc_matmu
     job->k = k;
     job->tf32 = o->tf32 && job->in_type == OC_MM_FLOAT32;
     job->symmetric = o->gram || (b && oc_mm_source_same(&s->a, &s->b) && tb != ta);
+    job->host_mem_given = o->host_mem_bytes > 0;
     job->host_mem_bytes = budget - oc_mm_source_mapped_bytes(&s->a) - (s->has_b ? oc_mm_source_mapped_bytes(&s->b) : 0);
     job->gpu_mem_bytes = o->gpu_mem_bytes;
     job->gpu_mem_fraction = o->gpu_mem_fraction > 0 ? o->gpu_mem_fraction : 0.9;

@@ -111,6 +111,7 @@ struct oc_matmul_job {
      * and tiles, bytes of device memory per device (0 on the CPU). */
     int64_t host_mem_bytes;
     int64_t gpu_mem_bytes;
+    int host_mem_given; /* host_mem_bytes from the caller's budget, not the default */
     int threads;        /* CPU threads (0 = all cores) */
     const int *devices; /* device indices, ndevices of them (CUDA) */
     int ndevices;

@@ -188,6 +188,7 @@ def test_bad_inputs(mats):
     (d / "text.npy").write_text("not a npy file")
     expect_error(d, d / "text.npy", d / "b.npy", message="text.npy")
     expect_error(d, d / "a.npy", "--gram", "--transpose-b", message="no B to transpose")
+    expect_error(d, d / "a.npy", d / "b.npy", "--backend", "cpu", "--host-mem", "1K", message="raise --host-mem")
     np.save(d / "rec.npy", np.zeros((3, 3), dtype=[("x", "f8")]))
     line = expect_error(d, d / "rec.npy", d / "b.npy", message="dtype 'structured' is not one matmul reads")
     # A header whose shape's byte count overflows: refused as truncated, the count not wrapped.

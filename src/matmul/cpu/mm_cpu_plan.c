@@ -73,8 +73,8 @@ oc_status oc_mm_cpu_plan_make(oc_matmul_job *job, oc_mm_cpu_plan *p)
         p->bound = "the host budget";
         if (kp > PANEL_MIN && (kp > edge || job->tile > 0 || edge <= TILE_MIN)) kp = (kp + 1) / 2;
         else if (edge > TILE_MIN && job->tile <= 0) edge /= 2;
-        else
-            return oc_fail(ctx, OC_ERR_NO_MEMORY,
+        else /* a budget the caller gave is theirs to raise (exit 2); the default, the machine's */
+            return oc_fail(ctx, job->host_mem_given ? OC_ERR_INVALID_ARGUMENT : OC_ERR_NO_MEMORY,
                            "the host budget of %" PRId64 " bytes is too small for the product: a tile of %" PRId64
                            " x %" PRId64 " with K panels of %" PRId64 " needs %" PRId64 " bytes (raise --host-mem)",
                            budget, tm, tn, kp, p->need_bytes);
