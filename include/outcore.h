@@ -548,7 +548,8 @@ OC_API int oc_cuda_warm_up(const char *devices, int device);
  * job's host_mem_bytes cap) idle in their context between jobs, since pinning costs more
  * than a small job: the context's next job takes it back. A matmul on arrays in device
  * memory keeps its scratch there the same way (cuBLASLt's workspace, a few bytes for most
- * algorithms, with int8's two chunks of a row-major B; at most 96 MiB), since allocating it
+ * algorithms, with int8's packed operands or a half-precision result's float32
+ * accumulator; at most 96 MiB), since allocating it
  * costs a fraction of a millisecond product. Both are
  * freed by oc_context_free, or now by oc_context_release_cached_memory(ctx). Safe from any
  * thread, even while a job runs on ctx (what that job holds is not touched; it is kept when

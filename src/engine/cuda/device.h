@@ -104,8 +104,9 @@ size_t oc_cuda_staging_fit(oc_context *ctx, size_t need, size_t limit);
 void oc_cuda_share_pinned_cache(oc_context *child, oc_context *parent);
 
 /* The device block a context keeps between its jobs (core/context.h's oc_kept_device): a
- * resident product's scratch, cuBLASLt's workspace (a few bytes for most algorithms, at most
- * 32 MiB) after int8's two chunks of a row-major B (64 MiB at 16384³). A cudaMalloc and a
+ * resident product's scratch (int8's packed operands or two chunks of a row-major B, 64 MiB
+ * at 16384³; a half-precision result's float32 accumulator), then cuBLASLt's workspace (a few
+ * bytes for most algorithms, at most 32 MiB). A cudaMalloc and a
  * cudaFree cost the same for 4 bytes as for megabytes, and more for tens of megabytes, a part
  * of a product of a few milliseconds that every call would pay (bench/RESULTS.md, "A resident
  * product's workspace kept", "int8's chunks kept"). Blocks above OC_CUDA_KEPT_MAX are freed

@@ -22,24 +22,50 @@ typedef struct resident {
     oc_mm_device_result *res;
     oc_cuda_device dev;
     oc_mm_gemm gemm;
-    void *pack, *acc;
-    /* cuBLASLt's workspace (after int8's two chunks of B, when B goes in chunks), kept by
-     * the context between products */
+    /* The product's scratch and cuBLASLt's workspace in one block (layout below), kept by the
+     * context between products when small enough (engine/cuda/device.h says why). */
     oc_kept_device *work;
     /* int8's B in chunks: a chunk packed (on compute2) and its buffer free again (on compute),
      * per buffer. */
     cudaEvent_t packed[2], used[2];
 } resident;
 
-/* The workspace the products ask (need bytes, a few for most algorithms; none for some), not
- * the plan's whole, after `before` bytes of other scratch (int8's chunks of B), in the block
- * the context keeps between products (engine/cuda/device.h says why). The plan's budget holds
- * the plan's whole workspace. */
-static oc_status take_workspace(oc_context *ctx, resident *d, size_t before, size_t need)
+/* Where a resident product's scratch lies in its block, each part from a 256-byte boundary:
+ * int8's packing of B (whole) and of A, a half-precision result's float32 accumulator, int8's
+ * two chunks of B; then, from `before`, cuBLASLt's workspace. A cudaMalloc and a cudaFree
+ * cost more than a product of a few microseconds, so none of it is allocated per call. */
+typedef struct layout {
+    size_t b, a, acc, chunks, before;
+} layout;
+
+static size_t aligned(int64_t bytes) { return ((size_t)bytes + OC_POOL_ALIGN - 1) / OC_POOL_ALIGN * OC_POOL_ALIGN; }
+
+static layout layout_of(const oc_mm_cuda_plan *p)
 {
-    OC_CHECK(ctx, oc_cuda_kept_take(ctx, d->dev.index, before + need, before + (size_t)d->sh->plan->workspace,
-                                    before ? "int8's chunks of B and the cuBLASLt workspace" : "the cuBLASLt workspace",
-                                    &d->work));
+    layout l = {0};
+    size_t at = 0;
+    if (p->pack_b && !p->b_chunk) l.b = at, at += aligned(p->in.n * p->kpad);
+    if (p->pack_a) l.a = at, at += aligned(p->in.m * p->kpad);
+    if (p->acc_bytes) l.acc = at, at += aligned(p->acc_bytes);
+    if (p->chunk_bytes) l.chunks = at, at += aligned(p->chunk_bytes);
+    l.before = at;
+    return l;
+}
+
+/* A place in the block, before the block is taken: the algorithms are chosen on the operands'
+ * alignment, which is the block's start (at least 256 bytes) plus the part's offset. */
+static void *in_block(const resident *d, size_t offset)
+{
+    return (void *)((d->work ? (uintptr_t)d->work->ptr : (uintptr_t)OC_POOL_ALIGN) + offset);
+}
+
+/* The block for the scratch before `before` and the workspace the products ask (need bytes,
+ * a few for most algorithms; none for some), not the plan's whole, which its budget holds. */
+static oc_status take_block(oc_context *ctx, resident *d, size_t before, size_t need)
+{
+    OC_CHECK(ctx, oc_cuda_kept_take(
+                      ctx, d->dev.index, before + need, before + (size_t)d->sh->plan->workspace,
+                      before ? "a product's scratch and the cuBLASLt workspace" : "the cuBLASLt workspace", &d->work));
     oc_mm_gemm_use_workspace(&d->gemm, d->work ? (char *)d->work->ptr + before : NULL, need);
     return OC_OK;
 }
@@ -68,12 +94,14 @@ static oc_status chunk_workspace(oc_context *ctx, resident *d, const void *a, co
     return OC_OK;
 }
 
-/* int8 with B packed in chunks of plan->b_chunk columns (matmul_cuda_plan.c says when): chunk
- * j is packed on compute2 into buffer j % 2 once the product of chunk j - 2 has read it, and
- * its product, on compute, writes C's columns of the chunk once it is packed. The packing of
- * a chunk overlaps the product of the one before; both streams have the device's highest
- * priority, so that a packing is not left waiting for a product's last wave. */
-static oc_status run_chunks(oc_context *ctx, resident *d, const void *a, const int8_t *b, int tb, int32_t *c)
+/* int8 with B packed in chunks of plan->b_chunk columns (matmul_cuda_plan.c says when) into
+ * the block's two chunk buffers (d->work taken): chunk j is packed on compute2 into buffer
+ * j % 2 once the product of chunk j - 2 has read it, and its product, on compute, writes C's
+ * columns of the chunk once it is packed. The packing of a chunk overlaps the product of the
+ * one before; both streams have the device's highest priority, so that a packing is not left
+ * waiting for a product's last wave. */
+static oc_status run_chunks(oc_context *ctx, resident *d, const layout *l, const void *a, const int8_t *b, int tb,
+                            int32_t *c)
 {
     const oc_mm_cuda_plan *plan = d->sh->plan;
     const int64_t m = plan->in.m, n = plan->in.n, k = plan->in.k, w = plan->b_chunk;
@@ -84,14 +112,7 @@ static oc_status run_chunks(oc_context *ctx, resident *d, const void *a, const i
         CUDA_CHECK(ctx, cudaEventCreateWithFlags(&d->packed[i], cudaEventDisableTiming));
         CUDA_CHECK(ctx, cudaEventCreateWithFlags(&d->used[i], cudaEventDisableTiming));
     }
-    /* The algorithms are chosen on the chunks' place in the block before it is taken: their
-     * alignment is the block's start, plus a multiple of 256. */
-    const size_t chunks = (size_t)plan->chunk_bytes;
-    size_t need = 0;
-    OC_CHECK(ctx,
-             chunk_workspace(ctx, d, a, (const int8_t *)(uintptr_t)OC_POOL_ALIGN, c, w, n - (n - 1) / w * w, &need));
-    OC_CHECK(ctx, take_workspace(ctx, d, chunks, need));
-    int8_t *buf[2] = {d->work->ptr, (int8_t *)d->work->ptr + w * plan->kpad};
+    int8_t *buf[2] = {(int8_t *)d->work->ptr + l->chunks, (int8_t *)d->work->ptr + l->chunks + w * plan->kpad};
     cudaStream_t compute = d->dev.compute, packing = d->dev.compute2;
     for (int64_t j = 0, col0 = 0; col0 < n; ++j, col0 += w) {
         const int64_t cols = n - col0 < w ? n - col0 : w;
@@ -132,8 +153,6 @@ static oc_status run(oc_context *ctx, resident *d, int device)
     double t = oc_now();
     OC_CHECK(ctx, oc_cuda_device_open_compute(ctx, device, &d->dev));
     oc_trace_phase(&t, "matmul", "device open");
-    const oc_mem_ops ops = oc_cuda_mem_ops(ctx);
-    OC_CHECK(ctx, oc_pool_create(ctx, &ops, device, plan->in.device_budget, OC_GPU_MEM_GROW, 4096, &d->dev.pool));
     int64_t lda = 0, ldb = 0, ldc = 0;
     int ta = 0, tb = 0;
     const void *a = job->stored_memory(job, OC_MM_A, &lda, &ta), *b = job->stored_memory(job, OC_MM_B, &ldb, &tb);
@@ -141,51 +160,53 @@ static oc_status run(oc_context *ctx, resident *d, int device)
     if (!a || !b || !c || ta != plan->in.ta || tb != plan->in.tb || lda != (ta ? job->m : job->k) ||
         ldb != (tb ? job->k : job->n) || ldc != job->n)
         return oc_fail(ctx, OC_ERR_INTERNAL, "matmul: a resident plan whose operands are not where it was made");
-    if (plan->pack_bytes)
-        OC_CHECK(ctx, oc_pool_alloc(ctx, d->dev.pool, (size_t)plan->pack_bytes, "the int8 packed operands", &d->pack));
-    if (plan->acc_bytes)
-        OC_CHECK(ctx, oc_pool_alloc(ctx, d->dev.pool, (size_t)plan->acc_bytes, "a matmul accumulator", &d->acc));
-    oc_trace_phase(&t, "matmul", "buffers");
     OC_CHECK(ctx, oc_mm_gemm_open(ctx, d->sh->lt, plan, NULL, &d->gemm));
     d->gemm.c_ld = job->n; /* C whole, or its blocks of columns (int8's B in chunks) */
     oc_trace_phase(&t, "matmul", "cuBLASLt handle");
     const int64_t m = job->m, n = job->n, k = job->k;
+    const int i8 = plan->in.in_type == OC_MM_INT8;
+    const layout l = layout_of(plan);
+    /* The operands as the products read them: int8's packed where the plan packs them (both
+     * K-contiguous with rows of kpad from aligned memory: matmul_cuda_plan.c), C or the
+     * accumulator; places in the block until it is taken. */
+    const void *pa = plan->pack_a ? in_block(d, l.a) : a, *pb = plan->pack_b ? in_block(d, l.b) : b;
+    const void *acc = plan->acc_bytes ? in_block(d, l.acc) : c;
+    size_t need = 0;
+    if (plan->b_chunk)
+        OC_CHECK(ctx, chunk_workspace(ctx, d, pa, in_block(d, l.chunks), c, plan->b_chunk,
+                                      n - (n - 1) / plan->b_chunk * plan->b_chunk, &need));
+    else OC_CHECK(ctx, oc_mm_gemm_workspace_need(ctx, &d->gemm, m, n, k, pa, pb, acc, &need));
+    OC_CHECK(ctx, take_block(ctx, d, l.before, need));
+    oc_trace_phase(&t, "matmul", "cuBLASLt algorithm, scratch and workspace");
     cudaStream_t stream = d->dev.compute;
-    if (plan->in.in_type == OC_MM_INT8) {
-        /* Both operands K-contiguous with rows of kpad from aligned memory (the plan's
-         * pack_a, pack_b: matmul_cuda_plan.c); otherwise A is transposed or re-strided into
-         * the packing buffer after B's part, and B into that part: whole here, or a chunk at
+    if (i8) {
+        /* A transposed or re-strided into its place; B into its own, whole here or a chunk at
          * a time beside the products (run_chunks). */
-        int8_t *b_part = d->pack, *next = d->pack;
-        if (plan->pack_b && !plan->b_chunk) next += n * plan->kpad;
+        int8_t *packed_a = in_block(d, l.a), *packed_b = in_block(d, l.b);
         if (plan->pack_a) {
-            if (ta) OC_CHECK(ctx, oc_mm_transpose_i8(ctx, &d->dev, a, k, m, m, next, plan->kpad, m, stream));
-            else OC_CHECK(ctx, oc_mm_pack_rows_i8(ctx, &d->dev, a, m, k, next, plan->kpad, stream));
-            a = next;
+            if (ta) OC_CHECK(ctx, oc_mm_transpose_i8(ctx, &d->dev, a, k, m, m, packed_a, plan->kpad, m, stream));
+            else OC_CHECK(ctx, oc_mm_pack_rows_i8(ctx, &d->dev, a, m, k, packed_a, plan->kpad, stream));
+            a = packed_a;
         }
         if (plan->b_chunk) {
-            OC_CHECK(ctx, run_chunks(ctx, d, a, b, tb, c));
+            OC_CHECK(ctx, run_chunks(ctx, d, &l, a, b, tb, c));
             return finish(ctx, d, c, &t);
         }
-        if (plan->pack_b) OC_CHECK(ctx, pack_b(ctx, d, b, tb, 0, n, b_part, stream));
-        if (plan->pack_b) b = b_part;
+        if (plan->pack_b) OC_CHECK(ctx, pack_b(ctx, d, b, tb, 0, n, packed_b, stream));
+        if (plan->pack_b) b = packed_b;
         if (oc_tracing()) { /* the packing's own time, for OUTCORE_TRACE */
             CUDA_CHECK(ctx, cudaStreamSynchronize(stream));
             oc_trace_phase(&t, "matmul", "int8 packing");
         }
     }
-    void *acc = plan->acc_bytes ? d->acc : c;
-    size_t need = 0;
-    OC_CHECK(ctx, oc_mm_gemm_workspace_need(ctx, &d->gemm, m, n, k, a, b, acc, &need));
-    OC_CHECK(ctx, take_workspace(ctx, d, 0, need));
-    oc_trace_phase(&t, "matmul", "cuBLASLt algorithm and workspace");
-    OC_CHECK(ctx, oc_mm_gemm_run(ctx, &d->gemm, m, n, k, a, b, acc, 0, stream));
-    if (plan->acc_bytes) OC_CHECK(ctx, oc_mm_round_f32(ctx, &d->dev, acc, m, n, n, plan->in.out_type, c, stream));
+    void *acc_at = plan->acc_bytes ? in_block(d, l.acc) : c;
+    OC_CHECK(ctx, oc_mm_gemm_run(ctx, &d->gemm, m, n, k, a, b, acc_at, 0, stream));
+    if (plan->acc_bytes) OC_CHECK(ctx, oc_mm_round_f32(ctx, &d->dev, acc_at, m, n, n, plan->in.out_type, c, stream));
     return finish(ctx, d, c, &t);
 }
 
-/* The device's state given back: its streams' work awaited, then the workspace to the
- * context, the handle, the events, the pool and its buffers, and the streams. */
+/* The device's state given back: its streams' work awaited, then the block to the context,
+ * the handle, the events and the streams. */
 static void close_device(oc_context *ctx, resident *d)
 {
     if (d->dev.compute) (void)cudaStreamSynchronize(d->dev.compute);
@@ -197,11 +218,6 @@ static void close_device(oc_context *ctx, resident *d)
     for (int i = 0; i < 2; ++i) {
         if (d->packed[i]) (void)cudaEventDestroy(d->packed[i]);
         if (d->used[i]) (void)cudaEventDestroy(d->used[i]);
-    }
-    if (d->dev.pool) {
-        oc_pool_stats ps;
-        oc_pool_get_stats(d->dev.pool, &ps);
-        d->res->peak_device_bytes += ps.peak;
     }
     oc_cuda_device_close(&d->dev);
     (void)cudaGetLastError();
