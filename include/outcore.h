@@ -977,9 +977,11 @@ typedef struct oc_matmul_array {
 
 typedef struct oc_matmul_options {
     size_t struct_size;      /* sizeof(oc_matmul_options) */
+    /* The flags (transpose_a, transpose_b, gram, tf32, resume) are 0 or 1; another value is
+     * OC_ERR_INVALID_ARGUMENT. */
     int transpose_a;         /* op(A) = Aᵀ */
     int transpose_b;         /* op(B) = Bᵀ */
-    /* Nonzero: C = op(A)·op(A)ᵀ from A alone (B must be NULL); only the tiles on and above
+    /* 1: C = op(A)·op(A)ᵀ from A alone (B must be NULL); only the tiles on and above
      * the diagonal are computed and the result is mirrored, so it is exactly symmetric. A B
      * that is A's own file or memory with op(B) = op(A)ᵀ is the same job. */
     int gram;
@@ -1039,7 +1041,10 @@ OC_API oc_status oc_matmul_result(oc_context *ctx, const oc_matmul_array *a, con
                                   const oc_matmul_options *opts, oc_matmul_dtype *dtype, int64_t *rows, int64_t *cols);
 
 /* C = op(A)·op(B) into c (a .npy path or memory; see oc_matmul_array). Checks everything it
- * can before computing; on failure no output file is left. Blocks; stats may be NULL. */
+ * can before computing; on failure no output file is left. Blocks; stats may be NULL. C's
+ * memory may not overlap A's or B's, and an array whose elements would reach past the end of
+ * the address space (a stray ld) is refused: OC_ERR_INVALID_ARGUMENT. Host memory may start
+ * off its elements' alignment. */
 OC_API oc_status oc_matmul(oc_context *ctx, const oc_matmul_array *a, const oc_matmul_array *b,
                            const oc_matmul_array *c, const oc_matmul_options *opts, oc_matmul_stats *stats);
 

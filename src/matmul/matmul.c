@@ -76,11 +76,24 @@ static oc_status check_options(oc_context *ctx, const oc_matmul_options *o, cons
 {
     if (!o)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_matmul_options is NULL: start from OC_MATMUL_OPTIONS_INIT");
-    if (o->struct_size < sizeof(oc_matmul_options))
+    if (o->struct_size != sizeof(oc_matmul_options))
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
                        "oc_matmul_options.struct_size is %zu, expected %zu: start from "
                        "OC_MATMUL_OPTIONS_INIT",
                        o->struct_size, sizeof(oc_matmul_options));
+    /* The flags are 0 or 1: they are combined (a Fortran-order file's flip, A·Aᵀ recognised
+     * from its transposes), where another true value would give another product. */
+    const struct {
+        const char *name;
+        int value;
+    } flags[] = {{"transpose_a", o->transpose_a},
+                 {"transpose_b", o->transpose_b},
+                 {"gram", o->gram},
+                 {"tf32", o->tf32},
+                 {"resume", o->resume}};
+    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; ++i)
+        if (flags[i].value != 0 && flags[i].value != 1)
+            return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s %d: expected 0 or 1", flags[i].name, flags[i].value);
     if (o->gram && b)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "gram: the product A·Aᵀ takes A alone (B must be NULL)");
     if (!o->gram && !b) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "no B: give B, or gram for A·Aᵀ");
@@ -98,8 +111,6 @@ static oc_status check_options(oc_context *ctx, const oc_matmul_options *o, cons
                        "tile, host_mem_bytes, gpu_mem_bytes and device must not be negative");
     if (!(o->gpu_mem_fraction >= 0 && o->gpu_mem_fraction <= 1))
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "gpu_mem_fraction %g: expected 0 to 1", o->gpu_mem_fraction);
-    if (o->resume != 0 && o->resume != 1)
-        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "resume %d: expected 0 or 1", o->resume);
     if (o->dtype != OC_MATMUL_DEFAULT && !oc_matmul_dtype_name(o->dtype))
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "dtype %d is not a matmul dtype", (int)o->dtype);
     return OC_OK;
@@ -329,7 +340,7 @@ static void resume_end(oc_context *ctx, oc_mm_io *io, oc_status st)
 static void fill_stats(const mm_setup *s, const oc_mm_io *io, const oc_mm_backend *be, double seconds,
                        const char *explain, oc_matmul_stats *st)
 {
-    if (!st || st->struct_size < sizeof(oc_matmul_stats)) return;
+    if (!st) return;
     const oc_matmul_job *job = &s->job;
     memset((char *)st + sizeof st->struct_size, 0, sizeof *st - sizeof st->struct_size);
     st->backend = strcmp(be->name, "cuda") == 0 ? OC_BACKEND_CUDA : OC_BACKEND_CPU;
@@ -363,6 +374,9 @@ oc_status oc_matmul(oc_context *ctx, const oc_matmul_array *a, const oc_matmul_a
     if (!ctx) return OC_ERR_INVALID_ARGUMENT;
     /* The last job's error, cancel flag and fault counts are not this one's. */
     oc_context_begin_job(ctx);
+    if (stats && stats->struct_size != sizeof *stats)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_matmul_stats.struct_size is %zu, expected %zu",
+                       stats->struct_size, sizeof *stats);
     const double start = oc_now();
     double t = start;
     mm_setup s;

@@ -29,6 +29,20 @@ static oc_status check_not_input(oc_context *ctx, const char *path, const oc_mm_
     return OC_OK;
 }
 
+/* C's memory (span bytes from c) and an operand's in memory must not meet: the result would
+ * overwrite the operand while the product still reads it. */
+static oc_status check_apart(oc_context *ctx, const unsigned char *c, int64_t span, const oc_mm_source *s,
+                             const char *label)
+{
+    if (!s || !s->data) return OC_OK;
+    const int64_t other = oc_mm_memory_span(s->data, s->rows, s->cols, s->ld, oc_matmul_dtype_size(s->dtype));
+    if (span <= 0 || other <= 0 || c + span <= s->data || s->data + other <= c) return OC_OK;
+    return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                   "C shares memory with %s: writing the result would overwrite the operand while it is read; give "
+                   "C memory of its own",
+                   label);
+}
+
 oc_status oc_mm_dest_open(oc_context *ctx, const oc_matmul_array *c, oc_matmul_dtype dtype, int64_t m, int64_t n,
                           const oc_mm_source *a, const oc_mm_source *b, const char *reopen, oc_mm_dest *d)
 {
@@ -67,6 +81,14 @@ oc_status oc_mm_dest_open(oc_context *ctx, const oc_matmul_array *c, oc_matmul_d
                        "C: ld %" PRId64 " is below the column count %" PRId64 " or data is NULL", c->ld, n);
     d->data = c->data;
     d->ld = c->ld ? c->ld : n;
+    const int64_t span = oc_mm_memory_span(d->data, m, n, d->ld, d->elem);
+    if (span < 0)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                       "C: %" PRId64 " x %" PRId64 " elements with ld %" PRId64
+                       " would reach past the end of the address space",
+                       m, n, d->ld);
+    OC_CHECK(ctx, check_apart(ctx, d->data, span, a, "A"));
+    if (b) OC_CHECK(ctx, check_apart(ctx, d->data, span, b, "B"));
     return OC_OK;
 }
 

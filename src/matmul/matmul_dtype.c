@@ -31,6 +31,7 @@ const char *oc_matmul_dtype_name(oc_matmul_dtype t) { return (unsigned)t < (unsi
 
 oc_status oc_matmul_dtype_parse(const char *name, oc_matmul_dtype *out)
 {
+    if (!out) return OC_ERR_INVALID_ARGUMENT;
     for (int i = 0; name && i < NTYPES; i++)
         if (strcmp(name, types[i].name) == 0) return *out = (oc_matmul_dtype)i, OC_OK;
     return OC_ERR_INVALID_ARGUMENT;
@@ -149,33 +150,54 @@ int oc_matmul_promote(oc_matmul_dtype ta, oc_matmul_dtype tb, oc_matmul_dtype re
 
 /* ---------------------------------------------------------------- conversion */
 
+/* Element i of an array of T at src: a caller's memory may place it off T's alignment, which
+ * a plain load would not allow (memcpy compiles to the same load where the machine permits). */
+#define OC_MM_LOADER(T)                                                          \
+    static inline T load_##T(const void *src, int64_t i)                         \
+    {                                                                            \
+        T v;                                                                     \
+        memcpy(&v, (const unsigned char *)src + (size_t)i * sizeof v, sizeof v); \
+        return v;                                                                \
+    }
+OC_MM_LOADER(double)
+OC_MM_LOADER(float)
+OC_MM_LOADER(int8_t)
+OC_MM_LOADER(int16_t)
+OC_MM_LOADER(int32_t)
+OC_MM_LOADER(int64_t)
+OC_MM_LOADER(uint8_t)
+OC_MM_LOADER(uint16_t)
+OC_MM_LOADER(uint32_t)
+OC_MM_LOADER(uint64_t)
+#undef OC_MM_LOADER
+
 static double load(oc_matmul_dtype t, const void *src, int64_t i)
 {
     switch (t) {
     case OC_MATMUL_FLOAT64:
-        return ((const double *)src)[i];
+        return load_double(src, i);
     case OC_MATMUL_FLOAT32:
-        return ((const float *)src)[i];
+        return load_float(src, i);
     case OC_MATMUL_FLOAT16:
-        return oc_mm_half_to_float(((const uint16_t *)src)[i]);
+        return oc_mm_half_to_float(load_uint16_t(src, i));
     case OC_MATMUL_BFLOAT16:
-        return oc_mm_bf16_to_float(((const uint16_t *)src)[i]);
+        return oc_mm_bf16_to_float(load_uint16_t(src, i));
     case OC_MATMUL_INT8:
-        return ((const int8_t *)src)[i];
+        return load_int8_t(src, i);
     case OC_MATMUL_INT16:
-        return ((const int16_t *)src)[i];
+        return load_int16_t(src, i);
     case OC_MATMUL_INT32:
-        return ((const int32_t *)src)[i];
+        return load_int32_t(src, i);
     case OC_MATMUL_INT64:
-        return (double)((const int64_t *)src)[i];
+        return (double)load_int64_t(src, i);
     case OC_MATMUL_UINT8:
-        return ((const uint8_t *)src)[i];
+        return load_uint8_t(src, i);
     case OC_MATMUL_UINT16:
-        return ((const uint16_t *)src)[i];
+        return load_uint16_t(src, i);
     case OC_MATMUL_UINT32:
-        return ((const uint32_t *)src)[i];
+        return load_uint32_t(src, i);
     case OC_MATMUL_UINT64:
-        return (double)((const uint64_t *)src)[i];
+        return (double)load_uint64_t(src, i);
     default:
         return 0;
     }
@@ -187,15 +209,15 @@ static float load_f32(oc_matmul_dtype t, const void *src, int64_t i)
 {
     switch (t) {
     case OC_MATMUL_FLOAT32:
-        return ((const float *)src)[i];
+        return load_float(src, i);
     case OC_MATMUL_INT32:
-        return (float)((const int32_t *)src)[i];
+        return (float)load_int32_t(src, i);
     case OC_MATMUL_INT64:
-        return (float)((const int64_t *)src)[i];
+        return (float)load_int64_t(src, i);
     case OC_MATMUL_UINT32:
-        return (float)((const uint32_t *)src)[i];
+        return (float)load_uint32_t(src, i);
     case OC_MATMUL_UINT64:
-        return (float)((const uint64_t *)src)[i];
+        return (float)load_uint64_t(src, i);
     default:
         return (float)load(t, src, i);
     }
@@ -214,17 +236,17 @@ void oc_matmul_convert(oc_matmul_dtype from, const void *src, int64_t n, oc_mm_t
     case OC_MM_FLOAT32:
         for (int64_t i = 0; i < n; i++) ((float *)dst)[i * dst_stride] = load_f32(from, src, i);
         break;
-    case OC_MM_FLOAT16:
-        for (int64_t i = 0; i < n; i++) ((uint16_t *)dst)[i * dst_stride] = oc_mm_float_to_half(load_f32(from, src, i));
+    case OC_MM_FLOAT16: /* from the value itself, rounded once, as numpy's astype(float16) */
+        for (int64_t i = 0; i < n; i++) ((uint16_t *)dst)[i * dst_stride] = oc_mm_double_to_half(load(from, src, i));
         break;
     case OC_MM_BFLOAT16:
         for (int64_t i = 0; i < n; i++) ((uint16_t *)dst)[i * dst_stride] = oc_mm_float_to_bf16(load_f32(from, src, i));
         break;
     case OC_MM_INT8:
-        for (int64_t i = 0; i < n; i++) ((int8_t *)dst)[i * dst_stride] = ((const int8_t *)src)[i];
+        for (int64_t i = 0; i < n; i++) ((int8_t *)dst)[i * dst_stride] = load_int8_t(src, i);
         break;
     default:
-        for (int64_t i = 0; i < n; i++) ((int32_t *)dst)[i * dst_stride] = ((const int32_t *)src)[i];
+        for (int64_t i = 0; i < n; i++) ((int32_t *)dst)[i * dst_stride] = load_int32_t(src, i);
         break;
     }
 }

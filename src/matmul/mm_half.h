@@ -5,6 +5,7 @@
 #ifndef OC_MATMUL_MM_HALF_H
 #define OC_MATMUL_MM_HALF_H
 
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -49,6 +50,21 @@ static inline uint16_t oc_mm_float_to_half(float f)
     }
     uint32_t r = a + 0xfffu + ((a >> 13) & 1u); /* round to nearest even at bit 13 */
     return (uint16_t)(sign | ((r - 0x38000000u) >> 13));
+}
+
+/* float16 of a double, rounded once: the double to float32 rounded to odd (toward zero, the
+ * last bit set when anything was dropped), then to float16 to nearest even. float32 keeps 13
+ * bits more than float16, more than the 2 that make the second rounding exact, so this is the
+ * correctly rounded float16 (numpy's astype(float16) of a float64). */
+static inline uint16_t oc_mm_double_to_half(double d)
+{
+    float f = (float)d;
+    if (isfinite(f) && (double)f != d) { /* inexact (NaN and infinities pass through) */
+        uint32_t u = oc_mm_f32_bits(f);
+        if (fabs((double)f) > fabs(d)) u -= 1; /* rounded away from zero: the one toward it */
+        f = oc_mm_bits_f32(u | 1u);
+    }
+    return oc_mm_float_to_half(f);
 }
 
 static inline float oc_mm_bf16_to_float(uint16_t b) { return oc_mm_bits_f32((uint32_t)b << 16); }
