@@ -23,19 +23,25 @@ typedef struct resident {
     oc_cuda_device dev;
     oc_mm_gemm gemm;
     /* The product's scratch and cuBLASLt's workspace in one block (layout below), kept by the
-     * context between products when small enough (engine/cuda/device.h says why). */
+     * context between products when small enough (engine/cuda/device.h says why); the
+     * packing and accumulator of a product too large for that, from the job's pool. */
     oc_kept_device *work;
+    void *pooled;
     /* int8's B in chunks: a chunk packed (on compute2) and its buffer free again (on compute),
      * per buffer. */
     cudaEvent_t packed[2], used[2];
 } resident;
 
-/* Where a resident product's scratch lies in its block, each part from a 256-byte boundary:
- * int8's packing of B (whole) and of A, a half-precision result's float32 accumulator, int8's
- * two chunks of B; then, from `before`, cuBLASLt's workspace. A cudaMalloc and a cudaFree
- * cost more than a product of a few microseconds, so none of it is allocated per call. */
+/* Where a resident product's scratch lies, each part from a 256-byte boundary: int8's packing
+ * of B (whole) and of A, and a half-precision result's float32 accumulator (the parts), then
+ * int8's two chunks of B; from `before`, cuBLASLt's workspace. All of it is in the block the
+ * context keeps when it fits OC_CUDA_KEPT_MAX with the plan's whole workspace (which a first
+ * product of a shape may take to measure its algorithms): a cudaMalloc and a cudaFree cost
+ * more than a product of a few microseconds. Otherwise the parts (`pooled` bytes, offsets from
+ * the pooled buffer) come from the job's pool, and the block holds the chunks and the
+ * workspace. */
 typedef struct layout {
-    size_t b, a, acc, chunks, before;
+    size_t b, a, acc, chunks, before, pooled;
 } layout;
 
 static size_t aligned(int64_t bytes) { return ((size_t)bytes + OC_POOL_ALIGN - 1) / OC_POOL_ALIGN * OC_POOL_ALIGN; }
@@ -43,12 +49,13 @@ static size_t aligned(int64_t bytes) { return ((size_t)bytes + OC_POOL_ALIGN - 1
 static layout layout_of(const oc_mm_cuda_plan *p)
 {
     layout l = {0};
-    size_t at = 0;
-    if (p->pack_b && !p->b_chunk) l.b = at, at += aligned(p->in.n * p->kpad);
-    if (p->pack_a) l.a = at, at += aligned(p->in.m * p->kpad);
-    if (p->acc_bytes) l.acc = at, at += aligned(p->acc_bytes);
-    if (p->chunk_bytes) l.chunks = at, at += aligned(p->chunk_bytes);
-    l.before = at;
+    size_t parts = 0;
+    if (p->pack_b && !p->b_chunk) l.b = parts, parts += aligned(p->in.n * p->kpad);
+    if (p->pack_a) l.a = parts, parts += aligned(p->in.m * p->kpad);
+    if (p->acc_bytes) l.acc = parts, parts += aligned(p->acc_bytes);
+    const size_t chunks = aligned(p->chunk_bytes);
+    if (parts + chunks + (size_t)p->workspace <= OC_CUDA_KEPT_MAX) l.chunks = parts, l.before = parts + chunks;
+    else l.pooled = parts, l.chunks = 0, l.before = chunks;
     return l;
 }
 
@@ -57,6 +64,12 @@ static layout layout_of(const oc_mm_cuda_plan *p)
 static void *in_block(const resident *d, size_t offset)
 {
     return (void *)((d->work ? (uintptr_t)d->work->ptr : (uintptr_t)OC_POOL_ALIGN) + offset);
+}
+
+/* A part (B's or A's packing, the accumulator) at offset: in the block, or the pooled buffer. */
+static void *part(const resident *d, const layout *l, size_t offset)
+{
+    return l->pooled ? (char *)d->pooled + offset : in_block(d, offset);
 }
 
 /* The block for the scratch before `before` and the workspace the products ask (need bytes,
@@ -166,11 +179,16 @@ static oc_status run(oc_context *ctx, resident *d, int device)
     const int64_t m = job->m, n = job->n, k = job->k;
     const int i8 = plan->in.in_type == OC_MM_INT8;
     const layout l = layout_of(plan);
+    if (l.pooled) {
+        const oc_mem_ops ops = oc_cuda_mem_ops(ctx);
+        OC_CHECK(ctx, oc_pool_create(ctx, &ops, device, plan->in.device_budget, OC_GPU_MEM_GROW, 4096, &d->dev.pool));
+        OC_CHECK(ctx, oc_pool_alloc(ctx, d->dev.pool, l.pooled, "a product's int8 packing or accumulator", &d->pooled));
+    }
     /* The operands as the products read them: int8's packed where the plan packs them (both
      * K-contiguous with rows of kpad from aligned memory: matmul_cuda_plan.c), C or the
      * accumulator; places in the block until it is taken. */
-    const void *pa = plan->pack_a ? in_block(d, l.a) : a, *pb = plan->pack_b ? in_block(d, l.b) : b;
-    const void *acc = plan->acc_bytes ? in_block(d, l.acc) : c;
+    const void *pa = plan->pack_a ? part(d, &l, l.a) : a, *pb = plan->pack_b ? part(d, &l, l.b) : b;
+    const void *acc = plan->acc_bytes ? part(d, &l, l.acc) : c;
     size_t need = 0;
     if (plan->b_chunk)
         OC_CHECK(ctx, chunk_workspace(ctx, d, pa, in_block(d, l.chunks), c, plan->b_chunk,
@@ -182,7 +200,7 @@ static oc_status run(oc_context *ctx, resident *d, int device)
     if (i8) {
         /* A transposed or re-strided into its place; B into its own, whole here or a chunk at
          * a time beside the products (run_chunks). */
-        int8_t *packed_a = in_block(d, l.a), *packed_b = in_block(d, l.b);
+        int8_t *packed_a = part(d, &l, l.a), *packed_b = part(d, &l, l.b);
         if (plan->pack_a) {
             if (ta) OC_CHECK(ctx, oc_mm_transpose_i8(ctx, &d->dev, a, k, m, m, packed_a, plan->kpad, m, stream));
             else OC_CHECK(ctx, oc_mm_pack_rows_i8(ctx, &d->dev, a, m, k, packed_a, plan->kpad, stream));
@@ -199,20 +217,25 @@ static oc_status run(oc_context *ctx, resident *d, int device)
             oc_trace_phase(&t, "matmul", "int8 packing");
         }
     }
-    void *acc_at = plan->acc_bytes ? in_block(d, l.acc) : c;
+    void *acc_at = plan->acc_bytes ? part(d, &l, l.acc) : c;
     OC_CHECK(ctx, oc_mm_gemm_run(ctx, &d->gemm, m, n, k, a, b, acc_at, 0, stream));
     if (plan->acc_bytes) OC_CHECK(ctx, oc_mm_round_f32(ctx, &d->dev, acc_at, m, n, n, plan->in.out_type, c, stream));
     return finish(ctx, d, c, &t);
 }
 
 /* The device's state given back: its streams' work awaited, then the block to the context,
- * the handle, the events and the streams. */
+ * the handle, the events, the pool and its buffer, and the streams. */
 static void close_device(oc_context *ctx, resident *d)
 {
     if (d->dev.compute) (void)cudaStreamSynchronize(d->dev.compute);
     if (d->dev.compute2) (void)cudaStreamSynchronize(d->dev.compute2);
     (void)cudaGetLastError();
     d->res->peak_device_bytes = d->work ? (int64_t)d->work->bytes : 0;
+    if (d->dev.pool) {
+        oc_pool_stats ps;
+        oc_pool_get_stats(d->dev.pool, &ps);
+        d->res->peak_device_bytes += ps.peak;
+    }
     oc_cuda_kept_give(ctx, d->work);
     oc_mm_gemm_close(&d->gemm);
     for (int i = 0; i < 2; ++i) {
