@@ -225,6 +225,41 @@ int main(void)
         oc_map_free(m);
     }
     compile_pending();
+
+    /* Semantics the source must carry as the CPU does: a bool input is read as 0/1 (its
+     * bytes may be any), and uint64 meets a signed type in comparisons exactly, never
+     * through float64. */
+    static const struct {
+        const char *expr;
+        int ta, tb;
+        const char *has, *lacks;
+    } texts[] = {
+        {"a * 1", MT_BOOL, MT_BOOL, "(unsigned char)(in0[i] != 0)", NULL},
+        {"a & b", MT_BOOL, MT_BOOL, "(unsigned char)(in1[0 + id1 * 1LL] != 0)", NULL}, /* broadcast */
+        {"a == b", MT_U64, MT_I64, "(oc_u64)", "double"},
+        {"b < a", MT_U64, MT_I8, "(oc_u64)", "double"},
+        {"a >= b", MT_I32, MT_U64, "(oc_u64)", "double"},
+    };
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+        oc_map_array in[2] = {OC_MAP_ARRAY_INIT, OC_MAP_ARRAY_INIT};
+        in[0].name = "a", in[0].data = da, in[0].dtype = texts[i].ta, in[0].ndim = 2, in[0].shape = sa;
+        in[1].name = "b", in[1].data = db, in[1].dtype = texts[i].tb, in[1].ndim = 1, in[1].shape = sb;
+        oc_map *m = NULL;
+        CHECK_MSG(oc_map_create(ctx, texts[i].expr, in, 2, NULL, 0, NULL, &m) == OC_OK, "%s: %s", texts[i].expr,
+                  oc_context_last_error(ctx));
+        char *src = NULL;
+        if (m) CHECK(oc_map_emit_cuda(ctx, m, &src, NULL) == OC_OK);
+        if (src) {
+            const char *body = strstr(src, "oc_map_elementwise");
+            CHECK_MSG(body && strstr(body, texts[i].has), "%s over %s, %s: no '%s' in\n%s", texts[i].expr,
+                      oc_mt_name(texts[i].ta), oc_mt_name(texts[i].tb), texts[i].has, body ? body : src);
+            CHECK_MSG(!texts[i].lacks || !body || !strstr(body, texts[i].lacks), "%s over %s, %s: '%s' in\n%s",
+                      texts[i].expr, oc_mt_name(texts[i].ta), oc_mt_name(texts[i].tb), texts[i].lacks, body);
+            compile_later(src, texts[i].expr);
+        }
+        oc_map_free(m);
+    }
+    compile_pending();
     oc_context_free(ctx);
     return oc_test_finish();
 }

@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -136,6 +137,33 @@ static void test_nep50(void)
         {"a / 300", MT_U8, MT_U8, MT_F64},  /* but not through a float loop */
         {"a < 300", MT_U8, MT_U8, MT_BOOL}, /* comparisons are exact */
         {"sqrt(a)", MT_U8, MT_U8, -1},      /* float16 */
+        /* arctan2: the smallest float both operands cast to safely, not their common type's */
+        {"arctan2(a, b)", MT_I8, MT_U8, -1}, /* float16 */
+        {"arctan2(a, b)", MT_I8, MT_U16, MT_F32},
+        {"arctan2(a, b)", MT_I16, MT_U16, MT_F32},
+        {"arctan2(a, b)", MT_U16, MT_BOOL, MT_F32},
+        {"arctan2(a, b)", MT_I32, MT_U32, MT_F64},
+        {"arctan2(a, b)", MT_U64, MT_I8, MT_F64},
+        {"arctan2(a, b)", MT_F32, MT_I16, MT_F32},
+        {"arctan2(a, b)", MT_F32, MT_I32, MT_F64},
+        {"arctan2(a, 2)", MT_U8, MT_U8, -1},           /* the Python int takes uint8: float16 */
+        {"arctan2(a, 70000)", MT_I16, MT_I16, MT_F32}, /* a float loop: no bounds check */
+        {"arctan2(a, 2.5)", MT_U8, MT_U8, MT_F64},
+        {"clip(5, a, b)", MT_I8, MT_I8, MT_I64}, /* numpy.clip makes its first operand an array */
+        /* Python ints are int64's and uint64's values, with numpy's bounds */
+        {"a + 18446744073709551615", MT_U64, MT_U64, MT_U64},
+        {"a + 18446744073709551615", MT_I64, MT_I64, -1},
+        {"a < 18446744073709551615", MT_I8, MT_I8, MT_BOOL}, /* exact */
+        {"a < 18446744073709551615", MT_BOOL, MT_BOOL, -1},  /* bool meets it as int64 */
+        {"a + -9223372036854775808", MT_I64, MT_I64, MT_I64},
+        {"a + -9223372036854775808", MT_U64, MT_U64, -1},
+        {"a - 9223372036854775808 * 2", MT_U64, MT_U64, -1}, /* 2^64 */
+        {"a + 18446744073709551616", MT_U64, MT_U64, -1},
+        {"18446744073709551615 + 0", MT_F32, MT_F32, MT_U64},     /* numpy.asarray's type */
+        {"minimum(18446744073709551615, 1)", MT_F32, MT_F32, -1}, /* int64, as numpy */
+        {"arctan2(18446744073709551615, 1)", MT_F32, MT_F32, MT_F64},
+        {"a ** 9223372036854775808", MT_I64, MT_I64, -1},      /* out of bounds, not a negative power */
+        {"a ** 18446744073709551615", MT_F64, MT_F64, MT_F64}, /* not numpy.reciprocal */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         int got = result_type(cases[i].expr, cases[i].ta, cases[i].tb);
@@ -182,6 +210,157 @@ static void test_broadcast_and_eval(void)
     CHECK(oc_map_create(ctx, "a * b", in, 2, NULL, 0, NULL, &m) == OC_ERR_INPUT);
     CHECK_MSG(strcmp(oc_context_last_error(ctx), "shapes do not broadcast: a is 1000000 x 500, b is 999999 x 500") == 0,
               "%s", oc_context_last_error(ctx));
+}
+
+/* Runs expr over in[0..n) (and scalars) into out; OC_OK or the error. */
+static oc_status run_into(const char *expr, oc_map_array *in, int n, const oc_map_scalar *s, int ns,
+                          const oc_map_options *o, void *out)
+{
+    oc_map *m = NULL;
+    oc_status st = oc_map_create(ctx, expr, in, n, s, ns, o, &m);
+    if (st == OC_OK) st = oc_map_run(ctx, m, NULL, out, NULL);
+    oc_map_free(m);
+    return st;
+}
+
+/* uint64 against a signed type compares exactly (numpy's mixed-sign comparison loops), not in
+ * float64, which makes 2^62 + 1 equal 2^62 and loses every value above 2^53. */
+static void test_uint64_signed_comparisons(void)
+{
+    enum { N = 8 };
+    static const uint64_t u[N] = {(1ULL << 62) + 1, 1ULL << 63, UINT64_MAX, 0, 5, UINT64_MAX, 1ULL << 63, 7};
+    static const int64_t s[N] = {1LL << 62, -1, -1, -1, 5, INT64_MAX, INT64_MIN, 8};
+    static const char *ops[] = {"==", "!=", "<", "<=", ">", ">="};
+    int64_t shape[1] = {N};
+    for (int t = MT_I8; t <= MT_I64; t++) {
+        unsigned char sv[N * 8];
+        for (int k = 0; k < N; k++) {
+            int64_t v = t == MT_I64 ? s[k] : k == 0 ? 100 : s[k] % 100; /* in every type's range */
+            switch (t) {
+            case MT_I8:
+                ((int8_t *)sv)[k] = (int8_t)v;
+                break;
+            case MT_I16:
+                ((int16_t *)sv)[k] = (int16_t)v;
+                break;
+            case MT_I32:
+                ((int32_t *)sv)[k] = (int32_t)v;
+                break;
+            default:
+                ((int64_t *)sv)[k] = v;
+            }
+        }
+        for (int o = 0; o < 6; o++)
+            for (int swap = 0; swap < 2; swap++) {
+                oc_map_array in[2] = {OC_MAP_ARRAY_INIT, OC_MAP_ARRAY_INIT};
+                in[0].name = "u", in[0].data = u, in[0].dtype = OC_MAP_UINT64, in[0].ndim = 1, in[0].shape = shape;
+                in[1].name = "s", in[1].data = sv, in[1].dtype = t, in[1].ndim = 1, in[1].shape = shape;
+                char expr[32];
+                snprintf(expr, sizeof expr, swap ? "s %s u" : "u %s s", ops[o]);
+                unsigned char got[N];
+                CHECK_MSG(run_into(expr, in, 2, NULL, 0, NULL, got) == OC_OK, "%s: %s", expr,
+                          oc_context_last_error(ctx));
+                for (int k = 0; k < N; k++) {
+                    int64_t v = t == MT_I64 ? s[k] : k == 0 ? 100 : s[k] % 100;
+                    /* sign: -1, 0, 1 for u < v, u == v, u > v, exactly */
+                    int c = v < 0 || u[k] > (uint64_t)v ? 1 : u[k] == (uint64_t)v ? 0 : -1;
+                    if (swap) c = -c;
+                    int want = o == 0   ? c == 0
+                               : o == 1 ? c != 0
+                               : o == 2 ? c < 0
+                               : o == 3 ? c <= 0
+                               : o == 4 ? c > 0
+                                        : c >= 0;
+                    CHECK_MSG(got[k] == want, "%s over uint64, %s, element %d: %d", expr, oc_mt_name(t), k, got[k]);
+                }
+            }
+    }
+}
+
+/* A bool array's bytes are read as numpy reads them, any nonzero byte True, whatever the
+ * operation: arithmetic, comparisons, bitwise operators, where, casts and reductions. */
+static void test_bool_bytes(void)
+{
+    static const unsigned char x[4] = {0, 2, 1, 255}, y[4] = {1, 1, 4, 128};
+    int64_t shape[1] = {4}, col[2] = {4, 1};
+    oc_map_array in[2] = {OC_MAP_ARRAY_INIT, OC_MAP_ARRAY_INIT};
+    in[0].name = "x", in[0].data = x, in[0].dtype = OC_MAP_BOOL, in[0].ndim = 1, in[0].shape = shape;
+    in[1].name = "y", in[1].data = y, in[1].dtype = OC_MAP_BOOL, in[1].ndim = 1, in[1].shape = shape;
+    int64_t i64[16];
+    unsigned char b[16];
+    CHECK(run_into("x * 1", in, 2, NULL, 0, NULL, i64) == OC_OK);
+    CHECK(i64[0] == 0 && i64[1] == 1 && i64[2] == 1 && i64[3] == 1);
+    CHECK(run_into("x == True", in, 2, NULL, 0, NULL, b) == OC_OK);
+    CHECK(b[0] == 0 && b[1] == 1 && b[2] == 1 && b[3] == 1);
+    CHECK(run_into("x & y", in, 2, NULL, 0, NULL, b) == OC_OK); /* 2 & 1 would be 0 */
+    CHECK(b[0] == 0 && b[1] == 1 && b[2] == 1 && b[3] == 1);
+    CHECK(run_into("x == y", in, 2, NULL, 0, NULL, b) == OC_OK);
+    CHECK(b[0] == 0 && b[1] == 1 && b[2] == 1 && b[3] == 1);
+    CHECK(run_into("x", in, 1, NULL, 0, NULL, b) == OC_OK); /* the input itself, copied */
+    CHECK(b[0] == 0 && b[1] == 1 && b[2] == 1 && b[3] == 1);
+    oc_map_options o = OC_MAP_OPTIONS_INIT;
+    o.dtype = OC_MAP_INT8;
+    int8_t i8[4];
+    CHECK(run_into("x", in, 1, NULL, 0, &o, i8) == OC_OK); /* the output cast */
+    CHECK(i8[0] == 0 && i8[1] == 1 && i8[2] == 1 && i8[3] == 1);
+    o = (oc_map_options)OC_MAP_OPTIONS_INIT;
+    o.reduce = OC_MAP_REDUCE_SUM;
+    CHECK(run_into("x", in, 1, NULL, 0, &o, i64) == OC_OK && i64[0] == 3);
+    o.reduce = OC_MAP_REDUCE_MAX;
+    CHECK(run_into("x", in, 1, NULL, 0, &o, b) == OC_OK && b[0] == 1);
+    /* A broadcast input (gathered, not read in place): x as a 4 x 1 column against y. */
+    in[0].ndim = 2, in[0].shape = col;
+    CHECK(run_into("x & y", in, 2, NULL, 0, NULL, b) == OC_OK);
+    for (int k = 0; k < 16; k++) CHECK_MSG(b[k] == (k >= 4), "x & y [%d]: %d", k, b[k]);
+}
+
+/* min and max of an array that is all -0.0 are -0.0: the result is an element, never the
+ * sum's identity 0.0 + (-0.0). */
+static void test_min_max_negative_zero(void)
+{
+    static const double z[6] = {-0.0, -0.0, -0.0, -0.0, -0.0, -0.0};
+    int64_t shape[2] = {2, 3};
+    oc_map_array in = OC_MAP_ARRAY_INIT;
+    in.name = "z", in.data = z, in.dtype = OC_MAP_FLOAT64, in.ndim = 2, in.shape = shape;
+    for (int op = OC_MAP_REDUCE_MIN; op <= OC_MAP_REDUCE_MAX; op++)
+        for (int axis = -1; axis < 2; axis++) {
+            oc_map_options o = OC_MAP_OPTIONS_INIT;
+            o.reduce = op;
+            o.has_axis = axis >= 0, o.axis = axis;
+            double out[3] = {1, 1, 1};
+            CHECK(run_into("z", &in, 1, NULL, 0, &o, out) == OC_OK);
+            for (int k = 0; k < (axis < 0 ? 1 : 3 - axis); k++)
+                CHECK_MSG(out[k] == 0 && signbit(out[k]), "%s over axis %d: %g",
+                          op == OC_MAP_REDUCE_MIN ? "min" : "max", axis, out[k]);
+        }
+}
+
+/* --set takes Python ints from -2^63 to 2^64 - 1; numpy's bounds decide where they fit. */
+static void test_set_wide_ints(void)
+{
+    static const int64_t i[2] = {1, -1};
+    static const uint64_t u[2] = {1, 2};
+    int64_t shape[1] = {2};
+    oc_map_array in[2] = {OC_MAP_ARRAY_INIT, OC_MAP_ARRAY_INIT};
+    in[0].name = "i", in[0].data = i, in[0].dtype = OC_MAP_INT64, in[0].ndim = 1, in[0].shape = shape;
+    in[1].name = "u", in[1].data = u, in[1].dtype = OC_MAP_UINT64, in[1].ndim = 1, in[1].shape = shape;
+    oc_map_scalar s[2] = {{"r", "-9223372036854775808"}, {"w", "18446744073709551615"}};
+    int64_t gi[2];
+    uint64_t gu[2];
+    unsigned char b[2];
+    CHECK(run_into("i + r", in, 2, s, 2, NULL, gi) == OC_OK && gi[0] == INT64_MIN + 1 && gi[1] == INT64_MAX);
+    CHECK(run_into("u + w", in, 2, s, 2, NULL, gu) == OC_OK && gu[0] == 0 && gu[1] == 1);
+    CHECK(run_into("u == w - 17 + 17", in, 2, s, 2, NULL, b) == OC_OK && b[0] == 0 && b[1] == 0);
+    CHECK(run_into("i > r", in, 2, s, 2, NULL, b) == OC_OK && b[0] == 1 && b[1] == 1);
+    CHECK(run_into("i < w", in, 2, s, 2, NULL, b) == OC_OK && b[0] == 1 && b[1] == 1); /* exact */
+    CHECK(run_into("u + r", in, 2, s, 2, NULL, gu) == OC_ERR_INPUT);
+    CHECK(strstr(oc_context_last_error(ctx), "Python integer -9223372036854775808 is out of bounds for uint64"));
+    CHECK(run_into("i + w", in, 2, s, 2, NULL, gi) == OC_ERR_INPUT);
+    CHECK(strstr(oc_context_last_error(ctx), "Python integer 18446744073709551615 is out of bounds for int64"));
+    oc_map_scalar low = {"r", "-9223372036854775809"};
+    CHECK(run_into("i + r", in, 2, &low, 1, NULL, gi) == OC_ERR_INPUT);
+    oc_map_scalar high = {"r", "18446744073709551616"};
+    CHECK(run_into("i + r", in, 2, &high, 1, NULL, gi) == OC_ERR_INPUT);
 }
 
 /* A struct_size that is no version's is refused, naming the struct and its macro. */
@@ -349,6 +528,10 @@ int main(void)
     test_promotion_rules();
     test_nep50();
     test_broadcast_and_eval();
+    test_uint64_signed_comparisons();
+    test_bool_bytes();
+    test_min_max_negative_zero();
+    test_set_wide_ints();
     test_struct_sizes();
     test_isa_paths();
     test_limits_on_a_small_stack();

@@ -298,15 +298,19 @@ static void emit_body(oc_text *b, const oc_map_plan *m, const char *live, const 
         const oc_map_node *n = &m->ir.nodes[k];
         oc_text_printf(b, "    const %s v%d = ", ctype(n->type), k);
         if (n->op == MOP_INPUT) {
+            /* A bool array's bytes need not be 0 or 1: any nonzero byte is True, as in numpy
+             * (the CPU evaluator's bool inputs alike). */
             const oc_map_bound *in = &m->inputs[n->input];
+            const int is_bool = in->type == MT_BOOL;
+            oc_text_printf(b, "%sin%d[", is_bool ? "(unsigned char)(" : "", n->input);
             if (in->same_shape || m->ndim == 0) {
-                oc_text_printf(b, "in%d[%s];\n", n->input, in->same_shape ? "i" : "0");
-                continue;
+                oc_text_printf(b, "%s", in->same_shape ? "i" : "0");
+            } else {
+                oc_text_printf(b, "0");
+                for (int d = 0; d < m->ndim; d++)
+                    if (in->stride[d]) oc_text_printf(b, " + id%d * %" PRId64 "LL", d, in->stride[d]);
             }
-            oc_text_printf(b, "in%d[0", n->input);
-            for (int d = 0; d < m->ndim; d++)
-                if (in->stride[d]) oc_text_printf(b, " + id%d * %" PRId64 "LL", d, in->stride[d]);
-            oc_text_printf(b, "];\n");
+            oc_text_printf(b, "]%s;\n", is_bool ? " != 0)" : "");
             continue;
         }
         emit_expr(b, m, k);

@@ -37,14 +37,15 @@
  *     row 0 replaces acc). Sums need acc zeroed before the first chunk, and successive chunks'
  *     launches in order. Any grid and block size.
  *
- * Arithmetic follows the CPU's loops (map_cpu_ops.h) expression for expression, so integer,
- * comparison and float arithmetic results are bit-identical to the CPU's; transcendental
- * functions are CUDA's libdevice (sqrt is correctly rounded; the others' ulp bounds are in
- * the CUDA programming guide, appendix "Mathematical Functions"). Float + - * / are written
- * as the __d*_rn / __f*_rn intrinsics, which no compiler option contracts into a fused
- * multiply-add; compile without fast-math options (-ftz=false -prec-div=true
- * -prec-sqrt=true are NVRTC's defaults). NaN results may differ from the CPU's in sign and
- * payload (the GPU's canonical NaN), never in being NaN.
+ * A bool input's bytes are read as 0/1 (any nonzero byte is True, as numpy and the CPU
+ * evaluator read them). Arithmetic follows the CPU's loops (map_cpu_ops.h) expression for
+ * expression, so integer, comparison and float arithmetic results are bit-identical to the
+ * CPU's; transcendental functions are CUDA's libdevice (sqrt is correctly rounded; the
+ * others' ulp bounds are in the CUDA programming guide, appendix "Mathematical Functions").
+ * Float + - * / are written as the __d*_rn / __f*_rn intrinsics, which no compiler option
+ * contracts into a fused multiply-add; compile without fast-math options (-ftz=false
+ * -prec-div=true -prec-sqrt=true are NVRTC's defaults). NaN results may differ from the
+ * CPU's in sign and payload (the GPU's canonical NaN), never in being NaN.
  */
 #ifndef OC_MAP_MAP_CODEGEN_H
 #define OC_MAP_MAP_CODEGEN_H

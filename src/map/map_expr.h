@@ -81,7 +81,7 @@ typedef enum oc_map_op {
 typedef enum oc_map_weak { MW_NONE = 0, MW_BOOL, MW_INT, MW_FLOAT } oc_map_weak;
 
 typedef union oc_map_value {
-    int64_t i;  /* signed integers and bool */
+    int64_t i;  /* signed integers and bool; Python ints (weak), except big ones */
     uint64_t u; /* unsigned integers */
     double f;   /* floats (a float32 constant holds a value already rounded to float) */
 } oc_map_value;
@@ -91,6 +91,8 @@ typedef struct oc_map_node {
     int type;               /* IR: the result type (oc_map_dtype) */
     int otype;              /* IR: the type the operation computes in (its operands' type) */
     oc_map_weak weak;       /* constants: weak kind; MW_NONE for a typed constant */
+    int big;                /* MW_INT: a Python int above INT64_MAX, held in value.u (Python ints
+                             * are -2^63 to 2^64 - 1 here, int64's and uint64's values) */
     int a, b, c;            /* children, -1 when absent */
     int input;              /* MOP_INPUT */
     int name_pos, name_len; /* MOP_NAME and calls: where the name is in the expression */

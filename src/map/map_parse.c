@@ -131,8 +131,9 @@ static int add_node(parser *p, oc_map_op op, int pos, int a, int b, int c)
 }
 
 /* A Python literal: decimal or 0x/0o/0b integers, floats with '.' or an exponent; '_'
- * separators as Python allows. Integers past int64 are an error (numpy would make them
- * object or uint64 arrays; map has no such type). */
+ * separators as Python allows. Integers up to 2^64 - 1 (uint64's maximum; those above int64's
+ * are `big`); larger ones are an error (numpy would make them object arrays; map has no such
+ * type). */
 static int number(parser *p)
 {
     int pos = p->pos, len = p->next - p->pos;
@@ -165,9 +166,9 @@ static int number(parser *p)
         }
         unsigned long long v = strtoull(digits, &end, base);
         if (*digits == '\0' || *end != '\0') return syntax_error(p, pos, "malformed number");
-        if (errno == ERANGE || v > (unsigned long long)INT64_MAX)
-            return syntax_error(p, pos, "integer literal does not fit in int64");
-        n0.value.i = (int64_t)v;
+        if (errno == ERANGE) return syntax_error(p, pos, "integer literal does not fit in uint64");
+        n0.big = v > (unsigned long long)INT64_MAX;
+        n0.value.u = v;
     }
     if (*end != '\0') return syntax_error(p, pos, "malformed number");
     int k = oc_map_expr_add(p->e, n0);

@@ -334,10 +334,14 @@ static oc_status map_create(oc_context *ctx, oc_map *m, const char *expr, const 
             const oc_map_node *v = neg ? &lit.nodes[r->a] : r;
             if (v->op != MOP_CONST || (neg && v->weak == MW_BOOL)) {
                 st = oc_fail(ctx, OC_ERR_INPUT, "--set %s=%s: the value is not a number", b->name, scalars[i].value);
+            } else if (neg && v->big && v->value.u != (uint64_t)INT64_MAX + 1) {
+                /* Python ints are int64's and uint64's values here: -2^63 is the least. */
+                st = oc_fail(ctx, OC_ERR_INPUT, "--set %s=%s: the integer is below -2^63, outside int64 and uint64",
+                             b->name, scalars[i].value);
             } else {
                 b->scalar = *v;
                 if (neg && v->weak == MW_FLOAT) b->scalar.value.f = -v->value.f;
-                if (neg && v->weak == MW_INT) b->scalar.value.i = -v->value.i;
+                if (neg && v->weak == MW_INT) b->scalar.value.u = 0 - v->value.u, b->scalar.big = 0;
             }
             oc_map_expr_free(&lit);
         } else if (st == OC_OK) {

@@ -10,9 +10,11 @@
  * else numpy raises OverflowError), a Python float meeting a bool or integer array gives
  * float64, a Python int meeting a bool array gives int64. Functions (numpy ufuncs) called on
  * Python scalars alone see them as int64/float64 arrays; operators between Python scalars
- * are Python's own arithmetic (2 ** -1 is 0.5, -7 // 2 is -4).
+ * are Python's own arithmetic (2 ** -1 is 0.5, -7 // 2 is -4). Python ints are held from
+ * -2^63 to 2^64 - 1, the values of int64 and uint64 (`big` ones above int64's in value.u).
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,9 +50,19 @@ static oc_map_node node_of(oc_map_op op, int type, int otype, int pos)
 
 static int is_weak(const checker *c, int k) { return c->out->nodes[k].weak != MW_NONE; }
 
-/* The strong type a weak constant stands for when it must become an array (numpy's
- * default int and float). */
-static int weak_default(oc_map_weak w) { return w == MW_BOOL ? MT_BOOL : w == MW_INT ? MT_I64 : MT_F64; }
+/* The strong type a weak constant stands for when it must become an array alone (numpy's
+ * default int and float; numpy.asarray makes a Python int above int64's range uint64). */
+static int weak_default(oc_map_weak w, int big)
+{
+    return w == MW_BOOL ? MT_BOOL : w == MW_INT ? (big ? MT_U64 : MT_I64) : MT_F64;
+}
+
+/* A Python int's value (a weak MW_INT constant), exactly: -2^63 to 2^64 - 1. */
+typedef __int128 py_int;
+static py_int py_int_of(const oc_map_node *x) { return x->big ? (py_int)x->value.u : (py_int)x->value.i; }
+
+/* Whether the Python int x is a value of integer type t. */
+static int py_int_fits(int t, const oc_map_node *x) { return x->big ? t == MT_U64 : oc_mt_int_fits(t, x->value.i); }
 
 static int op_error(checker *c, int pos, const char *fmt, const char *a, const char *b)
 {
@@ -64,7 +76,7 @@ static int make_const(checker *c, int k, int t)
     oc_map_node src = c->out->nodes[k];
     oc_map_node n = node_of(MOP_CONST, t, t, src.pos);
     int from_float = src.weak == MW_FLOAT || (src.weak == MW_NONE && oc_mt_is_float(src.type));
-    int from_unsigned = src.weak == MW_NONE && oc_mt_kind_of(src.type) == MT_KIND_UINT;
+    int from_unsigned = (src.weak == MW_NONE && oc_mt_kind_of(src.type) == MT_KIND_UINT) || src.big;
     double f = from_float ? src.value.f : from_unsigned ? (double)src.value.u : (double)src.value.i;
     if (t == MT_BOOL) {
         n.value.i = from_float ? f != 0 : src.value.i != 0;
@@ -121,38 +133,68 @@ static int check_weak_bounds(checker *c, const int *ks, int n, int loop)
     if (!oc_mt_is_integer(loop)) return 0;
     for (int i = 0; i < n; i++) {
         const oc_map_node *x = &c->out->nodes[ks[i]];
-        if (x->weak == MW_INT && !oc_mt_int_fits(loop, x->value.i)) {
+        if (x->weak == MW_INT && !py_int_fits(loop, x)) {
+            char v[24];
+            if (x->big) snprintf(v, sizeof v, "%llu", (unsigned long long)x->value.u);
+            else snprintf(v, sizeof v, "%lld", (long long)x->value.i);
             oc_fail(c->ctx, OC_ERR_INPUT,
-                    "Python integer %lld is out of bounds for %s (column %d; numpy raises OverflowError too)",
-                    (long long)x->value.i, oc_mt_name(loop), x->pos + 1);
+                    "Python integer %s is out of bounds for %s (column %d; numpy raises OverflowError too)", v,
+                    oc_mt_name(loop), x->pos + 1);
             return -1;
         }
     }
     return 0;
 }
 
-/* numpy's loop for sqrt, exp, ... and arctan2: the smallest float holding the input. */
-static int float_loop(checker *c, int t, oc_map_op op, int pos)
+/* numpy's loop for sqrt, exp, ... and arctan2: the smallest float type every operand (of
+ * types ts[0..n)) casts to safely, float32 from 16-bit integers, float64 from wider ones and
+ * a float its own type; float16 (from bool and 8-bit integers alone) is an error. arctan2 of
+ * int16 and uint16 is float32, not the float64 of their common type, int32. */
+static int float_loop(checker *c, const int *ts, int n, oc_map_op op, int pos)
 {
-    if (oc_mt_is_float(t)) return t;
-    if (t == MT_I16 || t == MT_U16) return MT_F32;
-    if (t == MT_BOOL || t == MT_I8 || t == MT_U8) {
-        oc_fail(c->ctx, OC_ERR_INPUT,
-                "%s of %s gives float16 in numpy, which map does not support (column %d); cast first, e.g. %s(x * 1.0)",
-                oc_map_op_name(op), oc_mt_name(t), pos + 1, oc_map_op_name(op));
-        return -1;
+    int l = -1; /* float16 */
+    for (int i = 0; i < n; i++) {
+        const int t = ts[i], s = (int)oc_mt_size(t);
+        const int f = oc_mt_is_float(t) ? t : s == 2 ? MT_F32 : s > 2 ? MT_F64 : -1;
+        l = l < 0 ? f : f < 0 ? l : oc_mt_promote(l, f);
     }
-    return MT_F64;
+    if (l >= 0) return l;
+    const char *name = oc_map_op_name(op);
+    oc_fail(c->ctx, OC_ERR_INPUT,
+            "%s of %s%s%s gives float16 in numpy, which map does not support (column %d); cast first, e.g. "
+            "%s(x * 1.0%s)",
+            name, oc_mt_name(ts[0]), n > 1 ? " and " : "", n > 1 ? oc_mt_name(ts[1]) : "", pos + 1, name,
+            n > 1 ? ", y" : "");
+    return -1;
 }
 
 /* ---------------------------------------------------------------- folding Python scalars */
 
 static int weak_const(checker *c, oc_map_weak w, oc_map_value v, int pos)
 {
-    oc_map_node n = node_of(MOP_CONST, weak_default(w), weak_default(w), pos);
+    oc_map_node n = node_of(MOP_CONST, weak_default(w, 0), weak_default(w, 0), pos);
     n.weak = w;
     n.value = v;
     return emit(c, n);
+}
+
+/* A Python int from Python's arithmetic on Python ints; an error outside int64 and uint64's
+ * values, the Python ints map holds. */
+static int weak_int(checker *c, py_int v, int pos)
+{
+    if (v < INT64_MIN || v > (py_int)UINT64_MAX) {
+        oc_fail(c->ctx, OC_ERR_INPUT,
+                "arithmetic on Python integers leaves -2^63 to 2^64 - 1, the values of int64 and uint64 (column %d)",
+                pos + 1);
+        return -1;
+    }
+    oc_map_value u = {.u = (uint64_t)v};
+    int k = weak_const(c, MW_INT, u, pos);
+    if (k >= 0) {
+        c->out->nodes[k].big = v > INT64_MAX;
+        if (c->out->nodes[k].big) c->out->nodes[k].type = c->out->nodes[k].otype = MT_U64;
+    }
+    return k;
 }
 
 static int fold_fail(checker *c, int pos, const char *what)
@@ -214,8 +256,8 @@ static int fold_binary(checker *c, oc_map_op op, int ka, int kb, int pos)
     oc_map_node a = c->out->nodes[ka], b = c->out->nodes[kb];
     oc_map_value v = {0};
     if (a.weak == MW_FLOAT || b.weak == MW_FLOAT) {
-        double x = a.weak == MW_FLOAT ? a.value.f : (double)a.value.i;
-        double y = b.weak == MW_FLOAT ? b.value.f : (double)b.value.i;
+        double x = a.weak == MW_FLOAT ? a.value.f : (double)py_int_of(&a);
+        double y = b.weak == MW_FLOAT ? b.value.f : (double)py_int_of(&b);
         double m;
         switch (op) {
         case MOP_ADD:
@@ -254,18 +296,19 @@ static int fold_binary(checker *c, oc_map_op op, int ka, int kb, int pos)
         }
         return weak_const(c, MW_FLOAT, v, pos);
     }
-    int64_t x = a.value.i, y = b.value.i;
+    /* Python ints, in 128 bits: every operation below is exact there or reports overflow. */
+    py_int x = py_int_of(&a), y = py_int_of(&b), r = 0;
     int both_bool = a.weak == MW_BOOL && b.weak == MW_BOOL;
     int overflow = 0;
     switch (op) {
     case MOP_ADD:
-        overflow = __builtin_add_overflow(x, y, &v.i);
+        r = x + y;
         break;
     case MOP_SUB:
-        overflow = __builtin_sub_overflow(x, y, &v.i);
+        r = x - y;
         break;
     case MOP_MUL:
-        overflow = __builtin_mul_overflow(x, y, &v.i);
+        overflow = __builtin_mul_overflow(x, y, &r);
         break;
     case MOP_DIV:
         if (y == 0) return fold_fail(c, pos, "division by zero between Python scalars");
@@ -274,13 +317,8 @@ static int fold_binary(checker *c, oc_map_op op, int ka, int kb, int pos)
     case MOP_FLOORDIV:
     case MOP_MOD:
         if (y == 0) return fold_fail(c, pos, "integer division or modulo by zero between Python scalars");
-        if (x == INT64_MIN && y == -1) {
-            overflow = op == MOP_FLOORDIV;
-            v.i = 0;
-            break;
-        }
-        v.i = op == MOP_FLOORDIV ? x / y - ((x % y != 0) && ((x < 0) != (y < 0))) : x % y;
-        if (op == MOP_MOD && v.i != 0 && ((v.i < 0) != (y < 0))) v.i += y;
+        r = op == MOP_FLOORDIV ? x / y - ((x % y != 0) && ((x < 0) != (y < 0))) : x % y;
+        if (op == MOP_MOD && r != 0 && ((r < 0) != (y < 0))) r += y;
         break;
     case MOP_POW:
         if (y < 0) {
@@ -288,21 +326,19 @@ static int fold_binary(checker *c, oc_map_op op, int ka, int kb, int pos)
             v.f = pow((double)x, (double)y);
             return weak_const(c, MW_FLOAT, v, pos);
         }
-        v.i = 1;
-        for (int64_t base = x, e = y; e > 0 && !overflow; e >>= 1) {
-            if (e & 1) overflow |= __builtin_mul_overflow(v.i, base, &v.i);
+        r = 1;
+        for (py_int base = x, e = y; e > 0 && !overflow; e >>= 1) {
+            if (e & 1) overflow |= __builtin_mul_overflow(r, base, &r);
             if (e > 1) overflow |= __builtin_mul_overflow(base, base, &base);
         }
         break;
     case MOP_AND:
-        v.i = x & y;
-        return weak_const(c, both_bool ? MW_BOOL : MW_INT, v, pos);
     case MOP_OR:
-        v.i = x | y;
-        return weak_const(c, both_bool ? MW_BOOL : MW_INT, v, pos);
     case MOP_XOR:
-        v.i = x ^ y;
-        return weak_const(c, both_bool ? MW_BOOL : MW_INT, v, pos);
+        r = op == MOP_AND ? x & y : op == MOP_OR ? x | y : x ^ y;
+        if (!both_bool) break;
+        v.i = (int64_t)r;
+        return weak_const(c, MW_BOOL, v, pos);
     case MOP_EQ:
     case MOP_NE:
     case MOP_LT:
@@ -313,8 +349,7 @@ static int fold_binary(checker *c, oc_map_op op, int ka, int kb, int pos)
     default:
         return fold_fail(c, pos, "internal: unexpected operator");
     }
-    if (overflow) return fold_fail(c, pos, "arithmetic on Python integers overflows int64");
-    return weak_const(c, MW_INT, v, pos);
+    return weak_int(c, overflow ? (py_int)UINT64_MAX + 1 : r, pos);
 }
 
 static int fold_unary(checker *c, oc_map_op op, int ka, int pos)
@@ -326,10 +361,7 @@ static int fold_unary(checker *c, oc_map_op op, int ka, int pos)
         v.f = -a.value.f;
         return weak_const(c, MW_FLOAT, v, pos);
     }
-    if (op == MOP_NEG && a.value.i == INT64_MIN)
-        return fold_fail(c, pos, "arithmetic on Python integers overflows int64");
-    v.i = op == MOP_NEG ? -a.value.i : ~a.value.i;
-    return weak_const(c, MW_INT, v, pos);
+    return weak_int(c, op == MOP_NEG ? -py_int_of(&a) : ~py_int_of(&a), pos);
 }
 
 /* ---------------------------------------------------------------- typing */
@@ -340,7 +372,7 @@ static int check(checker *c, int k) { return k < 0 ? -1 : c->ir_of[k]; }
 static int strong(checker *c, int k)
 {
     if (k < 0 || !is_weak(c, k)) return k;
-    return make_const(c, k, weak_default(c->out->nodes[k].weak));
+    return make_const(c, k, weak_default(c->out->nodes[k].weak, c->out->nodes[k].big));
 }
 
 static int check_unary(checker *c, const oc_map_node *n)
@@ -362,7 +394,7 @@ static int check_unary(checker *c, const oc_map_node *n)
         if (oc_mt_is_float(t)) return op_error(c, n->pos, "%s does not apply to %s (column %d)", "~", oc_mt_name(t));
         break;
     case MAP_TYPING_FLOAT:
-        l = float_loop(c, t, n->op, n->pos);
+        l = float_loop(c, &t, 1, n->op, n->pos);
         if (l < 0) return -1;
         break;
     case MAP_TYPING_NONE:
@@ -379,6 +411,12 @@ static int check_unary(checker *c, const oc_map_node *n)
     return emit(c, r);
 }
 
+/* The comparison with its operands swapped: a < b is b > a. */
+static oc_map_op mirrored(oc_map_op op)
+{
+    return op == MOP_LT ? MOP_GT : op == MOP_GT ? MOP_LT : op == MOP_LE ? MOP_GE : op == MOP_GE ? MOP_LE : op;
+}
+
 /* numpy compares an integer array with a Python int outside its range exactly (uint8 < -1
  * is False everywhere) where arithmetic would raise: the result is then the same for every
  * element, written here as x == x (True) or x != x (False) over the array operand x so that
@@ -388,18 +426,46 @@ static int out_of_range_comparison(checker *c, const oc_map_node *n, int a, int 
     int wa = c->out->nodes[a].weak == MW_INT, wb = c->out->nodes[b].weak == MW_INT;
     if (wa == wb) return -2;
     int x = wa ? b : a;
-    int64_t v = c->out->nodes[wa ? a : b].value.i;
+    const oc_map_node *v = &c->out->nodes[wa ? a : b];
     int t = c->out->nodes[x].weak == MW_BOOL ? MT_BOOL : c->out->nodes[x].type;
-    if (!oc_mt_is_integer(t) || oc_mt_int_fits(t, v)) return -2;
-    oc_map_op op = n->op;
-    if (wa) /* v OP x is x OP' v */
-        op = op == MOP_LT ? MOP_GT : op == MOP_GT ? MOP_LT : op == MOP_LE ? MOP_GE : op == MOP_GE ? MOP_LE : op;
-    int below = v < 0; /* out of range below the minimum, else above the maximum */
+    if (!oc_mt_is_integer(t) || py_int_fits(t, v)) return -2;
+    oc_map_op op = wa ? mirrored(n->op) : n->op; /* v OP x is x OP' v */
+    int below = py_int_of(v) < 0;                /* out of range below the minimum, else above the maximum */
     int truth = op == MOP_NE || (below ? (op == MOP_GT || op == MOP_GE) : (op == MOP_LT || op == MOP_LE));
     x = strong(c, x);
     if (x < 0) return -1;
     oc_map_node r = node_of(truth ? MOP_EQ : MOP_NE, MT_BOOL, c->out->nodes[x].type, n->pos);
     r.a = r.b = x;
+    return emit(c, r);
+}
+
+/* numpy compares uint64 with a signed integer type exactly (its comparison loops for mixed
+ * signs), where result_type, float64, would round both above 2^53. u OP s is written here
+ * as (s >= 0) & (u OP uint64(s)) when a negative s makes OP false (==, <, <=: u is above
+ * every negative value), else (s < 0) | (u OP uint64(s)) (!=, >, >=). Returns the node, -1
+ * on error, -2 when the operands are not uint64 and a signed integer. */
+static int mixed_sign_comparison(checker *c, const oc_map_node *n, int a, int b)
+{
+    if (is_weak(c, a) || is_weak(c, b)) return -2; /* Python ints: out_of_range_comparison */
+    const int ta = c->out->nodes[a].type, tb = c->out->nodes[b].type;
+    const int ua = ta == MT_U64 && oc_mt_kind_of(tb) == MT_KIND_INT;
+    if (!ua && !(tb == MT_U64 && oc_mt_kind_of(ta) == MT_KIND_INT)) return -2;
+    const int u = ua ? a : b, s = ua ? b : a, ts = ua ? tb : ta;
+    const oc_map_op op = ua ? n->op : mirrored(n->op); /* u op s */
+    const int negative_true = op == MOP_NE || op == MOP_GT || op == MOP_GE;
+    oc_map_node zero = node_of(MOP_CONST, ts, ts, n->pos);
+    int z = emit(c, zero);
+    if (z < 0) return -1;
+    oc_map_node sign = node_of(negative_true ? MOP_LT : MOP_GE, MT_BOOL, ts, n->pos);
+    sign.a = s, sign.b = z;
+    int ks = emit(c, sign), su = ks < 0 ? -1 : convert(c, s, MT_U64);
+    if (su < 0) return -1;
+    oc_map_node cmp = node_of(op, MT_BOOL, MT_U64, n->pos);
+    cmp.a = u, cmp.b = su;
+    int kc = emit(c, cmp);
+    if (kc < 0) return -1;
+    oc_map_node r = node_of(negative_true ? MOP_OR : MOP_AND, MT_BOOL, MT_BOOL, n->pos);
+    r.a = ks, r.b = kc;
     return emit(c, r);
 }
 
@@ -412,7 +478,7 @@ static int fast_power(checker *c, const oc_map_node *n, int a, int b)
 {
     const oc_map_node y = c->out->nodes[b];
     int t = c->out->nodes[a].type;
-    if (y.weak == MW_INT && y.value.i == 2) {
+    if (y.weak == MW_INT && py_int_of(&y) == 2) {
         int l = t == MT_BOOL ? MT_I8 : t;
         int x = convert(c, a, l);
         if (x < 0) return -1;
@@ -421,7 +487,7 @@ static int fast_power(checker *c, const oc_map_node *n, int a, int b)
         return emit(c, r);
     }
     if (!oc_mt_is_float(t)) return -2;
-    if (y.weak == MW_INT && y.value.i == -1) {
+    if (y.weak == MW_INT && py_int_of(&y) == -1) {
         oc_map_node one = node_of(MOP_CONST, t, t, n->pos);
         one.value.f = 1.0;
         int k = emit(c, one);
@@ -444,17 +510,16 @@ static int check_binary(checker *c, const oc_map_node *n)
     if (b < 0) return -1;
     const oc_map_op_info *info = oc_map_op_info_of(n->op);
     int is_function = info->kind == MAP_KIND_FUNCTION;
-    if (is_weak(c, a) && is_weak(c, b)) {
-        if (!is_function) return fold_binary(c, n->op, a, b, n->pos);
-        a = strong(c, a), b = strong(c, b);
-        if (b < 0) return -1;
-    }
+    /* A function of Python scalars alone computes in their common type, numpy's default int
+     * or float: minimum(2**64 - 1, 1) is out of bounds for int64, as in numpy. */
+    if (is_weak(c, a) && is_weak(c, b) && !is_function) return fold_binary(c, n->op, a, b, n->pos);
     if (n->op == MOP_POW && !is_weak(c, a) && c->out->nodes[a].array) {
         int k = fast_power(c, n, a, b);
         if (k != -2) return k;
     }
     if (info->typing == MAP_TYPING_COMPARE) {
         int k = out_of_range_comparison(c, n, a, b);
+        if (k == -2) k = mixed_sign_comparison(c, n, a, b);
         if (k != -2) return k;
     }
     int ks[2] = {a, b};
@@ -474,7 +539,7 @@ static int check_binary(checker *c, const oc_map_node *n)
         if (t == MT_BOOL) l = r = MT_I8;
         if (n->op == MOP_POW && oc_mt_is_integer(l)) {
             const oc_map_node *y = &c->out->nodes[b];
-            if (y->op == MOP_CONST && y->value.i < 0 && oc_mt_kind_of(l) == MT_KIND_INT)
+            if (y->op == MOP_CONST && !y->big && y->value.i < 0 && oc_mt_kind_of(l) == MT_KIND_INT)
                 return op_error(c, n->pos, "integers to negative integer powers are not allowed%s%s (column %d)", "",
                                 "");
         }
@@ -486,10 +551,17 @@ static int check_binary(checker *c, const oc_map_node *n)
     case MAP_TYPING_COMPARE:
         r = MT_BOOL;
         break;
-    case MAP_TYPING_FLOAT:
-        l = r = float_loop(c, t, n->op, n->pos);
+    case MAP_TYPING_FLOAT: {
+        /* Each operand's own type; a Python scalar's is the common type it takes. */
+        int ts[2];
+        for (int i = 0; i < 2; i++) {
+            const oc_map_node *x = &c->out->nodes[ks[i]];
+            ts[i] = x->weak == MW_INT || x->weak == MW_FLOAT ? t : x->weak == MW_BOOL ? MT_BOOL : x->type;
+        }
+        l = r = float_loop(c, ts, 2, n->op, n->pos);
         if (l < 0) return -1;
         break;
+    }
     case MAP_TYPING_NONE:
     case MAP_TYPING_WHERE:
         break; /* no binary op has these */
@@ -511,11 +583,10 @@ static int check_ternary(checker *c, const oc_map_node *n)
         if (k[i] < 0) return -1;
     }
     int first = n->op == MOP_WHERE ? 1 : 0; /* where's condition takes no part in promotion */
-    int all_weak = 1;
-    for (int i = first; i < 3; i++) all_weak &= is_weak(c, k[i]);
-    if (all_weak)
-        for (int i = first; i < 3; i++)
-            if ((k[i] = strong(c, k[i])) < 0) return -1;
+    /* numpy.clip makes its first operand an array (numpy.asarray): clip(5, lo, hi) of int8
+     * bounds is int64. Python scalars alone take their common type, numpy's default int or
+     * float (where(c, 2**64 - 1, 1) wraps into int64, as numpy's). */
+    if (n->op == MOP_CLIP && (k[0] = strong(c, k[0])) < 0) return -1;
     /* numpy.where casts a Python int the array type cannot hold (it wraps); clip and the
      * ufuncs raise OverflowError. */
     int t = common_type(c, k + first, 3 - first);
@@ -571,7 +642,7 @@ static int check_node(checker *c, int k)
         return check_name(c, n);
     case MOP_CONST: {
         oc_map_node x = *n;
-        x.type = x.otype = weak_default(n->weak);
+        x.type = x.otype = weak_default(n->weak, n->big);
         return emit(c, x);
     }
     default:

@@ -177,3 +177,28 @@ def test_inputs_larger_than_host_mem(tmp_path):
     run("map", "a * b", f"a={tmp_path/'a.npy'}", f"b={tmp_path/'b.npy'}", "--reduce", "min", "--axis", "-1",
         "--host-mem", "1M", "-o", out)
     assert np.array_equal(np.load(out), np.min(a * b, axis=-1))
+
+
+def test_wide_python_ints_and_odd_bools(tmp_path):
+    """--set takes Python ints from -2^63 to 2^64 - 1 under numpy's bounds; a .npy bool file
+    whose bytes are not 0 or 1 reads as numpy reads it; uint64 against int64 compares exactly."""
+    u = np.array([0, 1, 2**63, 2**64 - 1], np.uint64)
+    i = np.array([-2**63, -1, 2**62, 2**63 - 1])
+    x = np.array([0, 2, 1, 255], np.uint8).view(np.bool_)
+    for name, arr in {"u": u, "i": i, "x": x}.items():
+        np.save(tmp_path / f"{name}.npy", arr)
+    out = tmp_path / "c.npy"
+    files = [f"u={tmp_path/'u.npy'}", f"i={tmp_path/'i.npy'}", f"x={tmp_path/'x.npy'}"]
+    run("map", "u + s", *files, "--set", "s=18446744073709551615", "-o", out)
+    assert np.array_equal(np.load(out), u + (2**64 - 1)) and np.load(out).dtype == np.uint64
+    run("map", "i - 1 - r", *files, "--set", "r=-9223372036854775808", "-o", out)
+    assert np.array_equal(np.load(out), i - 1 - (-2**63))
+    run("map", "(u == i + 1) | (u > i)", *files, "-o", out)
+    assert np.array_equal(np.load(out), (u == i + 1) | (u > i))
+    run("map", "x * 1", *files, "-o", out)
+    assert np.array_equal(np.load(out), x * 1)
+    proc = run("map", "x", *files, "--reduce", "sum", "--quiet")
+    assert int(proc.stdout) == 3
+    expect_error(tmp_path, "i + s", *files, "--set", "s=18446744073709551615",
+                 message="Python integer 18446744073709551615 is out of bounds for int64")
+    expect_error(tmp_path, "i + s", *files, "--set", "s=-9223372036854775809", message="below -2^63")

@@ -387,3 +387,121 @@ def test_explain_and_backends():
         with pytest.raises(outcore.UnsupportedError, match="backend cuda: "):
             outcore.map("a * 2", a=a, reduce="sum", backend="cuda")
     assert "map" not in outcore.__all__ and callable(outcore.map)
+
+
+# ---------------------------------------------------------------- exactness at the edges
+
+SIGNED = [np.int8, np.int16, np.int32, np.int64]
+COMPARISONS = ["==", "!=", "<", "<=", ">", ">="]
+
+
+@pytest.mark.parametrize("dtype", SIGNED)
+def test_uint64_signed_comparisons_exact(dtype):
+    """numpy compares uint64 with a signed type exactly, not in their result_type, float64."""
+    info = np.iinfo(dtype)
+    rng = np.random.default_rng(21)
+    s_edges = [info.min, -1, 0, 1, info.max, 2**53 if info.max > 2**53 else info.max]
+    u_edges = [0, 1, 2**53 + 1, 2**62 + 1, 2**63 - 1, 2**63, 2**64 - 1] + [int(v) % 2**64 for v in s_edges]
+    u = np.array(u_edges + list(rng.integers(0, 2**64 - 1, 20, dtype=np.uint64, endpoint=True)), dtype=np.uint64)
+    s = np.array(s_edges + list(rng.integers(info.min, info.max, 10, dtype=dtype, endpoint=True)), dtype=dtype)
+    env = {"u": u[:, None], "s": s[None, :], "v": (u[:, None] + np.uint64(1)) // np.uint64(2)}
+    env["t"] = (env["v"].astype(dtype) if dtype != np.int64 else (env["v"] >> np.uint64(1)).astype(np.int64))
+    for op in COMPARISONS:
+        for expr in (f"u {op} s", f"s {op} u", f"v {op} t", f"where(u {op} s, u, v)", f"(s {op} u) & (u > 3)"):
+            ref = numpy_eval(expr, env)
+            assert same_bits(np.asarray(outcore.map(expr, **env)), ref), expr
+        expr = f"u {op} s"
+        assert outcore.map(expr, u=env["u"], s=env["s"], reduce="sum") == np.sum(numpy_eval(expr, env)), expr
+    # the cases the float64 path got wrong
+    assert not outcore.map("u == i", u=np.array([2**62 + 1], np.uint64), i=np.array([2**62], np.int64))[0]
+    assert outcore.map("u != i", u=np.array([2**63, 2**64 - 1], np.uint64), i=np.array([-1, -1], dtype)).all()
+
+
+def odd_bools(rng, shape):
+    """bool arrays whose bytes are not all 0 or 1, as a uint8 array's view or a file's bytes."""
+    return rng.choice(np.array([0, 1, 2, 127, 128, 255], np.uint8), size=shape).view(np.bool_)
+
+
+def test_bool_bytes_read_as_truth(tmp_path):
+    rng = np.random.default_rng(22)
+    x, y = odd_bools(rng, (40, 30)), odd_bools(rng, (30,))
+    assert x.view(np.uint8).max() > 1
+    env = {"x": x, "y": y, "f": rng.standard_normal(30), "i": rng.integers(-5, 5, 30, dtype=np.int16)}
+    for expr in ("x * 1", "x + y", "x * y", "x == True", "x != y", "x < y", "x >= True", "x & y", "x | y", "x ^ y",
+                 "~x", "x // y", "x % y", "x ** 2", "where(x, f, i)", "where(y, 1, 2)", "minimum(x, y)",
+                 "maximum(x, y)", "clip(x, False, True)", "x * f", "x + i", "abs(x)", "floor(x)", "x"):
+        ref = numpy_eval(expr, env)
+        assert same_bits(np.asarray(outcore.map(expr, **env)), ref), expr
+    for dtype in (np.int8, np.uint16, np.float32, np.float64):
+        assert same_bits(outcore.map("x", x=x, dtype=dtype), x.astype(dtype)), dtype
+    for op in ("sum", "mean", "min", "max"):
+        for axis in (None, 0, 1):
+            ref = np.asarray(getattr(np, op)(x, axis=axis))
+            assert same_bits(np.asarray(outcore.map("x", x=x, reduce=op, axis=axis)), ref), (op, axis)
+    assert outcore.map("x", x=np.array([0, 2, 1, 255], np.uint8).view(np.bool_), reduce="sum") == 3
+    np.save(tmp_path / "x.npy", x)
+    assert np.load(tmp_path / "x.npy").view(np.uint8).max() > 1
+    assert same_bits(outcore.map("x * 1", x=tmp_path / "x.npy"), x * 1)
+    assert outcore.map("x", x=tmp_path / "x.npy", reduce="sum") == np.sum(x)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_min_max_of_negative_zeros(dtype):
+    """The result of min and max is an element: -0.0 for an array of -0.0."""
+    for shape in [(1,), (7,), (5000,), (3, 4), (20000, 3)]:
+        z = np.full(shape, -0.0, dtype)
+        for op in ("min", "max"):
+            for axis in [None] + list(range(len(shape))):
+                ref = np.asarray(getattr(np, op)(z, axis=axis))
+                assert same_bits(np.asarray(outcore.map("z", z=z, reduce=op, axis=axis)), ref), (shape, op, axis)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_binary_float_function_types(dtype):
+    """arctan2's loop is the smallest float both operands cast to safely (int8 and uint8:
+    float16; int16 and uint16: float32), not their common type's float."""
+    a = np.arange(1, 4).astype(dtype)
+    for other in DTYPES:
+        b = np.arange(2, 5).astype(other)
+        for expr in ("arctan2(a, b)", "arctan2(b, a)", "arctan2(a, 2)", "arctan2(a, 2.5)", "arctan2(a, 70000)"):
+            ref = numpy_eval(expr, {"a": a, "b": b})
+            if ref.dtype == np.float16:
+                with pytest.raises(outcore.InputError, match="float16"):
+                    outcore.map(expr, a=a, b=b)
+            else:
+                got = np.asarray(outcore.map(expr, a=a, b=b))
+                assert got.dtype == ref.dtype, (expr, a.dtype, b.dtype)
+                assert np.allclose(got, ref, rtol=1e-6), (expr, a.dtype, b.dtype)
+
+
+def test_python_ints_beyond_int64():
+    """Python ints from -2^63 to 2^64 - 1 (literals and scalars), with numpy's NEP 50 bounds:
+    one that the other operand's type cannot hold is an error where numpy raises OverflowError,
+    and compares exactly where numpy does."""
+    big, top, low = 2**64 - 1, 2**63, -2**63
+    env = {"u": np.array([0, 1, 2**63, 2**64 - 1], np.uint64), "i": np.array([low, -1, 0, 2**63 - 1]),
+           "i8": np.array([-128, -1, 0, 127], np.int8), "b": np.array([True, False, True, False]),
+           "f": np.array([0.5, -1.0, 1e19, 2e19]), "g": np.array([0.5, -1.0, 1e19, 2e19], np.float32)}
+    exprs = ["u + s", "u - s", "u * s", "u // s", "u % s", "u & s", "u ^ s", "u == s", "u < s", "i < s", "i8 >= s",
+             "i == s", "i + s", "i8 + s", "b + s", "b == s", "f + s", "g > s", "u / s", "i / s", "where(b, u, s)",
+             "where(b, i8, s)", "minimum(u, s)", "clip(u, 0, s)", "u ** s", "i ** s", "f ** s", "arctan2(f, s)",
+             "minimum(s, 1)", "minimum(s, 2.5)", "arctan2(s, 1)", "abs(s)", "floor(s)", "s", "where(b, s, 1)",
+             "s - 1 + u", "-s + u", "~s + i", "s // 7 + u", "s % 1000", "i < -(s // 2)"]
+    for value in (big, top, low, big - 1, top - 1, low + 1):
+        for expr in exprs:
+            try:
+                ref = numpy_eval(expr, {**env, "s": value})
+            except (OverflowError, TypeError, ValueError):
+                with pytest.raises(outcore.InputError):
+                    outcore.map(expr, **env, s=value)
+                continue
+            got = np.asarray(outcore.map(expr, **env, s=value))
+            assert same_bits(got, ref), (expr, value)
+            literal = expr.replace("s", f"({value})") if "abs" not in expr else None
+            if literal:
+                assert same_bits(np.asarray(outcore.map(literal, **env)), ref), literal
+    assert same_bits(outcore.map("u + 18446744073709551615", u=env["u"]), env["u"] + big)
+    assert same_bits(outcore.map("i + -9223372036854775808", i=env["i"]), env["i"] + low)
+    for bad in ("u + 18446744073709551616", "u + -9223372036854775809 + 1", "u * 0 + 2 ** 64"):
+        with pytest.raises(outcore.InputError):
+            outcore.map(bad, u=env["u"])

@@ -7,7 +7,8 @@
  * needed at the same time (assign_buffers). Constants are filled once, when the evaluator
  * is made. An input whose shape is the result's is read in place (its step's pointer points
  * into the mapped file or the caller's array); a broadcast input is gathered into its
- * buffer run by run along the last dimension.
+ * buffer run by run along the last dimension. A bool input is then copied into its buffer
+ * as 0/1, whatever bytes the array holds (numpy reads any nonzero byte as True).
  */
 #include "map/cpu/map_cpu_eval.h"
 
@@ -19,7 +20,7 @@
 typedef struct step {
     const oc_map_node *node;
     oc_map_loop loop;
-    oc_map_cast_loop cast;
+    oc_map_cast_loop cast;     /* casts; bool inputs: to 0/1 (any nonzero byte is True) */
     oc_map_select_loop select; /* a where fused with its comparison: where(p cmp q, x, y) */
     int p, q;                  /* then the comparison's operands (nodes) */
     unsigned char *buf;        /* OC_MAP_BLOCK elements of the node's type */
@@ -142,7 +143,8 @@ oc_map_eval *oc_map_eval_create(const oc_map_plan *m)
             ev->step_of[k] = ev->nsteps++;
             continue;
         }
-        if (s->node->op == MOP_CAST) s->cast = oc_map_cpu_cast(s->node->otype, s->node->type);
+        if (s->node->op == MOP_CAST || (s->node->op == MOP_INPUT && s->node->type == MT_BOOL))
+            s->cast = oc_map_cpu_cast(s->node->otype, s->node->type);
         else if (s->node->op > MOP_CAST) s->loop = scalar_loop(ir, s->node);
         if (s->node->op > MOP_CAST && !s->loop) s->loop = oc_map_cpu_loop(s->node->op, s->node->otype);
         if (s->node->op > MOP_CAST && !s->loop) goto fail; /* the type check admits no such op */
@@ -260,6 +262,12 @@ const void *oc_map_eval_block(oc_map_eval *ev, int64_t start, int64_t n, void *d
             const oc_map_bound *b = &m->inputs[nd->input];
             if (b->same_shape) s->ptr = b->data + start * (int64_t)oc_mt_size(b->type);
             else gather(m, b, start, n, s->buf);
+            /* A bool array's bytes need not be 0 or 1 (a uint8 array viewed as bool, a .npy
+             * file's bytes): numpy reads any nonzero byte as True, so every loop gets 0/1. */
+            if (s->cast) {
+                s->cast(s->buf, s->ptr, (size_t)n);
+                s->ptr = s->buf;
+            }
             continue;
         }
         case MOP_CAST:

@@ -16,8 +16,9 @@
  *     numpy's order for a C-contiguous input (its inner loop runs along the last axis, over
  *     output elements, and the reduced axis is an outer loop).
  * Integer sums wrap modulo 2^64 (numpy's int64/uint64 accumulators): order-free. min and
- * max propagate NaN as numpy does; which zero is returned when +0.0 and -0.0 tie is not
- * promised. mean is the sum in the reduction's type divided by the count in that type.
+ * max propagate NaN as numpy does and return an element (no 0 + v: all -0.0 gives -0.0);
+ * which zero is returned when +0.0 and -0.0 tie is not promised. mean is the sum in the
+ * reduction's type divided by the count in that type.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -421,9 +422,12 @@ oc_status oc_map_cpu_reduce(oc_map_cpu_job *job, void *out)
     if (m->axis < 0) {
         acc a = {0};
         if (m->count > 0) st = reduce_run_parallel(job, 0, m->count, &a);
-        /* numpy's sum starts from its identity, 0: 0.0 + (-0.0) is +0.0. */
-        if (rt == MT_F32) a.f = 0.0f + a.f;
-        if (rt == MT_F64) a.d = 0.0 + a.d;
+        /* numpy's sum starts from its identity, 0: 0.0 + (-0.0) is +0.0. min and max have
+         * none: their result is an element (an all -0.0 array's min is -0.0). */
+        if (m->reduce != OC_MAP_REDUCE_MIN && m->reduce != OC_MAP_REDUCE_MAX) {
+            if (rt == MT_F32) a.f = 0.0f + a.f;
+            if (rt == MT_F64) a.d = 0.0 + a.d;
+        }
         store(res, rt, a);
     } else if (m->out_count > 0) {
         axis_job aj = {.job = job, .out = res, .len = len, .outer = 1, .inner = 1};
