@@ -477,7 +477,11 @@ def test_binary_float_function_types(dtype):
 def test_python_ints_beyond_int64():
     """Python ints from -2^63 to 2^64 - 1 (literals and scalars), with numpy's NEP 50 bounds:
     one that the other operand's type cannot hold is an error where numpy raises OverflowError,
-    and compares exactly where numpy does."""
+    and compares exactly where numpy does. Two cases vary with numpy's version and are left
+    out of the comparison: numpy.where casts a Python int its array type cannot hold (map's
+    documented rule, numpy 2.4's) where numpy 2.5 raises OverflowError; and arctan2, a
+    transcendental function, is bit-identical only where both use the same libm (its ulp
+    bound is test_math_functions_full_range's)."""
     big, top, low = 2**64 - 1, 2**63, -2**63
     env = {"u": np.array([0, 1, 2**63, 2**64 - 1], np.uint64), "i": np.array([low, -1, 0, 2**63 - 1]),
            "i8": np.array([-128, -1, 0, 127], np.int8), "b": np.array([True, False, True, False]),
@@ -492,10 +496,15 @@ def test_python_ints_beyond_int64():
             try:
                 ref = numpy_eval(expr, {**env, "s": value})
             except (OverflowError, TypeError, ValueError):
+                if expr.startswith("where("):
+                    continue  # numpy 2.5 and later: see the docstring
                 with pytest.raises(outcore.InputError):
                     outcore.map(expr, **env, s=value)
                 continue
             got = np.asarray(outcore.map(expr, **env, s=value))
+            if "arctan2" in expr:
+                assert got.dtype == ref.dtype and np.allclose(got, ref, rtol=1e-15, atol=0), (expr, value)
+                continue
             assert same_bits(got, ref), (expr, value)
             literal = expr.replace("s", f"({value})") if "abs" not in expr else None
             if literal:
