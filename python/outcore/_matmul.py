@@ -116,9 +116,12 @@ def _host_result(out, shape, dtype, inputs, paths):
     rdt = _numpy_dtype(dtype)
     if out is None:
         return np.empty(shape, dtype=rdt)
+    # A stride along a dimension of one element is never used (numpy may give it any value).
+    bad_cols = shape[1] > 1 and out.strides[1] != out.itemsize if isinstance(out, np.ndarray) else True
+    bad_rows = shape[0] > 1 and (out.strides[0] % out.itemsize or out.strides[0] < out.itemsize * shape[1]) \
+        if isinstance(out, np.ndarray) else True
     if not isinstance(out, np.ndarray) or out.shape != shape or out.dtype != rdt or not out.flags.writeable \
-            or (out.size and (out.strides[1] != out.itemsize or out.strides[0] % out.itemsize
-                              or out.strides[0] < out.itemsize * shape[1])):
+            or (out.size and (bad_cols or bad_rows)):
         raise InputError(f"out: expected a writeable {rdt} array of shape {shape} with contiguous rows")
     _check_out_overlap(out, inputs, paths)
     return out
@@ -242,6 +245,10 @@ def matmul(A: ArrayLike | Path, B: ArrayLike | Path | None = None, out: Path | n
         b_ptr = ctypes.byref(b)
         _sort_input("B", B, b_arr, inputs, paths, gpus)
     if dtype is not None:
+        try:  # the result is written in this machine's byte order whatever the dtype's says
+            dtype = np.dtype(dtype).newbyteorder("=")
+        except TypeError:
+            pass  # not a dtype: refused below, naming it
         name = _dtype_name(dtype)
         if name is None:
             raise InputError(f"dtype={dtype!r}: expected float64, float32, float16 or int32")

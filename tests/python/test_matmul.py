@@ -105,6 +105,16 @@ def test_out_array_and_path(tmp_path):
     with pytest.raises(outcore.InputError, match="shares memory"):
         sq = rng.standard_normal((10, 10))
         outcore.matmul(sq, sq, out=sq)
+    # A one-row or one-column result's stride along its single element is never used: numpy's
+    # y[None, :] and x[:, None] have 0 there.
+    row, col = np.zeros(10), np.zeros(20)
+    outcore.matmul(a[:1], b, out=row[None, :])
+    close(row[None, :], a[:1] @ b, 30, 1e-15)
+    outcore.matmul(a, b[:, :1], out=col[:, None])
+    close(col[:, None], a @ b[:, :1], 30, 1e-15)
+    # A dtype in the other byte order names the same type; the result is in this machine's.
+    other = ">f8" if np.little_endian else "<f8"
+    assert outcore.matmul(a, b, dtype=other).dtype == np.float64
 
 
 def test_refusals(tmp_path):
