@@ -27,22 +27,28 @@ static void print_removed(void *user, const char *path, int64_t bytes)
 
 int oc_cmd_clean(int argc, char **argv)
 {
+    /* Options, then the outputs; after `--` every argument is an output, even one that
+     * starts with '-'. The outputs are argv's own strings, moved to its front. */
     int outputs = 0;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+    for (int i = 1, options = 1; i < argc; i++) {
+        if (options && strcmp(argv[i], "--") == 0) {
+            options = 0;
+            continue;
+        }
+        if (options && (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)) {
             fputs(clean_usage, stdout);
             return OC_EXIT_OK;
         }
-        if (argv[i][0] == '-' && argv[i][1] != '\0')
+        if (options && argv[i][0] == '-' && argv[i][1] != '\0')
             return cli_usage_error("clean: unknown option %s (see outcore clean --help)", argv[i]);
-        outputs++;
+        argv[1 + outputs++] = argv[i];
     }
     if (outputs == 0) return cli_usage_error("clean: no output given: outcore clean OUT");
     oc_context *ctx = NULL;
     oc_status st = oc_context_create(&ctx);
     if (st != OC_OK) return cli_status_error(NULL, st);
     int code = OC_EXIT_OK;
-    for (int i = 1; i < argc && code == OC_EXIT_OK; i++) {
+    for (int i = 1; i <= outputs && code == OC_EXIT_OK; i++) {
         int64_t removed = 0;
         st = oc_output_clean(ctx, argv[i], print_removed, NULL, &removed);
         if (st != OC_OK) code = cli_status_error(ctx, st);

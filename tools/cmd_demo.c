@@ -59,14 +59,16 @@ int oc_cmd_demo(int argc, char **argv)
         const char *v;
         int r;
         if (cli_positional(cl)) return cli_usage_error("demo: unexpected argument %s (see outcore demo --help)", arg);
+        /* r < 0: cli_take has said what is wrong (a missing value, an option given twice). */
         if (CLI_OPTION(cl, r, v, "--rows")) {
-            if (r < 0 || cli_parse_i64(v, &p.rows) || p.rows < 2)
-                return cli_usage_error("demo: --rows needs a number >= 2");
+            if (r < 0) return OC_EXIT_USAGE;
+            if (cli_parse_i64(v, &p.rows) || p.rows < 2) return cli_usage_error("demo: --rows needs a number >= 2");
         } else if (CLI_OPTION(cl, r, v, "--cols")) {
-            if (r < 0 || cli_parse_i64(v, &p.cols) || p.cols < 64)
-                return cli_usage_error("demo: --cols needs a number >= 64");
+            if (r < 0) return OC_EXIT_USAGE;
+            if (cli_parse_i64(v, &p.cols) || p.cols < 64) return cli_usage_error("demo: --cols needs a number >= 64");
         } else if (CLI_OPTION(cl, r, v, "--backend")) {
-            if (r < 0 || oc_backend_parse(v, &opts.backend)) {
+            if (r < 0) return OC_EXIT_USAGE;
+            if (oc_backend_parse(v, &opts.backend)) {
                 char names[64];
                 return cli_usage_error("demo: --backend %s",
                                        cli_join_names(names, sizeof names, cli_backend_at, ", ", " or ", NULL));

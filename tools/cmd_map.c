@@ -103,12 +103,14 @@ static int positional_arg(map_args *g, const char *arg)
         g->expr = arg;
         return -1;
     }
+    /* The count first: names[] holds the names of MAX_ARGS inputs and MAX_ARGS scalars. */
+    if (g->ninputs == MAX_ARGS && strchr(arg, '=') && arg[0] != '=')
+        return cli_usage_error("map: at most %d inputs", MAX_ARGS);
     char *name = NULL;
     const char *path = split_binding(g, arg, &name);
     if (!path)
         return cli_usage_error("map: '%s' is not an input: write NAME=FILE.npy%s", arg,
                                arg[0] == '-' ? " (options go before --)" : "");
-    if (g->ninputs == MAX_ARGS) return cli_usage_error("map: at most %d inputs", MAX_ARGS);
     oc_map_array in = OC_MAP_ARRAY_INIT;
     in.name = name;
     in.path = path;
@@ -152,10 +154,10 @@ static int parse_map_args(int argc, char **argv, map_args *g)
         } else if ((r = cli_take(a, "--set", CLI_REPEATS)) != 0) {
             if (r < 0) return OC_EXIT_USAGE;
             v = a->value;
+            if (g->nscalars == MAX_ARGS) return cli_usage_error("map: at most %d --set scalars", MAX_ARGS);
             char *name = NULL;
             const char *value = split_binding(g, v, &name);
             if (!value) return cli_usage_error("--set %s: expected NAME=VALUE", v);
-            if (g->nscalars == MAX_ARGS) return cli_usage_error("map: at most %d --set scalars", MAX_ARGS);
             g->scalars[g->nscalars++] = (oc_map_scalar){name, value};
         } else if (CLI_OPTION(a, r, v, "--dtype")) {
             if (r < 0) return OC_EXIT_USAGE;

@@ -9,6 +9,7 @@
  */
 #include "gen_pairs.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "gen_rng.h"
@@ -53,7 +54,12 @@ int gen_pairs_pick(gen_pairs *g, int64_t rows, int64_t plant, uint64_t seed)
         g->count = 0;
         return 0;
     }
-    /* At most two entries change per step: 4K keys in a table at most half full. */
+    /* At most two entries change per step: 4K keys in a table at most half full. A count whose
+     * table or lists no address space holds is out of memory (the doubling below would wrap). */
+    if ((uint64_t)g->count > SIZE_MAX / 64 / sizeof(int64_t)) {
+        g->count = 0;
+        return -1;
+    }
     uint64_t slots = 16;
     while (slots < 8 * (uint64_t)g->count) slots *= 2;
     sparse_perm m = {.key = malloc(slots * sizeof *m.key), .value = malloc(slots * sizeof *m.value), .mask = slots - 1};

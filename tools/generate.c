@@ -4,6 +4,7 @@
  */
 #include "generate.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -70,6 +71,10 @@ int gen_fill_rows(void *plan, int64_t row0, int64_t nrows, unsigned char *bits, 
 
 oc_status gen_matrix(oc_context *ctx, const gen_params *p, oc_matrix **out, int64_t *pairs)
 {
+    /* A matrix no address space holds is out of memory: rows x stride would wrap. */
+    if (p->cols <= 0 || p->rows <= 0 || p->cols > INT64_MAX - 63 ||
+        p->rows > (int64_t)(SIZE_MAX / 2) / ((p->cols + 63) / 64 * 8))
+        return OC_ERR_NO_MEMORY;
     const int64_t stride = (p->cols + 63) / 64 * 8;
     gen_plan g;
     if (gen_plan_init(&g, p) != 0) return OC_ERR_NO_MEMORY;

@@ -79,11 +79,19 @@ static int next_token(const char **p, char *buf, size_t size)
     if (!*p) return -1;
     const char *comma = strchr(*p, ',');
     size_t len = comma ? (size_t)(comma - *p) : strlen(*p);
-    if (len >= size) len = size - 1;
+    const int whole = len < size;
+    if (!whole) len = size - 1; /* buf: its start, for the message; -2 says it is cut */
     memcpy(buf, *p, len);
     buf[len] = '\0';
     *p = comma ? comma + 1 : NULL;
-    return (int)len;
+    return whole ? (int)len : -2;
+}
+
+/* The refusal of an entry longer than any that parses (`what`: "devices", "gpu-mem"). */
+static oc_status too_long(oc_context *ctx, const char *what, const char *start)
+{
+    return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: \"%s...\": an entry too long to be a device or a size", what,
+                   start);
 }
 
 static oc_status add_physical(oc_context *ctx, oc_device_list *list, int physical, int parts, const char *token)
@@ -124,7 +132,9 @@ static oc_status parse_devices(oc_context *ctx, const char *text, int physical_c
         return OC_OK;
     }
     char token[64];
-    for (const char *p = text; next_token(&p, token, sizeof token) >= 0;) {
+    int len;
+    for (const char *p = text; (len = next_token(&p, token, sizeof token)) != -1;) {
+        if (len == -2) return too_long(ctx, "devices", token);
         const char *colon = strchr(token, ':');
         int physical, parts = 1;
         size_t ilen = colon ? (size_t)(colon - token) : strlen(token);
@@ -165,7 +175,9 @@ static oc_status parse_budgets(oc_context *ctx, const char *text, oc_device_list
         return OC_OK;
     }
     char token[64];
-    for (const char *p = text; next_token(&p, token, sizeof token) >= 0;) {
+    int len;
+    for (const char *p = text; (len = next_token(&p, token, sizeof token)) != -1;) {
+        if (len == -2) return too_long(ctx, "gpu-mem", token);
         char *eq = strchr(token, '=');
         int physical, named = 0;
         if (!eq || parse_index(token, (size_t)(eq - token), &physical) != 0)

@@ -18,9 +18,10 @@ ESC_NAME = b"e\x1b[31m\x07\xc2\x9b\xff q\"\\.npy"  # escape, bell, C1 CSI (U+009
 
 
 def run_bytes(*args, cwd=None):
-    """The CLI run with bytes arguments; stdout and stderr as bytes."""
+    """The CLI run with bytes arguments; stdout and stderr as bytes. A run past 120 s fails
+    the test (TimeoutExpired) rather than hanging it."""
     argv = [os.fsencode(outcore_bin())] + [a if isinstance(a, bytes) else os.fsencode(str(a)) for a in args]
-    return subprocess.run(argv, capture_output=True, cwd=cwd)
+    return subprocess.run(argv, capture_output=True, cwd=cwd, timeout=120)
 
 
 def assert_clean_text(data):
@@ -242,6 +243,52 @@ def test_gen_plant_past_the_rows(tmp_path):
     proc = run_bytes("gen", "--rows", "10", "--cols", "64", "--density", "0.1", "--plant", "5", "-q", "-o",
                      tmp_path / "g.npy")
     assert proc.returncode == 0 and np.load(tmp_path / "g.npy").shape == (10, 64)
+
+
+def test_requests_no_memory_holds_fail_in_one_line(tmp_path):
+    """Sizes whose arithmetic would wrap (planted pairs of 2^60 and 2^61 rows, a demo matrix of
+    2^61 columns) end in one line and exit 1 (out of memory), promptly, leaving nothing."""
+    before = snapshot(tmp_path)
+    for plant in (2**60, 2**61):
+        proc = run_bytes("gen", "--rows", 2**62, "--cols", "1", "--density", "0.5", "--plant", plant, "-o",
+                         tmp_path / "g.npy")
+        err = assert_clean_text(proc.stderr)
+        assert proc.returncode == 1 and len(err.splitlines()) == 1 and "out of" in err, (proc.returncode, err)
+    proc = run_bytes("demo", "--rows", "64", "--cols", 2**61, cwd=tmp_path)
+    err = assert_clean_text(proc.stderr)
+    assert proc.returncode == 1 and len(err.splitlines()) == 1 and "out of" in err, (proc.returncode, err)
+    assert snapshot(tmp_path) == before
+
+
+def test_map_past_its_inputs_and_scalars(tmp_path, a01):
+    """64 inputs and 64 --set scalars run; one more of either is refused in one line."""
+    before = snapshot(tmp_path)
+    a = tmp_path / "a.npy"
+    inputs = [f"a{i}={a}" for i in range(64)]
+    sets = [x for i in range(64) for x in ("--set", f"s{i}=1")]
+    expr = "+".join(f"a{i}" for i in range(64)) + "+" + "+".join(f"s{i}" for i in range(64))
+    refused(run_bytes("map", *sets, "-o", tmp_path / "c.npy", "--", expr, *inputs, f"a64={a}"), tmp_path, before,
+            "at most 64 inputs")
+    refused(run_bytes("map", *sets, "--set", "s64=1", "-o", tmp_path / "c.npy", "--", expr, *inputs), tmp_path,
+            before, "at most 64 --set scalars")
+
+
+@pytest.mark.parametrize("args, words", [
+    (["demo", "--rows"], ["option --rows needs a value"]),
+    (["demo", "--backend", "cpu", "--backend", "cpu"], ["option --backend given twice"]),
+    (["gram", "{a}", "-o", "{d}/c.npy", "--devices", "0" * 70], ["devices", "too long"]),
+])
+def test_usage_errors_in_one_line(tmp_path, a01, args, words):
+    before = snapshot(tmp_path)
+    argv = [x.format(a=tmp_path / "a.npy", d=tmp_path) for x in args]
+    refused(run_bytes(*argv), tmp_path, before, *words)
+
+
+def test_clean_takes_double_dash(tmp_path):
+    """`--` ends clean's options: what follows is an output, even a name starting with '-'."""
+    proc = run_bytes("clean", "--", "-c.npy", "d.npy", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.decode().splitlines() == ["-c.npy: nothing to remove", "d.npy: nothing to remove"]
 
 
 # ---------------------------------------------------------------- one rule for numbers
