@@ -76,7 +76,8 @@ static oc_status check_threshold_range(oc_context *ctx, const char *what, oc_met
 
 static oc_status check_options(oc_context *ctx, const oc_gram_options *o, int64_t m, oc_dtype *dtype)
 {
-    if (o->struct_size < sizeof(oc_gram_options))
+    /* Earlier versions were made current (current_options); any other size is no version's. */
+    if (o->struct_size != sizeof(oc_gram_options))
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
                        "oc_gram_options.struct_size is %zu, expected %zu: start from OC_GRAM_OPTIONS_INIT",
                        o->struct_size, sizeof(oc_gram_options));
@@ -197,7 +198,7 @@ static oc_status job_prepare(oc_context *ctx, const oc_matrix *a, const oc_matri
                              oc_gram_backend_choice *choice, double *cuda_start)
 {
     if (!a || !opts || !out) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_gram: a, opts and out must not be NULL");
-    if (out->struct_size < sizeof(oc_output))
+    if (out->struct_size != sizeof(oc_output)) /* one version (docs/abi.md) */
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
                        "oc_output.struct_size is %zu, expected %zu: start from OC_OUTPUT_INIT", out->struct_size,
                        sizeof(oc_output));
@@ -360,6 +361,18 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
             if (out->ld != 0 && out->ld < p) {
                 st = oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "output ld %lld is smaller than the %lld result columns",
                              (long long)out->ld, (long long)p);
+                goto cleanup;
+            }
+            /* The result's last element, (n - 1) x ld + p, must lie within the address space: a
+             * stray ld would send the rows' stores anywhere. */
+            int64_t span = 0;
+            if (n > 0 && p > 0 &&
+                (!oc_mul_i64(n - 1, out->ld ? out->ld : p, &span) || __builtin_add_overflow(span, p, &span) ||
+                 !oc_mul_i64(span, (int64_t)oc_dtype_size(dtype), &span) ||
+                 (uintptr_t)span > UINTPTR_MAX - (uintptr_t)out->data)) {
+                st = oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                             "output ld %lld: %lld rows of it would reach past the end of the address space",
+                             (long long)out->ld, (long long)n);
                 goto cleanup;
             }
             sink.base = out->data;

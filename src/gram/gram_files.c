@@ -5,6 +5,7 @@
 #include "outcore.h"
 
 #include "core/error.h"
+#include "gram/gram_compat.h"
 #include "io/io.h"
 
 oc_status oc_gram_check_files(oc_context *ctx, const char *a, const char *b, const oc_read_options *read,
@@ -12,10 +13,15 @@ oc_status oc_gram_check_files(oc_context *ctx, const char *a, const char *b, con
 {
     if (!a || !opts || !out)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_gram_check_files: a, opts and out must not be NULL");
-    if (opts->struct_size < sizeof(oc_gram_options))
+    /* Every version of the options (gram_compat.h), as oc_gram takes them; the output has one. */
+    oc_gram_options current;
+    if (!(opts = oc_gram_options_current(opts, &current)))
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
-                       "oc_gram_options.struct_size is %zu, expected %zu: start from OC_GRAM_OPTIONS_INIT",
-                       opts->struct_size, sizeof(oc_gram_options));
+                       "oc_gram_options.struct_size is no version's: start from OC_GRAM_OPTIONS_INIT");
+    if (out->struct_size != sizeof(oc_output))
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                       "oc_output.struct_size is %zu, expected %zu: start from OC_OUTPUT_INIT", out->struct_size,
+                       sizeof(oc_output));
     int64_t n, p, cols;
     OC_CHECK(ctx, oc_matrix_peek(ctx, a, read, &n, &cols));
     if (b) OC_CHECK(ctx, oc_matrix_peek(ctx, b, read, &p, &cols));

@@ -180,7 +180,14 @@ static oc_status bind_inputs(oc_context *ctx, oc_map *m, const oc_map_array *inp
             b->shape[d] = a->shape[d];
         }
         b->count = shape_count(a->ndim, a->shape);
+        /* Its bytes too must be a size: the plan and the copies count them. */
+        int64_t bytes = 0;
         if (b->count < 0) return too_many_elements(ctx, OC_ERR_INVALID_ARGUMENT, a->name, a->ndim, a->shape);
+        if (__builtin_mul_overflow(b->count, (int64_t)oc_mt_size(b->type), &bytes)) {
+            char s[512];
+            return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: shape %s of %s takes more than 2^63 - 1 bytes", a->name,
+                           oc_map_shape_text(a->ndim, a->shape, s, sizeof s), oc_mt_name(b->type));
+        }
         if (!a->data && b->count > 0) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "input '%s' has no data", a->name);
         b->data = a->data;
     }

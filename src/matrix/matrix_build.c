@@ -160,6 +160,7 @@ oc_status oc_pack_rows_parallel(oc_context *ctx, oc_matrix *m, const oc_pack_sou
 static oc_status check_shape(oc_context *ctx, const char *name, const void *data, int64_t rows, int64_t cols,
                              int64_t row_stride, int64_t row_bytes, oc_matrix **out)
 {
+    if (!ctx) return OC_ERR_INVALID_ARGUMENT; /* its workers pack large matrices */
     if (!out) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: out is NULL", name);
     if (!data) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: data is NULL", name);
     if (rows <= 0 || cols <= 0)

@@ -133,6 +133,7 @@ oc_status oc_values_to_matrix(oc_context *ctx, const char *name, const unsigned 
 oc_status oc_matrix_from_values(oc_context *ctx, const void *data, int64_t rows, int64_t cols, int64_t row_stride,
                                 int value_type, int binarize, oc_matrix **out)
 {
+    if (!ctx) return OC_ERR_INVALID_ARGUMENT; /* its workers pack large matrices */
     size_t size = oc_value_type_size(value_type);
     if (!size) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "A: value type %d is no oc_map_dtype", value_type);
     if (!out || !data) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "A: data and out must not be NULL");

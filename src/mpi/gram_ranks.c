@@ -204,7 +204,7 @@ static oc_status check_args(oc_context *ctx, const oc_matrix *a, const oc_matrix
     if (opts->struct_size != sizeof(oc_gram_options))
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_gram_ranks: oc_gram_options.struct_size is %zu, expected %zu",
                        opts->struct_size, sizeof(oc_gram_options));
-    if (out->struct_size < sizeof(oc_output) || out->kind != OC_OUTPUT_FILE || !out->path)
+    if (out->struct_size != sizeof(oc_output) || out->kind != OC_OUTPUT_FILE || !out->path)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_gram_ranks writes a file: give OC_OUTPUT_FILE and a path");
     if (b && b != a && oc_matrix_cols(a) != oc_matrix_cols(b))
         return oc_fail(

@@ -102,6 +102,13 @@ oc_status oc_stream_job_make(oc_context *ctx, const oc_stream_spec *spec, const 
     for (int k = 0; k < spec->narrays; ++k) {
         oc_stream_job_array *ja = &job->arrays[k];
         OC_CHECK(ctx, check_array(ctx, k, &spec->arrays[k], ja));
+        /* Each array's bytes fit 64 bits (check_array); their sums must too. */
+        const int64_t add = ja->chunked ? ja->row_bytes : ja->total_bytes;
+        int64_t sum = 0;
+        if (__builtin_add_overflow(ja->chunked ? job->dev_row_bytes : job->side_bytes, add, &sum))
+            return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                           "stream: the arrays' sizes together overflow 64-bit sizes at '%s'",
+                           ja->a.name ? ja->a.name : "?");
         if (!ja->chunked) {
             job->side_bytes += ja->total_bytes;
             job->side_buffers++;

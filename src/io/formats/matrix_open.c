@@ -31,7 +31,7 @@ static const oc_read_options *read_options(oc_context *ctx, const oc_read_option
         buf->struct_size = sizeof *buf;
         return buf;
     }
-    if (opts->struct_size < sizeof(oc_read_options)) {
+    if (opts->struct_size != sizeof(oc_read_options)) { /* no version's size (docs/abi.md) */
         oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
                 "oc_read_options.struct_size is %zu, expected %zu: start from OC_READ_OPTIONS_INIT", opts->struct_size,
                 sizeof(oc_read_options));
@@ -62,10 +62,11 @@ static oc_status input_kind(oc_context *ctx, const char *path, const oc_read_opt
 
 oc_status oc_matrix_read(oc_context *ctx, const char *path, const oc_read_options *opts, oc_matrix **out)
 {
+    if (!ctx) return OC_ERR_INVALID_ARGUMENT; /* a job: its workers and its cancel flag */
     if (!path || !out) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "reading a matrix: the path or out is NULL");
     /* Reading a large file is a job: oc_context_cancel stops it, and a cancel left over from
      * an earlier job must not. */
-    if (ctx) oc_context_begin_job(ctx);
+    oc_context_begin_job(ctx);
     oc_read_options buf;
     if (!(opts = read_options(ctx, opts, &buf))) return OC_ERR_INVALID_ARGUMENT;
     char kind;
@@ -106,9 +107,10 @@ oc_status oc_matrix_open(oc_context *ctx, const char *path, int64_t bits, oc_mat
 
 oc_status oc_matrix_save(oc_context *ctx, const oc_matrix *m, const char *path, int packed)
 {
+    if (!ctx) return OC_ERR_INVALID_ARGUMENT;
     if (!m || !path) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_matrix_save: NULL argument");
     /* A job of its own: its writes are counted from the first for the fault plan (fault.h). */
-    if (ctx) oc_context_begin_job(ctx);
+    oc_context_begin_job(ctx);
     char ext[16];
     if (strcmp(oc_path_extension(path, ext, sizeof ext), "npy") != 0)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: a matrix is saved as .npy; the name must end in .npy", path);

@@ -157,6 +157,7 @@ static void free_buffers(rows_job *job)
 oc_status oc_matrix_write_rows(oc_context *ctx, const char *path, int64_t rows, int64_t cols, oc_rows_fill_fn fill,
                                void *user, const oc_write_options *opts)
 {
+    if (!ctx) return OC_ERR_INVALID_ARGUMENT;
     if (!path || !fill) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_matrix_write_rows: NULL argument");
     oc_write_options defaults = OC_WRITE_OPTIONS_INIT;
     if (!opts) opts = &defaults;
@@ -165,11 +166,11 @@ oc_status oc_matrix_write_rows(oc_context *ctx, const char *path, int64_t rows, 
                        "oc_write_options.struct_size is %zu, expected %zu: start from OC_WRITE_OPTIONS_INIT",
                        opts->struct_size, sizeof(oc_write_options));
     /* A job of its own: cancel and the fault plan's counts start here (fault.h). */
-    if (ctx) oc_context_begin_job(ctx);
+    oc_context_begin_job(ctx);
     char ext[16];
     if (strcmp(oc_path_extension(path, ext, sizeof ext), "npy") != 0)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: a matrix is saved as .npy; the name must end in .npy", path);
-    if (rows <= 0 || cols <= 0 || opts->block_rows < 0 || opts->threads < 0)
+    if (rows <= 0 || cols <= 0 || cols > INT64_MAX - 63 || opts->block_rows < 0 || opts->threads < 0)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
                        "%s: shape %" PRId64 " x %" PRId64 ", block_rows %" PRId64 " or threads %d out of range", path,
                        rows, cols, opts->block_rows, opts->threads);

@@ -1,0 +1,134 @@
+/*
+ * test_api_misuse.c - what a careless C caller can get wrong outside matmul (tests/test_matmul.c
+ * has its own) is refused with OC_ERR_INVALID_ARGUMENT before any memory is touched: a row
+ * stride whose rows reach past the address space, sizes whose sums or byte counts overflow, a
+ * NULL context where the call needs its workers, and structs of no version's size; and every
+ * earlier version of the gram options is still taken where oc_gram takes it.
+ */
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "harness.h"
+#include "outcore.h"
+
+static int fill_nothing(void *user, int64_t row0, int64_t nrows, unsigned char *bits, int64_t stride)
+{
+    (void)user, (void)row0, (void)nrows, (void)bits, (void)stride;
+    return 0;
+}
+
+static int launch_nothing(const oc_stream_chunk *chunk, void *user)
+{
+    (void)user, (void)chunk;
+    return 0;
+}
+
+static void check_gram(oc_context *ctx, const oc_matrix *a)
+{
+    int32_t c[16];
+    oc_gram_options opts = OC_GRAM_OPTIONS_INIT;
+    opts.backend = OC_BACKEND_CPU;
+    oc_output out = OC_OUTPUT_INIT;
+    out.kind = OC_OUTPUT_MEMORY;
+    out.data = c;
+    out.ld = INT64_MAX / 2; /* 4 rows of it pass the address space */
+    CHECK(oc_gram(ctx, a, NULL, &opts, &out, NULL) == OC_ERR_INVALID_ARGUMENT &&
+          strstr(oc_context_last_error(ctx), "past the end of the address space"));
+    out.ld = 0;
+    CHECK(oc_gram(ctx, a, NULL, &opts, &out, NULL) == OC_OK);
+    /* Sizes of no version: larger than the library's own. */
+    opts.struct_size = 12345;
+    CHECK(oc_gram(ctx, a, NULL, &opts, &out, NULL) == OC_ERR_INVALID_ARGUMENT);
+    opts.struct_size = sizeof opts;
+    out.struct_size = 1000;
+    CHECK(oc_gram(ctx, a, NULL, &opts, &out, NULL) == OC_ERR_INVALID_ARGUMENT &&
+          strstr(oc_context_last_error(ctx), "oc_output.struct_size"));
+}
+
+static void check_files(oc_context *ctx, const oc_matrix *a)
+{
+    if (!oc_test_tmp_create("oc_api_misuse")) return;
+    const char *in = oc_test_tmp_path("a.npy"), *res = oc_test_tmp_path("c.npy");
+    CHECK(oc_matrix_save(ctx, a, in, 0) == OC_OK);
+    oc_gram_options opts = OC_GRAM_OPTIONS_INIT;
+    oc_output out = OC_OUTPUT_INIT;
+    out.kind = OC_OUTPUT_FILE;
+    out.path = res;
+    CHECK(oc_gram_check_files(ctx, in, NULL, NULL, &opts, &out) == OC_OK);
+    /* An earlier version of the options (before use_min_score), as oc_gram takes it. */
+    opts.struct_size = offsetof(oc_gram_options, use_min_score);
+    CHECK_MSG(oc_gram_check_files(ctx, in, NULL, NULL, &opts, &out) == OC_OK, "%s", oc_context_last_error(ctx));
+    opts.struct_size = sizeof opts + 8;
+    CHECK(oc_gram_check_files(ctx, in, NULL, NULL, &opts, &out) == OC_ERR_INVALID_ARGUMENT);
+    opts.struct_size = sizeof opts;
+    out.struct_size = 3;
+    CHECK(oc_gram_check_files(ctx, in, NULL, NULL, &opts, &out) == OC_ERR_INVALID_ARGUMENT);
+    oc_read_options read = OC_READ_OPTIONS_INIT;
+    read.struct_size = 9999;
+    oc_matrix *m = NULL;
+    CHECK(oc_matrix_read(ctx, in, &read, &m) == OC_ERR_INVALID_ARGUMENT && m == NULL);
+    CHECK(oc_matrix_read(NULL, in, NULL, &m) == OC_ERR_INVALID_ARGUMENT && m == NULL);
+    /* A row count of a column count that would wrap when padded to words. */
+    CHECK(oc_matrix_write_rows(ctx, res, 1, INT64_MAX - 10, fill_nothing, NULL, NULL) == OC_ERR_INVALID_ARGUMENT);
+    CHECK(oc_matrix_write_rows(NULL, res, 1, 8, fill_nothing, NULL, NULL) == OC_ERR_INVALID_ARGUMENT);
+    oc_test_tmp_remove();
+}
+
+static void check_constructors(void)
+{
+    /* Large enough that the constructors would hand the packing to the context's workers. */
+    static unsigned char bytes[4000 * 64];
+    oc_matrix *m = NULL;
+    CHECK(oc_matrix_from_dense(NULL, bytes, 4000, 64, 64, &m) == OC_ERR_INVALID_ARGUMENT && m == NULL);
+    CHECK(oc_matrix_from_bits(NULL, bytes, 4000, 512, 64, OC_BITS_MSB_FIRST, &m) == OC_ERR_INVALID_ARGUMENT);
+    CHECK(oc_matrix_from_values(NULL, bytes, 4000, 64, 64, OC_MAP_UINT8, 0, &m) == OC_ERR_INVALID_ARGUMENT);
+    CHECK(m == NULL);
+}
+
+static void check_map_and_stream(oc_context *ctx)
+{
+    /* An input of INT64_MAX float64 elements (nothing of it is read: the result is empty). */
+    static const double x[1] = {0};
+    const int64_t xs[2] = {0, 1}, ys[2] = {1, INT64_MAX};
+    oc_map_array in[2] = {OC_MAP_ARRAY_INIT, OC_MAP_ARRAY_INIT};
+    in[0].name = "x", in[0].data = x, in[0].ndim = 2, in[0].shape = xs;
+    in[1].name = "y", in[1].data = x, in[1].ndim = 2, in[1].shape = ys;
+    oc_map *m = NULL;
+    CHECK(oc_map_create(ctx, "x + y", in, 2, NULL, 0, NULL, &m) == OC_ERR_INVALID_ARGUMENT && m == NULL &&
+          strstr(oc_context_last_error(ctx), "more than 2^63 - 1 bytes"));
+    /* Two side arrays whose bytes together pass 2^63. */
+    oc_stream_array arrays[2];
+    memset(arrays, 0, sizeof arrays);
+    for (int i = 0; i < 2; ++i) {
+        arrays[i].name = i ? "t" : "s";
+        arrays[i].role = OC_STREAM_SIDE;
+        arrays[i].elem_size = 1;
+        arrays[i].ndim = 1;
+        arrays[i].shape[0] = INT64_MAX / 2 + 1;
+        arrays[i].host = (void *)x;
+    }
+    oc_stream_spec spec = OC_STREAM_SPEC_INIT;
+    spec.arrays = arrays;
+    spec.narrays = 2;
+    spec.launch = launch_nothing;
+    spec.extent = 1;
+    CHECK_MSG(oc_stream_run(ctx, &spec, NULL, NULL) == OC_ERR_INVALID_ARGUMENT, "%s", oc_context_last_error(ctx));
+}
+
+int main(void)
+{
+    oc_context *ctx = NULL;
+    if (oc_context_create(&ctx) != OC_OK) return 1;
+    unsigned char bits[4 * 8] = {0xf0, 0, 0, 0, 0, 0, 0, 0, 0x0f, 0, 0, 0, 0, 0, 0, 0,
+                                 0xff, 0, 0, 0, 0, 0, 0, 0, 0x81, 0, 0, 0, 0, 0, 0, 0};
+    oc_matrix *a = NULL;
+    CHECK(oc_matrix_from_bits(ctx, bits, 4, 64, 8, OC_BITS_MSB_FIRST, &a) == OC_OK);
+    check_gram(ctx, a);
+    check_files(ctx, a);
+    check_constructors();
+    check_map_and_stream(ctx);
+    oc_matrix_free(a);
+    oc_context_free(ctx);
+    return oc_test_finish();
+}
