@@ -21,7 +21,9 @@ typedef struct oc_kept_device {
     void (*free)(struct oc_kept_device *block);
 } oc_kept_device;
 
-#define OC_MESSAGE_MAX 1024
+/* A message names a file and its problem, some a file and its folder: room for two paths of
+ * PATH_MAX (4096) bytes and the words between them. */
+#define OC_MESSAGE_MAX 12288
 #define OC_TRACE_MAX 2048
 
 struct oc_context {

@@ -284,6 +284,16 @@ def test_usage_errors_in_one_line(tmp_path, a01, args, words):
     refused(run_bytes(*argv), tmp_path, before, *words)
 
 
+def test_long_paths_keep_the_problem_in_the_message(tmp_path, a01):
+    """A path of almost PATH_MAX bytes is named whole, with what is wrong after it."""
+    deep = "/".join(["d" * 250] * 16)  # 4015 bytes, in no folder that exists
+    before = snapshot(tmp_path)
+    err = refused(run_bytes("gram", tmp_path / "a.npy", "-o", f"{deep}/c.npy", cwd=tmp_path), tmp_path, before)
+    assert err.rstrip().endswith("does not exist") and deep in err, err[-200:]
+    err = refused(run_bytes("gram", f"{deep}/x.npy", "-o", "c.npy", cwd=tmp_path), tmp_path, before)
+    assert f"{deep}/x.npy" in err and "no such file" in err, err[-200:]
+
+
 def test_clean_takes_double_dash(tmp_path):
     """`--` ends clean's options: what follows is an output, even a name starting with '-'."""
     proc = run_bytes("clean", "--", "-c.npy", "d.npy", cwd=tmp_path)
