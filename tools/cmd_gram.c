@@ -259,6 +259,7 @@ static int parse_gram_args(int argc, char **argv, gram_args *g)
             g->opts.device = (int)d;
         } else if (CLI_OPTION(a, r, v, "--devices")) {
             if (r < 0) return OC_EXIT_USAGE;
+            if (!*v) return cli_usage_error("--devices: an empty list: give device numbers such as 0,1, or all");
             g->opts.devices = v; /* the library parses it (one parser, one message per bad token) */
         } else if (CLI_OPTION(a, r, v, "--gpu-mem")) {
             if (r < 0) return OC_EXIT_USAGE;

@@ -119,6 +119,7 @@ static int take_value(cli_args *a, matmul_args *g)
         g->opts.device = (int)d;
     } else if (CLI_OPTION(a, r, v, "--devices")) {
         if (r < 0) return OC_EXIT_USAGE;
+        if (!*v) return cli_usage_error("--devices: an empty list: give device numbers such as 0,1, or all");
         g->opts.devices = v; /* the library parses it */
     } else if (CLI_OPTION(a, r, v, "--gpu-mem")) {
         double frac = 0;

@@ -51,7 +51,8 @@ static oc_status parse_devices(oc_context *ctx, const oc_matmul_options *o, mm_s
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "devices %s: the CPU backend runs on no device", p);
     if (strcmp(p, "all") == 0) {
         const int count = oc_cuda_device_count();
-        job->ndevices = count > 0 ? (count < OC_MAX_LOGICAL_DEVICES ? count : OC_MAX_LOGICAL_DEVICES) : 1;
+        if (count <= 0) return oc_fail(ctx, OC_ERR_UNSUPPORTED, "devices all: this machine has no usable CUDA device");
+        job->ndevices = count < OC_MAX_LOGICAL_DEVICES ? count : OC_MAX_LOGICAL_DEVICES;
         for (int d = 0; d < job->ndevices; d++) s->devices[d] = d;
         return OC_OK;
     }

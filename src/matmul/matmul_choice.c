@@ -187,17 +187,20 @@ oc_status oc_mm_choose(oc_context *ctx, const oc_matmul_job *job, const oc_matmu
         if (explain) snprintf(explain, explain_size, "cpu: --backend cpu");
         return OC_OK;
     }
-    if (opts->backend == OC_BACKEND_CUDA) {
+    /* A device list asks for the GPUs, as --backend cuda does (gram's rule too). */
+    const int listed = opts->devices && *opts->devices;
+    if (opts->backend == OC_BACKEND_CUDA || listed) {
+        const char *asked = listed ? "--devices" : "--backend cuda";
 #ifdef OC_HAVE_CUDA
         if (gpu_cc(device) > 0) {
             *out = &oc_mm_backend_cuda;
-            if (explain) snprintf(explain, explain_size, "cuda: --backend cuda");
+            if (explain) snprintf(explain, explain_size, "cuda: %s", asked);
             return OC_OK;
         }
-        return oc_fail(ctx, OC_ERR_UNSUPPORTED, "--backend cuda: no usable GPU at device %d", device);
+        return oc_fail(ctx, OC_ERR_UNSUPPORTED, "%s: no usable GPU at device %d", asked, device);
 #else
         (void)device;
-        return oc_fail(ctx, OC_ERR_UNSUPPORTED, "--backend cuda: this build of outcore has no CUDA backend");
+        return oc_fail(ctx, OC_ERR_UNSUPPORTED, "%s: this build of outcore has no CUDA backend", asked);
 #endif
     }
     /* auto: first with the host's rates alone, since asking whether a GPU is usable starts the

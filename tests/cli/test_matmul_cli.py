@@ -188,6 +188,7 @@ def test_bad_inputs(mats):
     (d / "text.npy").write_text("not a npy file")
     expect_error(d, d / "text.npy", d / "b.npy", message="text.npy")
     expect_error(d, d / "a.npy", "--gram", "--transpose-b", message="no B to transpose")
+    expect_error(d, d / "a.npy", d / "b.npy", "--devices", "", message="--devices: an empty list")
     expect_error(d, d / "a.npy", d / "b.npy", "--backend", "cpu", "--host-mem", "1K", message="raise --host-mem")
     np.save(d / "rec.npy", np.zeros((3, 3), dtype=[("x", "f8")]))
     line = expect_error(d, d / "rec.npy", d / "b.npy", message="dtype 'structured' is not one matmul reads")
@@ -233,3 +234,17 @@ def test_peak_memory_stays_within_budget(tmp_path):
     assert s["host_budget_bytes"] == 8 * mib
     assert s["host_peak_bytes"] <= 8 * mib + 16 * mib + 2 * 4 * mib, s["host_peak_bytes"] / mib
     close(np.load(tmp_path / "g.npy"), w @ w.T, 40000, 1e-15)
+
+
+def test_a_device_list_asks_for_the_gpu(mats):
+    """--devices asks for the GPU as --backend cuda does: where one is usable the product runs
+    there, else it is refused in one line (exit 1) and not run on the CPU."""
+    d, x = mats
+    probe = run("matmul", d / "a.npy", d / "b.npy", "--backend", "cuda", "-o", d / "probe.npy", "-q", check=False)
+    proc = run("matmul", d / "a.npy", d / "b.npy", "--devices", "0", "--json", "-o", d / "c.npy", check=False)
+    if probe.returncode == 0:
+        assert proc.returncode == 0 and json.loads(proc.stdout)["backend"] == "cuda", proc.stdout + proc.stderr
+        return
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 1 and len(lines) == 1 and lines[0].startswith("outcore: --devices: "), proc.stderr
+    assert not (d / "c.npy").exists()
