@@ -3,21 +3,25 @@
  */
 #include "core/trace.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/threads.h"
 
-/* -1 until read: 0 unset, 1 set, 2 set to "tiles". */
+/* -1 until read: 0 unset, 1 set, 2 set to "tiles". Atomic: jobs on several threads ask at
+ * once; each reads the same environment, so whichever store lands is the same value. */
 static int level(void)
 {
-    static int on = -1;
-    if (on < 0) {
-        const char *v = getenv("OUTCORE_TRACE");
-        on = !v ? 0 : strcmp(v, "tiles") == 0 ? 2 : 1;
+    static atomic_int on = -1;
+    int v = atomic_load_explicit(&on, memory_order_relaxed);
+    if (v < 0) {
+        const char *e = getenv("OUTCORE_TRACE");
+        v = !e ? 0 : strcmp(e, "tiles") == 0 ? 2 : 1;
+        atomic_store_explicit(&on, v, memory_order_relaxed);
     }
-    return on;
+    return v;
 }
 
 int oc_tracing(void) { return level() > 0; }
