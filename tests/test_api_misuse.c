@@ -37,6 +37,13 @@ static void check_gram(oc_context *ctx, const oc_matrix *a)
           strstr(oc_context_last_error(ctx), "past the end of the address space"));
     out.ld = 0;
     CHECK(oc_gram(ctx, a, NULL, &opts, &out, NULL) == OC_OK);
+    /* Enum values out of range. */
+    opts.backend = (oc_backend)9;
+    CHECK(oc_gram(ctx, a, NULL, &opts, &out, NULL) == OC_ERR_INVALID_ARGUMENT);
+    opts.backend = OC_BACKEND_CPU;
+    opts.gpu_mem_mode = (oc_gpu_mem_mode)9;
+    CHECK(oc_gram(ctx, a, NULL, &opts, &out, NULL) == OC_ERR_INVALID_ARGUMENT);
+    opts.gpu_mem_mode = OC_GPU_MEM_GROW;
     /* Sizes of no version: larger than the library's own. */
     opts.struct_size = 12345;
     CHECK(oc_gram(ctx, a, NULL, &opts, &out, NULL) == OC_ERR_INVALID_ARGUMENT);
@@ -97,6 +104,13 @@ static void check_map_and_stream(oc_context *ctx)
     oc_map *m = NULL;
     CHECK(oc_map_create(ctx, "x + y", in, 2, NULL, 0, NULL, &m) == OC_ERR_INVALID_ARGUMENT && m == NULL &&
           strstr(oc_context_last_error(ctx), "more than 2^63 - 1 bytes"));
+    /* Options out of range. */
+    oc_map_options mo = OC_MAP_OPTIONS_INIT;
+    mo.threads = -4;
+    CHECK(oc_map_create(ctx, "x * 2", in, 1, NULL, 0, &mo, &m) == OC_ERR_INVALID_ARGUMENT && m == NULL);
+    mo.threads = 0;
+    mo.gpu_mem_fraction = 0.0 / 0.0;
+    CHECK(oc_map_create(ctx, "x * 2", in, 1, NULL, 0, &mo, &m) == OC_ERR_INVALID_ARGUMENT && m == NULL);
     /* Two side arrays whose bytes together pass 2^63. */
     oc_stream_array arrays[2];
     memset(arrays, 0, sizeof arrays);

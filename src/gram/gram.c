@@ -97,6 +97,10 @@ static oc_status check_options(oc_context *ctx, const oc_gram_options *o, int64_
     if (o->threads < 0 || o->threads > OC_MAX_THREADS)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "threads must be from 0 (all cores) to %d, got %d", OC_MAX_THREADS,
                        o->threads);
+    if ((unsigned)o->backend > OC_BACKEND_CUDA)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "backend %d: expected auto, cpu or cuda", (int)o->backend);
+    if ((unsigned)o->gpu_mem_mode > OC_GPU_MEM_RESERVE)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "gpu_mem_mode %d: expected grow or reserve", (int)o->gpu_mem_mode);
     if (o->tile < 0) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "tile must be >= 0, got %lld", (long long)o->tile);
     if (o->gpu_mem_bytes < 0 || !(o->gpu_mem_fraction > 0.0 && o->gpu_mem_fraction <= 1.0))
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,

@@ -391,7 +391,17 @@ oc_status oc_map_create(oc_context *ctx, const char *expr, const oc_map_array *i
         memcpy(&m->opts, opts, opts->struct_size);
         m->opts.struct_size = sizeof m->opts;
     }
-    oc_status st = map_create(ctx, m, expr, inputs, n_inputs, scalars, n_scalars);
+    const oc_map_options *o = &m->opts;
+    oc_status st = OC_OK;
+    if (o->threads < 0 || o->threads > OC_MAX_THREADS || o->host_mem_bytes < 0 || o->gpu_mem_bytes < 0 ||
+        (unsigned)o->backend > OC_BACKEND_CUDA || !(o->gpu_mem_fraction >= 0 && o->gpu_mem_fraction <= 1))
+        st =
+            oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                    "oc_map_options: threads %d (0 to %d), host_mem_bytes %lld, gpu_mem_bytes %lld (>= 0), backend %d, "
+                    "gpu_mem_fraction %g (0: the default, or in (0, 1]): one is out of range",
+                    o->threads, OC_MAX_THREADS, (long long)o->host_mem_bytes, (long long)o->gpu_mem_bytes,
+                    (int)o->backend, o->gpu_mem_fraction);
+    if (st == OC_OK) st = map_create(ctx, m, expr, inputs, n_inputs, scalars, n_scalars);
     if (st != OC_OK) {
         oc_map_free(m);
         return oc_trace_at(ctx, st, __FILE__, __LINE__);
