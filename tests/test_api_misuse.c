@@ -18,6 +18,12 @@ static int fill_nothing(void *user, int64_t row0, int64_t nrows, unsigned char *
     return 0;
 }
 
+static int refuse_pairs(void *user, const int64_t *rows, const int64_t *cols, const void *values, int64_t count)
+{
+    (void)user, (void)rows, (void)cols, (void)values, (void)count;
+    return 1;
+}
+
 static int launch_nothing(const oc_stream_chunk *chunk, void *user)
 {
     (void)user, (void)chunk;
@@ -37,6 +43,23 @@ static void check_gram(oc_context *ctx, const oc_matrix *a)
           strstr(oc_context_last_error(ctx), "past the end of the address space"));
     out.ld = 0;
     CHECK(oc_gram(ctx, a, NULL, &opts, &out, NULL) == OC_OK);
+    /* A failed job leaves the caller's stats as they were (outcore.h: out-parameters). */
+    oc_gram_options pairs = OC_GRAM_OPTIONS_INIT;
+    pairs.backend = OC_BACKEND_CPU;
+    pairs.use_threshold = 1;
+    pairs.threshold = 0;
+    oc_output to_callback = OC_OUTPUT_INIT;
+    to_callback.kind = OC_OUTPUT_PAIRS;
+    to_callback.pairs = refuse_pairs;
+    oc_gram_stats stats;
+    memset(&stats, 0x5a, sizeof stats);
+    stats.struct_size = sizeof stats;
+    CHECK(oc_gram(ctx, a, NULL, &pairs, &to_callback, &stats) != OC_OK);
+    const unsigned char *bytes = (const unsigned char *)&stats;
+    int untouched = 1;
+    for (size_t i = sizeof stats.struct_size; i < sizeof stats; ++i) untouched &= bytes[i] == 0x5a;
+    CHECK_MSG(untouched, "a failed job wrote the caller's stats");
+    CHECK(oc_gram(ctx, a, NULL, &opts, &out, &stats) == OC_OK && stats.seconds >= 0 && stats.seconds < 1e6);
     /* Enum values out of range. */
     opts.backend = (oc_backend)9;
     CHECK(oc_gram(ctx, a, NULL, &opts, &out, NULL) == OC_ERR_INVALID_ARGUMENT);

@@ -333,8 +333,10 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
     OC_CHECK(ctx, oc_resume_start(ctx, &job, out, &resume));
     job.resume = resume;
 
+    /* The job fills its own stats; the caller's get them once it has succeeded (on failure an
+     * out-parameter is left untouched: outcore.h). */
     oc_gram_stats local_stats = {.struct_size = sizeof local_stats};
-    oc_gram_stats *st_out = stats && stats->struct_size == sizeof *stats ? stats : &local_stats;
+    oc_gram_stats *st_out = &local_stats;
     memset((char *)st_out + sizeof(size_t), 0, sizeof *st_out - sizeof(size_t));
     st_out->phases = phases;
     oc_gram_phases *ph = &st_out->phases;
@@ -498,7 +500,7 @@ cleanup:
     oc_matrix_free(lists[0]);
     oc_matrix_free(lists[1]);
     if (held) oc_after_job_go();
-    if (stats && st_out != stats) /* an earlier version of the struct: its fields only */
+    if (stats && st == OC_OK) /* the fields of the caller's version of the struct */
         memcpy((char *)stats + sizeof(size_t), (char *)st_out + sizeof(size_t), stats->struct_size - sizeof(size_t));
     return st;
 }
