@@ -23,6 +23,7 @@
 #include "io/io.h"
 #include "io/formats/output_format.h"
 #include "io/formats/select_out.h"
+#include "matrix/matrix.h"
 #include "gram/backend.h"
 #include "gram/cost_gram.h"
 #include "gram/gram_choice.h"
@@ -369,13 +370,9 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
                              (long long)out->ld, (long long)p);
                 goto cleanup;
             }
-            /* The result's last element, (n - 1) x ld + p, must lie within the address space: a
-             * stray ld would send the rows' stores anywhere. */
-            int64_t span = 0;
-            if (n > 0 && p > 0 &&
-                (!oc_mul_i64(n - 1, out->ld ? out->ld : p, &span) || __builtin_add_overflow(span, p, &span) ||
-                 !oc_mul_i64(span, (int64_t)oc_dtype_size(dtype), &span) ||
-                 (uintptr_t)span > UINTPTR_MAX - (uintptr_t)out->data)) {
+            /* The result's rows must lie within the address space: a stray ld would send their
+             * stores anywhere. */
+            if (oc_memory_span(out->data, n, p, out->ld ? out->ld : p, oc_dtype_size(dtype)) < 0) {
                 st = oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
                              "output ld %lld: %lld rows of it would reach past the end of the address space",
                              (long long)out->ld, (long long)n);

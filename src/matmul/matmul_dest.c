@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "io/formats/npy_array.h"
 #include "matmul/matmul_dtype.h"
+#include "matrix/matrix.h"
 #include "matmul/matmul_io.h"
 #include "matmul/matmul_resume.h"
 
@@ -35,7 +36,7 @@ static oc_status check_apart(oc_context *ctx, const unsigned char *c, int64_t sp
                              const char *label)
 {
     if (!s || !s->data) return OC_OK;
-    const int64_t other = oc_mm_memory_span(s->data, s->rows, s->cols, s->ld, oc_matmul_dtype_size(s->dtype));
+    const int64_t other = oc_memory_span(s->data, s->rows, s->cols, s->ld, oc_matmul_dtype_size(s->dtype));
     if (span <= 0 || other <= 0 || c + span <= s->data || s->data + other <= c) return OC_OK;
     return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
                    "C shares memory with %s: writing the result would overwrite the operand while it is read; give "
@@ -81,7 +82,7 @@ oc_status oc_mm_dest_open(oc_context *ctx, const oc_matmul_array *c, oc_matmul_d
                        "C: ld %" PRId64 " is below the column count %" PRId64 " or data is NULL", c->ld, n);
     d->data = c->data;
     d->ld = c->ld ? c->ld : n;
-    const int64_t span = oc_mm_memory_span(d->data, m, n, d->ld, d->elem);
+    const int64_t span = oc_memory_span(d->data, m, n, d->ld, d->elem);
     if (span < 0)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
                        "C: %" PRId64 " x %" PRId64 " elements with ld %" PRId64

@@ -18,18 +18,9 @@
 #include "io/input_file.h"
 #include "io/formats/npy_array.h"
 #include "matmul/matmul_dtype.h"
+#include "matrix/matrix.h"
 
 #define HEADER_READ (1 << 20) /* a .npy header is far shorter; numpy caps it below this */
-
-int64_t oc_mm_memory_span(const void *p, int64_t rows, int64_t cols, int64_t ld, size_t elem)
-{
-    if (rows <= 0 || cols <= 0) return 0;
-    int64_t count = 0, bytes = 0;
-    if (__builtin_mul_overflow(rows - 1, ld, &count) || __builtin_add_overflow(count, cols, &count) ||
-        __builtin_mul_overflow(count, (int64_t)elem, &bytes) || (uintptr_t)bytes > UINTPTR_MAX - (uintptr_t)p)
-        return -1;
-    return bytes;
-}
 
 static oc_status open_memory(oc_context *ctx, const oc_matmul_array *arr, const char *label, oc_mm_source *s)
 {
@@ -47,7 +38,7 @@ static oc_status open_memory(oc_context *ctx, const oc_matmul_array *arr, const 
     s->cols = arr->cols;
     s->ld = arr->ld ? arr->ld : arr->cols;
     s->data = arr->data;
-    if (oc_mm_memory_span(s->data, s->rows, s->cols, s->ld, oc_matmul_dtype_size(s->dtype)) < 0)
+    if (oc_memory_span(s->data, s->rows, s->cols, s->ld, oc_matmul_dtype_size(s->dtype)) < 0)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
                        "%s: %" PRId64 " x %" PRId64 " elements with ld %" PRId64
                        " would reach past the end of the address space",

@@ -19,10 +19,6 @@ static inline int oc_mm_array_size_ok(const oc_matmul_array *arr)
     return arr->struct_size == OC_MM_ARRAY_V1_SIZE || arr->struct_size == sizeof(oc_matmul_array);
 }
 
-/* The bytes from the first element of rows x cols elements of elem bytes with row stride ld
- * (ld >= cols) at p to past the last: 0 when empty, -1 when they would reach past the end of
- * the address space (a shape or ld no buffer can have). */
-int64_t oc_mm_memory_span(const void *p, int64_t rows, int64_t cols, int64_t ld, size_t elem);
 static inline int oc_mm_array_gpu(const oc_matmul_array *arr)
 {
     return arr->struct_size >= sizeof(oc_matmul_array) && arr->gpu;

@@ -241,4 +241,17 @@ static inline int oc_mul_i64(int64_t a, int64_t b, int64_t *out)
     return 1;
 }
 
+/* The bytes from the first of rows x cols elements of elem bytes, rows ld elements apart
+ * (ld >= cols), at p to past the last: 0 when empty, -1 when they would reach past the end of
+ * the address space (a shape or row stride no caller's buffer can have). */
+static inline int64_t oc_memory_span(const void *p, int64_t rows, int64_t cols, int64_t ld, size_t elem)
+{
+    if (rows <= 0 || cols <= 0) return 0;
+    int64_t count = 0, bytes = 0;
+    if (__builtin_mul_overflow(rows - 1, ld, &count) || __builtin_add_overflow(count, cols, &count) ||
+        __builtin_mul_overflow(count, (int64_t)elem, &bytes) || (uintptr_t)bytes > UINTPTR_MAX - (uintptr_t)p)
+        return -1;
+    return bytes;
+}
+
 #endif
