@@ -27,21 +27,18 @@ static void print_removed(void *user, const char *path, int64_t bytes)
 
 int oc_cmd_clean(int argc, char **argv)
 {
-    /* Options, then the outputs; after `--` every argument is an output, even one that
-     * starts with '-'. The outputs are argv's own strings, moved to its front. */
+    /* The outputs, moved to argv's front; after "--" every argument is one (cli_args). */
     int outputs = 0;
-    for (int i = 1, options = 1; i < argc; i++) {
-        if (options && strcmp(argv[i], "--") == 0) {
-            options = 0;
-            continue;
-        }
-        if (options && (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)) {
+    cli_args args = CLI_ARGS_INIT(argc, argv), *cl = &args;
+    for (const char *arg; (arg = cli_next(cl)) != NULL;) {
+        if (cli_positional(cl)) {
+            argv[1 + outputs++] = argv[cl->i];
+        } else if (cli_flag(cl, "--help|-h")) {
             fputs(clean_usage, stdout);
             return OC_EXIT_OK;
+        } else {
+            return cli_unknown_option(cl, "clean");
         }
-        if (options && argv[i][0] == '-' && argv[i][1] != '\0')
-            return cli_usage_error("clean: unknown option %s (see outcore clean --help)", argv[i]);
-        argv[1 + outputs++] = argv[i];
     }
     if (outputs == 0) return cli_usage_error("clean: no output given: outcore clean OUT");
     oc_context *ctx = NULL;

@@ -64,6 +64,15 @@ def _numpy_dtype(name):
     return np.dtype(name)
 
 
+def _rows_contiguous(x):
+    """Whether the 2-D array x has contiguous rows a whole number of elements apart, which the
+    library reads in place with that row stride. A stride along a dimension of one element is
+    never used (numpy may give it any value, 0 for y[None, :])."""
+    rows, cols = x.shape
+    item, (rs, cs) = x.itemsize, x.strides
+    return (cols <= 1 or cs == item) and (rows <= 1 or (rs % item == 0 and rs >= item * cols))
+
+
 def _operand(name, x, transpose, keep):
     """(MatmulArray, transpose, array or None): x as the library reads it. An array whose rows
     are contiguous is read in place with its row stride; a transposed view of such an array
@@ -87,7 +96,7 @@ def _operand(name, x, transpose, keep):
         raise InputError(f"{name}: dtype {arr.dtype} is not one matmul takes (float64, float32, float16, bfloat16, "
                          "int8-64, uint8-64)")
     item = arr.itemsize
-    if not (arr.strides[1] == item and arr.strides[0] >= item * arr.shape[1] and arr.strides[0] % item == 0):
+    if not _rows_contiguous(arr):
         if arr.strides[0] == item and arr.strides[1] % item == 0 and arr.strides[1] >= item * arr.shape[0]:
             arr, transpose = arr.T, not transpose
         else:
@@ -116,12 +125,8 @@ def _host_result(out, shape, dtype, inputs, paths):
     rdt = _numpy_dtype(dtype)
     if out is None:
         return np.empty(shape, dtype=rdt)
-    # A stride along a dimension of one element is never used (numpy may give it any value).
-    bad_cols = shape[1] > 1 and out.strides[1] != out.itemsize if isinstance(out, np.ndarray) else True
-    bad_rows = shape[0] > 1 and (out.strides[0] % out.itemsize or out.strides[0] < out.itemsize * shape[1]) \
-        if isinstance(out, np.ndarray) else True
     if not isinstance(out, np.ndarray) or out.shape != shape or out.dtype != rdt or not out.flags.writeable \
-            or (out.size and (bad_cols or bad_rows)):
+            or (out.size and not _rows_contiguous(out)):
         raise InputError(f"out: expected a writeable {rdt} array of shape {shape} with contiguous rows")
     _check_out_overlap(out, inputs, paths)
     return out
