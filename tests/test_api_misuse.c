@@ -1,6 +1,6 @@
 /*
- * test_api_misuse.c - what a careless C caller can get wrong outside matmul (tests/test_matmul.c
- * has its own) is refused with OC_ERR_INVALID_ARGUMENT before any memory is touched: a row
+ * test_api_misuse.c - what a careless C caller can get wrong outside matmul
+ * (test_matmul_calls.c has its own) is refused with OC_ERR_INVALID_ARGUMENT before any memory is touched: a row
  * stride whose rows reach past the address space, sizes whose sums or byte counts overflow, a
  * NULL context where the call needs its workers, and structs of no version's size; and every
  * earlier version of the gram options is still taken where oc_gram takes it.
