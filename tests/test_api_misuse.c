@@ -2,8 +2,9 @@
  * test_api_misuse.c - what a careless C caller can get wrong outside matmul
  * (test_matmul_calls.c has its own) is refused with OC_ERR_INVALID_ARGUMENT before any memory is touched: a row
  * stride whose rows reach past the address space, sizes whose sums or byte counts overflow, a
- * NULL context where the call needs its workers, and structs of no version's size; and every
- * earlier version of the gram options is still taken where oc_gram takes it.
+ * NULL context where the call needs its workers, and structs of no version's size; every
+ * earlier version of the gram options is still taken where oc_gram takes it; out-parameters
+ * are left as they were on failure; and names from outside reach messages escaped.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -151,6 +152,45 @@ static void check_map_and_stream(oc_context *ctx)
     spec.launch = launch_nothing;
     spec.extent = 1;
     CHECK_MSG(oc_stream_run(ctx, &spec, NULL, NULL) == OC_ERR_INVALID_ARGUMENT, "%s", oc_context_last_error(ctx));
+    /* A failed run, and a run this build or host cannot make, leave the caller's stats and
+     * pointers as they were. */
+    oc_stream_stats stats;
+    memset(&stats, 0x5a, sizeof stats);
+    stats.struct_size = sizeof stats;
+    CHECK(oc_stream_run(ctx, &spec, NULL, &stats) != OC_OK);
+    arrays[0].shape[0] = arrays[1].shape[0] = 1;
+    if (oc_stream_run(ctx, &spec, NULL, &stats) != OC_OK) { /* no usable GPU: refused */
+        const unsigned char *bytes = (const unsigned char *)&stats;
+        int untouched = 1;
+        for (size_t i = sizeof stats.struct_size; i < sizeof stats; ++i) untouched &= bytes[i] == 0x5a;
+        CHECK_MSG(untouched, "oc_stream_run wrote its stats on failure: %s", oc_context_last_error(ctx));
+    }
+    void *block = (void *)&stats;
+    CHECK(oc_pinned_alloc(ctx, 0, &block) == OC_ERR_INVALID_ARGUMENT && block == (void *)&stats);
+    if (oc_pinned_alloc(ctx, 4096, &block) == OC_OK) oc_pinned_free(block);
+    else CHECK(block == (void *)&stats);
+}
+
+/* A name from outside (a file or a matrix name) reaches a message as text a terminal shows
+ * and does not act on: its control bytes as \xNN, valid UTF-8 kept, and one line. */
+static void check_message_names(oc_context *ctx, oc_matrix *a)
+{
+    unsigned char bits[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    oc_matrix *b = NULL;
+    CHECK(oc_matrix_from_bits(ctx, bits, 1, 32, 8, OC_BITS_MSB_FIRST, &b) == OC_OK);
+    CHECK(oc_matrix_set_name(ctx, b, "evil\x1b[2J\u00e9\nname\x9b") == OC_OK);
+    oc_gram_options opts = OC_GRAM_OPTIONS_INIT;
+    opts.backend = OC_BACKEND_CPU;
+    oc_output out = OC_OUTPUT_INIT;
+    int32_t c[4];
+    out.kind = OC_OUTPUT_MEMORY;
+    out.data = c;
+    CHECK(oc_gram(ctx, a, b, &opts, &out, NULL) == OC_ERR_INPUT);
+    const char *msg = oc_context_last_error(ctx);
+    int plain = 1;
+    for (const unsigned char *p = (const unsigned char *)msg; *p; ++p) plain &= *p >= 0x20 && *p != 0x7f;
+    CHECK_MSG(plain && strstr(msg, "evil\\x1B[2J\u00e9 name\\x9B"), "%s", msg);
+    oc_matrix_free(b);
 }
 
 int main(void)
@@ -165,6 +205,7 @@ int main(void)
     check_files(ctx, a);
     check_constructors();
     check_map_and_stream(ctx);
+    check_message_names(ctx, a);
     oc_matrix_free(a);
     oc_context_free(ctx);
     return oc_test_finish();

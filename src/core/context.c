@@ -190,14 +190,17 @@ static void trace_append(oc_context *ctx, const char *file, int line)
 oc_status oc_fail_at(oc_context *ctx, oc_status status, const char *file, int line, const char *fmt, ...)
 {
     if (!ctx) return status;
-    char message[OC_MESSAGE_MAX];
+    char raw[OC_MESSAGE_MAX], message[OC_MESSAGE_MAX];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(message, sizeof message, fmt, ap);
+    vsnprintf(raw, sizeof raw, fmt, ap);
     va_end(ap);
-    /* The message is one line by contract: fold any newline a formatted value brought in. */
-    for (char *p = message; *p; ++p)
-        if (*p == '\n' || *p == '\r') *p = ' ';
+    /* The message is one line of text by contract: a newline or tab a formatted value brought
+     * in (a compiler's log) becomes a blank, and every other byte a terminal would act on (a
+     * file or matrix name from outside) is shown as \xNN, as the CLI shows names. */
+    for (char *p = raw; *p; ++p)
+        if (*p == '\n' || *p == '\r' || *p == '\t') *p = ' ';
+    oc_text_escape(message, sizeof message, raw, OC_ESCAPE_TERMINAL);
     pthread_mutex_lock(&ctx->error_lock);
     memcpy(ctx->message, message, sizeof message);
     ctx->status = status;

@@ -10,13 +10,16 @@
 oc_status oc_pinned_alloc(oc_context *ctx, size_t bytes, void **out)
 {
     if (!ctx || !out) return OC_ERR_INVALID_ARGUMENT;
-    *out = NULL;
     if (bytes == 0) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "pinned memory: a size of 0 bytes");
 #ifdef OC_HAVE_CUDA
     if (oc_cuda_device_count() == 0)
         return oc_fail(ctx, OC_ERR_UNSUPPORTED, "pinned memory: no usable CUDA device (see `outcore devices`)");
     char why[200];
-    if (oc_gpu_probe_cuda.pinned_alloc(bytes, out, why, sizeof why) == 0) return OC_OK;
+    void *block = NULL; /* *out is left untouched on failure (outcore.h) */
+    if (oc_gpu_probe_cuda.pinned_alloc(bytes, &block, why, sizeof why) == 0) {
+        *out = block;
+        return OC_OK;
+    }
     return oc_fail(ctx, OC_ERR_NO_MEMORY, "pinned memory: %zu bytes could not be page-locked: %s", bytes, why);
 #else
     return oc_fail(ctx, OC_ERR_UNSUPPORTED, "pinned memory: this build has no CUDA backend");

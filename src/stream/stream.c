@@ -33,9 +33,11 @@ oc_status oc_stream_run(oc_context *ctx, const oc_stream_spec *spec, const oc_st
 #endif
     }
     oc_stream_job_release(&job);
-    if (st == OC_OK) all.seconds = oc_now() - t0;
-    if (stats && job.stats)
+    /* The caller's stats are written only for a job that ran (outcore.h: out-parameters). */
+    if (st == OC_OK && stats) {
+        all.seconds = oc_now() - t0;
         memcpy((char *)stats + sizeof all.struct_size, (char *)&all + sizeof all.struct_size,
                stats->struct_size - sizeof all.struct_size);
+    }
     return st == OC_OK ? OC_OK : oc_trace_at(ctx, st, __FILE__, __LINE__);
 }
