@@ -1,5 +1,6 @@
 #include "cli.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -103,9 +104,19 @@ int cli_status_error(oc_context *ctx, oc_status st)
     return cli_exit_code(st);
 }
 
+/* A number as the CLI takes it: plain decimal, as the size parser takes sizes. strtoll and
+ * strtod alone would also take a leading blank or '+', and strtod hex ("0x1p-1"), though
+ * not a trailing blank: written out, the rule is one. */
+static int decimal_text(const char *text, const char *allowed)
+{
+    const char *digits = text + (text[0] == '-');
+    return (isdigit((unsigned char)digits[0]) || (digits[0] == '.' && isdigit((unsigned char)digits[1]))) &&
+           text[strspn(text, allowed)] == '\0';
+}
+
 int cli_parse_i64(const char *text, int64_t *out)
 {
-    if (!text || !*text) return -1;
+    if (!text || !decimal_text(text, "-0123456789")) return -1;
     char *end;
     errno = 0;
     long long v = strtoll(text, &end, 10);
@@ -116,7 +127,7 @@ int cli_parse_i64(const char *text, int64_t *out)
 
 int cli_parse_double(const char *text, double *out)
 {
-    if (!text || !*text) return -1;
+    if (!text || !decimal_text(text, "-+.0123456789eE")) return -1;
     char *end;
     errno = 0;
     double v = strtod(text, &end);
@@ -237,8 +248,8 @@ int cli_unknown_option(const cli_args *a, const char *command)
 
 const char *cli_path_extension(const char *path)
 {
-    const char *dot = strrchr(path, '.'), *slash = strrchr(path, '/');
-    return dot && (!slash || dot > slash + 1) ? dot + 1 : "";
+    const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path, *dot = strrchr(base, '.');
+    return dot && dot > base ? dot + 1 : ""; /* ".npy" is a name, as for oc_path_extension */
 }
 
 double cli_now(void)

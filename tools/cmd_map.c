@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -200,8 +201,7 @@ static int parse_map_args(int argc, char **argv, map_args *g)
     if (g->output) {
         int rc = cli_check_output(g->output); /* a folder, a missing one: before the extension */
         if (rc >= 0) return rc;
-        const char *dot = strrchr(g->output, '.'), *slash = strrchr(g->output, '/');
-        if (!dot || (slash && dot < slash) || strcmp(dot, ".npy") != 0)
+        if (strcasecmp(cli_path_extension(g->output), "npy") != 0)
             return cli_usage_error("%s: map writes .npy files: name the output OUT.npy", g->output);
     }
     return -1;

@@ -334,3 +334,34 @@ def test_aflp_as_float_npy(tmp_path):
     proc = run_bytes("gram", tmp_path / "aflp.npy", "--metric", "jaccard", "-o", tmp_path / "c.npy", "-q")
     assert proc.returncode == 0, proc.stderr
     assert np.array_equal(np.load(tmp_path / "c.npy"), reference(a.astype(np.uint8), metric="jaccard"))
+
+
+@pytest.mark.parametrize("option, value", [
+    ("--threads", " 2"), ("--threads", "2 "), ("--threads", "+2"), ("--threads", "0x2"),
+    ("--threshold", " 0.5"), ("--threshold", "+0.5"), ("--threshold", "0x1p-1"), ("--threshold", "0.5 "),
+    ("--topk", "-"), ("--threshold", "."),
+])
+def test_numbers_are_plain_decimals(tmp_path, a01, option, value):
+    """A number is written in plain decimal, as sizes are: a blank on either side, a '+' or a
+    hex form are refused alike, naming the option."""
+    before = snapshot(tmp_path)
+    refused(run_bytes("gram", tmp_path / "a.npy", option, value, "-o", tmp_path / "c.npy"), tmp_path, before,
+            option)
+
+
+@pytest.mark.parametrize("value", ["0.5", ".5", "5e-1", "0.05E+1"])
+def test_decimal_forms_taken(tmp_path, a01, value):
+    proc = run_bytes("gram", tmp_path / "a.npy", "--metric", "jaccard", "--threshold", value, "-o",
+                     tmp_path / "p.npz", "-q")
+    assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.parametrize("command", ["gram", "matmul", "map"])
+def test_output_named_only_by_its_extension_refused(tmp_path, a01, command):
+    """`-o .npy` names a hidden file with no extension (as Python's os.path.splitext says), in
+    every command alike: refused, and nothing written."""
+    a = tmp_path / "a.npy"
+    args = {"gram": [a], "matmul": [a, "--gram"], "map": ["x * 2", f"x={a}"]}[command]
+    before = snapshot(tmp_path)
+    for out in (".npy", "./.npy", str(tmp_path / ".npy")):
+        refused(run_bytes(command, *args, "-o", out, cwd=tmp_path), tmp_path, before, ".npy")

@@ -66,7 +66,8 @@ oc_status oc_output_format_check(oc_context *ctx, const char *path, unsigned res
     const int f = oc_output_format_of(path);
     if (f >= 0 && (formats[f].results & result)) return OC_OK;
     char ext[16], names[64];
-    return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: a %s result is written as %s; got '.%s'", path, what,
-                   oc_output_formats_text(names, sizeof names, result, 1, " or "),
-                   oc_path_extension(path, ext, sizeof ext));
+    oc_path_extension(path, ext, sizeof ext);
+    return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: a %s result is written as %s; got %s%s%s", path, what,
+                   oc_output_formats_text(names, sizeof names, result, 1, " or "), ext[0] ? "'." : "",
+                   ext[0] ? ext : "a name with no extension", ext[0] ? "'" : "");
 }
