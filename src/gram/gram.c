@@ -196,6 +196,31 @@ static const oc_backend_vtbl *choose_backend(oc_context *ctx, const oc_gram_job 
     return choice->use_gpu ? usable : &oc_backend_cpu;
 }
 
+/* The sizes a job keeps in 64 bits: the n·p result elements (tiles, tasks, resume bitmaps
+ * and the n·K top-k lists count up to it), their bytes when the result is dense, and the
+ * packed inputs side by side (the GPU's panels). The work, n·p·m bit multiply-adds, is
+ * counted in double only (oc_gram_stats, the cost model), so it limits nothing: a sparse
+ * top-k job of millions of rows over millions of columns is small though n·p·m is past 2^63. */
+static oc_status check_sizes(oc_context *ctx, int64_t n, int64_t p, int64_t m, int symmetric,
+                             const oc_gram_options *opts, const oc_output *out, oc_dtype dtype)
+{
+    int64_t np, a_bytes = oc_matrix_packed_bytes(n, m), b_bytes = symmetric ? 0 : oc_matrix_packed_bytes(p, m);
+    if (!oc_mul_i64(n, p, &np))
+        return oc_fail(ctx, OC_ERR_INPUT,
+                       "the result of %lld x %lld rows overflows 64-bit sizes (more than 2^63 - 1 elements)",
+                       (long long)n, (long long)p);
+    const int dense = opts->topk <= 0 && !opts->use_threshold && out->kind != OC_OUTPUT_DISCARD;
+    if (dense && !oc_mul_i64(np, (int64_t)oc_dtype_size(dtype), &(int64_t){0}))
+        return oc_fail(ctx, OC_ERR_INPUT,
+                       "the dense result of %lld x %lld rows overflows 64-bit sizes: ask for top-k or a threshold",
+                       (long long)n, (long long)p);
+    if (a_bytes >= INT64_MAX - b_bytes) /* oc_matrix_packed_bytes says INT64_MAX for one past them */
+        return oc_fail(ctx, OC_ERR_INPUT,
+                       "the packed inputs of %lld and %lld rows over %lld columns overflow 64-bit sizes", (long long)n,
+                       (long long)(symmetric ? 0 : p), (long long)m);
+    return OC_OK;
+}
+
 /* Everything that can be checked before any work: the structs, the shapes, the options, the
  * device and the backend. Fills the job's shape, metric and dtype. */
 static oc_status job_prepare(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const oc_gram_options *opts,
@@ -217,11 +242,8 @@ static oc_status job_prepare(oc_context *ctx, const oc_matrix *a, const oc_matri
 
     oc_dtype dtype = OC_DTYPE_DEFAULT;
     OC_CHECK(ctx, check_options(ctx, opts, a->cols, &dtype));
-    int64_t n = a->rows, p = b->rows, m = a->cols, np, npm;
-    if (!oc_mul_i64(n, p, &np) || !oc_mul_i64(np, (int64_t)oc_dtype_size(dtype), &(int64_t){0}) ||
-        !oc_mul_i64(np, m, &npm))
-        return oc_fail(ctx, OC_ERR_INPUT, "the result of %lld x %lld rows over %lld columns overflows 64-bit sizes",
-                       (long long)n, (long long)p, (long long)m);
+    const int64_t n = a->rows, p = b->rows, m = a->cols;
+    OC_CHECK(ctx, check_sizes(ctx, n, p, m, symmetric, opts, out, dtype));
     /* K past the result's columns would only add padding: n x K of it can be far larger
      * than the inputs. */
     if (opts->topk > p)
