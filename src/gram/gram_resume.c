@@ -101,14 +101,18 @@ static int on_record(void *user, uint32_t type, uint64_t unit, const void *paylo
     oc_resume *r = user;
     switch (type) {
     case REC_TEMP: {
-        /* Only a temporary of this output (PATH.tmp-...) is ever reopened or removed: a name
-         * elsewhere is damage, or planted, and is ignored. */
-        if (!oc_journal_temp_of(r->out_path, payload, len)) return 0;
+        /* Only a temporary of this output (PATH.tmp-...) is ever reopened or removed, under
+         * this run's spelling of the output's folder: a name elsewhere is damage, or planted,
+         * and is ignored. */
+        char *temp = oc_journal_temp_of(r->out_path, payload, len);
+        if (!temp) return 0;
         char **temps = realloc(r->temps, (size_t)(r->ntemps + 1) * sizeof *temps);
-        if (!temps) return 1;
+        if (!temps) {
+            free(temp);
+            return 1;
+        }
         r->temps = temps;
-        r->temps[r->ntemps] = strndup(payload, len);
-        if (r->temps[r->ntemps]) r->ntemps++;
+        r->temps[r->ntemps++] = temp;
         return 0;
     }
     case REC_PLAN:
@@ -141,12 +145,13 @@ static int on_record(void *user, uint32_t type, uint64_t unit, const void *paylo
     }
 }
 
-/* A header line of an input ("a.size 123") that differs while its path does not. */
-static void input_changed(void *user, const char *have, size_t hl, const char *want, size_t wl, char *buf, size_t size)
+/* A header line of an input ("a.size 123") that differs: the input changed, or is another. */
+static void input_changed(void *user, const char *have_job, const char *have, size_t hl, const char *want, size_t wl,
+                          char *buf, size_t size)
 {
     (void)have, (void)hl;
     const oc_resume *r = user;
-    oc_journal_input_changed(r->job_text, r->jpath, r->out_path, want, wl, buf, size);
+    oc_journal_input_changed(have_job, r->job_text, r->jpath, r->out_path, want, wl, buf, size);
 }
 
 /* ---------------------------------------------------------------- start and end */
@@ -209,7 +214,6 @@ oc_status oc_resume_start(oc_context *ctx, const oc_gram_job *job, const oc_outp
      * finishes may write no snapshot of its own, whose writing would remove it. */
     oc_stale_temps_remove(ctx, r->snap_path);
     OC_CHECK_GOTO(ctx, st, oc_resume_describe_job(ctx, job, out, &text), cleanup);
-    r->job_crc = oc_crc32_update(0, text, strlen(text));
     r->out_path = out->path;
     if (exists) {
         r->resumed = 1;
@@ -225,6 +229,9 @@ oc_status oc_resume_start(oc_context *ctx, const oc_gram_job *job, const oc_outp
         if (snap_exists) unlink(r->snap_path); /* an earlier job's, whose journal is gone */
         OC_CHECK_GOTO(ctx, st, oc_journal_create(ctx, jpath, text, &r->journal), cleanup);
     }
+    /* The job as its journal holds it, paths as the first run spelled them: the snapshot of
+     * a run that spelled them otherwise is still this job's. */
+    r->job_crc = oc_journal_job_crc(r->journal);
     free(text);
     free(jpath);
     *out_r = r;

@@ -19,8 +19,10 @@
 
 /* What identifies an input: its shape and the CRC of all its rows' bits (any matrix, also
  * one from memory; a file-backed input samples 64 rows, its file's CRC covering the rest),
- * and for one read from a file its path, size, modification time and the CRC-32 of the whole
- * file: an input edited in place, even with its size and time put back, is another job's. */
+ * and for one read from a file its size, modification time and the CRC-32 of the whole file:
+ * an input edited in place, even with its size and time put back, is another job's. Its path
+ * is written too, for the messages, but not compared (io/journal.h, oc_journal_open): the
+ * same file spelled otherwise is the same input. */
 static oc_status describe_input(oc_context *ctx, oc_text *t, const char *tag, const oc_matrix *m)
 {
     oc_text_printf(t, "%s.shape %lld %lld\n", tag, (long long)m->rows, (long long)m->cols);
@@ -45,7 +47,8 @@ static oc_status describe_input(oc_context *ctx, oc_text *t, const char *tag, co
 }
 
 /* The header: everything that changes the output's bytes. Not the backend, threads, tile or
- * budgets, which do not (a job may resume on another machine or backend). */
+ * budgets, which do not (a job may resume on another machine or backend). The "output" line
+ * is not compared either: the journal lies beside the output, whatever its spelling. */
 oc_status oc_resume_describe_job(oc_context *ctx, const oc_gram_job *job, const oc_output *out, char **text)
 {
     const oc_gram_options *o = job->opts;

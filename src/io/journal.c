@@ -37,6 +37,7 @@ struct oc_journal {
     int64_t end;        /* where the next record goes */
     unsigned char *buf; /* records appended, not yet written */
     size_t used, cap;
+    uint32_t job_crc; /* of the job's lines in the header */
 };
 
 char *oc_journal_path_for(const char *output_path)
@@ -49,6 +50,7 @@ char *oc_journal_path_for(const char *output_path)
 
 const char *oc_journal_name(const oc_journal *j) { return j->path; }
 size_t oc_journal_pending(const oc_journal *j) { return j->used; }
+uint32_t oc_journal_job_crc(const oc_journal *j) { return j->job_crc; }
 
 static uint32_t record_crc(const record_head *h, const void *payload)
 {
@@ -117,6 +119,7 @@ oc_status oc_journal_create(oc_context *ctx, const char *path, const char *job, 
     free(f.tmp_path);
     free(f.path);
     j->end = (int64_t)len;
+    j->job_crc = oc_crc32_update(0, job, strlen(job));
     *out = j;
     return OC_OK;
 fail:
@@ -124,30 +127,65 @@ fail:
     return st;
 }
 
-/* The first line where the journal's header and the job's differ, for the message: the
- * caller's differ says what it means, else both lines are quoted. */
-static void first_difference(const char *path, const char *have, const char *want, oc_journal_differ_fn differ,
-                             void *user, char *buf, size_t size)
+/* Whether a header line only names a file by its path: "output PATH", "TAG.path PATH". Such a
+ * line is not compared (journal.h, oc_journal_open): a path is one spelling of a file, and
+ * the lines around it say which file it is (the input's size, time and content; the output is
+ * the one the journal lies beside). */
+static int names_a_path(const char *line, size_t len)
+{
+    const char *space = memchr(line, ' ', len);
+    const size_t kl = space ? (size_t)(space - line) : len;
+    return (kl == 6 && memcmp(line, "output", 6) == 0) || (kl > 5 && memcmp(line + kl - 5, ".path", 5) == 0);
+}
+
+/* The next line of the header text at *p that is compared: its start in *line, its length
+ * in *len, and *p past it; 0 at the end of the text. */
+static int next_compared(const char **p, const char **line, size_t *len)
+{
+    while (**p) {
+        const char *s = *p, *e = strchr(s, '\n');
+        const size_t l = e ? (size_t)(e - s) : strlen(s);
+        *p = e ? e + 1 : s + l;
+        if (!names_a_path(s, l)) {
+            *line = s;
+            *len = l;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Whether the journal's header `have` is the job's `want`: the same lines in the same order,
+ * the ones that name a path left out of both. Sets *hl_out and the rest to the first pair of
+ * lines that differ (a missing line has length 0). */
+static int same_job(const char *have, const char *want, const char **h_out, size_t *hl_out, const char **w_out,
+                    size_t *wl_out)
 {
     for (;;) {
-        const char *he = strchr(have, '\n'), *we = strchr(want, '\n');
-        size_t hl = he ? (size_t)(he - have) : strlen(have), wl = we ? (size_t)(we - want) : strlen(want);
-        if (hl != wl || memcmp(have, want, hl) != 0) {
-            buf[0] = '\0';
-            if (differ) differ(user, have, hl, want, wl, buf, size);
-            if (buf[0]) return;
-            snprintf(buf, size,
-                     "%s: the journal was made for another job: %s%.*s%s (journal) against %s%.*s%s (this "
-                     "job); remove it to start over",
-                     path, hl ? "'" : "", (int)hl, have, hl ? "'" : "nothing", wl ? "'" : "", (int)wl, want,
-                     wl ? "'" : "nothing");
-            return;
+        const char *h = "", *w = "";
+        size_t hl = 0, wl = 0;
+        const int hn = next_compared(&have, &h, &hl), wn = next_compared(&want, &w, &wl);
+        if (!hn && !wn) return 1;
+        if (hn != wn || hl != wl || memcmp(h, w, hl) != 0) {
+            *h_out = h, *hl_out = hl, *w_out = w, *wl_out = wl;
+            return 0;
         }
-        if (!he || !we) break;
-        have = he + 1;
-        want = we + 1;
     }
-    snprintf(buf, size, "%s: the journal was made for another job: the headers differ; remove it to start over", path);
+}
+
+/* The message for the first lines where the journal's header and the job's differ: the
+ * caller's differ says what it means, else both lines are quoted. */
+static void first_difference(const char *path, const char *have_job, const char *have, size_t hl, const char *want,
+                             size_t wl, oc_journal_differ_fn differ, void *user, char *buf, size_t size)
+{
+    buf[0] = '\0';
+    if (differ) differ(user, have_job, have, hl, want, wl, buf, size);
+    if (buf[0]) return;
+    snprintf(buf, size,
+             "%s: the journal was made for another job: %s%.*s%s (journal) against %s%.*s%s (this "
+             "job); remove it to start over",
+             path, hl ? "'" : "", (int)hl, have, hl ? "'" : "nothing", wl ? "'" : "", (int)wl, want,
+             wl ? "'" : "nothing");
 }
 
 /* Reads the header at the start of the file into a string; returns its length in the
@@ -203,12 +241,15 @@ oc_status oc_journal_open(oc_context *ctx, const char *path, const char *job, oc
                      path);
         goto fail;
     }
-    if (strcmp(have, job) != 0) {
+    const char *hd, *wd;
+    size_t hdl, wdl;
+    if (!same_job(have, job, &hd, &hdl, &wd, &wdl)) {
         char diff[1024];
-        first_difference(path, have, job, differ, user, diff, sizeof diff);
+        first_difference(path, have, hd, hdl, wd, wdl, differ, user, diff, sizeof diff);
         st = oc_fail(ctx, OC_ERR_INPUT, "%s", diff);
         goto fail;
     }
+    j->job_crc = oc_crc32_update(0, have, strlen(have));
     int64_t off = (int64_t)hlen, size = oc_sys_file_size(j->fd);
     size_t cap = 0;
     for (;;) {
@@ -378,16 +419,55 @@ int oc_journal_tile_add(oc_journal_tile **list, int64_t *count, uint64_t unit, c
     return 0;
 }
 
-int oc_journal_temp_of(const char *out_path, const void *payload, size_t len)
+char *oc_journal_temp_of(const char *out_path, const void *payload, size_t len)
 {
-    const size_t ol = strlen(out_path);
-    const char *p = payload;
-    return len > ol + 5 && memcmp(p, out_path, ol) == 0 && memcmp(p + ol, ".tmp-", 5) == 0 &&
-           !memchr(p + ol, '/', len - ol) && !memchr(p, '\0', len);
+    const char *p = payload, *rec_slash = memrchr(p, '/', len), *out_slash = strrchr(out_path, '/');
+    const char *name = rec_slash ? rec_slash + 1 : p, *base = out_slash ? out_slash + 1 : out_path;
+    const size_t nl = len - (size_t)(name - p), bl = strlen(base), dl = (size_t)(base - out_path);
+    if (!bl || memchr(p, '\0', len) || nl <= bl + 5 || memcmp(name, base, bl) != 0 ||
+        memcmp(name + bl, ".tmp-", 5) != 0)
+        return NULL;
+    char *temp = malloc(dl + nl + 1);
+    if (!temp) return NULL;
+    memcpy(temp, out_path, dl);
+    memcpy(temp + dl, name, nl);
+    temp[dl + nl] = '\0';
+    return temp;
 }
 
-void oc_journal_input_changed(const char *job_text, const char *jpath, const char *out_path, const char *want,
-                              size_t wl, char *buf, size_t size)
+/* Where the header text names input `tag` ("TAG.path PATH" at the start of a line): its path
+ * in *name, *nl characters; 0 when it names none (an input from memory). */
+static int input_path(const char *text, char tag, const char **name, int *nl)
+{
+    const char key[] = {tag, '.', 'p', 'a', 't', 'h', ' ', '\0'};
+    for (const char *s = text; s && *s;) {
+        if (strncmp(s, key, sizeof key - 1) == 0) {
+            *name = s + sizeof key - 1;
+            *nl = (int)strcspn(*name, "\n");
+            return 1;
+        }
+        s = strchr(s, '\n');
+        if (s) s++;
+    }
+    return 0;
+}
+
+/* Whether two paths (n1, n2 characters) name the same file: the same text, or the same
+ * file here (a relative path resolved from this run's folder). */
+static int same_file(const char *p1, int n1, const char *p2, int n2)
+{
+    if (n1 == n2 && memcmp(p1, p2, (size_t)n1) == 0) return 1;
+    char *a = strndup(p1, (size_t)n1), *b = strndup(p2, (size_t)n2);
+    struct stat sa, sb;
+    const int same =
+        a && b && stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    free(a);
+    free(b);
+    return same;
+}
+
+void oc_journal_input_changed(const char *have_job, const char *job_text, const char *jpath, const char *out_path,
+                              const char *want, size_t wl, char *buf, size_t size)
 {
     static const struct {
         const char *key, *what;
@@ -403,16 +483,18 @@ void oc_journal_input_changed(const char *job_text, const char *jpath, const cha
         if (wl > 2 + kl && memcmp(want + 2, keys[k].key, kl) == 0 && want[2 + kl] == ' ') what = keys[k].what;
     }
     if (!what) return;
-    char tag[12];
-    snprintf(tag, sizeof tag, "\n%c.path ", want[0]);
-    const char *name = strstr(job_text, tag);
-    int nl = 0;
-    if (name) {
-        name += strlen(tag);
-        nl = (int)strcspn(name, "\n");
-    } else {
+    const char *name, *was;
+    int nl, wasl;
+    if (!input_path(job_text, want[0], &name, &nl)) {
         name = want[0] == 'a' ? "input A" : "input B";
         nl = (int)strlen(name);
+    } else if (input_path(have_job, want[0], &was, &wasl) && !same_file(was, wasl, name, nl)) {
+        /* The journal's input was another file, or another spelling from another folder. */
+        snprintf(buf, size,
+                 "%.*s: not the input the journal %s was made for (named '%.*s' there; its %s differs): its "
+                 "results so far are not this input's; remove the journal (outcore clean %s) to start over",
+                 nl, name, jpath, wasl, was, what, out_path);
+        return;
     }
     snprintf(buf, size,
              "%.*s: the input changed since the journal %s was written (its %s differs): its results so far "

@@ -39,15 +39,24 @@ typedef int (*oc_journal_record_fn)(void *user, uint32_t type, uint64_t unit, co
                                     int64_t offset);
 
 /* Says what it means that the journal's header line `have` (hl characters) is the job's
- * `want` (wl) no more: writes the whole one-line message into buf, or leaves it empty for
- * the default, which quotes both lines. */
-typedef void (*oc_journal_differ_fn)(void *user, const char *have, size_t hl, const char *want, size_t wl, char *buf,
-                                     size_t size);
+ * `want` (wl) no more; have_job is the journal's whole header (its lines, as `job` is the
+ * job's). Writes the whole one-line message into buf, or leaves it empty for the default,
+ * which quotes both lines. */
+typedef void (*oc_journal_differ_fn)(void *user, const char *have_job, const char *have, size_t hl, const char *want,
+                                     size_t wl, char *buf, size_t size);
 
 /* Opens an existing journal for appending (never through a symbolic link; a journal that
  * another running job holds is refused): checks its header against `job` and calls fn on
  * each valid record. OC_ERR_INPUT with one line naming the journal and the first line that
- * differs (differ, which may be NULL, words it) or the damage when it belongs to another job. */
+ * differs (differ, which may be NULL, words it) or the damage when it belongs to another job.
+ *
+ * The header is compared line by line, in order, but for the lines that only name a file by
+ * its path, "output PATH" and "TAG.path PATH" (oc_journal_describe_file): those are left out
+ * of both sides. A path is a spelling (./a.npy, a.npy, /data/a.npy, one folder or another),
+ * not an identity: an input is identified by its content (the lines TAG.size, TAG.mtime,
+ * TAG.crc32 of the whole file, and the job's shape and rows' CRC), and the output by where
+ * the journal lies (always OUTPUT.outcore-journal, beside it). So the same job resumes
+ * whatever the spelling of its paths, while any other difference is refused. */
 oc_status oc_journal_open(oc_context *ctx, const char *path, const char *job, oc_journal_differ_fn differ,
                           oc_journal_record_fn fn, void *user, oc_journal **out);
 
@@ -66,6 +75,10 @@ oc_status oc_journal_flush(oc_context *ctx, oc_journal *j);
 size_t oc_journal_pending(const oc_journal *j);
 
 const char *oc_journal_name(const oc_journal *j);
+/* The CRC-32 of the job's lines as the journal holds them (the header its first run wrote,
+ * paths as that run spelled them): what the journal's side files name their job by, the same
+ * whatever the spelling of this run's paths. */
+uint32_t oc_journal_job_crc(const oc_journal *j);
 
 /* Helpers of the jobs that keep a journal (gram/gram_resume*.c, matmul/matmul_resume.c). */
 /* A journal (or side file) name that holds something else than a regular file is refused
@@ -84,15 +97,22 @@ typedef struct oc_journal_tile {
 /* Appends a TILE record (unit = index, payload = the 4-byte CRC) to *list (*count of them);
  * nonzero for a record of another length or out of memory: the scan stops there. */
 int oc_journal_tile_add(oc_journal_tile **list, int64_t *count, uint64_t unit, const void *payload, uint32_t len);
-/* Whether a TEMP record's payload (len bytes) names a temporary of out_path, OUT.tmp-... beside
- * it: only such a name is ever reopened or removed (another is damage, or planted). */
-int oc_journal_temp_of(const char *out_path, const void *payload, size_t len);
+/* The temporary of out_path that a TEMP record's payload (len bytes) names, as this job
+ * spells it (malloc'd), or NULL. The record holds the path the first run spelled
+ * (./C.npy.tmp-PID-RANDOM); the temporary lies beside the output, as the journal does, so
+ * only its name part counts: it must be the output's own, OUT.tmp-... with no '/' (and no
+ * NUL) in it, and the path is rebuilt from out_path's folder. Any other name is damage, or
+ * planted: it gives NULL, and no file outside the output's own names is ever reopened or
+ * removed. */
+char *oc_journal_temp_of(const char *out_path, const void *payload, size_t len);
 /* An oc_journal_differ_fn's words for a header line of input "a." or "b." (shape, size,
- * mtime, crc32, rows_crc) that differs while its path does not: the input changed since the
- * journal jpath of output out_path was written; job_text is the job's header (for the
- * input's path). Leaves buf alone for any other line. */
-void oc_journal_input_changed(const char *job_text, const char *jpath, const char *out_path, const char *want,
-                              size_t wl, char *buf, size_t size);
+ * mtime, crc32, rows_crc) that differs: its results so far are not this input's. When the
+ * journal's header have_job names the input by the path job_text (the job's header) names it
+ * by, or by another spelling of the same file, the input changed since the journal jpath of
+ * output out_path was written; else it is another input than the journal's, whose path is
+ * quoted. Leaves buf alone for any other line. */
+void oc_journal_input_changed(const char *have_job, const char *job_text, const char *jpath, const char *out_path,
+                              const char *want, size_t wl, char *buf, size_t size);
 /* Closes the journal (its file stays). NULL is a no-op. */
 void oc_journal_close(oc_journal *j);
 

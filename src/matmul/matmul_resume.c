@@ -65,8 +65,8 @@ struct oc_mm_resume {
 };
 
 /* ---------------------------------------------------------------- the job's header */
-/* An operand: its shape, dtype and transpose; a file's path, size, time and CRC (io/journal.h),
- * memory's CRC of all its elements. */
+/* An operand: its shape, dtype and transpose; a file's path, size, time and CRC (io/journal.h:
+ * the path, one spelling of the file, is not compared), memory's CRC of all its elements. */
 static oc_status describe_operand(oc_context *ctx, oc_text *t, const char *tag, const oc_mm_source *s, int transpose)
 {
     oc_text_printf(t, "%s.shape %" PRId64 " %" PRId64 "\n%s.dtype %s\n%s.transpose %d\n", tag, s->rows, s->cols, tag,
@@ -121,12 +121,14 @@ static int on_record(void *user, uint32_t type, uint64_t unit, const void *paylo
     oc_mm_resume *r = user;
     switch (type) {
     case REC_TEMP: {
-        /* Only a temporary of this output (PATH.tmp-...) is ever reopened: a name elsewhere is
-         * damage, or planted, and is ignored. */
-        if (!oc_journal_temp_of(r->out_path, payload, len)) return 0;
+        /* Only a temporary of this output (PATH.tmp-...) is ever reopened, under this run's
+         * spelling of the output's folder: a name elsewhere is damage, or planted, and is
+         * ignored. */
+        char *temp = oc_journal_temp_of(r->out_path, payload, len);
+        if (!temp) return 0;
         free(r->temp);
-        r->temp = strndup(payload, len);
-        return r->temp == NULL;
+        r->temp = temp;
+        return 0;
     }
     case REC_PLAN:
         if (r->plan || memchr(payload, '\0', len)) return 0;
@@ -139,11 +141,12 @@ static int on_record(void *user, uint32_t type, uint64_t unit, const void *paylo
     }
 }
 
-static void input_changed(void *user, const char *have, size_t hl, const char *want, size_t wl, char *buf, size_t size)
+static void input_changed(void *user, const char *have_job, const char *have, size_t hl, const char *want, size_t wl,
+                          char *buf, size_t size)
 {
     (void)have, (void)hl;
     const oc_mm_resume *r = user;
-    oc_journal_input_changed(r->job_text, r->jpath, r->out_path, want, wl, buf, size);
+    oc_journal_input_changed(have_job, r->job_text, r->jpath, r->out_path, want, wl, buf, size);
 }
 
 /* ---------------------------------------------------------------- start and end */

@@ -24,15 +24,22 @@ def outcore_bin():
     pytest.skip("outcore binary not found: set OUTCORE_BIN or build into ./build")
 
 
-def run(*args, check=True, env=None):
-    """Runs the CLI; returns the CompletedProcess (text mode)."""
+def run(*args, check=True, env=None, cwd=None):
+    """Runs the CLI (in the folder cwd when given, where the paths of args are then spelled);
+    returns the CompletedProcess (text mode)."""
     full_env = dict(os.environ)
     if env:
         full_env.update(env)
-    proc = subprocess.run([outcore_bin(), *map(str, args)], capture_output=True, text=True, env=full_env)
+    proc = subprocess.run([outcore_bin(), *map(str, args)], capture_output=True, text=True, env=full_env, cwd=cwd)
     if check and proc.returncode != 0:
-        raise AssertionError(f"outcore {' '.join(map(str, args))} exited {proc.returncode}: {proc.stderr}")
+        where = f" in {cwd}" if cwd else ""
+        raise AssertionError(f"outcore {' '.join(map(str, args))}{where} exited {proc.returncode}: {proc.stderr}")
     return proc
+
+
+def run_in(cwd, *args, check=True, env=None):
+    """run(*args) in the folder cwd."""
+    return run(*args, check=check, env=env, cwd=cwd)
 
 
 _cuda_usable = None

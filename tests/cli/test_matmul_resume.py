@@ -11,7 +11,7 @@ import time
 import numpy as np
 import pytest
 
-from conftest import outcore_bin, require_backend, run, sigkill_while_running
+from conftest import outcore_bin, require_backend, run, run_in, sigkill_while_running
 
 EVERY = {"OUTCORE_RESUME_INTERVAL": "0"}  # a checkpoint at every finished tile
 
@@ -221,3 +221,52 @@ def test_ctrl_c_keeps_the_journal(mats):
     subprocess.run(args + ["-o", str(out), "--resume"], check=True, env=env)
     assert out.read_bytes() == (d / "ref.npy").read_bytes()
     assert leftovers(d, out) == []
+
+
+@pytest.mark.parametrize("inputs,opts", [(["A64.npy", "B64.npy"], []), (["A32.npy"], ["--gram"])],
+                         ids=["a_b", "gram"])
+def test_resume_under_other_spellings_of_the_paths(mats, inputs, opts):
+    """The same product spelled ./A.npy -o ./C.npy, then A.npy -o C.npy, then ../A.npy from a
+    folder below, then by absolute paths from another folder: one journal, resumed each time,
+    only the tiles not on record computed, the bytes of one run, nothing left over."""
+    d = mats
+    (d / "sub").mkdir()
+    flags = opts + ["--backend", "cpu", "--host-mem", "300K", "--threads", "1"]
+    run_in(d, "matmul", *inputs, *flags, "-q", "-o", "ref.npy")
+    total = tiles_of(d, [d / i for i in inputs] + flags)
+    spellings = [(d, "./", 2), (d, "", 4), (d / "sub", "../", 6), (d.parent, str(d) + "/", None)]
+    for cwd, prefix, kill in spellings:
+        args = ["matmul", *[prefix + i for i in inputs], *flags, "-o", prefix + "C.npy", "--resume"]
+        if kill:
+            proc = run_in(cwd, *args, "-q", check=False, env=dict(EVERY, OUTCORE_RESUME_KILL_AFTER=str(kill)))
+            assert proc.returncode == -signal.SIGKILL, proc.stderr
+            assert (d / "C.npy.outcore-journal").exists() and not (d / "C.npy").exists()
+        else:
+            summary = json.loads(run_in(cwd, *args, "--json").stdout)
+    assert (d / "C.npy").read_bytes() == (d / "ref.npy").read_bytes()
+    assert leftovers(d, d / "C.npy") == [] and os.listdir(d / "sub") == []
+    assert summary["tiles"] == total - 6, summary
+
+
+def test_changed_input_under_another_spelling_refused(mats):
+    """Paths are not compared, content is: an input rewritten under its name and given under
+    another spelling is refused as changed, in one line naming it and what differs."""
+    d = mats
+    flags = ["--backend", "cpu", "--host-mem", "300K", "-q", "--resume"]
+    proc = run_in(d, "matmul", "./A64.npy", "./B64.npy", *flags, "-o", "./C.npy", check=False,
+                  env=dict(EVERY, OUTCORE_RESUME_KILL_AFTER="3"))
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    b = np.load(d / "B64.npy")
+    b[0, 0] += 1
+    np.save(d / "B64.npy", b)
+    # from the same folder: the same file, changed
+    proc = run_in(d, "matmul", "A64.npy", "B64.npy", *flags, "-o", "C.npy", check=False)
+    assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1, proc.stderr
+    assert proc.stderr.startswith("outcore: B64.npy: the input changed since the journal C.npy.outcore-journal "
+                                  "was written (its modification time differs)"), proc.stderr
+    # from another folder, where ./B64.npy is no file: not the journal's input, its name quoted
+    proc = run_in(d.parent, "matmul", d / "A64.npy", d / "B64.npy", *flags, "-o", d / "C.npy", check=False)
+    assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1, proc.stderr
+    assert proc.stderr.startswith(f"outcore: {d / 'B64.npy'}: not the input the journal {d / 'C.npy.outcore-journal'} "
+                                  "was made for (named './B64.npy' there; its modification time differs)"), proc.stderr
+    assert not (d / "C.npy").exists() and (d / "C.npy.outcore-journal").exists()

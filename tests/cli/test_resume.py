@@ -2,7 +2,9 @@
 running job), resumed, and compared byte for byte with an uninterrupted run; journals of
 another job refused; damaged journals. The CUDA cases run where a GPU is usable (ctest's
 gpu_cli_test_resume) and skip elsewhere."""
+import json
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -10,7 +12,7 @@ import time
 import numpy as np
 import pytest
 
-from conftest import outcore_bin, require_backend, run, sigkill_while_running
+from conftest import outcore_bin, require_backend, run, run_in, sigkill_while_running
 
 # .npz members carry their write time: both runs write the same one.
 EPOCH = {"SOURCE_DATE_EPOCH": "1700000000"}
@@ -274,3 +276,61 @@ def test_a_new_job_that_fails_leaves_nothing(inputs):
                check=False, env={"OUTCORE_FAULT_OPEN": "2:eio"})
     assert proc.returncode != 0
     assert leftovers(d, d / "nn.npz") == [] and not (d / "nn.npz").exists()
+
+
+def computed(proc):
+    return json.loads(proc.stdout)["bit_macs_computed"]
+
+
+SPELLING_CASES = [c for c in CASES if c[0] in ("dense_aat", "dense_abt", "topk_aat", "threshold_abt")]
+
+
+@pytest.mark.parametrize("name,opts,out_name,two", SPELLING_CASES, ids=[c[0] for c in SPELLING_CASES])
+def test_resume_under_other_spellings_of_the_paths(inputs, name, opts, out_name, two):
+    """The same job spelled ./A.npy -o ./C.npy, then A.npy -o C.npy, then ../A.npy from a
+    folder below, then by absolute paths from another folder: one journal, resumed each time
+    (only the work not on record is computed), the bytes of one run, nothing left over."""
+    d = inputs
+    (d / "sub").mkdir()
+    ins = ["A.npy"] + (["B.npy"] if two else [])
+    flags = opts + ["--tile", "24", "--threads", "1", "--backend", "cpu"]
+    ref = run_in(d, "gram", *ins, *flags, "-o", "ref_" + out_name, "--json", env=EPOCH)
+    spellings = [(d, "./", (2,)), (d, "", (5,)), (d / "sub", "../", (8,)), (d.parent, str(d) + "/", ())]
+    for cwd, prefix, kill in spellings:
+        args = ["gram", *[prefix + i for i in ins], *flags, "-o", prefix + out_name, "--resume"]
+        if kill:
+            proc = run_in(cwd, *args, "-q", check=False, env=dict(EVERY, OUTCORE_RESUME_KILL_AFTER=str(kill[0])))
+            assert proc.returncode == -signal.SIGKILL, proc.stderr
+            assert (d / (out_name + ".outcore-journal")).exists() and not (d / out_name).exists()
+        else:
+            last = run_in(cwd, *args, "--json", env=EPOCH)
+    assert (d / out_name).read_bytes() == (d / ("ref_" + out_name)).read_bytes()
+    assert leftovers(d, d / out_name) == [] and os.listdir(d / "sub") == []
+    assert computed(last) < computed(ref)  # the journal's work (and a top-k snapshot) was kept
+
+
+def test_changed_input_under_another_spelling_refused(inputs):
+    """Paths are not compared, content is: the input rewritten under its name, resumed under
+    another spelling of it, is refused as changed; another file under another name, as not the
+    journal's; a copy with its time kept is the same input."""
+    d = inputs
+    flags = ["--tile", "24", "--threads", "1", "--backend", "cpu", "-q", "--resume"]
+    proc = run_in(d, "gram", "./A.npy", *flags, "-o", "./C.npy", check=False,
+                  env=dict(EVERY, OUTCORE_RESUME_KILL_AFTER="3"))
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    journal = d / "C.npy.outcore-journal"
+    shutil.copy2(d / "A.npy", d / "copy.npy")
+    rng = np.random.default_rng(99)
+    np.save(d / "A.npy", (rng.random((330, 700)) < 0.1).astype(np.uint8))
+    proc = run_in(d, "gram", "A.npy", *flags, "-o", "C.npy", check=False)
+    assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1, proc.stderr
+    assert proc.stderr.startswith("outcore: A.npy: the input changed since the journal C.npy.outcore-journal")
+    proc = run_in(d.parent, "gram", d / "B.npy", *flags, "-o", d / "C.npy", check=False)
+    assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1, proc.stderr
+    assert proc.stderr.startswith(f"outcore: {d / 'B.npy'}: not the input the journal {journal} was made for "
+                                  "(named './A.npy' there; its shape differs)"), proc.stderr
+    assert journal.exists() and not (d / "C.npy").exists()
+    run_in(d.parent, "gram", d / "copy.npy", *flags, "-o", d / "C.npy")
+    run_in(d, "gram", "copy.npy", "--tile", "24", "-q", "-o", "ref.npy")
+    assert (d / "C.npy").read_bytes() == (d / "ref.npy").read_bytes()
+    assert leftovers(d, d / "C.npy") == []

@@ -48,3 +48,35 @@ def test_killed_then_resumed(tmp_path, kind, name):
 def test_resume_needs_a_file(tmp_path):
     with pytest.raises(outcore.Error, match="resume"):
         outcore.gram(np.eye(4, dtype=np.uint8), resume=True)
+
+
+CHILD_FROM_FILE = """
+import sys, outcore
+kw = dict(topk=4, metric="jaccard") if sys.argv[1] == "topk" else {}
+outcore.gram("./A.npy", out="./" + sys.argv[2], resume=True, threads=1, backend="cpu", **kw)
+"""
+
+
+@pytest.mark.parametrize("kind,name", [("dense", "C.npy"), ("topk", "nn.npz")])
+def test_resumed_under_other_spellings_of_the_paths(tmp_path, kind, name):
+    """A job on files started as ./A.npy, out=./C.npy in their folder, killed, and resumed by
+    absolute paths from another folder: the same job, with the bytes of an uninterrupted run."""
+    rng = np.random.default_rng(6)
+    np.save(tmp_path / "A.npy", (rng.random((900, 500)) < 0.1).astype(np.uint8))
+    env = dict(os.environ, OUTCORE_RESUME_INTERVAL="0", OUTCORE_RESUME_KILL_AFTER="2",
+               PYTHONPATH=os.pathsep.join(os.path.abspath(p) for p in sys.path if p))
+    child = subprocess.run([sys.executable, "-c", CHILD_FROM_FILE, kind, name], env=env, cwd=tmp_path,
+                           capture_output=True, text=True)
+    assert child.returncode == -signal.SIGKILL, child.stderr
+    assert (tmp_path / (name + ".outcore-journal")).exists()
+    kw = dict(topk=4, metric="jaccard") if kind == "topk" else {}
+    a, out, ref = tmp_path / "A.npy", tmp_path / name, tmp_path / ("ref_" + name)
+    assert os.getcwd() != str(tmp_path)
+    os.environ["SOURCE_DATE_EPOCH"] = "1700000000"  # the .npz's member times
+    try:
+        outcore.gram(str(a), out=str(out), resume=True, backend="cpu", **kw)
+        outcore.gram(str(a), out=str(ref), backend="cpu", **kw)
+    finally:
+        del os.environ["SOURCE_DATE_EPOCH"]
+    assert out.read_bytes() == ref.read_bytes()
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["A.npy", name, "ref_" + name])
