@@ -238,6 +238,21 @@ static void test_cache(void)
     oc_cost_rates named = {0};
     CHECK(oc_cost_cache_load(path, "machine-a | cpu", &named) == 1 && named.note[0] == '\0');
 
+    /* A file of more machines than are kept (64): the later sections are dropped with their
+     * lines, which never join the last kept one. */
+    const char *many = oc_test_tmp_path("many.txt");
+    f = fopen(many, "w");
+    CHECK(f != NULL);
+    if (f) {
+        fputs("# outcore cost-model rates, format 2 (docs/cost-model.md)\n", f);
+        for (int i = 0; i < 70; ++i) fprintf(f, "machine m%d\nhost_bw %d\n", i, 1000 + i);
+        fclose(f);
+    }
+    oc_cost_rates last_kept = {0}, first = {0}, dropped = {0};
+    CHECK(oc_cost_cache_load(many, "m63", &last_kept) == 1 && last_kept.host_bw == 1063);
+    CHECK(oc_cost_cache_load(many, "m0", &first) == 1 && first.host_bw == 1000);
+    CHECK(oc_cost_cache_load(many, "m64", &dropped) == 0 && dropped.host_bw == 0);
+
     /* A missing file is no warning. */
     oc_cost_rates none = {0};
     CHECK(oc_cost_cache_load(oc_test_tmp_path("absent.txt"), "machine-a | cpu", &none) == 0);

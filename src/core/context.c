@@ -190,7 +190,7 @@ static void trace_append(oc_context *ctx, const char *file, int line)
 oc_status oc_fail_at(oc_context *ctx, oc_status status, const char *file, int line, const char *fmt, ...)
 {
     if (!ctx) return status;
-    char raw[OC_MESSAGE_MAX], message[OC_MESSAGE_MAX];
+    char raw[OC_MESSAGE_MAX]; /* one buffer on the stack: a caller may run on 64 KiB */
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(raw, sizeof raw, fmt, ap);
@@ -200,9 +200,8 @@ oc_status oc_fail_at(oc_context *ctx, oc_status status, const char *file, int li
      * file or matrix name from outside) is shown as \xNN, as the CLI shows names. */
     for (char *p = raw; *p; ++p)
         if (*p == '\n' || *p == '\r' || *p == '\t') *p = ' ';
-    oc_text_escape(message, sizeof message, raw, OC_ESCAPE_TERMINAL);
     pthread_mutex_lock(&ctx->error_lock);
-    memcpy(ctx->message, message, sizeof message);
+    oc_text_escape(ctx->message, sizeof ctx->message, raw, OC_ESCAPE_TERMINAL);
     ctx->status = status;
     ctx->trace[0] = '\0';
     trace_append(ctx, file, line);

@@ -126,15 +126,31 @@ typedef struct section {
     char *body; /* "name value\n" lines, malloc'ed */
 } section;
 
+/* The sections on the heap: a cache is read on a job's first call, which may run on a thread
+ * of 64 KiB of stack (docs/python.md), and MAX_SECTIONS keys are as large as that. */
 typedef struct cache_file {
-    section s[MAX_SECTIONS];
-    int count;
+    section *s;
+    int count, cap;
 } cache_file;
 
 static void cache_file_free(cache_file *f)
 {
     for (int i = 0; i < f->count; ++i) free(f->s[i].body);
-    f->count = 0;
+    free(f->s);
+    f->s = NULL;
+    f->count = f->cap = 0;
+}
+
+/* Room for one more section (at most MAX_SECTIONS); -1 when out of memory. */
+static int cache_file_grow(cache_file *f)
+{
+    if (f->count < f->cap) return 0;
+    int cap = f->cap ? 2 * f->cap : 4;
+    section *s = realloc(f->s, (size_t)(cap < MAX_SECTIONS ? cap : MAX_SECTIONS) * sizeof *s);
+    if (!s) return -1;
+    f->s = s;
+    f->cap = cap < MAX_SECTIONS ? cap : MAX_SECTIONS;
+    return 0;
 }
 
 static int append_line(section *s, const char *line)
@@ -191,7 +207,7 @@ static int cache_file_read(const char *path, cache_file *f, char *why, size_t wh
         return -1;
     }
     char line[LINE_MAX_LEN];
-    int lineno = 0, rc = 1;
+    int lineno = 0, rc = 1, dropping = 0;
     while (fgets(line, sizeof line, fp)) {
         lineno++;
         size_t len = strcspn(line, "\n");
@@ -211,10 +227,17 @@ static int cache_file_read(const char *path, cache_file *f, char *why, size_t wh
         }
         if (line[0] == '#' || line[0] == '\0') continue;
         if (strncmp(line, "machine ", 8) == 0) {
-            if (f->count == MAX_SECTIONS) continue; /* the oldest sections are kept; later ones dropped */
+            /* The oldest sections are kept; later ones dropped, with their lines. */
+            if ((dropping = f->count == MAX_SECTIONS)) continue;
+            if (cache_file_grow(f) != 0) {
+                snprintf(why, why_size, "out of memory reading the rate cache");
+                rc = -1;
+                break;
+            }
             snprintf(f->s[f->count].key, sizeof f->s[f->count].key, "%s", line + 8);
-            f->count++;
+            f->s[f->count++].body = NULL;
         } else if (f->count > 0 && valid_value_line(line)) {
+            if (dropping) continue;
             if (append_line(&f->s[f->count - 1], line) != 0) {
                 snprintf(why, why_size, "out of memory reading the rate cache");
                 rc = -1;
