@@ -15,6 +15,12 @@ A call its caller knows to be short (`short=True`: a product of a few million mu
 on arrays in memory) runs where it is, on the main thread too: handing it to the worker and
 back cost more than its work, and a Ctrl-C pressed during it is raised when it returns, as
 numpy's own calls do.
+
+A call holds its Context's lock (_context.py) for its whole length, and the code that runs for
+it, the worker here and the progress callbacks the library calls, may run on other threads.
+`holding()` names the Contexts the call that the current thread runs for holds, so that such
+code calling into one of them again is refused instead of waiting for ever on a lock that
+only its own call can release.
 """
 from __future__ import annotations
 
@@ -22,6 +28,7 @@ import _thread
 import os
 import queue
 import threading
+from contextlib import contextmanager
 
 from . import _lib
 
@@ -29,6 +36,35 @@ _WAIT_STEP_S = 0.05  # how quickly Ctrl-C is noticed and cancel is repeated
 
 _lock = threading.Lock()
 _calls: queue.SimpleQueue | None = None
+_acting = threading.local()  # .held: the Contexts whose locks the call this thread runs for holds
+
+
+def holding():
+    """The Contexts held by the call the current thread runs (or runs for: the worker, a
+    progress callback)."""
+    return getattr(_acting, "held", ())
+
+
+@contextmanager
+def acting_for(held):
+    """The current thread runs for a call that holds the Contexts held, until the block ends."""
+    before = holding()
+    _acting.held = held
+    try:
+        yield
+    finally:
+        _acting.held = before
+
+
+def for_this_call(fn):
+    """fn, made to run (on whatever thread) for the call now running on this one: a Context
+    this call holds stays refused to it."""
+    held = holding()
+
+    def run(*args):
+        with acting_for(held):
+            return fn(*args)
+    return run
 
 
 def _serve(calls):
@@ -109,7 +145,7 @@ def _run(ctx, cancel, fn, short):
         return fn()  # short, or no signal to listen for: signals reach the main thread only
     box, done = {}, _thread.allocate_lock()
     done.acquire()
-    _submit(fn, box, done)
+    _submit(for_this_call(fn), box, done)
     if wait(ctx, cancel, box, done):
         raise KeyboardInterrupt
     if "error" in box:

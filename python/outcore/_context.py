@@ -14,6 +14,8 @@ oc_context_release_cached_memory excepted). Each Context has a lock held for a w
 calls on one explicit Context from several threads run one after another; a call that finds
 the default context busy (another thread's call, or a progress callback calling gram) runs
 on a context of its own for that call instead of waiting, so threads never serialise on it.
+Code that runs for a call holding a Context (its progress callback, on any thread) and calls
+into that Context again gets an InputError instead of waiting for ever (_calls.holding).
 """
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ import threading
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from . import _lib, errors
+from . import _calls, _lib, errors
 from ._options import RESOURCES, gram_options
 from .errors import InputError, check
 
@@ -83,17 +85,29 @@ class Context:
         """The call's resource settings: what the call gives, else this Context's."""
         return {k: given[k] if given.get(k) is not None else self.settings[k] for k in RESOURCES}
 
+    def _held_by_this_call(self, blocking):
+        """Whether the call the current thread runs for (its progress callback, say) holds this
+        Context: waiting for it would never end, so that is an InputError when blocking."""
+        if not any(c is self for c in _calls.holding()):
+            return False
+        if blocking:
+            raise InputError("a progress callback cannot start a job on, or close, the outcore.Context it reports "
+                             "on: the Context is busy with the callback's own call until that returns (use another "
+                             "Context, or call without context=)")
+        return True
+
     @contextmanager
     def _use(self, blocking=True):
         """The library handle, held for one call (None when not blocking and busy)."""
-        if not self._lock.acquire(blocking):
+        if self._held_by_this_call(blocking) or not self._lock.acquire(blocking):
             yield None
             return
         try:
             if self._handle is None:
                 raise InputError("this outcore.Context is closed: create a new one, or call outcore.gram "
                                  "without context= to use the default one")
-            yield self._handle
+            with _calls.acting_for(_calls.holding() + (self,)):
+                yield self._handle
         finally:
             self._lock.release()
 
@@ -117,7 +131,7 @@ class Context:
         (waiting at most `timeout` seconds for it when given). Closing twice is a no-op.
         Returns whether it is closed (False only when not blocking, or past the timeout, and
         a call holds it)."""
-        if not self._lock.acquire(blocking, timeout if blocking else -1):
+        if self._held_by_this_call(blocking) or not self._lock.acquire(blocking, timeout if blocking else -1):
             return False
         try:
             handle, self._handle = self._handle, None

@@ -8,30 +8,39 @@ from __future__ import annotations
 import ctypes
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from . import _lib
-from ._context import Context, lease
-from ._gram import _build_matrix, gram_options, positive_int
+from ._context import lease
+from ._gram import _build_matrix, _checked_arguments, _is_path, _out_array, _result_dtype
+from ._options import c_path
 from ._tools import _function, _libc
 from .errors import InputError, check
 
 if TYPE_CHECKING:
     from numpy.typing import DTypeLike
 
-    from ._types import Algorithm, Backend, GpuMem, Matrix, Metric, Size
+    from ._context import Context
+    from ._types import Algorithm, Backend, Devices, GpuMem, Matrix, Metric, Path, Progress, Size
 
 _ctx_p = ctypes.c_void_p
 _out_p = ctypes.POINTER(ctypes.c_void_p)
 
 
+# gram's parameters, in gram's order (a test compares the signatures), then dense_output.
 def explain(A: Matrix, B: Matrix | None = None, metric: Metric = "counts", topk: int | None = None,
             threshold: float | None = None, dtype: DTypeLike | None = None, backend: Backend | None = None,
-            gpu_mem: GpuMem | None = None, threads: int | None = None, bits: int | None = None,
-            binarize: bool = False, *, device: int | None = None, host_mem: Size | None = None,
-            context: Context | None = None, algorithm: Algorithm = "auto", dense_output: bool = True) -> str:
+            gpu_mem: GpuMem | None = None, threads: int | None = None, out: Path | np.ndarray | None = None,
+            bits: int | None = None, progress: Progress | None = None, binarize: bool = False, *,
+            device: int | None = None, host_mem: Size | None = None, context: Context | None = None,
+            algorithm: Algorithm = "auto", resume: bool = False, devices: Devices | None = None,
+            min_score: float | None = None, stats: dict | None = None, dense_output: bool = True) -> str:
     """The prediction behind gram(A, B, ...) with the same arguments, without running it.
 
     Nothing is computed; the first call or job on a machine whose rate cache lacks the host's
-    rates measures them (a fraction of a second) and stores them (docs/cost-model.md).
+    rates measures them (a fraction of a second) and stores them (docs/cost-model.md). Every
+    argument of gram is taken and checked as gram checks it; those that do not change the
+    prediction (progress, resume, stats) are then ignored.
 
     Parameters
     ----------
@@ -51,8 +60,14 @@ def explain(A: Matrix, B: Matrix | None = None, metric: Metric = "counts", topk:
         As outcore.gram.
     threads : int, optional
         As outcore.gram.
+    out : path or numpy.ndarray, optional
+        As outcore.gram: a path explains a job writing that file (its file system's cost
+        counts; nothing is opened), an array one filling it in place (checked as gram checks
+        it, and left untouched).
     bits : int, optional
         As outcore.gram: the true column count of packbits rows.
+    progress : callable, optional
+        Checked as outcore.gram checks it, never called: nothing runs.
     binarize : bool, default False
         As outcore.gram.
     device : int, optional
@@ -63,8 +78,17 @@ def explain(A: Matrix, B: Matrix | None = None, metric: Metric = "counts", topk:
         As outcore.gram: its settings are the defaults of the resource arguments.
     algorithm : {"auto", "dense", "sparse"}, default "auto"
         As outcore.gram.
+    resume : bool, default False
+        Taken as outcore.gram takes it; the prediction is that of the whole job.
+    devices : str or sequence of int or str, optional
+        As outcore.gram: the devices the GPU prediction is made for.
+    min_score : float, optional
+        As outcore.gram (with topk).
+    stats : dict, optional
+        Checked as outcore.gram checks it, and left as it is: nothing runs.
     dense_output : bool, default True
-        False explains a dense job whose result is dropped (nothing leaves the device).
+        False explains a dense job whose result is dropped (nothing leaves the device); not
+        with out.
 
     Returns
     -------
@@ -87,20 +111,21 @@ def explain(A: Matrix, B: Matrix | None = None, metric: Metric = "counts", topk:
     >>> A = np.random.default_rng(0).random((1000, 5000)) < 0.1
     >>> print(outcore.explain(A, metric="jaccard"))   # doctest: +SKIP
     """
-    if bits is not None:
-        bits = positive_int("bits", bits)
-    resources = dict(backend=backend, device=device, gpu_mem=gpu_mem, host_mem=host_mem, threads=threads)
-    if context is not None:
-        if not isinstance(context, Context):
-            raise InputError(f"context must be an outcore.Context; got {type(context).__name__}")
-        resources = context.options(**resources)
-    opts = gram_options(metric, dtype, topk, threshold, algorithm=algorithm, **resources)
+    args = dict(locals())
+    del args["dense_output"]
+    opts, bits = _checked_arguments(**args)  # gram's own checks, on gram's arguments
+    if not dense_output and out is not None:
+        raise InputError("dense_output=False explains a job whose result is dropped; out= gives it a place: "
+                         "pass one or the other")
     fn = _function("oc_gram_explain", ctypes.c_int, [_ctx_p, _ctx_p, _ctx_p, ctypes.POINTER(_lib.GramOptions),
                                                     ctypes.POINTER(_lib.Output), _out_p])
-    output = _lib.Output()
-    if topk:
+    output = _lib.Output()  # the kind gram's output would have (_Job._gram); only it is read
+    if _is_path(out):
+        output.kind = _lib.OC_OUTPUT_FILE
+        output.path = c_path("out", out)
+    elif opts.topk:
         output.kind = _lib.OC_OUTPUT_TOPK
-    elif threshold is not None:
+    elif opts.use_threshold:
         output.kind = _lib.OC_OUTPUT_PAIRS
     elif not dense_output:
         output.kind = _lib.OC_OUTPUT_DISCARD
@@ -112,6 +137,9 @@ def explain(A: Matrix, B: Matrix | None = None, metric: Metric = "counts", topk:
             handles.append(_build_matrix(ctx, A, "A", bits, keep, binarize, opts.host_mem_bytes))
             if B is not None:
                 handles.append(_build_matrix(ctx, B, "B", bits, keep, binarize, opts.host_mem_bytes))
+            if isinstance(out, np.ndarray):  # its shape and dtype, as gram checks them
+                b = handles[1] if len(handles) > 1 else handles[0]
+                _out_array(out, _lib.lib.oc_matrix_rows(handles[0]), _lib.lib.oc_matrix_rows(b), _result_dtype(opts))
             check(fn(ctx, handles[0], handles[1] if len(handles) > 1 else None, ctypes.byref(opts),
                      ctypes.byref(output), ctypes.byref(text)), ctx)
             return _lib.text(ctypes.string_at(text))

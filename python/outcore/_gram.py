@@ -27,6 +27,7 @@ import numpy as np
 from . import _lib
 from ._calls import run_interruptible
 from ._context import Context, lease
+from ._map import _check_out_overlap
 from ._options import c_path, c_text, gram_options, parse_gpu_mem, parse_host_mem, positive_int  # noqa: F401
 from .errors import CancelledError, InputError, check, from_status
 
@@ -69,13 +70,29 @@ _VALUE_TYPES = {np.dtype(t): code for code, t in enumerate(
      np.float64))}
 
 
+def _as_array(x, name):
+    """x as a numpy array; what numpy cannot make one of, or makes a 0-D array of (None, a
+    dict, a number), is an InputError naming what was given."""
+    if isinstance(x, np.ndarray):
+        return x
+    try:
+        arr = np.asarray(x)
+    except (ValueError, TypeError) as exc:  # ragged lists, or an object numpy cannot read
+        what = "the nested lists" if isinstance(x, (list, tuple)) else type(x).__name__
+        raise InputError(f"{name}: {what} cannot be read as a rectangular array of numbers ({exc})") from None
+    if arr.ndim == 0:
+        raise InputError(f"{name} must be a 2-D array (or nested lists), a scipy.sparse matrix or a path; "
+                         f"got {type(x).__name__}")
+    return arr
+
+
 def _dense_array(x, name, bits, binarize=False):
     """(arr, row_bytes, value_type): arr as rows the library reads in place, and the
     oc_map_dtype code oc_matrix_from_values reads it by, or None for 0/1 bytes read by
     oc_matrix_from_dense (bool, uint8 and int8 without binarize). Which values are ones is
     the library's rule for every caller and file: 0 and 1 only, or with binarize any nonzero
     value; NaN never."""
-    arr = x if isinstance(x, np.ndarray) else np.asarray(x)
+    arr = _as_array(x, name)
     if arr.ndim != 2:
         hint = f" (one row: {name}.reshape(1, -1))" if arr.ndim == 1 else ""
         raise InputError(f"{name} must be a 2-D array (rows x columns); got {arr.ndim}-D shape {arr.shape}{hint}")
@@ -128,6 +145,49 @@ def _packbits_hint(arr, name, bits):
             f"true column count, {8 * width - 7} to {8 * width} for these {width}-byte rows")
 
 
+def _int8_value_named(err, arr):
+    """err, oc_matrix_from_dense's refusal of an int8 array, naming the value as int8 (-1) where
+    the library, which reads the array as bytes, names the byte (255); the .npy reader names
+    -1 too. The first bad element is found again here, on the error path only."""
+    bad = (arr != 0) & (arr != 1)
+    row, col = divmod(int(np.argmax(bad)), arr.shape[1])  # the library's first: lowest row, then column
+    byte, value = int(arr[row, col].view(np.uint8)), int(arr[row, col])
+    where = f" at row {row}, column {col} "
+    old, new = f": value {byte}{where}", f": value {value}{where}"
+    if old not in err.message:
+        return err
+    return type(err)(err.message.replace(old, new, 1), err.status, err.trace)
+
+
+# What a CSR matrix must have for the binding to read it (scipy.sparse's csr_matrix/csr_array).
+_CSR_PARTS = ("data", "indices", "indptr", "shape", "copy", "sum_duplicates", "eliminate_zeros")
+
+
+def _csr(x, name):
+    """x.tocsr() checked to be a scipy CSR matrix, with duplicate entries summed as scipy reads
+    them (a copy then: the caller's matrix is left as it was), so that two 1s at one place
+    are the value 2, refused without binarize as the same matrix in COO or dense form is."""
+    what = type(x).__name__
+    try:
+        csr = x.tocsr()
+    except (AttributeError, TypeError) as exc:  # a tocsr that is no method, or not scipy's
+        raise InputError(f"{name}: {what} has tocsr, nnz and shape but is no scipy.sparse matrix ({exc})") from None
+    missing = [part for part in _CSR_PARTS if not hasattr(csr, part)]
+    if missing:
+        raise InputError(f"{name}: {what} has tocsr, nnz and shape but is no scipy.sparse matrix: its tocsr() "
+                         f"lacks {', '.join(missing)}")
+    if len(csr.shape) != 2:
+        raise InputError(f"sparse {name} has shape {tuple(csr.shape)}; a matrix is 2-D (rows x columns)")
+    rows = csr.shape[0]
+    if len(csr.indptr) != rows + 1 or len(csr.data) != len(csr.indices) or csr.indptr[-1] > len(csr.indices):
+        raise InputError(f"sparse {name}: indptr ({len(csr.indptr)}), indices ({len(csr.indices)}) and data "
+                         f"({len(csr.data)}) do not make a CSR matrix of {rows} rows")
+    if not getattr(csr, "has_canonical_format", False):  # duplicates possible (or unsorted rows)
+        csr = csr.copy() if csr is x else csr
+        csr.sum_duplicates()
+    return csr
+
+
 def _build_matrix(ctx, x, name, bits, keep, binarize=False, host_mem=0):
     """An oc_matrix handle (c_void_p) for x; arrays it reads are appended to keep. A path is
     read under the host budget host_mem (bytes, 0 = the library's default)."""
@@ -140,7 +200,7 @@ def _build_matrix(ctx, x, name, bits, keep, binarize=False, host_mem=0):
     if _is_sparse(x):
         if bits is not None:
             raise InputError(f"bits= applies to packed uint8 arrays and .npy files, not to sparse {name}")
-        csr = x.tocsr()
+        csr = _csr(x, name)
         if 0 in csr.shape:
             raise InputError(f"sparse {name} has shape {csr.shape}: a matrix needs at least one row and one column")
         data = np.asarray(csr.data)
@@ -152,7 +212,7 @@ def _build_matrix(ctx, x, name, bits, keep, binarize=False, host_mem=0):
         if binarize and data.dtype.kind == "f" and np.isnan(data).any():
             raise InputError(f"sparse {name} holds NaN, which is neither zero nor nonzero")
         if np.any(data == 0):
-            csr = csr.copy()
+            csr = csr.copy() if csr is x else csr
             csr.eliminate_zeros()  # a stored zero is not a one
         indptr = np.ascontiguousarray(csr.indptr, dtype=np.int64)
         indices = np.ascontiguousarray(csr.indices, dtype=np.int64)
@@ -172,11 +232,19 @@ def _build_matrix(ctx, x, name, bits, keep, binarize=False, host_mem=0):
                                                1 if binarize else 0, ctypes.byref(handle))
         elif bits is None:
             status = lib.oc_matrix_from_dense(ctx, arr.ctypes.data, rows, arr.shape[1], stride, ctypes.byref(handle))
+            if status == _lib.OC_ERR_INPUT and arr.dtype == np.bool_:
+                # A bool byte other than 0 and 1 is True, as numpy reads it (docs/map.md):
+                # oc_matrix_from_values reads bools so. Only then, so the common case packs
+                # the bytes at oc_matrix_from_dense's speed with no copy.
+                status = lib.oc_matrix_from_values(ctx, arr.ctypes.data, rows, arr.shape[1], stride,
+                                                   _VALUE_TYPES[arr.dtype], 0, ctypes.byref(handle))
         else:
             status = lib.oc_matrix_from_bits(ctx, arr.ctypes.data, rows, bits, stride, _lib.OC_BITS_MSB_FIRST,
                                              ctypes.byref(handle))
         if status != _lib.OC_OK:
             err = _renamed(from_status(status, ctx), name)
+            if status == _lib.OC_ERR_INPUT and arr.dtype == np.int8 and bits is None and value_type is None:
+                err = _int8_value_named(err, arr)
             hint = _packbits_hint(arr, name, bits) if "is not 0 or 1" in err.message else ""
             if hint:  # the library's message already names binarize; the packbits hint is Python's
                 err = type(err)(err.message + hint, err.status, err.trace)
@@ -236,14 +304,34 @@ class _PairCollector:
 
 
 def _check_out_is_not_an_input(out, A, B):
-    """An out array that shares memory with an input array is refused before anything runs.
-    (An out path that is an input file, by any name, is refused by the library itself.)"""
+    """An out array that shares memory with an input array, or maps an input's file (as
+    map refuses it: _map._check_out_overlap), is refused before anything runs: a file read in
+    panels would be overwritten while it is read. The test is numpy.shares_memory, exact as
+    map's: a column slice beside the input in one buffer is no overlap. (An out path that is
+    an input file, by any name, is refused by the library itself.)"""
     if not isinstance(out, np.ndarray):
         return
-    for name, x in (("A", A), ("B", B)):
-        if isinstance(x, np.ndarray) and np.may_share_memory(out, x):
+    inputs = (("A", A), ("B", B))
+    for name, x in inputs:
+        if isinstance(x, np.ndarray) and np.shares_memory(out, x):
             raise InputError(f"out shares memory with {name}: writing the result would overwrite the input; "
                              "pass a separate array")
+    _check_out_overlap(out, [], [(name, x) for name, x in inputs if _is_path(x)])
+
+
+def _check_out_kind(out, selection):
+    """out as the result's kind takes it: top-k and threshold results go to files of their
+    formats only; a dense one to a .npy path or an array."""
+    if _is_path(out):
+        suffix = os.path.splitext(os.fsdecode(out))[1][1:].lower()
+        if selection and suffix in _lib.output_formats(_lib.OC_RESULT_DENSE):
+            raise InputError(f"{os.fsdecode(out)}: .{suffix} holds a dense result; write top-k and threshold "
+                             f"results as {_suffixes(_selection_formats())}")
+    elif out is not None and selection:
+        raise InputError("out= for top-k and threshold results must be a file path "
+                         f"({_suffixes(_selection_formats())})")
+    elif out is not None and not isinstance(out, np.ndarray):
+        raise InputError(f"out must be a path or a numpy array; got {type(out).__name__}")
 
 
 # ---------------------------------------------------------------- the job
@@ -297,6 +385,15 @@ def _dtypes_of_metrics():
         return words[0] if len(words) == 1 else ", ".join(words[:-1]) + last + words[-1]
     return ", ".join(listed(metrics, " and ") + (" give " if k == 0 else " ")
                      + listed([dtypes[d] for d in allowed], " or ") for k, (allowed, metrics) in enumerate(groups.items()))
+
+
+def _result_dtype(opts):
+    """The numpy dtype of the result of a job with these options."""
+    code = lib.oc_gram_result_dtype(opts.metric, opts.dtype)
+    if code == _lib.OC_DTYPE_DEFAULT:
+        metric = _lib.text(lib.oc_metric_name(opts.metric))
+        raise InputError(f"the requested dtype cannot hold metric {metric}: {_dtypes_of_metrics()}")
+    return _NUMPY_DTYPES[code]
 
 
 class _Job:
@@ -358,30 +455,15 @@ class _Job:
             for h in handles:
                 lib.oc_matrix_free(h)
 
-    def _result_dtype(self):
-        code = lib.oc_gram_result_dtype(self.opts.metric, self.opts.dtype)
-        if code == _lib.OC_DTYPE_DEFAULT:
-            metric = _lib.text(lib.oc_metric_name(self.opts.metric))
-            raise InputError(f"the requested dtype cannot hold metric {metric}: {_dtypes_of_metrics()}")
-        return _NUMPY_DTYPES[code]
-
     def _gram(self, a, b):
         n = lib.oc_matrix_rows(a)
         p = lib.oc_matrix_rows(b if b else a)
-        dtype = self._result_dtype()
+        dtype = _result_dtype(self.opts)
         output = _lib.Output()
         out, result, pairs = self.out, None, None
-        selection = self.opts.topk or self.opts.use_threshold
-        if _is_path(out):
-            suffix = os.path.splitext(os.fsdecode(out))[1][1:].lower()
-            if selection and suffix in _lib.output_formats(_lib.OC_RESULT_DENSE):
-                raise InputError(f"{os.fsdecode(out)}: .{suffix} holds a dense result; write top-k and threshold "
-                                 f"results as {_suffixes(_selection_formats())}")
+        if _is_path(out):  # its kind was checked with the arguments (_check_out_kind)
             output.kind = _lib.OC_OUTPUT_FILE
             output.path = c_path("out", out)
-        elif out is not None and selection:
-            raise InputError("out= for top-k and threshold results must be a file path "
-                             f"({_suffixes(_selection_formats())})")
         elif self.opts.topk:
             k = self.opts.topk
             if k > p:  # the library's rule (oc_gram refuses it), before n x K arrays are allocated
@@ -399,8 +481,6 @@ class _Job:
         else:
             if out is None:
                 out = np.empty((n, p), dtype)
-            elif not isinstance(out, np.ndarray):
-                raise InputError(f"out must be a path or a numpy array; got {type(out).__name__}")
             output.kind = _lib.OC_OUTPUT_MEMORY
             output.ld = _out_array(out, n, p, dtype)
             output.data = out.ctypes.data
@@ -426,6 +506,33 @@ class _Job:
         return result
 
 
+def _checked_arguments(A, B, metric, topk, threshold, dtype, backend, gpu_mem, threads, out, bits, progress,
+                       binarize, device, host_mem, context, algorithm, resume, devices, min_score, stats):
+    """(opts, bits): gram's arguments checked in the caller's thread, before anything is
+    allocated, for gram and for explain, which takes them all (called with **locals(), so a
+    parameter one of them lacks is a TypeError here)."""
+    if bits is not None:
+        bits = positive_int("bits", bits)
+    if (dtype is None and isinstance(out, np.ndarray) and topk is None and threshold is None
+            and out.dtype in _NUMPY_DTYPES.values()):
+        dtype = out.dtype  # the caller's array decides, e.g. uint16 counts
+    resources = dict(backend=backend, device=device, gpu_mem=gpu_mem, host_mem=host_mem, threads=threads)
+    if context is not None:
+        if not isinstance(context, Context):
+            raise InputError(f"context must be an outcore.Context; got {type(context).__name__}")
+        resources = context.options(**resources)
+    opts = gram_options(metric, dtype, topk, threshold, algorithm=algorithm, devices=devices, min_score=min_score,
+                        **resources)
+    opts.resume = 1 if resume else 0
+    if progress is not None and not callable(progress):
+        raise InputError(f"progress must be a callable progress(done, total); got {progress!r}")
+    _check_out_kind(out, bool(opts.topk or opts.use_threshold))
+    _check_out_is_not_an_input(out, A, B)
+    if stats is not None and not isinstance(stats, dict):
+        raise InputError(f"stats must be a dict to fill; got {type(stats).__name__}")
+    return opts, bits
+
+
 def gram(A: Matrix, B: Matrix | None = None, metric: Metric = "counts", topk: int | None = None,
          threshold: float | None = None, dtype: DTypeLike | None = None, backend: Backend | None = None,
          gpu_mem: GpuMem | None = None, threads: int | None = None, out: Path | np.ndarray | None = None,
@@ -439,9 +546,10 @@ def gram(A: Matrix, B: Matrix | None = None, metric: Metric = "counts", topk: in
     ----------
     A, B : array_like, scipy.sparse matrix or path
         2-D numpy arrays (or lists) of numbers holding 0 and 1 (bool, integers, float32,
-        float64; 1.0 is a one; with binarize=True any nonzero value, the rule the CLI and the
-        library's .npy reader apply: oc_matrix_from_values); uint8 rows of
-        numpy.packbits(X, axis=1) with bits=M (the true column count); scipy.sparse matrices;
+        float64; 1.0 is a one, and any nonzero bool byte, as numpy reads it; with
+        binarize=True any nonzero value, the rule the CLI and the library's .npy reader apply:
+        oc_matrix_from_values); uint8 rows of numpy.packbits(X, axis=1) with bits=M (the true
+        column count); scipy.sparse matrices (duplicate entries summed, as scipy reads them);
         or file paths (.npy, .mtx, .txt, .csv; with bits=M a packed .npy), which the library
         reads out of core without loading them into Python. Paths' headers are checked first:
         a dense out= path that their declared shapes make larger than its folder's free space,
@@ -473,8 +581,8 @@ def gram(A: Matrix, B: Matrix | None = None, metric: Metric = "counts", topk: in
         A path -> the result is written to that file (.npy dense; .npz/.tsv/.mtx for top-k
         and threshold: outcore.output_formats()) and gram returns a read-only memmap of a .npy, else the path; or a
         numpy array (e.g. a np.memmap) of shape (n, p) and the result dtype with contiguous
-        rows, written in place and returned. An array that shares memory with A or B is an
-        InputError.
+        rows, written in place and returned. An array that shares memory with A or B
+        (numpy.shares_memory), or maps the file of a path A or B, is an InputError.
     bits : int, optional
         M, the true column count of uint8 rows of numpy.packbits(X, axis=1) (arrays or a
         packed .npy); applies to A and B alike.
@@ -545,25 +653,7 @@ def gram(A: Matrix, B: Matrix | None = None, metric: Metric = "counts", topk: in
     >>> idx, score = outcore.gram(A, metric="jaccard", topk=10)
     >>> rows, cols, values = outcore.gram(A, metric="cosine", threshold=0.8)
     """
-    if bits is not None:
-        bits = positive_int("bits", bits)
-    if (dtype is None and isinstance(out, np.ndarray) and topk is None and threshold is None
-            and out.dtype in _NUMPY_DTYPES.values()):
-        dtype = out.dtype  # the caller's array decides, e.g. uint16 counts
-    resources = dict(backend=backend, device=device, gpu_mem=gpu_mem, host_mem=host_mem, threads=threads)
-    if context is not None:
-        if not isinstance(context, Context):
-            raise InputError(f"context must be an outcore.Context; got {type(context).__name__}")
-        resources = context.options(**resources)
-    opts = gram_options(metric, dtype, topk, threshold, algorithm=algorithm, devices=devices, min_score=min_score,
-                        **resources)
-    opts.resume = 1 if resume else 0
-    if progress is not None and not callable(progress):
-        raise InputError(f"progress must be a callable progress(done, total); got {progress!r}")
-    _check_out_is_not_an_input(out, A, B)
-    if stats is not None and not isinstance(stats, dict):
-        raise InputError(f"stats must be a dict to fill; got {type(stats).__name__}")
-
+    opts, bits = _checked_arguments(**locals())  # every argument, as explain checks them too
     with lease(context) as ctx:
         job = _Job(ctx, opts, A, B, bits, out, progress, binarize, stats)
         return run_interruptible(job, job.run)

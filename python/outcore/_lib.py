@@ -73,7 +73,20 @@ OC_OUTPUT_PAIRS = 3
 OC_OUTPUT_DISCARD = 4
 
 c_int64_p = ctypes.POINTER(ctypes.c_int64)
-progress_fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_double, ctypes.c_double)
+_progress_c = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_double, ctypes.c_double)
+
+
+class progress_fn(_progress_c):
+    """A progress callback for the library, made by the call that passes it: it runs for that
+    call on whatever thread the library calls it from, so calling into a Context the call holds
+    raises instead of waiting for ever (_calls.holding)."""
+    _flags_, _argtypes_, _restype_ = _progress_c._flags_, _progress_c._argtypes_, _progress_c._restype_
+
+    def __new__(cls, fn):
+        from ._calls import for_this_call  # _calls imports this module
+        return super().__new__(cls, for_this_call(fn))
+
+
 pairs_fn = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, c_int64_p, c_int64_p, ctypes.c_void_p,
                             ctypes.c_int64)
 
@@ -121,7 +134,7 @@ class GramOptions(_Defaults):
         ("use_threshold", ctypes.c_int),
         ("threshold", ctypes.c_double),
         ("tile", ctypes.c_int64),
-        ("progress", progress_fn),
+        ("progress", _progress_c),
         ("progress_user", ctypes.c_void_p),
         ("algorithm", ctypes.c_int),
         ("resume", ctypes.c_int),
@@ -381,7 +394,7 @@ class StreamOptions(_Defaults):
         ("host_mem_bytes", ctypes.c_int64),
         ("chunk_rows", ctypes.c_int64),
         ("in_flight", ctypes.c_int),
-        ("progress", progress_fn),
+        ("progress", _progress_c),
         ("progress_user", ctypes.c_void_p),
     ]
 
@@ -441,7 +454,7 @@ class MapOptions(_Defaults):
         ("reduce", ctypes.c_int),
         ("has_axis", ctypes.c_int),
         ("axis", ctypes.c_int),
-        ("progress", progress_fn),
+        ("progress", _progress_c),
         ("progress_user", ctypes.c_void_p),
         ("gpu_mem_fraction", ctypes.c_double),
     ]
@@ -516,7 +529,7 @@ class MatmulOptions(_Defaults):
         ("gpu_mem_fraction", ctypes.c_double),
         ("host_mem_bytes", ctypes.c_int64),
         ("tile", ctypes.c_int64),
-        ("progress", progress_fn),
+        ("progress", _progress_c),
         ("progress_user", ctypes.c_void_p),
         ("resume", ctypes.c_int),
     ]

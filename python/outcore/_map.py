@@ -16,6 +16,7 @@ KeyboardInterrupt when the library has stopped (a half-written output file is re
 from __future__ import annotations
 
 import ctypes
+import operator
 import os
 from typing import TYPE_CHECKING, Any
 
@@ -52,7 +53,10 @@ def _is_path(x):
 
 def _array(name, x):
     """x as an array the library reads in place: C order, native byte order, a map dtype."""
-    arr = np.asarray(x)
+    try:
+        arr = np.asarray(x)
+    except (TypeError, ValueError) as exc:  # a ragged list, say: an argument error like the others
+        raise InputError(f"{name}: not an array: {' '.join(str(exc).split())}") from None
     dt = arr.dtype.newbyteorder("=") if arr.dtype.byteorder not in ("=", "|") else arr.dtype
     if dt not in _CODES:
         raise InputError(f"{name}: dtype {arr.dtype} is not one map takes (bool, int8-64, uint8-64, float32, float64)")
@@ -61,10 +65,18 @@ def _array(name, x):
     return arr
 
 
+# The Python ints map takes: those of int64 and uint64, as numpy's promotion rules do.
+_INT_LOW, _INT_HIGH = -2**63, 2**64 - 1
+
+
 def _literal(name, value):
     if isinstance(value, (bool, np.bool_)) and not isinstance(value, np.generic):
         return "True" if value else "False"
     if isinstance(value, int):
+        if not _INT_LOW <= value <= _INT_HIGH:
+            shown = str(value) if value.bit_length() <= 128 else f"an int of {value.bit_length()} bits"
+            raise InputError(f"{name}={shown}: Python integer out of bounds for int64 and uint64, the widest integer "
+                             f"types (numpy raises OverflowError too); give it as a float for a float result")
         return str(int(value))
     if isinstance(value, float):
         return repr(float(value))
@@ -99,15 +111,56 @@ def _check_out_overlap(out, arrays, paths):
                              "overwrite the input while it is read; pass a separate array (or out=None)")
 
 
+def _shown_line(raw):
+    """Expression bytes as one line of the message: a newline or tab becomes a blank, as the
+    library folds them in its messages, and other control bytes are escaped (\\xNN)."""
+    return _lib.shown(raw.translate(bytes.maketrans(b"\n\r\t", b"   ")))
+
+
 def _with_caret(message, expr):
+    """A syntax error's message, with the expression under it and a caret under the column the
+    message names (in bytes from 1, as the library counts), wherever escapes or multi-byte
+    characters before it change the width (the CLI's print_caret, tools/cmd_map.c)."""
     prefix = "syntax error in the expression at column "
     if message.startswith(prefix):
         try:
             column = int(message[len(prefix):].split(":", 1)[0])
         except ValueError:
             return message
-        return f"{message}\n  {expr}\n  {' ' * (column - 1)}^"
+        raw = expr.encode()
+        if not 1 <= column <= len(raw) + 1:
+            return message
+        return f"{message}\n  {_shown_line(raw)}\n  {' ' * len(_shown_line(raw[:column - 1]))}^"
     return message
+
+
+def _axis(axis):
+    """The one axis to reduce over: an int (a numpy integer, or a tuple of one, as numpy takes
+    it); a float or a bool is refused, as numpy refuses them, not truncated."""
+    if isinstance(axis, tuple):
+        if len(axis) != 1:
+            raise InputError(f"axis={axis!r}: map reduces over one axis, or all of them with axis=None")
+        axis = axis[0]
+    if isinstance(axis, (bool, np.bool_)):
+        raise InputError(f"axis={axis!r}: expected an int (one axis) or None, not a bool")
+    try:
+        axis = operator.index(axis)
+    except TypeError:
+        raise InputError(f"axis={axis!r}: expected an int (one axis) or None") from None
+    if not -_lib.OC_MAP_MAX_DIMS <= axis < _lib.OC_MAP_MAX_DIMS:
+        raise InputError(f"axis {axis} is out of bounds: map's arrays have at most {_lib.OC_MAP_MAX_DIMS} dimensions")
+    return axis
+
+
+def _out_path(out, what="map"):
+    """out= as a path: map and matmul write .npy files, so a name without that extension is
+    refused, as the CLI refuses it (a name that is only ".npy" has no extension, as
+    os.path.splitext says)."""
+    raw = c_path("out", out)  # a NUL byte first: it would end the name elsewhere
+    if os.path.splitext(os.fsdecode(raw))[1].lower() != ".npy":
+        raise InputError(f"out={os.fsdecode(raw)!r}: {what} writes .npy files: name the output with the .npy "
+                         "extension")
+    return raw
 
 
 def map(expr: str, out: Path | np.ndarray | None = None, *, dtype: DTypeLike | None = None,
@@ -123,7 +176,8 @@ def map(expr: str, out: Path | np.ndarray | None = None, *, dtype: DTypeLike | N
         limited in size and nesting (docs/map.md); past a limit, InputError.
     out : path or numpy.ndarray, optional
         None (return a new array; a numpy scalar for a reduction to one value), a path (a
-        .npy file written under a temporary name and renamed; the path is returned) or a
+        .npy file written under a temporary name and renamed; the path is returned; a name
+        without the .npy extension raises InputError) or a
         C-contiguous writeable array of the result's shape and dtype (filled and returned).
         An out array that shares memory with an input array, or maps an input's .npy file,
         raises InputError: numpy would compute as if from copies, map reads in place.
@@ -134,7 +188,8 @@ def map(expr: str, out: Path | np.ndarray | None = None, *, dtype: DTypeLike | N
         A reduction over all elements, or over `axis`; None (the default) keeps every
         element.
     axis : int, optional
-        With reduce, the axis to reduce over (negative counts from the end).
+        With reduce, the axis to reduce over (negative counts from the end; a tuple of one
+        axis too). A float, a bool or several axes raise InputError.
     backend : {"auto", "cpu", "cuda"}, optional
         "auto" (the default: the cost model's pick), "cpu" or "cuda" (device 0,
         reductions included: reduced per chunk on the device, docs/map.md).
@@ -184,19 +239,22 @@ def map(expr: str, out: Path | np.ndarray | None = None, *, dtype: DTypeLike | N
     >>> outcore.map("a * b", a="A.npy", b="B.npy", out="C.npy")   # doctest: +SKIP
     'C.npy'
     """
-    if reduce not in _REDUCE:
+    if not (reduce is None or isinstance(reduce, str)) or reduce not in _REDUCE:
         raise InputError(f"reduce={reduce!r}: expected sum, mean, min or max")
-    if backend not in _BACKENDS:
+    if not (backend is None or isinstance(backend, str)) or backend not in _BACKENDS:
         raise InputError(f"backend={backend!r}: expected auto, cpu or cuda")
     opts = _lib.MapOptions()
     if dtype is not None:
-        dt = np.dtype(dtype)
+        try:
+            dt = np.dtype(dtype)
+        except (TypeError, ValueError):
+            raise InputError(f"dtype={dtype!r}: not a numpy dtype") from None
         if dt not in _CODES:
-            raise InputError(f"dtype={dtype!r}: not a map dtype")
+            raise InputError(f"dtype={dtype!r}: not a map dtype (bool, int8-64, uint8-64, float32, float64)")
         opts.dtype = _CODES[dt]
     opts.reduce = _REDUCE[reduce]
     if axis is not None:
-        opts.has_axis, opts.axis = 1, int(axis)
+        opts.has_axis, opts.axis = 1, _axis(axis)
     opts.backend = _BACKENDS[backend]
     if threads is not None:
         opts.threads = threads_count(threads)
@@ -204,6 +262,7 @@ def map(expr: str, out: Path | np.ndarray | None = None, *, dtype: DTypeLike | N
         opts.host_mem_bytes = parse_host_mem(host_mem)
     if gpu_mem is not None:
         opts.gpu_mem_bytes, opts.gpu_mem_fraction = parse_gpu_mem(gpu_mem)
+    path = _out_path(out) if _is_path(out) else None
 
     keep = []  # every buffer and string the library reads must live until the call returns
     arrays, scalars = [], []
@@ -252,8 +311,7 @@ def map(expr: str, out: Path | np.ndarray | None = None, *, dtype: DTypeLike | N
             nd = lib.oc_map_result_shape(handle, shp)
             shape = tuple(shp[i] for i in range(nd))
             stats = _lib.MapStats()
-            if _is_path(out):
-                path = c_path("out", out)
+            if path is not None:
                 run_on_context(ctx, lambda: check(lib.oc_map_run(ctx, handle, path, None, ctypes.byref(stats)), ctx))
                 return out
             result: np.ndarray

@@ -18,7 +18,7 @@ import numpy as np
 from . import _gpu_arrays, _lib
 from ._context import lease
 from ._calls import run_on_context
-from ._map import _check_out_overlap, _is_path
+from ._map import _check_out_overlap, _is_path, _out_path
 from ._options import _device_list, c_path, parse_backend, set_device_budgets, threads_count
 from .errors import InputError, check
 
@@ -280,7 +280,7 @@ def matmul(A: ArrayLike | Path, B: ArrayLike | Path | None = None, out: Path | n
         shape, name = (rows.value, cols.value), _lib.MATMUL_DTYPES[code.value]
         if _is_path(out):
             c, result = _lib.MatmulArray(), out
-            c.path = c_path("out", out)
+            c.path = _out_path(out, "matmul")
         elif (out is None and gpus) or (out is not None and _gpu_arrays.is_gpu_array(out)):
             result = _gpu_result(out, gpus, shape, name)
             c = _gpu_arrays.result_array(result, shape, name, _CODES)

@@ -19,6 +19,9 @@ RESOURCES = ("backend", "device", "gpu_mem", "host_mem", "threads")
 
 # The most CPU worker threads a job takes: OC_MAX_THREADS, as the CLI and the library check.
 MAX_THREADS = 4096
+# The largest values of the library's int64 and int fields: a larger Python int would wrap.
+INT64_MAX = 2**63 - 1
+INT_MAX = 2**31 - 1
 
 
 def c_text(what, value):
@@ -28,7 +31,10 @@ def c_text(what, value):
         raise InputError(f"{what} must be a string; got {type(value).__name__}")
     if "\0" in value:
         raise InputError(f"{what} {value!r} holds a NUL byte ('\\0'), which no text the library reads can hold")
-    return value.encode()
+    try:
+        return value.encode()
+    except UnicodeEncodeError:  # a lone surrogate has no UTF-8
+        raise InputError(f"{what} {value!r} is not valid Unicode text (it holds a lone surrogate)") from None
 
 
 def c_path(what, value):
@@ -43,7 +49,7 @@ def c_path(what, value):
 def threads_count(value):
     """threads= checked as the CLI checks --threads: 1 to MAX_THREADS (a larger int would
     not fit the library's int, and no job runs more)."""
-    value = positive_int("threads", value)
+    value = positive_int("threads", value, None)
     if value > MAX_THREADS:
         raise InputError(f"threads={value}: at most {MAX_THREADS}")
     return value
@@ -79,9 +85,11 @@ def _parse_budget(name, value, percent):
     """(bytes, fraction) of a budget given as bytes (int), "2G", "512MiB" or, when percent
     is allowed, "50%": exactly one of the two is nonzero. Text is read by the library's own
     parser (oc_size_parse), the one the CLI's --gpu-mem and --host-mem use."""
-    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+    if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
         if value <= 0:
             raise InputError(f"{name} must be a positive number of bytes; got {value}")
+        if value > INT64_MAX:  # the library's int64 would wrap it to another budget
+            raise InputError(f"{name}={value}: at most 2**63 - 1 bytes")
         return int(value), 0.0
     shapes = "a size such as '2G' or '512M'" + (", or a percentage such as '50%'" if percent else "")
     if not isinstance(value, str) or "\0" in value:
@@ -113,18 +121,24 @@ def parse_host_mem(value):
     return size
 
 
-def _integer(name, value, least):
+def _integer(name, value, least, most=INT64_MAX):
+    """value as an int of least..most (most None: no bound). A float is refused, not
+    truncated, and so is a bool, as numpy refuses them for sizes and axes."""
+    if isinstance(value, (bool, np.bool_)):
+        raise InputError(f"{name} must be an integer, not a bool; got {value!r}")
     try:
         value = operator.index(value)
     except TypeError:
         raise InputError(f"{name} must be an integer; got {value!r}") from None
     if value < least:
         raise InputError(f"{name} must be at least {least}; got {value}")
+    if most is not None and value > most:
+        raise InputError(f"{name}={value}: at most {most}")
     return value
 
 
-def positive_int(name, value):
-    return _integer(name, value, 1)
+def positive_int(name, value, most=INT64_MAX):
+    return _integer(name, value, 1, most)
 
 
 def _device_list(devices):
@@ -151,7 +165,7 @@ def _per_device_gpu_mem(gpu_mem):
 def set_device_budgets(opts, device, gpu_mem, host_mem):
     """Sets an option struct's device, gpu_mem_* and host_mem_bytes from what is not None."""
     if device is not None:
-        opts.device = _integer("device", device, 0)
+        opts.device = _integer("device", device, 0, INT_MAX)
     if gpu_mem is not None:
         opts.gpu_mem_bytes, fraction = parse_gpu_mem(gpu_mem)
         if fraction:
@@ -180,7 +194,7 @@ def gram_options(metric, dtype, topk, threshold, backend=None, device=None, gpu_
     if topk is not None and threshold is not None:
         raise InputError("topk and threshold are exclusive: choose one")
     if topk is not None:
-        topk = positive_int("topk", topk)
+        topk = positive_int("topk", topk, None)
         if topk >= 1 << 63:  # beyond int64: past any matrix's columns (the job names the limit)
             raise InputError(f"topk={topk}: K may be at most the result's columns")
         opts.topk = topk

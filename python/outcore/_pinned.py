@@ -9,15 +9,20 @@ them.
 from __future__ import annotations
 
 import ctypes
-from typing import TYPE_CHECKING, Sequence, cast
+import math
+import operator
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
 from . import _lib
-from .errors import check
+from .errors import InputError, check
 
 if TYPE_CHECKING:
     from numpy.typing import DTypeLike
+
+
+_INT64_MAX = 2**63 - 1  # the most bytes an array (and the library's int64 size) holds
 
 
 class _PinnedBlock:
@@ -42,16 +47,46 @@ class _PinnedBlock:
             self.ptr = None
 
 
+def _dims(shape):
+    """shape as a tuple of ints, checked as numpy.empty checks it (ints, not floats or bools;
+    none negative; at most 64 dimensions), by exact Python arithmetic: nothing may wrap."""
+    try:
+        items = (shape,) if isinstance(shape, (bool, np.bool_)) else (operator.index(shape),)
+    except TypeError:  # not one int: a sequence of them
+        try:
+            items = tuple(shape)
+        except TypeError:
+            raise InputError(f"shape must be an int or a sequence of ints; got {shape!r}") from None
+    dims = []
+    for n in items:
+        if isinstance(n, (bool, np.bool_)):
+            raise InputError(f"shape {shape!r}: a dimension must be an int, not a bool")
+        try:
+            dims.append(operator.index(n))
+        except TypeError:
+            raise InputError(f"shape {shape!r}: a dimension must be an int; got {n!r}") from None
+    if any(n < 0 for n in dims):
+        raise InputError(f"shape {tuple(dims)}: negative dimensions are not allowed")
+    if len(dims) > 64:
+        raise InputError(f"shape: {len(dims)} dimensions; numpy arrays have at most 64")
+    return tuple(dims)
+
+
 def empty_pinned(shape: int | Sequence[int], dtype: DTypeLike = np.float64) -> np.ndarray:
     """A new C-order numpy array of shape and dtype in pinned host memory, uninitialised, as
     numpy.empty. Raises UnsupportedError where there is no CUDA or no GPU, OutOfMemoryError
-    when the driver cannot lock that much memory."""
-    dtype = np.dtype(dtype)
-    # np.ndim tells an int (or numpy integer) from a sequence, which a type checker cannot follow.
-    dims = (int(cast(int, shape)),) if np.ndim(shape) == 0 else tuple(int(n) for n in cast(Sequence[int], shape))
-    if any(n < 0 for n in dims):
-        raise ValueError(f"negative dimensions are not allowed: {dims}")
-    nbytes = int(np.prod(dims, dtype=np.int64)) * dtype.itemsize
+    when the driver cannot lock that much memory, InputError for a bad shape or dtype (before
+    anything is pinned)."""
+    try:
+        dtype = np.dtype(dtype)
+    except (TypeError, ValueError):
+        raise InputError(f"dtype {dtype!r} is not a numpy dtype") from None
+    if dtype.hasobject:  # Python objects cannot live in memory numpy does not manage
+        raise InputError(f"dtype {dtype}: holds Python objects, which pinned memory cannot hold")
+    dims = _dims(shape)
+    nbytes = math.prod(dims) * dtype.itemsize
+    if nbytes > _INT64_MAX:
+        raise InputError(f"shape {dims} of {dtype}: {nbytes} bytes, more than 2**63 - 1")
     if nbytes == 0:
         return np.empty(dims, dtype)
     return np.asarray(_PinnedBlock(nbytes)).view(dtype).reshape(dims)

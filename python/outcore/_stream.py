@@ -152,7 +152,7 @@ def _options(gpu_mem, host_mem, device, chunk_rows, in_flight):
     if chunk_rows is not None:
         opts.chunk_rows = _integer("chunk_rows", chunk_rows, 1)
     if in_flight is not None:
-        opts.in_flight = _integer("in_flight", in_flight, 2)
+        opts.in_flight = _integer("in_flight", in_flight, 2, 2**31 - 1)  # a C int
     return opts
 
 

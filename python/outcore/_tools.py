@@ -15,8 +15,8 @@ import os
 from typing import Any
 
 from . import _kernel_objects, _lib
-from ._options import c_path
-from .errors import Error, InputError, check
+from ._options import INT_MAX, _integer, c_path
+from .errors import Error, check
 
 _ctx_p = ctypes.c_void_p
 _out_p = ctypes.POINTER(ctypes.c_void_p)
@@ -75,11 +75,10 @@ def devices(bandwidth: bool = False) -> dict[str, Any]:
     return _report(query, render, free, (1 if bandwidth else 0,))
 
 
-def _int_option(name, value):
-    try:
-        return int(value)
-    except (TypeError, ValueError, OverflowError):
-        raise InputError(f"{name} must be an integer; got {value!r}") from None
+def _int_option(name, value, most=INT_MAX):
+    """An integer option as the C field holds it: a float or a bool is refused, not truncated,
+    and a value past the field is refused, not wrapped (the library checks the range)."""
+    return _integer(name, value, -most - 1, most)
 
 
 def _inspect_options(block, arch, kernel, dyn_smem, maxrregcount, opt_level, use_gpu):
@@ -91,7 +90,7 @@ def _inspect_options(block, arch, kernel, dyn_smem, maxrregcount, opt_level, use
     if kernel is not None:
         opts.kernel = str(kernel).encode()
     if dyn_smem is not None:
-        opts.dyn_smem = _int_option("dyn_smem", dyn_smem)
+        opts.dyn_smem = _int_option("dyn_smem", dyn_smem, 2**63 - 1)
     if maxrregcount is not None:
         opts.maxrregcount = _int_option("maxrregcount", maxrregcount)
     if opt_level is not None:
