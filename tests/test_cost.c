@@ -336,9 +336,9 @@ static void test_measure_and_store(oc_context *ctx)
     const char *path = oc_test_tmp_path("rates.txt");
     setenv("OUTCORE_COST_CACHE", path, 1);
     oc_cost_rates_reset();
-    /* Rows enough that the kernel's time outweighs the input's reading on any core count
-     * (the explain then names the kernel's rate). */
-    oc_matrix *a = oc_test_random01(ctx, 2000, 300, 7);
+    /* Columns enough that the kernel's bit-MACs outweigh the per-pair stage and the input's
+     * reading on any CPU and core count (the explain then names the kernel's rate). */
+    oc_matrix *a = oc_test_random01(ctx, 2000, 4000, 7);
     oc_gram_options opts = OC_GRAM_OPTIONS_INIT;
     opts.backend = OC_BACKEND_CPU;
     oc_output out = OC_OUTPUT_INIT;

@@ -36,10 +36,20 @@ def test_auto_without_gpu_runs_on_the_cpu_and_explains(small, tmp_path):
     assert "\ncpu_bit_macs." in (tmp_path / "rates.txt").read_text()  # the prediction's rates, measured
 
 
-def test_first_job_measures_once_and_off_measures_nothing(small, tmp_path):
+@pytest.fixture
+def wide(tmp_path):
+    """Columns enough that the kernel's bit-MACs outweigh the per-pair stage on any CPU (the
+    explain then names the kernel's rate, measured or default)."""
+    a = (np.random.default_rng(6).random((300, 20000)) < 0.1).astype(np.uint8)
+    np.save(tmp_path / "wide.npy", a)
+    return tmp_path / "wide.npy"
+
+
+def test_first_job_measures_once_and_off_measures_nothing(wide, tmp_path):
     """A CPU-only job on a machine without rates measures the host's (OUTCORE_TRACE shows the
     measurement) and stores them; the next process reads them and measures nothing; with the
     cache off nothing is measured or written."""
+    small = wide
     cache = tmp_path / "cache" / "rates.txt"
     env = {"OUTCORE_COST_CACHE": str(cache), "OUTCORE_TRACE": "1"}
     first = run("gram", small, "-o", tmp_path / "c.npy", "--backend", "cpu", "--json", env=env)

@@ -15,7 +15,6 @@ backend where a GPU is usable (skipped elsewhere). Last, where this process may 
 import os
 import shutil
 import subprocess
-from pathlib import Path
 
 import numpy as np
 import pytest
