@@ -20,6 +20,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -229,20 +230,34 @@ static oc_status run_capture(oc_context *ctx, char *const argv[], const run_limi
     return OC_OK;
 }
 
-/* "release 13.0" from `ptxas --version`, cached. */
-static const char *ptxas_release(const char *ptxas)
+/* "13.0" from `ptxas --version` into release (size bytes), "?" when it cannot be read. The
+ * answer is kept per process for the ptxas it came from (a release read once is the same
+ * later); a failed run is not kept, so a ptxas that failed once (a timeout on a loaded
+ * machine) is asked again, and another ptxas (OUTCORE_PTXAS, a PATH) is asked its own. */
+static const char *ptxas_release(const char *ptxas, char *release, size_t size)
 {
-    static char release[32];
-    if (release[0]) return release;
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    static char kept_path[PATH_MAX], kept[32];
+    pthread_mutex_lock(&lock);
+    const int have = kept[0] && strcmp(kept_path, ptxas) == 0;
+    if (have) snprintf(release, size, "%s", kept);
+    pthread_mutex_unlock(&lock);
+    if (have) return release;
     char *argv[] = {(char *)ptxas, "--version", NULL};
-    char *text = NULL;
+    char *text = NULL, found[32] = "";
     run_end end;
     run_limits lim = {PTXAS_DEFAULT_SECONDS, PTXAS_DEFAULT_BYTES};
-    snprintf(release, sizeof release, "?");
     if (run_capture(NULL, argv, &lim, &text, &end) == OC_OK) {
-        const char *r = strstr(text, "release ");
-        if (r) sscanf(r + 8, "%31[0-9.]", release);
+        const char *r = end.exit_code == 0 ? strstr(text, "release ") : NULL;
+        if (r) sscanf(r + 8, "%31[0-9.]", found);
         free(text);
+    }
+    snprintf(release, size, "%s", found[0] ? found : "?");
+    if (found[0] && strlen(ptxas) < sizeof kept_path) {
+        pthread_mutex_lock(&lock);
+        snprintf(kept_path, sizeof kept_path, "%s", ptxas);
+        snprintf(kept, sizeof kept, "%s", found);
+        pthread_mutex_unlock(&lock);
     }
     return release;
 }
@@ -359,7 +374,7 @@ oc_status oc_ptxas_resources(oc_context *ctx, const char *ptx_path, const char *
             ctx, OC_ERR_UNSUPPORTED,
             "%s: reading PTX needs the CUDA toolkit's ptxas; none in $CUDA_HOME/bin, /usr/local/cuda/bin or PATH",
             display);
-    char arch[32], opt[16] = "", cap[32] = "";
+    char arch[32], opt[16] = "", cap[32] = "", release[32];
     snprintf(arch, sizeof arch, "-arch=sm_%d%.1s", cc, suffix ? &suffix : "");
     char *argv[10] = {ptxas, arch, "-v"};
     int argc = 3;
@@ -393,15 +408,16 @@ oc_status oc_ptxas_resources(oc_context *ctx, const char *ptx_path, const char *
         first_error(text, line, sizeof line);
         if (strstr(text, "is not defined for option 'gpu-name'"))
             st = oc_fail(ctx, OC_ERR_UNSUPPORTED, "%s: ptxas %s cannot compile for sm_%d: %s", display,
-                         ptxas_release(ptxas), cc, line);
+                         ptxas_release(ptxas, release, sizeof release), cc, line);
         else st = oc_fail(ctx, OC_ERR_INPUT, "%s: ptxas: %s", display, line);
         free(text);
         return st;
     }
     oc_ptxas_parse_report(text, out, out->count);
     free(text);
-    snprintf(out->source, sizeof out->source, "ptxas %s", ptxas_release(ptxas));
-    snprintf(out->jit_compiler, sizeof out->jit_compiler, "ptxas %s", ptxas_release(ptxas));
+    ptxas_release(ptxas, release, sizeof release);
+    snprintf(out->source, sizeof out->source, "ptxas %s", release);
+    snprintf(out->jit_compiler, sizeof out->jit_compiler, "ptxas %s", release);
     out->jit_opt_level = jit && jit->opt_level >= 0 ? jit->opt_level : OC_PTXAS_DEFAULT_OPT_LEVEL;
     return OC_OK;
 }
