@@ -60,6 +60,8 @@ ssize_t oc_sys_write(oc_context *ctx, int fd, const void *buf, size_t len)
     return write_fault(ctx, &len) ? -1 : write(fd, buf, len);
 }
 
+int oc_sys_write_planned(oc_context *ctx, size_t *len) { return write_fault(ctx, len); }
+
 ssize_t oc_sys_pwrite(oc_context *ctx, int fd, const void *buf, size_t len, off_t off)
 {
     return write_fault(ctx, &len) ? -1 : pwrite(fd, buf, len, off);

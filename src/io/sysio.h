@@ -23,6 +23,10 @@ int oc_sys_open(oc_context *ctx, const char *path, int flags, mode_t mode);
 int oc_sys_mkstemp(oc_context *ctx, char *tmpl);
 ssize_t oc_sys_write(oc_context *ctx, int fd, const void *buf, size_t len);
 ssize_t oc_sys_pwrite(oc_context *ctx, int fd, const void *buf, size_t len, off_t off);
+/* For a write made through another library (MPI-IO): asks the fault plan about it as
+ * oc_sys_write would. -1 with errno set when it must fail; 0 when it goes ahead, with *len
+ * halved when it must be short. */
+int oc_sys_write_planned(oc_context *ctx, size_t *len);
 ssize_t oc_sys_copy_file_range(oc_context *ctx, int fd_in, off_t *off_in, int fd_out, size_t len);
 int oc_sys_ftruncate(oc_context *ctx, int fd, off_t len);
 int oc_sys_fallocate(oc_context *ctx, int fd, off_t off, off_t len);

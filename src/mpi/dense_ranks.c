@@ -17,6 +17,7 @@
  * c0 in the chunk's rows are the mirrors of earlier chunks and ranks, so every element is
  * written exactly once, and only the diagonal blocks are computed twice over (both halves).
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,14 +37,23 @@
 /* Pieces of the mirror are transposed through a buffer of at most this many bytes. */
 #define MIRROR_PIECE_BYTES (64LL << 20)
 
+/* Writes through MPI-IO (whose locking keeps ranks on NFS off each other's bytes), asking
+ * the fault plan first as every writer does (io/sysio.h), and counting what MPI says it
+ * wrote: an MPI-IO layer that meets a full disk may report success with fewer bytes. */
 static oc_status write_at(oc_rank_job *j, MPI_File fh, int64_t offset, const void *buf, int64_t bytes)
 {
     const char *p = buf;
     for (int64_t done = 0; done < bytes;) {
-        int count = bytes - done < (1 << 30) ? (int)(bytes - done) : (1 << 30);
-        int err = MPI_File_write_at(fh, (MPI_Offset)(offset + done), p + done, count, MPI_BYTE, MPI_STATUS_IGNORE);
+        size_t len = (size_t)(bytes - done < (1 << 30) ? bytes - done : (1 << 30));
+        if (oc_sys_write_planned(j->ctx, &len) != 0)
+            return oc_io_fail(j->ctx, "writing", j->path, errno, j->bytes_written + done, -1, -1);
+        MPI_Status status;
+        int written = 0;
+        int err = MPI_File_write_at(fh, (MPI_Offset)(offset + done), p + done, (int)len, MPI_BYTE, &status);
         if (err != MPI_SUCCESS) return oc_mpi_fail(j->ctx, err, j->path);
-        done += count;
+        if (MPI_Get_count(&status, MPI_BYTE, &written) != MPI_SUCCESS || written <= 0)
+            return oc_io_fail(j->ctx, "writing", j->path, EIO, j->bytes_written + done, -1, -1);
+        done += written;
     }
     j->bytes_written += bytes;
     return OC_OK;
@@ -142,8 +152,13 @@ static oc_status create_output(oc_rank_job *j, oc_tmpfile *tf, int *have_tf, uns
     *have_tf = 1;
     int64_t total = (int64_t)*hlen + j->n * j->p * (int64_t)oc_dtype_size(j->dtype);
     OC_CHECK(ctx, oc_sys_check_space(ctx, tf->fd, j->path, total));
-    if (ftruncate(tf->fd, (off_t)total) != 0)
-        return oc_fail(ctx, OC_ERR_IO, "%s: cannot size the output to %lld bytes", j->path, (long long)total);
+    if (oc_sys_ftruncate(ctx, tf->fd, (off_t)total) != 0)
+        return oc_io_fail(ctx, "writing", j->path, errno, -1, total, tf->fd);
+    /* Every block reserved now, as the single process's writer does (npy_out.c): the ranks'
+     * writes then cannot meet a full disk half way, which some MPI-IO layers report as
+     * success. File systems without fallocate keep the sparse file (and that risk). */
+    if (oc_sys_fallocate(ctx, tf->fd, 0, (off_t)total) != 0 && errno != EOPNOTSUPP && errno != ENOSYS)
+        return oc_io_fail(ctx, "reserving space for", j->path, errno, -1, total, tf->fd);
     return OC_OK;
 }
 
