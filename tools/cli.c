@@ -347,16 +347,20 @@ void cli_warn_gpu_mem(const char *value, oc_backend backend)
 }
 
 static oc_context *signal_ctx;
+static volatile sig_atomic_t signal_seen;
 
 static void on_signal(int sig)
 {
-    (void)sig;
+    signal_seen = sig;
     if (signal_ctx) oc_context_cancel(signal_ctx);
 }
+
+int cli_cancel_requested(void) { return signal_seen != 0; }
 
 void cli_cancel_on_signal(oc_context *ctx)
 {
     signal_ctx = ctx;
+    if (ctx) signal_seen = 0;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = ctx ? on_signal : SIG_DFL;

@@ -123,6 +123,9 @@ void cli_warn_gpu_mem(const char *value, oc_backend backend);
 /* Installs SIGINT/SIGTERM handlers that cancel the job running on ctx; NULL restores the
  * default actions (before ctx is freed: under mpirun a SIGTERM can come at any time). */
 void cli_cancel_on_signal(oc_context *ctx);
+/* Nonzero once such a handler caught a signal (since cli_cancel_on_signal installed it): under
+ * MPI ranks the CLI's own agreements before the job count it as a cancel. */
+int cli_cancel_requested(void);
 /* -q: what the library itself would say on stderr during ctx's jobs (a stale temporary it
  * removed beside the output) is silenced too; errors still are one line. quiet 0: no-op. */
 void cli_quiet_library(oc_context *ctx, int quiet);

@@ -163,7 +163,7 @@ void oc_context_begin_job(oc_context *ctx)
     ctx->message[0] = '\0';
     ctx->trace[0] = '\0';
     pthread_mutex_unlock(&ctx->error_lock);
-    atomic_store(&ctx->cancel, 0);
+    if (!ctx->keep_cancel) atomic_store(&ctx->cancel, 0);
     oc_fault_plan_begin_job(&ctx->faults);
 }
 

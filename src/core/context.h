@@ -35,6 +35,10 @@ struct oc_context {
     char message[OC_MESSAGE_MAX];
     char trace[OC_TRACE_MAX];
     atomic_int cancel;
+    /* Nonzero while a job made of jobs runs (oc_gram_ranks: its sub-jobs are oc_gram calls):
+     * oc_context_begin_job then leaves the cancel flag set, so that a cancel asked between
+     * or during the sub-jobs holds for the whole job. */
+    int keep_cancel;
     /* The pinned staging kept between this context's jobs, created by the backend on its
      * first GPU job (oc_context_adopt_pinned_cache) and freed with the context through
      * pinned_cache_free: core/ holds only the pointer and the call, so it includes no mem/
@@ -57,8 +61,8 @@ struct oc_context {
     void *removed_user;
 };
 
-/* Clears the error and the cancel flag and starts the fault plan's counts: called at the
- * start of each job. */
+/* Clears the error and the cancel flag (not while keep_cancel is set) and starts the fault
+ * plan's counts: called at the start of each job. */
 void oc_context_begin_job(oc_context *ctx);
 
 /* Arms ctx's fault plan for one kind of call from a spec of fault.h (NULL or "" disarms it)

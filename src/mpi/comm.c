@@ -119,8 +119,11 @@ oc_status oc_mpi_agree(oc_context *ctx, oc_status status)
     }
     MPI_Bcast(&what.status, 1, MPI_INT, first, MPI_COMM_WORLD);
     oc_mpi_bcast_string(what.message, (int)sizeof what.message, first);
-    /* Every rank failing (the same bad input, read by each) is one problem, not rank 0's. */
-    if (failed == size) return oc_fail(ctx, (oc_status)what.status, "%s", what.message);
+    /* Every rank failing (the same bad input, read by each) is one problem, not rank 0's; so
+     * is a cancel (mpirun passes a SIGINT or SIGTERM on to every rank), whichever rank
+     * noticed it first. */
+    if (failed == size || what.status == OC_ERR_CANCELLED)
+        return oc_fail(ctx, (oc_status)what.status, "%s", what.message);
     return oc_fail(ctx, (oc_status)what.status, "rank %d of %d: %s", first, size, what.message);
 }
 

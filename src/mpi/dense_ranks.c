@@ -42,6 +42,7 @@
  * wrote: an MPI-IO layer that meets a full disk may report success with fewer bytes. */
 static oc_status write_at(oc_rank_job *j, MPI_File fh, int64_t offset, const void *buf, int64_t bytes)
 {
+    OC_CHECK(j->ctx, oc_rank_cancelled(j, OC_OK)); /* a cancel ends the writes too, not only the sub-jobs */
     const char *p = buf;
     for (int64_t done = 0; done < bytes;) {
         size_t len = (size_t)(bytes - done < (1 << 30) ? bytes - done : (1 << 30));

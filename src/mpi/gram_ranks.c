@@ -4,7 +4,12 @@
  *   every rank: checks -> its part (dense_ranks.c or select_ranks.c: set-up, compute,
  *               delivery and commit, each ending in oc_mpi_agree) -> figures to rank 0
  *
- * The sub-jobs, the fault injection and the per-rank summary live here.
+ * The sub-jobs, the fault injection, the cancel and the per-rank summary live here. A cancel
+ * (oc_context_cancel: the CLI's SIGINT/SIGTERM handler, which mpirun's SIGTERM to every rank
+ * reaches) holds for the whole rank job: the sub-jobs' oc_gram calls do not clear it
+ * (ctx->keep_cancel), no sub-job starts after it, and the phase before the output is
+ * committed ends with it as the rank's status (oc_rank_cancelled), so the ranks agree on
+ * OC_ERR_CANCELLED and rank 0 removes its temporary file.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -14,6 +19,7 @@
 
 #include "core/context.h"
 #include "core/error.h"
+#include "gram/gram_resume.h"
 #include "matrix/matrix.h"
 #include "core/text_buf.h"
 #include "core/threads.h"
@@ -36,6 +42,7 @@ static void add_stats(oc_gram_stats *sum, const oc_gram_stats *s)
     if (s->dev_budget_bytes > sum->dev_budget_bytes) sum->dev_budget_bytes = s->dev_budget_bytes;
     if (s->dev_peak_bytes > sum->dev_peak_bytes) sum->dev_peak_bytes = s->dev_peak_bytes;
     sum->host_budget_bytes = s->host_budget_bytes;
+    if (s->threads > sum->threads) sum->threads = s->threads;
     memcpy(sum->backend_explain, s->backend_explain, sizeof sum->backend_explain);
     /* The sub-jobs run one after the other: their phases add up. */
     sum->phases.cuda_start += s->phases.cuda_start;
@@ -59,12 +66,19 @@ static void add_stats(oc_gram_stats *sum, const oc_gram_stats *s)
     }
 }
 
+oc_status oc_rank_cancelled(oc_rank_job *j, oc_status st)
+{
+    if (st != OC_OK || !oc_cancelled(j->ctx)) return st;
+    return oc_fail(j->ctx, OC_ERR_CANCELLED, "cancelled");
+}
+
 oc_status oc_rank_subjob(oc_rank_job *j, int64_t r0, int64_t r1, int64_t c0, int64_t c1, const oc_gram_options *o,
                          const oc_output *out)
 {
     oc_context *ctx = j->ctx;
     oc_matrix *va = NULL, *vb = NULL;
-    oc_status st = OC_OK;
+    oc_status st = oc_rank_cancelled(j, OC_OK);
+    if (st != OC_OK) return st;
     OC_CHECK_GOTO(ctx, st, oc_matrix_row_view(ctx, j->a, r0, r1 - r0, &va), cleanup);
     /* The whole of B is passed as it is; a view of A for the columns makes the sub-job an
      * A·Bᵀ one even for A·Aᵀ (b != a), which is what a block off the diagonal is. */
@@ -95,6 +109,7 @@ static int fault_mode(int rank)
 
 oc_status oc_rank_fault(oc_rank_job *j, oc_status st)
 {
+    st = oc_rank_cancelled(j, st);
     if (st != OC_OK || !j->fail_mode) return st;
     if (j->fail_mode == 2) raise(SIGKILL);
     return oc_fail(j->ctx, OC_ERR_IO, "failure injected on this rank (OUTCORE_MPI_FAIL_RANK=%d)", j->rank);
@@ -214,18 +229,20 @@ static oc_status check_args(oc_context *ctx, const oc_matrix *a, const oc_matrix
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
                        "--resume (opts.resume) is not available under MPI ranks: run "
                        "the job in one process to resume it (docs/mpi.md)");
+    /* The output's resume journal, left by an interrupted single-process --resume run, is
+     * refused as oc_gram refuses it (the same check, without opts.resume it opens nothing). */
+    const oc_gram_job job = {.ctx = ctx, .opts = opts};
+    oc_resume *resume = NULL;
+    OC_CHECK(ctx, oc_resume_start(ctx, &job, out, &resume));
     if (oc_gram_result_dtype(opts->metric, opts->dtype) == OC_DTYPE_DEFAULT)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "dtype %s does not hold metric %s",
                        oc_dtype_name(opts->dtype) ? oc_dtype_name(opts->dtype) : "?", oc_metric_name(opts->metric));
     return OC_OK;
 }
 
-oc_status oc_gram_ranks(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const oc_gram_options *opts,
-                        const oc_output *out, oc_gram_stats *stats, char **ranks_json)
+static oc_status gram_ranks(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const oc_gram_options *opts,
+                            const oc_output *out, oc_gram_stats *stats, char **ranks_json)
 {
-    if (!ctx) return OC_ERR_INVALID_ARGUMENT;
-    oc_context_begin_job(ctx);
-    if (ranks_json) *ranks_json = NULL;
     double t0 = oc_now();
     oc_status st = check_args(ctx, a, b, opts, out);
     if (!oc_mpi_ready()) return st;
@@ -266,4 +283,17 @@ oc_status oc_gram_ranks(oc_context *ctx, const oc_matrix *a, const oc_matrix *b,
         *stats = total;
     }
     return OC_OK;
+}
+
+oc_status oc_gram_ranks(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const oc_gram_options *opts,
+                        const oc_output *out, oc_gram_stats *stats, char **ranks_json)
+{
+    if (!ctx) return OC_ERR_INVALID_ARGUMENT;
+    if (ranks_json) *ranks_json = NULL;
+    oc_context_begin_job(ctx);
+    /* From here a cancel holds until the job returns (the sub-jobs' begin_job keeps it). */
+    ctx->keep_cancel = 1;
+    oc_status st = gram_ranks(ctx, a, b, opts, out, stats, ranks_json);
+    ctx->keep_cancel = 0;
+    return st;
 }

@@ -33,12 +33,18 @@ typedef struct oc_rank_job {
 } oc_rank_job;
 
 /* Rows [r0, r1) of C against columns [c0, c1), with options o, into out: one oc_gram on row
- * views; its figures are added to j->stats. */
+ * views; its figures are added to j->stats. OC_ERR_CANCELLED at once after a cancel. */
 oc_status oc_rank_subjob(oc_rank_job *j, int64_t r0, int64_t r1, int64_t c0, int64_t c1, const oc_gram_options *o,
                          const oc_output *out);
 
-/* The fault a test asked for on this rank (OUTCORE_MPI_FAIL_RANK), at the end of its compute
- * phase: returns the injected failure, kills the process, or returns st unchanged. */
+/* st, or OC_ERR_CANCELLED ("cancelled") when st is OC_OK and the job was cancelled
+ * (oc_context_cancel, at any time since oc_gram_ranks began): the status each phase before
+ * the commit agrees on, so that a cancel on any rank ends the job on every rank. */
+oc_status oc_rank_cancelled(oc_rank_job *j, oc_status st);
+
+/* The end of a rank's compute phase: a cancel (oc_rank_cancelled), else the fault a test
+ * asked for on this rank (OUTCORE_MPI_FAIL_RANK): returns the injected failure, kills the
+ * process, or returns st unchanged. */
 oc_status oc_rank_fault(oc_rank_job *j, oc_status st);
 
 oc_status oc_ranks_dense(oc_rank_job *j);

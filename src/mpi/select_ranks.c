@@ -18,7 +18,12 @@
  * Rank 0 appends its own pairs to the output as they come; the others spool theirs to an
  * unlinked scratch file, and after the compute agreement send them to rank 0 one rank after
  * the other, in pieces.
+ *
+ * Both end as the dense part does: the delivery ends with an agreement (a rank that could not
+ * send, or was cancelled, fails it), and only then does rank 0 rename its file into place,
+ * followed by the last agreement.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +32,7 @@
 #include "core/error.h"
 #include "core/threads.h"
 #include "io/io.h"
+#include "io/sysio.h"
 #include "io/formats/select_out.h"
 #include "gram/select/select.h"
 #include "mpi/comm.h"
@@ -146,16 +152,20 @@ oc_status oc_ranks_topk(oc_rank_job *j)
             if (st == OC_OK)
                 st = oc_mpi_recv_bytes(ctx, scores + r0 * k * (int64_t)es, (r1 - r0) * k * (int64_t)es, r, TAG_TOPK);
         }
-        if (st == OC_OK) {
-            oc_topk_out *writer = w;
-            w = NULL;
-            st = oc_topk_out_commit(ctx, writer, j->n, k, idx, scores, j->dtype);
-        }
     } else {
         int64_t rows = j->row1 - j->row0;
         st = oc_mpi_send_bytes(ctx, idx, rows * k * (int64_t)sizeof *idx, 0, TAG_TOPK);
         if (st == OC_OK) st = oc_mpi_send_bytes(ctx, scores, rows * k * (int64_t)es, 0, TAG_TOPK);
         j->bytes_written += rows * k * (int64_t)(sizeof *idx + es);
+    }
+    st = oc_mpi_agree(ctx, oc_rank_cancelled(j, st));
+    if (st != OC_OK) goto cleanup;
+
+    /* Commit: every rank delivered its rows, so rank 0 renames the file into place. */
+    if (j->rank == 0) {
+        oc_topk_out *writer = w;
+        w = NULL;
+        st = oc_topk_out_commit(ctx, writer, j->n, k, idx, scores, j->dtype);
     }
     st = oc_mpi_agree(ctx, st);
 
@@ -178,7 +188,16 @@ typedef struct pairs_sink {
     char *values;
     int64_t cap, count;
     oc_status failed;
+    char *why; /* failed's message (malloc'd): oc_gram's own "the pairs callback asked to stop" replaces it on ctx */
 } pairs_sink;
+
+/* The sink's failure, st, with the message it had when it happened. */
+static int sink_failed(pairs_sink *s, oc_status st)
+{
+    s->failed = st;
+    if (st != OC_OK && !s->why) s->why = strdup(oc_context_last_error(s->j->ctx));
+    return st != OC_OK;
+}
 
 static int write_all(int fd, const void *buf, size_t bytes)
 {
@@ -204,14 +223,21 @@ static int read_all(int fd, void *buf, size_t bytes)
     return 0;
 }
 
-/* A spooled batch: its count, then its rows, columns and values. */
+/* A spooled batch: its count, then its rows, columns and values. A failure is worded as the
+ * single process's spill file's (select_pairs.c): "disk full writing the temporary file of
+ * threshold pairs in DIR: ...". */
 static oc_status spool_batch(pairs_sink *s, int64_t count)
 {
     oc_context *ctx = s->j->ctx;
+    errno = 0;
     if (write_all(s->spool, &count, sizeof count) || write_all(s->spool, s->rows, (size_t)count * sizeof *s->rows) ||
         write_all(s->spool, s->cols, (size_t)count * sizeof *s->cols) ||
-        write_all(s->spool, s->values, (size_t)count * s->es))
-        return oc_fail(ctx, OC_ERR_IO, "cannot spool threshold pairs to a scratch file in %s", oc_scratch_dir());
+        write_all(s->spool, s->values, (size_t)count * s->es)) {
+        const int err = errno ? errno : EIO;
+        char name[4200];
+        snprintf(name, sizeof name, "the temporary file of threshold pairs in %s", oc_scratch_dir());
+        return oc_io_fail(ctx, "writing", name, err, oc_sys_file_size(s->spool), -1, -1);
+    }
     return OC_OK;
 }
 
@@ -228,8 +254,8 @@ static int on_pairs(void *user, const int64_t *rows, const int64_t *cols, const 
         char *v = realloc(s->values, (size_t)cap * s->es);
         if (v) s->values = v;
         if (!r || !c || !v) {
-            s->failed = oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate a batch of %lld pairs", (long long)count);
-            return 1;
+            return sink_failed(
+                s, oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate a batch of %lld pairs", (long long)count));
         }
         s->cap = cap;
     }
@@ -246,9 +272,8 @@ static int on_pairs(void *user, const int64_t *rows, const int64_t *cols, const 
     if (kept == 0) return 0;
     s->count += kept;
     if (s->writer) s->j->bytes_written += kept * (int64_t)(2 * sizeof(int64_t) + s->es);
-    s->failed =
-        s->writer ? oc_pairs_out_append(ctx, s->writer, s->rows, s->cols, s->values, kept) : spool_batch(s, kept);
-    return s->failed != OC_OK;
+    return sink_failed(s, s->writer ? oc_pairs_out_append(ctx, s->writer, s->rows, s->cols, s->values, kept)
+                                    : spool_batch(s, kept));
 }
 
 /* A·Bᵀ: one sub-job of the rank's rows. A·Aᵀ: chunks [c0, c1) against columns [c0, n)
@@ -266,7 +291,8 @@ static oc_status pairs_compute(oc_rank_job *j, pairs_sink *s)
         s->col0 = j->symmetric ? c0 : 0;
         oc_status st = oc_rank_subjob(j, c0, c1, s->col0, j->symmetric ? j->n : j->p, &j->opts, &out);
         /* The callback's own failure stopped the job (as a cancel): report it, not the cancel. */
-        if (st != OC_OK) return s->failed != OC_OK ? s->failed : st;
+        if (st != OC_OK)
+            return s->failed != OC_OK ? oc_fail(j->ctx, s->failed, "%s", s->why ? s->why : "out of memory") : st;
     }
     return OC_OK;
 }
@@ -278,7 +304,8 @@ static oc_status send_spool(oc_rank_job *j, pairs_sink *s)
     oc_status st = OC_OK;
     if (lseek(s->spool, 0, SEEK_SET) != 0) st = oc_fail(ctx, OC_ERR_IO, "cannot rewind the pairs' scratch file");
     int64_t count = 0;
-    while (st == OC_OK && read_all(s->spool, &count, sizeof count) == 0) {
+    /* A cancel stops the sending; the end marker still goes, and the delivery's agreement fails. */
+    while ((st = oc_rank_cancelled(j, st)) == OC_OK && read_all(s->spool, &count, sizeof count) == 0) {
         if (count > s->cap) {
             st = oc_fail(ctx, OC_ERR_INTERNAL, "a spooled batch is larger than any written");
             break;
@@ -331,6 +358,7 @@ static oc_status receive_rank(oc_rank_job *j, pairs_sink *s, int r, oc_status st
             if (st == OC_OK) st = rs;
             break; /* the link is broken: nothing more can be matched */
         }
+        st = oc_rank_cancelled(j, st); /* cancelled: the rest is received and dropped */
         if (st == OC_OK) st = oc_pairs_out_append(ctx, s->writer, rows, cols, values, m);
         if (st == OC_OK) s->count += m;
     }
@@ -369,17 +397,17 @@ oc_status oc_ranks_pairs(oc_rank_job *j, int64_t *pairs)
     st = oc_mpi_agree(ctx, st);
     if (st != OC_OK) goto cleanup;
 
-    if (j->rank == 0) {
+    if (j->rank == 0)
         for (int r = 1; r < j->size; ++r) st = receive_rank(j, &s, r, st);
-        if (st == OC_OK) {
-            oc_pairs_out *writer = s.writer;
-            s.writer = NULL;
-            st = oc_pairs_out_commit(ctx, writer);
-        }
-    } else {
-        st = send_spool(j, &s);
+    else st = send_spool(j, &s);
+    /* A sender that failed or stopped still sent its end marker: rank 0 must not commit. */
+    st = oc_mpi_agree(ctx, oc_rank_cancelled(j, st));
+    if (st == OC_OK && j->rank == 0) {
+        oc_pairs_out *writer = s.writer;
+        s.writer = NULL;
+        st = oc_pairs_out_commit(ctx, writer);
     }
-    st = oc_mpi_agree(ctx, st);
+    if (st == OC_OK) st = oc_mpi_agree(ctx, st);
     int64_t total = s.count;
     MPI_Bcast(&total, 1, MPI_INT64_T, 0, MPI_COMM_WORLD);
     *pairs = total;
@@ -387,6 +415,7 @@ oc_status oc_ranks_pairs(oc_rank_job *j, int64_t *pairs)
 cleanup:
     oc_pairs_out_abort(s.writer);
     if (s.spool >= 0) close(s.spool);
+    free(s.why);
     free(s.rows);
     free(s.cols);
     free(s.values);

@@ -1,14 +1,18 @@
 """`mpirun -np R outcore gram ...` (docs/mpi.md): one job over R ranks on the CPU backend gives
 the bytes of one process for every output (dense, top-k, threshold; A·Aᵀ and A·Bᵀ), with
 row counts that no rank count divides; a failing rank fails the job on every rank with exit 1,
-one line naming the rank, and no output file. Skipped when outcore was built without MPI or
+one line naming the rank, and no output file; a SIGINT or SIGTERM cancels the job on every rank
+(exit 130, one line, no temporary file); a resume journal left beside the output is refused;
+a usage error of one rank alone is printed. Skipped when outcore was built without MPI or
 no mpirun is installed."""
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -49,15 +53,16 @@ def mpi_env():
     return env
 
 
-def start_ranks(mpirun, ranks, *args, env=None):
+def start_ranks(mpirun, ranks, *args, env=None, program=None):
     """`mpirun -np ranks outcore gram args` started, not waited for (Popen, text mode). Each
     gets a temporary folder of its own (TMPDIR): mpiruns started at once otherwise race to
-    create Open MPI's one session folder of the user ("mkdir ... File exists")."""
+    create Open MPI's one session folder of the user ("mkdir ... File exists"). program: what
+    each rank runs instead of outcore (a wrapper script), given "gram" and args."""
     full = mpi_env()
     if env:
         full.update(env)
     full["TMPDIR"] = tempfile.mkdtemp(prefix="outcore-mpirun-")
-    cmd = [*mpirun, "-np", str(ranks), outcore_bin(), "gram", *map(str, args)]
+    cmd = [*mpirun, "-np", str(ranks), str(program or outcore_bin()), "gram", *map(str, args)]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=full)
     proc.session_dir = full["TMPDIR"]
     return proc
@@ -76,8 +81,8 @@ def finish(proc):
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
-def run_ranks(mpirun, ranks, *args, env=None):
-    return finish(start_ranks(mpirun, ranks, *args, env=env))
+def run_ranks(mpirun, ranks, *args, env=None, program=None):
+    return finish(start_ranks(mpirun, ranks, *args, env=env, program=program))
 
 
 @pytest.fixture(scope="module")
@@ -90,6 +95,9 @@ def inputs(tmp_path_factory):
     b = (rng.random((157, 200)) < 0.25).astype(np.uint8)
     np.save(d / "A.npy", a)
     np.save(d / "B.npy", b)
+    # Long enough to interrupt: a 256 MB dense result written by small chunks (--host-mem 512K),
+    # most of whose time is spent between sub-jobs and in the ranks' writes.
+    np.save(d / "W.npy", (rng.random((8000, 256)) < 0.1).astype(np.uint8))
     return d
 
 
@@ -208,3 +216,119 @@ def test_resume_is_refused_under_ranks(mpirun, inputs):
     ours = [line for line in proc.stderr.splitlines() if line.startswith("outcore:")]
     assert len(ours) == 1 and "--resume" in ours[0], proc.stderr
     assert leftovers(inputs, "resume.") == []
+
+
+def outcore_ranks(launcher):
+    """The outcore processes among the descendants of the launcher's process id."""
+    children = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(stat.parent.name))
+    found, todo = [], [launcher]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            todo.append(child)
+            try:
+                if Path(f"/proc/{child}/exe").resolve() == Path(outcore_bin()).resolve():
+                    found.append(child)
+            except OSError:
+                pass
+    return found
+
+
+def wait_for(directory, prefix, seconds=60):
+    """Waits until a file whose name starts with prefix is in directory."""
+    deadline = time.monotonic() + seconds
+    while not leftovers(directory, prefix):
+        assert time.monotonic() < deadline, f"no {prefix}* appeared"
+        time.sleep(0.02)
+
+
+@pytest.mark.parametrize("target", ["ranks", "mpirun"])
+def test_a_signal_cancels_the_job_on_every_rank(mpirun, inputs, target):
+    """SIGTERM to every rank (what scancel sends) or SIGINT to mpirun (Ctrl-C; mpirun sends the
+    ranks SIGTERM, and SIGKILL a second later) mid-job: the cancel holds across the sub-jobs,
+    writes and agreements, so every rank stops, rank 0 removes the temporary file and prints one
+    line, and the ranks exit 130, as one process does."""
+    out = inputs / f"cancel_{target}.npy"
+    proc = start_ranks(mpirun, 2, inputs / "W.npy", "--backend", "cpu", "--host-mem", "512K", "-q", "-o", out)
+    try:
+        wait_for(inputs, out.name + ".tmp")
+        time.sleep(0.3)
+        if target == "ranks":
+            ranks = outcore_ranks(proc.pid)
+            assert len(ranks) == 2
+            for pid in ranks:
+                os.kill(pid, signal.SIGTERM)
+        else:
+            proc.send_signal(signal.SIGINT)
+    finally:
+        done = finish(proc)
+    # Open MPI's mpirun exits 1 when it is the one signalled, and passes the ranks' 130 on otherwise.
+    if target == "ranks":
+        assert done.returncode == 130, done.stderr
+    else:
+        assert done.returncode != 0, done.stderr
+    ours = [line for line in done.stderr.splitlines() if line.startswith("outcore:")]
+    assert ours == ["outcore: cancelled"], done.stderr
+    assert leftovers(inputs, out.name) == [], "no output and no temporary file may be left"
+
+
+@pytest.mark.parametrize("kind", [["-o", "journal.npy"], ["--topk", "4", "-o", "journal.npz"],
+                                  ["--threshold", "0.3", "--metric", "jaccard", "-o", "journal.tsv"]],
+                         ids=["dense", "topk", "threshold"])
+def test_a_resume_journal_is_refused_under_ranks(mpirun, inputs, kind):
+    """An interrupted single-process --resume run leaves OUT.outcore-journal: the ranks refuse
+    the output as one process does (exit 2, one line), and leave the journal for --resume."""
+    out = inputs / kind[-1]
+    args = [inputs / "A.npy", *kind[:-2], "--backend", "cpu", "-q"]
+    killed = run("gram", *args, "--resume", "--tile", "64", "-o", out, check=False,
+                 env={"OUTCORE_RESUME_INTERVAL": "0", "OUTCORE_RESUME_KILL_AFTER": "2"})
+    journal = inputs / (out.name + ".outcore-journal")
+    assert killed.returncode == -signal.SIGKILL and journal.exists(), killed.stderr
+    left = leftovers(inputs, out.name)
+    try:
+        proc = run_ranks(mpirun, 2, *args, "-o", out)
+        assert proc.returncode == 2, proc.stderr
+        ours = [line for line in proc.stderr.splitlines() if line.startswith("outcore:")]
+        assert len(ours) == 1 and "an interrupted job left this journal" in ours[0], proc.stderr
+        assert leftovers(inputs, out.name) == left, "the output written, or the journal's files touched"
+    finally:
+        run("clean", out, "-q", check=False)
+
+
+RANK1_WRAPPER = """#!/bin/sh
+# Rank 1 (Open MPI, or MPICH's Hydra) runs outcore with RANK1_ARGS, the others with OTHER_ARGS.
+if [ "${OMPI_COMM_WORLD_RANK:-$PMI_RANK}" = 1 ]; then exec "$OUTCORE" "$@" $RANK1_ARGS; fi
+exec "$OUTCORE" "$@" $OTHER_ARGS
+"""
+
+
+USAGE_CASES = [
+    # name, rank 1's arguments, the other ranks', what the one line says
+    ("option", "--bogus -o {out}", "-o {out}", "rank 1 of 2: gram: unknown option --bogus"),
+    ("output", "-o {missing}", "-o {out}", "rank 1 of 2: {missing}"),
+    ("every_rank", "--bogus -o {out}", "--bogus -o {out}", "outcore: gram: unknown option --bogus"),
+]
+
+
+@pytest.mark.parametrize("case,rank1,others,says", USAGE_CASES, ids=[c[0] for c in USAGE_CASES])
+def test_a_usage_error_of_one_rank_is_printed(mpirun, inputs, tmp_path, case, rank1, others, says):
+    """A usage error that only rank 1 has (a wrapper that adds an option there, an output folder
+    missing on its node) is printed once, naming the rank; one that every rank has, once by
+    rank 0 without a rank. No rank runs the job; all exit 2."""
+    wrapper = tmp_path / "rank1.sh"
+    wrapper.write_text(RANK1_WRAPPER)
+    wrapper.chmod(0o755)
+    out, missing = inputs / f"usage_{case}.npy", tmp_path / "nodir" / "o.npy"
+    names = {"out": out, "missing": missing}
+    env = {"OUTCORE": outcore_bin(), "RANK1_ARGS": rank1.format(**names), "OTHER_ARGS": others.format(**names)}
+    proc = run_ranks(mpirun, 2, inputs / "A.npy", "--backend", "cpu", "-q", env=env, program=wrapper)
+    assert proc.returncode == 2, proc.stderr
+    ours = [line for line in proc.stderr.splitlines() if line.startswith("outcore:")]
+    assert len(ours) == 1 and says.format(**names) in ours[0], proc.stderr
+    assert case != "every_rank" or "rank " not in ours[0], proc.stderr
+    assert leftovers(inputs, out.name) == [], "no rank may run the job"

@@ -38,3 +38,16 @@ def test_a_short_write_is_finished(mpirun, inputs, tmp_path):  # noqa: F811
                      env={"OUTCORE_FAULT_WRITE": "1:short,3:short"})
     assert proc.returncode == 0, proc.stderr
     assert np.array_equal(np.load(one), np.load(two)) and one.read_bytes() == two.read_bytes()
+
+
+@pytest.mark.parametrize("ext", ["npz", "tsv", "mtx"])
+def test_threshold_pairs_say_what_failed(mpirun, inputs, tmp_path, ext):  # noqa: F811
+    """Rank 0 writes the pairs of every rank: a write of its file that fails is named as one
+    process names it, not as "the pairs callback asked to stop"."""
+    out = tmp_path / f"C.{ext}"
+    proc = run_ranks(mpirun, 2, inputs / "A.npy", "--threshold", "0", "--backend", "cpu", "-q", "-o", out,
+                     env={"OUTCORE_FAULT_WRITE": "1:enospc,2:enospc,3:enospc,4:enospc"})
+    assert proc.returncode == 1, (proc.returncode, proc.stderr)
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("outcore:")]
+    assert len(lines) == 1 and "disk full" in lines[0] and "asked to stop" not in lines[0], proc.stderr
+    assert leftovers(tmp_path) == []
