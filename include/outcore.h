@@ -1082,7 +1082,8 @@ OC_API void oc_mpi_finalize(void);
 /* Collective: every rank passes the status of its own work. Returns OC_OK when every rank
  * passed OC_OK; else every rank returns the status of the lowest failing rank, and its
  * message becomes every rank's context error: "rank R of N: <message>" (the message alone
- * when every rank failed, e.g. the same bad input). */
+ * when every rank failed, e.g. the same bad input, and for OC_ERR_CANCELLED: a cancel is the
+ * job's, whichever rank saw it first). */
 OC_API oc_status oc_mpi_agree(oc_context *ctx, oc_status status);
 
 /* oc_gram over every rank; collective: every rank calls it with the same arguments (its own
