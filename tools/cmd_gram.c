@@ -201,7 +201,9 @@ static int parse_gram_args(int argc, char **argv, gram_args *g)
             continue;
         }
         if (cli_flag(a, "--help|-h")) {
-            print_usage();
+            int size = 0, rank = 0;
+            const char *var = NULL;
+            if (!cli_launched_by_mpi(&size, &rank, &var) || rank == 0) print_usage(); /* once under ranks */
             return OC_EXIT_OK;
         }
         if (cli_flag(a, "--json")) {

@@ -166,6 +166,7 @@ oc_status oc_ranks_topk(oc_rank_job *j)
         oc_topk_out *writer = w;
         w = NULL;
         st = oc_topk_out_commit(ctx, writer, j->n, k, idx, scores, j->dtype);
+        if (st == OC_OK) j->bytes_written += j->n * k * (int64_t)(sizeof *idx + es); /* every rank's rows */
     }
     st = oc_mpi_agree(ctx, st);
 
@@ -360,7 +361,10 @@ static oc_status receive_rank(oc_rank_job *j, pairs_sink *s, int r, oc_status st
         }
         st = oc_rank_cancelled(j, st); /* cancelled: the rest is received and dropped */
         if (st == OC_OK) st = oc_pairs_out_append(ctx, s->writer, rows, cols, values, m);
-        if (st == OC_OK) s->count += m;
+        if (st == OC_OK) { /* rank 0 writes them into the file: its bytes, as its own pairs are */
+            s->count += m;
+            j->bytes_written += m * (int64_t)(2 * sizeof(int64_t) + s->es);
+        }
     }
     free(rows);
     free(cols);

@@ -152,6 +152,30 @@ def test_json_lists_every_rank(mpirun, inputs):
     assert sum(r["bytes_written"] for r in ranks) == out.stat().st_size
 
 
+@pytest.mark.parametrize("args,per_pair", [(["--topk", "4"], 8 + 4), (["--threshold", "20"], 16 + 4)],
+                         ids=["topk", "threshold"])
+def test_json_counts_what_rank_0_writes(mpirun, inputs, tmp_path, args, per_pair):
+    """Rank 0 writes every rank's top-k rows or pairs into the file: they are its bytes, and
+    the others' the bytes they sent it (docs/mpi.md)."""
+    proc = run_ranks(mpirun, 3, inputs / "A.npy", *args, "--backend", "cpu", "--json", "-o", tmp_path / "C.npz")
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads(proc.stdout)
+    ranks = summary["ranks"]
+    assert all(r["bytes_written"] > 0 for r in ranks[1:])
+    if "--topk" in args:
+        assert ranks[0]["bytes_written"] == 301 * 4 * per_pair
+    else:
+        sent = sum(r["bytes_written"] for r in ranks[1:])
+        assert ranks[0]["bytes_written"] == summary["pairs"] * per_pair and ranks[0]["bytes_written"] > sent
+
+
+def test_help_is_printed_once(mpirun):
+    proc = subprocess.run([*mpirun, "-np", "3", outcore_bin(), "gram", "--help"], capture_output=True, text=True,
+                          env=mpi_env(), timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count("usage: outcore gram") == 1, proc.stdout[:500]
+
+
 def leftovers(directory, stem):
     return sorted(p.name for p in Path(directory).iterdir() if p.name.startswith(stem))
 
