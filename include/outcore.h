@@ -82,7 +82,7 @@ OC_API void oc_context_free(oc_context *ctx);
 /* The one-line message of the last failure on ctx ("" when none). Valid until the next
  * call on ctx. It is safe to print: names from outside (files, matrices, kernels) have their
  * control bytes and invalid UTF-8 shown as \xNN (oc_text_escape's terminal rule), and a
- * newline or tab a value brought in is a blank. */
+ * newline, carriage return or tab a value brought in is a blank. */
 OC_API const char *oc_context_last_error(const oc_context *ctx);
 
 /* The file:line trace of the last failure, innermost first, one frame per line. */

@@ -174,16 +174,18 @@ static int check_output_kind(const gram_args *g)
     unsigned holds = 0;
     for (int f = 0; cli_output_format_at(f); ++f)
         if (strcasecmp(ext, cli_output_format_at(f)) == 0) holds = oc_output_format_results((oc_output_format)f);
-    char list[128], others[128];
+    char list[128], others[128], got[96];
+    /* "not '.tsv'", or for "-o .npy" (a name, as os.path.splitext reads it) "not a name with no extension" */
+    snprintf(got, sizeof got, ext[0] ? "'.%.80s'" : "a name with no extension", ext);
     if (g->opts.topk > 0 && !(holds & OC_RESULT_TOPK))
-        return cli_usage_error("%s: a --topk result is written as %s, not '.%s'", g->output,
-                               suffixes(list, sizeof list, cli_topk_format_at, " or ."), ext);
+        return cli_usage_error("%s: a --topk result is written as %s, not %s", g->output,
+                               suffixes(list, sizeof list, cli_topk_format_at, " or ."), got);
     if (g->opts.use_threshold && !(holds & OC_RESULT_THRESHOLD))
-        return cli_usage_error("%s: a --threshold result is written as %s, not '.%s'", g->output,
-                               suffixes(list, sizeof list, cli_threshold_format_at, " or ."), ext);
+        return cli_usage_error("%s: a --threshold result is written as %s, not %s", g->output,
+                               suffixes(list, sizeof list, cli_threshold_format_at, " or ."), got);
     if (!g->opts.topk && !g->opts.use_threshold && !(holds & OC_RESULT_DENSE))
-        return cli_usage_error("%s: a dense result is written as %s, not '.%s' (%s hold --topk or --threshold results)",
-                               g->output, suffixes(list, sizeof list, cli_dense_format_at, " or ."), ext,
+        return cli_usage_error("%s: a dense result is written as %s, not %s (%s hold --topk or --threshold results)",
+                               g->output, suffixes(list, sizeof list, cli_dense_format_at, " or ."), got,
                                suffixes(others, sizeof others, cli_selection_format_at, " and ."));
     return -1;
 }

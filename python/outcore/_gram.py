@@ -319,14 +319,21 @@ def _check_out_is_not_an_input(out, A, B):
     _check_out_overlap(out, [], [(name, x) for name, x in inputs if _is_path(x)])
 
 
-def _check_out_kind(out, selection):
+def _check_out_kind(out, selection, result=_lib.OC_RESULT_DENSE):
     """out as the result's kind takes it: top-k and threshold results go to files of their
-    formats only; a dense one to a .npy path or an array."""
+    formats only; a dense one to a .npy path or an array. A path's extension is checked here,
+    before anything runs (explain too), with the library's words (oc_output_format_check)."""
     if _is_path(out):
-        suffix = os.path.splitext(os.fsdecode(out))[1][1:].lower()
+        name = os.fsdecode(c_path("out", out))  # a NUL byte first: it would end the name elsewhere
+        suffix = os.path.splitext(name)[1][1:].lower()
         if selection and suffix in _lib.output_formats(_lib.OC_RESULT_DENSE):
-            raise InputError(f"{os.fsdecode(out)}: .{suffix} holds a dense result; write top-k and threshold "
+            raise InputError(f"{name}: .{suffix} holds a dense result; write top-k and threshold "
                              f"results as {_suffixes(_selection_formats())}")
+        formats = _lib.output_formats(result)
+        if suffix not in formats:
+            what = {_lib.OC_RESULT_TOPK: "top-k", _lib.OC_RESULT_THRESHOLD: "threshold"}.get(result, "dense")
+            got = f"'.{suffix}'" if suffix else "a name with no extension"
+            raise InputError(f"{name}: a {what} result is written as {_suffixes(formats)}; got {got}")
     elif out is not None and selection:
         raise InputError("out= for top-k and threshold results must be a file path "
                          f"({_suffixes(_selection_formats())})")
@@ -526,7 +533,9 @@ def _checked_arguments(A, B, metric, topk, threshold, dtype, backend, gpu_mem, t
     opts.resume = 1 if resume else 0
     if progress is not None and not callable(progress):
         raise InputError(f"progress must be a callable progress(done, total); got {progress!r}")
-    _check_out_kind(out, bool(opts.topk or opts.use_threshold))
+    _check_out_kind(out, bool(opts.topk or opts.use_threshold),
+                    _lib.OC_RESULT_TOPK if opts.topk else
+                    _lib.OC_RESULT_THRESHOLD if opts.use_threshold else _lib.OC_RESULT_DENSE)
     _check_out_is_not_an_input(out, A, B)
     if stats is not None and not isinstance(stats, dict):
         raise InputError(f"stats must be a dict to fill; got {type(stats).__name__}")

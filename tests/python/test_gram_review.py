@@ -5,6 +5,7 @@ bytes, bool bytes other than 0/1, duplicate CSR entries, and explain refusing gr
 import hashlib
 import inspect
 import os
+import re
 
 import numpy as np
 import pytest
@@ -158,3 +159,18 @@ def test_explain_of_an_out_file_on_the_input_is_refused(no_rate_cache, tmp_path)
     out = np.memmap(path, np.int32, "r+", os.path.getsize(path) - a.nbytes, (30, 30))
     with pytest.raises(outcore.InputError, match="out maps the input file of 'A'"):
         outcore.explain(str(path), out=out)
+
+
+@pytest.mark.parametrize("kw,out,words", [
+    ({}, "E.txt", "a dense result is written as .npy; got '.txt'"),
+    ({}, ".npy", "got a name with no extension"),
+    ({"topk": 2}, "E.npy", ".npy holds a dense result"),
+    ({"topk": 2}, "E.mtx", "a top-k result is written as"),
+])
+def test_explain_checks_the_out_path_as_gram_does(tmp_path, kw, out, words):
+    """explain refuses the out= paths gram refuses, with the same words, before anything runs."""
+    a = np.eye(4, dtype=np.uint8)
+    for fn in (outcore.explain, outcore.gram):
+        with pytest.raises(outcore.InputError, match=re.escape(words)):
+            fn(a, out=str(tmp_path / out), **kw)
+    assert list(tmp_path.iterdir()) == []
