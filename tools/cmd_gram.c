@@ -555,6 +555,27 @@ static void *warm_up_thread(void *arg)
     return NULL;
 }
 
+/* Under ranks the stats' explanation is the last sub-job's of rank 0 (a block of its rows):
+ * --explain and --json then give the prediction of the whole job as one process would run
+ * it, as --plan gives its plan (oc_gram_explain's "backend: " and "algorithm: " lines). Left
+ * as it is when the prediction fails. */
+static void whole_job_explain(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const oc_gram_options *opts,
+                              const oc_output *out, oc_gram_stats *stats)
+{
+    char *text = NULL;
+    if (oc_gram_explain(ctx, a, b, opts, out, &text) != OC_OK || !text) return;
+    static const char backend[] = "backend: ", algorithm[] = "algorithm: ";
+    for (char *line = text, *next; line && *line; line = next) {
+        next = strchr(line, '\n');
+        if (next) *next++ = '\0';
+        if (strncmp(line, backend, sizeof backend - 1) == 0)
+            snprintf(stats->backend_explain, sizeof stats->backend_explain, "%s", line + sizeof backend - 1);
+        else if (strncmp(line, algorithm, sizeof algorithm - 1) == 0)
+            snprintf(stats->algorithm_desc, sizeof stats->algorithm_desc, "%s", line + sizeof algorithm - 1);
+    }
+    free(text);
+}
+
 int oc_cmd_gram(int argc, char **argv)
 {
     gram_args g = {.opts = OC_GRAM_OPTIONS_INIT, .read = OC_READ_OPTIONS_INIT};
@@ -641,6 +662,7 @@ int oc_cmd_gram(int argc, char **argv)
     cli_progress_finish(&progress);
     cli_trace_phase(&t, "job");
     if (st != OC_OK) goto failed;
+    if (ranked && rank == 0 && (g.explain || g.json)) whole_job_explain(ctx, a, b, &g.opts, &out, &stats);
     if (rank == 0) {
         /* After the job: a failure stays one line. */
         cli_warn_gpu_mem(g.gpu_mem, g.opts.backend);

@@ -356,3 +356,14 @@ def test_a_usage_error_of_one_rank_is_printed(mpirun, inputs, tmp_path, case, ra
     assert len(ours) == 1 and says.format(**names) in ours[0], proc.stderr
     assert case != "every_rank" or "rank " not in ours[0], proc.stderr
     assert leftovers(inputs, out.name) == [], "no rank may run the job"
+
+
+def test_explain_predicts_the_whole_job(mpirun, inputs, tmp_path):
+    """--explain and --json's backend_explain under ranks give the prediction of the whole job
+    as one process would run it (as --plan gives its plan), not of rank 0's last block."""
+    proc = run_ranks(mpirun, 2, inputs / "A.npy", "--backend", "cpu", "--explain", "--json", "-o", tmp_path / "C.npy")
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads(proc.stdout)
+    assert "gram 301x301x200 (dense)" in summary["backend_explain"], summary["backend_explain"]
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("outcore: backend ")]
+    assert len(lines) == 1 and "gram 301x301x200 (dense)" in lines[0], proc.stderr
