@@ -4,6 +4,7 @@
 
 #include "cli.h"
 #include "cli_names.h"
+#include "cli_ranks.h"
 #include "commands.h"
 #include "outcore.h"
 
@@ -28,12 +29,17 @@ static const char usage[] = "usage: outcore <command> [options]\n"
 
 int main(int argc, char **argv)
 {
+    /* alone: a command that writes an output and does not split over MPI ranks (only gram
+     * does, docs/mpi.md): under a launcher of several ranks each would compute the whole job
+     * into the same output, so it is refused. */
     static const struct {
         const char *name;
         int (*run)(int, char **);
+        int alone;
     } commands[] = {
-        {"gram", oc_cmd_gram},       {"gen", oc_cmd_gen}, {"demo", oc_cmd_demo},   {"devices", oc_cmd_devices},
-        {"inspect", oc_cmd_inspect}, {"map", oc_cmd_map}, {"clean", oc_cmd_clean}, {"matmul", oc_cmd_matmul},
+        {"gram", oc_cmd_gram, 0},       {"gen", oc_cmd_gen, 1},         {"demo", oc_cmd_demo, 0},
+        {"devices", oc_cmd_devices, 0}, {"inspect", oc_cmd_inspect, 0}, {"map", oc_cmd_map, 1},
+        {"clean", oc_cmd_clean, 0},     {"matmul", oc_cmd_matmul, 1},
     };
     if (argc < 2) {
         fputs(usage, stderr);
@@ -52,7 +58,18 @@ int main(int argc, char **argv)
     }
     /* Not in the help: for the completion and the tests, which read the library's names. */
     if (strcmp(argv[1], "--list") == 0) return cli_list_names(argv[2]);
-    for (size_t k = 0; k < sizeof commands / sizeof commands[0]; ++k)
-        if (strcmp(argv[1], commands[k].name) == 0) return commands[k].run(argc - 1, argv + 1);
+    for (size_t k = 0; k < sizeof commands / sizeof commands[0]; ++k) {
+        if (strcmp(argv[1], commands[k].name) != 0) continue;
+        int size = 0, rank = 0;
+        const char *var = NULL;
+        if (commands[k].alone && cli_launched_by_mpi(&size, &rank, &var) && (size > 1 || rank > 0)) {
+            if (rank != 0) return OC_EXIT_USAGE; /* one line, from rank 0 */
+            return cli_usage_error("%s runs in one process, but an MPI launcher started %d (%s): each would "
+                                   "compute the whole job into the same output; run it without mpirun (only gram "
+                                   "splits over ranks)",
+                                   commands[k].name, size, var);
+        }
+        return commands[k].run(argc - 1, argv + 1);
+    }
     return cli_usage_error("unknown command '%s' (see outcore --help)", argv[1]);
 }

@@ -367,3 +367,23 @@ def test_explain_predicts_the_whole_job(mpirun, inputs, tmp_path):
     assert "gram 301x301x200 (dense)" in summary["backend_explain"], summary["backend_explain"]
     lines = [line for line in proc.stderr.splitlines() if line.startswith("outcore: backend ")]
     assert len(lines) == 1 and "gram 301x301x200 (dense)" in lines[0], proc.stderr
+
+
+@pytest.mark.parametrize("args", [["matmul", "M.npy", "M.npy", "-o", "C.npy"], ["map", "x * 2", "x=M.npy", "-o", "C.npy"],
+                                  ["gen", "--rows", "9", "--cols", "9", "--density", "0.5", "-o", "C.npy"]],
+                         ids=["matmul", "map", "gen"])
+def test_commands_of_one_process_refused_under_ranks(mpirun, tmp_path, args):
+    """Only gram splits over ranks: matmul, map and gen under a launcher of several would each
+    compute the whole job into the same output, so they are refused, in one line from rank 0,
+    and nothing is written."""
+    np.save(tmp_path / "M.npy", np.ones((4, 4)))
+    session = tempfile.mkdtemp(prefix="outcore-mpirun-")
+    try:
+        proc = subprocess.run([*mpirun, "-np", "2", outcore_bin(), *args], capture_output=True, text=True,
+                              cwd=tmp_path, env=dict(mpi_env(), TMPDIR=session), timeout=120)
+    finally:
+        shutil.rmtree(session, ignore_errors=True)
+    assert proc.returncode != 0
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("outcore:")]
+    assert len(lines) == 1 and f"{args[0]} runs in one process" in lines[0], proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["M.npy"]
