@@ -16,7 +16,6 @@ KeyboardInterrupt when the library has stopped (a half-written output file is re
 from __future__ import annotations
 
 import ctypes
-import operator
 import os
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +24,7 @@ import numpy as np
 from . import _lib
 from ._calls import run_on_context
 from ._context import lease
-from ._options import c_path, c_text, parse_gpu_mem, parse_host_mem, threads_count
+from ._options import _integer, c_path, c_text, parse_gpu_mem, parse_host_mem, threads_count
 from .errors import InputError, check, from_status
 
 if TYPE_CHECKING:
@@ -141,15 +140,7 @@ def _axis(axis):
         if len(axis) != 1:
             raise InputError(f"axis={axis!r}: map reduces over one axis, or all of them with axis=None")
         axis = axis[0]
-    if isinstance(axis, (bool, np.bool_)):
-        raise InputError(f"axis={axis!r}: expected an int (one axis) or None, not a bool")
-    try:
-        axis = operator.index(axis)
-    except TypeError:
-        raise InputError(f"axis={axis!r}: expected an int (one axis) or None") from None
-    if not -_lib.OC_MAP_MAX_DIMS <= axis < _lib.OC_MAP_MAX_DIMS:
-        raise InputError(f"axis {axis} is out of bounds: map's arrays have at most {_lib.OC_MAP_MAX_DIMS} dimensions")
-    return axis
+    return _integer("axis", axis, -_lib.OC_MAP_MAX_DIMS, _lib.OC_MAP_MAX_DIMS - 1)
 
 
 def _out_path(out, what="map"):

@@ -146,10 +146,11 @@ static int cache_file_grow(cache_file *f)
 {
     if (f->count < f->cap) return 0;
     int cap = f->cap ? 2 * f->cap : 4;
-    section *s = realloc(f->s, (size_t)(cap < MAX_SECTIONS ? cap : MAX_SECTIONS) * sizeof *s);
+    if (cap > MAX_SECTIONS) cap = MAX_SECTIONS;
+    section *s = realloc(f->s, (size_t)cap * sizeof *s);
     if (!s) return -1;
     f->s = s;
-    f->cap = cap < MAX_SECTIONS ? cap : MAX_SECTIONS;
+    f->cap = cap;
     return 0;
 }
 
