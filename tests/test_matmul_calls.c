@@ -189,6 +189,37 @@ static void test_caller_mistakes(void)
           strstr(oc_context_last_error(ctx), "C shares memory with B"));
     C2.data = both + 64; /* just past B: fine */
     CHECK(oc_matmul(ctx, &A, &B2, &C2, &o, NULL) == OC_OK);
+    /* Column blocks of one buffer, rows 16 apart: B in columns 0..7, C in 8..15 (apart), then
+     * C in 4..11 and 12..19 (its rows meet B's first rows and the next ones), and C with rows
+     * 17 apart (a shared span is refused when the strides differ). */
+    double wide[8 * 16 + 8];
+    for (int i = 0; i < 8; ++i) memcpy(wide + 16 * i, b + 8 * i, 8 * sizeof(double));
+    oc_matmul_array Bw = mem(OC_MATMUL_FLOAT64, wide, 8, 8), Cw = mem(OC_MATMUL_FLOAT64, wide + 8, 8, 8);
+    Bw.ld = Cw.ld = 16;
+    CHECK(oc_matmul(ctx, &A, &Bw, &Cw, &o, NULL) == OC_OK);
+    double want[64];
+    oc_matmul_array W = mem(OC_MATMUL_FLOAT64, want, 8, 8);
+    CHECK(oc_matmul(ctx, &A, &B, &W, &o, NULL) == OC_OK);
+    int same = 1;
+    for (int i = 0; i < 8; ++i)
+        for (int j = 0; j < 8; ++j) same &= wide[16 * i + 8 + j] == want[8 * i + j] && wide[16 * i + j] == b[8 * i + j];
+    CHECK(same);
+    Cw.data = wide + 4;
+    CHECK(oc_matmul(ctx, &A, &Bw, &Cw, &o, NULL) == OC_ERR_INVALID_ARGUMENT &&
+          strstr(oc_context_last_error(ctx), "C shares memory with B"));
+    Cw.data = wide + 12;
+    CHECK(oc_matmul(ctx, &A, &Bw, &Cw, &o, NULL) == OC_ERR_INVALID_ARGUMENT &&
+          strstr(oc_context_last_error(ctx), "C shares memory with B"));
+    Cw.data = wide + 8;
+    Cw.rows = 1; /* one row of C beside B's first: apart whatever its stride */
+    oc_matmul_array A1 = mem(OC_MATMUL_FLOAT64, a, 1, 8);
+    CHECK(oc_matmul(ctx, &A1, &Bw, &Cw, &o, NULL) == OC_OK);
+    Cw.rows = 8;
+    double wider[8 * 17];
+    Cw.data = wider + 8, Cw.ld = 17;
+    Bw.data = wider;
+    CHECK(oc_matmul(ctx, &A, &Bw, &Cw, &o, NULL) == OC_ERR_INVALID_ARGUMENT &&
+          strstr(oc_context_last_error(ctx), "C shares memory with B"));
     /* Struct sizes that are no version's. */
     oc_matmul_stats st = {.struct_size = 0};
     CHECK(oc_matmul(ctx, &A, &B, &C, &o, &st) == OC_ERR_INVALID_ARGUMENT &&

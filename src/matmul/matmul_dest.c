@@ -30,14 +30,45 @@ static oc_status check_not_input(oc_context *ctx, const char *path, const oc_mm_
     return OC_OK;
 }
 
-/* C's memory (span bytes from c) and an operand's in memory must not meet: the result would
- * overwrite the operand while the product still reads it. */
-static oc_status check_apart(oc_context *ctx, const unsigned char *c, int64_t span, const oc_mm_source *s,
+/* Whether rows of two strided arrays meet, each `rows` rows of `width` bytes, the same `stride`
+ * bytes apart (stride >= both widths), the second starting `d` bytes after the first (d >= 0):
+ * the second's row j starts r bytes into the first's row j + q (d = q stride + r), so it meets
+ * that row when r < width_1, and the next one when it runs past the row's stride. */
+static int rows_meet(int64_t d, int64_t stride, int64_t rows1, int64_t width1, int64_t rows2, int64_t width2)
+{
+    const int64_t q = d / stride, r = d % stride;
+    /* rows i = j + q + step of the first, for rows j of the second, j in [0, rows2) */
+    for (int step = 0; step < 2; ++step) {
+        if (step == 0 ? r >= width1 : r + width2 <= stride) continue;
+        const int64_t lo = q + step, hi = q + step + rows2; /* first-array rows touched: [lo, hi) */
+        if (lo < rows1 && hi > 0) return 1;
+    }
+    return 0;
+}
+
+/* C's memory (m x n elements of elem bytes, ld apart, from c) and an operand's in memory must
+ * not meet: the result would overwrite the operand while the product still reads it. Arrays
+ * whose spans overlap but whose rows interleave without meeting (column blocks of one buffer)
+ * are apart when their rows are the same bytes apart; with other strides a shared span is
+ * refused. */
+static oc_status check_apart(oc_context *ctx, const oc_mm_dest *d, int64_t span, const oc_mm_source *s,
                              const char *label)
 {
     if (!s || !s->data) return OC_OK;
-    const int64_t other = oc_memory_span(s->data, s->rows, s->cols, s->ld, oc_matmul_dtype_size(s->dtype));
+    const unsigned char *c = d->data;
+    const int64_t se = (int64_t)oc_matmul_dtype_size(s->dtype);
+    const int64_t other = oc_memory_span(s->data, s->rows, s->cols, s->ld, (size_t)se);
     if (span <= 0 || other <= 0 || c + span <= s->data || s->data + other <= c) return OC_OK;
+    const int64_t c_width = d->cols * (int64_t)d->elem, s_width = s->cols * se;
+    /* A single row has no stride of its own: it takes the other's. */
+    int64_t c_stride = d->rows > 1 ? d->ld * (int64_t)d->elem : 0, s_stride = s->rows > 1 ? s->ld * se : 0;
+    if (!c_stride) c_stride = s_stride ? s_stride : c_width > s_width ? c_width : s_width;
+    if (!s_stride) s_stride = c_stride;
+    if (c_stride == s_stride && c_stride >= c_width && c_stride >= s_width) {
+        const int meet = c >= s->data ? rows_meet(c - s->data, c_stride, s->rows, s_width, d->rows, c_width)
+                                      : rows_meet(s->data - c, c_stride, d->rows, c_width, s->rows, s_width);
+        if (!meet) return OC_OK;
+    }
     return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
                    "C shares memory with %s: writing the result would overwrite the operand while it is read; give "
                    "C memory of its own",
@@ -88,8 +119,8 @@ oc_status oc_mm_dest_open(oc_context *ctx, const oc_matmul_array *c, oc_matmul_d
                        "C: %" PRId64 " x %" PRId64 " elements with ld %" PRId64
                        " would reach past the end of the address space",
                        m, n, d->ld);
-    OC_CHECK(ctx, check_apart(ctx, d->data, span, a, "A"));
-    if (b) OC_CHECK(ctx, check_apart(ctx, d->data, span, b, "B"));
+    OC_CHECK(ctx, check_apart(ctx, d, span, a, "A"));
+    if (b) OC_CHECK(ctx, check_apart(ctx, d, span, b, "B"));
     return OC_OK;
 }
 

@@ -105,6 +105,14 @@ def test_out_array_and_path(tmp_path):
     with pytest.raises(outcore.InputError, match="shares memory"):
         sq = rng.standard_normal((10, 10))
         outcore.matmul(sq, sq, out=sq)
+    # Column blocks of one buffer share no element: the product is written beside its operand.
+    buf = np.zeros((4, 8))
+    left, right = buf[:, :4], buf[:, 4:]
+    left[:] = np.arange(16.0).reshape(4, 4)
+    outcore.matmul(left, np.eye(4) * 2, out=right)
+    assert np.array_equal(right, left * 2) and np.array_equal(left, np.arange(16.0).reshape(4, 4))
+    with pytest.raises(outcore.InputError, match="shares memory"):
+        outcore.matmul(buf[:, :4], np.eye(4), out=buf[:, 2:6])
     # A one-row or one-column result's stride along its single element is never used: numpy's
     # y[None, :] and x[:, None] have 0 there.
     row, col = np.zeros(10), np.zeros(20)
