@@ -33,6 +33,11 @@
  *
  * MATMUL_TILE forces the tile edge (the plan's otherwise).
  *
+ * MATMUL_PINNED=1 (out of core) puts A, B and C in page-locked host memory and gives the
+ * backend their addresses (panel_memory, tile_memory), as the job layer does for a caller's
+ * pinned arrays: panels are uploaded and tiles downloaded in place, with no staging copy
+ * through host memory, so the job meets the PCIe link's limit rather than the host's.
+ *
  * MATMUL_DEVICE_SETS="0;0,1" runs the scaling mode instead: operands generated row by row
  * from one pattern (any K without its memory), the product on each device set in turn, its
  * rate against the first set's times the device count, and whether its bytes equal the
@@ -108,6 +113,22 @@ static oc_status write_rows(const oc_matmul_job *job, int64_t row0, int64_t rows
         memcpy(io->c + (size_t)((row0 + r) * job->n + col0) * es, (const char *)tile + (size_t)(r * ld) * es,
                (size_t)cols * es);
     return OC_OK;
+}
+
+/* MATMUL_PINNED: where panels and tiles lie in the page-locked operands (rows of ld). */
+static const void *pinned_panel(const oc_matmul_job *job, oc_mm_operand which, int64_t row0, int64_t col0, int64_t *ld)
+{
+    const host_io *io = (const host_io *)job->io;
+    const size_t es = oc_mm_type_size(job->in_type);
+    *ld = which == OC_MM_A ? job->k : job->n;
+    return (which == OC_MM_A ? io->a : io->b) + (size_t)(row0 * *ld + col0) * es;
+}
+
+static void *pinned_tile(const oc_matmul_job *job, int64_t row0, int64_t col0, int64_t *ld)
+{
+    const host_io *io = (const host_io *)job->io;
+    *ld = job->n;
+    return io->c + (size_t)(row0 * job->n + col0) * oc_mm_type_size(job->out_type);
 }
 
 typedef struct type_case {
@@ -281,6 +302,57 @@ static double in_core(const type_case *tc, int64_t m, int64_t n, int64_t k, cons
     const double best = r.found ? ref_search(&r, m, n, k) : -1;
     *with_copies = best + r.up + ref_close(&r, c);
     return best;
+}
+
+/* MATMUL_PINNED's floor: the job's own upload and download byte counts copied between the
+ * page-locked operands and result and the device, in pieces of 256 MiB, uploads and downloads
+ * each alone and then both at once on two streams (what the link gives a job that moves those
+ * bytes; the uploads cycle over A and B). */
+typedef struct link_times {
+    double up, down, both;
+} link_times;
+
+static double link_copies(const char *src0, size_t src_bytes, size_t up, char *dst0, size_t dst_bytes, size_t down,
+                          void *dev_up, void *dev_down, cudaStream_t su, cudaStream_t sd)
+{
+    size_t piece = 256u << 20;
+    if (src_bytes < piece) piece = src_bytes;
+    if (dst_bytes < piece) piece = dst_bytes;
+    CK(cudaDeviceSynchronize());
+    const double t = now();
+    for (size_t done = 0, at = 0; done < up; done += piece, at = (at + piece) % src_bytes) {
+        const size_t bytes = up - done < piece ? up - done : piece;
+        const size_t from = at + bytes <= src_bytes ? at : 0;
+        CK(cudaMemcpyAsync(dev_up, src0 + from, bytes, cudaMemcpyHostToDevice, su));
+    }
+    for (size_t done = 0, at = 0; done < down; done += piece, at = (at + piece) % dst_bytes) {
+        const size_t bytes = down - done < piece ? down - done : piece;
+        const size_t to = at + bytes <= dst_bytes ? at : 0;
+        CK(cudaMemcpyAsync(dst0 + to, dev_down, bytes, cudaMemcpyDeviceToHost, sd));
+    }
+    CK(cudaDeviceSynchronize());
+    return now() - t;
+}
+
+static link_times link_floor(const host_io *io, size_t bytes_a, size_t bytes_c, size_t up, size_t down)
+{
+    void *dev_up = NULL, *dev_down = NULL;
+    cudaStream_t su, sd;
+    CK(cudaMalloc(&dev_up, 256u << 20));
+    CK(cudaMalloc(&dev_down, 256u << 20));
+    CK(cudaMemset(dev_down, 0, 256u << 20));
+    CK(cudaStreamCreateWithFlags(&su, cudaStreamNonBlocking));
+    CK(cudaStreamCreateWithFlags(&sd, cudaStreamNonBlocking));
+    link_times lt;
+    (void)link_copies(io->a, bytes_a, up / 8, io->c, bytes_c, down / 8, dev_up, dev_down, su, sd); /* warm */
+    lt.up = link_copies(io->a, bytes_a, up, io->c, bytes_c, 0, dev_up, dev_down, su, sd);
+    lt.down = link_copies(io->a, bytes_a, 0, io->c, bytes_c, down, dev_up, dev_down, su, sd);
+    lt.both = link_copies(io->a, bytes_a, up, io->c, bytes_c, down, dev_up, dev_down, su, sd);
+    CK(cudaStreamDestroy(su));
+    CK(cudaStreamDestroy(sd));
+    CK(cudaFree(dev_up));
+    CK(cudaFree(dev_down));
+    return lt;
 }
 
 #define RESIDENT_PAIRS 8
@@ -491,7 +563,19 @@ int main(int argc, char **argv)
     const size_t bytes_a = (size_t)(m * k) * ia, bytes_b = (size_t)(k * n) * ia, bytes_c = (size_t)(m * n) * oa;
     const int64_t gpu_mem = argc > 5 ? atoll(argv[5]) << 20 : (int64_t)((bytes_a + bytes_b + bytes_c) / 4 + (64 << 20));
     host_io io = {NULL, NULL, NULL, NULL}; /* no pattern: the operands below are real */
-    io.a = (char *)malloc(bytes_a), io.b = (char *)malloc(bytes_b), io.c = (char *)malloc(bytes_c);
+    const int pinned = getenv("MATMUL_PINNED") != NULL && !getenv("MATMUL_RESIDENT");
+    if (pinned) {
+        void *pa = NULL, *pb = NULL, *pc = NULL;
+        if (cudaHostAlloc(&pa, bytes_a, cudaHostAllocDefault) != cudaSuccess ||
+            cudaHostAlloc(&pb, bytes_b, cudaHostAllocDefault) != cudaSuccess ||
+            cudaHostAlloc(&pc, bytes_c, cudaHostAllocDefault) != cudaSuccess) {
+            fprintf(stderr, "out of page-locked host memory\n");
+            return 1;
+        }
+        io.a = (const char *)pa, io.b = (const char *)pb, io.c = (char *)pc;
+    } else {
+        io.a = (char *)malloc(bytes_a), io.b = (char *)malloc(bytes_b), io.c = (char *)malloc(bytes_c);
+    }
     if (!io.a || !io.b || !io.c) {
         fprintf(stderr, "out of host memory\n");
         return 1;
@@ -534,6 +618,7 @@ int main(int argc, char **argv)
     memset(&job, 0, sizeof job);
     job.ctx = ctx, job.m = m, job.n = n, job.k = k, job.in_type = tc->in, job.out_type = tc->out, job.tf32 = tc->tf32;
     job.read_panel = read_rows, job.write_tile = write_rows, job.io = &io, job.gpu_mem_bytes = gpu_mem;
+    if (pinned) job.panel_memory = pinned_panel, job.tile_memory = pinned_tile;
     if (getenv("MATMUL_TILE")) job.tile = atoll(getenv("MATMUL_TILE"));
     job.host_mem_bytes = oc_host_budget_resolve(0); /* as the job layer resolves an unset --host-mem */
     char *plan = NULL;
@@ -553,9 +638,10 @@ int main(int argc, char **argv)
     }
     printf("\n%-22s %-26s %-24s %10s %12s  %s\n", "case", "device", "m x n x k", "seconds", "TFLOP/s", "note");
     char note[160];
-    snprintf(note, sizeof note, "%s, --gpu-mem %lld MiB, %lld tiles, H2D %.2f GB, D2H %.2f GB", tc->name,
+    snprintf(note, sizeof note, "%s, --gpu-mem %lld MiB, %lld tiles, H2D %.2f GB, D2H %.2f GB, %s", tc->name,
              (long long)(gpu_mem >> 20), (long long)job.stats.tiles, (double)job.stats.bytes_to_device / 1e9,
-             (double)job.stats.bytes_from_device / 1e9);
+             (double)job.stats.bytes_from_device / 1e9,
+             pinned ? "page-locked operands and result" : "pageable operands and result");
     printf("%-22s %-26.26s %-24s %10.4f %12.2f  %s\n", "outcore out of core", prop.name, dims, secs, flop / secs / 1e12,
            note);
     /* The operands hold 0 and 1: every sum is an integer up to k, exact in every output type,
@@ -574,16 +660,31 @@ int main(int argc, char **argv)
         if (!same) return 1;
     }
     free(ours);
+    if (pinned) {
+        /* After the comparison: the copies below overwrite C. */
+        const link_times lt = link_floor(&io, bytes_a, bytes_c, (size_t)job.stats.bytes_to_device,
+                                         (size_t)job.stats.bytes_from_device);
+        printf("the link, the job's bytes between the same page-locked buffers and the device: H2D %.2f GB alone "
+               "%.4f s (%.1f GB/s), D2H %.2f GB alone %.4f s (%.1f GB/s), both at once %.4f s; outcore's job / "
+               "both at once: %.2f\n",
+               (double)job.stats.bytes_to_device / 1e9, lt.up, (double)job.stats.bytes_to_device / 1e9 / lt.up,
+               (double)job.stats.bytes_from_device / 1e9, lt.down, (double)job.stats.bytes_from_device / 1e9 / lt.down,
+               lt.both, lt.both / secs);
+    }
     if (incore > 0) {
         printf("%-22s %-26.26s %-24s %10.4f %12.2f  %s, resident, best of the heuristic's candidates\n",
                "cuBLASLt in core", prop.name, dims, incore, flop / incore / 1e12, tc->name);
-        printf("%-22s %-26.26s %-24s %10.4f %12.2f  %s, pageable uploads and download\n", "  + transfers", prop.name,
-               dims, copies, flop / copies / 1e12, tc->name);
+        printf("%-22s %-26.26s %-24s %10.4f %12.2f  %s, %s uploads and download\n", "  + transfers", prop.name, dims,
+               copies, flop / copies / 1e12, tc->name, pinned ? "page-locked" : "pageable");
         printf("ratio outcore / cuBLASLt in core: %.2f\n", incore / secs);
     } else {
         printf("cuBLASLt in core: the product does not fit the device (or has no algorithm)\n");
     }
     oc_context_free(ctx);
-    free((void *)io.a), free((void *)io.b), free(io.c);
+    if (pinned) {
+        cudaFreeHost((void *)io.a), cudaFreeHost((void *)io.b), cudaFreeHost(io.c);
+    } else {
+        free((void *)io.a), free((void *)io.b), free(io.c);
+    }
     return 0;
 }
