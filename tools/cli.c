@@ -61,6 +61,15 @@ void cli_message(const char *fmt, ...)
     va_end(ap);
 }
 
+int cli_stdout_status(int status)
+{
+    errno = 0;
+    const int flushed = fflush(stdout) == 0;
+    if (flushed && !ferror(stdout)) return status;
+    cli_message("standard output: %s", !flushed && errno ? strerror(errno) : "a write failed");
+    return status == OC_EXIT_OK ? OC_EXIT_FAILURE : status;
+}
+
 int cli_usage_error(const char *fmt, ...)
 {
     va_list ap;

@@ -20,6 +20,9 @@
 void cli_message(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* cli_message, then returns 2. */
 int cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A command's exit status once what it printed is out: when standard output could not take
+ * it (a full disk, a closed pipe), one line saying so and 1 in place of a success. */
+int cli_stdout_status(int status);
 /* s escaped for a terminal; s as a JSON string literal, quotes included (NULL: null). */
 void cli_shown(FILE *f, const char *s);
 void cli_json_string(FILE *f, const char *s);

@@ -27,7 +27,7 @@ static const char usage[] = "usage: outcore <command> [options]\n"
                             "An option that takes a value is given once; -- ends a command's options.\n"
                             "Exit status: 0 success, 2 bad input or usage, 1 other failures, 130 interrupted.\n";
 
-int main(int argc, char **argv)
+static int run(int argc, char **argv)
 {
     /* alone: a command that writes an output and does not split over MPI ranks (only gram
      * does, docs/mpi.md): under a launcher of several ranks each would compute the whole job
@@ -73,3 +73,5 @@ int main(int argc, char **argv)
     }
     return cli_usage_error("unknown command '%s' (see outcore --help)", argv[1]);
 }
+
+int main(int argc, char **argv) { return cli_stdout_status(run(argc, argv)); }
