@@ -723,6 +723,10 @@ static void test_path_extension(void)
     CHECK(strcmp(oc_path_extension("dir.d/A.NPY", buf, sizeof buf), "npy") == 0);
     CHECK(strcmp(oc_path_extension("dir.d/A", buf, sizeof buf), "") == 0);
     CHECK(strcmp(oc_path_extension(".hidden", buf, sizeof buf), "") == 0);
+    CHECK(strcmp(oc_path_extension("d/..npy", buf, sizeof buf), "") == 0); /* os.path.splitext's rule */
+    CHECK(strcmp(oc_path_extension("...npy", buf, sizeof buf), "") == 0);
+    CHECK(strcmp(oc_path_extension("..a.npy", buf, sizeof buf), "npy") == 0);
+    CHECK(strcmp(oc_path_extension("d.x/...", buf, sizeof buf), "") == 0);
     CHECK(strcmp(oc_path_extension("a.tar.gz", buf, sizeof buf), "gz") == 0);
     CHECK(strcmp(oc_path_extension("a.verylongextension", buf, 4), "ver") == 0);
 }

@@ -257,8 +257,11 @@ int cli_unknown_option(const cli_args *a, const char *command)
 
 const char *cli_path_extension(const char *path)
 {
-    const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path, *dot = strrchr(base, '.');
-    return dot && dot > base ? dot + 1 : ""; /* ".npy" is a name, as for oc_path_extension */
+    /* A name's leading dots are part of it (".npy", "..npy"), as for oc_path_extension. */
+    const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+    while (*base == '.') ++base;
+    const char *dot = strrchr(base, '.');
+    return dot ? dot + 1 : "";
 }
 
 double cli_now(void)

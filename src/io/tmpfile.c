@@ -43,9 +43,10 @@ const char *oc_path_extension(const char *path, char *buf, size_t bufsize)
     if (!path) return buf;
     const char *base = strrchr(path, '/');
     base = base ? base + 1 : path;
+    /* Leading dots are part of the name (".bashrc", "..npy"), as os.path.splitext says. */
+    while (*base == '.') ++base;
     const char *dot = strrchr(base, '.');
-    /* ".bashrc" is a name, not an extension, as os.path.splitext says. */
-    if (!dot || dot == base) return buf;
+    if (!dot) return buf;
     size_t k = 0;
     for (const char *p = dot + 1; *p && k + 1 < bufsize; ++p) buf[k++] = (char)tolower((unsigned char)*p);
     buf[k] = '\0';

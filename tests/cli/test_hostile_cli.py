@@ -363,6 +363,6 @@ def test_output_named_only_by_its_extension_refused(tmp_path, a01, command):
     a = tmp_path / "a.npy"
     args = {"gram": [a], "matmul": [a, "--gram"], "map": ["x * 2", f"x={a}"]}[command]
     before = snapshot(tmp_path)
-    for out in (".npy", "./.npy", str(tmp_path / ".npy")):
-        err = refused(run_bytes(command, *args, "-o", out, cwd=tmp_path), tmp_path, before, ".npy")
+    for out in (".npy", "./.npy", str(tmp_path / ".npy"), "..npy", "...npy"):
+        err = refused(run_bytes(command, *args, "-o", out, cwd=tmp_path), tmp_path, before, out.split("/")[-1])
         assert "'.'" not in err, err  # the name has no extension: none is quoted
