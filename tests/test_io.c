@@ -18,6 +18,7 @@
 #include "matrix/matrix.h"
 #include "harness.h"
 #include "io/io.h"
+#include "io/formats/npy_array.h"
 #include "outcore.h"
 
 static oc_context *ctx;
@@ -240,6 +241,26 @@ static void test_npy_packbits(void)
     CHECK_FAIL(oc_matrix_open(ctx, path, C, &m), OC_ERR_INPUT, path, "bool");
     CHECK_FAIL(oc_matrix_open(ctx, "x.txt", 8, &m), OC_ERR_INVALID_ARGUMENT, "x.txt", "--bits");
     CHECK(m == NULL);
+}
+
+/* Dimensions up to 2^63 - 1 are numpy's (np.empty((0, 2**63 - 1))): read as they are; one
+ * past is refused as a dimension past 64 bits. */
+static void test_npy_dimension_limits(void)
+{
+    static const unsigned char none[1] = {0};
+    unsigned char buf[512];
+    oc_npy_array_info info;
+    size_t len =
+        npy_image(buf, 1, "{'descr': '|i1', 'fortran_order': False, 'shape': (0, 9223372036854775807), }", none, 0);
+    CHECK(oc_npy_array_parse(ctx, "edge.npy", buf, len, &info) == OC_OK && info.ndim == 2 && info.shape[0] == 0 &&
+          info.shape[1] == INT64_MAX);
+    len = npy_image(buf, 1, "{'descr': '|i1', 'fortran_order': False, 'shape': (0, 9223372036854775799), }", none, 0);
+    CHECK(oc_npy_array_parse(ctx, "edge.npy", buf, len, &info) == OC_OK && info.shape[1] == INT64_MAX - 8);
+    len = npy_image(buf, 1, "{'descr': '|i1', 'fortran_order': False, 'shape': (0, 9223372036854775808), }", none, 0);
+    CHECK_FAIL(oc_npy_array_parse(ctx, "past.npy", buf, len, &info), OC_ERR_INPUT, "past.npy", "overflows 64 bits");
+    len =
+        npy_image(buf, 1, "{'descr': '|i1', 'fortran_order': False, 'shape': (0, 99999999999999999999999), }", none, 0);
+    CHECK_FAIL(oc_npy_array_parse(ctx, "past.npy", buf, len, &info), OC_ERR_INPUT, "past.npy", "overflows 64 bits");
 }
 
 static void test_npy_bad(void)
@@ -797,6 +818,7 @@ int main(void)
     test_npy_values();
     test_npy_packbits();
     test_npy_bad();
+    test_npy_dimension_limits();
     test_npy_write();
     test_save_round_trip();
     test_read_options_v1();

@@ -141,8 +141,9 @@ static int parse_shape(header_cursor *c, npy_header *h)
         uint64_t v = 0;
         int overflow = 0;
         while (c->p < c->end && *c->p >= '0' && *c->p <= '9') {
-            if (v > (uint64_t)(INT64_MAX - 9) / 10) overflow = 1;
-            v = v * 10 + (uint64_t)(*c->p++ - '0');
+            const uint64_t d = (uint64_t)(*c->p++ - '0');
+            if (overflow || v > ((uint64_t)INT64_MAX - d) / 10) overflow = 1;
+            else v = v * 10 + d;
         }
         if (c->p < c->end && *c->p == 'L') c->p++;
         if (h->ndim == NPY_MAX_DIMS) {
