@@ -190,6 +190,9 @@ def test_bad_inputs(mats):
     expect_error(d, d / "a.npy", "--gram", "--transpose-b", message="no B to transpose")
     expect_error(d, d / "a.npy", d / "b.npy", "--devices", "", message="--devices: an empty list")
     expect_error(d, d / "a.npy", d / "b.npy", "--backend", "cpu", "--host-mem", "1K", message="raise --host-mem")
+    line = expect_error(d, d / "a.npy", d / "b.npy", "--backend", "cpu", "--host-mem", "1K", "--tile", "64",
+                        message="give a smaller --tile")
+    assert "a tile of " in line and "with K panels of" in line, line
     np.save(d / "rec.npy", np.zeros((3, 3), dtype=[("x", "f8")]))
     line = expect_error(d, d / "rec.npy", d / "b.npy", message="dtype 'structured' is not one matmul reads")
     # A header whose shape's byte count overflows: refused as truncated, the count not wrapped.
@@ -198,6 +201,27 @@ def test_bad_inputs(mats):
     (d / "huge.npy").write_bytes(b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header)
     line = expect_error(d, d / "huge.npy", d / "b.npy", message="truncated .npy")
     assert "needs more than 9223372036854775807 data bytes" in line, line
+
+
+def test_plan_floors(tmp_path):
+    """The CPU planner's K panel stops at 64 and its tile at 16 x 16 (docs/matmul.md): the
+    smallest plan is what a budget just large enough gets, one byte less is refused naming it;
+    a tile given is kept, only its K panel halves."""
+    np.save(tmp_path / "long.npy", np.random.default_rng(0).standard_normal((100, 5000)))
+    floor = (16 + 16) * 64 * 8 + 16 * 16 * 8  # float64 A·Aᵀ: two panels and the tile
+    plan = json.loads(run("matmul", tmp_path / "long.npy", "--gram", "--plan", "--json", "--backend", "cpu",
+                          "--host-mem", str(floor)).stdout)
+    assert (plan["tile_rows"], plan["tile_cols"], plan["k_panel"]) == (16, 16, 64), plan
+    proc = run("matmul", tmp_path / "long.npy", "--gram", "--plan", "--backend", "cpu", "--host-mem",
+               str(floor - 1), check=False)
+    assert proc.returncode == 2 and f"a tile of 16 x 16 with K panels of 64 needs {floor} bytes" in proc.stderr
+    for budget in (40960, 100000, 1000000):  # 40960: a 32 x 32 tile with K panels of 64
+        plan = json.loads(run("matmul", tmp_path / "long.npy", "--gram", "--plan", "--json", "--backend", "cpu",
+                              "--host-mem", str(budget)).stdout)
+        assert plan["k_panel"] >= 64 and plan["need_bytes"] <= budget, plan
+        given = json.loads(run("matmul", tmp_path / "long.npy", "--gram", "--plan", "--json", "--backend", "cpu",
+                               "--host-mem", str(budget), "--tile", "32").stdout)
+        assert (given["tile_rows"], given["tile_cols"]) == (32, 32) and given["k_panel"] >= 64, given
 
 
 def test_output_is_an_input(mats):

@@ -71,13 +71,16 @@ oc_status oc_mm_cpu_plan_make(oc_matmul_job *job, oc_mm_cpu_plan *p)
         p->need_bytes = need(job, p->kind, tm, tn, kp);
         if (p->need_bytes <= budget) break;
         p->bound = "the host budget";
-        if (kp > PANEL_MIN && (kp > edge || job->tile > 0 || edge <= TILE_MIN)) kp = (kp + 1) / 2;
+        /* The K panel halves down to PANEL_MIN, then the tile (a tile given stays as given). */
+        if (kp > PANEL_MIN && (kp > edge || job->tile > 0 || edge <= TILE_MIN))
+            kp = (kp + 1) / 2 > PANEL_MIN ? (kp + 1) / 2 : PANEL_MIN;
         else if (edge > TILE_MIN && job->tile <= 0) edge /= 2;
         else /* a budget the caller gave is theirs to raise (exit 2); the default, the machine's */
             return oc_fail(ctx, job->host_mem_given ? OC_ERR_INVALID_ARGUMENT : OC_ERR_NO_MEMORY,
                            "the host budget of %" PRId64 " bytes is too small for the product: a tile of %" PRId64
-                           " x %" PRId64 " with K panels of %" PRId64 " needs %" PRId64 " bytes (raise --host-mem)",
-                           budget, tm, tn, kp, p->need_bytes);
+                           " x %" PRId64 " with K panels of %" PRId64 " needs %" PRId64 " bytes (%s)",
+                           budget, tm, tn, kp, p->need_bytes,
+                           job->tile > 0 ? "raise --host-mem, or give a smaller --tile" : "raise --host-mem");
     }
     p->tiles_m = ceil_div(m, p->tm);
     p->tiles_n = ceil_div(n, p->tn);
