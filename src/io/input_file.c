@@ -27,6 +27,7 @@ static oc_status not_regular(oc_context *ctx, const char *path, mode_t mode)
 oc_status oc_input_open(oc_context *ctx, const char *path, int *fd, struct stat *sb)
 {
     *fd = -1;
+    if (!path[0]) return oc_fail(ctx, OC_ERR_INPUT, "an input file's name is empty");
     /* Refused before opening: opening a device can have effects of its own. The descriptor's
      * own fstat below decides, so a file swapped in between is still seen for what it is. */
     if (stat(path, sb) == 0 && !S_ISREG(sb->st_mode)) return not_regular(ctx, path, sb->st_mode);

@@ -366,3 +366,12 @@ def test_output_named_only_by_its_extension_refused(tmp_path, a01, command):
     for out in (".npy", "./.npy", str(tmp_path / ".npy"), "..npy", "...npy"):
         err = refused(run_bytes(command, *args, "-o", out, cwd=tmp_path), tmp_path, before, out.split("/")[-1])
         assert "'.'" not in err, err  # the name has no extension: none is quoted
+
+
+@pytest.mark.parametrize("command", ["gram", "matmul", "map"])
+def test_empty_input_name(tmp_path, command):
+    """An empty input name is refused saying so (it printed ": no such file", naming nothing)."""
+    args = {"gram": [""], "matmul": ["", "--gram"], "map": ["x * 2", "x="]}[command]
+    before = snapshot(tmp_path)
+    err = refused(run_bytes(command, *args, "-o", "c.npy", cwd=tmp_path), tmp_path, before)
+    assert "an input file's name is empty" in err, err

@@ -45,6 +45,7 @@ static const oc_read_options *read_options(oc_context *ctx, const oc_read_option
 static oc_status input_kind(oc_context *ctx, const char *path, const oc_read_options *opts, char *kind)
 {
     int64_t bits = opts->bits;
+    if (!path[0]) return oc_fail(ctx, OC_ERR_INPUT, "an input file's name is empty");
     if (bits < 0) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: --bits %" PRId64 " is negative", path, bits);
     char ext[16];
     oc_path_extension(path, ext, sizeof ext);
