@@ -33,7 +33,8 @@ static const char matmul_usage[] =
 static const char matmul_usage_rest[] =
     "                         auto runs the one the cost model predicts faster, the CPU\n"
     "                         without a usable GPU (docs/cost-model.md)\n"
-    "  --explain              print the predicted time of each backend and the plan (stderr)\n"
+    "  --explain              print the predicted time of each backend and the plan (on\n"
+    "                         stderr before the job; with no -o, alone on stdout)\n"
     "  --threads N            CPU threads (default: all cores)\n"
     "  --device N             CUDA device index (default 0)\n"
     "  --devices LIST         several CUDA devices: 0,1,3 or all\n"
@@ -46,7 +47,8 @@ static const char matmul_usage_rest[] =
     "  --tile N               tile edge of C (default: chosen by the planner)\n"
     "  --plan                 print the plan (tiles, K panels, budgets and what bounds them)\n"
     "                         and exit without computing\n"
-    "  --json                 print the summary (or the plan) as JSON on stdout\n"
+    "  --json                 print the summary (or the plan) as JSON on stdout; --explain\n"
+    "                         with no -o prints {\"explain\": TEXT}\n"
     "  --resume               keep a journal (C.npy.outcore-journal) so that the same command\n"
     "                         with --resume, run again after an interruption, continues where\n"
     "                         it stopped (the same inputs and plan; docs/resume.md)\n"
@@ -209,7 +211,13 @@ static int print_plan(oc_context *ctx, const matmul_args *g, const oc_matmul_arr
     char *text = NULL;
     oc_status st = oc_matmul_plan(ctx, a, b, NULL, &g->opts, g->json && !explain, explain, &text);
     if (st != OC_OK) return cli_status_error(ctx, st);
-    fputs(text, explain && g->output && !g->plan ? stderr : stdout);
+    if (explain && g->json && !g->output) { /* the reasons are the whole output: as JSON */
+        fputs("{\"explain\": ", stdout);
+        cli_json_string(stdout, text);
+        fputs("}\n", stdout);
+    } else {
+        fputs(text, explain && g->output && !g->plan ? stderr : stdout);
+    }
     free(text);
     return OC_EXIT_OK;
 }

@@ -131,6 +131,10 @@ def test_plan_and_explain(mats):
     assert not (d / "c.npy").exists()
     proc = run("matmul", d / "a.npy", d / "b.npy", "--explain", env={"OUTCORE_BLAS": "none"})
     assert proc.stdout.startswith("backend: ") and "OUTCORE_BLAS" in proc.stdout
+    # --json with --explain and no job: the same text as one JSON object.
+    explained = json.loads(run("matmul", d / "a.npy", d / "b.npy", "--explain", "--json",
+                               env={"OUTCORE_BLAS": "none"}).stdout)
+    assert list(explained) == ["explain"] and explained["explain"].startswith("backend: "), explained
     proc = run("matmul", d / "a.npy", d / "b.npy", "--backend", "cpu", "--plan")
     assert "tiles" in proc.stdout and "bounded by" in proc.stdout
 
