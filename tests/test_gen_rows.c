@@ -77,6 +77,28 @@ int main(void)
     CHECK(oc_matrix_write_rows(ctx, oc_test_tmp_path("a.txt"), 4, 4, failing_fill, NULL, NULL) ==
           OC_ERR_INVALID_ARGUMENT);
     CHECK_EQ_I64(oc_test_dir_entries(oc_test_tmpdir), before);
+    /* Planted pairs whose table no address space holds (its size would wrap): out of memory
+     * at once, the plan holding nothing. */
+    for (int64_t plant = (int64_t)1 << 60; plant <= (int64_t)1 << 61; plant <<= 1) {
+        const gen_params huge = {.rows = (int64_t)1 << 62, .cols = 1, .density = 0.5, .plant = plant, .seed = 1};
+        gen_plan plan;
+        CHECK(gen_plan_init(&plan, &huge) == -1);
+        CHECK(plan.pairs.count == 0 && plan.pairs.pairs == NULL);
+    }
+    /* A copy differs from its source in flip * cols distinct bits, rounded: every bit at 1,
+     * none at 0, and 3 of 5 at 0.5 (2.5 rounds up). */
+    const double flip[] = {1, 0, 0.5};
+    const int64_t want[] = {5, 0, 3};
+    for (int f = 0; f < 3; ++f) {
+        const gen_params p = {.rows = 2, .cols = 5, .density = 0.5, .plant = 1, .flip = flip[f], .seed = 3};
+        gen_plan plan;
+        uint64_t rows[2] = {0, 0}; /* one word a row: a stride of 8 bytes */
+        CHECK(gen_plan_init(&plan, &p) == 0);
+        CHECK(gen_fill_rows(&plan, 0, 2, (unsigned char *)rows, 8) == 0);
+        const int differ = __builtin_popcountll(rows[0] ^ rows[1]);
+        CHECK_MSG(differ == want[f], "flip %g: %d bits differ, want %lld", flip[f], differ, (long long)want[f]);
+        gen_plan_free(&plan);
+    }
     oc_context_free(ctx);
     oc_test_tmp_remove();
     return oc_test_finish();

@@ -1,9 +1,12 @@
 /* cmd_gen.c - `outcore gen`: writes a random 0/1 matrix with planted near-duplicates,
  * streamed to the file in blocks of rows by oc_matrix_write_rows. */
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <time.h>
 
 #include "cli.h"
 #include "commands.h"
@@ -14,13 +17,18 @@ static const char gen_usage[] =
     "                   [--threads N] [-q] -o A.npy\n"
     "\n"
     "Writes a random 0/1 matrix (each bit 1 with probability P, to 1/4096) as uint8 .npy, or\n"
-    "as numpy.packbits rows with --packed (read it back with --bits M). --plant K makes K\n"
-    "rows near-copies of K others (K at most half the rows), with a fraction F (default 0.01)\n"
-    "of their bits flipped.\n"
+    "as numpy.packbits rows with --packed (read it back with --bits M).\n"
     "Each row comes from its own random stream of (S, row), so the file is the same for any\n"
     "number of threads. Rows are written in blocks as they are made: the file may be larger\n"
-    "than memory.\n"
+    "than memory. The output's name, folder and free space are checked before any work.\n"
     "\n"
+    "  --plant K              make K rows near-copies of K others (default 0; K at most half\n"
+    "                         the rows)\n"
+    "  --flip F               a copy is its source with F x M bits flipped, rounded to the\n"
+    "                         nearest whole number (halves up): that many distinct columns,\n"
+    "                         drawn at random for each copy (default 0.01; 1 flips every bit)\n"
+    "  --seed S               the random seed, a whole number >= 0 (default 1): the same\n"
+    "                         arguments and S give the same file\n"
     "  --threads N            threads (default: all cores)\n"
     "  -q, --quiet            no progress bar, no line for a stale temporary removed\n";
 
@@ -36,6 +44,80 @@ static int parse_fraction(const char *name, const char *v, double *out)
     if (cli_parse_double(v, out) || *out < 0 || *out > 1)
         return cli_usage_error("gen: %s needs a number in [0, 1], got '%s'", name, v);
     return 0;
+}
+
+/* The planted pairs are picked once oc_matrix_write_rows has checked the output (its name and
+ * folder, its size, the free space) and reserved the file, at the first block's fill: a job
+ * that cannot be written is refused before the pairs cost time and memory (a table of 20
+ * million pairs takes seconds and gigabytes). They are picked on a thread of their own while
+ * the workers wait, so that Ctrl-C ends the job at once even then: the workers give up, the
+ * writer removes its file, and the picking thread, left to finish, frees the job. */
+typedef struct gen_job {
+    gen_params p;
+    gen_plan plan;
+    pthread_mutex_t lock;
+    pthread_cond_t done;
+    int state;          /* 0: not started, 2: being picked, 1: picked, -1: out of memory for them */
+    int scratch_failed; /* out of memory for a planted copy's flips */
+    int abandoned;      /* the command ended while the pairs were being picked */
+} gen_job;
+
+static void gen_job_free(gen_job *job)
+{
+    if (job->state == 1) gen_plan_free(&job->plan);
+    pthread_cond_destroy(&job->done);
+    pthread_mutex_destroy(&job->lock);
+    free(job);
+}
+
+static void *pick_pairs(void *user)
+{
+    gen_job *job = user;
+    gen_plan plan;
+    const int ok = gen_plan_init(&plan, &job->p) == 0;
+    pthread_mutex_lock(&job->lock);
+    job->plan = plan;
+    job->state = ok ? 1 : -1;
+    const int abandoned = job->abandoned;
+    pthread_cond_broadcast(&job->done);
+    pthread_mutex_unlock(&job->lock);
+    if (abandoned) gen_job_free(job);
+    return NULL;
+}
+
+static int gen_job_fill(void *user, int64_t row0, int64_t nrows, unsigned char *bits, int64_t stride)
+{
+    gen_job *job = user;
+    pthread_mutex_lock(&job->lock);
+    if (job->state == 0) {
+        pthread_t t;
+        pthread_attr_t attr;
+        job->state = 2;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        if (pthread_create(&t, &attr, pick_pairs, job) != 0) {
+            /* No thread to spare: picked here, where Ctrl-C waits for them. */
+            pthread_mutex_unlock(&job->lock);
+            pick_pairs(job);
+            pthread_mutex_lock(&job->lock);
+        }
+        pthread_attr_destroy(&attr);
+    }
+    while (job->state == 2 && !cli_cancel_requested()) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += 50 * 1000 * 1000;
+        if (until.tv_nsec >= 1000 * 1000 * 1000) until.tv_sec += 1, until.tv_nsec -= 1000 * 1000 * 1000;
+        pthread_cond_timedwait(&job->done, &job->lock, &until);
+    }
+    const int state = job->state;
+    pthread_mutex_unlock(&job->lock);
+    if (state != 1) return -1;
+    if (gen_fill_rows(&job->plan, row0, nrows, bits, stride) == 0) return 0;
+    pthread_mutex_lock(&job->lock);
+    job->scratch_failed = 1;
+    pthread_mutex_unlock(&job->lock);
+    return -1;
 }
 
 int oc_cmd_gen(int argc, char **argv)
@@ -95,20 +177,28 @@ int oc_cmd_gen(int argc, char **argv)
             (long long)p.plant, p.plant > INT64_MAX / 2 ? (long long)INT64_MAX : 2 * (long long)p.plant,
             (long long)p.rows, (long long)(p.rows / 2));
 
+    int rc = cli_check_output(output); /* a folder, a missing one: before the extension */
+    if (rc >= 0) return rc;
+    if (strcasecmp(cli_path_extension(output), "npy") != 0)
+        return cli_usage_error("%s: gen writes .npy files: name the output A.npy", output);
+
     /* Tests force small blocks to show that the bytes do not depend on them. */
     const char *block_rows = getenv("OUTCORE_GEN_BLOCK_ROWS");
     if (block_rows && (cli_parse_i64(block_rows, &wopts.block_rows) || wopts.block_rows < 1))
         return cli_usage_error("gen: OUTCORE_GEN_BLOCK_ROWS=%s is not a whole number >= 1", block_rows);
 
     oc_context *ctx = NULL;
-    gen_plan plan;
     if (oc_context_create(&ctx) != OC_OK) return OC_EXIT_FAILURE;
     cli_quiet_library(ctx, quiet);
-    if (gen_plan_init(&plan, &p) != 0) {
+    gen_job *job = calloc(1, sizeof *job);
+    if (!job) {
         oc_context_free(ctx);
-        fprintf(stderr, "outcore: gen: out of memory for %lld planted pairs\n", (long long)p.plant);
+        cli_message("gen: out of memory");
         return OC_EXIT_FAILURE;
     }
+    job->p = p;
+    pthread_mutex_init(&job->lock, NULL);
+    pthread_cond_init(&job->done, NULL);
     cli_cancel_on_signal(ctx);
     cli_progress progress;
     double bytes = (double)p.rows * (double)(wopts.packed ? (p.cols + 7) / 8 : p.cols);
@@ -116,11 +206,31 @@ int oc_cmd_gen(int argc, char **argv)
     progress.unit = "B";
     wopts.progress = cli_progress_update;
     wopts.progress_user = &progress;
-    oc_status st = oc_matrix_write_rows(ctx, output, p.rows, p.cols, gen_fill_rows, &plan, &wopts);
+    oc_status st = oc_matrix_write_rows(ctx, output, p.rows, p.cols, gen_job_fill, job, &wopts);
     cli_progress_finish(&progress);
-    int rc = st == OC_OK ? OC_EXIT_OK : cli_status_error(ctx, st);
+    pthread_mutex_lock(&job->lock);
+    const int state = job->state, scratch_failed = job->scratch_failed;
+    job->abandoned = state == 2; /* the picking thread frees it */
+    pthread_mutex_unlock(&job->lock);
+    if (st == OC_OK) {
+        rc = OC_EXIT_OK;
+    } else if (st == OC_ERR_CANCELLED) {
+        rc = cli_status_error(ctx, st);
+    } else if (state == 2) { /* a signal while the pairs were being picked: the workers gave up */
+        cli_message("%s", oc_status_string(OC_ERR_CANCELLED));
+        rc = OC_EXIT_CANCELLED;
+    } else if (state == -1) {
+        cli_message("gen: out of memory for %lld planted pairs", (long long)p.plant);
+        rc = OC_EXIT_FAILURE;
+    } else if (scratch_failed) {
+        cli_message("gen: out of memory for the flips of a planted row (%lld bytes)",
+                    (long long)((p.cols + 63) / 64 * 8));
+        rc = OC_EXIT_FAILURE;
+    } else {
+        rc = cli_status_error(ctx, st);
+    }
     cli_cancel_on_signal(NULL);
-    gen_plan_free(&plan);
+    if (state != 2) gen_job_free(job);
     oc_context_free(ctx);
     return rc;
 }

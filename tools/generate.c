@@ -30,7 +30,9 @@ int gen_plan_init(gen_plan *g, const gen_params *p)
 {
     g->p = *p;
     g->q = (unsigned)(p->density * (1 << DENSITY_BITS) + 0.5);
-    g->flips = (int64_t)(p->flip * (double)p->cols + 0.5);
+    /* flip * cols to the nearest whole number (halves up), at most cols where the double rounds up. */
+    const double flips = p->flip * (double)p->cols + 0.5;
+    g->flips = flips >= (double)p->cols ? p->cols : (int64_t)flips;
     return gen_pairs_pick(&g->pairs, p->rows, p->plant, p->seed);
 }
 
@@ -49,23 +51,46 @@ static void own_row(const gen_plan *g, int64_t row, uint64_t *w)
     if (cols % 8) b[bytes - 1] &= (unsigned char)(0xFF00u >> (cols % 8));
 }
 
+/* Flips exactly g->flips distinct columns of the planted copy at row `row` (its bits in d),
+ * a uniform choice among all sets of that many, from the copy's own stream. Floyd's
+ * algorithm draws the set in as many steps as it has members, marking each in `mark` (a
+ * row-sized scratch of stride bytes) to tell a column drawn before; past half the columns
+ * it draws the columns that stay instead and flips the others, so a copy costs at most
+ * cols / 2 draws, and none at --flip 1 (every bit flipped). */
+static void flip_columns(const gen_plan *g, int64_t row, unsigned char *d, unsigned char *mark)
+{
+    const int64_t cols = g->p.cols, bytes = (cols + 7) / 8;
+    const int keep = g->flips > cols - g->flips; /* draw the columns that stay */
+    const int64_t draws = keep ? cols - g->flips : g->flips;
+    memset(mark, 0, (size_t)bytes);
+    gen_rng r;
+    gen_rng_stream(&r, g->p.seed, GEN_STREAM_FLIP, (uint64_t)row);
+    for (int64_t j = cols - draws; j < cols; ++j) {
+        int64_t c = (int64_t)gen_rng_below(&r, (uint64_t)j + 1);
+        if (mark[c >> 3] & (0x80u >> (c & 7))) c = j; /* drawn before: take j, which cannot have been */
+        mark[c >> 3] |= (unsigned char)(0x80u >> (c & 7));
+    }
+    if (keep) {
+        for (int64_t k = 0; k < bytes; ++k) mark[k] = (unsigned char)~mark[k];
+        if (cols % 8) mark[bytes - 1] &= (unsigned char)(0xFF00u >> (cols % 8)); /* no bit past cols */
+    }
+    for (int64_t k = 0; k < bytes; ++k) d[k] ^= mark[k];
+}
+
 int gen_fill_rows(void *plan, int64_t row0, int64_t nrows, unsigned char *bits, int64_t stride)
 {
     const gen_plan *g = plan;
+    unsigned char *mark = NULL; /* the flips' scratch, taken at the block's first planted copy */
     for (int64_t i = 0; i < nrows; ++i) {
         const int64_t row = row0 + i, src = gen_pairs_source(&g->pairs, row);
         unsigned char *d = bits + i * stride;
         own_row(g, src >= 0 ? src : row, (uint64_t *)d);
-        if (src < 0) continue;
-        /* A planted copy: its source's bits with `flips` columns flipped, drawn with
-         * replacement from the copy's own stream (a column drawn twice flips back). */
-        gen_rng r;
-        gen_rng_stream(&r, g->p.seed, GEN_STREAM_FLIP, (uint64_t)row);
-        for (int64_t f = 0; f < g->flips; ++f) {
-            int64_t c = (int64_t)gen_rng_below(&r, (uint64_t)g->p.cols);
-            d[c >> 3] ^= (unsigned char)(0x80u >> (c & 7));
-        }
+        if (src < 0 || g->flips == 0) continue;
+        /* A planted copy: its source's bits with `flips` distinct columns flipped. */
+        if (!mark && !(mark = malloc((size_t)stride))) return -1;
+        flip_columns(g, row, d, mark);
     }
+    free(mark);
     return 0;
 }
 
@@ -83,7 +108,11 @@ oc_status gen_matrix(oc_context *ctx, const gen_params *p, oc_matrix **out, int6
         gen_plan_free(&g);
         return OC_ERR_NO_MEMORY;
     }
-    gen_fill_rows(&g, 0, p->rows, buf, stride);
+    if (gen_fill_rows(&g, 0, p->rows, buf, stride) != 0) {
+        free(buf);
+        gen_plan_free(&g);
+        return OC_ERR_NO_MEMORY;
+    }
     if (pairs)
         for (int64_t k = 0; k < 2 * g.pairs.count; ++k) pairs[k] = g.pairs.pairs[k];
     gen_plan_free(&g);

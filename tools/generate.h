@@ -17,7 +17,7 @@ typedef struct gen_params {
     int64_t rows, cols;
     double density; /* probability of a one, resolved to 1/4096 */
     int64_t plant;  /* near-duplicate pairs to plant */
-    double flip;    /* fraction of a planted row's bits flipped (default 0.01) */
+    double flip;    /* a planted copy differs from its source in round(flip * cols) distinct bits */
     uint64_t seed;
 } gen_params;
 
@@ -25,7 +25,7 @@ typedef struct gen_params {
 typedef struct gen_plan {
     gen_params p;
     unsigned q;    /* density in 1/4096 */
-    int64_t flips; /* bits flipped in a planted copy */
+    int64_t flips; /* distinct bits flipped in a planted copy: flip * cols, rounded */
     gen_pairs pairs;
 } gen_plan;
 
@@ -35,7 +35,8 @@ void gen_plan_free(gen_plan *g);
 
 /* An oc_rows_fill_fn over a gen_plan (user): rows [row0, row0 + nrows) into bits, row i at
  * bits + i * stride (stride >= ((cols + 63) / 64) * 8, a multiple of 8), MSB first, with the
- * bits past cols zero. Safe to call from several threads at once. Returns 0. */
+ * bits past cols zero. Safe to call from several threads at once. Returns 0, or -1 when out
+ * of memory for the scratch of a planted copy's flips (stride bytes). */
 int gen_fill_rows(void *plan, int64_t row0, int64_t nrows, unsigned char *bits, int64_t stride);
 
 /* Generates the matrix into a new oc_matrix (name "generated"); planted pairs

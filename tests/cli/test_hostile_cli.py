@@ -247,13 +247,16 @@ def test_gen_plant_past_the_rows(tmp_path):
 
 def test_requests_no_memory_holds_fail_in_one_line(tmp_path):
     """Sizes whose arithmetic would wrap (planted pairs of 2^60 and 2^61 rows, a demo matrix of
-    2^61 columns) end in one line and exit 1 (out of memory), promptly, leaving nothing."""
+    2^61 columns) end in one line and exit 1, promptly, leaving nothing: the demo out of
+    memory; gen at its output's size, which no file system holds, before it picks the pairs
+    (tests/test_gen_rows.c checks the pairs' own refusal)."""
     before = snapshot(tmp_path)
     for plant in (2**60, 2**61):
         proc = run_bytes("gen", "--rows", 2**62, "--cols", "1", "--density", "0.5", "--plant", plant, "-o",
                          tmp_path / "g.npy")
         err = assert_clean_text(proc.stderr)
-        assert proc.returncode == 1 and len(err.splitlines()) == 1 and "out of" in err, (proc.returncode, err)
+        assert proc.returncode == 1 and len(err.splitlines()) == 1 and "g.npy" in err, (proc.returncode, err)
+        assert "needs" in err and "free" in err, err
     proc = run_bytes("demo", "--rows", "64", "--cols", 2**61, cwd=tmp_path)
     err = assert_clean_text(proc.stderr)
     assert proc.returncode == 1 and len(err.splitlines()) == 1 and "out of" in err, (proc.returncode, err)

@@ -170,10 +170,18 @@ oc_status oc_matrix_write_rows(oc_context *ctx, const char *path, int64_t rows, 
     char ext[16];
     if (strcmp(oc_path_extension(path, ext, sizeof ext), "npy") != 0)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: a matrix is saved as .npy; the name must end in .npy", path);
-    if (rows <= 0 || cols <= 0 || cols > INT64_MAX - 63 || opts->block_rows < 0 || opts->threads < 0)
+    if (rows <= 0 || cols <= 0)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: %" PRId64 " x %" PRId64 ": rows and columns must be >= 1",
+                       path, rows, cols);
+    if (opts->block_rows < 0 || opts->threads < 0)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
-                       "%s: shape %" PRId64 " x %" PRId64 ", block_rows %" PRId64 " or threads %d out of range", path,
-                       rows, cols, opts->block_rows, opts->threads);
+                       "oc_write_options: block_rows %" PRId64 " and threads %d must be >= 0 (0: chosen)",
+                       opts->block_rows, opts->threads);
+    /* A row is filled as whole 64-bit words: its columns rounded up to a word must be an int64_t. */
+    if (cols > INT64_MAX - 63)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                       "%s: a row of %" PRId64 " columns is too large: a row may have at most %" PRId64 " columns",
+                       path, cols, INT64_MAX - 63);
     rows_job job = {.ctx = ctx,
                     .path = path,
                     .fill = fill,
