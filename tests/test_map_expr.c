@@ -55,11 +55,31 @@ static void test_syntax_errors(void)
         {"-a ** -b", 0},
         {"where(a > 0, a, -a)", 0},
         {"0x1F + 0b101 + 1_000 + 2.5e-3 + .5", 0},
+        /* Python's literals: an underscore only between two digits, or after a base prefix. */
+        {"0x_1f + 0o_7 + 0b_1 + 1_0.5_0e1_0 + 1.e5 + 0_0", 0},
+        {"1_000_", 6},
+        {"1__000", 2},
+        {"1_.5", 2},
+        {"1._5", 3},
+        {"1e_3", 3},
+        {"1e3_", 4},
+        {"a + 0x1f_", 9},
+        {"0x__1f", 4},
+        {"0x_", 3},
+        {"1e", 1},
+        {"0b12", 1},
+        {"18446744073709551616", 1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         CHECK_MSG(syntax_column(cases[i].expr) == cases[i].column, "'%s': column %d, expected %d (%s)", cases[i].expr,
                   syntax_column(cases[i].expr), cases[i].column, oc_context_last_error(ctx));
     oc_map_expr e;
+    /* An integer past uint64 is valid Python: the parse says it is out of range, not malformed. */
+    CHECK(oc_map_parse(ctx, "a + 18446744073709551616", &e) == OC_ERR_INPUT && e.out_of_range);
+    CHECK(strstr(oc_context_last_error(ctx), "out of range: above 2^64 - 1") != NULL);
+    CHECK(oc_map_parse(ctx, "a + 1_", &e) == OC_ERR_INPUT && !e.out_of_range);
+    CHECK(oc_map_parse(ctx, "18446744073709551615", &e) == OC_OK && e.nodes[e.root].value.u == UINT64_MAX);
+    oc_map_expr_free(&e);
     CHECK(oc_map_parse(ctx, "nosuch(a)", &e) == OC_ERR_INPUT);
     CHECK(strstr(oc_context_last_error(ctx), "unknown function 'nosuch'") != NULL);
     CHECK(oc_map_parse(ctx, "where(a, b)", &e) == OC_ERR_INPUT);

@@ -207,7 +207,74 @@ static int parse_map_args(int argc, char **argv, map_args *g)
     return -1;
 }
 
-/* One value as numpy prints it (bool as true/false in JSON, where NaN and infinities are null). */
+/* Whether the decimal text s reads back as v: in float32 when single, else in float64. */
+static int reads_back(const char *s, double v, int single)
+{
+    return single ? strtof(s, NULL) == (float)v : strtod(s, NULL) == v;
+}
+
+/* The shortest decimal digits that read back as v (finite, > 0; in float32 when single),
+ * the closest to v among those: the digits Python's repr and numpy's str print. Writes them
+ * into digits, no trailing zeros, and returns the decimal exponent of the first. */
+static int shortest_digits(double v, int single, char digits[32])
+{
+    for (int prec = 1; prec <= 17; prec++) {
+        char s[48];
+        snprintf(s, sizeof s, "%.*e", prec - 1, v); /* v rounded to prec digits: d.ddde+XX */
+        unsigned long long m = 0;
+        for (const char *c = s; *c && *c != 'e'; c++)
+            if (*c != '.') m = m * 10 + (unsigned)(*c - '0');
+        int scale = atoi(strchr(s, 'e') + 1) - (prec - 1); /* v ~ m x 10^scale */
+        /* Next to a power of two the values that read back as v lie further on one side: the
+         * other prec-digit neighbour of v may read back where the nearest does not. */
+        if (!reads_back(s, v, single)) {
+            m = strtod(s, NULL) > v ? m - 1 : m + 1;
+            snprintf(s, sizeof s, "%llue%d", m, scale);
+            if (!reads_back(s, v, single)) continue;
+        }
+        int n = snprintf(digits, 32, "%llu", m);
+        int exponent = scale + n - 1;
+        while (n > 1 && digits[n - 1] == '0') digits[--n] = '\0';
+        return exponent;
+    }
+    /* Unreachable: 17 digits always read back a double. */
+    snprintf(digits, 32, "0");
+    return 0;
+}
+
+/* A float as numpy's str() prints a float64 or float32 scalar (Python's repr for float64):
+ * the shortest digits that read back in that type; positional from 1e-4 up to 1e16 (float64)
+ * or 1e6 (float32), else scientific (1e+16, 1.5e-07); nan, inf and -inf. */
+static void format_float(double v, int single, char *buf, size_t size)
+{
+    if (isnan(v)) {
+        snprintf(buf, size, "nan");
+        return;
+    }
+    const char *sign = signbit(v) ? "-" : "";
+    double a = fabs(v);
+    if (isinf(v)) {
+        snprintf(buf, size, "%sinf", sign);
+        return;
+    }
+    if (a == 0) {
+        snprintf(buf, size, "%s0.0", sign);
+        return;
+    }
+    char d[32];
+    int e = shortest_digits(a, single, d), n = (int)strlen(d);
+    if (a >= 1e-4 && a < (single ? 1e6 : 1e16)) { /* e from -4 to 15 */
+        static const char zeros[] = "0000000000000000";
+        if (e < 0) snprintf(buf, size, "%s0.%.*s%s", sign, -e - 1, zeros, d);
+        else if (n <= e + 1) snprintf(buf, size, "%s%s%.*s.0", sign, d, e + 1 - n, zeros);
+        else snprintf(buf, size, "%s%.*s.%s", sign, e + 1, d, d + e + 1);
+    } else {
+        snprintf(buf, size, "%s%c%s%se%c%02d", sign, d[0], n > 1 ? "." : "", d + 1, e < 0 ? '-' : '+', abs(e));
+    }
+}
+
+/* One value as numpy's str() prints it (as print(numpy.sum(...)) shows it). In JSON, bools
+ * are true/false and NaN and the infinities, which JSON has no number for, are null. */
 static const char *format_value(oc_map_dtype t, const void *p, int json, char *buf, size_t size)
 {
     switch (t) {
@@ -239,9 +306,16 @@ static const char *format_value(oc_map_dtype t, const void *p, int json, char *b
         snprintf(buf, size, "%" PRIu64, *(const uint64_t *)p);
         break;
     default: {
-        double v = t == OC_MAP_FLOAT32 ? (double)*(const float *)p : *(const double *)p;
+        double v;
+        if (t == OC_MAP_FLOAT32) {
+            float f;
+            memcpy(&f, p, sizeof f);
+            v = f;
+        } else {
+            memcpy(&v, p, sizeof v);
+        }
         if (json && !isfinite(v)) snprintf(buf, size, "null");
-        else snprintf(buf, size, t == OC_MAP_FLOAT32 ? "%.9g" : "%.17g", v);
+        else format_float(v, t == OC_MAP_FLOAT32, buf, size);
     }
     }
     return buf;

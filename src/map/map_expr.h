@@ -107,6 +107,7 @@ typedef struct oc_map_expr {
     int count, cap;
     int root;
     const char *text; /* the expression (not owned) */
+    int out_of_range; /* after a failed parse: the error is an integer literal above 2^64 - 1 */
 } oc_map_expr;
 
 /* Parses text into e (a parse tree). On a syntax error: OC_ERR_INPUT with the one-line

@@ -22,8 +22,9 @@ typedef struct parser {
     int next; /* end of the current token */
     tok_kind kind;
     char op[3];
-    int tokens;   /* tokens read so far */
-    oc_status st; /* first failure */
+    int tokens;       /* tokens read so far */
+    int out_of_range; /* the failure is an integer literal above 2^64 - 1 */
+    oc_status st;     /* first failure */
 } parser;
 
 int oc_map_expr_add(oc_map_expr *e, oc_map_node n)
@@ -130,6 +131,56 @@ static int add_node(parser *p, oc_map_op op, int pos, int a, int b, int c)
     return k;
 }
 
+static int is_digit_of(char c, int base)
+{
+    if (c >= '0' && c <= '9') return c - '0' < base;
+    c = (char)tolower((unsigned char)c);
+    return base == 16 && c >= 'a' && c <= 'f';
+}
+
+/* Python's digitpart in base from s[i]: digits, a single '_' only between two of them;
+ * returns where it stops (i when s[i] is no digit). */
+static int digit_part(const char *s, int i, int end, int base)
+{
+    int j = i;
+    while (j < end && (is_digit_of(s[j], base) || (s[j] == '_' && j > i && j + 1 < end && is_digit_of(s[j + 1], base))))
+        j++;
+    return j;
+}
+
+/* Checks the number token [pos, pos + len) against Python's grammar of integer and float
+ * literals: an underscore only between two digits, or right after a base prefix (0x_1f).
+ * 0 when it is one, else a syntax error naming the column at fault. */
+static int check_literal(parser *p, int pos, int len)
+{
+    const char *s = p->s + pos;
+    int i, ok;
+    if (len >= 2 && s[0] == '0' && strchr("xXoObB", s[1])) {
+        int base = s[1] == 'x' || s[1] == 'X' ? 16 : s[1] == 'o' || s[1] == 'O' ? 8 : 2;
+        int start = 2 + (len > 2 && s[2] == '_');
+        i = digit_part(s, start, len, base);
+        ok = i > start;
+    } else {
+        int int_end = digit_part(s, 0, len, 10);
+        i = int_end;
+        ok = 1;
+        if (i < len && s[i] == '.') {
+            i = digit_part(s, i + 1, len, 10);
+            ok = int_end > 0 || i > int_end + 1;
+        }
+        if (ok && i < len && (s[i] == 'e' || s[i] == 'E')) {
+            int e = i + 1 + (i + 1 < len && (s[i + 1] == '+' || s[i + 1] == '-'));
+            i = digit_part(s, e, len, 10);
+            ok = i > e;
+        }
+    }
+    if (ok && i == len) return 0;
+    /* Where the digits stopped: an underscore there or just before it is the fault. */
+    int at = i < len && s[i] == '_' ? i : i > 0 && s[i - 1] == '_' ? i - 1 : -1;
+    if (at >= 0) return syntax_error(p, pos + at, "an underscore in a number must stand between two digits");
+    return syntax_error(p, pos, "malformed number");
+}
+
 /* A Python literal: decimal or 0x/0o/0b integers, floats with '.' or an exponent; '_'
  * separators as Python allows. Integers up to 2^64 - 1 (uint64's maximum; those above int64's
  * are `big`); larger ones are an error (numpy would make them object arrays; map has no such
@@ -139,10 +190,11 @@ static int number(parser *p)
     int pos = p->pos, len = p->next - p->pos;
     char buf[128];
     int n = 0;
+    if (len >= (int)sizeof buf) return syntax_error(p, pos, "number too long");
+    if (check_literal(p, pos, len) < 0) return -1;
     for (int i = 0; i < len && n < (int)sizeof buf - 1; i++)
         if (p->s[pos + i] != '_') buf[n++] = p->s[pos + i];
     buf[n] = '\0';
-    if (len >= (int)sizeof buf) return syntax_error(p, pos, "number too long");
     int is_float = !(buf[0] == '0' && (buf[1] == 'x' || buf[1] == 'X' || buf[1] == 'o' || buf[1] == 'O' ||
                                        buf[1] == 'b' || buf[1] == 'B')) &&
                    strpbrk(buf, ".eE") != NULL;
@@ -166,7 +218,10 @@ static int number(parser *p)
         }
         unsigned long long v = strtoull(digits, &end, base);
         if (*digits == '\0' || *end != '\0') return syntax_error(p, pos, "malformed number");
-        if (errno == ERANGE) return syntax_error(p, pos, "integer literal does not fit in uint64");
+        if (errno == ERANGE) {
+            if (p->st == OC_OK) p->out_of_range = 1;
+            return syntax_error(p, pos, "the integer is out of range: above 2^64 - 1, outside int64 and uint64");
+        }
         n0.big = v > (unsigned long long)INT64_MAX;
         n0.value.u = v;
     }
@@ -443,6 +498,7 @@ oc_status oc_map_parse(oc_context *ctx, const char *text, oc_map_expr *e)
     else e->root = parse(&p);
     if (p.st != OC_OK) {
         oc_map_expr_free(e);
+        e->out_of_range = p.out_of_range;
         return p.st;
     }
     return OC_OK;

@@ -169,8 +169,11 @@ static oc_status bind_inputs(oc_context *ctx, oc_map *m, const oc_map_array *inp
             OC_CHECK(ctx, st);
             continue;
         }
-        if (a->dtype < 0 || a->dtype >= OC_MT_COUNT || a->ndim < 0 || a->ndim > OC_MAP_MAX_DIMS ||
-            (!a->shape && a->ndim))
+        if (a->ndim > OC_MAP_MAX_DIMS)
+            return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                           "input '%s': the array has %d dimensions; map reads at most %d (numpy allows 64)", a->name,
+                           a->ndim, OC_MAP_MAX_DIMS);
+        if (a->dtype < 0 || a->dtype >= OC_MT_COUNT || a->ndim < 0 || (!a->shape && a->ndim))
             return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "input '%s': bad dtype, ndim or shape", a->name);
         b->type = a->dtype;
         b->ndim = a->ndim;
@@ -264,11 +267,17 @@ static oc_status resolve_output(oc_context *ctx, oc_map *m)
     } else {
         m->reduce_type = oc_map_reduce_type(m->reduce, m->expr_type);
         m->out_ndim = 0;
-        if (m->opts.has_axis) {
+        /* numpy's ufunc reductions (numpy.sum, min, max) take axis 0 or -1 of a 0-d array and
+         * reduce its one element, as over all elements; numpy.mean refuses every axis there. */
+        int scalar_axis = m->ndim == 0 && (m->opts.axis == 0 || m->opts.axis == -1) && m->reduce != OC_MAP_REDUCE_MEAN;
+        if (m->opts.has_axis && !scalar_axis) {
             int ax = m->opts.axis < 0 ? m->opts.axis + m->ndim : m->opts.axis;
             if (ax < 0 || ax >= m->ndim)
-                return oc_fail(ctx, OC_ERR_INPUT, "axis %d is out of bounds for a result of %d dimension%s",
-                               m->opts.axis, m->ndim, m->ndim == 1 ? "" : "s");
+                return oc_fail(ctx, OC_ERR_INPUT, "axis %d is out of bounds for a result of %d dimension%s%s",
+                               m->opts.axis, m->ndim, m->ndim == 1 ? "" : "s",
+                               m->ndim == 0 && m->reduce == OC_MAP_REDUCE_MEAN
+                                   ? " (numpy.mean takes no axis of a 0-d array; sum, min and max take 0 and -1)"
+                                   : "");
             m->axis = ax;
             for (int d = 0; d < m->ndim; d++)
                 if (d != ax) m->out_shape[m->out_ndim++] = m->shape[d];
@@ -343,16 +352,28 @@ static oc_status map_create(oc_context *ctx, oc_map *m, const char *expr, const 
                 st = oc_fail(ctx, OC_ERR_INPUT, "--set %s=%s: the value is not a number", b->name, scalars[i].value);
             } else if (neg && v->big && v->value.u != (uint64_t)INT64_MAX + 1) {
                 /* Python ints are int64's and uint64's values here: -2^63 is the least. */
-                st = oc_fail(ctx, OC_ERR_INPUT, "--set %s=%s: the integer is below -2^63, outside int64 and uint64",
-                             b->name, scalars[i].value);
+                st = oc_fail(ctx, OC_ERR_INPUT,
+                             "--set %s=%s: the integer is out of range: below -2^63, outside int64 and uint64", b->name,
+                             scalars[i].value);
             } else {
                 b->scalar = *v;
                 if (neg && v->weak == MW_FLOAT) b->scalar.value.f = -v->value.f;
                 if (neg && v->weak == MW_INT) b->scalar.value.u = 0 - v->value.u, b->scalar.big = 0;
             }
             oc_map_expr_free(&lit);
+        } else if (st == OC_OK && lit.out_of_range) {
+            /* A Python int, valid, past the ints map holds (int64's and uint64's values). */
+            st = oc_fail(ctx, OC_ERR_INPUT, "--set %s=%s: the integer is out of range: %s, outside int64 and uint64",
+                         b->name, scalars[i].value, *text == '-' ? "below -2^63" : "above 2^64 - 1");
         } else if (st == OC_OK) {
-            st = oc_fail(ctx, OC_ERR_INPUT, "--set %s=%s: the value is not a number", b->name, scalars[i].value);
+            /* A malformed literal: the parser's reason, after "syntax error in the expression
+             * at column N: " (copied: the message is about to be replaced). */
+            char why[160] = "";
+            const char *msg = oc_context_last_error(ctx), *colon = strstr(msg, ": ");
+            if (strncmp(msg, "syntax error in the expression", 30) == 0 && colon &&
+                (strstr(colon, "number") || strstr(colon, "integer")))
+                snprintf(why, sizeof why, " (%s)", colon + 2);
+            st = oc_fail(ctx, OC_ERR_INPUT, "--set %s=%s: the value is not a number%s", b->name, scalars[i].value, why);
         }
     }
     if (st == OC_OK) st = oc_map_typecheck(ctx, &tree, bind, n_inputs + n_scalars, &m->ir);

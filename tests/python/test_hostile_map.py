@@ -129,6 +129,34 @@ def test_shape_whose_element_count_overflows_raises(tmp_path, shape):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["h.npy"]
 
 
+@pytest.mark.parametrize("ndim", [33, 64])
+def test_more_than_32_dimensions_names_the_limit(tmp_path, ndim):
+    """numpy allows 64 dimensions, map 32: a file or an array past that says so."""
+    path = tmp_path / "d.npy"
+    np.save(path, np.zeros((1,) * ndim))
+    with pytest.raises(outcore.InputError) as exc:
+        outcore.map("a + 1", a=str(path))
+    assert one_line(exc) == f"{path}: the array has {ndim} dimensions; outcore reads at most 32 (numpy allows 64)"
+    with pytest.raises(outcore.InputError) as exc:
+        outcore.map("a + 1", a=np.zeros((1,) * ndim))
+    assert one_line(exc) == f"input 'a': the array has {ndim} dimensions; map reads at most 32 (numpy allows 64)"
+
+
+def test_axis_of_a_0d_array_as_numpy():
+    """numpy.sum, min and max take axis 0 and -1 of a 0-d array; numpy.mean none."""
+    s = np.asarray(2.5)
+    for reduce in ("sum", "min", "max"):
+        for axis in (0, -1):
+            got = outcore.map("a * 2", a=s, reduce=reduce, axis=axis)
+            assert got == getattr(np, reduce)(s * 2, axis=axis) and np.ndim(got) == 0, (reduce, axis)
+        with pytest.raises(outcore.InputError, match="axis 1 is out of bounds"):
+            outcore.map("a * 2", a=s, reduce=reduce, axis=1)
+    with pytest.raises(np.exceptions.AxisError):
+        np.mean(s, axis=0)
+    with pytest.raises(outcore.InputError, match="axis 0 is out of bounds for a result of 0 dimensions"):
+        outcore.map("a * 2", a=s, reduce="mean", axis=0)
+
+
 INTERRUPTED_JOB = textwrap.dedent("""
     import sys, numpy as np, outcore
     a = np.linspace(0, 1, 8000).reshape(8000, 1)

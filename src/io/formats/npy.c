@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,6 +51,7 @@ typedef struct npy_header {
     int ndim;
     int64_t shape[NPY_MAX_DIMS];
     int shape_overflow; /* a dimension does not fit int64 */
+    int listed_dims;    /* dimensions the shape lists, counted past NPY_MAX_DIMS */
     unsigned seen;      /* bit 0 descr, bit 1 fortran_order, bit 2 shape */
 } npy_header;
 
@@ -146,12 +148,12 @@ static int parse_shape(header_cursor *c, npy_header *h)
             else v = v * 10 + d;
         }
         if (c->p < c->end && *c->p == 'L') c->p++;
-        if (h->ndim == NPY_MAX_DIMS) {
-            c->error = "the shape has more than 32 dimensions";
-            return 0;
+        /* Past NPY_MAX_DIMS the dimensions are only counted (npy_parse refuses them). */
+        if (h->listed_dims < NPY_MAX_DIMS) {
+            h->shape_overflow |= overflow;
+            h->shape[h->ndim++] = overflow ? INT64_MAX : (int64_t)v;
         }
-        h->shape_overflow |= overflow;
-        h->shape[h->ndim++] = overflow ? INT64_MAX : (int64_t)v;
+        if (h->listed_dims < INT_MAX) h->listed_dims++;
         if (accept(c, ')')) return 1;
         if (!expect(c, ',', "expected ',' or ')' in the shape")) return 0;
     }
@@ -263,6 +265,9 @@ static oc_status npy_parse(oc_context *ctx, const char *path, const unsigned cha
     if (!parse_header_dict(&c, h))
         return oc_fail(ctx, OC_ERR_INPUT, "%s: the .npy header is not a valid dict: %s (at header byte %td)", path,
                        c.error, c.p - c.begin);
+    if (h->listed_dims > NPY_MAX_DIMS) /* valid numpy (up to 64), past what outcore reads */
+        return oc_fail(ctx, OC_ERR_INPUT, "%s: the array has %d dimensions; outcore reads at most %d (numpy allows 64)",
+                       path, h->listed_dims, NPY_MAX_DIMS);
     *data_offset = prefix + (size_t)header_len;
     return OC_OK;
 }
