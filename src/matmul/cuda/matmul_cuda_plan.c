@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/text_buf.h"
+#include "cost/cost_gemm.h"
 #include "engine/engine_plan.h"
 #include "mem/pool.h"
 
@@ -116,6 +117,62 @@ static int tiles_share(int64_t tiles, int nd, int out_heavy)
     return (tiles >= 2LL * nd && tiles % nd == 0) || tiles >= 8LL * nd;
 }
 
+/* The deepest K panel beside tiles of `edge` (p sized for it): all of k up to OC_MM_KP_MAX,
+ * else the most multiples of 16 that fit; then as many panels as that depth needs, made even
+ * (no thin last panel of another shape). */
+static int64_t deepest_panel(oc_mm_cuda_plan *p, int64_t edge, int64_t kp_min)
+{
+    const int64_t k = p->in.k;
+    int64_t kp = min64(k, OC_MM_KP_MAX);
+    if (fits_deep(p, edge, kp)) {
+        int64_t lo = kp_min / 16, hi = kp / 16; /* lo fits (kp_min is k or a multiple of 16) */
+        while (lo < hi) {
+            const int64_t mid = (lo + hi + 1) / 2;
+            if (fits_deep(p, edge, mid * 16)) hi = mid - 1;
+            else lo = mid;
+        }
+        kp = lo > 0 ? lo * 16 : kp_min;
+    }
+    if (kp < k) {
+        const int64_t panels = (k + kp - 1) / kp, even = round_up((k + panels - 1) / panels, 16);
+        if (even <= kp) kp = even;
+    }
+    fits(p, edge, kp);
+    return kp;
+}
+
+static oc_cost_gemm_type gemm_type(const oc_mm_cuda_plan_input *in)
+{
+    switch (in->in_type) {
+    case OC_MM_FLOAT64:
+        return OC_COST_GEMM_F64;
+    case OC_MM_FLOAT32:
+        return in->tf32 ? OC_COST_GEMM_TF32 : OC_COST_GEMM_F32;
+    case OC_MM_INT8:
+        return OC_COST_GEMM_INT8;
+    default:
+        return OC_COST_GEMM_F16;
+    }
+}
+
+/* The model's seconds (matmul_cuda_plan.h) for p sized with tiles of `edge` and K panels of
+ * kp; *products: the products' share, *copies: the copies'. */
+static double model_seconds(const oc_mm_cuda_plan *p, int64_t edge, int64_t kp, double *products, double *copies)
+{
+    const oc_mm_cuda_plan_input *in = &p->in;
+    const double nd = in->ndevices > 0 ? in->ndevices : 1, tiles = (double)tile_count(in, edge);
+    const double tm = (double)p->tm, tn = (double)p->tn, k = (double)in->k, area = tiles * tm * tn;
+    const double panels = (double)((in->k + kp - 1) / kp), rate = oc_cost_gemm_gpu_rate(gemm_type(in), 90);
+    const double elem = (double)oc_mm_type_size(in->in_type), out = (double)oc_mm_type_size(in->out_type);
+    const double up = tiles * (tm + tn) * k * elem, down = area * out;
+    const double link = (up > down ? up : down) / (OC_MM_MODEL_LINK * nd), host = (up + down) / OC_MM_MODEL_HOST;
+    *products = 2.0 * area * (k + panels * OC_MM_MODEL_CALL_K) / (rate * nd);
+    *copies = link > host ? link : host;
+    const double fill = (tm + tn) * (double)kp * elem / OC_MM_MODEL_LINK + 2.0 * tm * tn * (double)kp / rate;
+    const double drain = tm * tn * out * (1.0 / OC_MM_MODEL_LINK + 1.0 / OC_MM_MODEL_HOST);
+    return (*products > *copies ? *products : *copies) + fill + drain;
+}
+
 /* The next smaller edge to try: about 6% less, in steps of 256 (16 below 2048). */
 static int64_t smaller(int64_t t)
 {
@@ -200,18 +257,34 @@ oc_status oc_mm_cuda_plan_make(oc_context *ctx, const oc_mm_cuda_plan_input *in,
         const int out_heavy = c_bytes >= ab_bytes;
         edge = 0;
         plan->bound = whole <= OC_MM_TILE_MAX ? "the matrix" : "the largest tile planned";
+        const char *largest_bound = NULL;
+        int64_t fastest = 0, last = 0;
+        double best = 0;
         for (int64_t j = (whole + OC_MM_TILE_MAX - 1) / OC_MM_TILE_MAX;; ++j) {
             const int64_t e = min64(whole, round_up((whole + j - 1) / j, 256));
             if (e < OC_MM_EVEN_MIN) break;
+            if (e == last) continue;
+            last = e;
             if (!tiles_share(tile_count(in, e), nd, out_heavy) && e > OC_MM_SHARE_MIN) {
-                plan->bound = nd > 1 ? "the same tiles for each device" : "four tiles, to overlap the output";
+                if (!edge)
+                    plan->bound = nd > 1 ? "the same tiles for each device" : "four tiles, to overlap the output";
                 continue;
             }
-            if ((why = fits(plan, e, kp_good)) == 0) {
-                edge = e;
-                break;
+            if ((why = fits(plan, e, kp_good)) != 0) {
+                if (!edge) plan->bound = why == 1 ? "the device budget" : "the host budget";
+                continue;
             }
-            plan->bound = why == 1 ? "the device budget" : "the host budget";
+            if (!edge) edge = e, largest_bound = plan->bound; /* the largest that fits */
+            double products = 0, copies = 0;
+            const double t = model_seconds(plan, e, deepest_panel(plan, e, kp_min), &products, &copies);
+            if (copies <= OC_MM_MODEL_MARGIN * products && (!fastest || t < best)) fastest = e, best = t;
+        }
+        why = 0;
+        if (fastest && fastest != edge) {
+            edge = fastest;
+            plan->bound = "the model's fastest: deeper K panels, the copies hidden";
+        } else if (edge) {
+            plan->bound = largest_bound;
         }
         if (!edge) {
             edge = min64(min64(whole, OC_MM_TILE_MAX), OC_MM_EVEN_MIN);
@@ -231,24 +304,8 @@ oc_status oc_mm_cuda_plan_make(oc_context *ctx, const oc_mm_cuda_plan_input *in,
             MIB(plan->pinned_bytes), MIB(in->device_budget),
             in->device_budget_given ? "--gpu-mem" : "free memory less headroom", MIB(plan->host_budget));
 
-    /* The deepest panel beside that tile: all of k up to OC_MM_KP_MAX, else the most
-     * multiples of 16 that fit. */
-    int64_t kp = min64(in->k, OC_MM_KP_MAX);
-    if (fits_deep(plan, edge, kp)) {
-        int64_t lo = kp_min / 16, hi = kp / 16; /* lo fits (kp_min is k or a multiple of 16) */
-        while (lo < hi) {
-            const int64_t mid = (lo + hi + 1) / 2;
-            if (fits_deep(plan, edge, mid * 16)) hi = mid - 1;
-            else lo = mid;
-        }
-        kp = lo > 0 ? lo * 16 : kp_min;
-    }
-    /* As many panels as that depth needs, made even: no thin last panel of another shape. */
-    if (kp < in->k) {
-        const int64_t panels = (in->k + kp - 1) / kp, even = round_up((in->k + panels - 1) / panels, 16);
-        if (even <= kp) kp = even;
-    }
-    fits(plan, edge, kp);
+    /* The deepest panel beside that tile. */
+    const int64_t kp = deepest_panel(plan, edge, kp_min);
     /* A third pinned panel slot where the host budget has room: a slow read_panel then has
      * one more panel of slack before the device waits. */
     if (size_plan(plan, plan->tm, plan->tn, kp, 3) != 0) size_plan(plan, plan->tm, plan->tn, kp, 2);

@@ -73,6 +73,20 @@
  * calls (a few percent at this size) while pinning, which a process pays on its first job,
  * grows with them. */
 #define OC_MM_PANEL_MAX (512LL << 20)
+/* The plan's model of a job, to choose among the tile edges that fit (oc_mm_cuda_plan_make):
+ * products at the GPU's GEMM rate (cost_gemm.h's Hopper figure for the type, the same on
+ * every machine so that a plan, and so the bits, depend on the job and its budgets alone),
+ * each cuBLASLt call costing OC_MM_MODEL_CALL_K more of K depth over its tile (its prologue
+ * and epilogue per output tile: float32 tiles of 16384 and 22016 on an H200, bench/RESULTS.md,
+ * "matmul out of core: K panels against tiles"); copies at OC_MM_MODEL_LINK each way and
+ * through the host's memory at OC_MM_MODEL_HOST (pageable operands staged); the first panel's
+ * upload and the last tile's download unhidden. Among the edges whose copies take at most
+ * OC_MM_MODEL_MARGIN of the products' time (the job stays bound by its products, whatever the
+ * host), the fastest predicted; with none, the largest edge, which moves the fewest bytes. */
+#define OC_MM_MODEL_LINK 50e9
+#define OC_MM_MODEL_HOST 40e9
+#define OC_MM_MODEL_CALL_K 400.0
+#define OC_MM_MODEL_MARGIN 0.5
 /* The smallest K panel planned where k is larger, and the deepest: past it a panel only
  * delays the first product and takes pinned memory, with nothing left to gain per call. */
 #define OC_MM_KP_MIN 256
