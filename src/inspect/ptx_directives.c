@@ -13,7 +13,17 @@
  *     .minnctapersm 2                     ptxas caps registers so 2 such blocks fit on an SM
  *     .maxnreg 64                         register cap of this kernel; overrides -maxrregcount
  *     {
+ *
+ * The entry directives are read the way ptxas reads them: token by token, so that line
+ * comments (//) and block comments count as blanks wherever they stand, inside an argument
+ * list too, and a list may run over several lines; numbers are PTX integer literals (decimal,
+ * 0x hex, 0b binary, 0 octal, each with an optional U); a directive given twice takes its
+ * last value (ptxas -arch=sm_90 makes ".maxntid 128, 1, 1" then ".maxntid 64" a 64-thread
+ * bound); and only an entry's own header counts, from its name to the '{' of its body (a
+ * declaration, ".entry k(...);", has none). .maxnctapersm is not read: ptxas refuses it
+ * since PTX 2.1.
  */
+#include <stdint.h>
 #include <string.h>
 
 #include "inspect/ptx_directives.h"
@@ -71,66 +81,180 @@ int oc_ptx_target_cc(const char *text, size_t size, char *suffix)
     return (int)cc;
 }
 
-/* Threads named by "x[, y[, z]]" at p; 0 when malformed or zero. */
-static int thread_count(const char *p, const char *end)
+/* One token of PTX text: a word (a directive, a name, a number), a string, or one other
+ * character. */
+typedef struct ptx_token {
+    const char *at;
+    size_t len;
+} ptx_token;
+
+static int is_space(char c) { return is_blank(c) || c == '\f' || c == '\v'; }
+
+static int is_word(char c)
 {
-    long dims[3] = {1, 1, 1};
-    if (!read_number(&p, end, &dims[0])) return 0;
-    for (int i = 1; i < 3; i++) {
-        const char *q = p;
-        while (q < end && (*q == ' ' || *q == '\t')) q++;
-        if (q >= end || *q != ',') break;
-        q++;
-        if (!read_number(&q, end, &dims[i])) return 0;
-        p = q;
-    }
-    /* Overflow-checked: a product that wraps must not read as a small, plausible bound. */
-    long threads;
-    if (__builtin_mul_overflow(dims[0], dims[1], &threads) || __builtin_mul_overflow(threads, dims[2], &threads))
-        return 0;
-    return threads > 0 && threads <= 1 << 20 ? (int)threads : 0;
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '$' ||
+           c == '%';
 }
 
-/* The header of entry `name`: from just after its name to the '{' of its body. */
-static int entry_header(const char *text, size_t size, const char *name, const char **begin, const char **end)
+/* The token at or after *p, before end, with *p moved past it; 0 at the end of the text.
+ * Blanks and comments (// to the end of the line; a block comment to its close, or to the
+ * end of the text when it does not close) separate tokens and are no part of them. A string
+ * runs to its closing quote (or the end of its line), so that comment marks inside it (a
+ * .file path) count as text; a directive starts at its '.', so ".visible.entry" is two. */
+static int next_token(const char **p, const char *end, ptx_token *t)
 {
-    size_t n = strlen(name);
-    const char *limit = text + size;
-    for (const char *at = text; (at = oc_ptx_find_directive(at, (size_t)(limit - at), ".entry")) != NULL;) {
-        while (at < limit && is_blank(*at)) at++;
-        if ((size_t)(limit - at) > n && memcmp(at, name, n) == 0 && (at[n] == '(' || is_blank(at[n]))) {
-            *begin = at + n;
-            *end = memchr(*begin, '{', (size_t)(limit - *begin));
-            if (!*end) *end = limit;
-            return 1;
+    const char *q = *p;
+    for (;;) {
+        while (q < end && is_space(*q)) q++;
+        if (end - q >= 2 && q[0] == '/' && q[1] == '/') {
+            while (q < end && *q != '\n') q++;
+        } else if (end - q >= 2 && q[0] == '/' && q[1] == '*') {
+            q += 2;
+            while (end - q >= 2 && !(q[0] == '*' && q[1] == '/')) q++;
+            q = end - q >= 2 ? q + 2 : end;
+        } else {
+            break;
         }
     }
-    return 0;
+    if (q >= end) {
+        *p = end;
+        return 0;
+    }
+    const char *s = q++;
+    if (*s == '"') {
+        while (q < end && *q != '"' && *q != '\n') q += *q == '\\' && end - q >= 2 ? 2 : 1;
+        if (q < end && *q == '"') q++;
+    } else if (*s == '.' || is_word(*s)) {
+        while (q < end && is_word(*q)) q++;
+    }
+    t->at = s;
+    t->len = (size_t)(q - s);
+    *p = q;
+    return 1;
 }
 
-/* The argument of `directive` inside [begin, end) (threads: "x, y, z" multiplied), 0 when
- * absent or malformed. */
-static int directive_value(const char *begin, const char *end, const char *directive, int threads)
+static int token_is(const ptx_token *t, const char *word)
 {
-    const char *p = oc_ptx_find_directive(begin, (size_t)(end - begin), directive);
-    if (!p) return 0;
-    if (threads) return thread_count(p, end);
-    long v;
-    return read_number(&p, end, &v) && v > 0 && v <= 1 << 20 ? (int)v : 0;
+    size_t n = strlen(word);
+    return t->len == n && memcmp(t->at, word, n) == 0;
+}
+
+/* The largest value a directive may name (threads x*y*z, registers, blocks): larger literals
+ * and products read as just above it, never wrapping. */
+#define BOUND_MAX ((uint64_t)1 << 20)
+#define LITERAL_MAX ((uint64_t)1 << 33) /* past any 32-bit literal */
+
+/* The value of a PTX integer literal: [1-9][0-9]* decimal, 0[xX] hex, 0[bB] binary or 0[0-7]*
+ * octal, each with an optional U (a 'u' is a syntax error to ptxas). 0 when the token is no
+ * such literal ("08", "0x", "-3", "64u"); values past 2^32 read as LITERAL_MAX. */
+static int literal_value(const ptx_token *t, uint64_t *value)
+{
+    const char *s = t->at;
+    size_t n = t->len, i = 0;
+    if (n > 0 && s[n - 1] == 'U') n--;
+    if (n == 0 || s[0] < '0' || s[0] > '9') return 0;
+    unsigned base = 10;
+    if (s[0] == '0' && n >= 2 && (s[1] == 'x' || s[1] == 'X')) {
+        base = 16;
+        i = 2;
+    } else if (s[0] == '0' && n >= 2 && (s[1] == 'b' || s[1] == 'B')) {
+        base = 2;
+        i = 2;
+    } else if (s[0] == '0') {
+        base = 8; /* "0" itself too */
+    }
+    if (i == n && base != 8) return 0; /* "0x", "0b" */
+    uint64_t v = 0;
+    for (; i < n; i++) {
+        char c = s[i];
+        unsigned d = c >= '0' && c <= '9'   ? (unsigned)(c - '0')
+                     : c >= 'a' && c <= 'f' ? (unsigned)(c - 'a' + 10)
+                     : c >= 'A' && c <= 'F' ? (unsigned)(c - 'A' + 10)
+                                            : 16;
+        if (d >= base) return 0;
+        v = v * base + d;
+        if (v > LITERAL_MAX) v = LITERAL_MAX;
+    }
+    *value = v;
+    return 1;
+}
+
+/* The argument list of a directive after *p: one to `most` literals separated by commas
+ * ("x[, y[, z]]" of a thread directive: their product). Returns it, or 0 when the list is
+ * malformed (a token that is no literal, a comma too many), has a zero, or exceeds BOUND_MAX.
+ * *p moves past the literals and commas read and never past anything else, so a '{' or a
+ * directive after a bad list still counts. */
+static int directive_arguments(const char **p, const char *end, int most)
+{
+    uint64_t product = 1;
+    for (int i = 0;; i++) {
+        const char *q = *p;
+        ptx_token t;
+        uint64_t v;
+        if (!next_token(&q, end, &t) || !literal_value(&t, &v)) return 0;
+        *p = q;
+        /* product <= BOUND_MAX + 1 and v <= LITERAL_MAX: product * v stays below 2^54. */
+        product *= v;
+        if (product > BOUND_MAX) product = BOUND_MAX + 1;
+        if (!next_token(&q, end, &t) || !token_is(&t, ",")) break;
+        if (i + 1 == most) return 0;
+        *p = q;
+    }
+    return product > 0 && product <= BOUND_MAX ? (int)product : 0;
+}
+
+/* The launch directives of one entry. */
+typedef struct entry_directives {
+    int maxntid, reqntid, maxnreg, minnctapersm;
+} entry_directives;
+
+/* Reads the header of an entry from *p (just after its name) to the '{' of its body, each
+ * directive's last occurrence winning; *p moves to the end of the header. Returns 1 for a
+ * definition (or a header cut off by the end of the text), 0 for a declaration (a ';' right
+ * after the parameter list: ".entry k(...);") or a header another .entry or .func
+ * interrupts, whose directives are no entry's. A ';' elsewhere ends a statement of the
+ * header (.pragma "nounroll";). */
+static int read_header(const char **p, const char *end, entry_directives *d)
+{
+    memset(d, 0, sizeof *d);
+    ptx_token t;
+    int depth = 0, after_params = 1;
+    for (const char *q = *p; next_token(&q, end, &t); *p = q) {
+        if (token_is(&t, "{")) {
+            *p = q;
+            return 1;
+        }
+        if ((token_is(&t, ";") && after_params) || token_is(&t, ".entry") || token_is(&t, ".func")) return 0;
+        after_params = 0;
+        if (token_is(&t, "(")) depth++;
+        else if (token_is(&t, ")") && depth > 0) after_params = --depth == 0;
+        else if (token_is(&t, ".maxntid")) d->maxntid = directive_arguments(&q, end, 3);
+        else if (token_is(&t, ".reqntid")) d->reqntid = directive_arguments(&q, end, 3);
+        else if (token_is(&t, ".maxnreg")) d->maxnreg = directive_arguments(&q, end, 1);
+        else if (token_is(&t, ".minnctapersm")) d->minnctapersm = directive_arguments(&q, end, 1);
+    }
+    *p = end;
+    return 1;
 }
 
 void oc_ptx_entry_directives(const char *text, size_t size, oc_kernel_list *list, int first)
 {
-    for (int i = first; i < list->count; i++) {
-        oc_kernel_entry *e = &list->items[i];
-        const char *begin, *end;
-        if (!entry_header(text, size, e->name, &begin, &end)) continue;
-        e->maxntid = directive_value(begin, end, ".maxntid", 1);
-        e->reqntid = directive_value(begin, end, ".reqntid", 1);
-        e->maxnreg = directive_value(begin, end, ".maxnreg", 0);
-        e->minnctapersm = directive_value(begin, end, ".minnctapersm", 0);
-        int bound = e->maxntid;
-        if (e->reqntid > 0 && (bound == 0 || e->reqntid < bound)) bound = e->reqntid;
-        if (bound > 0) e->launch_bounds = e->res.max_threads_per_block = bound;
+    const char *p = text, *end = text + size;
+    ptx_token t, name;
+    while (next_token(&p, end, &t)) {
+        if (!token_is(&t, ".entry") || !next_token(&p, end, &name)) continue;
+        entry_directives d;
+        if (!read_header(&p, end, &d)) continue;
+        for (int i = first; i < list->count; i++) {
+            oc_kernel_entry *e = &list->items[i];
+            if (strlen(e->name) != name.len || memcmp(e->name, name.at, name.len) != 0) continue;
+            e->maxntid = d.maxntid;
+            e->reqntid = d.reqntid;
+            e->maxnreg = d.maxnreg;
+            e->minnctapersm = d.minnctapersm;
+            int bound = e->maxntid;
+            if (e->reqntid > 0 && (bound == 0 || e->reqntid < bound)) bound = e->reqntid;
+            if (bound > 0) e->launch_bounds = e->res.max_threads_per_block = bound;
+        }
     }
 }
