@@ -146,6 +146,40 @@ static void check_resident_int8_chunks(oc_context *ctx)
         }
 }
 
+/* The planner's model (matmul_cuda_plan.h) at 65536 x 65536 x 16384 under a quarter of the data
+ * (bench/RESULTS.md, "matmul out of core: K panels against tiles"): float32, bound by its
+ * products, takes smaller tiles than the largest that fits for deeper K panels; bfloat16 and
+ * int8, bound by their copies, keep the largest edge (3 x 3 tiles); the same input twice
+ * gives the same plan. */
+static void check_model_choice(oc_context *ctx)
+{
+    static const oc_mm_type types[][2] = {
+        {OC_MM_FLOAT32, OC_MM_FLOAT32}, {OC_MM_BFLOAT16, OC_MM_FLOAT32}, {OC_MM_INT8, OC_MM_INT32}};
+    for (size_t t = 0; t < sizeof types / sizeof types[0]; ++t) {
+        const int64_t m = 65536, k = 16384, in_b = (int64_t)oc_mm_type_size(types[t][0]);
+        const int64_t out_b = (int64_t)oc_mm_type_size(types[t][1]);
+        oc_mm_cuda_plan_input in = {.m = m,
+                                    .n = m,
+                                    .k = k,
+                                    .in_type = types[t][0],
+                                    .out_type = types[t][1],
+                                    .device_budget = (2 * m * k * in_b + m * m * out_b) / 4 + 64 * MIB,
+                                    .device_budget_given = 1,
+                                    .host_budget = 64000 * MIB,
+                                    .ndevices = 1};
+        oc_mm_cuda_plan p, again;
+        CHECK(oc_mm_cuda_plan_make(ctx, &in, &p) == OC_OK && oc_mm_cuda_plan_make(ctx, &in, &again) == OC_OK);
+        CHECK(p.tm == again.tm && p.kp == again.kp && p.ntiles == again.ntiles);
+        if (types[t][0] == OC_MM_FLOAT32) {
+            CHECK_MSG(p.ntiles > 9 && p.kp >= 4096 && strstr(p.bound, "model"),
+                      "float32: %lld tiles, K panels of %lld, %s", (long long)p.ntiles, (long long)p.kp, p.bound);
+        } else {
+            CHECK_MSG(p.ntiles == 9 && !strstr(p.bound, "model"), "type %d: %lld tiles of %lld, %s", (int)types[t][0],
+                      (long long)p.ntiles, (long long)p.tm, p.bound);
+        }
+    }
+}
+
 int main(void)
 {
     oc_context *ctx = NULL;
@@ -206,6 +240,7 @@ int main(void)
     CHECK(oc_mm_cuda_plan_make(ctx, &in, &p) == OC_ERR_INVALID_ARGUMENT);
     check_resident_int8(ctx);
     check_resident_int8_chunks(ctx);
+    check_model_choice(ctx);
     oc_context_free(ctx);
     return oc_test_finish();
 }
