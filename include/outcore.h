@@ -108,16 +108,20 @@ OC_API oc_status oc_matrix_from_dense(oc_context *ctx, const void *data, int64_t
                                       int64_t row_stride, oc_matrix **out);
 
 /* Packed bits: each row holds ceil(cols/8) meaningful bytes, rows row_stride bytes apart.
- * Bits past column cols-1 in the last byte are ignored. */
+ * The bits past column cols-1 in a row's last byte must be 0, as numpy.packbits writes
+ * them: a set one is OC_ERR_INPUT naming the row and the bit (it means cols is not the
+ * true column count, and reading on would drop a column). Bytes past the ceil(cols/8)
+ * of a row (up to row_stride) are not read. */
 OC_API oc_status oc_matrix_from_bits(oc_context *ctx, const void *data, int64_t rows, int64_t cols,
                                      int64_t row_stride, oc_bit_order order, oc_matrix **out);
 
 /* Numbers of any numeric type: value_type is an oc_map_dtype code (bool, int8 ... uint64,
  * float32, float64), rows row_stride bytes apart, values in native byte order. The one rule
  * every reader applies (a .npy file of such a dtype is read by it too): without binarize
- * each value must be 0 or 1 (1.0 and 0.0 are), else OC_ERR_INPUT naming the value, its row
- * and column and binarize; with binarize any nonzero value is a one. NaN is an error
- * either way. */
+ * each value must be 0 or 1 (1.0 and 0.0 are; a bool is read as its byte, so a bool byte
+ * of 2 is refused, as oc_matrix_from_dense and a bool .npy refuse it), else OC_ERR_INPUT
+ * naming the value, its row and column and binarize; with binarize any nonzero value (any
+ * nonzero bool byte) is a one. NaN is an error either way. */
 OC_API oc_status oc_matrix_from_values(oc_context *ctx, const void *data, int64_t rows, int64_t cols,
                                        int64_t row_stride, int value_type, int binarize, oc_matrix **out);
 
@@ -136,10 +140,11 @@ typedef struct oc_read_options {
      * than 0 or 1 is an input error naming its row and column. */
     int binarize;
     /* The host memory budget in bytes (docs/memory.md); 0 = 80% of the memory available
-     * (MemAvailable) when the read starts. A .npy whose packed bits take more than half of it
-     * is not loaded: the matrix stays file-backed and jobs read its rows in panels on demand,
-     * checking the values as they go, so a bad value fails the job that meets it. .mtx and
-     * text inputs are always read into memory. */
+     * (MemAvailable) when the read starts; a negative value is OC_ERR_INVALID_ARGUMENT. A
+     * .npy whose packed bits take more than half of it is not loaded: the matrix stays
+     * file-backed and jobs read its rows in panels on demand, checking the values as they
+     * go, so a bad value fails the job that meets it. .mtx and text inputs are always read
+     * into memory. */
     int64_t host_mem_bytes;
 } oc_read_options;
 
@@ -165,8 +170,9 @@ OC_API oc_status oc_matrix_peek(oc_context *ctx, const char *path, const oc_read
 /* oc_matrix_read with bits and no other option. */
 OC_API oc_status oc_matrix_open(oc_context *ctx, const char *path, int64_t bits, oc_matrix **out);
 
-/* Writes m to path as .npy: uint8 0/1 (packed = 0) or numpy.packbits rows (packed = 1).
- * Written under a temporary name and renamed when complete. */
+/* Writes m to path as .npy: uint8 0/1 (packed = 0) or numpy.packbits rows (packed = 1; any
+ * other value is OC_ERR_INVALID_ARGUMENT). Written under a temporary name and renamed when
+ * complete. */
 OC_API oc_status oc_matrix_save(oc_context *ctx, const oc_matrix *m, const char *path, int packed);
 
 /* Called from the thread that called the job (oc_gram, oc_matrix_write_rows), about ten
@@ -178,15 +184,17 @@ typedef void (*oc_progress_fn)(void *user, double done, double total);
 /* Streaming .npy output of a 0/1 matrix that need never be in memory as a whole: the
  * caller's fill function produces rows [row0, row0 + nrows) into bits, row i at
  * bits + i * stride bytes with stride = ((cols + 63) / 64) * 8 (8-byte aligned), in the
- * OC_BITS_MSB_FIRST layout; the bytes of a row past its cols bits are ignored. fill is
- * called from opts->threads worker threads at once, each on its own block of rows and
- * buffer, so it must be safe to call concurrently; it returns 0, or nonzero to stop the job
- * (OC_ERR_INPUT naming the row). */
+ * OC_BITS_MSB_FIRST layout. The bits of a row past its cols bits are ignored, whatever
+ * they hold (the buffer is the library's, reused from block to block, and a packed file
+ * gets zero padding, as numpy.packbits writes it); oc_matrix_from_bits, which reads the
+ * caller's data, refuses them instead. fill is called from opts->threads worker threads
+ * at once, each on its own block of rows and buffer, so it must be safe to call
+ * concurrently; it returns 0, or nonzero to stop the job (OC_ERR_INPUT naming the row). */
 typedef int (*oc_rows_fill_fn)(void *user, int64_t row0, int64_t nrows, unsigned char *bits, int64_t stride);
 
 typedef struct oc_write_options {
     size_t struct_size;        /* sizeof(oc_write_options) */
-    int packed;                /* 0: uint8 0/1 bytes; 1: numpy.packbits rows (as oc_matrix_save) */
+    int packed;                /* 0: uint8 0/1 bytes; 1: numpy.packbits rows (as oc_matrix_save); no other */
     int threads;               /* worker threads; 0 = all cores */
     int64_t block_rows;        /* rows a worker fills and writes at a time; 0 = chosen (a few MB) */
     oc_progress_fn progress;   /* may be NULL; called from the calling thread */
@@ -199,7 +207,8 @@ typedef struct oc_write_options {
  * oc_matrix_save writes for the same shape, each block written at its offset as soon as it
  * is filled: memory is a block or two per thread whatever the matrix size. Written under a
  * temporary name and renamed when complete; on failure (OC_ERR_IO naming the file and the
- * cause, OC_ERR_INPUT for a bad path) no file is left. oc_context_cancel stops it with
+ * cause, OC_ERR_INPUT for a bad path, OC_ERR_INVALID_ARGUMENT for a shape no file can hold,
+ * its bytes past 64-bit sizes) no file is left. oc_context_cancel stops it with
  * OC_ERR_CANCELLED. Blocks. opts may be NULL (the defaults). */
 OC_API oc_status oc_matrix_write_rows(oc_context *ctx, const char *path, int64_t rows, int64_t cols,
                                       oc_rows_fill_fn fill, void *user, const oc_write_options *opts);
@@ -236,9 +245,6 @@ typedef enum oc_metric {
     OC_METRIC_JACCARD = 1, /* c / (|a|+|b|-c); 0/0 = 1 */
     OC_METRIC_COSINE = 2,  /* c / sqrt(|a|·|b|); 0 when a row is empty */
     OC_METRIC_HAMMING = 3, /* |a|+|b|-2c */
-#ifdef OC_TEST_PRETEND_METRIC
-    OC_METRIC_PRETEND,     /* tests only: a metric no code handles (tests/cli/test_table_sites.py) */
-#endif
     OC_METRIC_COUNT        /* the number of metrics, not a metric: names run 0 .. OC_METRIC_COUNT - 1 */
 } oc_metric;
 
@@ -315,7 +321,9 @@ typedef struct oc_gram_options {
     int resume;
     /* Several devices (CUDA backend; an error with OC_BACKEND_CPU): "0,1,3", "all", or "0:2"
      * to split device 0 into two logical devices, each with half of its budget and its own
-     * streams (docs/architecture.md). NULL or "": `device` alone. */
+     * streams (docs/architecture.md). NULL or "": `device` alone. Where no CUDA device is
+     * usable (a build without CUDA, a machine without a GPU) a list is OC_ERR_UNSUPPORTED; an
+     * index past the machine's devices is OC_ERR_INVALID_ARGUMENT. */
     const char *devices;
     /* Per-device budgets, "0=20G,1=40G" (SIZE or PCT as gpu_mem_bytes / gpu_mem_fraction take
      * them), or one value for every device; devices not named keep gpu_mem_bytes /
@@ -436,7 +444,8 @@ OC_API oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b
                          const oc_output *out, oc_gram_stats *stats);
 
 /* Before the inputs of a job are read from the files a and b (b NULL: a·aᵀ): what their
- * headers declare (oc_matrix_peek), and, for a dense result to a file (out->kind
+ * headers declare (oc_matrix_peek; A and B of different column counts: OC_ERR_INPUT, as
+ * oc_gram refuses them), and, for a dense result to a file (out->kind
  * OC_OUTPUT_FILE without topk or threshold), its size against 64-bit sizes and the free space
  * of the output's folder. Fails with OC_ERR_INPUT and one line naming the file and both
  * figures ("C.npy: the dense 130000000 x 130000000 int32 result needs 67.6 PB (...bytes), but
@@ -486,19 +495,17 @@ OC_API const char *oc_algorithm_name(oc_algorithm algorithm);
  * oc_output_format_results(i) says which results a format holds (OC_RESULT_* bits; 0 past
  * the last). */
 typedef enum oc_output_format {
-    OC_FORMAT_NPY = 0, /* the dense matrix */
-    OC_FORMAT_NPZ = 1, /* top-k: indices, scores; threshold: rows, cols, values */
-    OC_FORMAT_MTX = 2, /* threshold pairs as a MatrixMarket coordinate matrix */
-    OC_FORMAT_TSV = 3, /* top-k or threshold: a line per entry */
-#ifdef OC_TEST_PRETEND_FORMAT
-    OC_FORMAT_PRETEND, /* tests only: a format without a writer (tests/cli/test_table_sites.py) */
-#endif
+    OC_FORMAT_NPY = 0,     /* the dense matrix */
+    OC_FORMAT_NPZ = 1,     /* top-k: indices, scores; threshold: rows, cols, values */
+    OC_FORMAT_MTX = 2,     /* threshold pairs as a MatrixMarket coordinate matrix */
+    OC_FORMAT_TSV = 3,     /* top-k or threshold: a line per entry */
     OC_OUTPUT_FORMAT_COUNT /* the number of formats, not a format */
 } oc_output_format;
 enum { OC_RESULT_DENSE = 1, OC_RESULT_TOPK = 2, OC_RESULT_THRESHOLD = 4 };
 OC_API const char *oc_output_format_name(oc_output_format format);
 OC_API unsigned oc_output_format_results(oc_output_format format);
-/* Parses those names; returns OC_ERR_INVALID_ARGUMENT for an unknown name. */
+/* Parses those names; returns OC_ERR_INVALID_ARGUMENT, writing nothing, for an unknown name or
+ * a NULL out. */
 OC_API oc_status oc_metric_parse(const char *name, oc_metric *out);
 OC_API oc_status oc_dtype_parse(const char *name, oc_dtype *out);
 OC_API oc_status oc_backend_parse(const char *name, oc_backend *out);
@@ -506,7 +513,7 @@ OC_API oc_status oc_algorithm_parse(const char *name, oc_algorithm *out);
 /* A budget as --gpu-mem and --host-mem take it: a size ("2G", "512MiB", "4096": bytes into
  * *bytes, *fraction = 0) or a percentage ("50%": *fraction = 0.5, *bytes = 0). Returns
  * OC_ERR_INVALID_ARGUMENT, setting nothing, for anything else (zero, above 100%, a unit
- * other than B, K, M, G, T with optional B or iB). */
+ * other than B, K, M, G, T with optional B or iB, a NULL bytes or fraction). */
 OC_API oc_status oc_size_parse(const char *text, int64_t *bytes, double *fraction);
 
 /* Copies the ..._INIT values of the option struct named `type` ("oc_gram_options",
@@ -918,11 +925,13 @@ typedef struct oc_map oc_map;
 OC_API oc_status oc_map_create(oc_context *ctx, const char *expr, const oc_map_array *inputs, int n_inputs,
                                const oc_map_scalar *scalars, int n_scalars, const oc_map_options *opts,
                                oc_map **out);
-/* The result: its dtype, and its shape into shape[OC_MAP_MAX_DIMS]; returns ndim. */
+/* The result: its dtype, and its shape into shape[OC_MAP_MAX_DIMS]; returns ndim. With m
+ * NULL: -1 for both (shape untouched; oc_map_dtype_name(-1) is NULL). */
 OC_API oc_map_dtype oc_map_result_dtype(const oc_map *m);
 OC_API int oc_map_result_shape(const oc_map *m, int64_t *shape);
-/* Runs the job: the result goes to the .npy file out_path (temporary name + rename) when it
- * is not NULL, else to out_data (C order, the result's dtype and shape). stats may be NULL.
+/* Runs the job: the result goes to the .npy file out_path (temporary name + rename; a name
+ * ending in .npy, else OC_ERR_INVALID_ARGUMENT; an empty path is OC_ERR_INPUT, as
+ * oc_output_check says) when it is not NULL, else to out_data (C order, the result's dtype and shape). stats may be NULL.
  * Blocks; uses opts->threads threads. On failure no output file is left. */
 OC_API oc_status oc_map_run(oc_context *ctx, oc_map *m, const char *out_path, void *out_data, oc_map_stats *stats);
 /* What the run would do and why (backend, types, shapes, bytes), text or JSON; *text is
@@ -954,7 +963,8 @@ typedef enum oc_matmul_dtype {
  * ld elements between rows, 0 = cols). Memory is read in place, never copied whole; on a GPU,
  * page-locked memory (cudaHostAlloc, cudaHostRegister) in the compute dtype is uploaded from
  * where it is, and a page-locked result receives its tiles by direct download (not A·Aᵀ's,
- * which are mirrored). For the result, a path is written under a temporary name and renamed
+ * which are mirrored). For the result, a path (a name ending in .npy, else
+ * OC_ERR_INVALID_ARGUMENT) is written under a temporary name and renamed
  * when complete, and memory must hold the result's shape and dtype (oc_matmul_result).
  *
  * gpu nonzero: data is CUDA device memory (cudaMalloc, a framework's tensor). The product then

@@ -234,10 +234,11 @@ def _build_matrix(ctx, x, name, bits, keep, binarize=False, host_mem=0):
             status = lib.oc_matrix_from_dense(ctx, arr.ctypes.data, rows, arr.shape[1], stride, ctypes.byref(handle))
             if status == _lib.OC_ERR_INPUT and arr.dtype == np.bool_:
                 # A bool byte other than 0 and 1 is True, as numpy reads it (docs/map.md):
-                # oc_matrix_from_values reads bools so. Only then, so the common case packs
-                # the bytes at oc_matrix_from_dense's speed with no copy.
+                # oc_matrix_from_values reads bools so with binarize (without it, such a byte
+                # is refused, as in a bool .npy). Only then, so the common case packs the
+                # bytes at oc_matrix_from_dense's speed with no copy.
                 status = lib.oc_matrix_from_values(ctx, arr.ctypes.data, rows, arr.shape[1], stride,
-                                                   _VALUE_TYPES[arr.dtype], 0, ctypes.byref(handle))
+                                                   _VALUE_TYPES[arr.dtype], 1, ctypes.byref(handle))
         else:
             status = lib.oc_matrix_from_bits(ctx, arr.ctypes.data, rows, bits, stride, _lib.OC_BITS_MSB_FIRST,
                                              ctypes.byref(handle))

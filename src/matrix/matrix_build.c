@@ -5,8 +5,8 @@
  * Each one checks its arguments before it allocates, packs into the layout of matrix.h, and
  * keeps no pointer into the caller's buffers. Structural mistakes (NULL pointers, strides
  * shorter than a row, an index pointer that goes backwards, an index out of range) are
- * OC_ERR_INVALID_ARGUMENT; a value other than 0 or 1 in the data is OC_ERR_INPUT, like the
- * same value in a file.
+ * OC_ERR_INVALID_ARGUMENT; a value other than 0 or 1 in the data, and a set bit in the
+ * padding of a packed row (past its columns), are OC_ERR_INPUT, like the same bytes in a file.
  */
 #include <inttypes.h>
 #include <pthread.h>
@@ -210,11 +210,13 @@ oc_status oc_matrix_from_bits(oc_context *ctx, const void *data, int64_t rows, i
     oc_pack_source src = {.data = data, .stride = row_stride, .packed = 1, .order = order};
     int64_t bad = -1, extra = -1;
     oc_status st = oc_pack_rows_parallel(ctx, m, &src, 0, &bad, &extra);
+    /* The padding must be 0: a set bit there says cols is short of the true count. */
     if (st == OC_OK && bad >= 0)
         st = oc_fail(ctx, OC_ERR_INPUT,
-                     "%s: row %" PRId64 " has bit %" PRId64 " set but bits=%" PRId64 " says the rows hold %" PRId64
-                     " columns (rows and columns count from 0)",
-                     OC_DEFAULT_NAME, bad, extra, cols, cols);
+                     "%s: row %" PRId64 " has bit %" PRId64 " set but cols %" PRId64 " (Python: bits=%" PRId64
+                     ") says the rows hold %" PRId64
+                     " columns; the bits past them must be 0 (rows, columns and bits count from 0)",
+                     OC_DEFAULT_NAME, bad, extra, cols, cols, cols);
     if (st != OC_OK) {
         oc_matrix_free(m);
         return oc_trace_at(ctx, st, __FILE__, __LINE__);

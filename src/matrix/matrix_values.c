@@ -2,8 +2,9 @@
  * matrix_values.c - a 0/1 matrix from numbers of any numeric type: the one rule for what is
  * a one, shared by the public constructor (the Python binding's arrays) and the .npy reader
  * (files of wider types), so every caller reads the same values the same way:
- *   - without binarize, every value must be 0 or 1 (0.0, 1.0 and -0.0 included), else
- *     OC_ERR_INPUT naming the value, its row and column and the fix (binarize);
+ *   - without binarize, every value must be 0 or 1 (0.0, 1.0 and -0.0 included; a bool's
+ *     value is its byte), else OC_ERR_INPUT naming the value, its row and column and the fix
+ *     (binarize);
  *   - with binarize, a nonzero value is a one; NaN, neither zero nor nonzero, is an error.
  * Rows are converted to bytes one at a time and packed as dense bytes are.
  */
@@ -29,8 +30,8 @@ static double value_at(const unsigned char *row, int type, int64_t col)
 {
     const void *p = row + col * (int64_t)oc_value_type_size(type);
     switch (type) {
-    case OC_MAP_BOOL:
-        return *(const unsigned char *)p != 0;
+    case OC_MAP_BOOL: /* its byte: 2 is no 0 or 1, as in a bool .npy and oc_matrix_from_dense */
+        return *(const unsigned char *)p;
     case OC_MAP_INT8:
         return *(const int8_t *)p;
     case OC_MAP_INT16: {

@@ -1,11 +1,14 @@
 """A pretend metric, map function and output format, compiled into the library's sources:
 every site either handles a new name through its table or fails to compile, naming it.
 
--DOC_TEST_PRETEND_METRIC adds OC_METRIC_PRETEND to oc_metric (include/outcore.h) with a row
-in the metric table (src/core/names.c); -DOC_TEST_PRETEND_MAP_FUNCTION adds MOP_PRETEND with a
-row in src/map/map_ops.c; -DOC_TEST_PRETEND_FORMAT adds OC_FORMAT_PRETEND to oc_output_format
-with a row in src/io/formats/output_format.c; -DOC_TEST_PRETEND_WITHOUT_ROW leaves the rows out. Each file is
-only compiled (-fsyntax-only), so the test costs a few compiler runs, not a build.
+The public header takes no part in it: OC_METRIC_PRETEND (in oc_metric) and OC_FORMAT_PRETEND
+(in oc_output_format) are written before their enum's count into a copy of include/outcore.h
+that the compiles find first. -DOC_TEST_PRETEND_METRIC adds the pretend metric's row to the
+metric table (src/core/names.c); -DOC_TEST_PRETEND_MAP_FUNCTION adds MOP_PRETEND (a private
+enum, src/map/map_expr.h) with a row in src/map/map_ops.c; -DOC_TEST_PRETEND_FORMAT adds the
+pretend format's row to src/io/formats/output_format.c; -DOC_TEST_PRETEND_WITHOUT_ROW leaves the
+rows out. Each file is only compiled (-fsyntax-only), so the test costs a few compiler runs, not a
+build.
 """
 import os
 import re
@@ -37,12 +40,42 @@ FORMAT_TABLE_READERS = ["src/io/formats/output_format.c", "src/io/formats/select
 MAP_TABLE_READERS = ["src/map/map_ops.c", "src/map/map_parse.c", "src/map/map_typecheck.c", "src/map/map_choice.c"]
 
 
-def compile_unit(path, *defines, switch_enum=False):
+# The public enums a pretend name joins: its define, the enum's count and the pretend value
+# written before it in the copy of include/outcore.h (public_header_with).
+PUBLIC_PRETEND = {"OC_TEST_PRETEND_METRIC": ("OC_METRIC_COUNT", "OC_METRIC_PRETEND"),
+                  "OC_TEST_PRETEND_FORMAT": ("OC_OUTPUT_FORMAT_COUNT", "OC_FORMAT_PRETEND")}
+
+
+def public_header_with(define):
+    """The text of include/outcore.h with define's pretend value inserted just before its
+    enum's count, so the count grows by one as it would for a real new name."""
+    count, value = PUBLIC_PRETEND[define]
+    text = (SOURCE_DIR / "include" / "outcore.h").read_text()
+    patched, found = re.subn(rf"^([ \t]*){count}\b", rf"\g<1>{value},\n\g<1>{count}", text, flags=re.M)
+    assert found == 1, f"include/outcore.h: the enum member {count} was expected once at a line's start"
+    return patched
+
+
+@pytest.fixture(scope="module")
+def pretend_include(tmp_path_factory):
+    """For each define of PUBLIC_PRETEND, a folder holding its copy of outcore.h."""
+    folders = {}
+    for define in PUBLIC_PRETEND:
+        folder = tmp_path_factory.mktemp(define.lower())
+        (folder / "outcore.h").write_text(public_header_with(define))
+        folders[define] = folder
+    return folders
+
+
+def compile_unit(path, *defines, switch_enum=False, pretend_include=None):
     """(exit status, diagnostics) of compiling one file of the library, a switch without a case
-    for an enum value (-Wswitch; with switch_enum, also one with a default) an error."""
-    proc = subprocess.run([CC, "-std=gnu11", "-D_GNU_SOURCE", f"-I{SOURCE_DIR / 'include'}", f"-I{SOURCE_DIR / 'src'}",
-                           "-fsyntax-only", "-Werror=switch", *(["-Werror=switch-enum"] if switch_enum else []),
-                           *[f"-D{d}" for d in defines], str(SOURCE_DIR / path)], capture_output=True, text=True)
+    for an enum value (-Wswitch; with switch_enum, also one with a default) an error. A define
+    of PUBLIC_PRETEND also puts its copy of outcore.h (pretend_include) ahead of include/."""
+    first = [f"-I{pretend_include[d]}" for d in defines if d in PUBLIC_PRETEND]
+    proc = subprocess.run([CC, "-std=gnu11", "-D_GNU_SOURCE", *first, f"-I{SOURCE_DIR / 'include'}",
+                           f"-I{SOURCE_DIR / 'src'}", "-fsyntax-only", "-Werror=switch",
+                           *(["-Werror=switch-enum"] if switch_enum else []), *[f"-D{d}" for d in defines],
+                           str(SOURCE_DIR / path)], capture_output=True, text=True)
     return proc.returncode, proc.stderr
 
 
@@ -98,25 +131,40 @@ PRETEND = {
 
 @pytest.mark.parametrize("kind,site,unit", [(kind, site, unit) for kind, p in PRETEND.items()
                                             for site, unit in sorted(p[2].items())])
-def test_a_new_name_stops_each_switch(kind, site, unit):
+def test_a_new_name_stops_each_switch(kind, site, unit, pretend_include):
     # The metric switches build with -Wswitch-enum (CMakeLists.txt); map_codegen.c has
     # switches over other enums with a default, so its check is -Wswitch's.
     define, value = PRETEND[kind][:2]
     status, out = compile_unit(unit, switch_enum=kind == "metric")
     assert status == 0, out
-    status, out = compile_unit(unit, define, switch_enum=kind == "metric")
+    status, out = compile_unit(unit, define, switch_enum=kind == "metric", pretend_include=pretend_include)
     assert status != 0
     assert re.search(rf"{re.escape(site)}:\d+:\d+: error: enumeration value .{value}. not handled", out), out
 
 
 @pytest.mark.parametrize("kind,unit", [(kind, unit) for kind, p in PRETEND.items() for unit in p[3]])
-def test_a_new_name_compiles_where_the_table_is_read(kind, unit):
-    status, out = compile_unit(unit, PRETEND[kind][0])
+def test_a_new_name_compiles_where_the_table_is_read(kind, unit, pretend_include):
+    status, out = compile_unit(unit, PRETEND[kind][0], pretend_include=pretend_include)
     assert status == 0, out
 
 
 @pytest.mark.parametrize("kind", PRETEND)
-def test_a_name_without_its_row_stops_the_table(kind):
+def test_a_name_without_its_row_stops_the_table(kind, pretend_include):
     define, _, _, _, table, message = PRETEND[kind]
-    status, out = compile_unit(table, define, "OC_TEST_PRETEND_WITHOUT_ROW")
+    status, out = compile_unit(table, define, "OC_TEST_PRETEND_WITHOUT_ROW", pretend_include=pretend_include)
     assert status != 0 and message in out, out
+
+
+def test_the_public_header_has_no_test_hooks():
+    # A user's program that happens to define one of the test macros gets the same header:
+    # the preprocessed text of outcore.h is the same with every one of them defined.
+    defines = [f"-D{p[0]}" for p in PRETEND.values()] + ["-DOC_TEST_PRETEND_WITHOUT_ROW"]
+
+    def preprocessed(*extra):
+        proc = subprocess.run([CC, "-E", "-P", "-x", "c", *extra, str(SOURCE_DIR / "include" / "outcore.h")],
+                              capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout
+
+    assert preprocessed(*defines) == preprocessed()
+    assert "OC_TEST_" not in (SOURCE_DIR / "include" / "outcore.h").read_text()

@@ -184,7 +184,8 @@ def test_packed_input(rng, m):
     if m % 8:
         # A bit past column m-1 is a column bits=m would drop: an error, never a silent loss.
         pb[4, -1] |= 1
-        with pytest.raises(outcore.InputError, match=f"B: row 4 has bit {8 * pb.shape[1] - 1} set but bits={m}"):
+        with pytest.raises(outcore.InputError,
+                           match=rf"B: row 4 has bit {8 * pb.shape[1] - 1} set but cols {m} \(Python: bits={m}\)"):
             outcore.gram(pa, pb, bits=m)
     # Every other row of the packed array: read in place through its row stride.
     assert np.array_equal(outcore.gram(pa[::2], bits=m), exact(a[::2]))

@@ -21,7 +21,8 @@
 #define OC_READ_OPTIONS_V1_SIZE offsetof(oc_read_options, host_mem_bytes)
 
 /* opts, or the defaults when NULL, as the current version of the struct (a version-1 struct
- * gets host_mem_bytes's default) in *buf; NULL after a failure recorded on ctx. */
+ * gets host_mem_bytes's default) in *buf; NULL after a failure recorded on ctx: a size that
+ * is no version's, or a negative budget (as oc_gram_options and oc_matmul_options refuse it). */
 static const oc_read_options *read_options(oc_context *ctx, const oc_read_options *opts, oc_read_options *buf)
 {
     *buf = (oc_read_options)OC_READ_OPTIONS_INIT;
@@ -35,6 +36,13 @@ static const oc_read_options *read_options(oc_context *ctx, const oc_read_option
         oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
                 "oc_read_options.struct_size is %zu, expected %zu: start from OC_READ_OPTIONS_INIT", opts->struct_size,
                 sizeof(oc_read_options));
+        return NULL;
+    }
+    if (opts->host_mem_bytes < 0) {
+        oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                "oc_read_options.host_mem_bytes is %" PRId64
+                ": the host memory budget must be a positive size (0: the default)",
+                opts->host_mem_bytes);
         return NULL;
     }
     return opts;
@@ -88,13 +96,14 @@ oc_status oc_matrix_peek(oc_context *ctx, const char *path, const oc_read_option
 {
     if (!path || !rows || !cols)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "peeking at a matrix: the path, rows or cols is NULL");
-    *rows = *cols = -1;
     oc_read_options buf;
     if (!(opts = read_options(ctx, opts, &buf))) return OC_ERR_INVALID_ARGUMENT;
     char kind;
     OC_CHECK(ctx, input_kind(ctx, path, opts, &kind));
-    if (kind == 't') return OC_OK; /* text: its rows are known once read */
-    OC_CHECK(ctx, oc_mapped_head(ctx, path, kind == 'n' ? oc_npy_head : oc_mtx_head, opts, rows, cols));
+    /* Written only once the call succeeds (outcore.h: out-parameters). */
+    int64_t r = -1, c = -1; /* text: its rows are known once read */
+    if (kind != 't') OC_CHECK(ctx, oc_mapped_head(ctx, path, kind == 'n' ? oc_npy_head : oc_mtx_head, opts, &r, &c));
+    *rows = r, *cols = c;
     return OC_OK;
 }
 
@@ -110,6 +119,8 @@ oc_status oc_matrix_save(oc_context *ctx, const oc_matrix *m, const char *path, 
 {
     if (!ctx) return OC_ERR_INVALID_ARGUMENT;
     if (!m || !path) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_matrix_save: NULL argument");
+    if (packed != 0 && packed != 1)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_matrix_save: packed %d: expected 0 or 1", packed);
     /* A job of its own: its writes are counted from the first for the fault plan (fault.h). */
     oc_context_begin_job(ctx);
     char ext[16];

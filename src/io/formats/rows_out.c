@@ -173,6 +173,8 @@ oc_status oc_matrix_write_rows(oc_context *ctx, const char *path, int64_t rows, 
     if (rows <= 0 || cols <= 0)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: %" PRId64 " x %" PRId64 ": rows and columns must be >= 1",
                        path, rows, cols);
+    if (opts->packed != 0 && opts->packed != 1)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_write_options: packed %d: expected 0 or 1", opts->packed);
     if (opts->block_rows < 0 || opts->threads < 0)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
                        "oc_write_options: block_rows %" PRId64 " and threads %d must be >= 0 (0: chosen)",
@@ -187,16 +189,17 @@ oc_status oc_matrix_write_rows(oc_context *ctx, const char *path, int64_t rows, 
                     .fill = fill,
                     .user = user,
                     .fd = -1,
-                    .packed = opts->packed != 0,
+                    .packed = opts->packed,
                     .rows = rows,
                     .cols = cols,
                     .failed_row = -1};
     job.width = job.packed ? (cols + 7) / 8 : cols;
     job.stride = (cols + 63) / 64 * 8;
     int64_t data_bytes;
+    /* A shape whose file could not exist: the caller's size, as the row check above. */
     if (!oc_mul_i64(rows, job.width, &data_bytes) || data_bytes > INT64_MAX - OC_NPY_HEADER_MAX)
-        return oc_fail(ctx, OC_ERR_INPUT, "%s: output %" PRId64 " x %" PRId64 " overflows 64-bit sizes", path, rows,
-                       cols);
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: output %" PRId64 " x %" PRId64 " overflows 64-bit sizes",
+                       path, rows, cols);
     int threads = oc_threads_resolve(opts->threads);
     job.block_rows = opts->block_rows ? opts->block_rows : choose_block_rows(rows, job.stride + job.width, threads);
     if (job.block_rows > rows) job.block_rows = rows;
