@@ -73,7 +73,6 @@ static void check_errors(oc_context *ctx)
         {"0:a", NULL, 1, "\"0:a\""},
         {"0,0", NULL, 1, "\"0\""},
         {"1", NULL, 1, "\"1\""},
-        {"all", NULL, 0, "\"all\""},
         {"-1", NULL, 2, "\"-1\""},
         {"0", "0=", 1, "\"0=\""},
         {"0", "1=2G", 2, "\"1=2G\""},
@@ -93,6 +92,11 @@ static void check_errors(oc_context *ctx)
         CHECK_MSG(strstr(msg, bad[i].token) && !strchr(msg, '\n'), "case %zu: \"%s\" does not name %s", i, msg,
                   bad[i].token);
     }
+    /* No usable CUDA device (a build without CUDA, a machine without a GPU): the list cannot
+     * run, whatever it names. */
+    oc_device_list none;
+    CHECK(parse(ctx, "all", NULL, 0, &none) == OC_ERR_UNSUPPORTED && strstr(oc_context_last_error(ctx), "\"all\""));
+    CHECK(parse(ctx, "0", NULL, 0, &none) == OC_ERR_UNSUPPORTED && strstr(oc_context_last_error(ctx), "\"0\""));
 }
 
 /* The devices a job opens: the one device of a job without a list (not device 0, not all of

@@ -98,8 +98,10 @@ const char *oc_algorithm_name(oc_algorithm a)
     return (unsigned)a < COUNT(algorithm_names) ? algorithm_names[a] : NULL;
 }
 
+/* The parsers refuse a NULL out as an unknown name: nothing is written. */
 oc_status oc_metric_parse(const char *name, oc_metric *out)
 {
+    if (!out) return OC_ERR_INVALID_ARGUMENT;
     for (int i = 0; name && i < OC_METRIC_COUNT; ++i)
         if (strcmp(oc_metric_name((oc_metric)i), name) == 0) {
             *out = (oc_metric)i;
@@ -112,6 +114,7 @@ oc_status oc_dtype_parse(const char *name, oc_dtype *out)
 {
     /* Short spellings as numpy users write them. */
     static const char *const aliases[][2] = {{"i32", "int32"}, {"u16", "uint16"}, {"f32", "float32"}};
+    if (!out) return OC_ERR_INVALID_ARGUMENT;
     for (int k = 0; k < COUNT(aliases); ++k)
         if (name && strcmp(name, aliases[k][0]) == 0) name = aliases[k][1];
     int i = find_name(dtype_names, COUNT(dtype_names), name);
@@ -122,6 +125,7 @@ oc_status oc_dtype_parse(const char *name, oc_dtype *out)
 
 oc_status oc_backend_parse(const char *name, oc_backend *out)
 {
+    if (!out) return OC_ERR_INVALID_ARGUMENT;
     int i = find_name(backend_names, COUNT(backend_names), name);
     if (i < 0) return OC_ERR_INVALID_ARGUMENT;
     *out = (oc_backend)i;
@@ -130,6 +134,7 @@ oc_status oc_backend_parse(const char *name, oc_backend *out)
 
 oc_status oc_algorithm_parse(const char *name, oc_algorithm *out)
 {
+    if (!out) return OC_ERR_INVALID_ARGUMENT;
     int i = find_name(algorithm_names, COUNT(algorithm_names), name);
     if (i < 0) return OC_ERR_INVALID_ARGUMENT;
     *out = (oc_algorithm)i;

@@ -15,7 +15,7 @@
 
 oc_status oc_size_parse(const char *text, int64_t *bytes, double *fraction)
 {
-    if (!text || !*text) return OC_ERR_INVALID_ARGUMENT;
+    if (!text || !*text || !bytes || !fraction) return OC_ERR_INVALID_ARGUMENT;
     char *end;
     errno = 0;
     double v = strtod(text, &end);
@@ -109,24 +109,41 @@ static oc_status add_physical(oc_context *ctx, oc_device_list *list, int physica
     return OC_OK;
 }
 
+/* Why a device list cannot run at all when no CUDA device is usable (physical_count 0): the
+ * build, or the machine. Such a list is OC_ERR_UNSUPPORTED (outcore.h: a device not available),
+ * as a CUDA backend asked for there is; a device past the count of a machine that has some is
+ * a bad argument. */
+static const char *no_device(void)
+{
+#ifdef OC_HAVE_CUDA
+    return "this machine has no usable CUDA device";
+#else
+    return "this build of outcore has no CUDA support (configure with nvcc available)";
+#endif
+}
+
 /* Whether the named devices exist, once every token parsed: a typo is named before a device. */
 static oc_status check_exist(oc_context *ctx, const oc_device_list *list, int physical_count)
 {
-    for (int i = 0; i < list->count; ++i)
-        if (physical_count >= 0 && list->dev[i].physical >= physical_count)
+    for (int i = 0; i < list->count; ++i) {
+        const int d = list->dev[i].physical;
+        if (physical_count == 0)
+            return oc_fail(ctx, OC_ERR_UNSUPPORTED, "devices: \"%d\": CUDA device %d is not available: %s", d, d,
+                           no_device());
+        if (physical_count > 0 && d >= physical_count)
             return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
-                           "devices: \"%d\": CUDA device %d does not exist (this machine has %d)",
-                           list->dev[i].physical, list->dev[i].physical, physical_count);
+                           "devices: \"%d\": CUDA device %d does not exist (this machine has %d)", d, d,
+                           physical_count);
+    }
     return OC_OK;
 }
 
 static oc_status parse_devices(oc_context *ctx, const char *text, int physical_count, oc_device_list *list)
 {
     if (strcmp(text, "all") == 0) {
-        if (physical_count < 1)
-            return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "devices: \"all\": %s",
-                           physical_count == 0 ? "this machine has no CUDA device"
-                                               : "the CUDA devices are not known here");
+        if (physical_count == 0) return oc_fail(ctx, OC_ERR_UNSUPPORTED, "devices: \"all\": %s", no_device());
+        if (physical_count < 0)
+            return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "devices: \"all\": the CUDA devices are not known here");
         for (int d = 0; d < physical_count && d < OC_MAX_LOGICAL_DEVICES; ++d)
             OC_CHECK(ctx, add_physical(ctx, list, d, 1, text));
         return OC_OK;

@@ -84,12 +84,14 @@ static oc_status check_options(oc_context *ctx, const oc_gram_options *o, int64_
                        o->struct_size, sizeof(oc_gram_options));
     if (!oc_metric_info_of(o->metric))
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "unknown metric %d", (int)o->metric);
+    if (!oc_dtype_name(o->dtype))
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "dtype %d is not an oc_dtype", (int)o->dtype);
     *dtype = oc_gram_result_dtype(o->metric, o->dtype);
     if (*dtype == OC_DTYPE_DEFAULT) {
         char allowed[256];
         oc_metric_dtypes_text(allowed, sizeof allowed);
-        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "dtype %s does not hold metric %s (%s)",
-                       oc_dtype_name(o->dtype) ? oc_dtype_name(o->dtype) : "?", oc_metric_name(o->metric), allowed);
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "dtype %s does not hold metric %s (%s)", oc_dtype_name(o->dtype),
+                       oc_metric_name(o->metric), allowed);
     }
     if (*dtype == OC_DTYPE_UINT16 && m >= 65536)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
@@ -222,12 +224,14 @@ static oc_status check_sizes(oc_context *ctx, int64_t n, int64_t p, int64_t m, i
 }
 
 /* Everything that can be checked before any work: the structs, the shapes, the options, the
- * device and the backend. Fills the job's shape, metric and dtype. */
-static oc_status job_prepare(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const oc_gram_options *opts,
-                             const oc_output *out, oc_gram_job *job, const oc_backend_vtbl **backend_out,
-                             oc_gram_backend_choice *choice, double *cuda_start)
+ * device and the backend. Fills the job's shape, metric and dtype. caller: the public function,
+ * for messages. */
+static oc_status job_prepare(oc_context *ctx, const char *caller, const oc_matrix *a, const oc_matrix *b,
+                             const oc_gram_options *opts, const oc_output *out, oc_gram_job *job,
+                             const oc_backend_vtbl **backend_out, oc_gram_backend_choice *choice, double *cuda_start)
 {
-    if (!a || !opts || !out) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_gram: a, opts and out must not be NULL");
+    if (!a || !opts || !out)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: a, opts and out must not be NULL", caller);
     if (out->struct_size != sizeof(oc_output)) /* one version (docs/abi.md) */
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
                        "oc_output.struct_size is %zu, expected %zu: start from OC_OUTPUT_INIT", out->struct_size,
@@ -235,10 +239,12 @@ static oc_status job_prepare(oc_context *ctx, const oc_matrix *a, const oc_matri
 
     int symmetric = (b == NULL || b == a);
     if (symmetric) b = a;
+    const char *a_name, *b_name;
+    oc_matrix_pair_names(a, b, &a_name, &b_name);
     if (a->cols != b->cols)
         return oc_fail(ctx, OC_ERR_INPUT,
-                       "%s has %lld columns but %s has %lld: A and B must have the same number of columns", b->name,
-                       (long long)b->cols, a->name, (long long)a->cols);
+                       "%s has %lld columns but %s has %lld: A and B must have the same number of columns", b_name,
+                       (long long)b->cols, a_name, (long long)a->cols);
 
     oc_dtype dtype = OC_DTYPE_DEFAULT;
     OC_CHECK(ctx, check_options(ctx, opts, a->cols, &dtype));
@@ -250,8 +256,7 @@ static oc_status job_prepare(oc_context *ctx, const oc_matrix *a, const oc_matri
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
                        "top-%lld: the result has %lld column%s (the rows of %s), so "
                        "K may be at most %lld",
-                       (long long)opts->topk, (long long)p, p == 1 ? "" : "s", symmetric ? a->name : b->name,
-                       (long long)p);
+                       (long long)opts->topk, (long long)p, p == 1 ? "" : "s", b_name, (long long)p);
 
     /* A device named by the caller must exist when a GPU may run the job. A CPU job asks
      * nothing of CUDA: counting devices would initialise the runtime for nothing. */
@@ -334,7 +339,7 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
     oc_gram_backend_choice where;
     opts = current_options(opts, &current_opts);
     oc_gram_phases phases = {0};
-    OC_CHECK(ctx, job_prepare(ctx, a, b, opts, out, &job, &backend, &where, &phases.cuda_start));
+    OC_CHECK(ctx, job_prepare(ctx, "oc_gram", a, b, opts, out, &job, &backend, &where, &phases.cuda_start));
     double t = t0, mark = t0 + phases.cuda_start;
     oc_trace_phase(&t, "gram", "prepare");
     OC_CHECK(ctx, resume_options(ctx, &opts, &resume_opts));
@@ -351,7 +356,12 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
     const oc_dtype dtype = job.dtype;
     const oc_metric metric = opts->metric;
 
-    if (out->kind == OC_OUTPUT_FILE) OC_CHECK(ctx, oc_output_check_not_input(ctx, out->path, a, b));
+    if (out->kind == OC_OUTPUT_FILE) {
+        /* The path itself before its extension: an empty one is no path (oc_output_check). */
+        if (!out->path) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "output path is NULL");
+        if (!*out->path) return oc_fail(ctx, OC_ERR_INPUT, "the output path is empty");
+        OC_CHECK(ctx, oc_output_check_not_input(ctx, out->path, a, b));
+    }
     oc_resume *resume = NULL;
     OC_CHECK(ctx, oc_resume_start(ctx, &job, out, &resume));
     job.resume = resume;
@@ -581,7 +591,7 @@ static oc_status describe_without_running(oc_context *ctx, const oc_matrix *a, c
     oc_gram_options current_opts;
     oc_gram_backend_choice where;
     opts = current_options(opts, &current_opts);
-    OC_CHECK(ctx, job_prepare(ctx, a, b, opts, out, &job, &backend, &where, NULL));
+    OC_CHECK(ctx, job_prepare(ctx, caller, a, b, opts, out, &job, &backend, &where, NULL));
     oc_gram_stats stats = {.struct_size = sizeof stats};
     job.stats = &stats;
     /* The plan depends on the kind of output, never on its place: nothing is opened. */

@@ -1,6 +1,7 @@
 /*
  * gram_files.c - a Gram job over files, checked before the files are read
- * (oc_gram_check_files): the shapes their headers declare, and the dense output they imply.
+ * (oc_gram_check_files): the shapes their headers declare (A and B of the same columns), and
+ * the dense output they imply.
  */
 #include "outcore.h"
 
@@ -22,10 +23,16 @@ oc_status oc_gram_check_files(oc_context *ctx, const char *a, const char *b, con
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
                        "oc_output.struct_size is %zu, expected %zu: start from OC_OUTPUT_INIT", out->struct_size,
                        sizeof(oc_output));
-    int64_t n, p, cols;
+    int64_t n, p, cols, b_cols;
     OC_CHECK(ctx, oc_matrix_peek(ctx, a, read, &n, &cols));
-    if (b) OC_CHECK(ctx, oc_matrix_peek(ctx, b, read, &p, &cols));
-    else p = n;
+    if (b) OC_CHECK(ctx, oc_matrix_peek(ctx, b, read, &p, &b_cols));
+    else p = n, b_cols = cols;
+    /* oc_gram's first check on the matrices, when both headers declare their columns (a text
+     * input's are known once read: -1). */
+    if (cols >= 0 && b_cols >= 0 && cols != b_cols)
+        return oc_fail(ctx, OC_ERR_INPUT,
+                       "%s has %lld columns but %s has %lld: A and B must have the same number of columns", b,
+                       (long long)b_cols, a, (long long)cols);
     /* Only a dense file is sized from the shape up front; a result in memory is the caller's
      * array, and top-k and threshold files grow with what the job selects. */
     if (out->kind != OC_OUTPUT_FILE || !out->path || opts->topk > 0 || opts->use_threshold || n < 0 || p < 0)

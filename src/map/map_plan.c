@@ -26,7 +26,7 @@ const char *oc_map_dtype_name(int dtype) { return dtype >= 0 && dtype < OC_MT_CO
 oc_status oc_map_dtype_parse(const char *name, int *out)
 {
     int t = oc_mt_parse(name);
-    if (t < 0) return OC_ERR_INVALID_ARGUMENT;
+    if (t < 0 || !out) return OC_ERR_INVALID_ARGUMENT;
     *out = t;
     return OC_OK;
 }
@@ -152,9 +152,10 @@ static oc_status bind_inputs(oc_context *ctx, oc_map *m, const oc_map_array *inp
         const oc_map_array *a = &inputs[i];
         oc_map_bound *b = &m->inputs[i];
         m->n_inputs = i + 1;
+        if (!a->name) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "input %d has no name", i);
         if (!valid_name(a->name))
             return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "input %d: '%s' is not a valid name (" VALID_NAME ")", i,
-                           a->name ? a->name : "(null)");
+                           a->name);
         for (int j = 0; j < i; j++)
             if (strcmp(m->inputs[j].name, a->name) == 0)
                 return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "input '%s' is given twice", a->name);
@@ -324,9 +325,13 @@ static oc_status map_create(oc_context *ctx, oc_map *m, const char *expr, const 
         oc_map_binding *b = &bind[n_inputs + i];
         b->name = scalars[i].name;
         b->is_scalar = 1;
+        if (!scalars[i].name) {
+            st = oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "scalar %d has no name", i);
+            break;
+        }
         if (!valid_name(scalars[i].name)) {
             st = oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "--set: '%s' is not a valid name (" VALID_NAME ")",
-                         scalars[i].name ? scalars[i].name : "");
+                         scalars[i].name);
             break;
         }
         for (int j = 0; j < n_inputs + i; j++)
@@ -349,12 +354,12 @@ static oc_status map_create(oc_context *ctx, oc_map *m, const char *expr, const 
             int neg = r->op == MOP_NEG && lit.nodes[r->a].op == MOP_CONST;
             const oc_map_node *v = neg ? &lit.nodes[r->a] : r;
             if (v->op != MOP_CONST || (neg && v->weak == MW_BOOL)) {
-                st = oc_fail(ctx, OC_ERR_INPUT, "--set %s=%s: the value is not a number", b->name, scalars[i].value);
+                st = oc_fail(ctx, OC_ERR_INPUT, "--set %s=%s: the value is not a number", b->name, text);
             } else if (neg && v->big && v->value.u != (uint64_t)INT64_MAX + 1) {
                 /* Python ints are int64's and uint64's values here: -2^63 is the least. */
                 st = oc_fail(ctx, OC_ERR_INPUT,
                              "--set %s=%s: the integer is out of range: below -2^63, outside int64 and uint64", b->name,
-                             scalars[i].value);
+                             text);
             } else {
                 b->scalar = *v;
                 if (neg && v->weak == MW_FLOAT) b->scalar.value.f = -v->value.f;
@@ -364,7 +369,7 @@ static oc_status map_create(oc_context *ctx, oc_map *m, const char *expr, const 
         } else if (st == OC_OK && lit.out_of_range) {
             /* A Python int, valid, past the ints map holds (int64's and uint64's values). */
             st = oc_fail(ctx, OC_ERR_INPUT, "--set %s=%s: the integer is out of range: %s, outside int64 and uint64",
-                         b->name, scalars[i].value, *text == '-' ? "below -2^63" : "above 2^64 - 1");
+                         b->name, text, *text == '-' ? "below -2^63" : "above 2^64 - 1");
         } else if (st == OC_OK) {
             /* A malformed literal: the parser's reason, after "syntax error in the expression
              * at column N: " (copied: the message is about to be replaced). */
@@ -373,7 +378,7 @@ static oc_status map_create(oc_context *ctx, oc_map *m, const char *expr, const 
             if (strncmp(msg, "syntax error in the expression", 30) == 0 && colon &&
                 (strstr(colon, "number") || strstr(colon, "integer")))
                 snprintf(why, sizeof why, " (%s)", colon + 2);
-            st = oc_fail(ctx, OC_ERR_INPUT, "--set %s=%s: the value is not a number%s", b->name, scalars[i].value, why);
+            st = oc_fail(ctx, OC_ERR_INPUT, "--set %s=%s: the value is not a number%s", b->name, text, why);
         }
     }
     if (st == OC_OK) st = oc_map_typecheck(ctx, &tree, bind, n_inputs + n_scalars, &m->ir);
@@ -431,10 +436,13 @@ oc_status oc_map_create(oc_context *ctx, const char *expr, const oc_map_array *i
     return OC_OK;
 }
 
-oc_map_dtype oc_map_result_dtype(const oc_map *m) { return (oc_map_dtype)m->out_type; }
+/* Without a map: -1, as oc_map_options.dtype says "none" (oc_map_dtype_name(-1) is NULL), and
+ * -1 dimensions with shape untouched. */
+oc_map_dtype oc_map_result_dtype(const oc_map *m) { return m ? (oc_map_dtype)m->out_type : (oc_map_dtype)-1; }
 
 int oc_map_result_shape(const oc_map *m, int64_t *shape)
 {
+    if (!m) return -1;
     if (shape) memcpy(shape, m->out_shape, sizeof(int64_t) * (size_t)m->out_ndim);
     return m->out_ndim;
 }
@@ -460,6 +468,19 @@ static oc_status check_not_input(oc_context *ctx, const oc_map *m, const char *p
     return OC_OK;
 }
 
+/* The output's name, before any work: an empty one is no path (as oc_output_check says), and
+ * the .npy written is named so (as oc_gram, oc_matrix_save and the CLI's -o want it; a leading
+ * dot is part of the name: "..npy" has no extension). */
+static oc_status check_output_name(oc_context *ctx, const char *path)
+{
+    char ext[16];
+    if (!*path) return oc_fail(ctx, OC_ERR_INPUT, "the output path is empty");
+    if (strcmp(oc_path_extension(path, ext, sizeof ext), "npy") != 0)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: a map result is written as .npy; the name must end in .npy",
+                       path);
+    return OC_OK;
+}
+
 oc_status oc_map_run(oc_context *ctx, oc_map *m, const char *out_path, void *out_data, oc_map_stats *stats)
 {
     if (!ctx || !m || (!out_path && !out_data && m->out_count > 0))
@@ -471,6 +492,7 @@ oc_status oc_map_run(oc_context *ctx, oc_map *m, const char *out_path, void *out
                        "oc_map_stats: struct_size %zu is no version's (%zu): set it to sizeof(oc_map_stats)",
                        stats->struct_size, sizeof *stats);
     oc_context_begin_job(ctx);
+    if (out_path) OC_CHECK(ctx, check_output_name(ctx, out_path));
     oc_map_stats local = {.struct_size = sizeof local};
     double t0 = oc_now();
     oc_map_choice choice;

@@ -17,6 +17,7 @@
 #include "core/threads.h"
 #include "core/trace.h"
 #include "cost/cost.h"
+#include "io/io.h"
 #include "matmul/matmul_choice.h"
 #include "matmul/matmul_dtype.h"
 #include "matmul/matmul_io.h"
@@ -270,6 +271,20 @@ static oc_status setup(oc_context *ctx, const oc_matmul_array *a, const oc_matmu
     return OC_OK;
 }
 
+/* C's name, before any work: an empty one is no path (as oc_output_check says), and the .npy
+ * written is named so (as oc_gram, oc_matrix_save and the CLI's -o want it; a leading dot is
+ * part of the name: "..npy" has no extension). */
+static oc_status check_output_name(oc_context *ctx, const oc_matmul_array *c)
+{
+    if (!oc_mm_array_size_ok(c) || !c->path) return OC_OK; /* oc_mm_dest_open names the struct */
+    char ext[16];
+    if (!*c->path) return oc_fail(ctx, OC_ERR_INPUT, "the output path is empty");
+    if (strcmp(oc_path_extension(c->path, ext, sizeof ext), "npy") != 0)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: a product is written as .npy; the name must end in .npy",
+                       c->path);
+    return OC_OK;
+}
+
 static void setup_close(mm_setup *s)
 {
     oc_mm_source_close(&s->a);
@@ -386,6 +401,7 @@ oc_status oc_matmul(oc_context *ctx, const oc_matmul_array *a, const oc_matmul_a
     const oc_mm_backend *be = NULL;
     oc_status st = setup(ctx, a, b, opts, &s);
     if (st == OC_OK && !c) st = oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "no output C");
+    if (st == OC_OK) st = check_output_name(ctx, c);
     if (st == OC_OK) st = gpu_result(ctx, opts, c, &s);
     oc_trace_phase(&t, "matmul", "operands");
     if (st == OC_OK) st = oc_mm_choose(ctx, &s.job, opts, &be, explain, sizeof explain);
@@ -420,7 +436,7 @@ oc_status oc_matmul_plan(oc_context *ctx, const oc_matmul_array *a, const oc_mat
     if (!ctx) return OC_ERR_INVALID_ARGUMENT;
     oc_context_begin_job(ctx);
     if (!text) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "text is NULL");
-    *text = NULL;
+    char *result = NULL; /* *text on success only: on failure it is left as it was */
     mm_setup s;
     oc_mm_io io;
     char why[640];
@@ -446,14 +462,16 @@ oc_status oc_matmul_plan(oc_context *ctx, const oc_matmul_array *a, const oc_mat
                 oc_text_printf(&t, "backend: %s\nresult: %s %" PRId64 " x %" PRId64 " (k = %" PRId64 ")%s\n%s", why,
                                oc_matmul_dtype_name(s.result), s.job.m, s.job.n, s.job.k,
                                s.job.symmetric ? ", symmetric: upper tiles mirrored" : "", plan);
-                st = oc_text_finish(ctx, &t, text);
+                st = oc_text_finish(ctx, &t, &result);
             }
             free(plan);
         } else {
-            st = be->plan(&s.job, json, text);
+            st = be->plan(&s.job, json, &result);
         }
         pthread_mutex_destroy(&io.lock);
     }
     setup_close(&s);
-    return st == OC_OK ? OC_OK : oc_trace_at(ctx, st, __FILE__, __LINE__);
+    if (st != OC_OK) return oc_trace_at(ctx, st, __FILE__, __LINE__);
+    *text = result;
+    return OC_OK;
 }

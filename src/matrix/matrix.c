@@ -263,6 +263,16 @@ int64_t oc_matrix_rows(const oc_matrix *m) { return m ? m->rows : 0; }
 int64_t oc_matrix_cols(const oc_matrix *m) { return m ? m->cols : 0; }
 const char *oc_matrix_name(const oc_matrix *m) { return m ? m->name : ""; }
 
+void oc_matrix_pair_names(const oc_matrix *a, const oc_matrix *b, const char **a_name, const char **b_name)
+{
+    *a_name = a->name;
+    *b_name = b->name;
+    if (a != b && (strcmp(a->name, b->name) == 0 || strcmp(b->name, "A") == 0)) {
+        if (strcmp(a->name, "B") == 0) *a_name = "A";
+        *b_name = "B";
+    }
+}
+
 oc_status oc_matrix_set_name(oc_context *ctx, oc_matrix *m, const char *name)
 {
     if (!m || !name) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_matrix_set_name: NULL argument");

@@ -232,6 +232,10 @@ int64_t oc_packed_clear_past(unsigned char *last, int64_t cols);
  * in *extra_col, or -1 when none had. */
 int64_t oc_expand_packed_rows(uint64_t *dst, int64_t rows, int64_t cols, int64_t words_per_row, int64_t *extra_col);
 
+/* The names of A and B in a message: their own, or "A" and "B" when B has A's name or the one
+ * a matrix has until the caller names it (two unnamed matrices are both "A"). */
+void oc_matrix_pair_names(const oc_matrix *a, const oc_matrix *b, const char **a_name, const char **b_name);
+
 /* Overflow-checked products for sizes (return 0 and leave *out alone on overflow). */
 static inline int oc_mul_i64(int64_t a, int64_t b, int64_t *out)
 {

@@ -221,10 +221,13 @@ static oc_status check_args(oc_context *ctx, const oc_matrix *a, const oc_matrix
                        opts->struct_size, sizeof(oc_gram_options));
     if (out->struct_size != sizeof(oc_output) || out->kind != OC_OUTPUT_FILE || !out->path)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_gram_ranks writes a file: give OC_OUTPUT_FILE and a path");
-    if (b && b != a && oc_matrix_cols(a) != oc_matrix_cols(b))
-        return oc_fail(
-            ctx, OC_ERR_INPUT, "%s has %lld columns but %s has %lld: A and B must have the same number of columns",
-            oc_matrix_name(b), (long long)oc_matrix_cols(b), oc_matrix_name(a), (long long)oc_matrix_cols(a));
+    if (b && b != a && oc_matrix_cols(a) != oc_matrix_cols(b)) {
+        const char *a_name, *b_name;
+        oc_matrix_pair_names(a, b, &a_name, &b_name);
+        return oc_fail(ctx, OC_ERR_INPUT,
+                       "%s has %lld columns but %s has %lld: A and B must have the same number of columns", b_name,
+                       (long long)oc_matrix_cols(b), a_name, (long long)oc_matrix_cols(a));
+    }
     if (opts->resume)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
                        "--resume (opts.resume) is not available under MPI ranks: run "
