@@ -662,8 +662,8 @@ int main(int argc, char **argv)
     free(ours);
     if (pinned) {
         /* After the comparison: the copies below overwrite C. */
-        const link_times lt = link_floor(&io, bytes_a, bytes_c, (size_t)job.stats.bytes_to_device,
-                                         (size_t)job.stats.bytes_from_device);
+        const link_times lt =
+            link_floor(&io, bytes_a, bytes_c, (size_t)job.stats.bytes_to_device, (size_t)job.stats.bytes_from_device);
         printf("the link, the job's bytes between the same page-locked buffers and the device: H2D %.2f GB alone "
                "%.4f s (%.1f GB/s), D2H %.2f GB alone %.4f s (%.1f GB/s), both at once %.4f s; outcore's job / "
                "both at once: %.2f\n",
