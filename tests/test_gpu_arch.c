@@ -125,6 +125,12 @@ static void test_limits_and_bad_blocks(void)
     CHECK_EQ_I64(v.reg_cap_for_block, 0);
     CHECK(oc_launch_check(a, &r, 0, 0, &v) == OC_ERR_INVALID_ARGUMENT);
     CHECK(oc_launch_check(a, &r, 1025, 0, &v) == OC_ERR_INVALID_ARGUMENT);
+    /* A launch bound under a warp: a block up to the bound fits, one thread more does not. */
+    r = (oc_kernel_resources){32, 0, 0, 8};
+    CHECK(oc_launch_check(a, &r, 8, 0, &v) == OC_OK && v.fits);
+    CHECK_EQ_I64(v.largest_block, 8);
+    CHECK(oc_launch_check(a, &r, 9, 0, &v) == OC_OK && !v.fits);
+    CHECK_EQ_I64(v.largest_block, 8);
     /* More registers than a thread may have: nothing fits. */
     r = (oc_kernel_resources){256, 0, 0, 0};
     CHECK(oc_launch_check(a, &r, 32, 0, &v) == OC_OK);

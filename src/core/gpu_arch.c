@@ -167,6 +167,9 @@ int oc_launch_largest_block(const oc_gpu_arch *a, const oc_kernel_resources *r, 
 {
     for (int block = a->max_threads_per_block / 32 * 32; block >= 32; block -= 32)
         if (block_fits(a, r, block, dyn_smem)) return block;
+    /* A launch bound under a warp (.maxntid 8) still launches up to its bound. */
+    for (int block = 31; block >= 1; --block)
+        if (block_fits(a, r, block, dyn_smem)) return block;
     return 0;
 }
 
