@@ -163,9 +163,39 @@ static void test_several_entries(void)
     free(text);
 }
 
+/* .target and .version as tokens: a commented-out or quoted one declares nothing. */
+static void test_target(void)
+{
+    static const struct {
+        const char *text;
+        int cc;
+        char suffix;
+    } targets[] = {
+        {".version 8.5\n.target sm_90a\n", 90, 'a'},
+        {"/* .target sm_80 */\n.version 8.5\n.target sm_90\n", 90, '\0'},
+        {"// .target sm_80\n.target sm_86\n", 86, '\0'},
+        {".file 1 \"/a/.target sm_70\"\n.target\tsm_89\n", 89, '\0'},
+        {"/* .target sm_80 */\n", 0, '\0'},
+        {".targets sm_80\n", 0, '\0'},
+        {"/* .target sm_80", 0, '\0'},
+    };
+    for (size_t i = 0; i < sizeof targets / sizeof targets[0]; ++i) {
+        const size_t n = strlen(targets[i].text);
+        char *copy = malloc(n ? n : 1);
+        memcpy(copy, targets[i].text, n);
+        char suffix = 'x';
+        CHECK_MSG(oc_ptx_target_cc(copy, n, &suffix) == targets[i].cc && suffix == targets[i].suffix, "target case %zu",
+                  i);
+        free(copy);
+    }
+    const char *text = "/* .version 8.5 */ .target sm_90";
+    CHECK(oc_ptx_find_directive(text, strlen(text), ".version") == NULL);
+}
+
 int main(void)
 {
     test_forms();
     test_several_entries();
+    test_target();
     return oc_test_finish();
 }

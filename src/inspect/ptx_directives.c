@@ -30,25 +30,6 @@
 
 static int is_blank(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
 
-/* 1 when text[at] follows a "//" on its line: a comment, which declares nothing. */
-static int in_comment(const char *text, size_t at)
-{
-    for (size_t i = at; i > 0 && text[i - 1] != '\n'; i--)
-        if (i >= 2 && text[i - 1] == '/' && text[i - 2] == '/') return 1;
-    return 0;
-}
-
-const char *oc_ptx_find_directive(const char *text, size_t size, const char *directive)
-{
-    size_t n = strlen(directive);
-    for (size_t i = 0; i + n < size; i++) {
-        if ((i == 0 || is_blank(text[i - 1])) && memcmp(text + i, directive, n) == 0 && is_blank(text[i + n]) &&
-            !in_comment(text, i))
-            return text + i + n;
-    }
-    return NULL;
-}
-
 /* Reads a decimal number at *p, after blanks, without passing end; advances *p past it.
  * Returns 0 when there is none. The text need not be NUL-terminated. */
 static int read_number(const char **p, const char *end, long *value)
@@ -137,6 +118,15 @@ static int token_is(const ptx_token *t, const char *word)
 {
     size_t n = strlen(word);
     return t->len == n && memcmp(t->at, word, n) == 0;
+}
+
+const char *oc_ptx_find_directive(const char *text, size_t size, const char *directive)
+{
+    const char *p = text, *end = text + size;
+    ptx_token t;
+    while (next_token(&p, end, &t))
+        if (token_is(&t, directive)) return t.at + t.len;
+    return NULL;
 }
 
 /* The largest value a directive may name (threads x*y*z, registers, blocks): larger literals

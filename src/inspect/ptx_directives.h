@@ -11,8 +11,8 @@
 
 #include "inspect/kernel_list.h"
 
-/* The first `directive` (".target") that starts a word on a line, pointing just after it;
- * NULL when absent. */
+/* The first `directive` (".target") of the text as a token, outside comments and strings,
+ * pointing just after it; NULL when absent. */
 const char *oc_ptx_find_directive(const char *text, size_t size, const char *directive);
 /* The compute capability PTX text names in .target (x10), 0 when absent; *suffix (may be
  * NULL) gets its feature-set letter ('a' of sm_90a, 'f' of sm_100f) or '\0'. */
