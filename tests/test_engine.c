@@ -355,6 +355,13 @@ static void test_plan(oc_context *ctx)
     in.force_sinks = 1000;
     CHECK(oc_engine_plan_make(ctx, &in, &plan) == OC_ERR_INVALID_ARGUMENT);
     CHECK_MSG(strstr(oc_context_last_error(ctx), "OUTCORE_CUDA_SINKS"), "message: %s", oc_context_last_error(ctx));
+    in.force_sinks = -1; /* set, but not a whole number from 1 up ("0", "x", "-3") */
+    CHECK(oc_engine_plan_make(ctx, &in, &plan) == OC_ERR_INVALID_ARGUMENT);
+    CHECK_MSG(strstr(oc_context_last_error(ctx), "OUTCORE_CUDA_SINKS"), "message: %s", oc_context_last_error(ctx));
+    in.force_sinks = 0, in.force_copy_threads = -1;
+    CHECK(oc_engine_plan_make(ctx, &in, &plan) == OC_ERR_INVALID_ARGUMENT);
+    CHECK_MSG(strstr(oc_context_last_error(ctx), "OUTCORE_CUDA_COPY_THREADS"), "message: %s",
+              oc_context_last_error(ctx));
 
     /* Budgets: more than the device, and too little for the smallest plan. */
     in = plan_input(50000, 1, 100LL << 30, 8);

@@ -55,16 +55,16 @@ oc_status oc_engine_plan_threads(oc_context *ctx, const oc_engine_plan_input *in
     int cores = in->cores > 0 ? in->cores : 1;
     int sinks = clamp(cores - 2, 1, MAX_SINKS);
     int copy = in->dense_output ? clamp(cores / 2, 1, MAX_COPY_THREADS) : sinks;
-    if (in->force_sinks > 0) {
-        if (in->force_sinks > 4 * MAX_SINKS)
-            return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "OUTCORE_CUDA_SINKS=%d: expected 1 to %d", in->force_sinks,
+    if (in->force_sinks) {
+        if (in->force_sinks < 0 || in->force_sinks > 4 * MAX_SINKS)
+            return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "OUTCORE_CUDA_SINKS: expected a whole number from 1 to %d",
                            4 * MAX_SINKS);
         sinks = in->force_sinks;
     }
-    if (in->force_copy_threads > 0) {
-        if (in->force_copy_threads > 4 * MAX_SINKS)
-            return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "OUTCORE_CUDA_COPY_THREADS=%d: expected 1 to %d",
-                           in->force_copy_threads, 4 * MAX_SINKS);
+    if (in->force_copy_threads) {
+        if (in->force_copy_threads < 0 || in->force_copy_threads > 4 * MAX_SINKS)
+            return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                           "OUTCORE_CUDA_COPY_THREADS: expected a whole number from 1 to %d", 4 * MAX_SINKS);
         copy = in->force_copy_threads;
     }
     plan->sinks = in->dense_output ? sinks : 0;

@@ -43,8 +43,8 @@ typedef struct oc_engine_plan_input {
     int64_t row_bytes;       /* bytes of one input row as uploaded */
     int64_t elem_size;       /* bytes of one result element as downloaded */
     int dense_output;        /* the result comes back to the host */
-    int force_sinks;         /* > 0: that many sinks (OUTCORE_CUDA_SINKS) */
-    int force_copy_threads;  /* > 0: that many copy threads (OUTCORE_CUDA_COPY_THREADS) */
+    int force_sinks;         /* > 0: that many sinks (OUTCORE_CUDA_SINKS); < 0: set but not a count */
+    int force_copy_threads;  /* > 0: that many copy threads (OUTCORE_CUDA_COPY_THREADS); < 0: likewise */
     const char *device_name; /* "cuda:0 (NVIDIA H100 ...)", for messages */
 } oc_engine_plan_input;
 

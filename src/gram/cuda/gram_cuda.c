@@ -22,6 +22,8 @@
  */
 #include "gram/cuda/gram_part.h"
 
+#include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,10 +106,16 @@ static oc_status run_b1(gram_cuda *g, oc_gram_tile *tile, cudaStream_t stream, d
     return oc_cuda_gram_b1(g->ctx, g->dev, tile, stream, bit_macs);
 }
 
+/* A thread count from the environment: 0 when unset or empty, -1 when not a whole number
+ * from 1 up (oc_engine_plan_threads refuses it, naming the variable). */
 static int env_count(const char *name)
 {
     const char *v = getenv(name);
-    return v && *v ? atoi(v) : 0;
+    if (!v || !*v) return 0;
+    char *end = NULL;
+    errno = 0;
+    const long n = strtol(v, &end, 10);
+    return *v >= '0' && *v <= '9' && !*end && !errno && n >= 1 && n <= INT_MAX ? (int)n : -1;
 }
 
 /* What the job needs, as the plan takes it. */
