@@ -24,7 +24,6 @@ The test stages exit 0 whatever their tests did: `make test` runs every stage, t
 """
 import argparse
 import json
-import os
 import re
 import subprocess
 import sys
@@ -307,4 +306,8 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:  # Ctrl-C: the stage running got it too; no traceback of ours
+        sys.stderr.write("\ninterrupted\n")
+        sys.exit(130)

@@ -68,8 +68,9 @@ static const char gram_usage_algorithm[] =
     "  --threshold T          every pair with score >= T (hamming: <= T); jaccard, cosine: T in\n"
     "                         [0, 1]; counts, hamming: a whole number in [0, columns]. For A·Aᵀ\n"
     "                         each pair once as (i, j), i < j. Pairs are sorted by row, then column\n"
-    "  --plan                 print the plan (tiles, budgets, staging, threads, the estimated\n"
-    "                         time of kernels, uploads and output) and exit without computing\n"
+    "  --plan                 print the plan (tiles, budgets, threads; on the GPU also staging\n"
+    "                         and the estimated time of kernels, uploads and output) and exit\n"
+    "                         without computing; with --explain, the prediction after it\n"
     "  --resume               keep a journal of the work done beside OUT (OUT.outcore-journal)\n"
     "                         and continue an interrupted run of the same command from it; the\n"
     "                         result has the bytes of an uninterrupted run, on either backend;\n"
@@ -644,6 +645,14 @@ int oc_cmd_gram(int argc, char **argv)
             if (st != OC_OK) goto failed;
             fputs(text, stdout);
             free(text);
+            if (g.explain && !g.json) { /* the prediction after the plan, as --explain prints it */
+                text = NULL;
+                st = oc_gram_explain(ctx, a, b, &g.opts, &out, &text);
+                if (st != OC_OK) goto failed;
+                fputs(text, stdout);
+                free(text);
+            }
+            cli_warn_gpu_mem(g.gpu_mem, g.opts.backend);
         }
         rc = OC_EXIT_OK;
         goto done;

@@ -63,3 +63,15 @@ def test_reports_a_missing_file(app):
     lines = proc.stderr.splitlines()
     assert len(lines) == 1 and "absent.npy" in lines[0], proc.stderr
     assert not (app / "absent.npy").exists()
+
+
+def test_the_build_line_makes_the_program_it_runs():
+    """The README's and docs/install.md's compile lines name the program they then run
+    (`./app`): a bare `cc app.c` makes a.out."""
+    for doc in ("README.md", "docs/install.md"):
+        text = (SOURCE_DIR / doc).read_text()
+        lines = re.findall(r"cc app\.c[^`\n]*", text)
+        assert lines, f"{doc} has no compile line of app.c"
+        for line in lines:
+            assert " -o app " in line + " ", f"{doc}: {line!r} does not make ./app"
+

@@ -215,6 +215,9 @@ def test_plan_prints_the_plan_and_writes_nothing(tmp_path, rng):
     # A budget that leaves the input in its file: the plan shows the panels it reads.
     small = summary_json(run(*base, "--host-mem", "1M", "-o", tmp_path / "c.npy", "--plan", "--json"))
     assert small["host_budget"] == 1 << 20 and small["panels_a"] > 1 and small["panel_bytes"] <= 1 << 20
+    # With --explain, the prediction follows the plan.
+    both = run(*base, "-o", tmp_path / "c.npy", "--plan", "--explain").stdout
+    assert both.startswith("plan for cpu") and "\nbackend: " in both and "\nalgorithm: " in both, both
     assert sorted(os.listdir(tmp_path)) == ["a.npy"]
 
 
