@@ -47,9 +47,22 @@ static void vmessage(const char *fmt, va_list ap)
     int n = vsnprintf(stack, sizeof stack, fmt, ap);
     if (n >= (int)sizeof stack && (text = malloc((size_t)n + 1)) != NULL) vsnprintf(text, (size_t)n + 1, fmt, again);
     va_end(again);
-    fputs("outcore: ", stderr);
-    cli_shown(stderr, text ? text : stack);
-    fputc('\n', stderr);
+    /* The whole line in one write: stderr is unbuffered, and a launcher (mpirun) that merges
+     * several processes' output may put its own lines between the writes of one. */
+    const char *shown = text ? text : stack;
+    const size_t escaped = oc_text_escape(NULL, 0, shown, OC_ESCAPE_TERMINAL);
+    char line_stack[1200], *line = escaped + 11 <= sizeof line_stack ? line_stack : malloc(escaped + 11);
+    if (line) {
+        memcpy(line, "outcore: ", 9);
+        oc_text_escape(line + 9, escaped + 1, shown, OC_ESCAPE_TERMINAL);
+        line[9 + escaped] = '\n';
+        fwrite(line, 1, escaped + 10, stderr);
+        if (line != line_stack) free(line);
+    } else {
+        fputs("outcore: ", stderr);
+        cli_shown(stderr, shown);
+        fputc('\n', stderr);
+    }
     if (text && text != stack) free(text);
 }
 
