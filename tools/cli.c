@@ -5,6 +5,7 @@
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -372,20 +373,22 @@ void cli_warn_gpu_mem(const char *value, oc_backend backend)
 }
 
 static oc_context *signal_ctx;
-static volatile sig_atomic_t signal_seen;
+/* Set by the handler, read by any thread (a worker waiting on gen's planted pairs): an
+ * atomic, lock-free int, which C11 allows a handler to store to. */
+static atomic_int signal_seen;
 
 static void on_signal(int sig)
 {
-    signal_seen = sig;
+    atomic_store(&signal_seen, sig);
     if (signal_ctx) oc_context_cancel(signal_ctx);
 }
 
-int cli_cancel_requested(void) { return signal_seen != 0; }
+int cli_cancel_requested(void) { return atomic_load(&signal_seen) != 0; }
 
 void cli_cancel_on_signal(oc_context *ctx)
 {
     signal_ctx = ctx;
-    if (ctx) signal_seen = 0;
+    if (ctx) atomic_store(&signal_seen, 0);
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = ctx ? on_signal : SIG_DFL;
