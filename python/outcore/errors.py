@@ -4,6 +4,8 @@ Every exception carries the library's one-line message (which names the file or 
 the problem), the status code (`status`, an int of outcore.h's oc_status) and its name
 (`status_name`), and the library's file:line trace (`trace`) for bug reports.
 """
+import re
+
 from . import _lib
 
 
@@ -60,10 +62,33 @@ _BY_STATUS = {
 }
 
 
+# The library's messages name the CLI's options where they say what to change ("raise
+# --host-mem"); the binding's callers pass keyword arguments, so those options are named by
+# their keyword. A message that already gives the Python spelling ("in Python
+# binarize=True", "(Python: bits=M)") is left as it is.
+_KEYWORDS = {
+    "host-mem": "host_mem", "gpu-mem": "gpu_mem", "dtype": "dtype", "backend": "backend",
+    "algorithm": "algorithm", "bits": "bits", "binarize": "binarize", "threads": "threads",
+    "devices": "devices", "device": "device", "metric": "metric", "topk": "topk",
+    "threshold": "threshold", "resume": "resume", "min-score": "min_score", "arch": "arch",
+    "maxrregcount": "maxrregcount", "opt-level": "opt_level", "transpose-a": "transpose_a",
+    "transpose-b": "transpose_b", "tf32": "tf32", "axis": "axis", "reduce": "reduce",
+}
+_OPTION = re.compile(r"(?<![\w-])--([a-z][a-z0-9-]*)(?![\w.-])")
+
+
+def python_spelling(message):
+    """message with the CLI options it names spelled as the binding's keywords (not in a
+    map expression echoed by a syntax error)."""
+    if "Python" in message or "syntax error" in message:
+        return message
+    return _OPTION.sub(lambda m: _KEYWORDS.get(m.group(1), m.group(0)), message)
+
+
 def from_status(status, ctx):
     """The exception for a failed call on context ctx (ctx may be None before one exists)."""
     # Escaped as the CLI prints them: a name with control bytes cannot drive a terminal.
-    message = _lib.shown(_lib.lib.oc_context_last_error(ctx)) if ctx else ""
+    message = python_spelling(_lib.shown(_lib.lib.oc_context_last_error(ctx))) if ctx else ""
     raw_trace = (_lib.lib.oc_context_error_trace(ctx) or b"") if ctx else b""
     trace = "\n".join(_lib.shown(line) for line in raw_trace.split(b"\n"))
     if not message:
