@@ -44,7 +44,9 @@ static void add_stats(oc_gram_stats *sum, const oc_gram_stats *s)
     sum->host_budget_bytes = s->host_budget_bytes;
     if (s->threads > sum->threads) sum->threads = s->threads;
     memcpy(sum->backend_explain, s->backend_explain, sizeof sum->backend_explain);
-    /* The sub-jobs run one after the other: their phases add up. */
+    /* The sub-jobs run one after the other: their phases, and their predictions, add up (the
+     * ranks run their shares at once, so rank 0's sum predicts the job). */
+    sum->predicted_seconds += s->predicted_seconds;
     sum->phases.cuda_start += s->phases.cuda_start;
     sum->phases.prepare += s->phases.prepare;
     sum->phases.setup += s->phases.setup;

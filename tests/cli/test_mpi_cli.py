@@ -150,6 +150,8 @@ def test_json_lists_every_rank(mpirun, inputs):
     assert all(r["bytes_written"] > 0 for r in ranks)
     # The whole matrix is written once: header plus 301 x 301 int32.
     assert sum(r["bytes_written"] for r in ranks) == out.stat().st_size
+    # Rank 0's sub-jobs' predictions, added up, predict the job its share of rows takes.
+    assert summary["predicted_seconds"] > 0, summary
 
 
 @pytest.mark.parametrize("args,per_pair", [(["--topk", "4"], 8 + 4), (["--threshold", "20"], 16 + 4)],
