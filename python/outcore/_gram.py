@@ -28,7 +28,7 @@ from . import _lib
 from ._calls import run_interruptible
 from ._context import Context, lease
 from ._map import _check_out_overlap
-from ._options import c_path, c_text, gram_options, parse_gpu_mem, parse_host_mem, positive_int  # noqa: F401
+from ._options import as_numbers, c_path, c_text, gram_options, parse_gpu_mem, parse_host_mem, positive_int  # noqa: F401
 from .errors import CancelledError, InputError, check, from_status
 
 if TYPE_CHECKING:
@@ -75,11 +75,7 @@ def _as_array(x, name):
     dict, a number), is an InputError naming what was given."""
     if isinstance(x, np.ndarray):
         return x
-    try:
-        arr = np.asarray(x)
-    except (ValueError, TypeError) as exc:  # ragged lists, or an object numpy cannot read
-        what = "the nested lists" if isinstance(x, (list, tuple)) else type(x).__name__
-        raise InputError(f"{name}: {what} cannot be read as a rectangular array of numbers ({exc})") from None
+    arr = as_numbers(name, x)
     if arr.ndim == 0:
         raise InputError(f"{name} must be a 2-D array (or nested lists), a scipy.sparse matrix or a path; "
                          f"got {type(x).__name__}")

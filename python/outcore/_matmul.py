@@ -19,7 +19,7 @@ from . import _gpu_arrays, _lib
 from ._context import lease
 from ._calls import run_on_context
 from ._map import _check_out_overlap, _is_path, _out_path
-from ._options import _device_list, c_path, parse_backend, set_device_budgets, threads_count
+from ._options import _device_list, as_numbers, c_path, parse_backend, set_device_budgets, threads_count
 from .errors import InputError, check
 
 if TYPE_CHECKING:
@@ -85,7 +85,7 @@ def _operand(name, x, transpose, keep):
     if _is_path(x):
         a.path = c_path(name, x)
         return a, transpose, None
-    arr = np.asarray(x)
+    arr = as_numbers(name, x)
     if arr.ndim != 2:
         raise InputError(f"{name}: a {arr.ndim}-dimensional array; matmul takes 2-D matrices")
     code = _dtype_name(arr.dtype)

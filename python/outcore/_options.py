@@ -37,6 +37,16 @@ def c_text(what, value):
         raise InputError(f"{what} {value!r} is not valid Unicode text (it holds a lone surrogate)") from None
 
 
+def as_numbers(name, x):
+    """np.asarray(x), where what numpy cannot read (ragged nested lists, an object of no
+    array form) is an InputError naming the argument, as the library's refusals are."""
+    try:
+        return np.asarray(x)
+    except (ValueError, TypeError) as exc:
+        what = "the nested lists" if isinstance(x, (list, tuple)) else type(x).__name__
+        raise InputError(f"{name}: {what} cannot be read as a rectangular array of numbers ({exc})") from None
+
+
 def c_path(what, value):
     """A path (str, bytes or os.PathLike) as the bytes the library opens; a NUL byte, which
     would end the path there and name another file, is refused."""

@@ -175,3 +175,12 @@ def test_resume(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.npy", "b.npy", "c.npy", "ref.npy"]
     with pytest.raises(outcore.InputError, match="resume"):
         outcore.matmul(a, tmp_path / "b.npy", resume=True)
+
+
+def test_ragged_lists_are_an_input_error():
+    """Nested lists numpy cannot make a rectangle of are refused as bad input naming the
+    operand, as gram refuses them (numpy's own ValueError said neither)."""
+    with pytest.raises(outcore.InputError, match=r"^A: the nested lists cannot be read as a rectangular array"):
+        outcore.matmul([[1.0, 2.0], [3.0]], [[1.0], [2.0]])
+    with pytest.raises(outcore.InputError, match=r"^B: the nested lists"):
+        outcore.matmul([[1.0, 2.0]], [[1.0], [2.0, 3.0]])
