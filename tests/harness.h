@@ -10,6 +10,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "outcore.h"
 
@@ -35,6 +36,20 @@ void oc_test_fail(const char *file, int line, const char *fmt, ...) __attribute_
         long long oc_a_ = (long long)(a), oc_b_ = (long long)(b);                                                      \
         oc_test_checks++;                                                                                              \
         if (oc_a_ != oc_b_) oc_test_fail(__FILE__, __LINE__, "%s == %lld, expected %s == %lld", #a, oc_a_, #b, oc_b_); \
+    } while (0)
+
+/* Checks that the call `st` failed with status `want` and that ctx's message is one line
+ * holding every given part (strings). */
+#define CHECK_FAILED(ctx, st, want, ...)                                                                      \
+    do {                                                                                                      \
+        oc_status st_ = (st);                                                                                 \
+        const char *msg_ = oc_context_last_error(ctx);                                                        \
+        CHECK_MSG(st_ == (want), "status %d (%s), expected %d; message: %s", (int)st_, oc_status_string(st_), \
+                  (int)(want), msg_);                                                                         \
+        const char *parts_[] = {__VA_ARGS__};                                                                 \
+        for (size_t k_ = 0; k_ < sizeof parts_ / sizeof parts_[0]; ++k_)                                      \
+            CHECK_MSG(strstr(msg_, parts_[k_]) != NULL, "message '%s' lacks '%s'", msg_, parts_[k_]);         \
+        CHECK_MSG(!strchr(msg_, '\n'), "message is not one line");                                            \
     } while (0)
 
 /* Marks the test as skipped with a reason (printed). */

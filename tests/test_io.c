@@ -21,6 +21,8 @@
 #include "io/formats/npy_array.h"
 #include "outcore.h"
 
+static int contains(const char *s, const char *part) { return strstr(s, part) != NULL; }
+
 static oc_context *ctx;
 
 /* ---------------------------------------------------------------- helpers */
@@ -65,21 +67,6 @@ static const char *write_npy(const char *name, int major, const char *descr, int
              fortran ? "True" : "False", shape);
     return write_file(name, buf, npy_image(buf, major, dict, data, data_len));
 }
-
-static int contains(const char *s, const char *part) { return strstr(s, part) != NULL; }
-
-/* Checks that st is the expected failure and that the message holds every given part. */
-#define CHECK_FAIL(st, want, ...)                                                                             \
-    do {                                                                                                      \
-        oc_status st_ = (st);                                                                                 \
-        CHECK_MSG(st_ == (want), "status %d (%s), expected %d; message: %s", (int)st_, oc_status_string(st_), \
-                  (int)(want), oc_context_last_error(ctx));                                                   \
-        const char *parts_[] = {__VA_ARGS__};                                                                 \
-        for (size_t k_ = 0; k_ < sizeof parts_ / sizeof parts_[0]; ++k_)                                      \
-            CHECK_MSG(contains(oc_context_last_error(ctx), parts_[k_]), "message '%s' lacks '%s'",            \
-                      oc_context_last_error(ctx), parts_[k_]);                                                \
-        CHECK_MSG(!strchr(oc_context_last_error(ctx), '\n'), "message is not one line");                      \
-    } while (0)
 
 /* numpy.packbits(A, axis=1) of a dense 0/1 matrix, written out by the definition. */
 static void packbits(const unsigned char *a, int rows, int cols, unsigned char *out)
@@ -174,11 +161,11 @@ static void test_npy_values(void)
     a[3 * C + 7] = 2;
     const char *path = write_npy("two.npy", 1, "|u1", 0, "(5, 13)", a, sizeof a);
     oc_matrix *m = NULL;
-    CHECK_FAIL(oc_matrix_open(ctx, path, 0, &m), OC_ERR_INPUT, path, "value 2", "row 3", "column 7");
+    CHECK_FAILED(ctx, oc_matrix_open(ctx, path, 0, &m), OC_ERR_INPUT, path, "value 2", "row 3", "column 7");
     CHECK(m == NULL);
     /* uint8 bytes above 1 are most likely numpy.packbits rows read without --bits. */
-    CHECK_FAIL(oc_matrix_open(ctx, path, 0, &m), OC_ERR_INPUT, "look like numpy.packbits output", "add --bits M",
-               "97 to 104 for these 13-byte rows");
+    CHECK_FAILED(ctx, oc_matrix_open(ctx, path, 0, &m), OC_ERR_INPUT, "look like numpy.packbits output", "add --bits M",
+                 "97 to 104 for these 13-byte rows");
     /* Binarized, every nonzero byte is a one. */
     oc_read_options binarize = OC_READ_OPTIONS_INIT;
     binarize.binarize = 1;
@@ -189,7 +176,7 @@ static void test_npy_values(void)
 
     a[3 * C + 7] = 0xFF; /* int8 -1 */
     path = write_npy("minus.npy", 1, "|i1", 0, "(5, 13)", a, sizeof a);
-    CHECK_FAIL(oc_matrix_open(ctx, path, 0, &m), OC_ERR_INPUT, path, "value -1", "row 3", "column 7");
+    CHECK_FAILED(ctx, oc_matrix_open(ctx, path, 0, &m), OC_ERR_INPUT, path, "value -1", "row 3", "column 7");
 }
 
 static void test_npy_packbits(void)
@@ -213,33 +200,35 @@ static void test_npy_packbits(void)
     dirty[2 * 3 + 1] |= 0x02; /* row 3, bit 14 */
     dirty[2 * 4 + 1] |= 0x07;
     path = write_npy("dirty.npy", 1, "|u1", 0, "(5, 2)", dirty, sizeof dirty);
-    CHECK_FAIL(oc_matrix_open(ctx, path, C, &m), OC_ERR_INPUT, path, "row 3 has bit 14 set",
-               "--bits 13 says the rows hold 13 columns");
+    CHECK_FAILED(ctx, oc_matrix_open(ctx, path, C, &m), OC_ERR_INPUT, path, "row 3 has bit 14 set",
+                 "--bits 13 says the rows hold 13 columns");
     CHECK(m == NULL);
     check_reads_as(path, 16, NULL, R, 16); /* the same bytes read as 16 columns are fine */
     /* The same check on packed rows from memory, in both bit orders. */
-    CHECK_FAIL(oc_matrix_from_bits(ctx, dirty, R, C, 2, OC_BITS_MSB_FIRST, &m), OC_ERR_INPUT, "row 3 has bit 14 set");
+    CHECK_FAILED(ctx, oc_matrix_from_bits(ctx, dirty, R, C, 2, OC_BITS_MSB_FIRST, &m), OC_ERR_INPUT,
+                 "row 3 has bit 14 set");
     unsigned char lsb[2] = {0x00, 0x80}; /* LSB first: bit 7 of byte 1 is column 15 */
-    CHECK_FAIL(oc_matrix_from_bits(ctx, lsb, 1, C, 2, OC_BITS_LSB_FIRST, &m), OC_ERR_INPUT, "row 0 has bit 15 set");
+    CHECK_FAILED(ctx, oc_matrix_from_bits(ctx, lsb, 1, C, 2, OC_BITS_LSB_FIRST, &m), OC_ERR_INPUT,
+                 "row 0 has bit 15 set");
     CHECK(m == NULL);
 
     static unsigned char wide[4 * 100];
     path = write_npy("width100.npy", 1, "|u1", 0, "(4, 100)", wide, sizeof wide);
-    CHECK_FAIL(oc_matrix_open(ctx, path, 1000, &m), OC_ERR_INPUT, path, "--bits 1000 needs 125 bytes per row",
-               "have 100");
-    CHECK_FAIL(oc_matrix_open(ctx, path, 801, &m), OC_ERR_INPUT, path, "--bits 801");
-    CHECK_FAIL(oc_matrix_open(ctx, path, 792, &m), OC_ERR_INPUT, path, "--bits 792");
+    CHECK_FAILED(ctx, oc_matrix_open(ctx, path, 1000, &m), OC_ERR_INPUT, path, "--bits 1000 needs 125 bytes per row",
+                 "have 100");
+    CHECK_FAILED(ctx, oc_matrix_open(ctx, path, 801, &m), OC_ERR_INPUT, path, "--bits 801");
+    CHECK_FAILED(ctx, oc_matrix_open(ctx, path, 792, &m), OC_ERR_INPUT, path, "--bits 792");
     CHECK(oc_matrix_open(ctx, path, 793, &m) == OC_OK);
     oc_matrix_free(m);
     m = NULL;
     /* Rows too wide for 8 * width to be counted (found by fuzz_npy: the message overflowed). */
     path = write_npy("wide.npy", 1, "|u1", 0, "(2, 2999999999999999999)", wide, sizeof wide);
-    CHECK_FAIL(oc_matrix_open(ctx, path, 8, &m), OC_ERR_INPUT, path, "--bits 8 needs 1 bytes per row");
+    CHECK_FAILED(ctx, oc_matrix_open(ctx, path, 8, &m), OC_ERR_INPUT, path, "--bits 8 needs 1 bytes per row");
     oc_matrix_free(m);
     m = NULL;
     path = write_npy("packed_bool.npy", 1, "|b1", 0, "(5, 2)", packed, sizeof packed);
-    CHECK_FAIL(oc_matrix_open(ctx, path, C, &m), OC_ERR_INPUT, path, "bool");
-    CHECK_FAIL(oc_matrix_open(ctx, "x.txt", 8, &m), OC_ERR_INVALID_ARGUMENT, "x.txt", "--bits");
+    CHECK_FAILED(ctx, oc_matrix_open(ctx, path, C, &m), OC_ERR_INPUT, path, "bool");
+    CHECK_FAILED(ctx, oc_matrix_open(ctx, "x.txt", 8, &m), OC_ERR_INVALID_ARGUMENT, "x.txt", "--bits");
     CHECK(m == NULL);
 }
 
@@ -257,47 +246,50 @@ static void test_npy_dimension_limits(void)
     len = npy_image(buf, 1, "{'descr': '|i1', 'fortran_order': False, 'shape': (0, 9223372036854775799), }", none, 0);
     CHECK(oc_npy_array_parse(ctx, "edge.npy", buf, len, &info) == OC_OK && info.shape[1] == INT64_MAX - 8);
     len = npy_image(buf, 1, "{'descr': '|i1', 'fortran_order': False, 'shape': (0, 9223372036854775808), }", none, 0);
-    CHECK_FAIL(oc_npy_array_parse(ctx, "past.npy", buf, len, &info), OC_ERR_INPUT, "past.npy", "overflows 64 bits");
+    CHECK_FAILED(ctx, oc_npy_array_parse(ctx, "past.npy", buf, len, &info), OC_ERR_INPUT, "past.npy",
+                 "overflows 64 bits");
     len =
         npy_image(buf, 1, "{'descr': '|i1', 'fortran_order': False, 'shape': (0, 99999999999999999999999), }", none, 0);
-    CHECK_FAIL(oc_npy_array_parse(ctx, "past.npy", buf, len, &info), OC_ERR_INPUT, "past.npy", "overflows 64 bits");
+    CHECK_FAILED(ctx, oc_npy_array_parse(ctx, "past.npy", buf, len, &info), OC_ERR_INPUT, "past.npy",
+                 "overflows 64 bits");
 }
 
 static void test_npy_bad(void)
 {
     oc_matrix *m = NULL;
     const char *missing = oc_test_tmp_path("missing.npy");
-    CHECK_FAIL(oc_matrix_open(ctx, missing, 0, &m), OC_ERR_INPUT, missing, "no such file");
+    CHECK_FAILED(ctx, oc_matrix_open(ctx, missing, 0, &m), OC_ERR_INPUT, missing, "no such file");
     const char *empty = write_text("empty.npy", "");
-    CHECK_FAIL(oc_matrix_open(ctx, empty, 0, &m), OC_ERR_INPUT, empty, "empty");
-    CHECK_FAIL(oc_matrix_open(ctx, oc_test_tmpdir, 0, &m), OC_ERR_INPUT, oc_test_tmpdir, "unknown file type");
+    CHECK_FAILED(ctx, oc_matrix_open(ctx, empty, 0, &m), OC_ERR_INPUT, empty, "empty");
+    CHECK_FAILED(ctx, oc_matrix_open(ctx, oc_test_tmpdir, 0, &m), OC_ERR_INPUT, oc_test_tmpdir, "unknown file type");
 
     /* A valid file cut at several places. */
     static unsigned char buf[4096];
     char dict[] = "{'descr': '|u1', 'fortran_order': False, 'shape': (5, 13), }";
     size_t full = npy_image(buf, 1, dict, dense, sizeof dense);
     const char *p = write_file("cut4.npy", buf, 4);
-    CHECK_FAIL(oc_matrix_open(ctx, p, 0, &m), OC_ERR_INPUT, p, "truncated .npy header");
+    CHECK_FAILED(ctx, oc_matrix_open(ctx, p, 0, &m), OC_ERR_INPUT, p, "truncated .npy header");
     p = write_file("cut9.npy", buf, 9);
-    CHECK_FAIL(oc_matrix_open(ctx, p, 0, &m), OC_ERR_INPUT, p, "truncated .npy header");
+    CHECK_FAILED(ctx, oc_matrix_open(ctx, p, 0, &m), OC_ERR_INPUT, p, "truncated .npy header");
     p = write_file("cut40.npy", buf, 40);
-    CHECK_FAIL(oc_matrix_open(ctx, p, 0, &m), OC_ERR_INPUT, p, "truncated .npy header", "declares 118",
-               "only 30 follow");
+    CHECK_FAILED(ctx, oc_matrix_open(ctx, p, 0, &m), OC_ERR_INPUT, p, "truncated .npy header", "declares 118",
+                 "only 30 follow");
     p = write_file("cutdata.npy", buf, full - 1);
-    CHECK_FAIL(oc_matrix_open(ctx, p, 0, &m), OC_ERR_INPUT, p, "truncated .npy data", "needs 65 bytes", "has 64");
+    CHECK_FAILED(ctx, oc_matrix_open(ctx, p, 0, &m), OC_ERR_INPUT, p, "truncated .npy data", "needs 65 bytes",
+                 "has 64");
     CHECK_EQ_I64(full, 128 + sizeof dense); /* the 61-byte dict pads the header to 128 bytes */
     p = write_file("nodata.npy", buf, 128);
-    CHECK_FAIL(oc_matrix_open(ctx, p, 0, &m), OC_ERR_INPUT, p, "truncated .npy data");
+    CHECK_FAILED(ctx, oc_matrix_open(ctx, p, 0, &m), OC_ERR_INPUT, p, "truncated .npy data");
 
     /* A header length beyond the end of the file. */
     buf[8] = 0xFF, buf[9] = 0x7F;
     p = write_file("longheader.npy", buf, full);
-    CHECK_FAIL(oc_matrix_open(ctx, p, 0, &m), OC_ERR_INPUT, p, "declares 32767 header bytes");
+    CHECK_FAILED(ctx, oc_matrix_open(ctx, p, 0, &m), OC_ERR_INPUT, p, "declares 32767 header bytes");
 
     p = write_text("magic.npy", "PK\x03\x04 this is a zip file, not a .npy file");
-    CHECK_FAIL(oc_matrix_open(ctx, p, 0, &m), OC_ERR_INPUT, p, "bad magic");
+    CHECK_FAILED(ctx, oc_matrix_open(ctx, p, 0, &m), OC_ERR_INPUT, p, "bad magic");
     p = write_file("version.npy", "\x93NUMPY\x04\x00\x10\x00{}              ", 26);
-    CHECK_FAIL(oc_matrix_open(ctx, p, 0, &m), OC_ERR_INPUT, p, "version 4.0");
+    CHECK_FAILED(ctx, oc_matrix_open(ctx, p, 0, &m), OC_ERR_INPUT, p, "version 4.0");
 
     static const char *const not_dicts[] = {
         "[1, 2, 3]",
@@ -313,7 +305,7 @@ static void test_npy_bad(void)
         char name[32];
         snprintf(name, sizeof name, "notdict%zu.npy", k);
         p = write_file(name, buf, npy_image(buf, 1, not_dicts[k], dense, sizeof dense));
-        CHECK_FAIL(oc_matrix_open(ctx, p, 0, &m), OC_ERR_INPUT, p, "not a valid dict");
+        CHECK_FAILED(ctx, oc_matrix_open(ctx, p, 0, &m), OC_ERR_INPUT, p, "not a valid dict");
     }
 
     /* Well-formed headers that describe something the reader refuses. */
@@ -343,14 +335,14 @@ static void test_npy_bad(void)
     for (size_t k = 0; k < sizeof refused / sizeof *refused; ++k) {
         p = write_npy(refused[k].name, 1, refused[k].descr, refused[k].fortran, refused[k].shape, f8,
                       refused[k].data_len);
-        CHECK_FAIL(oc_matrix_open(ctx, p, 0, &m), OC_ERR_INPUT, p, refused[k].part);
+        CHECK_FAILED(ctx, oc_matrix_open(ctx, p, 0, &m), OC_ERR_INPUT, p, refused[k].part);
     }
     p = write_file("structured.npy", buf,
                    npy_image(buf, 1, "{'descr': [('a', '<i4')], 'fortran_order': False, 'shape': (5,), }", f8, 20));
-    CHECK_FAIL(oc_matrix_open(ctx, p, 0, &m), OC_ERR_INPUT, p, "dtype 'structured'");
+    CHECK_FAILED(ctx, oc_matrix_open(ctx, p, 0, &m), OC_ERR_INPUT, p, "dtype 'structured'");
 
     p = write_npy("A.dat", 1, "|u1", 0, "(5, 13)", dense, sizeof dense);
-    CHECK_FAIL(oc_matrix_open(ctx, p, 0, &m), OC_ERR_INPUT, p, "'.dat'", ".npy, .mtx, .txt and .csv");
+    CHECK_FAILED(ctx, oc_matrix_open(ctx, p, 0, &m), OC_ERR_INPUT, p, "'.dat'", ".npy, .mtx, .txt and .csv");
     CHECK(m == NULL);
 }
 
@@ -427,13 +419,15 @@ static void test_npy_write(void)
     char nodir[600];
     snprintf(nodir, sizeof nodir, "%s/no/such/dir/C.npy", oc_test_tmpdir);
     w = NULL;
-    CHECK_FAIL(oc_npy_out_create(ctx, nodir, OC_DTYPE_INT32, 2, 2, &w, &data), OC_ERR_INPUT, nodir, "does not exist");
+    CHECK_FAILED(ctx, oc_npy_out_create(ctx, nodir, OC_DTYPE_INT32, 2, 2, &w, &data), OC_ERR_INPUT, nodir,
+                 "does not exist");
     CHECK(w == NULL);
-    CHECK_FAIL(oc_npy_out_create(ctx, outdir, OC_DTYPE_INT32, 2, 2, &w, &data), OC_ERR_INPUT, outdir, "is a folder");
-    CHECK_FAIL(oc_npy_out_create(ctx, path, 42, 2, 2, &w, &data), OC_ERR_INVALID_ARGUMENT, path, "dtype");
-    CHECK_FAIL(oc_npy_out_create(ctx, path, OC_DTYPE_INT32, 0, 2, &w, &data), OC_ERR_INVALID_ARGUMENT, path);
-    CHECK_FAIL(oc_npy_out_create(ctx, path, OC_DTYPE_INT32, INT64_C(1) << 40, INT64_C(1) << 30, &w, &data),
-               OC_ERR_INPUT, path, "overflow");
+    CHECK_FAILED(ctx, oc_npy_out_create(ctx, outdir, OC_DTYPE_INT32, 2, 2, &w, &data), OC_ERR_INPUT, outdir,
+                 "is a folder");
+    CHECK_FAILED(ctx, oc_npy_out_create(ctx, path, 42, 2, 2, &w, &data), OC_ERR_INVALID_ARGUMENT, path, "dtype");
+    CHECK_FAILED(ctx, oc_npy_out_create(ctx, path, OC_DTYPE_INT32, 0, 2, &w, &data), OC_ERR_INVALID_ARGUMENT, path);
+    CHECK_FAILED(ctx, oc_npy_out_create(ctx, path, OC_DTYPE_INT32, INT64_C(1) << 40, INT64_C(1) << 30, &w, &data),
+                 OC_ERR_INPUT, path, "overflow");
     CHECK_EQ_I64(oc_test_dir_entries(outdir), 0);
 
     /* A read-only directory: root ignores permission bits, so the case cannot fail as root. */
@@ -444,8 +438,8 @@ static void test_npy_write(void)
         snprintf(rodir, sizeof rodir, "%s/ro", oc_test_tmpdir);
         mkdir(rodir, 0555);
         snprintf(ropath, sizeof ropath, "%s/C.npy", rodir);
-        CHECK_FAIL(oc_npy_out_create(ctx, ropath, OC_DTYPE_INT32, 2, 2, &w, &data), OC_ERR_INPUT, ropath,
-                   "no write permission");
+        CHECK_FAILED(ctx, oc_npy_out_create(ctx, ropath, OC_DTYPE_INT32, 2, 2, &w, &data), OC_ERR_INPUT, ropath,
+                     "no write permission");
         CHECK_EQ_I64(oc_test_dir_entries(rodir), 0);
         rmdir(rodir);
     }
@@ -461,7 +455,7 @@ static void test_npy_write(void)
     CHECK(oc_tmpfile_open(ctx, path, &f) == OC_OK);
     oc_tmpfile_abort(&f);
     CHECK_EQ_I64(oc_test_dir_entries(outdir), 0);
-    CHECK_FAIL(oc_tmpfile_open(ctx, nodir, &f), OC_ERR_INPUT, nodir);
+    CHECK_FAILED(ctx, oc_tmpfile_open(ctx, nodir, &f), OC_ERR_INPUT, nodir);
     rmdir(outdir);
 }
 
@@ -487,7 +481,8 @@ static void test_save_round_trip(void)
     CHECK(file && offset % 64 == 0 && len == offset + sizeof want && memcmp(file + offset, want, sizeof want) == 0);
     CHECK(file && contains((const char *)file + 10, "'shape': (5, 2)"));
     free(file);
-    CHECK_FAIL(oc_matrix_save(ctx, a, oc_test_tmp_path("saved.txt"), 0), OC_ERR_INVALID_ARGUMENT, "saved.txt", ".npy");
+    CHECK_FAILED(ctx, oc_matrix_save(ctx, a, oc_test_tmp_path("saved.txt"), 0), OC_ERR_INVALID_ARGUMENT, "saved.txt",
+                 ".npy");
     oc_matrix_free(a);
     oc_matrix_free(b);
     oc_matrix_free(c);
@@ -523,7 +518,7 @@ static void test_read_options_v1(void)
     check_read_with(path, &v1, dense, R, C);
     oc_matrix *m = NULL;
     v1.struct_size = offsetof(oc_read_options, host_mem_bytes) - 4;
-    CHECK_FAIL(oc_matrix_read(ctx, path, &v1, &m), OC_ERR_INVALID_ARGUMENT, "oc_read_options.struct_size");
+    CHECK_FAILED(ctx, oc_matrix_read(ctx, path, &v1, &m), OC_ERR_INVALID_ARGUMENT, "oc_read_options.struct_size");
     CHECK(m == NULL);
 }
 
@@ -554,14 +549,16 @@ static void test_mtx(void)
     binarize.binarize = 1;
     p = write_text("integer.mtx", "%%MatrixMarket matrix coordinate integer general\r\n"
                                   "3 4 5\r\n1 1 5\r\n2 4 -1\r\n3 2 1\r\n3 3 0\r\n1 2 000\r\n");
-    CHECK_FAIL(oc_matrix_open(ctx, p, 0, &m), OC_ERR_INPUT, p, "line 3: value 5 at row 0, column 0", "--binarize");
+    CHECK_FAILED(ctx, oc_matrix_open(ctx, p, 0, &m), OC_ERR_INPUT, p, "line 3: value 5 at row 0, column 0",
+                 "--binarize");
     check_read_with(p, &binarize, want, 3, 4);
     p = write_text("real.mtx", "%%MatrixMarket matrix coordinate real general\n"
                                "3 4 4\n1 1 0.5\n2 4 1e-3\n3 2 -2\n3 3 0.0\n");
-    CHECK_FAIL(oc_matrix_open(ctx, p, 0, &m), OC_ERR_INPUT, p, "line 3: value 0.5 at row 0, column 0", "not 0 or 1");
+    CHECK_FAILED(ctx, oc_matrix_open(ctx, p, 0, &m), OC_ERR_INPUT, p, "line 3: value 0.5 at row 0, column 0",
+                 "not 0 or 1");
     check_read_with(p, &binarize, want, 3, 4);
     p = write_text("skew.mtx", "%%MatrixMarket matrix coordinate integer skew-symmetric\n3 3 1\n3 1 1\n");
-    CHECK_FAIL(oc_matrix_open(ctx, p, 0, &m), OC_ERR_INPUT, p, "skew-symmetric", "--binarize");
+    CHECK_FAILED(ctx, oc_matrix_open(ctx, p, 0, &m), OC_ERR_INPUT, p, "skew-symmetric", "--binarize");
     const unsigned char skew[9] = {0, 0, 1, 0, 0, 0, 1, 0, 0};
     check_read_with(p, &binarize, skew, 3, 3);
 
@@ -602,10 +599,10 @@ static void test_mtx(void)
         char name[32];
         snprintf(name, sizeof name, "bad%zu.mtx", k);
         p = write_text(name, bad[k].text);
-        CHECK_FAIL(oc_matrix_open(ctx, p, 0, &m), OC_ERR_INPUT, p, bad[k].part1, bad[k].part2);
+        CHECK_FAILED(ctx, oc_matrix_open(ctx, p, 0, &m), OC_ERR_INPUT, p, bad[k].part1, bad[k].part2);
     }
     p = write_text("empty.mtx", "");
-    CHECK_FAIL(oc_matrix_open(ctx, p, 0, &m), OC_ERR_INPUT, p, "empty");
+    CHECK_FAILED(ctx, oc_matrix_open(ctx, p, 0, &m), OC_ERR_INPUT, p, "empty");
     CHECK(m == NULL);
 }
 
@@ -643,7 +640,7 @@ static void test_text(void)
     for (size_t k = 0; k < sizeof bad / sizeof *bad; ++k) {
         const char *p = write_text(bad[k].name, bad[k].text);
         oc_matrix *m = NULL;
-        CHECK_FAIL(oc_matrix_open(ctx, p, 0, &m), OC_ERR_INPUT, p, bad[k].part1, bad[k].part2);
+        CHECK_FAILED(ctx, oc_matrix_open(ctx, p, 0, &m), OC_ERR_INPUT, p, bad[k].part1, bad[k].part2);
         CHECK(m == NULL);
     }
     /* Binarizing reads any number, nonzero as 1; a word is still an error. */
@@ -652,7 +649,7 @@ static void test_text(void)
     check_read_with(write_text("numbers.csv", "2.5,0,0,0\n0,0,0,-1\n0,1e3,0.0,0\n"), &binarize, want, 3, 4);
     oc_matrix *m = NULL;
     const char *p = write_text("word2.csv", "1,0\n0,x\n");
-    CHECK_FAIL(oc_matrix_read(ctx, p, &binarize, &m), OC_ERR_INPUT, p, "'x' at row 1, column 1 is not a number");
+    CHECK_FAILED(ctx, oc_matrix_read(ctx, p, &binarize, &m), OC_ERR_INPUT, p, "'x' at row 1, column 1 is not a number");
 }
 
 /* ---------------------------------------------------------------- constructors */
@@ -675,16 +672,17 @@ static void test_constructors(void)
     m = NULL;
     oc_matrix_free(NULL);
 
-    CHECK_FAIL(oc_matrix_from_dense(ctx, NULL, R, C, C, &m), OC_ERR_INVALID_ARGUMENT, "data is NULL");
-    CHECK_FAIL(oc_matrix_from_dense(ctx, dense, R, C, C, NULL), OC_ERR_INVALID_ARGUMENT, "out is NULL");
-    CHECK_FAIL(oc_matrix_from_dense(ctx, dense, R, C, C - 1, &m), OC_ERR_INVALID_ARGUMENT, "row_stride 12");
-    CHECK_FAIL(oc_matrix_from_dense(ctx, dense, 0, C, C, &m), OC_ERR_INVALID_ARGUMENT, "0 rows");
-    CHECK_FAIL(oc_matrix_from_dense(ctx, dense, R, -1, C, &m), OC_ERR_INVALID_ARGUMENT, "-1 columns");
-    CHECK_FAIL(oc_matrix_from_dense(ctx, dense, 3, 4, INT64_MAX / 2 + 1, &m), OC_ERR_INVALID_ARGUMENT, "overflow");
+    CHECK_FAILED(ctx, oc_matrix_from_dense(ctx, NULL, R, C, C, &m), OC_ERR_INVALID_ARGUMENT, "data is NULL");
+    CHECK_FAILED(ctx, oc_matrix_from_dense(ctx, dense, R, C, C, NULL), OC_ERR_INVALID_ARGUMENT, "out is NULL");
+    CHECK_FAILED(ctx, oc_matrix_from_dense(ctx, dense, R, C, C - 1, &m), OC_ERR_INVALID_ARGUMENT, "row_stride 12");
+    CHECK_FAILED(ctx, oc_matrix_from_dense(ctx, dense, 0, C, C, &m), OC_ERR_INVALID_ARGUMENT, "0 rows");
+    CHECK_FAILED(ctx, oc_matrix_from_dense(ctx, dense, R, -1, C, &m), OC_ERR_INVALID_ARGUMENT, "-1 columns");
+    CHECK_FAILED(ctx, oc_matrix_from_dense(ctx, dense, 3, 4, INT64_MAX / 2 + 1, &m), OC_ERR_INVALID_ARGUMENT,
+                 "overflow");
     unsigned char two[R * C];
     memcpy(two, dense, sizeof two);
     two[4 * C + 12] = 3;
-    CHECK_FAIL(oc_matrix_from_dense(ctx, two, R, C, C, &m), OC_ERR_INPUT, "A: value 3 at row 4, column 12");
+    CHECK_FAILED(ctx, oc_matrix_from_dense(ctx, two, R, C, C, &m), OC_ERR_INPUT, "A: value 3 at row 4, column 12");
     CHECK(m == NULL);
 
     /* Bits in both orders; LSB-first bytes are the MSB-first ones reversed. */
@@ -703,9 +701,10 @@ static void test_constructors(void)
     if (m) check_equals_dense(m, dense, R, C);
     oc_matrix_free(m);
     m = NULL;
-    CHECK_FAIL(oc_matrix_from_bits(ctx, msb, R, C, 1, OC_BITS_MSB_FIRST, &m), OC_ERR_INVALID_ARGUMENT, "row_stride 1",
-               "(2 bytes)");
-    CHECK_FAIL(oc_matrix_from_bits(ctx, msb, R, C, 2, (oc_bit_order)7, &m), OC_ERR_INVALID_ARGUMENT, "bit order");
+    CHECK_FAILED(ctx, oc_matrix_from_bits(ctx, msb, R, C, 1, OC_BITS_MSB_FIRST, &m), OC_ERR_INVALID_ARGUMENT,
+                 "row_stride 1", "(2 bytes)");
+    CHECK_FAILED(ctx, oc_matrix_from_bits(ctx, msb, R, C, 2, (oc_bit_order)7, &m), OC_ERR_INVALID_ARGUMENT,
+                 "bit order");
 
     /* CSR of the same matrix, with a duplicate. */
     int64_t indptr[R + 1] = {0}, indices[R * C + 1];
@@ -722,16 +721,16 @@ static void test_constructors(void)
     m = NULL;
     int64_t saved = indptr[3];
     indptr[3] = indptr[2] - 1;
-    CHECK_FAIL(oc_matrix_from_csr(ctx, R, C, indptr, indices, &m), OC_ERR_INVALID_ARGUMENT, "not monotone",
-               "indptr[3]");
+    CHECK_FAILED(ctx, oc_matrix_from_csr(ctx, R, C, indptr, indices, &m), OC_ERR_INVALID_ARGUMENT, "not monotone",
+                 "indptr[3]");
     indptr[3] = saved;
     indices[indptr[2]] = C;
-    CHECK_FAIL(oc_matrix_from_csr(ctx, R, C, indptr, indices, &m), OC_ERR_INVALID_ARGUMENT, "(row 2)",
-               "outside [0, 13)");
+    CHECK_FAILED(ctx, oc_matrix_from_csr(ctx, R, C, indptr, indices, &m), OC_ERR_INVALID_ARGUMENT, "(row 2)",
+                 "outside [0, 13)");
     indices[indptr[2]] = -1;
-    CHECK_FAIL(oc_matrix_from_csr(ctx, R, C, indptr, indices, &m), OC_ERR_INVALID_ARGUMENT, "= -1");
-    CHECK_FAIL(oc_matrix_from_csr(ctx, R, C, NULL, indices, &m), OC_ERR_INVALID_ARGUMENT, "indptr is NULL");
-    CHECK_FAIL(oc_matrix_from_csr(ctx, R, C, indptr, NULL, &m), OC_ERR_INVALID_ARGUMENT, "indices is NULL");
+    CHECK_FAILED(ctx, oc_matrix_from_csr(ctx, R, C, indptr, indices, &m), OC_ERR_INVALID_ARGUMENT, "= -1");
+    CHECK_FAILED(ctx, oc_matrix_from_csr(ctx, R, C, NULL, indices, &m), OC_ERR_INVALID_ARGUMENT, "indptr is NULL");
+    CHECK_FAILED(ctx, oc_matrix_from_csr(ctx, R, C, indptr, NULL, &m), OC_ERR_INVALID_ARGUMENT, "indices is NULL");
     int64_t empty_ptr[3] = {0, 0, 0};
     CHECK(oc_matrix_from_csr(ctx, 2, 3, empty_ptr, NULL, &m) == OC_OK); /* all-zero rows are a valid matrix */
     CHECK(m && oc_matrix_rows(m) == 2);

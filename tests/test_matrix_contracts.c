@@ -19,21 +19,9 @@
 #include "harness.h"
 #include "outcore.h"
 
-static oc_context *ctx;
-
 static int contains(const char *s, const char *part) { return strstr(s, part) != NULL; }
 
-/* Checks that st is the expected failure and that the message holds every given part. */
-#define CHECK_FAIL(st, want, ...)                                                                             \
-    do {                                                                                                      \
-        oc_status st_ = (st);                                                                                 \
-        CHECK_MSG(st_ == (want), "status %d (%s), expected %d; message: %s", (int)st_, oc_status_string(st_), \
-                  (int)(want), oc_context_last_error(ctx));                                                   \
-        const char *parts_[] = {__VA_ARGS__};                                                                 \
-        for (size_t k_ = 0; k_ < sizeof parts_ / sizeof parts_[0]; ++k_)                                      \
-            CHECK_MSG(contains(oc_context_last_error(ctx), parts_[k_]), "message '%s' lacks '%s'",            \
-                      oc_context_last_error(ctx), parts_[k_]);                                                \
-    } while (0)
+static oc_context *ctx;
 
 /* The counts row of m·mᵀ for a one-row m: its number of ones. */
 static int32_t ones_of_row(const oc_matrix *m)
@@ -75,13 +63,13 @@ static void test_packed_padding(void)
      * argument, and the binding's spelling, not an option the call does not have. */
     unsigned char row[1] = {0xA1};
     oc_matrix *m = NULL;
-    CHECK_FAIL(oc_matrix_from_bits(ctx, row, 1, 3, 1, OC_BITS_MSB_FIRST, &m), OC_ERR_INPUT, "A: row 0 has bit 7 set",
-               "cols 3", "the rows hold 3 columns");
+    CHECK_FAILED(ctx, oc_matrix_from_bits(ctx, row, 1, 3, 1, OC_BITS_MSB_FIRST, &m), OC_ERR_INPUT,
+                 "A: row 0 has bit 7 set", "cols 3", "the rows hold 3 columns");
     CHECK_MSG(!contains(oc_context_last_error(ctx), "but bits="), "%s", oc_context_last_error(ctx));
     CHECK(m == NULL);
     unsigned char lsb[1] = {0x08}; /* LSB first: bit 3 is column 3 */
-    CHECK_FAIL(oc_matrix_from_bits(ctx, lsb, 1, 3, 1, OC_BITS_LSB_FIRST, &m), OC_ERR_INPUT, "row 0 has bit 3 set",
-               "cols 3");
+    CHECK_FAILED(ctx, oc_matrix_from_bits(ctx, lsb, 1, 3, 1, OC_BITS_LSB_FIRST, &m), OC_ERR_INPUT,
+                 "row 0 has bit 3 set", "cols 3");
     CHECK(m == NULL);
     /* The same byte with its padding clear is the row 1 0 1. */
     row[0] = 0xA0;
@@ -114,16 +102,16 @@ static void test_bool_values(void)
 {
     const unsigned char bytes[4] = {1, 2, 0, 0};
     oc_matrix *m = NULL;
-    CHECK_FAIL(oc_matrix_from_values(ctx, bytes, 1, 4, 4, OC_MAP_BOOL, 0, &m), OC_ERR_INPUT,
-               "A: value 2 at row 0, column 1 is not 0 or 1", "bool", "binarize");
+    CHECK_FAILED(ctx, oc_matrix_from_values(ctx, bytes, 1, 4, 4, OC_MAP_BOOL, 0, &m), OC_ERR_INPUT,
+                 "A: value 2 at row 0, column 1 is not 0 or 1", "bool", "binarize");
     CHECK(m == NULL);
     /* As oc_matrix_from_dense and OC_MAP_UINT8 refuse the same byte. */
-    CHECK_FAIL(oc_matrix_from_dense(ctx, bytes, 1, 4, 4, &m), OC_ERR_INPUT, "value 2 at row 0, column 1");
-    CHECK_FAIL(oc_matrix_from_values(ctx, bytes, 1, 4, 4, OC_MAP_UINT8, 0, &m), OC_ERR_INPUT,
-               "value 2 at row 0, column 1");
+    CHECK_FAILED(ctx, oc_matrix_from_dense(ctx, bytes, 1, 4, 4, &m), OC_ERR_INPUT, "value 2 at row 0, column 1");
+    CHECK_FAILED(ctx, oc_matrix_from_values(ctx, bytes, 1, 4, 4, OC_MAP_UINT8, 0, &m), OC_ERR_INPUT,
+                 "value 2 at row 0, column 1");
     const unsigned char high[4] = {0, 0, 1, 255};
-    CHECK_FAIL(oc_matrix_from_values(ctx, high, 1, 4, 4, OC_MAP_BOOL, 0, &m), OC_ERR_INPUT,
-               "value 255 at row 0, column 3");
+    CHECK_FAILED(ctx, oc_matrix_from_values(ctx, high, 1, 4, 4, OC_MAP_BOOL, 0, &m), OC_ERR_INPUT,
+                 "value 255 at row 0, column 3");
     CHECK(m == NULL);
     /* With binarize any nonzero byte is a one. */
     CHECK_MSG(oc_matrix_from_values(ctx, bytes, 1, 4, 4, OC_MAP_BOOL, 1, &m) == OC_OK, "%s",
@@ -149,19 +137,19 @@ static void test_peek_out_parameters(const char *npy, const char *mtx)
     int64_t r = 7, c = 7;
     oc_read_options opts = OC_READ_OPTIONS_INIT;
     /* Failures before the file, in the file, and of the options: *rows, *cols as they were. */
-    CHECK_FAIL(oc_matrix_peek(ctx, write_text("x.dat", "1\n"), NULL, &r, &c), OC_ERR_INPUT, "unknown file type");
+    CHECK_FAILED(ctx, oc_matrix_peek(ctx, write_text("x.dat", "1\n"), NULL, &r, &c), OC_ERR_INPUT, "unknown file type");
     CHECK(r == 7 && c == 7);
-    CHECK_FAIL(oc_matrix_peek(ctx, oc_test_tmp_path("missing.npy"), NULL, &r, &c), OC_ERR_INPUT, "missing.npy");
+    CHECK_FAILED(ctx, oc_matrix_peek(ctx, oc_test_tmp_path("missing.npy"), NULL, &r, &c), OC_ERR_INPUT, "missing.npy");
     CHECK(r == 7 && c == 7);
-    CHECK_FAIL(oc_matrix_peek(ctx, write_text("bad.mtx", "%%MatrixMarket vector\n"), NULL, &r, &c), OC_ERR_INPUT,
-               "bad.mtx");
+    CHECK_FAILED(ctx, oc_matrix_peek(ctx, write_text("bad.mtx", "%%MatrixMarket vector\n"), NULL, &r, &c), OC_ERR_INPUT,
+                 "bad.mtx");
     CHECK(r == 7 && c == 7);
     opts.bits = -1;
-    CHECK_FAIL(oc_matrix_peek(ctx, npy, &opts, &r, &c), OC_ERR_INVALID_ARGUMENT, "--bits -1");
+    CHECK_FAILED(ctx, oc_matrix_peek(ctx, npy, &opts, &r, &c), OC_ERR_INVALID_ARGUMENT, "--bits -1");
     CHECK(r == 7 && c == 7);
     opts.bits = 0;
     opts.struct_size = 3;
-    CHECK_FAIL(oc_matrix_peek(ctx, npy, &opts, &r, &c), OC_ERR_INVALID_ARGUMENT, "struct_size");
+    CHECK_FAILED(ctx, oc_matrix_peek(ctx, npy, &opts, &r, &c), OC_ERR_INVALID_ARGUMENT, "struct_size");
     CHECK(r == 7 && c == 7);
     /* And written on success. */
     CHECK(oc_matrix_peek(ctx, npy, NULL, &r, &c) == OC_OK);
@@ -184,11 +172,11 @@ static void test_negative_host_budget(const char *npy, const char *mtx)
         opts.host_mem_bytes = budgets[b];
         for (size_t p = 0; p < sizeof paths / sizeof paths[0]; ++p) {
             oc_matrix *m = NULL;
-            CHECK_FAIL(oc_matrix_read(ctx, paths[p], &opts, &m), OC_ERR_INVALID_ARGUMENT,
-                       "oc_read_options.host_mem_bytes", "positive size");
+            CHECK_FAILED(ctx, oc_matrix_read(ctx, paths[p], &opts, &m), OC_ERR_INVALID_ARGUMENT,
+                         "oc_read_options.host_mem_bytes", "positive size");
             CHECK(m == NULL);
             int64_t r = 7, c = 7;
-            CHECK_FAIL(oc_matrix_peek(ctx, paths[p], &opts, &r, &c), OC_ERR_INVALID_ARGUMENT, "host_mem_bytes");
+            CHECK_FAILED(ctx, oc_matrix_peek(ctx, paths[p], &opts, &r, &c), OC_ERR_INVALID_ARGUMENT, "host_mem_bytes");
             CHECK(r == 7 && c == 7);
         }
     }
@@ -212,12 +200,12 @@ static void test_packed_flag(const oc_matrix *a)
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; ++k) {
         char want[64];
         snprintf(want, sizeof want, "packed %d: expected 0 or 1", bad[k]);
-        CHECK_FAIL(oc_matrix_save(ctx, a, path, bad[k]), OC_ERR_INVALID_ARGUMENT, want);
+        CHECK_FAILED(ctx, oc_matrix_save(ctx, a, path, bad[k]), OC_ERR_INVALID_ARGUMENT, want);
         CHECK(access(path, F_OK) != 0);
         oc_write_options o = OC_WRITE_OPTIONS_INIT;
         o.packed = bad[k];
-        CHECK_FAIL(oc_matrix_write_rows(ctx, path, 2, 3, fill_all_ones, NULL, &o), OC_ERR_INVALID_ARGUMENT,
-                   "oc_write_options", want);
+        CHECK_FAILED(ctx, oc_matrix_write_rows(ctx, path, 2, 3, fill_all_ones, NULL, &o), OC_ERR_INVALID_ARGUMENT,
+                     "oc_write_options", want);
         CHECK(access(path, F_OK) != 0);
     }
     CHECK(oc_matrix_save(ctx, a, path, 1) == OC_OK);
@@ -233,12 +221,12 @@ static void test_write_rows_sizes(void)
     packed.packed = 1;
     /* 2^100 bytes, 2^97 packed: a size no file can have is the caller's argument, as a row
      * too wide for 64-bit words is. */
-    CHECK_FAIL(oc_matrix_write_rows(ctx, path, big, big, fill_all_ones, NULL, NULL), OC_ERR_INVALID_ARGUMENT,
-               "huge.npy", "overflows 64-bit sizes");
-    CHECK_FAIL(oc_matrix_write_rows(ctx, path, big, big, fill_all_ones, NULL, &packed), OC_ERR_INVALID_ARGUMENT,
-               "overflows 64-bit sizes");
-    CHECK_FAIL(oc_matrix_write_rows(ctx, path, INT64_MAX, INT64_MAX, fill_all_ones, NULL, NULL),
-               OC_ERR_INVALID_ARGUMENT, "huge.npy");
+    CHECK_FAILED(ctx, oc_matrix_write_rows(ctx, path, big, big, fill_all_ones, NULL, NULL), OC_ERR_INVALID_ARGUMENT,
+                 "huge.npy", "overflows 64-bit sizes");
+    CHECK_FAILED(ctx, oc_matrix_write_rows(ctx, path, big, big, fill_all_ones, NULL, &packed), OC_ERR_INVALID_ARGUMENT,
+                 "overflows 64-bit sizes");
+    CHECK_FAILED(ctx, oc_matrix_write_rows(ctx, path, INT64_MAX, INT64_MAX, fill_all_ones, NULL, NULL),
+                 OC_ERR_INVALID_ARGUMENT, "huge.npy");
     CHECK(access(path, F_OK) != 0);
     CHECK_EQ_I64(oc_test_dir_entries(oc_test_tmpdir), entries); /* no temporary either */
 }

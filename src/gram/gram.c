@@ -415,8 +415,7 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
             sink.populate = 1;
             job.dense = &sink;
             break;
-        case OC_OUTPUT_FILE: {
-            if (!out->path) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "output path is NULL");
+        case OC_OUTPUT_FILE: { /* out->path checked before the journal started */
             OC_CHECK_GOTO(ctx, st, oc_output_format_check(ctx, out->path, OC_RESULT_DENSE, "dense"), cleanup);
             void *data;
             OC_CHECK_GOTO(ctx, st, oc_gram_dest_dense_open(ctx, &job, out, resume, &npy, &data), cleanup);

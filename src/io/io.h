@@ -119,6 +119,11 @@ typedef struct oc_output_prior {
  * name whose temporary name would pass NAME_MAX. prior (may be NULL) describes an existing
  * regular file. A symbolic link passes: the rename replaces the link, never its target. */
 oc_status oc_output_path_check(oc_context *ctx, const char *path, oc_output_prior *prior);
+/* An output written as .npy, before any work: an empty path is OC_ERR_INPUT (as
+ * oc_output_path_check says), a name not ending in .npy OC_ERR_INVALID_ARGUMENT, "PATH: WHAT as
+ * .npy; the name must end in .npy" (a leading dot is part of the name: "..npy" has no
+ * extension). what: "a product is written". */
+oc_status oc_output_npy_name(oc_context *ctx, const char *path, const char *what);
 /* OC_ERR_INPUT when path's file name followed by side and then `extra` more characters (a
  * temporary suffix) would pass its file system's NAME_MAX. */
 oc_status oc_output_name_fits(oc_context *ctx, const char *path, const char *side, size_t extra);

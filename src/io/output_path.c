@@ -62,6 +62,15 @@ static const char *file_kind(mode_t mode)
     return "not a regular file";
 }
 
+oc_status oc_output_npy_name(oc_context *ctx, const char *path, const char *what)
+{
+    char ext[16];
+    if (!*path) return oc_fail(ctx, OC_ERR_INPUT, "the output path is empty");
+    if (strcmp(oc_path_extension(path, ext, sizeof ext), "npy") != 0)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: %s as .npy; the name must end in .npy", path, what);
+    return OC_OK;
+}
+
 oc_status oc_output_path_check(oc_context *ctx, const char *path, oc_output_prior *prior)
 {
     if (prior) *prior = (oc_output_prior){0};

@@ -468,19 +468,6 @@ static oc_status check_not_input(oc_context *ctx, const oc_map *m, const char *p
     return OC_OK;
 }
 
-/* The output's name, before any work: an empty one is no path (as oc_output_check says), and
- * the .npy written is named so (as oc_gram, oc_matrix_save and the CLI's -o want it; a leading
- * dot is part of the name: "..npy" has no extension). */
-static oc_status check_output_name(oc_context *ctx, const char *path)
-{
-    char ext[16];
-    if (!*path) return oc_fail(ctx, OC_ERR_INPUT, "the output path is empty");
-    if (strcmp(oc_path_extension(path, ext, sizeof ext), "npy") != 0)
-        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: a map result is written as .npy; the name must end in .npy",
-                       path);
-    return OC_OK;
-}
-
 oc_status oc_map_run(oc_context *ctx, oc_map *m, const char *out_path, void *out_data, oc_map_stats *stats)
 {
     if (!ctx || !m || (!out_path && !out_data && m->out_count > 0))
@@ -492,7 +479,7 @@ oc_status oc_map_run(oc_context *ctx, oc_map *m, const char *out_path, void *out
                        "oc_map_stats: struct_size %zu is no version's (%zu): set it to sizeof(oc_map_stats)",
                        stats->struct_size, sizeof *stats);
     oc_context_begin_job(ctx);
-    if (out_path) OC_CHECK(ctx, check_output_name(ctx, out_path));
+    if (out_path) OC_CHECK(ctx, oc_output_npy_name(ctx, out_path, "a map result is written"));
     oc_map_stats local = {.struct_size = sizeof local};
     double t0 = oc_now();
     oc_map_choice choice;

@@ -271,20 +271,6 @@ static oc_status setup(oc_context *ctx, const oc_matmul_array *a, const oc_matmu
     return OC_OK;
 }
 
-/* C's name, before any work: an empty one is no path (as oc_output_check says), and the .npy
- * written is named so (as oc_gram, oc_matrix_save and the CLI's -o want it; a leading dot is
- * part of the name: "..npy" has no extension). */
-static oc_status check_output_name(oc_context *ctx, const oc_matmul_array *c)
-{
-    if (!oc_mm_array_size_ok(c) || !c->path) return OC_OK; /* oc_mm_dest_open names the struct */
-    char ext[16];
-    if (!*c->path) return oc_fail(ctx, OC_ERR_INPUT, "the output path is empty");
-    if (strcmp(oc_path_extension(c->path, ext, sizeof ext), "npy") != 0)
-        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: a product is written as .npy; the name must end in .npy",
-                       c->path);
-    return OC_OK;
-}
-
 static void setup_close(mm_setup *s)
 {
     oc_mm_source_close(&s->a);
@@ -401,7 +387,8 @@ oc_status oc_matmul(oc_context *ctx, const oc_matmul_array *a, const oc_matmul_a
     const oc_mm_backend *be = NULL;
     oc_status st = setup(ctx, a, b, opts, &s);
     if (st == OC_OK && !c) st = oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "no output C");
-    if (st == OC_OK) st = check_output_name(ctx, c);
+    /* C's name before any work (oc_mm_dest_open names a struct of no version's size). */
+    if (st == OC_OK && oc_mm_array_size_ok(c) && c->path) st = oc_output_npy_name(ctx, c->path, "a product is written");
     if (st == OC_OK) st = gpu_result(ctx, opts, c, &s);
     oc_trace_phase(&t, "matmul", "operands");
     if (st == OC_OK) st = oc_mm_choose(ctx, &s.job, opts, &be, explain, sizeof explain);

@@ -14,6 +14,15 @@ SOURCE_DIR = Path(os.environ.get("OUTCORE_SOURCE_DIR", Path(__file__).resolve().
 DATA_DIR = SOURCE_DIR / "tests" / "data"
 
 
+def find_cuda_tool(name):
+    """A CUDA toolkit program (nvcc, ptxas): under CUDA_HOME, CUDA_PATH or /usr/local/cuda,
+    else on PATH; None when absent."""
+    for home in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
+        if home and os.access(os.path.join(home, "bin", name), os.X_OK):
+            return os.path.join(home, "bin", name)
+    return shutil.which(name)
+
+
 def outcore_bin():
     path = os.environ.get("OUTCORE_BIN")
     if path and Path(path).exists():

@@ -9,24 +9,18 @@ optimisation level, the PTX's own directives), since that cubin is what a framew
 import json
 import os
 import re
-import shutil
 import subprocess
 
 import pytest
+
+from conftest import find_cuda_tool
 
 OUTCORE = os.environ.get("OUTCORE_BIN", "outcore")
 SOURCE_DIR = os.environ.get("OUTCORE_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
 KERNELS = os.path.join(SOURCE_DIR, "tests", "kernels", "register_pressure.cu")
 
 
-def find_nvcc():
-    for home in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
-        if home and os.access(os.path.join(home, "bin", "nvcc"), os.X_OK):
-            return os.path.join(home, "bin", "nvcc")
-    return shutil.which("nvcc")
-
-
-NVCC = find_nvcc()
+NVCC = find_cuda_tool("nvcc")
 needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc is not installed: no kernels to inspect")
 
 # (registers per thread, largest block on an H100): measured, one warp more is refused.
@@ -176,16 +170,9 @@ def test_dynamic_shared_memory_limit(built):
     assert bad["kernels"][0]["verdict"]["limiter"] == "shared memory"
 
 
-def find_ptxas():
-    for home in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
-        if home and os.access(os.path.join(home, "bin", "ptxas"), os.X_OK):
-            return os.path.join(home, "bin", "ptxas")
-    return shutil.which("ptxas")
-
-
 def ptxas(*args):
     """ptxas' own -v report of a compile, as parse_ptxas_report reads it."""
-    r = subprocess.run([find_ptxas(), "-v", *map(str, args)], capture_output=True, text=True, check=True)
+    r = subprocess.run([find_cuda_tool("ptxas"), "-v", *map(str, args)], capture_output=True, text=True, check=True)
     return parse_ptxas_report(r.stdout + r.stderr)
 
 
@@ -224,7 +211,7 @@ def test_maxrregcount_gives_the_cubin_a_linker_makes(uncapped, tmp_path, cap):
     ptxas makes with -maxrregcount=cap; inspecting the PTX with --maxrregcount cap must give
     that cubin's registers and largest block, and not the defaults' figures."""
     cubin = tmp_path / f"cap{cap}.cubin"
-    subprocess.run([find_ptxas(), "-arch=sm_90", f"-maxrregcount={cap}", str(uncapped), "-o", str(cubin)], check=True,
+    subprocess.run([find_cuda_tool("ptxas"), "-arch=sm_90", f"-maxrregcount={cap}", str(uncapped), "-o", str(cubin)], check=True,
                    capture_output=True)
     want = by_name(inspect_json(str(cubin), "--arch", "sm_90"))
     report = inspect_json(str(uncapped), "--arch", "sm_90", "--maxrregcount", str(cap))
@@ -287,7 +274,7 @@ def bounded(tmp_path_factory):
     assert re.search(r"\.maxntid 256, 1, 1", text) and ".minnctapersm 2" in text
     (d / "reqntid.ptx").write_text(text.replace(".maxntid 256, 1, 1", ".reqntid 128, 1, 1"))
     for name in ("maxntid", "reqntid"):
-        subprocess.run([find_ptxas(), "-arch=sm_90", d / f"{name}.ptx", "-o", d / f"{name}.cubin"], check=True)
+        subprocess.run([find_cuda_tool("ptxas"), "-arch=sm_90", d / f"{name}.ptx", "-o", d / f"{name}.cubin"], check=True)
     return d
 
 

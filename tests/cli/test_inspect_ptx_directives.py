@@ -9,10 +9,11 @@ gave when the case was written. Needs ptxas (inspect compiles PTX with it), no G
 """
 import json
 import os
-import shutil
 import subprocess
 
 import pytest
+
+from conftest import find_cuda_tool
 
 OUTCORE = os.environ.get("OUTCORE_BIN", "outcore")
 SOURCE_DIR = os.environ.get("OUTCORE_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -21,14 +22,7 @@ BOUNDED_LINE = ".maxntid 128, 1, 1\n"
 CAPPED_LINE = ".maxnreg 40\n"
 
 
-def find_ptxas():
-    for home in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
-        if home and os.access(os.path.join(home, "bin", "ptxas"), os.X_OK):
-            return os.path.join(home, "bin", "ptxas")
-    return shutil.which("ptxas")
-
-
-PTXAS = find_ptxas()
+PTXAS = find_cuda_tool("ptxas")
 pytestmark = pytest.mark.skipif(
     PTXAS is None, reason="ptxas is not installed: inspect cannot compile PTX, and there is no cubin to compare with")
 

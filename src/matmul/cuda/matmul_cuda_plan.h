@@ -77,8 +77,8 @@
  * products at the GPU's GEMM rate (cost_gemm.h's Hopper figure for the type, the same on
  * every machine so that a plan, and so the bits, depend on the job and its budgets alone),
  * each cuBLASLt call costing OC_MM_MODEL_CALL_K more of K depth over its tile (its prologue
- * and epilogue per output tile: float32 tiles of 16384 and 22016 on an H200, bench/RESULTS.md,
- * "matmul out of core: K panels against tiles"); copies at OC_MM_MODEL_LINK each way and
+ * and epilogue per output tile, measured: bench/RESULTS.md, "matmul out of core: K panels
+ * against tiles"); copies at OC_MM_MODEL_LINK each way and
  * through the host's memory at OC_MM_MODEL_HOST (pageable operands staged); the first panel's
  * upload and the last tile's download unhidden. Among the edges whose copies take at most
  * OC_MM_MODEL_MARGIN of the products' time (the job stays bound by its products, whatever the
