@@ -215,13 +215,13 @@ static oc_status setup(oc_context *ctx, const oc_matmul_array *a, const oc_matmu
     /* Inputs whose data together take at most half the budget are mapped (as gram keeps
      * them: host_budget.h); the panels and tiles get what the mapped inputs leave. */
     const int64_t budget = s->host_budget = oc_host_budget_resolve(o->host_mem_bytes);
-    OC_CHECK(ctx, oc_mm_source_open(ctx, a, "A", budget / 2, &s->a));
+    OC_CHECK(ctx, oc_mm_source_open(ctx, a, "A", oc_mm_map_limit(budget, 0), &s->a));
     const oc_mm_source *sb = &s->a;
     const int ta = s->transpose[OC_MM_A] = o->transpose_a ^ s->a.transposed;
     int tb = !ta; /* op(B) = op(A)ᵀ */
     if (b) {
         s->has_b = 1;
-        OC_CHECK(ctx, oc_mm_source_open(ctx, b, "B", budget / 2 - oc_mm_source_mapped_bytes(&s->a), &s->b));
+        OC_CHECK(ctx, oc_mm_source_open(ctx, b, "B", oc_mm_map_limit(budget, oc_mm_source_mapped_bytes(&s->a)), &s->b));
         sb = &s->b;
         tb = o->transpose_b ^ s->b.transposed;
     }
@@ -260,6 +260,9 @@ static oc_status setup(oc_context *ctx, const oc_matmul_array *a, const oc_matmu
     job->symmetric = o->gram || (b && oc_mm_source_same(&s->a, &s->b) && tb != ta);
     job->host_mem_given = o->host_mem_bytes > 0;
     job->host_mem_bytes = budget - oc_mm_source_mapped_bytes(&s->a) - (s->has_b ? oc_mm_source_mapped_bytes(&s->b) : 0);
+    job->host_mem_whole = budget;
+    job->file_bytes[0] = oc_mm_source_file_bytes(&s->a);
+    job->file_bytes[1] = s->has_b ? oc_mm_source_file_bytes(&s->b) : 0;
     job->gpu_mem_bytes = o->gpu_mem_bytes;
     job->gpu_mem_fraction = o->gpu_mem_fraction > 0 ? o->gpu_mem_fraction : 0.9;
     job->threads = o->threads;

@@ -112,6 +112,12 @@ struct oc_matmul_job {
     int64_t host_mem_bytes;
     int64_t gpu_mem_bytes;
     int host_mem_given; /* host_mem_bytes from the caller's budget, not the default */
+    /* The whole host budget, of which the inputs mapped (oc_mm_map_limit) took what
+     * host_mem_bytes leaves; the data bytes of A and B where read from a file (0 for an
+     * operand in memory, an empty one, or B when the job has none): what a budget message
+     * needs to name the least budget that runs the job (oc_mm_least_budget). */
+    int64_t host_mem_whole;
+    int64_t file_bytes[2];
     int threads;        /* CPU threads (0 = all cores) */
     const int *devices; /* device indices, ndevices of them (CUDA) */
     int ndevices;
@@ -158,6 +164,31 @@ extern const oc_mm_backend oc_mm_backend_cuda; /* matmul/cuda/ */
 #endif
 
 /* Size of one element of t. */
+/* The most data bytes of an input file that is mapped whole rather than read in panels,
+ * under a host budget of which `mapped` is taken by the inputs mapped before it: the
+ * inputs mapped together take at most half the budget (as gram keeps them). */
+static inline int64_t oc_mm_map_limit(int64_t budget, int64_t mapped) { return budget / 2 - mapped; }
+
+/* The bytes of the job's input files that a host budget maps (A first, then B). */
+static inline int64_t oc_mm_mapped_under(const oc_matmul_job *job, int64_t budget)
+{
+    int64_t mapped = 0;
+    for (int i = 0; i < 2; ++i)
+        if (job->file_bytes[i] > 0 && job->file_bytes[i] <= oc_mm_map_limit(budget, mapped))
+            mapped += job->file_bytes[i];
+    return mapped;
+}
+
+/* The least host budget that leaves `need` bytes beside the inputs it maps: a larger budget
+ * may map an input and so leave less, so the least is the first budget that is at least
+ * `need` plus what it maps (at most three steps: each maps one more input or ends). */
+static inline int64_t oc_mm_least_budget(const oc_matmul_job *job, int64_t need)
+{
+    int64_t b = need;
+    for (int64_t next; (next = need + oc_mm_mapped_under(job, b)) > b;) b = next;
+    return b;
+}
+
 static inline size_t oc_mm_type_size(oc_mm_type t)
 {
     static const unsigned char size[OC_MM_TYPE_COUNT] = {8, 4, 2, 2, 1, 4};

@@ -283,6 +283,27 @@ static size_t option_len(const char *line)
     return next ? (size_t)(next - line) : strlen(line);
 }
 
+/* An option of an option line as the user gave it: a value the line records for "not given"
+ * (0, or "-" for no device list) as "no --tile", and the share of free memory as the
+ * percentage --gpu-mem takes. */
+static void option_shown(const char *opt, size_t len, char *out, size_t size)
+{
+    if (*opt == ' ') ++opt, --len;
+    char text[160];
+    snprintf(text, sizeof text, "%.*s", (int)len, opt);
+    char *value = strchr(text, ' ');
+    if (!value) {
+        snprintf(out, size, "%s", text);
+        return;
+    }
+    *value++ = '\0';
+    const int fraction = strcmp(text, "--gpu-mem-fraction") == 0;
+    if (strcmp(value, "0") == 0 || strcmp(value, "-") == 0)
+        snprintf(out, size, "no %s", fraction ? "--gpu-mem percentage" : text);
+    else if (fraction) snprintf(out, size, "--gpu-mem %g%%", strtod(value, NULL) * 100.0);
+    else snprintf(out, size, "%s %s", text, value);
+}
+
 /* The first option that differs between two option lines ("--host-mem 1 --tile 0"), into buf. */
 static void options_changed(const char *then, const char *now, char *buf, size_t size)
 {
@@ -290,8 +311,10 @@ static void options_changed(const char *then, const char *now, char *buf, size_t
     while (*then && *now) {
         const size_t tl = option_len(then), nl = option_len(now);
         if (tl != nl || memcmp(then, now, tl) != 0) {
-            snprintf(buf, size, "it was planned with %.*s, this run with %.*s", (int)tl - (*then == ' '),
-                     then + (*then == ' '), (int)nl - (*now == ' '), now + (*now == ' '));
+            char was[192], is[192];
+            option_shown(then, tl, was, sizeof was);
+            option_shown(now, nl, is, sizeof is);
+            snprintf(buf, size, "it was planned with %s, this run with %s", was, is);
             return;
         }
         then += tl;

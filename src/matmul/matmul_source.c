@@ -190,6 +190,11 @@ int64_t oc_mm_source_mapped_bytes(const oc_mm_source *s)
     return s->file.data ? s->rows * s->cols * (int64_t)oc_matmul_dtype_size(s->dtype) : 0;
 }
 
+int64_t oc_mm_source_file_bytes(const oc_mm_source *s)
+{
+    return s->file.data || s->fd >= 0 ? s->rows * s->cols * (int64_t)oc_matmul_dtype_size(s->dtype) : 0;
+}
+
 int oc_mm_source_same(const oc_mm_source *a, const oc_mm_source *b)
 {
     if (a->dev || a->ino) return a->dev == b->dev && a->ino == b->ino;

@@ -56,6 +56,8 @@ oc_status oc_mm_gpu_memory(oc_context *ctx, const char *label, const void *p, in
 
 /* Bytes of s held in memory by the job: a mapped file's data (0 for memory and pread). */
 int64_t oc_mm_source_mapped_bytes(const oc_mm_source *s);
+/* The data bytes of an operand read from a file (mapped or not); 0 for one in memory. */
+int64_t oc_mm_source_file_bytes(const oc_mm_source *s);
 
 /* The ncols elements of stored row `row` from column col0: a pointer into memory or the
  * mapping, or into buf (room for ncols elements), read with pread. NULL after a failed

@@ -2,6 +2,7 @@
 budgets that force many tiles and K panels), the plan, and bad inputs: exit 2, one line naming
 the file, no output file."""
 import json
+import re
 
 import numpy as np
 import pytest
@@ -219,6 +220,7 @@ def test_plan_floors(tmp_path):
     proc = run("matmul", tmp_path / "long.npy", "--gram", "--plan", "--backend", "cpu", "--host-mem",
                str(floor - 1), check=False)
     assert proc.returncode == 2 and f"a tile of 16 x 16 with K panels of 64 needs {floor} bytes" in proc.stderr
+    assert f"the least budget that runs it is {floor} bytes" in proc.stderr, proc.stderr
     for budget in (40960, 100000, 1000000):  # 40960: a 32 x 32 tile with K panels of 64
         plan = json.loads(run("matmul", tmp_path / "long.npy", "--gram", "--plan", "--json", "--backend", "cpu",
                               "--host-mem", str(budget)).stdout)
@@ -276,3 +278,24 @@ def test_a_device_list_asks_for_the_gpu(mats):
     lines = proc.stderr.strip().splitlines()
     assert proc.returncode == 1 and len(lines) == 1 and lines[0].startswith("outcore: --devices: "), proc.stderr
     assert not (d / "c.npy").exists()
+
+
+def test_least_budget_counts_the_inputs_it_maps(tmp_path):
+    """A budget just short of the smallest plan's needs can map an input (half the budget
+    holds the mapped inputs), leaving the tiles less: the refusal names the least budget that
+    runs the job counting that, and that budget runs while one byte less is refused again."""
+    rng = np.random.default_rng(3)
+    np.save(tmp_path / "a.npy", rng.integers(-5, 5, (37, 150), dtype=np.int8))
+    np.save(tmp_path / "b.npy", rng.integers(-5, 5, (150, 23), dtype=np.int8))
+    args = ["matmul", tmp_path / "a.npy", tmp_path / "b.npy", "-o", tmp_path / "c.npy", "--tile", "15",
+            "--backend", "cpu", "-q"]
+    proc = run(*args, "--host-mem", "20480", check=False)
+    assert proc.returncode == 2 and "beside the 9000 of the inputs it maps" in proc.stderr, proc.stderr
+    least = int(re.search(r"the least budget that runs it is (\d+) bytes", proc.stderr).group(1))
+    assert least > 20480
+    proc = run(*args, "--host-mem", str(least - 1), check=False)
+    assert proc.returncode == 2 and f"the least budget that runs it is {least} bytes" in proc.stderr, proc.stderr
+    assert not (tmp_path / "c.npy").exists()
+    run(*args, "--host-mem", str(least))
+    a, b = np.load(tmp_path / "a.npy").astype(np.int64), np.load(tmp_path / "b.npy").astype(np.int64)
+    assert np.array_equal(np.load(tmp_path / "c.npy"), a @ b)

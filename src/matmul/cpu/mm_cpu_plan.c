@@ -39,6 +39,24 @@ static int64_t need(const oc_matmul_job *job, oc_mm_kind kind, int64_t tm, int64
 
 static int64_t ceil_div(int64_t a, int64_t b) { return b > 0 ? (a + b - 1) / b : 0; }
 
+/* The whole budget is too small even for the smallest plan: the message names it, what that
+ * plan needs beside the inputs the budget maps, and the least budget that runs the job (a
+ * larger budget maps more of the inputs, so the least is not simply the sum). A budget the
+ * caller gave is theirs to raise (exit 2); the default, the machine's (out of memory). */
+static oc_status too_small(const oc_matmul_job *job, int64_t tm, int64_t tn, int64_t kp, int64_t need_bytes)
+{
+    const int64_t whole = job->host_mem_whole > job->host_mem_bytes ? job->host_mem_whole : job->host_mem_bytes;
+    const int64_t mapped = whole - job->host_mem_bytes;
+    char beside[96] = "";
+    if (mapped > 0) snprintf(beside, sizeof beside, " beside the %" PRId64 " of the inputs it maps", mapped);
+    return oc_fail(job->ctx, job->host_mem_given ? OC_ERR_INVALID_ARGUMENT : OC_ERR_NO_MEMORY,
+                   "the host budget of %" PRId64 " bytes is too small for the product: a tile of %" PRId64 " x %" PRId64
+                   " with K panels of %" PRId64 " needs %" PRId64 " bytes%s; the least budget that runs it is %" PRId64
+                   " bytes (%s)",
+                   whole, tm, tn, kp, need_bytes, beside, oc_mm_least_budget(job, need_bytes),
+                   job->tile > 0 ? "raise --host-mem, or give a smaller --tile" : "raise --host-mem");
+}
+
 oc_status oc_mm_cpu_plan_make(oc_matmul_job *job, oc_mm_cpu_plan *p)
 {
     oc_context *ctx = job->ctx;
@@ -75,12 +93,7 @@ oc_status oc_mm_cpu_plan_make(oc_matmul_job *job, oc_mm_cpu_plan *p)
         if (kp > PANEL_MIN && (kp > edge || job->tile > 0 || edge <= TILE_MIN))
             kp = (kp + 1) / 2 > PANEL_MIN ? (kp + 1) / 2 : PANEL_MIN;
         else if (edge > TILE_MIN && job->tile <= 0) edge /= 2;
-        else /* a budget the caller gave is theirs to raise (exit 2); the default, the machine's */
-            return oc_fail(ctx, job->host_mem_given ? OC_ERR_INVALID_ARGUMENT : OC_ERR_NO_MEMORY,
-                           "the host budget of %" PRId64 " bytes is too small for the product: a tile of %" PRId64
-                           " x %" PRId64 " with K panels of %" PRId64 " needs %" PRId64 " bytes (%s)",
-                           budget, tm, tn, kp, p->need_bytes,
-                           job->tile > 0 ? "raise --host-mem, or give a smaller --tile" : "raise --host-mem");
+        else return too_small(job, tm, tn, kp, p->need_bytes);
     }
     p->tiles_m = ceil_div(m, p->tm);
     p->tiles_n = ceil_div(n, p->tn);
