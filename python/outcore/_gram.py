@@ -313,7 +313,8 @@ def _check_out_is_not_an_input(out, A, B):
         if isinstance(x, np.ndarray) and np.shares_memory(out, x):
             raise InputError(f"out shares memory with {name}: writing the result would overwrite the input; "
                              "pass a separate array")
-    _check_out_overlap(out, [], [(name, x) for name, x in inputs if _is_path(x)])
+    _check_out_overlap(out, [(name, x) for name, x in inputs if isinstance(x, np.ndarray)],
+                       [(name, x) for name, x in inputs if _is_path(x)])
 
 
 def _check_out_kind(out, selection, result=_lib.OC_RESULT_DENSE):

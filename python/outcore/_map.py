@@ -100,7 +100,9 @@ def _check_out_overlap(out, arrays, paths):
             raise InputError(f"out shares memory with the input '{name}': writing the result would overwrite the "
                              "input while it is read; pass a separate array (or out=None)")
     mapped = _memmap_file(out)
-    for name, path in paths:
+    # Two mappings of one file share no memory as numpy sees it, but they are the same bytes.
+    mapped_inputs = [(name, _memmap_file(arr)) for name, arr in arrays]
+    for name, path in paths + [(name, f) for name, f in mapped_inputs if f is not None]:
         try:
             same = mapped is not None and os.path.samefile(mapped, path)
         except OSError:

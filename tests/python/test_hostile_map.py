@@ -119,6 +119,25 @@ def test_out_mapping_an_input_file_is_refused(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.npy"]
 
 
+def test_out_mapping_the_file_an_input_array_maps_is_refused(tmp_path):
+    """Two mappings of one file share no memory as numpy.shares_memory sees it, yet they are
+    the same bytes: an out mapping the file an input array maps is refused, for map and for
+    matmul (whose panels would read what its tiles had written)."""
+    path = tmp_path / "sq.npy"
+    np.save(path, np.random.default_rng(1).standard_normal((300, 300)))
+    before = path.read_bytes()
+    a, out = np.load(path, mmap_mode="r"), np.load(path, mmap_mode="r+")
+    with pytest.raises(outcore.InputError, match="out maps the input file of 'a'") as exc:
+        outcore.map("a * 2", a=a, out=out)
+    one_line(exc)
+    with pytest.raises(outcore.InputError, match="out maps the input file of 'A'") as exc:
+        outcore.matmul(a, a, out=out, backend="cpu", host_mem="200K")
+    one_line(exc)
+    del a, out
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sq.npy"]
+
+
 @pytest.mark.parametrize("shape", [(2**62,) * 4, (2**62, 2**62, 0)])
 def test_shape_whose_element_count_overflows_raises(tmp_path, shape):
     path = tmp_path / "h.npy"
