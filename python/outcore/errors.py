@@ -75,6 +75,9 @@ _KEYWORDS = {
     "transpose-b": "transpose_b", "tf32": "tf32", "axis": "axis", "reduce": "reduce",
 }
 _OPTION = re.compile(r"(?<![\w-])--([a-z][a-z0-9-]*)(?![\w.-])")
+# A field named beside its flag ("transpose_b (--transpose-b)", as the C API's messages give
+# both): the keyword alone, once.
+_FIELD_AND_OPTION = re.compile(r"\b([a-z][a-z0-9_]*) \(--([a-z][a-z0-9-]*)\)")
 
 
 def python_spelling(message):
@@ -82,6 +85,8 @@ def python_spelling(message):
     map expression echoed by a syntax error)."""
     if "Python" in message or "syntax error" in message:
         return message
+    message = _FIELD_AND_OPTION.sub(
+        lambda m: m.group(1) if _KEYWORDS.get(m.group(2)) == m.group(1) else m.group(0), message)
     return _OPTION.sub(lambda m: _KEYWORDS.get(m.group(1), m.group(0)), message)
 
 

@@ -17,6 +17,14 @@ def test_options_named_by_their_keyword():
     assert "ask for dtype float64" in str(e.value), e.value
 
 
+def test_a_field_named_beside_its_option_is_named_once():
+    with pytest.raises(outcore.InputError) as e:
+        outcore.matmul(np.ones((3, 3)), transpose_b=True)
+    text = str(e.value)
+    assert "drop transpose_b;" in text and "transpose_a gives" in text and "--" not in text, text
+    assert python_spelling("host_mem_bytes (--host-mem)") == "host_mem_bytes (host_mem)"
+
+
 def test_what_is_not_an_option_is_kept():
     assert python_spelling("x: --bits M (Python: bits=M)") == "x: --bits M (Python: bits=M)"
     assert python_spelling("--dtype.npy: no such file") == "--dtype.npy: no such file"
