@@ -106,7 +106,8 @@ def test_changed_input_refused(mats):
 
 @pytest.mark.parametrize("change,expect", [
     (["--host-mem", "600K"], "--host-mem 614400"),
-    (["--tile", "32"], "--tile 32"),
+    (["--tile", "32"], "planned with no --tile, this run with --tile 32"),
+    ([], "planned with --host-mem 307200, this run with no --host-mem"),
     (["--dtype", "float32"], "dtype"),
 ])
 def test_changed_option_refused(mats, change, expect):
@@ -117,7 +118,7 @@ def test_changed_option_refused(mats, change, expect):
     ref = d / "ref.npy"
     run("matmul", d / "A64.npy", d / "B64.npy", "--backend", "cpu", "--host-mem", "300K", "-o", ref, "-q")
     killed_once(d, base + ["--host-mem", "300K"])
-    opts = change if change[0] == "--host-mem" else ["--host-mem", "300K"] + change
+    opts = change if not change or change[0] == "--host-mem" else ["--host-mem", "300K"] + change
     proc = run("matmul", *base, *opts, "--resume", check=False)
     assert proc.returncode == 2, proc.stderr
     assert expect in proc.stderr and "C.npy.outcore-journal" in proc.stderr
