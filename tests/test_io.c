@@ -542,6 +542,9 @@ static void test_mtx(void)
     p = write_text("ones.mtx", "%%MatrixMarket matrix coordinate integer general\r\n"
                                "3 4 5\r\n1 1 1\r\n2 4 +01\r\n3 2 1\r\n3 3 0\r\n1 2 -000\r\n");
     check_reads_as(p, 0, want, 3, 4);
+    p = write_text("ones_cr.mtx", "%%MatrixMarket matrix coordinate integer general\r"
+                                  "3 4 5\r1 1 1\r2 4 +01\r3 2 1\r3 3 0\r1 2 -000\r");
+    check_reads_as(p, 0, want, 3, 4);
     p = write_text("real01.mtx",
                    "%%MatrixMarket matrix coordinate real general\n3 4 4\n1 1 1.0\n2 4 1e0\n3 2 1\n3 3 0.0\n");
     check_reads_as(p, 0, want, 3, 4);
@@ -615,10 +618,13 @@ static void test_text(void)
         "1 0 0 0\n0 0 0 1\n0 1 0 0\n",
         "# header comment\n\n1\t0 0 0 \n   \n0 0 0 1\r\n  # indented comment\n0 1 0 0",
         "1,0,0,0\n0, 0 ,0,1\n0,1,0,0\n\n",
+        /* lines ended by a lone '\r' (as numpy.loadtxt reads them), mixed with "\r\n" */
+        "1,0,0,0\r0,0,0,1\r\n\r0,1,0,0\r",
+        "1 0 0 0\r# c\r0 0 0 1\r0 1 0 0",
     };
     for (size_t k = 0; k < sizeof good / sizeof *good; ++k) {
         char name[32];
-        snprintf(name, sizeof name, "good%zu.%s", k, k == 2 ? "csv" : "txt");
+        snprintf(name, sizeof name, "good%zu.%s", k, k == 2 || k == 3 ? "csv" : "txt");
         check_reads_as(write_text(name, good[k]), 0, want, 3, 4);
     }
 
@@ -630,6 +636,7 @@ static void test_text(void)
         {"long.txt", "1 0\n0 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1\n", "line 2 (row 1, counting from 0) has 19 values",
          "has 2"},
         {"two.txt", "1 0 0 0\n0 0 2 1\n", "line 2: '2' at row 1, column 2", "is not 0 or 1"},
+        {"two_cr.txt", "1 0 0 0\r0 0 2 1\r", "line 2: '2' at row 1, column 2", "is not 0 or 1"},
         {"word.csv", "a,b\n0,1\n", "line 1: 'a' at row 0, column 0", "is not 0 or 1"},
         {"float.txt", "1.0 0\n", "'1.0' at row 0, column 0 is not 0 or 1", ""},
         {"commas.csv", "1,,0\n", "line 1", "empty value at column 1"},

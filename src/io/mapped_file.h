@@ -51,13 +51,17 @@ void oc_mapped_file_release_before(oc_mapped_file *f, size_t offset);
  * pages it shares with a neighbouring block stay). */
 void oc_mapped_file_release_range(const oc_mapped_file *f, size_t begin, size_t end);
 
-/* The next line of [*pos, end) without its '\n' (a final line may lack one); advances *pos.
- * Returns 0 at the end of the data. */
+/* The next line of [*pos, end) without its end (a final line may lack one); advances *pos.
+ * A line ends at '\n' or at a '\r' that no '\n' follows (the old Mac ending, which numpy's
+ * loadtxt reads as one too); "\r\n" ends a line at its '\n', the '\r' left in the line for
+ * the parsers, which take it as a blank. Returns 0 at the end of the data. */
 static inline int oc_next_line(const unsigned char **pos, const unsigned char *end, const char **line, size_t *len)
 {
     if (*pos >= end) return 0;
     const unsigned char *nl = memchr(*pos, '\n', (size_t)(end - *pos));
     const unsigned char *stop = nl ? nl : end;
+    const unsigned char *cr = memchr(*pos, '\r', (size_t)(stop - *pos));
+    if (cr && cr + 1 != nl) stop = nl = cr; /* a lone '\r' ends this line */
     *line = (const char *)*pos;
     *len = (size_t)(stop - *pos);
     *pos = nl ? nl + 1 : end;
