@@ -309,6 +309,14 @@ static oc_status npy_matrix_layout(oc_context *ctx, const char *path, const oc_m
     /* Wider numbers (int16 ... float64) are read by the rule every caller shares
      * (oc_values_to_matrix); -1 for the one-byte kinds above. */
     int value_type = kind == NPY_KIND_OTHER ? wide_value_type(h.descr) : -1;
+    const char foreign = __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? '>' : '<';
+    int foreign_type = -1;
+    if (kind == NPY_KIND_OTHER && value_type < 0 && h.descr[0] == foreign &&
+        oc_map_dtype_parse(h.descr + 1, &foreign_type) == OC_OK)
+        return oc_fail(ctx, OC_ERR_INPUT,
+                       "%s: dtype '%s' is %s-endian: only this host's byte order is read (save "
+                       "A.astype('%c%s'))",
+                       path, h.descr, foreign == '>' ? "big" : "little", foreign == '>' ? '<' : '>', h.descr + 1);
     if (kind == NPY_KIND_OTHER && value_type < 0)
         return oc_fail(ctx, OC_ERR_INPUT,
                        "%s: dtype '%s' is not supported: the matrix must be numbers (bool, integers, float32 or "
