@@ -2,6 +2,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -154,7 +155,9 @@ int cli_parse_double(const char *text, double *out)
     char *end;
     errno = 0;
     double v = strtod(text, &end);
-    if (errno || *end || !isfinite(v)) return -1;
+    /* An underflow (ERANGE with a subnormal or zero) is the number Python's float() reads too;
+     * an overflow is no number. */
+    if ((errno && !(errno == ERANGE && fabs(v) <= DBL_MIN)) || *end || !isfinite(v)) return -1;
     *out = v;
     return 0;
 }

@@ -55,27 +55,40 @@ int oc_cuda_device_count(void)
 #endif
 }
 
+/* v in the fewest significant digits that read back as v (%g's six can print 1.0000001 as
+ * 1, which a message about the range [0, 1] must not). */
+static const char *shortest(double v, char buf[32])
+{
+    for (int digits = 6; digits <= 17; ++digits) {
+        snprintf(buf, 32, "%.*g", digits, v);
+        if (strtod(buf, NULL) == v) break;
+    }
+    return buf;
+}
+
 /* The range of a threshold or minimum score (what names it) for the metric: [0, 1] for
  * jaccard and cosine, whole numbers in [0, m] for counts and hamming. */
 static oc_status check_threshold_range(oc_context *ctx, const char *what, oc_metric metric, double t, int64_t m)
 {
+    char shown[32];
     switch (oc_metric_info_of(metric)->range) {
     case OC_METRIC_RANGE_UNIT:
         if (!(t >= 0.0 && t <= 1.0))
-            return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s %g: a %s similarity lies in [0, 1]", what, t,
-                           oc_metric_name(metric));
+            return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s %s: a %s similarity lies in [0, 1]", what,
+                           shortest(t, shown), oc_metric_name(metric));
         break;
     case OC_METRIC_RANGE_COLUMNS:
         if (!(t >= 0 && t <= (double)m) || t != floor(t))
             return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
-                           "%s %g: %s are whole numbers from 0 to %lld (the column count)", what, t,
+                           "%s %s: %s are whole numbers from 0 to %lld (the column count)", what, shortest(t, shown),
                            oc_metric_name(metric), (long long)m);
         break;
     }
     return OC_OK;
 }
 
-static oc_status check_options(oc_context *ctx, const oc_gram_options *o, int64_t m, oc_dtype *dtype)
+static oc_status check_options(oc_context *ctx, const oc_gram_options *o, const char *a_name, int64_t m,
+                               oc_dtype *dtype)
 {
     /* Earlier versions were made current (current_options); any other size is no version's. */
     if (o->struct_size != sizeof(oc_gram_options))
@@ -95,7 +108,7 @@ static oc_status check_options(oc_context *ctx, const oc_gram_options *o, int64_
     }
     if (*dtype == OC_DTYPE_UINT16 && m >= 65536)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
-                       "dtype uint16 needs fewer than 65536 columns so every %s fits; the matrix has %lld",
+                       "%s: dtype uint16 needs fewer than 65536 columns so every %s fits; the matrix has %lld", a_name,
                        oc_metric_name(o->metric), (long long)m);
     if (o->threads < 0 || o->threads > OC_MAX_THREADS)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "threads must be from 0 (all cores) to %d, got %d", OC_MAX_THREADS,
@@ -247,7 +260,7 @@ static oc_status job_prepare(oc_context *ctx, const char *caller, const oc_matri
                        (long long)b->cols, a_name, (long long)a->cols);
 
     oc_dtype dtype = OC_DTYPE_DEFAULT;
-    OC_CHECK(ctx, check_options(ctx, opts, a->cols, &dtype));
+    OC_CHECK(ctx, check_options(ctx, opts, a_name, a->cols, &dtype));
     const int64_t n = a->rows, p = b->rows, m = a->cols;
     OC_CHECK(ctx, check_sizes(ctx, n, p, m, symmetric, opts, out, dtype));
     /* K past the result's columns would only add padding: n x K of it can be far larger

@@ -342,7 +342,7 @@ def test_aflp_as_float_npy(tmp_path):
 @pytest.mark.parametrize("option, value", [
     ("--threads", " 2"), ("--threads", "2 "), ("--threads", "+2"), ("--threads", "0x2"),
     ("--threshold", " 0.5"), ("--threshold", "+0.5"), ("--threshold", "0x1p-1"), ("--threshold", "0.5 "),
-    ("--topk", "-"), ("--threshold", "."),
+    ("--topk", "-"), ("--threshold", "."), ("--threshold", "1e400"),
 ])
 def test_numbers_are_plain_decimals(tmp_path, a01, option, value):
     """A number is written in plain decimal, as sizes are: a blank on either side, a '+' or a
@@ -352,11 +352,37 @@ def test_numbers_are_plain_decimals(tmp_path, a01, option, value):
             option)
 
 
-@pytest.mark.parametrize("value", ["0.5", ".5", "5e-1", "0.05E+1"])
+@pytest.mark.parametrize("value", ["0.5", ".5", "5e-1", "0.05E+1", "1e-310", "4.9e-324", "1e-400"])
 def test_decimal_forms_taken(tmp_path, a01, value):
+    """Plain decimals are taken, subnormal ones and those that underflow to 0 included, as
+    Python's float() takes them: compared in the float32 result, such a threshold is 0 and
+    keeps every pair."""
     proc = run_bytes("gram", tmp_path / "a.npy", "--metric", "jaccard", "--threshold", value, "-o",
                      tmp_path / "p.npz", "-q")
     assert proc.returncode == 0, proc.stderr
+    if float(value) < 1e-300:
+        rows = np.load(tmp_path / "a.npy").shape[0]
+        with np.load(tmp_path / "p.npz") as z:
+            assert z["values"].size == rows * (rows - 1) // 2
+
+
+@pytest.mark.parametrize("metric, value, words", [
+    ("jaccard", "1.0000001", "threshold 1.0000001: a jaccard similarity lies in [0, 1]"),
+    ("counts", "2147483648", "threshold 2147483648: counts are whole numbers from 0 to 64"),
+])
+def test_a_threshold_out_of_range_is_named_as_given(tmp_path, a01, metric, value, words):
+    """The refusal prints the threshold in the digits that read back as it: %g's six made
+    1.0000001 '1', a value inside the range the message gives."""
+    before = snapshot(tmp_path)
+    refused(run_bytes("gram", tmp_path / "a.npy", "--metric", metric, "--threshold", value, "-o",
+                      tmp_path / "p.npz"), tmp_path, before, words)
+
+
+def test_uint16_too_narrow_names_the_input(tmp_path):
+    np.save(tmp_path / "wide.npy", np.ones((3, 65536), bool))
+    before = snapshot(tmp_path)
+    refused(run_bytes("gram", tmp_path / "wide.npy", "--dtype", "uint16", "-o", tmp_path / "c.npy"), tmp_path,
+            before, "wide.npy: dtype uint16 needs fewer than 65536 columns")
 
 
 @pytest.mark.parametrize("command", ["gram", "matmul", "map"])
