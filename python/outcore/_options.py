@@ -221,6 +221,10 @@ def gram_options(metric, dtype, topk, threshold, backend=None, device=None, gpu_
 
 
 def _finite(name, value):
+    # A bool or a text is no number here, though float() takes them (True is 1.0, "1" is 1.0):
+    # topk= refuses a bool alike, and a text is a caller's mistake to name.
+    if isinstance(value, (bool, np.bool_, str, bytes)):
+        raise InputError(f"{name} must be a number, not {type(value).__name__}; got {value!r}")
     try:
         number = float(value)
     except (TypeError, ValueError):

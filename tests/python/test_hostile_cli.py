@@ -63,6 +63,10 @@ def test_min_score_to_a_file(tmp_path, rng):
     (dict(min_score=1), "give topk=K too"),
     (dict(topk=3, min_score=float("nan")), "finite"),
     (dict(topk=3, min_score="x"), "must be a number"),
+    (dict(topk=3, min_score="0.5"), "min_score must be a number, not str"),
+    (dict(threshold=True), "threshold must be a number, not bool"),
+    (dict(threshold=np.True_), "threshold must be a number, not bool"),
+    (dict(threshold=b"1"), "threshold must be a number, not bytes"),
     (dict(topk=3, min_score=1.5), "minimum score 1.5"),
     (dict(topk=3, min_score=2, metric="jaccard"), "minimum score 2"),
 ])
