@@ -96,6 +96,28 @@ static void test_packed_padding(void)
     }
 }
 
+/* ---------------------------------------------------------------- values named */
+
+/* A refused value is named as its type holds it: 64-bit integers exactly past 2^53 (a
+ * double names a neighbour), floats in the fewest digits that read back in their type. */
+static void test_values_named_exactly(void)
+{
+    oc_matrix *m = NULL;
+    const int64_t i64[3] = {0, ((int64_t)1 << 53) + 1, 1};
+    CHECK_FAILED(ctx, oc_matrix_from_values(ctx, i64, 1, 3, sizeof i64, OC_MAP_INT64, 0, &m), OC_ERR_INPUT,
+                 "value 9007199254740993 at row 0, column 1", "int64");
+    const uint64_t u64[2] = {1, UINT64_MAX};
+    CHECK_FAILED(ctx, oc_matrix_from_values(ctx, u64, 1, 2, sizeof u64, OC_MAP_UINT64, 0, &m), OC_ERR_INPUT,
+                 "value 18446744073709551615 at row 0, column 1", "uint64");
+    const float f32[2] = {0.1f, 1.0f};
+    CHECK_FAILED(ctx, oc_matrix_from_values(ctx, f32, 1, 2, sizeof f32, OC_MAP_FLOAT32, 0, &m), OC_ERR_INPUT,
+                 "value 0.1 at row 0, column 0", "float32");
+    const double f64[2] = {1.0, 0.1 + 0.2};
+    CHECK_FAILED(ctx, oc_matrix_from_values(ctx, f64, 1, 2, sizeof f64, OC_MAP_FLOAT64, 0, &m), OC_ERR_INPUT,
+                 "value 0.30000000000000004 at row 0, column 1", "float64");
+    CHECK(m == NULL);
+}
+
 /* ---------------------------------------------------------------- bool values */
 
 static void test_bool_values(void)
@@ -243,6 +265,7 @@ int main(void)
     oc_matrix *a = oc_test_random01(ctx, 3, 5, 11);
     if (!a || oc_matrix_save(ctx, a, npy, 0) != OC_OK) return 1;
     test_packed_padding();
+    test_values_named_exactly();
     test_bool_values();
     test_peek_out_parameters(npy, mtx);
     test_negative_host_budget(npy, mtx);

@@ -24,8 +24,8 @@ size_t oc_value_type_size(int type)
     return type >= 0 && type < (int)sizeof sizes ? sizes[type] : 0;
 }
 
-/* Element col of a row of `type` as a double (exact for every 0 and 1, and for the
- * integers a message shows up to 2^53). */
+/* Element col of a row of `type` as a double (exact for every 0 and 1; what is neither is
+ * never read as one). */
 static double value_at(const unsigned char *row, int type, int64_t col)
 {
     const void *p = row + col * (int64_t)oc_value_type_size(type);
@@ -79,6 +79,27 @@ static double value_at(const unsigned char *row, int type, int64_t col)
     }
 }
 
+/* Element col as a message shows it: a 64-bit integer exactly (past 2^53 a double would
+ * name another value), a float in the fewest digits that read back as it in its own type
+ * (numpy's way: 0.1 for float32's 0.1, not 0.10000000149011612). */
+static const char *value_text(const unsigned char *row, int type, int64_t col, char buf[40])
+{
+    const unsigned char *p = row + col * (int64_t)oc_value_type_size(type);
+    if (type == OC_MAP_INT64 || type == OC_MAP_UINT64) {
+        uint64_t u;
+        memcpy(&u, p, sizeof u);
+        if (type == OC_MAP_INT64) snprintf(buf, 40, "%" PRId64, (int64_t)u);
+        else snprintf(buf, 40, "%" PRIu64, u);
+        return buf;
+    }
+    const double v = value_at(row, type, col);
+    for (int digits = 1; digits <= 17; ++digits) {
+        snprintf(buf, 40, "%.*g", digits, v);
+        if (type == OC_MAP_FLOAT32 ? strtof(buf, NULL) == (float)v : strtod(buf, NULL) == v) break;
+    }
+    return buf;
+}
+
 /* Whether the element is nonzero, read in its own type (no int64 rounds to zero). */
 static int nonzero_at(const unsigned char *row, int type, int64_t col)
 {
@@ -111,11 +132,12 @@ oc_status oc_values_to_matrix(oc_context *ctx, const char *name, const unsigned 
                 break;
             }
             if (!binarize && v != 0.0 && v != 1.0) {
+                char shown[40];
                 st = oc_fail(ctx, OC_ERR_INPUT,
-                             "%s: value %.17g at row %" PRId64 ", column %" PRId64 " is not 0 or 1 "
+                             "%s: value %s at row %" PRId64 ", column %" PRId64 " is not 0 or 1 "
                              "(%s; rows and columns count from 0; --binarize, in Python binarize=True, reads any "
                              "nonzero value as 1)",
-                             name, v, i, j, type_name);
+                             name, value_text(row, type, j, shown), i, j, type_name);
                 break;
             }
             bytes[j] = (unsigned char)nonzero_at(row, type, j);
