@@ -133,8 +133,16 @@ def _renamed(err, name):
 
 
 def _packbits_hint(arr, name, bits):
-    """The hint for a uint8 array with values above 1 and no bits=: it looks like packbits rows."""
-    if bits is not None or arr.dtype != np.uint8 or not (arr > 1).any():
+    """The hint for a uint8 array with values above 1 and no bits=, where the first row holding
+    one looks like packbits output as the library judges a file's (at least half of its nonzero
+    bytes other than 1; a 0/1 row with one stray value gets no hint)."""
+    if bits is not None or arr.dtype != np.uint8:
+        return ""
+    above = (arr > 1).any(axis=1)
+    if not above.any():
+        return ""
+    row = arr[int(np.argmax(above))]
+    if 2 * int(np.count_nonzero(row > 1)) < int(np.count_nonzero(row)):
         return ""
     width = arr.shape[1]
     return (f"; uint8 rows holding bytes like this look like numpy.packbits output: pass bits=M with M the "

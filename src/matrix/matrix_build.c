@@ -44,12 +44,23 @@ int64_t oc_pack_dense_rows(const unsigned char *src, int64_t nrows, int64_t stri
     return -1;
 }
 
-oc_status oc_dense_value_error(oc_context *ctx, const char *name, oc_dense_bytes kind, int64_t cols, int64_t row,
-                               int64_t col, unsigned char byte)
+/* Whether a row of bytes looks like numpy.packbits output rather than 0/1 bytes with a stray
+ * value: at least half of its nonzero bytes are other than 1 (in packed random bits a byte
+ * is 1 only when its last bit alone is set; a 0/1 row with one slip has one). */
+static int looks_packed(const unsigned char *row, int64_t cols)
 {
+    int64_t nonzero = 0, other = 0;
+    for (int64_t j = 0; j < cols; ++j) nonzero += row[j] != 0, other += row[j] > 1;
+    return 2 * other >= nonzero;
+}
+
+oc_status oc_dense_value_error(oc_context *ctx, const char *name, oc_dense_bytes kind, int64_t cols, int64_t row,
+                               int64_t col, const unsigned char *row_bytes)
+{
+    const unsigned char byte = row_bytes[col];
     int value = kind == OC_DENSE_INT8 ? (int)(signed char)byte : (int)byte;
     char hint[200] = "";
-    if (kind == OC_DENSE_UINT8_FILE)
+    if (kind == OC_DENSE_UINT8_FILE && looks_packed(row_bytes, cols))
         snprintf(hint, sizeof hint,
                  "; uint8 rows holding bytes like this look like numpy.packbits output: add --bits M "
                  "(Python: bits=M) with M the true column count, %" PRId64 " to %" PRId64 " for these %" PRId64
@@ -187,7 +198,7 @@ oc_status oc_matrix_from_dense(oc_context *ctx, const void *data, int64_t rows, 
     int64_t bad = -1, col = -1;
     oc_status st = oc_pack_rows_parallel(ctx, m, &src, 0, &bad, &col);
     if (st == OC_OK && bad >= 0)
-        st = oc_dense_value_error(ctx, m->name, OC_DENSE_BYTES, cols, bad, col, src.data[bad * row_stride + col]);
+        st = oc_dense_value_error(ctx, m->name, OC_DENSE_BYTES, cols, bad, col, src.data + bad * row_stride);
     if (st != OC_OK) {
         oc_matrix_free(m);
         return oc_trace_at(ctx, st, __FILE__, __LINE__);

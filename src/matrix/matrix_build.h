@@ -13,8 +13,8 @@
 typedef enum oc_dense_bytes {
     OC_DENSE_BYTES = 0,  /* bool or uint8 from memory: the value is shown unsigned */
     OC_DENSE_INT8,       /* int8: the value is shown signed */
-    OC_DENSE_UINT8_FILE, /* uint8 read from a file without --bits: the message adds that such
-                            bytes look like numpy.packbits output and which --bits fit */
+    OC_DENSE_UINT8_FILE, /* uint8 read from a file without --bits: where the row's bytes look
+                            like numpy.packbits output, the message adds which --bits fit */
     OC_DENSE_BINARIZE,   /* any nonzero byte is a one; no value is an error */
 } oc_dense_bytes;
 
@@ -25,10 +25,10 @@ typedef enum oc_dense_bytes {
 int64_t oc_pack_dense_rows(const unsigned char *src, int64_t nrows, int64_t stride, int64_t cols, int64_t words_per_row,
                            oc_dense_bytes kind, uint64_t *dst, int64_t *bad_col);
 
-/* Records the message of a value other than 0 or 1 (the byte as read) at row, col of the
- * matrix named name with cols columns; returns OC_ERR_INPUT. */
+/* Records the message of a value other than 0 or 1 at row, col of the matrix named name
+ * with cols columns, row_bytes that row's bytes as read; returns OC_ERR_INPUT. */
 oc_status oc_dense_value_error(oc_context *ctx, const char *name, oc_dense_bytes kind, int64_t cols, int64_t row,
-                               int64_t col, unsigned char byte);
+                               int64_t col, const unsigned char *row_bytes);
 
 /* Bytes of one value of an oc_map_dtype code (0 for no code). */
 size_t oc_value_type_size(int type);

@@ -562,6 +562,10 @@ def test_uint8_values_above_one_hint_at_packbits(rng):
     packed = np.packbits(a, axis=1)
     with pytest.raises(outcore.InputError, match=r"look like numpy.packbits output: pass bits=M.* 297 to 304"):
         outcore.gram(packed)
+    a[4, 9] = 2  # one stray value among 0/1 bytes is no packbits output
+    with pytest.raises(outcore.InputError, match="value 2 at row 4, column 9") as e:
+        outcore.gram(a)
+    assert "packbits" not in str(e.value)
 
 
 @pytest.mark.parametrize("metric", ["counts", "jaccard", "cosine", "hamming"])

@@ -444,7 +444,7 @@ static oc_status parse_npy(oc_context *ctx, const char *path, oc_mapped_file *fi
                        "%s: row %" PRId64 " has bit %" PRId64 " set but --bits %" PRId64 " says the rows hold %" PRId64
                        " columns (rows and columns count from 0)",
                        path, bad, col, bits, bits);
-    return oc_dense_value_error(ctx, m->name, dense_kind, cols, bad, col, src.data[bad * width + col]);
+    return oc_dense_value_error(ctx, m->name, dense_kind, cols, bad, col, src.data + bad * width);
 }
 
 oc_status oc_npy_read(oc_context *ctx, const char *path, const oc_read_options *opts, oc_matrix **out)

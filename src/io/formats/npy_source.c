@@ -145,7 +145,7 @@ static oc_status load_dense(npy_source *s, oc_context *ctx, const oc_matrix *m, 
             oc_pack_dense_rows(buf, nr, s->width, m->cols, m->words_per_row, s->kind, dst + r * m->words_per_row, &col);
         if (bad >= 0) {
             pthread_mutex_lock(&s->lock);
-            st = oc_dense_value_error(ctx, m->name, s->kind, m->cols, row0 + r + bad, col, buf[bad * s->width + col]);
+            st = oc_dense_value_error(ctx, m->name, s->kind, m->cols, row0 + r + bad, col, buf + bad * s->width);
             pthread_mutex_unlock(&s->lock);
         }
     }
