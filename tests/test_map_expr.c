@@ -80,8 +80,19 @@ static void test_syntax_errors(void)
     CHECK(oc_map_parse(ctx, "a + 1_", &e) == OC_ERR_INPUT && !e.out_of_range);
     CHECK(oc_map_parse(ctx, "18446744073709551615", &e) == OC_OK && e.nodes[e.root].value.u == UINT64_MAX);
     oc_map_expr_free(&e);
-    CHECK(oc_map_parse(ctx, "nosuch(a)", &e) == OC_ERR_INPUT);
-    CHECK(strstr(oc_context_last_error(ctx), "unknown function 'nosuch'") != NULL);
+    CHECK(oc_map_parse(ctx, "a + nosuch(a)", &e) == OC_ERR_INPUT);
+    CHECK(strstr(oc_context_last_error(ctx), "unknown function 'nosuch' in the expression (column 5; known: ") != NULL);
+    /* A literal of any length Python takes: 200 digits past the point, and 200 zeros. */
+    char longer[512] = "0.";
+    memset(longer + 2, '0', 200);
+    strcpy(longer + 202, "1");
+    CHECK(oc_map_parse(ctx, longer, &e) == OC_OK && e.nodes[e.root].value.f == 1e-201);
+    oc_map_expr_free(&e);
+    char zeros[512] = "0x";
+    memset(zeros + 2, '0', 300);
+    strcpy(zeros + 302, "ff");
+    CHECK(oc_map_parse(ctx, zeros, &e) == OC_OK && e.nodes[e.root].value.u == 255);
+    oc_map_expr_free(&e);
     CHECK(oc_map_parse(ctx, "where(a, b)", &e) == OC_ERR_INPUT);
     CHECK(strstr(oc_context_last_error(ctx), "where() takes 3 arguments, 2 given") != NULL);
 }

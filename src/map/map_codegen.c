@@ -253,8 +253,9 @@ static void emit_expr(oc_text *b, const oc_map_plan *m, int k)
     case MOP_ARCTAN2:
         oc_text_printf(b, "%s%s(%s, %s)", math_name(n->op), f, A, B);
         return;
-    case MOP_NAME: /* not in the IR: names become inputs, clip minimum(maximum()) */
+    case MOP_NAME: /* not in the IR: names become inputs, clip minimum(maximum()), +x x */
     case MOP_CLIP:
+    case MOP_POS:
     case MOP_INPUT: /* emit_body reads inputs itself */
     case MOP_COUNT:
         return;

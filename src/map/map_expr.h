@@ -34,6 +34,7 @@ typedef enum oc_map_op {
     MOP_CONST,
     MOP_CAST, /* a -> type */
     /* unary */
+    MOP_POS, /* parse tree only: the type check keeps its operand (Python's and numpy's +x) */
     MOP_NEG,
     MOP_INVERT,
     MOP_ABS,

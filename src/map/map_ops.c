@@ -40,6 +40,7 @@ static const oc_map_op_info ops[] = {
     OPERATOR(MOP_OR, "|", 2, MAP_TYPING_BITWISE),
     OPERATOR(MOP_XOR, "^", 2, MAP_TYPING_BITWISE),
     OPERATOR(MOP_INVERT, "~", 1, MAP_TYPING_BITWISE),
+    {MOP_POS, "unary +", 1, MAP_KIND_PREFIX, MAP_TYPING_SAME, NULL, 0},
     {MOP_NEG, "unary -", 1, MAP_KIND_PREFIX, MAP_TYPING_SAME, NULL, 0},
     FUNCTION(MOP_ABS, "abs", 1, MAP_TYPING_SAME, NULL, 0),
     FUNCTION(MOP_SQRT, "sqrt", 1, MAP_TYPING_FLOAT, "sqrt", 1),

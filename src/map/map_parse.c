@@ -185,16 +185,31 @@ static int check_literal(parser *p, int pos, int len)
  * separators as Python allows. Integers up to 2^64 - 1 (uint64's maximum; those above int64's
  * are `big`); larger ones are an error (numpy would make them object arrays; map has no such
  * type). */
+static int number_text(parser *p, int pos, const char *buf);
+
 static int number(parser *p)
 {
     int pos = p->pos, len = p->next - p->pos;
-    char buf[128];
-    int n = 0;
-    if (len >= (int)sizeof buf) return syntax_error(p, pos, "number too long");
     if (check_literal(p, pos, len) < 0) return -1;
-    for (int i = 0; i < len && n < (int)sizeof buf - 1; i++)
+    /* Any length Python takes (a literal is within the expression's bound): short ones on
+     * the stack. */
+    char small[128], *buf = len < (int)sizeof small ? small : malloc((size_t)len + 1);
+    if (!buf) {
+        p->st = oc_fail(p->ctx, OC_ERR_NO_MEMORY, "out of memory parsing the expression");
+        return -1;
+    }
+    int n = 0;
+    for (int i = 0; i < len; i++)
         if (p->s[pos + i] != '_') buf[n++] = p->s[pos + i];
     buf[n] = '\0';
+    const int k = number_text(p, pos, buf);
+    if (buf != small) free(buf);
+    return k;
+}
+
+/* The literal at pos, its underscores dropped, as a node. */
+static int number_text(parser *p, int pos, const char *buf)
+{
     int is_float = !(buf[0] == '0' && (buf[1] == 'x' || buf[1] == 'X' || buf[1] == 'o' || buf[1] == 'O' ||
                                        buf[1] == 'b' || buf[1] == 'B')) &&
                    strpbrk(buf, ".eE") != NULL;
@@ -363,8 +378,8 @@ static int close_call(parser *p, stacks *k, int close)
                 if (w < 0) break;
                 len += (size_t)w;
             }
-            p->st = oc_fail(p->ctx, OC_ERR_INPUT, "unknown function '%.*s' in the expression (known: %s)", g.name_len,
-                            p->s + g.name_pos, known);
+            p->st = oc_fail(p->ctx, OC_ERR_INPUT, "unknown function '%.*s' in the expression (column %d; known: %s)",
+                            g.name_len, p->s + g.name_pos, g.name_pos + 1, known);
         }
         return -1;
     }
@@ -414,7 +429,7 @@ static int operand(parser *p, stacks *k)
     if (is_op(p, "(") || is_op(p, "-") || is_op(p, "~") || is_op(p, "+")) {
         int r = 0;
         if (is_op(p, "(")) r = open_group(p, k, G_PAREN, pos, 0);
-        else if (!is_op(p, "+")) r = push_op(p, k, is_op(p, "-") ? MOP_NEG : MOP_INVERT, P_UNARY, pos);
+        else r = push_op(p, k, is_op(p, "-") ? MOP_NEG : is_op(p, "+") ? MOP_POS : MOP_INVERT, P_UNARY, pos);
         advance(p);
         return r;
     }

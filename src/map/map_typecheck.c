@@ -283,6 +283,9 @@ static int fold_binary(checker *c, oc_map_op op, int ka, int kb, int pos)
             if (x < 0 && y != floor(y)) return fold_fail(c, pos, "a negative number to a fractional power is complex");
             if (x == 0 && y < 0) return fold_fail(c, pos, "0.0 cannot be raised to a negative power");
             v.f = pow(x, y);
+            /* Python's float ** raises where finite operands give an infinity; * and + do not */
+            if (isinf(v.f) && isfinite(x) && isfinite(y))
+                return fold_fail(c, pos, "a Python float ** overflows (Python raises OverflowError)");
             break;
         case MOP_EQ:
         case MOP_NE:
@@ -358,10 +361,12 @@ static int fold_unary(checker *c, oc_map_op op, int ka, int pos)
     oc_map_value v = {0};
     if (a.weak == MW_FLOAT) {
         if (op == MOP_INVERT) return fold_fail(c, pos, "~ does not apply to floats");
-        v.f = -a.value.f;
+        v.f = op == MOP_POS ? a.value.f : -a.value.f;
         return weak_const(c, MW_FLOAT, v, pos);
     }
-    return weak_int(c, op == MOP_NEG ? -py_int_of(&a) : ~py_int_of(&a), pos);
+    /* Python's +True is the int 1, as -True is -1 */
+    const py_int x = py_int_of(&a);
+    return weak_int(c, op == MOP_POS ? x : op == MOP_NEG ? -x : ~x, pos);
 }
 
 /* ---------------------------------------------------------------- typing */
@@ -379,10 +384,17 @@ static int check_unary(checker *c, const oc_map_node *n)
 {
     int a = check(c, n->a);
     if (a < 0) return -1;
-    if (is_weak(c, a) && (n->op == MOP_NEG || n->op == MOP_INVERT)) return fold_unary(c, n->op, a, n->pos);
+    if (is_weak(c, a) && (n->op == MOP_POS || n->op == MOP_NEG || n->op == MOP_INVERT))
+        return fold_unary(c, n->op, a, n->pos);
     a = strong(c, a);
     if (a < 0) return -1;
     int t = c->out->nodes[a].type, l = t;
+    if (n->op == MOP_POS) /* numpy.positive: the array itself, except that bool has no loop */
+        return t == MT_BOOL ? op_error(c, n->pos,
+                                       "the numpy boolean positive, the %s operator, is not supported%s "
+                                       "(column %d)",
+                                       "+", "")
+                            : a;
     switch (oc_map_op_info_of(n->op)->typing) {
     case MAP_TYPING_SAME:
         if (n->op == MOP_NEG && t == MT_BOOL)
@@ -575,6 +587,29 @@ static int check_binary(checker *c, const oc_map_node *n)
     return emit(c, x);
 }
 
+/* numpy.clip of an integer array drops a Python int bound that lies past the array type's own
+ * range on its side (a least at or below the type's least, a greatest at or above its
+ * greatest): clip(uint32, -1, 2) is minimum(x, 2), where the ufuncs would raise. Such a bound
+ * becomes the type's own limit, which clips nothing; a bound past the other side (a least
+ * above the greatest) still raises, as numpy's. */
+static int clip_bounds_in_range(checker *c, int k[3])
+{
+    const int t = c->out->nodes[k[0]].type;
+    if (!oc_mt_is_integer(t)) return 0;
+    const int bits = 8 * (int)oc_mt_size(t);
+    const int is_unsigned = oc_mt_kind_of(t) == MT_KIND_UINT;
+    const py_int least = is_unsigned ? 0 : -((py_int)1 << (bits - 1));
+    const py_int greatest = is_unsigned ? ((py_int)1 << bits) - 1 : ((py_int)1 << (bits - 1)) - 1;
+    for (int i = 1; i < 3; i++) {
+        const oc_map_node *x = &c->out->nodes[k[i]];
+        if (x->weak != MW_INT) continue;
+        const py_int v = py_int_of(x);
+        if (i == 1 ? v <= least : v >= greatest) k[i] = weak_int(c, i == 1 ? least : greatest, x->pos);
+        if (k[i] < 0) return -1;
+    }
+    return 0;
+}
+
 static int check_ternary(checker *c, const oc_map_node *n)
 {
     int k[3];
@@ -587,8 +622,9 @@ static int check_ternary(checker *c, const oc_map_node *n)
      * bounds is int64. Python scalars alone take their common type, numpy's default int or
      * float (where(c, 2**64 - 1, 1) wraps into int64, as numpy's). */
     if (n->op == MOP_CLIP && (k[0] = strong(c, k[0])) < 0) return -1;
-    /* numpy.where casts a Python int the array type cannot hold (it wraps); clip and the
-     * ufuncs raise OverflowError. */
+    if (n->op == MOP_CLIP && clip_bounds_in_range(c, k) < 0) return -1;
+    /* numpy.where casts a Python int the array type cannot hold (it wraps); clip (past what
+     * clip_bounds_in_range takes) and the ufuncs raise OverflowError. */
     int t = common_type(c, k + first, 3 - first);
     if (t < 0 || (n->op != MOP_WHERE && check_weak_bounds(c, k + first, 3 - first, t) < 0)) return -1;
     for (int i = first; i < 3; i++)

@@ -100,7 +100,7 @@ def test_every_listed_map_function_is_known(tmp_path):
     functions = listed("map-functions")
     proc = run("map", "nosuch(a)", "a=x.npy", "-o", tmp_path / "o.npy", check=False)
     assert proc.returncode == 2
-    assert f"(known: {' '.join(functions)})" in proc.stderr
+    assert f"known: {' '.join(functions)})" in proc.stderr
     usage = " ".join(run("map", "--help").stdout.split())
     assert f"functions: {' '.join(functions)}." in usage
     assert f"Operators: {' '.join(listed('map-operators'))}; functions:" in usage

@@ -248,3 +248,45 @@ def test_inspect_integer_options_not_truncated(value):
     value past the field is refused rather than truncated or wrapped."""
     with pytest.raises(outcore.InputError, match="block"):
         outcore.inspect(b"not a kernel image", block=value)
+
+
+def test_unary_plus_is_pythons_and_numpys():
+    """+x is x; +True is Python's int 1 (so bool + +True promotes as bool + 1 does); numpy has
+    no positive for bool arrays, so +b is an error naming the column."""
+    b = np.array([True, False, True, True])
+    got = outcore.map("a + +True", a=b)
+    assert got.dtype == (b + +True).dtype and np.array_equal(got, b + +True)
+    assert outcore.map("+True") == 1 and outcore.map("+True").dtype == np.int64
+    x = np.arange(-3, 4, dtype=np.int8)
+    assert outcore.map("+x", x=x).dtype == np.int8 and np.array_equal(outcore.map("-+x * +2", x=x), -+x * +2)
+    with pytest.raises(outcore.InputError, match=r"boolean positive, the \+ operator, is not supported \(column 5\)"):
+        outcore.map("1 + +b", b=b)
+
+
+@pytest.mark.parametrize("expr, dtype", [
+    ("clip(x, -1, 2)", np.uint32), ("clip(x, -5, 300)", np.uint8), ("clip(x, -200, 50)", np.int8),
+    ("clip(x, -200, 2.5)", np.int8), ("clip(x, -1, 2**63)", np.int64), ("clip(x, 0, 18446744073709551615)", np.uint64),
+])
+def test_clip_drops_a_python_bound_past_the_type(expr, dtype):
+    """numpy.clip of an integer array drops a Python int bound past the type's range on its
+    side (numpy's _clip), where the ufuncs would raise OverflowError."""
+    x = np.array([0, 1, 3, 100, 127], dtype=dtype)
+    want = eval(expr.replace("clip", "np.clip"))
+    got = outcore.map(expr, x=x)
+    assert got.dtype == want.dtype and np.array_equal(got, want), (got, want)
+
+
+def test_clip_bound_past_the_other_side_still_raises():
+    with pytest.raises(outcore.InputError, match="Python integer 300 is out of bounds for int8"):
+        outcore.map("clip(x, 300, 400)", x=np.arange(3, dtype=np.int8))
+    with pytest.raises(OverflowError):
+        np.clip(np.arange(3, dtype=np.int8), 300, 400)
+
+
+def test_python_float_power_overflow_raises_as_python():
+    with pytest.raises(outcore.InputError, match=r"Python float \*\* overflows"):
+        outcore.map("10.0 ** 400")
+    with pytest.raises(OverflowError):
+        10.0 ** 400
+    assert outcore.map("1e308 * 10") == np.inf  # Python's * gives inf
+    assert outcore.map("0." + "0" * 200 + "1") == 1e-201  # a literal of any length
