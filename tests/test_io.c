@@ -259,6 +259,14 @@ static void test_npy_dimension_limits(void)
         npy_image(buf, 1, "{'descr': '|i1', 'fortran_order': False, 'shape': (0, 99999999999999999999999), }", none, 0);
     CHECK_FAILED(ctx, oc_npy_array_parse(ctx, "past.npy", buf, len, &info), OC_ERR_INPUT, "past.npy",
                  "overflows 64 bits");
+    /* map's reader: "(6)" is no shape, "(6,)" and "()" are */
+    len = npy_image(buf, 1, "{'descr': '<f8', 'fortran_order': False, 'shape': (6), }", none, 0);
+    CHECK_FAILED(ctx, oc_npy_array_parse(ctx, "int.npy", buf, len, &info), OC_ERR_INPUT, "int.npy",
+                 "one dimension is written (N,)");
+    len = npy_image(buf, 1, "{'descr': '<f8', 'fortran_order': False, 'shape': (0,), }", none, 0);
+    CHECK(oc_npy_array_parse(ctx, "one.npy", buf, len, &info) == OC_OK && info.ndim == 1 && info.shape[0] == 0);
+    len = npy_image(buf, 1, "{'descr': '<f8', 'fortran_order': False, 'shape': (), }", none, 0);
+    CHECK(oc_npy_array_parse(ctx, "zero_d.npy", buf, len, &info) == OC_OK && info.ndim == 0);
 }
 
 static void test_npy_bad(void)
@@ -307,6 +315,7 @@ static void test_npy_bad(void)
         "{'descr': '|u1' 'fortran_order': False, 'shape': (5, 13)}",
         "{'descr': '|u1', 'fortran_order': False, 'shape': (5, -13)}",
         "{'descr': '|u1', 'fortran_order': False, 'shape': (5, 13)} trailing",
+        "{'descr': '|u1', 'fortran_order': False, 'shape': (65)}", /* a number, not a tuple */
     };
     for (size_t k = 0; k < sizeof not_dicts / sizeof *not_dicts; ++k) {
         char name[32];

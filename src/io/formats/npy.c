@@ -154,7 +154,11 @@ static int parse_shape(header_cursor *c, npy_header *h)
             h->shape[h->ndim++] = overflow ? INT64_MAX : (int64_t)v;
         }
         if (h->listed_dims < INT_MAX) h->listed_dims++;
-        if (accept(c, ')')) return 1;
+        if (accept(c, ')')) {
+            /* "(6)" is a number in parentheses, not a tuple: numpy refuses it */
+            if (h->listed_dims == 1) c->error = "the shape is no tuple: one dimension is written (N,)";
+            return h->listed_dims != 1;
+        }
         if (!expect(c, ',', "expected ',' or ')' in the shape")) return 0;
     }
 }
