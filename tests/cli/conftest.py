@@ -73,14 +73,27 @@ def require_backend(backend, tmp_path):
 def sigkill_while_running(args, env, seconds, journal, out, shares=(0.3, 0.6)):
     """Starts the resumable job `args` (a command line with its output, and --resume) and
     kills it with SIGKILL after each share of `seconds`; returns how many kills landed while it
-    ran (the job died by the signal, its journal there and its output not)."""
-    interrupted = 0
-    for share in shares:
+    ran (the job died by the signal, its journal there and its output not). `seconds` is one
+    uninterrupted run's time, which a loaded machine can make far from this run's: a job that
+    ended before its kill is run again with half the wait (its output removed, so that a later
+    kill can land), one killed before its journal existed with twice the wait, four times at
+    most."""
+    interrupted, retries = 0, 4
+    waits = [seconds * share for share in shares]
+    while waits:
+        wait = waits.pop(0)
         job = subprocess.Popen(args, env=env, stderr=subprocess.PIPE)
-        time.sleep(seconds * share)
+        time.sleep(wait)
         job.send_signal(signal.SIGKILL)
         job.communicate()
-        interrupted += job.returncode == -signal.SIGKILL and journal.exists() and not out.exists()
+        killed = job.returncode == -signal.SIGKILL
+        if killed and journal.exists() and not out.exists():
+            interrupted += 1
+        elif retries > 0:
+            retries -= 1
+            if not killed:
+                out.unlink(missing_ok=True)
+            waits.append(wait / 2 if not killed else min(wait * 2, seconds))
     return interrupted
 
 
