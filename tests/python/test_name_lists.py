@@ -60,5 +60,5 @@ def test_every_metric_runs():
 
 
 def test_every_map_function_is_known():
-    with pytest.raises(outcore.InputError, match=r"\(known: " + " ".join(outcore.map_functions()) + r"\)"):
+    with pytest.raises(outcore.InputError, match=r"known: " + " ".join(outcore.map_functions()) + r"\)"):
         outcore.map("nosuch(a)", a=np.zeros(3))
