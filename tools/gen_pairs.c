@@ -4,8 +4,9 @@
  * The 2K rows of K pairs are the first 2K entries of a random permutation of the rows
  * (partial Fisher-Yates from the stream (seed, GEN_STREAM_PAIRS, 0)): entry 2k is the source
  * of pair k, entry 2k+1 its copy. Only the entries the shuffle touched differ from the
- * identity, so the permutation is kept as a small hash map of those (at most 4K of them)
- * instead of an array of all rows: memory is O(K) whatever the number of rows.
+ * identity: the first 2K, kept as an array, and at most 2K others (each step swaps entry i
+ * with one at or after it), kept in a small hash map, instead of an array of all rows:
+ * memory is O(K) whatever the number of rows, about 80 bytes a pair with the lists.
  */
 #include "gen_pairs.h"
 
@@ -14,8 +15,10 @@
 
 #include "gen_rng.h"
 
-/* Open addressing, linear probing; key -1 is an empty slot. */
+/* Entries below `head` in an array; the others in open addressing with linear probing, key
+ * -1 an empty slot. */
 typedef struct sparse_perm {
+    int64_t *first, head;
     int64_t *key, *value;
     uint64_t mask;
 } sparse_perm;
@@ -29,12 +32,17 @@ static int64_t *perm_slot(const sparse_perm *m, int64_t i)
 
 static int64_t perm_get(const sparse_perm *m, int64_t i)
 {
+    if (i < m->head) return m->first[i];
     int64_t *k = perm_slot(m, i);
     return *k == i ? m->value[k - m->key] : i;
 }
 
 static void perm_set(sparse_perm *m, int64_t i, int64_t v)
 {
+    if (i < m->head) {
+        m->first[i] = v;
+        return;
+    }
     int64_t *k = perm_slot(m, i);
     *k = i;
     m->value[k - m->key] = v;
@@ -54,23 +62,30 @@ int gen_pairs_pick(gen_pairs *g, int64_t rows, int64_t plant, uint64_t seed)
         g->count = 0;
         return 0;
     }
-    /* At most two entries change per step: 4K keys in a table at most half full. A count whose
-     * table or lists no address space holds is out of memory (the doubling below would wrap). */
+    /* The first 2K entries in an array; at most 2K others, one per step, in a table at most
+     * half full. A count whose table or lists no address space holds is out of memory (the
+     * doubling below would wrap). */
     if ((uint64_t)g->count > SIZE_MAX / 64 / sizeof(int64_t)) {
         g->count = 0;
         return -1;
     }
     uint64_t slots = 16;
-    while (slots < 8 * (uint64_t)g->count) slots *= 2;
-    sparse_perm m = {.key = malloc(slots * sizeof *m.key), .value = malloc(slots * sizeof *m.value), .mask = slots - 1};
+    while (slots < 4 * (uint64_t)g->count) slots *= 2;
+    sparse_perm m = {.first = malloc((size_t)g->count * 2 * sizeof *m.first),
+                     .head = 2 * g->count,
+                     .key = malloc(slots * sizeof *m.key),
+                     .value = malloc(slots * sizeof *m.value),
+                     .mask = slots - 1};
     g->pairs = malloc((size_t)g->count * 2 * sizeof *g->pairs);
     g->by_copy = malloc((size_t)g->count * 2 * sizeof *g->by_copy);
-    if (!m.key || !m.value || !g->pairs || !g->by_copy) {
+    if (!m.first || !m.key || !m.value || !g->pairs || !g->by_copy) {
+        free(m.first);
         free(m.key);
         free(m.value);
         gen_pairs_free(g);
         return -1;
     }
+    for (int64_t i = 0; i < m.head; ++i) m.first[i] = i;
     for (uint64_t s = 0; s < slots; ++s) m.key[s] = -1;
     gen_rng r;
     gen_rng_stream(&r, seed, GEN_STREAM_PAIRS, 0);
@@ -85,6 +100,7 @@ int gen_pairs_pick(gen_pairs *g, int64_t rows, int64_t plant, uint64_t seed)
         g->pairs[2 * k] = dst;
         g->pairs[2 * k + 1] = src;
     }
+    free(m.first);
     free(m.key);
     free(m.value);
     for (int64_t k = 0; k < 2 * g->count; ++k) g->by_copy[k] = g->pairs[k];
