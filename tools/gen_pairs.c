@@ -6,7 +6,7 @@
  * of pair k, entry 2k+1 its copy. Only the entries the shuffle touched differ from the
  * identity: the first 2K, kept as an array, and at most 2K others (each step swaps entry i
  * with one at or after it), kept in a small hash map, instead of an array of all rows:
- * memory is O(K) whatever the number of rows, about 80 bytes a pair with the lists.
+ * memory is O(K) whatever the number of rows.
  */
 #include "gen_pairs.h"
 
