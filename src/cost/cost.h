@@ -199,6 +199,10 @@ void oc_cost_predict(const oc_cost_rates *r, const oc_cost_job *job, int gpu_ava
  * $XDG_CACHE_HOME/outcore/rates.txt, else ~/.cache/outcore/rates.txt. Returns 0 when the cache
  * is disabled or no path can be made. */
 int oc_cost_cache_path(char *buf, size_t size);
+/* The same, with why[] saying why a named cache is not used: a path that is not a regular
+ * file (nor a link to one), which the cache leaves alone. A link is resolved: buf names its
+ * target. */
+int oc_cost_cache_path_why(char *buf, size_t size, char *why, size_t why_size);
 
 /* This machine's key: hostname, CPU model and cores; with gpus != 0 also the GPUs (driver
  * version, names, UUIDs; "no GPU" when a CUDA build sees none, or without CUDA), which

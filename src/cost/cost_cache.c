@@ -23,6 +23,7 @@
  * the n(n+1)/2 the model counts, and had no output page rate).
  */
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,7 +41,8 @@
 #define MAX_SECTIONS 64
 #define LINE_MAX_LEN 1024
 
-int oc_cost_cache_path(char *buf, size_t size)
+/* The named path, before the checks of oc_cost_cache_path_why. */
+static int named_path(char *buf, size_t size)
 {
     const char *env = getenv("OUTCORE_COST_CACHE");
     if (env && *env) {
@@ -54,6 +56,46 @@ int oc_cost_cache_path(char *buf, size_t size)
     else return 0;
     return n > 0 && n < (int)size;
 }
+
+static const char *file_kind(mode_t m)
+{
+    return S_ISDIR(m)    ? "a directory"
+           : S_ISCHR(m)  ? "a character device"
+           : S_ISBLK(m)  ? "a block device"
+           : S_ISFIFO(m) ? "a FIFO"
+           : S_ISSOCK(m) ? "a socket"
+                         : "not a regular file";
+}
+
+int oc_cost_cache_path_why(char *buf, size_t size, char *why, size_t why_size)
+{
+    if (why_size) why[0] = '\0';
+    if (!named_path(buf, size)) return 0;
+    /* The cache is a regular file, or none yet: anything else (a device, a FIFO, which would
+     * block the open, a directory) is left alone, and so the cache is off. A symbolic link
+     * names its target, which the cache is read from and renamed over, so a cache shared by a
+     * link stays shared. */
+    struct stat st;
+    if (lstat(buf, &st) != 0) return 1; /* none yet: the first measurement makes it */
+    if (S_ISLNK(st.st_mode)) {
+        char target[PATH_MAX];
+        if (!realpath(buf, target) || strlen(target) >= size) {
+            snprintf(why, why_size,
+                     "the rate cache %.150s is a symbolic link to nothing usable: rates not measured nor stored", buf);
+            return 0;
+        }
+        snprintf(buf, size, "%s", target);
+        if (stat(buf, &st) != 0) return 1;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        snprintf(why, why_size, "the rate cache %.150s is %s, not a regular file: rates not measured nor stored", buf,
+                 file_kind(st.st_mode));
+        return 0;
+    }
+    return 1;
+}
+
+int oc_cost_cache_path(char *buf, size_t size) { return oc_cost_cache_path_why(buf, size, NULL, 0); }
 
 void oc_cost_machine_key(char *buf, size_t size, int gpus)
 {
@@ -171,9 +213,14 @@ static int append_line(section *s, const char *line)
 static int valid_value_line(const char *line)
 {
     char name[64];
-    double v;
-    char extra;
-    if (sscanf(line, "%63s %lf %c", name, &v, &extra) != 2 || !isfinite(v) || v <= 0) return 0;
+    int at = 0;
+    if (sscanf(line, "%63s %n", name, &at) != 1 || at == 0) return 0;
+    /* The whole number, and nothing after it: a line cut short ("3.3e") is no rate. */
+    char *end;
+    const double v = strtod(line + at, &end);
+    if (end == line + at || !isfinite(v) || v <= 0) return 0;
+    while (*end == ' ' || *end == '\t' || *end == '\r') ++end;
+    if (*end != '\0') return 0;
     static const char *const figures[] = {"cpu_bit_macs.", OC_COST_GEMM_FIGURE, OC_COST_GPU_GEMM_FIGURE,
                                           OC_COST_GPU_INT8_ALGO_FIGURE};
     for (size_t i = 0; i < sizeof figures / sizeof figures[0]; ++i)

@@ -203,9 +203,9 @@ oc_status oc_cost_calibrate(oc_context *ctx, oc_devices **devices_out, char **re
         oc_text_printf(&report, "CPU Gram kernel   %.3g bit-MAC/s (%s, %d threads)\n", r.cpu[OC_COST_BIT_MAC],
                        r.cpu_isa, oc_cpu_cores());
     }
-    char path[4096];
-    if (!oc_cost_cache_path(path, sizeof path))
-        oc_text_printf(&report, "not stored: the rate cache is off (OUTCORE_COST_CACHE)\n");
+    char path[4096], why[256];
+    if (!oc_cost_cache_path_why(path, sizeof path, why, sizeof why))
+        oc_text_printf(&report, "not stored: %s\n", why[0] ? why : "the rate cache is off (OUTCORE_COST_CACHE)");
     else if (oc_cost_rates_store(&r) == 0) oc_text_printf(&report, "stored in         %s\n", path);
     else oc_text_printf(&report, "not stored: cannot write %s: %s\n", path, strerror(errno));
     if (report_out) OC_CHECK_GOTO(ctx, st, oc_text_finish(ctx, &report, report_out), cleanup);

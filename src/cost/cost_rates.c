@@ -70,13 +70,14 @@ void oc_cost_note_cpu_job(double regret)
  * CUDA), and the GPUs' under the key that adds them, read when a GPU is a candidate. */
 static void load_once(int gpu)
 {
-    char path[4096];
-    int cache = oc_cost_cache_path(path, sizeof path);
+    char path[4096], why[sizeof rates_cached.note];
+    int cache = oc_cost_cache_path_why(path, sizeof path, why, sizeof why);
     if (!host_loaded) {
         memset(&rates_cached, 0, sizeof rates_cached);
         snprintf(rates_cached.cpu_isa, sizeof rates_cached.cpu_isa, "%s", oc_cpu_isa());
         oc_cost_machine_key(host_key, sizeof host_key, 0);
         if (cache) oc_cost_cache_load(path, host_key, &rates_cached);
+        else if (why[0]) memcpy(rates_cached.note, why, sizeof why);
         host_loaded = 1;
     }
     if (gpu && !gpu_loaded) {

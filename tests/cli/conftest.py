@@ -33,13 +33,14 @@ def outcore_bin():
     pytest.skip("outcore binary not found: set OUTCORE_BIN or build into ./build")
 
 
-def run(*args, check=True, env=None, cwd=None):
+def run(*args, check=True, env=None, cwd=None, timeout=None):
     """Runs the CLI (in the folder cwd when given, where the paths of args are then spelled);
-    returns the CompletedProcess (text mode)."""
+    returns the CompletedProcess (text mode). A timeout (seconds) fails a call that hangs."""
     full_env = dict(os.environ)
     if env:
         full_env.update(env)
-    proc = subprocess.run([outcore_bin(), *map(str, args)], capture_output=True, text=True, env=full_env, cwd=cwd)
+    proc = subprocess.run([outcore_bin(), *map(str, args)], capture_output=True, text=True, env=full_env, cwd=cwd,
+                          timeout=timeout)
     if check and proc.returncode != 0:
         where = f" in {cwd}" if cwd else ""
         raise AssertionError(f"outcore {' '.join(map(str, args))}{where} exited {proc.returncode}: {proc.stderr}")

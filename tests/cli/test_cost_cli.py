@@ -4,6 +4,8 @@ needs a prediction measures the host's rates once and stores them, `off` measure
 nothing; a corrupted rate cache is ignored with a warning and replaced; auto without a GPU runs
 on the CPU (docs/cost-model.md)."""
 import json
+import os
+import stat
 
 import numpy as np
 import pytest
@@ -133,3 +135,37 @@ def test_backend_cpu_asked_is_said(small, tmp_path):
                env={"OUTCORE_COST_CACHE": "off"})
     assert "outcore: backend cpu (asked); predicted gram 300x300x216" in proc.stderr, proc.stderr
     assert "(default)" in proc.stderr  # no cache: every rate is a default, and says so
+
+
+def test_cut_number_is_no_rate(small, tmp_path):
+    """A line cut short in its number ("3.3e") is not a rate: the file is ignored with the
+    warning of any damaged cache, not read as a figure of 3.3."""
+    err = explain_with_cache(small, tmp_path, HEADER + "machine x\nhost_bw 3.30365e\n")
+    assert "line 3 is not a rate ('host_bw 3.30365e')" in err, err
+
+
+@pytest.mark.parametrize("kind", ["fifo", "directory"])
+def test_cache_that_is_no_regular_file_is_left_alone(small, tmp_path, kind):
+    """A cache path that is a FIFO (whose open would block) or a directory is left as it was,
+    no lock file beside it: the rates are the defaults, and --explain says why."""
+    cache = tmp_path / "rates.txt"
+    os.mkfifo(cache) if kind == "fifo" else cache.mkdir()
+    before = sorted(p.name for p in tmp_path.iterdir())
+    proc = run("gram", small, "-o", tmp_path / "c.npy", "--explain", "--quiet", env={"OUTCORE_COST_CACHE": str(cache)},
+               timeout=60)
+    word = {"fifo": "a FIFO", "directory": "a directory"}[kind]
+    assert f"the rate cache {cache} is {word}, not a regular file: rates not measured nor stored" in proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(before + ["c.npy"])
+    assert stat.S_ISFIFO(cache.stat().st_mode) if kind == "fifo" else cache.is_dir()
+
+
+def test_cache_behind_a_link_is_written_through_it(small, tmp_path):
+    """A cache named by a symbolic link (one shared file for several names) is read from and
+    stored into the link's target; the link stays."""
+    target = tmp_path / "shared" / "rates.txt"
+    target.parent.mkdir()
+    target.write_text(HEADER)
+    link = tmp_path / "rates.txt"
+    link.symlink_to(target)
+    run("gram", small, "-o", tmp_path / "c.npy", "--quiet", env={"OUTCORE_COST_CACHE": str(link)})
+    assert link.is_symlink() and "\nhost_bw " in target.read_text()
