@@ -149,6 +149,17 @@ int cli_parse_i64(const char *text, int64_t *out)
     return 0;
 }
 
+int cli_parse_u64(const char *text, uint64_t *out)
+{
+    if (!text || text[0] == '-' || !decimal_text(text, "0123456789")) return -1;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (errno || *end) return -1;
+    *out = v;
+    return 0;
+}
+
 int cli_parse_double(const char *text, double *out)
 {
     if (!text || !decimal_text(text, "-+.0123456789eE")) return -1;

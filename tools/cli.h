@@ -36,6 +36,8 @@ int cli_exit_code(oc_status st);
 
 /* Strict parsers: the whole text must be the value. Return 0 on success. */
 int cli_parse_i64(const char *text, int64_t *out);
+/* A plain decimal whole number from 0 to 2^64 - 1. 0 on success. */
+int cli_parse_u64(const char *text, uint64_t *out);
 int cli_parse_double(const char *text, double *out);
 /* "123", "64K", "64M", "2G", "1.5GiB" -> bytes; "90%" -> *fraction = 0.9, *bytes = 0. */
 int cli_parse_size(const char *text, int64_t *bytes, double *fraction);

@@ -14,7 +14,7 @@
 
 static const char gen_usage[] =
     "usage: outcore gen --rows N --cols M --density P [--plant K] [--flip F] [--seed S] [--packed]\n"
-    "                   [--threads N] [-q] -o A.npy\n"
+    "                   [--threads N] [-q] -o|--output A.npy\n"
     "\n"
     "Writes a random 0/1 matrix (each bit 1 with probability P, to 1/4096) as uint8 .npy, or\n"
     "as numpy.packbits rows with --packed (read it back with --bits M).\n"
@@ -27,8 +27,8 @@ static const char gen_usage[] =
     "  --flip F               a copy is its source with F x M bits flipped, rounded to the\n"
     "                         nearest whole number (halves up): that many distinct columns,\n"
     "                         drawn at random for each copy (default 0.01; 1 flips every bit)\n"
-    "  --seed S               the random seed, a whole number >= 0 (default 1): the same\n"
-    "                         arguments and S give the same file\n"
+    "  --seed S               the random seed, a whole number from 0 to 2^64 - 1 (default\n"
+    "                         1): the same arguments and S give the same file\n"
     "  --threads N            threads (default: all cores)\n"
     "  -q, --quiet            no progress bar, no line for a stale temporary removed\n";
 
@@ -129,7 +129,6 @@ int oc_cmd_gen(int argc, char **argv)
     cli_args args = CLI_ARGS_INIT(argc, argv), *a = &args;
     for (const char *arg; (arg = cli_next(a)) != NULL;) {
         const char *v = NULL;
-        int64_t iv;
         int r;
         if (cli_positional(a)) return cli_usage_error("gen: unexpected argument %s (see outcore gen --help)", arg);
         if (cli_flag(a, "--help|-h")) {
@@ -151,8 +150,9 @@ int oc_cmd_gen(int argc, char **argv)
         } else if (CLI_OPTION(a, r, v, "--plant")) {
             if (r < 0 || parse_count("--plant", v, &p.plant)) return OC_EXIT_USAGE;
         } else if (CLI_OPTION(a, r, v, "--seed")) {
-            if (r < 0 || parse_count("--seed", v, &iv)) return OC_EXIT_USAGE;
-            p.seed = (uint64_t)iv;
+            if (r < 0) return OC_EXIT_USAGE;
+            if (cli_parse_u64(v, &p.seed))
+                return cli_usage_error("gen: --seed needs a whole number from 0 to 2^64 - 1, got '%s'", v);
         } else if (CLI_OPTION(a, r, v, "--density")) {
             if (r < 0 || parse_fraction("--density", v, &p.density)) return OC_EXIT_USAGE;
         } else if (CLI_OPTION(a, r, v, "--flip")) {
