@@ -14,7 +14,7 @@
 
 static const char gen_usage[] =
     "usage: outcore gen --rows N --cols M --density P [--plant K] [--flip F] [--seed S] [--packed]\n"
-    "                   [--threads N] [-q] -o|--output A.npy\n"
+    "                   [--threads N] [-q] -o A.npy\n"
     "\n"
     "Writes a random 0/1 matrix (each bit 1 with probability P, to 1/4096) as uint8 .npy, or\n"
     "as numpy.packbits rows with --packed (read it back with --bits M).\n"
@@ -22,6 +22,8 @@ static const char gen_usage[] =
     "number of threads. Rows are written in blocks as they are made: the file may be larger\n"
     "than memory. The output's name, folder and free space are checked before any work.\n"
     "\n"
+    "  -o, --output A.npy     the matrix file (.npy; written under a temporary name, renamed\n"
+    "                         when done)\n"
     "  --plant K              make K rows near-copies of K others (default 0; K at most half\n"
     "                         the rows)\n"
     "  --flip F               a copy is its source with F x M bits flipped, rounded to the\n"
