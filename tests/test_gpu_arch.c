@@ -22,7 +22,7 @@ static void test_h100_register_table(void)
     CHECK(a != NULL);
     if (!a) return;
     for (size_t i = 0; i < sizeof h100_cases / sizeof h100_cases[0]; i++) {
-        oc_kernel_resources r = {h100_cases[i].regs, 0, 0, 0};
+        oc_kernel_resources r = {h100_cases[i].regs, 0, 0, 0, 0};
         oc_launch_verdict v;
         int largest = h100_cases[i].largest;
         CHECK(oc_launch_check(a, &r, largest, 0, &v) == OC_OK);
@@ -44,7 +44,7 @@ static void test_h100_register_table(void)
 static void test_explanation_of_641(void)
 {
     const oc_gpu_arch *a = oc_gpu_arch_find(90);
-    oc_kernel_resources r = {96, 0, 0, 0};
+    oc_kernel_resources r = {96, 0, 0, 0, 0};
     oc_launch_verdict v;
     CHECK(oc_launch_check(a, &r, 641, 0, &v) == OC_OK);
     CHECK(!v.fits);
@@ -69,7 +69,7 @@ static void test_explanation_of_641(void)
 static void test_occupancy_and_residency(void)
 {
     const oc_gpu_arch *a = oc_gpu_arch_find(90);
-    oc_kernel_resources r = {32, 0, 0, 0};
+    oc_kernel_resources r = {32, 0, 0, 0, 0};
     oc_launch_verdict v;
     /* 32 registers: 1024 regs/warp, 16 warps per sub-partition = 64 warps: full occupancy. */
     CHECK(oc_launch_check(a, &r, 256, 0, &v) == OC_OK);
@@ -89,7 +89,7 @@ static void test_occupancy_and_residency(void)
 static void test_shared_memory(void)
 {
     const oc_gpu_arch *a = oc_gpu_arch_find(90);
-    oc_kernel_resources r = {32, 16 * 1024, 0, 0};
+    oc_kernel_resources r = {32, 16 * 1024, 0, 0, 0};
     oc_launch_verdict v;
     /* 16 KiB static + 1 KiB reserved = 17 KiB per block: 228 / 17 = 13 blocks. */
     CHECK(oc_launch_check(a, &r, 128, 0, &v) == OC_OK);
@@ -115,7 +115,7 @@ static void test_shared_memory(void)
 static void test_limits_and_bad_blocks(void)
 {
     const oc_gpu_arch *a = oc_gpu_arch_find(80);
-    oc_kernel_resources r = {32, 0, 0, 256};
+    oc_kernel_resources r = {32, 0, 0, 256, 0};
     oc_launch_verdict v;
     /* __launch_bounds__(256): a 288-thread block is refused whatever the registers. */
     CHECK(oc_launch_check(a, &r, 288, 0, &v) == OC_OK);
@@ -126,13 +126,30 @@ static void test_limits_and_bad_blocks(void)
     CHECK(oc_launch_check(a, &r, 0, 0, &v) == OC_ERR_INVALID_ARGUMENT);
     CHECK(oc_launch_check(a, &r, 1025, 0, &v) == OC_ERR_INVALID_ARGUMENT);
     /* A launch bound under a warp: a block up to the bound fits, one thread more does not. */
-    r = (oc_kernel_resources){32, 0, 0, 8};
+    r = (oc_kernel_resources){32, 0, 0, 8, 0};
     CHECK(oc_launch_check(a, &r, 8, 0, &v) == OC_OK && v.fits);
     CHECK_EQ_I64(v.largest_block, 8);
     CHECK(oc_launch_check(a, &r, 9, 0, &v) == OC_OK && !v.fits);
     CHECK_EQ_I64(v.largest_block, 8);
+    /* A bound that is no multiple of 32 launches up to itself (__launch_bounds__(100): the
+     * driver's maxThreadsPerBlock is 100, and 100 threads launch). */
+    r = (oc_kernel_resources){32, 0, 0, 100, 0};
+    CHECK(oc_launch_check(a, &r, 100, 0, &v) == OC_OK && v.fits);
+    CHECK_EQ_I64(v.largest_block, 100);
+    CHECK(oc_launch_check(a, &r, 101, 0, &v) == OC_OK && !v.fits);
+    /* .reqntid 128: that size alone launches, a smaller one neither. */
+    r = (oc_kernel_resources){32, 0, 0, 128, 128};
+    CHECK(oc_launch_check(a, &r, 128, 0, &v) == OC_OK && v.fits);
+    CHECK_EQ_I64(v.largest_block, 128);
+    CHECK(oc_launch_check(a, &r, 64, 0, &v) == OC_OK && !v.fits);
+    CHECK(strstr(v.explanation, "requires blocks of exactly 128 threads") != NULL);
+    CHECK(oc_launch_check(a, &r, 129, 0, &v) == OC_OK && !v.fits);
+    /* A static size past any GPU's, as a damaged file may claim, cannot wrap with the dynamic
+     * part to a small sum that fits. */
+    r = (oc_kernel_resources){32, SIZE_MAX - 2047, 0, 0, 0};
+    CHECK(oc_launch_check(a, &r, 128, 4096, &v) == OC_OK && !v.fits);
     /* More registers than a thread may have: nothing fits. */
-    r = (oc_kernel_resources){256, 0, 0, 0};
+    r = (oc_kernel_resources){256, 0, 0, 0, 0};
     CHECK(oc_launch_check(a, &r, 32, 0, &v) == OC_OK);
     CHECK(!v.fits);
     CHECK_EQ_I64(v.largest_block, 0);

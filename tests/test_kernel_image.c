@@ -159,6 +159,32 @@ static void test_compressed_ptx_entry(void)
     }
 }
 
+/* A zstd frame may state any size: a 16-byte frame stating 1 GiB (a bomb: a gigabyte of zeros
+ * compresses to a few dozen bytes) is refused before anything is allocated or decompressed. */
+static void test_zstd_bomb(void)
+{
+    static const unsigned char frame[16] = {0x28, 0xB5, 0x2F, 0xFD,             /* magic */
+                                            0xE0,                               /* 8-byte content size, one segment */
+                                            0,    0,    0,    0x40, 0, 0, 0, 0, /* 2^30 */
+                                            0x01, 0,    0};                     /* the last block: raw, empty */
+    const size_t size = 16 + ENTRY_HEADER + sizeof frame;
+    unsigned char *image = calloc(1, size);
+    if (!image) return;
+    fatbin_header(image, 16, ENTRY_HEADER + sizeof frame);
+    unsigned char *e = image + 16;
+    entry_header(e, 2, ENTRY_HEADER, sizeof frame, 80, 0x8011); /* cubin, zstd */
+    put32(e + 16, (uint32_t)sizeof frame);                      /* the compressed size */
+    put64(e + 56, 1ULL << 30);
+    memcpy(e + ENTRY_HEADER, frame, sizeof frame);
+    oc_kernel_list list = {0};
+    oc_status st = resources(image, size, 80, &list);
+    /* Without libzstd the entry is refused as one that cannot be read here. */
+    CHECK_MSG((st == OC_ERR_INPUT && says("states 1073741824 bytes from 16 stored")) ||
+                  (st == OC_ERR_UNSUPPORTED && says("libzstd")),
+              "status %d: %s", (int)st, oc_context_last_error(ctx));
+    oc_kernel_list_clear(&list);
+}
+
 /* A PTX entry whose architecture field no GPU has went to ptxas as -arch=sm_12345, which
  * refused it as a toolkit that cannot compile it (exit 1): it is bad input, as a PTX file's
  * unknown .target is (finding_ptx_entry_unknown_arch.fatbin). */
@@ -316,6 +342,7 @@ int main(void)
     if (oc_context_create(&ctx) != OC_OK) return 1;
     test_sizes_past_the_end();
     test_compressed_ptx_entry();
+    test_zstd_bomb();
     test_ptx_entry_unknown_arch();
     test_ptx_launch_bounds();
     test_ptxas_report_registers();

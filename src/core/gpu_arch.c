@@ -107,6 +107,7 @@ static int reg_warp_limit(const oc_gpu_arch *a, int regs_per_thread)
 typedef struct fit {
     int warps;                                 /* warps in the block */
     int kernel_limit;                          /* threads per block the kernel itself allows */
+    int other_size;                            /* the kernel requires another block size (.reqntid) */
     int per_warp;                              /* registers per warp */
     int warp_limit_regs;                       /* warps per block (and per SM) the registers allow */
     size_t smem_block;                         /* static + dynamic shared memory of one block */
@@ -126,7 +127,8 @@ static void evaluate(const oc_gpu_arch *a, const oc_kernel_resources *r, int blo
         f->kernel_limit = r->max_threads_per_block;
     f->per_warp = r->regs_per_thread > 0 ? regs_per_warp(a, r->regs_per_thread) : 0;
     f->warp_limit_regs = reg_warp_limit(a, r->regs_per_thread);
-    f->smem_block = r->static_smem + dyn_smem;
+    /* Saturated: a damaged size cannot wrap to a small sum that fits. */
+    f->smem_block = r->static_smem > SIZE_MAX / 2 || dyn_smem > SIZE_MAX / 2 ? SIZE_MAX / 2 : r->static_smem + dyn_smem;
     f->smem_alloc = round_up_size(f->smem_block + a->smem_reserved_per_block, a->smem_alloc_unit);
     f->smem_limit = f->smem_block > a->smem_per_block ? a->smem_per_block_optin : a->smem_per_block;
 
@@ -138,6 +140,11 @@ static void evaluate(const oc_gpu_arch *a, const oc_kernel_resources *r, int blo
 
     if (block > f->kernel_limit) {
         f->limiter = f->kernel_limit < a->max_threads_per_block ? "launch bounds" : "threads";
+        return;
+    }
+    if (r->required_threads > 0 && block != r->required_threads) {
+        f->other_size = 1;
+        f->limiter = "launch bounds";
         return;
     }
     /* The first limit that reaches the minimum names the limiter: registers before shared memory
@@ -160,15 +167,21 @@ static int block_fits(const oc_gpu_arch *a, const oc_kernel_resources *r, int bl
 {
     fit f;
     evaluate(a, r, block, dyn_smem, &f);
-    return block <= f.kernel_limit && f.blocks_per_sm > 0;
+    return block <= f.kernel_limit && !f.other_size && f.blocks_per_sm > 0;
 }
 
 int oc_launch_largest_block(const oc_gpu_arch *a, const oc_kernel_resources *r, size_t dyn_smem)
 {
-    for (int block = a->max_threads_per_block / 32 * 32; block >= 32; block -= 32)
+    /* A block's registers and shared memory grow with its warps alone, so the largest block
+     * is the kernel's own limit when it fits (a .maxntid of 100 launches 100 threads), else
+     * the largest whole number of warps under it that fits, else a part of one warp. */
+    if (r->required_threads > 0) return block_fits(a, r, r->required_threads, dyn_smem) ? r->required_threads : 0;
+    int limit = a->max_threads_per_block;
+    if (r->max_threads_per_block > 0 && r->max_threads_per_block < limit) limit = r->max_threads_per_block;
+    if (block_fits(a, r, limit, dyn_smem)) return limit;
+    for (int block = (limit - 1) / 32 * 32; block >= 32; block -= 32)
         if (block_fits(a, r, block, dyn_smem)) return block;
-    /* A launch bound under a warp (.maxntid 8) still launches up to its bound. */
-    for (int block = 31; block >= 1; --block)
+    for (int block = limit < 31 ? limit - 1 : 31; block >= 1; --block)
         if (block_fits(a, r, block, dyn_smem)) return block;
     return 0;
 }
@@ -223,6 +236,8 @@ static void explain(const oc_gpu_arch *a, const oc_kernel_resources *r, int bloc
     if (v->fits) {
         say(v, "fits: %d block(s) per SM (limited by %s), occupancy %.0f%%\n", v->blocks_per_sm, v->limiter,
             v->occupancy * 100.0);
+    } else if (f->other_size) {
+        say(v, "does not launch: the kernel requires blocks of exactly %d threads (.reqntid)\n", r->required_threads);
     } else if (strcmp(v->limiter, "registers") == 0) {
         say(v, "does not fit: %d warps > %d warps the registers allow\n", f->warps, f->warp_limit_regs);
     } else if (strcmp(v->limiter, "shared memory") == 0) {
@@ -246,7 +261,7 @@ oc_status oc_launch_check(const oc_gpu_arch *arch, const oc_kernel_resources *r,
     memset(v, 0, sizeof *v);
     fit f;
     evaluate(arch, r, block, dyn_smem, &f);
-    v->fits = block <= f.kernel_limit && f.blocks_per_sm > 0;
+    v->fits = block <= f.kernel_limit && !f.other_size && f.blocks_per_sm > 0;
     v->blocks_per_sm = v->fits ? f.blocks_per_sm : 0;
     v->occupancy = (double)(v->blocks_per_sm * f.warps) / arch->max_warps_per_sm;
     v->largest_block = oc_launch_largest_block(arch, r, dyn_smem);

@@ -41,13 +41,14 @@ typedef struct oc_kernel_resources {
     size_t static_smem;
     size_t local_bytes;        /* spill/stack per thread */
     int max_threads_per_block; /* the kernel's own limit (launch bounds), 0 = the arch's */
+    int required_threads;      /* .reqntid: the one block size that launches, 0 = any */
 } oc_kernel_resources;
 
 typedef struct oc_launch_verdict {
     int fits;               /* the block of `block` threads can launch */
     int blocks_per_sm;      /* resident blocks per SM at that size (0 if it does not fit) */
     double occupancy;       /* resident warps / max warps per SM */
-    int largest_block;      /* the largest block (multiple of 32) that fits */
+    int largest_block;      /* the largest block that fits (a .reqntid kernel's own size) */
     int reg_cap_for_block;  /* the register cap that makes `block` fit, 0 if none helps */
     char limiter[64];       /* "registers", "shared memory", "threads", "warps", "blocks" */
     char explanation[1024]; /* the arithmetic, several lines */

@@ -96,11 +96,21 @@ static void visit_kernel(void *user, int attr, const unsigned char *v, size_t le
         if (product == 0 || product > 1024) return;
         int threads = (int)product;
         if (attr == EIATTR_MAX_THREADS) e->maxntid = threads;
-        else e->reqntid = threads;
+        else e->reqntid = e->res.required_threads = threads; /* no other size launches */
         /* A block larger than either does not launch. */
         if (e->launch_bounds == 0 || threads < e->launch_bounds)
             e->launch_bounds = e->res.max_threads_per_block = threads;
     }
+}
+
+/* The kernel of this cubin (entries from first on) named name: a kernel of the same name in
+ * an earlier cubin of the list (the same template in two translation units, or sm_90 beside
+ * sm_90a) is another copy, whose sections these are not. */
+static oc_kernel_entry *find_new(oc_kernel_list *list, int first, const char *name)
+{
+    for (int i = first; i < list->count; i++)
+        if (strcmp(list->items[i].name, name) == 0) return &list->items[i];
+    return NULL;
 }
 
 /* "<prefix><kernel>" section name test. */
@@ -141,6 +151,17 @@ oc_status oc_cubin_resources(oc_context *ctx, const char *display, const unsigne
         symbol_kernel[k] = out->count - 1;
     }
 
+    /* A cubin with a .nv.shared.reserved.* section (sm_90 from CUDA 12.8 on) counts the
+     * block's reserved shared memory inside each kernel's .nv.shared.<kernel>, which the driver
+     * leaves out of the kernel's static figure (it adds the reserve itself, as the launch
+     * arithmetic here does). */
+    int reserved_inside = 0;
+    for (i = 1; i < elf.shnum; i++) {
+        oc_elf_section s;
+        if (oc_elf_section_at(&elf, i, &s) == 0 && suffix_after(s.name, ".nv.shared.reserved.")) reserved_inside = 1;
+    }
+    const oc_gpu_arch *arch = oc_gpu_arch_find(out->code_cc);
+    const size_t reserve = reserved_inside && arch ? arch->smem_reserved_per_block : 0;
     for (i = 1; i < elf.shnum; i++) {
         oc_elf_section s;
         if (oc_elf_section_at(&elf, i, &s) != 0) continue;
@@ -149,25 +170,25 @@ oc_status oc_cubin_resources(oc_context *ctx, const char *display, const unsigne
         if (strcmp(s.name, ".nv.info") == 0 && s.data) {
             global_attrs g = {out, symbol_kernel, symbols};
             walk_nv_info(&s, visit_global, &g);
-        } else if ((kernel = suffix_after(s.name, ".nv.info.")) && s.data &&
-                   (e = oc_kernel_list_find(out, kernel, strlen(kernel)))) {
+        } else if ((kernel = suffix_after(s.name, ".nv.info.")) && s.data && (e = find_new(out, first_new, kernel))) {
             walk_nv_info(&s, visit_kernel, e);
-        } else if ((kernel = suffix_after(s.name, ".nv.shared.")) &&
-                   (e = oc_kernel_list_find(out, kernel, strlen(kernel)))) {
-            e->res.static_smem = s.size;
-        } else if ((kernel = suffix_after(s.name, ".nv.constant0.")) &&
-                   (e = oc_kernel_list_find(out, kernel, strlen(kernel)))) {
+        } else if ((kernel = suffix_after(s.name, ".nv.shared.")) && (e = find_new(out, first_new, kernel))) {
+            e->res.static_smem = s.size > reserve ? s.size - reserve : 0;
+        } else if ((kernel = suffix_after(s.name, ".nv.constant0.")) && (e = find_new(out, first_new, kernel))) {
             e->const_bytes = (int64_t)s.size;
-        } else if ((kernel = suffix_after(s.name, ".text.")) &&
-                   (e = oc_kernel_list_find(out, kernel, strlen(kernel))) && e->res.regs_per_thread == 0) {
+        } else if ((kernel = suffix_after(s.name, ".text.")) && (e = find_new(out, first_new, kernel)) &&
+                   e->res.regs_per_thread == 0) {
             e->res.regs_per_thread = (int)(s.info >> 24); /* older cubins; EIATTR_REGCOUNT wins */
         }
     }
     /* A count past what any GPU gives a thread is a damaged file, and the launch arithmetic
      * (registers x 32 x warps) assumes counts the hardware can have. */
     int max_regs = 0;
-    for (int a = 0; oc_gpu_arch_at(a); a++)
+    size_t max_smem = 0;
+    for (int a = 0; oc_gpu_arch_at(a); a++) {
         if (oc_gpu_arch_at(a)->max_regs_per_thread > max_regs) max_regs = oc_gpu_arch_at(a)->max_regs_per_thread;
+        if (oc_gpu_arch_at(a)->smem_per_block_optin > max_smem) max_smem = oc_gpu_arch_at(a)->smem_per_block_optin;
+    }
     for (int k = first_new; k < out->count && st == OC_OK; k++) {
         int regs = out->items[k].res.regs_per_thread;
         if (regs <= 0)
@@ -177,6 +198,10 @@ oc_status oc_cubin_resources(oc_context *ctx, const char *display, const unsigne
             st = oc_fail(ctx, OC_ERR_INPUT,
                          "%s: kernel %s claims %d registers per thread; no GPU gives a thread more than %d", display,
                          out->items[k].name, regs, max_regs);
+        else if (out->items[k].res.static_smem > max_smem)
+            st = oc_fail(ctx, OC_ERR_INPUT,
+                         "%s: kernel %s claims %zu bytes of static shared memory; no GPU gives a block more than %zu",
+                         display, out->items[k].name, out->items[k].res.static_smem, max_smem);
     }
 cleanup:
     free(symbol_kernel);

@@ -95,7 +95,7 @@ static void render_directives(oc_text *t, const oc_inspect_report *r, const oc_i
     if (k->maxntid)
         n += (size_t)snprintf(line + n, sizeof line - n, ", .maxntid %d (no larger block launches)", k->maxntid);
     if (k->reqntid && n < sizeof line)
-        n += (size_t)snprintf(line + n, sizeof line - n, ", .reqntid %d (no larger block launches)", k->reqntid);
+        n += (size_t)snprintf(line + n, sizeof line - n, ", .reqntid %d (no other block size launches)", k->reqntid);
     if (k->minnctapersm && n < sizeof line)
         n += (size_t)snprintf(line + n, sizeof line - n, ", .minnctapersm %d", k->minnctapersm);
     if (k->maxnreg && n < sizeof line) {

@@ -297,6 +297,9 @@ static const zstd_api *zstd(void)
 /* The most bytes an LZ4 block of n bytes can decode to: a byte of a length run adds at most
  * 255 bytes of match, and the block's own tokens and literals are bounded by n. */
 #define LZ4_MOST_PER_BYTE 255
+/* The most a zstd entry is taken to expand: machine code and PTX compress a few times, never
+ * by hundreds. */
+#define ZSTD_MOST_PER_BYTE 256
 
 /* Whether e's stated uncompressed size is one its payload can produce: the bytes stored
  * when it is not compressed, at most LZ4_MOST_PER_BYTE times them for LZ4, and the frame's
@@ -306,8 +309,16 @@ static oc_status check_plain_size(oc_context *ctx, const char *path, const fat_e
     uint64_t most = e->payload_size;
     if (e->flags & FATBIN_FLAG_ZSTD) {
         unsigned long long frame = z->content_size(e->payload, e->payload_size);
-        /* ZSTD_CONTENTSIZE_UNKNOWN and _ERROR are the two largest values. */
+        /* ZSTD_CONTENTSIZE_UNKNOWN and _ERROR are the two largest values. A frame may state any
+         * size (a megabyte of zeros compresses to a few bytes): past ZSTD_MOST_PER_BYTE times
+         * its stored bytes, more than any GPU code compresses, it is a bomb, not code. */
         most = frame >= ~0ULL - 1 ? 0 : (uint64_t)frame;
+        if (e->payload_size <= (UINT64_MAX - 4096) / ZSTD_MOST_PER_BYTE &&
+            most > e->payload_size * ZSTD_MOST_PER_BYTE + 4096)
+            return oc_fail(ctx, OC_ERR_INPUT,
+                           "%s: the sm_%d entry's zstd frame states %llu bytes from %zu stored, more than %d times "
+                           "what GPU code compresses to: not decompressed",
+                           path, e->cc, (unsigned long long)most, e->payload_size, ZSTD_MOST_PER_BYTE);
     } else if (e->flags & FATBIN_FLAG_LZ4) {
         most = e->payload_size > (UINT64_MAX - 64) / LZ4_MOST_PER_BYTE ? UINT64_MAX
                                                                        : e->payload_size * LZ4_MOST_PER_BYTE + 64;

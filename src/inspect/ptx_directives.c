@@ -9,7 +9,7 @@
  *     )
  *     .maxntid 256, 1, 1                  at most 256 threads per block: a larger block does
  *                                         not launch, whatever the registers
- *     .reqntid 128, 1, 1                  exactly this block shape (a larger one does not launch)
+ *     .reqntid 128, 1, 1                  exactly this block shape (no other size launches)
  *     .minnctapersm 2                     ptxas caps registers so 2 such blocks fit on an SM
  *     .maxnreg 64                         register cap of this kernel; overrides -maxrregcount
  *     {
@@ -239,7 +239,7 @@ void oc_ptx_entry_directives(const char *text, size_t size, oc_kernel_list *list
             oc_kernel_entry *e = &list->items[i];
             if (strlen(e->name) != name.len || memcmp(e->name, name.at, name.len) != 0) continue;
             e->maxntid = d.maxntid;
-            e->reqntid = d.reqntid;
+            e->reqntid = e->res.required_threads = d.reqntid; /* no other block size launches */
             e->maxnreg = d.maxnreg;
             e->minnctapersm = d.minnctapersm;
             int bound = e->maxntid;

@@ -291,10 +291,14 @@ def test_thread_directives_bound_the_block(bounded, directive, threads):
         over = inspect_json(path, "--kernel", "bounded", "--block", str(threads + 1))["kernels"][0]
         assert over["verdict"]["fits"] is False and over["verdict"]["limiter"] == "launch bounds", kind
         assert over["verdict"]["reg_cap"] == 0, kind  # no register cap can help
+        # .reqntid is exact: a smaller block does not launch either (cuLaunchKernel refuses it)
+        under = inspect_json(path, "--kernel", "bounded", "--block", str(threads - 32))["kernels"][0]
+        assert under["verdict"]["fits"] is (directive == "maxntid"), kind
     k = inspect_json(str(bounded / "maxntid.ptx"))["kernels"][0]
     assert k["minnctapersm"] == 2
     text = run("inspect", str(bounded / f"{directive}.ptx"), "--no-gpu").stdout
-    assert f".{directive} {threads} (no larger block launches)" in text
+    what = "no larger block launches" if directive == "maxntid" else "no other block size launches"
+    assert f".{directive} {threads} ({what})" in text
 
 
 @needs_nvcc
@@ -381,3 +385,88 @@ def test_devices_without_gpu_describes_cpu():
         text = run("devices").stdout
         assert "no usable GPU" in text and "CPU:" in text
     expect_usage_error(run("devices", "--fast"), "--fast")
+
+
+SHARED_KERNELS = """
+template <int N> __global__ void __launch_bounds__(128) tk(float *o)
+{
+    __shared__ float s[N];
+    s[threadIdx.x] = 1;
+    __syncthreads();
+    o[threadIdx.x] = s[threadIdx.x ^ 1];
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def shared_copies(tmp_path_factory):
+    """An executable whose two translation units each hold the same template kernel (8 KiB of
+    static shared memory, at most 128 threads), and a cubin of them for sm_90."""
+    if NVCC is None:
+        pytest.skip("nvcc is not installed")
+    d = tmp_path_factory.mktemp("copies")
+    (d / "t.cuh").write_text(SHARED_KERNELS)
+    (d / "a.cu").write_text('#include "t.cuh"\n__global__ void __launch_bounds__(100) lb100(float *o) { o[0] = 2; }\n'
+                            'void a(float *o) { tk<2048><<<1, 128>>>(o); lb100<<<1, 100>>>(o); }\n')
+    (d / "b.cu").write_text('#include "t.cuh"\nvoid a(float *o);\n'
+                            'int main() { float *o = 0; a(o); tk<2048><<<1, 128>>>(o); return 0; }\n')
+    subprocess.run([NVCC, "-arch=sm_80", d / "a.cu", d / "b.cu", "-o", d / "app"], check=True, cwd=d)
+    subprocess.run([NVCC, "-arch=sm_90", "-cubin", d / "a.cu", "-o", d / "a90.cubin"], check=True, cwd=d)
+    return d
+
+
+def test_every_copy_of_a_kernel_gets_its_own_figures(shared_copies):
+    """Each cubin's sections name the kernels of that cubin: the second translation unit's copy
+    of tk<2048> has its 8 KiB and its bound of 128, as cuobjdump -res-usage shows, not the
+    defaults of a kernel whose sections went to the first copy."""
+    report = inspect_json(str(shared_copies / "app"), "--block", "256")
+    copies = [k for k in report["kernels"] if k["name"] == "_Z2tkILi2048EEvPf"]
+    assert len(copies) >= 1, report
+    for k in copies:
+        assert k["static_smem"] == 8192 and k["launch_bounds"] == 128, k
+        assert k["verdict"]["fits"] is False and k["verdict"]["limiter"] == "launch bounds", k
+
+
+def test_sm90_cubin_static_shared_memory_without_the_reserve(shared_copies):
+    """An sm_90 cubin of CUDA 12.8 on counts the block's 1 KiB reserve inside each kernel's
+    .nv.shared section; the static figure is the kernel's own, as ptxas -v and the driver give
+    it, and the PTX of the same kernel says the same."""
+    k = by_name(inspect_json(str(shared_copies / "a90.cubin")))["_Z2tkILi2048EEvPf"]
+    assert k["static_smem"] == 8192, k
+
+
+def test_a_bound_no_multiple_of_32_is_the_largest_block(shared_copies):
+    k = by_name(inspect_json(str(shared_copies / "a90.cubin"), "--kernel", "_Z5lb100Pf", "--block", "100"))
+    k = k["_Z5lb100Pf"]
+    assert k["max_threads_per_block"] == 100 and k["verdict"]["fits"] is True, k
+
+
+def test_a_damaged_shared_memory_size_is_refused(shared_copies, tmp_path):
+    """A cubin whose .nv.shared section claims more than any GPU gives a block (2^64 - 2048
+    wrapped the launch arithmetic to a small sum that 'fit') is a damaged file: exit 2."""
+    import struct
+    data = bytearray((shared_copies / "a90.cubin").read_bytes())
+    shoff, = struct.unpack_from("<Q", data, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3A)
+    names = struct.unpack_from("<Q", data, shoff + shstrndx * shentsize + 0x18)[0]
+    for i in range(shnum):
+        at = shoff + i * shentsize
+        name_at = names + struct.unpack_from("<I", data, at)[0]
+        name = bytes(data[name_at:data.index(0, name_at)])
+        if name.startswith(b".nv.shared._Z2tk"):
+            struct.pack_into("<Q", data, at + 0x20, 2**64 - 2048)
+            break
+    else:
+        pytest.fail("no .nv.shared section for the template kernel")
+    bad = tmp_path / "bad.cubin"
+    bad.write_bytes(bytes(data))
+    r = run("inspect", str(bad), "--no-gpu", "--block", "128", "--dyn-smem", "4096")
+    assert r.returncode == 2 and "bytes of static shared memory; no GPU gives a block more than" in r.stderr, r.stderr
+    assert len(r.stderr.splitlines()) == 1
+
+
+def test_no_dynamic_shared_memory_given_as_0(built):
+    """--dyn-smem 0 is the default spelled out (Python's dyn_smem=0): the same report."""
+    files, _ = built
+    assert inspect_json(str(files["cubin"]), "--block", "128", "--dyn-smem", "0") == \
+        inspect_json(str(files["cubin"]), "--block", "128")
