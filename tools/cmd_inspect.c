@@ -104,7 +104,8 @@ int oc_cmd_inspect(int argc, char **argv)
             int64_t bytes;
             double fraction = 0.0;
             if (m < 0) return OC_EXIT_USAGE;
-            if (cli_parse_size(value, &bytes, &fraction) != 0 || fraction != 0.0 || bytes < 0)
+            if (strcmp(value, "0") == 0) bytes = 0; /* none, as the default; a size is never 0 elsewhere */
+            else if (cli_parse_size(value, &bytes, &fraction) != 0 || fraction != 0.0 || bytes < 0)
                 return cli_usage_error("--dyn-smem must be a byte count, got '%s'", value);
             opts.dyn_smem = bytes;
         } else {

@@ -16,7 +16,7 @@ from typing import Any
 
 from . import _kernel_objects, _lib
 from ._options import INT_MAX, _integer, c_path
-from .errors import Error, check
+from .errors import Error, InputError, check
 
 _ctx_p = ctypes.c_void_p
 _out_p = ctypes.POINTER(ctypes.c_void_p)
@@ -85,6 +85,8 @@ def _inspect_options(block, arch, kernel, dyn_smem, maxrregcount, opt_level, use
     opts = InspectOptions()
     if block is not None:
         opts.block = _int_option("block", block)
+        if opts.block == 0:  # 0 is the C field's "no block given", not a size to judge
+            raise InputError("block size 0 is outside 1..1024 (pass block=None for no verdict)")
     if arch is not None:
         opts.arch = str(arch).encode()
     if kernel is not None:

@@ -242,7 +242,7 @@ def test_matmul_out_path_needs_the_npy_extension(tmp_path):
     assert np.array_equal(np.load(tmp_path / "m.NPY"), a @ a)
 
 
-@pytest.mark.parametrize("value", [2.7, True, 2**40])
+@pytest.mark.parametrize("value", [2.7, True, 2**40, 0])
 def test_inspect_integer_options_not_truncated(value):
     """inspect's integer options are integers in the C field's range: a float, a bool or a
     value past the field is refused rather than truncated or wrapped."""
