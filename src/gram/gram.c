@@ -481,7 +481,12 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
     st_out->algorithm = plan.use_sparse ? OC_ALGORITHM_SPARSE : OC_ALGORITHM_DENSE;
     {
         const double dense = backend == &oc_backend_cpu ? where.pred.cpu_seconds : where.pred.gpu_seconds;
-        const double predicted = plan.use_sparse ? plan.sparse_seconds : dense;
+        /* The sparse prediction is of its compute (what the choice weighs against the dense
+         * kernels); the job also pays the fixed costs and the memory it touches (the inputs
+         * read, the output written), which the cost model counts as for the dense path. */
+        double fixed = 0;
+        for (int k = 0; k < OC_COST_FIXED_TERMS; ++k) fixed += where.pred.fixed[k];
+        const double predicted = plan.use_sparse ? plan.sparse_seconds + fixed + where.pred.cpu_memory : dense;
         st_out->predicted_seconds = predicted > 0 && isfinite(predicted) ? predicted : 0;
     }
     if (plan.use_sparse) {

@@ -4,9 +4,9 @@
  * The dense path's kernel rates come from the cost model's table (cost.h: measured and cached
  * per machine, or its defaults), and on a GPU its whole prediction. The sparse path's
  * per-operation costs below are seconds per operation on one core, fitted to the 2-core
- * development VM (bench/RESULTS.md, "sparse path"); they only need to be right within a
- * factor of a few, since the two predictions differ by orders of magnitude wherever the
- * choice matters. Dense data never reaches the column counts: above MAX_SPARSE_DENSITY the
+ * development VM (bench/RESULTS.md, "sparse path" and "the sparse path's prediction"): the
+ * choice needs them right within a factor of a few, since the two predictions differ by
+ * orders of magnitude wherever it matters, and the job's reported prediction within 2x. Dense data never reaches the column counts: above MAX_SPARSE_DENSITY the
  * sparse path cannot win (every row pair shares columns), and counting would cost a pass
  * over every set bit.
  */
@@ -24,13 +24,15 @@
 #define SAMPLE_ROWS 4096       /* rows whose popcounts estimate the density when none are known */
 #define SAMPLE_WORDS (1 << 19) /* ... and at most this many 64-bit words of them (4 MiB) */
 #define SAMPLE_MIN_ROWS 256
-#define COST_PAIR_UPDATE 2.0e-9   /* one scattered increment of a row's accumulator, and its candidate */
-#define COST_HUB_WORD 0.5e-9      /* one hub word of one row pair: AND, popcount, the candidate test */
-#define HUB_SWEEP_PRUNED 0.05     /* share of hub pairs a size-filtered sweep visits (top-k, threshold) */
-#define COST_SPARSE_ROW 2.0e-7    /* per row: lists, sorting a row's pairs, clearing */
-#define COST_ONE 1.0e-8           /* per set bit: the column lists built from the packed rows */
-#define COST_FULL_ELEMENT 1.5e-9  /* sparse: a result element of a full row (dense output, hamming) */
-#define COST_DENSE_ELEMENT 0.4e-9 /* dense: a result element through the epilogue and selection */
+#define COST_PAIR_UPDATE 1.5e-9    /* one scattered increment of a row's accumulator, and its candidate */
+#define COST_PAIR_UPDATE_TOPK 6e-9 /* ... when the candidate then competes for the row's top-k list */
+#define COST_HUB_WORD 0.5e-9       /* one hub word of one row pair: AND, popcount, the candidate test */
+#define HUB_SWEEP_PRUNED 0.05      /* share of hub pairs a size-filtered sweep visits (top-k, threshold) */
+#define COST_SPARSE_ROW 8.5e-7     /* per row: lists, sorting a row's pairs, clearing */
+#define COST_ONE 4.0e-8            /* per set bit: the column lists built from the packed rows */
+#define COST_ROW_ONE 2.3e-7        /* per set bit of a row: reaching its column's list (a cache miss) */
+#define COST_FULL_ELEMENT 6.0e-9   /* sparse: a result element of a full row (dense output, hamming) */
+#define COST_DENSE_ELEMENT 0.4e-9  /* dense: a result element through the epilogue and selection */
 
 /* Whether the sparse path can restrict itself to pairs that share a column: the selection
  * drops every pair with a count of 0 (except jaccard's empty pairs, which it lists
@@ -92,11 +94,12 @@ static oc_status plan_hubs(oc_context *ctx, const oc_gram_job *job, const int64_
      * where no score can pass (sparse_rows.h): they visit a small share of the hub pairs. */
     const int pruned = !needs_full_rows(job) && sweep_prunes(job->metric);
     const double hub_word = COST_HUB_WORD * (pruned ? HUB_SWEEP_PRUNED : 1.0);
+    const double pair_update = job->opts->topk > 0 ? COST_PAIR_UPDATE_TOPK : COST_PAIR_UPDATE;
     double best = INFINITY, rest = total, miss_a = 1.0, miss_b = 1.0;
     int64_t best_h = 0;
     for (int64_t h = 0; h <= OC_SPARSE_MAX_HUBS && h <= m; ++h) {
         double ra = rows_with_any((double)job->n, miss_a), rb = rows_with_any((double)job->p, miss_b);
-        double cost = rest * COST_PAIR_UPDATE + ra * rb * (double)((h + 63) / 64) * hub_word;
+        double cost = rest * pair_update + ra * rb * (double)((h + 63) / 64) * hub_word;
         if (cost < best) {
             best = cost, best_h = h;
             plan->pair_updates = rest, plan->hub_rows_a = ra, plan->hub_rows_b = rb;
@@ -124,9 +127,9 @@ static oc_status plan_hubs(oc_context *ctx, const oc_gram_job *job, const int64_
     }
     free(cw);
     double rows = (double)job->n, elements = needs_full_rows(job) ? rows * (double)job->p : 0.0;
-    plan->sparse_seconds =
-        (best + (plan->ones_a + plan->ones_b) * COST_ONE + rows * COST_SPARSE_ROW + elements * COST_FULL_ELEMENT) /
-        threads;
+    plan->sparse_seconds = (best + (plan->ones_a + plan->ones_b) * COST_ONE + plan->ones_a * COST_ROW_ONE +
+                            rows * COST_SPARSE_ROW + elements * COST_FULL_ELEMENT) /
+                           threads;
     return OC_OK;
 }
 
