@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/c_locale.h"
 #include "core/after_job.h"
 #include "core/error.h"
 
@@ -193,7 +194,7 @@ oc_status oc_fail_at(oc_context *ctx, oc_status status, const char *file, int li
     char raw[OC_MESSAGE_MAX]; /* one buffer on the stack: a caller may run on 64 KiB */
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(raw, sizeof raw, fmt, ap);
+    oc_vsnprintf(raw, sizeof raw, fmt, ap);
     va_end(ap);
     /* The message is one line of text by contract: a newline or tab a formatted value brought
      * in (a compiler's log) becomes a blank, and every other byte a terminal would act on (a

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/c_locale.h"
 #include "core/error.h"
 
 static int reserve(oc_text *t, size_t more)
@@ -29,11 +30,11 @@ void oc_text_printf(oc_text *t, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
+    int n = oc_vsnprintf(NULL, 0, fmt, ap); /* numbers with '.', whatever the caller's locale */
     va_end(ap);
     if (n < 0 || !reserve(t, (size_t)n)) return;
     va_start(ap, fmt);
-    vsnprintf(t->data + t->len, (size_t)n + 1, fmt, ap);
+    oc_vsnprintf(t->data + t->len, (size_t)n + 1, fmt, ap);
     va_end(ap);
     t->len += (size_t)n;
 }

@@ -33,6 +33,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/c_locale.h"
 #include "core/gpu_probe.h"
 #include "core/threads.h"
 #include "cost/cost.h"
@@ -217,7 +218,7 @@ static int valid_value_line(const char *line)
     if (sscanf(line, "%63s %n", name, &at) != 1 || at == 0) return 0;
     /* The whole number, and nothing after it: a line cut short ("3.3e") is no rate. */
     char *end;
-    const double v = strtod(line + at, &end);
+    const double v = oc_strtod(line + at, &end);
     if (end == line + at || !isfinite(v) || v <= 0) return 0;
     while (*end == ' ' || *end == '\t' || *end == '\r') ++end;
     if (*end != '\0') return 0;
@@ -318,8 +319,9 @@ int oc_cost_cache_load(const char *path, const char *key, oc_cost_rates *r)
         found = 1;
         for (char *line = f.s[i].body; line && *line;) {
             char name[64];
-            double v;
-            if (sscanf(line, "%63s %lf", name, &v) == 2) {
+            int at = 0;
+            double v = 0;
+            if (sscanf(line, "%63s %n", name, &at) == 1 && at > 0 && (v = oc_strtod(line + at, NULL)) > 0) {
                 if (strcmp(name, isa_field) == 0) {
                     r->cpu[OC_COST_BIT_MAC] = v;
                     r->measured |= OC_COST_M_CPU_BITS;
@@ -398,12 +400,12 @@ static int store(const char *path, const char *key, const oc_cost_rates *r, unsi
         double v = *field_ptr(rw, &fields[k]);
         unsigned bit, *mask = op_mask(rw, &fields[k], &bit);
         if (!(r->measured & fields_mask & fields[k].bit) || !(v > 0) || (mask && !(*mask & bit))) continue;
-        snprintf(line, sizeof line, "%s %.6g", fields[k].name, v);
+        oc_snprintf(line, sizeof line, "%s %.6g", fields[k].name, v);
         ok |= append_line(&mine, line);
     }
     if (r->measured & fields_mask & OC_COST_M_CPU_BITS) {
-        snprintf(line, sizeof line, "cpu_bit_macs.%s %.6g", r->cpu_isa[0] ? r->cpu_isa : "ref",
-                 r->cpu[OC_COST_BIT_MAC]);
+        oc_snprintf(line, sizeof line, "cpu_bit_macs.%s %.6g", r->cpu_isa[0] ? r->cpu_isa : "ref",
+                    r->cpu[OC_COST_BIT_MAC]);
         ok |= append_line(&mine, line);
     }
     int old = -1;
@@ -466,7 +468,7 @@ double oc_cost_cache_value(const char *path, const char *key, const char *name)
     double v = 0;
     for (int i = 0; i < f.count; ++i) {
         const char *l = strcmp(f.s[i].key, key) == 0 ? section_line(&f.s[i], name) : NULL;
-        if (l) v = strtod(l + strlen(name) + 1, NULL);
+        if (l) v = oc_strtod(l + strlen(name) + 1, NULL);
     }
     cache_file_free(&f);
     return v > 0 && isfinite(v) ? v : 0;
@@ -475,7 +477,8 @@ double oc_cost_cache_value(const char *path, const char *key, const char *name)
 int oc_cost_cache_store_value(const char *path, const char *key, const char *name, double value)
 {
     char line[LINE_MAX_LEN];
-    if (!(value > 0) || !isfinite(value) || snprintf(line, sizeof line, "%s %.6g", name, value) >= (int)sizeof line) {
+    if (!(value > 0) || !isfinite(value) ||
+        oc_snprintf(line, sizeof line, "%s %.6g", name, value) >= (int)sizeof line) {
         errno = EINVAL;
         return -1;
     }

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/c_locale.h"
 #include "core/error.h"
 
 oc_status oc_size_parse(const char *text, int64_t *bytes, double *fraction)
@@ -18,7 +19,7 @@ oc_status oc_size_parse(const char *text, int64_t *bytes, double *fraction)
     if (!text || !*text || !bytes || !fraction) return OC_ERR_INVALID_ARGUMENT;
     char *end;
     errno = 0;
-    double v = strtod(text, &end);
+    double v = oc_strtod(text, &end);
     /* A decimal number only: strtod alone also takes leading blanks, hexadecimal ("0x10"),
      * "inf" and "nan", which no caller means as a size (Python's binding asks this parser). */
     const size_t number = (size_t)(end - text);

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/c_locale.h"
 #include "core/after_job.h"
 #include "core/error.h"
 #include "core/context.h"
@@ -60,8 +61,8 @@ int oc_cuda_device_count(void)
 static const char *shortest(double v, char buf[32])
 {
     for (int digits = 6; digits <= 17; ++digits) {
-        snprintf(buf, 32, "%.*g", digits, v);
-        if (strtod(buf, NULL) == v) break;
+        oc_snprintf(buf, 32, "%.*g", digits, v);
+        if (oc_strtod(buf, NULL) == v) break;
     }
     return buf;
 }

@@ -18,6 +18,7 @@
  * or more: the tests' crash at a chosen point.
  */
 #include "gram/gram_resume.h"
+#include "core/c_locale.h"
 #include "gram/gram_resume_parts.h"
 
 #include <errno.h>
@@ -195,7 +196,7 @@ oc_status oc_resume_start(oc_context *ctx, const oc_gram_job *job, const oc_outp
     r->elem = oc_dtype_size(job->dtype);
     r->uncommitted_off = -1;
     const char *iv = getenv("OUTCORE_RESUME_INTERVAL"), *kill_after = getenv("OUTCORE_RESUME_KILL_AFTER");
-    r->interval = iv && *iv ? strtod(iv, NULL) : INTERVAL_DEFAULT;
+    r->interval = iv && *iv ? oc_strtod(iv, NULL) : INTERVAL_DEFAULT;
     r->kill_after = kill_after && *kill_after ? strtoll(kill_after, NULL, 10) : 0;
     r->last = oc_now();
     for (int d = 0; d < OC_MAX_LOGICAL_DEVICES; ++d) r->parts[d].last = r->last;

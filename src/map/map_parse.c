@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/c_locale.h"
 #include "core/error.h"
 #include "map/map_expr.h"
 
@@ -218,7 +219,7 @@ static int number_text(parser *p, int pos, const char *buf)
     oc_map_node n0 = {.op = MOP_CONST, .a = -1, .b = -1, .c = -1, .pos = pos, .input = -1, .type = -1, .otype = -1};
     if (is_float) {
         n0.weak = MW_FLOAT;
-        n0.value.f = strtod(buf, &end);
+        n0.value.f = oc_strtod(buf, &end);
     } else {
         n0.weak = MW_INT;
         int base = 10;

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/c_locale.h"
 #include "core/error.h"
 #include "core/text_buf.h"
 #include "core/threads.h"
@@ -106,11 +107,11 @@ static oc_status describe_job(oc_context *ctx, const oc_matmul_job *job, const o
 static char *describe_options(const oc_matmul_options *o)
 {
     char line[512];
-    snprintf(line, sizeof line,
-             "--backend %s --host-mem %" PRId64 " --gpu-mem %" PRId64 " --gpu-mem-fraction %g --tile %" PRId64
-             " --devices %s --device %d --threads %d",
-             oc_backend_name(o->backend), o->host_mem_bytes, o->gpu_mem_bytes, o->gpu_mem_fraction, o->tile,
-             o->devices && *o->devices ? o->devices : "-", o->device, oc_threads_resolve(o->threads));
+    oc_snprintf(line, sizeof line,
+                "--backend %s --host-mem %" PRId64 " --gpu-mem %" PRId64 " --gpu-mem-fraction %g --tile %" PRId64
+                " --devices %s --device %d --threads %d",
+                oc_backend_name(o->backend), o->host_mem_bytes, o->gpu_mem_bytes, o->gpu_mem_fraction, o->tile,
+                o->devices && *o->devices ? o->devices : "-", o->device, oc_threads_resolve(o->threads));
     return strdup(line);
 }
 
@@ -197,7 +198,7 @@ oc_status oc_mm_resume_start(oc_context *ctx, const oc_matmul_job *job, const oc
     }
     pthread_mutex_init(&r->lock, NULL);
     const char *iv = getenv("OUTCORE_RESUME_INTERVAL"), *kill_after = getenv("OUTCORE_RESUME_KILL_AFTER");
-    r->interval = iv && *iv ? strtod(iv, NULL) : INTERVAL_DEFAULT;
+    r->interval = iv && *iv ? oc_strtod(iv, NULL) : INTERVAL_DEFAULT;
     r->kill_after = kill_after && *kill_after ? strtoll(kill_after, NULL, 10) : 0;
     r->last = oc_now();
     r->out_path = c->path;
@@ -300,7 +301,7 @@ static void option_shown(const char *opt, size_t len, char *out, size_t size)
     const int fraction = strcmp(text, "--gpu-mem-fraction") == 0;
     if (strcmp(value, "0") == 0 || strcmp(value, "-") == 0)
         snprintf(out, size, "no %s", fraction ? "--gpu-mem percentage" : text);
-    else if (fraction) snprintf(out, size, "--gpu-mem %g%%", strtod(value, NULL) * 100.0);
+    else if (fraction) oc_snprintf(out, size, "--gpu-mem %g%%", oc_strtod(value, NULL) * 100.0);
     else snprintf(out, size, "%s %s", text, value);
 }
 

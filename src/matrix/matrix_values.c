@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/c_locale.h"
 #include "core/error.h"
 #include "matrix/matrix.h"
 #include "matrix/matrix_build.h"
@@ -94,8 +95,8 @@ static const char *value_text(const unsigned char *row, int type, int64_t col, c
     }
     const double v = value_at(row, type, col);
     for (int digits = 1; digits <= 17; ++digits) {
-        snprintf(buf, 40, "%.*g", digits, v);
-        if (type == OC_MAP_FLOAT32 ? strtof(buf, NULL) == (float)v : strtod(buf, NULL) == v) break;
+        oc_snprintf(buf, 40, "%.*g", digits, v);
+        if (type == OC_MAP_FLOAT32 ? oc_strtof(buf, NULL) == (float)v : oc_strtod(buf, NULL) == v) break;
     }
     return buf;
 }

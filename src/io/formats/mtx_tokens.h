@@ -11,6 +11,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/c_locale.h"
+
 #define MTX_MAX_TOKENS 6
 
 typedef struct token {
@@ -81,7 +83,7 @@ static inline mtx_value classify_value(const token *t, int real)
     memcpy(buf, t->s, t->len);
     buf[t->len] = '\0';
     char *end;
-    double v = strtod(buf, &end);
+    double v = oc_strtod(buf, &end);
     if (end != buf + t->len || v != v) return VALUE_NOT_A_NUMBER; /* NaN is no answer to "is it a one" */
     return v == 0.0 ? VALUE_ZERO : v == 1.0 ? VALUE_ONE : VALUE_OTHER;
 }

@@ -29,6 +29,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/c_locale.h"
 #include "core/error.h"
 #include "io/crc32.h"
 #include "io/io.h"
@@ -101,7 +102,7 @@ static char *put_score(char *p, oc_dtype dtype, const void *values, int64_t i)
 {
     switch (dtype) {
     case OC_DTYPE_FLOAT32:
-        return p + sprintf(p, "%.9g", (double)((const float *)values)[i]);
+        return p + oc_snprintf(p, 32, "%.9g", (double)((const float *)values)[i]); /* '.' in any locale */
     case OC_DTYPE_UINT16:
         return put_i64(p, ((const uint16_t *)values)[i]);
     default:

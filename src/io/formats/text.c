@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/c_locale.h"
 #include "core/error.h"
 #include "matrix/matrix.h"
 #include "io/io.h"
@@ -48,7 +49,7 @@ static int parse_value(const char *t, size_t len, int binarize, int *one)
     memcpy(buf, t, len);
     buf[len] = '\0';
     char *end;
-    double v = strtod(buf, &end);
+    double v = oc_strtod(buf, &end);
     if (end != buf + len || v != v) return 0;
     *one = v != 0.0;
     return 1;
