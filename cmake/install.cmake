@@ -42,10 +42,12 @@ endfunction()
 
 # ---------------------------------------------------------------- the CLI and the libraries
 oc_install_relpath(oc_bin_to_lib "${CMAKE_INSTALL_BINDIR}" "${CMAKE_INSTALL_LIBDIR}")
+# The installed library's folder first, then the CLI's own (the build tree's layout: the
+# CLI is built with this RUNPATH, CMakeLists.txt).
 if(IS_ABSOLUTE "${oc_bin_to_lib}")
-  set_target_properties(outcore_cli PROPERTIES INSTALL_RPATH "${oc_bin_to_lib}")
+  set_target_properties(outcore_cli PROPERTIES INSTALL_RPATH "${oc_bin_to_lib};$ORIGIN")
 else()
-  set_target_properties(outcore_cli PROPERTIES INSTALL_RPATH "$ORIGIN/${oc_bin_to_lib}")
+  set_target_properties(outcore_cli PROPERTIES INSTALL_RPATH "$ORIGIN/${oc_bin_to_lib};$ORIGIN")
 endif()
 
 install(TARGETS outcore_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runtime)
