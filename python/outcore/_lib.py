@@ -21,8 +21,9 @@ def _candidates():
     """Where the library may be, in the order documented in docs/python.md."""
     env = os.environ.get("OUTCORE_LIBRARY")
     if env:
-        # An explicit choice is never silently replaced by another copy.
-        return [Path(env)], True
+        # An explicit choice is never silently replaced by another copy: the name is made
+        # absolute, since a name without a '/' would be looked for on the loader's path.
+        return [Path(env).absolute()], True
     # The wheel installs outcore/lib/liboutcore.so.<major> (cmake/wheel.cmake).
     beside = [p for pattern in ("lib/liboutcore.so*", "liboutcore.so*")
               for p in sorted(glob.glob(str(_HERE / pattern)), key=len)]

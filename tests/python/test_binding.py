@@ -603,3 +603,16 @@ def test_sparse_algorithm_on_a_file_left_in_place(rng, tmp_path):
     ref = outcore.gram(a, metric="jaccard", topk=5, algorithm="dense")
     for x, y, z in zip(s, d, ref):
         assert x.tobytes() == y.tobytes() == z.tobytes()
+
+
+def test_outcore_library_given_by_name_is_that_file(tmp_path):
+    """OUTCORE_LIBRARY=liboutcore.so names the file in the current folder, never a copy the
+    loader would find on its own path (a name without '/' goes to the loader's search)."""
+    import sys
+    lib = Path(os.environ.get("OUTCORE_LIBRARY") or outcore._lib.library_path).resolve()
+    env = dict(os.environ, OUTCORE_LIBRARY=lib.name, LD_LIBRARY_PATH=str(tmp_path))
+    (tmp_path / lib.name).write_bytes(b"not a library")  # what the loader's search would find first
+    code = "import outcore._lib as l; print(l.library_path)"
+    r = subprocess.run([sys.executable, "-c", code], cwd=lib.parent, env=env, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert Path(r.stdout.strip()) == lib.parent / lib.name
