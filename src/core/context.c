@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/c_locale.h"
+#include "core/text_buf.h"
 #include "core/after_job.h"
 #include "core/error.h"
 

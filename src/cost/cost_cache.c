@@ -33,7 +33,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/c_locale.h"
+#include "core/text_buf.h"
 #include "core/gpu_probe.h"
 #include "core/threads.h"
 #include "cost/cost.h"
@@ -42,20 +42,21 @@
 #define MAX_SECTIONS 64
 #define LINE_MAX_LEN 1024
 
-/* The named path, before the checks of oc_cost_cache_path_why. */
+/* The named path, before the checks of oc_cost_cache_path_why: 1, 0 when the cache is off
+ * or nothing names it, -1 when the name is longer than buf holds. */
 static int named_path(char *buf, size_t size)
 {
     const char *env = getenv("OUTCORE_COST_CACHE");
     if (env && *env) {
         if (strcmp(env, "off") == 0 || strcmp(env, "0") == 0) return 0;
-        return snprintf(buf, size, "%s", env) < (int)size;
+        return snprintf(buf, size, "%s", env) < (int)size ? 1 : -1;
     }
     const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
     int n;
     if (xdg && *xdg) n = snprintf(buf, size, "%s/outcore/rates.txt", xdg);
     else if (home && *home) n = snprintf(buf, size, "%s/.cache/outcore/rates.txt", home);
     else return 0;
-    return n > 0 && n < (int)size;
+    return n > 0 && n < (int)size ? 1 : -1;
 }
 
 static const char *file_kind(mode_t m)
@@ -71,7 +72,16 @@ static const char *file_kind(mode_t m)
 int oc_cost_cache_path_why(char *buf, size_t size, char *why, size_t why_size)
 {
     if (why_size) why[0] = '\0';
-    if (!named_path(buf, size)) return 0;
+    const int named = named_path(buf, size);
+    if (named < 0)
+        snprintf(why, why_size, "the rate cache's path is longer than %zu bytes: rates not measured nor stored",
+                 size - 1);
+    if (named <= 0) return 0;
+    if (buf[strlen(buf) - 1] == '/') {
+        snprintf(why, why_size, "the rate cache %.150s names a directory, not a file: rates not measured nor stored",
+                 buf);
+        return 0;
+    }
     /* The cache is a regular file, or none yet: anything else (a device, a FIFO, which would
      * block the open, a directory) is left alone, and so the cache is off. A symbolic link
      * names its target, which the cache is read from and renamed over, so a cache shared by a

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "core/c_locale.h"
+#include "core/text_buf.h"
 #include "core/error.h"
 
 oc_status oc_size_parse(const char *text, int64_t *bytes, double *fraction)

@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/c_locale.h"
 #include "core/after_job.h"
 #include "core/error.h"
 #include "core/context.h"

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "io/env.h"
 #include "core/error.h"
 #include "core/metric.h"
 #include "core/threads.h"
@@ -110,9 +111,15 @@ static oc_status plan_hubs(oc_context *ctx, const oc_gram_job *job, const int64_
         miss_b *= 1.0 - (double)cb[cw[h].col] / (double)job->p;
     }
     /* Tests force the split (any count gives the same bytes; hubs past 64 take a second word). */
-    const char *force = getenv("OUTCORE_SPARSE_HUBS");
-    if (force && *force) {
-        int64_t h = strtoll(force, NULL, 10), usable = 0;
+    int64_t h = 0;
+    const int forced = oc_env_whole("OUTCORE_SPARSE_HUBS", 0, OC_SPARSE_MAX_HUBS, &h);
+    if (forced < 0) {
+        free(cw);
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "OUTCORE_SPARSE_HUBS=%s: expected a whole number from 0 to %d",
+                       getenv("OUTCORE_SPARSE_HUBS"), OC_SPARSE_MAX_HUBS);
+    }
+    if (forced) {
+        int64_t usable = 0;
         while (usable < m && usable < OC_SPARSE_MAX_HUBS && cw[usable].w > 0) usable++;
         best_h = h < 0 ? 0 : h < usable ? h : usable;
     }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "io/env.h"
 #include "core/error.h"
 #include "core/threads.h"
 
@@ -68,8 +69,12 @@ oc_status oc_gram_dest_select_setup(oc_context *ctx, const oc_gram_options *o, c
                             .use_min_score = o->use_min_score,
                             .min_score = o->min_score,
                             .emit_user = dest};
-    const char *buffer = getenv("OUTCORE_PAIRS_BUFFER"); /* tests force spilling with a small value */
-    if (buffer && *buffer) cfg.buffer_bytes = strtoll(buffer, NULL, 10);
+    int64_t buffer = 0; /* tests force spilling with a small value */
+    const int buffer_set = oc_env_whole("OUTCORE_PAIRS_BUFFER", INT64_MIN, INT64_MAX, &buffer);
+    if (buffer_set < 0)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "OUTCORE_PAIRS_BUFFER=%s: expected a whole number of bytes",
+                       getenv("OUTCORE_PAIRS_BUFFER"));
+    if (buffer_set) cfg.buffer_bytes = buffer;
     /* Pairs wait in memory for at most a quarter of the host budget before they spill. */
     else if (job->host_budget / 4 < OC_SELECT_BUFFER_DEFAULT)
         cfg.buffer_bytes = job->host_budget / 4 > 0 ? job->host_budget / 4 : 1;

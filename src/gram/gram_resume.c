@@ -18,7 +18,7 @@
  * or more: the tests' crash at a chosen point.
  */
 #include "gram/gram_resume.h"
-#include "core/c_locale.h"
+#include "core/text_buf.h"
 #include "gram/gram_resume_parts.h"
 
 #include <errno.h>
@@ -43,7 +43,6 @@ enum { REC_TEMP = 1, REC_PLAN = 2, REC_TILE = 3, REC_TOPK = 4, REC_PAIRS = 5, RE
 enum { KIND_DENSE, KIND_TOPK, KIND_PAIRS };
 
 #define PAIRS_FLUSH_BYTES (64 << 20) /* buffered pairs records that force a checkpoint */
-#define INTERVAL_DEFAULT 2.0         /* seconds between checkpoints */
 
 typedef oc_journal_tile tile_crc;
 
@@ -184,6 +183,13 @@ oc_status oc_resume_start(oc_context *ctx, const oc_gram_job *job, const oc_outp
         free(jpath);
         return st;
     }
+    double interval;
+    int64_t kill_after;
+    oc_status env = oc_journal_env(ctx, &interval, &kill_after);
+    if (env != OC_OK) {
+        free(jpath);
+        return env;
+    }
     oc_resume *r = calloc(1, sizeof *r);
     char *text = NULL;
     oc_status st = OC_OK;
@@ -195,9 +201,8 @@ oc_status oc_resume_start(oc_context *ctx, const oc_gram_job *job, const oc_outp
     r->kind = job->opts->topk > 0 ? KIND_TOPK : job->opts->use_threshold ? KIND_PAIRS : KIND_DENSE;
     r->elem = oc_dtype_size(job->dtype);
     r->uncommitted_off = -1;
-    const char *iv = getenv("OUTCORE_RESUME_INTERVAL"), *kill_after = getenv("OUTCORE_RESUME_KILL_AFTER");
-    r->interval = iv && *iv ? oc_strtod(iv, NULL) : INTERVAL_DEFAULT;
-    r->kill_after = kill_after && *kill_after ? strtoll(kill_after, NULL, 10) : 0;
+    r->interval = interval;
+    r->kill_after = kill_after;
     r->last = oc_now();
     for (int d = 0; d < OC_MAX_LOGICAL_DEVICES; ++d) r->parts[d].last = r->last;
     size_t jl = strlen(jpath);

@@ -233,7 +233,7 @@ static oc_status run_capture(oc_context *ctx, char *const argv[], const run_limi
 /* "13.0" from `ptxas --version` into release (size bytes), "?" when it cannot be read. The
  * answer is kept per process for the ptxas it came from (a release read once is the same
  * later); a failed run is not kept, so a ptxas that failed once (a timeout on a loaded
- * machine) is asked again, and another ptxas (OUTCORE_PTXAS, a PATH) is asked its own. */
+ * machine) is asked again, and another ptxas (another PATH, or CUDA_HOME) is asked its own. */
 static const char *ptxas_release(const char *ptxas, char *release, size_t size)
 {
     static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "io/env.h"
 #include "core/error.h"
 #include "io/crc32.h"
 #include "io/io.h"
@@ -500,4 +501,18 @@ void oc_journal_input_changed(const char *have_job, const char *job_text, const 
              "%.*s: the input changed since the journal %s was written (its %s differs): its results so far "
              "are not this input's; remove the journal (outcore clean %s) to start over",
              nl, name, jpath, what, out_path);
+}
+
+oc_status oc_journal_env(oc_context *ctx, double *interval, int64_t *kill_after)
+{
+    *interval = OC_JOURNAL_INTERVAL_DEFAULT;
+    *kill_after = 0;
+    if (oc_env_seconds("OUTCORE_RESUME_INTERVAL", interval) < 0)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                       "OUTCORE_RESUME_INTERVAL=%s: expected seconds, a decimal number >= 0",
+                       getenv("OUTCORE_RESUME_INTERVAL"));
+    if (oc_env_whole("OUTCORE_RESUME_KILL_AFTER", 0, INT64_MAX, kill_after) < 0)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "OUTCORE_RESUME_KILL_AFTER=%s: expected a whole number >= 0",
+                       getenv("OUTCORE_RESUME_KILL_AFTER"));
+    return OC_OK;
 }

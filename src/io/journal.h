@@ -85,6 +85,13 @@ uint32_t oc_journal_job_crc(const oc_journal *j);
  * (OC_ERR_INPUT naming it and `what`): nothing is written or read through a planted link.
  * Sets *exists. */
 oc_status oc_journal_side_check(oc_context *ctx, const char *path, const char *what, int *exists);
+
+/* The seconds between two checkpoints of a resumable job (OUTCORE_RESUME_INTERVAL, else
+ * OC_JOURNAL_INTERVAL_DEFAULT) and the tile count after which it kills itself for the tests
+ * (OUTCORE_RESUME_KILL_AFTER, else 0: never); a value that is not what docs/environment.md
+ * says is refused, naming the variable (OC_ERR_INVALID_ARGUMENT). */
+#define OC_JOURNAL_INTERVAL_DEFAULT 2.0
+oc_status oc_journal_env(oc_context *ctx, double *interval, int64_t *kill_after);
 /* The header lines "TAG.path", "TAG.size", "TAG.mtime" and "TAG.crc32" (the CRC-32 of the
  * whole file, read once) of the input file path, whose stat is sb. */
 oc_status oc_journal_describe_file(oc_context *ctx, oc_text *t, const char *tag, const char *path,

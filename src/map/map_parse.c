@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/c_locale.h"
+#include "core/text_buf.h"
 #include "core/error.h"
 #include "map/map_expr.h"
 

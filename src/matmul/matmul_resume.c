@@ -13,7 +13,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/c_locale.h"
 #include "core/error.h"
 #include "core/text_buf.h"
 #include "core/threads.h"
@@ -23,8 +22,6 @@
 #include "matmul/matmul_io.h"
 
 enum { REC_TEMP = 1, REC_PLAN = 2, REC_TILE = 3 };
-
-#define INTERVAL_DEFAULT 2.0 /* seconds between checkpoints */
 
 typedef oc_journal_tile tile_crc;
 
@@ -190,6 +187,13 @@ oc_status oc_mm_resume_start(oc_context *ctx, const oc_matmul_job *job, const oc
         free(jpath);
         return st;
     }
+    double interval;
+    int64_t kill_after;
+    st = oc_journal_env(ctx, &interval, &kill_after);
+    if (st != OC_OK) {
+        free(jpath);
+        return st;
+    }
     oc_mm_resume *r = calloc(1, sizeof *r);
     char *text = NULL;
     if (!r) {
@@ -197,9 +201,8 @@ oc_status oc_mm_resume_start(oc_context *ctx, const oc_matmul_job *job, const oc
         return oc_fail(ctx, OC_ERR_NO_MEMORY, "out of memory");
     }
     pthread_mutex_init(&r->lock, NULL);
-    const char *iv = getenv("OUTCORE_RESUME_INTERVAL"), *kill_after = getenv("OUTCORE_RESUME_KILL_AFTER");
-    r->interval = iv && *iv ? oc_strtod(iv, NULL) : INTERVAL_DEFAULT;
-    r->kill_after = kill_after && *kill_after ? strtoll(kill_after, NULL, 10) : 0;
+    r->interval = interval;
+    r->kill_after = kill_after;
     r->last = oc_now();
     r->out_path = c->path;
     r->options = describe_options(opts);

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/c_locale.h"
+#include "core/text_buf.h"
 #include "core/error.h"
 #include "matrix/matrix.h"
 #include "matrix/matrix_build.h"

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "core/c_locale.h"
+#include "core/text_buf.h"
 
 #define MTX_MAX_TOKENS 6
 

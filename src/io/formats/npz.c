@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "io/env.h"
 #include "io/crc32.h"
 #include "io/sysio.h"
 
@@ -30,16 +31,26 @@ static void put64(unsigned char *p, uint64_t v)
     for (int i = 0; i < 8; ++i) p[i] = (unsigned char)(v >> (8 * i));
 }
 
+/* What a zip date holds: 1980-01-01 to 2107-12-31 (UTC seconds). */
+#define DOS_EPOCH_FIRST 315532800LL
+#define DOS_EPOCH_LAST 4354819198LL
+
 /* The members' modification time: now, or SOURCE_DATE_EPOCH (seconds, UTC) where it is set,
  * the reproducible-builds convention, so that two runs of one job (an interrupted and resumed
- * one among them) can write the same bytes. */
+ * one among them) can write the same bytes. A value is a whole number of seconds >= 0, held
+ * to the dates a zip can write (as zip tools do); anything else is not one, and the time is
+ * now's, as without it. */
 static void dos_time(uint32_t *time_out, uint32_t *date_out)
 {
-    const char *epoch = getenv("SOURCE_DATE_EPOCH");
-    time_t now = epoch && *epoch ? (time_t)strtoll(epoch, NULL, 10) : time(NULL);
+    int64_t epoch = 0;
+    const int fixed = oc_env_whole("SOURCE_DATE_EPOCH", 0, INT64_MAX, &epoch) > 0;
+    if (fixed) epoch = epoch < DOS_EPOCH_FIRST ? DOS_EPOCH_FIRST : epoch > DOS_EPOCH_LAST ? DOS_EPOCH_LAST : epoch;
+    time_t now = fixed ? (time_t)epoch : time(NULL);
     struct tm tm;
-    if (epoch && *epoch) gmtime_r(&now, &tm);
-    else localtime_r(&now, &tm);
+    if (!(fixed ? gmtime_r(&now, &tm) : localtime_r(&now, &tm)) || tm.tm_year < 80 || tm.tm_year > 207) {
+        now = (time_t)DOS_EPOCH_FIRST; /* a clock no zip date holds: the first it does */
+        gmtime_r(&now, &tm);
+    }
     *time_out = (uint32_t)(tm.tm_hour << 11 | tm.tm_min << 5 | tm.tm_sec / 2);
     *date_out = (uint32_t)((tm.tm_year - 80) << 9 | (tm.tm_mon + 1) << 5 | tm.tm_mday);
 }

@@ -29,7 +29,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "core/c_locale.h"
+#include "core/text_buf.h"
 #include "core/error.h"
 #include "io/crc32.h"
 #include "io/io.h"
