@@ -44,12 +44,17 @@ int oc_cmd_clean(int argc, char **argv)
     oc_context *ctx = NULL;
     oc_status st = oc_context_create(&ctx);
     if (st != OC_OK) return cli_status_error(NULL, st);
+    /* Every output is cleaned, past one that fails; the exit status is the first failure's. */
     int code = OC_EXIT_OK;
-    for (int i = 1; i <= outputs && code == OC_EXIT_OK; i++) {
+    for (int i = 1; i <= outputs; i++) {
         int64_t removed = 0;
         st = oc_output_clean(ctx, argv[i], print_removed, NULL, &removed);
-        if (st != OC_OK) code = cli_status_error(ctx, st);
-        else if (removed == 0) printf("%s: nothing to remove\n", argv[i]);
+        if (st != OC_OK) {
+            const int failed = cli_status_error(ctx, st);
+            if (code == OC_EXIT_OK) code = failed;
+        } else if (removed == 0) {
+            printf("%s: nothing to remove\n", argv[i]);
+        }
     }
     oc_context_free(ctx);
     return code;

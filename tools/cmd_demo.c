@@ -20,6 +20,10 @@ typedef struct found_pairs {
     float planted_min, planted_max, other_max;
 } found_pairs;
 
+/* The fewest columns the demo takes (--cols): at its density of 0.1 two random rows then
+ * share too few ones to reach its Jaccard threshold of 0.5 among millions of pairs. */
+#define DEMO_COLS_MIN 512
+
 static int is_planted(const int64_t *pairs, int64_t plant, int64_t i, int64_t j)
 {
     for (int64_t k = 0; k < plant; ++k) {
@@ -65,7 +69,12 @@ int oc_cmd_demo(int argc, char **argv)
             if (cli_parse_i64(v, &p.rows) || p.rows < 2) return cli_usage_error("demo: --rows needs a number >= 2");
         } else if (CLI_OPTION(cl, r, v, "--cols")) {
             if (r < 0) return OC_EXIT_USAGE;
-            if (cli_parse_i64(v, &p.cols) || p.cols < 64) return cli_usage_error("demo: --cols needs a number >= 64");
+            /* With fewer columns random rows (two empty ones among them) pass the demo's
+             * threshold beside the planted pairs, and its check could not hold. */
+            if (cli_parse_i64(v, &p.cols) || p.cols < DEMO_COLS_MIN)
+                return cli_usage_error("demo: --cols needs a number >= %d (fewer columns let random rows pass "
+                                       "its threshold)",
+                                       DEMO_COLS_MIN);
         } else if (CLI_OPTION(cl, r, v, "--backend")) {
             if (r < 0) return OC_EXIT_USAGE;
             if (oc_backend_parse(v, &opts.backend)) {

@@ -79,6 +79,10 @@ typedef struct oc_tmpfile {
     char *path;     /* final name */
     char *tmp_path; /* where it is written */
     int fd;
+    /* The replaced file's permission bits, given to the new one at commit (0: none); until
+     * then it has them and its owner's read and write, so that a resumed job can reopen a
+     * write-only one (mode 0200) to carry on. */
+    unsigned mode;
 } oc_tmpfile;
 oc_status oc_tmpfile_open(oc_context *ctx, const char *path, oc_tmpfile *f);
 /* The one-line message of a file that could not be created in path's folder, for the

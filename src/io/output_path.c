@@ -88,6 +88,7 @@ oc_status oc_output_path_check(oc_context *ctx, const char *path, oc_output_prio
     }
     if (!S_ISDIR(sb.st_mode))
         return oc_fail(ctx, OC_ERR_INPUT, "%s: cannot write the output: %s is not a folder", path, dir);
+    const struct stat folder = sb;
     if (faccessat(AT_FDCWD, dir, W_OK | X_OK, AT_EACCESS) != 0) {
         if (errno == EROFS)
             return oc_fail(ctx, OC_ERR_INPUT, "%s: cannot write the output: folder %s is on a read-only file system",
@@ -99,6 +100,13 @@ oc_status oc_output_path_check(oc_context *ctx, const char *path, oc_output_prio
     if (lstat(path, &sb) != 0) {
         if (errno != ENOENT)
             return oc_fail(ctx, OC_ERR_INPUT, "%s: cannot write the output: %s", path, strerror(errno));
+    } else if ((folder.st_mode & S_ISVTX) && geteuid() != 0 && sb.st_uid != geteuid() && folder.st_uid != geteuid()) {
+        /* A sticky folder (/tmp) lets only a name's owner (or the folder's) replace it: the
+         * rename at the end would fail after all the work. */
+        return oc_fail(ctx, OC_ERR_INPUT,
+                       "%s: cannot replace the output: it is another user's (uid %u) in the sticky folder %s, "
+                       "where only its owner may replace it; remove it or choose another name",
+                       path, (unsigned)sb.st_uid, dir);
     } else if (S_ISDIR(sb.st_mode) || (S_ISLNK(sb.st_mode) && stat(path, &target) == 0 && S_ISDIR(target.st_mode))) {
         return oc_fail(ctx, OC_ERR_INPUT, "%s: cannot write the output: %s is a folder", path, path);
     } else if (S_ISLNK(sb.st_mode)) {

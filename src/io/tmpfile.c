@@ -106,6 +106,7 @@ oc_status oc_tmpfile_open(oc_context *ctx, const char *path, oc_tmpfile *f)
     if (!path || !f) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_tmpfile_open: NULL argument");
     f->path = f->tmp_path = NULL;
     f->fd = -1;
+    f->mode = 0;
     oc_output_prior prior;
     OC_CHECK(ctx, oc_output_path_check(ctx, path, &prior));
     oc_stale_temps_remove(ctx, path);
@@ -150,11 +151,12 @@ oc_status oc_tmpfile_open(oc_context *ctx, const char *path, oc_tmpfile *f)
             /* Best effort: where owners cannot be given (some network file systems), the new
              * file stays root's, as a file written by root is. */
         }
-        if (fchmod(f->fd, prior.mode & 0777) != 0) {
+        f->mode = (unsigned)(prior.mode & 0777);
+        if (fchmod(f->fd, (mode_t)(f->mode | S_IRUSR | S_IWUSR)) != 0) {
             int err = errno;
             oc_tmpfile_abort(f);
-            return oc_fail(ctx, OC_ERR_IO, "%s: cannot give the new file the mode %04o of the old: %s", path,
-                           (unsigned)(prior.mode & 0777), strerror(err));
+            return oc_fail(ctx, OC_ERR_IO, "%s: cannot give the new file the mode %04o of the old: %s", path, f->mode,
+                           strerror(err));
         }
     }
     return OC_OK;
@@ -165,6 +167,11 @@ oc_status oc_tmpfile_commit(oc_context *ctx, oc_tmpfile *f)
     if (!f || f->fd < 0 || !f->tmp_path)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_tmpfile_commit: the file is not open");
     oc_status st = OC_OK;
+    if (f->mode && fchmod(f->fd, (mode_t)f->mode) != 0) {
+        st = oc_fail(ctx, OC_ERR_IO, "%s: cannot give the new file the mode %04o of the old: %s", f->path, f->mode,
+                     strerror(errno));
+        goto cleanup;
+    }
     if (oc_sys_fsync(ctx, f->fd) != 0) {
         st = oc_io_fail(ctx, "flushing", f->path, errno, -1, -1, -1);
         goto cleanup;

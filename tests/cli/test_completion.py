@@ -85,7 +85,7 @@ def values_named_in_help(command, option):
 def cli_accepts(command, option, value):
     """The CLI parses its options before it looks for inputs: an accepted value leads to another
     complaint (or, for demo, a run with a tiny matrix)."""
-    extra = ["--rows", "2", "--cols", "64"] if command == "demo" else []
+    extra = ["--rows", "2", "--cols", "512"] if command == "demo" else []
     proc = run(command, *extra, option, value, check=False)
     return f"{option} {value}" not in proc.stderr and f"{option} auto, cpu or cuda" not in proc.stderr
 

@@ -255,6 +255,9 @@ static oc_status reopen_as(oc_context *ctx, const char *path, const char *temp_p
     else if (oc_sys_file_size(w->file.fd) != (int64_t)total) problem = "its size is not the result's";
     else if (pread(w->file.fd, have, offset, 0) != (ssize_t)offset || memcmp(have, header, offset) != 0)
         problem = "its header is not the result's";
+    /* The file it replaces gives its mode at commit, as to a new temporary (io.h). */
+    struct stat old;
+    if (!problem && stat(path, &old) == 0 && S_ISREG(old.st_mode)) w->file.mode = (unsigned)(old.st_mode & 0777);
     if (problem) {
         oc_npy_out_keep(w);
         return oc_fail(ctx, OC_ERR_INPUT,

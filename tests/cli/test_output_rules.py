@@ -1,0 +1,75 @@
+"""What an output may replace and what `clean` goes on with: another user's file in a sticky
+folder is refused before any work (the rename at the end would fail); a write-only output
+(mode 0200) is resumed by its owner and keeps its mode; `clean` cleans every output it is
+given, past one that fails."""
+import os
+import shutil
+import stat
+import subprocess
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import outcore_bin, run
+
+SETPRIV = shutil.which("setpriv")
+as_another_user = pytest.mark.skipif(os.geteuid() != 0 or SETPRIV is None,
+                                     reason="needs root and setpriv to run the CLI as another user")
+
+
+def as_nobody(*args, env=None):
+    cmd = [SETPRIV, "--reuid=65534", "--regid=65534", "--clear-groups", outcore_bin(), *map(str, args)]
+    return subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, **(env or {})))
+
+
+@pytest.fixture
+def a():
+    """An input in a folder of /tmp that another user can reach (pytest's own are root's 0700)."""
+    d = Path(tempfile.mkdtemp(prefix="outcore-rules-", dir="/tmp"))
+    os.chmod(d, 0o777)
+    np.save(d / "a.npy", (np.random.default_rng(4).random((300, 200)) < 0.2).astype(np.uint8))
+    os.chmod(d / "a.npy", 0o644)
+    yield d / "a.npy"
+    shutil.rmtree(d, ignore_errors=True)
+
+
+@as_another_user
+def test_another_users_file_in_a_sticky_folder_is_refused_before_any_work(a):
+    sticky = a.parent / "sticky"
+    sticky.mkdir(mode=0o1777)
+    os.chmod(sticky, 0o1777)
+    (sticky / "C.npy").write_text("old")
+    os.chmod(sticky / "C.npy", 0o666)
+    proc = as_nobody("gram", a, "-o", sticky / "C.npy", "-q")
+    assert proc.returncode == 2, proc.stderr
+    assert "another user's (uid 0) in the sticky folder" in proc.stderr and len(proc.stderr.splitlines()) == 1
+    assert (sticky / "C.npy").read_text() == "old" and sorted(os.listdir(sticky)) == ["C.npy"]
+
+
+@as_another_user
+def test_a_write_only_output_is_resumed_and_keeps_its_mode(a):
+    d = a.parent / "wo"
+    d.mkdir()
+    os.chown(d, 65534, 65534)
+    out = d / "C.npy"
+    args = ["gram", a, "-o", out, "--tile", "24", "--threads", "1", "--backend", "cpu", "-q", "--resume"]
+    ref = as_nobody("gram", a, "-o", d / "ref.npy", "--tile", "24", "--threads", "1", "--backend", "cpu", "-q")
+    assert ref.returncode == 0, ref.stderr
+    assert as_nobody("gram", a, "-o", out, "-q").returncode == 0  # nobody's own file, then write-only
+    os.chmod(out, 0o200)
+    killed = as_nobody(*args, env={"OUTCORE_RESUME_KILL_AFTER": "2", "OUTCORE_RESUME_INTERVAL": "0"})
+    assert killed.returncode == -9, killed.stderr
+    resumed = as_nobody(*args)
+    assert resumed.returncode == 0, resumed.stderr
+    assert stat.S_IMODE(out.stat().st_mode) == 0o200
+    assert out.read_bytes() == (d / "ref.npy").read_bytes()
+
+
+def test_clean_goes_on_past_an_output_that_fails(tmp_path):
+    (tmp_path / "D.npy.tmp-999999-abcdefgh").write_text("t")
+    proc = run("clean", tmp_path / "missing" / "x.npy", tmp_path / "D.npy", check=False)
+    assert proc.returncode == 2, proc.stderr
+    assert "missing" in proc.stderr and "removed" in proc.stdout
+    assert not (tmp_path / "D.npy.tmp-999999-abcdefgh").exists()
