@@ -33,7 +33,11 @@
 #define COST_ONE 4.0e-8            /* per set bit: the column lists built from the packed rows */
 #define COST_ROW_ONE 2.3e-7        /* per set bit of a row: reaching its column's list (a cache miss) */
 #define COST_FULL_ELEMENT 6.0e-9   /* sparse: a result element of a full row (dense output, hamming) */
-#define COST_DENSE_ELEMENT 0.4e-9  /* dense: a result element through the epilogue and selection */
+#define COST_COLUMN 1.0e-7         /* per column: its count, weight and place in the sorted plan (one thread) */
+/* Bytes of the plan's tables per column: A's count and the weight with its index (B's count
+ * on top for A·Bᵀ). */
+#define COLUMN_TABLE_BYTES (8 + 16)
+#define COST_DENSE_ELEMENT 0.4e-9 /* dense: a result element through the epilogue and selection */
 
 /* Whether the sparse path can restrict itself to pairs that share a column: the selection
  * drops every pair with a count of 0 (except jaccard's empty pairs, which it lists
@@ -136,7 +140,8 @@ static oc_status plan_hubs(oc_context *ctx, const oc_gram_job *job, const int64_
     double rows = (double)job->n, elements = needs_full_rows(job) ? rows * (double)job->p : 0.0;
     plan->sparse_seconds = (best + (plan->ones_a + plan->ones_b) * COST_ONE + plan->ones_a * COST_ROW_ONE +
                             rows * COST_SPARSE_ROW + elements * COST_FULL_ELEMENT) /
-                           threads;
+                               threads +
+                           (double)m * COST_COLUMN;
     return OC_OK;
 }
 
@@ -179,6 +184,22 @@ oc_status oc_gram_choose_algorithm(oc_context *ctx, const oc_gram_job *job, cons
         return OC_OK;
     }
 
+    /* The sparse path's plan holds tables of every column (counts, weights sorted by size):
+     * past half the host budget they are refused, and auto keeps the dense path, which
+     * holds nothing per column (a matrix of 2^31 columns and a few ones). */
+    const double column_bytes = m * (double)(COLUMN_TABLE_BYTES + (job->symmetric ? 0 : 8));
+    if (job->host_budget > 0 && column_bytes > (double)job->host_budget / 2) {
+        if (want == OC_ALGORITHM_SPARSE)
+            return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                           "the sparse algorithm's tables of %lld columns take %.3g GB, more than half the host "
+                           "budget of %.3g GB: use --algorithm dense (or auto), or raise --host-mem",
+                           (long long)job->m, column_bytes / 1e9, (double)job->host_budget / 1e9);
+        snprintf(plan->explain, sizeof plan->explain,
+                 "dense: the sparse path's tables of %lld columns (%.3g GB) exceed half the host budget; dense "
+                 "predicted %.3g s",
+                 (long long)job->m, column_bytes / 1e9, plan->dense_seconds);
+        return OC_OK;
+    }
     /* The density from the row popcounts when the job has them; else the column counts
      * answer it (the matrix is then sparse enough to walk, or the walk stops early). */
     int64_t *ca = malloc((size_t)job->m * sizeof *ca), *cb = job->symmetric ? ca : malloc((size_t)job->m * sizeof *cb);
@@ -213,6 +234,14 @@ oc_status oc_gram_choose_algorithm(oc_context *ctx, const oc_gram_job *job, cons
         snprintf(plan->explain, sizeof plan->explain,
                  "dense: density %.3g is above %.3g, where the sparse path cannot win; dense predicted %.3g s", density,
                  MAX_SPARSE_DENSITY, plan->dense_seconds);
+        goto cleanup;
+    }
+    /* The plan's tables alone cost m * COST_COLUMN (one thread): where that outlasts the dense
+     * path, auto takes it without building them. */
+    if (want == OC_ALGORITHM_AUTO && m * COST_COLUMN > plan->dense_seconds) {
+        snprintf(plan->explain, sizeof plan->explain,
+                 "dense: the sparse path's plan of %lld columns alone (%.3g s) outlasts the dense path's %.3g s",
+                 (long long)job->m, m * COST_COLUMN, plan->dense_seconds);
         goto cleanup;
     }
     oc_matrix_col_counts(job->a, ca);
