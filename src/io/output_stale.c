@@ -150,9 +150,14 @@ int oc_stale_temps_remove(oc_context *ctx, const char *path)
 static oc_status clean_journal(oc_context *ctx, sweep *s, const char *journal)
 {
     struct stat sb;
-    if (lstat(journal, &sb) != 0) return OC_OK;
+    const int exists = lstat(journal, &sb) == 0;
+    /* A folder under the journal's name is no journal outcore made: the job refuses it, and
+     * it is the user's to remove (nothing in it is touched). */
+    if (exists && S_ISDIR(sb.st_mode))
+        return oc_fail(ctx, OC_ERR_INPUT,
+                       "%s: a folder under the resume journal's name, which no job made: remove it yourself", journal);
     int fd = -1;
-    if (S_ISREG(sb.st_mode)) {
+    if (exists && S_ISREG(sb.st_mode)) {
         fd = open(journal, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
         if (fd >= 0 && take_lock(fd, s->wait) != 0) {
             close(fd);
@@ -162,7 +167,7 @@ static oc_status clean_journal(oc_context *ctx, sweep *s, const char *journal)
                            journal);
         }
     }
-    if (unlink(journal) == 0) {
+    if (exists && unlink(journal) == 0) {
         if (s->fn) s->fn(s->user, journal, (int64_t)sb.st_size);
         s->removed++;
     }
@@ -175,6 +180,12 @@ static oc_status clean_journal(oc_context *ctx, sweep *s, const char *journal)
     int snap = dfd >= 0 ? take_unheld(dfd, snapshot, &bytes, s->wait) : -1;
     if (snap >= 0 && unlinkat(dfd, snapshot, 0) == 0) report(s, snapshot, bytes, 0);
     if (snap >= 0) close(snap);
+    /* A link under the snapshot's name (which the job refuses) goes too: removing a link
+     * leaves what it points to as it was. */
+    struct stat link;
+    if (snap < 0 && dfd >= 0 && fstatat(dfd, snapshot, &link, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(link.st_mode) &&
+        unlinkat(dfd, snapshot, 0) == 0)
+        report(s, snapshot, 0, 0);
     if (dfd >= 0) close(dfd);
     sweep side = *s;
     side.base = file_name(journal);

@@ -73,3 +73,20 @@ def test_clean_goes_on_past_an_output_that_fails(tmp_path):
     assert proc.returncode == 2, proc.stderr
     assert "missing" in proc.stderr and "removed" in proc.stdout
     assert not (tmp_path / "D.npy.tmp-999999-abcdefgh").exists()
+
+
+def test_clean_and_the_names_a_job_refuses(tmp_path):
+    """What a job refuses under its journal's names, clean deals with: a link under the
+    snapshot's name is removed (its target untouched); a folder under the journal's name is
+    no journal, and clean says to remove it, exit 2, touching nothing in it."""
+    target = tmp_path / "target.txt"
+    target.write_text("keep")
+    (tmp_path / "X.npz.outcore-journal.topk").symlink_to(target)
+    proc = run("clean", tmp_path / "X.npz")
+    assert "removed" in proc.stdout and not os.path.lexists(tmp_path / "X.npz.outcore-journal.topk")
+    assert target.read_text() == "keep"
+    (tmp_path / "Z.npz.outcore-journal").mkdir()
+    (tmp_path / "Z.npz.outcore-journal" / "inside").write_text("x")
+    proc = run("clean", tmp_path / "Z.npz", check=False)
+    assert proc.returncode == 2 and "a folder under the resume journal's name" in proc.stderr, proc.stderr
+    assert (tmp_path / "Z.npz.outcore-journal" / "inside").read_text() == "x"
