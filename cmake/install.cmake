@@ -1,6 +1,6 @@
 # install.cmake - what `cmake --install build --prefix P` puts under P (GNUInstallDirs layout):
 #
-#   bin/outcore                                  the CLI; RUNPATH $ORIGIN/../lib      runtime
+#   bin/outcore                                  the CLI; RUNPATH $ORIGIN:$ORIGIN/../lib  runtime
 #   lib/liboutcore.so.0.1.0, liboutcore.so.0     SONAME liboutcore.so.<major>          runtime
 #   share/man/man1/outcore.1                     generated from the CLI's --help      runtime
 #   share/bash-completion/completions/outcore                                         runtime
@@ -42,12 +42,12 @@ endfunction()
 
 # ---------------------------------------------------------------- the CLI and the libraries
 oc_install_relpath(oc_bin_to_lib "${CMAKE_INSTALL_BINDIR}" "${CMAKE_INSTALL_LIBDIR}")
-# The installed library's folder first, then the CLI's own (the build tree's layout: the
-# CLI is built with this RUNPATH, CMakeLists.txt).
+# The CLI's own folder (the build tree's layout: the CLI is built with this RUNPATH,
+# CMakeLists.txt), then the installed library's.
 if(IS_ABSOLUTE "${oc_bin_to_lib}")
-  set_target_properties(outcore_cli PROPERTIES INSTALL_RPATH "${oc_bin_to_lib};$ORIGIN")
+  set_target_properties(outcore_cli PROPERTIES INSTALL_RPATH "$ORIGIN;${oc_bin_to_lib}")
 else()
-  set_target_properties(outcore_cli PROPERTIES INSTALL_RPATH "$ORIGIN/${oc_bin_to_lib};$ORIGIN")
+  set_target_properties(outcore_cli PROPERTIES INSTALL_RPATH "$ORIGIN;$ORIGIN/${oc_bin_to_lib}")
 endif()
 
 install(TARGETS outcore_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runtime)

@@ -30,7 +30,7 @@ if(DEFINED SKBUILD_PROJECT_NAME)
     install(FILES "${oc_wheel_lib}" DESTINATION outcore/${CMAKE_INSTALL_LIBDIR} RENAME ${oc_wheel_lib_name}
             COMPONENT python)
     install(PROGRAMS "${oc_wheel_cli}" DESTINATION outcore/${CMAKE_INSTALL_BINDIR} COMPONENT python)
-    # The build tree's CLI finds the library beside itself and in the build folder; the
+    # The build tree's CLI finds the library beside itself; the
     # wheel's in ../lib alone, as install(TARGETS) below makes it.
     install(CODE "file(RPATH_SET FILE \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/outcore/${CMAKE_INSTALL_BINDIR}/outcore\"
                        NEW_RPATH \"\\\$ORIGIN/../${CMAKE_INSTALL_LIBDIR}\")" COMPONENT python)

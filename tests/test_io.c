@@ -336,7 +336,7 @@ static void test_npy_bad(void)
         /* float16: no numeric type the readers take (<f8 of 0 and 1 is read: test_hostile_cli.py) */
         {"f2.npy", "<f2", 0, "(5, 13)", R * C * 2, "dtype '<f2' is not supported"},
         {"i4.npy", ">i4", 0, "(5, 13)", R * C * 4,
-         "dtype '>i4' is big-endian: only this host's byte order is read (save A.astype('<i4'))"},
+         "dtype '>i4' is big-endian: only this host's byte order is read (save the array as .astype('<i4'))"},
         {"fortran.npy", "|u1", 1, "(5, 13)", R * C, "fortran_order is True"},
         {"one_d.npy", "|u1", 0, "(65,)", R * C, "shape (65,) is not 2-D"},
         {"three_d.npy", "|u1", 0, "(5, 13, 1)", R * C, "shape (5, 13, 1) is not 2-D"},

@@ -201,8 +201,9 @@ def _check_compressed(name, x, major, minor):
 
 def _check_structure(name, x, shape):
     """The structure of a scipy.sparse matrix, before any of its conversions runs: its shape
-    2-D, and for CSR, CSC and COO (whose arrays a caller may have edited) every index within
-    the shape and every pointer in order. Other formats hold Python objects scipy checks."""
+    2-D, and for CSR, CSC, BSR and COO (whose arrays a caller may have edited) every index within
+    the shape and every pointer in order; BSR's block pointers too. Other formats hold Python
+    objects scipy checks."""
     if len(shape) != 2:
         raise InputError(f"sparse {name} has shape {tuple(shape)}; a matrix is 2-D (rows x columns)")
     rows, cols = (int(v) for v in shape)
@@ -211,6 +212,11 @@ def _check_structure(name, x, shape):
         _check_compressed(name, x, rows, cols)
     elif fmt == "csc" and hasattr(x, "indptr"):
         _check_compressed(name, x, cols, rows)
+    elif fmt == "bsr" and hasattr(x, "indptr") and hasattr(x, "blocksize"):
+        br, bc = (int(v) for v in x.blocksize)
+        if br < 1 or bc < 1 or rows % br or cols % bc:
+            raise InputError(f"sparse {name}: blocks of {br} x {bc} do not tile a {rows} x {cols} matrix")
+        _check_compressed(name, x, rows // br, cols // bc)
     elif fmt == "coo" and hasattr(x, "row") and hasattr(x, "col"):
         r, c = _index_array(name, "row", x.row, rows), _index_array(name, "col", x.col, cols)
         if len(r) != len(c) or len(r) != len(np.asarray(x.data)):

@@ -24,6 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/text_buf.h"
+
 #define KIB 1024u
 
 /* Fields in declaration order: cc, name, regs/SM, sub-partitions, reg unit, per-thread
@@ -206,7 +208,7 @@ static void say(oc_launch_verdict *v, const char *fmt, ...)
     if (used + 1 >= sizeof v->explanation) return;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(v->explanation + used, sizeof v->explanation - used, fmt, ap);
+    oc_vsnprintf(v->explanation + used, sizeof v->explanation - used, fmt, ap);
     va_end(ap);
 }
 

@@ -193,3 +193,12 @@ int oc_snprintf(char *buf, size_t size, const char *fmt, ...)
     va_end(ap);
     return n;
 }
+
+const char *oc_shortest(double v, int single, char buf[40])
+{
+    for (int digits = 1; digits <= 17; ++digits) {
+        oc_snprintf(buf, 40, "%.*g", digits, v);
+        if (single ? oc_strtof(buf, NULL) == (float)v : oc_strtod(buf, NULL) == v) break;
+    }
+    return buf;
+}

@@ -57,7 +57,7 @@ void oc_cost_rates_resolve(oc_cost_rates *r, int cores, const char *isa)
 {
     if (cores < 1) cores = 1;
     if (r->cpu_cores < 1) r->cpu_cores = cores;
-    if (!r->cpu_isa[0]) snprintf(r->cpu_isa, sizeof r->cpu_isa, "%s", isa ? isa : "ref");
+    if (!r->cpu_isa[0]) oc_snprintf(r->cpu_isa, sizeof r->cpu_isa, "%s", isa ? isa : "ref");
     const double c = (double)r->cpu_cores;
     if (r->h2d_pinned <= 0) r->h2d_pinned = DEFAULT_PCIE_PINNED;
     if (r->d2h_pinned <= 0) r->d2h_pinned = DEFAULT_PCIE_PINNED;
@@ -95,8 +95,8 @@ void oc_cost_job_gram(const oc_cost_gram_shape *g, oc_cost_job *job)
     const double pairs = g->symmetric ? n * (n + 1) / 2 : n * p;
     const double elem = g->elem_bytes > 0 ? g->elem_bytes : 4;
     static const char *kinds[] = {"dense", "top-k", "threshold", "discarded"};
-    snprintf(job->what, sizeof job->what, "gram %lldx%lldx%lld (%s)", (long long)g->n, (long long)g->p, (long long)g->m,
-             kinds[g->output <= OC_COST_GRAM_DISCARD ? g->output : 0]);
+    oc_snprintf(job->what, sizeof job->what, "gram %lldx%lldx%lld (%s)", (long long)g->n, (long long)g->p,
+                (long long)g->m, kinds[g->output <= OC_COST_GRAM_DISCARD ? g->output : 0]);
     job->ops[OC_COST_BIT_MAC] = pairs * m;
     job->ops[OC_COST_ELEMENT] = pairs;
     double out_device = 0, out_host = 0; /* bytes leaving the device; bytes written on the host */
@@ -134,7 +134,7 @@ void oc_cost_job_map(const char *what, double bytes_in, double bytes_out, double
                      const double ops_per_element[OC_COST_OPS], oc_cost_job *job)
 {
     memset(job, 0, sizeof *job);
-    snprintf(job->what, sizeof job->what, "%s", what ? what : "map");
+    oc_snprintf(job->what, sizeof job->what, "%s", what ? what : "map");
     for (int op = 0; op < OC_COST_OPS; ++op) job->ops[op] = elements * (ops_per_element ? ops_per_element[op] : 0);
     job->host_bytes_cpu = bytes_in + bytes_out;
     job->h2d_bytes = bytes_in;
@@ -160,11 +160,11 @@ static double compute_seconds(const double *ops, const double *rates, int *bound
 /* "1.2 ms", "0.31 s", "4.2 min" */
 static void fmt_seconds(char *buf, size_t size, double s)
 {
-    if (!isfinite(s)) snprintf(buf, size, "-");
-    else if (s < 1e-3) snprintf(buf, size, "%.3g us", s * 1e6);
-    else if (s < 1.0) snprintf(buf, size, "%.3g ms", s * 1e3);
-    else if (s < 600) snprintf(buf, size, "%.3g s", s);
-    else snprintf(buf, size, "%.3g min", s / 60);
+    if (!isfinite(s)) oc_snprintf(buf, size, "-");
+    else if (s < 1e-3) oc_snprintf(buf, size, "%.3g us", s * 1e6);
+    else if (s < 1.0) oc_snprintf(buf, size, "%.3g ms", s * 1e3);
+    else if (s < 600) oc_snprintf(buf, size, "%.3g s", s);
+    else oc_snprintf(buf, size, "%.3g min", s / 60);
 }
 
 /* "55 GB/s", "1.2 P bit-MAC/s" */
@@ -173,7 +173,7 @@ static void fmt_rate(char *buf, size_t size, double r, const char *unit)
     static const char *prefix[] = {"", "k", "M", "G", "T", "P", "E"};
     int i = 0;
     while (r >= 1000 && i < 6) r /= 1000, i++;
-    snprintf(buf, size, "%.3g %s%s", r, prefix[i], unit);
+    oc_snprintf(buf, size, "%.3g %s%s", r, prefix[i], unit);
 }
 
 static void fmt_bytes(char *buf, size_t size, double b) { fmt_rate(buf, size, b, "B"); }
@@ -301,6 +301,6 @@ void oc_cost_predict(const oc_cost_rates *r, const oc_cost_job *job, int gpu_ava
     }
     oc_text_printf(&t, ": %s", out->choice == OC_COST_GPU ? label : "cpu");
     if (r->note[0]) oc_text_printf(&t, " [%s]", r->note);
-    snprintf(out->reason, sizeof out->reason, "%s", t.data ? t.data : job->what);
+    oc_snprintf(out->reason, sizeof out->reason, "%s", t.data ? t.data : job->what);
     free(t.data);
 }

@@ -10,6 +10,7 @@
 #include <sys/vfs.h>
 #endif
 
+#include "core/text_buf.h"
 #include "core/metric.h"
 #include "gram/cost_gram.h"
 
@@ -39,9 +40,9 @@ static int in_memory_fs(const char *path)
 {
 #ifdef __linux__
     char dir[4096];
-    if (!path || snprintf(dir, sizeof dir, "%s", path) >= (int)sizeof dir) return 0;
+    if (!path || oc_snprintf(dir, sizeof dir, "%s", path) >= (int)sizeof dir) return 0;
     char *slash = strrchr(dir, '/');
-    if (!slash) snprintf(dir, sizeof dir, ".");
+    if (!slash) oc_snprintf(dir, sizeof dir, ".");
     else if (slash == dir) dir[1] = '\0';
     else *slash = '\0';
     struct statfs fs;
@@ -105,10 +106,10 @@ int oc_gram_cpu_before_gpu_start(oc_context *ctx, const oc_gram_job *job, oc_out
     cost_job(job, out_kind, &cj);
     const double start = c->rates.gpu_startup;
     char why[160];
-    snprintf(why, sizeof why, "not asked: a GPU's start-up (%.3g s%s) is longer than the job on the CPU", start,
-             c->rates.measured & OC_COST_M_STARTUP ? "" : ", default");
+    oc_snprintf(why, sizeof why, "not asked: a GPU's start-up (%.3g s%s) is longer than the job on the CPU", start,
+                c->rates.measured & OC_COST_M_STARTUP ? "" : ", default");
     char label[32];
-    snprintf(label, sizeof label, "cuda:%d", job->opts->device);
+    oc_snprintf(label, sizeof label, "cuda:%d", job->opts->device);
     oc_cost_predict(&c->rates, &cj, 0, label, why, &c->pred);
     /* The output file's costs are paid on either backend: they decide nothing. */
     const oc_cost_prediction *p = &c->pred;
@@ -119,7 +120,7 @@ int oc_gram_cpu_before_gpu_start(oc_context *ctx, const oc_gram_job *job, oc_out
      * such jobs asks CUDA once their time could have paid for its start-up. */
     c->pred.regret = own;
     c->use_gpu = 0;
-    snprintf(c->explain, sizeof c->explain, "%s", c->pred.reason);
+    oc_snprintf(c->explain, sizeof c->explain, "%s", c->pred.reason);
     return 1;
 }
 
@@ -145,20 +146,20 @@ void oc_gram_choose_backend(oc_context *ctx, const oc_gram_job *job, oc_output_k
     oc_cost_job cj;
     cost_job(job, out_kind, &cj);
     char label[32];
-    snprintf(label, sizeof label, "cuda:%d", job->opts->device);
+    oc_snprintf(label, sizeof label, "cuda:%d", job->opts->device);
     oc_cost_predict(&c->rates, &cj, gpu_usable, label, no_gpu_reason, &c->pred);
     switch (asked) {
     case OC_BACKEND_CPU:
         c->use_gpu = 0;
-        snprintf(c->explain, sizeof c->explain, "cpu (asked); predicted %s", c->pred.reason);
+        oc_snprintf(c->explain, sizeof c->explain, "cpu (asked); predicted %s", c->pred.reason);
         break;
     case OC_BACKEND_CUDA:
         c->use_gpu = 1;
-        snprintf(c->explain, sizeof c->explain, "%s (asked); predicted %s", label, c->pred.reason);
+        oc_snprintf(c->explain, sizeof c->explain, "%s (asked); predicted %s", label, c->pred.reason);
         break;
     default:
         c->use_gpu = gpu_usable && c->pred.choice == OC_COST_GPU;
-        snprintf(c->explain, sizeof c->explain, "%s", c->pred.reason);
+        oc_snprintf(c->explain, sizeof c->explain, "%s", c->pred.reason);
         break;
     }
 }

@@ -55,33 +55,22 @@ int oc_cuda_device_count(void)
 #endif
 }
 
-/* v in the fewest significant digits that read back as v (%g's six can print 1.0000001 as
- * 1, which a message about the range [0, 1] must not). */
-static const char *shortest(double v, char buf[32])
-{
-    for (int digits = 6; digits <= 17; ++digits) {
-        oc_snprintf(buf, 32, "%.*g", digits, v);
-        if (oc_strtod(buf, NULL) == v) break;
-    }
-    return buf;
-}
-
 /* The range of a threshold or minimum score (what names it) for the metric: [0, 1] for
  * jaccard and cosine, whole numbers in [0, m] for counts and hamming. */
 static oc_status check_threshold_range(oc_context *ctx, const char *what, oc_metric metric, double t, int64_t m)
 {
-    char shown[32];
+    char shown[40];
     switch (oc_metric_info_of(metric)->range) {
     case OC_METRIC_RANGE_UNIT:
         if (!(t >= 0.0 && t <= 1.0))
             return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s %s: a %s similarity lies in [0, 1]", what,
-                           shortest(t, shown), oc_metric_name(metric));
+                           oc_shortest(t, 0, shown), oc_metric_name(metric));
         break;
     case OC_METRIC_RANGE_COLUMNS:
         if (!(t >= 0 && t <= (double)m) || t != floor(t))
             return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
-                           "%s %s: %s are whole numbers from 0 to %lld (the column count)", what, shortest(t, shown),
-                           oc_metric_name(metric), (long long)m);
+                           "%s %s: %s are whole numbers from 0 to %lld (the column count)", what,
+                           oc_shortest(t, 0, shown), oc_metric_name(metric), (long long)m);
         break;
     }
     return OC_OK;

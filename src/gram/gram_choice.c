@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "io/env.h"
+#include "core/text_buf.h"
 #include "core/error.h"
 #include "core/metric.h"
 #include "core/threads.h"
@@ -165,22 +166,22 @@ oc_status oc_gram_choose_algorithm(oc_context *ctx, const oc_gram_job *job, cons
     const double core_rate = rates->cpu[OC_COST_BIT_MAC] / (rates->cpu_cores > 0 ? rates->cpu_cores : 1);
     plan->dense_seconds = gpu ? gpu_dense_seconds : pairs * (m / core_rate + COST_DENSE_ELEMENT) / threads;
     if (want == OC_ALGORITHM_DENSE) {
-        snprintf(plan->explain, sizeof plan->explain, "dense (asked); predicted %.3g s", plan->dense_seconds);
+        oc_snprintf(plan->explain, sizeof plan->explain, "dense (asked); predicted %.3g s", plan->dense_seconds);
         return OC_OK;
     }
     /* A file-backed input reaches the sparse path only as a lists copy (matrix.h), which
      * oc_gram makes when the sparse algorithm is asked for; auto does not build one. */
     if (job->opts->backend == OC_BACKEND_CUDA) { /* asked for the GPU: auto keeps the job there */
-        snprintf(plan->explain, sizeof plan->explain,
-                 "dense: --backend cuda (the sparse algorithm runs on the CPU); dense predicted %.3g s",
-                 plan->dense_seconds);
+        oc_snprintf(plan->explain, sizeof plan->explain,
+                    "dense: --backend cuda (the sparse algorithm runs on the CPU); dense predicted %.3g s",
+                    plan->dense_seconds);
         return OC_OK;
     }
     if (oc_matrix_file_backed(job->a) || oc_matrix_file_backed(job->b)) {
-        snprintf(plan->explain, sizeof plan->explain,
-                 "dense: an input is read from its file in panels (--host-mem); --algorithm sparse reads it "
-                 "into row lists first; dense predicted %.3g s",
-                 plan->dense_seconds);
+        oc_snprintf(plan->explain, sizeof plan->explain,
+                    "dense: an input is read from its file in panels (--host-mem); --algorithm sparse reads it "
+                    "into row lists first; dense predicted %.3g s",
+                    plan->dense_seconds);
         return OC_OK;
     }
 
@@ -194,10 +195,10 @@ oc_status oc_gram_choose_algorithm(oc_context *ctx, const oc_gram_job *job, cons
                            "the sparse algorithm's tables of %lld columns take %.3g GB, more than half the host "
                            "budget of %.3g GB: use --algorithm dense (or auto), or raise --host-mem",
                            (long long)job->m, column_bytes / 1e9, (double)job->host_budget / 1e9);
-        snprintf(plan->explain, sizeof plan->explain,
-                 "dense: the sparse path's tables of %lld columns (%.3g GB) exceed half the host budget; dense "
-                 "predicted %.3g s",
-                 (long long)job->m, column_bytes / 1e9, plan->dense_seconds);
+        oc_snprintf(plan->explain, sizeof plan->explain,
+                    "dense: the sparse path's tables of %lld columns (%.3g GB) exceed half the host budget; dense "
+                    "predicted %.3g s",
+                    (long long)job->m, column_bytes / 1e9, plan->dense_seconds);
         return OC_OK;
     }
     /* The density from the row popcounts when the job has them; else the column counts
@@ -231,17 +232,17 @@ oc_status oc_gram_choose_algorithm(oc_context *ctx, const oc_gram_job *job, cons
     }
     double density = ones / (n * m);
     if (want == OC_ALGORITHM_AUTO && density > MAX_SPARSE_DENSITY) {
-        snprintf(plan->explain, sizeof plan->explain,
-                 "dense: density %.3g is above %.3g, where the sparse path cannot win; dense predicted %.3g s", density,
-                 MAX_SPARSE_DENSITY, plan->dense_seconds);
+        oc_snprintf(plan->explain, sizeof plan->explain,
+                    "dense: density %.3g is above %.3g, where the sparse path cannot win; dense predicted %.3g s",
+                    density, MAX_SPARSE_DENSITY, plan->dense_seconds);
         goto cleanup;
     }
     /* The plan's tables alone cost m * COST_COLUMN (one thread): where that outlasts the dense
      * path, auto takes it without building them. */
     if (want == OC_ALGORITHM_AUTO && m * COST_COLUMN > plan->dense_seconds) {
-        snprintf(plan->explain, sizeof plan->explain,
-                 "dense: the sparse path's plan of %lld columns alone (%.3g s) outlasts the dense path's %.3g s",
-                 (long long)job->m, m * COST_COLUMN, plan->dense_seconds);
+        oc_snprintf(plan->explain, sizeof plan->explain,
+                    "dense: the sparse path's plan of %lld columns alone (%.3g s) outlasts the dense path's %.3g s",
+                    (long long)job->m, m * COST_COLUMN, plan->dense_seconds);
         goto cleanup;
     }
     oc_matrix_col_counts(job->a, ca);
@@ -249,12 +250,13 @@ oc_status oc_gram_choose_algorithm(oc_context *ctx, const oc_gram_job *job, cons
     OC_CHECK_GOTO(ctx, st, plan_hubs(ctx, job, ca, cb, plan, threads), cleanup);
     density = plan->ones_a / (n * m);
     plan->use_sparse = want == OC_ALGORITHM_SPARSE || plan->sparse_seconds < plan->dense_seconds;
-    snprintf(plan->explain, sizeof plan->explain,
-             "%s%s: predicted sparse %.3g s (density %.3g, %.3g pair updates, %lld hub columns in ~%.0f x %.0f rows), "
-             "dense %.3g s (%s)",
-             plan->use_sparse ? "sparse" : "dense", want == OC_ALGORITHM_SPARSE ? " (asked)" : "", plan->sparse_seconds,
-             density, plan->pair_updates, (long long)plan->hubs, plan->hub_rows_a, plan->hub_rows_b,
-             plan->dense_seconds, gpu ? "gpu" : "cpu");
+    oc_snprintf(
+        plan->explain, sizeof plan->explain,
+        "%s%s: predicted sparse %.3g s (density %.3g, %.3g pair updates, %lld hub columns in ~%.0f x %.0f rows), "
+        "dense %.3g s (%s)",
+        plan->use_sparse ? "sparse" : "dense", want == OC_ALGORITHM_SPARSE ? " (asked)" : "", plan->sparse_seconds,
+        density, plan->pair_updates, (long long)plan->hubs, plan->hub_rows_a, plan->hub_rows_b, plan->dense_seconds,
+        gpu ? "gpu" : "cpu");
 cleanup:
     free(ca);
     if (cb != ca) free(cb);

@@ -54,17 +54,30 @@ void oc_mapped_file_release_range(const oc_mapped_file *f, size_t begin, size_t 
 /* The next line of [*pos, end) without its end (a final line may lack one); advances *pos.
  * A line ends at '\n' or at a '\r' that no '\n' follows (the old Mac ending, which numpy's
  * loadtxt reads as one too); "\r\n" ends a line at its '\n', the '\r' left in the line for
- * the parsers, which take it as a blank. Returns 0 at the end of the data. */
+ * the parsers, which take it as a blank. Returns 0 at the end of the data. The search goes a
+ * window at a time, so that a file with no '\n' at all is read in linear time. */
 static inline int oc_next_line(const unsigned char **pos, const unsigned char *end, const char **line, size_t *len)
 {
     if (*pos >= end) return 0;
-    const unsigned char *nl = memchr(*pos, '\n', (size_t)(end - *pos));
-    const unsigned char *stop = nl ? nl : end;
-    const unsigned char *cr = memchr(*pos, '\r', (size_t)(stop - *pos));
-    if (cr && cr + 1 != nl) stop = nl = cr; /* a lone '\r' ends this line */
+    const unsigned char *p = *pos, *stop = end, *next = end;
+    while (p < end) {
+        const size_t left = (size_t)(end - p), w = left < 4096 ? left : 4096;
+        const unsigned char *nl = memchr(p, '\n', w);
+        const unsigned char *cr = memchr(p, '\r', nl ? (size_t)(nl - p) : w);
+        if (cr && cr + 1 < end && cr[1] == '\n') cr = NULL; /* "\r\n": the line ends at the '\n' */
+        if (cr) {
+            stop = cr, next = cr + 1;
+            break;
+        }
+        if (nl) {
+            stop = nl, next = nl + 1;
+            break;
+        }
+        p += w;
+    }
     *line = (const char *)*pos;
     *len = (size_t)(stop - *pos);
-    *pos = nl ? nl + 1 : end;
+    *pos = next;
     return 1;
 }
 

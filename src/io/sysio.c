@@ -14,6 +14,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include "core/text_buf.h"
 #include "core/context.h"
 #include "core/error.h"
 #include "core/threads.h"
@@ -175,8 +176,8 @@ static double size_unit(int64_t big, const char **name)
 /* v in the unit chosen for `big`: "1.2" or, in bytes, "512". */
 static void size_in(char *buf, size_t size, int64_t v, double scale)
 {
-    if (scale == 1) snprintf(buf, size, "%lld", (long long)v);
-    else snprintf(buf, size, "%.1f", (double)v / scale);
+    if (scale == 1) oc_snprintf(buf, size, "%lld", (long long)v);
+    else oc_snprintf(buf, size, "%.1f", (double)v / scale);
 }
 
 void oc_size_text(char *buf, size_t size, int64_t bytes)
@@ -184,7 +185,7 @@ void oc_size_text(char *buf, size_t size, int64_t bytes)
     const char *unit;
     char v[24];
     size_in(v, sizeof v, bytes, size_unit(bytes, &unit));
-    snprintf(buf, size, "%s %s", v, unit);
+    oc_snprintf(buf, size, "%s %s", v, unit);
 }
 
 /* A file system that reports no size (some FUSE and network ones) says nothing of its space. */
@@ -223,18 +224,18 @@ static void progress_text(char *buf, size_t size, int err, int64_t done, int64_t
         double scale = size_unit(done > total ? done : total, &unit);
         size_in(a, sizeof a, done, scale);
         size_in(b, sizeof b, total, scale);
-        if (total >= 0) snprintf(buf, size, "%s of %s %s written", a, b, unit);
-        else snprintf(buf, size, "%s %s written", a, unit);
+        if (total >= 0) oc_snprintf(buf, size, "%s of %s %s written", a, b, unit);
+        else oc_snprintf(buf, size, "%s %s written", a, unit);
     } else if (total >= 0) {
         size_in(a, sizeof a, total, size_unit(total, &unit));
-        int n = snprintf(buf, size, "%s %s needed", a, unit);
+        int n = oc_snprintf(buf, size, "%s %s needed", a, unit);
         struct stat sb;
         if ((err == ENOSPC || err == EDQUOT) && free_fd >= 0 && fstatvfs(free_fd, &vfs) == 0 &&
             fstat(free_fd, &sb) == 0 && n > 0 && (size_t)n < size) {
             /* A failed fallocate may keep what it reserved until the file goes: that was free. */
             int64_t avail = (int64_t)vfs.f_bavail * (int64_t)vfs.f_frsize + (int64_t)sb.st_blocks * 512;
             size_in(b, sizeof b, avail, size_unit(avail, &unit));
-            snprintf(buf + n, size - (size_t)n, ", %s %s free", b, unit);
+            oc_snprintf(buf + n, size - (size_t)n, ", %s %s free", b, unit);
         }
     } else {
         buf[0] = '\0';
@@ -249,8 +250,8 @@ void oc_io_describe(char *buf, size_t size, const char *action, const char *name
     const char *cause = NULL;
     int64_t as_limit = err == ENOMEM ? oc_address_space_limit() : -1;
     if (as_limit >= 0) {
-        snprintf(buf, size, "%s %s failed: the address space limit (ulimit -v, %lld bytes) is too small%s%s", action,
-                 name, (long long)as_limit, progress[0] ? "; " : "", progress);
+        oc_snprintf(buf, size, "%s %s failed: the address space limit (ulimit -v, %lld bytes) is too small%s%s", action,
+                    name, (long long)as_limit, progress[0] ? "; " : "", progress);
         return;
     }
     switch (err) {
@@ -264,8 +265,8 @@ void oc_io_describe(char *buf, size_t size, const char *action, const char *name
         cause = "I/O error";
         break;
     }
-    if (cause) snprintf(buf, size, "%s %s %s%s%s", cause, action, name, progress[0] ? ": " : "", progress);
-    else snprintf(buf, size, "%s %s failed: %s%s%s", action, name, strerror(err), progress[0] ? "; " : "", progress);
+    if (cause) oc_snprintf(buf, size, "%s %s %s%s%s", cause, action, name, progress[0] ? ": " : "", progress);
+    else oc_snprintf(buf, size, "%s %s failed: %s%s%s", action, name, strerror(err), progress[0] ? "; " : "", progress);
 }
 
 oc_status oc_io_fail_at(oc_context *ctx, const char *file, int line, const char *action, const char *name, int err,

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/text_buf.h"
 #include "core/error.h"
 #include "cost/cost.h"
 #include "map/map_codegen.h"
@@ -54,16 +55,16 @@ static const char *gpu_reason(const oc_map_plan *m, char *why, size_t size)
         int64_t len = m->axis < 0 ? (m->ndim ? m->shape[m->ndim - 1] : 1) : m->shape[m->axis], inner = 1;
         for (int d = m->axis + 1; m->axis >= 0 && d < m->ndim; d++) inner *= m->shape[d];
         if (inner == 1 && len > OC_MAP_CUDA_MAX_RUN) {
-            snprintf(why, size,
-                     "map reduces runs of at most %lld elements on the GPU and this reduction's runs are %lld long",
-                     (long long)OC_MAP_CUDA_MAX_RUN, (long long)len);
+            oc_snprintf(why, size,
+                        "map reduces runs of at most %lld elements on the GPU and this reduction's runs are %lld long",
+                        (long long)OC_MAP_CUDA_MAX_RUN, (long long)len);
             return why;
         }
     }
 #ifdef OC_HAVE_CUDA
     if (oc_map_backend_cuda.usable(why, size)) return NULL;
 #else
-    snprintf(why, size, "this build of outcore has no CUDA support (configure with nvcc available)");
+    oc_snprintf(why, size, "this build of outcore has no CUDA support (configure with nvcc available)");
 #endif
     return why;
 }
@@ -104,12 +105,12 @@ static int cpu_before_gpu_start(oc_context *ctx, const oc_map_plan *m, oc_map_ch
     oc_cost_job job;
     map_job(m, &job);
     char why[160];
-    snprintf(why, sizeof why, "not asked: a GPU's start-up (%.3g s%s) is longer than the job on the CPU",
-             rates.gpu_startup, rates.measured & OC_COST_M_STARTUP ? "" : ", default");
+    oc_snprintf(why, sizeof why, "not asked: a GPU's start-up (%.3g s%s) is longer than the job on the CPU",
+                rates.gpu_startup, rates.measured & OC_COST_M_STARTUP ? "" : ", default");
     oc_cost_prediction p;
     oc_cost_predict(&rates, &job, 0, "cuda:0", why, &p);
     if (!(p.cpu_seconds < rates.gpu_startup)) return 0;
-    snprintf(c->explain, sizeof c->explain, "%s", p.reason);
+    oc_snprintf(c->explain, sizeof c->explain, "%s", p.reason);
     return 1;
 }
 #endif
@@ -130,7 +131,7 @@ oc_status oc_map_choose(oc_context *ctx, const oc_map_plan *m, oc_map_choice *c)
         return oc_fail(ctx, OC_ERR_UNSUPPORTED, "backend cuda: %s; use --backend cpu (or auto)", no_gpu);
     c->gpu_candidate = !no_gpu;
     if (asked == OC_BACKEND_CPU) {
-        snprintf(c->explain, sizeof c->explain, "cpu (asked)");
+        oc_snprintf(c->explain, sizeof c->explain, "cpu (asked)");
         return OC_OK;
     }
     oc_cost_rates rates;
@@ -144,7 +145,7 @@ oc_status oc_map_choose(oc_context *ctx, const oc_map_plan *m, oc_map_choice *c)
 #ifdef OC_HAVE_CUDA
     if (asked == OC_BACKEND_CUDA || (c->gpu_candidate && p.choice == OC_COST_GPU)) c->backend = &oc_map_backend_cuda;
 #endif
-    snprintf(c->explain, sizeof c->explain, "%s%s", asked == OC_BACKEND_CUDA ? "cuda:0 (asked); predicted " : "",
-             p.reason);
+    oc_snprintf(c->explain, sizeof c->explain, "%s%s", asked == OC_BACKEND_CUDA ? "cuda:0 (asked); predicted " : "",
+                p.reason);
     return OC_OK;
 }

@@ -350,10 +350,12 @@ static oc_status map_create(oc_context *ctx, oc_map *m, const char *expr, const 
         }
         if (st == OC_OK && oc_map_parse(ctx, text, &lit) == OC_OK) {
             const oc_map_node *r = &lit.nodes[lit.root];
-            /* A literal, or a negated one ("-0.5"). */
+            /* A literal, or a negated one ("-0.5"); a unary + before it ("+5") is the literal. */
+            const int pos = r->op == MOP_POS;
+            if (pos) r = &lit.nodes[r->a];
             int neg = r->op == MOP_NEG && lit.nodes[r->a].op == MOP_CONST;
             const oc_map_node *v = neg ? &lit.nodes[r->a] : r;
-            if (v->op != MOP_CONST || (neg && v->weak == MW_BOOL)) {
+            if (v->op != MOP_CONST || ((neg || pos) && v->weak == MW_BOOL)) {
                 st = oc_fail(ctx, OC_ERR_INPUT, "--set %s=%s: the value is not a number", b->name, text);
             } else if (neg && v->big && v->value.u != (uint64_t)INT64_MAX + 1) {
                 /* Python ints are int64's and uint64's values here: -2^63 is the least. */

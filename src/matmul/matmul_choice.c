@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdio.h>
 
+#include "core/text_buf.h"
 #include "core/error.h"
 #include "core/gpu_probe.h"
 #include "core/threads.h"
@@ -57,8 +58,9 @@ static void cpu_reason(const oc_mm_cost_input *in, const char *why, oc_mm_predic
 {
     const char *rated;
     const double rate = cpu_rate_of(in, &rated), flop = flop_of(in);
-    snprintf(out->reason, sizeof out->reason, "cpu: %.3g GFLOP at %.0f GFLOP/s (%s, %d cores, %s) = %.3g s; %s",
-             flop / 1e9, rate / 1e9, in->cpu_blas ? "BLAS" : "reference loops", in->cpu_cores, rated, flop / rate, why);
+    oc_snprintf(out->reason, sizeof out->reason, "cpu: %.3g GFLOP at %.0f GFLOP/s (%s, %d cores, %s) = %.3g s; %s",
+                flop / 1e9, rate / 1e9, in->cpu_blas ? "BLAS" : "reference loops", in->cpu_cores, rated, flop / rate,
+                why);
 }
 
 void oc_mm_predict(const oc_mm_cost_input *in, oc_mm_prediction *out)
@@ -80,13 +82,13 @@ void oc_mm_predict(const oc_mm_cost_input *in, oc_mm_prediction *out)
     const double start = in->gpu_warm ? 0.01 : in->gpu_startup + OC_COST_GEMM_GPU_LIBRARY_START;
     out->gpu_seconds = start + fmax(compute, copies);
     out->gpu = out->gpu_seconds < out->cpu_seconds;
-    snprintf(out->reason, sizeof out->reason,
-             "%s: cpu %.3g s (%.3g GFLOP at %.0f GFLOP/s, %s, %d cores, %s) vs gpu %.3g s (start %.2f s + max(%s at "
-             "%.0f TFLOP/s sm_%d %.3g s, PCIe %.3g GB in and out %.3g s)); the GPU's GEMM rate %s",
-             out->gpu ? "cuda" : "cpu", out->cpu_seconds, flop / 1e9, cpu_rate / 1e9,
-             in->cpu_blas ? "BLAS" : "reference loops", in->cpu_cores, rated, out->gpu_seconds, start,
-             oc_cost_gemm_type_name(t), gpu_rate / 1e12, in->gpu_cc, compute, (in->in_bytes + in->out_bytes) / 1e9,
-             copies, in->gpu_rate > 0 ? "measured" : "a default");
+    oc_snprintf(out->reason, sizeof out->reason,
+                "%s: cpu %.3g s (%.3g GFLOP at %.0f GFLOP/s, %s, %d cores, %s) vs gpu %.3g s (start %.2f s + max(%s at "
+                "%.0f TFLOP/s sm_%d %.3g s, PCIe %.3g GB in and out %.3g s)); the GPU's GEMM rate %s",
+                out->gpu ? "cuda" : "cpu", out->cpu_seconds, flop / 1e9, cpu_rate / 1e9,
+                in->cpu_blas ? "BLAS" : "reference loops", in->cpu_cores, rated, out->gpu_seconds, start,
+                oc_cost_gemm_type_name(t), gpu_rate / 1e12, in->gpu_cc, compute, (in->in_bytes + in->out_bytes) / 1e9,
+                copies, in->gpu_rate > 0 ? "measured" : "a default");
 }
 
 int oc_mm_cpu_before_gpu_start(const oc_mm_cost_input *in, oc_mm_prediction *out)
@@ -97,9 +99,10 @@ int oc_mm_cpu_before_gpu_start(const oc_mm_cost_input *in, oc_mm_prediction *out
     const double start = in->gpu_startup + OC_COST_GEMM_GPU_LIBRARY_START;
     if (in->gpu_warm || !(out->cpu_seconds < start)) return 0;
     char why[160];
-    snprintf(why, sizeof why,
-             "the GPU not asked: its start-up (%.2f s with the GEMM library's) is longer than the product on the CPU",
-             start);
+    oc_snprintf(
+        why, sizeof why,
+        "the GPU not asked: its start-up (%.2f s with the GEMM library's) is longer than the product on the CPU",
+        start);
     cpu_reason(in, why, out);
     return 1;
 }
@@ -134,7 +137,7 @@ static double cpu_core_rate(const oc_mm_cost_input *in, const char *blas)
     if (!in->cpu_blas) return 0;
     const int f32 = cpu_f32(in);
     char name[96];
-    snprintf(name, sizeof name, "%s%s.%s", OC_COST_GEMM_FIGURE, blas, f32 ? "f32" : "f64");
+    oc_snprintf(name, sizeof name, "%s%s.%s", OC_COST_GEMM_FIGURE, blas, f32 ? "f32" : "f64");
     rate_of r = {in, 0};
     return oc_cost_figure(0, name, "cpu gemm", measure_cpu, &r);
 }
@@ -151,8 +154,8 @@ static double measure_gpu(void *arg)
 static double gpu_rate(const oc_mm_cost_input *in, int device)
 {
     char name[64];
-    snprintf(name, sizeof name, "%s%s", OC_COST_GPU_GEMM_FIGURE,
-             oc_cost_gemm_type_name(gemm_type(in->in_type, in->tf32)));
+    oc_snprintf(name, sizeof name, "%s%s", OC_COST_GPU_GEMM_FIGURE,
+                oc_cost_gemm_type_name(gemm_type(in->in_type, in->tf32)));
     rate_of r = {in, device};
     return oc_cost_figure(1, name, "gpu gemm", measure_gpu, &r);
 }
@@ -178,13 +181,13 @@ oc_status oc_mm_choose(oc_context *ctx, const oc_matmul_job *job, const oc_matmu
         if (gpu_cc(device) <= 0)
             return oc_fail(ctx, OC_ERR_UNSUPPORTED, "A, B or C is in GPU memory, but device %d is not usable", device);
         *out = &oc_mm_backend_cuda;
-        if (explain) snprintf(explain, explain_size, "cuda: A, B or C is in GPU memory");
+        if (explain) oc_snprintf(explain, explain_size, "cuda: A, B or C is in GPU memory");
         return OC_OK;
     }
 #endif
     if (opts->backend == OC_BACKEND_CPU) {
         *out = &oc_mm_backend_cpu;
-        if (explain) snprintf(explain, explain_size, "cpu: --backend cpu");
+        if (explain) oc_snprintf(explain, explain_size, "cpu: --backend cpu");
         return OC_OK;
     }
     /* A device list asks for the GPUs, as --backend cuda does (gram's rule too). */
@@ -194,7 +197,7 @@ oc_status oc_mm_choose(oc_context *ctx, const oc_matmul_job *job, const oc_matmu
 #ifdef OC_HAVE_CUDA
         if (gpu_cc(device) > 0) {
             *out = &oc_mm_backend_cuda;
-            if (explain) snprintf(explain, explain_size, "cuda: %s", asked);
+            if (explain) oc_snprintf(explain, explain_size, "cuda: %s", asked);
             return OC_OK;
         }
         return oc_fail(ctx, OC_ERR_UNSUPPORTED, "%s: no usable GPU at device %d", asked, device);
@@ -224,7 +227,7 @@ oc_status oc_mm_choose(oc_context *ctx, const oc_matmul_job *job, const oc_matmu
     in.cpu_core_rate = cpu_core_rate(&in, library);
     oc_mm_prediction p;
     if (oc_mm_cpu_before_gpu_start(&in, &p)) {
-        if (explain) snprintf(explain, explain_size, "%s", p.reason);
+        if (explain) oc_snprintf(explain, explain_size, "%s", p.reason);
         *out = &oc_mm_backend_cpu;
         return OC_OK;
     }
@@ -237,7 +240,7 @@ oc_status oc_mm_choose(oc_context *ctx, const oc_matmul_job *job, const oc_matmu
     in.h2d = rates.h2d_pinned;
     in.d2h = rates.d2h_pinned;
     oc_mm_predict(&in, &p);
-    if (explain) snprintf(explain, explain_size, "%s", p.reason);
+    if (explain) oc_snprintf(explain, explain_size, "%s", p.reason);
 #ifdef OC_HAVE_CUDA
     if (p.gpu) {
         *out = &oc_mm_backend_cuda;

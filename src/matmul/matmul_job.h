@@ -163,7 +163,6 @@ extern const oc_mm_backend oc_mm_backend_cpu; /* matmul/cpu/ */
 extern const oc_mm_backend oc_mm_backend_cuda; /* matmul/cuda/ */
 #endif
 
-/* Size of one element of t. */
 /* The most data bytes of an input file that is mapped whole rather than read in panels,
  * under a host budget of which `mapped` is taken by the inputs mapped before it: the
  * inputs mapped together take at most half the budget (as gram keeps them). */
@@ -189,6 +188,7 @@ static inline int64_t oc_mm_least_budget(const oc_matmul_job *job, int64_t need)
     return b;
 }
 
+/* Size of one element of t. */
 static inline size_t oc_mm_type_size(oc_mm_type t)
 {
     static const unsigned char size[OC_MM_TYPE_COUNT] = {8, 4, 2, 2, 1, 4};

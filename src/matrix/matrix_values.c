@@ -93,12 +93,7 @@ static const char *value_text(const unsigned char *row, int type, int64_t col, c
         else snprintf(buf, 40, "%" PRIu64, u);
         return buf;
     }
-    const double v = value_at(row, type, col);
-    for (int digits = 1; digits <= 17; ++digits) {
-        oc_snprintf(buf, 40, "%.*g", digits, v);
-        if (type == OC_MAP_FLOAT32 ? oc_strtof(buf, NULL) == (float)v : oc_strtod(buf, NULL) == v) break;
-    }
-    return buf;
+    return oc_shortest(value_at(row, type, col), type == OC_MAP_FLOAT32, buf);
 }
 
 /* Whether the element is nonzero, read in its own type (no int64 rounds to zero). */

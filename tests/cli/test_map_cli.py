@@ -202,3 +202,12 @@ def test_wide_python_ints_and_odd_bools(tmp_path):
     expect_error(tmp_path, "i + s", *files, "--set", "s=18446744073709551615",
                  message="Python integer 18446744073709551615 is out of bounds for int64")
     expect_error(tmp_path, "i + s", *files, "--set", "s=-9223372036854775809", message="below -2^63")
+
+
+@pytest.mark.parametrize("value, want", [("+5", 5.0), ("-(5)", -5.0), ("+-5", -5.0)])
+def test_set_takes_a_signed_literal(tmp_path, value, want):
+    """--set values are Python literals: a leading + (unary +, since map reads it as Python
+    does) is the literal itself, as -(5) is its negation."""
+    np.save(tmp_path / "x.npy", np.arange(3.0))
+    run("map", "x + s", f"x={tmp_path / 'x.npy'}", "--set", f"s={value}", "-o", tmp_path / "o.npy", "-q")
+    assert np.array_equal(np.load(tmp_path / "o.npy"), np.arange(3.0) + want)

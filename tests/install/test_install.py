@@ -62,9 +62,9 @@ def test_layout_and_soname(installed):
     assert os.readlink(lib / f"liboutcore.so.{major}") == f"liboutcore.so.{version}"
     assert f"Library soname: [liboutcore.so.{major}]" in readelf_dynamic(lib / f"liboutcore.so.{version}")
     cli = readelf_dynamic(prefix / "bin" / "outcore")
-    # The installed library's folder, then the CLI's own (the build tree's layout); no empty
+    # The CLI's own folder (the build tree's layout), then the installed library's; no empty
     # entry, which the loader would read as the current directory.
-    assert re.search(r"\((RUNPATH|RPATH)\).*\[\$ORIGIN/\.\./lib:\$ORIGIN\]", cli), cli
+    assert re.search(r"\((RUNPATH|RPATH)\).*\[\$ORIGIN:\$ORIGIN/\.\./lib\]", cli), cli
 
 
 def test_no_absolute_paths_baked_in(installed, tmp_path):

@@ -47,6 +47,7 @@ def test_numbers_in_text_ignore_the_callers_locale(comma_locale, tmp_path):
         print(outcore.gram(out + "/in.mtx").tolist())
         print(float(outcore.map("0.5 * x", x=np.array([3.0]))[0]))
         print(json.dumps(outcore.devices()["cpu"]["cores"] > 0))
+        print(json.dumps(outcore.explain(a, metric="jaccard", topk=1)))
     """)
     env = dict(os.environ, LOCPATH=str(comma_locale))
     r = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True, env=env,
@@ -54,6 +55,8 @@ def test_numbers_in_text_ignore_the_callers_locale(comma_locale, tmp_path):
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines()[0] == "[[1, 0], [0, 1]]", r.stdout
     assert r.stdout.splitlines()[1] == "1.5", r.stdout
+    explain = r.stdout.splitlines()[3]
+    assert not re.search(r"\d,\d", explain), explain  # the explain's rates and seconds too
     mtx = (tmp_path / "p.mtx").read_text()
     tsv = (tmp_path / "p.tsv").read_text()
     assert "0.699999988" in mtx and not re.search(r"\d,\d", mtx), mtx

@@ -96,3 +96,12 @@ def test_a_wide_matrix_keeps_to_the_dense_path_within_its_budget():
     np.testing.assert_allclose(got, [[1, 0.5, 0], [0.5, 1, 0], [0, 0, 1]])
     with pytest.raises(outcore.InputError, match="sparse algorithm's tables of 1000000 columns"):
         outcore.gram(a, backend="cpu", metric="jaccard", host_mem="10M", algorithm="sparse")
+
+
+def test_an_edited_bsr_is_refused_not_a_crash():
+    """BSR holds the same arrays as CSR, over blocks: an indptr past its blocks crashed the
+    process in scipy's conversion (a double free)."""
+    a = sp.bsr_matrix(np.eye(4, dtype=np.int8), blocksize=(2, 2))
+    np.testing.assert_array_equal(outcore.gram(a, backend="cpu"), np.eye(4, dtype=np.int32))
+    a.indptr[1] = 100
+    refused(a, "indptr")

@@ -318,8 +318,8 @@ static oc_status npy_matrix_layout(oc_context *ctx, const char *path, const oc_m
     if (kind == NPY_KIND_OTHER && value_type < 0 && h.descr[0] == foreign &&
         oc_map_dtype_parse(h.descr + 1, &foreign_type) == OC_OK)
         return oc_fail(ctx, OC_ERR_INPUT,
-                       "%s: dtype '%s' is %s-endian: only this host's byte order is read (save "
-                       "A.astype('%c%s'))",
+                       "%s: dtype '%s' is %s-endian: only this host's byte order is read (save the array "
+                       "as .astype('%c%s'))",
                        path, h.descr, foreign == '>' ? "big" : "little", foreign == '>' ? '<' : '>', h.descr + 1);
     if (kind == NPY_KIND_OTHER && value_type < 0)
         return oc_fail(ctx, OC_ERR_INPUT,
