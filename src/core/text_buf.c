@@ -148,40 +148,38 @@ static pthread_once_t c_numeric_once = PTHREAD_ONCE_INIT;
 
 static void make_c_numeric(void) { c_numeric = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0); }
 
-/* Switches the calling thread to the C numeric locale; returns what to restore, or 0 when
- * nothing was switched (no locale object: the thread's own is used, as before). */
-static locale_t enter(void)
+void *oc_numeric_begin(void)
 {
     pthread_once(&c_numeric_once, make_c_numeric);
-    return c_numeric ? uselocale(c_numeric) : (locale_t)0;
+    return c_numeric ? (void *)uselocale(c_numeric) : NULL;
 }
 
-static void leave(locale_t old)
+void oc_numeric_end(void *saved)
 {
-    if (old) uselocale(old);
+    if (saved) uselocale((locale_t)saved);
 }
 
 double oc_strtod(const char *s, char **end)
 {
-    locale_t old = enter();
+    void *old = oc_numeric_begin();
     double v = strtod(s, end);
-    leave(old);
+    oc_numeric_end(old);
     return v;
 }
 
 float oc_strtof(const char *s, char **end)
 {
-    locale_t old = enter();
+    void *old = oc_numeric_begin();
     float v = strtof(s, end);
-    leave(old);
+    oc_numeric_end(old);
     return v;
 }
 
 int oc_vsnprintf(char *buf, size_t size, const char *fmt, va_list ap)
 {
-    locale_t old = enter();
+    void *old = oc_numeric_begin();
     int n = vsnprintf(buf, size, fmt, ap);
-    leave(old);
+    oc_numeric_end(old);
     return n;
 }
 

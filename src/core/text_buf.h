@@ -37,6 +37,11 @@ oc_status oc_text_finish(oc_context *ctx, oc_text *t, char **out);
  * rate cache go through these, which use the "C" locale on the calling thread for the call
  * alone (uselocale, POSIX 2008), so the caller's locale is left as it was.
  */
+/* The C numeric locale on the calling thread until oc_numeric_end(what it returned): for a
+ * loop that writes many numbers, one switch rather than one a number. NULL: none was made
+ * (the thread's own locale stays). */
+void *oc_numeric_begin(void);
+void oc_numeric_end(void *saved);
 double oc_strtod(const char *s, char **end);
 float oc_strtof(const char *s, char **end);
 int oc_snprintf(char *buf, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -22,7 +22,6 @@
  */
 #include "gram/cuda/gram_part.h"
 
-#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +30,7 @@
 #include "core/metric.h"
 #include "core/threads.h"
 #include "core/trace.h"
+#include "io/env.h"
 #include "gram/backend.h"
 #include "gram/cuda/gram_cuda.h"
 #include "gram/gram_resume.h"
@@ -110,12 +110,9 @@ static oc_status run_b1(gram_cuda *g, oc_gram_tile *tile, cudaStream_t stream, d
  * from 1 up (oc_engine_plan_threads refuses it, naming the variable). */
 static int env_count(const char *name)
 {
-    const char *v = getenv(name);
-    if (!v || !*v) return 0;
-    char *end = NULL;
-    errno = 0;
-    const long n = strtol(v, &end, 10);
-    return *v >= '0' && *v <= '9' && !*end && !errno && n >= 1 && n <= INT_MAX ? (int)n : -1;
+    int64_t n = 0;
+    const int set = oc_env_whole(name, 1, INT_MAX, &n);
+    return set > 0 ? (int)n : set;
 }
 
 /* What the job needs, as the plan takes it. */

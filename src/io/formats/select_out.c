@@ -102,7 +102,7 @@ static char *put_score(char *p, oc_dtype dtype, const void *values, int64_t i)
 {
     switch (dtype) {
     case OC_DTYPE_FLOAT32:
-        return p + oc_snprintf(p, 32, "%.9g", (double)((const float *)values)[i]); /* '.' in any locale */
+        return p + sprintf(p, "%.9g", (double)((const float *)values)[i]); /* '.': oc_numeric_begin */
     case OC_DTYPE_UINT16:
         return put_i64(p, ((const uint16_t *)values)[i]);
     default:
@@ -166,6 +166,7 @@ oc_status oc_topk_out_commit(oc_context *ctx, oc_topk_out *w, int64_t n, int64_t
         }
         static const char header[] = "row\trank\tcol\tscore\n";
         err = stream_put(ctx, &s, header, sizeof header - 1);
+        void *locale = oc_numeric_begin(); /* scores with '.', whatever the caller's locale */
         for (int64_t i = 0; i < n && !err; ++i)
             for (int64_t r = 0; r < k && !err && indices[i * k + r] >= 0; ++r) {
                 char line[96], *p = line;
@@ -175,6 +176,7 @@ oc_status oc_topk_out_commit(oc_context *ctx, oc_topk_out *w, int64_t n, int64_t
                 p = put_score(p, dtype, scores, i * k + r), *p++ = '\n';
                 err = stream_put(ctx, &s, line, (size_t)(p - line));
             }
+        oc_numeric_end(locale);
         if (!err) err = stream_flush(ctx, &s);
     }
     if (err) {
@@ -314,6 +316,7 @@ oc_status oc_pairs_out_append(oc_context *ctx, oc_pairs_out *w, const int64_t *r
     } else {
         const int64_t base = w->format == PAIRS_MTX ? 1 : 0;
         const char sep = w->format == PAIRS_MTX ? ' ' : '\t';
+        void *locale = oc_numeric_begin(); /* scores with '.', whatever the caller's locale */
         for (int64_t i = 0; i < count && !err; ++i) {
             char line[96], *p = line;
             p = put_i64(p, rows[i] + base), *p++ = sep;
@@ -321,6 +324,7 @@ oc_status oc_pairs_out_append(oc_context *ctx, oc_pairs_out *w, const int64_t *r
             p = put_score(p, w->dtype, values, i), *p++ = '\n';
             err = stream_put(ctx, &w->main, line, (size_t)(p - line));
         }
+        oc_numeric_end(locale);
     }
     if (err) return pairs_write_failed(ctx, w, err);
     w->count += count;
