@@ -33,6 +33,7 @@ static void check_plan(oc_context *ctx, oc_mm_cuda_plan_input in)
     CHECK(p.pinned_bytes <= p.host_budget);
     CHECK(p.tm >= 1 && p.tn >= 1 && p.tm <= in.m && p.tn <= in.n);
     CHECK(p.tm <= OC_MM_TILE_MAX && p.tn <= OC_MM_TILE_MAX);
+    if (in.symmetric) CHECK(p.tm == p.tn);
     /* The tiles cover C exactly once (symmetric: the upper triangle's tiles). */
     int64_t area = 0;
     for (int64_t t = 0; t < p.ntiles; ++t) {
@@ -180,6 +181,47 @@ static void check_model_choice(oc_context *ctx)
     }
 }
 
+/* Operand bytes a grid of tm x tn tiles reads: each tile its rows of A and columns of B. */
+static double reads(const oc_mm_cuda_plan_input *in, int64_t tm, int64_t tn)
+{
+    const double tiles = (double)((in->m + tm - 1) / tm) * (double)((in->n + tn - 1) / tn);
+    return tiles * (double)(tm + tn) * (double)in->k * (double)oc_mm_type_size(in->in_type);
+}
+
+/* Several devices where no square shares well and reads few bytes (matmul_cuda_plan.h): on
+ * four, 65536 x 65536 takes 8 tiles of 32768 x 16384 (two a device), which read a quarter
+ * less of A and B than the 16 squares of 16384 that share; on one and two devices the square
+ * tiles stay; a symmetric product stays on squares. */
+static void check_rectangles(oc_context *ctx)
+{
+    const int64_t ks[] = {16384, 196608};
+    for (size_t i = 0; i < sizeof ks / sizeof ks[0]; ++i)
+        for (int nd = 1; nd <= 4; nd *= 2)
+            for (int sym = 0; sym < 2; ++sym) {
+                oc_mm_cuda_plan_input in = {.m = 65536,
+                                            .n = 65536,
+                                            .k = ks[i],
+                                            .in_type = OC_MM_FLOAT32,
+                                            .out_type = OC_MM_FLOAT32,
+                                            .symmetric = sym,
+                                            .device_budget = 120000 * MIB,
+                                            .device_budget_given = 1,
+                                            .host_budget = 100000 * MIB,
+                                            .ndevices = nd};
+                oc_mm_cuda_plan p;
+                CHECK(oc_mm_cuda_plan_make(ctx, &in, &p) == OC_OK);
+                if (nd == 4 && !sym) {
+                    CHECK_MSG(p.ntiles == 8 && p.tm != p.tn && p.tm * p.tn == 32768LL * 16384,
+                              "k %lld on four devices: %lld tiles of %lld x %lld", (long long)in.k, (long long)p.ntiles,
+                              (long long)p.tm, (long long)p.tn);
+                    CHECK(reads(&in, p.tm, p.tn) < 0.8 * reads(&in, 16384, 16384));
+                } else {
+                    CHECK_MSG(p.tm == p.tn, "k %lld on %d devices%s: %lld x %lld tiles", (long long)in.k, nd,
+                              sym ? ", symmetric" : "", (long long)p.tm, (long long)p.tn);
+                }
+            }
+}
+
 int main(void)
 {
     oc_context *ctx = NULL;
@@ -241,6 +283,7 @@ int main(void)
     check_resident_int8(ctx);
     check_resident_int8_chunks(ctx);
     check_model_choice(ctx);
+    check_rectangles(ctx);
     oc_context_free(ctx);
     return oc_test_finish();
 }

@@ -9,7 +9,8 @@
  * of the tile or of cuBLASLt's int8 alignment; a tiny device and host budget that forces many
  * tiles and K panels gives what a large one gives (within the type's tolerance, int8
  * exactly); the same plan twice gives the same bytes; a symmetric job writes the upper tiles
- * alone; two devices (where there are two) give the bytes of one; a read_panel or write_tile
+ * alone; a plan of tiles that are not square gives the reference's result; two devices
+ * (where there are two) give the bytes of one; a read_panel or write_tile
  * that fails, or a cancel, ends the job with its status and leaves no device or pinned memory
  * behind; and a product cuBLASLt does not compute is refused. Exits 77 when no GPU or no
  * cuBLASLt is usable.
@@ -208,6 +209,44 @@ static void plan_counts(const operands *o, const run_opts *r, int64_t *tiles, in
     /* The text form names the same plan. */
     CHECK(oc_mm_backend_cuda.plan(&job, 0, &text) == OC_OK && strstr(text, "cuda/cublasLt") != NULL);
     free(text);
+}
+
+/* The plan's tile edges, from its JSON form. */
+static void plan_tile(const operands *o, const run_opts *r, int64_t *tm, int64_t *tn)
+{
+    fake_io io = {0};
+    oc_matmul_job job = make_job(o, r, &io);
+    char *text = NULL;
+    *tm = *tn = -1;
+    CHECK_MSG(oc_mm_backend_cuda.plan(&job, 1, &text) == OC_OK, "plan: %s", oc_context_last_error(ctx));
+    const char *t = text ? strstr(text, "\"tile\": [") : NULL;
+    CHECK(t != NULL);
+    if (t) *tm = strtoll(t + 9, (char **)&t, 10), *tn = strtoll(t + 1, NULL, 10);
+    free(text);
+}
+
+/* Tiles that are not square (matmul_cuda_plan.h: rectangles where no square shares well): a
+ * 8192 x 3000 product with a short k is planned in four tiles of rows by every column; the
+ * result against the reference, every element written once, and int8 exactly. */
+static void check_rectangles(void)
+{
+    for (int t = 0; t < 2; ++t) {
+        const oc_mm_type in = t ? OC_MM_INT8 : OC_MM_FLOAT32, out = t ? OC_MM_INT32 : OC_MM_FLOAT32;
+        operands o = make_operands(8192, 3000, 40, in, out, 0, 77 + (uint64_t)t);
+        const run_opts r = {0};
+        int64_t tm, tn;
+        plan_tile(&o, &r, &tm, &tn);
+        CHECK_MSG(tm != tn && tm > 0 && tn > 0, "%s: tiles of %lld x %lld", type_name(in), (long long)tm,
+                  (long long)tn);
+        oc_status st;
+        unsigned char *w;
+        void *c = run(&o, &r, &st, &w, NULL);
+        CHECK_MSG(st == OC_OK, "%s, rectangular tiles: %s", type_name(in), oc_context_last_error(ctx));
+        check_result(&o, c, w, 0, t ? "int8, rectangular tiles" : "float32, rectangular tiles");
+        free(c), free(w);
+        free_operands(&o);
+    }
+    check_clean(ctx, "rectangular tiles");
 }
 
 /* One type: against the reference with a large and a tiny budget, the two against each other,
@@ -461,6 +500,7 @@ int main(void)
     check_straight(OC_MM_INT8, OC_MM_INT32);
     check_straight(OC_MM_BFLOAT16, OC_MM_BFLOAT16);
     check_failures();
+    check_rectangles();
     check_devices();
     check_gemm_rates();
     oc_context_free(ctx);

@@ -1,7 +1,8 @@
 /*
- * matmul_cuda_plan.c - the CUDA matmul plan (matmul_cuda_plan.h): the largest tile edge that
- * fits the device and host budgets with panels of OC_MM_KP_MIN, then the deepest K panel that
- * still fits beside it within OC_MM_PANEL_MAX of pinned memory a slot. Pure: no device calls.
+ * matmul_cuda_plan.c - the CUDA matmul plan (matmul_cuda_plan.h): a tile shape that fits the
+ * device and host budgets and shares well among the devices, chosen by the plan's model, then
+ * the deepest K panel that still fits beside it within OC_MM_PANEL_MAX of pinned memory a
+ * slot. Pure: no device calls.
  */
 #include "matmul/cuda/matmul_cuda_plan.h"
 
@@ -84,24 +85,39 @@ static int size_plan(oc_mm_cuda_plan *p, int64_t tm, int64_t tn, int64_t kp, int
     return 0;
 }
 
-static int fits(oc_mm_cuda_plan *p, int64_t edge, int64_t kp)
+/* A tile's edges: tm rows by tn columns of C. */
+typedef struct tile_shape {
+    int64_t tm, tn;
+} tile_shape;
+
+/* A square edge over the product, cut to its rows and columns. */
+static tile_shape square(const oc_mm_cuda_plan_input *in, int64_t edge)
 {
-    return size_plan(p, min64(edge, p->in.m), min64(edge, p->in.n), kp, 2);
+    return (tile_shape){min64(edge, in->m), min64(edge, in->n)};
 }
+
+static int fits(oc_mm_cuda_plan *p, tile_shape s, int64_t kp) { return size_plan(p, s.tm, s.tn, kp, 2); }
 
 /* fits, and a panel slot within OC_MM_PANEL_MAX: the depth of a panel that is not the
  * shallowest. */
-static int fits_deep(oc_mm_cuda_plan *p, int64_t edge, int64_t kp)
+static int fits_deep(oc_mm_cuda_plan *p, tile_shape s, int64_t kp)
 {
-    const int why = fits(p, edge, kp);
+    const int why = fits(p, s, kp);
     return why ? why : p->panel_bytes > OC_MM_PANEL_MAX ? 2 : 0;
 }
 
-/* Tiles of a square edge over the product (symmetric: the upper ones). */
-static int64_t tile_count(const oc_mm_cuda_plan_input *in, int64_t edge)
+/* Tiles of shape s over the product (symmetric: the upper ones, s square). */
+static int64_t tile_count(const oc_mm_cuda_plan_input *in, tile_shape s)
 {
-    const int64_t rows = (in->m + edge - 1) / edge, cols = (in->n + edge - 1) / edge;
+    const int64_t rows = (in->m + s.tm - 1) / s.tm, cols = (in->n + s.tn - 1) / s.tn;
     return in->symmetric ? rows * (rows + 1) / 2 : rows * cols;
+}
+
+/* The bytes of A and B the tiles of shape s read across the product: each tile its rows of A
+ * and its columns of B over all of k. */
+static double operand_reads(const oc_mm_cuda_plan_input *in, tile_shape s)
+{
+    return (double)tile_count(in, s) * (double)(s.tm + s.tn) * (double)in->k * (double)oc_mm_type_size(in->in_type);
 }
 
 /* Whether `tiles` share well among nd devices: on one, when the result outweighs the operands
@@ -117,18 +133,18 @@ static int tiles_share(int64_t tiles, int nd, int out_heavy)
     return (tiles >= 2LL * nd && tiles % nd == 0) || tiles >= 8LL * nd;
 }
 
-/* The deepest K panel beside tiles of `edge` (p sized for it): all of k up to OC_MM_KP_MAX,
+/* The deepest K panel beside tiles of shape s (p sized for it): all of k up to OC_MM_KP_MAX,
  * else the most multiples of 16 that fit; then as many panels as that depth needs, made even
  * (no thin last panel of another shape). */
-static int64_t deepest_panel(oc_mm_cuda_plan *p, int64_t edge, int64_t kp_min)
+static int64_t deepest_panel(oc_mm_cuda_plan *p, tile_shape s, int64_t kp_min)
 {
     const int64_t k = p->in.k;
     int64_t kp = min64(k, OC_MM_KP_MAX);
-    if (fits_deep(p, edge, kp)) {
+    if (fits_deep(p, s, kp)) {
         int64_t lo = kp_min / 16, hi = kp / 16; /* lo fits (kp_min is k or a multiple of 16) */
         while (lo < hi) {
             const int64_t mid = (lo + hi + 1) / 2;
-            if (fits_deep(p, edge, mid * 16)) hi = mid - 1;
+            if (fits_deep(p, s, mid * 16)) hi = mid - 1;
             else lo = mid;
         }
         kp = lo > 0 ? lo * 16 : kp_min;
@@ -137,7 +153,7 @@ static int64_t deepest_panel(oc_mm_cuda_plan *p, int64_t edge, int64_t kp_min)
         const int64_t panels = (k + kp - 1) / kp, even = round_up((k + panels - 1) / panels, 16);
         if (even <= kp) kp = even;
     }
-    fits(p, edge, kp);
+    fits(p, s, kp);
     return kp;
 }
 
@@ -155,16 +171,16 @@ static oc_cost_gemm_type gemm_type(const oc_mm_cuda_plan_input *in)
     }
 }
 
-/* The model's seconds (matmul_cuda_plan.h) for p sized with tiles of `edge` and K panels of
+/* The model's seconds (matmul_cuda_plan.h) for p sized with tiles of shape s and K panels of
  * kp; *products: the products' share, *copies: the copies'. */
-static double model_seconds(const oc_mm_cuda_plan *p, int64_t edge, int64_t kp, double *products, double *copies)
+static double model_seconds(const oc_mm_cuda_plan *p, tile_shape s, int64_t kp, double *products, double *copies)
 {
     const oc_mm_cuda_plan_input *in = &p->in;
-    const double nd = in->ndevices > 0 ? in->ndevices : 1, tiles = (double)tile_count(in, edge);
-    const double tm = (double)p->tm, tn = (double)p->tn, k = (double)in->k, area = tiles * tm * tn;
+    const double nd = in->ndevices > 0 ? in->ndevices : 1, tiles = (double)tile_count(in, s);
+    const double tm = (double)s.tm, tn = (double)s.tn, k = (double)in->k, area = tiles * tm * tn;
     const double panels = (double)((in->k + kp - 1) / kp), rate = oc_cost_gemm_gpu_rate(gemm_type(in), 90);
     const double elem = (double)oc_mm_type_size(in->in_type), out = (double)oc_mm_type_size(in->out_type);
-    const double up = tiles * (tm + tn) * k * elem, down = area * out;
+    const double up = operand_reads(in, s), down = area * out;
     const double link = (up > down ? up : down) / (OC_MM_MODEL_LINK * nd), host = (up + down) / OC_MM_MODEL_HOST;
     *products = 2.0 * area * (k + panels * OC_MM_MODEL_CALL_K) / (rate * nd);
     *copies = link > host ? link : host;
@@ -240,55 +256,73 @@ oc_status oc_mm_cuda_plan_make(oc_context *ctx, const oc_mm_cuda_plan_input *in,
     plan->in.resident = plan->in.ta = plan->in.tb = 0;
     const int64_t kp_min = min64(in->k, OC_MM_KP_MIN);
 
-    int64_t edge;
+    tile_shape shape = {0, 0};
     int why = 0;
     if (in->tile > 0) {
-        edge = in->tile;
+        shape = square(in, in->tile);
         plan->bound = "the forced tile";
-        why = fits(plan, edge, kp_min);
+        why = fits(plan, shape, kp_min);
     } else {
-        /* The largest edge that cuts the product into even tiles (whole / j, on a 256 grid)
-         * and fits the budgets with panels of a useful depth; failing that, the largest edge
-         * that fits with the shallowest panels. */
+        /* Among the tiles that cut the product evenly (squares of whole / j, on a 256 grid;
+         * where such a square does not share well among the devices, and the product is not
+         * symmetric, also the rectangles of that edge by half of it), share well and fit the
+         * budgets with panels of a useful depth: the model's fastest whose copies it hides,
+         * else the largest, or one that reads clearly fewer bytes of A and B. Failing all,
+         * the largest square that fits with the shallowest panels. */
         const int64_t whole = in->m > in->n ? in->m : in->n;
         const int64_t kp_good = min64(in->k, OC_MM_KP_GOOD);
         const double c_bytes = (double)in->m * (double)in->n * (double)oc_mm_type_size(in->out_type),
                      ab_bytes = (double)(in->m + in->n) * (double)in->k * (double)oc_mm_type_size(in->in_type);
         const int out_heavy = c_bytes >= ab_bytes;
-        edge = 0;
         plan->bound = whole <= OC_MM_TILE_MAX ? "the matrix" : "the largest tile planned";
         const char *largest_bound = NULL;
-        int64_t fastest = 0, last = 0;
-        double best = 0;
+        tile_shape fastest = {0, 0};
+        int64_t last = 0;
+        double best = 0, fewest = 0;
         for (int64_t j = (whole + OC_MM_TILE_MAX - 1) / OC_MM_TILE_MAX;; ++j) {
             const int64_t e = min64(whole, round_up((whole + j - 1) / j, 256));
             if (e < OC_MM_EVEN_MIN) break;
             if (e == last) continue;
             last = e;
-            if (!tiles_share(tile_count(in, e), nd, out_heavy) && e > OC_MM_SHARE_MIN) {
-                if (!edge)
-                    plan->bound = nd > 1 ? "the same tiles for each device" : "four tiles, to overlap the output";
-                continue;
+            const int64_t half = round_up((e + 1) / 2, 256);
+            tile_shape cand[3] = {
+                square(in, e), {min64(e, in->m), min64(half, in->n)}, {min64(half, in->m), min64(e, in->n)}};
+            /* The rectangles only where the square does not share well among the devices. */
+            const int square_shares = tiles_share(tile_count(in, cand[0]), nd, out_heavy);
+            const int ncand = in->symmetric || half < OC_MM_EVEN_MIN || square_shares ? 1 : 3;
+            for (int c = 0; c < ncand; ++c) {
+                const tile_shape s = cand[c];
+                if (c > 0 && ((s.tm == cand[0].tm && s.tn == cand[0].tn) ||
+                              (c == 2 && s.tm == cand[1].tm && s.tn == cand[1].tn)))
+                    continue;
+                if (!(c == 0 ? square_shares : tiles_share(tile_count(in, s), nd, out_heavy)) && e > OC_MM_SHARE_MIN) {
+                    if (!shape.tm)
+                        plan->bound = nd > 1 ? "the same tiles for each device" : "four tiles, to overlap the output";
+                    continue;
+                }
+                if ((why = fits(plan, s, kp_good)) != 0) {
+                    if (!shape.tm) plan->bound = why == 1 ? "the device budget" : "the host budget";
+                    continue;
+                }
+                /* The first that fits (the largest), or a later one reading clearly fewer bytes. */
+                const double reads = operand_reads(in, s);
+                if (!shape.tm) largest_bound = plan->bound;
+                if (!shape.tm || reads < OC_MM_FEWER_READS * fewest) shape = s, fewest = reads;
+                double products = 0, copies = 0;
+                const double t = model_seconds(plan, s, deepest_panel(plan, s, kp_min), &products, &copies);
+                if (copies <= OC_MM_MODEL_MARGIN * products && (!fastest.tm || t < best)) fastest = s, best = t;
             }
-            if ((why = fits(plan, e, kp_good)) != 0) {
-                if (!edge) plan->bound = why == 1 ? "the device budget" : "the host budget";
-                continue;
-            }
-            if (!edge) edge = e, largest_bound = plan->bound; /* the largest that fits */
-            double products = 0, copies = 0;
-            const double t = model_seconds(plan, e, deepest_panel(plan, e, kp_min), &products, &copies);
-            if (copies <= OC_MM_MODEL_MARGIN * products && (!fastest || t < best)) fastest = e, best = t;
         }
         why = 0;
-        if (fastest && fastest != edge) {
-            edge = fastest;
+        if (fastest.tm && (fastest.tm != shape.tm || fastest.tn != shape.tn)) {
+            shape = fastest;
             plan->bound = "the model's fastest: deeper K panels, the copies hidden";
-        } else if (edge) {
+        } else if (shape.tm) {
             plan->bound = largest_bound;
         }
-        if (!edge) {
-            edge = min64(min64(whole, OC_MM_TILE_MAX), OC_MM_EVEN_MIN);
-            while ((why = fits(plan, edge, kp_min)) != 0 && edge > 16) {
+        if (!shape.tm) {
+            int64_t edge = min64(min64(whole, OC_MM_TILE_MAX), OC_MM_EVEN_MIN);
+            while ((why = fits(plan, shape = square(in, edge), kp_min)) != 0 && edge > 16) {
                 plan->bound = why == 1 ? "the device budget" : "the host budget";
                 edge = smaller(edge);
                 if (edge < 16) edge = 16;
@@ -305,7 +339,7 @@ oc_status oc_mm_cuda_plan_make(oc_context *ctx, const oc_mm_cuda_plan_input *in,
             in->device_budget_given ? "--gpu-mem" : "free memory less headroom", MIB(plan->host_budget));
 
     /* The deepest panel beside that tile. */
-    const int64_t kp = deepest_panel(plan, edge, kp_min);
+    const int64_t kp = deepest_panel(plan, shape, kp_min);
     /* A third pinned panel slot where the host budget has room: a slow read_panel then has
      * one more panel of slack before the device waits. */
     if (size_plan(plan, plan->tm, plan->tn, kp, 3) != 0) size_plan(plan, plan->tm, plan->tn, kp, 2);

@@ -50,11 +50,11 @@
  * larger edge cuts them in proportion, which several devices sharing one host's memory
  * bandwidth need; past this edge two accumulators take most of a device. */
 #define OC_MM_TILE_MAX 32768
-/* The edge shrinks until there are four tiles on one device when the result outweighs the
+/* The tiles shrink until there are four on one device when the result outweighs the
  * operands (the download and writing of one tile then overlap the products of the next,
- * where a single tile would wait for them) and,
- * on several, the same number of tiles for each device or four each, but not below this
- * edge: smaller tiles would cost more in re-read panels than they hide. */
+ * where a single tile would wait for them) and, on several, the same number for each device
+ * and at least two each, or eight each, but not below this edge: smaller tiles would cost
+ * more in re-read panels than they hide. */
 #define OC_MM_SHARE_MIN 2048
 /* Tile edges are first sought among even cuts of the product (whole / j) that fit with K
  * panels of OC_MM_KP_GOOD, down to OC_MM_EVEN_MIN; below it the largest edge that fits with
@@ -82,11 +82,17 @@
  * through the host's memory at OC_MM_MODEL_HOST (pageable operands staged); the first panel's
  * upload and the last tile's download unhidden. Among the edges whose copies take at most
  * OC_MM_MODEL_MARGIN of the products' time (the job stays bound by its products, whatever the
- * host), the fastest predicted; with none, the largest edge, which moves the fewest bytes. */
+ * host), the fastest predicted; with none, the largest tile, unless a smaller one reads fewer
+ * bytes of A and B by more than OC_MM_FEWER_READS. Where a square edge does not share well
+ * among the devices, the rectangles of that edge by half of it are tried too (not for a
+ * symmetric product): on four devices 65536 x 65536 cuts into 8 tiles of 32768 x 16384, two
+ * a device, where squares would be 16 of 16384, which read a third more of A and B through
+ * the host. */
 #define OC_MM_MODEL_LINK 50e9
 #define OC_MM_MODEL_HOST 40e9
 #define OC_MM_MODEL_CALL_K 400.0
 #define OC_MM_MODEL_MARGIN 0.5
+#define OC_MM_FEWER_READS 0.97
 /* The smallest K panel planned where k is larger, and the deepest: past it a panel only
  * delays the first product and takes pinned memory, with nothing left to gain per call. */
 #define OC_MM_KP_MIN 256
