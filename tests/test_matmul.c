@@ -2,7 +2,8 @@
  * test_matmul.c - the dense product on the CPU (oc_matmul): every compute dtype and
  * transpose against a naive float64 reference, int8 exact, host budgets so small that they
  * force many tiles and K panels giving the bytes of a large one, A·Aᵀ against the full
- * product, a .npy read in panels against memory, and refusals that leave no file
+ * product, a .npy read in panels against memory, the CPU plan's tiles under budgets, and
+ * refusals that leave no file
  * (test_matmul_calls.c: what a C caller can get wrong).
  */
 #include <math.h>
@@ -13,6 +14,7 @@
 #include "harness.h"
 #include "matmul_array.h"
 #include "io/formats/npy_header.h"
+#include "matmul/cpu/mm_cpu.h"
 #include "matmul/matmul_choice.h"
 #include "matmul/matmul_dtype.h"
 #include "matmul/matmul_io.h"
@@ -494,8 +496,61 @@ static void test_choice(void)
     CHECK(strstr(p.reason, "default rate") && strstr(p.reason, "reference loops"));
 }
 
+/* The CPU plan under host budgets: what it holds fits, its K panels are even and cover k,
+ * and a budget that holds a 4096 tile with K panels a few thousand deep plans that tile
+ * rather than smaller ones read more often (12288³ float64 under 256 MiB: 9 tiles of 4096,
+ * 6 K panels of 2048, not 36 of 2048); a tile given stays. */
+static void test_cpu_plan(void)
+{
+    oc_context *ctx = NULL;
+    CHECK(oc_context_create(&ctx) == OC_OK);
+    static const int64_t shapes[][3] = {{12288, 12288, 12288}, {6144, 6144, 6144}, {300, 260, 500}, {1, 1, 1},
+                                        {100000, 17, 3000},    {5, 70000, 9}};
+    static const int64_t budgets[] = {64 << 10, 1 << 20, 67 << 20, 256 << 20, 1 << 30};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (size_t b = 0; b < sizeof budgets / sizeof budgets[0]; b++)
+            for (int sym = 0; sym < 2; sym++) {
+                if (sym && shapes[s][0] != shapes[s][1]) continue;
+                oc_matmul_job job = {.ctx = ctx,
+                                     .m = shapes[s][0],
+                                     .n = shapes[s][1],
+                                     .k = shapes[s][2],
+                                     .in_type = OC_MM_FLOAT64,
+                                     .out_type = OC_MM_FLOAT64,
+                                     .symmetric = sym,
+                                     .host_mem_bytes = budgets[b],
+                                     .threads = 1};
+                oc_mm_cpu_plan p;
+                if (oc_mm_cpu_plan_make(&job, &p) != OC_OK) {
+                    CHECK_MSG(budgets[b] < (1 << 20), "%lld x %lld x %lld under %lld: %s", (long long)job.m,
+                              (long long)job.n, (long long)job.k, (long long)budgets[b], oc_context_last_error(ctx));
+                    continue;
+                }
+                CHECK(p.need_bytes <= budgets[b]);
+                CHECK(p.tm >= 1 && p.tn >= 1 && p.tm <= job.m && p.tn <= job.n && (!sym || p.tm == p.tn));
+                CHECK((p.panels - 1) * p.kp < job.k && p.panels * p.kp >= job.k);
+                CHECK(p.kp - (job.k - (p.panels - 1) * p.kp) < p.panels); /* even: the last no thinner */
+            }
+    oc_matmul_job job = {.ctx = ctx,
+                         .m = 12288,
+                         .n = 12288,
+                         .k = 12288,
+                         .in_type = OC_MM_FLOAT64,
+                         .out_type = OC_MM_FLOAT64,
+                         .host_mem_bytes = 256 << 20,
+                         .threads = 1};
+    oc_mm_cpu_plan p;
+    CHECK(oc_mm_cpu_plan_make(&job, &p) == OC_OK);
+    CHECK_MSG(p.tm == 4096 && p.tn == 4096 && p.kp == 2048 && p.panels == 6, "%lld x %lld tiles, K panels of %lld",
+              (long long)p.tm, (long long)p.tn, (long long)p.kp);
+    job.tile = 1000;
+    CHECK(oc_mm_cpu_plan_make(&job, &p) == OC_OK && p.tm == 1000 && p.tn == 1000);
+    oc_context_free(ctx);
+}
+
 int main(void)
 {
+    test_cpu_plan();
     test_dtypes_and_transposes();
     test_budgets();
     test_symmetric();

@@ -232,9 +232,10 @@ def test_resume_under_other_spellings_of_the_paths(mats, inputs, opts):
     only the tiles not on record computed, the bytes of one run, nothing left over."""
     d = mats
     (d / "sub").mkdir()
-    flags = opts + ["--backend", "cpu", "--host-mem", "300K", "--threads", "1"]
+    flags = opts + ["--backend", "cpu", "--host-mem", "100K", "--threads", "1"]
     run_in(d, "matmul", *inputs, *flags, "-q", "-o", "ref.npy")
     total = tiles_of(d, [d / i for i in inputs] + flags)
+    assert total > 6, total  # the kills below land before the last tile
     spellings = [(d, "./", 2), (d, "", 4), (d / "sub", "../", 6), (d.parent, str(d) + "/", None)]
     for cwd, prefix, kill in spellings:
         args = ["matmul", *[prefix + i for i in inputs], *flags, "-o", prefix + "C.npy", "--resume"]

@@ -14,6 +14,11 @@
 #define TILE_MIN 16
 #define PANEL_MIN 64
 #define PANEL_MAX (1 << 30) /* CBLAS takes int dimensions */
+/* The planner's weight of an element of a panel read (copied out of its source and converted,
+ * then read by the BLAS) against an element of the accumulator read and written by a BLAS
+ * call (streamed inside it): a tile of tm x tn with K panels of kp costs
+ * READ_WEIGHT (1/tm + 1/tn) + 2/kp such moves per multiply-add. */
+#define READ_WEIGHT 3.0
 
 size_t oc_mm_kind_size(oc_mm_kind kind) { return kind == OC_MM_KIND_F64 ? 8 : kind == OC_MM_KIND_F32 ? 4 : 1; }
 
@@ -38,6 +43,34 @@ static int64_t need(const oc_matmul_job *job, oc_mm_kind kind, int64_t tm, int64
 }
 
 static int64_t ceil_div(int64_t a, int64_t b) { return b > 0 ? (a + b - 1) / b : 0; }
+
+/* The tile edges tried, largest first. */
+static const int64_t edges[] = {4096, 3072, 2048, 1536, 1024, 768, 512, 384, 256, 192, 128, 96, 64, 48, 32, 16};
+
+/* A square edge cut to the product's rows and columns (at least 1). */
+static int64_t cut(int64_t edge, int64_t side) { return side < 1 ? 1 : min64(side, edge); }
+
+/* p's tile for a square edge and K panel kp, and what it holds. */
+static void shape(const oc_matmul_job *job, oc_mm_cpu_plan *p, int64_t edge, int64_t kp)
+{
+    p->tm = cut(edge, job->m);
+    p->tn = cut(edge, job->symmetric ? job->m : job->n);
+    p->kp = kp;
+    p->need_bytes = need(job, p->kind, p->tm, p->tn, kp);
+}
+
+/* The deepest K panel beside tiles of `edge` within budget, evened out so that the panels
+ * have one depth (at most PANEL_MAX); 0 when not even PANEL_MIN fits. */
+static int64_t deepest(const oc_matmul_job *job, oc_mm_kind kind, int64_t edge, int64_t budget)
+{
+    const int64_t k = job->k > 0 ? job->k : 1;
+    const int64_t tm = cut(edge, job->m), tn = cut(edge, job->symmetric ? job->m : job->n);
+    const int64_t tile = need(job, kind, tm, tn, 0), per_k = need(job, kind, tm, tn, 1) - tile;
+    if (budget <= tile) return 0;
+    int64_t kp = min64(min64(k, PANEL_MAX), (budget - tile) / per_k);
+    if (kp < min64(k, PANEL_MIN)) return 0;
+    return ceil_div(k, ceil_div(k, kp));
+}
 
 /* The whole budget is too small even for the smallest plan: the message names it, what that
  * plan needs beside the inputs the budget maps, and the least budget that runs the job (a
@@ -75,29 +108,43 @@ oc_status oc_mm_cpu_plan_make(oc_matmul_job *job, oc_mm_cpu_plan *p)
         break;
     }
     p->threads = oc_threads_resolve(job->threads);
-    const int64_t budget = job->host_mem_bytes, m = job->m, n = job->n, k = job->k;
-    int64_t edge = job->tile > 0 ? job->tile : TILE_MAX;
-    int64_t kp = min64(k > 0 ? k : 1, PANEL_MAX);
+    const int64_t budget = job->host_mem_bytes, k = job->k > 0 ? job->k : 1;
     p->bound = job->tile > 0 ? "the tile given" : "the matrix size";
-    for (;;) {
-        int64_t tm = min64(m, edge), tn = min64(job->symmetric ? m : n, edge);
-        if (tm < 1) tm = 1;
-        if (tn < 1) tn = 1;
-        p->tm = tm;
-        p->tn = tn;
-        p->kp = kp;
-        p->need_bytes = need(job, p->kind, tm, tn, kp);
-        if (p->need_bytes <= budget) break;
-        p->bound = "the host budget";
-        /* The K panel halves down to PANEL_MIN, then the tile (a tile given stays as given). */
-        if (kp > PANEL_MIN && (kp > edge || job->tile > 0 || edge <= TILE_MIN))
-            kp = (kp + 1) / 2 > PANEL_MIN ? (kp + 1) / 2 : PANEL_MIN;
-        else if (edge > TILE_MIN && job->tile <= 0) edge /= 2;
-        else return too_small(job, tm, tn, kp, p->need_bytes);
+    p->tm = 0;
+    /* Among the tile edges, each with the deepest K panel that fits beside it, the one that
+     * moves the fewest bytes per multiply-add outside the BLAS's own blocking (READ_WEIGHT). */
+    if (job->tile <= 0) {
+        double best = 0;
+        int64_t best_edge = 0, best_kp = 0;
+        for (size_t e = 0; e < sizeof edges / sizeof edges[0]; e++) {
+            const int64_t kp = deepest(job, p->kind, edges[e], budget);
+            if (kp == 0) continue;
+            const double tm = (double)cut(edges[e], job->m),
+                         tn = (double)cut(edges[e], job->symmetric ? job->m : job->n);
+            const double cost = READ_WEIGHT * (1.0 / tm + 1.0 / tn) + 2.0 / (double)kp;
+            if (!best_edge || cost < best) best = cost, best_edge = edges[e], best_kp = kp;
+        }
+        if (best_edge) {
+            shape(job, p, best_edge, best_kp);
+            if (best_edge != edges[0] || best_kp < k) p->bound = "the host budget";
+        }
     }
-    p->tiles_m = ceil_div(m, p->tm);
-    p->tiles_n = ceil_div(n, p->tn);
-    p->panels = ceil_div(k, p->kp);
+    if (p->tm == 0) { /* the tile given, or none with such panels: the K panel, then the tile, halved */
+        int64_t edge = job->tile > 0 ? job->tile : TILE_MAX;
+        int64_t kp = min64(k, PANEL_MAX);
+        for (;;) {
+            shape(job, p, edge, kp);
+            if (p->need_bytes <= budget) break;
+            p->bound = "the host budget";
+            if (kp > PANEL_MIN && (kp > edge || job->tile > 0 || edge <= TILE_MIN))
+                kp = (kp + 1) / 2 > PANEL_MIN ? (kp + 1) / 2 : PANEL_MIN;
+            else if (edge > TILE_MIN && job->tile <= 0) edge /= 2;
+            else return too_small(job, p->tm, p->tn, kp, p->need_bytes);
+        }
+    }
+    p->tiles_m = ceil_div(job->m, p->tm);
+    p->tiles_n = ceil_div(job->n, p->tn);
+    p->panels = ceil_div(job->k, p->kp);
     p->tiles = job->symmetric ? p->tiles_m * (p->tiles_m + 1) / 2 : p->tiles_m * p->tiles_n;
     return OC_OK;
 }
