@@ -497,9 +497,9 @@ static void test_choice(void)
 }
 
 /* The CPU plan under host budgets: what it holds fits, its K panels are even and cover k,
- * and a budget that holds a 4096 tile with K panels a few thousand deep plans that tile
+ * and a budget that holds a large tile with K panels a few thousand deep plans that tile
  * rather than smaller ones read more often (12288³ float64 under 256 MiB: 9 tiles of 4096,
- * 6 K panels of 2048, not 36 of 2048); a tile given stays. */
+ * 6 K panels of 2048, not 36 of 2048; 6144³ under 266 MiB: 4 of 3072); a tile given stays. */
 static void test_cpu_plan(void)
 {
     oc_context *ctx = NULL;
@@ -543,6 +543,10 @@ static void test_cpu_plan(void)
     CHECK(oc_mm_cpu_plan_make(&job, &p) == OC_OK);
     CHECK_MSG(p.tm == 4096 && p.tn == 4096 && p.kp == 2048 && p.panels == 6, "%lld x %lld tiles, K panels of %lld",
               (long long)p.tm, (long long)p.tn, (long long)p.kp);
+    job.m = job.n = job.k = 6144, job.host_mem_bytes = 266 << 20; /* 3072: 4096's 2 x 2 grid, deeper panels */
+    CHECK(oc_mm_cpu_plan_make(&job, &p) == OC_OK);
+    CHECK_MSG(p.tm == 3072 && p.tiles == 4 && p.panels == 2, "%lld x %lld tiles, %lld K panels", (long long)p.tm,
+              (long long)p.tn, (long long)p.panels);
     job.tile = 1000;
     CHECK(oc_mm_cpu_plan_make(&job, &p) == OC_OK && p.tm == 1000 && p.tn == 1000);
     oc_context_free(ctx);

@@ -176,10 +176,11 @@ static void adopt_with_idle(oc_context *ctx, size_t bytes)
 {
     oc_pinned_cache *c = oc_pinned_cache_create(&ops);
     char why[64];
-    void *p;
-    CHECK(c && oc_pinned_cache_take(c, bytes, &p, why, sizeof why) == 0);
-    oc_pinned_cache_give(c, p, bytes);
-    oc_context_adopt_pinned_cache(ctx, c, count_free);
+    void *p = NULL;
+    const int taken = c && oc_pinned_cache_take(c, bytes, &p, why, sizeof why) == 0;
+    CHECK(taken);
+    if (taken) oc_pinned_cache_give(c, p, bytes);
+    if (c) oc_context_adopt_pinned_cache(ctx, c, count_free);
 }
 
 /* The context owns its cache: the public calls release it, oc_context_free frees it, and

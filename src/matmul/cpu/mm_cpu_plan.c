@@ -10,7 +10,10 @@
 #include "core/threads.h"
 #include "matmul/cpu/mm_cpu.h"
 
-#define TILE_MAX 4096 /* a larger tile gains little GEMM rate and costs memory */
+/* The largest tile edge: past it a tile gains little GEMM rate, and one tile reads its panels,
+ * multiplies and writes with nothing beside each (6144³ float64 on 2 cores as one tile of
+ * 6144: 0.75 of the BLAS in memory, as 4 of 4096: 0.80-0.82; bench/RESULTS.md). */
+#define TILE_MAX 4096
 #define TILE_MIN 16
 #define PANEL_MIN 64
 #define PANEL_MAX (1 << 30) /* CBLAS takes int dimensions */
@@ -45,7 +48,7 @@ static int64_t need(const oc_matmul_job *job, oc_mm_kind kind, int64_t tm, int64
 static int64_t ceil_div(int64_t a, int64_t b) { return b > 0 ? (a + b - 1) / b : 0; }
 
 /* The tile edges tried, largest first. */
-static const int64_t edges[] = {4096, 3072, 2048, 1536, 1024, 768, 512, 384, 256, 192, 128, 96, 64, 48, 32, 16};
+static const int64_t edges[] = {TILE_MAX, 3072, 2048, 1536, 1024, 768, 512, 384, 256, 192, 128, 96, 64, 48, 32, 16};
 
 /* A square edge cut to the product's rows and columns (at least 1). */
 static int64_t cut(int64_t edge, int64_t side) { return side < 1 ? 1 : min64(side, edge); }
@@ -70,6 +73,27 @@ static int64_t deepest(const oc_matmul_job *job, oc_mm_kind kind, int64_t edge, 
     int64_t kp = min64(min64(k, PANEL_MAX), (budget - tile) / per_k);
     if (kp < min64(k, PANEL_MIN)) return 0;
     return ceil_div(k, ceil_div(k, kp));
+}
+
+/* Among the tile edges, each with the deepest K panel that fits beside it within budget, the
+ * one that moves the fewest elements per multiply-add outside the BLAS's own blocking: the
+ * panels' reads, tiles_n / n + tiles_m / m (each tile reads its rows of A and columns of B),
+ * weighted READ_WEIGHT, and the accumulator's update by each call, 2 / kp. 0 when none fits. */
+static int best_tile(const oc_matmul_job *job, oc_mm_kind kind, int64_t budget, int64_t *edge, int64_t *kp)
+{
+    const int64_t n = job->symmetric ? job->m : job->n;
+    double best = 0;
+    *edge = *kp = 0;
+    for (size_t e = 0; e < sizeof edges / sizeof edges[0]; e++) {
+        const int64_t depth = deepest(job, kind, edges[e], budget);
+        if (depth == 0) continue;
+        const double m_ = job->m < 1 ? 1.0 : (double)job->m, n_ = n < 1 ? 1.0 : (double)n;
+        const double reads =
+            (double)ceil_div(n, cut(edges[e], n)) / n_ + (double)ceil_div(job->m, cut(edges[e], job->m)) / m_;
+        const double cost = READ_WEIGHT * reads + 2.0 / (double)depth;
+        if (!*edge || cost < best) best = cost, *edge = edges[e], *kp = depth; /* ties: the larger */
+    }
+    return *edge != 0;
 }
 
 /* The whole budget is too small even for the smallest plan: the message names it, what that
@@ -111,22 +135,12 @@ oc_status oc_mm_cpu_plan_make(oc_matmul_job *job, oc_mm_cpu_plan *p)
     const int64_t budget = job->host_mem_bytes, k = job->k > 0 ? job->k : 1;
     p->bound = job->tile > 0 ? "the tile given" : "the matrix size";
     p->tm = 0;
-    /* Among the tile edges, each with the deepest K panel that fits beside it, the one that
-     * moves the fewest bytes per multiply-add outside the BLAS's own blocking (READ_WEIGHT). */
     if (job->tile <= 0) {
-        double best = 0;
-        int64_t best_edge = 0, best_kp = 0;
-        for (size_t e = 0; e < sizeof edges / sizeof edges[0]; e++) {
-            const int64_t kp = deepest(job, p->kind, edges[e], budget);
-            if (kp == 0) continue;
-            const double tm = (double)cut(edges[e], job->m),
-                         tn = (double)cut(edges[e], job->symmetric ? job->m : job->n);
-            const double cost = READ_WEIGHT * (1.0 / tm + 1.0 / tn) + 2.0 / (double)kp;
-            if (!best_edge || cost < best) best = cost, best_edge = edges[e], best_kp = kp;
-        }
-        if (best_edge) {
-            shape(job, p, best_edge, best_kp);
-            if (best_edge != edges[0] || best_kp < k) p->bound = "the host budget";
+        int64_t edge, kp, free_edge, free_kp;
+        if (best_tile(job, p->kind, budget, &edge, &kp)) {
+            shape(job, p, edge, kp);
+            best_tile(job, p->kind, INT64_MAX, &free_edge, &free_kp);
+            if (edge != free_edge || kp != free_kp) p->bound = "the host budget";
         }
     }
     if (p->tm == 0) { /* the tile given, or none with such panels: the K panel, then the tile, halved */
