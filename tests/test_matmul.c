@@ -330,6 +330,49 @@ static void test_files(void)
         unlink(FC.path);
     }
     unsetenv("OUTCORE_BLAS");
+    /* float64 files: mapped, their panels go to the BLAS where they lie in the mapping; read
+     * in segments, through the panel buffers. Under one plan (tiles of 16, one K panel: B's
+     * rows n apart in the mapping, 16 in a buffer) the same bytes either way; mapped under a
+     * budget that splits k in two (A's rows 200 apart, a panel's 100); each the reference's
+     * within tolerance. */
+    const int64_t kk = 200;
+    double *a64 = random_matrix(OC_MATMUL_FLOAT64, m, kk), *b64 = random_matrix(OC_MATMUL_FLOAT64, kk, n);
+    write_npy(oc_test_tmp_path("A64.npy"), "<f8", a64, (size_t)(m * kk) * 8, m, kk);
+    write_npy(oc_test_tmp_path("B64.npy"), "<f8", b64, (size_t)(kk * n) * 8, kk, n);
+    oc_matmul_array GA = OC_MATMUL_ARRAY_INIT, GB = OC_MATMUL_ARRAY_INIT;
+    GA.path = oc_test_tmp_path("A64.npy");
+    GB.path = oc_test_tmp_path("B64.npy");
+    const int64_t data = (m * kk + kk * n) * 8;
+    const struct {
+        int64_t tile, budget;
+    } runs[3] = {{16, 0}, {16, 60000}, {64, 2 * data + 6000}}; /* 60000: not mapped, K whole */
+    unsigned char *out[3] = {NULL, NULL, NULL};
+    size_t out_len[3] = {0, 0, 0};
+    o.transpose_b = 0;
+    for (int r = 0; r < 3; r++) {
+        o.tile = runs[r].tile, o.host_mem_bytes = runs[r].budget;
+        CHECK_MSG(oc_matmul(ctx, &GA, &GB, &FC, &o, NULL) == OC_OK, "%s", oc_context_last_error(ctx));
+        out[r] = oc_test_read_file(FC.path, &out_len[r]);
+        unlink(FC.path);
+        CHECK(out[r] && out_len[r] == 128 + (size_t)(m * n) * 8);
+        if (!out[r] || out_len[r] != 128 + (size_t)(m * n) * 8) continue;
+        const double *c = (const double *)(out[r] + 128);
+        int bad = 0;
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = 0; j < n; j++) {
+                double ref = 0, mag = 0;
+                for (int64_t q = 0; q < kk; q++)
+                    ref += a64[i * kk + q] * b64[q * n + j], mag += fabs(a64[i * kk + q] * b64[q * n + j]);
+                bad += !(fabs(c[i * n + j] - ref) <= 4 * kk * 2.2e-16 * mag);
+            }
+        CHECK_MSG(bad == 0, "run %d: %d elements off the reference", r, bad);
+    }
+    if (out[0] && out[1] && out_len[0] == out_len[1])
+        CHECK_MSG(memcmp(out[0], out[1], out_len[0]) == 0, "mapped and segment-read operands gave other bytes");
+    free(out[2]);
+    free(out[0]), free(out[1]), free(a64), free(b64);
+    unlink(GA.path), unlink(GB.path);
+    o.tile = 0;
     /* inner dimensions that differ (B not transposed); the output is an input; a dtype
      * that is not computed; each refused, and no file left */
     o.host_mem_bytes = 0;
@@ -390,9 +433,10 @@ static void test_int8_limit_and_names(void)
     oc_context_free(ctx);
 }
 
-/* The job layer's panel_memory and tile_memory: caller memory in the compute type, not
- * transposed, gives its address (a GPU may copy from and to it straight); a conversion, a
- * transpose, a file, A·Aᵀ's mirrored result or a result in a file give NULL. */
+/* The job layer's panel_memory and tile_memory: caller memory or a mapped input in the
+ * compute type, not transposed, gives its address (a GPU may copy from and to page-locked
+ * memory straight, the CPU's BLAS reads it there); a conversion, a transpose, a file read in
+ * segments, A·Aᵀ's mirrored result or a result in a file give NULL. */
 static void test_memory_callbacks(void)
 {
     oc_context *ctx = NULL;
@@ -444,8 +488,15 @@ static void test_memory_callbacks(void)
         CHECK(oc_mm_source_open(ctx, &F, "A", 1 << 30, &sf) == OC_OK); /* mapped */
         io.src[0] = &sf;
         job.in_type = OC_MM_FLOAT32;
-        CHECK(job.panel_memory(&job, OC_MM_A, 0, 0, &ld) == NULL);
+        /* A mapped file's panels lie in the mapping (the CPU's BLAS reads them there), but
+         * the stored operand is no caller memory a GPU's resident plan could take. */
+        CHECK(job.panel_memory(&job, OC_MM_A, 2, 3, &ld) == (const void *)(sf.data + (2 * K + 3) * sizeof(float)) &&
+              ld == K);
         CHECK(job.stored_memory(&job, OC_MM_A, &ld, &transposed) == NULL);
+        oc_mm_source_close(&sf);
+        CHECK(oc_mm_source_open(ctx, &F, "A", 16, &sf) == OC_OK); /* read in segments: no memory */
+        io.src[0] = &sf;
+        CHECK(sf.data == NULL && job.panel_memory(&job, OC_MM_A, 0, 0, &ld) == NULL);
         oc_mm_source_close(&sf);
         oc_test_tmp_remove();
     }

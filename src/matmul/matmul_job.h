@@ -58,11 +58,12 @@ typedef oc_status (*oc_mm_plan_tiles_fn)(const oc_matmul_job *job, int64_t tm, i
  * is not computed, read or written). Thread-safe. */
 typedef int (*oc_mm_tile_done_fn)(const oc_matmul_job *job, int64_t row0, int64_t col0);
 
-/* Where element (row0, col0) of op(X) lies in the caller's memory when read_panel would only
- * copy it out from there (in_type already, row-major, op(X) = X): its address, and in *ld the
- * elements between rows; NULL when it does not (a file, a conversion, a transpose). A backend
- * that copies a panel from there itself (a GPU, from page-locked memory) does not call
- * read_panel for it and counts its bytes in stats.bytes_straight. Thread-safe. */
+/* Where element (row0, col0) of op(X) lies in memory when read_panel would only copy it out
+ * from there (in_type already, row-major, op(X) = X): the caller's memory or a mapped input
+ * file; its address, and in *ld the elements between rows; NULL when it does not (a file read
+ * in segments, a conversion, a transpose). A backend that reads a panel from there itself (a
+ * GPU, from page-locked memory; the CPU's BLAS) does not call read_panel for it and counts
+ * its bytes in stats.bytes_straight. Thread-safe. */
 typedef const void *(*oc_mm_panel_memory_fn)(const oc_matmul_job *job, oc_mm_operand which, int64_t row0, int64_t col0,
                                              int64_t *ld);
 /* Where element (row0, col0) of C goes in the caller's memory when write_tile would only copy

@@ -54,9 +54,10 @@ const void *oc_mm_panel_memory(const oc_matmul_job *job, oc_mm_operand which, in
 {
     const oc_mm_io *io = job->io;
     const oc_mm_source *s = io->src[which];
-    /* Caller memory (not a file, mapped or read), in the compute type, not transposed. */
-    if (!s->data || s->fd >= 0 || oc_mm_source_mapped_bytes(s) > 0 || s->transposed || io->transpose[which] ||
-        oc_matmul_dtype_of(job->in_type) != s->dtype)
+    /* Caller memory or a mapped input (not one read with pread), in the compute type, not
+     * transposed. A mapped input that shrinks reads as zeros and fails the job's check of
+     * its inputs after the product (mapped_file.h), as read_panel's copies of it would. */
+    if (!s->data || s->fd >= 0 || s->transposed || io->transpose[which] || oc_matmul_dtype_of(job->in_type) != s->dtype)
         return NULL;
     *ld = s->ld;
     return s->data + ((size_t)row0 * (size_t)s->ld + (size_t)col0) * oc_matmul_dtype_size(s->dtype);

@@ -145,29 +145,45 @@ static oc_status write_pieces(oc_matmul_job *job, const oc_mm_cpu_plan *p, int64
 
 /* The upper triangle of acc[h x h] += a·aᵀ (a diagonal tile of A·Aᵀ: half the multiply-adds
  * of a gemm, and no B panel; write_tile reads only the upper triangle of such a tile). */
-static void syrk_blas(const oc_mm_cpu_plan *p, int64_t h, int64_t kw, const void *a, void *acc, int first)
+static void syrk_blas(const oc_mm_cpu_plan *p, int64_t h, int64_t kw, const void *a, int64_t lda, void *acc, int first)
 {
     if (p->kind == OC_MM_KIND_F64)
-        p->blas.dsyrk(OC_CBLAS_ROW_MAJOR, OC_CBLAS_UPPER, OC_CBLAS_NO_TRANS, (int)h, (int)kw, 1.0, a, (int)kw,
+        p->blas.dsyrk(OC_CBLAS_ROW_MAJOR, OC_CBLAS_UPPER, OC_CBLAS_NO_TRANS, (int)h, (int)kw, 1.0, a, (int)lda,
                       first ? 0.0 : 1.0, acc, (int)h);
     else
-        p->blas.ssyrk(OC_CBLAS_ROW_MAJOR, OC_CBLAS_UPPER, OC_CBLAS_NO_TRANS, (int)h, (int)kw, 1.0f, a, (int)kw,
+        p->blas.ssyrk(OC_CBLAS_ROW_MAJOR, OC_CBLAS_UPPER, OC_CBLAS_NO_TRANS, (int)h, (int)kw, 1.0f, a, (int)lda,
                       first ? 0.0f : 1.0f, acc, (int)h);
 }
 
-static void gemm_blas(const oc_mm_cpu_plan *p, int64_t h, int64_t w, int64_t kw, const void *a, const void *b,
-                      void *acc, int first)
+static void gemm_blas(const oc_mm_cpu_plan *p, int64_t h, int64_t w, int64_t kw, const void *a, int64_t lda,
+                      const void *b, int64_t ldb, void *acc, int first)
 {
     if (p->kind == OC_MM_KIND_F64)
         p->blas.dgemm(OC_CBLAS_ROW_MAJOR, OC_CBLAS_NO_TRANS, OC_CBLAS_NO_TRANS, (int)h, (int)w, (int)kw, 1.0, a,
-                      (int)kw, b, (int)w, first ? 0.0 : 1.0, acc, (int)w);
+                      (int)lda, b, (int)ldb, first ? 0.0 : 1.0, acc, (int)w);
     else
         p->blas.sgemm(OC_CBLAS_ROW_MAJOR, OC_CBLAS_NO_TRANS, OC_CBLAS_NO_TRANS, (int)h, (int)w, (int)kw, 1.0f, a,
-                      (int)kw, b, (int)w, first ? 0.0f : 1.0f, acc, (int)w);
+                      (int)lda, b, (int)ldb, first ? 0.0f : 1.0f, acc, (int)w);
+}
+
+/* Where a panel already lies as the BLAS takes it (panel_memory: the caller's memory or a
+ * mapped input, in the multiply's type, not transposed), with its elements between rows in
+ * *ld; NULL: read and converted into a buffer. */
+static const void *panel_in_place(oc_matmul_job *job, const oc_mm_cpu_plan *p, oc_mm_operand which, int64_t row0,
+                                  int64_t col0, int64_t rows, int64_t cols, int64_t *ld)
+{
+    const int same = (p->kind == OC_MM_KIND_F64 && job->in_type == OC_MM_FLOAT64) ||
+                     (p->kind == OC_MM_KIND_F32 && job->in_type == OC_MM_FLOAT32);
+    if (!same || !p->blas.sgemm || !job->panel_memory) return NULL;
+    const void *at = job->panel_memory(job, which, row0, col0, ld);
+    if (!at || *ld > INT32_MAX) return NULL; /* CBLAS takes int strides */
+    job->stats.bytes_straight += rows * cols * (int64_t)oc_mm_type_size(job->in_type);
+    return at;
 }
 
 /* One tile: K panels into the accumulator, rounded, written. *a_key says which A panel
- * buffer a holds (rows ti, panel) so that a row of tiles with one K panel reads A once. */
+ * buffer a holds (rows ti, panel) so that a row of tiles with one K panel reads A once.
+ * Panels that lie in memory as the BLAS takes them are multiplied where they are. */
 static oc_status run_tile(oc_matmul_job *job, const oc_mm_cpu_plan *p, cpu_buffers *bf, int64_t ti, int64_t tj,
                           int64_t *a_key, double *done, double total)
 {
@@ -183,16 +199,22 @@ static oc_status run_tile(oc_matmul_job *job, const oc_mm_cpu_plan *p, cpu_buffe
     for (int64_t q = 0; q < p->panels; q++) {
         const int64_t k0 = q * p->kp, kw = job->k - k0 < p->kp ? job->k - k0 : p->kp;
         const int64_t key = ti * p->panels + q;
-        if (*a_key != key) {
+        int64_t lda = kw, ldb = w;
+        const void *a = panel_in_place(job, p, OC_MM_A, i0, k0, h, kw, &lda), *b = NULL;
+        if (!a && *a_key != key) {
             *a_key = -1; /* a failed read leaves it partly overwritten */
             OC_CHECK(ctx, read_pieces(job, p, OC_MM_A, i0, h, k0, kw, bf->a_in, bf->a));
             *a_key = key;
         }
+        if (!a) a = bf->a, lda = kw;
         if (syrk) {
-            syrk_blas(p, h, kw, bf->a, bf->acc, q == 0);
+            syrk_blas(p, h, kw, a, lda, bf->acc, q == 0);
         } else {
-            OC_CHECK(ctx, read_pieces(job, p, OC_MM_B, k0, kw, j0, w, bf->b_in, bf->b));
-            if (blas) gemm_blas(p, h, w, kw, bf->a, bf->b, bf->acc, q == 0);
+            if (!(b = panel_in_place(job, p, OC_MM_B, k0, j0, kw, w, &ldb))) {
+                OC_CHECK(ctx, read_pieces(job, p, OC_MM_B, k0, kw, j0, w, bf->b_in, bf->b));
+                b = bf->b, ldb = w;
+            }
+            if (blas) gemm_blas(p, h, w, kw, a, lda, b, ldb, bf->acc, q == 0);
             else OC_CHECK(ctx, oc_mm_ref_gemm(ctx, p->kind, p->threads, h, w, kw, bf->a, bf->b, bf->acc));
         }
         *done += (double)h * (double)w * (double)kw;
