@@ -6,6 +6,7 @@
  * on one thread they held a BLAS on many cores up (bench/RESULTS.md, "matmul on the CPU
  * on 16 cores").
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

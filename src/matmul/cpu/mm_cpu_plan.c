@@ -10,17 +10,17 @@
 #include "core/threads.h"
 #include "matmul/cpu/mm_cpu.h"
 
-/* The largest tile edge: past it a tile gains little GEMM rate, and one tile reads its panels,
- * multiplies and writes with nothing beside each (6144³ float64 on 2 cores as one tile of
- * 6144: 0.75 of the BLAS in memory, as 4 of 4096: 0.80-0.82; bench/RESULTS.md). */
+/* The largest tile edge: past it a tile gains little GEMM rate, and a product of one tile
+ * reads its panels, multiplies and writes with nothing beside each (bench/RESULTS.md, "The CPU
+ * plan under a host budget": one tile of 6144 ran slower than four of 4096). */
 #define TILE_MAX 4096
 #define TILE_MIN 16
 #define PANEL_MIN 64
 #define PANEL_MAX (1 << 30) /* CBLAS takes int dimensions */
 /* The planner's weight of an element of a panel read (copied out of its source and converted,
  * then read by the BLAS) against an element of the accumulator read and written by a BLAS
- * call (streamed inside it): a tile of tm x tn with K panels of kp costs
- * READ_WEIGHT (1/tm + 1/tn) + 2/kp such moves per multiply-add. */
+ * call (streamed inside it): r x c tiles over an m x n result with K panels of kp cost
+ * READ_WEIGHT (c/n + r/m) + 2/kp such moves per multiply-add (best_tile). */
 #define READ_WEIGHT 3.0
 
 size_t oc_mm_kind_size(oc_mm_kind kind) { return kind == OC_MM_KIND_F64 ? 8 : kind == OC_MM_KIND_F32 ? 4 : 1; }
