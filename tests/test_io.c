@@ -1,6 +1,6 @@
 /*
- * test_io.c - the file readers and writers, the public matrix constructors, and every
- * bad-input case of the .npy, .mtx and text formats.
+ * test_io.c - the .npy reader and writers, the public matrix constructors, and every
+ * bad-input case of the .npy format (test_io_text.c: the .mtx and text formats).
  *
  * Files are written into a fresh temporary directory; each failure case checks the status,
  * that the message names the file and the problem, and (for writers) that no output or
@@ -18,28 +18,13 @@
 #include "matrix/matrix.h"
 #include "harness.h"
 #include "io/io.h"
+#include "io_checks.h"
 #include "io/formats/npy_array.h"
 #include "outcore.h"
 
 static int contains(const char *s, const char *part) { return strstr(s, part) != NULL; }
 
-static oc_context *ctx;
-
 /* ---------------------------------------------------------------- helpers */
-
-static const char *write_file(const char *name, const void *bytes, size_t len)
-{
-    const char *path = oc_test_tmp_path(name);
-    FILE *f = fopen(path, "wb");
-    if (!f || fwrite(bytes, 1, len, f) != len) {
-        fprintf(stderr, "cannot write %s\n", path);
-        exit(1);
-    }
-    fclose(f);
-    return path;
-}
-
-static const char *write_text(const char *name, const char *text) { return write_file(name, text, strlen(text)); }
 
 /* A .npy image as numpy writes it: magic, version, dict padded so the data starts at a
  * multiple of 64, then the data. Returns its length. */
@@ -76,46 +61,6 @@ static void packbits(const unsigned char *a, int rows, int cols, unsigned char *
     for (int i = 0; i < rows; ++i)
         for (int j = 0; j < cols; ++j)
             if (a[i * cols + j]) out[i * width + j / 8] |= (unsigned char)(1 << (7 - j % 8));
-}
-
-static void check_equals_dense(const oc_matrix *m, const unsigned char *a, int rows, int cols)
-{
-    CHECK_EQ_I64(oc_matrix_rows(m), rows);
-    CHECK_EQ_I64(oc_matrix_cols(m), cols);
-    if (oc_matrix_rows(m) != rows || oc_matrix_cols(m) != cols) return;
-    int bad = 0;
-    for (int i = 0; i < rows; ++i)
-        for (int j = 0; j < cols; ++j) bad += oc_matrix_get(m, i, j) != (a[i * cols + j] != 0);
-    CHECK_EQ_I64(bad, 0);
-    /* The padding past the last column must be zero: kernels count it. */
-    int64_t pops[64], want = 0;
-    CHECK(oc_matrix_row_popcounts(NULL, m, 1, pops) == OC_OK);
-    for (int i = 0; i < rows; ++i) {
-        int64_t row_ones = 0;
-        for (int j = 0; j < cols; ++j) row_ones += a[i * cols + j] != 0;
-        want += pops[i] == row_ones;
-    }
-    CHECK_EQ_I64(want, rows);
-}
-
-/* Reads path with opts and checks that it reads as the dense rows x cols matrix want (only
- * the shape when want is NULL). */
-static void check_read_with(const char *path, const oc_read_options *opts, const unsigned char *want, int rows,
-                            int cols)
-{
-    oc_matrix *m = NULL;
-    oc_status st = oc_matrix_read(ctx, path, opts, &m);
-    CHECK_MSG(st == OC_OK, "%s: %s", path, oc_context_last_error(ctx));
-    if (m && want) check_equals_dense(m, want, rows, cols);
-    if (m) CHECK(oc_matrix_rows(m) == rows && oc_matrix_cols(m) == cols);
-    oc_matrix_free(m);
-}
-
-static void check_reads_as(const char *path, int64_t bits, const unsigned char *want, int rows, int cols)
-{
-    oc_read_options opts = OC_READ_OPTIONS_INIT;
-    opts.bits = bits;
-    check_read_with(path, &opts, want, rows, cols);
 }
 
 /* A 5 x 13 test matrix with a pattern that puts ones in every byte position. */
@@ -539,143 +484,6 @@ static void test_read_options_v1(void)
     CHECK(m == NULL);
 }
 
-/* ---------------------------------------------------------------- .mtx */
-
-static void test_mtx(void)
-{
-    oc_matrix *m = NULL;
-    const char *p = write_text("pattern.mtx", "%%MatrixMarket matrix coordinate pattern general\n"
-                                              "% a comment\n"
-                                              "\n"
-                                              "3 4 4\n"
-                                              "1 1\n"
-                                              "2 4\n"
-                                              "3 2\n"
-                                              "3 2\n"); /* duplicates are harmless */
-    const unsigned char want[12] = {1, 0, 0, 0, 0, 0, 0, 1, 0, 1, 0, 0};
-    check_reads_as(p, 0, want, 3, 4);
-
-    /* Values: 0 and 1 only (an explicit zero is no one), unless binarizing. */
-    p = write_text("ones.mtx", "%%MatrixMarket matrix coordinate integer general\r\n"
-                               "3 4 5\r\n1 1 1\r\n2 4 +01\r\n3 2 1\r\n3 3 0\r\n1 2 -000\r\n");
-    check_reads_as(p, 0, want, 3, 4);
-    p = write_text("ones_cr.mtx", "%%MatrixMarket matrix coordinate integer general\r"
-                                  "3 4 5\r1 1 1\r2 4 +01\r3 2 1\r3 3 0\r1 2 -000\r");
-    check_reads_as(p, 0, want, 3, 4);
-    p = write_text("real01.mtx",
-                   "%%MatrixMarket matrix coordinate real general\n3 4 4\n1 1 1.0\n2 4 1e0\n3 2 1\n3 3 0.0\n");
-    check_reads_as(p, 0, want, 3, 4);
-    oc_read_options binarize = OC_READ_OPTIONS_INIT;
-    binarize.binarize = 1;
-    p = write_text("integer.mtx", "%%MatrixMarket matrix coordinate integer general\r\n"
-                                  "3 4 5\r\n1 1 5\r\n2 4 -1\r\n3 2 1\r\n3 3 0\r\n1 2 000\r\n");
-    CHECK_FAILED(ctx, oc_matrix_open(ctx, p, 0, &m), OC_ERR_INPUT, p, "line 3: value 5 at row 0, column 0",
-                 "--binarize");
-    check_read_with(p, &binarize, want, 3, 4);
-    p = write_text("real.mtx", "%%MatrixMarket matrix coordinate real general\n"
-                               "3 4 4\n1 1 0.5\n2 4 1e-3\n3 2 -2\n3 3 0.0\n");
-    CHECK_FAILED(ctx, oc_matrix_open(ctx, p, 0, &m), OC_ERR_INPUT, p, "line 3: value 0.5 at row 0, column 0",
-                 "not 0 or 1");
-    check_read_with(p, &binarize, want, 3, 4);
-    p = write_text("skew.mtx", "%%MatrixMarket matrix coordinate integer skew-symmetric\n3 3 1\n3 1 1\n");
-    CHECK_FAILED(ctx, oc_matrix_open(ctx, p, 0, &m), OC_ERR_INPUT, p, "skew-symmetric", "--binarize");
-    const unsigned char skew[9] = {0, 0, 1, 0, 0, 0, 1, 0, 0};
-    check_read_with(p, &binarize, skew, 3, 3);
-
-    p = write_text("sym.mtx", "%%MatrixMarket matrix coordinate pattern symmetric\n3 3 3\n1 1\n3 1\n3 2\n");
-    const unsigned char sym[9] = {1, 0, 1, 0, 0, 1, 1, 1, 0};
-    check_reads_as(p, 0, sym, 3, 3);
-
-    static const struct {
-        const char *text, *part1, *part2;
-    } bad[] = {
-        {"%%MatrixMarket tensor coordinate pattern general\n1 1 0\n", "not a MatrixMarket banner", "line 1"},
-        {"MatrixMarket matrix coordinate pattern general\n1 1 0\n", "not a MatrixMarket banner", "line 1"},
-        {"1 2\n3 4\n", "not a MatrixMarket banner", "line 1"},
-        {"%%MatrixMarket matrix array integer general\n2 2\n1\n0\n1\n1\n", "format 'array'", "coordinate"},
-        {"%%MatrixMarket matrix coordinate complex general\n1 1 1\n1 1 1 0\n", "field 'complex'", "pattern"},
-        {"%%MatrixMarket matrix coordinate pattern hermitian\n1 1 0\n", "symmetry 'hermitian'", "general"},
-        {"%%MatrixMarket matrix coordinate pattern general\n3 4\n1 1\n", "line 2", "bad size line"},
-        {"%%MatrixMarket matrix coordinate pattern general\n3 x 1\n1 1\n", "line 2", "bad size line"},
-        {"%%MatrixMarket matrix coordinate pattern general\n% only comments\n", "no size line", ""},
-        {"%%MatrixMarket matrix coordinate pattern general\n0 4 0\n", "0 rows", ""},
-        {"%%MatrixMarket matrix coordinate pattern symmetric\n3 4 0\n", "must be square", ""},
-        /* Found by fuzz_mtx: the column count's rounding to whole words overflowed first. */
-        {"%%MatrixMarket matrix coordinate pattern general\n921 9223372036854775807 0\n", "921 x 9223372036854775807",
-         "overflow 64-bit sizes"},
-        {"%%MatrixMarket matrix coordinate pattern general\n%c\n3 4 3\n1 1\n2 2\n4 1\n", "line 6",
-         "index (4, 1) is outside the 3 x 4 matrix"},
-        {"%%MatrixMarket matrix coordinate pattern general\n3 4 2\n1 0\n", "line 3", "index (1, 0)"},
-        {"%%MatrixMarket matrix coordinate pattern general\n3 4 3\n1 1\n2 2\n", "declares 3 entries", "only 2"},
-        {"%%MatrixMarket matrix coordinate pattern general\n3 4 1\n1 1\n2 2\n", "line 4", "more entries than the 1"},
-        {"%%MatrixMarket matrix coordinate pattern general\n3 4 1\n1 b\n", "line 3", "'b' is not an integer"},
-        {"%%MatrixMarket matrix coordinate integer general\n3 4 1\n1 1 x\n", "line 3", "'x' is not an integer"},
-        {"%%MatrixMarket matrix coordinate integer general\n3 4 1\n1 1 1.5\n", "line 3", "'1.5' is not an integer"},
-        {"%%MatrixMarket matrix coordinate real general\n3 4 1\n1 1 nan\n", "line 3", "'nan' is not a number"},
-        {"%%MatrixMarket matrix coordinate integer general\n3 4 1\n1 1\n", "line 3", "expected 3 fields"},
-        {"%%MatrixMarket matrix coordinate pattern general\n3 4 1\n1 1 1\n", "line 3", "expected 2 fields"},
-    };
-    for (size_t k = 0; k < sizeof bad / sizeof *bad; ++k) {
-        char name[32];
-        snprintf(name, sizeof name, "bad%zu.mtx", k);
-        p = write_text(name, bad[k].text);
-        CHECK_FAILED(ctx, oc_matrix_open(ctx, p, 0, &m), OC_ERR_INPUT, p, bad[k].part1, bad[k].part2);
-    }
-    p = write_text("empty.mtx", "");
-    CHECK_FAILED(ctx, oc_matrix_open(ctx, p, 0, &m), OC_ERR_INPUT, p, "empty");
-    CHECK(m == NULL);
-}
-
-/* ---------------------------------------------------------------- text */
-
-static void test_text(void)
-{
-    const unsigned char want[12] = {1, 0, 0, 0, 0, 0, 0, 1, 0, 1, 0, 0};
-    static const char *const good[] = {
-        "1 0 0 0\n0 0 0 1\n0 1 0 0\n",
-        "# header comment\n\n1\t0 0 0 \n   \n0 0 0 1\r\n  # indented comment\n0 1 0 0",
-        "1,0,0,0\n0, 0 ,0,1\n0,1,0,0\n\n",
-        /* lines ended by a lone '\r' (as numpy.loadtxt reads them), mixed with "\r\n" */
-        "1,0,0,0\r0,0,0,1\r\n\r0,1,0,0\r",
-        "1 0 0 0\r# c\r0 0 0 1\r0 1 0 0",
-    };
-    for (size_t k = 0; k < sizeof good / sizeof *good; ++k) {
-        char name[32];
-        snprintf(name, sizeof name, "good%zu.%s", k, k == 2 || k == 3 ? "csv" : "txt");
-        check_reads_as(write_text(name, good[k]), 0, want, 3, 4);
-    }
-
-    static const struct {
-        const char *name, *text, *part1, *part2;
-    } bad[] = {
-        {"ragged.txt", "1 0 0 0\n# c\n0 0 0 1\n0 1 0\n", "line 4 (row 2, counting from 0) has 3 values",
-         "first row (line 1) has 4"},
-        {"long.txt", "1 0\n0 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1\n", "line 2 (row 1, counting from 0) has 19 values",
-         "has 2"},
-        {"two.txt", "1 0 0 0\n0 0 2 1\n", "line 2: '2' at row 1, column 2", "is not 0 or 1"},
-        {"two_cr.txt", "1 0 0 0\r0 0 2 1\r", "line 2: '2' at row 1, column 2", "is not 0 or 1"},
-        {"word.csv", "a,b\n0,1\n", "line 1: 'a' at row 0, column 0", "is not 0 or 1"},
-        {"float.txt", "1.0 0\n", "'1.0' at row 0, column 0 is not 0 or 1", ""},
-        {"commas.csv", "1,,0\n", "line 1", "empty value at column 1"},
-        {"trailing.csv", "1,0,\n", "line 1 ends with ','", ""},
-        {"comments.txt", "# nothing\n\n", "no matrix rows", ""},
-        {"empty.csv", "", "empty", ""},
-    };
-    for (size_t k = 0; k < sizeof bad / sizeof *bad; ++k) {
-        const char *p = write_text(bad[k].name, bad[k].text);
-        oc_matrix *m = NULL;
-        CHECK_FAILED(ctx, oc_matrix_open(ctx, p, 0, &m), OC_ERR_INPUT, p, bad[k].part1, bad[k].part2);
-        CHECK(m == NULL);
-    }
-    /* Binarizing reads any number, nonzero as 1; a word is still an error. */
-    oc_read_options binarize = OC_READ_OPTIONS_INIT;
-    binarize.binarize = 1;
-    check_read_with(write_text("numbers.csv", "2.5,0,0,0\n0,0,0,-1\n0,1e3,0.0,0\n"), &binarize, want, 3, 4);
-    oc_matrix *m = NULL;
-    const char *p = write_text("word2.csv", "1,0\n0,x\n");
-    CHECK_FAILED(ctx, oc_matrix_read(ctx, p, &binarize, &m), OC_ERR_INPUT, p, "'x' at row 1, column 1 is not a number");
-}
-
 /* ---------------------------------------------------------------- constructors */
 
 static void test_constructors(void)
@@ -775,62 +583,6 @@ static void test_path_extension(void)
     CHECK(strcmp(oc_path_extension("a.verylongextension", buf, 4), "ver") == 0);
 }
 
-/* ---------------------------------------------------------------- real data */
-
-/* Opens path and checks its shape and its number of ones. */
-static void check_shape_and_ones(const char *path, int64_t rows, int64_t cols, int64_t ones)
-{
-    oc_matrix *m = NULL;
-    CHECK_MSG(oc_matrix_open(ctx, path, 0, &m) == OC_OK, "%s", oc_context_last_error(ctx));
-    if (!m) return;
-    CHECK_EQ_I64(oc_matrix_rows(m), rows);
-    CHECK_EQ_I64(oc_matrix_cols(m), cols);
-    int64_t *pops = malloc((size_t)oc_matrix_rows(m) * sizeof *pops), total = 0;
-    CHECK(oc_matrix_row_popcounts(NULL, m, 1, pops) == OC_OK);
-    for (int64_t i = 0; i < oc_matrix_rows(m); ++i) total += pops[i];
-    CHECK_EQ_I64(total, ones);
-    free(pops);
-    oc_matrix_free(m);
-}
-
-static void test_real_data(void)
-{
-    char path[1024];
-    if (!oc_test_data_path("aflp_markers.txt", path, sizeof path)) {
-        CHECK_MSG(0, "tests/data/aflp_markers.txt cannot be read");
-    } else {
-        /* Count rows, columns and ones from the text independently of the reader. */
-        size_t len;
-        unsigned char *text = oc_test_read_file(path, &len);
-        int64_t rows = 0, ones = 0, first_cols = 0, cols = 0, in_token = 0;
-        for (size_t k = 0; text && k <= len; ++k) {
-            int c = k < len ? text[k] : '\n';
-            if (c == '1') ++ones;
-            if (c == '0' || c == '1') {
-                if (!in_token) ++cols;
-                in_token = 1;
-            } else {
-                in_token = 0;
-            }
-            if (c == '\n' && cols) {
-                if (!rows) first_cols = cols;
-                ++rows;
-                cols = 0;
-            }
-        }
-        free(text);
-        CHECK_EQ_I64(rows, 207);
-        CHECK_EQ_I64(first_cols, 583);
-        check_shape_and_ones(path, 207, 583, ones);
-    }
-    if (!oc_test_data_path("reuters_docterm.mtx", path, sizeof path)) {
-        CHECK_MSG(0, "tests/data/reuters_docterm.mtx cannot be read");
-    } else {
-        check_shape_and_ones(path, 2145, 16626, 151676);
-    }
-}
-
-/* Removes the files the test wrote (one level of subdirectories). */
 int main(void)
 {
     if (!oc_test_tmp_create("oc_test_io")) return 1;
@@ -845,10 +597,7 @@ int main(void)
     test_npy_write();
     test_save_round_trip();
     test_read_options_v1();
-    test_mtx();
-    test_text();
     test_constructors();
-    test_real_data();
     oc_context_free(ctx);
     oc_test_tmp_remove();
     return oc_test_finish();
