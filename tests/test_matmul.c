@@ -72,6 +72,52 @@ typedef struct product {
     int transpose_a, transpose_b;
 } product;
 
+/* Checks C (rt) of product p against the reference computed here from its operands a and b,
+ * within rt's tolerance (int32: exactly); reports the first element off it. Returns 1 when
+ * one is. */
+static int off_reference(const product *p, const void *a, const void *b, const void *c, oc_matmul_dtype rt)
+{
+    const int64_t ac = p->transpose_a ? p->m : p->k, bc = p->transpose_b ? p->k : p->n;
+    const double eps = rt == OC_MATMUL_FLOAT64   ? 1e-15
+                       : rt == OC_MATMUL_INT32   ? 0
+                       : rt == OC_MATMUL_FLOAT32 ? 1e-6
+                       : rt == OC_MATMUL_FLOAT16 ? 1e-3
+                                                 : 8e-3;
+    int bad = 0;
+    for (int64_t i = 0; i < p->m && !bad; i++)
+        for (int64_t j = 0; j < p->n && !bad; j++) {
+            double ref = 0, mag = 0;
+            for (int64_t l = 0; l < p->k; l++) {
+                const double x = value(p->ta, a, p->transpose_a ? l * ac + i : i * ac + l);
+                const double y = value(p->tb, b, p->transpose_b ? j * bc + l : l * bc + j);
+                double xc = x, yc = y;
+                if (rt != OC_MATMUL_FLOAT64 &&
+                    rt != OC_MATMUL_INT32) { /* the operands as the compute type holds them */
+                    float fx = (float)x, fy = (float)y;
+                    if (rt == OC_MATMUL_FLOAT16)
+                        fx = oc_mm_half_to_float(oc_mm_float_to_half(fx)),
+                        fy = oc_mm_half_to_float(oc_mm_float_to_half(fy));
+                    if (rt == OC_MATMUL_BFLOAT16)
+                        fx = oc_mm_bf16_to_float(oc_mm_float_to_bf16(fx)),
+                        fy = oc_mm_bf16_to_float(oc_mm_float_to_bf16(fy));
+                    xc = fx, yc = fy;
+                }
+                ref += xc * yc;
+                mag += fabs(xc * yc);
+            }
+            const double got = value(rt, c, i * p->n + j);
+            const double tol = rt == OC_MATMUL_INT32 ? 0 : (double)p->k * eps * mag + eps * fabs(ref) + 1e-300;
+            if (fabs(got - ref) > tol) {
+                CHECK_MSG(0, "%s x %s -> %s, %lldx%lldx%lld t%d%d: C[%lld][%lld] = %.17g, reference %.17g",
+                          oc_matmul_dtype_name(p->ta), oc_matmul_dtype_name(p->tb), oc_matmul_dtype_name(rt),
+                          (long long)p->m, (long long)p->n, (long long)p->k, p->transpose_a, p->transpose_b,
+                          (long long)i, (long long)j, got, ref);
+                bad = 1;
+            }
+        }
+    return bad;
+}
+
 /* Runs p on memory under budget (0: the default) and tile; returns the result (malloc'ed)
  * and its dtype, after checking it against the reference within the dtype's tolerance. */
 static void *run_product(const product *p, int64_t budget, int64_t tile, oc_matmul_dtype *rt, int check)
@@ -102,43 +148,7 @@ static void *run_product(const product *p, int64_t budget, int64_t tile, oc_matm
     oc_status s = oc_matmul(ctx, &A, &B, &C, &o, &st);
     CHECK_MSG(s == OC_OK, "oc_matmul: %s", oc_context_last_error(ctx));
     CHECK(st.tiles >= 1);
-    const double eps = *rt == OC_MATMUL_FLOAT64   ? 1e-15
-                       : *rt == OC_MATMUL_INT32   ? 0
-                       : *rt == OC_MATMUL_FLOAT32 ? 1e-6
-                       : *rt == OC_MATMUL_FLOAT16 ? 1e-3
-                                                  : 8e-3;
-    int bad = 0;
-    for (int64_t i = 0; check && i < p->m && !bad; i++)
-        for (int64_t j = 0; j < p->n && !bad; j++) {
-            double ref = 0, mag = 0;
-            for (int64_t l = 0; l < p->k; l++) {
-                const double x = value(p->ta, a, p->transpose_a ? l * ac + i : i * ac + l);
-                const double y = value(p->tb, b, p->transpose_b ? j * bc + l : l * bc + j);
-                double xc = x, yc = y;
-                if (*rt != OC_MATMUL_FLOAT64 &&
-                    *rt != OC_MATMUL_INT32) { /* the operands as the compute type holds them */
-                    float fx = (float)x, fy = (float)y;
-                    if (*rt == OC_MATMUL_FLOAT16)
-                        fx = oc_mm_half_to_float(oc_mm_float_to_half(fx)),
-                        fy = oc_mm_half_to_float(oc_mm_float_to_half(fy));
-                    if (*rt == OC_MATMUL_BFLOAT16)
-                        fx = oc_mm_bf16_to_float(oc_mm_float_to_bf16(fx)),
-                        fy = oc_mm_bf16_to_float(oc_mm_float_to_bf16(fy));
-                    xc = fx, yc = fy;
-                }
-                ref += xc * yc;
-                mag += fabs(xc * yc);
-            }
-            const double got = value(*rt, c, i * p->n + j);
-            const double tol = *rt == OC_MATMUL_INT32 ? 0 : (double)p->k * eps * mag + eps * fabs(ref) + 1e-300;
-            if (fabs(got - ref) > tol) {
-                CHECK_MSG(0, "%s x %s -> %s, %lldx%lldx%lld t%d%d: C[%lld][%lld] = %.17g, reference %.17g",
-                          oc_matmul_dtype_name(p->ta), oc_matmul_dtype_name(p->tb), oc_matmul_dtype_name(*rt),
-                          (long long)p->m, (long long)p->n, (long long)p->k, p->transpose_a, p->transpose_b,
-                          (long long)i, (long long)j, got, ref);
-                bad = 1;
-            }
-        }
+    if (check) off_reference(p, a, b, c, *rt);
     free(a);
     free(b);
     oc_context_free(ctx);
@@ -356,16 +366,8 @@ static void test_files(void)
         unlink(FC.path);
         CHECK(out[r] && out_len[r] == 128 + (size_t)(m * n) * 8);
         if (!out[r] || out_len[r] != 128 + (size_t)(m * n) * 8) continue;
-        const double *c = (const double *)(out[r] + 128);
-        int bad = 0;
-        for (int64_t i = 0; i < m; i++)
-            for (int64_t j = 0; j < n; j++) {
-                double ref = 0, mag = 0;
-                for (int64_t q = 0; q < kk; q++)
-                    ref += a64[i * kk + q] * b64[q * n + j], mag += fabs(a64[i * kk + q] * b64[q * n + j]);
-                bad += !(fabs(c[i * n + j] - ref) <= 4 * kk * 2.2e-16 * mag);
-            }
-        CHECK_MSG(bad == 0, "run %d: %d elements off the reference", r, bad);
+        const product pp = {OC_MATMUL_FLOAT64, OC_MATMUL_FLOAT64, OC_MATMUL_DEFAULT, m, n, kk, 0, 0};
+        CHECK_MSG(off_reference(&pp, a64, b64, out[r] + 128, OC_MATMUL_FLOAT64) == 0, "run %d off the reference", r);
     }
     if (out[0] && out[1] && out_len[0] == out_len[1])
         CHECK_MSG(memcmp(out[0], out[1], out_len[0]) == 0, "mapped and segment-read operands gave other bytes");

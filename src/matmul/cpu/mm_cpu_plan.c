@@ -82,12 +82,12 @@ static int64_t deepest(const oc_matmul_job *job, oc_mm_kind kind, int64_t edge, 
 static int best_tile(const oc_matmul_job *job, oc_mm_kind kind, int64_t budget, int64_t *edge, int64_t *kp)
 {
     const int64_t n = job->symmetric ? job->m : job->n;
+    const double m_ = job->m < 1 ? 1.0 : (double)job->m, n_ = n < 1 ? 1.0 : (double)n;
     double best = 0;
     *edge = *kp = 0;
     for (size_t e = 0; e < sizeof edges / sizeof edges[0]; e++) {
         const int64_t depth = deepest(job, kind, edges[e], budget);
         if (depth == 0) continue;
-        const double m_ = job->m < 1 ? 1.0 : (double)job->m, n_ = n < 1 ? 1.0 : (double)n;
         const double reads =
             (double)ceil_div(n, cut(edges[e], n)) / n_ + (double)ceil_div(job->m, cut(edges[e], job->m)) / m_;
         const double cost = READ_WEIGHT * reads + 2.0 / (double)depth;

@@ -113,6 +113,15 @@ static int64_t tile_count(const oc_mm_cuda_plan_input *in, tile_shape s)
     return in->symmetric ? rows * (rows + 1) / 2 : rows * cols;
 }
 
+/* Whether cand[c] is one of the shapes before it (a rectangle cut to the product's side can
+ * be the square, or the other rectangle). */
+static int tried_before(const tile_shape *cand, int c)
+{
+    for (int d = 0; d < c; ++d)
+        if (cand[d].tm == cand[c].tm && cand[d].tn == cand[c].tn) return 1;
+    return 0;
+}
+
 /* The bytes of A and B the tiles of shape s read across the product: each tile its rows of A
  * and its columns of B over all of k. */
 static double operand_reads(const oc_mm_cuda_plan_input *in, tile_shape s)
@@ -292,10 +301,8 @@ oc_status oc_mm_cuda_plan_make(oc_context *ctx, const oc_mm_cuda_plan_input *in,
             const int ncand = in->symmetric || half < OC_MM_EVEN_MIN || square_shares ? 1 : 3;
             for (int c = 0; c < ncand; ++c) {
                 const tile_shape s = cand[c];
-                if (c > 0 && ((s.tm == cand[0].tm && s.tn == cand[0].tn) ||
-                              (c == 2 && s.tm == cand[1].tm && s.tn == cand[1].tn)))
-                    continue;
-                if (!(c == 0 ? square_shares : tiles_share(tile_count(in, s), nd, out_heavy)) && e > OC_MM_SHARE_MIN) {
+                if (tried_before(cand, c)) continue;
+                if (!tiles_share(tile_count(in, s), nd, out_heavy) && e > OC_MM_SHARE_MIN) {
                     if (!shape.tm)
                         plan->bound = nd > 1 ? "the same tiles for each device" : "four tiles, to overlap the output";
                     continue;
