@@ -1062,7 +1062,7 @@ OC_API oc_status oc_matmul(oc_context *ctx, const oc_matmul_array *a, const oc_m
 
 /* The plan oc_matmul would run, without running it: backend, tile, K panels and what bounds
  * them (text, or JSON when json != 0); with explain != 0 instead the cost model's reasons for
- * the backend. *text is malloc'ed. c may be NULL. */
+ * the backend. *text is malloc'ed. c may be NULL: planned as a .npy file. */
 OC_API oc_status oc_matmul_plan(oc_context *ctx, const oc_matmul_array *a, const oc_matmul_array *b,
                                 const oc_matmul_array *c, const oc_matmul_options *opts, int json, int explain,
                                 char **text);

@@ -549,6 +549,122 @@ static void test_choice(void)
     CHECK(strstr(p.reason, "default rate") && strstr(p.reason, "reference loops"));
 }
 
+/* 12288³ float64 under a host budget of 256 MiB, on one thread: the plans' example. */
+static oc_matmul_job cube_job(oc_context *ctx)
+{
+    return (oc_matmul_job){.ctx = ctx,
+                           .m = 12288,
+                           .n = 12288,
+                           .k = 12288,
+                           .in_type = OC_MM_FLOAT64,
+                           .out_type = OC_MM_FLOAT64,
+                           .host_mem_bytes = 256 << 20,
+                           .threads = 1};
+}
+
+/* What the CPU plan uses where it lies: the job's panel_memory for A and B, tile_place_ld
+ * for C (test stand-ins: every panel "in memory", rows ld apart). */
+static int64_t stand_in_ld;
+static const void *stand_in_panel(const oc_matmul_job *job, oc_mm_operand which, int64_t row0, int64_t col0,
+                                  int64_t *ld)
+{
+    (void)job, (void)which, (void)row0, (void)col0;
+    *ld = stand_in_ld;
+    return &stand_in_ld;
+}
+
+/* With a BLAS, operands in memory take none of the budget and a result with a place
+ * (accumulated there) none either: everything in place is one tile and one K panel; C alone
+ * in place leaves the budget to the panels and allows tiles past 4096 (12288³ float64 under
+ * 256 MiB: 4 of 6144, against 9 of 4096 through an accumulator); strides past CBLAS's ints,
+ * A·Aᵀ (mirrored) and an int32 result (through a float64 accumulator) are not in place. */
+static void test_cpu_plan_in_place(void)
+{
+    oc_context *ctx = NULL;
+    CHECK(oc_context_create(&ctx) == OC_OK);
+    oc_matmul_job job = cube_job(ctx);
+    job.panel_memory = stand_in_panel;
+    job.tile_place_ld = 12288;
+    stand_in_ld = 12288;
+    oc_mm_cpu_plan p;
+    CHECK(oc_mm_cpu_plan_make(&job, &p) == OC_OK);
+    if (!p.blas.sgemm) { /* the reference loops read and write through their buffers */
+        CHECK(!p.in_place[0] && !p.in_place[1] && !p.in_place[2]);
+        oc_context_free(ctx);
+        return;
+    }
+    CHECK(p.in_place[0] && p.in_place[1] && p.in_place[2]);
+    CHECK_MSG(p.tiles == 1 && p.panels == 1 && p.need_bytes == 0, "%lld tiles, %lld panels, %lld bytes",
+              (long long)p.tiles, (long long)p.panels, (long long)p.need_bytes);
+    job.panel_memory = NULL; /* A and B read in panels, C accumulated in place */
+    CHECK(oc_mm_cpu_plan_make(&job, &p) == OC_OK);
+    CHECK(!p.in_place[0] && !p.in_place[1] && p.in_place[2] && p.need_bytes <= job.host_mem_bytes);
+    CHECK_MSG(p.tm == 6144 && p.tn == 6144 && p.tiles == 4, "%lld x %lld tiles, %lld of them", (long long)p.tm,
+              (long long)p.tn, (long long)p.tiles);
+    job.tile_place_ld = (int64_t)INT32_MAX + 1; /* a stride CBLAS cannot take */
+    CHECK(oc_mm_cpu_plan_make(&job, &p) == OC_OK && !p.in_place[2] && p.tm == 4096);
+    job.tile_place_ld = 12288;
+    job.panel_memory = stand_in_panel;
+    stand_in_ld = (int64_t)INT32_MAX + 1;
+    CHECK(oc_mm_cpu_plan_make(&job, &p) == OC_OK && !p.in_place[0] && !p.in_place[1] && p.in_place[2]);
+    stand_in_ld = 12288;
+    job.symmetric = 1;
+    CHECK(oc_mm_cpu_plan_make(&job, &p) == OC_OK && p.in_place[0] && !p.in_place[2] && p.tm == p.tn);
+    job.symmetric = 0;
+    job.in_type = OC_MM_INT8, job.out_type = OC_MM_INT32; /* multiplied in float64 */
+    CHECK(oc_mm_cpu_plan_make(&job, &p) == OC_OK && !p.in_place[0] && !p.in_place[2]);
+    job.in_type = OC_MM_FLOAT32, job.out_type = OC_MM_FLOAT32;
+    CHECK(oc_mm_cpu_plan_make(&job, &p) == OC_OK && p.in_place[0] && p.in_place[2]);
+    job.k = 0; /* nothing to accumulate: zeros written */
+    CHECK(oc_mm_cpu_plan_make(&job, &p) == OC_OK && !p.in_place[2]);
+    oc_context_free(ctx);
+}
+
+/* Products accumulated in C's place, against the reference: caller memory with rows further
+ * apart than its width (the gap between them untouched), A in place and op(B) = Bᵀ read in
+ * panels, under a budget of several tiles and K panels; then the plan as oc_matmul_plan
+ * gives it for that C and for a .npy result. */
+static void test_in_place_products(void)
+{
+    oc_context *ctx = NULL;
+    oc_context_create(&ctx);
+    const int64_t m = 70, n = 45, k = 300, ld = n + 3;
+    const product pr = {OC_MATMUL_FLOAT64, OC_MATMUL_FLOAT64, OC_MATMUL_DEFAULT, m, n, k, 0, 1};
+    double *a = random_matrix(OC_MATMUL_FLOAT64, m, k), *b = random_matrix(OC_MATMUL_FLOAT64, n, k);
+    double *c = malloc((size_t)(m * ld) * sizeof *c), *dense = malloc((size_t)(m * n) * sizeof *dense);
+    for (int64_t i = 0; i < m * ld; i++) c[i] = -7.5;
+    oc_matmul_array A = mem(OC_MATMUL_FLOAT64, a, m, k), B = mem(OC_MATMUL_FLOAT64, b, n, k);
+    oc_matmul_array C = mem(OC_MATMUL_FLOAT64, c, m, n);
+    C.ld = ld;
+    oc_matmul_options o = OC_MATMUL_OPTIONS_INIT;
+    o.backend = OC_BACKEND_CPU;
+    o.transpose_b = 1;
+    o.host_mem_bytes = 12000; /* op(B)'s panels: tiles of 16 columns, K panels under 100 */
+    char *plan = NULL;
+    CHECK(oc_matmul_plan(ctx, &A, &B, &C, &o, 1, 0, &plan) == OC_OK && plan);
+    const int blas = plan && !strstr(plan, "cpu/reference");
+    CHECK_MSG(plan && strstr(plan, blas ? "\"in_place\": [\"A\", \"C\"]" : "\"in_place\": []"), "%s", plan);
+    free(plan);
+    oc_matmul_stats st = {.struct_size = sizeof st};
+    CHECK_MSG(oc_matmul(ctx, &A, &B, &C, &o, &st) == OC_OK, "%s", oc_context_last_error(ctx));
+    CHECK_MSG(st.tiles > 1, "%lld tiles", (long long)st.tiles);
+    int gap = 1;
+    for (int64_t i = 0; i < m; i++) {
+        memcpy(dense + i * n, c + i * ld, (size_t)n * sizeof *c);
+        for (int64_t j = n; j < ld; j++) gap &= c[i * ld + j] == -7.5;
+    }
+    CHECK_MSG(gap, "a product in place wrote between C's rows");
+    CHECK(off_reference(&pr, a, b, dense, OC_MATMUL_FLOAT64) == 0);
+    oc_matmul_array F = OC_MATMUL_ARRAY_INIT;
+    F.path = "never-written.npy"; /* a .npy result: its mapping, planned without opening it */
+    CHECK(oc_matmul_plan(ctx, &A, &B, &F, &o, 1, 0, &plan) == OC_OK && plan);
+    CHECK_MSG(plan && strstr(plan, blas ? "\"in_place\": [\"A\", \"C\"]" : "\"in_place\": []"), "%s", plan);
+    free(plan);
+    CHECK(access("never-written.npy", F_OK) != 0);
+    free(a), free(b), free(c), free(dense);
+    oc_context_free(ctx);
+}
+
 /* The CPU plan under host budgets: what it holds fits, its K panels are even and cover k,
  * and a budget that holds a large tile with K panels a few thousand deep plans that tile
  * rather than smaller ones read more often (12288³ float64 under 256 MiB: 9 tiles of 4096,
@@ -584,14 +700,7 @@ static void test_cpu_plan(void)
                 CHECK((p.panels - 1) * p.kp < job.k && p.panels * p.kp >= job.k);
                 CHECK(p.kp - (job.k - (p.panels - 1) * p.kp) < p.panels); /* even: the last no thinner */
             }
-    oc_matmul_job job = {.ctx = ctx,
-                         .m = 12288,
-                         .n = 12288,
-                         .k = 12288,
-                         .in_type = OC_MM_FLOAT64,
-                         .out_type = OC_MM_FLOAT64,
-                         .host_mem_bytes = 256 << 20,
-                         .threads = 1};
+    oc_matmul_job job = cube_job(ctx);
     oc_mm_cpu_plan p;
     CHECK(oc_mm_cpu_plan_make(&job, &p) == OC_OK);
     CHECK_MSG(p.tm == 4096 && p.tn == 4096 && p.kp == 2048 && p.panels == 6, "%lld x %lld tiles, K panels of %lld",
@@ -608,6 +717,8 @@ static void test_cpu_plan(void)
 int main(void)
 {
     test_cpu_plan();
+    test_cpu_plan_in_place();
+    test_in_place_products();
     test_dtypes_and_transposes();
     test_budgets();
     test_symmetric();

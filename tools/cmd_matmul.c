@@ -206,10 +206,10 @@ static void print_summary(const matmul_args *g, const oc_matmul_stats *s)
 
 /* The plan (--plan) or the reasons (--explain) on stdout or stderr; the exit status. */
 static int print_plan(oc_context *ctx, const matmul_args *g, const oc_matmul_array *a, const oc_matmul_array *b,
-                      int explain)
+                      const oc_matmul_array *c, int explain)
 {
     char *text = NULL;
-    oc_status st = oc_matmul_plan(ctx, a, b, NULL, &g->opts, g->json && !explain, explain, &text);
+    oc_status st = oc_matmul_plan(ctx, a, b, c, &g->opts, g->json && !explain, explain, &text);
     if (st != OC_OK) return cli_status_error(ctx, st);
     if (explain && g->json && !g->output) { /* the reasons are the whole output: as JSON */
         fputs("{\"explain\": ", stdout);
@@ -239,7 +239,7 @@ int oc_cmd_matmul(int argc, char **argv)
     c.path = g.output;
     const oc_matmul_array *bp = g.ninputs > 1 ? &b : NULL;
     if (g.plan || g.explain) {
-        rc = print_plan(ctx, &g, &a, bp, g.explain && !g.plan);
+        rc = print_plan(ctx, &g, &a, bp, g.output ? &c : NULL, g.explain && !g.plan);
         if (rc != OC_EXIT_OK || g.plan || !g.output) goto done;
     }
     cli_progress progress;

@@ -308,6 +308,13 @@ static void io_init(mm_setup *s, oc_mm_io *io)
     oc_mm_io_bind(&s->job, io);
 }
 
+/* job->tile_place_ld: C's rows apart where tile_memory gives it a place (0: none). */
+static void tile_place(oc_matmul_job *job)
+{
+    int64_t ld = 0;
+    job->tile_place_ld = job->tile_memory && job->tile_memory(job, 0, 0, &ld) ? ld : 0;
+}
+
 /* The result opened: for a resumable job, its journal first (matmul_resume.h), and the
  * temporary file of an interrupted run reopened. */
 static oc_status resume_open(oc_context *ctx, mm_setup *s, oc_mm_io *io, const oc_matmul_array *c,
@@ -319,6 +326,7 @@ static oc_status resume_open(oc_context *ctx, mm_setup *s, oc_mm_io *io, const o
     oc_mm_resume *r = io->resume;
     OC_CHECK(ctx, oc_mm_dest_open(ctx, c, s->result, s->job.m, s->job.n, &s->a, s->has_b ? &s->b : NULL,
                                   r ? oc_mm_resume_temp(r) : NULL, &io->dest));
+    tile_place(&s->job);
     if (!r) return OC_OK;
     s->job.plan_tiles = oc_mm_resume_plan_tiles;
     s->job.tile_done = oc_mm_resume_tile_done;
@@ -444,6 +452,10 @@ oc_status oc_matmul_plan(oc_context *ctx, const oc_matmul_array *a, const oc_mat
             io.dest.ld = c->ld ? c->ld : c->cols;
             io.dest.elem = oc_matmul_dtype_size(s.result);
         }
+        tile_place(&s.job);
+        /* A .npy result (none given: planned as one) is written through its mapping, rows
+         * back to back. */
+        if ((!c || (oc_mm_array_size_ok(c) && c->path)) && !s.job.symmetric) s.job.tile_place_ld = s.job.n;
         if (explain) {
             char *plan = NULL;
             st = be->plan(&s.job, 0, &plan);

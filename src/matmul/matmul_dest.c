@@ -161,6 +161,8 @@ oc_status oc_mm_write_tile(const oc_matmul_job *job, int64_t row0, int64_t rows,
         return oc_mm_io_fail(job, OC_ERR_INTERNAL, "a tile outside the result");
     const unsigned char *t = tile;
     if (!job->symmetric) {
+        if (t == d->data + ((size_t)row0 * (size_t)d->ld + (size_t)col0) * e && ld == d->ld)
+            return stored(job, row0, rows, col0, cols); /* computed in its place (tile_memory) */
         for (int64_t r = 0; r < rows; r++)
             memcpy(d->data + ((size_t)(row0 + r) * (size_t)d->ld + (size_t)col0) * e, t + (size_t)(r * ld) * e,
                    (size_t)cols * e);
@@ -184,7 +186,7 @@ void *oc_mm_tile_memory(const oc_matmul_job *job, int64_t row0, int64_t col0, in
 {
     const oc_mm_io *io = job->io;
     const oc_mm_dest *d = &io->dest;
-    if (d->npy || (job->symmetric && !io->dest_gpu) || io->resume || !d->data) return NULL;
+    if ((job->symmetric && !io->dest_gpu) || !d->data) return NULL;
     *ld = d->ld;
     return d->data + ((size_t)row0 * (size_t)d->ld + (size_t)col0) * d->elem;
 }

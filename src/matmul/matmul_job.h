@@ -66,11 +66,13 @@ typedef int (*oc_mm_tile_done_fn)(const oc_matmul_job *job, int64_t row0, int64_
  * its bytes in stats.bytes_straight. Thread-safe. */
 typedef const void *(*oc_mm_panel_memory_fn)(const oc_matmul_job *job, oc_mm_operand which, int64_t row0, int64_t col0,
                                              int64_t *ld);
-/* Where element (row0, col0) of C goes in the caller's memory when write_tile would only copy
- * a tile there (out_type, not A·Aᵀ, which write_tile mirrors, unless C is GPU memory (then
- * the backend mirrors: gpu_resident_only); nothing to record): its address, *ld elements
- * between rows; NULL otherwise. A backend that stores a tile there itself does not call
- * write_tile for it. Thread-safe. */
+/* Where element (row0, col0) of C goes in memory when write_tile would only copy a tile
+ * there (out_type; the caller's memory or the mapping of the .npy being written; not A·Aᵀ,
+ * which write_tile mirrors, unless C is GPU memory (then the backend mirrors:
+ * gpu_resident_only)): its address, *ld elements between rows; NULL otherwise. A backend
+ * that computed a tile there hands write_tile that place, which copies nothing and records
+ * the tile (a resumable job's journal); one that copied it there from the device does not
+ * call write_tile for it (no such job is resumable). Thread-safe. */
 typedef void *(*oc_mm_tile_memory_fn)(const oc_matmul_job *job, int64_t row0, int64_t col0, int64_t *ld);
 /* Where operand `which` lies in the caller's memory as stored, in in_type (not a file, not
  * converted): its element (0, 0), *ld elements between its stored rows, and *transposed
@@ -99,6 +101,11 @@ struct oc_matmul_job {
     oc_mm_panel_memory_fn panel_memory;
     oc_mm_tile_memory_fn tile_memory;
     oc_mm_stored_memory_fn stored_memory;
+    /* The elements between rows of the place tile_memory gives C in host memory for every
+     * tile when the job runs; 0 when it gives none. Set by the job layer before a plan is
+     * made, also for --plan, which opens no output: what a plan that accumulates tiles in
+     * their place asks. */
+    int64_t tile_place_ld;
     /* A, B or C is CUDA device memory, which panel_memory or tile_memory gives for every
      * panel and tile (the job layer refuses it otherwise): a GPU backend alone runs it, and
      * never calls read_panel or write_tile for it. */

@@ -40,11 +40,11 @@ def tiles_of(d, args):
 
 # (name, inputs, options, host budget): small budgets force many tiles and K panels.
 CASES = [
-    ("float64", ["A64.npy", "B64.npy"], [], "300K"),
-    ("float32", ["A32.npy", "B32.npy"], [], "150K"),
+    ("float64", ["A64.npy", "B64.npy"], [], "100K"),
+    ("float32", ["A32.npy", "B32.npy"], [], "80K"),
     ("int8", ["A8.npy", "B8.npy"], [], "150K"),
     ("float64_gram", ["A64.npy"], ["--gram"], "300K"),
-    ("float32_transpose", ["A32.npy", "A32.npy"], ["--transpose-b"], "150K"),
+    ("float32_transpose", ["A32.npy", "A32.npy"], ["--transpose-b"], "100K"),
 ]
 
 
@@ -90,7 +90,7 @@ def killed_once(d, args, k=3):
 
 def test_changed_input_refused(mats):
     d = mats
-    args = [d / "A64.npy", d / "B64.npy", "--backend", "cpu", "--host-mem", "300K", "-o", d / "C.npy", "-q"]
+    args = [d / "A64.npy", d / "B64.npy", "--backend", "cpu", "--host-mem", "100K", "-o", d / "C.npy", "-q"]
     killed_once(d, args)
     b = np.load(d / "B64.npy")
     b[0, 0] += 1
@@ -107,7 +107,7 @@ def test_changed_input_refused(mats):
 @pytest.mark.parametrize("change,expect", [
     (["--host-mem", "600K"], "--host-mem 614400"),
     (["--tile", "32"], "planned with no --tile, this run with --tile 32"),
-    ([], "planned with --host-mem 307200, this run with no --host-mem"),
+    ([], "planned with --host-mem 102400, this run with no --host-mem"),
     (["--dtype", "float32"], "dtype"),
 ])
 def test_changed_option_refused(mats, change, expect):
@@ -116,16 +116,16 @@ def test_changed_option_refused(mats, change, expect):
     d = mats
     base = [d / "A64.npy", d / "B64.npy", "--backend", "cpu", "-o", d / "C.npy", "-q"]
     ref = d / "ref.npy"
-    run("matmul", d / "A64.npy", d / "B64.npy", "--backend", "cpu", "--host-mem", "300K", "-o", ref, "-q")
-    killed_once(d, base + ["--host-mem", "300K"])
-    opts = change if not change or change[0] == "--host-mem" else ["--host-mem", "300K"] + change
+    run("matmul", d / "A64.npy", d / "B64.npy", "--backend", "cpu", "--host-mem", "100K", "-o", ref, "-q")
+    killed_once(d, base + ["--host-mem", "100K"])
+    opts = change if not change or change[0] == "--host-mem" else ["--host-mem", "100K"] + change
     proc = run("matmul", *base, *opts, "--resume", check=False)
     assert proc.returncode == 2, proc.stderr
     assert expect in proc.stderr and "C.npy.outcore-journal" in proc.stderr
     assert len(proc.stderr.splitlines()) == 1
     assert not (d / "C.npy").exists()
     assert any(".tmp-" in name for name in leftovers(d, d / "C.npy"))
-    run("matmul", *base, "--host-mem", "300K", "--resume")
+    run("matmul", *base, "--host-mem", "100K", "--resume")
     assert (d / "C.npy").read_bytes() == ref.read_bytes()
     assert leftovers(d, d / "C.npy") == []
 
@@ -137,9 +137,9 @@ def test_changed_thread_count(mats, a, b, refused):
     another --threads is refused naming it; int8 (exact) resumes on any and gives the bytes
     of an uninterrupted run on the first count."""
     d = mats
-    base = [d / a, d / b, "--backend", "cpu", "--host-mem", "300K", "-o", d / "C.npy", "-q"]
+    base = [d / a, d / b, "--backend", "cpu", "--host-mem", "100K", "-o", d / "C.npy", "-q"]
     ref = d / "ref.npy"
-    run("matmul", d / a, d / b, "--backend", "cpu", "--host-mem", "300K", "--threads", "2", "-o", ref, "-q")
+    run("matmul", d / a, d / b, "--backend", "cpu", "--host-mem", "100K", "--threads", "2", "-o", ref, "-q")
     killed_once(d, base + ["--threads", "2"])
     proc = run("matmul", *base, "--threads", "1", "--resume", check=False)
     if refused:
@@ -254,7 +254,7 @@ def test_changed_input_under_another_spelling_refused(mats):
     """Paths are not compared, content is: an input rewritten under its name and given under
     another spelling is refused as changed, in one line naming it and what differs."""
     d = mats
-    flags = ["--backend", "cpu", "--host-mem", "300K", "-q", "--resume"]
+    flags = ["--backend", "cpu", "--host-mem", "100K", "-q", "--resume"]
     proc = run_in(d, "matmul", "./A64.npy", "./B64.npy", *flags, "-o", "./C.npy", check=False,
                   env=dict(EVERY, OUTCORE_RESUME_KILL_AFTER="3"))
     assert proc.returncode == -signal.SIGKILL, proc.stderr

@@ -156,7 +156,7 @@ def test_resume(tmp_path):
     a = rng.standard_normal((200, 300))
     np.save(tmp_path / "b.npy", rng.standard_normal((300, 150)))
     np.save(tmp_path / "a.npy", a)
-    opts = dict(host_mem="200K", backend="cpu", threads=1)
+    opts = dict(host_mem="40K", backend="cpu", threads=1)
     ref = tmp_path / "ref.npy"
     outcore.matmul(a, tmp_path / "b.npy", out=ref, **opts)
     out = tmp_path / "c.npy"

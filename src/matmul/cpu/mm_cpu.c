@@ -4,7 +4,8 @@
  * the reference loops), the accumulator rounded once to the result type. The panels are
  * read and converted, and the tile rounded and written, in pieces of rows on every thread:
  * on one thread they held a BLAS on many cores up (bench/RESULTS.md, "matmul on the CPU
- * on 16 cores").
+ * on 16 cores"). What the plan uses in place is neither read nor written: the BLAS reads
+ * those panels and accumulates those tiles where they lie.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -58,18 +59,29 @@ static void buffers_free(cpu_buffers *b)
     free(b->acc);
 }
 
+/* The buffers of what the plan does not use in place. */
 static oc_status buffers_alloc(oc_context *ctx, const oc_matmul_job *job, const oc_mm_cpu_plan *p, cpu_buffers *b)
 {
     const size_t in = oc_mm_type_size(job->in_type), mul = oc_mm_kind_size(p->kind);
     const size_t pa = (size_t)(p->tm * p->kp), pb = (size_t)(p->kp * p->tn), pc = (size_t)(p->tm * p->tn);
     memset(b, 0, sizeof *b);
-    b->a_in = malloc(pa * in);
-    b->b_in = malloc(pb * in);
-    b->a = mul == in ? b->a_in : malloc(pa * mul);
-    b->b = mul == in ? b->b_in : malloc(pb * mul);
-    b->acc = malloc(pc * oc_mm_acc_size(p->kind));
-    b->out = oc_mm_out_separate(p->kind, job->out_type) ? malloc(pc * oc_mm_type_size(job->out_type)) : b->acc;
-    if (!b->a_in || !b->b_in || !b->a || !b->b || !b->acc || !b->out) {
+    int failed = 0;
+    if (!p->in_place[OC_MM_A]) {
+        b->a_in = malloc(pa * in);
+        b->a = mul == in ? b->a_in : malloc(pa * mul);
+        failed |= !b->a_in || !b->a;
+    }
+    if (!p->in_place[OC_MM_B]) {
+        b->b_in = malloc(pb * in);
+        b->b = mul == in ? b->b_in : malloc(pb * mul);
+        failed |= !b->b_in || !b->b;
+    }
+    if (!p->in_place[2]) {
+        b->acc = malloc(pc * oc_mm_acc_size(p->kind));
+        b->out = oc_mm_out_separate(p->kind, job->out_type) ? malloc(pc * oc_mm_type_size(job->out_type)) : b->acc;
+        failed |= !b->acc || !b->out;
+    }
+    if (failed) {
         buffers_free(b);
         return oc_fail(ctx, OC_ERR_NO_MEMORY, "out of memory: the product's panels and tile need %lld bytes",
                        (long long)p->need_bytes);
@@ -157,34 +169,30 @@ static void syrk_blas(const oc_mm_cpu_plan *p, int64_t h, int64_t kw, const void
 }
 
 static void gemm_blas(const oc_mm_cpu_plan *p, int64_t h, int64_t w, int64_t kw, const void *a, int64_t lda,
-                      const void *b, int64_t ldb, void *acc, int first)
+                      const void *b, int64_t ldb, void *acc, int64_t ldc, int first)
 {
     if (p->kind == OC_MM_KIND_F64)
         p->blas.dgemm(OC_CBLAS_ROW_MAJOR, OC_CBLAS_NO_TRANS, OC_CBLAS_NO_TRANS, (int)h, (int)w, (int)kw, 1.0, a,
-                      (int)lda, b, (int)ldb, first ? 0.0 : 1.0, acc, (int)w);
+                      (int)lda, b, (int)ldb, first ? 0.0 : 1.0, acc, (int)ldc);
     else
         p->blas.sgemm(OC_CBLAS_ROW_MAJOR, OC_CBLAS_NO_TRANS, OC_CBLAS_NO_TRANS, (int)h, (int)w, (int)kw, 1.0f, a,
-                      (int)lda, b, (int)ldb, first ? 0.0f : 1.0f, acc, (int)w);
+                      (int)lda, b, (int)ldb, first ? 0.0f : 1.0f, acc, (int)ldc);
 }
 
-/* Where a panel already lies as the BLAS takes it (panel_memory: the caller's memory or a
- * mapped input, in the multiply's type, not transposed), with its elements between rows in
- * *ld; NULL: read and converted into a buffer. */
-static const void *panel_in_place(oc_matmul_job *job, const oc_mm_cpu_plan *p, oc_mm_operand which, int64_t row0,
-                                  int64_t col0, int64_t rows, int64_t cols, int64_t *ld)
+/* A panel where it lies (the plan's in_place: the caller's memory or a mapped input, in the
+ * multiply's type, not transposed), with its elements between rows in *ld. */
+static const void *panel_in_place(oc_matmul_job *job, oc_mm_operand which, int64_t row0, int64_t col0, int64_t rows,
+                                  int64_t cols, int64_t *ld)
 {
-    const int same = (p->kind == OC_MM_KIND_F64 && job->in_type == OC_MM_FLOAT64) ||
-                     (p->kind == OC_MM_KIND_F32 && job->in_type == OC_MM_FLOAT32);
-    if (!same || !p->blas.sgemm || !job->panel_memory) return NULL;
     const void *at = job->panel_memory(job, which, row0, col0, ld);
-    if (!at || *ld > INT32_MAX) return NULL; /* CBLAS takes int strides */
-    job->stats.bytes_straight += rows * cols * (int64_t)oc_mm_type_size(job->in_type);
+    if (at) job->stats.bytes_straight += rows * cols * (int64_t)oc_mm_type_size(job->in_type);
     return at;
 }
 
 /* One tile: K panels into the accumulator, rounded, written. *a_key says which A panel
  * buffer a holds (rows ti, panel) so that a row of tiles with one K panel reads A once.
- * Panels that lie in memory as the BLAS takes them are multiplied where they are. */
+ * Panels and tiles in place (the plan's in_place) are multiplied and accumulated where they
+ * lie. */
 static oc_status run_tile(oc_matmul_job *job, const oc_mm_cpu_plan *p, cpu_buffers *bf, int64_t ti, int64_t tj,
                           int64_t *a_key, double *done, double total)
 {
@@ -196,26 +204,28 @@ static oc_status run_tile(oc_matmul_job *job, const oc_mm_cpu_plan *p, cpu_buffe
     /* A diagonal tile of A·Aᵀ (square: the plan's tiles are) by syrk, its lower triangle
      * zeroed once so that every element stays a number. */
     const int syrk = blas && p->blas.ssyrk && job->symmetric && ti == tj && h == w;
-    if (!blas || syrk || job->k == 0) memset(bf->acc, 0, (size_t)(h * w) * acc_elem);
+    int64_t ldc = w;
+    void *acc = p->in_place[2] ? job->tile_memory(job, i0, j0, &ldc) : bf->acc;
+    if (!acc) return oc_fail(ctx, OC_ERR_INTERNAL, "matmul: a tile planned in its place has none");
+    if (!blas || syrk || job->k == 0) memset(acc, 0, (size_t)(h * w) * acc_elem); /* never in place */
     for (int64_t q = 0; q < p->panels; q++) {
         const int64_t k0 = q * p->kp, kw = job->k - k0 < p->kp ? job->k - k0 : p->kp;
         const int64_t key = ti * p->panels + q;
         int64_t lda = kw, ldb = w;
-        const void *a = panel_in_place(job, p, OC_MM_A, i0, k0, h, kw, &lda), *b = NULL;
-        if (!a && *a_key != key) {
+        const void *a = p->in_place[OC_MM_A] ? panel_in_place(job, OC_MM_A, i0, k0, h, kw, &lda) : bf->a, *b = bf->b;
+        if (!a) return oc_fail(ctx, OC_ERR_INTERNAL, "matmul: a panel of A planned in place is not");
+        if (!p->in_place[OC_MM_A] && *a_key != key) {
             *a_key = -1; /* a failed read leaves it partly overwritten */
             OC_CHECK(ctx, read_pieces(job, p, OC_MM_A, i0, h, k0, kw, bf->a_in, bf->a));
             *a_key = key;
         }
-        if (!a) a = bf->a, lda = kw;
         if (syrk) {
-            syrk_blas(p, h, kw, a, lda, bf->acc, q == 0);
+            syrk_blas(p, h, kw, a, lda, acc, q == 0);
         } else {
-            if (!(b = panel_in_place(job, p, OC_MM_B, k0, j0, kw, w, &ldb))) {
-                OC_CHECK(ctx, read_pieces(job, p, OC_MM_B, k0, kw, j0, w, bf->b_in, bf->b));
-                b = bf->b, ldb = w;
-            }
-            if (blas) gemm_blas(p, h, w, kw, a, lda, b, ldb, bf->acc, q == 0);
+            if (p->in_place[OC_MM_B] && !(b = panel_in_place(job, OC_MM_B, k0, j0, kw, w, &ldb)))
+                return oc_fail(ctx, OC_ERR_INTERNAL, "matmul: a panel of B planned in place is not");
+            if (!p->in_place[OC_MM_B]) OC_CHECK(ctx, read_pieces(job, p, OC_MM_B, k0, kw, j0, w, bf->b_in, bf->b));
+            if (blas) gemm_blas(p, h, w, kw, a, lda, b, ldb, acc, ldc, q == 0);
             else OC_CHECK(ctx, oc_mm_ref_gemm(ctx, p->kind, p->threads, h, w, kw, bf->a, bf->b, bf->acc));
         }
         *done += (double)h * (double)w * (double)kw;
@@ -223,7 +233,8 @@ static oc_status run_tile(oc_matmul_job *job, const oc_mm_cpu_plan *p, cpu_buffe
         if (oc_cancelled(ctx))
             return oc_fail(ctx, OC_ERR_CANCELLED, "cancelled after %.0f of %.0f multiply-adds", *done, total);
     }
-    OC_CHECK(ctx, write_pieces(job, p, i0, h, j0, w, bf->acc, bf->out));
+    if (p->in_place[2]) OC_CHECK(ctx, job->write_tile(job, i0, h, j0, w, acc, ldc)); /* records it */
+    else OC_CHECK(ctx, write_pieces(job, p, i0, h, j0, w, bf->acc, bf->out));
     job->stats.tiles++;
     return OC_OK;
 }

@@ -5,7 +5,11 @@
  * C is computed tile by tile: for a tile of tm rows and tn columns the rows of op(A) and
  * the columns of op(B) are read in K panels of kp, each pair multiplied into the tile's
  * accumulator (GEMM with beta = 1 after the first), which is rounded to the result type and
- * written once. Panels, accumulator and output tile fit in the host budget.
+ * written once. Panels, accumulator and output tile fit in the host budget. An operand that
+ * lies in memory as the BLAS takes it (the caller's array or a mapped input, in the compute
+ * type, not transposed) is multiplied where it lies, and a result whose place the job gives
+ * (the caller's array or the output's mapping, in the accumulator's type) is accumulated
+ * there: neither holds a buffer, so the budget goes to the others' panels.
  */
 #ifndef OC_MATMUL_CPU_MM_CPU_H
 #define OC_MATMUL_CPU_MM_CPU_H
@@ -28,7 +32,8 @@ typedef struct oc_mm_cpu_plan {
     int64_t tm, tn, kp;               /* tile rows and columns, K panel */
     int64_t tiles_m, tiles_n, panels; /* tiles along m and n, panels along k */
     int64_t tiles;                    /* tiles computed (the upper ones for A·Aᵀ) */
-    int64_t need_bytes;               /* panels + accumulator + output tile */
+    int64_t need_bytes;               /* panels + accumulator + output tile, those not in place */
+    int in_place[3];                  /* A's panels, B's panels, C's tiles where they lie */
     const char *bound;                /* what bounds tm, tn and kp */
     int threads;
     oc_mm_blas blas;
