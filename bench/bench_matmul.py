@@ -7,7 +7,8 @@ own BLAS) and, where a GPU is usable, outcore's CUDA backend; every figure is th
 case, dtype, m x n x k, then seconds and GFLOP/s (2·m·n·k per second) of each, and the ratio
 of outcore's CPU rate to numpy's.
 
-Usage: bench_matmul.py [--runs N] [--threads N] [--sizes 1000,2000] [--large]
+Usage: bench_matmul.py [--runs N] [--threads N] [--sizes 1000,2000] [--dtypes float64,float32,int8]
+                       [--large]
 """
 import argparse
 import os
@@ -31,13 +32,14 @@ def best(fn, runs):
     return min(times)
 
 
-def cases(sizes, large):
+def cases(sizes, large, dtypes):
     sizes = [(s, s, s) for s in sizes] + ([(4000, 4000, 4000), (8000, 8000, 2000)] if large else [])
     for m, n, k in sizes:
-        for dt in ("float64", "float32", "int8"):
+        for dt in dtypes:
             yield f"A@B {m}", dt, m, n, k
     m = 3000 if large else 1500
-    yield f"A@A.T {m}", "float32", m, m, 1000
+    if "float32" in dtypes:
+        yield f"A@A.T {m}", "float32", m, m, 1000
 
 
 def main():
@@ -45,6 +47,8 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--sizes", default="1000,2000", help="edges of the square cases, comma-separated")
+    ap.add_argument("--dtypes", default="float64,float32,int8",
+                    help="of float64, float32, int8 (numpy multiplies int8 without a BLAS: slow past 2000)")
     ap.add_argument("--large", action="store_true", help="add 4000- and 8000-sized cases")
     args = ap.parse_args()
     gpu = outcore.cuda_device_count() > 0
@@ -53,7 +57,7 @@ def main():
           f"GPU: {'yes' if gpu else 'none'}")
     head = f"{'case':<14} {'dtype':<8} {'m x n x k':<18} {'outcore cpu':>18} {'numpy':>18} {'cpu/numpy':>9}"
     print(head + (f" {'outcore cuda':>18}" if gpu else ""))
-    for name, dt, m, n, k in cases([int(x) for x in args.sizes.split(",")], args.large):
+    for name, dt, m, n, k in cases([int(x) for x in args.sizes.split(",")], args.large, args.dtypes.split(",")):
         if dt == "int8":
             a = rng.integers(-128, 128, (m, k), dtype=np.int8)
             b = rng.integers(-128, 128, (k, n), dtype=np.int8)
