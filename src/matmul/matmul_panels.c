@@ -28,18 +28,22 @@ oc_status oc_mm_read_panel(const oc_matmul_job *job, oc_mm_operand which, int64_
      * row j gives column j of the panel. */
     const int t = io->transpose[which];
     const int64_t lines = t ? cols : rows, width = t ? rows : cols, first = t ? col0 : row0, offset = t ? row0 : col0;
+    /* A row as stored, neither converted nor transposed, is read (pread) straight into its
+     * place in the panel. */
+    const int straight = !t && oc_matmul_dtype_of(job->in_type) == s->dtype;
     void *buf = NULL;
-    if (!s->data && width > 0 && !(buf = malloc((size_t)width * elem)))
+    if (!s->data && !straight && width > 0 && !(buf = malloc((size_t)width * elem)))
         return oc_mm_io_fail(job, OC_ERR_NO_MEMORY, "out of memory reading a panel");
     char why[512];
     for (int64_t l = 0; l < lines; l++) {
-        const void *p = oc_mm_source_row(s, first + l, offset, width, buf, why, sizeof why);
+        char *row = (char *)dst + (size_t)(l * cols) * out;
+        const void *p = oc_mm_source_row(s, first + l, offset, width, straight ? row : buf, why, sizeof why);
         if (!p) {
             free(buf);
             return oc_mm_io_fail(job, OC_ERR_INPUT, why);
         }
         if (t) oc_matmul_convert(s->dtype, p, width, job->in_type, (char *)dst + (size_t)l * out, cols);
-        else oc_matmul_convert(s->dtype, p, width, job->in_type, (char *)dst + (size_t)(l * cols) * out, 1);
+        else if (p != row) oc_matmul_convert(s->dtype, p, width, job->in_type, row, 1);
         if (oc_cancelled(job->ctx)) {
             free(buf);
             return oc_mm_io_fail(job, OC_ERR_CANCELLED, "cancelled");
