@@ -1053,7 +1053,8 @@ OC_API oc_status oc_matmul_result(oc_context *ctx, const oc_matmul_array *a, con
                                   const oc_matmul_options *opts, oc_matmul_dtype *dtype, int64_t *rows, int64_t *cols);
 
 /* C = op(A)·op(B) into c (a .npy path or memory; see oc_matmul_array). Checks everything it
- * can before computing; on failure no output file is left. Blocks; stats may be NULL. C's
+ * can before computing; on failure no output file is left, and memory c holds unspecified
+ * values (it is written, on the CPU accumulated, as the product runs). Blocks; stats may be NULL. C's
  * memory may not overlap A's or B's, and an array whose elements would reach past the end of
  * the address space (a stray ld) is refused: OC_ERR_INVALID_ARGUMENT. Host memory may start
  * off its elements' alignment. */
