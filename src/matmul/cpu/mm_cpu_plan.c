@@ -109,7 +109,7 @@ static int best_tile(const oc_matmul_job *job, const oc_mm_cpu_plan *p, int64_t 
  * BLAS, an operand in memory in the multiply's type and not transposed (panel_memory), and a
  * result in the accumulator's type whose place the job gives (tile_place_ld; not A·Aᵀ, whose
  * tiles write_tile mirrors), each with strides CBLAS's ints take. */
-static void find_in_place(oc_matmul_job *job, oc_mm_cpu_plan *p)
+static void find_in_place(const oc_matmul_job *job, oc_mm_cpu_plan *p)
 {
     memset(p->in_place, 0, sizeof p->in_place);
     const int same = (p->kind == OC_MM_KIND_F64 && job->in_type == OC_MM_FLOAT64) ||
