@@ -573,11 +573,13 @@ static const void *stand_in_panel(const oc_matmul_job *job, oc_mm_operand which,
     return &stand_in_ld;
 }
 
-/* With a BLAS, operands in memory take none of the budget and a result with a place
- * (accumulated there) none either: everything in place is one tile and one K panel; C alone
- * in place leaves the budget to the panels and allows tiles past 4096 (12288³ float64 under
- * 256 MiB: 4 of 6144, against 9 of 4096 through an accumulator); strides past CBLAS's ints,
- * A·Aᵀ (mirrored) and an int32 result (through a float64 accumulator) are not in place. */
+/* With a BLAS, operands in memory take none of the budget and a result in the caller's
+ * memory (accumulated there) none either: everything in place is one tile and one K panel; C
+ * alone in place leaves the budget to the panels and allows tiles past 4096 (12288³ float64
+ * under 256 MiB: 4 of 6144, against 9 of 4096 through an accumulator). A tile accumulated in
+ * the output file's mapping holds its pages as an accumulator would: the same 9 tiles.
+ * Strides past CBLAS's ints, A·Aᵀ (mirrored) and an int32 result (through a float64
+ * accumulator) are not in place. */
 static void test_cpu_plan_in_place(void)
 {
     oc_context *ctx = NULL;
@@ -601,6 +603,13 @@ static void test_cpu_plan_in_place(void)
     CHECK(!p.in_place[0] && !p.in_place[1] && p.in_place[2] && p.need_bytes <= job.host_mem_bytes);
     CHECK_MSG(p.tm == 6144 && p.tn == 6144 && p.tiles == 4, "%lld x %lld tiles, %lld of them", (long long)p.tm,
               (long long)p.tn, (long long)p.tiles);
+    job.tile_place_mapped = 1; /* the output's mapping: its tile counts */
+    CHECK(oc_mm_cpu_plan_make(&job, &p) == OC_OK && p.in_place[2] && p.need_bytes <= job.host_mem_bytes);
+    CHECK_MSG(p.tm == 4096 && p.tiles == 9 && p.kp == 2048, "%lld x %lld tiles, %lld of them, K panels of %lld",
+              (long long)p.tm, (long long)p.tn, (long long)p.tiles, (long long)p.kp);
+    job.panel_memory = stand_in_panel; /* only that tile counts */
+    CHECK(oc_mm_cpu_plan_make(&job, &p) == OC_OK && p.tm == 4096 && p.panels == 1 && p.need_bytes == 128 << 20);
+    job.panel_memory = NULL, job.tile_place_mapped = 0;
     job.tile_place_ld = (int64_t)INT32_MAX + 1; /* a stride CBLAS cannot take */
     CHECK(oc_mm_cpu_plan_make(&job, &p) == OC_OK && !p.in_place[2] && p.tm == 4096);
     job.tile_place_ld = 12288;

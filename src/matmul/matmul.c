@@ -308,11 +308,13 @@ static void io_init(mm_setup *s, oc_mm_io *io)
     oc_mm_io_bind(&s->job, io);
 }
 
-/* job->tile_place_ld: C's rows apart where tile_memory gives it a place (0: none). */
-static void tile_place(oc_matmul_job *job)
+/* job->tile_place_ld: C's rows apart where tile_memory gives it a place (0: none), and
+ * whether that is the output file's mapping. */
+static void tile_place(oc_matmul_job *job, const oc_mm_io *io)
 {
     int64_t ld = 0;
     job->tile_place_ld = job->tile_memory && job->tile_memory(job, 0, 0, &ld) ? ld : 0;
+    job->tile_place_mapped = job->tile_place_ld > 0 && io->dest.npy != NULL;
 }
 
 /* The result opened: for a resumable job, its journal first (matmul_resume.h), and the
@@ -326,7 +328,7 @@ static oc_status resume_open(oc_context *ctx, mm_setup *s, oc_mm_io *io, const o
     oc_mm_resume *r = io->resume;
     OC_CHECK(ctx, oc_mm_dest_open(ctx, c, s->result, s->job.m, s->job.n, &s->a, s->has_b ? &s->b : NULL,
                                   r ? oc_mm_resume_temp(r) : NULL, &io->dest));
-    tile_place(&s->job);
+    tile_place(&s->job, io);
     if (!r) return OC_OK;
     s->job.plan_tiles = oc_mm_resume_plan_tiles;
     s->job.tile_done = oc_mm_resume_tile_done;
@@ -452,10 +454,11 @@ oc_status oc_matmul_plan(oc_context *ctx, const oc_matmul_array *a, const oc_mat
             io.dest.ld = c->ld ? c->ld : c->cols;
             io.dest.elem = oc_matmul_dtype_size(s.result);
         }
-        tile_place(&s.job);
+        tile_place(&s.job, &io);
         /* A .npy result (none given: planned as one) is written through its mapping, rows
          * back to back. */
-        if ((!c || (oc_mm_array_size_ok(c) && c->path)) && !s.job.symmetric) s.job.tile_place_ld = s.job.n;
+        if ((!c || (oc_mm_array_size_ok(c) && c->path)) && !s.job.symmetric)
+            s.job.tile_place_ld = s.job.n, s.job.tile_place_mapped = 1;
         if (explain) {
             char *plan = NULL;
             st = be->plan(&s.job, 0, &plan);

@@ -102,10 +102,13 @@ struct oc_matmul_job {
     oc_mm_tile_memory_fn tile_memory;
     oc_mm_stored_memory_fn stored_memory;
     /* The elements between rows of the place tile_memory gives C in host memory for every
-     * tile when the job runs; 0 when it gives none. Set by the job layer before a plan is
-     * made, also for --plan, which opens no output: what a plan that accumulates tiles in
-     * their place asks. */
+     * tile when the job runs; 0 when it gives none. tile_place_mapped: that place is the
+     * output file's mapping, whose pages a tile accumulated there keeps in memory while its
+     * K panels are added (the caller's memory is the caller's). Set by the job layer before a
+     * plan is made, also for --plan, which opens no output: what a plan that accumulates
+     * tiles in their place asks. */
     int64_t tile_place_ld;
+    int tile_place_mapped;
     /* A, B or C is CUDA device memory, which panel_memory or tile_memory gives for every
      * panel and tile (the job layer refuses it otherwise): a GPU backend alone runs it, and
      * never calls read_panel or write_tile for it. */

@@ -126,9 +126,9 @@ def test_small_budget_same_bytes(mats):
 
 def test_plan_and_explain(mats):
     d, _ = mats
-    proc = run("matmul", d / "a.npy", d / "b.npy", "--plan", "--host-mem", "16K", "--json")
+    proc = run("matmul", d / "a.npy", d / "b.npy", "--plan", "--host-mem", "18K", "--json")
     plan = json.loads(proc.stdout)
-    assert plan["bound"] == "the host budget" and plan["k_panels"] > 1 and plan["need_bytes"] <= 16 * 1024
+    assert plan["bound"] == "the host budget" and plan["k_panels"] > 1 and plan["need_bytes"] <= 18 * 1024
     # C accumulated in the output's mapping; A and B, not mapped under this budget, read in panels
     assert plan["in_place"] == (["C"] if plan["backend"] != "cpu/reference" else []), plan
     assert not (d / "c.npy").exists()

@@ -15,7 +15,7 @@
  * rate, and a product of one tile reads its panels, multiplies and writes with nothing beside
  * each (bench/RESULTS.md, "The CPU plan under a host budget": one tile of 6144 ran slower than
  * four of 4096). A tile accumulated in its place in C has nothing to write: it may be C whole
- * (TILE_WHOLE, at most what CBLAS's int dimensions take). */
+ * (TILE_WHOLE, at most what CBLAS's int dimensions take) where the budget holds it. */
 #define TILE_MAX 4096
 #define TILE_WHOLE (1 << 30)
 #define TILE_MIN 16
@@ -40,13 +40,16 @@ int oc_mm_out_separate(oc_mm_kind kind, oc_mm_type out)
 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
-/* Bytes a tile of tm x tn with K panel kp holds: the panels and tiles not in place. */
+/* Bytes a tile of tm x tn with K panel kp holds: the panels and tiles not in place, and a
+ * tile accumulated in the output file's mapping, whose pages it keeps in memory. */
 static int64_t need(const oc_matmul_job *job, const oc_mm_cpu_plan *p, int64_t tm, int64_t tn, int64_t kp)
 {
     const int64_t in = (int64_t)oc_mm_type_size(job->in_type), mul = (int64_t)oc_mm_kind_size(p->kind);
     const int64_t acc = (int64_t)oc_mm_acc_size(p->kind), out = (int64_t)oc_mm_type_size(job->out_type);
     const int64_t panel = in + (mul != in ? mul : 0); /* as read, then as multiplied */
-    const int64_t tile = p->in_place[2] ? 0 : acc + (oc_mm_out_separate(p->kind, job->out_type) ? out : 0);
+    const int64_t tile = !p->in_place[2]          ? acc + (oc_mm_out_separate(p->kind, job->out_type) ? out : 0)
+                         : job->tile_place_mapped ? acc
+                                                  : 0;
     const int64_t sides = (p->in_place[OC_MM_A] ? 0 : tm) + (p->in_place[OC_MM_B] ? 0 : tn);
     return sides * kp * panel + tm * tn * tile;
 }
