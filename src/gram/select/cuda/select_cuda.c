@@ -30,6 +30,7 @@
 #include "core/trace.h"
 #include "gram/select/select.h"
 #include "engine/cuda/cuda_check.h"
+#include "io/env.h"
 #include "gram/cuda/gram_select.cuh"
 #include "gram/select/cuda/select_floors.cuh"
 
@@ -149,9 +150,9 @@ static int select_on_device(const oc_gram_job *job)
 
 static int bucket_size(const oc_gram_job *job)
 {
-    const char *env = getenv("OUTCORE_CUDA_SELECT_BUCKET");
-    int b = env && *env ? atoi(env) : oc_select_get_mode(job->select) == OC_SELECT_TOPK ? TOPK_BUCKET : PAIRS_BUCKET;
-    return b < 1 ? 1 : (b > OC_CUDA_SELECT_MAX_BUCKET ? OC_CUDA_SELECT_MAX_BUCKET : b);
+    int64_t b = oc_select_get_mode(job->select) == OC_SELECT_TOPK ? TOPK_BUCKET : PAIRS_BUCKET;
+    (void)oc_env_whole("OUTCORE_CUDA_SELECT_BUCKET", INT64_MIN, INT64_MAX, &b); /* unset or no number: b stays */
+    return b < 1 ? 1 : (b > OC_CUDA_SELECT_MAX_BUCKET ? OC_CUDA_SELECT_MAX_BUCKET : (int)b);
 }
 
 int oc_cuda_select_can_fuse(const oc_gram_job *job, int b1_kernel)
