@@ -244,8 +244,14 @@ oc_status oc_mm_cpu_plan_text(oc_matmul_job *job, int json, char **out)
                        p.panels == 1 ? "" : "s", p.kp);
         oc_text_printf(&t, "  host     budget %.1f MiB, the plan holds %.1f MiB; bounded by %s\n",
                        (double)job->host_mem_bytes / 1048576.0, (double)p.need_bytes / 1048576.0, p.bound);
-        if (places[0])
-            oc_text_printf(&t, "  in place %s: multiplied and accumulated where they lie, without copies\n", places);
+        const int a = p.in_place[OC_MM_A], b = p.in_place[OC_MM_B], c = p.in_place[2];
+        if (a || b || c)
+            oc_text_printf(&t, "  in place %s%s%s\n",
+                           a && b ? "A and B read where they lie"
+                           : a    ? "A read where it lies"
+                           : b    ? "B read where it lies"
+                                  : "",
+                           (a || b) && c ? "; " : "", c ? "C accumulated where it goes" : "");
     }
     OC_CHECK(ctx, oc_text_finish(ctx, &t, out));
     return OC_OK;
