@@ -3,10 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "cli.h"
 #include "cli_visible.h"
@@ -428,94 +426,8 @@ static void print_summary(const gram_args *g, const oc_matrix *a, const oc_matri
     }
 }
 
-/* parse_gram_args, whose usage errors only rank 0 prints when a launcher started several
- * (each rank parses the same command line: one line, not one per rank). The other ranks'
- * errors are held in held (cap bytes, "" when none) for usage_over_ranks, which prints one
- * that rank 0 did not have. */
-static int parse_quietly_off_rank0(int argc, char **argv, gram_args *g, char *held, size_t cap)
-{
-    int size = 0, rank = 0, saved = -1;
-    const char *var = NULL;
-    FILE *hold = NULL;
-    held[0] = '\0';
-    if (cli_launched_by_mpi(&size, &rank, &var) && rank != 0) {
-        fflush(stderr);
-        hold = tmpfile();
-        int to = hold ? fileno(hold) : open("/dev/null", O_WRONLY);
-        saved = to >= 0 ? dup(STDERR_FILENO) : -1;
-        if (saved >= 0) dup2(to, STDERR_FILENO);
-        if (!hold && to >= 0) close(to);
-    }
-    int rc = parse_gram_args(argc, argv, g);
-    if (saved >= 0) {
-        fflush(stderr);
-        dup2(saved, STDERR_FILENO);
-        close(saved);
-    }
-    if (hold) {
-        rewind(hold);
-        held[fread(held, 1, cap - 1, hold)] = '\0';
-        fclose(hold);
-    }
-    return rc;
-}
-
-/* Under MPI ranks, after every rank parsed its command line (rc: -1, or the exit status of
- * its usage error): the ranks agree, so that none runs the job when one cannot. A usage
- * error that rank 0 had is the one rank 0 printed; one that only other ranks had (a wrapper
- * that adds an option on one rank, an output folder missing on one node) is printed by the
- * lowest of them, held, as "rank R of N: ...". -1 when every rank parsed, else the exit
- * status (every rank's, the lowest failing rank's). */
-static int usage_over_ranks(int rc, const char *held, int rank, int size)
-{
-    oc_context *ctx = NULL;
-    (void)oc_context_create(&ctx); /* without one the agreement still agrees */
-    oc_status mine = rc < 0 ? OC_OK : rc == OC_EXIT_USAGE ? OC_ERR_INVALID_ARGUMENT : OC_ERR_IO;
-    oc_status st = oc_mpi_agree(ctx, mine);
-    int first = -1, of = 0;
-    /* The agreement's message names the lowest failing rank ("rank R of N: ", outcore.h). */
-    if (st != OC_OK && rank != 0 && sscanf(oc_context_last_error(ctx), "rank %d of %d:", &first, &of) == 2 &&
-        first == rank && held[0]) {
-        const char *text = strncmp(held, "outcore: ", 9) == 0 ? held + 9 : held;
-        size_t len = strlen(text);
-        fprintf(stderr, "outcore: rank %d of %d: %s%s", rank, size, text, len && text[len - 1] == '\n' ? "" : "\n");
-        fflush(stderr);
-    }
-    oc_context_free(ctx);
-    return st == OC_OK ? -1 : cli_exit_code(st);
-}
-
-/* An agreement of the CLI's own under ranks (the checks of the files, the reading): a SIGINT
- * or SIGTERM caught since the handler was installed is this rank's cancel. (The job's
- * agreements, in oc_gram_ranks, see the context's cancel flag.) */
-static oc_status agree_or_cancel(oc_context *ctx, oc_status st)
-{
-    return oc_mpi_agree(ctx, st == OC_OK && cli_cancel_requested() ? OC_ERR_CANCELLED : st);
-}
-
-/* Under an MPI launcher: MPI started, or the reason it cannot be (-1 when it started or no
- * launcher ran this process, else the exit status). */
-static int start_ranks(int *ranked, int *rank, int *size)
-{
-    int env_size = 0, env_rank = 0;
-    const char *var = NULL;
-    *ranked = 0;
-    if (!cli_launched_by_mpi(&env_size, &env_rank, &var)) return -1;
-    if (!oc_mpi_library()) {
-        /* One rank alone is an ordinary run; several would each write the whole output. */
-        if (env_size <= 1) return -1;
-        if (env_rank != 0) return OC_EXIT_USAGE;
-        return cli_usage_error("gram: started by an MPI launcher with %d ranks (%s), but this outcore was built "
-                               "without MPI: rebuild with an MPI installed (docs/mpi.md), or run one process",
-                               env_size, var);
-    }
-    if (oc_mpi_init(rank, size) != OC_OK) {
-        fprintf(stderr, "outcore: %s set, but MPI_Init_thread failed\n", var);
-        return OC_EXIT_FAILURE;
-    }
-    *ranked = 1;
-    return -1;
-}
+/* parse_gram_args for cli_parse_off_rank0. */
+static int parse_args(int argc, char **argv, void *g) { return parse_gram_args(argc, argv, g); }
 
 /* Whether the job will surely want the GPU: a device list or --backend cuda, or auto over
  * inputs of at least WARM_UP_BYTES (far past the size the CPU finishes before a GPU could
@@ -581,16 +493,16 @@ int oc_cmd_gram(int argc, char **argv)
 {
     gram_args g = {.opts = OC_GRAM_OPTIONS_INIT, .read = OC_READ_OPTIONS_INIT};
     char held[2048];
-    int rc = parse_quietly_off_rank0(argc, argv, &g, held, sizeof held);
+    int rc = cli_parse_off_rank0(parse_args, argc, argv, &g, held, sizeof held);
     int env_size = 0, env_rank = 0;
     const char *var = NULL;
     /* --help; or a usage error with no ranks to tell (none, or a build without MPI) */
     if (rc == OC_EXIT_OK || (rc >= 0 && (!cli_launched_by_mpi(&env_size, &env_rank, &var) || !oc_mpi_library())))
         return rc;
     int ranked = 0, rank = 0, size = 1, parsed = rc;
-    rc = start_ranks(&ranked, &rank, &size);
+    rc = cli_start_ranks("gram", &ranked, &rank, &size);
     if (rc >= 0) return rc;
-    if (ranked && (rc = usage_over_ranks(parsed, held, rank, size)) >= 0) {
+    if (ranked && (rc = cli_usage_over_ranks(parsed, held, rank, size)) >= 0) {
         oc_mpi_finalize();
         return rc;
     }
@@ -614,7 +526,7 @@ int oc_cmd_gram(int argc, char **argv)
      * dense result larger than the disk, is refused at once instead of after the reading. */
     if (!g.plan) {
         st = oc_gram_check_files(ctx, g.inputs[0], g.ninputs > 1 ? g.inputs[1] : NULL, &g.read, &g.opts, &out);
-        if (ranked) st = agree_or_cancel(ctx, st);
+        if (ranked) st = cli_agree_or_cancel(ctx, st);
         if (st != OC_OK) goto failed;
     }
 
@@ -628,7 +540,7 @@ int oc_cmd_gram(int argc, char **argv)
     st = oc_matrix_read(ctx, g.inputs[0], &read, &a);
     if (st == OC_OK && g.ninputs > 1) st = oc_matrix_read(ctx, g.inputs[1], &read, &b);
     /* Every rank reads the inputs; one that cannot (or was cancelled) fails the job on all of them. */
-    if (ranked) st = agree_or_cancel(ctx, st);
+    if (ranked) st = cli_agree_or_cancel(ctx, st);
     double load_seconds = cli_now() - t0, t = t0, cuda_wait = 0;
     cli_trace_phase(&t, "read inputs");
     if (warming) {
