@@ -212,19 +212,21 @@ static oc_status run_tile(oc_matmul_job *job, const oc_mm_cpu_plan *p, cpu_buffe
         const int64_t k0 = q * p->kp, kw = job->k - k0 < p->kp ? job->k - k0 : p->kp;
         const int64_t key = ti * p->panels + q;
         int64_t lda = kw, ldb = w;
-        const void *a = p->in_place[OC_MM_A] ? panel_in_place(job, OC_MM_A, i0, k0, h, kw, &lda) : bf->a, *b = bf->b;
-        if (!a) return oc_fail(ctx, OC_ERR_INTERNAL, "matmul: a panel of A planned in place is not");
-        if (!p->in_place[OC_MM_A] && *a_key != key) {
+        const void *a = bf->a, *b = bf->b;
+        if (p->in_place[OC_MM_A]) {
+            a = panel_in_place(job, OC_MM_A, i0, k0, h, kw, &lda);
+        } else if (*a_key != key) {
             *a_key = -1; /* a failed read leaves it partly overwritten */
             OC_CHECK(ctx, read_pieces(job, p, OC_MM_A, i0, h, k0, kw, bf->a_in, bf->a));
             *a_key = key;
         }
+        if (!a) return oc_fail(ctx, OC_ERR_INTERNAL, "matmul: a panel of A planned in place is not in memory");
         if (syrk) {
             syrk_blas(p, h, kw, a, lda, acc, q == 0);
         } else {
-            if (p->in_place[OC_MM_B] && !(b = panel_in_place(job, OC_MM_B, k0, j0, kw, w, &ldb)))
-                return oc_fail(ctx, OC_ERR_INTERNAL, "matmul: a panel of B planned in place is not");
-            if (!p->in_place[OC_MM_B]) OC_CHECK(ctx, read_pieces(job, p, OC_MM_B, k0, kw, j0, w, bf->b_in, bf->b));
+            if (p->in_place[OC_MM_B]) b = panel_in_place(job, OC_MM_B, k0, j0, kw, w, &ldb);
+            else OC_CHECK(ctx, read_pieces(job, p, OC_MM_B, k0, kw, j0, w, bf->b_in, bf->b));
+            if (!b) return oc_fail(ctx, OC_ERR_INTERNAL, "matmul: a panel of B planned in place is not in memory");
             if (blas) gemm_blas(p, h, w, kw, a, lda, b, ldb, acc, ldc, q == 0);
             else OC_CHECK(ctx, oc_mm_ref_gemm(ctx, p->kind, p->threads, h, w, kw, bf->a, bf->b, bf->acc));
         }

@@ -115,9 +115,9 @@ static int best_tile(const oc_matmul_job *job, const oc_mm_cpu_plan *p, int64_t 
 static void find_in_place(const oc_matmul_job *job, oc_mm_cpu_plan *p)
 {
     memset(p->in_place, 0, sizeof p->in_place);
+    if (!p->blas.sgemm || p->kind == OC_MM_KIND_I8) return;
     const int same = (p->kind == OC_MM_KIND_F64 && job->in_type == OC_MM_FLOAT64) ||
                      (p->kind == OC_MM_KIND_F32 && job->in_type == OC_MM_FLOAT32);
-    if (!p->blas.sgemm || p->kind == OC_MM_KIND_I8) return;
     int64_t ld = 0;
     for (int w = 0; w < 2 && same && job->panel_memory; w++)
         p->in_place[w] = job->panel_memory(job, (oc_mm_operand)w, 0, 0, &ld) != NULL && ld <= INT32_MAX;
