@@ -4,7 +4,7 @@
  * force many tiles and K panels giving the bytes of a large one, A·Aᵀ against the full
  * product, a .npy read in panels against memory, products accumulated where C lies, and
  * refusals that leave no file (test_matmul_calls.c: what a C caller can get wrong;
- * test_matmul_plan.c: the CPU plan and the backend choice).
+ * test_matmul_cpu_plan.c: the CPU plan and the backend choice).
  */
 #include <math.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /*
- * test_matmul_plan.c - the CPU product's plan and the backend choice, without products: the
+ * test_matmul_cpu_plan.c - the CPU product's plan and the backend choice, without products: the
  * tiles and K panels under host budgets, what the plan uses where it lies, and --backend
  * auto's prediction (test_matmul.c runs the products).
  */
