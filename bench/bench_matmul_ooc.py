@@ -7,7 +7,8 @@ program that holds A, B and C in memory gets. outcore runs as users run it, from
 files to a .npy file (`outcore matmul A.npy B.npy -o C.npy --backend cpu`), in core (no
 budget: one tile) and under each `--host-mem` budget given, which splits the product into
 tiles and K panels; each row gives the job's seconds (`--json`), the process's wall time,
-the plan, and the job's rate over the BLAS's. The result is checked against the reference.
+the plan, the seconds its CPU backend spent reading panels and in the BLAS (OUTCORE_TRACE's
+sums), and the job's rate over the BLAS's. The result is checked against the reference.
 
     python3 bench/bench_matmul_ooc.py [--outcore build/outcore] [--size M N K]
         [--dtype float64|float32] [--host-mem 256M,64M] [--runs 3] [--dir /dev/shm/bench_ooc]
@@ -63,11 +64,18 @@ def run_outcore(binary, a, b, c, budget):
     if budget:
         cmd += ["--host-mem", budget]
     t = time.perf_counter()
-    p = subprocess.run(cmd, capture_output=True, text=True)
+    p = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, OUTCORE_TRACE="1"))
     wall = time.perf_counter() - t
     if p.returncode != 0:
         sys.exit(f"outcore failed: {p.stderr.strip()}")
-    return wall, json.loads(p.stdout.strip().splitlines()[-1])
+    js = json.loads(p.stdout.strip().splitlines()[-1])
+    # OUTCORE_TRACE's sums of the CPU backend: "outcore matmul cpu: PHASE   SECONDS s"
+    js["spans"] = {}
+    for line in p.stderr.splitlines():
+        if line.startswith("outcore matmul cpu: "):
+            phase, secs = line[len("outcore matmul cpu: "):].rsplit(None, 2)[:2]
+            js["spans"][phase.strip()] = float(secs)
+    return wall, js
 
 
 def main():
@@ -99,9 +107,10 @@ def main():
         operands = (A.nbytes + B.nbytes + C.nbytes) / 2**20
         print(f"# {m} x {n} x {k} {a.dtype}, A + B + C = {operands:.0f} MiB, {cores} cores, {name}; "
               f"best of {a.runs}; files in {d}")
-        print("| run | plan | job s | wall s | GFLOP/s | of the BLAS in core |")
-        print("|---|---|---|---|---|---|")
-        print(f"| {name} cblas gemm, in memory | one call | {ref_s:.3f} | | {flops / ref_s / 1e9:.1f} | 1.00 |")
+        print("| run | plan | job s | wall s | panels read s | multiplied s | GFLOP/s | of the BLAS in core |")
+        print("|---|---|---|---|---|---|---|---|")
+        print(f"| {name} cblas gemm, in memory | one call | {ref_s:.3f} | | | {ref_s:.3f} | "
+              f"{flops / ref_s / 1e9:.1f} | 1.00 |")
         tol = 1e-10 if a.dtype == "float64" else 1e-3
         for budget in [""] + [x for x in a.host_mem.split(",") if x]:
             rows = [run_outcore(a.outcore, d / "a.npy", d / "b.npy", d / "c.npy", budget) for _ in range(a.runs)]
@@ -111,7 +120,9 @@ def main():
             if err > tol:
                 sys.exit(f"outcore's result differs from the BLAS's: relative {err:.2e}")
             plan = f"{js['tiles']} tiles" + (f", --host-mem {budget}" if budget else ", no budget")
+            sp = js["spans"]
             print(f"| outcore matmul --backend cpu | {plan} | {js['seconds']:.3f} | {wall:.3f} | "
+                  f"{sp.get('panels read', float('nan')):.3f} | {sp.get('multiplied', float('nan')):.3f} | "
                   f"{flops / js['seconds'] / 1e9:.1f} | {ref_s / js['seconds']:.2f} |")
     finally:
         shutil.rmtree(d, ignore_errors=True)

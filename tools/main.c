@@ -1,5 +1,6 @@
 /* main.c - the outcore command line: dispatches to the subcommands. Uses outcore.h only. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -74,4 +75,20 @@ static int run(int argc, char **argv)
     return cli_usage_error("unknown command '%s' (see outcore --help)", argv[1]);
 }
 
-int main(int argc, char **argv) { return cli_stdout_status(run(argc, argv)); }
+/* A threaded OpenBLAS keeps its threads spinning for about 2^28 cycles (0.1 s) after each
+ * call. matmul's CPU backend reads the next panels on every core between its BLAS calls, and
+ * those spinners took half the cores' time from the reads (bench/RESULTS.md, "OpenBLAS's
+ * threads asleep between calls"). OpenBLAS reads OPENBLAS_THREAD_TIMEOUT (2^N cycles, N from 4
+ * to 30) when it loads, which matmul does at run time; a process of its own, the CLI asks for
+ * the shortest spin before any thread starts, unless the user set it. The library, in other
+ * programs' processes, leaves their environment alone (docs/environment.md). */
+static void blas_threads_sleep(void)
+{
+    if (!getenv("OPENBLAS_THREAD_TIMEOUT")) setenv("OPENBLAS_THREAD_TIMEOUT", "4", 1);
+}
+
+int main(int argc, char **argv)
+{
+    blas_threads_sleep();
+    return cli_stdout_status(run(argc, argv));
+}

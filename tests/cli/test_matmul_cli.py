@@ -3,6 +3,8 @@ budgets that force many tiles and K panels), the plan, and bad inputs: exit 2, o
 the file, no output file."""
 import json
 import re
+import shutil
+import subprocess
 
 import numpy as np
 import pytest
@@ -168,6 +170,48 @@ def test_auto_measures_the_blas_once(mats, tmp_path):
     assert "outcore cost: cpu gemm" not in off.stderr and "default rate" in json.loads(off.stdout)["backend_explain"]
     none = run(*args, env=dict(env, OUTCORE_BLAS="none"))
     assert "reference loops" in json.loads(none.stdout)["backend_explain"]
+
+
+def test_trace_sums_the_cpu_phases(mats):
+    """OUTCORE_TRACE=1 prints where the CPU backend's seconds went (bench_matmul_ooc.py reads
+    these lines): panels read under a budget that reads them, none read where all lie in place."""
+    d, _ = mats
+    def spans(*extra):
+        proc = run("matmul", d / "a.npy", d / "b.npy", "-o", d / "c.npy", "--backend", "cpu", "-q", *extra,
+                   env={"OUTCORE_TRACE": "1"})
+        got = dict(re.findall(r"^outcore matmul cpu: (\S.*?\S) +([0-9.]+) s$", proc.stderr, re.M))
+        assert sorted(got) == ["multiplied", "panels read", "tiles written"], proc.stderr
+        return {k: float(v) for k, v in got.items()}
+    assert spans("--host-mem", "18K")["panels read"] > 0
+    whole = spans()
+    if whole["multiplied"] > 0 and "reference" not in run("matmul", d / "a.npy", d / "b.npy", "--plan").stdout:
+        assert whole["panels read"] < 0.01, whole  # float64 files mapped: the BLAS reads them in place
+
+
+def test_cli_asks_openblas_threads_to_sleep(mats, tmp_path, monkeypatch):
+    """The CLI sets OPENBLAS_THREAD_TIMEOUT=4 for the BLAS it loads, unless the user set it: a
+    stand-in library given as OUTCORE_BLAS records the variable as it is loaded."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        pytest.skip("no C compiler to build the stand-in BLAS")
+    src = tmp_path / "record.c"
+    src.write_text("#include <stdio.h>\n#include <stdlib.h>\n"
+                   "__attribute__((constructor)) static void record(void)\n{\n"
+                   "    FILE *f = fopen(getenv(\"RECORD_FILE\"), \"w\");\n"
+                   "    const char *v = getenv(\"OPENBLAS_THREAD_TIMEOUT\");\n"
+                   "    if (f) fputs(v ? v : \"unset\", f), fclose(f);\n}\n")
+    lib = tmp_path / "librecord.so"
+    subprocess.run([cc, "-shared", "-fPIC", "-o", str(lib), str(src)], check=True)
+    d, _ = mats
+    monkeypatch.delenv("OPENBLAS_THREAD_TIMEOUT", raising=False)
+    record = tmp_path / "record.txt"
+    for given, expect in ((None, "4"), ("20", "20")):
+        env = {"OUTCORE_BLAS": str(lib), "RECORD_FILE": str(record)}
+        if given:
+            env["OPENBLAS_THREAD_TIMEOUT"] = given
+        record.unlink(missing_ok=True)
+        proc = run("matmul", d / "a.npy", d / "b.npy", "--backend", "cpu", "--plan", env=env, check=False)
+        assert record.read_text() == expect, proc.stderr
 
 
 def expect_error(d, *args, message):

@@ -14,6 +14,7 @@
 
 #include "core/error.h"
 #include "core/threads.h"
+#include "core/trace.h"
 #include "matmul/cpu/mm_cpu.h"
 #include "matmul/mm_half.h"
 
@@ -189,14 +190,28 @@ static const void *panel_in_place(oc_matmul_job *job, oc_mm_operand which, int64
     return at;
 }
 
+/* Where the run's time goes, summed over its tiles: what OUTCORE_TRACE prints at its end. */
+typedef struct cpu_spans {
+    double read, multiply, write;
+} cpu_spans;
+
+/* Adds the seconds since *t to *span and sets *t to now. */
+static void span_add(double *span, double *t)
+{
+    const double now = oc_now();
+    *span += now - *t;
+    *t = now;
+}
+
 /* One tile: K panels into the accumulator, rounded, written. *a_key says which A panel
  * buffer a holds (rows ti, panel) so that a row of tiles with one K panel reads A once.
  * Panels and tiles in place (the plan's in_place) are multiplied and accumulated where they
  * lie. */
 static oc_status run_tile(oc_matmul_job *job, const oc_mm_cpu_plan *p, cpu_buffers *bf, int64_t ti, int64_t tj,
-                          int64_t *a_key, double *done, double total)
+                          int64_t *a_key, double *done, double total, cpu_spans *spans)
 {
     oc_context *ctx = job->ctx;
+    double t = oc_now();
     const int64_t i0 = ti * p->tm, j0 = tj * p->tn;
     const int64_t h = job->m - i0 < p->tm ? job->m - i0 : p->tm, w = job->n - j0 < p->tn ? job->n - j0 : p->tn;
     const size_t acc_elem = oc_mm_acc_size(p->kind);
@@ -208,6 +223,7 @@ static oc_status run_tile(oc_matmul_job *job, const oc_mm_cpu_plan *p, cpu_buffe
     void *acc = p->in_place[2] ? job->tile_memory(job, i0, j0, &ldc) : bf->acc;
     if (!acc) return oc_fail(ctx, OC_ERR_INTERNAL, "matmul: a tile planned in its place has none");
     if (!blas || syrk || job->k == 0) memset(acc, 0, (size_t)(h * w) * acc_elem); /* never in place */
+    span_add(&spans->write, &t); /* a tile in the output's mapping is first touched here */
     for (int64_t q = 0; q < p->panels; q++) {
         const int64_t k0 = q * p->kp, kw = job->k - k0 < p->kp ? job->k - k0 : p->kp;
         const int64_t key = ti * p->panels + q;
@@ -222,14 +238,17 @@ static oc_status run_tile(oc_matmul_job *job, const oc_mm_cpu_plan *p, cpu_buffe
         }
         if (!a) return oc_fail(ctx, OC_ERR_INTERNAL, "matmul: a panel of A planned in place is not in memory");
         if (syrk) {
+            span_add(&spans->read, &t);
             syrk_blas(p, h, kw, a, lda, acc, q == 0);
         } else {
             if (p->in_place[OC_MM_B]) b = panel_in_place(job, OC_MM_B, k0, j0, kw, w, &ldb);
             else OC_CHECK(ctx, read_pieces(job, p, OC_MM_B, k0, kw, j0, w, bf->b_in, bf->b));
             if (!b) return oc_fail(ctx, OC_ERR_INTERNAL, "matmul: a panel of B planned in place is not in memory");
+            span_add(&spans->read, &t);
             if (blas) gemm_blas(p, h, w, kw, a, lda, b, ldb, acc, ldc, q == 0);
             else OC_CHECK(ctx, oc_mm_ref_gemm(ctx, p->kind, p->threads, h, w, kw, bf->a, bf->b, bf->acc));
         }
+        span_add(&spans->multiply, &t);
         *done += (double)h * (double)w * (double)kw;
         if (job->progress) job->progress(job->progress_user, *done, total);
         if (oc_cancelled(ctx))
@@ -237,6 +256,7 @@ static oc_status run_tile(oc_matmul_job *job, const oc_mm_cpu_plan *p, cpu_buffe
     }
     if (p->in_place[2]) OC_CHECK(ctx, job->write_tile(job, i0, h, j0, w, acc, ldc)); /* records it */
     else OC_CHECK(ctx, write_pieces(job, p, i0, h, j0, w, bf->acc, bf->out));
+    span_add(&spans->write, &t);
     job->stats.tiles++;
     return OC_OK;
 }
@@ -264,6 +284,7 @@ static oc_status cpu_run(oc_matmul_job *job)
     for (int64_t ti = 0; ti < p.tiles_m; ti++)
         for (int64_t tj = job->symmetric ? ti : 0; tj < p.tiles_n; tj++) total += tile_macs(job, &p, ti, tj);
     int64_t a_key = -1;
+    cpu_spans spans = {0, 0, 0};
     oc_status st = OC_OK;
     if (job->plan_tiles) {
         /* A BLAS's float result may change with its thread count (OpenBLAS's does): then the
@@ -283,9 +304,14 @@ static oc_status cpu_run(oc_matmul_job *job)
                 done += tile_macs(job, &p, ti, tj);
                 continue;
             }
-            st = run_tile(job, &p, &bf, ti, tj, &a_key, &done, total);
+            st = run_tile(job, &p, &bf, ti, tj, &a_key, &done, total, &spans);
         }
     buffers_free(&bf);
+    if (oc_tracing()) {
+        const char *what[] = {"panels read", "multiplied", "tiles written"};
+        const double secs[] = {spans.read, spans.multiply, spans.write};
+        for (int i = 0; i < 3; i++) fprintf(stderr, "outcore matmul cpu: %-12s %10.6f s\n", what[i], secs[i]);
+    }
     job->stats.seconds = oc_now() - start;
     if (st != OC_OK) return oc_trace_at(ctx, st, __FILE__, __LINE__);
     return OC_OK;
