@@ -60,14 +60,15 @@ static int64_t ceil_div(int64_t a, int64_t b) { return b > 0 ? (a + b - 1) / b :
 static const int64_t edges[] = {TILE_WHOLE, 16384, 12288, 8192, 6144, TILE_MAX, 3072, 2048, 1536, 1024, 768,
                                 512,        384,   256,   192,  128,  96,       64,   48,   32,   16};
 
-/* A square edge cut to the product's rows and columns (at least 1). */
+/* A square edge cut to the product's rows and columns (at least 1); A·Aᵀ's n is its m, so its
+ * tiles are square. */
 static int64_t cut(int64_t edge, int64_t side) { return side < 1 ? 1 : min64(side, edge); }
 
 /* p's tile for a square edge and K panel kp, and what it holds. */
 static void shape(const oc_matmul_job *job, oc_mm_cpu_plan *p, int64_t edge, int64_t kp)
 {
     p->tm = cut(edge, job->m);
-    p->tn = cut(edge, job->symmetric ? job->m : job->n);
+    p->tn = cut(edge, job->n);
     p->kp = kp;
     p->need_bytes = need(job, p, p->tm, p->tn, kp);
 }
@@ -77,7 +78,7 @@ static void shape(const oc_matmul_job *job, oc_mm_cpu_plan *p, int64_t edge, int
 static int64_t deepest(const oc_matmul_job *job, const oc_mm_cpu_plan *p, int64_t edge, int64_t budget)
 {
     const int64_t k = job->k > 0 ? job->k : 1;
-    const int64_t tm = cut(edge, job->m), tn = cut(edge, job->symmetric ? job->m : job->n);
+    const int64_t tm = cut(edge, job->m), tn = cut(edge, job->n);
     const int64_t tile = need(job, p, tm, tn, 0), per_k = need(job, p, tm, tn, 1) - tile;
     if (budget < tile || (budget == tile && per_k > 0)) return 0;
     int64_t kp = min64(k, PANEL_MAX);
@@ -92,7 +93,7 @@ static int64_t deepest(const oc_matmul_job *job, const oc_mm_cpu_plan *p, int64_
  * weighted READ_WEIGHT, and the accumulator's update by each call, 2 / kp. 0 when none fits. */
 static int best_tile(const oc_matmul_job *job, const oc_mm_cpu_plan *p, int64_t budget, int64_t *edge, int64_t *kp)
 {
-    const int64_t n = job->symmetric ? job->m : job->n;
+    const int64_t n = job->n;
     const double m_ = job->m < 1 ? 1.0 : (double)job->m, n_ = n < 1 ? 1.0 : (double)n;
     double best = 0;
     *edge = *kp = 0;
