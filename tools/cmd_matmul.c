@@ -56,7 +56,8 @@ static const char matmul_usage_rest[] =
     "  -v, --verbose          on failure, also print the library's file:line trace\n"
     "  --                     ends the options: an input after it may start with '-'\n"
     "\n"
-    "Environment: OUTCORE_BLAS names the BLAS library to load (none: the reference loops).\n";
+    "Environment: OUTCORE_BLAS names the BLAS library to load (none: the reference loops);\n"
+    "OPENBLAS_THREAD_TIMEOUT, when unset, is set to 4 (OpenBLAS's threads sleep between calls).\n";
 
 static void print_usage(void)
 {
