@@ -48,7 +48,12 @@
 #                    pinned (bench/bench_matmul_torch.py), --backend auto against both backends
 #                    on a grid of sizes (bench/matmul_auto_grid.py), and the CPU backend out of
 #                    core against the system BLAS in memory (bench/bench_matmul_ooc.py, 12288³
-#                    float64 at --host-mem 1G and 256M)
+#                    float64 at --host-mem 900M and 256M, 4x and 13.5x A + B + C, each run
+#                    paired with a reference call, with the BLAS alone on each plan's calls)
+#   matmul-scaling   matmul on several GPUs: 65536 x 65536 x 196608 float32 on GPU 0, then on
+#                    every visible GPU, same bytes checked (bench_matmul_cuda with
+#                    MATMUL_DEVICE_SETS; MATMUL_SCALING_SIZE overrides the size); NVLink
+#                    multicast left off (NCCL_NVLS_ENABLE=0)
 #   compare          the same benchmarks on another tree (OLD_SRC, a source folder, built in
 #                    build-old) and on this one, alternating old, new, old, new: bench_gram_cuda's
 #                    COMPARE_PARTS (default "kernel") and the top-k CLI end to end, so that a
@@ -159,6 +164,7 @@ link_bench=0
 matmul_bench=0
 matmulxt_bench=0
 matmul_host_bench=0
+matmul_scaling_bench=0
 compare_bench=0
 for part in "${bench_parts[@]}"; do
   case "$part" in
@@ -176,6 +182,7 @@ for part in "${bench_parts[@]}"; do
     matmul) matmul_bench=1 ;;
     matmulxt) matmulxt_bench=1 ;;
     matmul-host) matmul_host_bench=1 ;;
+    matmul-scaling) matmul_scaling_bench=1 ;;
     compare) compare_bench=1 ;;
     *) gram_parts+=("$part") ;;
   esac
@@ -246,8 +253,20 @@ if has bench && [ $matmul_host_bench -eq 1 ]; then
     --cpu-limit 20 2>&1 | tee "$LOGS/matmul_auto_grid.log"
   note matmul_auto "rc ${PIPESTATUS[0]}: $(grep -E "^# auto's pick" "$LOGS/matmul_auto_grid.log" | tail -1)"
   timeout "${BENCH_TIMEOUT:-400}" python3 bench/bench_matmul_ooc.py --outcore "$BUILD/outcore" \
-    --size 12288 12288 12288 --dtype float64 --host-mem 1G,256M --runs 2 2>&1 | tee "$LOGS/bench_matmul_ooc.log"
-  note matmul_cpu_ooc "rc ${PIPESTATUS[0]}: $(grep -E 'host-mem 1G' "$LOGS/bench_matmul_ooc.log" | tail -1)"
+    --size 12288 12288 12288 --dtype float64 --host-mem 900M,256M --runs 3 --plan-calls 2>&1 |
+    tee "$LOGS/bench_matmul_ooc.log"
+  note matmul_cpu_ooc "rc ${PIPESTATUS[0]}: $(grep -E '^\| outcore.*host-mem' "$LOGS/bench_matmul_ooc.log" |
+    awk -F'|' '{print $3 ":" $9}' | tr '\n' ';')"
+fi
+
+if has bench && [ $matmul_scaling_bench -eq 1 ]; then
+  gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+  all=$(seq -s, 0 $((gpus - 1)))
+  # shellcheck disable=SC2086 # MATMUL_SCALING_SIZE is a list of sizes
+  NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 MATMUL_DEVICE_SETS="0;$all" \
+    timeout "${BENCH_TIMEOUT:-400}" "$BUILD/bench/bench_matmul_cuda" ${MATMUL_SCALING_SIZE:-65536 65536 196608} \
+    float32 2>&1 | tee "$LOGS/bench_matmul_scaling.log"
+  note matmul_scaling "rc ${PIPESTATUS[0]} on $gpus GPUs: $(tail -1 "$LOGS/bench_matmul_scaling.log" | tr -s ' ')"
 fi
 
 if has bench && [ $compare_bench -eq 1 ]; then
