@@ -193,6 +193,28 @@ int cli_parse_threads(const char *text, int *threads)
     return -1;
 }
 
+int cli_parse_gpu_mem(const char *text, int64_t *bytes, double *fraction)
+{
+    if (cli_parse_size(text, bytes, fraction))
+        return cli_usage_error("--gpu-mem %s: expected a size such as 2G or 512M, or a percentage such as 50%%", text);
+    return -1;
+}
+
+int cli_parse_device(const char *text, int *device)
+{
+    int64_t d;
+    if (cli_parse_i64(text, &d) || d < 0 || d > CLI_MAX_DEVICE)
+        return cli_usage_error("--device %s: expected a device index from 0 to %d", text, CLI_MAX_DEVICE);
+    *device = (int)d;
+    return -1;
+}
+
+int cli_parse_devices(const char *text)
+{
+    if (!*text) return cli_usage_error("--devices: an empty list: give device numbers such as 0,1, or all");
+    return -1;
+}
+
 int cli_parse_host_mem(const char *text, int64_t *bytes)
 {
     double frac = 0;

@@ -45,6 +45,14 @@ int cli_parse_size(const char *text, int64_t *bytes, double *fraction);
  * memory, resolved to bytes): -1 when parsed, else the usage error's exit status. */
 int cli_parse_threads(const char *text, int *threads);
 int cli_parse_host_mem(const char *text, int64_t *bytes);
+/* --gpu-mem SIZE|PCT as cli_parse_size reads it (a size leaves *fraction as it was): -1 when
+ * parsed, else the usage error's exit status. */
+int cli_parse_gpu_mem(const char *text, int64_t *bytes, double *fraction);
+/* --device N (0..CLI_MAX_DEVICE) and --devices LIST (not empty; the library parses the list,
+ * with one message per bad token): -1 when parsed, else the usage error's exit status. */
+#define CLI_MAX_DEVICE 1023
+int cli_parse_device(const char *text, int *device);
+int cli_parse_devices(const char *text);
 
 /* A command's arguments, walked in order by cli_next. "--" ends the options: every argument
  * after it is positional, even one that starts with '-' (a map expression such as -a * 2).

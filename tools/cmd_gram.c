@@ -255,22 +255,17 @@ static int parse_gram_args(int argc, char **argv, gram_args *g)
             if (r < 0) return OC_EXIT_USAGE;
             if ((r = cli_parse_threads(v, &g->opts.threads)) >= 0) return r;
         } else if (CLI_OPTION(a, r, v, "--device")) {
-            int64_t d;
             if (r < 0) return OC_EXIT_USAGE;
-            if (cli_parse_i64(v, &d) || d < 0 || d > 1024)
-                return cli_usage_error("--device %s: expected a device index", v);
-            g->opts.device = (int)d;
+            if ((r = cli_parse_device(v, &g->opts.device)) >= 0) return r;
         } else if (CLI_OPTION(a, r, v, "--devices")) {
             if (r < 0) return OC_EXIT_USAGE;
-            if (!*v) return cli_usage_error("--devices: an empty list: give device numbers such as 0,1, or all");
-            g->opts.devices = v; /* the library parses it (one parser, one message per bad token) */
+            if ((r = cli_parse_devices(v)) >= 0) return r;
+            g->opts.devices = v;
         } else if (CLI_OPTION(a, r, v, "--gpu-mem")) {
             if (r < 0) return OC_EXIT_USAGE;
             g->gpu_mem = v;
             if (strchr(v, '=')) g->opts.gpu_mem_devices = v; /* per device: parsed by the library */
-            else if (cli_parse_size(v, &g->opts.gpu_mem_bytes, &g->opts.gpu_mem_fraction))
-                return cli_usage_error("--gpu-mem %s: expected a size such as 2G or 512M, or a percentage such as 50%%",
-                                       v);
+            else if ((r = cli_parse_gpu_mem(v, &g->opts.gpu_mem_bytes, &g->opts.gpu_mem_fraction)) >= 0) return r;
         } else if (CLI_OPTION(a, r, v, "--gpu-mem-mode")) {
             if (r < 0) return OC_EXIT_USAGE;
             if (strcmp(v, "grow") == 0) g->opts.gpu_mem_mode = OC_GPU_MEM_GROW;

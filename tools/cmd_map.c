@@ -181,13 +181,9 @@ static int parse_map_args(int argc, char **argv, map_args *g)
             if (r < 0) return OC_EXIT_USAGE;
             if ((r = cli_parse_threads(v, &g->opts.threads)) >= 0) return r;
         } else if (CLI_OPTION(a, r, v, "--gpu-mem")) {
-            double frac = 0;
             if (r < 0) return OC_EXIT_USAGE;
             g->gpu_mem = v;
-            if (cli_parse_size(v, &g->opts.gpu_mem_bytes, &frac))
-                return cli_usage_error("--gpu-mem %s: expected a size such as 2G or 512M, or a percentage such as 50%%",
-                                       v);
-            g->opts.gpu_mem_fraction = frac;
+            if ((r = cli_parse_gpu_mem(v, &g->opts.gpu_mem_bytes, &g->opts.gpu_mem_fraction)) >= 0) return r;
         } else if (CLI_OPTION(a, r, v, "--host-mem")) {
             if (r < 0) return OC_EXIT_USAGE;
             if ((r = cli_parse_host_mem(v, &g->opts.host_mem_bytes)) >= 0) return r;

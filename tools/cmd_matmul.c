@@ -115,22 +115,16 @@ static int take_value(cli_args *a, matmul_args *g)
         if (r < 0) return OC_EXIT_USAGE;
         if ((r = cli_parse_threads(v, &g->opts.threads)) >= 0) return r;
     } else if (CLI_OPTION(a, r, v, "--device")) {
-        int64_t d;
         if (r < 0) return OC_EXIT_USAGE;
-        if (cli_parse_i64(v, &d) || d < 0 || d > 1023)
-            return cli_usage_error("--device %s: expected a device index", v);
-        g->opts.device = (int)d;
+        if ((r = cli_parse_device(v, &g->opts.device)) >= 0) return r;
     } else if (CLI_OPTION(a, r, v, "--devices")) {
         if (r < 0) return OC_EXIT_USAGE;
-        if (!*v) return cli_usage_error("--devices: an empty list: give device numbers such as 0,1, or all");
-        g->opts.devices = v; /* the library parses it */
+        if ((r = cli_parse_devices(v)) >= 0) return r;
+        g->opts.devices = v;
     } else if (CLI_OPTION(a, r, v, "--gpu-mem")) {
-        double frac = 0;
         if (r < 0) return OC_EXIT_USAGE;
         g->gpu_mem = v;
-        if (cli_parse_size(v, &g->opts.gpu_mem_bytes, &frac))
-            return cli_usage_error("--gpu-mem %s: expected a size such as 2G or 512M, or a percentage such as 50%%", v);
-        if (frac > 0) g->opts.gpu_mem_fraction = frac;
+        if ((r = cli_parse_gpu_mem(v, &g->opts.gpu_mem_bytes, &g->opts.gpu_mem_fraction)) >= 0) return r;
     } else if (CLI_OPTION(a, r, v, "--host-mem")) {
         if (r < 0) return OC_EXIT_USAGE;
         if ((r = cli_parse_host_mem(v, &g->opts.host_mem_bytes)) >= 0) return r;
