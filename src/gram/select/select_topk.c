@@ -217,6 +217,25 @@ typedef struct topk_scratch {
     int64_t *colcount;
 } topk_scratch;
 
+/* The scratch of a tile (or slice) at (i0, j0), cols wide, from the selection and the
+ * worker's buffers. */
+static inline topk_scratch scratch_of(const oc_select *s, sel_worker *w, int64_t i0, int64_t j0, int64_t cols,
+                                      uint32_t jlow0, int mirror, int64_t kept)
+{
+    return (topk_scratch){.i0 = i0,
+                          .j0 = j0,
+                          .cols = cols,
+                          .wpr = OC_SCAN_WORDS(cols),
+                          .jlow0 = jlow0,
+                          .mirror = mirror,
+                          .kept = kept,
+                          .rowcap = s->rowcap,
+                          .colcap = s->colcap,
+                          .colbuf = w->colbuf,
+                          .colfloor = w->colfloor,
+                          .colcount = w->colcount};
+}
+
 /* The columns c0 on of a batch row's set pre-test bits, ascending, into out: a loop of
  * its own, so that the bit word stays in a register (inside the exact test's loop, with
  * its many live values, it went through the stack, and each ctz waited on a reload). */
@@ -342,18 +361,7 @@ OC_SELECT_INSTANCE void topk_tile(oc_select *s, sel_worker *w, int64_t i0, int64
     /* Bounds for the tile's first row hold for every later one (select_simd.h). */
     if (mirror)
         for (int64_t c = 0; c < cols; ++c) w->colmin[c] = scan_bound(w->colfloor[c], 0xFFFFFFFFu - (uint32_t)i0);
-    const topk_scratch x = {.i0 = i0,
-                            .j0 = j0,
-                            .cols = cols,
-                            .wpr = OC_SCAN_WORDS(cols),
-                            .jlow0 = 0xFFFFFFFFu - (uint32_t)j0,
-                            .mirror = mirror,
-                            .kept = kept,
-                            .rowcap = s->rowcap,
-                            .colcap = s->colcap,
-                            .colbuf = w->colbuf,
-                            .colfloor = w->colfloor,
-                            .colcount = w->colcount};
+    const topk_scratch x = scratch_of(s, w, i0, j0, cols, 0xFFFFFFFFu - (uint32_t)j0, mirror, kept);
     for (int64_t r0 = 0; r0 < rows; r0 += ROW_BATCH) {
         const int64_t nb = rows - r0 < ROW_BATCH ? rows - r0 : ROW_BATCH;
         for (int64_t b = 0; b < nb; ++b) {
@@ -449,18 +457,7 @@ int oc_select_tile_counts(oc_select *s, int worker, int64_t i0, int64_t j0, int6
         w->popc[c] = (float)pop_b[c];
         if (mirror) w->gc[c] = jaccard_factor(scan_bound(w->colfloor[c], 0xFFFFFFFFu - (uint32_t)i0));
     }
-    const topk_scratch x = {.i0 = i0,
-                            .j0 = j0,
-                            .cols = cols,
-                            .wpr = OC_SCAN_WORDS(cols),
-                            .jlow0 = jlow0,
-                            .mirror = mirror,
-                            .kept = kept,
-                            .rowcap = s->rowcap,
-                            .colcap = s->colcap,
-                            .colbuf = w->colbuf,
-                            .colfloor = w->colfloor,
-                            .colcount = w->colcount};
+    const topk_scratch x = scratch_of(s, w, i0, j0, cols, jlow0, mirror, kept);
     for (int64_t r0 = 0; r0 < rows; r0 += ROW_BATCH) {
         const int64_t nb = rows - r0 < ROW_BATCH ? rows - r0 : ROW_BATCH;
         for (int64_t b = 0; b < nb; ++b) {
