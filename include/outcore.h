@@ -998,7 +998,9 @@ typedef struct oc_matmul_options {
      * that is A's own file or memory with op(B) = op(A)ᵀ is the same job. */
     int gram;
     /* The type the product is computed and written in; DEFAULT: numpy's result type of the
-     * two inputs, except int8 x int8, which is int32 (exact; numpy's int8 wraps). Inputs are
+     * two inputs, except int8 x int8, which is int32 (exact; numpy's int8 wraps), and where
+     * that type is float16 or bfloat16, float32: half-precision products are summed in
+     * float32 and written so unless FLOAT16 or BFLOAT16 is asked for. Inputs are
      * converted to it under numpy's same_kind rule (an integer input to a float, float64 to
      * float32), else OC_ERR_INPUT. Integer products other than int8 x int8 are refused
      * (OC_ERR_INPUT naming the dtype): ask for float64. */

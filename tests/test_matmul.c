@@ -164,7 +164,10 @@ static void test_dtypes_and_transposes(void)
                 product p = {same[t], same[t], OC_MATMUL_DEFAULT, 37, 29, 53, ta, tb};
                 oc_matmul_dtype rt;
                 free(run_product(&p, 0, 0, &rt, 1));
-                CHECK_EQ_I64(rt, same[t] == OC_MATMUL_INT8 ? OC_MATMUL_INT32 : same[t]);
+                /* int8 sums are int32; half-precision ones float32 */
+                CHECK_EQ_I64(rt, same[t] == OC_MATMUL_INT8                                       ? OC_MATMUL_INT32
+                                 : same[t] == OC_MATMUL_FLOAT16 || same[t] == OC_MATMUL_BFLOAT16 ? OC_MATMUL_FLOAT32
+                                                                                                 : same[t]);
             }
     /* numpy's promotion of mixed pairs, and a requested dtype */
     static const struct {
@@ -173,7 +176,10 @@ static void test_dtypes_and_transposes(void)
         {OC_MATMUL_INT8, OC_MATMUL_FLOAT32, OC_MATMUL_DEFAULT, OC_MATMUL_FLOAT32},
         {OC_MATMUL_FLOAT16, OC_MATMUL_FLOAT32, OC_MATMUL_DEFAULT, OC_MATMUL_FLOAT32},
         {OC_MATMUL_INT16, OC_MATMUL_FLOAT32, OC_MATMUL_DEFAULT, OC_MATMUL_FLOAT32},
-        {OC_MATMUL_UINT8, OC_MATMUL_FLOAT16, OC_MATMUL_DEFAULT, OC_MATMUL_FLOAT16},
+        {OC_MATMUL_UINT8, OC_MATMUL_FLOAT16, OC_MATMUL_DEFAULT, OC_MATMUL_FLOAT32}, /* numpy: float16 */
+        {OC_MATMUL_UINT8, OC_MATMUL_FLOAT16, OC_MATMUL_FLOAT16, OC_MATMUL_FLOAT16},
+        {OC_MATMUL_FLOAT16, OC_MATMUL_FLOAT16, OC_MATMUL_FLOAT16, OC_MATMUL_FLOAT16},
+        {OC_MATMUL_BFLOAT16, OC_MATMUL_BFLOAT16, OC_MATMUL_BFLOAT16, OC_MATMUL_BFLOAT16},
         {OC_MATMUL_FLOAT32, OC_MATMUL_FLOAT64, OC_MATMUL_DEFAULT, OC_MATMUL_FLOAT64},
         {OC_MATMUL_INT16, OC_MATMUL_INT16, OC_MATMUL_FLOAT64, OC_MATMUL_FLOAT64},
         {OC_MATMUL_FLOAT64, OC_MATMUL_FLOAT64, OC_MATMUL_FLOAT32, OC_MATMUL_FLOAT32},

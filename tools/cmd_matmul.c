@@ -27,7 +27,8 @@ static const char matmul_usage[] =
     "                         with op(B) = op(A)ᵀ)\n"
     "  --dtype T              float64, float32, float16 or int32 (of int8 x int8 alone)\n"
     "                         the type the product is computed and written in (default: numpy's\n"
-    "                         result type); integer inputs other than int8 need a float here\n"
+    "                         result type, but float32 for float16 and bfloat16, whose sums are\n"
+    "                         float32); integer inputs other than int8 need a float here\n"
     "  --tf32                 float32 on the GPU: allow TF32 tensor cores (10-bit mantissa)\n";
 /* Then the --backend line, from the library's list (print_usage), and the rest. */
 static const char matmul_usage_rest[] =

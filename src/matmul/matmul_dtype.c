@@ -122,6 +122,15 @@ int oc_matmul_promote(oc_matmul_dtype ta, oc_matmul_dtype tb, oc_matmul_dtype re
                  oc_matmul_dtype_name(requested) ? oc_matmul_dtype_name(requested) : "?");
         return -1;
     }
+    /* float16 and bfloat16 products are summed in float32 and, unless a half type is asked
+     * for, written in it: numpy's a @ b would round them to the half type. */
+    const int half_sums = requested == OC_MATMUL_DEFAULT && (r == OC_MATMUL_FLOAT16 || r == OC_MATMUL_BFLOAT16);
+    if (half_sums) {
+        *in = r == OC_MATMUL_FLOAT16 ? OC_MM_FLOAT16 : OC_MM_BFLOAT16;
+        *out = OC_MM_FLOAT32;
+        *result = OC_MATMUL_FLOAT32;
+        return 0;
+    }
     switch (r) {
     case OC_MATMUL_FLOAT64:
         *in = *out = OC_MM_FLOAT64;

@@ -19,7 +19,8 @@ const char *oc_matmul_dtype_descr(oc_matmul_dtype t);
 oc_matmul_dtype oc_matmul_dtype_from_descr(const char *descr);
 
 /* The compute and result types of a product of inputs ta and tb (tb == ta for A·Aᵀ) under
- * the requested dtype (DEFAULT: numpy's result type; int8 x int8: int32 exact). Returns 0 and
+ * the requested dtype (DEFAULT: numpy's result type, but float32 where that is float16 or
+ * bfloat16, whose sums are float32; int8 x int8: int32 exact). Returns 0 and
  * sets *in, *out and *result; else -1 and a one-line reason in why (the caller prefixes the
  * file it names). */
 int oc_matmul_promote(oc_matmul_dtype ta, oc_matmul_dtype tb, oc_matmul_dtype requested, oc_mm_type *in,

@@ -106,7 +106,11 @@ def test_dtypes(mats):
     close(np.load(d / "c.npy"), x["u8"].astype(np.float64) @ x["u8"].T, 20, 1e-15)
     run("matmul", d / "a.npy", d / "b.npy", "--dtype", "float32", "-o", d / "c.npy", "-q")
     close(np.load(d / "c.npy"), (x["a"].astype(np.float32) @ x["b"].astype(np.float32)), 70, 1e-6)
-    run("matmul", d / "h.npy", d / "h.npy", "--transpose-b", "-o", d / "c.npy", "-q")  # float16 result
+    # float16 x float16: float32 sums, written as float32 unless float16 is asked for
+    h32 = x["h"].astype(np.float32)
+    run("matmul", d / "h.npy", d / "h.npy", "--transpose-b", "-o", d / "c.npy", "-q")
+    close(np.load(d / "c.npy"), h32 @ h32.T, 48, 1e-6)
+    run("matmul", d / "h.npy", d / "h.npy", "--transpose-b", "--dtype", "float16", "-o", d / "c.npy", "-q")
     close(np.load(d / "c.npy"), x["h"] @ x["h"].T, 48, 1e-3)
 
 

@@ -13,13 +13,17 @@ def close(got, ref, k, eps):
     assert np.abs(got.astype(np.float64) - ref.astype(np.float64)).max() <= k * eps * (np.abs(ref).max() + 1)
 
 
-@pytest.mark.parametrize("dt,eps", [(np.float64, 1e-15), (np.float32, 1e-6), (np.float16, 1e-3)])
+@pytest.mark.parametrize("dt,eps", [(np.float64, 1e-15), (np.float32, 1e-6), (np.float16, 1e-6)])
 def test_against_numpy(dt, eps):
     a = rng.standard_normal((33, 57)).astype(dt)
     b = rng.standard_normal((57, 21)).astype(dt)
-    close(outcore.matmul(a, b), a @ b, 57, eps)
-    close(outcore.matmul(a.T.copy(), b, transpose_a=True), a @ b, 57, eps)
-    close(outcore.matmul(a, b.T.copy(), transpose_b=True), a @ b, 57, eps)
+    # float16: float32 sums, returned as float32 (numpy's a @ b rounds them to float16)
+    ref = a.astype(np.float32) @ b.astype(np.float32) if dt == np.float16 else a @ b
+    close(outcore.matmul(a, b), ref, 57, eps)
+    close(outcore.matmul(a.T.copy(), b, transpose_a=True), ref, 57, eps)
+    close(outcore.matmul(a, b.T.copy(), transpose_b=True), ref, 57, eps)
+    if dt == np.float16:
+        close(outcore.matmul(a, b, dtype=np.float16), a @ b, 57, 1e-3)
 
 
 def test_views_are_read_in_place():
@@ -69,7 +73,9 @@ def test_promotion_and_dtype():
     f16 = rng.standard_normal((10, 12)).astype(np.float16)
     assert outcore.matmul(i8, f32).dtype == np.float32
     assert outcore.matmul(f16, f32).dtype == np.float32
-    assert outcore.matmul(i8.astype(np.uint8), f32.astype(np.float16)).dtype == np.float16
+    # numpy's float16, summed and returned in float32 unless float16 is asked for
+    assert outcore.matmul(i8.astype(np.uint8), f32.astype(np.float16)).dtype == np.float32
+    assert outcore.matmul(i8.astype(np.uint8), f32.astype(np.float16), dtype=np.float16).dtype == np.float16
     i64 = i8.astype(np.int64)
     with pytest.raises(outcore.InputError, match="int64 x int64"):
         outcore.matmul(i64, i64, transpose_b=True)
@@ -80,9 +86,12 @@ def test_promotion_and_dtype():
 def test_bfloat16():
     ml_dtypes = pytest.importorskip("ml_dtypes")
     a = rng.standard_normal((16, 24)).astype(ml_dtypes.bfloat16)
-    c = outcore.matmul(a, a, transpose_b=True)
-    assert c.dtype == ml_dtypes.bfloat16
     ref = a.astype(np.float32) @ a.astype(np.float32).T
+    c = outcore.matmul(a, a, transpose_b=True)  # float32 sums, returned as float32
+    assert c.dtype == np.float32
+    assert np.abs(c - ref).max() <= 24 * 1e-6 * (np.abs(ref).max() + 1)
+    c = outcore.matmul(a, a, transpose_b=True, dtype=ml_dtypes.bfloat16)
+    assert c.dtype == ml_dtypes.bfloat16
     assert np.abs(c.astype(np.float32) - ref).max() <= 24 * 8e-3 * (np.abs(ref).max() + 1)
 
 
