@@ -127,7 +127,10 @@ def _host_result(out, shape, dtype, inputs, paths):
         return np.empty(shape, dtype=rdt)
     if not isinstance(out, np.ndarray) or out.shape != shape or out.dtype != rdt or not out.flags.writeable \
             or (out.size and not _rows_contiguous(out)):
-        raise InputError(f"out: expected a writeable {rdt} array of shape {shape} with contiguous rows")
+        floats = ("float64", "float32", "float16", "bfloat16")
+        hint = f" (dtype={out.dtype} asks for the product in {out.dtype})" if isinstance(out, np.ndarray) \
+            and out.shape == shape and out.dtype != rdt and _dtype_name(out.dtype) in floats else ""
+        raise InputError(f"out: expected a writeable {rdt} array of shape {shape} with contiguous rows{hint}")
     _check_out_overlap(out, inputs, paths)
     return out
 

@@ -76,6 +76,8 @@ def test_promotion_and_dtype():
     # numpy's float16, summed and returned in float32 unless float16 is asked for
     assert outcore.matmul(i8.astype(np.uint8), f32.astype(np.float16)).dtype == np.float32
     assert outcore.matmul(i8.astype(np.uint8), f32.astype(np.float16), dtype=np.float16).dtype == np.float16
+    with pytest.raises(outcore.InputError, match=r"float32 array .* \(dtype=float16 asks for the product in float16\)"):
+        outcore.matmul(f16, f32.astype(np.float16), out=np.empty((10, 7), np.float16))
     i64 = i8.astype(np.int64)
     with pytest.raises(outcore.InputError, match="int64 x int64"):
         outcore.matmul(i64, i64, transpose_b=True)
