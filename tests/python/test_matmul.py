@@ -85,6 +85,27 @@ def test_promotion_and_dtype():
     close(outcore.matmul(f32.astype(np.float64), f32.T.astype(np.float64), dtype="float32"), f32 @ f32.T, 7, 1e-6)
 
 
+@pytest.mark.parametrize("blas", ["", "none"])
+def test_non_finite_values_pass_through(monkeypatch, blas):
+    """NaN and infinities go through the products as numpy's A @ B has them (Inf x 0 is NaN),
+    on the BLAS and the reference loops, in one tile and in many."""
+    monkeypatch.setenv("OUTCORE_BLAS", blas)
+    for dt in (np.float64, np.float32):
+        a = rng.standard_normal((60, 50)).astype(dt)
+        b = rng.standard_normal((50, 40)).astype(dt)
+        a[0, 0], a[1, 1], a[2, 2] = np.nan, np.inf, -np.inf
+        b[1, 3], b[2, 0] = 0, np.inf
+        with np.errstate(invalid="ignore"):
+            ref = a @ b
+        for host_mem in (None, "16K"):
+            got = outcore.matmul(a, b, backend="cpu", host_mem=host_mem)
+            assert got.dtype == dt
+            assert np.array_equal(np.isnan(got), np.isnan(ref)) and np.array_equal(np.isinf(got), np.isinf(ref))
+            assert np.array_equal(got[np.isinf(ref)], ref[np.isinf(ref)])
+            fin = np.isfinite(ref)
+            assert np.abs(got[fin] - ref[fin]).max() <= 50 * np.finfo(dt).eps * (np.abs(ref[fin]).max() + 1)
+
+
 def test_bfloat16():
     ml_dtypes = pytest.importorskip("ml_dtypes")
     a = rng.standard_normal((16, 24)).astype(ml_dtypes.bfloat16)
