@@ -65,6 +65,9 @@ static double value(oc_matmul_dtype t, const void *p, int64_t i)
     return d;
 }
 
+/* The constant of the documented error bound (docs/matmul.md, "Accuracy"). */
+#define ACCURACY_C 2.0
+
 typedef struct product {
     oc_matmul_dtype ta, tb, requested;
     int64_t m, n, k;
@@ -77,11 +80,13 @@ typedef struct product {
 static int off_reference(const product *p, const void *a, const void *b, const void *c, oc_matmul_dtype rt)
 {
     const int64_t ac = p->transpose_a ? p->m : p->k, bc = p->transpose_b ? p->k : p->n;
-    const double eps = rt == OC_MATMUL_FLOAT64   ? 1e-15
-                       : rt == OC_MATMUL_INT32   ? 0
-                       : rt == OC_MATMUL_FLOAT32 ? 1e-6
-                       : rt == OC_MATMUL_FLOAT16 ? 1e-3
-                                                 : 8e-3;
+    /* docs/matmul.md, "Accuracy": |C - C64| <= c k u sum|a b| + u_out |C64|, c = ACCURACY_C, u the
+     * unit roundoff of the sums (float64's for a float64 result, float32's for the others),
+     * u_out that of the rounding into a half-precision result (and half its smallest
+     * subnormal, float16's 2^-25, for a result that lands there). */
+    const double u = rt == OC_MATMUL_FLOAT64 ? 0x1p-53 : 0x1p-24;
+    const double u_out = rt == OC_MATMUL_FLOAT16 ? 0x1p-11 : rt == OC_MATMUL_BFLOAT16 ? 0x1p-8 : 0;
+    const double floor_out = rt == OC_MATMUL_FLOAT16 ? 0x1p-25 : 0;
     int bad = 0;
     for (int64_t i = 0; i < p->m && !bad; i++)
         for (int64_t j = 0; j < p->n && !bad; j++) {
@@ -105,7 +110,8 @@ static int off_reference(const product *p, const void *a, const void *b, const v
                 mag += fabs(xc * yc);
             }
             const double got = value(rt, c, i * p->n + j);
-            const double tol = rt == OC_MATMUL_INT32 ? 0 : (double)p->k * eps * mag + eps * fabs(ref) + 1e-300;
+            const double sums = ACCURACY_C * (double)p->k * u * mag;
+            const double tol = rt == OC_MATMUL_INT32 ? 0 : sums + u_out * (fabs(ref) + sums) + floor_out + 1e-300;
             if (fabs(got - ref) > tol) {
                 CHECK_MSG(0, "%s x %s -> %s, %lldx%lldx%lld t%d%d: C[%lld][%lld] = %.17g, reference %.17g",
                           oc_matmul_dtype_name(p->ta), oc_matmul_dtype_name(p->tb), oc_matmul_dtype_name(rt),
