@@ -1,6 +1,8 @@
 /*
  * test_matmul.c - the dense product on the CPU (oc_matmul): every compute dtype and
- * transpose against a naive float64 reference, int8 exact, host budgets so small that they
+ * transpose against a naive float64 reference within the documented error bound (int8
+ * exact), on a case table of edge shapes (1 x 1, k = 1, primes, tall and skinny, empty, k =
+ * 0) on the BLAS and the reference loops, host budgets so small that they
  * force many tiles and K panels giving the bytes of a large one, A·Aᵀ against the full
  * product, a .npy read in panels against memory, products accumulated where C lies, and
  * refusals that leave no file (test_matmul_calls.c: what a C caller can get wrong;
@@ -152,7 +154,7 @@ static void *run_product(const product *p, int64_t budget, int64_t tile, oc_matm
     oc_matmul_stats st = {.struct_size = sizeof st};
     oc_status s = oc_matmul(ctx, &A, &B, &C, &o, &st);
     CHECK_MSG(s == OC_OK, "oc_matmul: %s", oc_context_last_error(ctx));
-    CHECK(st.tiles >= 1);
+    CHECK(st.tiles >= 1 || p->m * p->n == 0);
     if (check) off_reference(p, a, b, c, *rt);
     free(a);
     free(b);
@@ -199,6 +201,36 @@ static void test_dtypes_and_transposes(void)
         free(run_product(&p, 0, 0, &rt, 1));
         CHECK_EQ_I64(rt, mixed[i].want);
     }
+}
+
+/* The case table: shapes at the edges (1 x 1, a long k beside it, k = 1, primes, tall and
+ * skinny either way, an empty result, k = 0) in every type with both transposes, in one tile
+ * and under a budget of many tiles and K panels, on the BLAS and on the reference loops:
+ * each against the reference (run_product: the documented bound, int8 exactly). A·Aᵀ's
+ * shapes are test_symmetric's. */
+static void test_case_table(void)
+{
+    static const struct {
+        int64_t m, n, k;
+    } shapes[] = {{1, 1, 1},   {1, 1, 257}, {61, 47, 1}, {97, 89, 101}, {700, 3, 5},
+                  {3, 700, 5}, {5, 3, 900}, {0, 6, 7},   {6, 0, 7},     {6, 7, 0}};
+    static const oc_matmul_dtype types[] = {OC_MATMUL_FLOAT64, OC_MATMUL_FLOAT32, OC_MATMUL_FLOAT16, OC_MATMUL_BFLOAT16,
+                                            OC_MATMUL_INT8};
+    static const char *const blas[] = {NULL, "none"};
+    for (size_t l = 0; l < 2; l++) {
+        if (blas[l]) setenv("OUTCORE_BLAS", blas[l], 1);
+        else unsetenv("OUTCORE_BLAS");
+        for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++)
+            for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
+                for (int tr = 0; tr < 4; tr++)
+                    for (int small = 0; small < 2; small++) {
+                        product p = {types[t], types[t], OC_MATMUL_DEFAULT, shapes[sh].m, shapes[sh].n, shapes[sh].k,
+                                     tr & 1,   tr >> 1};
+                        oc_matmul_dtype rt;
+                        free(run_product(&p, small ? 40000 : 0, 0, &rt, 1));
+                    }
+    }
+    unsetenv("OUTCORE_BLAS");
 }
 
 /* Tiny budgets force many tiles and K panels: the same bytes as one tile, for int8 on the
@@ -253,51 +285,57 @@ static void test_budgets(void)
 }
 
 /* A·Aᵀ (gram, or B the same memory transposed) computes the upper tiles and mirrors them:
- * exactly symmetric, and equal to the full product (bit for bit for int8). */
+ * exactly symmetric, and equal to the full product (bit for bit for int8), from 1 x 1 and
+ * k = 1 to tall and skinny. */
 static void test_symmetric(void)
 {
     static const oc_matmul_dtype types[] = {OC_MATMUL_INT8, OC_MATMUL_FLOAT64, OC_MATMUL_FLOAT32};
-    for (size_t t = 0; t < 3; t++) {
-        oc_context *ctx = NULL;
-        oc_context_create(&ctx);
-        const int64_t n = 67, k = 41;
-        void *a = random_matrix(types[t], n, k);
-        oc_matmul_dtype rt = types[t] == OC_MATMUL_INT8 ? OC_MATMUL_INT32 : types[t];
-        const size_t e = oc_matmul_dtype_size(rt);
-        void *full = calloc((size_t)(n * n), e), *sym = calloc((size_t)(n * n), e), *sym2 = calloc((size_t)(n * n), e);
-        oc_matmul_array A = mem(types[t], a, n, k), B = A;
-        B.data = malloc((size_t)(n * k) * oc_matmul_dtype_size(types[t])); /* a copy: not the same memory */
-        memcpy(B.data, a, (size_t)(n * k) * oc_matmul_dtype_size(types[t]));
-        oc_matmul_array Cf = mem(rt, full, n, n), Cs = mem(rt, sym, n, n), Cs2 = mem(rt, sym2, n, n);
-        oc_matmul_options o = OC_MATMUL_OPTIONS_INIT;
-        o.backend = OC_BACKEND_CPU;
-        o.tile = 16;
-        o.transpose_b = 1;
-        CHECK(oc_matmul(ctx, &A, &B, &Cf, &o, NULL) == OC_OK);
-        oc_matmul_stats st = {.struct_size = sizeof st};
-        CHECK(oc_matmul(ctx, &A, &A, &Cs2, &o, &st) == OC_OK); /* B is A's memory: symmetric */
-        CHECK_EQ_I64(st.tiles, 5 * 6 / 2);
-        o.transpose_b = 0;
-        o.gram = 1;
-        CHECK(oc_matmul(ctx, &A, NULL, &Cs, &o, &st) == OC_OK);
-        CHECK_EQ_I64(st.tiles, 5 * 6 / 2);
-        CHECK(memcmp(sym, sym2, (size_t)(n * n) * e) == 0);
-        int asym = 0, far = 0;
-        for (int64_t i = 0; i < n; i++)
-            for (int64_t j = 0; j < n; j++) {
-                if (memcmp((char *)sym + (size_t)(i * n + j) * e, (char *)sym + (size_t)(j * n + i) * e, e)) asym++;
-                const double x = value(rt, sym, i * n + j), y = value(rt, full, i * n + j);
-                if (fabs(x - y) > (rt == OC_MATMUL_INT32 ? 0 : 1e-4 * (fabs(y) + 1))) far++;
-            }
-        CHECK_EQ_I64(asym, 0);
-        CHECK_EQ_I64(far, 0);
-        free(a);
-        free(B.data);
-        free(full);
-        free(sym);
-        free(sym2);
-        oc_context_free(ctx);
-    }
+    static const struct {
+        int64_t n, k;
+    } shapes[] = {{67, 41}, {1, 1}, {1, 300}, {37, 1}, {211, 3}};
+    for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++)
+        for (size_t t = 0; t < 3; t++) {
+            oc_context *ctx = NULL;
+            oc_context_create(&ctx);
+            const int64_t n = shapes[sh].n, k = shapes[sh].k, rows = (n + 15) / 16; /* tiles of 16 */
+            void *a = random_matrix(types[t], n, k);
+            oc_matmul_dtype rt = types[t] == OC_MATMUL_INT8 ? OC_MATMUL_INT32 : types[t];
+            const size_t e = oc_matmul_dtype_size(rt);
+            void *full = calloc((size_t)(n * n), e), *sym = calloc((size_t)(n * n), e),
+                 *sym2 = calloc((size_t)(n * n), e);
+            oc_matmul_array A = mem(types[t], a, n, k), B = A;
+            B.data = malloc((size_t)(n * k) * oc_matmul_dtype_size(types[t])); /* a copy: not the same memory */
+            memcpy(B.data, a, (size_t)(n * k) * oc_matmul_dtype_size(types[t]));
+            oc_matmul_array Cf = mem(rt, full, n, n), Cs = mem(rt, sym, n, n), Cs2 = mem(rt, sym2, n, n);
+            oc_matmul_options o = OC_MATMUL_OPTIONS_INIT;
+            o.backend = OC_BACKEND_CPU;
+            o.tile = 16;
+            o.transpose_b = 1;
+            CHECK(oc_matmul(ctx, &A, &B, &Cf, &o, NULL) == OC_OK);
+            oc_matmul_stats st = {.struct_size = sizeof st};
+            CHECK(oc_matmul(ctx, &A, &A, &Cs2, &o, &st) == OC_OK); /* B is A's memory: symmetric */
+            CHECK_EQ_I64(st.tiles, rows * (rows + 1) / 2);
+            o.transpose_b = 0;
+            o.gram = 1;
+            CHECK(oc_matmul(ctx, &A, NULL, &Cs, &o, &st) == OC_OK);
+            CHECK_EQ_I64(st.tiles, rows * (rows + 1) / 2);
+            CHECK(memcmp(sym, sym2, (size_t)(n * n) * e) == 0);
+            int asym = 0, far = 0;
+            for (int64_t i = 0; i < n; i++)
+                for (int64_t j = 0; j < n; j++) {
+                    if (memcmp((char *)sym + (size_t)(i * n + j) * e, (char *)sym + (size_t)(j * n + i) * e, e)) asym++;
+                    const double x = value(rt, sym, i * n + j), y = value(rt, full, i * n + j);
+                    if (fabs(x - y) > (rt == OC_MATMUL_INT32 ? 0 : 1e-4 * (fabs(y) + 1))) far++;
+                }
+            CHECK_EQ_I64(asym, 0);
+            CHECK_EQ_I64(far, 0);
+            free(a);
+            free(B.data);
+            free(full);
+            free(sym);
+            free(sym2);
+            oc_context_free(ctx);
+        }
 }
 
 /* Writes a C-order .npy of rows x cols elements of descr. */
@@ -566,6 +604,7 @@ int main(void)
 {
     test_in_place_products();
     test_dtypes_and_transposes();
+    test_case_table();
     test_budgets();
     test_symmetric();
     test_files();
