@@ -98,6 +98,8 @@ int oc_matmul_promote(oc_matmul_dtype ta, oc_matmul_dtype tb, oc_matmul_dtype re
                       oc_mm_type *out, oc_matmul_dtype *result, char *why, size_t why_size)
 {
     oc_matmul_dtype r = numpy_result(ta, tb);
+    /* The half type multiplied as it is into float32 sums, or DEFAULT. */
+    oc_matmul_dtype half = OC_MATMUL_DEFAULT;
     if (requested == OC_MATMUL_DEFAULT) {
         if (r == OC_MATMUL_DEFAULT) {
             snprintf(why, why_size,
@@ -106,6 +108,9 @@ int oc_matmul_promote(oc_matmul_dtype ta, oc_matmul_dtype tb, oc_matmul_dtype re
                      oc_matmul_dtype_name(ta), oc_matmul_dtype_name(tb));
             return -1;
         }
+        /* float16 and bfloat16 products are summed in float32 and, unless a half type is
+         * asked for, written in it: numpy's a @ b would round them to the half type. */
+        if (r == OC_MATMUL_FLOAT16 || r == OC_MATMUL_BFLOAT16) half = r, r = OC_MATMUL_FLOAT32;
     } else if (requested == OC_MATMUL_INT32) {
         if (ta != OC_MATMUL_INT8 || tb != OC_MATMUL_INT8) {
             snprintf(why, why_size, "dtype int32 is the product of int8 x int8 alone, not of %s x %s",
@@ -121,15 +126,6 @@ int oc_matmul_promote(oc_matmul_dtype ta, oc_matmul_dtype tb, oc_matmul_dtype re
                  "int32 (of int8 x int8)",
                  oc_matmul_dtype_name(requested) ? oc_matmul_dtype_name(requested) : "?");
         return -1;
-    }
-    /* float16 and bfloat16 products are summed in float32 and, unless a half type is asked
-     * for, written in it: numpy's a @ b would round them to the half type. */
-    const int half_sums = requested == OC_MATMUL_DEFAULT && (r == OC_MATMUL_FLOAT16 || r == OC_MATMUL_BFLOAT16);
-    if (half_sums) {
-        *in = r == OC_MATMUL_FLOAT16 ? OC_MM_FLOAT16 : OC_MM_BFLOAT16;
-        *out = OC_MM_FLOAT32;
-        *result = OC_MATMUL_FLOAT32;
-        return 0;
     }
     switch (r) {
     case OC_MATMUL_FLOAT64:
@@ -148,11 +144,12 @@ int oc_matmul_promote(oc_matmul_dtype ta, oc_matmul_dtype tb, oc_matmul_dtype re
         *in = OC_MM_INT8, *out = OC_MM_INT32;
         break;
     }
-    /* Two halves of one kind into float32: multiplied as they are, with float32 products and
-     * sums (a product of two halves is exact in float32, so this is float32's product of the
-     * inputs converted, as numpy's matmul(a, b, dtype=float32) is), on tensor cores on a GPU. */
-    if (r == OC_MATMUL_FLOAT32 && ta == tb && (ta == OC_MATMUL_FLOAT16 || ta == OC_MATMUL_BFLOAT16))
-        *in = ta == OC_MATMUL_FLOAT16 ? OC_MM_FLOAT16 : OC_MM_BFLOAT16;
+    /* Halves into float32 (those above, or two of one kind asked for float32): multiplied as
+     * they are, with float32 products and sums (a product of two halves is exact in float32,
+     * so this is float32's product of the inputs converted, as numpy's matmul(a, b,
+     * dtype=float32) is), on tensor cores on a GPU. */
+    if (r == OC_MATMUL_FLOAT32 && ta == tb && (ta == OC_MATMUL_FLOAT16 || ta == OC_MATMUL_BFLOAT16)) half = ta;
+    if (half != OC_MATMUL_DEFAULT) *in = half == OC_MATMUL_FLOAT16 ? OC_MM_FLOAT16 : OC_MM_BFLOAT16;
     *result = r;
     return 0;
 }
