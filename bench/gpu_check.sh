@@ -133,8 +133,9 @@ if has sanitize; then
     note "$tool" "gram rc $rc: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$LOGS/sanitize_$tool.log" | tail -1)"
     # Several logical devices, and user kernels over streamed chunks (without the stream
     # test's deliberate kernel fault, which the tool would report as the error it is).
-    for t in gpu_test_cuda_devices gpu_test_stream gpu_test_matmul_cuda gpu_test_matmul_gpu_arrays gpu_test_matmul_pack gpu_test_device_open; do
-      OUTCORE_TEST_SKIP_FAULT=1 timeout "${SANITIZE_TIMEOUT:-200}" compute-sanitizer --tool "$tool" --error-exitcode 99 \
+    # The matmul case table at its quick level (one transpose, device 0).
+    for t in gpu_test_cuda_devices gpu_test_stream gpu_test_matmul_cuda gpu_test_matmul_gpu_arrays gpu_test_matmul_pack gpu_test_matmul_cases gpu_test_device_open; do
+      OUTCORE_TEST_SKIP_FAULT=1 OUTCORE_TEST_QUICK=1 timeout "${SANITIZE_TIMEOUT:-200}" compute-sanitizer --tool "$tool" --error-exitcode 99 \
         "$BUILD/tests/$t" >"$LOGS/sanitize_${t}_$tool.log" 2>&1
       rc=$?
       note "$tool" "$t rc $rc: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$LOGS/sanitize_${t}_$tool.log" | tail -1)"

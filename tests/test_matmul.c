@@ -15,6 +15,7 @@
 
 #include "harness.h"
 #include "matmul_array.h"
+#include "matmul_product.h"
 #include "io/formats/npy_header.h"
 #include "matmul/cpu/mm_cpu.h"
 #include "matmul/matmul_dtype.h"
@@ -22,144 +23,11 @@
 #include "matmul/matmul_source.h"
 #include "matmul/mm_half.h"
 
-static uint64_t seed = 12345;
-
-/* rows x cols random elements of t (small integers for the integer types). */
-static void *random_matrix(oc_matmul_dtype t, int64_t rows, int64_t cols)
+/* A CPU product under a host budget and a forced tile (0: the defaults). */
+static void *run_product(const mm_product *p, int64_t budget, int64_t tile, oc_matmul_dtype *rt, int check)
 {
-    const size_t e = oc_matmul_dtype_size(t);
-    unsigned char *p = malloc((size_t)(rows * cols) * e + 1);
-    for (int64_t i = 0; i < rows * cols; i++) {
-        const double v = (double)(oc_test_rand(&seed) % 2001) / 1000.0 - 1.0;
-        const int iv = (int)(oc_test_rand(&seed) % 256) - 128;
-        switch (t) {
-        case OC_MATMUL_FLOAT64:
-            ((double *)p)[i] = v;
-            break;
-        case OC_MATMUL_FLOAT32:
-            ((float *)p)[i] = (float)v;
-            break;
-        case OC_MATMUL_FLOAT16:
-            ((uint16_t *)p)[i] = oc_mm_float_to_half((float)v);
-            break;
-        case OC_MATMUL_BFLOAT16:
-            ((uint16_t *)p)[i] = oc_mm_float_to_bf16((float)v);
-            break;
-        case OC_MATMUL_INT8:
-            ((int8_t *)p)[i] = (int8_t)iv;
-            break;
-        case OC_MATMUL_INT16:
-            ((int16_t *)p)[i] = (int16_t)(iv * 100);
-            break;
-        default:
-            ((uint8_t *)p)[i] = (uint8_t)(iv + 128);
-            break;
-        }
-    }
-    return p;
-}
-
-/* Element i of a matrix of type t as a double (the value the product sees). */
-static double value(oc_matmul_dtype t, const void *p, int64_t i)
-{
-    double d;
-    oc_matmul_convert(t, (const char *)p + (size_t)i * oc_matmul_dtype_size(t), 1, OC_MM_FLOAT64, &d, 1);
-    return d;
-}
-
-/* The constant of the documented error bound (docs/matmul.md, "Accuracy"). */
-#define ACCURACY_C 2.0
-
-typedef struct product {
-    oc_matmul_dtype ta, tb, requested;
-    int64_t m, n, k;
-    int transpose_a, transpose_b;
-} product;
-
-/* Checks C (rt) of product p against the reference computed here from its operands a and b,
- * within rt's tolerance (int32: exactly); reports the first element off it. Returns 1 when
- * one is. */
-static int off_reference(const product *p, const void *a, const void *b, const void *c, oc_matmul_dtype rt)
-{
-    const int64_t ac = p->transpose_a ? p->m : p->k, bc = p->transpose_b ? p->k : p->n;
-    /* docs/matmul.md, "Accuracy": |C - C64| <= c k u sum|a b| + u_out |C64|, c = ACCURACY_C, u the
-     * unit roundoff of the sums (float64's for a float64 result, float32's for the others),
-     * u_out that of the rounding into a half-precision result (and half its smallest
-     * subnormal, float16's 2^-25, for a result that lands there). */
-    const double u = rt == OC_MATMUL_FLOAT64 ? 0x1p-53 : 0x1p-24;
-    const double u_out = rt == OC_MATMUL_FLOAT16 ? 0x1p-11 : rt == OC_MATMUL_BFLOAT16 ? 0x1p-8 : 0;
-    const double floor_out = rt == OC_MATMUL_FLOAT16 ? 0x1p-25 : 0;
-    int bad = 0;
-    for (int64_t i = 0; i < p->m && !bad; i++)
-        for (int64_t j = 0; j < p->n && !bad; j++) {
-            double ref = 0, mag = 0;
-            for (int64_t l = 0; l < p->k; l++) {
-                const double x = value(p->ta, a, p->transpose_a ? l * ac + i : i * ac + l);
-                const double y = value(p->tb, b, p->transpose_b ? j * bc + l : l * bc + j);
-                double xc = x, yc = y;
-                if (rt != OC_MATMUL_FLOAT64 &&
-                    rt != OC_MATMUL_INT32) { /* the operands as the compute type holds them */
-                    float fx = (float)x, fy = (float)y;
-                    if (rt == OC_MATMUL_FLOAT16)
-                        fx = oc_mm_half_to_float(oc_mm_float_to_half(fx)),
-                        fy = oc_mm_half_to_float(oc_mm_float_to_half(fy));
-                    if (rt == OC_MATMUL_BFLOAT16)
-                        fx = oc_mm_bf16_to_float(oc_mm_float_to_bf16(fx)),
-                        fy = oc_mm_bf16_to_float(oc_mm_float_to_bf16(fy));
-                    xc = fx, yc = fy;
-                }
-                ref += xc * yc;
-                mag += fabs(xc * yc);
-            }
-            const double got = value(rt, c, i * p->n + j);
-            const double sums = ACCURACY_C * (double)p->k * u * mag;
-            const double tol = rt == OC_MATMUL_INT32 ? 0 : sums + u_out * (fabs(ref) + sums) + floor_out + 1e-300;
-            if (fabs(got - ref) > tol) {
-                CHECK_MSG(0, "%s x %s -> %s, %lldx%lldx%lld t%d%d: C[%lld][%lld] = %.17g, reference %.17g",
-                          oc_matmul_dtype_name(p->ta), oc_matmul_dtype_name(p->tb), oc_matmul_dtype_name(rt),
-                          (long long)p->m, (long long)p->n, (long long)p->k, p->transpose_a, p->transpose_b,
-                          (long long)i, (long long)j, got, ref);
-                bad = 1;
-            }
-        }
-    return bad;
-}
-
-/* Runs p on memory under budget (0: the default) and tile; returns the result (malloc'ed)
- * and its dtype, after checking it against the reference within the dtype's tolerance. */
-static void *run_product(const product *p, int64_t budget, int64_t tile, oc_matmul_dtype *rt, int check)
-{
-    oc_context *ctx = NULL;
-    oc_context_create(&ctx);
-    const int64_t ar = p->transpose_a ? p->k : p->m, ac = p->transpose_a ? p->m : p->k;
-    const int64_t br = p->transpose_b ? p->n : p->k, bc = p->transpose_b ? p->k : p->n;
-    uint64_t keep = seed;
-    void *a = random_matrix(p->ta, ar, ac), *b = random_matrix(p->tb, br, bc);
-    seed = keep; /* the same operands for every budget */
-    oc_matmul_array A = mem(p->ta, a, ar, ac), B = mem(p->tb, b, br, bc);
-    oc_matmul_options o = OC_MATMUL_OPTIONS_INIT;
-    o.transpose_a = p->transpose_a;
-    o.transpose_b = p->transpose_b;
-    o.dtype = p->requested;
-    o.backend = OC_BACKEND_CPU;
-    o.host_mem_bytes = budget;
-    o.tile = tile;
-    int64_t rows = 0, cols = 0;
-    CHECK(oc_matmul_result(ctx, &A, &B, &o, rt, &rows, &cols) == OC_OK);
-    CHECK_EQ_I64(rows, p->m);
-    CHECK_EQ_I64(cols, p->n);
-    const size_t e = oc_matmul_dtype_size(*rt);
-    void *c = calloc((size_t)(p->m * p->n) + 1, e);
-    oc_matmul_array C = mem(*rt, c, p->m, p->n);
-    oc_matmul_stats st = {.struct_size = sizeof st};
-    oc_status s = oc_matmul(ctx, &A, &B, &C, &o, &st);
-    CHECK_MSG(s == OC_OK, "oc_matmul: %s", oc_context_last_error(ctx));
-    CHECK(st.tiles >= 1 || p->m * p->n == 0);
-    if (check) off_reference(p, a, b, c, *rt);
-    free(a);
-    free(b);
-    oc_context_free(ctx);
-    return c;
+    const mm_run r = {.backend = OC_BACKEND_CPU, .host_mem = budget, .tile = tile};
+    return mm_run_product(p, &r, rt, check, NULL);
 }
 
 static void test_dtypes_and_transposes(void)
@@ -169,7 +37,7 @@ static void test_dtypes_and_transposes(void)
     for (size_t t = 0; t < sizeof same / sizeof same[0]; t++)
         for (int ta = 0; ta < 2; ta++)
             for (int tb = 0; tb < 2; tb++) {
-                product p = {same[t], same[t], OC_MATMUL_DEFAULT, 37, 29, 53, ta, tb};
+                mm_product p = {same[t], same[t], OC_MATMUL_DEFAULT, 37, 29, 53, ta, tb};
                 oc_matmul_dtype rt;
                 free(run_product(&p, 0, 0, &rt, 1));
                 /* int8 sums are int32; half-precision ones float32 */
@@ -196,7 +64,7 @@ static void test_dtypes_and_transposes(void)
         {OC_MATMUL_BFLOAT16, OC_MATMUL_BFLOAT16, OC_MATMUL_FLOAT32, OC_MATMUL_FLOAT32},
     };
     for (size_t i = 0; i < sizeof mixed / sizeof mixed[0]; i++) {
-        product p = {mixed[i].a, mixed[i].b, mixed[i].req, 21, 17, 40, (int)i & 1, 0};
+        mm_product p = {mixed[i].a, mixed[i].b, mixed[i].req, 21, 17, 40, (int)i & 1, 0};
         oc_matmul_dtype rt;
         free(run_product(&p, 0, 0, &rt, 1));
         CHECK_EQ_I64(rt, mixed[i].want);
@@ -224,8 +92,8 @@ static void test_case_table(void)
             for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
                 for (int tr = 0; tr < 4; tr++)
                     for (int small = 0; small < 2; small++) {
-                        product p = {types[t], types[t], OC_MATMUL_DEFAULT, shapes[sh].m, shapes[sh].n, shapes[sh].k,
-                                     tr & 1,   tr >> 1};
+                        mm_product p = {types[t], types[t], OC_MATMUL_DEFAULT, shapes[sh].m, shapes[sh].n, shapes[sh].k,
+                                        tr & 1,   tr >> 1};
                         oc_matmul_dtype rt;
                         free(run_product(&p, small ? 40000 : 0, 0, &rt, 1));
                     }
@@ -248,7 +116,7 @@ static void test_budgets(void)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         if (cases[i].blas) setenv("OUTCORE_BLAS", cases[i].blas, 1);
         else unsetenv("OUTCORE_BLAS");
-        product p = {cases[i].t, cases[i].t, OC_MATMUL_DEFAULT, 70, 45, 300, 0, 1};
+        mm_product p = {cases[i].t, cases[i].t, OC_MATMUL_DEFAULT, 70, 45, 300, 0, 1};
         oc_matmul_dtype rt;
         void *big = run_product(&p, 1 << 26, 0, &rt, 1);
         void *small = run_product(&p, 40000, 0, &rt, 0); /* tiles of 16 rows, panels of 64..300 */
@@ -298,7 +166,7 @@ static void test_symmetric(void)
             oc_context *ctx = NULL;
             oc_context_create(&ctx);
             const int64_t n = shapes[sh].n, k = shapes[sh].k, rows = (n + 15) / 16; /* tiles of 16 */
-            void *a = random_matrix(types[t], n, k);
+            void *a = mm_random_matrix(types[t], n, k);
             oc_matmul_dtype rt = types[t] == OC_MATMUL_INT8 ? OC_MATMUL_INT32 : types[t];
             const size_t e = oc_matmul_dtype_size(rt);
             void *full = calloc((size_t)(n * n), e), *sym = calloc((size_t)(n * n), e),
@@ -324,7 +192,7 @@ static void test_symmetric(void)
             for (int64_t i = 0; i < n; i++)
                 for (int64_t j = 0; j < n; j++) {
                     if (memcmp((char *)sym + (size_t)(i * n + j) * e, (char *)sym + (size_t)(j * n + i) * e, e)) asym++;
-                    const double x = value(rt, sym, i * n + j), y = value(rt, full, i * n + j);
+                    const double x = mm_value(rt, sym, i * n + j), y = mm_value(rt, full, i * n + j);
                     if (fabs(x - y) > (rt == OC_MATMUL_INT32 ? 0 : 1e-4 * (fabs(y) + 1))) far++;
                 }
             CHECK_EQ_I64(asym, 0);
@@ -359,7 +227,7 @@ static void test_files(void)
     oc_context *ctx = NULL;
     oc_context_create(&ctx);
     const int64_t m = 50, k = 70, n = 30;
-    float *a = random_matrix(OC_MATMUL_FLOAT32, m, k), *b = random_matrix(OC_MATMUL_FLOAT32, n, k);
+    float *a = mm_random_matrix(OC_MATMUL_FLOAT32, m, k), *b = mm_random_matrix(OC_MATMUL_FLOAT32, n, k);
     write_npy(oc_test_tmp_path("A.npy"), "<f4", a, (size_t)(m * k) * 4, m, k);
     write_npy(oc_test_tmp_path("B.npy"), "<f4", b, (size_t)(n * k) * 4, n, k);
     oc_matmul_array A = mem(OC_MATMUL_FLOAT32, a, m, k), B = mem(OC_MATMUL_FLOAT32, b, n, k);
@@ -395,7 +263,7 @@ static void test_files(void)
      * budget that splits k in two (A's rows 200 apart, a panel's 100); each the reference's
      * within tolerance. */
     const int64_t kk = 200;
-    double *a64 = random_matrix(OC_MATMUL_FLOAT64, m, kk), *b64 = random_matrix(OC_MATMUL_FLOAT64, kk, n);
+    double *a64 = mm_random_matrix(OC_MATMUL_FLOAT64, m, kk), *b64 = mm_random_matrix(OC_MATMUL_FLOAT64, kk, n);
     write_npy(oc_test_tmp_path("A64.npy"), "<f8", a64, (size_t)(m * kk) * 8, m, kk);
     write_npy(oc_test_tmp_path("B64.npy"), "<f8", b64, (size_t)(kk * n) * 8, kk, n);
     oc_matmul_array GA = OC_MATMUL_ARRAY_INIT, GB = OC_MATMUL_ARRAY_INIT;
@@ -415,8 +283,8 @@ static void test_files(void)
         unlink(FC.path);
         CHECK(out[r] && out_len[r] == 128 + (size_t)(m * n) * 8);
         if (!out[r] || out_len[r] != 128 + (size_t)(m * n) * 8) continue;
-        const product pp = {OC_MATMUL_FLOAT64, OC_MATMUL_FLOAT64, OC_MATMUL_DEFAULT, m, n, kk, 0, 0};
-        CHECK_MSG(off_reference(&pp, a64, b64, out[r] + 128, OC_MATMUL_FLOAT64) == 0, "run %d off the reference", r);
+        const mm_product pp = {OC_MATMUL_FLOAT64, OC_MATMUL_FLOAT64, OC_MATMUL_DEFAULT, m, n, kk, 0, 0};
+        CHECK_MSG(mm_off_reference(&pp, a64, b64, out[r] + 128, OC_MATMUL_FLOAT64) == 0, "run %d off the reference", r);
     }
     if (out[0] && out[1] && out_len[0] == out_len[1])
         CHECK_MSG(memcmp(out[0], out[1], out_len[0]) == 0, "mapped and segment-read operands gave other bytes");
@@ -555,6 +423,82 @@ static void test_memory_callbacks(void)
     oc_context_free(ctx);
 }
 
+/* A backend that promotes an operand itself (a GPU, after the upload) asks for its panels as
+ * stored (matmul_job.h's panel_stored): read_panel gives the stored elements, transposed when
+ * the job asks, from memory, a mapped file and a file read in segments, and panel_memory the
+ * stored memory; without it the same panels come converted to the compute type. */
+static void test_panels_as_stored(void)
+{
+    oc_context *ctx = NULL;
+    oc_context_create(&ctx);
+    enum { N = 9 }; /* square: op(A) and A have one shape */
+    static int8_t a8[N * N];
+    static int16_t a16[N * N];
+    for (int i = 0; i < N * N; i++) a8[i] = (int8_t)(i * 37 % 251 - 125), a16[i] = (int16_t)(i * 997 % 65521 - 32760);
+    const int have_tmp = oc_test_tmp_create("test_matmul_stored") != NULL;
+    for (int w = 0; w < 2; w++) {
+        const oc_matmul_dtype t = w ? OC_MATMUL_INT16 : OC_MATMUL_INT8;
+        const void *data = w ? (const void *)a16 : (const void *)a8;
+        const size_t e = oc_matmul_dtype_size(t);
+        for (int where = 0; where < (have_tmp ? 3 : 1); where++) { /* memory, a mapped file, segments */
+            oc_matmul_array X = mem(t, (void *)data, N, N);
+            if (where) {
+                const char *path = oc_test_tmp_path(w ? "a16.npy" : "a8.npy");
+                write_npy(path, w ? "<i2" : "|i1", data, N * N * e, N, N);
+                X = (oc_matmul_array)OC_MATMUL_ARRAY_INIT;
+                X.path = path;
+            }
+            oc_mm_source sx;
+            CHECK(oc_mm_source_open(ctx, &X, "A", where == 2 ? 16 : 1 << 30, &sx) == OC_OK);
+            oc_mm_io io;
+            memset(&io, 0, sizeof io);
+            io.src[0] = io.src[1] = &sx;
+            oc_matmul_job job;
+            memset(&job, 0, sizeof job);
+            job.ctx = ctx, job.m = job.n = job.k = N, job.in_type = OC_MM_FLOAT32, job.out_type = OC_MM_FLOAT32;
+            job.stored_type[0] = job.stored_type[1] = t;
+            oc_mm_io_bind(&job, &io);
+            for (int tr = 0; tr < 2; tr++) {
+                io.transpose[0] = tr;
+                unsigned char raw[N * N * 2];
+                float conv[N * N];
+                job.panel_stored[0] = 1;
+                CHECK(job.read_panel(&job, OC_MM_A, 2, 5, 1, 6, raw) == OC_OK);
+                job.panel_stored[0] = 0;
+                CHECK(job.read_panel(&job, OC_MM_A, 2, 5, 1, 6, conv) == OC_OK);
+                int wrong = 0;
+                for (int r = 0; r < 5; r++)
+                    for (int c = 0; c < 6; c++) {
+                        const int at = tr ? (1 + c) * N + 2 + r : (2 + r) * N + 1 + c; /* op(A)[2 + r][1 + c] */
+                        wrong += memcmp(raw + (size_t)(r * 6 + c) * e, (const char *)data + (size_t)at * e, e) != 0;
+                        wrong += conv[r * 6 + c] != (float)mm_value(t, data, at);
+                    }
+                CHECK_MSG(wrong == 0, "%s from %d, transpose %d: %d elements wrong", oc_matmul_dtype_name(t), where, tr,
+                          wrong);
+            }
+            io.transpose[0] = 0;
+            int64_t ld = 0;
+            job.panel_stored[0] = 1; /* memory or a mapping: the stored elements where they are */
+            const void *p = job.panel_memory(&job, OC_MM_A, 3, 4, &ld);
+            CHECK(where == 2 ? p == NULL
+                             : p != NULL && ld == N && memcmp(p, (const char *)data + (3 * N + 4) * e, e) == 0);
+            job.panel_stored[0] = 0; /* converted: nowhere */
+            CHECK(job.panel_memory(&job, OC_MM_A, 3, 4, &ld) == NULL);
+            oc_mm_source_close(&sx);
+        }
+    }
+    if (have_tmp) oc_test_tmp_remove();
+    /* Which stored types a backend may promote itself: no narrower than the compute type as
+     * stored, never the compute type itself or int8's exact product. */
+    CHECK(oc_matmul_widens(OC_MATMUL_INT8, OC_MM_FLOAT32) && oc_matmul_widens(OC_MATMUL_FLOAT16, OC_MM_FLOAT32) &&
+          oc_matmul_widens(OC_MATMUL_FLOAT32, OC_MM_FLOAT64) && oc_matmul_widens(OC_MATMUL_INT64, OC_MM_FLOAT64) &&
+          oc_matmul_widens(OC_MATMUL_UINT8, OC_MM_FLOAT16) && oc_matmul_widens(OC_MATMUL_INT8, OC_MM_BFLOAT16));
+    CHECK(!oc_matmul_widens(OC_MATMUL_FLOAT32, OC_MM_FLOAT32) && !oc_matmul_widens(OC_MATMUL_FLOAT64, OC_MM_FLOAT32) &&
+          !oc_matmul_widens(OC_MATMUL_INT64, OC_MM_FLOAT32) && !oc_matmul_widens(OC_MATMUL_INT8, OC_MM_INT8) &&
+          !oc_matmul_widens(OC_MATMUL_FLOAT32, OC_MM_FLOAT16) && !oc_matmul_widens(OC_MATMUL_DEFAULT, OC_MM_FLOAT64));
+    oc_context_free(ctx);
+}
+
 /* Products accumulated in C's place, against the reference: caller memory with rows further
  * apart than its width (the gap between them untouched), A in place and op(B) = Bᵀ read in
  * panels, under a budget of several tiles and K panels; then the plan as oc_matmul_plan
@@ -564,8 +508,8 @@ static void test_in_place_products(void)
     oc_context *ctx = NULL;
     oc_context_create(&ctx);
     const int64_t m = 70, n = 45, k = 300, ld = n + 3;
-    const product pr = {OC_MATMUL_FLOAT64, OC_MATMUL_FLOAT64, OC_MATMUL_DEFAULT, m, n, k, 0, 1};
-    double *a = random_matrix(OC_MATMUL_FLOAT64, m, k), *b = random_matrix(OC_MATMUL_FLOAT64, n, k);
+    const mm_product pr = {OC_MATMUL_FLOAT64, OC_MATMUL_FLOAT64, OC_MATMUL_DEFAULT, m, n, k, 0, 1};
+    double *a = mm_random_matrix(OC_MATMUL_FLOAT64, m, k), *b = mm_random_matrix(OC_MATMUL_FLOAT64, n, k);
     double *c = malloc((size_t)(m * ld) * sizeof *c), *dense = malloc((size_t)(m * n) * sizeof *dense);
     for (int64_t i = 0; i < m * ld; i++) c[i] = -7.5;
     oc_matmul_array A = mem(OC_MATMUL_FLOAT64, a, m, k), B = mem(OC_MATMUL_FLOAT64, b, n, k);
@@ -589,7 +533,7 @@ static void test_in_place_products(void)
         for (int64_t j = n; j < ld; j++) gap &= c[i * ld + j] == -7.5;
     }
     CHECK_MSG(gap, "a product in place wrote between C's rows");
-    CHECK(off_reference(&pr, a, b, dense, OC_MATMUL_FLOAT64) == 0);
+    CHECK(mm_off_reference(&pr, a, b, dense, OC_MATMUL_FLOAT64) == 0);
     oc_matmul_array F = OC_MATMUL_ARRAY_INIT;
     F.path = "never-written.npy"; /* a .npy result: its mapping, planned without opening it */
     CHECK(oc_matmul_plan(ctx, &A, &B, &F, &o, 1, 0, &plan) == OC_OK && plan);
@@ -610,5 +554,6 @@ int main(void)
     test_files();
     test_int8_limit_and_names();
     test_memory_callbacks();
+    test_panels_as_stored();
     return oc_test_finish();
 }

@@ -168,9 +168,9 @@ def matmul(A: ArrayLike | Path, B: ArrayLike | Path | None = None, out: Path | n
         On a GPU, an array in page-locked memory (``outcore.empty_pinned``, or memory pinned
         by CUDA or a framework) in the compute dtype is uploaded from where it is, without a
         copy on the host. A GPU array (a CUDA torch tensor, a CuPy array, anything with
-        ``__cuda_array_interface__``) is read where it is, on its device: it must be in the
-        compute dtype with contiguous rows (convert it on the device first); the product then
-        runs on the GPU. A transposed view, or B=None, needs A, B and the result all on one
+        ``__cuda_array_interface__``) is read where it is, on its device: it must have
+        contiguous rows and be in the compute dtype or one promoted to it on the device (an
+        int8 tensor times a float32 one); the product then runs on the GPU. A transposed view, or B=None, needs A, B and the result all on one
         GPU (then it is one cuBLASLt call with its transposes).
     B : array_like or path, optional
         The second operand, as A. None computes op(A)·op(A)ᵀ from its upper tiles (an
@@ -197,7 +197,7 @@ def matmul(A: ArrayLike | Path, B: ArrayLike | Path | None = None, out: Path | n
     backend : {"auto", "cpu", "cuda"}, optional
         "auto" (the default: the cost model's pick), "cpu" or "cuda".
     devices : str or sequence, optional
-        CUDA devices: "0,1", "all", or [0, 1]; default device 0.
+        CUDA devices: "0,1", "all", "0:2" (device 0 split in two), or [0, 1]; default device 0.
     gpu_mem : int or str, optional
         The device budget, bytes or "2G", "50%"; default 90% of the device's free memory.
     host_mem : int or str, optional

@@ -17,6 +17,7 @@
 #include "core/threads.h"
 #include "core/trace.h"
 #include "cost/cost.h"
+#include "engine/device_spec.h"
 #include "io/io.h"
 #include "matmul/matmul_choice.h"
 #include "matmul/matmul_dtype.h"
@@ -35,42 +36,33 @@ typedef struct mm_setup {
     oc_matmul_dtype result;
     int64_t host_budget; /* the job's (the panels get what mapped inputs leave of it) */
     int devices[OC_MAX_LOGICAL_DEVICES];
-    int c_device; /* C's CUDA device when C is GPU memory, else -1 */
+    int parts[OC_MAX_LOGICAL_DEVICES]; /* of each one's physical device (device_spec.h) */
+    int c_device;                      /* C's CUDA device when C is GPU memory, else -1 */
     oc_matmul_job job;
 } mm_setup;
 
-/* opts->devices ("0,1,3" or "all"; NULL or "": opts->device) into s->devices. */
+/* opts->devices (device_spec.h's list: "0,1,3", "0:2" for device 0 split in two, or "all";
+ * NULL or "": opts->device) into s->devices and s->parts. */
 static oc_status parse_devices(oc_context *ctx, const oc_matmul_options *o, mm_setup *s)
 {
     oc_matmul_job *job = &s->job;
     job->devices = s->devices;
+    job->device_parts = s->parts;
     job->ndevices = 1;
     s->devices[0] = o->device;
+    s->parts[0] = 1;
     const char *p = o->devices;
     if (!p || !*p) return OC_OK;
     if (o->backend == OC_BACKEND_CPU)
-        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "devices %s: the CPU backend runs on no device", p);
-    if (strcmp(p, "all") == 0) {
-        const int count = oc_cuda_device_count();
-        if (count <= 0) return oc_fail(ctx, OC_ERR_UNSUPPORTED, "devices all: this machine has no usable CUDA device");
-        job->ndevices = count < OC_MAX_LOGICAL_DEVICES ? count : OC_MAX_LOGICAL_DEVICES;
-        for (int d = 0; d < job->ndevices; d++) s->devices[d] = d;
-        return OC_OK;
-    }
-    job->ndevices = 0;
-    while (*p) {
-        char *end = NULL;
-        long d = strtol(p, &end, 10);
-        if (end == p || d < 0 || d > 1023 || (*end && *end != ',') || job->ndevices == OC_MAX_LOGICAL_DEVICES)
-            return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
-                           "devices %s: expected device numbers such as 0,1,3 (at most %d) or all", o->devices,
-                           OC_MAX_LOGICAL_DEVICES);
-        for (int i = 0; i < job->ndevices; i++)
-            if (s->devices[i] == (int)d)
-                return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "devices %s: device %ld is named twice", o->devices, d);
-        s->devices[job->ndevices++] = (int)d;
-        p = *end ? end + 1 : end;
-    }
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "devices: \"%s\": the CPU backend runs on no device", p);
+    /* The one parser of device lists takes gram's options: the list and the device alone. */
+    oc_gram_options g = OC_GRAM_OPTIONS_INIT;
+    g.devices = p;
+    g.device = o->device;
+    oc_device_list list;
+    OC_CHECK(ctx, oc_device_list_parse(ctx, &g, strstr(p, "all") ? oc_cuda_device_count() : -1, &list));
+    job->ndevices = list.count;
+    for (int d = 0; d < list.count; d++) s->devices[d] = list.dev[d].physical, s->parts[d] = list.dev[d].parts;
     return OC_OK;
 }
 
@@ -126,9 +118,11 @@ static void uses_gpu_memory(const oc_matmul_options *o, mm_setup *s, int device)
     s->job.gpu_memory = 1;
 }
 
-/* Operands in GPU memory are read where they are, so they must be in the compute type; one
- * read transposed (A·Aᵀ's B is Aᵀ) is checked with the result (gpu_resident). The job runs on
- * a GPU, on their device unless the options name devices. */
+/* Operands in GPU memory are read where they are: in the compute type, or in a type the
+ * device promotes to it (oc_matmul_widens) when its panels are read as stored (not
+ * transposed, not A·Aᵀ, which only the resident plan runs); one read transposed (A·Aᵀ's B is
+ * Aᵀ) is checked with the result (gpu_resident). The job runs on a GPU, on their device
+ * unless the options name devices. */
 static oc_status gpu_operands(oc_context *ctx, const oc_matmul_options *o, mm_setup *s)
 {
     const oc_mm_source *src[2] = {&s->a, s->has_b ? &s->b : &s->a};
@@ -137,11 +131,16 @@ static oc_status gpu_operands(oc_context *ctx, const oc_matmul_options *o, mm_se
         const oc_mm_source *x = src[i];
         if (x->gpu_device < 0) continue;
         const oc_matmul_dtype want = oc_matmul_dtype_of(s->job.in_type);
-        if (x->dtype != want)
+        const int promoted = oc_matmul_widens(x->dtype, s->job.in_type) && !s->transpose[i] && !s->job.symmetric;
+        if (x->dtype != want && !promoted)
             return oc_fail(ctx, OC_ERR_INPUT,
-                           "%s: in GPU memory as %s, but the product is computed in %s: convert it on the device "
+                           "%s: in GPU memory as %s, but the product is computed in %s%s: convert it on the device "
                            "first",
-                           label[i], oc_matmul_dtype_name(x->dtype), oc_matmul_dtype_name(want));
+                           label[i], oc_matmul_dtype_name(x->dtype), oc_matmul_dtype_name(want),
+                           oc_matmul_widens(x->dtype, s->job.in_type)
+                               ? (s->job.symmetric ? " as A·Aᵀ, which runs where the operands are"
+                                                   : " from the operand read transposed, where it is")
+                               : "");
         uses_gpu_memory(o, s, x->gpu_device);
     }
     return OC_OK;
@@ -211,6 +210,7 @@ static oc_status setup(oc_context *ctx, const oc_matmul_array *a, const oc_matmu
     s->a.fd = s->b.fd = -1;
     s->a.gpu_device = s->b.gpu_device = s->c_device = -1;
     OC_CHECK(ctx, check_options(ctx, o, b));
+    OC_CHECK(ctx, parse_devices(ctx, o, s)); /* the options' syntax before the files */
     if (!a) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "no A");
     /* Inputs whose data together take at most half the budget are mapped (as gram keeps
      * them: host_budget.h); the panels and tiles get what the mapped inputs leave. */
@@ -257,6 +257,8 @@ static oc_status setup(oc_context *ctx, const oc_matmul_array *a, const oc_matmu
     job->n = n;
     job->k = k;
     job->tf32 = o->tf32 && job->in_type == OC_MM_FLOAT32;
+    job->stored_type[OC_MM_A] = s->a.dtype;
+    job->stored_type[OC_MM_B] = sb->dtype;
     job->symmetric = o->gram || (b && oc_mm_source_same(&s->a, &s->b) && tb != ta);
     job->host_mem_given = o->host_mem_bytes > 0;
     job->host_mem_bytes = budget - oc_mm_source_mapped_bytes(&s->a) - (s->has_b ? oc_mm_source_mapped_bytes(&s->b) : 0);
@@ -266,7 +268,6 @@ static oc_status setup(oc_context *ctx, const oc_matmul_array *a, const oc_matmu
     job->gpu_mem_bytes = o->gpu_mem_bytes;
     job->gpu_mem_fraction = o->gpu_mem_fraction > 0 ? o->gpu_mem_fraction : 0.9;
     job->threads = o->threads;
-    OC_CHECK(ctx, parse_devices(ctx, o, s));
     OC_CHECK(ctx, gpu_operands(ctx, o, s));
     job->tile = o->tile;
     job->progress = o->progress;

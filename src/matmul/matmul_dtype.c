@@ -154,6 +154,13 @@ int oc_matmul_promote(oc_matmul_dtype ta, oc_matmul_dtype tb, oc_matmul_dtype re
     return 0;
 }
 
+int oc_matmul_widens(oc_matmul_dtype from, oc_mm_type to)
+{
+    const size_t size = oc_matmul_dtype_size(from);
+    return to != OC_MM_INT8 && to != OC_MM_INT32 && size > 0 && from != oc_matmul_dtype_of(to) &&
+           size <= oc_mm_type_size(to);
+}
+
 /* ---------------------------------------------------------------- conversion */
 
 /* Element i of an array of T at src: a caller's memory may place it off T's alignment, which

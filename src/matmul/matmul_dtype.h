@@ -29,6 +29,12 @@ int oc_matmul_promote(oc_matmul_dtype ta, oc_matmul_dtype tb, oc_matmul_dtype re
 /* The public dtype of a compute or result type. */
 oc_matmul_dtype oc_matmul_dtype_of(oc_mm_type t);
 
+/* Nonzero when elements of `from` converted to compute type `to` take no fewer bytes than
+ * as stored (a promotion, not a rounding into a narrower type asked for): a backend that
+ * copies panels to where it multiplies them moves them as stored and converts them there
+ * (matmul_job.h's panel_stored). 0 when from is to's own dtype, and for int8 (no conversion). */
+int oc_matmul_widens(oc_matmul_dtype from, oc_mm_type to);
+
 /* Converts n elements of type from at src (contiguous) into type to at dst, dst_stride
  * elements apart. Only the pairs oc_matmul_promote allows are meaningful. */
 void oc_matmul_convert(oc_matmul_dtype from, const void *src, int64_t n, oc_mm_type to, void *dst, int64_t dst_stride);

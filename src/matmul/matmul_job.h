@@ -8,7 +8,8 @@
  *
  * Shapes are those of the product: op(A) is m x k, op(B) is k x n, C is m x n. Panels are
  * delivered already transposed when the job asks for a transpose, converted to the compute
- * dtype, row-major and densely packed (leading dimension = the panel's column count).
+ * dtype (or, for an operand whose backend converts it itself, as stored: panel_stored),
+ * row-major and densely packed (leading dimension = the panel's column count).
  */
 #ifndef OC_MATMUL_MATMUL_JOB_H
 #define OC_MATMUL_MATMUL_JOB_H
@@ -36,7 +37,7 @@ typedef enum oc_mm_operand { OC_MM_A = 0, OC_MM_B = 1 } oc_mm_operand;
 typedef struct oc_matmul_job oc_matmul_job;
 
 /* Copies rows [row0, row0+rows) x columns [col0, col0+cols) of op(X) (after the transpose,
- * in the compute type in_type) into dst, row-major with leading dimension cols. Thread-safe:
+ * in the compute type in_type, or in stored_type[which] where panel_stored[which]) into dst, row-major with leading dimension cols. Thread-safe:
  * backends call it from several threads at once. Returns OC_OK or an error already recorded
  * in the job's context (a file that changed while being read, an I/O error). */
 typedef oc_status (*oc_mm_read_panel_fn)(const oc_matmul_job *job, oc_mm_operand which, int64_t row0, int64_t rows,
@@ -59,7 +60,7 @@ typedef oc_status (*oc_mm_plan_tiles_fn)(const oc_matmul_job *job, int64_t tm, i
 typedef int (*oc_mm_tile_done_fn)(const oc_matmul_job *job, int64_t row0, int64_t col0);
 
 /* Where element (row0, col0) of op(X) lies in memory when read_panel would only copy it out
- * from there (in_type already, row-major, op(X) = X): the caller's memory or a mapped input
+ * from there (in the type read_panel gives, row-major, op(X) = X): the caller's memory or a mapped input
  * file; its address, and in *ld the elements between rows; NULL when it does not (a file read
  * in segments, a conversion, a transpose). A backend that reads a panel from there itself (a
  * GPU, from page-locked memory; the CPU's BLAS) does not call read_panel for it and counts
@@ -87,6 +88,14 @@ struct oc_matmul_job {
     oc_mm_type in_type;  /* the type panels are delivered in */
     oc_mm_type out_type; /* the type tiles are written in */
     int tf32;            /* FP32 inputs: nonzero allows TF32 tensor-core products */
+    /* The dtype each operand is stored in (A, B; A's twice for A·Aᵀ), which read_panel
+     * converts from. */
+    oc_matmul_dtype stored_type[2];
+    /* Nonzero for an operand whose panels read_panel and panel_memory give as stored
+     * (stored_type, transposed as the job asks) instead of in in_type: set before the first
+     * read by a backend that promotes them itself (a GPU, after the upload, where the stored
+     * type is no wider than in_type: oc_matmul_widens, matmul_dtype.h). 0 from the job layer. */
+    int panel_stored[2];
     /* A·Aᵀ (B is A, transposed): only tiles with col0 >= row0 are computed and the job layer
      * mirrors them; a backend that sees symmetric computes the upper tiles and calls
      * write_tile for those alone. */
@@ -129,8 +138,12 @@ struct oc_matmul_job {
      * needs to name the least budget that runs the job (oc_mm_least_budget). */
     int64_t host_mem_whole;
     int64_t file_bytes[2];
-    int threads;        /* CPU threads (0 = all cores) */
-    const int *devices; /* device indices, ndevices of them (CUDA) */
+    int threads; /* CPU threads (0 = all cores) */
+    /* Device indices, ndevices of them (CUDA); a device split into logical devices ("0:2")
+     * is named once for each, and device_parts (NULL: 1 for each) says into how many parts
+     * its device is split: each takes that share of the device budget. */
+    const int *devices;
+    const int *device_parts;
     int ndevices;
     int64_t tile;            /* tile edge forced by the caller (tests); 0 = planned */
     oc_progress_fn progress; /* may be NULL */

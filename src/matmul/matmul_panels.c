@@ -1,8 +1,10 @@
 /*
  * matmul_panels.c - read_panel (matmul_job.h): a block of op(A) or op(B), transposed when
- * the job asks, converted to the compute type, row-major and densely packed.
+ * the job asks, converted to the compute type (or left as stored where the backend converts
+ * it), row-major and densely packed.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/error.h"
 #include "matmul/matmul_dtype.h"
@@ -18,19 +20,27 @@ oc_status oc_mm_io_fail(const oc_matmul_job *job, oc_status status, const char *
     return status;
 }
 
+/* n elements of elem bytes from src into dst, dst_stride elements apart. */
+static void copy_strided(const void *src, int64_t n, size_t elem, void *dst, int64_t dst_stride)
+{
+    for (int64_t i = 0; i < n; i++)
+        memcpy((char *)dst + (size_t)(i * dst_stride) * elem, (const char *)src + (size_t)i * elem, elem);
+}
+
 oc_status oc_mm_read_panel(const oc_matmul_job *job, oc_mm_operand which, int64_t row0, int64_t rows, int64_t col0,
                            int64_t cols, void *dst)
 {
     oc_mm_io *io = job->io;
     const oc_mm_source *s = io->src[which];
-    const size_t out = oc_mm_type_size(job->in_type), elem = oc_matmul_dtype_size(s->dtype);
+    const int as_stored = job->panel_stored[which];
+    const size_t elem = oc_matmul_dtype_size(s->dtype), out = as_stored ? elem : oc_mm_type_size(job->in_type);
     /* Without a transpose each panel row is a segment of a stored row; with one, each stored
      * row j gives column j of the panel. */
     const int t = io->transpose[which];
     const int64_t lines = t ? cols : rows, width = t ? rows : cols, first = t ? col0 : row0, offset = t ? row0 : col0;
     /* A row as stored, neither converted nor transposed, is read (pread) straight into its
      * place in the panel. */
-    const int straight = !t && oc_matmul_dtype_of(job->in_type) == s->dtype;
+    const int same = as_stored || oc_matmul_dtype_of(job->in_type) == s->dtype, straight = !t && same;
     void *buf = NULL;
     if (!s->data && !straight && width > 0 && !(buf = malloc((size_t)width * elem)))
         return oc_mm_io_fail(job, OC_ERR_NO_MEMORY, "out of memory reading a panel");
@@ -42,7 +52,9 @@ oc_status oc_mm_read_panel(const oc_matmul_job *job, oc_mm_operand which, int64_
             free(buf);
             return oc_mm_io_fail(job, OC_ERR_INPUT, why);
         }
-        if (t) oc_matmul_convert(s->dtype, p, width, job->in_type, (char *)dst + (size_t)l * out, cols);
+        if (t && same) copy_strided(p, width, elem, (char *)dst + (size_t)l * out, cols);
+        else if (t) oc_matmul_convert(s->dtype, p, width, job->in_type, (char *)dst + (size_t)l * out, cols);
+        else if (p != row && same) memcpy(row, p, (size_t)width * elem);
         else if (p != row) oc_matmul_convert(s->dtype, p, width, job->in_type, row, 1);
         if (oc_cancelled(job->ctx)) {
             free(buf);
@@ -58,10 +70,11 @@ const void *oc_mm_panel_memory(const oc_matmul_job *job, oc_mm_operand which, in
 {
     const oc_mm_io *io = job->io;
     const oc_mm_source *s = io->src[which];
-    /* Caller memory or a mapped input (not one read with pread), in the compute type, not
+    /* Caller memory or a mapped input (not one read with pread), in the type read_panel gives, not
      * transposed. A mapped input that shrinks reads as zeros and fails the job's check of
      * its inputs after the product (mapped_file.h), as read_panel's copies of it would. */
-    if (!s->data || s->fd >= 0 || s->transposed || io->transpose[which] || oc_matmul_dtype_of(job->in_type) != s->dtype)
+    if (!s->data || s->fd >= 0 || s->transposed || io->transpose[which] ||
+        (!job->panel_stored[which] && oc_matmul_dtype_of(job->in_type) != s->dtype))
         return NULL;
     *ld = s->ld;
     return s->data + ((size_t)row0 * (size_t)s->ld + (size_t)col0) * oc_matmul_dtype_size(s->dtype);

@@ -24,9 +24,14 @@ def a_npy(tmp_path, rng):
     (["--devices", "0", "--gpu-mem", "0=lots"], '"0=lots"'),
     (["--devices", "0", "--gpu-mem", "zz=2G"], '"zz=2G"'),
 ])
-def test_bad_device_specs_name_the_token(tmp_path, a_npy, args, token):
+@pytest.mark.parametrize("command", ["gram", "matmul"])
+def test_bad_device_specs_name_the_token(tmp_path, a_npy, args, token, command):
+    """gram and matmul read a device list with one parser (matmul takes no per-device budget)."""
+    if command == "matmul" and "--gpu-mem" in args:
+        pytest.skip("matmul has one --gpu-mem for every device")
     out = tmp_path / "c.npy"
-    proc = run("gram", a_npy[1], "-o", out, *args, check=False)
+    head = ["gram", a_npy[1]] if command == "gram" else ["matmul", a_npy[1], "--gram"]
+    proc = run(*head, "-o", out, *args, check=False)
     assert proc.returncode != 0
     lines = proc.stderr.strip().splitlines()
     # Syntax first: the bad token is named whether or not the machine has the devices.

@@ -144,11 +144,17 @@ static void check_device_memory(oc_mm_type in, oc_mm_type out)
     o2.dtype = OC_MATMUL_DEFAULT;
     hc.cols = m;
     CHECK(oc_matmul(ctx, &pa, NULL, &hc, &o2, NULL) == OC_ERR_INPUT && strstr(oc_context_last_error(ctx), "A·Aᵀ"));
-    if (in != OC_MM_FLOAT64) {
+    if (in == OC_MM_FLOAT64 || in == OC_MM_FLOAT32) { /* rounded into a narrower type: not on the device */
         o2 = opts;
-        o2.dtype = OC_MATMUL_FLOAT64;
+        o2.dtype = OC_MATMUL_FLOAT16;
         CHECK(oc_matmul_result(ctx, &pa, &pb, &o2, NULL, NULL, NULL) == OC_ERR_INPUT &&
               strstr(oc_context_last_error(ctx), "convert it on the device"));
+    }
+    if (in != OC_MM_FLOAT64) { /* promoted to a wider one: on the device, as stored */
+        o2 = opts;
+        o2.dtype = OC_MATMUL_FLOAT64;
+        CHECK_MSG(oc_matmul_result(ctx, &pa, &pb, &o2, NULL, NULL, NULL) == OC_OK, "%s as float64: %s", what,
+                  oc_context_last_error(ctx));
     }
     CHECK(cudaMemcpy(c, dc, oc, cudaMemcpyDeviceToHost) == cudaSuccess);
     int untouched = 1;

@@ -113,7 +113,10 @@ def test_torch_refusals():
     with pytest.raises(outcore.InputError, match="A·Aᵀ.*C is not"):
         outcore.matmul(a, out=np.empty((64, 64), np.float32))
     with pytest.raises(outcore.InputError, match="convert it on the device"):
-        outcore.matmul(a, b, dtype=np.float64)
+        outcore.matmul(a, b, dtype=np.float16)  # rounded into a narrower type
+    with pytest.raises(outcore.InputError, match="A·Aᵀ.*convert it on the device"):
+        outcore.matmul(a.to(torch.int8), out=torch.zeros((64, 64), dtype=torch.float32, device="cuda"),
+                       dtype=np.float32)
     with pytest.raises(outcore.InputError, match="GPU memory"):
         outcore.matmul(a, b, backend="cpu")
     c = torch.zeros((64, 64), dtype=torch.float32, device="cuda")
@@ -130,6 +133,21 @@ def test_torch_refusals():
     out = torch.zeros((64, 64), dtype=torch.float32, device="cuda")
     assert outcore.matmul(Interface(a), Interface(b), out=Interface(out)).arr is out
     assert (out == 32).all()
+
+
+@pytest.mark.skipif(not HAVE_TORCH, reason="needs torch with a usable CUDA device")
+def test_torch_mixed_pairs_promoted_on_the_device():
+    """A mixed pair numpy promotes runs from GPU memory as stored, converted on the device:
+    int8 x float32 is float32, float32 asked as float64 is float64."""
+    a = torch.arange(-60, 60, dtype=torch.int8, device="cuda").reshape(8, 15)
+    b = torch.linspace(-2, 2, 15 * 9, dtype=torch.float32, device="cuda").reshape(15, 9)
+    want = a.cpu().numpy().astype(np.float64) @ b.cpu().numpy().astype(np.float64)
+    c = outcore.matmul(a, b)
+    assert c.is_cuda and c.dtype == torch.float32
+    assert np.allclose(c.double().cpu().numpy(), want, rtol=1e-6, atol=1e-5)
+    c64 = outcore.matmul(b.T.contiguous(), b, dtype=np.float64)
+    want64 = b.T.cpu().numpy().astype(np.float64) @ b.cpu().numpy().astype(np.float64)
+    assert c64.dtype == torch.float64 and np.allclose(c64.cpu().numpy(), want64, rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.skipif(not HAVE_CUPY, reason="needs CuPy with a usable CUDA device")

@@ -24,6 +24,7 @@
 #include "matmul/cuda/matmul_device.h"
 #include "matmul/cuda/matmul_rate.h"
 #include "matmul/cuda/matmul_resident.h"
+#include "matmul/matmul_dtype.h"
 #include "matmul/matmul_job.h"
 
 #define MIB(x) ((double)(x) / 1048576.0)
@@ -35,6 +36,11 @@ static int cuda_usable(int device) { return oc_cuda_device_usable(device) && oc_
 
 static int job_device(const oc_matmul_job *job, int i) { return job->ndevices > 0 ? job->devices[i] : 0; }
 static int job_ndevices(const oc_matmul_job *job) { return job->ndevices > 0 ? job->ndevices : 1; }
+/* Into how many logical devices device i's physical device is split (1: not split). */
+static int job_parts(const oc_matmul_job *job, int i)
+{
+    return job->ndevices > 0 && job->device_parts && job->device_parts[i] > 1 ? job->device_parts[i] : 1;
+}
 
 /* A, B and C where they are caller memory (NULL for those that are not), with the elements
  * between their rows, A's and B's transposes, and the device whose memory holds each (-1
@@ -89,6 +95,13 @@ static oc_status wait_for_callers_devices(oc_context *ctx, const caller_arrays *
     return OC_OK;
 }
 
+/* The stored type of an operand of a mixed pair that numpy promotes (int8 x float32, say):
+ * its panels cross to the device as stored and are converted there; else DEFAULT. */
+static oc_matmul_dtype promoted_from(const oc_matmul_job *job, oc_mm_operand which)
+{
+    return oc_matmul_widens(job->stored_type[which], job->in_type) ? job->stored_type[which] : OC_MATMUL_DEFAULT;
+}
+
 /* The plan, from each device's memory (queried, nothing allocated); `where` names them. */
 static oc_status make_plan(oc_context *ctx, const oc_matmul_job *job, const caller_arrays *ca, oc_mm_cuda_plan *plan,
                            char *where, size_t size)
@@ -111,9 +124,12 @@ static oc_status make_plan(oc_context *ctx, const oc_matmul_job *job, const call
             oc_cuda_no_device_reason(e, why, sizeof why);
             return oc_fail(ctx, OC_ERR_UNSUPPORTED, "no usable CUDA device: %s", why);
         }
+        const int parts = job_parts(job, i);
+        int part = 0; /* of a split device, this logical device's part */
         for (int j = 0; j < i; ++j)
-            if (job_device(job, j) == dev)
+            if (job_device(job, j) == dev && parts == 1)
                 return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "CUDA device %d is listed twice", dev);
+            else if (job_device(job, j) == dev) ++part;
         oc_cuda_props prop;
         size_t free_b = 0, total_b = 0;
         if ((e = oc_cuda_props_get(dev, &prop)) != cudaSuccess ||
@@ -136,10 +152,14 @@ static oc_status make_plan(oc_context *ctx, const oc_matmul_job *job, const call
                 return oc_fail(ctx, OC_ERR_DEVICE_NO_MEMORY, "cuda:%d (%s) has only %.1f MiB free", dev, prop.name,
                                MIB(free_b));
         }
+        b /= parts; /* a logical device of a split one: its share */
         if (budget < 0 || b < budget) budget = b;
+        char name[32];
+        if (parts > 1) snprintf(name, sizeof name, "cuda:%d.%d/%d", dev, part, parts);
+        else snprintf(name, sizeof name, "cuda:%d", dev);
         if (used + 8 < size)
-            used += (size_t)snprintf(where + used, size - used, "%scuda:%d %s (%d SMs, %.1f GiB free)", i ? ", " : "",
-                                     dev, prop.name, prop.sm_count, (double)free_b / (1 << 30));
+            used += (size_t)snprintf(where + used, size - used, "%s%s %s (%d SMs, %.1f GiB free)", i ? ", " : "", name,
+                                     prop.name, prop.sm_count, (double)free_b / (1 << 30));
         if (used >= size) used = size - 1;
     }
     int ta = 0, tb = 0, unaligned[2] = {0, 0};
@@ -160,7 +180,8 @@ static oc_status make_plan(oc_context *ctx, const oc_matmul_job *job, const call
                                       .ta = ta,
                                       .tb = tb,
                                       .a_unaligned = unaligned[0],
-                                      .b_unaligned = unaligned[1]};
+                                      .b_unaligned = unaligned[1],
+                                      .from = {promoted_from(job, OC_MM_A), promoted_from(job, OC_MM_B)}};
     OC_CHECK(ctx, oc_mm_cuda_plan_make(ctx, &in, plan));
     if (job->gpu_resident_only && !plan->in.resident)
         return oc_fail(ctx, job->in_type == OC_MM_INT8 && job->n % 4 ? OC_ERR_INPUT : OC_ERR_DEVICE_NO_MEMORY,
@@ -299,6 +320,8 @@ static oc_status run_job(oc_matmul_job *job)
     const int nd = job_ndevices(job);
     device_thread *t = calloc((size_t)nd, sizeof *t);
     if (!t) return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the state of %d devices", nd);
+    /* The panels of a promoted operand come as stored from here to the end of the run. */
+    for (int i = 0; i < 2; ++i) job->panel_stored[i] = plan.in.from[i] != OC_MATMUL_DEFAULT;
     oc_mm_shared sh = {.job = job, .plan = &plan, .lt = lt};
     atomic_init(&sh.next_tile, 0);
     atomic_init(&sh.tiles_done, 0);
@@ -373,6 +396,7 @@ static oc_status run_job(oc_matmul_job *job)
         if (!inline_run) oc_context_free(t[i].ctx);
     }
     free(t);
+    job->panel_stored[0] = job->panel_stored[1] = 0;
     snprintf(job->stats.backend, sizeof job->stats.backend, "cuda/cublasLt");
     job->stats.seconds = oc_now() - t0;
     return st;

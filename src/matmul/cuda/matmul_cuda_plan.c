@@ -13,6 +13,7 @@
 #include "core/text_buf.h"
 #include "cost/cost_gemm.h"
 #include "engine/engine_plan.h"
+#include "matmul/matmul_dtype.h"
 #include "mem/pool.h"
 
 #define MIB(x) ((double)(x) / 1048576.0)
@@ -57,6 +58,13 @@ oc_status oc_mm_cuda_types(oc_context *ctx, oc_mm_type in, oc_mm_type out, int t
     return OC_OK;
 }
 
+/* Bytes of an element of operand `which` as uploaded: as stored where the device promotes it. */
+static int64_t upload_elem(const oc_mm_cuda_plan_input *in, int which)
+{
+    return (int64_t)(in->from[which] != OC_MATMUL_DEFAULT ? oc_matmul_dtype_size(in->from[which])
+                                                          : oc_mm_type_size(in->in_type));
+}
+
 /* Fills the sizes of plan for tile edges tm x tn and panel depth kp with `slots` pinned
  * panel slots; returns 0 when they fit both budgets, else 1 (device) or 2 (host). */
 static int size_plan(oc_mm_cuda_plan *p, int64_t tm, int64_t tn, int64_t kp, int slots)
@@ -67,14 +75,17 @@ static int size_plan(oc_mm_cuda_plan *p, int64_t tm, int64_t tn, int64_t kp, int
     p->tm = tm, p->tn = tn, p->kp = kp;
     p->tn_ld = i8 ? round_up(tn, 4) : tn;
     p->kpad = i8 ? round_up(kp, 16) : kp;
-    p->panel_bytes = oc_mm_cuda_b_offset(tm * kp * in) + kp * tn * in;
+    p->elem[0] = upload_elem(&p->in, 0), p->elem[1] = upload_elem(&p->in, 1);
+    p->panel_bytes = oc_mm_cuda_b_offset(tm * kp * p->elem[0]) + kp * tn * p->elem[1];
+    p->promoted_bytes = (p->in.from[0] != OC_MATMUL_DEFAULT ? oc_mm_cuda_b_offset(tm * kp * in) : 0) +
+                        (p->in.from[1] != OC_MATMUL_DEFAULT ? kp * tn * in : 0);
     p->pack_bytes = i8 ? (tm + p->tn_ld) * p->kpad : 0;
     p->acc_bytes = tm * p->tn_ld * acc;
     p->round_bytes = p->acc_type != p->in.out_type ? tm * tn * out : 0;
-    /* Each of the (at most 8) buffers rounded up to the pool's alignment, and the pool's
+    /* Each of the (at most 9) buffers rounded up to the pool's alignment, and the pool's
      * budget rounded down to it. */
-    p->device_bytes =
-        2 * p->panel_bytes + p->pack_bytes + 2 * p->acc_bytes + 2 * p->round_bytes + p->workspace + 9 * OC_POOL_ALIGN;
+    p->device_bytes = 2 * p->panel_bytes + p->promoted_bytes + p->pack_bytes + 2 * p->acc_bytes + 2 * p->round_bytes +
+                      p->workspace + 10 * OC_POOL_ALIGN;
     p->host_slots = slots;
     const int64_t row_bytes = (p->round_bytes ? tn : p->tn_ld) * out;
     p->out_piece_rows = OC_MM_OUT_PIECE / row_bytes < 1 ? 1 : min64(tm, OC_MM_OUT_PIECE / row_bytes);
@@ -126,7 +137,7 @@ static int tried_before(const tile_shape *cand, int c)
  * and its columns of B over all of k. */
 static double operand_reads(const oc_mm_cuda_plan_input *in, tile_shape s)
 {
-    return (double)tile_count(in, s) * (double)(s.tm + s.tn) * (double)in->k * (double)oc_mm_type_size(in->in_type);
+    return (double)tile_count(in, s) * (double)(s.tm * upload_elem(in, 0) + s.tn * upload_elem(in, 1)) * (double)in->k;
 }
 
 /* Whether `tiles` share well among nd devices: on one, when the result outweighs the operands
@@ -188,12 +199,14 @@ static double model_seconds(const oc_mm_cuda_plan *p, tile_shape s, int64_t kp, 
     const double nd = in->ndevices > 0 ? in->ndevices : 1, tiles = (double)tile_count(in, s);
     const double tm = (double)s.tm, tn = (double)s.tn, k = (double)in->k, area = tiles * tm * tn;
     const double panels = (double)((in->k + kp - 1) / kp), rate = oc_cost_gemm_gpu_rate(gemm_type(in), 90);
-    const double elem = (double)oc_mm_type_size(in->in_type), out = (double)oc_mm_type_size(in->out_type);
+    const double out = (double)oc_mm_type_size(in->out_type);
     const double up = operand_reads(in, s), down = area * out;
     const double link = (up > down ? up : down) / (OC_MM_MODEL_LINK * nd), host = (up + down) / OC_MM_MODEL_HOST;
     *products = 2.0 * area * (k + panels * OC_MM_MODEL_CALL_K) / (rate * nd);
     *copies = link > host ? link : host;
-    const double fill = (tm + tn) * (double)kp * elem / OC_MM_MODEL_LINK + 2.0 * tm * tn * (double)kp / rate;
+    const double fill =
+        (tm * (double)upload_elem(in, 0) + tn * (double)upload_elem(in, 1)) * (double)kp / OC_MM_MODEL_LINK +
+        2.0 * tm * tn * (double)kp / rate;
     const double drain = tm * tn * out * (1.0 / OC_MM_MODEL_LINK + 1.0 / OC_MM_MODEL_HOST);
     return (*products > *copies ? *products : *copies) + fill + drain;
 }
@@ -281,7 +294,7 @@ oc_status oc_mm_cuda_plan_make(oc_context *ctx, const oc_mm_cuda_plan_input *in,
         const int64_t whole = in->m > in->n ? in->m : in->n;
         const int64_t kp_good = min64(in->k, OC_MM_KP_GOOD);
         const double c_bytes = (double)in->m * (double)in->n * (double)oc_mm_type_size(in->out_type),
-                     ab_bytes = (double)(in->m + in->n) * (double)in->k * (double)oc_mm_type_size(in->in_type);
+                     ab_bytes = (double)(in->m * upload_elem(in, 0) + in->n * upload_elem(in, 1)) * (double)in->k;
         const int out_heavy = c_bytes >= ab_bytes;
         plan->bound = whole <= OC_MM_TILE_MAX ? "the matrix" : "the largest tile planned";
         const char *largest_bound = NULL;
@@ -374,6 +387,13 @@ void oc_mm_cuda_plan_tile(const oc_mm_cuda_plan *plan, int64_t t, int64_t *row0,
     *rows = min64(plan->tm, plan->in.m - *row0), *cols = min64(plan->tn, plan->in.n - *col0);
 }
 
+/* The type operand `which` crosses to the device in: as stored where the device promotes it. */
+static const char *uploaded_as(const oc_mm_cuda_plan *p, int which)
+{
+    return p->in.from[which] != OC_MATMUL_DEFAULT ? oc_matmul_dtype_name(p->in.from[which])
+                                                  : oc_mm_cuda_type_name(p->in.in_type);
+}
+
 oc_status oc_mm_cuda_plan_render(oc_context *ctx, const oc_mm_cuda_plan *p, const char *where, int json, char **out)
 {
     oc_text t = {0};
@@ -405,10 +425,12 @@ oc_status oc_mm_cuda_plan_render(oc_context *ctx, const oc_mm_cuda_plan *p, cons
         oc_text_printf(&t,
                        "\"pinned_bytes\": %lld, \"host_budget\": %lld, \"pinned_panel_slots\": %d, "
                        "\"pinned_download_slots\": %d, \"download_piece_rows\": %lld, \"resident\": %s, "
-                       "\"b_chunk_columns\": %lld, \"b_chunk_bytes\": %lld}\n",
+                       "\"b_chunk_columns\": %lld, \"b_chunk_bytes\": %lld, \"a_uploaded_as\": \"%s\", "
+                       "\"b_uploaded_as\": \"%s\", \"promoted_bytes\": %lld}\n",
                        (long long)p->pinned_bytes, (long long)p->host_budget, p->host_slots,
                        p->in.resident ? 0 : OC_MM_OUT_SLOTS, (long long)p->out_piece_rows,
-                       p->in.resident ? "true" : "false", (long long)p->b_chunk, (long long)p->chunk_bytes);
+                       p->in.resident ? "true" : "false", (long long)p->b_chunk, (long long)p->chunk_bytes,
+                       uploaded_as(p, 0), uploaded_as(p, 1), (long long)p->promoted_bytes);
         return oc_text_finish(ctx, &t, out);
     }
     oc_text_printf(&t, "matmul on cuda/cublasLt, ");
@@ -437,9 +459,14 @@ oc_status oc_mm_cuda_plan_render(oc_context *ctx, const oc_mm_cuda_plan *p, cons
                    (long long)p->tn, p->bound, (long long)p->ntiles, (long long)p->tile_rows, (long long)p->tile_cols);
     oc_text_printf(&t, "  K panels   %lld of %lld (the last %lld), accumulated in place on the device\n",
                    (long long)p->panels, (long long)p->kp, (long long)p->kp_last);
+    for (int i = 0; i < 2; ++i)
+        if (p->in.from[i] != OC_MATMUL_DEFAULT)
+            oc_text_printf(&t, "  promoted   %s's panels uploaded as %s, converted to %s on the device\n",
+                           i ? "B" : "A", uploaded_as(p, i), oc_mm_cuda_type_name(p->in.in_type));
     oc_text_printf(&t, "  device     %.1f MiB of %.1f MiB (%s): panels 2 x %.1f MiB, accumulators 2 x %.1f MiB",
                    MIB(p->device_bytes), MIB(p->in.device_budget), budget_from, MIB(p->panel_bytes), MIB(p->acc_bytes));
     if (p->pack_bytes) oc_text_printf(&t, ", int8 packing %.1f MiB", MIB(p->pack_bytes));
+    if (p->promoted_bytes) oc_text_printf(&t, ", promoted panels %.1f MiB", MIB(p->promoted_bytes));
     if (p->round_bytes) oc_text_printf(&t, ", rounded tiles 2 x %.1f MiB", MIB(p->round_bytes));
     oc_text_printf(&t, ", workspace %.1f MiB\n", MIB(p->workspace));
     oc_text_printf(&t,

@@ -5,8 +5,11 @@
  * prints one without running it.
  *
  * On each device:
- *   panel slots  2 x (A panel tm x kp + B panel kp x tn), in the input type: one uploads
- *                while cuBLASLt reads the other
+ *   panel slots  2 x (A panel tm x kp + B panel kp x tn), in the input type (an operand
+ *                stored in a narrower type, a mixed pair's: as stored): one uploads while
+ *                cuBLASLt reads the other
+ *   promoted     a mixed pair only: the panels uploaded as stored, converted to the input
+ *                type on the device (fewer bytes across PCIe and through the host's copies)
  *   int8 only    the A panel re-strided to kpad (a multiple of 16) and the B panel transposed
  *                to tn_ld x kpad, the layouts of cuBLASLt's integer kernels ("TN")
  *   accumulators 2 x tm x tn_ld in the accumulation type: one accumulates the K panels in
@@ -113,6 +116,9 @@ typedef struct oc_mm_cuda_plan_input {
     int resident, ta, tb;
     /* Resident: A's (B's) memory does not start on a 16-byte boundary; int8 then packs it. */
     int a_unaligned, b_unaligned;
+    /* A's (0) and B's (1) stored type where its panels are uploaded as stored and promoted to
+     * in_type on the device (oc_matmul_widens), else OC_MATMUL_DEFAULT. */
+    oc_matmul_dtype from[2];
 } oc_mm_cuda_plan_input;
 
 typedef struct oc_mm_cuda_plan {
@@ -123,9 +129,13 @@ typedef struct oc_mm_cuda_plan {
     int64_t tn_ld;                                /* leading dimension of an accumulator (int8: a multiple of 4) */
     int64_t kpad;                                 /* int8: K stride of the packed panels (a multiple of 16); else kp */
     int64_t tile_rows, tile_cols, ntiles, panels; /* the grid, tiles computed, K panels per tile */
+    int64_t elem[2];                              /* bytes of an uploaded element of A's and B's panels */
     int64_t panel_bytes; /* one panel slot: the A panel, then the B panel at oc_mm_cuda_b_offset */
-    int64_t pack_bytes;  /* int8: the packed A and B panels (resident: B's only when whole) */
-    int pack_a, pack_b;  /* resident int8: A, B packed (else read as stored) */
+    /* The promoted panels (in_type): A's at 0, then B's at oc_mm_cuda_b_offset of A's (0 when
+     * A is not promoted); 0 when neither is. */
+    int64_t promoted_bytes;
+    int64_t pack_bytes; /* int8: the packed A and B panels (resident: B's only when whole) */
+    int pack_a, pack_b; /* resident int8: A, B packed (else read as stored) */
     /* Resident int8 with B packed: the columns of C (rows of the packed Bᵀ) per chunk, B packed
      * a chunk at a time into two buffers while the product of the chunk before runs; 0: B
      * packed whole. */

@@ -18,6 +18,7 @@
 #include "engine/cuda/device.h"
 #include "matmul/cuda/matmul_gemm.h"
 #include "matmul/cuda/matmul_pack.cuh"
+#include "matmul/cuda/matmul_promote.cuh"
 #include "mem/pool.h"
 
 #define MAX_HOST_SLOTS 3
@@ -61,7 +62,7 @@ typedef struct mm_device {
     oc_mm_device_result *res;
     oc_cuda_device dev;
     oc_mm_gemm gemm;
-    void *d_panel[2], *d_pack, *d_acc[2], *d_round[2], *d_work;
+    void *d_panel[2], *d_promoted, *d_pack, *d_acc[2], *d_round[2], *d_work;
     cudaEvent_t ev[EV_KINDS][2];
     cudaEvent_t ev_piece[OC_MM_OUT_SLOTS];
     /* The threads that copy panels in and pieces out beside the reader and the writer (each
@@ -161,16 +162,16 @@ static void read_part(void *arg, int part, int parts)
 {
     read_split *r = arg;
     const oc_matmul_job *job = r->d->job;
-    const int64_t in = (int64_t)oc_mm_type_size(job->in_type);
+    const int64_t ea = r->d->plan->elem[0], eb = r->d->plan->elem[1];
     const int64_t a0 = r->rows * part / parts, a1 = r->rows * (part + 1) / parts;
     const int64_t b0 = r->depth * part / parts, b1 = r->depth * (part + 1) / parts;
     oc_status st = OC_OK;
     if (a1 > a0 && !r->skip_a)
         st =
-            job->read_panel(job, OC_MM_A, r->row0 + a0, a1 - a0, r->k0, r->depth, (char *)r->host + a0 * r->depth * in);
+            job->read_panel(job, OC_MM_A, r->row0 + a0, a1 - a0, r->k0, r->depth, (char *)r->host + a0 * r->depth * ea);
     if (st == OC_OK && b1 > b0 && !r->skip_b)
         st = job->read_panel(job, OC_MM_B, r->k0 + b0, b1 - b0, r->col0, r->cols,
-                             (char *)r->host + oc_mm_cuda_b_offset(r->rows * r->depth * in) + b0 * r->cols * in);
+                             (char *)r->host + oc_mm_cuda_b_offset(r->rows * r->depth * ea) + b0 * r->cols * eb);
     int ok = OC_OK;
     if (st != OC_OK) atomic_compare_exchange_strong(&r->st, &ok, (int)st);
 }
@@ -202,7 +203,7 @@ static void *reader_main(void *arg)
     mm_device *d = arg;
     oc_matmul_job *job = d->job;
     const oc_mm_cuda_plan *plan = d->plan;
-    const int64_t in = (int64_t)oc_mm_type_size(plan->in.in_type);
+    const int64_t ea = plan->elem[0], eb = plan->elem[1]; /* bytes of an element as uploaded */
     int64_t seq = 0;
     /* Asking the driver where caller memory lives needs a device: this one's, not device 0's. */
     if (job->panel_memory && cudaSetDevice(d->dev.index) != cudaSuccess) (void)cudaGetLastError();
@@ -233,8 +234,8 @@ static void *reader_main(void *arg)
             if (job->panel_memory) {
                 straight[0] = job->panel_memory(job, OC_MM_A, row0, k0, &ld[0]);
                 straight[1] = job->panel_memory(job, OC_MM_B, k0, col0, &ld[1]);
-                if (!d->whole[0] && !straight_span(straight[0], rows, depth, ld[0], in)) straight[0] = NULL;
-                if (!d->whole[1] && !straight_span(straight[1], depth, cols, ld[1], in)) straight[1] = NULL;
+                if (!d->whole[0] && !straight_span(straight[0], rows, depth, ld[0], ea)) straight[0] = NULL;
+                if (!d->whole[1] && !straight_span(straight[1], depth, cols, ld[1], eb)) straight[1] = NULL;
             }
             read_split r = {.d = d,
                             .row0 = row0,
@@ -247,7 +248,7 @@ static void *reader_main(void *arg)
                             .skip_a = straight[0] != NULL,
                             .skip_b = straight[1] != NULL};
             atomic_init(&r.st, OC_OK);
-            const int64_t read_bytes = ((r.skip_a ? 0 : rows) + (r.skip_b ? 0 : cols)) * depth * in;
+            const int64_t read_bytes = ((r.skip_a ? 0 : rows * ea) + (r.skip_b ? 0 : cols * eb)) * depth;
             const int parts = copy_parts(d, read_bytes);
             if (read_bytes > 0) {
                 if (parts > 1) oc_workers_split_max(d->read_crew, parts, d->copy_threads, read_part, &r);
@@ -259,7 +260,7 @@ static void *reader_main(void *arg)
                 break;
             }
             d->res->bytes_read += read_bytes;
-            d->res->bytes_straight += (rows + cols) * depth * in - read_bytes;
+            d->res->bytes_straight += (rows * ea + cols * eb) * depth - read_bytes;
             pthread_mutex_lock(&d->mu);
             for (int i = 0; i < 2; ++i) s->straight[i] = straight[i], s->straight_ld[i] = ld[i];
             s->panel = p, s->row0 = row0, s->rows = rows, s->col0 = col0, s->cols = cols, s->depth = depth;
@@ -417,13 +418,14 @@ static void wait_accumulator(mm_device *d, int64_t tile_seq)
     pthread_mutex_unlock(&d->mu);
 }
 
-/* One K panel: upload into device slot ds, (int8: pack,) multiply into accumulator c. */
+/* One K panel: upload into device slot ds, (a mixed pair: promote, int8: pack,) multiply
+ * into accumulator c. */
 static oc_status compute_panel(mm_device *d, int ds, int c, const panel_slot *s)
 {
     oc_context *ctx = d->ctx;
     const oc_mm_cuda_plan *plan = d->plan;
-    const int64_t in = (int64_t)oc_mm_type_size(plan->in.in_type);
-    const int64_t a_bytes = s->rows * s->depth * in, b_bytes = s->depth * s->cols * in;
+    const int64_t ea = plan->elem[0], eb = plan->elem[1];
+    const int64_t a_bytes = s->rows * s->depth * ea, b_bytes = s->depth * s->cols * eb;
     const int64_t b_offset = oc_mm_cuda_b_offset(a_bytes);
     cudaStream_t compute = d->dev.compute;
     CUDA_CHECK(ctx, cudaStreamWaitEvent(d->dev.h2d, d->ev[EV_SLOT_FREE][ds], 0));
@@ -435,15 +437,15 @@ static oc_status compute_panel(mm_device *d, int ds, int c, const panel_slot *s)
         /* Each panel from the caller's page-locked or device memory (rows apart by its ld),
          * or the slot. */
         if (s->straight[0] && a_bytes > 0)
-            CUDA_CHECK(ctx, cudaMemcpy2DAsync(d->d_panel[ds], (size_t)(s->depth * in), s->straight[0],
-                                              (size_t)(s->straight_ld[0] * in), (size_t)(s->depth * in),
+            CUDA_CHECK(ctx, cudaMemcpy2DAsync(d->d_panel[ds], (size_t)(s->depth * ea), s->straight[0],
+                                              (size_t)(s->straight_ld[0] * ea), (size_t)(s->depth * ea),
                                               (size_t)s->rows, cudaMemcpyDefault, d->dev.h2d));
         else if (a_bytes > 0)
             CUDA_CHECK(ctx,
                        cudaMemcpyAsync(d->d_panel[ds], s->host, (size_t)a_bytes, cudaMemcpyHostToDevice, d->dev.h2d));
         if (s->straight[1] && b_bytes > 0)
-            CUDA_CHECK(ctx, cudaMemcpy2DAsync(dev_b, (size_t)(s->cols * in), s->straight[1],
-                                              (size_t)(s->straight_ld[1] * in), (size_t)(s->cols * in),
+            CUDA_CHECK(ctx, cudaMemcpy2DAsync(dev_b, (size_t)(s->cols * eb), s->straight[1],
+                                              (size_t)(s->straight_ld[1] * eb), (size_t)(s->cols * eb),
                                               (size_t)s->depth, cudaMemcpyDefault, d->dev.h2d));
         else if (b_bytes > 0)
             CUDA_CHECK(ctx, cudaMemcpyAsync(dev_b, (const char *)s->host + b_offset, (size_t)b_bytes,
@@ -453,6 +455,21 @@ static oc_status compute_panel(mm_device *d, int ds, int c, const panel_slot *s)
     CUDA_CHECK(ctx, cudaStreamWaitEvent(compute, d->ev[EV_UPLOADED][ds], 0));
     if (s->panel == 0) CUDA_CHECK(ctx, cudaStreamWaitEvent(compute, d->ev[EV_DOWNLOADED][c], 0));
     const void *a = d->d_panel[ds], *b = dev_b;
+    if (d->d_promoted) { /* a mixed pair: the stored operand converted to the compute type */
+        const int64_t in = (int64_t)oc_mm_type_size(plan->in.in_type);
+        char *pa = d->d_promoted,
+             *pb = pa + (plan->in.from[0] != OC_MATMUL_DEFAULT ? oc_mm_cuda_b_offset(plan->tm * plan->kp * in) : 0);
+        if (plan->in.from[0] != OC_MATMUL_DEFAULT) {
+            OC_CHECK(ctx, oc_mm_promote(ctx, &d->dev, plan->in.from[0], a, s->rows * s->depth, plan->in.in_type, pa,
+                                        compute));
+            a = pa;
+        }
+        if (plan->in.from[1] != OC_MATMUL_DEFAULT) {
+            OC_CHECK(ctx, oc_mm_promote(ctx, &d->dev, plan->in.from[1], b, s->depth * s->cols, plan->in.in_type, pb,
+                                        compute));
+            b = pb;
+        }
+    }
     if (plan->in.in_type == OC_MM_INT8) {
         const int64_t kpad = (s->depth + 15) / 16 * 16;
         int8_t *pa = d->d_pack, *pb = pa + plan->tm * plan->kpad;
@@ -502,12 +519,13 @@ static oc_status drive(mm_device *d)
 /* ---------------------------------------------------------------- set-up */
 /* Whether operand `which` (rows x cols of op(X)) lies wholly in page-locked or device caller
  * memory; *on_device: device memory. */
-static int whole_straight(const oc_matmul_job *job, oc_mm_operand which, int64_t rows, int64_t cols, int *on_device)
+static int whole_straight(const oc_matmul_job *job, oc_mm_operand which, int64_t rows, int64_t cols, int64_t elem,
+                          int *on_device)
 {
     int64_t ld = 0;
     const void *p = job->panel_memory ? job->panel_memory(job, which, 0, 0, &ld) : NULL;
     *on_device = p && oc_cuda_memory_device(p) >= 0;
-    return straight_span(p, rows, cols, ld, (int64_t)oc_mm_type_size(job->in_type));
+    return straight_span(p, rows, cols, ld, elem);
 }
 
 static oc_status setup(mm_device *d, int device)
@@ -516,8 +534,8 @@ static oc_status setup(mm_device *d, int device)
     const oc_mm_cuda_plan *plan = d->plan;
     OC_CHECK(ctx, oc_cuda_device_open(ctx, device, &d->dev));
     const oc_matmul_job *job = d->job;
-    d->whole[0] = whole_straight(job, OC_MM_A, job->m, job->k, &d->on_device[0]);
-    d->whole[1] = whole_straight(job, OC_MM_B, job->k, job->n, &d->on_device[1]);
+    d->whole[0] = whole_straight(job, OC_MM_A, job->m, job->k, plan->elem[0], &d->on_device[0]);
+    d->whole[1] = whole_straight(job, OC_MM_B, job->k, job->n, plan->elem[1], &d->on_device[1]);
     int64_t ldc = 0;
     void *c = job->tile_memory ? job->tile_memory(job, 0, 0, &ldc) : NULL;
     d->whole_c = straight_span(c, job->m, job->n, ldc, (int64_t)oc_mm_type_size(job->out_type));
@@ -551,6 +569,8 @@ static oc_status setup(mm_device *d, int device)
     }
     if (plan->pack_bytes)
         OC_CHECK(ctx, oc_pool_alloc(ctx, pool, (size_t)plan->pack_bytes, "the int8 packed panels", &d->d_pack));
+    if (plan->promoted_bytes)
+        OC_CHECK(ctx, oc_pool_alloc(ctx, pool, (size_t)plan->promoted_bytes, "the promoted panels", &d->d_promoted));
     if (plan->workspace)
         OC_CHECK(ctx, oc_pool_alloc(ctx, pool, (size_t)plan->workspace, "the cuBLASLt workspace", &d->d_work));
     d->nslots = plan->host_slots < MAX_HOST_SLOTS ? plan->host_slots : MAX_HOST_SLOTS;

@@ -8,7 +8,8 @@
  *           already in page-locked caller memory as the product takes it (panel_memory) is
  *           not copied: the slot names where it is, and the upload reads it from there
  *   driver  (the device's thread) uploads each filled slot into one of two device panel slots
- *           on the copy stream, then on the compute stream (int8: packs the panels) runs
+ *           on the copy stream, then on the compute stream (a mixed pair: converts the
+ *           operand uploaded as stored to the compute type; int8: packs the panels) runs
  *           cuBLASLt into the tile's accumulator, beta 0 on the first panel and 1 after;
  *           after the last panel (FP16/BF16 output: rounds it) hands the tile to the writer
  *   writer  downloads each finished tile piece by piece through two pinned download slots on
