@@ -4,7 +4,8 @@
  * budgets, its tiles cover C once, its K panels are even, a pinned panel slot stays within
  * OC_MM_PANEL_MAX when deeper than the shallowest, the tiles share well among the devices,
  * and budgets too small for any tile are refused naming them; a resident int8 plan packs
- * exactly the operands its kernels cannot read as stored.
+ * exactly the operands its kernels cannot read as stored; a mixed pair's promoted operand
+ * crosses as stored, beside one buffer of its promoted panels.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -222,6 +223,58 @@ static void check_rectangles(oc_context *ctx)
             }
 }
 
+/* A mixed pair's operand uploaded as stored and promoted on the device: its panel slots hold
+ * it as stored, one buffer of promoted panels (the compute type) beside them; the plans over
+ * shapes and budgets fit as every plan does; the text and JSON say what is promoted. */
+static void check_promoted(oc_context *ctx)
+{
+    static const int64_t shapes[][3] = {{7, 5, 3}, {3000, 3000, 3000}, {65536, 65536, 16384}, {100003, 257, 65537}};
+    static const int64_t budgets[] = {512 * MIB, 6208 * MIB, 120000 * MIB};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; ++s)
+        for (size_t b = 0; b < sizeof budgets / sizeof budgets[0]; ++b)
+            for (int which = 0; which < 3; ++which) { /* A, B, both */
+                oc_mm_cuda_plan_input in = {.m = shapes[s][0],
+                                            .n = shapes[s][1],
+                                            .k = shapes[s][2],
+                                            .in_type = which == 2 ? OC_MM_FLOAT64 : OC_MM_FLOAT32,
+                                            .out_type = which == 2 ? OC_MM_FLOAT64 : OC_MM_FLOAT32,
+                                            .device_budget = budgets[b],
+                                            .device_budget_given = 1,
+                                            .host_budget = 64 * MIB,
+                                            .ndevices = 1,
+                                            .from = {which != 1 ? OC_MATMUL_INT8 : OC_MATMUL_DEFAULT,
+                                                     which != 0 ? OC_MATMUL_FLOAT16 : OC_MATMUL_DEFAULT}};
+                check_plan(ctx, in);
+            }
+    oc_mm_cuda_plan_input in = {.m = 5000,
+                                .n = 3000,
+                                .k = 700,
+                                .in_type = OC_MM_FLOAT32,
+                                .out_type = OC_MM_FLOAT32,
+                                .device_budget = 6208 * MIB,
+                                .device_budget_given = 1,
+                                .ndevices = 1,
+                                .tile = 1000,
+                                .from = {OC_MATMUL_INT8, OC_MATMUL_DEFAULT}};
+    oc_mm_cuda_plan p, q;
+    CHECK(oc_mm_cuda_plan_make(ctx, &in, &p) == OC_OK);
+    in.from[0] = OC_MATMUL_DEFAULT;
+    CHECK(oc_mm_cuda_plan_make(ctx, &in, &q) == OC_OK);
+    CHECK(p.tm == q.tm && p.tn == q.tn && p.kp == q.kp && p.elem[0] == 1 && p.elem[1] == 4 && q.elem[0] == 4);
+    CHECK_EQ_I64(p.panel_bytes, oc_mm_cuda_b_offset(p.tm * p.kp) + p.kp * p.tn * 4);
+    CHECK_EQ_I64(p.promoted_bytes, oc_mm_cuda_b_offset(p.tm * p.kp * 4));
+    CHECK(q.promoted_bytes == 0 && q.panel_bytes == oc_mm_cuda_b_offset(q.tm * q.kp * 4) + q.kp * q.tn * 4);
+    char *text = NULL, *json = NULL;
+    CHECK(oc_mm_cuda_plan_render(ctx, &p, "cuda:0 test", 0, &text) == OC_OK &&
+          strstr(text, "A's panels uploaded as int8, converted to float32 on the device") &&
+          strstr(text, "promoted panels"));
+    CHECK(oc_mm_cuda_plan_render(ctx, &p, "cuda:0 test", 1, &json) == OC_OK &&
+          strstr(json, "\"a_uploaded_as\": \"int8\"") && strstr(json, "\"b_uploaded_as\": \"float32\""));
+    free(text), free(json);
+    CHECK(oc_mm_cuda_plan_render(ctx, &q, "cuda:0 test", 0, &text) == OC_OK && !strstr(text, "promoted"));
+    free(text);
+}
+
 int main(void)
 {
     oc_context *ctx = NULL;
@@ -284,6 +337,7 @@ int main(void)
     check_resident_int8_chunks(ctx);
     check_model_choice(ctx);
     check_rectangles(ctx);
+    check_promoted(ctx);
     oc_context_free(ctx);
     return oc_test_finish();
 }

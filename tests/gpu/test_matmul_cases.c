@@ -9,7 +9,8 @@
  * budget that cuts the pinned slots. Each result is within the documented bound of the
  * float64 reference (int8 exactly); under one plan every device count gives the same bytes;
  * a mixed pair gives the bytes of its operand converted first, and uploads its stored bytes
- * alone. A·Aᵀ (the upper tiles, mirrored) against the full product, bit for bit.
+ * alone. A·Aᵀ (the upper tiles, mirrored): exactly symmetric, within the bound, the same
+ * bytes split or not, int8's those of the full product.
  *
  * OUTCORE_TEST_QUICK (bench/gpu_check.sh, under compute-sanitizer): one transpose, one shape
  * of each kind and device 0 alone.
@@ -190,6 +191,64 @@ static void check_promoted(void)
     printf("%d mixed pairs promoted on the device\n", pairs);
 }
 
+/* A·Aᵀ (gram: the upper tiles, mirrored) under a forced tile of 16: exactly symmetric,
+ * within the bound of the reference, the same bytes on device 0 and on it split in two, and
+ * for int8 the bytes of the full product A·Bᵀ with B a copy of A; shapes from 1 x 1 to tall
+ * and skinny, a promoted A among the types. */
+static void check_symmetric(void)
+{
+    static const struct {
+        int64_t n, k;
+    } sym_shapes[] = {{67, 41}, {1, 1}, {1, 300}, {37, 1}, {211, 3}};
+    static const struct {
+        oc_matmul_dtype t, requested;
+    } sym_types[] = {{OC_MATMUL_INT8, OC_MATMUL_DEFAULT},    {OC_MATMUL_FLOAT64, OC_MATMUL_DEFAULT},
+                     {OC_MATMUL_FLOAT32, OC_MATMUL_DEFAULT}, {OC_MATMUL_FLOAT16, OC_MATMUL_DEFAULT},
+                     {OC_MATMUL_INT8, OC_MATMUL_FLOAT32},    {OC_MATMUL_UINT8, OC_MATMUL_FLOAT64}};
+    for (size_t sh = 0; sh < sizeof sym_shapes / sizeof sym_shapes[0]; sh++)
+        for (size_t t = 0; t < sizeof sym_types / sizeof sym_types[0]; t++) {
+            if (quick && sh > 0) continue;
+            const int64_t n = sym_shapes[sh].n, k = sym_shapes[sh].k;
+            const oc_matmul_dtype at = sym_types[t].t;
+            void *a = mm_random_matrix(at, n, k);
+            oc_matmul_dtype rt = OC_MATMUL_DEFAULT;
+            oc_context *ctx = NULL;
+            oc_context_create(&ctx);
+            oc_matmul_array A = mem(at, a, n, k);
+            oc_matmul_options o = OC_MATMUL_OPTIONS_INIT;
+            o.gram = 1, o.dtype = sym_types[t].requested, o.backend = OC_BACKEND_CUDA, o.tile = 16;
+            CHECK(oc_matmul_result(ctx, &A, NULL, &o, &rt, NULL, NULL) == OC_OK);
+            const size_t e = oc_matmul_dtype_size(rt), bytes = (size_t)(n * n) * e;
+            unsigned char *c[3] = {calloc(bytes, 1), calloc(bytes, 1), calloc(bytes, 1)};
+            for (int d = 0; d < (quick ? 1 : 2); d++) {
+                o.devices = device_lists[d].list;
+                oc_matmul_array C = mem(rt, c[d], n, n);
+                CHECK_MSG(oc_matmul(ctx, &A, NULL, &C, &o, NULL) == OC_OK, "A·Aᵀ %s %lldx%lld on %s: %s",
+                          oc_matmul_dtype_name(at), (long long)n, (long long)k, o.devices, oc_context_last_error(ctx));
+            }
+            int asym = 0;
+            for (int64_t i = 0; i < n; i++)
+                for (int64_t j = 0; j < i; j++) asym += memcmp(c[0] + (i * n + j) * e, c[0] + (j * n + i) * e, e) != 0;
+            CHECK_MSG(asym == 0, "A·Aᵀ %s %lldx%lld: %d elements off the mirror", oc_matmul_dtype_name(at),
+                      (long long)n, (long long)k, asym);
+            if (!quick)
+                CHECK_MSG(memcmp(c[0], c[1], bytes) == 0, "A·Aᵀ %s: 0:2 gave other bytes", oc_matmul_dtype_name(at));
+            const mm_product p = {at, at, sym_types[t].requested, n, n, k, 0, 1};
+            mm_off_reference(&p, a, a, c[0], rt);
+            if (rt == OC_MATMUL_INT32) { /* exact: the full product's bytes */
+                void *copy = malloc((size_t)(n * k) + 1);
+                memcpy(copy, a, (size_t)(n * k));
+                oc_matmul_array B = mem(at, copy, n, k), C = mem(rt, c[2], n, n);
+                oc_matmul_options f = o;
+                f.gram = 0, f.transpose_b = 1, f.devices = NULL;
+                CHECK(oc_matmul(ctx, &A, &B, &C, &f, NULL) == OC_OK && memcmp(c[0], c[2], bytes) == 0);
+                free(copy);
+            }
+            free(a), free(c[0]), free(c[1]), free(c[2]);
+            oc_context_free(ctx);
+        }
+}
+
 int main(void)
 {
     if (!oc_cuda_device_usable(0)) {
@@ -203,5 +262,6 @@ int main(void)
     if (!two) printf("one CUDA device: devices 0,1 are not run\n");
     check_cases(two);
     check_promoted();
+    check_symmetric();
     return oc_test_finish();
 }
