@@ -15,20 +15,24 @@ def a_npy(tmp_path, rng):
     return a, path
 
 
-@pytest.mark.parametrize("args, token", [
+BAD_SPECS = [
     (["--devices", "0:2", "--backend", "cpu"], '"0:2"'),
     (["--devices", "0,x"], '"x"'),
     (["--devices", "0:0"], '"0:0"'),
     (["--devices", "0:9"], '"0:9"'),
     (["--devices", "1,1"], '"1"'),
+]
+# Per-device budgets: gram's alone (matmul has one --gpu-mem for every device).
+BAD_BUDGETS = [
     (["--devices", "0", "--gpu-mem", "0=lots"], '"0=lots"'),
     (["--devices", "0", "--gpu-mem", "zz=2G"], '"zz=2G"'),
-])
-@pytest.mark.parametrize("command", ["gram", "matmul"])
-def test_bad_device_specs_name_the_token(tmp_path, a_npy, args, token, command):
-    """gram and matmul read a device list with one parser (matmul takes no per-device budget)."""
-    if command == "matmul" and "--gpu-mem" in args:
-        pytest.skip("matmul has one --gpu-mem for every device")
+]
+
+
+@pytest.mark.parametrize("command, args, token", [("gram", *c) for c in BAD_SPECS + BAD_BUDGETS] +
+                         [("matmul", *c) for c in BAD_SPECS])
+def test_bad_device_specs_name_the_token(tmp_path, a_npy, command, args, token):
+    """gram and matmul read a device list with one parser."""
     out = tmp_path / "c.npy"
     head = ["gram", a_npy[1]] if command == "gram" else ["matmul", a_npy[1], "--gram"]
     proc = run(*head, "-o", out, *args, check=False)
