@@ -15,6 +15,7 @@
 #include "core/trace.h"
 #include "cost/cost.h"
 #include "cost/cost_gemm.h"
+#include "matmul/matmul_dtype.h"
 
 static oc_cost_gemm_type gemm_type(oc_mm_type t, int tf32)
 {
@@ -166,7 +167,23 @@ static int gpu_cc(int device)
     if (!oc_mm_backend_cuda.usable(device)) return 0;
     return oc_gpu_probe_cuda.device_cc(device, why, sizeof why);
 }
+
 #endif
+
+/* The bytes of A and B a GPU uploads: each operand as stored where the device promotes it
+ * (oc_matmul_widens), else in the compute type (symmetric: A alone). */
+static double upload_bytes(const oc_matmul_job *job)
+{
+    const double rows[2] = {(double)job->m, job->symmetric ? 0.0 : (double)job->n};
+    double bytes = 0;
+    for (int i = 0; i < 2; i++) {
+        const oc_matmul_dtype t = job->stored_type[i];
+        const double elem =
+            (double)(oc_matmul_widens(t, job->in_type) ? oc_matmul_dtype_size(t) : oc_mm_type_size(job->in_type));
+        bytes += elem * rows[i] * (double)job->k;
+    }
+    return bytes;
+}
 
 oc_status oc_mm_choose(oc_context *ctx, const oc_matmul_job *job, const oc_matmul_options *opts,
                        const oc_mm_backend **out, char *explain, size_t explain_size)
@@ -217,8 +234,7 @@ oc_status oc_mm_choose(oc_context *ctx, const oc_matmul_job *job, const oc_matmu
                            .symmetric = job->symmetric,
                            .in_type = job->in_type,
                            .tf32 = job->tf32,
-                           .in_bytes = (double)oc_mm_type_size(job->in_type) *
-                                       ((double)job->m + (job->symmetric ? 0.0 : (double)job->n)) * (double)job->k,
+                           .in_bytes = upload_bytes(job),
                            .out_bytes = (double)oc_mm_type_size(job->out_type) * (double)job->m * (double)job->n,
                            .cpu_blas = oc_mm_backend_cpu.library(library, sizeof library),
                            .cpu_cores = oc_threads_resolve(job->threads),

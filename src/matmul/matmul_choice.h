@@ -18,7 +18,7 @@ typedef struct oc_mm_cost_input {
     int symmetric;
     oc_mm_type in_type;
     int tf32;
-    double in_bytes, out_bytes; /* the operands in the compute type, the result */
+    double in_bytes, out_bytes; /* the operands as a GPU uploads them, the result */
     int cpu_blas, cpu_cores;
     double cpu_core_rate; /* flop/s a core of the BLAS's GEMM as measured; 0: the default */
     int gpu_cc;           /* 0: no usable GPU */
