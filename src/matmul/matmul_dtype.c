@@ -236,6 +236,72 @@ static float load_f32(oc_matmul_dtype t, const void *src, int64_t i)
     }
 }
 
+/* One loop per (source, target) pair: each is called with `from` a constant, so that after
+ * inlining the switches of load() and load_f32() fold away and the loop is a plain (and, at
+ * stride 1, vectorized) conversion. */
+#define OC_MM_INLINE static inline __attribute__((always_inline))
+OC_MM_INLINE void to_f64(oc_matmul_dtype from, const void *src, int64_t n, double *dst, int64_t stride)
+{
+    for (int64_t i = 0; i < n; i++) dst[i * stride] = load(from, src, i);
+}
+OC_MM_INLINE void to_f32(oc_matmul_dtype from, const void *src, int64_t n, float *dst, int64_t stride)
+{
+    for (int64_t i = 0; i < n; i++) dst[i * stride] = load_f32(from, src, i);
+}
+/* float16 from the value itself, rounded once, as numpy's astype(float16). */
+OC_MM_INLINE void to_f16(oc_matmul_dtype from, const void *src, int64_t n, uint16_t *dst, int64_t stride)
+{
+    for (int64_t i = 0; i < n; i++) dst[i * stride] = oc_mm_double_to_half(load(from, src, i));
+}
+OC_MM_INLINE void to_bf16(oc_matmul_dtype from, const void *src, int64_t n, uint16_t *dst, int64_t stride)
+{
+    for (int64_t i = 0; i < n; i++) dst[i * stride] = oc_mm_float_to_bf16(load_f32(from, src, i));
+}
+#undef OC_MM_INLINE
+
+/* LOOP(t, ...) with t each source dtype in turn as a constant: the case of `from`. */
+#define OC_MM_EACH_SOURCE(from, LOOP, ...)     \
+    switch (from) {                            \
+    case OC_MATMUL_FLOAT64:                    \
+        LOOP(OC_MATMUL_FLOAT64, __VA_ARGS__);  \
+        break;                                 \
+    case OC_MATMUL_FLOAT32:                    \
+        LOOP(OC_MATMUL_FLOAT32, __VA_ARGS__);  \
+        break;                                 \
+    case OC_MATMUL_FLOAT16:                    \
+        LOOP(OC_MATMUL_FLOAT16, __VA_ARGS__);  \
+        break;                                 \
+    case OC_MATMUL_BFLOAT16:                   \
+        LOOP(OC_MATMUL_BFLOAT16, __VA_ARGS__); \
+        break;                                 \
+    case OC_MATMUL_INT8:                       \
+        LOOP(OC_MATMUL_INT8, __VA_ARGS__);     \
+        break;                                 \
+    case OC_MATMUL_INT16:                      \
+        LOOP(OC_MATMUL_INT16, __VA_ARGS__);    \
+        break;                                 \
+    case OC_MATMUL_INT32:                      \
+        LOOP(OC_MATMUL_INT32, __VA_ARGS__);    \
+        break;                                 \
+    case OC_MATMUL_INT64:                      \
+        LOOP(OC_MATMUL_INT64, __VA_ARGS__);    \
+        break;                                 \
+    case OC_MATMUL_UINT8:                      \
+        LOOP(OC_MATMUL_UINT8, __VA_ARGS__);    \
+        break;                                 \
+    case OC_MATMUL_UINT16:                     \
+        LOOP(OC_MATMUL_UINT16, __VA_ARGS__);   \
+        break;                                 \
+    case OC_MATMUL_UINT32:                     \
+        LOOP(OC_MATMUL_UINT32, __VA_ARGS__);   \
+        break;                                 \
+    case OC_MATMUL_UINT64:                     \
+        LOOP(OC_MATMUL_UINT64, __VA_ARGS__);   \
+        break;                                 \
+    default:                                   \
+        break;                                 \
+    }
+
 void oc_matmul_convert(oc_matmul_dtype from, const void *src, int64_t n, oc_mm_type to, void *dst, int64_t dst_stride)
 {
     if (dst_stride == 1 && oc_matmul_dtype_of(to) == from) {
@@ -244,16 +310,16 @@ void oc_matmul_convert(oc_matmul_dtype from, const void *src, int64_t n, oc_mm_t
     }
     switch (to) {
     case OC_MM_FLOAT64:
-        for (int64_t i = 0; i < n; i++) ((double *)dst)[i * dst_stride] = load(from, src, i);
+        OC_MM_EACH_SOURCE(from, to_f64, src, n, (double *)dst, dst_stride)
         break;
     case OC_MM_FLOAT32:
-        for (int64_t i = 0; i < n; i++) ((float *)dst)[i * dst_stride] = load_f32(from, src, i);
+        OC_MM_EACH_SOURCE(from, to_f32, src, n, (float *)dst, dst_stride)
         break;
-    case OC_MM_FLOAT16: /* from the value itself, rounded once, as numpy's astype(float16) */
-        for (int64_t i = 0; i < n; i++) ((uint16_t *)dst)[i * dst_stride] = oc_mm_double_to_half(load(from, src, i));
+    case OC_MM_FLOAT16:
+        OC_MM_EACH_SOURCE(from, to_f16, src, n, (uint16_t *)dst, dst_stride)
         break;
     case OC_MM_BFLOAT16:
-        for (int64_t i = 0; i < n; i++) ((uint16_t *)dst)[i * dst_stride] = oc_mm_float_to_bf16(load_f32(from, src, i));
+        OC_MM_EACH_SOURCE(from, to_bf16, src, n, (uint16_t *)dst, dst_stride)
         break;
     case OC_MM_INT8:
         for (int64_t i = 0; i < n; i++) ((int8_t *)dst)[i * dst_stride] = load_int8_t(src, i);
@@ -263,3 +329,4 @@ void oc_matmul_convert(oc_matmul_dtype from, const void *src, int64_t n, oc_mm_t
         break;
     }
 }
+#undef OC_MM_EACH_SOURCE
