@@ -20,11 +20,33 @@ oc_status oc_mm_io_fail(const oc_matmul_job *job, oc_status status, const char *
     return status;
 }
 
-/* n elements of elem bytes from src into dst, dst_stride elements apart. */
-static void copy_strided(const void *src, int64_t n, size_t elem, void *dst, int64_t dst_stride)
+/* Stored rows a transposed panel gathers at once: each becomes a panel column, so the block
+ * is written TBLOCK elements (a cache line of float32) at a time rather than one element a
+ * row apart. */
+#define TBLOCK 16
+
+/* dst[j * ld + b] = blk[b * width + j] for b < nb, j < width: a block of nb rows, elem bytes
+ * each element, written into nb adjacent columns of dst. */
+static void transpose_block(const void *blk, int64_t nb, int64_t width, size_t elem, void *dst, int64_t ld)
 {
-    for (int64_t i = 0; i < n; i++)
-        memcpy((char *)dst + (size_t)(i * dst_stride) * elem, (const char *)src + (size_t)i * elem, elem);
+#define OC_MM_TRANSPOSE(T)              \
+    for (int64_t j = 0; j < width; j++) \
+        for (int64_t b = 0; b < nb; b++) ((T *)dst)[j * ld + b] = ((const T *)blk)[b * width + j]
+    switch (elem) {
+    case 1:
+        OC_MM_TRANSPOSE(uint8_t);
+        break;
+    case 2:
+        OC_MM_TRANSPOSE(uint16_t);
+        break;
+    case 4:
+        OC_MM_TRANSPOSE(uint32_t);
+        break;
+    default:
+        OC_MM_TRANSPOSE(uint64_t);
+        break;
+    }
+#undef OC_MM_TRANSPOSE
 }
 
 oc_status oc_mm_read_panel(const oc_matmul_job *job, oc_mm_operand which, int64_t row0, int64_t rows, int64_t col0,
@@ -35,33 +57,39 @@ oc_status oc_mm_read_panel(const oc_matmul_job *job, oc_mm_operand which, int64_
     const int as_stored = job->panel_stored[which];
     const size_t elem = oc_matmul_dtype_size(s->dtype), out = as_stored ? elem : oc_mm_type_size(job->in_type);
     /* Without a transpose each panel row is a segment of a stored row; with one, each stored
-     * row j gives column j of the panel. */
+     * row j gives column j of the panel, TBLOCK rows converted into blk and then written as
+     * TBLOCK columns. */
     const int t = io->transpose[which];
     const int64_t lines = t ? cols : rows, width = t ? rows : cols, first = t ? col0 : row0, offset = t ? row0 : col0;
     /* A row as stored, neither converted nor transposed, is read (pread) straight into its
      * place in the panel. */
     const int same = as_stored || oc_matmul_dtype_of(job->in_type) == s->dtype, straight = !t && same;
-    void *buf = NULL;
-    if (!s->data && !straight && width > 0 && !(buf = malloc((size_t)width * elem)))
+    void *buf = NULL, *blk = NULL;
+    if (width > 0 && ((!s->data && !straight && !(buf = malloc((size_t)width * elem))) ||
+                      (t && !(blk = malloc((size_t)(TBLOCK * width) * out))))) {
+        free(buf);
         return oc_mm_io_fail(job, OC_ERR_NO_MEMORY, "out of memory reading a panel");
+    }
     char why[512];
-    for (int64_t l = 0; l < lines; l++) {
-        char *row = (char *)dst + (size_t)(l * cols) * out;
+    oc_status st = OC_OK;
+    for (int64_t l = 0; l < lines && st == OC_OK; l++) {
+        char *row = t ? (char *)blk + (size_t)((l % TBLOCK) * width) * out : (char *)dst + (size_t)(l * cols) * out;
         const void *p = oc_mm_source_row(s, first + l, offset, width, straight ? row : buf, why, sizeof why);
         if (!p) {
-            free(buf);
-            return oc_mm_io_fail(job, OC_ERR_INPUT, why);
+            st = oc_mm_io_fail(job, OC_ERR_INPUT, why);
+            break;
         }
-        if (t && same) copy_strided(p, width, elem, (char *)dst + (size_t)l * out, cols);
-        else if (t) oc_matmul_convert(s->dtype, p, width, job->in_type, (char *)dst + (size_t)l * out, cols);
-        else if (p != row && same) memcpy(row, p, (size_t)width * elem);
+        if (p != row && same) memcpy(row, p, (size_t)width * elem);
         else if (p != row) oc_matmul_convert(s->dtype, p, width, job->in_type, row, 1);
-        if (oc_cancelled(job->ctx)) {
-            free(buf);
-            return oc_mm_io_fail(job, OC_ERR_CANCELLED, "cancelled");
+        if (t && (l % TBLOCK == TBLOCK - 1 || l == lines - 1)) {
+            const int64_t l0 = l - l % TBLOCK;
+            transpose_block(blk, l - l0 + 1, width, out, (char *)dst + (size_t)l0 * out, cols);
         }
+        if (oc_cancelled(job->ctx)) st = oc_mm_io_fail(job, OC_ERR_CANCELLED, "cancelled");
     }
     free(buf);
+    free(blk);
+    if (st != OC_OK) return st;
     __atomic_add_fetch(&io->bytes_read, rows * cols * (int64_t)elem, __ATOMIC_RELAXED);
     return OC_OK;
 }
