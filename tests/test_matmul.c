@@ -500,8 +500,8 @@ static void test_panels_as_stored(void)
 }
 
 /* Products accumulated in C's place, against the reference: caller memory with rows further
- * apart than its width (the gap between them untouched), A in place and op(B) = Bᵀ read in
- * panels, under a budget of several tiles and K panels; then the plan as oc_matmul_plan
+ * apart than its width (the gap between them untouched), A in place and op(B) = Bᵀ read
+ * where it lies by the BLAS's transpose, in tiles of 16; then the plan as oc_matmul_plan
  * gives it for that C and for a .npy result. */
 static void test_in_place_products(void)
 {
@@ -518,11 +518,15 @@ static void test_in_place_products(void)
     oc_matmul_options o = OC_MATMUL_OPTIONS_INIT;
     o.backend = OC_BACKEND_CPU;
     o.transpose_b = 1;
-    o.host_mem_bytes = 12000; /* op(B)'s panels: tiles of 16 columns, K panels under 100 */
+    o.host_mem_bytes = 12000;
+    o.tile = 16;
     char *plan = NULL;
     CHECK(oc_matmul_plan(ctx, &A, &B, &C, &o, 1, 0, &plan) == OC_OK && plan);
     const int blas = plan && !strstr(plan, "cpu/reference");
-    CHECK_MSG(plan && strstr(plan, blas ? "\"in_place\": [\"A\", \"C\"]" : "\"in_place\": []"), "%s", plan);
+    CHECK_MSG(plan && strstr(plan, blas ? "\"in_place\": [\"A\", \"B\", \"C\"]" : "\"in_place\": []"), "%s", plan);
+    free(plan);
+    CHECK(oc_matmul_plan(ctx, &A, &B, &C, &o, 0, 0, &plan) == OC_OK && plan);
+    CHECK_MSG(!blas || strstr(plan, "A and B read where they lie (transposed by the BLAS)"), "%s", plan);
     free(plan);
     oc_matmul_stats st = {.struct_size = sizeof st};
     CHECK_MSG(oc_matmul(ctx, &A, &B, &C, &o, &st) == OC_OK, "%s", oc_context_last_error(ctx));
@@ -537,7 +541,7 @@ static void test_in_place_products(void)
     oc_matmul_array F = OC_MATMUL_ARRAY_INIT;
     F.path = "never-written.npy"; /* a .npy result: its mapping, planned without opening it */
     CHECK(oc_matmul_plan(ctx, &A, &B, &F, &o, 1, 0, &plan) == OC_OK && plan);
-    CHECK_MSG(plan && strstr(plan, blas ? "\"in_place\": [\"A\", \"C\"]" : "\"in_place\": []"), "%s", plan);
+    CHECK_MSG(plan && strstr(plan, blas ? "\"in_place\": [\"A\", \"B\", \"C\"]" : "\"in_place\": []"), "%s", plan);
     free(plan);
     CHECK(access("never-written.npy", F_OK) != 0);
     free(a), free(b), free(c), free(dense);

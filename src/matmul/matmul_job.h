@@ -67,6 +67,14 @@ typedef int (*oc_mm_tile_done_fn)(const oc_matmul_job *job, int64_t row0, int64_
  * its bytes in stats.bytes_straight. Thread-safe. */
 typedef const void *(*oc_mm_panel_memory_fn)(const oc_matmul_job *job, oc_mm_operand which, int64_t row0, int64_t col0,
                                              int64_t *ld);
+/* panel_memory for an operand read transposed: where element (row0, col0) of op(X) lies when
+ * op(X) is the transpose of X as it lies in memory (in_type; the caller's memory or a mapped
+ * input): the address of X's element (col0, row0), and in *ld the elements between X's rows;
+ * NULL otherwise (not transposed, a conversion, a file read in segments). A backend that
+ * multiplies op(X) where it lies with a transposing GEMM (the CPU's BLAS) reads it there and
+ * counts its bytes in stats.bytes_straight. Thread-safe. */
+typedef const void *(*oc_mm_transposed_memory_fn)(const oc_matmul_job *job, oc_mm_operand which, int64_t row0,
+                                                  int64_t col0, int64_t *ld);
 /* Where element (row0, col0) of C goes in memory when write_tile would only copy a tile
  * there (out_type; the caller's memory or the mapping of the .npy being written; not A·Aᵀ,
  * which write_tile mirrors, unless C is GPU memory (then the backend mirrors:
@@ -108,6 +116,7 @@ struct oc_matmul_job {
     oc_mm_tile_done_fn tile_done;
     /* May be NULL: panels and tiles then go through read_panel and write_tile alone. */
     oc_mm_panel_memory_fn panel_memory;
+    oc_mm_transposed_memory_fn transposed_memory;
     oc_mm_tile_memory_fn tile_memory;
     oc_mm_stored_memory_fn stored_memory;
     /* The elements between rows of the place tile_memory gives C in host memory for every

@@ -108,6 +108,19 @@ const void *oc_mm_panel_memory(const oc_matmul_job *job, oc_mm_operand which, in
     return s->data + ((size_t)row0 * (size_t)s->ld + (size_t)col0) * oc_matmul_dtype_size(s->dtype);
 }
 
+const void *oc_mm_transposed_memory(const oc_matmul_job *job, oc_mm_operand which, int64_t row0, int64_t col0,
+                                    int64_t *ld)
+{
+    const oc_mm_io *io = job->io;
+    const oc_mm_source *s = io->src[which];
+    /* As panel_memory, for an operand read transposed: op(X)(row0, col0) is the stored
+     * X(col0, row0) (a Fortran-order file's stored rows are its columns: transposed once
+     * more by io->transpose, so the same holds). */
+    if (!s->data || s->fd >= 0 || !io->transpose[which] || oc_matmul_dtype_of(job->in_type) != s->dtype) return NULL;
+    *ld = s->ld;
+    return s->data + ((size_t)col0 * (size_t)s->ld + (size_t)row0) * oc_matmul_dtype_size(s->dtype);
+}
+
 const void *oc_mm_stored_memory(const oc_matmul_job *job, oc_mm_operand which, int64_t *ld, int *transposed)
 {
     const oc_mm_io *io = job->io;
@@ -125,6 +138,7 @@ void oc_mm_io_bind(oc_matmul_job *job, oc_mm_io *io)
     job->read_panel = oc_mm_read_panel;
     job->write_tile = oc_mm_write_tile;
     job->panel_memory = oc_mm_panel_memory;
+    job->transposed_memory = oc_mm_transposed_memory;
     job->tile_memory = oc_mm_tile_memory;
     job->stored_memory = oc_mm_stored_memory;
     job->io = io;

@@ -72,6 +72,10 @@ def test_fortran_order(mats):
     np.save(d / "fb.npy", np.asfortranarray(x["b"]))
     run("matmul", d / "fa.npy", d / "fb.npy", "-o", d / "c.npy", "-q")
     close(np.load(d / "c.npy"), x["a"] @ x["b"], 70, 1e-15)
+    plan = json.loads(run("matmul", d / "fa.npy", d / "fb.npy", "-o", d / "c.npy", "--backend", "cpu", "--plan",
+                          "--json").stdout)
+    if plan["backend"] != "cpu/reference":  # a BLAS reads both where they lie, with its transpose flag
+        assert plan["in_place"][:2] == ["A", "B"], plan
     run("matmul", d / "fb.npy", d / "a.npy", "--transpose-a", "--transpose-b", "-o", d / "c.npy", "-q")
     close(np.load(d / "c.npy"), x["b"].T @ x["a"].T, 70, 1e-15)
     proc = run("matmul", d / "fa.npy", d / "fa.npy", "--transpose-b", "-o", d / "c.npy", "--json", "--tile", "32")

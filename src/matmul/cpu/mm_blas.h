@@ -10,7 +10,7 @@
 #include <stddef.h>
 
 /* CBLAS's values of its enums. */
-enum { OC_CBLAS_ROW_MAJOR = 101, OC_CBLAS_NO_TRANS = 111, OC_CBLAS_UPPER = 121 };
+enum { OC_CBLAS_ROW_MAJOR = 101, OC_CBLAS_NO_TRANS = 111, OC_CBLAS_TRANS = 112, OC_CBLAS_UPPER = 121 };
 
 typedef void (*oc_sgemm_fn)(int order, int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda,
                             const float *b, int ldb, float beta, float *c, int ldc);

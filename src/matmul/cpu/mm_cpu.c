@@ -159,33 +159,42 @@ static oc_status write_pieces(oc_matmul_job *job, const oc_mm_cpu_plan *p, int64
 
 /* The upper triangle of acc[h x h] += a·aᵀ (a diagonal tile of A·Aᵀ: half the multiply-adds
  * of a gemm, and no B panel; write_tile reads only the upper triangle of such a tile). */
-static void syrk_blas(const oc_mm_cpu_plan *p, int64_t h, int64_t kw, const void *a, int64_t lda, void *acc, int first)
+/* CBLAS's flag for an operand: transposed where the plan reads it in place transposed (its
+ * panel then lies as the transpose of the panel the product takes). */
+static int trans_flag(const oc_mm_cpu_plan *p, oc_mm_operand which)
 {
-    if (p->kind == OC_MM_KIND_F64)
-        p->blas.dsyrk(OC_CBLAS_ROW_MAJOR, OC_CBLAS_UPPER, OC_CBLAS_NO_TRANS, (int)h, (int)kw, 1.0, a, (int)lda,
-                      first ? 0.0 : 1.0, acc, (int)h);
-    else
-        p->blas.ssyrk(OC_CBLAS_ROW_MAJOR, OC_CBLAS_UPPER, OC_CBLAS_NO_TRANS, (int)h, (int)kw, 1.0f, a, (int)lda,
-                      first ? 0.0f : 1.0f, acc, (int)h);
+    return p->transposed[which] ? OC_CBLAS_TRANS : OC_CBLAS_NO_TRANS;
 }
 
-static void gemm_blas(const oc_mm_cpu_plan *p, int64_t h, int64_t w, int64_t kw, const void *a, int64_t lda,
-                      const void *b, int64_t ldb, void *acc, int64_t ldc, int first)
+static void syrk_blas(const oc_mm_cpu_plan *p, int ta, int64_t h, int64_t kw, const void *a, int64_t lda, void *acc,
+                      int first)
 {
     if (p->kind == OC_MM_KIND_F64)
-        p->blas.dgemm(OC_CBLAS_ROW_MAJOR, OC_CBLAS_NO_TRANS, OC_CBLAS_NO_TRANS, (int)h, (int)w, (int)kw, 1.0, a,
-                      (int)lda, b, (int)ldb, first ? 0.0 : 1.0, acc, (int)ldc);
+        p->blas.dsyrk(OC_CBLAS_ROW_MAJOR, OC_CBLAS_UPPER, ta, (int)h, (int)kw, 1.0, a, (int)lda, first ? 0.0 : 1.0, acc,
+                      (int)h);
     else
-        p->blas.sgemm(OC_CBLAS_ROW_MAJOR, OC_CBLAS_NO_TRANS, OC_CBLAS_NO_TRANS, (int)h, (int)w, (int)kw, 1.0f, a,
-                      (int)lda, b, (int)ldb, first ? 0.0f : 1.0f, acc, (int)ldc);
+        p->blas.ssyrk(OC_CBLAS_ROW_MAJOR, OC_CBLAS_UPPER, ta, (int)h, (int)kw, 1.0f, a, (int)lda, first ? 0.0f : 1.0f,
+                      acc, (int)h);
+}
+
+static void gemm_blas(const oc_mm_cpu_plan *p, int ta, int tb, int64_t h, int64_t w, int64_t kw, const void *a,
+                      int64_t lda, const void *b, int64_t ldb, void *acc, int64_t ldc, int first)
+{
+    if (p->kind == OC_MM_KIND_F64)
+        p->blas.dgemm(OC_CBLAS_ROW_MAJOR, ta, tb, (int)h, (int)w, (int)kw, 1.0, a, (int)lda, b, (int)ldb,
+                      first ? 0.0 : 1.0, acc, (int)ldc);
+    else
+        p->blas.sgemm(OC_CBLAS_ROW_MAJOR, ta, tb, (int)h, (int)w, (int)kw, 1.0f, a, (int)lda, b, (int)ldb,
+                      first ? 0.0f : 1.0f, acc, (int)ldc);
 }
 
 /* A panel where it lies (the plan's in_place: the caller's memory or a mapped input, in the
- * multiply's type, not transposed), with its elements between rows in *ld. */
-static const void *panel_in_place(oc_matmul_job *job, oc_mm_operand which, int64_t row0, int64_t col0, int64_t rows,
-                                  int64_t cols, int64_t *ld)
+ * multiply's type; transposed where the plan says so), with its elements between rows in *ld. */
+static const void *panel_in_place(oc_matmul_job *job, const oc_mm_cpu_plan *p, oc_mm_operand which, int64_t row0,
+                                  int64_t col0, int64_t rows, int64_t cols, int64_t *ld)
 {
-    const void *at = job->panel_memory(job, which, row0, col0, ld);
+    const void *at = p->transposed[which] ? job->transposed_memory(job, which, row0, col0, ld)
+                                          : job->panel_memory(job, which, row0, col0, ld);
     if (at) job->stats.bytes_straight += rows * cols * (int64_t)oc_mm_type_size(job->in_type);
     return at;
 }
@@ -230,7 +239,7 @@ static oc_status run_tile(oc_matmul_job *job, const oc_mm_cpu_plan *p, cpu_buffe
         int64_t lda = kw, ldb = w;
         const void *a = bf->a, *b = bf->b;
         if (p->in_place[OC_MM_A]) {
-            a = panel_in_place(job, OC_MM_A, i0, k0, h, kw, &lda);
+            a = panel_in_place(job, p, OC_MM_A, i0, k0, h, kw, &lda);
         } else if (*a_key != key) {
             *a_key = -1; /* a failed read leaves it partly overwritten */
             OC_CHECK(ctx, read_pieces(job, p, OC_MM_A, i0, h, k0, kw, bf->a_in, bf->a));
@@ -239,13 +248,15 @@ static oc_status run_tile(oc_matmul_job *job, const oc_mm_cpu_plan *p, cpu_buffe
         if (!a) return oc_fail(ctx, OC_ERR_INTERNAL, "matmul: a panel of A planned in place is not in memory");
         if (syrk) {
             span_add(&spans->read, &t);
-            syrk_blas(p, h, kw, a, lda, acc, q == 0);
+            syrk_blas(p, trans_flag(p, OC_MM_A), h, kw, a, lda, acc, q == 0);
         } else {
-            if (p->in_place[OC_MM_B]) b = panel_in_place(job, OC_MM_B, k0, j0, kw, w, &ldb);
+            if (p->in_place[OC_MM_B]) b = panel_in_place(job, p, OC_MM_B, k0, j0, kw, w, &ldb);
             else OC_CHECK(ctx, read_pieces(job, p, OC_MM_B, k0, kw, j0, w, bf->b_in, bf->b));
             if (!b) return oc_fail(ctx, OC_ERR_INTERNAL, "matmul: a panel of B planned in place is not in memory");
             span_add(&spans->read, &t);
-            if (blas) gemm_blas(p, h, w, kw, a, lda, b, ldb, acc, ldc, q == 0);
+            if (blas)
+                gemm_blas(p, trans_flag(p, OC_MM_A), trans_flag(p, OC_MM_B), h, w, kw, a, lda, b, ldb, acc, ldc,
+                          q == 0);
             else OC_CHECK(ctx, oc_mm_ref_gemm(ctx, p->kind, p->threads, h, w, kw, bf->a, bf->b, bf->acc));
         }
         span_add(&spans->multiply, &t);

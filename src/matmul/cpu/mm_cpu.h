@@ -34,6 +34,7 @@ typedef struct oc_mm_cpu_plan {
     int64_t tiles;                    /* tiles computed (the upper ones for A·Aᵀ) */
     int64_t need_bytes;               /* panels + accumulator + output tile, those not in place */
     int in_place[3];                  /* A's panels, B's panels, C's tiles where they lie */
+    int transposed[2];                /* A's, B's in place as the transpose of how they lie */
     const char *bound;                /* what bounds tm, tn and kp */
     int threads;
     oc_mm_blas blas;

@@ -110,18 +110,24 @@ static int best_tile(const oc_matmul_job *job, const oc_mm_cpu_plan *p, int64_t 
 }
 
 /* Which of A's panels, B's panels and C's tiles the product uses where they lie: with a
- * BLAS, an operand in memory in the multiply's type and not transposed (panel_memory), and a
- * result in the accumulator's type whose place the job gives (tile_place_ld; not A·Aᵀ, whose
- * tiles write_tile mirrors), each with strides CBLAS's ints take. */
+ * BLAS, an operand in memory in the multiply's type (panel_memory; read transposed:
+ * transposed_memory, which the BLAS's transpose flag reads), and a result in the
+ * accumulator's type whose place the job gives (tile_place_ld; not A·Aᵀ, whose tiles
+ * write_tile mirrors), each with strides CBLAS's ints take. */
 static void find_in_place(const oc_matmul_job *job, oc_mm_cpu_plan *p)
 {
     memset(p->in_place, 0, sizeof p->in_place);
+    memset(p->transposed, 0, sizeof p->transposed);
     if (!p->blas.sgemm || p->kind == OC_MM_KIND_I8) return;
     const int same = (p->kind == OC_MM_KIND_F64 && job->in_type == OC_MM_FLOAT64) ||
                      (p->kind == OC_MM_KIND_F32 && job->in_type == OC_MM_FLOAT32);
-    int64_t ld = 0;
-    for (int w = 0; w < 2 && same && job->panel_memory; w++)
-        p->in_place[w] = job->panel_memory(job, (oc_mm_operand)w, 0, 0, &ld) != NULL && ld <= INT32_MAX;
+    for (int w = 0; w < 2 && same; w++) {
+        int64_t ld = 0;
+        const oc_mm_operand x = (oc_mm_operand)w;
+        if (job->panel_memory && job->panel_memory(job, x, 0, 0, &ld) && ld <= INT32_MAX) p->in_place[w] = 1;
+        else if (job->transposed_memory && job->transposed_memory(job, x, 0, 0, &ld) && ld <= INT32_MAX)
+            p->in_place[w] = p->transposed[w] = 1;
+    }
     p->in_place[2] = job->tile_place_ld > 0 && job->tile_place_ld <= INT32_MAX && !job->symmetric && job->k > 0 &&
                      !oc_mm_out_separate(p->kind, job->out_type);
 }
@@ -247,11 +253,12 @@ oc_status oc_mm_cpu_plan_text(oc_matmul_job *job, int json, char **out)
                        (double)job->host_mem_bytes / 1048576.0, (double)p.need_bytes / 1048576.0, p.bound);
         const int a = p.in_place[OC_MM_A], b = p.in_place[OC_MM_B], c = p.in_place[2];
         if (a || b || c)
-            oc_text_printf(&t, "  in place %s%s%s\n",
+            oc_text_printf(&t, "  in place %s%s%s%s\n",
                            a && b ? "A and B read where they lie"
                            : a    ? "A read where it lies"
                            : b    ? "B read where it lies"
                                   : "",
+                           p.transposed[0] || p.transposed[1] ? " (transposed by the BLAS)" : "",
                            (a || b) && c ? "; " : "", c ? "C accumulated where it goes" : "");
     }
     OC_CHECK(ctx, oc_text_finish(ctx, &t, out));
