@@ -970,7 +970,9 @@ typedef enum oc_matmul_dtype {
  * gpu nonzero: data is CUDA device memory (cudaMalloc, a framework's tensor). The product then
  * runs on the GPU (the CPU backend is refused), on the device that holds that memory unless
  * the options name devices; work queued on that device is waited for first. Such an operand
- * must be in the compute dtype (OC_ERR_INPUT otherwise: convert it on the device first). A
+ * must be in the compute dtype, or in a narrower type the device promotes to it (int8 times
+ * float32) where it is read as stored (not transposed, not A·Aᵀ); OC_ERR_INPUT otherwise:
+ * convert it on the device first. A
  * product whose A, B and C are all in one device's memory with rows back to back (ld = cols)
  * runs as one cuBLASLt product on them, without copies, transposes and A·Aᵀ included; any
  * other mix runs in tiles copied on the device and reads GPU operands as stored, so there a
