@@ -355,7 +355,8 @@ static void test_int8_limit_and_names(void)
 /* The job layer's panel_memory and tile_memory: caller memory or a mapped input in the
  * compute type, not transposed, gives its address (a GPU may copy from and to page-locked
  * memory straight, the CPU's BLAS reads it there); a conversion, a transpose, a file read in
- * segments, A·Aᵀ's mirrored result or a result in a file give NULL. */
+ * segments, A·Aᵀ's mirrored result or a result in a file give NULL. transposed_memory gives
+ * an operand read transposed where it lies (the stored element), and NULL otherwise. */
 static void test_memory_callbacks(void)
 {
     oc_context *ctx = NULL;
@@ -380,8 +381,11 @@ static void test_memory_callbacks(void)
     CHECK(job.panel_memory(&job, OC_MM_A, 3, 5, &ld) == (const void *)&a[3 * K + 5] && ld == K);
     CHECK(job.panel_memory(&job, OC_MM_B, 7, 2, &ld) == (const void *)&b[7 * N + 2] && ld == N);
     CHECK(job.tile_memory(&job, 4, 6, &ld) == (void *)&c[4 * N + 6] && ld == N);
-    io.transpose[1] = 1; /* op(B) = Bᵀ: its panels are gathered, not in place */
+    CHECK(job.transposed_memory(&job, OC_MM_B, 7, 2, &ld) == NULL); /* not read transposed */
+    io.transpose[1] = 1; /* op(B) = Bᵀ: not as panel_memory gives panels ... */
     CHECK(job.panel_memory(&job, OC_MM_B, 0, 0, &ld) == NULL);
+    /* ... but where it lies transposed: op(B)(7, 2) is the stored B(2, 7) */
+    CHECK(job.transposed_memory(&job, OC_MM_B, 7, 2, &ld) == (const void *)&b[2 * N + 7] && ld == N);
     /* ... but the operand as stored is where it is, with the transpose said */
     int transposed = -1;
     CHECK(job.stored_memory(&job, OC_MM_B, &ld, &transposed) == (const void *)b && ld == N && transposed == 1);
@@ -389,6 +393,9 @@ static void test_memory_callbacks(void)
     io.transpose[1] = 0;
     io.src[0] = &s64; /* float64 memory into a float32 product: converted */
     CHECK(job.panel_memory(&job, OC_MM_A, 0, 0, &ld) == NULL);
+    io.transpose[0] = 1;
+    CHECK(job.transposed_memory(&job, OC_MM_A, 0, 0, &ld) == NULL);
+    io.transpose[0] = 0;
     CHECK(job.stored_memory(&job, OC_MM_A, &ld, &transposed) == NULL);
     job.in_type = OC_MM_FLOAT64; /* computed in float64: in place again */
     CHECK(job.panel_memory(&job, OC_MM_A, 1, 0, &ld) == (const void *)&a64[K]);
@@ -416,6 +423,9 @@ static void test_memory_callbacks(void)
         CHECK(oc_mm_source_open(ctx, &F, "A", 16, &sf) == OC_OK); /* read in segments: no memory */
         io.src[0] = &sf;
         CHECK(sf.data == NULL && job.panel_memory(&job, OC_MM_A, 0, 0, &ld) == NULL);
+        io.transpose[0] = 1;
+        CHECK(job.transposed_memory(&job, OC_MM_A, 0, 0, &ld) == NULL);
+        io.transpose[0] = 0;
         oc_mm_source_close(&sf);
         oc_test_tmp_remove();
     }
