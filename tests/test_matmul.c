@@ -352,6 +352,55 @@ static void test_int8_limit_and_names(void)
     oc_context_free(ctx);
 }
 
+/* int8 x int8 at the edge of float32's exact sums (OC_MM_INT8_F32_K_MAX: sgemm up to it,
+ * dgemm past it): products of -128 with a last one of -127 (one past the edge, an odd sum
+ * past 2^24 that float32 would round), and random values beside a column of -128, exact
+ * against int64 on the BLAS and the reference loops; the plan names the multiply. */
+static void test_int8_sums_edge(void)
+{
+    for (int l = 0; l < 2; l++) {
+        if (l) setenv("OUTCORE_BLAS", "none", 1);
+        else unsetenv("OUTCORE_BLAS");
+        for (int64_t k = OC_MM_INT8_F32_K_MAX - 1; k <= OC_MM_INT8_F32_K_MAX + 1; k++)
+            for (int fill = 0; fill < 2; fill++) {
+                enum { M = 7, N = 5 };
+                int8_t *a = malloc((size_t)(M * k)), *b = malloc((size_t)(k * N));
+                uint64_t r = 99;
+                /* fill 0: -128 but a last -127 (k = 1025: 1024·16384 + 16129, odd past 2^24,
+                 * which float32 sums would round) */
+                for (int64_t i = 0; i < M * k; i++)
+                    a[i] = fill ? (int8_t)(oc_test_rand(&r) % 256 - 128) : i % k == k - 1 ? -127 : -128;
+                for (int64_t i = 0; i < k * N; i++)
+                    b[i] = fill && i % N ? (int8_t)(oc_test_rand(&r) % 256 - 128) : i / N == k - 1 ? -127 : -128;
+                int32_t c[M * N];
+                oc_context *ctx = NULL;
+                oc_context_create(&ctx);
+                oc_matmul_array A = mem(OC_MATMUL_INT8, a, M, k), B = mem(OC_MATMUL_INT8, b, k, N),
+                                C = mem(OC_MATMUL_INT32, c, M, N);
+                oc_matmul_options o = OC_MATMUL_OPTIONS_INIT;
+                o.backend = OC_BACKEND_CPU;
+                char *plan = NULL;
+                CHECK(oc_matmul_plan(ctx, &A, &B, &C, &o, 1, 0, &plan) == OC_OK && plan);
+                const char *want = l ? "int8 panels" : k <= OC_MM_INT8_F32_K_MAX ? "sgemm" : "dgemm";
+                CHECK_MSG(plan && (strstr(plan, want) || strstr(plan, "cpu/reference")), "k %lld: %s", (long long)k,
+                          plan);
+                free(plan);
+                CHECK_MSG(oc_matmul(ctx, &A, &B, &C, &o, NULL) == OC_OK, "%s", oc_context_last_error(ctx));
+                int wrong = 0;
+                for (int i = 0; i < M; i++)
+                    for (int j = 0; j < N; j++) {
+                        int64_t sum = 0;
+                        for (int64_t q = 0; q < k; q++) sum += (int64_t)a[i * k + q] * b[q * N + j];
+                        wrong += c[i * N + j] != sum;
+                    }
+                CHECK_MSG(wrong == 0, "int8 k %lld fill %d blas %d: %d elements wrong", (long long)k, fill, !l, wrong);
+                free(a), free(b);
+                oc_context_free(ctx);
+            }
+    }
+    unsetenv("OUTCORE_BLAS");
+}
+
 /* The job layer's panel_memory and tile_memory: caller memory or a mapped input in the
  * compute type, not transposed, gives its address (a GPU may copy from and to page-locked
  * memory straight, the CPU's BLAS reads it there); a conversion, a transpose, a file read in
@@ -567,6 +616,7 @@ int main(void)
     test_symmetric();
     test_files();
     test_int8_limit_and_names();
+    test_int8_sums_edge();
     test_memory_callbacks();
     test_panels_as_stored();
     return oc_test_finish();

@@ -35,6 +35,8 @@ static oc_cost_gemm_type gemm_type(oc_mm_type t, int tf32)
 static oc_cost_gemm_type cpu_type(const oc_mm_cost_input *in)
 {
     const oc_cost_gemm_type t = gemm_type(in->in_type, in->tf32);
+    /* int8 runs on sgemm while its float32 sums are exact (matmul_job.h) */
+    if (t == OC_COST_GEMM_INT8 && in->k <= OC_MM_INT8_F32_K_MAX) return OC_COST_GEMM_F32;
     return t == OC_COST_GEMM_TF32 ? OC_COST_GEMM_F32 : t;
 }
 
@@ -114,7 +116,8 @@ typedef struct rate_of {
     int where;
 } rate_of;
 
-/* Whether the CPU multiplies in's type as float32 (sgemm); float64 and int8 go to dgemm. */
+/* Whether the CPU multiplies in's type as float32 (sgemm); float64 and int8 past
+ * OC_MM_INT8_F32_K_MAX go to dgemm. */
 static int cpu_f32(const oc_mm_cost_input *in)
 {
     return cpu_type(in) != OC_COST_GEMM_F64 && cpu_type(in) != OC_COST_GEMM_INT8;

@@ -29,6 +29,8 @@ static void to_kind(oc_mm_type in, oc_mm_kind kind, const void *src, void *dst, 
 {
     if (kind == OC_MM_KIND_F64 && in == OC_MM_INT8)
         for (int64_t i = 0; i < n; i++) ((double *)dst)[i] = ((const int8_t *)src)[i];
+    else if (kind == OC_MM_KIND_F32 && in == OC_MM_INT8)
+        for (int64_t i = 0; i < n; i++) ((float *)dst)[i] = ((const int8_t *)src)[i];
     else if (kind == OC_MM_KIND_F32 && in == OC_MM_FLOAT16)
         for (int64_t i = 0; i < n; i++) ((float *)dst)[i] = oc_mm_half_to_float(((const uint16_t *)src)[i]);
     else if (kind == OC_MM_KIND_F32 && in == OC_MM_BFLOAT16)
@@ -40,6 +42,8 @@ static void to_out(oc_mm_kind kind, oc_mm_type out, const void *acc, void *dst, 
 {
     if (kind == OC_MM_KIND_F64 && out == OC_MM_INT32) /* exact sums of int8 products */
         for (int64_t i = 0; i < n; i++) ((int32_t *)dst)[i] = (int32_t)((const double *)acc)[i];
+    else if (kind == OC_MM_KIND_F32 && out == OC_MM_INT32) /* the same, k <= OC_MM_INT8_F32_K_MAX */
+        for (int64_t i = 0; i < n; i++) ((int32_t *)dst)[i] = (int32_t)((const float *)acc)[i];
     else if (out == OC_MM_FLOAT16)
         for (int64_t i = 0; i < n; i++) ((uint16_t *)dst)[i] = oc_mm_float_to_half(((const float *)acc)[i]);
     else if (out == OC_MM_BFLOAT16)
@@ -299,7 +303,7 @@ static oc_status cpu_run(oc_matmul_job *job)
     oc_status st = OC_OK;
     if (job->plan_tiles) {
         /* A BLAS's float result may change with its thread count (OpenBLAS's does): then the
-         * count is part of the plan a resumed run must repeat. int8 (exact in float64) and the
+         * count is part of the plan a resumed run must repeat. int8 (exact in either) and the
          * reference loops (each element summed in k order) give the same bytes on any. */
         char how[160];
         if (p.blas.sgemm && job->in_type != OC_MM_INT8)
@@ -344,7 +348,8 @@ static int cpu_library(char *name, size_t size)
     return tuned;
 }
 
-/* float64 for float64 and int8 (multiplied as float64 here), float32 for the others. */
+/* float64 for float64 and int8 (as float64: past OC_MM_INT8_F32_K_MAX it is multiplied so),
+ * float32 for the others. */
 static double cpu_gemm_rate(oc_mm_type in, int tf32, int threads)
 {
     (void)tf32;

@@ -160,8 +160,8 @@ oc_status oc_mm_cpu_plan_make(oc_matmul_job *job, oc_mm_cpu_plan *p)
     case OC_MM_FLOAT64:
         p->kind = OC_MM_KIND_F64;
         break;
-    case OC_MM_INT8:
-        p->kind = blas ? OC_MM_KIND_F64 : OC_MM_KIND_I8;
+    case OC_MM_INT8: /* exact in float32 up to OC_MM_INT8_F32_K_MAX, in float64 past it */
+        p->kind = !blas ? OC_MM_KIND_I8 : job->k <= OC_MM_INT8_F32_K_MAX ? OC_MM_KIND_F32 : OC_MM_KIND_F64;
         break;
     default:
         p->kind = OC_MM_KIND_F32;
