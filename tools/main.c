@@ -75,10 +75,9 @@ static int run(int argc, char **argv)
     return cli_usage_error("unknown command '%s' (see outcore --help)", argv[1]);
 }
 
-/* A threaded OpenBLAS keeps its threads spinning for about 2^28 cycles (0.1 s) after each
- * call. matmul's CPU backend reads the next panels on every core between its BLAS calls, and
- * those spinners took half the cores' time from the reads (bench/RESULTS.md, "OpenBLAS's
- * threads asleep between calls"). OpenBLAS reads OPENBLAS_THREAD_TIMEOUT (2^N cycles, N from 4
+/* A threaded OpenBLAS keeps its threads spinning for about 2^28 cycles after each call.
+ * matmul's CPU backend reads the next panels on every core between its BLAS calls, and those
+ * spinners slowed the reads (bench/RESULTS.md, "OpenBLAS's threads asleep between calls"). OpenBLAS reads OPENBLAS_THREAD_TIMEOUT (2^N cycles, N from 4
  * to 30) when it loads, which matmul does at run time; a process of its own, the CLI asks for
  * the shortest spin before any thread starts, unless the user set it. The library, in other
  * programs' processes, leaves their environment alone (docs/environment.md). */

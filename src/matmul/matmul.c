@@ -131,16 +131,15 @@ static oc_status gpu_operands(oc_context *ctx, const oc_matmul_options *o, mm_se
         const oc_mm_source *x = src[i];
         if (x->gpu_device < 0) continue;
         const oc_matmul_dtype want = oc_matmul_dtype_of(s->job.in_type);
-        const int promoted = oc_matmul_widens(x->dtype, s->job.in_type) && !s->transpose[i] && !s->job.symmetric;
-        if (x->dtype != want && !promoted)
+        const int widens = oc_matmul_widens(x->dtype, s->job.in_type);
+        if (x->dtype != want && !(widens && !s->transpose[i] && !s->job.symmetric))
             return oc_fail(ctx, OC_ERR_INPUT,
                            "%s: in GPU memory as %s, but the product is computed in %s%s: convert it on the device "
                            "first",
                            label[i], oc_matmul_dtype_name(x->dtype), oc_matmul_dtype_name(want),
-                           oc_matmul_widens(x->dtype, s->job.in_type)
-                               ? (s->job.symmetric ? " as A·Aᵀ, which runs where the operands are"
-                                                   : " from the operand read transposed, where it is")
-                               : "");
+                           widens ? (s->job.symmetric ? " as A·Aᵀ, which runs where the operands are"
+                                                      : " from the operand read transposed, where it is")
+                                  : "");
         uses_gpu_memory(o, s, x->gpu_device);
     }
     return OC_OK;

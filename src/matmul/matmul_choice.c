@@ -170,7 +170,6 @@ static int gpu_cc(int device)
     if (!oc_mm_backend_cuda.usable(device)) return 0;
     return oc_gpu_probe_cuda.device_cc(device, why, sizeof why);
 }
-
 #endif
 
 /* The bytes of A and B a GPU uploads: each operand as stored where the device promotes it

@@ -42,8 +42,9 @@ typedef enum oc_mm_operand { OC_MM_A = 0, OC_MM_B = 1 } oc_mm_operand;
 typedef struct oc_matmul_job oc_matmul_job;
 
 /* Copies rows [row0, row0+rows) x columns [col0, col0+cols) of op(X) (after the transpose,
- * in the compute type in_type, or in stored_type[which] where panel_stored[which]) into dst, row-major with leading dimension cols. Thread-safe:
- * backends call it from several threads at once. Returns OC_OK or an error already recorded
+ * in the compute type in_type, or in stored_type[which] where panel_stored[which]) into
+ * dst, row-major with leading dimension cols. Thread-safe: backends call it from several
+ * threads at once. Returns OC_OK or an error already recorded
  * in the job's context (a file that changed while being read, an I/O error). */
 typedef oc_status (*oc_mm_read_panel_fn)(const oc_matmul_job *job, oc_mm_operand which, int64_t row0, int64_t rows,
                                          int64_t col0, int64_t cols, void *dst);
@@ -65,8 +66,8 @@ typedef oc_status (*oc_mm_plan_tiles_fn)(const oc_matmul_job *job, int64_t tm, i
 typedef int (*oc_mm_tile_done_fn)(const oc_matmul_job *job, int64_t row0, int64_t col0);
 
 /* Where element (row0, col0) of op(X) lies in memory when read_panel would only copy it out
- * from there (in the type read_panel gives, row-major, op(X) = X): the caller's memory or a mapped input
- * file; its address, and in *ld the elements between rows; NULL when it does not (a file read
+ * from there (in the type read_panel gives, row-major, op(X) = X): the caller's memory or a
+ * mapped input file; its address, and in *ld the elements between rows; NULL when it does not (a file read
  * in segments, a conversion, a transpose). A backend that reads a panel from there itself (a
  * GPU, from page-locked memory; the CPU's BLAS) does not call read_panel for it and counts
  * its bytes in stats.bytes_straight. Thread-safe. */

@@ -98,8 +98,8 @@ const void *oc_mm_panel_memory(const oc_matmul_job *job, oc_mm_operand which, in
 {
     const oc_mm_io *io = job->io;
     const oc_mm_source *s = io->src[which];
-    /* Caller memory or a mapped input (not one read with pread), in the type read_panel gives, not
-     * transposed. A mapped input that shrinks reads as zeros and fails the job's check of
+    /* Caller memory or a mapped input (not one read with pread), in the type read_panel
+     * gives, not transposed. A mapped input that shrinks reads as zeros and fails the job's check of
      * its inputs after the product (mapped_file.h), as read_panel's copies of it would. */
     if (!s->data || s->fd >= 0 || s->transposed || io->transpose[which] ||
         (!job->panel_stored[which] && oc_matmul_dtype_of(job->in_type) != s->dtype))

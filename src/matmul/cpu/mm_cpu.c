@@ -161,14 +161,16 @@ static oc_status write_pieces(oc_matmul_job *job, const oc_mm_cpu_plan *p, int64
     return run_pieces(&c, (size_t)cols * oc_mm_acc_size(p->kind));
 }
 
-/* The upper triangle of acc[h x h] += a·aᵀ (a diagonal tile of A·Aᵀ: half the multiply-adds
- * of a gemm, and no B panel; write_tile reads only the upper triangle of such a tile). */
 /* CBLAS's flag for an operand: transposed where the plan reads it in place transposed (its
  * panel then lies as the transpose of the panel the product takes). */
 static int trans_flag(const oc_mm_cpu_plan *p, oc_mm_operand which)
 {
     return p->transposed[which] ? OC_CBLAS_TRANS : OC_CBLAS_NO_TRANS;
 }
+
+/* The upper triangle of acc[h x h] += op(a)·op(a)ᵀ (a diagonal tile of A·Aᵀ: half the
+ * multiply-adds of a gemm, and no B panel; write_tile reads only the upper triangle of such
+ * a tile). */
 
 static void syrk_blas(const oc_mm_cpu_plan *p, int ta, int64_t h, int64_t kw, const void *a, int64_t lda, void *acc,
                       int first)
