@@ -56,7 +56,7 @@ static const struct {
 
 /* The budgets: the defaults (tiles and panels planned), and a forced tile of 16 with a
  * device budget of 256 KiB (panels of at most a few hundred deep, below k = 2000) and a host
- * budget that holds two panel slots and the download slots. */
+ * budget that holds two upload slots and the download slots. */
 #define SMALL_GPU_MEM (256LL << 10)
 #define SMALL_HOST_MEM (1LL << 20)
 

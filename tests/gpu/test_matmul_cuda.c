@@ -398,6 +398,49 @@ static void check_failures(void)
     check_clean(ctx, "the refusals");
 }
 
+/* Every device and pinned allocation of a job fails once in turn (the pool's injected
+ * failures; the pinned slots are taken by the reader and the writer as first needed): the job
+ * reports it with its status, leaves nothing allocated, and once past the last point gives
+ * the bytes of a run without a failure. */
+static void check_alloc_failures(void)
+{
+    operands o = make_operands(150, 130, 700, OC_MM_FLOAT32, OC_MM_FLOAT32, 0, 41);
+    const run_opts r = {.gpu_mem = 640 << 10, .host_mem = 1 << 20};
+    const size_t bytes = (size_t)(o.m * o.n) * oc_mm_type_size(o.out);
+    oc_status st;
+    unsigned char *w;
+    void *ref = run(&o, &r, &st, &w, NULL);
+    free(w);
+    CHECK_MSG(st == OC_OK, "without a failure: %s", oc_context_last_error(ctx));
+    const char *vars[2] = {"OUTCORE_FAULT_DEVICE_ALLOC", "OUTCORE_FAULT_PINNED_ALLOC"};
+    const oc_status expect[2] = {OC_ERR_DEVICE_NO_MEMORY, OC_ERR_NO_MEMORY};
+    for (int v = 0; v < 2; ++v) {
+        int points = 0, passed = 0;
+        for (int nth = 1; nth < 64 && !passed; ++nth) {
+            char num[16];
+            snprintf(num, sizeof num, "%d", nth);
+            setenv(vars[v], num, 1);
+            void *got = run(&o, &r, &st, &w, NULL);
+            free(w);
+            if (st == OC_OK) {
+                CHECK_MSG(memcmp(got, ref, bytes) == 0, "%s=%d: other bytes than without a failure", vars[v], nth);
+                passed = 1;
+            } else {
+                points++;
+                CHECK_MSG(st == expect[v] && strstr(oc_context_last_error(ctx), "injected"), "%s=%d: %s: %s", vars[v],
+                          nth, oc_status_string(st), oc_context_last_error(ctx));
+            }
+            free(got);
+            check_clean(ctx, vars[v]);
+        }
+        unsetenv(vars[v]);
+        printf("  %s: %d allocation points failed cleanly\n", vars[v], points);
+        CHECK_MSG(passed && points >= 2, "%s: %d points, passed %d", vars[v], points, passed);
+    }
+    free(ref);
+    free_operands(&o);
+}
+
 /* Two devices give the bytes of one under the same plan (forced tile and budget). */
 static void check_devices(void)
 {
@@ -500,6 +543,7 @@ int main(void)
     check_straight(OC_MM_INT8, OC_MM_INT32);
     check_straight(OC_MM_BFLOAT16, OC_MM_BFLOAT16);
     check_failures();
+    check_alloc_failures();
     check_rectangles();
     check_devices();
     check_gemm_rates();

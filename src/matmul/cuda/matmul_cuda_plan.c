@@ -66,7 +66,7 @@ static int64_t upload_elem(const oc_mm_cuda_plan_input *in, int which)
 }
 
 /* Fills the sizes of plan for tile edges tm x tn and panel depth kp with `slots` pinned
- * panel slots; returns 0 when they fit both budgets, else 1 (device) or 2 (host). */
+ * upload slots; returns 0 when they fit both budgets, else 1 (device) or 2 (host). */
 static int size_plan(oc_mm_cuda_plan *p, int64_t tm, int64_t tn, int64_t kp, int slots)
 {
     const int64_t in = (int64_t)oc_mm_type_size(p->in.in_type), acc = (int64_t)oc_mm_type_size(p->acc_type);
@@ -86,11 +86,15 @@ static int size_plan(oc_mm_cuda_plan *p, int64_t tm, int64_t tn, int64_t kp, int
      * budget rounded down to it. */
     p->device_bytes = 2 * p->panel_bytes + p->promoted_bytes + p->pack_bytes + 2 * p->acc_bytes + 2 * p->round_bytes +
                       p->workspace + 10 * OC_POOL_ALIGN;
-    p->host_slots = slots;
+    p->up_slots = slots;
+    /* An upload slot holds at least one row of A's panel (kp elements) and of B's (tn). */
+    const int64_t longest_row = kp * p->elem[0] > tn * p->elem[1] ? kp * p->elem[0] : tn * p->elem[1];
+    p->up_slot_bytes = min64(OC_MM_UP_PIECE, p->panel_bytes);
+    if (p->up_slot_bytes < longest_row) p->up_slot_bytes = longest_row;
     const int64_t row_bytes = (p->round_bytes ? tn : p->tn_ld) * out;
     p->out_piece_rows = OC_MM_OUT_PIECE / row_bytes < 1 ? 1 : min64(tm, OC_MM_OUT_PIECE / row_bytes);
     p->out_slot_bytes = p->out_piece_rows * row_bytes;
-    p->pinned_bytes = slots * p->panel_bytes + OC_MM_OUT_SLOTS * p->out_slot_bytes;
+    p->pinned_bytes = slots * p->up_slot_bytes + OC_MM_OUT_SLOTS * p->out_slot_bytes;
     if (p->device_bytes > p->in.device_budget) return 1;
     if (p->pinned_bytes > p->host_budget) return 2;
     return 0;
@@ -360,9 +364,8 @@ oc_status oc_mm_cuda_plan_make(oc_context *ctx, const oc_mm_cuda_plan_input *in,
 
     /* The deepest panel beside that tile. */
     const int64_t kp = deepest_panel(plan, shape, kp_min);
-    /* A third pinned panel slot where the host budget has room: a slow read_panel then has
-     * one more panel of slack before the device waits. */
-    if (size_plan(plan, plan->tm, plan->tn, kp, 3) != 0) size_plan(plan, plan->tm, plan->tn, kp, 2);
+    /* More pinned upload slots where the host budget has room. */
+    if (size_plan(plan, plan->tm, plan->tn, kp, OC_MM_UP_SLOTS) != 0) size_plan(plan, plan->tm, plan->tn, kp, 2);
 
     plan->panels = (in->k + kp - 1) / kp;
     plan->kp_last = in->k - (plan->panels - 1) * kp;
@@ -422,15 +425,16 @@ oc_status oc_mm_cuda_plan_render(oc_context *ctx, const oc_mm_cuda_plan *p, cons
                        (long long)p->device_bytes, (long long)p->in.device_budget, budget_from,
                        (long long)p->panel_bytes, (long long)p->pack_bytes, (long long)p->acc_bytes,
                        (long long)p->round_bytes, (long long)p->workspace);
-        oc_text_printf(&t,
-                       "\"pinned_bytes\": %lld, \"host_budget\": %lld, \"pinned_panel_slots\": %d, "
-                       "\"pinned_download_slots\": %d, \"download_piece_rows\": %lld, \"resident\": %s, "
-                       "\"b_chunk_columns\": %lld, \"b_chunk_bytes\": %lld, \"a_uploaded_as\": \"%s\", "
-                       "\"b_uploaded_as\": \"%s\", \"promoted_bytes\": %lld}\n",
-                       (long long)p->pinned_bytes, (long long)p->host_budget, p->host_slots,
-                       p->in.resident ? 0 : OC_MM_OUT_SLOTS, (long long)p->out_piece_rows,
-                       p->in.resident ? "true" : "false", (long long)p->b_chunk, (long long)p->chunk_bytes,
-                       uploaded_as(p, 0), uploaded_as(p, 1), (long long)p->promoted_bytes);
+        oc_text_printf(
+            &t,
+            "\"pinned_bytes\": %lld, \"host_budget\": %lld, \"pinned_upload_slots\": %d, \"upload_slot_bytes\": %lld, "
+            "\"pinned_download_slots\": %d, \"download_piece_rows\": %lld, \"resident\": %s, "
+            "\"b_chunk_columns\": %lld, \"b_chunk_bytes\": %lld, \"a_uploaded_as\": \"%s\", "
+            "\"b_uploaded_as\": \"%s\", \"promoted_bytes\": %lld}\n",
+            (long long)p->pinned_bytes, (long long)p->host_budget, p->up_slots, (long long)p->up_slot_bytes,
+            p->in.resident ? 0 : OC_MM_OUT_SLOTS, (long long)p->out_piece_rows, p->in.resident ? "true" : "false",
+            (long long)p->b_chunk, (long long)p->chunk_bytes, uploaded_as(p, 0), uploaded_as(p, 1),
+            (long long)p->promoted_bytes);
         return oc_text_finish(ctx, &t, out);
     }
     oc_text_printf(&t, "matmul on cuda/cublasLt, ");
@@ -470,9 +474,9 @@ oc_status oc_mm_cuda_plan_render(oc_context *ctx, const oc_mm_cuda_plan *p, cons
     if (p->round_bytes) oc_text_printf(&t, ", rounded tiles 2 x %.1f MiB", MIB(p->round_bytes));
     oc_text_printf(&t, ", workspace %.1f MiB\n", MIB(p->workspace));
     oc_text_printf(&t,
-                   "  host       %.1f MiB pinned of %.1f MiB per device: %d panel slots, %d download slots of %lld "
-                   "rows (%.1f MiB)\n",
-                   MIB(p->pinned_bytes), MIB(p->host_budget), p->host_slots, OC_MM_OUT_SLOTS,
+                   "  host       %.1f MiB pinned of %.1f MiB per device: %d upload slots of %.1f MiB, %d download "
+                   "slots of %lld rows (%.1f MiB)\n",
+                   MIB(p->pinned_bytes), MIB(p->host_budget), p->up_slots, MIB(p->up_slot_bytes), OC_MM_OUT_SLOTS,
                    (long long)p->out_piece_rows, MIB(p->out_slot_bytes));
     return oc_text_finish(ctx, &t, out);
 }

@@ -71,10 +71,17 @@
 #define OC_MM_OUT_PIECE (64LL << 20)
 /* Pinned download slots per device: one downloading while the other is written. */
 #define OC_MM_OUT_SLOTS 2
-/* The most pinned bytes of one panel slot (A and B panels of one K panel) when the panel is
+/* The most bytes of one upload piece: the panels go up through pinned slots of this size,
+ * whole rows of an operand's panel a piece, read in turn while the pieces before them are
+ * uploaded. Large enough for the copy engine's full rate and to keep the calls few; small
+ * enough that the slots pin in a few milliseconds, before a device's first product. */
+#define OC_MM_UP_PIECE (32LL << 20)
+/* Pinned upload slots per device where the host budget has room (else 2): reads that take
+ * their time now and then have a few pieces of slack before the uploads wait. */
+#define OC_MM_UP_SLOTS 4
+/* The most bytes of one device panel slot (A and B panels of one K panel) when the panel is
  * deeper than the shallowest: deeper panels only shave the accumulator's re-reads between
- * calls (a few percent at this size) while pinning, which a process pays on its first job,
- * grows with them. */
+ * calls (a few percent at this size). */
 #define OC_MM_PANEL_MAX (512LL << 20)
 /* The plan's model of a job, to choose among the tile edges that fit (oc_mm_cuda_plan_make):
  * products at the GPU's GEMM rate (cost_gemm.h's Hopper figure for the type, the same on
@@ -145,7 +152,8 @@ typedef struct oc_mm_cuda_plan {
     int64_t round_bytes; /* one rounded tile (FP16/BF16 output), else 0 */
     int64_t workspace;
     int64_t device_bytes;   /* everything above, per device */
-    int host_slots;         /* pinned panel slots */
+    int up_slots;           /* pinned upload slots */
+    int64_t up_slot_bytes;  /* one pinned upload slot: whole rows of an operand's panel */
     int64_t out_piece_rows; /* rows of a tile in one download piece */
     int64_t out_slot_bytes; /* one pinned download slot: out_piece_rows rows of a tile */
     int64_t pinned_bytes;   /* per device */

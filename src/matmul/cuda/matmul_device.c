@@ -21,18 +21,11 @@
 #include "matmul/cuda/matmul_promote.cuh"
 #include "mem/pool.h"
 
-#define MAX_HOST_SLOTS 3
-
-/* A pinned panel slot: the A panel (rows x depth), then the B panel (depth x cols) at
- * oc_mm_cuda_b_offset. */
+/* A device panel slot as the reader hands it to the driver: filled once the uploads of
+ * panel `panel` of the tile at (row0, col0) are on the copy stream (EV_UPLOADED ends them). */
 typedef struct panel_slot {
-    void *host;
     int filled;
     int64_t panel, row0, rows, col0, cols, depth;
-    /* The A (0) and B (1) panels read nowhere: where they are in page-locked caller memory
-     * and its elements between rows, else NULL (in host). */
-    const void *straight[2];
-    int64_t straight_ld[2];
 } panel_slot;
 
 /* A finished tile in accumulator c, handed from the driver to the writer, which downloads it
@@ -56,6 +49,9 @@ enum { EV_UPLOADED, EV_SLOT_FREE, EV_COMPUTED, EV_DOWNLOADED, EV_KINDS };
 
 typedef struct mm_device {
     oc_context *ctx; /* the device's own: written by the driving thread only */
+    /* The reader's and the writer's, for the messages of the pinned slots they take as they
+     * first need them. */
+    oc_context *reader_ctx, *writer_ctx;
     oc_mm_shared *sh;
     const oc_mm_cuda_plan *plan;
     oc_matmul_job *job;
@@ -69,10 +65,17 @@ typedef struct mm_device {
      * copy is cut into rows; the calling thread takes a part too). NULL: it copies alone. */
     oc_workers *read_crew, *write_crew;
     int copy_threads;
-    pthread_mutex_t mu; /* guards the slots, the counters below and res->st */
+    pthread_mutex_t mu;     /* guards the slots, the counters below and res->st */
+    pthread_mutex_t pin_mu; /* the pool's pinned allocations by the reader and the writer */
     pthread_cond_t cv;
-    panel_slot slot[MAX_HOST_SLOTS];
-    int nslots;
+    panel_slot slot[2]; /* the two device panel slots, d_panel[0] and d_panel[1] */
+    /* The pinned upload slots the reader reads pieces of panels into, in turn; ev_up[i] ends
+     * the upload from slot i (up_busy[i]: one is on the stream). */
+    void *up_host[OC_MM_UP_SLOTS];
+    cudaEvent_t ev_up[OC_MM_UP_SLOTS];
+    int up_busy[OC_MM_UP_SLOTS];
+    int nup;
+    int64_t up_seq;
     /* A (0), B (1) and C wholly in page-locked caller memory (panel_memory, tile_memory):
      * their panels and tiles go straight, and no pinned slot is made for them. */
     int whole[2], whole_c;
@@ -82,6 +85,9 @@ typedef struct mm_device {
     int64_t panels_read, tiles_sent, downloads_enqueued;
     ready_tile ready[2];
     void *out_host[OC_MM_OUT_SLOTS];
+    /* OUTCORE_TRACE: the device's name in its lines, and when its set-up began. */
+    char who[32];
+    double started;
 } mm_device;
 
 static int stopped(mm_device *d) { return atomic_load(&d->sh->stop); }
@@ -149,29 +155,22 @@ static int copy_parts(const mm_device *d, int64_t bytes)
     return parts < 1 ? 1 : parts < d->copy_threads ? (int)parts : d->copy_threads;
 }
 
-/* One K panel's A and B panels, read into a pinned panel slot by row ranges. */
+/* Rows of one operand's panel read into a pinned upload slot, cut among the read crew. */
 typedef struct read_split {
-    mm_device *d;
-    int64_t row0, rows, col0, cols, k0, depth;
+    const oc_matmul_job *job;
+    oc_mm_operand which;
+    int64_t row0, rows, col0, cols, elem; /* read_panel's rows and columns of op(X) */
     void *host;
-    int skip_a, skip_b; /* panels uploaded straight from caller memory */
-    atomic_int st;      /* the first failure of a part (its message is on the job's context) */
+    atomic_int st; /* the first failure of a part (its message is on the job's context) */
 } read_split;
 
 static void read_part(void *arg, int part, int parts)
 {
     read_split *r = arg;
-    const oc_matmul_job *job = r->d->job;
-    const int64_t ea = r->d->plan->elem[0], eb = r->d->plan->elem[1];
-    const int64_t a0 = r->rows * part / parts, a1 = r->rows * (part + 1) / parts;
-    const int64_t b0 = r->depth * part / parts, b1 = r->depth * (part + 1) / parts;
-    oc_status st = OC_OK;
-    if (a1 > a0 && !r->skip_a)
-        st =
-            job->read_panel(job, OC_MM_A, r->row0 + a0, a1 - a0, r->k0, r->depth, (char *)r->host + a0 * r->depth * ea);
-    if (st == OC_OK && b1 > b0 && !r->skip_b)
-        st = job->read_panel(job, OC_MM_B, r->k0 + b0, b1 - b0, r->col0, r->cols,
-                             (char *)r->host + oc_mm_cuda_b_offset(r->rows * r->depth * ea) + b0 * r->cols * eb);
+    const int64_t r0 = r->rows * part / parts, r1 = r->rows * (part + 1) / parts;
+    if (r1 <= r0) return;
+    const oc_status st = r->job->read_panel(r->job, r->which, r->row0 + r0, r1 - r0, r->col0, r->cols,
+                                            (char *)r->host + r0 * r->cols * r->elem);
     int ok = OC_OK;
     if (st != OC_OK) atomic_compare_exchange_strong(&r->st, &ok, (int)st);
 }
@@ -197,16 +196,143 @@ static void write_part(void *arg, int part, int parts)
     if (st != OC_OK) atomic_compare_exchange_strong(&w->st, &ok, (int)st);
 }
 
+/* ---------------------------------------------------------------- pinned slots */
+/* Pins a slot of `bytes` into *host the first time it is needed (a no-op after), from the
+ * device's pool, on the reader's or the writer's thread (ctx: that thread's, for the
+ * message): pinning costs the driver time per page, and the devices of a job pin one after
+ * another, so no slot is pinned before it is needed. Returns 0 when it failed (the job then
+ * stops). Past set-up only these calls use the pool, one at a time (pin_mu). */
+static int pin_slot(mm_device *d, oc_context *ctx, void **host, int64_t bytes, const char *what)
+{
+    if (*host) return 1;
+    pthread_mutex_lock(&d->pin_mu);
+    const oc_status st = oc_pool_host_alloc(ctx, d->dev.pool, (size_t)bytes, what, host);
+    pthread_mutex_unlock(&d->pin_mu);
+    if (st == OC_OK) return 1;
+    fail(d, st, 0, oc_context_last_error(ctx));
+    return 0;
+}
+
+/* Fails the job on a CUDA error of a copy for the tile at (row0, col0): `what`, "the upload
+ * of a panel of" or "the download of". */
+static void copy_failed(mm_device *d, cudaError_t e, const char *what, int64_t row0, int64_t col0)
+{
+    (void)cudaGetLastError();
+    char message[400];
+    snprintf(message, sizeof message, "%s the tile at row %lld, column %lld: %s", what, (long long)row0,
+             (long long)col0, cudaGetErrorString(e));
+    fail(d, oc_cuda_status(e), 0, message);
+}
+
+static void upload_failed(mm_device *d, cudaError_t e, int64_t row0, int64_t col0)
+{
+    copy_failed(d, e, "the upload of a panel of", row0, col0);
+}
+
 /* ---------------------------------------------------------------- reader */
+
+/* Reads `rows` rows of operand `which`'s panel (read_panel's rows from row0, columns col0 to
+ * col0 + cols) through the pinned upload slots in turn, whole rows a piece, each piece
+ * uploaded to dst (the rows contiguous) while the next is read. Returns 0 on a failure. */
+static int upload_rows(mm_device *d, oc_mm_operand which, int64_t row0, int64_t rows, int64_t col0, int64_t cols,
+                       int64_t elem, char *dst, int64_t tile_row0, int64_t tile_col0)
+{
+    const oc_mm_cuda_plan *plan = d->plan;
+    const int64_t row_bytes = cols * elem,
+                  step = plan->up_slot_bytes / row_bytes > 0 ? plan->up_slot_bytes / row_bytes : 1;
+    for (int64_t r = 0; r < rows; r += step) {
+        const int64_t n = min64(step, rows - r);
+        const int u = (int)(d->up_seq++ % d->nup);
+        cudaError_t e = d->up_busy[u] ? cudaEventSynchronize(d->ev_up[u]) : cudaSuccess;
+        if (e != cudaSuccess) {
+            upload_failed(d, e, tile_row0, tile_col0);
+            return 0;
+        }
+        d->up_busy[u] = 0;
+        if (!pin_slot(d, d->reader_ctx, &d->up_host[u], plan->up_slot_bytes, "a pinned upload slot")) return 0;
+        read_split rs = {.job = d->job,
+                         .which = which,
+                         .row0 = row0 + r,
+                         .rows = n,
+                         .col0 = col0,
+                         .cols = cols,
+                         .elem = elem,
+                         .host = d->up_host[u]};
+        atomic_init(&rs.st, OC_OK);
+        const int parts = copy_parts(d, n * row_bytes);
+        if (parts > 1) oc_workers_split_max(d->read_crew, parts, d->copy_threads, read_part, &rs);
+        else read_part(&rs, 0, 1);
+        const oc_status st = (oc_status)atomic_load(&rs.st);
+        if (st != OC_OK) {
+            fail(d, st, 1, NULL);
+            return 0;
+        }
+        e = cudaMemcpyAsync(dst + r * row_bytes, d->up_host[u], (size_t)(n * row_bytes), cudaMemcpyHostToDevice,
+                            d->dev.h2d);
+        if (e == cudaSuccess) e = cudaEventRecord(d->ev_up[u], d->dev.h2d);
+        if (e != cudaSuccess) {
+            upload_failed(d, e, tile_row0, tile_col0);
+            return 0;
+        }
+        d->up_busy[u] = 1;
+        d->res->bytes_read += n * row_bytes;
+    }
+    return 1;
+}
+
+/* Uploads one K panel of the tile at (row0, col0) into device panel slot ds: A's panel (rows
+ * x depth), then B's (depth x cols) at oc_mm_cuda_b_offset, each from page-locked or device
+ * caller memory where it lies there as the product takes it, else read through the upload
+ * slots. EV_UPLOADED[ds] ends them. Returns 0 on a failure. */
+static int upload_panel(mm_device *d, int ds, int64_t row0, int64_t rows, int64_t col0, int64_t cols, int64_t k0,
+                        int64_t depth)
+{
+    const oc_matmul_job *job = d->job;
+    const int64_t ea = d->plan->elem[0], eb = d->plan->elem[1]; /* bytes of an element as uploaded */
+    const int64_t a_bytes = rows * depth * ea, b_bytes = depth * cols * eb;
+    char *dev_a = d->d_panel[ds], *dev_b = dev_a + oc_mm_cuda_b_offset(a_bytes);
+    const void *straight[2] = {NULL, NULL};
+    int64_t ld[2] = {0, 0};
+    if (job->panel_memory) {
+        straight[0] = job->panel_memory(job, OC_MM_A, row0, k0, &ld[0]);
+        straight[1] = job->panel_memory(job, OC_MM_B, k0, col0, &ld[1]);
+        if (!d->whole[0] && !straight_span(straight[0], rows, depth, ld[0], ea)) straight[0] = NULL;
+        if (!d->whole[1] && !straight_span(straight[1], depth, cols, ld[1], eb)) straight[1] = NULL;
+    }
+    /* The products that last read this slot are done before it is written. */
+    cudaError_t e = cudaStreamWaitEvent(d->dev.h2d, d->ev[EV_SLOT_FREE][ds], 0);
+    if (e == cudaSuccess && straight[0])
+        e = cudaMemcpy2DAsync(dev_a, (size_t)(depth * ea), straight[0], (size_t)(ld[0] * ea), (size_t)(depth * ea),
+                              (size_t)rows, cudaMemcpyDefault, d->dev.h2d);
+    if (e == cudaSuccess && straight[1])
+        e = cudaMemcpy2DAsync(dev_b, (size_t)(cols * eb), straight[1], (size_t)(ld[1] * eb), (size_t)(cols * eb),
+                              (size_t)depth, cudaMemcpyDefault, d->dev.h2d);
+    if (e != cudaSuccess) {
+        upload_failed(d, e, row0, col0);
+        return 0;
+    }
+    if (!straight[0] && !upload_rows(d, OC_MM_A, row0, rows, k0, depth, ea, dev_a, row0, col0)) return 0;
+    if (!straight[1] && !upload_rows(d, OC_MM_B, k0, depth, col0, cols, eb, dev_b, row0, col0)) return 0;
+    if ((e = cudaEventRecord(d->ev[EV_UPLOADED][ds], d->dev.h2d)) != cudaSuccess) {
+        upload_failed(d, e, row0, col0);
+        return 0;
+    }
+    d->res->bytes_straight += (straight[0] ? a_bytes : 0) + (straight[1] ? b_bytes : 0);
+    d->res->bytes_to_device += (d->on_device[0] ? 0 : a_bytes) + (d->on_device[1] ? 0 : b_bytes);
+    return 1;
+}
+
+/* Claims tiles from the queue and puts each K panel's uploads on the copy stream into the
+ * device panel slots in turn, once the driver has put the products that last read the slot
+ * on the compute stream. */
 static void *reader_main(void *arg)
 {
     mm_device *d = arg;
     oc_matmul_job *job = d->job;
     const oc_mm_cuda_plan *plan = d->plan;
-    const int64_t ea = plan->elem[0], eb = plan->elem[1]; /* bytes of an element as uploaded */
     int64_t seq = 0;
-    /* Asking the driver where caller memory lives needs a device: this one's, not device 0's. */
-    if (job->panel_memory && cudaSetDevice(d->dev.index) != cudaSuccess) (void)cudaGetLastError();
+    cudaError_t e = cudaSetDevice(d->dev.index);
+    if (e != cudaSuccess) upload_failed(d, e, 0, 0);
     while (!stopped(d)) {
         const int64_t t = atomic_fetch_add(&d->sh->next_tile, 1);
         if (t >= plan->ntiles) break;
@@ -217,7 +343,8 @@ static void *reader_main(void *arg)
             continue;
         }
         for (int64_t p = 0; p < plan->panels && !stopped(d); ++p) {
-            panel_slot *s = &d->slot[seq % d->nslots];
+            const int ds = (int)(seq % 2);
+            panel_slot *s = &d->slot[ds];
             pthread_mutex_lock(&d->mu);
             while (s->filled && !stopped(d)) wait_a_while(d);
             pthread_mutex_unlock(&d->mu);
@@ -227,44 +354,10 @@ static void *reader_main(void *arg)
                 break;
             }
             const int64_t k0 = p * plan->kp, depth = min64(plan->kp, plan->in.k - k0);
-            /* Panels in page-locked caller memory as the product takes them are uploaded from
-             * there; the others are read into the slot. */
-            const void *straight[2] = {NULL, NULL};
-            int64_t ld[2] = {0, 0};
-            if (job->panel_memory) {
-                straight[0] = job->panel_memory(job, OC_MM_A, row0, k0, &ld[0]);
-                straight[1] = job->panel_memory(job, OC_MM_B, k0, col0, &ld[1]);
-                if (!d->whole[0] && !straight_span(straight[0], rows, depth, ld[0], ea)) straight[0] = NULL;
-                if (!d->whole[1] && !straight_span(straight[1], depth, cols, ld[1], eb)) straight[1] = NULL;
-            }
-            read_split r = {.d = d,
-                            .row0 = row0,
-                            .rows = rows,
-                            .col0 = col0,
-                            .cols = cols,
-                            .k0 = k0,
-                            .depth = depth,
-                            .host = s->host,
-                            .skip_a = straight[0] != NULL,
-                            .skip_b = straight[1] != NULL};
-            atomic_init(&r.st, OC_OK);
-            const int64_t read_bytes = ((r.skip_a ? 0 : rows * ea) + (r.skip_b ? 0 : cols * eb)) * depth;
-            const int parts = copy_parts(d, read_bytes);
-            if (read_bytes > 0) {
-                if (parts > 1) oc_workers_split_max(d->read_crew, parts, d->copy_threads, read_part, &r);
-                else read_part(&r, 0, 1);
-            }
-            const oc_status st = (oc_status)atomic_load(&r.st);
-            if (st != OC_OK) {
-                fail(d, st, 1, NULL);
-                break;
-            }
-            d->res->bytes_read += read_bytes;
-            d->res->bytes_straight += (rows * ea + cols * eb) * depth - read_bytes;
+            if (!upload_panel(d, ds, row0, rows, col0, cols, k0, depth)) break;
             pthread_mutex_lock(&d->mu);
-            for (int i = 0; i < 2; ++i) s->straight[i] = straight[i], s->straight_ld[i] = ld[i];
-            s->panel = p, s->row0 = row0, s->rows = rows, s->col0 = col0, s->cols = cols, s->depth = depth;
-            s->filled = 1;
+            *s = (panel_slot){
+                .filled = 1, .panel = p, .row0 = row0, .rows = rows, .col0 = col0, .cols = cols, .depth = depth};
             pthread_cond_broadcast(&d->cv);
             pthread_mutex_unlock(&d->mu);
             ++seq;
@@ -279,14 +372,9 @@ static void *reader_main(void *arg)
 }
 
 /* ---------------------------------------------------------------- writer */
-/* Fails the job on a CUDA error of the download of the tile at (row0, col0). */
 static void download_failed(mm_device *d, cudaError_t e, int64_t row0, int64_t col0)
 {
-    (void)cudaGetLastError();
-    char message[400];
-    snprintf(message, sizeof message, "the download of the tile at row %lld, column %lld: %s", (long long)row0,
-             (long long)col0, cudaGetErrorString(e));
-    fail(d, oc_cuda_status(e), 0, message);
+    copy_failed(d, e, "the download of", row0, col0);
 }
 
 /* Writes a downloaded piece once its download is done (a tile downloaded into its place only
@@ -312,6 +400,9 @@ static int write_piece(mm_device *d, const piece *pc, int64_t elem)
         }
     }
     if (pc->last) {
+        if (oc_tracing_tiles())
+            fprintf(stderr, "outcore %s: tile at (%lld, %lld) written %.6f s\n", d->who, (long long)pc->row0,
+                    (long long)pc->col0, oc_now() - d->started);
         d->res->tiles++;
         atomic_fetch_add(&d->sh->tiles_done, 1);
     }
@@ -347,6 +438,11 @@ static void *writer_main(void *arg)
         for (int64_t r0 = 0; r0 < t.rows && ok; r0 += step) {
             const int64_t rows = min64(step, t.rows - r0);
             const int slot = place ? -1 : (int)(pseq++ % OC_MM_OUT_SLOTS);
+            if (slot >= 0 &&
+                !pin_slot(d, d->writer_ctx, &d->out_host[slot], plan->out_slot_bytes, "a pinned download slot")) {
+                ok = 0;
+                break;
+            }
             const int last = r0 + rows >= t.rows;
             const char *from = (const char *)t.src + r0 * t.ld * t.elem;
             cudaError_t e = cudaStreamWaitEvent(d->dev.d2h, d->ev[EV_COMPUTED][c], 0);
@@ -418,43 +514,16 @@ static void wait_accumulator(mm_device *d, int64_t tile_seq)
     pthread_mutex_unlock(&d->mu);
 }
 
-/* One K panel: upload into device slot ds, (a mixed pair: promote, int8: pack,) multiply
- * into accumulator c. */
+/* One K panel in device slot ds, once uploaded: (a mixed pair: promote, int8: pack,)
+ * multiply into accumulator c. */
 static oc_status compute_panel(mm_device *d, int ds, int c, const panel_slot *s)
 {
     oc_context *ctx = d->ctx;
     const oc_mm_cuda_plan *plan = d->plan;
-    const int64_t ea = plan->elem[0], eb = plan->elem[1];
-    const int64_t a_bytes = s->rows * s->depth * ea, b_bytes = s->depth * s->cols * eb;
-    const int64_t b_offset = oc_mm_cuda_b_offset(a_bytes);
     cudaStream_t compute = d->dev.compute;
-    CUDA_CHECK(ctx, cudaStreamWaitEvent(d->dev.h2d, d->ev[EV_SLOT_FREE][ds], 0));
-    char *dev_b = (char *)d->d_panel[ds] + b_offset;
-    if (!s->straight[0] && !s->straight[1]) {
-        CUDA_CHECK(ctx, cudaMemcpyAsync(d->d_panel[ds], s->host, (size_t)(b_offset + b_bytes), cudaMemcpyHostToDevice,
-                                        d->dev.h2d));
-    } else {
-        /* Each panel from the caller's page-locked or device memory (rows apart by its ld),
-         * or the slot. */
-        if (s->straight[0] && a_bytes > 0)
-            CUDA_CHECK(ctx, cudaMemcpy2DAsync(d->d_panel[ds], (size_t)(s->depth * ea), s->straight[0],
-                                              (size_t)(s->straight_ld[0] * ea), (size_t)(s->depth * ea),
-                                              (size_t)s->rows, cudaMemcpyDefault, d->dev.h2d));
-        else if (a_bytes > 0)
-            CUDA_CHECK(ctx,
-                       cudaMemcpyAsync(d->d_panel[ds], s->host, (size_t)a_bytes, cudaMemcpyHostToDevice, d->dev.h2d));
-        if (s->straight[1] && b_bytes > 0)
-            CUDA_CHECK(ctx, cudaMemcpy2DAsync(dev_b, (size_t)(s->cols * eb), s->straight[1],
-                                              (size_t)(s->straight_ld[1] * eb), (size_t)(s->cols * eb),
-                                              (size_t)s->depth, cudaMemcpyDefault, d->dev.h2d));
-        else if (b_bytes > 0)
-            CUDA_CHECK(ctx, cudaMemcpyAsync(dev_b, (const char *)s->host + b_offset, (size_t)b_bytes,
-                                            cudaMemcpyHostToDevice, d->dev.h2d));
-    }
-    CUDA_CHECK(ctx, cudaEventRecord(d->ev[EV_UPLOADED][ds], d->dev.h2d));
     CUDA_CHECK(ctx, cudaStreamWaitEvent(compute, d->ev[EV_UPLOADED][ds], 0));
     if (s->panel == 0) CUDA_CHECK(ctx, cudaStreamWaitEvent(compute, d->ev[EV_DOWNLOADED][c], 0));
-    const void *a = d->d_panel[ds], *b = dev_b;
+    const void *a = d->d_panel[ds], *b = (const char *)a + oc_mm_cuda_b_offset(s->rows * s->depth * plan->elem[0]);
     if (d->d_promoted) { /* a mixed pair: the stored operand converted to the compute type */
         const int64_t in = (int64_t)oc_mm_type_size(plan->in.in_type);
         char *pa = d->d_promoted,
@@ -481,9 +550,6 @@ static oc_status compute_panel(mm_device *d, int ds, int c, const panel_slot *s)
     }
     OC_CHECK(ctx, oc_mm_gemm_run(ctx, &d->gemm, s->rows, s->cols, s->depth, a, b, d->d_acc[c], s->panel > 0, compute));
     if (plan->in.in_type != OC_MM_INT8) CUDA_CHECK(ctx, cudaEventRecord(d->ev[EV_SLOT_FREE][ds], compute));
-    d->res->bytes_to_device += (d->on_device[0] ? 0 : a_bytes) + (d->on_device[1] ? 0 : b_bytes);
-    /* The pinned slot is the reader's again once its upload is done. */
-    CUDA_CHECK(ctx, cudaEventSynchronize(d->ev[EV_UPLOADED][ds]));
     return OC_OK;
 }
 
@@ -491,7 +557,7 @@ static oc_status drive(mm_device *d)
 {
     int64_t tile_seq = 0;
     for (int64_t seq = 0;; ++seq) {
-        panel_slot *s = &d->slot[seq % d->nslots];
+        panel_slot *s = &d->slot[seq % 2];
         pthread_mutex_lock(&d->mu);
         while (!s->filled && !(d->reader_done && seq >= d->panels_read) && !stopped(d)) wait_a_while(d);
         const int have = s->filled && !stopped(d);
@@ -509,6 +575,9 @@ static oc_status drive(mm_device *d)
         s->filled = 0;
         pthread_cond_broadcast(&d->cv);
         pthread_mutex_unlock(&d->mu);
+        if (meta.panel == 0 && oc_tracing_tiles())
+            fprintf(stderr, "outcore %s: tile at (%lld, %lld) first panel %.6f s\n", d->who, (long long)meta.row0,
+                    (long long)meta.col0, oc_now() - d->started);
         if (meta.panel == d->plan->panels - 1) {
             if ((st = finish_tile(d, c, &meta)) != OC_OK) return st;
             ++tile_seq;
@@ -532,7 +601,9 @@ static oc_status setup(mm_device *d, int device)
 {
     oc_context *ctx = d->ctx;
     const oc_mm_cuda_plan *plan = d->plan;
+    double t = oc_now();
     OC_CHECK(ctx, oc_cuda_device_open(ctx, device, &d->dev));
+    oc_trace_phase(&t, d->who, "open");
     const oc_matmul_job *job = d->job;
     d->whole[0] = whole_straight(job, OC_MM_A, job->m, job->k, plan->elem[0], &d->on_device[0]);
     d->whole[1] = whole_straight(job, OC_MM_B, job->k, job->n, plan->elem[1], &d->on_device[1]);
@@ -550,12 +621,9 @@ static oc_status setup(mm_device *d, int device)
         if (plan->round_bytes)
             OC_CHECK(ctx, oc_pool_alloc(ctx, pool, (size_t)plan->round_bytes, "a rounded matmul tile", &d->d_round[i]));
     }
-    for (int i = 0; i < OC_MM_OUT_SLOTS; ++i) {
-        if (!d->whole_c)
-            OC_CHECK(ctx, oc_pool_host_alloc(ctx, pool, (size_t)plan->out_slot_bytes, "a pinned download slot",
-                                             &d->out_host[i]));
+    oc_trace_phase(&t, d->who, "device slots");
+    for (int i = 0; i < OC_MM_OUT_SLOTS; ++i)
         CUDA_CHECK(ctx, cudaEventCreateWithFlags(&d->ev_piece[i], cudaEventDisableTiming));
-    }
     /* The host's threads shared among the devices, for each device's reader and writer. */
     const int nd = d->sh->plan->in.ndevices > 0 ? d->sh->plan->in.ndevices : 1;
     const int threads = oc_threads_resolve(d->job->threads) / nd;
@@ -573,10 +641,11 @@ static oc_status setup(mm_device *d, int device)
         OC_CHECK(ctx, oc_pool_alloc(ctx, pool, (size_t)plan->promoted_bytes, "the promoted panels", &d->d_promoted));
     if (plan->workspace)
         OC_CHECK(ctx, oc_pool_alloc(ctx, pool, (size_t)plan->workspace, "the cuBLASLt workspace", &d->d_work));
-    d->nslots = plan->host_slots < MAX_HOST_SLOTS ? plan->host_slots : MAX_HOST_SLOTS;
-    for (int i = 0; i < d->nslots && !(d->whole[0] && d->whole[1]); ++i)
-        OC_CHECK(ctx,
-                 oc_pool_host_alloc(ctx, pool, (size_t)plan->panel_bytes, "a pinned panel slot", &d->slot[i].host));
+    oc_trace_phase(&t, d->who, "workers");
+    /* The pinned upload and download slots are taken by the reader and the writer as they
+     * first need them (pin_slot). */
+    d->nup = plan->up_slots < OC_MM_UP_SLOTS ? plan->up_slots : OC_MM_UP_SLOTS;
+    for (int i = 0; i < d->nup; ++i) CUDA_CHECK(ctx, cudaEventCreateWithFlags(&d->ev_up[i], cudaEventDisableTiming));
     /* A first panel multiplies with beta 0, which BLAS defines as not reading C; zeroed
      * accumulators keep that true (no NaN from fresh memory) should an algorithm read it. */
     for (int i = 0; i < 2; ++i)
@@ -598,6 +667,8 @@ static void teardown(mm_device *d)
             if (d->ev[k][i]) (void)cudaEventDestroy(d->ev[k][i]);
     for (int i = 0; i < OC_MM_OUT_SLOTS; ++i)
         if (d->ev_piece[i]) (void)cudaEventDestroy(d->ev_piece[i]);
+    for (int i = 0; i < OC_MM_UP_SLOTS; ++i)
+        if (d->ev_up[i]) (void)cudaEventDestroy(d->ev_up[i]);
     oc_workers_free(d->read_crew);
     oc_workers_free(d->write_crew);
     if (d->dev.pool) {
@@ -616,7 +687,9 @@ static void run_tiles(mm_device *d, int device)
     oc_context *ctx = d->ctx;
     pthread_t reader, writer;
     int readers = 0, writers = 0;
+    double t = d->started = oc_now();
     oc_status st = setup(d, device);
+    oc_trace_phase(&t, d->who, "set-up");
     if (st == OC_OK) {
         readers = pthread_create(&reader, NULL, reader_main, d) == 0;
         writers = pthread_create(&writer, NULL, writer_main, d) == 0;
@@ -625,32 +698,43 @@ static void run_tiles(mm_device *d, int device)
     }
     if (st == OC_OK) st = drive(d);
     if (st != OC_OK) fail(d, st, 0, oc_context_last_error(ctx));
+    if (oc_tracing()) { /* when the last product ended (a wait only a trace pays) */
+        if (d->dev.compute) (void)cudaStreamSynchronize(d->dev.compute);
+        oc_trace_phase(&t, d->who, "products");
+    }
     pthread_mutex_lock(&d->mu);
     d->driver_done = 1;
     pthread_cond_broadcast(&d->cv);
     pthread_mutex_unlock(&d->mu);
     if (readers) pthread_join(reader, NULL);
     if (writers) pthread_join(writer, NULL);
+    oc_trace_phase(&t, d->who, "last writes");
 }
 
 void oc_mm_device_run(oc_context *ctx, oc_mm_shared *sh, int device, oc_mm_device_result *res)
 {
     memset(res, 0, sizeof *res);
     mm_device *d = calloc(1, sizeof *d);
-    if (!d) {
+    if (!d || oc_context_create(&d->reader_ctx) != OC_OK || oc_context_create(&d->writer_ctx) != OC_OK) {
         char message[64];
         snprintf(message, sizeof message, "cannot allocate the state of CUDA device %d", device);
         oc_mm_device_failed(sh, res, OC_ERR_NO_MEMORY, 0, message);
+        if (d) oc_context_free(d->reader_ctx), free(d);
         return;
     }
     d->ctx = ctx, d->sh = sh, d->plan = sh->plan, d->job = sh->job, d->res = res;
+    snprintf(d->who, sizeof d->who, "matmul cuda:%d", device);
     pthread_mutex_init(&d->mu, NULL);
+    pthread_mutex_init(&d->pin_mu, NULL);
     pthread_cond_init(&d->cv, NULL);
     run_tiles(d, device);
     double t = oc_now();
     teardown(d);
-    oc_trace_phase(&t, "matmul", "device teardown");
+    oc_trace_phase(&t, d->who, "teardown");
+    oc_context_free(d->reader_ctx);
+    oc_context_free(d->writer_ctx);
     pthread_cond_destroy(&d->cv);
     pthread_mutex_destroy(&d->mu);
+    pthread_mutex_destroy(&d->pin_mu);
     free(d);
 }
