@@ -170,8 +170,9 @@ def matmul(A: ArrayLike | Path, B: ArrayLike | Path | None = None, out: Path | n
         copy on the host. A GPU array (a CUDA torch tensor, a CuPy array, anything with
         ``__cuda_array_interface__``) is read where it is, on its device: it must have
         contiguous rows and be in the compute dtype or one promoted to it on the device (an
-        int8 tensor times a float32 one); the product then runs on the GPU. A transposed view, or B=None, needs A, B and the result all on one
-        GPU (then it is one cuBLASLt call with its transposes).
+        int8 tensor times a float32 one); the product then runs on the GPU. A transposed
+        view, or B=None, needs A, B and the result all on one GPU (then it is one cuBLASLt
+        call with its transposes).
     B : array_like or path, optional
         The second operand, as A. None computes op(A)·op(A)ᵀ from its upper tiles (an
         exactly symmetric result).

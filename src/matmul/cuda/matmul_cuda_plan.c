@@ -1,8 +1,8 @@
 /*
  * matmul_cuda_plan.c - the CUDA matmul plan (matmul_cuda_plan.h): a tile shape that fits the
  * device and host budgets and shares well among the devices, chosen by the plan's model, then
- * the deepest K panel that still fits beside it within OC_MM_PANEL_MAX of pinned memory a
- * slot. Pure: no device calls.
+ * the deepest K panel that still fits beside it within OC_MM_PANEL_MAX a device panel slot.
+ * Pure: no device calls.
  */
 #include "matmul/cuda/matmul_cuda_plan.h"
 

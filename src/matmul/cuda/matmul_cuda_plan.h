@@ -23,11 +23,12 @@
  * they are not; an FP16/BF16 result: one float32 accumulator rounded into C; A·Aᵀ: the whole
  * product, mirrored), unless those buffers do not fit the budget, when the plan is the usual
  * one with panels copied on the device.
- * On the host, per device: 2 or 3 pinned panel slots (read_panel fills one while another
- * uploads) and 2 pinned download slots of a piece of a tile (out_piece_rows rows): a finished
- * tile comes down piece by piece, one piece downloading while the previous one is written, so
- * the pinned memory does not grow with the tile edge and the tile edge is bounded by the
- * device's memory, not the host's.
+ * On the host, per device: 4 (or 2) pinned upload slots of whole rows of a panel, at most
+ * OC_MM_UP_PIECE each (read_panel fills one while the ones before it upload), and 2 pinned
+ * download slots of a piece of a tile (out_piece_rows rows): a panel goes up and a finished
+ * tile comes down piece by piece, one piece copying while the next is read or written, so
+ * the pinned memory grows neither with the tile edge nor with the panel depth, and both are
+ * bounded by the device's memory, not the host's.
  *
  * Which changes of the plan change float results, and why: a tile's element is the sum over
  * K of products, computed as one cuBLASLt call per K panel added into the accumulator. The
