@@ -61,6 +61,15 @@ static void check_plan(oc_context *ctx, oc_mm_cuda_plan_input in)
                   "%lld tiles on %d devices (%lld x %lld)", (long long)p.ntiles, nd, (long long)in.m, (long long)in.n);
     CHECK(p.out_slot_bytes <= OC_MM_OUT_PIECE || p.out_piece_rows == 1);
     CHECK(p.out_piece_rows >= 1 && p.out_piece_rows <= p.tm);
+    /* The upload slots: 4 (2 under a small host budget), each holding a row of either
+     * panel, no larger than a piece, or a whole panel, or that row. */
+    const int64_t row_a = p.kp * p.elem[0], row_b = p.tn * p.elem[1], row = row_a > row_b ? row_a : row_b;
+    CHECK(p.up_slots == OC_MM_UP_SLOTS || p.up_slots == 2);
+    CHECK_MSG(p.up_slot_bytes >= row && (p.up_slot_bytes <= OC_MM_UP_PIECE || p.up_slot_bytes == row) &&
+                  p.up_slot_bytes <= p.panel_bytes,
+              "upload slot %lld bytes, rows of %lld and %lld, panel %lld", (long long)p.up_slot_bytes, (long long)row_a,
+              (long long)row_b, (long long)p.panel_bytes);
+    CHECK_EQ_I64(p.pinned_bytes, p.up_slots * p.up_slot_bytes + OC_MM_OUT_SLOTS * p.out_slot_bytes);
     char *text = NULL;
     CHECK(oc_mm_cuda_plan_render(ctx, &p, "cuda:0 test", 1, &text) == OC_OK && text && strstr(text, "\"tile\""));
     free(text);
