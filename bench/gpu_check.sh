@@ -53,7 +53,8 @@
 #   matmul-scaling   matmul on several GPUs: 65536 x 65536 x 196608 float32 on GPU 0, then on
 #                    every visible GPU, same bytes checked (bench_matmul_cuda with
 #                    MATMUL_DEVICE_SETS; MATMUL_SCALING_SIZE overrides the size); NVLink
-#                    multicast left off (NCCL_NVLS_ENABLE=0)
+#                    multicast left off (NCCL_NVLS_ENABLE=0); with OUTCORE_TRACE=1 each device's
+#                    set-up, products and last writes are in the log too
 #   compare          the same benchmarks on another tree (OLD_SRC, a source folder, built in
 #                    build-old) and on this one, alternating old, new, old, new: bench_gram_cuda's
 #                    COMPARE_PARTS (default "kernel") and the top-k CLI end to end, so that a
@@ -267,7 +268,7 @@ if has bench && [ $matmul_scaling_bench -eq 1 ]; then
   NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 MATMUL_DEVICE_SETS="0;$all" \
     timeout "${BENCH_TIMEOUT:-400}" "$BUILD/bench/bench_matmul_cuda" ${MATMUL_SCALING_SIZE:-65536 65536 196608} \
     float32 2>&1 | tee "$LOGS/bench_matmul_scaling.log"
-  note matmul_scaling "rc ${PIPESTATUS[0]} on $gpus GPUs: $(tail -1 "$LOGS/bench_matmul_scaling.log" | tr -s ' ')"
+  note matmul_scaling "rc ${PIPESTATUS[0]} on $gpus GPUs: $(grep -E '^float32 ' "$LOGS/bench_matmul_scaling.log" | tail -1 | tr -s ' ')"
 fi
 
 if has bench && [ $compare_bench -eq 1 ]; then
