@@ -81,6 +81,8 @@ int main(int argc, char **argv)
     conversion(OC_MATMUL_FLOAT32, OC_MM_FLOAT64, n, rounds);
     conversion(OC_MATMUL_FLOAT64, OC_MM_FLOAT32, n, rounds);
     conversion(OC_MATMUL_UINT8, OC_MM_FLOAT16, n, rounds);
+    conversion(OC_MATMUL_FLOAT32, OC_MM_FLOAT16, n, rounds);
+    conversion(OC_MATMUL_FLOAT32, OC_MM_BFLOAT16, n, rounds);
     panels(4096, 0, rounds);
     panels(4096, 1, rounds);
     return 0;

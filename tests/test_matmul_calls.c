@@ -12,6 +12,7 @@
 #include "harness.h"
 #include "matmul_array.h"
 #include "matmul/matmul_source.h"
+#include "half_reference.h"
 #include "matmul/mm_half.h"
 
 /* Memory marked gpu that is host memory is refused before anything is read or written,
@@ -93,24 +94,6 @@ static void test_cancel_then_again(void)
     c[0] = 0;
     CHECK(oc_matmul(ctx, &A, &A, &C, &o, NULL) == OC_OK && c[0] == 7);
     oc_context_free(ctx);
-}
-
-/* The correctly rounded float16 of d >= 0 (finite, below 65520), by search over the ordered
- * positive halves: the nearest, a tie to the even one. */
-static uint16_t half_reference(double d)
-{
-    uint16_t lo = 0, hi = 0x7bff;
-    if (d >= 65520.0) return 0x7c00;
-    while (lo < hi) { /* the largest half <= d */
-        const uint16_t mid = (uint16_t)((lo + hi + 1) / 2);
-        if ((double)oc_mm_half_to_float(mid) <= d) lo = mid;
-        else hi = (uint16_t)(mid - 1);
-    }
-    if (lo == 0x7bff) return d - 65504.0 < 16.0 ? lo : 0x7c00;
-    const double below = oc_mm_half_to_float(lo), above = oc_mm_half_to_float((uint16_t)(lo + 1));
-    if (d - below < above - d) return lo;
-    if (d - below > above - d) return (uint16_t)(lo + 1);
-    return (lo & 1u) ? (uint16_t)(lo + 1) : lo;
 }
 
 /* A float64 element converted to float16 is rounded once (numpy's astype), not through

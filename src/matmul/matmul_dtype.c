@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "matmul/mm_half.h"
+#include "matmul/mm_half_run.h"
 
 static const struct {
     const char *name;
@@ -246,11 +247,36 @@ OC_MM_INLINE void to_f64(oc_matmul_dtype from, const void *src, int64_t n, doubl
 }
 OC_MM_INLINE void to_f32(oc_matmul_dtype from, const void *src, int64_t n, float *dst, int64_t stride)
 {
+    if (from == OC_MATMUL_FLOAT16 && stride == 1) { /* F16C's where the CPU has it */
+        oc_mm_half_runs_best()->to_float(src, n, dst);
+        return;
+    }
     for (int64_t i = 0; i < n; i++) dst[i * stride] = load_f32(from, src, i);
 }
-/* float16 from the value itself, rounded once, as numpy's astype(float16). */
+/* Whether every value of `from` is a float32 (so float16 of it is float16 of that float32). */
+static int exact_in_f32(oc_matmul_dtype from)
+{
+    return from == OC_MATMUL_FLOAT32 || from == OC_MATMUL_BFLOAT16 || from == OC_MATMUL_INT8 ||
+           from == OC_MATMUL_INT16 || from == OC_MATMUL_UINT8 || from == OC_MATMUL_UINT16;
+}
+/* float16 from the value itself, rounded once, as numpy's astype(float16): from a float32
+ * (or a type that every float32 holds, through one) on F16C's run where the CPU has it. */
 OC_MM_INLINE void to_f16(oc_matmul_dtype from, const void *src, int64_t n, uint16_t *dst, int64_t stride)
 {
+    if (stride == 1 && from == OC_MATMUL_FLOAT32) {
+        oc_mm_half_runs_best()->to_half(src, n, dst);
+        return;
+    }
+    if (stride == 1 && exact_in_f32(from)) {
+        enum { CHUNK = 512 };
+        float f[CHUNK];
+        for (int64_t i = 0; i < n; i += CHUNK) {
+            const int64_t m = n - i < CHUNK ? n - i : CHUNK;
+            to_f32(from, (const char *)src + i * (int64_t)oc_matmul_dtype_size(from), m, f, 1);
+            oc_mm_half_runs_best()->to_half(f, m, dst + i);
+        }
+        return;
+    }
     for (int64_t i = 0; i < n; i++) dst[i * stride] = oc_mm_double_to_half(load(from, src, i));
 }
 OC_MM_INLINE void to_bf16(oc_matmul_dtype from, const void *src, int64_t n, uint16_t *dst, int64_t stride)

@@ -26,7 +26,8 @@ static inline float oc_mm_bits_f32(uint32_t u)
 static inline float oc_mm_half_to_float(uint16_t h)
 {
     uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ffu;
-    if (exp == 0x1f) return oc_mm_bits_f32(sign | 0x7f800000u | (man << 13));
+    if (exp == 0x1f) /* infinity; a NaN keeps its payload and is made quiet, as F16C does */
+        return oc_mm_bits_f32(sign | 0x7f800000u | (man ? 0x400000u : 0) | (man << 13));
     if (exp == 0) { /* zero or subnormal: man * 2^-24 exactly */
         float f = (float)man * 5.9604644775390625e-8f;
         return sign ? -f : f;
@@ -39,8 +40,9 @@ static inline uint16_t oc_mm_float_to_half(float f)
     uint32_t u = oc_mm_f32_bits(f);
     uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
     uint32_t a = u & 0x7fffffffu;
-    if (a >= 0x7f800000u) return (uint16_t)(sign | 0x7c00u | (a > 0x7f800000u ? 0x200u : 0)); /* inf, NaN */
-    if (a >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* rounds past 65504: inf */
+    if (a > 0x7f800000u) return (uint16_t)(sign | 0x7e00u | ((a & 0x7fffffu) >> 13)); /* NaN: quiet, as F16C */
+    if (a == 0x7f800000u) return (uint16_t)(sign | 0x7c00u);                          /* infinity */
+    if (a >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u);                          /* rounds past 65504: inf */
     if (a < 0x38800000u) {                         /* below 2^-14: a subnormal half, man = round(|f| * 2^24) */
         float m = oc_mm_bits_f32(a) * 16777216.0f; /* exact: a power-of-two scale */
         uint32_t q = (uint32_t)m;

@@ -17,6 +17,7 @@
 #include "core/trace.h"
 #include "matmul/cpu/mm_cpu.h"
 #include "matmul/mm_half.h"
+#include "matmul/mm_half_run.h"
 
 static int cpu_usable(int device)
 {
@@ -31,8 +32,7 @@ static void to_kind(oc_mm_type in, oc_mm_kind kind, const void *src, void *dst, 
         for (int64_t i = 0; i < n; i++) ((double *)dst)[i] = ((const int8_t *)src)[i];
     else if (kind == OC_MM_KIND_F32 && in == OC_MM_INT8)
         for (int64_t i = 0; i < n; i++) ((float *)dst)[i] = ((const int8_t *)src)[i];
-    else if (kind == OC_MM_KIND_F32 && in == OC_MM_FLOAT16)
-        for (int64_t i = 0; i < n; i++) ((float *)dst)[i] = oc_mm_half_to_float(((const uint16_t *)src)[i]);
+    else if (kind == OC_MM_KIND_F32 && in == OC_MM_FLOAT16) oc_mm_half_runs_best()->to_float(src, n, dst);
     else if (kind == OC_MM_KIND_F32 && in == OC_MM_BFLOAT16)
         for (int64_t i = 0; i < n; i++) ((float *)dst)[i] = oc_mm_bf16_to_float(((const uint16_t *)src)[i]);
 }
@@ -44,8 +44,7 @@ static void to_out(oc_mm_kind kind, oc_mm_type out, const void *acc, void *dst, 
         for (int64_t i = 0; i < n; i++) ((int32_t *)dst)[i] = (int32_t)((const double *)acc)[i];
     else if (kind == OC_MM_KIND_F32 && out == OC_MM_INT32) /* the same, k <= OC_MM_INT8_F32_K_MAX */
         for (int64_t i = 0; i < n; i++) ((int32_t *)dst)[i] = (int32_t)((const float *)acc)[i];
-    else if (out == OC_MM_FLOAT16)
-        for (int64_t i = 0; i < n; i++) ((uint16_t *)dst)[i] = oc_mm_float_to_half(((const float *)acc)[i]);
+    else if (out == OC_MM_FLOAT16) oc_mm_half_runs_best()->to_half(acc, n, dst);
     else if (out == OC_MM_BFLOAT16)
         for (int64_t i = 0; i < n; i++) ((uint16_t *)dst)[i] = oc_mm_float_to_bf16(((const float *)acc)[i]);
 }
