@@ -14,6 +14,7 @@
 
 #if defined(__x86_64__) || defined(_M_X64)
 #define OC_HALF_X86 1
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -62,6 +63,14 @@ __attribute__((target("avx,f16c"))) static void to_float_f16c(const void *src, i
 }
 
 static const oc_mm_half_runs f16c_runs = {"f16c", to_half_f16c, to_float_f16c};
+
+/* F16C (CPUID leaf 1, ECX bit 29; not every compiler's __builtin_cpu_supports names it) and
+ * AVX with the system saving its registers. */
+static int has_f16c(void)
+{
+    unsigned a, b, c, d;
+    return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C) && __builtin_cpu_supports("avx");
+}
 #endif
 
 const oc_mm_half_runs *oc_mm_half_runs_get(oc_mm_half_variant v)
@@ -71,7 +80,7 @@ const oc_mm_half_runs *oc_mm_half_runs_get(oc_mm_half_variant v)
         return &scalar_runs;
 #ifdef OC_HALF_X86
     case OC_MM_HALF_F16C:
-        return __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c") ? &f16c_runs : NULL;
+        return has_f16c() ? &f16c_runs : NULL;
 #endif
     default:
         return NULL;
