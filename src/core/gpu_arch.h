@@ -64,9 +64,11 @@ typedef struct oc_launch_verdict {
 oc_status oc_launch_check(const oc_gpu_arch *arch, const oc_kernel_resources *r, int block, size_t dyn_smem,
                           oc_launch_verdict *v);
 
-/* The largest block (a multiple of 32, or the kernel's launch bound where that is under a
- * warp) with which the kernel launches on arch with dyn_smem bytes of dynamic shared memory;
- * 0 when not even one warp fits. reg_cap_for_block above is
+/* The largest block with which the kernel launches on arch with dyn_smem bytes of dynamic
+ * shared memory: the kernel's own limit when it fits (its .reqntid, the only size it
+ * launches with; or its .maxntid, a .maxntid of 100 launching 100 threads), else the largest
+ * multiple of 32 under that limit that fits, else the largest part of one warp that fits; 0
+ * when none does. reg_cap_for_block above is
  * the largest per-thread register count with which `block` fits (0 when no count helps). */
 int oc_launch_largest_block(const oc_gpu_arch *arch, const oc_kernel_resources *r, size_t dyn_smem);
 

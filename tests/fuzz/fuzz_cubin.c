@@ -49,9 +49,17 @@ static void check_launch_rules(const oc_kernel_list *list)
     for (int k = 0; k < list->count; k++)
         for (int a = 0; oc_gpu_arch_at(a); a++) {
             const oc_gpu_arch *arch = oc_gpu_arch_at(a);
-            int largest = oc_launch_largest_block(arch, &list->items[k].res, 0);
-            if (largest < 0 || largest > 1024 || largest % 32)
-                fuzz_fail("largest block %d for %s on %s", largest, list->items[k].name, arch->name);
+            const oc_kernel_resources *r = &list->items[k].res;
+            int largest = oc_launch_largest_block(arch, r, 0);
+            /* Whole warps, or the kernel's own limit (.reqntid, or .maxntid under the arch's),
+             * or a part of one warp. */
+            const int own = r->required_threads > 0 ? r->required_threads
+                            : r->max_threads_per_block > 0 && r->max_threads_per_block < arch->max_threads_per_block
+                                ? r->max_threads_per_block
+                                : arch->max_threads_per_block;
+            if (largest < 0 || largest > 1024 || largest > own || (largest % 32 && largest != own && largest > 31))
+                fuzz_fail("largest block %d for %s on %s (its own limit %d)", largest, list->items[k].name, arch->name,
+                          own);
             oc_launch_verdict v;
             if (oc_launch_check(arch, &list->items[k].res, 256, 0, &v) != OC_OK || v.blocks_per_sm < 0 ||
                 v.occupancy < 0 || v.occupancy > 1)
