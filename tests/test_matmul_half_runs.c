@@ -84,9 +84,8 @@ static void check_scalar(const float *p, int64_t n)
 static void check_variant(const oc_mm_half_runs *r, const float *p, int64_t n)
 {
     uint16_t *h = malloc((size_t)n * 2), *want_h = malloc((size_t)n * 2);
-    float *f = malloc((size_t)n * 4);
     unsigned char *src = malloc(64 * 4 + 8), *dst = malloc(64 * 4 + 8);
-    if (!h || !want_h || !f || !src || !dst) exit(1);
+    if (!h || !want_h || !src || !dst) exit(1);
     r->to_half(p, n, h);
     int bad = 0;
     for (int64_t i = 0; i < n && bad < 5; ++i) {
@@ -130,7 +129,7 @@ static void check_variant(const oc_mm_half_runs *r, const float *p, int64_t n)
             }
             CHECK_MSG(ok, "%s: a run of %lld from byte offset %d", r->name, (long long)len, off);
         }
-    free(h), free(want_h), free(f), free(src), free(dst), free(wide);
+    free(h), free(want_h), free(src), free(dst), free(wide);
 }
 
 /* oc_matmul_convert into float16 and out of it: the runs where it takes them (float32, the
@@ -147,7 +146,6 @@ static void check_convert(const float *p)
     memcpy(src, p + 0x7c00 * 3, N * 4); /* float32: probes around midpoints */
     for (size_t t = 0; t < sizeof from / sizeof from[0]; ++t)
         for (int stride = 1; stride <= 3; stride += 2) {
-            const size_t es = oc_matmul_dtype_size(from[t]);
             float f32[N];
             oc_matmul_convert(from[t], src, N, OC_MM_FLOAT32, f32, 1);
             double f64[N];
@@ -162,7 +160,6 @@ static void check_convert(const float *p)
             }
             CHECK_MSG(bad == 0, "%s -> float16, stride %d: %d elements differ", oc_matmul_dtype_name(from[t]), stride,
                       bad);
-            (void)es;
         }
     uint16_t halves[N];
     for (int i = 0; i < N; ++i) halves[i] = (uint16_t)(i * 33 + 1);

@@ -41,8 +41,7 @@ static inline uint16_t oc_mm_float_to_half(float f)
     uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
     uint32_t a = u & 0x7fffffffu;
     if (a > 0x7f800000u) return (uint16_t)(sign | 0x7e00u | ((a & 0x7fffffu) >> 13)); /* NaN: quiet, as F16C */
-    if (a == 0x7f800000u) return (uint16_t)(sign | 0x7c00u);                          /* infinity */
-    if (a >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u);                          /* rounds past 65504: inf */
+    if (a >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* infinity, or rounds past 65504 to it */
     if (a < 0x38800000u) {                         /* below 2^-14: a subnormal half, man = round(|f| * 2^24) */
         float m = oc_mm_bits_f32(a) * 16777216.0f; /* exact: a power-of-two scale */
         uint32_t q = (uint32_t)m;
