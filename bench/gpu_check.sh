@@ -55,6 +55,11 @@
 #                    MATMUL_DEVICE_SETS; MATMUL_SCALING_SIZE overrides the size); NVLink
 #                    multicast left off (NCCL_NVLS_ENABLE=0); with OUTCORE_TRACE=1 each device's
 #                    set-up, products and last writes are in the log too
+#   matmul-reads     out-of-core reads that are not plain copies: float32 files as stored, B as
+#                    Bᵀ stored (--transpose-b), A in Fortran order, computed as float16
+#                    (bench/bench_matmul_reads.py; READS_ARGS are passed to it); with OLD_SRC
+#                    set, the outcore CLI built from it (build-old) runs every case too, the
+#                    two alternating, results compared byte for byte
 #   compare          the same benchmarks on another tree (OLD_SRC, a source folder, built in
 #                    build-old) and on this one, alternating old, new, old, new: bench_gram_cuda's
 #                    COMPARE_PARTS (default "kernel") and the top-k CLI end to end, so that a
@@ -87,6 +92,14 @@ done
 has() { local s; for s in "${steps[@]}"; do [ "$s" = "$1" ] && return 0; done; return 1; }
 summary=()
 note() { summary+=("$(printf '%-10s %s' "$1" "$2")"); }
+# Builds OLD_SRC's targets "$@" in build-old (the tree before a change); fails when OLD_SRC is
+# unset or does not build.
+build_old() {
+  [ -n "${OLD_SRC:-}" ] || return 1
+  # shellcheck disable=SC2086 # CMAKE_ARGS is a list of options
+  cmake -S "$OLD_SRC" -B build-old -DCMAKE_BUILD_TYPE=Release ${CMAKE_ARGS:-} >"$LOGS/configure_old.log" 2>&1 &&
+    cmake --build build-old -j"$(nproc)" --target "$@" >"$LOGS/build_old.log" 2>&1
+}
 
 if has build; then
   # shellcheck disable=SC2086 # CMAKE_ARGS is a list of options
@@ -167,6 +180,7 @@ matmul_bench=0
 matmulxt_bench=0
 matmul_host_bench=0
 matmul_scaling_bench=0
+matmul_reads_bench=0
 compare_bench=0
 for part in "${bench_parts[@]}"; do
   case "$part" in
@@ -185,6 +199,7 @@ for part in "${bench_parts[@]}"; do
     matmulxt) matmulxt_bench=1 ;;
     matmul-host) matmul_host_bench=1 ;;
     matmul-scaling) matmul_scaling_bench=1 ;;
+    matmul-reads) matmul_reads_bench=1 ;;
     compare) compare_bench=1 ;;
     *) gram_parts+=("$part") ;;
   esac
@@ -271,11 +286,20 @@ if has bench && [ $matmul_scaling_bench -eq 1 ]; then
   note matmul_scaling "rc ${PIPESTATUS[0]} on $gpus GPUs: $(grep -E '^float32 ' "$LOGS/bench_matmul_scaling.log" | tail -1 | tr -s ' ')"
 fi
 
+if has bench && [ $matmul_reads_bench -eq 1 ]; then
+  before=()
+  if [ -n "${OLD_SRC:-}" ]; then
+    if build_old outcore_cli; then before=(--before build-old/outcore); else note matmul_reads "FAILED: OLD_SRC did not build"; fi
+  fi
+  # shellcheck disable=SC2086 # READS_ARGS is a list of options
+  timeout "${BENCH_TIMEOUT:-400}" python3 bench/bench_matmul_reads.py --outcore "$BUILD/outcore" "${before[@]}" \
+    ${READS_ARGS:-} 2>&1 | tee "$LOGS/bench_matmul_reads.log"
+  note matmul_reads "rc ${PIPESTATUS[0]}: $(grep -E '^[a-z0-9-]+ +(this|before) ' "$LOGS/bench_matmul_reads.log" |
+    awk '{print $1 " " $2 " " $4 " s"}' | tr '\n' ';')"
+fi
+
 if has bench && [ $compare_bench -eq 1 ]; then
-  # shellcheck disable=SC2086 # CMAKE_ARGS is a list of options
-  if [ -z "${OLD_SRC:-}" ] || ! cmake -S "$OLD_SRC" -B build-old -DCMAKE_BUILD_TYPE=Release ${CMAKE_ARGS:-} \
-       >"$LOGS/configure_old.log" 2>&1 || ! cmake --build build-old -j"$(nproc)" --target bench_gram_cuda outcore_cli \
-       >"$LOGS/build_old.log" 2>&1; then
+  if ! build_old bench_gram_cuda outcore_cli; then
     note compare "FAILED: OLD_SRC=${OLD_SRC:-unset} did not build"
   else
     "$BUILD/outcore" gen --rows 100000 --cols 200000 --density 0.05 --packed -o /dev/shm/A.npy >/dev/null 2>&1

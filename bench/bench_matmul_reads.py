@@ -1,0 +1,113 @@
+#!/usr/bin/env python3
+"""How fast the GPU backend reads its panels out of core when a read is not a plain copy:
+`outcore matmul` on float32 files as stored (the plain read), with B stored as Bᵀ
+(`--transpose-b`: each panel row gathered across the file's rows), with A in Fortran order
+(the same for A), and computed as float16 (`--dtype float16`: each element rounded on the host
+before its upload). With --before, another outcore binary runs every case too (the build before
+a change), the two alternating, so that a change to the reads shows in one run.
+
+Each run is a process as a user runs it (files in, file out): its wall time, the job's own
+seconds and the bytes it uploaded (--json); the median of --runs runs. The two binaries'
+results are compared byte for byte.
+
+Usage: bench_matmul_reads.py [--outcore build/outcore] [--before OTHER/outcore]
+                             [--size M N K] [--gpu-mem 2G] [--backend cuda] [--runs 3] [--cases plain,...]
+                             [--dir /dev/shm/...]
+"""
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+# name: (A's file, B's file, extra options)
+CASES = {
+    "plain": ("a", "b", []),
+    "transpose-b": ("a", "bt", ["--transpose-b"]),
+    "fortran-a": ("af", "b", []),
+    "float16": ("a", "b", ["--dtype", "float16"]),
+}
+
+
+def run(binary, a, b, out, args, extra):
+    cmd = [binary, "matmul", a, b, "-o", out, "--backend", args.backend, "--gpu-mem", args.gpu_mem, "--json", "-q",
+           *extra]
+    t = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    wall = time.perf_counter() - t
+    if proc.returncode != 0:
+        sys.exit(f"{' '.join(cmd)}: exit {proc.returncode}: {proc.stderr.strip()}")
+    j = json.loads(proc.stdout)
+    return wall, j["seconds"], j["bytes_h2d"]
+
+
+def same_bytes(x, y, rows=4096):
+    if x.shape != y.shape or x.dtype != y.dtype:
+        return False
+    return all(np.array_equal(x[r:r + rows], y[r:r + rows]) for r in range(0, x.shape[0], rows))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--outcore", default=os.environ.get("OUTCORE_BIN", "build/outcore"))
+    ap.add_argument("--before", default=None, help="another outcore binary run on every case too")
+    ap.add_argument("--size", type=int, nargs=3, default=[32768, 32768, 16384], metavar=("M", "N", "K"))
+    ap.add_argument("--gpu-mem", default="2G")
+    ap.add_argument("--backend", default="cuda", help="cuda (default) or cpu")
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--cases", default=",".join(CASES), help="a comma-separated list of " + ", ".join(CASES))
+    ap.add_argument("--dir", default="/dev/shm/bench_reads" if os.path.isdir("/dev/shm") else "/tmp/bench_reads")
+    args = ap.parse_args()
+    cases = args.cases.split(",")
+    for c in cases:
+        if c not in CASES:
+            sys.exit(f"--cases: unknown case {c!r} (one of {', '.join(CASES)})")
+    m, n, k = args.size
+    os.makedirs(args.dir, exist_ok=True)
+    rng = np.random.default_rng(11)
+    path = {x: os.path.join(args.dir, x + ".npy") for x in ("a", "af", "b", "bt")}
+    need = {f for c in cases for f in CASES[c][:2]}
+    a = rng.standard_normal((m, k), dtype=np.float32)
+    if "a" in need:
+        np.save(path["a"], a)
+    if "af" in need:
+        np.save(path["af"], np.asfortranarray(a))
+    del a
+    b = rng.standard_normal((k, n), dtype=np.float32)
+    if "b" in need:
+        np.save(path["b"], b)
+    if "bt" in need:
+        np.save(path["bt"], np.ascontiguousarray(b.T))
+    del b
+    binaries = [("this", args.outcore)] + ([("before", args.before)] if args.before else [])
+    flops = 2.0 * m * n * k
+    print(f"# {m} x {n} x {k} float32, --gpu-mem {args.gpu_mem}, median of {args.runs} runs "
+          "(wall: the process, files in and out)")
+    print(f"{'case':12s} {'binary':7s} {'wall s':>8s} {'job s':>8s} {'TFLOP/s':>8s} {'GB up':>8s}  result")
+    for c in cases:
+        fa, fb, extra = CASES[c]
+        outs = {name: os.path.join(args.dir, f"c_{name}.npy") for name, _ in binaries}
+        times = {name: [] for name, _ in binaries}
+        for _ in range(args.runs):
+            for name, binary in binaries:
+                times[name].append(run(binary, path[fa], path[fb], outs[name], args, extra))
+        ref = np.load(outs["this"], mmap_mode="r")
+        for name, _ in binaries:
+            wall = statistics.median(t[0] for t in times[name])
+            job = statistics.median(t[1] for t in times[name])
+            up = times[name][-1][2] / 1e9
+            result = "-" if name == "this" else (
+                "same bytes" if same_bytes(np.load(outs[name], mmap_mode="r"), ref) else "DIFFERENT BYTES")
+            print(f"{c:12s} {name:7s} {wall:8.3f} {job:8.3f} {flops / job / 1e12:8.1f} {up:8.2f}  {result}")
+        for o in outs.values():
+            os.remove(o)
+    shutil.rmtree(args.dir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
