@@ -607,6 +607,56 @@ static void test_in_place_products(void)
     oc_context_free(ctx);
 }
 
+/* write_tile of A·Aᵀ on tiles of any corner and shape in the upper part of C (the writers
+ * hand it row ranges of a tile, and rectangular tiles straddle the diagonal anywhere), every
+ * element size: equal to the rule element by element ((i, j) with j >= i to (i, j) and
+ * (j, i)), nothing else of C touched. */
+static void test_mirror_writes(void)
+{
+    static const size_t sizes[] = {1, 2, 4, 8};
+    const int64_t n = 150;
+    unsigned seed = 12345;
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+        const size_t e = sizes[s];
+        unsigned char *c = malloc((size_t)(n * n) * e), *want = malloc((size_t)(n * n) * e);
+        unsigned char *tile = malloc((size_t)(n * (n + 3)) * e);
+        oc_mm_io io;
+        memset(&io, 0, sizeof io);
+        io.dest = (oc_mm_dest){.data = c, .ld = n, .elem = e, .rows = n, .cols = n};
+        oc_matmul_job job;
+        memset(&job, 0, sizeof job);
+        job.m = job.n = n, job.symmetric = 1;
+        oc_mm_io_bind(&job, &io);
+        for (int round = 0; round < 60; round++) {
+            seed = seed * 1103515245u + 12345u;
+            const int64_t row0 = (int64_t)(seed >> 8) % n;
+            seed = seed * 1103515245u + 12345u;
+            /* corners from well below the diagonal's row to the right of it */
+            int64_t col0 = row0 - 40 + (int64_t)(seed >> 8) % 120;
+            col0 = col0 < 0 ? 0 : col0 >= n ? n - 1 : col0;
+            seed = seed * 1103515245u + 12345u;
+            const int64_t rows = 1 + (int64_t)(seed >> 8) % (n - row0);
+            seed = seed * 1103515245u + 12345u;
+            const int64_t cols = 1 + (int64_t)(seed >> 8) % (n - col0), ld = cols + round % 4;
+            if (col0 + cols <= row0) continue; /* wholly below the diagonal: no plan writes it */
+            for (size_t b = 0; b < (size_t)(n * n) * e; b++) c[b] = want[b] = (unsigned char)(b * 7 + round);
+            for (size_t b = 0; b < (size_t)(rows * ld) * e; b++) tile[b] = (unsigned char)(b * 13 + 5 + round);
+            for (int64_t r = 0; r < rows; r++)
+                for (int64_t q = 0; q < cols; q++) {
+                    const int64_t i = row0 + r, j = col0 + q;
+                    if (j < i) continue;
+                    memcpy(want + (size_t)(i * n + j) * e, tile + (size_t)(r * ld + q) * e, e);
+                    memcpy(want + (size_t)(j * n + i) * e, tile + (size_t)(r * ld + q) * e, e);
+                }
+            CHECK(oc_mm_write_tile(&job, row0, rows, col0, cols, tile, ld) == OC_OK);
+            CHECK_MSG(memcmp(c, want, (size_t)(n * n) * e) == 0,
+                      "element of %zu bytes, tile at (%lld, %lld), %lld x %lld", e, (long long)row0, (long long)col0,
+                      (long long)rows, (long long)cols);
+        }
+        free(c), free(want), free(tile);
+    }
+}
+
 int main(void)
 {
     test_in_place_products();
@@ -614,6 +664,7 @@ int main(void)
     test_case_table();
     test_budgets();
     test_symmetric();
+    test_mirror_writes();
     test_files();
     test_int8_limit_and_names();
     test_int8_sums_edge();
