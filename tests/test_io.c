@@ -16,6 +16,8 @@
 #include <unistd.h>
 
 #include "matrix/matrix.h"
+#include "core/context.h"
+#include "core/fault.h"
 #include "harness.h"
 #include "io/io.h"
 #include "io_checks.h"
@@ -583,6 +585,75 @@ static void test_path_extension(void)
     CHECK(strcmp(oc_path_extension("a.verylongextension", buf, 4), "ver") == 0);
 }
 
+/* A result reserved as the job runs (oc_npy_out_create_nd_ahead): the first chunk (16 MiB)
+ * is ready on return, the rest once reserved; a reservation that fails reaches the writer that
+ * waits for its bytes (one line naming the file and the cause) and commit, and leaves
+ * nothing; one that a kept file did not finish is completed when the file is reopened. */
+static void test_npy_out_ahead(void)
+{
+    char outdir[600], path[700], message[1024];
+    snprintf(outdir, sizeof outdir, "%s/ahead", oc_test_tmpdir);
+    CHECK(mkdir(outdir, 0755) == 0);
+    snprintf(path, sizeof path, "%s/C.npy", outdir);
+    const int64_t shape[2] = {1100, 4000}; /* 17.6 MB of float32: two chunks */
+    const size_t bytes = (size_t)(shape[0] * shape[1]) * 4, chunk = (size_t)16 << 20;
+    oc_npy_out *w = NULL;
+    void *data = NULL;
+
+    /* Every byte ready, written, committed. */
+    oc_context_begin_job(ctx);
+    CHECK(oc_npy_out_create_nd_ahead(ctx, path, "<f4", 4, 2, shape, &w, &data) == OC_OK);
+    CHECK(oc_npy_out_ready(w, bytes, message, sizeof message) == 0);
+    memset(data, 0x5a, bytes);
+    CHECK(oc_npy_out_commit(ctx, w) == OC_OK);
+    oc_npy_array_info info;
+    size_t len = 0;
+    unsigned char *file = oc_test_read_file(path, &len);
+    CHECK(file && len > bytes && file[len - 1] == 0x5a && file[len - bytes] == 0x5a);
+    CHECK(file && oc_npy_array_parse(ctx, path, file, len, &info) == OC_OK);
+    free(file);
+    unlink(path);
+
+    /* The second chunk's reservation fails (the sizing calls: ftruncate, the first chunk,
+     * the second): the first chunk's bytes are ready, the rest never. */
+    for (int way = 0; way < 2; way++) {
+        CHECK(oc_fault_arm(ctx, OC_FAULT_TRUNCATE, way ? "3:eio" : "3:enospc") == OC_OK);
+        oc_context_begin_job(ctx);
+        w = NULL;
+        CHECK(oc_npy_out_create_nd_ahead(ctx, path, "<f4", 4, 2, shape, &w, &data) == OC_OK);
+        CHECK(oc_npy_out_ready(w, chunk - 4096, message, sizeof message) == 0);
+        message[0] = '\0';
+        CHECK_EQ_I64(oc_npy_out_ready(w, bytes, message, sizeof message), way ? EIO : ENOSPC);
+        CHECK_MSG(strstr(message, path) && strstr(message, way ? "I/O error" : "disk full") && !strchr(message, '\n'),
+                  "%s", message);
+        CHECK(oc_npy_out_commit(ctx, w) == OC_ERR_IO); /* and commit, had no writer asked */
+        CHECK(strstr(oc_context_last_error(ctx), path) != NULL);
+        CHECK_EQ_I64(oc_test_dir_entries(outdir), 0);
+        CHECK(oc_fault_arm(ctx, OC_FAULT_TRUNCATE, NULL) == OC_OK);
+    }
+
+    /* Kept before its reservation ended (a resumable job stopped: here its second chunk
+     * failed), then reopened: every byte holds its blocks. */
+    CHECK(oc_fault_arm(ctx, OC_FAULT_TRUNCATE, "3:eio") == OC_OK);
+    oc_context_begin_job(ctx);
+    CHECK(oc_npy_out_create_nd_ahead(ctx, path, "<f4", 4, 2, shape, &w, &data) == OC_OK);
+    CHECK(oc_npy_out_ready(w, bytes, message, sizeof message) == EIO);
+    char temp[700];
+    snprintf(temp, sizeof temp, "%s", oc_npy_out_temp_path(w));
+    oc_npy_out_keep(w);
+    CHECK(oc_fault_arm(ctx, OC_FAULT_TRUNCATE, NULL) == OC_OK);
+    struct stat sb;
+    CHECK(stat(temp, &sb) == 0 && sb.st_blocks * 512 < sb.st_size); /* the second chunk a hole */
+    oc_context_begin_job(ctx);
+    w = NULL;
+    CHECK(oc_npy_out_reopen_nd(ctx, path, temp, "<f4", 4, 2, shape, &w, &data) == OC_OK);
+    CHECK(stat(temp, &sb) == 0 && sb.st_blocks * 512 >= sb.st_size);
+    CHECK(oc_npy_out_ready(w, bytes, message, sizeof message) == 0);
+    oc_npy_out_abort(w);
+    CHECK_EQ_I64(oc_test_dir_entries(outdir), 0);
+    rmdir(outdir);
+}
+
 int main(void)
 {
     if (!oc_test_tmp_create("oc_test_io")) return 1;
@@ -595,6 +666,7 @@ int main(void)
     test_npy_bad();
     test_npy_dimension_limits();
     test_npy_write();
+    test_npy_out_ahead();
     test_save_round_trip();
     test_read_options_v1();
     test_constructors();

@@ -2,8 +2,9 @@
  * test_write_faults.c - every write-side system call of every writer fails once, and the job
  * fails cleanly each time.
  *
- * For each output (dense .npy, a saved matrix, top-k .npz/.tsv, threshold .npz/.mtx/.tsv, and
- * threshold jobs whose pairs spill to the temporary file), each kind of call (src/core/fault.h)
+ * For each output (dense .npy, a saved matrix, top-k .npz/.tsv, threshold .npz/.mtx/.tsv,
+ * threshold jobs whose pairs spill to the temporary file, and matmul's product and A·Aᵀ, whose
+ * result is large enough to be reserved as the job runs), each kind of call (src/core/fault.h)
  * and each way of failing, the k-th call is made to fail for k = 1, 2, ... until the job
  * succeeds. Every failed job must return OC_ERR_IO with one line naming the file and the
  * cause, and leave nothing in the output directory (which is also TMPDIR, where the spill
@@ -25,7 +26,7 @@
 #include "io/sysio.h"
 #include "outcore.h"
 
-typedef enum job_kind { JOB_DENSE, JOB_SAVE, JOB_TOPK, JOB_PAIRS } job_kind;
+typedef enum job_kind { JOB_DENSE, JOB_SAVE, JOB_TOPK, JOB_PAIRS, JOB_MATMUL, JOB_MATMUL_GRAM } job_kind;
 
 typedef struct out_case {
     const char *name;
@@ -44,7 +45,14 @@ static const out_case cases[] = {
     {"threshold tsv", "pairs.tsv", JOB_PAIRS, 0},
     {"threshold npz spilled", "pairs.npz", JOB_PAIRS, 1},
     {"threshold mtx spilled", "pairs.mtx", JOB_PAIRS, 1},
+    {"matmul", "P.npy", JOB_MATMUL, 0},
+    {"matmul gram", "G.npy", JOB_MATMUL_GRAM, 0},
 };
+
+/* matmul's operands: A (MM_N x 1) and B (1 x MM_N), so that the float32 result (16.8 MiB) is
+ * more than the one chunk (16 MiB) its file reserves before the job starts (npy_array.h). */
+enum { MM_N = 2100 };
+static float mm_a[MM_N], mm_b[MM_N];
 
 /* The ways a call fails, and what the message must say. */
 typedef struct fail_way {
@@ -80,10 +88,24 @@ static const char *out_path(const out_case *c)
     return path;
 }
 
+static oc_status run_matmul(const out_case *c)
+{
+    oc_matmul_array A = OC_MATMUL_ARRAY_INIT, B = OC_MATMUL_ARRAY_INIT, C = OC_MATMUL_ARRAY_INIT;
+    A.data = mm_a, A.dtype = OC_MATMUL_FLOAT32, A.rows = MM_N, A.cols = 1;
+    B.data = mm_b, B.dtype = OC_MATMUL_FLOAT32, B.rows = 1, B.cols = MM_N;
+    C.path = out_path(c);
+    oc_matmul_options o = OC_MATMUL_OPTIONS_INIT;
+    o.backend = backend;
+    o.threads = 1;
+    o.gram = c->kind == JOB_MATMUL_GRAM;
+    return oc_matmul(ctx, &A, o.gram ? NULL : &B, &C, &o, NULL);
+}
+
 /* Runs the case's job once with whatever the context's fault plan says. */
 static oc_status run_job(const out_case *c)
 {
     if (c->kind == JOB_SAVE) return oc_matrix_save(ctx, input, out_path(c), 0);
+    if (c->kind == JOB_MATMUL || c->kind == JOB_MATMUL_GRAM) return run_matmul(c);
     oc_gram_options o = OC_GRAM_OPTIONS_INIT;
     o.backend = backend;
     o.threads = 1;                              /* the calls come in the same order in every run */
@@ -222,7 +244,11 @@ static void run_case(const out_case *c)
            points[OC_FAULT_FSYNC], points[OC_FAULT_RENAME]);
 
     /* What each writer must have gone through: the call kinds its design says it makes. */
-    int mapped = c->kind == JOB_DENSE || c->kind == JOB_SAVE;
+    int mapped = c->kind == JOB_DENSE || c->kind == JOB_SAVE || c->kind == JOB_MATMUL || c->kind == JOB_MATMUL_GRAM;
+    /* A result reserved as the job runs: sized, its first chunk reserved, then the rest. */
+    if (c->kind == JOB_MATMUL || c->kind == JOB_MATMUL_GRAM)
+        CHECK_MSG(points[OC_FAULT_TRUNCATE] == 3, "%s: %d sizing calls, expected 3", c->name,
+                  points[OC_FAULT_TRUNCATE]);
     CHECK_MSG(points[OC_FAULT_OPEN] >= 1 && points[OC_FAULT_FSYNC] >= 1 && points[OC_FAULT_RENAME] == 1,
               "%s: open, flush and rename were not all reached", c->name);
     CHECK_MSG(mapped ? points[OC_FAULT_TRUNCATE] >= 1 && points[OC_FAULT_MMAP] == 1 && points[OC_FAULT_WRITE] == 0
@@ -337,6 +363,7 @@ int main(int argc, char **argv)
     static unsigned char dense[N * M];
     uint64_t seed = 0x3a11f0;
     for (int i = 0; i < N * M; ++i) dense[i] = oc_test_rand(&seed) % 10 < 3;
+    for (int i = 0; i < MM_N; ++i) mm_a[i] = (float)(i % 7) - 3, mm_b[i] = (float)(i % 5);
     oc_matrix *a = NULL;
     CHECK(oc_matrix_from_dense(ctx, dense, N, M, M, &a) == OC_OK);
     input = a;

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "core/context.h"
 #include "core/error.h"
 #include "io/formats/npy_array.h"
 #include "matmul/matmul_dtype.h"
@@ -99,7 +100,7 @@ oc_status oc_mm_dest_open(oc_context *ctx, const oc_matmul_array *c, oc_matmul_d
         int64_t shape[2] = {m, n};
         void *data = NULL;
         if (reopen) OC_CHECK(ctx, oc_npy_out_reopen_nd(ctx, c->path, reopen, descr, d->elem, 2, shape, &d->npy, &data));
-        else OC_CHECK(ctx, oc_npy_out_create_nd(ctx, c->path, descr, d->elem, 2, shape, &d->npy, &data));
+        else OC_CHECK(ctx, oc_npy_out_create_nd_ahead(ctx, c->path, descr, d->elem, 2, shape, &d->npy, &data));
         d->data = data;
         return OC_OK;
     }
@@ -152,6 +153,16 @@ static oc_status stored(const oc_matmul_job *job, int64_t row0, int64_t rows, in
     return r ? oc_mm_resume_written(job->ctx, r, job, row0, rows, col0, cols) : OC_OK;
 }
 
+/* Waits until rows [0, row_end) of the result file hold their blocks (npy_array.h: the file
+ * is reserved as the job runs); memory is always ready. */
+static oc_status rows_ready(const oc_matmul_job *job, const oc_mm_dest *d, int64_t row_end)
+{
+    if (!d->npy) return OC_OK;
+    char message[OC_MESSAGE_MAX];
+    if (oc_npy_out_ready(d->npy, (size_t)row_end * (size_t)d->ld * d->elem, message, sizeof message) == 0) return OC_OK;
+    return oc_mm_io_fail(job, OC_ERR_IO, message);
+}
+
 /* The mirror of an A·Aᵀ tile: element (r, c) of the tile (t, ld elements apart, e bytes each)
  * with c > r + diag, strictly above the diagonal, goes to row c, column r of m (C at the
  * tile's mirrored corner, ldm elements apart). In square blocks, so that the tile's columns
@@ -185,6 +196,10 @@ oc_status oc_mm_write_tile(const oc_matmul_job *job, int64_t row0, int64_t rows,
     const size_t e = d->elem;
     if (row0 < 0 || col0 < 0 || rows < 0 || cols < 0 || row0 + rows > d->rows || col0 + cols > d->cols)
         return oc_mm_io_fail(job, OC_ERR_INTERNAL, "a tile outside the result");
+    /* A·Aᵀ also writes the mirror: rows up to col0 + cols */
+    const int64_t row_end = job->symmetric && col0 + cols > row0 + rows ? col0 + cols : row0 + rows;
+    const oc_status ready = rows_ready(job, d, row_end);
+    if (ready != OC_OK) return ready;
     const unsigned char *t = tile;
     if (!job->symmetric) {
         if (t == d->data + ((size_t)row0 * (size_t)d->ld + (size_t)col0) * e && ld == d->ld)
@@ -223,6 +238,11 @@ oc_status oc_mm_write_tile(const oc_matmul_job *job, int64_t row0, int64_t rows,
         break;
     }
     return stored(job, row0, rows, col0, cols);
+}
+
+oc_status oc_mm_tile_ready(const oc_matmul_job *job, int64_t row0, int64_t rows)
+{
+    return rows_ready(job, &((const oc_mm_io *)job->io)->dest, row0 + rows);
 }
 
 void *oc_mm_tile_memory(const oc_matmul_job *job, int64_t row0, int64_t col0, int64_t *ld)

@@ -58,12 +58,13 @@ oc_status oc_mm_read_panel(const oc_matmul_job *job, oc_mm_operand which, int64_
                            int64_t cols, void *dst);
 oc_status oc_mm_write_tile(const oc_matmul_job *job, int64_t row0, int64_t rows, int64_t col0, int64_t cols,
                            const void *tile, int64_t ld);
-/* matmul_job.h's panel_memory, transposed_memory, stored_memory and tile_memory over the
- * operands and the result. */
+/* matmul_job.h's panel_memory, transposed_memory, stored_memory, tile_memory and tile_ready
+ * over the operands and the result. */
 const void *oc_mm_panel_memory(const oc_matmul_job *job, oc_mm_operand which, int64_t row0, int64_t col0, int64_t *ld);
 const void *oc_mm_transposed_memory(const oc_matmul_job *job, oc_mm_operand which, int64_t row0, int64_t col0,
                                     int64_t *ld);
 const void *oc_mm_stored_memory(const oc_matmul_job *job, oc_mm_operand which, int64_t *ld, int *transposed);
 void *oc_mm_tile_memory(const oc_matmul_job *job, int64_t row0, int64_t col0, int64_t *ld);
+oc_status oc_mm_tile_ready(const oc_matmul_job *job, int64_t row0, int64_t rows);
 
 #endif

@@ -89,6 +89,11 @@ typedef const void *(*oc_mm_transposed_memory_fn)(const oc_matmul_job *job, oc_m
  * the tile (a resumable job's journal); one that copied it there from the device does not
  * call write_tile for it (no such job is resumable). Thread-safe. */
 typedef void *(*oc_mm_tile_memory_fn)(const oc_matmul_job *job, int64_t row0, int64_t col0, int64_t *ld);
+/* Waits until the place tile_memory gives for rows [row0, row0+rows) of C may be written: an
+ * output file reserves its blocks as the job runs (npy_array.h), and a backend that computes
+ * a tile in that place calls this before its first write there. OC_OK, or an error already
+ * recorded in the job's context (the reservation failed: a full disk). Thread-safe. */
+typedef oc_status (*oc_mm_tile_ready_fn)(const oc_matmul_job *job, int64_t row0, int64_t rows);
 /* Where operand `which` lies in the caller's memory as stored, in in_type (not a file, not
  * converted): its element (0, 0), *ld elements between its stored rows, and *transposed
  * when op(X) is the stored matrix's transpose; NULL otherwise. What a backend that
@@ -124,6 +129,7 @@ struct oc_matmul_job {
     oc_mm_panel_memory_fn panel_memory;
     oc_mm_transposed_memory_fn transposed_memory;
     oc_mm_tile_memory_fn tile_memory;
+    oc_mm_tile_ready_fn tile_ready; /* with tile_memory */
     oc_mm_stored_memory_fn stored_memory;
     /* The elements between rows of the place tile_memory gives C in host memory for every
      * tile when the job runs; 0 when it gives none. tile_place_mapped: that place is the

@@ -140,6 +140,7 @@ void oc_mm_io_bind(oc_matmul_job *job, oc_mm_io *io)
     job->panel_memory = oc_mm_panel_memory;
     job->transposed_memory = oc_mm_transposed_memory;
     job->tile_memory = oc_mm_tile_memory;
+    job->tile_ready = oc_mm_tile_ready;
     job->stored_memory = oc_mm_stored_memory;
     job->io = io;
 }

@@ -27,6 +27,19 @@ oc_status oc_npy_array_parse(oc_context *ctx, const char *path, const unsigned c
  * abort as for oc_npy_out_create. */
 oc_status oc_npy_out_create_nd(oc_context *ctx, const char *path, const char *descr, size_t elem, int ndim,
                                const int64_t *shape, oc_npy_out **out, void **data);
+/* oc_npy_out_create_nd for a writer that says where it writes: a file of more than one
+ * reservation chunk (16 MiB) has its first chunk's blocks reserved on return and the rest
+ * reserved on a thread of its own, chunk after chunk from the start, while the job runs, so
+ * that a memory file system's fallocate (about 1 s for 4 GB) does not come before the job.
+ * Before writing anything past the header, a writer calls oc_npy_out_ready for the bytes it
+ * writes; commit waits for the rest and fails as a failed reservation would have. */
+oc_status oc_npy_out_create_nd_ahead(oc_context *ctx, const char *path, const char *descr, size_t elem, int ndim,
+                                     const int64_t *shape, oc_npy_out **out, void **data);
+/* Waits until the first `bytes` of w's data (after its header) hold their blocks: 0 then, at
+ * once for a writer not created ahead; else the errno of the failed reservation (EINTR when it
+ * was stopped), with its one-line message ("disk full writing C.npy: ...") in message. Any
+ * thread. */
+int oc_npy_out_ready(oc_npy_out *w, size_t bytes, char *message, size_t size);
 /* oc_npy_out_reopen (io.h) of a temporary file that oc_npy_out_create_nd made for a
  * resumable job: it must hold that array's header and size, else OC_ERR_INPUT naming it. */
 oc_status oc_npy_out_reopen_nd(oc_context *ctx, const char *path, const char *temp_path, const char *descr, size_t elem,

@@ -236,6 +236,7 @@ static oc_status run_tile(oc_matmul_job *job, const oc_mm_cpu_plan *p, cpu_buffe
     int64_t ldc = w;
     void *acc = p->in_place[2] ? job->tile_memory(job, i0, j0, &ldc) : bf->acc;
     if (!acc) return oc_fail(ctx, OC_ERR_INTERNAL, "matmul: a tile planned in its place has none");
+    if (p->in_place[2] && job->tile_ready) OC_CHECK(ctx, job->tile_ready(job, i0, h));
     if (!blas || syrk || job->k == 0) memset(acc, 0, (size_t)(h * w) * acc_elem); /* never in place */
     span_add(&spans->write, &t); /* a tile in the output's mapping is first touched here */
     for (int64_t q = 0; q < p->panels; q++) {
