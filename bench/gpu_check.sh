@@ -55,9 +55,10 @@
 #                    MATMUL_DEVICE_SETS; MATMUL_SCALING_SIZE overrides the size); NVLink
 #                    multicast left off (NCCL_NVLS_ENABLE=0); with OUTCORE_TRACE=1 each device's
 #                    set-up, products and last writes are in the log too
-#   matmul-reads     out-of-core reads that are not plain copies: float32 files as stored, B as
-#                    Bᵀ stored (--transpose-b), A in Fortran order, computed as float16
-#                    (bench/bench_matmul_reads.py; READS_ARGS are passed to it); with OLD_SRC
+#   matmul-files     outcore matmul on .npy files out of core, the reads and writes that are not
+#                    plain copies: float32 files as stored, B as Bᵀ stored (--transpose-b), A
+#                    in Fortran order, computed as float16, A·Aᵀ (--gram)
+#                    (bench/bench_matmul_files.py; FILES_ARGS are passed to it); with OLD_SRC
 #                    set, the outcore CLI built from it (build-old) runs every case too, the
 #                    two alternating, results compared byte for byte
 #   compare          the same benchmarks on another tree (OLD_SRC, a source folder, built in
@@ -180,7 +181,7 @@ matmul_bench=0
 matmulxt_bench=0
 matmul_host_bench=0
 matmul_scaling_bench=0
-matmul_reads_bench=0
+matmul_files_bench=0
 compare_bench=0
 for part in "${bench_parts[@]}"; do
   case "$part" in
@@ -199,7 +200,7 @@ for part in "${bench_parts[@]}"; do
     matmulxt) matmulxt_bench=1 ;;
     matmul-host) matmul_host_bench=1 ;;
     matmul-scaling) matmul_scaling_bench=1 ;;
-    matmul-reads) matmul_reads_bench=1 ;;
+    matmul-files) matmul_files_bench=1 ;;
     compare) compare_bench=1 ;;
     *) gram_parts+=("$part") ;;
   esac
@@ -286,15 +287,15 @@ if has bench && [ $matmul_scaling_bench -eq 1 ]; then
   note matmul_scaling "rc ${PIPESTATUS[0]} on $gpus GPUs: $(grep -E '^float32 ' "$LOGS/bench_matmul_scaling.log" | tail -1 | tr -s ' ')"
 fi
 
-if has bench && [ $matmul_reads_bench -eq 1 ]; then
+if has bench && [ $matmul_files_bench -eq 1 ]; then
   before=()
   if [ -n "${OLD_SRC:-}" ]; then
-    if build_old outcore_cli; then before=(--before build-old/outcore); else note matmul_reads "FAILED: OLD_SRC did not build"; fi
+    if build_old outcore_cli; then before=(--before build-old/outcore); else note matmul_files "FAILED: OLD_SRC did not build"; fi
   fi
-  # shellcheck disable=SC2086 # READS_ARGS is a list of options
-  timeout "${BENCH_TIMEOUT:-400}" python3 bench/bench_matmul_reads.py --outcore "$BUILD/outcore" "${before[@]}" \
-    ${READS_ARGS:-} 2>&1 | tee "$LOGS/bench_matmul_reads.log"
-  note matmul_reads "rc ${PIPESTATUS[0]}: $(grep -E '^[a-z0-9-]+ +(this|before) ' "$LOGS/bench_matmul_reads.log" |
+  # shellcheck disable=SC2086 # FILES_ARGS is a list of options
+  timeout "${BENCH_TIMEOUT:-400}" python3 bench/bench_matmul_files.py --outcore "$BUILD/outcore" "${before[@]}" \
+    ${FILES_ARGS:-} 2>&1 | tee "$LOGS/bench_matmul_files.log"
+  note matmul_files "rc ${PIPESTATUS[0]}: $(grep -E '^[a-z0-9-]+ +(this|before) ' "$LOGS/bench_matmul_files.log" |
     awk '{print $1 " " $2 " " $4 " s"}' | tr '\n' ';')"
 fi
 

@@ -1,16 +1,17 @@
 #!/usr/bin/env python3
-"""How fast the GPU backend reads its panels out of core when a read is not a plain copy:
-`outcore matmul` on float32 files as stored (the plain read), with B stored as Bᵀ
-(`--transpose-b`: each panel row gathered across the file's rows), with A in Fortran order
-(the same for A), and computed as float16 (`--dtype float16`: each element rounded on the host
-before its upload). With --before, another outcore binary runs every case too (the build before
-a change), the two alternating, so that a change to the reads shows in one run.
+"""`outcore matmul` out of core on .npy files as users run it, in the cases whose reads or
+writes are not plain copies: float32 files as stored (the plain case), B stored as Bᵀ
+(`--transpose-b`: each panel row gathered across the file's rows), A in Fortran order (the
+same for A), computed as float16 (`--dtype float16`: each element rounded on the host before
+its upload), and A·Aᵀ from A alone (`--gram`: the upper tiles written and mirrored). With
+--before, another outcore binary runs every case too (the build before a change), the two
+alternating, so that a change to the reads or writes shows in one run.
 
 Each run is a process as a user runs it (files in, file out): its wall time, the job's own
 seconds and the bytes it uploaded (--json); the median of --runs runs. The two binaries'
 results are compared byte for byte.
 
-Usage: bench_matmul_reads.py [--outcore build/outcore] [--before OTHER/outcore]
+Usage: bench_matmul_files.py [--outcore build/outcore] [--before OTHER/outcore]
                              [--size M N K] [--gpu-mem 2G] [--backend cuda] [--runs 3] [--cases plain,...]
                              [--dir /dev/shm/...]
 """
@@ -31,11 +32,12 @@ CASES = {
     "transpose-b": ("a", "bt", ["--transpose-b"]),
     "fortran-a": ("af", "b", []),
     "float16": ("a", "b", ["--dtype", "float16"]),
+    "gram": ("a", None, ["--gram"]),
 }
 
 
 def run(binary, a, b, out, args, extra):
-    cmd = [binary, "matmul", a, b, "-o", out, "--backend", args.backend, "--gpu-mem", args.gpu_mem, "--json", "-q",
+    cmd = [binary, "matmul", a, *([b] if b else []), "-o", out, "--backend", args.backend, "--gpu-mem", args.gpu_mem, "--json", "-q",
            *extra]
     t = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True)
@@ -61,7 +63,7 @@ def main():
     ap.add_argument("--backend", default="cuda", help="cuda (default) or cpu")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--cases", default=",".join(CASES), help="a comma-separated list of " + ", ".join(CASES))
-    ap.add_argument("--dir", default="/dev/shm/bench_reads" if os.path.isdir("/dev/shm") else "/tmp/bench_reads")
+    ap.add_argument("--dir", default="/dev/shm/bench_files" if os.path.isdir("/dev/shm") else "/tmp/bench_files")
     args = ap.parse_args()
     cases = args.cases.split(",")
     for c in cases:
@@ -71,7 +73,7 @@ def main():
     os.makedirs(args.dir, exist_ok=True)
     rng = np.random.default_rng(11)
     path = {x: os.path.join(args.dir, x + ".npy") for x in ("a", "af", "b", "bt")}
-    need = {f for c in cases for f in CASES[c][:2]}
+    need = {f for c in cases for f in CASES[c][:2] if f}
     a = rng.standard_normal((m, k), dtype=np.float32)
     if "a" in need:
         np.save(path["a"], a)
@@ -95,11 +97,11 @@ def main():
         times = {name: [] for name, _ in binaries}
         for _ in range(args.runs):
             for name, binary in binaries:
-                times[name].append(run(binary, path[fa], path[fb], outs[name], args, extra))
+                times[name].append(run(binary, path[fa], path[fb] if fb else None, outs[name], args, extra))
         ref = np.load(outs["this"], mmap_mode="r")
         for name, _ in binaries:
             wall = statistics.median(t[0] for t in times[name])
-            job = statistics.median(t[1] for t in times[name])
+            job = statistics.median(t[1] for t in times[name])  # A·Aᵀ: the same flops counted
             up = times[name][-1][2] / 1e9
             result = "-" if name == "this" else (
                 "same bytes" if same_bytes(np.load(outs[name], mmap_mode="r"), ref) else "DIFFERENT BYTES")
