@@ -8,29 +8,54 @@
 #include <emmintrin.h>
 #endif
 
-/* Transposed copy in 32x32 blocks keeps both the reads and the writes within a few cache
- * lines per row. */
+/* The mirror in square blocks, so that the tile's columns read in a block stay in the cache
+ * while dst's rows are written in runs; inlined with elem a constant for each element size
+ * (memcpy of a constant size is one move). */
 #define MIRROR_BLOCK 32
-
-#define DEFINE_MIRROR(NAME, T)                                                                                  \
-    static void NAME(const oc_dense_sink *s, int64_t i0, int64_t j0, int64_t rows, int64_t cols, const T *tile, \
-                     int64_t tile_ld)                                                                           \
-    {                                                                                                           \
-        T *base = (T *)s->base;                                                                                 \
-        for (int64_t cb = 0; cb < cols; cb += MIRROR_BLOCK)                                                     \
-            for (int64_t rb = 0; rb < rows; rb += MIRROR_BLOCK) {                                               \
-                int64_t ce = cb + MIRROR_BLOCK < cols ? cb + MIRROR_BLOCK : cols;                               \
-                int64_t re = rb + MIRROR_BLOCK < rows ? rb + MIRROR_BLOCK : rows;                               \
-                for (int64_t c = cb; c < ce; ++c) {                                                             \
-                    T *dst = base + (j0 + c) * s->ld + i0;                                                      \
-                    for (int64_t r = rb; r < re; ++r)                                                           \
-                        if (j0 + c > i0 + r) dst[r] = tile[r * tile_ld + c];                                    \
-                }                                                                                               \
-            }                                                                                                   \
+static inline __attribute__((always_inline)) void mirror_blocks(unsigned char *dst, int64_t ld,
+                                                                const unsigned char *tile, int64_t tile_ld,
+                                                                int64_t rows, int64_t cols, int64_t diag, size_t e)
+{
+    for (int64_t rb = 0; rb < rows; rb += MIRROR_BLOCK) {
+        const int64_t r_end = rb + MIRROR_BLOCK < rows ? rb + MIRROR_BLOCK : rows;
+        /* the block's first column with an element above the diagonal */
+        const int64_t c_first = rb + diag + 1 > 0 ? rb + diag + 1 : 0;
+        for (int64_t cb = c_first; cb < cols; cb += MIRROR_BLOCK) {
+            const int64_t c_end = cb + MIRROR_BLOCK < cols ? cb + MIRROR_BLOCK : cols;
+            for (int64_t c = cb; c < c_end; c++) {
+                /* rows r < c - diag of column c are above the diagonal */
+                const int64_t r_stop = c - diag < r_end ? c - diag : r_end;
+                unsigned char *row = dst + (size_t)c * (size_t)ld * e;
+                for (int64_t r = rb; r < r_stop; r++)
+                    memcpy(row + (size_t)r * e, tile + (size_t)(r * tile_ld + c) * e, e);
+            }
+        }
     }
+}
 
-DEFINE_MIRROR(mirror_u16, uint16_t)
-DEFINE_MIRROR(mirror_u32, uint32_t)
+void oc_tile_mirror(void *dst, int64_t ld, const void *tile, int64_t tile_ld, int64_t rows, int64_t cols, int64_t diag,
+                    size_t elem)
+{
+    unsigned char *d = dst;
+    const unsigned char *t = tile;
+    switch (elem) {
+    case 1:
+        mirror_blocks(d, ld, t, tile_ld, rows, cols, diag, 1);
+        break;
+    case 2:
+        mirror_blocks(d, ld, t, tile_ld, rows, cols, diag, 2);
+        break;
+    case 4:
+        mirror_blocks(d, ld, t, tile_ld, rows, cols, diag, 4);
+        break;
+    case 8:
+        mirror_blocks(d, ld, t, tile_ld, rows, cols, diag, 8);
+        break;
+    default:
+        mirror_blocks(d, ld, t, tile_ld, rows, cols, diag, elem);
+        break;
+    }
+}
 
 void oc_dense_sink_store(const oc_dense_sink *s, int64_t i0, int64_t j0, int64_t rows, int64_t cols, const void *tile,
                          int64_t tile_ld)
@@ -46,8 +71,7 @@ void oc_dense_sink_store(const oc_dense_sink *s, int64_t i0, int64_t j0, int64_t
                (size_t)(cols - c0) * es);
     }
     if (!s->symmetric) return;
-    if (es == 2) mirror_u16(s, i0, j0, rows, cols, tile, tile_ld);
-    else mirror_u32(s, i0, j0, rows, cols, tile, tile_ld);
+    oc_tile_mirror(s->base + (j0 * s->ld + i0) * (int64_t)es, s->ld, tile, tile_ld, rows, cols, i0 - j0, es);
 }
 
 /* One row, n bytes: plain stores up to a 16-byte boundary of the destination, then 16-byte

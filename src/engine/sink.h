@@ -24,6 +24,14 @@ typedef struct oc_dense_sink {
     int populate;
 } oc_dense_sink;
 
+/* The mirror of a tile of a symmetric result: element (r, c) of the tile (rows x cols, its
+ * rows tile_ld elements apart, elem bytes each) strictly above the diagonal, c > r + diag,
+ * goes to row c, column r of dst (ld elements between rows). For the tile at (i0, j0) of C,
+ * dst is C at (j0, i0) and diag is i0 - j0: every element (i, j) with j > i then lands at
+ * (j, i). */
+void oc_tile_mirror(void *dst, int64_t ld, const void *tile, int64_t tile_ld, int64_t rows, int64_t cols, int64_t diag,
+                    size_t elem);
+
 /* Stores a rows x cols tile whose element (0,0) is C(i0, j0); tile rows are tile_ld
  * elements apart. */
 void oc_dense_sink_store(const oc_dense_sink *sink, int64_t i0, int64_t j0, int64_t rows, int64_t cols,

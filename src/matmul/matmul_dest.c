@@ -9,6 +9,7 @@
 
 #include "core/context.h"
 #include "core/error.h"
+#include "engine/sink.h"
 #include "io/formats/npy_array.h"
 #include "matmul/matmul_dtype.h"
 #include "matrix/matrix.h"
@@ -163,32 +164,6 @@ static oc_status rows_ready(const oc_matmul_job *job, const oc_mm_dest *d, int64
     return oc_mm_io_fail(job, OC_ERR_IO, message);
 }
 
-/* The mirror of an A·Aᵀ tile: element (r, c) of the tile (t, ld elements apart, e bytes each)
- * with c > r + diag, strictly above the diagonal, goes to row c, column r of m (C at the
- * tile's mirrored corner, ldm elements apart). In square blocks, so that the tile's columns
- * read in a block stay in the cache while the rows of m are written in runs; inlined with e a
- * constant for each element size (memcpy of a constant size is one move). */
-#define MIRROR_BLOCK 32
-static inline __attribute__((always_inline)) void mirror_tile(unsigned char *m, int64_t ldm, const unsigned char *t,
-                                                              int64_t ld, int64_t rows, int64_t cols, int64_t diag,
-                                                              size_t e)
-{
-    for (int64_t rb = 0; rb < rows; rb += MIRROR_BLOCK) {
-        const int64_t r_end = rb + MIRROR_BLOCK < rows ? rb + MIRROR_BLOCK : rows;
-        /* the block's first column with an element above the diagonal */
-        const int64_t c_first = rb + diag + 1 > 0 ? rb + diag + 1 : 0;
-        for (int64_t cb = c_first; cb < cols; cb += MIRROR_BLOCK) {
-            const int64_t c_end = cb + MIRROR_BLOCK < cols ? cb + MIRROR_BLOCK : cols;
-            for (int64_t c = cb; c < c_end; c++) {
-                /* rows r < c - diag of column c are above the diagonal */
-                const int64_t r_stop = c - diag < r_end ? c - diag : r_end;
-                unsigned char *dst = m + (size_t)c * (size_t)ldm * e;
-                for (int64_t r = rb; r < r_stop; r++) memcpy(dst + (size_t)r * e, t + (size_t)(r * ld + c) * e, e);
-            }
-        }
-    }
-}
-
 oc_status oc_mm_write_tile(const oc_matmul_job *job, int64_t row0, int64_t rows, int64_t col0, int64_t cols,
                            const void *tile, int64_t ld)
 {
@@ -211,7 +186,7 @@ oc_status oc_mm_write_tile(const oc_matmul_job *job, int64_t row0, int64_t rows,
     }
     /* A·Aᵀ: each element (i, j) with j >= i goes to (i, j), and with j > i also to (j, i), so
      * the result is exactly symmetric whatever the backend computed below the diagonal of a
-     * tile. The row parts are copied whole; the mirror in blocks (mirror_tile). */
+     * tile. The row parts are copied whole; the mirror in blocks (engine/sink.h). */
     const int64_t diag = row0 - col0; /* (r, c) of the tile is on or above the diagonal when c >= r + diag */
     for (int64_t r = 0; r < rows; r++) {
         const int64_t c0 = r + diag > 0 ? r + diag : 0;
@@ -219,24 +194,7 @@ oc_status oc_mm_write_tile(const oc_matmul_job *job, int64_t row0, int64_t rows,
             memcpy(d->data + ((size_t)(row0 + r) * (size_t)d->ld + (size_t)(col0 + c0)) * e,
                    t + (size_t)(r * ld + c0) * e, (size_t)(cols - c0) * e);
     }
-    unsigned char *m = d->data + ((size_t)col0 * (size_t)d->ld + (size_t)row0) * e; /* C at (col0, row0) */
-    switch (e) {
-    case 1:
-        mirror_tile(m, d->ld, t, ld, rows, cols, diag, 1);
-        break;
-    case 2:
-        mirror_tile(m, d->ld, t, ld, rows, cols, diag, 2);
-        break;
-    case 4:
-        mirror_tile(m, d->ld, t, ld, rows, cols, diag, 4);
-        break;
-    case 8:
-        mirror_tile(m, d->ld, t, ld, rows, cols, diag, 8);
-        break;
-    default:
-        mirror_tile(m, d->ld, t, ld, rows, cols, diag, e);
-        break;
-    }
+    oc_tile_mirror(d->data + ((size_t)col0 * (size_t)d->ld + (size_t)row0) * e, d->ld, t, ld, rows, cols, diag, e);
     return stored(job, row0, rows, col0, cols);
 }
 
