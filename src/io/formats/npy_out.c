@@ -26,6 +26,7 @@
 #include "matrix/matrix.h"
 #include "core/pages.h"
 #include "core/threads.h"
+#include "core/trace.h"
 #include "io/io.h"
 #include "io/formats/npy_array.h"
 #include "io/formats/npy_header.h"
@@ -47,6 +48,10 @@ struct oc_npy_out {
     int err;                /* errno of the failed reservation, else 0 (under mu) */
     int stop;               /* abort or keep: reserve no more (under mu) */
     oc_context *ctx;        /* the fault plan's (sysio.h): the creator's, which outlives the writer */
+    /* OUTCORE_TRACE: when the reservation began and ended (under mu), and how long writers
+     * waited for it in all (nanoseconds). */
+    double began, ended;
+    atomic_llong waited_ns;
 };
 
 /* Each first write to a page of a fresh shared mapping is a page fault, one 4 KB page after
@@ -124,6 +129,9 @@ static void *reserver_main(void *arg)
         if (err) break;
         off += len;
     }
+    pthread_mutex_lock(&w->mu);
+    w->ended = oc_now();
+    pthread_mutex_unlock(&w->mu);
     return NULL;
 }
 
@@ -131,6 +139,7 @@ static void *reserver_main(void *arg)
 static int start_reserver(oc_npy_out *w, oc_context *ctx)
 {
     w->ctx = ctx;
+    w->began = oc_now();
     if (pthread_mutex_init(&w->mu, NULL) != 0) return 0;
     if (pthread_cond_init(&w->cv, NULL) != 0) {
         pthread_mutex_destroy(&w->mu);
@@ -157,6 +166,10 @@ static int join_reserver(oc_npy_out *w, int stop)
     pthread_cond_destroy(&w->cv);
     pthread_mutex_destroy(&w->mu);
     w->ahead = 0;
+    if (!stop && oc_tracing())
+        fprintf(stderr,
+                "outcore output: %s reserved in %.6f s beside the job; its writers' waits for it add to %.6f s\n",
+                w->file.path, w->ended - w->began, (double)atomic_load(&w->waited_ns) * 1e-9);
     return w->err ? w->err : atomic_load(&w->reserved) < w->map_len ? EINTR : 0;
 }
 
@@ -165,10 +178,12 @@ int oc_npy_out_ready(oc_npy_out *w, size_t bytes, char *message, size_t size)
     const size_t end = w->offset + bytes < w->map_len ? w->offset + bytes : w->map_len;
     if (atomic_load(&w->reserved) >= end || !w->ahead) return 0;
     int err = 0;
+    const double t = oc_now();
     pthread_mutex_lock(&w->mu);
     while (atomic_load(&w->reserved) < end && !w->err && !w->stop) pthread_cond_wait(&w->cv, &w->mu);
     if (atomic_load(&w->reserved) < end) err = w->err ? w->err : EINTR;
     pthread_mutex_unlock(&w->mu);
+    atomic_fetch_add(&w->waited_ns, (long long)((oc_now() - t) * 1e9));
     if (err) oc_io_describe(message, size, "writing", w->file.path, err, -1, (int64_t)w->map_len, w->file.fd);
     return err;
 }
