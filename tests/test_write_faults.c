@@ -294,6 +294,15 @@ static void check_plan(void)
     CHECK(oc_fault_plan_next(&ctx->faults, OC_FAULT_WRITE) == OC_FAULT_NONE);
 }
 
+/* The folder flush after a rename: done where the folder is, its errno where it is not. */
+static void check_flush_folder(void)
+{
+    CHECK_EQ_I64(oc_sys_flush_folder(outdir), 0);
+    char missing[600];
+    snprintf(missing, sizeof missing, "%s/no-such-folder", outdir);
+    CHECK_EQ_I64(oc_sys_flush_folder(missing), ENOENT);
+}
+
 static void check_write_all(void)
 {
     /* Short writes are retried to the last byte; the failure after one is reported. */
@@ -357,6 +366,7 @@ int main(int argc, char **argv)
     if (oc_context_create(&ctx) != OC_OK) return 1;
     check_plan();
     check_write_all();
+    check_flush_folder();
     check_messages();
 
     enum { N = 150, M = 64 };

@@ -122,6 +122,15 @@ int oc_sys_rename(oc_context *ctx, const char *from, const char *to)
     return f == OC_FAULT_NONE ? rename(from, to) : injected(f);
 }
 
+int oc_sys_flush_folder(const char *folder)
+{
+    const int fd = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return errno;
+    const int err = fsync(fd) == 0 ? 0 : errno;
+    close(fd);
+    return err;
+}
+
 int oc_sys_write_all(oc_context *ctx, int fd, const void *buf, size_t len, int64_t off)
 {
     const char *p = buf;

@@ -37,6 +37,11 @@ int oc_sys_fsync(oc_context *ctx, int fd);
 /* close() of a file that was written: it may report a deferred write error (NFS). */
 int oc_sys_close(oc_context *ctx, int fd);
 int oc_sys_rename(oc_context *ctx, const char *from, const char *to);
+/* Flushes a folder (fsync of the directory), so that a name renamed into it survives a
+ * crash. Best effort, outside the fault plan: the data is on the disk under its
+ * name by then, and a file system that cannot flush a folder (or fails to) leaves the job
+ * done; returns 0 or the errno. */
+int oc_sys_flush_folder(const char *folder);
 
 /* Writes all len bytes of buf at offset off (off < 0: at the file position), retrying
  * interrupted and short writes: a short write is not an error, the call after it tells.
