@@ -154,7 +154,8 @@ def test_integer_division_semantics(dtype):
 def test_float_division_semantics():
     vals = np.array([0.0, -0.0, 1.0, -1.0, 2.5, -7.5, 1e308, -1e-308, 5e-324, np.inf, -np.inf, np.nan])
     for dt in (np.float32, np.float64):
-        a, b = np.meshgrid(vals.astype(dt), vals.astype(dt))
+        with np.errstate(over="ignore"):  # 1e308 is inf in float32: one more edge value there
+            a, b = np.meshgrid(vals.astype(dt), vals.astype(dt))
         for expr in ("a // b", "a % b", "a / b", "a ** 2", "a ** -1", "a ** 0.5", "minimum(a, b)", "maximum(a, b)", "a < b", "a == b"):
             ref = numpy_eval(expr, {"a": a, "b": b})
             assert same_bits(np.asarray(outcore.map(expr, a=a, b=b)), ref), (dt, expr)
