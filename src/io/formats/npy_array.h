@@ -30,7 +30,7 @@ oc_status oc_npy_out_create_nd(oc_context *ctx, const char *path, const char *de
 /* oc_npy_out_create_nd for a writer that says where it writes: a file of more than one
  * reservation chunk (16 MiB) has its first chunk's blocks reserved on return and the rest
  * reserved on a thread of its own, chunk after chunk from the start, while the job runs, so
- * that a memory file system's fallocate (about 1 s for 4 GB) does not come before the job.
+ * that a memory file system's fallocate, which zeroes every page, does not come before the job.
  * Before writing anything past the header, a writer calls oc_npy_out_ready for the bytes it
  * writes; commit waits for the rest and fails as a failed reservation would have. */
 oc_status oc_npy_out_create_nd_ahead(oc_context *ctx, const char *path, const char *descr, size_t elem, int ndim,

@@ -102,11 +102,11 @@ static int prefault_mapping(unsigned char *map, size_t len)
 }
 
 /* Outputs larger than this are reserved ahead by oc_npy_out_create_nd_ahead: fallocate
- * zeroes a memory file system's pages at a few GB/s on one thread (about 1 s for 4 GB on the
- * GPU host), which would otherwise come before the job's first product. The first chunk is
- * reserved before the header is written; the rest chunk after chunk, each before any writer
- * touches it. A chunk takes a few milliseconds on tmpfs, so that the first writers wait
- * little, and a call per chunk costs nothing beside it. */
+ * zeroes a memory file system's pages on one thread, which would otherwise come before the
+ * job's first product (bench/RESULTS.md, "A result reserved as the job runs"). The first
+ * chunk is reserved before the header is written; the rest chunk after chunk, each before any
+ * writer touches it. A chunk is small enough that the first writers wait little, and large
+ * enough that a call per chunk costs nothing beside its zeroing. */
 #define RESERVE_CHUNK ((size_t)16 << 20)
 
 static void *reserver_main(void *arg)
@@ -213,9 +213,9 @@ static oc_status npy_out_map(oc_context *ctx, const char *path, size_t total, in
     w->map = map;
     w->map_len = total;
     /* The rest on a thread of its own, or here when none can start. Not populated: the
-     * writers fault their pages in on their own threads as the job runs, which on the GPU
-     * host took a 4 GB result's job from 2.5 s to 1.6 s where populating each chunk after its
-     * reservation (on that thread or on every core) took it to 2.7-2.9 s. */
+     * writers fault their pages in on their own threads as the job runs, which was faster
+     * than populating each chunk after its reservation, on that thread or on every core
+     * (docs/design-notes.md, "A matmul result is reserved as the job runs"). */
     if (ahead && !start_reserver(w, ctx)) {
         if (oc_sys_fallocate(ctx, fd, (off_t)now, (off_t)(total - now)) != 0 && errno != EOPNOTSUPP && errno != ENOSYS)
             return oc_io_fail(ctx, "writing", path, errno, -1, (int64_t)total, fd);
