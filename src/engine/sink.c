@@ -6,64 +6,24 @@
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
-#include <xmmintrin.h>
 #endif
 
 /* The mirror in square blocks, so that the tile's columns read in a block stay in the cache
- * while dst's rows are written in runs, a block's 32 rows of dst at a time; inlined with elem
- * a constant for each element size (memcpy of a constant size is one move). A whole block
- * above the diagonal of 4- or 8-byte elements goes through SSE2 transposes of 4 x 4 or 2 x 2
- * (mirror_block4, mirror_block8); the blocks the diagonal crosses, element by element. */
+ * while dst's rows are written in runs; inlined with elem a constant for each element size
+ * (memcpy of a constant size is one move). */
 #define MIRROR_BLOCK 32
-
-#if defined(__SSE2__)
-static void mirror_block4(float *dst, int64_t ld, const float *tile, int64_t tile_ld)
-{
-    for (int c = 0; c < MIRROR_BLOCK; c += 4)
-        for (int r = 0; r < MIRROR_BLOCK; r += 4) {
-            __m128 r0 = _mm_loadu_ps(tile + r * tile_ld + c), r1 = _mm_loadu_ps(tile + (r + 1) * tile_ld + c),
-                   r2 = _mm_loadu_ps(tile + (r + 2) * tile_ld + c), r3 = _mm_loadu_ps(tile + (r + 3) * tile_ld + c);
-            _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
-            _mm_storeu_ps(dst + c * ld + r, r0);
-            _mm_storeu_ps(dst + (c + 1) * ld + r, r1);
-            _mm_storeu_ps(dst + (c + 2) * ld + r, r2);
-            _mm_storeu_ps(dst + (c + 3) * ld + r, r3);
-        }
-}
-
-static void mirror_block8(double *dst, int64_t ld, const double *tile, int64_t tile_ld)
-{
-    for (int c = 0; c < MIRROR_BLOCK; c += 2)
-        for (int r = 0; r < MIRROR_BLOCK; r += 2) {
-            const __m128d r0 = _mm_loadu_pd(tile + r * tile_ld + c), r1 = _mm_loadu_pd(tile + (r + 1) * tile_ld + c);
-            _mm_storeu_pd(dst + c * ld + r, _mm_unpacklo_pd(r0, r1));
-            _mm_storeu_pd(dst + (c + 1) * ld + r, _mm_unpackhi_pd(r0, r1));
-        }
-}
-#endif
-
 static inline __attribute__((always_inline)) void mirror_blocks(unsigned char *dst, int64_t ld,
                                                                 const unsigned char *tile, int64_t tile_ld,
                                                                 int64_t rows, int64_t cols, int64_t diag, size_t e)
 {
-    for (int64_t cb = 0; cb < cols; cb += MIRROR_BLOCK) {
-        const int64_t c_end = cb + MIRROR_BLOCK < cols ? cb + MIRROR_BLOCK : cols;
-        /* rows r < c - diag of column c are above the diagonal: in this block, r < c_end - 1 - diag */
-        const int64_t r_limit = c_end - 1 - diag < rows ? c_end - 1 - diag : rows;
-        for (int64_t rb = 0; rb < r_limit; rb += MIRROR_BLOCK) {
-            const int64_t r_end = rb + MIRROR_BLOCK < r_limit ? rb + MIRROR_BLOCK : r_limit;
-#if defined(__SSE2__)
-            /* whole, and wholly above the diagonal: its first column past its last row's */
-            if ((e == 4 || e == 8) && c_end - cb == MIRROR_BLOCK && r_end - rb == MIRROR_BLOCK &&
-                cb > r_end - 1 + diag) {
-                unsigned char *d = dst + ((size_t)cb * (size_t)ld + (size_t)rb) * e;
-                const unsigned char *t = tile + ((size_t)rb * (size_t)tile_ld + (size_t)cb) * e;
-                if (e == 4) mirror_block4((float *)(void *)d, ld, (const float *)(const void *)t, tile_ld);
-                else mirror_block8((double *)(void *)d, ld, (const double *)(const void *)t, tile_ld);
-                continue;
-            }
-#endif
+    for (int64_t rb = 0; rb < rows; rb += MIRROR_BLOCK) {
+        const int64_t r_end = rb + MIRROR_BLOCK < rows ? rb + MIRROR_BLOCK : rows;
+        /* the block's first column with an element above the diagonal */
+        const int64_t c_first = rb + diag + 1 > 0 ? rb + diag + 1 : 0;
+        for (int64_t cb = c_first; cb < cols; cb += MIRROR_BLOCK) {
+            const int64_t c_end = cb + MIRROR_BLOCK < cols ? cb + MIRROR_BLOCK : cols;
             for (int64_t c = cb; c < c_end; c++) {
+                /* rows r < c - diag of column c are above the diagonal */
                 const int64_t r_stop = c - diag < r_end ? c - diag : r_end;
                 unsigned char *row = dst + (size_t)c * (size_t)ld * e;
                 for (int64_t r = rb; r < r_stop; r++)
