@@ -356,3 +356,31 @@ def test_least_budget_counts_the_inputs_it_maps(tmp_path):
     run(*args, "--host-mem", str(least))
     a, b = np.load(tmp_path / "a.npy").astype(np.int64), np.load(tmp_path / "b.npy").astype(np.int64)
     assert np.array_equal(np.load(tmp_path / "c.npy"), a @ b)
+
+
+def test_large_result_reserved_beside_the_job(tmp_path):
+    """A result of more than one reservation chunk (16 MiB) is reserved as the job runs:
+    OUTCORE_TRACE=1 says so once at commit, naming the file, with the reservation's seconds and
+    the writers' waits for it; the bytes are numpy's. A smaller result is reserved before the
+    job and says nothing of it."""
+    rng = np.random.default_rng(5)
+    a = rng.integers(-3, 4, size=(2100, 1)).astype(np.float32)
+    b = rng.integers(-3, 4, size=(1, 2100)).astype(np.float32)
+    np.save(tmp_path / "a.npy", a)
+    np.save(tmp_path / "b.npy", b)
+    pattern = (r"^outcore output: (.+) reserved in ([0-9.]+) s beside the job; "
+               r"its writers' waits for it add to ([0-9.]+) s$")
+    for backend in ("cpu", "auto"):
+        out = tmp_path / f"c_{backend}.npy"
+        proc = run("matmul", tmp_path / "a.npy", tmp_path / "b.npy", "-o", out, "--backend", backend, "-q",
+                   env={"OUTCORE_TRACE": "1"})
+        lines = re.findall(pattern, proc.stderr, re.M)
+        assert len(lines) == 1 and lines[0][0] == str(out), proc.stderr
+        assert float(lines[0][1]) >= 0 and float(lines[0][2]) >= 0
+        assert np.array_equal(np.load(out), a @ b)
+    np.save(tmp_path / "a_small.npy", a[:1000])  # a 4 MB result
+    small = tmp_path / "small.npy"
+    proc = run("matmul", tmp_path / "a_small.npy", "--gram", "-o", small, "--backend", "cpu", "-q",
+               env={"OUTCORE_TRACE": "1"})
+    assert "outcore output:" not in proc.stderr and "output committed" in proc.stderr, proc.stderr
+    assert np.array_equal(np.load(small), a[:1000] @ a[:1000].T)
