@@ -509,6 +509,22 @@ static void test_fixed_costs(oc_context *ctx)
 
 /* The GPU kernel's default rate follows the kernel each architecture runs: wgmma on Hopper
  * above mma.sync from Ampere on, far above the CUDA-core fallback; no GPU, no rate. */
+/* A result file reserved beside the job (matmul's): its creation and its pages' faults at
+ * every core's rate on a memory file system; on a disk one thread's rate and the flush;
+ * nothing for a result in memory. And where a file is, by its folder. */
+static void test_result_file(void)
+{
+    oc_cost_rates r = fast_gpu_host();
+    r.file_create = 1e-3, r.file_pages = 2e9, r.file_faults = 8e9, r.file_sync = 0.5e9;
+    CHECK(oc_cost_result_file_seconds(&r, 0, 1) == 0 && oc_cost_result_file_seconds(&r, 0, 0) == 0);
+    CHECK(fabs(oc_cost_result_file_seconds(&r, 4e9, 1) - (1e-3 + 0.5)) < 1e-12);
+    CHECK(fabs(oc_cost_result_file_seconds(&r, 4e9, 0) - (1e-3 + 2.0 + 8.0)) < 1e-12);
+    struct stat sb;
+    if (stat("/dev/shm", &sb) == 0 && S_ISDIR(sb.st_mode)) CHECK(oc_cost_in_memory_fs("/dev/shm/C.npy"));
+    CHECK(!oc_cost_in_memory_fs("/proc/no/such/folder/C.npy")); /* its folder cannot be asked */
+    CHECK(!oc_cost_in_memory_fs(NULL));
+}
+
 static void test_gpu_defaults(void)
 {
     const char *k90 = NULL, *k80 = NULL, *k75 = NULL, *k0 = "x";
@@ -585,6 +601,7 @@ int main(void)
     test_measure_and_store(ctx);
     test_cpu_before_gpu_start(ctx);
     test_fixed_costs(ctx);
+    test_result_file();
     test_gpu_defaults();
     test_figures_kept();
     oc_context_free(ctx);

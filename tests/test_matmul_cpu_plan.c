@@ -34,6 +34,15 @@ static void test_choice(void)
     in.out_bytes = 50000.0 * 50000 * 4;
     oc_mm_predict(&in, &p);
     CHECK_MSG(p.gpu, "50000: %s", p.reason);
+    /* The result's file is written either way: both predictions take its seconds, the choice
+     * stays, and the reason says so. */
+    const double cpu50 = p.cpu_seconds, gpu50 = p.gpu_seconds;
+    in.file_seconds = 3.0;
+    oc_mm_predict(&in, &p);
+    CHECK_MSG(p.gpu && fabs(p.cpu_seconds - cpu50 - 3.0) < 1e-9 && fabs(p.gpu_seconds - gpu50 - 3.0) < 1e-9 &&
+                  strstr(p.reason, "the result's file 3 s"),
+              "%s", p.reason);
+    in.file_seconds = 0;
     in.gpu_cc = 0;
     oc_mm_predict(&in, &p);
     CHECK(!p.gpu && strstr(p.reason, "no GPU") != NULL);
@@ -42,6 +51,9 @@ static void test_choice(void)
     in.m = in.n = in.k = 2000;
     CHECK_MSG(oc_mm_cpu_before_gpu_start(&in, &p) && !p.gpu && strstr(p.reason, "not asked"), "%s", p.reason);
     CHECK(p.cpu_seconds < in.gpu_startup);
+    in.file_seconds = 10.0; /* a large result file: the GPU would write it too, so still not asked */
+    CHECK_MSG(oc_mm_cpu_before_gpu_start(&in, &p) && strstr(p.reason, "the result's file 10 s"), "%s", p.reason);
+    in.file_seconds = 0;
     in.gpu_warm = 1; /* a GPU this process has started already: asked */
     CHECK(!oc_mm_cpu_before_gpu_start(&in, &p));
     /* A measured rate of a core replaces the default, times the cores. */

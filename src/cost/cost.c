@@ -6,6 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __linux__
+#include <linux/magic.h>
+#include <sys/vfs.h>
+#endif
 
 #include "core/text_buf.h"
 #include "cost/cost.h"
@@ -303,4 +307,27 @@ void oc_cost_predict(const oc_cost_rates *r, const oc_cost_job *job, int gpu_ava
     if (r->note[0]) oc_text_printf(&t, " [%s]", r->note);
     oc_snprintf(out->reason, sizeof out->reason, "%s", t.data ? t.data : job->what);
     free(t.data);
+}
+
+int oc_cost_in_memory_fs(const char *path)
+{
+#ifdef __linux__
+    char dir[4096];
+    if (!path || oc_snprintf(dir, sizeof dir, "%s", path) >= (int)sizeof dir) return 0;
+    char *slash = strrchr(dir, '/');
+    if (!slash) oc_snprintf(dir, sizeof dir, ".");
+    else if (slash == dir) dir[1] = '\0';
+    else *slash = '\0';
+    struct statfs fs;
+    return statfs(dir, &fs) == 0 && (fs.f_type == TMPFS_MAGIC || fs.f_type == RAMFS_MAGIC);
+#else
+    (void)path;
+    return 0;
+#endif
+}
+
+double oc_cost_result_file_seconds(const oc_cost_rates *r, double bytes, int in_memory)
+{
+    if (bytes <= 0) return 0;
+    return r->file_create + (in_memory ? bytes / r->file_faults : bytes / r->file_pages + bytes / r->file_sync);
 }

@@ -255,6 +255,17 @@ void oc_cost_cache_unlock(int fd);
  * measure leaves the default, and the note says why). */
 void oc_cost_rates_get(oc_context *ctx, int measure, int gpu, oc_cost_rates *out);
 
+/* Whether the file at `path` (it may not exist yet: its folder is asked) is on a memory file
+ * system, where its fsync flushes nothing to a disk. */
+int oc_cost_in_memory_fs(const char *path);
+
+/* Seconds of writing a result file of `bytes` whose blocks are reserved beside the job
+ * (npy_array.h's oc_npy_out_create_nd_ahead: matmul's): its creation, the writers' faults of
+ * its pages (on a memory file system at every core's rate, file_faults; on a disk at one
+ * thread's, file_pages) and, on a disk, its flush. The reservation itself runs beside the job
+ * and is not counted. r as oc_cost_rates_get gives it (defaults filled in). */
+double oc_cost_result_file_seconds(const oc_cost_rates *r, double bytes, int in_memory);
+
 /* Stores the measured figures of *r in the rate cache (host figures under the host's key, GPU
  * figures under the GPUs'), keeping every figure it does not measure, and makes this process's
  * next oc_cost_rates_get read them. For a job kind that calibrates its own rates (`outcore map`

@@ -5,10 +5,6 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-#ifdef __linux__
-#include <linux/magic.h>
-#include <sys/vfs.h>
-#endif
 
 #include "core/text_buf.h"
 #include "core/metric.h"
@@ -34,25 +30,6 @@ static int threads_to_start(const oc_gram_job *job)
     return threads > running ? threads - running : 0;
 }
 
-/* Whether the file at `path` (it may not exist yet: its directory is asked) is on a memory
- * file system, where its fsync flushes nothing to a disk. */
-static int in_memory_fs(const char *path)
-{
-#ifdef __linux__
-    char dir[4096];
-    if (!path || oc_snprintf(dir, sizeof dir, "%s", path) >= (int)sizeof dir) return 0;
-    char *slash = strrchr(dir, '/');
-    if (!slash) oc_snprintf(dir, sizeof dir, ".");
-    else if (slash == dir) dir[1] = '\0';
-    else *slash = '\0';
-    struct statfs fs;
-    return statfs(dir, &fs) == 0 && (fs.f_type == TMPFS_MAGIC || fs.f_type == RAMFS_MAGIC);
-#else
-    (void)path;
-    return 0;
-#endif
-}
-
 /* The job as oc_cost_job_gram describes it. */
 static void gram_shape(const oc_gram_job *job, oc_output_kind out_kind, oc_cost_gram_shape *g)
 {
@@ -65,7 +42,7 @@ static void gram_shape(const oc_gram_job *job, oc_output_kind out_kind, oc_cost_
                               .k = o->topk,
                               .popcounts = oc_metric_info_of(job->metric)->popcounts,
                               .to_file = out_kind == OC_OUTPUT_FILE,
-                              .file_in_memory = out_kind == OC_OUTPUT_FILE && in_memory_fs(job->out_path),
+                              .file_in_memory = out_kind == OC_OUTPUT_FILE && oc_cost_in_memory_fs(job->out_path),
                               .threads = threads_to_start(job)};
     if (o->topk > 0) g->output = OC_COST_GRAM_TOPK;
     else if (o->use_threshold) g->output = OC_COST_GRAM_THRESHOLD; /* pairs unknown before the job: not counted */

@@ -176,6 +176,15 @@ static oc_status gpu_resident(oc_context *ctx, const oc_matmul_options *o, mm_se
                    what, why);
 }
 
+/* A result that goes to a .npy file: its bytes and file system, which the predictions count
+ * (matmul_job.h's out_file_bytes). */
+static void result_file(const oc_matmul_array *c, mm_setup *s)
+{
+    if (!c || !oc_mm_array_size_ok(c) || !c->path) return;
+    s->job.out_file_bytes = (double)oc_mm_type_size(s->job.out_type) * (double)s->job.m * (double)s->job.n;
+    s->job.out_file_in_memory = oc_cost_in_memory_fs(c->path);
+}
+
 /* A result in GPU memory (c->gpu): device memory of the result's shape. */
 static oc_status gpu_result(oc_context *ctx, const oc_matmul_options *o, const oc_matmul_array *c, mm_setup *s)
 {
@@ -403,6 +412,7 @@ oc_status oc_matmul(oc_context *ctx, const oc_matmul_array *a, const oc_matmul_a
     /* C's name before any work (oc_mm_dest_open names a struct of no version's size). */
     if (st == OC_OK && oc_mm_array_size_ok(c) && c->path) st = oc_output_npy_name(ctx, c->path, "a product is written");
     if (st == OC_OK) st = gpu_result(ctx, opts, c, &s);
+    if (st == OC_OK) result_file(c, &s);
     oc_trace_phase(&t, "matmul", "operands");
     if (st == OC_OK) st = oc_mm_choose(ctx, &s.job, opts, &be, explain, sizeof explain);
     oc_trace_phase(&t, "matmul", "backend choice");
@@ -443,6 +453,7 @@ oc_status oc_matmul_plan(oc_context *ctx, const oc_matmul_array *a, const oc_mat
     const oc_mm_backend *be = NULL;
     oc_status st = setup(ctx, a, b, opts, &s);
     if (st == OC_OK) st = gpu_result(ctx, opts, c, &s);
+    if (st == OC_OK) result_file(c, &s);
     if (st == OC_OK) st = oc_mm_choose(ctx, &s.job, opts, &be, why, sizeof why);
     if (st == OC_OK) {
         io_init(&s, &io);

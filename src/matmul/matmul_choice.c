@@ -61,9 +61,11 @@ static void cpu_reason(const oc_mm_cost_input *in, const char *why, oc_mm_predic
 {
     const char *rated;
     const double rate = cpu_rate_of(in, &rated), flop = flop_of(in);
-    oc_snprintf(out->reason, sizeof out->reason, "cpu: %.3g GFLOP at %.0f GFLOP/s (%s, %d cores, %s) = %.3g s; %s",
+    char file[64] = "";
+    if (in->file_seconds > 0) oc_snprintf(file, sizeof file, " + the result's file %.3g s", in->file_seconds);
+    oc_snprintf(out->reason, sizeof out->reason, "cpu: %.3g GFLOP at %.0f GFLOP/s (%s, %d cores, %s) = %.3g s%s; %s",
                 flop / 1e9, rate / 1e9, in->cpu_blas ? "BLAS" : "reference loops", in->cpu_cores, rated, flop / rate,
-                why);
+                file, why);
 }
 
 void oc_mm_predict(const oc_mm_cost_input *in, oc_mm_prediction *out)
@@ -72,7 +74,7 @@ void oc_mm_predict(const oc_mm_cost_input *in, oc_mm_prediction *out)
     const oc_cost_gemm_type t = gemm_type(in->in_type, in->tf32);
     const char *rated;
     const double cpu_rate = cpu_rate_of(in, &rated);
-    out->cpu_seconds = flop / cpu_rate;
+    out->cpu_seconds = flop / cpu_rate + in->file_seconds;
     out->gpu_seconds = INFINITY;
     out->gpu = 0;
     if (in->gpu_cc <= 0) {
@@ -83,15 +85,17 @@ void oc_mm_predict(const oc_mm_cost_input *in, oc_mm_prediction *out)
     const double compute = flop / gpu_rate;
     const double copies = in->in_bytes / in->h2d + in->out_bytes / in->d2h;
     const double start = in->gpu_warm ? 0.01 : in->gpu_startup + OC_COST_GEMM_GPU_LIBRARY_START;
-    out->gpu_seconds = start + fmax(compute, copies);
+    out->gpu_seconds = start + fmax(compute, copies) + in->file_seconds;
     out->gpu = out->gpu_seconds < out->cpu_seconds;
+    char file[64] = "";
+    if (in->file_seconds > 0) oc_snprintf(file, sizeof file, ", each + the result's file %.3g s", in->file_seconds);
     oc_snprintf(out->reason, sizeof out->reason,
                 "%s: cpu %.3g s (%.3g GFLOP at %.0f GFLOP/s, %s, %d cores, %s) vs gpu %.3g s (start %.2f s + max(%s at "
-                "%.0f TFLOP/s sm_%d %.3g s, PCIe %.3g GB in and out %.3g s)); the GPU's GEMM rate %s",
+                "%.0f TFLOP/s sm_%d %.3g s, PCIe %.3g GB in and out %.3g s))%s; the GPU's GEMM rate %s",
                 out->gpu ? "cuda" : "cpu", out->cpu_seconds, flop / 1e9, cpu_rate / 1e9,
                 in->cpu_blas ? "BLAS" : "reference loops", in->cpu_cores, rated, out->gpu_seconds, start,
                 oc_cost_gemm_type_name(t), gpu_rate / 1e12, in->gpu_cc, compute, (in->in_bytes + in->out_bytes) / 1e9,
-                copies, in->gpu_rate > 0 ? "measured" : "a default");
+                copies, file, in->gpu_rate > 0 ? "measured" : "a default");
 }
 
 int oc_mm_cpu_before_gpu_start(const oc_mm_cost_input *in, oc_mm_prediction *out)
@@ -100,7 +104,8 @@ int oc_mm_cpu_before_gpu_start(const oc_mm_cost_input *in, oc_mm_prediction *out
     cpu.gpu_cc = 0;
     oc_mm_predict(&cpu, out);
     const double start = in->gpu_startup + OC_COST_GEMM_GPU_LIBRARY_START;
-    if (in->gpu_warm || !(out->cpu_seconds < start)) return 0;
+    /* The result's file is written either way: only the product's seconds count here. */
+    if (in->gpu_warm || !(out->cpu_seconds - in->file_seconds < start)) return 0;
     char why[160];
     oc_snprintf(
         why, sizeof why,
@@ -241,7 +246,9 @@ oc_status oc_mm_choose(oc_context *ctx, const oc_matmul_job *job, const oc_matmu
                            .cpu_blas = oc_mm_backend_cpu.library(library, sizeof library),
                            .cpu_cores = oc_threads_resolve(job->threads),
                            .gpu_warm = oc_cost_gpu_warm(),
-                           .gpu_startup = rates.gpu_startup};
+                           .gpu_startup = rates.gpu_startup,
+                           .file_seconds =
+                               oc_cost_result_file_seconds(&rates, job->out_file_bytes, job->out_file_in_memory)};
     in.cpu_core_rate = cpu_core_rate(&in, library);
     oc_mm_prediction p;
     if (oc_mm_cpu_before_gpu_start(&in, &p)) {

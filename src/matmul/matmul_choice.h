@@ -26,6 +26,7 @@ typedef struct oc_mm_cost_input {
     int gpu_warm;         /* this process already ran a GPU job */
     double gpu_startup;   /* s: the context (the GEMM library's load is added) */
     double h2d, d2h;      /* bytes/s over PCIe */
+    double file_seconds;  /* writing the result's file: the same on either backend; 0 for memory */
 } oc_mm_cost_input;
 
 typedef struct oc_mm_prediction {

@@ -139,6 +139,11 @@ struct oc_matmul_job {
      * tiles in their place asks. */
     int64_t tile_place_ld;
     int tile_place_mapped;
+    /* The result's .npy file: its bytes (0: the result goes to memory) and whether it lies on a
+     * memory file system. Set by the job layer before the backend is chosen: writing it is in
+     * both backends' predictions (cost.h's oc_cost_result_file_seconds). */
+    double out_file_bytes;
+    int out_file_in_memory;
     /* A, B or C is CUDA device memory, which panel_memory or tile_memory gives for every
      * panel and tile (the job layer refuses it otherwise): a GPU backend alone runs it, and
      * never calls read_panel or write_tile for it. */
