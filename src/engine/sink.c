@@ -57,21 +57,26 @@ void oc_tile_mirror(void *dst, int64_t ld, const void *tile, int64_t tile_ld, in
     }
 }
 
-void oc_dense_sink_store(const oc_dense_sink *s, int64_t i0, int64_t j0, int64_t rows, int64_t cols, const void *tile,
-                         int64_t tile_ld)
+void oc_tile_store(void *c, int64_t ld, int64_t i0, int64_t j0, int64_t rows, int64_t cols, const void *tile,
+                   int64_t tile_ld, size_t elem, int symmetric)
 {
+    char *base = c;
     const char *src = tile;
-    size_t es = s->elem_size;
+    const int64_t es = (int64_t)elem;
     for (int64_t r = 0; r < rows; ++r) {
         /* In a diagonal tile, row r starts at the diagonal: what lies left of it is the
          * mirror's job and may be unset in the tile. */
-        int64_t c0 = (s->symmetric && j0 < i0 + r) ? (i0 + r - j0) : 0;
+        int64_t c0 = (symmetric && j0 < i0 + r) ? (i0 + r - j0) : 0;
         if (c0 >= cols) continue;
-        memcpy(s->base + ((i0 + r) * s->ld + j0 + c0) * (int64_t)es, src + (r * tile_ld + c0) * (int64_t)es,
-               (size_t)(cols - c0) * es);
+        memcpy(base + ((i0 + r) * ld + j0 + c0) * es, src + (r * tile_ld + c0) * es, (size_t)((cols - c0) * es));
     }
-    if (!s->symmetric) return;
-    oc_tile_mirror(s->base + (j0 * s->ld + i0) * (int64_t)es, s->ld, tile, tile_ld, rows, cols, i0 - j0, es);
+    if (symmetric) oc_tile_mirror(base + (j0 * ld + i0) * es, ld, tile, tile_ld, rows, cols, i0 - j0, elem);
+}
+
+void oc_dense_sink_store(const oc_dense_sink *s, int64_t i0, int64_t j0, int64_t rows, int64_t cols, const void *tile,
+                         int64_t tile_ld)
+{
+    oc_tile_store(s->base, s->ld, i0, j0, rows, cols, tile, tile_ld, s->elem_size, s->symmetric);
 }
 
 /* One row, n bytes: plain stores up to a 16-byte boundary of the destination, then 16-byte

@@ -32,8 +32,14 @@ typedef struct oc_dense_sink {
 void oc_tile_mirror(void *dst, int64_t ld, const void *tile, int64_t tile_ld, int64_t rows, int64_t cols, int64_t diag,
                     size_t elem);
 
-/* Stores a rows x cols tile whose element (0,0) is C(i0, j0); tile rows are tile_ld
- * elements apart. */
+/* Stores a rows x cols tile (rows tile_ld elements apart, elem bytes each) at C(i0, j0) of C
+ * (c its element (0, 0), ld elements between rows); of a symmetric C, only the tile's
+ * elements on or above the diagonal, each also at its mirror (oc_tile_mirror). Gram's sinks
+ * and matmul's A·Aᵀ store their tiles so. */
+void oc_tile_store(void *c, int64_t ld, int64_t i0, int64_t j0, int64_t rows, int64_t cols, const void *tile,
+                   int64_t tile_ld, size_t elem, int symmetric);
+
+/* oc_tile_store into the sink's destination. */
 void oc_dense_sink_store(const oc_dense_sink *sink, int64_t i0, int64_t j0, int64_t rows, int64_t cols,
                          const void *tile, int64_t tile_ld);
 

@@ -186,15 +186,8 @@ oc_status oc_mm_write_tile(const oc_matmul_job *job, int64_t row0, int64_t rows,
     }
     /* A·Aᵀ: each element (i, j) with j >= i goes to (i, j), and with j > i also to (j, i), so
      * the result is exactly symmetric whatever the backend computed below the diagonal of a
-     * tile. The row parts are copied whole; the mirror in blocks (engine/sink.h). */
-    const int64_t diag = row0 - col0; /* (r, c) of the tile is on or above the diagonal when c >= r + diag */
-    for (int64_t r = 0; r < rows; r++) {
-        const int64_t c0 = r + diag > 0 ? r + diag : 0;
-        if (c0 < cols)
-            memcpy(d->data + ((size_t)(row0 + r) * (size_t)d->ld + (size_t)(col0 + c0)) * e,
-                   t + (size_t)(r * ld + c0) * e, (size_t)(cols - c0) * e);
-    }
-    oc_tile_mirror(d->data + ((size_t)col0 * (size_t)d->ld + (size_t)row0) * e, d->ld, t, ld, rows, cols, diag, e);
+     * tile. */
+    oc_tile_store(d->data, d->ld, row0, col0, rows, cols, t, ld, e, 1);
     return stored(job, row0, rows, col0, cols);
 }
 

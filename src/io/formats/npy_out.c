@@ -109,6 +109,14 @@ static int prefault_mapping(unsigned char *map, size_t len)
  * enough that a call per chunk costs nothing beside its zeroing. */
 #define RESERVE_CHUNK ((size_t)16 << 20)
 
+/* Reserves bytes [off, off + len) of fd's file (fallocate, through the fault plan): 0, or the
+ * errno of the failure. A file system without fallocate keeps its sparse file: 0 too. */
+static int reserve(oc_context *ctx, int fd, size_t off, size_t len)
+{
+    if (oc_sys_fallocate(ctx, fd, (off_t)off, (off_t)len) == 0 || errno == EOPNOTSUPP || errno == ENOSYS) return 0;
+    return errno ? errno : EIO;
+}
+
 static void *reserver_main(void *arg)
 {
     oc_npy_out *w = arg;
@@ -118,9 +126,7 @@ static void *reserver_main(void *arg)
         pthread_mutex_unlock(&w->mu);
         if (stop) break;
         const size_t len = w->map_len - off < RESERVE_CHUNK ? w->map_len - off : RESERVE_CHUNK;
-        int err = 0;
-        if (oc_sys_fallocate(w->ctx, w->file.fd, (off_t)off, (off_t)len) != 0 && errno != EOPNOTSUPP && errno != ENOSYS)
-            err = errno ? errno : EIO;
+        const int err = reserve(w->ctx, w->file.fd, off, len);
         pthread_mutex_lock(&w->mu);
         if (err) w->err = err;
         else atomic_store(&w->reserved, off + len);
@@ -205,8 +211,8 @@ static oc_status npy_out_map(oc_context *ctx, const char *path, size_t total, in
      * File systems without fallocate keep the sparse file (and that risk). */
     ahead = ahead && total > RESERVE_CHUNK;
     const size_t now = ahead ? RESERVE_CHUNK : total;
-    if (oc_sys_fallocate(ctx, fd, 0, (off_t)now) != 0 && errno != EOPNOTSUPP && errno != ENOSYS)
-        return oc_io_fail(ctx, "writing", path, errno, -1, (int64_t)total, fd);
+    int err = reserve(ctx, fd, 0, now);
+    if (err) return oc_io_fail(ctx, "writing", path, err, -1, (int64_t)total, fd);
     atomic_store(&w->reserved, now);
     void *map = oc_sys_mmap_shared(ctx, fd, total);
     if (map == MAP_FAILED) return oc_io_fail(ctx, "mapping", path, errno, -1, -1, -1);
@@ -217,8 +223,8 @@ static oc_status npy_out_map(oc_context *ctx, const char *path, size_t total, in
      * than populating each chunk after its reservation, on that thread or on every core
      * (docs/design-notes.md, "A matmul result is reserved as the job runs"). */
     if (ahead && !start_reserver(w, ctx)) {
-        if (oc_sys_fallocate(ctx, fd, (off_t)now, (off_t)(total - now)) != 0 && errno != EOPNOTSUPP && errno != ENOSYS)
-            return oc_io_fail(ctx, "writing", path, errno, -1, (int64_t)total, fd);
+        if ((err = reserve(ctx, fd, now, total - now)) != 0)
+            return oc_io_fail(ctx, "writing", path, err, -1, (int64_t)total, fd);
         atomic_store(&w->reserved, total);
     }
     if (!ahead && total >= PREFAULT_MIN_BYTES && on_memory_file_system(fd))
@@ -393,9 +399,9 @@ static oc_status reopen_as(oc_context *ctx, const char *path, const char *temp_p
                        path, temp_path, problem, path);
     }
     /* A run stopped while it reserved its file ahead left the rest sparse: reserved now. */
-    if (sb.st_blocks * 512 < (off_t)total && oc_sys_fallocate(ctx, w->file.fd, 0, (off_t)total) != 0 &&
-        errno != EOPNOTSUPP && errno != ENOSYS) {
-        oc_status st = oc_io_fail(ctx, "writing", path, errno, -1, (int64_t)total, w->file.fd);
+    const int err = sb.st_blocks * 512 < (off_t)total ? reserve(ctx, w->file.fd, 0, total) : 0;
+    if (err) {
+        oc_status st = oc_io_fail(ctx, "writing", path, err, -1, (int64_t)total, w->file.fd);
         oc_npy_out_keep(w);
         return st;
     }

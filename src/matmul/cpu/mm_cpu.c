@@ -170,7 +170,6 @@ static int trans_flag(const oc_mm_cpu_plan *p, oc_mm_operand which)
 /* The upper triangle of acc[h x h] += op(a)·op(a)ᵀ (a diagonal tile of A·Aᵀ: half the
  * multiply-adds of a gemm, and no B panel; write_tile reads only the upper triangle of such
  * a tile). */
-
 static void syrk_blas(const oc_mm_cpu_plan *p, int ta, int64_t h, int64_t kw, const void *a, int64_t lda, void *acc,
                       int first)
 {
