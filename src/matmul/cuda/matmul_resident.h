@@ -9,7 +9,7 @@
 #ifndef OC_MATMUL_CUDA_MATMUL_RESIDENT_H
 #define OC_MATMUL_CUDA_MATMUL_RESIDENT_H
 
-#include "matmul/cuda/matmul_device.h"
+#include "matmul/cuda/matmul_device_state.h"
 
 /* Runs the product on `device` with the job's context ctx; fills *res as oc_mm_device_run
  * does (a failure: its status and message, and sh->stop set). */
