@@ -955,7 +955,8 @@ typedef enum oc_matmul_dtype {
     OC_MATMUL_FLOAT64, OC_MATMUL_FLOAT32, OC_MATMUL_FLOAT16,
     OC_MATMUL_BFLOAT16,     /* from memory only: .npy has no bfloat16 */
     OC_MATMUL_INT8, OC_MATMUL_INT16, OC_MATMUL_INT32, OC_MATMUL_INT64,
-    OC_MATMUL_UINT8, OC_MATMUL_UINT16, OC_MATMUL_UINT32, OC_MATMUL_UINT64
+    OC_MATMUL_UINT8, OC_MATMUL_UINT16, OC_MATMUL_UINT32, OC_MATMUL_UINT64,
+    OC_MATMUL_BOOL          /* numpy's bool: 1 where the byte is not 0, else 0 */
 } oc_matmul_dtype;
 
 /* One matrix of a product: a .npy file (path: a 2-D C-order array; the other fields are then
@@ -1005,7 +1006,9 @@ typedef struct oc_matmul_options {
      * float32 and written so unless FLOAT16 or BFLOAT16 is asked for. Inputs are
      * converted to it under numpy's same_kind rule (an integer input to a float, float64 to
      * float32), else OC_ERR_INPUT. Integer products other than int8 x int8 are refused
-     * (OC_ERR_INPUT naming the dtype): ask for float64. */
+     * (OC_ERR_INPUT naming the dtype): ask for float64. bool meets a float as that float
+     * and int8 as int8 (int32 sums); bool x bool, numpy's bool, is refused: ask for INT32
+     * (the counts of common ones, exact) or a float. */
     oc_matmul_dtype dtype;
     int tf32;                /* float32 on the GPU: allow TF32 tensor cores (10-bit mantissa) */
     oc_backend backend;      /* AUTO: the cost model's pick (docs/matmul.md); CPU; CUDA */

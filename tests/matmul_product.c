@@ -48,6 +48,11 @@ void *mm_random_matrix(oc_matmul_dtype t, int64_t rows, int64_t cols)
             memcpy(x, (const char *)&w, e); /* the low bytes: this host is little-endian (.npy "<") */
             break;
         }
+        case OC_MATMUL_BOOL: { /* half zeros; the rest 1, and bytes numpy also reads as true */
+            static const unsigned char truths[] = {1, 1, 2, 255};
+            *x = iv < 0 ? 0 : truths[iv % 4];
+            break;
+        }
         default: { /* the unsigned types: 0 .. 255 */
             const uint64_t w = (uint64_t)(iv + 128);
             memcpy(x, (const char *)&w, e);
@@ -60,6 +65,7 @@ void *mm_random_matrix(oc_matmul_dtype t, int64_t rows, int64_t cols)
 
 double mm_value(oc_matmul_dtype t, const void *p, int64_t i)
 {
+    if (t == OC_MATMUL_BOOL) return ((const unsigned char *)p)[i] != 0; /* numpy's rule, not the library's */
     double d;
     oc_matmul_convert(t, (const char *)p + (size_t)i * oc_matmul_dtype_size(t), 1, OC_MM_FLOAT64, &d, 1);
     return d;

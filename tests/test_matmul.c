@@ -62,6 +62,14 @@ static void test_dtypes_and_transposes(void)
         /* halves into float32: multiplied as halves, float32 sums */
         {OC_MATMUL_FLOAT16, OC_MATMUL_FLOAT16, OC_MATMUL_FLOAT32, OC_MATMUL_FLOAT32},
         {OC_MATMUL_BFLOAT16, OC_MATMUL_BFLOAT16, OC_MATMUL_FLOAT32, OC_MATMUL_FLOAT32},
+        /* bool: as the other type (numpy), with int8 as int8 x int8; bool x bool counted */
+        {OC_MATMUL_BOOL, OC_MATMUL_FLOAT32, OC_MATMUL_DEFAULT, OC_MATMUL_FLOAT32},
+        {OC_MATMUL_FLOAT64, OC_MATMUL_BOOL, OC_MATMUL_DEFAULT, OC_MATMUL_FLOAT64},
+        {OC_MATMUL_BOOL, OC_MATMUL_FLOAT16, OC_MATMUL_DEFAULT, OC_MATMUL_FLOAT32}, /* numpy: float16 */
+        {OC_MATMUL_BOOL, OC_MATMUL_BFLOAT16, OC_MATMUL_BFLOAT16, OC_MATMUL_BFLOAT16},
+        {OC_MATMUL_INT8, OC_MATMUL_BOOL, OC_MATMUL_DEFAULT, OC_MATMUL_INT32},
+        {OC_MATMUL_BOOL, OC_MATMUL_BOOL, OC_MATMUL_INT32, OC_MATMUL_INT32},
+        {OC_MATMUL_BOOL, OC_MATMUL_BOOL, OC_MATMUL_FLOAT32, OC_MATMUL_FLOAT32},
     };
     for (size_t i = 0; i < sizeof mixed / sizeof mixed[0]; i++) {
         mm_product p = {mixed[i].a, mixed[i].b, mixed[i].req, 21, 17, 40, (int)i & 1, 0};
@@ -153,21 +161,22 @@ static void test_budgets(void)
 }
 
 /* A·Aᵀ (gram, or B the same memory transposed) computes the upper tiles and mirrors them:
- * exactly symmetric, and equal to the full product (bit for bit for int8), from 1 x 1 and
- * k = 1 to tall and skinny. */
+ * exactly symmetric, and equal to the full product (bit for bit for int8 and bool's counts),
+ * from 1 x 1 and k = 1 to tall and skinny. */
 static void test_symmetric(void)
 {
-    static const oc_matmul_dtype types[] = {OC_MATMUL_INT8, OC_MATMUL_FLOAT64, OC_MATMUL_FLOAT32};
+    static const oc_matmul_dtype types[] = {OC_MATMUL_INT8, OC_MATMUL_FLOAT64, OC_MATMUL_FLOAT32, OC_MATMUL_BOOL};
     static const struct {
         int64_t n, k;
     } shapes[] = {{67, 41}, {1, 1}, {1, 300}, {37, 1}, {211, 3}};
     for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++)
-        for (size_t t = 0; t < 3; t++) {
+        for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
             oc_context *ctx = NULL;
             oc_context_create(&ctx);
             const int64_t n = shapes[sh].n, k = shapes[sh].k, rows = (n + 15) / 16; /* tiles of 16 */
             void *a = mm_random_matrix(types[t], n, k);
-            oc_matmul_dtype rt = types[t] == OC_MATMUL_INT8 ? OC_MATMUL_INT32 : types[t];
+            const int counts = types[t] == OC_MATMUL_INT8 || types[t] == OC_MATMUL_BOOL;
+            oc_matmul_dtype rt = counts ? OC_MATMUL_INT32 : types[t];
             const size_t e = oc_matmul_dtype_size(rt);
             void *full = calloc((size_t)(n * n), e), *sym = calloc((size_t)(n * n), e),
                  *sym2 = calloc((size_t)(n * n), e);
@@ -179,7 +188,10 @@ static void test_symmetric(void)
             o.backend = OC_BACKEND_CPU;
             o.tile = 16;
             o.transpose_b = 1;
+            o.dtype = types[t] == OC_MATMUL_BOOL ? OC_MATMUL_INT32 : OC_MATMUL_DEFAULT; /* bool's own: refused */
             CHECK(oc_matmul(ctx, &A, &B, &Cf, &o, NULL) == OC_OK);
+            const mm_product p = {types[t], types[t], o.dtype, n, n, k, 0, 1};
+            mm_off_reference(&p, a, B.data, full, rt);
             oc_matmul_stats st = {.struct_size = sizeof st};
             CHECK(oc_matmul(ctx, &A, &A, &Cs2, &o, &st) == OC_OK); /* B is A's memory: symmetric */
             CHECK_EQ_I64(st.tiles, rows * (rows + 1) / 2);
@@ -325,7 +337,8 @@ static void test_files(void)
 }
 
 /* int8 x int8 is exact into int32 up to k = 131071 and refused past it; the dtype names
- * parse back. */
+ * parse back; bool x bool (numpy's bool) is refused unless int32 or a float is asked for,
+ * int32 of a float input and a bool result always. */
 static void test_int8_limit_and_names(void)
 {
     oc_context *ctx = NULL;
@@ -343,12 +356,30 @@ static void test_int8_limit_and_names(void)
     o.dtype = OC_MATMUL_FLOAT64;
     CHECK(oc_matmul_result(ctx, &A, NULL, &o, &rt, NULL, NULL) == OC_OK);
     CHECK_EQ_I64(rt, OC_MATMUL_FLOAT64);
-    for (int t = 0; t <= OC_MATMUL_UINT64; t++) {
+    for (int t = 0; t <= OC_MATMUL_BOOL; t++) {
         oc_matmul_dtype back = OC_MATMUL_DEFAULT;
         CHECK(oc_matmul_dtype_parse(oc_matmul_dtype_name((oc_matmul_dtype)t), &back) == OC_OK &&
               back == (oc_matmul_dtype)t);
     }
     CHECK(oc_matmul_dtype_name((oc_matmul_dtype)99) == NULL);
+    static unsigned char bits[6] = {0, 1, 2, 0, 255, 1};
+    static float f[6];
+    oc_matmul_array BA = mem(OC_MATMUL_BOOL, bits, 2, 3), BT = mem(OC_MATMUL_BOOL, bits, 3, 2),
+                    F = mem(OC_MATMUL_FLOAT32, f, 3, 2);
+    o = (oc_matmul_options)OC_MATMUL_OPTIONS_INIT;
+    CHECK(oc_matmul_result(ctx, &BA, &BT, &o, &rt, NULL, NULL) == OC_ERR_INPUT);
+    CHECK(strstr(oc_context_last_error(ctx), "bool x bool") && strstr(oc_context_last_error(ctx), "--dtype int32"));
+    o.gram = 1;
+    CHECK(oc_matmul_result(ctx, &BA, NULL, &o, &rt, NULL, NULL) == OC_ERR_INPUT);
+    o.dtype = OC_MATMUL_INT32;
+    CHECK(oc_matmul_result(ctx, &BA, NULL, &o, &rt, NULL, NULL) == OC_OK && rt == OC_MATMUL_INT32);
+    o.gram = 0;
+    CHECK(oc_matmul_result(ctx, &BA, &F, &o, &rt, NULL, NULL) == OC_ERR_INPUT);
+    CHECK(strstr(oc_context_last_error(ctx), "int8 or bool inputs alone") != NULL);
+    o.dtype = OC_MATMUL_BOOL;
+    CHECK(oc_matmul_result(ctx, &BA, &BT, &o, &rt, NULL, NULL) == OC_ERR_INPUT);
+    o.dtype = OC_MATMUL_DEFAULT;
+    CHECK(oc_matmul_result(ctx, &BA, &F, &o, &rt, NULL, NULL) == OC_OK && rt == OC_MATMUL_FLOAT32);
     oc_context_free(ctx);
 }
 
@@ -548,13 +579,15 @@ static void test_panels_as_stored(void)
     }
     if (have_tmp) oc_test_tmp_remove();
     /* Which stored types a backend may promote itself: no narrower than the compute type as
-     * stored, never the compute type itself or int8's exact product. */
+     * stored, never the compute type itself or int8's exact product (but bool into it). */
     CHECK(oc_matmul_widens(OC_MATMUL_INT8, OC_MM_FLOAT32) && oc_matmul_widens(OC_MATMUL_FLOAT16, OC_MM_FLOAT32) &&
           oc_matmul_widens(OC_MATMUL_FLOAT32, OC_MM_FLOAT64) && oc_matmul_widens(OC_MATMUL_INT64, OC_MM_FLOAT64) &&
-          oc_matmul_widens(OC_MATMUL_UINT8, OC_MM_FLOAT16) && oc_matmul_widens(OC_MATMUL_INT8, OC_MM_BFLOAT16));
+          oc_matmul_widens(OC_MATMUL_UINT8, OC_MM_FLOAT16) && oc_matmul_widens(OC_MATMUL_INT8, OC_MM_BFLOAT16) &&
+          oc_matmul_widens(OC_MATMUL_BOOL, OC_MM_INT8) && oc_matmul_widens(OC_MATMUL_BOOL, OC_MM_FLOAT16));
     CHECK(!oc_matmul_widens(OC_MATMUL_FLOAT32, OC_MM_FLOAT32) && !oc_matmul_widens(OC_MATMUL_FLOAT64, OC_MM_FLOAT32) &&
           !oc_matmul_widens(OC_MATMUL_INT64, OC_MM_FLOAT32) && !oc_matmul_widens(OC_MATMUL_INT8, OC_MM_INT8) &&
-          !oc_matmul_widens(OC_MATMUL_FLOAT32, OC_MM_FLOAT16) && !oc_matmul_widens(OC_MATMUL_DEFAULT, OC_MM_FLOAT64));
+          !oc_matmul_widens(OC_MATMUL_FLOAT32, OC_MM_FLOAT16) && !oc_matmul_widens(OC_MATMUL_DEFAULT, OC_MM_FLOAT64) &&
+          !oc_matmul_widens(OC_MATMUL_UINT8, OC_MM_INT8) && !oc_matmul_widens(OC_MATMUL_BOOL, OC_MM_INT32));
     oc_context_free(ctx);
 }
 

@@ -13,7 +13,7 @@ from . import _lib
 from .errors import InputError
 
 # numpy's names of the dtypes a GPU array may have, as the library spells them.
-_TORCH_DTYPES = ("float64", "float32", "float16", "bfloat16", "int8", "int16", "int32", "int64", "uint8")
+_TORCH_DTYPES = ("float64", "float32", "float16", "bfloat16", "int8", "int16", "int32", "int64", "uint8", "bool")
 
 
 def _is_torch(x):

@@ -496,7 +496,7 @@ for _name, (_restype, _argtypes) in {
 # ---------------------------------------------------------------- matmul (outcore.h, "matmul")
 # oc_matmul_dtype codes in order (DEFAULT = 0 first).
 MATMUL_DTYPES = ["default", "float64", "float32", "float16", "bfloat16", "int8", "int16", "int32", "int64",
-                 "uint8", "uint16", "uint32", "uint64"]
+                 "uint8", "uint16", "uint32", "uint64", "bool"]
 
 
 class MatmulArray(_Defaults):

@@ -94,7 +94,7 @@ def _operand(name, x, transpose, keep):
         code = _dtype_name(arr.dtype)
     if code is None:
         raise InputError(f"{name}: dtype {arr.dtype} is not one matmul takes (float64, float32, float16, bfloat16, "
-                         "int8-64, uint8-64)")
+                         "int8-64, uint8-64, bool)")
     item = arr.itemsize
     if not _rows_contiguous(arr):
         if arr.strides[0] == item and arr.strides[1] % item == 0 and arr.strides[1] >= item * arr.shape[0]:
@@ -164,7 +164,7 @@ def matmul(A: ArrayLike | Path, B: ArrayLike | Path | None = None, out: Path | n
     ----------
     A : array_like or path
         A 2-D numpy array (float64, float32, float16, bfloat16 from ml_dtypes, int8-64,
-        uint8-64; read in place when its rows are contiguous), or the path of a .npy file.
+        uint8-64, bool; read in place when its rows are contiguous), or the path of a .npy file.
         On a GPU, an array in page-locked memory (``outcore.empty_pinned``, or memory pinned
         by CUDA or a framework) in the compute dtype is uploaded from where it is, without a
         copy on the host. A GPU array (a CUDA torch tensor, a CuPy array, anything with
@@ -190,11 +190,12 @@ def matmul(A: ArrayLike | Path, B: ArrayLike | Path | None = None, out: Path | n
     transpose_b : bool, default False
         op(B) = Bᵀ.
     dtype : numpy dtype, optional
-        float64, float32, float16, bfloat16 (ml_dtypes) or int32 (int8 x int8 alone): the type the product is
-        computed and returned in; default numpy's result type, except int8 x int8, which is
-        int32 (exact), and float16 or bfloat16, whose float32 sums are returned as float32
-        unless the half type is asked for. Integer pairs other than int8 x int8 need a float
-        here.
+        float64, float32, float16, bfloat16 (ml_dtypes) or int32 (int8 and bool inputs alone): the
+        type the product is computed and returned in; default numpy's result type, except
+        int8 x int8 (and bool x int8), which is int32 (exact), and float16 or bfloat16, whose
+        float32 sums are returned as float32 unless the half type is asked for. Integer pairs
+        other than int8 x int8 need a float here, and bool x bool (numpy's bool) int32 or a
+        float.
     backend : {"auto", "cpu", "cuda"}, optional
         "auto" (the default: the cost model's pick), "cpu" or "cuda".
     devices : str or sequence, optional

@@ -253,7 +253,7 @@ static oc_status setup(oc_context *ctx, const oc_matmul_array *a, const oc_matmu
     }
     if (job->in_type == OC_MM_INT8 && k > INT8_K_MAX)
         return oc_fail(ctx, OC_ERR_INPUT,
-                       "%s: int8 x int8 with k = %" PRId64 " could overflow the int32 result (exact up to k = %d): "
+                       "%s: int8 products with k = %" PRId64 " could overflow the int32 result (exact up to k = %d): "
                        "ask for --dtype float64",
                        s->a.name, k, INT8_K_MAX);
     int64_t cells;

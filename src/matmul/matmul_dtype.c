@@ -1,8 +1,9 @@
 /*
  * matmul_dtype.c - dtypes of `outcore matmul`: names, descrs, promotion and conversion
  * (matmul_dtype.h). numpy's rules, with two departures that docs/matmul.md states:
- * int8 x int8 is int32 (exact) where numpy wraps in int8, and other integer products are
- * refused, since their exact sums need more than a float64 or int32 holds.
+ * int8 x int8 is int32 (exact) where numpy wraps in int8 (bool x int8 too, as numpy's int8),
+ * and other integer products are refused, since their exact sums need more than a float64 or
+ * int32 holds (bool x bool, numpy's bool, among them: int32 counts are asked for).
  */
 #include "matmul/matmul_dtype.h"
 
@@ -24,7 +25,7 @@ static const struct {
     [OC_MATMUL_INT16] = {"int16", "<i2", 2},      [OC_MATMUL_INT32] = {"int32", "<i4", 4},
     [OC_MATMUL_INT64] = {"int64", "<i8", 8},      [OC_MATMUL_UINT8] = {"uint8", "|u1", 1},
     [OC_MATMUL_UINT16] = {"uint16", "<u2", 2},    [OC_MATMUL_UINT32] = {"uint32", "<u4", 4},
-    [OC_MATMUL_UINT64] = {"uint64", "<u8", 8},
+    [OC_MATMUL_UINT64] = {"uint64", "<u8", 8},    [OC_MATMUL_BOOL] = {"bool", "|b1", 1},
 };
 #define NTYPES ((int)(sizeof types / sizeof types[0]))
 
@@ -61,6 +62,7 @@ static int is_float(oc_matmul_dtype t) { return t >= OC_MATMUL_FLOAT64 && t <= O
 static oc_matmul_dtype int_as_float(oc_matmul_dtype t, oc_matmul_dtype half)
 {
     switch (t) {
+    case OC_MATMUL_BOOL:
     case OC_MATMUL_INT8:
     case OC_MATMUL_UINT8:
         return half;
@@ -80,12 +82,19 @@ static oc_matmul_dtype float_join(oc_matmul_dtype a, oc_matmul_dtype b)
     return OC_MATMUL_FLOAT32; /* float32 with a half type, or float16 with bfloat16 */
 }
 
+/* Whether int8 holds both inputs as they are multiplied: int8 or bool (numpy's bool meets
+ * int8 as int8). */
+static int int8_pair(oc_matmul_dtype a, oc_matmul_dtype b)
+{
+    return (a == OC_MATMUL_INT8 || a == OC_MATMUL_BOOL) && (b == OC_MATMUL_INT8 || b == OC_MATMUL_BOOL);
+}
+
 static oc_matmul_dtype numpy_result(oc_matmul_dtype a, oc_matmul_dtype b)
 {
     if (is_float(a) && is_float(b)) return float_join(a, b);
     if (is_float(a)) return float_join(a, int_as_float(b, a == OC_MATMUL_BFLOAT16 ? a : OC_MATMUL_FLOAT16));
     if (is_float(b)) return float_join(b, int_as_float(a, b == OC_MATMUL_BFLOAT16 ? b : OC_MATMUL_FLOAT16));
-    return a == OC_MATMUL_INT8 && b == OC_MATMUL_INT8 ? OC_MATMUL_INT32 : OC_MATMUL_DEFAULT;
+    return int8_pair(a, b) && !(a == OC_MATMUL_BOOL && b == OC_MATMUL_BOOL) ? OC_MATMUL_INT32 : OC_MATMUL_DEFAULT;
 }
 
 oc_matmul_dtype oc_matmul_dtype_of(oc_mm_type t)
@@ -102,6 +111,13 @@ int oc_matmul_promote(oc_matmul_dtype ta, oc_matmul_dtype tb, oc_matmul_dtype re
     /* The half type multiplied as it is into float32 sums, or DEFAULT. */
     oc_matmul_dtype half = OC_MATMUL_DEFAULT;
     if (requested == OC_MATMUL_DEFAULT) {
+        if (r == OC_MATMUL_DEFAULT && ta == OC_MATMUL_BOOL && tb == OC_MATMUL_BOOL) {
+            snprintf(why, why_size,
+                     "bool x bool: numpy's product is bool, which matmul does not write; ask for --dtype int32 "
+                     "(the counts of common ones, exact) or float32, or count them with `outcore gram` on "
+                     "1-bit kernels");
+            return -1;
+        }
         if (r == OC_MATMUL_DEFAULT) {
             snprintf(why, why_size,
                      "%s x %s: integer products are computed for int8 x int8 alone (exact, into int32); "
@@ -113,8 +129,8 @@ int oc_matmul_promote(oc_matmul_dtype ta, oc_matmul_dtype tb, oc_matmul_dtype re
          * asked for, written in it: numpy's a @ b would round them to the half type. */
         if (r == OC_MATMUL_FLOAT16 || r == OC_MATMUL_BFLOAT16) half = r, r = OC_MATMUL_FLOAT32;
     } else if (requested == OC_MATMUL_INT32) {
-        if (ta != OC_MATMUL_INT8 || tb != OC_MATMUL_INT8) {
-            snprintf(why, why_size, "dtype int32 is the product of int8 x int8 alone, not of %s x %s",
+        if (!int8_pair(ta, tb)) {
+            snprintf(why, why_size, "dtype int32 is the product of int8 or bool inputs alone, not of %s x %s",
                      oc_matmul_dtype_name(ta), oc_matmul_dtype_name(tb));
             return -1;
         }
@@ -124,7 +140,7 @@ int oc_matmul_promote(oc_matmul_dtype ta, oc_matmul_dtype tb, oc_matmul_dtype re
     } else {
         snprintf(why, why_size,
                  "dtype %s: a product is computed in float64, float32, float16, bfloat16 or "
-                 "int32 (of int8 x int8)",
+                 "int32 (of int8 or bool inputs)",
                  oc_matmul_dtype_name(requested) ? oc_matmul_dtype_name(requested) : "?");
         return -1;
     }
@@ -158,8 +174,9 @@ int oc_matmul_promote(oc_matmul_dtype ta, oc_matmul_dtype tb, oc_matmul_dtype re
 int oc_matmul_widens(oc_matmul_dtype from, oc_mm_type to)
 {
     const size_t size = oc_matmul_dtype_size(from);
-    return to != OC_MM_INT8 && to != OC_MM_INT32 && size > 0 && from != oc_matmul_dtype_of(to) &&
-           size <= oc_mm_type_size(to);
+    /* Into int8, bool alone: its bytes become 0 or 1. */
+    return (to == OC_MM_INT8 ? from == OC_MATMUL_BOOL : to != OC_MM_INT32) && size > 0 &&
+           from != oc_matmul_dtype_of(to) && size <= oc_mm_type_size(to);
 }
 
 /* ---------------------------------------------------------------- conversion */
@@ -212,6 +229,8 @@ static double load(oc_matmul_dtype t, const void *src, int64_t i)
         return load_uint32_t(src, i);
     case OC_MATMUL_UINT64:
         return (double)load_uint64_t(src, i);
+    case OC_MATMUL_BOOL:
+        return load_uint8_t(src, i) != 0;
     default:
         return 0;
     }
@@ -257,7 +276,7 @@ OC_MM_INLINE void to_f32(oc_matmul_dtype from, const void *src, int64_t n, float
 static int exact_in_f32(oc_matmul_dtype from)
 {
     return from == OC_MATMUL_FLOAT32 || from == OC_MATMUL_BFLOAT16 || from == OC_MATMUL_INT8 ||
-           from == OC_MATMUL_INT16 || from == OC_MATMUL_UINT8 || from == OC_MATMUL_UINT16;
+           from == OC_MATMUL_INT16 || from == OC_MATMUL_UINT8 || from == OC_MATMUL_UINT16 || from == OC_MATMUL_BOOL;
 }
 /* float16 from the value itself, rounded once, as numpy's astype(float16): from a float32
  * (or a type that every float32 holds, through one) on F16C's run where the CPU has it. */
@@ -324,6 +343,9 @@ OC_MM_INLINE void to_bf16(oc_matmul_dtype from, const void *src, int64_t n, uint
     case OC_MATMUL_UINT64:                     \
         LOOP(OC_MATMUL_UINT64, __VA_ARGS__);   \
         break;                                 \
+    case OC_MATMUL_BOOL:                       \
+        LOOP(OC_MATMUL_BOOL, __VA_ARGS__);     \
+        break;                                 \
     default:                                   \
         break;                                 \
     }
@@ -347,8 +369,9 @@ void oc_matmul_convert(oc_matmul_dtype from, const void *src, int64_t n, oc_mm_t
     case OC_MM_BFLOAT16:
         OC_MM_EACH_SOURCE(from, to_bf16, src, n, (uint16_t *)dst, dst_stride)
         break;
-    case OC_MM_INT8:
-        for (int64_t i = 0; i < n; i++) ((int8_t *)dst)[i * dst_stride] = load_int8_t(src, i);
+    case OC_MM_INT8: /* from int8 (strided) or bool */
+        for (int64_t i = 0; i < n; i++)
+            ((int8_t *)dst)[i * dst_stride] = from == OC_MATMUL_BOOL ? load_uint8_t(src, i) != 0 : load_int8_t(src, i);
         break;
     default:
         for (int64_t i = 0; i < n; i++) ((int32_t *)dst)[i * dst_stride] = load_int32_t(src, i);

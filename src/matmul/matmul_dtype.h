@@ -32,7 +32,8 @@ oc_matmul_dtype oc_matmul_dtype_of(oc_mm_type t);
 /* Nonzero when elements of `from` converted to compute type `to` take no fewer bytes than
  * as stored (a promotion, not a rounding into a narrower type asked for): a backend that
  * copies panels to where it multiplies them moves them as stored and converts them there
- * (matmul_job.h's panel_stored). 0 when from is to's own dtype, and for int8 (no conversion). */
+ * (matmul_job.h's panel_stored). 0 when from is to's own dtype; into int8, 1 for bool alone
+ * (its bytes become 0 or 1). */
 int oc_matmul_widens(oc_matmul_dtype from, oc_mm_type to);
 
 /* Converts n elements of type from at src (contiguous) into type to at dst, dst_stride

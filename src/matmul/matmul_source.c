@@ -95,10 +95,11 @@ static oc_status read_header(oc_context *ctx, const char *path, oc_mm_source *s)
     /* The dtype first: a structured one's shape is not parsed (it reads as 0-dimensional). */
     s->dtype = oc_matmul_dtype_from_descr(info.descr);
     if (s->dtype == OC_MATMUL_DEFAULT)
-        return oc_fail(ctx, OC_ERR_INPUT,
-                       "%s: dtype '%s' is not one matmul reads (float64, float32, float16, int8-64, uint8-64 in this "
-                       "host's byte order; bfloat16 from memory)",
-                       path, info.descr);
+        return oc_fail(
+            ctx, OC_ERR_INPUT,
+            "%s: dtype '%s' is not one matmul reads (float64, float32, float16, int8-64, uint8-64, bool in this "
+            "host's byte order; bfloat16 from memory)",
+            path, info.descr);
     if (info.ndim != 2)
         return oc_fail(ctx, OC_ERR_INPUT, "%s: a %d-dimensional array; a product takes 2-D matrices", path, info.ndim);
     /* Fortran order stores the transpose in C order: read it so, and flip the operand's op. */

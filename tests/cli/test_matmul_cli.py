@@ -26,6 +26,7 @@ def mats(tmp_path):
         "i64": rng.integers(-5, 5, (10, 10), dtype=np.int64),
         "u8": rng.integers(0, 255, (48, 20), dtype=np.uint8),
         "flag": rng.integers(0, 2, (10, 10)).astype(bool),
+        "f10": rng.standard_normal((10, 6)).astype(np.float32),
         "cube": rng.standard_normal((4, 4, 4)),
     }
     for name, v in x.items():
@@ -116,6 +117,13 @@ def test_dtypes(mats):
     close(np.load(d / "c.npy"), h32 @ h32.T, 48, 1e-6)
     run("matmul", d / "h.npy", d / "h.npy", "--transpose-b", "--dtype", "float16", "-o", d / "c.npy", "-q")
     close(np.load(d / "c.npy"), x["h"] @ x["h"].T, 48, 1e-3)
+    # bool: as the float it meets; bool x bool counted into int32 when asked
+    run("matmul", d / "flag.npy", d / "f10.npy", "-o", d / "c.npy", "-q")
+    close(np.load(d / "c.npy"), x["flag"] @ x["f10"], 10, 1e-6)
+    flag = x["flag"].astype(np.int64)
+    run("matmul", d / "flag.npy", "--gram", "--dtype", "int32", "-o", d / "c.npy", "-q")
+    c = np.load(d / "c.npy")
+    assert c.dtype == np.int32 and np.array_equal(c, flag @ flag.T)
 
 
 def test_small_budget_same_bytes(mats):
@@ -239,11 +247,12 @@ def test_bad_inputs(mats):
     assert "bt.npy" in line
     line = expect_error(d, d / "i64.npy", d / "i64.npy", message="int64 x int64")
     assert "i64.npy" in line and "float64" in line
-    expect_error(d, d / "flag.npy", d / "a.npy", message="dtype '|b1'")
+    line = expect_error(d, d / "flag.npy", d / "flag.npy", message="bool x bool: numpy's product is bool")
+    assert "--dtype int32" in line and "flag.npy" in line, line
     expect_error(d, d / "cube.npy", d / "a.npy", message="3-dimensional")
     expect_error(d, d / "missing.npy", d / "b.npy", message="missing.npy")
     expect_error(d, d / "a.npy", d / "b.npy", "--dtype", "int8", message="--dtype int8")
-    expect_error(d, d / "a.npy", d / "b.npy", "--dtype", "int32", message="int8 x int8 alone")
+    expect_error(d, d / "a.npy", d / "b.npy", "--dtype", "int32", message="int8 or bool inputs alone")
     expect_error(d, d / "a.npy", d / "b.npy", "--tile", "0", message="--tile 0")
     expect_error(d, d / "a.npy", d / "b.npy", "--gram", message="--gram")
     expect_error(d, d / "a.npy", message="give B too")

@@ -51,6 +51,11 @@ static const struct {
     {OC_MATMUL_FLOAT16, OC_MATMUL_FLOAT32, OC_MATMUL_DEFAULT},
     {OC_MATMUL_INT16, OC_MATMUL_FLOAT64, OC_MATMUL_DEFAULT},
     {OC_MATMUL_FLOAT32, OC_MATMUL_UINT16, OC_MATMUL_FLOAT64},
+    /* bool (bytes other than 0 and 1 among its trues): into a float, into int8 beside int8,
+     * and both bool counted into int32 */
+    {OC_MATMUL_BOOL, OC_MATMUL_FLOAT32, OC_MATMUL_DEFAULT},
+    {OC_MATMUL_INT8, OC_MATMUL_BOOL, OC_MATMUL_DEFAULT},
+    {OC_MATMUL_BOOL, OC_MATMUL_BOOL, OC_MATMUL_INT32},
 };
 #define NTYPES ((int)(sizeof types / sizeof types[0]))
 
@@ -181,7 +186,11 @@ static void check_promoted(void)
                           "%s x %s -> %s, %lldx%lldx%lld t%d: promoted on the device, other bytes than converted first",
                           oc_matmul_dtype_name(types[t].a), oc_matmul_dtype_name(types[t].b), oc_matmul_dtype_name(rt),
                           (long long)m, (long long)n, (long long)k, tr);
-                CHECK(up[0] < up[1]); /* each pair here has an operand stored narrower */
+                /* an operand stored narrower uploads fewer bytes; bool into int8 as many */
+                const size_t in_size = oc_mm_type_size(in);
+                CHECK(oc_matmul_dtype_size(types[t].a) < in_size || oc_matmul_dtype_size(types[t].b) < in_size
+                          ? up[0] < up[1]
+                          : up[0] == up[1]);
                 const mm_product p = {types[t].a, types[t].b, types[t].requested, m, n, k, ta, tb};
                 mm_off_reference(&p, a, b, c[0], rt);
                 free(a), free(b), free(a2), free(b2), free(c[0]), free(c[1]);
@@ -204,7 +213,8 @@ static void check_symmetric(void)
         oc_matmul_dtype t, requested;
     } sym_types[] = {{OC_MATMUL_INT8, OC_MATMUL_DEFAULT},    {OC_MATMUL_FLOAT64, OC_MATMUL_DEFAULT},
                      {OC_MATMUL_FLOAT32, OC_MATMUL_DEFAULT}, {OC_MATMUL_FLOAT16, OC_MATMUL_DEFAULT},
-                     {OC_MATMUL_INT8, OC_MATMUL_FLOAT32},    {OC_MATMUL_UINT8, OC_MATMUL_FLOAT64}};
+                     {OC_MATMUL_INT8, OC_MATMUL_FLOAT32},    {OC_MATMUL_UINT8, OC_MATMUL_FLOAT64},
+                     {OC_MATMUL_BOOL, OC_MATMUL_INT32}};
     for (size_t sh = 0; sh < sizeof sym_shapes / sizeof sym_shapes[0]; sh++)
         for (size_t t = 0; t < sizeof sym_types / sizeof sym_types[0]; t++) {
             if (quick && sh > 0) continue;

@@ -85,6 +85,40 @@ def test_promotion_and_dtype():
     close(outcore.matmul(f32.astype(np.float64), f32.T.astype(np.float64), dtype="float32"), f32 @ f32.T, 7, 1e-6)
 
 
+@pytest.mark.parametrize("backend", ["cpu", "auto"])
+def test_bool_as_numpy_promotes_it(tmp_path, backend):
+    """bool meets a float as that float and int8 as int8 (int32 sums, exact); a byte other than
+    0 is true, as numpy reads it (bytes 2 and 255 among the trues); bool x bool, numpy's bool,
+    is refused unless int32 counts or a float are asked for; .npy files of bool read too."""
+    raw = rng.choice(np.array([0, 0, 1, 2, 255], np.uint8), size=(41, 67))
+    m = raw.view(bool)
+    f32 = rng.standard_normal((67, 23)).astype(np.float32)
+    ones = m.astype(np.float64)
+    close(outcore.matmul(m, f32, backend=backend), (ones @ f32).astype(np.float32), 67, 1e-6)
+    f16 = f32.astype(np.float16)
+    got = outcore.matmul(m, f16, backend=backend)  # numpy's float16: summed and returned in float32
+    assert got.dtype == np.float32
+    close(got, (ones @ f16.astype(np.float64)).astype(np.float32), 67, 1e-6)
+    close(outcore.matmul(m, f16, dtype=np.float16, backend=backend), m @ f16, 67, 1e-3)
+    i8 = rng.integers(-128, 128, (67, 23), dtype=np.int8)
+    got = outcore.matmul(m, i8, backend=backend)
+    assert got.dtype == np.int32 and np.array_equal(got, m.astype(np.int64) @ i8.astype(np.int64))
+    counts = m.astype(np.int64) @ m.T.astype(np.int64)
+    for b in (m.T, None):
+        with pytest.raises(outcore.InputError, match="ask for dtype int32"):
+            outcore.matmul(m, b, backend=backend)
+        got = outcore.matmul(m, b, dtype=np.int32, backend=backend)
+        assert got.dtype == np.int32 and np.array_equal(got, counts)
+    close(outcore.matmul(m, m.T, dtype=np.float32, backend=backend), counts.astype(np.float32), 67, 0)
+    with pytest.raises(outcore.InputError, match="int8 or bool inputs alone"):
+        outcore.matmul(m, f32, dtype=np.int32, backend=backend)
+    np.save(tmp_path / "m.npy", m)
+    np.save(tmp_path / "f.npy", f32)
+    got = outcore.matmul(tmp_path / "m.npy", tmp_path / "f.npy", backend=backend)
+    close(got, (ones @ f32).astype(np.float32), 67, 1e-6)
+    assert np.array_equal(outcore.matmul(tmp_path / "m.npy", dtype="int32", backend=backend), counts)
+
+
 @pytest.mark.parametrize("blas", ["", "none"])
 def test_non_finite_values_pass_through(monkeypatch, blas):
     """NaN and infinities go through the products as numpy's A @ B has them (Inf x 0 is NaN),
@@ -163,8 +197,8 @@ def test_refusals(tmp_path):
         outcore.matmul(a, a)
     with pytest.raises(outcore.InputError, match="missing.npy"):
         outcore.matmul(tmp_path / "missing.npy", a)
-    with pytest.raises(outcore.InputError, match="bool"):
-        outcore.matmul(a.astype(bool), a.T)
+    with pytest.raises(outcore.InputError, match="bool x bool: numpy's product is bool"):
+        outcore.matmul(a > 0, a.T > 0)
     with pytest.raises(outcore.InputError, match="2-D"):
         outcore.matmul(np.zeros((2, 2, 2)), a)
     with pytest.raises(outcore.InputError, match="no B to transpose"):

@@ -152,6 +152,25 @@ def test_torch_mixed_pairs_promoted_on_the_device():
     assert c64.dtype == torch.float64 and np.allclose(c64.cpu().numpy(), want64, rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.skipif(not HAVE_TORCH, reason="needs torch with a usable CUDA device")
+def test_torch_bool_promoted_on_the_device():
+    """A bool tensor meets float32 as float32 and int8 as int8 (int32 sums), converted on the
+    device; bool x bool gives int32 counts when asked for them."""
+    m = (torch.arange(8 * 15, device="cuda").reshape(8, 15) % 3) == 0
+    b = torch.linspace(-2, 2, 15 * 9, dtype=torch.float32, device="cuda").reshape(15, 9)
+    i8 = torch.arange(-60, 75, dtype=torch.int8, device="cuda").reshape(15, 9)
+    m64 = m.cpu().numpy().astype(np.float64)
+    c = outcore.matmul(m, b)
+    assert c.is_cuda and c.dtype == torch.float32
+    bound = 2 * 15 * 2.0**-24 * (m64 @ np.abs(b.double().cpu().numpy()))
+    assert (np.abs(c.double().cpu().numpy() - m64 @ b.double().cpu().numpy()) <= bound).all()
+    ci = outcore.matmul(m, i8)
+    assert ci.dtype == torch.int32
+    assert np.array_equal(ci.cpu().numpy(), m64.astype(np.int64) @ i8.cpu().numpy().astype(np.int64))
+    cb = outcore.matmul(m, m.T.contiguous(), dtype=np.int32)
+    assert cb.dtype == torch.int32 and np.array_equal(cb.cpu().numpy(), (m64 @ m64.T).astype(np.int32))
+
+
 @pytest.mark.skipif(not HAVE_CUPY, reason="needs CuPy with a usable CUDA device")
 def test_cupy_arrays():
     a = cupy.asarray(small_ints((130, 77), np.float32))

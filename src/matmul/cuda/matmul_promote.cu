@@ -26,6 +26,10 @@ struct f16_bits {
 struct bf16_bits {
     uint16_t b;
 };
+/* numpy's bool: 1 where the byte is not 0. */
+struct bool_byte {
+    uint8_t b;
+};
 
 /* An element's value as float64 and as float32: as C converts, the halves exactly. */
 template <typename S> __device__ double as_double(S v) { return (double)v; }
@@ -34,7 +38,9 @@ template <> __device__ double as_double<bf16_bits>(bf16_bits v)
 {
     return (double)__bfloat162float(__ushort_as_bfloat16(v.b));
 }
+template <> __device__ double as_double<bool_byte>(bool_byte v) { return v.b != 0; }
 template <typename S> __device__ float as_float(S v) { return (float)v; }
+template <> __device__ float as_float<bool_byte>(bool_byte v) { return v.b != 0; }
 template <> __device__ float as_float<f16_bits>(f16_bits v) { return __half2float(__ushort_as_half(v.b)); }
 template <> __device__ float as_float<bf16_bits>(bf16_bits v) { return __bfloat162float(__ushort_as_bfloat16(v.b)); }
 
@@ -51,6 +57,9 @@ template <> struct to<__half> {
 };
 template <> struct to<__nv_bfloat16> {
     template <typename S> __device__ static __nv_bfloat16 of(S v) { return __float2bfloat16_rn(as_float(v)); }
+};
+template <> struct to<int8_t> { /* from bool alone */
+    __device__ static int8_t of(bool_byte v) { return v.b != 0; }
 };
 
 template <typename S, typename D>
@@ -102,6 +111,8 @@ oc_status from_stored(oc_context *ctx, oc_cuda_device *dev, oc_matmul_dtype from
         return launch<uint32_t, D>(ctx, dev, src, n, dst, stream);
     case OC_MATMUL_UINT64:
         return launch<unsigned long long, D>(ctx, dev, src, n, dst, stream);
+    case OC_MATMUL_BOOL:
+        return launch<bool_byte, D>(ctx, dev, src, n, dst, stream);
     default:
         return oc_fail(ctx, OC_ERR_INTERNAL, "matmul promote: stored type %d", (int)from);
     }
@@ -122,6 +133,9 @@ extern "C" oc_status oc_mm_promote(oc_context *ctx, oc_cuda_device *dev, oc_matm
         return from_stored<__half>(ctx, dev, from, src, n, dst, stream);
     case OC_MM_BFLOAT16:
         return from_stored<__nv_bfloat16>(ctx, dev, from, src, n, dst, stream);
+    case OC_MM_INT8:
+        if (from == OC_MATMUL_BOOL) return launch<bool_byte, int8_t>(ctx, dev, src, n, dst, stream);
+        return oc_fail(ctx, OC_ERR_INTERNAL, "matmul promote: stored type %d into int8", (int)from);
     default:
         return oc_fail(ctx, OC_ERR_INTERNAL, "matmul promote: compute type %d", (int)to);
     }

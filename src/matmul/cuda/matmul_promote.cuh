@@ -21,8 +21,8 @@ extern "C" {
 /* dst[i] = src[i] converted from `from` to `to` for i < n (contiguous): to float64 and
  * float32 as C converts (exact, or rounded once to nearest for integers wider than the
  * float's significand), to float16 from the value rounded once to nearest even, to bfloat16
- * from its float32 rounded to nearest even. OC_ERR_INTERNAL for a pair it has no kernel for
- * (int8 or int32 targets). */
+ * from its float32 rounded to nearest even, bool (a byte not 0 is 1) to any of them and to
+ * int8. OC_ERR_INTERNAL for a pair it has no kernel for (another type into int8, int32). */
 oc_status oc_mm_promote(oc_context *ctx, oc_cuda_device *dev, oc_matmul_dtype from, const void *src, int64_t n,
                         oc_mm_type to, void *dst, cudaStream_t stream);
 
