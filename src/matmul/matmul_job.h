@@ -117,7 +117,9 @@ struct oc_matmul_job {
     int panel_stored[2];
     /* A·Aᵀ (B is A, transposed): only tiles with col0 >= row0 are computed and the job layer
      * mirrors them; a backend that sees symmetric computes the upper tiles and calls
-     * write_tile for those alone. */
+     * write_tile for those alone, whole or in parts of rows or of columns (a part of a
+     * diagonal tile may then lie below the diagonal: write_tile stores the elements on and
+     * above it). */
     int symmetric;
     oc_mm_read_panel_fn read_panel;
     oc_mm_write_tile_fn write_tile;

@@ -20,12 +20,16 @@ typedef struct piece {
     int acc; /* slot -1: the accumulator whose download event ends it */
 } piece;
 
-/* One downloaded piece, handed to write_tile by row ranges. */
+/* One downloaded piece, handed to write_tile by row ranges; A·Aᵀ's by column ranges: a
+ * part then writes the mirror's rows of its columns alone (whole pages of the result, each
+ * written by one thread) instead of a narrow strip of every mirror row beside every other
+ * part. */
 typedef struct write_split {
     const oc_matmul_job *job;
     const piece *pc;
     const unsigned char *host;
     int64_t elem;
+    int by_columns;
     atomic_int st;
 } write_split;
 
@@ -33,10 +37,12 @@ static void write_part(void *arg, int part, int parts)
 {
     write_split *w = arg;
     const piece *pc = w->pc;
-    const int64_t r0 = pc->rows * part / parts, r1 = pc->rows * (part + 1) / parts;
-    if (r1 <= r0) return;
-    const oc_status st =
-        w->job->write_tile(w->job, pc->row0 + r0, r1 - r0, pc->col0, pc->cols, w->host + r0 * pc->ld * w->elem, pc->ld);
+    const int64_t n = w->by_columns ? pc->cols : pc->rows, x0 = n * part / parts, x1 = n * (part + 1) / parts;
+    if (x1 <= x0) return;
+    const oc_status st = w->by_columns ? w->job->write_tile(w->job, pc->row0, pc->rows, pc->col0 + x0, x1 - x0,
+                                                            w->host + x0 * w->elem, pc->ld)
+                                       : w->job->write_tile(w->job, pc->row0 + x0, x1 - x0, pc->col0, pc->cols,
+                                                            w->host + x0 * pc->ld * w->elem, pc->ld);
     int ok = OC_OK;
     if (st != OC_OK) atomic_compare_exchange_strong(&w->st, &ok, (int)st);
 }
@@ -58,7 +64,8 @@ static int write_piece(oc_mm_device *d, const piece *pc, int64_t elem)
         return 0;
     }
     if (pc->slot >= 0) { /* a piece in a slot: to its place through write_tile */
-        write_split w = {.job = job, .pc = pc, .host = d->out_host[pc->slot], .elem = elem};
+        write_split w = {
+            .job = job, .pc = pc, .host = d->out_host[pc->slot], .elem = elem, .by_columns = job->symmetric};
         atomic_init(&w.st, OC_OK);
         const int parts = oc_mm_dev_copy_parts(d, pc->rows * pc->cols * elem);
         if (parts > 1) oc_workers_split_max(d->write_crew, parts, d->copy_threads, write_part, &w);
