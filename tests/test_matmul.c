@@ -380,6 +380,31 @@ static void test_int8_limit_and_names(void)
     CHECK(oc_matmul_result(ctx, &BA, &BT, &o, &rt, NULL, NULL) == OC_ERR_INPUT);
     o.dtype = OC_MATMUL_DEFAULT;
     CHECK(oc_matmul_result(ctx, &BA, &F, &o, &rt, NULL, NULL) == OC_OK && rt == OC_MATMUL_FLOAT32);
+    /* bool's sums stay exact far past int8's k: bool x int8 up to k·128 < 2^31, bool x bool
+     * up to k < 2^31, counted exactly past 131071 */
+    enum { KB = 200003 };
+    unsigned char *row = malloc(KB), *col = malloc(KB);
+    int8_t *i8 = malloc(KB);
+    int64_t want = 0;
+    for (int64_t i = 0; i < KB; i++) {
+        row[i] = (unsigned char)(i % 3 ? 1 + i % 5 : 0), col[i] = (unsigned char)(i % 7 != 0), i8[i] = -128;
+        want += row[i] && col[i];
+    }
+    oc_matmul_array R = mem(OC_MATMUL_BOOL, row, 1, KB), K = mem(OC_MATMUL_BOOL, col, KB, 1),
+                    K8 = mem(OC_MATMUL_INT8, i8, KB, 1);
+    int32_t got = -1;
+    oc_matmul_array G = mem(OC_MATMUL_INT32, &got, 1, 1);
+    o.dtype = OC_MATMUL_INT32;
+    CHECK_MSG(oc_matmul(ctx, &R, &K, &G, &o, NULL) == OC_OK, "%s", oc_context_last_error(ctx));
+    CHECK_EQ_I64(got, want);
+    o.dtype = OC_MATMUL_DEFAULT;
+    CHECK(oc_matmul(ctx, &R, &K8, &G, &o, NULL) == OC_OK && got == -128 * (int64_t)(KB - (KB + 2) / 3));
+    A.cols = 131072; /* int8 x int8 past its bound, named */
+    oc_matmul_array A8 = mem(OC_MATMUL_INT8, a, 131072, 1);
+    CHECK(oc_matmul_result(ctx, &A, &A8, &o, &rt, NULL, NULL) == OC_ERR_INPUT);
+    CHECK(strstr(oc_context_last_error(ctx), "int8 x int8 with k = 131072") &&
+          strstr(oc_context_last_error(ctx), "exact up to k = 131071"));
+    free(row), free(col), free(i8);
     oc_context_free(ctx);
 }
 

@@ -259,6 +259,45 @@ static void check_symmetric(void)
         }
 }
 
+/* bool's int32 sums are exact past int8 x int8's bound on k (131071): bool x bool and bool x
+ * int8 with k = 200003, in one tile and under the small budgets (K panels), against counts
+ * made here. */
+static void check_bool_long_k(void)
+{
+    enum { M = 3, N = 2, K = 200003 };
+    unsigned char *a = malloc((size_t)M * K), *b = malloc((size_t)K * N);
+    int8_t *b8 = malloc((size_t)K * N);
+    int64_t want[M * N] = {0}, want8[M * N] = {0};
+    for (int64_t i = 0; i < (int64_t)M * K; i++) a[i] = (unsigned char)(i % 3 ? 1 + i % 4 : 0);
+    for (int64_t i = 0; i < (int64_t)K * N; i++)
+        b[i] = (unsigned char)(i % 5 != 0), b8[i] = (int8_t)(i % 7 ? -128 : 127);
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t j = 0; j < N; j++)
+            for (int64_t l = 0; l < K; l++)
+                if (a[i * K + l]) want[i * N + j] += b[l * N + j] != 0, want8[i * N + j] += b8[l * N + j];
+    for (int small = 0; small < 2; small++)
+        for (int t = 0; t < 2; t++) {
+            int32_t c[M * N];
+            memset(c, 0xA5, sizeof c);
+            oc_context *ctx = NULL;
+            oc_context_create(&ctx);
+            oc_matmul_array A = mem(OC_MATMUL_BOOL, a, M, K),
+                            B = t ? mem(OC_MATMUL_INT8, b8, K, N) : mem(OC_MATMUL_BOOL, b, K, N),
+                            C = mem(OC_MATMUL_INT32, c, M, N);
+            oc_matmul_options o = OC_MATMUL_OPTIONS_INIT;
+            o.dtype = OC_MATMUL_INT32, o.backend = OC_BACKEND_CUDA;
+            if (small) o.gpu_mem_bytes = 4LL << 20, o.tile = 16;
+            CHECK_MSG(oc_matmul(ctx, &A, &B, &C, &o, NULL) == OC_OK, "bool x %s, k = %d: %s", t ? "int8" : "bool", K,
+                      oc_context_last_error(ctx));
+            int bad = 0;
+            for (int e = 0; e < M * N; e++) bad += c[e] != (t ? want8 : want)[e];
+            CHECK_MSG(bad == 0, "bool x %s, k = %d%s: %d counts wrong", t ? "int8" : "bool", K,
+                      small ? ", small budget" : "", bad);
+            oc_context_free(ctx);
+        }
+    free(a), free(b), free(b8);
+}
+
 int main(void)
 {
     if (!oc_cuda_device_usable(0)) {
@@ -273,5 +312,6 @@ int main(void)
     check_cases(two);
     check_promoted();
     check_symmetric();
+    check_bool_long_k();
     return oc_test_finish();
 }
