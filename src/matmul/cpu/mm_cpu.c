@@ -95,16 +95,25 @@ static oc_status buffers_alloc(oc_context *ctx, const oc_matmul_job *job, const 
 
 /* Rows of a panel read and converted, or of a tile rounded and written, per task of
  * oc_parallel_run: PIECE_BYTES of the panel or tile at least, so that a small one stays
- * one task. */
+ * one task. An A·Aᵀ tile is written in pieces of columns: each then writes its columns' rows
+ * and the same columns' mirror rows, whole runs of its own, where a piece of rows would write
+ * a narrow strip into every mirror row beside every other piece. */
 #define PIECE_BYTES (1 << 20)
+
+typedef enum piece_kind {
+    PIECE_READ,         /* rows of a panel read and converted to the multiply's type */
+    PIECE_WRITE,        /* rows of a tile rounded and written */
+    PIECE_ROUND,        /* rows of a tile rounded only */
+    PIECE_WRITE_COLUMNS /* columns of a rounded tile written */
+} piece_kind;
 
 typedef struct pieces {
     oc_matmul_job *job;
     const oc_mm_cpu_plan *p;
-    int write;               /* 0: read a panel, 1: write a tile */
+    piece_kind kind;
     oc_mm_operand which;     /* the panel's operand */
     int64_t row0, col0;      /* the panel's or tile's place */
-    int64_t rows, cols, per; /* its shape, rows a task */
+    int64_t rows, cols, per; /* its shape, rows (columns) a task */
     void *in, *conv;         /* read: as read, as multiplied; write: the accumulator, the result */
 } pieces;
 
@@ -113,8 +122,14 @@ static oc_status piece_task(void *arg, int64_t task, int worker)
     (void)worker;
     const pieces *c = arg;
     oc_matmul_job *job = c->job;
+    if (c->kind == PIECE_WRITE_COLUMNS) {
+        const int64_t c0 = task * c->per, n = c->cols - c0 < c->per ? c->cols - c0 : c->per;
+        const size_t out = oc_mm_type_size(job->out_type);
+        return job->write_tile(job, c->row0, c->rows, c->col0 + c0, n, (const char *)c->conv + (size_t)c0 * out,
+                               c->cols);
+    }
     const int64_t r0 = task * c->per, n = c->rows - r0 < c->per ? c->rows - r0 : c->per, cells = r0 * c->cols;
-    if (!c->write) {
+    if (c->kind == PIECE_READ) {
         const size_t in = oc_mm_type_size(job->in_type), mul = oc_mm_kind_size(c->p->kind);
         char *src = (char *)c->in + (size_t)cells * in;
         OC_CHECK(job->ctx, job->read_panel(job, c->which, c->row0 + r0, n, c->col0, c->cols, src));
@@ -124,15 +139,17 @@ static oc_status piece_task(void *arg, int64_t task, int worker)
     const size_t acc = oc_mm_acc_size(c->p->kind), out = oc_mm_type_size(job->out_type);
     char *dst = (char *)c->conv + (size_t)cells * out;
     to_out(c->p->kind, job->out_type, (const char *)c->in + (size_t)cells * acc, dst, n * c->cols);
-    return job->write_tile(job, c->row0 + r0, n, c->col0, c->cols, dst, c->cols);
+    return c->kind == PIECE_WRITE ? job->write_tile(job, c->row0 + r0, n, c->col0, c->cols, dst, c->cols) : OC_OK;
 }
 
-/* A panel or tile of rows x cols in pieces of rows on the plan's threads. */
-static oc_status run_pieces(pieces *c, size_t row_bytes)
+/* A panel or tile of rows x cols in pieces of rows (columns) of line_bytes each on the
+ * plan's threads. */
+static oc_status run_pieces(pieces *c, size_t line_bytes)
 {
-    const int64_t per = row_bytes ? (int64_t)(PIECE_BYTES / row_bytes) : c->rows;
+    const int64_t lines = c->kind == PIECE_WRITE_COLUMNS ? c->cols : c->rows;
+    const int64_t per = line_bytes ? (int64_t)(PIECE_BYTES / line_bytes) : lines;
     c->per = per < 1 ? 1 : per;
-    const int64_t tasks = (c->rows + c->per - 1) / c->per;
+    const int64_t tasks = (lines + c->per - 1) / c->per;
     if (tasks <= 1) return tasks ? piece_task(c, 0, 0) : OC_OK;
     return oc_parallel_run(c->job->ctx, c->p->threads, tasks, piece_task, c, NULL, NULL, NULL);
 }
@@ -142,6 +159,7 @@ static oc_status read_pieces(oc_matmul_job *job, const oc_mm_cpu_plan *p, oc_mm_
 {
     pieces c = {.job = job,
                 .p = p,
+                .kind = PIECE_READ,
                 .which = which,
                 .row0 = row0,
                 .col0 = col0,
@@ -155,9 +173,19 @@ static oc_status read_pieces(oc_matmul_job *job, const oc_mm_cpu_plan *p, oc_mm_
 static oc_status write_pieces(oc_matmul_job *job, const oc_mm_cpu_plan *p, int64_t row0, int64_t rows, int64_t col0,
                               int64_t cols, void *acc, void *out)
 {
-    pieces c = {
-        .job = job, .p = p, .write = 1, .row0 = row0, .col0 = col0, .rows = rows, .cols = cols, .in = acc, .conv = out};
-    return run_pieces(&c, (size_t)cols * oc_mm_acc_size(p->kind));
+    pieces c = {.job = job,
+                .p = p,
+                .kind = job->symmetric ? PIECE_ROUND : PIECE_WRITE,
+                .row0 = row0,
+                .col0 = col0,
+                .rows = rows,
+                .cols = cols,
+                .in = acc,
+                .conv = out};
+    if (!job->symmetric || out != acc) OC_CHECK(job->ctx, run_pieces(&c, (size_t)cols * oc_mm_acc_size(p->kind)));
+    if (!job->symmetric) return OC_OK;
+    c.kind = PIECE_WRITE_COLUMNS;
+    return run_pieces(&c, (size_t)rows * oc_mm_type_size(job->out_type));
 }
 
 /* CBLAS's flag for an operand: transposed where the plan reads it in place transposed (its
