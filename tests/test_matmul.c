@@ -218,6 +218,42 @@ static void test_symmetric(void)
         }
 }
 
+/* A·Aᵀ tiles larger than the blocks the CPU writes them in (4 KiB a row: 1024 int32, 512
+ * float64): exactly symmetric and the bytes of the full product, int8 exactly, float64 on the
+ * reference loops (each element summed in k order either way). */
+static void test_symmetric_blocks(void)
+{
+    static const oc_matmul_dtype types[] = {OC_MATMUL_INT8, OC_MATMUL_FLOAT64};
+    for (size_t t = 0; t < 2; t++) {
+        if (types[t] == OC_MATMUL_FLOAT64) setenv("OUTCORE_BLAS", "none", 1);
+        const int64_t n = 2600, k = 5;
+        oc_context *ctx = NULL;
+        oc_context_create(&ctx);
+        void *a = mm_random_matrix(types[t], n, k);
+        const oc_matmul_dtype rt = types[t] == OC_MATMUL_INT8 ? OC_MATMUL_INT32 : OC_MATMUL_FLOAT64;
+        const size_t e = oc_matmul_dtype_size(rt), es = oc_matmul_dtype_size(types[t]);
+        void *full = calloc((size_t)(n * n), e), *sym = calloc((size_t)(n * n), e),
+             *copy = malloc((size_t)(n * k) * es);
+        memcpy(copy, a, (size_t)(n * k) * es);
+        oc_matmul_array A = mem(types[t], a, n, k), B = mem(types[t], copy, n, k), Cf = mem(rt, full, n, n),
+                        Cs = mem(rt, sym, n, n);
+        oc_matmul_options o = OC_MATMUL_OPTIONS_INIT;
+        o.backend = OC_BACKEND_CPU;
+        o.tile = 1700; /* tiles of 1700 and 900: blocks of the diagonal and edge tiles */
+        o.transpose_b = 1;
+        CHECK(oc_matmul(ctx, &A, &B, &Cf, &o, NULL) == OC_OK);
+        o.transpose_b = 0, o.gram = 1;
+        oc_matmul_stats st = {.struct_size = sizeof st};
+        CHECK_MSG(oc_matmul(ctx, &A, NULL, &Cs, &o, &st) == OC_OK, "%s", oc_context_last_error(ctx));
+        CHECK_EQ_I64(st.tiles, 3);
+        CHECK_MSG(memcmp(full, sym, (size_t)(n * n) * e) == 0, "A·Aᵀ of %s in blocks: other bytes than A·Bᵀ",
+                  oc_matmul_dtype_name(types[t]));
+        free(a), free(copy), free(full), free(sym);
+        oc_context_free(ctx);
+        unsetenv("OUTCORE_BLAS");
+    }
+}
+
 /* Writes a C-order .npy of rows x cols elements of descr. */
 static void write_npy(const char *path, const char *descr, const void *data, size_t bytes, int64_t rows, int64_t cols)
 {
@@ -721,6 +757,7 @@ int main(void)
     test_case_table();
     test_budgets();
     test_symmetric();
+    test_symmetric_blocks();
     test_mirror_writes();
     test_files();
     test_int8_limit_and_names();

@@ -95,16 +95,18 @@ static oc_status buffers_alloc(oc_context *ctx, const oc_matmul_job *job, const 
 
 /* Rows of a panel read and converted, or of a tile rounded and written, per task of
  * oc_parallel_run: PIECE_BYTES of the panel or tile at least, so that a small one stays
- * one task. An A·Aᵀ tile is written in pieces of columns: each then writes its columns' rows
- * and the same columns' mirror rows, whole runs of its own, where a piece of rows would write
- * a narrow strip into every mirror row beside every other piece. */
+ * one task. An A·Aᵀ tile is written in square blocks of BLOCK_ROW_BYTES a row: a block's
+ * rows and its mirror's rows are then runs of that length, where a piece of rows would write
+ * a narrow strip into every mirror row beside every other piece (and a piece of columns the
+ * same into every row). */
 #define PIECE_BYTES (1 << 20)
+#define BLOCK_ROW_BYTES 4096
 
 typedef enum piece_kind {
-    PIECE_READ,         /* rows of a panel read and converted to the multiply's type */
-    PIECE_WRITE,        /* rows of a tile rounded and written */
-    PIECE_ROUND,        /* rows of a tile rounded only */
-    PIECE_WRITE_COLUMNS /* columns of a rounded tile written */
+    PIECE_READ,       /* rows of a panel read and converted to the multiply's type */
+    PIECE_WRITE,      /* rows of a tile rounded and written */
+    PIECE_ROUND,      /* rows of a tile rounded only */
+    PIECE_WRITE_BLOCK /* a square block of a rounded A·Aᵀ tile written, with its mirror */
 } piece_kind;
 
 typedef struct pieces {
@@ -113,7 +115,7 @@ typedef struct pieces {
     piece_kind kind;
     oc_mm_operand which;     /* the panel's operand */
     int64_t row0, col0;      /* the panel's or tile's place */
-    int64_t rows, cols, per; /* its shape, rows (columns) a task */
+    int64_t rows, cols, per; /* its shape, rows a task (a block's edge) */
     void *in, *conv;         /* read: as read, as multiplied; write: the accumulator, the result */
 } pieces;
 
@@ -122,11 +124,13 @@ static oc_status piece_task(void *arg, int64_t task, int worker)
     (void)worker;
     const pieces *c = arg;
     oc_matmul_job *job = c->job;
-    if (c->kind == PIECE_WRITE_COLUMNS) {
-        const int64_t c0 = task * c->per, n = c->cols - c0 < c->per ? c->cols - c0 : c->per;
+    if (c->kind == PIECE_WRITE_BLOCK) {
+        const int64_t across = (c->cols + c->per - 1) / c->per, r0 = task / across * c->per,
+                      c0 = task % across * c->per, nr = c->rows - r0 < c->per ? c->rows - r0 : c->per,
+                      nc = c->cols - c0 < c->per ? c->cols - c0 : c->per;
         const size_t out = oc_mm_type_size(job->out_type);
-        return job->write_tile(job, c->row0, c->rows, c->col0 + c0, n, (const char *)c->conv + (size_t)c0 * out,
-                               c->cols);
+        return job->write_tile(job, c->row0 + r0, nr, c->col0 + c0, nc,
+                               (const char *)c->conv + (size_t)(r0 * c->cols + c0) * out, c->cols);
     }
     const int64_t r0 = task * c->per, n = c->rows - r0 < c->per ? c->rows - r0 : c->per, cells = r0 * c->cols;
     if (c->kind == PIECE_READ) {
@@ -142,14 +146,20 @@ static oc_status piece_task(void *arg, int64_t task, int worker)
     return c->kind == PIECE_WRITE ? job->write_tile(job, c->row0 + r0, n, c->col0, c->cols, dst, c->cols) : OC_OK;
 }
 
-/* A panel or tile of rows x cols in pieces of rows (columns) of line_bytes each on the
- * plan's threads. */
-static oc_status run_pieces(pieces *c, size_t line_bytes)
+/* A panel or tile of rows x cols in pieces of rows of row_bytes each (an A·Aᵀ tile's write:
+ * in square blocks) on the plan's threads. */
+static oc_status run_pieces(pieces *c, size_t row_bytes)
 {
-    const int64_t lines = c->kind == PIECE_WRITE_COLUMNS ? c->cols : c->rows;
-    const int64_t per = line_bytes ? (int64_t)(PIECE_BYTES / line_bytes) : lines;
-    c->per = per < 1 ? 1 : per;
-    const int64_t tasks = (lines + c->per - 1) / c->per;
+    int64_t tasks;
+    if (c->kind == PIECE_WRITE_BLOCK) {
+        const int64_t edge = BLOCK_ROW_BYTES / (int64_t)oc_mm_type_size(c->job->out_type);
+        c->per = edge < 1 ? 1 : edge;
+        tasks = ((c->rows + c->per - 1) / c->per) * ((c->cols + c->per - 1) / c->per);
+    } else {
+        const int64_t per = row_bytes ? (int64_t)(PIECE_BYTES / row_bytes) : c->rows;
+        c->per = per < 1 ? 1 : per;
+        tasks = (c->rows + c->per - 1) / c->per;
+    }
     if (tasks <= 1) return tasks ? piece_task(c, 0, 0) : OC_OK;
     return oc_parallel_run(c->job->ctx, c->p->threads, tasks, piece_task, c, NULL, NULL, NULL);
 }
@@ -184,8 +194,8 @@ static oc_status write_pieces(oc_matmul_job *job, const oc_mm_cpu_plan *p, int64
                 .conv = out};
     if (!job->symmetric || out != acc) OC_CHECK(job->ctx, run_pieces(&c, (size_t)cols * oc_mm_acc_size(p->kind)));
     if (!job->symmetric) return OC_OK;
-    c.kind = PIECE_WRITE_COLUMNS;
-    return run_pieces(&c, (size_t)rows * oc_mm_type_size(job->out_type));
+    c.kind = PIECE_WRITE_BLOCK;
+    return run_pieces(&c, 0);
 }
 
 /* CBLAS's flag for an operand: transposed where the plan reads it in place transposed (its
