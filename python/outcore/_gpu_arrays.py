@@ -49,20 +49,27 @@ def _describe(name, x):
     return int(face["data"][0]), shape, tuple(s // dt.itemsize for s in strides), dt.name
 
 
-def operand(name, x, transpose, codes):
-    """(MatmulArray, transpose) for GPU array x as the library reads it: in place when its rows
-    are contiguous, as its transpose when it is a transposed view of such an array (which the
-    library reads with cuBLASLt's transposes when A, B and C are all on one GPU, and refuses
-    otherwise, saying what is missing)."""
+def operand(name, x, transpose, codes, vector=None):
+    """(MatmulArray, transpose, whether x is 1-D) for GPU array x as the library reads it: in
+    place when its rows are contiguous, as its transpose when it is a transposed view of such
+    an array or a row whose elements are apart (which the library reads with cuBLASLt's
+    transposes when A, B and C are all on one GPU, and refuses otherwise, saying what is
+    missing). A 1-D x is read as numpy's matmul reads it: a row ("row") or a column ("col"),
+    its transpose itself."""
     ptr, shape, strides, dtype = _describe(name, x)
+    is_vector = len(shape) == 1 and vector is not None
+    if is_vector:
+        (k,), (s,) = shape, strides
+        shape, strides, transpose = ((1, k), (s * k, s)) if vector == "row" else ((k, 1), (s, 1)), False
     if len(shape) != 2:
         raise InputError(f"{name}: a {len(shape)}-dimensional array; matmul takes 2-D matrices")
     (rs, cs) = strides
     if dtype not in codes:
         raise InputError(f"{name}: dtype {dtype} is not one matmul takes")
     rows, cols = shape
-    if cs != 1 and rows > 1 and cols > 1:
-        if rs == 1 and cs >= rows:
+    if cs != 1 and cols > 1:
+        # a single row's elements apart: its transpose, a column, whose rows are those elements
+        if rows <= 1 or (rs == 1 and cs >= rows):
             rows, cols, rs, cs, transpose = cols, rows, cs, rs, not transpose
         else:
             raise InputError(f"{name}: a GPU array whose rows are not contiguous: make it contiguous on the device "
@@ -73,7 +80,7 @@ def operand(name, x, transpose, codes):
     a.rows, a.cols = rows, cols
     a.ld = rs if rows > 1 and rs >= cols else cols
     a.gpu = 1
-    return a, transpose
+    return a, transpose, is_vector
 
 
 def span(name, x):

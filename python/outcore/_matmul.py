@@ -73,19 +73,24 @@ def _rows_contiguous(x):
     return (cols <= 1 or cs == item) and (rows <= 1 or (rs % item == 0 and rs >= item * cols))
 
 
-def _operand(name, x, transpose, keep):
-    """(MatmulArray, transpose, array or None): x as the library reads it. An array whose rows
-    are contiguous is read in place with its row stride; a transposed view of such an array
-    is read as its transpose (transpose flipped); anything else is copied to C order."""
+def _operand(name, x, transpose, keep, vector=None):
+    """(MatmulArray, transpose, array or None, whether x is 1-D): x as the library reads it.
+    An array whose rows are contiguous is read in place with its row stride; a transposed view
+    of such an array is read as its transpose (transpose flipped); anything else is copied to
+    C order. A 1-D array is read as numpy's matmul reads it, a row ("row": A) or a column
+    ("col": B), its transpose itself."""
     if _gpu_arrays.is_gpu_array(x):
-        a, transpose = _gpu_arrays.operand(name, x, transpose, _CODES)
+        a, transpose, is_vector = _gpu_arrays.operand(name, x, transpose, _CODES, vector)
         keep.append(x)
-        return a, transpose, None
+        return a, transpose, None, is_vector
     a = _lib.MatmulArray()
     if _is_path(x):
         a.path = c_path(name, x)
-        return a, transpose, None
+        return a, transpose, None, False
     arr = as_numbers(name, x)
+    is_vector = arr.ndim == 1 and vector is not None
+    if is_vector:
+        arr, transpose = (arr[None, :] if vector == "row" else arr[:, None]), False
     if arr.ndim != 2:
         raise InputError(f"{name}: a {arr.ndim}-dimensional array; matmul takes 2-D matrices")
     code = _dtype_name(arr.dtype)
@@ -106,7 +111,7 @@ def _operand(name, x, transpose, keep):
     a.dtype = _CODES[code]
     a.rows, a.cols = arr.shape
     a.ld = arr.strides[0] // item if arr.shape[0] > 1 else arr.shape[1]
-    return a, transpose, arr
+    return a, transpose, arr, is_vector
 
 
 def _sort_input(name, x, arr, inputs, paths, gpus):
@@ -172,7 +177,10 @@ def matmul(A: ArrayLike | Path, B: ArrayLike | Path | None = None, out: Path | n
         contiguous rows and be in the compute dtype or one promoted to it on the device (an
         int8 tensor times a float32 one); the product then runs on the GPU. A transposed
         view, or B=None, needs A, B and the result all on one GPU (then it is one cuBLASLt
-        call with its transposes).
+        call with its transposes). A 1-D array is read as numpy's matmul reads it: A as a
+        row, B as a column, each its own transpose, and the result drops that dimension
+        (a vector with a vector is a scalar); such a result is returned, not written to a
+        path.
     B : array_like or path, optional
         The second operand, as A. None computes op(A)·op(A)ᵀ from its upper tiles (an
         exactly symmetric result).
@@ -246,14 +254,15 @@ def matmul(A: ArrayLike | Path, B: ArrayLike | Path | None = None, out: Path | n
     """
     opts = _lib.MatmulOptions()
     keep: list = []
-    a, opts.transpose_a, a_arr = _operand("A", A, bool(transpose_a), keep)
+    a, opts.transpose_a, a_arr, a_vector = _operand("A", A, bool(transpose_a), keep, "row")
+    b_vector = False
     b_ptr, inputs, paths, gpus = None, [], [], []
     _sort_input("A", A, a_arr, inputs, paths, gpus)
     if B is None:
         opts.gram = 1
         opts.transpose_b = bool(transpose_b)  # refused by the library: A·Aᵀ has no B
     else:
-        b, opts.transpose_b, b_arr = _operand("B", B, bool(transpose_b), keep)
+        b, opts.transpose_b, b_arr, b_vector = _operand("B", B, bool(transpose_b), keep, "col")
         b_ptr = ctypes.byref(b)
         _sort_input("B", B, b_arr, inputs, paths, gpus)
     if dtype is not None:
@@ -279,20 +288,27 @@ def matmul(A: ArrayLike | Path, B: ArrayLike | Path | None = None, out: Path | n
         opts.devices = text
     set_device_budgets(opts, None, gpu_mem, host_mem)
 
+    # numpy's shape of a product of a vector: the vector's dimension dropped (A·Aᵀ of one: v·v)
+    drop = (a_vector, b_vector or (B is None and a_vector))
+    if any(drop) and _is_path(out):
+        raise InputError("out: a product of a 1-D array is returned, not written to a .npy path: give out=None "
+                         "or an array, or pass the vector as a 2-D array")
     with lease(context) as ctx:
         code, rows, cols = ctypes.c_int(), ctypes.c_int64(), ctypes.c_int64()
         check(lib.oc_matmul_result(ctx, ctypes.byref(a), b_ptr, ctypes.byref(opts), ctypes.byref(code),
                                    ctypes.byref(rows), ctypes.byref(cols)), ctx)
         stats = _lib.MatmulStats()
         shape, name = (rows.value, cols.value), _lib.MATMUL_DTYPES[code.value]
+        user_shape = tuple(n for n, d in zip(shape, drop) if not d)
+        out2 = _as_matrix(out, user_shape, drop, name) if any(drop) and out is not None else out
         if _is_path(out):
             c, result = _lib.MatmulArray(), out
             c.path = _out_path(out, "matmul")
         elif (out is None and gpus) or (out is not None and _gpu_arrays.is_gpu_array(out)):
-            result = _gpu_result(out, gpus, shape, name)
+            result = _gpu_result(out2, gpus, shape, name)
             c = _gpu_arrays.result_array(result, shape, name, _CODES)
         else:
-            result = _host_result(out, shape, name, inputs, paths)
+            result = _host_result(out2, shape, name, inputs, paths)
             c = _lib.MatmulArray()
             c.data = result.ctypes.data if result.size else None
             c.dtype, c.rows, c.cols = code.value, shape[0], shape[1]
@@ -302,4 +318,22 @@ def matmul(A: ArrayLike | Path, B: ArrayLike | Path | None = None, out: Path | n
         short = in_memory and shape[0] * shape[1] * depth <= (_SHORT_GPU if gpus else _SHORT_HOST)
         run_on_context(ctx, lambda: check(lib.oc_matmul(ctx, ctypes.byref(a), b_ptr, ctypes.byref(c),
                                                         ctypes.byref(opts), ctypes.byref(stats)), ctx), short)
-        return result
+        if not any(drop):
+            return result
+        if out is not None:
+            return out
+        result = result.reshape(user_shape)
+        return result[()] if isinstance(result, np.ndarray) and not user_shape else result  # numpy's scalar
+
+
+def _as_matrix(out, user_shape, drop, dtype):
+    """out, of a vector product's shape (numpy's: user_shape), as the 2-D view the library
+    writes (the dropped dimensions of one)."""
+    if getattr(out, "shape", None) != user_shape:
+        raise InputError(f"out: expected an array of {dtype} of shape {user_shape} (a product of a 1-D array, as "
+                         "numpy's matmul shapes it)")
+    try:
+        return out[tuple(None if d else slice(None) for d in drop)]
+    except (TypeError, IndexError):
+        raise InputError(f"out: {type(out).__name__} cannot be viewed as the 2-D result the library writes; "
+                         "give out=None") from None

@@ -101,7 +101,8 @@ static oc_status read_header(oc_context *ctx, const char *path, oc_mm_source *s)
             "host's byte order; bfloat16 from memory)",
             path, info.descr);
     if (info.ndim != 2)
-        return oc_fail(ctx, OC_ERR_INPUT, "%s: a %d-dimensional array; a product takes 2-D matrices", path, info.ndim);
+        return oc_fail(ctx, OC_ERR_INPUT, "%s: a %d-dimensional array; a product takes 2-D matrices%s", path, info.ndim,
+                       info.ndim == 1 ? " (save a vector as 1 x k or k x 1)" : "");
     /* Fortran order stores the transpose in C order: read it so, and flip the operand's op. */
     s->transposed = info.fortran_order;
     s->rows = info.shape[s->transposed ? 1 : 0];

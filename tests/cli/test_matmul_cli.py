@@ -250,6 +250,9 @@ def test_bad_inputs(mats):
     line = expect_error(d, d / "flag.npy", d / "flag.npy", message="bool x bool: numpy's product is bool")
     assert "--dtype int32" in line and "flag.npy" in line, line
     expect_error(d, d / "cube.npy", d / "a.npy", message="3-dimensional")
+    np.save(d / "vec.npy", np.ones(70))
+    expect_error(d, d / "a.npy", d / "vec.npy", message="1-dimensional array; a product takes 2-D matrices (save a "
+                 "vector as 1 x k or k x 1)")
     expect_error(d, d / "missing.npy", d / "b.npy", message="missing.npy")
     expect_error(d, d / "a.npy", d / "b.npy", "--dtype", "int8", message="--dtype int8")
     expect_error(d, d / "a.npy", d / "b.npy", "--dtype", "int32", message="int8 or bool inputs alone")

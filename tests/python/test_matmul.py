@@ -119,6 +119,39 @@ def test_bool_as_numpy_promotes_it(tmp_path, backend):
     assert np.array_equal(outcore.matmul(tmp_path / "m.npy", dtype="int32", backend=backend), counts)
 
 
+def test_vectors_as_numpy_reads_them():
+    """A 1-D A is a row and a 1-D B a column, and the result drops their dimension, as numpy's
+    matmul does (a vector's transpose is itself): matrix-vector, vector-matrix, a vector with
+    itself (numpy's scalar; A·Aᵀ of a vector too), strided and reversed vectors, int8 exactly,
+    out= arrays of numpy's shape; a vector product to a path, and an out= of another shape, are
+    refused."""
+    a = rng.standard_normal((37, 23))
+    v, w = rng.standard_normal(23), rng.standard_normal(37)
+    close(outcore.matmul(a, v), a @ v, 23, 1e-15)
+    close(outcore.matmul(w, a), w @ a, 37, 1e-15)
+    close(outcore.matmul(a, w, transpose_a=True), a.T @ w, 37, 1e-15)
+    close(outcore.matmul(a, v, transpose_b=True), a @ v, 23, 1e-15)
+    close(outcore.matmul(a[:, ::2], v[::2]), a[:, ::2] @ v[::2], 12, 1e-15)
+    close(outcore.matmul(w[::-1], a), w[::-1] @ a, 37, 1e-15)
+    for got in (outcore.matmul(v, v), outcore.matmul(v)):
+        assert isinstance(got, np.float64) and abs(got - v @ v) <= 23 * 1e-15 * (np.abs(v) @ np.abs(v))
+    i8 = rng.integers(-128, 128, (9, 300), dtype=np.int8)
+    x8 = rng.integers(-128, 128, 300, dtype=np.int8)
+    got = outcore.matmul(i8, x8)
+    assert got.dtype == np.int32 and np.array_equal(got, i8.astype(np.int64) @ x8.astype(np.int64))
+    out = np.empty(37)
+    assert outcore.matmul(a, v, out=out) is out
+    close(out, a @ v, 23, 1e-15)
+    scalar = np.empty(())
+    assert outcore.matmul(v, v, out=scalar) is scalar and abs(scalar - v @ v) <= 1e-12
+    with pytest.raises(outcore.InputError, match=r"shape \(37,\)"):
+        outcore.matmul(a, v, out=np.empty((37, 1)))
+    with pytest.raises(outcore.InputError, match="not written to a .npy path"):
+        outcore.matmul(a, v, out="never.npy")
+    with pytest.raises(outcore.InputError, match="inner dimensions differ"):
+        outcore.matmul(a, w)
+
+
 @pytest.mark.parametrize("blas", ["", "none"])
 def test_non_finite_values_pass_through(monkeypatch, blas):
     """NaN and infinities go through the products as numpy's A @ B has them (Inf x 0 is NaN),

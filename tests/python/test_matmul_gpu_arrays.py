@@ -171,6 +171,26 @@ def test_torch_bool_promoted_on_the_device():
     assert cb.dtype == torch.int32 and np.array_equal(cb.cpu().numpy(), (m64 @ m64.T).astype(np.int32))
 
 
+@pytest.mark.skipif(not HAVE_TORCH, reason="needs torch with a usable CUDA device")
+def test_torch_vectors_and_strided_rows():
+    """1-D tensors as numpy's matmul reads them (a row A, a column B, the result's dimension
+    dropped), strided ones too; a single row whose elements are apart is read as such (its
+    transpose, a column), not as the first elements of its memory."""
+    a = torch.linspace(-1, 1, 37 * 23, dtype=torch.float64, device="cuda").reshape(37, 23)
+    v = torch.linspace(-2, 3, 46, dtype=torch.float64, device="cuda")[::2]
+    w = torch.linspace(0, 1, 37, dtype=torch.float64, device="cuda")
+    an, vn, wn = a.cpu().numpy(), v.cpu().numpy(), w.cpu().numpy()
+    got = outcore.matmul(a, v)
+    assert got.is_cuda and tuple(got.shape) == (37,) and np.allclose(got.cpu().numpy(), an @ vn, rtol=1e-12)
+    got = outcore.matmul(w, a)
+    assert tuple(got.shape) == (23,) and np.allclose(got.cpu().numpy(), wn @ an, rtol=1e-12)
+    got = outcore.matmul(v, v)
+    assert tuple(got.shape) == () and abs(float(got) - vn @ vn) <= 1e-12 * (np.abs(vn) @ np.abs(vn))
+    row = torch.arange(46, dtype=torch.float64, device="cuda").reshape(1, 46)[:, ::2]  # (1, 23), stride 2
+    got = outcore.matmul(row, a.T)  # A, B and C on one GPU: both read with cuBLASLt's transposes
+    assert np.allclose(got.cpu().numpy(), row.cpu().numpy() @ an.T, rtol=1e-12)
+
+
 @pytest.mark.skipif(not HAVE_CUPY, reason="needs CuPy with a usable CUDA device")
 def test_cupy_arrays():
     a = cupy.asarray(small_ints((130, 77), np.float32))
