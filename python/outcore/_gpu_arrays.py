@@ -20,6 +20,15 @@ def _is_torch(x):
     return type(x).__module__.split(".")[0] == "torch"
 
 
+def _framework(x):
+    """torch or cupy, the module of GPU array x; None for another kind."""
+    top = type(x).__module__.split(".")[0]
+    if top in ("torch", "cupy"):
+        import importlib
+        return importlib.import_module(top)
+    return None
+
+
 def is_gpu_array(x) -> bool:
     """Whether x is an array in GPU memory (a CUDA torch tensor, or one with the interface)."""
     if _is_torch(x):
@@ -50,7 +59,8 @@ def _describe(name, x):
 
 
 def operand(name, x, transpose, codes, vector=None):
-    """(MatmulArray, transpose, whether x is 1-D) for GPU array x as the library reads it: in
+    """(MatmulArray, transpose, whether x is 1-D, the array read) for GPU array x as the
+    library reads it (the array read, x or its copy, must live until the product is done): in
     place when its rows are contiguous, as its transpose when it is a transposed view of such
     an array or a row whose elements are apart (which the library reads with cuBLASLt's
     transposes when A, B and C are all on one GPU, and refuses otherwise, saying what is
@@ -58,9 +68,15 @@ def operand(name, x, transpose, codes, vector=None):
     its transpose itself."""
     ptr, shape, strides, dtype = _describe(name, x)
     is_vector = len(shape) == 1 and vector is not None
+    if is_vector and strides[0] != 1 and shape[0] > 1 and _framework(x):
+        # a strided vector copied on its device (k elements): a row of it is then contiguous,
+        # and v·v of one runs as any product, not as A·Aᵀ of memory read transposed
+        x = x.contiguous() if _is_torch(x) else _framework(x).ascontiguousarray(x)
+        ptr, shape, strides, dtype = _describe(name, x)
     if is_vector:
         (k,), (s,) = shape, strides
-        shape, strides, transpose = ((1, k), (s * k, s)) if vector == "row" else ((k, 1), (s, 1)), False
+        shape, strides = ((1, k), (s * k, s)) if vector == "row" else ((k, 1), (s, 1))
+        transpose = False
     if len(shape) != 2:
         raise InputError(f"{name}: a {len(shape)}-dimensional array; matmul takes 2-D matrices")
     (rs, cs) = strides
@@ -80,7 +96,7 @@ def operand(name, x, transpose, codes, vector=None):
     a.rows, a.cols = rows, cols
     a.ld = rs if rows > 1 and rs >= cols else cols
     a.gpu = 1
-    return a, transpose, is_vector
+    return a, transpose, is_vector, x
 
 
 def span(name, x):

@@ -80,8 +80,8 @@ def _operand(name, x, transpose, keep, vector=None):
     C order. A 1-D array is read as numpy's matmul reads it, a row ("row": A) or a column
     ("col": B), its transpose itself."""
     if _gpu_arrays.is_gpu_array(x):
-        a, transpose, is_vector = _gpu_arrays.operand(name, x, transpose, _CODES, vector)
-        keep.append(x)
+        a, transpose, is_vector, held = _gpu_arrays.operand(name, x, transpose, _CODES, vector)
+        keep.append(held)
         return a, transpose, None, is_vector
     a = _lib.MatmulArray()
     if _is_path(x):

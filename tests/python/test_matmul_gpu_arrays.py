@@ -175,7 +175,8 @@ def test_torch_bool_promoted_on_the_device():
 def test_torch_vectors_and_strided_rows():
     """1-D tensors as numpy's matmul reads them (a row A, a column B, the result's dimension
     dropped), strided ones too; a single row whose elements are apart is read as such (its
-    transpose, a column), not as the first elements of its memory."""
+    transpose, a column, which the library refuses where it would be read transposed), not
+    as the first elements of its memory."""
     a = torch.linspace(-1, 1, 37 * 23, dtype=torch.float64, device="cuda").reshape(37, 23)
     v = torch.linspace(-2, 3, 46, dtype=torch.float64, device="cuda")[::2]
     w = torch.linspace(0, 1, 37, dtype=torch.float64, device="cuda")
@@ -187,7 +188,9 @@ def test_torch_vectors_and_strided_rows():
     got = outcore.matmul(v, v)
     assert tuple(got.shape) == () and abs(float(got) - vn @ vn) <= 1e-12 * (np.abs(vn) @ np.abs(vn))
     row = torch.arange(46, dtype=torch.float64, device="cuda").reshape(1, 46)[:, ::2]  # (1, 23), stride 2
-    got = outcore.matmul(row, a.T)  # A, B and C on one GPU: both read with cuBLASLt's transposes
+    with pytest.raises(outcore.InputError, match="A's rows are not back to back"):  # read as what it is
+        outcore.matmul(row, a.T)
+    got = outcore.matmul(row.contiguous(), a.T)
     assert np.allclose(got.cpu().numpy(), row.cpu().numpy() @ an.T, rtol=1e-12)
 
 
