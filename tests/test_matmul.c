@@ -444,6 +444,18 @@ static void test_int8_limit_and_names(void)
     oc_context_free(ctx);
 }
 
+/* Runs A·B into C after checking that the plan names the multiply `want` (or the reference
+ * loops, without a BLAS). */
+static void run_naming_multiply(oc_context *ctx, oc_matmul_array *A, oc_matmul_array *B, oc_matmul_array *C,
+                                const oc_matmul_options *o, const char *want, int64_t k)
+{
+    char *plan = NULL;
+    CHECK(oc_matmul_plan(ctx, A, B, C, o, 1, 0, &plan) == OC_OK && plan);
+    CHECK_MSG(plan && (strstr(plan, want) || strstr(plan, "cpu/reference")), "k %lld: %s", (long long)k, plan);
+    free(plan);
+    CHECK_MSG(oc_matmul(ctx, A, B, C, o, NULL) == OC_OK, "%s", oc_context_last_error(ctx));
+}
+
 /* int8 x int8 at the edge of float32's exact sums (OC_MM_INT8_F32_K_MAX: sgemm up to it,
  * dgemm past it): products of -128 with a last one of -127 (one past the edge, an odd sum
  * past 2^24 that float32 would round), and random values beside a column of -128, exact
@@ -471,13 +483,11 @@ static void test_int8_sums_edge(void)
                                 C = mem(OC_MATMUL_INT32, c, M, N);
                 oc_matmul_options o = OC_MATMUL_OPTIONS_INIT;
                 o.backend = OC_BACKEND_CPU;
-                char *plan = NULL;
-                CHECK(oc_matmul_plan(ctx, &A, &B, &C, &o, 1, 0, &plan) == OC_OK && plan);
-                const char *want = l ? "int8 panels" : k <= OC_MM_INT8_F32_K_MAX ? "sgemm" : "dgemm";
-                CHECK_MSG(plan && (strstr(plan, want) || strstr(plan, "cpu/reference")), "k %lld: %s", (long long)k,
-                          plan);
-                free(plan);
-                CHECK_MSG(oc_matmul(ctx, &A, &B, &C, &o, NULL) == OC_OK, "%s", oc_context_last_error(ctx));
+                run_naming_multiply(ctx, &A, &B, &C, &o,
+                                    l                           ? "int8 panels"
+                                    : k <= OC_MM_INT8_F32_K_MAX ? "sgemm"
+                                                                : "dgemm",
+                                    k);
                 int wrong = 0;
                 for (int i = 0; i < M; i++)
                     for (int j = 0; j < N; j++) {
@@ -491,6 +501,48 @@ static void test_int8_sums_edge(void)
             }
     }
     unsetenv("OUTCORE_BLAS");
+}
+
+/* With a bool input the float32 sums stay exact further (oc_matmul_int8_f32_k_max): bool x
+ * int8 on sgemm up to k = 131072 (all -128: a sum of -2^24) and dgemm past it, bool x bool on
+ * sgemm at k = 5000; exact against int64, the plan naming the multiply. */
+static void test_bool_sums_edge(void)
+{
+    static const struct {
+        oc_matmul_dtype tb;
+        int64_t k;
+        const char *multiply;
+    } cases[] = {{OC_MATMUL_INT8, 131072, "sgemm"}, {OC_MATMUL_INT8, 131073, "dgemm"}, {OC_MATMUL_BOOL, 5000, "sgemm"}};
+    CHECK_EQ_I64(oc_matmul_int8_f32_k_max(OC_MATMUL_INT8, OC_MATMUL_INT8), OC_MM_INT8_F32_K_MAX);
+    CHECK_EQ_I64(oc_matmul_int8_f32_k_max(OC_MATMUL_BOOL, OC_MATMUL_BOOL), 1 << 24);
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        enum { M = 3, N = 2 };
+        const int64_t k = cases[c].k;
+        unsigned char *a = malloc((size_t)(M * k));
+        int8_t *b = malloc((size_t)(k * N));
+        for (int64_t i = 0; i < M * k; i++) a[i] = (unsigned char)(i % k == 7 && i / k == 1 ? 0 : 1 + i % 3);
+        for (int64_t i = 0; i < k * N; i++) b[i] = cases[c].tb == OC_MATMUL_BOOL ? (int8_t)(i % 5 != 0) : -128;
+        int32_t out[M * N];
+        oc_context *ctx = NULL;
+        oc_context_create(&ctx);
+        oc_matmul_array A = mem(OC_MATMUL_BOOL, a, M, k), B = mem(cases[c].tb, b, k, N),
+                        C = mem(OC_MATMUL_INT32, out, M, N);
+        oc_matmul_options o = OC_MATMUL_OPTIONS_INIT;
+        o.backend = OC_BACKEND_CPU;
+        o.dtype = OC_MATMUL_INT32;
+        run_naming_multiply(ctx, &A, &B, &C, &o, cases[c].multiply, k);
+        int wrong = 0;
+        for (int i = 0; i < M; i++)
+            for (int j = 0; j < N; j++) {
+                int64_t sum = 0;
+                for (int64_t q = 0; q < k; q++) sum += (a[i * k + q] != 0) * (int64_t)b[q * N + j];
+                wrong += out[i * N + j] != sum;
+            }
+        CHECK_MSG(wrong == 0, "bool x %s, k %lld: %d elements wrong", oc_matmul_dtype_name(cases[c].tb), (long long)k,
+                  wrong);
+        free(a), free(b);
+        oc_context_free(ctx);
+    }
 }
 
 /* The job layer's panel_memory and tile_memory: caller memory or a mapped input in the
@@ -762,6 +814,7 @@ int main(void)
     test_files();
     test_int8_limit_and_names();
     test_int8_sums_edge();
+    test_bool_sums_edge();
     test_memory_callbacks();
     test_panels_as_stored();
     return oc_test_finish();

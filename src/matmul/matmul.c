@@ -25,13 +25,6 @@
 #include "matmul/matmul_resume.h"
 #include "mem/host_budget.h"
 
-/* The largest k whose int32 sums of an int8 product of inputs ta and tb cannot overflow:
- * k·|a|·|b| below 2^31, |a| at most 128 for int8 and 1 for bool (int8 x int8: 131071). */
-static int64_t int8_k_max(oc_matmul_dtype ta, oc_matmul_dtype tb)
-{
-    return INT32_MAX / ((ta == OC_MATMUL_BOOL ? 1 : 128) * (tb == OC_MATMUL_BOOL ? 1 : 128));
-}
-
 /* A job being set up: its operands, and the pieces oc_matmul_job points to. */
 typedef struct mm_setup {
     oc_mm_source a, b;
@@ -255,12 +248,12 @@ static oc_status setup(oc_context *ctx, const oc_matmul_array *a, const oc_matmu
         const char *file = !a_odd && b_odd ? sb->name : s->a.name;
         return oc_fail(ctx, OC_ERR_INPUT, "%s: %s", file, why);
     }
-    if (job->in_type == OC_MM_INT8 && k > int8_k_max(s->a.dtype, sb->dtype))
+    if (job->in_type == OC_MM_INT8 && k > oc_matmul_int8_k_max(s->a.dtype, sb->dtype))
         return oc_fail(ctx, OC_ERR_INPUT,
                        "%s: %s x %s with k = %" PRId64 " could overflow the int32 result (exact up to k = %" PRId64
                        "): ask for --dtype float64",
                        s->a.name, oc_matmul_dtype_name(s->a.dtype), oc_matmul_dtype_name(sb->dtype), k,
-                       int8_k_max(s->a.dtype, sb->dtype));
+                       oc_matmul_int8_k_max(s->a.dtype, sb->dtype));
     int64_t cells;
     if (__builtin_mul_overflow(m, n, &cells) || cells > INT64_MAX / 8)
         return oc_fail(ctx, OC_ERR_INPUT, "%s: the result %" PRId64 " x %" PRId64 " overflows 64-bit sizes", s->a.name,

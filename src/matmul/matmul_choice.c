@@ -36,7 +36,7 @@ static oc_cost_gemm_type cpu_type(const oc_mm_cost_input *in)
 {
     const oc_cost_gemm_type t = gemm_type(in->in_type, in->tf32);
     /* int8 runs on sgemm while its float32 sums are exact (matmul_job.h) */
-    if (t == OC_COST_GEMM_INT8 && in->k <= OC_MM_INT8_F32_K_MAX) return OC_COST_GEMM_F32;
+    if (t == OC_COST_GEMM_INT8 && in->k <= in->int8_f32_k_max) return OC_COST_GEMM_F32;
     return t == OC_COST_GEMM_TF32 ? OC_COST_GEMM_F32 : t;
 }
 
@@ -122,7 +122,7 @@ typedef struct rate_of {
 } rate_of;
 
 /* Whether the CPU multiplies in's type as float32 (sgemm); float64 and int8 past
- * OC_MM_INT8_F32_K_MAX go to dgemm. */
+ * in->int8_f32_k_max go to dgemm. */
 static int cpu_f32(const oc_mm_cost_input *in)
 {
     return cpu_type(in) != OC_COST_GEMM_F64 && cpu_type(in) != OC_COST_GEMM_INT8;
@@ -235,20 +235,21 @@ oc_status oc_mm_choose(oc_context *ctx, const oc_matmul_job *job, const oc_matmu
     oc_cost_rates rates;
     oc_cost_rates_get(ctx, 0, 0, &rates);
     char library[32];
-    oc_mm_cost_input in = {.m = job->m,
-                           .n = job->n,
-                           .k = job->k,
-                           .symmetric = job->symmetric,
-                           .in_type = job->in_type,
-                           .tf32 = job->tf32,
-                           .in_bytes = upload_bytes(job),
-                           .out_bytes = (double)oc_mm_type_size(job->out_type) * (double)job->m * (double)job->n,
-                           .cpu_blas = oc_mm_backend_cpu.library(library, sizeof library),
-                           .cpu_cores = oc_threads_resolve(job->threads),
-                           .gpu_warm = oc_cost_gpu_warm(),
-                           .gpu_startup = rates.gpu_startup,
-                           .file_seconds =
-                               oc_cost_result_file_seconds(&rates, job->out_file_bytes, job->out_file_in_memory)};
+    oc_mm_cost_input in = {
+        .m = job->m,
+        .n = job->n,
+        .k = job->k,
+        .symmetric = job->symmetric,
+        .in_type = job->in_type,
+        .tf32 = job->tf32,
+        .int8_f32_k_max = oc_matmul_int8_f32_k_max(job->stored_type[OC_MM_A], job->stored_type[OC_MM_B]),
+        .in_bytes = upload_bytes(job),
+        .out_bytes = (double)oc_mm_type_size(job->out_type) * (double)job->m * (double)job->n,
+        .cpu_blas = oc_mm_backend_cpu.library(library, sizeof library),
+        .cpu_cores = oc_threads_resolve(job->threads),
+        .gpu_warm = oc_cost_gpu_warm(),
+        .gpu_startup = rates.gpu_startup,
+        .file_seconds = oc_cost_result_file_seconds(&rates, job->out_file_bytes, job->out_file_in_memory)};
     in.cpu_core_rate = cpu_core_rate(&in, library);
     oc_mm_prediction p;
     if (oc_mm_cpu_before_gpu_start(&in, &p)) {

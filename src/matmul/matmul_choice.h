@@ -18,6 +18,7 @@ typedef struct oc_mm_cost_input {
     int symmetric;
     oc_mm_type in_type;
     int tf32;
+    int64_t int8_f32_k_max;     /* int8: the k up to which the CPU multiplies it as float32 */
     double in_bytes, out_bytes; /* the operands as a GPU uploads them, the result */
     int cpu_blas, cpu_cores;
     double cpu_core_rate; /* flop/s a core of the BLAS's GEMM as measured; 0: the default */

@@ -171,6 +171,19 @@ int oc_matmul_promote(oc_matmul_dtype ta, oc_matmul_dtype tb, oc_matmul_dtype re
     return 0;
 }
 
+/* The largest magnitude of an element multiplied as int8: 1 for bool, 128 for int8. */
+static int64_t int8_magnitude(oc_matmul_dtype t) { return t == OC_MATMUL_BOOL ? 1 : 128; }
+
+int64_t oc_matmul_int8_k_max(oc_matmul_dtype ta, oc_matmul_dtype tb)
+{
+    return INT32_MAX / (int8_magnitude(ta) * int8_magnitude(tb));
+}
+
+int64_t oc_matmul_int8_f32_k_max(oc_matmul_dtype ta, oc_matmul_dtype tb)
+{
+    return (1LL << 24) / (int8_magnitude(ta) * int8_magnitude(tb));
+}
+
 int oc_matmul_widens(oc_matmul_dtype from, oc_mm_type to)
 {
     const size_t size = oc_matmul_dtype_size(from);

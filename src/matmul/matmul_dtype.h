@@ -36,6 +36,16 @@ oc_matmul_dtype oc_matmul_dtype_of(oc_mm_type t);
  * (its bytes become 0 or 1). */
 int oc_matmul_widens(oc_matmul_dtype from, oc_mm_type to);
 
+/* The largest k at which the int32 sums of an int8 product of inputs ta and tb (int8 or
+ * bool) are exact: k·|a|·|b| < 2^31, |x| at most 128 for int8 and 1 for bool (int8 x int8:
+ * 131071). */
+int64_t oc_matmul_int8_k_max(oc_matmul_dtype ta, oc_matmul_dtype tb);
+/* The largest k at which those sums are exact in float32 whatever their order, every partial
+ * sum an integer of magnitude at most k·|a|·|b| <= 2^24: a BLAS multiplies the product with
+ * sgemm up to it, with dgemm past it (int8 x int8: OC_MM_INT8_F32_K_MAX, 1024; bool x int8
+ * 131072; bool x bool 2^24). */
+int64_t oc_matmul_int8_f32_k_max(oc_matmul_dtype ta, oc_matmul_dtype tb);
+
 /* Converts n elements of type from at src (contiguous) into type to at dst, dst_stride
  * elements apart. Only the pairs oc_matmul_promote allows are meaningful. */
 void oc_matmul_convert(oc_matmul_dtype from, const void *src, int64_t n, oc_mm_type to, void *dst, int64_t dst_stride);

@@ -33,7 +33,8 @@ typedef enum oc_mm_type {
 
 /* The largest k at which an int8 x int8 product's sums are exact in float32 whatever their
  * order: every partial sum is an integer of magnitude at most k·128·128 <= 2^24. A BLAS
- * multiplies such a product with sgemm, beyond it with dgemm (exact to k·2^14 < 2^53). */
+ * multiplies such a product with sgemm, beyond it with dgemm (exact to k·2^14 < 2^53); with a
+ * bool input the bound is larger (matmul_dtype.h's oc_matmul_int8_f32_k_max). */
 #define OC_MM_INT8_F32_K_MAX 1024
 
 /* Which operand a panel is read from. */

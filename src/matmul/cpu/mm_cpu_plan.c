@@ -10,6 +10,7 @@
 #include "core/text_buf.h"
 #include "core/threads.h"
 #include "matmul/cpu/mm_cpu.h"
+#include "matmul/matmul_dtype.h"
 
 /* The largest tile edge of a tile accumulated in a buffer: past it a tile gains little GEMM
  * rate, and a product of one tile reads its panels, multiplies and writes with nothing beside
@@ -160,8 +161,11 @@ oc_status oc_mm_cpu_plan_make(oc_matmul_job *job, oc_mm_cpu_plan *p)
     case OC_MM_FLOAT64:
         p->kind = OC_MM_KIND_F64;
         break;
-    case OC_MM_INT8: /* exact in float32 up to OC_MM_INT8_F32_K_MAX, in float64 past it */
-        p->kind = !blas ? OC_MM_KIND_I8 : job->k <= OC_MM_INT8_F32_K_MAX ? OC_MM_KIND_F32 : OC_MM_KIND_F64;
+    case OC_MM_INT8: /* exact in float32 up to oc_matmul_int8_f32_k_max, in float64 past it */
+        p->kind = !blas ? OC_MM_KIND_I8
+                  : job->k <= oc_matmul_int8_f32_k_max(job->stored_type[OC_MM_A], job->stored_type[OC_MM_B])
+                      ? OC_MM_KIND_F32
+                      : OC_MM_KIND_F64;
         break;
     default:
         p->kind = OC_MM_KIND_F32;
