@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "cli_placement.h"
 #include "cli_visible.h"
 #include "cli_names.h"
 #include "cli_ranks.h"
@@ -193,6 +194,8 @@ static int check_output_kind(const gram_args *g)
 static int parse_gram_args(int argc, char **argv, gram_args *g)
 {
     cli_args args = CLI_ARGS_INIT(argc, argv), *a = &args;
+    cli_placement where = CLI_PLACEMENT_OF(g->opts, &g->gpu_mem);
+    where.gpu_mem_devices = &g->opts.gpu_mem_devices; /* DEV=SIZE,...: parsed by the library */
     for (const char *arg; (arg = cli_next(a)) != NULL;) {
         const char *v = NULL;
         int r;
@@ -244,37 +247,17 @@ static int parse_gram_args(int argc, char **argv, gram_args *g)
         } else if (CLI_OPTION(a, r, v, "--dtype")) {
             if (r < 0) return OC_EXIT_USAGE;
             if (oc_dtype_parse(v, &g->opts.dtype) != OC_OK) return cli_expected("--dtype", v, cli_dtype_at);
-        } else if (CLI_OPTION(a, r, v, "--backend")) {
-            if (r < 0) return OC_EXIT_USAGE;
-            if (oc_backend_parse(v, &g->opts.backend) != OC_OK) return cli_expected("--backend", v, cli_backend_at);
+        } else if ((r = cli_take_placement(a, &where)) != 0) {
+            if (r > 0) return r;
         } else if (CLI_OPTION(a, r, v, "--algorithm")) {
             if (r < 0) return OC_EXIT_USAGE;
             if (oc_algorithm_parse(v, &g->opts.algorithm) != OC_OK)
                 return cli_expected("--algorithm", v, cli_algorithm_at);
-        } else if (CLI_OPTION(a, r, v, "--threads")) {
-            if (r < 0) return OC_EXIT_USAGE;
-            if ((r = cli_parse_threads(v, &g->opts.threads)) >= 0) return r;
-        } else if (CLI_OPTION(a, r, v, "--device")) {
-            if (r < 0) return OC_EXIT_USAGE;
-            if ((r = cli_parse_device(v, &g->opts.device)) >= 0) return r;
-        } else if (CLI_OPTION(a, r, v, "--devices")) {
-            if (r < 0) return OC_EXIT_USAGE;
-            if ((r = cli_parse_devices(v)) >= 0) return r;
-            g->opts.devices = v;
-        } else if (CLI_OPTION(a, r, v, "--gpu-mem")) {
-            if (r < 0) return OC_EXIT_USAGE;
-            g->gpu_mem = v;
-            if (strchr(v, '=')) g->opts.gpu_mem_devices = v; /* per device: parsed by the library */
-            else if ((r = cli_parse_gpu_mem(v, &g->opts.gpu_mem_bytes, &g->opts.gpu_mem_fraction)) >= 0) return r;
         } else if (CLI_OPTION(a, r, v, "--gpu-mem-mode")) {
             if (r < 0) return OC_EXIT_USAGE;
             if (strcmp(v, "grow") == 0) g->opts.gpu_mem_mode = OC_GPU_MEM_GROW;
             else if (strcmp(v, "reserve") == 0) g->opts.gpu_mem_mode = OC_GPU_MEM_RESERVE;
             else return cli_usage_error("--gpu-mem-mode %s: expected grow or reserve", v);
-        } else if (CLI_OPTION(a, r, v, "--host-mem")) {
-            if (r < 0) return OC_EXIT_USAGE;
-            if ((r = cli_parse_host_mem(v, &g->opts.host_mem_bytes)) >= 0) return r;
-            g->read.host_mem_bytes = g->opts.host_mem_bytes;
         } else if (CLI_OPTION(a, r, v, "--tile")) {
             if (r < 0) return OC_EXIT_USAGE;
             if (cli_parse_i64(v, &g->opts.tile) || g->opts.tile < 1)
@@ -300,6 +283,7 @@ static int parse_gram_args(int argc, char **argv, gram_args *g)
             return cli_unknown_option(a, "gram");
         }
     }
+    g->read.host_mem_bytes = g->opts.host_mem_bytes; /* the inputs' reads keep to --host-mem too */
     if (g->ninputs == 0) return cli_usage_error("gram: no input matrix given (see outcore gram --help)");
     if (g->opts.topk > 0 && g->opts.use_threshold)
         return cli_usage_error("gram: --topk and --threshold are exclusive: choose one");

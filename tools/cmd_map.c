@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cli_placement.h"
 #include "cli_visible.h"
 #include "cli_names.h"
 #include "commands.h"
@@ -122,6 +123,12 @@ static int positional_arg(map_args *g, const char *arg)
 static int parse_map_args(int argc, char **argv, map_args *g)
 {
     cli_args args = CLI_ARGS_INIT(argc, argv), *a = &args;
+    const cli_placement where = {.backend = &g->opts.backend,
+                                 .threads = &g->opts.threads,
+                                 .gpu_mem_bytes = &g->opts.gpu_mem_bytes,
+                                 .gpu_mem_fraction = &g->opts.gpu_mem_fraction,
+                                 .gpu_mem_text = &g->gpu_mem,
+                                 .host_mem_bytes = &g->opts.host_mem_bytes};
     for (const char *arg; (arg = cli_next(a)) != NULL;) {
         const char *v = NULL;
         int r;
@@ -174,19 +181,8 @@ static int parse_map_args(int argc, char **argv, map_args *g)
                 return cli_usage_error("--axis %s: expected an axis number", v);
             g->opts.has_axis = 1;
             g->opts.axis = (int)axis;
-        } else if (CLI_OPTION(a, r, v, "--backend")) {
-            if (r < 0) return OC_EXIT_USAGE;
-            if (oc_backend_parse(v, &g->opts.backend) != OC_OK) return cli_expected("--backend", v, cli_backend_at);
-        } else if (CLI_OPTION(a, r, v, "--threads")) {
-            if (r < 0) return OC_EXIT_USAGE;
-            if ((r = cli_parse_threads(v, &g->opts.threads)) >= 0) return r;
-        } else if (CLI_OPTION(a, r, v, "--gpu-mem")) {
-            if (r < 0) return OC_EXIT_USAGE;
-            g->gpu_mem = v;
-            if ((r = cli_parse_gpu_mem(v, &g->opts.gpu_mem_bytes, &g->opts.gpu_mem_fraction)) >= 0) return r;
-        } else if (CLI_OPTION(a, r, v, "--host-mem")) {
-            if (r < 0) return OC_EXIT_USAGE;
-            if ((r = cli_parse_host_mem(v, &g->opts.host_mem_bytes)) >= 0) return r;
+        } else if ((r = cli_take_placement(a, &where)) != 0) {
+            if (r > 0) return r;
         } else {
             return cli_unknown_option(a, "map");
         }

@@ -6,6 +6,7 @@
 #include <strings.h>
 
 #include "cli.h"
+#include "cli_placement.h"
 #include "cli_visible.h"
 #include "cli_names.h"
 #include "commands.h"
@@ -101,6 +102,8 @@ static int take_value(cli_args *a, matmul_args *g)
 {
     const char *v = NULL;
     int r;
+    const cli_placement where = CLI_PLACEMENT_OF(g->opts, &g->gpu_mem);
+    if ((r = cli_take_placement(a, &where)) != 0) return r;
     if (CLI_OPTION(a, r, v, "-o|--output")) {
         if (r < 0) return OC_EXIT_USAGE;
         g->output = v;
@@ -109,27 +112,6 @@ static int take_value(cli_args *a, matmul_args *g)
         if (oc_matmul_dtype_parse(v, &g->opts.dtype) != OC_OK || g->opts.dtype == OC_MATMUL_DEFAULT ||
             !(g->opts.dtype <= OC_MATMUL_FLOAT16 || g->opts.dtype == OC_MATMUL_INT32))
             return cli_usage_error("--dtype %s: expected float64, float32, float16 or int32", v);
-    } else if (CLI_OPTION(a, r, v, "--backend")) {
-        if (r < 0) return OC_EXIT_USAGE;
-        if (oc_backend_parse(v, &g->opts.backend) != OC_OK)
-            return cli_usage_error("--backend %s: expected auto, cpu or cuda", v);
-    } else if (CLI_OPTION(a, r, v, "--threads")) {
-        if (r < 0) return OC_EXIT_USAGE;
-        if ((r = cli_parse_threads(v, &g->opts.threads)) >= 0) return r;
-    } else if (CLI_OPTION(a, r, v, "--device")) {
-        if (r < 0) return OC_EXIT_USAGE;
-        if ((r = cli_parse_device(v, &g->opts.device)) >= 0) return r;
-    } else if (CLI_OPTION(a, r, v, "--devices")) {
-        if (r < 0) return OC_EXIT_USAGE;
-        if ((r = cli_parse_devices(v)) >= 0) return r;
-        g->opts.devices = v;
-    } else if (CLI_OPTION(a, r, v, "--gpu-mem")) {
-        if (r < 0) return OC_EXIT_USAGE;
-        g->gpu_mem = v;
-        if ((r = cli_parse_gpu_mem(v, &g->opts.gpu_mem_bytes, &g->opts.gpu_mem_fraction)) >= 0) return r;
-    } else if (CLI_OPTION(a, r, v, "--host-mem")) {
-        if (r < 0) return OC_EXIT_USAGE;
-        if ((r = cli_parse_host_mem(v, &g->opts.host_mem_bytes)) >= 0) return r;
     } else if (CLI_OPTION(a, r, v, "--tile")) {
         if (r < 0) return OC_EXIT_USAGE;
         if (cli_parse_i64(v, &g->opts.tile) || g->opts.tile < 1)
