@@ -9,7 +9,7 @@ corpora are committed: run this again only to change them. The finding_* files a
 the fuzz targets found (each with its fix); they are kept as found, not written here.
 
     python3 tests/fuzz/make_corpus.py            # every corpus
-    python3 tests/fuzz/make_corpus.py map_expr   # only those named (npy mtx text map_expr gpu)
+    python3 tests/fuzz/make_corpus.py map_expr   # only those named (npy matmul_npy mtx text map_expr gpu)
 """
 import ast
 import io
@@ -128,6 +128,44 @@ def npy_corpus():
 
 
 # ---------------------------------------------------------------- .mtx
+
+def matmul_npy_corpus():
+    """fuzz_matmul_npy's input: the selector byte (how B is given, the dtype asked for, the
+    reference loops), then A's file: each dtype matmul reads (bool with bytes 2 and 255 among
+    its trues), Fortran order, the shapes and headers a product refuses."""
+    def seed(name, content, sel):
+        write("matmul_npy", name, bytes([sel]) + content)
+
+    rng = np.random.default_rng(5)
+    square = rng.standard_normal((6, 6))
+    seed("f8_gram.npy", npy_bytes(square), 0)
+    seed("f8_same_file.npy", npy_bytes(square), 2)
+    seed("f4_transposed_b.npy", npy_bytes(square.astype("<f4")), 1)
+    seed("f2_as_f32.npy", npy_bytes(square.astype("<f2")), 2 | 4)
+    seed("f8_as_f32_reference.npy", npy_bytes(square[:, :4]), 0 | 4 | 16)
+    seed("i1_exact.npy", npy_bytes(rng.integers(-128, 128, (5, 9), dtype=np.int8)), 0)
+    seed("i1_transposed_a.npy", npy_bytes(rng.integers(-128, 128, (7, 7), dtype=np.int8)), 3)
+    seed("u1_as_f64.npy", npy_bytes(rng.integers(0, 256, (4, 11), dtype=np.uint8)), 0 | 8)
+    seed("i2_refused.npy", npy_bytes(rng.integers(-99, 99, (3, 3), dtype=np.int16)), 2)
+    seed("i8_as_f64.npy", npy_bytes(rng.integers(-99, 99, (3, 3), dtype=np.int64)), 2 | 8)
+    bools = rng.choice(np.array([0, 1, 2, 255], np.uint8), size=(8, 5)).view(bool)
+    seed("bool_counts.npy", npy_bytes(bools), 0 | 12)
+    seed("bool_refused.npy", npy_bytes(bools), 0)
+    seed("bool_as_f32_reference.npy", npy_bytes(bools), 1 | 4 | 16)
+    seed("fortran_f8.npy", npy_bytes(np.asfortranarray(square[:, :5])), 0)
+    seed("fortran_bool.npy", npy_bytes(np.asfortranarray(bools)), 1 | 12)
+    seed("k0_huge_rows.npy", header_bytes("{'descr': '<f8', 'fortran_order': False, 'shape': (4611686018427387904, 0), }"), 0)
+    seed("k0_small.npy", npy_bytes(np.zeros((3, 0))), 0)
+    seed("empty_rows.npy", npy_bytes(np.zeros((0, 4), np.float32)), 0)
+    seed("one_d.npy", npy_bytes(square.ravel()), 0)
+    seed("three_d.npy", npy_bytes(square.reshape(6, 3, 2)), 0)
+    seed("big_endian.npy", npy_bytes(square.astype(">f8")), 0)
+    seed("structured.npy", npy_bytes(np.zeros((2, 2), dtype=[("x", "<f8")])), 0)
+    seed("truncated.npy", npy_bytes(square)[:-9], 0)
+    seed("complex.npy", npy_bytes(square.astype(np.complex64)), 0)
+    seed("v2_f4.npy", npy_bytes(square.astype("<f4"), (2, 0)), 2)
+    seed("not_square_same_file.npy", npy_bytes(square[:, :4]), 2)
+
 
 def mtx_corpus():
     head = "%%MatrixMarket matrix coordinate {} {}\n"
@@ -308,7 +346,7 @@ def gpu_corpus():
     write("fatbin", "elf_no_gpu_code", open(sys.executable, "rb").read(64))
 
 
-CORPORA = {"npy": npy_corpus, "mtx": mtx_corpus, "text": text_corpus, "map_expr": map_expr_corpus, "gpu": gpu_corpus}
+CORPORA = {"npy": npy_corpus, "matmul_npy": matmul_npy_corpus, "mtx": mtx_corpus, "text": text_corpus, "map_expr": map_expr_corpus, "gpu": gpu_corpus}
 
 if __name__ == "__main__":
     for name in sys.argv[1:] or CORPORA:
