@@ -859,7 +859,9 @@ typedef enum oc_map_reduce {
 #define OC_MAP_MAX_DIMS 32
 
 /* One named input: a .npy file (path) or caller memory (data, C order, dtype and shape).
- * Memory is read in place, never copied, and must stay valid until oc_map_free. */
+ * Memory is read in place, never copied, and must stay valid until oc_map_free; it must start
+ * on its elements' alignment (OC_ERR_INVALID_ARGUMENT otherwise), as a file's data must (bad
+ * input otherwise; numpy.save aligns it). */
 typedef struct oc_map_array {
     size_t struct_size;      /* sizeof(oc_map_array) */
     const char *name;        /* the name the expression uses */

@@ -426,6 +426,27 @@ static void test_struct_sizes(void)
     oc_map_free(m);
 }
 
+/* Memory off its elements' alignment is refused (the evaluators load elements as their
+ * type); the same values aligned run. */
+static void test_misaligned_memory(void)
+{
+    _Alignas(8) unsigned char raw[8 * 5];
+    const double values[4] = {1, 2, 3, -4};
+    const int64_t shape[1] = {4};
+    memcpy(raw + 1, values, sizeof values);
+    oc_map_array in = OC_MAP_ARRAY_INIT;
+    in.name = "a", in.data = raw + 1, in.dtype = OC_MAP_FLOAT64, in.ndim = 1, in.shape = shape;
+    oc_map *m = NULL;
+    CHECK(oc_map_create(ctx, "a * 2", &in, 1, NULL, 0, NULL, &m) == OC_ERR_INVALID_ARGUMENT && !m);
+    CHECK(strstr(oc_context_last_error(ctx), "input 'a': its memory starts off its 8-byte elements' alignment"));
+    memcpy(raw + 8, values, sizeof values);
+    in.data = raw + 8;
+    double out[4] = {0};
+    CHECK(oc_map_create(ctx, "a * 2", &in, 1, NULL, 0, NULL, &m) == OC_OK);
+    CHECK(m && oc_map_run(ctx, m, NULL, out, NULL) == OC_OK && out[0] == 2 && out[3] == -8);
+    oc_map_free(m);
+}
+
 /* Every instruction set's loops give the reference loops' bytes (map_cpu_ops_body.h). */
 static void test_isa_paths(void)
 {
@@ -564,6 +585,7 @@ int main(void)
     test_min_max_negative_zero();
     test_set_wide_ints();
     test_struct_sizes();
+    test_misaligned_memory();
     test_isa_paths();
     test_limits_on_a_small_stack();
     oc_context_free(ctx);

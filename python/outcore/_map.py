@@ -59,8 +59,8 @@ def _array(name, x):
     dt = arr.dtype.newbyteorder("=") if arr.dtype.byteorder not in ("=", "|") else arr.dtype
     if dt not in _CODES:
         raise InputError(f"{name}: dtype {arr.dtype} is not one map takes (bool, int8-64, uint8-64, float32, float64)")
-    if dt != arr.dtype or not arr.flags.c_contiguous:
-        arr = np.ascontiguousarray(arr, dtype=dt)
+    if dt != arr.dtype or not arr.flags.c_contiguous or not arr.flags.aligned:
+        arr = np.array(arr, dtype=dt, order="C")  # a copy: contiguous, aligned, in this host's order
     return arr
 
 

@@ -127,6 +127,13 @@ static oc_status open_file_input(oc_context *ctx, const oc_map_array *a, oc_map_
         return oc_fail(ctx, OC_ERR_INPUT,
                        "%s: the array is in Fortran order; map reads C order (numpy.ascontiguousarray)", a->path);
     size_t elem = oc_mt_size(b->type);
+    /* The evaluators load elements as their type: numpy.save puts the data on a multiple of 64
+     * bytes, and a header that leaves it off its elements' alignment is refused. */
+    if (info.data_offset % elem != 0)
+        return oc_fail(ctx, OC_ERR_INPUT,
+                       "%s: its data starts at byte %zu, not on a multiple of its %zu-byte elements as numpy.save "
+                       "writes it: save the array again",
+                       a->path, info.data_offset, elem);
     if ((uint64_t)count > (b->file.size - info.data_offset) / elem) {
         char s[256];
         char need[32];
@@ -193,6 +200,11 @@ static oc_status bind_inputs(oc_context *ctx, oc_map *m, const oc_map_array *inp
                            oc_map_shape_text(a->ndim, a->shape, s, sizeof s), oc_mt_name(b->type));
         }
         if (!a->data && b->count > 0) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "input '%s' has no data", a->name);
+        if ((uintptr_t)a->data % oc_mt_size(b->type) != 0) /* the evaluators load elements as their type */
+            return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                           "input '%s': its memory starts off its %zu-byte elements' alignment: copy it to an "
+                           "aligned array",
+                           a->name, oc_mt_size(b->type));
         b->data = a->data;
     }
     return OC_OK;

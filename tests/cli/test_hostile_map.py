@@ -100,3 +100,25 @@ def test_empty_result_whose_other_dimensions_overflow_is_refused(tmp_path):
     assert proc.stderr.strip().splitlines() == [
         f"outcore: the broadcast result: shape {big} x 0 x {big} has more than 2^63 - 1 elements"], proc.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+@pytest.mark.parametrize("descr,elem", [("<i4", 4), ("<f8", 8), ("<i2", 2)])
+def test_data_off_its_alignment_is_refused(tmp_path, descr, elem):
+    """A header padded so that the data starts off its elements' alignment (numpy.save puts it
+    on a multiple of 64): the evaluators load elements as their type, so the file is refused
+    naming the byte, not read with misaligned loads (found by fuzz_map_npy). One byte fewer of
+    padding, on a multiple again, runs."""
+    def header(pad):
+        text = f"{{'descr': '{descr}', 'fortran_order': False, 'shape': (2, 3), }}" + " " * pad + "\n"
+        return b"\x93NUMPY\x01\x00" + len(text).to_bytes(2, "little") + text.encode()
+
+    values = np.arange(6, dtype=descr).reshape(2, 3)
+    pad = next(p for p in range(64) if len(header(p)) % elem == 1)
+    (tmp_path / "m.npy").write_bytes(header(pad) + values.tobytes())
+    line = refused(tmp_path, "a * 2", f"a={tmp_path/'m.npy'}")
+    assert f"{tmp_path/'m.npy'}: its data starts at byte {len(header(pad))}" in line, line
+    assert f"not on a multiple of its {elem}-byte elements" in line, line
+    good = next(p for p in range(64) if len(header(p)) % elem == 0)
+    (tmp_path / "g.npy").write_bytes(header(good) + values.tobytes())
+    run("map", "a * 2", f"a={tmp_path/'g.npy'}", "-o", tmp_path / "out.npy")
+    assert np.array_equal(np.load(tmp_path / "out.npy"), values * 2)

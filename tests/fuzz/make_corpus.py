@@ -9,7 +9,7 @@ corpora are committed: run this again only to change them. The finding_* files a
 the fuzz targets found (each with its fix); they are kept as found, not written here.
 
     python3 tests/fuzz/make_corpus.py            # every corpus
-    python3 tests/fuzz/make_corpus.py map_expr   # only those named (npy matmul_npy mtx text map_expr gpu)
+    python3 tests/fuzz/make_corpus.py map_expr   # only those named (npy matmul_npy map_npy mtx text map_expr gpu)
 """
 import ast
 import io
@@ -165,6 +165,34 @@ def matmul_npy_corpus():
     seed("complex.npy", npy_bytes(square.astype(np.complex64)), 0)
     seed("v2_f4.npy", npy_bytes(square.astype("<f4"), (2, 0)), 2)
     seed("not_square_same_file.npy", npy_bytes(square[:, :4]), 2)
+
+
+def map_npy_corpus():
+    """fuzz_map_npy's input: the selector byte (the expression, the reduction, its axis),
+    then a's file: each dtype map reads, 0-d to 3-d, broadcasting with b's 3 elements or not,
+    Fortran order, and the headers map refuses."""
+    def seed(name, content, sel):
+        write("map_npy", name, bytes([sel]) + content)
+
+    rng = np.random.default_rng(9)
+    f8 = rng.standard_normal((4, 3))
+    seed("f8_times_2.npy", npy_bytes(f8), 0)
+    seed("f8_plus_b.npy", npy_bytes(f8), 1)
+    seed("f8_where.npy", npy_bytes(f8), 2)
+    seed("i4_floor_div.npy", npy_bytes(rng.integers(-9, 9, (2, 3), dtype=np.int32)), 3)
+    seed("u1_sqrt_sum.npy", npy_bytes(rng.integers(0, 255, (5, 3), dtype=np.uint8)), 4 | (1 << 3))
+    seed("bool_eq_mean_axis.npy", npy_bytes(f8 > 0), 5 | (2 << 3) | 64)
+    seed("f4_minimum_min.npy", npy_bytes(f8.astype("<f4")), 6 | (3 << 3))
+    seed("i8_negate_max_axis.npy", npy_bytes(rng.integers(-99, 99, (2, 2, 3), dtype=np.int64)), 7 | (4 << 3) | 64)
+    seed("scalar.npy", npy_bytes(np.float64(2.5)), 1)
+    seed("one_d_mismatch.npy", npy_bytes(np.arange(4.0)), 1)
+    seed("fortran.npy", npy_bytes(np.asfortranarray(f8)), 1)
+    seed("zero_dim_huge.npy", header_bytes("{'descr': '<f8', 'fortran_order': False, 'shape': (0, 4611686018427387904), }"), 0)
+    seed("empty_sum.npy", npy_bytes(np.zeros((0, 3))), 1 << 3)
+    seed("truncated.npy", npy_bytes(f8)[:-5], 0)
+    seed("f2_refused.npy", npy_bytes(f8.astype("<f2")), 0)
+    seed("big_endian.npy", npy_bytes(f8.astype(">f8")), 0)
+    seed("structured.npy", npy_bytes(np.zeros(3, dtype=[("x", "<f8")])), 0)
 
 
 def mtx_corpus():
@@ -346,7 +374,7 @@ def gpu_corpus():
     write("fatbin", "elf_no_gpu_code", open(sys.executable, "rb").read(64))
 
 
-CORPORA = {"npy": npy_corpus, "matmul_npy": matmul_npy_corpus, "mtx": mtx_corpus, "text": text_corpus, "map_expr": map_expr_corpus, "gpu": gpu_corpus}
+CORPORA = {"npy": npy_corpus, "matmul_npy": matmul_npy_corpus, "map_npy": map_npy_corpus, "mtx": mtx_corpus, "text": text_corpus, "map_expr": map_expr_corpus, "gpu": gpu_corpus}
 
 if __name__ == "__main__":
     for name in sys.argv[1:] or CORPORA:

@@ -515,3 +515,12 @@ def test_python_ints_beyond_int64():
     for bad in ("u + 18446744073709551616", "u + -9223372036854775809 + 1", "u * 0 + 2 ** 64"):
         with pytest.raises(outcore.InputError):
             outcore.map(bad, u=env["u"])
+
+
+def test_unaligned_array_is_copied():
+    """An array off its elements' alignment (numpy.frombuffer at an odd offset), which the
+    library refuses to read in place, is copied aligned first: numpy's result."""
+    raw = bytearray(1) + bytearray(np.arange(10.0).tobytes())
+    u = np.frombuffer(raw, dtype=np.float64, count=10, offset=1)
+    assert not u.flags.aligned
+    assert np.array_equal(outcore.map("a * 2 + 1", a=u), u * 2 + 1)
