@@ -420,6 +420,13 @@ int oc_journal_tile_add(oc_journal_tile **list, int64_t *count, uint64_t unit, c
     return 0;
 }
 
+int oc_journal_committed(const char *temp, const char *out_path)
+{
+    struct stat sb;
+    if (!temp || lstat(temp, &sb) == 0 || errno != ENOENT) return 0;
+    return lstat(out_path, &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
 char *oc_journal_temp_of(const char *out_path, const void *payload, size_t len)
 {
     const char *p = payload, *rec_slash = memrchr(p, '/', len), *out_slash = strrchr(out_path, '/');

@@ -88,6 +88,31 @@ def killed_once(d, args, k=3):
     assert proc.returncode == -signal.SIGKILL, proc.stderr
 
 
+def test_stopped_between_the_rename_and_its_journal(mats):
+    """A run stopped after its commit renamed the result into place but before it removed its
+    journal (the temporary the journal names is gone, the output there; made here by doing the
+    rename by hand): --resume has nothing to resume from and runs the product again, ending
+    with the bytes of one run and no journal. The temporary lost while no output exists is
+    still refused, naming the journal to remove."""
+    d = mats
+    args = [d / "A64.npy", d / "B64.npy", "--backend", "cpu", "--host-mem", "100K", "--threads", "1", "-q"]
+    run("matmul", *args, "-o", d / "ref.npy")
+    out = d / "C.npy"
+    killed_once(d, args + ["-o", out])
+    temps = [p for p in d.iterdir() if p.name.startswith("C.npy.tmp-")]
+    assert len(temps) == 1 and (d / "C.npy.outcore-journal").exists()
+    temps[0].rename(out)
+    run("matmul", *args, "-o", out, "--resume")
+    assert out.read_bytes() == (d / "ref.npy").read_bytes()
+    assert leftovers(d, out) == []
+    out.unlink()
+    killed_once(d, args + ["-o", out])
+    next(p for p in d.iterdir() if p.name.startswith("C.npy.tmp-")).unlink()
+    proc = run("matmul", *args, "-o", out, "--resume", check=False)
+    assert proc.returncode == 2 and "cannot resume from the temporary output" in proc.stderr, proc.stderr
+    assert not out.exists()
+
+
 def test_changed_input_refused(mats):
     d = mats
     args = [d / "A64.npy", d / "B64.npy", "--backend", "cpu", "--host-mem", "100K", "-o", d / "C.npy", "-q"]

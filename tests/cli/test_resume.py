@@ -228,6 +228,21 @@ def test_damaged_tile_in_the_output_is_redone(inputs):
     assert (d / "C.npy").read_bytes() == (d / "ref.npy").read_bytes()
 
 
+def test_stopped_between_the_rename_and_its_journal(inputs):
+    """A dense job stopped after its commit renamed the result into place but before it
+    removed its journal (made here by doing the rename by hand): --resume has nothing to
+    resume from and runs the job again: the bytes of one run, no journal left."""
+    d = inputs
+    args, journal = killed_job(d)
+    run(*args, "-o", d / "ref.npy")
+    tmp = [p for p in d.iterdir() if p.name.startswith("C.npy.tmp-")]
+    assert len(tmp) == 1 and journal.exists()
+    tmp[0].rename(d / "C.npy")
+    run(*args, "-o", d / "C.npy", "--resume")
+    assert (d / "C.npy").read_bytes() == (d / "ref.npy").read_bytes()
+    assert leftovers(d, d / "C.npy") == []
+
+
 def test_resume_without_journal_and_success_removes_it(inputs):
     d = inputs
     run("gram", d / "A.npy", "-o", d / "C.npy", "--resume", "-q", "--backend", "cpu")
