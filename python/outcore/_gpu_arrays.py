@@ -16,16 +16,20 @@ from .errors import InputError
 _TORCH_DTYPES = ("float64", "float32", "float16", "bfloat16", "int8", "int16", "int32", "int64", "uint8", "bool")
 
 
+def _package(x):
+    """The top-level package of x's type: "torch", "cupy", "numba" ..."""
+    return type(x).__module__.split(".")[0]
+
+
 def _is_torch(x):
-    return type(x).__module__.split(".")[0] == "torch"
+    return _package(x) == "torch"
 
 
 def _framework(x):
     """torch or cupy, the module of GPU array x; None for another kind."""
-    top = type(x).__module__.split(".")[0]
-    if top in ("torch", "cupy"):
+    if _package(x) in ("torch", "cupy"):
         import importlib
-        return importlib.import_module(top)
+        return importlib.import_module(_package(x))
     return None
 
 
@@ -68,10 +72,11 @@ def operand(name, x, transpose, codes, vector=None):
     its transpose itself."""
     ptr, shape, strides, dtype = _describe(name, x)
     is_vector = len(shape) == 1 and vector is not None
-    if is_vector and strides[0] != 1 and shape[0] > 1 and _framework(x):
+    framework = _framework(x) if is_vector and strides[0] != 1 and shape[0] > 1 else None
+    if framework:
         # a strided vector copied on its device (k elements): a row of it is then contiguous,
         # and v·v of one runs as any product, not as A·Aᵀ of memory read transposed
-        x = x.contiguous() if _is_torch(x) else _framework(x).ascontiguousarray(x)
+        x = x.contiguous() if _is_torch(x) else framework.ascontiguousarray(x)
         ptr, shape, strides, dtype = _describe(name, x)
     if is_vector:
         (k,), (s,) = shape, strides
@@ -114,7 +119,7 @@ def new_result(like, shape, dtype):
     if _is_torch(like):
         import torch
         return torch.empty(shape, dtype=getattr(torch, dtype), device=like.device)
-    if type(like).__module__.split(".")[0] == "cupy":
+    if _package(like) == "cupy":
         import cupy
         with like.device:
             return cupy.empty(shape, dtype=dtype)

@@ -60,8 +60,7 @@ static void *worker_main(void *p)
         if (t >= s->ntasks) break;
         oc_status st = s->fn(s->arg, t, w->index);
         if (st != OC_OK) {
-            int expected = OC_OK;
-            atomic_compare_exchange_strong(&s->failure, &expected, (int)st);
+            oc_first_failure(&s->failure, st);
             atomic_store(&s->stop, 1);
             break;
         }

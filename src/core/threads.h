@@ -9,6 +9,7 @@
 #ifndef OC_CORE_THREADS_H
 #define OC_CORE_THREADS_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 #include "outcore.h"
 
@@ -22,6 +23,14 @@ typedef oc_status (*oc_task_fn)(void *arg, int64_t task, int worker);
 
 oc_status oc_parallel_run(oc_context *ctx, int threads, int64_t ntasks, oc_task_fn fn, void *arg,
                           const int64_t *task_weights, oc_progress_fn progress, void *progress_user);
+
+/* Records st in *first unless a failure is there already: of the parts of one piece of work
+ * run on several threads, the first to fail is the one reported. OC_OK records nothing. */
+static inline void oc_first_failure(atomic_int *first, oc_status st)
+{
+    int ok = OC_OK;
+    if (st != OC_OK) atomic_compare_exchange_strong(first, &ok, (int)st);
+}
 
 /* The number of worker threads a job uses for a requested count (0 = all cores). */
 int oc_threads_resolve(int requested);

@@ -227,14 +227,11 @@ oc_status oc_resume_start(oc_context *ctx, const oc_gram_job *job, const oc_outp
         r->jpath = jpath;
         OC_CHECK_GOTO(ctx, st, oc_journal_open(ctx, jpath, text, input_changed, on_record, r, &r->journal), cleanup);
         r->job_text = r->jpath = NULL;
-        if (r->kind == KIND_DENSE && r->ntemps > 0 && oc_journal_committed(r->temps[r->ntemps - 1], out->path)) {
-            /* Its run renamed the result into place and was stopped before it removed the
-             * journal: nothing to resume from. The job runs from the start, its result
-             * replacing the output when done. */
-            if (unlink(jpath) != 0 && errno != ENOENT) {
-                st = oc_fail(ctx, OC_ERR_IO, "%s: cannot remove the stale resume journal", out->path);
-                goto cleanup;
-            }
+        /* A run stopped after its rename: the job runs from the start. */
+        int dropped = 0;
+        OC_CHECK_GOTO(ctx, st, oc_journal_drop_committed(ctx, jpath, oc_resume_dense_temp(r), out->path, &dropped),
+                      cleanup);
+        if (dropped) {
             free(text);
             free(jpath);
             oc_resume_close(r);

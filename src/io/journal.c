@@ -420,11 +420,18 @@ int oc_journal_tile_add(oc_journal_tile **list, int64_t *count, uint64_t unit, c
     return 0;
 }
 
-int oc_journal_committed(const char *temp, const char *out_path)
+oc_status oc_journal_drop_committed(oc_context *ctx, const char *jpath, const char *temp, const char *out_path,
+                                    int *dropped)
 {
     struct stat sb;
-    if (!temp || lstat(temp, &sb) == 0 || errno != ENOENT) return 0;
-    return lstat(out_path, &sb) == 0 && S_ISREG(sb.st_mode);
+    *dropped = 0;
+    if (!temp || lstat(temp, &sb) == 0 || errno != ENOENT || lstat(out_path, &sb) != 0 || !S_ISREG(sb.st_mode))
+        return OC_OK;
+    if (unlink(jpath) != 0 && errno != ENOENT)
+        return oc_fail(ctx, OC_ERR_IO, "%s: cannot remove the stale resume journal %s: %s", out_path, jpath,
+                       strerror(errno));
+    *dropped = 1;
+    return OC_OK;
 }
 
 char *oc_journal_temp_of(const char *out_path, const void *payload, size_t len)

@@ -112,11 +112,13 @@ int oc_journal_tile_add(oc_journal_tile **list, int64_t *count, uint64_t unit, c
  * planted: it gives NULL, and no file outside the output's own names is ever reopened or
  * removed. */
 char *oc_journal_temp_of(const char *out_path, const void *payload, size_t len);
-/* Whether the run that kept a journal renamed its result into place and was stopped before it
- * removed the journal (the window between a commit's rename and the journal's removal): the
- * temporary it recorded, temp, is gone and out_path is a regular file. Such a journal has
- * nothing to resume from: the job runs again from its start. 0 without temp. */
-int oc_journal_committed(const char *temp, const char *out_path);
+/* Removes the journal at jpath when the run that kept it renamed its result into place and was
+ * stopped before it removed the journal (the window between a commit's rename and the
+ * journal's removal): the temporary it recorded, temp, is gone and out_path is a regular
+ * file. Such a journal has nothing to resume from: *dropped is then 1, and the caller starts
+ * the job again as if it had found none. *dropped is 0 without temp. */
+oc_status oc_journal_drop_committed(oc_context *ctx, const char *jpath, const char *temp, const char *out_path,
+                                    int *dropped);
 /* An oc_journal_differ_fn's words for a header line of input "a." or "b." (shape, size,
  * mtime, crc32, rows_crc) that differs: its results so far are not this input's. When the
  * journal's header have_job names the input by the path job_text (the job's header) names it

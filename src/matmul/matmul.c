@@ -248,12 +248,12 @@ static oc_status setup(oc_context *ctx, const oc_matmul_array *a, const oc_matmu
         const char *file = !a_odd && b_odd ? sb->name : s->a.name;
         return oc_fail(ctx, OC_ERR_INPUT, "%s: %s", file, why);
     }
-    if (job->in_type == OC_MM_INT8 && k > oc_matmul_int8_k_max(s->a.dtype, sb->dtype))
+    const int64_t k_max = oc_matmul_int8_k_max(s->a.dtype, sb->dtype);
+    if (job->in_type == OC_MM_INT8 && k > k_max)
         return oc_fail(ctx, OC_ERR_INPUT,
                        "%s: %s x %s with k = %" PRId64 " could overflow the int32 result (exact up to k = %" PRId64
                        "): ask for --dtype float64",
-                       s->a.name, oc_matmul_dtype_name(s->a.dtype), oc_matmul_dtype_name(sb->dtype), k,
-                       oc_matmul_int8_k_max(s->a.dtype, sb->dtype));
+                       s->a.name, oc_matmul_dtype_name(s->a.dtype), oc_matmul_dtype_name(sb->dtype), k, k_max);
     int64_t cells;
     if (__builtin_mul_overflow(m, n, &cells) || cells > INT64_MAX / 8)
         return oc_fail(ctx, OC_ERR_INPUT, "%s: the result %" PRId64 " x %" PRId64 " overflows 64-bit sizes", s->a.name,

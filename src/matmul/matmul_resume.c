@@ -4,7 +4,6 @@
  */
 #include "matmul/matmul_resume.h"
 
-#include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
@@ -215,15 +214,13 @@ oc_status oc_mm_resume_start(oc_context *ctx, const oc_matmul_job *job, const oc
         r->jpath = jpath;
         st = oc_journal_open(ctx, jpath, text, input_changed, on_record, r, &r->journal);
         r->job_text = r->jpath = NULL;
-        if (st == OC_OK && oc_journal_committed(r->temp, c->path)) {
-            /* Its run renamed the result into place and was stopped before it removed the
-             * journal: nothing to resume from. The product runs from the start, its result
-             * replacing the output when done. */
-            const int removed = unlink(jpath) == 0 || errno == ENOENT;
+        /* A run stopped after its rename: the product runs from the start. */
+        int dropped = 0;
+        if (st == OC_OK) st = oc_journal_drop_committed(ctx, jpath, r->temp, c->path, &dropped);
+        if (dropped) {
             resume_free(r);
             free(text);
             free(jpath);
-            if (!removed) return oc_fail(ctx, OC_ERR_IO, "%s: cannot remove the stale resume journal", c->path);
             return oc_mm_resume_start(ctx, job, id, opts, c, out);
         }
     } else if (st == OC_OK) {

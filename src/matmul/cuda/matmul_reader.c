@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include "core/error.h"
+#include "core/threads.h"
 #include "matmul/cuda/matmul_device_state.h"
 
 /* Rows of one operand's panel read into a pinned upload slot, cut among the read crew. */
@@ -25,8 +26,7 @@ static void read_part(void *arg, int part, int parts)
     if (r1 <= r0) return;
     const oc_status st = r->job->read_panel(r->job, r->which, r->row0 + r0, r1 - r0, r->col0, r->cols,
                                             (char *)r->host + r0 * r->cols * r->elem);
-    int ok = OC_OK;
-    if (st != OC_OK) atomic_compare_exchange_strong(&r->st, &ok, (int)st);
+    oc_first_failure(&r->st, st);
 }
 
 static void upload_failed(oc_mm_device *d, cudaError_t e, int64_t row0, int64_t col0)

@@ -43,8 +43,7 @@ static void write_part(void *arg, int part, int parts)
                                                             w->host + x0 * w->elem, pc->ld)
                                        : w->job->write_tile(w->job, pc->row0 + x0, x1 - x0, pc->col0, pc->cols,
                                                             w->host + x0 * pc->ld * w->elem, pc->ld);
-    int ok = OC_OK;
-    if (st != OC_OK) atomic_compare_exchange_strong(&w->st, &ok, (int)st);
+    oc_first_failure(&w->st, st);
 }
 
 /* ---------------------------------------------------------------- writer */
