@@ -127,14 +127,18 @@ def npy_corpus():
         npy(f"bad_{name}.npy", content)
 
 
-# ---------------------------------------------------------------- .mtx
+# ---------------------------------------------------------------- matmul's and map's .npy operands
+
+def selected(target):
+    """A writer of `target`'s seeds: the selector byte, then the file."""
+    return lambda name, content, sel: write(target, name, bytes([sel]) + content)
+
 
 def matmul_npy_corpus():
     """fuzz_matmul_npy's input: the selector byte (how B is given, the dtype asked for, the
     reference loops), then A's file: each dtype matmul reads (bool with bytes 2 and 255 among
     its trues), Fortran order, the shapes and headers a product refuses."""
-    def seed(name, content, sel):
-        write("matmul_npy", name, bytes([sel]) + content)
+    seed = selected("matmul_npy")
 
     rng = np.random.default_rng(5)
     square = rng.standard_normal((6, 6))
@@ -171,8 +175,7 @@ def map_npy_corpus():
     """fuzz_map_npy's input: the selector byte (the expression, the reduction, its axis),
     then a's file: each dtype map reads, 0-d to 3-d, broadcasting with b's 3 elements or not,
     Fortran order, and the headers map refuses."""
-    def seed(name, content, sel):
-        write("map_npy", name, bytes([sel]) + content)
+    seed = selected("map_npy")
 
     rng = np.random.default_rng(9)
     f8 = rng.standard_normal((4, 3))
@@ -194,6 +197,8 @@ def map_npy_corpus():
     seed("big_endian.npy", npy_bytes(f8.astype(">f8")), 0)
     seed("structured.npy", npy_bytes(np.zeros(3, dtype=[("x", "<f8")])), 0)
 
+
+# ---------------------------------------------------------------- .mtx
 
 def mtx_corpus():
     head = "%%MatrixMarket matrix coordinate {} {}\n"
