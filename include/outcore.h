@@ -961,8 +961,10 @@ typedef enum oc_matmul_dtype {
     OC_MATMUL_BOOL          /* numpy's bool: 1 where the byte is not 0, else 0 */
 } oc_matmul_dtype;
 
-/* One matrix of a product: a .npy file (path: a 2-D C-order array; the other fields are then
- * read from its header) or caller memory (data: rows x cols elements of dtype, row-major,
+/* One matrix of a product: a .npy file (path: a 2-D array, C or Fortran order, or a 1-D one
+ * read as numpy's matmul reads it, a 1 x k row as A and a k x 1 column as B, its own
+ * transpose, whose dimension a result file drops; the other fields are then read from its
+ * header) or caller memory (data: rows x cols elements of dtype, row-major,
  * ld elements between rows, 0 = cols). Memory is read in place, never copied whole; on a GPU,
  * page-locked memory (cudaHostAlloc, cudaHostRegister) in the compute dtype is uploaded from
  * where it is, and a page-locked result receives its tiles by direct download (not A·Aᵀ's,

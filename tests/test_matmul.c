@@ -17,6 +17,7 @@
 #include "harness.h"
 #include "matmul_array.h"
 #include "matmul_product.h"
+#include "io/formats/npy_array.h"
 #include "io/formats/npy_header.h"
 #include "matmul/cpu/mm_cpu.h"
 #include "matmul/matmul_dtype.h"
@@ -255,16 +256,102 @@ static void test_symmetric_blocks(void)
     }
 }
 
-/* Writes a C-order .npy of rows x cols elements of descr. */
-static void write_npy(const char *path, const char *descr, const void *data, size_t bytes, int64_t rows, int64_t cols)
+/* Writes a C-order .npy of ndim dimensions and elements of descr. */
+static void write_npy_nd(const char *path, const char *descr, const void *data, size_t bytes, int ndim,
+                         const int64_t *shape)
 {
     unsigned char h[OC_NPY_HEADER_ND_MAX];
-    int64_t shape[2] = {rows, cols};
-    size_t len = oc_npy_header_nd(h, sizeof h, descr, 2, shape);
+    size_t len = oc_npy_header_nd(h, sizeof h, descr, ndim, shape);
     FILE *f = fopen(path, "wb");
     fwrite(h, 1, len, f);
     fwrite(data, 1, bytes, f);
     fclose(f);
+}
+
+/* Writes a C-order .npy of rows x cols elements of descr. */
+static void write_npy(const char *path, const char *descr, const void *data, size_t bytes, int64_t rows, int64_t cols)
+{
+    const int64_t shape[2] = {rows, cols};
+    write_npy_nd(path, descr, data, bytes, 2, shape);
+}
+
+/* The header of the .npy at path, parsed. */
+static int npy_info(oc_context *ctx, const char *path, oc_npy_array_info *info)
+{
+    size_t len = 0;
+    unsigned char *bytes = oc_test_read_file(path, &len);
+    const int ok = bytes && oc_npy_array_parse(ctx, path, bytes, len, info) == OC_OK;
+    free(bytes);
+    return ok;
+}
+
+/* 1-D files as numpy's matmul reads them: oc_matmul_result gives the 2-D shape (a row as A,
+ * a column as B, the transpose flags leaving a vector as it is), memory results hold the
+ * product, and a result file drops the vector's dimension (A·Aᵀ of a vector: 0-D). */
+static void test_vector_files(void)
+{
+    if (!oc_test_tmp_create("test_matmul_vectors")) return;
+    oc_context *ctx = NULL;
+    oc_context_create(&ctx);
+    enum { M = 7, K = 5 };
+    double a[M * K], v[K], w[M];
+    for (int i = 0; i < M * K; i++) a[i] = (double)(i % 11) - 4;
+    for (int i = 0; i < K; i++) v[i] = 0.5 * i - 1;
+    for (int i = 0; i < M; i++) w[i] = 3 - i;
+    const int64_t ka = K, kw = M;
+    write_npy(oc_test_tmp_path("a.npy"), "<f8", a, sizeof a, M, K);
+    write_npy_nd(oc_test_tmp_path("v.npy"), "<f8", v, sizeof v, 1, &ka);
+    write_npy_nd(oc_test_tmp_path("w.npy"), "<f8", w, sizeof w, 1, &kw);
+    const struct {
+        const char *a, *b;
+        int transpose_a, transpose_b;
+        int64_t rows, cols;
+        int ndim;
+    } cases[] = {
+        {"a.npy", "v.npy", 0, 0, M, 1, 1}, {"a.npy", "v.npy", 0, 1, M, 1, 1}, {"w.npy", "a.npy", 1, 0, 1, K, 1},
+        {"v.npy", "v.npy", 0, 0, 1, 1, 0}, {"v.npy", NULL, 1, 0, 1, 1, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        oc_matmul_array A = OC_MATMUL_ARRAY_INIT, B = OC_MATMUL_ARRAY_INIT, C = OC_MATMUL_ARRAY_INIT;
+        A.path = oc_test_tmp_path(cases[i].a);
+        char b_path[4096];
+        snprintf(b_path, sizeof b_path, "%s", cases[i].b ? oc_test_tmp_path(cases[i].b) : "");
+        B.path = b_path;
+        const oc_matmul_array *bp = cases[i].b ? &B : NULL;
+        oc_matmul_options o = OC_MATMUL_OPTIONS_INIT;
+        o.backend = OC_BACKEND_CPU;
+        o.gram = bp == NULL;
+        o.transpose_a = cases[i].transpose_a, o.transpose_b = cases[i].transpose_b;
+        int64_t rows = -1, cols = -1;
+        CHECK_MSG(oc_matmul_result(ctx, &A, bp, &o, NULL, &rows, &cols) == OC_OK, "%s", oc_context_last_error(ctx));
+        CHECK_MSG(rows == cases[i].rows && cols == cases[i].cols, "case %zu: %lld x %lld", i, (long long)rows,
+                  (long long)cols);
+        double got[M * K], want[M * K] = {0};
+        const double *x = cases[i].a[0] == 'a' ? a : cases[i].a[0] == 'v' ? v : w;
+        for (int64_t r = 0; r < rows; r++) /* a vector A is a row; else a (M x K) times v */
+            for (int64_t c = 0; c < cols; c++) {
+                const int64_t depth = x == w ? M : K;
+                for (int64_t q = 0; q < depth; q++)
+                    want[r * cols + c] += x == a ? a[r * K + q] * v[q] : x == w ? w[q] * a[q * K + c] : v[q] * v[q];
+            }
+        C = mem(OC_MATMUL_FLOAT64, got, rows, cols);
+        CHECK_MSG(oc_matmul(ctx, &A, bp, &C, &o, NULL) == OC_OK, "%s", oc_context_last_error(ctx));
+        for (int64_t e = 0; e < rows * cols; e++) CHECK_MSG(fabs(got[e] - want[e]) <= 1e-12, "case %zu", i);
+        oc_matmul_array F = OC_MATMUL_ARRAY_INIT;
+        F.path = oc_test_tmp_path("c.npy");
+        CHECK_MSG(oc_matmul(ctx, &A, bp, &F, &o, NULL) == OC_OK, "%s", oc_context_last_error(ctx));
+        oc_npy_array_info info;
+        CHECK(npy_info(ctx, F.path, &info) && info.ndim == cases[i].ndim);
+        CHECK(info.ndim == 0 || info.shape[0] == (rows == 1 ? cols : rows));
+        size_t len = 0;
+        unsigned char *bytes = oc_test_read_file(F.path, &len);
+        CHECK(bytes && len == info.data_offset + (size_t)(rows * cols) * 8 &&
+              memcmp(bytes + info.data_offset, got, (size_t)(rows * cols) * 8) == 0);
+        free(bytes);
+        unlink(F.path);
+    }
+    oc_context_free(ctx);
+    oc_test_tmp_remove();
 }
 
 /* A file input read in segments (its data above half the budget) and a mapped one give
@@ -645,6 +732,7 @@ int main(void)
     test_symmetric_blocks();
     test_mirror_writes();
     test_files();
+    test_vector_files();
     test_memory_callbacks();
     test_panels_as_stored();
     return oc_test_finish();

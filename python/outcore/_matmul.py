@@ -73,6 +73,15 @@ def _rows_contiguous(x):
     return (cols <= 1 or cs == item) and (rows <= 1 or (rs % item == 0 and rs >= item * cols))
 
 
+def _npy_ndim(path):
+    """The dimensions of the .npy at path from its header, or None where it cannot be read as
+    one (the library then says why, naming the file)."""
+    try:
+        return np.load(path, mmap_mode="r", allow_pickle=False).ndim
+    except (OSError, ValueError, TypeError):
+        return None
+
+
 def _operand(name, x, transpose, keep, vector=None):
     """(MatmulArray, transpose, array or None, whether x is 1-D): x as the library reads it.
     An array whose rows are contiguous is read in place with its row stride; a transposed view
@@ -86,7 +95,7 @@ def _operand(name, x, transpose, keep, vector=None):
     a = _lib.MatmulArray()
     if _is_path(x):
         a.path = c_path(name, x)
-        return a, transpose, None, False
+        return a, transpose, None, _npy_ndim(x) == 1  # the library reads a 1-D file so too
     arr = as_numbers(name, x)
     is_vector = arr.ndim == 1 and vector is not None
     if is_vector:
@@ -179,8 +188,9 @@ def matmul(A: ArrayLike | Path, B: ArrayLike | Path | None = None, out: Path | n
         view, or B=None, needs A, B and the result all on one GPU (then it is one cuBLASLt
         call with its transposes). A 1-D array is read as numpy's matmul reads it: A as a
         row, B as a column, each its own transpose, and the result drops that dimension
-        (a vector with a vector is a scalar); such a result is returned, not written to a
-        path.
+        (a vector with a vector is a scalar); a 1-D .npy path is read so too. A product of a
+        vector in memory is returned, not written to a path (one of 1-D .npy paths is, with
+        numpy's shape).
     B : array_like or path, optional
         The second operand, as A. None computes op(A)·op(A)ᵀ from its upper tiles (an
         exactly symmetric result).
@@ -290,9 +300,9 @@ def matmul(A: ArrayLike | Path, B: ArrayLike | Path | None = None, out: Path | n
 
     # numpy's shape of a product of a vector: the vector's dimension dropped (A·Aᵀ of one: v·v)
     drop = (a_vector, b_vector or (B is None and a_vector))
-    if any(drop) and _is_path(out):
-        raise InputError("out: a product of a 1-D array is returned, not written to a .npy path: give out=None "
-                         "or an array, or pass the vector as a 2-D array")
+    if _is_path(out) and (a_vector and not _is_path(A) or b_vector and not _is_path(B)):
+        raise InputError("out: a product of a 1-D array in memory is returned, not written to a .npy path: give "
+                         "out=None or an array, pass the vector as a 2-D array, or save it as a 1-D .npy")
     with lease(context) as ctx:
         code, rows, cols = ctypes.c_int(), ctypes.c_int64(), ctypes.c_int64()
         check(lib.oc_matmul_result(ctx, ctypes.byref(a), b_ptr, ctypes.byref(opts), ctypes.byref(code),
@@ -300,7 +310,7 @@ def matmul(A: ArrayLike | Path, B: ArrayLike | Path | None = None, out: Path | n
         stats = _lib.MatmulStats()
         shape, name = (rows.value, cols.value), _lib.MATMUL_DTYPES[code.value]
         user_shape = tuple(n for n, d in zip(shape, drop) if not d)
-        out2 = _as_matrix(out, user_shape, drop, name) if any(drop) and out is not None else out
+        out2 = _as_matrix(out, user_shape, drop, name) if any(drop) and out is not None and not _is_path(out) else out
         if _is_path(out):
             c, result = _lib.MatmulArray(), out
             c.path = _out_path(out, "matmul")

@@ -98,10 +98,15 @@ oc_status oc_mm_dest_open(oc_context *ctx, const oc_matmul_array *c, oc_matmul_d
                            "for float32, or write to memory",
                            c->path, oc_matmul_dtype_name(dtype));
         OC_CHECK(ctx, check_not_input(ctx, c->path, a, b));
-        int64_t shape[2] = {m, n};
+        /* numpy's shape: a vector's dimension dropped (A·Aᵀ of a vector is a scalar). */
+        int64_t shape[2];
+        int ndim = 0;
+        if (!a->vector) shape[ndim++] = m;
+        if (!(b ? b : a)->vector) shape[ndim++] = n;
         void *data = NULL;
-        if (reopen) OC_CHECK(ctx, oc_npy_out_reopen_nd(ctx, c->path, reopen, descr, d->elem, 2, shape, &d->npy, &data));
-        else OC_CHECK(ctx, oc_npy_out_create_nd_ahead(ctx, c->path, descr, d->elem, 2, shape, &d->npy, &data));
+        if (reopen)
+            OC_CHECK(ctx, oc_npy_out_reopen_nd(ctx, c->path, reopen, descr, d->elem, ndim, shape, &d->npy, &data));
+        else OC_CHECK(ctx, oc_npy_out_create_nd_ahead(ctx, c->path, descr, d->elem, ndim, shape, &d->npy, &data));
         d->data = data;
         return OC_OK;
     }

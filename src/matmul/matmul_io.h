@@ -44,8 +44,9 @@ void oc_mm_io_bind(oc_matmul_job *job, oc_mm_io *io);
 oc_status oc_mm_io_fail(const oc_matmul_job *job, oc_status status, const char *message);
 
 /* The result into c: a .npy created under a temporary name (its path checked, and not any
- * of the inputs), or, with reopen, the temporary file `reopen` of a resumed job; or caller
- * memory of dtype and shape m x n. OC_ERR_INPUT naming the problem. */
+ * of the inputs; of numpy's shape, m x n less the dimension of a vector operand: b NULL is
+ * A·Aᵀ), or, with reopen, the temporary file `reopen` of a resumed job; or caller memory of
+ * dtype and shape m x n. OC_ERR_INPUT naming the problem. */
 oc_status oc_mm_dest_open(oc_context *ctx, const oc_matmul_array *c, oc_matmul_dtype dtype, int64_t m, int64_t n,
                           const oc_mm_source *a, const oc_mm_source *b, const char *reopen, oc_mm_dest *d);
 /* Renames a .npy into place (memory: nothing to do); abort removes it; keep leaves the

@@ -100,13 +100,15 @@ static oc_status read_header(oc_context *ctx, const char *path, oc_mm_source *s)
             "%s: dtype '%s' is not one matmul reads (float64, float32, float16, int8-64, uint8-64, bool in this "
             "host's byte order; bfloat16 from memory)",
             path, info.descr);
-    if (info.ndim != 2)
-        return oc_fail(ctx, OC_ERR_INPUT, "%s: a %d-dimensional array; a product takes 2-D matrices%s", path, info.ndim,
-                       info.ndim == 1 ? " (save a vector as 1 x k or k x 1)" : "");
-    /* Fortran order stores the transpose in C order: read it so, and flip the operand's op. */
-    s->transposed = info.fortran_order;
-    s->rows = info.shape[s->transposed ? 1 : 0];
-    s->cols = info.shape[s->transposed ? 0 : 1];
+    if (info.ndim != 2 && info.ndim != 1)
+        return oc_fail(ctx, OC_ERR_INPUT,
+                       "%s: a %d-dimensional array; a product takes matrices (2-D) and vectors (1-D)", path, info.ndim);
+    /* A vector is stored as one row of k (the caller reads it as a column where it is B).
+     * Fortran order stores the transpose in C order: read it so, and flip the operand's op. */
+    s->vector = info.ndim == 1;
+    s->transposed = !s->vector && info.fortran_order;
+    s->rows = s->vector ? 1 : info.shape[s->transposed ? 1 : 0];
+    s->cols = s->vector ? info.shape[0] : info.shape[s->transposed ? 0 : 1];
     s->ld = s->cols;
     s->data_offset = (int64_t)info.data_offset;
     int64_t elem = (int64_t)oc_matmul_dtype_size(s->dtype), count = 0, bytes = 0;

@@ -29,6 +29,7 @@ typedef struct oc_mm_source {
     oc_matmul_dtype dtype;
     int64_t rows, cols, ld;    /* as stored: element (r, c) at r*ld + c */
     int transposed;            /* a Fortran-order .npy: the stored rows are the array's columns */
+    int vector;                /* a 1-D .npy: one stored row of cols elements, without a transpose of its own */
     const unsigned char *data; /* element (0, 0) in memory or the mapping; NULL: read with pread */
     oc_mapped_file file;       /* a mapped input */
     int fd;                    /* an input read in panels (-1 otherwise) */
@@ -39,7 +40,8 @@ typedef struct oc_mm_source {
 } oc_mm_source;
 
 /* Describes arr (label names memory in messages) and checks it: a .npy must be a 2-D array
- * (C order; Fortran order is read as the transpose of its C-order bytes) of a dtype a product
+ * (C order; Fortran order is read as the transpose of its C-order bytes) or a 1-D one (one
+ * stored row, `vector`; the caller decides whether it is a row or a column) of a dtype a product
  * reads, its data all in the file; memory must have a dtype, a nonnegative shape and
  * ld >= cols, and memory marked gpu must be CUDA device memory at both ends
  * (oc_mm_gpu_memory). A file whose data takes at most map_limit bytes is mapped, a larger one

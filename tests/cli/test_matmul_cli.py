@@ -230,6 +230,37 @@ def test_cli_asks_openblas_threads_to_sleep(mats, tmp_path, monkeypatch):
         assert record.read_text() == expect, proc.stderr
 
 
+@pytest.mark.parametrize("host_mem", [None, "12K"])
+def test_vectors_on_files(tmp_path, host_mem):
+    """1-D files read as numpy's matmul reads them: a row as A, a column as B, each its own
+    transpose (the flags leave it), and the result file without that dimension: M·v, w·M,
+    v·v and --gram of a vector (0-dimensional), a Fortran-order M, int8 exact, an empty
+    vector; in one tile and under a budget that cuts K panels and tiles."""
+    rng = np.random.default_rng(11)
+    m = rng.standard_normal((300, 200))
+    v, w = rng.standard_normal(200), rng.standard_normal(300)
+    i8, x8 = rng.integers(-128, 128, (40, 900), dtype=np.int8), rng.integers(-128, 128, 900, dtype=np.int8)
+    for name, x in {"m": m, "v": v, "w": w, "mf": np.asfortranarray(m), "i8": i8, "x8": x8,
+                    "e": np.ones((3, 0)), "e0": np.ones(0)}.items():
+        np.save(tmp_path / f"{name}.npy", x)
+    budget = ["--host-mem", host_mem, "--backend", "cpu"] if host_mem else []
+    cases = [(("m", "v"), m @ v), (("w", "m"), w @ m), (("mf", "v"), m @ v), (("v", "v"), v @ v),
+             (("v", "--gram"), v @ v), (("m", "v", "--transpose-b"), m @ v), (("v", "m", "--transpose-a",
+             "--transpose-b"), v @ m.T), (("w", "m", "--transpose-a"), w @ m), (("e", "e0"), np.zeros(3))]
+    for args, ref in cases:
+        out = tmp_path / "c.npy"
+        run("matmul", *[tmp_path / f"{a}.npy" if not a.startswith("--") else a for a in args], *budget, "-o", out)
+        got = np.load(out)
+        assert got.shape == ref.shape, (args, got.shape)
+        close(got, np.asarray(ref), 300, 1e-15)
+    out = tmp_path / "c.npy"
+    run("matmul", tmp_path / "i8.npy", tmp_path / "x8.npy", *budget, "-o", out)
+    got = np.load(out)
+    assert got.dtype == np.int32 and np.array_equal(got, i8.astype(np.int64) @ x8.astype(np.int64))
+    run("matmul", tmp_path / "x8.npy", "--gram", *budget, "-o", out)
+    assert np.load(out).shape == () and np.load(out) == x8.astype(np.int64) @ x8.astype(np.int64)
+
+
 def expect_error(d, *args, message):
     out = d / "bad.npy"
     proc = run("matmul", *args, "-o", out, check=False)
@@ -250,9 +281,11 @@ def test_bad_inputs(mats):
     line = expect_error(d, d / "flag.npy", d / "flag.npy", message="bool x bool: numpy's product is bool")
     assert "--dtype int32" in line and "flag.npy" in line, line
     expect_error(d, d / "cube.npy", d / "a.npy", message="3-dimensional")
-    np.save(d / "vec.npy", np.ones(70))
-    expect_error(d, d / "a.npy", d / "vec.npy", message="1-dimensional array; a product takes 2-D matrices (save a "
-                 "vector as 1 x k or k x 1)")
+    np.save(d / "vec.npy", np.ones(71))
+    expect_error(d, d / "a.npy", d / "vec.npy", message="inner dimensions differ: op(A) of ")
+    np.save(d / "scalar.npy", np.float64(2))
+    expect_error(d, d / "scalar.npy", d / "a.npy", message="a 0-dimensional array; a product takes matrices (2-D) "
+                 "and vectors (1-D)")
     expect_error(d, d / "missing.npy", d / "b.npy", message="missing.npy")
     expect_error(d, d / "a.npy", d / "b.npy", "--dtype", "int8", message="--dtype int8")
     expect_error(d, d / "a.npy", d / "b.npy", "--dtype", "int32", message="int8 or bool inputs alone")

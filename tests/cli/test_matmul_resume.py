@@ -25,6 +25,7 @@ def mats(tmp_path):
     np.save(tmp_path / "B32.npy", rng.standard_normal((500, 260)).astype(np.float32))
     np.save(tmp_path / "A8.npy", rng.integers(-128, 128, (300, 500), dtype=np.int8))
     np.save(tmp_path / "B8.npy", rng.integers(-128, 128, (500, 260), dtype=np.int8))
+    np.save(tmp_path / "v64.npy", rng.standard_normal(500))
     return tmp_path
 
 
@@ -45,6 +46,7 @@ CASES = [
     ("int8", ["A8.npy", "B8.npy"], [], "150K"),
     ("float64_gram", ["A64.npy"], ["--gram"], "300K"),
     ("float32_transpose", ["A32.npy", "A32.npy"], ["--transpose-b"], "100K"),
+    ("float64_vector", ["A64.npy", "v64.npy"], [], "20K"),  # a 1-D result file reopened
 ]
 
 

@@ -152,6 +152,33 @@ def test_vectors_as_numpy_reads_them():
         outcore.matmul(a, w)
 
 
+def test_vector_files_as_numpy_reads_them(tmp_path):
+    """1-D .npy paths as 1-D arrays are read: into a new array, an out= array and a .npy path
+    (written with numpy's shape), beside a matrix in memory or in a file; a vector in memory
+    to a path stays refused, with the way to write it."""
+    a = rng.standard_normal((37, 23))
+    v, w = rng.standard_normal(23), rng.standard_normal(37)
+    for name, x in (("a", a), ("v", v), ("w", w)):
+        np.save(tmp_path / f"{name}.npy", x)
+    p = {name: tmp_path / f"{name}.npy" for name in "avw"}
+    close(outcore.matmul(p["a"], p["v"]), a @ v, 23, 1e-15)
+    close(outcore.matmul(a, p["v"]), a @ v, 23, 1e-15)
+    close(outcore.matmul(p["w"], a), w @ a, 37, 1e-15)
+    got = outcore.matmul(p["v"], p["v"])
+    assert isinstance(got, np.float64) and abs(got - v @ v) <= 1e-12
+    assert abs(outcore.matmul(p["v"]) - v @ v) <= 1e-12
+    out = np.empty(37)
+    assert outcore.matmul(p["a"], p["v"], out=out) is out
+    close(out, a @ v, 23, 1e-15)
+    for args, ref in (((p["a"], p["v"]), a @ v), ((p["w"], p["a"]), w @ a), ((p["v"], None), v @ v)):
+        path = tmp_path / "c.npy"
+        assert outcore.matmul(*args, out=path) == path
+        close(np.load(path), np.asarray(ref), 37, 1e-15)
+    with pytest.raises(outcore.InputError, match="in memory is returned, not written to a .npy path"):
+        outcore.matmul(p["a"], v, out=tmp_path / "never.npy")
+    assert not (tmp_path / "never.npy").exists()
+
+
 @pytest.mark.parametrize("blas", ["", "none"])
 def test_non_finite_values_pass_through(monkeypatch, blas):
     """NaN and infinities go through the products as numpy's A @ B has them (Inf x 0 is NaN),
