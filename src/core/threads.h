@@ -9,9 +9,11 @@
 #ifndef OC_CORE_THREADS_H
 #define OC_CORE_THREADS_H
 
-#include <stdatomic.h>
 #include <stdint.h>
 #include "outcore.h"
+#ifndef __cplusplus /* C11 atomics; the CUDA benchmarks (C++) include this header for the rest */
+#include <stdatomic.h>
+#endif
 
 /* Runs fn(arg, task, worker) for task in [0, ntasks) on `threads` workers (worker in
  * [0, threads)). A task returns OC_OK or a failure status, which stops the run after the
@@ -24,6 +26,7 @@ typedef oc_status (*oc_task_fn)(void *arg, int64_t task, int worker);
 oc_status oc_parallel_run(oc_context *ctx, int threads, int64_t ntasks, oc_task_fn fn, void *arg,
                           const int64_t *task_weights, oc_progress_fn progress, void *progress_user);
 
+#ifndef __cplusplus
 /* Records st in *first unless a failure is there already: of the parts of one piece of work
  * run on several threads, the first to fail is the one reported. OC_OK records nothing. */
 static inline void oc_first_failure(atomic_int *first, oc_status st)
@@ -31,6 +34,7 @@ static inline void oc_first_failure(atomic_int *first, oc_status st)
     int ok = OC_OK;
     if (st != OC_OK) atomic_compare_exchange_strong(first, &ok, (int)st);
 }
+#endif
 
 /* The number of worker threads a job uses for a requested count (0 = all cores). */
 int oc_threads_resolve(int requested);
