@@ -1011,8 +1011,9 @@ typedef struct oc_matmul_options {
      * converted to it under numpy's same_kind rule (an integer input to a float, float64 to
      * float32), else OC_ERR_INPUT. Integer products other than int8 x int8 are refused
      * (OC_ERR_INPUT naming the dtype): ask for float64. bool meets a float as that float
-     * and int8 as int8 (int32 sums); bool x bool, numpy's bool, is refused: ask for INT32
-     * (the counts of common ones, exact) or a float. */
+     * and int8 as int8 (int32 sums); bool x bool is numpy's bool (1 where any of the ANDs
+     * is), or INT32 (the counts of common ones, exact) or a float when asked for; BOOL is
+     * the product of two bool inputs alone. */
     oc_matmul_dtype dtype;
     int tf32;                /* float32 on the GPU: allow TF32 tensor cores (10-bit mantissa) */
     oc_backend backend;      /* AUTO: the cost model's pick (docs/matmul.md); CPU; CUDA */

@@ -64,7 +64,8 @@ static void test_dtypes_and_transposes(void)
         /* halves into float32: multiplied as halves, float32 sums */
         {OC_MATMUL_FLOAT16, OC_MATMUL_FLOAT16, OC_MATMUL_FLOAT32, OC_MATMUL_FLOAT32},
         {OC_MATMUL_BFLOAT16, OC_MATMUL_BFLOAT16, OC_MATMUL_FLOAT32, OC_MATMUL_FLOAT32},
-        /* bool: as the other type (numpy), with int8 as int8 x int8; bool x bool counted */
+        /* bool: as the other type (numpy), with int8 as int8 x int8; bool x bool numpy's bool,
+         * or counted */
         {OC_MATMUL_BOOL, OC_MATMUL_FLOAT32, OC_MATMUL_DEFAULT, OC_MATMUL_FLOAT32},
         {OC_MATMUL_FLOAT64, OC_MATMUL_BOOL, OC_MATMUL_DEFAULT, OC_MATMUL_FLOAT64},
         {OC_MATMUL_BOOL, OC_MATMUL_FLOAT16, OC_MATMUL_DEFAULT, OC_MATMUL_FLOAT32}, /* numpy: float16 */
@@ -72,6 +73,8 @@ static void test_dtypes_and_transposes(void)
         {OC_MATMUL_INT8, OC_MATMUL_BOOL, OC_MATMUL_DEFAULT, OC_MATMUL_INT32},
         {OC_MATMUL_BOOL, OC_MATMUL_BOOL, OC_MATMUL_INT32, OC_MATMUL_INT32},
         {OC_MATMUL_BOOL, OC_MATMUL_BOOL, OC_MATMUL_FLOAT32, OC_MATMUL_FLOAT32},
+        {OC_MATMUL_BOOL, OC_MATMUL_BOOL, OC_MATMUL_DEFAULT, OC_MATMUL_BOOL}, /* numpy's bool */
+        {OC_MATMUL_BOOL, OC_MATMUL_BOOL, OC_MATMUL_BOOL, OC_MATMUL_BOOL},
     };
     for (size_t i = 0; i < sizeof mixed / sizeof mixed[0]; i++) {
         mm_product p = {mixed[i].a, mixed[i].b, mixed[i].req, 21, 17, 40, (int)i & 1, 0};

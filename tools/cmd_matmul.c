@@ -27,10 +27,11 @@ static const char matmul_usage[] =
     "  --gram                 C = op(A)·op(A)ᵀ from A alone: only the tiles on and above the\n"
     "                         diagonal are computed, then mirrored (so is B the same file as A\n"
     "                         with op(B) = op(A)ᵀ)\n"
-    "  --dtype T              float64, float32, float16 or int32 (of int8 or bool inputs alone)\n"
-    "                         the type the product is computed and written in (default: numpy's\n"
-    "                         result type, but float32 for float16 and bfloat16, whose sums are\n"
-    "                         float32); integer inputs other than int8 need a float here\n"
+    "  --dtype T              float64, float32, float16, int32 (of int8 or bool inputs alone) or\n"
+    "                         bool (of bool inputs): the type the product is computed and written\n"
+    "                         in (default: numpy's result type, but float32 for float16 and\n"
+    "                         bfloat16, whose sums are float32, and int32 for int8); integer\n"
+    "                         inputs other than int8 and bool need a float here\n"
     "  --tf32                 float32 on the GPU: allow TF32 tensor cores (10-bit mantissa)\n";
 /* Then the --backend line, from the library's list (print_usage), and the rest. */
 static const char matmul_usage_rest[] =
@@ -110,8 +111,9 @@ static int take_value(cli_args *a, matmul_args *g)
     } else if (CLI_OPTION(a, r, v, "--dtype")) {
         if (r < 0) return OC_EXIT_USAGE;
         if (oc_matmul_dtype_parse(v, &g->opts.dtype) != OC_OK || g->opts.dtype == OC_MATMUL_DEFAULT ||
-            !(g->opts.dtype <= OC_MATMUL_FLOAT16 || g->opts.dtype == OC_MATMUL_INT32))
-            return cli_usage_error("--dtype %s: expected float64, float32, float16 or int32", v);
+            !(g->opts.dtype <= OC_MATMUL_FLOAT16 || g->opts.dtype == OC_MATMUL_INT32 ||
+              g->opts.dtype == OC_MATMUL_BOOL))
+            return cli_usage_error("--dtype %s: expected float64, float32, float16, int32 or bool", v);
     } else if (CLI_OPTION(a, r, v, "--tile")) {
         if (r < 0) return OC_EXIT_USAGE;
         if (cli_parse_i64(v, &g->opts.tile) || g->opts.tile < 1)

@@ -208,12 +208,12 @@ def matmul(A: ArrayLike | Path, B: ArrayLike | Path | None = None, out: Path | n
     transpose_b : bool, default False
         op(B) = Bᵀ.
     dtype : numpy dtype, optional
-        float64, float32, float16, bfloat16 (ml_dtypes) or int32 (int8 and bool inputs alone): the
-        type the product is computed and returned in; default numpy's result type, except
-        int8 x int8 (and bool x int8), which is int32 (exact), and float16 or bfloat16, whose
-        float32 sums are returned as float32 unless the half type is asked for. Integer pairs
-        other than int8 x int8 need a float here, and bool x bool (numpy's bool) int32 or a
-        float.
+        float64, float32, float16, bfloat16 (ml_dtypes), int32 (int8 and bool inputs alone) or
+        bool (two bool inputs): the type the product is computed and returned in; default
+        numpy's result type (bool x bool is bool, any of the ANDs), except int8 x int8 (and
+        bool x int8), which is int32 (exact), and float16 or bfloat16, whose float32 sums
+        are returned as float32 unless the half type is asked for. Integer pairs other than
+        int8 x int8 (and bool) need a float here.
     backend : {"auto", "cpu", "cuda"}, optional
         "auto" (the default: the cost model's pick), "cpu" or "cuda".
     devices : str or sequence, optional
@@ -282,7 +282,8 @@ def matmul(A: ArrayLike | Path, B: ArrayLike | Path | None = None, out: Path | n
             pass  # not a dtype: refused below, naming it
         name = _dtype_name(dtype)
         if name is None:
-            raise InputError(f"dtype={dtype!r}: expected float64, float32, float16, bfloat16 (ml_dtypes) or int32")
+            raise InputError(f"dtype={dtype!r}: expected float64, float32, float16, bfloat16 (ml_dtypes), int32 or "
+                             "bool")
         opts.dtype = _CODES[name]
     opts.tf32 = 1 if tf32 else 0
     if resume and not _is_path(out):

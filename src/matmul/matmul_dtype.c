@@ -3,7 +3,7 @@
  * (matmul_dtype.h). numpy's rules, with two departures that docs/matmul.md states:
  * int8 x int8 is int32 (exact) where numpy wraps in int8 (bool x int8 too, as numpy's int8),
  * and other integer products are refused, since their exact sums need more than a float64 or
- * int32 holds (bool x bool, numpy's bool, among them: int32 counts are asked for).
+ * int32 holds. bool x bool is numpy's bool, from int8 products' int32 sums.
  */
 #include "matmul/matmul_dtype.h"
 
@@ -94,13 +94,15 @@ static oc_matmul_dtype numpy_result(oc_matmul_dtype a, oc_matmul_dtype b)
     if (is_float(a) && is_float(b)) return float_join(a, b);
     if (is_float(a)) return float_join(a, int_as_float(b, a == OC_MATMUL_BFLOAT16 ? a : OC_MATMUL_FLOAT16));
     if (is_float(b)) return float_join(b, int_as_float(a, b == OC_MATMUL_BFLOAT16 ? b : OC_MATMUL_FLOAT16));
-    return int8_pair(a, b) && !(a == OC_MATMUL_BOOL && b == OC_MATMUL_BOOL) ? OC_MATMUL_INT32 : OC_MATMUL_DEFAULT;
+    if (a == OC_MATMUL_BOOL && b == OC_MATMUL_BOOL) return OC_MATMUL_BOOL;
+    return int8_pair(a, b) ? OC_MATMUL_INT32 : OC_MATMUL_DEFAULT;
 }
 
 oc_matmul_dtype oc_matmul_dtype_of(oc_mm_type t)
 {
     static const oc_matmul_dtype of[OC_MM_TYPE_COUNT] = {OC_MATMUL_FLOAT64,  OC_MATMUL_FLOAT32, OC_MATMUL_FLOAT16,
-                                                         OC_MATMUL_BFLOAT16, OC_MATMUL_INT8,    OC_MATMUL_INT32};
+                                                         OC_MATMUL_BFLOAT16, OC_MATMUL_INT8,    OC_MATMUL_INT32,
+                                                         OC_MATMUL_BOOL};
     return (unsigned)t < OC_MM_TYPE_COUNT ? of[t] : OC_MATMUL_DEFAULT;
 }
 
@@ -111,13 +113,6 @@ int oc_matmul_promote(oc_matmul_dtype ta, oc_matmul_dtype tb, oc_matmul_dtype re
     /* The half type multiplied as it is into float32 sums, or DEFAULT. */
     oc_matmul_dtype half = OC_MATMUL_DEFAULT;
     if (requested == OC_MATMUL_DEFAULT) {
-        if (r == OC_MATMUL_DEFAULT && ta == OC_MATMUL_BOOL && tb == OC_MATMUL_BOOL) {
-            snprintf(why, why_size,
-                     "bool x bool: numpy's product is bool, which matmul does not write; ask for --dtype int32 "
-                     "(the counts of common ones, exact) or float32, or count them with `outcore gram` on "
-                     "1-bit kernels");
-            return -1;
-        }
         if (r == OC_MATMUL_DEFAULT) {
             snprintf(why, why_size,
                      "%s x %s: integer products are computed for int8 x int8 alone (exact, into int32); "
@@ -135,12 +130,19 @@ int oc_matmul_promote(oc_matmul_dtype ta, oc_matmul_dtype tb, oc_matmul_dtype re
             return -1;
         }
         r = OC_MATMUL_INT32;
+    } else if (requested == OC_MATMUL_BOOL) {
+        if (ta != OC_MATMUL_BOOL || tb != OC_MATMUL_BOOL) {
+            snprintf(why, why_size, "dtype bool is the product of bool inputs alone, not of %s x %s",
+                     oc_matmul_dtype_name(ta), oc_matmul_dtype_name(tb));
+            return -1;
+        }
+        r = OC_MATMUL_BOOL;
     } else if (is_float(requested)) {
         r = requested; /* same_kind: any integer or float input casts to a float */
     } else {
         snprintf(why, why_size,
-                 "dtype %s: a product is computed in float64, float32, float16, bfloat16 or "
-                 "int32 (of int8 or bool inputs)",
+                 "dtype %s: a product is computed in float64, float32, float16, bfloat16, "
+                 "int32 (of int8 or bool inputs) or bool (of bool inputs)",
                  oc_matmul_dtype_name(requested) ? oc_matmul_dtype_name(requested) : "?");
         return -1;
     }
@@ -156,6 +158,9 @@ int oc_matmul_promote(oc_matmul_dtype ta, oc_matmul_dtype tb, oc_matmul_dtype re
         break;
     case OC_MATMUL_BFLOAT16:
         *in = *out = OC_MM_BFLOAT16;
+        break;
+    case OC_MATMUL_BOOL: /* int8 products of 0 and 1, their int32 sums not 0 */
+        *in = OC_MM_INT8, *out = OC_MM_BOOL;
         break;
     default:
         *in = OC_MM_INT8, *out = OC_MM_INT32;

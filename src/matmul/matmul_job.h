@@ -28,6 +28,7 @@ typedef enum oc_mm_type {
     OC_MM_BFLOAT16,    /* bfloat16 operands, FP32 accumulation */
     OC_MM_INT8,        /* int8 operands, exact int32 accumulation */
     OC_MM_INT32,       /* output only: the int8 product */
+    OC_MM_BOOL,        /* output only: bool x bool's product, its int32 sums not 0 (numpy's any of the ANDs) */
     OC_MM_TYPE_COUNT
 } oc_mm_type;
 
@@ -244,7 +245,7 @@ static inline int64_t oc_mm_least_budget(const oc_matmul_job *job, int64_t need)
 /* Size of one element of t. */
 static inline size_t oc_mm_type_size(oc_mm_type t)
 {
-    static const unsigned char size[OC_MM_TYPE_COUNT] = {8, 4, 2, 2, 1, 4};
+    static const unsigned char size[OC_MM_TYPE_COUNT] = {8, 4, 2, 2, 1, 4, 1};
     return (unsigned)t < OC_MM_TYPE_COUNT ? size[t] : 0;
 }
 

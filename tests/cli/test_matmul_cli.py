@@ -117,13 +117,22 @@ def test_dtypes(mats):
     close(np.load(d / "c.npy"), h32 @ h32.T, 48, 1e-6)
     run("matmul", d / "h.npy", d / "h.npy", "--transpose-b", "--dtype", "float16", "-o", d / "c.npy", "-q")
     close(np.load(d / "c.npy"), x["h"] @ x["h"].T, 48, 1e-3)
-    # bool: as the float it meets; bool x bool counted into int32 when asked
+    # bool: as the float it meets; bool x bool numpy's bool, or counted into int32 when asked
     run("matmul", d / "flag.npy", d / "f10.npy", "-o", d / "c.npy", "-q")
     close(np.load(d / "c.npy"), x["flag"] @ x["f10"], 10, 1e-6)
     flag = x["flag"].astype(np.int64)
     run("matmul", d / "flag.npy", "--gram", "--dtype", "int32", "-o", d / "c.npy", "-q")
     c = np.load(d / "c.npy")
     assert c.dtype == np.int32 and np.array_equal(c, flag @ flag.T)
+    sparse = np.random.default_rng(5).random((40, 30)) < 0.06
+    np.save(d / "sparse.npy", sparse)
+    for args, ref in ((["flag.npy", "flag.npy"], x["flag"] @ x["flag"]), (["sparse.npy", "--gram"], sparse @ sparse.T),
+                      (["sparse.npy", "sparse.npy", "--transpose-a"], sparse.T @ sparse)):
+        for budget in ([], ["--host-mem", "20K", "--tile", "8"]):
+            run("matmul", *[d / a if a.endswith(".npy") else a for a in args], *budget, "-o", d / "c.npy", "-q")
+            c = np.load(d / "c.npy")
+            assert c.dtype == np.bool_ and np.array_equal(c, ref), (args, budget)
+    assert 0 < (sparse @ sparse.T).mean() < 1
 
 
 def test_small_budget_same_bytes(mats):
@@ -278,8 +287,9 @@ def test_bad_inputs(mats):
     assert "bt.npy" in line
     line = expect_error(d, d / "i64.npy", d / "i64.npy", message="int64 x int64")
     assert "i64.npy" in line and "float64" in line
-    line = expect_error(d, d / "flag.npy", d / "flag.npy", message="bool x bool: numpy's product is bool")
-    assert "--dtype int32" in line and "flag.npy" in line, line
+    line = expect_error(d, d / "flag.npy", d / "f10.npy", "--dtype", "bool", message="dtype bool is the product of "
+                        "bool inputs alone, not of bool x float32")
+    assert "flag.npy" in line, line
     expect_error(d, d / "cube.npy", d / "a.npy", message="3-dimensional")
     np.save(d / "vec.npy", np.ones(71))
     expect_error(d, d / "a.npy", d / "vec.npy", message="inner dimensions differ: op(A) of ")

@@ -47,11 +47,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         fuzz_fail("oc_matmul_result: a %lld x %lld result of dtype %d", (long long)rows, (long long)cols, (int)rt);
     int64_t cells;
     if (__builtin_mul_overflow(rows, cols, &cells) || cells > RUN_MAX_CELLS) return 0; /* k may be 0 */
-    static const int elem[] = {[OC_MATMUL_FLOAT64] = 8,
-                               [OC_MATMUL_FLOAT32] = 4,
-                               [OC_MATMUL_FLOAT16] = 2,
-                               [OC_MATMUL_BFLOAT16] = 2,
-                               [OC_MATMUL_INT32] = 4};
+    static const int elem[] = {[OC_MATMUL_FLOAT64] = 8,  [OC_MATMUL_FLOAT32] = 4, [OC_MATMUL_FLOAT16] = 2,
+                               [OC_MATMUL_BFLOAT16] = 2, [OC_MATMUL_INT32] = 4,   [OC_MATMUL_BOOL] = 1};
     if ((unsigned)rt >= sizeof elem / sizeof elem[0] || elem[rt] == 0)
         fuzz_fail("oc_matmul_result: a result of dtype %d", (int)rt);
     void *out = malloc((size_t)(cells * elem[rt]) + 1);

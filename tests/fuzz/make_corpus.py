@@ -154,7 +154,7 @@ def matmul_npy_corpus():
     seed("i8_as_f64.npy", npy_bytes(rng.integers(-99, 99, (3, 3), dtype=np.int64)), 2 | 8)
     bools = rng.choice(np.array([0, 1, 2, 255], np.uint8), size=(8, 5)).view(bool)
     seed("bool_counts.npy", npy_bytes(bools), 0 | 12)
-    seed("bool_refused.npy", npy_bytes(bools), 0)
+    seed("bool_any.npy", npy_bytes(bools), 0)
     seed("bool_as_f32_reference.npy", npy_bytes(bools), 1 | 4 | 16)
     seed("fortran_f8.npy", npy_bytes(np.asfortranarray(square[:, :5])), 0)
     seed("fortran_bool.npy", npy_bytes(np.asfortranarray(bools)), 1 | 12)

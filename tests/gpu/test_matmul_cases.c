@@ -52,10 +52,11 @@ static const struct {
     {OC_MATMUL_INT16, OC_MATMUL_FLOAT64, OC_MATMUL_DEFAULT},
     {OC_MATMUL_FLOAT32, OC_MATMUL_UINT16, OC_MATMUL_FLOAT64},
     /* bool (bytes other than 0 and 1 among its trues): into a float, into int8 beside int8,
-     * and both bool counted into int32 */
+     * both bool counted into int32, and bool x bool as numpy's bool */
     {OC_MATMUL_BOOL, OC_MATMUL_FLOAT32, OC_MATMUL_DEFAULT},
     {OC_MATMUL_INT8, OC_MATMUL_BOOL, OC_MATMUL_DEFAULT},
     {OC_MATMUL_BOOL, OC_MATMUL_BOOL, OC_MATMUL_INT32},
+    {OC_MATMUL_BOOL, OC_MATMUL_BOOL, OC_MATMUL_DEFAULT}, /* numpy's bool: int32 sums rounded on the device */
 };
 #define NTYPES ((int)(sizeof types / sizeof types[0]))
 

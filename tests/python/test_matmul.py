@@ -88,8 +88,8 @@ def test_promotion_and_dtype():
 @pytest.mark.parametrize("backend", ["cpu", "auto"])
 def test_bool_as_numpy_promotes_it(tmp_path, backend):
     """bool meets a float as that float and int8 as int8 (int32 sums, exact); a byte other than
-    0 is true, as numpy reads it (bytes 2 and 255 among the trues); bool x bool, numpy's bool,
-    is refused unless int32 counts or a float are asked for; .npy files of bool read too."""
+    0 is true, as numpy reads it (bytes 2 and 255 among the trues); bool x bool is numpy's
+    bool (any of the ANDs), or int32 counts or a float when asked; .npy files of bool read too."""
     raw = rng.choice(np.array([0, 0, 1, 2, 255], np.uint8), size=(41, 67))
     m = raw.view(bool)
     f32 = rng.standard_normal((67, 23)).astype(np.float32)
@@ -105,8 +105,9 @@ def test_bool_as_numpy_promotes_it(tmp_path, backend):
     assert got.dtype == np.int32 and np.array_equal(got, m.astype(np.int64) @ i8.astype(np.int64))
     counts = m.astype(np.int64) @ m.T.astype(np.int64)
     for b in (m.T, None):
-        with pytest.raises(outcore.InputError, match="ask for dtype int32"):
-            outcore.matmul(m, b, backend=backend)
+        got = outcore.matmul(m, b, backend=backend)
+        assert got.dtype == np.bool_ and np.array_equal(got, m @ m.T)
+        assert np.array_equal(outcore.matmul(m, b, dtype=bool, backend=backend), m @ m.T)
         got = outcore.matmul(m, b, dtype=np.int32, backend=backend)
         assert got.dtype == np.int32 and np.array_equal(got, counts)
     close(outcore.matmul(m, m.T, dtype=np.float32, backend=backend), counts.astype(np.float32), 67, 0)
@@ -117,6 +118,11 @@ def test_bool_as_numpy_promotes_it(tmp_path, backend):
     got = outcore.matmul(tmp_path / "m.npy", tmp_path / "f.npy", backend=backend)
     close(got, (ones @ f32).astype(np.float32), 67, 1e-6)
     assert np.array_equal(outcore.matmul(tmp_path / "m.npy", dtype="int32", backend=backend), counts)
+    sparse = rng.random((300, 200)) < 0.01  # both values in the result
+    got = outcore.matmul(sparse, sparse.T, backend=backend, host_mem="64K")
+    assert got.dtype == np.bool_ and np.array_equal(got, sparse @ sparse.T) and 0 < got.mean() < 1
+    out = np.ones((300, 300), bool)
+    assert outcore.matmul(sparse, out=out, backend=backend) is out and np.array_equal(out, sparse @ sparse.T)
 
 
 def test_vectors_as_numpy_reads_them():
@@ -257,8 +263,8 @@ def test_refusals(tmp_path):
         outcore.matmul(a, a)
     with pytest.raises(outcore.InputError, match="missing.npy"):
         outcore.matmul(tmp_path / "missing.npy", a)
-    with pytest.raises(outcore.InputError, match="bool x bool: numpy's product is bool"):
-        outcore.matmul(a > 0, a.T > 0)
+    with pytest.raises(outcore.InputError, match="dtype bool is the product of bool inputs alone"):
+        outcore.matmul(a > 0, a.T, dtype=bool)
     with pytest.raises(outcore.InputError, match="2-D"):
         outcore.matmul(np.zeros((2, 2, 2)), a)
     with pytest.raises(outcore.InputError, match="no B to transpose"):

@@ -44,6 +44,12 @@ static void to_out(oc_mm_kind kind, oc_mm_type out, const void *acc, void *dst, 
         for (int64_t i = 0; i < n; i++) ((int32_t *)dst)[i] = (int32_t)((const double *)acc)[i];
     else if (kind == OC_MM_KIND_F32 && out == OC_MM_INT32) /* the same, k <= OC_MM_INT8_F32_K_MAX */
         for (int64_t i = 0; i < n; i++) ((int32_t *)dst)[i] = (int32_t)((const float *)acc)[i];
+    else if (out == OC_MM_BOOL && kind == OC_MM_KIND_I8) /* bool x bool: any of the ANDs */
+        for (int64_t i = 0; i < n; i++) ((uint8_t *)dst)[i] = ((const int32_t *)acc)[i] != 0;
+    else if (out == OC_MM_BOOL && kind == OC_MM_KIND_F32) /* sums of products of 0 and 1 */
+        for (int64_t i = 0; i < n; i++) ((uint8_t *)dst)[i] = ((const float *)acc)[i] != 0;
+    else if (out == OC_MM_BOOL)
+        for (int64_t i = 0; i < n; i++) ((uint8_t *)dst)[i] = ((const double *)acc)[i] != 0;
     else if (out == OC_MM_FLOAT16) oc_mm_half_runs_best()->to_half(acc, n, dst);
     else if (out == OC_MM_BFLOAT16)
         for (int64_t i = 0; i < n; i++) ((uint16_t *)dst)[i] = oc_mm_float_to_bf16(((const float *)acc)[i]);

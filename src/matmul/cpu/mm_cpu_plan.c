@@ -35,7 +35,7 @@ size_t oc_mm_acc_size(oc_mm_kind kind) { return kind == OC_MM_KIND_I8 ? 4 : oc_m
 
 int oc_mm_out_separate(oc_mm_kind kind, oc_mm_type out)
 {
-    return !(kind == OC_MM_KIND_I8 || (kind == OC_MM_KIND_F64 && out == OC_MM_FLOAT64) ||
+    return !((kind == OC_MM_KIND_I8 && out == OC_MM_INT32) || (kind == OC_MM_KIND_F64 && out == OC_MM_FLOAT64) ||
              (kind == OC_MM_KIND_F32 && out == OC_MM_FLOAT32));
 }
 

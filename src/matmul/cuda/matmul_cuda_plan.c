@@ -18,7 +18,8 @@
 
 #define MIB(x) ((double)(x) / 1048576.0)
 
-static const char *const type_names[OC_MM_TYPE_COUNT] = {"float64", "float32", "float16", "bfloat16", "int8", "int32"};
+static const char *const type_names[OC_MM_TYPE_COUNT] = {"float64", "float32", "float16", "bfloat16",
+                                                         "int8",    "int32",   "bool"};
 
 const char *oc_mm_cuda_type_name(oc_mm_type t) { return (unsigned)t < OC_MM_TYPE_COUNT ? type_names[t] : "?"; }
 
@@ -46,7 +47,7 @@ oc_status oc_mm_cuda_types(oc_context *ctx, oc_mm_type in, oc_mm_type out, int t
         *acc = OC_MM_FLOAT32, *compute = "CUBLAS_COMPUTE_32F";
         break;
     case OC_MM_INT8:
-        ok = out == OC_MM_INT32, *acc = OC_MM_INT32, *compute = "CUBLAS_COMPUTE_32I";
+        ok = out == OC_MM_INT32 || out == OC_MM_BOOL, *acc = OC_MM_INT32, *compute = "CUBLAS_COMPUTE_32I";
         break;
     default:
         break;

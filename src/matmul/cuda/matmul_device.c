@@ -25,7 +25,7 @@
 #include "mem/pool.h"
 
 /* ---------------------------------------------------------------- driver */
-/* Rounds (FP16/BF16 output) the finished accumulator c and hands it to the writer. */
+/* Rounds (FP16/BF16 and bool output) the finished accumulator c and hands it to the writer. */
 static oc_status finish_tile(oc_mm_device *d, int c, const oc_mm_panel_slot *s)
 {
     oc_context *ctx = d->ctx;
@@ -34,7 +34,7 @@ static oc_status finish_tile(oc_mm_device *d, int c, const oc_mm_panel_slot *s)
     const void *src = d->d_acc[c];
     int64_t ld = ldc, elem = (int64_t)oc_mm_type_size(plan->acc_type);
     if (d->d_round[c]) {
-        OC_CHECK(ctx, oc_mm_round_f32(ctx, &d->dev, d->d_acc[c], s->rows, s->cols, ldc, plan->in.out_type,
+        OC_CHECK(ctx, oc_mm_round_acc(ctx, &d->dev, d->d_acc[c], s->rows, s->cols, ldc, plan->in.out_type,
                                       d->d_round[c], d->dev.compute));
         src = d->d_round[c], ld = s->cols, elem = (int64_t)oc_mm_type_size(plan->in.out_type);
     }

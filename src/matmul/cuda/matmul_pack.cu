@@ -84,18 +84,19 @@ __global__ void __launch_bounds__(THREADS)
     }
 }
 
-template <typename T> __device__ T round_to(float v);
-template <> __device__ __half round_to<__half>(float v) { return __float2half_rn(v); }
-template <> __device__ __nv_bfloat16 round_to<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+template <typename S, typename T> __device__ T round_to(S v);
+template <> __device__ __half round_to<float, __half>(float v) { return __float2half_rn(v); }
+template <> __device__ __nv_bfloat16 round_to<float, __nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+template <> __device__ uint8_t round_to<int32_t, uint8_t>(int32_t v) { return v != 0; }
 
-template <typename T>
+template <typename S, typename T>
 __global__ void __launch_bounds__(THREADS)
-    round_kernel(const float *__restrict__ src, int64_t rows, int64_t cols, int64_t ld, T *__restrict__ dst)
+    round_kernel(const S *__restrict__ src, int64_t rows, int64_t cols, int64_t ld, T *__restrict__ dst)
 {
     const int64_t c = (int64_t)blockIdx.x * THREADS + threadIdx.x;
     const int64_t r = blockIdx.y + (int64_t)blockIdx.z * gridDim.y;
     if (r >= rows || c >= cols) return;
-    dst[r * cols + c] = round_to<T>(src[r * ld + c]);
+    dst[r * cols + c] = round_to<S, T>(src[r * ld + c]);
 }
 
 /* c[i * ld + j] = c[j * ld + i] for j < i: the lower triangle from the upper, through shared
@@ -174,22 +175,30 @@ extern "C" oc_status oc_mm_transpose_i8(oc_context *ctx, oc_cuda_device *dev, co
     return OC_OK;
 }
 
-extern "C" oc_status oc_mm_round_f32(oc_context *ctx, oc_cuda_device *dev, const float *src, int64_t rows, int64_t cols,
+/* One round_kernel<S, T> launched over rows x cols. */
+template <typename S, typename T>
+static oc_status round_as(oc_context *ctx, oc_cuda_device *dev, const void *src, int64_t rows, int64_t cols, int64_t ld,
+                          void *dst, const char *name, cudaStream_t stream)
+{
+    OC_CHECK(ctx, oc_cuda_launch_prepare(ctx, dev, (const void *)round_kernel<S, T>, name, THREADS, 0));
+    round_kernel<S, T><<<row_grid(rows, cols), THREADS, 0, stream>>>((const S *)src, rows, cols, ld, (T *)dst);
+    return OC_OK;
+}
+
+extern "C" oc_status oc_mm_round_acc(oc_context *ctx, oc_cuda_device *dev, const void *src, int64_t rows, int64_t cols,
                                      int64_t ld, oc_mm_type to, void *dst, cudaStream_t stream)
 {
     if (rows <= 0 || cols <= 0) return OC_OK;
-    if (to == OC_MM_FLOAT16) {
-        OC_CHECK(ctx, oc_cuda_launch_prepare(ctx, dev, (const void *)round_kernel<__half>, "matmul round_kernel<half>",
-                                             THREADS, 0));
-        round_kernel<__half><<<row_grid(rows, cols), THREADS, 0, stream>>>(src, rows, cols, ld, (__half *)dst);
-    } else if (to == OC_MM_BFLOAT16) {
-        OC_CHECK(ctx, oc_cuda_launch_prepare(ctx, dev, (const void *)round_kernel<__nv_bfloat16>,
-                                             "matmul round_kernel<bfloat16>", THREADS, 0));
-        round_kernel<__nv_bfloat16>
-            <<<row_grid(rows, cols), THREADS, 0, stream>>>(src, rows, cols, ld, (__nv_bfloat16 *)dst);
-    } else {
-        return oc_fail(ctx, OC_ERR_INTERNAL, "matmul round: output type %d is not a half-precision type", (int)to);
-    }
+    if (to == OC_MM_FLOAT16)
+        OC_CHECK(ctx,
+                 (round_as<float, __half>(ctx, dev, src, rows, cols, ld, dst, "matmul round_kernel<half>", stream)));
+    else if (to == OC_MM_BFLOAT16)
+        OC_CHECK(ctx, (round_as<float, __nv_bfloat16>(ctx, dev, src, rows, cols, ld, dst,
+                                                      "matmul round_kernel<bfloat16>", stream)));
+    else if (to == OC_MM_BOOL)
+        OC_CHECK(ctx,
+                 (round_as<int32_t, uint8_t>(ctx, dev, src, rows, cols, ld, dst, "matmul round_kernel<bool>", stream)));
+    else return oc_fail(ctx, OC_ERR_INTERNAL, "matmul round: output type %d has no rounding step", (int)to);
     CUDA_CHECK_LAUNCH(ctx, "matmul round_kernel");
     return OC_OK;
 }
@@ -201,6 +210,8 @@ extern "C" oc_status oc_mm_mirror(oc_context *ctx, oc_cuda_device *dev, void *c,
     if ((n + EDGE - 1) / EDGE > 65535)
         return oc_fail(ctx, OC_ERR_INTERNAL, "matmul mirror: %lld rows exceed the grid", (long long)n);
     switch (elem) {
+    case 1:
+        return mirror<uint8_t>(ctx, dev, c, n, ld, stream);
     case 2:
         return mirror<uint16_t>(ctx, dev, c, n, ld, stream);
     case 4:

@@ -33,13 +33,13 @@ typedef struct resident {
 } resident;
 
 /* Where a resident product's scratch lies, each part from a 256-byte boundary: int8's packing
- * of B (whole) and of A, and a half-precision result's float32 accumulator (the parts), then
- * int8's two chunks of B; from `before`, cuBLASLt's workspace. All of it is in the block the
- * context keeps when it fits OC_CUDA_KEPT_MAX with the plan's whole workspace (which a first
- * product of a shape may take to measure its algorithms): a cudaMalloc and a cudaFree cost
- * more than a product of a few microseconds. Otherwise the parts (`pooled` bytes, offsets from
- * the pooled buffer) come from the job's pool, and the block holds the chunks and the
- * workspace. */
+ * of B (whole) and of A, and a half-precision result's float32 accumulator or a bool one's
+ * int32 sums (the parts), then int8's two chunks of B; from `before`, cuBLASLt's workspace.
+ * All of it is in the block the context keeps when it fits OC_CUDA_KEPT_MAX with the plan's
+ * whole workspace (which a first product of a shape may take to measure its algorithms): a
+ * cudaMalloc and a cudaFree cost more than a product of a few microseconds. Otherwise the
+ * parts (`pooled` bytes, offsets from the pooled buffer) come from the job's pool, and the
+ * block holds the chunks and the workspace. */
 typedef struct layout {
     size_t b, a, acc, chunks, before, pooled;
 } layout;
@@ -157,7 +157,8 @@ static oc_status finish(oc_context *ctx, resident *d, void *c, double *t)
 }
 
 /* One product from A and B into C where they are in device memory (int8: packed beside them
- * first; an FP16/BF16 result: through a float32 accumulator rounded into C). cuBLASLt does
+ * first; an FP16/BF16 result: through a float32 accumulator rounded into C, a bool one
+ * through int32 sums). cuBLASLt does
  * not read C with beta 0, so whatever C held stays out of the result. */
 static oc_status run(oc_context *ctx, resident *d, int device)
 {
@@ -191,7 +192,7 @@ static oc_status run(oc_context *ctx, resident *d, int device)
     const void *acc = plan->acc_bytes ? part(d, &l, l.acc) : c;
     size_t need = 0;
     if (plan->b_chunk)
-        OC_CHECK(ctx, chunk_workspace(ctx, d, pa, in_block(d, l.chunks), c, plan->b_chunk,
+        OC_CHECK(ctx, chunk_workspace(ctx, d, pa, in_block(d, l.chunks), (int32_t *)acc, plan->b_chunk,
                                       n - (n - 1) / plan->b_chunk * plan->b_chunk, &need));
     else OC_CHECK(ctx, oc_mm_gemm_workspace_need(ctx, &d->gemm, m, n, k, pa, pb, acc, &need));
     OC_CHECK(ctx, take_block(ctx, d, l.before, need));
@@ -206,8 +207,11 @@ static oc_status run(oc_context *ctx, resident *d, int device)
             else OC_CHECK(ctx, oc_mm_pack_rows_i8(ctx, &d->dev, a, m, k, packed_a, plan->kpad, stream));
             a = packed_a;
         }
-        if (plan->b_chunk) {
-            OC_CHECK(ctx, run_chunks(ctx, d, &l, a, b, tb, c));
+        if (plan->b_chunk) { /* int32 sums into C, or into the accumulator a bool result rounds */
+            int32_t *sums = plan->acc_bytes ? part(d, &l, l.acc) : c;
+            OC_CHECK(ctx, run_chunks(ctx, d, &l, a, b, tb, sums));
+            if (plan->acc_bytes)
+                OC_CHECK(ctx, oc_mm_round_acc(ctx, &d->dev, sums, m, n, n, plan->in.out_type, c, stream));
             return finish(ctx, d, c, &t);
         }
         if (plan->pack_b) OC_CHECK(ctx, pack_b(ctx, d, b, tb, 0, n, packed_b, stream));
@@ -219,7 +223,7 @@ static oc_status run(oc_context *ctx, resident *d, int device)
     }
     void *acc_at = plan->acc_bytes ? part(d, &l, l.acc) : c;
     OC_CHECK(ctx, oc_mm_gemm_run(ctx, &d->gemm, m, n, k, a, b, acc_at, 0, stream));
-    if (plan->acc_bytes) OC_CHECK(ctx, oc_mm_round_f32(ctx, &d->dev, acc_at, m, n, n, plan->in.out_type, c, stream));
+    if (plan->acc_bytes) OC_CHECK(ctx, oc_mm_round_acc(ctx, &d->dev, acc_at, m, n, n, plan->in.out_type, c, stream));
     return finish(ctx, d, c, &t);
 }
 
