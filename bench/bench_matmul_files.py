@@ -3,7 +3,9 @@
 writes are not plain copies: float32 files as stored (the plain case), B stored as Bᵀ
 (`--transpose-b`: each panel row gathered across the file's rows), A in Fortran order (the
 same for A), computed as float16 (`--dtype float16`: each element rounded on the host before
-its upload), and A·Aᵀ from A alone (`--gram`: the upper tiles written and mirrored). With
+its upload), A·Aᵀ from A alone (`--gram`: the upper tiles written and mirrored), and bool
+files (numpy's bool result, rounded on the device, against `--dtype int32`'s counts, which
+download four times the bytes; each of its elements about as likely true as not). With
 --before, another outcore binary runs every case too (the build before a change), the two
 alternating, so that a change to the reads or writes shows in one run.
 
@@ -33,7 +35,12 @@ CASES = {
     "fortran-a": ("af", "b", []),
     "float16": ("a", "b", ["--dtype", "float16"]),
     "gram": ("a", None, ["--gram"]),
+    "bool": ("ba", "bb", []),
+    "bool-int32": ("ba", "bb", ["--dtype", "int32"]),
 }
+# A bool element's chance of being true: a product's element is then true with chance
+# 1 - (1 - P^2)^k, about a half at k = 16384.
+BOOL_TRUE = 0.0065
 
 
 def run(binary, a, b, out, args, extra):
@@ -72,7 +79,7 @@ def main():
     m, n, k = args.size
     os.makedirs(args.dir, exist_ok=True)
     rng = np.random.default_rng(11)
-    path = {x: os.path.join(args.dir, x + ".npy") for x in ("a", "af", "b", "bt")}
+    path = {x: os.path.join(args.dir, x + ".npy") for x in ("a", "af", "b", "bt", "ba", "bb")}
     need = {f for c in cases for f in CASES[c][:2] if f}
     a = rng.standard_normal((m, k), dtype=np.float32)
     if "a" in need:
@@ -86,9 +93,12 @@ def main():
     if "bt" in need:
         np.save(path["bt"], np.ascontiguousarray(b.T))
     del b
+    if "ba" in need:
+        np.save(path["ba"], rng.random((m, k), dtype=np.float32) < BOOL_TRUE)
+        np.save(path["bb"], rng.random((k, n), dtype=np.float32) < BOOL_TRUE)
     binaries = [("this", args.outcore)] + ([("before", args.before)] if args.before else [])
     flops = 2.0 * m * n * k
-    print(f"# {m} x {n} x {k} float32, --gpu-mem {args.gpu_mem}, median of {args.runs} runs "
+    print(f"# {m} x {n} x {k} float32 (bool cases: bool), --gpu-mem {args.gpu_mem}, median of {args.runs} runs "
           "(wall: the process, files in and out)")
     print(f"{'case':12s} {'binary':7s} {'wall s':>8s} {'job s':>8s} {'TFLOP/s':>8s} {'GB up':>8s}  result")
     for c in cases:
@@ -106,8 +116,17 @@ def main():
             result = "-" if name == "this" else (
                 "same bytes" if same_bytes(np.load(outs[name], mmap_mode="r"), ref) else "DIFFERENT BYTES")
             print(f"{c:12s} {name:7s} {wall:8.3f} {job:8.3f} {flops / job / 1e12:8.1f} {up:8.2f}  {result}")
+        if c in ("bool", "bool-int32"):  # kept: the bool result is where the counts are not 0
+            os.replace(outs["this"], os.path.join(args.dir, f"kept_{c}.npy"))
         for o in outs.values():
-            os.remove(o)
+            if os.path.exists(o):
+                os.remove(o)
+    kept = [os.path.join(args.dir, f"kept_{c}.npy") for c in ("bool", "bool-int32")]
+    if all(os.path.exists(p) for p in kept):
+        x, y = (np.load(p, mmap_mode="r") for p in kept)
+        same = all(np.array_equal(x[r:r + 4096], y[r:r + 4096] != 0) for r in range(0, x.shape[0], 4096))
+        print(f"bool against the counts: {'the counts not 0' if same else 'DIFFERENT'}; "
+              f"true {float(np.mean(x[:4096])):.3f} of the first rows")
     shutil.rmtree(args.dir, ignore_errors=True)
 
 
