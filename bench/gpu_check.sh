@@ -57,8 +57,9 @@
 #                    set-up, products and last writes are in the log too
 #   matmul-files     outcore matmul on .npy files out of core, the reads and writes that are not
 #                    plain copies: float32 files as stored, B as Bᵀ stored (--transpose-b), A
-#                    in Fortran order, computed as float16, A·Aᵀ (--gram), bool x bool against its int32 counts
-#                    (bench/bench_matmul_files.py; FILES_ARGS are passed to it); with OLD_SRC
+#                    in Fortran order, computed as float16, A·Aᵀ (--gram), bool x bool beside
+#                    its int32 counts (bench/bench_matmul_files.py; FILES_ARGS are passed to
+#                    it); with OLD_SRC
 #                    set, the outcore CLI built from it (build-old) runs every case too, the
 #                    two alternating, results compared byte for byte
 #   compare          the same benchmarks on another tree (OLD_SRC, a source folder, built in

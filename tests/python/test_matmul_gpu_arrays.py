@@ -155,8 +155,8 @@ def test_torch_mixed_pairs_promoted_on_the_device():
 @pytest.mark.skipif(not HAVE_TORCH, reason="needs torch with a usable CUDA device")
 def test_torch_bool_promoted_on_the_device():
     """A bool tensor meets float32 as float32 and int8 as int8 (int32 sums), converted on the
-    device; bool x bool is numpy's bool (int32 sums rounded on the device), or int32 counts
-    when asked for them."""
+    device; bool x bool is numpy's bool (int32 sums rounded on the device; A·Aᵀ of a bool
+    tensor, a promoted operand not read as stored, refused), or int32 counts when asked."""
     m = (torch.arange(8 * 15, device="cuda").reshape(8, 15) % 3) == 0
     b = torch.linspace(-2, 2, 15 * 9, dtype=torch.float32, device="cuda").reshape(15, 9)
     i8 = torch.arange(-60, 75, dtype=torch.int8, device="cuda").reshape(15, 9)
@@ -171,8 +171,10 @@ def test_torch_bool_promoted_on_the_device():
     cb = outcore.matmul(m, m.T.contiguous(), dtype=np.int32)
     assert cb.dtype == torch.int32 and np.array_equal(cb.cpu().numpy(), (m64 @ m64.T).astype(np.int32))
     mn = m.cpu().numpy()
-    for got in (outcore.matmul(m, m.T.contiguous()), outcore.matmul(m)):  # resident: one call, then rounded
-        assert got.is_cuda and got.dtype == torch.bool and np.array_equal(got.cpu().numpy(), mn @ mn.T)
+    got = outcore.matmul(m, m.T.contiguous())  # read as stored, promoted, summed and rounded on the device
+    assert got.is_cuda and got.dtype == torch.bool and np.array_equal(got.cpu().numpy(), mn @ mn.T)
+    with pytest.raises(outcore.InputError, match="as A·Aᵀ, which runs where the operands are: convert it on the"):
+        outcore.matmul(m)  # a promoted GPU operand is read as stored only
     sparse = torch.rand(300, 200, device="cuda") < 0.01
     sn = sparse.cpu().numpy()
     got = outcore.matmul(sparse.cpu().numpy(), sn.T, backend="cuda", gpu_mem="1M")  # tiles from the host
