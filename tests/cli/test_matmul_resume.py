@@ -26,6 +26,8 @@ def mats(tmp_path):
     np.save(tmp_path / "A8.npy", rng.integers(-128, 128, (300, 500), dtype=np.int8))
     np.save(tmp_path / "B8.npy", rng.integers(-128, 128, (500, 260), dtype=np.int8))
     np.save(tmp_path / "v64.npy", rng.standard_normal(500))
+    np.save(tmp_path / "A1.npy", rng.random((300, 500)) < 0.03)  # bool: both values in the result
+    np.save(tmp_path / "B1.npy", rng.random((500, 260)) < 0.03)
     return tmp_path
 
 
@@ -47,6 +49,7 @@ CASES = [
     ("float64_gram", ["A64.npy"], ["--gram"], "300K"),
     ("float32_transpose", ["A32.npy", "A32.npy"], ["--transpose-b"], "100K"),
     ("float64_vector", ["A64.npy", "v64.npy"], [], "20K"),  # a 1-D result file reopened
+    ("bool", ["A1.npy", "B1.npy"], [], "60K"),  # one-byte results, rounded after the last panel
 ]
 
 

@@ -136,8 +136,9 @@ def selected(target):
 
 def matmul_npy_corpus():
     """fuzz_matmul_npy's input: the selector byte (how B is given, the dtype asked for, the
-    reference loops), then A's file: each dtype matmul reads (bool with bytes 2 and 255 among
-    its trues), Fortran order, the shapes and headers a product refuses."""
+    reference loops, a file result), then A's file: each dtype matmul reads (bool with bytes 2
+    and 255 among its trues), Fortran order, vectors, the shapes and headers a product
+    refuses."""
     seed = selected("matmul_npy")
 
     rng = np.random.default_rng(5)
@@ -169,6 +170,12 @@ def matmul_npy_corpus():
     seed("complex.npy", npy_bytes(square.astype(np.complex64)), 0)
     seed("v2_f4.npy", npy_bytes(square.astype("<f4"), (2, 0)), 2)
     seed("not_square_same_file.npy", npy_bytes(square[:, :4]), 2)
+    # written to a file too (bits 5 and 6): a vector (its dimensions dropped), bool, floats
+    seed("one_d_to_file.npy", npy_bytes(square.ravel()), 2 | 0x60)
+    seed("one_d_gram_to_file.npy", npy_bytes(square.ravel()[:5].astype("<f4")), 0 | 0x60)
+    seed("bool_to_file.npy", npy_bytes(bools), 1 | 0x60)
+    seed("f8_to_file_reference.npy", npy_bytes(square), 3 | 16 | 0x60)
+    seed("i1_to_file.npy", npy_bytes(rng.integers(-128, 128, (5, 9), dtype=np.int8)), 0 | 0x60)
 
 
 def map_npy_corpus():
