@@ -62,6 +62,9 @@
 #                    it); with OLD_SRC
 #                    set, the outcore CLI built from it (build-old) runs every case too, the
 #                    two alternating, results compared byte for byte
+#   matmul-vector    a matrix-vector product from .npy files (a 1-D v): outcore matmul on auto,
+#                    the CPU and the GPU beside numpy on the same files, each a process
+#                    (bench/bench_matmul_vector.py; VECTOR_ARGS are passed to it)
 #   compare          the same benchmarks on another tree (OLD_SRC, a source folder, built in
 #                    build-old) and on this one, alternating old, new, old, new: bench_gram_cuda's
 #                    COMPARE_PARTS (default "kernel") and the top-k CLI end to end, so that a
@@ -183,6 +186,7 @@ matmulxt_bench=0
 matmul_host_bench=0
 matmul_scaling_bench=0
 matmul_files_bench=0
+matmul_vector_bench=0
 compare_bench=0
 for part in "${bench_parts[@]}"; do
   case "$part" in
@@ -202,6 +206,7 @@ for part in "${bench_parts[@]}"; do
     matmul-host) matmul_host_bench=1 ;;
     matmul-scaling) matmul_scaling_bench=1 ;;
     matmul-files) matmul_files_bench=1 ;;
+    matmul-vector) matmul_vector_bench=1 ;;
     compare) compare_bench=1 ;;
     *) gram_parts+=("$part") ;;
   esac
@@ -298,6 +303,14 @@ if has bench && [ $matmul_files_bench -eq 1 ]; then
     ${FILES_ARGS:-} 2>&1 | tee "$LOGS/bench_matmul_files.log"
   note matmul_files "rc ${PIPESTATUS[0]}: $(grep -E '^[a-z0-9-]+ +(this|before) ' "$LOGS/bench_matmul_files.log" |
     awk '{print $1 " " $2 " " $4 " s"}' | tr '\n' ';')"
+fi
+
+if has bench && [ $matmul_vector_bench -eq 1 ]; then
+  # shellcheck disable=SC2086 # VECTOR_ARGS is a list of options
+  timeout "${BENCH_TIMEOUT:-400}" python3 bench/bench_matmul_vector.py --outcore "$BUILD/outcore" ${VECTOR_ARGS:-} 2>&1 |
+    tee "$LOGS/bench_matmul_vector.log"
+  note matmul_vector "rc ${PIPESTATUS[0]}: $(grep -E '^(numpy|auto|cpu|cuda) ' "$LOGS/bench_matmul_vector.log" |
+    awk '{print $1 " " $2 " s"}' | tr '\n' ';')"
 fi
 
 if has bench && [ $compare_bench -eq 1 ]; then
