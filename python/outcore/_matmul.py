@@ -11,6 +11,8 @@ host budget. See docs/matmul.md.
 from __future__ import annotations
 
 import ctypes
+import os
+import stat
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -74,12 +76,26 @@ def _rows_contiguous(x):
 
 
 def _npy_ndim(path):
-    """The dimensions of the .npy at path from its header, or None where it cannot be read as
-    one (the library then says why, naming the file)."""
+    """The dimensions of the .npy at path from its header, or None where it is not a regular
+    file that reads as one (the library then says why, naming the file). Opened without
+    blocking, so that a named pipe is not waited on."""
     try:
-        return np.load(path, mmap_mode="r", allow_pickle=False).ndim
-    except (OSError, ValueError, TypeError):
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except (OSError, TypeError, ValueError):
         return None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        return None
+    with os.fdopen(fd, "rb") as f:
+        fmt = np.lib.format
+        try:
+            version = fmt.read_magic(f)
+            if hasattr(fmt, "_read_array_header"):  # every version, numpy 1.x and 2.x
+                return len(fmt._read_array_header(f, version)[0])
+            read = fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0
+            return len(read(f)[0])
+        except Exception:  # a header numpy does not read: the library's message names the problem
+            return None
 
 
 def _operand(name, x, transpose, keep, vector=None):

@@ -156,3 +156,28 @@ def test_paths_with_a_result_in_memory_are_peeked_too(tmp_path):
         outcore.gram(str(tmp_path / "big.mtx"), host_mem="256M")
     np.save(tmp_path / "a.npy", A)
     np.testing.assert_array_equal(outcore.gram(str(tmp_path / "a.npy")), A.astype(np.int32) @ A.T.astype(np.int32))
+
+
+PIPE_INPUT = """
+import sys, numpy as np, outcore
+try:
+    outcore.matmul(sys.argv[1], np.ones((4, 3)))
+except outcore.InputError as e:
+    print(e)
+"""
+
+
+@pytest.mark.parametrize("where", ["A", "B"])
+def test_matmul_input_is_a_pipe(tmp_path, where):
+    """A named pipe given as a matmul operand is refused, not read: the binding looks into a
+    path's header (a 1-D file is a vector) without waiting on a pipe that nothing writes to,
+    and the library names it."""
+    os.mkfifo(tmp_path / "P.npy")
+    code = PIPE_INPUT if where == "A" else PIPE_INPUT.replace("(sys.argv[1], np.ones((4, 3)))",
+                                                              "(np.ones((3, 4)), sys.argv[1])")
+    before = listing(tmp_path)
+    child = subprocess.run([sys.executable, "-c", code, str(tmp_path / "P.npy")], env=dict(os.environ),
+                           capture_output=True, text=True, timeout=60)
+    assert child.returncode == 0, child.stderr
+    assert child.stdout.strip().endswith("P.npy: not a regular file (a named pipe)"), child.stdout
+    assert listing(tmp_path) == before
