@@ -158,8 +158,8 @@ static oc_status finish(oc_context *ctx, resident *d, void *c, double *t)
 
 /* One product from A and B into C where they are in device memory (int8: packed beside them
  * first; an FP16/BF16 result: through a float32 accumulator rounded into C, a bool one
- * through int32 sums). cuBLASLt does
- * not read C with beta 0, so whatever C held stays out of the result. */
+ * through int32 sums). cuBLASLt does not read C with beta 0, so whatever C held stays out of
+ * the result. */
 static oc_status run(oc_context *ctx, resident *d, int device)
 {
     const oc_mm_cuda_plan *plan = d->sh->plan;
