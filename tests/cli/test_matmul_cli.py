@@ -9,7 +9,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from conftest import run
+from conftest import require_backend, run
 
 
 @pytest.fixture
@@ -239,12 +239,18 @@ def test_cli_asks_openblas_threads_to_sleep(mats, tmp_path, monkeypatch):
         assert record.read_text() == expect, proc.stderr
 
 
-@pytest.mark.parametrize("host_mem", [None, "12K"])
-def test_vectors_on_files(tmp_path, host_mem):
+# Per backend: one tile, and many (the CPU's host budget also cuts K panels).
+VECTOR_BUDGETS = {"cpu": [[], ["--host-mem", "12K"]], "cuda": [[], ["--tile", "64"]]}
+
+
+@pytest.mark.parametrize("backend,budget", [(b, x) for b, xs in VECTOR_BUDGETS.items() for x in xs],
+                         ids=[f"{b}-{'tiles' if x else 'one'}" for b, xs in VECTOR_BUDGETS.items() for x in xs])
+def test_vectors_on_files(tmp_path, backend, budget):
     """1-D files read as numpy's matmul reads them: a row as A, a column as B, each its own
     transpose (the flags leave it), and the result file without that dimension: M·v, w·M,
     v·v and --gram of a vector (0-dimensional), a Fortran-order M, int8 exact, an empty
-    vector; in one tile and under a budget that cuts K panels and tiles."""
+    vector; in one tile and in many, on each backend (the CUDA cases where a GPU is usable)."""
+    require_backend(backend, tmp_path)
     rng = np.random.default_rng(11)
     m = rng.standard_normal((300, 200))
     v, w = rng.standard_normal(200), rng.standard_normal(300)
@@ -252,7 +258,7 @@ def test_vectors_on_files(tmp_path, host_mem):
     for name, x in {"m": m, "v": v, "w": w, "mf": np.asfortranarray(m), "i8": i8, "x8": x8,
                     "e": np.ones((3, 0)), "e0": np.ones(0)}.items():
         np.save(tmp_path / f"{name}.npy", x)
-    budget = ["--host-mem", host_mem, "--backend", "cpu"] if host_mem else []
+    budget = budget + ["--backend", backend]
     cases = [(("m", "v"), m @ v), (("w", "m"), w @ m), (("mf", "v"), m @ v), (("v", "v"), v @ v),
              (("v", "--gram"), v @ v), (("m", "v", "--transpose-b"), m @ v), (("v", "m", "--transpose-a",
              "--transpose-b"), v @ m.T), (("w", "m", "--transpose-a"), w @ m), (("e", "e0"), np.zeros(3))]
