@@ -1,7 +1,8 @@
 /*
  * matmul_product.h - one product of random operands through oc_matmul, checked against a
  * float64 reference within the bound docs/matmul.md states ("Accuracy"; int8 exactly): what
- * the CPU's tests (test_matmul.c) and the GPU's case table (gpu/test_matmul_cases.c) run.
+ * the CPU's tests (test_matmul.c, test_matmul_files.c) and the GPU's case table
+ * (gpu/test_matmul_cases.c) run.
  */
 #ifndef OC_TESTS_MATMUL_PRODUCT_H
 #define OC_TESTS_MATMUL_PRODUCT_H
