@@ -22,7 +22,7 @@ static void test_h100_register_table(void)
     CHECK(a != NULL);
     if (!a) return;
     for (size_t i = 0; i < sizeof h100_cases / sizeof h100_cases[0]; i++) {
-        oc_kernel_resources r = {h100_cases[i].regs, 0, 0, 0, 0};
+        oc_kernel_resources r = {.regs_per_thread = h100_cases[i].regs};
         oc_launch_verdict v;
         int largest = h100_cases[i].largest;
         CHECK(oc_launch_check(a, &r, largest, 0, &v) == OC_OK);
@@ -44,7 +44,7 @@ static void test_h100_register_table(void)
 static void test_explanation_of_641(void)
 {
     const oc_gpu_arch *a = oc_gpu_arch_find(90);
-    oc_kernel_resources r = {96, 0, 0, 0, 0};
+    oc_kernel_resources r = {.regs_per_thread = 96};
     oc_launch_verdict v;
     CHECK(oc_launch_check(a, &r, 641, 0, &v) == OC_OK);
     CHECK(!v.fits);
@@ -58,6 +58,24 @@ static void test_explanation_of_641(void)
     CHECK(strstr(v.explanation, "-maxrregcount=80") != NULL);
     CHECK(strstr(v.explanation, "__launch_bounds__(641)") != NULL);
     CHECK(strstr(v.explanation, "max_registers=80") != NULL);
+    /* A cap the code carries is changed where it is set: a PTX .maxnreg (the source's
+     * __maxnreg__, which neither -maxrregcount nor __launch_bounds__ can change) ... */
+    r.reg_cap = 96;
+    r.reg_cap_kind = OC_REG_CAP_MAXNREG;
+    CHECK(oc_launch_check(a, &r, 641, 0, &v) == OC_OK && !v.fits);
+    CHECK_EQ_I64(v.reg_cap_for_block, 80);
+    CHECK(strstr(v.explanation, ".maxnreg 96 to 80 (__maxnreg__(80)") != NULL);
+    CHECK(strstr(v.explanation, "__launch_bounds__") == NULL);
+    CHECK(strstr(v.explanation, "max_registers") == NULL);
+    /* ... or a cubin's recorded cap, from __maxnreg__ or -maxrregcount. */
+    r.reg_cap_kind = OC_REG_CAP_BUILT;
+    CHECK(oc_launch_check(a, &r, 641, 0, &v) == OC_OK && !v.fits);
+    CHECK(strstr(v.explanation, "compiled under a cap of 96") != NULL);
+    CHECK(strstr(v.explanation, "__maxnreg__(80) where the source has one") != NULL);
+    CHECK(strstr(v.explanation, "__launch_bounds__(641) or -maxrregcount=80") != NULL);
+    CHECK(strlen(v.explanation) + 1 < sizeof v.explanation); /* nothing cut */
+    r.reg_cap = 0;
+    r.reg_cap_kind = OC_REG_CAP_NONE;
 
     /* The suggested cap really makes it fit, and one register more does not. */
     r.regs_per_thread = 80;
@@ -69,7 +87,7 @@ static void test_explanation_of_641(void)
 static void test_occupancy_and_residency(void)
 {
     const oc_gpu_arch *a = oc_gpu_arch_find(90);
-    oc_kernel_resources r = {32, 0, 0, 0, 0};
+    oc_kernel_resources r = {.regs_per_thread = 32};
     oc_launch_verdict v;
     /* 32 registers: 1024 regs/warp, 16 warps per sub-partition = 64 warps: full occupancy. */
     CHECK(oc_launch_check(a, &r, 256, 0, &v) == OC_OK);
@@ -89,7 +107,7 @@ static void test_occupancy_and_residency(void)
 static void test_shared_memory(void)
 {
     const oc_gpu_arch *a = oc_gpu_arch_find(90);
-    oc_kernel_resources r = {32, 16 * 1024, 0, 0, 0};
+    oc_kernel_resources r = {.regs_per_thread = 32, .static_smem = 16 * 1024};
     oc_launch_verdict v;
     /* 16 KiB static + 1 KiB reserved = 17 KiB per block: 228 / 17 = 13 blocks. */
     CHECK(oc_launch_check(a, &r, 128, 0, &v) == OC_OK);
@@ -115,7 +133,7 @@ static void test_shared_memory(void)
 static void test_limits_and_bad_blocks(void)
 {
     const oc_gpu_arch *a = oc_gpu_arch_find(80);
-    oc_kernel_resources r = {32, 0, 0, 256, 0};
+    oc_kernel_resources r = {.regs_per_thread = 32, .max_threads_per_block = 256};
     oc_launch_verdict v;
     /* __launch_bounds__(256): a 288-thread block is refused whatever the registers. */
     CHECK(oc_launch_check(a, &r, 288, 0, &v) == OC_OK);
@@ -126,19 +144,19 @@ static void test_limits_and_bad_blocks(void)
     CHECK(oc_launch_check(a, &r, 0, 0, &v) == OC_ERR_INVALID_ARGUMENT);
     CHECK(oc_launch_check(a, &r, 1025, 0, &v) == OC_ERR_INVALID_ARGUMENT);
     /* A launch bound under a warp: a block up to the bound fits, one thread more does not. */
-    r = (oc_kernel_resources){32, 0, 0, 8, 0};
+    r = (oc_kernel_resources){.regs_per_thread = 32, .max_threads_per_block = 8};
     CHECK(oc_launch_check(a, &r, 8, 0, &v) == OC_OK && v.fits);
     CHECK_EQ_I64(v.largest_block, 8);
     CHECK(oc_launch_check(a, &r, 9, 0, &v) == OC_OK && !v.fits);
     CHECK_EQ_I64(v.largest_block, 8);
     /* A bound that is no multiple of 32 launches up to itself (__launch_bounds__(100): the
      * driver's maxThreadsPerBlock is 100, and 100 threads launch). */
-    r = (oc_kernel_resources){32, 0, 0, 100, 0};
+    r = (oc_kernel_resources){.regs_per_thread = 32, .max_threads_per_block = 100};
     CHECK(oc_launch_check(a, &r, 100, 0, &v) == OC_OK && v.fits);
     CHECK_EQ_I64(v.largest_block, 100);
     CHECK(oc_launch_check(a, &r, 101, 0, &v) == OC_OK && !v.fits);
     /* .reqntid 128: that size alone launches, a smaller one neither. */
-    r = (oc_kernel_resources){32, 0, 0, 128, 128};
+    r = (oc_kernel_resources){.regs_per_thread = 32, .max_threads_per_block = 128, .required_threads = 128};
     CHECK(oc_launch_check(a, &r, 128, 0, &v) == OC_OK && v.fits);
     CHECK_EQ_I64(v.largest_block, 128);
     CHECK(oc_launch_check(a, &r, 64, 0, &v) == OC_OK && !v.fits);
@@ -146,10 +164,10 @@ static void test_limits_and_bad_blocks(void)
     CHECK(oc_launch_check(a, &r, 129, 0, &v) == OC_OK && !v.fits);
     /* A static size past any GPU's, as a damaged file may claim, cannot wrap with the dynamic
      * part to a small sum that fits. */
-    r = (oc_kernel_resources){32, SIZE_MAX - 2047, 0, 0, 0};
+    r = (oc_kernel_resources){.regs_per_thread = 32, .static_smem = SIZE_MAX - 2047};
     CHECK(oc_launch_check(a, &r, 128, 4096, &v) == OC_OK && !v.fits);
     /* More registers than a thread may have: nothing fits. */
-    r = (oc_kernel_resources){256, 0, 0, 0, 0};
+    r = (oc_kernel_resources){.regs_per_thread = 256};
     CHECK(oc_launch_check(a, &r, 32, 0, &v) == OC_OK);
     CHECK(!v.fits);
     CHECK_EQ_I64(v.largest_block, 0);

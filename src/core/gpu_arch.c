@@ -212,6 +212,24 @@ static void say(oc_launch_verdict *v, const char *fmt, ...)
     va_end(ap);
 }
 
+/* How to bring the registers down to v->reg_cap_for_block: the ways that work depend on
+ * where the code's own cap, if any, comes from (OC_REG_CAP_*). */
+static void advise_cap(oc_launch_verdict *v, const oc_kernel_resources *r, int block)
+{
+    int cap = v->reg_cap_for_block;
+    say(v, "to launch %d threads cap registers at %d: ", block, cap);
+    if (r->reg_cap_kind == OC_REG_CAP_MAXNREG)
+        say(v,
+            "lower the kernel's .maxnreg %d to %d (__maxnreg__(%d) in the source; -maxrregcount does not override it)\n",
+            r->reg_cap, cap, cap);
+    else if (r->reg_cap_kind == OC_REG_CAP_BUILT)
+        say(v,
+            "the code was compiled under a cap of %d (__maxnreg__ or -maxrregcount); compile it under %d: "
+            "__maxnreg__(%d) where the source has one, else __launch_bounds__(%d) or -maxrregcount=%d\n",
+            r->reg_cap, cap, cap, block, cap);
+    else say(v, "__launch_bounds__(%d), -maxrregcount=%d, numba max_registers=%d\n", block, cap, cap);
+}
+
 static void explain(const oc_gpu_arch *a, const oc_kernel_resources *r, int block, size_t dyn_smem, const fit *f,
                     oc_launch_verdict *v)
 {
@@ -248,10 +266,7 @@ static void explain(const oc_gpu_arch *a, const oc_kernel_resources *r, int bloc
         say(v, "does not fit: %d threads > %d allowed (%s)\n", block, f->kernel_limit, v->limiter);
     }
     say(v, "largest block that fits: %d threads\n", v->largest_block);
-    if (!v->fits && v->reg_cap_for_block > 0)
-        say(v,
-            "to launch %d threads cap registers at %d: __launch_bounds__(%d), -maxrregcount=%d, numba max_registers=%d\n",
-            block, v->reg_cap_for_block, block, v->reg_cap_for_block, v->reg_cap_for_block);
+    if (!v->fits && v->reg_cap_for_block > 0) advise_cap(v, r, block);
     if (v->needs_smem_optin)
         say(v, "needs cudaFuncSetAttribute(MaxDynamicSharedMemorySize, %zu) before the launch\n", dyn_smem);
 }

@@ -42,7 +42,15 @@ typedef struct oc_kernel_resources {
     size_t local_bytes;        /* spill/stack per thread */
     int max_threads_per_block; /* the kernel's own limit (launch bounds), 0 = the arch's */
     int required_threads;      /* .reqntid: the one block size that launches, 0 = any */
+    int reg_cap;               /* the register cap the code carries (reg_cap_kind), 0 = none known */
+    int reg_cap_kind;          /* where reg_cap comes from: OC_REG_CAP_* */
 } oc_kernel_resources;
+
+/* Where a kernel's register cap comes from, which decides how to change it: a PTX .maxnreg is
+ * the source's __maxnreg__ (-maxrregcount does not override it, __launch_bounds__ cannot join
+ * it); a cubin records the cap it was compiled under (EIATTR_MAXREG_COUNT), from __maxnreg__ or
+ * -maxrregcount, without saying which. */
+enum { OC_REG_CAP_NONE = 0, OC_REG_CAP_MAXNREG = 1, OC_REG_CAP_BUILT = 2 };
 
 typedef struct oc_launch_verdict {
     int fits;               /* the block of `block` threads can launch */

@@ -10,6 +10,8 @@
  *   parameters etc.  the size of .nv.constant0.<kernel> (ptxas' "cmem[0]")
  *   launch bounds    .nv.info.<kernel> EIATTR_MAX_THREADS (0x05): {x, y, z}, or
  *                    EIATTR_REQNTID (0x10) for __cluster_dims__/reqntid kernels
+ *   register cap     .nv.info.<kernel> EIATTR_MAXREG_COUNT (0x1b): {u16}, the cap it was
+ *                    compiled under (__maxnreg__, -maxrregcount or launch bounds; 255 = none)
  * An .nv.info section is a list of {u8 format, u8 attribute, value}: format 1 has no value,
  * 2 one byte, 3 a u16, 4 a u16 length and that many bytes.
  */
@@ -34,6 +36,7 @@
 #define EIFMT_SVAL 4
 #define EIATTR_MAX_THREADS 0x05
 #define EIATTR_REQNTID 0x10
+#define EIATTR_MAXREG_COUNT 0x1b
 #define EIATTR_FRAME_SIZE 0x11
 #define EIATTR_REGCOUNT 0x2f
 
@@ -89,6 +92,7 @@ static void visit_global(void *user, int attr, const unsigned char *v, size_t le
 static void visit_kernel(void *user, int attr, const unsigned char *v, size_t len)
 {
     oc_kernel_entry *e = user;
+    if (attr == EIATTR_MAXREG_COUNT && len == 2) e->built_reg_cap = v[0] | v[1] << 8;
     if ((attr == EIATTR_MAX_THREADS || attr == EIATTR_REQNTID) && len == 12) {
         /* The product in 64 bits, so that x * y * z cannot wrap to a small, plausible bound. */
         uint64_t product = (uint64_t)rd32(v) * rd32(v + 4);

@@ -139,6 +139,22 @@ static oc_status gather(oc_context *ctx, const oc_kernel_image *img, const oc_in
     return OC_OK;
 }
 
+/* The kernel's resources with the register cap it carries, which decides how a verdict says
+ * to lower its registers: a PTX .maxnreg, else a cubin's recorded cap below the architecture's
+ * where no launch bounds set it (raising the bounds is the advice then). */
+static oc_kernel_resources judged(const oc_gpu_arch *arch, const oc_kernel_entry *e)
+{
+    oc_kernel_resources r = e->res;
+    if (e->maxnreg > 0) {
+        r.reg_cap = e->maxnreg;
+        r.reg_cap_kind = OC_REG_CAP_MAXNREG;
+    } else if (e->built_reg_cap > 0 && e->built_reg_cap < arch->max_regs_per_thread && !e->launch_bounds) {
+        r.reg_cap = e->built_reg_cap;
+        r.reg_cap_kind = OC_REG_CAP_BUILT;
+    }
+    return r;
+}
+
 static oc_status fill_kernel(oc_context *ctx, const oc_gpu_arch *arch, const oc_inspect_options *o,
                              const oc_kernel_entry *e, oc_inspect_kernel *k)
 {
@@ -164,7 +180,8 @@ static oc_status fill_kernel(oc_context *ctx, const oc_gpu_arch *arch, const oc_
     }
     if (o->block > 0) {
         oc_launch_verdict v;
-        if (oc_launch_check(arch, &e->res, o->block, (size_t)o->dyn_smem, &v) != OC_OK)
+        oc_kernel_resources res = judged(arch, e);
+        if (oc_launch_check(arch, &res, o->block, (size_t)o->dyn_smem, &v) != OC_OK)
             return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "block size %d does not suit %s", o->block, arch->name);
         k->fits = v.fits;
         k->blocks_per_sm = v.blocks_per_sm;

@@ -25,6 +25,7 @@ typedef struct oc_kernel_entry {
     int launch_bounds;         /* threads the kernel allows (.maxntid, .reqntid), 0 = no own limit */
     int maxntid, reqntid;      /* the code's thread directives (x*y*z), 0 = absent */
     int maxnreg, minnctapersm; /* PTX register directives, 0 = absent */
+    int built_reg_cap;         /* a cubin's recorded register cap (255: none), 0 = unknown */
     int driver_blocks_per_sm;  /* cuOccupancyMaxActiveBlocksPerMultiprocessor, -1 = not asked */
 } oc_kernel_entry;
 

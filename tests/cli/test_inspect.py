@@ -143,7 +143,36 @@ def test_641_threads_explained(built):
     assert "floor(16384 / 3072) = 5 warps each" in text
     assert "20 warps (640 threads) per block" in text
     assert "largest block that fits: 640 threads" in text
-    assert "__launch_bounds__(641), -maxrregcount=80, numba max_registers=80" in text
+    # The kernel's cap is its source's __maxnreg__(96), which -maxrregcount does not override.
+    assert "lower the kernel's .maxnreg 96 to 80 (__maxnreg__(80) in the source" in text
+    assert "-maxrregcount=80" not in text
+
+
+@needs_nvcc
+def test_641_threads_advice_works(built, uncapped, tmp_path):
+    """Each form of the advice names a change that makes 641 threads fit when made: a cap
+    the code carries is lowered where it is set, a kernel without one takes -maxrregcount."""
+    files, _ = built
+
+    def advice(path):
+        r = run("inspect", str(path), "--arch", "sm_90", "--kernel", "regs96", "--block", "641", "--no-gpu")
+        assert r.returncode == 3, r.stderr
+        return r.stdout
+
+    assert "compiled under a cap of 96 (__maxnreg__ or -maxrregcount)" in advice(files["cubin"])
+    assert "__maxnreg__(80) where the source has one" in advice(files["cubin"])
+    assert "__launch_bounds__(641), -maxrregcount=80, numba max_registers=80" in advice(uncapped)
+    # What was refused, built as advised: the source's own cap lowered to 80 ...
+    lowered = tmp_path / "rp80.cu"
+    lowered.write_text(open(KERNELS).read().replace("__maxnreg__(REGS)", "__maxnreg__(REGS == 96 ? 80 : REGS)"))
+    subprocess.run([NVCC, "-arch=sm_90", "-cubin", lowered, "-o", tmp_path / "rp80.cubin"], check=True)
+    (k,) = inspect_json(str(tmp_path / "rp80.cubin"), "--kernel", "regs96", "--block", "641")["kernels"]
+    assert k["registers"] == 80 and k["verdict"]["fits"] is True
+    # ... and the uncapped PTX under -maxrregcount=80.
+    subprocess.run([find_cuda_tool("ptxas"), "-arch=sm_90", "-maxrregcount=80", uncapped, "-o", tmp_path / "free80.cubin"],
+                   check=True)
+    (k,) = inspect_json(str(tmp_path / "free80.cubin"), "--kernel", "regs96", "--block", "641")["kernels"]
+    assert k["registers"] <= 80 and k["verdict"]["fits"] is True
 
 
 @needs_nvcc

@@ -28,7 +28,7 @@ static void check_kernel(const oc_gpu_arch *arch, int cc, size_t i, const float 
 {
     cudaFuncAttributes attr;
     CHECK(cudaFuncGetAttributes(&attr, cases[i].kernel) == cudaSuccess);
-    oc_kernel_resources r = {attr.numRegs, attr.sharedSizeBytes, attr.localSizeBytes, 0, 0};
+    oc_kernel_resources r = {attr.numRegs, attr.sharedSizeBytes, attr.localSizeBytes, 0, 0, 0, OC_REG_CAP_NONE};
     int largest = oc_launch_largest_block(arch, &r, 0);
     printf("%s: %d registers, largest block %d (driver's maxThreadsPerBlock %d)\n", cases[i].name, attr.numRegs,
            largest, attr.maxThreadsPerBlock);
