@@ -232,6 +232,7 @@ int cli_parse_host_mem(const char *text, int64_t *bytes)
 
 const char *cli_next(cli_args *a)
 {
+    a->ntried = 0;
     while (++a->i < a->argc) {
         if (!a->options_done && strcmp(a->argv[a->i], "--") == 0) {
             a->options_done = 1;
@@ -261,16 +262,27 @@ static size_t match_form(const char *spec, const char *arg)
     return 0;
 }
 
-int cli_flag(const cli_args *a, const char *spec)
+/* Notes that the current argument was tried against spec (for cli_unknown_option). */
+static void tried(cli_args *a, const char *spec, int value)
+{
+    if (a->ntried >= CLI_MAX_TRIED) return;
+    a->tried_value[a->ntried] = (unsigned char)value;
+    a->tried[a->ntried++] = spec;
+}
+
+int cli_flag(cli_args *a, const char *spec)
 {
     const char *arg = a->argv[a->i];
-    size_t len = cli_positional(a) ? 0 : match_form(spec, arg);
+    if (cli_positional(a)) return 0;
+    tried(a, spec, 0);
+    size_t len = match_form(spec, arg);
     return len > 0 && arg[len] == '\0';
 }
 
 int cli_take(cli_args *a, const char *spec, int flags)
 {
     const char *arg = a->argv[a->i];
+    if (!cli_positional(a)) tried(a, spec, 1);
     size_t len = cli_positional(a) ? 0 : match_form(spec, arg);
     if (len == 0) return 0;
     char name[64];
@@ -290,16 +302,71 @@ int cli_take(cli_args *a, const char *spec, int flags)
         return 1;
     }
     if (a->i + 1 >= a->argc) {
-        cli_usage_error("option %s needs a value (see outcore --help)", name);
+        cli_usage_error("option %s needs a value (see outcore %s --help)", name, a->argv[0]);
         return -1;
     }
     a->value = a->argv[++a->i];
     return 1;
 }
 
-int cli_unknown_option(const cli_args *a, const char *command)
+/* The optimal string alignment distance of a[0..n) and b[0..m) (edits and swaps of two
+ * neighbours), or a number past `most` once it must exceed it. */
+static int distance(const char *a, size_t n, const char *b, size_t m, int most)
 {
-    const char *arg = a->argv[a->i];
+    enum { LONGEST = 48 };
+    if (n > LONGEST || m > LONGEST) return most + 1;
+    int d[LONGEST + 1][LONGEST + 1];
+    for (size_t i = 0; i <= n; i++) d[i][0] = (int)i;
+    for (size_t j = 0; j <= m; j++) d[0][j] = (int)j;
+    for (size_t i = 1; i <= n; i++)
+        for (size_t j = 1; j <= m; j++) {
+            int best = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+            if (d[i - 1][j] + 1 < best) best = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < best) best = d[i][j - 1] + 1;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < best)
+                best = d[i - 2][j - 2] + 1;
+            d[i][j] = best;
+        }
+    return d[n][m];
+}
+
+int cli_unknown_option(const cli_args *a, int positionals)
+{
+    const char *command = a->argv[0], *arg = a->argv[a->i];
+    size_t arg_len = strcspn(arg, "=");
+    /* A short option with its value glued on ("-oe.npy"). */
+    for (int t = 0; t < a->ntried; t++) {
+        if (!a->tried_value[t]) continue;
+        for (const char *f = a->tried[t]; *f; f += *f == '|') {
+            size_t len = strcspn(f, "|");
+            if (len == 2 && f[1] != '-' && strncmp(arg, f, 2) == 0 && arg[2] != '\0')
+                return cli_usage_error("%s: unknown option %s (did you mean %.2s %s? see outcore %s --help)", command,
+                                       arg, f, arg + 2, command);
+            f += len;
+        }
+    }
+    /* The nearest long form within two edits, and a third of its length. */
+    const char *near = NULL;
+    size_t near_len = 0;
+    int best = 3;
+    for (int t = 0; t < a->ntried; t++)
+        for (const char *f = a->tried[t]; *f; f += *f == '|') {
+            size_t len = strcspn(f, "|");
+            int most = (int)(len / 3) < 2 ? (int)(len / 3) : 2;
+            if (len > 3 && f[1] == '-') {
+                int d = distance(arg, arg_len, f, len, most);
+                if (d <= most && d < best) {
+                    best = d;
+                    near = f;
+                    near_len = len;
+                }
+            }
+            f += len;
+        }
+    if (near)
+        return cli_usage_error("%s: unknown option %.*s (did you mean %.*s? see outcore %s --help)", command,
+                               (int)arg_len, arg, (int)near_len, near, command);
+    if (!positionals) return cli_usage_error("%s: unknown option %s (see outcore %s --help)", command, arg, command);
     return cli_usage_error("%s: unknown option %s (see outcore %s --help; an argument that starts with '-' goes after "
                            "--: outcore %s [options] -- %s)",
                            command, arg, command, command, arg);

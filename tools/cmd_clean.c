@@ -37,7 +37,7 @@ int oc_cmd_clean(int argc, char **argv)
             fputs(clean_usage, stdout);
             return OC_EXIT_OK;
         } else {
-            return cli_unknown_option(cl, "clean");
+            return cli_unknown_option(cl, 1);
         }
     }
     if (outputs == 0) return cli_usage_error("clean: no output given: outcore clean OUT");

@@ -87,7 +87,7 @@ int oc_cmd_demo(int argc, char **argv)
                  "Plants near-duplicate rows in a random 0/1 matrix and finds them with a Jaccard Gram matrix.");
             return OC_EXIT_OK;
         } else {
-            return cli_unknown_option(cl, "demo");
+            return cli_unknown_option(cl, 0);
         }
     }
     if (p.plant > p.rows / 2) p.plant = p.rows / 2;

@@ -36,7 +36,7 @@ int oc_cmd_devices(int argc, char **argv)
         }
         if (cli_flag(a, "--json")) json = 1;
         else if (cli_flag(a, "--bandwidth")) bandwidth = 1;
-        else return cli_unknown_option(a, "devices");
+        else return cli_unknown_option(a, 0);
     }
     oc_context *ctx = NULL;
     oc_devices *devices = NULL;

@@ -166,7 +166,7 @@ int oc_cmd_gen(int argc, char **argv)
             if (r < 0) return OC_EXIT_USAGE;
             output = v;
         } else {
-            return cli_unknown_option(a, "gen");
+            return cli_unknown_option(a, 0);
         }
     }
     if (p.rows < 1 || p.cols < 1) return cli_usage_error("gen: --rows and --cols must be given and positive");

@@ -280,7 +280,7 @@ static int parse_gram_args(int argc, char **argv, gram_args *g)
             if (cli_parse_i64(v, &g->read.bits) || g->read.bits < 1)
                 return cli_usage_error("--bits %s: expected the positive column count of the packed matrix", v);
         } else {
-            return cli_unknown_option(a, "gram");
+            return cli_unknown_option(a, 1);
         }
     }
     g->read.host_mem_bytes = g->opts.host_mem_bytes; /* the inputs' reads keep to --host-mem too */

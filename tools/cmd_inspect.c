@@ -109,7 +109,7 @@ int oc_cmd_inspect(int argc, char **argv)
                 return cli_usage_error("--dyn-smem must be a byte count, got '%s'", value);
             opts.dyn_smem = bytes;
         } else {
-            return cli_unknown_option(a, "inspect");
+            return cli_unknown_option(a, 1);
         }
     }
     if (!path) return cli_usage_error("inspect: which file? (see outcore inspect --help)");

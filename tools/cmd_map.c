@@ -184,7 +184,7 @@ static int parse_map_args(int argc, char **argv, map_args *g)
         } else if ((r = cli_take_placement(a, &where)) != 0) {
             if (r > 0) return r;
         } else {
-            return cli_unknown_option(a, "map");
+            return cli_unknown_option(a, 1);
         }
     }
     if (!g->expr) return cli_usage_error("map: no expression given (see outcore map --help)");

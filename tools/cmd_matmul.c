@@ -140,7 +140,7 @@ static int parse_matmul_args(int argc, char **argv, matmul_args *g)
         }
         if (take_flag(a, g)) continue;
         int r = take_value(a, g);
-        if (r == 0) return cli_unknown_option(a, "matmul");
+        if (r == 0) return cli_unknown_option(a, 1);
         if (r >= 0) return r;
     }
     if (g->ninputs == 0) return cli_usage_error("matmul: no input matrix given (see outcore matmul --help)");

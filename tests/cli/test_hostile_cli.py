@@ -277,14 +277,24 @@ def test_map_past_its_inputs_and_scalars(tmp_path, a01):
 
 
 @pytest.mark.parametrize("args, words", [
-    (["demo", "--rows"], ["option --rows needs a value"]),
+    (["demo", "--rows"], ["option --rows needs a value (see outcore demo --help)"]),
+    (["gram", "{a}", "--metric"], ["option --metric needs a value (see outcore gram --help)"]),
+    # A misspelt option names the nearest of the command's own, a glued short option its
+    # split; a command without positional arguments does not suggest passing it after --.
+    (["devices", "--bandwith"], ["unknown option --bandwith (did you mean --bandwidth?"]),
+    (["gram", "{a}", "--metirc", "jaccard", "-o", "{d}/c.npy"], ["did you mean --metric?"]),
+    (["gram", "{a}", "--thresold=0.5", "-o", "{d}/c.npy"], ["unknown option --thresold (did you mean --threshold?"]),
+    (["matmul", "{a}", "--tranpose-b", "-o", "{d}/c.npy"], ["did you mean --transpose-b?"]),
+    (["gram", "{a}", "-o{d}/c.npy"], ["did you mean -o {d}/c.npy?"]),
+    (["gen", "--zzz"], ["gen: unknown option --zzz (see outcore gen --help)"]),
     (["demo", "--backend", "cpu", "--backend", "cpu"], ["option --backend given twice"]),
     (["gram", "{a}", "-o", "{d}/c.npy", "--devices", "0" * 70], ["devices", "too long"]),
 ])
 def test_usage_errors_in_one_line(tmp_path, a01, args, words):
     before = snapshot(tmp_path)
     argv = [x.format(a=tmp_path / "a.npy", d=tmp_path) for x in args]
-    refused(run_bytes(*argv), tmp_path, before, *words)
+    err = refused(run_bytes(*argv), tmp_path, before, *(w.format(d=tmp_path) for w in words))
+    assert " -- " not in err  # the hint for positional arguments only where no option is near
 
 
 def test_long_paths_keep_the_problem_in_the_message(tmp_path, a01):
