@@ -475,8 +475,9 @@ def _checked_arguments(A, B, metric, topk, threshold, dtype, backend, gpu_mem, t
     parameter one of them lacks is a TypeError here)."""
     if bits is not None:
         bits = positive_int("bits", bits)
-    if (dtype is None and isinstance(out, np.ndarray) and topk is None and threshold is None
-            and out.dtype in _NUMPY_DTYPES.values()):
+    dtype_from_out = (dtype is None and isinstance(out, np.ndarray) and topk is None and threshold is None
+                      and out.dtype in _NUMPY_DTYPES.values())
+    if dtype_from_out:
         dtype = out.dtype  # the caller's array decides, e.g. uint16 counts
     resources = dict(backend=backend, device=device, gpu_mem=gpu_mem, host_mem=host_mem, threads=threads)
     if context is not None:
@@ -486,6 +487,9 @@ def _checked_arguments(A, B, metric, topk, threshold, dtype, backend, gpu_mem, t
     opts = gram_options(metric, dtype, topk, threshold, algorithm=algorithm, devices=devices, min_score=min_score,
                         **resources)
     opts.resume = 1 if resume else 0
+    if dtype_from_out and lib.oc_gram_result_dtype(opts.metric, opts.dtype) == _lib.OC_DTYPE_DEFAULT:
+        metric = _lib.text(lib.oc_metric_name(opts.metric))
+        raise InputError(f"out has dtype {out.dtype}, which cannot hold metric {metric}: {_dtypes_of_metrics()}")
     if progress is not None and not callable(progress):
         raise InputError(f"progress must be a callable progress(done, total); got {progress!r}")
     _check_out_kind(out, bool(opts.topk or opts.use_threshold),

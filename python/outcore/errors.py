@@ -80,9 +80,17 @@ _OPTION = re.compile(r"(?<![\w-])--([a-z][a-z0-9-]*)(?![\w.-])")
 _FIELD_AND_OPTION = re.compile(r"\b([a-z][a-z0-9_]*) \(--([a-z][a-z0-9-]*)\)")
 
 
+# Advice in the CLI's own syntax, as the binding's callers give the same thing.
+_PHRASES = {
+    "give it as NAME=FILE.npy or --set NAME=VALUE": "pass it as a keyword argument (NAME=array, path or number)",
+}
+
+
 def python_spelling(message):
     """message with the CLI options it names spelled as the binding's keywords (not in a
     map expression echoed by a syntax error)."""
+    for cli, python in _PHRASES.items():
+        message = message.replace(cli, python)
     if "Python" in message or "syntax error" in message:
         return message
     message = _FIELD_AND_OPTION.sub(

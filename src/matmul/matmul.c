@@ -207,6 +207,27 @@ static void op_shape(const oc_mm_source *s, int transpose, int64_t *rows, int64_
     *cols = transpose ? s->rows : s->cols;
 }
 
+/* For inner dimensions that differ, op(A) m x k and op(B) k2 x n: "; they multiply with
+ * --transpose-b" (or without, or with both changed) where a change of the transposes that can
+ * change (a vector's cannot) makes them multiply, else "". */
+static const char *transposes_that_fit(char *buf, size_t size, int a_can, int ta, int b_can, int tb, int64_t m,
+                                       int64_t k, int64_t k2, int64_t n)
+{
+    int flip_a = a_can && m == k2, flip_b = b_can && k == n, both = a_can && b_can && m == n;
+    if (!flip_a && !flip_b && !both) return "";
+    if (flip_a && flip_b) {
+        snprintf(buf, size, "; they multiply %s --transpose-a, or %s --transpose-b", ta ? "without" : "with",
+                 tb ? "without" : "with");
+    } else if (flip_a || flip_b) {
+        int t = flip_a ? ta : tb;
+        snprintf(buf, size, "; they multiply %s --transpose-%c", t ? "without" : "with", flip_a ? 'a' : 'b');
+    } else {
+        snprintf(buf, size, "; they multiply %s --transpose-a and %s --transpose-b", ta ? "without" : "with",
+                 tb ? "without" : "with");
+    }
+    return buf;
+}
+
 /* Opens the operands, checks shapes and dtypes, fills the job's shape and types. */
 static oc_status setup(oc_context *ctx, const oc_matmul_array *a, const oc_matmul_array *b, const oc_matmul_options *o,
                        mm_setup *s)
@@ -235,11 +256,13 @@ static oc_status setup(oc_context *ctx, const oc_matmul_array *a, const oc_matmu
     int64_t m, k, k2, n;
     op_shape(&s->a, ta, &m, &k);
     op_shape(sb, tb, &k2, &n);
+    char hint[96];
     if (k != k2)
         return oc_fail(ctx, OC_ERR_INPUT,
                        "%s: inner dimensions differ: op(A) of %s is %" PRId64 " x %" PRId64 ", op(B) is %" PRId64
-                       " x %" PRId64 " (%" PRId64 " != %" PRId64 "; --transpose-a/-b?)",
-                       sb->name, s->a.name, m, k, k2, n, k, k2);
+                       " x %" PRId64 " (%" PRId64 " != %" PRId64 "%s)",
+                       sb->name, s->a.name, m, k, k2, n, k, k2,
+                       transposes_that_fit(hint, sizeof hint, !s->a.vector, ta, !sb->vector, tb, m, k, k2, n));
     char why[320];
     oc_matmul_job *job = &s->job;
     if (oc_matmul_promote(s->a.dtype, sb->dtype, o->dtype, &job->in_type, &job->out_type, &s->result, why,

@@ -326,6 +326,31 @@ def test_bad_inputs(mats):
     assert "needs more than 9223372036854775807 data bytes" in line, line
 
 
+@pytest.mark.parametrize("a_shape, b_shape, flags, hint, fix", [
+    ((3, 4), (3, 5), [], "(4 != 3; they multiply with --transpose-a)", ["--transpose-a"]),
+    ((3, 4), (3, 5), ["--transpose-a", "--transpose-b"], "(3 != 5; they multiply without --transpose-b)",
+     ["--transpose-a"]),
+    ((3, 4), (5, 3), [], "(4 != 5; they multiply with --transpose-a and with --transpose-b)",
+     ["--transpose-a", "--transpose-b"]),
+    ((3, 4), (3, 4), [], "(4 != 3; they multiply with --transpose-a, or with --transpose-b)", ["--transpose-b"]),
+    ((3, 4), (5, 6), [], "(4 != 5)", None),
+    ((3, 4), (5,), [], "(4 != 5)", None),  # a vector's transpose is itself
+])
+def test_inner_dimensions_name_the_transposes_that_fit(tmp_path, a_shape, b_shape, flags, hint, fix):
+    """Shapes that do not multiply name the change of transposes that makes them multiply,
+    where one does, and that change runs."""
+    rng = np.random.default_rng(5)
+    a, b = rng.standard_normal(a_shape), rng.standard_normal(b_shape)
+    np.save(tmp_path / "a.npy", a)
+    np.save(tmp_path / "b.npy", b)
+    line = expect_error(tmp_path, tmp_path / "a.npy", tmp_path / "b.npy", *flags, message=hint)
+    assert "they multiply" not in line or fix is not None, line
+    if fix is not None:
+        run("matmul", tmp_path / "a.npy", tmp_path / "b.npy", *fix, "-o", tmp_path / "c.npy")
+        ref = (a.T if "--transpose-a" in fix else a) @ (b.T if "--transpose-b" in fix else b)
+        close(np.load(tmp_path / "c.npy"), ref, 10, 1e-15)
+
+
 def test_plan_floors(tmp_path):
     """The CPU planner's K panel stops at 64 and its tile at 16 x 16 (docs/matmul.md): the
     smallest plan is what a budget just large enough gets, one byte less is refused naming it;

@@ -355,8 +355,9 @@ def test_errors():
     with pytest.raises(outcore.InputError, match="column 7") as e:
         outcore.map("a + (b", a=a, b=a)
     assert "\n  a + (b\n" in str(e.value) and str(e.value).endswith("^")
-    with pytest.raises(outcore.InputError, match="unknown name 'z'"):
+    with pytest.raises(outcore.InputError, match="unknown name 'z'") as e:
         outcore.map("a + z", a=a)
+    assert "pass it as a keyword argument" in str(e.value) and "--set" not in str(e.value)
     with pytest.raises(outcore.InputError, match=r"shapes do not broadcast: a is 4 x 3, b is 5 x 3"):
         outcore.map("a + b", a=a, b=np.zeros((5, 3)))
     with pytest.raises(outcore.InputError, match="negative integer powers"):

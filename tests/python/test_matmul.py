@@ -156,6 +156,10 @@ def test_vectors_as_numpy_reads_them():
         outcore.matmul(a, v, out="never.npy")
     with pytest.raises(outcore.InputError, match="inner dimensions differ"):
         outcore.matmul(a, w)
+    # The transposes that make a pair multiply are named by their keywords.
+    x = np.ones((3, 4))
+    with pytest.raises(outcore.InputError, match=r"\(4 != 3; they multiply with transpose_a, or with transpose_b\)$"):
+        outcore.matmul(x, x)
 
 
 def test_vector_files_as_numpy_reads_them(tmp_path):
