@@ -193,10 +193,20 @@ int cli_parse_threads(const char *text, int *threads)
     return -1;
 }
 
+/* The usage error of a memory budget (option, e.g. "--gpu-mem") that cli_parse_size refused:
+ * a percentage outside (0, 100] is named as one. */
+static int size_error(const char *option, const char *text, const char *example, const char *percent)
+{
+    size_t n = strlen(text);
+    if (n > 1 && text[n - 1] == '%')
+        return cli_usage_error("%s %s: a percentage must be more than 0 and at most 100", option, text);
+    return cli_usage_error("%s %s: expected a size such as %s, or a percentage such as %s", option, text, example,
+                           percent);
+}
+
 int cli_parse_gpu_mem(const char *text, int64_t *bytes, double *fraction)
 {
-    if (cli_parse_size(text, bytes, fraction))
-        return cli_usage_error("--gpu-mem %s: expected a size such as 2G or 512M, or a percentage such as 50%%", text);
+    if (cli_parse_size(text, bytes, fraction)) return size_error("--gpu-mem", text, "2G or 512M", "50%");
     return -1;
 }
 
@@ -218,8 +228,7 @@ int cli_parse_devices(const char *text)
 int cli_parse_host_mem(const char *text, int64_t *bytes)
 {
     double frac = 0;
-    if (cli_parse_size(text, bytes, &frac))
-        return cli_usage_error("--host-mem %s: expected a size such as 4G or 512M, or a percentage such as 25%%", text);
+    if (cli_parse_size(text, bytes, &frac)) return size_error("--host-mem", text, "4G or 512M", "25%");
     if (frac > 0) {
         /* A percentage is of the machine's physical memory. */
         long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);

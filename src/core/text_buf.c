@@ -194,9 +194,18 @@ int oc_snprintf(char *buf, size_t size, const char *fmt, ...)
 
 const char *oc_shortest(double v, int single, char buf[40])
 {
-    for (int digits = 1; digits <= 17; ++digits) {
+    int digits = 1;
+    for (; digits <= 17; ++digits) {
         oc_snprintf(buf, 40, "%.*g", digits, v);
         if (single ? oc_strtof(buf, NULL) == (float)v : oc_strtod(buf, NULL) == v) break;
+    }
+    /* %g writes 80 in one digit as 8e+01: below 10^16 a whole number, and anything from
+     * 10^-4 up, reads as Python shows it, without an exponent (the same value). */
+    char *e = strchr(buf, 'e');
+    if (e && digits <= 17) {
+        int exponent = atoi(e + 1);
+        if (exponent >= -4 && exponent < 16)
+            oc_snprintf(buf, 40, "%.*f", exponent < digits - 1 ? digits - 1 - exponent : 0, v);
     }
     return buf;
 }

@@ -47,7 +47,8 @@ float oc_strtof(const char *s, char **end);
 int oc_snprintf(char *buf, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 int oc_vsnprintf(char *buf, size_t size, const char *fmt, va_list ap);
 /* v in the fewest significant digits that read back as v (in float32 when single): the
- * digits numpy and Python show, where %g's six can make 1.0000001 read "1". */
+ * digits numpy and Python show, where %g's six can make 1.0000001 read "1"; without an
+ * exponent from 10^-4 to 10^16 (80, not 8e+01). */
 const char *oc_shortest(double v, int single, char buf[40]);
 
 #endif

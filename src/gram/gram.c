@@ -119,12 +119,12 @@ static oc_status check_options(oc_context *ctx, const oc_gram_options *o, const 
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "top-k and threshold outputs are exclusive: choose one");
     if (o->use_threshold && isnan(o->threshold))
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "the threshold is NaN: give a number");
-    if (o->use_threshold) OC_CHECK(ctx, check_threshold_range(ctx, "threshold", o->metric, o->threshold, m));
+    if (o->use_threshold) OC_CHECK(ctx, check_threshold_range(ctx, "--threshold", o->metric, o->threshold, m));
     if (o->use_min_score && o->topk <= 0)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "a minimum score applies to top-k lists: set topk too");
     if (o->use_min_score && isnan(o->min_score))
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "the minimum score is NaN: give a number");
-    if (o->use_min_score) OC_CHECK(ctx, check_threshold_range(ctx, "minimum score", o->metric, o->min_score, m));
+    if (o->use_min_score) OC_CHECK(ctx, check_threshold_range(ctx, "--min-score", o->metric, o->min_score, m));
     return OC_OK;
 }
 

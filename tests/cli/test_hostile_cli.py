@@ -287,6 +287,9 @@ def test_map_past_its_inputs_and_scalars(tmp_path, a01):
     (["matmul", "{a}", "--tranpose-b", "-o", "{d}/c.npy"], ["did you mean --transpose-b?"]),
     (["gram", "{a}", "-o{d}/c.npy"], ["did you mean -o {d}/c.npy?"]),
     (["gen", "--zzz"], ["gen: unknown option --zzz (see outcore gen --help)"]),
+    (["gram", "{a}", "--gpu-mem", "150%", "-o", "{d}/c.npy"], ["--gpu-mem 150%: a percentage must be more than 0"]),
+    (["gram", "{a}", "--host-mem", "0%", "-o", "{d}/c.npy"], ["--host-mem 0%: a percentage must be more than 0"]),
+    (["gram", "{a}", "--host-mem", "12XB", "-o", "{d}/c.npy"], ["--host-mem 12XB: expected a size such as 4G"]),
     (["demo", "--backend", "cpu", "--backend", "cpu"], ["option --backend given twice"]),
     (["gram", "{a}", "-o", "{d}/c.npy", "--devices", "0" * 70], ["devices", "too long"]),
 ])
@@ -377,8 +380,9 @@ def test_decimal_forms_taken(tmp_path, a01, value):
 
 
 @pytest.mark.parametrize("metric, value, words", [
-    ("jaccard", "1.0000001", "threshold 1.0000001: a jaccard similarity lies in [0, 1]"),
-    ("counts", "2147483648", "threshold 2147483648: counts are whole numbers from 0 to 64"),
+    ("jaccard", "1.0000001", "--threshold 1.0000001: a jaccard similarity lies in [0, 1]"),
+    ("counts", "2147483648", "--threshold 2147483648: counts are whole numbers from 0 to 64"),
+    ("jaccard", "80", "--threshold 80: a jaccard similarity lies in [0, 1]"),  # not 8e+01
 ])
 def test_a_threshold_out_of_range_is_named_as_given(tmp_path, a01, metric, value, words):
     """The refusal prints the threshold in the digits that read back as it: %g's six made
