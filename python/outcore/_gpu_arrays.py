@@ -62,6 +62,13 @@ def _describe(name, x):
     return int(face["data"][0]), shape, tuple(s // dt.itemsize for s in strides), dt.name
 
 
+def _rows_in_place(rows, cols, rs, cs):
+    """Whether rows x cols elements at element strides (rs, cs) are rows of contiguous
+    elements, each row after the one before: what the library reads with a leading dimension
+    (rows that overlap, repeat as a broadcast does, or run backwards are not)."""
+    return rows == 0 or cols == 0 or (cs == 1 or cols == 1) and (rows == 1 or rs >= cols)
+
+
 def operand(name, x, transpose, codes, vector=None):
     """(MatmulArray, transpose, whether x is 1-D, the array read) for GPU array x as the
     library reads it (the array read, x or its copy, must live until the product is done): in
@@ -88,18 +95,19 @@ def operand(name, x, transpose, codes, vector=None):
     if dtype not in codes:
         raise InputError(f"{name}: dtype {dtype} is not one matmul takes")
     rows, cols = shape
-    if cs != 1 and cols > 1:
-        # a single row's elements apart: its transpose, a column, whose rows are those elements
-        if rows <= 1 or (rs == 1 and cs >= rows):
+    if not _rows_in_place(rows, cols, rs, cs):
+        # a transposed view, or a single row whose elements are apart: its transpose, whose
+        # rows are contiguous
+        if _rows_in_place(cols, rows, cs, rs):
             rows, cols, rs, cs, transpose = cols, rows, cs, rs, not transpose
         else:
-            raise InputError(f"{name}: a GPU array whose rows are not contiguous: make it contiguous on the device "
-                             "first")
+            raise InputError(f"{name}: a GPU array whose rows are not contiguous, one after another (strides "
+                             f"{strides} in elements): make it contiguous on the device first")
     a = _lib.MatmulArray()
     a.data = ptr if rows and cols else None
     a.dtype = codes[dtype]
     a.rows, a.cols = rows, cols
-    a.ld = rs if rows > 1 and rs >= cols else cols
+    a.ld = rs if rows > 1 else cols
     a.gpu = 1
     return a, transpose, is_vector, x
 
@@ -134,11 +142,12 @@ def result_array(out, shape, dtype, codes):
         raise InputError("out: a read-only GPU array")
     ptr, oshape, strides, odtype = _describe("out", out)
     rs, cs = strides if len(strides) == 2 else (0, 0)
-    if oshape != shape or odtype != dtype or (shape[0] > 1 and shape[1] > 1 and (cs != 1 or rs < shape[1])):
-        raise InputError(f"out: expected a GPU array of {dtype} of shape {shape} with contiguous rows")
+    if oshape != shape or odtype != dtype or not _rows_in_place(shape[0], shape[1], rs, cs):
+        raise InputError(f"out: expected a GPU array of {dtype} of shape {shape} with contiguous rows, one after "
+                         "another")
     c = _lib.MatmulArray()
     c.data = ptr if shape[0] and shape[1] else None
     c.dtype, c.rows, c.cols = codes[dtype], shape[0], shape[1]
-    c.ld = rs if shape[0] > 1 and rs >= shape[1] else shape[1]
+    c.ld = rs if shape[0] > 1 else shape[1]
     c.gpu = 1
     return c

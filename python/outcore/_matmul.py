@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import re
 import stat
 from typing import TYPE_CHECKING, Any
 
@@ -322,8 +323,11 @@ def matmul(A: ArrayLike | Path, B: ArrayLike | Path | None = None, out: Path | n
                          "out=None or an array, pass the vector as a 2-D array, or save it as a 1-D .npy")
     with lease(context) as ctx:
         code, rows, cols = ctypes.c_int(), ctypes.c_int64(), ctypes.c_int64()
-        check(lib.oc_matmul_result(ctx, ctypes.byref(a), b_ptr, ctypes.byref(opts), ctypes.byref(code),
-                                   ctypes.byref(rows), ctypes.byref(cols)), ctx)
+        try:
+            check(lib.oc_matmul_result(ctx, ctypes.byref(a), b_ptr, ctypes.byref(opts), ctypes.byref(code),
+                                       ctypes.byref(rows), ctypes.byref(cols)), ctx)
+        except InputError as e:
+            raise _as_given(e, opts.transpose_a != bool(transpose_a), opts.transpose_b != bool(transpose_b)) from None
         stats = _lib.MatmulStats()
         shape, name = (rows.value, cols.value), _lib.MATMUL_DTYPES[code.value]
         user_shape = tuple(n for n, d in zip(shape, drop) if not d)
@@ -351,6 +355,18 @@ def matmul(A: ArrayLike | Path, B: ArrayLike | Path | None = None, out: Path | n
             return out
         result = result.reshape(user_shape)
         return result[()] if isinstance(result, np.ndarray) and not user_shape else result  # numpy's scalar
+
+
+def _as_given(err, flipped_a, flipped_b):
+    """err with the transposes it advises ("they multiply with transpose_a") said of the
+    caller's flags: the library was given the flag flipped for an operand read as its
+    transpose (a transposed view), so its "with" is the caller's "without"."""
+    message = err.message
+    for flipped, flag in ((flipped_a, "transpose_a"), (flipped_b, "transpose_b")):
+        if flipped:
+            message = re.sub(r"\b(with|without) " + flag,
+                             lambda m: ("without " if m.group(1) == "with" else "with ") + flag, message)
+    return err if message == err.message else type(err)(message, err.status, err.trace)
 
 
 def _as_matrix(out, user_shape, drop, dtype):

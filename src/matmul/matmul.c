@@ -35,6 +35,7 @@ typedef struct mm_setup {
     int devices[OC_MAX_LOGICAL_DEVICES];
     int parts[OC_MAX_LOGICAL_DEVICES]; /* of each one's physical device (device_spec.h) */
     int c_device;                      /* C's CUDA device when C is GPU memory, else -1 */
+    int64_t c_ld;                      /* and then its leading dimension */
     oc_matmul_job job;
 } mm_setup;
 
@@ -151,6 +152,8 @@ static oc_status gpu_resident(oc_context *ctx, const oc_matmul_options *o, mm_se
     const oc_mm_source *src[2] = {&s->a, s->has_b ? &s->b : &s->a};
     const int transposed = (src[0]->gpu_device >= 0 && s->transpose[0]) || (src[1]->gpu_device >= 0 && s->transpose[1]);
     if (!s->job.gpu_memory || (!transposed && !s->job.symmetric)) return OC_OK;
+    /* k = 0 reads no operand: C is zeros, which every plan writes. */
+    if (s->job.k == 0) return OC_OK;
     const char *what = s->job.symmetric ? "A·Aᵀ with GPU memory" : "an operand in GPU memory read transposed";
     const int device = s->c_device >= 0 ? s->c_device : src[0]->gpu_device;
     const char *why = NULL;
@@ -160,6 +163,7 @@ static oc_status gpu_resident(oc_context *ctx, const oc_matmul_options *o, mm_se
         else if (src[i]->ld != src[i]->cols)
             why = i ? "B's rows are not back to back" : "A's rows are not back to back";
     if (!why && s->c_device < 0) why = "C is not in that device's memory";
+    else if (!why && s->c_ld != s->job.n) why = "C's rows are not back to back";
     else if (!why && s->job.ndevices != 1) why = "several devices are named";
     else if (!why && s->devices[0] != device) why = "the device named is not theirs";
     else if (!why && o->tile > 0) why = "a tile is forced";
@@ -195,6 +199,7 @@ static oc_status gpu_result(oc_context *ctx, const oc_matmul_options *o, const o
                 return oc_fail(ctx, OC_ERR_INPUT, "C: in GPU memory for A·Aᵀ, its rows must be back to back (ld 0)");
             uses_gpu_memory(o, s, device);
             s->c_device = device;
+            s->c_ld = ld;
         }
     }
     return gpu_resident(ctx, o, s);
@@ -262,7 +267,8 @@ static oc_status setup(oc_context *ctx, const oc_matmul_array *a, const oc_matmu
                        "%s: inner dimensions differ: op(A) of %s is %" PRId64 " x %" PRId64 ", op(B) is %" PRId64
                        " x %" PRId64 " (%" PRId64 " != %" PRId64 "%s)",
                        sb->name, s->a.name, m, k, k2, n, k, k2,
-                       transposes_that_fit(hint, sizeof hint, !s->a.vector, ta, !sb->vector, tb, m, k, k2, n));
+                       transposes_that_fit(hint, sizeof hint, !s->a.vector, o->transpose_a, !sb->vector, o->transpose_b,
+                                           m, k, k2, n));
     char why[320];
     oc_matmul_job *job = &s->job;
     if (oc_matmul_promote(s->a.dtype, sb->dtype, o->dtype, &job->in_type, &job->out_type, &s->result, why,
@@ -366,13 +372,18 @@ static oc_status resume_open(oc_context *ctx, mm_setup *s, oc_mm_io *io, const o
     return oc_mm_resume_record_temp(ctx, r, io->dest.npy, io->dest.data, io->dest.ld, io->dest.elem);
 }
 
-/* After the run (st its outcome, the result committed on success): a failed resumable job
- * puts what it finished on record and keeps its journal and temporary file, unless it has
- * nothing on record; everything else is removed. */
-static void resume_end(oc_context *ctx, oc_mm_io *io, oc_status st)
+/* After the run (st its outcome; committed: the commit was tried, so the result's writer
+ * and temporary file are gone whatever its outcome): a failed resumable job puts what it
+ * finished on record and keeps its journal and temporary file, unless it has nothing on
+ * record or its commit failed (nothing is left to resume); everything else is removed. */
+static void resume_end(oc_context *ctx, oc_mm_io *io, oc_status st, int committed)
 {
     oc_mm_resume *r = io->resume;
     io->resume = NULL;
+    if (committed) {
+        oc_mm_resume_finish(r);
+        return;
+    }
     if (st != OC_OK && r) oc_mm_resume_checkpoint(ctx, r);
     if (st != OC_OK && oc_mm_resume_worth_keeping(r)) {
         oc_mm_dest_keep(&io->dest);
@@ -452,8 +463,9 @@ oc_status oc_matmul(oc_context *ctx, const oc_matmul_array *a, const oc_matmul_a
     if (st == OC_OK) st = oc_mm_source_check(ctx, &s.a);
     if (st == OC_OK && s.has_b) st = oc_mm_source_check(ctx, &s.b);
     if (st == OC_OK && strcmp(be->name, "cuda") == 0) oc_cost_note_gpu_job();
-    if (st == OC_OK) st = oc_mm_dest_commit(ctx, &io.dest);
-    resume_end(ctx, &io, st);
+    const int committed = st == OC_OK;
+    if (committed) st = oc_mm_dest_commit(ctx, &io.dest);
+    resume_end(ctx, &io, st, committed);
     oc_trace_phase(&t, "matmul", "output committed");
     if (st == OC_OK) fill_stats(&s, &io, be, oc_now() - start, explain, stats);
     pthread_mutex_destroy(&io.lock);

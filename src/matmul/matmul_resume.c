@@ -75,6 +75,13 @@ static oc_status describe_operand(oc_context *ctx, oc_text *t, const char *tag, 
             return oc_fail(ctx, OC_ERR_INPUT, "%s: the file was replaced while the job started", s->name);
         return oc_journal_describe_file(ctx, t, tag, s->name, &sb);
     }
+    /* GPU memory is not read on the host; a later process could not give the same memory
+     * anyway, so nothing identifies it across runs. */
+    if (s->gpu_device >= 0)
+        return oc_fail(ctx, OC_ERR_INPUT,
+                       "%s: resume: an operand in GPU memory cannot be identified by a later run; give it as a .npy "
+                       "path or host memory",
+                       s->name);
     const size_t elem = oc_matmul_dtype_size(s->dtype);
     uint32_t crc = 0;
     for (int64_t r = 0; r < s->rows && s->data; r++)

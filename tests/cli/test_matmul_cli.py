@@ -349,6 +349,10 @@ def test_inner_dimensions_name_the_transposes_that_fit(tmp_path, a_shape, b_shap
         run("matmul", tmp_path / "a.npy", tmp_path / "b.npy", *fix, "-o", tmp_path / "c.npy")
         ref = (a.T if "--transpose-a" in fix else a) @ (b.T if "--transpose-b" in fix else b)
         close(np.load(tmp_path / "c.npy"), ref, 10, 1e-15)
+    # A Fortran-order file is read as its transpose inside; the advice is of the flags given.
+    np.save(tmp_path / "a.npy", np.asfortranarray(a))
+    np.save(tmp_path / "b.npy", np.asfortranarray(b))
+    expect_error(tmp_path, tmp_path / "a.npy", tmp_path / "b.npy", *flags, message=hint)
 
 
 def test_plan_floors(tmp_path):

@@ -204,6 +204,24 @@ def test_failure_before_any_tile_leaves_nothing(mats):
     assert leftovers(d, d / "C.npy") == [] and not (d / "C.npy").exists()
 
 
+@pytest.mark.parametrize("fault", ["OUTCORE_FAULT_RENAME", "OUTCORE_FAULT_FSYNC"])
+@pytest.mark.parametrize("interval", ["0", None])
+def test_failed_commit_leaves_nothing_to_resume(mats, fault, interval):
+    """A resumable job whose finished output cannot be committed (its fsync or rename fails)
+    exits with the I/O error and leaves neither the output, its temporary file nor a journal:
+    the commit removed the temporary file, so no journal may promise it (before, the journal
+    was put on record through the writer the commit had freed)."""
+    d = mats
+    env = {fault: "2"} | ({"OUTCORE_RESUME_INTERVAL": interval} if interval else {})
+    proc = run("matmul", d / "A64.npy", d / "B64.npy", "--backend", "cpu", "--host-mem", "100K", "-o", d / "C.npy",
+               "--resume", "-q", check=False, env=env)
+    assert proc.returncode == 1, (proc.returncode, proc.stderr)
+    assert "I/O error" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert leftovers(d, d / "C.npy") == [] and not (d / "C.npy").exists()
+    run("matmul", d / "A64.npy", d / "B64.npy", "--host-mem", "100K", "-o", d / "C.npy", "--resume", "-q")
+    assert np.load(d / "C.npy").shape == (300, 260)
+
+
 def test_journal_symlink_refused(mats):
     d = mats
     (d / "elsewhere").write_text("x")

@@ -160,6 +160,12 @@ def test_vectors_as_numpy_reads_them():
     x = np.ones((3, 4))
     with pytest.raises(outcore.InputError, match=r"\(4 != 3; they multiply with transpose_a, or with transpose_b\)$"):
         outcore.matmul(x, x)
+    # A transposed view is read as its transpose; the advice is still of the caller's flags.
+    with pytest.raises(outcore.InputError, match=r"\(3 != 4; they multiply with transpose_a\)$"):
+        outcore.matmul(np.ones((3, 4)).T, np.ones((4, 5)))
+    with pytest.raises(outcore.InputError, match=r"\(4 != 3; they multiply without transpose_a\)$"):
+        outcore.matmul(np.ones((3, 4)).T, np.ones((3, 5)), transpose_a=True)
+    assert outcore.matmul(np.ones((3, 4)).T, np.ones((3, 5))).shape == (4, 5)
 
 
 def test_vector_files_as_numpy_reads_them(tmp_path):

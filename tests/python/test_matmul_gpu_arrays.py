@@ -105,7 +105,7 @@ def test_torch_tensors(dtype, asked, rdtype):
 
 
 @pytest.mark.skipif(not HAVE_TORCH, reason="needs torch with a usable CUDA device")
-def test_torch_refusals():
+def test_torch_refusals(tmp_path):
     a = torch.ones((64, 32), dtype=torch.float32, device="cuda")
     b = torch.ones((32, 64), dtype=torch.float32, device="cuda")
     with pytest.raises(outcore.InputError, match="C is not in that device.s memory"):
@@ -128,6 +128,28 @@ def test_torch_refusals():
     assert not c.any()
     with pytest.raises(outcore.InputError, match="rows are not contiguous"):
         outcore.matmul(a[:, ::2], b[:16])
+    # Rows that overlap or repeat (a broadcast row, stride 0 between rows) are no matrix the
+    # library reads with a leading dimension: refused, not read past the view.
+    row = torch.arange(32, dtype=torch.float32, device="cuda")
+    with pytest.raises(outcore.InputError, match="^A: a GPU array whose rows are not contiguous"):
+        outcore.matmul(row[None].expand(64, 32), b)
+    with pytest.raises(outcore.InputError, match="^A: a GPU array whose rows are not contiguous"):
+        outcore.matmul(row.as_strided((16, 32), (1, 1)), b)
+    # A result whose rows are not contiguous is refused, a strided 1-D out too.
+    y = torch.zeros(128, dtype=torch.float32, device="cuda")
+    with pytest.raises(outcore.InputError, match="^out: expected a GPU array"):
+        outcore.matmul(b[:, 0].contiguous(), b, out=y[::2])
+    with pytest.raises(outcore.InputError, match="^out: expected a GPU array"):
+        outcore.matmul(a, b[:, :1], out=y[:1][None].expand(64, 1))
+    assert not y.any()
+    # A transposed operand runs as one call on A, B and C, which needs C's rows back to back.
+    wide = torch.zeros((64, 96), dtype=torch.float32, device="cuda")
+    with pytest.raises(outcore.InputError, match="C's rows are not back to back"):
+        outcore.matmul(b.T, b[:, :32].contiguous(), out=wide[:, :32])
+    # Resume identifies its operands across runs, which GPU memory cannot be.
+    with pytest.raises(outcore.InputError, match="resume: an operand in GPU memory"):
+        outcore.matmul(a, b, out=str(tmp_path / "r.npy"), resume=True)
+    assert list(tmp_path.iterdir()) == []
     with pytest.raises(outcore.InputError, match="neither torch nor CuPy"):
         outcore.matmul(Interface(a), b)
     out = torch.zeros((64, 64), dtype=torch.float32, device="cuda")
@@ -258,3 +280,19 @@ def test_torch_views_off_their_allocations_start(dtype, rdtype):
     out = out_storage[1:]  # C one row into its storage
     assert outcore.matmul(a, bt.T, out=out) is out and np.array_equal(out.double().cpu().numpy(), want)
     assert not out_storage[0].any()
+
+
+@pytest.mark.skipif(not HAVE_TORCH, reason="needs torch with a usable CUDA device")
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16"])
+def test_torch_empty_k(dtype):
+    """k = 0 reads no operand: C is zeros, for A·Aᵀ and a transposed operand too (an empty
+    tensor lies in no device's memory, which the resident plan's checks asked of it)."""
+    t = getattr(torch, dtype)
+    a = torch.ones((40, 0), dtype=t, device="cuda")
+    got = outcore.matmul(a)
+    assert tuple(got.shape) == (40, 40) and got.is_cuda and not got.any()
+    b = torch.ones((0, 24), dtype=t, device="cuda")
+    got = outcore.matmul(b.T.contiguous().T, torch.ones((0, 8), dtype=t, device="cuda"), transpose_a=True)
+    assert tuple(got.shape) == (24, 8) and not got.any()
+    c = torch.full((40, 24), 7, dtype=torch.float32, device="cuda")
+    assert outcore.matmul(a, b, out=c) is c and not c.any()
