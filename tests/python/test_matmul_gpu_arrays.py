@@ -134,7 +134,7 @@ def test_torch_refusals(tmp_path):
     with pytest.raises(outcore.InputError, match="^A: a GPU array whose rows are not contiguous"):
         outcore.matmul(row[None].expand(64, 32), b)
     with pytest.raises(outcore.InputError, match="^A: a GPU array whose rows are not contiguous"):
-        outcore.matmul(row.as_strided((16, 32), (1, 1)), b)
+        outcore.matmul(torch.arange(64, dtype=torch.float32, device="cuda").as_strided((16, 32), (1, 1)), b)
     # A result whose rows are not contiguous is refused, a strided 1-D out too.
     y = torch.zeros(128, dtype=torch.float32, device="cuda")
     with pytest.raises(outcore.InputError, match="^out: expected a GPU array"):
