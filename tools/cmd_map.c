@@ -1,4 +1,5 @@
 /* cmd_map.c - `outcore map`: an element-wise expression over .npy arrays (docs/map.md). */
+#include <ctype.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -97,6 +98,15 @@ static int parse_reduce(const char *v, oc_map_reduce *out)
     return -1;
 }
 
+/* Whether text reads as an input, NAME=FILE: a name, then one '=' (not '==', which an
+ * expression may hold). */
+static int looks_like_binding(const char *text)
+{
+    size_t n = 0;
+    while (isalnum((unsigned char)text[n]) || text[n] == '_') n++;
+    return n > 0 && !isdigit((unsigned char)text[0]) && text[n] == '=' && text[n + 1] != '=' && text[n + 1] != '\0';
+}
+
 /* The expression (the first positional argument), then the NAME=FILE.npy inputs: -1 when
  * arg was taken, else the exit status. */
 static int positional_arg(map_args *g, const char *arg)
@@ -110,6 +120,10 @@ static int positional_arg(map_args *g, const char *arg)
         return cli_usage_error("map: at most %d inputs", MAX_ARGS);
     char *name = NULL;
     const char *path = split_binding(g, arg, &name);
+    if (!path && g->ninputs == 0 && looks_like_binding(g->expr))
+        return cli_usage_error("map: '%s' is not an input, and the expression '%s' is one: the expression goes "
+                               "first (outcore map '%s' %s ...)",
+                               arg, g->expr, arg, g->expr);
     if (!path)
         return cli_usage_error("map: '%s' is not an input: write NAME=FILE.npy%s", arg,
                                arg[0] == '-' ? " (options go before --)" : "");

@@ -474,6 +474,11 @@ static int operator(parser *p, stacks *k)
         return 1;
     }
     if (p->kind == T_END && g->kind == G_TOP) return 2;
+    /* numpy's spelling of a call (np.sqrt(x)) or a method (x.sum()) after a name. */
+    if (p->s[pos] == '.' && pos > 0 && (isalnum((unsigned char)p->s[pos - 1]) || p->s[pos - 1] == '_'))
+        return syntax_error(p, pos,
+                            "a name takes no '.': write functions without a module (sqrt(x), not np.sqrt(x)), "
+                            "and a reduction (x.sum()) as the reduce option");
     if (g->kind == G_PAREN) return syntax_error(p, pos, "expected ')'");
     if (g->kind == G_CALL) return syntax_error(p, pos, "expected ',' or ')' in the arguments");
     return syntax_error(p, pos, is_op(p, ")") ? "unmatched ')'" : "expected an operator or the end of the expression");

@@ -71,6 +71,13 @@ def test_errors(arrays, tmp_path):
     expect_error(d, "a * b", a, message="unknown name 'b'")
     expect_error(d, "a", a, "--reduce", "sum", "--axis", "2", message="axis 2 is out of bounds")
     expect_error(d, "a ** b", f"a={d/'i.npy'}", "--set", "b=-1", message="negative integer powers")
+    # numpy's spellings that map does not take, and its arguments in the wrong order, named so.
+    for expr, column in (("np.sqrt(a)", 3), ("a.sum()", 2), ("numpy.abs(a)", 6)):
+        expect_error(d, expr, a, message=f"column {column}: a name takes no '.': write functions without a module")
+    err = expect_error(d, a, "a * 2", message=f"'a * 2' is not an input, and the expression '{a}' is one: the "
+                       "expression goes first")
+    assert len(err.splitlines()) == 1
+    expect_error(d, "a == 2", "q", message="'q' is not an input: write NAME=FILE.npy")
 
 
 def gpus():
