@@ -55,6 +55,21 @@ int oc_cuda_device_count(void)
 #endif
 }
 
+oc_status oc_gram_columns_differ(oc_context *ctx, const char *a, int64_t a_cols, const char *b, int64_t b_cols)
+{
+    /* One input's row bytes are the other's columns packed eight to a byte. */
+    const int64_t wide = a_cols > b_cols ? a_cols : b_cols;
+    const char *packed = a_cols > b_cols ? b : a, *other = a_cols > b_cols ? a : b;
+    if (wide / 8 + (wide % 8 != 0) == (a_cols > b_cols ? b_cols : a_cols))
+        return oc_fail(ctx, OC_ERR_INPUT,
+                       "%s has %lld columns but %s has %lld: %s looks packed (numpy.packbits rows of %lld bits) and %s "
+                       "not; give both as 0/1 columns, or both packed with --bits %lld",
+                       b, (long long)b_cols, a, (long long)a_cols, packed, (long long)wide, other, (long long)wide);
+    return oc_fail(ctx, OC_ERR_INPUT,
+                   "%s has %lld columns but %s has %lld: A and B must have the same number of columns", b,
+                   (long long)b_cols, a, (long long)a_cols);
+}
+
 /* The range of a threshold or minimum score (what names it) for the metric: [0, 1] for
  * jaccard and cosine, whole numbers in [0, m] for counts and hamming. */
 static oc_status check_threshold_range(oc_context *ctx, const char *what, oc_metric metric, double t, int64_t m)
@@ -243,10 +258,7 @@ static oc_status job_prepare(oc_context *ctx, const char *caller, const oc_matri
     if (symmetric) b = a;
     const char *a_name, *b_name;
     oc_matrix_pair_names(a, b, &a_name, &b_name);
-    if (a->cols != b->cols)
-        return oc_fail(ctx, OC_ERR_INPUT,
-                       "%s has %lld columns but %s has %lld: A and B must have the same number of columns", b_name,
-                       (long long)b->cols, a_name, (long long)a->cols);
+    if (a->cols != b->cols) return oc_gram_columns_differ(ctx, a_name, a->cols, b_name, b->cols);
 
     oc_dtype dtype = OC_DTYPE_DEFAULT;
     OC_CHECK(ctx, check_options(ctx, opts, a_name, a->cols, &dtype));

@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "gram/gram_compat.h"
+#include "gram/gram_job.h"
 #include "io/io.h"
 
 oc_status oc_gram_check_files(oc_context *ctx, const char *a, const char *b, const oc_read_options *read,
@@ -29,10 +30,7 @@ oc_status oc_gram_check_files(oc_context *ctx, const char *a, const char *b, con
     else p = n, b_cols = cols;
     /* oc_gram's first check on the matrices, when both headers declare their columns (a text
      * input's are known once read: -1). */
-    if (cols >= 0 && b_cols >= 0 && cols != b_cols)
-        return oc_fail(ctx, OC_ERR_INPUT,
-                       "%s has %lld columns but %s has %lld: A and B must have the same number of columns", b,
-                       (long long)b_cols, a, (long long)cols);
+    if (cols >= 0 && b_cols >= 0 && cols != b_cols) return oc_gram_columns_differ(ctx, a, cols, b, b_cols);
     /* Only a dense file is sized from the shape up front; a result in memory is the caller's
      * array, and top-k and threshold files grow with what the job selects. */
     if (out->kind != OC_OUTPUT_FILE || !out->path || opts->topk > 0 || opts->use_threshold || n < 0 || p < 0)

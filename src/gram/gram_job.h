@@ -40,4 +40,8 @@ typedef struct oc_gram_job {
     const char *out_path;                /* the output file (a FILE output), else NULL: its fixed costs */
 } oc_gram_job;
 
+/* The error of inputs of different column counts (gram.c): where one count is the other's
+ * bytes of numpy.packbits rows, it says that one input is packed and the other is not. */
+oc_status oc_gram_columns_differ(oc_context *ctx, const char *a, int64_t a_cols, const char *b, int64_t b_cols);
+
 #endif

@@ -58,8 +58,14 @@ oc_status oc_create_fail(oc_context *ctx, const char *path, const char *what, in
     char dir[4096];
     oc_path_folder(path, dir, sizeof dir);
     switch (err) {
-    case ENOENT:
+    case ENOENT: {
+        /* A folder that is there but takes no new files (/proc, /sys) says ENOENT too. */
+        struct stat sb;
+        if (stat(dir, &sb) == 0 && S_ISDIR(sb.st_mode))
+            return oc_fail(ctx, OC_ERR_INPUT, "%s: cannot write %s: folder %s takes no new files (%s)", path, what, dir,
+                           strerror(err));
         return oc_fail(ctx, OC_ERR_INPUT, "%s: cannot write %s: folder %s does not exist", path, what, dir);
+    }
     case ENOTDIR:
         return oc_fail(ctx, OC_ERR_INPUT, "%s: cannot write %s: %s is not a folder", path, what, dir);
     case EACCES:

@@ -418,3 +418,32 @@ def test_empty_input_name(tmp_path, command):
     before = snapshot(tmp_path)
     err = refused(run_bytes(command, *args, "-o", "c.npy", cwd=tmp_path), tmp_path, before)
     assert "an input file's name is empty" in err, err
+
+
+def test_packed_and_unpacked_inputs_named(tmp_path):
+    """A 0/1 byte matrix given --bits, or beside its packed form, is named as such (the
+    column counts alone do not say which input is which kind)."""
+    rng = np.random.default_rng(3)
+    u = (rng.random((20, 300)) < 0.1).astype(np.uint8)
+    np.save(tmp_path / "u.npy", u)
+    np.save(tmp_path / "p.npy", np.packbits(u, axis=1))
+    before = snapshot(tmp_path)
+    out = tmp_path / "g.npy"
+    refused(run_bytes("gram", tmp_path / "u.npy", "--bits", "300", "-o", out), tmp_path, before,
+            "u.npy: --bits 300 needs 38 bytes per row but the rows have 300: one byte a column", "drop --bits")
+    for a, b in (("u", "p"), ("p", "u")):
+        refused(run_bytes("gram", tmp_path / f"{a}.npy", tmp_path / f"{b}.npy", "-o", out), tmp_path, before,
+                "p.npy looks packed (numpy.packbits rows of 300 bits) and", "both packed with --bits 300")
+    # the advice runs: both packed
+    assert run_bytes("gram", tmp_path / "p.npy", tmp_path / "p.npy", "--bits", "300", "-o", out).returncode == 0
+    assert np.array_equal(np.load(out), u.astype(np.int32) @ u.T.astype(np.int32))
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux's /proc")
+def test_a_folder_that_takes_no_files(tmp_path, a01):
+    """/proc is there but creates no files (ENOENT): said so, not that it does not exist."""
+    proc = run_bytes("gram", tmp_path / "a.npy", "-o", "/proc/x.npy")
+    err = proc.stderr.decode()
+    assert proc.returncode == 2 and "does not exist" not in err, err
+    # root may write there and is refused by the file system; others by the folder's mode
+    assert "folder /proc takes no new files" in err or "no write permission in folder /proc" in err, err

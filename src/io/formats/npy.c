@@ -360,6 +360,11 @@ static oc_status npy_matrix_layout(oc_context *ctx, const char *path, const oc_m
             return oc_fail(ctx, OC_ERR_INPUT,
                            "%s: --bits %" PRId64 " needs %" PRId64 " bytes per row but the rows have %" PRId64, path,
                            bits, need, width);
+        if (need != width && width == bits)
+            return oc_fail(ctx, OC_ERR_INPUT,
+                           "%s: --bits %" PRId64 " needs %" PRId64 " bytes per row but the rows have %" PRId64
+                           ": one byte a column, as 0/1 values are stored rather than numpy.packbits rows; drop --bits",
+                           path, bits, need, width);
         if (need != width)
             return oc_fail(ctx, OC_ERR_INPUT,
                            "%s: --bits %" PRId64 " needs %" PRId64 " bytes per row but the rows have %" PRId64
