@@ -181,8 +181,8 @@ def test_min_score_share_something(tmp_path, rng):
     (["--min-score", "1"], "give --topk K too"),
     (["--topk", "3", "--min-score", "nan"], "expected a number"),
     (["--topk", "3", "--min-score", "x"], "expected a number"),
-    (["--topk", "3", "--min-score", "1.5"], "minimum score 1.5"),
-    (["--topk", "3", "--metric", "jaccard", "--min-score", "2"], "minimum score 2"),
+    (["--topk", "3", "--min-score", "1.5"], "--min-score 1.5"),
+    (["--topk", "3", "--metric", "jaccard", "--min-score", "2"], "--min-score 2"),
     (["--topk", "3", "--min-score", "1", "--min-score", "2"], "option --min-score given twice"),
 ])
 def test_min_score_refused(tmp_path, rng, args, message):

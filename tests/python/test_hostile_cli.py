@@ -67,8 +67,8 @@ def test_min_score_to_a_file(tmp_path, rng):
     (dict(threshold=True), "threshold must be a number, not bool"),
     (dict(threshold=np.True_), "threshold must be a number, not bool"),
     (dict(threshold=b"1"), "threshold must be a number, not bytes"),
-    (dict(topk=3, min_score=1.5), "minimum score 1.5"),
-    (dict(topk=3, min_score=2, metric="jaccard"), "minimum score 2"),
+    (dict(topk=3, min_score=1.5), "min_score 1.5"),
+    (dict(topk=3, min_score=2, metric="jaccard"), "min_score 2"),
 ])
 def test_min_score_refused(rng, kwargs, message):
     with pytest.raises(outcore.InputError, match=message):
