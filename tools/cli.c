@@ -507,6 +507,7 @@ void cli_cancel_on_signal(oc_context *ctx)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL); /* the terminal closed, an ssh session dropped */
 }
 
 static void removed_quietly(void *user, const char *path, int64_t bytes) { (void)user, (void)path, (void)bytes; }

@@ -141,7 +141,7 @@ void cli_note_threads(int asked, int ran, const char *why);
  * --backend cpu, or a machine without a usable one. Called after the job succeeded. */
 void cli_warn_gpu_mem(const char *value, oc_backend backend);
 
-/* Installs SIGINT/SIGTERM handlers that cancel the job running on ctx; NULL restores the
+/* Installs SIGINT/SIGTERM/SIGHUP handlers that cancel the job running on ctx; NULL restores the
  * default actions (before ctx is freed: under mpirun a SIGTERM can come at any time). */
 void cli_cancel_on_signal(oc_context *ctx);
 /* Nonzero once such a handler caught a signal (since cli_cancel_on_signal installed it): under

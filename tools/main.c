@@ -1,4 +1,5 @@
 /* main.c - the outcore command line: dispatches to the subcommands. Uses outcore.h only. */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,6 +89,12 @@ static void blas_threads_sleep(void)
 
 int main(int argc, char **argv)
 {
+    /* A write past RLIMIT_FSIZE (ulimit -f) fails with EFBIG, which the writers report and
+     * clean up after, instead of SIGXFSZ killing the process with its temporary file left;
+     * a closed standard output fails a write with EPIPE, which cli_stdout_status reports,
+     * instead of SIGPIPE ending the command without a word. */
+    signal(SIGXFSZ, SIG_IGN);
+    signal(SIGPIPE, SIG_IGN);
     blas_threads_sleep();
     return cli_stdout_status(run(argc, argv));
 }

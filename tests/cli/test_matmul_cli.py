@@ -2,6 +2,7 @@
 budgets that force many tiles and K panels), the plan, and bad inputs: exit 2, one line naming
 the file, no output file."""
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -9,7 +10,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from conftest import require_backend, run
+from conftest import outcore_bin, require_backend, run
 
 
 @pytest.fixture
@@ -480,3 +481,83 @@ def test_large_result_reserved_beside_the_job(tmp_path):
                env={"OUTCORE_TRACE": "1"})
     assert "outcore output:" not in proc.stderr and "output committed" in proc.stderr, proc.stderr
     assert np.array_equal(np.load(small), a[:1000] @ a[:1000].T)
+
+
+def test_ctrl_c_stops_a_product_of_one_tile(tmp_path):
+    """A product that fits is one tile computed in place; SIGINT stops it between the BLAS's
+    bands of rows (exit 130, fewer multiply-adds done than the product's, no output), not
+    after the whole product."""
+    import signal
+    import time
+    rng = np.random.default_rng(2)
+    np.save(tmp_path / "a.npy", rng.standard_normal((8192, 4096)).astype(np.float32))  # four bands of rows
+    np.save(tmp_path / "b.npy", rng.standard_normal((4096, 4096)).astype(np.float32))
+    args = ["matmul", tmp_path / "a.npy", tmp_path / "b.npy", "--backend", "cpu", "-q"]
+    plan = json.loads(run(*args, "--plan", "--json").stdout)
+    assert plan["tiles"] == 1 and plan["k_panels"] == 1, plan
+    out = tmp_path / "c.npy"
+    start = time.monotonic()
+    run(*args, "-o", out)
+    whole = time.monotonic() - start
+    out.unlink()
+    for share in (0.4, 0.2, 0.1):
+        job = subprocess.Popen([outcore_bin(), *map(str, args), "-o", str(out)],
+                               stderr=subprocess.PIPE, text=True)
+        time.sleep(whole * share)
+        job.send_signal(signal.SIGINT)
+        err = job.communicate(timeout=120)[1]
+        if job.returncode == 0:  # it ended before the signal: try earlier
+            out.unlink()
+            continue
+        assert job.returncode == 130, (job.returncode, err)
+        done, total = map(float, re.search(r"cancelled after (\d+) of (\d+) multiply-adds", err).groups())
+        assert 0 < done < total, err
+        assert not out.exists() and [p.name for p in tmp_path.iterdir() if p.name.startswith("c.npy")] == []
+        return
+    pytest.skip(f"the product ({whole:.2f} s) ended before each signal")
+
+
+@pytest.mark.parametrize("args", [["a.npy", "--gram"], ["at.npy", "at.npy", "--transpose-a"]], ids=["aat", "ata"])
+def test_a_large_symmetric_tile_in_bands(tmp_path, args):
+    """A·Aᵀ of one tile large enough for the BLAS calls to go in bands of rows (each band's
+    diagonal block by syrk, the rest of its rows by gemm; for AᵀA from A's columns): the upper
+    triangle as numpy's, mirrored exactly."""
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((4096, 4096))  # two bands of rows
+    np.save(tmp_path / "a.npy", a)
+    np.save(tmp_path / "at.npy", np.ascontiguousarray(a.T))
+    cmd = ["matmul", *[tmp_path / x if x.endswith(".npy") else x for x in args], "--backend", "cpu", "-q"]
+    plan = json.loads(run(*cmd, "--plan", "--json").stdout)
+    assert plan["tiles"] == 1, plan
+    run(*cmd, "-o", tmp_path / "c.npy")
+    got = np.load(tmp_path / "c.npy")
+    assert np.array_equal(got, got.T)
+    close(got, a @ a.T, 4096, 1e-16)
+
+
+@pytest.mark.parametrize("limit_mib", [200, 400, 600])
+def test_an_address_space_limit_is_named_not_waited_on(tmp_path, limit_mib):
+    """Under ulimit -v a product either runs or stops in one line naming the limit (its
+    mappings, or the BLAS's buffers, which OpenBLAS would retry for ever), never hangs, and
+    leaves nothing beside its output's name."""
+    import resource
+    rng = np.random.default_rng(6)
+    a, b = rng.standard_normal((3000, 2000)), rng.standard_normal((2000, 3000))
+    np.save(tmp_path / "a.npy", a)
+    np.save(tmp_path / "b.npy", b)
+    limit = limit_mib << 20
+
+    def limited():
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    out = tmp_path / "c.npy"
+    proc = subprocess.run([outcore_bin(), "matmul", tmp_path / "a.npy", tmp_path / "b.npy", "--backend", "cpu",
+                           "--threads", "2", "-o", out, "-q"], capture_output=True, text=True, timeout=120,
+                          preexec_fn=limited)
+    if proc.returncode == 0:
+        close(np.load(out), a @ b, 2000, 1e-16)
+    else:
+        assert proc.returncode == 1, (proc.returncode, proc.stderr)
+        assert len(proc.stderr.strip().splitlines()) == 1 and "address space limit (ulimit -v" in proc.stderr, \
+            proc.stderr
+        assert not out.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.npy", "b.npy"] + (["c.npy"] if out.exists() else [])

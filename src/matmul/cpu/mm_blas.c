@@ -6,11 +6,14 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "core/threads.h"
+#include "io/sysio.h"
 
 static const char *const search[] = {"libopenblas.so.0", "libcblas.so.3", "libblas.so.3", "libmkl_rt.so"};
 
@@ -108,6 +111,47 @@ int oc_mm_blas_load(oc_mm_blas *b, char *why, size_t why_size)
     return st;
 }
 
+/* OpenBLAS's buffer for each thread of a call (BUFFER_SIZE on x86-64 and a page, as its
+ * allocation asks), and room for the rest of what a call maps. */
+#define OPENBLAS_THREAD_BUFFER ((int64_t)134221824)
+#define BLAS_OTHER_MAPPINGS ((int64_t)32 << 20)
+
+static atomic_int threads_ready; /* threads whose OpenBLAS buffers a returned call left */
+
+/* Whether `bytes` more of address space can be mapped now (a reservation that takes no
+ * memory, released at once). */
+static int address_space_room(int64_t bytes)
+{
+    void *p = mmap(NULL, (size_t)bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) return 0;
+    munmap(p, (size_t)bytes);
+    return 1;
+}
+
+int oc_mm_blas_room(const oc_mm_blas *b, int threads, char *why, size_t why_size)
+{
+    const int64_t limit = oc_address_space_limit();
+    const int ready = atomic_load(&threads_ready);
+    if (!b->sgemm || strcmp(b->name, "openblas") != 0 || limit < 0 || threads <= ready) return 0;
+    if (address_space_room((threads - ready) * OPENBLAS_THREAD_BUFFER + BLAS_OTHER_MAPPINGS)) return 0;
+    int fits = threads - 1;
+    while (fits > ready && !address_space_room((fits - ready) * OPENBLAS_THREAD_BUFFER + BLAS_OTHER_MAPPINGS)) fits--;
+    char fewer[48] = "";
+    if (fits > 0 && (fits > ready || ready > 0)) snprintf(fewer, sizeof fewer, ", or give --threads %d", fits);
+    snprintf(why, why_size,
+             "the address space limit (ulimit -v, %lld bytes) leaves no room for %s's buffers on %d threads "
+             "(%lld MiB each, beside what the job maps); raise ulimit -v%s",
+             (long long)limit, b->name, threads, (long long)(OPENBLAS_THREAD_BUFFER >> 20), fewer);
+    return -1;
+}
+
+void oc_mm_blas_ran(const oc_mm_blas *b, int threads)
+{
+    if (!b->sgemm) return;
+    int ready = atomic_load(&threads_ready);
+    while (threads > ready && !atomic_compare_exchange_weak(&threads_ready, &ready, threads)) {}
+}
+
 /* The measurement of oc_mm_blas_gemm_rate: long enough for a BLAS's threads to be at work,
  * short beside a first job's other first-use measurements; at most three matrices of
  * RATE_EDGE_MAX² float64 (96 MiB). */
@@ -116,7 +160,8 @@ int oc_mm_blas_load(oc_mm_blas *b, char *why, size_t why_size)
 
 double oc_mm_blas_gemm_rate(const oc_mm_blas *b, int f32, int threads)
 {
-    if (!b->sgemm || !b->dgemm) return 0;
+    char why[320];
+    if (!b->sgemm || !b->dgemm || oc_mm_blas_room(b, threads, why, sizeof why) != 0) return 0;
     const size_t es = f32 ? sizeof(float) : sizeof(double), cells = (size_t)RATE_EDGE_MAX * RATE_EDGE_MAX;
     void *a = calloc(cells, es), *x = calloc(cells, es), *c = calloc(cells, es);
     double rate = 0;
@@ -138,6 +183,7 @@ double oc_mm_blas_gemm_rate(const oc_mm_blas *b, int f32, int threads)
             if (seconds >= RATE_SECONDS) break;
         }
     }
+    if (rate > 0) oc_mm_blas_ran(b, threads);
     free(a);
     free(x);
     free(c);

@@ -40,6 +40,16 @@ typedef struct oc_mm_blas {
  * which). */
 int oc_mm_blas_load(oc_mm_blas *b, char *why, size_t why_size);
 
+/* Whether b's calls on `threads` threads have the address space they need: OpenBLAS takes a
+ * buffer of about 128 MiB for each thread that runs a call and retries a failed allocation
+ * for ever, so under an address space limit (ulimit -v) without that room a call would never
+ * return. 0 when there is room (no limit, another BLAS, or the buffers already in place after
+ * a call on as many threads); else -1 with why: the limit, the buffers' size and, where one
+ * fits, a smaller --threads. */
+int oc_mm_blas_room(const oc_mm_blas *b, int threads, char *why, size_t why_size);
+/* Notes that a call of b on `threads` threads returned: its buffers stay in place. */
+void oc_mm_blas_ran(const oc_mm_blas *b, int threads);
+
 /* Flop/s of b's GEMM (f32: sgemm, else dgemm) on `threads` threads, measured at first use of
  * a machine (matmul's choice caches it): square products from 256 on, doubling until one
  * takes RATE_SECONDS or reaches RATE_EDGE_MAX, after an untimed first call at each edge. 0

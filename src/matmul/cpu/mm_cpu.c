@@ -16,6 +16,7 @@
 #include "core/threads.h"
 #include "core/trace.h"
 #include "matmul/cpu/mm_cpu.h"
+#include "io/sysio.h"
 #include "matmul/mm_half.h"
 #include "matmul/mm_half_run.h"
 
@@ -93,6 +94,12 @@ static oc_status buffers_alloc(oc_context *ctx, const oc_matmul_job *job, const 
     }
     if (failed) {
         buffers_free(b);
+        const int64_t limit = oc_address_space_limit();
+        if (limit >= 0)
+            return oc_fail(ctx, OC_ERR_NO_MEMORY,
+                           "out of memory: the product's panels and tile need %lld bytes, past what the address space "
+                           "limit (ulimit -v, %lld bytes) leaves; raise ulimit -v or give a smaller --host-mem",
+                           (long long)p->need_bytes, (long long)limit);
         return oc_fail(ctx, OC_ERR_NO_MEMORY, "out of memory: the product's panels and tile need %lld bytes",
                        (long long)p->need_bytes);
     }
@@ -215,14 +222,14 @@ static int trans_flag(const oc_mm_cpu_plan *p, oc_mm_operand which)
  * multiply-adds of a gemm, and no B panel; write_tile reads only the upper triangle of such
  * a tile). */
 static void syrk_blas(const oc_mm_cpu_plan *p, int ta, int64_t h, int64_t kw, const void *a, int64_t lda, void *acc,
-                      int first)
+                      int64_t ldc, int first)
 {
     if (p->kind == OC_MM_KIND_F64)
         p->blas.dsyrk(OC_CBLAS_ROW_MAJOR, OC_CBLAS_UPPER, ta, (int)h, (int)kw, 1.0, a, (int)lda, first ? 0.0 : 1.0, acc,
-                      (int)h);
+                      (int)ldc);
     else
         p->blas.ssyrk(OC_CBLAS_ROW_MAJOR, OC_CBLAS_UPPER, ta, (int)h, (int)kw, 1.0f, a, (int)lda, first ? 0.0f : 1.0f,
-                      acc, (int)h);
+                      acc, (int)ldc);
 }
 
 static void gemm_blas(const oc_mm_cpu_plan *p, int ta, int tb, int64_t h, int64_t w, int64_t kw, const void *a,
@@ -234,6 +241,60 @@ static void gemm_blas(const oc_mm_cpu_plan *p, int ta, int tb, int64_t h, int64_
     else
         p->blas.sgemm(OC_CBLAS_ROW_MAJOR, ta, tb, (int)h, (int)w, (int)kw, 1.0f, a, (int)lda, b, (int)ldb,
                       first ? 0.0f : 1.0f, acc, (int)ldc);
+}
+
+/* Row r of op(X) for a panel x with ld elements between its stored rows: a stored row, or
+ * a stored column where the panel lies transposed (flag OC_CBLAS_TRANS). */
+static const void *op_row(const void *x, int flag, int64_t r, int64_t ld, size_t elem)
+{
+    return (const char *)x + (size_t)(flag == OC_CBLAS_TRANS ? r : r * ld) * elem;
+}
+
+/* Rows of a tile per BLAS call: about 2^35 multiply-adds each (a second or two on two
+ * cores), and at least 2048 rows, so that a cancel, checked between calls, stops a tile that
+ * is the whole product (the one tile of a product that fits) within moments, while the BLAS
+ * runs as fast as on the whole tile (1024-row bands lost 3-4% on two cores: each call packs
+ * all of B again). */
+static int64_t band_rows(int64_t h, int64_t w, int64_t kw)
+{
+    const double per_row = (double)w * (double)kw;
+    int64_t band = per_row > 0 ? (int64_t)((double)(1LL << 35) / per_row) : h;
+    if (band < 2048) band = 2048;
+    return band < h ? band : h;
+}
+
+/* acc (h x w, ldc) += op(a)·op(b) over one K panel of depth kw (first: acc = the product),
+ * by the BLAS in bands of rows; on a diagonal tile of A·Aᵀ (syrk) the upper triangle of
+ * op(a)·op(a)ᵀ, each band's diagonal block by syrk and the rest of its rows by gemm. Between
+ * bands the progress is reported and a cancel honoured. */
+static oc_status multiply_bands(oc_matmul_job *job, const oc_mm_cpu_plan *p, int syrk, int64_t h, int64_t w, int64_t kw,
+                                const void *a, int64_t lda, const void *b, int64_t ldb, void *acc, int64_t ldc,
+                                int first, double *done, double total)
+{
+    const size_t elem = oc_mm_kind_size(p->kind), acc_elem = oc_mm_acc_size(p->kind);
+    const int ta = trans_flag(p, OC_MM_A), tb = trans_flag(p, OC_MM_B);
+    const int64_t band = band_rows(h, w, kw);
+    for (int64_t r = 0; r < h; r += band) {
+        const int64_t hb = h - r < band ? h - r : band;
+        char *c = (char *)acc + (size_t)(r * ldc) * acc_elem;
+        if (syrk) {
+            /* rows r..r+hb of the upper triangle: their diagonal block, then the columns
+             * right of it, op(a)[r..r+hb)·op(a)[r+hb..h)ᵀ */
+            syrk_blas(p, ta, hb, kw, op_row(a, ta, r, lda, elem), lda, c + (size_t)r * acc_elem, ldc, first);
+            if (r + hb < h)
+                gemm_blas(p, ta, ta == OC_CBLAS_TRANS ? OC_CBLAS_NO_TRANS : OC_CBLAS_TRANS, hb, h - r - hb, kw,
+                          op_row(a, ta, r, lda, elem), lda, op_row(a, ta, r + hb, lda, elem), lda,
+                          c + (size_t)(r + hb) * acc_elem, ldc, first);
+            *done += (double)hb * (double)(h - r) * (double)kw;
+        } else {
+            gemm_blas(p, ta, tb, hb, w, kw, op_row(a, ta, r, lda, elem), lda, b, ldb, c, ldc, first);
+            *done += (double)hb * (double)w * (double)kw;
+        }
+        if (job->progress) job->progress(job->progress_user, *done, total);
+        if (oc_cancelled(job->ctx))
+            return oc_fail(job->ctx, OC_ERR_CANCELLED, "cancelled after %.0f of %.0f multiply-adds", *done, total);
+    }
+    return OC_OK;
 }
 
 /* A panel where it lies (the plan's in_place: the caller's memory or a mapped input, in the
@@ -295,21 +356,22 @@ static oc_status run_tile(oc_matmul_job *job, const oc_mm_cpu_plan *p, cpu_buffe
             *a_key = key;
         }
         if (!a) return oc_fail(ctx, OC_ERR_INTERNAL, "matmul: a panel of A planned in place is not in memory");
-        if (syrk) {
-            span_add(&spans->read, &t);
-            syrk_blas(p, trans_flag(p, OC_MM_A), h, kw, a, lda, acc, q == 0);
-        } else {
+        if (!syrk) {
             if (p->in_place[OC_MM_B]) b = panel_in_place(job, p, OC_MM_B, k0, j0, kw, w, &ldb);
             else OC_CHECK(ctx, read_pieces(job, p, OC_MM_B, k0, kw, j0, w, bf->b_in, bf->b));
             if (!b) return oc_fail(ctx, OC_ERR_INTERNAL, "matmul: a panel of B planned in place is not in memory");
-            span_add(&spans->read, &t);
-            if (blas)
-                gemm_blas(p, trans_flag(p, OC_MM_A), trans_flag(p, OC_MM_B), h, w, kw, a, lda, b, ldb, acc, ldc,
-                          q == 0);
-            else OC_CHECK(ctx, oc_mm_ref_gemm(ctx, p->kind, p->threads, h, w, kw, bf->a, bf->b, bf->acc));
+        }
+        span_add(&spans->read, &t);
+        if (blas) {
+            /* a diagonal tile's syrk counts its upper triangle; the tile counts h·w for progress */
+            const double before = *done;
+            OC_CHECK(ctx, multiply_bands(job, p, syrk, h, w, kw, a, lda, b, ldb, acc, ldc, q == 0, done, total));
+            *done = before + (double)h * (double)w * (double)kw;
+        } else {
+            OC_CHECK(ctx, oc_mm_ref_gemm(ctx, p->kind, p->threads, h, w, kw, bf->a, bf->b, bf->acc));
+            *done += (double)h * (double)w * (double)kw;
         }
         span_add(&spans->multiply, &t);
-        *done += (double)h * (double)w * (double)kw;
         if (job->progress) job->progress(job->progress_user, *done, total);
         if (oc_cancelled(ctx))
             return oc_fail(ctx, OC_ERR_CANCELLED, "cancelled after %.0f of %.0f multiply-adds", *done, total);
@@ -337,6 +399,9 @@ static oc_status cpu_run(oc_matmul_job *job)
     snprintf(job->stats.backend, sizeof job->stats.backend, "cpu/%s", p.blas.name);
     job->stats.peak_host_bytes = p.need_bytes;
     if (job->m == 0 || job->n == 0) return OC_OK;
+    char why[320];
+    if (p.blas.sgemm && p.kind != OC_MM_KIND_I8 && oc_mm_blas_room(&p.blas, p.threads, why, sizeof why) != 0)
+        return oc_fail(ctx, OC_ERR_NO_MEMORY, "matmul on the CPU: %s", why);
     if (p.blas.set_threads) p.blas.set_threads(p.threads);
     cpu_buffers bf;
     OC_CHECK(ctx, buffers_alloc(ctx, job, &p, &bf));
@@ -367,6 +432,7 @@ static oc_status cpu_run(oc_matmul_job *job)
             st = run_tile(job, &p, &bf, ti, tj, &a_key, &done, total, &spans);
         }
     buffers_free(&bf);
+    if (st == OC_OK && job->stats.tiles > 0 && p.kind != OC_MM_KIND_I8) oc_mm_blas_ran(&p.blas, p.threads);
     if (oc_tracing()) {
         const char *what[] = {"panels read", "multiplied", "tiles written"};
         const double secs[] = {spans.read, spans.multiply, spans.write};
