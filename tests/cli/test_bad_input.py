@@ -84,6 +84,9 @@ CASES = [
     ("descr_struct.npy", npy_bytes(np.zeros((5, 13), dtype=[("a", "u1")])), ["structured", "not supported"]),
     ("shape_vs_size.npy", header_bytes("{'descr': '|u1', 'fortran_order': False, 'shape': (6, 13), }") + A.tobytes(),
      ["truncated .npy data", "78 bytes"]),
+    # A wider type's bytes, not its element count (78 float64s need 624 bytes).
+    ("shape_vs_size_f8.npy", header_bytes("{'descr': '<f8', 'fortran_order': False, 'shape': (6, 13), }")
+     + np.zeros(20).tobytes(), ["truncated .npy data: 6 x 13 <f8 needs 624 bytes", "the file has 160"]),
     # Hostile .mtx entries.
     ("zero_index.mtx", (MTX_HEAD + "3 4 1\n0 1\n").encode(), ["line 3", "(0, 1)", "outside"]),
     ("negative_index.mtx", (MTX_HEAD + "3 4 1\n2 -1\n").encode(), ["line 3", "(2, -1)", "outside"]),

@@ -232,6 +232,20 @@ def test_journal_symlink_refused(mats):
     assert (d / "elsewhere").read_text() == "x"
 
 
+def test_temporary_with_other_names_refused(mats):
+    """A temporary output that has another name (a hard link, as a forged journal could aim
+    at a user's file) is not reopened and written through: refused, the other file intact."""
+    d = mats
+    args = [d / "A64.npy", d / "B64.npy", "-o", d / "C.npy", "--host-mem", "100K", "-q"]
+    killed_once(d, args)
+    (temp,) = [p for p in d.iterdir() if p.name.startswith("C.npy.tmp-")]
+    os.link(temp, d / "victim.npy")
+    before = (d / "victim.npy").read_bytes()
+    proc = run("matmul", *args, "--resume", check=False)
+    assert proc.returncode == 2 and "it has other names (hard links)" in proc.stderr, proc.stderr
+    assert len(proc.stderr.splitlines()) == 1 and (d / "victim.npy").read_bytes() == before
+
+
 def real_job(d):
     """A product of about a second on the reference loops (one thread), many tiles; its
     arguments, the time of an uninterrupted resumable run, and the reference result."""

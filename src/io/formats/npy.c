@@ -372,11 +372,17 @@ static oc_status npy_matrix_layout(oc_context *ctx, const char *path, const oc_m
                            path, bits, need, width, 8 * width - 7, 8 * width);
         cols = bits;
     }
-    if ((uint64_t)data_bytes > file->size - offset)
+    /* data_bytes counts elements: bytes for the one-byte kinds, a wider number's size each. */
+    const size_t elem = value_type >= 0 ? oc_value_type_size(value_type) : 1;
+    if ((uint64_t)data_bytes > (file->size - offset) / elem) {
+        int64_t need;
+        char need_text[32] = "more";
+        if (oc_mul_i64(data_bytes, (int64_t)elem, &need)) snprintf(need_text, sizeof need_text, "%" PRId64, need);
         return oc_fail(ctx, OC_ERR_INPUT,
-                       "%s: truncated .npy data: %" PRId64 " x %" PRId64 " needs %" PRId64
-                       " bytes after the header but the file has %zu",
-                       path, rows, width, data_bytes, file->size - offset);
+                       "%s: truncated .npy data: %" PRId64 " x %" PRId64 " %s needs %s bytes after the header but the "
+                       "file has %zu",
+                       path, rows, width, h.descr, need_text, file->size - offset);
+    }
 
     if (value_type >= 0) {
         /* Read whole into packed bits (a fraction of the file): never left in the file. */
@@ -386,9 +392,6 @@ static oc_status npy_matrix_layout(oc_context *ctx, const char *path, const oc_m
                            "%s: a %s matrix is read into memory as %" PRId64 " bytes of bits, more "
                            "than the host budget keeps (%" PRId64 " bytes): save it as uint8 0/1 to read it in panels",
                            path, h.descr, packed, budget);
-        if ((uint64_t)data_bytes > (file->size - offset) / oc_value_type_size(value_type))
-            return oc_fail(ctx, OC_ERR_INPUT, "%s: truncated .npy data for %" PRId64 " x %" PRId64 " %s values", path,
-                           rows, width, h.descr);
     }
     *l = (npy_matrix){
         .kind = kind, .value_type = value_type, .rows = rows, .cols = cols, .width = width, .offset = offset};
