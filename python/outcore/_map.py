@@ -91,6 +91,30 @@ def _memmap_file(x):
     return None
 
 
+def _mapped_files(x):
+    """The files whose mappings hold array x's memory: its numpy.memmap's, and on Linux those
+    /proc/self/maps names for its address range, which also finds a mapping numpy does not
+    trace (np.frombuffer of an mmap, as_strided of a memmap)."""
+    files = [f] if (f := _memmap_file(x)) is not None else []
+    if not isinstance(x, np.ndarray) or x.size == 0:
+        return files
+    start = x.__array_interface__["data"][0]
+    lo = start + sum((n - 1) * st for n, st in zip(x.shape, x.strides) if st < 0)
+    hi = start + sum((n - 1) * st for n, st in zip(x.shape, x.strides) if st > 0) + x.itemsize
+    try:
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                fields = line.split(None, 5)
+                if len(fields) < 6 or not fields[5].startswith("/"):
+                    continue  # anonymous memory, the heap, the stack
+                start, end = (int(v, 16) for v in fields[0].split("-"))
+                if start < hi and lo < end and not fields[5].endswith(" (deleted)\n"):
+                    files.append(fields[5].rstrip("\n"))
+    except OSError:
+        pass
+    return files
+
+
 def _check_out_overlap(out, arrays, paths):
     """An out array that shares memory with an input array (as the library reads it), or that
     maps an input file, is refused: the result would overwrite inputs while they are read,
@@ -99,17 +123,20 @@ def _check_out_overlap(out, arrays, paths):
         if np.shares_memory(out, arr):
             raise InputError(f"out shares memory with the input '{name}': writing the result would overwrite the "
                              "input while it is read; pass a separate array (or out=None)")
-    mapped = _memmap_file(out)
     # Two mappings of one file share no memory as numpy sees it, but they are the same bytes.
-    mapped_inputs = [(name, _memmap_file(arr)) for name, arr in arrays]
-    for name, path in paths + [(name, f) for name, f in mapped_inputs if f is not None]:
-        try:
-            same = mapped is not None and os.path.samefile(mapped, path)
-        except OSError:
-            same = False
-        if same:
-            raise InputError(f"out maps the input file of '{name}' ({os.fsdecode(path)}): writing the result would "
-                             "overwrite the input while it is read; pass a separate array (or out=None)")
+    mapped = _mapped_files(out)
+    if not mapped:
+        return
+    inputs = paths + [(name, f) for name, arr in arrays for f in _mapped_files(arr)]
+    for name, path in inputs:
+        for m in mapped:
+            try:
+                same = os.path.samefile(m, path)
+            except (OSError, TypeError, ValueError):
+                same = False
+            if same:
+                raise InputError(f"out maps the input file of '{name}' ({os.fsdecode(path)}): writing the result "
+                                 "would overwrite the input while it is read; pass a separate array (or out=None)")
 
 
 def _shown_line(raw):

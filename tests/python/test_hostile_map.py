@@ -217,3 +217,32 @@ def test_ctrl_c_cancels_a_running_map_at_once(tmp_path):
     assert proc.returncode != 0 and "KeyboardInterrupt" in err, err[-1000:]
     assert took < 2.5, f"the job stopped {took:.1f} s after Ctrl-C"
     assert list(work.iterdir()) == []
+
+
+def test_untraced_mappings_of_an_input_file_are_refused(tmp_path):
+    """Mappings numpy does not trace to a file (an as_strided view of a memmap, np.frombuffer
+    of an mmap) are found by their addresses: out mapping an input file, or an input array
+    mapping the file out maps, is refused as a numpy.memmap is, for matmul and map."""
+    import mmap
+    from numpy.lib.stride_tricks import as_strided
+    path = tmp_path / "x.npy"
+    s = np.arange(1600.0).reshape(40, 40)
+    np.save(path, s)
+    before = path.read_bytes()
+    strided = as_strided(np.load(path, mmap_mode="r+"))
+    with open(path, "r+b") as f:
+        raw = mmap.mmap(f.fileno(), 0)
+        framed = np.frombuffer(raw, "<f8", offset=128).reshape(40, 40)
+        for out in (strided, framed):
+            with pytest.raises(outcore.InputError, match="out maps the input file of 'A'") as exc:
+                outcore.matmul(str(path), s, out=out)
+            one_line(exc)
+            with pytest.raises(outcore.InputError, match="out maps the input file of 'a'"):
+                outcore.map("a * 2", a=str(path), out=out)
+            # an input array mapping the file out maps
+            with pytest.raises(outcore.InputError, match="out maps the input file of 'A'"):
+                outcore.matmul(as_strided(np.load(path, mmap_mode="r")), s, out=out)
+    del framed, out, strided, raw
+    assert path.read_bytes() == before
+    # memory that maps no file is not refused for it
+    assert np.array_equal(outcore.matmul(str(path), s, out=np.empty((40, 40))), s @ s)
