@@ -32,7 +32,8 @@ static const char gen_usage[] =
     "  --seed S               the random seed, a whole number from 0 to 2^64 - 1 (default\n"
     "                         1): the same arguments and S give the same file\n"
     "  --threads N            threads (default: all cores)\n"
-    "  -q, --quiet            no progress bar, no line for a stale temporary removed\n";
+    "  -q, --quiet            no progress bar, no summary line, no line for a stale temporary\n"
+    "                         removed\n";
 
 static int parse_count(const char *name, const char *v, int64_t *out)
 {
@@ -216,6 +217,13 @@ int oc_cmd_gen(int argc, char **argv)
     pthread_mutex_unlock(&job->lock);
     if (st == OC_OK) {
         rc = OC_EXIT_OK;
+        if (!quiet) {
+            char size[32];
+            cli_message("gen %lld x %lld%s, density %g, %lld planted pair%s, seed %llu: %s -> %s", (long long)p.rows,
+                        (long long)p.cols, wopts.packed ? " packed bits" : " 0/1 bytes", p.density, (long long)p.plant,
+                        p.plant == 1 ? "" : "s", (unsigned long long)p.seed, cli_bytes(bytes, size, sizeof size),
+                        output);
+        }
     } else if (st == OC_ERR_CANCELLED) {
         rc = cli_status_error(ctx, st);
     } else if (state == 2) { /* a signal while the pairs were being picked: the workers gave up */

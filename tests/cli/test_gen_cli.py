@@ -22,7 +22,9 @@ GEN = ["gen", "--rows", 300, "--cols", 1001, "--density", 0.3, "--plant", 12, "-
 
 def gen_bytes(path, *extra, env=None, args=GEN):
     proc = run(*args, *extra, "-o", path, env=env)
-    assert proc.stdout == "" and proc.stderr == ""  # no progress bar off a terminal
+    # no progress bar off a terminal: the summary line alone, as other commands print it
+    assert proc.stdout == "" and proc.stderr.count("\n") == 1 and proc.stderr.startswith("outcore: gen "), proc.stderr
+    assert proc.stderr.rstrip().endswith(f"-> {path}") and "planted pair" in proc.stderr
     return path.read_bytes()
 
 
