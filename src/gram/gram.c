@@ -512,6 +512,7 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
     if (ph->compute < 0) ph->compute = 0;
     if (backend != &oc_backend_cpu && backend != &oc_backend_cpu_sparse) oc_cost_note_gpu_job();
     if (sel) OC_CHECK_GOTO(ctx, st, oc_gram_dest_select_commit(ctx, &job, &dest, sel), cleanup);
+    const int resumable = resume != NULL;
     if (npy) {
         oc_npy_out *w = npy;
         npy = NULL;
@@ -523,6 +524,9 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
     }
     oc_resume_finish(resume);
     resume = NULL;
+    /* A temporary of an earlier run that the journal no longer named (a damaged journal the
+     * run started over from) is owned by none now: removed, as a new job's start does. */
+    if (resumable && out->kind == OC_OUTPUT_FILE) oc_stale_temps_remove(ctx, out->path);
     oc_trace_phase(&t, "gram", "commit");
     phase_end(&mark, &ph->output);
 

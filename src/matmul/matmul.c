@@ -463,9 +463,12 @@ oc_status oc_matmul(oc_context *ctx, const oc_matmul_array *a, const oc_matmul_a
     if (st == OC_OK) st = oc_mm_source_check(ctx, &s.a);
     if (st == OC_OK && s.has_b) st = oc_mm_source_check(ctx, &s.b);
     if (st == OC_OK && strcmp(be->name, "cuda") == 0) oc_cost_note_gpu_job();
-    const int committed = st == OC_OK;
+    const int committed = st == OC_OK, resumable = io.resume != NULL;
     if (committed) st = oc_mm_dest_commit(ctx, &io.dest);
     resume_end(ctx, &io, st, committed);
+    /* A temporary of an earlier run that the journal no longer named (a damaged journal the
+     * run started over from) is no longer owned by one: removed, as a new job's start does. */
+    if (st == OC_OK && resumable) oc_stale_temps_remove(ctx, c->path);
     oc_trace_phase(&t, "matmul", "output committed");
     if (st == OC_OK) fill_stats(&s, &io, be, oc_now() - start, explain, stats);
     pthread_mutex_destroy(&io.lock);

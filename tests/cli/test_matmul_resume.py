@@ -232,6 +232,23 @@ def test_journal_symlink_refused(mats):
     assert (d / "elsewhere").read_text() == "x"
 
 
+def test_journal_without_its_temporary_leaves_nothing(mats):
+    """A journal cut to its header (its record of the temporary lost) starts the product
+    over; once it is done the earlier run's temporary, which no journal names now, is
+    removed too: nothing is left beside the output."""
+    d = mats
+    args = [d / "A64.npy", d / "B64.npy", "-o", d / "C.npy", "--host-mem", "100K", "-q"]
+    killed_once(d, args)
+    journal = d / "C.npy.outcore-journal"
+    text = journal.read_bytes()
+    crc = text.index(b"\ncrc ")
+    journal.write_bytes(text[:text.index(b"\n", crc + 1) + 1])
+    run("matmul", *args, "--resume")
+    assert leftovers(d, d / "C.npy") == []
+    ref = np.load(d / "A64.npy") @ np.load(d / "B64.npy")
+    assert np.allclose(np.load(d / "C.npy"), ref, rtol=1e-12, atol=1e-9)
+
+
 def test_temporary_with_other_names_refused(mats):
     """A temporary output that has another name (a hard link, as a forged journal could aim
     at a user's file) is not reopened and written through: refused, the other file intact."""

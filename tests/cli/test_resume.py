@@ -213,6 +213,20 @@ def test_damaged_journals(inputs):
     assert proc.returncode == 2 and str(journal) in proc.stderr and "damaged" in proc.stderr
 
 
+def test_journal_without_its_temporary_leaves_nothing(inputs):
+    """A journal cut to its header (its record of the temporary lost) starts over; once the
+    job is done the earlier run's temporary, which nothing names now, is removed too."""
+    d = inputs
+    args, journal = killed_job(d)
+    run(*args, "-o", d / "ref.npy")
+    text = journal.read_bytes()
+    crc = text.index(b"\ncrc ")
+    journal.write_bytes(text[:text.index(b"\n", crc + 1) + 1])
+    run(*args, "-o", d / "C.npy", "--resume")
+    assert (d / "C.npy").read_bytes() == (d / "ref.npy").read_bytes()
+    assert leftovers(d, d / "C.npy") == []
+
+
 def test_damaged_tile_in_the_output_is_redone(inputs):
     """A tile whose bytes in the temporary file are not the journal's is computed again."""
     d = inputs
