@@ -174,12 +174,7 @@ oc_status oc_resume_start(oc_context *ctx, const oc_gram_job *job, const oc_outp
         return checked;
     }
     if (!job->opts->resume) {
-        oc_status st = exists ? oc_fail(ctx, OC_ERR_INPUT,
-                                        "%s: an interrupted job left this journal: run the same "
-                                        "command with --resume (Python: resume=True) to continue it, or "
-                                        "'outcore clean %s' to start over",
-                                        jpath, out->path)
-                              : OC_OK;
+        oc_status st = exists ? oc_journal_refuse_without_resume(ctx, jpath, out->path) : OC_OK;
         free(jpath);
         return st;
     }

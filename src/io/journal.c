@@ -370,6 +370,25 @@ oc_status oc_journal_side_check(oc_context *ctx, const char *path, const char *w
                                          : "special");
 }
 
+oc_status oc_journal_refuse_without_resume(oc_context *ctx, const char *jpath, const char *out_path)
+{
+    /* A running resumable job holds its journal's lock: that job is not interrupted. */
+    int fd = open(jpath, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC), held = 0;
+    if (fd >= 0) {
+        held = flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+        close(fd);
+    }
+    if (held)
+        return oc_fail(ctx, OC_ERR_INPUT,
+                       "%s: a running job holds this journal (a resumable job on the same output): let it end, or "
+                       "stop it and run the same command with --resume (Python: resume=True) to continue it",
+                       jpath);
+    return oc_fail(ctx, OC_ERR_INPUT,
+                   "%s: an interrupted job left this journal: run the same command with --resume (Python: "
+                   "resume=True) to continue it, or 'outcore clean %s' to start over",
+                   jpath, out_path);
+}
+
 /* The CRC-32 of the whole file fd, read in large blocks. */
 static oc_status file_crc(oc_context *ctx, int fd, const char *name, int64_t size, uint32_t *crc_out)
 {

@@ -86,6 +86,10 @@ uint32_t oc_journal_job_crc(const oc_journal *j);
  * Sets *exists. */
 oc_status oc_journal_side_check(oc_context *ctx, const char *path, const char *what, int *exists);
 
+/* The refusal of a job run without --resume on an output that has the journal jpath: that
+ * an interrupted job left it (how to continue or clean it), or that a running job holds it. */
+oc_status oc_journal_refuse_without_resume(oc_context *ctx, const char *jpath, const char *out_path);
+
 /* The seconds between two checkpoints of a resumable job (OUTCORE_RESUME_INTERVAL, else
  * OC_JOURNAL_INTERVAL_DEFAULT) and the tile count after which it kills itself for the tests
  * (OUTCORE_RESUME_KILL_AFTER, else 0: never); a value that is not what docs/environment.md

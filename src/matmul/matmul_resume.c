@@ -185,11 +185,7 @@ oc_status oc_mm_resume_start(oc_context *ctx, const oc_matmul_job *job, const oc
     int exists = 0;
     oc_status st = oc_journal_side_check(ctx, jpath, "resume journal", &exists);
     if (st == OC_OK && opts->resume) st = oc_output_name_fits(ctx, c->path, ".outcore-journal", OC_TMP_SUFFIX_MAX);
-    if (st == OC_OK && !opts->resume && exists)
-        st = oc_fail(ctx, OC_ERR_INPUT,
-                     "%s: an interrupted job left this journal: run the same command with --resume (Python: "
-                     "resume=True) to continue it, or 'outcore clean %s' to start over",
-                     jpath, c->path);
+    if (st == OC_OK && !opts->resume && exists) st = oc_journal_refuse_without_resume(ctx, jpath, c->path);
     if (st != OC_OK || !opts->resume) {
         free(jpath);
         return st;

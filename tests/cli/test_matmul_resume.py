@@ -249,6 +249,24 @@ def test_journal_without_its_temporary_leaves_nothing(mats):
     assert np.allclose(np.load(d / "C.npy"), ref, rtol=1e-12, atol=1e-9)
 
 
+@pytest.mark.parametrize("command", ["matmul", "gram"])
+def test_a_journal_held_by_a_running_job_is_named_so(mats, command):
+    """Without --resume, an output's journal is refused: as an interrupted job's (how to
+    continue or clean it), or, while a running job holds its lock, as that job's."""
+    import fcntl
+    d = mats
+    journal = d / "C.npy.outcore-journal"
+    journal.write_bytes(b"outcore-journal 1\n")
+    args = {"matmul": ["matmul", d / "A64.npy", d / "B64.npy"], "gram": ["gram", d / "A1.npy"]}[command]
+    with open(journal, "rb") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        proc = run(*args, "-o", d / "C.npy", check=False)
+        assert proc.returncode == 2 and "a running job holds this journal" in proc.stderr, proc.stderr
+    proc = run(*args, "-o", d / "C.npy", check=False)
+    assert proc.returncode == 2 and "an interrupted job left this journal" in proc.stderr, proc.stderr
+    assert len(proc.stderr.splitlines()) == 1 and not (d / "C.npy").exists()
+
+
 def test_temporary_with_other_names_refused(mats):
     """A temporary output that has another name (a hard link, as a forged journal could aim
     at a user's file) is not reopened and written through: refused, the other file intact."""
