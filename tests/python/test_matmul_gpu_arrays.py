@@ -296,3 +296,16 @@ def test_torch_empty_k(dtype):
     assert tuple(got.shape) == (24, 8) and not got.any()
     c = torch.full((40, 24), 7, dtype=torch.float32, device="cuda")
     assert outcore.matmul(a, b, out=c) is c and not c.any()
+
+
+@pytest.mark.skipif(not HAVE_TORCH, reason="needs torch with a usable CUDA device")
+def test_torch_int8_transposed_past_the_grid():
+    """A transposed int8 operand of more than 65535 x 32 rows whose k is no multiple of 16 is
+    packed K-contiguous by the byte transpose, whose grid's y was limited to 65535 edges (an
+    internal error past 2097120 rows): the product as float64's, exactly."""
+    gen = torch.Generator(device="cuda").manual_seed(3)
+    stored = torch.randint(-4, 5, (17, 2200001), dtype=torch.int8, device="cuda", generator=gen)
+    b = torch.randint(-4, 5, (17, 8), dtype=torch.int8, device="cuda", generator=gen)
+    got = outcore.matmul(stored.T, b)
+    assert got.dtype == torch.int32 and tuple(got.shape) == (2200001, 8)
+    assert torch.equal(got.double(), stored.T.double() @ b.double())

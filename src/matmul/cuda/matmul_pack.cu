@@ -32,16 +32,20 @@ __global__ void __launch_bounds__(THREADS)
                      int8_t *__restrict__ dst, int64_t ld, int64_t dst_rows)
 {
     __shared__ int8_t s[EDGE][EDGE + 1];
-    const int64_t r0 = (int64_t)blockIdx.x * EDGE, c0 = (int64_t)blockIdx.y * EDGE;
+    const int64_t r0 = (int64_t)blockIdx.x * EDGE;
     const int tx = threadIdx.x % EDGE, ty = threadIdx.x / EDGE;
-    for (int i = ty; i < EDGE; i += THREADS / EDGE) {
-        const int64_t r = r0 + i, c = c0 + tx;
-        s[i][tx] = r < rows && c < cols ? src[r * src_ld + c] : (int8_t)0;
-    }
-    __syncthreads();
-    for (int i = ty; i < EDGE; i += THREADS / EDGE) {
-        const int64_t c = c0 + i, r = r0 + tx; /* dst row c, column r */
-        if (c < dst_rows && r < ld) dst[c * ld + r] = s[tx][i];
+    /* The grid's y is at most 65535 blocks: a block takes every gridDim.y-th edge of columns. */
+    for (int64_t c0 = (int64_t)blockIdx.y * EDGE; c0 < dst_rows; c0 += (int64_t)gridDim.y * EDGE) {
+        for (int i = ty; i < EDGE; i += THREADS / EDGE) {
+            const int64_t r = r0 + i, c = c0 + tx;
+            s[i][tx] = r < rows && c < cols ? src[r * src_ld + c] : (int8_t)0;
+        }
+        __syncthreads();
+        for (int i = ty; i < EDGE; i += THREADS / EDGE) {
+            const int64_t c = c0 + i, r = r0 + tx; /* dst row c, column r */
+            if (c < dst_rows && r < ld) dst[c * ld + r] = s[tx][i];
+        }
+        __syncthreads(); /* before the next edge's loads overwrite s */
     }
 }
 
@@ -165,11 +169,12 @@ extern "C" oc_status oc_mm_transpose_i8(oc_context *ctx, oc_cuda_device *dev, co
         CUDA_CHECK_LAUNCH(ctx, "matmul transpose_words_kernel");
         return OC_OK;
     }
-    if ((dst_rows + EDGE - 1) / EDGE > 65535)
-        return oc_fail(ctx, OC_ERR_INTERNAL, "matmul transpose: %lld columns exceed the grid", (long long)dst_rows);
+    if ((ld + EDGE - 1) / EDGE > INT32_MAX)
+        return oc_fail(ctx, OC_ERR_INTERNAL, "matmul transpose: %lld rows exceed the grid", (long long)ld);
     OC_CHECK(ctx,
              oc_cuda_launch_prepare(ctx, dev, (const void *)transpose_kernel, "matmul transpose_kernel", THREADS, 0));
-    const dim3 grid((unsigned)((ld + EDGE - 1) / EDGE), (unsigned)((dst_rows + EDGE - 1) / EDGE));
+    const int64_t edges = (dst_rows + EDGE - 1) / EDGE;
+    const dim3 grid((unsigned)((ld + EDGE - 1) / EDGE), (unsigned)(edges < 65535 ? edges : 65535));
     transpose_kernel<<<grid, THREADS, 0, stream>>>(src, rows, cols, src_ld, dst, ld, dst_rows);
     CUDA_CHECK_LAUNCH(ctx, "matmul transpose_kernel");
     return OC_OK;
