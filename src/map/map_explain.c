@@ -18,10 +18,12 @@ static const char *reduce_name(oc_map_reduce r)
 oc_status oc_map_explain(oc_context *ctx, const oc_map *m, int json, char **text)
 {
     if (!m || !text) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_map_explain: NULL argument");
-    int64_t in_bytes = 0;
+    /* In double: a broadcast's element count times its size can pass 2^63 (the job refuses
+     * such an output; the explanation still says how large it would be). */
+    double in_bytes = 0;
     for (int i = 0; i < m->n_inputs; i++)
-        if (m->inputs[i].used) in_bytes += m->inputs[i].count * (int64_t)oc_mt_size(m->inputs[i].type);
-    int64_t out_bytes = m->out_count * (int64_t)oc_mt_size(m->out_type);
+        if (m->inputs[i].used) in_bytes += (double)m->inputs[i].count * (double)oc_mt_size(m->inputs[i].type);
+    const double out_bytes = (double)m->out_count * (double)oc_mt_size(m->out_type);
     int threads = oc_threads_resolve(m->opts.threads);
     char shape[512], oshape[512];
     oc_map_shape_text(m->ndim, m->shape, shape, sizeof shape);
@@ -41,17 +43,16 @@ oc_status oc_map_explain(oc_context *ctx, const oc_map *m, int json, char **text
         oc_text_printf(&b,
                        ", \"threads\": %d, "
                        "\"expr_dtype\": \"%s\", \"out_dtype\": \"%s\", \"reduce\": \"%s\", \"axis\": %d, "
-                       "\"elements\": %" PRId64 ", \"bytes_in\": %" PRId64 ", \"bytes_out\": %" PRId64 "}\n",
+                       "\"elements\": %" PRId64 ", \"bytes_in\": %.0f, \"bytes_out\": %.0f}\n",
                        threads, oc_mt_name(m->expr_type), oc_mt_name(m->out_type), reduce_name(m->reduce), m->axis,
                        m->count, in_bytes, out_bytes);
     } else {
         oc_text_shown(&b, m->text);
-        oc_text_printf(&b,
-                       " over %s (%" PRId64 " elements, %s): reads %" PRId64 " bytes, writes %" PRId64
-                       " bytes of %s %s%s%s; %s%s: ",
-                       shape, m->count, oc_mt_name(m->expr_type), in_bytes, out_bytes, oc_mt_name(m->out_type), oshape,
-                       m->reduce ? ", reduced by " : "", m->reduce ? reduce_name(m->reduce) : "", where,
-                       choice.backend == &oc_map_backend_cpu ? threads_text : "");
+        oc_text_printf(
+            &b, " over %s (%" PRId64 " elements, %s): reads %.0f bytes, writes %.0f bytes of %s %s%s%s; %s%s: ", shape,
+            m->count, oc_mt_name(m->expr_type), in_bytes, out_bytes, oc_mt_name(m->out_type), oshape,
+            m->reduce ? ", reduced by " : "", m->reduce ? reduce_name(m->reduce) : "", where,
+            choice.backend == &oc_map_backend_cpu ? threads_text : "");
         oc_text_shown(&b, why); /* it quotes the expression */
         oc_text_printf(&b, "\n");
     }

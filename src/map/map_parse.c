@@ -75,7 +75,7 @@ static void advance(parser *p)
 {
     const char *s = p->s;
     int i = p->next;
-    while (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') i++;
+    while (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r' || s[i] == '\f') i++;
     p->pos = i;
     char c = s[i];
     if (c == '\0') {
@@ -471,7 +471,11 @@ static int operator(parser *p, stacks *k)
     if (is_op(p, ",") && g->kind == G_CALL) {
         take_arg(k);
         advance(p);
-        return 1;
+        if (!is_op(p, ")")) return 1;
+        /* a trailing comma, as Python takes: sqrt(x,) */
+        const int close = p->pos;
+        advance(p);
+        return close_call(p, k, close) < 0 ? -1 : 0;
     }
     if (p->kind == T_END && g->kind == G_TOP) return 2;
     /* numpy's spelling of a call (np.sqrt(x)) or a method (x.sum()) after a name. */

@@ -250,11 +250,66 @@ static int fold_compare(checker *c, oc_map_op op, int lt, int eq, int gt, int po
     return weak_const(c, MW_BOOL, v, pos);
 }
 
+/* Python's comparison of an int with a float: exact (9007199254740993 > 2.0**53), where
+ * converting the int to a double first would round it. */
+static int fold_compare_int_float(checker *c, oc_map_op op, py_int i, double f, int int_first, int pos)
+{
+    int lt = 0, eq = 0, gt = 0; /* of i against f; NaN: none */
+    if (isinf(f)) {
+        lt = f > 0, gt = f < 0;
+    } else if (!isnan(f)) {
+        const double fl = floor(f);
+        if (fl >= 0x1p100) lt = 1; /* past every int here (|i| < 2^65) */
+        else if (fl <= -0x1p100) gt = 1;
+        else {
+            const py_int fi = (py_int)fl;
+            lt = i < fi || (i == fi && f > fl);
+            eq = i == fi && f == fl;
+            gt = i > fi;
+        }
+    }
+    return int_first ? fold_compare(c, op, lt, eq, gt, pos) : fold_compare(c, op, gt, eq, lt, pos);
+}
+
+static int bit_length(unsigned __int128 x)
+{
+    int n = 0;
+    for (; x; x >>= 1) n++;
+    return n;
+}
+
+/* x / y of Python ints (y != 0), rounded once to the nearest double as Python's true
+ * division is: the quotient taken to 55-56 bits in 128-bit integers with a sticky bit for
+ * its remainder, then rounded to 53, ties to even. (double)x / (double)y rounds twice past
+ * 2^53: (2**53 + 1) / 3 came out 3002399751580330.5 where Python gives 3002399751580331.0. */
+static double py_true_divide(py_int x, py_int y)
+{
+    const int negative = (x < 0) != (y < 0);
+    unsigned __int128 n = x < 0 ? -(unsigned __int128)x : (unsigned __int128)x;
+    unsigned __int128 d = y < 0 ? -(unsigned __int128)y : (unsigned __int128)y;
+    if (n == 0) return negative ? -0.0 : 0.0;
+    const int s = 55 + bit_length(d) - bit_length(n); /* the quotient then has 55 or 56 bits */
+    if (s >= 0) n <<= s;
+    else d <<= -s;
+    unsigned __int128 q = n / d;
+    const int sticky = n % d != 0;
+    const int drop = bit_length(q) - 53;
+    const unsigned __int128 half = (unsigned __int128)1 << (drop - 1), rest = q & ((half << 1) - 1);
+    q >>= drop;
+    if (rest > half || (rest == half && (sticky || (q & 1)))) q++;
+    const double r = ldexp((double)q, drop - s);
+    return negative ? -r : r;
+}
+
 /* a op b on two Python scalars, as Python computes it. */
 static int fold_binary(checker *c, oc_map_op op, int ka, int kb, int pos)
 {
     oc_map_node a = c->out->nodes[ka], b = c->out->nodes[kb];
     oc_map_value v = {0};
+    const int compare = op == MOP_EQ || op == MOP_NE || op == MOP_LT || op == MOP_LE || op == MOP_GT || op == MOP_GE;
+    if (compare && (a.weak == MW_FLOAT) != (b.weak == MW_FLOAT))
+        return a.weak == MW_FLOAT ? fold_compare_int_float(c, op, py_int_of(&b), a.value.f, 0, pos)
+                                  : fold_compare_int_float(c, op, py_int_of(&a), b.value.f, 1, pos);
     if (a.weak == MW_FLOAT || b.weak == MW_FLOAT) {
         double x = a.weak == MW_FLOAT ? a.value.f : (double)py_int_of(&a);
         double y = b.weak == MW_FLOAT ? b.value.f : (double)py_int_of(&b);
@@ -315,7 +370,7 @@ static int fold_binary(checker *c, oc_map_op op, int ka, int kb, int pos)
         break;
     case MOP_DIV:
         if (y == 0) return fold_fail(c, pos, "division by zero between Python scalars");
-        v.f = (double)x / (double)y;
+        v.f = py_true_divide(x, y);
         return weak_const(c, MW_FLOAT, v, pos);
     case MOP_FLOORDIV:
     case MOP_MOD:
@@ -484,8 +539,9 @@ static int mixed_sign_comparison(checker *c, const oc_map_node *n, int a, int b)
 /* numpy's ndarray ** Python scalar takes a shortcut (fast_scalar_power in numpy's number.c):
  * x ** 2 is numpy.square(x) for every type (bool squares in int8), and for float arrays
  * x ** -1 is numpy.reciprocal(x) and x ** 0.5 is numpy.sqrt(x) (sqrt(-0.0) is -0.0 where
- * pow gives +0.0). Only arrays of one or more dimensions take it: an operation on 0-d
- * operands gives a numpy scalar, whose ** is plain power. Returns the node, -1 on error, -2 when no shortcut applies. */
+ * pow gives +0.0). Only ndarrays take it (is_ndarray: a 0-d input or where() too); an
+ * operation on 0-d operands gives a numpy scalar, whose ** is plain power. Returns the node,
+ * -1 on error, -2 when no shortcut applies. */
 static int fast_power(checker *c, const oc_map_node *n, int a, int b)
 {
     const oc_map_node y = c->out->nodes[b];
@@ -516,6 +572,17 @@ static int fast_power(checker *c, const oc_map_node *n, int a, int b)
     return -2;
 }
 
+/* Whether node k's value is a numpy ndarray rather than a numpy scalar: what an operator or
+ * ufunc gives when an operand has a dimension, and an input (np.load gives an ndarray, 0-d
+ * too) or where() always (np.where returns one). numpy's ** takes its sqrt, square and
+ * reciprocal shortcuts for ndarrays alone: a 0-d input ** 0.5 is sqrt's (nan for -inf),
+ * a numpy scalar's pow's (inf). */
+static int is_ndarray(const checker *c, int k)
+{
+    const oc_map_node *x = &c->out->nodes[k];
+    return x->array || x->op == MOP_INPUT || x->op == MOP_WHERE;
+}
+
 static int check_binary(checker *c, const oc_map_node *n)
 {
     int a = check(c, n->a), b = a < 0 ? -1 : check(c, n->b);
@@ -525,7 +592,7 @@ static int check_binary(checker *c, const oc_map_node *n)
     /* A function of Python scalars alone computes in their common type, numpy's default int
      * or float: minimum(2**64 - 1, 1) is out of bounds for int64, as in numpy. */
     if (is_weak(c, a) && is_weak(c, b) && !is_function) return fold_binary(c, n->op, a, b, n->pos);
-    if (n->op == MOP_POW && !is_weak(c, a) && c->out->nodes[a].array) {
+    if (n->op == MOP_POW && !is_weak(c, a) && is_ndarray(c, a)) {
         int k = fast_power(c, n, a, b);
         if (k != -2) return k;
     }

@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from conftest import run
+from conftest import outcore_bin, run
 
 
 @pytest.fixture
@@ -218,3 +218,31 @@ def test_set_takes_a_signed_literal(tmp_path, value, want):
     np.save(tmp_path / "x.npy", np.arange(3.0))
     run("map", "x + s", f"x={tmp_path / 'x.npy'}", "--set", f"s={value}", "-o", tmp_path / "o.npy", "-q")
     assert np.array_equal(np.load(tmp_path / "o.npy"), np.arange(3.0) + want)
+
+
+def test_ctrl_c_stops_a_reduction_over_a_leading_axis(tmp_path):
+    """A reduction over axis 0 of a tall broadcast runs as one part of strided blocks; SIGINT
+    stops it within moments (exit 130, nothing written), not after every element."""
+    import signal
+    import subprocess
+    import time
+    np.save(tmp_path / "col.npy", np.ones((1000000, 1)))
+    np.save(tmp_path / "row.npy", np.ones(4096))
+    args = [outcore_bin(), "map", "c * r", f"c={tmp_path / 'col.npy'}", f"r={tmp_path / 'row.npy'}", "--reduce",
+            "sum", "--axis", "0", "-q"]
+    out = tmp_path / "ax.npy"
+    start = time.monotonic()
+    subprocess.run([*args, "-o", str(out)], check=True, capture_output=True)
+    whole = time.monotonic() - start
+    out.unlink()
+    if whole < 0.5:
+        pytest.skip(f"the reduction takes {whole:.2f} s here: too short to interrupt")
+    job = subprocess.Popen([*args, "-o", str(out)], stderr=subprocess.PIPE, text=True)
+    time.sleep(whole * 0.3)
+    sent = time.monotonic()
+    job.send_signal(signal.SIGINT)
+    err = job.communicate(timeout=120)[1]
+    after = time.monotonic() - sent
+    assert job.returncode == 130, (job.returncode, err)
+    assert after < whole * 0.4, (after, whole)
+    assert not out.exists() and [p.name for p in tmp_path.iterdir() if p.name.startswith("ax.npy")] == []

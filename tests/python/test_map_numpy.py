@@ -525,3 +525,49 @@ def test_unaligned_array_is_copied():
     u = np.frombuffer(raw, dtype=np.float64, count=10, offset=1)
     assert not u.flags.aligned
     assert np.array_equal(outcore.map("a * 2 + 1", a=u), u * 2 + 1)
+
+
+def test_python_scalars_fold_exactly():
+    """Python ints past 2^53 against floats compare exactly, and int / int rounds once, as
+    Python computes them (converting the int to a double first rounds it)."""
+    import random
+    a = np.zeros(2)
+    big = "18446744073709551615"
+    cases = ["(2**53+1) / 3", f"{big} / 3", "-(2**63) / 7", "(2**53+1) / 2", f"{big} / (2**63+1)", "-5 / 2",
+             "2**53+1 == 9007199254740992.0", "2**53+1 > 9007199254740992.0", "9007199254740992.0 < 2**53+1",
+             f"{big} >= 1.8446744073709552e19", "2**63 != 9.223372036854775808e18", "-3 < -2.5", "0 == -0.0"]
+    rng = random.Random(7)
+    for _ in range(200):
+        x, y = rng.randint(-2**63, 2**64 - 1), rng.randint(-2**63, 2**64 - 1) or 1
+        cases.append(f"({x}) / ({y})")
+        f = float(x) + rng.choice([0.0, 0.5, -1.0]) * rng.choice([1, 2**11])
+        cases.append(f"({x}) < ({f!r})")
+    for e in cases:
+        got = outcore.map(f"a + ({e})", a=a)[0]
+        assert got == eval(e), (e, got, eval(e))
+
+
+def test_numpy_corners_of_reductions_and_powers(tmp_path):
+    """float32 mean divides by its count in float64 (numpy's intp count), once rounded: past
+    2^24 elements the count is no float32. A 0-d input (np.load gives an ndarray) and where()
+    take numpy's ** shortcuts (sqrt(-inf) is nan, sqrt(-0.0) -0.0), an operation on 0-d
+    operands (a numpy scalar) plain pow. A call takes a trailing comma, and a form feed is
+    white space, as in Python."""
+    a, b = np.ones((4097, 1), np.float32), np.zeros(4097, np.float32)
+    assert outcore.map("a + b", a=a, b=b, reduce="mean") == (a + b).mean()
+    assert np.array_equal(outcore.map("a + b", a=a[None], b=b[None], reduce="mean", axis=1),
+                          (a[None] + b[None]).mean(axis=1))
+    for v in (-np.inf, -0.0, 4.0):
+        path = tmp_path / "s.npy"
+        np.save(path, np.float64(v))
+        x = np.load(path)
+        with np.errstate(invalid="ignore"):
+            refs = (("x ** 0.5", x ** 0.5), ("(x + 0) ** 0.5", (x + 0) ** 0.5),
+                    ("where(x < 1, x, x) ** 0.5", np.where(x < 1, x, x) ** 0.5))
+        for expr, ref in refs:
+            got = outcore.map(expr, x=str(path))
+            assert np.array_equal(got, ref, equal_nan=True) and np.signbit(got) == np.signbit(ref), (expr, v, got)
+    x = np.arange(4.0)
+    assert np.array_equal(outcore.map("sqrt(x,)", x=x), np.sqrt(x))
+    assert np.array_equal(outcore.map("where(x > 1, x, 0,)", x=x), np.where(x > 1, x, 0))
+    assert np.array_equal(outcore.map("x\f+ 1", x=x), x + 1)

@@ -180,6 +180,7 @@ static void combine(int t, oc_map_reduce op, void *accs, const void *x, int64_t 
 #define RANGE_PAIRWISE(S, T)                                          \
     static T range_pairwise_##S(reducer *r, int64_t start, int64_t n) \
     {                                                                 \
+        if (atomic_load(&r->job->failed)) return 0; /* not used */    \
         if (n <= OC_MAP_BLOCK) {                                      \
             T v = pairwise_##S(values(r, start, n), n);               \
             oc_map_cpu_tick(r->job, n);                               \
@@ -313,7 +314,7 @@ static oc_status reduce_run_parallel(oc_map_cpu_job *job, int64_t start, int64_t
     }
     run_job rj = {.job = job, .tasks = &t};
     int parts = t.count < job->threads ? t.count : job->threads;
-    if (job->workers && parts > 1) oc_workers_split(job->workers, parts, run_part, &rj);
+    if (job->workers && parts > 1) oc_workers_split_max(job->workers, parts, job->threads, run_part, &rj);
     else run_part(&rj, 0, 1);
     tasks_walk(&t, start, n, out);
 done:
@@ -371,17 +372,21 @@ static void strided_part(void *arg, int part, int parts)
                 const void *x = values(&r, base + s, k);
                 if (!sum && j == 0) memcpy(dst + s * (int64_t)size, x, (size_t)k * size);
                 else combine(r.rt, m->reduce, dst + s * (int64_t)size, x, k);
-                oc_map_cpu_tick(aj->job, k);
+                /* a cancel (or another part's failure) stops the part: its result is not used */
+                if (oc_map_cpu_tick(aj->job, k)) goto stopped;
             }
         }
     }
+stopped:
     reducer_done(&r);
 }
 
 static void divide_mean(int t, void *x, int64_t n, int64_t count)
 {
     for (int64_t i = 0; i < n; i++) {
-        if (t == MT_F32) ((float *)x)[i] = ((float *)x)[i] / (float)count;
+        /* numpy divides by the count as an integer: in float64, rounded once to float32 (a
+         * count past 2^24 is not a float32) */
+        if (t == MT_F32) ((float *)x)[i] = (float)((double)((float *)x)[i] / (double)count);
         else ((double *)x)[i] = ((double *)x)[i] / (double)count;
     }
 }
@@ -448,7 +453,7 @@ oc_status oc_map_cpu_reduce(oc_map_cpu_job *job, void *out)
         } else if (aj.inner == 1) {
             int parts = job->threads * 4;
             if (parts > aj.outer) parts = (int)aj.outer;
-            if (job->workers) oc_workers_split(job->workers, parts, runs_part, &aj);
+            if (job->workers) oc_workers_split_max(job->workers, parts, job->threads, runs_part, &aj);
             else runs_part(&aj, 0, 1);
             if (oc_mt_is_float(rt) && m->reduce != OC_MAP_REDUCE_MIN && m->reduce != OC_MAP_REDUCE_MAX)
                 for (int64_t o = 0; o < aj.outer; o++) {
@@ -464,7 +469,7 @@ oc_status oc_map_cpu_reduce(oc_map_cpu_job *job, void *out)
             aj.chunks = (aj.inner + aj.chunk - 1) / aj.chunk;
             int64_t work = aj.outer * aj.chunks;
             int parts = work < want ? (int)work : (int)want;
-            if (job->workers && parts > 1) oc_workers_split(job->workers, parts, strided_part, &aj);
+            if (job->workers && parts > 1) oc_workers_split_max(job->workers, parts, job->threads, strided_part, &aj);
             else strided_part(&aj, 0, 1);
         }
     }
