@@ -2,6 +2,8 @@
 #include "map/cuda/nvrtc_cache.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,9 +125,19 @@ void oc_nvrtc_cache_write(const oc_nvrtc_key *key, const oc_nvrtc_image *img)
 {
     char path[3200], tmp[3300], dir[3000];
     if (!cache_path(key, path, sizeof path) || !oc_nvrtc_cache_dir(dir, sizeof dir) || make_dirs(dir) != 0) return;
-    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
-    FILE *f = fopen(tmp, "wb");
-    if (!f) return;
+    /* A name of this write alone (two threads of a process may write one entry at once),
+     * created new: never through a link, never another writer's file truncated. */
+    static atomic_uint writes;
+    snprintf(tmp, sizeof tmp, "%s.%ld.%u.tmp", path, (long)getpid(), atomic_fetch_add(&writes, 1));
+    const int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+    if (!f) {
+        if (fd >= 0) {
+            close(fd);
+            unlink(tmp);
+        }
+        return;
+    }
     file_header h = {.check_hash = key->check_hash,
                      .source_len = key->source_len,
                      .is_cubin = (uint32_t)key->cubin,
