@@ -43,6 +43,7 @@ enum { REC_TEMP = 1, REC_PLAN = 2, REC_TILE = 3, REC_TOPK = 4, REC_PAIRS = 5, RE
 enum { KIND_DENSE, KIND_TOPK, KIND_PAIRS };
 
 #define PAIRS_FLUSH_BYTES (64 << 20) /* buffered pairs records that force a checkpoint */
+#define PAIRS_WRITE_BYTES (8 << 20)  /* buffered pairs records written out within a drain */
 
 typedef oc_journal_tile tile_crc;
 
@@ -321,6 +322,10 @@ oc_status oc_resume_pairs(oc_context *ctx, oc_resume *r, const int64_t *rows, co
     memcpy(buf + 8 + (size_t)count * 16, values, (size_t)count * r->elem);
     oc_status st = oc_journal_append(ctx, r->journal, REC_PAIRS, 0, buf, (uint32_t)len);
     free(buf);
+    /* A drain's pairs can be many more than the host budget holds: past a few MiB they go to
+     * the file, unsynced (the BLOCKS record of the next checkpoint vouches for them; a resume
+     * cuts PAIRS records after the last BLOCKS). */
+    if (st == OC_OK && oc_journal_pending(r->journal) >= PAIRS_WRITE_BYTES) st = oc_journal_write(ctx, r->journal);
     return st;
 }
 

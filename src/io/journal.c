@@ -334,7 +334,7 @@ oc_status oc_journal_append(oc_context *ctx, oc_journal *j, uint32_t type, uint6
     return OC_OK;
 }
 
-oc_status oc_journal_flush(oc_context *ctx, oc_journal *j)
+oc_status oc_journal_write(oc_context *ctx, oc_journal *j)
 {
     if (j->used) {
         int err = oc_sys_write_all(ctx, j->fd, j->buf, j->used, j->end);
@@ -342,6 +342,12 @@ oc_status oc_journal_flush(oc_context *ctx, oc_journal *j)
         j->end += (int64_t)j->used;
         j->used = 0;
     }
+    return OC_OK;
+}
+
+oc_status oc_journal_flush(oc_context *ctx, oc_journal *j)
+{
+    OC_CHECK(ctx, oc_journal_write(ctx, j));
     /* fdatasync: the records and the file's new length; its times may wait. */
     if (fdatasync(j->fd) != 0 && errno != EINVAL)
         return oc_io_fail(ctx, "flushing the resume journal", j->path, errno, -1, -1, -1);

@@ -71,6 +71,9 @@ oc_status oc_journal_append(oc_context *ctx, oc_journal *j, uint32_t type, uint6
                             uint32_t len);
 /* Writes the buffered records and fdatasyncs the journal. */
 oc_status oc_journal_flush(oc_context *ctx, oc_journal *j);
+/* Writes the buffered records without the fdatasync: for records that a later, flushed one
+ * vouches for, whose buffer would otherwise grow with the job. */
+oc_status oc_journal_write(oc_context *ctx, oc_journal *j);
 /* Bytes of records buffered and not flushed yet. */
 size_t oc_journal_pending(const oc_journal *j);
 

@@ -363,3 +363,23 @@ def test_changed_input_under_another_spelling_refused(inputs):
     run_in(d, "gram", "copy.npy", "--tile", "24", "-q", "-o", "ref.npy")
     assert (d / "C.npy").read_bytes() == (d / "ref.npy").read_bytes()
     assert leftovers(d, d / "C.npy") == []
+
+
+def test_resumable_threshold_keeps_to_the_host_budget(tmp_path):
+    """The pairs a resumable threshold job journals go to the file as they come, not into a
+    buffer of every pair of a drain: its peak keeps to --host-mem (docs/memory.md: the budget,
+    16 MiB and 4 MiB a thread) as the job without --resume does."""
+    rng = np.random.default_rng(0)
+    np.save(tmp_path / "a.npy", (rng.random((64, 8)) < 0.5).astype(np.uint8))
+    np.save(tmp_path / "b.npy", (rng.random((200000, 8)) < 0.5).astype(np.uint8))  # 12.8 million pairs
+    budget, threads = 64 << 20, 2
+    args = ["gram", tmp_path / "a.npy", tmp_path / "b.npy", "--metric", "counts", "--threshold", "0", "--backend",
+            "cpu", "--threads", threads, "--host-mem", budget, "--json"]
+    peaks = {}
+    for name, extra in (("plain", []), ("resume", ["--resume"])):
+        stats = json.loads(run(*args, *extra, "-o", tmp_path / f"{name}.npz").stdout)
+        peaks[name] = stats["host_peak_bytes"]
+        assert stats["host_peak_bytes"] <= budget + (16 << 20) + threads * (4 << 20), (name, stats["host_peak_bytes"])
+    with np.load(tmp_path / "plain.npz") as p, np.load(tmp_path / "resume.npz") as r:
+        assert all(np.array_equal(p[k], r[k]) for k in p.files)
+    assert leftovers(tmp_path, tmp_path / "resume.npz") == []
