@@ -436,8 +436,9 @@ typedef struct oc_gram_stats {
     double predicted_seconds;
 } oc_gram_stats;
 
-/* Computes the Gram matrix of a (with b == NULL: a·aᵀ, symmetric; only tiles on or above
- * the diagonal are computed) or a·bᵀ, and delivers it to out. Blocks until done; uses
+/* Computes the Gram matrix of a (with b == NULL, or b == a, the same handle: a·aᵀ,
+ * symmetric; only tiles on or above the diagonal are computed, and top-k lists leave each
+ * row's own pair out as for one input) or a·bᵀ, and delivers it to out. Blocks until done; uses
  * opts->threads worker threads or the GPU. stats may be NULL. On failure no output file is
  * left and the message names the problem. */
 OC_API oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const oc_gram_options *opts,
