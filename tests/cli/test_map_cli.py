@@ -228,8 +228,10 @@ def test_ctrl_c_stops_a_reduction_over_a_leading_axis(tmp_path):
     import time
     np.save(tmp_path / "col.npy", np.ones((1000000, 1)))
     np.save(tmp_path / "row.npy", np.ones(4096))
+    # the CPU backend's strided reduction (auto may take a GPU, whose start and end the
+    # timing below would count)
     args = [outcore_bin(), "map", "c * r", f"c={tmp_path / 'col.npy'}", f"r={tmp_path / 'row.npy'}", "--reduce",
-            "sum", "--axis", "0", "-q"]
+            "sum", "--axis", "0", "--backend", "cpu", "-q"]
     out = tmp_path / "ax.npy"
     start = time.monotonic()
     subprocess.run([*args, "-o", str(out)], check=True, capture_output=True)
@@ -244,5 +246,5 @@ def test_ctrl_c_stops_a_reduction_over_a_leading_axis(tmp_path):
     err = job.communicate(timeout=120)[1]
     after = time.monotonic() - sent
     assert job.returncode == 130, (job.returncode, err)
-    assert after < whole * 0.4, (after, whole)
+    assert after < whole * 0.5, (after, whole)
     assert not out.exists() and [p.name for p in tmp_path.iterdir() if p.name.startswith("ax.npy")] == []
