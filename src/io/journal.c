@@ -378,10 +378,12 @@ oc_status oc_journal_side_check(oc_context *ctx, const char *path, const char *w
 
 oc_status oc_journal_refuse_without_resume(oc_context *ctx, const char *jpath, const char *out_path)
 {
-    /* A running resumable job holds its journal's lock: that job is not interrupted. */
+    /* A running resumable job holds its journal's lock, exclusively: that job is not
+     * interrupted. The probe's lock is shared, so that processes refused at once (the ranks
+     * of an MPI job) do not see each other's probes as a running job. */
     int fd = open(jpath, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC), held = 0;
     if (fd >= 0) {
-        held = flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+        held = flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
         close(fd);
     }
     if (held)
