@@ -108,6 +108,18 @@ oc_status oc_gram_dest_select_setup(oc_context *ctx, const oc_gram_options *o, c
     return oc_select_create(ctx, &cfg, sel);
 }
 
+/* The selection's lists as the top-k writer asks for them, a block of rows at a time. */
+typedef struct topk_rows_of {
+    oc_context *ctx;
+    oc_select *sel;
+} topk_rows_of;
+
+static oc_status topk_rows(void *user, int64_t first, int64_t rows, int64_t *indices, void *scores)
+{
+    const topk_rows_of *t = user;
+    return oc_select_topk_rows(t->ctx, t->sel, first, rows, indices, scores);
+}
+
 /* After the backend: the top-k lists into the caller's arrays or the file; the last pairs out
  * and the file renamed into place. */
 oc_status oc_gram_dest_select_commit(oc_context *ctx, const oc_gram_job *job, oc_gram_dest *dest, oc_select *sel)
@@ -126,22 +138,10 @@ oc_status oc_gram_dest_select_commit(oc_context *ctx, const oc_gram_job *job, oc
     if (out->kind == OC_OUTPUT_TOPK)
         return oc_select_topk_result(ctx, sel, oc_threads_resolve(job->opts->threads), out->indices, out->scores);
     if (!dest->topk_file) return OC_OK;
-    int64_t k = job->opts->topk, nk = job->n * k;
-    int64_t *indices = malloc((size_t)(nk ? nk : 1) * sizeof *indices);
-    void *scores = malloc((size_t)(nk ? nk : 1) * oc_dtype_size(job->dtype));
-    oc_status st = OC_OK;
-    if (!indices || !scores) {
-        st = oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the top-%lld result of %lld rows", (long long)k,
-                     (long long)job->n);
-        goto cleanup;
-    }
-    OC_CHECK_GOTO(ctx, st, oc_select_topk_result(ctx, sel, oc_threads_resolve(job->opts->threads), indices, scores),
-                  cleanup);
+    /* Written from blocks of rows of the lists: n x k arrays beside them would take about
+     * twice their memory again, past the host budget. */
     oc_topk_out *w = dest->topk_file;
     dest->topk_file = NULL;
-    OC_CHECK_GOTO(ctx, st, oc_topk_out_commit(ctx, w, job->n, k, indices, scores, job->dtype), cleanup);
-cleanup:
-    free(indices);
-    free(scores);
-    return st;
+    topk_rows_of rows = {ctx, sel};
+    return oc_topk_out_commit_rows(ctx, w, job->n, job->opts->topk, job->dtype, topk_rows, &rows);
 }

@@ -361,3 +361,35 @@ def test_output_extension_must_fit_the_mode(tmp_path, args, out):
 def test_missing_output_directory_fails_before_work(tmp_path):
     proc = run("gram", data_file("aflp_markers.txt"), "--topk", "3", "-o", tmp_path / "no" / "nn.npz", check=False)
     assert proc.returncode == 2 and "does not exist" in proc.stderr
+
+
+@pytest.mark.parametrize("ext", ["npz", "tsv"])
+def test_topk_file_keeps_to_the_host_budget(tmp_path, ext):
+    """The top-k file is written from blocks of rows of the lists, not from n x K arrays
+    beside them: the job's peak keeps to --host-mem (docs/memory.md: the budget, 16 MiB and
+    4 MiB a thread), and the file is the lists the memory result gives."""
+    import json as json_
+    rng = np.random.default_rng(8)
+    a = (rng.random((60000, 64)) < 0.3).astype(np.uint8)
+    np.save(tmp_path / "a.npy", a)
+    budget, threads, k = 64 << 20, 2, 100  # lists of 48 MB; the arrays were 72 MB more
+    out = tmp_path / f"t.{ext}"
+    stats = json_.loads(run("gram", tmp_path / "a.npy", "--topk", k, "--backend", "cpu", "--threads", threads,
+                            "--host-mem", budget, "--json", "-o", out).stdout)
+    assert stats["host_peak_bytes"] <= budget + (16 << 20) + threads * (4 << 20), stats["host_peak_bytes"]
+    ref = outcore_lists(tmp_path, k)
+    if ext == "npz":
+        with np.load(out) as z:
+            assert np.array_equal(z["indices"], ref["indices"]) and np.array_equal(z["scores"], ref["scores"])
+    else:
+        lines = out.read_text().splitlines()
+        assert lines[0] == "row\trank\tcol\tscore" and len(lines) - 1 == int((ref["indices"] >= 0).sum())
+        row, rank, col, _ = lines[-1].split("\t")
+        assert ref["indices"][int(row), int(rank)] == int(col)
+
+
+def outcore_lists(tmp_path, k):
+    """The same top-k through the binding into memory (oc_select_topk_result)."""
+    import outcore
+    idx, scores = outcore.gram(np.load(tmp_path / "a.npy"), topk=k, backend="cpu")
+    return {"indices": idx, "scores": scores}

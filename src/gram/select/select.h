@@ -104,6 +104,10 @@ oc_status oc_select_check(oc_context *ctx, oc_select *s);
 /* After the backend: top-k into indices[n*k] and scores[n*k] (either may be NULL), rows shared
  * by `threads` workers. */
 oc_status oc_select_topk_result(oc_context *ctx, oc_select *s, int threads, int64_t *indices, void *scores);
+/* The same for rows [first, first + rows) alone, into indices[rows*k] and scores[rows*k]:
+ * a block for a writer that streams the lists. */
+oc_status oc_select_topk_rows(oc_context *ctx, oc_select *s, int64_t first, int64_t rows, int64_t *indices,
+                              void *scores);
 /* The score of a top-k slot no column fills (select.h's semantics): 0, or with a minimum
  * score NaN (float32), -1 (int32), 65535 (uint16). */
 void oc_select_padding_score(oc_dtype dtype, int use_min_score, void *score);

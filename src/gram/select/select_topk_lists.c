@@ -91,13 +91,11 @@ void oc_select_padding_score(oc_dtype dtype, int use_min_score, void *score)
     else memset(score, 0xFF, oc_dtype_size(dtype)); /* -1 as int32, 65535 as uint16 */
 }
 
-static oc_status result_rows(void *arg, int64_t task, int worker)
+/* The lists of rows [first, last) into indices and scores (either may be NULL), row i at
+ * row i - base of them. */
+static void fill_rows(const oc_select *s, int64_t first, int64_t last, int64_t *indices, void *scores, int64_t base)
 {
-    (void)worker;
-    const result_task *rt = arg;
-    const oc_select *s = rt->s;
-    const int64_t k = s->cfg.k, kept = s->kept, first = task * RESULT_ROWS;
-    const int64_t last = first + RESULT_ROWS < s->cfg.n ? first + RESULT_ROWS : s->cfg.n;
+    const int64_t k = s->cfg.k, kept = s->kept;
     /* With a minimum score, a key below it is padding: the lists are best first, so the
      * keys that pass are exactly the top-k among the columns that pass. */
     const int none_pass = s->topk_min_key > 0xFFFFFFFFu;
@@ -106,12 +104,31 @@ static oc_status result_rows(void *arg, int64_t task, int worker)
         for (int64_t t = 0; t < k; ++t) {
             uint64_t key = t < kept ? s->keys[i * kept + t] : 0;
             if (none_pass || key < min_key) key = 0;
-            int64_t e = i * k + t;
-            if (rt->indices) rt->indices[e] = key ? oc_key_index(key) : -1;
-            if (!rt->scores) continue;
-            if (key) oc_key_store_score(s->kind, (uint32_t)(key >> 32), rt->scores, e);
-            else oc_select_padding_score(s->cfg.dtype, s->cfg.use_min_score, (char *)rt->scores + e * (int64_t)s->elem);
+            int64_t e = (i - base) * k + t;
+            if (indices) indices[e] = key ? oc_key_index(key) : -1;
+            if (!scores) continue;
+            if (key) oc_key_store_score(s->kind, (uint32_t)(key >> 32), scores, e);
+            else oc_select_padding_score(s->cfg.dtype, s->cfg.use_min_score, (char *)scores + e * (int64_t)s->elem);
         }
+}
+
+static oc_status result_rows(void *arg, int64_t task, int worker)
+{
+    (void)worker;
+    const result_task *rt = arg;
+    const int64_t first = task * RESULT_ROWS, n = rt->s->cfg.n;
+    fill_rows(rt->s, first, first + RESULT_ROWS < n ? first + RESULT_ROWS : n, rt->indices, rt->scores, 0);
+    return OC_OK;
+}
+
+oc_status oc_select_topk_rows(oc_context *ctx, oc_select *s, int64_t first, int64_t rows, int64_t *indices,
+                              void *scores)
+{
+    OC_CHECK(ctx, oc_select_check(ctx, s));
+    if (first < 0 || rows < 0 || first + rows > s->cfg.n)
+        return oc_fail(ctx, OC_ERR_INTERNAL, "top-k rows %lld + %lld of %lld", (long long)first, (long long)rows,
+                       (long long)s->cfg.n);
+    fill_rows(s, first, first + rows, indices, scores, first);
     return OC_OK;
 }
 

@@ -142,41 +142,93 @@ void oc_topk_out_abort(oc_topk_out *w)
     free(w);
 }
 
-oc_status oc_topk_out_commit(oc_context *ctx, oc_topk_out *w, int64_t n, int64_t k, const int64_t *indices,
-                             const void *scores, oc_dtype dtype)
+/* Bytes of lists asked for at a time: the file is written from blocks of rows, not from
+ * n x k arrays beside the selection's own lists. */
+#define TOPK_BLOCK_BYTES ((int64_t)4 << 20)
+
+/* One .npz member of the n x k lists (indices, or scores when !want_indices) at *off: its
+ * data written block by block after room for its headers, which follow with the data's
+ * CRC-32. Advances *off past it. */
+static int topk_member(oc_context *ctx, int fd, oc_npz_entry *e, uint64_t *off, int dtype, int64_t n, int64_t k,
+                       size_t elem, int want_indices, oc_topk_rows_fn rows_fn, void *user, unsigned char *block,
+                       int64_t block_rows, oc_status *st)
+{
+    oc_npz_headers h;
+    const uint64_t bytes = (uint64_t)n * (uint64_t)k * elem;
+    oc_npz_member(e, &h, *off, dtype, n, k, 0, 0, bytes); /* the headers' length: the CRC changes no byte count */
+    uint64_t at = *off + h.local_len + h.npy_len;
+    uint32_t crc = 0;
+    int err = 0;
+    for (int64_t first = 0; first < n && !err; first += block_rows) {
+        const int64_t rows = n - first < block_rows ? n - first : block_rows;
+        *st = rows_fn(user, first, rows, want_indices ? (int64_t *)block : NULL, want_indices ? NULL : block);
+        if (*st != OC_OK) return 0;
+        const size_t len = (size_t)(rows * k) * elem;
+        crc = oc_crc32_update(crc, block, len);
+        err = oc_sys_write_all(ctx, fd, block, len, (int64_t)at);
+        at += len;
+    }
+    oc_npz_member(e, &h, *off, dtype, n, k, 0, crc, bytes);
+    if (!err) err = oc_sys_write_all(ctx, fd, h.local, h.local_len, (int64_t)*off);
+    if (!err) err = oc_sys_write_all(ctx, fd, h.npy, h.npy_len, (int64_t)(*off + h.local_len));
+    *off = at;
+    return err;
+}
+
+oc_status oc_topk_out_commit_rows(oc_context *ctx, oc_topk_out *w, int64_t n, int64_t k, oc_dtype dtype,
+                                  oc_topk_rows_fn rows_fn, void *user)
 {
     oc_status st = OC_OK;
     int err = 0;
-    unsigned char *buf = NULL;
+    unsigned char *buf = NULL, *block = NULL;
+    int64_t *indices = NULL;
     const char *path = w->f.path;
     int fd = w->f.fd;
-    size_t elem = oc_dtype_size(dtype);
+    const size_t elem = oc_dtype_size(dtype);
+    const int64_t row_bytes = k * (8 + (int64_t)elem);
+    const int64_t block_rows = row_bytes > 0 && TOPK_BLOCK_BYTES / row_bytes > 0 ? TOPK_BLOCK_BYTES / row_bytes : 1;
     if (oc_output_format_of(path) == OC_FORMAT_NPZ) {
+        block = malloc((size_t)(block_rows * k * 8 > 0 ? block_rows * k * 8 : 1));
+        if (!block) {
+            st =
+                oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: cannot allocate a block of the top-%lld lists", path, (long long)k);
+            goto cleanup;
+        }
         oc_npz_entry e[2] = {{.name = "indices.npy"}, {.name = "scores.npy"}};
         uint64_t off = 0;
-        err = oc_npz_put_array(ctx, fd, &e[0], &off, OC_NPY_INT64, n, k, indices, (size_t)(n * k) * 8);
-        if (!err) err = oc_npz_put_array(ctx, fd, &e[1], &off, dtype, n, k, scores, (size_t)(n * k) * elem);
+        err = topk_member(ctx, fd, &e[0], &off, OC_NPY_INT64, n, k, 8, 1, rows_fn, user, block, block_rows, &st);
+        if (!err && st == OC_OK)
+            err = topk_member(ctx, fd, &e[1], &off, dtype, n, k, elem, 0, rows_fn, user, block, block_rows, &st);
+        if (st != OC_OK) goto cleanup;
+        if (!err && lseek(fd, (off_t)off, SEEK_SET) < 0) err = errno;
         if (!err) err = oc_npz_finish(ctx, fd, e, 2, off);
     } else {
         out_stream s = {.fd = fd};
         buf = s.buf = malloc(BUF_BYTES);
-        if (!buf) {
+        indices = malloc((size_t)(block_rows * k > 0 ? block_rows * k : 1) * 8);
+        block = malloc((size_t)(block_rows * k > 0 ? block_rows * k : 1) * elem);
+        if (!buf || !indices || !block) {
             st = oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: cannot allocate the output buffer", path);
             goto cleanup;
         }
         static const char header[] = "row\trank\tcol\tscore\n";
         err = stream_put(ctx, &s, header, sizeof header - 1);
         void *locale = oc_numeric_begin(); /* scores with '.', whatever the caller's locale */
-        for (int64_t i = 0; i < n && !err; ++i)
-            for (int64_t r = 0; r < k && !err && indices[i * k + r] >= 0; ++r) {
-                char line[96], *p = line;
-                p = put_i64(p, i), *p++ = '\t';
-                p = put_i64(p, r), *p++ = '\t';
-                p = put_i64(p, indices[i * k + r]), *p++ = '\t';
-                p = put_score(p, dtype, scores, i * k + r), *p++ = '\n';
-                err = stream_put(ctx, &s, line, (size_t)(p - line));
-            }
+        for (int64_t first = 0; first < n && !err && st == OC_OK; first += block_rows) {
+            const int64_t rows = n - first < block_rows ? n - first : block_rows;
+            st = rows_fn(user, first, rows, indices, block);
+            for (int64_t i = 0; i < rows && !err && st == OC_OK; ++i)
+                for (int64_t r = 0; r < k && !err && indices[i * k + r] >= 0; ++r) {
+                    char line[96], *p = line;
+                    p = put_i64(p, first + i), *p++ = '\t';
+                    p = put_i64(p, r), *p++ = '\t';
+                    p = put_i64(p, indices[i * k + r]), *p++ = '\t';
+                    p = put_score(p, dtype, block, i * k + r), *p++ = '\n';
+                    err = stream_put(ctx, &s, line, (size_t)(p - line));
+                }
+        }
         oc_numeric_end(locale);
+        if (st != OC_OK) goto cleanup;
         if (!err) err = stream_flush(ctx, &s);
     }
     if (err) {
@@ -187,8 +239,34 @@ oc_status oc_topk_out_commit(oc_context *ctx, oc_topk_out *w, int64_t n, int64_t
 
 cleanup:
     free(buf);
+    free(block);
+    free(indices);
     oc_topk_out_abort(w);
     return st;
+}
+
+/* The lists in memory (n x k arrays), handed to oc_topk_out_commit_rows block by block. */
+typedef struct topk_arrays {
+    int64_t k;
+    size_t elem;
+    const int64_t *indices;
+    const void *scores;
+} topk_arrays;
+
+static oc_status copy_rows(void *user, int64_t first, int64_t rows, int64_t *indices, void *scores)
+{
+    const topk_arrays *a = user;
+    if (indices) memcpy(indices, a->indices + first * a->k, (size_t)(rows * a->k) * 8);
+    if (scores)
+        memcpy(scores, (const char *)a->scores + (size_t)(first * a->k) * a->elem, (size_t)(rows * a->k) * a->elem);
+    return OC_OK;
+}
+
+oc_status oc_topk_out_commit(oc_context *ctx, oc_topk_out *w, int64_t n, int64_t k, const int64_t *indices,
+                             const void *scores, oc_dtype dtype)
+{
+    topk_arrays a = {.k = k, .elem = oc_dtype_size(dtype), .indices = indices, .scores = scores};
+    return oc_topk_out_commit_rows(ctx, w, n, k, dtype, copy_rows, &a);
 }
 
 /* ---------------------------------------------------------------- threshold pairs */

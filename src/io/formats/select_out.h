@@ -32,6 +32,13 @@ oc_status oc_topk_out_create(oc_context *ctx, const char *path, oc_topk_out **ou
 oc_status oc_topk_out_commit(oc_context *ctx, oc_topk_out *w, int64_t n, int64_t k, const int64_t *indices,
                              const void *scores, oc_dtype dtype);
 void oc_topk_out_abort(oc_topk_out *w); /* NULL is a no-op */
+/* Fills rows [first, first + rows) of the n x k lists into indices and scores (rows x k each,
+ * row-major; either may be NULL). */
+typedef oc_status (*oc_topk_rows_fn)(void *user, int64_t first, int64_t rows, int64_t *indices, void *scores);
+/* oc_topk_out_commit with the lists asked for in blocks of rows as they are written: memory
+ * for a block (a few MiB), not for n x k arrays. */
+oc_status oc_topk_out_commit_rows(oc_context *ctx, oc_topk_out *w, int64_t n, int64_t k, oc_dtype dtype,
+                                  oc_topk_rows_fn rows, void *user);
 
 typedef struct oc_pairs_out oc_pairs_out;
 
