@@ -91,28 +91,33 @@ def _memmap_file(x):
     return None
 
 
-def _mapped_files(x):
-    """The files whose mappings hold array x's memory: its numpy.memmap's, and on Linux those
-    /proc/self/maps names for its address range, which also finds a mapping numpy does not
-    trace (np.frombuffer of an mmap, as_strided of a memmap)."""
+def _file_mappings():
+    """(start, end, path) of this process's mappings of files (Linux: /proc/self/maps; empty
+    where it cannot be read), read once per check."""
+    spans = []
+    try:
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                fields = line.split(None, 5)
+                if len(fields) == 6 and fields[5].startswith("/") and not fields[5].endswith(" (deleted)\n"):
+                    start, end = (int(v, 16) for v in fields[0].split("-"))
+                    spans.append((start, end, fields[5].rstrip("\n")))
+    except OSError:
+        pass
+    return spans
+
+
+def _mapped_files(x, spans):
+    """The files whose mappings hold array x's memory: its numpy.memmap's, and those of spans
+    (_file_mappings) over its address range, which also finds a mapping numpy does not trace
+    (np.frombuffer of an mmap, as_strided of a memmap)."""
     files = [f] if (f := _memmap_file(x)) is not None else []
     if not isinstance(x, np.ndarray) or x.size == 0:
         return files
     start = x.__array_interface__["data"][0]
     lo = start + sum((n - 1) * st for n, st in zip(x.shape, x.strides) if st < 0)
     hi = start + sum((n - 1) * st for n, st in zip(x.shape, x.strides) if st > 0) + x.itemsize
-    try:
-        with open("/proc/self/maps") as maps:
-            for line in maps:
-                fields = line.split(None, 5)
-                if len(fields) < 6 or not fields[5].startswith("/"):
-                    continue  # anonymous memory, the heap, the stack
-                start, end = (int(v, 16) for v in fields[0].split("-"))
-                if start < hi and lo < end and not fields[5].endswith(" (deleted)\n"):
-                    files.append(fields[5].rstrip("\n"))
-    except OSError:
-        pass
-    return files
+    return files + [path for a, b, path in spans if a < hi and lo < b]
 
 
 def _check_out_overlap(out, arrays, paths):
@@ -124,10 +129,11 @@ def _check_out_overlap(out, arrays, paths):
             raise InputError(f"out shares memory with the input '{name}': writing the result would overwrite the "
                              "input while it is read; pass a separate array (or out=None)")
     # Two mappings of one file share no memory as numpy sees it, but they are the same bytes.
-    mapped = _mapped_files(out)
+    spans = _file_mappings()
+    mapped = _mapped_files(out, spans)
     if not mapped:
         return
-    inputs = paths + [(name, f) for name, arr in arrays for f in _mapped_files(arr)]
+    inputs = paths + [(name, f) for name, arr in arrays for f in _mapped_files(arr, spans)]
     for name, path in inputs:
         for m in mapped:
             try:
