@@ -7,6 +7,7 @@ among equal scores, the row itself excluded for A·Aᵀ, -1 and 0 past a row's c
 threshold pairs i < j for A·Aᵀ, compared in the result dtype, sorted by (row, col).
 """
 import csv
+import os
 
 import numpy as np
 import pytest
@@ -367,7 +368,7 @@ def test_missing_output_directory_fails_before_work(tmp_path):
 def test_topk_file_keeps_to_the_host_budget(tmp_path, ext):
     """The top-k file is written from blocks of rows of the lists, not from n x K arrays
     beside them: the job's peak keeps to --host-mem (docs/memory.md: the budget, 16 MiB and
-    4 MiB a thread), and the file is the lists the memory result gives."""
+    4 MiB a thread), and the file holds the lists of the same job without a budget."""
     import json as json_
     rng = np.random.default_rng(8)
     a = (rng.random((60000, 64)) < 0.3).astype(np.uint8)
@@ -376,8 +377,14 @@ def test_topk_file_keeps_to_the_host_budget(tmp_path, ext):
     out = tmp_path / f"t.{ext}"
     stats = json_.loads(run("gram", tmp_path / "a.npy", "--topk", k, "--backend", "cpu", "--threads", threads,
                             "--host-mem", budget, "--json", "-o", out).stdout)
-    assert stats["host_peak_bytes"] <= budget + (16 << 20) + threads * (4 << 20), stats["host_peak_bytes"]
-    ref = outcore_lists(tmp_path, k)
+    # AddressSanitizer's redzones and quarantine (make test's ASan run of this file) are no
+    # part of the job's memory: the budget is checked on the plain build
+    if "ASAN_OPTIONS" not in os.environ:
+        assert stats["host_peak_bytes"] <= budget + (16 << 20) + threads * (4 << 20), stats["host_peak_bytes"]
+    # the lists of the same job without a budget, in memory whole
+    run("gram", tmp_path / "a.npy", "--topk", k, "--backend", "cpu", "--threads", threads, "-o", tmp_path / "ref.npz")
+    with np.load(tmp_path / "ref.npz") as z:
+        ref = {"indices": z["indices"], "scores": z["scores"]}
     if ext == "npz":
         with np.load(out) as z:
             assert np.array_equal(z["indices"], ref["indices"]) and np.array_equal(z["scores"], ref["scores"])
@@ -386,10 +393,3 @@ def test_topk_file_keeps_to_the_host_budget(tmp_path, ext):
         assert lines[0] == "row\trank\tcol\tscore" and len(lines) - 1 == int((ref["indices"] >= 0).sum())
         row, rank, col, _ = lines[-1].split("\t")
         assert ref["indices"][int(row), int(rank)] == int(col)
-
-
-def outcore_lists(tmp_path, k):
-    """The same top-k through the binding into memory (oc_select_topk_result)."""
-    import outcore
-    idx, scores = outcore.gram(np.load(tmp_path / "a.npy"), topk=k, backend="cpu")
-    return {"indices": idx, "scores": scores}
