@@ -60,7 +60,13 @@ def cuda_warm_up(devices: str | None = None, device: int = 0) -> int:
     a process otherwise pays at its start (about a second on a host of several GPUs). The GIL
     is released meanwhile, so a thread can run it while the caller loads its data. A device
     list that does not parse is left for the job to report. Returns cuda_device_count()."""
-    return _lib.lib.oc_cuda_warm_up(devices.encode() if devices else None, int(device))
+    import numpy as np
+
+    from ._options import _device_list, c_text
+    if isinstance(device, bool) or not isinstance(device, (int, np.integer)) or device < 0:
+        raise InputError(f"device must be a CUDA device number (0, 1, ...); got {device!r}")
+    text = c_text("devices", _device_list(devices)) if devices is not None and devices != "" else None
+    return _lib.lib.oc_cuda_warm_up(text, int(device))
 
 
 library_path: str = str(_lib.library_path)

@@ -189,6 +189,26 @@ def _out_path(out, what="map"):
     return raw
 
 
+# map's keywords: an operand named close to one (axes=0, threds=2) is most likely one misspelt.
+_MAP_KEYWORDS = ("out", "dtype", "reduce", "axis", "backend", "threads", "host_mem", "gpu_mem", "context", "explain")
+
+
+def _check_operand_names(expr, operands):
+    """An operand the expression does not name, whose name is close to one of map's keywords,
+    is refused: **operands takes every unknown keyword, so a misspelt option (axes=0) would
+    otherwise be an unused operand and the option silently not applied."""
+    import difflib
+    import re
+    names = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", expr if isinstance(expr, str) else ""))
+    for name in operands:
+        if name in names:
+            continue
+        close = difflib.get_close_matches(name, _MAP_KEYWORDS, n=1, cutoff=0.75)
+        if close:
+            raise InputError(f"{name}=: the expression names no '{name}', and map has no such keyword: did you mean "
+                             f"{close[0]}=?")
+
+
 def map(expr: str, out: Path | np.ndarray | None = None, *, dtype: DTypeLike | None = None,
         reduce: Reduction | None = None, axis: int | None = None, backend: Backend | None = None,
         threads: int | None = None, host_mem: Size | None = None, gpu_mem: Size | None = None,
@@ -290,6 +310,7 @@ def map(expr: str, out: Path | np.ndarray | None = None, *, dtype: DTypeLike | N
         opts.gpu_mem_bytes, opts.gpu_mem_fraction = parse_gpu_mem(gpu_mem)
     path = _out_path(out) if _is_path(out) else None
 
+    _check_operand_names(expr, operands)
     keep = []  # every buffer and string the library reads must live until the call returns
     arrays, scalars = [], []
     inputs, paths = [], []  # (name, array as the library reads it), (name, path)

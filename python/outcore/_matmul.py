@@ -22,7 +22,7 @@ from . import _gpu_arrays, _lib
 from ._context import lease
 from ._calls import run_on_context
 from ._map import _check_out_overlap, _is_path, _out_path
-from ._options import _device_list, as_numbers, c_path, parse_backend, set_device_budgets, threads_count
+from ._options import _device_list, as_numbers, c_path, c_text, parse_backend, set_device_budgets, threads_count
 from .errors import InputError, check
 
 if TYPE_CHECKING:
@@ -311,7 +311,7 @@ def matmul(A: ArrayLike | Path, B: ArrayLike | Path | None = None, out: Path | n
     if threads is not None:
         opts.threads = threads_count(threads)
     if devices is not None:
-        text = _device_list(devices).encode()
+        text = c_text("devices", _device_list(devices))
         keep.append(text)
         opts.devices = text
     set_device_budgets(opts, None, gpu_mem, host_mem)

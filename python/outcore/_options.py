@@ -77,14 +77,18 @@ def _parse_name(kind, value, parse, choices):
 def _parse_dtype(dtype):
     if dtype is None:
         return _lib.OC_DTYPE_DEFAULT
-    if isinstance(dtype, str):
+    choices = ", ".join(_lib.names(lib.oc_dtype_name)[1:])
+    if isinstance(dtype, str) and dtype in choices.split(", "):
         name = dtype
     else:
+        # numpy's spellings too ("i4", "<u2", "f", np.float32), as map and matmul take them
         try:
             name = np.dtype(dtype).name
-        except TypeError:
+        except (TypeError, ValueError):
+            if isinstance(dtype, str):
+                return _parse_name("dtype", dtype, lib.oc_dtype_parse, choices)
             raise InputError(f"dtype {dtype!r} is not a dtype: use int32, uint16 or float32") from None
-    return _parse_name("dtype", name, lib.oc_dtype_parse, ", ".join(_lib.names(lib.oc_dtype_name)[1:]))
+    return _parse_name("dtype", name, lib.oc_dtype_parse, choices)
 
 
 def parse_backend(value):

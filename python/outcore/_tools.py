@@ -15,7 +15,7 @@ import os
 from typing import Any
 
 from . import _kernel_objects, _lib
-from ._options import INT_MAX, _integer, c_path
+from ._options import INT_MAX, _integer, c_path, c_text
 from .errors import Error, InputError, check
 
 _ctx_p = ctypes.c_void_p
@@ -88,9 +88,9 @@ def _inspect_options(block, arch, kernel, dyn_smem, maxrregcount, opt_level, use
         if opts.block == 0:  # 0 is the C field's "no block given", not a size to judge
             raise InputError("block size 0 is outside 1..1024 (pass block=None for no verdict)")
     if arch is not None:
-        opts.arch = str(arch).encode()
+        opts.arch = c_text("arch", arch)
     if kernel is not None:
-        opts.kernel = str(kernel).encode()
+        opts.kernel = c_text("kernel", kernel)
     if dyn_smem is not None:
         opts.dyn_smem = _int_option("dyn_smem", dyn_smem, 2**63 - 1)
     if maxrregcount is not None:

@@ -616,3 +616,31 @@ def test_outcore_library_given_by_name_is_that_file(tmp_path):
     r = subprocess.run([sys.executable, "-c", code], cwd=lib.parent, env=env, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert Path(r.stdout.strip()) == lib.parent / lib.name
+
+
+def test_arguments_a_user_gets_wrong_are_named():
+    """A misspelt map keyword is not taken as an unused operand (the option would silently not
+    apply); gram takes numpy's spellings of its dtypes as map and matmul do; text with a NUL
+    byte or a lone surrogate is refused, not cut or raised raw; cuda_warm_up checks device."""
+    x = np.arange(12.0).reshape(3, 4)
+    for kw, right in ((dict(axes=0, reduce="sum"), "axis"), (dict(threds=2), "threads"), (dict(reduc="sum"), "reduce")):
+        with pytest.raises(outcore.InputError, match=f"did you mean {right}=") as e:
+            outcore.map("a", a=x, **kw)
+        assert "\n" not in str(e.value)
+    assert outcore.map("a", a=x, b=x).shape == (3, 4)  # an unused operand of another name still runs
+    bits = np.random.default_rng(0).random((5, 16)) < 0.5
+    for spelling, want in (("i4", np.int32), ("<i4", np.int32), ("u2", np.uint16), (np.int32, np.int32)):
+        assert outcore.gram(bits, dtype=spelling).dtype == want
+    assert outcore.gram(bits, dtype="f4", metric="jaccard").dtype == np.float32
+    with pytest.raises(outcore.InputError, match="unknown dtype 'banana'"):
+        outcore.gram(bits, dtype="banana")
+    a = np.ones((3, 3))
+    for bad in ("0\x00junk", "\udcff"):
+        with pytest.raises(outcore.InputError, match="^devices "):
+            outcore.matmul(a, a.T, devices=bad, backend="cpu")
+        with pytest.raises(outcore.InputError, match="^devices "):
+            outcore.cuda_warm_up(devices=bad)
+    for bad in ("x", True, -7, 1.5):
+        with pytest.raises(outcore.InputError, match="device must be a CUDA device number"):
+            outcore.cuda_warm_up(device=bad)
+    assert outcore.cuda_warm_up(devices=[0]) == outcore.cuda_device_count()
