@@ -163,15 +163,3 @@ void oc_npz_member(oc_npz_entry *e, oc_npz_headers *h, uint64_t off, int dtype, 
     e->crc = oc_crc32_combine(oc_crc32_update(0, h->npy, h->npy_len), data_crc, data_bytes);
     h->local_len = local_header(h->local, e);
 }
-
-int oc_npz_put_array(oc_context *ctx, int fd, oc_npz_entry *e, uint64_t *off, int dtype, int64_t d0, int64_t d1,
-                     const void *data, size_t bytes)
-{
-    oc_npz_headers h;
-    oc_npz_member(e, &h, *off, dtype, d0, d1, 0, oc_crc32_update(0, data, bytes), bytes);
-    int err = oc_sys_write_all(ctx, fd, h.local, h.local_len, -1);
-    if (!err) err = oc_sys_write_all(ctx, fd, h.npy, h.npy_len, -1);
-    if (!err) err = oc_sys_write_all(ctx, fd, data, bytes, -1);
-    *off += h.local_len + h.npy_len + bytes;
-    return err;
-}

@@ -43,11 +43,6 @@ typedef struct oc_npz_headers {
 void oc_npz_member(oc_npz_entry *e, oc_npz_headers *h, uint64_t off, int dtype, int64_t d0, int64_t d1,
                    size_t npy_fixed, uint32_t data_crc, uint64_t data_bytes);
 
-/* Writes a whole member whose data is in memory at fd's position, *off bytes into the file,
- * and advances *off past it. */
-int oc_npz_put_array(oc_context *ctx, int fd, oc_npz_entry *e, uint64_t *off, int dtype, int64_t d0, int64_t d1,
-                     const void *data, size_t bytes);
-
 /* The central directory of the count members e and the end records, at fd's position,
  * which is the file's end, off. */
 int oc_npz_finish(oc_context *ctx, int fd, const oc_npz_entry *e, int count, uint64_t off);
