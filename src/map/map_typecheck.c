@@ -21,6 +21,7 @@
 #include "core/error.h"
 #include "map/map_expr.h"
 #include "map/map_types.h"
+#include "map/py_scalar.h"
 
 typedef struct checker {
     oc_context *ctx;
@@ -58,7 +59,7 @@ static int weak_default(oc_map_weak w, int big)
 }
 
 /* A Python int's value (a weak MW_INT constant), exactly: -2^63 to 2^64 - 1. */
-typedef __int128 py_int;
+typedef oc_py_int py_int;
 static py_int py_int_of(const oc_map_node *x) { return x->big ? (py_int)x->value.u : (py_int)x->value.i; }
 
 /* Whether the Python int x is a value of integer type t. */
@@ -203,26 +204,6 @@ static int fold_fail(checker *c, int pos, const char *what)
     return -1;
 }
 
-static double py_floordiv(double a, double b, double *mod)
-{
-    double m = fmod(a, b);
-    double div = (a - m) / b;
-    if (m != 0) {
-        if ((b < 0) != (m < 0)) m += b, div -= 1.0;
-    } else {
-        m = copysign(0.0, b);
-    }
-    double fl;
-    if (div != 0) {
-        fl = floor(div);
-        if (div - fl > 0.5) fl += 1.0;
-    } else {
-        fl = copysign(0.0, a / b);
-    }
-    *mod = m;
-    return fl;
-}
-
 /* A comparison of two Python scalars from how they compare (all three 0: unordered, NaN). */
 static int fold_compare(checker *c, oc_map_op op, int lt, int eq, int gt, int pos)
 {
@@ -250,55 +231,12 @@ static int fold_compare(checker *c, oc_map_op op, int lt, int eq, int gt, int po
     return weak_const(c, MW_BOOL, v, pos);
 }
 
-/* Python's comparison of an int with a float: exact (9007199254740993 > 2.0**53), where
- * converting the int to a double first would round it. */
+/* Python's comparison of an int with a float (py_scalar.h: exact). */
 static int fold_compare_int_float(checker *c, oc_map_op op, py_int i, double f, int int_first, int pos)
 {
-    int lt = 0, eq = 0, gt = 0; /* of i against f; NaN: none */
-    if (isinf(f)) {
-        lt = f > 0, gt = f < 0;
-    } else if (!isnan(f)) {
-        const double fl = floor(f);
-        if (fl >= 0x1p100) lt = 1; /* past every int here (|i| < 2^65) */
-        else if (fl <= -0x1p100) gt = 1;
-        else {
-            const py_int fi = (py_int)fl;
-            lt = i < fi || (i == fi && f > fl);
-            eq = i == fi && f == fl;
-            gt = i > fi;
-        }
-    }
+    int lt, eq, gt; /* of i against f */
+    oc_py_compare_int_float(i, f, &lt, &eq, &gt);
     return int_first ? fold_compare(c, op, lt, eq, gt, pos) : fold_compare(c, op, gt, eq, lt, pos);
-}
-
-static int bit_length(unsigned __int128 x)
-{
-    int n = 0;
-    for (; x; x >>= 1) n++;
-    return n;
-}
-
-/* x / y of Python ints (y != 0), rounded once to the nearest double as Python's true
- * division is: the quotient taken to 55-56 bits in 128-bit integers with a sticky bit for
- * its remainder, then rounded to 53, ties to even. (double)x / (double)y rounds twice past
- * 2^53: (2**53 + 1) / 3 came out 3002399751580330.5 where Python gives 3002399751580331.0. */
-static double py_true_divide(py_int x, py_int y)
-{
-    const int negative = (x < 0) != (y < 0);
-    unsigned __int128 n = x < 0 ? -(unsigned __int128)x : (unsigned __int128)x;
-    unsigned __int128 d = y < 0 ? -(unsigned __int128)y : (unsigned __int128)y;
-    if (n == 0) return negative ? -0.0 : 0.0;
-    const int s = 55 + bit_length(d) - bit_length(n); /* the quotient then has 55 or 56 bits */
-    if (s >= 0) n <<= s;
-    else d <<= -s;
-    unsigned __int128 q = n / d;
-    const int sticky = n % d != 0;
-    const int drop = bit_length(q) - 53;
-    const unsigned __int128 half = (unsigned __int128)1 << (drop - 1), rest = q & ((half << 1) - 1);
-    q >>= drop;
-    if (rest > half || (rest == half && (sticky || (q & 1)))) q++;
-    const double r = ldexp((double)q, drop - s);
-    return negative ? -r : r;
 }
 
 /* a op b on two Python scalars, as Python computes it. */
@@ -331,7 +269,7 @@ static int fold_binary(checker *c, oc_map_op op, int ka, int kb, int pos)
         case MOP_FLOORDIV:
         case MOP_MOD:
             if (y == 0) return fold_fail(c, pos, "float modulo or floor division by zero between Python scalars");
-            v.f = py_floordiv(x, y, &m);
+            v.f = oc_py_floordiv(x, y, &m);
             if (op == MOP_MOD) v.f = m;
             break;
         case MOP_POW:
@@ -370,7 +308,7 @@ static int fold_binary(checker *c, oc_map_op op, int ka, int kb, int pos)
         break;
     case MOP_DIV:
         if (y == 0) return fold_fail(c, pos, "division by zero between Python scalars");
-        v.f = py_true_divide(x, y);
+        v.f = oc_py_true_divide(x, y);
         return weak_const(c, MW_FLOAT, v, pos);
     case MOP_FLOORDIV:
     case MOP_MOD:
