@@ -319,7 +319,7 @@ int cli_take(cli_args *a, const char *spec, int flags)
 }
 
 /* The optimal string alignment distance of a[0..n) and b[0..m) (edits and swaps of two
- * neighbours), or a number past `most` once it must exceed it. */
+ * neighbours); past `most` for names longer than any option, which are not compared. */
 static int distance(const char *a, size_t n, const char *b, size_t m, int most)
 {
     enum { LONGEST = 48 };

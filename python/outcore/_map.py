@@ -16,7 +16,9 @@ KeyboardInterrupt when the library has stopped (a half-written output file is re
 from __future__ import annotations
 
 import ctypes
+import difflib
 import os
+import re
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -197,8 +199,6 @@ def _check_operand_names(expr, operands):
     """An operand the expression does not name, whose name is close to one of map's keywords,
     is refused: **operands takes every unknown keyword, so a misspelt option (axes=0) would
     otherwise be an unused operand and the option silently not applied."""
-    import difflib
-    import re
     names = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", expr if isinstance(expr, str) else ""))
     for name in operands:
         if name in names:
