@@ -187,12 +187,16 @@ static int same(const result *x, const result *y, out_kind kind, int64_t n, int6
 }
 
 /* The sparse runs of every output: the thread counts with the predicted hub split, then the
- * forced splits (OUTCORE_SPARSE_HUBS: none, a few, one hub word whole, more than 64). */
+ * forced splits (OUTCORE_SPARSE_HUBS: none, a few, one hub word whole, more than 64), then
+ * threshold pairs handed over in the smallest pieces of rows and every one spilled
+ * (OUTCORE_PAIRS_BUFFER=1: a block of more than 4096 pairs comes in several pieces). */
 typedef struct sparse_run {
     const char *hubs; /* "": the split the planner predicts */
     int threads;
+    const char *pairs_buffer; /* NULL: the default */
 } sparse_run;
-static const sparse_run sparse_runs[] = {{"", 1}, {"", 2}, {"0", 1}, {"3", 1}, {"64", 1}, {"70", 1}};
+static const sparse_run sparse_runs[] = {{"", 1, NULL},   {"", 2, NULL},   {"0", 1, NULL}, {"3", 1, NULL},
+                                         {"64", 1, NULL}, {"70", 1, NULL}, {"", 2, "1"}};
 
 /* One output of one case: the dense algorithm once (its result depends on neither the hub
  * split nor the thread count), then the sparse one under each of sparse_runs, bytes compared. */
@@ -209,8 +213,10 @@ static void compare(oc_context *ctx, const sparse_case *c, const oc_matrix *a, c
     o.algorithm = OC_ALGORITHM_SPARSE;
     for (size_t r = 0; r < sizeof sparse_runs / sizeof *sparse_runs; ++r) {
         setenv("OUTCORE_SPARSE_HUBS", sparse_runs[r].hubs, 1);
+        if (sparse_runs[r].pairs_buffer) setenv("OUTCORE_PAIRS_BUFFER", sparse_runs[r].pairs_buffer, 1);
         o.threads = sparse_runs[r].threads;
         result s = run(ctx, a, b, o, kind, n, p);
+        unsetenv("OUTCORE_PAIRS_BUFFER");
         CHECK_MSG(s.st == OC_OK, "%s %s sparse, %d threads, hubs '%s': %s", c->name, what, o.threads,
                   sparse_runs[r].hubs, oc_context_last_error(ctx));
         CHECK_MSG(s.ran == OC_ALGORITHM_SPARSE, "%s %s, %d threads, hubs '%s': the sparse algorithm did not run",

@@ -132,6 +132,31 @@ def test_peak_memory_stays_within_budget(peak_input, tmp_path, args, ext):
         assert lazy["pairs"] * 20 > budget
 
 
+
+@pytest.mark.parametrize("algorithm", ["sparse", "dense"])
+def test_a_block_of_many_pairs_keeps_to_the_budget(tmp_path, algorithm):
+    """Each of A's 128 rows passes all 150000 of B's columns (threshold 0 counts every pair):
+    19.2 million pairs, 154 MB, in two blocks of 64 rows, more than twice the budget. The
+    sparse algorithm hands a block's rows to the selection in pieces, which spills them, so
+    its peak keeps to the budget as the dense one's does (it held each block whole: 178 MB).
+    B is nearly empty, so that the sparse index (the size of the input's ones) stays small."""
+    rng = np.random.default_rng(5)
+    np.save(tmp_path / "a.npy", (rng.random((128, 8)) < 0.5).astype(np.uint8))
+    np.save(tmp_path / "b.npy", (rng.random((150000, 8)) < 0.02).astype(np.uint8))
+    budget, threads = 64 * MIB, 2
+    stats = summary_json(run("gram", tmp_path / "a.npy", tmp_path / "b.npy", "--metric", "counts", "--threshold",
+                             "0", "--algorithm", algorithm, "--backend", "cpu", "--threads", threads, "--host-mem",
+                             budget, "--json", "-o", tmp_path / "p.npz"))
+    assert stats["pairs"] == 128 * 150000 and stats["pairs"] * 8 > 2 * budget, stats
+    assert stats["host_peak_bytes"] <= budget + FIXED_BYTES + threads * PER_THREAD_BYTES, stats
+    with np.load(tmp_path / "p.npz") as p:
+        assert np.array_equal(p["rows"], np.repeat(np.arange(128), 150000))
+        assert np.array_equal(p["cols"], np.tile(np.arange(150000), 128))
+    a, b = np.load(tmp_path / "a.npy").astype(np.int64), np.load(tmp_path / "b.npy").astype(np.int64)
+    with np.load(tmp_path / "p.npz") as p:
+        assert np.array_equal(p["values"], (a @ b.T).ravel())
+
+
 def check_one_line_failure(tmp_path, args, must_say):
     before = set(os.listdir(tmp_path))
     proc = run("gram", *args, "-o", tmp_path / "out.npy", check=False)

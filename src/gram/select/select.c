@@ -132,6 +132,12 @@ oc_status oc_select_begin_rows(oc_context *ctx, oc_select *s, int64_t rows)
     return s->cfg.mode == OC_SELECT_PAIRS ? oc_select_pairs_rows(s) : OC_OK;
 }
 
+int64_t oc_select_piece_pairs(const oc_select *s, int workers)
+{
+    const int64_t pairs = s->buffer_bytes / (int64_t)(4 + s->elem) / (2 * (workers > 0 ? workers : 1));
+    return pairs > 4096 ? pairs : 4096;
+}
+
 void oc_select_free(oc_select *s)
 {
     if (!s) return;

@@ -57,10 +57,15 @@ uint64_t oc_select_min_key(const oc_select *s);
 oc_status oc_select_begin(oc_context *ctx, oc_select *s, int64_t tile, int workers);
 
 /* Instead of oc_select_begin, for a backend that computes whole rows (the sparse path):
- * row blocks of `rows` rows, each complete with one oc_select_add_pairs(s, i0, 0, ...) call
- * whose columns are global; top-k lists are filled through oc_select_topk_keys. No
- * oc_select_tile calls. */
+ * row blocks of `rows` rows, whose pairs come in pieces of whole rows of one block,
+ * oc_select_add_pairs(s, i0, 0, rows, ...) with global columns, in any order, each row once; a
+ * block is complete when every one of its rows came. Top-k lists are filled through
+ * oc_select_topk_keys. No oc_select_tile calls. */
 oc_status oc_select_begin_rows(oc_context *ctx, oc_select *s, int64_t rows);
+/* Whole rows: the pairs a worker gathers before it hands them over as a piece, when `workers`
+ * gather at once: their buffers together take about as much as the pairs that may wait in
+ * memory before they spill (buffer_bytes), whatever the pairs of a block. */
+int64_t oc_select_piece_pairs(const oc_select *s, int workers);
 
 /* Worker `worker` hands over converted tile (i0, j0) of rows x cols, elements ld apart. For
  * A·Aᵀ only elements whose global column exceeds their global row are read, so a top-k tile

@@ -3,9 +3,10 @@
  * select_key.h for the order, docs/topk.md for the semantics).
  *
  * A tile's pairs form one chunk of its row block, sorted by (row, col) within the tile. A
- * row block is complete when all its tiles have arrived; complete blocks are delivered in
- * row order on the caller's thread by oc_select_drain, which walks each row across the
- * block's chunks in column-tile order: the (row, col) order needs no sort. Chunks beyond
+ * row block is complete when all its tiles have arrived (a whole-rows backend's: when each
+ * of its rows came, in pieces of rows); complete blocks are delivered in row order on the
+ * caller's thread by oc_select_drain, which walks each row across the block's chunks in
+ * column-tile (or piece) order: the (row, col) order needs no sort. Chunks beyond
  * buffer_bytes of waiting pairs are written to an unlinked scratch file (the I/O layer's:
  * io.h's oc_scratch_open, its writes through sysio.h, whose fault plan tests use) and read
  * back at delivery.
@@ -75,6 +76,13 @@ void oc_select_pairs_create(oc_select *s)
     s->min_key = oc_select_score_min_key(s->kind, s->cfg.threshold);
 }
 
+/* The rows of row block b. */
+static int64_t block_rows(const oc_select *s, int64_t b)
+{
+    const int64_t i0 = b * s->tile;
+    return s->cfg.n - i0 < s->tile ? s->cfg.n - i0 : s->tile;
+}
+
 oc_status oc_select_pairs_begin(oc_context *ctx, oc_select *s)
 {
     const int64_t tile = s->tile, tt = tile * tile; /* select.c checked the product */
@@ -102,7 +110,7 @@ oc_status oc_select_pairs_begin(oc_context *ctx, oc_select *s)
 
 oc_status oc_select_pairs_rows(oc_select *s)
 {
-    for (int64_t b = 0; b < s->nblocks; ++b) s->blocks[b].expected = 1;
+    for (int64_t b = 0; b < s->nblocks; ++b) s->blocks[b].expected = block_rows(s, b);
     return OC_OK;
 }
 
@@ -126,7 +134,7 @@ void oc_select_pairs_free(oc_select *s)
     if (s->blocks)
         for (int64_t b = 0; b < s->nblocks; ++b)
             if (s->blocks[b].chunks) {
-                for (int64_t k = 0; k < s->blocks[b].expected; ++k) free_chunk(&s->blocks[b].chunks[k]);
+                for (int64_t k = 0; k < s->blocks[b].nchunks; ++k) free_chunk(&s->blocks[b].chunks[k]);
                 free(s->blocks[b].chunks);
             }
     free(s->blocks);
@@ -177,12 +185,38 @@ static int spill_open(oc_select *s)
     return 0;
 }
 
-/* Stores a tile's pairs as a chunk of its row block; copies everything it keeps. */
+/* Puts chunk c of row block I in its place: a tile's in the slot of its column tile J, a piece
+ * of whole rows after the block's others. Called with plock held; -1 when out of memory. */
+static int place_chunk(oc_select *s, int64_t I, int64_t J, const pair_chunk *c)
+{
+    row_block *b = &s->blocks[I];
+    if (!s->whole_rows) {
+        if (!b->chunks) {
+            if (!(b->chunks = calloc((size_t)b->expected, sizeof *b->chunks))) return -1;
+            b->nchunks = b->cap = b->expected;
+        }
+        b->chunks[J - (s->cfg.symmetric ? I : 0)] = *c;
+        b->done++;
+        return 0;
+    }
+    if (b->nchunks == b->cap) {
+        const int64_t cap = b->cap ? 2 * b->cap : 4;
+        pair_chunk *more = realloc(b->chunks, (size_t)cap * sizeof *more);
+        if (!more) return -1;
+        b->chunks = more, b->cap = cap;
+    }
+    b->chunks[b->nchunks++] = *c; /* in any order: delivery walks rows, each in the piece holding it */
+    b->done += c->rows;
+    return 0;
+}
+
+/* Stores a tile's pairs, or a piece of whole rows, as a chunk of its row block; copies
+ * everything it keeps. */
 static oc_status add_chunk(oc_select *s, int64_t i0, int64_t j0, int64_t rows, const uint32_t *row_counts,
                            const uint32_t *cols, const void *values, int64_t count)
 {
     const int64_t I = i0 / s->tile, J = j0 / s->tile;
-    pair_chunk c = {.count = count, .spill_off = -1};
+    pair_chunk c = {.row0 = i0 - I * s->tile, .rows = rows, .count = count, .spill_off = -1};
     if (count > 0) {
         c.row_counts = malloc((size_t)rows * sizeof *c.row_counts);
         if (!c.row_counts) goto no_memory;
@@ -221,13 +255,10 @@ static oc_status add_chunk(oc_select *s, int64_t i0, int64_t j0, int64_t rows, c
     }
 
     pthread_mutex_lock(&s->plock);
-    row_block *b = &s->blocks[I];
-    if (!b->chunks && !(b->chunks = calloc((size_t)b->expected, sizeof *b->chunks))) {
+    if (place_chunk(s, I, J, &c) != 0) {
         pthread_mutex_unlock(&s->plock);
         goto no_memory;
     }
-    b->chunks[J - (s->cfg.symmetric && !s->whole_rows ? I : 0)] = c;
-    b->done++;
     s->pending_bytes += c.mem_bytes;
     pthread_mutex_unlock(&s->plock);
     return OC_OK;
@@ -299,18 +330,18 @@ static oc_status append(oc_context *ctx, oc_select *s, int64_t *n, int64_t row, 
 static oc_status deliver_block(oc_context *ctx, oc_select *s, int64_t I)
 {
     row_block *b = &s->blocks[I];
-    const int64_t i0 = I * s->tile, rows = s->cfg.n - i0 < s->tile ? s->cfg.n - i0 : s->tile;
-    const int64_t first_j = s->cfg.symmetric && !s->whole_rows ? I : 0;
-    int64_t *cursor = calloc((size_t)b->expected, sizeof *cursor), n = 0;
+    const int64_t i0 = I * s->tile, rows = block_rows(s, I);
+    const int64_t first_j = s->cfg.symmetric ? I : 0;
+    int64_t *cursor = calloc((size_t)(b->nchunks ? b->nchunks : 1), sizeof *cursor), n = 0;
     if (!cursor)
-        return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the delivery state of %lld tiles",
-                       (long long)b->expected);
+        return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the delivery state of %lld chunks",
+                       (long long)b->nchunks);
     oc_status st = OC_OK;
     for (int64_t r = 0; r < rows && st == OC_OK; ++r)
-        for (int64_t k = 0; k < b->expected && st == OC_OK; ++k) {
+        for (int64_t k = 0; k < b->nchunks && st == OC_OK; ++k) {
             pair_chunk *c = &b->chunks[k];
-            if (c->count == 0 || c->row_counts[r] == 0) continue;
-            int64_t cnt = c->row_counts[r], j0 = (first_j + k) * s->tile;
+            if (c->count == 0 || r < c->row0 || r >= c->row0 + c->rows || c->row_counts[r - c->row0] == 0) continue;
+            int64_t cnt = c->row_counts[r - c->row0], j0 = s->whole_rows ? 0 : (first_j + k) * s->tile;
             if (c->spill_off < 0) {
                 st = append(ctx, s, &n, i0 + r, j0, c->cols + cursor[k], c->values + cursor[k] * s->elem, cnt);
             } else {
@@ -332,12 +363,13 @@ static oc_status deliver_block(oc_context *ctx, oc_select *s, int64_t I)
     if (st == OC_OK) st = flush_out(ctx, s, &n);
     free(cursor);
     int64_t freed = 0;
-    for (int64_t k = 0; k < b->expected; ++k) {
+    for (int64_t k = 0; k < b->nchunks; ++k) {
         freed += b->chunks[k].mem_bytes;
         free_chunk(&b->chunks[k]);
     }
     free(b->chunks);
     b->chunks = NULL;
+    b->nchunks = b->cap = 0;
     pthread_mutex_lock(&s->plock);
     s->pending_bytes -= freed;
     pthread_mutex_unlock(&s->plock);

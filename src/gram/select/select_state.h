@@ -60,8 +60,9 @@ typedef struct sel_worker {
 } sel_worker;
 
 typedef struct pair_chunk {
+    int64_t row0, rows; /* the block's rows it holds: all of them for a tile, a piece of whole rows */
     int64_t count;
-    uint32_t *row_counts; /* pairs per row of the block; NULL when count == 0 */
+    uint32_t *row_counts; /* pairs per row of row0.. ; NULL when count == 0 */
     uint32_t *cols;       /* tile-local columns; NULL when spilled */
     unsigned char *values;
     int64_t spill_off; /* -1: in memory; else cols then values in the spill file */
@@ -69,8 +70,9 @@ typedef struct pair_chunk {
 } pair_chunk;
 
 typedef struct row_block {
-    int64_t expected, done;
-    pair_chunk *chunks; /* one per column tile, allocated when the first arrives */
+    int64_t expected, done; /* tiles, or with whole rows the block's rows */
+    int64_t nchunks, cap;   /* chunks held: one slot per column tile, or the pieces as they came */
+    pair_chunk *chunks;     /* allocated when the first arrives */
 } row_block;
 
 struct oc_select {
@@ -86,7 +88,7 @@ struct oc_select {
     padded_lock locks[NLOCKS];
 
     int64_t tile, tiles_j, rowcap, colcap;
-    int whole_rows;      /* oc_select_begin_rows: one chunk per row block, at column 0 */
+    int whole_rows;      /* oc_select_begin_rows: pieces of whole rows of a block, at column 0 */
     oc_select_simd simd; /* top-k pre-test and insertion of this CPU (select_simd.h) */
     int nworkers;
     sel_worker *workers;
@@ -146,7 +148,8 @@ oc_status oc_select_pairs_begin(oc_context *ctx, oc_select *s);
 oc_status oc_select_pairs_tile(oc_select *s, sel_worker *w, int64_t i0, int64_t j0, int64_t rows, int64_t cols,
                                const void *tile, int64_t ld);
 void oc_select_pairs_free(oc_select *s);
-/* After oc_select_pairs_begin, for oc_select_begin_rows: every row block takes one chunk. */
+/* After oc_select_pairs_begin, for oc_select_begin_rows: a row block is complete when each of
+ * its rows came in a piece. */
 oc_status oc_select_pairs_rows(oc_select *s);
 
 #endif

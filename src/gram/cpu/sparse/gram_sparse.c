@@ -6,8 +6,9 @@
  *   task = a block of OC_SPARSE_BLOCK_ROWS rows of A; each worker owns a p-long accumulator
  *     top-k      each row's list straight into the selection's key lists (rows are
  *                independent: no lock, no mirror; A·Aᵀ rows are computed whole)
- *     threshold  each block's pairs, in (row, col) order, to the selection as one chunk;
- *                blocks run in groups and the caller's thread delivers each group in order
+ *     threshold  each block's pairs, in (row, col) order, to the selection in pieces of
+ *                whole rows (oc_select_piece_pairs: a worker's buffer stays small); blocks
+ *                run in groups and the caller's thread delivers each group in order
  *                (memory: one group's pairs, or the selection spills them)
  *     dense      each row converted by the dense path's epilogue, into the sink
  * The outputs are the dense path's bytes: scores come from metric.h or the same epilogue,
@@ -52,15 +53,24 @@ static oc_status block_task(void *arg, int64_t task, int worker)
     const int64_t i0 = block * OC_SPARSE_BLOCK_ROWS,
                   end = i0 + OC_SPARSE_BLOCK_ROWS < n ? i0 + OC_SPARSE_BLOCK_ROWS : n;
     const int pairs = run->select && oc_select_get_mode(run->select) == OC_SELECT_PAIRS;
+    int64_t piece = i0; /* threshold: the first row not handed over yet */
     w->pcount = 0;
     for (int64_t i = i0; i < end; ++i) {
         const int64_t before = w->pcount;
         /* Only growing the pairs buffers can fail: run_blocks reports it. */
         if (!(pairs && sj->pairs_pass_none) && oc_sparse_row(sj, w, i) != 0) return OC_ERR_NO_MEMORY;
-        if (pairs) w->row_pairs[i - i0] = (uint32_t)(w->pcount - before);
+        if (!pairs) continue;
+        w->row_pairs[i - i0] = (uint32_t)(w->pcount - before);
+        /* The block's rows go over in pieces, so a block of many pairs waits in the
+         * selection (which spills past its buffer), not in this worker's buffers. */
+        if (w->pcount >= sj->piece_pairs || i + 1 == end) {
+            oc_status st = oc_select_add_pairs(run->select, piece, 0, i + 1 - piece, w->row_pairs + (piece - i0),
+                                               w->pcols, w->pvals, w->pcount);
+            if (st != OC_OK) return st;
+            piece = i + 1, w->pcount = 0;
+        }
     }
-    if (!pairs) return OC_OK;
-    return oc_select_add_pairs(run->select, i0, 0, end - i0, w->row_pairs, w->pcols, w->pvals, w->pcount);
+    return OC_OK;
 }
 
 static sparse_mode choose_mode(const oc_gram_job *job, const oc_select *sel)
@@ -198,6 +208,7 @@ static oc_status sparse_gram(oc_gram_job *job)
             const uint64_t mk = oc_select_min_key(job->select);
             sj->pairs_pass_none = mk > 0xFFFFFFFFu;
             sj->min_key = (uint32_t)mk;
+            sj->piece_pairs = oc_select_piece_pairs(job->select, threads);
         }
     }
     OC_CHECK_GOTO(ctx, st, alloc_workers(ctx, &run, threads, job->p), cleanup);

@@ -33,6 +33,7 @@ typedef struct sparse_job {
     uint64_t *keys;      /* top-k: n x kept (NULL: not a top-k job) */
     uint32_t min_key;    /* pairs: the smallest passing score key */
     int pairs_pass_none; /* pairs: no score key passes */
+    int64_t piece_pairs; /* pairs: a worker hands its rows over once it holds this many */
     size_t elem;         /* bytes per result value */
 } sparse_job;
 
