@@ -914,6 +914,8 @@ typedef struct oc_map_stats {
     /* Version 2: the CPU threads the job ran on (at most one per block of the result,
      * whatever opts.threads asked); 0 on the GPU. */
     int threads;
+    /* Version 3: the process's peak resident memory since it started (VmHWM), as gram's. */
+    int64_t host_peak_bytes;
 } oc_map_stats;
 
 /* A parsed, typed expression bound to its inputs and options. */

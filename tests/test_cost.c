@@ -306,7 +306,7 @@ static void test_auto_without_gpu(oc_context *ctx)
     setenv("OUTCORE_COST_CACHE", "off", 1);
     oc_cost_rates_reset();
     oc_cost_rates r;
-    oc_cost_rates_get(ctx, 1, 0, &r);
+    oc_cost_rates_get(ctx, OC_COST_ROOM_ANY, 0, &r);
     CHECK(r.measured == 0 && r.note[0] == '\0');
     CHECK(oc_gram(ctx, a, NULL, &opts, &out, &stats) == OC_OK);
     CHECK(stats.backend == OC_BACKEND_CPU);
@@ -320,7 +320,7 @@ static void test_auto_without_gpu(oc_context *ctx)
     CHECK(oc_gram(ctx, a, NULL, &opts, &out, &stats) == OC_OK);
     CHECK_MSG(strstr(stats.backend_explain, "cannot write the rate cache"), "explain: %s", stats.backend_explain);
     oc_cost_rates r2;
-    oc_cost_rates_get(ctx, 1, 0, &r2);
+    oc_cost_rates_get(ctx, OC_COST_ROOM_ANY, 0, &r2);
     CHECK(!(r2.measured & OC_COST_M_CPU_BITS));
     restore_cache_env();
     oc_matrix_free(a);
@@ -353,7 +353,7 @@ static void test_measure_and_store(oc_context *ctx)
     CHECK(text && strstr((char *)text, "\nhost_bw ") && strstr((char *)text, "\ncpu_bit_macs."));
     free(text);
     oc_cost_rates first, again;
-    oc_cost_rates_get(ctx, 1, 0, &first);
+    oc_cost_rates_get(ctx, OC_COST_ROOM_ANY, 0, &first);
     const unsigned host = OC_COST_M_HOST_BW | OC_COST_M_CPU_BITS;
     CHECK_MSG((first.measured & host) == host, "measured %#x: %s", first.measured, first.note);
     CHECK(first.host_bw > 0 && first.cpu[OC_COST_BIT_MAC] > 0);
@@ -361,11 +361,49 @@ static void test_measure_and_store(oc_context *ctx)
     CHECK(stat(path, &before) == 0);
     oc_cost_rates_reset();
     CHECK(a && oc_gram(ctx, a, NULL, &opts, &out, &stats) == OC_OK);
-    oc_cost_rates_get(ctx, 1, 0, &again);
+    oc_cost_rates_get(ctx, OC_COST_ROOM_ANY, 0, &again);
     CHECK((again.measured & host) == host);
     CHECK(fabs(again.host_bw - first.host_bw) < 1e-5 * first.host_bw);
     /* Stores rename a new file into place: the same inode is the same file. */
     CHECK(stat(path, &after) == 0 && after.st_ino == before.st_ino);
+    oc_matrix_free(a);
+    restore_cache_env();
+    oc_test_tmp_remove();
+}
+
+/* The first use's triad takes more memory than a small host budget allows: that job keeps
+ * the default host rate, says why, and stores the rest; a later job with room measures it. */
+static void test_first_use_within_the_budget(oc_context *ctx)
+{
+    if (!oc_test_tmp_create("oc_cost_room")) return;
+    const char *path = oc_test_tmp_path("rates.txt");
+    setenv("OUTCORE_COST_CACHE", path, 1);
+    oc_cost_rates_reset();
+    oc_matrix *a = oc_test_random01(ctx, 300, 700, 3);
+    oc_gram_options opts = OC_GRAM_OPTIONS_INIT;
+    opts.backend = OC_BACKEND_CPU;
+    opts.host_mem_bytes = oc_cost_triad_bytes(1) - 1;
+    oc_output out = OC_OUTPUT_INIT;
+    out.kind = OC_OUTPUT_DISCARD;
+    oc_gram_stats stats = {.struct_size = sizeof stats};
+    CHECK(a && oc_gram(ctx, a, NULL, &opts, &out, &stats) == OC_OK);
+    CHECK_MSG(strstr(stats.backend_explain, "host memory not measured: the measurement takes") != NULL, "explain: %s",
+              stats.backend_explain);
+    size_t len = 0;
+    char *text = (char *)oc_test_read_file(path, &len);
+    CHECK_MSG(text && !strstr(text, "\nhost_bw ") && strstr(text, "\ncpu_bit_macs."), "the cache: %s",
+              text ? text : "(none)");
+    free(text);
+    oc_cost_rates r;
+    oc_cost_rates_get(ctx, oc_cost_triad_bytes(1) - 1, 0, &r);
+    CHECK(!(r.measured & OC_COST_M_HOST_BW) && (r.measured & OC_COST_M_CPU_BITS));
+    /* Room for the arrays: measured, stored, and the note gone. */
+    oc_cost_rates_get(ctx, oc_cost_triad_bytes(1), 0, &r);
+    CHECK_MSG((r.measured & OC_COST_M_HOST_BW) && r.host_bw > 0 && r.note[0] == '\0', "measured %#x: %s", r.measured,
+              r.note);
+    text = (char *)oc_test_read_file(path, &len);
+    CHECK(text && strstr(text, "\nhost_bw "));
+    free(text);
     oc_matrix_free(a);
     restore_cache_env();
     oc_test_tmp_remove();
@@ -599,6 +637,7 @@ int main(void)
     test_cache();
     test_auto_without_gpu(ctx);
     test_measure_and_store(ctx);
+    test_first_use_within_the_budget(ctx);
     test_cpu_before_gpu_start(ctx);
     test_fixed_costs(ctx);
     test_result_file();

@@ -345,8 +345,9 @@ static void print_summary(const map_args *g, const oc_map *m, const oc_map_stats
         printf("], \"backend\": \"%s\", \"backend_desc\": ", oc_backend_name(s->backend));
         cli_json_string(stdout, s->backend_desc);
         printf(", \"seconds\": %.6f, \"elements\": %" PRId64 ", \"bytes_read\": %" PRId64
-               ", \"bytes_written\": %" PRId64 ", \"bytes_per_second\": %.6g, \"threads\": %d}\n",
-               s->seconds, s->elements, s->bytes_read, s->bytes_written, rate, s->threads);
+               ", \"bytes_written\": %" PRId64
+               ", \"bytes_per_second\": %.6g, \"threads\": %d, \"host_peak_bytes\": %" PRId64 "}\n",
+               s->seconds, s->elements, s->bytes_read, s->bytes_written, rate, s->threads, s->host_peak_bytes);
         return;
     }
     char r[32], b[32];

@@ -471,6 +471,7 @@ class MapStats(ctypes.Structure):
         ("bytes_read", ctypes.c_int64),
         ("bytes_written", ctypes.c_int64),
         ("threads", ctypes.c_int),
+        ("host_peak_bytes", ctypes.c_int64),
     ]
 
     def __init__(self):

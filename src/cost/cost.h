@@ -28,7 +28,7 @@
  * expressions; a user kernel with a CPU version states its bytes and operations directly):
  *
  *   oc_cost_rates rates;
- *   oc_cost_rates_get(ctx, backend == OC_BACKEND_AUTO && gpu_usable, gpu_usable, &rates);
+ *   oc_cost_rates_get(ctx, backend == OC_BACKEND_AUTO && gpu_usable ? host_budget : 0, gpu_usable, &rates);
  *   double per_element[OC_COST_OPS] = {[OC_COST_F64] = 1};          // a * b
  *   oc_cost_job job;
  *   oc_cost_job_map("a*b", in_bytes, out_bytes, elements, per_element, &job);
@@ -247,13 +247,17 @@ int oc_cost_cache_lock(const char *path);
 void oc_cost_cache_unlock(int fd);
 
 /* The rates for this process: the cache (read once per process, when enabled; the GPU
- * section only with gpu != 0), then defaults for what is missing. With `measure` != 0 (a job
- * that reports or acts on a prediction), the host figures that the cache lacks (triad, CPU
- * kernel) are measured once, briefly, and stored under the cache's lock (first use); never
- * with the cache off, nor inside a measurement's own job. The GPU figures come only from
- * `outcore devices --bandwidth` (oc_cost_calibrate). Thread-safe; never fails (a failure to
- * measure leaves the default, and the note says why). */
-void oc_cost_rates_get(oc_context *ctx, int measure, int gpu, oc_cost_rates *out);
+ * section only with gpu != 0), then defaults for what is missing. With `measure_room` > 0 (a
+ * job that reports or acts on a prediction: the bytes of host memory its budget allows,
+ * OC_COST_ROOM_ANY for no limit), the host figures that the cache lacks (triad, CPU kernel)
+ * are measured once, briefly, and stored under the cache's lock (first use); never with the
+ * cache off, nor inside a measurement's own job, nor where the measurement takes more than
+ * the room (the defaults for that job, and the note says why: a later job with more room
+ * measures). The GPU figures come only from `outcore devices --bandwidth`
+ * (oc_cost_calibrate). Thread-safe; never fails (a failure to measure leaves the default, and
+ * the note says why). */
+void oc_cost_rates_get(oc_context *ctx, int64_t measure_room, int gpu, oc_cost_rates *out);
+#define OC_COST_ROOM_ANY INT64_MAX
 
 /* Whether the file at `path` (it may not exist yet: its folder is asked) is on a memory file
  * system, where its fsync flushes nothing to a disk. */
@@ -302,6 +306,8 @@ void oc_cost_note_cpu_job(double regret);
  * first_touch_all (either may be NULL) receive the bytes/s at which fresh pages of one array
  * are faulted in by one thread, and of another by the `threads` threads at once. */
 double oc_cost_measure_triad(oc_context *ctx, int threads, int quick, double *first_touch, double *first_touch_all);
+/* The bytes oc_cost_measure_triad's arrays take (quick: the first-use measurement's). */
+int64_t oc_cost_triad_bytes(int quick);
 
 /* Bit-MAC/s of the CPU Gram kernel on all cores (a short counts job in memory), as the model
  * counts them (oc_cost_job_gram). 0 on failure. oc_cost_calibrate's measurement; _quick is

@@ -200,7 +200,7 @@ static _Thread_local int measuring;
  * (after reading the cache again: another process may have measured while this one waited)
  * and stored. r->note says why when nothing could be stored; then nothing is measured, so a
  * cache that cannot be written does not cost every process a measurement. */
-static void measure_host(oc_context *ctx, const char *path, oc_cost_rates *r)
+static void measure_host(oc_context *ctx, const char *path, int64_t room, oc_cost_rates *r)
 {
     const unsigned host = FIRST_USE;
     double t = oc_now();
@@ -215,7 +215,18 @@ static void measure_host(oc_context *ctx, const char *path, oc_cost_rates *r)
     if (oc_cost_cache_load(path, host_key, &again)) *r = again;
     if ((r->measured & host) != host) {
         measuring = 1;
-        if ((r->measured & (OC_COST_M_HOST_BW | OC_COST_M_PAGES)) != (OC_COST_M_HOST_BW | OC_COST_M_PAGES)) {
+        const int64_t triad = oc_cost_triad_bytes(1);
+        const int lacks_bw =
+            (r->measured & (OC_COST_M_HOST_BW | OC_COST_M_PAGES)) != (OC_COST_M_HOST_BW | OC_COST_M_PAGES);
+        if (lacks_bw && triad > room) {
+            /* Arrays that fit the room would sit in the caches: a default now, measured by
+             * a job with more room. */
+            snprintf(r->note, sizeof r->note,
+                     "host memory not measured: the measurement takes %lld MiB, more than the job's host budget of "
+                     "%lld MiB",
+                     (long long)(triad >> 20), (long long)(room >> 20));
+        } else if (lacks_bw) {
+            if (strncmp(r->note, "host memory not measured", 24) == 0) r->note[0] = '\0'; /* an earlier job's */
             r->host_bw = oc_cost_measure_triad(ctx, oc_cpu_cores(), 1, &r->file_pages, &r->file_faults);
             if (r->host_bw > 0) r->measured |= OC_COST_M_HOST_BW;
             if (r->file_pages > 0) r->measured |= OC_COST_M_PAGES;
@@ -235,7 +246,7 @@ static void measure_host(oc_context *ctx, const char *path, oc_cost_rates *r)
     oc_cost_cache_unlock(lock);
 }
 
-void oc_cost_rates_get(oc_context *ctx, int measure, int gpu, oc_cost_rates *out)
+void oc_cost_rates_get(oc_context *ctx, int64_t measure_room, int gpu, oc_cost_rates *out)
 {
     pthread_mutex_lock(&rates_lock);
     load_once(gpu);
@@ -244,11 +255,11 @@ void oc_cost_rates_get(oc_context *ctx, int measure, int gpu, oc_cost_rates *out
 
     const unsigned host = FIRST_USE;
     char path[4096];
-    if (measure && !measuring && (r.measured & host) != host && oc_cost_cache_path(path, sizeof path)) {
+    if (measure_room > 0 && !measuring && (r.measured & host) != host && oc_cost_cache_path(path, sizeof path)) {
         /* Measured outside rates_lock: the CPU kernel's measurement is an oc_gram job, which
          * asks for the rates itself. Two threads of a process measure one after the other
          * (the cache's lock), the second reading what the first stored. */
-        measure_host(ctx, path, &r);
+        measure_host(ctx, path, measure_room, &r);
         pthread_mutex_lock(&rates_lock); /* the host's figures only: another thread may have read the GPUs' */
         rates_cached.host_bw = r.host_bw;
         rates_cached.cpu[OC_COST_BIT_MAC] = r.cpu[OC_COST_BIT_MAC];

@@ -66,6 +66,8 @@ static int64_t triad_elements(int quick)
     return n < TRIAD_ELEMENTS ? n : TRIAD_ELEMENTS;
 }
 
+int64_t oc_cost_triad_bytes(int quick) { return 3 * triad_elements(quick) * (int64_t)sizeof(double); }
+
 double oc_cost_measure_triad(oc_context *ctx, int threads, int quick, double *first_touch, double *first_touch_all)
 {
     if (threads < 1) threads = 1;

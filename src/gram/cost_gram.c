@@ -77,7 +77,7 @@ int oc_gram_cpu_before_gpu_start(oc_context *ctx, const oc_gram_job *job, oc_out
 {
     if (job->opts->backend != OC_BACKEND_AUTO || oc_cost_gpu_warm()) return 0;
     memset(c, 0, sizeof *c);
-    oc_cost_rates_get(ctx, 1, 0, &c->rates); /* the host's section only: no driver */
+    oc_cost_rates_get(ctx, job->host_budget, 0, &c->rates); /* the host's section only: no driver */
     thread_share(job, &c->rates);
     oc_cost_job cj;
     cost_job(job, out_kind, &cj);
@@ -108,7 +108,7 @@ void oc_gram_choose_backend(oc_context *ctx, const oc_gram_job *job, oc_output_k
     const oc_backend asked = job->opts->backend;
     /* Every job reports its prediction (oc_gram_stats.predicted_seconds): the host's rates
      * are measured at the first one on this machine. */
-    oc_cost_rates_get(ctx, 1, asked != OC_BACKEND_CPU && gpu_usable, &c->rates);
+    oc_cost_rates_get(ctx, job->host_budget, asked != OC_BACKEND_CPU && gpu_usable, &c->rates);
     thread_share(job, &c->rates);
 #ifdef OC_HAVE_CUDA
     /* Until `outcore devices --bandwidth` has measured it, the GPU's kernel rate is the

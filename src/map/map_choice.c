@@ -12,6 +12,7 @@
 #include "map/map_codegen.h"
 #include "map/map_plan.h"
 #include "map/map_types.h"
+#include "mem/host_budget.h"
 
 static int is_math(oc_map_op op)
 {
@@ -83,9 +84,10 @@ static void map_job(const oc_map_plan *m, oc_cost_job *job)
     job->gpu_warm = oc_cost_gpu_warm();
 }
 
-static void map_rates(oc_context *ctx, const oc_map_plan *m, int measure, int gpu, oc_cost_rates *rates)
+/* The rates, the host's measured at a machine's first use within the job's host budget. */
+static void map_rates(oc_context *ctx, const oc_map_plan *m, int gpu, oc_cost_rates *rates)
 {
-    oc_cost_rates_get(ctx, measure, gpu, rates);
+    oc_cost_rates_get(ctx, oc_host_budget_resolve(m->opts.host_mem_bytes), gpu, rates);
     const int threads = m->opts.threads;
     if (threads > 0 && threads < rates->cpu_cores) {
         for (int op = 0; op < OC_COST_OPS; ++op) rates->cpu[op] *= (double)threads / rates->cpu_cores;
@@ -101,7 +103,7 @@ static int cpu_before_gpu_start(oc_context *ctx, const oc_map_plan *m, oc_map_ch
 {
     if (m->opts.backend != OC_BACKEND_AUTO || oc_cost_gpu_warm()) return 0;
     oc_cost_rates rates;
-    map_rates(ctx, m, 1, 0, &rates);
+    map_rates(ctx, m, 0, &rates);
     oc_cost_job job;
     map_job(m, &job);
     char why[160];
@@ -137,7 +139,7 @@ oc_status oc_map_choose(oc_context *ctx, const oc_map_plan *m, oc_map_choice *c)
     oc_cost_rates rates;
     /* The prediction decides, or --explain prints it: the host's rates are measured at the
      * first such job on this machine. */
-    map_rates(ctx, m, 1, c->gpu_candidate, &rates);
+    map_rates(ctx, m, c->gpu_candidate, &rates);
     oc_cost_job job;
     map_job(m, &job);
     oc_cost_prediction p;

@@ -18,6 +18,7 @@
 #include "map/map_plan.h"
 #include "cost/cost.h"
 #include "map/map_types.h"
+#include "mem/host_budget.h"
 #include "io/io.h"
 #include "io/formats/npy_array.h"
 
@@ -486,9 +487,10 @@ oc_status oc_map_run(oc_context *ctx, oc_map *m, const char *out_path, void *out
 {
     if (!ctx || !m || (!out_path && !out_data && m->out_count > 0))
         return ctx ? oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_map_run: no output given") : OC_ERR_INVALID_ARGUMENT;
-    /* oc_map_stats has versions 1 (up to bytes_written) and 2 (docs/abi.md). */
-    const size_t stats_v1 = offsetof(oc_map_stats, threads);
-    if (stats && stats->struct_size != sizeof *stats && stats->struct_size != stats_v1)
+    /* oc_map_stats has versions 1 (up to bytes_written), 2 (up to threads) and 3 (docs/abi.md). */
+    const size_t stats_v1 = offsetof(oc_map_stats, threads), stats_v2 = offsetof(oc_map_stats, host_peak_bytes);
+    if (stats && stats->struct_size != sizeof *stats && stats->struct_size != stats_v1 &&
+        stats->struct_size != stats_v2)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
                        "oc_map_stats: struct_size %zu is no version's (%zu): set it to sizeof(oc_map_stats)",
                        stats->struct_size, sizeof *stats);
@@ -527,6 +529,7 @@ oc_status oc_map_run(oc_context *ctx, oc_map *m, const char *out_path, void *out
     for (int i = 0; i < m->n_inputs; i++)
         if (m->inputs[i].used) local.bytes_read += m->inputs[i].count * (int64_t)oc_mt_size(m->inputs[i].type);
     local.bytes_written = m->out_count * (int64_t)oc_mt_size(m->out_type);
+    local.host_peak_bytes = oc_host_mem_peak();
     if (stats)
         memcpy((char *)stats + sizeof(size_t), (char *)&local + sizeof(size_t), stats->struct_size - sizeof(size_t));
     return OC_OK;

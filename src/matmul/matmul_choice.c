@@ -135,7 +135,7 @@ static double measure_cpu(void *arg)
     const int f32 = cpu_f32(in);
     const int cores = oc_threads_resolve(0);
     return oc_mm_backend_cpu.gemm_rate
-               ? oc_mm_backend_cpu.gemm_rate(f32 ? OC_MM_FLOAT32 : OC_MM_FLOAT64, 0, cores) / cores
+               ? oc_mm_backend_cpu.gemm_rate(f32 ? OC_MM_FLOAT32 : OC_MM_FLOAT64, 0, cores, in->host_room) / cores
                : 0;
 }
 
@@ -155,7 +155,9 @@ static double cpu_core_rate(const oc_mm_cost_input *in, const char *blas)
 static double measure_gpu(void *arg)
 {
     const rate_of *r = arg;
-    return oc_mm_backend_cuda.gemm_rate ? oc_mm_backend_cuda.gemm_rate(r->in->in_type, r->in->tf32, r->where) : 0;
+    return oc_mm_backend_cuda.gemm_rate
+               ? oc_mm_backend_cuda.gemm_rate(r->in->in_type, r->in->tf32, r->where, r->in->gpu_room)
+               : 0;
 }
 
 /* The measured GEMM rate of one GPU for in's type (the rate cache's GPUs' section, or measured
@@ -249,7 +251,9 @@ oc_status oc_mm_choose(oc_context *ctx, const oc_matmul_job *job, const oc_matmu
         .cpu_cores = oc_threads_resolve(job->threads),
         .gpu_warm = oc_cost_gpu_warm(),
         .gpu_startup = rates.gpu_startup,
-        .file_seconds = oc_cost_result_file_seconds(&rates, job->out_file_bytes, job->out_file_in_memory)};
+        .file_seconds = oc_cost_result_file_seconds(&rates, job->out_file_bytes, job->out_file_in_memory),
+        .host_room = job->host_mem_bytes,
+        .gpu_room = job->gpu_mem_bytes};
     in.cpu_core_rate = cpu_core_rate(&in, library);
     oc_mm_prediction p;
     if (oc_mm_cpu_before_gpu_start(&in, &p)) {

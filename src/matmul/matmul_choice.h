@@ -28,6 +28,9 @@ typedef struct oc_mm_cost_input {
     double gpu_startup;   /* s: the context (the GEMM library's load is added) */
     double h2d, d2h;      /* bytes/s over PCIe */
     double file_seconds;  /* writing the result's file: the same on either backend; 0 for memory */
+    /* Bytes a first-use measurement of a GEMM rate may take: of the host (what the host
+     * budget leaves beside the inputs) and of the device (the device budget; 0: no limit). */
+    int64_t host_room, gpu_room;
 } oc_mm_cost_input;
 
 typedef struct oc_mm_prediction {

@@ -208,8 +208,9 @@ typedef struct oc_mm_backend {
     int (*library)(char *name, size_t size);
     /* Flop/s of its GEMM of in-type operands (float32 on TF32 when tf32), measured now (about
      * 0.1 s): the cost model's rate at a machine's first choice. `where` is the threads on the
-     * CPU, the device on a GPU. May be NULL. */
-    double (*gemm_rate)(oc_mm_type in, int tf32, int where);
+     * CPU, the device on a GPU; `room` the bytes of memory (host, or that device's) the
+     * measurement may take, <= 0 for no limit: 0 when it needs more. May be NULL. */
+    double (*gemm_rate)(oc_mm_type in, int tf32, int where, int64_t room);
 } oc_mm_backend;
 
 extern const oc_mm_backend oc_mm_backend_cpu; /* matmul/cpu/ */

@@ -2,6 +2,7 @@
 panels. Results must be byte-identical to an unbounded run, the process must stay within the
 budget plus the fixed cost that docs/memory.md states, and bad values met while reading lazily
 must still fail with the reader's one-line message and no output."""
+import json
 import os
 
 import numpy as np
@@ -155,6 +156,31 @@ def test_a_block_of_many_pairs_keeps_to_the_budget(tmp_path, algorithm):
     a, b = np.load(tmp_path / "a.npy").astype(np.int64), np.load(tmp_path / "b.npy").astype(np.int64)
     with np.load(tmp_path / "p.npz") as p:
         assert np.array_equal(p["values"], (a @ b.T).ravel())
+
+
+
+@pytest.mark.parametrize("command", ["gram", "map", "matmul"])
+def test_a_first_use_measurement_keeps_to_the_budget(tmp_path, command):
+    """The first job on a machine measures the cost model's rates (a triad over arrays larger
+    than the caches, the BLAS's GEMM rate): within the job's budget, or not at all (the
+    defaults for that job); a later job with room measures and stores them."""
+    cache, budget, threads = tmp_path / "rates.txt", 24 * MIB, 2
+    rng = np.random.default_rng(2)
+    np.save(tmp_path / "a.npy", (rng.random((300, 500)) < 0.3).astype(np.uint8))
+    np.save(tmp_path / "x.npy", rng.standard_normal((200, 300)))
+    jobs = {"gram": ["gram", tmp_path / "a.npy", "--metric", "jaccard", "--topk", "5", "--backend", "cpu",
+                     "-o", tmp_path / "t.npz"],
+            "map": ["map", "a * 2 + 1", f"a={tmp_path / 'x.npy'}", "--backend", "auto", "-o", tmp_path / "m.npy"],
+            "matmul": ["matmul", tmp_path / "x.npy", "--gram", "--backend", "auto", "-o", tmp_path / "c.npy"]}
+    env = {"OUTCORE_COST_CACHE": str(cache)}
+    proc = run(*jobs[command], "--threads", threads, "--host-mem", budget, "--json", env=env)
+    stats = json.loads(proc.stdout)
+    assert stats["host_peak_bytes"] <= budget + FIXED_BYTES + threads * PER_THREAD_BYTES, stats["host_peak_bytes"]
+    stored = cache.read_text() if cache.exists() else ""
+    assert "host_bw" not in stored, stored  # the BLAS's rate may be: a slow machine times it in the room
+    run(*jobs[command], "--threads", threads, "--json", env=env)
+    stored = cache.read_text()
+    assert ("gemm" in stored) if command == "matmul" else ("host_bw" in stored), stored
 
 
 def check_one_line_failure(tmp_path, args, must_say):

@@ -512,14 +512,16 @@ static void check_gemm_rates(void)
                  {OC_MM_FLOAT16, 0}, {OC_MM_BFLOAT16, 0}, {OC_MM_INT8, 0}};
     double rate[6];
     for (int i = 0; i < 6; ++i) {
-        rate[i] = oc_mm_backend_cuda.gemm_rate(types[i].in, types[i].tf32, 0);
+        rate[i] = oc_mm_backend_cuda.gemm_rate(types[i].in, types[i].tf32, 0, 0);
         CHECK_MSG(rate[i] > 1e11, "%s%s: GEMM rate %.3g", type_name(types[i].in), types[i].tf32 ? " (tf32)" : "",
                   rate[i]);
         printf("GEMM rate on cuda:0, %s%s: %.1f T/s\n", type_name(types[i].in), types[i].tf32 ? " (tf32)" : "",
                rate[i] / 1e12);
     }
     CHECK(rate[2] > rate[1] && rate[3] > rate[1] && rate[5] > rate[1]);
-    CHECK(oc_mm_backend_cuda.gemm_rate(OC_MM_FLOAT32, 0, 999) == 0);
+    CHECK(oc_mm_backend_cuda.gemm_rate(OC_MM_FLOAT32, 0, 999, 0) == 0);
+    /* Under a device budget smaller than its operands it measures nothing (the default). */
+    CHECK(oc_mm_backend_cuda.gemm_rate(OC_MM_FLOAT32, 0, 0, 64 << 20) == 0);
 
     char cache[512];
     snprintf(cache, sizeof cache, "/tmp/test_matmul_cuda_rates.%d", (int)getpid());

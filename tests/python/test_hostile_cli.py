@@ -197,9 +197,10 @@ def test_error_messages_escape_names(tmp_path):
     assert not any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in message)
 
 
-def test_map_stats_version_1_still_written(rng):
-    """oc_map_stats of version 1 (before threads) is still taken, and nothing written past it;
-    version 2 gets the threads that ran, at most one per block of a small result."""
+def test_map_stats_earlier_versions_still_written(rng):
+    """oc_map_stats of version 1 (before threads) and 2 (before host_peak_bytes) are still
+    taken, and nothing written past them; version 2 gets the threads that ran, at most one per
+    block of a small result, version 3 the process's peak memory too."""
     a = random01(rng, 4, 5).astype(np.float64)
     lib = _lib.lib
     ctx, handle = ctypes.c_void_p(), ctypes.c_void_p()
@@ -220,8 +221,13 @@ def test_map_stats_version_1_still_written(rng):
         assert lib.oc_map_run(ctx, handle, None, out.ctypes.data, ctypes.byref(v1)) == _lib.OC_OK
         assert v1.threads == 12345 and v1.elements == a.size and np.array_equal(out, a + 1)
         v2 = _lib.MapStats()
+        v2.struct_size = _lib.MapStats.host_peak_bytes.offset
+        v2.host_peak_bytes = 12345
         assert lib.oc_map_run(ctx, handle, None, out.ctypes.data, ctypes.byref(v2)) == _lib.OC_OK
-        assert 1 <= v2.threads < 64
+        assert 1 <= v2.threads < 64 and v2.host_peak_bytes == 12345
+        v3 = _lib.MapStats()
+        assert lib.oc_map_run(ctx, handle, None, out.ctypes.data, ctypes.byref(v3)) == _lib.OC_OK
+        assert 1 <= v3.threads < 64 and v3.host_peak_bytes >= a.nbytes
     finally:
         lib.oc_map_free(handle)
         lib.oc_context_free(ctx)

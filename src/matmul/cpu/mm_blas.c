@@ -158,16 +158,20 @@ void oc_mm_blas_ran(const oc_mm_blas *b, int threads)
 #define RATE_SECONDS 0.05
 #define RATE_EDGE_MAX 2048
 
-double oc_mm_blas_gemm_rate(const oc_mm_blas *b, int f32, int threads)
+double oc_mm_blas_gemm_rate(const oc_mm_blas *b, int f32, int threads, int64_t room)
 {
     char why[320];
     if (!b->sgemm || !b->dgemm || oc_mm_blas_room(b, threads, why, sizeof why) != 0) return 0;
-    const size_t es = f32 ? sizeof(float) : sizeof(double), cells = (size_t)RATE_EDGE_MAX * RATE_EDGE_MAX;
+    const size_t es = f32 ? sizeof(float) : sizeof(double);
+    int edge = RATE_EDGE_MAX; /* the largest edge whose three matrices fit the room */
+    while (room > 0 && edge >= 256 && 3 * (int64_t)edge * edge * (int64_t)es > room) edge /= 2;
+    if (edge < 256) return 0;
+    const size_t cells = (size_t)edge * edge;
     void *a = calloc(cells, es), *x = calloc(cells, es), *c = calloc(cells, es);
     double rate = 0;
     if (a && x && c) {
         if (b->set_threads) b->set_threads(threads);
-        for (int n = 256; n <= RATE_EDGE_MAX; n *= 2) {
+        for (int n = 256; n <= edge; n *= 2) {
             double seconds = 0;
             for (int call = 0; call < 2; ++call) { /* the first untimed: threads and pages */
                 const double t0 = oc_now();
@@ -181,6 +185,8 @@ double oc_mm_blas_gemm_rate(const oc_mm_blas *b, int f32, int threads)
             }
             if (seconds > 0) rate = 2.0 * n * (double)n * n / seconds;
             if (seconds >= RATE_SECONDS) break;
+            /* The room stopped the doubling short of a product long enough to time. */
+            if (n * 2 > edge && edge < RATE_EDGE_MAX) rate = 0;
         }
     }
     if (rate > 0) oc_mm_blas_ran(b, threads);

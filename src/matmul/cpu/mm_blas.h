@@ -8,6 +8,7 @@
 #define OC_MATMUL_CPU_MM_BLAS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* CBLAS's values of its enums. */
 enum { OC_CBLAS_ROW_MAJOR = 101, OC_CBLAS_NO_TRANS = 111, OC_CBLAS_TRANS = 112, OC_CBLAS_UPPER = 121 };
@@ -52,8 +53,9 @@ void oc_mm_blas_ran(const oc_mm_blas *b, int threads);
 
 /* Flop/s of b's GEMM (f32: sgemm, else dgemm) on `threads` threads, measured at first use of
  * a machine (matmul's choice caches it): square products from 256 on, doubling until one
- * takes RATE_SECONDS or reaches RATE_EDGE_MAX, after an untimed first call at each edge. 0
- * without a BLAS or memory. */
-double oc_mm_blas_gemm_rate(const oc_mm_blas *b, int f32, int threads);
+ * takes RATE_SECONDS or reaches RATE_EDGE_MAX, after an untimed first call at each edge;
+ * their three matrices within `room` bytes (<= 0: no limit). 0 without a BLAS or memory, or
+ * when the room ends the doubling before a product is long enough to time. */
+double oc_mm_blas_gemm_rate(const oc_mm_blas *b, int f32, int threads, int64_t room);
 
 #endif

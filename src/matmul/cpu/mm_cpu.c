@@ -461,13 +461,13 @@ static int cpu_library(char *name, size_t size)
 
 /* float64 for float64 and int8 (as float64: past OC_MM_INT8_F32_K_MAX it is multiplied so),
  * float32 for the others. */
-static double cpu_gemm_rate(oc_mm_type in, int tf32, int threads)
+static double cpu_gemm_rate(oc_mm_type in, int tf32, int threads, int64_t room)
 {
     (void)tf32;
     oc_mm_blas blas;
     char why[320];
     const int f32 = in != OC_MM_FLOAT64 && in != OC_MM_INT8;
-    return oc_mm_blas_load(&blas, why, sizeof why) == 0 ? oc_mm_blas_gemm_rate(&blas, f32, threads) : 0;
+    return oc_mm_blas_load(&blas, why, sizeof why) == 0 ? oc_mm_blas_gemm_rate(&blas, f32, threads, room) : 0;
 }
 
 const oc_mm_backend oc_mm_backend_cpu = {"cpu", cpu_usable, cpu_run, cpu_plan, cpu_library, cpu_gemm_rate};

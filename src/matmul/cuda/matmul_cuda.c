@@ -416,10 +416,10 @@ static oc_status cuda_run(oc_matmul_job *job)
     return st;
 }
 
-static double cuda_gemm_rate(oc_mm_type in, int tf32, int device)
+static double cuda_gemm_rate(oc_mm_type in, int tf32, int device, int64_t room)
 {
     char why[512];
-    return oc_mm_cuda_gemm_rate(oc_cublaslt_load(why, sizeof why), in, tf32, device);
+    return oc_mm_cuda_gemm_rate(oc_cublaslt_load(why, sizeof why), in, tf32, device, room);
 }
 
 const oc_mm_backend oc_mm_backend_cuda = {"cuda", cuda_usable, cuda_run, cuda_plan, NULL, cuda_gemm_rate};

@@ -22,7 +22,7 @@
 #define RATE_EDGE_WIDE 4096   /* float64, float32 (FP32 and TF32) */
 #define RATE_EDGE_NARROW 8192 /* float16, bfloat16, int8 */
 
-double oc_mm_cuda_gemm_rate(const oc_cublaslt_api *lt, oc_mm_type in, int tf32, int device)
+double oc_mm_cuda_gemm_rate(const oc_cublaslt_api *lt, oc_mm_type in, int tf32, int device, int64_t room)
 {
     int count = 0;
     if (!lt || cudaGetDeviceCount(&count) != cudaSuccess || device < 0 || device >= count ||
@@ -40,6 +40,7 @@ double oc_mm_cuda_gemm_rate(const oc_cublaslt_api *lt, oc_mm_type in, int tf32, 
     const int64_t n = in == OC_MM_FLOAT64 || in == OC_MM_FLOAT32 ? RATE_EDGE_WIDE : RATE_EDGE_NARROW;
     const size_t in_bytes = (size_t)(n * n) * oc_mm_type_size(in),
                  acc_bytes = (size_t)(n * n) * oc_mm_type_size(plan.acc_type);
+    if (room > 0 && (int64_t)(2 * in_bytes + acc_bytes) + plan.workspace > room) return 0;
     void *a = NULL, *b = NULL, *c = NULL, *work = NULL;
     cudaStream_t stream = NULL;
     cudaEvent_t ev[2] = {NULL, NULL};
