@@ -20,6 +20,7 @@
 
 #include "harness.h"
 #include "outcore.h"
+#include "core/struct_version.h"
 #include "cost/cost.h"
 #include "gram/cost_gram.h"
 
@@ -295,13 +296,19 @@ static void test_auto_without_gpu(oc_context *ctx)
     CHECK_MSG(text && strstr(text, "\nhost_bw ") && strstr(text, "\ncpu_bit_macs.") && !strstr(text, "not a line"),
               "the cache after the job: %s", text ? text : "(none)");
     free(text);
-    /* A caller built before backend_explain (version 2 of the struct) gets its fields only. */
+    /* A caller built before backend_explain (version 2 of the struct, its size as its
+     * compiler made it: the padding after algorithm_desc included) gets its fields only;
+     * the offset of backend_explain itself is no version's size. */
     oc_gram_stats v2;
     memset(&v2, 0x5a, sizeof v2);
-    v2.struct_size = offsetof(oc_gram_stats, backend_explain);
+    v2.struct_size = OC_STRUCT_VERSION_SIZE(oc_gram_stats, backend_explain);
+    CHECK(v2.struct_size % 8 == 0 && v2.struct_size > offsetof(oc_gram_stats, backend_explain));
     CHECK(oc_gram(ctx, a, NULL, &opts, &out, &v2) == OC_OK);
     CHECK(v2.backend == OC_BACKEND_CPU && v2.algorithm == OC_ALGORITHM_DENSE);
-    CHECK((unsigned char)v2.backend_explain[0] == 0x5a && (unsigned char)v2.backend_explain[639] == 0x5a);
+    const size_t past = v2.struct_size - offsetof(oc_gram_stats, backend_explain);
+    CHECK((unsigned char)v2.backend_explain[past] == 0x5a && (unsigned char)v2.backend_explain[639] == 0x5a);
+    oc_gram_stats odd = {.struct_size = offsetof(oc_gram_stats, backend_explain)};
+    CHECK(oc_gram(ctx, a, NULL, &opts, &out, &odd) == OC_ERR_INVALID_ARGUMENT);
     /* The cache is off: defaults, named as such, and no file is written. */
     setenv("OUTCORE_COST_CACHE", "off", 1);
     oc_cost_rates_reset();

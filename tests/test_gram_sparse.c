@@ -27,6 +27,7 @@
 #include "gram_cases.h"
 #include "harness.h"
 #include "outcore.h"
+#include "core/struct_version.h"
 
 typedef struct sparse_case {
     const char *name;
@@ -322,14 +323,17 @@ static void check_bad_options(oc_context *ctx)
     CHECK_MSG(oc_gram(ctx, a, NULL, &v1, &mem, &st1) == OC_OK, "version 1 options: %s", oc_context_last_error(ctx));
     CHECK(counts[0] == 1 && counts[1] == 0 && counts[3] == 1 && st1.seconds >= 0);
     CHECK(((unsigned char *)&st1)[offsetof(oc_gram_stats, host_budget_bytes)] == 0x5A);
-    /* Version 2 (before `resume`): a resume flag past the caller's struct is never read (it
-     * would refuse this memory output). */
+    /* Version 2 (before `resume`) has version 3's size as its compiler made it (resume took
+     * its padding): read as version 3, whose resume is 0 from OC_GRAM_OPTIONS_INIT. The
+     * offset of `resume` itself is no version's size. */
     oc_gram_options v2 = OC_GRAM_OPTIONS_INIT;
-    v2.struct_size = offsetof(oc_gram_options, resume);
-    v2.resume = 1;
+    v2.struct_size = OC_STRUCT_VERSION_SIZE(oc_gram_options, resume);
+    CHECK(v2.struct_size == offsetof(oc_gram_options, devices));
     memset(counts, 0, sizeof counts);
     CHECK_MSG(oc_gram(ctx, a, NULL, &v2, &mem, NULL) == OC_OK, "version 2 options: %s", oc_context_last_error(ctx));
     CHECK(counts[0] == 1 && counts[1] == 0 && counts[3] == 1);
+    v2.struct_size = offsetof(oc_gram_options, resume);
+    CHECK(oc_gram(ctx, a, NULL, &v2, &mem, NULL) == OC_ERR_INVALID_ARGUMENT);
     /* Version 4 (before `use_min_score`) with version 4 stats (before `threads`): a minimum
      * score past the caller's struct is never read (it would refuse a dense job), nor
      * the threads written past its stats. */

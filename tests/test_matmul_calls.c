@@ -61,6 +61,18 @@ static void test_gpu_memory_refused(void)
     A.struct_size = OC_MM_ARRAY_V1_SIZE + 1;
     CHECK(oc_matmul(ctx, &A, &B, &C, &o, NULL) == OC_ERR_INVALID_ARGUMENT &&
           strstr(oc_context_last_error(ctx), "struct_size"));
+    /* Options of version 1 (before resume, 96 bytes on LP64 as its compiler made them): a
+     * resume flag past them is never read (it would refuse this memory output). */
+    A.struct_size = B.struct_size = C.struct_size = sizeof A;
+    A.gpu = B.gpu = C.gpu = 0;
+    oc_matmul_options v1 = o;
+    v1.struct_size = OC_STRUCT_VERSION_SIZE(oc_matmul_options, resume);
+    v1.resume = 1;
+    c[0] = c[3] = -1;
+    CHECK_MSG(oc_matmul(ctx, &A, &B, &C, &v1, NULL) == OC_OK, "%s", oc_context_last_error(ctx));
+    CHECK(c[0] == 4 && c[3] == 11);
+    v1.struct_size = offsetof(oc_matmul_options, resume) - 8;
+    CHECK(oc_matmul(ctx, &A, &B, &C, &v1, NULL) == OC_ERR_INVALID_ARGUMENT);
     oc_context_free(ctx);
 }
 

@@ -14,6 +14,7 @@
 
 #include "core/context.h"
 #include "core/error.h"
+#include "core/struct_version.h"
 #include "core/threads.h"
 #include "map/map_plan.h"
 #include "cost/cost.h"
@@ -414,7 +415,7 @@ oc_status oc_map_create(oc_context *ctx, const char *expr, const oc_map_array *i
     oc_context_begin_job(ctx);
     /* oc_map_options has versions 1 (up to progress_user) and 2; the other structs one
      * (docs/abi.md). */
-    const size_t opts_v1 = offsetof(oc_map_options, gpu_mem_fraction);
+    const size_t opts_v1 = OC_STRUCT_VERSION_SIZE(oc_map_options, gpu_mem_fraction);
     if (opts && opts->struct_size != sizeof *opts && opts->struct_size != opts_v1)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
                        "oc_map_options: struct_size %zu is no version's (%zu): start from OC_MAP_OPTIONS_INIT",
@@ -488,7 +489,8 @@ oc_status oc_map_run(oc_context *ctx, oc_map *m, const char *out_path, void *out
     if (!ctx || !m || (!out_path && !out_data && m->out_count > 0))
         return ctx ? oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_map_run: no output given") : OC_ERR_INVALID_ARGUMENT;
     /* oc_map_stats has versions 1 (up to bytes_written), 2 (up to threads) and 3 (docs/abi.md). */
-    const size_t stats_v1 = offsetof(oc_map_stats, threads), stats_v2 = offsetof(oc_map_stats, host_peak_bytes);
+    const size_t stats_v1 = OC_STRUCT_VERSION_SIZE(oc_map_stats, threads),
+                 stats_v2 = OC_STRUCT_VERSION_SIZE(oc_map_stats, host_peak_bytes);
     if (stats && stats->struct_size != sizeof *stats && stats->struct_size != stats_v1 &&
         stats->struct_size != stats_v2)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,

@@ -13,6 +13,7 @@
 
 #include "core/context.h"
 #include "core/error.h"
+#include "core/struct_version.h"
 #include "core/text_buf.h"
 #include "core/threads.h"
 #include "core/trace.h"
@@ -62,6 +63,18 @@ static oc_status parse_devices(oc_context *ctx, const oc_matmul_options *o, mm_s
     job->ndevices = list.count;
     for (int d = 0; d < list.count; d++) s->devices[d] = list.dev[d].physical, s->parts[d] = list.dev[d].parts;
     return OC_OK;
+}
+
+/* oc_matmul_options of version 1 (before `resume`: docs/abi.md) as the current version in
+ * *local, resume 0; the current version, NULL or a size of no version's (check_options
+ * refuses it) as it is. */
+static const oc_matmul_options *options_current(const oc_matmul_options *o, oc_matmul_options *local)
+{
+    if (!o || o->struct_size != OC_STRUCT_VERSION_SIZE(oc_matmul_options, resume)) return o;
+    *local = (oc_matmul_options)OC_MATMUL_OPTIONS_INIT;
+    memcpy(local, o, o->struct_size);
+    local->struct_size = sizeof *local;
+    return local;
 }
 
 static oc_status check_options(oc_context *ctx, const oc_matmul_options *o, const oc_matmul_array *b)
@@ -322,6 +335,8 @@ oc_status oc_matmul_result(oc_context *ctx, const oc_matmul_array *a, const oc_m
 {
     if (!ctx) return OC_ERR_INVALID_ARGUMENT;
     oc_context_begin_job(ctx);
+    oc_matmul_options local;
+    opts = options_current(opts, &local);
     mm_setup s;
     oc_status st = setup(ctx, a, b, opts, &s);
     if (st == OC_OK) {
@@ -436,6 +451,8 @@ oc_status oc_matmul(oc_context *ctx, const oc_matmul_array *a, const oc_matmul_a
                        stats->struct_size, sizeof *stats);
     const double start = oc_now();
     double t = start;
+    oc_matmul_options local;
+    opts = options_current(opts, &local);
     mm_setup s;
     oc_mm_io io;
     char explain[640];
@@ -484,6 +501,8 @@ oc_status oc_matmul_plan(oc_context *ctx, const oc_matmul_array *a, const oc_mat
     oc_context_begin_job(ctx);
     if (!text) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "text is NULL");
     char *result = NULL; /* *text on success only: on failure it is left as it was */
+    oc_matmul_options local;
+    opts = options_current(opts, &local);
     mm_setup s;
     oc_mm_io io;
     char why[640];

@@ -9,11 +9,12 @@
 #include <stdint.h>
 
 #include "outcore.h"
+#include "core/struct_version.h"
 #include "io/mapped_file.h"
 
 /* oc_matmul_array's versions (docs/abi.md): the first ended before `gpu`, which reads as 0
  * for it. An array of any other size than the two is refused. */
-#define OC_MM_ARRAY_V1_SIZE offsetof(oc_matmul_array, gpu)
+#define OC_MM_ARRAY_V1_SIZE OC_STRUCT_VERSION_SIZE(oc_matmul_array, gpu)
 static inline int oc_mm_array_size_ok(const oc_matmul_array *arr)
 {
     return arr->struct_size == OC_MM_ARRAY_V1_SIZE || arr->struct_size == sizeof(oc_matmul_array);

@@ -7,6 +7,7 @@
 
 #include "core/context.h"
 #include "core/error.h"
+#include "core/struct_version.h"
 #include "core/threads.h"
 #include "stream/stream_job.h"
 
@@ -17,7 +18,7 @@ oc_status oc_stream_run(oc_context *ctx, const oc_stream_spec *spec, const oc_st
     oc_context_begin_job(ctx);
     /* Version 1 of the stats ends before bytes_direct (docs/abi.md): the job fills a whole
      * struct and only the caller's version's fields are copied back. */
-    const size_t v1 = offsetof(oc_stream_stats, bytes_direct);
+    const size_t v1 = OC_STRUCT_VERSION_SIZE(oc_stream_stats, bytes_direct);
     if (stats && stats->struct_size != sizeof(oc_stream_stats) && stats->struct_size != v1)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "stream: stats.struct_size must be sizeof(oc_stream_stats)");
     double t0 = oc_now();

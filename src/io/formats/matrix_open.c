@@ -12,13 +12,14 @@
 #include "core/context.h"
 #include "core/error.h"
 #include "matrix/matrix.h"
+#include "core/struct_version.h"
 #include "core/threads.h"
 #include "core/trace.h"
 #include "io/io.h"
 #include "io/mapped_file.h"
 
 /* Version 1 of oc_read_options ends before host_mem_bytes (docs/abi.md). */
-#define OC_READ_OPTIONS_V1_SIZE offsetof(oc_read_options, host_mem_bytes)
+#define OC_READ_OPTIONS_V1_SIZE OC_STRUCT_VERSION_SIZE(oc_read_options, host_mem_bytes)
 
 /* opts, or the defaults when NULL, as the current version of the struct (a version-1 struct
  * gets host_mem_bytes's default) in *buf; NULL after a failure recorded on ctx: a size that
