@@ -150,9 +150,11 @@ typedef struct oc_read_options {
 
 #define OC_READ_OPTIONS_INIT {sizeof(oc_read_options), 0, 0, 0}
 
-/* Reads a matrix from a file, chosen by extension: .npy (bool/uint8/int8, versions 1-3,
- * memory-mapped; one larger than opts->host_mem_bytes allows stays in its file and is read
- * by jobs in panels), .mtx (MatrixMarket coordinate pattern/integer/real), .txt/.csv (0/1 text).
+/* Reads a matrix from a file, chosen by extension: .npy (versions 1-3; bool/uint8/int8 0/1
+ * bytes or packed bits with opts->bits, memory-mapped, one larger than opts->host_mem_bytes
+ * allows staying in its file and read by jobs in panels; int16 to int64, float32 and float64
+ * 0/1 values packed as they are read), .mtx (MatrixMarket coordinate pattern/integer/real),
+ * .txt/.csv (0/1 text).
  * opts may be NULL (the defaults). Errors name the file and the problem; rows and columns
  * in them count from 0, line numbers from 1. Blocks while reading. */
 OC_API oc_status oc_matrix_read(oc_context *ctx, const char *path, const oc_read_options *opts, oc_matrix **out);
@@ -224,7 +226,8 @@ typedef void (*oc_removed_fn)(void *user, const char *path, int64_t bytes);
 /* Removes what interrupted jobs left beside the output path: temporaries (PATH.tmp-*) of
  * processes no longer running, and the resume journal (PATH.outcore-journal) with its
  * snapshot, unless a running job holds it (OC_ERR_INPUT). fn may be NULL; *removed (may be
- * NULL) gets the count. The output itself is never touched. */
+ * NULL) gets the count on success (on failure fn has named what was removed). The output
+ * itself is never touched. */
 OC_API oc_status oc_output_clean(oc_context *ctx, const char *path, oc_removed_fn fn, void *user, int64_t *removed);
 /* Where a job on ctx reports the stale temporaries it removes beside its output (a killed
  * job's PATH.tmp-PID-RANDOM, docs/write-failures.md): fn(user, path, bytes) for each, on the
@@ -1099,7 +1102,8 @@ OC_API oc_status oc_matmul_dtype_parse(const char *name, oc_matmul_dtype *out);
 OC_API const char *oc_mpi_library(void);
 
 /* Initialises MPI (MPI_Init_thread, funneled: only the calling thread makes MPI calls) when
- * it is not yet, and returns this process's rank and the number of ranks. Collective. */
+ * it is not yet, and returns this process's rank and the number of ranks. Collective. A build
+ * without MPI returns OC_ERR_UNSUPPORTED with *rank 0 and *size 1: the process alone. */
 OC_API oc_status oc_mpi_init(int *rank, int *size);
 /* Finalises MPI when oc_mpi_init initialised it, after a barrier (so that no rank's failing
  * exit makes the launcher end the others before they finished). Collective. */
@@ -1120,7 +1124,7 @@ OC_API oc_status oc_mpi_agree(oc_context *ctx, oc_status status);
  * figures over all ranks (tiles, bit-MACs and bytes summed, the largest peaks), seconds the
  * job's wall time and pairs the job's total; devices[] is this rank's own. ranks_json (may be NULL): on rank 0 a
  * JSON array with one object per rank (rank, host, rows, backend, tiles, seconds, bytes),
- * malloc'ed; NULL on the other ranks. Progress callbacks are not called. */
+ * malloc'ed; NULL on the other ranks and on failure. Progress callbacks are not called. */
 OC_API oc_status oc_gram_ranks(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const oc_gram_options *opts,
                                const oc_output *out, oc_gram_stats *stats, char **ranks_json);
 

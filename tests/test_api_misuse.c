@@ -169,6 +169,11 @@ static void check_map_and_stream(oc_context *ctx)
     CHECK(oc_pinned_alloc(ctx, 0, &block) == OC_ERR_INVALID_ARGUMENT && block == (void *)&stats);
     if (oc_pinned_alloc(ctx, 4096, &block) == OC_OK) oc_pinned_free(block);
     else CHECK(block == (void *)&stats);
+    CHECK(oc_pinned_alloc(ctx, 16, NULL) == OC_ERR_INVALID_ARGUMENT && strstr(oc_context_last_error(ctx), "NULL"));
+    /* Out-parameters are left as they were on failure. */
+    int64_t removed = 7;
+    CHECK(oc_output_clean(ctx, NULL, NULL, NULL, &removed) == OC_ERR_INVALID_ARGUMENT && removed == 7);
+    CHECK(oc_output_clean(ctx, "", NULL, NULL, &removed) == OC_ERR_INPUT && removed == 7);
 }
 
 /* A name from outside (a file or a matrix name) reaches a message as text a terminal shows

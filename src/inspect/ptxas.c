@@ -263,7 +263,7 @@ static const char *ptxas_release(const char *ptxas, char *release, size_t size)
 }
 
 /* The first error line of ptxas' output, without the "ptxas " prefix and trailing blanks. */
-static void first_error(const char *text, char *line, size_t size)
+static void first_error(const char *text, const char *ptx_path, const char *display, char *line, size_t size)
 {
     const char *at = strstr(text, "error");
     if (!at) at = strstr(text, "fatal");
@@ -274,7 +274,12 @@ static void first_error(const char *text, char *line, size_t size)
     size_t len = end ? (size_t)(end - start) : strlen(start);
     if (strncmp(start, "ptxas ", 6) == 0) start += 6, len -= 6;
     while (len > 0 && (start[len - 1] == ' ' || start[len - 1] == '\r')) len--;
-    snprintf(line, size, "%.*s", (int)len, start);
+    /* ptxas names the file it read, which for PTX held in memory is a temporary copy gone
+     * by now: the line names what the caller called it instead. */
+    const size_t plen = strlen(ptx_path);
+    if (plen > 0 && len >= plen && strncmp(start, ptx_path, plen) == 0)
+        snprintf(line, size, "%s%.*s", display, (int)(len - plen), start + plen);
+    else snprintf(line, size, "%.*s", (int)len, start);
 }
 
 /* Reads the quoted name after `key` on a line: "... 'name' ...". */
@@ -405,7 +410,7 @@ oc_status oc_ptxas_resources(oc_context *ctx, const char *ptx_path, const char *
     }
     if (end.exit_code != 0) {
         char line[512];
-        first_error(text, line, sizeof line);
+        first_error(text, ptx_path, display, line, sizeof line);
         if (strstr(text, "is not defined for option 'gpu-name'"))
             st = oc_fail(ctx, OC_ERR_UNSUPPORTED, "%s: ptxas %s cannot compile for sm_%d: %s", display,
                          ptxas_release(ptxas, release, sizeof release), cc, line);

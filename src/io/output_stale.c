@@ -199,7 +199,6 @@ static oc_status clean_journal(oc_context *ctx, sweep *s, const char *journal)
 oc_status oc_output_clean(oc_context *ctx, const char *path, oc_removed_fn fn, void *user, int64_t *removed)
 {
     if (!ctx) return OC_ERR_INVALID_ARGUMENT;
-    if (removed) *removed = 0;
     if (!path) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "output path is NULL");
     if (path[0] == '\0') return oc_fail(ctx, OC_ERR_INPUT, "the output path is empty");
     char folder[4096];

@@ -9,7 +9,8 @@
 
 oc_status oc_pinned_alloc(oc_context *ctx, size_t bytes, void **out)
 {
-    if (!ctx || !out) return OC_ERR_INVALID_ARGUMENT;
+    if (!ctx) return OC_ERR_INVALID_ARGUMENT;
+    if (!out) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "pinned memory: out is NULL");
     if (bytes == 0) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "pinned memory: a size of 0 bytes");
 #ifdef OC_HAVE_CUDA
     if (oc_cuda_device_count() == 0)
