@@ -83,8 +83,12 @@ int oc_cmd_demo(int argc, char **argv)
                                        cli_join_names(names, sizeof names, cli_backend_at, ", ", " or ", NULL));
             }
         } else if (cli_flag(cl, "--help|-h")) {
-            puts("usage: outcore demo [--rows N] [--cols M] [--backend auto|cpu|cuda]\n\n"
-                 "Plants near-duplicate rows in a random 0/1 matrix and finds them with a Jaccard Gram matrix.");
+            printf("usage: outcore demo [--rows N] [--cols M] [--backend auto|cpu|cuda]\n\n"
+                   "Plants near-duplicate rows in a random 0/1 matrix and finds them with a Jaccard Gram matrix.\n\n"
+                   "  --rows N               rows of the matrix (default %lld, at least 2)\n"
+                   "  --cols M               columns (default %lld, at least %d)\n"
+                   "  --backend B            auto (the default: the GPU where one is usable), cpu or cuda\n",
+                   (long long)p.rows, (long long)p.cols, DEMO_COLS_MIN);
             return OC_EXIT_OK;
         } else {
             return cli_unknown_option(cl, 0);

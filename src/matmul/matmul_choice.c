@@ -194,6 +194,14 @@ static double upload_bytes(const oc_matmul_job *job)
     return bytes;
 }
 
+/* The prediction's reason, and why the rates are defaults where the rate cache says (a cache
+ * that cannot be read or written: gram's and map's explanations say it the same way). */
+static void explain_with_note(char *explain, size_t size, const oc_mm_prediction *p, const oc_cost_rates *rates)
+{
+    if (rates->note[0]) oc_snprintf(explain, size, "%s [%s]", p->reason, rates->note);
+    else oc_snprintf(explain, size, "%s", p->reason);
+}
+
 oc_status oc_mm_choose(oc_context *ctx, const oc_matmul_job *job, const oc_matmul_options *opts,
                        const oc_mm_backend **out, char *explain, size_t explain_size)
 {
@@ -257,7 +265,7 @@ oc_status oc_mm_choose(oc_context *ctx, const oc_matmul_job *job, const oc_matmu
     in.cpu_core_rate = cpu_core_rate(&in, library);
     oc_mm_prediction p;
     if (oc_mm_cpu_before_gpu_start(&in, &p)) {
-        if (explain) oc_snprintf(explain, explain_size, "%s", p.reason);
+        if (explain) explain_with_note(explain, explain_size, &p, &rates);
         *out = &oc_mm_backend_cpu;
         return OC_OK;
     }
@@ -270,7 +278,7 @@ oc_status oc_mm_choose(oc_context *ctx, const oc_matmul_job *job, const oc_matmu
     in.h2d = rates.h2d_pinned;
     in.d2h = rates.d2h_pinned;
     oc_mm_predict(&in, &p);
-    if (explain) oc_snprintf(explain, explain_size, "%s", p.reason);
+    if (explain) explain_with_note(explain, explain_size, &p, &rates);
 #ifdef OC_HAVE_CUDA
     if (p.gpu) {
         *out = &oc_mm_backend_cuda;

@@ -166,6 +166,10 @@ def test_plan_and_explain(mats):
     explained = json.loads(run("matmul", d / "a.npy", d / "b.npy", "--explain", "--json",
                                env={"OUTCORE_BLAS": "none"}).stdout)
     assert list(explained) == ["explain"] and explained["explain"].startswith("backend: "), explained
+    # A rate cache that cannot be used is named, as gram's and map's explanations name it.
+    (d / "cache_dir").mkdir()
+    proc = run("matmul", d / "a.npy", d / "b.npy", "--explain", env={"OUTCORE_COST_CACHE": str(d / "cache_dir")})
+    assert "cache_dir is a directory, not a regular file" in proc.stdout.splitlines()[0], proc.stdout
     proc = run("matmul", d / "a.npy", d / "b.npy", "--backend", "cpu", "--plan")
     assert "tiles" in proc.stdout and "bounded by" in proc.stdout
     if not proc.stdout.startswith("cpu/reference"):  # float64 files mapped, C in the output: no copies
