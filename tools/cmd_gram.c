@@ -69,7 +69,8 @@ static const char gram_usage_algorithm[] =
     "                         each pair once as (i, j), i < j. Pairs are sorted by row, then column\n"
     "  --plan                 print the plan (tiles, budgets, threads; on the GPU also staging\n"
     "                         and the estimated time of kernels, uploads and output) and exit\n"
-    "                         without computing; with --explain, the prediction after it\n"
+    "                         without computing (no -o needed); with --explain, the\n"
+    "                         prediction after it\n"
     "  --resume               keep a journal of the work done beside OUT (OUT.outcore-journal)\n"
     "                         and continue an interrupted run of the same command from it; the\n"
     "                         result has the bytes of an uninterrupted run, on either backend;\n"
@@ -290,6 +291,15 @@ static int parse_gram_args(int argc, char **argv, gram_args *g)
     if (g->opts.use_min_score && g->opts.topk <= 0)
         return cli_usage_error("gram: --min-score keeps the top-k neighbours scoring at least S: give --topk K too "
                                "(--threshold T lists every pair at least T)");
+    if (!g->output && g->plan) {
+        /* A plan writes nothing: it plans the kind's first format (the .npy, the .npz). */
+        static char planned[16];
+        const char *ext = (g->opts.topk            ? cli_topk_format_at
+                           : g->opts.use_threshold ? cli_threshold_format_at
+                                                   : cli_dense_format_at)(0);
+        snprintf(planned, sizeof planned, "OUT.%s", ext);
+        g->output = planned;
+    }
     if (!g->output) {
         char paths[128];
         return cli_usage_error("gram: no output given: add -o %s",
