@@ -476,12 +476,14 @@ void cli_note_threads(int asked, int ran, const char *why)
         cli_message("--threads %d: ran %d (%s; more would have nothing to do)", asked, ran, why);
 }
 
-void cli_warn_gpu_mem(const char *value, oc_backend backend)
+void cli_warn_gpu_only(const char *option, const char *value, int given, oc_backend backend)
 {
-    if (!value) return;
-    if (backend == OC_BACKEND_CPU) cli_message("warning: --gpu-mem %s has no effect with --backend cpu", value);
+    if (!given) return;
+    const char *gap = value ? " " : "";
+    if (!value) value = "";
+    if (backend == OC_BACKEND_CPU) cli_message("warning: %s%s%s has no effect with --backend cpu", option, gap, value);
     else if (oc_cuda_device_count() == 0)
-        cli_message("warning: --gpu-mem %s has no effect: no usable GPU, the job runs on the CPU", value);
+        cli_message("warning: %s%s%s has no effect: no usable GPU, the job runs on the CPU", option, gap, value);
 }
 
 static oc_context *signal_ctx;

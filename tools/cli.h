@@ -137,9 +137,10 @@ const char *cli_bytes(double bytes, char *buf, int size);
 /* After a job: "--threads N: running M (why)" on stderr when the job ran fewer CPU threads
  * (ran > 0) than --threads asked (asked > 0). */
 void cli_note_threads(int asked, int ran, const char *why);
-/* A one-line warning when --gpu-mem was given (value not NULL) to a job that ran on no GPU:
- * --backend cpu, or a machine without a usable one. Called after the job succeeded. */
-void cli_warn_gpu_mem(const char *value, oc_backend backend);
+/* A one-line warning when an option that only a GPU job uses was given (given != 0:
+ * "--gpu-mem 2G", "--device 1", "--tf32") to a job that ran on no GPU: --backend cpu, or a
+ * machine without a usable one. Called after the job succeeded. */
+void cli_warn_gpu_only(const char *option, const char *value, int given, oc_backend backend);
 
 /* Installs SIGINT/SIGTERM/SIGHUP handlers that cancel the job running on ctx; NULL restores the
  * default actions (before ctx is freed: under mpirun a SIGTERM can come at any time). */

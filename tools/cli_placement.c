@@ -21,6 +21,7 @@ int cli_take_placement(cli_args *a, const cli_placement *p)
     } else if (p->device && CLI_OPTION(a, r, v, "--device")) {
         if (r < 0) return OC_EXIT_USAGE;
         if ((r = cli_parse_device(v, p->device)) >= 0) return r;
+        if (p->device_text) *p->device_text = v;
     } else if (p->devices && CLI_OPTION(a, r, v, "--devices")) {
         if (r < 0) return OC_EXIT_USAGE;
         if ((r = cli_parse_devices(v)) >= 0) return r;

@@ -21,16 +21,18 @@ typedef struct cli_placement {
     double *gpu_mem_fraction;     /* ... or PCT */
     const char **gpu_mem_devices; /* ... or DEV=SIZE,...: the library parses it; NULL: refused */
     const char **gpu_mem_text;    /* --gpu-mem as given, for the warnings after parsing */
+    const char **device_text;     /* --device as given, likewise */
     int64_t *host_mem_bytes;
 } cli_placement;
 
 /* The placement of a job whose options struct opts has a field of every one's name (gram's,
- * matmul's), the --gpu-mem text going to *text (a const char **). */
-#define CLI_PLACEMENT_OF(opts, text)                                                                                  \
+ * matmul's), the --gpu-mem and --device texts going to *gpu_mem_text and *device_text (const
+ * char **). */
+#define CLI_PLACEMENT_OF(opts, gpu_mem_text_, device_text_)                                                           \
     {                                                                                                                 \
         .backend = &(opts).backend, .threads = &(opts).threads, .device = &(opts).device, .devices = &(opts).devices, \
-        .gpu_mem_bytes = &(opts).gpu_mem_bytes, .gpu_mem_fraction = &(opts).gpu_mem_fraction, .gpu_mem_text = (text), \
-        .host_mem_bytes = &(opts).host_mem_bytes                                                                      \
+        .gpu_mem_bytes = &(opts).gpu_mem_bytes, .gpu_mem_fraction = &(opts).gpu_mem_fraction,                         \
+        .gpu_mem_text = (gpu_mem_text_), .device_text = (device_text_), .host_mem_bytes = &(opts).host_mem_bytes      \
     }
 
 /* Takes the option at a's cursor when it is one of p's: -1 when it was and parsed, 0 when it

@@ -160,6 +160,8 @@ typedef struct gram_args {
     int ninputs;
     const char *output;
     const char *gpu_mem; /* --gpu-mem as given */
+    const char *device;  /* --device as given */
+    int gpu_mem_mode;    /* --gpu-mem-mode given */
     oc_read_options read;
     int json, quiet, explain;
     int plan;
@@ -195,7 +197,7 @@ static int check_output_kind(const gram_args *g)
 static int parse_gram_args(int argc, char **argv, gram_args *g)
 {
     cli_args args = CLI_ARGS_INIT(argc, argv), *a = &args;
-    cli_placement where = CLI_PLACEMENT_OF(g->opts, &g->gpu_mem);
+    cli_placement where = CLI_PLACEMENT_OF(g->opts, &g->gpu_mem, &g->device);
     where.gpu_mem_devices = &g->opts.gpu_mem_devices; /* DEV=SIZE,...: parsed by the library */
     for (const char *arg; (arg = cli_next(a)) != NULL;) {
         const char *v = NULL;
@@ -256,6 +258,7 @@ static int parse_gram_args(int argc, char **argv, gram_args *g)
                 return cli_expected("--algorithm", v, cli_algorithm_at);
         } else if (CLI_OPTION(a, r, v, "--gpu-mem-mode")) {
             if (r < 0) return OC_EXIT_USAGE;
+            g->gpu_mem_mode = 1;
             if (strcmp(v, "grow") == 0) g->opts.gpu_mem_mode = OC_GPU_MEM_GROW;
             else if (strcmp(v, "reserve") == 0) g->opts.gpu_mem_mode = OC_GPU_MEM_RESERVE;
             else return cli_usage_error("--gpu-mem-mode %s: expected grow or reserve", v);
@@ -461,6 +464,15 @@ static void *warm_up_thread(void *arg)
  * --explain and --json then give the prediction of the whole job as one process would run
  * it, as --plan gives its plan (oc_gram_explain's "backend: " and "algorithm: " lines). Left
  * as it is when the prediction fails. */
+/* After the job (or its plan): the options only a GPU job uses, given to one on the CPU. */
+static void warn_gpu_only(const gram_args *g)
+{
+    cli_warn_gpu_only("--gpu-mem", g->gpu_mem, g->gpu_mem != NULL, g->opts.backend);
+    cli_warn_gpu_only("--device", g->device, g->device != NULL, g->opts.backend);
+    cli_warn_gpu_only("--gpu-mem-mode", g->opts.gpu_mem_mode == OC_GPU_MEM_RESERVE ? "reserve" : "grow",
+                      g->gpu_mem_mode, g->opts.backend);
+}
+
 static void whole_job_explain(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const oc_gram_options *opts,
                               const oc_output *out, oc_gram_stats *stats)
 {
@@ -553,7 +565,7 @@ int oc_cmd_gram(int argc, char **argv)
                 fputs(text, stdout);
                 free(text);
             }
-            cli_warn_gpu_mem(g.gpu_mem, g.opts.backend);
+            warn_gpu_only(&g);
         }
         rc = OC_EXIT_OK;
         goto done;
@@ -575,7 +587,7 @@ int oc_cmd_gram(int argc, char **argv)
     if (ranked && rank == 0 && (g.explain || g.json)) whole_job_explain(ctx, a, b, &g.opts, &out, &stats);
     if (rank == 0) {
         /* After the job: a failure stays one line. */
-        cli_warn_gpu_mem(g.gpu_mem, g.opts.backend);
+        warn_gpu_only(&g);
         cli_note_threads(g.opts.threads, stats.threads, "one per tile or block of rows");
         if (g.explain) {
             cli_message("backend %s", stats.backend_explain);

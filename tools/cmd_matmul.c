@@ -77,6 +77,7 @@ typedef struct matmul_args {
     int ninputs;
     const char *output;
     const char *gpu_mem; /* --gpu-mem as given */
+    const char *device;  /* --device as given */
     int json, quiet, explain, plan;
     oc_matmul_options opts;
 } matmul_args;
@@ -104,7 +105,7 @@ static int take_value(cli_args *a, matmul_args *g)
 {
     const char *v = NULL;
     int r;
-    const cli_placement where = CLI_PLACEMENT_OF(g->opts, &g->gpu_mem);
+    const cli_placement where = CLI_PLACEMENT_OF(g->opts, &g->gpu_mem, &g->device);
     if ((r = cli_take_placement(a, &where)) != 0) return r;
     if (CLI_OPTION(a, r, v, "-o|--output")) {
         if (r < 0) return OC_EXIT_USAGE;
@@ -236,7 +237,9 @@ int oc_cmd_matmul(int argc, char **argv)
         rc = cli_status_error(ctx, st);
         goto done;
     }
-    cli_warn_gpu_mem(g.gpu_mem, g.opts.backend);
+    cli_warn_gpu_only("--gpu-mem", g.gpu_mem, g.gpu_mem != NULL, g.opts.backend);
+    cli_warn_gpu_only("--device", g.device, g.device != NULL, g.opts.backend);
+    cli_warn_gpu_only("--tf32", NULL, g.opts.tf32, g.opts.backend);
     if (!g.quiet || g.json) print_summary(&g, &stats);
     rc = OC_EXIT_OK;
 done:

@@ -218,13 +218,23 @@ def test_threads_beyond_the_limit_refused(tmp_path, a01):
             "from 1 to 4096")
 
 
-def test_gpu_mem_without_a_gpu_warns(tmp_path, a01):
+def test_gpu_options_without_a_gpu_warn(tmp_path, a01):
     for args in (["gram", tmp_path / "a.npy", "-o", tmp_path / "c.npy"],
                  ["map", "a", f"a={tmp_path / 'a.npy'}", "-o", tmp_path / "m.npy"]):
         proc = run_bytes(*args, "--backend", "cpu", "--gpu-mem", "2G", "-q")
         assert proc.returncode == 0
         assert assert_clean_text(proc.stderr).splitlines() == [
             "outcore: warning: --gpu-mem 2G has no effect with --backend cpu"]
+    # The other options only a GPU job reads, one line each, after a job that still ran.
+    np.save(tmp_path / "f.npy", a01.astype(np.float64))
+    for args, lines in ((["gram", tmp_path / "a.npy", "-o", tmp_path / "c.npy", "--device", "1", "--gpu-mem-mode",
+                          "reserve"], ["--device 1", "--gpu-mem-mode reserve"]),
+                        (["matmul", tmp_path / "f.npy", "--gram", "-o", tmp_path / "g.npy", "--tf32", "--device", "2"],
+                         ["--device 2", "--tf32"])):
+        proc = run_bytes(*args, "--backend", "cpu", "-q")
+        assert proc.returncode == 0
+        assert assert_clean_text(proc.stderr).splitlines() == [
+            f"outcore: warning: {line} has no effect with --backend cpu" for line in lines]
 
 
 # ---------------------------------------------------------------- smaller cases
