@@ -74,6 +74,7 @@ oc_status oc_gram_dest_select_setup(oc_context *ctx, const oc_gram_options *o, c
     if (buffer_set < 0)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "OUTCORE_PAIRS_BUFFER=%s: expected a whole number of bytes",
                        getenv("OUTCORE_PAIRS_BUFFER"));
+    cfg.host_budget = job->host_budget;
     if (buffer_set) cfg.buffer_bytes = buffer;
     /* Pairs wait in memory for at most a quarter of the host budget before they spill. */
     else if (job->host_budget / 4 < OC_SELECT_BUFFER_DEFAULT)

@@ -5,6 +5,7 @@
 #include "gram/cpu/gram_cpu_panels.h"
 
 #include "core/error.h"
+#include "gram/select/select.h"
 
 oc_status oc_cpu_plan_panels(oc_context *ctx, const oc_gram_job *job, int64_t t, oc_cpu_panel_plan *pp)
 {
@@ -12,8 +13,11 @@ oc_status oc_cpu_plan_panels(oc_context *ctx, const oc_gram_job *job, int64_t t,
     /* Lists inputs are packed by oc_gram before the backend runs (matrix.h): resident here. */
     pp->a_file = oc_matrix_file_backed(job->a);
     pp->b_file = !job->symmetric && oc_matrix_file_backed(job->b);
+    /* The inputs held in memory and the top-k lists are there for the whole job. */
+    const int64_t lists = job->select ? oc_select_lists_bytes(job->select) : 0;
     int64_t resident =
         (pp->a_file ? 0 : job->a->rows * row_bytes) + (job->symmetric || pp->b_file ? 0 : job->b->rows * row_bytes);
+    resident += lists;
     int64_t panels = job->symmetric ? 2 * pp->a_file : pp->a_file + pp->b_file;
     int64_t rows = job->n > job->p ? job->n : job->p;
     if (panels > 0) {
@@ -28,7 +32,11 @@ oc_status oc_cpu_plan_panels(oc_context *ctx, const oc_gram_job *job, int64_t t,
                            "--host-mem",
                            (long long)job->host_budget, (long long)(resident + 2 * panels * t * row_bytes),
                            (long long)panels, (long long)t, pp->a_file ? job->a->name : job->b->name,
-                           (long long)(panels * t * row_bytes), resident ? ", after the inputs held in memory" : "");
+                           (long long)(panels * t * row_bytes),
+                           lists && resident > lists ? ", after the inputs held in memory and the top-k lists"
+                           : lists                   ? ", after the top-k lists"
+                           : resident                ? ", after the inputs held in memory"
+                                                     : "");
     }
     pp->a_rows = pp->a_file ? (rows < job->n ? rows : job->n) : job->n;
     pp->b_rows = job->symmetric ? pp->a_rows : pp->b_file ? (rows < job->p ? rows : job->p) : job->p;

@@ -153,6 +153,10 @@ void oc_select_free(oc_select *s)
 oc_select_mode oc_select_get_mode(const oc_select *s) { return s->cfg.mode; }
 oc_key_kind oc_select_key_kind(const oc_select *s) { return s->kind; }
 int64_t oc_select_kept(const oc_select *s) { return s->kept; }
+int64_t oc_select_lists_bytes(const oc_select *s)
+{
+    return s->cfg.mode == OC_SELECT_TOPK ? s->cfg.n * (s->kept + 1) * 8 : 0;
+}
 uint64_t oc_select_min_key(const oc_select *s) { return s->min_key; }
 
 /* ---------------------------------------------------------------- tiles */

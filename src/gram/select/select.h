@@ -49,6 +49,9 @@ oc_select_mode oc_select_get_mode(const oc_select *s);
 oc_key_kind oc_select_key_kind(const oc_select *s);
 /* Top-k: keys kept per row, min(k, candidates a row can have). */
 int64_t oc_select_kept(const oc_select *s);
+/* Top-k: the bytes its lists hold whole for the job (keys and a floor a row); 0 for pairs,
+ * whose waiting pairs spill past buffer_bytes. */
+int64_t oc_select_lists_bytes(const oc_select *s);
 /* Pairs: a pair passes when its score key is >= this; above 0xFFFFFFFF none passes. */
 uint64_t oc_select_min_key(const oc_select *s);
 

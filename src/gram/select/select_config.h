@@ -30,6 +30,7 @@ typedef struct oc_select_config {
     oc_select_emit_fn emit; /* pairs: NULL drops them (they are still counted) */
     void *emit_user;
     int64_t buffer_bytes; /* pairs waiting in memory before spilling; 0 = the default */
+    int64_t host_budget;  /* top-k: the lists must fit in it (the job's host budget); 0: no limit */
 } oc_select_config;
 
 #define OC_SELECT_BUFFER_DEFAULT (256LL << 20) /* buffer_bytes when 0 */

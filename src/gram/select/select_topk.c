@@ -491,9 +491,19 @@ oc_status oc_select_topk_create(oc_context *ctx, oc_select *s)
     s->kept = cfg->k < candidates ? cfg->k : candidates;
     if (s->kept < 0) s->kept = 0;
     int64_t entries;
-    if (!oc_mul_i64(cfg->n, s->kept, &entries) || entries > INT64_MAX / 8)
+    if (!oc_mul_i64(cfg->n, s->kept, &entries) || entries > INT64_MAX / 8 - cfg->n)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "top-%lld of %lld rows overflows 64-bit sizes", (long long)cfg->k,
                        (long long)cfg->n);
+    /* The lists are held whole, whatever the backend: a budget they do not fit in is the
+     * caller's to raise (exit 2, as a budget too small for the smallest panels). */
+    const int64_t lists = oc_select_lists_bytes(s);
+    if (cfg->host_budget > 0 && lists > cfg->host_budget)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                       "host memory budget %lld bytes is too small for the top-%lld lists of %lld rows: they take "
+                       "%lld bytes (%lld candidates of 8 bytes a row, and its floor); raise --host-mem to at least "
+                       "that beside what the job reads, or lower --topk",
+                       (long long)cfg->host_budget, (long long)s->kept, (long long)cfg->n, (long long)lists,
+                       (long long)s->kept);
     s->keys = calloc((size_t)(entries ? entries : 1), sizeof *s->keys);
     s->floors = calloc((size_t)(cfg->n ? cfg->n : 1), sizeof *s->floors);
     if (!s->keys || !s->floors)
