@@ -75,6 +75,23 @@ static void check_gram(oc_context *ctx, const oc_matrix *a)
     out.struct_size = 1000;
     CHECK(oc_gram(ctx, a, NULL, &opts, &out, NULL) == OC_ERR_INVALID_ARGUMENT &&
           strstr(oc_context_last_error(ctx), "oc_output.struct_size"));
+    out.struct_size = sizeof out;
+    /* A size given: the fraction is not read (outcore.h), as matmul and map do not read it. */
+    opts.gpu_mem_bytes = 1 << 30;
+    opts.gpu_mem_fraction = 0;
+    CHECK_MSG(oc_gram(ctx, a, NULL, &opts, &out, NULL) == OC_OK, "%s", oc_context_last_error(ctx));
+    opts.gpu_mem_bytes = 0;
+    CHECK(oc_gram(ctx, a, NULL, &opts, &out, NULL) == OC_ERR_INVALID_ARGUMENT);
+    opts.gpu_mem_fraction = 0.9;
+    /* The plan and the explanation refuse the outputs oc_gram refuses. */
+    char *text = NULL;
+    out.kind = (oc_output_kind)42;
+    CHECK(oc_gram(ctx, a, NULL, &opts, &out, NULL) == OC_ERR_UNSUPPORTED);
+    CHECK(oc_gram_plan(ctx, a, NULL, &opts, &out, 0, &text) == OC_ERR_UNSUPPORTED && text == NULL);
+    CHECK(oc_gram_explain(ctx, a, NULL, &opts, &out, &text) == OC_ERR_UNSUPPORTED && text == NULL);
+    out.kind = OC_OUTPUT_FILE;
+    out.path = NULL;
+    CHECK(oc_gram_plan(ctx, a, NULL, &opts, &out, 0, &text) == OC_ERR_INVALID_ARGUMENT && text == NULL);
 }
 
 static void check_files(oc_context *ctx, const oc_matrix *a)
@@ -95,6 +112,10 @@ static void check_files(oc_context *ctx, const oc_matrix *a)
     opts.struct_size = sizeof opts;
     out.struct_size = 3;
     CHECK(oc_gram_check_files(ctx, in, NULL, NULL, &opts, &out) == OC_ERR_INVALID_ARGUMENT);
+    out.struct_size = sizeof out;
+    out.path = NULL; /* as oc_gram refuses it */
+    CHECK(oc_gram_check_files(ctx, in, NULL, NULL, &opts, &out) == OC_ERR_INVALID_ARGUMENT &&
+          strstr(oc_context_last_error(ctx), "output path is NULL"));
     oc_read_options read = OC_READ_OPTIONS_INIT;
     read.struct_size = 9999;
     oc_matrix *m = NULL;

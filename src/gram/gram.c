@@ -122,7 +122,8 @@ static oc_status check_options(oc_context *ctx, const oc_gram_options *o, const 
     if ((unsigned)o->gpu_mem_mode > OC_GPU_MEM_RESERVE)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "gpu_mem_mode %d: expected grow or reserve", (int)o->gpu_mem_mode);
     if (o->tile < 0) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "tile must be >= 0, got %lld", (long long)o->tile);
-    if (o->gpu_mem_bytes < 0 || !(o->gpu_mem_fraction > 0.0 && o->gpu_mem_fraction <= 1.0))
+    /* The fraction is read only without a size (outcore.h), as matmul's and map's. */
+    if (o->gpu_mem_bytes < 0 || (o->gpu_mem_bytes == 0 && !(o->gpu_mem_fraction > 0.0 && o->gpu_mem_fraction <= 1.0)))
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
                        "the GPU memory budget must be a positive size or a fraction in (0, 1]");
     if (o->host_mem_bytes < 0)
@@ -614,6 +615,10 @@ static oc_status describe_without_running(oc_context *ctx, const oc_matrix *a, c
     oc_gram_backend_choice where;
     opts = current_options(opts, &current_opts);
     OC_CHECK(ctx, job_prepare(ctx, caller, a, b, opts, out, &job, &backend, &where, NULL));
+    /* The kinds oc_gram takes, as it takes them (a plan of a job it would refuse is none). */
+    if ((unsigned)out->kind > OC_OUTPUT_DISCARD)
+        return oc_fail(ctx, OC_ERR_UNSUPPORTED, "output kind %d is not supported by this version", (int)out->kind);
+    if (out->kind == OC_OUTPUT_FILE && !out->path) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "output path is NULL");
     oc_gram_stats stats = {.struct_size = sizeof stats};
     job.stats = &stats;
     /* The plan depends on the kind of output, never on its place: nothing is opened. */

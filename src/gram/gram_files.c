@@ -24,6 +24,7 @@ oc_status oc_gram_check_files(oc_context *ctx, const char *a, const char *b, con
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
                        "oc_output.struct_size is %zu, expected %zu: start from OC_OUTPUT_INIT", out->struct_size,
                        sizeof(oc_output));
+    if (out->kind == OC_OUTPUT_FILE && !out->path) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "output path is NULL");
     int64_t n, p, cols, b_cols;
     OC_CHECK(ctx, oc_matrix_peek(ctx, a, read, &n, &cols));
     if (b) OC_CHECK(ctx, oc_matrix_peek(ctx, b, read, &p, &b_cols));
@@ -33,8 +34,7 @@ oc_status oc_gram_check_files(oc_context *ctx, const char *a, const char *b, con
     if (cols >= 0 && b_cols >= 0 && cols != b_cols) return oc_gram_columns_differ(ctx, a, cols, b, b_cols);
     /* Only a dense file is sized from the shape up front; a result in memory is the caller's
      * array, and top-k and threshold files grow with what the job selects. */
-    if (out->kind != OC_OUTPUT_FILE || !out->path || opts->topk > 0 || opts->use_threshold || n < 0 || p < 0)
-        return OC_OK;
+    if (out->kind != OC_OUTPUT_FILE || opts->topk > 0 || opts->use_threshold || n < 0 || p < 0) return OC_OK;
     oc_dtype dtype = oc_gram_result_dtype(opts->metric, opts->dtype);
     if (dtype == OC_DTYPE_DEFAULT) return OC_OK; /* oc_gram names the bad combination */
     /* A resumed job's temporary file holds its blocks already: its writer counts them. */
