@@ -76,10 +76,11 @@ class Context:
     def closed(self) -> bool:
         return self._handle is None
 
-    def gram(self, A: Any, B: Any = None, **kwargs: Any) -> Any:
-        """outcore.gram(A, B, ..., context=self): the settings of this Context are the defaults."""
+    def gram(self, A: Any, B: Any = None, *args: Any, **kwargs: Any) -> Any:
+        """outcore.gram(A, B, ..., context=self), its arguments as gram takes them (metric,
+        topk, ... by position too): the settings of this Context are the defaults."""
         from ._gram import gram
-        return gram(A, B, context=self, **kwargs)
+        return gram(A, B, *args, context=self, **kwargs)
 
     def options(self, **given: Any) -> dict[str, Any]:
         """The call's resource settings: what the call gives, else this Context's."""
@@ -131,6 +132,8 @@ class Context:
         (waiting at most `timeout` seconds for it when given). Closing twice is a no-op.
         Returns whether it is closed (False only when not blocking, or past the timeout, and
         a call holds it)."""
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not (timeout >= 0 or timeout == -1):
+            raise InputError(f"timeout must be a number of seconds (or -1: no limit); got {timeout!r}")
         if self._held_by_this_call(blocking) or not self._lock.acquire(blocking, timeout if blocking else -1):
             return False
         try:

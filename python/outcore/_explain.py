@@ -13,7 +13,7 @@ import numpy as np
 from . import _lib
 from ._context import lease
 from ._gram import _build_matrix, _checked_arguments, _is_path, _out_array, _result_dtype
-from ._options import c_path
+from ._options import c_path, flag
 from ._tools import _function, _libc
 from .errors import InputError, check
 
@@ -113,6 +113,7 @@ def explain(A: Matrix, B: Matrix | None = None, metric: Metric = "counts", topk:
     """
     args = dict(locals())
     del args["dense_output"]
+    dense_output = flag("dense_output", dense_output)
     opts, bits = _checked_arguments(**args)  # gram's own checks, on gram's arguments
     if not dense_output and out is not None:
         raise InputError("dense_output=False explains a job whose result is dropped; out= gives it a place: "

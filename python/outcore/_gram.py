@@ -29,7 +29,8 @@ from ._calls import run_interruptible
 from ._context import Context, lease
 from ._map import _CODES as _MAP_CODES, _check_out_overlap
 from ._sparse import is_sparse as _is_sparse, sparse_rows
-from ._options import as_numbers, c_path, c_text, gram_options, parse_gpu_mem, parse_host_mem, positive_int  # noqa: F401
+from ._options import (as_numbers, c_path, c_text, flag, gram_options, parse_gpu_mem, parse_host_mem,  # noqa: F401
+                       positive_int)
 from .errors import CancelledError, InputError, check, from_status
 
 if TYPE_CHECKING:
@@ -475,6 +476,7 @@ def _checked_arguments(A, B, metric, topk, threshold, dtype, backend, gpu_mem, t
     parameter one of them lacks is a TypeError here)."""
     if bits is not None:
         bits = positive_int("bits", bits)
+    binarize, resume = flag("binarize", binarize), flag("resume", resume)
     dtype_from_out = (dtype is None and isinstance(out, np.ndarray) and topk is None and threshold is None
                       and out.dtype in _NUMPY_DTYPES.values())
     if dtype_from_out:

@@ -26,7 +26,7 @@ import numpy as np
 from . import _lib
 from ._calls import run_on_context
 from ._context import lease
-from ._options import _integer, c_path, c_text, parse_gpu_mem, parse_host_mem, threads_count
+from ._options import _integer, c_path, c_text, flag, parse_gpu_mem, parse_host_mem, threads_count
 from .errors import InputError, check, from_status
 
 if TYPE_CHECKING:
@@ -299,6 +299,7 @@ def map(expr: str, out: Path | np.ndarray | None = None, *, dtype: DTypeLike | N
             raise InputError(f"dtype={dtype!r}: not a map dtype (bool, int8-64, uint8-64, float32, float64)")
         opts.dtype = _CODES[dt]
     opts.reduce = _REDUCE[reduce]
+    explain = flag("explain", explain)
     if axis is not None:
         opts.has_axis, opts.axis = 1, _axis(axis)
     opts.backend = _BACKENDS[backend]

@@ -22,7 +22,8 @@ from . import _gpu_arrays, _lib
 from ._context import lease
 from ._calls import run_on_context
 from ._map import _check_out_overlap, _is_path, _out_path
-from ._options import _device_list, as_numbers, c_path, c_text, parse_backend, set_device_budgets, threads_count
+from ._options import (_device_list, as_numbers, c_path, c_text, flag, parse_backend, set_device_budgets,
+                       threads_count)
 from .errors import InputError, check
 
 if TYPE_CHECKING:
@@ -281,6 +282,8 @@ def matmul(A: ArrayLike | Path, B: ArrayLike | Path | None = None, out: Path | n
     """
     opts = _lib.MatmulOptions()
     keep: list = []
+    transpose_a, transpose_b = flag("transpose_a", transpose_a), flag("transpose_b", transpose_b)
+    tf32, resume = flag("tf32", tf32), flag("resume", resume)
     a, opts.transpose_a, a_arr, a_vector = _operand("A", A, bool(transpose_a), keep, "row")
     b_vector = False
     b_ptr, inputs, paths, gpus = None, [], [], []

@@ -37,6 +37,15 @@ def c_text(what, value):
         raise InputError(f"{what} {value!r} is not valid Unicode text (it holds a lone surrogate)") from None
 
 
+def flag(name, value):
+    """A yes/no argument as 0 or 1: True, False, numpy's bools, or the ints 0 and 1 (which
+    Python's bools are). Anything else (a string such as "no", None, 2) is refused: its truth
+    value would give an answer the caller did not ask for."""
+    if isinstance(value, (bool, np.bool_)) or (isinstance(value, int) and value in (0, 1)):
+        return 1 if value else 0
+    raise InputError(f"{name} must be True or False; got {value!r}")
+
+
 def as_numbers(name, x):
     """np.asarray(x), where what numpy cannot read (ragged nested lists, an object of no
     array form) is an InputError naming the argument, as the library's refusals are."""
@@ -170,8 +179,15 @@ def _device_list(devices):
 
 
 def _per_device_gpu_mem(gpu_mem):
-    """"0=20G,1=40G" from {0: "20G", 1: "40G"} (or that text itself)."""
+    """"0=20G,1=40G" from {0: "20G", 1: "40G"} (or that text itself). A dict's devices and
+    budgets are checked here, as a single budget is, before a job or Context takes them."""
     if isinstance(gpu_mem, dict):
+        for device, budget in gpu_mem.items():
+            _integer("a gpu_mem device", device, 0, INT_MAX)
+            try:
+                parse_gpu_mem(budget)
+            except InputError as e:
+                raise InputError(f"gpu_mem[{device!r}]: {e}") from None
         return ",".join(f"{d}={v}" for d, v in gpu_mem.items())
     return gpu_mem
 

@@ -37,7 +37,7 @@ import numpy as np
 
 from . import _lib
 from ._context import lease
-from ._options import _integer, c_text, set_device_budgets
+from ._options import _integer, c_text, flag, set_device_budgets
 from .errors import InputError, from_status
 
 if TYPE_CHECKING:
@@ -134,11 +134,27 @@ def _as_output(name, value):
             raise InputError(f"output {name} must be a writeable C-contiguous array")
         return value, None
     if isinstance(value, tuple) and len(value) == 2:
-        return np.empty(value[0], dtype=value[1]), None
+        return np.empty(*_shape_dtype(f"output {name}", *value)), None
     if isinstance(value, tuple) and len(value) == 3 and isinstance(value[0], (str, os.PathLike)):
-        f = _NpyOutput(*value)
+        f = _NpyOutput(value[0], *_shape_dtype(f"output {name}", value[1], value[2]))
         return f.array, f
     raise InputError(f"output {name}: expected an array, (shape, dtype) or (path.npy, shape, dtype); got {value!r}")
+
+
+def _shape_dtype(what, shape, dtype):
+    """An array's (shape, dtype) as given for an output or scratch (`what`: "output x"):
+    whole, non-negative sizes (a float or a negative one is refused, not truncated or left to
+    numpy's own error) and a numpy dtype."""
+    if isinstance(shape, (int, np.integer)) and not isinstance(shape, (bool, np.bool_)):
+        shape = (shape,)
+    if not isinstance(shape, (tuple, list)):
+        raise InputError(f"{what}: the shape must be a tuple of sizes; got {shape!r}")
+    shape = tuple(_integer(f"{what}'s size", n, 0) for n in shape)
+    try:
+        dtype = np.dtype(dtype)
+    except (TypeError, ValueError):
+        raise InputError(f"{what}: {dtype!r} is not a numpy dtype") from None
+    return shape, dtype
 
 
 def _axis_of(axis, name):
@@ -242,6 +258,7 @@ def stream(fn: Callable[[Chunk], object], inputs: Mapping[str, npt.ArrayLike | P
     ...                      outputs={"out": (x.shape, x.dtype)}, gpu_mem="1G")
     >>> out = res["out"]
     """
+    return_stats = flag("return_stats", return_stats)
     if not callable(fn):
         raise InputError("fn must be callable: it receives each chunk and launches the kernel")
     roles: list[tuple[Mapping[str, Any] | None, int]] = [(inputs, _lib.OC_STREAM_INPUT), (outputs, _lib.OC_STREAM_OUTPUT), (inout, _lib.OC_STREAM_INOUT),
@@ -267,10 +284,9 @@ def stream(fn: Callable[[Chunk], object], inputs: Mapping[str, npt.ArrayLike | P
                         raise InputError(f"{kind} {name} must be an array (it is read and written back)")
                     arr, _ = _as_output(name, value)
                 if role == _lib.OC_STREAM_SCRATCH:
-                    try:
-                        shape, dtype, arr = tuple(int(n) for n in value[0]), np.dtype(value[1]), None
-                    except (TypeError, ValueError, IndexError):
-                        raise InputError(f"scratch {name}: expected (shape, dtype); got {value!r}") from None
+                    if not (isinstance(value, (tuple, list)) and len(value) == 2):
+                        raise InputError(f"scratch {name}: expected (shape, dtype); got {value!r}")
+                    (shape, dtype), arr = _shape_dtype(f"scratch {name}", *value), None
                 else:
                     shape, dtype = arr.shape, arr.dtype
                 if len(shape) < 1 or len(shape) > _lib.OC_STREAM_MAX_DIMS:

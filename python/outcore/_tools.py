@@ -15,7 +15,7 @@ import os
 from typing import Any
 
 from . import _kernel_objects, _lib
-from ._options import INT_MAX, _integer, c_path, c_text
+from ._options import INT_MAX, _integer, c_path, c_text, flag
 from .errors import Error, InputError, check
 
 _ctx_p = ctypes.c_void_p
@@ -72,7 +72,7 @@ def devices(bandwidth: bool = False) -> dict[str, Any]:
     query = _function("oc_devices_query", ctypes.c_int, [_ctx_p, ctypes.c_int, _out_p])
     render = _function("oc_devices_render", ctypes.c_int, [_ctx_p, ctypes.c_void_p, ctypes.c_int, _out_p])
     free = _function("oc_devices_free", None, [ctypes.c_void_p])
-    return _report(query, render, free, (1 if bandwidth else 0,))
+    return _report(query, render, free, (flag("bandwidth", bandwidth),))
 
 
 def _int_option(name, value, most=INT_MAX):
@@ -97,7 +97,7 @@ def _inspect_options(block, arch, kernel, dyn_smem, maxrregcount, opt_level, use
         opts.maxrregcount = _int_option("maxrregcount", maxrregcount)
     if opt_level is not None:
         opts.opt_level = _int_option("opt_level", opt_level)
-    opts.use_gpu = 1 if use_gpu else 0
+    opts.use_gpu = flag("use_gpu", use_gpu)
     return opts
 
 

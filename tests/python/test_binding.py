@@ -645,3 +645,37 @@ def test_arguments_a_user_gets_wrong_are_named():
         with pytest.raises(outcore.InputError, match="device must be a CUDA device number"):
             outcore.cuda_warm_up(device=bad)
     assert outcore.cuda_warm_up(devices=[0]) == outcore.cuda_device_count()
+
+
+def test_flags_sizes_and_budgets_are_checked_as_given():
+    """A yes/no argument takes True, False (numpy's too) or 0 and 1, never a string whose truth
+    would answer for the caller; stream's output and scratch shapes and dtypes, a Context's
+    per-device budgets and close's timeout are refused with InputError when given, not
+    truncated, raised raw by numpy, or found at the first call; Context.gram takes gram's
+    arguments by position as gram does."""
+    x = np.arange(6.0).reshape(2, 3)
+    for call, name in ((lambda: outcore.matmul(x, x, transpose_b="no"), "transpose_b"),
+                       (lambda: outcore.matmul(x, x.T, tf32=None), "tf32"),
+                       (lambda: outcore.gram(x.astype(np.uint8) % 2, resume="yes"), "resume"),
+                       (lambda: outcore.gram(x.astype(np.uint8) % 2, binarize=2), "binarize"),
+                       (lambda: outcore.map("a", a=x, explain="False"), "explain"),
+                       (lambda: outcore.devices(bandwidth="no"), "bandwidth")):
+        with pytest.raises(outcore.InputError, match=f"^{name} must be True or False"):
+            call()
+    assert np.array_equal(outcore.matmul(x, x, transpose_b=np.True_), x @ x.T)
+    assert np.array_equal(outcore.matmul(x, x.T, transpose_b=0), x @ x.T)
+    for outputs, says in ((((-1, 3), np.float64), "size must be at least 0"), (((2.5, 3), np.float64), "integer"),
+                          (((2, 3), "nonsense"), "is not a numpy dtype")):
+        with pytest.raises(outcore.InputError, match=f"^output y.*{says}"):
+            outcore.stream(print, inputs={"x": x}, outputs={"y": outputs})
+    with pytest.raises(outcore.InputError, match="^scratch s's size must be at least 0"):
+        outcore.stream(print, inputs={"x": x}, scratch={"s": ((2, -3), np.float32)})
+    with pytest.raises(outcore.InputError, match=r"^gpu_mem\[0\]: gpu_mem 'junk'"):
+        outcore.Context(gpu_mem={0: "junk"})
+    with pytest.raises(outcore.InputError, match="gpu_mem device must be at least 0"):
+        outcore.Context(gpu_mem={-1: "2G"})
+    with outcore.Context() as ctx:
+        with pytest.raises(outcore.InputError, match="^timeout must be a number of seconds"):
+            ctx.close(timeout="x")
+        a = (np.arange(12).reshape(3, 4) % 3 == 0).astype(np.uint8)
+        assert np.array_equal(ctx.gram(a, None, "jaccard"), outcore.gram(a, None, "jaccard"))
