@@ -20,7 +20,7 @@
 
 #include "harness.h"
 #include "outcore.h"
-#include "core/struct_version.h"
+#include "core/abi/struct_version.h"
 #include "cost/cost.h"
 #include "gram/cost_gram.h"
 

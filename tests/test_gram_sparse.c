@@ -27,7 +27,7 @@
 #include "gram_cases.h"
 #include "harness.h"
 #include "outcore.h"
-#include "core/struct_version.h"
+#include "core/abi/struct_version.h"
 
 typedef struct sparse_case {
     const char *name;

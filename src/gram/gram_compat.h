@@ -13,7 +13,7 @@
 #define OC_GRAM_GRAM_COMPAT_H
 
 #include "outcore.h"
-#include "core/struct_version.h"
+#include "core/abi/struct_version.h"
 
 #define OC_GRAM_OPTIONS_V1_SIZE OC_STRUCT_VERSION_SIZE(oc_gram_options, algorithm)
 #define OC_GRAM_OPTIONS_V3_SIZE OC_STRUCT_VERSION_SIZE(oc_gram_options, devices) /* and version 2's */

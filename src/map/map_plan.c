@@ -14,7 +14,7 @@
 
 #include "core/context.h"
 #include "core/error.h"
-#include "core/struct_version.h"
+#include "core/abi/struct_version.h"
 #include "core/threads.h"
 #include "map/map_plan.h"
 #include "cost/cost.h"

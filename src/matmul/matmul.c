@@ -13,7 +13,7 @@
 
 #include "core/context.h"
 #include "core/error.h"
-#include "core/struct_version.h"
+#include "core/abi/struct_version.h"
 #include "core/text_buf.h"
 #include "core/threads.h"
 #include "core/trace.h"

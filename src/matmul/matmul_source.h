@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #include "outcore.h"
-#include "core/struct_version.h"
+#include "core/abi/struct_version.h"
 #include "io/mapped_file.h"
 
 /* oc_matmul_array's versions (docs/abi.md): the first ended before `gpu`, which reads as 0

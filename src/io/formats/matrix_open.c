@@ -12,7 +12,7 @@
 #include "core/context.h"
 #include "core/error.h"
 #include "matrix/matrix.h"
-#include "core/struct_version.h"
+#include "core/abi/struct_version.h"
 #include "core/threads.h"
 #include "core/trace.h"
 #include "io/io.h"

@@ -8,8 +8,8 @@
  * public struct starts with its size_t struct_size, so each version has the current one's
  * alignment.
  */
-#ifndef OC_CORE_STRUCT_VERSION_H
-#define OC_CORE_STRUCT_VERSION_H
+#ifndef OC_CORE_ABI_STRUCT_VERSION_H
+#define OC_CORE_ABI_STRUCT_VERSION_H
 
 #include <stddef.h>
 
