@@ -220,8 +220,10 @@ def test_plan_prints_the_plan_and_writes_nothing(tmp_path, rng):
     assert both.startswith("plan for cpu") and "\nbackend: " in both and "\nalgorithm: " in both, both
     # No -o: the plan of the kind's first format, the same figures, and nothing written where it runs.
     for extra, out in (([], "c.npy"), (["--topk", "5"], "t.npz"), (["--threshold", "40"], "p.npz")):
-        without = summary_json(run(*base, *extra, "--plan", "--json", cwd=tmp_path))
-        assert without == summary_json(run(*base, *extra, "-o", tmp_path / out, "--plan", "--json")), extra
+        # (a budget given: the default follows the memory available at each start)
+        without = summary_json(run(*base, *extra, "--host-mem", "1G", "--plan", "--json", cwd=tmp_path))
+        assert without == summary_json(run(*base, *extra, "--host-mem", "1G", "-o", tmp_path / out, "--plan",
+                                           "--json")), extra
     assert sorted(os.listdir(tmp_path)) == ["a.npy"]
 
 
