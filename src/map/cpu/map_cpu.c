@@ -88,6 +88,59 @@ static void populate_stretch(const oc_map_plan *m, unsigned char *out, int64_t b
     if (m->out_is_file) populate(out, oc_mt_size(m->out_type), begin, end, MADV_POPULATE_WRITE);
 }
 
+/* Page mappings are dropped in aligned 2 MiB stretches of the address: the most that one fault
+ * maps (a page-table entry for a 2 MiB folio, which dropping any page of it unmaps whole, or
+ * a large folio's or a fault-around window's small pages, all within the 2 MiB of page table
+ * that holds the faulting page). */
+#define RELEASE_ALIGN ((uintptr_t)2 << 20)
+
+/* Drops the pages of elements [begin, end) of an array of count elements at data, rounded
+ * outward to RELEASE_ALIGN (behind: the end rounded down instead), within the array's pages. */
+static void release_pages(const unsigned char *data, size_t elem, int64_t count, int64_t begin, int64_t end, int behind)
+{
+    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    const uintptr_t first = (uintptr_t)data & ~(page - 1);
+    const uintptr_t last = ((uintptr_t)(data + count * (int64_t)elem) + page - 1) & ~(page - 1);
+    uintptr_t lo = (uintptr_t)(data + begin * (int64_t)elem) & ~(RELEASE_ALIGN - 1);
+    uintptr_t hi = (uintptr_t)(data + end * (int64_t)elem);
+    hi = behind ? hi & ~(RELEASE_ALIGN - 1) : (hi + RELEASE_ALIGN - 1) & ~(RELEASE_ALIGN - 1);
+    if (lo < first) lo = first; /* the mapping need not be aligned so */
+    if (hi > last) hi = last;
+    if (hi > lo) madvise((void *)lo, hi - lo, MADV_DONTNEED);
+}
+
+/* Why outward: the inputs are read-only shared mappings of their files (a cut input's tail:
+ * an anonymous mapping of zeros, map_guard.c), so a page dropped while another thread still
+ * reads it comes back from the page cache (or as zeros) unchanged, only a fault later; every
+ * page a thread's faults mapped then lies in what its own release drops once it is done with
+ * them, so none stays mapped behind the threads. Rounding inward instead kept every page that
+ * two ranges share, and with it, where the kernel maps a 2 MiB folio or a fault-around window
+ * at a time, what the neighbour's later faults mapped there: hundreds of MiB over a large job.
+ * The output is a shared mapping of its file: the kernel moves a dropped page's dirty state to
+ * the page cache (flushing the TLBs first, so that a write racing the drop on another thread
+ * lands there too, or faults the page back), which writes it back; a caller's memory is never
+ * touched. */
+static void release(const oc_map_plan *m, unsigned char *out, int64_t begin, int64_t end, int behind)
+{
+    if (end <= begin) return;
+    for (int k = 0; k < m->n_inputs; k++) {
+        const oc_map_bound *b = &m->inputs[k];
+        if (b->used && b->same_shape && b->path)
+            release_pages(b->data, oc_mt_size(b->type), m->count, begin, end, behind);
+    }
+    if (out && m->out_is_file) release_pages(out, oc_mt_size(m->out_type), m->count, begin, end, behind);
+}
+
+void oc_map_cpu_release(const oc_map_plan *m, unsigned char *out, int64_t begin, int64_t end)
+{
+    release(m, out, begin, end, 0);
+}
+
+void oc_map_cpu_release_behind(const oc_map_plan *m, unsigned char *out, int64_t begin, int64_t end)
+{
+    release(m, out, begin, end, 1);
+}
+
 typedef struct elementwise {
     oc_map_cpu_job *job;
     unsigned char *out;
@@ -97,6 +150,11 @@ typedef struct elementwise {
     pthread_mutex_t lock;
     oc_map_eval **idle;
     int nidle;
+    /* job->release: the parts done, the first part not done, and the element before which the
+     * pages are dropped (under lock) */
+    unsigned char *done;
+    int low;
+    int64_t released;
 } elementwise;
 
 static oc_map_eval *take_eval(elementwise *w)
@@ -115,27 +173,40 @@ static void give_eval(elementwise *w, oc_map_eval *ev)
     pthread_mutex_unlock(&w->lock);
 }
 
-/* Elements between two releases of the input pages a part has read. */
-#define RELEASE_EVERY (64 * OC_MAP_BLOCK)
+/* When the pages are dropped (job->release): marks the part done and drops the pages before
+ * the first part not done. Not each part's own range: the threads take the parts in order,
+ * and a part that dropped the pages and 2 MiB stretches it shares with its neighbours took
+ * them from under a neighbour that still read or wrote there, to be faulted back (a * b + 1 of
+ * two 400 MB inputs on 2 cores ran about 10% slower so). Before that
+ * part nothing is read or written any more, and a fault there or after it maps nothing
+ * outside its own stretch, which stays. A part that ends LAG_PARTS or more ahead of it (a
+ * thread that stalls, on a busy machine or on a write fault of the output, holds it back)
+ * drops its own range too, so that what the threads hold stays bounded. */
+#define LAG_PARTS(threads) ((threads) + 1)
 
-static void release_pages(const unsigned char *data, size_t elem, int64_t begin, int64_t end)
+static void part_done(elementwise *w, int part, int parts)
 {
-    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-    uintptr_t lo = ((uintptr_t)(data + begin * (int64_t)elem) + page - 1) & ~(page - 1);
-    uintptr_t hi = (uintptr_t)(data + end * (int64_t)elem) & ~(page - 1);
-    if (hi > lo) madvise((void *)lo, hi - lo, MADV_DONTNEED);
-}
-
-/* The output too when it is a shared file mapping: the kernel moves a dropped dirty page's
- * state to the page cache, which writes it back; a caller's memory is never touched. */
-void oc_map_cpu_release(const oc_map_plan *m, unsigned char *out, int64_t begin, int64_t end)
-{
-    for (int k = 0; k < m->n_inputs; k++) {
-        const oc_map_bound *b = &m->inputs[k];
-        if (b->used && b->same_shape && b->path) release_pages(b->data, oc_mt_size(b->type), begin, end);
+    if (!w->done) return;
+    const oc_map_plan *m = w->job->m;
+    int64_t from, to;
+    pthread_mutex_lock(&w->lock);
+    w->done[part] = 1;
+    const int lagging = part - w->low >= LAG_PARTS(w->job->threads);
+    while (w->low < parts && w->done[w->low]) w->low++;
+    from = w->released;
+    to = (int64_t)w->low * w->per_part;
+    if (to > m->count) to = m->count;
+    if (to > from) w->released = to;
+    pthread_mutex_unlock(&w->lock);
+    if (to > from) oc_map_cpu_release_behind(m, w->out, from, to);
+    if (lagging) {
+        int64_t begin = (int64_t)part * w->per_part, end = begin + w->per_part;
+        oc_map_cpu_release(m, w->out, begin, end < m->count ? end : m->count);
     }
-    if (out && m->out_is_file) release_pages(out, oc_mt_size(m->out_type), begin, end);
 }
+
+/* Elements between two releases of the pages a long part has read. */
+#define RELEASE_EVERY (64 * OC_MAP_BLOCK)
 
 static void elementwise_part(void *arg, int part, int parts)
 {
@@ -144,10 +215,10 @@ static void elementwise_part(void *arg, int part, int parts)
     const oc_map_plan *m = job->m;
     int64_t begin = (int64_t)part * w->per_part, end = begin + w->per_part;
     if (end > m->count) end = m->count;
-    if (begin >= end) return;
-    oc_map_eval *ev = take_eval(w);
+    oc_map_eval *ev = begin < end ? take_eval(w) : NULL;
     if (!ev) {
-        atomic_store(&job->failed, 1);
+        if (begin < end) atomic_store(&job->failed, 1);
+        part_done(w, part, parts);
         return;
     }
     const size_t osize = oc_mt_size(m->out_type);
@@ -167,14 +238,15 @@ static void elementwise_part(void *arg, int part, int parts)
             atomic_store(&job->failed, 2);
             break;
         }
+        /* a long part (one thread's only one) drops its pages behind it as it goes */
         if (job->release && s + n - released >= RELEASE_EVERY) {
-            oc_map_cpu_release(m, w->out, released, s + n);
+            oc_map_cpu_release_behind(m, w->out, released, s + n);
             released = s + n;
         }
         if (oc_map_cpu_tick(job, n)) break;
     }
-    if (job->release) oc_map_cpu_release(m, w->out, released, end);
     give_eval(w, ev);
+    part_done(w, part, parts);
 }
 
 static oc_status job_status(oc_map_cpu_job *job)
@@ -226,12 +298,20 @@ static oc_status map_cpu_run(oc_context *ctx, const oc_map_plan *m, void *out, o
     /* As many as run parts at once: the job's threads, even where the context's pool has grown
      * past them (oc_workers_split_max keeps to them). */
     w.idle = calloc((size_t)job.threads, sizeof *w.idle);
-    if (!w.idle) return oc_fail(ctx, OC_ERR_NO_MEMORY, "out of memory for the map evaluator's buffers");
+    if (job.release) w.done = calloc((size_t)parts, 1);
+    if (!w.idle || (job.release && !w.done)) {
+        free(w.idle);
+        free(w.done);
+        return oc_fail(ctx, OC_ERR_NO_MEMORY, "out of memory for the map evaluator's buffers");
+    }
     if (job.workers) oc_workers_split_max(job.workers, (int)parts, job.threads, elementwise_part, &w);
     else
         for (int p = 0; p < (int)parts; p++) elementwise_part(&w, p, (int)parts);
+    /* what the parts left (all of it after a failure) */
+    if (job.release) oc_map_cpu_release(m, out, w.released, m->count);
     for (int i = 0; i < w.nidle; i++) oc_map_eval_free(w.idle[i]);
     free(w.idle);
+    free(w.done);
     if (m->opts.progress && !atomic_load(&job.failed))
         m->opts.progress(m->opts.progress_user, (double)m->count, (double)m->count);
     return job_status(&job);

@@ -21,6 +21,7 @@
  * reduction's type divided by the count in that type.
  */
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -66,6 +67,7 @@ typedef struct reducer {
     unsigned char *tmp;
     int rt; /* the reduction's type */
     int error;
+    int64_t released; /* job->release: the input pages before this element are dropped */
 } reducer;
 
 static int reducer_init(reducer *r, oc_map_cpu_job *job)
@@ -91,6 +93,32 @@ static void reducer_done(reducer *r)
     if (r->error) atomic_store(&r->job->failed, 2);
     oc_map_eval_free(r->ev);
     free(r->tmp);
+}
+
+/* Elements a sweep reads between two calls that drop the input pages behind it. Only the
+ * calls that pass a 2 MiB boundary of an input's address drop anything (oc_map_cpu_release_behind):
+ * a thread holds the 2 MiB of each input that it reads in, and at times the 2 MiB before. */
+#define SWEEP_RELEASE (16 * OC_MAP_BLOCK)
+
+/* Elements a pass over bands of rows (oc_map_cpu_reduce) reads per part at once. */
+#define BAND_PER_PART (64 * OC_MAP_BLOCK)
+
+/* The reducer has read its range up to element `to`, a sweep from r->released on: drops the
+ * input pages behind it (job->release), so that a thread holds a few MiB of each input
+ * however long its range. */
+static void passed(reducer *r, int64_t to)
+{
+    if (r->job->release && to - r->released >= SWEEP_RELEASE) {
+        oc_map_cpu_release_behind(r->job->m, NULL, r->released, to);
+        r->released = to;
+    }
+}
+
+/* The end of a sweep that stops at element `end`: drops the rest of its pages. */
+static void passed_all(reducer *r, int64_t end)
+{
+    if (r->job->release && end > r->released) oc_map_cpu_release(r->job->m, NULL, r->released, end);
+    r->released = end;
 }
 
 /* Elements [start, start+n) (n <= OC_MAP_BLOCK) in the reduction's type. */
@@ -183,6 +211,7 @@ static void combine(int t, oc_map_reduce op, void *accs, const void *x, int64_t 
         if (atomic_load(&r->job->failed)) return 0; /* not used */    \
         if (n <= OC_MAP_BLOCK) {                                      \
             T v = pairwise_##S(values(r, start, n), n);               \
+            passed(r, start + n);                                     \
             oc_map_cpu_tick(r->job, n);                               \
             return v;                                                 \
         }                                                             \
@@ -194,7 +223,9 @@ static void combine(int t, oc_map_reduce op, void *accs, const void *x, int64_t 
 RANGE_PAIRWISE(f32, float)
 RANGE_PAIRWISE(f64, double)
 
-/* The reduction of the run [start, start+n) (n > 0 for min/max), without the identity. */
+/* The reduction of the run [start, start+n) (n > 0 for min/max), without the identity. The
+ * blocks are read in order (the pairwise recursion's left subtree first): one sweep, whose
+ * pages passed() drops behind it. */
 static acc reduce_run(reducer *r, int64_t start, int64_t n)
 {
     acc a = {0};
@@ -215,6 +246,7 @@ static acc reduce_run(reducer *r, int64_t start, int64_t n)
         if (op == OC_MAP_REDUCE_SUM || op == OC_MAP_REDUCE_MEAN)
             for (int64_t i = 0; i < k; i++) a.u += ((const uint64_t *)x)[i];
         else fold_minmax(r->rt, op == OC_MAP_REDUCE_MAX, &a, x, k, s == start);
+        passed(r, s + k);
         if (oc_map_cpu_tick(r->job, k)) break;
     }
     return a;
@@ -286,9 +318,9 @@ static void run_part(void *arg, int part, int parts)
     reducer r;
     if (!reducer_init(&r, rj->job)) return;
     for (int i = part; i < rj->tasks->count && !atomic_load(&rj->job->failed); i += parts) {
+        r.released = rj->tasks->start[i];
         rj->tasks->results[i] = reduce_run(&r, rj->tasks->start[i], rj->tasks->len[i]);
-        if (rj->job->release)
-            oc_map_cpu_release(rj->job->m, NULL, rj->tasks->start[i], rj->tasks->start[i] + rj->tasks->len[i]);
+        passed_all(&r, rj->tasks->start[i] + rj->tasks->len[i]);
     }
     reducer_done(&r);
 }
@@ -332,27 +364,48 @@ typedef struct axis_job {
     int64_t outer, len, inner;
     int64_t chunk;  /* inner > 1: elements of an inner run per part */
     int64_t chunks; /* per outer index */
+    int64_t o0, o1; /* inner > 1: the outer indices of this pass */
+    int64_t j0, j1; /* inner > 1: its rows along the reduced axis (those before j0 are in out) */
+    /* Reducers kept from one pass to the next (the passes in bands of rows, a few per thread
+     * each, which would otherwise build their evaluators afresh): no more than the threads. */
+    pthread_mutex_t lock;
+    reducer *idle;
+    int nidle;
 } axis_job;
 
 static void store(unsigned char *dst, int t, acc a) { memcpy(dst, a.b, oc_mt_size(t)); }
 
-/* inner == 1: each output element is the reduction of a contiguous run. */
+/* Part `part` of `parts`' share of n things: [*first, *last). */
+static void share(int64_t n, int part, int parts, int64_t *first, int64_t *last)
+{
+    int64_t q = n / parts, extra = n % parts;
+    *first = part * q + (part < extra ? part : extra);
+    *last = *first + q + (part < extra);
+}
+
+/* inner == 1: each output element is the reduction of a contiguous run. A part takes
+ * consecutive runs: one sweep over its stretch of the inputs, whose pages passed() drops
+ * behind it. */
 static void runs_part(void *arg, int part, int parts)
 {
     axis_job *aj = arg;
     reducer r;
     if (!reducer_init(&r, aj->job)) return;
     size_t size = oc_mt_size(r.rt);
-    for (int64_t o = part; o < aj->outer && !atomic_load(&aj->job->failed); o += parts) {
+    int64_t first, last;
+    share(aj->outer, part, parts, &first, &last);
+    r.released = first * aj->len;
+    for (int64_t o = first; o < last && !atomic_load(&aj->job->failed); o++) {
         acc a = reduce_run(&r, o * aj->len, aj->len);
         store(aj->out + o * (int64_t)size, r.rt, a);
-        if (aj->job->release) oc_map_cpu_release(aj->job->m, NULL, o * aj->len, (o + 1) * aj->len);
     }
+    passed_all(&r, last * aj->len);
     reducer_done(&r);
 }
 
-/* inner > 1: out[o, i] = x[o, 0, i] op x[o, 1, i] op ... for a chunk of i. */
-static void strided_part(void *arg, int part, int parts)
+/* inner > 1, whole rows (aj->chunks == 1): out[o, :] = x[o, 0, :] op x[o, 1, :] op ... A part
+ * takes consecutive outer indices: one sweep, as runs_part's. */
+static void slabs_part(void *arg, int part, int parts)
 {
     axis_job *aj = arg;
     const oc_map_plan *m = aj->job->m;
@@ -360,25 +413,98 @@ static void strided_part(void *arg, int part, int parts)
     if (!reducer_init(&r, aj->job)) return;
     size_t size = oc_mt_size(r.rt);
     int sum = m->reduce == OC_MAP_REDUCE_SUM || m->reduce == OC_MAP_REDUCE_MEAN;
-    for (int64_t w = part; w < aj->outer * aj->chunks && !atomic_load(&aj->job->failed); w += parts) {
-        int64_t o = w / aj->chunks, i0 = w % aj->chunks * aj->chunk;
-        int64_t cnt = aj->inner - i0 < aj->chunk ? aj->inner - i0 : aj->chunk;
-        unsigned char *dst = aj->out + (o * aj->inner + i0) * (int64_t)size;
-        if (sum) memset(dst, 0, (size_t)cnt * size); /* numpy starts a sum at 0 (+0.0) */
+    const int64_t inner = aj->inner;
+    int64_t first, last;
+    share(aj->outer, part, parts, &first, &last);
+    r.released = first * aj->len * inner;
+    for (int64_t o = first; o < last && !atomic_load(&aj->job->failed); o++) {
+        unsigned char *dst = aj->out + o * inner * (int64_t)size;
+        if (sum) memset(dst, 0, (size_t)inner * size); /* numpy starts a sum at 0 (+0.0) */
         for (int64_t j = 0; j < aj->len; j++) {
-            int64_t base = (o * aj->len + j) * aj->inner + i0;
-            for (int64_t s = 0; s < cnt; s += OC_MAP_BLOCK) {
-                int64_t k = cnt - s < OC_MAP_BLOCK ? cnt - s : OC_MAP_BLOCK;
+            int64_t base = (o * aj->len + j) * inner;
+            for (int64_t s = 0; s < inner; s += OC_MAP_BLOCK) {
+                int64_t k = inner - s < OC_MAP_BLOCK ? inner - s : OC_MAP_BLOCK;
                 const void *x = values(&r, base + s, k);
                 if (!sum && j == 0) memcpy(dst + s * (int64_t)size, x, (size_t)k * size);
                 else combine(r.rt, m->reduce, dst + s * (int64_t)size, x, k);
+                passed(&r, base + s + k);
                 /* a cancel (or another part's failure) stops the part: its result is not used */
                 if (oc_map_cpu_tick(aj->job, k)) goto stopped;
             }
         }
     }
+    passed_all(&r, last * aj->len * inner);
 stopped:
     reducer_done(&r);
+}
+
+/* inner > 1, in chunks of columns: out[o, i] = x[o, 0, i] op x[o, 1, i] op ... for a chunk of
+ * i, over the pass's rows j0..j1 of o0..o1. The parts share the rows, whose pages the caller
+ * drops after the pass; a part drops its piece of each row itself only when that is long. */
+static void strided_part(void *arg, int part, int parts)
+{
+    axis_job *aj = arg;
+    const oc_map_plan *m = aj->job->m;
+    reducer r;
+    int kept = 0;
+    if (aj->idle) {
+        pthread_mutex_lock(&aj->lock);
+        if ((kept = aj->nidle > 0)) r = aj->idle[--aj->nidle];
+        pthread_mutex_unlock(&aj->lock);
+    }
+    if (!kept && !reducer_init(&r, aj->job)) return;
+    size_t size = oc_mt_size(r.rt);
+    int sum = m->reduce == OC_MAP_REDUCE_SUM || m->reduce == OC_MAP_REDUCE_MEAN;
+    for (int64_t w = part; w < (aj->o1 - aj->o0) * aj->chunks && !atomic_load(&aj->job->failed); w += parts) {
+        int64_t o = aj->o0 + w / aj->chunks, i0 = w % aj->chunks * aj->chunk;
+        int64_t cnt = aj->inner - i0 < aj->chunk ? aj->inner - i0 : aj->chunk;
+        unsigned char *dst = aj->out + (o * aj->inner + i0) * (int64_t)size;
+        const int each_row = cnt >= BAND_PER_PART;
+        if (sum && aj->j0 == 0) memset(dst, 0, (size_t)cnt * size); /* numpy starts a sum at 0 (+0.0) */
+        for (int64_t j = aj->j0; j < aj->j1; j++) {
+            int64_t base = (o * aj->len + j) * aj->inner + i0;
+            r.released = base;
+            for (int64_t s = 0; s < cnt; s += OC_MAP_BLOCK) {
+                int64_t k = cnt - s < OC_MAP_BLOCK ? cnt - s : OC_MAP_BLOCK;
+                const void *x = values(&r, base + s, k);
+                if (!sum && j == 0) memcpy(dst + s * (int64_t)size, x, (size_t)k * size);
+                else combine(r.rt, m->reduce, dst + s * (int64_t)size, x, k);
+                if (each_row) passed(&r, base + s + k);
+                /* a cancel (or another part's failure) stops the part: its result is not used */
+                if (oc_map_cpu_tick(aj->job, k)) goto stopped;
+            }
+            if (each_row) passed_all(&r, base + cnt);
+        }
+    }
+stopped:
+    if (aj->idle) {
+        pthread_mutex_lock(&aj->lock);
+        aj->idle[aj->nidle++] = r;
+        pthread_mutex_unlock(&aj->lock);
+    } else {
+        reducer_done(&r);
+    }
+}
+
+/* The pass aj->o0..o1 x j0..j1 in aj->chunks chunks per outer index, on all threads. */
+static void strided_pass(axis_job *aj)
+{
+    oc_map_cpu_job *job = aj->job;
+    int64_t work = (aj->o1 - aj->o0) * aj->chunks, want = (int64_t)job->threads * 4;
+    int parts = work < want ? (int)work : (int)want;
+    if (job->workers && parts > 1) oc_workers_split_max(job->workers, parts, job->threads, strided_part, aj);
+    else strided_part(aj, 0, 1);
+}
+
+/* Chunks of the inner run for `outer` outer indices at once: at least a block, enough of
+ * them for every thread. */
+static void strided_chunks(axis_job *aj, int64_t outer)
+{
+    int64_t want = (int64_t)aj->job->threads * 4;
+    aj->chunks = outer >= want ? 1 : (want + outer - 1) / outer;
+    aj->chunk = (aj->inner + aj->chunks - 1) / aj->chunks;
+    if (aj->chunk < OC_MAP_BLOCK) aj->chunk = OC_MAP_BLOCK;
+    aj->chunks = (aj->inner + aj->chunk - 1) / aj->chunk;
 }
 
 static void divide_mean(int t, void *x, int64_t n, int64_t count)
@@ -435,7 +561,7 @@ oc_status oc_map_cpu_reduce(oc_map_cpu_job *job, void *out)
         }
         store(res, rt, a);
     } else if (m->out_count > 0) {
-        axis_job aj = {.job = job, .out = res, .len = len, .outer = 1, .inner = 1};
+        axis_job aj = {.job = job, .out = res, .len = len, .outer = 1, .inner = 1, .lock = PTHREAD_MUTEX_INITIALIZER};
         for (int d = 0; d < m->axis; d++) aj.outer *= m->shape[d];
         for (int d = m->axis + 1; d < m->ndim; d++) aj.inner *= m->shape[d];
         if (len == 0) {
@@ -461,18 +587,47 @@ oc_status oc_map_cpu_reduce(oc_map_cpu_job *job, void *out)
                     else ((double *)res)[o] = 0.0 + ((double *)res)[o];
                 }
         } else {
-            /* Chunks of the inner run: at least a block, enough of them for every thread. */
-            int64_t want = (int64_t)job->threads * 4;
-            aj.chunks = aj.outer >= want ? 1 : (want + aj.outer - 1) / aj.outer;
-            aj.chunk = (aj.inner + aj.chunks - 1) / aj.chunks;
-            if (aj.chunk < OC_MAP_BLOCK) aj.chunk = OC_MAP_BLOCK;
-            aj.chunks = (aj.inner + aj.chunk - 1) / aj.chunk;
-            int64_t work = aj.outer * aj.chunks;
-            int parts = work < want ? (int)work : (int)want;
-            if (job->workers && parts > 1) oc_workers_split_max(job->workers, parts, job->threads, strided_part, &aj);
-            else strided_part(&aj, 0, 1);
+            strided_chunks(&aj, aj.outer);
+            aj.o1 = aj.outer;
+            aj.j1 = len;
+            if (aj.chunks == 1) {
+                int parts = aj.outer < job->threads * 4 ? (int)aj.outer : job->threads * 4;
+                if (job->workers && parts > 1) oc_workers_split_max(job->workers, parts, job->threads, slabs_part, &aj);
+                else slabs_part(&aj, 0, 1);
+            } else if (!job->release) {
+                strided_pass(&aj);
+            } else {
+                /* Every part reads a piece of every row: one outer index at a time, in bands
+                 * of rows of about BAND_PER_PART elements per part that runs at once, whose
+                 * pages are dropped after each band. Each output element still adds its rows
+                 * in order. */
+                strided_chunks(&aj, 1);
+                aj.idle = malloc(sizeof *aj.idle * (size_t)job->threads);
+                if (!aj.idle) {
+                    st = oc_fail(ctx, OC_ERR_NO_MEMORY, "out of memory");
+                    goto finish;
+                }
+                int64_t at_once = aj.chunks < job->threads ? aj.chunks : job->threads;
+                int64_t band = at_once * BAND_PER_PART / aj.inner, done = 0;
+                if (band < 1) band = 1;
+                for (int64_t o = 0; o < aj.outer && !atomic_load(&job->failed); o++)
+                    for (int64_t j = 0; j < len && !atomic_load(&job->failed); j += band) {
+                        aj.o0 = o;
+                        aj.o1 = o + 1;
+                        aj.j0 = j;
+                        aj.j1 = len - j < band ? len : j + band;
+                        strided_pass(&aj);
+                        int64_t end = (o * len + aj.j1) * aj.inner;
+                        oc_map_cpu_release_behind(m, NULL, done, end);
+                        done = end;
+                    }
+                oc_map_cpu_release(m, NULL, done, m->count);
+                for (int i = 0; i < aj.nidle; i++) reducer_done(&aj.idle[i]);
+                free(aj.idle);
+            }
         }
     }
+finish:
     if (st == OC_OK) oc_map_reduce_finish(m, res, out);
     if (res != out) free(res);
     return st;
