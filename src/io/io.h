@@ -51,6 +51,9 @@ oc_status oc_npy_out_create(oc_context *ctx, const char *path, int dtype, int64_
  * cannot be known). The writer checks again when it sizes the file (oc_sys_check_space),
  * crediting what a resumed file holds already. */
 oc_status oc_npy_out_check_fits(oc_context *ctx, const char *path, int dtype, int64_t rows, int64_t cols, int space);
+/* The same free-space refusal for a file of `bytes` at path holding `what` ("float64 200 x
+ * 300"): the check matmul's and map's results make before any work, as gram's. */
+oc_status oc_npy_out_check_room(oc_context *ctx, const char *path, const char *what, int64_t bytes);
 /* Flushes, unmaps and renames the file into place; frees w. On failure (OC_ERR_IO naming the
  * file and the cause) nothing is left under either name. */
 oc_status oc_npy_out_commit(oc_context *ctx, oc_npy_out *w);

@@ -507,6 +507,11 @@ oc_status oc_map_run(oc_context *ctx, oc_map *m, const char *out_path, void *out
     void *dst = out_data;
     if (out_path) {
         OC_CHECK(ctx, check_not_input(ctx, m, out_path));
+        /* A result its file system cannot hold: refused before any work (exit 2), as gram's. */
+        char what[96];
+        snprintf(what, sizeof what, "%s %" PRId64 " elements", oc_mt_name(m->out_type), m->out_count);
+        OC_CHECK(ctx,
+                 oc_npy_out_check_room(ctx, out_path, what, m->out_count * (int64_t)oc_mt_size(m->out_type) + 128));
         OC_CHECK(ctx, oc_npy_out_create_nd(ctx, out_path, oc_mt_descr(m->out_type), oc_mt_size(m->out_type),
                                            m->out_ndim, m->out_shape, &w, &dst));
     }

@@ -199,6 +199,18 @@ static void result_file(const oc_matmul_array *c, mm_setup *s)
     s->job.out_file_in_memory = oc_cost_in_memory_fs(c->path);
 }
 
+/* A result file its file system cannot hold is refused before any work (exit 2), as gram's;
+ * a resumed job's temporary holds blocks already, which its writer credits when it sizes it. */
+static oc_status result_room(oc_context *ctx, const oc_matmul_array *c, const oc_matmul_options *o, const mm_setup *s)
+{
+    if (!c || !oc_mm_array_size_ok(c) || !c->path || o->resume) return OC_OK;
+    const double bytes = (double)oc_matmul_dtype_size(s->result) * (double)s->job.m * (double)s->job.n + 128;
+    if (bytes > (double)INT64_MAX) return OC_OK; /* the writer names the overflow */
+    char what[96];
+    snprintf(what, sizeof what, "%s %" PRId64 " x %" PRId64, oc_matmul_dtype_name(s->result), s->job.m, s->job.n);
+    return oc_npy_out_check_room(ctx, c->path, what, (int64_t)bytes);
+}
+
 /* A result in GPU memory (c->gpu): device memory of the result's shape. */
 static oc_status gpu_result(oc_context *ctx, const oc_matmul_options *o, const oc_matmul_array *c, mm_setup *s)
 {
@@ -463,6 +475,7 @@ oc_status oc_matmul(oc_context *ctx, const oc_matmul_array *a, const oc_matmul_a
     if (st == OC_OK && oc_mm_array_size_ok(c) && c->path) st = oc_output_npy_name(ctx, c->path, "a product is written");
     if (st == OC_OK) st = gpu_result(ctx, opts, c, &s);
     if (st == OC_OK) result_file(c, &s);
+    if (st == OC_OK) st = result_room(ctx, c, opts, &s);
     oc_trace_phase(&t, "matmul", "operands");
     if (st == OC_OK) st = oc_mm_choose(ctx, &s.job, opts, &be, explain, sizeof explain);
     oc_trace_phase(&t, "matmul", "backend choice");

@@ -222,6 +222,27 @@ def test_real_disk_full_dense(tmp_path, big_input):
     check_disk_full(proc, left, str(out))
 
 
+def test_real_disk_full_matmul_and_map(tmp_path):
+    """matmul's and map's results, whose sizes the inputs' headers give, are refused before any
+    work as gram's dense one is (exit 2, both figures, nothing left); they were found only when
+    the writer sized the file (exit 1, "disk full"). A result that fits is written."""
+    indir, full = tmp_path / "in", tmp_path / "full"
+    indir.mkdir()
+    full.mkdir()
+    np.save(indir / "x.npy", np.random.default_rng(4).standard_normal((400, 400)))
+    a = f"a={indir / 'x.npy'}"
+    for args, what in ((["matmul", indir / "x.npy", "--gram", "-o", full / "C.npy"], "float64 400 x 400"),
+                       (["map", "a * 2", a, "-o", full / "M.npy"], "float64 160000 elements")):
+        proc, left = run_on_tiny_fs(full, [*args, "-q"])
+        out = args[args.index("-o") + 1]
+        assert proc.returncode == 2 and left == [], (proc.stderr, left)
+        assert proc.stderr == (f"outcore: {out}: the {what} result needs 1.3 MB (1280128 bytes), but its file "
+                               "system has 1.0 MB (1048576 bytes) free\n"), proc.stderr
+    proc, left = run_on_tiny_fs(full, ["map", "a * 2", a, "--reduce", "sum", "--axis", "0", "-o", full / "R.npy",
+                                       "-q"])
+    assert proc.returncode == 0 and left == ["R.npy"], (proc.stderr, left)
+
+
 def test_real_disk_full_spill_file(tmp_path, big_input):
     """The pairs spill to a full TMPDIR while the output's own directory has room."""
     full, out = tmp_path / "full", tmp_path / "out"

@@ -269,24 +269,31 @@ static oc_status npy_out_size(oc_context *ctx, const char *path, int dtype, int6
     return OC_OK;
 }
 
+oc_status oc_npy_out_check_room(oc_context *ctx, const char *path, const char *what, int64_t bytes)
+{
+    char folder[4096];
+    oc_path_folder(path, folder, sizeof folder);
+    int64_t avail = oc_folder_free_bytes(folder);
+    if (avail < 0 || bytes <= avail) return OC_OK;
+    char need[40], have[40];
+    oc_size_text(need, sizeof need, bytes);
+    oc_size_text(have, sizeof have, avail);
+    return oc_fail(ctx, OC_ERR_INPUT,
+                   "%s: the %s result needs %s (%" PRId64 " bytes), but its file system has %s (%" PRId64
+                   " bytes) free",
+                   path, what, need, bytes, have, avail);
+}
+
 oc_status oc_npy_out_check_fits(oc_context *ctx, const char *path, int dtype, int64_t rows, int64_t cols, int space)
 {
     unsigned char header[OC_NPY_HEADER_MAX];
     size_t offset = 0, total = 0;
     OC_CHECK(ctx, npy_out_size(ctx, path, dtype, rows, cols, header, &offset, &total));
     if (!space) return OC_OK;
-    char folder[4096];
-    oc_path_folder(path, folder, sizeof folder);
-    int64_t avail = oc_folder_free_bytes(folder);
-    if (avail < 0 || (int64_t)total <= avail) return OC_OK;
-    char need[40], have[40];
-    oc_size_text(need, sizeof need, (int64_t)total);
-    oc_size_text(have, sizeof have, avail);
-    return oc_fail(ctx, OC_ERR_INPUT,
-                   "%s: the dense %" PRId64 " x %" PRId64 " %s result needs %s (%" PRId64 " bytes), but its file "
-                   "system has %s (%" PRId64 " bytes) free",
-                   path, rows, cols, dtype == OC_NPY_UINT8 ? "uint8" : oc_dtype_name((oc_dtype)dtype), need,
-                   (int64_t)total, have, avail);
+    char what[96];
+    snprintf(what, sizeof what, "dense %" PRId64 " x %" PRId64 " %s", rows, cols,
+             dtype == OC_NPY_UINT8 ? "uint8" : oc_dtype_name((oc_dtype)dtype));
+    return oc_npy_out_check_room(ctx, path, what, (int64_t)total);
 }
 
 oc_status oc_npy_out_create(oc_context *ctx, const char *path, int dtype, int64_t rows, int64_t cols, oc_npy_out **out,
