@@ -404,6 +404,9 @@ static void test_first_use_within_the_budget(oc_context *ctx)
     oc_cost_rates r;
     oc_cost_rates_get(ctx, oc_cost_triad_bytes(1) - 1, 0, &r);
     CHECK(!(r.measured & OC_COST_M_HOST_BW) && (r.measured & OC_COST_M_CPU_BITS));
+    /* The note is that job's: a later job that measures nothing does not repeat it. */
+    oc_cost_rates_get(ctx, 0, 0, &r);
+    CHECK_MSG(!strstr(r.note, "not measured"), "a later job's note: %s", r.note);
     /* Room for the arrays: measured, stored, and the note gone. */
     oc_cost_rates_get(ctx, oc_cost_triad_bytes(1), 0, &r);
     CHECK_MSG((r.measured & OC_COST_M_HOST_BW) && r.host_bw > 0 && r.note[0] == '\0', "measured %#x: %s", r.measured,

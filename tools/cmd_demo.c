@@ -53,7 +53,8 @@ static int on_pairs(void *user, const int64_t *rows, const int64_t *cols, const 
 
 int oc_cmd_demo(int argc, char **argv)
 {
-    gen_params p = {.rows = 8192, .cols = 32768, .density = 0.1, .plant = 32, .flip = 0.01, .seed = 2026};
+    const gen_params defaults = {.rows = 8192, .cols = 32768, .density = 0.1, .plant = 32, .flip = 0.01, .seed = 2026};
+    gen_params p = defaults;
     oc_gram_options opts = OC_GRAM_OPTIONS_INIT;
     opts.metric = OC_METRIC_JACCARD;
     opts.use_threshold = 1;
@@ -88,7 +89,7 @@ int oc_cmd_demo(int argc, char **argv)
                    "  --rows N               rows of the matrix (default %lld, at least 2)\n"
                    "  --cols M               columns (default %lld, at least %d)\n"
                    "  --backend B            auto (the default: the GPU where one is usable), cpu or cuda\n",
-                   (long long)p.rows, (long long)p.cols, DEMO_COLS_MIN);
+                   (long long)defaults.rows, (long long)defaults.cols, DEMO_COLS_MIN);
             return OC_EXIT_OK;
         } else {
             return cli_unknown_option(cl, 0);

@@ -25,6 +25,8 @@ import threading
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from . import _calls, _lib, errors
 from ._options import RESOURCES, gram_options
 from .errors import InputError, check
@@ -132,8 +134,10 @@ class Context:
         (waiting at most `timeout` seconds for it when given). Closing twice is a no-op.
         Returns whether it is closed (False only when not blocking, or past the timeout, and
         a call holds it)."""
-        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not (timeout >= 0 or timeout == -1):
+        if isinstance(timeout, (bool, np.bool_)) or not isinstance(timeout, (int, float, np.integer, np.floating)) \
+                or not (timeout >= 0 or timeout == -1):
             raise InputError(f"timeout must be a number of seconds (or -1: no limit); got {timeout!r}")
+        timeout = -1 if timeout == -1 or timeout > threading.TIMEOUT_MAX else float(timeout)  # inf: no limit
         if self._held_by_this_call(blocking) or not self._lock.acquire(blocking, timeout if blocking else -1):
             return False
         try:

@@ -41,7 +41,7 @@ def flag(name, value):
     """A yes/no argument as 0 or 1: True, False, numpy's bools, or the ints 0 and 1 (which
     Python's bools are). Anything else (a string such as "no", None, 2) is refused: its truth
     value would give an answer the caller did not ask for."""
-    if isinstance(value, (bool, np.bool_)) or (isinstance(value, int) and value in (0, 1)):
+    if isinstance(value, (bool, np.bool_)) or (isinstance(value, (int, np.integer)) and value in (0, 1)):
         return 1 if value else 0
     raise InputError(f"{name} must be True or False; got {value!r}")
 
@@ -183,7 +183,9 @@ def _per_device_gpu_mem(gpu_mem):
     budgets are checked here, as a single budget is, before a job or Context takes them."""
     if isinstance(gpu_mem, dict):
         for device, budget in gpu_mem.items():
-            _integer("a gpu_mem device", device, 0, INT_MAX)
+            # a device as an int or its digits, as the library's "0=2G" spells it
+            _integer("a gpu_mem device", int(device) if isinstance(device, str) and device.isdigit() else device,
+                     0, INT_MAX)
             try:
                 parse_gpu_mem(budget)
             except InputError as e:

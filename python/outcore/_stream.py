@@ -147,6 +147,8 @@ def _shape_dtype(what, shape, dtype):
     numpy's own error) and a numpy dtype."""
     if isinstance(shape, (int, np.integer)) and not isinstance(shape, (bool, np.bool_)):
         shape = (shape,)
+    if isinstance(shape, np.ndarray) and shape.ndim == 1:  # x.shape kept as an array
+        shape = tuple(shape)
     if not isinstance(shape, (tuple, list)):
         raise InputError(f"{what}: the shape must be a tuple of sizes; got {shape!r}")
     shape = tuple(_integer(f"{what}'s size", n, 0) for n in shape)

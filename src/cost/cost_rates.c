@@ -200,7 +200,7 @@ static _Thread_local int measuring;
  * (after reading the cache again: another process may have measured while this one waited)
  * and stored. r->note says why when nothing could be stored; then nothing is measured, so a
  * cache that cannot be written does not cost every process a measurement. */
-static void measure_host(oc_context *ctx, const char *path, int64_t room, oc_cost_rates *r)
+static void measure_host(oc_context *ctx, const char *path, int64_t room, oc_cost_rates *r, int64_t *triad_skipped)
 {
     const unsigned host = FIRST_USE;
     double t = oc_now();
@@ -220,13 +220,9 @@ static void measure_host(oc_context *ctx, const char *path, int64_t room, oc_cos
             (r->measured & (OC_COST_M_HOST_BW | OC_COST_M_PAGES)) != (OC_COST_M_HOST_BW | OC_COST_M_PAGES);
         if (lacks_bw && triad > room) {
             /* Arrays that fit the room would sit in the caches: a default now, measured by
-             * a job with more room. */
-            snprintf(r->note, sizeof r->note,
-                     "host memory not measured: the measurement takes %lld MiB, more than the job's host budget of "
-                     "%lld MiB",
-                     (long long)(triad >> 20), (long long)(room >> 20));
+             * a job with more room (this job's note alone says so: oc_cost_rates_get). */
+            *triad_skipped = triad;
         } else if (lacks_bw) {
-            if (strncmp(r->note, "host memory not measured", 24) == 0) r->note[0] = '\0'; /* an earlier job's */
             r->host_bw = oc_cost_measure_triad(ctx, oc_cpu_cores(), 1, &r->file_pages, &r->file_faults);
             if (r->host_bw > 0) r->measured |= OC_COST_M_HOST_BW;
             if (r->file_pages > 0) r->measured |= OC_COST_M_PAGES;
@@ -259,7 +255,8 @@ void oc_cost_rates_get(oc_context *ctx, int64_t measure_room, int gpu, oc_cost_r
         /* Measured outside rates_lock: the CPU kernel's measurement is an oc_gram job, which
          * asks for the rates itself. Two threads of a process measure one after the other
          * (the cache's lock), the second reading what the first stored. */
-        measure_host(ctx, path, measure_room, &r);
+        int64_t skipped = 0;
+        measure_host(ctx, path, measure_room, &r, &skipped);
         pthread_mutex_lock(&rates_lock); /* the host's figures only: another thread may have read the GPUs' */
         rates_cached.host_bw = r.host_bw;
         rates_cached.cpu[OC_COST_BIT_MAC] = r.cpu[OC_COST_BIT_MAC];
@@ -268,6 +265,12 @@ void oc_cost_rates_get(oc_context *ctx, int64_t measure_room, int gpu, oc_cost_r
         rates_cached.measured |= r.measured & host;
         memcpy(rates_cached.note, r.note, sizeof r.note);
         pthread_mutex_unlock(&rates_lock);
+        /* Why this job keeps the default is this job's to say, not a later one's. */
+        if (skipped && !r.note[0])
+            snprintf(r.note, sizeof r.note,
+                     "host memory not measured: the measurement takes %lld MiB, more than the job's host budget of "
+                     "%lld MiB",
+                     (long long)(skipped >> 20), (long long)(measure_room >> 20));
     }
     oc_cost_rates_resolve(&r, oc_cpu_cores(), oc_cpu_isa());
     *out = r;

@@ -628,9 +628,15 @@ static oc_status describe_without_running(oc_context *ctx, const oc_matrix *a, c
     oc_gram_dest dest = {0};
     oc_select *sel = NULL;
     oc_status st = OC_OK;
-    if (what != DESCRIBE_EXPLAIN && (opts->topk > 0 || opts->use_threshold)) {
-        OC_CHECK(ctx, oc_gram_dest_select_setup(ctx, opts, &nowhere, &job, &dest, &sel));
-        job.select = sel;
+    if (opts->topk > 0 || opts->use_threshold) {
+        /* Made for the explanation too, which plans without it: the selection refuses what
+         * oc_gram would (top-k lists past the host budget). */
+        st = oc_gram_dest_select_setup(ctx, opts, &nowhere, &job, &dest, &sel);
+        if (st != OC_OK) {
+            oc_select_free(sel);
+            return oc_trace_at(ctx, st, __FILE__, __LINE__);
+        }
+        if (what != DESCRIBE_EXPLAIN) job.select = sel;
     } else if (out->kind == OC_OUTPUT_MEMORY || out->kind == OC_OUTPUT_FILE) {
         job.dense = &sink;
     }

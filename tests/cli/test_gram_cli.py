@@ -198,6 +198,9 @@ def test_usage_errors_are_one_line(tmp_path, rng):
 def test_demo_finds_planted_pairs():
     proc = run("demo", "--rows", 1000, "--cols", 4096, "--backend", "cpu")
     assert "32 of the 32 planted" in proc.stdout
+    # --help names the defaults, whatever came before it
+    text = run("demo", "--rows", 5, "--cols", 999, "--help").stdout
+    assert "(default 8192, at least 2)" in text and "(default 32768, at least 512)" in text, text
 
 
 def test_plan_prints_the_plan_and_writes_nothing(tmp_path, rng):

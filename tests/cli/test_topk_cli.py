@@ -408,6 +408,9 @@ def test_topk_lists_larger_than_the_budget_refused(tmp_path):
     assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1, proc.stderr
     assert f"top-500 lists of 20000 rows: they take {lists} bytes" in proc.stderr and "--topk" in proc.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.npy"]
+    for describe in (["--plan"], ["--explain", "-o", tmp_path / "t.npz"]):  # as the job refuses it
+        proc = run(*args, "--host-mem", "4M", *describe, check=False)
+        assert proc.returncode == 2 and "top-500 lists of 20000 rows" in proc.stderr, (describe, proc.stderr)
     budget = lists + (4 << 20)  # the lists and a little for the panels of the file-backed input
     stats = json_.loads(run(*args, "--host-mem", budget, "--json", "-o", tmp_path / "t.npz").stdout)
     if "ASAN_OPTIONS" not in os.environ:  # as above: the sanitizer's memory is not the job's

@@ -664,6 +664,7 @@ def test_flags_sizes_and_budgets_are_checked_as_given():
             call()
     assert np.array_equal(outcore.matmul(x, x, transpose_b=np.True_), x @ x.T)
     assert np.array_equal(outcore.matmul(x, x.T, transpose_b=0), x @ x.T)
+    assert np.array_equal(outcore.matmul(x, x, transpose_b=np.int64(1)), x @ x.T)
     for outputs, says in ((((-1, 3), np.float64), "size must be at least 0"), (((2.5, 3), np.float64), "integer"),
                           (((2, 3), "nonsense"), "is not a numpy dtype")):
         with pytest.raises(outcore.InputError, match=f"^output y.*{says}"):
@@ -674,6 +675,8 @@ def test_flags_sizes_and_budgets_are_checked_as_given():
         outcore.Context(gpu_mem={0: "junk"})
     with pytest.raises(outcore.InputError, match="gpu_mem device must be at least 0"):
         outcore.Context(gpu_mem={-1: "2G"})
+    outcore.Context(gpu_mem={"0": "2G"}).close()  # the library's own spelling of a device
+    assert outcore.Context().close(timeout=float("inf")) and outcore.Context().close(timeout=np.int64(5))
     with outcore.Context() as ctx:
         with pytest.raises(outcore.InputError, match="^timeout must be a number of seconds"):
             ctx.close(timeout="x")

@@ -500,8 +500,8 @@ oc_status oc_select_topk_create(oc_context *ctx, oc_select *s)
     if (cfg->host_budget > 0 && lists > cfg->host_budget)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
                        "host memory budget %lld bytes is too small for the top-%lld lists of %lld rows: they take "
-                       "%lld bytes (%lld candidates of 8 bytes a row, and its floor); raise --host-mem to at least "
-                       "that beside what the job reads, or lower --topk",
+                       "%lld bytes (%lld candidates of 8 bytes a row, and its floor); raise --host-mem past that, "
+                       "or lower --topk",
                        (long long)cfg->host_budget, (long long)s->kept, (long long)cfg->n, (long long)lists,
                        (long long)s->kept);
     s->keys = calloc((size_t)(entries ? entries : 1), sizeof *s->keys);
