@@ -597,31 +597,36 @@ oc_status oc_map_cpu_reduce(oc_map_cpu_job *job, void *out)
             } else if (!job->release) {
                 strided_pass(&aj);
             } else {
-                /* Every part reads a piece of every row: one outer index at a time, in bands
-                 * of rows of about BAND_PER_PART elements per part that runs at once, whose
-                 * pages are dropped after each band. Each output element still adds its rows
-                 * in order. */
+                /* Every part reads a piece of every row: a group of outer indices at a time
+                 * (enough that every thread has a part where one index has fewer chunks than
+                 * threads), in bands of rows of about BAND_PER_PART elements per part that
+                 * runs at once, whose pages are dropped after each band. Each output element
+                 * still adds its rows in order. */
                 strided_chunks(&aj, 1);
                 aj.idle = malloc(sizeof *aj.idle * (size_t)job->threads);
                 if (!aj.idle) {
                     st = oc_fail(ctx, OC_ERR_NO_MEMORY, "out of memory");
                     goto finish;
                 }
-                int64_t at_once = aj.chunks < job->threads ? aj.chunks : job->threads;
-                int64_t band = at_once * BAND_PER_PART / aj.inner, done = 0;
+                int64_t group = (job->threads + aj.chunks - 1) / aj.chunks;
+                if (group > aj.outer) group = aj.outer;
+                const int64_t at_once = group * aj.chunks < job->threads ? group * aj.chunks : job->threads;
+                int64_t band = at_once * BAND_PER_PART / (group * aj.inner);
                 if (band < 1) band = 1;
-                for (int64_t o = 0; o < aj.outer && !atomic_load(&job->failed); o++)
+                for (int64_t o = 0; o < aj.outer && !atomic_load(&job->failed); o += group) {
+                    const int64_t o1 = aj.outer - o < group ? aj.outer : o + group;
                     for (int64_t j = 0; j < len && !atomic_load(&job->failed); j += band) {
                         aj.o0 = o;
-                        aj.o1 = o + 1;
+                        aj.o1 = o1;
                         aj.j0 = j;
                         aj.j1 = len - j < band ? len : j + band;
                         strided_pass(&aj);
-                        int64_t end = (o * len + aj.j1) * aj.inner;
-                        oc_map_cpu_release_behind(m, NULL, done, end);
-                        done = end;
+                        for (int64_t q = o; q < o1; q++) /* each index's rows are its own stretch */
+                            oc_map_cpu_release_behind(m, NULL, (q * len + j) * aj.inner, (q * len + aj.j1) * aj.inner);
                     }
-                oc_map_cpu_release(m, NULL, done, m->count);
+                    for (int64_t q = o; q < o1; q++)
+                        oc_map_cpu_release(m, NULL, q * len * aj.inner, (q + 1) * len * aj.inner);
+                }
                 for (int i = 0; i < aj.nidle; i++) reducer_done(&aj.idle[i]);
                 free(aj.idle);
             }
