@@ -403,35 +403,46 @@ static void runs_part(void *arg, int part, int parts)
     reducer_done(&r);
 }
 
+/* Whether the reduction adds (sum, mean): its result starts at numpy's 0 (+0.0), where min
+ * and max start from their first row. */
+static int adds(const oc_map_plan *m) { return m->reduce == OC_MAP_REDUCE_SUM || m->reduce == OC_MAP_REDUCE_MEAN; }
+
+/* Folds a row's piece x[base, base + cnt) into dst block by block (the first row copied, for
+ * min and max), dropping the pages behind it as it goes when `track`. Nonzero when the part
+ * must stop: a cancel, or another part's failure (its result is not used). */
+static int add_row(reducer *r, unsigned char *dst, int64_t base, int64_t cnt, int first_row, int track)
+{
+    const oc_map_plan *m = r->job->m;
+    const size_t size = oc_mt_size(r->rt);
+    const int copy = first_row && !adds(m);
+    for (int64_t s = 0; s < cnt; s += OC_MAP_BLOCK) {
+        int64_t k = cnt - s < OC_MAP_BLOCK ? cnt - s : OC_MAP_BLOCK;
+        const void *x = values(r, base + s, k);
+        if (copy) memcpy(dst + s * (int64_t)size, x, (size_t)k * size);
+        else combine(r->rt, m->reduce, dst + s * (int64_t)size, x, k);
+        if (track) passed(r, base + s + k);
+        if (oc_map_cpu_tick(r->job, k)) return 1;
+    }
+    return 0;
+}
+
 /* inner > 1, whole rows (aj->chunks == 1): out[o, :] = x[o, 0, :] op x[o, 1, :] op ... A part
  * takes consecutive outer indices: one sweep, as runs_part's. */
 static void slabs_part(void *arg, int part, int parts)
 {
     axis_job *aj = arg;
-    const oc_map_plan *m = aj->job->m;
     reducer r;
     if (!reducer_init(&r, aj->job)) return;
-    size_t size = oc_mt_size(r.rt);
-    int sum = m->reduce == OC_MAP_REDUCE_SUM || m->reduce == OC_MAP_REDUCE_MEAN;
+    const size_t size = oc_mt_size(r.rt);
     const int64_t inner = aj->inner;
     int64_t first, last;
     share(aj->outer, part, parts, &first, &last);
     r.released = first * aj->len * inner;
     for (int64_t o = first; o < last && !atomic_load(&aj->job->failed); o++) {
         unsigned char *dst = aj->out + o * inner * (int64_t)size;
-        if (sum) memset(dst, 0, (size_t)inner * size); /* numpy starts a sum at 0 (+0.0) */
-        for (int64_t j = 0; j < aj->len; j++) {
-            int64_t base = (o * aj->len + j) * inner;
-            for (int64_t s = 0; s < inner; s += OC_MAP_BLOCK) {
-                int64_t k = inner - s < OC_MAP_BLOCK ? inner - s : OC_MAP_BLOCK;
-                const void *x = values(&r, base + s, k);
-                if (!sum && j == 0) memcpy(dst + s * (int64_t)size, x, (size_t)k * size);
-                else combine(r.rt, m->reduce, dst + s * (int64_t)size, x, k);
-                passed(&r, base + s + k);
-                /* a cancel (or another part's failure) stops the part: its result is not used */
-                if (oc_map_cpu_tick(aj->job, k)) goto stopped;
-            }
-        }
+        if (adds(aj->job->m)) memset(dst, 0, (size_t)inner * size);
+        for (int64_t j = 0; j < aj->len; j++)
+            if (add_row(&r, dst, (o * aj->len + j) * inner, inner, j == 0, 1)) goto stopped;
     }
     passed_all(&r, last * aj->len * inner);
 stopped:
@@ -453,26 +464,17 @@ static void strided_part(void *arg, int part, int parts)
         pthread_mutex_unlock(&aj->lock);
     }
     if (!kept && !reducer_init(&r, aj->job)) return;
-    size_t size = oc_mt_size(r.rt);
-    int sum = m->reduce == OC_MAP_REDUCE_SUM || m->reduce == OC_MAP_REDUCE_MEAN;
+    const size_t size = oc_mt_size(r.rt);
     for (int64_t w = part; w < (aj->o1 - aj->o0) * aj->chunks && !atomic_load(&aj->job->failed); w += parts) {
         int64_t o = aj->o0 + w / aj->chunks, i0 = w % aj->chunks * aj->chunk;
         int64_t cnt = aj->inner - i0 < aj->chunk ? aj->inner - i0 : aj->chunk;
         unsigned char *dst = aj->out + (o * aj->inner + i0) * (int64_t)size;
         const int each_row = cnt >= BAND_PER_PART;
-        if (sum && aj->j0 == 0) memset(dst, 0, (size_t)cnt * size); /* numpy starts a sum at 0 (+0.0) */
+        if (adds(m) && aj->j0 == 0) memset(dst, 0, (size_t)cnt * size);
         for (int64_t j = aj->j0; j < aj->j1; j++) {
             int64_t base = (o * aj->len + j) * aj->inner + i0;
             r.released = base;
-            for (int64_t s = 0; s < cnt; s += OC_MAP_BLOCK) {
-                int64_t k = cnt - s < OC_MAP_BLOCK ? cnt - s : OC_MAP_BLOCK;
-                const void *x = values(&r, base + s, k);
-                if (!sum && j == 0) memcpy(dst + s * (int64_t)size, x, (size_t)k * size);
-                else combine(r.rt, m->reduce, dst + s * (int64_t)size, x, k);
-                if (each_row) passed(&r, base + s + k);
-                /* a cancel (or another part's failure) stops the part: its result is not used */
-                if (oc_map_cpu_tick(aj->job, k)) goto stopped;
-            }
+            if (add_row(&r, dst, base, cnt, j == 0, each_row)) goto stopped;
             if (each_row) passed_all(&r, base + cnt);
         }
     }
@@ -486,15 +488,18 @@ stopped:
     }
 }
 
-/* The pass aj->o0..o1 x j0..j1 in aj->chunks chunks per outer index, on all threads. */
-static void strided_pass(axis_job *aj)
+/* fn over `work` pieces of aj, in up to four parts a thread, on the job's threads. */
+static void run_parts(axis_job *aj, int64_t work, void (*fn)(void *arg, int part, int parts))
 {
     oc_map_cpu_job *job = aj->job;
-    int64_t work = (aj->o1 - aj->o0) * aj->chunks, want = (int64_t)job->threads * 4;
+    const int64_t want = (int64_t)job->threads * 4;
     int parts = work < want ? (int)work : (int)want;
-    if (job->workers && parts > 1) oc_workers_split_max(job->workers, parts, job->threads, strided_part, aj);
-    else strided_part(aj, 0, 1);
+    if (job->workers && parts > 1) oc_workers_split_max(job->workers, parts, job->threads, fn, aj);
+    else fn(aj, 0, 1);
 }
+
+/* The pass aj->o0..o1 x j0..j1 in aj->chunks chunks per outer index, on all threads. */
+static void strided_pass(axis_job *aj) { run_parts(aj, (aj->o1 - aj->o0) * aj->chunks, strided_part); }
 
 /* Chunks of the inner run for `outer` outer indices at once: at least a block, enough of
  * them for every thread. */
@@ -577,10 +582,7 @@ oc_status oc_map_cpu_reduce(oc_map_cpu_job *job, void *out)
                 store(res + o * (int64_t)rsize, rt, a);
             }
         } else if (aj.inner == 1) {
-            int parts = job->threads * 4;
-            if (parts > aj.outer) parts = (int)aj.outer;
-            if (job->workers) oc_workers_split_max(job->workers, parts, job->threads, runs_part, &aj);
-            else runs_part(&aj, 0, 1);
+            run_parts(&aj, aj.outer, runs_part);
             if (oc_mt_is_float(rt) && m->reduce != OC_MAP_REDUCE_MIN && m->reduce != OC_MAP_REDUCE_MAX)
                 for (int64_t o = 0; o < aj.outer; o++) {
                     if (rt == MT_F32) ((float *)res)[o] = 0.0f + ((float *)res)[o];
@@ -591,9 +593,7 @@ oc_status oc_map_cpu_reduce(oc_map_cpu_job *job, void *out)
             aj.o1 = aj.outer;
             aj.j1 = len;
             if (aj.chunks == 1) {
-                int parts = aj.outer < job->threads * 4 ? (int)aj.outer : job->threads * 4;
-                if (job->workers && parts > 1) oc_workers_split_max(job->workers, parts, job->threads, slabs_part, &aj);
-                else slabs_part(&aj, 0, 1);
+                run_parts(&aj, aj.outer, slabs_part);
             } else if (!job->release) {
                 strided_pass(&aj);
             } else {
