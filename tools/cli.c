@@ -472,8 +472,7 @@ void cli_progress_finish(cli_progress *p)
 
 void cli_note_threads(int asked, int ran, const char *why)
 {
-    if (asked > 0 && ran > 0 && ran < asked)
-        cli_message("--threads %d: ran %d (%s; more would have nothing to do)", asked, ran, why);
+    if (asked > 0 && ran > 0 && ran < asked) cli_message("--threads %d: ran %d (%s)", asked, ran, why);
 }
 
 void cli_warn_gpu_only(const char *option, const char *value, int given, oc_backend backend)

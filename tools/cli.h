@@ -134,7 +134,7 @@ const char *cli_si(double value, char *buf, int size);
 /* "120 MiB" style byte count. */
 const char *cli_bytes(double bytes, char *buf, int size);
 
-/* After a job: "--threads N: running M (why)" on stderr when the job ran fewer CPU threads
+/* After a job: "--threads N: ran M (why)" on stderr when the job ran fewer CPU threads
  * (ran > 0) than --threads asked (asked > 0). */
 void cli_note_threads(int asked, int ran, const char *why);
 /* A one-line warning when an option that only a GPU job uses was given (given != 0:

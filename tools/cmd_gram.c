@@ -588,7 +588,13 @@ int oc_cmd_gram(int argc, char **argv)
     if (rank == 0) {
         /* After the job: a failure stays one line. */
         warn_gpu_only(&g);
-        cli_note_threads(g.opts.threads, stats.threads, "one per tile or block of rows");
+        /* The sparse algorithm runs one worker per block of rows (its tiles), and as many as
+         * the host budget holds beside its index. */
+        cli_note_threads(g.opts.threads, stats.threads,
+                         stats.algorithm == OC_ALGORITHM_SPARSE && stats.threads < stats.tiles
+                             ? "as many as the host budget holds beside the sparse algorithm's index: --plan says "
+                               "what they take"
+                             : "one per tile or block of rows; more would have nothing to do");
         if (g.explain) {
             cli_message("backend %s", stats.backend_explain);
             cli_message("algorithm %s", stats.algorithm_desc);

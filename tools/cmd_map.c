@@ -437,7 +437,7 @@ int oc_cmd_map(int argc, char **argv)
     }
     /* After the job: a failure stays one line. */
     cli_warn_gpu_only("--gpu-mem", g.gpu_mem, g.gpu_mem != NULL, g.opts.backend);
-    cli_note_threads(g.opts.threads, stats.threads, "one per block of the result");
+    cli_note_threads(g.opts.threads, stats.threads, "one per block of the result; more would have nothing to do");
     char text[64];
     if (to_stdout && !g.json) printf("%s\n", format_value(oc_map_result_dtype(m), value, 0, text, sizeof text));
     if (!g.quiet || g.json) print_summary(&g, m, &stats, to_stdout ? value : NULL);

@@ -578,21 +578,29 @@ static oc_status choose_without_running(const oc_gram_job *job, const oc_backend
 /* --plan of a job the sparse algorithm runs: where, and why (the predictions). */
 static oc_status sparse_plan_text(const oc_gram_job *job, const oc_sparse_plan *choice, int json, char **out)
 {
-    /* The threads that run: at most one per block of rows. */
+    /* The threads that run: at most one per block of rows, and as many as the host budget
+     * holds (the choice's, when it planned the job). */
     const int64_t blocks = (job->n + OC_SPARSE_BLOCK_ROWS - 1) / OC_SPARSE_BLOCK_ROWS;
-    const int asked = oc_threads_resolve(job->opts->threads), threads = asked > blocks ? (int)blocks : asked;
+    const int asked = oc_threads_resolve(job->opts->threads);
+    const int threads = choice->threads > 0 ? choice->threads : asked > blocks ? (int)blocks : asked;
     oc_text text = {0};
     if (json) {
         oc_text_printf(&text,
                        "{\"where\": \"cpu\", \"algorithm\": \"sparse\", \"threads\": %d, \"hubs\": %lld, "
-                       "\"algorithm_desc\": ",
-                       threads, (long long)choice->hubs);
+                       "\"host_bytes\": %.0f, \"algorithm_desc\": ",
+                       threads, (long long)choice->hubs, choice->peak_bytes);
         oc_text_json_string(&text, choice->explain);
         oc_text_printf(&text, "}\n");
     } else {
         oc_text_printf(&text, "plan for cpu (sparse algorithm, docs/sparse.md)\n  threads  %d workers", threads);
-        if (threads < asked)
+        if (threads < asked && threads == blocks)
             oc_text_printf(&text, " (one per block of %d rows: %d asked)", OC_SPARSE_BLOCK_ROWS, asked);
+        else if (threads < asked)
+            oc_text_printf(&text, " (%d asked: the host budget holds %d workers' row buffers beside the index)", asked,
+                           threads);
+        if (choice->peak_bytes > 0)
+            oc_text_printf(&text, "\n  host     %.1f MiB at most: the index of the rows and the workers' row buffers",
+                           choice->peak_bytes / 1048576.0);
         oc_text_printf(&text, "\n  why      %s\n", choice->explain);
     }
     return oc_text_finish(job->ctx, &text, out);

@@ -21,6 +21,7 @@
 #include "core/metric.h"
 #include "core/threads.h"
 #include "gram/gram_choice.h"
+#include "gram/sparse_memory.h"
 
 #define MAX_SPARSE_DENSITY 0.02
 #define SAMPLE_ROWS 4096       /* rows whose popcounts estimate the density when none are known */
@@ -38,6 +39,7 @@
 /* Bytes of the plan's tables per column: A's count and the weight with its index (B's count
  * on top for A·Bᵀ). */
 #define COLUMN_TABLE_BYTES (8 + 16)
+#define MIB 1048576.0
 #define COST_DENSE_ELEMENT 0.4e-9 /* dense: a result element through the epilogue and selection */
 
 /* Whether the sparse path can restrict itself to pairs that share a column: the selection
@@ -129,6 +131,10 @@ static oc_status plan_hubs(oc_context *ctx, const oc_gram_job *job, const int64_
         best_h = h < 0 ? 0 : h < usable ? h : usable;
     }
     plan->hubs = best_h;
+    for (int64_t h = 0; h < best_h; ++h) {
+        plan->hub_ones_a += (double)ca[cw[h].col];
+        plan->hub_ones_b += (double)cb[cw[h].col];
+    }
     if (best_h > 0) {
         plan->hub_cols = malloc((size_t)best_h * sizeof *plan->hub_cols);
         if (!plan->hub_cols) {
@@ -144,6 +150,44 @@ static oc_status plan_hubs(oc_context *ctx, const oc_gram_job *job, const int64_
                                threads +
                            (double)m * COST_COLUMN;
     return OC_OK;
+}
+
+/* Bytes of an input held in memory: its packed bits and its column lists. */
+static double held_bytes(const oc_matrix *m)
+{
+    double bytes = m->bits ? (double)m->rows * (double)m->words_per_row * 8.0 : 0.0;
+    if (m->csr_ptr) bytes += 8.0 * (double)(m->rows + 1) + 4.0 * (double)m->csr_ptr[m->rows];
+    return bytes;
+}
+
+/* The sparse path's share of the host budget: half of what the budget leaves after the
+ * inputs held in memory and the top-k lists, as the dense CPU path's panels take (the other
+ * half is the selection's). Sets plan->threads to the workers whose row buffers fit there
+ * beside the index (at most `threads`, one per block of rows; 0 when not one fits) and
+ * plan->peak_bytes to their peak (of one worker when none fits); returns the share and, in
+ * *least_budget, the budget that holds one worker. */
+static double fit_threads(const oc_gram_job *job, oc_sparse_plan *plan, int threads, double *least_budget)
+{
+    const oc_sparse_sizes sizes = {.rows_a = job->n,
+                                   .rows_b = job->symmetric ? 0 : job->p,
+                                   .cols = job->m,
+                                   .hubs = plan->hubs,
+                                   .ones_a = plan->ones_a,
+                                   .ones_b = plan->ones_b,
+                                   .hub_ones_a = plan->hub_ones_a,
+                                   .hub_ones_b = plan->hub_ones_b,
+                                   .full_rows = needs_full_rows(job),
+                                   .kept = job->opts->topk > 0 ? job->opts->topk + 1 : 0,
+                                   .block_rows = OC_SPARSE_BLOCK_ROWS};
+    int t = threads;
+    double resident = held_bytes(job->a) + (job->symmetric ? 0.0 : held_bytes(job->b));
+    if (job->opts->topk > 0) resident += (double)job->n * (double)(job->opts->topk + 1) * 8.0;
+    const double share = job->host_budget > 0 ? ((double)job->host_budget - resident) / 2 : INFINITY;
+    while (t > 0 && oc_sparse_peak_bytes(&sizes, t) > share) --t;
+    plan->threads = t;
+    plan->peak_bytes = oc_sparse_peak_bytes(&sizes, t > 0 ? t : 1);
+    *least_budget = resident + 2 * oc_sparse_peak_bytes(&sizes, 1);
+    return share;
 }
 
 oc_status oc_gram_choose_algorithm(oc_context *ctx, const oc_gram_job *job, const oc_cost_rates *rates,
@@ -249,13 +293,41 @@ oc_status oc_gram_choose_algorithm(oc_context *ctx, const oc_gram_job *job, cons
     if (!job->symmetric) oc_matrix_col_counts(job->b, cb);
     OC_CHECK_GOTO(ctx, st, plan_hubs(ctx, job, ca, cb, plan, threads), cleanup);
     density = plan->ones_a / (n * m);
+    /* The index and the workers' row buffers within the budget: fewer workers, else the
+     * dense path (which holds a tile a worker), or a refusal of the sparse one asked for. */
+    const int64_t blocks = (job->n + OC_SPARSE_BLOCK_ROWS - 1) / OC_SPARSE_BLOCK_ROWS;
+    const int most = threads > (double)blocks ? (int)(blocks > 0 ? blocks : 1) : (int)threads;
+    double least = 0;
+    const double share = fit_threads(job, plan, most, &least);
+    const int budget_capped = plan->threads < most;
+    if (plan->threads == 0) {
+        if (want == OC_ALGORITHM_SPARSE) {
+            st = oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                         "the sparse algorithm needs %.1f MiB for its index of the rows and one worker's row buffers, "
+                         "more than the %.1f MiB the host budget of %.1f MiB leaves it (half, after the inputs held "
+                         "in memory and the top-k lists): use --algorithm dense (or auto), or raise --host-mem to at "
+                         "least %.0fM",
+                         plan->peak_bytes / MIB, share > 0 ? share / MIB : 0.0, (double)job->host_budget / MIB,
+                         ceil(least / MIB));
+            goto cleanup;
+        }
+        oc_snprintf(plan->explain, sizeof plan->explain,
+                    "dense: the sparse path's index and one worker's row buffers (%.1f MiB) exceed the %.1f MiB the "
+                    "host budget leaves them; dense predicted %.3g s",
+                    plan->peak_bytes / MIB, share > 0 ? share / MIB : 0.0, plan->dense_seconds);
+        goto cleanup;
+    }
+    /* The prediction's parallel part on the workers that run. */
+    const double serial = m * COST_COLUMN;
+    plan->sparse_seconds = (plan->sparse_seconds - serial) * threads / plan->threads + serial;
     plan->use_sparse = want == OC_ALGORITHM_SPARSE || plan->sparse_seconds < plan->dense_seconds;
     oc_snprintf(
         plan->explain, sizeof plan->explain,
-        "%s%s: predicted sparse %.3g s (density %.3g, %.3g pair updates, %lld hub columns in ~%.0f x %.0f rows), "
-        "dense %.3g s (%s)",
+        "%s%s: predicted sparse %.3g s (density %.3g, %.3g pair updates, %lld hub columns in ~%.0f x %.0f rows, "
+        "%d thread%s%s), dense %.3g s (%s)",
         plan->use_sparse ? "sparse" : "dense", want == OC_ALGORITHM_SPARSE ? " (asked)" : "", plan->sparse_seconds,
-        density, plan->pair_updates, (long long)plan->hubs, plan->hub_rows_a, plan->hub_rows_b, plan->dense_seconds,
+        density, plan->pair_updates, (long long)plan->hubs, plan->hub_rows_a, plan->hub_rows_b, plan->threads,
+        plan->threads == 1 ? "" : "s", budget_capped ? ", as many as the host budget holds" : "", plan->dense_seconds,
         gpu ? "gpu" : "cpu");
 cleanup:
     free(ca);

@@ -29,6 +29,10 @@ typedef struct oc_sparse_plan {
     double ones_a, ones_b;                /* set bits */
     double pair_updates;                  /* Σ over non-hub columns of ca_j·cb_j */
     double hub_rows_a, hub_rows_b;        /* rows holding a hub (estimated as independent columns) */
+    double hub_ones_a, hub_ones_b;        /* set bits in the hub columns */
+    int threads;                          /* workers: the job's, at most one per block of rows, and as
+                                           * many as the host budget holds beside the index */
+    double peak_bytes;                    /* the sparse path's index and buffers (sparse_memory.h) */
     double sparse_seconds, dense_seconds; /* predictions; < 0 when not predicted */
     char explain[320];                    /* one line for --explain */
 } oc_sparse_plan;

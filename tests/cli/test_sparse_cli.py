@@ -2,6 +2,7 @@
 give the same bytes, auto picks sparse on sparse data and dense on dense data, bad values
 are usage errors."""
 import json
+import re
 
 import numpy as np
 import pytest
@@ -118,10 +119,10 @@ def test_file_backed_input(tmp_path):
     --algorithm sparse reads its rows into lists first and gives the same bytes; --plan names
     the algorithm that would run."""
     rng = np.random.default_rng(18)
-    a = rng.random((3000, 4000)) < 0.002
-    np.save(tmp_path / "a.npy", np.packbits(a, axis=1))
-    common = ["gram", tmp_path / "a.npy", "--bits", "4000", "--metric", "jaccard", "--topk", "5", "--backend", "cpu",
-              "--host-mem", str(1 << 20)]
+    a = rng.random((3000, 16000)) < 0.0005
+    np.save(tmp_path / "a.npy", np.packbits(a, axis=1))  # 6 MB packed: past half the budget, it stays in its file
+    common = ["gram", tmp_path / "a.npy", "--bits", "16000", "--metric", "jaccard", "--topk", "5", "--backend", "cpu",
+              "--host-mem", str(4 << 20)]
     auto = summary_json(run(*common, "-o", tmp_path / "auto.npz", "--json", "--quiet"))
     assert auto["algorithm"] == "dense" and "from its file" in auto["algorithm_desc"]
     sparse = summary_json(run(*common, "--algorithm", "sparse", "-o", tmp_path / "sparse.npz", "--json", "--quiet"))
@@ -131,6 +132,45 @@ def test_file_backed_input(tmp_path):
     assert plan["algorithm"] == "sparse"
     assert "algorithm" not in json.loads(run(*common, "--plan", "--json", "-o", tmp_path / "p.npz").stdout)
     assert not (tmp_path / "p.npz").exists()
+
+
+MIB = 1 << 20
+FIXED_BYTES, PER_THREAD_BYTES = 16 * MIB, 4 * MIB  # beside the budget, as docs/memory.md states
+
+
+def test_the_sparse_index_keeps_to_the_budget(tmp_path):
+    """The sparse algorithm's index of the rows (its size follows the rows and their ones) and
+    each worker's row buffers (the size of B's rows) are planned within the host budget: fewer
+    workers, else auto runs the dense algorithm and the sparse one asked for is refused, naming
+    the least budget that runs it, which then runs it on one worker. The bytes never change."""
+    rng = np.random.default_rng(9)
+    np.save(tmp_path / "a.npy", np.packbits(rng.random((100000, 1024)) < 0.005, axis=1))  # 12.8 MB, held
+    common = ["gram", tmp_path / "a.npy", "--bits", "1024", "--metric", "jaccard", "--topk", "5", "--backend", "cpu",
+              "--threads", "2"]
+    small = 28 * MIB
+    auto = summary_json(run(*common, "--host-mem", small, "-o", tmp_path / "auto.npz", "--json", "--quiet"))
+    assert auto["algorithm"] == "dense" and "index" in auto["algorithm_desc"], auto["algorithm_desc"]
+    assert auto["host_peak_bytes"] <= small + FIXED_BYTES + 2 * PER_THREAD_BYTES, auto["host_peak_bytes"]
+
+    for what in (["-o", tmp_path / "s.npz"], ["--plan"]):
+        proc = run(*common, "--host-mem", small, "--algorithm", "sparse", *what, check=False)
+        assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+        assert proc.stderr.startswith("outcore: the sparse algorithm needs") and "raise --host-mem" in proc.stderr
+    assert not (tmp_path / "s.npz").exists()
+    least = int(re.search(r"at least (\d+)M", proc.stderr).group(1))
+    assert least * MIB > small
+
+    proc = run(*common, "--host-mem", f"{least}M", "--algorithm", "sparse", "-o", tmp_path / "s.npz", "--json")
+    ran = summary_json(proc)
+    assert ran["algorithm"] == "sparse" and ran["threads"] == 1, ran
+    assert "--threads 2: ran 1 (as many as the host budget holds" in proc.stderr, proc.stderr
+    assert ran["host_peak_bytes"] <= least * MIB + FIXED_BYTES + PER_THREAD_BYTES, ran["host_peak_bytes"]
+    plan = json.loads(run(*common, "--host-mem", f"{least}M", "--algorithm", "sparse", "--plan", "--json").stdout)
+    assert plan["threads"] == 1 and 0 < plan["host_bytes"] <= least * MIB / 2, plan
+    assert same_npz(tmp_path / "auto.npz", tmp_path / "s.npz")
+
+    roomy = summary_json(run(*common, "--host-mem", "1G", "--algorithm", "sparse", "-o", tmp_path / "r.npz", "--json"))
+    assert roomy["threads"] == 2 and same_npz(tmp_path / "auto.npz", tmp_path / "r.npz")
 
 
 def test_plan_of_a_sparse_job(tmp_path):

@@ -596,9 +596,9 @@ def test_scipy_sparse_stays_sparse(rng):
 def test_sparse_algorithm_on_a_file_left_in_place(rng, tmp_path):
     """host_mem= leaves a .npy path in its file; algorithm="sparse" reads its rows into lists,
     with the same bytes as the dense panels; a Context's resources and algorithm= combine."""
-    a = (rng.random((3000, 4000)) < 0.002).astype(np.uint8)
+    a = (rng.random((2000, 12000)) < 0.0005).astype(np.uint8)  # 3 MB packed: past half the budget
     np.save(tmp_path / "a.npy", a)
-    with outcore.Context(backend="cpu", host_mem=1 << 20) as ctx:
+    with outcore.Context(backend="cpu", host_mem=4 << 20) as ctx:
         s = outcore.gram(tmp_path / "a.npy", metric="jaccard", topk=5, algorithm="sparse", context=ctx)
         d = outcore.gram(tmp_path / "a.npy", metric="jaccard", topk=5, algorithm="dense", context=ctx)
     ref = outcore.gram(a, metric="jaccard", topk=5, algorithm="dense")

@@ -184,6 +184,7 @@ static oc_status sparse_gram(oc_gram_job *job)
     int threads = oc_threads_resolve(job->opts->threads);
     const int64_t blocks = (job->n + OC_SPARSE_BLOCK_ROWS - 1) / OC_SPARSE_BLOCK_ROWS;
     if (threads > blocks) threads = (int)blocks;
+    if (plan->threads > 0 && threads > plan->threads) threads = plan->threads; /* the host budget's */
     oc_sparse_index ix;
     OC_CHECK(ctx, oc_sparse_index_build(ctx, job->a, job->symmetric ? NULL : job->b, plan->hub_cols, plan->hubs,
                                         threads, &ix));

@@ -8,6 +8,10 @@
 #include "core/error.h"
 #include "core/threads.h"
 #include "gram/cpu/sparse/sparse_index.h"
+#include "gram/sparse_memory.h"
+
+/* The choice plans the host budget with the entries' size (gram/sparse_memory.h). */
+_Static_assert(sizeof(oc_hub_entry) == OC_SPARSE_HUB_ENTRY_BYTES, "oc_hub_entry is OC_SPARSE_HUB_ENTRY_BYTES");
 
 #define ROWS_PER_TASK 1024
 
