@@ -215,6 +215,28 @@ def test_topk_on_two_devices_shares_floors_cuda(tmp_path, rng, metric):
             assert np.array_equal(f["indices"], want_idx) and np.array_equal(f["scores"], want_scores)
 
 
+def test_lists_of_several_devices_within_the_budget_cuda(tmp_path, rng):
+    """Each device part past the first brings its top-k lists back into a copy of its own,
+    merged at the end: a budget that holds the job's lists but not them and a copy refuses
+    the job on two logical devices (exit 2, before any work, naming what they take) and runs
+    it on one, with numpy's lists."""
+    require_backend("cuda", tmp_path)
+    a = random01(rng, 3000, 2048, 0.2)
+    np.save(tmp_path / "a.npy", np.packbits(a, axis=1))
+    lists, copy = 3000 * 11 * 8, 3000 * 10 * 8  # 10 keys and a floor a row; a copy holds the keys
+    budget = lists + copy // 2
+    common = ["gram", tmp_path / "a.npy", "--bits", 2048, "--metric", "jaccard", "--topk", 10, "--backend", "cuda",
+              "--host-mem", budget, "--tile", 512, "-q", "-o", tmp_path / "nn.npz"]
+    proc = run(*common, "--devices", "0:2", check=False)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert f"they take {lists + copy} bytes" in proc.stderr and "on 2 devices" in proc.stderr, proc.stderr
+    assert not (tmp_path / "nn.npz").exists()
+    run(*common, "--devices", "0")
+    want_idx, want_scores = topk_reference(reference(a, metric="jaccard"), 10, True, False)
+    with np.load(tmp_path / "nn.npz") as f:
+        assert np.array_equal(f["indices"], want_idx) and np.array_equal(f["scores"], want_scores)
+
+
 def test_split_on_k_from_a_file_cuda(tmp_path, rng):
     """Tiles split on K (OUTCORE_CUDA_SPLIT_K forces them on three logical devices): the
     first panels cross as slices of their columns read from the packed file, and the top-k

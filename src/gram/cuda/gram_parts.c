@@ -37,6 +37,21 @@ static oc_status parts_create(oc_context *ctx, oc_gram_parts *g)
     /* A job made without oc_gram's checks: the options' one device and budget. */
     if (job->devices.count == 0) OC_CHECK(ctx, oc_device_list_parse(ctx, job->opts, -1, &job->devices));
     g->count = job->devices.count;
+    /* The top-k lists stay on the host for the whole job, and every part that keeps its
+     * lists on the device brings them back into a copy of its own to be merged (the parts
+     * past the first, and the first of a resumed job: oc_gram_parts_setup_part): the parts'
+     * staging shares what they leave of the budget. */
+    int64_t held = job->select ? oc_select_lists_bytes(job->select) : 0;
+    const int64_t copies = job->select && oc_cuda_select_topk_on_device(job) ? g->count - 1 + (job->resume != NULL) : 0;
+    if (copies > 0) held += copies * job->n * oc_select_kept(job->select) * 8;
+    if (job->host_budget > 0 && held >= job->host_budget)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                       "host memory budget %lld bytes is too small for the top-k lists of %lld rows on %d devices: "
+                       "they take %lld bytes (the job's and %lld copies merged into them at the end); raise "
+                       "--host-mem past that, lower --topk or use fewer devices",
+                       (long long)job->host_budget, (long long)job->n, g->count, (long long)held, (long long)copies);
+    int64_t part_budget = job->host_budget > 0 ? (job->host_budget - held) / g->count : 0; /* 0: the default */
+    if (job->host_budget > 0 && part_budget < 1) part_budget = 1;
     g->slot = calloc((size_t)g->count, sizeof *g->slot);
     if (!g->slot) return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate %d device parts", g->count);
     for (int d = 0; d < g->count; ++d) {
@@ -53,7 +68,7 @@ static oc_status parts_create(oc_context *ctx, oc_gram_parts *g)
         p->part = (oc_gram_part){.job = &p->job,
                                  .ctx = p->job.ctx,
                                  .ldev = &job->devices.dev[d],
-                                 .host_budget = job->host_budget / g->count};
+                                 .host_budget = part_budget};
         oc_logical_device_name(p->part.ldev, p->name, sizeof p->name);
     }
     return OC_OK;
