@@ -210,6 +210,16 @@ static void test_npy_dimension_limits(void)
     len = npy_image(buf, 1, "{'descr': '<f8', 'fortran_order': False, 'shape': (6), }", none, 0);
     CHECK_FAILED(ctx, oc_npy_array_parse(ctx, "int.npy", buf, len, &info), OC_ERR_INPUT, "int.npy",
                  "one dimension is written (N,)");
+    /* Python's literals: "040" is no number, and a NUL in the descr is no dtype numpy knows
+     * (read as a C string, '<f8\0' was taken as '<f8'). */
+    len = npy_image(buf, 1, "{'descr': '<f8', 'fortran_order': False, 'shape': (040,), }", none, 0);
+    CHECK_FAILED(ctx, oc_npy_array_parse(ctx, "octal.npy", buf, len, &info), OC_ERR_INPUT, "octal.npy", "leading zero");
+    len = npy_image(buf, 1, "{'descr': '<f8', 'fortran_order': False, 'shape': (0, 00), }", none, 0);
+    CHECK_FAILED(ctx, oc_npy_array_parse(ctx, "zeros.npy", buf, len, &info), OC_ERR_INPUT, "leading zero");
+    len = npy_image(buf, 1, "{'descr': '<f8#', 'fortran_order': False, 'shape': (0,), }", none, 0);
+    *(unsigned char *)memchr(buf, '#', len) = '\0';
+    CHECK_FAILED(ctx, oc_npy_array_parse(ctx, "nul.npy", buf, len, &info), OC_ERR_INPUT, "nul.npy",
+                 "control character");
     len = npy_image(buf, 1, "{'descr': '<f8', 'fortran_order': False, 'shape': (0,), }", none, 0);
     CHECK(oc_npy_array_parse(ctx, "one.npy", buf, len, &info) == OC_OK && info.ndim == 1 && info.shape[0] == 0);
     len = npy_image(buf, 1, "{'descr': '<f8', 'fortran_order': False, 'shape': (), }", none, 0);

@@ -65,10 +65,8 @@ static oc_status parts_create(oc_context *ctx, oc_gram_parts *g)
             p->job.ctx = p->own_ctx;
             oc_cuda_share_pinned_cache(p->own_ctx, ctx);
         }
-        p->part = (oc_gram_part){.job = &p->job,
-                                 .ctx = p->job.ctx,
-                                 .ldev = &job->devices.dev[d],
-                                 .host_budget = part_budget};
+        p->part =
+            (oc_gram_part){.job = &p->job, .ctx = p->job.ctx, .ldev = &job->devices.dev[d], .host_budget = part_budget};
         oc_logical_device_name(p->part.ldev, p->name, sizeof p->name);
     }
     return OC_OK;

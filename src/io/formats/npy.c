@@ -98,6 +98,11 @@ static int parse_string(header_cursor *c, char *buf, size_t size)
             c->error = "a string is too long or has escapes";
             return 0;
         }
+        /* A NUL would end the C string early: '<f8\0x' must not read as '<f8'. */
+        if ((unsigned char)*c->p < 0x20) {
+            c->error = "a string holds a control character";
+            return 0;
+        }
         buf[k++] = *c->p++;
     }
     if (c->p >= c->end) {
@@ -138,6 +143,11 @@ static int parse_shape(header_cursor *c, npy_header *h)
         skip_space(c);
         if (c->p >= c->end || *c->p < '0' || *c->p > '9') {
             c->error = "expected a non-negative integer in the shape";
+            return 0;
+        }
+        /* Python reads "040" as no number (a leading zero), and numpy refuses it. */
+        if (*c->p == '0' && c->p + 1 < c->end && c->p[1] >= '0' && c->p[1] <= '9') {
+            c->error = "a dimension of the shape has a leading zero";
             return 0;
         }
         uint64_t v = 0;
