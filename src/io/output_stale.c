@@ -115,6 +115,11 @@ static void sweep_temps(sweep *s)
         int64_t bytes = 0;
         int fd = take_unheld(dirfd(d), e->d_name, &bytes, s->wait && pid > 0);
         if (fd < 0) continue;
+        /* A file this process reads (an input named like a temporary) is no one's leftover. */
+        if (oc_sys_file_held_here(fd)) {
+            close(fd);
+            continue;
+        }
         if (!process_runs(pid) && unlinkat(dirfd(d), e->d_name, 0) == 0) report(s, e->d_name, bytes, pid);
         close(fd);
     }

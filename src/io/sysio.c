@@ -1,6 +1,7 @@
 /* sysio.c - write-side system calls behind the fault plan, and their messages (sysio.h). */
 #include "io/sysio.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "core/text_buf.h"
@@ -167,6 +169,36 @@ int oc_sys_lock_released(int fd)
         if (errno != EWOULDBLOCK || oc_now() >= end) return -1;
         nanosleep(&pause, NULL);
     }
+}
+
+int oc_sys_file_held_here(int fd)
+{
+    struct stat want;
+    if (fstat(fd, &want) != 0) return 0;
+    int held = 0;
+    DIR *d = opendir("/proc/self/fd");
+    if (d) {
+        struct dirent *e;
+        while (!held && (e = readdir(d))) {
+            char *end;
+            const long other = strtol(e->d_name, &end, 10);
+            struct stat sb;
+            if (*end || end == e->d_name || other == fd || other == dirfd(d)) continue;
+            held = fstat((int)other, &sb) == 0 && sb.st_dev == want.st_dev && sb.st_ino == want.st_ino;
+        }
+        closedir(d);
+    }
+    /* A mapping outlives its descriptor: "address perms offset major:minor inode path". */
+    FILE *maps = held ? NULL : fopen("/proc/self/maps", "re");
+    char line[8192];
+    while (maps && !held && fgets(line, sizeof line, maps)) {
+        unsigned major, minor;
+        unsigned long long inode;
+        held = sscanf(line, "%*s %*s %*s %x:%x %llu", &major, &minor, &inode) == 3 &&
+               inode == (unsigned long long)want.st_ino && makedev(major, minor) == want.st_dev;
+    }
+    if (maps) fclose(maps);
+    return held;
 }
 
 /* ---------------------------------------------------------------- messages */

@@ -62,6 +62,11 @@ int64_t oc_sys_file_size(int fd);
 #define OC_LOCK_RELEASE_WAIT 3.0
 int oc_sys_lock_released(int fd);
 
+/* Whether this process holds the file fd is open on through another descriptor, or maps it:
+ * an input of a job in progress, which no cleanup or resumed run may take for a temporary of
+ * its own, whatever its name. Reads /proc/self (fd, maps); 0 where they cannot be read. */
+int oc_sys_file_held_here(int fd);
+
 /* bytes as people read them: "512 bytes", "1.2 MB", "80.0 GB". */
 void oc_size_text(char *buf, size_t size, int64_t bytes);
 

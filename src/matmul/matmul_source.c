@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -19,8 +20,6 @@
 #include "io/formats/npy_array.h"
 #include "matmul/matmul_dtype.h"
 #include "matrix/matrix.h"
-
-#define HEADER_READ (1 << 20) /* a .npy header is far shorter; numpy caps it below this */
 
 static oc_status open_memory(oc_context *ctx, const oc_matmul_array *arr, const char *label, oc_mm_source *s)
 {
@@ -77,20 +76,30 @@ oc_status oc_mm_gpu_memory(oc_context *ctx, const char *label, const void *p, in
 #endif
 }
 
-/* The header of path (fd open): its dtype, shape and where the data starts. */
+/* The header of path (fd open): its dtype, shape and where the data starts. The file is
+ * mapped up to the end of the header its prefix declares (numpy writes headers of any
+ * length up to 4 GiB, and reads them past its default limit when told to), never past its
+ * size: the parser reports a header cut short. */
 static oc_status read_header(oc_context *ctx, const char *path, oc_mm_source *s)
 {
-    size_t want = s->file_size < HEADER_READ ? (size_t)s->file_size : HEADER_READ;
-    unsigned char *head = malloc(want ? want : 1);
-    if (!head) return oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: out of memory", path);
-    ssize_t got = pread(s->fd, head, want, 0);
-    if (got < 0) {
-        free(head);
-        return oc_fail(ctx, OC_ERR_INPUT, "%s: cannot read: %s", path, strerror(errno));
+    unsigned char prefix[12] = {0};
+    const ssize_t got = s->file_size > 0 ? pread(s->fd, prefix, sizeof prefix, 0) : 0;
+    if (got < 0) return oc_fail(ctx, OC_ERR_INPUT, "%s: cannot read: %s", path, strerror(errno));
+    const uint64_t declared = prefix[6] == 1 ? 10 + ((uint64_t)prefix[8] | (uint64_t)prefix[9] << 8)
+                                             : 12 + ((uint64_t)prefix[8] | (uint64_t)prefix[9] << 8 |
+                                                     (uint64_t)prefix[10] << 16 | (uint64_t)prefix[11] << 24);
+    const size_t want = (uint64_t)s->file_size < declared ? (size_t)s->file_size : (size_t)declared;
+    const unsigned char *head = prefix;
+    void *map = NULL;
+    if (want > (size_t)got) {
+        map = mmap(NULL, want, PROT_READ, MAP_PRIVATE, s->fd, 0);
+        if (map == MAP_FAILED)
+            return oc_fail(ctx, OC_ERR_INPUT, "%s: cannot map its header: %s", path, strerror(errno));
+        head = map;
     }
     oc_npy_array_info info;
-    oc_status st = oc_npy_array_parse(ctx, path, head, (size_t)got, &info);
-    free(head);
+    oc_status st = oc_npy_array_parse(ctx, path, head, map ? want : (size_t)got, &info);
+    if (map) munmap(map, want);
     OC_CHECK(ctx, st);
     /* The dtype first: a structured one's shape is not parsed (it reads as 0-dimensional). */
     s->dtype = oc_matmul_dtype_from_descr(info.descr);

@@ -292,6 +292,22 @@ def expect_error(d, *args, message):
     return lines[0]
 
 
+def test_a_header_of_any_length(tmp_path):
+    """numpy writes .npy headers of any length in format 2.0 (and reads past its default limit
+    when told to): a 2 MB header is read whole, and one cut short names what it declares."""
+    a = np.arange(16, dtype=np.float64).reshape(4, 4)
+    text = "{'descr': '<f8', 'fortran_order': False, 'shape': (4, 4), }"
+    length = 2_000_000
+    header = b"\x93NUMPY\x02\x00" + length.to_bytes(4, "little") + (text.ljust(length - 1) + "\n").encode()
+    (tmp_path / "long.npy").write_bytes(header + a.tobytes())
+    assert np.array_equal(np.load(tmp_path / "long.npy", max_header_size=10**8), a)
+    run("matmul", tmp_path / "long.npy", tmp_path / "long.npy", "-o", tmp_path / "c.npy", "-q")
+    assert np.array_equal(np.load(tmp_path / "c.npy"), a @ a)
+    (tmp_path / "cut.npy").write_bytes(header[:1000])
+    line = expect_error(tmp_path, tmp_path / "cut.npy", tmp_path / "long.npy", message="truncated .npy header")
+    assert "cut.npy" in line and "declares 2000000 header bytes but only 988 follow" in line
+
+
 def test_bad_inputs(mats):
     d, _ = mats
     line = expect_error(d, d / "a.npy", d / "bt.npy", message="inner dimensions differ")

@@ -4,9 +4,12 @@ journals of another job or plan refused; nothing left over. The CUDA cases run w
 usable (ctest's gpu_cli_test_matmul_resume) and skip elsewhere."""
 import json
 import os
+import shutil
 import signal
+import struct
 import subprocess
 import time
+import zlib
 
 import numpy as np
 import pytest
@@ -279,6 +282,48 @@ def test_temporary_with_other_names_refused(mats):
     proc = run("matmul", *args, "--resume", check=False)
     assert proc.returncode == 2 and "it has other names (hard links)" in proc.stderr, proc.stderr
     assert len(proc.stderr.splitlines()) == 1 and (d / "victim.npy").read_bytes() == before
+
+
+def forge_temp_record(journal, name):
+    """Rewrites the journal's TEMP record (type 1) to name `name`, with the records' CRC-32s
+    recomputed as a forger would (a text header ending in its crc line, then records of magic,
+    type, unit, length and CRC over type, unit, length and payload)."""
+    data = journal.read_bytes()
+    at = data.index(b"\ncrc ") + 14
+    parts, off = [data[:at]], at
+    while off + 24 <= len(data):
+        magic, kind, unit, length, _ = struct.unpack_from("<IIQII", data, off)
+        payload = name.encode() if kind == 1 else data[off + 24:off + 24 + length]
+        crc = zlib.crc32(struct.pack("<IQI", kind, unit, len(payload)) + payload)
+        parts.append(struct.pack("<IIQII", magic, kind, unit, len(payload), crc) + payload)
+        off += 24 + length
+    journal.write_bytes(b"".join(parts))
+
+
+def test_an_input_named_as_a_temporary_is_never_taken_for_one(mats):
+    """An input named as the output's temporaries are (OUT.tmp-PID-XXXXXXXX, its process long
+    gone) is the user's file: the sweep of stale temporaries leaves it, for matmul and map, and
+    a journal whose TEMP record names it is refused, not written through the input."""
+    d = mats
+    gone = next(pid for pid in range(999999, 1, -1) if not os.path.exists(f"/proc/{pid}"))
+    a = d / f"C.npy.tmp-{gone}-AAAAAAAA"
+    shutil.copy(d / "A64.npy", a)
+    before = a.read_bytes()
+    proc = run("matmul", a, d / "B64.npy", "-o", d / "C.npy")
+    assert "removed" not in proc.stderr and a.read_bytes() == before, proc.stderr
+    run("matmul", d / "A64.npy", d / "B64.npy", "-o", d / "ref.npy")
+    assert (d / "C.npy").read_bytes() == (d / "ref.npy").read_bytes()
+    proc = run("map", "a + 1", f"a={a}", "-o", d / "C.npy")
+    assert "removed" not in proc.stderr and a.read_bytes() == before, proc.stderr
+    assert np.array_equal(np.load(d / "C.npy"), np.load(d / "A64.npy") + 1)
+
+    args = [a, d / "B64.npy", "-o", d / "C.npy", "--host-mem", "100K", "-q"]
+    killed_once(d, args)
+    assert a.read_bytes() == before
+    forge_temp_record(d / "C.npy.outcore-journal", a.name)
+    proc = run("matmul", *args, "--resume", check=False)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert "it is an input, not a temporary" in proc.stderr and a.read_bytes() == before, proc.stderr
 
 
 def real_job(d):
