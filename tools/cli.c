@@ -233,8 +233,9 @@ int cli_parse_host_mem(const char *text, int64_t *bytes)
         /* A percentage is of the machine's physical memory. */
         long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
         *bytes = (int64_t)((double)pages * (double)page * frac);
-        if (pages <= 0 || page <= 0 || *bytes < 1)
+        if (pages <= 0 || page <= 0)
             return cli_usage_error("--host-mem %s: the machine's memory size is unknown; give a size", text);
+        if (*bytes < 1) return cli_usage_error("--host-mem %s: less than a byte of this machine's memory", text);
     }
     return -1;
 }

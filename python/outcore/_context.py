@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import _calls, _lib, errors
-from ._options import RESOURCES, gram_options
+from ._options import RESOURCES, flag, gram_options
 from .errors import InputError, check
 
 if TYPE_CHECKING:
@@ -134,6 +134,7 @@ class Context:
         (waiting at most `timeout` seconds for it when given). Closing twice is a no-op.
         Returns whether it is closed (False only when not blocking, or past the timeout, and
         a call holds it)."""
+        blocking = flag("blocking", blocking)
         if isinstance(timeout, (bool, np.bool_)) or not isinstance(timeout, (int, float, np.integer, np.floating)) \
                 or not (timeout >= 0 or timeout == -1):
             raise InputError(f"timeout must be a number of seconds (or -1: no limit); got {timeout!r}")
@@ -172,6 +173,16 @@ def default_context():
         if _default is None:
             _default = Context()
         return _default
+
+
+def call_resources(context, **given):
+    """A call's resource settings (the keys of RESOURCES it takes): what it gives, else the
+    settings of context (an outcore.Context; None: only what it gives)."""
+    if context is None:
+        return given
+    if not isinstance(context, Context):
+        raise InputError(f"context: expected an outcore.Context, not {type(context).__name__}")
+    return {k: v for k, v in context.options(**given).items() if k in given}
 
 
 @contextmanager

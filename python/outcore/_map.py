@@ -25,7 +25,7 @@ import numpy as np
 
 from . import _lib
 from ._calls import run_on_context
-from ._context import lease
+from ._context import call_resources, lease
 from ._options import _integer, c_path, c_text, flag, parse_gpu_mem, parse_host_mem, threads_count
 from .errors import InputError, check, from_status
 
@@ -247,8 +247,9 @@ def map(expr: str, out: Path | np.ndarray | None = None, *, dtype: DTypeLike | N
     gpu_mem : int or str, optional
         The device budget, bytes or "2G", "50%"; default 90% of the device's free memory.
     context : outcore.Context, optional
-        The Context whose library context the call runs on (its resource settings are not
-        applied to map); default the module's default context.
+        The Context whose library context the call runs on; default the module's default
+        context. Its backend, gpu_mem, host_mem and threads are used where the call does not
+        give its own (map runs on device 0: the Context's device is not used).
     explain : bool, default False
         True returns the text of oc_map_explain (the plan and its cost) instead of running.
     **operands : array_like, path or scalar
@@ -285,6 +286,8 @@ def map(expr: str, out: Path | np.ndarray | None = None, *, dtype: DTypeLike | N
     >>> outcore.map("a * b", a="A.npy", b="B.npy", out="C.npy")   # doctest: +SKIP
     'C.npy'
     """
+    given = call_resources(context, backend=backend, gpu_mem=gpu_mem, host_mem=host_mem, threads=threads)
+    backend, gpu_mem, host_mem, threads = given["backend"], given["gpu_mem"], given["host_mem"], given["threads"]
     if not (reduce is None or isinstance(reduce, str)) or reduce not in _REDUCE:
         raise InputError(f"reduce={reduce!r}: expected sum, mean, min or max")
     if not (backend is None or isinstance(backend, str)) or backend not in _BACKENDS:

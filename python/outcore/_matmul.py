@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import _gpu_arrays, _lib
-from ._context import lease
+from ._context import call_resources, lease
 from ._calls import run_on_context
 from ._map import _check_out_overlap, _is_path, _out_path
 from ._options import (_device_list, as_numbers, c_path, c_text, flag, parse_backend, set_device_budgets,
@@ -254,6 +254,9 @@ def matmul(A: ArrayLike | Path, B: ArrayLike | Path | None = None, out: Path | n
         InputError otherwise). See docs/resume.md.
     context : outcore.Context, optional
         The Context whose library context the call runs on; default the module's default.
+        Its settings (backend, device, gpu_mem, host_mem, threads) are used where the call
+        does not give its own; its device is the GPU a job placed there runs on (devices=
+        overrides it).
 
     Returns
     -------
@@ -280,7 +283,12 @@ def matmul(A: ArrayLike | Path, B: ArrayLike | Path | None = None, out: Path | n
     >>> outcore.matmul(np.ones((2, 3), np.int8)).dtype
     dtype('int32')
     """
+    given = call_resources(context, backend=backend, device=None, gpu_mem=gpu_mem, host_mem=host_mem,
+                           threads=threads)
+    backend, gpu_mem, host_mem, threads = given["backend"], given["gpu_mem"], given["host_mem"], given["threads"]
     opts = _lib.MatmulOptions()
+    if given["device"] is not None:  # the GPU a job placed there runs on (a list, devices=, asks for one)
+        opts.device = given["device"]
     keep: list = []
     transpose_a, transpose_b = flag("transpose_a", transpose_a), flag("transpose_b", transpose_b)
     tf32, resume = flag("tf32", tf32), flag("resume", resume)

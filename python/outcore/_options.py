@@ -141,6 +141,8 @@ def parse_host_mem(value):
     size, fraction = _parse_budget("host_mem", value, percent=True)
     if fraction:
         size = int(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") * fraction)
+        if size < 1:  # 0 is the library's "not given": the default budget, not this one
+            raise InputError(f"host_mem={value!r}: less than a byte of this machine's memory")
     return size
 
 
@@ -168,6 +170,8 @@ def _device_list(devices):
     """The library's text of a device list: "0,1", "all", "0:2", or a sequence such as
     [0, 1] or ["0:2"]. The library checks it (one parser; its errors name the bad token)."""
     if isinstance(devices, str):
+        if not devices.strip():  # the library reads "" as no list: one device, or the CPU
+            raise InputError("devices: an empty list: give device numbers such as '0,1' or [0, 1], '0:2', or 'all'")
         return devices
     try:
         items = list(devices)
@@ -175,7 +179,7 @@ def _device_list(devices):
         raise InputError(f"devices must be a string such as '0,1' or '0:2', or a list of devices; got {devices!r}") from None
     if not items or not all(isinstance(d, (str, int, np.integer)) and not isinstance(d, bool) for d in items):
         raise InputError(f"devices must name at least one device (ints or strings such as '0:2'); got {devices!r}")
-    return ",".join(str(d) for d in items)
+    return _device_list(",".join(str(d) for d in items))
 
 
 def _per_device_gpu_mem(gpu_mem):

@@ -92,7 +92,7 @@ def test_host_mem_percent_and_bad_values(inputs, tmp_path):
     proc = run("gram", d / "A_bits.npy", "--bits", "4000", "--host-mem", "50%", "--json", "-o", tmp_path / "c.npy")
     total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     assert abs(summary_json(proc)["host_budget_bytes"] - total // 2) <= 1
-    for bad in ("0", "-3G", "lots", "150%"):
+    for bad in ("0", "-3G", "lots", "150%", "1e-12%"):
         proc = run("gram", d / "A_bits.npy", "--bits", "4000", "--host-mem", bad, "-o", tmp_path / "x.npy", check=False)
         assert proc.returncode == 2 and "--host-mem" in proc.stderr, proc.stderr
     assert not (tmp_path / "x.npy").exists()

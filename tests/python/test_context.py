@@ -77,6 +77,58 @@ def test_context_settings_are_the_defaults_of_its_calls(rng):
         ctx.close()
 
 
+def test_context_settings_reach_matmul_and_map(rng, tmp_path):
+    """matmul and map on a Context use its settings where the call gives none, as gram does:
+    a budget too small for any plan is refused, a call's own budget wins; map's explanation
+    names the Context's backend and threads."""
+    x = rng.standard_normal((300, 300))
+    np.save(tmp_path / "x.npy", x)
+    with outcore.Context(backend="cpu", host_mem=1, threads=1) as ctx:
+        with pytest.raises(outcore.InputError, match="budget"):
+            outcore.matmul(tmp_path / "x.npy", tmp_path / "x.npy", context=ctx)
+        c = outcore.matmul(tmp_path / "x.npy", tmp_path / "x.npy", host_mem="64M", context=ctx)
+        assert np.allclose(c, x @ x)
+        text = outcore.map("a + 1", a=x, explain=True, context=ctx)
+        assert "cpu with 1 thread" in text and "(asked)" in text, text
+        assert np.array_equal(outcore.map("a + 1", a=x, context=ctx), x + 1)
+    if not HAVE_GPU:
+        with outcore.Context(backend="cuda") as ctx:
+            for call in (lambda: outcore.matmul(x, x, context=ctx), lambda: outcore.map("a + 1", a=x, context=ctx)):
+                with pytest.raises(outcore.UnsupportedError):
+                    call()
+
+
+@pytest.mark.parametrize("devices", ["", " ", [""]])
+def test_an_empty_device_list_is_refused(devices):
+    """An empty list is a usage error, as the CLI's --devices "" is: the library reads "" as no
+    list (one device, or the CPU), which would run the job where the caller did not ask."""
+    for call in (lambda: outcore.matmul(np.ones((3, 3)), np.ones((3, 3)), devices=devices),
+                 lambda: outcore.gram(np.ones((4, 8), bool), devices=devices)):
+        with pytest.raises(outcore.InputError, match="an empty list"):
+            call()
+
+
+def test_a_percentage_of_no_byte_is_refused(tmp_path):
+    """host_mem="1e-12%" is less than a byte: refused, not read as 0 (the library's default)."""
+    np.save(tmp_path / "x.npy", np.ones((4, 4)))
+    with pytest.raises(outcore.InputError, match="less than a byte"):
+        outcore.Context(host_mem="1e-12%")
+    with pytest.raises(outcore.InputError, match="less than a byte"):
+        outcore.matmul(tmp_path / "x.npy", tmp_path / "x.npy", host_mem="1e-12%")
+
+
+@pytest.mark.parametrize("blocking, ok", [(True, True), (np.False_, True), (0, True), ("no", False),
+                                          (None, False), (2, False)])
+def test_close_takes_a_flag(blocking, ok):
+    ctx = outcore.Context()
+    if ok:
+        assert ctx.close(blocking=blocking) and ctx.closed
+    else:
+        with pytest.raises(outcore.InputError, match="blocking must be True or False"):
+            ctx.close(blocking=blocking)
+        ctx.close()
+
+
 @needs_gpu
 def test_context_device_and_gpu_mem_reach_the_library(rng):
     a = random01(rng, 300, 4096)
