@@ -238,12 +238,16 @@ int oc_cost_cache_store(const char *path, const char *key, const oc_cost_rates *
 double oc_cost_cache_value(const char *path, const char *key, const char *name);
 int oc_cost_cache_store_value(const char *path, const char *key, const char *name, double value);
 
-/* Takes the measurers' lock of the cache at `path` (`path`.lock, created with its directory:
- * a held lock means this process can write there), waiting while another process or thread
- * holds it; returns its descriptor for oc_cost_cache_unlock, or -1 with errno. Processes that
- * start together on a machine without rates measure one after another, and each after the
- * first finds the figures stored. */
-int oc_cost_cache_lock(const char *path);
+/* Takes the measurers' lock of the cache at `path` (`path`.lock, created with its directory,
+ * never through a link: a held lock means this process can write there), waiting while
+ * another process or thread holds it; returns its descriptor for oc_cost_cache_unlock, or -1
+ * with errno. Processes that start together on a machine without rates measure one after
+ * another, and each after the first finds the figures stored. The wait ends when ctx (may be
+ * NULL) is cancelled (ECANCELED: Ctrl-C stops the job at once) and after
+ * OC_COST_CACHE_WAIT seconds (EWOULDBLOCK: a holder stopped with Ctrl-Z holds it for as long
+ * as it is stopped; the job goes on with the rates it has). */
+#define OC_COST_CACHE_WAIT 10.0
+int oc_cost_cache_lock(const char *path, oc_context *ctx);
 void oc_cost_cache_unlock(int fd);
 
 /* The rates for this process: the cache (read once per process, when enabled; the GPU

@@ -31,9 +31,11 @@
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/text_buf.h"
+#include "core/error.h"
 #include "core/gpu_probe.h"
 #include "core/threads.h"
 #include "cost/cost.h"
@@ -256,14 +258,19 @@ static const char *section_line(const section *s, const char *name)
 static int section_has(const section *s, const char *name) { return section_line(s, name) != NULL; }
 
 /* Reads the file into sections. 1 on success, 0 when absent, -1 (with why[]) when corrupted. */
+/* cache_file_read's result for a file that exists but cannot be opened (errno says why). */
+#define CACHE_UNREADABLE (-2)
+
 static int cache_file_read(const char *path, cache_file *f, char *why, size_t why_size)
 {
     memset(f, 0, sizeof *f);
     FILE *fp = fopen(path, "r");
     if (!fp) {
         if (errno == ENOENT) return 0;
-        snprintf(why, why_size, "cannot read the rate cache %s: %s", path, strerror(errno));
-        return -1;
+        const int e = errno;
+        snprintf(why, why_size, "cannot read the rate cache %s: %s", path, strerror(e));
+        errno = e;
+        return CACHE_UNREADABLE;
     }
     char line[LINE_MAX_LEN];
     int lineno = 0, rc = 1, dropping = 0;
@@ -372,19 +379,27 @@ static int make_parent_dirs(const char *path)
     return mkdir(dir, 0755) != 0 && errno != EEXIST ? -1 : 0;
 }
 
-int oc_cost_cache_lock(const char *path)
+int oc_cost_cache_lock(const char *path, oc_context *ctx)
 {
     char lock[4200];
     if (snprintf(lock, sizeof lock, "%s.lock", path) >= (int)sizeof lock || make_parent_dirs(path) != 0) return -1;
-    int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (fd < 0) return -1;
-    while (flock(fd, LOCK_EX) != 0)
-        if (errno != EINTR) {
-            int e = errno;
-            close(fd);
-            errno = e;
-            return -1;
+    const struct timespec pause = {0, 20 * 1000 * 1000};
+    const double end = oc_now() + OC_COST_CACHE_WAIT;
+    while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        int e = errno;
+        if (e == EWOULDBLOCK || e == EINTR) {
+            if (oc_cancelled(ctx)) e = ECANCELED;
+            else if (oc_now() < end) {
+                nanosleep(&pause, NULL);
+                continue;
+            }
         }
+        close(fd);
+        errno = e;
+        return -1;
+    }
     return fd;
 }
 
@@ -398,7 +413,11 @@ static int store(const char *path, const char *key, const oc_cost_rates *r, unsi
 {
     cache_file f;
     char why[256];
-    if (cache_file_read(path, &f, why, sizeof why) < 0) memset(&f, 0, sizeof f); /* corrupted: start afresh */
+    /* A cache of another format or corrupted is replaced; one that cannot be read (another
+     * user's, say) is left as it is, with the other machines' sections it may hold. */
+    const int have = cache_file_read(path, &f, why, sizeof why);
+    if (have == CACHE_UNREADABLE) return -1;
+    if (have < 0) memset(&f, 0, sizeof f);
     /* This machine's section: the figures measured now, then those of the old section
      * that were not measured now (a CPU-only calibration keeps the stored PCIe rates). */
     section mine = {{0}, NULL};

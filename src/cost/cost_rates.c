@@ -165,7 +165,7 @@ double oc_cost_figure(int gpus, const char *name, const char *what, double (*mea
     double t = oc_now();
     value = measure(arg);
     oc_trace_phase(&t, "cost", what);
-    const int lock = value > 0 ? oc_cost_cache_lock(path) : -1;
+    const int lock = value > 0 ? oc_cost_cache_lock(path, NULL) : -1;
     if (lock >= 0) {
         (void)oc_cost_cache_store_value(path, key, name, value);
         oc_cost_cache_unlock(lock);
@@ -204,11 +204,14 @@ static void measure_host(oc_context *ctx, const char *path, int64_t room, oc_cos
 {
     const unsigned host = FIRST_USE;
     double t = oc_now();
-    const int lock = oc_cost_cache_lock(path);
-    if (lock < 0) {
+    const int lock = oc_cost_cache_lock(path, ctx);
+    if (lock < 0 && errno == EWOULDBLOCK)
+        snprintf(r->note, sizeof r->note,
+                 "another process has held the rate cache %.150s for %.0f s (stopped?): this job keeps the defaults",
+                 path, OC_COST_CACHE_WAIT);
+    else if (lock < 0 && errno != ECANCELED) /* cancelled: the job stops at its next step */
         snprintf(r->note, sizeof r->note, "cannot write the rate cache %.150s: %.60s", path, strerror(errno));
-        return;
-    }
+    if (lock < 0) return;
     oc_trace_phase(&t, "cost", "cache lock");
     oc_cost_rates again = *r;
     again.note[0] = '\0';

@@ -3,14 +3,18 @@ prediction; `outcore devices --bandwidth` measures and stores the rates; the fir
 needs a prediction measures the host's rates once and stores them, `off` measures and writes
 nothing; a corrupted rate cache is ignored with a warning and replaced; auto without a GPU runs
 on the CPU (docs/cost-model.md)."""
+import fcntl
 import json
 import os
+import signal
 import stat
+import subprocess
+import time
 
 import numpy as np
 import pytest
 
-from conftest import run
+from conftest import outcore_bin, run
 
 
 def gpu_count():
@@ -169,3 +173,39 @@ def test_cache_behind_a_link_is_written_through_it(small, tmp_path):
     link.symlink_to(target)
     run("gram", small, "-o", tmp_path / "c.npy", "--quiet", env={"OUTCORE_COST_CACHE": str(link)})
     assert link.is_symlink() and "\nhost_bw " in target.read_text()
+
+
+def test_a_held_cache_lock_neither_hangs_nor_outlives_ctrl_c(small, tmp_path):
+    """The first job measures under the cache's lock; another process that holds it (stopped
+    with Ctrl-Z in the middle of its measurement, here a lock this test holds) cannot keep a
+    job waiting: Ctrl-C ends the wait at once (exit 130, no output), and past
+    OC_COST_CACHE_WAIT (10 s) the job runs on the defaults and says why."""
+    cache = tmp_path / "rates.txt"
+    env = dict(os.environ, OUTCORE_COST_CACHE=str(cache))
+    with open(tmp_path / "rates.txt.lock", "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        proc = subprocess.Popen([outcore_bin(), "gram", small, "-o", tmp_path / "c.npy", "--backend", "cpu"],
+                                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(0.5)
+        start = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 130 and time.monotonic() - start < 3, (proc.returncode, err)
+        assert not (tmp_path / "c.npy").exists()
+        start = time.monotonic()
+        done = run("gram", small, "-o", tmp_path / "c.npy", "--backend", "cpu", "--explain", "--quiet",
+                   env={"OUTCORE_COST_CACHE": str(cache)}, timeout=60)
+        assert 9 < time.monotonic() - start < 40
+        assert f"another process has held the rate cache {cache} for 10 s" in done.stderr, done.stderr
+    assert (tmp_path / "c.npy").exists() and not cache.exists()
+
+
+def test_a_lock_file_that_is_a_link_is_not_followed(small, tmp_path):
+    """The cache's lock file is created, never opened through a link: a dangling link under its
+    name creates no file where it points; the job runs on the defaults and says why."""
+    cache = tmp_path / "rates.txt"
+    (tmp_path / "rates.txt.lock").symlink_to(tmp_path / "elsewhere")
+    proc = run("gram", small, "-o", tmp_path / "c.npy", "--backend", "cpu", "--explain", "--quiet",
+               env={"OUTCORE_COST_CACHE": str(cache)})
+    assert f"cannot write the rate cache {cache}" in proc.stderr, proc.stderr
+    assert not (tmp_path / "elsewhere").exists()
