@@ -9,6 +9,7 @@
 #include "gram/gram_compat.h"
 #include "gram/gram_job.h"
 #include "io/io.h"
+#include "io/journal.h"
 
 oc_status oc_gram_check_files(oc_context *ctx, const char *a, const char *b, const oc_read_options *read,
                               const oc_gram_options *opts, const oc_output *out)
@@ -37,7 +38,9 @@ oc_status oc_gram_check_files(oc_context *ctx, const char *a, const char *b, con
     if (out->kind != OC_OUTPUT_FILE || opts->topk > 0 || opts->use_threshold || n < 0 || p < 0) return OC_OK;
     oc_dtype dtype = oc_gram_result_dtype(opts->metric, opts->dtype);
     if (dtype == OC_DTYPE_DEFAULT) return OC_OK; /* oc_gram names the bad combination */
-    /* A resumed job's temporary file holds its blocks already: its writer counts them. */
-    OC_CHECK(ctx, oc_npy_out_check_fits(ctx, out->path, (int)dtype, n, p, !opts->resume));
+    /* A resumed job's temporary file holds its blocks already: its writer counts them. A
+     * resumable job with no journal yet starts afresh, and is checked as any other. */
+    const int resumed = opts->resume && oc_journal_present(out->path);
+    OC_CHECK(ctx, oc_npy_out_check_fits(ctx, out->path, (int)dtype, n, p, !resumed));
     return OC_OK;
 }

@@ -49,6 +49,15 @@ char *oc_journal_path_for(const char *output_path)
     return p;
 }
 
+int oc_journal_present(const char *output_path)
+{
+    char *journal = oc_journal_path_for(output_path);
+    struct stat sb;
+    const int present = journal && lstat(journal, &sb) == 0;
+    free(journal);
+    return present;
+}
+
 const char *oc_journal_name(const oc_journal *j) { return j->path; }
 size_t oc_journal_pending(const oc_journal *j) { return j->used; }
 uint32_t oc_journal_job_crc(const oc_journal *j) { return j->job_crc; }

@@ -28,6 +28,10 @@ typedef struct oc_journal oc_journal;
 /* The journal's name for an output: PATH.outcore-journal (malloc'd; NULL when out of memory). */
 char *oc_journal_path_for(const char *output_path);
 
+/* Whether output_path has a journal (any file under its name): a resumable job then reopens
+ * its temporary, whose blocks are there already; without one it starts afresh. */
+int oc_journal_present(const char *output_path);
+
 /* Creates the journal at path with the header `job` (lines "key value\n"), written and
  * flushed under a temporary name (io.h's oc_tmpfile) and renamed to path before it returns;
  * the job holds its lock while it is open. */

@@ -20,6 +20,7 @@
 #include "cost/cost.h"
 #include "engine/device_spec.h"
 #include "io/io.h"
+#include "io/journal.h"
 #include "matmul/matmul_choice.h"
 #include "matmul/matmul_dtype.h"
 #include "matmul/matmul_io.h"
@@ -200,10 +201,11 @@ static void result_file(const oc_matmul_array *c, mm_setup *s)
 }
 
 /* A result file its file system cannot hold is refused before any work (exit 2), as gram's;
- * a resumed job's temporary holds blocks already, which its writer credits when it sizes it. */
+ * a resumed job's temporary holds blocks already, which its writer credits when it sizes it
+ * (a resumable job without a journal yet starts afresh, and is checked). */
 static oc_status result_room(oc_context *ctx, const oc_matmul_array *c, const oc_matmul_options *o, const mm_setup *s)
 {
-    if (!c || !oc_mm_array_size_ok(c) || !c->path || o->resume) return OC_OK;
+    if (!c || !oc_mm_array_size_ok(c) || !c->path || (o->resume && oc_journal_present(c->path))) return OC_OK;
     const double bytes = (double)oc_matmul_dtype_size(s->result) * (double)s->job.m * (double)s->job.n + 128;
     if (bytes > (double)INT64_MAX) return OC_OK; /* the writer names the overflow */
     char what[96];

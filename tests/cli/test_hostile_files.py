@@ -203,9 +203,19 @@ def test_output_larger_than_the_free_space_is_refused_before_it_is_sized(d):
     free = vfs.f_bavail * vfs.f_frsize
     rows = max(10**6, math.isqrt(free // 2) + 1)  # rows x rows int32 counts: more than twice the free space
     (d / "big.mtx").write_text(f"%%MatrixMarket matrix coordinate pattern general\n{rows} 10 2\n1 1\n2 3\n")
-    # Refused from the size line, before the input is read (oc_gram_check_files): exit 2.
-    proc = refused(d, ["gram", "big.mtx", "-o", "BIG.npy", "-q"], 2, "BIG.npy", "its file system has", "free")
-    assert " 0 bytes free" not in proc.stderr
+    # Refused from the size line, before the input is read (oc_gram_check_files): exit 2; a
+    # resumable job with no journal yet starts afresh, and is refused the same way.
+    for resume in ([], ["--resume"]):
+        proc = refused(d, ["gram", "big.mtx", "-o", "BIG.npy", "-q", *resume], 2, "BIG.npy", "its file system has",
+                       "free")
+        assert " 0 bytes free" not in proc.stderr
+    # matmul's outer product of two vectors of `n` (n x n float64, twice the free space).
+    n = math.isqrt(free // 4) + 1
+    np.save(d / "col.npy", np.ones((n, 1)))
+    np.save(d / "row.npy", np.ones((1, n)))
+    for resume in ([], ["--resume"]):
+        refused(d, ["matmul", "col.npy", "row.npy", "-o", "OUTER.npy", "-q", *resume], 2, "OUTER.npy",
+                "its file system has")
     refused(d, ["gen", "--rows", 10**12, "--cols", 1000, "--density", "0.1", "-o", "G.npy", "-q"], 1, "G.npy",
             "needs 1.0 PB", "its file system has")
 
