@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/wait.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/context.h"
@@ -130,6 +131,12 @@ static void test_torn_and_damaged_records(const char *path)
 static void test_write_failure(const char *path)
 {
     oc_journal *j = NULL;
+    /* Never made over a journal another job made since the caller looked: that job holds it. */
+    CHECK(oc_journal_create(ctx, path, JOB, &j) == OC_ERR_INPUT);
+    CHECK_MSG(strstr(oc_context_last_error(ctx), "another job made this resume journal") != NULL, "%s",
+              oc_context_last_error(ctx));
+    CHECK(j == NULL);
+    unlink(path);
     CHECK(oc_journal_create(ctx, path, JOB, &j) == OC_OK);
     CHECK(oc_journal_append(ctx, j, 1, 1, "x", 1) == OC_OK);
     oc_fault_arm(ctx, OC_FAULT_WRITE, "1:enospc");
@@ -169,6 +176,29 @@ static void test_lock_released_later(const char *path)
     close(ready[1]);
 }
 
+/* A job that reads its inputs whole before it compares them with the journal holds the
+ * journal from the start (oc_journal_hold): meanwhile another run and `outcore clean` are
+ * refused (after the wait for a lock of a job that has just ended), and the held journal
+ * then loads as oc_journal_open would. */
+static void test_held_from_the_start(const char *path)
+{
+    oc_journal *held = NULL, *other = NULL;
+    CHECK(oc_journal_hold(ctx, path, &held) == OC_OK && held);
+    CHECK_FAILED(ctx, oc_journal_hold(ctx, path, &other), OC_ERR_INPUT, "a running job holds this resume journal");
+    CHECK(other == NULL);
+    char *out = strdup(path);
+    *strstr(out, ".outcore-journal") = '\0';
+    int64_t removed = -1;
+    CHECK_FAILED(ctx, oc_output_clean(ctx, out, NULL, NULL, &removed), OC_ERR_INPUT, "a running job holds");
+    struct stat sb;
+    CHECK(stat(path, &sb) == 0);
+    seen s = {0};
+    CHECK_MSG(oc_journal_load(ctx, held, JOB, NULL, on_record, &s) == OC_OK, "%s", oc_context_last_error(ctx));
+    CHECK(s.count > 0);
+    oc_journal_close(held);
+    free(out);
+}
+
 int main(void)
 {
     if (oc_context_create(&ctx) != OC_OK) return 1;
@@ -180,6 +210,7 @@ int main(void)
     test_records_round_trip(path);
     test_another_job(path);
     test_lock_released_later(path);
+    test_held_from_the_start(path);
     test_torn_and_damaged_records(path);
     test_write_failure(path);
     unlink(path);

@@ -144,8 +144,15 @@ static void test_gram_check_files(void)
     opts.use_threshold = 0;
     oc_output memory = OC_OUTPUT_INIT;
     CHECK_EQ_I64(oc_gram_check_files(ctx, big, NULL, NULL, &opts, &memory), OC_OK);
+    /* A resumable job with no journal yet starts afresh: checked as any other. */
     opts.resume = 1;
+    CHECK_EQ_I64(check_files(big, NULL, &opts, out), OC_ERR_INPUT);
+    char journal[4200];
+    snprintf(journal, sizeof journal, "%s.outcore-journal", out);
+    FILE *jf = fopen(journal, "w");
+    CHECK(jf && fclose(jf) == 0);
     CHECK_EQ_I64(check_files(big, NULL, &opts, out), OC_OK);
+    unlink(journal);
     opts.resume = 0;
     /* A text input declares nothing: only the job, once it is read, knows the shape. */
     CHECK_EQ_I64(check_files(write_text("t.txt", "0 1\n"), NULL, &opts, out), OC_OK);

@@ -212,6 +212,10 @@ oc_status oc_resume_start(oc_context *ctx, const oc_gram_job *job, const oc_outp
     OC_CHECK_GOTO(ctx, st,
                   oc_journal_side_check(ctx, r->snap_path, "top-k snapshot of the resume journal", &snap_exists),
                   cleanup);
+    /* The journal held before anything beside it is touched and the inputs are read whole
+     * to describe the job: meanwhile a second run of the command, or `outcore clean`, is
+     * refused. */
+    if (exists) OC_CHECK_GOTO(ctx, st, oc_journal_hold(ctx, jpath, &r->journal), cleanup);
     /* A snapshot's temporary that a kill left (mid-write) is removed here: the run that
      * finishes may write no snapshot of its own, whose writing would remove it. */
     oc_stale_temps_remove(ctx, r->snap_path);
@@ -221,7 +225,7 @@ oc_status oc_resume_start(oc_context *ctx, const oc_gram_job *job, const oc_outp
         r->resumed = 1;
         r->job_text = text;
         r->jpath = jpath;
-        OC_CHECK_GOTO(ctx, st, oc_journal_open(ctx, jpath, text, input_changed, on_record, r, &r->journal), cleanup);
+        OC_CHECK_GOTO(ctx, st, oc_journal_load(ctx, r->journal, text, input_changed, on_record, r), cleanup);
         r->job_text = r->jpath = NULL;
         /* A run stopped after its rename: the job runs from the start. */
         int dropped = 0;

@@ -108,7 +108,7 @@ oc_status oc_journal_create(oc_context *ctx, const char *path, const char *job, 
         goto fail;
     }
     /* Written whole under a new name no one can guess, then renamed: a link planted under
-     * the journal's name is replaced, never followed. The temporary's lock (tmpfile.c) stays
+     * the journal's name is refused by the callers' side check, never followed. The temporary's lock (tmpfile.c) stays
      * with the journal: it says a running job holds it. */
     oc_tmpfile f;
     st = oc_tmpfile_open(ctx, path, &f);
@@ -118,11 +118,17 @@ oc_status oc_journal_create(oc_context *ctx, const char *path, const char *job, 
     }
     int err = oc_sys_write_all(ctx, f.fd, text, len, 0);
     if (!err && oc_sys_fsync(ctx, f.fd) != 0) err = errno;
-    if (!err && oc_sys_rename(ctx, f.tmp_path, path) != 0) err = errno;
+    /* Never over a journal another job made since this one looked (two runs of one command
+     * started together): that job holds it, and this one is refused. */
+    if (!err && oc_sys_rename_noreplace(ctx, f.tmp_path, path) != 0) err = errno;
     free(text);
     if (err) {
         oc_tmpfile_abort(&f);
-        st = oc_io_fail(ctx, "writing the resume journal", path, err, -1, -1, -1);
+        st = err == EEXIST ? oc_fail(ctx, OC_ERR_INPUT,
+                                     "%s: another job made this resume journal while this one started: a running job "
+                                     "holds it; let it end",
+                                     path)
+                           : oc_io_fail(ctx, "writing the resume journal", path, err, -1, -1, -1);
         goto fail;
     }
     j->fd = f.fd;
@@ -218,31 +224,51 @@ static size_t read_header(int fd, char **job_out)
     return *job_out ? body + 13 : 0;
 }
 
-oc_status oc_journal_open(oc_context *ctx, const char *path, const char *job, oc_journal_differ_fn differ,
-                          oc_journal_record_fn fn, void *user, oc_journal **out)
+oc_status oc_journal_hold(oc_context *ctx, const char *path, oc_journal **out)
 {
     oc_journal *j = NULL;
     OC_CHECK(ctx, journal_alloc(ctx, path, &j));
     oc_status st = OC_OK;
-    char *have = NULL;
-    unsigned char *payload = NULL;
     /* O_NOFOLLOW: a journal that is a symbolic link is refused, not followed. */
     j->fd = oc_sys_open(ctx, path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0);
     struct stat sb;
-    if (j->fd < 0) {
+    if (j->fd < 0)
         st = oc_fail(ctx, OC_ERR_INPUT, "%s: cannot open the resume journal: %s", path,
                      errno == ELOOP ? "it is a symbolic link; remove it" : strerror(errno));
-        goto fail;
-    }
-    if (fstat(j->fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+    else if (fstat(j->fd, &sb) != 0 || !S_ISREG(sb.st_mode))
         st = oc_fail(ctx, OC_ERR_INPUT, "%s: the resume journal is not a regular file; remove it", path);
-        goto fail;
-    }
-    if (oc_sys_lock_released(j->fd) != 0 && errno == EWOULDBLOCK) {
+    else if (oc_sys_lock_released(j->fd) != 0 && errno == EWOULDBLOCK)
         st =
             oc_fail(ctx, OC_ERR_INPUT, "%s: a running job holds this resume journal: let it end before resuming", path);
-        goto fail;
+    if (st != OC_OK) {
+        oc_journal_close(j);
+        return st;
     }
+    *out = j;
+    return OC_OK;
+}
+
+oc_status oc_journal_open(oc_context *ctx, const char *path, const char *job, oc_journal_differ_fn differ,
+                          oc_journal_record_fn fn, void *user, oc_journal **out)
+{
+    oc_journal *j = NULL;
+    OC_CHECK(ctx, oc_journal_hold(ctx, path, &j));
+    const oc_status st = oc_journal_load(ctx, j, job, differ, fn, user);
+    if (st != OC_OK) {
+        oc_journal_close(j);
+        return st;
+    }
+    *out = j;
+    return OC_OK;
+}
+
+oc_status oc_journal_load(oc_context *ctx, oc_journal *j, const char *job, oc_journal_differ_fn differ,
+                          oc_journal_record_fn fn, void *user)
+{
+    const char *path = j->path;
+    oc_status st = OC_OK;
+    char *have = NULL;
+    unsigned char *payload = NULL;
     size_t hlen = read_header(j->fd, &have);
     if (!hlen) {
         st = oc_fail(ctx, OC_ERR_INPUT,
@@ -284,17 +310,12 @@ oc_status oc_journal_open(oc_context *ctx, const char *path, const char *job, oc
     free(have);
     free(payload);
     /* A record cut short, or damaged, and what follows it are not the journal's. */
-    if (off < size && oc_sys_ftruncate(ctx, j->fd, off) != 0) {
-        st = oc_io_fail(ctx, "truncating the resume journal", path, errno, -1, -1, -1);
-        oc_journal_close(j);
-        return st;
-    }
-    *out = j;
+    if (off < size && oc_sys_ftruncate(ctx, j->fd, off) != 0)
+        return oc_io_fail(ctx, "truncating the resume journal", path, errno, -1, -1, -1);
     return OC_OK;
 fail:
     free(have);
     free(payload);
-    oc_journal_close(j);
     return st;
 }
 

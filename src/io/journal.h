@@ -64,6 +64,15 @@ typedef void (*oc_journal_differ_fn)(void *user, const char *have_job, const cha
 oc_status oc_journal_open(oc_context *ctx, const char *path, const char *job, oc_journal_differ_fn differ,
                           oc_journal_record_fn fn, void *user, oc_journal **out);
 
+/* oc_journal_open in two steps: hold opens the journal and takes its lock (refused at once
+ * when a running job holds it), so that a job that must first read its inputs whole to
+ * describe itself holds the journal meanwhile (a second run or `outcore clean` is refused
+ * then); load compares the header and scans the records as oc_journal_open does (on failure
+ * the caller closes j). */
+oc_status oc_journal_hold(oc_context *ctx, const char *path, oc_journal **out);
+oc_status oc_journal_load(oc_context *ctx, oc_journal *j, const char *job, oc_journal_differ_fn differ,
+                          oc_journal_record_fn fn, void *user);
+
 /* Drops every record from the one whose payload starts at `offset` on: they are recomputed. */
 oc_status oc_journal_truncate_before(oc_context *ctx, oc_journal *j, int64_t offset);
 

@@ -124,6 +124,17 @@ int oc_sys_rename(oc_context *ctx, const char *from, const char *to)
     return f == OC_FAULT_NONE ? rename(from, to) : injected(f);
 }
 
+int oc_sys_rename_noreplace(oc_context *ctx, const char *from, const char *to)
+{
+    oc_fault_mode f = next_fault(ctx, OC_FAULT_RENAME);
+    if (f != OC_FAULT_NONE) return injected(f);
+    if (renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE) == 0) return 0;
+    if (errno != EINVAL && errno != ENOSYS) return -1;
+    if (link(from, to) == 0) return unlink(from) == 0 || errno == ENOENT ? 0 : -1;
+    if (errno == EEXIST) return -1;
+    return rename(from, to);
+}
+
 int oc_sys_flush_folder(const char *folder)
 {
     const int fd = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

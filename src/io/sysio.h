@@ -37,6 +37,9 @@ int oc_sys_fsync(oc_context *ctx, int fd);
 /* close() of a file that was written: it may report a deferred write error (NFS). */
 int oc_sys_close(oc_context *ctx, int fd);
 int oc_sys_rename(oc_context *ctx, const char *from, const char *to);
+/* rename that fails with EEXIST when `to` exists (renameat2's RENAME_NOREPLACE, or a hard
+ * link where the file system lacks it; a plain rename where it has neither). */
+int oc_sys_rename_noreplace(oc_context *ctx, const char *from, const char *to);
 /* Flushes a folder (fsync of the directory), so that a name renamed into it survives a
  * crash. Best effort, outside the fault plan: the data is on the disk under its
  * name by then, and a file system that cannot flush a folder (or fails to) leaves the job

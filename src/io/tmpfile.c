@@ -190,7 +190,17 @@ oc_status oc_tmpfile_commit(oc_context *ctx, oc_tmpfile *f)
         goto cleanup;
     }
     if (oc_sys_rename(ctx, f->tmp_path, f->path) != 0) {
-        st = oc_io_fail(ctx, "renaming the finished output to", f->path, errno, -1, -1, -1);
+        const int err = errno;
+        char what[4096 + 512];
+        oc_io_describe(what, sizeof what, "renaming the finished output to", f->path, err, -1, -1, -1);
+        /* A folder made read-only meanwhile refuses the removal too: the message names what
+         * is left, and how to remove it once it can be. */
+        if (unlink(f->tmp_path) == 0 || errno == ENOENT) st = oc_fail(ctx, OC_ERR_IO, "%s", what);
+        else
+            st = oc_fail(ctx, OC_ERR_IO,
+                         "%s; its temporary %s is left (%s): 'outcore clean %s' removes it once the folder can be "
+                         "written",
+                         what, f->tmp_path, strerror(errno), f->path);
         goto cleanup;
     }
     free(f->tmp_path);

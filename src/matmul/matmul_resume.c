@@ -210,12 +210,15 @@ oc_status oc_mm_resume_start(oc_context *ctx, const oc_matmul_job *job, const oc
     r->out_path = c->path;
     r->options = describe_options(opts);
     if (!r->options) st = oc_fail(ctx, OC_ERR_NO_MEMORY, "out of memory");
+    /* The journal held before the inputs are read whole to describe the job: meanwhile a
+     * second run of the command, or `outcore clean`, is refused. */
+    if (st == OC_OK && exists) st = oc_journal_hold(ctx, jpath, &r->journal);
     if (st == OC_OK) st = describe_job(ctx, job, id, c->path, &text);
     if (st == OC_OK && exists) {
         r->resumed = 1;
         r->job_text = text;
         r->jpath = jpath;
-        st = oc_journal_open(ctx, jpath, text, input_changed, on_record, r, &r->journal);
+        st = oc_journal_load(ctx, r->journal, text, input_changed, on_record, r);
         r->job_text = r->jpath = NULL;
         /* A run stopped after its rename: the product runs from the start. */
         int dropped = 0;
