@@ -10,6 +10,8 @@
 
 #include "harness.h"
 #include "io_checks.h"
+#include "io/io.h"
+#include "matrix/matrix.h"
 #include "outcore.h"
 
 /* ---------------------------------------------------------------- .mtx */
@@ -204,12 +206,54 @@ static void test_real_data(void)
     }
 }
 
+/* From hostile files: a ragged file whose first row is long is refused for its short row
+ * before the matrix is allocated from the first (a few MB asked for 125 GB); a text input
+ * whose packed bits pass half the budget is refused, naming it; a NUL in a token is shown as
+ * \x00, never cutting the message; a number of any length is read. */
+static void test_hostile_text(void)
+{
+    oc_read_options opts = OC_READ_OPTIONS_INIT;
+    const size_t wide = 1000000;
+    char *text = malloc(2 * wide + 2 * wide + 1);
+    if (!text) return;
+    size_t at = 0;
+    for (size_t k = 0; k < wide; ++k) text[at++] = '1', text[at++] = k + 1 < wide ? ' ' : '\n';
+    for (size_t k = 0; k < wide; ++k) text[at++] = '0', text[at++] = '\n';
+    oc_matrix *m = NULL;
+    CHECK_FAILED(ctx, oc_text_read_buffer(ctx, "bomb.txt", text, at, &opts, &m), OC_ERR_INPUT,
+                 "bomb.txt: line 2 (row 1, counting from 0) has 1 values but the first row (line 1) has 1000000");
+    free(text);
+    static const char rows[] = "1 0 1 1\n0 1 0 1\n1 1 1 1\n";
+    opts.host_mem_bytes = 64; /* 3 rows of 4 columns: 3 x 64 bytes packed */
+    CHECK_FAILED(ctx, oc_text_read_buffer(ctx, "r.txt", rows, sizeof rows - 1, &opts, &m), OC_ERR_INPUT,
+                 "r.txt: its 3 rows of 4 columns take", "more than half the host memory budget of 64 bytes");
+    opts.host_mem_bytes = 0;
+    static const char nul[] = "1 0\n0 1\0\n";
+    CHECK_FAILED(ctx, oc_text_read_buffer(ctx, "nul.txt", nul, sizeof nul - 1, &opts, &m), OC_ERR_INPUT,
+                 "line 2: '1\\x00' at row 1, column 1 is not 0 or 1");
+    static const char nul_mtx[] = "%%MatrixMarket matrix coordinate pattern general\0\n2 2 1\n1 1\n";
+    CHECK_FAILED(ctx, oc_mtx_read_buffer(ctx, "nul.mtx", nul_mtx, sizeof nul_mtx - 1, &opts, &m), OC_ERR_INPUT,
+                 "symmetry 'general\\x00' is not supported");
+    char longer[256];
+    snprintf(longer, sizeof longer, "%%%%MatrixMarket matrix coordinate real general\n2 2 1\n2 2 1.%070d\n", 0);
+    CHECK(oc_mtx_read_buffer(ctx, "long.mtx", longer, strlen(longer), &opts, &m) == OC_OK && m &&
+          oc_matrix_get(m, 1, 1));
+    oc_matrix_free(m);
+    m = NULL;
+    opts.binarize = 1;
+    snprintf(longer, sizeof longer, "0 2.%070d\n0 0\n", 0);
+    CHECK(oc_text_read_buffer(ctx, "long.txt", longer, strlen(longer), &opts, &m) == OC_OK && m &&
+          oc_matrix_get(m, 0, 1) && !oc_matrix_get(m, 0, 0));
+    oc_matrix_free(m);
+}
+
 int main(void)
 {
     if (!oc_test_tmp_create("oc_test_io_text")) return 1;
     if (oc_context_create(&ctx) != OC_OK) return 1;
     test_mtx();
     test_text();
+    test_hostile_text();
     test_real_data();
     oc_context_free(ctx);
     oc_test_tmp_remove();

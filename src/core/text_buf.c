@@ -167,6 +167,36 @@ double oc_strtod(const char *s, char **end)
     return v;
 }
 
+int oc_strtod_token(const char *s, size_t len, double *out)
+{
+    char small[64], *buf = len < sizeof small ? small : malloc(len + 1);
+    if (!buf || memchr(s, '\0', len)) {
+        if (buf != small) free(buf);
+        return 0;
+    }
+    memcpy(buf, s, len);
+    buf[len] = '\0';
+    char *end;
+    *out = oc_strtod(buf, &end);
+    const int whole = len > 0 && end == buf + len;
+    if (buf != small) free(buf);
+    return whole;
+}
+
+void oc_text_excerpt(char *out, size_t size, const char *bytes, size_t len, size_t most)
+{
+    size_t at = 0;
+    char one[8];
+    for (size_t k = 0; k < len && k < most; ++k) {
+        const unsigned char c = (unsigned char)bytes[k];
+        const int n =
+            c >= 0x20 && c < 0x7F ? snprintf(one, sizeof one, "%c", c) : snprintf(one, sizeof one, "\\x%02X", c);
+        for (int i = 0; i < n && at + 1 < size; ++i) out[at++] = one[i];
+    }
+    for (const char *dots = len > most ? "..." : ""; *dots && at + 1 < size; ++dots) out[at++] = *dots;
+    if (size) out[at < size ? at : size - 1] = '\0';
+}
+
 float oc_strtof(const char *s, char **end)
 {
     void *old = oc_numeric_begin();

@@ -62,6 +62,7 @@ static oc_status parse_head(oc_context *ctx, const char *path, const oc_mapped_f
     size_t len = 0;
     token tok[MTX_MAX_TOKENS];
     int64_t line_no = 1;
+    char shown[128];
 
     oc_next_line(&pos, end, &line, &len);
     int ntok = split(line, len, tok);
@@ -71,20 +72,20 @@ static oc_status parse_head(oc_context *ctx, const char *path, const oc_mapped_f
                        "coordinate pattern general' or similar)",
                        path);
     if (!token_is(&tok[2], "coordinate"))
-        return oc_fail(ctx, OC_ERR_INPUT, "%s: MatrixMarket format '%.*s' is not supported; only 'coordinate' is read",
-                       path, (int)tok[2].len, tok[2].s);
+        return oc_fail(ctx, OC_ERR_INPUT, "%s: MatrixMarket format '%s' is not supported; only 'coordinate' is read",
+                       path, token_shown(&tok[2], shown, sizeof shown));
     int pattern = token_is(&tok[3], "pattern"), real = token_is(&tok[3], "real");
     if (!pattern && !real && !token_is(&tok[3], "integer"))
         return oc_fail(ctx, OC_ERR_INPUT,
-                       "%s: MatrixMarket field '%.*s' is not supported; pattern, integer and real "
+                       "%s: MatrixMarket field '%s' is not supported; pattern, integer and real "
                        "are read",
-                       path, (int)tok[3].len, tok[3].s);
+                       path, token_shown(&tok[3], shown, sizeof shown));
     int skew = token_is(&tok[4], "skew-symmetric"), mirror = skew || token_is(&tok[4], "symmetric");
     if (!mirror && !token_is(&tok[4], "general"))
         return oc_fail(ctx, OC_ERR_INPUT,
-                       "%s: MatrixMarket symmetry '%.*s' is not supported; general, symmetric and "
+                       "%s: MatrixMarket symmetry '%s' is not supported; general, symmetric and "
                        "skew-symmetric are read",
-                       path, (int)tok[4].len, tok[4].s);
+                       path, token_shown(&tok[4], shown, sizeof shown));
 
     /* The size line: the first line that is neither a comment nor blank. */
     int found = 0;
@@ -99,10 +100,11 @@ static oc_status parse_head(oc_context *ctx, const char *path, const oc_mapped_f
     if (!found)
         return oc_fail(ctx, OC_ERR_INPUT, "%s: no size line after the banner (expected 'rows columns entries')", path);
     if (split(line, len, tok) != 3 || !parse_int(&tok[0], &rows) || !parse_int(&tok[1], &cols) ||
-        !parse_int(&tok[2], &entries) || entries < 0)
-        return oc_fail(ctx, OC_ERR_INPUT,
-                       "%s: line %" PRId64 ": bad size line '%.*s' (expected 'rows columns entries')", path, line_no,
-                       len > 60 ? 60 : (int)len, line);
+        !parse_int(&tok[2], &entries) || entries < 0) {
+        oc_text_excerpt(shown, sizeof shown, line, len, 60);
+        return oc_fail(ctx, OC_ERR_INPUT, "%s: line %" PRId64 ": bad size line '%s' (expected 'rows columns entries')",
+                       path, line_no, shown);
+    }
     if (mirror && rows != cols)
         return oc_fail(ctx, OC_ERR_INPUT,
                        "%s: line %" PRId64 ": a symmetric matrix must be square, not %" PRId64 " x %" PRId64, path,
@@ -132,6 +134,7 @@ static oc_status parse_entries(oc_context *ctx, const char *path, oc_mapped_file
     const char *line = NULL;
     size_t len = 0;
     token tok[MTX_MAX_TOKENS];
+    char shown[128];
     mtx_head h;
     OC_CHECK(ctx, parse_head(ctx, path, file, opts, &h));
     int pattern = h.pattern, real = h.real, mirror = h.mirror, ntok;
@@ -170,8 +173,8 @@ static oc_status parse_entries(oc_context *ctx, const char *path, oc_mapped_file
         int64_t i, j;
         for (int f = 0; f < 2; ++f)
             if (!parse_int(&tok[f], f ? &j : &i))
-                return oc_fail(ctx, OC_ERR_INPUT, "%s: line %" PRId64 ": '%.*s' is not an integer index", path, line_no,
-                               tok[f].len > 24 ? 24 : (int)tok[f].len, tok[f].s);
+                return oc_fail(ctx, OC_ERR_INPUT, "%s: line %" PRId64 ": '%s' is not an integer index", path, line_no,
+                               token_shown(&tok[f], shown, sizeof shown));
         if (i < 1 || i > rows || j < 1 || j > cols)
             return oc_fail(ctx, OC_ERR_INPUT,
                            "%s: line %" PRId64 ": index (%" PRId64 ", %" PRId64 ") is outside the %" PRId64
@@ -180,16 +183,15 @@ static oc_status parse_entries(oc_context *ctx, const char *path, oc_mapped_file
         int one = 1;
         if (!pattern) {
             mtx_value v = classify_value(&tok[2], real);
-            int shown = tok[2].len > 24 ? 24 : (int)tok[2].len;
             if (v == VALUE_NOT_A_NUMBER)
-                return oc_fail(ctx, OC_ERR_INPUT, "%s: line %" PRId64 ": value '%.*s' is not %s", path, line_no, shown,
-                               tok[2].s, real ? "a number" : "an integer");
+                return oc_fail(ctx, OC_ERR_INPUT, "%s: line %" PRId64 ": value '%s' is not %s", path, line_no,
+                               token_shown(&tok[2], shown, sizeof shown), real ? "a number" : "an integer");
             if (v == VALUE_OTHER && !opts->binarize)
                 return oc_fail(ctx, OC_ERR_INPUT,
-                               "%s: line %" PRId64 ": value %.*s at row %" PRId64 ", column %" PRId64
+                               "%s: line %" PRId64 ": value %s at row %" PRId64 ", column %" PRId64
                                " (the file's %" PRId64 " %" PRId64 ") is not 0 or 1 (rows and columns count from 0; "
                                "--binarize, in Python binarize=True, reads any nonzero value as 1)",
-                               path, line_no, shown, tok[2].s, i - 1, j - 1, i, j);
+                               path, line_no, token_shown(&tok[2], shown, sizeof shown), i - 1, j - 1, i, j);
             one = v != VALUE_ZERO;
         }
         if (one && (!coords_push(c, (uint32_t)(i - 1), (uint32_t)(j - 1)) ||

@@ -37,6 +37,13 @@ static inline int split(const char *line, size_t len, token *tok)
     }
 }
 
+/* The token for a message: its first 24 bytes, a NUL or a control byte as \\xHH. */
+static inline const char *token_shown(const token *t, char *buf, size_t size)
+{
+    oc_text_excerpt(buf, size, t->s, t->len, 24);
+    return buf;
+}
+
 static inline int token_is(const token *t, const char *word)
 {
     return t->len == strlen(word) && strncasecmp(t->s, word, t->len) == 0;
@@ -78,13 +85,8 @@ static inline mtx_value classify_value(const token *t, int real)
         }
         return v == 0 ? VALUE_ZERO : v == 1 && !negative ? VALUE_ONE : VALUE_OTHER;
     }
-    char buf[64];
-    if (t->len >= sizeof buf) return VALUE_NOT_A_NUMBER;
-    memcpy(buf, t->s, t->len);
-    buf[t->len] = '\0';
-    char *end;
-    double v = oc_strtod(buf, &end);
-    if (end != buf + t->len || v != v) return VALUE_NOT_A_NUMBER; /* NaN is no answer to "is it a one" */
+    double v;
+    if (!oc_strtod_token(t->s, t->len, &v) || v != v) return VALUE_NOT_A_NUMBER; /* NaN: no answer to "is it a one" */
     return v == 0.0 ? VALUE_ZERO : v == 1.0 ? VALUE_ONE : VALUE_OTHER;
 }
 

@@ -3,8 +3,9 @@
  * whitespace or by commas (with optional spaces around them). Blank lines and lines whose
  * first visible character is '#' are skipped.
  *
- * The file is mapped and read twice: the first pass counts the rows so that the packed
- * matrix is allocated once at its final size; the second checks and packs every value.
+ * The file is mapped and read twice: the first pass counts the rows and every row's values,
+ * so that the packed matrix is allocated once at its final size, within the host budget;
+ * the second checks and packs every value.
  * Values are 0 and 1; when the caller binarizes, any number is read and a nonzero one is a
  * one. Messages give the line number (from 1, as editors show it) and the row and column of
  * the matrix from 0, as every reader does.
@@ -18,6 +19,7 @@
 #include "matrix/matrix.h"
 #include "io/io.h"
 #include "io/mapped_file.h"
+#include "mem/host_budget.h"
 
 static int is_blank(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v'; }
 
@@ -44,13 +46,8 @@ static int parse_value(const char *t, size_t len, int binarize, int *one)
         *one = t[0] == '1';
         return 1;
     }
-    if (!binarize || len >= 64) return 0;
-    char buf[64];
-    memcpy(buf, t, len);
-    buf[len] = '\0';
-    char *end;
-    double v = oc_strtod(buf, &end);
-    if (end != buf + len || v != v) return 0;
+    double v;
+    if (!binarize || !oc_strtod_token(t, len, &v) || v != v) return 0;
     *one = v != 0.0;
     return 1;
 }
@@ -78,14 +75,17 @@ static oc_status parse_values(oc_context *ctx, const line_parse *lp, const char 
         if (row_bits) {
             const char *t = line + start;
             int one;
-            if (!parse_value(t, tlen, lp->binarize, &one))
+            if (!parse_value(t, tlen, lp->binarize, &one)) {
+                char shown[128];
+                oc_text_excerpt(shown, sizeof shown, t, tlen, 24);
                 return oc_fail(ctx, OC_ERR_INPUT,
-                               "%s: line %lld: '%.*s' at row %lld, column %lld is not %s (rows and columns count "
-                               "from 0%s)",
-                               lp->path, (long long)lp->line_no, tlen > 24 ? 24 : (int)tlen, t, (long long)lp->row,
-                               (long long)n, lp->binarize ? "a number" : "0 or 1",
+                               "%s: line %lld: '%s' at row %lld, column %lld is not %s (rows and columns count from "
+                               "0%s)",
+                               lp->path, (long long)lp->line_no, shown, (long long)lp->row, (long long)n,
+                               lp->binarize ? "a number" : "0 or 1",
                                lp->binarize ? ""
                                             : "; --binarize, in Python binarize=True, reads any nonzero number as 1");
+            }
             if (one && n < width) row_bits[n >> 3] |= (unsigned char)(0x80u >> (n & 7));
         }
         ++n;
@@ -104,6 +104,14 @@ static oc_status parse_values(oc_context *ctx, const line_parse *lp, const char 
     return OC_OK;
 }
 
+static oc_status ragged(oc_context *ctx, const char *path, int64_t line_no, int64_t row, int64_t n, int64_t first_line,
+                        int64_t cols)
+{
+    return oc_fail(ctx, OC_ERR_INPUT,
+                   "%s: line %lld (row %lld, counting from 0) has %lld values but the first row (line %lld) has %lld",
+                   path, (long long)line_no, (long long)row, (long long)n, (long long)first_line, (long long)cols);
+}
+
 static oc_status parse_text(oc_context *ctx, const char *path, oc_mapped_file *file, void *arg, oc_matrix **out)
 {
     const unsigned char *end = file->data + file->size, *pos;
@@ -117,12 +125,24 @@ static oc_status parse_text(oc_context *ctx, const char *path, oc_mapped_file *f
     for (pos = file->data; oc_next_line(&pos, end, &line, &len);) {
         ++lp.line_no;
         if (!is_data_line(line, len)) continue;
-        if (rows++ == 0) {
-            first_line = lp.line_no;
-            OC_CHECK(ctx, parse_values(ctx, &lp, line, len, NULL, 0, &cols));
-        }
+        /* Every row's length, before the matrix is allocated from the first's: a ragged
+         * file of a few bytes cannot ask for rows x (a long first row) of memory. */
+        int64_t n = 0;
+        OC_CHECK(ctx, parse_values(ctx, &lp, line, len, NULL, 0, &n));
+        if (rows == 0) first_line = lp.line_no, cols = n;
+        else if (n != cols) return ragged(ctx, path, lp.line_no, rows, n, first_line, cols);
+        ++rows;
     }
     if (rows == 0) return oc_fail(ctx, OC_ERR_INPUT, "%s: no matrix rows (only blank or '#' comment lines)", path);
+    /* Read whole into memory (a text file has no row index to seek to): within the budget, by
+     * the rule a resident input follows (host_budget.h). */
+    const int64_t budget = oc_host_budget_resolve(opts->host_mem_bytes), packed = oc_matrix_packed_bytes(rows, cols);
+    if (packed < 0 || !oc_host_budget_keeps_input(packed, budget))
+        return oc_fail(ctx, OC_ERR_INPUT,
+                       "%s: its %lld rows of %lld columns take %lld bytes packed, more than half the host memory "
+                       "budget of %lld bytes (--host-mem; Python host_mem=): a text input is read whole; save it as "
+                       "a packed .npy to read it in panels",
+                       path, (long long)rows, (long long)cols, (long long)packed, (long long)budget);
 
     /* Pass 2: check and pack. */
     OC_CHECK(ctx, oc_matrix_alloc(ctx, rows, cols, path, out));
@@ -134,12 +154,7 @@ static oc_status parse_text(oc_context *ctx, const char *path, oc_mapped_file *f
         int64_t n = 0;
         OC_CHECK(ctx,
                  parse_values(ctx, &lp, line, len, (unsigned char *)(m->bits + lp.row * m->words_per_row), cols, &n));
-        if (n != cols)
-            return oc_fail(ctx, OC_ERR_INPUT,
-                           "%s: line %lld (row %lld, counting from 0) has %lld values but the first row (line %lld) "
-                           "has %lld",
-                           path, (long long)lp.line_no, (long long)lp.row, (long long)n, (long long)first_line,
-                           (long long)cols);
+        if (n != cols) return ragged(ctx, path, lp.line_no, lp.row, n, first_line, cols); /* the file changed */
         ++lp.row;
     }
     return OC_OK;
