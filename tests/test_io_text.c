@@ -245,6 +245,10 @@ static void test_hostile_text(void)
     CHECK(oc_text_read_buffer(ctx, "long.txt", longer, strlen(longer), &opts, &m) == OC_OK && m &&
           oc_matrix_get(m, 0, 1) && !oc_matrix_get(m, 0, 0));
     oc_matrix_free(m);
+    m = NULL;
+    static const char hex[] = "0x1 0\n0 1\n"; /* numpy's loadtxt refuses it */
+    CHECK_FAILED(ctx, oc_text_read_buffer(ctx, "hex.txt", hex, sizeof hex - 1, &opts, &m), OC_ERR_INPUT,
+                 "'0x1' at row 0, column 0 is not a number");
 }
 
 int main(void)

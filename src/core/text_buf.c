@@ -169,8 +169,10 @@ double oc_strtod(const char *s, char **end)
 
 int oc_strtod_token(const char *s, size_t len, double *out)
 {
+    /* Decimal only: strtod also reads hexadecimal floats (0x1p0), which no text format
+     * outcore reads holds (numpy's and scipy's readers refuse them). */
     char small[64], *buf = len < sizeof small ? small : malloc(len + 1);
-    if (!buf || memchr(s, '\0', len)) {
+    if (!buf || memchr(s, '\0', len) || memchr(s, 'x', len) || memchr(s, 'X', len)) {
         if (buf != small) free(buf);
         return 0;
     }

@@ -43,9 +43,9 @@ oc_status oc_text_finish(oc_context *ctx, oc_text *t, char **out);
 void *oc_numeric_begin(void);
 void oc_numeric_end(void *saved);
 double oc_strtod(const char *s, char **end);
-/* The len bytes at s as one number, whatever their length (a token of a line, not
- * NUL-terminated): 1 with *out set when all of them are a number strtod reads, else 0 (and
- * when out of memory for a token past 63 bytes). */
+/* The len bytes at s as one decimal number, whatever their length (a token of a line, not
+ * NUL-terminated): 1 with *out set when all of them are a number strtod reads and not a
+ * hexadecimal one, else 0 (and when out of memory for a token past 63 bytes). */
 int oc_strtod_token(const char *s, size_t len, double *out);
 /* The first bytes of a token of input for a message: printable ASCII as it is, any other
  * byte (a NUL, a control) as \xHH, "..." past `most` bytes; out always NUL-terminated. */
