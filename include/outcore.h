@@ -1116,6 +1116,13 @@ OC_API void oc_mpi_finalize(void);
  * job's, whichever rank saw it first). */
 OC_API oc_status oc_mpi_agree(oc_context *ctx, oc_status status);
 
+/* Collective: every rank passes its own bytes (its command line, say), which must be rank
+ * 0's. OC_OK when they are on every rank; else every rank returns OC_ERR_INVALID_ARGUMENT
+ * with "rank R of N: its <what> differs from rank 0's ..." for the lowest rank R whose bytes
+ * differ (compared by a 64-bit hash). Ranks given different jobs would otherwise wait for
+ * each other's messages, or write one file from two jobs. */
+OC_API oc_status oc_mpi_agree_same(oc_context *ctx, const void *bytes, size_t size, const char *what);
+
 /* oc_gram over every rank; collective: every rank calls it with the same arguments (its own
  * context, the matrices read from the same files). out must be OC_OUTPUT_FILE (.npy dense,
  * top-k .npz/.tsv, threshold .npz/.mtx/.tsv); the file holds exactly the bytes one process

@@ -82,6 +82,30 @@ int cli_usage_over_ranks(int rc, const char *held, int rank, int size)
     return st == OC_OK ? -1 : cli_exit_code(st);
 }
 
+int cli_same_command_over_ranks(int argc, char **argv, int rank, int size)
+{
+    /* The arguments after the program's name, each with its NUL: "-o x" and "-ox" differ. */
+    size_t bytes = 0;
+    for (int k = 1; k < argc; ++k) bytes += strlen(argv[k]) + 1;
+    char *line = malloc(bytes ? bytes : 1);
+    size_t at = 0;
+    for (int k = 1; line && k < argc; ++k) {
+        memcpy(line + at, argv[k], strlen(argv[k]) + 1);
+        at += strlen(argv[k]) + 1;
+    }
+    oc_context *ctx = NULL;
+    (void)oc_context_create(&ctx);
+    const oc_status st = oc_mpi_agree_same(ctx, line ? line : "", line ? at : 0, "command line");
+    if (st != OC_OK && rank == 0) {
+        fprintf(stderr, "outcore: %s\n", oc_context_last_error(ctx));
+        fflush(stderr);
+    }
+    (void)size;
+    free(line);
+    oc_context_free(ctx);
+    return st == OC_OK ? -1 : cli_exit_code(st);
+}
+
 oc_status cli_agree_or_cancel(oc_context *ctx, oc_status st)
 {
     return oc_mpi_agree(ctx, st == OC_OK && cli_cancel_requested() ? OC_ERR_CANCELLED : st);

@@ -55,6 +55,14 @@ int oc_cuda_device_count(void)
 #endif
 }
 
+oc_status oc_gram_check_topk(oc_context *ctx, int64_t topk, int64_t p, const char *b_name)
+{
+    if (topk <= p) return OC_OK;
+    return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                   "top-%lld: the result has %lld column%s (the rows of %s), so K may be at most %lld", (long long)topk,
+                   (long long)p, p == 1 ? "" : "s", b_name, (long long)p);
+}
+
 oc_status oc_gram_columns_differ(oc_context *ctx, const char *a, int64_t a_cols, const char *b, int64_t b_cols)
 {
     /* One input's row bytes are the other's columns packed eight to a byte. */
@@ -265,13 +273,7 @@ static oc_status job_prepare(oc_context *ctx, const char *caller, const oc_matri
     OC_CHECK(ctx, check_options(ctx, opts, a_name, a->cols, &dtype));
     const int64_t n = a->rows, p = b->rows, m = a->cols;
     OC_CHECK(ctx, check_sizes(ctx, n, p, m, symmetric, opts, out, dtype));
-    /* K past the result's columns would only add padding: n x K of it can be far larger
-     * than the inputs. */
-    if (opts->topk > p)
-        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
-                       "top-%lld: the result has %lld column%s (the rows of %s), so "
-                       "K may be at most %lld",
-                       (long long)opts->topk, (long long)p, p == 1 ? "" : "s", b_name, (long long)p);
+    OC_CHECK(ctx, oc_gram_check_topk(ctx, opts->topk, p, b_name));
 
     /* A device named by the caller must exist when a GPU may run the job. A CPU job asks
      * nothing of CUDA: counting devices would initialise the runtime for nothing. */

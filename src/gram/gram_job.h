@@ -43,5 +43,8 @@ typedef struct oc_gram_job {
 /* The error of inputs of different column counts (gram.c): where one count is the other's
  * bytes of numpy.packbits rows, it says that one input is packed and the other is not. */
 oc_status oc_gram_columns_differ(oc_context *ctx, const char *a, int64_t a_cols, const char *b, int64_t b_cols);
+/* K past the result's p columns (the rows of b_name) is refused: it would only add padding,
+ * and n x K of it can be far larger than the inputs. OC_OK when topk <= p. */
+oc_status oc_gram_check_topk(oc_context *ctx, int64_t topk, int64_t p, const char *b_name);
 
 #endif

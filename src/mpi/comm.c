@@ -10,6 +10,7 @@
 #include "mpi/comm.h"
 
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -125,6 +126,23 @@ oc_status oc_mpi_agree(oc_context *ctx, oc_status status)
     if (failed == size || what.status == OC_ERR_CANCELLED)
         return oc_fail(ctx, (oc_status)what.status, "%s", what.message);
     return oc_fail(ctx, (oc_status)what.status, "rank %d of %d: %s", first, size, what.message);
+}
+
+oc_status oc_mpi_agree_same(oc_context *ctx, const void *bytes, size_t size, const char *what)
+{
+    if (!oc_mpi_ready())
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_mpi_agree_same: MPI is not initialised (oc_mpi_init)");
+    uint64_t hash = 0xcbf29ce484222325ull; /* FNV-1a: equal bytes, equal hashes */
+    for (size_t k = 0; k < size; ++k) hash = (hash ^ ((const unsigned char *)bytes)[k]) * 0x100000001b3ull;
+    hash ^= size;
+    uint64_t first = hash;
+    MPI_Bcast(&first, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+    oc_status st = OC_OK;
+    if (hash != first)
+        st = oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                     "its %s differs from rank 0's: every rank must be given the same job (docs/mpi.md)",
+                     what ? what : "job");
+    return oc_mpi_agree(ctx, st);
 }
 
 #define PIECE (1 << 30)

@@ -230,6 +230,11 @@ static oc_status check_args(oc_context *ctx, const oc_matrix *a, const oc_matrix
                        "%s has %lld columns but %s has %lld: A and B must have the same number of columns", b_name,
                        (long long)oc_matrix_cols(b), a_name, (long long)oc_matrix_cols(a));
     }
+    /* As oc_gram refuses it: each rank's share has fewer rows, never fewer columns. */
+    const oc_matrix *cols_of = b ? b : a;
+    const char *first, *second;
+    oc_matrix_pair_names(a, cols_of, &first, &second);
+    OC_CHECK(ctx, oc_gram_check_topk(ctx, opts->topk, oc_matrix_rows(cols_of), b ? second : first));
     if (opts->resume)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
                        "--resume (opts.resume) is not available under MPI ranks: run "

@@ -25,6 +25,12 @@ oc_status oc_mpi_agree(oc_context *ctx, oc_status status)
     return oc_fail(ctx, OC_ERR_UNSUPPORTED, "%s", no_mpi);
 }
 
+oc_status oc_mpi_agree_same(oc_context *ctx, const void *bytes, size_t size, const char *what)
+{
+    (void)bytes, (void)size, (void)what;
+    return oc_fail(ctx, OC_ERR_UNSUPPORTED, "%s", no_mpi);
+}
+
 oc_status oc_gram_ranks(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const oc_gram_options *opts,
                         const oc_output *out, oc_gram_stats *stats, char **ranks_json)
 {

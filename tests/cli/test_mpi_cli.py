@@ -211,6 +211,37 @@ def test_bad_input_is_one_line_on_rank_0(mpirun, inputs):
     assert not (inputs / "bad.npy").exists()
 
 
+@pytest.mark.parametrize("extra", [["--plan"], ["--metric", "jaccard"], ["--dtype", "uint16"]])
+def test_ranks_given_different_commands_are_refused(mpirun, inputs, tmp_path, extra):
+    """A wrapper that adds an option on one rank: the job each rank would run differs (a plan
+    on one, another metric, another output kind), which left the others waiting or wrote one
+    file from two jobs (int32 and float32 rows in one file). Refused before any work: one line
+    naming the rank, exit 2, no file."""
+    wrapper = tmp_path / "one_rank_differs.sh"
+    wrapper.write_text("#!/bin/sh\nrank=${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-0}}\n"
+                       f'if [ "$rank" = 1 ]; then exec {outcore_bin()} "$@" {" ".join(extra)}; fi\n'
+                       f'exec {outcore_bin()} "$@"\n')
+    wrapper.chmod(0o755)
+    out = tmp_path / "differs.npy"
+    proc = run_ranks(mpirun, 2, inputs / "A.npy", "--backend", "cpu", "-q", "-o", out, program=wrapper)
+    assert proc.returncode == 2, proc.stderr
+    ours = [line for line in proc.stderr.splitlines() if line.startswith("outcore:")]
+    assert ours == ["outcore: rank 1 of 2: its command line differs from rank 0's: every rank must be given the "
+                    "same job (docs/mpi.md)"], proc.stderr
+    assert not out.exists() and not leftovers(tmp_path, out.stem)
+
+
+def test_topk_past_the_rows_is_refused_under_ranks(mpirun, inputs, tmp_path):
+    """K past the result's columns is refused as one process refuses it, on any rank count."""
+    rows = np.load(inputs / "A.npy").shape[0]
+    proc = run_ranks(mpirun, 2, inputs / "A.npy", "--topk", rows + 1, "--backend", "cpu", "-q", "-o",
+                     tmp_path / "k.npz")
+    assert proc.returncode == 2, proc.stderr
+    ours = [line for line in proc.stderr.splitlines() if line.startswith("outcore:")]
+    assert len(ours) == 1 and f"K may be at most {rows}" in ours[0], proc.stderr
+    assert not (tmp_path / "k.npz").exists()
+
+
 def cuda_devices():
     found = re.search(r"(\d+) CUDA device", run("--version").stdout)
     return int(found.group(1)) if found else 0
