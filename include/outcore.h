@@ -1123,6 +1123,13 @@ OC_API oc_status oc_mpi_agree(oc_context *ctx, oc_status status);
  * each other's messages, or write one file from two jobs. */
 OC_API oc_status oc_mpi_agree_same(oc_context *ctx, const void *bytes, size_t size, const char *what);
 
+/* Collective: this rank's share of its node, as oc_gram_ranks runs each rank (the default
+ * host budget and threads divided by the ranks on the node, the default GPU share by those
+ * naming the same device; values the caller gave stay as given), written into *opts: for a
+ * plan or an explanation of a ranked job with the budgets its ranks run under. Nothing
+ * without MPI initialised. */
+OC_API void oc_mpi_node_share(oc_gram_options *opts);
+
 /* oc_gram over every rank; collective: every rank calls it with the same arguments (its own
  * context, the matrices read from the same files). out must be OC_OUTPUT_FILE (.npy dense,
  * top-k .npz/.tsv, threshold .npz/.mtx/.tsv); the file holds exactly the bytes one process

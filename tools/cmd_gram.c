@@ -552,16 +552,20 @@ int oc_cmd_gram(int argc, char **argv)
     }
     if (st != OC_OK) goto failed;
 
+    /* The plan and the explanation of a ranked job: rank 0's share of its node, as the job
+     * runs it (collective: every rank takes its share). */
+    oc_gram_options shared = g.opts;
+    if (ranked) oc_mpi_node_share(&shared);
     if (g.plan) {
         char *text = NULL;
         if (rank == 0) { /* under ranks: the whole job's plan, as one process would run it */
-            st = oc_gram_plan(ctx, a, b, &g.opts, &out, g.json, &text);
+            st = oc_gram_plan(ctx, a, b, &shared, &out, g.json, &text);
             if (st != OC_OK) goto failed;
             fputs(text, stdout);
             free(text);
             if (g.explain && !g.json) { /* the prediction after the plan, as --explain prints it */
                 text = NULL;
-                st = oc_gram_explain(ctx, a, b, &g.opts, &out, &text);
+                st = oc_gram_explain(ctx, a, b, &shared, &out, &text);
                 if (st != OC_OK) goto failed;
                 fputs(text, stdout);
                 free(text);
@@ -585,7 +589,7 @@ int oc_cmd_gram(int argc, char **argv)
     cli_progress_finish(&progress);
     cli_trace_phase(&t, "job");
     if (st != OC_OK) goto failed;
-    if (ranked && rank == 0 && (g.explain || g.json)) whole_job_explain(ctx, a, b, &g.opts, &out, &stats);
+    if (ranked && rank == 0 && (g.explain || g.json)) whole_job_explain(ctx, a, b, &shared, &out, &stats);
     if (rank == 0) {
         /* After the job: a failure stays one line. */
         warn_gpu_only(&g);

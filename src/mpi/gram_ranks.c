@@ -194,8 +194,9 @@ static oc_status summarise(oc_rank_job *j, oc_gram_stats *st_out, char **ranks_j
  * per rank, as given. Ranks are grouped by opts->device alone: ranks that pick their GPUs
  * through CUDA_VISIBLE_DEVICES or --devices all count as sharing one (docs/scale-out.md says
  * to give them a --gpu-mem size). */
-static void share_node_budgets(oc_gram_options *o)
+void oc_mpi_node_share(oc_gram_options *o)
 {
+    if (!o || !oc_mpi_ready()) return;
     MPI_Comm node = MPI_COMM_NULL, device = MPI_COMM_NULL;
     int on_node = 1, on_device = 1;
     if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) != MPI_SUCCESS) return;
@@ -270,7 +271,7 @@ static oc_status gram_ranks(oc_context *ctx, const oc_matrix *a, const oc_matrix
                      .rank = oc_mpi_rank(),
                      .size = oc_mpi_size()};
     j.p = oc_matrix_rows(j.b);
-    share_node_budgets(&j.opts);
+    oc_mpi_node_share(&j.opts);
     j.opts.progress = NULL;
     j.opts.progress_user = NULL;
     j.stats.struct_size = sizeof j.stats;

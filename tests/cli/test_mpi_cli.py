@@ -231,6 +231,17 @@ def test_ranks_given_different_commands_are_refused(mpirun, inputs, tmp_path, ex
     assert not out.exists() and not leftovers(tmp_path, out.stem)
 
 
+def test_the_plan_under_ranks_has_rank_0s_share(mpirun, inputs, tmp_path):
+    """--plan under ranks is the whole job's plan with rank 0's threads and host budget, as the
+    job runs it: its node's share (docs/mpi.md), not the whole machine's."""
+    plan = json.loads(run_ranks(mpirun, 3, inputs / "A.npy", "--backend", "cpu", "--plan", "--json").stdout)
+    ran = json.loads(run_ranks(mpirun, 3, inputs / "A.npy", "--backend", "cpu", "--json", "-q", "-o",
+                               tmp_path / "c.npy").stdout)
+    assert plan["threads"] == ran["threads"], (plan, ran)
+    # The default budget follows the memory available at each start: equal within a few %.
+    assert abs(plan["host_budget"] - ran["host_budget_bytes"]) < ran["host_budget_bytes"] * 0.05, (plan, ran)
+
+
 def test_topk_past_the_rows_is_refused_under_ranks(mpirun, inputs, tmp_path):
     """K past the result's columns is refused as one process refuses it, on any rank count."""
     rows = np.load(inputs / "A.npy").shape[0]
