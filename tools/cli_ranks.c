@@ -82,16 +82,17 @@ int cli_usage_over_ranks(int rc, const char *held, int rank, int size)
     return st == OC_OK ? -1 : cli_exit_code(st);
 }
 
-int cli_same_command_over_ranks(int argc, char **argv, int rank, int size)
+int cli_same_command_over_ranks(int argc, char **argv, int rank)
 {
     /* The arguments after the program's name, each with its NUL: "-o x" and "-ox" differ. */
-    size_t bytes = 0;
-    for (int k = 1; k < argc; ++k) bytes += strlen(argv[k]) + 1;
-    char *line = malloc(bytes ? bytes : 1);
     size_t at = 0;
+    for (int k = 1; k < argc; ++k) at += strlen(argv[k]) + 1;
+    char *line = malloc(at ? at : 1);
+    at = 0;
     for (int k = 1; line && k < argc; ++k) {
-        memcpy(line + at, argv[k], strlen(argv[k]) + 1);
-        at += strlen(argv[k]) + 1;
+        const size_t len = strlen(argv[k]) + 1;
+        memcpy(line + at, argv[k], len);
+        at += len;
     }
     oc_context *ctx = NULL;
     (void)oc_context_create(&ctx);
@@ -100,7 +101,6 @@ int cli_same_command_over_ranks(int argc, char **argv, int rank, int size)
         fprintf(stderr, "outcore: %s\n", oc_context_last_error(ctx));
         fflush(stderr);
     }
-    (void)size;
     free(line);
     oc_context_free(ctx);
     return st == OC_OK ? -1 : cli_exit_code(st);

@@ -32,7 +32,7 @@ int cli_usage_over_ranks(int rc, const char *held, int rank, int size);
 /* Collective, after cli_usage_over_ranks: every rank's command line (its arguments after the
  * program's name) must be rank 0's, or every rank stops with exit 2 and rank 0 prints one
  * line naming the lowest rank that differs. -1 when they agree, else the exit code. */
-int cli_same_command_over_ranks(int argc, char **argv, int rank, int size);
+int cli_same_command_over_ranks(int argc, char **argv, int rank);
 
 /* An agreement of the CLI's own under ranks (the checks of the files, the reading): a SIGINT
  * or SIGTERM caught since the handler was installed is this rank's cancel. (The job's

@@ -504,7 +504,7 @@ int oc_cmd_gram(int argc, char **argv)
     rc = cli_start_ranks("gram", &ranked, &rank, &size);
     if (rc >= 0) return rc;
     if (ranked && ((rc = cli_usage_over_ranks(parsed, held, rank, size)) >= 0 ||
-                   (rc = cli_same_command_over_ranks(argc, argv, rank, size)) >= 0)) {
+                   (rc = cli_same_command_over_ranks(argc, argv, rank)) >= 0)) {
         oc_mpi_finalize();
         return rc;
     }

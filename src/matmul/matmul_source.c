@@ -85,9 +85,7 @@ static oc_status read_header(oc_context *ctx, const char *path, oc_mm_source *s)
     unsigned char prefix[12] = {0};
     const ssize_t got = s->file_size > 0 ? pread(s->fd, prefix, sizeof prefix, 0) : 0;
     if (got < 0) return oc_fail(ctx, OC_ERR_INPUT, "%s: cannot read: %s", path, strerror(errno));
-    const uint64_t declared = prefix[6] == 1 ? 10 + ((uint64_t)prefix[8] | (uint64_t)prefix[9] << 8)
-                                             : 12 + ((uint64_t)prefix[8] | (uint64_t)prefix[9] << 8 |
-                                                     (uint64_t)prefix[10] << 16 | (uint64_t)prefix[11] << 24);
+    const uint64_t declared = oc_npy_header_end(prefix, (size_t)got);
     const size_t want = (uint64_t)s->file_size < declared ? (size_t)s->file_size : (size_t)declared;
     const unsigned char *head = prefix;
     void *map = NULL;

@@ -243,6 +243,15 @@ static int wide_value_type(const char *descr)
     return oc_value_type_size(type) > 1 ? type : -1;
 }
 
+uint64_t oc_npy_header_end(const unsigned char *head, size_t got)
+{
+    const int v1 = got >= 10 && head[6] == 1, v2 = got >= 12 && (head[6] == 2 || head[6] == 3);
+    if (v1) return 10 + ((uint64_t)head[8] | (uint64_t)head[9] << 8);
+    if (v2)
+        return 12 + ((uint64_t)head[8] | (uint64_t)head[9] << 8 | (uint64_t)head[10] << 16 | (uint64_t)head[11] << 24);
+    return got;
+}
+
 /* Reads and checks the magic, version and header dict of a mapped file; on success sets
  * *data_offset to where the array starts. */
 static oc_status npy_parse(oc_context *ctx, const char *path, const unsigned char *base, size_t size, npy_header *h,
@@ -254,20 +263,13 @@ static oc_status npy_parse(oc_context *ctx, const char *path, const unsigned cha
     if (size < 10)
         return oc_fail(ctx, OC_ERR_INPUT, "%s: truncated .npy header: the file has only %zu bytes", path, size);
     unsigned major = base[6], minor = base[7];
-    size_t prefix;
-    uint64_t header_len;
-    if (major == 1 && minor == 0) {
-        prefix = 10;
-        header_len = (uint64_t)base[8] | (uint64_t)base[9] << 8;
-    } else if ((major == 2 || major == 3) && minor == 0) {
-        prefix = 12;
-        if (size < prefix)
-            return oc_fail(ctx, OC_ERR_INPUT, "%s: truncated .npy header: the file has only %zu bytes", path, size);
-        header_len = (uint64_t)base[8] | (uint64_t)base[9] << 8 | (uint64_t)base[10] << 16 | (uint64_t)base[11] << 24;
-    } else {
+    if (!((major >= 1 && major <= 3) && minor == 0))
         return oc_fail(ctx, OC_ERR_INPUT, "%s: unsupported .npy format version %u.%u (1.0, 2.0 and 3.0 are read)", path,
                        major, minor);
-    }
+    const size_t prefix = major == 1 ? 10 : 12;
+    if (size < prefix)
+        return oc_fail(ctx, OC_ERR_INPUT, "%s: truncated .npy header: the file has only %zu bytes", path, size);
+    const uint64_t header_len = oc_npy_header_end(base, size) - prefix;
     if (header_len > size - prefix)
         return oc_fail(ctx, OC_ERR_INPUT,
                        "%s: truncated .npy header: it declares %" PRIu64 " header bytes but only %zu follow", path,

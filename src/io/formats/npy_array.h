@@ -18,6 +18,12 @@ typedef struct oc_npy_array_info {
     size_t data_offset; /* where the data starts */
 } oc_npy_array_info;
 
+/* Where the header that the first `got` bytes of a .npy declare ends (its prefix and its
+ * length field: version 1.0, or 2.0 and 3.0), or `got` when they cannot tell (too few bytes,
+ * another version): the bytes a reader needs before oc_npy_array_parse, which names any
+ * problem. */
+uint64_t oc_npy_header_end(const unsigned char *head, size_t got);
+
 /* Checks the magic, version and header dict of the .npy in [base, base+size) and describes
  * it; the caller checks the descr and that the data fits the file. OC_ERR_INPUT naming path. */
 oc_status oc_npy_array_parse(oc_context *ctx, const char *path, const unsigned char *base, size_t size,
