@@ -238,8 +238,9 @@ def test_the_plan_under_ranks_has_rank_0s_share(mpirun, inputs, tmp_path):
     ran = json.loads(run_ranks(mpirun, 3, inputs / "A.npy", "--backend", "cpu", "--json", "-q", "-o",
                                tmp_path / "c.npy").stdout)
     assert plan["threads"] == ran["threads"], (plan, ran)
-    # The default budget follows the memory available at each start: equal within a few %.
-    assert abs(plan["host_budget"] - ran["host_budget_bytes"]) < ran["host_budget_bytes"] * 0.05, (plan, ran)
+    # The default budget follows the memory available at each start, which other jobs on the
+    # machine move by several %; the whole machine's budget would be three times the share.
+    assert 0.75 < plan["host_budget"] / ran["host_budget_bytes"] < 1.33, (plan, ran)
 
 
 def test_topk_past_the_rows_is_refused_under_ranks(mpirun, inputs, tmp_path):
