@@ -68,7 +68,7 @@ _VALUE_TYPES = _MAP_CODES  # oc_map_dtype codes, one table (_map.py)
 def _as_array(x, name):
     """x as a numpy array; what numpy cannot make one of, or makes a 0-D array of (None, a
     dict, a number), is an InputError naming what was given."""
-    if isinstance(x, np.ndarray):
+    if isinstance(x, np.ndarray) and not isinstance(x, np.ma.MaskedArray):
         return x
     arr = as_numbers(name, x)
     if arr.ndim == 0:

@@ -26,7 +26,7 @@ import numpy as np
 from . import _lib
 from ._calls import run_on_context
 from ._context import call_resources, lease
-from ._options import _integer, c_path, c_text, flag, parse_gpu_mem, parse_host_mem, threads_count
+from ._options import _integer, c_path, c_text, flag, parse_gpu_mem, parse_host_mem, threads_count, unmasked
 from .errors import InputError, check, from_status
 
 if TYPE_CHECKING:
@@ -55,7 +55,7 @@ def _is_path(x):
 def _array(name, x):
     """x as an array the library reads in place: C order, native byte order, a map dtype."""
     try:
-        arr = np.asarray(x)
+        arr = np.asarray(unmasked(name, x))
     except (TypeError, ValueError) as exc:  # a ragged list, say: an argument error like the others
         raise InputError(f"{name}: not an array: {' '.join(str(exc).split())}") from None
     dt = arr.dtype.newbyteorder("=") if arr.dtype.byteorder not in ("=", "|") else arr.dtype

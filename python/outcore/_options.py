@@ -46,9 +46,24 @@ def flag(name, value):
     raise InputError(f"{name} must be True or False; got {value!r}")
 
 
+def unmasked(name, x):
+    """x itself, unless it is a numpy masked array hiding values: np.asarray reads the values
+    under the mask too, which would give a result the caller did not ask for. Refused, naming
+    the ways to say what a masked value is. A masked array hiding nothing is its data."""
+    if isinstance(x, np.ma.MaskedArray):
+        hidden = int(np.ma.count_masked(x))
+        if hidden:
+            raise InputError(f"{name}: a masked array with {hidden} masked value{'s' if hidden != 1 else ''}; outcore "
+                             "reads every value: pass x.filled(value) or x.data")
+        return x.data
+    return x
+
+
 def as_numbers(name, x):
     """np.asarray(x), where what numpy cannot read (ragged nested lists, an object of no
-    array form) is an InputError naming the argument, as the library's refusals are."""
+    array form) is an InputError naming the argument, as the library's refusals are; a masked
+    array hiding values is refused (unmasked)."""
+    x = unmasked(name, x)
     try:
         return np.asarray(x)
     except (ValueError, TypeError) as exc:

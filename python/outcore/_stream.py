@@ -37,7 +37,7 @@ import numpy as np
 
 from . import _lib
 from ._context import lease
-from ._options import _integer, c_text, flag, set_device_budgets
+from ._options import _integer, c_text, flag, set_device_budgets, unmasked
 from .errors import InputError, from_status
 
 if TYPE_CHECKING:
@@ -96,7 +96,7 @@ def _as_input(name, value):
             value = np.load(value, mmap_mode="r")  # read chunk by chunk, never whole
         except (OSError, ValueError) as error:
             raise InputError(f"input {name}: cannot read {os.fsdecode(value)!r}: {error}") from None
-    arr = np.asarray(value)
+    arr = np.asarray(unmasked(f"input {name}", value))
     if not arr.flags.c_contiguous:
         arr = np.ascontiguousarray(arr)  # a copy: outcore reads C-order memory
     return arr

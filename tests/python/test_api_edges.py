@@ -37,3 +37,28 @@ def test_files_of_different_columns_are_refused_before_reading(tmp_path):
     with pytest.raises(outcore.InputError, match="b40.npy has 40 columns but .*big.npy has 512: A and B must"):
         outcore.gram(tmp_path / "big.npy", tmp_path / "b40.npy", out=tmp_path / "C.npy")
     assert not (tmp_path / "C.npy").exists()
+
+
+def _masked(values, hide):
+    return np.ma.masked_array(values, mask=np.eye(*values.shape, dtype=bool) if hide else False)
+
+
+@pytest.mark.parametrize("call", ["gram", "matmul", "map"])
+def test_masked_arrays_hiding_values_are_refused(a, call):
+    """np.asarray reads the values under a mask: a result from them is not the one asked for.
+    A masked array that hides nothing is its data."""
+    x = _masked(a.astype(np.float64), hide=True)
+    run = {"gram": lambda v: outcore.gram(v, backend="cpu"),
+           "matmul": lambda v: outcore.matmul(v, v.T if not isinstance(v, np.ma.MaskedArray) else v.data.T,
+                                              backend="cpu"),
+           "map": lambda v: outcore.map("x * 2", x=v, backend="cpu")}[call]
+    with pytest.raises(outcore.InputError, match=r"a masked array with 12 masked values; .*x\.filled\(value\)"):
+        run(x)
+    plain = run(a.astype(np.float64))
+    np.testing.assert_array_equal(run(_masked(a.astype(np.float64), hide=False)), plain)
+
+
+def test_masked_arrays_hiding_values_are_refused_by_stream():
+    x = _masked(np.ones((12, 30)), hide=True)
+    with pytest.raises(outcore.InputError, match="input x: a masked array with 12 masked values"):
+        outcore.stream(lambda chunk: None, inputs={"x": x})
