@@ -227,7 +227,8 @@ typedef void (*oc_removed_fn)(void *user, const char *path, int64_t bytes);
  * processes no longer running, and the resume journal (PATH.outcore-journal) with its
  * snapshot, unless a running job holds it (OC_ERR_INPUT). fn may be NULL; *removed (may be
  * NULL) gets the count on success (on failure fn has named what was removed). The output
- * itself is never touched. */
+ * itself is never touched. It waits up to a few seconds for the locks of a job that has just
+ * ended; oc_context_cancel ends the wait (OC_ERR_CANCELLED). */
 OC_API oc_status oc_output_clean(oc_context *ctx, const char *path, oc_removed_fn fn, void *user, int64_t *removed);
 /* Where a job on ctx reports the stale temporaries it removes beside its output (a killed
  * job's PATH.tmp-PID-RANDOM, docs/write-failures.md): fn(user, path, bytes) for each, on the

@@ -19,6 +19,7 @@
 #include "core/threads.h"
 #include "harness.h"
 #include "io/journal.h"
+#include "io/sysio.h"
 #include "outcore.h"
 
 static oc_context *ctx;
@@ -190,6 +191,15 @@ static void test_held_from_the_start(const char *path)
     *strstr(out, ".outcore-journal") = '\0';
     int64_t removed = -1;
     CHECK_FAILED(ctx, oc_output_clean(ctx, out, NULL, NULL, &removed), OC_ERR_INPUT, "a running job holds");
+    /* A cancel ends the wait for the lock at once; the next call waits again. */
+    oc_context *other_ctx = NULL;
+    CHECK(oc_context_create(&other_ctx) == OC_OK);
+    oc_context_cancel(other_ctx);
+    const double t0 = oc_now();
+    CHECK_FAILED(other_ctx, oc_journal_hold(other_ctx, path, &other), OC_ERR_CANCELLED, "cancelled while waiting");
+    CHECK_MSG(oc_now() - t0 < OC_LOCK_RELEASE_WAIT / 2, "cancelled after %.3f s", oc_now() - t0);
+    CHECK(other == NULL);
+    oc_context_free(other_ctx);
     struct stat sb;
     CHECK(stat(path, &sb) == 0);
     seen s = {0};

@@ -232,12 +232,15 @@ oc_status oc_journal_hold(oc_context *ctx, const char *path, oc_journal **out)
     /* O_NOFOLLOW: a journal that is a symbolic link is refused, not followed. */
     j->fd = oc_sys_open(ctx, path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0);
     struct stat sb;
+    int unlocked = 0;
     if (j->fd < 0)
         st = oc_fail(ctx, OC_ERR_INPUT, "%s: cannot open the resume journal: %s", path,
                      errno == ELOOP ? "it is a symbolic link; remove it" : strerror(errno));
     else if (fstat(j->fd, &sb) != 0 || !S_ISREG(sb.st_mode))
         st = oc_fail(ctx, OC_ERR_INPUT, "%s: the resume journal is not a regular file; remove it", path);
-    else if (oc_sys_lock_released(j->fd) != 0 && errno == EWOULDBLOCK)
+    else if ((unlocked = oc_sys_lock_released(j->fd, ctx)) != 0 && errno == ECANCELED)
+        st = oc_fail(ctx, OC_ERR_CANCELLED, "cancelled while waiting for the resume journal %s", path);
+    else if (unlocked != 0 && errno == EWOULDBLOCK)
         st =
             oc_fail(ctx, OC_ERR_INPUT, "%s: a running job holds this resume journal: let it end before resuming", path);
     if (st != OC_OK) {

@@ -57,18 +57,22 @@ static int temp_of(const char *name, const char *base, long *pid)
 static int process_runs(long pid) { return pid > 0 && (kill((pid_t)pid, 0) == 0 || errno == EPERM); }
 
 /* fd's exclusive lock, at once, or (wait) once a process that has just ended gives it up
- * (oc_sys_lock_released): 0, or -1 while another process holds it. */
-static int take_lock(int fd, int wait) { return wait ? oc_sys_lock_released(fd) : flock(fd, LOCK_EX | LOCK_NB); }
+ * (oc_sys_lock_released, which ctx's cancellation ends): 0, or -1 while another process
+ * holds it. */
+static int take_lock(int fd, int wait, const oc_context *ctx)
+{
+    return wait ? oc_sys_lock_released(fd, ctx) : flock(fd, LOCK_EX | LOCK_NB);
+}
 
 /* Opens name in dirfd and takes its lock: the descriptor when it is a regular file that no
  * process holds (its size in *bytes), else -1. The lock is held until the caller closes it;
  * wait as take_lock's. */
-static int take_unheld(int dirfd, const char *name, int64_t *bytes, int wait)
+static int take_unheld(int dirfd, const char *name, int64_t *bytes, int wait, const oc_context *ctx)
 {
     int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) return -1;
     struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || take_lock(fd, wait) != 0) {
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || take_lock(fd, wait, ctx) != 0) {
         close(fd);
         return -1;
     }
@@ -78,11 +82,12 @@ static int take_unheld(int dirfd, const char *name, int64_t *bytes, int wait)
 
 typedef struct sweep {
     const char *folder;
-    const char *base; /* the output's file name */
-    int older_names;  /* also PATH.tmp-XXXXXX of older versions */
-    int print;        /* one line on stderr for each removal */
-    int wait;         /* outcore clean: wait for the locks of processes that have ended */
-    oc_removed_fn fn; /* or this, called for each */
+    const char *base;      /* the output's file name */
+    int older_names;       /* also PATH.tmp-XXXXXX of older versions */
+    int print;             /* one line on stderr for each removal */
+    int wait;              /* outcore clean: wait for the locks of processes that have ended */
+    const oc_context *ctx; /* whose cancellation ends the waits */
+    oc_removed_fn fn;      /* or this, called for each */
     void *user;
     int64_t removed;
 } sweep;
@@ -109,11 +114,11 @@ static void sweep_temps(sweep *s)
     DIR *d = opendir(s->folder);
     if (!d) return;
     struct dirent *e;
-    while ((e = readdir(d))) {
+    while (!oc_cancelled(s->ctx) && (e = readdir(d))) {
         long pid;
         if (!temp_of(e->d_name, s->base, &pid) || (pid == 0 && !s->older_names) || process_runs(pid)) continue;
         int64_t bytes = 0;
-        int fd = take_unheld(dirfd(d), e->d_name, &bytes, s->wait && pid > 0);
+        int fd = take_unheld(dirfd(d), e->d_name, &bytes, s->wait && pid > 0, s->ctx);
         if (fd < 0) continue;
         /* A file this process reads (an input named like a temporary) is no one's leftover. */
         if (oc_sys_file_held_here(fd)) {
@@ -144,6 +149,7 @@ int oc_stale_temps_remove(oc_context *ctx, const char *path)
     sweep s = {.folder = folder,
                .base = file_name(path),
                .print = 1,
+               .ctx = ctx,
                .fn = ctx ? ctx->removed_fn : NULL,
                .user = ctx ? ctx->removed_user : NULL};
     sweep_temps(&s);
@@ -164,8 +170,11 @@ static oc_status clean_journal(oc_context *ctx, sweep *s, const char *journal)
     int fd = -1;
     if (exists && S_ISREG(sb.st_mode)) {
         fd = open(journal, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-        if (fd >= 0 && take_lock(fd, s->wait) != 0) {
+        if (fd >= 0 && take_lock(fd, s->wait, ctx) != 0) {
+            const int e = errno;
             close(fd);
+            if (e == ECANCELED)
+                return oc_fail(ctx, OC_ERR_CANCELLED, "cancelled while waiting for the resume journal %s", journal);
             return oc_fail(ctx, OC_ERR_INPUT,
                            "%s: a running job holds this resume journal: let it end (or stop it) "
                            "before cleaning",
@@ -182,7 +191,7 @@ static oc_status clean_journal(oc_context *ctx, sweep *s, const char *journal)
     snprintf(snapshot, sizeof snapshot, "%s.topk", file_name(journal));
     int dfd = open(s->folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     int64_t bytes = 0;
-    int snap = dfd >= 0 ? take_unheld(dfd, snapshot, &bytes, s->wait) : -1;
+    int snap = dfd >= 0 ? take_unheld(dfd, snapshot, &bytes, s->wait, ctx) : -1;
     if (snap >= 0 && unlinkat(dfd, snapshot, 0) == 0) report(s, snapshot, bytes, 0);
     if (snap >= 0) close(snap);
     /* A link under the snapshot's name (which the job refuses) goes too: removing a link
@@ -206,6 +215,7 @@ oc_status oc_output_clean(oc_context *ctx, const char *path, oc_removed_fn fn, v
     if (!ctx) return OC_ERR_INVALID_ARGUMENT;
     if (!path) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "output path is NULL");
     if (path[0] == '\0') return oc_fail(ctx, OC_ERR_INPUT, "the output path is empty");
+    oc_context_begin_job(ctx);
     char folder[4096];
     oc_path_folder(path, folder, sizeof folder);
     struct stat sb;
@@ -213,11 +223,13 @@ oc_status oc_output_clean(oc_context *ctx, const char *path, oc_removed_fn fn, v
         return oc_fail(ctx, OC_ERR_INPUT, "%s: folder %s does not exist", path, folder);
     char *journal = oc_journal_path_for(path);
     if (!journal) return oc_fail(ctx, OC_ERR_NO_MEMORY, "out of memory");
-    sweep s = {.folder = folder, .base = file_name(path), .older_names = 1, .wait = 1, .fn = fn, .user = user};
+    sweep s = {
+        .folder = folder, .base = file_name(path), .older_names = 1, .wait = 1, .ctx = ctx, .fn = fn, .user = user};
     oc_status st = clean_journal(ctx, &s, journal);
     free(journal);
     if (st != OC_OK) return st;
     sweep_temps(&s); /* with the journal gone, its temporaries are stale too */
     if (removed) *removed = s.removed;
+    if (oc_cancelled(ctx)) return oc_fail(ctx, OC_ERR_CANCELLED, "cancelled: %lld files removed", (long long)s.removed);
     return OC_OK;
 }

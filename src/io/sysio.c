@@ -171,13 +171,17 @@ int64_t oc_sys_file_size(int fd)
     return fd >= 0 && fstat(fd, &sb) == 0 ? (int64_t)sb.st_size : -1;
 }
 
-int oc_sys_lock_released(int fd)
+int oc_sys_lock_released(int fd, const oc_context *ctx)
 {
     const struct timespec pause = {0, 10 * 1000 * 1000};
     const double end = oc_now() + OC_LOCK_RELEASE_WAIT;
     for (;;) {
         if (flock(fd, LOCK_EX | LOCK_NB) == 0) return 0;
         if (errno != EWOULDBLOCK || oc_now() >= end) return -1;
+        if (oc_cancelled(ctx)) {
+            errno = ECANCELED;
+            return -1;
+        }
         nanosleep(&pause, NULL);
     }
 }

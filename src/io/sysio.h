@@ -61,9 +61,10 @@ int64_t oc_sys_file_size(int fd);
 /* Takes fd's exclusive lock (flock) for a job that resumes another's files, waiting up to
  * OC_LOCK_RELEASE_WAIT seconds while another process holds it: a job killed a moment ago
  * (kill -9) still holds its files while the system tears it down, past the moment its
- * parent has seen it end. Returns 0, or -1 with errno (EWOULDBLOCK: a running job holds it). */
+ * parent has seen it end. Returns 0, or -1 with errno (EWOULDBLOCK: a running job holds it;
+ * ECANCELED: ctx, which may be NULL, was cancelled meanwhile: Ctrl-C ends the wait at once). */
 #define OC_LOCK_RELEASE_WAIT 3.0
-int oc_sys_lock_released(int fd);
+int oc_sys_lock_released(int fd, const oc_context *ctx);
 
 /* Whether this process holds the file fd is open on through another descriptor, or maps it:
  * an input of a job in progress, which no cleanup or resumed run may take for a temporary of

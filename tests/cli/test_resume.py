@@ -171,6 +171,28 @@ def killed_job(d, extra=()):
     return args, d / "C.npy.outcore-journal"
 
 
+def test_ctrl_c_while_a_held_journal_is_waited_for(inputs):
+    """A journal whose lock is held (a job killed a moment ago, not yet torn down) is waited
+    for a few seconds before the run is refused; Ctrl-C meanwhile stops it at once (exit 130),
+    the journal and its temporary kept for --resume."""
+    import fcntl
+    d = inputs
+    args, journal = killed_job(d)
+    kept = sorted(p.name for p in d.iterdir())
+    with open(journal, "rb") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        job = subprocess.Popen([outcore_bin(), *map(str, args), "-o", str(d / "C.npy"), "--resume"],
+                               stderr=subprocess.PIPE, text=True)
+        time.sleep(1.0)  # well inside the wait for the lock
+        job.send_signal(signal.SIGINT)
+        _, err = job.communicate(timeout=60)
+    assert job.returncode == 130, err
+    assert "cancelled while waiting for the resume journal" in err, err
+    assert sorted(p.name for p in d.iterdir()) == kept
+    proc = run(*args, "-o", d / "C.npy", "--resume")
+    assert proc.returncode == 0 and (d / "C.npy").exists() and not journal.exists()
+
+
 def test_journal_of_another_job_refused(inputs):
     d = inputs
     args, journal = killed_job(d)

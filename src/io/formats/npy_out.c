@@ -389,12 +389,16 @@ static oc_status reopen_as(oc_context *ctx, const char *path, const char *temp_p
     w->file.fd = oc_sys_open(ctx, temp_path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0);
     const char *problem = NULL;
     struct stat sb;
+    int unlocked = 0;
     if (w->file.fd < 0) problem = errno == ELOOP ? "it is a symbolic link" : strerror(errno);
     else if (fstat(w->file.fd, &sb) != 0 || !S_ISREG(sb.st_mode)) problem = "it is not a regular file";
     /* A temporary this library made has one name; another would be written through. */
     else if (sb.st_nlink != 1) problem = "it has other names (hard links)";
     else if (oc_sys_file_held_here(w->file.fd)) problem = "this process has it open: it is an input, not a temporary";
-    else if (oc_sys_lock_released(w->file.fd) != 0 && errno == EWOULDBLOCK) problem = "a running job holds it";
+    else if ((unlocked = oc_sys_lock_released(w->file.fd, ctx)) != 0 && errno == ECANCELED) {
+        oc_npy_out_keep(w);
+        return oc_fail(ctx, OC_ERR_CANCELLED, "cancelled while waiting for the temporary output %s", temp_path);
+    } else if (unlocked != 0 && errno == EWOULDBLOCK) problem = "a running job holds it";
     else if (oc_sys_file_size(w->file.fd) != (int64_t)total) problem = "its size is not the result's";
     else if (pread(w->file.fd, have, offset, 0) != (ssize_t)offset || memcmp(have, header, offset) != 0)
         problem = "its header is not the result's";
