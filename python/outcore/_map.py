@@ -195,6 +195,20 @@ def _out_path(out, what="map"):
 _MAP_KEYWORDS = ("out", "dtype", "reduce", "axis", "backend", "threads", "host_mem", "gpu_mem", "context", "explain")
 
 
+def _keyword_like(name):
+    """The keyword of map that name most likely misspells, or None: one close by difflib's
+    measure (axes, threds), or one sharing its start with name (reduction, output, backends,
+    host_memory): at least the whole keyword or 4 characters."""
+    close = difflib.get_close_matches(name, _MAP_KEYWORDS, n=1, cutoff=0.75)
+    if close:
+        return close[0]
+    low = name.lower()
+    for k in _MAP_KEYWORDS:
+        if len(os.path.commonprefix([low, k])) >= min(len(k), 4):
+            return k
+    return None
+
+
 def _check_operand_names(expr, operands):
     """An operand the expression does not name, whose name is close to one of map's keywords,
     is refused: **operands takes every unknown keyword, so a misspelt option (axes=0) would
@@ -203,10 +217,10 @@ def _check_operand_names(expr, operands):
     for name in operands:
         if name in names:
             continue
-        close = difflib.get_close_matches(name, _MAP_KEYWORDS, n=1, cutoff=0.75)
+        close = _keyword_like(name)
         if close:
             raise InputError(f"{name}=: the expression names no '{name}', and map has no such keyword: did you mean "
-                             f"{close[0]}=?")
+                             f"{close}=?")
 
 
 def map(expr: str, out: Path | np.ndarray | None = None, *, dtype: DTypeLike | None = None,

@@ -624,7 +624,9 @@ def test_arguments_a_user_gets_wrong_are_named():
     apply); gram takes numpy's spellings of its dtypes as map and matmul do; text with a NUL
     byte or a lone surrogate is refused, not cut or raised raw; cuda_warm_up checks device."""
     x = np.arange(12.0).reshape(3, 4)
-    for kw, right in ((dict(axes=0, reduce="sum"), "axis"), (dict(threds=2), "threads"), (dict(reduc="sum"), "reduce")):
+    for kw, right in ((dict(axes=0, reduce="sum"), "axis"), (dict(threds=2), "threads"), (dict(reduc="sum"), "reduce"),
+                      (dict(reduction="sum"), "reduce"), (dict(output="o.npy"), "out"), (dict(host_memory="1G"), "host_mem"),
+                      (dict(backends="cpu"), "backend")):
         with pytest.raises(outcore.InputError, match=f"did you mean {right}=") as e:
             outcore.map("a", a=x, **kw)
         assert "\n" not in str(e.value)
