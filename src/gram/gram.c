@@ -63,6 +63,16 @@ oc_status oc_gram_check_topk(oc_context *ctx, int64_t topk, int64_t p, const cha
                    (long long)p, p == 1 ? "" : "s", b_name, (long long)p);
 }
 
+oc_status oc_gram_check_dtype(oc_context *ctx, oc_metric metric, oc_dtype dtype, oc_dtype *result)
+{
+    *result = oc_gram_result_dtype(metric, dtype);
+    if (*result != OC_DTYPE_DEFAULT) return OC_OK;
+    char allowed[256];
+    oc_metric_dtypes_text(allowed, sizeof allowed);
+    return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "dtype %s does not hold metric %s (%s)",
+                   oc_dtype_name(dtype) ? oc_dtype_name(dtype) : "?", oc_metric_name(metric), allowed);
+}
+
 oc_status oc_gram_columns_differ(oc_context *ctx, const char *a, int64_t a_cols, const char *b, int64_t b_cols)
 {
     /* One input's row bytes are the other's columns packed eight to a byte. */
@@ -111,13 +121,7 @@ static oc_status check_options(oc_context *ctx, const oc_gram_options *o, const 
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "unknown metric %d", (int)o->metric);
     if (!oc_dtype_name(o->dtype))
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "dtype %d is not an oc_dtype", (int)o->dtype);
-    *dtype = oc_gram_result_dtype(o->metric, o->dtype);
-    if (*dtype == OC_DTYPE_DEFAULT) {
-        char allowed[256];
-        oc_metric_dtypes_text(allowed, sizeof allowed);
-        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "dtype %s does not hold metric %s (%s)", oc_dtype_name(o->dtype),
-                       oc_metric_name(o->metric), allowed);
-    }
+    OC_CHECK(ctx, oc_gram_check_dtype(ctx, o->metric, o->dtype, dtype));
     if (*dtype == OC_DTYPE_UINT16 && m >= 65536)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
                        "%s: dtype uint16 needs fewer than 65536 columns so every %s fits; the matrix has %lld", a_name,

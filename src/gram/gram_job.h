@@ -46,5 +46,8 @@ oc_status oc_gram_columns_differ(oc_context *ctx, const char *a, int64_t a_cols,
 /* K past the result's p columns (the rows of b_name) is refused: it would only add padding,
  * and n x K of it can be far larger than the inputs. OC_OK when topk <= p. */
 oc_status oc_gram_check_topk(oc_context *ctx, int64_t topk, int64_t p, const char *b_name);
+/* The result's dtype for metric and the asked dtype (oc_gram_result_dtype) into *result; a
+ * dtype that does not hold the metric is refused, naming the dtypes each metric takes. */
+oc_status oc_gram_check_dtype(oc_context *ctx, oc_metric metric, oc_dtype dtype, oc_dtype *result);
 
 #endif

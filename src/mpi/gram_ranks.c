@@ -245,10 +245,8 @@ static oc_status check_args(oc_context *ctx, const oc_matrix *a, const oc_matrix
     const oc_gram_job job = {.ctx = ctx, .opts = opts};
     oc_resume *resume = NULL;
     OC_CHECK(ctx, oc_resume_start(ctx, &job, out, &resume));
-    if (oc_gram_result_dtype(opts->metric, opts->dtype) == OC_DTYPE_DEFAULT)
-        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "dtype %s does not hold metric %s",
-                       oc_dtype_name(opts->dtype) ? oc_dtype_name(opts->dtype) : "?", oc_metric_name(opts->metric));
-    return OC_OK;
+    oc_dtype result;
+    return oc_gram_check_dtype(ctx, opts->metric, opts->dtype, &result);
 }
 
 static oc_status gram_ranks(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const oc_gram_options *opts,

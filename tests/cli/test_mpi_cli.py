@@ -211,6 +211,17 @@ def test_bad_input_is_one_line_on_rank_0(mpirun, inputs):
     assert not (inputs / "bad.npy").exists()
 
 
+
+@pytest.mark.parametrize("bad", [["--dtype", "float32"], ["--metric", "jaccard", "--dtype", "int32"]])
+def test_a_refused_option_reads_as_in_one_process(mpirun, inputs, tmp_path, bad):
+    """The rank layer refuses what one process refuses in the same words, exit 2, no file."""
+    alone = run("gram", inputs / "A.npy", *bad, "-q", "-o", tmp_path / "one.npy", check=False)
+    proc = run_ranks(mpirun, 2, inputs / "A.npy", *bad, "-q", "-o", tmp_path / "two.npy")
+    assert alone.returncode == proc.returncode == 2, (alone.stderr, proc.stderr)
+    ours = [line for line in proc.stderr.splitlines() if line.startswith("outcore:")]
+    assert ours == alone.stderr.splitlines(), (alone.stderr, proc.stderr)
+    assert not (tmp_path / "one.npy").exists() and not (tmp_path / "two.npy").exists()
+
 @pytest.mark.parametrize("extra", [["--plan"], ["--metric", "jaccard"], ["--dtype", "uint16"]])
 def test_ranks_given_different_commands_are_refused(mpirun, inputs, tmp_path, extra):
     """A wrapper that adds an option on one rank: the job each rank would run differs (a plan
