@@ -235,6 +235,20 @@ static void check_messages(oc_context *ctx, const oc_matrix *a)
     CHECK_FAILS(oc_gram(ctx, a, NULL, &go, NULL, NULL), OC_ERR_INVALID_ARGUMENT,
                 "oc_gram: a, opts and out must not be NULL");
     CHECK(text == NULL);
+    /* A file output without a path: the explanation takes it (only the kind is read), the
+     * plan and the job refuse it. */
+    oc_output nameless = OC_OUTPUT_INIT;
+    nameless.kind = OC_OUTPUT_FILE;
+    CHECK_MSG(oc_gram_explain(ctx, a, NULL, &go, &nameless, &text) == OC_OK && text && strstr(text, "backend: "), "%s",
+              oc_context_last_error(ctx));
+    free(text);
+    text = NULL;
+    go.topk = 1;
+    CHECK_MSG(oc_gram_explain(ctx, a, NULL, &go, &nameless, &text) == OC_OK && text, "%s", oc_context_last_error(ctx));
+    free(text);
+    text = NULL;
+    go.topk = 0;
+    CHECK_FAILS(oc_gram_plan(ctx, a, NULL, &go, &nameless, 0, &text), OC_ERR_INVALID_ARGUMENT, "output path is NULL");
 
     /* An enum value that is none: its number. */
     go.dtype = (oc_dtype)99;

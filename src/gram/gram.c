@@ -632,7 +632,9 @@ static oc_status describe_without_running(oc_context *ctx, const oc_matrix *a, c
     /* The kinds oc_gram takes, as it takes them (a plan of a job it would refuse is none). */
     if ((unsigned)out->kind > OC_OUTPUT_DISCARD)
         return oc_fail(ctx, OC_ERR_UNSUPPORTED, "output kind %d is not supported by this version", (int)out->kind);
-    if (out->kind == OC_OUTPUT_FILE && !out->path) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "output path is NULL");
+    /* The explanation reads a file's place only for its file system's costs (NULL: a disk's). */
+    if (out->kind == OC_OUTPUT_FILE && !out->path && what != DESCRIBE_EXPLAIN)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "output path is NULL");
     oc_gram_stats stats = {.struct_size = sizeof stats};
     job.stats = &stats;
     /* The plan depends on the kind of output, never on its place: nothing is opened. */
