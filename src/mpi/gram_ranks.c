@@ -19,6 +19,7 @@
 
 #include "core/context.h"
 #include "core/error.h"
+#include "gram/gram_compat.h"
 #include "gram/gram_resume.h"
 #include "matrix/matrix.h"
 #include "core/text_buf.h"
@@ -213,15 +214,20 @@ void oc_mpi_node_share(oc_gram_options *o)
 
 /* The checks every rank makes alike before any output exists. */
 static oc_status check_args(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const oc_gram_options *opts,
-                            const oc_output *out)
+                            const oc_output *out, const oc_gram_stats *stats)
 {
     if (!oc_mpi_ready())
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_gram_ranks: MPI is not initialised (oc_mpi_init)");
     if (!a || !opts || !out)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_gram_ranks: a, opts and out must not be NULL");
+    /* Earlier versions of the options were made current (gram_compat.h); any other size is
+     * no version's. */
     if (opts->struct_size != sizeof(oc_gram_options))
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_gram_ranks: oc_gram_options.struct_size is %zu, expected %zu",
                        opts->struct_size, sizeof(oc_gram_options));
+    if (stats && !oc_gram_stats_size_known(stats->struct_size))
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_gram_ranks: oc_gram_stats.struct_size is %zu, expected %zu",
+                       stats->struct_size, sizeof(oc_gram_stats));
     if (out->struct_size != sizeof(oc_output) || out->kind != OC_OUTPUT_FILE || !out->path)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_gram_ranks writes a file: give OC_OUTPUT_FILE and a path");
     if (b && b != a && oc_matrix_cols(a) != oc_matrix_cols(b)) {
@@ -253,7 +259,10 @@ static oc_status gram_ranks(oc_context *ctx, const oc_matrix *a, const oc_matrix
                             const oc_output *out, oc_gram_stats *stats, char **ranks_json)
 {
     double t0 = oc_now();
-    oc_status st = check_args(ctx, a, b, opts, out);
+    oc_gram_options current;
+    const oc_gram_options *made_current = opts ? oc_gram_options_current(opts, &current) : NULL;
+    if (made_current) opts = made_current;
+    oc_status st = check_args(ctx, a, b, opts, out, stats);
     if (!oc_mpi_ready()) return st;
     st = oc_mpi_agree(ctx, st);
     if (st != OC_OK) return st;
@@ -287,10 +296,8 @@ static oc_status gram_ranks(oc_context *ctx, const oc_matrix *a, const oc_matrix
     total.seconds = seconds;
     total.pairs = pairs;
     total.bit_macs_effective = (double)j.n * (double)j.p * (double)oc_matrix_cols(a);
-    if (stats && stats->struct_size == sizeof *stats) {
-        total.struct_size = sizeof total;
-        *stats = total;
-    }
+    if (stats) /* only the fields of the caller's version (gram_compat.h) */
+        memcpy((char *)stats + sizeof(size_t), (char *)&total + sizeof(size_t), stats->struct_size - sizeof(size_t));
     return OC_OK;
 }
 

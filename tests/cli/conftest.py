@@ -33,6 +33,14 @@ def outcore_bin():
     pytest.skip("outcore binary not found: set OUTCORE_BIN or build into ./build")
 
 
+def library():
+    """The built liboutcore: OUTCORE_LIBRARY, else the one beside the built outcore."""
+    path = os.environ.get("OUTCORE_LIBRARY")
+    lib = Path(path) if path else Path(outcore_bin()).resolve().parent / "liboutcore.so"
+    assert lib.exists(), f"{lib} is missing: build the library or set OUTCORE_LIBRARY"
+    return lib.resolve()
+
+
 def run(*args, check=True, env=None, cwd=None, timeout=None):
     """Runs the CLI (in the folder cwd when given, where the paths of args are then spelled);
     returns the CompletedProcess (text mode). A timeout (seconds) fails a call that hangs."""

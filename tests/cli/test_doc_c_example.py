@@ -9,12 +9,11 @@ missing file fail with the library's one-line message.
 import os
 import re
 import subprocess
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from conftest import SOURCE_DIR, outcore_bin, reference
+from conftest import SOURCE_DIR, library, reference
 
 FENCE = re.compile(r"^```c[ \t]*\n(.*?)^```[ \t]*$", re.S | re.M)
 
@@ -22,13 +21,6 @@ FENCE = re.compile(r"^```c[ \t]*\n(.*?)^```[ \t]*$", re.S | re.M)
 def programs():
     text = (SOURCE_DIR / "README.md").read_text()
     return [block for block in FENCE.findall(text) if re.search(r"\bint\s+main\s*\(", block)]
-
-
-def library():
-    path = os.environ.get("OUTCORE_LIBRARY")
-    lib = Path(path) if path else Path(outcore_bin()).resolve().parent / "liboutcore.so"
-    assert lib.exists(), f"{lib} is missing: build the library or set OUTCORE_LIBRARY"
-    return lib.resolve()
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import outcore_bin, run
+from conftest import SOURCE_DIR, library, outcore_bin, run
 
 RANKS = (1, 2, 3)
 # Same member timestamps in every .npz, so that files compare byte for byte.
@@ -221,6 +221,62 @@ def test_a_refused_option_reads_as_in_one_process(mpirun, inputs, tmp_path, bad)
     ours = [line for line in proc.stderr.splitlines() if line.startswith("outcore:")]
     assert ours == alone.stderr.splitlines(), (alone.stderr, proc.stderr)
     assert not (tmp_path / "one.npy").exists() and not (tmp_path / "two.npy").exists()
+
+
+# A caller of oc_gram_ranks built against an earlier oc_gram_options (version 4, before
+# use_min_score) and oc_gram_stats (version 1, before host_budget_bytes): run as `PROG gram
+# A.npy OUT`; prints the tiles on rank 0 and whether the bytes past its stats were kept.
+EARLIER_CALLER = r"""
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include "outcore.h"
+
+int main(int argc, char **argv)
+{
+    int rank = 0, size = 0;
+    if (argc != 4 || oc_mpi_init(&rank, &size) != OC_OK) return 3;
+    oc_context *ctx = NULL;
+    oc_matrix *a = NULL;
+    if (oc_context_create(&ctx) != OC_OK || oc_matrix_read(ctx, argv[2], NULL, &a) != OC_OK) return 4;
+    oc_gram_options opts = OC_GRAM_OPTIONS_INIT;
+    opts.struct_size = offsetof(oc_gram_options, use_min_score);
+    opts.backend = OC_BACKEND_CPU;
+    opts.metric = OC_METRIC_JACCARD;
+    oc_output out = OC_OUTPUT_INIT;
+    out.kind = OC_OUTPUT_FILE;
+    out.path = argv[3];
+    union { oc_gram_stats s; unsigned char bytes[sizeof(oc_gram_stats)]; } st;
+    memset(&st, 0xAB, sizeof st);
+    st.s.struct_size = offsetof(oc_gram_stats, host_budget_bytes);
+    const oc_status status = oc_gram_ranks(ctx, a, NULL, &opts, &out, &st.s, NULL);
+    int kept = 1;
+    for (size_t i = st.s.struct_size; i < sizeof st; i++) kept &= st.bytes[i] == 0xAB;
+    if (rank == 0) printf("%d %lld %d\n", (int)status, (long long)st.s.tiles, kept);
+    if (status != OC_OK) fprintf(stderr, "%s\n", oc_context_last_error(ctx));
+    oc_matrix_free(a);
+    oc_context_free(ctx);
+    oc_mpi_finalize();
+    return status == OC_OK ? 0 : 1;
+}
+"""
+
+
+def test_ranks_take_earlier_versions_of_the_structs(mpirun, inputs, tmp_path):
+    """docs/abi.md: a release accepts every earlier size of its structs, and writes only the
+    fields of the caller's stats; oc_gram_ranks as oc_gram."""
+    (tmp_path / "caller.c").write_text(EARLIER_CALLER)
+    lib = library()
+    cc = os.environ.get("CC", "cc")
+    built = subprocess.run([cc, "-std=c11", "-Wall", "-Werror", "caller.c", "-o", "caller", f"-I{SOURCE_DIR / 'include'}",
+                            str(lib), f"-Wl,-rpath,{lib.parent}"], cwd=tmp_path, capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr
+    proc = run_ranks(mpirun, 2, inputs / "A.npy", tmp_path / "two.npy", program=tmp_path / "caller")
+    assert proc.returncode == 0, proc.stderr
+    status, tiles, kept = map(int, proc.stdout.split())
+    assert status == 0 and tiles > 0 and kept == 1, proc.stdout
+    run("gram", inputs / "A.npy", "--metric", "jaccard", "--backend", "cpu", "-q", "-o", tmp_path / "one.npy")
+    assert (tmp_path / "two.npy").read_bytes() == (tmp_path / "one.npy").read_bytes()
 
 @pytest.mark.parametrize("extra", [["--plan"], ["--metric", "jaccard"], ["--dtype", "uint16"]])
 def test_ranks_given_different_commands_are_refused(mpirun, inputs, tmp_path, extra):
