@@ -7,6 +7,7 @@
  */
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "harness.h"
@@ -61,6 +62,25 @@ static void test_gpu_memory_refused(void)
     A.struct_size = OC_MM_ARRAY_V1_SIZE + 1;
     CHECK(oc_matmul(ctx, &A, &B, &C, &o, NULL) == OC_ERR_INVALID_ARGUMENT &&
           strstr(oc_context_last_error(ctx), "struct_size"));
+    A.struct_size = B.struct_size = C.struct_size = sizeof A;
+    A.gpu = B.gpu = C.gpu = 0;
+    /* A struct of no version, as large as its own size: refused without a read past its end
+     * (AddressSanitizer's build checks the "without"). */
+    size_t *stub = malloc(sizeof *stub);
+    CHECK(stub != NULL);
+    *stub = sizeof *stub;
+    const oc_matmul_array *bare = (const oc_matmul_array *)stub;
+    oc_matmul_dtype dt;
+    int64_t rows, cols;
+    char *text = NULL;
+    CHECK(oc_matmul(ctx, bare, &B, &C, &o, NULL) == OC_ERR_INVALID_ARGUMENT);
+    CHECK(strncmp(oc_context_last_error(ctx), "A: oc_matmul_array.struct_size is 8", 35) == 0);
+    CHECK(oc_matmul(ctx, &A, bare, &C, &o, NULL) == OC_ERR_INVALID_ARGUMENT);
+    CHECK(oc_matmul(ctx, &A, &B, bare, &o, NULL) == OC_ERR_INVALID_ARGUMENT);
+    CHECK(strncmp(oc_context_last_error(ctx), "C: oc_matmul_array.struct_size is 8", 35) == 0);
+    CHECK(oc_matmul_result(ctx, bare, &B, &o, &dt, &rows, &cols) == OC_ERR_INVALID_ARGUMENT);
+    CHECK(oc_matmul_plan(ctx, &A, &B, bare, &o, 0, 0, &text) == OC_ERR_INVALID_ARGUMENT && text == NULL);
+    free(stub);
     /* Options of version 1 (before resume, 96 bytes on LP64 as its compiler made them): a
      * resume flag past them is never read (it would refuse this memory output). */
     A.struct_size = B.struct_size = C.struct_size = sizeof A;

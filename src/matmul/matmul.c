@@ -216,7 +216,7 @@ static oc_status result_room(oc_context *ctx, const oc_matmul_array *c, const oc
 /* A result in GPU memory (c->gpu): device memory of the result's shape. */
 static oc_status gpu_result(oc_context *ctx, const oc_matmul_options *o, const oc_matmul_array *c, mm_setup *s)
 {
-    if (c && !c->path && oc_mm_array_gpu(c)) {
+    if (c && oc_mm_array_gpu(c) && !c->path) { /* its size first: nothing read past it */
         int device = -1;
         const int64_t ld = c->ld ? c->ld : c->cols;
         OC_CHECK(ctx,
@@ -523,6 +523,7 @@ oc_status oc_matmul_plan(oc_context *ctx, const oc_matmul_array *a, const oc_mat
     char why[640];
     const oc_mm_backend *be = NULL;
     oc_status st = setup(ctx, a, b, opts, &s);
+    if (st == OC_OK && c) st = oc_mm_array_check_size(ctx, c, "C");
     if (st == OC_OK) st = gpu_result(ctx, opts, c, &s);
     if (st == OC_OK) result_file(c, &s);
     if (st == OC_OK) st = oc_mm_choose(ctx, &s.job, opts, &be, why, sizeof why);
@@ -530,7 +531,7 @@ oc_status oc_matmul_plan(oc_context *ctx, const oc_matmul_array *a, const oc_mat
         io_init(&s, &io);
         /* A result in memory: where it is, which decides whether the product runs where its
          * operands are (nothing is written). */
-        if (c && !c->path && oc_mm_array_size_ok(c) && c->data) {
+        if (c && oc_mm_array_size_ok(c) && !c->path && c->data) {
             io.dest.data = c->data;
             io.dest.rows = s.job.m, io.dest.cols = s.job.n;
             io.dest.ld = c->ld ? c->ld : c->cols;

@@ -85,11 +85,7 @@ oc_status oc_mm_dest_open(oc_context *ctx, const oc_matmul_array *c, oc_matmul_d
     d->rows = m;
     d->cols = n;
     d->ld = n;
-    if (!oc_mm_array_size_ok(c))
-        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
-                       "C: oc_matmul_array.struct_size is %zu, expected %zu: start from "
-                       "OC_MATMUL_ARRAY_INIT",
-                       c->struct_size, sizeof(oc_matmul_array));
+    OC_CHECK(ctx, oc_mm_array_check_size(ctx, c, "C"));
     if (c->path) {
         const char *descr = oc_matmul_dtype_descr(dtype);
         if (!descr)

@@ -130,6 +130,14 @@ static oc_status read_header(oc_context *ctx, const char *path, oc_mm_source *s)
     return OC_OK;
 }
 
+oc_status oc_mm_array_check_size(oc_context *ctx, const oc_matmul_array *arr, const char *label)
+{
+    if (oc_mm_array_size_ok(arr)) return OC_OK;
+    return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                   "%s: oc_matmul_array.struct_size is %zu, expected %zu: start from OC_MATMUL_ARRAY_INIT", label,
+                   arr->struct_size, sizeof(oc_matmul_array));
+}
+
 oc_status oc_mm_source_open(oc_context *ctx, const oc_matmul_array *arr, const char *label, int64_t map_limit,
                             oc_mm_source *s)
 {
@@ -138,12 +146,9 @@ oc_status oc_mm_source_open(oc_context *ctx, const oc_matmul_array *arr, const c
     s->gpu_device = -1;
     s->file.fd = -1;
     s->file.guard = -1;
-    s->name = arr->path ? arr->path : label;
-    if (!oc_mm_array_size_ok(arr))
-        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
-                       "%s: oc_matmul_array.struct_size is %zu, expected %zu: start from "
-                       "OC_MATMUL_ARRAY_INIT",
-                       label, arr->struct_size, sizeof(oc_matmul_array));
+    s->name = label;
+    OC_CHECK(ctx, oc_mm_array_check_size(ctx, arr, label));
+    if (arr->path) s->name = arr->path;
     if (!arr->path) return open_memory(ctx, arr, label, s);
     struct stat sb;
     OC_CHECK(ctx, oc_input_open(ctx, arr->path, &s->fd, &sb));

@@ -20,6 +20,10 @@ static inline int oc_mm_array_size_ok(const oc_matmul_array *arr)
     return arr->struct_size == OC_MM_ARRAY_V1_SIZE || arr->struct_size == sizeof(oc_matmul_array);
 }
 
+/* OC_OK, or OC_ERR_INVALID_ARGUMENT naming label ("A", "B", "C") when arr's size is no
+ * version's: nothing past struct_size is read before this says it is one. */
+oc_status oc_mm_array_check_size(oc_context *ctx, const oc_matmul_array *arr, const char *label);
+
 static inline int oc_mm_array_gpu(const oc_matmul_array *arr)
 {
     return arr->struct_size >= sizeof(oc_matmul_array) && arr->gpu;
