@@ -372,6 +372,59 @@ static void check_bad_options(oc_context *ctx)
     oc_matrix_free(a);
 }
 
+typedef struct progress_seen {
+    oc_context *ctx;
+    int calls;
+    double last_done, last_total;
+} progress_seen;
+
+static void cancel_on_report(void *user, double done, double total)
+{
+    progress_seen *s = user;
+    s->calls++;
+    s->last_done = done, s->last_total = total;
+    oc_context_cancel(s->ctx);
+}
+
+static void count_reports(void *user, double done, double total)
+{
+    progress_seen *s = user;
+    CHECK(done >= s->last_done && done <= total);
+    s->calls++;
+    s->last_done = done, s->last_total = total;
+}
+
+/* A threshold job on the sparse algorithm reports its progress over the job's blocks, ending
+ * at all of them, and a cancel from its callback stops it, as on every other path (its
+ * pairs come in groups of blocks, which the reports used to follow: one job of a group gave
+ * one report, after all its work, and a cancel from it was not answered). */
+static void check_threshold_progress(oc_context *ctx)
+{
+    uint64_t seed = 11;
+    const sparse_case c = {"progress", 700, 0, 2000, 0.002, 0, 0.2, 4, 0.3, 0};
+    const int64_t rows = c.n;
+    unsigned char *d = make_bytes(&c, rows, c.density_a, &seed);
+    oc_matrix *a = to_matrix(ctx, d, rows, c.m);
+    oc_gram_options o = OC_GRAM_OPTIONS_INIT;
+    o.algorithm = OC_ALGORITHM_SPARSE;
+    o.backend = OC_BACKEND_CPU;
+    o.use_threshold = 1;
+    o.threshold = 1;
+    progress_seen seen = {.ctx = ctx};
+    o.progress = count_reports, o.progress_user = &seen;
+    result r = run(ctx, a, NULL, o, OUT_PAIRS, rows, rows);
+    CHECK_MSG(r.st == OC_OK && r.ran == OC_ALGORITHM_SPARSE, "%s", oc_context_last_error(ctx));
+    CHECK(seen.calls >= 1 && seen.last_done == seen.last_total && seen.last_total >= 1);
+    result_free(&r);
+    progress_seen cancel = {.ctx = ctx};
+    o.progress = cancel_on_report, o.progress_user = &cancel;
+    r = run(ctx, a, NULL, o, OUT_PAIRS, rows, rows);
+    CHECK_MSG(r.st == OC_ERR_CANCELLED && cancel.calls >= 1, "status %d after %d reports", (int)r.st, cancel.calls);
+    result_free(&r);
+    oc_matrix_free(a);
+    free(d);
+}
+
 int main(int argc, char **argv)
 {
     long part = 0, parts = 1;
@@ -390,6 +443,7 @@ int main(int argc, char **argv)
     if (part == 0) {
         check_auto(ctx);
         check_bad_options(ctx);
+        check_threshold_progress(ctx);
     }
     oc_context_free(ctx);
     return oc_test_finish();

@@ -150,17 +150,34 @@ static void free_workers(sparse_run *run, int threads)
     free(run->workers);
 }
 
-/* Runs the blocks; threshold jobs in groups whose pairs the caller delivers in order. */
+/* A group's progress as the whole job's: the caller's callback sees the blocks of the job. */
+typedef struct group_progress {
+    oc_progress_fn fn;
+    void *user;
+    int64_t base, blocks;
+} group_progress;
+
+static void report_in_group(void *user, double done, double total)
+{
+    const group_progress *g = user;
+    (void)total;
+    g->fn(g->user, (double)g->base + done, (double)g->blocks);
+}
+
+/* Runs the blocks; threshold jobs in groups whose pairs the caller delivers in order. The
+ * caller's progress is called through the groups as through one run (about ten times a
+ * second), and a cancel from it stops the job. */
 static oc_status run_blocks(oc_context *ctx, sparse_run *run, int threads, int64_t blocks)
 {
     const oc_gram_options *o = run->sj.job->opts;
     const int grouped = run->select && oc_select_get_mode(run->select) == OC_SELECT_PAIRS;
     const int64_t group = grouped ? BLOCKS_PER_GROUP : blocks;
+    group_progress report = {.fn = o->progress, .user = o->progress_user, .blocks = blocks};
     for (int64_t b = 0; b < blocks; b += group) {
         const int64_t count = blocks - b < group ? blocks - b : group;
-        run->block_base = b;
+        run->block_base = report.base = b;
         oc_status st = oc_parallel_run(ctx, threads < count ? threads : (int)count, count, block_task, run, NULL,
-                                       grouped ? NULL : o->progress, o->progress_user);
+                                       o->progress ? report_in_group : NULL, &report);
         if (st != OC_OK && run->select) {
             oc_status inner = oc_select_check(ctx, run->select);
             if (inner != OC_OK) return inner;
@@ -168,7 +185,8 @@ static oc_status run_blocks(oc_context *ctx, sparse_run *run, int threads, int64
         if (st == OC_ERR_NO_MEMORY) return oc_fail(ctx, st, "sparse path: cannot grow the buffers of threshold pairs");
         if (st != OC_OK) return st;
         if (grouped) OC_CHECK(ctx, oc_select_drain(ctx, run->select));
-        if (grouped && o->progress) o->progress(o->progress_user, (double)(b + count), (double)blocks);
+        /* A cancel from the group's last report, which oc_parallel_run makes as it returns. */
+        if (oc_cancelled(ctx)) return oc_fail(ctx, OC_ERR_CANCELLED, "cancelled");
     }
     return OC_OK;
 }
