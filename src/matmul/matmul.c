@@ -273,14 +273,15 @@ static oc_status setup(oc_context *ctx, const oc_matmul_array *a, const oc_matmu
     /* Inputs whose data together take at most half the budget are mapped (as gram keeps
      * them: host_budget.h); the panels and tiles get what the mapped inputs leave. */
     const int64_t budget = s->host_budget = oc_host_budget_resolve(o->host_mem_bytes);
-    OC_CHECK(ctx, oc_mm_source_open(ctx, a, "A", oc_mm_map_limit(budget, 0), &s->a));
+    OC_CHECK(ctx, oc_mm_source_open(ctx, a, "A", oc_mm_map_limit(budget, 0, o->tile), &s->a));
     const oc_mm_source *sb = &s->a;
     /* A vector is its own transpose, as numpy's v.T is v: a row as A, a column as B. */
     const int ta = s->transpose[OC_MM_A] = s->a.vector ? 0 : o->transpose_a ^ s->a.transposed;
     int tb = !ta; /* op(B) = op(A)ᵀ */
     if (b) {
         s->has_b = 1;
-        OC_CHECK(ctx, oc_mm_source_open(ctx, b, "B", oc_mm_map_limit(budget, oc_mm_source_mapped_bytes(&s->a)), &s->b));
+        OC_CHECK(ctx, oc_mm_source_open(ctx, b, "B", oc_mm_map_limit(budget, oc_mm_source_mapped_bytes(&s->a), o->tile),
+                                        &s->b));
         sb = &s->b;
         tb = s->b.vector ? 1 : o->transpose_b ^ s->b.transposed;
     }

@@ -218,17 +218,34 @@ extern const oc_mm_backend oc_mm_backend_cpu; /* matmul/cpu/ */
 extern const oc_mm_backend oc_mm_backend_cuda; /* matmul/cuda/ */
 #endif
 
+/* At most what the smallest CPU plan of tiles of `tile` (0: planned, whose smallest is 16)
+ * needs: K panels of 64 of A's and B's sides at 16 bytes an element (as read, then as
+ * multiplied) and the tile at 16 (accumulator and output). */
+static inline int64_t oc_mm_least_plan_bound(int64_t tile)
+{
+    const int64_t t = tile > 0 ? tile : 16;
+    if (t > ((int64_t)1 << 29)) return INT64_MAX / 2; /* past any budget, without overflow */
+    return 2 * t * 64 * 16 + t * t * 16;
+}
+
 /* The most data bytes of an input file that is mapped whole rather than read in panels,
  * under a host budget of which `mapped` is taken by the inputs mapped before it: the
- * inputs mapped together take at most half the budget (as gram keeps them). */
-static inline int64_t oc_mm_map_limit(int64_t budget, int64_t mapped) { return budget / 2 - mapped; }
+ * inputs mapped together take at most half the budget (as gram keeps them), and always
+ * leave the smallest plan's bound (tile as oc_mm_least_plan_bound's). So a budget that maps
+ * an input still runs the product, and a larger budget never refuses a product that a
+ * smaller one runs. */
+static inline int64_t oc_mm_map_limit(int64_t budget, int64_t mapped, int64_t tile)
+{
+    const int64_t half = budget - budget / 2, bound = oc_mm_least_plan_bound(tile);
+    return budget - (half > bound ? half : bound) - mapped;
+}
 
 /* The bytes of the job's input files that a host budget maps (A first, then B). */
 static inline int64_t oc_mm_mapped_under(const oc_matmul_job *job, int64_t budget)
 {
     int64_t mapped = 0;
     for (int i = 0; i < 2; ++i)
-        if (job->file_bytes[i] > 0 && job->file_bytes[i] <= oc_mm_map_limit(budget, mapped))
+        if (job->file_bytes[i] > 0 && job->file_bytes[i] <= oc_mm_map_limit(budget, mapped, job->tile))
             mapped += job->file_bytes[i];
     return mapped;
 }

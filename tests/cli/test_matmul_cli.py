@@ -448,31 +448,28 @@ def test_a_device_list_asks_for_the_gpu(mats):
     assert not (d / "c.npy").exists()
 
 
-def test_least_budget_counts_the_inputs_it_maps(tmp_path):
-    """A budget just short of the smallest plan's needs can map an input (half the budget
-    holds the mapped inputs), leaving the tiles less: the refusal names the least budget that
-    runs the job counting that, and that budget runs while one byte less is refused again.
-    Without a BLAS the reference loops multiply int8 panels as they are, in less: the product
-    then runs in that budget."""
-    rng = np.random.default_rng(3)
-    np.save(tmp_path / "a.npy", rng.integers(-5, 5, (37, 150), dtype=np.int8))
-    np.save(tmp_path / "b.npy", rng.integers(-5, 5, (150, 23), dtype=np.int8))
-    args = ["matmul", tmp_path / "a.npy", tmp_path / "b.npy", "-o", tmp_path / "c.npy", "--tile", "15",
-            "--backend", "cpu", "-q"]
-    a, b = np.load(tmp_path / "a.npy").astype(np.int64), np.load(tmp_path / "b.npy").astype(np.int64)
-    if run(*args[:3], "--backend", "cpu", "--plan").stdout.startswith("cpu/reference"):
-        run(*args, "--host-mem", "12000")
-        assert np.array_equal(np.load(tmp_path / "c.npy"), a @ b)
-        return
-    proc = run(*args, "--host-mem", "12000", check=False)  # maps A (5550 bytes), not B (3450)
-    assert proc.returncode == 2 and "beside the 5550 of the inputs it maps" in proc.stderr, proc.stderr
-    least = int(re.search(r"the least budget that runs it is (\d+) bytes", proc.stderr).group(1))
-    assert least > 12000
-    proc = run(*args, "--host-mem", str(least - 1), check=False)
-    assert proc.returncode == 2 and f"the least budget that runs it is {least} bytes" in proc.stderr, proc.stderr
-    assert not (tmp_path / "c.npy").exists()
-    run(*args, "--host-mem", str(least))
-    assert np.array_equal(np.load(tmp_path / "c.npy"), a @ b)
+def test_a_larger_budget_runs_what_a_smaller_one_runs(tmp_path):
+    """Half a budget may map the inputs, leaving the tiles the rest; a budget whose half would
+    leave less than the smallest plan maps nothing. So past the least budget that runs the
+    product every budget runs it (a budget that mapped A used to leave too little: 19000 bytes
+    were refused, naming 13312 as the least, which ran), the refusal below it names that
+    least budget, and every K panel is at least 64 deep but the last."""
+    rng = np.random.default_rng(1)
+    np.save(tmp_path / "a.npy", rng.standard_normal((128, 257)).astype(np.float16))
+    np.save(tmp_path / "b.npy", rng.standard_normal((257, 16)).astype(np.float16))
+    for extra in ([], ["--tile", "15"]):
+        args = ["matmul", tmp_path / "a.npy", tmp_path / "b.npy", "-o", tmp_path / "c.npy", "--backend", "cpu", *extra]
+        proc = run(*args, "-q", "--host-mem", "4000", check=False)
+        assert proc.returncode == 2, proc.stderr
+        least = int(re.search(r"the least budget that runs it is (\d+) bytes", proc.stderr).group(1))
+        assert run(*args, "-q", "--host-mem", str(least - 1), check=False).returncode == 2
+        want = np.load(tmp_path / "a.npy").astype(np.float32) @ np.load(tmp_path / "b.npy").astype(np.float32)
+        for budget in range(least, least + 48000, 1500):
+            proc = run(*args, "-q", "--host-mem", str(budget), check=False)
+            assert proc.returncode == 0, (budget, least, proc.stderr)
+            plan = json.loads(run(*args, "--host-mem", str(budget), "--plan", "--json").stdout)
+            assert plan["k_panel"] >= 64 or plan["k_panel"] == 257, (budget, plan)
+        np.testing.assert_allclose(np.load(tmp_path / "c.npy"), want, rtol=2e-3, atol=2e-3)
 
 
 def test_large_result_reserved_beside_the_job(tmp_path):

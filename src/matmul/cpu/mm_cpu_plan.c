@@ -75,7 +75,8 @@ static void shape(const oc_matmul_job *job, oc_mm_cpu_plan *p, int64_t edge, int
 }
 
 /* The deepest K panel beside tiles of `edge` within budget, evened out so that the panels
- * have one depth (at most PANEL_MAX); 0 when not even PANEL_MIN fits. */
+ * have one depth (at most PANEL_MAX) unless that would make them shorter than PANEL_MIN
+ * (then only the last is shorter); 0 when not even PANEL_MIN fits. */
 static int64_t deepest(const oc_matmul_job *job, const oc_mm_cpu_plan *p, int64_t edge, int64_t budget)
 {
     const int64_t k = job->k > 0 ? job->k : 1;
@@ -85,7 +86,8 @@ static int64_t deepest(const oc_matmul_job *job, const oc_mm_cpu_plan *p, int64_
     int64_t kp = min64(k, PANEL_MAX);
     if (per_k > 0) kp = min64(kp, (budget - tile) / per_k);
     if (kp < min64(k, PANEL_MIN)) return 0;
-    return ceil_div(k, ceil_div(k, kp));
+    const int64_t even = ceil_div(k, ceil_div(k, kp));
+    return even >= min64(k, PANEL_MIN) ? even : kp;
 }
 
 /* Among the tile edges, each with the deepest K panel that fits beside it within budget, the
