@@ -299,6 +299,13 @@ def matmul(A: ArrayLike | Path, B: ArrayLike | Path | None = None, out: Path | n
     if B is None:
         opts.gram = 1
         opts.transpose_b = bool(transpose_b)  # refused by the library: A·Aᵀ has no B
+    elif B is A and a_arr is not None and not a_vector:
+        # The same array as A: the same memory (A's copy, when it needed one), so that the
+        # library sees A·Aᵀ where op(B) is op(A)ᵀ, and transposes flipped alike.
+        flipped = bool(opts.transpose_a) != bool(transpose_a)
+        b, opts.transpose_b, b_arr = a, bool(transpose_b) != flipped, a_arr
+        b_ptr = ctypes.byref(b)
+        _sort_input("B", B, b_arr, inputs, paths, gpus)
     else:
         b, opts.transpose_b, b_arr, b_vector = _operand("B", B, bool(transpose_b), keep, "col")
         b_ptr = ctypes.byref(b)

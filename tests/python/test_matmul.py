@@ -47,6 +47,24 @@ def test_int8_exact_and_gram():
     assert np.array_equal(gf, gf.T)
 
 
+@pytest.mark.parametrize("view", ["strided", "fortran", "contiguous"])
+def test_one_array_as_both_operands_is_its_gram(view):
+    """The same array as A and B with op(B) = op(A)ᵀ is A·Aᵀ whatever its layout: one copy of
+    a layout the library cannot read in place (two copies were two operands, and the product
+    was not exactly symmetric), the upper tiles mirrored: bytes equal to matmul(A)."""
+    base = np.random.default_rng(0).standard_normal((200, 1200))
+    a = {"strided": base[::2, ::2], "fortran": np.asfortranarray(base[:60, :90]),
+         "contiguous": base[:70, :50]}[view]
+    for ta in (False, True):
+        c = outcore.matmul(a, a, transpose_a=ta, transpose_b=not ta)
+        assert np.array_equal(c, c.T)
+        assert np.array_equal(c, outcore.matmul(a.T if ta else a))
+        ref = (a.T @ a) if ta else (a @ a.T)
+        np.testing.assert_allclose(c, ref, rtol=1e-12, atol=1e-10)
+    square = a[:min(a.shape), :min(a.shape)]  # A·A, not A·Aᵀ: no mirror
+    np.testing.assert_allclose(outcore.matmul(square, square), square @ square, rtol=1e-12, atol=1e-10)
+
+
 def test_panels_and_tiles_in_pieces():
     """Panels and tiles of more than a MiB, which the CPU backend reads, converts, rounds and
     writes in pieces of rows on several threads: every dtype path, transposes, the Gram
