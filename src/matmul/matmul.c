@@ -474,8 +474,9 @@ oc_status oc_matmul(oc_context *ctx, const oc_matmul_array *a, const oc_matmul_a
     const oc_mm_backend *be = NULL;
     oc_status st = setup(ctx, a, b, opts, &s);
     if (st == OC_OK && !c) st = oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "no output C");
-    /* C's name before any work (oc_mm_dest_open names a struct of no version's size). */
-    if (st == OC_OK && oc_mm_array_size_ok(c) && c->path) st = oc_output_npy_name(ctx, c->path, "a product is written");
+    /* C's size before any of its fields is read, and its name before any work. */
+    if (st == OC_OK) st = oc_mm_array_check_size(ctx, c, "C");
+    if (st == OC_OK && c->path) st = oc_output_npy_name(ctx, c->path, "a product is written");
     if (st == OC_OK) st = gpu_result(ctx, opts, c, &s);
     if (st == OC_OK) result_file(c, &s);
     if (st == OC_OK) st = result_room(ctx, c, opts, &s);
