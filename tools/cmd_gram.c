@@ -460,10 +460,6 @@ static void *warm_up_thread(void *arg)
     return NULL;
 }
 
-/* Under ranks the stats' explanation is the last sub-job's of rank 0 (a block of its rows):
- * --explain and --json then give the prediction of the whole job as one process would run
- * it, as --plan gives its plan (oc_gram_explain's "backend: " and "algorithm: " lines). Left
- * as it is when the prediction fails. */
 /* After the job (or its plan): the options only a GPU job uses, given to one on the CPU. */
 static void warn_gpu_only(const gram_args *g)
 {
@@ -473,6 +469,10 @@ static void warn_gpu_only(const gram_args *g)
                       g->gpu_mem_mode, g->opts.backend);
 }
 
+/* oc_gram_explain's "backend: " and "algorithm: " lines into stats' explanation: what
+ * --explain prints before the job, and, under ranks, whose stats' explanation is the last
+ * sub-job's of rank 0 (a block of its rows), what --json gives as the whole job's prediction,
+ * as --plan gives its plan. Left as it is when the prediction fails. */
 static void whole_job_explain(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const oc_gram_options *opts,
                               const oc_output *out, oc_gram_stats *stats)
 {
@@ -576,6 +576,16 @@ int oc_cmd_gram(int argc, char **argv)
         goto done;
     }
 
+    /* --explain predicts before the job starts, as matmul and map do; under ranks, the whole
+     * job's prediction as one process would run it. The job's own choice follows the same
+     * model; --json carries it in the summary. A prediction that fails leaves the job to say
+     * why. */
+    if (g.explain && rank == 0) {
+        oc_gram_stats predicted = {.struct_size = sizeof predicted};
+        whole_job_explain(ctx, a, b, &shared, &out, &predicted);
+        if (predicted.backend_explain[0]) cli_message("backend %s", predicted.backend_explain);
+        if (predicted.algorithm_desc[0]) cli_message("algorithm %s", predicted.algorithm_desc);
+    }
     cli_progress progress;
     cli_progress_init(&progress, "gram",
                       (double)oc_matrix_rows(a) * (double)(b ? oc_matrix_rows(b) : oc_matrix_rows(a)) *
@@ -600,10 +610,6 @@ int oc_cmd_gram(int argc, char **argv)
                              ? "as many as the host budget holds beside the sparse algorithm's index: --plan says "
                                "what they take"
                              : "one per tile or block of rows; more would have nothing to do");
-        if (g.explain) {
-            cli_message("backend %s", stats.backend_explain);
-            cli_message("algorithm %s", stats.algorithm_desc);
-        }
         if (!g.quiet || g.json) print_summary(&g, a, b, &stats, load_seconds, cuda_wait, ranks_json);
         if (ranked && !g.json && !g.quiet) cli_message("one job over %d MPI ranks (--json lists each)", size);
     }

@@ -42,6 +42,18 @@ def test_auto_without_gpu_runs_on_the_cpu_and_explains(small, tmp_path):
     assert "\ncpu_bit_macs." in (tmp_path / "rates.txt").read_text()  # the prediction's rates, measured
 
 
+def test_explain_predicts_before_the_job(small, tmp_path):
+    """--explain prints its prediction before the job starts (README: the time it predicts
+    before it starts): a job that then fails has printed it, the failure last."""
+    env = {"OUTCORE_COST_CACHE": str(tmp_path / "rates.txt"), "OUTCORE_FAULT_RENAME": "1:eio"}
+    proc = run("gram", small, "-o", tmp_path / "c.npy", "--backend", "cpu", "--explain", env=env, check=False)
+    assert proc.returncode == 1, proc.stderr
+    lines = proc.stderr.splitlines()
+    assert [line.split(" ")[1] for line in lines[:2]] == ["backend", "algorithm"], proc.stderr
+    assert len(lines) == 3 and "c.npy" in lines[2], proc.stderr
+    assert not (tmp_path / "c.npy").exists()
+
+
 @pytest.fixture
 def wide(tmp_path):
     """Columns enough that the kernel's bit-MACs outweigh the per-pair stage on any CPU (the
