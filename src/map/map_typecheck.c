@@ -594,25 +594,43 @@ static int check_binary(checker *c, const oc_map_node *n)
 
 /* numpy.clip of an integer array drops a Python int bound that lies past the array type's own
  * range on its side (a least at or below the type's least, a greatest at or above its
- * greatest): clip(uint32, -1, 2) is minimum(x, 2), where the ufuncs would raise. Such a bound
- * becomes the type's own limit, which clips nothing; a bound past the other side (a least
- * above the greatest) still raises, as numpy's. */
-static int clip_bounds_in_range(checker *c, int k[3])
+ * greatest) before any promotion (numpy's _methods._clip): clip(uint32, -1, 2) is
+ * minimum(x, 2), where the ufuncs would raise, and clip(int16, uint16 lo, 65535) is
+ * maximum(x, lo) in int32, where the type's limit would cut lo's values. A bound past the
+ * other side (a least above the greatest) still raises, as numpy's. */
+static int clip_bound_dropped(const checker *c, int x, int bound, int is_least)
 {
-    const int t = c->out->nodes[k[0]].type;
-    if (!oc_mt_is_integer(t)) return 0;
+    const int t = c->out->nodes[x].type;
+    const oc_map_node *b = &c->out->nodes[bound];
+    if (!oc_mt_is_integer(t) || b->weak != MW_INT) return 0;
     const int bits = 8 * (int)oc_mt_size(t);
     const int is_unsigned = oc_mt_kind_of(t) == MT_KIND_UINT;
     const py_int least = is_unsigned ? 0 : -((py_int)1 << (bits - 1));
     const py_int greatest = is_unsigned ? ((py_int)1 << bits) - 1 : ((py_int)1 << (bits - 1)) - 1;
-    for (int i = 1; i < 3; i++) {
-        const oc_map_node *x = &c->out->nodes[k[i]];
-        if (x->weak != MW_INT) continue;
-        const py_int v = py_int_of(x);
-        if (i == 1 ? v <= least : v >= greatest) k[i] = weak_int(c, i == 1 ? least : greatest, x->pos);
-        if (k[i] < 0) return -1;
+    const py_int v = py_int_of(b);
+    return is_least ? v <= least : v >= greatest;
+}
+
+/* numpy.clip makes its first operand an array (numpy.asarray): clip(5, lo, hi) of int8
+ * bounds is int64. The bounds it keeps (clip_bound_dropped) promote with it, and clip(x,
+ * lo, hi) is numpy's minimum(maximum(x, lo), hi): NaN in any of them is NaN, and on a tie
+ * (-0.0 against 0.0) the bound. Both dropped: x itself, as numpy's positive(x). */
+static int check_clip(checker *c, const oc_map_node *n, int k[3])
+{
+    if ((k[0] = strong(c, k[0])) < 0) return -1;
+    int kept[3] = {k[0]}, count = 1, has[3] = {1, 0, 0};
+    for (int i = 1; i < 3; i++)
+        if (!clip_bound_dropped(c, k[0], k[i], i == 1)) has[i] = 1, kept[count++] = k[i];
+    const int t = common_type(c, kept, count);
+    if (t < 0 || check_weak_bounds(c, kept, count, t) < 0) return -1;
+    int x = convert(c, k[0], t);
+    for (int i = 1; i < 3 && x >= 0; i++) {
+        if (!has[i]) continue;
+        oc_map_node m = node_of(i == 1 ? MOP_MAXIMUM : MOP_MINIMUM, t, t, n->pos);
+        m.a = x, m.b = convert(c, k[i], t);
+        x = m.b < 0 ? -1 : emit(c, m);
     }
-    return 0;
+    return x;
 }
 
 static int check_ternary(checker *c, const oc_map_node *n)
@@ -622,33 +640,19 @@ static int check_ternary(checker *c, const oc_map_node *n)
         k[i] = check(c, i == 0 ? n->a : i == 1 ? n->b : n->c);
         if (k[i] < 0) return -1;
     }
-    int first = n->op == MOP_WHERE ? 1 : 0; /* where's condition takes no part in promotion */
-    /* numpy.clip makes its first operand an array (numpy.asarray): clip(5, lo, hi) of int8
-     * bounds is int64. Python scalars alone take their common type, numpy's default int or
-     * float (where(c, 2**64 - 1, 1) wraps into int64, as numpy's). */
-    if (n->op == MOP_CLIP && (k[0] = strong(c, k[0])) < 0) return -1;
-    if (n->op == MOP_CLIP && clip_bounds_in_range(c, k) < 0) return -1;
-    /* numpy.where casts a Python int the array type cannot hold (it wraps); clip (past what
-     * clip_bounds_in_range takes) and the ufuncs raise OverflowError. */
-    int t = common_type(c, k + first, 3 - first);
-    if (t < 0 || (n->op != MOP_WHERE && check_weak_bounds(c, k + first, 3 - first, t) < 0)) return -1;
-    for (int i = first; i < 3; i++)
+    if (n->op == MOP_CLIP) return check_clip(c, n, k);
+    /* where's condition takes no part in promotion. Python scalars alone take their common
+     * type, numpy's default int or float; where casts a Python int the array type cannot
+     * hold (where(c, 2**64 - 1, 1) wraps into int64, as numpy's). */
+    const int t = common_type(c, k + 1, 2);
+    if (t < 0) return -1;
+    for (int i = 1; i < 3; i++)
         if ((k[i] = convert(c, k[i], t)) < 0) return -1;
-    if (n->op == MOP_WHERE) {
-        int cond = convert(c, strong(c, k[0]), MT_BOOL);
-        if (cond < 0) return -1;
-        oc_map_node x = node_of(MOP_WHERE, t, t, n->pos);
-        x.a = cond, x.b = k[1], x.c = k[2];
-        return emit(c, x);
-    }
-    /* clip(x, lo, hi) is numpy's minimum(maximum(x, lo), hi): NaN in any of them is NaN. */
-    oc_map_node lo = node_of(MOP_MAXIMUM, t, t, n->pos);
-    lo.a = k[0], lo.b = k[1];
-    int m = emit(c, lo);
-    if (m < 0) return -1;
-    oc_map_node hi = node_of(MOP_MINIMUM, t, t, n->pos);
-    hi.a = m, hi.b = k[2];
-    return emit(c, hi);
+    const int cond = convert(c, strong(c, k[0]), MT_BOOL);
+    if (cond < 0) return -1;
+    oc_map_node x = node_of(MOP_WHERE, t, t, n->pos);
+    x.a = cond, x.b = k[1], x.c = k[2];
+    return emit(c, x);
 }
 
 static int check_name(checker *c, const oc_map_node *n)

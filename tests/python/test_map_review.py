@@ -276,6 +276,22 @@ def test_clip_drops_a_python_bound_past_the_type(expr, dtype):
     assert got.dtype == want.dtype and np.array_equal(got, want), (got, want)
 
 
+@pytest.mark.parametrize("expr, x, lo", [
+    ("clip(x, lo, 65535)", np.array([-5, 7, 30000], np.int16), np.array([40000, 3, 2], np.uint16)),
+    ("clip(x, lo, 40000)", np.array([-5, 7], np.int16), np.array([1e6, 2], np.float32)),
+    ("clip(x, 1000.5, 300)", np.array([1, 2], np.uint8), None),
+    ("clip(x, -1, 18446744073709551615)", np.array([0, 9], np.uint64), None),
+    ("clip(x, -2**63, 9223372036854775807)", np.array([-4, 9], np.int64), None),
+])
+def test_clip_drops_the_bound_before_promotion(expr, x, lo):
+    """The bound numpy drops takes no part in the promotion either: clip(int16, uint16 lo,
+    65535) is maximum(x, lo) in int32, not clipped at int16's 32767."""
+    env = {"x": x} if lo is None else {"x": x, "lo": lo}
+    want = eval(expr.replace("clip", "np.clip"), {"np": np}, env)
+    got = outcore.map(expr, **env)
+    assert got.dtype == want.dtype and np.array_equal(got, want), (got, want)
+
+
 def test_clip_bound_past_the_other_side_still_raises():
     with pytest.raises(outcore.InputError, match="Python integer 300 is out of bounds for int8"):
         outcore.map("clip(x, 300, 400)", x=np.arange(3, dtype=np.int8))
