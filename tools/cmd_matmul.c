@@ -222,7 +222,8 @@ int oc_cmd_matmul(int argc, char **argv)
     c.path = g.output;
     const oc_matmul_array *bp = g.ninputs > 1 ? &b : NULL;
     if (g.plan || g.explain) {
-        rc = print_plan(ctx, &g, &a, bp, g.output ? &c : NULL, g.explain && !g.plan);
+        /* --plan --explain: the prediction and the plan (the plan alone as JSON), as gram. */
+        rc = print_plan(ctx, &g, &a, bp, g.output ? &c : NULL, g.explain && !(g.plan && g.json));
         if (rc != OC_EXIT_OK || g.plan || !g.output) goto done;
     }
     cli_progress progress;

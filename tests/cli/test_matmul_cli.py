@@ -175,6 +175,13 @@ def test_plan_and_explain(mats):
     if not proc.stdout.startswith("cpu/reference"):  # float64 files mapped, C in the output: no copies
         assert "\n  in place A and B read where they lie; C accumulated where it goes\n" in proc.stdout, proc.stdout
         assert " 1 tile\n" in proc.stdout, proc.stdout
+    # --plan --explain: the prediction, then the same plan (as gram's prints both); as JSON the plan.
+    both = run("matmul", d / "a.npy", d / "b.npy", "--backend", "cpu", "--plan", "--explain").stdout
+    assert both.startswith("backend: ") and both.endswith(proc.stdout), both
+    assert "backend: " not in proc.stdout
+    as_json = json.loads(run("matmul", d / "a.npy", d / "b.npy", "--backend", "cpu", "--plan", "--explain",
+                             "--json").stdout)
+    assert as_json["backend"].startswith("cpu/"), as_json
 
 
 def test_auto_measures_the_blas_once(mats, tmp_path):
