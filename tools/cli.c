@@ -358,7 +358,7 @@ int cli_unknown_option(const cli_args *a, int positionals)
     /* The nearest long form within two edits, and a third of its length. */
     const char *near = NULL;
     size_t near_len = 0;
-    int best = 3;
+    int best = 3, near_takes_value = 0;
     for (int t = 0; t < a->ntried; t++)
         for (const char *f = a->tried[t]; *f; f += *f == '|') {
             size_t len = strcspn(f, "|");
@@ -369,10 +369,15 @@ int cli_unknown_option(const cli_args *a, int positionals)
                     best = d;
                     near = f;
                     near_len = len;
+                    near_takes_value = a->tried_value[t];
                 }
             }
             f += len;
         }
+    /* A flag given a value (--json=true): the name is right, the value is not taken. */
+    if (near && best == 0 && !near_takes_value && arg[arg_len] == '=')
+        return cli_usage_error("%s: %.*s takes no value (give %.*s alone; see outcore %s --help)", command,
+                               (int)arg_len, arg, (int)arg_len, arg, command);
     if (near)
         return cli_usage_error("%s: unknown option %.*s (did you mean %.*s? see outcore %s --help)", command,
                                (int)arg_len, arg, (int)near_len, near, command);

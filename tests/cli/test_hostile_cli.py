@@ -297,6 +297,9 @@ def test_map_past_its_inputs_and_scalars(tmp_path, a01):
     (["matmul", "{a}", "--tranpose-b", "-o", "{d}/c.npy"], ["did you mean --transpose-b?"]),
     (["gram", "{a}", "-o{d}/c.npy"], ["did you mean -o {d}/c.npy?"]),
     (["gen", "--zzz"], ["gen: unknown option --zzz (see outcore gen --help)"]),
+    # A flag given a value: its own name is no hint.
+    (["gram", "{a}", "--json=true", "-o", "{d}/c.npy"], ["gram: --json takes no value (give --json alone"]),
+    (["devices", "--bandwidth=1"], ["devices: --bandwidth takes no value"]),
     (["gram", "{a}", "--gpu-mem", "150%", "-o", "{d}/c.npy"], ["--gpu-mem 150%: a percentage must be more than 0"]),
     (["gram", "{a}", "--host-mem", "0%", "-o", "{d}/c.npy"], ["--host-mem 0%: a percentage must be more than 0"]),
     (["gram", "{a}", "--host-mem", "12XB", "-o", "{d}/c.npy"], ["--host-mem 12XB: expected a size such as 4G"]),
