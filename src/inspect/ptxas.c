@@ -34,6 +34,7 @@
 
 #include "core/error.h"
 #include "inspect/ptxas.h"
+#include "io/env.h"
 
 extern char **environ;
 
@@ -78,14 +79,12 @@ static oc_status ptxas_limits(oc_context *ctx, run_limits *lim)
     lim->seconds = PTXAS_DEFAULT_SECONDS;
     lim->bytes = PTXAS_DEFAULT_BYTES;
     const char *t = getenv("OUTCORE_PTXAS_TIMEOUT"), *m = getenv("OUTCORE_PTXAS_MEMORY");
-    if (t && *t) {
-        char *end;
-        long v = strtol(t, &end, 10);
-        if (*end || v < 0 || v > 86400)
-            return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
-                           "OUTCORE_PTXAS_TIMEOUT=%s: expected whole seconds from 0 (no limit) to 86400", t);
-        lim->seconds = (int)v;
-    }
+    int64_t seconds = 0;
+    const int set = oc_env_whole("OUTCORE_PTXAS_TIMEOUT", 0, 86400, &seconds); /* as every whole-number variable */
+    if (set < 0)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                       "OUTCORE_PTXAS_TIMEOUT=%s: expected whole seconds from 0 (no limit) to 86400", t);
+    if (set > 0) lim->seconds = (int)seconds;
     if (m && *m) {
         int64_t bytes = 0;
         double fraction = 0;

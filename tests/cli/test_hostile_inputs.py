@@ -209,6 +209,9 @@ def test_ptxas_limits_that_do_not_parse(folder):
     (folder / "k.ptx").write_text(PTX)
     fails_cleanly(folder, ["inspect", "--no-gpu", "k.ptx"], 2, "OUTCORE_PTXAS_TIMEOUT=soon",
                   env={**env, "OUTCORE_PTXAS_TIMEOUT": "soon"})
+    for spelling in (" 5", "+5", "5 ", "-1", "86401"):  # as every whole-number variable refuses them
+        fails_cleanly(folder, ["inspect", "--no-gpu", "k.ptx"], 2, f"OUTCORE_PTXAS_TIMEOUT={spelling}",
+                      env={**env, "OUTCORE_PTXAS_TIMEOUT": spelling})
     fails_cleanly(folder, ["inspect", "--no-gpu", "k.ptx"], 2, "OUTCORE_PTXAS_MEMORY=lots",
                   env={**env, "OUTCORE_PTXAS_MEMORY": "lots"})
 
