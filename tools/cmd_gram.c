@@ -28,8 +28,8 @@ static const char gram_usage[] =
 /* Then the --metric and --dtype lines, from the library's lists (print_usage), and the rest. */
 static const char gram_usage_options[] =
     "  --bits M               .npy inputs hold numpy.packbits(A, axis=1) of M columns\n"
-    "  --binarize             read any nonzero value as 1 (default: values other than 0/1 are\n"
-    "                         an error naming the row and column, counted from 0)\n";
+    "  --binarize             read any nonzero value as 1, NaN still refused (default: values\n"
+    "                         other than 0/1 are an error naming the row and column, from 0)\n";
 /* Then the --backend line, from the library's list (print_usage), and the rest. */
 static const char gram_usage_backend[] =
     "                         auto runs the one the cost model predicts faster, the CPU\n"
