@@ -68,6 +68,9 @@ class Context:
         self.settings = dict(zip(RESOURCES, (backend, device, gpu_mem, host_mem, threads)))
         gram_options("counts", None, None, None, **self.settings)  # InputError now, not at the first call
         self._lock = threading.Lock()
+        # Held while the handle is freed, and by the calls made beside a running job
+        # (cached_memory_bytes, release_cached_memory), which _lock would make wait for it.
+        self._free_lock = threading.Lock()
         self._handle = _new_handle()
 
     def __repr__(self) -> str:
@@ -119,15 +122,17 @@ class Context:
         """Bytes this context keeps idle for its next GPU job: pinned host staging, and the
         device scratch (cuBLASLt's workspace, int8's chunks of B; at most 96 MiB) of a matmul
         on GPU arrays."""
-        handle = self._handle
-        return lib.oc_context_cached_memory_bytes(handle) if handle is not None else 0
+        with self._free_lock:
+            handle = self._handle
+            return lib.oc_context_cached_memory_bytes(handle) if handle is not None else 0
 
     def release_cached_memory(self) -> None:
         """Frees the pinned staging and device workspace this context keeps idle now (safe while
         a call runs on it: what that call holds is not touched)."""
-        handle = self._handle
-        if handle is not None:
-            lib.oc_context_release_cached_memory(handle)
+        with self._free_lock:
+            handle = self._handle
+            if handle is not None:
+                lib.oc_context_release_cached_memory(handle)
 
     def close(self, blocking: bool = True, timeout: float = -1) -> bool:
         """Frees the library context and its staging, after a call running on it has returned
@@ -142,9 +147,10 @@ class Context:
         if self._held_by_this_call(blocking) or not self._lock.acquire(blocking, timeout if blocking else -1):
             return False
         try:
-            handle, self._handle = self._handle, None
-            if handle is not None:
-                lib.oc_context_free(handle)
+            with self._free_lock:
+                handle, self._handle = self._handle, None
+                if handle is not None:
+                    lib.oc_context_free(handle)
         finally:
             self._lock.release()
         return True

@@ -324,3 +324,35 @@ def test_the_default_context_is_freed_at_exit(tmp_path):
     # The daemon's call was cancelled and ended its thread quietly (SystemExit), not with a
     # traceback that the exit cuts short.
     assert "Traceback" not in done.stderr, done.stderr
+
+
+def test_close_waits_for_a_cached_memory_query(monkeypatch):
+    """cached_memory_bytes and release_cached_memory run beside a job (they do not wait for
+    it), but never beside close(): the handle they were given must not be freed under them
+    (AddressSanitizer saw a query read the context close() had just freed)."""
+    import time
+    ctx = outcore.Context()
+    order = []
+    started = threading.Event()
+    real_bytes, real_free = _context.lib.oc_context_cached_memory_bytes, _context.lib.oc_context_free
+
+    def slow_query(handle):
+        order.append("query")
+        started.set()
+        time.sleep(0.3)
+        order.append("query done")
+        return real_bytes(handle)
+
+    def free(handle):
+        order.append("free")
+        real_free(handle)
+
+    monkeypatch.setattr(_context.lib, "oc_context_cached_memory_bytes", slow_query)
+    monkeypatch.setattr(_context.lib, "oc_context_free", free)
+    reader = threading.Thread(target=lambda: ctx.cached_memory_bytes)
+    reader.start()
+    assert started.wait(10)
+    assert ctx.close()
+    reader.join()
+    assert order == ["query", "query done", "free"], order
+    assert ctx.cached_memory_bytes == 0 and ctx.closed
