@@ -13,17 +13,22 @@ A thin ctypes layer over liboutcore (include/outcore.h); see docs/python.md.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from . import _lib
 from ._context import Context, release_cached_memory
 from ._explain import explain
 from ._gram import gram
 from ._stream import stream
-from ._map import map
+from ._map import map as map  # the redundant alias marks it exported for type checkers (PEP 484)
 from ._matmul import matmul
 from ._pinned import empty_pinned
 from ._tools import devices, inspect
 from .errors import (CancelledError, DeviceError, Error, InputError, InternalError, IOFailure,
                      OutOfMemoryError, UnsupportedError)
+
+if TYPE_CHECKING:
+    from ._types import Devices, Integer
 
 __version__: str = _lib.text(_lib.lib.oc_version())
 
@@ -54,7 +59,7 @@ def cuda_device_count() -> int:
     return _lib.lib.oc_cuda_device_count()
 
 
-def cuda_warm_up(devices: str | None = None, device: int = 0) -> int:
+def cuda_warm_up(devices: Devices | None = None, device: Integer = 0) -> int:
     """Starts CUDA ahead of a job: the driver, and the contexts of the devices a job on
     `devices` ("0,1", "all", "0:2"; None: `device` alone) would use, which the first GPU job of
     a process otherwise pays at its start (about a second on a host of several GPUs). The GIL
@@ -72,7 +77,7 @@ def cuda_warm_up(devices: str | None = None, device: int = 0) -> int:
 library_path: str = str(_lib.library_path)
 
 # map stays out of __all__: `from outcore import *` must not shadow the builtin map (as numpy
-# keeps min and max out of its own).
+# keeps min and max out of its own); `import map as map` above exports it to type checkers.
 __all__ = ["gram", "matmul", "explain", "stream", "Context", "release_cached_memory", "devices", "inspect", "cpu_isa", "metrics", "output_formats", "map_functions", "cuda_device_count", "cuda_warm_up", "empty_pinned", "library_path", "__version__",
            "Error", "InputError", "OutOfMemoryError", "DeviceError", "UnsupportedError", "CancelledError",
            "IOFailure", "InternalError"]

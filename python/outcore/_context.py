@@ -32,7 +32,7 @@ from ._options import RESOURCES, flag, gram_options
 from .errors import InputError, check
 
 if TYPE_CHECKING:
-    from ._types import Backend, Size
+    from ._types import Backend, Flag, GpuMem, Integer, Real, Size
 
 lib = _lib.lib
 
@@ -63,8 +63,8 @@ class Context:
     with block) frees it and the staging it keeps; a closed Context refuses further calls.
     """
 
-    def __init__(self, backend: Backend | None = None, device: int | None = None, gpu_mem: Size | None = None,
-                 host_mem: Size | None = None, threads: int | None = None) -> None:
+    def __init__(self, backend: Backend | None = None, device: Integer | None = None, gpu_mem: GpuMem | None = None,
+                 host_mem: Size | None = None, threads: Integer | None = None) -> None:
         self.settings = dict(zip(RESOURCES, (backend, device, gpu_mem, host_mem, threads)))
         gram_options("counts", None, None, None, **self.settings)  # InputError now, not at the first call
         self._lock = threading.Lock()
@@ -134,7 +134,7 @@ class Context:
             if handle is not None:
                 lib.oc_context_release_cached_memory(handle)
 
-    def close(self, blocking: bool = True, timeout: float = -1) -> bool:
+    def close(self, blocking: Flag = True, timeout: Real = -1) -> bool:
         """Frees the library context and its staging, after a call running on it has returned
         (waiting at most `timeout` seconds for it when given). Closing twice is a no-op.
         Returns whether it is closed (False only when not blocking, or past the timeout, and

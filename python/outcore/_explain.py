@@ -21,20 +21,20 @@ if TYPE_CHECKING:
     from numpy.typing import DTypeLike
 
     from ._context import Context
-    from ._types import Algorithm, Backend, Devices, GpuMem, Matrix, Metric, Path, Progress, Size
+    from ._types import Algorithm, Backend, Devices, Flag, GpuMem, Integer, Matrix, Metric, Path, Progress, Real, Size
 
 _ctx_p = ctypes.c_void_p
 _out_p = ctypes.POINTER(ctypes.c_void_p)
 
 
 # gram's parameters, in gram's order (a test compares the signatures), then dense_output.
-def explain(A: Matrix, B: Matrix | None = None, metric: Metric = "counts", topk: int | None = None,
-            threshold: float | None = None, dtype: DTypeLike | None = None, backend: Backend | None = None,
-            gpu_mem: GpuMem | None = None, threads: int | None = None, out: Path | np.ndarray | None = None,
-            bits: int | None = None, progress: Progress | None = None, binarize: bool = False, *,
-            device: int | None = None, host_mem: Size | None = None, context: Context | None = None,
-            algorithm: Algorithm = "auto", resume: bool = False, devices: Devices | None = None,
-            min_score: float | None = None, stats: dict | None = None, dense_output: bool = True) -> str:
+def explain(A: Matrix, B: Matrix | None = None, metric: Metric = "counts", topk: Integer | None = None,
+            threshold: Real | None = None, dtype: DTypeLike | None = None, backend: Backend | None = None,
+            gpu_mem: GpuMem | None = None, threads: Integer | None = None, out: Path | np.ndarray | None = None,
+            bits: Integer | None = None, progress: Progress | None = None, binarize: Flag = False, *,
+            device: Integer | None = None, host_mem: Size | None = None, context: Context | None = None,
+            algorithm: Algorithm = "auto", resume: Flag = False, devices: Devices | None = None,
+            min_score: Real | None = None, stats: dict | None = None, dense_output: Flag = True) -> str:
     """The prediction behind gram(A, B, ...) with the same arguments, without running it.
 
     Nothing is computed; the first call or job on a machine whose rate cache lacks the host's

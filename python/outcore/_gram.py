@@ -36,7 +36,7 @@ from .errors import CancelledError, InputError, check, from_status
 if TYPE_CHECKING:
     from numpy.typing import DTypeLike
 
-    from ._types import Algorithm, Backend, Devices, GpuMem, Matrix, Metric, Path, Progress, Size
+    from ._types import Algorithm, Backend, Devices, Flag, GpuMem, Integer, Matrix, Metric, Path, Progress, Real, Size
 
 lib = _lib.lib
 
@@ -503,13 +503,13 @@ def _checked_arguments(A, B, metric, topk, threshold, dtype, backend, gpu_mem, t
     return opts, bits
 
 
-def gram(A: Matrix, B: Matrix | None = None, metric: Metric = "counts", topk: int | None = None,
-         threshold: float | None = None, dtype: DTypeLike | None = None, backend: Backend | None = None,
-         gpu_mem: GpuMem | None = None, threads: int | None = None, out: Path | np.ndarray | None = None,
-         bits: int | None = None, progress: Progress | None = None, binarize: bool = False, *,
-         device: int | None = None, host_mem: Size | None = None, context: Context | None = None,
-         algorithm: Algorithm = "auto", resume: bool = False, devices: Devices | None = None,
-         min_score: float | None = None, stats: dict | None = None) -> Any:
+def gram(A: Matrix, B: Matrix | None = None, metric: Metric = "counts", topk: Integer | None = None,
+         threshold: Real | None = None, dtype: DTypeLike | None = None, backend: Backend | None = None,
+         gpu_mem: GpuMem | None = None, threads: Integer | None = None, out: Path | np.ndarray | None = None,
+         bits: Integer | None = None, progress: Progress | None = None, binarize: Flag = False, *,
+         device: Integer | None = None, host_mem: Size | None = None, context: Context | None = None,
+         algorithm: Algorithm = "auto", resume: Flag = False, devices: Devices | None = None,
+         min_score: Real | None = None, stats: dict | None = None) -> Any:
     """The binary Gram matrix A·Aᵀ (or A·Bᵀ) and the similarities built on it.
 
     Parameters

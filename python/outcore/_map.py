@@ -26,14 +26,15 @@ import numpy as np
 from . import _lib
 from ._calls import run_on_context
 from ._context import call_resources, lease
-from ._options import _integer, c_path, c_text, flag, parse_gpu_mem, parse_host_mem, threads_count, unmasked
+from ._options import (_integer, c_path, c_text, flag, one_gpu_mem, parse_gpu_mem, parse_host_mem, threads_count,
+                       unmasked)
 from .errors import InputError, check, from_status
 
 if TYPE_CHECKING:
     from numpy.typing import DTypeLike
 
     from ._context import Context
-    from ._types import Backend, Path, Reduction, Size
+    from ._types import Backend, Flag, Integer, Path, Reduction, Size
 
 lib = _lib.lib
 _libc = ctypes.CDLL(None)
@@ -224,9 +225,9 @@ def _check_operand_names(expr, operands):
 
 
 def map(expr: str, out: Path | np.ndarray | None = None, *, dtype: DTypeLike | None = None,
-        reduce: Reduction | None = None, axis: int | None = None, backend: Backend | None = None,
-        threads: int | None = None, host_mem: Size | None = None, gpu_mem: Size | None = None,
-        context: Context | None = None, explain: bool = False, **operands: Any) -> Any:
+        reduce: Reduction | None = None, axis: Integer | None = None, backend: Backend | None = None,
+        threads: Integer | None = None, host_mem: Size | None = None, gpu_mem: Size | None = None,
+        context: Context | None = None, explain: Flag = False, **operands: Any) -> Any:
     """Evaluates expr over the named operands with numpy's semantics (see the module doc).
 
     Parameters
@@ -324,6 +325,7 @@ def map(expr: str, out: Path | np.ndarray | None = None, *, dtype: DTypeLike | N
         opts.threads = threads_count(threads)
     if host_mem is not None:
         opts.host_mem_bytes = parse_host_mem(host_mem)
+    gpu_mem = one_gpu_mem("map", gpu_mem)  # device 0's: map runs there
     if gpu_mem is not None:
         opts.gpu_mem_bytes, opts.gpu_mem_fraction = parse_gpu_mem(gpu_mem)
     path = _out_path(out) if _is_path(out) else None

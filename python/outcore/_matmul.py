@@ -22,15 +22,15 @@ from . import _gpu_arrays, _lib
 from ._context import call_resources, lease
 from ._calls import run_on_context
 from ._map import _check_out_overlap, _is_path, _out_path
-from ._options import (_device_list, as_numbers, c_path, c_text, flag, parse_backend, set_device_budgets,
-                       threads_count)
+from ._options import (_device_list, as_numbers, c_path, c_text, flag, one_gpu_mem, parse_backend,
+                       set_device_budgets, threads_count)
 from .errors import InputError, check
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike, DTypeLike
 
     from ._context import Context
-    from ._types import Backend, Devices, Path, Size
+    from ._types import Backend, Devices, Flag, Integer, Path, Size
 
 lib = _lib.lib
 _CODES = {name: i for i, name in enumerate(_lib.MATMUL_DTYPES)}
@@ -186,9 +186,9 @@ def _gpu_result(out, gpus, shape, dtype):
 
 
 def matmul(A: ArrayLike | Path, B: ArrayLike | Path | None = None, out: Path | np.ndarray | None = None, *,
-           transpose_a: bool = False, transpose_b: bool = False, dtype: DTypeLike | None = None,
+           transpose_a: Flag = False, transpose_b: Flag = False, dtype: DTypeLike | None = None,
            backend: Backend | None = None, devices: Devices | None = None, gpu_mem: Size | None = None,
-           host_mem: Size | None = None, threads: int | None = None, tf32: bool = False, resume: bool = False,
+           host_mem: Size | None = None, threads: Integer | None = None, tf32: Flag = False, resume: Flag = False,
            context: Context | None = None) -> Any:
     """The dense product C = op(A)·op(B), tile by tile within the memory budgets.
 
@@ -332,7 +332,7 @@ def matmul(A: ArrayLike | Path, B: ArrayLike | Path | None = None, out: Path | n
         text = c_text("devices", _device_list(devices))
         keep.append(text)
         opts.devices = text
-    set_device_budgets(opts, None, gpu_mem, host_mem)
+    set_device_budgets(opts, None, one_gpu_mem("matmul", gpu_mem, given["device"], devices), host_mem)
 
     # numpy's shape of a product of a vector: the vector's dimension dropped (A·Aᵀ of one: v·v)
     drop = (a_vector, b_vector or (B is None and a_vector))

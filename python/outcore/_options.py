@@ -213,6 +213,26 @@ def _per_device_gpu_mem(gpu_mem):
     return gpu_mem
 
 
+def one_gpu_mem(call, gpu_mem, device=None, devices=None):
+    """The one GPU budget of a call that takes one (matmul, map), from a Context's budget per
+    device ({0: "20G"} or "0=20G,1=40G", which gram applies device by device): the budget of
+    the device the call runs on (device, else 0), None (the default) when the mapping does
+    not name it; on a device list, the one budget the mapping gives, else an InputError.
+    Any other value is returned as it is."""
+    if not (isinstance(gpu_mem, dict) or (isinstance(gpu_mem, str) and "=" in gpu_mem)):
+        return gpu_mem
+    budgets = {}
+    for item in _per_device_gpu_mem(gpu_mem).split(","):
+        name, _, size = item.partition("=")
+        budgets[name.strip()] = size.strip()
+    if devices is None:
+        return budgets.get(str(0 if device is None else int(device)))
+    if len(set(budgets.values())) == 1:
+        return next(iter(budgets.values()))
+    raise InputError(f"gpu_mem={gpu_mem!r}: {call} on a device list takes one budget for every device (a budget "
+                     "per device is gram's): give gpu_mem= to the call")
+
+
 def set_device_budgets(opts, device, gpu_mem, host_mem):
     """Sets an option struct's device, gpu_mem_* and host_mem_bytes from what is not None."""
     if device is not None:

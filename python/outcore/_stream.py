@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from numpy.typing import DTypeLike
 
     from ._context import Context
-    from ._types import Path, Progress, Size
+    from ._types import Flag, Integer, Path, Progress, Size
 
 lib = _lib.lib
 
@@ -178,10 +178,10 @@ def stream(fn: Callable[[Chunk], object], inputs: Mapping[str, npt.ArrayLike | P
            outputs: Mapping[str, Any] | None = None, *, side: Mapping[str, npt.ArrayLike] | None = None,
            scratch: Mapping[str, tuple[Any, DTypeLike]] | None = None,
            inout: Mapping[str, np.ndarray] | None = None, result: Mapping[str, np.ndarray] | None = None,
-           axis: int | Mapping[str, int] = 0, extent: int | None = None, gpu_mem: Size | None = None,
-           host_mem: Size | None = None, device: int | None = None, chunk_rows: int | None = None,
-           in_flight: int | None = None, progress: Progress | None = None, context: Context | None = None,
-           return_stats: bool = False) -> Any:
+           axis: int | Mapping[str, int] = 0, extent: Integer | None = None, gpu_mem: Size | None = None,
+           host_mem: Size | None = None, device: Integer | None = None, chunk_rows: Integer | None = None,
+           in_flight: Integer | None = None, progress: Progress | None = None, context: Context | None = None,
+           return_stats: Flag = False) -> Any:
     """Runs fn(chunk) over chunks of the arrays, on the GPU, under the device's budget.
 
     Parameters

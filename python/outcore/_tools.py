@@ -12,11 +12,14 @@ import ctypes
 import ctypes.util
 import json
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import _kernel_objects, _lib
 from ._options import INT_MAX, _integer, c_path, c_text, flag
 from .errors import Error, InputError, check
+
+if TYPE_CHECKING:
+    from ._types import Flag, Integer
 
 _ctx_p = ctypes.c_void_p
 _out_p = ctypes.POINTER(ctypes.c_void_p)
@@ -66,7 +69,7 @@ def _report(query, render, free, query_args):
         _lib.lib.oc_context_free(ctx)
 
 
-def devices(bandwidth: bool = False) -> dict[str, Any]:
+def devices(bandwidth: Flag = False) -> dict[str, Any]:
     """The GPUs (name, compute capability, memory, limits) and the CPU, as `outcore devices
     --json` reports them; bandwidth=True also measures transfer rates (seconds per GPU)."""
     query = _function("oc_devices_query", ctypes.c_int, [_ctx_p, ctypes.c_int, _out_p])
@@ -133,9 +136,9 @@ def _merge(obj_name, reports, codes):
     return merged
 
 
-def inspect(obj: Any, block: int | None = None, arch: str | None = None, *, kernel: str | None = None,
-            dyn_smem: int | None = None, maxrregcount: int | None = None, opt_level: int | None = None,
-            use_gpu: bool = True) -> dict[str, Any]:
+def inspect(obj: Any, block: Integer | None = None, arch: str | None = None, *, kernel: str | None = None,
+            dyn_smem: Integer | None = None, maxrregcount: Integer | None = None, opt_level: Integer | None = None,
+            use_gpu: Flag = True) -> dict[str, Any]:
     """Registers, shared memory and launch limits of every kernel in obj, as `outcore inspect
     --json` reports them.
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from typing import Any, Callable, Literal, Mapping, Protocol, Sequence, Union
 
+import numpy as np
 import numpy.typing as npt
 
 
@@ -26,8 +27,14 @@ Path = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
 # A Gram input: an array (or nested lists) of 0/1 numbers or packbits rows, a scipy.sparse
 # matrix, or the path of a file the library reads.
 Matrix = Union[npt.ArrayLike, SparseMatrix, Path]
+# A yes/no argument: a bool, numpy's bool, or the ints 0 and 1 (what flag() takes).
+Flag = Union[bool, int, "np.bool_"]
+# A whole number: a Python int or a numpy integer (operator.index takes both).
+Integer = Union[int, "np.integer[Any]"]
+# A number: a Python float or int, or a numpy floating or integer scalar.
+Real = Union[float, int, "np.floating[Any]", "np.integer[Any]"]
 # A budget: bytes as an int, or text such as "2G", "512MiB", "50%".
-Size = Union[int, str]
+Size = Union[int, "np.integer[Any]", str]
 # A device budget: one Size, or one per device ({0: "20G", 1: "40G"} or "0=20G,1=40G").
 GpuMem = Union[Size, Mapping[int, Size]]
 # Several CUDA devices: "0,1,3", "all", "0:2", or a sequence such as [0, 1] or ["0:2"].

@@ -356,3 +356,18 @@ def test_close_waits_for_a_cached_memory_query(monkeypatch):
     reader.join()
     assert order == ["query", "query done", "free"], order
     assert ctx.cached_memory_bytes == 0 and ctx.closed
+
+
+def test_a_budget_per_device_is_each_calls_own(rng):
+    """A Context's gpu_mem per device ({0: "1G"}, "0=1G,1=2G") is gram's device by device; matmul
+    and map, which take one budget, take the budget of the device they run on (device 0 here,
+    the default where the mapping does not name it); matmul on a list takes the mapping's one
+    budget, and refuses budgets that differ. They used to refuse every call on such a Context."""
+    a = rng.standard_normal((6, 5))
+    for per_device in ({0: "1G"}, "0=1G,1=2G", {1: "2G"}):
+        with outcore.Context(gpu_mem=per_device, backend="cpu") as ctx:
+            np.testing.assert_allclose(outcore.matmul(a, context=ctx), a @ a.T)
+            np.testing.assert_array_equal(outcore.map("x * 2", x=a, context=ctx), a * 2)
+    with outcore.Context(gpu_mem={0: "1G", 1: "2G"}, backend="cuda") as ctx:  # refused before any device is asked
+        with pytest.raises(outcore.InputError, match="matmul on a device list takes one budget"):
+            outcore.matmul(a, devices=[0, 1], context=ctx)

@@ -99,3 +99,13 @@ def test_package_is_marked_typed():
     package = Path(outcore.__file__).parent
     assert (package / "py.typed").is_file()
     assert {f.__name__ for f in PUBLIC_FUNCTIONS} >= {"gram", "map", "stream", "inspect", "explain", "devices"}
+
+
+def test_map_is_exported_to_type_checkers():
+    """map stays out of __all__ (a star import must not shadow the builtin), and is imported as
+    `map as map`, which PEP 484 reads as an export: `outcore.map(...)` type-checks."""
+    import ast
+    from pathlib import Path
+    tree = ast.parse(Path(outcore.__file__).read_text())
+    imported = [(a.name, a.asname) for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names]
+    assert ("map", "map") in imported and "map" not in outcore.__all__
