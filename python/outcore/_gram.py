@@ -300,15 +300,18 @@ def _check_out_kind(out, selection, result=_lib.OC_RESULT_DENSE):
 # ---------------------------------------------------------------- the job
 class _Progress:
     """Calls the caller's progress(done, total) from the library; an exception it raises
-    cancels the job and is raised by gram once the library has stopped."""
+    cancels the job and is raised by gram once the library has stopped. A report the same as
+    the one before is not passed on: the library's workers and its end may both report the
+    finished job, which the caller sees once."""
 
     def __init__(self, fn, ctx):
-        self.fn, self.ctx, self.error = fn, ctx, None
+        self.fn, self.ctx, self.error, self.last = fn, ctx, None, None
         self.callback = _lib.progress_fn(self._report)  # referenced here for the job's lifetime
 
     def _report(self, user, done, total):
-        if self.error is not None:
+        if self.error is not None or (done, total) == self.last:
             return
+        self.last = (done, total)
         try:
             self.fn(done, total)
         except BaseException as exc:  # an exception must not cross the C frames

@@ -84,6 +84,11 @@ def test_progress_reaches_the_total(rng):
     assert np.array_equal(got, exact(a))
     assert reports and reports[-1][0] == reports[-1][1] > 0
     assert all(x[0] <= y[0] for x, y in zip(reports, reports[1:])), "progress went backwards"
+    # once at the end with done == total (docs/python.md), for a job of one report too
+    for job in (a, a[:200]):
+        reports.clear()
+        outcore.gram(job, backend="cpu", progress=lambda done, total: reports.append((done, total)))
+        assert [r for r in reports if r[0] == r[1]] == [reports[-1]], reports
 
 
 def timed_job_with_ticker(job):
