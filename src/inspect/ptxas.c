@@ -261,14 +261,32 @@ static const char *ptxas_release(const char *ptxas, char *release, size_t size)
     return release;
 }
 
+/* The first line of ptxas' output that says an error or a fatal one, past its closing summary
+ * ("fatal : Ptx assembly aborted due to errors", which names no cause: the line only when no
+ * other says one); else its first line. */
+static const char *error_line(const char *text)
+{
+    const char *summary = NULL;
+    for (const char *line = text; *line;) {
+        const char *end = strchr(line, '\n');
+        const size_t len = end ? (size_t)(end - line) : strlen(line);
+        char copy[1024];
+        snprintf(copy, sizeof copy, "%.*s", (int)(len < sizeof copy ? len : sizeof copy - 1), line);
+        if (strstr(copy, "aborted due to errors")) {
+            if (!summary) summary = line;
+        } else if (strstr(copy, "error") || strstr(copy, "fatal")) {
+            return line;
+        }
+        if (!end) break;
+        line = end + 1;
+    }
+    return summary ? summary : text;
+}
+
 /* The first error line of ptxas' output, without the "ptxas " prefix and trailing blanks. */
 static void first_error(const char *text, const char *ptx_path, const char *display, char *line, size_t size)
 {
-    const char *at = strstr(text, "error");
-    if (!at) at = strstr(text, "fatal");
-    if (!at) at = text;
-    const char *start = at;
-    while (start > text && start[-1] != '\n') start--;
+    const char *start = error_line(text);
     const char *end = strchr(start, '\n');
     size_t len = end ? (size_t)(end - start) : strlen(start);
     if (strncmp(start, "ptxas ", 6) == 0) start += 6, len -= 6;

@@ -204,6 +204,15 @@ def test_ptxas_memory_limit(folder):
                   "k.ptx", env=env)
 
 
+def test_ptxas_fatal_error_names_its_cause(folder):
+    """ptxas ends a failed run with "fatal : Ptx assembly aborted due to errors", which holds
+    the word "errors": the message is the line before it that names the cause."""
+    env = fake_ptxas(folder, "echo \"ptxas k.ptx, line 1; fatal   : Unsupported .version 9.9; current version is "
+                             "'9.0'\" >&2\necho 'ptxas fatal   : Ptx assembly aborted due to errors' >&2\nexit 255\n")
+    (folder / "k.ptx").write_text(PTX)
+    fails_cleanly(folder, ["inspect", "--no-gpu", "k.ptx"], 2, "k.ptx", "Unsupported .version 9.9", env=env)
+
+
 def test_ptxas_limits_that_do_not_parse(folder):
     env = fake_ptxas(folder, "exit 0\n")
     (folder / "k.ptx").write_text(PTX)
