@@ -26,6 +26,7 @@
 
 #define EM_CUDA 190
 #define SHT_SYMTAB 2
+#define SHT_NOBITS 8
 #define STT_FUNC 2
 #define STO_CUDA_ENTRY 0x10
 #define ELFOSABI_CUDA_V2 0x41
@@ -118,6 +119,22 @@ static oc_kernel_entry *find_new(oc_kernel_list *list, int first, const char *na
 }
 
 /* "<prefix><kernel>" section name test. */
+/* The release of the toolkit that made the cubin, times ten (130: CUDA 13.0), from its
+ * .note.nv.cuinfo note (namesz, descsz, type, the name "NVIDIA Corp" padded to 4 bytes, then
+ * a u16 note version, a u16 of the code's sm and a u32 of the release); 0 without one. */
+static uint32_t toolkit_release(const oc_elf *elf)
+{
+    for (unsigned i = 1; i < elf->shnum; i++) {
+        oc_elf_section s;
+        if (oc_elf_section_at(elf, i, &s) != 0 || strcmp(s.name, ".note.nv.cuinfo") != 0 || !s.data || s.size < 12)
+            continue;
+        const uint32_t namesz = rd32(s.data), descsz = rd32(s.data + 4);
+        const size_t desc = 12 + ((size_t)namesz + 3) / 4 * 4;
+        return descsz >= 8 && desc + 8 <= s.size ? rd32(s.data + desc + 4) : 0;
+    }
+    return 0;
+}
+
 static const char *suffix_after(const char *name, const char *prefix)
 {
     size_t n = strlen(prefix);
@@ -155,11 +172,13 @@ oc_status oc_cubin_resources(oc_context *ctx, const char *display, const unsigne
         symbol_kernel[k] = out->count - 1;
     }
 
-    /* A cubin with a .nv.shared.reserved.* section (sm_90 from CUDA 12.8 on) counts the
-     * block's reserved shared memory inside each kernel's .nv.shared.<kernel>, which the driver
-     * leaves out of the kernel's static figure (it adds the reserve itself, as the launch
-     * arithmetic here does). */
-    int reserved_inside = 0;
+    /* A cubin of sm_90 on made by CUDA 12.8 or later counts the block's reserved shared memory
+     * inside each kernel's .nv.shared.<kernel> (a NOBITS section; relocatable code's, of a
+     * CUDA type, leaves it to the linker), which the driver leaves out of the kernel's static
+     * figure (it adds the reserve itself, as the launch arithmetic here does). The release is
+     * in .note.nv.cuinfo; a .nv.shared.reserved.* section says so too, but debug (-G) builds
+     * and cubins nvlink linked from relocatable code have none. */
+    int reserved_inside = out->code_cc >= 90 && toolkit_release(&elf) >= 128;
     for (i = 1; i < elf.shnum; i++) {
         oc_elf_section s;
         if (oc_elf_section_at(&elf, i, &s) == 0 && suffix_after(s.name, ".nv.shared.reserved.")) reserved_inside = 1;
@@ -177,7 +196,8 @@ oc_status oc_cubin_resources(oc_context *ctx, const char *display, const unsigne
         } else if ((kernel = suffix_after(s.name, ".nv.info.")) && s.data && (e = find_new(out, first_new, kernel))) {
             walk_nv_info(&s, visit_kernel, e);
         } else if ((kernel = suffix_after(s.name, ".nv.shared.")) && (e = find_new(out, first_new, kernel))) {
-            e->res.static_smem = s.size > reserve ? s.size - reserve : 0;
+            const size_t inside = s.type == SHT_NOBITS ? reserve : 0;
+            e->res.static_smem = s.size > inside ? s.size - inside : 0;
         } else if ((kernel = suffix_after(s.name, ".nv.constant0.")) && (e = find_new(out, first_new, kernel))) {
             e->const_bytes = (int64_t)s.size;
         } else if ((kernel = suffix_after(s.name, ".text.")) && (e = find_new(out, first_new, kernel)) &&

@@ -38,10 +38,7 @@ int oc_elf_section_at(const oc_elf *elf, unsigned i, oc_elf_section *out)
     out->link = (uint32_t)rd(h + 40, 4);
     out->info = (uint32_t)rd(h + 44, 4);
     out->size = (size_t)size;
-    if (out->type != SHT_NOBITS) {
-        if (offset > elf->size || size > elf->size - offset) return -1;
-        out->data = elf->base + offset;
-    }
+    if (out->type != SHT_NOBITS && offset <= elf->size && size <= elf->size - offset) out->data = elf->base + offset;
     const char *name = oc_elf_string(elf, elf->shstrndx, (uint32_t)rd(h, 4));
     out->name = name ? name : "";
     return 0;

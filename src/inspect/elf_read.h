@@ -15,8 +15,10 @@ typedef struct oc_elf_section {
     uint64_t flags;
     uint32_t link;
     uint32_t info;
-    const unsigned char *data; /* NULL for SHT_NOBITS (.nv.shared.*) */
-    size_t size;               /* sh_size, also for NOBITS */
+    /* NULL for SHT_NOBITS (.nv.shared.*) and for any section whose bytes lie outside the
+     * file (relocatable code's shared-memory sections, of a CUDA type, have none) */
+    const unsigned char *data;
+    size_t size; /* sh_size, also for NOBITS */
 } oc_elf_section;
 
 typedef struct oc_elf {

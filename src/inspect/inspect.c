@@ -102,7 +102,8 @@ static oc_status check_ptx_target(oc_context *ctx, const oc_kernel_image *img, c
 static oc_status gather(oc_context *ctx, const oc_kernel_image *img, const oc_inspect_options *o,
                         const oc_gpu_arch **arch, oc_kernel_list *list)
 {
-    int gpu_cc = driver_target(o, *arch);
+    /* Relocatable code is not loaded unlinked: its cubins answer. */
+    int gpu_cc = img->relocatable ? 0 : driver_target(o, *arch);
     if (img->format == OC_IMAGE_PTX) OC_CHECK(ctx, check_ptx_target(ctx, img, *arch, gpu_cc));
 #ifdef OC_HAVE_CUDA
     if (gpu_cc) {

@@ -36,6 +36,7 @@
 #define FATBIN_FLAG_LZ4 0x2000u
 #define FATBIN_FLAG_ZSTD 0x8000u
 #define EM_CUDA 190
+#define ET_REL 1 /* e_type of a relocatable ELF file */
 
 const char *oc_image_format_name(oc_image_format format)
 {
@@ -97,6 +98,14 @@ static oc_status read_whole(oc_context *ctx, const char *path, unsigned char **d
 }
 
 /* Recognises the format of img->data; anything else fails with OC_ERR_INPUT naming img->path. */
+/* The host ELF's fatbinary section: .nv_fatbin, or __nv_relfatbin in an object compiled as
+ * relocatable device code (nvcc -rdc=true -c); 1 when found. */
+static int host_fatbin(const unsigned char *d, size_t size, const unsigned char **data, size_t *data_size)
+{
+    return oc_elf_find_section(d, size, ".nv_fatbin", data, data_size) ||
+           oc_elf_find_section(d, size, "__nv_relfatbin", data, data_size);
+}
+
 static oc_status recognise(oc_context *ctx, oc_kernel_image *img)
 {
     const unsigned char *d = img->data;
@@ -104,8 +113,10 @@ static oc_status recognise(oc_context *ctx, oc_kernel_image *img)
         img->format = OC_IMAGE_FATBIN;
     } else if (is_elf64(d, img->size) && rd16(d + 18) == EM_CUDA) {
         img->format = OC_IMAGE_CUBIN;
-    } else if (is_elf64(d, img->size) && oc_elf_find_section(d, img->size, ".nv_fatbin", NULL, NULL)) {
+        img->relocatable = rd16(d + 16) == ET_REL;
+    } else if (is_elf64(d, img->size) && host_fatbin(d, img->size, NULL, NULL)) {
         img->format = OC_IMAGE_HOST_ELF;
+        img->relocatable = !oc_elf_find_section(d, img->size, ".nv_fatbin", NULL, NULL);
     } else if (looks_like_ptx(d, img->size)) {
         img->format = OC_IMAGE_PTX;
     } else {
@@ -113,7 +124,8 @@ static oc_status recognise(oc_context *ctx, oc_kernel_image *img)
         const char *path = img->path;
         oc_kernel_image_release(img);
         return oc_fail(ctx, OC_ERR_INPUT, "%s: %s", path,
-                       elf ? "an ELF file without GPU code (no EM_CUDA machine, no .nv_fatbin section)"
+                       elf ? "an ELF file without GPU code (no EM_CUDA machine, no .nv_fatbin or __nv_relfatbin "
+                             "section)"
                            : "not PTX, a cubin, a fatbinary or an object with a .nv_fatbin section");
     }
     return OC_OK;
@@ -151,12 +163,12 @@ void oc_kernel_image_release(oc_kernel_image *img)
     memset(img, 0, sizeof *img);
 }
 
-/* The fatbinary inside img: the file itself, or the start of the host ELF's .nv_fatbin. */
+/* The fatbinary inside img: the file itself, or the start of the host ELF's fatbinary section. */
 static void fatbin_region(const oc_kernel_image *img, const unsigned char **data, size_t *size)
 {
     *data = img->data;
     *size = img->size;
-    if (img->format == OC_IMAGE_HOST_ELF) oc_elf_find_section(img->data, img->size, ".nv_fatbin", data, size);
+    if (img->format == OC_IMAGE_HOST_ELF) (void)host_fatbin(img->data, img->size, data, size);
 }
 
 void oc_kernel_image_loadable(const oc_kernel_image *img, const void **data, size_t *size)

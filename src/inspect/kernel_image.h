@@ -31,6 +31,9 @@ typedef struct oc_kernel_image {
     const char *path; /* the file, or the name the caller gave the buffer */
     int in_memory;    /* 1: no file of that name exists for ptxas to read */
     oc_image_format format;
+    /* 1: relocatable device code (an ET_REL cubin, or an object's __nv_relfatbin), which the
+     * driver's module loader does not take unlinked: its figures come from the cubins */
+    int relocatable;
     unsigned char *data;
     size_t size;
 } oc_kernel_image;

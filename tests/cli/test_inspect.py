@@ -499,3 +499,42 @@ def test_no_dynamic_shared_memory_given_as_0(built):
     files, _ = built
     assert inspect_json(str(files["cubin"]), "--block", "128", "--dyn-smem", "0") == \
         inspect_json(str(files["cubin"]), "--block", "128")
+
+
+SHARED_KERNEL = """
+__global__ void big(float *x)
+{
+    __shared__ float s[8000];
+    s[threadIdx.x] = x[threadIdx.x];
+    __syncthreads();
+    x[threadIdx.x] = s[7999 - threadIdx.x];
+}
+"""
+
+
+@needs_nvcc
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("how", ["release", "debug", "relocatable cubin", "relocatable object", "linked executable"])
+def test_static_shared_memory_is_ptxas_figure(tmp_path, arch, how):
+    """The static shared memory is ptxas' figure whatever the build: sm_90 cubins of CUDA 12.8
+    on hold the block's 1 KiB reserve inside the section, also debug builds and nvlink's
+    output, which have no .nv.shared.reserved section (the reserve was counted twice); the
+    shared-memory section of relocatable code, of a CUDA type and without file bytes, was
+    dropped (0 bytes); and an object of relocatable code keeps its GPU code in
+    __nv_relfatbin (it was refused)."""
+    src = tmp_path / "s.cu"
+    src.write_text(SHARED_KERNEL)
+    out = tmp_path / "k"
+    flags = {"release": ["-cubin"], "debug": ["-cubin", "-G"], "relocatable cubin": ["-cubin", "-rdc=true"],
+             "relocatable object": ["-c", "-rdc=true"], "linked executable": ["-rdc=true"]}[how]
+    extra = []
+    if how == "linked executable":
+        main = tmp_path / "m.cu"
+        main.write_text("__global__ void big(float *x);\nint main() { big<<<1, 256>>>(nullptr); return 0; }\n")
+        extra = [str(main)]
+    built = subprocess.run([NVCC, f"-arch={arch}", *flags, "-Xptxas", "-v", str(src), *extra, "-o", str(out)],
+                           capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr
+    assert "32000 bytes smem" in built.stderr + built.stdout
+    (k,) = inspect_json(str(out), "--kernel", "_Z3bigPf")["kernels"]
+    assert k["static_smem"] == 32000, (how, arch, k)
