@@ -76,7 +76,9 @@ def c_path(what, value):
     would end the path there and name another file, is refused."""
     raw = os.fsencode(value)
     if b"\0" in raw:
-        raise InputError(f"{what}: the path {os.fsdecode(raw)!r} holds a NUL byte ('\\0'), which no path can hold")
+        # a long one (a binary image given as bytes) shown by its start: the message stays a line
+        shown = repr(os.fsdecode(raw[:48])) + (f"... ({len(raw)} bytes)" if len(raw) > 48 else "")
+        raise InputError(f"{what}: the path {shown} holds a NUL byte ('\\0'), which no path can hold")
     return raw
 
 

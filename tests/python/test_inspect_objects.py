@@ -228,3 +228,12 @@ def test_numba_and_cupy_are_not_imported(cubins):
     code = ("import sys, outcore; outcore.inspect(sys.argv[1]); "
             "assert 'numba' not in sys.modules and 'cupy' not in sys.modules, sorted(sys.modules)")
     subprocess.run([sys.executable, "-c", code, str(cubins[CAPS[0]])], check=True, env=os.environ)
+
+
+def test_an_image_given_as_bytes_is_refused_in_one_short_line():
+    """bytes are a path (os.fsencode's), and an image's bytes hold NUL: refused as a path,
+    shown by its start (the message embedded the whole image: 258 KB for a cubin)."""
+    image = b"\x7fELF\x02\x01\x01" + bytes(200_000)
+    with pytest.raises(outcore.InputError, match=r"\.\.\. \(200007 bytes\) holds a NUL byte") as e:
+        outcore.inspect(image)
+    assert len(str(e.value)) < 400 and "\n" not in str(e.value)
