@@ -204,6 +204,20 @@ def test_ptxas_memory_limit(folder):
                   "k.ptx", env=env)
 
 
+def test_a_large_file_that_cannot_be_code_is_refused_from_its_start(folder):
+    """inspect read a file whole before it looked at its format: a 2 GB file of zeros took its
+    size in memory (under a 1 GB address-space limit: "out of host memory", exit 1) to be
+    refused. Its start tells: exit 2 at once, the limit untouched."""
+    with open(folder / "big.cubin", "wb") as f:
+        f.truncate(2 << 30)  # sparse: no disk taken
+    limit = lambda: resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))  # noqa: E731
+    proc = subprocess.run([outcore_bin(), "inspect", "--no-gpu", "big.cubin"], cwd=folder, capture_output=True,
+                          text=True, preexec_fn=limit, timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip() == ("outcore: big.cubin: not PTX, a cubin, a fatbinary or an object with a "
+                                   ".nv_fatbin section"), proc.stderr
+
+
 def test_ptxas_fatal_error_names_its_cause(folder):
     """ptxas ends a failed run with "fatal : Ptx assembly aborted due to errors", which holds
     the word "errors": the message is the line before it that names the cause."""
