@@ -553,13 +553,9 @@ static int check_binary(checker *c, const oc_map_node *n)
         l = r = t == MT_F32 ? MT_F32 : MT_F64;
         break;
     case MAP_TYPING_INTEGER_LOOP:
+        /* An integer to a negative power, a constant one too, is refused as the elements are
+         * computed, as numpy refuses it: an empty array's is empty. */
         if (t == MT_BOOL) l = r = MT_I8;
-        if (n->op == MOP_POW && oc_mt_is_integer(l)) {
-            const oc_map_node *y = &c->out->nodes[b];
-            if (y->op == MOP_CONST && !y->big && y->value.i < 0 && oc_mt_kind_of(l) == MT_KIND_INT)
-                return op_error(c, n->pos, "integers to negative integer powers are not allowed%s%s (column %d)", "",
-                                "");
-        }
         break;
     case MAP_TYPING_BITWISE:
         if (oc_mt_is_float(t))

@@ -306,3 +306,16 @@ def test_python_float_power_overflow_raises_as_python():
         10.0 ** 400
     assert outcore.map("1e308 * 10") == np.inf  # Python's * gives inf
     assert outcore.map("0." + "0" * 200 + "1") == 1e-201  # a literal of any length
+
+
+def test_a_negative_constant_power_of_an_empty_integer_array_is_empty():
+    """numpy refuses an integer to a negative power as it computes the elements: an empty
+    array's is empty, a constant exponent's too (it was refused before any element)."""
+    for expr, env in (("x ** -1", {}), ("x ** r", {"r": -1})):
+        got = outcore.map(expr, x=np.arange(0), **env)
+        want = np.arange(0) ** -1
+        assert got.dtype == want.dtype and got.shape == want.shape == (0,)
+        with pytest.raises(outcore.InputError, match="negative integer powers"):
+            outcore.map(expr, x=np.arange(1, 4), **env)
+        with pytest.raises(ValueError):
+            np.arange(1, 4) ** -1
