@@ -199,6 +199,11 @@ def _device_list(devices):
     return _device_list(",".join(str(d) for d in items))
 
 
+def _per_device(gpu_mem):
+    """Whether gpu_mem gives a budget per device: {0: "20G"} or "0=20G,1=40G"."""
+    return isinstance(gpu_mem, dict) or (isinstance(gpu_mem, str) and "=" in gpu_mem)
+
+
 def _per_device_gpu_mem(gpu_mem):
     """"0=20G,1=40G" from {0: "20G", 1: "40G"} (or that text itself). A dict's devices and
     budgets are checked here, as a single budget is, before a job or Context takes them."""
@@ -221,7 +226,7 @@ def one_gpu_mem(call, gpu_mem, device=None, devices=None):
     the device the call runs on (device, else 0), None (the default) when the mapping does
     not name it; on a device list, the one budget the mapping gives, else an InputError.
     Any other value is returned as it is."""
-    if not (isinstance(gpu_mem, dict) or (isinstance(gpu_mem, str) and "=" in gpu_mem)):
+    if not _per_device(gpu_mem):
         return gpu_mem
     budgets = {}
     for item in _per_device_gpu_mem(gpu_mem).split(","):
@@ -258,7 +263,7 @@ def gram_options(metric, dtype, topk, threshold, backend=None, device=None, gpu_
     opts.backend = parse_backend("auto" if backend is None else backend)
     if devices is not None:
         opts.devices = c_text("devices", _device_list(devices))
-    if isinstance(gpu_mem, dict) or (isinstance(gpu_mem, str) and "=" in gpu_mem):
+    if _per_device(gpu_mem):
         opts.gpu_mem_devices = c_text("gpu_mem", _per_device_gpu_mem(gpu_mem))
         gpu_mem = None
     set_device_budgets(opts, device, gpu_mem, host_mem)

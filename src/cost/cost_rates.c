@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/hash.h"
 #include "core/threads.h"
 #include "core/trace.h"
 #include "cost/cost.h"
@@ -118,12 +119,7 @@ static int section_of(int gpu, char *path, size_t path_size, char *key, size_t k
 }
 
 /* FNV-1a of s. */
-static unsigned long long hash_of(const char *s)
-{
-    unsigned long long h = 1469598103934665603ULL;
-    for (; *s; ++s) h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-    return h;
-}
+static unsigned long long hash_of(const char *s) { return oc_fnv1a(OC_FNV1A_SEED, s, strlen(s)); }
 
 /* The value this process keeps for figure (gpus, name) of the cache at path_hash, 0 if none. */
 static double figure_kept(int gpus, const char *name, unsigned long long path_hash)

@@ -118,23 +118,20 @@ static oc_kernel_entry *find_new(oc_kernel_list *list, int first, const char *na
     return NULL;
 }
 
-/* "<prefix><kernel>" section name test. */
 /* The release of the toolkit that made the cubin, times ten (130: CUDA 13.0), from its
  * .note.nv.cuinfo note (namesz, descsz, type, the name "NVIDIA Corp" padded to 4 bytes, then
  * a u16 note version, a u16 of the code's sm and a u32 of the release); 0 without one. */
-static uint32_t toolkit_release(const oc_elf *elf)
+static uint32_t toolkit_release(const unsigned char *data, size_t size)
 {
-    for (unsigned i = 1; i < elf->shnum; i++) {
-        oc_elf_section s;
-        if (oc_elf_section_at(elf, i, &s) != 0 || strcmp(s.name, ".note.nv.cuinfo") != 0 || !s.data || s.size < 12)
-            continue;
-        const uint32_t namesz = rd32(s.data), descsz = rd32(s.data + 4);
-        const size_t desc = 12 + ((size_t)namesz + 3) / 4 * 4;
-        return descsz >= 8 && desc + 8 <= s.size ? rd32(s.data + desc + 4) : 0;
-    }
-    return 0;
+    const unsigned char *note;
+    size_t n;
+    if (!oc_elf_find_section(data, size, ".note.nv.cuinfo", &note, &n) || n < 12) return 0;
+    const uint32_t namesz = rd32(note), descsz = rd32(note + 4);
+    const size_t desc = 12 + ((size_t)namesz + 3) / 4 * 4;
+    return descsz >= 8 && desc + 8 <= n ? rd32(note + desc + 4) : 0;
 }
 
+/* "<prefix><kernel>" section name test. */
 static const char *suffix_after(const char *name, const char *prefix)
 {
     size_t n = strlen(prefix);
@@ -178,7 +175,7 @@ oc_status oc_cubin_resources(oc_context *ctx, const char *display, const unsigne
      * figure (it adds the reserve itself, as the launch arithmetic here does). The release is
      * in .note.nv.cuinfo; a .nv.shared.reserved.* section says so too, but debug (-G) builds
      * and cubins nvlink linked from relocatable code have none. */
-    int reserved_inside = out->code_cc >= 90 && toolkit_release(&elf) >= 128;
+    int reserved_inside = out->code_cc >= 90 && toolkit_release(data, size) >= 128;
     for (i = 1; i < elf.shnum; i++) {
         oc_elf_section s;
         if (oc_elf_section_at(&elf, i, &s) == 0 && suffix_after(s.name, ".nv.shared.reserved.")) reserved_inside = 1;

@@ -117,26 +117,27 @@ static oc_status read_whole(oc_context *ctx, const char *path, unsigned char **d
     return OC_OK;
 }
 
-/* Recognises the format of img->data; anything else fails with OC_ERR_INPUT naming img->path. */
-/* The host ELF's fatbinary section: .nv_fatbin, or __nv_relfatbin in an object compiled as
- * relocatable device code (nvcc -rdc=true -c); 1 when found. */
+/* The host ELF's fatbinary section: 1 for .nv_fatbin, 2 for __nv_relfatbin (an object
+ * compiled as relocatable device code, nvcc -rdc=true -c), 0 for none. */
 static int host_fatbin(const unsigned char *d, size_t size, const unsigned char **data, size_t *data_size)
 {
-    return oc_elf_find_section(d, size, ".nv_fatbin", data, data_size) ||
-           oc_elf_find_section(d, size, "__nv_relfatbin", data, data_size);
+    if (oc_elf_find_section(d, size, ".nv_fatbin", data, data_size)) return 1;
+    return oc_elf_find_section(d, size, "__nv_relfatbin", data, data_size) ? 2 : 0;
 }
 
+/* Recognises the format of img->data; anything else fails with OC_ERR_INPUT naming img->path. */
 static oc_status recognise(oc_context *ctx, oc_kernel_image *img)
 {
     const unsigned char *d = img->data;
+    int host = 0;
     if (img->size >= 16 && rd32(d) == FATBIN_MAGIC) {
         img->format = OC_IMAGE_FATBIN;
     } else if (is_elf64(d, img->size) && rd16(d + 18) == EM_CUDA) {
         img->format = OC_IMAGE_CUBIN;
         img->relocatable = rd16(d + 16) == ET_REL;
-    } else if (is_elf64(d, img->size) && host_fatbin(d, img->size, NULL, NULL)) {
+    } else if (is_elf64(d, img->size) && (host = host_fatbin(d, img->size, NULL, NULL)) != 0) {
         img->format = OC_IMAGE_HOST_ELF;
-        img->relocatable = !oc_elf_find_section(d, img->size, ".nv_fatbin", NULL, NULL);
+        img->relocatable = host == 2;
     } else if (looks_like_ptx(d, img->size)) {
         img->format = OC_IMAGE_PTX;
     } else {

@@ -108,8 +108,8 @@ oc_status oc_journal_create(oc_context *ctx, const char *path, const char *job, 
         goto fail;
     }
     /* Written whole under a new name no one can guess, then renamed: a link planted under
-     * the journal's name is refused by the callers' side check, never followed. The temporary's lock (tmpfile.c) stays
-     * with the journal: it says a running job holds it. */
+     * the journal's name is refused by the callers' side check, never followed. The
+     * temporary's lock (tmpfile.c) stays with the journal: it says a running job holds it. */
     oc_tmpfile f;
     st = oc_tmpfile_open(ctx, path, &f);
     if (st != OC_OK) {

@@ -192,10 +192,11 @@ static oc_status gpu_resident(oc_context *ctx, const oc_matmul_options *o, mm_se
 }
 
 /* A result that goes to a .npy file: its bytes and file system, which the predictions count
- * (matmul_job.h's out_file_bytes). */
+ * (matmul_job.h's out_file_bytes). Here and below, a C given has a version's size: oc_matmul
+ * and oc_matmul_plan check it (oc_mm_array_check_size) before any of its fields is read. */
 static void result_file(const oc_matmul_array *c, mm_setup *s)
 {
-    if (!c || !oc_mm_array_size_ok(c) || !c->path) return;
+    if (!c || !c->path) return;
     s->job.out_file_bytes = (double)oc_mm_type_size(s->job.out_type) * (double)s->job.m * (double)s->job.n;
     s->job.out_file_in_memory = oc_cost_in_memory_fs(c->path);
 }
@@ -205,7 +206,7 @@ static void result_file(const oc_matmul_array *c, mm_setup *s)
  * (a resumable job without a journal yet starts afresh, and is checked). */
 static oc_status result_room(oc_context *ctx, const oc_matmul_array *c, const oc_matmul_options *o, const mm_setup *s)
 {
-    if (!c || !oc_mm_array_size_ok(c) || !c->path || (o->resume && oc_journal_present(c->path))) return OC_OK;
+    if (!c || !c->path || (o->resume && oc_journal_present(c->path))) return OC_OK;
     const double bytes = (double)oc_matmul_dtype_size(s->result) * (double)s->job.m * (double)s->job.n + 128;
     if (bytes > (double)INT64_MAX) return OC_OK; /* the writer names the overflow */
     char what[96];
@@ -216,7 +217,7 @@ static oc_status result_room(oc_context *ctx, const oc_matmul_array *c, const oc
 /* A result in GPU memory (c->gpu): device memory of the result's shape. */
 static oc_status gpu_result(oc_context *ctx, const oc_matmul_options *o, const oc_matmul_array *c, mm_setup *s)
 {
-    if (c && oc_mm_array_gpu(c) && !c->path) { /* its size first: nothing read past it */
+    if (c && !c->path && oc_mm_array_gpu(c)) {
         int device = -1;
         const int64_t ld = c->ld ? c->ld : c->cols;
         OC_CHECK(ctx,
@@ -533,7 +534,7 @@ oc_status oc_matmul_plan(oc_context *ctx, const oc_matmul_array *a, const oc_mat
         io_init(&s, &io);
         /* A result in memory: where it is, which decides whether the product runs where its
          * operands are (nothing is written). */
-        if (c && oc_mm_array_size_ok(c) && !c->path && c->data) {
+        if (c && !c->path && c->data) {
             io.dest.data = c->data;
             io.dest.rows = s.job.m, io.dest.cols = s.job.n;
             io.dest.ld = c->ld ? c->ld : c->cols;
@@ -542,8 +543,7 @@ oc_status oc_matmul_plan(oc_context *ctx, const oc_matmul_array *a, const oc_mat
         tile_place(&s.job, &io);
         /* A .npy result (none given: planned as one) is written through its mapping, rows
          * back to back. */
-        if ((!c || (oc_mm_array_size_ok(c) && c->path)) && !s.job.symmetric)
-            s.job.tile_place_ld = s.job.n, s.job.tile_place_mapped = 1;
+        if ((!c || c->path) && !s.job.symmetric) s.job.tile_place_ld = s.job.n, s.job.tile_place_mapped = 1;
         if (explain) {
             char *plan = NULL;
             st = be->plan(&s.job, 0, &plan);

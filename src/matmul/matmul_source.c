@@ -148,8 +148,8 @@ oc_status oc_mm_source_open(oc_context *ctx, const oc_matmul_array *arr, const c
     s->file.guard = -1;
     s->name = label;
     OC_CHECK(ctx, oc_mm_array_check_size(ctx, arr, label));
-    if (arr->path) s->name = arr->path;
     if (!arr->path) return open_memory(ctx, arr, label, s);
+    s->name = arr->path;
     struct stat sb;
     OC_CHECK(ctx, oc_input_open(ctx, arr->path, &s->fd, &sb));
     s->file_size = (int64_t)sb.st_size;

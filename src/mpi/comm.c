@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/hash.h"
 
 static int we_initialised;
 
@@ -132,9 +133,7 @@ oc_status oc_mpi_agree_same(oc_context *ctx, const void *bytes, size_t size, con
 {
     if (!oc_mpi_ready())
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_mpi_agree_same: MPI is not initialised (oc_mpi_init)");
-    uint64_t hash = 0xcbf29ce484222325ull; /* FNV-1a: equal bytes, equal hashes */
-    for (size_t k = 0; k < size; ++k) hash = (hash ^ ((const unsigned char *)bytes)[k]) * 0x100000001b3ull;
-    hash ^= size;
+    uint64_t hash = oc_fnv1a(OC_FNV1A_SEED, bytes, size) ^ size;
     uint64_t first = hash;
     MPI_Bcast(&first, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
     oc_status st = OC_OK;

@@ -10,26 +10,21 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static uint64_t fnv(uint64_t h, const void *data, size_t n)
-{
-    const unsigned char *p = data;
-    for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ULL;
-    return h;
-}
+#include "core/hash.h"
 
 /* Both hashes over the same fields; a separator byte after each string keeps ("ab", "c")
  * and ("a", "bc") apart. */
 static uint64_t key_hash(uint64_t seed, const oc_nvrtc_source *src, int target, int cubin, int version)
 {
     static const unsigned char sep = 0;
-    uint64_t h = fnv(seed, src->code, strlen(src->code));
-    h = fnv(h, &sep, 1);
+    uint64_t h = oc_fnv1a(seed, src->code, strlen(src->code));
+    h = oc_fnv1a(h, &sep, 1);
     for (int i = 0; i < src->noptions; ++i) {
-        h = fnv(h, src->options[i], strlen(src->options[i]));
-        h = fnv(h, &sep, 1);
+        h = oc_fnv1a(h, src->options[i], strlen(src->options[i]));
+        h = oc_fnv1a(h, &sep, 1);
     }
     int32_t tail[3] = {target, cubin, version};
-    return fnv(h, tail, sizeof tail);
+    return oc_fnv1a(h, tail, sizeof tail);
 }
 
 void oc_nvrtc_key_make(const oc_nvrtc_source *src, int target, int cubin, int nvrtc_version, oc_nvrtc_key *key)
