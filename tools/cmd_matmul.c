@@ -62,7 +62,9 @@ static const char matmul_usage_rest[] =
     "  --                     ends the options: an input after it may start with '-'\n"
     "\n"
     "Environment: OUTCORE_BLAS names the BLAS library to load (none: the reference loops);\n"
-    "OPENBLAS_THREAD_TIMEOUT, when unset, is set to 4 (OpenBLAS's threads sleep between calls).\n";
+    "OPENBLAS_THREAD_TIMEOUT, when unset, is set to 4 (OpenBLAS's threads sleep between calls);\n"
+    "with --threads N, OPENBLAS_NUM_THREADS is set to N when it, GOTO_NUM_THREADS and\n"
+    "OMP_NUM_THREADS are unset (OpenBLAS starts that many threads as it loads, not one a core).\n";
 
 static void print_usage(void)
 {
@@ -205,12 +207,26 @@ static int print_plan(oc_context *ctx, const matmul_args *g, const oc_matmul_arr
     return OC_EXIT_OK;
 }
 
+/* OpenBLAS starts a thread for each core as it loads (matmul loads it at run time), unless
+ * told a count; one it cannot start (under ulimit -v) is handed work all the same, a call that
+ * never returns. A process of its own, the CLI tells it the --threads given, unless the user
+ * named a count; the library checks the room for them before it loads (docs/matmul.md). */
+static void blas_load_threads(int threads)
+{
+    if (threads <= 0 || getenv("OPENBLAS_NUM_THREADS") || getenv("GOTO_NUM_THREADS") || getenv("OMP_NUM_THREADS"))
+        return;
+    char count[16];
+    snprintf(count, sizeof count, "%d", threads);
+    setenv("OPENBLAS_NUM_THREADS", count, 1);
+}
+
 int oc_cmd_matmul(int argc, char **argv)
 {
     matmul_args g = {.opts = OC_MATMUL_OPTIONS_INIT};
     int rc = parse_matmul_args(argc, argv, &g);
     if (rc >= 0) return rc;
     cli_limit_visible_devices(g.opts.devices, g.opts.device);
+    blas_load_threads(g.opts.threads);
     oc_context *ctx = NULL;
     oc_status st = oc_context_create(&ctx);
     if (st != OC_OK) return cli_usage_error("cannot create a context: %s", oc_status_string(st)) - 1;

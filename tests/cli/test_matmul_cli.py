@@ -225,9 +225,9 @@ def test_trace_sums_the_cpu_phases(mats):
         assert whole["panels read"] < 0.01, whole  # float64 files mapped: the BLAS reads them in place
 
 
-def test_cli_asks_openblas_threads_to_sleep(mats, tmp_path, monkeypatch):
-    """The CLI sets OPENBLAS_THREAD_TIMEOUT=4 for the BLAS it loads, unless the user set it: a
-    stand-in library given as OUTCORE_BLAS records the variable as it is loaded."""
+def recording_blas(tmp_path, variable):
+    """A stand-in library for OUTCORE_BLAS that records `variable` as it is loaded into the
+    file RECORD_FILE names ("unset" when it is unset)."""
     cc = shutil.which("cc") or shutil.which("gcc")
     if not cc:
         pytest.skip("no C compiler to build the stand-in BLAS")
@@ -235,10 +235,17 @@ def test_cli_asks_openblas_threads_to_sleep(mats, tmp_path, monkeypatch):
     src.write_text("#include <stdio.h>\n#include <stdlib.h>\n"
                    "__attribute__((constructor)) static void record(void)\n{\n"
                    "    FILE *f = fopen(getenv(\"RECORD_FILE\"), \"w\");\n"
-                   "    const char *v = getenv(\"OPENBLAS_THREAD_TIMEOUT\");\n"
+                   f"    const char *v = getenv(\"{variable}\");\n"
                    "    if (f) fputs(v ? v : \"unset\", f), fclose(f);\n}\n")
     lib = tmp_path / "librecord.so"
     subprocess.run([cc, "-shared", "-fPIC", "-o", str(lib), str(src)], check=True)
+    return lib
+
+
+def test_cli_asks_openblas_threads_to_sleep(mats, tmp_path, monkeypatch):
+    """The CLI sets OPENBLAS_THREAD_TIMEOUT=4 for the BLAS it loads, unless the user set it: a
+    stand-in library given as OUTCORE_BLAS records the variable as it is loaded."""
+    lib = recording_blas(tmp_path, "OPENBLAS_THREAD_TIMEOUT")
     d, _ = mats
     monkeypatch.delenv("OPENBLAS_THREAD_TIMEOUT", raising=False)
     record = tmp_path / "record.txt"
@@ -249,6 +256,26 @@ def test_cli_asks_openblas_threads_to_sleep(mats, tmp_path, monkeypatch):
         record.unlink(missing_ok=True)
         proc = run("matmul", d / "a.npy", d / "b.npy", "--backend", "cpu", "--plan", env=env, check=False)
         assert record.read_text() == expect, proc.stderr
+
+
+def test_cli_tells_openblas_its_threads(mats, tmp_path, monkeypatch):
+    """With --threads N the CLI sets OPENBLAS_NUM_THREADS=N for the BLAS it loads (which
+    starts that many threads as it loads, not one a core), unless the user named a count in
+    it, GOTO_NUM_THREADS or OMP_NUM_THREADS; without --threads it is left unset."""
+    lib = recording_blas(tmp_path, "OPENBLAS_NUM_THREADS")
+    d, _ = mats
+    for name in ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS"):
+        monkeypatch.delenv(name, raising=False)
+    record = tmp_path / "record.txt"
+    for threads, given, expect in ((["--threads", "3"], {}, "3"), ([], {}, "unset"),
+                                   (["--threads", "3"], {"OPENBLAS_NUM_THREADS": "5"}, "5"),
+                                   (["--threads", "3"], {"OMP_NUM_THREADS": "2"}, "unset"),
+                                   (["--threads", "3"], {"GOTO_NUM_THREADS": "2"}, "unset")):
+        env = {"OUTCORE_BLAS": str(lib), "RECORD_FILE": str(record), **given}
+        record.unlink(missing_ok=True)
+        proc = run("matmul", d / "a.npy", d / "b.npy", "--backend", "cpu", *threads, "--plan", env=env,
+                   check=False)
+        assert record.read_text() == expect, (threads, given, proc.stderr)
 
 
 # Per backend: one tile, and many (the CPU's host budget also cuts K panels).
@@ -559,24 +586,36 @@ def test_a_large_symmetric_tile_in_bands(tmp_path, args):
     close(got, a @ a.T, 4096, 1e-16)
 
 
-@pytest.mark.parametrize("limit_mib", [200, 400, 600])
-def test_an_address_space_limit_is_named_not_waited_on(tmp_path, limit_mib):
+@pytest.mark.parametrize("limit_mib, stack_mib, threads", [
+    (200, None, "2"), (400, None, "2"), (600, None, "2"),
+    # Threads' stacks of 512 MiB: OpenBLAS could start no thread, as it loads or for a call.
+    (600, 512, "2"), (900, 512, "2"), (600, 512, None), (900, 512, "1")])
+def test_an_address_space_limit_is_named_not_waited_on(tmp_path, limit_mib, stack_mib, threads):
     """Under ulimit -v a product either runs or stops in one line naming the limit (its
-    mappings, or the BLAS's buffers, which OpenBLAS would retry for ever), never hangs, and
-    leaves nothing beside its output's name."""
+    mappings, the BLAS's buffers, which OpenBLAS would retry for ever, or the threads it
+    starts, one it could not start being handed work all the same), never hangs, and leaves
+    nothing beside its output's name. On one thread it runs."""
     import resource
     rng = np.random.default_rng(6)
     a, b = rng.standard_normal((3000, 2000)), rng.standard_normal((2000, 3000))
     np.save(tmp_path / "a.npy", a)
     np.save(tmp_path / "b.npy", b)
     limit = limit_mib << 20
+    hard_stack = resource.getrlimit(resource.RLIMIT_STACK)[1]
+    if stack_mib and hard_stack != resource.RLIM_INFINITY and hard_stack < stack_mib << 20:
+        pytest.skip(f"the hard stack limit is below {stack_mib} MiB")
 
     def limited():
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        if stack_mib:
+            resource.setrlimit(resource.RLIMIT_STACK, (stack_mib << 20, resource.RLIM_INFINITY))
     out = tmp_path / "c.npy"
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS",
+                                                             "OMP_NUM_THREADS")}
     proc = subprocess.run([outcore_bin(), "matmul", tmp_path / "a.npy", tmp_path / "b.npy", "--backend", "cpu",
-                           "--threads", "2", "-o", out, "-q"], capture_output=True, text=True, timeout=120,
-                          preexec_fn=limited)
+                           *(["--threads", threads] if threads else []), "-o", out, "-q"], capture_output=True,
+                          text=True, timeout=120, preexec_fn=limited, env=env)
+    assert proc.returncode == 0 or threads != "1", proc.stderr
     if proc.returncode == 0:
         close(np.load(out), a @ b, 2000, 1e-16)
     else:

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "core/threads.h"
 #include "io/sysio.h"
@@ -29,8 +30,69 @@ static void short_name(const char *lib, char *out, size_t size)
     out[n] = '\0';
 }
 
+/* The address space a thread started with default attributes takes: its stack (the soft stack
+ * limit, as glibc sizes it) and its guard page. */
+static int64_t thread_stack_bytes(void)
+{
+    size_t stack = 0, guard = 0;
+    pthread_attr_t attr;
+    if (pthread_getattr_default_np(&attr) == 0) {
+        pthread_attr_getstacksize(&attr, &stack);
+        pthread_attr_getguardsize(&attr, &guard);
+        pthread_attr_destroy(&attr);
+    }
+    return (int64_t)(stack ? stack : (size_t)8 << 20) + (int64_t)(guard ? guard : 4096);
+}
+
+/* Whether `bytes` more of address space can be mapped now (a reservation that takes no
+ * memory, released at once). */
+static int address_space_room(int64_t bytes)
+{
+    void *p = mmap(NULL, (size_t)bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) return 0;
+    munmap(p, (size_t)bytes);
+    return 1;
+}
+
+/* Room for what the library and its start-up take beside the threads' stacks. */
+#define BLAS_LOAD_MAPPINGS ((int64_t)64 << 20)
+
+/* A threaded OpenBLAS starts its threads as it loads: one fewer than the cores, or than
+ * OPENBLAS_NUM_THREADS (GOTO_NUM_THREADS, OMP_NUM_THREADS) says. One it cannot start under an
+ * address space limit is still handed work at its first threaded call, which then never
+ * returns; so under a limit without room for those threads' stacks no library is loaded (the
+ * CLI sets OPENBLAS_NUM_THREADS to its --threads when none is set). 0, or -1 with why. */
+static int load_threads_room(const char *lib, char *why, size_t why_size)
+{
+    const int64_t limit = oc_address_space_limit();
+    if (limit < 0) return 0;
+    const char *vars[] = {"OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS"};
+    long threads = sysconf(_SC_NPROCESSORS_CONF);
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        const char *v = getenv(vars[i]);
+        if (v && atoi(v) > 0) {
+            threads = atoi(v);
+            break;
+        }
+    }
+    if (threads <= 1 || address_space_room((threads - 1) * thread_stack_bytes() + BLAS_LOAD_MAPPINGS)) return 0;
+    /* Loaded already (by the program, as numpy may): its threads started then. */
+    void *loaded = dlopen(lib, RTLD_NOW | RTLD_NOLOAD | RTLD_LOCAL);
+    if (loaded) {
+        dlclose(loaded);
+        return 0;
+    }
+    snprintf(why, why_size,
+             "%s: the address space limit (ulimit -v, %lld bytes) leaves no room for the %ld thread%s a threaded "
+             "BLAS starts as it loads (%lld MiB of stack each); give fewer threads (--threads, or "
+             "OPENBLAS_NUM_THREADS before it loads), or raise ulimit -v",
+             lib, (long long)limit, threads - 1, threads - 1 == 1 ? "" : "s", (long long)(thread_stack_bytes() >> 20));
+    return -1;
+}
+
 static int try_load(const char *lib, oc_mm_blas *b, char *why, size_t why_size)
 {
+    if (load_threads_room(lib, why, why_size) != 0) return -2;
     void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
         const char *e = dlerror();
@@ -52,7 +114,9 @@ static int try_load(const char *lib, oc_mm_blas *b, char *why, size_t why_size)
     *(void **)&b->set_threads = dlsym(h, "openblas_set_num_threads");
     if (!b->set_threads) *(void **)&b->set_threads = dlsym(h, "MKL_Set_Num_Threads");
     snprintf(b->library, sizeof b->library, "%s", lib);
-    short_name(lib, b->name, sizeof b->name);
+    /* OpenBLAS under any file name (libblas.so.3 is often it). */
+    if (dlsym(h, "openblas_get_config")) snprintf(b->name, sizeof b->name, "openblas");
+    else short_name(lib, b->name, sizeof b->name);
     return 0;
 }
 
@@ -61,7 +125,7 @@ static struct {
     char key[256];
     int status;
     oc_mm_blas blas;
-    char why[320];
+    char why[512];
 } cache;
 static int cached;
 
@@ -69,11 +133,12 @@ static int load(const char *env, oc_mm_blas *b, char *why, size_t why_size)
 {
     memset(b, 0, sizeof *b);
     if (env && *env && strcmp(env, "none") != 0) {
-        if (try_load(env, b, why, why_size) == 0) return 0;
-        char cause[200];
-        snprintf(cause, sizeof cause, "%.199s", why);
-        snprintf(why, why_size, "OUTCORE_BLAS=%.100s: %s", env, cause);
-        return -1;
+        const int st = try_load(env, b, why, why_size);
+        if (st == 0) return 0;
+        char cause[sizeof cache.why];
+        snprintf(cause, sizeof cause, "%s", why);
+        snprintf(why, why_size, "OUTCORE_BLAS=%.100s: %.390s", env, cause);
+        return st;
     }
     memset(b, 0, sizeof *b);
     snprintf(b->name, sizeof b->name, "reference");
@@ -81,9 +146,15 @@ static int load(const char *env, oc_mm_blas *b, char *why, size_t why_size)
         snprintf(b->note, sizeof b->note, "OUTCORE_BLAS=none: the reference loops run");
         return 0;
     }
-    char ignored[256];
-    for (size_t i = 0; i < sizeof search / sizeof search[0]; i++)
-        if (try_load(search[i], b, ignored, sizeof ignored) == 0) return 0;
+    char ignored[sizeof cache.why];
+    for (size_t i = 0; i < sizeof search / sizeof search[0]; i++) {
+        const int st = try_load(search[i], b, ignored, sizeof ignored);
+        if (st == 0) return 0;
+        if (st == -2) {
+            snprintf(why, why_size, "%s", ignored);
+            return -2;
+        }
+    }
     memset(b, 0, sizeof *b);
     snprintf(b->name, sizeof b->name, "reference");
     snprintf(b->note, sizeof b->note,
@@ -102,7 +173,7 @@ int oc_mm_blas_load(oc_mm_blas *b, char *why, size_t why_size)
         snprintf(cache.key, sizeof cache.key, "%s", key);
         cache.why[0] = '\0';
         cache.status = load(env, &cache.blas, cache.why, sizeof cache.why);
-        cached = 1;
+        cached = cache.status != -2; /* the room may be there at the next try */
     }
     *b = cache.blas;
     int st = cache.status;
@@ -118,14 +189,14 @@ int oc_mm_blas_load(oc_mm_blas *b, char *why, size_t why_size)
 
 static atomic_int threads_ready; /* threads whose OpenBLAS buffers a returned call left */
 
-/* Whether `bytes` more of address space can be mapped now (a reservation that takes no
- * memory, released at once). */
-static int address_space_room(int64_t bytes)
+/* What a call on `threads` threads maps past what `ready` threads' calls left in place: a
+ * buffer for each thread past those, the stack of each thread the BLAS starts for it (the
+ * calling thread is the first), and room for the rest. */
+static int64_t call_bytes(int threads, int ready)
 {
-    void *p = mmap(NULL, (size_t)bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (p == MAP_FAILED) return 0;
-    munmap(p, (size_t)bytes);
-    return 1;
+    const int started = ready > 1 ? ready : 1;
+    return (int64_t)(threads - ready) * OPENBLAS_THREAD_BUFFER +
+           (threads > started ? (int64_t)(threads - started) * thread_stack_bytes() : 0) + BLAS_OTHER_MAPPINGS;
 }
 
 int oc_mm_blas_room(const oc_mm_blas *b, int threads, char *why, size_t why_size)
@@ -133,15 +204,17 @@ int oc_mm_blas_room(const oc_mm_blas *b, int threads, char *why, size_t why_size
     const int64_t limit = oc_address_space_limit();
     const int ready = atomic_load(&threads_ready);
     if (!b->sgemm || strcmp(b->name, "openblas") != 0 || limit < 0 || threads <= ready) return 0;
-    if (address_space_room((threads - ready) * OPENBLAS_THREAD_BUFFER + BLAS_OTHER_MAPPINGS)) return 0;
+    if (address_space_room(call_bytes(threads, ready))) return 0;
     int fits = threads - 1;
-    while (fits > ready && !address_space_room((fits - ready) * OPENBLAS_THREAD_BUFFER + BLAS_OTHER_MAPPINGS)) fits--;
+    while (fits > ready && !address_space_room(call_bytes(fits, ready))) fits--;
     char fewer[48] = "";
     if (fits > 0 && (fits > ready || ready > 0)) snprintf(fewer, sizeof fewer, ", or give --threads %d", fits);
     snprintf(why, why_size,
              "the address space limit (ulimit -v, %lld bytes) leaves no room for %s's buffers on %d threads "
-             "(%lld MiB each, beside what the job maps); raise ulimit -v%s",
-             (long long)limit, b->name, threads, (long long)(OPENBLAS_THREAD_BUFFER >> 20), fewer);
+             "(%lld MiB each, and %lld MiB of stack for each thread past the first, beside what the job maps); "
+             "raise ulimit -v%s",
+             (long long)limit, b->name, threads, (long long)(OPENBLAS_THREAD_BUFFER >> 20),
+             (long long)(thread_stack_bytes() >> 20), fewer);
     return -1;
 }
 

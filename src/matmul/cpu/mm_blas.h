@@ -36,9 +36,10 @@ typedef struct oc_mm_blas {
 } oc_mm_blas;
 
 /* Fills *b from OUTCORE_BLAS or the search list (the first load is remembered per name).
- * Returns 0 (a BLAS, or none and the reference loops: b->sgemm NULL), or -1 when
- * OUTCORE_BLAS names a library that cannot be loaded or lacks the two functions (why says
- * which). */
+ * Returns 0 (a BLAS, or none and the reference loops: b->sgemm NULL), -1 when OUTCORE_BLAS
+ * names a library that cannot be loaded or lacks the two functions, or -2 when an address
+ * space limit leaves no room for the threads a threaded BLAS would start as it loads (not
+ * remembered); why says which. */
 int oc_mm_blas_load(oc_mm_blas *b, char *why, size_t why_size);
 
 /* Whether b's calls on `threads` threads have the address space they need: OpenBLAS takes a

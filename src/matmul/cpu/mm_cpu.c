@@ -399,7 +399,7 @@ static oc_status cpu_run(oc_matmul_job *job)
     snprintf(job->stats.backend, sizeof job->stats.backend, "cpu/%s", p.blas.name);
     job->stats.peak_host_bytes = p.need_bytes;
     if (job->m == 0 || job->n == 0) return OC_OK;
-    char why[320];
+    char why[512];
     if (p.blas.sgemm && p.kind != OC_MM_KIND_I8 && oc_mm_blas_room(&p.blas, p.threads, why, sizeof why) != 0)
         return oc_fail(ctx, OC_ERR_NO_MEMORY, "matmul on the CPU: %s", why);
     if (p.blas.set_threads) p.blas.set_threads(p.threads);

@@ -156,8 +156,9 @@ static oc_status too_small(const oc_matmul_job *job, int64_t tm, int64_t tn, int
 oc_status oc_mm_cpu_plan_make(oc_matmul_job *job, oc_mm_cpu_plan *p)
 {
     oc_context *ctx = job->ctx;
-    char why[320];
-    if (oc_mm_blas_load(&p->blas, why, sizeof why) != 0) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s", why);
+    char why[512];
+    const int loaded = oc_mm_blas_load(&p->blas, why, sizeof why);
+    if (loaded != 0) return oc_fail(ctx, loaded == -2 ? OC_ERR_NO_MEMORY : OC_ERR_INVALID_ARGUMENT, "%s", why);
     const int blas = p->blas.sgemm != NULL;
     switch (job->in_type) {
     case OC_MM_FLOAT64:
