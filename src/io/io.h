@@ -139,7 +139,8 @@ void oc_path_folder(const char *path, char *buf, size_t size);
 
 /* ---------------------------------------------------------------- stale temporaries (output_stale.c) */
 /* Removes the temporaries PATH.tmp-PID-RANDOM beside path whose process is no longer running
- * (no flock held on the file, and no process PID), except while path has a resume journal,
+ * (no process PID, and no flock held on the file once OC_LOCK_RELEASE_WAIT has passed: a
+ * killed job's files are held a moment after it ended), except while path has a resume journal,
  * which owns them. Each removal goes to ctx's removed_fn (oc_context_set_removed_fn), or is
  * one line on stderr when it has none (or ctx is NULL). Returns how many were removed. */
 int oc_stale_temps_remove(oc_context *ctx, const char *path);

@@ -85,7 +85,7 @@ typedef struct sweep {
     const char *base;      /* the output's file name */
     int older_names;       /* also PATH.tmp-XXXXXX of older versions */
     int print;             /* one line on stderr for each removal */
-    int wait;              /* outcore clean: wait for the locks of processes that have ended */
+    int wait;              /* wait for the locks of processes that have ended */
     const oc_context *ctx; /* whose cancellation ends the waits */
     oc_removed_fn fn;      /* or this, called for each */
     void *user;
@@ -146,9 +146,12 @@ int oc_stale_temps_remove(oc_context *ctx, const char *path)
     free(journal);
     if (owned) return 0;
     oc_path_folder(path, folder, sizeof folder);
+    /* A killed job's files are still held a moment after its parent saw it end: waited for
+     * (oc_sys_lock_released), as outcore clean does, or its temporary would outlive it. */
     sweep s = {.folder = folder,
                .base = file_name(path),
                .print = 1,
+               .wait = 1,
                .ctx = ctx,
                .fn = ctx ? ctx->removed_fn : NULL,
                .user = ctx ? ctx->removed_user : NULL};

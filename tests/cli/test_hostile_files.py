@@ -348,6 +348,28 @@ def test_killed_job_leaves_a_temporary_the_next_run_removes(d):
     assert sorted(os.listdir(d)) == ["A.npy", "C.npy", "R.npy"]
 
 
+@pytest.mark.parametrize("command", [["gram", "A.npy"], ["matmul", "A.npy", "--gram", "--dtype", "float32"]])
+def test_a_job_waits_for_an_ended_jobs_lock(d, command):
+    """A dead process's temporary whose lock is still held a moment after it ended (as while
+    the system tears a killed job down, past the moment its parent saw it end) is removed by
+    the next job once the lock is free, not left behind; one held for longer is left."""
+    import fcntl
+    import threading
+    for release, removed in ((0.3, True), (8, False)):
+        stale = d / f"C.npy.tmp-{dead_pid()}-abcdEFGH"
+        stale.write_bytes(b"\0" * 4096)
+        held = open(stale, "rb")
+        fcntl.flock(held, fcntl.LOCK_EX)
+        timer = threading.Timer(release, held.close)
+        timer.start()
+        proc = run(*command, "-o", "C.npy", "-q", check=False)
+        timer.cancel()
+        held.close()
+        assert proc.returncode == 0, proc.stderr
+        assert stale.exists() != removed, (release, sorted(os.listdir(d)))
+        stale.unlink(missing_ok=True)
+
+
 def test_clean_removes_the_journal_and_its_temporaries(d):
     (d / "C.npy").write_bytes(b"an older result")
     killed_resumable(d)
