@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "harness.h"
 #include "outcore.h"
@@ -239,8 +240,9 @@ static void test_cache(void)
     oc_cost_rates named = {0};
     CHECK(oc_cost_cache_load(path, "machine-a | cpu", &named) == 1 && named.note[0] == '\0');
 
-    /* A file of more machines than are kept (64): the later sections are dropped with their
-     * lines, which never join the last kept one. */
+    /* A file of more machines than are kept (64): the oldest (first) sections are dropped with
+     * their lines, which never join another; a machine stored into a full file is read back
+     * (its section is written last), and the file keeps 64 sections. */
     const char *many = oc_test_tmp_path("many.txt");
     f = fopen(many, "w");
     CHECK(f != NULL);
@@ -249,10 +251,39 @@ static void test_cache(void)
         for (int i = 0; i < 70; ++i) fprintf(f, "machine m%d\nhost_bw %d\n", i, 1000 + i);
         fclose(f);
     }
-    oc_cost_rates last_kept = {0}, first = {0}, dropped = {0};
-    CHECK(oc_cost_cache_load(many, "m63", &last_kept) == 1 && last_kept.host_bw == 1063);
-    CHECK(oc_cost_cache_load(many, "m0", &first) == 1 && first.host_bw == 1000);
-    CHECK(oc_cost_cache_load(many, "m64", &dropped) == 0 && dropped.host_bw == 0);
+    oc_cost_rates last = {0}, first_kept = {0}, dropped = {0}, stored = {0};
+    CHECK(oc_cost_cache_load(many, "m69", &last) == 1 && last.host_bw == 1069);
+    CHECK(oc_cost_cache_load(many, "m6", &first_kept) == 1 && first_kept.host_bw == 1006);
+    CHECK(oc_cost_cache_load(many, "m5", &dropped) == 0 && dropped.host_bw == 0);
+    CHECK(oc_cost_cache_store_value(many, "this machine", OC_COST_GPU_GEMM_FIGURE "int8", 2e15) == 0);
+    CHECK(oc_cost_cache_value(many, "this machine", OC_COST_GPU_GEMM_FIGURE "int8") == 2e15);
+    CHECK(oc_cost_cache_load(many, "m69", &stored) == 1 && stored.host_bw == 1069);
+    f = fopen(many, "r");
+    int sections = 0;
+    char text[256];
+    while (f && fgets(text, sizeof text, f)) sections += strncmp(text, "machine ", 8) == 0;
+    if (f) fclose(f);
+    CHECK(sections == 64);
+
+    /* A link planted under a temporary's name is neither followed nor reused: the file it
+     * points to is left as it was. */
+    const char *victim = oc_test_tmp_path("victim.txt"), *planted = oc_test_tmp_path("planted.txt");
+    f = fopen(victim, "w");
+    if (f) fputs("precious\n", f), fclose(f);
+    char link_name[4200];
+    for (int call = 0; call < 256; ++call) {
+        snprintf(link_name, sizeof link_name, "%s.tmp-%ld-%d", planted, (long)getpid(), call);
+        CHECK(symlink(victim, link_name) == 0);
+    }
+    CHECK(oc_cost_cache_store_value(planted, "this machine", OC_COST_GPU_GEMM_FIGURE "int8", 2e15) != 0);
+    f = fopen(victim, "r");
+    CHECK(f != NULL && fgets(text, sizeof text, f) && strcmp(text, "precious\n") == 0);
+    if (f) fclose(f);
+    for (int call = 0; call < 256; ++call) {
+        snprintf(link_name, sizeof link_name, "%s.tmp-%ld-%d", planted, (long)getpid(), call);
+        unlink(link_name);
+    }
+    CHECK(oc_cost_cache_store_value(planted, "this machine", OC_COST_GPU_GEMM_FIGURE "int8", 2e15) == 0);
 
     /* A missing file is no warning. */
     oc_cost_rates none = {0};

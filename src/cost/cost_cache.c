@@ -273,7 +273,7 @@ static int cache_file_read(const char *path, cache_file *f, char *why, size_t wh
         return CACHE_UNREADABLE;
     }
     char line[LINE_MAX_LEN];
-    int lineno = 0, rc = 1, dropping = 0;
+    int lineno = 0, rc = 1;
     while (fgets(line, sizeof line, fp)) {
         lineno++;
         size_t len = strcspn(line, "\n");
@@ -293,8 +293,13 @@ static int cache_file_read(const char *path, cache_file *f, char *why, size_t wh
         }
         if (line[0] == '#' || line[0] == '\0') continue;
         if (strncmp(line, "machine ", 8) == 0) {
-            /* The oldest sections are kept; later ones dropped, with their lines. */
-            if ((dropping = f->count == MAX_SECTIONS)) continue;
+            /* The newest sections are kept (a store writes its machine's last): past
+             * MAX_SECTIONS the oldest is dropped, with its lines. */
+            if (f->count == MAX_SECTIONS) {
+                free(f->s[0].body);
+                memmove(f->s, f->s + 1, (size_t)(f->count - 1) * sizeof *f->s);
+                f->count--;
+            }
             if (cache_file_grow(f) != 0) {
                 snprintf(why, why_size, "out of memory reading the rate cache");
                 rc = -1;
@@ -303,7 +308,6 @@ static int cache_file_read(const char *path, cache_file *f, char *why, size_t wh
             snprintf(f->s[f->count].key, sizeof f->s[f->count].key, "%s", line + 8);
             f->s[f->count++].body = NULL;
         } else if (f->count > 0 && valid_value_line(line)) {
-            if (dropping) continue;
             if (append_line(&f->s[f->count - 1], line) != 0) {
                 snprintf(why, why_size, "out of memory reading the rate cache");
                 rc = -1;
@@ -453,15 +457,26 @@ static int store(const char *path, const char *key, const oc_cost_rates *r, unsi
     int rc = -1;
     FILE *fp = NULL;
     if (ok != 0 || make_parent_dirs(path) != 0) goto cleanup;
-    /* Unique per process and call: two stores may run at once (measurements outside the lock). */
+    /* Unique per process and call: two stores may run at once (measurements outside the lock).
+     * Made new, never through a name planted before it (a link is not followed). */
     static unsigned store_count;
-    unsigned call = __atomic_fetch_add(&store_count, 1, __ATOMIC_RELAXED);
-    if (snprintf(tmp, sizeof tmp, "%s.tmp-%ld-%u", path, (long)getpid(), call) >= (int)sizeof tmp) goto cleanup;
-    fp = fopen(tmp, "w");
+    for (int attempt = 0; !fp && attempt < 16; ++attempt) {
+        unsigned call = __atomic_fetch_add(&store_count, 1, __ATOMIC_RELAXED);
+        if (snprintf(tmp, sizeof tmp, "%s.tmp-%ld-%u", path, (long)getpid(), call) >= (int)sizeof tmp) goto cleanup;
+        const int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+        if (fd < 0 && errno != EEXIST) goto cleanup;
+        if (fd >= 0 && !(fp = fdopen(fd, "w"))) {
+            close(fd);
+            unlink(tmp);
+            goto cleanup;
+        }
+    }
     if (!fp) goto cleanup;
     fprintf(fp, "%s\n", CACHE_HEADER);
+    /* At most MAX_SECTIONS with this machine's: the oldest others go. */
+    int others = f.count - (old >= 0), skip = others - (MAX_SECTIONS - 1);
     for (int i = 0; i < f.count; ++i) {
-        if (i == old) continue;
+        if (i == old || skip-- > 0) continue;
         fprintf(fp, "machine %s\n%s", f.s[i].key, f.s[i].body ? f.s[i].body : "");
     }
     fprintf(fp, "machine %s\n%s", mine.key, mine.body ? mine.body : "");
