@@ -225,7 +225,8 @@ OC_API oc_status oc_output_check(oc_context *ctx, const char *path);
 typedef void (*oc_removed_fn)(void *user, const char *path, int64_t bytes);
 /* Removes what interrupted jobs left beside the output path: temporaries (PATH.tmp-*) of
  * processes no longer running, and the resume journal (PATH.outcore-journal) with its
- * snapshot, unless a running job holds it (OC_ERR_INPUT). fn may be NULL; *removed (may be
+ * snapshot, unless a running job holds it (OC_ERR_INPUT); a file it cannot remove is
+ * OC_ERR_IO naming it, after the others are removed. fn may be NULL; *removed (may be
  * NULL) gets the count on success (on failure fn has named what was removed). The output
  * itself is never touched. It waits up to a few seconds for the locks of a job that has just
  * ended; oc_context_cancel ends the wait (OC_ERR_CANCELLED). */

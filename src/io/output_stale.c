@@ -90,7 +90,17 @@ typedef struct sweep {
     oc_removed_fn fn;      /* or this, called for each */
     void *user;
     int64_t removed;
+    int failed;          /* the errno of the first removal that failed (0: none) */
+    char failed_at[256]; /* and the file's name */
 } sweep;
+
+/* Notes a removal of name that failed with errno, the first kept. */
+static void note_failure(sweep *s, const char *name)
+{
+    if (s->failed) return;
+    s->failed = errno ? errno : EIO;
+    snprintf(s->failed_at, sizeof s->failed_at, "%.255s", name);
+}
 
 static void report(sweep *s, const char *name, int64_t bytes, long pid)
 {
@@ -125,7 +135,10 @@ static void sweep_temps(sweep *s)
             close(fd);
             continue;
         }
-        if (!process_runs(pid) && unlinkat(dirfd(d), e->d_name, 0) == 0) report(s, e->d_name, bytes, pid);
+        if (!process_runs(pid)) {
+            if (unlinkat(dirfd(d), e->d_name, 0) == 0) report(s, e->d_name, bytes, pid);
+            else note_failure(s, e->d_name);
+        }
         close(fd);
     }
     closedir(d);
@@ -184,7 +197,12 @@ static oc_status clean_journal(oc_context *ctx, sweep *s, const char *journal)
                            journal);
         }
     }
-    if (exists && unlink(journal) == 0) {
+    if (exists && unlink(journal) != 0) {
+        const int e = errno;
+        if (fd >= 0) close(fd);
+        return oc_fail(ctx, OC_ERR_IO, "%s: cannot remove the resume journal: %s", journal, strerror(e));
+    }
+    if (exists) {
         if (s->fn) s->fn(s->user, journal, (int64_t)sb.st_size);
         s->removed++;
     }
@@ -195,8 +213,11 @@ static oc_status clean_journal(oc_context *ctx, sweep *s, const char *journal)
     int dfd = open(s->folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     int64_t bytes = 0;
     int snap = dfd >= 0 ? take_unheld(dfd, snapshot, &bytes, s->wait, ctx) : -1;
-    if (snap >= 0 && unlinkat(dfd, snapshot, 0) == 0) report(s, snapshot, bytes, 0);
-    if (snap >= 0) close(snap);
+    if (snap >= 0) {
+        if (unlinkat(dfd, snapshot, 0) == 0) report(s, snapshot, bytes, 0);
+        else note_failure(s, snapshot);
+        close(snap);
+    }
     /* A link under the snapshot's name (which the job refuses) goes too: removing a link
      * leaves what it points to as it was. */
     struct stat link;
@@ -210,6 +231,8 @@ static oc_status clean_journal(oc_context *ctx, sweep *s, const char *journal)
     side.base = snapshot;
     sweep_temps(&side);
     s->removed = side.removed;
+    s->failed = side.failed;
+    memcpy(s->failed_at, side.failed_at, sizeof s->failed_at);
     return OC_OK;
 }
 
@@ -222,8 +245,10 @@ oc_status oc_output_clean(oc_context *ctx, const char *path, oc_removed_fn fn, v
     char folder[4096];
     oc_path_folder(path, folder, sizeof folder);
     struct stat sb;
-    if (stat(folder, &sb) != 0 || !S_ISDIR(sb.st_mode))
+    if (stat(folder, &sb) != 0 && errno == ENOENT)
         return oc_fail(ctx, OC_ERR_INPUT, "%s: folder %s does not exist", path, folder);
+    if (stat(folder, &sb) != 0) return oc_fail(ctx, OC_ERR_INPUT, "%s: folder %s: %s", path, folder, strerror(errno));
+    if (!S_ISDIR(sb.st_mode)) return oc_fail(ctx, OC_ERR_INPUT, "%s: %s is not a folder", path, folder);
     char *journal = oc_journal_path_for(path);
     if (!journal) return oc_fail(ctx, OC_ERR_NO_MEMORY, "out of memory");
     sweep s = {
@@ -234,5 +259,8 @@ oc_status oc_output_clean(oc_context *ctx, const char *path, oc_removed_fn fn, v
     sweep_temps(&s); /* with the journal gone, its temporaries are stale too */
     if (removed) *removed = s.removed;
     if (oc_cancelled(ctx)) return oc_fail(ctx, OC_ERR_CANCELLED, "cancelled: %lld files removed", (long long)s.removed);
+    if (s.failed)
+        return oc_fail(ctx, OC_ERR_IO, "%s%s%s: cannot remove it: %s", strcmp(folder, ".") ? folder : "",
+                       strcmp(folder, ".") ? "/" : "", s.failed_at, strerror(s.failed));
     return OC_OK;
 }

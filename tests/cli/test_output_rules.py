@@ -90,3 +90,25 @@ def test_clean_and_the_names_a_job_refuses(tmp_path):
     proc = run("clean", tmp_path / "Z.npz", check=False)
     assert proc.returncode == 2 and "a folder under the resume journal's name" in proc.stderr, proc.stderr
     assert (tmp_path / "Z.npz.outcore-journal" / "inside").read_text() == "x"
+
+
+@as_another_user
+def test_clean_names_a_file_it_cannot_remove(a):
+    """A journal or a stale temporary that clean may not remove (its folder is not the
+    user's to write) is one line naming it and exit 1, never "nothing to remove" and exit 0;
+    a file given as a folder is named as not a folder."""
+    d = a.parent / "ro"
+    d.mkdir()
+    journal, temp = d / "C.npy.outcore-journal", d / "C.npy.tmp-999999-abcdefgh"  # no process 999999
+    journal.write_text("j")
+    temp.write_text("t")
+    os.chmod(d, 0o555)
+    for name in ("C.npy.outcore-journal", "C.npy.tmp-999999-abcdefgh"):
+        proc = as_nobody("clean", d / "C.npy")
+        assert proc.returncode == 1, (proc.returncode, proc.stdout, proc.stderr)
+        assert len(proc.stderr.splitlines()) == 1 and name in proc.stderr and "cannot remove" in proc.stderr, \
+            proc.stderr
+        assert "nothing to remove" not in proc.stdout and temp.exists()
+        journal.unlink(missing_ok=True)
+    proc = run("clean", f"{a}/C.npy", check=False)
+    assert proc.returncode == 2 and f"{a} is not a folder" in proc.stderr, proc.stderr
