@@ -27,7 +27,7 @@ import numpy as np
 from . import _lib
 from ._calls import run_interruptible
 from ._context import Context, lease
-from ._map import _CODES as _MAP_CODES, _check_out_overlap
+from ._map import _CODES as _MAP_CODES, _check_out_overlap, check_out_path_not_input
 from ._sparse import is_sparse as _is_sparse, sparse_rows
 from ._options import (as_numbers, c_path, c_text, flag, gram_options, parse_gpu_mem, parse_host_mem,  # noqa: F401
                        positive_int)
@@ -262,11 +262,14 @@ def _check_out_is_not_an_input(out, A, B):
     """An out array that shares memory with an input array, or maps an input's file (as
     map refuses it: _map._check_out_overlap), is refused before anything runs: a file read in
     panels would be overwritten while it is read. The test is numpy.shares_memory, exact as
-    map's: a column slice beside the input in one buffer is no overlap. (An out path that is
-    an input file, by any name, is refused by the library itself.)"""
+    map's: a column slice beside the input in one buffer is no overlap. An out path that is
+    an input path, by any name, is refused by the library itself; one naming the file an input
+    array maps, here (check_out_path_not_input, as map and matmul do)."""
+    inputs = (("A", A), ("B", B))
+    if _is_path(out):
+        check_out_path_not_input(out, inputs)
     if not isinstance(out, np.ndarray):
         return
-    inputs = (("A", A), ("B", B))
     for name, x in inputs:
         if isinstance(x, np.ndarray) and np.shares_memory(out, x):
             raise InputError(f"out shares memory with {name}: writing the result would overwrite the input; "
@@ -555,7 +558,8 @@ def gram(A: Matrix, B: Matrix | None = None, metric: Metric = "counts", topk: In
         and threshold: outcore.output_formats()) and gram returns a read-only memmap of a .npy, else the path; or a
         numpy array (e.g. a np.memmap) of shape (n, p) and the result dtype with contiguous
         rows, written in place and returned. An array that shares memory with A or B
-        (numpy.shares_memory), or maps the file of a path A or B, is an InputError.
+        (numpy.shares_memory), or maps the file of a path A or B, is an InputError, and so
+        is a path naming the file an array A or B maps (a numpy.memmap).
     bits : int, optional
         M, the true column count of uint8 rows of numpy.packbits(X, axis=1) (arrays or a
         packed .npy); applies to A and B alike.

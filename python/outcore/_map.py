@@ -148,6 +148,33 @@ def _check_out_overlap(out, arrays, paths):
                                  "would overwrite the input while it is read; pass a separate array (or out=None)")
 
 
+def check_out_path_not_input(out, operands):
+    """An out= path naming the file an input array maps (a numpy.memmap, a view of one, or a
+    mapping numpy does not trace: _mapped_files), by any name, is refused before any work, as
+    the library refuses an output path that is an input path (output_check.c): the finished
+    result would be renamed over the input. Files are compared by (st_dev, st_ino), with the
+    output looked up through its links as there; a path that does not exist yet is no input.
+    operands: (name, value) as the caller gave them (a copy made later maps nothing)."""
+    try:
+        target = os.stat(out)
+    except (OSError, TypeError, ValueError):
+        return
+    spans = None
+    for name, x in operands:
+        if not isinstance(x, np.ndarray):
+            continue
+        if spans is None:
+            spans = _file_mappings()
+        for mapped in _mapped_files(x, spans):
+            try:
+                same = os.stat(mapped)
+            except (OSError, TypeError, ValueError):
+                continue
+            if (same.st_dev, same.st_ino) == (target.st_dev, target.st_ino):
+                raise InputError(f"{os.fsdecode(out)}: the output is the input file of '{name}' ({os.fsdecode(mapped)}), "
+                                 "which it maps: writing it would replace the input; choose another output name")
+
+
 def _shown_line(raw):
     """Expression bytes as one line of the message: a newline or tab becomes a blank, as the
     library folds them in its messages, and other control bytes are escaped (\\xNN)."""
@@ -241,7 +268,8 @@ def map(expr: str, out: Path | np.ndarray | None = None, *, dtype: DTypeLike | N
         without the .npy extension raises InputError) or a
         C-contiguous writeable array of the result's shape and dtype (filled and returned).
         An out array that shares memory with an input array, or maps an input's .npy file,
-        raises InputError: numpy would compute as if from copies, map reads in place.
+        raises InputError: numpy would compute as if from copies, map reads in place. An
+        out path naming the file an input array maps (a numpy.memmap) raises InputError.
     dtype : numpy dtype, optional
         The output dtype (numpy.can_cast(result, dtype, "same_kind") must hold); default the
         expression's own.
@@ -329,6 +357,8 @@ def map(expr: str, out: Path | np.ndarray | None = None, *, dtype: DTypeLike | N
     if gpu_mem is not None:
         opts.gpu_mem_bytes, opts.gpu_mem_fraction = parse_gpu_mem(gpu_mem)
     path = _out_path(out) if _is_path(out) else None
+    if path is not None:
+        check_out_path_not_input(path, list(operands.items()))
 
     _check_operand_names(expr, operands)
     keep = []  # every buffer and string the library reads must live until the call returns

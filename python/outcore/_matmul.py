@@ -21,7 +21,7 @@ import numpy as np
 from . import _gpu_arrays, _lib
 from ._context import call_resources, lease
 from ._calls import run_on_context
-from ._map import _check_out_overlap, _is_path, _out_path
+from ._map import _check_out_overlap, _is_path, _out_path, check_out_path_not_input
 from ._options import (_device_list, as_numbers, c_path, c_text, flag, one_gpu_mem, parse_backend,
                        set_device_budgets, threads_count)
 from .errors import InputError, check
@@ -214,7 +214,7 @@ def matmul(A: ArrayLike | Path, B: ArrayLike | Path | None = None, out: Path | n
         exactly symmetric result).
     out : path or numpy.ndarray, optional
         None (return a new array), a path (a .npy written under a temporary name and
-        renamed; the path is returned), or a writeable array of the result's shape and dtype
+        renamed; the path is returned; not the file an input array maps), or a writeable array of the result's shape and dtype
         whose rows are contiguous (filled and returned; it may not share memory with an input;
         on a GPU a page-locked one receives its tiles by direct download, but for A·Aᵀ, whose
         tiles are mirrored), or a GPU array of the result's shape and dtype with contiguous
@@ -353,6 +353,7 @@ def matmul(A: ArrayLike | Path, B: ArrayLike | Path | None = None, out: Path | n
         if _is_path(out):
             c, result = _lib.MatmulArray(), out
             c.path = _out_path(out, "matmul")
+            check_out_path_not_input(c.path, [("A", A), ("B", B)])
         elif (out is None and gpus) or (out is not None and _gpu_arrays.is_gpu_array(out)):
             result = _gpu_result(out2, gpus, shape, name)
             c = _gpu_arrays.result_array(result, shape, name, _CODES)

@@ -246,3 +246,35 @@ def test_untraced_mappings_of_an_input_file_are_refused(tmp_path):
     assert path.read_bytes() == before
     # memory that maps no file is not refused for it
     assert np.array_equal(outcore.matmul(str(path), s, out=np.empty((40, 40))), s @ s)
+
+
+def test_out_path_naming_the_file_an_input_array_maps_is_refused(tmp_path):
+    """An out= path naming the file an input memmap maps (by its name, another name or a hard
+    link, through a view of the memmap too) is refused before any work by gram, map and
+    matmul, as the CLI refuses an output that is an input: the finished result would be
+    renamed over the input."""
+    path = tmp_path / "A.npy"
+    np.save(path, (np.random.default_rng(2).random((50, 64)) < 0.3).astype(np.uint8))
+    os.link(path, tmp_path / "hard.npy")
+    before = path.read_bytes()
+    m = np.load(path, mmap_mode="r")
+    calls = {
+        "gram": lambda out: outcore.gram(m, out=out, backend="cpu"),
+        "gram B": lambda out: outcore.gram(m[:5], m[1:], out=out, backend="cpu"),
+        "map": lambda out: outcore.map("a + 1", a=m, out=out, backend="cpu"),
+        "matmul": lambda out: outcore.matmul(m[:, :50], out=out, dtype=np.float64, backend="cpu"),
+    }
+    for what, call in calls.items():
+        for out in (path, str(tmp_path / "." / "A.npy"), tmp_path / "hard.npy"):
+            with pytest.raises(outcore.InputError, match=r"the output is the input file of '(A|B|a)'") as exc:
+                call(out)
+            text = one_line(exc)
+            assert text.startswith(os.fspath(out)), (what, text)
+    del m
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["A.npy", "hard.npy"]
+    # Another file (new, then replaced), and a copy of the memmap, are written as before.
+    m = np.load(path, mmap_mode="r")
+    for _ in range(2):
+        assert outcore.gram(m, out=tmp_path / "C.npy", backend="cpu").shape == (50, 50)
+    assert outcore.map("a", a=np.array(m), out=str(tmp_path / "C.npy")) == str(tmp_path / "C.npy")
