@@ -258,6 +258,7 @@ _SIGNATURES = {
     "oc_matrix_peek": (ctypes.c_int, [_vp, ctypes.c_char_p, ctypes.POINTER(ReadOptions), c_int64_p, c_int64_p]),
     "oc_gram_check_files": (ctypes.c_int, [_vp, ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(ReadOptions),
                                            ctypes.POINTER(GramOptions), ctypes.POINTER(Output)]),
+    "oc_output_check": (ctypes.c_int, [_vp, ctypes.c_char_p]),
     "oc_matrix_rows": (_i64, [_vp]),
     "oc_matrix_cols": (_i64, [_vp]),
     "oc_matrix_set_name": (ctypes.c_int, [_vp, _vp, ctypes.c_char_p]),

@@ -30,15 +30,23 @@ off). An exception raised by fn stops the job and is raised again by stream().
 from __future__ import annotations
 
 import ctypes
+import errno
+import fcntl
+import io
+import mmap
 import os
+import secrets
+import stat
+import string
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import numpy as np
 
 from . import _lib
 from ._context import lease
-from ._options import _integer, c_text, flag, set_device_budgets, unmasked
-from .errors import InputError, from_status
+from ._map import check_out_path_not_input
+from ._options import _integer, c_path, c_text, flag, set_device_budgets, unmasked
+from .errors import InputError, IOFailure, check, from_status
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -102,32 +110,128 @@ def _as_input(name, value):
     return arr
 
 
+# The characters of RANDOM in a temporary's name, as src/io/tmpfile.c draws them.
+_TMP_ALPHABET = string.ascii_letters + string.digits
+_IO_CAUSES = {errno.ENOSPC: "disk full", errno.EDQUOT: "disk quota exceeded", errno.EIO: "I/O error"}
+
+
+def _io_failure(action, path, error):
+    """IOFailure with the library's words for a failed write (oc_io_describe): "disk full
+    writing PATH", else "writing PATH failed: CAUSE"."""
+    cause = _IO_CAUSES.get(error.errno)
+    message = f"{cause} {action} {path}" if cause else f"{action} {path} failed: {error.strerror or error}"
+    return IOFailure(message, _lib.OC_ERR_IO)
+
+
 class _NpyOutput:
     """An output written into a .npy through a memory map under a temporary name, renamed into
-    place only when the job succeeded."""
+    place only when the job succeeded: the library's rules for every output file
+    (src/io/tmpfile.c, docs/write-failures.md). The path is checked first by the library
+    (oc_output_check: a missing folder, a folder, a pipe, a read-only file are refused); the
+    temporary is PATH.tmp-PID-RANDOM, created with O_CREAT|O_EXCL|O_NOFOLLOW, so no name can be
+    planted and no link is followed, and held under an exclusive flock while it is open, so
+    that one a killed process left is stale to `outcore clean PATH`; the file replaced gives
+    its mode (under root, its owner) to the new one."""
 
-    def __init__(self, path, shape, dtype):
-        self.path = os.fspath(path)
-        self.tmp = f"{self.path}.{os.getpid()}.tmp"
+    def __init__(self, ctx, name, path, shape, dtype):
+        raw = c_path(f"output {name}", path)
+        self.path, self.fd, self.tmp = os.fsdecode(raw), -1, None
+        if dtype.hasobject:
+            raise InputError(f"output {name}: dtype {dtype} holds Python objects, which no .npy file can hold")
+        check(lib.oc_output_check(ctx, raw), ctx)
+        self.mode, self.owner = None, None
         try:
-            self.array = np.lib.format.open_memmap(self.tmp, mode="w+", dtype=np.dtype(dtype), shape=tuple(shape))
+            prior = os.lstat(self.path)
+        except OSError:
+            prior = None
+        if prior is not None and stat.S_ISREG(prior.st_mode):  # a link is replaced, its target's mode unused
+            self.mode, self.owner = prior.st_mode & 0o777, (prior.st_uid, prior.st_gid)
+        header, fmt = io.BytesIO(), np.lib.format
+        d = {"descr": fmt.dtype_to_descr(dtype), "fortran_order": False, "shape": shape}
+        try:
+            fmt.write_array_header_1_0(header, d)
+        except ValueError:  # a header past version 1.0's 64 KiB
+            header = io.BytesIO()
+            fmt.write_array_header_2_0(header, d)
+        self._create()
+        try:
+            if self.mode is not None:
+                if os.geteuid() == 0:
+                    try:
+                        os.fchown(self.fd, *self.owner)
+                    except OSError:
+                        pass  # best effort, as the library's: the new file stays root's
+                os.fchmod(self.fd, self.mode | stat.S_IRUSR | stat.S_IWUSR)  # its owner may map it meanwhile
+            head = header.getvalue()
+            written = 0
+            while written < len(head):  # a write cut short is retried, as oc_sys_write_all does
+                written += os.write(self.fd, head[written:])
+            total = len(head) + int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+            os.ftruncate(self.fd, total)
+            self.map = mmap.mmap(self.fd, total)
+            self.array = np.ndarray(shape, dtype, buffer=self.map, offset=len(head))
         except OSError as error:
-            raise InputError(f"output {self.path!r}: {error}") from None
+            self.abort()
+            raise _io_failure("writing", self.path, error) from None
+
+    def _create(self):
+        flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        for _ in range(100):
+            tmp = f"{self.path}.tmp-{os.getpid()}-{''.join(secrets.choice(_TMP_ALPHABET) for _ in range(8))}"
+            try:
+                self.fd = os.open(tmp, flags, 0o666)
+            except FileExistsError:
+                continue
+            except OSError as error:
+                if error.errno in _IO_CAUSES:
+                    raise _io_failure("creating", self.path, error) from None
+                raise InputError(f"{self.path}: cannot write the output: {error.strerror}") from None
+            self.tmp = tmp
+            try:
+                fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # held while open: a live job's file
+            except OSError:
+                pass
+            return
+        raise IOFailure(f"{self.path}: could not find a free temporary name beside it", _lib.OC_ERR_IO)
 
     def commit(self):
-        self.array.flush()
-        os.replace(self.tmp, self.path)
+        """Flushes the file to the disk and renames it over the path (a failure removes it)."""
+        try:
+            self.map.flush()
+            if self.mode is not None:
+                os.fchmod(self.fd, self.mode)
+            os.fsync(self.fd)
+            fd, self.fd = self.fd, -1
+            os.close(fd)
+            os.rename(self.tmp, self.path)
+        except OSError as error:
+            self.abort()
+            raise _io_failure("writing", self.path, error) from None
+        self.tmp = None
+        try:  # the new name, as durable as the data under it; best effort, as the library's
+            folder = os.open(os.path.dirname(self.path) or ".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            try:
+                os.fsync(folder)
+            finally:
+                os.close(folder)
+        except OSError:
+            pass
         return np.load(self.path, mmap_mode="r")
 
     def abort(self):
-        del self.array
-        try:
-            os.unlink(self.tmp)
-        except OSError:
-            pass
+        """Removes the temporary; the path is left as it was. Safe to call again."""
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+        if self.tmp is not None:
+            try:
+                os.unlink(self.tmp)
+            except OSError:
+                pass
+            self.tmp = None
 
 
-def _as_output(name, value):
+def _as_output(ctx, name, value):
     """(array, file or None) for an output given as an array, (shape, dtype) or (path, shape, dtype)."""
     if isinstance(value, np.ndarray):
         if not (value.flags.c_contiguous and value.flags.writeable):
@@ -136,7 +240,7 @@ def _as_output(name, value):
     if isinstance(value, tuple) and len(value) == 2:
         return np.empty(*_shape_dtype(f"output {name}", *value)), None
     if isinstance(value, tuple) and len(value) == 3 and isinstance(value[0], (str, os.PathLike)):
-        f = _NpyOutput(value[0], *_shape_dtype(f"output {name}", value[1], value[2]))
+        f = _NpyOutput(ctx, name, value[0], *_shape_dtype(f"output {name}", value[1], value[2]))
         return f.array, f
     raise InputError(f"output {name}: expected an array, (shape, dtype) or (path.npy, shape, dtype); got {value!r}")
 
@@ -195,7 +299,8 @@ def stream(fn: Callable[[Chunk], object], inputs: Mapping[str, npt.ArrayLike | P
         {name: array or path.npy}, uploaded chunk by chunk (a path is memory-mapped).
     outputs : dict of str to array, (shape, dtype) or (path, shape, dtype), optional
         {name: array, (shape, dtype) or (path.npy, shape, dtype)}, downloaded chunk by chunk
-        (a path is written under a temporary name and renamed when done).
+        (a path is checked as the CLI checks -o, InputError before any work, and written as
+        PATH.tmp-PID-RANDOM, renamed when done: docs/write-failures.md).
     side : dict of str to array_like, optional
         {name: array}, uploaded once, whole, seen by every chunk.
     scratch : dict of str to (shape, dtype), optional
@@ -239,9 +344,10 @@ def stream(fn: Callable[[Chunk], object], inputs: Mapping[str, npt.ArrayLike | P
     Raises
     ------
     InputError
-        A bad array, name or argument (a ValueError).
-    OutOfMemoryError, DeviceError, UnsupportedError, Error
-        The job failed; UnsupportedError without CUDA or a GPU.
+        A bad array, name, argument or output path (a ValueError).
+    OutOfMemoryError, DeviceError, UnsupportedError, IOFailure, Error
+        The job failed; UnsupportedError without CUDA or a GPU; IOFailure when an output
+        file could not be written (a full disk).
     BaseException
         Whatever fn raised, after the job has stopped.
 
@@ -266,86 +372,89 @@ def stream(fn: Callable[[Chunk], object], inputs: Mapping[str, npt.ArrayLike | P
     roles: list[tuple[Mapping[str, Any] | None, int]] = [(inputs, _lib.OC_STREAM_INPUT), (outputs, _lib.OC_STREAM_OUTPUT), (inout, _lib.OC_STREAM_INOUT),
              (side, _lib.OC_STREAM_SIDE), (scratch, _lib.OC_STREAM_SCRATCH), (result, _lib.OC_STREAM_RESULT)]
     names: list[str] = []
-    hosts, files, dtypes, results = [], [], [], {}
+    hosts, files, dtypes, results, read = [], [], [], {}, []
     arrays = (_lib.StreamArray * sum(len(d or {}) for d, _ in roles))()
-    try:
-        for given, role in roles:
-            for name, value in (given or {}).items():
-                if name in names:
-                    raise InputError(f"array {name!r} is named twice")
-                arr: Any = None  # None for scratch, which has no host array
-                if role in (_lib.OC_STREAM_INPUT, _lib.OC_STREAM_SIDE):
-                    arr = _as_input(name, value)
-                elif role == _lib.OC_STREAM_OUTPUT:
-                    arr, f = _as_output(name, value)
-                    if f is not None:
-                        files.append((name, f))
-                elif role in (_lib.OC_STREAM_INOUT, _lib.OC_STREAM_RESULT):
-                    if not isinstance(value, np.ndarray):
-                        kind = "inout" if role == _lib.OC_STREAM_INOUT else "result"
-                        raise InputError(f"{kind} {name} must be an array (it is read and written back)")
-                    arr, _ = _as_output(name, value)
-                if role == _lib.OC_STREAM_SCRATCH:
-                    if not (isinstance(value, (tuple, list)) and len(value) == 2):
-                        raise InputError(f"scratch {name}: expected (shape, dtype); got {value!r}")
-                    (shape, dtype), arr = _shape_dtype(f"scratch {name}", *value), None
-                else:
-                    shape, dtype = arr.shape, arr.dtype
-                if len(shape) < 1 or len(shape) > _lib.OC_STREAM_MAX_DIMS:
-                    raise InputError(f"array {name!r} has {len(shape)} dimensions (expected 1 to 8)")
-                a = arrays[len(names)]
-                a.name = c_text("array name", name)
-                a.role = role
-                a.elem_size = dtype.itemsize
-                a.ndim = len(shape)
-                for d, n in enumerate(shape):
-                    a.shape[d] = n
-                a.axis = _axis_of(axis, name) if role not in (_lib.OC_STREAM_SIDE, _lib.OC_STREAM_RESULT) else 0
-                a.host = None if arr is None else arr.ctypes.data
-                names.append(name)
-                hosts.append(arr)  # keeps every buffer alive for the call
-                dtypes.append(dtype)
-                if role in (_lib.OC_STREAM_OUTPUT, _lib.OC_STREAM_INOUT, _lib.OC_STREAM_RESULT):
-                    results[name] = arr
+    with lease(context) as handle:
+        try:
+            for given, role in roles:
+                for name, value in (given or {}).items():
+                    if name in names:
+                        raise InputError(f"array {name!r} is named twice")
+                    arr: Any = None  # None for scratch, which has no host array
+                    if role in (_lib.OC_STREAM_INPUT, _lib.OC_STREAM_SIDE):
+                        arr = _as_input(name, value)
+                    elif role == _lib.OC_STREAM_OUTPUT:
+                        arr, f = _as_output(handle, name, value)
+                        if f is not None:
+                            files.append((name, f))
+                    elif role in (_lib.OC_STREAM_INOUT, _lib.OC_STREAM_RESULT):
+                        if not isinstance(value, np.ndarray):
+                            kind = "inout" if role == _lib.OC_STREAM_INOUT else "result"
+                            raise InputError(f"{kind} {name} must be an array (it is read and written back)")
+                        arr, _ = _as_output(handle, name, value)
+                    if role == _lib.OC_STREAM_SCRATCH:
+                        if not (isinstance(value, (tuple, list)) and len(value) == 2):
+                            raise InputError(f"scratch {name}: expected (shape, dtype); got {value!r}")
+                        (shape, dtype), arr = _shape_dtype(f"scratch {name}", *value), None
+                    else:
+                        shape, dtype = arr.shape, arr.dtype
+                    if len(shape) < 1 or len(shape) > _lib.OC_STREAM_MAX_DIMS:
+                        raise InputError(f"array {name!r} has {len(shape)} dimensions (expected 1 to 8)")
+                    a = arrays[len(names)]
+                    a.name = c_text("array name", name)
+                    a.role = role
+                    a.elem_size = dtype.itemsize
+                    a.ndim = len(shape)
+                    for d, n in enumerate(shape):
+                        a.shape[d] = n
+                    a.axis = _axis_of(axis, name) if role not in (_lib.OC_STREAM_SIDE, _lib.OC_STREAM_RESULT) else 0
+                    a.host = None if arr is None else arr.ctypes.data
+                    names.append(name)
+                    hosts.append(arr)  # keeps every buffer alive for the call
+                    dtypes.append(dtype)
+                    if role in (_lib.OC_STREAM_OUTPUT, _lib.OC_STREAM_INOUT, _lib.OC_STREAM_RESULT):
+                        results[name] = arr
+                    if role != _lib.OC_STREAM_OUTPUT and arr is not None:
+                        read.append((name, value if isinstance(value, np.ndarray) else arr))
+            for _, f in files:  # an output file that an array read maps, by any name
+                check_out_path_not_input(f.path, read)
 
-        failure = []
+            failure = []
 
-        def launch(chunk_p, _user):
-            c = chunk_p.contents
-            try:
-                views = {}
-                for k, name in enumerate(names):
-                    shape = tuple(c.shapes[k * _lib.OC_STREAM_MAX_DIMS + d] for d in range(arrays[k].ndim))
-                    views[name] = DeviceArray(shape, dtypes[k], c.data[k], c.stream)
-                fn(Chunk(c.index, c.count, c.start, c.rows, c.stream, c.device, views))
-                return 0
-            except BaseException as error:  # KeyboardInterrupt too: the job stops, then it is raised
-                failure.append(error)
-                return 1
+            def launch(chunk_p, _user):
+                c = chunk_p.contents
+                try:
+                    views = {}
+                    for k, name in enumerate(names):
+                        shape = tuple(c.shapes[k * _lib.OC_STREAM_MAX_DIMS + d] for d in range(arrays[k].ndim))
+                        views[name] = DeviceArray(shape, dtypes[k], c.data[k], c.stream)
+                    fn(Chunk(c.index, c.count, c.start, c.rows, c.stream, c.device, views))
+                    return 0
+                except BaseException as error:  # KeyboardInterrupt too: the job stops, then it is raised
+                    failure.append(error)
+                    return 1
 
-        spec = _lib.StreamSpec()
-        spec.arrays = arrays
-        spec.narrays = len(names)
-        spec.launch = _lib.stream_launch_fn(launch)
-        if extent is not None:
-            spec.extent = _integer("extent", extent, 1)
-        opts = _options(gpu_mem, host_mem, device, chunk_rows, in_flight)
-        if progress is not None:
-            opts.progress = _lib.progress_fn(lambda _u, done, total: progress(done, total))
-        stats = _lib.StreamStats()
-        with lease(context) as handle:
+            spec = _lib.StreamSpec()
+            spec.arrays = arrays
+            spec.narrays = len(names)
+            spec.launch = _lib.stream_launch_fn(launch)
+            if extent is not None:
+                spec.extent = _integer("extent", extent, 1)
+            opts = _options(gpu_mem, host_mem, device, chunk_rows, in_flight)
+            if progress is not None:
+                opts.progress = _lib.progress_fn(lambda _u, done, total: progress(done, total))
+            stats = _lib.StreamStats()
             status = lib.oc_stream_run(handle, ctypes.byref(spec), ctypes.byref(opts), ctypes.byref(stats))
             error = from_status(status, handle) if status != _lib.OC_OK else None
-        if failure:
-            raise failure[0] from error
-        if error is not None:
-            raise error
-        for name, f in files:
-            results[name] = f.commit()
-        files = []
-    finally:
-        for _, f in files:
-            f.abort()
+            if failure:
+                raise failure[0] from error
+            if error is not None:
+                raise error
+            for name, f in files:
+                results[name] = f.commit()
+        finally:
+            for _, f in files:
+                f.abort()  # nothing left of one committed
     if return_stats:
         return results, {f: getattr(stats, f) for f, *_ in _lib.StreamStats._fields_ if f != "struct_size"}
     return results

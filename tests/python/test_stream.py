@@ -1,12 +1,23 @@
 """outcore.stream without a GPU: the arrays it is given become the C spec the library checks
 (bad shapes, roles and options are refused with one-line errors before any device work); a
 valid call on a build or machine without CUDA says so; an output file is not left behind by a
-failed call. The GPU behaviour is tests/python/test_stream_numba.py's."""
+failed call, nor a link planted beside it followed. The library's run is replaced by
+FakeRun where a test needs the job to reach an output file on a machine without a GPU. The
+GPU behaviour is tests/python/test_stream_numba.py's."""
+import ctypes
+import errno
+import fcntl
+import os
+import re
+import subprocess
+import sys
+import textwrap
+
 import numpy as np
 import pytest
 
 import outcore
-from outcore import InputError, UnsupportedError
+from outcore import InputError, UnsupportedError, _lib
 
 
 def nothing(chunk):
@@ -64,3 +75,146 @@ def test_device_array_interface():
     assert cai == {"shape": (4, 3), "typestr": "<f4", "data": (0x1000, False), "version": 3, "strides": None,
                    "stream": 7}
     assert a.size == 12
+
+
+class FakeRun:
+    """The library, but for oc_stream_run, which calls job(spec, opts) (the structs the call
+    passes) and returns its status: a job that reaches its outputs without a GPU."""
+
+    def __init__(self, job):
+        self.job = job
+
+    def __getattr__(self, name):
+        return getattr(_lib.lib, name)
+
+    def oc_stream_run(self, handle, spec, opts, stats):
+        return self.job(spec._obj, opts._obj)
+
+
+def fill(spec, name, values):
+    """Writes values into the host array of spec named name, as the job's downloads do."""
+    for k in range(spec.narrays):
+        if spec.arrays[k].name == name.encode():
+            ctypes.memmove(spec.arrays[k].host, values.ctypes.data, values.nbytes)
+            return
+    raise AssertionError(f"no array {name}")
+
+
+def run_or_unsupported(call):
+    """call(), which without a GPU fails with UnsupportedError once its arguments passed."""
+    if outcore.cuda_device_count() > 0:
+        return call()
+    with pytest.raises(UnsupportedError):
+        call()
+
+
+def test_output_file_follows_no_link_planted_beside_it(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "victim.txt").write_text("precious\n")
+    os.symlink("victim.txt", f"out.npy.{os.getpid()}.tmp")  # the name of the temporary before
+    x = np.arange(100.0)
+    run_or_unsupported(lambda: outcore.stream(lambda c: None, inputs={"x": x},
+                                              outputs={"y": ("out.npy", x.shape, x.dtype)}))
+    assert (tmp_path / "victim.txt").read_text() == "precious\n"
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert names in (["out.npy", f"out.npy.{os.getpid()}.tmp", "victim.txt"],
+                     [f"out.npy.{os.getpid()}.tmp", "victim.txt"])
+
+
+def test_output_file_written_under_an_exclusive_locked_temporary(tmp_path, monkeypatch):
+    """The temporary is PATH.tmp-PID-RANDOM, locked while the job runs, as the library's
+    (docs/write-failures.md); the replaced file keeps its mode; a failed job leaves the old
+    file as it was and no temporary."""
+    out = tmp_path / "out.npy"
+    np.save(out, np.zeros(3))
+    os.chmod(out, 0o640)
+    before = out.read_bytes()
+    x = np.arange(100.0)
+    seen = []
+
+    def job(spec, opts):
+        temps = [p.name for p in tmp_path.iterdir() if p.name != "out.npy"]
+        assert len(temps) == 1 and re.fullmatch(rf"out\.npy\.tmp-{os.getpid()}-[A-Za-z0-9]{{8}}", temps[0]), temps
+        fd = os.open(tmp_path / temps[0], os.O_RDONLY)
+        try:
+            with pytest.raises(BlockingIOError):  # held by the job: not a dead process's leftover
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        finally:
+            os.close(fd)
+        fill(spec, "y", 2 * x)
+        seen.append(temps[0])
+        return status
+
+    monkeypatch.setattr(outcore._stream, "lib", FakeRun(job))
+    status = _lib.OC_ERR_IO
+    with pytest.raises(outcore.Error):
+        outcore.stream(nothing, inputs={"x": x}, outputs={"y": (out, x.shape, x.dtype)})
+    assert len(seen) == 1 and out.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.npy"]
+    status = _lib.OC_OK
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    with monkeypatch.context() as m:  # a flush that fails at commit: the old file stays
+        m.setattr(os, "fsync", full)
+        with pytest.raises(outcore.IOFailure, match=f"^disk full writing {re.escape(str(out))}$"):
+            outcore.stream(nothing, inputs={"x": x}, outputs={"y": (out, x.shape, x.dtype)})
+    assert out.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.npy"]
+    got = outcore.stream(nothing, inputs={"x": x}, outputs={"y": (out, x.shape, x.dtype)})["y"]
+    assert np.array_equal(got, 2 * x) and np.array_equal(np.load(out), 2 * x)
+    assert os.stat(out).st_mode & 0o7777 == 0o640
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.npy"]
+
+
+def test_output_paths_are_checked_as_the_library_checks_them(tmp_path):
+    x = np.arange(10.0)
+    os.mkdir(tmp_path / "adir")
+    os.mkfifo(tmp_path / "pipe.npy")
+    np.save(tmp_path / "ro.npy", x)
+    os.chmod(tmp_path / "ro.npy", 0o444)
+    np.save(tmp_path / "in.npy", x)
+    os.link(tmp_path / "in.npy", tmp_path / "hard.npy")
+    listing = sorted(p.name for p in tmp_path.iterdir())
+    mapped = np.load(tmp_path / "in.npy", mmap_mode="r")
+    cases = [
+        ({"x": x}, tmp_path / "adir", "is a folder"),
+        ({"x": x}, tmp_path / "pipe.npy", "it is a named pipe, not a regular file"),
+        ({"x": x}, tmp_path / "ro.npy", r"cannot replace the output: it is read-only \(mode 0444\)"),
+        ({"x": x}, tmp_path / "no" / "y.npy", "folder .*no does not exist"),
+        ({"x": tmp_path / "in.npy"}, tmp_path / "in.npy", "the output is the input file of 'x'"),
+        ({"x": mapped}, tmp_path / "hard.npy", "the output is the input file of 'x'"),
+    ]
+    for inputs, out, message in cases:
+        with pytest.raises(InputError, match=message) as exc:
+            outcore.stream(nothing, inputs=inputs, outputs={"y": (out, (10,), np.float64)})
+        assert "\n" not in str(exc.value) and str(exc.value).startswith(str(out)), str(exc.value)
+    assert sorted(p.name for p in tmp_path.iterdir()) == listing
+    assert np.array_equal(np.load(tmp_path / "ro.npy"), x) and np.array_equal(np.load(tmp_path / "in.npy"), x)
+
+
+KILLED = textwrap.dedent("""
+    import os, signal, sys
+    import numpy as np
+    import outcore
+    from test_stream import FakeRun
+    outcore._stream.lib = FakeRun(lambda spec, opts: os.kill(os.getpid(), signal.SIGKILL))
+    x = np.arange(10.0)
+    outcore.stream(print, inputs={"x": x}, outputs={"y": (sys.argv[1], x.shape, x.dtype)})
+""")
+
+
+def test_killed_job_leaves_a_temporary_outcore_clean_removes(tmp_path):
+    cli = os.environ.get("OUTCORE_BIN")
+    if not cli:
+        pytest.skip("OUTCORE_BIN is not set")
+    out = tmp_path / "y.npy"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.dirname(__file__), os.environ.get("PYTHONPATH", "")]))
+    run = subprocess.run([sys.executable, "-c", KILLED, str(out)], env=env, capture_output=True, text=True, timeout=60)
+    assert run.returncode == -9, run.stderr
+    left = [p.name for p in tmp_path.iterdir()]
+    assert len(left) == 1 and left[0].startswith("y.npy.tmp-"), left
+    clean = subprocess.run([cli, "clean", str(out)], capture_output=True, text=True, timeout=60)
+    assert clean.returncode == 0, clean.stderr
+    assert left[0] in clean.stdout + clean.stderr
+    assert list(tmp_path.iterdir()) == []
