@@ -31,6 +31,7 @@ import threading
 from contextlib import contextmanager
 
 from . import _lib
+from .errors import InputError
 
 _WAIT_STEP_S = 0.05  # how quickly Ctrl-C is noticed and cancel is repeated
 
@@ -151,3 +152,33 @@ def _run(ctx, cancel, fn, short):
     if "error" in box:
         raise box.pop("error")
     return box["result"]
+
+
+def checked_progress(progress):
+    """progress as a call takes it: None, or a callable progress(done, total)."""
+    if progress is not None and not callable(progress):
+        raise InputError(f"progress must be a callable progress(done, total); got {progress!r}")
+    return progress
+
+
+class Progress:
+    """Calls the caller's progress(done, total) from the library (gram's and stream's); an
+    exception it raises (KeyboardInterrupt too) cancels the job on the library context ctx and
+    is kept in `error`, for the call to raise once the library has stopped: one raised in a
+    ctypes callback would be printed and lost. A report the same as the one before is not
+    passed on: the library's workers and its end may both report the finished job, which the
+    caller sees once."""
+
+    def __init__(self, fn, ctx):
+        self.fn, self.ctx, self.error, self.last = fn, ctx, None, None
+        self.callback = _lib.progress_fn(self._report)  # referenced here for the job's lifetime
+
+    def _report(self, user, done, total):
+        if self.error is not None or (done, total) == self.last:
+            return
+        self.last = (done, total)
+        try:
+            self.fn(done, total)
+        except BaseException as exc:  # an exception must not cross the C frames
+            self.error = exc
+            _lib.lib.oc_context_cancel(self.ctx)

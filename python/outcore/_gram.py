@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import _lib
-from ._calls import run_interruptible
+from ._calls import Progress, checked_progress, run_interruptible
 from ._context import Context, lease
 from ._map import _CODES as _MAP_CODES, _check_out_overlap, check_out_path_not_input
 from ._sparse import is_sparse as _is_sparse, sparse_rows
@@ -301,27 +301,6 @@ def _check_out_kind(out, selection, result=_lib.OC_RESULT_DENSE):
 
 
 # ---------------------------------------------------------------- the job
-class _Progress:
-    """Calls the caller's progress(done, total) from the library; an exception it raises
-    cancels the job and is raised by gram once the library has stopped. A report the same as
-    the one before is not passed on: the library's workers and its end may both report the
-    finished job, which the caller sees once."""
-
-    def __init__(self, fn, ctx):
-        self.fn, self.ctx, self.error, self.last = fn, ctx, None, None
-        self.callback = _lib.progress_fn(self._report)  # referenced here for the job's lifetime
-
-    def _report(self, user, done, total):
-        if self.error is not None or (done, total) == self.last:
-            return
-        self.last = (done, total)
-        try:
-            self.fn(done, total)
-        except BaseException as exc:  # an exception must not cross the C frames
-            self.error = exc
-            lib.oc_context_cancel(self.ctx)
-
-
 def _selection_formats():
     """The formats of top-k and threshold results, from the library's table."""
     return _lib.output_formats(_lib.OC_RESULT_TOPK | _lib.OC_RESULT_THRESHOLD)
@@ -370,7 +349,7 @@ class _Job:
         self.ctx, self.opts, self.A, self.B, self.bits, self.out = ctx, opts, A, B, bits, out
         self.binarize, self.stats = binarize, stats
         self.cancel = threading.Event()
-        self.progress = _Progress(progress, ctx) if progress is not None else None
+        self.progress = Progress(progress, ctx) if progress is not None else None
         if self.progress is not None:
             opts.progress = self.progress.callback
 
@@ -498,8 +477,7 @@ def _checked_arguments(A, B, metric, topk, threshold, dtype, backend, gpu_mem, t
     if dtype_from_out and lib.oc_gram_result_dtype(opts.metric, opts.dtype) == _lib.OC_DTYPE_DEFAULT:
         metric = _lib.text(lib.oc_metric_name(opts.metric))
         raise InputError(f"out has dtype {out.dtype}, which cannot hold metric {metric}: {_dtypes_of_metrics()}")
-    if progress is not None and not callable(progress):
-        raise InputError(f"progress must be a callable progress(done, total); got {progress!r}")
+    checked_progress(progress)
     _check_out_kind(out, bool(opts.topk or opts.use_threshold),
                     _lib.OC_RESULT_TOPK if opts.topk else
                     _lib.OC_RESULT_THRESHOLD if opts.use_threshold else _lib.OC_RESULT_DENSE)

@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 import numpy as np
 
 from . import _lib
+from ._calls import Progress, checked_progress
 from ._context import lease
 from ._map import check_out_path_not_input
 from ._options import _integer, c_path, c_text, flag, set_device_budgets, unmasked
@@ -328,7 +329,9 @@ def stream(fn: Callable[[Chunk], object], inputs: Mapping[str, npt.ArrayLike | P
         Forces the chunks with device buffers at once, 2 to 8 (tests, tuning); default the
         planner's choice (3).
     progress : callable, optional
-        progress(done, total), called between chunks with rows of the chunk extent.
+        progress(done, total), called between chunks with rows of the chunk extent; an
+        exception it raises (KeyboardInterrupt too) cancels the job and is raised by stream
+        once the job has stopped.
     context : outcore.Context, optional
         The Context whose library context the call runs on; default the module's default
         context.
@@ -349,7 +352,7 @@ def stream(fn: Callable[[Chunk], object], inputs: Mapping[str, npt.ArrayLike | P
         The job failed; UnsupportedError without CUDA or a GPU; IOFailure when an output
         file could not be written (a full disk).
     BaseException
-        Whatever fn raised, after the job has stopped.
+        Whatever fn or progress raised, after the job has stopped.
 
     Examples
     --------
@@ -369,6 +372,7 @@ def stream(fn: Callable[[Chunk], object], inputs: Mapping[str, npt.ArrayLike | P
     return_stats = flag("return_stats", return_stats)
     if not callable(fn):
         raise InputError("fn must be callable: it receives each chunk and launches the kernel")
+    checked_progress(progress)
     roles: list[tuple[Mapping[str, Any] | None, int]] = [(inputs, _lib.OC_STREAM_INPUT), (outputs, _lib.OC_STREAM_OUTPUT), (inout, _lib.OC_STREAM_INOUT),
              (side, _lib.OC_STREAM_SIDE), (scratch, _lib.OC_STREAM_SCRATCH), (result, _lib.OC_STREAM_RESULT)]
     names: list[str] = []
@@ -441,13 +445,16 @@ def stream(fn: Callable[[Chunk], object], inputs: Mapping[str, npt.ArrayLike | P
             if extent is not None:
                 spec.extent = _integer("extent", extent, 1)
             opts = _options(gpu_mem, host_mem, device, chunk_rows, in_flight)
-            if progress is not None:
-                opts.progress = _lib.progress_fn(lambda _u, done, total: progress(done, total))
+            reports = Progress(progress, handle) if progress is not None else None
+            if reports is not None:
+                opts.progress = reports.callback
             stats = _lib.StreamStats()
             status = lib.oc_stream_run(handle, ctypes.byref(spec), ctypes.byref(opts), ctypes.byref(stats))
             error = from_status(status, handle) if status != _lib.OC_OK else None
             if failure:
                 raise failure[0] from error
+            if reports is not None and reports.error is not None:
+                raise reports.error  # it cancelled the job, which has stopped
             if error is not None:
                 raise error
             for name, f in files:

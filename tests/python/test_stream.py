@@ -79,16 +79,21 @@ def test_device_array_interface():
 
 class FakeRun:
     """The library, but for oc_stream_run, which calls job(spec, opts) (the structs the call
-    passes) and returns its status: a job that reaches its outputs without a GPU."""
+    passes) and returns its status: a job that reaches its outputs without a GPU. It notes
+    oc_context_cancel (`cancelled`) where it stands for _lib.lib too."""
 
     def __init__(self, job):
-        self.job = job
+        self.job, self.lib, self.cancelled = job, _lib.lib, False
 
     def __getattr__(self, name):
-        return getattr(_lib.lib, name)
+        return getattr(self.lib, name)
 
     def oc_stream_run(self, handle, spec, opts, stats):
         return self.job(spec._obj, opts._obj)
+
+    def oc_context_cancel(self, handle):
+        self.cancelled = True
+        self.lib.oc_context_cancel(handle)
 
 
 def fill(spec, name, values):
@@ -218,3 +223,33 @@ def test_killed_job_leaves_a_temporary_outcore_clean_removes(tmp_path):
     assert clean.returncode == 0, clean.stderr
     assert left[0] in clean.stdout + clean.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("error", [RuntimeError("stop here"), KeyboardInterrupt()])
+def test_progress_that_raises_cancels_the_job_and_is_raised(monkeypatch, error):
+    """As gram's: the exception cancels the library's job (oc_context_cancel), which stops,
+    and stream raises it; ctypes does not swallow it."""
+    seen = []
+
+    def job(spec, opts):
+        opts.progress(None, 5.0, 10.0)  # the library's call, through ctypes
+        if not fake.cancelled:
+            fill(spec, "y", np.ones(10))
+            opts.progress(None, 10.0, 10.0)
+        return _lib.OC_ERR_CANCELLED if fake.cancelled else _lib.OC_OK
+
+    def progress(done, total):
+        seen.append((done, total))
+        raise error
+
+    fake = FakeRun(job)
+    monkeypatch.setattr(outcore._stream, "lib", fake)
+    monkeypatch.setattr(_lib, "lib", fake)
+    with pytest.raises(type(error)) as exc:
+        outcore.stream(nothing, inputs={"x": np.zeros(10)}, outputs={"y": ((10,), np.float64)}, progress=progress)
+    assert exc.value is error and fake.cancelled and seen == [(5.0, 10.0)]
+
+
+def test_progress_must_be_callable():
+    with pytest.raises(InputError, match=r"^progress must be a callable progress\(done, total\); got 5$"):
+        outcore.stream(nothing, inputs={"x": np.zeros(3)}, progress=5)
