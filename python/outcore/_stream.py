@@ -83,7 +83,14 @@ class DeviceArray:
 
 class Chunk:
     """One chunk: index, count, start, rows (of the chunk extent), stream (the CUstream
-    handle as an int), device, and the arrays by name (chunk["x"] or chunk.x)."""
+    handle as an int), device, and the arrays by name (chunk["x"] or chunk.x). An array may
+    not be named as one of these attributes (or of the class's: __class__), which chunk.<name>
+    would give instead of the array: stream refuses such a name (_check_array_name)."""
+
+    # What each attribute is, for the refusal of an array named so.
+    FIELDS = {"index": "index (from 0)", "count": "count of chunks", "start": "first row",
+              "rows": "row count", "stream": "CUDA stream", "device": "device",
+              "arrays": "dict of views by name"}
 
     def __init__(self, index, count, start, rows, stream, device, arrays):
         self.index, self.count, self.start, self.rows = index, count, start, rows
@@ -97,6 +104,15 @@ class Chunk:
             return self.__dict__["arrays"][name]
         except KeyError:
             raise AttributeError(name) from None
+
+
+def _check_array_name(name):
+    """An array's name, refused where chunk.<name> would not give its view: the name of one of
+    the chunk's own attributes (Chunk.FIELDS, or the class's, such as __class__)."""
+    if isinstance(name, str) and (name in Chunk.FIELDS or hasattr(Chunk, name)):
+        what = Chunk.FIELDS.get(name, "attribute")
+        raise InputError(f"array {name!r}: the name clashes with chunk.{name}, the chunk's own {what}, which "
+                         f"chunk.{name} gives instead of the array's view; choose another name")
 
 
 def _as_input(name, value):
@@ -294,8 +310,9 @@ def stream(fn: Callable[[Chunk], object], inputs: Mapping[str, npt.ArrayLike | P
     fn : callable
         fn(chunk) enqueues the caller's kernel on chunk.stream for one chunk (a Chunk:
         index, count, start, rows, stream, device, and the device views by name, chunk["x"]
-        or chunk.x). Called on the calling thread; an exception it raises stops the job and
-        is raised again by stream.
+        or chunk.x; an array named as one of those attributes, or "arrays", is refused).
+        Called on the calling thread; an exception it raises stops the job and is raised
+        again by stream.
     inputs : dict of str to array_like or path, optional
         {name: array or path.npy}, uploaded chunk by chunk (a path is memory-mapped).
     outputs : dict of str to array, (shape, dtype) or (path, shape, dtype), optional
@@ -375,6 +392,9 @@ def stream(fn: Callable[[Chunk], object], inputs: Mapping[str, npt.ArrayLike | P
     checked_progress(progress)
     roles: list[tuple[Mapping[str, Any] | None, int]] = [(inputs, _lib.OC_STREAM_INPUT), (outputs, _lib.OC_STREAM_OUTPUT), (inout, _lib.OC_STREAM_INOUT),
              (side, _lib.OC_STREAM_SIDE), (scratch, _lib.OC_STREAM_SCRATCH), (result, _lib.OC_STREAM_RESULT)]
+    for given, _ in roles:
+        for name in given or {}:
+            _check_array_name(name)
     names: list[str] = []
     hosts, files, dtypes, results, read = [], [], [], {}, []
     arrays = (_lib.StreamArray * sum(len(d or {}) for d, _ in roles))()

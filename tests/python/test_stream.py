@@ -253,3 +253,24 @@ def test_progress_that_raises_cancels_the_job_and_is_raised(monkeypatch, error):
 def test_progress_must_be_callable():
     with pytest.raises(InputError, match=r"^progress must be a callable progress\(done, total\); got 5$"):
         outcore.stream(nothing, inputs={"x": np.zeros(3)}, progress=5)
+
+
+@pytest.mark.parametrize("name", ["index", "count", "start", "rows", "stream", "device", "arrays", "__class__",
+                                  "__getitem__"])
+def test_array_named_as_a_chunk_attribute_is_refused(name):
+    """chunk.<name> is the array's view: a name that chunk.<name> gives something else by (the
+    chunk's own attributes) is refused before any work, whatever the array's role."""
+    for given in ({"inputs": {name: np.zeros(3)}}, {"inputs": {"x": np.zeros(3)}, "scratch": {name: ((3,), np.int8)}},
+                  {"inputs": {"x": np.zeros(3)}, "outputs": {name: ((3,), np.float64)}}):
+        with pytest.raises(InputError, match=rf"^array {re.escape(repr(name))}: the name clashes with "
+                                             rf"chunk\.{re.escape(name)}, the chunk's own "):
+            outcore.stream(nothing, **given)
+
+
+def test_chunk_gives_arrays_by_attribute_and_item():
+    views = {"x": "view of x", "rowz": "view of rowz"}
+    chunk = outcore._stream.Chunk(2, 5, 40, 20, 7, 0, views)
+    assert (chunk.x, chunk["x"], chunk.rowz, chunk["rowz"]) == ("view of x", "view of x", "view of rowz", "view of rowz")
+    assert (chunk.index, chunk.count, chunk.start, chunk.rows, chunk.stream, chunk.device) == (2, 5, 40, 20, 7, 0)
+    with pytest.raises(AttributeError):
+        chunk.y
