@@ -185,6 +185,11 @@ class _NpyOutput:
                 written += os.write(self.fd, head[written:])
             total = len(head) + int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
             os.ftruncate(self.fd, total)
+            try:  # its blocks reserved now: a full disk is this error, not SIGBUS as a chunk lands
+                os.posix_fallocate(self.fd, 0, total)
+            except OSError as error:
+                if error.errno not in (errno.EOPNOTSUPP, errno.EINVAL):  # a file system without it
+                    raise
             self.map = mmap.mmap(self.fd, total)
             self.array = np.ndarray(shape, dtype, buffer=self.map, offset=len(head))
         except OSError as error:

@@ -166,6 +166,13 @@ def test_output_file_written_under_an_exclusive_locked_temporary(tmp_path, monke
             outcore.stream(nothing, inputs={"x": x}, outputs={"y": (out, x.shape, x.dtype)})
     assert out.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.npy"]
+    ran = len(seen)
+    with monkeypatch.context() as m:  # no room for its blocks: refused before the job, not SIGBUS in it
+        m.setattr(os, "posix_fallocate", lambda fd, offset, length: full(fd))
+        with pytest.raises(outcore.IOFailure, match=f"^disk full writing {re.escape(str(out))}$"):
+            outcore.stream(nothing, inputs={"x": x}, outputs={"y": (out, x.shape, x.dtype)})
+    assert out.read_bytes() == before and len(seen) == ran
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.npy"]
     got = outcore.stream(nothing, inputs={"x": x}, outputs={"y": (out, x.shape, x.dtype)})["y"]
     assert np.array_equal(got, 2 * x) and np.array_equal(np.load(out), 2 * x)
     assert os.stat(out).st_mode & 0o7777 == 0o640
