@@ -238,6 +238,13 @@ oc_status oc_journal_hold(oc_context *ctx, const char *path, oc_journal **out)
                      errno == ELOOP ? "it is a symbolic link; remove it" : strerror(errno));
     else if (fstat(j->fd, &sb) != 0 || !S_ISREG(sb.st_mode))
         st = oc_fail(ctx, OC_ERR_INPUT, "%s: the resume journal is not a regular file; remove it", path);
+    /* A journal this library made has one name; it is appended to, which another name (a
+     * hard link) would see change: a file outside the output's names. */
+    else if (sb.st_nlink != 1)
+        st = oc_fail(ctx, OC_ERR_INPUT,
+                     "%s: the resume journal has other names (hard links), which resuming would write "
+                     "through; remove it or them",
+                     path);
     else if ((unlocked = oc_sys_lock_released(j->fd, ctx)) != 0 && errno == ECANCELED)
         st = oc_fail(ctx, OC_ERR_CANCELLED, "cancelled while waiting for the resume journal %s", path);
     else if (unlocked != 0 && errno == EWOULDBLOCK)

@@ -66,6 +66,22 @@ def killed_resumable(d, out="C.npy", extra=()):
 
 # ---------------------------------------------------------------- links where outcore writes
 
+def test_journal_with_other_names_is_refused(d):
+    """A journal with a hard link is refused (exit 2, one line), not appended to: the other
+    name, outside the output's, keeps its bytes; with the link gone the job resumes."""
+    killed_resumable(d)
+    journal = d / "C.npy.outcore-journal"
+    os.link(journal, d / "backup.journal")
+    before = snapshot(d)
+    proc = run("gram", "A.npy", "--tile", "24", "--threads", "1", "--backend", "cpu", "-q", "-o", "C.npy",
+               "--resume", check=False, env=EVERY)
+    one_line(proc, 2, "C.npy.outcore-journal", "other names (hard links)")
+    assert snapshot(d) == before
+    (d / "backup.journal").unlink()
+    run("gram", "A.npy", "--tile", "24", "--threads", "1", "--backend", "cpu", "-q", "-o", "C.npy", "--resume")
+    assert sorted(os.listdir(d)) == ["A.npy", "C.npy"]
+
+
 @pytest.mark.parametrize("dangling", [False, True])
 @pytest.mark.parametrize("resume", [False, True])
 def test_journal_that_is_a_link_is_refused(d, dangling, resume):
