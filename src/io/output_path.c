@@ -7,7 +7,9 @@
  *
  *   nothing             a new file appears (its folder must exist and take new files)
  *   a regular file      it is replaced, if the user may write it, as cp without -f would
- *                       replace it; the new file gets its mode (and, under root, its owner)
+ *                       replace it; the new file gets its mode (and, under root, its owner);
+ *                       refused when append-only or immutable (chattr +a, +i), as is a
+ *                       folder with either, where no rename can happen
  *   a folder            refused: "adir is a folder"
  *   a symbolic link     the link is replaced by the new file; what it points to is not
  *                       touched (a link to a folder is refused as the folder is)
@@ -22,6 +24,8 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -71,6 +75,21 @@ oc_status oc_output_npy_name(oc_context *ctx, const char *path, const char *what
     return OC_OK;
 }
 
+/* What keeps a name from being renamed over or out of a folder: "append-only (chattr +a)" or
+ * "immutable (chattr +i)" of the file or folder at path (its inode flags), else NULL (also
+ * where they cannot be read: a file system without them, a file the user may not open). */
+static const char *rename_barrier(const char *path, int folder)
+{
+    const int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC | (folder ? O_DIRECTORY : 0));
+    int flags = 0;
+    const int got = fd >= 0 && ioctl(fd, FS_IOC_GETFLAGS, &flags) == 0;
+    if (fd >= 0) close(fd);
+    if (!got) return NULL;
+    if (flags & FS_IMMUTABLE_FL) return "immutable (chattr +i)";
+    if (flags & FS_APPEND_FL) return "append-only (chattr +a)";
+    return NULL;
+}
+
 oc_status oc_output_path_check(oc_context *ctx, const char *path, oc_output_prior *prior)
 {
     if (prior) *prior = (oc_output_prior){0};
@@ -89,6 +108,13 @@ oc_status oc_output_path_check(oc_context *ctx, const char *path, oc_output_prio
     if (!S_ISDIR(sb.st_mode))
         return oc_fail(ctx, OC_ERR_INPUT, "%s: cannot write the output: %s is not a folder", path, dir);
     const struct stat folder = sb;
+    /* No entry of such a folder can be renamed: the finished file would stay a temporary. */
+    const char *barrier = rename_barrier(dir, 1);
+    if (barrier)
+        return oc_fail(ctx, OC_ERR_INPUT,
+                       "%s: cannot write the output: folder %s is %s, so no finished file can be renamed into "
+                       "place in it",
+                       path, dir, barrier);
     if (faccessat(AT_FDCWD, dir, W_OK | X_OK, AT_EACCESS) != 0) {
         if (errno == EROFS)
             return oc_fail(ctx, OC_ERR_INPUT, "%s: cannot write the output: folder %s is on a read-only file system",
@@ -115,6 +141,12 @@ oc_status oc_output_path_check(oc_context *ctx, const char *path, oc_output_prio
         return oc_fail(ctx, OC_ERR_INPUT, "%s: cannot write the output: it is %s, not a regular file", path,
                        file_kind(sb.st_mode));
     } else {
+        /* The rename at the end would fail after all the work. */
+        if ((barrier = rename_barrier(path, 0)))
+            return oc_fail(ctx, OC_ERR_INPUT,
+                           "%s: cannot replace the output: it is %s, which the new file cannot be renamed over; "
+                           "remove the attribute (chattr) or choose another name",
+                           path, barrier);
         if (!(sb.st_mode & (S_IWUSR | S_IWGRP | S_IWOTH)))
             return oc_fail(ctx, OC_ERR_INPUT,
                            "%s: cannot replace the output: it is read-only (mode %04o); remove it "

@@ -112,3 +112,29 @@ def test_clean_names_a_file_it_cannot_remove(a):
         journal.unlink(missing_ok=True)
     proc = run("clean", f"{a}/C.npy", check=False)
     assert proc.returncode == 2 and f"{a} is not a folder" in proc.stderr, proc.stderr
+
+
+CHATTR = shutil.which("chattr")
+
+
+@pytest.mark.parametrize("attribute", ["+a", "+i"])
+def test_an_output_no_rename_can_replace_is_refused_before_any_work(tmp_path, attribute):
+    """An append-only or immutable output (chattr +a, +i), or a folder that is so, would take
+    the whole job and then refuse its rename: refused first (exit 2, one line naming the
+    attribute), the old file as it was and nothing beside it."""
+    np.save(tmp_path / "a.npy", (np.random.default_rng(4).random((30, 20)) < 0.2).astype(np.uint8))
+    out, folder = tmp_path / "C.npy", tmp_path / "d"
+    out.write_text("old")
+    folder.mkdir()
+    if not CHATTR or subprocess.run([CHATTR, attribute, out], capture_output=True).returncode != 0:
+        pytest.skip(f"chattr {attribute} is not available here (needs root and a file system with it)")
+    try:
+        assert subprocess.run([CHATTR, attribute, folder], capture_output=True).returncode == 0
+        name = {"+a": "append-only (chattr +a)", "+i": "immutable (chattr +i)"}[attribute]
+        for target in (out, folder / "C.npy"):
+            proc = run("gram", tmp_path / "a.npy", "-o", target, "-q", check=False)
+            assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1 and name in proc.stderr, proc.stderr
+        assert out.read_text() == "old" and os.listdir(folder) == []
+        assert sorted(os.listdir(tmp_path)) == ["C.npy", "a.npy", "d"]
+    finally:
+        subprocess.run([CHATTR, "-a", "-i", out, folder], capture_output=True)
