@@ -571,10 +571,12 @@ static oc_status choose_without_running(const oc_gram_job *job, const oc_backend
     memset(choice, 0, sizeof *choice);
     int in_file = oc_matrix_file_backed(job->a) || oc_matrix_file_backed(job->b);
     if (job->opts->algorithm == OC_ALGORITHM_SPARSE && in_file) {
+        /* What the column count decides is decided now; the rest once the ones are read. */
+        OC_CHECK(job->ctx, oc_gram_sparse_tables_check(job->ctx, job));
         choice->use_sparse = 1;
         snprintf(choice->explain, sizeof choice->explain,
-                 "sparse (asked), after reading the inputs left in their "
-                 "files into row lists");
+                 "sparse (asked), after reading the inputs left in their files into row lists; the memory "
+                 "it needs, and the threads the host budget holds, follow from their ones");
         return OC_OK;
     }
     return oc_gram_choose_algorithm(job->ctx, job, &where->rates,

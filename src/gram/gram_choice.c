@@ -190,6 +190,22 @@ static double fit_threads(const oc_gram_job *job, oc_sparse_plan *plan, int thre
     return share;
 }
 
+/* The bytes of the sparse path's tables of every column. */
+static double column_table_bytes(const oc_gram_job *job)
+{
+    return (double)job->m * (double)(COLUMN_TABLE_BYTES + (job->symmetric ? 0 : 8));
+}
+
+oc_status oc_gram_sparse_tables_check(oc_context *ctx, const oc_gram_job *job)
+{
+    const double column_bytes = column_table_bytes(job);
+    if (job->host_budget <= 0 || column_bytes <= (double)job->host_budget / 2) return OC_OK;
+    return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                   "the sparse algorithm's tables of %lld columns take %.3g GB, more than half the host budget of "
+                   "%.3g GB: use --algorithm dense (or auto), or raise --host-mem",
+                   (long long)job->m, column_bytes / 1e9, (double)job->host_budget / 1e9);
+}
+
 oc_status oc_gram_choose_algorithm(oc_context *ctx, const oc_gram_job *job, const oc_cost_rates *rates,
                                    double gpu_dense_seconds, oc_sparse_plan *plan)
 {
@@ -229,16 +245,12 @@ oc_status oc_gram_choose_algorithm(oc_context *ctx, const oc_gram_job *job, cons
         return OC_OK;
     }
 
-    /* The sparse path's plan holds tables of every column (counts, weights sorted by size):
-     * past half the host budget they are refused, and auto keeps the dense path, which
-     * holds nothing per column (a matrix of 2^31 columns and a few ones). */
-    const double column_bytes = m * (double)(COLUMN_TABLE_BYTES + (job->symmetric ? 0 : 8));
+    /* The sparse path's plan holds tables of every column: past half the host budget they are
+     * refused, and auto keeps the dense path, which holds nothing per column (a matrix of 2^31
+     * columns and a few ones). */
+    const double column_bytes = column_table_bytes(job);
     if (job->host_budget > 0 && column_bytes > (double)job->host_budget / 2) {
-        if (want == OC_ALGORITHM_SPARSE)
-            return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
-                           "the sparse algorithm's tables of %lld columns take %.3g GB, more than half the host "
-                           "budget of %.3g GB: use --algorithm dense (or auto), or raise --host-mem",
-                           (long long)job->m, column_bytes / 1e9, (double)job->host_budget / 1e9);
+        if (want == OC_ALGORITHM_SPARSE) return oc_gram_sparse_tables_check(ctx, job);
         oc_snprintf(plan->explain, sizeof plan->explain,
                     "dense: the sparse path's tables of %lld columns (%.3g GB) exceed half the host budget; dense "
                     "predicted %.3g s",

@@ -44,6 +44,12 @@ typedef struct oc_sparse_plan {
 oc_status oc_gram_choose_algorithm(oc_context *ctx, const oc_gram_job *job, const oc_cost_rates *rates,
                                    double gpu_dense_seconds, oc_sparse_plan *plan);
 
+/* The sparse algorithm asked for: refused (OC_ERR_INVALID_ARGUMENT, one line) when its tables
+ * of every column (counts, weights sorted by size) take more than half the host budget; they
+ * need only the column count, so a job whose inputs are still in their files is checked before
+ * they are read. */
+oc_status oc_gram_sparse_tables_check(oc_context *ctx, const oc_gram_job *job);
+
 void oc_sparse_plan_free(oc_sparse_plan *plan);
 
 #endif

@@ -185,3 +185,23 @@ def test_plan_of_a_sparse_job(tmp_path):
     ran = summary_json(run(*args, "--json", "--quiet"))
     plan = json.loads(run(*args, "--plan", "--json").stdout)
     assert ran["algorithm"] == plan.get("algorithm", "dense")  # a dense plan names no algorithm
+
+
+def test_plan_of_a_file_input_refuses_what_the_run_refuses(tmp_path):
+    """--algorithm sparse on an input left in its file (larger than --host-mem): the column
+    tables' check, which needs only the column count, refuses the plan (and --explain) as it
+    refuses the run, with the same line, before the file is read; with room the plan says
+    the rest follows from the ones read."""
+    run("gen", "--rows", "400", "--cols", "400000", "--density", "0.0005", "--packed", "-o", tmp_path / "P.npy",
+        "-q")
+    job = ["gram", tmp_path / "P.npy", "--bits", "400000", "--topk", "5", "--metric", "jaccard", "--algorithm",
+           "sparse"]
+    lines = set()
+    for extra in (["--plan"], ["--explain", "-o", tmp_path / "s.npz"], ["-o", tmp_path / "s.npz"]):
+        proc = run(*job, "--host-mem", "8M", *extra, check=False)
+        assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1, (extra, proc.stderr)
+        assert "tables of 400000 columns" in proc.stderr, proc.stderr
+        lines.add(proc.stderr)
+    assert len(lines) == 1 and not (tmp_path / "s.npz").exists()
+    plan = run(*job, "--host-mem", "24M", "--plan").stdout
+    assert "after reading the inputs left in their files" in plan and "follow from their ones" in plan, plan
