@@ -88,10 +88,13 @@ __global__ void __launch_bounds__(THREADS)
     }
 }
 
-template <typename S, typename T> __device__ T round_to(S v);
-template <> __device__ __half round_to<float, __half>(float v) { return __float2half_rn(v); }
-template <> __device__ __nv_bfloat16 round_to<float, __nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
-template <> __device__ uint8_t round_to<int32_t, uint8_t>(int32_t v) { return v != 0; }
+/* The accumulator's value in the result's type, one overload per pair. Overloads, not explicit
+ * specializations of a template: nvcc makes this anonymous namespace a hidden named one, whose
+ * visibility GCC does not give an explicit specialization of builtin types (round_to<int,
+ * unsigned char> was exported from liboutcore.so; tests/link/check_elf.sh). */
+__device__ void round_to(float v, __half *out) { *out = __float2half_rn(v); }
+__device__ void round_to(float v, __nv_bfloat16 *out) { *out = __float2bfloat16_rn(v); }
+__device__ void round_to(int32_t v, uint8_t *out) { *out = v != 0; }
 
 template <typename S, typename T>
 __global__ void __launch_bounds__(THREADS)
@@ -100,7 +103,7 @@ __global__ void __launch_bounds__(THREADS)
     const int64_t c = (int64_t)blockIdx.x * THREADS + threadIdx.x;
     const int64_t r = blockIdx.y + (int64_t)blockIdx.z * gridDim.y;
     if (r >= rows || c >= cols) return;
-    dst[r * cols + c] = round_to<S, T>(src[r * ld + c]);
+    round_to(src[r * ld + c], &dst[r * cols + c]);
 }
 
 /* c[i * ld + j] = c[j * ld + i] for j < i: the lower triangle from the upper, through shared
