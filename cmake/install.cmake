@@ -66,8 +66,10 @@ install(EXPORT outcoreStaticTargets NAMESPACE outcore:: DESTINATION ${OC_CMAKE_D
 set(OC_CONFIG_HAVE_ZLIB ${ZLIB_FOUND})
 set(OC_CONFIG_HAVE_CUDA ${OUTCORE_HAVE_CUDA})
 set(OC_CONFIG_HAVE_MPI ${OUTCORE_HAVE_MPI})
+# Where a CUDA build installs CUDA's static runtime (below); the CMake package links it from there.
+set(OC_CUDART_DIR "${CMAKE_INSTALL_LIBDIR}/outcore")
 configure_package_config_file(cmake/outcoreConfig.cmake.in ${CMAKE_BINARY_DIR}/outcoreConfig.cmake
-                              INSTALL_DESTINATION ${OC_CMAKE_DIR} NO_SET_AND_CHECK_MACRO)
+                              INSTALL_DESTINATION ${OC_CMAKE_DIR} PATH_VARS OC_CUDART_DIR NO_SET_AND_CHECK_MACRO)
 # 0.x releases follow the soname, liboutcore.so.<major>: the same major version is compatible.
 write_basic_package_version_file(${CMAKE_BINARY_DIR}/outcoreConfigVersion.cmake
                                  VERSION ${PROJECT_VERSION} COMPATIBILITY SameMajorVersion)
@@ -94,7 +96,8 @@ endif()
 if(OUTCORE_HAVE_CUDA)
   # liboutcore.a calls the CUDA runtime, which is linked statically. Its archive is installed
   # in a directory of outcore's own (lib/outcore, so that no other -lcudart_static of the
-  # prefix is shadowed): a static link then needs no CUDA toolkit, and outcore.pc names no
+  # prefix is shadowed): a static link, through outcore.pc or outcore::outcore_static (whose
+  # outcore::cudart_static names this file), then needs no CUDA toolkit, and outcore.pc names no
   # directory of the build machine (NVIDIA's licence lets libcudart_static.a be redistributed
   # with an application). The driver is loaded at run time (dlopen); nvcc's host code needs
   # the C++ runtime.
@@ -103,7 +106,7 @@ if(OUTCORE_HAVE_CUDA)
     set(oc_cudart_static "${CUDA_cudart_static_LIBRARY}")
   endif()
   get_filename_component(oc_cudart_static "${oc_cudart_static}" REALPATH)
-  install(FILES "${oc_cudart_static}" DESTINATION ${CMAKE_INSTALL_LIBDIR}/outcore RENAME libcudart_static.a
+  install(FILES "${oc_cudart_static}" DESTINATION ${OC_CUDART_DIR} RENAME libcudart_static.a
           COMPONENT development)
   string(APPEND OC_PC_LIBS_PRIVATE " -L\${libdir}/outcore -lcudart_static -ldl -lrt -lstdc++")
 endif()

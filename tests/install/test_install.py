@@ -2,7 +2,10 @@
 the library's SONAME, no path of the build tree or the prefix in any installed file, and two
 consumers (tests/install/CMakeLists.txt through find_package, and a pkg-config command line),
 each linked against the shared and the static library, built and run after the prefix has been
-moved elsewhere.
+moved elsewhere. The CMake consumer is built again with the CUDA toolkit hidden from CMake: the
+static target of a CUDA build links the CUDA runtime installed beside liboutcore.a, as its
+pkg-config line does, and needs no toolkit (docs/install.md). When the static target cannot be
+defined, find_package says why.
 
 Run by ctest (label "install") against the build tree of OUTCORE_BIN, or by hand after a build:
     python3 -m pytest tests/install/test_install.py
@@ -19,6 +22,7 @@ import pytest
 from conftest import SOURCE_DIR, build_dir, clean_env, project_version, run
 
 ROWS = ["110100", "011101", "100000", "000000"]  # includes an empty row
+CMAKE = shutil.which("cmake") or "cmake"  # before a test takes the toolkit's folders off the PATH
 
 
 @pytest.fixture(scope="module")
@@ -86,18 +90,70 @@ def test_cli_runs_from_moved_prefix(installed):
     assert proc.stdout.startswith(f"outcore {project_version()} ")
 
 
-def test_cmake_consumer(installed, tmp_path):
+def without_cuda_toolkit(tmp_path):
+    """CMake options and an environment under which find_package(CUDAToolkit) finds nothing, as on
+    a machine without the toolkit: no CUDA variable, no nvcc on the PATH nor in a folder CMake
+    searches (CMAKE_IGNORE_PATH), and CUDAToolkit_ROOT naming an empty folder, which ends
+    FindCUDAToolkit's search before its default, /usr/local/cuda."""
+    env = clean_env()
+    for var in ("CUDA_PATH", "CUDA_HOME", "CUDACXX", "CUDAToolkit_ROOT", "LIBRARY_PATH"):
+        env.pop(var, None)
+    path = [d for d in env.get("PATH", "").split(os.pathsep) if d]
+    candidates = dict.fromkeys(path + ["/usr/local/bin", "/usr/local/cuda/bin", "/opt/cuda/bin"])
+    with_nvcc = [d for d in candidates if os.access(os.path.join(d, "nvcc"), os.X_OK)]
+    env["PATH"] = os.pathsep.join(d for d in path if d not in with_nvcc)
+    empty = tmp_path / "no-cuda-toolkit"
+    empty.mkdir()
+    return [f"-DCUDAToolkit_ROOT={empty}", f"-DCMAKE_IGNORE_PATH={';'.join(with_nvcc)}"], env
+
+
+def configure_consumer(prefix, build, *args, env, check=True):
+    command = [CMAKE, "-S", SOURCE_DIR / "tests" / "install", "-B", build, "-DCMAKE_BUILD_TYPE=Release",
+               f"-DCMAKE_PREFIX_PATH={prefix}", "-DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF", *args]
+    if check:
+        return run(command, env=env)
+    return subprocess.run([str(a) for a in command], capture_output=True, text=True, env=env)
+
+
+@pytest.mark.parametrize("toolkit", ["as found", "hidden"])
+def test_cmake_consumer(installed, tmp_path, toolkit):
     _, prefix = installed
+    args, env = ([], clean_env()) if toolkit == "as found" else without_cuda_toolkit(tmp_path)
+    if toolkit == "hidden":
+        # The test hides what it means to: a project of its own finds no toolkit either.
+        probe = tmp_path / "probe"
+        probe.mkdir()
+        (probe / "CMakeLists.txt").write_text(
+            "cmake_minimum_required(VERSION 3.16)\nproject(probe LANGUAGES C)\nfind_package(CUDAToolkit QUIET)\n"
+            'file(WRITE "${CMAKE_BINARY_DIR}/found.txt" "${CUDAToolkit_FOUND}")\n')
+        run([CMAKE, "-S", probe, "-B", probe / "b", *args], env=env)
+        assert (probe / "b" / "found.txt").read_text() in ("", "FALSE"), "the CUDA toolkit is not hidden"
     build = tmp_path / "consumer"
-    run(["cmake", "-S", SOURCE_DIR / "tests" / "install", "-B", build, "-DCMAKE_BUILD_TYPE=Release",
-         f"-DCMAKE_PREFIX_PATH={prefix}", "-DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF"], env=clean_env())
+    configure_consumer(prefix, build, *args, env=env)
     cache = (build / "CMakeCache.txt").read_text()
     assert f"outcore_DIR:PATH={prefix}/lib/cmake/outcore" in cache, "find_package found another outcore"
-    run(["cmake", "--build", build], env=clean_env())
+    run([CMAKE, "--build", build], env=env)
+    cudart = prefix / "lib" / "outcore" / "libcudart_static.a"
+    if cudart.exists():
+        # A CUDA build: the static consumer links the runtime installed with liboutcore.a.
+        link_txt = build / "CMakeFiles" / "consumer_static.dir" / "link.txt"  # else Ninja's file
+        link = (link_txt if link_txt.exists() else build / "build.ninja").read_text()
+        assert str(cudart) in link and "libcuda.so" not in link, link
     for name, links_shared in [("consumer_shared", True), ("consumer_static", False)]:
         exe = build / name
         assert ("[liboutcore.so." in readelf_dynamic(exe)) == links_shared, name
         assert run([exe, *ROWS], env=clean_env()).stdout == expected_output(ROWS), name
+
+
+def test_cmake_static_component_says_what_is_missing(installed, tmp_path):
+    """COMPONENTS static, REQUIRED, where a library it links with is not found: find_package
+    fails with the reason (outcore_NOT_FOUND_MESSAGE, which CMake prints), not only with
+    "outcore_FOUND to FALSE". Here Threads, which find_package may not look for."""
+    _, prefix = installed
+    proc = configure_consumer(prefix, tmp_path / "b", "-DCMAKE_DISABLE_FIND_PACKAGE_Threads=ON", env=clean_env(),
+                              check=False)
+    assert proc.returncode != 0
+    assert "outcore::outcore_static needs Threads" in " ".join(proc.stderr.split()), proc.stderr
 
 
 def test_pkg_config_consumer(installed, tmp_path):
