@@ -170,13 +170,15 @@ def test_plan_and_explain(mats):
     (d / "cache_dir").mkdir()
     proc = run("matmul", d / "a.npy", d / "b.npy", "--explain", env={"OUTCORE_COST_CACHE": str(d / "cache_dir")})
     assert "cache_dir is a directory, not a regular file" in proc.stdout.splitlines()[0], proc.stdout
-    proc = run("matmul", d / "a.npy", d / "b.npy", "--backend", "cpu", "--plan")
+    # A budget given: the default follows the host's available memory, which moves between runs.
+    proc = run("matmul", d / "a.npy", d / "b.npy", "--backend", "cpu", "--plan", "--host-mem", "64M")
     assert "tiles" in proc.stdout and "bounded by" in proc.stdout
     if not proc.stdout.startswith("cpu/reference"):  # float64 files mapped, C in the output: no copies
         assert "\n  in place A and B read where they lie; C accumulated where it goes\n" in proc.stdout, proc.stdout
         assert " 1 tile\n" in proc.stdout, proc.stdout
     # --plan --explain: the prediction, then the same plan (as gram's prints both); as JSON the plan.
-    both = run("matmul", d / "a.npy", d / "b.npy", "--backend", "cpu", "--plan", "--explain").stdout
+    both = run("matmul", d / "a.npy", d / "b.npy", "--backend", "cpu", "--plan", "--explain", "--host-mem",
+               "64M").stdout
     assert both.startswith("backend: ") and both.endswith(proc.stdout), both
     assert "backend: " not in proc.stdout
     as_json = json.loads(run("matmul", d / "a.npy", d / "b.npy", "--backend", "cpu", "--plan", "--explain",
