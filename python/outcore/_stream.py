@@ -253,6 +253,19 @@ class _NpyOutput:
             self.tmp = None
 
 
+def _check_outputs_apart(files):
+    """Two output files of one call under one name (by any spelling: ./, a link to the
+    folder) would each be renamed over the other, the last one left: refused."""
+    seen = {}
+    for name, f in files:
+        folder, base = os.path.split(os.path.abspath(f.path))
+        key = (os.path.realpath(folder), base)
+        if key in seen:
+            raise InputError(f"outputs {seen[key]!r} and {name!r} both name the file {f.path}: "
+                             f"one would replace the other; give each its own path")
+        seen[key] = name
+
+
 def _as_output(ctx, name, value):
     """(array, file or None) for an output given as an array, (shape, dtype) or (path, shape, dtype)."""
     if isinstance(value, np.ndarray):
@@ -447,6 +460,7 @@ def stream(fn: Callable[[Chunk], object], inputs: Mapping[str, npt.ArrayLike | P
                         read.append((name, value if isinstance(value, np.ndarray) else arr))
             for _, f in files:  # an output file that an array read maps, by any name
                 check_out_path_not_input(f.path, read)
+            _check_outputs_apart(files)
 
             failure = []
 

@@ -205,6 +205,19 @@ def test_output_paths_are_checked_as_the_library_checks_them(tmp_path):
     assert np.array_equal(np.load(tmp_path / "ro.npy"), x) and np.array_equal(np.load(tmp_path / "in.npy"), x)
 
 
+def test_two_outputs_under_one_name_are_refused(tmp_path):
+    """Two output files of one call naming one file (by another spelling too) are refused
+    before any work: each would be renamed over the other."""
+    x = np.arange(10.0)
+    os.mkdir(tmp_path / "sub")
+    os.symlink(tmp_path / "sub", tmp_path / "link")
+    for second in (tmp_path / "sub" / "y.npy", tmp_path / "sub" / "." / "y.npy", tmp_path / "link" / "y.npy"):
+        with pytest.raises(InputError, match="outputs 'y' and 'z' both name the file"):
+            outcore.stream(nothing, inputs={"x": x}, outputs={"y": (tmp_path / "sub" / "y.npy", (10,), np.float64),
+                                                               "z": (second, (10,), np.float64)})
+        assert os.listdir(tmp_path / "sub") == []
+
+
 KILLED = textwrap.dedent("""
     import os, signal, sys
     import numpy as np
