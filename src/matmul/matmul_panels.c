@@ -29,21 +29,21 @@ oc_status oc_mm_io_fail(const oc_matmul_job *job, oc_status status, const char *
  * each element, written into nb adjacent columns of dst. */
 static void transpose_block(const void *blk, int64_t nb, int64_t width, size_t elem, void *dst, int64_t ld)
 {
-#define OC_MM_TRANSPOSE(T)              \
-    for (int64_t j = 0; j < width; j++) \
-        for (int64_t b = 0; b < nb; b++) ((T *)dst)[j * ld + b] = ((const T *)blk)[b * width + j]
+#define OC_MM_TRANSPOSE(T, blk, nb, width, dst, ld) \
+    for (int64_t j = 0; j < (width); j++)           \
+        for (int64_t b = 0; b < (nb); b++) ((T *)(dst))[j * (ld) + b] = ((const T *)(blk))[b * (width) + j]
     switch (elem) {
     case 1:
-        OC_MM_TRANSPOSE(uint8_t);
+        OC_MM_TRANSPOSE(uint8_t, blk, nb, width, dst, ld);
         break;
     case 2:
-        OC_MM_TRANSPOSE(uint16_t);
+        OC_MM_TRANSPOSE(uint16_t, blk, nb, width, dst, ld);
         break;
     case 4:
-        OC_MM_TRANSPOSE(uint32_t);
+        OC_MM_TRANSPOSE(uint32_t, blk, nb, width, dst, ld);
         break;
     default:
-        OC_MM_TRANSPOSE(uint64_t);
+        OC_MM_TRANSPOSE(uint64_t, blk, nb, width, dst, ld);
         break;
     }
 #undef OC_MM_TRANSPOSE

@@ -18,22 +18,22 @@ typedef struct ref_args {
     void *acc;
 } ref_args;
 
-#define REF_LOOP(TA, TACC)                                                              \
-    do {                                                                                \
-        const TA *a = g->a;                                                             \
-        const TA *b = g->b;                                                             \
-        TACC *acc = g->acc;                                                             \
-        for (int64_t j0 = 0; j0 < g->w; j0 += COLS_PER_BLOCK) {                         \
-            const int64_t j1 = j0 + COLS_PER_BLOCK < g->w ? j0 + COLS_PER_BLOCK : g->w; \
-            for (int64_t i = r0; i < r1; i++) {                                         \
-                TACC *c = acc + i * g->w;                                               \
-                for (int64_t l = 0; l < g->kw; l++) {                                   \
-                    const TACC x = (TACC)a[i * g->kw + l];                              \
-                    const TA *bl = b + l * g->w;                                        \
-                    for (int64_t j = j0; j < j1; j++) c[j] += x * (TACC)bl[j];          \
-                }                                                                       \
-            }                                                                           \
-        }                                                                               \
+#define REF_LOOP(TA, TACC, g, r0, r1)                                                       \
+    do {                                                                                    \
+        const TA *a = (g)->a;                                                               \
+        const TA *b = (g)->b;                                                               \
+        TACC *acc = (g)->acc;                                                               \
+        for (int64_t j0 = 0; j0 < (g)->w; j0 += COLS_PER_BLOCK) {                           \
+            const int64_t j1 = j0 + COLS_PER_BLOCK < (g)->w ? j0 + COLS_PER_BLOCK : (g)->w; \
+            for (int64_t i = (r0); i < (r1); i++) {                                         \
+                TACC *c = acc + i * (g)->w;                                                 \
+                for (int64_t l = 0; l < (g)->kw; l++) {                                     \
+                    const TACC x = (TACC)a[i * (g)->kw + l];                                \
+                    const TA *bl = b + l * (g)->w;                                          \
+                    for (int64_t j = j0; j < j1; j++) c[j] += x * (TACC)bl[j];              \
+                }                                                                           \
+            }                                                                               \
+        }                                                                                   \
     } while (0)
 
 static oc_status ref_task(void *arg, int64_t task, int worker)
@@ -43,13 +43,13 @@ static oc_status ref_task(void *arg, int64_t task, int worker)
     const int64_t r0 = task * ROWS_PER_TASK, r1 = r0 + ROWS_PER_TASK < g->h ? r0 + ROWS_PER_TASK : g->h;
     switch (g->kind) {
     case OC_MM_KIND_F64:
-        REF_LOOP(double, double);
+        REF_LOOP(double, double, g, r0, r1);
         break;
     case OC_MM_KIND_F32:
-        REF_LOOP(float, float);
+        REF_LOOP(float, float, g, r0, r1);
         break;
     default:
-        REF_LOOP(int8_t, int32_t);
+        REF_LOOP(int8_t, int32_t, g, r0, r1);
         break;
     }
     return OC_OK;

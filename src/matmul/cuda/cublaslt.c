@@ -5,6 +5,7 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,26 +46,31 @@ static void cublaslt_load(void)
                  err ? err : "not found");
         return;
     }
+    /* The functions by name, each into its field of the table. */
+    static const struct {
+        size_t offset;
+        const char *name;
+    } symbols[] = {
+        {offsetof(oc_cublaslt_api, create), "cublasLtCreate"},
+        {offsetof(oc_cublaslt_api, destroy), "cublasLtDestroy"},
+        {offsetof(oc_cublaslt_api, desc_create), "cublasLtMatmulDescCreate"},
+        {offsetof(oc_cublaslt_api, desc_set), "cublasLtMatmulDescSetAttribute"},
+        {offsetof(oc_cublaslt_api, desc_destroy), "cublasLtMatmulDescDestroy"},
+        {offsetof(oc_cublaslt_api, layout_create), "cublasLtMatrixLayoutCreate"},
+        {offsetof(oc_cublaslt_api, layout_set), "cublasLtMatrixLayoutSetAttribute"},
+        {offsetof(oc_cublaslt_api, layout_destroy), "cublasLtMatrixLayoutDestroy"},
+        {offsetof(oc_cublaslt_api, pref_create), "cublasLtMatmulPreferenceCreate"},
+        {offsetof(oc_cublaslt_api, pref_set), "cublasLtMatmulPreferenceSetAttribute"},
+        {offsetof(oc_cublaslt_api, pref_destroy), "cublasLtMatmulPreferenceDestroy"},
+        {offsetof(oc_cublaslt_api, heuristic), "cublasLtMatmulAlgoGetHeuristic"},
+        {offsetof(oc_cublaslt_api, matmul), "cublasLtMatmul"},
+    };
     const char *missing = NULL;
-#define SYM(field, name)                               \
-    do {                                               \
-        *(void **)&lt.api.field = dlsym(lt.lib, name); \
-        if (!lt.api.field && !missing) missing = name; \
-    } while (0)
-    SYM(create, "cublasLtCreate");
-    SYM(destroy, "cublasLtDestroy");
-    SYM(desc_create, "cublasLtMatmulDescCreate");
-    SYM(desc_set, "cublasLtMatmulDescSetAttribute");
-    SYM(desc_destroy, "cublasLtMatmulDescDestroy");
-    SYM(layout_create, "cublasLtMatrixLayoutCreate");
-    SYM(layout_set, "cublasLtMatrixLayoutSetAttribute");
-    SYM(layout_destroy, "cublasLtMatrixLayoutDestroy");
-    SYM(pref_create, "cublasLtMatmulPreferenceCreate");
-    SYM(pref_set, "cublasLtMatmulPreferenceSetAttribute");
-    SYM(pref_destroy, "cublasLtMatmulPreferenceDestroy");
-    SYM(heuristic, "cublasLtMatmulAlgoGetHeuristic");
-    SYM(matmul, "cublasLtMatmul");
-#undef SYM
+    for (size_t k = 0; k < sizeof symbols / sizeof symbols[0]; ++k) {
+        void *fn = dlsym(lt.lib, symbols[k].name);
+        memcpy((char *)&lt.api + symbols[k].offset, &fn, sizeof fn);
+        if (!fn && !missing) missing = symbols[k].name;
+    }
     if (missing) {
         snprintf(lt.why, sizeof lt.why, "%s lacks %s (cuBLASLt 11 or later is needed)", lt.api.library, missing);
         dlclose(lt.lib);

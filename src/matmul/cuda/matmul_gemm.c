@@ -14,12 +14,12 @@
 #include "core/trace.h"
 #include "cost/cost.h"
 
-#define LT_CHECK(call)                                                                                            \
-    do {                                                                                                          \
-        cublasStatus_t oc_lt_s_ = (call);                                                                         \
-        if (oc_lt_s_ != CUBLAS_STATUS_SUCCESS)                                                                    \
-            return oc_fail(ctx, oc_lt_s_ == CUBLAS_STATUS_ALLOC_FAILED ? OC_ERR_DEVICE_NO_MEMORY : OC_ERR_DEVICE, \
-                           "cuBLASLt: %s: %s", #call, oc_cublaslt_status_name(oc_lt_s_));                         \
+#define LT_CHECK(ctx, call)                                                                                         \
+    do {                                                                                                            \
+        cublasStatus_t oc_lt_s_ = (call);                                                                           \
+        if (oc_lt_s_ != CUBLAS_STATUS_SUCCESS)                                                                      \
+            return oc_fail((ctx), oc_lt_s_ == CUBLAS_STATUS_ALLOC_FAILED ? OC_ERR_DEVICE_NO_MEMORY : OC_ERR_DEVICE, \
+                           "cuBLASLt: %s: %s", #call, oc_cublaslt_status_name(oc_lt_s_));                           \
     } while (0)
 
 static cudaDataType_t data_type(oc_mm_type t)
@@ -55,8 +55,8 @@ oc_status oc_mm_gemm_open(oc_context *ctx, const oc_cublaslt_api *lt, const oc_m
     if (plan->in.in_type == OC_MM_FLOAT64) compute = CUBLAS_COMPUTE_64F, scale = CUDA_R_64F;
     else if (plan->in.in_type == OC_MM_FLOAT32 && plan->in.tf32) compute = CUBLAS_COMPUTE_32F_FAST_TF32;
     else if (plan->in.in_type == OC_MM_INT8) compute = CUBLAS_COMPUTE_32I, scale = CUDA_R_32I;
-    LT_CHECK(lt->create(&g->handle));
-    LT_CHECK(lt->desc_create(&g->desc, compute, scale));
+    LT_CHECK(ctx, lt->create(&g->handle));
+    LT_CHECK(ctx, lt->desc_create(&g->desc, compute, scale));
     /* The first operand is the B panel, the second the A panel (matmul_gemm.h); a resident
      * plan's transposed operands are cuBLASLt's transposes (int8: always "TN", packed so). */
     cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
@@ -64,11 +64,11 @@ oc_status oc_mm_gemm_open(oc_context *ctx, const oc_cublaslt_api *lt, const oc_m
         ta = plan->in.tb ? CUBLAS_OP_T : CUBLAS_OP_N;
         tb = plan->in.ta ? CUBLAS_OP_T : CUBLAS_OP_N;
     }
-    LT_CHECK(lt->desc_set(g->desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
-    LT_CHECK(lt->desc_set(g->desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
-    LT_CHECK(lt->pref_create(&g->pref));
+    LT_CHECK(ctx, lt->desc_set(g->desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+    LT_CHECK(ctx, lt->desc_set(g->desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+    LT_CHECK(ctx, lt->pref_create(&g->pref));
     const uint64_t ws = g->workspace_bytes;
-    LT_CHECK(lt->pref_set(g->pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+    LT_CHECK(ctx, lt->pref_set(g->pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
     return OC_OK;
 }
 
@@ -184,18 +184,19 @@ static oc_status shape_of(oc_context *ctx, oc_mm_gemm *g, int64_t rows, int64_t 
         /* Cᵀ (cols_pad x rows) = Btᵀ · A: Bt is cols_pad x kpad stored as kpad x cols_pad, A
          * rows x kpad as kpad x rows. */
         const uint64_t kpad = (uint64_t)((depth + 15) / 16 * 16);
-        LT_CHECK(lt->layout_create(&s->la, g->ab_type, kpad, cols_pad, (int64_t)kpad));
-        LT_CHECK(lt->layout_create(&s->lb, g->ab_type, kpad, (uint64_t)rows, (int64_t)kpad));
+        LT_CHECK(ctx, lt->layout_create(&s->la, g->ab_type, kpad, cols_pad, (int64_t)kpad));
+        LT_CHECK(ctx, lt->layout_create(&s->lb, g->ab_type, kpad, (uint64_t)rows, (int64_t)kpad));
     } else {
         /* Cᵀ (cols x rows) = Bᵀ (cols x depth, ld cols) · Aᵀ (depth x rows, ld depth); a
          * resident op(B) = Bᵀ is B stored cols x depth (depth x cols column-major, transposed
          * by the operation), op(A) = Aᵀ is A stored depth x rows. */
-        if (g->plan->in.tb) LT_CHECK(lt->layout_create(&s->la, g->ab_type, (uint64_t)depth, (uint64_t)cols, depth));
-        else LT_CHECK(lt->layout_create(&s->la, g->ab_type, (uint64_t)cols, (uint64_t)depth, cols));
-        if (g->plan->in.ta) LT_CHECK(lt->layout_create(&s->lb, g->ab_type, (uint64_t)rows, (uint64_t)depth, rows));
-        else LT_CHECK(lt->layout_create(&s->lb, g->ab_type, (uint64_t)depth, (uint64_t)rows, depth));
+        if (g->plan->in.tb)
+            LT_CHECK(ctx, lt->layout_create(&s->la, g->ab_type, (uint64_t)depth, (uint64_t)cols, depth));
+        else LT_CHECK(ctx, lt->layout_create(&s->la, g->ab_type, (uint64_t)cols, (uint64_t)depth, cols));
+        if (g->plan->in.ta) LT_CHECK(ctx, lt->layout_create(&s->lb, g->ab_type, (uint64_t)rows, (uint64_t)depth, rows));
+        else LT_CHECK(ctx, lt->layout_create(&s->lb, g->ab_type, (uint64_t)depth, (uint64_t)rows, depth));
     }
-    LT_CHECK(lt->layout_create(&s->lc, g->c_type, cols_pad, (uint64_t)rows, ldc));
+    LT_CHECK(ctx, lt->layout_create(&s->lc, g->c_type, cols_pad, (uint64_t)rows, ldc));
     known_shape k = key_of(g, s);
     if (known_find(&k, &k)) {
         s->answer = k.answer;
@@ -210,10 +211,10 @@ static oc_status shape_of(oc_context *ctx, oc_mm_gemm *g, int64_t rows, int64_t 
                                                                        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES};
     for (int i = 0; i < 3; ++i) {
         const uint32_t v = (uint32_t)align[i];
-        LT_CHECK(lt->pref_set(g->pref, align_attr[i], &v, sizeof v));
+        LT_CHECK(ctx, lt->pref_set(g->pref, align_attr[i], &v, sizeof v));
     }
     const uint32_t vd = (uint32_t)align[2];
-    LT_CHECK(lt->pref_set(g->pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &vd, sizeof vd));
+    LT_CHECK(ctx, lt->pref_set(g->pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &vd, sizeof vd));
     cublasLtMatmulHeuristicResult_t found[OC_MM_GEMM_CANDIDATES];
     const int want = g->plan->in.in_type == OC_MM_INT8 ? OC_MM_GEMM_CANDIDATES : 1;
     int nfound = 0;
@@ -365,7 +366,7 @@ oc_status oc_mm_gemm_run(oc_context *ctx, oc_mm_gemm *g, int64_t rows, int64_t c
     if (s->algo_workspace > g->workspace_held)
         return oc_fail(ctx, OC_ERR_INTERNAL, "matmul: an algorithm asks %zu bytes of workspace, %zu given",
                        s->algo_workspace, g->workspace_held);
-    LT_CHECK(lt_matmul(g, s, &s->algo, alpha, a, b, beta, acc, stream));
+    LT_CHECK(ctx, lt_matmul(g, s, &s->algo, alpha, a, b, beta, acc, stream));
     return OC_OK;
 }
 
