@@ -30,13 +30,15 @@ typedef enum oc_metric_range {
 } oc_metric_range;
 
 typedef struct oc_metric_info {
-    const char *name;   /* as --metric and metric= take it */
-    int is_float;       /* a float32 similarity; else an integer (count or distance) */
-    int is_distance;    /* smaller is better: top-k ascending, thresholds keep <= T */
-    int popcounts;      /* the formula reads the rows' popcounts |a|, |b| */
-    int unshared_worst; /* a pair sharing no column (c = 0) scores the worst value, 0
-                                 * (jaccard: unless both rows are empty), so the sparse path may
-                                 * visit only pairs that share a column */
+    const char *name;    /* as --metric and metric= take it */
+    int is_float;        /* a float32 similarity; else an integer (count or distance) */
+    int is_distance;     /* smaller is better: top-k ascending, thresholds keep <= T */
+    int popcounts;       /* the formula reads the rows' popcounts |a|, |b| */
+    int unshared_worst;  /* a pair sharing no column (c = 0) scores the worst value, 0
+                                 * (unless both rows are empty: empty_pair_best), so the sparse
+                                 * path may visit only pairs that share a column */
+    int empty_pair_best; /* two empty rows score the best value, 1 (jaccard's 0/0): pairs
+                                 * that share no column, which the sparse path adds itself */
     oc_metric_range range;
     unsigned dtypes;        /* the result dtypes allowed: bit (1u << oc_dtype) each */
     oc_dtype default_dtype; /* what OC_DTYPE_DEFAULT resolves to */

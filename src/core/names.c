@@ -19,7 +19,7 @@
 
 static const oc_metric_info metrics[] = {
     [OC_METRIC_COUNTS] = {.name = "counts", INTEGER(0, 0, 1)},
-    [OC_METRIC_JACCARD] = {.name = "jaccard", SIMILARITY},
+    [OC_METRIC_JACCARD] = {.name = "jaccard", SIMILARITY, .empty_pair_best = 1},
     [OC_METRIC_COSINE] = {.name = "cosine", SIMILARITY},
     [OC_METRIC_HAMMING] = {.name = "hamming", INTEGER(1, 1, 0)},
 #if defined(OC_TEST_PRETEND_METRIC) && !defined(OC_TEST_PRETEND_WITHOUT_ROW)

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/metric.h"
 #include "gram/cpu/sparse/sparse_hub_sweep.h"
 #include "gram/cpu/sparse/sparse_rows.h"
 
@@ -73,7 +74,7 @@ static void finish_topk(row_state *rs)
     qsort(rs->w->heap, (size_t)n, sizeof *list, desc_u64);
     memcpy(list, rs->w->heap, (size_t)n * sizeof *list);
     if (n == kept) return;
-    const int empty_pairs = sj->job->metric == OC_METRIC_JACCARD && rs->pa == 0;
+    const int empty_pairs = oc_metric_info_of(sj->job->metric)->empty_pair_best && rs->pa == 0;
     if (empty_pairs)
         for (int64_t e = 0; e < ix->nempty_b && n < kept; ++e)
             if (!(sym && ix->empty_b[e] == i)) list[n++] = full_key(oc_key_f32(1.0f), ix->empty_b[e]);
@@ -136,7 +137,7 @@ static int finish_pairs(row_state *rs)
     const sparse_job *sj = rs->sj;
     const oc_sparse_index *ix = sj->ix;
     sparse_worker *w = rs->w;
-    if (sj->job->metric == OC_METRIC_JACCARD && rs->pa == 0) {
+    if (oc_metric_info_of(sj->job->metric)->empty_pair_best && rs->pa == 0) {
         const float one = 1.0f;
         for (int64_t e = 0; e < ix->nempty_b; ++e)
             if (!(sj->job->symmetric && ix->empty_b[e] <= rs->i) && oc_key_f32(one) >= sj->min_key &&
