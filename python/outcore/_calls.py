@@ -8,8 +8,8 @@ KeyboardInterrupt is raised once the call has returned (the caller's buffers mus
 library's use of them). Calls from other threads run where they are: no signal reaches them.
 
 The worker is one daemon thread for the process, started by the first call and reused: a
-thread started per call cost 0.15-0.19 ms on the 2-core VM, about 40% of a small product's
-call (bench/RESULTS.md, "Python calls on one worker thread"). A forked child starts its own.
+thread started per call was a large part of a small product's call (bench/RESULTS.md,
+"Python calls on one worker thread"). A forked child starts its own.
 
 A call its caller knows to be short (`short=True`: a product of a few million multiply-adds
 on arrays in memory) runs where it is, on the main thread too: handing it to the worker and

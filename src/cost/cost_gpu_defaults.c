@@ -5,10 +5,10 @@
  * on that architecture and the rate measured for it, in bit-MACs computed per second (the
  * model counts the bit-MACs a job computes: the upper triangle of A·Aᵀ). The figures, with
  * their commands and devices, are in bench/RESULTS.md:
- *   wgmma:    "Hopper's wgmma b1 kernel (issue 19)", the run of record, raw column;
+ *   wgmma:    the entry "Hopper's wgmma b1 kernel", the run of record, raw column;
  *   mma.sync: the same entry, the mma.sync row (measured on Hopper; no Ampere figure yet,
  *             so on sm_80..sm_89 it is an upper bound);
- *   popc:     "CUDA (issue 3)", the kernel popc row (the CUDA-core fallback).
+ *   popc:     the entry on the first CUDA backend, the kernel popc row (the CUDA-core fallback).
  */
 #include "cost/cost.h"
 

@@ -3,8 +3,8 @@
  *
  * The dense path's kernel rates come from the cost model's table (cost.h: measured and cached
  * per machine, or its defaults), and on a GPU its whole prediction. The sparse path's
- * per-operation costs below are seconds per operation on one core, fitted to the 2-core
- * development VM (bench/RESULTS.md, "sparse path" and "the sparse path's prediction"): the
+ * per-operation costs below are seconds per operation on one core, fitted to a 2-core AVX-512
+ * machine (bench/RESULTS.md, "sparse path" and "the sparse path's prediction"): the
  * choice needs them right within a factor of a few, since the two predictions differ by
  * orders of magnitude wherever it matters, and the job's reported prediction within 2x. Dense data never reaches the column counts: above MAX_SPARSE_DENSITY the
  * sparse path cannot win (every row pair shares columns), and counting would cost a pass

@@ -78,8 +78,8 @@ static oc_status read_whole(oc_context *ctx, const char *path, unsigned char **d
     struct stat sb;
     OC_CHECK(ctx, oc_input_open(ctx, path, &fd, &sb));
     size_t len = (size_t)sb.st_size, done = 0;
-    /* A file that cannot be code is refused from its start, before the whole is read (a 3 GB
-     * file took 16 s and its size in memory to be refused). */
+    /* A file that cannot be code is refused from its start, before the whole is read (a large
+     * file would otherwise cost its time and its size in memory to be refused). */
     const size_t head = len < 65536 ? len : 65536;
     unsigned char *start = head > 0 ? malloc(head) : NULL; /* off the stack: callers' threads may be small */
     const ssize_t got = start ? pread(fd, start, head, 0) : -1;

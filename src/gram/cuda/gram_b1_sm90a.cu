@@ -9,7 +9,7 @@
  * B read by the tensor cores straight from shared memory through matrix descriptors. One
  * instruction replaces 128 mma.sync m16n8k256 plus their ldmatrix loads: the mma.sync kernel
  * spends its time issuing (Nsight Compute, bench/RESULTS.md: math-pipe throttle first among
- * its stalls, tensor pipe 67% active, L2 at 45%).
+ * its stalls, the tensor pipe and L2 far from busy).
  *
  *   global --TMA boxes (tensor maps), 128-byte swizzle--> shared, 4 stages with mbarriers
  *   shared --wgmma descriptors--> tensor cores --> 128 int32 accumulators per thread

@@ -25,8 +25,8 @@
 
 /* Parts per thread at least: enough that a slow thread (a busy core) does not hold up the
  * end. And parts of at most PART_BLOCKS blocks, taken in order: the threads then sweep the
- * arrays together and the last parts are short. On the 16-core H200 host, against four
- * contiguous parts per thread, a * b ran 5% and exp(a) + sin(b) 5% faster (bench/RESULTS.md). */
+ * arrays together and the last parts are short, which ran faster than four contiguous parts
+ * per thread (bench/RESULTS.md). */
 #define PARTS_PER_THREAD 4
 #define PART_BLOCKS 16
 
@@ -176,8 +176,8 @@ static void give_eval(elementwise *w, oc_map_eval *ev)
 /* When the pages are dropped (job->release): marks the part done and drops the pages before
  * the first part not done. Not each part's own range: the threads take the parts in order,
  * and a part that dropped the pages and 2 MiB stretches it shares with its neighbours took
- * them from under a neighbour that still read or wrote there, to be faulted back (a * b + 1 of
- * two 400 MB inputs on 2 cores ran about 10% slower so). Before that
+ * them from under a neighbour that still read or wrote there, to be faulted back (slower, as
+ * bench/RESULTS.md measured). Before that
  * part nothing is read or written any more, and a fault there or after it maps nothing
  * outside its own stretch, which stays. A part that ends LAG_PARTS or more ahead of it (a
  * thread that stalls, on a busy machine or on a write fault of the output, holds it back)

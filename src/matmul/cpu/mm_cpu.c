@@ -253,8 +253,8 @@ static const void *op_row(const void *x, int flag, int64_t r, int64_t ld, size_t
 /* Rows of a tile per BLAS call: about 2^35 multiply-adds each (a second or two on two
  * cores), and at least 2048 rows, so that a cancel, checked between calls, stops a tile that
  * is the whole product (the one tile of a product that fits) within moments, while the BLAS
- * runs as fast as on the whole tile (1024-row bands lost 3-4% on two cores: each call packs
- * all of B again). */
+ * runs as fast as on the whole tile (shorter bands ran slower: each call packs all of B
+ * again). */
 static int64_t band_rows(int64_t h, int64_t w, int64_t kw)
 {
     const double per_row = (double)w * (double)kw;
