@@ -139,7 +139,7 @@ static oc_status import_floors(oc_cuda_select *s, const oc_gram_tile *tile, cuda
     if (n == 0) return OC_OK;
     s->floor_imports++;
     const int64_t nb = s->job->symmetric && tile->j0 != tile->i0 ? tile->cols : 0;
-    return oc_cuda_floors_import(s->ctx, s->d_floors, peers, n, tile->i0, tile->rows, tile->j0, nb, stream);
+    return oc_cuda_floors_import(s->ctx, s->dev, s->d_floors, peers, n, tile->i0, tile->rows, tile->j0, nb, stream);
 }
 
 static int select_on_device(const oc_gram_job *job)

@@ -35,8 +35,9 @@ __global__ void floors_import_kernel(const import_args a)
 
 } // namespace
 
-extern "C" oc_status oc_cuda_floors_import(oc_context *ctx, uint64_t *own, const uint64_t *const *peers, int npeers,
-                                           int64_t a0, int64_t na, int64_t b0, int64_t nb, cudaStream_t stream)
+extern "C" oc_status oc_cuda_floors_import(oc_context *ctx, oc_cuda_device *dev, uint64_t *own,
+                                           const uint64_t *const *peers, int npeers, int64_t a0, int64_t na, int64_t b0,
+                                           int64_t nb, cudaStream_t stream)
 {
     if (npeers <= 0 || na + nb <= 0) return OC_OK;
     if (npeers > OC_MAX_LOGICAL_DEVICES)
@@ -47,6 +48,8 @@ extern "C" oc_status oc_cuda_floors_import(oc_context *ctx, uint64_t *own, const
     a.npeers = npeers, a.a0 = a0, a.na = na, a.b0 = b0, a.nb = nb;
     const int threads = 256;
     const int64_t blocks = (na + nb + threads - 1) / threads;
+    OC_CHECK(ctx,
+             oc_cuda_launch_prepare(ctx, dev, (const void *)floors_import_kernel, "floors_import_kernel", threads, 0));
     floors_import_kernel<<<(unsigned)(blocks < 1024 ? blocks : 1024), threads, 0, stream>>>(a);
     CUDA_CHECK_LAUNCH(ctx, "floors_import_kernel");
     return OC_OK;

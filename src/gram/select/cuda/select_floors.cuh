@@ -31,10 +31,11 @@ extern "C" {
 #endif
 
 /* own[r] = max(own[r], peers[p][r] for every p) for r in [a0, a0 + na) and [b0, b0 + nb)
- * (nb may be 0), enqueued on `stream`. The peers' arrays are device memory this device can
- * read (the same device, or a peer with access enabled). */
-oc_status oc_cuda_floors_import(oc_context *ctx, uint64_t *own, const uint64_t *const *peers, int npeers, int64_t a0,
-                                int64_t na, int64_t b0, int64_t nb, cudaStream_t stream);
+ * (nb may be 0), enqueued on `stream` of dev (its launch checked by the launch planner first).
+ * The peers' arrays are device memory dev can read (its own, or a peer's with access
+ * enabled). */
+oc_status oc_cuda_floors_import(oc_context *ctx, oc_cuda_device *dev, uint64_t *own, const uint64_t *const *peers,
+                                int npeers, int64_t a0, int64_t na, int64_t b0, int64_t nb, cudaStream_t stream);
 
 #ifdef __cplusplus
 }
