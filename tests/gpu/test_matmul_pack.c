@@ -17,7 +17,7 @@
 #include "../harness.h"
 #include "core/context.h"
 #include "engine/cuda/device.h"
-#include "matmul/cuda/matmul_pack.cuh"
+#include "matmul/cuda/kernels/matmul_pack.cuh"
 
 static oc_context *ctx;
 static oc_cuda_device dev;

@@ -14,7 +14,9 @@
 #include "engine/cuda/cuda_check.h"
 #include "engine/cuda/device.h"
 #include "matmul/cuda/matmul_gemm.h"
-#include "matmul/cuda/matmul_pack.cuh"
+#include "matmul/cuda/kernels/matmul_mirror.cuh"
+#include "matmul/cuda/kernels/matmul_pack.cuh"
+#include "matmul/cuda/kernels/matmul_round.cuh"
 #include "mem/pool.h"
 
 typedef struct resident {

@@ -1,17 +1,16 @@
 /*
- * matmul_pack.cu - the int8 panel layouts and the half-precision rounding of matmul_pack.cuh.
- * Memory-bound copies: one byte (or element) per thread, the transpose through shared memory
- * so that both its reads and its writes are coalesced, four bytes a word where rows allow.
+ * matmul_pack.cu - the int8 panel layouts of matmul_pack.cuh. Memory-bound copies: one byte
+ * per thread, the transpose through shared memory so that both its reads and its writes are
+ * coalesced, four bytes a word where rows allow.
  */
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 extern "C" {
 #include "core/error.h"
 }
 #include "engine/cuda/cuda_check.h"
-#include "matmul/cuda/matmul_pack.cuh"
+#include "matmul/cuda/kernels/matmul_grid.cuh"
+#include "matmul/cuda/kernels/matmul_pack.cuh"
 
 namespace {
 
@@ -88,62 +87,6 @@ __global__ void __launch_bounds__(THREADS)
     }
 }
 
-/* The accumulator's value in the result's type, one overload per pair. Overloads, not explicit
- * specializations of a template: nvcc makes this anonymous namespace a hidden named one, whose
- * visibility GCC does not give an explicit specialization of builtin types (round_to<int,
- * unsigned char> was exported from liboutcore.so; tests/link/check_elf.sh). */
-__device__ void round_to(float v, __half *out) { *out = __float2half_rn(v); }
-__device__ void round_to(float v, __nv_bfloat16 *out) { *out = __float2bfloat16_rn(v); }
-__device__ void round_to(int32_t v, uint8_t *out) { *out = v != 0; }
-
-template <typename S, typename T>
-__global__ void __launch_bounds__(THREADS)
-    round_kernel(const S *__restrict__ src, int64_t rows, int64_t cols, int64_t ld, T *__restrict__ dst)
-{
-    const int64_t c = (int64_t)blockIdx.x * THREADS + threadIdx.x;
-    const int64_t r = blockIdx.y + (int64_t)blockIdx.z * gridDim.y;
-    if (r >= rows || c >= cols) return;
-    round_to(src[r * ld + c], &dst[r * cols + c]);
-}
-
-/* c[i * ld + j] = c[j * ld + i] for j < i: the lower triangle from the upper, through shared
- * memory so that both are read and written by rows. Block (x, y) writes lower tile (x, y),
- * y <= x, from upper tile (y, x), which no block writes (a diagonal tile reads its own upper
- * part before writing its lower part). */
-template <typename T> __global__ void __launch_bounds__(THREADS) mirror_kernel(T *c, int64_t n, int64_t ld)
-{
-    const int64_t bi = blockIdx.x, bj = blockIdx.y;
-    if (bj > bi) return;
-    __shared__ T s[EDGE][EDGE + 1];
-    const int tx = threadIdx.x % EDGE, ty = threadIdx.x / EDGE;
-    for (int r = ty; r < EDGE; r += THREADS / EDGE) {
-        const int64_t i = bj * EDGE + r, j = bi * EDGE + tx;
-        if (i < n && j < n) s[r][tx] = c[i * ld + j];
-    }
-    __syncthreads();
-    for (int r = ty; r < EDGE; r += THREADS / EDGE) {
-        const int64_t i = bi * EDGE + r, j = bj * EDGE + tx;
-        if (i < n && j < i) c[i * ld + j] = s[tx][r];
-    }
-}
-
-template <typename T>
-oc_status mirror(oc_context *ctx, oc_cuda_device *dev, void *c, int64_t n, int64_t ld, cudaStream_t stream)
-{
-    OC_CHECK(ctx, oc_cuda_launch_prepare(ctx, dev, (const void *)mirror_kernel<T>, "matmul mirror_kernel", THREADS, 0));
-    const unsigned tiles = (unsigned)((n + EDGE - 1) / EDGE);
-    mirror_kernel<T><<<dim3(tiles, tiles), THREADS, 0, stream>>>((T *)c, n, ld);
-    CUDA_CHECK_LAUNCH(ctx, "matmul mirror_kernel");
-    return OC_OK;
-}
-
-/* A grid over rows x cols elements, one row per (y, z) pair: y stays under its limit. */
-dim3 row_grid(int64_t rows, int64_t cols)
-{
-    const int64_t y = rows < 65535 ? rows : 65535;
-    return dim3((unsigned)((cols + THREADS - 1) / THREADS), (unsigned)y, (unsigned)((rows + y - 1) / y));
-}
-
 } // namespace
 
 extern "C" oc_status oc_mm_pack_rows_i8(oc_context *ctx, oc_cuda_device *dev, const int8_t *src, int64_t rows,
@@ -152,7 +95,7 @@ extern "C" oc_status oc_mm_pack_rows_i8(oc_context *ctx, oc_cuda_device *dev, co
     if (rows <= 0 || ld <= 0) return OC_OK;
     OC_CHECK(ctx,
              oc_cuda_launch_prepare(ctx, dev, (const void *)pack_rows_kernel, "matmul pack_rows_kernel", THREADS, 0));
-    pack_rows_kernel<<<row_grid(rows, ld), THREADS, 0, stream>>>(src, rows, cols, dst, ld);
+    pack_rows_kernel<<<oc_mm_row_grid(rows, ld, THREADS), THREADS, 0, stream>>>(src, rows, cols, dst, ld);
     CUDA_CHECK_LAUNCH(ctx, "matmul pack_rows_kernel");
     return OC_OK;
 }
@@ -181,52 +124,4 @@ extern "C" oc_status oc_mm_transpose_i8(oc_context *ctx, oc_cuda_device *dev, co
     transpose_kernel<<<grid, THREADS, 0, stream>>>(src, rows, cols, src_ld, dst, ld, dst_rows);
     CUDA_CHECK_LAUNCH(ctx, "matmul transpose_kernel");
     return OC_OK;
-}
-
-/* One round_kernel<S, T> launched over rows x cols. */
-template <typename S, typename T>
-static oc_status round_as(oc_context *ctx, oc_cuda_device *dev, const void *src, int64_t rows, int64_t cols, int64_t ld,
-                          void *dst, const char *name, cudaStream_t stream)
-{
-    OC_CHECK(ctx, oc_cuda_launch_prepare(ctx, dev, (const void *)round_kernel<S, T>, name, THREADS, 0));
-    round_kernel<S, T><<<row_grid(rows, cols), THREADS, 0, stream>>>((const S *)src, rows, cols, ld, (T *)dst);
-    return OC_OK;
-}
-
-extern "C" oc_status oc_mm_round_acc(oc_context *ctx, oc_cuda_device *dev, const void *src, int64_t rows, int64_t cols,
-                                     int64_t ld, oc_mm_type to, void *dst, cudaStream_t stream)
-{
-    if (rows <= 0 || cols <= 0) return OC_OK;
-    if (to == OC_MM_FLOAT16)
-        OC_CHECK(ctx,
-                 (round_as<float, __half>(ctx, dev, src, rows, cols, ld, dst, "matmul round_kernel<half>", stream)));
-    else if (to == OC_MM_BFLOAT16)
-        OC_CHECK(ctx, (round_as<float, __nv_bfloat16>(ctx, dev, src, rows, cols, ld, dst,
-                                                      "matmul round_kernel<bfloat16>", stream)));
-    else if (to == OC_MM_BOOL)
-        OC_CHECK(ctx,
-                 (round_as<int32_t, uint8_t>(ctx, dev, src, rows, cols, ld, dst, "matmul round_kernel<bool>", stream)));
-    else return oc_fail(ctx, OC_ERR_INTERNAL, "matmul round: output type %d has no rounding step", (int)to);
-    CUDA_CHECK_LAUNCH(ctx, "matmul round_kernel");
-    return OC_OK;
-}
-
-extern "C" oc_status oc_mm_mirror(oc_context *ctx, oc_cuda_device *dev, void *c, int64_t n, int64_t ld, size_t elem,
-                                  cudaStream_t stream)
-{
-    if (n <= 1) return OC_OK;
-    if ((n + EDGE - 1) / EDGE > 65535)
-        return oc_fail(ctx, OC_ERR_INTERNAL, "matmul mirror: %lld rows exceed the grid", (long long)n);
-    switch (elem) {
-    case 1:
-        return mirror<uint8_t>(ctx, dev, c, n, ld, stream);
-    case 2:
-        return mirror<uint16_t>(ctx, dev, c, n, ld, stream);
-    case 4:
-        return mirror<uint32_t>(ctx, dev, c, n, ld, stream);
-    case 8:
-        return mirror<uint64_t>(ctx, dev, c, n, ld, stream);
-    default:
-        return oc_fail(ctx, OC_ERR_INTERNAL, "matmul mirror: elements of %zu bytes", elem);
-    }
 }

@@ -1,9 +1,8 @@
 /*
- * matmul_pack.cuh - the device-side reshaping around cuBLASLt in the CUDA matmul backend:
- * int8 panels laid out as cuBLASLt's integer kernels want them, and the FP32 accumulator of
- * a half-precision product rounded to its output type. Host entry points; each checks its
- * launch with the launch planner before it and the launch's status after, and enqueues on
- * `stream` (asynchronous).
+ * matmul_pack.cuh - int8 panels laid out on the device as cuBLASLt's integer kernels want
+ * them (rows re-strided, or transposed). Host entry points; each checks its launch with the
+ * launch planner before it and the launch's status after, and enqueues on `stream`
+ * (asynchronous).
  */
 #ifndef OC_MATMUL_CUDA_MATMUL_PACK_CUH
 #define OC_MATMUL_CUDA_MATMUL_PACK_CUH
@@ -28,16 +27,6 @@ oc_status oc_mm_pack_rows_i8(oc_context *ctx, oc_cuda_device *dev, const int8_t 
  * for c < cols, r < rows; 0 for rows <= r < ld and for cols <= c < dst_rows. */
 oc_status oc_mm_transpose_i8(oc_context *ctx, oc_cuda_device *dev, const int8_t *src, int64_t rows, int64_t cols,
                              int64_t src_ld, int8_t *dst, int64_t ld, int64_t dst_rows, cudaStream_t stream);
-
-/* dst[r * cols + c] = the accumulator's src[r * ld + c] in `to`: float32 rounded to nearest
- * even in OC_MM_FLOAT16 or OC_MM_BFLOAT16, int32 as OC_MM_BOOL (1 where not 0). */
-oc_status oc_mm_round_acc(oc_context *ctx, oc_cuda_device *dev, const void *src, int64_t rows, int64_t cols, int64_t ld,
-                          oc_mm_type to, void *dst, cudaStream_t stream);
-
-/* c[i * ld + j] = c[j * ld + i] for j < i < n, elements of elem bytes (1, 2, 4 or 8): an n x n
- * result made exactly symmetric from its upper triangle. */
-oc_status oc_mm_mirror(oc_context *ctx, oc_cuda_device *dev, void *c, int64_t n, int64_t ld, size_t elem,
-                       cudaStream_t stream);
 
 #ifdef __cplusplus
 }

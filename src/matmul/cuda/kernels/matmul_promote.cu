@@ -11,7 +11,7 @@ extern "C" {
 #include "core/error.h"
 }
 #include "engine/cuda/cuda_check.h"
-#include "matmul/cuda/matmul_promote.cuh"
+#include "matmul/cuda/kernels/matmul_promote.cuh"
 
 namespace {
 
