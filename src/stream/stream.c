@@ -28,7 +28,7 @@ oc_status oc_stream_run(oc_context *ctx, const oc_stream_spec *spec, const oc_st
     if (st == OC_OK) {
         job.stats = stats ? &all : NULL;
 #ifdef OC_HAVE_CUDA
-        st = oc_cuda_stream_run(&job);
+        st = oc_stream_backend_cuda.run(&job);
 #else
         st = oc_fail(ctx, OC_ERR_UNSUPPORTED, "stream: user kernels need the CUDA backend, and this build has none");
 #endif

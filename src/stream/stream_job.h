@@ -56,7 +56,15 @@ void oc_stream_gather(const oc_stream_job_array *a, int64_t start, int64_t rows,
 void oc_stream_scatter(const oc_stream_job_array *a, int64_t start, int64_t rows, int64_t off, int64_t len,
                        const void *src);
 
-/* The backend's entry (stream/cuda/stream_run.c); exists in CUDA builds only. */
-oc_status oc_cuda_stream_run(oc_stream_job *job);
+/* A backend of stream: runs the job's chunks through the caller's kernels. */
+typedef struct oc_stream_backend {
+    const char *name;
+    oc_status (*run)(oc_stream_job *job);
+} oc_stream_backend;
+
+#ifdef OC_HAVE_CUDA
+/* The CUDA backend (stream/cuda/stream_run.c), the only one: user kernels are CUDA kernels. */
+extern const oc_stream_backend oc_stream_backend_cuda;
+#endif
 
 #endif

@@ -271,7 +271,7 @@ static oc_status run_chunks(stream_run *r)
     return OC_OK;
 }
 
-oc_status oc_cuda_stream_run(oc_stream_job *job)
+static oc_status cuda_run(oc_stream_job *job)
 {
     oc_context *ctx = job->ctx;
     stream_run r = {.ctx = ctx, .job = job};
@@ -317,3 +317,5 @@ cleanup:
     oc_cuda_device_close(&r.dev);
     return st;
 }
+
+const oc_stream_backend oc_stream_backend_cuda = {"cuda", cuda_run};
