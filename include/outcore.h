@@ -858,8 +858,11 @@ typedef enum oc_map_dtype {
     OC_MAP_UINT8, OC_MAP_UINT16, OC_MAP_UINT32, OC_MAP_UINT64, OC_MAP_FLOAT32, OC_MAP_FLOAT64
 } oc_map_dtype;
 
+/* The reductions: oc_map_reduce_name(i) for i = 1, 2, ... until NULL lists them ("sum", ...;
+ * 0 is "none"). */
 typedef enum oc_map_reduce {
-    OC_MAP_REDUCE_NONE = 0, OC_MAP_REDUCE_SUM, OC_MAP_REDUCE_MEAN, OC_MAP_REDUCE_MIN, OC_MAP_REDUCE_MAX
+    OC_MAP_REDUCE_NONE = 0, OC_MAP_REDUCE_SUM, OC_MAP_REDUCE_MEAN, OC_MAP_REDUCE_MIN, OC_MAP_REDUCE_MAX,
+    OC_MAP_REDUCE_COUNT /* the number of values, none included: not a reduction */
 } oc_map_reduce;
 
 #define OC_MAP_MAX_DIMS 32
@@ -955,6 +958,9 @@ OC_API oc_status oc_map_dtype_parse(const char *name, int *out);
  * by index from 0; NULL past the last (docs/map.md lists them). */
 OC_API const char *oc_map_function_name(int i);
 OC_API const char *oc_map_operator_name(int i);
+/* The name of a reduction ("sum", "mean", "min", "max"; "none" for OC_MAP_REDUCE_NONE), or
+ * NULL: --reduce and reduce= take them. */
+OC_API const char *oc_map_reduce_name(oc_map_reduce reduce);
 OC_API void oc_map_free(oc_map *m);
 
 /* ---------------------------------------------------------------- matmul */
@@ -1092,6 +1098,12 @@ OC_API oc_status oc_matmul_plan(oc_context *ctx, const oc_matmul_array *a, const
  * (OC_ERR_INVALID_ARGUMENT for an unknown name). */
 OC_API const char *oc_matmul_dtype_name(oc_matmul_dtype dtype);
 OC_API oc_status oc_matmul_dtype_parse(const char *name, oc_matmul_dtype *out);
+/* What a dtype may be in a product, as OC_MATMUL_DTYPE_* bits (0 for DEFAULT or an unknown
+ * value): RESULT, the options may ask for it (the product is computed and written in it:
+ * float64, float32, float16, bfloat16, int32 of int8 or bool inputs, bool of bool inputs);
+ * NPY, a .npy file holds it (all but bfloat16). --dtype takes the dtypes with both. */
+enum { OC_MATMUL_DTYPE_RESULT = 1, OC_MATMUL_DTYPE_NPY = 2 };
+OC_API unsigned oc_matmul_dtype_uses(oc_matmul_dtype dtype);
 
 /* ---------------------------------------------------------------- ranks (MPI, docs/mpi.md)
  * One Gram job over the ranks of MPI_COMM_WORLD (`mpirun -np R outcore gram ...`): each rank

@@ -3,7 +3,9 @@
  * output formats: every metric has a row whose name parses back to it and whose properties
  * agree with what oc_gram_result_dtype and the messages say; every map op has one row, every
  * function name the list gives is found by the parser's lookup, and the public lists end
- * where the tables do; every output format has a row that its suffix finds again.
+ * where the tables do; every output format has a row that its suffix finds again; every map
+ * reduction has a name, "none" first; a matmul dtype is a result exactly when the promotion
+ * computes a product in it.
  * tests/cli/test_name_lists.py checks the same lists through the CLI and the binding.
  */
 #include <stdio.h>
@@ -12,6 +14,7 @@
 #include "core/metric.h"
 #include "io/formats/output_format.h"
 #include "map/map_expr.h"
+#include "matmul/matmul_dtype.h"
 #include "harness.h"
 
 static void test_metric_rows(void)
@@ -114,11 +117,48 @@ static void test_output_format_rows(void)
     oc_context_free(ctx);
 }
 
+static void test_map_reduce_rows(void)
+{
+    CHECK(strcmp(oc_map_reduce_name(OC_MAP_REDUCE_NONE), "none") == 0);
+    for (int r = 0; r < OC_MAP_REDUCE_COUNT; ++r) {
+        CHECK_MSG(oc_map_reduce_name((oc_map_reduce)r) != NULL, "reduction %d has no name", r);
+        for (int q = 0; q < r; ++q)
+            CHECK(strcmp(oc_map_reduce_name((oc_map_reduce)q), oc_map_reduce_name((oc_map_reduce)r)) != 0);
+    }
+    CHECK(oc_map_reduce_name(OC_MAP_REDUCE_COUNT) == NULL && oc_map_reduce_name((oc_map_reduce)-1) == NULL);
+    CHECK(strcmp(oc_map_reduce_name(OC_MAP_REDUCE_MAX), "max") == 0);
+}
+
+static void test_matmul_dtype_uses(void)
+{
+    int d = 1;
+    for (; oc_matmul_dtype_name((oc_matmul_dtype)d); ++d) {
+        const oc_matmul_dtype t = (oc_matmul_dtype)d;
+        oc_mm_type in, out;
+        oc_matmul_dtype result;
+        char why[256];
+        /* A result dtype is computed for some inputs (bool x bool: every result's), and a
+         * .npy file holds exactly the dtypes with a descr. */
+        const int computed =
+            oc_matmul_promote(OC_MATMUL_BOOL, OC_MATMUL_BOOL, t, &in, &out, &result, why, sizeof why) == 0;
+        CHECK_MSG(computed == !!(oc_matmul_dtype_uses(t) & OC_MATMUL_DTYPE_RESULT), "%s: %s", oc_matmul_dtype_name(t),
+                  computed ? "computed" : why);
+        CHECK_MSG((oc_matmul_dtype_descr(t) != NULL) == !!(oc_matmul_dtype_uses(t) & OC_MATMUL_DTYPE_NPY), "%s",
+                  oc_matmul_dtype_name(t));
+        if (!computed)
+            CHECK_MSG(strstr(why, "float64, float32, float16, bfloat16, int32 or bool (") != NULL, "%s", why);
+    }
+    CHECK(d == OC_MATMUL_BOOL + 1);
+    CHECK(oc_matmul_dtype_uses(OC_MATMUL_DEFAULT) == 0 && oc_matmul_dtype_uses((oc_matmul_dtype)d) == 0);
+}
+
 int main(void)
 {
     test_metric_rows();
     test_metric_dtypes_text();
     test_map_op_rows();
     test_output_format_rows();
+    test_map_reduce_rows();
+    test_matmul_dtype_uses();
     return oc_test_finish();
 }

@@ -14,6 +14,17 @@ const char *cli_algorithm_at(int i) { return i >= 0 ? oc_algorithm_name((oc_algo
 const char *cli_map_function_at(int i) { return oc_map_function_name(i); }
 const char *cli_map_operator_at(int i) { return oc_map_operator_name(i); }
 const char *cli_map_dtype_at(int i) { return oc_map_dtype_name(i); }
+const char *cli_map_reduction_at(int i) { return i >= 0 ? oc_map_reduce_name((oc_map_reduce)(i + 1)) : NULL; }
+
+/* The i-th dtype of the library's table that --dtype takes: a result a .npy file holds. */
+const char *cli_matmul_dtype_at(int i)
+{
+    const unsigned uses = OC_MATMUL_DTYPE_RESULT | OC_MATMUL_DTYPE_NPY;
+    for (int d = 1; i >= 0 && oc_matmul_dtype_name((oc_matmul_dtype)d); ++d)
+        if ((oc_matmul_dtype_uses((oc_matmul_dtype)d) & uses) == uses && i-- == 0)
+            return oc_matmul_dtype_name((oc_matmul_dtype)d);
+    return NULL;
+}
 
 /* The i-th format of the library's table that holds one of the results in mask. */
 static const char *format_at(int i, unsigned mask)
@@ -109,6 +120,8 @@ static const struct {
     {"map-functions", cli_map_function_at},
     {"map-operators", cli_map_operator_at},
     {"map-dtypes", cli_map_dtype_at},
+    {"map-reductions", cli_map_reduction_at},
+    {"matmul-dtypes", cli_matmul_dtype_at},
     {"output-formats", cli_output_format_at},
     {"dense-formats", cli_dense_format_at},
     {"topk-formats", cli_topk_format_at},

@@ -1,6 +1,7 @@
 /*
  * cli_names.h - the lists of names the library holds (metrics, dtypes, backends, algorithms,
- * map functions, operators and dtypes, the Gram result's file formats),
+ * map functions, operators, dtypes and reductions, matmul's result dtypes, the Gram result's
+ * file formats),
  * as the help texts, the messages and `outcore --list` show them: read from the library at
  * run time, never copied into the CLI. Uses include/outcore.h only.
  */
@@ -18,6 +19,8 @@ const char *cli_algorithm_at(int i);
 const char *cli_map_function_at(int i);
 const char *cli_map_operator_at(int i);
 const char *cli_map_dtype_at(int i);
+const char *cli_map_reduction_at(int i); /* "none" is not one */
+const char *cli_matmul_dtype_at(int i);  /* matmul's --dtype: a result a .npy file holds */
 /* The Gram result's file formats by suffix ("npy"): all of them, and those that hold a dense,
  * a top-k, a threshold, or a top-k or threshold result. */
 const char *cli_output_format_at(int i);
@@ -55,8 +58,9 @@ void cli_wrap_word(cli_wrap *w, const char *word, const char *suffix);
 void cli_wrap_names(cli_wrap *w, cli_name_at name, const char *suffix);
 
 /* `outcore --list WHAT` (metrics, dtypes, backends, algorithms, map-functions, map-operators,
- * map-dtypes, output-formats, dense-formats, topk-formats, threshold-formats): the names, one
- * a line, for the bash completion and the tests. Returns the exit status. */
+ * map-dtypes, map-reductions, matmul-dtypes, output-formats, dense-formats, topk-formats,
+ * threshold-formats): the names, one a line, for the bash completion and the tests. Returns
+ * the exit status. */
 int cli_list_names(const char *what);
 
 #endif

@@ -14,9 +14,9 @@
 #include "cli_names.h"
 #include "commands.h"
 
-static const char map_usage[] =
-    "usage: outcore map EXPR NAME=FILE.npy ... -o OUT.npy [options]\n"
-    "       outcore map EXPR NAME=FILE.npy ... --reduce sum|mean|min|max [--axis N] [-o OUT.npy]\n"
+static const char map_usage[] = "usage: outcore map EXPR NAME=FILE.npy ... -o OUT.npy [options]\n";
+/* Then the --reduce synopsis, from the library's list (print_usage), and the rest. */
+static const char map_usage_about[] =
     "\n"
     "Evaluates a numpy-style expression element by element over .npy arrays of any size,\n"
     "with numpy's broadcasting and type promotion (NEP 50), on all CPU cores. See docs/map.md.\n";
@@ -29,8 +29,10 @@ static const char map_usage_options[] =
 /* Then the --dtype line, from the library's list (print_usage), and the rest. */
 static const char map_usage_dtype[] =
     "                         the output dtype; the result must cast to it under numpy's\n"
-    "                         same_kind rule\n"
-    "  --reduce OP            sum, mean, min or max (of the result, never materialised)\n"
+    "                         same_kind rule\n";
+/* Then the --reduce line, from the library's list (print_usage), and the rest. */
+static const char map_usage_reduce[] =
+    "                         of the result, never materialised\n"
     "  --axis N               reduce over axis N only (negative counts from the end)\n";
 /* Then the --backend line, from the library's list (print_usage), and the rest. */
 static const char map_usage_backend[] =
@@ -50,7 +52,11 @@ static const char map_usage_backend[] =
 static void print_usage(void)
 {
     cli_wrap w = {.width = 88};
+    char reductions[128];
     fputs(map_usage, stdout);
+    printf("       outcore map EXPR NAME=FILE.npy ... --reduce %s [--axis N] [-o OUT.npy]\n",
+           cli_join_names(reductions, sizeof reductions, cli_map_reduction_at, "|", "|", NULL));
+    fputs(map_usage_about, stdout);
     cli_wrap_word(&w, "Operators:", "");
     cli_wrap_names(&w, cli_map_operator_at, ";");
     cli_wrap_word(&w, "functions:", "");
@@ -60,6 +66,8 @@ static void print_usage(void)
     const oc_map_options defaults = OC_MAP_OPTIONS_INIT;
     cli_help_names("--dtype T", cli_map_dtype_at, NULL);
     fputs(map_usage_dtype, stdout);
+    cli_help_names("--reduce OP", cli_map_reduction_at, NULL);
+    fputs(map_usage_reduce, stdout);
     cli_help_names("--backend B", cli_backend_at, oc_backend_name(defaults.backend));
     fputs(map_usage_backend, stdout);
 }
@@ -90,11 +98,11 @@ static const char *split_binding(map_args *g, const char *arg, char **name)
     return *name ? eq + 1 : NULL;
 }
 
+/* A reduction by the library's name ("none" is no reduction to ask for). */
 static int parse_reduce(const char *v, oc_map_reduce *out)
 {
-    static const char *names[] = {"none", "sum", "mean", "min", "max"};
-    for (int i = 1; i <= 4; i++)
-        if (strcmp(v, names[i]) == 0) return *out = (oc_map_reduce)i, 0;
+    for (int i = 0; cli_map_reduction_at(i); i++)
+        if (strcmp(v, cli_map_reduction_at(i)) == 0) return *out = (oc_map_reduce)(i + 1), 0;
     return -1;
 }
 
@@ -186,8 +194,7 @@ static int parse_map_args(int argc, char **argv, map_args *g)
             if (oc_map_dtype_parse(v, &g->opts.dtype) != OC_OK) return cli_expected("--dtype", v, cli_map_dtype_at);
         } else if (CLI_OPTION(a, r, v, "--reduce")) {
             if (r < 0) return OC_EXIT_USAGE;
-            if (parse_reduce(v, &g->opts.reduce))
-                return cli_usage_error("--reduce %s: expected sum, mean, min or max", v);
+            if (parse_reduce(v, &g->opts.reduce)) return cli_expected("--reduce", v, cli_map_reduction_at);
         } else if (CLI_OPTION(a, r, v, "--axis")) {
             int64_t axis;
             if (r < 0) return OC_EXIT_USAGE;

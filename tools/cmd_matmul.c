@@ -27,12 +27,14 @@ static const char matmul_usage[] =
     "  --transpose-b          op(B) = Bᵀ\n"
     "  --gram                 C = op(A)·op(A)ᵀ from A alone: only the tiles on and above the\n"
     "                         diagonal are computed, then mirrored (so is B the same file as A\n"
-    "                         with op(B) = op(A)ᵀ)\n"
-    "  --dtype T              float64, float32, float16, int32 (of int8 or bool inputs alone) or\n"
-    "                         bool (of bool inputs): the type the product is computed and written\n"
-    "                         in (default: numpy's result type, but float32 for float16 and\n"
-    "                         bfloat16, whose sums are float32, and int32 for int8); integer\n"
-    "                         inputs other than int8 and bool need a float here\n"
+    "                         with op(B) = op(A)ᵀ)\n";
+/* Then the --dtype line, from the library's list (print_usage), and the rest. */
+static const char matmul_usage_dtype[] =
+    "                         the type the product is computed and written in: int32 of int8\n"
+    "                         or bool inputs alone, bool of bool inputs (default: numpy's result\n"
+    "                         type, but float32 for float16 and bfloat16, whose sums are\n"
+    "                         float32, and int32 for int8); integer inputs other than int8 and\n"
+    "                         bool need a float here\n"
     "  --tf32                 float32 on the GPU: allow TF32 tensor cores (10-bit mantissa)\n";
 /* Then the --backend line, from the library's list (print_usage), and the rest. */
 static const char matmul_usage_rest[] =
@@ -70,6 +72,8 @@ static void print_usage(void)
 {
     const oc_matmul_options defaults = OC_MATMUL_OPTIONS_INIT;
     fputs(matmul_usage, stdout);
+    cli_help_names("--dtype T", cli_matmul_dtype_at, NULL);
+    fputs(matmul_usage_dtype, stdout);
     cli_help_names("--backend B", cli_backend_at, oc_backend_name(defaults.backend));
     fputs(matmul_usage_rest, stdout);
 }
@@ -114,10 +118,9 @@ static int take_value(cli_args *a, matmul_args *g)
         g->output = v;
     } else if (CLI_OPTION(a, r, v, "--dtype")) {
         if (r < 0) return OC_EXIT_USAGE;
-        if (oc_matmul_dtype_parse(v, &g->opts.dtype) != OC_OK || g->opts.dtype == OC_MATMUL_DEFAULT ||
-            !(g->opts.dtype <= OC_MATMUL_FLOAT16 || g->opts.dtype == OC_MATMUL_INT32 ||
-              g->opts.dtype == OC_MATMUL_BOOL))
-            return cli_usage_error("--dtype %s: expected float64, float32, float16, int32 or bool", v);
+        const unsigned uses = OC_MATMUL_DTYPE_RESULT | OC_MATMUL_DTYPE_NPY; /* cli_matmul_dtype_at's */
+        if (oc_matmul_dtype_parse(v, &g->opts.dtype) != OC_OK || (oc_matmul_dtype_uses(g->opts.dtype) & uses) != uses)
+            return cli_expected("--dtype", v, cli_matmul_dtype_at);
     } else if (CLI_OPTION(a, r, v, "--tile")) {
         if (r < 0) return OC_EXIT_USAGE;
         if (cli_parse_i64(v, &g->opts.tile) || g->opts.tile < 1)

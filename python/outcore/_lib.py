@@ -488,6 +488,7 @@ for _name, (_restype, _argtypes) in {
     "oc_map_run": (ctypes.c_int, [_vp, _vp, ctypes.c_char_p, _vp, ctypes.POINTER(MapStats)]),
     "oc_map_explain": (ctypes.c_int, [_vp, _vp, ctypes.c_int, ctypes.POINTER(ctypes.c_void_p)]),
     "oc_map_dtype_name": (ctypes.c_char_p, [ctypes.c_int]),
+    "oc_map_reduce_name": (ctypes.c_char_p, [ctypes.c_int]),
     "oc_map_free": (None, [_vp]),
 }.items():
     _fn = getattr(lib, _name)
@@ -496,9 +497,21 @@ for _name, (_restype, _argtypes) in {
 
 
 # ---------------------------------------------------------------- matmul (outcore.h, "matmul")
-# oc_matmul_dtype codes in order (DEFAULT = 0 first).
-MATMUL_DTYPES = ["default", "float64", "float32", "float16", "bfloat16", "int8", "int16", "int32", "int64",
-                 "uint8", "uint16", "uint32", "uint64", "bool"]
+for _name, (_restype, _argtypes) in {
+    "oc_matmul_dtype_name": (ctypes.c_char_p, [ctypes.c_int]),
+    "oc_matmul_dtype_uses": (ctypes.c_uint, [ctypes.c_int]),
+}.items():
+    _fn = getattr(lib, _name)
+    _fn.restype = _restype
+    _fn.argtypes = _argtypes
+# oc_matmul_dtype codes in order (DEFAULT = 0 first), from the library's table.
+MATMUL_DTYPES = names(lib.oc_matmul_dtype_name)
+OC_MATMUL_DTYPE_RESULT, OC_MATMUL_DTYPE_NPY = 1, 2  # oc_matmul_dtype_uses's bits
+
+
+def matmul_dtypes(uses):
+    """The names of the matmul dtypes whose oc_matmul_dtype_uses has every bit of uses."""
+    return [name for code, name in enumerate(MATMUL_DTYPES) if lib.oc_matmul_dtype_uses(code) & uses == uses]
 
 
 class MatmulArray(_Defaults):

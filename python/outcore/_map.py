@@ -26,8 +26,8 @@ import numpy as np
 from . import _lib
 from ._calls import run_on_context
 from ._context import call_resources, lease
-from ._options import (_integer, c_path, c_text, flag, one_gpu_mem, parse_gpu_mem, parse_host_mem, threads_count,
-                       unmasked)
+from ._options import (_integer, c_path, c_text, flag, one_gpu_mem, parse_backend, parse_gpu_mem, parse_host_mem,
+                       threads_count, unmasked)
 from .errors import InputError, check, from_status
 
 if TYPE_CHECKING:
@@ -45,8 +45,8 @@ _libc.free.restype = None
 _DTYPES = [np.dtype(t) for t in (np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16,
                                   np.uint32, np.uint64, np.float32, np.float64)]
 _CODES = {dt: i for i, dt in enumerate(_DTYPES)}
-_REDUCE = {None: 0, "sum": 1, "mean": 2, "min": 3, "max": 4}
-_BACKENDS = {None: 0, "auto": 0, "cpu": 1, "cuda": 2}
+# The reductions by the library's names (oc_map_reduce_name; code 0, "none", is reduce=None).
+_REDUCE = {None: 0, **{name: code for code, name in enumerate(_lib.names(_lib.lib.oc_map_reduce_name)) if code}}
 
 
 def _is_path(x):
@@ -332,10 +332,10 @@ def map(expr: str, out: Path | np.ndarray | None = None, *, dtype: DTypeLike | N
     given = call_resources(context, backend=backend, gpu_mem=gpu_mem, host_mem=host_mem, threads=threads)
     backend, gpu_mem, host_mem, threads = given["backend"], given["gpu_mem"], given["host_mem"], given["threads"]
     if not (reduce is None or isinstance(reduce, str)) or reduce not in _REDUCE:
-        raise InputError(f"reduce={reduce!r}: expected sum, mean, min or max")
-    if not (backend is None or isinstance(backend, str)) or backend not in _BACKENDS:
-        raise InputError(f"backend={backend!r}: expected auto, cpu or cuda")
+        named = [name for name in _REDUCE if name]
+        raise InputError(f"reduce={reduce!r}: expected {', '.join(named[:-1])} or {named[-1]}")
     opts = _lib.MapOptions()
+    opts.backend = parse_backend("auto" if backend is None else backend)
     if dtype is not None:
         try:
             dt = np.dtype(dtype)
@@ -348,7 +348,6 @@ def map(expr: str, out: Path | np.ndarray | None = None, *, dtype: DTypeLike | N
     explain = flag("explain", explain)
     if axis is not None:
         opts.has_axis, opts.axis = 1, _axis(axis)
-    opts.backend = _BACKENDS[backend]
     if threads is not None:
         opts.threads = threads_count(threads)
     if host_mem is not None:

@@ -317,8 +317,10 @@ def matmul(A: ArrayLike | Path, B: ArrayLike | Path | None = None, out: Path | n
             pass  # not a dtype: refused below, naming it
         name = _dtype_name(dtype)
         if name is None:
-            raise InputError(f"dtype={dtype!r}: expected float64, float32, float16, bfloat16 (ml_dtypes), int32 or "
-                             "bool")
+            # those numpy has no type of are ml_dtypes' (bfloat16)
+            results = [n if n in _lib.matmul_dtypes(_lib.OC_MATMUL_DTYPE_NPY) else f"{n} (ml_dtypes)"
+                       for n in _lib.matmul_dtypes(_lib.OC_MATMUL_DTYPE_RESULT)]
+            raise InputError(f"dtype={dtype!r}: expected {', '.join(results[:-1])} or {results[-1]}")
         opts.dtype = _CODES[name]
     opts.tf32 = 1 if tf32 else 0
     if resume and not _is_path(out):

@@ -39,6 +39,8 @@ Size = Union[int, "np.integer[Any]", str]
 GpuMem = Union[Size, Mapping[int, Size]]
 # Several CUDA devices: "0,1,3", "all", "0:2", or a sequence such as [0, 1] or ["0:2"].
 Devices = Union[str, Sequence[Union[int, str]]]
+# The library's lists as literals, for type checkers: tests/python/test_name_lists.py compares
+# each with the library's (oc_metric_name, oc_backend_name, oc_algorithm_name, oc_map_reduce_name).
 Metric = Literal["counts", "jaccard", "cosine", "hamming"]
 Backend = Literal["auto", "cpu", "cuda"]
 Algorithm = Literal["auto", "dense", "sparse"]

@@ -9,11 +9,7 @@
 #include "map/map_plan.h"
 #include "map/map_types.h"
 
-static const char *reduce_name(oc_map_reduce r)
-{
-    static const char *names[] = {"none", "sum", "mean", "min", "max"};
-    return r >= 0 && r <= OC_MAP_REDUCE_MAX ? names[r] : "?";
-}
+static const char *reduce_name(oc_map_reduce r) { return oc_map_reduce_name(r) ? oc_map_reduce_name(r) : "?"; }
 
 oc_status oc_map_explain(oc_context *ctx, const oc_map *m, int json, char **text)
 {

@@ -23,6 +23,25 @@
 #include "io/io.h"
 #include "io/formats/npy_array.h"
 
+/* The reductions' names, indexed by oc_map_reduce: --reduce, reduce=, --explain and
+ * `outcore --list map-reductions` read them (oc_map_reduce_name). */
+static const char *const reduce_names[] = {
+    [OC_MAP_REDUCE_NONE] = "none",       [OC_MAP_REDUCE_SUM] = "sum", [OC_MAP_REDUCE_MEAN] = "mean",
+    [OC_MAP_REDUCE_MIN] = "min",         [OC_MAP_REDUCE_MAX] = "max",
+#if defined(OC_TEST_PRETEND_REDUCE) && !defined(OC_TEST_PRETEND_WITHOUT_ROW)
+    [OC_MAP_REDUCE_PRETEND] = "pretend",
+#endif
+};
+
+/* A reduction added to oc_map_reduce without its name here (or the reverse) stops the build. */
+_Static_assert(sizeof reduce_names / sizeof reduce_names[0] == OC_MAP_REDUCE_COUNT,
+               "reduce_names[] needs one row per oc_map_reduce");
+
+const char *oc_map_reduce_name(oc_map_reduce reduce)
+{
+    return (unsigned)reduce < OC_MAP_REDUCE_COUNT ? reduce_names[reduce] : NULL;
+}
+
 const char *oc_map_dtype_name(int dtype) { return dtype >= 0 && dtype < OC_MT_COUNT ? oc_mt_name(dtype) : NULL; }
 
 oc_status oc_map_dtype_parse(const char *name, int *out)
@@ -272,7 +291,7 @@ static oc_status resolve_output(oc_context *ctx, oc_map *m)
     m->expr_type = m->ir.nodes[m->ir.root].type;
     m->reduce = m->opts.reduce;
     m->axis = -1;
-    if (m->reduce < OC_MAP_REDUCE_NONE || m->reduce > OC_MAP_REDUCE_MAX)
+    if (!oc_map_reduce_name(m->reduce))
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "unknown reduction %d", (int)m->reduce);
     if (m->reduce == OC_MAP_REDUCE_NONE) {
         if (m->opts.has_axis) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "--axis needs --reduce");

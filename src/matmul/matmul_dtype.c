@@ -14,20 +14,28 @@
 #include "matmul/mm_half.h"
 #include "matmul/mm_half_run.h"
 
+/* R: a product may be computed and written in it (opts.dtype); N: a .npy file holds it. */
+#define R OC_MATMUL_DTYPE_RESULT
+#define N OC_MATMUL_DTYPE_NPY
 static const struct {
     const char *name;
     const char *descr;
     unsigned char size;
+    unsigned char uses; /* oc_matmul_dtype_uses */
 } types[] = {
-    [OC_MATMUL_DEFAULT] = {"default", NULL, 0},   [OC_MATMUL_FLOAT64] = {"float64", "<f8", 8},
-    [OC_MATMUL_FLOAT32] = {"float32", "<f4", 4},  [OC_MATMUL_FLOAT16] = {"float16", "<f2", 2},
-    [OC_MATMUL_BFLOAT16] = {"bfloat16", NULL, 2}, [OC_MATMUL_INT8] = {"int8", "|i1", 1},
-    [OC_MATMUL_INT16] = {"int16", "<i2", 2},      [OC_MATMUL_INT32] = {"int32", "<i4", 4},
-    [OC_MATMUL_INT64] = {"int64", "<i8", 8},      [OC_MATMUL_UINT8] = {"uint8", "|u1", 1},
-    [OC_MATMUL_UINT16] = {"uint16", "<u2", 2},    [OC_MATMUL_UINT32] = {"uint32", "<u4", 4},
-    [OC_MATMUL_UINT64] = {"uint64", "<u8", 8},    [OC_MATMUL_BOOL] = {"bool", "|b1", 1},
+    [OC_MATMUL_DEFAULT] = {"default", NULL, 0, 0},      [OC_MATMUL_FLOAT64] = {"float64", "<f8", 8, R | N},
+    [OC_MATMUL_FLOAT32] = {"float32", "<f4", 4, R | N}, [OC_MATMUL_FLOAT16] = {"float16", "<f2", 2, R | N},
+    [OC_MATMUL_BFLOAT16] = {"bfloat16", NULL, 2, R},    [OC_MATMUL_INT8] = {"int8", "|i1", 1, N},
+    [OC_MATMUL_INT16] = {"int16", "<i2", 2, N},         [OC_MATMUL_INT32] = {"int32", "<i4", 4, R | N},
+    [OC_MATMUL_INT64] = {"int64", "<i8", 8, N},         [OC_MATMUL_UINT8] = {"uint8", "|u1", 1, N},
+    [OC_MATMUL_UINT16] = {"uint16", "<u2", 2, N},       [OC_MATMUL_UINT32] = {"uint32", "<u4", 4, N},
+    [OC_MATMUL_UINT64] = {"uint64", "<u8", 8, N},       [OC_MATMUL_BOOL] = {"bool", "|b1", 1, R | N},
 };
+#undef R
+#undef N
 #define NTYPES ((int)(sizeof types / sizeof types[0]))
+/* OC_MATMUL_BOOL is the enum's last value: a dtype added after it needs its row. */
+_Static_assert(NTYPES == OC_MATMUL_BOOL + 1, "types[] needs one row per oc_matmul_dtype");
 
 const char *oc_matmul_dtype_name(oc_matmul_dtype t) { return (unsigned)t < (unsigned)NTYPES ? types[t].name : NULL; }
 
@@ -38,6 +46,8 @@ oc_status oc_matmul_dtype_parse(const char *name, oc_matmul_dtype *out)
         if (strcmp(name, types[i].name) == 0) return *out = (oc_matmul_dtype)i, OC_OK;
     return OC_ERR_INVALID_ARGUMENT;
 }
+
+unsigned oc_matmul_dtype_uses(oc_matmul_dtype t) { return (unsigned)t < (unsigned)NTYPES ? types[t].uses : 0; }
 
 size_t oc_matmul_dtype_size(oc_matmul_dtype t) { return (unsigned)t < (unsigned)NTYPES ? types[t].size : 0; }
 
@@ -54,6 +64,22 @@ oc_matmul_dtype oc_matmul_dtype_from_descr(const char *descr)
     for (int i = 1; i < NTYPES; i++)
         if (types[i].descr && strcmp(types[i].descr, d) == 0) return (oc_matmul_dtype)i;
     return OC_MATMUL_DEFAULT;
+}
+
+/* The dtypes a product may be computed in, from the table: "float64, float32, ... or bool". */
+static void results_text(char *text, size_t size)
+{
+    int n = 0, k = 0;
+    size_t len = 0;
+    for (int t = 0; t < NTYPES; t++) n += (types[t].uses & OC_MATMUL_DTYPE_RESULT) != 0;
+    text[0] = '\0';
+    for (int t = 0; t < NTYPES && len < size; t++) {
+        if (!(types[t].uses & OC_MATMUL_DTYPE_RESULT)) continue;
+        const char *between = k == 0 ? "" : k == n - 1 ? " or " : ", ";
+        const int w = snprintf(text + len, size - len, "%s%s", between, types[t].name);
+        if (w < 0) break;
+        len += (size_t)w, k++;
+    }
 }
 
 static int is_float(oc_matmul_dtype t) { return t >= OC_MATMUL_FLOAT64 && t <= OC_MATMUL_BFLOAT16; }
@@ -137,13 +163,14 @@ int oc_matmul_promote(oc_matmul_dtype ta, oc_matmul_dtype tb, oc_matmul_dtype re
             return -1;
         }
         r = OC_MATMUL_BOOL;
-    } else if (is_float(requested)) {
+    } else if (is_float(requested) && (oc_matmul_dtype_uses(requested) & OC_MATMUL_DTYPE_RESULT)) {
         r = requested; /* same_kind: any integer or float input casts to a float */
     } else {
+        char results[160];
+        results_text(results, sizeof results);
         snprintf(why, why_size,
-                 "dtype %s: a product is computed in float64, float32, float16, bfloat16, "
-                 "int32 (of int8 or bool inputs) or bool (of bool inputs)",
-                 oc_matmul_dtype_name(requested) ? oc_matmul_dtype_name(requested) : "?");
+                 "dtype %s: a product is computed in %s (int32 of int8 or bool inputs, bool of bool inputs)",
+                 oc_matmul_dtype_name(requested) ? oc_matmul_dtype_name(requested) : "?", results);
         return -1;
     }
     switch (r) {

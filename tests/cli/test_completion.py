@@ -104,6 +104,15 @@ def test_option_values(workdir, command, option):
     assert complete(workdir, command, option, first[:2]) == {v for v in offered if v.startswith(first[:2])}
 
 
+@pytest.mark.parametrize("command,option,what", [("gram", "--metric", "metrics"), ("gram", "--dtype", "dtypes"),
+                                                 ("gram", "--backend", "backends"), ("map", "--dtype", "map-dtypes"),
+                                                 ("map", "--reduce", "map-reductions"),
+                                                 ("matmul", "--dtype", "matmul-dtypes")])
+def test_option_values_are_the_libraries(workdir, command, option, what):
+    # Each list of values is the library's, as `outcore --list` gives it (matmul's --dtype bool included).
+    assert complete(workdir, command, option, "") == set(run("--list", what).stdout.split())
+
+
 def test_files_by_extension(workdir):
     assert complete(workdir, "gram", "") == with_ext("npy", "mtx", "txt", "csv")
     assert complete(workdir, "gram", "a.npy", "-o", "") == with_ext("npy")

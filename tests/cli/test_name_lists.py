@@ -1,6 +1,7 @@
 """The name lists the library holds (metrics, dtypes, backends, algorithms; map's functions,
-operators and dtypes; the Gram result's file formats), as the CLI's messages, help texts and docs/map.md show them: each read
-from the library, so they agree (tests/python/test_name_lists.py: the binding's).
+operators, dtypes and reductions; matmul's result dtypes; the Gram result's file formats), as
+the CLI's messages, help texts and docs/map.md show them: each read from the library, so they
+agree (tests/python/test_name_lists.py: the binding's).
 """
 import re
 
@@ -23,8 +24,16 @@ def test_list_refuses_an_unknown_list():
     proc = run("--list", "colours", check=False)
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr == ("outcore: --list colours: expected metrics, dtypes, backends, algorithms, map-functions, "
-                           "map-operators, map-dtypes, output-formats, dense-formats, topk-formats or "
-                           "threshold-formats\n")
+                           "map-operators, map-dtypes, map-reductions, matmul-dtypes, output-formats, dense-formats, "
+                           "topk-formats or threshold-formats\n")
+
+
+def test_the_reductions_and_matmul_dtypes_are_listed():
+    assert listed("map-reductions") == ["sum", "mean", "min", "max"]
+    # The result dtypes a .npy file holds: bfloat16 is a result from memory alone.
+    assert listed("matmul-dtypes") == ["float64", "float32", "float16", "int32", "bool"]
+    synopsis = run("map", "--help").stdout.split("\n")[1]
+    assert f"--reduce {'|'.join(listed('map-reductions'))} [--axis N]" in synopsis
 
 
 def test_the_output_formats_are_the_libraries():
@@ -58,7 +67,9 @@ def test_every_listed_format_is_accepted(tmp_path, kind, args):
 
 @pytest.mark.parametrize("command,option,what", [("gram", "--metric", "metrics"), ("gram", "--dtype", "dtypes"),
                                                  ("gram", "--backend", "backends"), ("gram", "--algorithm", "algorithms"),
-                                                 ("map", "--dtype", "map-dtypes"), ("map", "--backend", "backends")])
+                                                 ("map", "--dtype", "map-dtypes"), ("map", "--backend", "backends"),
+                                                 ("map", "--reduce", "map-reductions"),
+                                                 ("matmul", "--dtype", "matmul-dtypes")])
 def test_every_listed_value_is_accepted(command, option, what):
     # The options are parsed before the inputs are looked for: an accepted value leads to
     # another complaint, an unknown one to the list.
@@ -88,6 +99,8 @@ def help_list(command, option):
 @pytest.mark.parametrize("command,option,what", [("gram", "--metric", "metrics"), ("gram", "--dtype", "dtypes"),
                                                  ("gram", "--backend", "backends"), ("gram", "--algorithm", "algorithms"),
                                                  ("map", "--dtype", "map-dtypes"), ("map", "--backend", "backends"),
+                                                 ("map", "--reduce", "map-reductions"),
+                                                 ("matmul", "--dtype", "matmul-dtypes"),
                                                  ("matmul", "--backend", "backends")])
 def test_the_help_lines_list_them(command, option, what):
     assert help_list(command, option) == listed(what)

@@ -1,14 +1,16 @@
-"""A pretend metric, map function and output format, compiled into the library's sources:
-every site either handles a new name through its table or fails to compile, naming it.
+"""A pretend metric, map function, reduction and output format, compiled into the library's
+sources: every site either handles a new name through its table or fails to compile, naming it;
+and no other file writes the reductions, matmul's result dtypes or the backends as a list.
 
-The public header takes no part in it: OC_METRIC_PRETEND (in oc_metric) and OC_FORMAT_PRETEND
-(in oc_output_format) are written before their enum's count into a copy of include/outcore.h
-that the compiles find first. -DOC_TEST_PRETEND_METRIC adds the pretend metric's row to the
-metric table (src/core/names.c); -DOC_TEST_PRETEND_MAP_FUNCTION adds MOP_PRETEND (a private
-enum, src/map/map_expr.h) with a row in src/map/map_ops.c; -DOC_TEST_PRETEND_FORMAT adds the
-pretend format's row to src/io/formats/output_format.c; -DOC_TEST_PRETEND_WITHOUT_ROW leaves the
-rows out. Each file is only compiled (-fsyntax-only), so the test costs a few compiler runs, not a
-build.
+The public header takes no part in it: OC_METRIC_PRETEND (in oc_metric), OC_FORMAT_PRETEND (in
+oc_output_format) and OC_MAP_REDUCE_PRETEND (in oc_map_reduce) are written before their enum's
+count into a copy of include/outcore.h that the compiles find first. -DOC_TEST_PRETEND_METRIC
+adds the pretend metric's row to the metric table (src/core/names.c);
+-DOC_TEST_PRETEND_MAP_FUNCTION adds MOP_PRETEND (a private enum, src/map/map_expr.h) with a row
+in src/map/map_ops.c; -DOC_TEST_PRETEND_FORMAT adds the pretend format's row to
+src/io/formats/output_format.c; -DOC_TEST_PRETEND_REDUCE adds the pretend reduction's name to
+src/map/map_plan.c; -DOC_TEST_PRETEND_WITHOUT_ROW leaves the rows out. Each file is only
+compiled (-fsyntax-only), so the test costs a few compiler runs, not a build.
 """
 import os
 import re
@@ -38,12 +40,15 @@ MAP_SWITCHES = {"src/map/map_codegen.c": "src/map/map_codegen.c"}
 FORMAT_TABLE_READERS = ["src/io/formats/output_format.c", "src/io/formats/select_out.c", "src/gram/gram.c",
                         "tools/cmd_gram.c", "tools/cli_names.c"]
 MAP_TABLE_READERS = ["src/map/map_ops.c", "src/map/map_parse.c", "src/map/map_typecheck.c", "src/map/map_choice.c"]
+# The reductions have no switch over their names: the plan, --explain and the CLI read the table.
+REDUCE_TABLE_READERS = ["src/map/map_plan.c", "src/map/map_explain.c", "tools/cli_names.c", "tools/cmd_map.c"]
 
 
 # The public enums a pretend name joins: its define, the enum's count and the pretend value
 # written before it in the copy of include/outcore.h (public_header_with).
 PUBLIC_PRETEND = {"OC_TEST_PRETEND_METRIC": ("OC_METRIC_COUNT", "OC_METRIC_PRETEND"),
-                  "OC_TEST_PRETEND_FORMAT": ("OC_OUTPUT_FORMAT_COUNT", "OC_FORMAT_PRETEND")}
+                  "OC_TEST_PRETEND_FORMAT": ("OC_OUTPUT_FORMAT_COUNT", "OC_FORMAT_PRETEND"),
+                  "OC_TEST_PRETEND_REDUCE": ("OC_MAP_REDUCE_COUNT", "OC_MAP_REDUCE_PRETEND")}
 
 
 def public_header_with(define):
@@ -117,6 +122,49 @@ def test_output_suffixes_are_read_from_the_table():
     assert not re.search(r"\b(npz|tsv)\b", completion)
 
 
+def code_with(pattern, folders=("src", "tools", "python")):
+    """The files of the folders (C, CUDA, Python, bash) whose code, comments and Python's
+    docstrings left out, matches pattern, by path from the source dir."""
+    found = set()
+    for folder in folders:
+        for path in (SOURCE_DIR / folder).rglob("*"):
+            if path.suffix not in {".c", ".h", ".cu", ".cuh", ".py", ".bash"}:
+                continue
+            text = path.read_text(errors="replace")
+            if path.suffix in {".py", ".bash"}:
+                text = re.sub(r'"""(.|\n)*?"""|^\s*#.*$', "", text, flags=re.M)
+            else:
+                text = re.sub(r"/\*(.|\n)*?\*/", "", text)
+            if re.search(pattern, text):
+                found.add(str(path.relative_to(SOURCE_DIR)))
+    return found
+
+
+# Two of the reductions' names written in a row, or matmul's result dtypes float16 and int32
+# (bfloat16 between them or not): a list of them.
+REDUCTIONS = r"(sum|mean|min|max)"
+REDUCTION_LIST = rf'"{REDUCTIONS}"[^"\n]{{0,40}}"{REDUCTIONS}"|\b{REDUCTIONS}(\||, | or | ){REDUCTIONS}\b'
+MATMUL_RESULT_LIST = r"float16\W+(bfloat16\W+(\(ml_dtypes\)\W+)?)?int32"
+
+
+def test_reductions_are_read_from_the_table():
+    # src/map/map_plan.c holds them; the type hint's literal (python/outcore/_types.py) is
+    # compared with the library's list by tests/python/test_name_lists.py.
+    assert code_with(REDUCTION_LIST) == {"src/map/map_plan.c", "python/outcore/_types.py"}
+
+
+def test_matmul_result_dtypes_are_read_from_the_table():
+    # The table (src/matmul/matmul_dtype.c) says which dtypes a product is computed in; --dtype,
+    # its help, its completion and the binding's messages read it.
+    assert code_with(MATMUL_RESULT_LIST) == set()
+
+
+def test_backends_are_read_from_the_library():
+    # As names(lib.oc_backend_name) or parse_backend, never as a copy with the codes.
+    assert code_with(r'"(auto|cpu|cuda)"\s*:\s*\d') == set()
+    assert code_with(r"MATMUL_DTYPES\s*=\s*\[") == set()
+
+
 # Per pretend name: its define, its enum value, its switches, the files reading its table,
 # and the table file with the message of its _Static_assert.
 PRETEND = {
@@ -126,6 +174,8 @@ PRETEND = {
             "src/map/map_ops.c", "ops[] needs one row per oc_map_op"),
     "format": ("OC_TEST_PRETEND_FORMAT", "OC_FORMAT_PRETEND", {}, FORMAT_TABLE_READERS,
                "src/io/formats/output_format.c", "formats[] needs one row per oc_output_format"),
+    "reduction": ("OC_TEST_PRETEND_REDUCE", "OC_MAP_REDUCE_PRETEND", {}, REDUCE_TABLE_READERS,
+                  "src/map/map_plan.c", "reduce_names[] needs one row per oc_map_reduce"),
 }
 
 

@@ -1,5 +1,6 @@
-"""outcore.metrics(), outcore.output_formats() and outcore.map_functions(): the library's lists, through ctypes, equal
-to what the CLI lists and accepts (tests/cli/test_name_lists.py)."""
+"""outcore.metrics(), outcore.output_formats(), outcore.map_functions(), map's reductions,
+matmul's dtypes and the type hints: the library's lists, through ctypes, equal to what the CLI
+lists and accepts (tests/cli/test_name_lists.py)."""
 import os
 import subprocess
 
@@ -67,3 +68,37 @@ def test_every_metric_runs():
 def test_every_map_function_is_known():
     with pytest.raises(outcore.InputError, match=r"known: " + " ".join(outcore.map_functions()) + r"\)"):
         outcore.map("nosuch(a)", a=np.zeros(3))
+
+
+def test_type_hints_are_the_librarys_lists():
+    # The literals type checkers read (outcore._types) name what the library takes, no more
+    # and no fewer (tests/cli/test_table_sites.py allows no other copy).
+    from typing import get_args
+
+    from outcore import _lib, _types
+    lib = _lib.lib
+    assert list(get_args(_types.Metric)) == _lib.names(lib.oc_metric_name)
+    assert list(get_args(_types.Backend)) == _lib.names(lib.oc_backend_name)
+    assert list(get_args(_types.Algorithm)) == _lib.names(lib.oc_algorithm_name)
+    assert list(get_args(_types.Reduction)) == _lib.names(lib.oc_map_reduce_name)[1:]  # 0 is "none": reduce=None
+    assert list(get_args(_types.Reduction)) == cli_list("map-reductions")
+    # outcore.map's docstring names them too.
+    assert "{" + ", ".join(f'"{r}"' for r in get_args(_types.Reduction)) + "}" in outcore.map.__doc__
+
+
+def test_map_and_matmul_read_the_librarys_lists():
+    from outcore import _lib
+    for reduce in cli_list("map-reductions"):
+        assert float(outcore.map("a", a=np.arange(4.0), reduce=reduce)) == getattr(np, reduce)(np.arange(4.0))
+    with pytest.raises(outcore.InputError, match="expected " + ", ".join(cli_list("map-reductions")[:-1]) + " or "):
+        outcore.map("a", a=np.arange(4.0), reduce="prod")
+    with pytest.raises(outcore.InputError, match="expected one of " + ", ".join(cli_list("backends")) + "$"):
+        outcore.map("a", a=np.arange(4.0), backend="tpu")
+    codes = range(len(_lib.MATMUL_DTYPES) + 1)
+    assert _lib.MATMUL_DTYPES == [_lib.text(_lib.lib.oc_matmul_dtype_name(i)) for i in codes][:-1]
+    assert _lib.lib.oc_matmul_dtype_name(len(_lib.MATMUL_DTYPES)) is None
+    # What --dtype takes is what the binding takes and a .npy file holds.
+    assert _lib.matmul_dtypes(_lib.OC_MATMUL_DTYPE_RESULT | _lib.OC_MATMUL_DTYPE_NPY) == cli_list("matmul-dtypes")
+    a = np.ones((2, 3), dtype=bool)
+    for dtype in cli_list("matmul-dtypes"):
+        assert outcore.matmul(a, a.T, dtype=dtype).dtype == np.dtype(dtype)

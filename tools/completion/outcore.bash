@@ -1,8 +1,8 @@
 # bash completion for outcore(1): commands, options, option values and file names.
 #
 # Commands and options are read from the CLI's own --help when completing, and the names of
-# metrics, dtypes, backends and output formats from `outcore --list`, so they are always those
-# of the outcore being completed. Installed as
+# metrics, dtypes, backends, reductions and output formats from `outcore --list`, so they are
+# always those of the outcore being completed. Installed as
 # share/bash-completion/completions/outcore; to try it from a checkout:
 #   source tools/completion/outcore.bash
 # tests/cli/test_completion.py checks every value below against what the CLI accepts.
@@ -92,12 +92,12 @@ _outcore()
                 if [[ $command == map ]]; then
                     _outcore_words "$("$cli" --list map-dtypes 2>/dev/null)" "$cur"
                 elif [[ $command == matmul ]]; then
-                    _outcore_words "float64 float32 float16 int32" "$cur"
+                    _outcore_words "$("$cli" --list matmul-dtypes 2>/dev/null)" "$cur"
                 else
                     _outcore_words "$("$cli" --list dtypes 2>/dev/null)" "$cur"
                 fi
                 ;;
-            --reduce) _outcore_words "sum mean min max" "$cur" ;;
+            --reduce) _outcore_words "$("$cli" --list map-reductions 2>/dev/null)" "$cur" ;;
             --backend) _outcore_words "$("$cli" --list backends 2>/dev/null)" "$cur" ;;
             --gpu-mem-mode) _outcore_words "grow reserve" "$cur" ;;
             -o | --output)
