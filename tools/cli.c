@@ -462,8 +462,9 @@ void cli_progress_update(void *user, double done, double total)
     for (int k = 0; k < 30; ++k) bar[k] = k < fill ? '#' : '.';
     bar[30] = '\0';
     double eta = frac > 0 ? elapsed * (1 - frac) / frac : 0;
+    /* The rate of the work, or without its size of what done counts (the unit names it). */
     char rate[32] = "";
-    if (p->work > 0) cli_si(frac * p->work / elapsed, rate, sizeof rate);
+    cli_si(p->work > 0 ? frac * p->work / elapsed : done / elapsed, rate, sizeof rate);
     fprintf(stderr, "\r%s [%s] %5.1f%%  %s%s/s  ETA %.0fs   ", p->label, bar, 100 * frac, rate, p->unit, eta);
     fflush(stderr);
     p->last_draw = now;

@@ -111,8 +111,9 @@ typedef struct cli_progress {
     int drawn;
     int enabled;
     const char *label;
-    double work;      /* bit-MACs the whole job represents (n·p·m), for the rate; 0 = unknown */
-    const char *unit; /* of work, for the rate: "bit-MAC" unless set after init ("B" for bytes) */
+    double work;      /* bit-MACs the whole job represents (n·p·m), for the rate; 0: the rate is
+                       * of what the job's progress counts (done) */
+    const char *unit; /* of the rate: "bit-MAC" unless set after init ("B" for bytes) */
 } cli_progress;
 void cli_progress_init(cli_progress *p, const char *label, double work, int enabled);
 void cli_progress_update(void *user, double done, double total);

@@ -405,6 +405,7 @@ int oc_cmd_map(int argc, char **argv)
     cli_quiet_library(ctx, g.quiet);
     cli_progress progress;
     cli_progress_init(&progress, "map", 0, !g.quiet && !g.json);
+    progress.unit = " elements"; /* the job counts the result's elements */
     g.opts.progress = cli_progress_update;
     g.opts.progress_user = &progress;
     st = oc_map_create(ctx, g.expr, g.inputs, g.ninputs, g.scalars, g.nscalars, &g.opts, &m);
