@@ -4,6 +4,7 @@
  */
 #include "generate.h"
 
+#include <float.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,8 +31,12 @@ int gen_plan_init(gen_plan *g, const gen_params *p)
 {
     g->p = *p;
     g->q = (unsigned)(p->density * (1 << DENSITY_BITS) + 0.5);
-    /* flip * cols to the nearest whole number (halves up), at most cols where the double rounds up. */
-    const double flips = p->flip * (double)p->cols + 0.5;
+    /* flip * cols to the nearest whole number (halves up), at most cols where the double rounds
+     * up. The flip was written in decimal: a product that is a half there (0.29 x 50 = 14.5) may
+     * land a few units of the last place below it in binary (14.499999999999998), so those
+     * few units count as the half. */
+    const double product = p->flip * (double)p->cols;
+    const double flips = product + 0.5 + product * 8 * DBL_EPSILON;
     g->flips = flips >= (double)p->cols ? p->cols : (int64_t)flips;
     return gen_pairs_pick(&g->pairs, p->rows, p->plant, p->seed);
 }

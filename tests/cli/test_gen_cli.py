@@ -89,12 +89,14 @@ def test_planted_copies_are_nearest_to_their_sources(tmp_path):
 
 
 def flips(flip, cols):
-    """The bits gen --help says a planted copy has flipped: F x M rounded, halves up."""
-    return int(flip * cols + 0.5)
+    """The bits gen --help says a planted copy has flipped: F x M rounded, halves up, F as
+    written in decimal (0.29 x 50 is 14.5, though 14.499999999999998 in binary)."""
+    from decimal import ROUND_HALF_UP, Decimal
+    return int((Decimal(str(flip)) * cols).quantize(Decimal(1), rounding=ROUND_HALF_UP))
 
 
-@pytest.mark.parametrize("cols", [3, 8, 64, 1001, 4099])
-@pytest.mark.parametrize("flip", [0.01, 0.2, 0.5, 0.77, 1.0])
+@pytest.mark.parametrize("cols, flip", [(c, f) for c in (3, 8, 64, 1001, 4099) for f in (0.01, 0.2, 0.5, 0.77, 1.0)] +
+                         [(50, 0.29), (50, 0.57), (1000, 0.0045), (1000, 0.0035)])  # decimal halves
 def test_flip_flips_exactly_that_many_distinct_bits(tmp_path, cols, flip):
     """With density 0 every row is zero but the copies: each holds its flipped bits, so a
     copy has exactly round(F x M) ones (a column drawn twice would flip back); with density 1
