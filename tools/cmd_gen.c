@@ -230,7 +230,9 @@ int oc_cmd_gen(int argc, char **argv)
         }
     } else if (st == OC_ERR_CANCELLED) {
         rc = cli_status_error(ctx, st);
-    } else if (state == 2) { /* a signal while the pairs were being picked: the workers gave up */
+    } else if (state == 2 || cli_cancel_requested()) {
+        /* A signal while the pairs were being picked: the workers gave up (the picking may have
+         * ended since, so the signal is what tells). */
         cli_message("%s", oc_status_string(OC_ERR_CANCELLED));
         rc = OC_EXIT_CANCELLED;
     } else if (state == -1) {
