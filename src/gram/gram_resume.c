@@ -79,6 +79,11 @@ struct oc_resume {
     int64_t npairs, pairs_cap, pairs_committed;
     int64_t blocks_done, pairs_done;
     int64_t uncommitted_off; /* payload offset of the first PAIRS record after the last BLOCKS */
+    /* what the PAIRS records read so far hold, to check each record against the job: the
+     * job's shape, the pairs' count, and the last pair (pairs come sorted by row, then column) */
+    int64_t n, p;
+    int symmetric;
+    int64_t pairs_seen, last_row, last_col;
     /* this run */
     int64_t tiles_i, tiles_j;
     unsigned char *done;    /* bitmap of tiles on record (dense, top-k) */
@@ -97,6 +102,29 @@ struct oc_resume {
 };
 
 /* ---------------------------------------------------------------- reading the journal */
+/* Whether a PAIRS record holds what oc_resume_pairs writes: its count of pairs and their rows,
+ * columns and values, each pair in the job's shape (of A·Aᵀ, above the diagonal) and after the
+ * last one read; then counted. A record that does not is damage: the journal ends before it. */
+static int pairs_record_fits(oc_resume *r, const unsigned char *payload, uint32_t len)
+{
+    int64_t count;
+    if (r->tile <= 0 || len < 8) return 0;
+    memcpy(&count, payload, 8);
+    const uint64_t each = 16 + (uint64_t)r->elem;
+    if (count <= 0 || (uint64_t)count > (len - 8) / each || 8 + (uint64_t)count * each != len) return 0;
+    for (int64_t k = 0; k < count; ++k) {
+        int64_t row, col;
+        memcpy(&row, payload + 8 + k * 8, 8);
+        memcpy(&col, payload + 8 + (count + k) * 8, 8);
+        if (row < 0 || row >= r->n || col < 0 || col >= r->p || (r->symmetric && col <= row)) return 0;
+        if (row < r->last_row || (row == r->last_row && col <= r->last_col)) return 0;
+        r->last_row = row;
+        r->last_col = col;
+    }
+    r->pairs_seen += count;
+    return 1;
+}
+
 static int on_record(void *user, uint32_t type, uint64_t unit, const void *payload, uint32_t len, int64_t offset)
 {
     oc_resume *r = user;
@@ -117,13 +145,16 @@ static int on_record(void *user, uint32_t type, uint64_t unit, const void *paylo
         return 0;
     }
     case REC_PLAN:
-        if (!r->tile) r->tile = (int64_t)unit;
+        /* One plan; a second that differs is damage (the records after it are not this job's). */
+        if ((int64_t)unit <= 0 || (r->tile && r->tile != (int64_t)unit)) return 1;
+        r->tile = (int64_t)unit;
         return 0;
     case REC_TILE:
         return oc_journal_tile_add(&r->recorded, &r->nrecorded, unit, payload, len);
     case REC_TOPK:
         return 0; /* the snapshot file says it all; the record is the trail */
     case REC_PAIRS:
+        if (!pairs_record_fits(r, payload, len)) return 1;
         if (r->npairs == r->pairs_cap) {
             int64_t cap = r->pairs_cap ? 2 * r->pairs_cap : 64;
             pairs_rec *p = realloc(r->pairs, (size_t)cap * sizeof *p);
@@ -134,13 +165,21 @@ static int on_record(void *user, uint32_t type, uint64_t unit, const void *paylo
         if (r->npairs == r->pairs_committed) r->uncommitted_off = offset;
         r->pairs[r->npairs++] = (pairs_rec){offset, len};
         return 0;
-    case REC_BLOCKS:
-        if (len != 8) return 1;
-        r->blocks_done = (int64_t)unit;
-        memcpy(&r->pairs_done, payload, 8);
+    case REC_BLOCKS: {
+        /* Blocks delivered in order, the pairs on record before it all of theirs and no more. */
+        int64_t pairs;
+        if (len != 8 || r->tile <= 0) return 1;
+        memcpy(&pairs, payload, 8);
+        const int64_t blocks = (int64_t)unit, nblocks = (r->n + r->tile - 1) / r->tile;
+        if (blocks < r->blocks_done || blocks > nblocks || pairs != r->pairs_seen ||
+            (pairs > 0 && r->last_row >= blocks * r->tile))
+            return 1;
+        r->blocks_done = blocks;
+        r->pairs_done = pairs;
         r->pairs_committed = r->npairs;
         r->uncommitted_off = -1;
         return 0;
+    }
     default:
         return 1;
     }
@@ -197,6 +236,8 @@ oc_status oc_resume_start(oc_context *ctx, const oc_gram_job *job, const oc_outp
     r->kind = job->opts->topk > 0 ? KIND_TOPK : job->opts->use_threshold ? KIND_PAIRS : KIND_DENSE;
     r->elem = oc_dtype_size(job->dtype);
     r->uncommitted_off = -1;
+    r->n = job->n, r->p = job->p, r->symmetric = job->symmetric;
+    r->last_row = r->last_col = -1;
     r->interval = interval;
     r->kill_after = kill_after;
     r->last = oc_now();

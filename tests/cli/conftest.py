@@ -3,8 +3,10 @@ import json
 import os
 import shutil
 import signal
+import struct
 import subprocess
 import time
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -193,3 +195,26 @@ def pytest_sessionfinish(session, exitstatus):
     ran = any(stats.get(key) for key in ("passed", "failed", "error", "xfailed", "xpassed"))
     if stats.get("skipped") and not ran:
         session.exitstatus = 77
+
+
+def read_journal(path):
+    """A resume journal's text header (through its crc line) and its records as [type, unit,
+    payload] (each record: magic, type, unit, length and CRC-32 over type, unit, length and
+    payload, then the payload)."""
+    data = path.read_bytes()
+    at = data.index(b"\ncrc ") + 14
+    header, records, off = data[:at], [], at
+    while off + 24 <= len(data):
+        _, kind, unit, length, _ = struct.unpack_from("<IIQII", data, off)
+        records.append([kind, unit, data[off + 24:off + 24 + length]])
+        off += 24 + length
+    return header, records
+
+
+def write_journal(path, header, records):
+    """The journal of read_journal's parts, its CRC-32s recomputed as a forger would."""
+    parts = [header]
+    for kind, unit, payload in records:
+        crc = zlib.crc32(struct.pack("<IQI", kind, unit, len(payload)) + payload)
+        parts.append(struct.pack("<IIQII", 0x4A52434F, kind, unit, len(payload), crc) + payload)
+    path.write_bytes(b"".join(parts))

@@ -6,15 +6,13 @@ import json
 import os
 import shutil
 import signal
-import struct
 import subprocess
 import time
-import zlib
 
 import numpy as np
 import pytest
 
-from conftest import outcore_bin, require_backend, run, run_in, sigkill_while_running
+from conftest import outcore_bin, read_journal, require_backend, run, run_in, sigkill_while_running, write_journal
 
 EVERY = {"OUTCORE_RESUME_INTERVAL": "0"}  # a checkpoint at every finished tile
 
@@ -286,18 +284,9 @@ def test_temporary_with_other_names_refused(mats):
 
 def forge_temp_record(journal, name):
     """Rewrites the journal's TEMP record (type 1) to name `name`, with the records' CRC-32s
-    recomputed as a forger would (a text header ending in its crc line, then records of magic,
-    type, unit, length and CRC over type, unit, length and payload)."""
-    data = journal.read_bytes()
-    at = data.index(b"\ncrc ") + 14
-    parts, off = [data[:at]], at
-    while off + 24 <= len(data):
-        magic, kind, unit, length, _ = struct.unpack_from("<IIQII", data, off)
-        payload = name.encode() if kind == 1 else data[off + 24:off + 24 + length]
-        crc = zlib.crc32(struct.pack("<IQI", kind, unit, len(payload)) + payload)
-        parts.append(struct.pack("<IIQII", magic, kind, unit, len(payload), crc) + payload)
-        off += 24 + length
-    journal.write_bytes(b"".join(parts))
+    recomputed as a forger would."""
+    header, records = read_journal(journal)
+    write_journal(journal, header, [[k, u, name.encode() if k == 1 else p] for k, u, p in records])
 
 
 def test_an_input_named_as_a_temporary_is_never_taken_for_one(mats):

@@ -12,7 +12,7 @@ import time
 import numpy as np
 import pytest
 
-from conftest import outcore_bin, require_backend, run, run_in, sigkill_while_running
+from conftest import outcore_bin, read_journal, require_backend, run, run_in, sigkill_while_running, write_journal
 
 # .npz members carry their write time: both runs write the same one.
 EPOCH = {"SOURCE_DATE_EPOCH": "1700000000"}
@@ -405,3 +405,56 @@ def test_resumable_threshold_keeps_to_the_host_budget(tmp_path):
     with np.load(tmp_path / "plain.npz") as p, np.load(tmp_path / "resume.npz") as r:
         assert all(np.array_equal(p[k], r[k]) for k in p.files)
     assert leftovers(tmp_path, tmp_path / "resume.npz") == []
+
+
+def _forge(records, how):
+    """A threshold journal's records as a forger with the CRC would change them."""
+    import struct
+    pairs = [r for r in records if r[0] == 5]
+    blocks = [r for r in records if r[0] == 6]
+    first = pairs[0]
+    count = struct.unpack_from("<q", first[2])[0]
+    if how == "count huge":
+        first[2] = struct.pack("<q", 10**9) + first[2][8:]
+    elif how == "count one more":
+        first[2] = struct.pack("<q", count + 1) + first[2][8:]
+    elif how == "row past the matrix":
+        first[2] = first[2][:8] + struct.pack("<q", 10**12) + first[2][16:]
+    elif how == "blocks negative":
+        blocks[-1][1] = 2**64 - 3
+    elif how == "blocks past the end":
+        blocks[-1][1] = 10**6
+    elif how == "blocks record again":
+        records.append(list(blocks[0]))
+    elif how == "pairs record dropped":
+        records.remove(pairs[1])
+    elif how == "pairs records swapped":
+        i, j = records.index(pairs[0]), records.index(pairs[1])
+        records[i], records[j] = records[j], records[i]
+    elif how == "another plan":
+        records.append([2, 7, b""])
+    return records
+
+
+@pytest.mark.parametrize("how", ["count huge", "count one more", "row past the matrix", "blocks negative",
+                                 "blocks past the end", "blocks record again", "pairs record dropped",
+                                 "pairs records swapped", "another plan"])
+def test_a_forged_threshold_journal_resumes_right_or_is_refused(inputs, how):
+    """A threshold job's journal changed with its CRC-32s recomputed (counts, rows, blocks,
+    records dropped, repeated or swapped): the job resumes from what is consistent and gives the
+    bytes of an uninterrupted run, or is refused in one line (exit 2); it never crashes, fails
+    as an internal error or writes other bytes."""
+    d = inputs
+    job = ["gram", "A.npy", "--threshold", "0.05", "--metric", "jaccard", "--tile", "24", "--threads", "1", "-q"]
+    run_in(d, *job, "-o", "ref.mtx", env=EPOCH)
+    killed = run_in(d, *job, "-o", "o.mtx", "--resume", check=False, env=dict(EVERY, OUTCORE_RESUME_KILL_AFTER="3"))
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    journal = d / "o.mtx.outcore-journal"
+    header, records = read_journal(journal)
+    assert sum(r[0] == 5 for r in records) >= 2 and any(r[0] == 6 for r in records), [r[0] for r in records]
+    write_journal(journal, header, _forge(records, how))
+    proc = run_in(d, *job, "-o", "o.mtx", "--resume", check=False, env=EPOCH)
+    if proc.returncode == 0:
+        assert (d / "o.mtx").read_bytes() == (d / "ref.mtx").read_bytes()
+    else:
+        assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1, (proc.returncode, proc.stderr)
