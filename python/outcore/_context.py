@@ -110,7 +110,7 @@ class Context:
             return
         try:
             if self._handle is None:
-                raise InputError("this outcore.Context is closed: create a new one, or call outcore.gram "
+                raise InputError("this outcore.Context is closed: create a new one, or make the call "
                                  "without context= to use the default one")
             with _calls.acting_for(_calls.holding() + (self,)):
                 yield self._handle

@@ -27,7 +27,7 @@ from . import _lib
 from ._calls import run_on_context
 from ._context import call_resources, lease
 from ._options import (_integer, c_path, c_text, flag, one_gpu_mem, parse_backend, parse_gpu_mem, parse_host_mem,
-                       threads_count, unmasked)
+                       single_gpu_mem, threads_count, unmasked)
 from .errors import InputError, check, from_status
 
 if TYPE_CHECKING:
@@ -55,8 +55,9 @@ def _is_path(x):
 
 def _array(name, x):
     """x as an array the library reads in place: C order, native byte order, a map dtype."""
+    x = unmasked(name, x)  # its own refusal, as gram's and matmul's
     try:
-        arr = np.asarray(unmasked(name, x))
+        arr = np.asarray(x)
     except (TypeError, ValueError) as exc:  # a ragged list, say: an argument error like the others
         raise InputError(f"{name}: not an array: {' '.join(str(exc).split())}") from None
     dt = arr.dtype.newbyteorder("=") if arr.dtype.byteorder not in ("=", "|") else arr.dtype
@@ -329,6 +330,7 @@ def map(expr: str, out: Path | np.ndarray | None = None, *, dtype: DTypeLike | N
     >>> outcore.map("a * b", a="A.npy", b="B.npy", out="C.npy")   # doctest: +SKIP
     'C.npy'
     """
+    single_gpu_mem("map", gpu_mem)
     given = call_resources(context, backend=backend, gpu_mem=gpu_mem, host_mem=host_mem, threads=threads)
     backend, gpu_mem, host_mem, threads = given["backend"], given["gpu_mem"], given["host_mem"], given["threads"]
     if not (reduce is None or isinstance(reduce, str)) or reduce not in _REDUCE:

@@ -21,9 +21,9 @@ import numpy as np
 from . import _gpu_arrays, _lib
 from ._context import call_resources, lease
 from ._calls import run_on_context
-from ._map import _check_out_overlap, _is_path, _out_path, check_out_path_not_input
+from ._map import _check_out_overlap, _is_path, _libc, _out_path, check_out_path_not_input
 from ._options import (_device_list, as_numbers, c_path, c_text, flag, one_gpu_mem, parse_backend,
-                       set_device_budgets, threads_count)
+                       set_device_budgets, single_gpu_mem, threads_count)
 from .errors import InputError, check
 
 if TYPE_CHECKING:
@@ -189,7 +189,7 @@ def matmul(A: ArrayLike | Path, B: ArrayLike | Path | None = None, out: Path | n
            transpose_a: Flag = False, transpose_b: Flag = False, dtype: DTypeLike | None = None,
            backend: Backend | None = None, devices: Devices | None = None, gpu_mem: Size | None = None,
            host_mem: Size | None = None, threads: Integer | None = None, tf32: Flag = False, resume: Flag = False,
-           context: Context | None = None) -> Any:
+           context: Context | None = None, explain: Flag = False) -> Any:
     """The dense product C = op(A)·op(B), tile by tile within the memory budgets.
 
     Parameters
@@ -257,11 +257,15 @@ def matmul(A: ArrayLike | Path, B: ArrayLike | Path | None = None, out: Path | n
         Its settings (backend, device, gpu_mem, host_mem, threads) are used where the call
         does not give its own; its device is the GPU a job placed there runs on (devices=
         overrides it).
+    explain : bool, default False
+        True returns the text of ``outcore matmul --explain`` (the cost model's reasons for
+        the backend) instead of running; a result that is not a path is explained as the .npy
+        file the command would write.
 
     Returns
     -------
-    numpy.ndarray, GPU array or path
-        The result (a new array or the out array), or the out path.
+    numpy.ndarray, GPU array, path or str
+        The result (a new array or the out array), or the out path; with explain its text.
 
     Raises
     ------
@@ -283,6 +287,7 @@ def matmul(A: ArrayLike | Path, B: ArrayLike | Path | None = None, out: Path | n
     >>> outcore.matmul(np.ones((2, 3), np.int8)).dtype
     dtype('int32')
     """
+    single_gpu_mem("matmul", gpu_mem)
     given = call_resources(context, backend=backend, device=None, gpu_mem=gpu_mem, host_mem=host_mem,
                            threads=threads)
     backend, gpu_mem, host_mem, threads = given["backend"], given["gpu_mem"], given["host_mem"], given["threads"]
@@ -341,6 +346,7 @@ def matmul(A: ArrayLike | Path, B: ArrayLike | Path | None = None, out: Path | n
     if _is_path(out) and (a_vector and not _is_path(A) or b_vector and not _is_path(B)):
         raise InputError("out: a product of a 1-D array in memory is returned, not written to a .npy path: give "
                          "out=None or an array, pass the vector as a 2-D array, or save it as a 1-D .npy")
+    explain = flag("explain", explain)
     with lease(context) as ctx:
         code, rows, cols = ctypes.c_int(), ctypes.c_int64(), ctypes.c_int64()
         try:
@@ -348,6 +354,8 @@ def matmul(A: ArrayLike | Path, B: ArrayLike | Path | None = None, out: Path | n
                                        ctypes.byref(rows), ctypes.byref(cols)), ctx)
         except InputError as e:
             raise _as_given(e, opts.transpose_a != bool(transpose_a), opts.transpose_b != bool(transpose_b)) from None
+        if explain:
+            return _explain(ctx, a, b_ptr, out, opts)
         stats = _lib.MatmulStats()
         shape, name = (rows.value, cols.value), _lib.MATMUL_DTYPES[code.value]
         user_shape = tuple(n for n, d in zip(shape, drop) if not d)
@@ -376,6 +384,22 @@ def matmul(A: ArrayLike | Path, B: ArrayLike | Path | None = None, out: Path | n
             return out
         result = result.reshape(user_shape)
         return result[()] if isinstance(result, np.ndarray) and not user_shape else result  # numpy's scalar
+
+
+def _explain(ctx, a, b_ptr, out, opts):
+    """The text of `outcore matmul --explain` for this call (oc_matmul_plan's reasons for the
+    backend), nothing run: the output planned as the .npy file out names, or as one."""
+    c = None
+    if _is_path(out):
+        c = _lib.MatmulArray()
+        c.path = _out_path(out, "matmul")
+    text = ctypes.c_void_p()
+    check(lib.oc_matmul_plan(ctx, ctypes.byref(a), b_ptr, ctypes.byref(c) if c is not None else None,
+                             ctypes.byref(opts), 0, 1, ctypes.byref(text)), ctx)
+    try:
+        return _lib.text(ctypes.cast(text, ctypes.c_char_p).value)
+    finally:
+        _libc.free(text)
 
 
 def _as_given(err, flipped_a, flipped_b):

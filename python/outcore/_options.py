@@ -220,6 +220,15 @@ def _per_device_gpu_mem(gpu_mem):
     return gpu_mem
 
 
+def single_gpu_mem(call, gpu_mem):
+    """A call's own gpu_mem for a call that takes one budget (matmul, map): a budget per device
+    is refused, as the CLI's --gpu-mem of those commands refuses it (a Context's is reduced to
+    the device the call runs on, one_gpu_mem)."""
+    if _per_device(gpu_mem):
+        raise InputError(f"gpu_mem={gpu_mem!r}: {call} takes one device budget, such as 2G or 50% (a budget per "
+                         "device is gram's, or a Context's)")
+
+
 def one_gpu_mem(call, gpu_mem, device=None, devices=None):
     """The one GPU budget of a call that takes one (matmul, map), from a Context's budget per
     device ({0: "20G"} or "0=20G,1=40G", which gram applies device by device): the budget of
@@ -236,8 +245,8 @@ def one_gpu_mem(call, gpu_mem, device=None, devices=None):
         return budgets.get(str(0 if device is None else int(device)))
     if len(set(budgets.values())) == 1:
         return next(iter(budgets.values()))
-    raise InputError(f"gpu_mem={gpu_mem!r}: {call} on a device list takes one budget for every device (a budget "
-                     "per device is gram's): give gpu_mem= to the call")
+    raise InputError(f"gpu_mem={gpu_mem!r}: {call} on a device list takes one budget for every device, and this "
+                     "Context's budgets per device differ: give gpu_mem= to the call")
 
 
 def set_device_budgets(opts, device, gpu_mem, host_mem):

@@ -371,3 +371,29 @@ def test_a_budget_per_device_is_each_calls_own(rng):
     with outcore.Context(gpu_mem={0: "1G", 1: "2G"}, backend="cuda") as ctx:  # refused before any device is asked
         with pytest.raises(outcore.InputError, match="matmul on a device list takes one budget"):
             outcore.matmul(a, devices=[0, 1], context=ctx)
+
+
+def test_a_calls_own_budget_per_device_is_refused_by_matmul_and_map(rng):
+    """matmul and map take one device budget: a call's own gpu_mem per device is refused, as the
+    CLI's --gpu-mem 0=1G of those commands is (it was taken, and {1: "1G"} dropped without a
+    word); a Context's is the device's own (above). A closed Context's refusal names no other
+    function than the one called."""
+    a = rng.standard_normal((6, 5))
+    for per_device in ({0: "1G"}, "0=1G,1=2G", {1: "1G"}):
+        with pytest.raises(outcore.InputError, match="matmul takes one device budget"):
+            outcore.matmul(a, gpu_mem=per_device, backend="cpu")
+        with pytest.raises(outcore.InputError, match="map takes one device budget"):
+            outcore.map("x * 2", x=a, gpu_mem=per_device, backend="cpu")
+    ctx = outcore.Context()
+    ctx.close()
+    for call in (lambda: outcore.matmul(a, context=ctx), lambda: outcore.map("x * 2", x=a, context=ctx)):
+        with pytest.raises(outcore.InputError, match="closed") as exc:
+            call()
+        assert "gram" not in str(exc.value), exc.value
+
+
+def test_maps_masked_array_refusal_reads_as_gram_and_matmuls(rng):
+    a = np.ma.masked_array(rng.standard_normal(4), mask=[0, 1, 0, 0])
+    with pytest.raises(outcore.InputError) as exc:
+        outcore.map("a + 1", a=a)
+    assert str(exc.value).startswith("a: a masked array with 1 masked value"), exc.value

@@ -1,5 +1,7 @@
 """outcore.matmul against numpy: arrays and files, transposes and views read in place, the
 Gram product, dtypes and promotion, out= arrays and paths, and refusals."""
+import os
+
 import numpy as np
 import pytest
 
@@ -344,3 +346,22 @@ def test_ragged_lists_are_an_input_error():
         outcore.matmul([[1.0, 2.0], [3.0]], [[1.0], [2.0]])
     with pytest.raises(outcore.InputError, match=r"^B: the nested lists"):
         outcore.matmul([[1.0, 2.0]], [[1.0], [2.0, 3.0]])
+
+
+def test_explain_returns_the_clis_text(tmp_path):
+    """explain=True returns what `outcore matmul --explain` prints for the same files, and runs
+    nothing (no output written)."""
+    import subprocess
+    rng = np.random.default_rng(3)
+    np.save(tmp_path / "a.npy", rng.standard_normal((200, 150)))
+    np.save(tmp_path / "b.npy", rng.standard_normal((150, 120)))
+    out = tmp_path / "c.npy"
+    text = outcore.matmul(tmp_path / "a.npy", tmp_path / "b.npy", out=out, explain=True, backend="cpu")
+    assert isinstance(text, str) and text.startswith("backend: ") and not out.exists(), text
+    cli = os.environ.get("OUTCORE_BIN")
+    if cli:
+        proc = subprocess.run([cli, "matmul", tmp_path / "a.npy", tmp_path / "b.npy", "--backend", "cpu", "--explain"],
+                              capture_output=True, text=True, check=True)
+        assert proc.stdout == text, (proc.stdout, text)
+    with pytest.raises(outcore.InputError, match="explain"):
+        outcore.matmul(np.ones((2, 2)), explain="yes")
