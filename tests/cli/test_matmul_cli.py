@@ -227,6 +227,33 @@ def test_trace_sums_the_cpu_phases(mats):
         assert whole["panels read"] < 0.01, whole  # float64 files mapped: the BLAS reads them in place
 
 
+@pytest.mark.parametrize("limit_mib, stack_mib", [(120, None), (150, None), (650, 512), (680, 512)])
+def test_a_limit_without_room_for_the_blas_threads_never_hangs(tmp_path, limit_mib, stack_mib):
+    """OpenBLAS's threads started as it loads each map a stack and a buffer, and one that cannot
+    have its buffer is waited for at exit for ever: under limits just short of that room, a
+    plan (no BLAS call) and a product end, in one line naming the limit or with the result."""
+    import resource
+    hard_stack = resource.getrlimit(resource.RLIMIT_STACK)[1]
+    if stack_mib and hard_stack != resource.RLIM_INFINITY and hard_stack < stack_mib << 20:
+        pytest.skip(f"the hard stack limit is below {stack_mib} MiB")
+    a = np.random.default_rng(1).standard_normal((64, 64)).astype(np.float32)
+    np.save(tmp_path / "a.npy", a)
+
+    def limited():
+        resource.setrlimit(resource.RLIMIT_AS, (limit_mib << 20, limit_mib << 20))
+        if stack_mib:
+            resource.setrlimit(resource.RLIMIT_STACK, (stack_mib << 20, resource.RLIM_INFINITY))
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS",
+                                                             "OMP_NUM_THREADS")}
+    for extra in (["--plan"], ["-o", tmp_path / "c.npy", "-q"]):
+        proc = subprocess.run([outcore_bin(), "matmul", tmp_path / "a.npy", tmp_path / "a.npy", "--backend", "cpu",
+                               "--threads", "2", *extra], capture_output=True, text=True, timeout=60,
+                              preexec_fn=limited, env=env)
+        assert proc.returncode in (0, 1), (extra, proc.returncode, proc.stderr)
+        if proc.returncode == 1:
+            assert len(proc.stderr.splitlines()) == 1 and "address space limit" in proc.stderr, proc.stderr
+
+
 def recording_blas(tmp_path, variable):
     """A stand-in library for OUTCORE_BLAS that records `variable` as it is loaded into the
     file RECORD_FILE names ("unset" when it is unset)."""

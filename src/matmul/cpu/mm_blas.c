@@ -6,11 +6,13 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/threads.h"
@@ -54,28 +56,47 @@ static int address_space_room(int64_t bytes)
     return 1;
 }
 
+/* OpenBLAS's buffer for each thread of a call (BUFFER_SIZE on x86-64 and a page, as its
+ * allocation asks), and room for the rest of what a call maps. */
+#define OPENBLAS_THREAD_BUFFER ((int64_t)134221824)
+#define BLAS_OTHER_MAPPINGS ((int64_t)32 << 20)
+
 /* Room for what the library and its start-up take beside the threads' stacks. */
 #define BLAS_LOAD_MAPPINGS ((int64_t)64 << 20)
 
-/* A threaded OpenBLAS starts its threads as it loads: one fewer than the cores, or than
- * OPENBLAS_NUM_THREADS (GOTO_NUM_THREADS, OMP_NUM_THREADS) says. One it cannot start under an
- * address space limit is still handed work at its first threaded call, which then never
- * returns; so under a limit without room for those threads' stacks no library is loaded (the
- * CLI sets OPENBLAS_NUM_THREADS to its --threads when none is set). 0, or -1 with why. */
+/* The processors OpenBLAS counts: those of the machine this process may run on. */
+static long usable_processors(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_CONF);
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0 && CPU_COUNT(&set) < n) n = CPU_COUNT(&set);
+    return n > 0 ? n : 1;
+}
+
+/* A threaded OpenBLAS starts its threads as it loads, one fewer than the processors or than
+ * OPENBLAS_NUM_THREADS (GOTO_NUM_THREADS, OMP_NUM_THREADS) says, whichever is fewer, and each
+ * maps its stack and its buffer; one it cannot start or give a buffer under an address space
+ * limit is waited for at its first threaded call, or at exit, for ever. So under a limit
+ * without room for them no library is loaded (the CLI sets OPENBLAS_NUM_THREADS to its
+ * --threads when none is set). A library named by path is looked for first: one that is not
+ * there is refused as such. 0, or -1 with why. */
 static int load_threads_room(const char *lib, char *why, size_t why_size)
 {
     const int64_t limit = oc_address_space_limit();
-    if (limit < 0) return 0;
+    struct stat sb;
+    if (limit < 0 || (strchr(lib, '/') && stat(lib, &sb) != 0)) return 0;
     const char *vars[] = {"OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS"};
-    long threads = sysconf(_SC_NPROCESSORS_CONF);
-    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+    const char *named = NULL;
+    long threads = usable_processors();
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0] && !named; i++) {
         const char *v = getenv(vars[i]);
         if (v && atoi(v) > 0) {
-            threads = atoi(v);
-            break;
+            named = vars[i];
+            if (atoi(v) < threads) threads = atoi(v);
         }
     }
-    if (threads <= 1 || address_space_room((threads - 1) * thread_stack_bytes() + BLAS_LOAD_MAPPINGS)) return 0;
+    const int64_t each = thread_stack_bytes() + OPENBLAS_THREAD_BUFFER;
+    if (threads <= 1 || address_space_room((threads - 1) * each + BLAS_LOAD_MAPPINGS)) return 0;
     /* Loaded already (by the program, as numpy may): its threads started then. */
     void *loaded = dlopen(lib, RTLD_NOW | RTLD_NOLOAD | RTLD_LOCAL);
     if (loaded) {
@@ -83,10 +104,11 @@ static int load_threads_room(const char *lib, char *why, size_t why_size)
         return 0;
     }
     snprintf(why, why_size,
-             "%s: the address space limit (ulimit -v, %lld bytes) leaves no room for the %ld thread%s a threaded "
-             "BLAS starts as it loads (%lld MiB of stack each); give fewer threads (--threads, or "
-             "OPENBLAS_NUM_THREADS before it loads), or raise ulimit -v",
-             lib, (long long)limit, threads - 1, threads - 1 == 1 ? "" : "s", (long long)(thread_stack_bytes() >> 20));
+             "the address space limit (ulimit -v, %lld bytes) leaves no room for the %ld thread%s a threaded BLAS "
+             "starts as it loads (%lld MiB of stack and buffer each); give fewer threads (--threads, or %s before "
+             "it loads), or raise ulimit -v",
+             (long long)limit, threads - 1, threads - 1 == 1 ? "" : "s", (long long)(each >> 20),
+             named ? named : "OPENBLAS_NUM_THREADS");
     return -1;
 }
 
@@ -151,7 +173,7 @@ static int load(const char *env, oc_mm_blas *b, char *why, size_t why_size)
         const int st = try_load(search[i], b, ignored, sizeof ignored);
         if (st == 0) return 0;
         if (st == -2) {
-            snprintf(why, why_size, "%s", ignored);
+            snprintf(why, why_size, "%s: %.440s", search[i], ignored);
             return -2;
         }
     }
@@ -181,11 +203,6 @@ int oc_mm_blas_load(oc_mm_blas *b, char *why, size_t why_size)
     pthread_mutex_unlock(&lock);
     return st;
 }
-
-/* OpenBLAS's buffer for each thread of a call (BUFFER_SIZE on x86-64 and a page, as its
- * allocation asks), and room for the rest of what a call maps. */
-#define OPENBLAS_THREAD_BUFFER ((int64_t)134221824)
-#define BLAS_OTHER_MAPPINGS ((int64_t)32 << 20)
 
 static atomic_int threads_ready; /* threads whose OpenBLAS buffers a returned call left */
 
