@@ -7,6 +7,7 @@
  */
 #include "io/journal.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -224,6 +225,30 @@ static size_t read_header(int fd, char **job_out)
     return *job_out ? body + 13 : 0;
 }
 
+/* A journal made where the file system has no RENAME_NOREPLACE goes in by link and unlink
+ * (oc_sys_rename_noreplace): a crash between them leaves it with its temporary's name too
+ * (PATH.tmp-*, the same file). That name, and only that, is removed; 0 when it was. */
+static int drop_creation_name(const char *path, const struct stat *sb)
+{
+    char folder[4096];
+    oc_path_folder(path, folder, sizeof folder);
+    const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+    const size_t blen = strlen(base);
+    DIR *d = opendir(folder);
+    if (!d) return -1;
+    int dropped = -1;
+    struct dirent *e;
+    while (dropped != 0 && (e = readdir(d))) {
+        struct stat other;
+        if (strncmp(e->d_name, base, blen) != 0 || strncmp(e->d_name + blen, ".tmp-", 5) != 0) continue;
+        if (fstatat(dirfd(d), e->d_name, &other, AT_SYMLINK_NOFOLLOW) == 0 && other.st_dev == sb->st_dev &&
+            other.st_ino == sb->st_ino)
+            dropped = unlinkat(dirfd(d), e->d_name, 0);
+    }
+    closedir(d);
+    return dropped;
+}
+
 oc_status oc_journal_hold(oc_context *ctx, const char *path, oc_journal **out)
 {
     oc_journal *j = NULL;
@@ -238,6 +263,8 @@ oc_status oc_journal_hold(oc_context *ctx, const char *path, oc_journal **out)
                      errno == ELOOP ? "it is a symbolic link; remove it" : strerror(errno));
     else if (fstat(j->fd, &sb) != 0 || !S_ISREG(sb.st_mode))
         st = oc_fail(ctx, OC_ERR_INPUT, "%s: the resume journal is not a regular file; remove it", path);
+    else if (sb.st_nlink == 2 && drop_creation_name(path, &sb) == 0 && fstat(j->fd, &sb) != 0)
+        st = oc_fail(ctx, OC_ERR_INPUT, "%s: cannot read the resume journal: %s", path, strerror(errno));
     /* A journal this library made has one name; it is appended to, which another name (a
      * hard link) would see change: a file outside the output's names. */
     else if (sb.st_nlink != 1)

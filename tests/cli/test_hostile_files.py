@@ -82,6 +82,20 @@ def test_journal_with_other_names_is_refused(d):
     assert sorted(os.listdir(d)) == ["A.npy", "C.npy"]
 
 
+def test_journal_left_with_its_creation_name_resumes(d):
+    """Where a file system has no RENAME_NOREPLACE a journal goes in by link and unlink: a crash
+    between them leaves its temporary's name too (C.npy.outcore-journal.tmp-PID-RANDOM, the
+    same file). That second name is the journal's own: removed, and the job resumes."""
+    (d / "C.npy").unlink(missing_ok=True)
+    run("gram", "A.npy", "--tile", "24", "--threads", "1", "--backend", "cpu", "-q", "-o", "ref.npy")
+    killed_resumable(d)
+    os.link(d / "C.npy.outcore-journal", d / "C.npy.outcore-journal.tmp-999999-AbCdEfGh")
+    run("gram", "A.npy", "--tile", "24", "--threads", "1", "--backend", "cpu", "-q", "-o", "C.npy", "--resume",
+        env=EVERY)
+    assert (d / "C.npy").read_bytes() == (d / "ref.npy").read_bytes()
+    assert sorted(os.listdir(d)) == ["A.npy", "C.npy", "ref.npy"]
+
+
 @pytest.mark.parametrize("dangling", [False, True])
 @pytest.mark.parametrize("resume", [False, True])
 def test_journal_that_is_a_link_is_refused(d, dangling, resume):
