@@ -14,7 +14,7 @@ from . import _lib
 from ._context import lease
 from ._gram import _build_matrix, _checked_arguments, _is_path, _out_array, _result_dtype
 from ._options import c_path, flag
-from ._tools import _function, _libc
+from ._tools import _function
 from .errors import InputError, check
 
 if TYPE_CHECKING:
@@ -145,6 +145,6 @@ def explain(A: Matrix, B: Matrix | None = None, metric: Metric = "counts", topk:
                      ctypes.byref(output), ctypes.byref(text)), ctx)
             return _lib.text(ctypes.string_at(text))
         finally:
-            _libc.free(text)
+            _lib.c_free(text)
             for h in handles:
                 _lib.lib.oc_matrix_free(h)

@@ -298,6 +298,25 @@ def text(raw):
     return raw.decode("utf-8", "replace") if raw else ""
 
 
+# Text and reports the library malloc'ed are released with the C library's free.
+_libc = ctypes.CDLL(None)
+_libc.free.argtypes = [ctypes.c_void_p]
+_libc.free.restype = None
+
+
+def c_free(ptr):
+    """Releases what the library malloc'ed (a c_void_p; NULL is nothing)."""
+    _libc.free(ptr)
+
+
+def owned_text(ptr):
+    """The string the library malloc'ed at ptr (a c_void_p, may be NULL) as str, released."""
+    try:
+        return text(ctypes.string_at(ptr) if ptr.value else None)
+    finally:
+        c_free(ptr)
+
+
 _NAMES: dict = {}  # a library function's name -> the names it gives
 
 

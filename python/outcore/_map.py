@@ -37,9 +37,6 @@ if TYPE_CHECKING:
     from ._types import Backend, Flag, Integer, Path, Reduction, Size
 
 lib = _lib.lib
-_libc = ctypes.CDLL(None)
-_libc.free.argtypes = [ctypes.c_void_p]
-_libc.free.restype = None
 
 # oc_map_dtype codes in order.
 _DTYPES = [np.dtype(t) for t in (np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16,
@@ -400,10 +397,7 @@ def map(expr: str, out: Path | np.ndarray | None = None, *, dtype: DTypeLike | N
             if explain:
                 text = ctypes.c_void_p()
                 check(lib.oc_map_explain(ctx, handle, 0, ctypes.byref(text)), ctx)
-                try:
-                    return _lib.text(ctypes.cast(text, ctypes.c_char_p).value)
-                finally:
-                    _libc.free(text)
+                return _lib.owned_text(text)
             rdt = _DTYPES[lib.oc_map_result_dtype(handle)]
             shp = (ctypes.c_int64 * _lib.OC_MAP_MAX_DIMS)()
             nd = lib.oc_map_result_shape(handle, shp)

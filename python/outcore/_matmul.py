@@ -21,7 +21,7 @@ import numpy as np
 from . import _gpu_arrays, _lib
 from ._context import call_resources, lease
 from ._calls import run_on_context
-from ._map import _check_out_overlap, _is_path, _libc, _out_path, check_out_path_not_input
+from ._map import _check_out_overlap, _is_path, _out_path, check_out_path_not_input
 from ._options import (_device_list, as_numbers, c_path, c_text, flag, one_gpu_mem, parse_backend,
                        set_device_budgets, single_gpu_mem, threads_count)
 from .errors import InputError, check
@@ -396,10 +396,7 @@ def _explain(ctx, a, b_ptr, out, opts):
     text = ctypes.c_void_p()
     check(lib.oc_matmul_plan(ctx, ctypes.byref(a), b_ptr, ctypes.byref(c) if c is not None else None,
                              ctypes.byref(opts), 0, 1, ctypes.byref(text)), ctx)
-    try:
-        return _lib.text(ctypes.cast(text, ctypes.c_char_p).value)
-    finally:
-        _libc.free(text)
+    return _lib.owned_text(text)
 
 
 def _as_given(err, flipped_a, flipped_b):

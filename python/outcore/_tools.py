@@ -9,7 +9,6 @@ _kernel_objects.py) goes to oc_inspect_image or oc_inspect_module.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import json
 import os
 from typing import TYPE_CHECKING, Any
@@ -39,12 +38,6 @@ class InspectOptions(_lib._Defaults):
     ]
 
 
-# The rendered text is malloc'ed by the library and released with the C library's free.
-_libc = ctypes.CDLL(ctypes.util.find_library("c"))
-_libc.free.argtypes = [ctypes.c_void_p]
-_libc.free.restype = None
-
-
 def _function(name, restype, argtypes):
     try:
         fn = getattr(_lib.lib, name)
@@ -64,7 +57,7 @@ def _report(query, render, free, query_args):
         check(render(ctx, report, 1, ctypes.byref(text)), ctx)
         return json.loads(ctypes.string_at(text).decode("utf-8", "replace"))
     finally:
-        _libc.free(text)
+        _lib.c_free(text)
         free(report)
         _lib.lib.oc_context_free(ctx)
 
