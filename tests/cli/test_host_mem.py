@@ -231,6 +231,28 @@ def test_budget_too_small_says_what_it_needs(inputs, tmp_path):
     assert "--host-mem" in proc.stderr and not (tmp_path / "c.npy").exists()
 
 
+@pytest.mark.parametrize("args,ext", [(["--metric", "cosine", "--topk", "7"], "npz"), ([], "npy")],
+                         ids=["topk", "dense"])
+def test_a_large_tile_counts_its_buffers_in_the_budget(peak_input, tmp_path, args, ext):
+    """--tile 2048 gives each worker 16 or 32 MiB of tile buffers, far past the fixed cost's
+    share: a budget they do not fit is refused before any work, naming the least that runs,
+    --plan shows them, and that least budget runs the job within it."""
+    cols, threads, tile = PEAK_COLS, 2, 2048
+    common = [peak_input, "--bits", cols, *args, "--threads", threads, "--backend", "cpu", "--tile", tile]
+    out = tmp_path / f"c.{ext}"
+    proc = run("gram", *common, "--host-mem", 8 * MIB, "-o", out, check=False)
+    assert proc.returncode == 2 and "too small for tiles of 2048 x 2048" in proc.stderr, proc.stderr
+    assert "give a smaller --tile" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert not out.exists()
+    least = int(proc.stderr.split("it needs at least ")[1].split()[0])
+    plan = json.loads(run("gram", *common, "--host-mem", least, "--plan", "--json", "-o", out).stdout)
+    assert plan["tile"] == tile and plan["tile_buffer_bytes"] > threads * 8 * MIB, plan
+    # The least budget for the tiles leaves the panels nothing: the job runs with panels beside.
+    budget = least + 8 * MIB
+    job = summary_json(run("gram", *common, "--host-mem", budget, "--json", "-o", out))
+    assert job["host_peak_bytes"] <= budget + FIXED_BYTES + threads * PER_THREAD_BYTES, job
+
+
 def test_packed_input_for_the_gpu_stays_in_its_file(inputs, tmp_path):
     """A packed .npy for `--backend cuda` is left in its file whatever the budget (the upload
     threads read its rows), a bool one is packed into memory, and a CPU job keeps the budget's

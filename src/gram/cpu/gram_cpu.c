@@ -334,7 +334,7 @@ static oc_status cpu_gram(oc_gram_job *job)
         cj.tiles_j > INT32_MAX)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
                        "tile edge %lld does not fit this job (too large, or too many tiles)", (long long)t);
-    OC_CHECK(ctx, oc_cpu_plan_panels(ctx, job, t, &pp));
+    OC_CHECK(ctx, oc_cpu_plan_panels(ctx, job, t, threads, &pp));
     const int64_t npairs = job->symmetric ? pp.a_count * (pp.a_count + 1) / 2 : pp.a_count * pp.b_count;
     cj.task_tiles = malloc((size_t)ntasks * 2 * sizeof *cj.task_tiles);
     weights = malloc((size_t)ntasks * sizeof *weights);
@@ -351,7 +351,7 @@ static oc_status cpu_gram(oc_gram_job *job)
                      (long long)pp.a_bytes, (long long)pp.b_bytes);
         goto cleanup;
     }
-    const int convert = !(job->metric == OC_METRIC_COUNTS && job->dtype == OC_DTYPE_INT32);
+    const int convert = oc_cpu_tile_converts(job);
     const size_t tile_bytes = ((size_t)tile_elems * 4 + 63) / 64 * 64;
     for (int i = 0; i < threads; ++i) {
         cj.workers[i].acc = aligned_alloc(64, tile_bytes);
@@ -405,16 +405,16 @@ static oc_status cpu_plan(oc_gram_job *job, int json, char **out)
     const int threads = asked > tasks ? (int)tasks : asked;
     const char *isa = oc_cpu_kernel_get()->name;
     oc_cpu_panel_plan pp;
-    OC_CHECK(ctx, oc_cpu_plan_panels(ctx, job, t, &pp));
+    OC_CHECK(ctx, oc_cpu_plan_panels(ctx, job, t, threads, &pp));
     oc_text text = {0};
     if (json) {
         oc_text_printf(&text,
                        "{\"where\": \"cpu\", \"kernel\": \"%s\", \"threads\": %d, \"tile\": %lld, \"tiles\": %lld, "
                        "\"host_budget\": %lld, \"panel_rows_a\": %lld, \"panels_a\": %lld, \"panel_rows_b\": %lld, "
-                       "\"panels_b\": %lld, \"panel_bytes\": %lld}\n",
+                       "\"panels_b\": %lld, \"panel_bytes\": %lld, \"tile_buffer_bytes\": %lld}\n",
                        isa, threads, (long long)t, (long long)tasks, (long long)job->host_budget, (long long)pp.a_rows,
                        (long long)pp.a_count, (long long)pp.b_rows, (long long)pp.b_count,
-                       (long long)(pp.a_bytes + pp.b_bytes));
+                       (long long)(pp.a_bytes + pp.b_bytes), (long long)pp.tile_bytes);
     } else {
         oc_text_printf(&text, "plan for cpu (%s kernels)\n  tiles    %lld x %lld rows: %lld tiles%s\n", isa,
                        (long long)t, (long long)t, (long long)tasks, job->symmetric ? " (upper triangle)" : "");
@@ -427,6 +427,9 @@ static oc_status cpu_plan(oc_gram_job *job, int json, char **out)
         else
             oc_text_printf(&text, "  host     budget %.1f MiB: the inputs are in memory\n",
                            (double)job->host_budget / 1048576.0);
+        if (pp.tile_bytes)
+            oc_text_printf(&text, "  tiles    %.1f MiB of the budget for the workers' tile buffers\n",
+                           (double)pp.tile_bytes / 1048576.0);
         if (threads < asked) oc_text_printf(&text, "  threads  %d workers (one per tile: %d asked)\n", threads, asked);
         else oc_text_printf(&text, "  threads  %d workers\n", threads);
     }
