@@ -67,6 +67,7 @@ def test_options(workdir, command):
 
 # (command, option, the --help line that names its values)
 VALUE_OPTIONS = [("gram", "--metric"), ("gram", "--dtype"), ("gram", "--backend"), ("gram", "--gpu-mem-mode"),
+                 ("gram", "--algorithm"),
                  ("demo", "--backend"), ("map", "--dtype"), ("map", "--reduce"), ("map", "--backend"),
                  ("matmul", "--dtype"), ("matmul", "--backend")]
 
@@ -106,6 +107,7 @@ def test_option_values(workdir, command, option):
 
 @pytest.mark.parametrize("command,option,what", [("gram", "--metric", "metrics"), ("gram", "--dtype", "dtypes"),
                                                  ("gram", "--backend", "backends"), ("map", "--dtype", "map-dtypes"),
+                                                 ("gram", "--algorithm", "algorithms"),
                                                  ("map", "--reduce", "map-reductions"),
                                                  ("matmul", "--dtype", "matmul-dtypes")])
 def test_option_values_are_the_libraries(workdir, command, option, what):
