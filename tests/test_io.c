@@ -302,7 +302,8 @@ static void test_npy_bad(void)
         {"zero_cols.npy", "|u1", 0, "(5, 0)", 0, "0 columns"},
         /* 2^62 x 4 overflows a 64-bit byte count; a dimension past int64 overflows by itself. */
         {"overflow.npy", "|u1", 0, "(4611686018427387904, 4)", R * C, "overflow 64-bit sizes"},
-        {"overflow2.npy", "|u1", 0, "(5, 99999999999999999999999)", R * C, "overflow 64-bit sizes"},
+        {"overflow2.npy", "|u1", 0, "(5, 99999999999999999999999)", R * C,
+         "a dimension of the shape overflows 64 bits"},
         /* Large but representable: the data is missing, and that is what is said. */
         {"huge.npy", "|u1", 0, "(3000000000, 3000000000)", R * C, "truncated .npy data"},
     };

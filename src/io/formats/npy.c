@@ -342,6 +342,7 @@ static oc_status npy_matrix_layout(oc_context *ctx, const char *path, const oc_m
         return oc_fail(ctx, OC_ERR_INPUT,
                        "%s: fortran_order is True: only C-order arrays are read (save numpy.ascontiguousarray(A))",
                        path);
+    if (h.shape_overflow) return oc_fail(ctx, OC_ERR_INPUT, "%s: a dimension of the shape overflows 64 bits", path);
     if (h.ndim != 2) {
         char shape[64] = "(";
         for (int d = 0; d < h.ndim && d < 4; ++d)
@@ -353,7 +354,7 @@ static oc_status npy_matrix_layout(oc_context *ctx, const char *path, const oc_m
         return oc_fail(ctx, OC_ERR_INPUT, "%s: shape %s is not 2-D: a matrix needs rows and columns", path, shape);
     }
     int64_t rows = h.shape[0], width = h.shape[1], data_bytes;
-    if (h.shape_overflow || !oc_mul_i64(rows, width, &data_bytes))
+    if (!oc_mul_i64(rows, width, &data_bytes))
         return oc_fail(ctx, OC_ERR_INPUT, "%s: dimensions %" PRId64 " x %" PRId64 " overflow 64-bit sizes", path, rows,
                        width);
     if (rows == 0 || width == 0)
