@@ -552,7 +552,8 @@ oc_status oc_map_run(oc_context *ctx, oc_map *m, const char *out_path, void *out
     local.seconds = oc_now() - t0;
     local.elements = m->count;
     local.bytes_read = 0;
-    for (int i = 0; i < m->n_inputs; i++)
+    /* An empty result reads nothing, whatever the size of an input it broadcasts against. */
+    for (int i = 0; i < m->n_inputs && m->count > 0; i++)
         if (m->inputs[i].used) local.bytes_read += m->inputs[i].count * (int64_t)oc_mt_size(m->inputs[i].type);
     local.bytes_written = m->out_count * (int64_t)oc_mt_size(m->out_type);
     local.host_peak_bytes = oc_host_mem_peak();

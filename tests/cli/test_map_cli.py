@@ -33,6 +33,17 @@ def test_elementwise_and_json(arrays):
     assert summary["bytes_read"] == x["a"].nbytes + x["v"].nbytes + x["i"].nbytes
 
 
+def test_an_empty_result_reads_nothing(tmp_path):
+    """(0, 1) against (1, 5000) broadcasts to (0, 5000): no element is computed, no byte read."""
+    np.save(tmp_path / "z.npy", np.zeros((0, 1), np.uint8))
+    np.save(tmp_path / "r.npy", np.arange(5000, dtype=np.uint8).reshape(1, 5000))
+    for extra in (["-o", tmp_path / "c.npy"], ["--reduce", "sum"]):
+        proc = run("map", "a + b", f"a={tmp_path / 'z.npy'}", f"b={tmp_path / 'r.npy'}", "--json", *extra)
+        summary = json.loads(proc.stdout)
+        assert summary["elements"] == 0 and summary["bytes_read"] == 0, summary
+    assert np.load(tmp_path / "c.npy").shape == (0, 5000)
+
+
 def test_set_dtype_and_reduce(arrays):
     d, x = arrays
     out = d / "c.npy"
