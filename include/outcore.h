@@ -518,8 +518,9 @@ OC_API oc_status oc_backend_parse(const char *name, oc_backend *out);
 OC_API oc_status oc_algorithm_parse(const char *name, oc_algorithm *out);
 /* A budget as --gpu-mem and --host-mem take it: a size ("2G", "512MiB", "4096": bytes into
  * *bytes, *fraction = 0) or a percentage ("50%": *fraction = 0.5, *bytes = 0). Returns
- * OC_ERR_INVALID_ARGUMENT, setting nothing, for anything else (zero, above 100%, a unit
- * other than B, K, M, G, T with optional B or iB, a NULL bytes or fraction). */
+ * OC_ERR_INVALID_ARGUMENT, setting nothing, for anything else (zero, 2^63 bytes or more,
+ * above 100%, a unit other than B, K, M, G, T with optional B or iB, a NULL bytes or
+ * fraction). */
 OC_API oc_status oc_size_parse(const char *text, int64_t *bytes, double *fraction);
 
 /* Copies the ..._INIT values of the option struct named `type` ("oc_gram_options",

@@ -80,6 +80,9 @@ static void check_errors(oc_context *ctx)
         {"0", "2Q", 1, "\"2Q\""},
         {"0", "0=200%", 1, "\"0=200%\""},
         {"0:8,1:8,2", NULL, 3, "\"2\""},
+        /* a device given two budgets: the last would win unseen */
+        {"0,1", "0=1G,1=2G,0=2G", 2, "\"0=2G\": device 0 is given a budget twice"},
+        {"0:2", "0=1G,0=2G", 1, "device 0 is given a budget twice"},
         /* entries longer than any that parses: refused, not cut to a prefix that parses */
         {"0", "0=2.0000000000000000000000000000000000000000000000000000000000000000000junk", 1, "too long"},
         {"0000000000000000000000000000000000000000000000000000000000000000000001", NULL, 2, "too long"},
@@ -144,6 +147,15 @@ static void check_sizes(void)
     CHECK(oc_size_parse("2 G", &b, &f) == OC_ERR_INVALID_ARGUMENT);
     CHECK(oc_size_parse("inf", &b, &f) == OC_ERR_INVALID_ARGUMENT);
     CHECK(oc_size_parse("1.5e3", &b, &f) == OC_OK && b == 1500);
+    /* Plain digits exactly up to 2^63 - 1 (a double would round it up to 2^63); scaled sizes
+     * below 2^63. */
+    CHECK(oc_size_parse("9223372036854775807", &b, &f) == OC_OK && b == INT64_MAX);
+    CHECK(oc_size_parse("9223372036854775806", &b, &f) == OC_OK && b == INT64_MAX - 1);
+    CHECK(oc_size_parse("9223372036854775808", &b, &f) == OC_ERR_INVALID_ARGUMENT);
+    CHECK(oc_size_parse("9.2e18", &b, &f) == OC_OK && b == 9200000000000000000LL);
+    CHECK(oc_size_parse("8388607T", &b, &f) == OC_OK && b == 8388607LL << 40);
+    CHECK(oc_size_parse("8388608T", &b, &f) == OC_ERR_INVALID_ARGUMENT);
+    CHECK(oc_size_parse("1e19", &b, &f) == OC_ERR_INVALID_ARGUMENT);
 }
 
 int main(void)

@@ -200,8 +200,8 @@ static int size_error(const char *option, const char *text, const char *example,
     size_t n = strlen(text);
     if (n > 1 && text[n - 1] == '%')
         return cli_usage_error("%s %s: a percentage must be more than 0 and at most 100", option, text);
-    return cli_usage_error("%s %s: expected a size such as %s, or a percentage such as %s", option, text, example,
-                           percent);
+    return cli_usage_error("%s %s: expected a size such as %s (1 byte to 2^63 - 1), or a percentage such as %s", option,
+                           text, example, percent);
 }
 
 int cli_parse_gpu_mem(const char *text, int64_t *bytes, double *fraction)

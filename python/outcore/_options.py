@@ -208,10 +208,14 @@ def _per_device_gpu_mem(gpu_mem):
     """"0=20G,1=40G" from {0: "20G", 1: "40G"} (or that text itself). A dict's devices and
     budgets are checked here, as a single budget is, before a job or Context takes them."""
     if isinstance(gpu_mem, dict):
+        seen = set()
         for device, budget in gpu_mem.items():
             # a device as an int or its digits, as the library's "0=2G" spells it
-            _integer("a gpu_mem device", int(device) if isinstance(device, str) and device.isdigit() else device,
-                     0, INT_MAX)
+            index = int(device) if isinstance(device, str) and device.isdigit() else device
+            _integer("a gpu_mem device", index, 0, INT_MAX)
+            if int(index) in seen:
+                raise InputError(f"gpu_mem: device {int(index)} is given a budget twice ({gpu_mem!r})")
+            seen.add(int(index))
             try:
                 parse_gpu_mem(budget)
             except InputError as e:

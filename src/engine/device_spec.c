@@ -49,10 +49,20 @@ oc_status oc_size_parse(const char *text, int64_t *bytes, double *fraction)
                  {"T", 1099511627776.0},
                  {"TB", 1099511627776.0},
                  {"TiB", 1099511627776.0}};
+    /* Plain digits are read exactly, up to 2^63 - 1 (a double rounds 2^63 - 1 to 2^63); a
+     * unit or a fraction scales a double, below 2^63. */
+    if (!*end && strspn(text, "0123456789") == number) {
+        errno = 0;
+        long long whole = strtoll(text, NULL, 10);
+        if (errno) return OC_ERR_INVALID_ARGUMENT;
+        *bytes = whole;
+        *fraction = 0.0;
+        return OC_OK;
+    }
     for (size_t k = 0; k < sizeof units / sizeof units[0]; ++k) {
         if (strcasecmp(end, units[k].suffix) == 0) {
             double b = v * units[k].scale;
-            if (b < 1 || b > 9.0e18) return OC_ERR_INVALID_ARGUMENT;
+            if (b < 1 || b >= 0x1p63) return OC_ERR_INVALID_ARGUMENT;
             *bytes = (int64_t)b;
             *fraction = 0.0;
             return OC_OK;
@@ -193,7 +203,7 @@ static oc_status parse_budgets(oc_context *ctx, const char *text, oc_device_list
         return OC_OK;
     }
     char token[64];
-    int len;
+    int len, given[OC_MAX_LOGICAL_DEVICES], n_given = 0; /* the devices given a budget so far */
     for (const char *p = text; (len = next_token(&p, token, sizeof token)) != -1;) {
         if (len == -2) return too_long(ctx, "gpu-mem", token);
         char *eq = strchr(token, '=');
@@ -207,6 +217,11 @@ static oc_status parse_budgets(oc_context *ctx, const char *text, oc_device_list
         if (!named)
             return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "gpu-mem: \"%s\": device %d is not one of the job's devices",
                            token, physical);
+        for (int i = 0; i < n_given; ++i)
+            if (given[i] == physical)
+                return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "gpu-mem: \"%s\": device %d is given a budget twice",
+                               token, physical);
+        given[n_given++] = physical; /* a device the list names: at most one per logical device */
         set_budget(list, physical, bytes, fraction);
     }
     return OC_OK;

@@ -678,6 +678,8 @@ def test_flags_sizes_and_budgets_are_checked_as_given():
     with pytest.raises(outcore.InputError, match="gpu_mem device must be at least 0"):
         outcore.Context(gpu_mem={-1: "2G"})
     outcore.Context(gpu_mem={"0": "2G"}).close()  # the library's own spelling of a device
+    with pytest.raises(outcore.InputError, match="device 0 is given a budget twice"):
+        outcore.Context(gpu_mem={0: "1G", "0": "2G"})  # one device in both spellings: neither silently wins
     assert outcore.Context().close(timeout=float("inf")) and outcore.Context().close(timeout=np.int64(5))
     with outcore.Context() as ctx:
         with pytest.raises(outcore.InputError, match="^timeout must be a number of seconds"):
