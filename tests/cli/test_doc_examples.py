@@ -42,8 +42,15 @@ def gpu_module_missing(text):
     if not match:
         return None
     probe = f"import {match.group(1)}, outcore, sys; sys.exit(0 if outcore.cuda_device_count() > 0 else 1)"
+    if match.group(1) == "numba":
+        # numba must also compile a kernel as the example would: a numba release that does not
+        # fit the installed numpy fails inside numba's compiler, not in what the docs show.
+        probe += "\nfrom numba import cuda\ndef k(out):\n    out[0] = 0\ncuda.jit('void(float32[::1])')(k)"
     usable = subprocess.run([sys.executable, "-c", probe], capture_output=True).returncode == 0
-    return None if usable else f"{match.group(1)} with a GPU"
+    if usable:
+        return None
+    return "numba with a GPU, compiling kernels with this numpy" if match.group(1) == "numba" else \
+        f"{match.group(1)} with a GPU"
 
 
 def mpi_usable():
