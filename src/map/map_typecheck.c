@@ -107,10 +107,13 @@ static int convert(checker *c, int k, int t)
     return emit(c, n);
 }
 
-/* numpy's common type of operands ks (NEP 50); -1 after an error. */
+/* numpy's common type of operands ks (NEP 50); -1 after an error. Of three or more strong
+ * types, one that every other promotes to is the result, as numpy's promotion of a sequence
+ * finds it first (uint16, int8, float32 give float32); only without one are they folded in
+ * pairs (which would give int32, then float64). */
 static int common_type(checker *c, const int *ks, int n)
 {
-    int s = -1;
+    int s = -1, strong[8], n_strong = 0, n_seen = 0; /* the strong types: their first 8, and how many */
     int weak_int = 0, weak_float = 0;
     for (int i = 0; i < n; i++) {
         const oc_map_node *x = &c->out->nodes[ks[i]];
@@ -119,6 +122,15 @@ static int common_type(checker *c, const int *ks, int n)
         else {
             int t = x->weak == MW_BOOL ? MT_BOOL : x->type;
             s = s < 0 ? t : oc_mt_promote(s, t);
+            if (n_seen++ < (int)(sizeof strong / sizeof strong[0])) strong[n_strong++] = t;
+        }
+    }
+    for (int i = 0; n_strong > 2 && n_strong == n_seen && i < n_strong; i++) {
+        int all = 1;
+        for (int j = 0; j < n_strong && all; j++) all = oc_mt_promote(strong[i], strong[j]) == strong[i];
+        if (all) {
+            s = strong[i];
+            break;
         }
     }
     if (s < 0) s = weak_float ? MT_F64 : weak_int ? MT_I64 : MT_BOOL;

@@ -5,6 +5,7 @@ the reductions must be bit-identical to numpy (same dtype, same bits; NaN compar
 the transcendental functions must be within their ulp bound of numpy over the whole float
 range, special values included (docs/map.md states the bounds).
 """
+import itertools
 import math
 import warnings
 
@@ -138,6 +139,23 @@ def test_promotion_table(dtype, other):
         if ref.dtype == np.float16:
             continue
         assert outcore.map(expr, a=a, b=b).dtype == ref.dtype, expr
+
+
+def test_clip_promotes_three_types_as_numpy():
+    """numpy promotes clip's three operands as a sequence: where one type is the others' common
+    type it is the result (uint16, int8, float32 give float32), not the pairwise fold (float64).
+    Every triple of map's dtypes, each against np.clip's dtype and values."""
+    checked = 0
+    for x_type, lo_type, hi_type in itertools.product(DTYPES, repeat=3):
+        x, lo, hi = (np.array(v, t) for v, t in (([0, 1, 1, 0], x_type), ([0, 0, 1, 1], lo_type),
+                                                  ([1, 1, 1, 0], hi_type)))
+        ref = np.clip(x, lo, hi)
+        if ref.dtype == np.float16:
+            continue
+        got = outcore.map("clip(x, lo, hi)", x=x, lo=lo, hi=hi)
+        assert got.dtype == ref.dtype and np.array_equal(got, ref), (x_type, lo_type, hi_type, got.dtype, ref.dtype)
+        checked += 1
+    assert checked == len(DTYPES) ** 3
 
 
 @pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint32, np.uint64])
