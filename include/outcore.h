@@ -67,7 +67,12 @@ typedef struct oc_context oc_context;
  * used by one thread at a time: calls on one context from two threads at once are not
  * allowed, except oc_context_cancel and oc_context_release_cached_memory. Contexts used by
  * different threads are independent. Reusing one context for a series of jobs spares each
- * job after the first the pinning of its staging. */
+ * job after the first the pinning of its staging.
+ *
+ * fork(): a process may fork while its other threads are in calls. The library's
+ * process-wide locks are taken across the fork (a call into the BLAS delays it until the call
+ * returns), so a child's CPU jobs on contexts it creates run; a context of the parent's, and
+ * a GPU the parent used (CUDA does not survive a fork), are not the child's to use. */
 OC_API oc_status oc_context_create(oc_context **out);
 /* Frees the context and the memory it keeps (pinned staging, a matmul's device workspace).
  * NULL is a no-op.

@@ -1,5 +1,5 @@
 /*
- * test_after_job.c - work a job leaves running when it returns (core/after_job.h), without a
+ * test_after_job.c - work a job leaves running when it returns (core/process/after_job.h), without a
  * GPU. Checked: the work runs; oc_after_job_wait returns only after all of it, from any
  * number of threads at once; a wait on the work's own thread returns at once (its work
  * frees contexts, whose free waits); oc_context_free waits for it; work held by a job
@@ -11,7 +11,7 @@
 #include <time.h>
 
 #include "harness.h"
-#include "core/after_job.h"
+#include "core/process/after_job.h"
 
 static atomic_int done;
 

@@ -8,8 +8,9 @@
 #include <string.h>
 
 #include "core/text_buf.h"
-#include "core/after_job.h"
+#include "core/process/after_job.h"
 #include "core/error.h"
+#include "core/process/fork_locks.h"
 
 const char *oc_version(void)
 {
@@ -49,6 +50,7 @@ const char *oc_status_string(oc_status status)
  * reaches the staging each one keeps. The lock guards the list's links only; it is taken
  * before a cache's own lock, never after. */
 static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
+OC_FORK_LOCK(live_lock, OC_FORK_RANK_CONTEXTS, NULL)
 static oc_context *live_head;
 
 void oc_context_set_removed_fn(oc_context *ctx, oc_removed_fn fn, void *user)

@@ -13,10 +13,12 @@
 #include "core/threads.h"
 #include "core/trace.h"
 #include "cost/cost.h"
+#include "core/process/fork_locks.h"
 
 /* ---------------------------------------------------------------- the process's rates */
 
 static pthread_mutex_t rates_lock = PTHREAD_MUTEX_INITIALIZER;
+OC_FORK_LOCK(rates_lock, OC_FORK_RANK_COST_RATES, NULL)
 static int host_loaded, gpu_loaded;
 static oc_cost_rates rates_cached;
 static char host_key[1400], gpu_key[2500];

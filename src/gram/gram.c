@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/after_job.h"
+#include "core/process/after_job.h"
 #include "core/error.h"
 #include "core/context.h"
 #include "core/gpu_probe.h"
@@ -507,7 +507,7 @@ oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const
     }
     oc_trace_phase(&t, "gram", "algorithm");
     phase_end(&mark, &ph->prepare);
-    /* What the backend leaves to run after the job (core/after_job.h) starts once the
+    /* What the backend leaves to run after the job (core/process/after_job.h) starts once the
      * output is written. */
     oc_after_job_hold();
     held = 1;

@@ -35,6 +35,7 @@
 #include "core/error.h"
 #include "inspect/ptxas.h"
 #include "io/env.h"
+#include "core/process/fork_locks.h"
 
 extern char **environ;
 
@@ -233,14 +234,16 @@ static oc_status run_capture(oc_context *ctx, char *const argv[], const run_limi
  * answer is kept per process for the ptxas it came from (a release read once is the same
  * later); a failed run is not kept, so a ptxas that failed once (a timeout on a loaded
  * machine) is asked again, and another ptxas (another PATH, or CUDA_HOME) is asked its own. */
+static pthread_mutex_t release_lock = PTHREAD_MUTEX_INITIALIZER;
+OC_FORK_LOCK(release_lock, OC_FORK_RANK_PTXAS, NULL)
+
 static const char *ptxas_release(const char *ptxas, char *release, size_t size)
 {
-    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
     static char kept_path[PATH_MAX], kept[32];
-    pthread_mutex_lock(&lock);
+    pthread_mutex_lock(&release_lock);
     const int have = kept[0] && strcmp(kept_path, ptxas) == 0;
     if (have) snprintf(release, size, "%s", kept);
-    pthread_mutex_unlock(&lock);
+    pthread_mutex_unlock(&release_lock);
     if (have) return release;
     char *argv[] = {(char *)ptxas, "--version", NULL};
     char *text = NULL, found[32] = "";
@@ -253,10 +256,10 @@ static const char *ptxas_release(const char *ptxas, char *release, size_t size)
     }
     snprintf(release, size, "%s", found[0] ? found : "?");
     if (found[0] && strlen(ptxas) < sizeof kept_path) {
-        pthread_mutex_lock(&lock);
+        pthread_mutex_lock(&release_lock);
         snprintf(kept_path, sizeof kept_path, "%s", ptxas);
         snprintf(kept, sizeof kept, "%s", found);
-        pthread_mutex_unlock(&lock);
+        pthread_mutex_unlock(&release_lock);
     }
     return release;
 }

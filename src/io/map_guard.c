@@ -1,5 +1,6 @@
 /* map_guard.c - SIGBUS on a shrunk input mapping becomes a flag (map_guard.h). */
 #include "io/map_guard.h"
+#include "core/process/fork_locks.h"
 
 #include <pthread.h>
 #include <signal.h>
@@ -20,6 +21,7 @@ typedef struct guard_slot {
 
 static guard_slot slots[GUARD_SLOTS];
 static pthread_mutex_t install_lock = PTHREAD_MUTEX_INITIALIZER;
+OC_FORK_LOCK(install_lock, OC_FORK_RANK_MAP_GUARD, NULL)
 static int registered;            /* under install_lock */
 static struct sigaction previous; /* the handler before ours, while ours is installed */
 static uintptr_t page_size;

@@ -4,10 +4,10 @@
  * product's cuBLASLt workspace (core/context.h's oc_kept_device), which the context owns and
  * frees with itself (core/context.c). Releasing needs no backend: the cache unpins, and the
  * block frees itself, through the calls the backend gave with them. Each call first waits
- * for the release of earlier GPU jobs (core/after_job.h), which hands their staging back to
+ * for the release of earlier GPU jobs (core/process/after_job.h), which hands their staging back to
  * the cache.
  */
-#include "core/after_job.h"
+#include "core/process/after_job.h"
 #include "core/context.h"
 #include "mem/pinned_cache.h"
 

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "core/threads.h"
+#include "core/process/fork_locks.h"
 
 /* The value of a "Key: N kB" line of a /proc file in bytes, or -1. */
 static int64_t proc_kb_line(const char *path, const char *key)
@@ -35,6 +36,7 @@ int64_t oc_host_mem_available(void)
  * processes hold moves on a slower scale. */
 #define AVAILABLE_FRESH 0.1
 static pthread_mutex_t available_lock = PTHREAD_MUTEX_INITIALIZER;
+OC_FORK_LOCK(available_lock, OC_FORK_RANK_HOST_BUDGET, NULL)
 static double available_at = -1.0;
 static int64_t available_bytes;
 

@@ -248,6 +248,34 @@ def test_no_folder_is_too_large():
     assert not big, f"folders over {MAX_FILES} files (split them into subsystems):\n" + "\n".join(big)
 
 
+PROCESS_LOCK = re.compile(r"^static pthread_(mutex|rwlock)_t (\w+)\s*=", re.M)
+
+
+def unregistered_process_locks(src):
+    """The file-scope (process-wide) mutexes and rwlocks of src/ that no OC_FORK_LOCK or
+    OC_FORK_RWLOCK registers (core/process/fork_locks.h: each is taken across fork(); the
+    registry's own lock, there, is taken first by the registry itself)."""
+    missing = []
+    for path in sorted(src.rglob("*")):
+        own = path.relative_to(src).as_posix() == "core/process/fork_locks.c"
+        if path.is_file() and path.suffix in SUFFIXES and not own:
+            text = path.read_text()
+            for kind, name in PROCESS_LOCK.findall(text):
+                macro = "OC_FORK_LOCK" if kind == "mutex" else "OC_FORK_RWLOCK"
+                if not re.search(rf"^{macro}\({name},", text, re.M):
+                    missing.append(f"{path.relative_to(src)}: {name}")
+    return missing
+
+
+def test_process_wide_locks_are_taken_across_fork(tmp_path):
+    missing = unregistered_process_locks(SRC)
+    assert not missing, "process-wide locks a forked child could find taken for ever:\n" + "\n".join(missing)
+    probe = tmp_path / "src" / "core"
+    probe.mkdir(parents=True)
+    (probe / "probe.c").write_text("static pthread_mutex_t probe_lock = PTHREAD_MUTEX_INITIALIZER;\n")
+    assert unregistered_process_locks(tmp_path / "src") == ["core/probe.c: probe_lock"]
+
+
 def test_the_rules_see_a_breach(tmp_path):
     # A probe file in core/ that includes a job's header and a CUDA header breaks two rules.
     with copy_of_src(tmp_path) as src:

@@ -12,11 +12,12 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "core/after_job.h"
+#include "core/process/after_job.h"
 #include "core/context.h"
 #include "mem/pinned_cache.h"
 #include "engine/cuda/cuda_check.h"
 #include "engine/cuda/driver_status.h"
+#include "core/process/fork_locks.h"
 
 /* ---------------------------------------------------------------- allocators */
 static atomic_llong live_device_bytes;
@@ -239,6 +240,7 @@ uint64_t oc_cuda_contexts_made(void) { return (uint64_t)atomic_load(&contexts_ma
 
 #define PROPS_CACHED 64
 static pthread_mutex_t props_lock = PTHREAD_MUTEX_INITIALIZER;
+OC_FORK_LOCK(props_lock, OC_FORK_RANK_CUDA, NULL)
 static oc_cuda_props props_cache[PROPS_CACHED];
 static int props_read[PROPS_CACHED];
 
@@ -340,6 +342,7 @@ void oc_cuda_device_close(oc_cuda_device *dev)
 /* A device's checked kernels are read and added to by every thread that launches on it (the
  * driving thread, and a resident plan's upload thread with its row popcounts). */
 static pthread_mutex_t checked_lock = PTHREAD_MUTEX_INITIALIZER;
+OC_FORK_LOCK(checked_lock, OC_FORK_RANK_CUDA_LAUNCH, NULL)
 
 static oc_status launch_prepare(oc_context *ctx, oc_cuda_device *dev, const void *func, const char *name, int block,
                                 size_t dyn_smem)

@@ -132,7 +132,7 @@ void oc_cuda_host_unpin(void *ptr);
 
 /* Device and pinned bytes allocated through oc_cuda_mem_ops and not yet freed, in this
  * process (any thread), idle cached staging included, once earlier jobs' releases are done
- * (core/after_job.h): tests check that a failed job leaves none behind once
+ * (core/process/after_job.h): tests check that a failed job leaves none behind once
  * oc_context_release_cached_memory has run. */
 int64_t oc_cuda_live_device_bytes(void);
 int64_t oc_cuda_live_pinned_bytes(void);

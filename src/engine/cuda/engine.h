@@ -185,7 +185,7 @@ void oc_engine_worker_trace(const oc_engine_worker *w);
 
 /* Waits until nothing the worker started still runs: its device's work (copies into and
  * out of the job's memory) and its sinks' deliveries. After it the job may return while its
- * memory is given back later (core/after_job.h): on a failed job a delivery still in flight
+ * memory is given back later (core/process/after_job.h): on a failed job a delivery still in flight
  * would write into an output the caller removes. NULL, or a worker never set up: nothing. */
 void oc_engine_worker_quiesce(oc_engine_worker *w);
 /* Waits for the device, frees everything. NULL: no-op. */

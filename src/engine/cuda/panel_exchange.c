@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "engine/cuda/device.h"
+#include "core/process/fork_locks.h"
 
 enum { PANEL_NONE = 0, PANEL_UPLOADING, PANEL_READY };
 
@@ -148,6 +149,7 @@ int oc_panel_exchange_wanted(void)
 enum { PEER_DEVICES = 64 };
 static unsigned char peer_enabled[PEER_DEVICES][PEER_DEVICES];
 static pthread_mutex_t peer_lock = PTHREAD_MUTEX_INITIALIZER;
+OC_FORK_LOCK(peer_lock, OC_FORK_RANK_CUDA, NULL)
 
 static int enable_peer(int i, int j)
 {

@@ -8,7 +8,7 @@
  *                    and run part 0 itself (it reports progress and delivers threshold
  *                    pairs: outcore.h promises both on the caller's thread) -> join ->
  *                    statistics -> merge the top-k lists -> return, the parts released
- *                    after the job (core/after_job.h)
+ *                    after the job (core/process/after_job.h)
  *   part threads:    cudaSetDevice, the part's set-up, then the worker's tile loop over the
  *                    groups it pulls
  *   making, opening, setting up and releasing the parts: gram_parts.c.

@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "core/after_job.h"
+#include "core/process/after_job.h"
 #include "core/context.h"
 #include "core/error.h"
 #include "core/threads.h"

@@ -67,7 +67,7 @@ void oc_gram_parts_quiesce(oc_gram_parts *g);
 void oc_gram_parts_account(oc_gram_parts *g);
 /* Every part's device work undone (streams, events, device memory, staging) and the host
  * side freed; g itself is the caller's. _later does it after the job returns
- * (core/after_job.h), taking g's contents and leaving g empty. _close: account, release. */
+ * (core/process/after_job.h), taking g's contents and leaving g empty. _close: account, release. */
 void oc_gram_parts_release(oc_gram_parts *g);
 void oc_gram_parts_release_later(oc_gram_parts *g);
 void oc_gram_parts_close(oc_gram_parts *g);

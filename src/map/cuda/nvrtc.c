@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "engine/cuda/driver_status.h"
 #include "map/cuda/nvrtc_cache.h"
+#include "core/process/fork_locks.h"
 
 /* ---------------------------------------------------------------- the library */
 typedef int nvrtc_result; /* nvrtcResult: 0 is NVRTC_SUCCESS */
@@ -284,6 +285,7 @@ typedef struct loaded_module {
 } loaded_module;
 
 static pthread_mutex_t modules_lock = PTHREAD_MUTEX_INITIALIZER;
+OC_FORK_LOCK(modules_lock, OC_FORK_RANK_CUDA, NULL)
 static loaded_module *modules;
 
 static oc_status driver_fail(oc_context *ctx, CUresult r, const char *call, const char *name)

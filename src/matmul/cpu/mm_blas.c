@@ -17,6 +17,7 @@
 
 #include "core/threads.h"
 #include "io/sysio.h"
+#include "core/process/fork_locks.h"
 
 static const char *const search[] = {"libopenblas.so.0", "libcblas.so.3", "libblas.so.3", "libmkl_rt.so"};
 
@@ -143,6 +144,22 @@ static int try_load(const char *lib, oc_mm_blas *b, char *why, size_t why_size)
 }
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+OC_FORK_LOCK(lock, OC_FORK_RANK_BLAS, NULL)
+
+/* OpenBLAS takes a lock of its own in a call (its thread server's) and leaves a child forked
+ * meanwhile with it taken for ever: a fork waits until no thread is in a call. Writers first,
+ * so that threads calling one after the other cannot hold a fork off. */
+#ifdef PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP
+#define CALLS_LOCK_INIT PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP
+#else
+#define CALLS_LOCK_INIT PTHREAD_RWLOCK_INITIALIZER
+#endif
+static pthread_rwlock_t calls_lock = CALLS_LOCK_INIT;
+static void calls_lock_anew(void) { calls_lock = (pthread_rwlock_t)CALLS_LOCK_INIT; }
+OC_FORK_RWLOCK(calls_lock, OC_FORK_RANK_BLAS_CALLS, calls_lock_anew)
+
+void oc_mm_blas_call_begin(void) { pthread_rwlock_rdlock(&calls_lock); }
+void oc_mm_blas_call_end(void) { pthread_rwlock_unlock(&calls_lock); }
 static struct {
     char key[256];
     int status;
@@ -260,6 +277,7 @@ double oc_mm_blas_gemm_rate(const oc_mm_blas *b, int f32, int threads, int64_t r
     void *a = calloc(cells, es), *x = calloc(cells, es), *c = calloc(cells, es);
     double rate = 0;
     if (a && x && c) {
+        oc_mm_blas_call_begin();
         if (b->set_threads) b->set_threads(threads);
         for (int n = 256; n <= edge; n *= 2) {
             double seconds = 0;
@@ -278,6 +296,7 @@ double oc_mm_blas_gemm_rate(const oc_mm_blas *b, int f32, int threads, int64_t r
             /* The room stopped the doubling short of a product long enough to time. */
             if (n * 2 > edge && edge < RATE_EDGE_MAX) rate = 0;
         }
+        oc_mm_blas_call_end();
     }
     if (rate > 0) oc_mm_blas_ran(b, threads);
     free(a);

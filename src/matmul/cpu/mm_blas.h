@@ -42,6 +42,11 @@ typedef struct oc_mm_blas {
  * remembered); why says which. */
 int oc_mm_blas_load(oc_mm_blas *b, char *why, size_t why_size);
 
+/* Around every call into the BLAS (core/process/fork_locks.h: a fork waits for the calls in flight).
+ * Calls from several threads run side by side. */
+void oc_mm_blas_call_begin(void);
+void oc_mm_blas_call_end(void);
+
 /* Whether b's calls on `threads` threads have the address space they need: OpenBLAS takes a
  * buffer of about 128 MiB for each thread that runs a call and retries a failed allocation
  * for ever, so under an address space limit (ulimit -v) without that room a call would never

@@ -224,23 +224,27 @@ static int trans_flag(const oc_mm_cpu_plan *p, oc_mm_operand which)
 static void syrk_blas(const oc_mm_cpu_plan *p, int ta, int64_t h, int64_t kw, const void *a, int64_t lda, void *acc,
                       int64_t ldc, int first)
 {
+    oc_mm_blas_call_begin();
     if (p->kind == OC_MM_KIND_F64)
         p->blas.dsyrk(OC_CBLAS_ROW_MAJOR, OC_CBLAS_UPPER, ta, (int)h, (int)kw, 1.0, a, (int)lda, first ? 0.0 : 1.0, acc,
                       (int)ldc);
     else
         p->blas.ssyrk(OC_CBLAS_ROW_MAJOR, OC_CBLAS_UPPER, ta, (int)h, (int)kw, 1.0f, a, (int)lda, first ? 0.0f : 1.0f,
                       acc, (int)ldc);
+    oc_mm_blas_call_end();
 }
 
 static void gemm_blas(const oc_mm_cpu_plan *p, int ta, int tb, int64_t h, int64_t w, int64_t kw, const void *a,
                       int64_t lda, const void *b, int64_t ldb, void *acc, int64_t ldc, int first)
 {
+    oc_mm_blas_call_begin();
     if (p->kind == OC_MM_KIND_F64)
         p->blas.dgemm(OC_CBLAS_ROW_MAJOR, ta, tb, (int)h, (int)w, (int)kw, 1.0, a, (int)lda, b, (int)ldb,
                       first ? 0.0 : 1.0, acc, (int)ldc);
     else
         p->blas.sgemm(OC_CBLAS_ROW_MAJOR, ta, tb, (int)h, (int)w, (int)kw, 1.0f, a, (int)lda, b, (int)ldb,
                       first ? 0.0f : 1.0f, acc, (int)ldc);
+    oc_mm_blas_call_end();
 }
 
 /* Row r of op(X) for a panel x with ld elements between its stored rows: a stored row, or
@@ -402,7 +406,11 @@ static oc_status cpu_run(oc_matmul_job *job)
     char why[512];
     if (p.blas.sgemm && p.kind != OC_MM_KIND_I8 && oc_mm_blas_room(&p.blas, p.threads, why, sizeof why) != 0)
         return oc_fail(ctx, OC_ERR_NO_MEMORY, "matmul on the CPU: %s", why);
-    if (p.blas.set_threads) p.blas.set_threads(p.threads);
+    if (p.blas.set_threads) {
+        oc_mm_blas_call_begin();
+        p.blas.set_threads(p.threads);
+        oc_mm_blas_call_end();
+    }
     cpu_buffers bf;
     OC_CHECK(ctx, buffers_alloc(ctx, job, &p, &bf));
     double done = 0, total = 0;

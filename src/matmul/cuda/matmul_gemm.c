@@ -13,6 +13,7 @@
 #include "core/threads.h"
 #include "core/trace.h"
 #include "cost/cost.h"
+#include "core/process/fork_locks.h"
 
 #define LT_CHECK(ctx, call)                                                                                         \
     do {                                                                                                            \
@@ -89,6 +90,7 @@ typedef struct known_shape {
     int place; /* int8: the measured fastest candidate's place + 1; 0 not measured */
 } known_shape;
 static pthread_mutex_t known_lock = PTHREAD_MUTEX_INITIALIZER;
+OC_FORK_LOCK(known_lock, OC_FORK_RANK_CUDA, NULL)
 static known_shape known[KNOWN_KEPT];
 static int known_next;
 

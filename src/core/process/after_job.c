@@ -3,10 +3,12 @@
  * counted under one lock, waited for through a condition variable, so that any number of
  * threads may wait at once.
  */
-#include "core/after_job.h"
+#include "core/process/after_job.h"
 
 #include <pthread.h>
 #include <stdlib.h>
+
+#include "core/process/fork_locks.h"
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t finished = PTHREAD_COND_INITIALIZER;
@@ -23,6 +25,16 @@ typedef struct after_job_call {
     void *arg;
     struct after_job_call *next; /* held calls */
 } after_job_call;
+
+/* In a forked child only the forking thread runs: the calls on other threads are not there to
+ * count themselves done, and their waiters not there to wake. This thread's held calls are. */
+static void forget_other_threads(void)
+{
+    running = 0;
+    for (const after_job_call *c = held; c; c = c->next) ++running;
+    pthread_cond_init(&finished, NULL);
+}
+OC_FORK_LOCK(lock, OC_FORK_RANK_AFTER_JOB, forget_other_threads)
 
 /* Runs a counted call (and frees it), then counts it done. */
 static void run_call(after_job_call *p)
