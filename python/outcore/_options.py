@@ -308,8 +308,20 @@ def _finite(name, value):
         raise InputError(f"{name} must be a number, not {type(value).__name__}; got {value!r}")
     try:
         number = float(value)
+    except OverflowError:  # an int past the largest float: no more finite than an infinity
+        raise InputError(f"{name} must be finite; got {_shown_number(value)}") from None
     except (TypeError, ValueError):
         raise InputError(f"{name} must be a number; got {value!r}") from None
     if not math.isfinite(number):
         raise InputError(f"{name} must be finite; got {value!r}")
     return number
+
+
+def _shown_number(value):
+    """value's repr for a message, shortened to its ends: an int past the largest float has
+    hundreds of digits, and past Python's limit on int-to-text conversion repr refuses it."""
+    try:
+        text = repr(value)
+    except ValueError:
+        return f"an int of {value.bit_length()} bits"
+    return text if len(text) <= 40 else f"{text[:12]}...{text[-4:]} ({len(text)} characters)"

@@ -62,6 +62,10 @@ def test_min_score_to_a_file(tmp_path, rng):
 @pytest.mark.parametrize("kwargs, message", [
     (dict(min_score=1), "give topk=K too"),
     (dict(topk=3, min_score=float("nan")), "finite"),
+    (dict(topk=3, min_score=10**400), r"min_score must be finite; got 1000"),  # past the largest float
+    (dict(threshold=10**400), r"threshold must be finite; got 1000"),
+    (dict(threshold=-10**400), r"threshold must be finite; got -1000"),
+    (dict(threshold=10**5000), r"threshold must be finite; got an int of 16610 bits"),  # past repr's digits
     (dict(topk=3, min_score="x"), "must be a number"),
     (dict(topk=3, min_score="0.5"), "min_score must be a number, not str"),
     (dict(threshold=True), "threshold must be a number, not bool"),
@@ -73,6 +77,12 @@ def test_min_score_to_a_file(tmp_path, rng):
 def test_min_score_refused(rng, kwargs, message):
     with pytest.raises(outcore.InputError, match=message):
         outcore.gram(random01(rng, 10, 20), backend="cpu", **kwargs)
+
+
+def test_explain_refuses_an_int_past_the_largest_float(rng):
+    """explain checks threshold= as gram does: an int no float holds is no finite threshold."""
+    with pytest.raises(outcore.InputError, match="threshold must be finite"):
+        outcore.explain(random01(rng, 10, 20), threshold=10**400)
 
 
 def test_topk_past_the_columns_is_refused_before_allocating(rng, tmp_path):
