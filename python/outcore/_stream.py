@@ -33,6 +33,7 @@ import ctypes
 import errno
 import fcntl
 import io
+import math
 import mmap
 import os
 import secrets
@@ -46,7 +47,7 @@ from . import _lib
 from ._calls import Progress, checked_progress
 from ._context import lease
 from ._map import check_out_path_not_input
-from ._options import _integer, c_path, c_text, flag, set_device_budgets, unmasked
+from ._options import INT64_MAX, _integer, c_path, c_text, flag, set_device_budgets, unmasked
 from .errors import InputError, IOFailure, check, from_status
 
 if TYPE_CHECKING:
@@ -155,6 +156,18 @@ class _NpyOutput:
         self.path, self.fd, self.tmp = os.fsdecode(raw), -1, None
         if dtype.hasobject:
             raise InputError(f"output {name}: dtype {dtype} holds Python objects, which no .npy file can hold")
+        header, fmt = io.BytesIO(), np.lib.format
+        d = {"descr": fmt.dtype_to_descr(dtype), "fortran_order": False, "shape": shape}
+        try:
+            fmt.write_array_header_1_0(header, d)
+        except ValueError:  # a header past version 1.0's 64 KiB
+            header = io.BytesIO()
+            fmt.write_array_header_2_0(header, d)
+        head = header.getvalue()
+        total = len(head) + math.prod(shape) * dtype.itemsize  # Python ints: numpy's int64 product wraps
+        if total > INT64_MAX:  # no file offset reaches past it: refused before a file is made
+            raise InputError(f"output {name}: a .npy of {dtype} of shape {shape} would be {total} bytes, more than "
+                             f"a file can hold (2**63 - 1)")
         check(lib.oc_output_check(ctx, raw), ctx)
         self.mode, self.owner = None, None
         try:
@@ -163,13 +176,6 @@ class _NpyOutput:
             prior = None
         if prior is not None and stat.S_ISREG(prior.st_mode):  # a link is replaced, its target's mode unused
             self.mode, self.owner = prior.st_mode & 0o777, (prior.st_uid, prior.st_gid)
-        header, fmt = io.BytesIO(), np.lib.format
-        d = {"descr": fmt.dtype_to_descr(dtype), "fortran_order": False, "shape": shape}
-        try:
-            fmt.write_array_header_1_0(header, d)
-        except ValueError:  # a header past version 1.0's 64 KiB
-            header = io.BytesIO()
-            fmt.write_array_header_2_0(header, d)
         self._create()
         try:
             if self.mode is not None:
@@ -179,11 +185,9 @@ class _NpyOutput:
                     except OSError:
                         pass  # best effort, as the library's: the new file stays root's
                 os.fchmod(self.fd, self.mode | stat.S_IRUSR | stat.S_IWUSR)  # its owner may map it meanwhile
-            head = header.getvalue()
             written = 0
             while written < len(head):  # a write cut short is retried, as oc_sys_write_all does
                 written += os.write(self.fd, head[written:])
-            total = len(head) + int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
             os.ftruncate(self.fd, total)
             try:  # its blocks reserved now: a full disk is this error, not SIGBUS as a chunk lands
                 os.posix_fallocate(self.fd, 0, total)
@@ -195,6 +199,9 @@ class _NpyOutput:
         except OSError as error:
             self.abort()
             raise _io_failure("writing", self.path, error) from None
+        except BaseException:  # any other failure (Ctrl-C too) leaves no temporary, descriptor or lock
+            self.abort()
+            raise
 
     def _create(self):
         flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC

@@ -179,6 +179,34 @@ def test_output_file_written_under_an_exclusive_locked_temporary(tmp_path, monke
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.npy"]
 
 
+@pytest.mark.parametrize("shape", [(2**62, 2**62), (2**61, 2), (2**40, 2**20)])
+def test_output_file_past_the_largest_file_is_refused_before_it_is_made(tmp_path, shape):
+    """An output file whose bytes pass what a file offset reaches is an InputError naming it,
+    counted exactly (numpy's int64 product wraps some such shapes to a small size), before
+    any temporary is created."""
+    with pytest.raises(InputError, match=r"^output y: a \.npy of float64 of shape .* more than a file can hold"):
+        outcore.stream(nothing, inputs={"x": np.ones((4, 4))}, outputs={"y": (tmp_path / "o.npy", shape, "f8")})
+    assert list(tmp_path.iterdir()) == []
+
+
+def open_fds():
+    return set(os.listdir("/proc/self/fd"))
+
+
+@pytest.mark.parametrize("error", [OverflowError, KeyboardInterrupt])
+def test_output_file_failing_after_it_is_made_leaves_nothing(tmp_path, monkeypatch, error):
+    """A failure other than an OSError once the temporary exists is raised as it is, with the
+    temporary removed and its descriptor (and lock) released."""
+    def fails(fd, length):
+        raise error("no")
+    monkeypatch.setattr(os, "ftruncate", fails)
+    before = open_fds()
+    with pytest.raises(error):
+        outcore.stream(nothing, inputs={"x": np.ones((4, 4))}, outputs={"y": (tmp_path / "o.npy", (4, 4), "f8")})
+    assert list(tmp_path.iterdir()) == []
+    assert open_fds() == before
+
+
 def test_output_paths_are_checked_as_the_library_checks_them(tmp_path):
     x = np.arange(10.0)
     os.mkdir(tmp_path / "adir")
