@@ -27,10 +27,10 @@ import numpy as np
 from . import _lib
 from ._calls import Progress, checked_progress, run_interruptible
 from ._context import Context, lease
-from ._map import _CODES as _MAP_CODES, _check_out_overlap, check_out_path_not_input
+from ._map import _CODES as _MAP_CODES, _check_out_overlap, check_out_path_not_input, operands_named
 from ._sparse import is_sparse as _is_sparse, sparse_rows
-from ._options import (as_numbers, c_path, c_text, flag, gram_options, parse_gpu_mem, parse_host_mem,  # noqa: F401
-                       positive_int)
+from ._options import (as_numbers, c_path, c_text, check_fits_in_memory, flag, gram_options,  # noqa: F401
+                       parse_gpu_mem, parse_host_mem, positive_int)
 from .errors import CancelledError, InputError, check, from_status
 
 if TYPE_CHECKING:
@@ -366,8 +366,12 @@ class _Job:
         b = c_path("B", self.B) if self.B is not None else None
         check(lib.oc_gram_check_files(self.ctx, c_path("A", self.A), b, ctypes.byref(opts), ctypes.byref(self.opts),
                                       ctypes.byref(output)), self.ctx)
-        if self.out is None and not (self.opts.topk or self.opts.use_threshold):
-            self._check_result_in_memory(opts)
+        code = lib.oc_gram_result_dtype(self.opts.metric, self.opts.dtype)
+        if self.out is None and not (self.opts.topk or self.opts.use_threshold) and code != _lib.OC_DTYPE_DEFAULT:
+            n = self._peek_rows("A", self.A, opts)
+            p = n if self.B is None else self._peek_rows("B", self.B, opts)
+            if n >= 0 and p >= 0:  # a text input declares nothing (a bad dtype is the job's to name)
+                self._check_result_in_memory(n, p, _NUMPY_DTYPES[code])
 
     def _peek_rows(self, name, path, opts):
         rows, cols = ctypes.c_int64(), ctypes.c_int64()
@@ -375,20 +379,12 @@ class _Job:
                                  ctypes.byref(cols)), self.ctx)
         return rows.value
 
-    def _check_result_in_memory(self, opts):
-        """The dense array gram allocates for out=None, sized from the declared rows: one larger
-        than the machine's memory is refused before the inputs are read."""
-        n = self._peek_rows("A", self.A, opts)
-        p = n if self.B is None else self._peek_rows("B", self.B, opts)
-        code = lib.oc_gram_result_dtype(self.opts.metric, self.opts.dtype)
-        if n < 0 or p < 0 or code == _lib.OC_DTYPE_DEFAULT:
-            return  # a text input declares nothing; a bad dtype is the job's to name
-        dtype = _NUMPY_DTYPES[code]
-        need = n * p * dtype.itemsize
-        memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-        if need > memory:
-            raise InputError(f"{os.fsdecode(self.A)}: the dense {n} x {p} {dtype} result needs {need} bytes in memory, "
-                             f"more than this machine's {memory}: pass out= a .npy path, or topk= or threshold=")
+    def _check_result_in_memory(self, n, p, dtype):
+        """The dense n x p array gram allocates for out=None: one larger than the machine's
+        memory is refused, for files by the rows they declare, before they are read."""
+        inputs = [("A", self.A)] + ([("B", self.B)] if self.B is not None else [])
+        check_fits_in_memory(operands_named(inputs), "the dense {} result", (n, p), dtype,
+                             "pass out= a .npy path, or topk= or threshold=")
 
     def run(self):
         keep, handles = [], []
@@ -428,6 +424,7 @@ class _Job:
             output.pairs = pairs.callback
         else:
             if out is None:
+                self._check_result_in_memory(n, p, dtype)
                 out = np.empty((n, p), dtype)
             output.kind = _lib.OC_OUTPUT_MEMORY
             output.ld = _out_array(out, n, p, dtype)

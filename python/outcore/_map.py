@@ -26,8 +26,8 @@ import numpy as np
 from . import _lib
 from ._calls import run_on_context
 from ._context import call_resources, lease
-from ._options import (_integer, c_path, c_text, flag, one_gpu_mem, parse_backend, parse_gpu_mem, parse_host_mem,
-                       single_gpu_mem, threads_count, unmasked)
+from ._options import (_integer, c_path, c_text, check_fits_in_memory, flag, one_gpu_mem, parse_backend, parse_gpu_mem,
+                       parse_host_mem, single_gpu_mem, threads_count, unmasked)
 from .errors import InputError, check, from_status
 
 if TYPE_CHECKING:
@@ -144,6 +144,12 @@ def _check_out_overlap(out, arrays, paths):
             if same:
                 raise InputError(f"out maps the input file of '{name}' ({os.fsdecode(path)}): writing the result "
                                  "would overwrite the input while it is read; pass a separate array (or out=None)")
+
+
+def operands_named(operands):
+    """"A.npy and B": operands, (name, value) pairs, each by its path where it is a file, else by
+    its name, for a message about what they make."""
+    return " and ".join(os.fsdecode(x) if _is_path(x) else name for name, x in operands)
 
 
 def check_out_path_not_input(out, operands):
@@ -308,8 +314,9 @@ def map(expr: str, out: Path | np.ndarray | None = None, *, dtype: DTypeLike | N
     Raises
     ------
     InputError
-        A bad expression, operand or argument (a ValueError); a syntax error's message shows
-        the expression with a caret under the column.
+        A bad expression, operand or argument, or without out a result larger than the
+        machine's memory (a ValueError); a syntax error's message shows the expression with a
+        caret under the column.
     OutOfMemoryError, DeviceError, UnsupportedError, IOFailure, Error
         The job failed.
     KeyboardInterrupt
@@ -408,6 +415,8 @@ def map(expr: str, out: Path | np.ndarray | None = None, *, dtype: DTypeLike | N
                 return out
             result: np.ndarray
             if out is None:
+                check_fits_in_memory(operands_named(paths + inputs), "the {} result", shape, rdt,
+                                     "pass out= a .npy path (or reduce= to reduce it)")
                 result = np.empty(shape, dtype=rdt)
             else:
                 result = out  # type: ignore[assignment]  # checked on the next line

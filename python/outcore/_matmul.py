@@ -21,9 +21,9 @@ import numpy as np
 from . import _gpu_arrays, _lib
 from ._context import call_resources, lease
 from ._calls import run_on_context
-from ._map import _check_out_overlap, _is_path, _out_path, check_out_path_not_input
-from ._options import (_device_list, as_numbers, c_path, c_text, flag, one_gpu_mem, parse_backend,
-                       set_device_budgets, single_gpu_mem, threads_count)
+from ._map import _check_out_overlap, _is_path, _out_path, check_out_path_not_input, operands_named
+from ._options import (_device_list, as_numbers, c_path, c_text, check_fits_in_memory, flag, one_gpu_mem,
+                       parse_backend, set_device_budgets, single_gpu_mem, threads_count)
 from .errors import InputError, check
 
 if TYPE_CHECKING:
@@ -153,9 +153,12 @@ def _sort_input(name, x, arr, inputs, paths, gpus):
 
 def _host_result(out, shape, dtype, inputs, paths):
     """The host array the result goes to: out, checked (a writeable array of the result's shape
-    and dtype with contiguous rows, sharing no memory with an input), or a new one."""
+    and dtype with contiguous rows, sharing no memory with an input), or a new one that fits in
+    the machine's memory."""
     rdt = _numpy_dtype(dtype)
     if out is None:
+        check_fits_in_memory(operands_named(sorted(inputs + paths, key=lambda operand: operand[0])), "the {} product",
+                             shape, rdt, "pass out= a .npy path, or an array such as a numpy.memmap")
         return np.empty(shape, dtype=rdt)
     if not isinstance(out, np.ndarray) or out.shape != shape or out.dtype != rdt or not out.flags.writeable \
             or (out.size and not _rows_contiguous(out)):
@@ -271,7 +274,8 @@ def matmul(A: ArrayLike | Path, B: ArrayLike | Path | None = None, out: Path | n
     ------
     InputError
         Shapes whose inner dimensions differ, a dtype matmul does not compute, a bad file or
-        argument (a ValueError); the message names the file or argument.
+        argument, or without out a result larger than the machine's memory (a ValueError);
+        the message names the file or argument.
     OutOfMemoryError, DeviceError, UnsupportedError, IOFailure, Error
         The job failed.
     KeyboardInterrupt

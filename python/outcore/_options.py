@@ -1,5 +1,6 @@
 """Option parsing for outcore.gram and outcore.Context: names, sizes and counts checked in
-Python, before anything is allocated, and turned into the library's oc_gram_options."""
+Python, before anything is allocated, and turned into the library's oc_gram_options; and the
+size of a result a call would allocate in memory, checked against the machine's."""
 import ctypes
 import math
 import operator
@@ -157,10 +158,30 @@ def parse_host_mem(value):
     machine's physical memory, as the CLI's --host-mem takes it."""
     size, fraction = _parse_budget("host_mem", value, percent=True)
     if fraction:
-        size = int(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") * fraction)
+        size = int(machine_memory() * fraction)
         if size < 1:  # 0 is the library's "not given": the default budget, not this one
             raise InputError(f"host_mem={value!r}: less than a byte of this machine's memory")
     return size
+
+
+def machine_memory():
+    """The machine's physical memory in bytes."""
+    return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+
+
+def check_fits_in_memory(where, what, shape, dtype, instead):
+    """Refuses an array of shape and dtype that a call would allocate for its result when it
+    is larger than the machine's memory, before it is allocated: numpy would raise a
+    MemoryError that says nothing of the call, or, below the overcommit limit, hand out memory
+    that the job then fills until the machine swaps. where names the inputs or output the size
+    comes from; what describes the array around "{}", which becomes its shape and dtype ("the
+    {} product"), as the library's messages word a result; instead, what to pass to avoid it."""
+    need = math.prod(shape) * np.dtype(dtype).itemsize  # Python ints: numpy's int64 product wraps
+    memory = machine_memory()
+    if need > memory:
+        dims = f"{shape[0]}-element" if len(shape) == 1 else " x ".join(str(n) for n in shape)
+        raise InputError(f"{where}: {what.format(f'{dims} {np.dtype(dtype)}')} needs {need} bytes in memory, more "
+                         f"than this machine's {memory}: {instead}")
 
 
 def _integer(name, value, least, most=INT64_MAX):

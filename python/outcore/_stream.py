@@ -47,7 +47,8 @@ from . import _lib
 from ._calls import Progress, checked_progress
 from ._context import lease
 from ._map import check_out_path_not_input
-from ._options import INT64_MAX, _integer, c_path, c_text, flag, set_device_budgets, unmasked
+from ._options import (INT64_MAX, _integer, c_path, c_text, check_fits_in_memory, flag, set_device_budgets,
+                       unmasked)
 from .errors import InputError, IOFailure, check, from_status
 
 if TYPE_CHECKING:
@@ -280,7 +281,10 @@ def _as_output(ctx, name, value):
             raise InputError(f"output {name} must be a writeable C-contiguous array")
         return value, None
     if isinstance(value, tuple) and len(value) == 2:
-        return np.empty(*_shape_dtype(f"output {name}", *value)), None
+        shape, dtype = _shape_dtype(f"output {name}", *value)
+        check_fits_in_memory(f"output {name}", "the {} array", shape, dtype,
+                             "give it as (path.npy, shape, dtype) to write it to a file")
+        return np.empty(shape, dtype), None
     if isinstance(value, tuple) and len(value) == 3 and isinstance(value[0], (str, os.PathLike)):
         f = _NpyOutput(ctx, name, value[0], *_shape_dtype(f"output {name}", value[1], value[2]))
         return f.array, f
@@ -389,7 +393,8 @@ def stream(fn: Callable[[Chunk], object], inputs: Mapping[str, npt.ArrayLike | P
     Raises
     ------
     InputError
-        A bad array, name, argument or output path (a ValueError).
+        A bad array, name, argument or output path, an output in memory larger than the
+        machine's memory or an output file past 2**63 - 1 bytes (a ValueError).
     OutOfMemoryError, DeviceError, UnsupportedError, IOFailure, Error
         The job failed; UnsupportedError without CUDA or a GPU; IOFailure when an output
         file could not be written (a full disk).

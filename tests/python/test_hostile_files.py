@@ -1,7 +1,9 @@
 """A hostile file system around an output from Python: out a folder, a missing folder, a pipe,
 a read-only file, a link planted at the journal, an array input changed under a journal.
 Each raises InputError with one line and leaves every file as it was (docs/write-failures.md,
-"Output paths"; docs/resume.md)."""
+"Output paths"; docs/resume.md); so does a result in memory that inputs of any size make
+larger than the machine's memory."""
+import math
 import os
 import signal
 import stat
@@ -145,6 +147,59 @@ def test_paths_declaring_a_dense_result_past_the_memory(tmp_path):
                                     f"{need} bytes in memory, more than this machine's "
                                     f"{os.sysconf('SC_PHYS_PAGES') * os.sysconf('SC_PAGE_SIZE')}: pass out= a .npy "
                                     "path, or topk= or threshold="), child.stdout
+    assert listing(tmp_path) == before
+
+
+MEMORY = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+# Rows whose square result, of 1-byte elements or more, is far past this machine's memory: an
+# allocation the kernel's overcommit heuristic refuses at once, were outcore to ask for it.
+FAR = math.isqrt(64 * MEMORY) + 1
+
+
+def declared(path, descr, shape):
+    """A .npy file declaring shape, its data a hole: as long as its header says, with no data
+    blocks, so that a result of any size can be declared on any disk."""
+    with open(path, "wb") as f:
+        np.lib.format.write_array_header_1_0(f, {"descr": descr, "fortran_order": False, "shape": shape})
+        f.truncate(f.tell() + math.prod(shape) * np.dtype(descr).itemsize)
+    return str(path)
+
+
+PRODUCT = "pass out= a .npy path, or an array such as a numpy.memmap"
+DENSE = "pass out= a .npy path, or topk= or threshold="
+# Each call, with f the files by name, and what its refusal names: where the size comes from,
+# the FAR x FAR result (its words around its shape and dtype, and the dtype), and what to
+# pass instead.
+PAST_THE_MEMORY = {
+    "matmul": (lambda f: outcore.matmul(f["m"], f["z"]), "{m} and {z}", "the {} product", np.float64, PRODUCT),
+    "matmul A.At": (lambda f: outcore.matmul(f["m"]), "{m}", "the {} product", np.float64, PRODUCT),
+    "matmul of an array": (lambda f: outcore.matmul(np.empty((FAR, 0)), f["z"]), "A and {z}", "the {} product",
+                           np.float64, PRODUCT),
+    "map": (lambda f: outcore.map("a + b", a=f["col"], b=f["row"]), "{col} and {row}", "the {} result", np.uint8,
+            "pass out= a .npy path (or reduce= to reduce it)"),
+    "gram of an array": (lambda f: outcore.gram(np.ones((FAR, 1), np.bool_)), "A", "the dense {} result", np.int32,
+                         DENSE),
+    "gram of an array and a file": (lambda f: outcore.gram(np.ones((FAR, 1), np.bool_), f["col"]), "A and {col}",
+                                    "the dense {} result", np.int32, DENSE),
+}
+
+
+@pytest.mark.parametrize("case", PAST_THE_MEMORY)
+def test_results_past_the_memory_are_refused_before_allocating(tmp_path, case):
+    """Without out=, a result gram, matmul or map would allocate larger than the machine's
+    memory is an InputError naming the inputs, the bytes it needs and what to pass instead,
+    before it is allocated: not numpy's MemoryError, nor memory the job fills until the
+    machine swaps."""
+    files = {"m": declared(tmp_path / "m.npy", "<f8", (FAR, 0)), "z": declared(tmp_path / "z.npy", "<f8", (0, FAR)),
+             "col": declared(tmp_path / "col.npy", "|u1", (FAR, 1)),
+             "row": declared(tmp_path / "row.npy", "|u1", (1, FAR))}
+    before = listing(tmp_path)
+    call, where, words, dtype, instead = PAST_THE_MEMORY[case]
+    need = FAR * FAR * np.dtype(dtype).itemsize
+    with pytest.raises(outcore.InputError) as info:
+        call(files)
+    assert str(info.value) == (f"{where.format(**files)}: {words.format(f'{FAR} x {FAR} {np.dtype(dtype)}')} needs "
+                               f"{need} bytes in memory, more than this machine's {MEMORY}: {instead}")
     assert listing(tmp_path) == before
 
 

@@ -189,6 +189,17 @@ def test_output_file_past_the_largest_file_is_refused_before_it_is_made(tmp_path
     assert list(tmp_path.iterdir()) == []
 
 
+def test_output_in_memory_past_the_machine_is_refused_before_allocating():
+    """An output given as (shape, dtype) larger than the machine's memory is an InputError
+    naming it and the way to a file, not numpy's MemoryError."""
+    memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    with pytest.raises(InputError) as info:
+        outcore.stream(nothing, inputs={"x": np.ones((4, 4))}, outputs={"y": ((4, 2 * memory), "f8")})
+    assert str(info.value) == (f"output y: the 4 x {2 * memory} float64 array needs {64 * memory} bytes in memory, "
+                               f"more than this machine's {memory}: give it as (path.npy, shape, dtype) to write it "
+                               "to a file")
+
+
 def open_fds():
     return set(os.listdir("/proc/self/fd"))
 
