@@ -219,6 +219,38 @@ def test_ctrl_c_cancels_a_running_map_at_once(tmp_path):
     assert list(work.iterdir()) == []
 
 
+def test_a_cancelled_map_computes_no_more_parts():
+    """A job cancelled while it runs stops its threads where they are: the elements written
+    are the parts done before the cancel and the few in flight (runs of written elements: at
+    most two a thread and the prefix), not a block of every part left (each part computed its
+    first block, and faulted in its stretch of the output, before it looked)."""
+    from outcore import _lib
+    threads, n = 2, 12_000_000
+    x = np.linspace(0, 1, n)
+    out = np.full(n, np.nan)
+    ctx = outcore.Context()
+    failure = []
+
+    def job():
+        try:
+            outcore.map("sin(x) ** 2 + cos(x) * exp(x) + tanh(x) * log1p(x)", x=x, out=out, threads=threads,
+                        backend="cpu", context=ctx)
+        except Exception as e:  # noqa: BLE001 - the cancel's error is what is checked
+            failure.append(e)
+
+    worker = threading.Thread(target=job)
+    worker.start()
+    while np.isnan(out[0]) and worker.is_alive():
+        time.sleep(0.001)
+    _lib.lib.oc_context_cancel(ctx._handle)
+    worker.join()
+    ctx.close()
+    assert failure and isinstance(failure[0], outcore.CancelledError), failure
+    written = ~np.isnan(out)
+    runs = int(written[0]) + int(np.count_nonzero(written[1:] & ~written[:-1]))
+    assert 0 < np.count_nonzero(written) < n and runs <= 2 * threads + 1, runs
+
+
 def test_untraced_mappings_of_an_input_file_are_refused(tmp_path):
     """Mappings numpy does not trace to a file (an as_strided view of a memmap, np.frombuffer
     of an mmap) are found by their addresses: out mapping an input file, or an input array

@@ -215,6 +215,12 @@ static void elementwise_part(void *arg, int part, int parts)
     const oc_map_plan *m = job->m;
     int64_t begin = (int64_t)part * w->per_part, end = begin + w->per_part;
     if (end > m->count) end = m->count;
+    /* A job that failed or was cancelled skips its parts left: each would otherwise still
+     * compute a block, and fault in its stretch of the output, before it looked. */
+    if (oc_map_cpu_tick(job, 0)) {
+        part_done(w, part, parts);
+        return;
+    }
     oc_map_eval *ev = begin < end ? take_eval(w) : NULL;
     if (!ev) {
         if (begin < end) atomic_store(&job->failed, 1);
