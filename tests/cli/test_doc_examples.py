@@ -41,11 +41,12 @@ def gpu_module_missing(text):
     match = NEEDS_GPU_MODULE.search(text)
     if not match:
         return None
-    probe = f"import {match.group(1)}, outcore, sys; sys.exit(0 if outcore.cuda_device_count() > 0 else 1)"
+    probe = f"import {match.group(1)}, outcore, sys\nif outcore.cuda_device_count() == 0: sys.exit(1)"
     if match.group(1) == "numba":
-        # numba must also compile a kernel as the example would: a numba release that does not
-        # fit the installed numpy fails inside numba's compiler, not in what the docs show.
-        probe += "\nfrom numba import cuda\ndef k(out):\n    out[0] = 0\ncuda.jit('void(float32[::1])')(k)"
+        # numba must also compile a kernel as the example would, lazily at its first call: a
+        # numba release that does not fit the installed numpy fails inside numba's compiler,
+        # not in what the docs show.
+        probe += "\nfrom numba import cuda\n@cuda.jit\ndef k(out):\n    out[0] = 0\nk[1, 1](cuda.device_array(1))"
     usable = subprocess.run([sys.executable, "-c", probe], capture_output=True).returncode == 0
     if usable:
         return None
