@@ -149,6 +149,7 @@ static void test_children_of_a_busy_process_run_products(void)
 int main(void)
 {
     signal(SIGALRM, SIG_DFL);
+    alarm(240); /* a fork that waits for ever fails the test (killed), not the whole run's time */
     test_a_held_lock_is_free_in_the_child();
     test_work_after_a_job_is_the_parents();
     test_children_of_a_busy_process_run_products();

@@ -6,8 +6,7 @@
 #define FORK_LOCKS_MAX 32 /* every process-wide lock of the library, with room to spare */
 
 typedef struct fork_lock {
-    pthread_mutex_t *lock;    /* a mutex, */
-    pthread_rwlock_t *rwlock; /* or an rwlock */
+    pthread_mutex_t *lock;
     oc_fork_rank rank;
     void (*in_child)(void);
 } fork_lock;
@@ -20,26 +19,18 @@ static pthread_once_t handlers_once = PTHREAD_ONCE_INIT;
 static void before_fork(void)
 {
     pthread_mutex_lock(&registry_lock);
-    for (int i = 0; i < nlocks; ++i)
-        if (locks[i].lock) pthread_mutex_lock(locks[i].lock);
-        else pthread_rwlock_wrlock(locks[i].rwlock);
+    for (int i = 0; i < nlocks; ++i) pthread_mutex_lock(locks[i].lock);
 }
 
 static void after_fork_parent(void)
 {
-    for (int i = nlocks - 1; i >= 0; --i)
-        if (locks[i].lock) pthread_mutex_unlock(locks[i].lock);
-        else pthread_rwlock_unlock(locks[i].rwlock);
+    for (int i = nlocks - 1; i >= 0; --i) pthread_mutex_unlock(locks[i].lock);
     pthread_mutex_unlock(&registry_lock);
 }
 
 static void after_fork_child(void)
 {
-    /* The forking thread, the child's only one, holds them all. A mutex is released; an rwlock
-     * keeps the parent's waiting readers in its state, so its in_child makes it anew. */
-    for (int i = nlocks - 1; i >= 0; --i)
-        if (locks[i].lock) pthread_mutex_unlock(locks[i].lock);
-    pthread_mutex_unlock(&registry_lock);
+    after_fork_parent(); /* the forking thread, the child's only one, holds them all */
     for (int i = 0; i < nlocks; ++i)
         if (locks[i].in_child) locks[i].in_child();
 }
@@ -48,8 +39,9 @@ static void after_fork_child(void)
  * process's other locks: nothing else changes. */
 static void install_handlers(void) { (void)pthread_atfork(before_fork, after_fork_parent, after_fork_child); }
 
-static void add(fork_lock entry)
+void oc_fork_lock_register(pthread_mutex_t *lock, oc_fork_rank rank, void (*in_child)(void))
 {
+    const fork_lock entry = {lock, rank, in_child};
     pthread_once(&handlers_once, install_handlers);
     pthread_mutex_lock(&registry_lock);
     if (nlocks == FORK_LOCKS_MAX) { /* a lock added without room here: oc_fork_locks_count tells */
@@ -60,16 +52,6 @@ static void add(fork_lock entry)
     for (; at > 0 && locks[at - 1].rank > entry.rank; --at) locks[at] = locks[at - 1];
     locks[at] = entry;
     pthread_mutex_unlock(&registry_lock);
-}
-
-void oc_fork_lock_register(pthread_mutex_t *lock, oc_fork_rank rank, void (*in_child)(void))
-{
-    add((fork_lock){.lock = lock, .rank = rank, .in_child = in_child});
-}
-
-void oc_fork_rwlock_register(pthread_rwlock_t *rwlock, oc_fork_rank rank, void (*in_child)(void))
-{
-    add((fork_lock){.rwlock = rwlock, .rank = rank, .in_child = in_child});
 }
 
 int oc_fork_locks_count(void)

@@ -20,7 +20,6 @@ typedef enum oc_fork_rank {
     OC_FORK_RANK_CONTEXTS,    /* the list of live contexts (core/context.c) */
     OC_FORK_RANK_COST_RATES,  /* the cost model's rates (cost/cost_rates.c), read with the GPUs' */
     OC_FORK_RANK_BLAS,        /* the BLAS loaded (matmul/cpu/mm_blas.c) */
-    OC_FORK_RANK_BLAS_CALLS,  /* calls into the BLAS, shared (matmul/cpu/mm_blas.c) */
     OC_FORK_RANK_HOST_BUDGET, /* the available memory last read (mem/host_budget.c) */
     OC_FORK_RANK_MAP_GUARD,   /* the SIGBUS guard's slots (io/map_guard.c) */
     OC_FORK_RANK_PTXAS,       /* ptxas's release (inspect/ptxas.c) */
@@ -34,11 +33,6 @@ typedef enum oc_fork_rank {
  * runs in the child after the locks are released there (to forget threads the child lacks). */
 void oc_fork_lock_register(pthread_mutex_t *lock, oc_fork_rank rank, void (*in_child)(void));
 
-/* Registers rwlock likewise: taken for writing across the fork, so that no thread is inside
- * what it guards (held for reading) when the process forks. in_child must initialise it again
- * (in the kind it was made: the parent's readers still wait in its state). */
-void oc_fork_rwlock_register(pthread_rwlock_t *rwlock, oc_fork_rank rank, void (*in_child)(void));
-
 /* The locks registered, and how many can be: a lock past the last is not taken across fork. */
 int oc_fork_locks_count(void);
 int oc_fork_locks_max(void);
@@ -48,13 +42,6 @@ int oc_fork_locks_max(void);
     __attribute__((constructor)) static void oc_fork_register_##lock(void) \
     {                                                                      \
         oc_fork_lock_register(&(lock), (rank), (in_child));                \
-    }
-
-/* Registers the file-scope rwlock `lock` when the library is loaded. */
-#define OC_FORK_RWLOCK(lock, rank, in_child)                               \
-    __attribute__((constructor)) static void oc_fork_register_##lock(void) \
-    {                                                                      \
-        oc_fork_rwlock_register(&(lock), (rank), (in_child));              \
     }
 
 #endif

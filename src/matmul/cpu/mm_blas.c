@@ -113,6 +113,33 @@ static int load_threads_room(const char *lib, char *why, size_t why_size)
     return -1;
 }
 
+/* Calls into the BLAS, shared, taken for writing across fork(). A fork that meets a call in
+ * flight leaves the child OpenBLAS's thread server locked for ever, and OpenBLAS's own
+ * handler before a fork (it stops its threads) hangs when a call starts meanwhile. So the
+ * handlers are registered once a BLAS is loaded, after the library's own: the handler before
+ * a fork runs in the reverse order, ours first, and waits for the calls in flight. Writers
+ * first, so that threads calling one after the other cannot hold a fork off. (Not the ranked
+ * locks of core/process/fork_locks.h: those are registered at load, before any BLAS.) */
+#ifdef PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP
+#define CALLS_LOCK_INIT PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP
+#else
+#define CALLS_LOCK_INIT PTHREAD_RWLOCK_INITIALIZER
+#endif
+static pthread_rwlock_t calls_lock = CALLS_LOCK_INIT;
+static pthread_once_t calls_fork_once = PTHREAD_ONCE_INIT;
+
+static void calls_before_fork(void) { pthread_rwlock_wrlock(&calls_lock); }
+static void calls_after_fork_parent(void) { pthread_rwlock_unlock(&calls_lock); }
+/* The parent's waiting callers stay in the lock's state: the child's only thread makes it anew. */
+static void calls_after_fork_child(void) { calls_lock = (pthread_rwlock_t)CALLS_LOCK_INIT; }
+static void calls_fork_handlers(void)
+{
+    (void)pthread_atfork(calls_before_fork, calls_after_fork_parent, calls_after_fork_child);
+}
+
+void oc_mm_blas_call_begin(void) { pthread_rwlock_rdlock(&calls_lock); }
+void oc_mm_blas_call_end(void) { pthread_rwlock_unlock(&calls_lock); }
+
 static int try_load(const char *lib, oc_mm_blas *b, char *why, size_t why_size)
 {
     if (load_threads_room(lib, why, why_size) != 0) return -2;
@@ -122,6 +149,9 @@ static int try_load(const char *lib, oc_mm_blas *b, char *why, size_t why_size)
         snprintf(why, why_size, "%s", e ? e : "cannot be loaded");
         return -1;
     }
+    /* The first BLAS loaded registers the calls' fork handlers after its own (above); one
+     * loaded later under another OUTCORE_BLAS keeps its handlers outside ours. */
+    pthread_once(&calls_fork_once, calls_fork_handlers);
     memset(b, 0, sizeof *b);
     *(void **)&b->sgemm = dlsym(h, "cblas_sgemm");
     *(void **)&b->dgemm = dlsym(h, "cblas_dgemm");
@@ -146,20 +176,6 @@ static int try_load(const char *lib, oc_mm_blas *b, char *why, size_t why_size)
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 OC_FORK_LOCK(lock, OC_FORK_RANK_BLAS, NULL)
 
-/* OpenBLAS takes a lock of its own in a call (its thread server's) and leaves a child forked
- * meanwhile with it taken for ever: a fork waits until no thread is in a call. Writers first,
- * so that threads calling one after the other cannot hold a fork off. */
-#ifdef PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP
-#define CALLS_LOCK_INIT PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP
-#else
-#define CALLS_LOCK_INIT PTHREAD_RWLOCK_INITIALIZER
-#endif
-static pthread_rwlock_t calls_lock = CALLS_LOCK_INIT;
-static void calls_lock_anew(void) { calls_lock = (pthread_rwlock_t)CALLS_LOCK_INIT; }
-OC_FORK_RWLOCK(calls_lock, OC_FORK_RANK_BLAS_CALLS, calls_lock_anew)
-
-void oc_mm_blas_call_begin(void) { pthread_rwlock_rdlock(&calls_lock); }
-void oc_mm_blas_call_end(void) { pthread_rwlock_unlock(&calls_lock); }
 static struct {
     char key[256];
     int status;
