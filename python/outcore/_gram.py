@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import _lib
-from ._calls import Progress, checked_progress, run_interruptible
+from ._calls import Progress as _ProgressCall, checked_progress, run_interruptible
 from ._context import Context, lease
 from ._map import _CODES as _MAP_CODES, _check_out_overlap, check_out_path_not_input, operands_named
 from ._sparse import is_sparse as _is_sparse, sparse_rows
@@ -349,7 +349,7 @@ class _Job:
         self.ctx, self.opts, self.A, self.B, self.bits, self.out = ctx, opts, A, B, bits, out
         self.binarize, self.stats = binarize, stats
         self.cancel = threading.Event()
-        self.progress = Progress(progress, ctx) if progress is not None else None
+        self.progress = _ProgressCall(progress, ctx) if progress is not None else None
         if self.progress is not None:
             opts.progress = self.progress.callback
 

@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 import numpy as np
 
 from . import _lib
-from ._calls import Progress, checked_progress
+from ._calls import Progress as _ProgressCall, checked_progress
 from ._context import lease
 from ._map import check_out_path_not_input
 from ._options import (INT64_MAX, _integer, c_path, c_text, check_fits_in_memory, flag, set_device_budgets,
@@ -496,7 +496,7 @@ def stream(fn: Callable[[Chunk], object], inputs: Mapping[str, npt.ArrayLike | P
             if extent is not None:
                 spec.extent = _integer("extent", extent, 1)
             opts = _options(gpu_mem, host_mem, device, chunk_rows, in_flight)
-            reports = Progress(progress, handle) if progress is not None else None
+            reports = _ProgressCall(progress, handle) if progress is not None else None
             if reports is not None:
                 opts.progress = reports.callback
             stats = _lib.StreamStats()

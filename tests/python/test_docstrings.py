@@ -2,8 +2,12 @@
 inspect and explain whose Parameters name every parameter of the signature, in its order;
 type hints on every public function; and the PEP 561 marker (py.typed) that makes type
 checkers read those hints from the installed package."""
+import importlib.util
 import inspect
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -109,3 +113,49 @@ def test_map_is_exported_to_type_checkers():
     tree = ast.parse(Path(outcore.__file__).read_text())
     imported = [(a.name, a.asname) for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names]
     assert ("map", "map") in imported and "map" not in outcore.__all__
+
+
+# A caller's script written as docs/python.md shows the calls, progress= callbacks included:
+# mypy reads the package's annotations as a caller's checker would, so a hint that names
+# another object than the documented type (a runtime class shadowing a _types alias) fails.
+USER_SCRIPT = '''
+import numpy as np
+import outcore
+
+
+def report(done: float, total: float) -> None:
+    print(f"{done}/{total}")
+
+
+def launch(chunk) -> None:  # chunk.x: the chunk's device view of x
+    pass
+
+
+A = np.random.default_rng(0).random((200, 1000)) < 0.05
+C = outcore.gram(A, progress=report)
+J = outcore.gram(A, metric="jaccard", progress=lambda done, total: None, stats={})
+idx, score = outcore.gram(A, metric="jaccard", topk=10, progress=report)
+print(outcore.explain(A, metric="jaccard", progress=report))
+with outcore.Context(backend="cpu", threads=2, host_mem="1G") as ctx:
+    C2 = ctx.gram(A, progress=report)
+x = np.ones(1000, np.float32)
+res = outcore.stream(launch, inputs={"x": x}, outputs={"out": (x.shape, x.dtype)}, gpu_mem="1G",
+                     progress=report)
+g = outcore.matmul(A, host_mem="1M")
+s = outcore.map("a * 2", a=x, reduce="sum")
+'''
+
+
+def test_documented_calls_type_check(tmp_path):
+    """mypy finds no error in a script calling gram, explain, Context.gram and stream with a
+    progress callback, as docs/python.md shows them."""
+    if importlib.util.find_spec("mypy") is None:
+        pytest.skip("mypy is not installed (pip install mypy)")
+    script = tmp_path / "user.py"
+    script.write_text(USER_SCRIPT)
+    package_parent = str(Path(outcore.__file__).resolve().parents[1])
+    env = dict(os.environ, MYPYPATH=package_parent)
+    r = subprocess.run([sys.executable, "-m", "mypy", "--no-incremental", "--cache-dir", os.devnull,
+                        "--follow-imports", "silent", str(script)],
+                       capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
