@@ -151,10 +151,11 @@ def _sort_input(name, x, arr, inputs, paths, gpus):
         paths.append((name, x))
 
 
-def _host_result(out, shape, dtype, inputs, paths):
+def _host_result(out, shape, dtype, inputs, paths, user_shape):
     """The host array the result goes to: out, checked (a writeable array of the result's shape
     and dtype with contiguous rows, sharing no memory with an input), or a new one that fits in
-    the machine's memory."""
+    the machine's memory. A refused out is told user_shape, numpy's shape of the product: out
+    of a vector product is the 2-D view the library writes, a shape the caller never gave."""
     rdt = _numpy_dtype(dtype)
     if out is None:
         check_fits_in_memory(operands_named(sorted(inputs + paths, key=lambda operand: operand[0])), "the {} product",
@@ -165,19 +166,19 @@ def _host_result(out, shape, dtype, inputs, paths):
         floats = ("float64", "float32", "float16", "bfloat16")
         hint = f" (dtype={out.dtype} asks for the product in {out.dtype})" if isinstance(out, np.ndarray) \
             and out.shape == shape and out.dtype != rdt and _dtype_name(out.dtype) in floats else ""
-        raise InputError(f"out: expected a writeable {rdt} array of shape {shape} with contiguous rows{hint}")
+        raise InputError(f"out: expected a writeable {rdt} array of shape {user_shape} with contiguous rows{hint}")
     _check_out_overlap(out, inputs, paths)
     return out
 
 
-def _gpu_result(out, gpus, shape, dtype):
+def _gpu_result(out, gpus, shape, dtype, user_shape):
     """The GPU array the result goes to: out, checked not to overlap a GPU input, or a new one
-    from the framework of the first GPU input."""
+    from the framework of the first GPU input (out= is asked for in numpy's shape, user_shape)."""
     if out is None:
         result = _gpu_arrays.new_result(gpus[0][1], shape, dtype)
         if result is None:
             raise InputError(f"out: a product of GPU arrays that are neither torch nor CuPy ones needs out=, a GPU "
-                             f"array of {dtype} of shape {shape}")
+                             f"array of {dtype} of shape {user_shape}")
         return result
     lo, hi = _gpu_arrays.span("out", out)
     for name, x in gpus:
@@ -369,10 +370,10 @@ def matmul(A: ArrayLike | Path, B: ArrayLike | Path | None = None, out: Path | n
             c.path = _out_path(out, "matmul")
             check_out_path_not_input(c.path, [("A", A), ("B", B)])
         elif (out is None and gpus) or (out is not None and _gpu_arrays.is_gpu_array(out)):
-            result = _gpu_result(out2, gpus, shape, name)
+            result = _gpu_result(out2, gpus, shape, name, user_shape)
             c = _gpu_arrays.result_array(result, shape, name, _CODES)
         else:
-            result = _host_result(out2, shape, name, inputs, paths)
+            result = _host_result(out2, shape, name, inputs, paths, user_shape)
             c = _lib.MatmulArray()
             c.data = result.ctypes.data if result.size else None
             c.dtype, c.rows, c.cols = code.value, shape[0], shape[1]
@@ -418,7 +419,9 @@ def _as_given(err, flipped_a, flipped_b):
 def _as_matrix(out, user_shape, drop, dtype):
     """out, of a vector product's shape (numpy's: user_shape), as the 2-D view the library
     writes (the dropped dimensions of one)."""
-    if getattr(out, "shape", None) != user_shape:
+    # A numpy scalar has shape () too, but indexing it makes a new array: the product would
+    # be written there and lost.
+    if getattr(out, "shape", None) != user_shape or isinstance(out, np.generic):
         raise InputError(f"out: expected an array of {dtype} of shape {user_shape} (a product of a 1-D array, as "
                          "numpy's matmul shapes it)")
     try:

@@ -188,6 +188,22 @@ def test_vectors_as_numpy_reads_them():
     assert outcore.matmul(np.ones((3, 4)).T, np.ones((3, 5))).shape == (4, 5)
 
 
+def test_refused_vector_out_is_told_numpys_shape():
+    """An out= of a vector product refused for its dtype or for being read-only is told the
+    shape numpy's matmul gives the product, the one out= takes, not the 2-D view the library
+    writes; a numpy scalar, which would receive the product in a copy, is refused."""
+    a, v = np.ones((7, 5)), np.ones(5)
+    read_only = np.empty(7)
+    read_only.flags.writeable = False
+    for args, out, shape in (((a, v), np.empty(7, np.float32), "(7,)"), ((v, a.T), np.empty(7, np.float32), "(7,)"),
+                             ((v, v), np.empty((), np.float32), "()"), ((a, v), read_only, "(7,)")):
+        with pytest.raises(outcore.InputError) as err:
+            outcore.matmul(*args, out=out)
+        assert f"float64 array of shape {shape} " in err.value.message, err.value.message
+    with pytest.raises(outcore.InputError, match=r"of shape \(\) "):
+        outcore.matmul(v, v, out=np.float64(0))
+
+
 def test_vector_files_as_numpy_reads_them(tmp_path):
     """1-D .npy paths as 1-D arrays are read: into a new array, an out= array and a .npy path
     (written with numpy's shape), beside a matrix in memory or in a file; a vector in memory
