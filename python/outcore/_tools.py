@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import _kernel_objects, _lib
 from ._options import INT_MAX, _integer, c_path, c_text, flag
-from .errors import Error, InputError, check
+from .errors import InputError, UnsupportedError, check
 
 if TYPE_CHECKING:
     from ._types import Flag, Integer
@@ -42,7 +42,8 @@ def _function(name, restype, argtypes):
     try:
         fn = getattr(_lib.lib, name)
     except AttributeError:
-        raise Error(f"{_lib.library_path} has no {name}: it predates the resource tools; rebuild it") from None
+        raise UnsupportedError(f"{_lib.library_path} has no {name}: it predates the resource tools; "
+                               "rebuild it") from None
     fn.restype, fn.argtypes = restype, argtypes
     return fn
 
@@ -176,9 +177,10 @@ def inspect(obj: Any, block: Integer | None = None, arch: str | None = None, *, 
     InputError
         A path that is not a regular file, PTX past ptxas's limits, or an option that is not
         an integer (a ValueError).
+    UnsupportedError
+        The library has no resource tools (a library older than the binding).
     Error
-        The library has no resource tools (a library older than the binding), or another
-        failure.
+        Another failure.
 
     Examples
     --------

@@ -2,7 +2,9 @@
 
 Every exception carries the library's one-line message (which names the file or matrix and
 the problem), the status code (`status`, an int of outcore.h's oc_status) and its name
-(`status_name`), and the library's file:line trace (`trace`) for bug reports.
+(`status_name`), and the library's file:line trace (`trace`) for bug reports. One raised by
+the binding's own checks carries its class's status, the library's for that kind of failure
+(InputError: OC_ERR_INVALID_ARGUMENT, "invalid argument"), and no trace.
 """
 import re
 
@@ -12,41 +14,60 @@ from . import _lib
 class Error(Exception):
     """Base class of every error outcore raises."""
 
+    # The status an error of this class carries when none is given (raised by the binding's
+    # own checks): the library's code for the same failure, so a caller reading `status`
+    # sees one code whichever side found it.
+    default_status = None
+
     def __init__(self, message, status=None, trace=""):
         super().__init__(message)
         self.message = message
-        self.status = status
-        self.status_name = _lib.text(_lib.lib.oc_status_string(status)) if status is not None else ""
+        self.status = status if status is not None else self.default_status
+        self.status_name = _lib.text(_lib.lib.oc_status_string(self.status)) if self.status is not None else ""
         self.trace = trace
 
 
 class InputError(Error, ValueError):
     """A bad argument or input: wrong dtype or shape, values other than 0/1, unreadable file."""
 
+    default_status = _lib.OC_ERR_INVALID_ARGUMENT
+
 
 class OutOfMemoryError(Error, MemoryError):
     """Host memory, or the device memory budget, does not hold the job."""
+
+    default_status = _lib.OC_ERR_NO_MEMORY
 
 
 class DeviceError(Error):
     """A CUDA failure, or a backend or feature this build or machine does not have."""
 
+    default_status = _lib.OC_ERR_DEVICE
+
 
 class UnsupportedError(DeviceError):
     """A backend, device or feature not available in this build (OC_ERR_UNSUPPORTED)."""
+
+    default_status = _lib.OC_ERR_UNSUPPORTED
 
 
 class CancelledError(Error):
     """The job was cancelled (raised only when the cancel did not come from Ctrl-C, which
     raises KeyboardInterrupt)."""
 
+    default_status = _lib.OC_ERR_CANCELLED
+
 
 class IOFailure(Error, OSError):
     """A read or write failed while the job ran (OC_ERR_IO)."""
 
+    default_status = _lib.OC_ERR_IO
+
 
 class InternalError(Error):
     """A bug in outcore: please report it with the message and `trace`."""
+
+    default_status = _lib.OC_ERR_INTERNAL
 
 
 _BY_STATUS = {

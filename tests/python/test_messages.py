@@ -1,6 +1,7 @@
 """Library messages seen from Python name the options by the binding's keywords: "raise
 host_mem", not "raise --host-mem". A message that gives the Python spelling itself, a file
-name that looks like an option and an expression echoed by a syntax error keep their text."""
+name that looks like an option and an expression echoed by a syntax error keep their text.
+An error of the binding's own checks carries the status the library gives its kind."""
 import numpy as np
 import pytest
 
@@ -40,3 +41,24 @@ def test_a_map_expression_is_echoed_as_written(tmp_path):
     with pytest.raises(outcore.InputError) as e:
         outcore.map("a + --", a=tmp_path / "a.npy")
     assert "--" in str(e.value), e.value
+
+
+def test_the_bindings_own_errors_carry_the_librarys_status():
+    """An InputError found by a check in Python has the status and status_name of one the
+    library's argument checks raise; each class names its own status when none is given."""
+    with pytest.raises(outcore.InputError) as library:
+        outcore.gram(np.eye(3, dtype=bool), metric="jaccard", threshold=2.0)  # refused by the library
+    assert library.value.status == 1 and library.value.status_name == "invalid argument"
+    for call in (lambda: outcore.gram(np.eye(3), metric="nope"),
+                 lambda: outcore.map("x", x=np.ones(3), reduce="avg"),
+                 lambda: outcore.Context(host_mem="zz")):
+        with pytest.raises(outcore.InputError) as own:
+            call()
+        assert (own.value.status, own.value.status_name) == (library.value.status, library.value.status_name)
+    for cls, name in ((outcore.InputError, "invalid argument"), (outcore.OutOfMemoryError, "out of host memory"),
+                      (outcore.DeviceError, "device error"), (outcore.UnsupportedError, "unsupported"),
+                      (outcore.CancelledError, "cancelled"), (outcore.IOFailure, "i/o error"),
+                      (outcore.InternalError, "internal error")):
+        err = cls("a message")
+        assert err.status is not None and err.status_name == name, (cls, err.status, err.status_name)
+        assert cls("a message", 2).status_name == "bad input"  # a given status wins
