@@ -57,10 +57,11 @@ class Context:
             J = ctx.gram(A, metric="jaccard")     # reuses the first call's set-up
 
     backend ("auto", "cpu", "cuda"), device (CUDA index), gpu_mem (bytes, "8G", "50%"),
-    host_mem (bytes, "2G": the cap on pinned host staging) and threads (CPU workers) are
-    checked now and used by every call that does not pass its own. A Context is safe to
-    share between threads; their calls on it run one at a time. close() (or leaving the
-    with block) frees it and the staging it keeps; a closed Context refuses further calls.
+    host_mem (bytes, "2G", "25%": the host memory budget of each call, docs/memory.md) and
+    threads (CPU workers) are checked now and used by every call that does not pass its
+    own. A Context is safe to share between threads; their calls on it run one at a time.
+    close() (or leaving the with block) frees it and the staging it keeps; a closed Context
+    refuses further calls.
     """
 
     def __init__(self, backend: Backend | None = None, device: Integer | None = None, gpu_mem: GpuMem | None = None,
