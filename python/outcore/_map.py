@@ -26,8 +26,8 @@ import numpy as np
 from . import _lib
 from ._calls import run_on_context
 from ._context import call_resources, lease
-from ._options import (_integer, c_path, c_text, check_fits_in_memory, flag, one_gpu_mem, parse_backend, parse_gpu_mem,
-                       parse_host_mem, single_gpu_mem, threads_count, unmasked)
+from ._options import (_integer, c_path, c_text, check_fits_in_memory, flag, no_array_form, one_gpu_mem, parse_backend,
+                       parse_gpu_mem, parse_host_mem, single_gpu_mem, threads_count, unmasked)
 from .errors import InputError, check, from_status
 
 if TYPE_CHECKING:
@@ -57,6 +57,8 @@ def _array(name, x):
         arr = np.asarray(x)
     except (TypeError, ValueError) as exc:  # a ragged list, say: an argument error like the others
         raise InputError(f"{name}: not an array: {' '.join(str(exc).split())}") from None
+    if no_array_form(x, arr):
+        raise InputError(f"{name} must be an array (or nested lists), a .npy path or a number; got {type(x).__name__}")
     dt = arr.dtype.newbyteorder("=") if arr.dtype.byteorder not in ("=", "|") else arr.dtype
     if dt not in _CODES:
         raise InputError(f"{name}: dtype {arr.dtype} is not one map takes (bool, int8-64, uint8-64, float32, float64)")

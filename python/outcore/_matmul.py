@@ -22,8 +22,8 @@ from . import _gpu_arrays, _lib
 from ._context import call_resources, lease
 from ._calls import run_on_context
 from ._map import _check_out_overlap, _is_path, _out_path, check_out_path_not_input, operands_named
-from ._options import (_device_list, as_numbers, c_path, c_text, check_fits_in_memory, flag, one_gpu_mem,
-                       parse_backend, set_device_budgets, single_gpu_mem, threads_count)
+from ._options import (_device_list, as_numbers, c_path, c_text, check_fits_in_memory, flag, no_array_form,
+                       one_gpu_mem, parse_backend, set_device_budgets, single_gpu_mem, threads_count)
 from .errors import InputError, check
 
 if TYPE_CHECKING:
@@ -115,6 +115,9 @@ def _operand(name, x, transpose, keep, vector=None):
         a.path = c_path(name, x)
         return a, transpose, None, _npy_ndim(x) == 1  # the library reads a 1-D file so too
     arr = as_numbers(name, x)
+    if no_array_form(x, arr):
+        raise InputError(f"{name} must be an array (or nested lists), a GPU array or a .npy path; "
+                         f"got {type(x).__name__}")
     is_vector = arr.ndim == 1 and vector is not None
     if is_vector:
         arr, transpose = (arr[None, :] if vector == "row" else arr[:, None]), False

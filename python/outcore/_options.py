@@ -72,6 +72,13 @@ def as_numbers(name, x):
         raise InputError(f"{name}: {what} cannot be read as a rectangular array of numbers ({exc})") from None
 
 
+def no_array_form(x, arr):
+    """Whether arr, numpy's array of x, is 0-D only because x has no array form (None, a dict,
+    a generator): numpy wraps any object in a 0-D array of dtype object, which a message
+    would then call an array while the caller passed something else; it names x's type."""
+    return arr.ndim == 0 and arr.dtype == object and not isinstance(x, np.ndarray)
+
+
 def c_path(what, value):
     """A path (str, bytes or os.PathLike) as the bytes the library opens; a NUL byte, which
     would end the path there and name another file, is refused."""

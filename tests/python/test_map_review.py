@@ -150,6 +150,15 @@ def test_ragged_operand_is_an_input_error():
     one_line(exc)
 
 
+@pytest.mark.parametrize("value, shown", [(None, "NoneType"), ({}, "dict"), ((i for i in range(3)), "generator")])
+def test_operand_of_no_array_form_is_named_by_its_type(value, shown):
+    """numpy makes a 0-D object array of anything; the message names what was passed, not
+    that array's dtype."""
+    with pytest.raises(outcore.InputError, match=f"^a must be an array .*; got {shown}$") as exc:
+        outcore.map("a * 2", a=value)
+    one_line(exc)
+
+
 # ---------------------------------------------------------------- 5. Python ints past 64 bits
 @pytest.mark.parametrize("value", [2**64, 10**30, -2**63 - 1, 10**5000], ids=["2^64", "10^30", "-2^63-1", "10^5000"])
 def test_huge_python_int_says_out_of_bounds(value):

@@ -188,6 +188,21 @@ def test_vectors_as_numpy_reads_them():
     assert outcore.matmul(np.ones((3, 4)).T, np.ones((3, 5))).shape == (4, 5)
 
 
+@pytest.mark.parametrize("value, shown", [(None, "NoneType"), ({}, "dict"), ((i for i in range(3)), "generator")])
+def test_operand_of_no_array_form_is_named_by_its_type(value, shown):
+    """numpy makes a 0-D object array of anything; the message names what was passed, while
+    a number or a 0-D array is still told its dimensions."""
+    a = np.ones((3, 3))
+    with pytest.raises(outcore.InputError, match=f"^A must be an array .*; got {shown}$"):
+        outcore.matmul(value, a)
+    if value is not None:  # B=None is A·Aᵀ
+        with pytest.raises(outcore.InputError, match=f"^B must be an array .*; got {shown}$"):
+            outcore.matmul(a, value)
+    for number in (5, np.float64(5), np.array(5.0)):
+        with pytest.raises(outcore.InputError, match="^A: a 0-dimensional array; matmul takes 2-D matrices$"):
+            outcore.matmul(number, a)
+
+
 def test_refused_vector_out_is_told_numpys_shape():
     """An out= of a vector product refused for its dtype or for being read-only is told the
     shape numpy's matmul gives the product, the one out= takes, not the 2-D view the library
