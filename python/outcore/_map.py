@@ -277,8 +277,8 @@ def map(expr: str, out: Path | np.ndarray | None = None, *, dtype: DTypeLike | N
         raises InputError: numpy would compute as if from copies, map reads in place. An
         out path naming the file an input array maps (a numpy.memmap) raises InputError.
     dtype : numpy dtype, optional
-        The output dtype (numpy.can_cast(result, dtype, "same_kind") must hold); default the
-        expression's own.
+        The output dtype (numpy.can_cast(result, dtype, "same_kind") must hold), in either
+        byte order: the result is in this machine's; default the expression's own.
     reduce : {"sum", "mean", "min", "max"}, optional
         A reduction over all elements, or over `axis`; None (the default) keeps every
         element.
@@ -345,8 +345,8 @@ def map(expr: str, out: Path | np.ndarray | None = None, *, dtype: DTypeLike | N
     opts = _lib.MapOptions()
     opts.backend = parse_backend("auto" if backend is None else backend)
     if dtype is not None:
-        try:
-            dt = np.dtype(dtype)
+        try:  # the result is in this machine's byte order, as the arrays map reads are
+            dt = np.dtype(dtype).newbyteorder("=")
         except (TypeError, ValueError):
             raise InputError(f"dtype={dtype!r}: not a numpy dtype") from None
         if dt not in _CODES:

@@ -144,6 +144,17 @@ def test_map_argument_errors_are_input_errors(kwargs):
     one_line(exc)
 
 
+def test_dtype_of_the_other_byte_order_gives_the_native_one():
+    """dtype= of either byte order is taken, as matmul and gram take it, and the result is in
+    this machine's order: map reads arrays of the other order by their values too."""
+    other = ">" if np.little_endian else "<"
+    x = np.arange(6).reshape(2, 3)
+    for given, dtype, native in (("f8", other + "f4", np.float32), ("i4", other + "i8", np.int64),
+                                 ("f8", "=f8", np.float64)):
+        got = outcore.map("x * 2", x=x.astype(other + given), dtype=dtype)
+        assert got.dtype == np.dtype(native) and np.array_equal(got, x * 2), (dtype, got.dtype)
+
+
 def test_ragged_operand_is_an_input_error():
     with pytest.raises(outcore.InputError, match="a:") as exc:
         outcore.map("a", a=[[1], [1, 2]])
