@@ -403,18 +403,20 @@ def stream(fn: Callable[[Chunk], object], inputs: Mapping[str, npt.ArrayLike | P
 
     Examples
     --------
+    Every example is skipped by doctest: it needs numba and a GPU.
+
     >>> from numba import cuda                                    # doctest: +SKIP
-    >>> @cuda.jit
+    >>> @cuda.jit                                                 # doctest: +SKIP
     ... def saxpy(x, y, out):
     ...     i = cuda.grid(1)
     ...     if i < out.shape[0]:
     ...         out[i] = 2.0 * x[i] + y[i]
-    >>> def launch(chunk):
+    >>> def launch(chunk):                                        # doctest: +SKIP
     ...     s = cuda.external_stream(chunk.stream)
     ...     saxpy[(chunk.rows + 255) // 256, 256, s](chunk.x, chunk.y, chunk.out)
-    >>> res = outcore.stream(launch, inputs={"x": x, "y": y},
+    >>> res = outcore.stream(launch, inputs={"x": x, "y": y},     # doctest: +SKIP
     ...                      outputs={"out": (x.shape, x.dtype)}, gpu_mem="1G")
-    >>> out = res["out"]
+    >>> out = res["out"]                                          # doctest: +SKIP
     """
     return_stats = flag("return_stats", return_stats)
     if not callable(fn):

@@ -78,7 +78,8 @@ def test_similarities_match_scipy(rng, metric):
 
 def test_stats_phases(rng, tmp_path):
     """stats= gets the job's phases: each present and not negative, their sum within the
-    job's seconds, and those within the wall time measured around the call."""
+    job's seconds, and those within the wall time measured around the call; docs/python.md
+    names every key."""
     import time
     a = random01(rng, 900, 600)
     stats = {}
@@ -94,6 +95,11 @@ def test_stats_phases(rng, tmp_path):
     assert stats["predicted_seconds"] > 0  # the cost model's, for the backend that ran
     with pytest.raises(outcore.InputError, match="stats must be a dict"):
         outcore.gram(a, stats=[])
+    # docs/python.md's list of the keys names each one the dict holds
+    docs = (SOURCE_DIR / "docs" / "python.md").read_text()
+    listed = docs[docs.index("- **Statistics.**"):].split("\n- ", 1)[0]
+    for key in list(stats) + list(phases):
+        assert f"`{key}`" in listed, key
 
 
 @pytest.mark.parametrize("dtype", ["uint16", np.uint16, "u16"])

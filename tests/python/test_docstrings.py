@@ -1,7 +1,9 @@
 """The binding's documentation as tools read it: numpydoc docstrings on gram, map, stream,
-inspect and explain whose Parameters name every parameter of the signature, in its order;
-type hints on every public function; and the PEP 561 marker (py.typed) that makes type
-checkers read those hints from the installed package."""
+inspect and explain whose Parameters name every parameter of the signature, in its order,
+and whose examples pass doctest; type hints on every public function, which mypy finds a
+caller's script true to; and the PEP 561 marker (py.typed) that makes type checkers read
+those hints from the installed package."""
+import doctest
 import importlib.util
 import inspect
 import os
@@ -69,6 +71,18 @@ def test_parameters_document_the_signature(fn):
     assert names == signature_names(fn)
     for group, description in documented:
         assert description, f"{fn.__name__}: {', '.join(group)} has no description"
+
+
+@pytest.mark.parametrize("fn", NUMPYDOC, ids=lambda fn: fn.__name__)
+def test_examples_pass_doctest(fn, tmp_path, monkeypatch):
+    """Each docstring's examples run under doctest, or carry +SKIP (what needs a GPU, numba or
+    files): a directive covers only the example it stands on, so each one needs its own."""
+    monkeypatch.chdir(tmp_path)
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    report = []
+    for test in doctest.DocTestFinder(recurse=False).find(fn, fn.__name__, globs={}):
+        runner.run(test, out=report.append)
+    assert runner.failures == 0, "".join(report)
 
 
 def test_the_parser_sees_a_missing_parameter():
