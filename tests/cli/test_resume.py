@@ -171,6 +171,28 @@ def killed_job(d, extra=()):
     return args, d / "C.npy.outcore-journal"
 
 
+def test_a_resumed_jobs_tiles_too_large_for_the_budget(tmp_path):
+    """A job killed with --tile 2048 resumes with its journal's tiles whatever --tile says: a
+    budget too small for their buffers is refused saying so, not with advice (a smaller
+    --tile) the resume cannot take; the journal is kept, and the budget named runs it."""
+    np.save(tmp_path / "A.npy", (np.random.default_rng(3).random((4200, 64)) < 0.2).astype(np.uint8))
+    args = ["gram", tmp_path / "A.npy", "--topk", "5", "--metric", "jaccard", "--threads", "1", "--backend", "cpu",
+            "-q", "-o", tmp_path / "nn.npz", "--resume"]
+    proc = run(*args, "--tile", "2048", check=False, env=dict(EVERY, OUTCORE_RESUME_KILL_AFTER="1"))
+    assert proc.returncode == -signal.SIGKILL
+    proc = run(*args, "--tile", "240", "--host-mem", "12M", check=False, env=EPOCH)
+    assert proc.returncode == 2 and "too small for tiles of 2048 x 2048" in proc.stderr, proc.stderr
+    assert "the resume journal's" in proc.stderr and "smaller --tile" not in proc.stderr, proc.stderr
+    assert (tmp_path / "nn.npz.outcore-journal").exists() and not (tmp_path / "nn.npz").exists()
+    least = int(proc.stderr.split("it needs at least ")[1].split()[0])
+    run(*args, "--host-mem", least + (8 << 20), env=EPOCH)
+    plain = run("gram", tmp_path / "A.npy", "--topk", "5", "--metric", "jaccard", "--threads", "1", "--backend",
+                "cpu", "-q", "-o", tmp_path / "plain.npz", env=EPOCH)
+    assert plain.returncode == 0
+    with np.load(tmp_path / "nn.npz") as x, np.load(tmp_path / "plain.npz") as y:
+        assert all(np.array_equal(x[k], y[k]) for k in ("indices", "scores"))
+
+
 def test_ctrl_c_while_a_held_journal_is_waited_for(inputs):
     """A journal whose lock is held (a job killed a moment ago, not yet torn down) is waited
     for a few seconds before the run is refused; Ctrl-C meanwhile stops it at once (exit 130),

@@ -5,6 +5,7 @@
 #include "gram/cpu/gram_cpu_panels.h"
 
 #include "core/error.h"
+#include "gram/gram_resume.h"
 #include "gram/select/select.h"
 
 /* a + b for sizes, held at INT64_MAX where it would pass it. */
@@ -64,10 +65,14 @@ oc_status oc_cpu_plan_panels(oc_context *ctx, const oc_gram_job *job, int64_t t,
     if (tiles > 0 && least > job->host_budget)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
                        "host memory budget %lld bytes is too small for tiles of %lld x %lld: it needs at least %lld "
-                       "bytes (%d worker%s tile buffers, %lld bytes%s%s); raise --host-mem, or give a smaller --tile",
+                       "bytes (%d worker%s tile buffers, %lld bytes%s%s); raise --host-mem, %s",
                        (long long)job->host_budget, (long long)t, (long long)t, (long long)least, threads,
                        threads == 1 ? "'s" : "s'", (long long)tiles, panels > 0 ? ", beside the smallest panels" : "",
-                       resident_note(panels > 0 ? inputs : 0, lists, 0));
+                       resident_note(panels > 0 ? inputs : 0, lists, 0),
+                       /* A resumed job keeps its journal's tiles whatever --tile says. */
+                       oc_resume_tile_edge(job->resume) > 0 ? "or give fewer --threads (the tiles are the resume "
+                                                              "journal's: a resumed job keeps them)"
+                                                            : "or give a smaller --tile");
     if (panels > 0) {
         int64_t left = job->host_budget - resident;
         rows = left > 0 ? left / 2 / panels / row_bytes / t * t : 0;
