@@ -1,8 +1,11 @@
 /* main.c - the outcore command line: dispatches to the subcommands. Uses outcore.h only. */
+#include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "cli_names.h"
@@ -87,8 +90,22 @@ static void blas_threads_sleep(void)
     if (!getenv("OPENBLAS_THREAD_TIMEOUT")) setenv("OPENBLAS_THREAD_TIMEOUT", "4", 1);
 }
 
+/* A closed standard stream's descriptor would be the next file opened: the output's
+ * temporary, which stderr's messages (OUTCORE_TRACE, --verbose) would then be written into.
+ * Each closed one is held by /dev/null, read-only, so a write to it still fails (EBADF) and a
+ * closed stdout is still reported. */
+static void hold_standard_streams(void)
+{
+    for (int fd = 0; fd <= 2; ++fd)
+        if (fcntl(fd, F_GETFD) == -1 && errno == EBADF) {
+            int held = open("/dev/null", O_RDONLY);
+            if (held >= 0 && held != fd) close(held); /* fd was taken meanwhile: nothing to hold */
+        }
+}
+
 int main(int argc, char **argv)
 {
+    hold_standard_streams();
     /* A write past RLIMIT_FSIZE (ulimit -f) fails with EFBIG, which the writers report and
      * clean up after, instead of SIGXFSZ killing the process with its temporary file left;
      * a closed standard output fails a write with EPIPE, which cli_stdout_status reports,

@@ -55,8 +55,10 @@ static int named_path(char *buf, size_t size)
     }
     const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
     int n;
-    if (xdg && *xdg) n = snprintf(buf, size, "%s/outcore/rates.txt", xdg);
-    else if (home && *home) n = snprintf(buf, size, "%s/.cache/outcore/rates.txt", home);
+    /* A relative XDG_CACHE_HOME is invalid (the XDG base directory rules): ignored, as the
+     * kernel cache ignores it, rather than a cache in every working folder. */
+    if (xdg && *xdg == '/') n = snprintf(buf, size, "%s/outcore/rates.txt", xdg);
+    else if (home && *home == '/') n = snprintf(buf, size, "%s/.cache/outcore/rates.txt", home);
     else return 0;
     return n > 0 && n < (int)size ? 1 : -1;
 }

@@ -460,3 +460,23 @@ def test_a_folder_that_takes_no_files(tmp_path, a01):
     assert proc.returncode == 2 and "does not exist" not in err, err
     # root may write there and is refused by the file system; others by the folder's mode
     assert "folder /proc takes no new files" in err or "no write permission in folder /proc" in err, err
+
+
+def test_closed_standard_streams_never_reach_the_output(tmp_path):
+    """With stderr closed the output's temporary was opened as descriptor 2, and the trace's
+    lines (OUTCORE_TRACE) were written over the .npy header, exit 0. A closed stream is now held
+    by /dev/null: the output is the same as with every stream open, and a closed stdout is
+    still reported (exit 1)."""
+    a = (np.random.default_rng(5).random((300, 200)) < 0.2).astype(np.uint8)
+    np.save(tmp_path / "a.npy", a)
+    env = dict(os.environ, OUTCORE_TRACE="1")
+    for close in ("2>&-", "<&- 2>&-", "<&-"):
+        out = tmp_path / "c.npy"
+        proc = subprocess.run(["/bin/sh", "-c", f'exec "$0" gram a.npy -o c.npy --host-mem 1G {close}', outcore_bin()],
+                              cwd=tmp_path, env=env, capture_output=True)
+        assert proc.returncode == 0, (close, proc.stderr)
+        assert np.array_equal(np.load(out), reference(a, a)), close
+        out.unlink()
+    proc = subprocess.run(["/bin/sh", "-c", 'exec "$0" gram a.npy -o c.npy --host-mem 1G --json >&-', outcore_bin()],
+                          cwd=tmp_path, capture_output=True)
+    assert proc.returncode == 1 and b"standard output" in proc.stderr, proc.stderr
