@@ -81,11 +81,29 @@ static long usable_processors(void)
  * without room for them no library is loaded (the CLI sets OPENBLAS_NUM_THREADS to its
  * --threads when none is set). A library named by path is looked for first: one that is not
  * there is refused as such. 0, or -1 with why. */
+static void *no_work(void *arg) { return arg; }
+
+/* Whether n more threads can start now (each started and joined at once): OpenBLAS, when
+ * one of its threads cannot start (ulimit -u), raises SIGINT and then waits for it for ever.
+ * 0, or the error of the first that could not. */
+static int threads_can_start(long n)
+{
+    pthread_t t[64];
+    int err = 0;
+    for (long done = 0; done < n && !err;) {
+        long batch = n - done < 64 ? n - done : 64, started = 0;
+        while (started < batch && !(err = pthread_create(&t[started], NULL, no_work, NULL))) started++;
+        for (long i = 0; i < started; i++) pthread_join(t[i], NULL);
+        done += started;
+    }
+    return err;
+}
+
 static int load_threads_room(const char *lib, char *why, size_t why_size)
 {
     const int64_t limit = oc_address_space_limit();
     struct stat sb;
-    if (limit < 0 || (strchr(lib, '/') && stat(lib, &sb) != 0)) return 0;
+    if (strchr(lib, '/') && stat(lib, &sb) != 0) return 0;
     const char *vars[] = {"OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS"};
     const char *named = NULL;
     long threads = usable_processors();
@@ -96,13 +114,23 @@ static int load_threads_room(const char *lib, char *why, size_t why_size)
             if (atoi(v) < threads) threads = atoi(v);
         }
     }
-    const int64_t each = thread_stack_bytes() + OPENBLAS_THREAD_BUFFER;
-    if (threads <= 1 || address_space_room((threads - 1) * each + BLAS_LOAD_MAPPINGS)) return 0;
+    if (threads <= 1) return 0;
     /* Loaded already (by the program, as numpy may): its threads started then. */
     void *loaded = dlopen(lib, RTLD_NOW | RTLD_NOLOAD | RTLD_LOCAL);
     if (loaded) {
         dlclose(loaded);
         return 0;
+    }
+    const int64_t each = thread_stack_bytes() + OPENBLAS_THREAD_BUFFER;
+    if (limit < 0 || address_space_room((threads - 1) * each + BLAS_LOAD_MAPPINGS)) {
+        /* Room for them (or no limit): the threads themselves must start (ulimit -u). */
+        const int err = threads_can_start(threads - 1);
+        if (!err) return 0;
+        snprintf(why, why_size,
+                 "cannot start the %ld thread%s a threaded BLAS starts as it loads: %s (ulimit -u); give fewer "
+                 "threads (--threads, or %s before it loads)",
+                 threads - 1, threads - 1 == 1 ? "" : "s", strerror(err), named ? named : "OPENBLAS_NUM_THREADS");
+        return -1;
     }
     snprintf(why, why_size,
              "the address space limit (ulimit -v, %lld bytes) leaves no room for the %ld thread%s a threaded BLAS "
@@ -253,8 +281,16 @@ int oc_mm_blas_room(const oc_mm_blas *b, int threads, char *why, size_t why_size
 {
     const int64_t limit = oc_address_space_limit();
     const int ready = atomic_load(&threads_ready);
-    if (!b->sgemm || strcmp(b->name, "openblas") != 0 || limit < 0 || threads <= ready) return 0;
-    if (address_space_room(call_bytes(threads, ready))) return 0;
+    if (!b->sgemm || strcmp(b->name, "openblas") != 0 || threads <= ready) return 0;
+    if (limit < 0 || address_space_room(call_bytes(threads, ready))) {
+        /* Room for them (or no limit): the threads past those that ran a call already must
+         * start (ulimit -u). */
+        const int err = threads_can_start(threads - (ready > 1 ? ready : 1));
+        if (!err) return 0;
+        snprintf(why, why_size, "cannot start the threads %s needs for %d threads: %s (ulimit -u); give --threads %d",
+                 b->name, threads, strerror(err), ready > 1 ? ready : 1);
+        return -1;
+    }
     int fits = threads - 1;
     while (fits > ready && !address_space_room(call_bytes(fits, ready))) fits--;
     char fewer[48] = "";
