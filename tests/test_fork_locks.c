@@ -94,14 +94,14 @@ static void test_work_after_a_job_is_the_parents(void)
     oc_after_job_wait();
 }
 
-/* Large enough that OpenBLAS runs each product on its thread server (a product it runs on the
- * calling thread alone never met the server's locks), small enough for 60 children. */
-enum { N = 512 };
+/* The busy threads' products are large enough that OpenBLAS runs them on its thread server, so
+ * forks meet its calls in flight; a child's is small, run on its own thread. */
+enum { BUSY_N = 512, CHILD_N = 48 };
 static atomic_int stop;
 
 /* One float32 product: C = A·B of N x N, checked against the loops at some elements (every sum
  * is of small whole numbers, exact in float32 in any order). */
-static int one_product(oc_context *ctx)
+static int one_product(oc_context *ctx, int N)
 {
     float *a = malloc(sizeof(float) * N * N), *b = malloc(sizeof(float) * N * N), *c = malloc(sizeof(float) * N * N);
     int ok = a && b && c;
@@ -129,7 +129,7 @@ static void *products(void *arg)
     (void)arg;
     oc_context *ctx = NULL;
     if (oc_context_create(&ctx) != OC_OK) return NULL;
-    while (!atomic_load(&stop)) one_product(ctx);
+    while (!atomic_load(&stop)) one_product(ctx, BUSY_N);
     oc_context_free(ctx);
     return NULL;
 }
@@ -144,7 +144,7 @@ static void test_children_of_a_busy_process_run_products(void)
         if (pid == 0) {
             alarm(20); /* a child that waits on a lock nobody holds ends here, by the signal */
             oc_context *ctx = NULL;
-            int ok = oc_context_create(&ctx) == OC_OK && one_product(ctx);
+            int ok = oc_context_create(&ctx) == OC_OK && one_product(ctx, CHILD_N);
             _exit(ok ? 0 : 1);
         }
         if (pid > 0) ran += child_status(pid) == 0;
