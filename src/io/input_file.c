@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "core/error.h"
+#include "io/sysio.h"
 
 /* What a file that is not a regular file is, for its message. */
 static const char *file_kind(mode_t mode)
@@ -39,9 +40,7 @@ oc_status oc_input_open(oc_context *ctx, const char *path, int *fd, struct stat 
         if (err == ENOENT) return oc_fail(ctx, OC_ERR_INPUT, "%s: no such file", path);
         if (err == EACCES) return oc_fail(ctx, OC_ERR_INPUT, "%s: permission denied", path);
         if (err == ENXIO && stat(path, sb) == 0) return not_regular(ctx, path, sb->st_mode); /* a socket */
-        /* Out of descriptors or memory is the process's state, not the input's (exit 1). */
-        return oc_fail(ctx, err == EMFILE || err == ENFILE || err == ENOMEM ? OC_ERR_IO : OC_ERR_INPUT,
-                       "%s: cannot open: %s", path, strerror(err));
+        return oc_fail(ctx, oc_open_fail_status(err), "%s: cannot open: %s", path, strerror(err));
     }
     if (fstat(f, sb) != 0) {
         int err = errno;

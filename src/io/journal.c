@@ -495,9 +495,8 @@ oc_status oc_journal_describe_file(oc_context *ctx, oc_text *t, const char *tag,
                    (long long)sb->st_mtim.tv_sec, (long)sb->st_mtim.tv_nsec);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
-        const int err = errno; /* out of descriptors or memory: the process's state (exit 1) */
-        return oc_fail(ctx, err == EMFILE || err == ENFILE || err == ENOMEM ? OC_ERR_IO : OC_ERR_INPUT,
-                       "%s: cannot read it again: %s", path, strerror(err));
+        const int err = errno;
+        return oc_fail(ctx, oc_open_fail_status(err), "%s: cannot read it again: %s", path, strerror(err));
     }
     uint32_t crc = 0;
     oc_status st = file_crc(ctx, fd, path, (int64_t)sb->st_size, &crc);

@@ -13,6 +13,7 @@
 #ifndef OC_IO_SYSIO_H
 #define OC_IO_SYSIO_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -100,5 +101,13 @@ void oc_io_describe(char *buf, size_t size, const char *action, const char *name
 oc_status oc_io_fail_at(oc_context *ctx, const char *file, int line, const char *action, const char *name, int err,
                         int64_t done, int64_t total, int free_fd);
 #define oc_io_fail(ctx, ...) oc_io_fail_at((ctx), __FILE__, __LINE__, __VA_ARGS__)
+
+/* The status of a failed open or create whose other causes are the caller's input: running
+ * out of descriptors or memory (EMFILE, ENFILE, ENOMEM) is the process's state, OC_ERR_IO
+ * (exit 1); anything else OC_ERR_INPUT (exit 2). */
+static inline oc_status oc_open_fail_status(int err)
+{
+    return err == EMFILE || err == ENFILE || err == ENOMEM ? OC_ERR_IO : OC_ERR_INPUT;
+}
 
 #endif

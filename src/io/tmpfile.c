@@ -83,9 +83,9 @@ oc_status oc_create_fail(oc_context *ctx, const char *path, const char *what, in
     case EDQUOT:
     case EIO:
         return oc_io_fail(ctx, "creating", path, err, -1, -1, -1);
-    default: /* out of descriptors or memory: the process's state, not the caller's input (exit 1) */
-        return oc_fail(ctx, err == EMFILE || err == ENFILE || err == ENOMEM ? OC_ERR_IO : OC_ERR_INPUT,
-                       "%s: cannot create %s in folder %s: %s", path, what, dir, strerror(err));
+    default:
+        return oc_fail(ctx, oc_open_fail_status(err), "%s: cannot create %s in folder %s: %s", path, what, dir,
+                       strerror(err));
     }
 }
 
