@@ -4,7 +4,9 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -28,6 +30,13 @@ int oc_cpu_cores(void)
 #endif
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     return n > 0 ? (int)n : 1;
+}
+
+oc_status oc_thread_start_failed(oc_context *ctx, int rc, const char *what, int threads)
+{
+    if (rc != EAGAIN) return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot start the %s: %s", what, strerror(rc));
+    return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot start the %s: %s (the limit of processes and threads, ulimit -u)%s",
+                   what, strerror(rc), threads > 1 ? "; give fewer threads (--threads)" : "");
 }
 
 int oc_threads_resolve(int requested) { return requested > 0 ? requested : oc_cpu_cores(); }
@@ -109,8 +118,9 @@ oc_status oc_parallel_run(oc_context *ctx, int threads, int64_t ntasks, oc_task_
             s.running--;
             pthread_mutex_unlock(&s.lock);
             atomic_store(&s.stop, 1);
-            st = oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot start worker thread %d of %d (error %d)", started + 1, threads,
-                         rc);
+            char what[64];
+            snprintf(what, sizeof what, "worker thread %d of %d", started + 1, threads);
+            st = oc_thread_start_failed(ctx, rc, what, threads);
             break;
         }
     }

@@ -36,6 +36,11 @@ static inline void oc_first_failure(atomic_int *first, oc_status st)
 }
 #endif
 
+/* Fails ctx for a thread pthread_create would not start (its error rc), named by what ("worker
+ * thread 2 of 4"): an exhausted limit of threads (EAGAIN) is named as ulimit -u, with fewer
+ * threads as the way out when the job asked for more than one. */
+oc_status oc_thread_start_failed(oc_context *ctx, int rc, const char *what, int threads);
+
 /* The number of worker threads a job uses for a requested count (0 = all cores). */
 int oc_threads_resolve(int requested);
 

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 
 #include "core/error.h"
+#include "core/threads.h"
 
 typedef struct posted {
     oc_work_fn fn;
@@ -103,7 +104,7 @@ oc_status oc_workers_grow(oc_context *ctx, oc_workers *w, int threads)
         int rc = pthread_create(&w->threads[w->nthreads], NULL, worker_main, w);
         if (rc != 0) {
             if (w->nthreads > 0) return OC_OK; /* fewer threads only make copies slower */
-            return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot start a worker thread (error %d)", rc);
+            return oc_thread_start_failed(ctx, rc, "first worker thread", threads);
         }
         w->nthreads++;
     }

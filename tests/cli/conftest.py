@@ -62,6 +62,52 @@ def run_in(cwd, *args, check=True, env=None):
     return run(*args, check=check, env=env, cwd=cwd)
 
 
+def _thread_limit(user=None):
+    """A preexec_fn that caps the child's processes and threads at one (RLIMIT_NPROC), as
+    user (a pwd entry) when given: root is not bound by the limit."""
+    import resource
+
+    def apply():
+        if user is not None:
+            os.setgroups([])
+            os.setgid(user.pw_gid)
+            os.setuid(user.pw_uid)
+        resource.setrlimit(resource.RLIMIT_NPROC, (1, 1))
+    return apply
+
+
+@pytest.fixture
+def thread_limited(tmp_path):
+    """(folder, preexec_fn): a folder for the files of a run that can start no thread, and the
+    preexec_fn of that run. Run as root, the run is the user nobody's (the limit binds only
+    other users), in a folder it can write; skipped where nobody cannot run the binary."""
+    if os.geteuid() != 0:
+        yield tmp_path, _thread_limit()
+        return
+    import pwd
+    import tempfile
+    try:
+        user = pwd.getpwnam("nobody")
+    except KeyError:
+        pytest.skip("running as root, which ignores ulimit -u, and there is no user nobody to run as")
+    folder = Path(tempfile.mkdtemp(prefix="outcore-nproc-"))
+    try:
+        os.chmod(folder, 0o777)
+
+        def as_nobody():
+            os.setgroups([])
+            os.setgid(user.pw_gid)
+            os.setuid(user.pw_uid)
+        probe = subprocess.run([outcore_bin(), "--version"], capture_output=True, text=True, preexec_fn=as_nobody,
+                               timeout=60)
+        if probe.returncode != 0:
+            pytest.skip(f"running as root, which ignores ulimit -u, and the user nobody cannot run {outcore_bin()}: "
+                        f"{probe.stderr.strip()}")
+        yield folder, _thread_limit(user)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 _cuda_usable = None
 
 

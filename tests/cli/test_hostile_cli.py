@@ -480,3 +480,20 @@ def test_closed_standard_streams_never_reach_the_output(tmp_path):
     proc = subprocess.run(["/bin/sh", "-c", 'exec "$0" gram a.npy -o c.npy --host-mem 1G --json >&-', outcore_bin()],
                           cwd=tmp_path, capture_output=True)
     assert proc.returncode == 1 and b"standard output" in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize("command", [["gram", "a.npy"], ["map", "a * 2 + 1", "a=a.npy"]], ids=["gram", "map"])
+def test_threads_that_cannot_start_are_named(thread_limited, command):
+    """Workers that cannot start (ulimit -u) stop the job in one line naming the limit and
+    the way out, exit 1, nothing written."""
+    folder, no_threads = thread_limited
+    a = (np.random.default_rng(3).random((300, 200)) < 0.5).astype(np.uint8)
+    np.save(folder / "a.npy", a)
+    args = [outcore_bin(), *command, "-o", "out.npy", "--host-mem", "64M", "--backend", "cpu", "-q"]
+    env = dict(os.environ, OUTCORE_COST_CACHE="off")
+    proc = subprocess.run(args + ["--threads", "3"], cwd=folder, capture_output=True, text=True, timeout=60,
+                          preexec_fn=no_threads, env=env)
+    assert proc.returncode == 1 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert "cannot start" in proc.stderr and os.strerror(11) in proc.stderr, proc.stderr
+    assert sorted(p.name for p in folder.iterdir()) == ["a.npy"]
+    assert "ulimit -u)" in proc.stderr and "give fewer threads (--threads)" in proc.stderr, proc.stderr

@@ -655,22 +655,20 @@ def test_an_address_space_limit_is_named_not_waited_on(tmp_path, limit_mib, stac
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.npy", "b.npy"] + (["c.npy"] if out.exists() else [])
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="running as root, which ignores ulimit -u")
-def test_a_thread_limit_is_one_line_not_a_hang(tmp_path):
+def test_a_thread_limit_is_one_line_not_a_hang(thread_limited):
     """Under ulimit -u a threaded BLAS that cannot start its threads raised SIGINT (read as
     Ctrl-C: "cancelled", exit 130) or waited for them for ever: the threads are tried first,
     one line, exit 1, nothing written; --threads 1 runs."""
-    import resource
+    folder, no_threads = thread_limited
     rng = np.random.default_rng(11)
-    np.save(tmp_path / "x.npy", rng.random((200, 150)))
-    np.save(tmp_path / "y.npy", rng.random((150, 180)))
+    np.save(folder / "x.npy", rng.random((200, 150)))
+    np.save(folder / "y.npy", rng.random((150, 180)))
     args = [outcore_bin(), "matmul", "x.npy", "y.npy", "-o", "m.npy", "--host-mem", "200K", "--backend", "cpu"]
-    no_threads = lambda: resource.setrlimit(resource.RLIMIT_NPROC, (1, 1))  # noqa: E731
-    proc = subprocess.run(args + ["--threads", "2"], cwd=tmp_path, capture_output=True, text=True, timeout=60,
+    proc = subprocess.run(args + ["--threads", "2"], cwd=folder, capture_output=True, text=True, timeout=60,
                           preexec_fn=no_threads, env=dict(os.environ, OUTCORE_COST_CACHE="off"))
     assert proc.returncode == 1 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
-    assert "ulimit -u" in proc.stderr and not (tmp_path / "m.npy").exists(), proc.stderr
-    proc = subprocess.run(args + ["--threads", "1"], cwd=tmp_path, capture_output=True, text=True, timeout=60,
+    assert "ulimit -u" in proc.stderr and not (folder / "m.npy").exists(), proc.stderr
+    proc = subprocess.run(args + ["--threads", "1"], cwd=folder, capture_output=True, text=True, timeout=60,
                           preexec_fn=no_threads, env=dict(os.environ, OUTCORE_COST_CACHE="off"))
     assert proc.returncode == 0, proc.stderr
-    assert np.allclose(np.load(tmp_path / "m.npy"), np.load(tmp_path / "x.npy") @ np.load(tmp_path / "y.npy"))
+    assert np.allclose(np.load(folder / "m.npy"), np.load(folder / "x.npy") @ np.load(folder / "y.npy"))

@@ -93,7 +93,7 @@ oc_status oc_prestage_start(oc_context *ctx, int device, const int64_t *keys, in
     int rc = pthread_create(&p->thread, NULL, prestage_main, p);
     if (rc != 0) {
         prestage_free(p);
-        return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot start the panel upload thread (error %d)", rc);
+        return oc_thread_start_failed(ctx, rc, "panel upload thread", 1);
     }
     *out = p;
     return OC_OK;
