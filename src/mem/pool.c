@@ -101,15 +101,21 @@ static long seg_find(const seg_list *l, const void *ptr)
     return -1;
 }
 
-static oc_status no_room(oc_context *ctx, const oc_pool *p, size_t bytes, const char *what, const char *why)
+/* A request the pool cannot meet: past the budget (why NULL, or the reserved arena's
+ * fragments), or refused by the device below the budget (short: other processes hold memory
+ * the budget counted on, so a larger budget cannot help and a smaller one can). */
+static oc_status no_room(oc_context *ctx, const oc_pool *p, size_t bytes, const char *what, const char *why, int short_)
 {
     size_t held = 0;
     for (size_t i = 0; i < p->dev.n; ++i) held += p->dev.v[i].used != 0;
     return oc_fail(ctx, OC_ERR_DEVICE_NO_MEMORY,
                    "cuda:%d: %s needs %.1f MiB but the device memory budget is %.1f MiB with %.1f MiB in use in "
-                   "%zu buffers%s%s; raise --gpu-mem or use smaller tiles",
+                   "%zu buffers%s%s; %s",
                    p->device, what, MIB(bytes), MIB(p->st.budget), MIB(p->st.current), held, why ? ": " : "",
-                   why ? why : "");
+                   why ? why : "",
+                   short_ ? "the device has less memory free than the budget: lower --gpu-mem, or free memory on "
+                            "the device"
+                          : "raise --gpu-mem or use smaller tiles");
 }
 
 oc_status oc_pool_create(oc_context *ctx, const oc_mem_ops *ops, int device, int64_t budget, oc_gpu_mem_mode mode,
@@ -175,11 +181,11 @@ static void account(oc_pool *p, int64_t delta)
 oc_status oc_pool_alloc(oc_context *ctx, oc_pool *p, size_t bytes, const char *what, void **out)
 {
     size_t need = align_up(bytes ? bytes : 1);
-    if ((int64_t)need > p->st.budget - p->st.current) return no_room(ctx, p, need, what, NULL);
+    if ((int64_t)need > p->st.budget - p->st.current) return no_room(ctx, p, need, what, NULL, 0);
     char why[160] = "";
     if (++p->dev_requests == p->fault_dev_at) {
         snprintf(why, sizeof why, "injected failure of device allocation #%ld", p->dev_requests);
-        return no_room(ctx, p, need, what, why);
+        return no_room(ctx, p, need, what, why, 1);
     }
 
     if (p->mode == OC_GPU_MEM_RESERVE) {
@@ -199,11 +205,11 @@ oc_status oc_pool_alloc(oc_context *ctx, oc_pool *p, size_t bytes, const char *w
             *out = s->ptr;
             return OC_OK;
         }
-        return no_room(ctx, p, need, what, "the reserved arena is fragmented");
+        return no_room(ctx, p, need, what, "the reserved arena is fragmented", 0);
     }
 
     void *ptr = NULL;
-    if (p->ops.dev_alloc(p->ops.user, need, &ptr, why, sizeof why) != 0) return no_room(ctx, p, need, what, why);
+    if (p->ops.dev_alloc(p->ops.user, need, &ptr, why, sizeof why) != 0) return no_room(ctx, p, need, what, why, 1);
     if (!seg_insert(&p->dev, p->dev.n, (pool_seg){ptr, need, 1})) {
         p->ops.dev_free(p->ops.user, ptr, need);
         return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot grow the device pool's buffer list");

@@ -30,7 +30,12 @@ static int dev_alloc(void *user, size_t bytes, void **out, char *why, size_t why
     cudaError_t e = cudaMalloc(out, bytes);
     if (e != cudaSuccess) {
         (void)cudaGetLastError();
-        snprintf(why, why_size, "cudaMalloc: %s", cudaGetErrorString(e));
+        size_t free_bytes = 0, total = 0;
+        if (e == cudaErrorMemoryAllocation && cudaMemGetInfo(&free_bytes, &total) == cudaSuccess)
+            snprintf(why, why_size, "cudaMalloc: %s (%.1f MiB of the device's %.1f MiB free now)",
+                     cudaGetErrorString(e), (double)free_bytes / 1048576.0, (double)total / 1048576.0);
+        else snprintf(why, why_size, "cudaMalloc: %s", cudaGetErrorString(e));
+        (void)cudaGetLastError();
         return 1;
     }
     atomic_fetch_add(&live_device_bytes, (long long)bytes);
