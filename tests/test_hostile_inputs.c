@@ -161,6 +161,26 @@ static void test_handler_lent_and_chained(void)
     sigaction(SIGBUS, &saved, NULL);
 }
 
+/* More mappings open at once than one chunk of guard slots holds: the last one cut and read
+ * past its end is a fault the guard turns into a flag, not SIGBUS ending the process. */
+static void test_many_mappings_guarded(void)
+{
+    enum { OPEN = 300 };
+    static oc_mapped_file files[OPEN];
+    const char *path = write_bytes("many.bin", "", 0, 2 * 4096);
+    for (int i = 0; i < OPEN; i++) CHECK(oc_mapped_file_open(ctx, path, &files[i]) == OC_OK);
+    const char *last = write_bytes("many_last.bin", "", 0, 3 * 4096);
+    oc_mapped_file f;
+    CHECK(oc_mapped_file_open(ctx, last, &f) == OC_OK);
+    CHECK(truncate(last, 100) == 0);
+    volatile unsigned char past = f.data[2 * 4096 + 5];
+    CHECK(past == 0);
+    CHECK(oc_mapped_file_faulted(&f));
+    for (int i = 0; i < OPEN; i++) CHECK(!oc_mapped_file_faulted(&files[i]));
+    oc_mapped_file_close(&f);
+    for (int i = 0; i < OPEN; i++) oc_mapped_file_close(&files[i]);
+}
+
 /* ------------------------------------------------------------ not regular files */
 
 static void expect_not_regular(const char *path, const char *kind)
@@ -203,6 +223,7 @@ int main(void)
     test_cut_while_read();
     test_fault_shrink_readers();
     test_handler_lent_and_chained();
+    test_many_mappings_guarded();
     test_not_regular_files();
     oc_context_free(ctx);
     oc_test_tmp_remove();

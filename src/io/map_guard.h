@@ -16,8 +16,9 @@
 
 #include <stddef.h>
 
-/* Registers [addr, addr + len) (a whole mapping); returns its slot, or -1 when every slot
- * is taken (the mapping is then read unguarded). */
+/* Registers [addr, addr + len) (a whole mapping); returns its slot, or -1 when the guard
+ * cannot be set up (no memory for more slots, or the handler refused), and the mapping must
+ * not be read. */
 int oc_map_guard_add(const void *addr, size_t len);
 
 /* Whether a read of slot's mapping met a page past the end of its file. */

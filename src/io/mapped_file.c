@@ -68,6 +68,11 @@ static oc_status map_file(oc_context *ctx, const char *path, oc_mapped_file *f, 
     /* Kept open: its size after reading says whether the file changed meanwhile. */
     f->fd = fd;
     f->guard = oc_map_guard_add(f->data, f->size);
+    if (f->guard < 0) {
+        /* Unguarded, a file cut while it is read would end the process (SIGBUS). */
+        oc_mapped_file_close(f);
+        return oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: cannot guard its mapping against the file being cut", path);
+    }
     if (faults && ctx && oc_fault_plan_next(&ctx->faults, OC_FAULT_SHRINK) != OC_FAULT_NONE) shrink_for_test(f);
     return OC_OK;
 }
