@@ -117,8 +117,33 @@ def _check_array_name(name):
                          f"chunk.{name} gives instead of the array's view; choose another name")
 
 
+# What a path that is not a regular file is, in the library's words (src/io/input_file.c).
+_FILE_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket"),
+               (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"))
+
+
+def _refuse_non_regular(name, path):
+    """InputError for a path that is not a regular file (numpy would wait on a named pipe for
+    ever, or read a device as pickled data), checked without opening it, then on a descriptor
+    opened without blocking; a path that does not open is left to numpy's message."""
+    try:
+        mode = os.stat(path).st_mode
+        if stat.S_ISREG(mode):
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+            try:
+                mode = os.fstat(fd).st_mode
+            finally:
+                os.close(fd)
+    except OSError:
+        return
+    if not stat.S_ISREG(mode):
+        kind = next((what for test, what in _FILE_KINDS if test(mode)), "not a file")
+        raise InputError(f"input {name}: {os.fsdecode(path)}: not a regular file ({kind})")
+
+
 def _as_input(name, value):
     if isinstance(value, (str, bytes, os.PathLike)):
+        _refuse_non_regular(name, value)
         try:
             value = np.load(value, mmap_mode="r")  # read chunk by chunk, never whole
         except (OSError, ValueError) as error:

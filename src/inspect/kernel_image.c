@@ -103,9 +103,17 @@ static oc_status read_whole(oc_context *ctx, const char *path, unsigned char **d
         done += (size_t)r;
     }
     int err = errno;
+    /* A short read of a file whose size stands is a pseudo-file (sysfs says 4096 bytes and
+     * holds fewer), not one that changed. */
+    struct stat now;
+    const int same_size = done < len && fstat(fd, &now) == 0 && now.st_size == sb.st_size;
     close(fd);
     oc_status st = OC_OK;
     if (r < 0) st = oc_fail(ctx, OC_ERR_IO, "%s: read failed: %s", path, strerror(err));
+    else if (same_size && !plausible_start(buf, done)) st = oc_fail(ctx, OC_ERR_INPUT, "%s: %s", path, NOT_CODE);
+    else if (same_size)
+        st = oc_fail(ctx, OC_ERR_INPUT, "%s: reads %zu bytes where its size says %zu: not a file's contents", path,
+                     done, len);
     else if (done < len) st = oc_input_changed(ctx, path, (int64_t)done, (int64_t)len);
     if (st != OC_OK) {
         free(buf);

@@ -82,6 +82,11 @@ def test_directories_devices_and_sockets_are_refused(folder):
     line = fails_cleanly(folder, ["inspect", "kernels"], 2, "kernels", "not a regular file (a directory)")
     assert "memory" not in line
     fails_cleanly(folder, ["gram", "null.npy", "-o", "C.npy"], 2, "null.npy", "not a regular file (a device)")
+    # A pseudo-file whose size is a page and whose contents are a line: not a change.
+    pseudo = "/sys/kernel/mm/transparent_hugepage/enabled"
+    if os.path.isfile(pseudo) and os.access(pseudo, os.R_OK):
+        line = fails_cleanly(folder, ["inspect", "--no-gpu", pseudo], 2, pseudo, "not PTX, a cubin")
+        assert "changed" not in line
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.bind(str(folder / "s.mtx"))

@@ -41,6 +41,10 @@ def test_named_pipe_raises_at_once(folder):
         outcore.gram(str(folder / "p.npy"))
     with pytest.raises(outcore.InputError, match="not a regular file"):
         outcore.map("a * 2", a=str(folder / "p.npy"))
+    # stream reads its paths with numpy, which would wait on the pipe for ever.
+    for path, kind in ((folder / "p.npy", "a named pipe"), ("/dev/zero", "a device"), (folder, "a directory")):
+        with pytest.raises(outcore.InputError, match=f"input x: .*: not a regular file \\({kind}\\)"):
+            outcore.stream(lambda chunk: None, inputs={"x": path}, outputs={"y": ((10,), "f8")})
     assert time.monotonic() - start < 10
     assert listing(folder) == before
 
