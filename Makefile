@@ -37,7 +37,7 @@ demo:
 	@start=$$(date +%s); \
 	$(MAKE) --no-print-directory configure && \
 	cmake --build $(BUILD) -j $(JOBS) --target outcore_cli && \
-	echo "outcore: the library and the CLI built in $$(( $$(date +%s) - start )) s; the CLI is $(BUILD)/outcore (export PATH=$(abspath $(BUILD)):\$$PATH, or install it: docs/install.md)" && \
+	echo "outcore: the library and the CLI built in $$(( $$(date +%s) - start )) s; the CLI is $(BUILD)/outcore (export PATH=$(abspath $(BUILD)):\$$PATH; to install it, build the rest first: cmake --build $(BUILD) -j && cmake --install $(BUILD) --prefix ~/.local, docs/install.md)" && \
 	$(BUILD)/outcore demo
 
 # numpy, scipy and pytest are what the CLI and binding tests compare against.
