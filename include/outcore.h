@@ -860,6 +860,7 @@ OC_API oc_status oc_cost_calibrate(oc_context *ctx, oc_devices **devices, char *
  * numpy's broadcasting and type rules (NEP 50), optionally reduced (sum, mean, min, max) over
  * all elements or one axis without materialising the element-wise result. */
 typedef enum oc_map_dtype {
+    OC_MAP_DTYPE_NONE = -1, /* no dtype: what oc_map_result_dtype(NULL) returns */
     OC_MAP_BOOL = 0, OC_MAP_INT8, OC_MAP_INT16, OC_MAP_INT32, OC_MAP_INT64,
     OC_MAP_UINT8, OC_MAP_UINT16, OC_MAP_UINT32, OC_MAP_UINT64, OC_MAP_FLOAT32, OC_MAP_FLOAT64
 } oc_map_dtype;
@@ -945,7 +946,7 @@ OC_API oc_status oc_map_create(oc_context *ctx, const char *expr, const oc_map_a
                                const oc_map_scalar *scalars, int n_scalars, const oc_map_options *opts,
                                oc_map **out);
 /* The result: its dtype, and its shape into shape[OC_MAP_MAX_DIMS]; returns ndim. With m
- * NULL: -1 for both (shape untouched; oc_map_dtype_name(-1) is NULL). */
+ * NULL: OC_MAP_DTYPE_NONE (-1) and -1 (shape untouched; oc_map_dtype_name(-1) is NULL). */
 OC_API oc_map_dtype oc_map_result_dtype(const oc_map *m);
 OC_API int oc_map_result_shape(const oc_map *m, int64_t *shape);
 /* Runs the job: the result goes to the .npy file out_path (temporary name + rename; a name

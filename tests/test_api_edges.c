@@ -63,7 +63,8 @@ static void check_map_getters(void)
     int64_t shape[OC_MAP_MAX_DIMS] = {42};
     CHECK(oc_map_result_shape(NULL, shape) == -1 && shape[0] == 42);
     CHECK(oc_map_result_shape(NULL, NULL) == -1);
-    CHECK((int)oc_map_result_dtype(NULL) == -1);
+    CHECK((int)oc_map_result_dtype(NULL) == -1 && oc_map_result_dtype(NULL) == OC_MAP_DTYPE_NONE);
+    CHECK(oc_map_result_dtype(NULL) < 0); /* signed as documented, in C as in C++ */
     CHECK(oc_map_dtype_name((int)oc_map_result_dtype(NULL)) == NULL);
 }
 

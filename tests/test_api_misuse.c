@@ -124,6 +124,11 @@ static void check_files(oc_context *ctx, const oc_matrix *a)
     /* A row count of a column count that would wrap when padded to words. */
     CHECK(oc_matrix_write_rows(ctx, res, 1, INT64_MAX - 10, fill_nothing, NULL, NULL) == OC_ERR_INVALID_ARGUMENT);
     CHECK(oc_matrix_write_rows(NULL, res, 1, 8, fill_nothing, NULL, NULL) == OC_ERR_INVALID_ARGUMENT);
+    /* More threads than any job takes, refused as oc_gram refuses them (none started). */
+    oc_write_options many = OC_WRITE_OPTIONS_INIT;
+    many.threads = OC_MAX_THREADS + 1;
+    CHECK(oc_matrix_write_rows(ctx, res, 1, 8, fill_nothing, NULL, &many) == OC_ERR_INVALID_ARGUMENT &&
+          strstr(oc_context_last_error(ctx), "threads must be from 0"));
     oc_test_tmp_remove();
 }
 

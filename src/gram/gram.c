@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/process/bus_signal.h"
 #include "core/process/after_job.h"
 #include "core/error.h"
 #include "core/context.h"
@@ -348,8 +349,8 @@ static oc_status job_prepare(oc_context *ctx, const char *caller, const oc_matri
     return OC_OK;
 }
 
-oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const oc_gram_options *opts,
-                  const oc_output *out, oc_gram_stats *stats)
+static oc_status gram_call(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const oc_gram_options *opts,
+                           const oc_output *out, oc_gram_stats *stats)
 {
     if (!ctx) return OC_ERR_INVALID_ARGUMENT;
     oc_context_begin_job(ctx);
@@ -560,6 +561,17 @@ cleanup:
     if (held) oc_after_job_go();
     if (stats && st == OC_OK) /* the fields of the caller's version of the struct */
         memcpy((char *)stats + sizeof(size_t), (char *)st_out + sizeof(size_t), stats->struct_size - sizeof(size_t));
+    return st;
+}
+
+/* The job reads mapped inputs: SIGBUS deliverable meanwhile (core/process/bus_signal.h). */
+oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const oc_gram_options *opts,
+                  const oc_output *out, oc_gram_stats *stats)
+{
+    oc_bus_signal_scope bus;
+    oc_bus_signal_open(&bus);
+    oc_status st = gram_call(ctx, a, b, opts, out, stats);
+    oc_bus_signal_close(&bus);
     return st;
 }
 

@@ -12,6 +12,7 @@
 #include <math.h>
 #include <sys/stat.h>
 
+#include "core/process/bus_signal.h"
 #include "core/context.h"
 #include "core/error.h"
 #include "core/abi/struct_version.h"
@@ -473,7 +474,7 @@ oc_status oc_map_create(oc_context *ctx, const char *expr, const oc_map_array *i
 
 /* Without a map: -1, as oc_map_options.dtype says "none" (oc_map_dtype_name(-1) is NULL), and
  * -1 dimensions with shape untouched. */
-oc_map_dtype oc_map_result_dtype(const oc_map *m) { return m ? (oc_map_dtype)m->out_type : (oc_map_dtype)-1; }
+oc_map_dtype oc_map_result_dtype(const oc_map *m) { return m ? (oc_map_dtype)m->out_type : OC_MAP_DTYPE_NONE; }
 
 int oc_map_result_shape(const oc_map *m, int64_t *shape)
 {
@@ -503,7 +504,7 @@ static oc_status check_not_input(oc_context *ctx, const oc_map *m, const char *p
     return OC_OK;
 }
 
-oc_status oc_map_run(oc_context *ctx, oc_map *m, const char *out_path, void *out_data, oc_map_stats *stats)
+static oc_status map_run_call(oc_context *ctx, oc_map *m, const char *out_path, void *out_data, oc_map_stats *stats)
 {
     if (!ctx || !m || (!out_path && !out_data && m->out_count > 0))
         return ctx ? oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_map_run: no output given") : OC_ERR_INVALID_ARGUMENT;
@@ -560,4 +561,14 @@ oc_status oc_map_run(oc_context *ctx, oc_map *m, const char *out_path, void *out
     if (stats)
         memcpy((char *)stats + sizeof(size_t), (char *)&local + sizeof(size_t), stats->struct_size - sizeof(size_t));
     return OC_OK;
+}
+
+/* The job reads mapped inputs: SIGBUS deliverable meanwhile (core/process/bus_signal.h). */
+oc_status oc_map_run(oc_context *ctx, oc_map *m, const char *out_path, void *out_data, oc_map_stats *stats)
+{
+    oc_bus_signal_scope bus;
+    oc_bus_signal_open(&bus);
+    oc_status st = map_run_call(ctx, m, out_path, out_data, stats);
+    oc_bus_signal_close(&bus);
+    return st;
 }

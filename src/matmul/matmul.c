@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/process/bus_signal.h"
 #include "core/context.h"
 #include "core/error.h"
 #include "core/abi/struct_version.h"
@@ -456,8 +457,8 @@ static void fill_stats(const mm_setup *s, const oc_mm_io *io, const oc_mm_backen
     snprintf(st->backend_explain, sizeof st->backend_explain, "%s", explain ? explain : "");
 }
 
-oc_status oc_matmul(oc_context *ctx, const oc_matmul_array *a, const oc_matmul_array *b, const oc_matmul_array *c,
-                    const oc_matmul_options *opts, oc_matmul_stats *stats)
+static oc_status matmul_call(oc_context *ctx, const oc_matmul_array *a, const oc_matmul_array *b,
+                             const oc_matmul_array *c, const oc_matmul_options *opts, oc_matmul_stats *stats)
 {
     if (!ctx) return OC_ERR_INVALID_ARGUMENT;
     /* The last job's error, cancel flag and fault counts are not this one's. */
@@ -510,6 +511,17 @@ oc_status oc_matmul(oc_context *ctx, const oc_matmul_array *a, const oc_matmul_a
     setup_close(&s);
     oc_trace_phase(&t, "matmul", "stats and close");
     return st == OC_OK ? OC_OK : oc_trace_at(ctx, st, __FILE__, __LINE__);
+}
+
+/* The job reads mapped inputs: SIGBUS deliverable meanwhile (core/process/bus_signal.h). */
+oc_status oc_matmul(oc_context *ctx, const oc_matmul_array *a, const oc_matmul_array *b, const oc_matmul_array *c,
+                    const oc_matmul_options *opts, oc_matmul_stats *stats)
+{
+    oc_bus_signal_scope bus;
+    oc_bus_signal_open(&bus);
+    oc_status st = matmul_call(ctx, a, b, c, opts, stats);
+    oc_bus_signal_close(&bus);
+    return st;
 }
 
 oc_status oc_matmul_plan(oc_context *ctx, const oc_matmul_array *a, const oc_matmul_array *b, const oc_matmul_array *c,

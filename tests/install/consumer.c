@@ -1,5 +1,6 @@
 /* consumer.c - a program built against an installed outcore (tests/install/test_install.py
- * builds it through find_package and through pkg-config, shared and static).
+ * builds it through find_package and through pkg-config, shared and static, and as C++ from a
+ * project that enables no C).
  *
  *   consumer 1101 0111 1000     rows of a 0/1 matrix, one argument each
  *
@@ -24,10 +25,13 @@ int main(int argc, char **argv)
         fputs("usage: consumer ROW [ROW...]   (rows of 0 and 1, all of one length)\n", stderr);
         return 2;
     }
-    uint8_t *a = malloc((size_t)(n * m));
-    int32_t *c = malloc((size_t)(n * n) * sizeof *c);
+    uint8_t *a = (uint8_t *)malloc((size_t)(n * m));
+    int32_t *c = (int32_t *)malloc((size_t)(n * n) * sizeof *c);
     oc_context *ctx = NULL;
     oc_matrix *mat = NULL;
+    oc_gram_options opts = OC_GRAM_OPTIONS_INIT;
+    oc_output out = OC_OUTPUT_INIT;
+    oc_status st;
     int rc = 1;
     if (!a || !c) goto done;
     for (int64_t i = 0; i < n; ++i) {
@@ -42,10 +46,8 @@ int main(int argc, char **argv)
     printf("library %s\n", oc_version());
     printf("header %d.%d.%d\n", OC_VERSION_MAJOR, OC_VERSION_MINOR, OC_VERSION_PATCH);
 
-    oc_status st = oc_context_create(&ctx);
+    st = oc_context_create(&ctx);
     if (st == OC_OK) st = oc_matrix_from_dense(ctx, a, n, m, m, &mat);
-    oc_gram_options opts = OC_GRAM_OPTIONS_INIT;
-    oc_output out = OC_OUTPUT_INIT;
     out.kind = OC_OUTPUT_MEMORY;
     out.data = c;
     if (st == OC_OK) st = oc_gram(ctx, mat, NULL, &opts, &out, NULL);

@@ -145,6 +145,17 @@ def test_cmake_consumer(installed, tmp_path, toolkit):
         assert run([exe, *ROWS], env=clean_env()).stdout == expected_output(ROWS), name
 
 
+def test_cmake_consumer_in_cxx_alone(installed, tmp_path):
+    """A C++ project that enables no C links both targets (an MPI build's static target needs
+    MPI's C API, which FindMPI gives such a project through its C++ component)."""
+    _, prefix = installed
+    build = tmp_path / "consumer"
+    configure_consumer(prefix, build, "-DOUTCORE_CONSUMER_LANGUAGE=CXX", env=clean_env())
+    run([CMAKE, "--build", build], env=clean_env())
+    for name in ("consumer_shared", "consumer_static"):
+        assert run([build / name, *ROWS], env=clean_env()).stdout == expected_output(ROWS), name
+
+
 def test_cmake_static_component_says_what_is_missing(installed, tmp_path):
     """COMPONENTS static, REQUIRED, where a library it links with is not found: find_package
     fails with the reason (outcore_NOT_FOUND_MESSAGE, which CMake prints), not only with

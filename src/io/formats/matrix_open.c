@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/process/bus_signal.h"
 #include "core/context.h"
 #include "core/error.h"
 #include "matrix/matrix.h"
@@ -70,7 +71,7 @@ static oc_status input_kind(oc_context *ctx, const char *path, const oc_read_opt
     return OC_OK;
 }
 
-oc_status oc_matrix_read(oc_context *ctx, const char *path, const oc_read_options *opts, oc_matrix **out)
+static oc_status matrix_read_call(oc_context *ctx, const char *path, const oc_read_options *opts, oc_matrix **out)
 {
     if (!ctx) return OC_ERR_INVALID_ARGUMENT; /* a job: its workers and its cancel flag */
     if (!path || !out) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "reading a matrix: the path or out is NULL");
@@ -91,6 +92,16 @@ oc_status oc_matrix_read(oc_context *ctx, const char *path, const oc_read_option
         oc_trace_phase(&t, "read", what);
     }
     return OC_OK;
+}
+
+/* Reading maps the file: SIGBUS deliverable meanwhile (core/process/bus_signal.h). */
+oc_status oc_matrix_read(oc_context *ctx, const char *path, const oc_read_options *opts, oc_matrix **out)
+{
+    oc_bus_signal_scope bus;
+    oc_bus_signal_open(&bus);
+    oc_status st = matrix_read_call(ctx, path, opts, out);
+    oc_bus_signal_close(&bus);
+    return st;
 }
 
 oc_status oc_matrix_peek(oc_context *ctx, const char *path, const oc_read_options *opts, int64_t *rows, int64_t *cols)
@@ -116,7 +127,7 @@ oc_status oc_matrix_open(oc_context *ctx, const char *path, int64_t bits, oc_mat
     return OC_OK;
 }
 
-oc_status oc_matrix_save(oc_context *ctx, const oc_matrix *m, const char *path, int packed)
+static oc_status matrix_save_call(oc_context *ctx, const oc_matrix *m, const char *path, int packed)
 {
     if (!ctx) return OC_ERR_INVALID_ARGUMENT;
     if (!m || !path) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_matrix_save: NULL argument");
@@ -165,4 +176,14 @@ oc_status oc_matrix_save(oc_context *ctx, const oc_matrix *m, const char *path, 
     free(buf);
     OC_CHECK(ctx, oc_npy_out_commit(ctx, w));
     return OC_OK;
+}
+
+/* A matrix left in its file is read from its mapping: SIGBUS deliverable meanwhile. */
+oc_status oc_matrix_save(oc_context *ctx, const oc_matrix *m, const char *path, int packed)
+{
+    oc_bus_signal_scope bus;
+    oc_bus_signal_open(&bus);
+    oc_status st = matrix_save_call(ctx, m, path, packed);
+    oc_bus_signal_close(&bus);
+    return st;
 }

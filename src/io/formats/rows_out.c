@@ -179,6 +179,9 @@ oc_status oc_matrix_write_rows(oc_context *ctx, const char *path, int64_t rows, 
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
                        "oc_write_options: block_rows %" PRId64 " and threads %d must be >= 0 (0: chosen)",
                        opts->block_rows, opts->threads);
+    if (opts->threads > OC_MAX_THREADS)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "threads must be from 0 (all cores) to %d, got %d", OC_MAX_THREADS,
+                       opts->threads);
     /* A row is filled as whole 64-bit words: its columns rounded up to a word must be an int64_t. */
     if (cols > INT64_MAX - 63)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
