@@ -568,11 +568,7 @@ cleanup:
 oc_status oc_gram(oc_context *ctx, const oc_matrix *a, const oc_matrix *b, const oc_gram_options *opts,
                   const oc_output *out, oc_gram_stats *stats)
 {
-    oc_bus_signal_scope bus;
-    oc_bus_signal_open(&bus);
-    oc_status st = gram_call(ctx, a, b, opts, out, stats);
-    oc_bus_signal_close(&bus);
-    return st;
+    OC_RETURN_WITH_BUS_SIGNAL(gram_call(ctx, a, b, opts, out, stats));
 }
 
 /* The algorithm as oc_gram chooses it, for a plan or an explanation: a file-backed input

@@ -566,9 +566,5 @@ static oc_status map_run_call(oc_context *ctx, oc_map *m, const char *out_path, 
 /* The job reads mapped inputs: SIGBUS deliverable meanwhile (core/process/bus_signal.h). */
 oc_status oc_map_run(oc_context *ctx, oc_map *m, const char *out_path, void *out_data, oc_map_stats *stats)
 {
-    oc_bus_signal_scope bus;
-    oc_bus_signal_open(&bus);
-    oc_status st = map_run_call(ctx, m, out_path, out_data, stats);
-    oc_bus_signal_close(&bus);
-    return st;
+    OC_RETURN_WITH_BUS_SIGNAL(map_run_call(ctx, m, out_path, out_data, stats));
 }

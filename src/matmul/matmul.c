@@ -517,11 +517,7 @@ static oc_status matmul_call(oc_context *ctx, const oc_matmul_array *a, const oc
 oc_status oc_matmul(oc_context *ctx, const oc_matmul_array *a, const oc_matmul_array *b, const oc_matmul_array *c,
                     const oc_matmul_options *opts, oc_matmul_stats *stats)
 {
-    oc_bus_signal_scope bus;
-    oc_bus_signal_open(&bus);
-    oc_status st = matmul_call(ctx, a, b, c, opts, stats);
-    oc_bus_signal_close(&bus);
-    return st;
+    OC_RETURN_WITH_BUS_SIGNAL(matmul_call(ctx, a, b, c, opts, stats));
 }
 
 oc_status oc_matmul_plan(oc_context *ctx, const oc_matmul_array *a, const oc_matmul_array *b, const oc_matmul_array *c,

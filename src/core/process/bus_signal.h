@@ -13,6 +13,8 @@
 
 #include <signal.h>
 
+#include "outcore.h"
+
 typedef struct oc_bus_signal_scope {
     sigset_t saved; /* the thread's mask before */
     int changed;    /* SIGBUS was blocked and is unblocked until oc_bus_signal_close */
@@ -23,5 +25,15 @@ void oc_bus_signal_open(oc_bus_signal_scope *scope);
 
 /* Puts back the mask oc_bus_signal_open kept. */
 void oc_bus_signal_close(const oc_bus_signal_scope *scope);
+
+/* Returns the oc_status of the expression call, evaluated with SIGBUS deliverable. */
+#define OC_RETURN_WITH_BUS_SIGNAL(call)          \
+    do {                                         \
+        oc_bus_signal_scope oc_bus_;             \
+        oc_bus_signal_open(&oc_bus_);            \
+        const oc_status oc_bus_status_ = (call); \
+        oc_bus_signal_close(&oc_bus_);           \
+        return oc_bus_status_;                   \
+    } while (0)
 
 #endif

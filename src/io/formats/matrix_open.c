@@ -97,11 +97,7 @@ static oc_status matrix_read_call(oc_context *ctx, const char *path, const oc_re
 /* Reading maps the file: SIGBUS deliverable meanwhile (core/process/bus_signal.h). */
 oc_status oc_matrix_read(oc_context *ctx, const char *path, const oc_read_options *opts, oc_matrix **out)
 {
-    oc_bus_signal_scope bus;
-    oc_bus_signal_open(&bus);
-    oc_status st = matrix_read_call(ctx, path, opts, out);
-    oc_bus_signal_close(&bus);
-    return st;
+    OC_RETURN_WITH_BUS_SIGNAL(matrix_read_call(ctx, path, opts, out));
 }
 
 oc_status oc_matrix_peek(oc_context *ctx, const char *path, const oc_read_options *opts, int64_t *rows, int64_t *cols)
@@ -181,9 +177,5 @@ static oc_status matrix_save_call(oc_context *ctx, const oc_matrix *m, const cha
 /* A matrix left in its file is read from its mapping: SIGBUS deliverable meanwhile. */
 oc_status oc_matrix_save(oc_context *ctx, const oc_matrix *m, const char *path, int packed)
 {
-    oc_bus_signal_scope bus;
-    oc_bus_signal_open(&bus);
-    oc_status st = matrix_save_call(ctx, m, path, packed);
-    oc_bus_signal_close(&bus);
-    return st;
+    OC_RETURN_WITH_BUS_SIGNAL(matrix_save_call(ctx, m, path, packed));
 }
