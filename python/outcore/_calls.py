@@ -161,6 +161,13 @@ def checked_progress(progress):
     return progress
 
 
+def checked_stats(stats):
+    """stats as a call takes it: None, or a dict that the call fills once its job has run."""
+    if stats is not None and not isinstance(stats, dict):
+        raise InputError(f"stats must be a dict to fill; got {type(stats).__name__}")
+    return stats
+
+
 class Progress:
     """Calls the caller's progress(done, total) from the library (gram's and stream's); an
     exception it raises (KeyboardInterrupt too) cancels the job on the library context ctx and

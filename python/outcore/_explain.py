@@ -11,17 +11,17 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from . import _lib
-from ._context import lease
-from ._gram import _build_matrix, _checked_arguments, _is_path, _out_array, _result_dtype
-from ._options import c_path, flag
+from ._gram import _checked_arguments, _describe, _plan_text, _planned_output
+from ._options import flag
 from ._tools import _function
-from .errors import InputError, check
+from .errors import InputError
 
 if TYPE_CHECKING:
     from numpy.typing import DTypeLike
 
     from ._context import Context
-    from ._types import Algorithm, Backend, Devices, Flag, GpuMem, Integer, Matrix, Metric, Path, Progress, Real, Size
+    from ._types import (Algorithm, Backend, Devices, Flag, GpuMem, GpuMemMode, Integer, Matrix, Metric, Path, Progress,
+                         Real, Size)
 
 _ctx_p = ctypes.c_void_p
 _out_p = ctypes.POINTER(ctypes.c_void_p)
@@ -34,7 +34,8 @@ def explain(A: Matrix, B: Matrix | None = None, metric: Metric = "counts", topk:
             bits: Integer | None = None, progress: Progress | None = None, binarize: Flag = False, *,
             device: Integer | None = None, host_mem: Size | None = None, context: Context | None = None,
             algorithm: Algorithm = "auto", resume: Flag = False, devices: Devices | None = None,
-            min_score: Real | None = None, stats: dict | None = None, dense_output: Flag = True) -> str:
+            min_score: Real | None = None, stats: dict | None = None, tile: Integer | None = None,
+            gpu_mem_mode: GpuMemMode = "grow", plan: Flag = False, dense_output: Flag = True) -> str:
     """The prediction behind gram(A, B, ...) with the same arguments, without running it.
 
     Nothing is computed; the first call or job on a machine whose rate cache lacks the host's
@@ -86,6 +87,13 @@ def explain(A: Matrix, B: Matrix | None = None, metric: Metric = "counts", topk:
         As outcore.gram (with topk).
     stats : dict, optional
         Checked as outcore.gram checks it, and left as it is: nothing runs.
+    tile : int, optional
+        As outcore.gram: the plan's tile edge.
+    gpu_mem_mode : {"grow", "reserve"}, default "grow"
+        Checked as outcore.gram checks it; the prediction does not depend on it.
+    plan : bool, default False
+        True puts the plan first, the text outcore.gram(..., plan=True) returns, then the
+        two lines, as `outcore gram --plan --explain` prints them.
     dense_output : bool, default True
         False explains a dense job whose result is dropped (nothing leaves the device); not
         with out.
@@ -95,7 +103,8 @@ def explain(A: Matrix, B: Matrix | None = None, metric: Metric = "counts", topk:
     str
         Two lines, what `outcore gram --explain` prints: "backend: ..." (each backend's
         predicted time, the stage that bounds it, the rates used, which of them are
-        defaults, and the choice) and "algorithm: ..." (dense or sparse).
+        defaults, and the choice) and "algorithm: ..." (dense or sparse); with plan, the
+        plan before them.
 
     Raises
     ------
@@ -120,31 +129,5 @@ def explain(A: Matrix, B: Matrix | None = None, metric: Metric = "counts", topk:
                          "pass one or the other")
     fn = _function("oc_gram_explain", ctypes.c_int, [_ctx_p, _ctx_p, _ctx_p, ctypes.POINTER(_lib.GramOptions),
                                                     ctypes.POINTER(_lib.Output), _out_p])
-    output = _lib.Output()  # the kind gram's output would have (_Job._gram); only it is read
-    if _is_path(out):
-        output.kind = _lib.OC_OUTPUT_FILE
-        output.path = c_path("out", out)
-    elif opts.topk:
-        output.kind = _lib.OC_OUTPUT_TOPK
-    elif opts.use_threshold:
-        output.kind = _lib.OC_OUTPUT_PAIRS
-    elif not dense_output:
-        output.kind = _lib.OC_OUTPUT_DISCARD
-    with lease(context) as ctx:
-        keep: list[object] = []
-        handles: list[ctypes.c_void_p] = []
-        text = ctypes.c_void_p()
-        try:
-            handles.append(_build_matrix(ctx, A, "A", bits, keep, binarize, opts.host_mem_bytes))
-            if B is not None:
-                handles.append(_build_matrix(ctx, B, "B", bits, keep, binarize, opts.host_mem_bytes))
-            if isinstance(out, np.ndarray):  # its shape and dtype, as gram checks them
-                b = handles[1] if len(handles) > 1 else handles[0]
-                _out_array(out, _lib.lib.oc_matrix_rows(handles[0]), _lib.lib.oc_matrix_rows(b), _result_dtype(opts))
-            check(fn(ctx, handles[0], handles[1] if len(handles) > 1 else None, ctypes.byref(opts),
-                     ctypes.byref(output), ctypes.byref(text)), ctx)
-            return _lib.text(ctypes.string_at(text))
-        finally:
-            _lib.c_free(text)
-            for h in handles:
-                _lib.lib.oc_matrix_free(h)
+    describers = ([_plan_text] if flag("plan", plan) else []) + [fn]
+    return _describe(A, B, out, opts, bits, binarize, context, _planned_output(out, opts, dense_output), describers)

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import _lib
-from ._calls import Progress as _ProgressCall, checked_progress, run_interruptible
+from ._calls import Progress as _ProgressCall, checked_progress, checked_stats, run_interruptible
 from ._context import Context, lease
 from ._map import _CODES as _MAP_CODES, _check_out_overlap, check_out_path_not_input, operands_named
 from ._sparse import is_sparse as _is_sparse, sparse_rows
@@ -36,7 +36,8 @@ from .errors import CancelledError, InputError, check, from_status
 if TYPE_CHECKING:
     from numpy.typing import DTypeLike
 
-    from ._types import Algorithm, Backend, Devices, Flag, GpuMem, Integer, Matrix, Metric, Path, Progress, Real, Size
+    from ._types import (Algorithm, Backend, Devices, Flag, GpuMem, GpuMemMode, Integer, Matrix, Metric, Path, Progress,
+                         Real, Size)
 
 lib = _lib.lib
 
@@ -452,13 +453,15 @@ class _Job:
 
 
 def _checked_arguments(A, B, metric, topk, threshold, dtype, backend, gpu_mem, threads, out, bits, progress,
-                       binarize, device, host_mem, context, algorithm, resume, devices, min_score, stats):
+                       binarize, device, host_mem, context, algorithm, resume, devices, min_score, stats, tile,
+                       gpu_mem_mode, plan):
     """(opts, bits): gram's arguments checked in the caller's thread, before anything is
     allocated, for gram and for explain, which takes them all (called with **locals(), so a
     parameter one of them lacks is a TypeError here)."""
     if bits is not None:
         bits = positive_int("bits", bits)
     binarize, resume = flag("binarize", binarize), flag("resume", resume)
+    flag("plan", plan)
     dtype_from_out = (dtype is None and isinstance(out, np.ndarray) and topk is None and threshold is None
                       and out.dtype in _NUMPY_DTYPES.values())
     if dtype_from_out:
@@ -469,7 +472,7 @@ def _checked_arguments(A, B, metric, topk, threshold, dtype, backend, gpu_mem, t
             raise InputError(f"context must be an outcore.Context; got {type(context).__name__}")
         resources = context.options(**resources)
     opts = gram_options(metric, dtype, topk, threshold, algorithm=algorithm, devices=devices, min_score=min_score,
-                        **resources)
+                        tile=tile, gpu_mem_mode=gpu_mem_mode, **resources)
     opts.resume = 1 if resume else 0
     if dtype_from_out and lib.oc_gram_result_dtype(opts.metric, opts.dtype) == _lib.OC_DTYPE_DEFAULT:
         metric = _lib.text(lib.oc_metric_name(opts.metric))
@@ -479,9 +482,56 @@ def _checked_arguments(A, B, metric, topk, threshold, dtype, backend, gpu_mem, t
                     _lib.OC_RESULT_TOPK if opts.topk else
                     _lib.OC_RESULT_THRESHOLD if opts.use_threshold else _lib.OC_RESULT_DENSE)
     _check_out_is_not_an_input(out, A, B)
-    if stats is not None and not isinstance(stats, dict):
-        raise InputError(f"stats must be a dict to fill; got {type(stats).__name__}")
+    checked_stats(stats)
     return opts, bits
+
+
+def _planned_output(out, opts, dense_output=True):
+    """The oc_output a plan or an explanation reads: the kind gram's output would have
+    (_Job._gram), and a file's path; nothing is opened, and no buffer is given."""
+    output = _lib.Output()
+    if _is_path(out):
+        output.kind = _lib.OC_OUTPUT_FILE
+        output.path = c_path("out", out)
+    elif opts.topk:
+        output.kind = _lib.OC_OUTPUT_TOPK
+    elif opts.use_threshold:
+        output.kind = _lib.OC_OUTPUT_PAIRS
+    elif not dense_output:
+        output.kind = _lib.OC_OUTPUT_DISCARD
+    return output
+
+
+def _plan_text(ctx, a, b, opts, output, text):
+    """oc_gram_plan's text (not its JSON), as a describer of _describe calls it."""
+    return lib.oc_gram_plan(ctx, a, b, opts, output, 0, text)
+
+
+def _describe(A, B, out, opts, bits, binarize, context, output, describers):
+    """What describers say of gram's job on A and B, nothing run: each a library call
+    fn(ctx, a, b, opts, output, text) that mallocs its text (oc_gram_plan's, oc_gram_explain),
+    their texts joined in order. The inputs are read as gram reads them; an out array is
+    checked as gram checks it, and left untouched."""
+    with lease(context) as ctx:
+        keep: list[object] = []
+        handles: list[ctypes.c_void_p] = []
+        texts = []
+        try:
+            handles.append(_build_matrix(ctx, A, "A", bits, keep, binarize, opts.host_mem_bytes))
+            if B is not None:
+                handles.append(_build_matrix(ctx, B, "B", bits, keep, binarize, opts.host_mem_bytes))
+            b = handles[1] if len(handles) > 1 else None
+            if isinstance(out, np.ndarray):  # its shape and dtype, as gram checks them
+                _out_array(out, lib.oc_matrix_rows(handles[0]), lib.oc_matrix_rows(b or handles[0]),
+                           _result_dtype(opts))
+            for describe in describers:
+                text = ctypes.c_void_p()
+                check(describe(ctx, handles[0], b, ctypes.byref(opts), ctypes.byref(output), ctypes.byref(text)), ctx)
+                texts.append(_lib.owned_text(text))
+            return "".join(texts)
+        finally:
+            for h in handles:
+                lib.oc_matrix_free(h)
 
 
 def gram(A: Matrix, B: Matrix | None = None, metric: Metric = "counts", topk: Integer | None = None,
@@ -490,7 +540,8 @@ def gram(A: Matrix, B: Matrix | None = None, metric: Metric = "counts", topk: In
          bits: Integer | None = None, progress: Progress | None = None, binarize: Flag = False, *,
          device: Integer | None = None, host_mem: Size | None = None, context: Context | None = None,
          algorithm: Algorithm = "auto", resume: Flag = False, devices: Devices | None = None,
-         min_score: Real | None = None, stats: dict | None = None) -> Any:
+         min_score: Real | None = None, stats: dict | None = None, tile: Integer | None = None,
+         gpu_mem_mode: GpuMemMode = "grow", plan: Flag = False) -> Any:
     """The binary Gram matrix A·Aᵀ (or A·Bᵀ) and the similarities built on it.
 
     Parameters
@@ -578,14 +629,29 @@ def gram(A: Matrix, B: Matrix | None = None, metric: Metric = "counts", topk: In
         none was made), "backend", "backend_desc", "threads" and "phases", the seconds of
         each phase of the job (cuda_start, prepare, setup, compute, output, teardown:
         docs/cli.md, "Where the time goes"), which sum to at most "seconds".
+    tile : int, optional
+        The tile edge in rows, at least 1, as the CLI's --tile (a tile larger than the
+        matrix is the matrix); default the planner's choice. The result is the same bytes
+        at any tile; it sets how the work is cut (threads run at most one per tile).
+    gpu_mem_mode : {"grow", "reserve"}, default "grow"
+        How a GPU job takes its device budget, as the CLI's --gpu-mem-mode: "grow" allocates
+        on demand up to it, "reserve" takes the whole budget at the start (failing at once
+        when it is not there). No effect on the CPU.
+    plan : bool, default False
+        True returns the plan the job would run under instead of running it: the text of
+        `outcore gram --plan` (on a GPU the tile edge, panel and output slots, the device
+        budget, the pinned staging, threads and the estimated time of kernels, uploads and
+        output; on the CPU the tiles, the host budget and threads; for the sparse algorithm
+        that and why). Nothing is computed and out is not written (an out array is checked
+        and left untouched); progress and stats are checked and left unused.
 
     Returns
     -------
-    numpy.ndarray, tuple of numpy.ndarray, or path
+    numpy.ndarray, tuple of numpy.ndarray, path or str
         Dense: the n x p matrix (a new array, the out array, or a read-only memmap of an out
         .npy). topk: (indices, scores), int64 and the result dtype. threshold: (rows, cols,
         values), int64, int64 and the result dtype. With out any other path (top-k or
-        threshold results in .npz, .tsv or .mtx): that path.
+        threshold results in .npz, .tsv or .mtx): that path. With plan=True: the plan's text.
 
     Raises
     ------
@@ -604,8 +670,14 @@ def gram(A: Matrix, B: Matrix | None = None, metric: Metric = "counts", topk: In
     >>> J = outcore.gram(A, metric="jaccard")        # float32
     >>> idx, score = outcore.gram(A, metric="jaccard", topk=10)
     >>> rows, cols, values = outcore.gram(A, metric="cosine", threshold=0.8)
+    >>> print(outcore.gram(A, backend="cpu", tile=256, plan=True))  # doctest: +ELLIPSIS
+    plan for cpu (...)
+      tiles    256 x 256 rows: 10 tiles (upper triangle)
+    ...
     """
     opts, bits = _checked_arguments(**locals())  # every argument, as explain checks them too
+    if flag("plan", plan):
+        return _describe(A, B, out, opts, bits, binarize, context, _planned_output(out, opts), [_plan_text])
     with lease(context) as ctx:
         job = _Job(ctx, opts, A, B, bits, out, progress, binarize, stats)
         return run_interruptible(job, job.run)

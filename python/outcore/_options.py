@@ -129,6 +129,21 @@ def parse_backend(value):
     return _parse_name("backend", value, lib.oc_backend_parse, ", ".join(_lib.names(lib.oc_backend_name)))
 
 
+# oc_gpu_mem_mode's values by the names the CLI's --gpu-mem-mode takes, in the enum's order.
+GPU_MEM_MODES = ("grow", "reserve")
+
+
+def parse_gpu_mem_mode(value):
+    """gpu_mem_mode= as the CLI's --gpu-mem-mode takes it: "grow" (allocate on demand up to the
+    budget) or "reserve" (take the whole budget at start), as oc_gpu_mem_mode's code."""
+    choices = ", ".join(GPU_MEM_MODES)
+    if not isinstance(value, str):
+        raise InputError(f"gpu_mem_mode must be a string, one of {choices}; got {value!r}")
+    if value not in GPU_MEM_MODES:
+        raise InputError(f"unknown gpu_mem_mode {value!r}: expected one of {choices}")
+    return GPU_MEM_MODES.index(value)
+
+
 def _parse_budget(name, value, percent):
     """(bytes, fraction) of a budget given as bytes (int), "2G", "512MiB" or, when percent
     is allowed, "50%": exactly one of the two is nonzero. Text is read by the library's own
@@ -294,9 +309,14 @@ def set_device_budgets(opts, device, gpu_mem, host_mem):
 
 
 def gram_options(metric, dtype, topk, threshold, backend=None, device=None, gpu_mem=None, host_mem=None,
-                 threads=None, algorithm="auto", devices=None, min_score=None):
-    """oc_gram_options for one call; resources left None keep the library's defaults."""
+                 threads=None, algorithm="auto", devices=None, min_score=None, tile=None, gpu_mem_mode="grow"):
+    """oc_gram_options for one call; resources left None keep the library's defaults. tile and
+    gpu_mem_mode are checked as the CLI checks --tile (a positive number of rows) and
+    --gpu-mem-mode."""
     opts = _lib.GramOptions()
+    opts.gpu_mem_mode = parse_gpu_mem_mode(gpu_mem_mode)
+    if tile is not None:
+        opts.tile = positive_int("tile", tile)
     opts.algorithm = _parse_name("algorithm", algorithm, lib.oc_algorithm_parse,
                                  ", ".join(_lib.names(lib.oc_algorithm_name)))
     opts.metric = _parse_name("metric", metric, lib.oc_metric_parse, ", ".join(_lib.names(lib.oc_metric_name)))

@@ -45,5 +45,8 @@ Metric = Literal["counts", "jaccard", "cosine", "hamming"]
 Backend = Literal["auto", "cpu", "cuda"]
 Algorithm = Literal["auto", "dense", "sparse"]
 Reduction = Literal["sum", "mean", "min", "max"]
+# oc_gpu_mem_mode's names, as --gpu-mem-mode takes them (the library has no list of them:
+# tests/python/test_name_lists.py compares this one with _options.GPU_MEM_MODES).
+GpuMemMode = Literal["grow", "reserve"]
 # progress(done, total), both in the job's unit; what it returns is ignored.
 Progress = Callable[[float, float], object]

@@ -157,12 +157,14 @@ res = outcore.stream(launch, inputs={"x": x}, outputs={"out": (x.shape, x.dtype)
                      progress=report)
 g = outcore.matmul(A, host_mem="1M")
 s = outcore.map("a * 2", a=x, reduce="sum")
+plan: str = outcore.gram(A, backend="cpu", tile=512, gpu_mem_mode="reserve", plan=True)
+print(outcore.explain(A, tile=64, gpu_mem_mode="grow", plan=True))
 '''
 
 
 def test_documented_calls_type_check(tmp_path):
     """mypy finds no error in a script calling gram, explain, Context.gram and stream with a
-    progress callback, as docs/python.md shows them."""
+    progress callback, and gram's plan, as docs/python.md shows them."""
     if importlib.util.find_spec("mypy") is None:
         pytest.skip("mypy is not installed (pip install mypy)")
     script = tmp_path / "user.py"
