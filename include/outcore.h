@@ -909,7 +909,10 @@ typedef struct oc_map_options {
     oc_map_reduce reduce;
     int has_axis;            /* nonzero: reduce over `axis` only (negative counts from the end) */
     int axis;
-    oc_progress_fn progress; /* may be NULL; called from the calling thread */
+    /* May be NULL; called from the calling thread, in elements of the element-wise result (on
+     * the GPU, rows of its chunks), last with done == total once the job has succeeded,
+     * reductions included. */
+    oc_progress_fn progress;
     void *progress_user;
     /* Version 2: the device budget as a share of the device's free memory, used when
      * gpu_mem_bytes is 0; 0 = the default (0.9). */

@@ -169,7 +169,7 @@ def checked_stats(stats):
 
 
 class Progress:
-    """Calls the caller's progress(done, total) from the library (gram's and stream's); an
+    """Calls the caller's progress(done, total) from the library (gram's, map's and stream's); an
     exception it raises (KeyboardInterrupt too) cancels the job on the library context ctx and
     is kept in `error`, for the call to raise once the library has stopped: one raised in a
     ctypes callback would be printed and lost. A report the same as the one before is not

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import _lib
-from ._calls import run_on_context
+from ._calls import Progress as _ProgressCall, checked_progress, checked_stats, run_on_context
 from ._context import call_resources, lease
 from ._options import (_integer, c_path, c_text, check_fits_in_memory, flag, no_array_form, one_gpu_mem, parse_backend,
                        parse_gpu_mem, parse_host_mem, single_gpu_mem, threads_count, unmasked)
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from numpy.typing import DTypeLike
 
     from ._context import Context
-    from ._types import Backend, Flag, Integer, Path, Reduction, Size
+    from ._types import Backend, Flag, Integer, Path, Progress, Reduction, Size
 
 lib = _lib.lib
 
@@ -226,7 +226,8 @@ def _out_path(out, what="map"):
 
 
 # map's keywords: an operand named close to one (axes=0, threds=2) is most likely one misspelt.
-_MAP_KEYWORDS = ("out", "dtype", "reduce", "axis", "backend", "threads", "host_mem", "gpu_mem", "context", "explain")
+_MAP_KEYWORDS = ("out", "dtype", "reduce", "axis", "backend", "threads", "host_mem", "gpu_mem", "context", "explain",
+                 "progress", "stats")
 
 
 def _keyword_like(name):
@@ -257,10 +258,22 @@ def _check_operand_names(expr, operands):
                              f"{close}=?")
 
 
+def _stats_dict(stats):
+    """The job's statistics that map(stats=...) reports, from an oc_map_stats, by the keys of
+    `outcore map --json` (tools/cmd_map.c): bytes_per_second as the CLI derives it."""
+    moved = stats.bytes_read + stats.bytes_written
+    return {"backend": _lib.text(lib.oc_backend_name(stats.backend)),
+            "backend_desc": stats.backend_desc.decode(errors="replace"), "seconds": stats.seconds,
+            "elements": stats.elements, "bytes_read": stats.bytes_read, "bytes_written": stats.bytes_written,
+            "bytes_per_second": moved / stats.seconds if stats.seconds > 0 else 0.0, "threads": stats.threads,
+            "host_peak_bytes": stats.host_peak_bytes}
+
+
 def map(expr: str, out: Path | np.ndarray | None = None, *, dtype: DTypeLike | None = None,
         reduce: Reduction | None = None, axis: Integer | None = None, backend: Backend | None = None,
         threads: Integer | None = None, host_mem: Size | None = None, gpu_mem: Size | None = None,
-        context: Context | None = None, explain: Flag = False, **operands: Any) -> Any:
+        context: Context | None = None, explain: Flag = False, progress: Progress | None = None,
+        stats: dict | None = None, **operands: Any) -> Any:
     """Evaluates expr over the named operands with numpy's semantics (see the module doc).
 
     Parameters
@@ -300,7 +313,19 @@ def map(expr: str, out: Path | np.ndarray | None = None, *, dtype: DTypeLike | N
         context. Its backend, gpu_mem, host_mem and threads are used where the call does not
         give its own (map runs on device 0: the Context's device is not used).
     explain : bool, default False
-        True returns the text of oc_map_explain (the plan and its cost) instead of running.
+        True returns the text of oc_map_explain (the plan and its cost) instead of running
+        (progress and stats are then checked and left unused).
+    progress : callable, optional
+        progress(done, total), called about ten times a second while the job runs, and once
+        at the end with done == total, in elements of the element-wise result (on the GPU,
+        chunks' rows); an exception it raises (KeyboardInterrupt too) cancels the job and is
+        raised by map once the job has stopped, as for outcore.gram.
+    stats : dict, optional
+        A dict that map fills once the job has run, with the keys of `outcore map --json`'s
+        summary: "backend", "backend_desc", "seconds" (the run's wall time, output written),
+        "elements" (of the element-wise result evaluated), "bytes_read", "bytes_written",
+        "bytes_per_second" (both over seconds), "threads" (0 on the GPU) and
+        "host_peak_bytes" (the process's peak resident memory).
     **operands : array_like, path or scalar
         The expression's names: numpy arrays (read in place when C-contiguous, native and of
         a supported dtype: bool, int8-64, uint8-64, float32, float64; copied otherwise),
@@ -337,6 +362,8 @@ def map(expr: str, out: Path | np.ndarray | None = None, *, dtype: DTypeLike | N
     'C.npy'
     """
     single_gpu_mem("map", gpu_mem)
+    checked_progress(progress)
+    checked_stats(stats)
     given = call_resources(context, backend=backend, gpu_mem=gpu_mem, host_mem=host_mem, threads=threads)
     backend, gpu_mem, host_mem, threads = given["backend"], given["gpu_mem"], given["host_mem"], given["threads"]
     if not (reduce is None or isinstance(reduce, str)) or reduce not in _REDUCE:
@@ -395,6 +422,9 @@ def map(expr: str, out: Path | np.ndarray | None = None, *, dtype: DTypeLike | N
     sca_t = (_lib.MapScalar * max(len(scalars), 1))(*scalars)
 
     with lease(context) as ctx:
+        reports = _ProgressCall(progress, ctx) if progress is not None and not explain else None
+        if reports is not None:
+            opts.progress = reports.callback
         handle = ctypes.c_void_p()
         st = lib.oc_map_create(ctx, c_text("expression", expr), arr_t, len(arrays), sca_t, len(scalars), ctypes.byref(opts),
                                ctypes.byref(handle))
@@ -411,9 +441,19 @@ def map(expr: str, out: Path | np.ndarray | None = None, *, dtype: DTypeLike | N
             shp = (ctypes.c_int64 * _lib.OC_MAP_MAX_DIMS)()
             nd = lib.oc_map_result_shape(handle, shp)
             shape = tuple(shp[i] for i in range(nd))
-            stats = _lib.MapStats()
+            job_stats = _lib.MapStats()
+
+            def run(target, data):
+                status = run_on_context(ctx, lambda: lib.oc_map_run(ctx, handle, target, data,
+                                                                    ctypes.byref(job_stats)))
+                if reports is not None and reports.error is not None:
+                    raise reports.error
+                check(status, ctx)
+                if stats is not None:
+                    stats.update(_stats_dict(job_stats))
+
             if path is not None:
-                run_on_context(ctx, lambda: check(lib.oc_map_run(ctx, handle, path, None, ctypes.byref(stats)), ctx))
+                run(path, None)
                 return out
             result: np.ndarray
             if out is None:
@@ -426,8 +466,7 @@ def map(expr: str, out: Path | np.ndarray | None = None, *, dtype: DTypeLike | N
                         or not out.flags.c_contiguous or not out.flags.writeable:
                     raise InputError(f"out: expected a writeable C-contiguous {rdt} array of shape {shape}")
                 _check_out_overlap(out, inputs, paths)
-            buf = result.ctypes.data if result.size else ctypes.addressof(ctypes.c_int64())
-            run_on_context(ctx, lambda: check(lib.oc_map_run(ctx, handle, None, buf, ctypes.byref(stats)), ctx))
+            run(None, result.ctypes.data if result.size else ctypes.addressof(ctypes.c_int64()))
             return result[()] if out is None and nd == 0 else result
         finally:
             lib.oc_map_free(handle)

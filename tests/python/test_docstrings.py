@@ -159,12 +159,15 @@ g = outcore.matmul(A, host_mem="1M")
 s = outcore.map("a * 2", a=x, reduce="sum")
 plan: str = outcore.gram(A, backend="cpu", tile=512, gpu_mem_mode="reserve", plan=True)
 print(outcore.explain(A, tile=64, gpu_mem_mode="grow", plan=True))
+map_stats: dict = {}
+y = outcore.map("sqrt(x) * 2", x=x, reduce="sum", backend="cpu", stats=map_stats, progress=report)
+z = outcore.map("x + 1", x=x, progress=lambda done, total: None)
 '''
 
 
 def test_documented_calls_type_check(tmp_path):
-    """mypy finds no error in a script calling gram, explain, Context.gram and stream with a
-    progress callback, and gram's plan, as docs/python.md shows them."""
+    """mypy finds no error in a script calling gram, explain, Context.gram, stream and map with
+    a progress callback, and gram's plan, as docs/python.md shows them."""
     if importlib.util.find_spec("mypy") is None:
         pytest.skip("mypy is not installed (pip install mypy)")
     script = tmp_path / "user.py"

@@ -272,6 +272,15 @@ static oc_status job_status(oc_map_cpu_job *job)
     }
 }
 
+/* The last report, done == total, of a job that has not failed: element-wise and reduced
+ * alike, however short the job (one below 0.1 s has no other). */
+static void report_end(oc_map_cpu_job *job)
+{
+    const oc_map_options *o = &job->m->opts;
+    if (o->progress && !atomic_load(&job->failed))
+        o->progress(o->progress_user, (double)job->m->count, (double)job->m->count);
+}
+
 static oc_status map_cpu_run(oc_context *ctx, const oc_map_plan *m, void *out, oc_map_stats *stats)
 {
     oc_map_cpu_job job = {.ctx = ctx, .m = m, .caller = pthread_self(), .last_progress = oc_now()};
@@ -290,6 +299,7 @@ static oc_status map_cpu_run(oc_context *ctx, const oc_map_plan *m, void *out, o
     stats->threads = job.threads;
     if (m->reduce != OC_MAP_REDUCE_NONE) {
         OC_CHECK(ctx, oc_map_cpu_reduce(&job, out));
+        report_end(&job);
         return job_status(&job);
     }
     int64_t parts = job.threads == 1 ? 1 : job.threads * PARTS_PER_THREAD;
@@ -318,8 +328,7 @@ static oc_status map_cpu_run(oc_context *ctx, const oc_map_plan *m, void *out, o
     for (int i = 0; i < w.nidle; i++) oc_map_eval_free(w.idle[i]);
     free(w.idle);
     free(w.done);
-    if (m->opts.progress && !atomic_load(&job.failed))
-        m->opts.progress(m->opts.progress_user, (double)m->count, (double)m->count);
+    report_end(&job);
     return job_status(&job);
 }
 
