@@ -75,7 +75,9 @@
 # CMAKE_ARGS are added to the configure step (e.g. -DMPI_C_COMPILER=/path/to/mpicc);
 # BUILD_TARGETS, when set, builds only those targets.
 # "bench" alone runs bench_gram_cuda's default parts and topk. Logs go to $OUT (or
-# /tmp/gpu_check); a short table of every step's result is printed last. TEST_TIMEOUT,
+# /tmp/gpu_check); a short table of every step's result is printed last, the tests' table
+# (tests/summary.py: passed, failed and skipped, with the skips' reasons) after it; the exit
+# status is 1 when a step failed (a build, a test, a nonzero rc). TEST_TIMEOUT,
 # SANITIZE_TIMEOUT and BENCH_TIMEOUT (seconds) bound each step so that a hang cannot eat a
 # whole lease (the case table's sanitizer run gets twice SANITIZE_TIMEOUT); SANITIZE_TOOLS
 # picks the compute-sanitizer tools (default: memcheck racecheck); TOPK_ARGS are passed to
@@ -96,7 +98,13 @@ done
 [ ${#steps[@]} -eq 0 ] && steps=(build test sanitize devices bench)
 has() { local s; for s in "${steps[@]}"; do [ "$s" = "$1" ] && return 0; done; return 1; }
 summary=()
-note() { summary+=("$(printf '%-10s %s' "$1" "$2")"); }
+failed=0
+# A step's line in the summary; a line that says FAILED or a nonzero "rc N" makes the script
+# exit 1 at the end.
+note() {
+  summary+=("$(printf '%-10s %s' "$1" "$2")")
+  if [[ "$2" == *FAILED* || "$2" =~ (^|[^a-z])rc\ [1-9] ]]; then failed=1; fi
+}
 # Builds OLD_SRC's targets "$@" in build-old (the tree before a change); fails when OLD_SRC is
 # unset or does not build.
 build_old() {
@@ -117,21 +125,22 @@ if has build; then
 fi
 
 if has test; then
-  ctest --test-dir "$BUILD" -L gpu --output-on-failure --timeout "${TEST_TIMEOUT:-300}" >"$LOGS/ctest.log" 2>&1
-  rc=$?
-  grep -E "tests passed|Passed|Failed|Not Run|Skipped|\*\*\*" "$LOGS/ctest.log" | tail -15
-  [ $rc -ne 0 ] && tail -60 "$LOGS/ctest.log"
-  note test "$(grep -E 'tests passed' "$LOGS/ctest.log" | tail -1) (rc $rc)"
-  # numba kernels' real launch limits against `inspect` (reports Skipped without numba).
-  ctest --test-dir "$BUILD" -R 'python_test_numba_launch_limits|python_test_stream_numba' --output-on-failure --timeout "${TEST_TIMEOUT:-300}" \
-    >"$LOGS/ctest_numba.log" 2>&1
-  rc=$?
-  note numba "$(grep -E 'tests passed|Skipped|Failed' "$LOGS/ctest_numba.log" | tail -1) (rc $rc)"
-  # outcore map on the GPU through the CLI and the binding (their GPU cases skip elsewhere).
-  ctest --test-dir "$BUILD" -R 'cli_test_map_cli|python_test_map_numpy|python_test_pinned' --output-on-failure --timeout "${TEST_TIMEOUT:-300}" \
-    >"$LOGS/ctest_map.log" 2>&1
-  rc=$?
-  note map "$(grep -E 'tests passed|Skipped|Failed' "$LOGS/ctest_map.log" | tail -1) (rc $rc)"
+  # Through tests/summary.py, as `make test`: every test's outcome, each skip with its reason,
+  # and no test found (a build without its GPU tests) a failure, never a clean pass.
+  rm -rf "$LOGS/results"
+  tsum() { python3 tests/summary.py --results "$LOGS/results" "$@"; }
+  tsum ctest --prefix "GPU: " gpu "$BUILD" -L gpu --no-tests=error --output-on-failure \
+    --timeout "${TEST_TIMEOUT:-300}" >"$LOGS/ctest.log" 2>&1
+  # numba kernels' real launch limits against `inspect`, and outcore map on the GPU through
+  # the CLI and the binding (their GPU cases skip elsewhere).
+  tsum ctest --prefix "numba: " numba "$BUILD" -R 'python_test_numba_launch_limits|python_test_stream_numba' \
+    --no-tests=error --output-on-failure --timeout "${TEST_TIMEOUT:-300}" >"$LOGS/ctest_numba.log" 2>&1
+  tsum ctest --prefix "map: " map "$BUILD" -R 'cli_test_map_cli|python_test_map_numpy|python_test_pinned' \
+    --no-tests=error --output-on-failure --timeout "${TEST_TIMEOUT:-300}" >"$LOGS/ctest_map.log" 2>&1
+  tsum report | tee "$LOGS/test_report.log"
+  rc=${PIPESTATUS[0]}
+  [ "$rc" -ne 0 ] && grep -hE "\*\*\*(Failed|Timeout|Exception)" "$LOGS"/ctest*.log | tail -20
+  note test "$(tail -1 "$LOGS/test_report.log") (rc $rc)"
 fi
 
 if has sanitize; then
@@ -431,4 +440,5 @@ printf '%s\n' "${summary[@]}"
 [ -f "$LOGS/bench_host_link.log" ] && has bench && grep -E 'GB/s' "$LOGS/bench_host_link.log"
 [ -f "$LOGS/bench_host_pin.log" ] && has bench && grep -E 'GB/s' "$LOGS/bench_host_pin.log"
 [ -f "$LOGS/bench_scaling.log" ] && has bench && grep -E '^\||^efficiency|^- ' "$LOGS/bench_scaling.log"
-exit 0
+[ -f "$LOGS/test_report.log" ] && has test && sed -n '/^=/,$p' "$LOGS/test_report.log"
+exit $failed

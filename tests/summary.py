@@ -181,6 +181,7 @@ def read_ctest(stage, rows, prefix):
         row.add("failed", f"ctest exited {stage['rc']} without results")
         return
     pytest_dir = Path(stage["build"]) / "pytest-results"
+    failed_before = sum(len(row.failed) for row in rows.values())
     for case in ET.parse(junit).getroot().iter("testcase"):
         name = case.get("name")
         title = prefix + label_row(stage["labels"].get(name, []))
@@ -206,6 +207,10 @@ def read_ctest(stage, rows, prefix):
             row.add("skipped", reasons[0] if reasons else (lines[-1] if lines else "no reason given"))
         else:
             row.add("failed", name)
+    # ctest failed with no failed test to show for it (no test found under --no-tests=error).
+    if stage["rc"] != 0 and sum(len(row.failed) for row in rows.values()) == failed_before:
+        row = rows.setdefault(prefix + "ctest", Row(prefix + "ctest"))
+        row.add("failed", f"ctest exited {stage['rc']}")
 
 
 def read_stage(stage, rows):
