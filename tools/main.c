@@ -29,6 +29,7 @@ static const char usage[] = "usage: outcore <command> [options]\n"
                             "  clean     remove what interrupted jobs left beside an output (outcore clean --help)\n"
                             "\n"
                             "  --version, --help\n"
+                            "  help COMMAND   the command's help, as outcore COMMAND --help prints it\n"
                             "An option that takes a value is given once; -- ends a command's options.\n"
                             "Exit status: 0 success, 2 bad input or usage, 1 other failures, 130 interrupted.\n";
 
@@ -50,7 +51,11 @@ static int run(int argc, char **argv)
         fputs(usage, stderr);
         return OC_EXIT_USAGE;
     }
-    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
+    /* "help COMMAND" is "COMMAND --help"; "help" alone, or of itself, this text. */
+    const int help = strcmp(argv[1], "help") == 0 && argc > 2;
+    if (help && argc > 3) return cli_usage_error("help: one command at a time (outcore help COMMAND)");
+    const char *name = help ? argv[2] : argv[1];
+    if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0 || strcmp(name, "help") == 0) {
         fputs(usage, stdout);
         return OC_EXIT_OK;
     }
@@ -64,7 +69,11 @@ static int run(int argc, char **argv)
     /* Not in the help: for the completion and the tests, which read the library's names. */
     if (strcmp(argv[1], "--list") == 0) return cli_list_names(argv[2]);
     for (size_t k = 0; k < sizeof commands / sizeof commands[0]; ++k) {
-        if (strcmp(argv[1], commands[k].name) != 0) continue;
+        if (strcmp(name, commands[k].name) != 0) continue;
+        if (help) {
+            char *help_argv[] = {argv[2], "--help", NULL};
+            return commands[k].run(2, help_argv);
+        }
         int size = 0, rank = 0;
         const char *var = NULL;
         if (commands[k].alone && cli_launched_by_mpi(&size, &rank, &var) && (size > 1 || rank > 0)) {
@@ -76,7 +85,7 @@ static int run(int argc, char **argv)
         }
         return commands[k].run(argc - 1, argv + 1);
     }
-    return cli_usage_error("unknown command '%s' (see outcore --help)", argv[1]);
+    return cli_usage_error("unknown command '%s' (see outcore --help)", name);
 }
 
 /* A threaded OpenBLAS keeps its threads spinning for about 2^28 cycles after each call.

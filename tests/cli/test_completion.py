@@ -58,6 +58,13 @@ def test_commands(workdir):
     assert complete(workdir, "g") == {c for c in commands() if c.startswith("g")}
 
 
+def test_help_completes_a_command(workdir):
+    """`outcore help COMMAND` takes one command name, and nothing after it."""
+    assert complete(workdir, "help", "") == commands()
+    assert complete(workdir, "help", "ma") == {c for c in commands() if c.startswith("ma")}
+    assert complete(workdir, "help", "gram", "") == set()
+
+
 @pytest.mark.parametrize("command", ["gram", "gen", "inspect", "devices", "demo", "matmul"])
 def test_options(workdir, command):
     offered = complete(workdir, command, "-")

@@ -77,6 +77,12 @@ _outcore()
         _outcore_words "$(_outcore_commands "$cli") --help --version" "$cur"
         return 0
     fi
+    # "outcore help COMMAND": one command name.
+    if [[ $command == help ]]; then
+        COMPREPLY=()
+        ((COMP_CWORD == i + 1)) && _outcore_words "$(_outcore_commands "$cli")" "$cur"
+        return 0
+    fi
 
     # After "--" every word is an input (outcore map -o C.npy -- '-a * 2' a=A.npy).
     local ended=
