@@ -87,6 +87,33 @@ def test_every_help_line_is_in_the_page(rendered):
         assert_in_order(help_lines(command), by_section[command], f"outcore {command} --help")
 
 
+def choice_lists():
+    """(command, the last line of a list of an option's choices, the description line after it)
+    of every help text: "auto (default), cpu, cuda", then "auto runs the one ...". A list that
+    goes on ("..., uint64,") ends on the next line."""
+    found = []
+    for command in commands():
+        lines = run(command, "--help").stdout.splitlines()
+        for line, after in zip(lines, lines[1:]):
+            text = line.split("  ")[-1].strip()
+            listed = re.fullmatch(r"[\w.+-]+( \(default\))?(, [\w.+-]+( \(default\))?)+", text)
+            if listed and after.startswith(" " * 25) and after.strip():
+                found.append((command, text, after.strip()))
+    return found
+
+
+def test_a_list_of_choices_ends_its_line(rendered):
+    """As in --help, the description under a list of choices starts a line of its own, not
+    joined to the list ("auto (default), cpu, cuda auto runs the one ...")."""
+    lists = choice_lists()
+    assert {command for command, _, _ in lists} >= {"gram", "map", "matmul"}, lists
+    for command, listed, after in lists:
+        last = listed.split(", ")[-1]
+        first = after.split()[0]
+        assert re.search(re.escape(last) + r" *\n *" + re.escape(first), rendered), \
+            f"outcore {command}: the man page joins {listed!r} to {after!r}"
+
+
 def test_page_is_current(page, tmp_path):
     """Regenerated from the CLI under test, the page is byte for byte the built one."""
     fresh = tmp_path / "outcore.1"

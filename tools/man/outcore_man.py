@@ -16,6 +16,8 @@ How a help text is read (the form every command's text already has):
   continuation lines; "  name      description" in a list       -> a tagged paragraph (.TP)
   "heading:" alone on a line                                    -> a subsection
   any other line                                                -> running text, blank line = new paragraph
+A description's lines are filled as running text is, but a list of the option's choices
+("auto (default), cpu, cuda") ends its line, as in --help (.br).
 """
 import argparse
 import os
@@ -25,6 +27,11 @@ import sys
 
 ITEM = re.compile(r"^ {1,4}(\S.*?)(?: {2,}(\S.*))?$")
 HEADING = re.compile(r"^([A-Za-z][\w ]*):$")
+# A description line that lists an option's choices, as the CLI prints the library's names
+# ("auto (default), cpu, cuda"; "bool, int8, ..., uint64," when the list goes on, the line after
+# it ending it): its own line in --help, the description going on under it.
+_CHOICE = r"[\w.+-]+(?: \(default\))?"
+CHOICES = re.compile(rf"^{_CHOICE}(?:, {_CHOICE})*,?$")
 
 
 def help_text(cli, *args):
@@ -102,6 +109,12 @@ def parse(text):
     return blocks
 
 
+def ends_choices(line):
+    """Whether a description line is (the end of) a list of choices: a list of two names or
+    more, or of one marked "(default)", that does not go on to the next line."""
+    return bool(CHOICES.match(line)) and not line.endswith(",") and ("," in line or "(default)" in line)
+
+
 def render(blocks, out):
     """Appends the roff of one help text's blocks to the list out."""
     for block in blocks:
@@ -113,8 +126,13 @@ def render(blocks, out):
         elif kind == "heading":
             out += [".SS " + roff_escape(block[1].capitalize())]
         elif kind == "item":
-            out += [".TP", roff_term(block[1])] + [roff_escape(line) for line in block[2]]
-            if not block[2]:
+            out += [".TP", roff_term(block[1])]
+            lines = block[2]
+            for k, line in enumerate(lines):
+                out.append(roff_escape(line))
+                if k + 1 < len(lines) and ends_choices(line):
+                    out.append(".br")
+            if not lines:
                 out.append("\\&")
         else:
             out += [".PP"] + [roff_escape(line) for line in block[1]]
