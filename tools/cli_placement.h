@@ -35,6 +35,14 @@ typedef struct cli_placement {
         .gpu_mem_text = (gpu_mem_text_), .device_text = (device_text_), .host_mem_bytes = &(opts).host_mem_bytes      \
     }
 
+/* The help lines of the memory budgets with their defaults (the library's: 90% of a device's
+ * free memory, 80% of the host's available at start), for a command's text to go on from, so
+ * that every command states them alike. */
+#define CLI_HELP_GPU_MEM "  --gpu-mem SIZE|PCT     device memory budget, e.g. 2G or 50% (default 90% of free)"
+#define CLI_HELP_HOST_MEM                                                                   \
+    "  --host-mem SIZE|PCT    host memory budget, e.g. 4G or 25% of the machine's memory\n" \
+    "                         (default 80% of the memory available at start)"
+
 /* Takes the option at a's cursor when it is one of p's: -1 when it was and parsed, 0 when it
  * is none of them, else the exit status (its usage error printed). */
 int cli_take_placement(cli_args *a, const cli_placement *p);

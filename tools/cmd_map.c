@@ -28,20 +28,20 @@ static const char map_usage_options[] =
     "  --set NAME=VALUE       a Python scalar (weak in numpy's promotion: float32 * 0.5 stays float32)\n";
 /* Then the --dtype line, from the library's list (print_usage), and the rest. */
 static const char map_usage_dtype[] =
-    "                         the output dtype; the result must cast to it under numpy's\n"
-    "                         same_kind rule\n";
+    "                         the output dtype (default: numpy's result type); the result\n"
+    "                         must cast to it under numpy's same_kind rule\n";
 /* Then the --reduce line, from the library's list (print_usage), and the rest. */
 static const char map_usage_reduce[] =
     "                         of the result, never materialised\n"
-    "  --axis N               reduce over axis N only (negative counts from the end)\n";
+    "  --axis N               reduce over axis N only (negative counts from the end; default:\n"
+    "                         over all elements, to one value)\n";
 /* Then the --backend line, from the library's list (print_usage), and the rest. */
 static const char map_usage_backend[] =
     "                         auto runs the faster by the cost model; cuda runs element-wise\n"
     "                         jobs and reductions (per chunk on the device, in the orders\n"
     "                         docs/map.md states)\n"
-    "  --threads N            CPU threads (default: all cores)\n"
-    "  --host-mem SIZE|PCT    host memory budget (inputs are memory-mapped and read as needed)\n"
-    "  --gpu-mem SIZE|PCT     device memory budget of the GPU path\n"
+    "  --threads N            CPU threads (default: all cores)\n" CLI_HELP_HOST_MEM ": inputs are\n"
+    "                         memory-mapped, and the pages read are dropped past it\n" CLI_HELP_GPU_MEM "\n"
     "  --explain              print what the job does and why (backend, types, bytes)\n"
     "  --json                 print the summary as JSON on stdout\n"
     "  -q, --quiet            no progress bar, no summary, no line for a stale temporary removed\n"

@@ -44,10 +44,8 @@ static const char matmul_usage_rest[] =
     "                         stderr before the job; with no -o, alone on stdout)\n"
     "  --threads N            CPU threads (default: all cores)\n"
     "  --device N             CUDA device index (default 0)\n"
-    "  --devices LIST         several CUDA devices: 0,1,3 or all; 0:2 splits device 0 into two\n"
-    "  --gpu-mem SIZE|PCT     device memory budget, e.g. 2G or 50% (default 90% of free)\n"
-    "  --host-mem SIZE|PCT    host memory budget, e.g. 4G or 25% of the machine's memory\n"
-    "                         (default 80% of the memory available at start): panels, tiles\n"
+    "  --devices LIST         several CUDA devices: 0,1,3 or all; 0:2 splits device 0 into two\n" CLI_HELP_GPU_MEM
+    "\n" CLI_HELP_HOST_MEM ": panels, tiles\n"
     "                         and K panels fit in it beside the inputs it maps (those that take\n"
     "                         at most half of it); a larger input stays in its file and is read\n"
     "                         in panels\n"

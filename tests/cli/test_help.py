@@ -1,5 +1,8 @@
 """The help texts: `outcore help COMMAND` prints what `outcore COMMAND --help` does, and an
-unknown command is refused as `outcore COMMAND` refuses it."""
+unknown command is refused as `outcore COMMAND` refuses it; an option that has a default
+states it, in the same words in every command that takes it."""
+import re
+
 from conftest import run
 
 
@@ -31,3 +34,35 @@ def test_help_takes_one_command():
     proc = run("help", "gram", "map", check=False)
     assert proc.returncode == 2 and proc.stdout == "" and proc.stderr.count("\n") == 1, proc.stderr
     assert "one command at a time" in proc.stderr
+
+
+def described(command, option):
+    """The description of option in `outcore COMMAND --help`, its lines joined."""
+    lines = run(command, "--help").stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if re.match(rf"^ {{1,4}}{re.escape(option)}( |,|$)", line))
+    text = [lines[start]]
+    for line in lines[start + 1:]:
+        if not line.startswith(" " * 8):
+            break
+        text.append(line.strip())
+    return " ".join(text)
+
+
+def test_memory_budgets_state_their_defaults_alike():
+    """gram, matmul and map take --host-mem and --gpu-mem with the same defaults, and say so in
+    the same words."""
+    for option, default in (("--host-mem", "(default 80% of the memory available at start)"),
+                            ("--gpu-mem", "(default 90% of free)")):
+        firsts = set()
+        for command in ("gram", "matmul", "map"):
+            text = described(command, option)
+            assert default in text, (command, text)
+            firsts.add(text.split(default)[0])
+        assert len(firsts) == 1, firsts
+
+
+def test_defaults_stated():
+    assert "(default: numpy's result type)" in described("map", "--dtype")
+    assert "default: over all elements" in described("map", "--axis")
+    assert "default 0" in described("inspect", "--dyn-smem")
+    assert "default the compiler's: ptxas 3" in described("inspect", "--opt-level")
