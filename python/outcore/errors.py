@@ -104,6 +104,7 @@ _FIELD_AND_OPTION = re.compile(r"\b([a-z][a-z0-9_]*) \(--([a-z][a-z0-9-]*)\)")
 # Advice in the CLI's own syntax, as the binding's callers give the same thing.
 _PHRASES = {
     "give it as NAME=FILE.npy or --set NAME=VALUE": "pass it as a keyword argument (NAME=array, path or number)",
+    "use --backend cpu (or auto)": 'use backend="cpu" (or "auto")',
 }
 
 

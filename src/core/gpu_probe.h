@@ -1,5 +1,6 @@
 /*
- * gpu_probe.h - the driver-side questions of `inspect` and `devices`, behind one table.
+ * gpu_probe.h - the driver-side questions of `inspect` and `devices`, behind one table; and
+ * the words in which a job asked to run on a GPU refuses when none can.
  *
  * core/, io/ and inspect/ include no CUDA header; the CUDA build defines oc_gpu_probe_cuda in
  * src/cuda (inspect_driver.c, devices.c). A CPU-only build has no table and answers from
@@ -10,6 +11,16 @@
 
 #include <stddef.h>
 #include "outcore.h"
+#include "core/error.h"
+
+/* Why no GPU can run anything in a build without CUDA. */
+#define OC_NO_CUDA_BUILD "this build of outcore has no CUDA support (configure with nvcc available)"
+
+/* The refusal of a CUDA backend asked for (--backend cuda) where no GPU can run the job: why
+ * not (fmt, a literal, and its arguments: the device's, the build's or the job's reason), then
+ * what to do instead. gram, matmul and map refuse in these words; returns OC_ERR_UNSUPPORTED. */
+#define oc_fail_no_gpu(ctx, fmt, ...) \
+    oc_fail((ctx), OC_ERR_UNSUPPORTED, "backend cuda: " fmt "; use --backend cpu (or auto)", __VA_ARGS__)
 
 struct oc_kernel_list;
 

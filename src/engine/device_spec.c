@@ -13,6 +13,7 @@
 
 #include "core/text_buf.h"
 #include "core/error.h"
+#include "core/gpu_probe.h"
 
 oc_status oc_size_parse(const char *text, int64_t *bytes, double *fraction)
 {
@@ -129,7 +130,7 @@ static const char *no_device(void)
 #ifdef OC_HAVE_CUDA
     return "this machine has no usable CUDA device";
 #else
-    return "this build of outcore has no CUDA support (configure with nvcc available)";
+    return OC_NO_CUDA_BUILD;
 #endif
 }
 

@@ -335,10 +335,9 @@ static oc_status job_prepare(oc_context *ctx, const char *caller, const oc_matri
 #ifdef OC_HAVE_CUDA
         char why[400] = "";
         oc_gpu_probe_cuda.device_cc(first.device, why, sizeof why);
-        return oc_fail(ctx, OC_ERR_UNSUPPORTED, "backend cuda: CUDA device %d is not usable: %s", first.device, why);
+        return oc_fail_no_gpu(ctx, "CUDA device %d is not usable: %s", first.device, why);
 #else
-        return oc_fail(ctx, OC_ERR_UNSUPPORTED,
-                       "backend cuda: this build of outcore has no CUDA support (configure with nvcc available)");
+        return oc_fail_no_gpu(ctx, "%s", OC_NO_CUDA_BUILD);
 #endif
     }
 

@@ -8,6 +8,7 @@
 
 #include "core/text_buf.h"
 #include "core/error.h"
+#include "core/gpu_probe.h"
 #include "cost/cost.h"
 #include "map/map_codegen.h"
 #include "map/map_plan.h"
@@ -65,7 +66,7 @@ static const char *gpu_reason(const oc_map_plan *m, char *why, size_t size)
 #ifdef OC_HAVE_CUDA
     if (oc_map_backend_cuda.usable(why, size)) return NULL;
 #else
-    oc_snprintf(why, size, "this build of outcore has no CUDA support (configure with nvcc available)");
+    oc_snprintf(why, size, "%s", OC_NO_CUDA_BUILD);
 #endif
     return why;
 }
@@ -129,8 +130,7 @@ oc_status oc_map_choose(oc_context *ctx, const oc_map_plan *m, oc_map_choice *c)
 #endif
     char why[400] = "";
     const char *no_gpu = asked == OC_BACKEND_CPU ? "--backend cpu" : gpu_reason(m, why, sizeof why);
-    if (asked == OC_BACKEND_CUDA && no_gpu)
-        return oc_fail(ctx, OC_ERR_UNSUPPORTED, "backend cuda: %s; use --backend cpu (or auto)", no_gpu);
+    if (asked == OC_BACKEND_CUDA && no_gpu) return oc_fail_no_gpu(ctx, "%s", no_gpu);
     c->gpu_candidate = !no_gpu;
     if (asked == OC_BACKEND_CPU) {
         oc_snprintf(c->explain, sizeof c->explain, "cpu (asked)");

@@ -171,11 +171,12 @@ static double gpu_rate(const oc_mm_cost_input *in, int device)
     return oc_cost_figure(1, name, "gpu gemm", measure_gpu, &r);
 }
 
-static int gpu_cc(int device)
+/* Device `device`'s compute capability x10, or 0 with why[] saying why the product cannot run
+ * there. */
+static int gpu_cc(int device, char *why, size_t why_size)
 {
-    char why[256];
-    if (!oc_mm_backend_cuda.usable(device)) return 0;
-    return oc_gpu_probe_cuda.device_cc(device, why, sizeof why);
+    if (!oc_mm_backend_cuda.usable(device, why, why_size)) return 0;
+    return oc_gpu_probe_cuda.device_cc(device, why, why_size);
 }
 #endif
 
@@ -212,8 +213,10 @@ oc_status oc_mm_choose(oc_context *ctx, const oc_matmul_job *job, const oc_matmu
                        "--backend cpu: A, B or C is in GPU memory, which the CPU backend cannot read");
 #ifdef OC_HAVE_CUDA
     if (job->gpu_memory) {
-        if (gpu_cc(device) <= 0)
-            return oc_fail(ctx, OC_ERR_UNSUPPORTED, "A, B or C is in GPU memory, but device %d is not usable", device);
+        char why[400] = "";
+        if (gpu_cc(device, why, sizeof why) <= 0)
+            return oc_fail(ctx, OC_ERR_UNSUPPORTED, "A, B or C is in GPU memory, but device %d is not usable: %s",
+                           device, why);
         *out = &oc_mm_backend_cuda;
         if (explain) oc_snprintf(explain, explain_size, "cuda: A, B or C is in GPU memory");
         return OC_OK;
@@ -229,15 +232,18 @@ oc_status oc_mm_choose(oc_context *ctx, const oc_matmul_job *job, const oc_matmu
     if (opts->backend == OC_BACKEND_CUDA || listed) {
         const char *asked = listed ? "--devices" : "--backend cuda";
 #ifdef OC_HAVE_CUDA
-        if (gpu_cc(device) > 0) {
+        char why[400] = "";
+        if (gpu_cc(device, why, sizeof why) > 0) {
             *out = &oc_mm_backend_cuda;
             if (explain) oc_snprintf(explain, explain_size, "cuda: %s", asked);
             return OC_OK;
         }
-        return oc_fail(ctx, OC_ERR_UNSUPPORTED, "%s: no usable GPU at device %d", asked, device);
+        if (listed) return oc_fail(ctx, OC_ERR_UNSUPPORTED, "%s: CUDA device %d is not usable: %s", asked, device, why);
+        return oc_fail_no_gpu(ctx, "CUDA device %d is not usable: %s", device, why);
 #else
         (void)device;
-        return oc_fail(ctx, OC_ERR_UNSUPPORTED, "%s: this build of outcore has no CUDA backend", asked);
+        if (listed) return oc_fail(ctx, OC_ERR_UNSUPPORTED, "%s: %s", asked, OC_NO_CUDA_BUILD);
+        return oc_fail_no_gpu(ctx, "%s", OC_NO_CUDA_BUILD);
 #endif
     }
     /* auto: first with the host's rates alone, since asking whether a GPU is usable starts the
@@ -270,7 +276,8 @@ oc_status oc_mm_choose(oc_context *ctx, const oc_matmul_job *job, const oc_matmu
         return OC_OK;
     }
 #ifdef OC_HAVE_CUDA
-    in.gpu_cc = gpu_cc(device);
+    char no_gpu[400];
+    in.gpu_cc = gpu_cc(device, no_gpu, sizeof no_gpu);
     if (in.gpu_cc > 0) in.gpu_rate = gpu_rate(&in, device);
 #endif
     oc_cost_rates_get(ctx, 0, in.gpu_cc > 0, &rates);

@@ -196,8 +196,9 @@ struct oc_matmul_job {
  * only through these tables. */
 typedef struct oc_mm_backend {
     const char *name; /* "cpu", "cuda" */
-    /* Nonzero when the backend can run on device `device` now (cheap; no messages). */
-    int (*usable)(int device);
+    /* Nonzero when the backend can run on device `device` now, else 0 with why[] saying why
+     * not (cheap; no messages). */
+    int (*usable)(int device, char *why, size_t why_size);
     /* Computes the job; fills job->stats. */
     oc_status (*run)(oc_matmul_job *job);
     /* The plan the job would run under, as text or JSON (--plan), without running it. */

@@ -48,3 +48,18 @@ def test_a_device_past_the_count_is_bad_input(inputs):
     proc = run("gram", inputs / "a.npy", "--devices", str(count), "-o", out, check=False)
     assert proc.returncode == 2 and "does not exist" in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
     assert not out.exists()
+
+
+def test_backend_cuda_without_a_gpu_says_why_and_what_to_do(inputs):
+    """gram, matmul and map asked for --backend cuda where no GPU can run them: one line (exit
+    1, no output) that says why, then what to run instead, in the same words for the three."""
+    if gpu_count():
+        pytest.skip("a GPU is usable here")
+    a, f, out = inputs / "a.npy", inputs / "f.npy", inputs / "c.npy"
+    for args in (["gram", a], ["matmul", f, f], ["matmul", f, "--gram"], ["map", "a + 1", f"a={f}"]):
+        proc = run(*args, "--backend", "cuda", "-o", out, check=False)
+        lines = proc.stderr.splitlines()
+        assert proc.returncode == 1 and len(lines) == 1 and not out.exists(), (args, proc.stderr)
+        head, tail = "outcore: backend cuda: ", "; use --backend cpu (or auto)"
+        assert lines[0].startswith(head) and lines[0].endswith(tail), (args, proc.stderr)
+        assert len(lines[0]) > len(head + tail) + 10, (args, proc.stderr)  # the reason between them

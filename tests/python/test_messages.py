@@ -31,9 +31,25 @@ def test_what_is_not_an_option_is_kept():
     assert python_spelling("--dtype.npy: no such file") == "--dtype.npy: no such file"
     assert python_spelling("a--dtype b") == "a--dtype b"
     assert python_spelling("use --backend cpu (or auto); raise --gpu-mem") == \
-        "use backend cpu (or auto); raise gpu_mem"
+        'use backend="cpu" (or "auto"); raise gpu_mem'
     assert python_spelling("syntax error at column 3: 'a --dtype'") == "syntax error at column 3: 'a --dtype'"
     assert python_spelling("--plan and --no-such-option") == "--plan and --no-such-option"
+
+
+def test_no_gpu_names_the_backend_keyword_to_pass():
+    """backend="cuda" where no GPU can run the job: the reason, then what to pass instead, as
+    the binding's callers spell it."""
+    if outcore.cuda_device_count():
+        pytest.skip("a GPU is usable here")
+    x = np.ones((4, 4))
+    for call in (lambda: outcore.gram(np.eye(4, dtype=bool), backend="cuda"),
+                 lambda: outcore.matmul(x, x, backend="cuda"),
+                 lambda: outcore.map("a + 1", a=x, backend="cuda")):
+        with pytest.raises(outcore.UnsupportedError) as e:
+            call()
+        text = str(e.value)
+        assert text.startswith("backend cuda: ") and text.endswith('; use backend="cpu" (or "auto")'), text
+        assert "--" not in text, text
 
 
 def test_a_map_expression_is_echoed_as_written(tmp_path):

@@ -20,9 +20,9 @@
 #include "matmul/mm_half.h"
 #include "matmul/mm_half_run.h"
 
-static int cpu_usable(int device)
+static int cpu_usable(int device, char *why, size_t why_size)
 {
-    (void)device;
+    (void)device, (void)why, (void)why_size;
     return 1;
 }
 

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "core/error.h"
+#include "core/gpu_probe.h"
 #include "core/threads.h"
 #include "core/trace.h"
 #include "engine/cuda/device.h"
@@ -32,7 +33,11 @@
 #define FREE_SHARE 0.9
 
 /* The device first: loading cuBLASLt maps a large library, worth it only where a GPU is. */
-static int cuda_usable(int device) { return oc_cuda_device_usable(device) && oc_cublaslt_load(NULL, 0) != NULL; }
+static int cuda_usable(int device, char *why, size_t why_size)
+{
+    if (!oc_cuda_device_usable(device)) return oc_gpu_probe_cuda.device_cc(device, why, why_size), 0;
+    return oc_cublaslt_load(why, why_size) != NULL;
+}
 
 static int job_device(const oc_matmul_job *job, int i) { return job->ndevices > 0 ? job->devices[i] : 0; }
 static int job_ndevices(const oc_matmul_job *job) { return job->ndevices > 0 ? job->ndevices : 1; }
