@@ -672,3 +672,27 @@ def test_a_thread_limit_is_one_line_not_a_hang(thread_limited):
                           preexec_fn=no_threads, env=dict(os.environ, OUTCORE_COST_CACHE="off"))
     assert proc.returncode == 0, proc.stderr
     assert np.allclose(np.load(folder / "m.npy"), np.load(folder / "x.npy") @ np.load(folder / "y.npy"))
+
+
+def test_cuda_memory_held_elsewhere_says_lower_the_budget(tmp_path):
+    """Another process holds most of the device: a product under a --gpu-mem larger than
+    what is free (planned as given) fails when the device refuses a buffer below the budget,
+    in one line saying the device has less memory free than the budget and to lower
+    --gpu-mem, not to raise it; nothing is written."""
+    require_backend("cuda", tmp_path)
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch sees no usable GPU")
+    np.save(tmp_path / "a.npy", np.ones((16384, 16384), np.float32))  # 1 GiB each of A, B and C
+    free, _ = torch.cuda.mem_get_info()
+    held = torch.empty(max(free - (3 << 30), 0), dtype=torch.uint8, device="cuda")  # 3 GiB left free
+    try:
+        proc = run("matmul", tmp_path / "a.npy", tmp_path / "a.npy", "-o", tmp_path / "c.npy", "--backend", "cuda",
+                   "--gpu-mem", "16G", "--host-mem", "8G", "-q", check=False)
+    finally:
+        del held
+        torch.cuda.empty_cache()
+    assert proc.returncode == 1 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert "less memory free than the budget" in proc.stderr and "lower --gpu-mem" in proc.stderr, proc.stderr
+    assert "raise --gpu-mem" not in proc.stderr, proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.npy"]
