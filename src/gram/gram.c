@@ -89,6 +89,13 @@ oc_status oc_gram_columns_differ(oc_context *ctx, const char *a, int64_t a_cols,
                    (long long)b_cols, a, (long long)a_cols);
 }
 
+oc_status oc_gram_inputs_unchanged(oc_context *ctx, const oc_matrix *a, const oc_matrix *b)
+{
+    OC_CHECK(ctx, oc_matrix_check_source(ctx, a));
+    if (b && b != a) OC_CHECK(ctx, oc_matrix_check_source(ctx, b));
+    return OC_OK;
+}
+
 /* The range of a threshold or minimum score (what names it) for the metric: [0, 1] for
  * jaccard and cosine, whole numbers in [0, m] for counts and hamming. */
 static oc_status check_threshold_range(oc_context *ctx, const char *what, oc_metric metric, double t, int64_t m)
@@ -518,6 +525,10 @@ static oc_status gram_call(oc_context *ctx, const oc_matrix *a, const oc_matrix 
     ph->compute -= (ph->setup - before.setup) + (ph->teardown - before.teardown);
     if (ph->compute < 0) ph->compute = 0;
     if (backend != &oc_backend_cpu && backend != &oc_backend_cpu_sparse) oc_cost_note_gpu_job();
+    /* Rows read from a file rewritten at another size meanwhile mix its two versions: nothing
+     * is committed (a short read failed the backend already). The caller's inputs, not the
+     * sparse path's copies of them. */
+    OC_CHECK_GOTO(ctx, st, oc_gram_inputs_unchanged(ctx, a, b), cleanup);
     if (sel) OC_CHECK_GOTO(ctx, st, oc_gram_dest_select_commit(ctx, &job, &dest, sel), cleanup);
     const int resumable = resume != NULL;
     if (npy) {

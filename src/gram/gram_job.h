@@ -49,5 +49,11 @@ oc_status oc_gram_check_topk(oc_context *ctx, int64_t topk, int64_t p, const cha
 /* The result's dtype for metric and the asked dtype (oc_gram_result_dtype) into *result; a
  * dtype that does not hold the metric is refused, naming the dtypes each metric takes. */
 oc_status oc_gram_check_dtype(oc_context *ctx, oc_metric metric, oc_dtype dtype, oc_dtype *result);
+/* OC_OK when neither input's rows come from a source that changed since it was opened
+ * (oc_matrix_check_source: a .npy left in its file and rewritten at another size); else the
+ * change's message, OC_ERR_INPUT (ctx NULL: the status alone). gram.c asks it of the caller's
+ * inputs once the backend has read its last row, before anything is committed, on any
+ * backend. */
+oc_status oc_gram_inputs_unchanged(oc_context *ctx, const oc_matrix *a, const oc_matrix *b);
 
 #endif

@@ -65,3 +65,10 @@ oc_status oc_input_changed_at(oc_context *ctx, const char *file, int line, const
                       "%s: the file changed while being read (now %" PRId64 " bytes, expected %" PRId64 ")", path, now,
                       expected);
 }
+
+oc_status oc_input_check_size(oc_context *ctx, const char *path, int fd, int64_t expected)
+{
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || (int64_t)sb.st_size == expected) return OC_OK;
+    return oc_input_changed(ctx, path, (int64_t)sb.st_size, expected);
+}

@@ -1,6 +1,7 @@
 /*
  * input_file.h - opening an input file for reading: a regular file, or a one-line refusal
- * that names it; and the message of an input that changed while it was read.
+ * that names it; and the message of an input that changed while it was read, with the check
+ * of its size that gives it.
  */
 #ifndef OC_IO_INPUT_FILE_H
 #define OC_IO_INPUT_FILE_H
@@ -21,5 +22,9 @@ oc_status oc_input_changed_at(oc_context *ctx, const char *file, int line, const
                               int64_t expected);
 #define oc_input_changed(ctx, path, now, expected) \
     oc_input_changed_at((ctx), __FILE__, __LINE__, (path), (now), (expected))
+
+/* OC_OK when the open file fd still has `expected` bytes (a file that cannot be stat'ed
+ * passes); else the message above. ctx NULL: the status alone, nothing recorded. */
+oc_status oc_input_check_size(oc_context *ctx, const char *path, int fd, int64_t expected);
 
 #endif

@@ -193,11 +193,7 @@ const void *oc_mm_source_row(const oc_mm_source *s, int64_t row, int64_t col0, i
 oc_status oc_mm_source_check(oc_context *ctx, const oc_mm_source *s)
 {
     if (s->file.data) OC_CHECK(ctx, oc_mapped_file_check(ctx, s->name, &s->file));
-    if (s->fd >= 0) {
-        struct stat sb;
-        if (fstat(s->fd, &sb) == 0 && (int64_t)sb.st_size != s->file_size)
-            return oc_input_changed(ctx, s->name, (int64_t)sb.st_size, s->file_size);
-    }
+    if (s->fd >= 0) OC_CHECK(ctx, oc_input_check_size(ctx, s->name, s->fd, s->file_size));
     return OC_OK;
 }
 

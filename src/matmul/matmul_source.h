@@ -72,7 +72,8 @@ int64_t oc_mm_source_file_bytes(const oc_mm_source *s);
 const void *oc_mm_source_row(const oc_mm_source *s, int64_t row, int64_t col0, int64_t ncols, void *buf, char *why,
                              size_t why_size);
 
-/* OC_OK when a file input still is what it was when opened (mapped_file.h's check). */
+/* OC_OK when a file input still is what it was when opened: its size, and for a mapped one
+ * no read past its end (mapped_file.h's check). ctx NULL: the status alone, nothing recorded. */
 oc_status oc_mm_source_check(oc_context *ctx, const oc_mm_source *s);
 
 /* Whether two operands are the same data: one file by any name, or the same memory. */

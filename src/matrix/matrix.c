@@ -172,6 +172,12 @@ oc_status oc_matrix_load_rows(oc_context *ctx, const oc_matrix *m, int64_t row0,
     return m->source_ops->load_rows(m->source, ctx, m, row0, rows, dst);
 }
 
+oc_status oc_matrix_check_source(oc_context *ctx, const oc_matrix *m)
+{
+    if (!m->source_ops || !m->source_ops->check) return OC_OK;
+    return m->source_ops->check(m->source, ctx, m);
+}
+
 oc_status oc_matrix_load_cols(oc_context *ctx, const oc_matrix *m, int64_t row0, int64_t rows, int64_t w0, int64_t w1,
                               uint64_t *dst)
 {

@@ -52,6 +52,8 @@ typedef struct oc_matrix_source_ops {
      * range checked. */
     oc_status (*load_cols)(void *source, oc_context *ctx, const oc_matrix *m, int64_t row0, int64_t rows, int64_t w0,
                            int64_t w1, uint64_t *dst);
+    /* Optional (NULL: the source cannot change): oc_matrix_check_source's contract. */
+    oc_status (*check)(void *source, oc_context *ctx, const oc_matrix *m);
 } oc_matrix_source_ops;
 
 struct oc_matrix {
@@ -110,6 +112,16 @@ oc_status oc_matrix_load_cols_by_rows(oc_context *ctx, const oc_matrix *m, int64
  * blocks until the rows are in dst. Fails as oc_matrix_load_rows does, or on cancel. */
 oc_status oc_matrix_load_rows_parallel(oc_context *ctx, const oc_matrix *m, int64_t row0, int64_t rows, uint64_t *dst,
                                        int threads);
+
+/* OC_OK when the rows m reads on demand still come from what its source was when opened (a
+ * file whose size is the one its header was checked against); else fails with OC_ERR_INPUT,
+ * "A.npy: the file changed while being read (now N bytes, expected M)" (ctx NULL: the status
+ * alone, nothing recorded). A job that read rows from a file-backed matrix asks this after
+ * its last read and before it commits or records anything it computed from them: a file
+ * rewritten to another size would otherwise give a result that mixes its two versions. A
+ * resident or lists matrix (every row read at open, and checked then) always passes. Any
+ * thread. */
+oc_status oc_matrix_check_source(oc_context *ctx, const oc_matrix *m);
 
 /* Creates a file-backed rows x cols matrix (bits == NULL) that reads its rows through ops
  * and source; it takes source (closed by oc_matrix_free, or here on failure). */

@@ -36,9 +36,16 @@ static oc_status view_load_cols(void *source, oc_context *ctx, const oc_matrix *
     return oc_matrix_load_cols(ctx, v->parent, v->row0 + row0, rows, w0, w1, dst);
 }
 
+static oc_status view_check(void *source, oc_context *ctx, const oc_matrix *m)
+{
+    (void)m;
+    const row_view_source *v = source;
+    return oc_matrix_check_source(ctx, v->parent);
+}
+
 static void view_close(void *source) { free(source); }
 
-static const oc_matrix_source_ops view_ops = {view_load_rows, view_close, view_load_cols};
+static const oc_matrix_source_ops view_ops = {view_load_rows, view_close, view_load_cols, view_check};
 
 oc_status oc_matrix_row_view(oc_context *ctx, const oc_matrix *m, int64_t row0, int64_t rows, oc_matrix **out)
 {

@@ -97,3 +97,44 @@ def test_ptx_path_beginning_with_a_dash(folder, monkeypatch):
     assert [k["name"] for k in report["kernels"]] == ["k"]
     compiles = [line.split() for line in args.read_text().splitlines() if "--version" not in line]
     assert compiles and all(c[-1] == "./-k.ptx" and "-k.ptx" not in c for c in compiles), compiles
+
+
+# ------------------------------------------------------------------ a .npy read in panels, changed
+
+def panels_input(folder):
+    """A .npy that a 2M budget leaves in its file (read in panels with pread, several of them)."""
+    A = (np.random.default_rng(3).random((6000, 2048)) < 0.3).astype(np.uint8)
+    np.save(folder / "P.npy", A)
+    return folder / "P.npy"
+
+
+def change_once(path, how):
+    """A progress callback that changes path at its first report before the end: rewritten
+    with twice its bytes of zeros, or grown by an append."""
+    def progress(done, total):
+        if progress.changed or done >= total:
+            return
+        progress.changed = True
+        size = path.stat().st_size
+        with open(path, "r+b" if how == "appended" else "wb") as f:
+            if how == "appended":
+                f.seek(size)
+            f.write(bytes(size if how == "appended" else 2 * size))
+    progress.changed = False
+    return progress
+
+
+@pytest.mark.parametrize("how", ["rewritten larger", "appended"])
+@pytest.mark.parametrize("out,kw", [("nn.npz", dict(topk=4)), ("C.npy", {})])
+def test_npy_in_panels_changed_size_while_read_raises(folder, how, out, kw):
+    """A file left in its file and read with pread shows a cut as a short read, but one that
+    grows reads on: its size is checked before the result is committed, whatever the output."""
+    path = panels_input(folder)
+    progress = change_once(path, how)
+    before, size = listing(folder), path.stat().st_size
+    with pytest.raises(outcore.InputError, match=f"P.npy: the file changed while being read \\(now {2 * size} bytes, "
+                                                 f"expected {size}\\)"):
+        outcore.gram(str(path), out=str(folder / out), host_mem="2M", threads=1, backend="cpu", progress=progress,
+                     **kw)
+    assert progress.changed
+    assert [name for name, _ in listing(folder)] == [name for name, _ in before]  # no output, no temporary

@@ -16,6 +16,11 @@
  * (npy.c): the job that reads a bad row fails with the row and column and, since a failed
  * job leaves no output, nothing is written. The message goes to ctx under `lock`, because
  * several threads load rows at once.
+ *
+ * A file that shrinks under the job shows as a short read. One rewritten larger (or grown by
+ * an append) reads on without one, its new bytes and all: the job asks the source's check
+ * (oc_matrix_check_source), which compares the file's size with the one its header was
+ * checked against, before it commits a result.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -160,6 +165,17 @@ static oc_status npy_source_load(void *source, oc_context *ctx, const oc_matrix 
     return s->bits > 0 ? load_packed(s, ctx, m, row0, rows, dst) : load_dense(s, ctx, m, row0, rows, dst);
 }
 
+/* The file still has the size its header was checked against (matrix.h). A file rewritten
+ * larger reads without a short read, so this is what catches it. */
+static oc_status npy_source_check(void *source, oc_context *ctx, const oc_matrix *m)
+{
+    npy_source *s = source;
+    pthread_mutex_lock(&s->lock);
+    oc_status st = oc_input_check_size(ctx, m->name, s->fd, s->file_size);
+    pthread_mutex_unlock(&s->lock);
+    return st;
+}
+
 static void npy_source_close(void *source)
 {
     npy_source *s = source;
@@ -169,7 +185,8 @@ static void npy_source_close(void *source)
     free(s);
 }
 
-static const oc_matrix_source_ops npy_source_ops = {npy_source_load, npy_source_close, npy_source_load_cols};
+static const oc_matrix_source_ops npy_source_ops = {npy_source_load, npy_source_close, npy_source_load_cols,
+                                                    npy_source_check};
 
 oc_status oc_npy_source_open(oc_context *ctx, const char *path, const oc_npy_layout *layout, oc_matrix **out)
 {
