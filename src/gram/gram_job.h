@@ -52,8 +52,8 @@ oc_status oc_gram_check_dtype(oc_context *ctx, oc_metric metric, oc_dtype dtype,
 /* OC_OK when neither input's rows come from a source that changed since it was opened
  * (oc_matrix_check_source: a .npy left in its file and rewritten at another size); else the
  * change's message, OC_ERR_INPUT (ctx NULL: the status alone). gram.c asks it of the caller's
- * inputs once the backend has read its last row, before anything is committed, on any
- * backend. */
+ * inputs once the backend has read its last row, before anything is committed, and each
+ * checkpoint of a resumable job before it records a tile (gram_resume.c), on any backend. */
 oc_status oc_gram_inputs_unchanged(oc_context *ctx, const oc_matrix *a, const oc_matrix *b);
 
 #endif

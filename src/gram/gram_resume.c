@@ -3,7 +3,9 @@
  * the records of an earlier run restore, and the checkpoints. The header's lines are
  * gram_resume_job.c's, the top-k snapshot file gram_resume_snapshot.c's.
  *
- * What a checkpoint makes durable, in this order (so a record never vouches for bytes that
+ * A checkpoint first checks the inputs (a .npy left in its file must keep its size:
+ * oc_gram_inputs_unchanged), so that no record vouches for a tile that read rows after a
+ * change. It then makes durable, in this order (so a record never vouches for bytes that
  * are not on the disk yet):
  *   dense     msync of the output's temporary file, then one TILE record per finished tile
  *   top-k     the snapshot (lists and the bitmap of tiles in them) to a temporary name,
@@ -98,7 +100,8 @@ struct oc_resume {
     oc_resume_emit_fn emit;
     void *emit_user;
     int replaying;
-    int resumed; /* the journal existed when this run started */
+    int inputs_changed; /* a checkpoint found an input changed: nothing more goes on record */
+    int resumed;        /* the journal existed when this run started */
 };
 
 /* ---------------------------------------------------------------- reading the journal */
@@ -526,6 +529,21 @@ static oc_status record_topk(oc_context *ctx, oc_resume *r, const oc_gram_job *j
     return oc_journal_append(ctx, r->journal, REC_TOPK, (uint64_t)r->units, &crc, 4);
 }
 
+/* Before a checkpoint records anything: the inputs as they were opened (gram_job.h). The
+ * tiles finished since one changed may hold rows read after the change: none of those goes
+ * on record, nor any later, and the job fails with the change. The tiles on record stay good:
+ * a checkpoint comes after every read of the tiles it records, and a file's size that differs
+ * then differed when a tile read the changed rows. */
+static oc_status inputs_unchanged(oc_context *ctx, oc_resume *r, const oc_gram_job *job)
+{
+    const oc_status st = r->inputs_changed ? OC_ERR_INPUT : oc_gram_inputs_unchanged(ctx, job->a, job->b);
+    if (st != OC_OK) {
+        r->inputs_changed = 1;
+        r->npending = 0;
+    }
+    return st;
+}
+
 /* The end of a checkpoint: the journal flushed; the tests' kill point (units before it had
  * `before`). */
 static oc_status record_flush(oc_context *ctx, oc_resume *r, int64_t before)
@@ -548,10 +566,12 @@ oc_status oc_resume_checkpoint(oc_context *ctx, oc_resume *r, const oc_gram_job 
         const int64_t blocks = oc_select_pairs_blocks_delivered(job->select);
         const int64_t pairs = oc_select_pairs_count(job->select);
         if (blocks == r->blocks_done) return OC_OK;
+        OC_CHECK(ctx, inputs_unchanged(ctx, r, job));
         OC_CHECK(ctx, oc_journal_append(ctx, r->journal, REC_BLOCKS, (uint64_t)blocks, &pairs, 8));
         r->units = r->blocks_done = blocks;
     } else {
         if (r->npending == 0) return OC_OK;
+        OC_CHECK(ctx, inputs_unchanged(ctx, r, job));
         /* The tiles' bytes reach the disk before the records that vouch for them. */
         if (r->kind == KIND_DENSE && r->dense_writer) OC_CHECK(ctx, oc_npy_out_sync(ctx, r->dense_writer));
         for (int64_t k = 0; k < r->npending; ++k) {
@@ -622,7 +642,9 @@ oc_status oc_resume_topk_lists(oc_context *ctx, oc_resume *r, const oc_gram_job 
     /* The part's lists hold exactly its tiles so far (the caller's promise): merged into the
      * job's, which hold the tiles on record, they make the lists of both sets of tiles. */
     const int64_t before = r->units;
-    st = merge_part(ctx, job, fetch, user);
+    st = inputs_unchanged(ctx, r, job);
+    if (st != OC_OK) p->count = 0;
+    if (st == OC_OK) st = merge_part(ctx, job, fetch, user);
     if (st == OC_OK) {
         for (int64_t k = 0; k < p->count; ++k)
             if (!bit_get(r->done, p->tiles[k])) {

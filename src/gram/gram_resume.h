@@ -17,8 +17,10 @@
  * The backend asks oc_resume_skip before each tile, reports each finished tile with
  * oc_resume_tile_done (any thread), and calls oc_resume_checkpoint where every tile it
  * started has finished (and, for threshold jobs, after oc_select_drain): that is where the
- * dense output is msync'ed and then the records are written and fdatasync'ed, so that a
- * record never reaches the disk before the bytes it vouches for.
+ * inputs are checked (oc_gram_inputs_unchanged: one changed fails the job, and nothing more
+ * goes on record), the dense output is msync'ed and then the records are written and
+ * fdatasync'ed, so that a record never reaches the disk before the bytes it vouches for, nor
+ * vouches for a tile that read an input after it changed.
  */
 #ifndef OC_GRAM_GRAM_RESUME_H
 #define OC_GRAM_GRAM_RESUME_H

@@ -61,13 +61,14 @@ static void on_sigbus(int sig, siginfo_t *info, void *uctx)
             uintptr_t begin = atomic_load(&g->begin), end = atomic_load(&g->end);
             if (!begin || at < begin || at >= end) continue;
             /* Every page from the faulting one on lies past the file's new end: zeros from
-             * here on, one call, so the reader meets no further fault in this mapping. */
+             * here on, one call, so the reader meets no further fault in this mapping. The
+             * mark comes first: a reader on another thread may read those zeros as soon as
+             * they are mapped, and whoever then asks (a resume checkpoint, about the tiles
+             * finished before it) must find the mapping marked. */
             uintptr_t page = at & ~(page_size - 1);
-            if (mmap((void *)page, end - page, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) !=
-                MAP_FAILED) {
-                atomic_store(&g->faulted, 1);
+            atomic_store(&g->faulted, 1);
+            if (mmap((void *)page, end - page, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != MAP_FAILED)
                 return;
-            }
             chain(sig, info, uctx);
             return;
         }

@@ -4,10 +4,11 @@
  * A page of a shared file mapping that lies past the end of a file truncated since it was
  * mapped raises SIGBUS when read, which would end the process (and a host application with
  * it). While at least one mapping is registered here, a SIGBUS handler is installed: a fault
- * inside a registered mapping maps zero pages over the rest of that mapping, marks it, and
+ * inside a registered mapping marks it, maps zero pages over the rest of that mapping and
  * lets the reader go on; the reader then asks oc_map_guard_faulted and reports the change
- * instead of its result. This works on any thread (worker threads and driver threads alike)
- * and needs no unwinding through the reader's code. A fault anywhere else goes to the handler
+ * instead of its result. The mark comes before the zeros, so no thread reads a zero page of
+ * a mapping that is not marked yet. This works on any thread (worker threads and driver
+ * threads alike) and needs no unwinding through the reader's code. A fault anywhere else goes to the handler
  * that was installed before (the default one ends the process as it would have), and the last
  * mapping to go puts that handler back, so a host application keeps its own.
  */

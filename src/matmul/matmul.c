@@ -391,8 +391,12 @@ static void tile_place(oc_matmul_job *job, const oc_mm_io *io)
 static oc_status resume_open(oc_context *ctx, mm_setup *s, oc_mm_io *io, const oc_matmul_array *c,
                              const oc_matmul_options *o)
 {
-    const oc_mm_resume_job id = {&s->a, s->has_b && !s->job.symmetric ? &s->b : NULL, s->transpose[OC_MM_A],
-                                 s->transpose[OC_MM_B], s->result};
+    const oc_mm_resume_job id = {&s->a,
+                                 s->has_b && !s->job.symmetric ? &s->b : NULL,
+                                 s->transpose[OC_MM_A],
+                                 s->transpose[OC_MM_B],
+                                 s->result,
+                                 {&s->a, s->has_b ? &s->b : NULL}};
     OC_CHECK(ctx, oc_mm_resume_start(ctx, &s->job, &id, o, c, &io->resume));
     oc_mm_resume *r = io->resume;
     OC_CHECK(ctx, oc_mm_dest_open(ctx, c, s->result, s->job.m, s->job.n, &s->a, s->has_b ? &s->b : NULL,
@@ -406,8 +410,9 @@ static oc_status resume_open(oc_context *ctx, mm_setup *s, oc_mm_io *io, const o
 
 /* After the run (st its outcome; committed: the commit was tried, so the result's writer
  * and temporary file are gone whatever its outcome): a failed resumable job puts what it
- * finished on record and keeps its journal and temporary file, unless it has nothing on
- * record or its commit failed (nothing is left to resume); everything else is removed. */
+ * finished on record (unless an input changed: matmul_resume.h) and keeps its journal and
+ * temporary file, unless it has nothing on record or its commit failed (nothing is left to
+ * resume); everything else is removed. */
 static void resume_end(oc_context *ctx, oc_mm_io *io, oc_status st, int committed)
 {
     oc_mm_resume *r = io->resume;

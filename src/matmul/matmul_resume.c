@@ -32,10 +32,11 @@ typedef struct in_flight {
 
 struct oc_mm_resume {
     oc_journal *journal;
-    const char *out_path; /* the caller's string, for the job's life */
-    const char *job_text; /* the header's lines while the journal is opened */
-    const char *jpath;    /* the journal's name while it is opened */
-    char *options;        /* the options that choose the plan: one line */
+    const char *out_path;        /* the caller's string, for the job's life */
+    const char *job_text;        /* the header's lines while the journal is opened */
+    const char *jpath;           /* the journal's name while it is opened */
+    char *options;               /* the options that choose the plan: one line */
+    const oc_mm_source *read[2]; /* the sources the job reads, checked at each checkpoint */
     /* what the journal held when this run started */
     char *temp;
     char *plan; /* the PLAN record: plan line, options line */
@@ -208,6 +209,8 @@ oc_status oc_mm_resume_start(oc_context *ctx, const oc_matmul_job *job, const oc
     r->kill_after = kill_after;
     r->last = oc_now();
     r->out_path = c->path;
+    r->read[0] = id->read[0];
+    r->read[1] = id->read[1];
     r->options = describe_options(opts);
     if (!r->options) st = oc_fail(ctx, OC_ERR_NO_MEMORY, "out of memory");
     /* The journal held before the inputs are read whole to describe the job: meanwhile a
@@ -396,13 +399,30 @@ int oc_mm_resume_tile_done(const oc_matmul_job *job, int64_t row0, int64_t col0)
     return r->earlier && bit_get(r->earlier, row0 / r->tm * r->tiles_n + col0 / r->tn);
 }
 
-/* Under r->lock: the tiles finished since the last one put on record, the output flushed
- * first; the tests' kill point. */
+/* Under r->lock: OC_OK when every source the job reads is what it was when opened
+ * (oc_mm_source_check; ctx NULL: no message). A tile finished since one changed may hold
+ * what was read after the change: the finished tiles are dropped and no later checkpoint
+ * records any. */
+static oc_status inputs_unchanged(oc_context *ctx, oc_mm_resume *r)
+{
+    oc_status st = OC_OK;
+    for (int i = 0; i < 2 && st == OC_OK; ++i)
+        if (r->read[i]) st = oc_mm_source_check(ctx, r->read[i]);
+    if (st != OC_OK) {
+        r->npending = 0;
+        r->failed = 1;
+    }
+    return st;
+}
+
+/* Under r->lock: the tiles finished since the last one put on record, the inputs checked and
+ * the output flushed first; the tests' kill point. */
 static oc_status checkpoint_locked(oc_context *ctx, oc_mm_resume *r)
 {
     r->last = oc_now();
     if (r->npending == 0 || r->failed) return OC_OK;
-    oc_status st = r->writer ? oc_npy_out_sync(ctx, r->writer) : OC_OK;
+    oc_status st = inputs_unchanged(ctx, r);
+    if (st == OC_OK && r->writer) st = oc_npy_out_sync(ctx, r->writer);
     for (int64_t k = 0; k < r->npending && st == OC_OK; ++k)
         st = oc_journal_append(ctx, r->journal, REC_TILE, (uint64_t)r->pending[k].index, &r->pending[k].crc, 4);
     if (st == OC_OK) st = oc_journal_flush(ctx, r->journal);
@@ -470,7 +490,10 @@ oc_status oc_mm_resume_written(oc_context *ctx, oc_mm_resume *r, const oc_matmul
 oc_status oc_mm_resume_checkpoint(oc_context *ctx, oc_mm_resume *r)
 {
     pthread_mutex_lock(&r->lock);
-    const oc_status st = r->done ? checkpoint_locked(ctx, r) : OC_OK;
+    /* The job failed already: an input that changed is not checked again with a message,
+     * which would take the place of the failure's (often that change, as the read saw it). */
+    oc_status st = r->done ? inputs_unchanged(NULL, r) : OC_OK;
+    if (st == OC_OK && r->done) st = checkpoint_locked(ctx, r);
     pthread_mutex_unlock(&r->lock);
     return st;
 }

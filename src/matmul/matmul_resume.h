@@ -13,10 +13,15 @@
  *
  * write_tile reports what it stored (oc_mm_resume_written, any thread, pieces of a tile in any
  * order); a tile whose every element is stored is finished. Checkpoints come when a tile
- * finishes, at most every OUTCORE_RESUME_INTERVAL seconds (default 2): the output is msync'ed,
- * then the finished tiles' records are written and the journal fdatasync'ed, so a record
- * never vouches for bytes that are not on the disk. OUTCORE_RESUME_KILL_AFTER=k kills the
- * process (SIGKILL) after the first checkpoint that brings the tiles on record to k or more.
+ * finishes, at most every OUTCORE_RESUME_INTERVAL seconds (default 2): the inputs are checked
+ * first (oc_mm_source_check: a size that differs, a read of a mapping that met the end of its
+ * file), then the output is msync'ed, the finished tiles' records written and the journal
+ * fdatasync'ed. A record never vouches for bytes that are not on the disk, nor for a tile
+ * that may have read an input after it changed: once one changed, no tile goes on record any
+ * more and the job fails. The tiles recorded before stay good: a read past the end of a
+ * mapped file marks the mapping before it reads zeros (map_guard.h), and a checkpoint comes
+ * after the reads of the tiles it records. OUTCORE_RESUME_KILL_AFTER=k kills the process
+ * (SIGKILL) after the first checkpoint that brings the tiles on record to k or more.
  */
 #ifndef OC_MATMUL_MATMUL_RESUME_H
 #define OC_MATMUL_MATMUL_RESUME_H
@@ -31,11 +36,13 @@
 typedef struct oc_mm_resume oc_mm_resume;
 
 /* What identifies the job: its operands (op(A)'s and op(B)'s sources and transposes; b NULL
- * for A·Aᵀ from A alone) and the result's dtype. */
+ * for A·Aᵀ from A alone) and the result's dtype; and every source the job reads (the second
+ * NULL for A alone), checked at each checkpoint. */
 typedef struct oc_mm_resume_job {
     const oc_mm_source *a, *b;
     int transpose_a, transpose_b;
     oc_matmul_dtype result;
+    const oc_mm_source *read[2];
 } oc_mm_resume_job;
 
 /* Before the output is created. Without opts->resume: refuses (OC_ERR_INPUT, saying how to
@@ -57,7 +64,8 @@ int oc_mm_resume_tile_done(const oc_matmul_job *job, int64_t row0, int64_t col0)
 /* write_tile stored rows x cols elements from (row0, col0), within one tile of the plan. */
 oc_status oc_mm_resume_written(oc_context *ctx, oc_mm_resume *r, const oc_matmul_job *job, int64_t row0, int64_t rows,
                                int64_t col0, int64_t cols);
-/* After a failure: puts the tiles finished since the last checkpoint on record. */
+/* After a failure: puts the tiles finished since the last checkpoint on record, unless an
+ * input changed (then nothing, and ctx keeps the failure's message). */
 oc_status oc_mm_resume_checkpoint(oc_context *ctx, oc_mm_resume *r);
 
 /* Whether a failed job's journal and temporary file are worth keeping: it was resumed, or it

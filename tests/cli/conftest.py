@@ -154,6 +154,28 @@ def sigkill_while_running(args, env, seconds, journal, out, shares=(0.3, 0.6)):
     return interrupted
 
 
+def resume_while_an_input_is_cut(command, args, out, ref, cut, killed_after, env):
+    """The resumable job `command args -o out` (env: its variables, a checkpoint after every
+    tile) killed after `killed_after` tiles on record (0: never started), then resumed with
+    its input `cut` read as though cut after it was opened (OUTCORE_FAULT_SHRINK): exit 2 in
+    one line naming it, no output, and the journal as it was (none for a job never started):
+    no tile read from the cut input is on record. Resumed again, the output is `ref`'s bytes."""
+    journal = out.with_name(out.name + ".outcore-journal")
+    if killed_after:
+        proc = run(command, *args, "-o", out, "--resume", check=False,
+                   env=dict(env, OUTCORE_RESUME_KILL_AFTER=str(killed_after)))
+        assert proc.returncode == -signal.SIGKILL, proc.stderr
+    before = read_journal(journal) if killed_after else None
+    proc = run(command, *args, "-o", out, "--resume", check=False, env=dict(env, OUTCORE_FAULT_SHRINK="1"))
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith(f"outcore: {cut}: the file changed while being read"), proc.stderr
+    assert len(proc.stderr.splitlines()) == 1 and not out.exists()
+    assert (read_journal(journal) if journal.exists() else None) == before
+    run(command, *args, "-o", out, "--resume", env=env)
+    assert out.read_bytes() == ref.read_bytes()
+    assert sorted(p.name for p in out.parent.iterdir() if p.name.startswith(out.name + ".")) == []
+
+
 def data_file(name):
     """A real data set of tests/data (tests/data/README.md names its source); never absent."""
     path = DATA_DIR / name

@@ -12,7 +12,8 @@ import time
 import numpy as np
 import pytest
 
-from conftest import outcore_bin, read_journal, require_backend, run, run_in, sigkill_while_running, write_journal
+from conftest import (outcore_bin, read_journal, require_backend, resume_while_an_input_is_cut, run, run_in,
+                      sigkill_while_running, write_journal)
 
 EVERY = {"OUTCORE_RESUME_INTERVAL": "0"}  # a checkpoint at every finished tile
 
@@ -203,6 +204,20 @@ def test_failure_before_any_tile_leaves_nothing(mats):
                "--resume", "-q", check=False)
     assert proc.returncode != 0
     assert leftovers(d, d / "C.npy") == [] and not (d / "C.npy").exists()
+
+
+@pytest.mark.parametrize("inputs,opts", [(["A64.npy", "B64.npy"], []), (["A64.npy"], ["--gram"])],
+                         ids=["product", "gram"])
+@pytest.mark.parametrize("killed_after", [0, 2])
+def test_no_tile_read_from_a_cut_input_goes_on_record(mats, inputs, opts, killed_after):
+    """A mapped operand cut while it is read (A's mapping): the first checkpoint finds it, and
+    the job fails naming it with no tile put on record, at a checkpoint or after the failure;
+    the tiles an earlier run put on record stay, and a resumed run computes the product right
+    (before, the tiles computed from the zeros went on record and were resumed as they were)."""
+    d = mats
+    args = [d / name for name in inputs] + opts + ["--backend", "cpu", "--host-mem", "1G", "--tile", "100", "-q"]
+    run("matmul", *args, "-o", d / "ref.npy")
+    resume_while_an_input_is_cut("matmul", args, d / "C.npy", d / "ref.npy", d / "A64.npy", killed_after, EVERY)
 
 
 @pytest.mark.parametrize("fault", ["OUTCORE_FAULT_RENAME", "OUTCORE_FAULT_FSYNC"])

@@ -12,7 +12,8 @@ import time
 import numpy as np
 import pytest
 
-from conftest import outcore_bin, read_journal, require_backend, run, run_in, sigkill_while_running, write_journal
+from conftest import (outcore_bin, read_journal, require_backend, resume_while_an_input_is_cut, run, run_in,
+                      sigkill_while_running, write_journal)
 
 # .npz members carry their write time: both runs write the same one.
 EPOCH = {"SOURCE_DATE_EPOCH": "1700000000"}
@@ -349,6 +350,20 @@ def test_a_new_job_that_fails_leaves_nothing(inputs):
                check=False, env={"OUTCORE_FAULT_OPEN": "2:eio"})
     assert proc.returncode != 0
     assert leftovers(d, d / "nn.npz") == [] and not (d / "nn.npz").exists()
+
+
+@pytest.mark.parametrize("budget", [[], ["--host-mem", "2M"]], ids=["in_memory", "in_panels"])
+@pytest.mark.parametrize("killed_after", [0, 2])
+def test_input_cut_while_read_puts_nothing_on_record(tmp_path, budget, killed_after):
+    """An input cut while it is read, packed into memory or left in its file and read in
+    panels: the job fails naming it before any tile and records nothing; a resumed run then
+    computes the result right. (A file rewritten at another size while its panels are read:
+    tests/python/test_resume.py.)"""
+    d = tmp_path
+    np.save(d / "A.npy", (np.random.default_rng(9).random((3000, 4096)) < 0.3).astype(np.uint8))
+    args = [d / "A.npy", "--metric", "jaccard", "--topk", "4", "--backend", "cpu", "--threads", "1", "-q"] + budget
+    run("gram", *args, "-o", d / "ref.npz", env=EPOCH)
+    resume_while_an_input_is_cut("gram", args, d / "nn.npz", d / "ref.npz", d / "A.npy", killed_after, EVERY)
 
 
 def computed(proc):

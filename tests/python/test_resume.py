@@ -80,3 +80,37 @@ def test_resumed_under_other_spellings_of_the_paths(tmp_path, kind, name):
         del os.environ["SOURCE_DATE_EPOCH"]
     assert out.read_bytes() == ref.read_bytes()
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["A.npy", name, "ref_" + name])
+
+
+@pytest.mark.parametrize("kind,name", [("dense", "C.npy"), ("topk", "nn.npz"), ("pairs", "p.npz")])
+def test_no_tile_read_after_an_input_changed_goes_on_record(tmp_path, monkeypatch, kind, name):
+    """A .npy left in its file (read in panels) and rewritten twice as large past the middle of a
+    resumable job: the checkpoint after the change records nothing and the job raises, its
+    journal kept for the tiles recorded before. With the file put back as it was (bytes and
+    time), the same call resumes from those with the bytes of an uninterrupted run."""
+    a = tmp_path / "A.npy"
+    np.save(a, (np.random.default_rng(8).random((3000, 4096)) < 0.3).astype(np.uint8))
+    original, stat = a.read_bytes(), a.stat()
+    kw = dict(topk=4, metric="jaccard") if kind == "topk" else dict(threshold=0.45, metric="jaccard") \
+        if kind == "pairs" else {}
+    kw.update(host_mem="2M", threads=1, backend="cpu")
+    out, ref = tmp_path / name, tmp_path / ("ref_" + name)
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")  # the .npz's member times
+    monkeypatch.setenv("OUTCORE_RESUME_INTERVAL", "0")  # a checkpoint after every group of tiles
+    outcore.gram(str(a), out=str(ref), **kw)
+
+    def progress(done, total):  # past the first row panel, whose threshold pairs are then on record
+        if not progress.changed and 0.6 * total <= done < total:
+            progress.changed = True
+            a.write_bytes(bytes(2 * len(original)))
+    progress.changed = False
+    with pytest.raises(outcore.InputError, match=f"A.npy: the file changed while being read \\(now {2 * len(original)} "
+                                                 f"bytes, expected {len(original)}\\)"):
+        outcore.gram(str(a), out=str(out), resume=True, progress=progress, **kw)
+    assert progress.changed and not out.exists()
+    assert (tmp_path / (name + ".outcore-journal")).exists()
+    a.write_bytes(original)
+    os.utime(a, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    outcore.gram(str(a), out=str(out), resume=True, **kw)
+    assert out.read_bytes() == ref.read_bytes()
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["A.npy", name, "ref_" + name])

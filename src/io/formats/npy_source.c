@@ -20,7 +20,7 @@
  * A file that shrinks under the job shows as a short read. One rewritten larger (or grown by
  * an append) reads on without one, its new bytes and all: the job asks the source's check
  * (oc_matrix_check_source), which compares the file's size with the one its header was
- * checked against, before it commits a result.
+ * checked against, before it commits a result or records a tile for a resumed run.
  */
 #include <errno.h>
 #include <fcntl.h>
