@@ -159,7 +159,8 @@ typedef struct oc_read_options {
  * bytes or packed bits with opts->bits, memory-mapped, one larger than opts->host_mem_bytes
  * allows staying in its file and read by jobs in panels; int16 to int64, float32 and float64
  * 0/1 values packed as they are read), .mtx (MatrixMarket coordinate pattern/integer/real),
- * .txt/.csv (0/1 text).
+ * .txt/.csv (0/1 text: any decimal number equal to 0 or 1, 1.0 and 1e0 included, as in a
+ * float64 .npy; '#' lines skipped).
  * opts may be NULL (the defaults). Errors name the file and the problem; rows and columns
  * in them count from 0, line numbers from 1. Blocks while reading. */
 OC_API oc_status oc_matrix_read(oc_context *ctx, const char *path, const oc_read_options *opts, oc_matrix **out);

@@ -113,6 +113,8 @@ static void test_text(void)
         /* lines ended by a lone '\r' (as numpy.loadtxt reads them), mixed with "\r\n" */
         "1,0,0,0\r0,0,0,1\r\n\r0,1,0,0\r",
         "1 0 0 0\r# c\r0 0 0 1\r0 1 0 0",
+        /* any decimal number equal to 0 or 1, as in a float .npy: np.savetxt writes 1.000000000000000000e+00 */
+        "1.0 0.0 -0 0e5\n0 0.000 +0 1e0\n-0.0 1.000000000000000000e+00 .0 0.\n",
     };
     for (size_t k = 0; k < sizeof good / sizeof *good; ++k) {
         char name[32];
@@ -129,9 +131,30 @@ static void test_text(void)
          "has 2"},
         {"two.txt", "1 0 0 0\n0 0 2 1\n", "line 2: '2' at row 1, column 2", "is not 0 or 1"},
         {"two_cr.txt", "1 0 0 0\r0 0 2 1\r", "line 2: '2' at row 1, column 2", "is not 0 or 1"},
-        {"word.csv", "a,b\n0,1\n", "line 1: 'a' at row 0, column 0", "is not 0 or 1"},
-        {"float.txt", "1.0 0\n", "'1.0' at row 0, column 0 is not 0 or 1", ""},
-        {"commas.csv", "1,,0\n", "line 1", "empty value at column 1"},
+        {"half.txt", "1 0.5\n", "'0.5' at row 0, column 1 is not 0 or 1", "--binarize"},
+        {"commas.csv", "1,,0\n", "line 1", "empty value at column 1 (two commas in a row"},
+        /* What a CSV writer adds, each named for what it is: a header line (pandas' to_csv
+         * starts it with ',' for its unnamed index column), quotes, another separator. */
+        {"word.csv", "a,b\n0,1\n", "line 1: 'a' at row 0, column 0 is not a number",
+         "a header line must start with '#'"},
+        {"names.csv", "c0,c1\n0,1,0\n", "line 2 (row 1, counting from 0) has 3 values but the first row (line 1) has 2",
+         "its first value 'c0' is not a number: a header line must start with '#'"},
+        {"pandas.csv", ",c0,c1\n0,1,0\n", "line 1 starts with ',': column 0 is empty",
+         "a header line, as pandas' to_csv writes"},
+        {"lead.csv", "1,0\n,1\n", "line 2 starts with ','", "first value comes before its first comma"},
+        {"semicolon.csv", "1;0\n0;1\n", "'1;0' at row 0, column 0 is not a number",
+         "separated by commas, spaces or tabs, not ';'"},
+        {"pipe.txt", "0|1\n1|0\n", "'0|1' at row 0, column 0 is not a number", "not '|'"},
+        {"quoted.csv", "1,0\n\"1\",0\n", "'\"1\"' at row 1, column 0 is not a number", "without quotes"},
+        {"nan.txt", "1 nan\n", "'nan' at row 0, column 1 is NaN, neither 0 nor 1", "not even --binarize"},
+        /* An index column: row numbers are no 0/1 data, and --binarize would read them as such. */
+        {"index.csv", "0,1,0\n1,0,0\n2,1,1\n3,0,1\n", "'2' at row 2, column 0 is not 0 or 1",
+         "the first column counts up the rows (0, 1, 2, ...): an index column"},
+        {"ids.txt", "# c\n4 1\n 9 0\n12 1\n", "'4' at row 0, column 0 is not 0 or 1",
+         "the first column counts up the rows (4, 9, 12, ...)"},
+        {"unsorted.txt", "5 1\n3 0\n7 1\n", "'5' at row 0, column 0 is not 0 or 1",
+         "an index column, is no data: remove it; else --binarize"},
+        {"two_rows.txt", "0 1\n2 0\n", "'2' at row 1, column 0 is not 0 or 1", "else --binarize"},
         {"trailing.csv", "1,0,\n", "line 1 ends with ','", ""},
         {"comments.txt", "# nothing\n\n", "no matrix rows", ""},
         {"empty.csv", "", "empty", ""},
@@ -141,6 +164,11 @@ static void test_text(void)
         oc_matrix *m = NULL;
         CHECK_FAILED(ctx, oc_matrix_open(ctx, p, 0, &m), OC_ERR_INPUT, p, bad[k].part1, bad[k].part2);
         CHECK(m == NULL);
+        /* --binarize is named only for a number other than 0 and 1 that is no row number */
+        const int numbers = (strstr(bad[k].part1, "is not 0 or 1") || strstr(bad[k].part2, "is not 0 or 1")) &&
+                            !strstr(bad[k].part2, "counts up");
+        CHECK_MSG(!strstr(oc_context_last_error(ctx), "reads any nonzero") == !numbers, "%s: %s", bad[k].name,
+                  oc_context_last_error(ctx));
     }
     /* Binarizing reads any number, nonzero as 1; a word is still an error. */
     oc_read_options binarize = OC_READ_OPTIONS_INIT;
@@ -148,7 +176,14 @@ static void test_text(void)
     check_read_with(write_text("numbers.csv", "2.5,0,0,0\n0,0,0,-1\n0,1e3,0.0,0\n"), &binarize, want, 3, 4);
     oc_matrix *m = NULL;
     const char *p = write_text("word2.csv", "1,0\n0,x\n");
-    CHECK_FAILED(ctx, oc_matrix_read(ctx, p, &binarize, &m), OC_ERR_INPUT, p, "'x' at row 1, column 1 is not a number");
+    CHECK_FAILED(ctx, oc_matrix_read(ctx, p, &binarize, &m), OC_ERR_INPUT, p,
+                 "'x' at row 1, column 1 is not a number (rows and columns count from 0)");
+    p = write_text("header2.csv", "c0,c1\n0,1\n");
+    CHECK_FAILED(ctx, oc_matrix_read(ctx, p, &binarize, &m), OC_ERR_INPUT, p, "'c0' at row 0, column 0 is not a number",
+                 "a header line must start with '#'");
+    p = write_text("nan.csv", "1,0\n0,NaN\n");
+    CHECK_FAILED(ctx, oc_matrix_read(ctx, p, &binarize, &m), OC_ERR_INPUT, p, "'NaN' at row 1, column 1 is NaN",
+                 "not even --binarize");
 }
 
 /* ---------------------------------------------------------------- real data */
@@ -230,7 +265,7 @@ static void test_hostile_text(void)
     opts.host_mem_bytes = 0;
     static const char nul[] = "1 0\n0 1\0\n";
     CHECK_FAILED(ctx, oc_text_read_buffer(ctx, "nul.txt", nul, sizeof nul - 1, &opts, &m), OC_ERR_INPUT,
-                 "line 2: '1\\x00' at row 1, column 1 is not 0 or 1");
+                 "line 2: '1\\x00' at row 1, column 1 is not a number");
     static const char nul_mtx[] = "%%MatrixMarket matrix coordinate pattern general\0\n2 2 1\n1 1\n";
     CHECK_FAILED(ctx, oc_mtx_read_buffer(ctx, "nul.mtx", nul_mtx, sizeof nul_mtx - 1, &opts, &m), OC_ERR_INPUT,
                  "symmetry 'general\\x00' is not supported");

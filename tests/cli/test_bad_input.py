@@ -150,6 +150,56 @@ def test_binarize_reads_every_format(tmp_path):
         out.unlink()
 
 
+def pandas_csv(a, index=True, header=True, sep=","):
+    """The lines DataFrame(a, columns=c0, c1, ...).to_csv(index=, header=, sep=) writes."""
+    lines = [sep * index + sep.join(f"c{j}" for j in range(a.shape[1]))] if header else []
+    lines += [f"{i}{sep}" * index + sep.join(map(str, row)) for i, row in enumerate(a)]
+    return "\n".join(lines) + "\n"
+
+
+# A CSV writer's layouts, each named for what it is; none suggests --binarize, which would
+# read an index column as data.
+CSV_LAYOUTS = [
+    ("pd_default.csv", pandas_csv(A), True,
+     ["line 1 starts with ','", "a header line, as pandas' to_csv writes", "must start with '#'"]),
+    ("pd_noindex.csv", pandas_csv(A, index=False), True,
+     ["line 1: 'c0' at row 0, column 0 is not a number", "a header line must start with '#'"]),
+    ("unnamed_index.csv", pandas_csv(A)[1:], True,
+     ["line 2 (row 1, counting from 0) has 14 values but the first row (line 1) has 13",
+      "its first value 'c0' is not a number: a header line must start with '#'"]),
+    ("pd_noheader.csv", pandas_csv(A, header=False), False,
+     ["line 3: '2' at row 2, column 0 is not 0 or 1", "the first column counts up the rows (0, 1, 2, ...)",
+      "an index column", "index=False"]),
+    ("pd_commented.csv", "#" + pandas_csv(A), False, ["line 4: '2' at row 2, column 0", "counts up the rows"]),
+    ("semicolon.csv", pandas_csv(A, index=False, header=False, sep=";"), True,
+     ["line 1: '1;0;0;1;0;0;1;0;0;1;0;0;...' at row 0, column 0 is not a number", "not ';'"]),
+]
+
+
+@pytest.mark.parametrize("name,text,binarized_too,says", CSV_LAYOUTS, ids=[c[0] for c in CSV_LAYOUTS])
+def test_csv_layouts_are_named(tmp_path, name, text, binarized_too, says):
+    (tmp_path / name).write_text(text)
+    for extra in ([], ["--binarize"]) if binarized_too else ([],):
+        err = check_fails(tmp_path, [tmp_path / name, *extra], [name, *says])
+        assert "--binarize" not in err, err
+
+
+def test_text_values_are_any_number_equal_to_0_or_1(tmp_path):
+    """1.0, 1e0, -0 and np.savetxt's default 1.000000000000000000e+00 are values, as in a
+    float .npy; 0.5 is not."""
+    np.save(tmp_path / "a.npy", A.astype(np.float64))
+    np.savetxt(tmp_path / "a.txt", A.astype(np.float64))
+    np.savetxt(tmp_path / "a.csv", A, delimiter=",", fmt="%.1f")
+    (tmp_path / "b.csv").write_text(pandas_csv(A, index=False, header=False).replace("1", "1e0").replace("0", "-0"))
+    want = A.astype(np.int32) @ A.T.astype(np.int32)
+    for name in ("a.npy", "a.txt", "a.csv", "b.csv"):
+        run("gram", tmp_path / name, "-o", tmp_path / "c.npy", "--quiet")
+        assert np.array_equal(np.load(tmp_path / "c.npy"), want), name
+    (tmp_path / "c.npy").unlink()
+    (tmp_path / "h.csv").write_text("1.0,0.5\n0,1\n")
+    check_fails(tmp_path, [tmp_path / "h.csv"], ["line 1: '0.5' at row 0, column 1 is not 0 or 1", "--binarize"])
+
+
 def test_packed_without_bits_hints_at_bits(tmp_path):
     np.save(tmp_path / "packed.npy", np.packbits(np.ones((4, 300), np.uint8), axis=1))
     check_fails(tmp_path, [tmp_path / "packed.npy"], ["packed.npy", "numpy.packbits output", "--bits M",

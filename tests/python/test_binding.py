@@ -229,6 +229,23 @@ def test_real_markers_file():
     assert np.array_equal(got, outcore.gram(a, metric="jaccard"))
 
 
+
+def test_text_files_as_numpy_and_pandas_write_them(tmp_path, rng):
+    """np.savetxt's floats (1.000000000000000000e+00) are ones, as in a float .npy; pandas'
+    header line and index column are refused naming them, binarize=True never suggested."""
+    a = random01(rng, 12, 9)
+    np.savetxt(tmp_path / "a.txt", a.astype(np.float64))
+    assert np.array_equal(outcore.gram(tmp_path / "a.txt"), exact(a))
+    header = ",".join(f"c{j}" for j in range(9))
+    rows = [",".join(map(str, row)) for row in a]
+    (tmp_path / "header.csv").write_text("\n".join([header, *rows]) + "\n")  # to_csv(index=False)
+    with pytest.raises(outcore.InputError, match=r"'c0' at row 0, column 0 is not a number.*header line"):
+        outcore.gram(tmp_path / "header.csv", binarize=True)
+    (tmp_path / "index.csv").write_text("\n".join(f"{i},{row}" for i, row in enumerate(rows)) + "\n")
+    with pytest.raises(outcore.InputError, match=r"'2' at row 2, column 0 is not 0 or 1.*counts up the rows") as exc:
+        outcore.gram(tmp_path / "index.csv")
+    assert "binarize" not in str(exc.value)
+
 # ---------------------------------------------------------------- bad input
 def test_numbers_other_than_0_1_name_the_fix(rng):
     """Any numeric dtype holding 0 and 1 is read (a list of integer lists too); other values
