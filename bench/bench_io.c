@@ -219,7 +219,7 @@ int main(int argc, char **argv)
                         block_rows,
                         out_rows};
         if (oc_parallel_run(ctx, oc_threads_resolve(0), (out_rows + block_rows - 1) / block_rows, fill_task, &job, NULL,
-                            NULL, NULL) != OC_OK)
+                            NULL) != OC_OK)
             die(ctx, "fill");
         if (oc_npy_out_commit(ctx, w) != OC_OK) die(ctx, out_path);
         t = oc_now() - t;

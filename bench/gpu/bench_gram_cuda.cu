@@ -111,7 +111,7 @@ static oc_matrix *random_matrix(oc_context *ctx, int64_t rows, int64_t cols, uin
     oc_matrix *m = NULL;
     CKO(ctx, oc_matrix_alloc(ctx, rows, cols, "A", &m));
     fill_arg f = {m, cols / 64, 256, seed};
-    CKO(ctx, oc_parallel_run(ctx, 0 + oc_threads_resolve(0), (rows + 255) / 256, fill_rows, &f, NULL, NULL, NULL));
+    CKO(ctx, oc_parallel_run(ctx, 0 + oc_threads_resolve(0), (rows + 255) / 256, fill_rows, &f, NULL, NULL));
     return m;
 }
 
@@ -183,9 +183,9 @@ static void bench_copy_paths(oc_context *ctx, void *pin, size_t bytes)
     const int threads[] = {1, 4, 8, 14};
     printf("host: sink row copies pinned -> pageable (non-temporal):");
     for (int k = 0; k < 4; ++k) {
-        CKO(ctx, oc_parallel_run(ctx, threads[k], (int64_t)(bytes / (4u << 20)), put_rows, &p, NULL, NULL, NULL));
+        CKO(ctx, oc_parallel_run(ctx, threads[k], (int64_t)(bytes / (4u << 20)), put_rows, &p, NULL, NULL));
         t0 = oc_now();
-        CKO(ctx, oc_parallel_run(ctx, threads[k], (int64_t)(bytes / (4u << 20)), put_rows, &p, NULL, NULL, NULL));
+        CKO(ctx, oc_parallel_run(ctx, threads[k], (int64_t)(bytes / (4u << 20)), put_rows, &p, NULL, NULL));
         printf(" %d thr %.1f GB/s%s", threads[k], bytes / (oc_now() - t0) / 1e9, k < 3 ? "," : "\n");
     }
     free(dst);

@@ -103,7 +103,7 @@ int main(int argc, char **argv)
         return 1;
     }
     fill_task ft = {a, 64};
-    oc_parallel_run(ctx, oc_cpu_cores(), ft.parts, fill_part, &ft, NULL, NULL, NULL);
+    oc_parallel_run(ctx, oc_cpu_cores(), ft.parts, fill_part, &ft, NULL, NULL);
 
     const int64_t k = 10, kbig = 200;
     int64_t *idx = (int64_t *)malloc((size_t)(n * kbig) * 8);

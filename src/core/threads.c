@@ -19,6 +19,21 @@ double oc_now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+oc_progress_pace oc_progress_pace_start(oc_progress_fn fn, void *user)
+{
+    return (oc_progress_pace){.fn = fn, .user = user, .returned = oc_now()};
+}
+
+int oc_progress_due(const oc_progress_pace *p) { return p->fn && oc_now() - p->returned >= OC_PROGRESS_INTERVAL; }
+
+int oc_progress_report(oc_progress_pace *p, double done, double total, int last)
+{
+    if (!p->fn || (!last && !oc_progress_due(p))) return 0;
+    p->fn(p->user, done, total);
+    p->returned = oc_now();
+    return 1;
+}
+
 int oc_cpu_cores(void)
 {
 #ifdef __linux__
@@ -83,7 +98,7 @@ static void *worker_main(void *p)
 }
 
 oc_status oc_parallel_run(oc_context *ctx, int threads, int64_t ntasks, oc_task_fn fn, void *arg,
-                          const int64_t *task_weights, oc_progress_fn progress, void *progress_user)
+                          const int64_t *task_weights, oc_progress_pace *progress)
 {
     if (ntasks <= 0) return OC_OK;
     if (threads < 1) threads = 1;
@@ -125,20 +140,28 @@ oc_status oc_parallel_run(oc_context *ctx, int threads, int64_t ntasks, oc_task_
         }
     }
 
-    /* Wait for the workers, reporting progress and watching the cancel flag meanwhile. */
+    /* Wait for the workers, reporting progress and watching the cancel flag meanwhile. A
+     * report is made when due, while the workers run: none as the run ends, when the caller
+     * of a job that runs its tasks in several runs would keep the next run waiting for it. */
     pthread_mutex_lock(&s.lock);
     while (s.running > 0) {
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_nsec += 100 * 1000 * 1000;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
+        /* until the next report is due, else the cancel check's interval */
+        double wait = OC_PROGRESS_INTERVAL;
+        if (progress && progress->fn) wait = progress->returned + OC_PROGRESS_INTERVAL - oc_now();
+        int rc = ETIMEDOUT;
+        if (wait > 0) {
+            struct timespec until;
+            clock_gettime(CLOCK_REALTIME, &until);
+            until.tv_nsec += (long)(wait * 1e9);
+            if (until.tv_nsec >= 1000000000L) {
+                until.tv_sec += until.tv_nsec / 1000000000L;
+                until.tv_nsec %= 1000000000L;
+            }
+            rc = pthread_cond_timedwait(&s.wake, &s.lock, &until);
         }
-        int rc = pthread_cond_timedwait(&s.wake, &s.lock, &until);
         if (rc == ETIMEDOUT || rc == 0) {
             pthread_mutex_unlock(&s.lock);
-            if (progress) progress(progress_user, (double)atomic_load(&s.done_weight), (double)total_weight);
+            if (progress) oc_progress_report(progress, (double)atomic_load(&s.done_weight), (double)total_weight, 0);
             /* After the report: a progress callback may itself cancel the job. */
             if (oc_cancelled(ctx)) atomic_store(&s.stop, 1);
             pthread_mutex_lock(&s.lock);
@@ -156,6 +179,5 @@ cleanup:
     if (atomic_load(&s.failure) != OC_OK)
         return oc_trace_at(ctx, (oc_status)atomic_load(&s.failure), __FILE__, __LINE__);
     if (oc_cancelled(ctx)) return oc_fail(ctx, OC_ERR_CANCELLED, "cancelled");
-    if (progress) progress(progress_user, (double)total_weight, (double)total_weight);
     return OC_OK;
 }

@@ -4,7 +4,10 @@
  * oc_parallel_run starts `threads` workers that take task indices from one atomic counter
  * (dynamic scheduling: tiles near the diagonal are cheaper than others). The calling thread
  * does no task: it wakes about ten times a second to report progress and to check the
- * context's cancel flag, so both reach the user from the thread that called the library.
+ * context's cancel flag, so both reach the user from the thread that called the library,
+ * and a slow progress callback holds no worker up.
+ *
+ * oc_progress_pace: every job's progress reports, about ten times a second.
  */
 #ifndef OC_CORE_THREADS_H
 #define OC_CORE_THREADS_H
@@ -15,16 +18,45 @@
 #include <stdatomic.h>
 #endif
 
+/* Seconds from the end of one progress report to the start of the next. */
+#define OC_PROGRESS_INTERVAL 0.1
+
+/* A job's progress reports (oc_progress_fn: about ten times a second), paced from when the
+ * previous report returned, not from when it started: a callback that takes the interval or
+ * longer then still leaves the job the interval to run between two reports, where pacing from
+ * its start called it again as soon as it returned, after every piece of work. One pace
+ * serves a job's whole run, across the pieces it runs one after the other. */
+typedef struct oc_progress_pace {
+    oc_progress_fn fn; /* NULL: nothing is reported */
+    void *user;
+    double returned; /* oc_now() when the last report returned, or when the pace started */
+} oc_progress_pace;
+
+/* A pace for fn(user, ...) (fn may be NULL), started now. */
+oc_progress_pace oc_progress_pace_start(oc_progress_fn fn, void *user);
+
+/* Whether a report is due: fn is set and OC_PROGRESS_INTERVAL has passed since the last
+ * report returned. */
+int oc_progress_due(const oc_progress_pace *p);
+
+/* Reports done of total when due, or whenever fn is set with `last` (the job's final report,
+ * done == total); returns whether it called fn. A callback may cancel the job: the caller
+ * checks the context after a report. */
+int oc_progress_report(oc_progress_pace *p, double done, double total, int last);
+
 /* Runs fn(arg, task, worker) for task in [0, ntasks) on `threads` workers (worker in
  * [0, threads)). A task returns OC_OK or a failure status, which stops the run after the
  * tasks in flight; the first failure is returned. Tasks run concurrently and must not write the
  * context: a task that can fail keeps its message in its own job state, under its own
  * lock, and the caller records it. Cancellation returns OC_ERR_CANCELLED. task_weights
- * (may be NULL) weigh tasks for progress. progress may be NULL. */
+ * (may be NULL) weigh tasks for progress: done and total of the run's tasks' weights,
+ * reported through progress (may be NULL) when due while the workers run, never as the run
+ * ends. The job's final report (oc_progress_report with `last`) is its caller's, and a job
+ * that runs its tasks in several runs reports through one pace across them. */
 typedef oc_status (*oc_task_fn)(void *arg, int64_t task, int worker);
 
 oc_status oc_parallel_run(oc_context *ctx, int threads, int64_t ntasks, oc_task_fn fn, void *arg,
-                          const int64_t *task_weights, oc_progress_fn progress, void *progress_user);
+                          const int64_t *task_weights, oc_progress_pace *progress);
 
 #ifndef __cplusplus
 /* Records st in *first unless a failure is there already: of the parts of one piece of work

@@ -87,14 +87,14 @@ double oc_cost_measure_triad(oc_context *ctx, int threads, int quick, double *fi
         *first_touch = (double)bytes / (oc_now() - touch0);
     }
     const double touch_all0 = oc_now();
-    if (oc_parallel_run(ctx, threads, threads, triad_task, &t, NULL, NULL, NULL) != OC_OK) goto cleanup;
+    if (oc_parallel_run(ctx, threads, threads, triad_task, &t, NULL, NULL) != OC_OK) goto cleanup;
     if (first_touch_all) *first_touch_all = (double)bytes / (oc_now() - touch_all0);
     t.pass = TRIAD_INIT;
-    if (oc_parallel_run(ctx, threads, threads, triad_task, &t, NULL, NULL, NULL) != OC_OK) goto cleanup;
+    if (oc_parallel_run(ctx, threads, threads, triad_task, &t, NULL, NULL) != OC_OK) goto cleanup;
     t.pass = TRIAD_RUN;
     for (int run = 0; run < (quick ? QUICK_RUNS : TRIAD_RUNS); ++run) {
         double t0 = oc_now();
-        if (oc_parallel_run(ctx, threads, threads, triad_task, &t, NULL, NULL, NULL) != OC_OK) goto cleanup;
+        if (oc_parallel_run(ctx, threads, threads, triad_task, &t, NULL, NULL) != OC_OK) goto cleanup;
         double seconds = oc_now() - t0;
         double rate = 24.0 * (double)n / seconds;
         if (rate > best) best = rate;

@@ -247,7 +247,7 @@ oc_status oc_matrix_load_rows_parallel(oc_context *ctx, const oc_matrix *m, int6
     int64_t tasks = (rows + per - 1) / per;
     int nthreads = oc_threads_resolve(threads);
     if (nthreads > tasks) nthreads = (int)tasks;
-    return oc_parallel_run(ctx, nthreads, tasks, load_task, &job, NULL, NULL, NULL);
+    return oc_parallel_run(ctx, nthreads, tasks, load_task, &job, NULL, NULL);
 }
 
 void oc_matrix_free(oc_matrix *m)
@@ -349,7 +349,7 @@ oc_status oc_matrix_row_popcounts(oc_context *ctx, const oc_matrix *m, int threa
     int64_t tasks = (m->rows + job.rows_per_task - 1) / job.rows_per_task;
     int nthreads = oc_threads_resolve(threads);
     if (nthreads > tasks) nthreads = (int)tasks;
-    if (m->bits) return oc_parallel_run(ctx, nthreads, tasks, popcount_task, &job, NULL, NULL, NULL);
+    if (m->bits) return oc_parallel_run(ctx, nthreads, tasks, popcount_task, &job, NULL, NULL);
 
     oc_status st = OC_OK;
     job.panels = calloc((size_t)nthreads, sizeof *job.panels);
@@ -362,7 +362,7 @@ oc_status oc_matrix_row_popcounts(oc_context *ctx, const oc_matrix *m, int threa
             goto cleanup;
         }
     }
-    OC_CHECK_GOTO(ctx, st, oc_parallel_run(ctx, nthreads, tasks, popcount_task, &job, NULL, NULL, NULL), cleanup);
+    OC_CHECK_GOTO(ctx, st, oc_parallel_run(ctx, nthreads, tasks, popcount_task, &job, NULL, NULL), cleanup);
 cleanup:
     for (int i = 0; i < nthreads; ++i) free(job.panels[i]);
     free(job.panels);

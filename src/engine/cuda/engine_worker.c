@@ -347,14 +347,13 @@ static oc_status deliver_checkpoint(oc_engine_worker *w, int64_t *pending, int64
     return st;
 }
 
-/* Progress, about ten times a second: tiles done by every worker of the job. */
-static void report_progress(oc_engine_worker *w, int64_t done, double *last, int final)
+/* Progress, about ten times a second (`last`: the final report): tiles done by every worker
+ * of the job. */
+static void report_progress(oc_engine_worker *w, oc_progress_pace *pace, int64_t done, int last)
 {
-    double now = oc_now();
-    if (!w->job.progress || (!final && now - *last < 0.1)) return;
+    if (!last && !oc_progress_due(pace)) return;
     if (w->queue) done = oc_scheduler_done(w->queue, -1);
-    w->job.progress(w->job.progress_user, (double)done, (double)w->plan.tiles.ntiles);
-    *last = now;
+    oc_progress_report(pace, (double)done, (double)w->plan.tiles.ntiles, last);
 }
 
 /* The tile loop over the worker's tiles (its plan's order, or the groups it takes).
@@ -364,7 +363,7 @@ static oc_status run_tiles(oc_engine_worker *w, oc_panel_cache *cache, oc_tile_s
 {
     oc_context *ctx = w->ctx;
     oc_status st = OC_OK;
-    double last_progress = oc_now();
+    oc_progress_pace pace = oc_progress_pace_start(w->job.progress, w->job.progress_user);
     int64_t prefetched = 0; /* the worker's tiles up to this one have their panels placed */
     int64_t ndelivered = 0;
     /* Pacing (several workers): a tile is claimed only when the device has finished the one
@@ -402,7 +401,7 @@ static oc_status run_tiles(oc_engine_worker *w, oc_panel_cache *cache, oc_tile_s
         if (delivered) OC_CHECK(ctx, deliver_checkpoint(w, delivered, &ndelivered, tile.I, tile.J));
         if (w->npace) CUDA_CHECK(ctx, cudaEventRecord(w->pace[t % OC_ENGINE_PACE], tile.stream));
         if (w->queue) oc_scheduler_complete(w->queue, w->queue_index, 1);
-        report_progress(w, t + 1, &last_progress, 0);
+        report_progress(w, &pace, t + 1, 0);
     }
     if (w->job.finish) OC_CHECK(ctx, w->job.finish(w->job.user, w->dev.d2h));
     CUDA_CHECK(ctx, cudaStreamSynchronize(w->dev.compute));
@@ -452,7 +451,7 @@ oc_status oc_engine_worker_run(oc_engine_worker *w)
     if (w->windowed > 0) OC_CHECK_GOTO(ctx, st, run_window(w, &src), cleanup);
     if (w->job.prepare) OC_CHECK_GOTO(ctx, st, w->job.prepare(w->job.user), cleanup);
     OC_CHECK_GOTO(ctx, st, run_tiles(w, &cache, &src, delivered), cleanup);
-    report_progress(w, tp->ntiles, &(double){0}, 1);
+    report_progress(w, &(oc_progress_pace){.fn = w->job.progress, .user = w->job.progress_user}, tp->ntiles, 1);
 
 cleanup:
     if (w->prestage) st = oc_engine_prestage_finish(w, st);

@@ -182,10 +182,11 @@ static oc_status gram_tile(void *arg, int64_t task, int worker)
     return st;
 }
 
-/* Progress of one group of tasks as a part of the whole job. */
+/* Progress of one group of tasks as a part of the whole job, on one pace for all groups. */
 typedef struct group_progress {
     const oc_gram_options *opts;
     double before, total;
+    oc_progress_pace pace; /* reports through report_group */
 } group_progress;
 
 static void report_group(void *user, double done, double total)
@@ -208,8 +209,8 @@ static oc_status run_range_once(oc_context *ctx, cpu_job *cj, int threads, int64
 {
     const oc_gram_job *job = cj->job;
     cj->task_base = first;
-    oc_status st = oc_parallel_run(ctx, threads < count ? threads : (int)count, count, gram_tile, cj, weights + first,
-                                   gp->opts->progress ? report_group : NULL, gp);
+    oc_status st =
+        oc_parallel_run(ctx, threads < count ? threads : (int)count, count, gram_tile, cj, weights + first, &gp->pace);
     if (st != OC_OK) return job->select ? select_failure(ctx, job->select, st) : st;
     for (int64_t k = first; k < first + count; ++k) gp->before += (double)weights[k];
     return OC_OK;
@@ -276,6 +277,7 @@ static oc_status run_tasks(oc_context *ctx, cpu_job *cj, int threads, const oc_c
     double total = 0;
     for (int64_t k = 0; k < ntasks; ++k) total += (double)weights[k];
     group_progress gp = {.opts = job->opts, .total = total};
+    gp.pace = oc_progress_pace_start(job->opts->progress ? report_group : NULL, &gp);
     const int pairs_out = job->select && oc_select_get_mode(job->select) == OC_SELECT_PAIRS;
     int64_t pair = 0;
     cj->a_rows = job->a->bits;
@@ -302,6 +304,8 @@ static oc_status run_tasks(oc_context *ctx, cpu_job *cj, int threads, const oc_c
         }
         if (pairs_out && pp->b_count > 1) OC_CHECK(ctx, drain_pairs(ctx, job));
     }
+    gp.before = 0; /* the job's final report: all of it as one group */
+    oc_progress_report(&gp.pace, total, total, 1);
     return OC_OK;
 }
 

@@ -70,8 +70,7 @@ oc_status oc_select_topk_merge_rows(oc_context *ctx, oc_select *s, const uint64_
     merge_task mt = {s, lists, count, row0, rows};
     const int64_t tasks = (rows + RESULT_ROWS - 1) / RESULT_ROWS;
     if (threads < 1) threads = 1;
-    oc_status st =
-        oc_parallel_run(ctx, tasks < threads ? (int)tasks : threads, tasks, merge_rows, &mt, NULL, NULL, NULL);
+    oc_status st = oc_parallel_run(ctx, tasks < threads ? (int)tasks : threads, tasks, merge_rows, &mt, NULL, NULL);
     if (st == OC_ERR_NO_MEMORY)
         return oc_fail(ctx, st, "cannot allocate a top-k merge row of %lld keys", (long long)s->kept);
     return st;
@@ -142,5 +141,5 @@ oc_status oc_select_topk_result(oc_context *ctx, oc_select *s, int threads, int6
         for (int64_t t = 0; t < tasks; ++t) result_rows(&rt, t, 0);
         return OC_OK;
     }
-    return oc_parallel_run(ctx, threads < tasks ? threads : (int)tasks, tasks, result_rows, &rt, NULL, NULL, NULL);
+    return oc_parallel_run(ctx, threads < tasks ? threads : (int)tasks, tasks, result_rows, &rt, NULL, NULL);
 }

@@ -84,7 +84,7 @@ int oc_mtx_parse_parallel(struct oc_context *ctx, const unsigned char *body, siz
         pj.chunks[k].end = cut;
         at = cut;
     }
-    int ok = oc_parallel_run(ctx, threads, nchunks, chunk_task, &pj, NULL, NULL, NULL) == OC_OK;
+    int ok = oc_parallel_run(ctx, threads, nchunks, chunk_task, &pj, NULL, NULL) == OC_OK;
     int64_t seen = 0, ones = 0;
     for (int64_t k = 0; k < nchunks; ++k) {
         ok = ok && !pj.chunks[k].bad;

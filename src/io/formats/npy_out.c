@@ -97,7 +97,7 @@ static int prefault_mapping(unsigned char *map, size_t len)
     prefault_job job = {.map = map, .len = len};
     atomic_init(&job.failed, 0);
     int64_t tasks = ((int64_t)len + PREFAULT_CHUNK - 1) / PREFAULT_CHUNK;
-    oc_status st = oc_parallel_run(NULL, oc_threads_resolve(0), tasks, prefault_task, &job, NULL, NULL, NULL);
+    oc_status st = oc_parallel_run(NULL, oc_threads_resolve(0), tasks, prefault_task, &job, NULL, NULL);
     return st == OC_OK && !atomic_load(&job.failed);
 }
 

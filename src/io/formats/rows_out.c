@@ -134,7 +134,9 @@ static oc_status run_blocks(oc_context *ctx, rows_job *job, int threads, const o
                            "out of memory for the row buffers of %d threads (%" PRId64 " rows each)", threads,
                            job->block_rows);
     }
-    oc_status st = oc_parallel_run(ctx, threads, blocks, write_block, job, NULL, opts->progress, opts->progress_user);
+    oc_progress_pace pace = oc_progress_pace_start(opts->progress, opts->progress_user);
+    oc_status st = oc_parallel_run(ctx, threads, blocks, write_block, job, NULL, &pace);
+    if (st == OC_OK) oc_progress_report(&pace, (double)blocks, (double)blocks, 1);
     if (job->failed_errno)
         return oc_io_fail(ctx, "writing", job->path, job->failed_errno, -1, job->data_offset + job->rows * job->width,
                           -1);

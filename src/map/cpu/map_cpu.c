@@ -46,17 +46,9 @@ int oc_map_cpu_tick(oc_map_cpu_job *job, int64_t n)
             atomic_store(&job->failed, 4);
             return 1;
         }
-    const oc_map_options *o = &job->m->opts;
-    if (o->progress) {
-        double now = oc_now();
-        if (now - job->last_progress >= 0.1) {
-            job->last_progress = now;
-            o->progress(o->progress_user, (double)done, (double)job->m->count);
-            if (oc_cancelled(job->ctx)) {
-                atomic_store(&job->failed, 3);
-                return 1;
-            }
-        }
+    if (oc_progress_report(&job->pace, (double)done, (double)job->m->count, 0) && oc_cancelled(job->ctx)) {
+        atomic_store(&job->failed, 3);
+        return 1;
     }
     return 0;
 }
@@ -272,18 +264,19 @@ static oc_status job_status(oc_map_cpu_job *job)
     }
 }
 
-/* The last report, done == total, of a job that has not failed: element-wise and reduced
- * alike, however short the job (one below 0.1 s has no other). */
-static void report_end(oc_map_cpu_job *job)
+/* The job's final report (done == total) unless it failed, then its status. */
+static oc_status job_end(oc_map_cpu_job *job)
 {
-    const oc_map_options *o = &job->m->opts;
-    if (o->progress && !atomic_load(&job->failed))
-        o->progress(o->progress_user, (double)job->m->count, (double)job->m->count);
+    if (!atomic_load(&job->failed)) oc_progress_report(&job->pace, (double)job->m->count, (double)job->m->count, 1);
+    return job_status(job);
 }
 
 static oc_status map_cpu_run(oc_context *ctx, const oc_map_plan *m, void *out, oc_map_stats *stats)
 {
-    oc_map_cpu_job job = {.ctx = ctx, .m = m, .caller = pthread_self(), .last_progress = oc_now()};
+    oc_map_cpu_job job = {.ctx = ctx,
+                          .m = m,
+                          .caller = pthread_self(),
+                          .pace = oc_progress_pace_start(m->opts.progress, m->opts.progress_user)};
     job.threads = oc_threads_resolve(m->opts.threads);
     /* No more threads than blocks: a small job is not worth waking the pool for. */
     int64_t blocks = (m->count + OC_MAP_BLOCK - 1) / OC_MAP_BLOCK;
@@ -299,8 +292,7 @@ static oc_status map_cpu_run(oc_context *ctx, const oc_map_plan *m, void *out, o
     stats->threads = job.threads;
     if (m->reduce != OC_MAP_REDUCE_NONE) {
         OC_CHECK(ctx, oc_map_cpu_reduce(&job, out));
-        report_end(&job);
-        return job_status(&job);
+        return job_end(&job);
     }
     int64_t parts = job.threads == 1 ? 1 : job.threads * PARTS_PER_THREAD;
     if (job.threads > 1 && blocks / PART_BLOCKS > parts) parts = blocks / PART_BLOCKS;
@@ -328,8 +320,7 @@ static oc_status map_cpu_run(oc_context *ctx, const oc_map_plan *m, void *out, o
     for (int i = 0; i < w.nidle; i++) oc_map_eval_free(w.idle[i]);
     free(w.idle);
     free(w.done);
-    report_end(&job);
-    return job_status(&job);
+    return job_end(&job);
 }
 
 const oc_map_backend oc_map_backend_cpu = {.name = "cpu", .run = map_cpu_run};

@@ -7,6 +7,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include "core/threads.h"
 #include "core/workers.h"
 #include "map/cpu/map_cpu_eval.h"
 
@@ -17,7 +18,7 @@ typedef struct oc_map_cpu_job {
     int threads;
     pthread_t caller;  /* progress is reported from the calling thread only */
     atomic_llong done; /* elements evaluated, for progress */
-    double last_progress;
+    oc_progress_pace pace;
     atomic_int failed; /* 1: out of memory, 2: negative integer power, 3: cancelled,
                                 * 4: an input file shrank (mapped_file.h) */
     int release;       /* the inputs exceed the host budget: drop pages once read */

@@ -310,20 +310,33 @@ static int tasks_walk(run_tasks *t, int64_t start, int64_t n, acc *out)
 typedef struct run_job {
     oc_map_cpu_job *job;
     run_tasks *tasks;
+    atomic_int next; /* the next task not taken */
 } run_job;
 
+/* One thread's part: it takes the next task not taken until none is left, in order, so that
+ * the threads sweep the run together and a thread held up (the calling thread in a progress
+ * callback) leaves the tasks it has not begun to the others. Each result lands at its task's
+ * place, and the walk joins them in the tree's order, whichever thread computed which. */
 static void run_part(void *arg, int part, int parts)
 {
+    (void)part, (void)parts;
     run_job *rj = arg;
     reducer r;
     if (!reducer_init(&r, rj->job)) return;
-    for (int i = part; i < rj->tasks->count && !atomic_load(&rj->job->failed); i += parts) {
+    while (!atomic_load(&rj->job->failed)) {
+        const int i = atomic_fetch_add(&rj->next, 1);
+        if (i >= rj->tasks->count) break;
         r.released = rj->tasks->start[i];
         rj->tasks->results[i] = reduce_run(&r, rj->tasks->start[i], rj->tasks->len[i]);
         passed_all(&r, rj->tasks->start[i] + rj->tasks->len[i]);
     }
     reducer_done(&r);
 }
+
+/* Elements of a task at most, 1 Mi (some milliseconds of work): a task that a thread held up
+ * has begun then delays the end by little, and the list of tasks (24 bytes a task) stays
+ * small. */
+#define TASK_MAX (256 * OC_MAP_BLOCK)
 
 /* The reduction of [start, start+n) on all threads, bit-identical to reduce_run's. */
 static oc_status reduce_run_parallel(oc_map_cpu_job *job, int64_t start, int64_t n, acc *out)
@@ -332,6 +345,7 @@ static oc_status reduce_run_parallel(oc_map_cpu_job *job, int64_t start, int64_t
     run_tasks t = {.rt = m->reduce_type, .op = m->reduce};
     t.pairwise = (m->reduce == OC_MAP_REDUCE_SUM || m->reduce == OC_MAP_REDUCE_MEAN) && oc_mt_is_float(t.rt);
     t.leaf = n / ((int64_t)job->threads * 8) + 1;
+    if (t.leaf > TASK_MAX) t.leaf = TASK_MAX;
     if (t.leaf < OC_MAP_BLOCK) t.leaf = OC_MAP_BLOCK;
     oc_status st = OC_OK;
     acc dummy;
@@ -345,6 +359,7 @@ static oc_status reduce_run_parallel(oc_map_cpu_job *job, int64_t start, int64_t
         goto done;
     }
     run_job rj = {.job = job, .tasks = &t};
+    atomic_init(&rj.next, 0);
     int parts = t.count < job->threads ? t.count : job->threads;
     if (job->workers && parts > 1) oc_workers_split_max(job->workers, parts, job->threads, run_part, &rj);
     else run_part(&rj, 0, 1);

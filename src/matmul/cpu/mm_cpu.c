@@ -174,7 +174,7 @@ static oc_status run_pieces(pieces *c, size_t row_bytes)
         tasks = (c->rows + c->per - 1) / c->per;
     }
     if (tasks <= 1) return tasks ? piece_task(c, 0, 0) : OC_OK;
-    return oc_parallel_run(c->job->ctx, c->p->threads, tasks, piece_task, c, NULL, NULL, NULL);
+    return oc_parallel_run(c->job->ctx, c->p->threads, tasks, piece_task, c, NULL, NULL);
 }
 
 static oc_status read_pieces(oc_matmul_job *job, const oc_mm_cpu_plan *p, oc_mm_operand which, int64_t row0,
@@ -267,13 +267,30 @@ static int64_t band_rows(int64_t h, int64_t w, int64_t kw)
     return band < h ? band : h;
 }
 
+/* The product's progress: multiply-adds done of total, reported on one pace (about ten
+ * times a second, however short the bands and panels between two looks at it). */
+typedef struct cpu_progress {
+    double done, total;
+    oc_progress_pace pace;
+} cpu_progress;
+
+/* Progress reported when due (`last`: the final report), then a cancel honoured, the
+ * callback's own included. */
+static oc_status report_progress(oc_matmul_job *job, cpu_progress *pr, int last)
+{
+    oc_progress_report(&pr->pace, pr->done, pr->total, last);
+    if (oc_cancelled(job->ctx))
+        return oc_fail(job->ctx, OC_ERR_CANCELLED, "cancelled after %.0f of %.0f multiply-adds", pr->done, pr->total);
+    return OC_OK;
+}
+
 /* acc (h x w, ldc) += op(a)·op(b) over one K panel of depth kw (first: acc = the product),
  * by the BLAS in bands of rows; on a diagonal tile of A·Aᵀ (syrk) the upper triangle of
  * op(a)·op(a)ᵀ, each band's diagonal block by syrk and the rest of its rows by gemm. Between
- * bands the progress is reported and a cancel honoured. */
+ * bands the progress is reported when due and a cancel honoured. */
 static oc_status multiply_bands(oc_matmul_job *job, const oc_mm_cpu_plan *p, int syrk, int64_t h, int64_t w, int64_t kw,
                                 const void *a, int64_t lda, const void *b, int64_t ldb, void *acc, int64_t ldc,
-                                int first, double *done, double total)
+                                int first, cpu_progress *pr)
 {
     const size_t elem = oc_mm_kind_size(p->kind), acc_elem = oc_mm_acc_size(p->kind);
     const int ta = trans_flag(p, OC_MM_A), tb = trans_flag(p, OC_MM_B);
@@ -289,14 +306,12 @@ static oc_status multiply_bands(oc_matmul_job *job, const oc_mm_cpu_plan *p, int
                 gemm_blas(p, ta, ta == OC_CBLAS_TRANS ? OC_CBLAS_NO_TRANS : OC_CBLAS_TRANS, hb, h - r - hb, kw,
                           op_row(a, ta, r, lda, elem), lda, op_row(a, ta, r + hb, lda, elem), lda,
                           c + (size_t)(r + hb) * acc_elem, ldc, first);
-            *done += (double)hb * (double)(h - r) * (double)kw;
+            pr->done += (double)hb * (double)(h - r) * (double)kw;
         } else {
             gemm_blas(p, ta, tb, hb, w, kw, op_row(a, ta, r, lda, elem), lda, b, ldb, c, ldc, first);
-            *done += (double)hb * (double)w * (double)kw;
+            pr->done += (double)hb * (double)w * (double)kw;
         }
-        if (job->progress) job->progress(job->progress_user, *done, total);
-        if (oc_cancelled(job->ctx))
-            return oc_fail(job->ctx, OC_ERR_CANCELLED, "cancelled after %.0f of %.0f multiply-adds", *done, total);
+        OC_CHECK(job->ctx, report_progress(job, pr, 0));
     }
     return OC_OK;
 }
@@ -330,7 +345,7 @@ static void span_add(double *span, double *t)
  * Panels and tiles in place (the plan's in_place) are multiplied and accumulated where they
  * lie. */
 static oc_status run_tile(oc_matmul_job *job, const oc_mm_cpu_plan *p, cpu_buffers *bf, int64_t ti, int64_t tj,
-                          int64_t *a_key, double *done, double total, cpu_spans *spans)
+                          int64_t *a_key, cpu_progress *pr, cpu_spans *spans)
 {
     oc_context *ctx = job->ctx;
     double t = oc_now();
@@ -368,17 +383,15 @@ static oc_status run_tile(oc_matmul_job *job, const oc_mm_cpu_plan *p, cpu_buffe
         span_add(&spans->read, &t);
         if (blas) {
             /* a diagonal tile's syrk counts its upper triangle; the tile counts h·w for progress */
-            const double before = *done;
-            OC_CHECK(ctx, multiply_bands(job, p, syrk, h, w, kw, a, lda, b, ldb, acc, ldc, q == 0, done, total));
-            *done = before + (double)h * (double)w * (double)kw;
+            const double before = pr->done;
+            OC_CHECK(ctx, multiply_bands(job, p, syrk, h, w, kw, a, lda, b, ldb, acc, ldc, q == 0, pr));
+            pr->done = before + (double)h * (double)w * (double)kw;
         } else {
             OC_CHECK(ctx, oc_mm_ref_gemm(ctx, p->kind, p->threads, h, w, kw, bf->a, bf->b, bf->acc));
-            *done += (double)h * (double)w * (double)kw;
+            pr->done += (double)h * (double)w * (double)kw;
         }
         span_add(&spans->multiply, &t);
-        if (job->progress) job->progress(job->progress_user, *done, total);
-        if (oc_cancelled(ctx))
-            return oc_fail(ctx, OC_ERR_CANCELLED, "cancelled after %.0f of %.0f multiply-adds", *done, total);
+        OC_CHECK(ctx, report_progress(job, pr, 0));
     }
     if (p->in_place[2]) OC_CHECK(ctx, job->write_tile(job, i0, h, j0, w, acc, ldc)); /* records it */
     else OC_CHECK(ctx, write_pieces(job, p, i0, h, j0, w, bf->acc, bf->out));
@@ -413,9 +426,9 @@ static oc_status cpu_run(oc_matmul_job *job)
     }
     cpu_buffers bf;
     OC_CHECK(ctx, buffers_alloc(ctx, job, &p, &bf));
-    double done = 0, total = 0;
+    cpu_progress pr = {.pace = oc_progress_pace_start(job->progress, job->progress_user)};
     for (int64_t ti = 0; ti < p.tiles_m; ti++)
-        for (int64_t tj = job->symmetric ? ti : 0; tj < p.tiles_n; tj++) total += tile_macs(job, &p, ti, tj);
+        for (int64_t tj = job->symmetric ? ti : 0; tj < p.tiles_n; tj++) pr.total += tile_macs(job, &p, ti, tj);
     int64_t a_key = -1;
     cpu_spans spans = {0, 0, 0};
     oc_status st = OC_OK;
@@ -434,11 +447,12 @@ static oc_status cpu_run(oc_matmul_job *job)
         for (int64_t tj = job->symmetric ? ti : 0; tj < p.tiles_n && st == OC_OK; tj++) {
             if (job->tile_done && job->tile_done(job, ti * p.tm, tj * p.tn)) {
                 /* In the result from an earlier run: counted as done. */
-                done += tile_macs(job, &p, ti, tj);
+                pr.done += tile_macs(job, &p, ti, tj);
                 continue;
             }
-            st = run_tile(job, &p, &bf, ti, tj, &a_key, &done, total, &spans);
+            st = run_tile(job, &p, &bf, ti, tj, &a_key, &pr, &spans);
         }
+    if (st == OC_OK) st = report_progress(job, &pr, 1);
     buffers_free(&bf);
     if (st == OC_OK && job->stats.tiles > 0 && p.kind != OC_MM_KIND_I8) oc_mm_blas_ran(&p.blas, p.threads);
     if (oc_tracing()) {

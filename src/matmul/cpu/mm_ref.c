@@ -64,5 +64,5 @@ oc_status oc_mm_ref_gemm(oc_context *ctx, oc_mm_kind kind, int threads, int64_t 
         for (int64_t t = 0; t < tasks; t++) ref_task(&g, t, 0);
         return OC_OK;
     }
-    return oc_parallel_run(ctx, threads < tasks ? threads : (int)tasks, tasks, ref_task, &g, NULL, NULL, NULL);
+    return oc_parallel_run(ctx, threads < tasks ? threads : (int)tasks, tasks, ref_task, &g, NULL, NULL);
 }

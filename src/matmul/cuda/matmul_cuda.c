@@ -368,16 +368,17 @@ static oc_status run_job(oc_matmul_job *job)
     }
     /* The calling thread reports progress (about ten times a second) until every device is
      * done; a cancel reaches the devices through the readers' check of the job's context. */
+    oc_progress_pace pace = oc_progress_pace_start(job->progress, job->progress_user);
     pthread_mutex_lock(&mu);
     while (atomic_load(&running) > 0) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 100 * 1000 * 1000;
+        ts.tv_nsec += (long)(OC_PROGRESS_INTERVAL * 1e9);
         if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
         pthread_cond_timedwait(&cv, &mu, &ts);
-        if (job->progress && atomic_load(&running) > 0) {
+        if (oc_progress_due(&pace) && atomic_load(&running) > 0) {
             pthread_mutex_unlock(&mu);
-            job->progress(job->progress_user, (double)atomic_load(&sh.tiles_done), (double)plan.ntiles);
+            oc_progress_report(&pace, (double)atomic_load(&sh.tiles_done), (double)plan.ntiles, 0);
             pthread_mutex_lock(&mu);
         }
     }
@@ -386,7 +387,7 @@ static oc_status run_job(oc_matmul_job *job)
         if (t[i].started) pthread_join(t[i].thread, NULL);
     oc_trace_phase(&t_phase, "matmul", "devices");
     if (st == OC_OK) st = job_status(ctx, t, nd);
-    if (st == OC_OK && job->progress) job->progress(job->progress_user, (double)plan.ntiles, (double)plan.ntiles);
+    if (st == OC_OK) oc_progress_report(&pace, (double)plan.ntiles, (double)plan.ntiles, 1);
 
     memset(&job->stats, 0, sizeof job->stats);
     for (int i = 0; i < nd; ++i) {

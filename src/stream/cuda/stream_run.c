@@ -241,7 +241,7 @@ static oc_status run_chunks(stream_run *r)
     oc_context *ctx = r->ctx;
     oc_stream_job *job = r->job;
     OC_CHECK(ctx, upload_side(r));
-    double last_progress = oc_now();
+    oc_progress_pace pace = oc_progress_pace_start(job->opts.progress, job->opts.progress_user);
     slot_state *prev = NULL;
     for (int64_t c = 0; c < r->plan.chunks; ++c) {
         if (oc_cancelled(ctx)) return oc_fail(ctx, OC_ERR_CANCELLED, "stream: cancelled at chunk %lld", (long long)c);
@@ -250,11 +250,7 @@ static oc_status run_chunks(stream_run *r)
         OC_CHECK(ctx, upload_and_launch(r, c, sl));
         if (prev) OC_CHECK(ctx, download(r, prev));
         prev = sl;
-        double now = oc_now();
-        if (job->opts.progress && now - last_progress >= 0.1) {
-            job->opts.progress(job->opts.progress_user, (double)chunk_start(r, c), (double)job->extent);
-            last_progress = now;
-        }
+        oc_progress_report(&pace, (double)chunk_start(r, c), (double)job->extent, 0);
     }
     if (prev) OC_CHECK(ctx, download(r, prev));
     for (int s = 0; s < r->plan.in_flight; ++s) OC_CHECK(ctx, slot_wait(r, &r->slots[s]));
@@ -267,7 +263,7 @@ static oc_status run_chunks(stream_run *r)
     OC_CHECK(ctx, oc_stream_copy_drain(ctx, r->copy));
     CUDA_CHECK(ctx, cudaStreamSynchronize(r->dev.d2h));
     CUDA_CHECK(ctx, cudaStreamSynchronize(r->dev.h2d));
-    if (job->opts.progress) job->opts.progress(job->opts.progress_user, (double)job->extent, (double)job->extent);
+    oc_progress_report(&pace, (double)job->extent, (double)job->extent, 1);
     return OC_OK;
 }
 

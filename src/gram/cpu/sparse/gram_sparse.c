@@ -155,6 +155,7 @@ typedef struct group_progress {
     oc_progress_fn fn;
     void *user;
     int64_t base, blocks;
+    oc_progress_pace pace; /* one for all groups, through report_in_group */
 } group_progress;
 
 static void report_in_group(void *user, double done, double total)
@@ -166,18 +167,19 @@ static void report_in_group(void *user, double done, double total)
 
 /* Runs the blocks; threshold jobs in groups whose pairs the caller delivers in order. The
  * caller's progress is called through the groups as through one run (about ten times a
- * second), and a cancel from it stops the job. */
+ * second, on one pace), and a cancel from it stops the job. */
 static oc_status run_blocks(oc_context *ctx, sparse_run *run, int threads, int64_t blocks)
 {
     const oc_gram_options *o = run->sj.job->opts;
     const int grouped = run->select && oc_select_get_mode(run->select) == OC_SELECT_PAIRS;
     const int64_t group = grouped ? BLOCKS_PER_GROUP : blocks;
     group_progress report = {.fn = o->progress, .user = o->progress_user, .blocks = blocks};
+    report.pace = oc_progress_pace_start(o->progress ? report_in_group : NULL, &report);
     for (int64_t b = 0; b < blocks; b += group) {
         const int64_t count = blocks - b < group ? blocks - b : group;
         run->block_base = report.base = b;
-        oc_status st = oc_parallel_run(ctx, threads < count ? threads : (int)count, count, block_task, run, NULL,
-                                       o->progress ? report_in_group : NULL, &report);
+        oc_status st =
+            oc_parallel_run(ctx, threads < count ? threads : (int)count, count, block_task, run, NULL, &report.pace);
         if (st != OC_OK && run->select) {
             oc_status inner = oc_select_check(ctx, run->select);
             if (inner != OC_OK) return inner;
@@ -185,9 +187,13 @@ static oc_status run_blocks(oc_context *ctx, sparse_run *run, int threads, int64
         if (st == OC_ERR_NO_MEMORY) return oc_fail(ctx, st, "sparse path: cannot grow the buffers of threshold pairs");
         if (st != OC_OK) return st;
         if (grouped) OC_CHECK(ctx, oc_select_drain(ctx, run->select));
-        /* A cancel from the group's last report, which oc_parallel_run makes as it returns. */
+        /* A cancel that came while the group's pairs were delivered. */
         if (oc_cancelled(ctx)) return oc_fail(ctx, OC_ERR_CANCELLED, "cancelled");
     }
+    report.base = 0; /* the job's final report: all of it as one group */
+    oc_progress_report(&report.pace, (double)blocks, (double)blocks, 1);
+    /* A cancel from it, as from any other report. */
+    if (oc_cancelled(ctx)) return oc_fail(ctx, OC_ERR_CANCELLED, "cancelled");
     return OC_OK;
 }
 

@@ -64,11 +64,11 @@ static oc_status build_side(oc_context *ctx, const oc_matrix *m, const int32_t *
         if (!(scratch[t] = malloc((size_t)(m->cols + 1) * sizeof **scratch))) goto no_memory;
     side_build b = {m, s, hub_slot, hub_words, scratch, 0};
     const int64_t tasks = (m->rows + ROWS_PER_TASK - 1) / ROWS_PER_TASK;
-    OC_CHECK_GOTO(ctx, st, oc_parallel_run(ctx, threads, tasks, side_task, &b, NULL, NULL, NULL), cleanup);
+    OC_CHECK_GOTO(ctx, st, oc_parallel_run(ctx, threads, tasks, side_task, &b, NULL, NULL), cleanup);
     for (int64_t i = 0; i < m->rows; ++i) s->ptr[i + 1] += s->ptr[i];
     if (!(s->idx = malloc((size_t)(s->ptr[m->rows] ? s->ptr[m->rows] : 1) * sizeof *s->idx))) goto no_memory;
     b.fill = 1;
-    OC_CHECK_GOTO(ctx, st, oc_parallel_run(ctx, threads, tasks, side_task, &b, NULL, NULL, NULL), cleanup);
+    OC_CHECK_GOTO(ctx, st, oc_parallel_run(ctx, threads, tasks, side_task, &b, NULL, NULL), cleanup);
     goto cleanup;
 no_memory:
     st = oc_fail(ctx, OC_ERR_NO_MEMORY, "sparse path: cannot allocate the row lists of %s (%lld rows)", m->name,
