@@ -220,6 +220,31 @@ static int short_writes(const out_case *c, const unsigned char *ref, size_t ref_
     return k - 1;
 }
 
+/* The commit's two flushes: its fsync (the last call of its kind) failing fails the job with
+ * the flush named; the folder's after the rename is reached once, and its failure leaves
+ * the job done with the same bytes. */
+static void check_commit_flushes(const out_case *c, int fsyncs, const unsigned char *ref, size_t ref_len)
+{
+    if (fsyncs >= 1) {
+        char spec[32], want[800];
+        snprintf(spec, sizeof spec, "%d:eio", fsyncs);
+        arm(OC_FAULT_FSYNC, spec);
+        oc_status st = run_job(c);
+        arm(OC_FAULT_FSYNC, NULL);
+        snprintf(want, sizeof want, "I/O error flushing %s", out_path(c));
+        CHECK_MSG(st == OC_ERR_IO && strcmp(oc_context_last_error(ctx), want) == 0,
+                  "%s OUTCORE_FAULT_FSYNC=%s: '%s', expected '%s'", c->name, spec, oc_context_last_error(ctx), want);
+        CHECK_MSG(oc_test_dir_entries(outdir) == 0, "%s OUTCORE_FAULT_FSYNC=%s: files left", c->name, spec);
+    }
+    arm(OC_FAULT_FLUSH_FOLDER, "1:eio");
+    oc_status st = run_job(c);
+    arm(OC_FAULT_FLUSH_FOLDER, NULL);
+    CHECK_MSG(st == OC_OK, "%s OUTCORE_FAULT_FLUSH_FOLDER=1:eio: %s", c->name, oc_context_last_error(ctx));
+    CHECK_MSG(calls_made(OC_FAULT_FLUSH_FOLDER) == 1, "%s: the folder was flushed %ld times after the rename, not once",
+              c->name, calls_made(OC_FAULT_FLUSH_FOLDER));
+    if (st == OC_OK) check_success(c, ref, ref_len, "OUTCORE_FAULT_FLUSH_FOLDER=1:eio");
+}
+
 static void run_case(const out_case *c)
 {
     CHECK_MSG(run_job(c) == OC_OK, "%s without faults: %s", c->name, oc_context_last_error(ctx));
@@ -231,26 +256,30 @@ static void run_case(const out_case *c)
     unlink(out_path(c));
 
     int points[OC_FAULT_CALLS] = {0}, spilled = 0;
+    int mapped = c->kind == JOB_DENSE || c->kind == JOB_SAVE || c->kind == JOB_MATMUL || c->kind == JOB_MATMUL_GRAM;
     for (int call = 0; call < OC_FAULT_CALLS; ++call)
-        for (size_t w = 0; w < sizeof ways / sizeof *ways; ++w) {
+        for (size_t w = 0; call != OC_FAULT_FLUSH_FOLDER && w < sizeof ways / sizeof *ways; ++w) {
             int n = fail_each_call(c, (oc_fault_call)call, &ways[w], ref, ref_len, &spilled);
             CHECK_MSG(w == 0 || n == points[call], "%s: %s fails %d calls with %s but %d with %s", c->name,
                       oc_fault_variable((oc_fault_call)call), n, ways[w].mode, points[call], ways[0].mode);
             points[call] = n;
         }
     int writes = short_writes(c, ref, ref_len, &spilled);
-    printf("  %-22s calls failed: open %d, write %d (short %d), truncate %d, mmap %d, fsync %d, rename %d\n", c->name,
-           points[OC_FAULT_OPEN], points[OC_FAULT_WRITE], writes, points[OC_FAULT_TRUNCATE], points[OC_FAULT_MMAP],
-           points[OC_FAULT_FSYNC], points[OC_FAULT_RENAME]);
+    printf("  %-22s calls failed: open %d, write %d (short %d), truncate %d, mmap %d, fsync %d, close %d, rename %d\n",
+           c->name, points[OC_FAULT_OPEN], points[OC_FAULT_WRITE], writes, points[OC_FAULT_TRUNCATE],
+           points[OC_FAULT_MMAP], points[OC_FAULT_FSYNC], points[OC_FAULT_CLOSE], points[OC_FAULT_RENAME]);
 
     /* What each writer must have gone through: the call kinds its design says it makes. */
-    int mapped = c->kind == JOB_DENSE || c->kind == JOB_SAVE || c->kind == JOB_MATMUL || c->kind == JOB_MATMUL_GRAM;
     /* A result reserved as the job runs: sized, its first chunk reserved, then the rest. */
     if (c->kind == JOB_MATMUL || c->kind == JOB_MATMUL_GRAM)
         CHECK_MSG(points[OC_FAULT_TRUNCATE] == 3, "%s: %d sizing calls, expected 3", c->name,
                   points[OC_FAULT_TRUNCATE]);
-    CHECK_MSG(points[OC_FAULT_OPEN] >= 1 && points[OC_FAULT_FSYNC] >= 1 && points[OC_FAULT_RENAME] == 1,
-              "%s: open, flush and rename were not all reached", c->name);
+    CHECK_MSG(points[OC_FAULT_OPEN] >= 1 && points[OC_FAULT_CLOSE] == 1 && points[OC_FAULT_RENAME] == 1,
+              "%s: open, close and rename were not all reached", c->name);
+    /* The flushes: a mapped file's msync, then the commit's fsync of every output. */
+    CHECK_MSG(points[OC_FAULT_FSYNC] == (mapped ? 2 : 1), "%s: %d flushes, expected %d", c->name,
+              points[OC_FAULT_FSYNC], mapped ? 2 : 1);
+    check_commit_flushes(c, points[OC_FAULT_FSYNC], ref, ref_len);
     CHECK_MSG(mapped ? points[OC_FAULT_TRUNCATE] >= 1 && points[OC_FAULT_MMAP] == 1 && points[OC_FAULT_WRITE] == 0
                      : points[OC_FAULT_WRITE] >= 1 && writes == points[OC_FAULT_WRITE],
               "%s: the writes, sizing and mapping reached are not the writer's", c->name);
@@ -297,10 +326,10 @@ static void check_plan(void)
 /* The folder flush after a rename: done where the folder is, its errno where it is not. */
 static void check_flush_folder(void)
 {
-    CHECK_EQ_I64(oc_sys_flush_folder(outdir), 0);
+    CHECK_EQ_I64(oc_sys_flush_folder(NULL, outdir), 0);
     char missing[600];
     snprintf(missing, sizeof missing, "%s/no-such-folder", outdir);
-    CHECK_EQ_I64(oc_sys_flush_folder(missing), ENOENT);
+    CHECK_EQ_I64(oc_sys_flush_folder(NULL, missing), ENOENT);
 }
 
 static void check_write_all(void)

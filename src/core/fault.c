@@ -6,8 +6,9 @@
 #include <string.h>
 
 static const char *const variables[OC_FAULT_CALLS] = {
-    "OUTCORE_FAULT_OPEN",  "OUTCORE_FAULT_WRITE",  "OUTCORE_FAULT_TRUNCATE", "OUTCORE_FAULT_MMAP",
-    "OUTCORE_FAULT_FSYNC", "OUTCORE_FAULT_RENAME", "OUTCORE_FAULT_SHRINK",
+    "OUTCORE_FAULT_OPEN",   "OUTCORE_FAULT_WRITE",        "OUTCORE_FAULT_TRUNCATE",
+    "OUTCORE_FAULT_MMAP",   "OUTCORE_FAULT_FSYNC",        "OUTCORE_FAULT_CLOSE",
+    "OUTCORE_FAULT_RENAME", "OUTCORE_FAULT_FLUSH_FOLDER", "OUTCORE_FAULT_SHRINK",
 };
 
 const char *oc_fault_variable(oc_fault_call call) { return (unsigned)call < OC_FAULT_CALLS ? variables[call] : "?"; }

@@ -12,9 +12,12 @@
  *   OUTCORE_FAULT_WRITE=spec      write, pwrite, copy_file_range
  *   OUTCORE_FAULT_TRUNCATE=spec   ftruncate, fallocate
  *   OUTCORE_FAULT_MMAP=spec       mmap of an output for writing
- *   OUTCORE_FAULT_FSYNC=spec      fsync, msync and close of a written output (the calls
- *                                 where a deferred write-back error shows)
+ *   OUTCORE_FAULT_FSYNC=spec      fsync and msync of a written output (where a deferred
+ *                                 write-back error shows)
+ *   OUTCORE_FAULT_CLOSE=spec      close of a written output (where NFS reports one)
  *   OUTCORE_FAULT_RENAME=spec     rename of a finished output into place
+ *   OUTCORE_FAULT_FLUSH_FOLDER=spec  fsync of the folder after that rename (best effort: a
+ *                                 failure there leaves the job done)
  *   OUTCORE_FAULT_SHRINK=spec     mapping of an input file: the mapped input reads as though
  *                                 the file had been cut to half its size after it was opened
  *                                 (the file itself is not touched; any mode does it)
@@ -41,7 +44,9 @@ typedef enum oc_fault_call {
     OC_FAULT_TRUNCATE,
     OC_FAULT_MMAP,
     OC_FAULT_FSYNC,
+    OC_FAULT_CLOSE,
     OC_FAULT_RENAME,
+    OC_FAULT_FLUSH_FOLDER,
     OC_FAULT_SHRINK,
     OC_FAULT_CALLS
 } oc_fault_call;

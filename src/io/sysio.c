@@ -112,7 +112,7 @@ int oc_sys_fsync(oc_context *ctx, int fd)
 
 int oc_sys_close(oc_context *ctx, int fd)
 {
-    oc_fault_mode f = next_fault(ctx, OC_FAULT_FSYNC);
+    oc_fault_mode f = next_fault(ctx, OC_FAULT_CLOSE);
     if (f == OC_FAULT_NONE) return close(fd);
     close(fd); /* the descriptor is gone either way, as after a real failure of close */
     return injected(f);
@@ -135,8 +135,10 @@ int oc_sys_rename_noreplace(oc_context *ctx, const char *from, const char *to)
     return rename(from, to);
 }
 
-int oc_sys_flush_folder(const char *folder)
+int oc_sys_flush_folder(oc_context *ctx, const char *folder)
 {
+    oc_fault_mode f = next_fault(ctx, OC_FAULT_FLUSH_FOLDER);
+    if (f != OC_FAULT_NONE) return injected(f), errno;
     const int fd = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) return errno;
     const int err = fsync(fd) == 0 ? 0 : errno;

@@ -42,10 +42,10 @@ int oc_sys_rename(oc_context *ctx, const char *from, const char *to);
  * link where the file system lacks it; a plain rename where it has neither). */
 int oc_sys_rename_noreplace(oc_context *ctx, const char *from, const char *to);
 /* Flushes a folder (fsync of the directory), so that a name renamed into it survives a
- * crash. Best effort, outside the fault plan: the data is on the disk under its
- * name by then, and a file system that cannot flush a folder (or fails to) leaves the job
- * done; returns 0 or the errno. */
-int oc_sys_flush_folder(const char *folder);
+ * crash; returns 0 or the errno. Best effort: the data is on the disk under its name by
+ * then, and a file system that cannot flush a folder (or fails to) leaves the job done. Its
+ * fault kind (OC_FAULT_FLUSH_FOLDER) is there for tests to count the call and to fail it. */
+int oc_sys_flush_folder(oc_context *ctx, const char *folder);
 
 /* Writes all len bytes of buf at offset off (off < 0: at the file position), retrying
  * interrupted and short writes: a short write is not an error, the call after it tells.

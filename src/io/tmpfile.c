@@ -208,7 +208,7 @@ oc_status oc_tmpfile_commit(oc_context *ctx, oc_tmpfile *f)
     f->tmp_path = NULL;
     char folder[4096];
     oc_path_folder(f->path, folder, sizeof folder);
-    (void)oc_sys_flush_folder(folder); /* the new name, as durable as the data under it */
+    (void)oc_sys_flush_folder(ctx, folder); /* the new name, as durable as the data under it */
 cleanup:
     oc_tmpfile_abort(f);
     return st;

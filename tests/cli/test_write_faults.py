@@ -4,10 +4,11 @@ fails once.
 For each output (gram's dense .npy, top-k .npz/.tsv, threshold .npz/.mtx/.tsv, and threshold
 jobs whose pairs spill to the temporary file; matmul's .npy of A·Bᵀ and of A·Aᵀ) and each kind
 of call (OUTCORE_FAULT_OPEN, _WRITE,
-_TRUNCATE, _MMAP, _FSYNC, _RENAME), the k-th call fails for k = 1, 2, ... until the job
+_TRUNCATE, _MMAP, _FSYNC, _CLOSE, _RENAME), the k-th call fails for k = 1, 2, ... until the job
 succeeds. Every failed run must exit 1 with one line on stderr that names the file and the
 cause, and leave nothing in the output directory (which is also TMPDIR, where the spill file
-goes); the run that succeeds must write what a run without faults writes. Short writes are
+goes); the run that succeeds must write what a run without faults writes. The folder's flush
+after the rename failing leaves the job done. Short writes are
 retried; a short write followed by a full disk fails the job. The same runs on the CUDA
 backend where a GPU is usable (skipped elsewhere). Last, where this process may mount a
 1 MiB tmpfs (root, or a user namespace), real full disks.
@@ -21,7 +22,7 @@ import pytest
 
 from conftest import outcore_bin, require_backend, run
 
-CALLS = ["OPEN", "WRITE", "TRUNCATE", "MMAP", "FSYNC", "RENAME"]
+CALLS = ["OPEN", "WRITE", "TRUNCATE", "MMAP", "FSYNC", "CLOSE", "RENAME"]
 WAYS = {"enospc": "disk full", "eio": "I/O error"}
 
 # name, output file, options, spill
@@ -128,11 +129,18 @@ def test_every_write_call_fails_cleanly(tmp_path, backend, case):
             assert failed[call] == k - 1, f"{call}: {k - 1} calls fail with {way}, {failed[call]} with enospc"
 
     # The calls each writer makes: a mapped dense file is sized and mapped, never written.
-    assert failed["OPEN"] >= 1 and failed["FSYNC"] >= 1 and failed["RENAME"] == 1, failed
+    assert failed["OPEN"] >= 1 and failed["CLOSE"] == 1 and failed["RENAME"] == 1, failed
+    # The flushes: a mapped file's msync, then the commit's fsync, whose failure names it.
     if job.file.endswith(".npy"):
         assert failed["TRUNCATE"] >= 1 and failed["MMAP"] == 1 and failed["WRITE"] == 0, failed
+        assert failed["FSYNC"] == 2, failed
     else:
-        assert failed["WRITE"] >= 1, failed
+        assert failed["WRITE"] >= 1 and failed["FSYNC"] == 1, failed
+    proc = job.run(FSYNC=f"{failed['FSYNC']}:eio")
+    job.check_failed(proc, "I/O error", "the commit's fsync")
+    assert proc.stderr.startswith(f"outcore: I/O error flushing {job.output}"), proc.stderr
+    # The folder's flush after the rename is best effort: its failure leaves the job done.
+    job.check_succeeded(job.run(FLUSH_FOLDER="1:eio"), reference, "OUTCORE_FAULT_FLUSH_FOLDER=1:eio")
     if job.spill:
         assert spilled, "no failure reached the spill file"
 
