@@ -12,7 +12,8 @@ import time
 import numpy as np
 import pytest
 
-from conftest import (outcore_bin, read_journal, require_backend, resume_while_an_input_is_cut, run, run_in,
+from conftest import (outcore_bin, read_journal, require_backend, resume_while_an_input_is_cut,
+                      rewrite_keeping_size_and_mtime, run, run_in,
                       sigkill_while_running, write_journal)
 
 EVERY = {"OUTCORE_RESUME_INTERVAL": "0"}  # a checkpoint at every finished tile
@@ -134,6 +135,23 @@ def test_changed_input_refused(mats):
     assert not (d / "C.npy").exists() and (d / "C.npy.outcore-journal").exists()
     run("clean", d / "C.npy")
     assert leftovers(d, d / "C.npy") == []
+
+
+def test_input_with_other_content_refused(mats):
+    """An operand rewritten with the same size and modification time but other bytes is
+    refused by its checksum in the journal: exit 2, one line saying the content differs."""
+    d = mats
+    args = [d / "A64.npy", d / "B64.npy", "--backend", "cpu", "--host-mem", "100K", "--threads", "1", "-o",
+            d / "C.npy", "-q"]
+    killed_once(d, args, k=2)
+    path = d / "A64.npy"
+    rewrite_keeping_size_and_mtime(path)
+    proc = run("matmul", *args, "--resume", check=False)
+    assert proc.returncode == 2, proc.stderr
+    assert len(proc.stderr.splitlines()) == 1, proc.stderr
+    assert proc.stderr.startswith(f"outcore: {path}: the input changed since the journal {d / 'C.npy.outcore-journal'}"
+                                  " was written (its content differs)"), proc.stderr
+    assert not (d / "C.npy").exists() and (d / "C.npy.outcore-journal").exists()
 
 
 @pytest.mark.parametrize("change,expect", [

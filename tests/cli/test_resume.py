@@ -12,7 +12,8 @@ import time
 import numpy as np
 import pytest
 
-from conftest import (outcore_bin, read_journal, require_backend, resume_while_an_input_is_cut, run, run_in,
+from conftest import (outcore_bin, read_journal, require_backend, resume_while_an_input_is_cut,
+                      rewrite_keeping_size_and_mtime, run, run_in,
                       sigkill_while_running, write_journal)
 
 # .npz members carry their write time: both runs write the same one.
@@ -230,6 +231,24 @@ def test_journal_of_another_job_refused(inputs):
     assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1
     assert "the input changed since the journal" in proc.stderr and str(journal) in proc.stderr
     assert not (d / "C.npy").exists()
+
+
+def test_input_with_other_content_refused(inputs):
+    """An input rewritten with the same size and modification time but other bytes is refused
+    by its file's checksum in the journal: exit 2, one line saying the content differs."""
+    d = inputs
+    args = ["gram", d / "A.npy", d / "B.npy", "--tile", "24", "--threads", "1", "--backend", "cpu", "-q"]
+    proc = run(*args, "-o", d / "C.npy", "--resume", check=False, env=dict(EVERY, OUTCORE_RESUME_KILL_AFTER="2"))
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    journal = d / "C.npy.outcore-journal"
+    # Row 1 of B's 270 x 700 bytes: not among the 64 rows whose bits the journal keeps too.
+    rewrite_keeping_size_and_mtime(d / "B.npy", at=-269 * 700)
+    proc = run(*args, "-o", d / "C.npy", "--resume", check=False)
+    assert proc.returncode == 2, proc.stderr
+    assert len(proc.stderr.splitlines()) == 1, proc.stderr
+    assert proc.stderr.startswith(f"outcore: {d / 'B.npy'}: the input changed since the journal {journal} was "
+                                  "written (its content differs)"), proc.stderr
+    assert not (d / "C.npy").exists() and journal.exists()
 
 
 def test_damaged_journals(inputs):
