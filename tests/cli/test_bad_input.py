@@ -97,6 +97,11 @@ CASES = [
     ("value2.mtx", b"%%MatrixMarket matrix coordinate integer general\n3 4 2\n1 1 1\n2 3 2\n",
      ["line 4", "value 2 at row 1, column 2", "--binarize"]),
     ("half.mtx", b"%%MatrixMarket matrix coordinate real general\n3 4 1\n1 1 0.5\n", ["value 0.5", "not 0 or 1"]),
+    # -1 is not a one, though its digits are (integer values are judged by their digits).
+    ("minus_one.mtx", b"%%MatrixMarket matrix coordinate integer general\n3 4 2\n1 1 1\n2 3 -1\n",
+     ["line 4", "value -1 at row 1, column 2", "not 0 or 1"]),
+    ("minus_one_real.mtx", b"%%MatrixMarket matrix coordinate real general\n3 4 2\n1 1 1\n2 3 -1.0\n",
+     ["line 4", "value -1.0 at row 1, column 2", "not 0 or 1"]),
     ("nan.mtx", b"%%MatrixMarket matrix coordinate real general\n3 4 1\n1 1 nan\n", ["'nan'", "not a number"]),
 ]
 
@@ -134,6 +139,16 @@ def test_duplicate_mtx_entries_are_one_one(tmp_path):
     (tmp_path / "dup.mtx").write_text(MTX_HEAD + "2 3 4\n1 2\n1 2\n1 2\n2 2\n")
     run("gram", tmp_path / "dup.mtx", "-o", tmp_path / "c.npy", "--quiet")
     assert np.load(tmp_path / "c.npy").tolist() == [[1, 1], [1, 1]]
+
+
+@pytest.mark.parametrize("field,one", [("integer", "+1"), ("integer", "1"), ("real", "+1"), ("real", "+1.0"),
+                                       ("real", "1e0")])
+def test_mtx_one_with_a_sign_is_a_one(tmp_path, field, one):
+    """A value of 1 written with a '+' (or as a real) is a one; the zeros stay zeros."""
+    (tmp_path / "p.mtx").write_text(f"%%MatrixMarket matrix coordinate {field} general\n2 3 3\n1 1 {one}\n"
+                                    f"2 3 {one}\n2 2 -0\n")
+    run("gram", tmp_path / "p.mtx", "-o", tmp_path / "c.npy", "--quiet")
+    assert np.load(tmp_path / "c.npy").tolist() == [[1, 0], [0, 1]]
 
 
 def test_binarize_reads_every_format(tmp_path):
