@@ -3,8 +3,9 @@
  * CPU has gives the scalar conversions' bits for every half, for floats at and around every
  * rounding boundary, random bit patterns, NaNs with payloads, subnormals and the overflow
  * edge, at every length and alignment; the scalar conversions against the correctly rounded
- * reference; and oc_matmul_convert's float16 runs (from float32, from types held exactly by
- * float32 through its chunks, strided) against the element-by-element conversion.
+ * reference; oc_matmul_convert's float16 runs (from float32, from types held exactly by
+ * float32 through its chunks, strided) against the element-by-element conversion; and the
+ * float32 -> bfloat16 conversion against its correctly rounded reference, bit for bit.
  */
 #include <math.h>
 #include <stdint.h>
@@ -173,6 +174,92 @@ static void check_convert(const float *p)
     }
 }
 
+/* One float32 -> bfloat16 conversion against the reference: the finite ones and infinities
+ * rounded to nearest, ties to even; a NaN stays a NaN, quiet, with its sign and high payload. */
+static int bf16_differs(float f)
+{
+    const uint16_t got = oc_mm_float_to_bf16(f);
+    const uint32_t u = oc_mm_f32_bits(f);
+    uint16_t want;
+    if (isnan(f)) {
+        want = (uint16_t)((u >> 16) | 0x40u);
+        if (!isnan(oc_mm_bf16_to_float(got))) CHECK_MSG(0, "bfloat16 of the NaN 0x%08x: 0x%04x, not a NaN", u, got);
+    } else {
+        want = isinf(f) ? 0x7f80u : bf16_reference(fabs((double)f));
+        if (signbit(f)) want |= 0x8000u;
+    }
+    if (got == want) return 0;
+    CHECK_MSG(0, "bfloat16 of 0x%08x: 0x%04x, expected 0x%04x", u, got, want);
+    return 1;
+}
+
+/* float32 -> bfloat16: cases written out (each tie class, just off a tie, negatives,
+ * subnormals, rounding up into the next binade and to infinity, infinities, NaNs), then every
+ * bfloat16's value, the midpoints between neighbours and a float32 ulp either side, both
+ * signs, and the probes above, against the reference. */
+static void check_bf16(const float *p, int64_t n)
+{
+    static const struct {
+        uint32_t f;
+        uint16_t bf16;
+    } cases[] = {
+        /* ties: 1 + 2^-8 down to the even 1.0, 1 + 3 * 2^-8 up to the even 1.015625, negative
+         * ones the same; a float32 ulp above a tie goes up, below it down */
+        {0x3f808000u, 0x3f80u},
+        {0x3f818000u, 0x3f82u},
+        {0xbf808000u, 0xbf80u},
+        {0xbf818000u, 0xbf82u},
+        {0x3f808001u, 0x3f81u},
+        {0x3f807fffu, 0x3f80u},
+        {0x3f818001u, 0x3f82u},
+        {0x3f817fffu, 0x3f81u},
+        {0xbf808001u, 0xbf81u},
+        /* subnormals: ties down to 0 and up to 0x0002, the smallest, one exact, the largest
+         * rounding up to the smallest normal */
+        {0x00008000u, 0x0000u},
+        {0x00018000u, 0x0002u},
+        {0x80008001u, 0x8001u},
+        {0x00000001u, 0x0000u},
+        {0x00010000u, 0x0001u},
+        {0x007fffffu, 0x0080u},
+        /* into the next binade: a tie whose even neighbour is 1.0, and just below 2 */
+        {0x3f7f8000u, 0x3f80u},
+        {0x3fffffffu, 0x4000u},
+        /* the top: just below halfway past the largest finite stays it; halfway (a tie, to the
+         * even infinity) and FLT_MAX round to infinity */
+        {0x7f7f7fffu, 0x7f7fu},
+        {0x7f7f8000u, 0x7f80u},
+        {0x7f7fffffu, 0x7f80u},
+        {0xff7f8000u, 0xff80u},
+        /* infinities and zeros */
+        {0x7f800000u, 0x7f80u},
+        {0xff800000u, 0xff80u},
+        {0x00000000u, 0x0000u},
+        {0x80000000u, 0x8000u},
+        /* NaNs: quiet, with their sign and high payload, never infinity */
+        {0x7f800001u, 0x7fc0u},
+        {0xff800001u, 0xffc0u},
+        {0x7fc00000u, 0x7fc0u},
+        {0xffa5a5a5u, 0xffe5u},
+        {0x7fbfffffu, 0x7fffu},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+        const uint16_t got = oc_mm_float_to_bf16(f32_of(cases[i].f));
+        CHECK_MSG(got == cases[i].bf16, "bfloat16 of 0x%08x: 0x%04x, expected 0x%04x", cases[i].f, got, cases[i].bf16);
+        const float f = f32_of(cases[i].f);
+        if (isfinite(f)) /* the reference agrees with the cases written out */
+            CHECK((bf16_reference(fabs((double)f)) | (signbit(f) ? 0x8000u : 0u)) == cases[i].bf16);
+    }
+    int bad = 0;
+    for (uint32_t b = 0; b < 0x7f80 && bad < 5; ++b) {
+        const float v = oc_mm_bf16_to_float((uint16_t)b);
+        const float mid = (float)((bf16_reference_value((uint16_t)b) + bf16_reference_value((uint16_t)(b + 1))) / 2);
+        const float at[] = {v, mid, nextafterf(mid, 0), nextafterf(mid, INFINITY)}; /* mid: exact, 9 bits */
+        for (int k = 0; k < 4; ++k) bad += bf16_differs(at[k]) + bf16_differs(-at[k]);
+    }
+    for (int64_t i = 0; i < n && bad < 10; ++i) bad += bf16_differs(p[i]);
+}
+
 int main(void)
 {
     float *p = malloc(MAX_PROBES * sizeof *p);
@@ -195,6 +282,7 @@ int main(void)
     const oc_mm_half_runs *f16c = oc_mm_half_runs_get(OC_MM_HALF_F16C);
     if (f16c) CHECK(oc_mm_half_runs_best() == f16c);
     check_convert(p);
+    check_bf16(p, n);
     free(p);
     return oc_test_finish();
 }

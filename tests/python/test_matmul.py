@@ -279,6 +279,35 @@ def test_bfloat16():
     assert np.abs(c.astype(np.float32) - ref).max() <= 24 * 8e-3 * (np.abs(ref).max() + 1)
 
 
+def test_bfloat16_result_rounds_to_nearest_even():
+    """float32 operands asked for a bfloat16 product are rounded to nearest, ties to even, bit
+    for bit as ml_dtypes rounds: a column of probes times [[1]] (its products and sums exact)
+    gives each probe's bfloat16: ties either way, a float32 ulp off them, both signs,
+    subnormals, rounding up into the next binade and to infinity, infinities; a NaN stays a
+    NaN. A zero's sign is the sum's (which starts at +0), not the rounding's."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    one = np.ones((1, 1), np.float32)
+    a = np.array([[1 + 2**-8], [1 + 3 * 2**-8]], np.float32)  # ties: down to 1, up to 1 + 2^-6
+    c = outcore.matmul(a, one, dtype=ml_dtypes.bfloat16, backend="cpu")
+    assert c.dtype == ml_dtypes.bfloat16 and c.astype(np.float32).ravel().tolist() == [1.0, 1.015625]
+
+    b = np.arange(0x7F80, dtype=np.uint32)  # every finite bfloat16 >= 0
+    value = (b << 16).view(np.float32)
+    mid = ((b << 16) | 0x8000).view(np.float32)  # halfway to the next one (for 0x7f7f: to 2^128)
+    probes = np.concatenate([value, mid, np.nextafter(mid, np.float32(0)), np.nextafter(mid, np.float32(np.inf)),
+                             np.array([np.inf, np.nan], np.float32),
+                             np.array([0x7F800001, 0x7FBFFFFF, 0xFFA5A5A5], np.uint32).view(np.float32)])
+    probes = np.concatenate([probes, -probes]).reshape(-1, 1)
+    got = outcore.matmul(probes, one, dtype=ml_dtypes.bfloat16, backend="cpu").view(np.uint16).ravel()
+    with np.errstate(invalid="ignore"):  # the NaNs
+        want = probes.astype(ml_dtypes.bfloat16).view(np.uint16).ravel()
+    nan, zero = np.isnan(probes.ravel()), want & 0x7FFF == 0
+    bits = ~nan & ~zero
+    assert np.array_equal(got[bits], want[bits]), probes.ravel()[bits][got[bits] != want[bits]][:5]
+    assert np.all(got[zero] & 0x7FFF == 0)
+    assert np.isnan(got[nan].view(ml_dtypes.bfloat16).astype(np.float32)).all()
+
+
 def test_out_array_and_path(tmp_path):
     a = rng.standard_normal((20, 30))
     b = rng.standard_normal((30, 10))
