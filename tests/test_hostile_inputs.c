@@ -132,6 +132,13 @@ static void test_cut_with_signals_blocked(void)
     sigset_t all, before, after;
     sigfillset(&all);
     CHECK(pthread_sigmask(SIG_BLOCK, &all, &before) == 0);
+    /* A call that reads no file starts the context's pool here, its threads born blocking. */
+    enum { SIDE = 4096 };
+    uint8_t *ones = calloc(SIDE, SIDE);
+    oc_matrix *dense = NULL;
+    CHECK(ones && oc_matrix_from_dense(ctx, ones, SIDE, SIDE, SIDE, &dense) == OC_OK);
+    oc_matrix_free(dense);
+    free(ones);
 
     CHECK(oc_fault_arm(ctx, OC_FAULT_SHRINK, "1") == OC_OK);
     oc_matrix *m = NULL;
@@ -148,6 +155,17 @@ static void test_cut_with_signals_blocked(void)
     double sum = 0;
     expect_changed(oc_map_run(ctx, map, NULL, &sum, NULL), "expected");
     oc_map_free(map);
+
+    /* A header read from its mapping: a file of one page, the cut at its first byte. */
+    static const char tiny_head[] =
+        "\x93NUMPY\x01\x00\x76\x00{'descr': '|u1', 'fortran_order': False, 'shape': (10,), }";
+    unsigned char head[128];
+    memset(head, ' ', sizeof head);
+    memcpy(head, tiny_head, sizeof tiny_head - 1);
+    head[127] = '\n';
+    in.path = write_bytes("tiny.npy", head, sizeof head, sizeof head + 10);
+    CHECK(oc_fault_arm(ctx, OC_FAULT_SHRINK, "1") == OC_OK);
+    expect_changed(oc_map_create(ctx, "a + 1", &in, 1, NULL, 0, &mo, &map), "expected");
     CHECK(oc_fault_arm(ctx, OC_FAULT_SHRINK, NULL) == OC_OK);
 
     CHECK(pthread_sigmask(SIG_SETMASK, &before, &after) == 0);

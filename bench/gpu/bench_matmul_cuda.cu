@@ -554,7 +554,8 @@ int main(int argc, char **argv)
                 "usage: bench_matmul_cuda [M N K [float64|float32|tf32|float16|bfloat16|int8 [GPU_MEM_MIB]]]\n");
         return 2;
     }
-    if (!oc_mm_backend_cuda.usable(0)) {
+    char unusable[256] = "";
+    if (!oc_mm_backend_cuda.usable(0, unusable, sizeof unusable)) {
         printf("SKIPPED: no usable CUDA device or no cuBLASLt\n");
         return 0;
     }

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "core/error.h"
+#include "core/process/bus_signal.h"
 
 double oc_now(void)
 {
@@ -78,6 +79,7 @@ typedef struct worker_arg {
 static void *worker_main(void *p)
 {
     worker_arg *w = p;
+    oc_bus_signal_unblock(); /* the library's own thread: bus_signal.h */
     run_state *s = w->state;
     while (!atomic_load(&s->stop)) {
         int64_t t = atomic_fetch_add(&s->next, 1);

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 
 #include "core/error.h"
+#include "core/process/bus_signal.h"
 #include "core/threads.h"
 
 typedef struct posted {
@@ -66,6 +67,7 @@ static void run_part(oc_workers *w, int part)
 static void *worker_main(void *p)
 {
     oc_workers *w = p;
+    oc_bus_signal_unblock(); /* started in whatever call first needed the pool: bus_signal.h */
     pthread_mutex_lock(&w->lock);
     for (;;) {
         int part = take_part(w);
@@ -104,7 +106,8 @@ oc_status oc_workers_grow(oc_context *ctx, oc_workers *w, int threads)
         int rc = pthread_create(&w->threads[w->nthreads], NULL, worker_main, w);
         if (rc != 0) {
             if (w->nthreads > 0) return OC_OK; /* fewer threads only make copies slower */
-            return oc_thread_start_failed(ctx, rc, "first worker thread", threads);
+            /* The pool's threads work beside the job's calling thread: the job asked one more. */
+            return oc_thread_start_failed(ctx, rc, "first worker thread", threads + 1);
         }
         w->nthreads++;
     }

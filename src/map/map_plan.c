@@ -427,8 +427,8 @@ static oc_status map_create(oc_context *ctx, oc_map *m, const char *expr, const 
     return OC_OK;
 }
 
-oc_status oc_map_create(oc_context *ctx, const char *expr, const oc_map_array *inputs, int n_inputs,
-                        const oc_map_scalar *scalars, int n_scalars, const oc_map_options *opts, oc_map **out)
+static oc_status map_create_call(oc_context *ctx, const char *expr, const oc_map_array *inputs, int n_inputs,
+                                 const oc_map_scalar *scalars, int n_scalars, const oc_map_options *opts, oc_map **out)
 {
     if (!ctx || !expr || !out || n_inputs < 0 || n_scalars < 0 || (n_inputs && !inputs) || (n_scalars && !scalars))
         return ctx ? oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_map_create: bad arguments") : OC_ERR_INVALID_ARGUMENT;
@@ -470,6 +470,13 @@ oc_status oc_map_create(oc_context *ctx, const char *expr, const oc_map_array *i
     }
     *out = m;
     return OC_OK;
+}
+
+/* Reads the inputs' headers from their mappings: SIGBUS deliverable meanwhile. */
+oc_status oc_map_create(oc_context *ctx, const char *expr, const oc_map_array *inputs, int n_inputs,
+                        const oc_map_scalar *scalars, int n_scalars, const oc_map_options *opts, oc_map **out)
+{
+    OC_RETURN_WITH_BUS_SIGNAL(map_create_call(ctx, expr, inputs, n_inputs, scalars, n_scalars, opts, out));
 }
 
 /* Without a map: -1, as oc_map_options.dtype says "none" (oc_map_dtype_name(-1) is NULL), and

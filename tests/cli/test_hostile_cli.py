@@ -491,7 +491,7 @@ def test_threads_that_cannot_start_are_named(thread_limited, command):
     np.save(folder / "a.npy", a)
     args = [outcore_bin(), *command, "-o", "out.npy", "--host-mem", "64M", "--backend", "cpu", "-q"]
     env = dict(os.environ, OUTCORE_COST_CACHE="off")
-    proc = subprocess.run(args + ["--threads", "3"], cwd=folder, capture_output=True, text=True, timeout=60,
+    proc = subprocess.run(args + ["--threads", "2"], cwd=folder, capture_output=True, text=True, timeout=60,
                           preexec_fn=no_threads, env=env)
     assert proc.returncode == 1 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert "cannot start" in proc.stderr and os.strerror(11) in proc.stderr, proc.stderr

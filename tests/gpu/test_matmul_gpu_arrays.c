@@ -632,7 +632,8 @@ static void check_int8_choice(void)
 
 int main(void)
 {
-    if (!oc_mm_backend_cuda.usable(0)) {
+    char unusable[256] = "";
+    if (!oc_mm_backend_cuda.usable(0, unusable, sizeof unusable)) {
         printf("SKIPPED: no usable CUDA device or no cuBLASLt\n");
         oc_test_skip("no usable CUDA device or no cuBLASLt");
         return oc_test_finish();

@@ -6,7 +6,9 @@
  * that waits for them with sigwait, the rest blocking all): a fault raised on a thread that
  * blocks SIGBUS ends the process whatever handler is installed. The library's calls that read
  * mapped files unblock SIGBUS on the calling thread for their duration, and the threads they
- * start inherit that mask; the caller's own mask is put back as the call returns.
+ * start inherit that mask; the caller's own mask is put back as the call returns. Threads the
+ * library keeps between calls (a context's pool, which a call that reads no file may start)
+ * unblock SIGBUS themselves as they start.
  */
 #ifndef OC_CORE_BUS_SIGNAL_H
 #define OC_CORE_BUS_SIGNAL_H
@@ -22,6 +24,9 @@ typedef struct oc_bus_signal_scope {
 
 /* Unblocks SIGBUS on this thread, keeping its mask in *scope. */
 void oc_bus_signal_open(oc_bus_signal_scope *scope);
+
+/* Unblocks SIGBUS for good on this thread: one of the library's own. */
+void oc_bus_signal_unblock(void);
 
 /* Puts back the mask oc_bus_signal_open kept. */
 void oc_bus_signal_close(const oc_bus_signal_scope *scope);

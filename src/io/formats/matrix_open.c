@@ -100,7 +100,8 @@ oc_status oc_matrix_read(oc_context *ctx, const char *path, const oc_read_option
     OC_RETURN_WITH_BUS_SIGNAL(matrix_read_call(ctx, path, opts, out));
 }
 
-oc_status oc_matrix_peek(oc_context *ctx, const char *path, const oc_read_options *opts, int64_t *rows, int64_t *cols)
+static oc_status matrix_peek_call(oc_context *ctx, const char *path, const oc_read_options *opts, int64_t *rows,
+                                  int64_t *cols)
 {
     if (!path || !rows || !cols)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "peeking at a matrix: the path, rows or cols is NULL");
@@ -113,6 +114,12 @@ oc_status oc_matrix_peek(oc_context *ctx, const char *path, const oc_read_option
     if (kind != 't') OC_CHECK(ctx, oc_mapped_head(ctx, path, kind == 'n' ? oc_npy_head : oc_mtx_head, opts, &r, &c));
     *rows = r, *cols = c;
     return OC_OK;
+}
+
+/* Reads the header from the file's mapping: SIGBUS deliverable meanwhile. */
+oc_status oc_matrix_peek(oc_context *ctx, const char *path, const oc_read_options *opts, int64_t *rows, int64_t *cols)
+{
+    OC_RETURN_WITH_BUS_SIGNAL(matrix_peek_call(ctx, path, opts, rows, cols));
 }
 
 oc_status oc_matrix_open(oc_context *ctx, const char *path, int64_t bits, oc_matrix **out)
