@@ -1,12 +1,16 @@
 """outcore.map against numpy: random expressions over random dtypes and broadcast shapes.
 
 Arithmetic, comparisons, bitwise operators, where/minimum/maximum/clip/abs/floor/ceil and
-the reductions must be bit-identical to numpy (same dtype, same bits; NaN compared as NaN);
+the reductions must be bit-identical to numpy (same dtype, same bits; NaN compared as NaN; of
++0.0 and -0.0 tied, min and max return the first, where numpy's choice follows its lanes);
 the transcendental functions must be within their ulp bound of numpy over the whole float
 range, special values included (docs/map.md states the bounds).
 """
 import itertools
 import math
+import os
+import subprocess
+import sys
 import warnings
 
 import numpy as np
@@ -474,6 +478,80 @@ def test_min_max_of_negative_zeros(dtype):
             for axis in [None] + list(range(len(shape))):
                 ref = np.asarray(getattr(np, op)(z, axis=axis))
                 assert same_bits(np.asarray(outcore.map("z", z=z, reduce=op, axis=axis)), ref), (shape, op, axis)
+
+
+MIN_MAX_LENGTHS = (1, 7, 15, 17, 1000003)
+
+
+def min_max_cases(dtype, n):
+    """(what, array, first) triples of n elements of dtype for min and max: random values, the
+    type's extremes, NaN and the infinities at the start, the middle and the end, all NaN, and
+    +0.0 and -0.0 tied (first: which of min and max ties, "min" or "max"; None for the others)
+    at positions a vector lane, a block or a thread's share would take apart."""
+    rng = np.random.default_rng(n)
+    dt = np.dtype(dtype)
+    base = random_array(rng, dt, n)
+    yield "random", base, None
+    places = sorted({0, n // 2, n - 1})
+    specials = [np.nan, np.inf, -np.inf] if dt.kind == "f" else \
+        [True, False] if dt == np.bool_ else [np.iinfo(dt).min, np.iinfo(dt).max]
+    for v, p in itertools.product(specials, places):
+        a = base.copy()
+        a[p] = v
+        yield f"{v} at {p}", a, None
+    if dt.kind != "f":
+        return
+    a = base.copy()
+    a[places] = np.nan
+    yield "NaN at the start, middle and end", a, None
+    yield "all NaN", np.full(n, np.nan, dt), None
+    for first, second in ((0.0, -0.0), (-0.0, 0.0)):
+        for p, q in {(0, n - 1), (1, 16), (3, 4096 + 5), (n // 2, n // 2 + 1), (n - 2, n - 1)}:
+            if p < q < n:
+                for op, sign in (("max", -1), ("min", 1)):
+                    a = (sign * (1 + rng.random(n))).astype(dt)
+                    a[p], a[q] = first, second
+                    yield f"{first} at {p}, {second} at {q}", a, op
+
+
+def check_min_max(isa):
+    """min and max of min_max_cases on the CPU path outcore.cpu_isa() names: numpy's value, and of
+    +0.0 and -0.0 tied the first in index order; whole, along the last axis and axis 0, on 1 and
+    3 threads. Returns the failures."""
+    failures = []
+    for dtype, n in itertools.product(DTYPES, MIN_MAX_LENGTHS):
+        for what, a, tie in min_max_cases(dtype, n):
+            both = np.stack([a, a[::-1]])
+            for op, threads in itertools.product(("min", "max"), (1, 3)):
+                runs = [(a, None), (both, 1)] + ([(both, 0)] if tie is None else [])
+                for x, axis in runs:
+                    got = np.asarray(outcore.map("x", x=x, reduce=op, axis=axis, threads=threads, backend="cpu"))
+                    ref = np.asarray(getattr(np, op)(x, axis=axis))
+                    if op == tie:  # numpy's choice of zero varies with its lanes and the length
+                        ref = x[np.flatnonzero(x == 0)[0]] if axis is None else \
+                            np.array([row[np.flatnonzero(row == 0)[0]] for row in x])
+                    if not same_bits(got, np.asarray(ref, dtype=a.dtype)):
+                        failures.append(f"{isa}: {op} of {np.dtype(dtype).name}[{n}] {what}, axis {axis}, "
+                                        f"{threads} threads: {got} where {ref} was expected")
+    return failures
+
+
+@pytest.mark.parametrize("isa", ["ref", "avx2", "avx512"])
+def test_min_max_on_every_cpu_path(isa):
+    """min and max on each CPU kernel path (OUTCORE_CPU_ISA, in a process of its own: the path is
+    chosen once per process) give numpy's values, NaN propagating, and the first in index order of
+    +0.0 and -0.0 tied, whatever the length, the lanes, the blocks and the threads."""
+    env = dict(os.environ, OUTCORE_CPU_ISA=isa, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    code = ("import sys, outcore, test_map_numpy as t\n"
+            f"if outcore.cpu_isa() != {isa!r}: sys.exit(77)\n"
+            f"failures = t.check_min_max({isa!r})\n"
+            "print('\\n'.join(failures[:20]))\n"
+            "sys.exit(1 if failures else 0)\n")
+    child = subprocess.run([sys.executable, "-c", code], cwd=os.path.dirname(__file__), env=env,
+                           capture_output=True, text=True)
+    if child.returncode == 77:
+        pytest.skip(f"this CPU has no {isa} path")
+    assert child.returncode == 0, child.stdout + child.stderr
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

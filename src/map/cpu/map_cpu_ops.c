@@ -12,7 +12,8 @@
     oc_map_loop oc_map_cpu_loop_##isa(oc_map_op op, int t);                           \
     oc_map_loop oc_map_cpu_loop_scalar_##isa(oc_map_op op, int t, int value_operand); \
     oc_map_select_loop oc_map_cpu_select_##isa(oc_map_op cmp, int t, int q_value);    \
-    oc_map_cast_loop oc_map_cpu_cast_##isa(int from, int to);
+    oc_map_cast_loop oc_map_cpu_cast_##isa(int from, int to);                         \
+    oc_map_fold_loop oc_map_cpu_minmax_##isa(int t, int is_max);
 ISA_ENTRY(ref)
 ISA_ENTRY(avx2)
 ISA_ENTRY(avx512)
@@ -62,6 +63,18 @@ oc_map_cast_loop oc_map_cpu_cast(int from, int to)
         return oc_map_cpu_cast_avx2(from, to);
     default:
         return oc_map_cpu_cast_ref(from, to);
+    }
+}
+
+oc_map_fold_loop oc_map_cpu_minmax(int t, int is_max)
+{
+    switch (oc_cpu_isa_get()) {
+    case OC_CPU_ISA_AVX512:
+        return oc_map_cpu_minmax_avx512(t, is_max);
+    case OC_CPU_ISA_AVX2:
+        return oc_map_cpu_minmax_avx2(t, is_max);
+    default:
+        return oc_map_cpu_minmax_ref(t, is_max);
     }
 }
 

@@ -1,6 +1,7 @@
 /*
  * map_cpu_ops.h - the typed vector loops of the map interpreter: one function per
- * (operation, operand type) and per (source type, target type) cast.
+ * (operation, operand type), per (source type, target type) cast and per (min or max, type)
+ * fold of a reduction.
  *
  * Contract: every loop reads n elements from each operand and writes n elements to dst;
  * operands are arrays of the node's operand type (IR `otype`), dst of its result type (bool
@@ -23,6 +24,8 @@
 
 typedef void (*oc_map_loop)(void *dst, const void *a, const void *b, const void *c, size_t n, int *error);
 typedef void (*oc_map_cast_loop)(void *dst, const void *src, size_t n);
+/* The min or max of n > 0 elements of x into *out (one element of the same type). */
+typedef void (*oc_map_fold_loop)(void *out, const void *x, size_t n);
 /* where(p OP q, x, y) in one pass: every operand and dst of one type. */
 typedef void (*oc_map_select_loop)(void *dst, const void *p, const void *q, const void *x, const void *y, size_t n);
 
@@ -40,6 +43,11 @@ oc_map_select_loop oc_map_cpu_select(oc_map_op cmp, int t, int q_value);
 /* The cast from type `from` to `to` (numpy's astype with casting='unsafe' semantics for
  * in-range values). */
 oc_map_cast_loop oc_map_cpu_cast(int from, int to);
+/* The fold of a min (is_max 0) or max reduction over elements of type t: numpy's value, NaN
+ * propagating; the element it returns is the first in index order of those equal to it (the
+ * first NaN; of +0.0 and -0.0, which tie, the first), so that folding a run's pieces in order,
+ * keeping the earlier on a tie, gives the same bits however the run was cut. */
+oc_map_fold_loop oc_map_cpu_minmax(int t, int is_max);
 /* Fills n elements of type t with one constant. */
 void oc_map_cpu_fill(void *dst, int t, oc_map_value v, size_t n);
 

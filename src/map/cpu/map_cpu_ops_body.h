@@ -309,6 +309,52 @@ LOOP1(same_loop_b, bool8, bool8, same_b)
 /* clang-format on */
 FLOATS(FLOAT_LOOPS)
 
+/* ---------------------------------------------------------------- min and max folds */
+
+/* The min (OP <) or max (OP >) of x[0..n) (map_cpu_ops.h: oc_map_cpu_minmax) in FOLD_LANES(T)
+ * running values, one per vector lane (64 bytes of them: two AVX2 registers, one AVX-512
+ * register), so that no element waits on the one before it; a NaN is kept apart, in a lane of
+ * its own array (the same type, so that the loop stays in one type), and the lanes are folded in
+ * order at the end, then the tail. The lanes' loop is kept a loop (unroll 1): fully unrolled, it
+ * is no longer vectorised. The value is exact whatever the lanes; the element returned is the
+ * first in index order of those equal to it: for floats (FLT) a NaN, or a zero (+0.0 and -0.0
+ * tie), is looked up again in x. */
+#define FOLD_LANES(T) (64 / sizeof(T))
+#define LOOP_FOLD(NAME, T, OP, FLT)                                                                       \
+    static void NAME(void *out, const void *x_, size_t n)                                                 \
+    {                                                                                                     \
+        const T *x = x_;                                                                                  \
+        T r = x[0];                                                                                       \
+        size_t i = 1;                                                                                     \
+        int has_nan = r != r;                                                                             \
+        if (n >= FOLD_LANES(T)) {                                                                         \
+            T m[FOLD_LANES(T)], q[FOLD_LANES(T)];                                                         \
+            for (size_t j = 0; j < FOLD_LANES(T); j++) m[j] = x[j], q[j] = 0;                             \
+            for (i = 0; i + FOLD_LANES(T) <= n; i += FOLD_LANES(T)) {                                     \
+                _Pragma("GCC unroll 1") for (size_t j = 0; j < FOLD_LANES(T); j++)                        \
+                {                                                                                         \
+                    T v = x[i + j];                                                                       \
+                    m[j] = v OP m[j] ? v : m[j];                                                          \
+                    q[j] = v != v ? v : q[j];                                                             \
+                }                                                                                         \
+            }                                                                                             \
+            for (size_t j = 0; j < FOLD_LANES(T); j++) r = m[j] OP r ? m[j] : r, has_nan |= q[j] != q[j]; \
+        }                                                                                                 \
+        for (; i < n; i++) r = x[i] OP r ? x[i] : r, has_nan |= x[i] != x[i];                             \
+        if (FLT && (has_nan || r == 0)) {                                                                 \
+            for (i = 0; has_nan ? x[i] == x[i] : x[i] != 0; i++) continue;                                \
+            r = x[i];                                                                                     \
+        }                                                                                                 \
+        memcpy(out, &r, sizeof r);                                                                        \
+    }
+#define FOLDS(S, T, FLT) LOOP_FOLD(fold_min_##S, T, <, FLT) LOOP_FOLD(fold_max_##S, T, >, FLT)
+#define SINT_FOLDS(S, T, MIN) FOLDS(S, T, 0)
+#define UINT_FOLDS(S, T) FOLDS(S, T, 0)
+#define FLOAT_FOLDS(S, T) FOLDS(S, T, 1)
+SINTS(SINT_FOLDS)
+UINTS(UINT_FOLDS)
+FLOATS(FLOAT_FOLDS)
+
 /* ---------------------------------------------------------------- tables */
 
 /* The binary ops' entries, X the form: empty (arrays), _sb or _sa (one operand a value); S names
@@ -407,6 +453,22 @@ static const oc_map_loop loops_sa[MOP_COUNT][OC_MT_COUNT] = {ALL_BIN_ROWS(_sa)};
 /* clang-format on */
 static const oc_map_select_loop selects[MOP_GE - MOP_EQ + 1][OC_MT_COUNT] = {SELECT_ROWS()};
 static const oc_map_select_loop selects_sq[MOP_GE - MOP_EQ + 1][OC_MT_COUNT] = {SELECT_ROWS(_sq)};
+
+/* folds[is_max][t]; bool's is uint8's (its bytes compared as numbers, any nonzero one true). */
+/* An X-macro list, laid out by hand: */
+/* clang-format off */
+#define FOLD_ROW(P)                                                                                       \
+    {                                                                                                     \
+        fold_##P##_u8, fold_##P##_i8, fold_##P##_i16, fold_##P##_i32, fold_##P##_i64, fold_##P##_u8,      \
+            fold_##P##_u16, fold_##P##_u32, fold_##P##_u64, fold_##P##_f32, fold_##P##_f64                \
+    }
+/* clang-format on */
+static const oc_map_fold_loop folds[2][OC_MT_COUNT] = {FOLD_ROW(min), FOLD_ROW(max)};
+
+oc_map_fold_loop OC_MAP_NAME(oc_map_cpu_minmax, OC_MAP_ISA)(int t, int is_max)
+{
+    return t >= 0 && t < OC_MT_COUNT ? folds[is_max != 0][t] : NULL;
+}
 
 oc_map_select_loop OC_MAP_NAME(oc_map_cpu_select, OC_MAP_ISA)(oc_map_op cmp, int t, int q_value)
 {

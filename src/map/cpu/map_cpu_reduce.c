@@ -16,9 +16,10 @@
  *     numpy's order for a C-contiguous input (its inner loop runs along the last axis, over
  *     output elements, and the reduced axis is an outer loop).
  * Integer sums wrap modulo 2^64 (numpy's int64/uint64 accumulators): order-free. min and
- * max propagate NaN as numpy does and return an element (no 0 + v: all -0.0 gives -0.0);
- * which zero is returned when +0.0 and -0.0 tie is not promised. mean is the sum in the
- * reduction's type divided by the count in that type.
+ * max propagate NaN as numpy does and return an element (no 0 + v: all -0.0 gives -0.0), the
+ * first in index order of those equal to the result (of +0.0 and -0.0 tied, the first; the
+ * first NaN), whatever the blocks and the threads' shares (fold_minmax). mean is the sum in
+ * the reduction's type divided by the count in that type.
  */
 #include <math.h>
 #include <pthread.h>
@@ -150,27 +151,32 @@ typedef union acc {
     X(MT_U64, uint64_t, 0, __VA_ARGS__) X(MT_F32, float, 1, __VA_ARGS__) X(MT_F64, double, 1, __VA_ARGS__)
 /* clang-format on */
 
-/* *a = op(*a, x[0..n)) for min/max (first = 1: *a starts at x[0]); NaN wins, as in numpy. */
+/* *a = op(*a, x[0..n)) for min/max (first = 1: *a starts at x's); NaN wins, as in numpy, and
+ * *a is kept on a tie. x's fold (the CPU path's vector loop) is the first in index order of the
+ * elements equal to its value, so the result is the first such element of the whole run
+ * however it is cut into pieces (blocks, threads' shares). */
 static void fold_minmax(int t, int is_max, acc *a, const void *x, int64_t n, int first)
 {
-#define FOLD(TT, CT, FLT, a, x, n, first, is_max)                             \
-    case TT: {                                                                \
-        const CT *v = x;                                                      \
-        CT r;                                                                 \
-        memcpy(&r, a->b, sizeof r);                                           \
-        int64_t i = 0;                                                        \
-        if (first) r = v[i++];                                                \
-        if (is_max)                                                           \
-            for (; i < n; i++) r = (r >= v[i] || (FLT && r != r)) ? r : v[i]; \
-        else                                                                  \
-            for (; i < n; i++) r = (r <= v[i] || (FLT && r != r)) ? r : v[i]; \
-        memcpy(a->b, &r, sizeof r);                                           \
-        break;                                                                \
+    acc f = {0};
+    oc_map_cpu_minmax(t, is_max)(f.b, x, (size_t)n);
+    if (first) {
+        *a = f;
+        return;
+    }
+#define JOIN(TT, CT, FLT, a, f, is_max)                      \
+    case TT: {                                               \
+        CT r, v;                                             \
+        memcpy(&r, a->b, sizeof r);                          \
+        memcpy(&v, f.b, sizeof v);                           \
+        if (is_max) r = (r >= v || (FLT && r != r)) ? r : v; \
+        else r = (r <= v || (FLT && r != r)) ? r : v;        \
+        memcpy(a->b, &r, sizeof r);                          \
+        break;                                               \
     }
     switch (t) {
-        MINMAX_TYPES(FOLD, a, x, n, first, is_max) default : break;
+        MINMAX_TYPES(JOIN, a, f, is_max) default : break;
     }
-#undef FOLD
+#undef JOIN
 }
 
 /* acc[i] = op(acc[i], x[i]) elementwise, acc an array of type t. */
