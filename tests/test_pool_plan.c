@@ -7,6 +7,7 @@
  * The planner: resident plans when everything fits, streaming plans whose tile order covers
  * every I <= J tile once, the smallest-plan failure.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -78,6 +79,32 @@ static void test_faults(oc_context *ctx)
     CHECK_EQ_I64(live, 0);
     unsetenv("OUTCORE_FAULT_DEVICE_ALLOC");
     unsetenv("OUTCORE_FAULT_PINNED_ALLOC");
+}
+
+/* A device allocator that refuses: for want of memory, or for another cause. */
+static int refusal;
+static int refusing_alloc(void *user, size_t bytes, void **out, char *why, size_t why_size)
+{
+    (void)user, (void)bytes, (void)out;
+    snprintf(why, why_size, "%s", refusal == OC_MEM_OPS_NO_MEMORY ? "out of memory" : "an earlier error");
+    return refusal;
+}
+
+static void test_device_refusals(oc_context *ctx)
+{
+    const oc_mem_ops refusing = {NULL, refusing_alloc, fake_free, fake_alloc, fake_free};
+    oc_pool *p = NULL;
+    CHECK(oc_pool_create(ctx, &refusing, 0, 1 << 20, OC_GPU_MEM_GROW, 1 << 20, &p) == OC_OK);
+    void *a;
+    refusal = OC_MEM_OPS_NO_MEMORY; /* below the budget: memory held elsewhere */
+    CHECK(oc_pool_alloc(ctx, p, 100, "tile", &a) == OC_ERR_DEVICE_NO_MEMORY);
+    const char *msg = oc_context_last_error(ctx);
+    CHECK_MSG(strstr(msg, "lower --gpu-mem") && !strstr(msg, "raise --gpu-mem"), "message: %s", msg);
+    refusal = 1; /* not for want of memory: no advice on the budget */
+    CHECK(oc_pool_alloc(ctx, p, 100, "tile", &a) == OC_ERR_DEVICE);
+    msg = oc_context_last_error(ctx);
+    CHECK_MSG(strstr(msg, "an earlier error") && !strstr(msg, "--gpu-mem"), "message: %s", msg);
+    oc_pool_destroy(p);
 }
 
 static void check_order(oc_context *ctx, const oc_tile_plan_input *in)
@@ -235,6 +262,7 @@ int main(void)
     test_grow(ctx);
     test_reserve(ctx);
     test_faults(ctx);
+    test_device_refusals(ctx);
     test_plans(ctx);
     oc_context_free(ctx);
     return oc_test_finish();

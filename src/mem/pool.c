@@ -102,8 +102,9 @@ static long seg_find(const seg_list *l, const void *ptr)
 }
 
 /* A request the pool cannot meet: past the budget (why NULL, or the reserved arena's
- * fragments), or refused by the device below the budget (short: other processes hold memory
- * the budget counted on, so a larger budget cannot help and a smaller one can). */
+ * fragments), or refused by the device below the budget for want of memory (short: held by
+ * other processes that the budget counted on, so a larger budget cannot help and a smaller
+ * one can). */
 static oc_status no_room(oc_context *ctx, const oc_pool *p, size_t bytes, const char *what, const char *why, int short_)
 {
     size_t held = 0;
@@ -209,7 +210,11 @@ oc_status oc_pool_alloc(oc_context *ctx, oc_pool *p, size_t bytes, const char *w
     }
 
     void *ptr = NULL;
-    if (p->ops.dev_alloc(p->ops.user, need, &ptr, why, sizeof why) != 0) return no_room(ctx, p, need, what, why, 1);
+    const int failed = p->ops.dev_alloc(p->ops.user, need, &ptr, why, sizeof why);
+    if (failed == OC_MEM_OPS_NO_MEMORY) return no_room(ctx, p, need, what, why, 1);
+    if (failed) /* not for want of memory (an earlier error of the context, say): no budget helps */
+        return oc_fail(ctx, OC_ERR_DEVICE, "cuda:%d: %s (%.1f MiB) could not be allocated: %s", p->device, what,
+                       MIB(need), why);
     if (!seg_insert(&p->dev, p->dev.n, (pool_seg){ptr, need, 1})) {
         p->ops.dev_free(p->ops.user, ptr, need);
         return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot grow the device pool's buffer list");

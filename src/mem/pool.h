@@ -19,7 +19,9 @@ extern "C" {
 #endif
 
 /* The raw allocators behind a pool. Each returns 0 on success or nonzero on failure, with a
- * short reason in why (the runtime's error string). */
+ * short reason in why (the runtime's error string); dev_alloc returns OC_MEM_OPS_NO_MEMORY when
+ * the device had too little memory free (another cause, a context's earlier error, is 1). */
+#define OC_MEM_OPS_NO_MEMORY 2
 typedef struct oc_mem_ops {
     void *user;
     int (*dev_alloc)(void *user, size_t bytes, void **out, char *why, size_t why_size);

@@ -36,7 +36,7 @@ static int dev_alloc(void *user, size_t bytes, void **out, char *why, size_t why
                      cudaGetErrorString(e), (double)free_bytes / 1048576.0, (double)total / 1048576.0);
         else snprintf(why, why_size, "cudaMalloc: %s", cudaGetErrorString(e));
         (void)cudaGetLastError();
-        return 1;
+        return e == cudaErrorMemoryAllocation ? OC_MEM_OPS_NO_MEMORY : 1;
     }
     atomic_fetch_add(&live_device_bytes, (long long)bytes);
     atomic_fetch_add(&device_bytes_allocated, (long long)bytes);
