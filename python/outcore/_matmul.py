@@ -20,10 +20,10 @@ import numpy as np
 
 from . import _gpu_arrays, _lib
 from ._context import call_resources, lease
-from ._calls import run_on_context
+from ._calls import checked_stats, run_on_context
 from ._map import _check_out_overlap, _is_path, _out_path, check_out_path_not_input, operands_named
 from ._options import (_device_list, as_numbers, c_path, c_text, check_fits_in_memory, flag, no_array_form,
-                       one_gpu_mem, parse_backend, set_device_budgets, single_gpu_mem, threads_count)
+                       one_gpu_mem, parse_backend, positive_int, set_device_budgets, single_gpu_mem, threads_count)
 from .errors import InputError, check
 
 if TYPE_CHECKING:
@@ -196,7 +196,8 @@ def matmul(A: ArrayLike | Path, B: ArrayLike | Path | None = None, out: Path | n
            transpose_a: Flag = False, transpose_b: Flag = False, dtype: DTypeLike | None = None,
            backend: Backend | None = None, devices: Devices | None = None, gpu_mem: Size | None = None,
            host_mem: Size | None = None, threads: Integer | None = None, tf32: Flag = False, resume: Flag = False,
-           context: Context | None = None, explain: Flag = False) -> Any:
+           context: Context | None = None, explain: Flag = False, tile: Integer | None = None, plan: Flag = False,
+           stats: dict | None = None) -> Any:
     """The dense product C = op(A)·op(B), tile by tile within the memory budgets.
 
     Parameters
@@ -268,11 +269,23 @@ def matmul(A: ArrayLike | Path, B: ArrayLike | Path | None = None, out: Path | n
         True returns the text of ``outcore matmul --explain`` (the cost model's reasons for
         the backend) instead of running; a result that is not a path is explained as the .npy
         file the command would write.
+    tile : int, optional
+        The tile edge of C in rows, as ``--tile`` (default: the planner's, from the budgets);
+        which tiles and K panels a product has can change its bits (docs/matmul.md).
+    plan : bool, default False
+        True returns the text of ``outcore matmul --plan`` (backend, tiles, K panels and what
+        bounds them) instead of running; with explain, the plan then the reasons.
+    stats : dict, optional
+        A dict filled once the product has run with the run's keys of ``outcore matmul
+        --json``: m, n, k, dtype, backend, backend_desc, backend_explain, seconds, flops,
+        gflops_per_second, tiles, bytes_read, bytes_written, bytes_h2d, bytes_d2h,
+        host_budget_bytes, host_peak_bytes, dev_peak_bytes, threads.
 
     Returns
     -------
     numpy.ndarray, GPU array, path or str
-        The result (a new array or the out array), or the out path; with explain its text.
+        The result (a new array or the out array), or the out path; with plan or explain
+        their text.
 
     Raises
     ------
@@ -354,7 +367,9 @@ def matmul(A: ArrayLike | Path, B: ArrayLike | Path | None = None, out: Path | n
     if _is_path(out) and (a_vector and not _is_path(A) or b_vector and not _is_path(B)):
         raise InputError("out: a product of a 1-D array in memory is returned, not written to a .npy path: give "
                          "out=None or an array, pass the vector as a 2-D array, or save it as a 1-D .npy")
-    explain = flag("explain", explain)
+    if tile is not None:
+        opts.tile = positive_int("tile", tile)
+    explain, plan, stats = flag("explain", explain), flag("plan", plan), checked_stats(stats)
     with lease(context) as ctx:
         code, rows, cols = ctypes.c_int(), ctypes.c_int64(), ctypes.c_int64()
         try:
@@ -362,9 +377,9 @@ def matmul(A: ArrayLike | Path, B: ArrayLike | Path | None = None, out: Path | n
                                        ctypes.byref(rows), ctypes.byref(cols)), ctx)
         except InputError as e:
             raise _as_given(e, opts.transpose_a != bool(transpose_a), opts.transpose_b != bool(transpose_b)) from None
-        if explain:
-            return _explain(ctx, a, b_ptr, out, opts)
-        stats = _lib.MatmulStats()
+        if plan or explain:  # the CLI's --plan, --explain or both, in that order
+            return "".join(_plan_text(ctx, a, b_ptr, out, opts, why) for why in (0, 1) if (plan, explain)[why])
+        job_stats = _lib.MatmulStats()
         shape, name = (rows.value, cols.value), _lib.MATMUL_DTYPES[code.value]
         user_shape = tuple(n for n, d in zip(shape, drop) if not d)
         out2 = _as_matrix(out, user_shape, drop, name) if any(drop) and out is not None and not _is_path(out) else out
@@ -385,7 +400,9 @@ def matmul(A: ArrayLike | Path, B: ArrayLike | Path | None = None, out: Path | n
         in_memory = not (paths or resume or _is_path(out))
         short = in_memory and shape[0] * shape[1] * depth <= (_SHORT_GPU if gpus else _SHORT_HOST)
         run_on_context(ctx, lambda: check(lib.oc_matmul(ctx, ctypes.byref(a), b_ptr, ctypes.byref(c),
-                                                        ctypes.byref(opts), ctypes.byref(stats)), ctx), short)
+                                                        ctypes.byref(opts), ctypes.byref(job_stats)), ctx), short)
+        if stats is not None:
+            stats.update(_stats_dict(job_stats))
         if not any(drop):
             return result
         if out is not None:
@@ -394,16 +411,29 @@ def matmul(A: ArrayLike | Path, B: ArrayLike | Path | None = None, out: Path | n
         return result[()] if isinstance(result, np.ndarray) and not user_shape else result  # numpy's scalar
 
 
-def _explain(ctx, a, b_ptr, out, opts):
-    """The text of `outcore matmul --explain` for this call (oc_matmul_plan's reasons for the
-    backend), nothing run: the output planned as the .npy file out names, or as one."""
+def _stats_dict(s):
+    """The job's statistics that matmul(stats=...) reports, from an oc_matmul_stats, by the keys
+    of `outcore matmul --json` (tools/cmd_matmul.c) that describe the run."""
+    return {"m": s.m, "n": s.n, "k": s.k, "dtype": _lib.MATMUL_DTYPES[s.dtype],
+            "backend": _lib.text(lib.oc_backend_name(s.backend)),
+            "backend_desc": s.backend_desc.decode(errors="replace"),
+            "backend_explain": s.backend_explain.decode(errors="replace"), "seconds": s.seconds, "flops": s.flops,
+            "gflops_per_second": s.flops / s.seconds / 1e9 if s.seconds > 0 else 0.0, "tiles": s.tiles,
+            "bytes_read": s.bytes_read, "bytes_written": s.bytes_written, "bytes_h2d": s.bytes_h2d,
+            "bytes_d2h": s.bytes_d2h, "host_budget_bytes": s.host_budget_bytes, "host_peak_bytes": s.host_peak_bytes,
+            "dev_peak_bytes": s.dev_peak_bytes, "threads": s.threads}
+
+
+def _plan_text(ctx, a, b_ptr, out, opts, explain):
+    """The text of `outcore matmul --plan` (explain 0) or `--explain` (1) for this call
+    (oc_matmul_plan), nothing run: the output planned as the .npy file out names, or as one."""
     c = None
     if _is_path(out):
         c = _lib.MatmulArray()
         c.path = _out_path(out, "matmul")
     text = ctypes.c_void_p()
     check(lib.oc_matmul_plan(ctx, ctypes.byref(a), b_ptr, ctypes.byref(c) if c is not None else None,
-                             ctypes.byref(opts), 0, 1, ctypes.byref(text)), ctx)
+                             ctypes.byref(opts), 0, explain, ctypes.byref(text)), ctx)
     return _lib.owned_text(text)
 
 

@@ -162,6 +162,9 @@ print(outcore.explain(A, tile=64, gpu_mem_mode="grow", plan=True))
 map_stats: dict = {}
 y = outcore.map("sqrt(x) * 2", x=x, reduce="sum", backend="cpu", stats=map_stats, progress=report)
 z = outcore.map("x + 1", x=x, progress=lambda done, total: None)
+mm_stats: dict = {}
+mm_plan: str = outcore.matmul(A, A, transpose_b=True, tile=256, plan=True, explain=True)
+mm = outcore.matmul(A, host_mem="1M", tile=128, stats=mm_stats)
 '''
 
 

@@ -1,6 +1,8 @@
 """outcore.matmul against numpy: arrays and files, transposes and views read in place, the
 Gram product, dtypes and promotion, out= arrays and paths, and refusals."""
+import json
 import os
+import subprocess
 
 import numpy as np
 import pytest
@@ -373,7 +375,6 @@ def test_resume(tmp_path):
     """A product killed after 3 tiles (in a child process) resumed with resume=True: the bytes of
     an uninterrupted run; an array input is identified by its content; memory cannot resume."""
     import os
-    import subprocess
     import sys
     a = rng.standard_normal((200, 300))
     np.save(tmp_path / "b.npy", rng.standard_normal((300, 150)))
@@ -411,7 +412,6 @@ def test_ragged_lists_are_an_input_error():
 def test_explain_returns_the_clis_text(tmp_path):
     """explain=True returns what `outcore matmul --explain` prints for the same files, and runs
     nothing (no output written)."""
-    import subprocess
     rng = np.random.default_rng(3)
     np.save(tmp_path / "a.npy", rng.standard_normal((200, 150)))
     np.save(tmp_path / "b.npy", rng.standard_normal((150, 120)))
@@ -427,3 +427,38 @@ def test_explain_returns_the_clis_text(tmp_path):
         assert proc.stdout == text, (proc.stdout, text)
     with pytest.raises(outcore.InputError, match="explain"):
         outcore.matmul(np.ones((2, 2)), explain="yes")
+
+
+def test_tile_plan_and_stats_as_the_cli_gives_them(tmp_path):
+    """tile= is --tile, plan=True returns --plan's text (before --explain's when both are
+    given), and a stats dict is filled with the run's keys of --json, their values the CLI's."""
+    rng = np.random.default_rng(5)
+    a, b = rng.standard_normal((300, 200)), rng.standard_normal((200, 250))
+    np.save(tmp_path / "a.npy", a)
+    np.save(tmp_path / "b.npy", b)
+    paths = (tmp_path / "a.npy", tmp_path / "b.npy")
+    kw = dict(backend="cpu", host_mem="64M", tile=64)
+    plan = outcore.matmul(*paths, plan=True, **kw)
+    both = outcore.matmul(*paths, plan=True, explain=True, **kw)
+    explained = outcore.matmul(*paths, explain=True, **kw)
+    assert "20 tiles" in plan and both == plan + explained, (plan, both)
+    stats = {}
+    got = outcore.matmul(a, b, stats=stats, **kw)
+    np.testing.assert_allclose(got, a @ b, rtol=1e-12, atol=1e-12)
+    assert (stats["m"], stats["n"], stats["k"], stats["tiles"], stats["dtype"]) == (300, 250, 200, 20, "float64")
+    assert stats["backend"] == "cpu" and stats["seconds"] >= 0 and stats["flops"] == 2 * 300 * 250 * 200
+    cli = os.environ.get("OUTCORE_BIN")
+    if cli:
+        base = [cli, "matmul", *paths, "--backend", "cpu", "--host-mem", "64M", "--tile", "64"]
+        assert subprocess.run(base + ["--plan"], capture_output=True, text=True, check=True).stdout == plan
+        run = subprocess.run(base + ["-o", tmp_path / "c.npy", "--json", "-q"], capture_output=True, text=True,
+                             check=True)
+        shown = json.loads(run.stdout)
+        assert set(shown) - {"command", "a", "b", "output"} == set(stats), (sorted(shown), sorted(stats))
+        for key in ("m", "n", "k", "tiles", "dtype", "backend", "bytes_written", "host_budget_bytes"):
+            assert shown[key] == stats[key], key
+    for bad in (0, -1, 2.5, "64"):
+        with pytest.raises(outcore.InputError, match="tile"):
+            outcore.matmul(a, b, backend="cpu", tile=bad)
+    with pytest.raises(outcore.InputError, match="stats"):
+        outcore.matmul(a, b, backend="cpu", stats=[])
