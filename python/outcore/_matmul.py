@@ -377,8 +377,9 @@ def matmul(A: ArrayLike | Path, B: ArrayLike | Path | None = None, out: Path | n
                                        ctypes.byref(rows), ctypes.byref(cols)), ctx)
         except InputError as e:
             raise _as_given(e, opts.transpose_a != bool(transpose_a), opts.transpose_b != bool(transpose_b)) from None
-        if plan or explain:  # the CLI's --plan, --explain or both, in that order
-            return "".join(_plan_text(ctx, a, b_ptr, out, opts, why) for why in (0, 1) if (plan, explain)[why])
+        if plan or explain:  # the CLI's --plan, --explain or both, the plan first
+            return ((_plan_text(ctx, a, b_ptr, out, opts, 0) if plan else "") +
+                    (_plan_text(ctx, a, b_ptr, out, opts, 1) if explain else ""))
         job_stats = _lib.MatmulStats()
         shape, name = (rows.value, cols.value), _lib.MATMUL_DTYPES[code.value]
         user_shape = tuple(n for n, d in zip(shape, drop) if not d)

@@ -534,9 +534,11 @@ static oc_status record_topk(oc_context *ctx, oc_resume *r, const oc_gram_job *j
  * on record, nor any later, and the job fails with the change. The tiles on record stay good:
  * a checkpoint comes after every read of the tiles it records, and a file's size that differs
  * then differed when a tile read the changed rows. */
-static oc_status inputs_unchanged(oc_context *ctx, oc_resume *r, const oc_gram_job *job)
+static oc_status inputs_unchanged(oc_context *ctx, oc_resume *r, const oc_gram_job *job, int force)
 {
-    const oc_status st = r->inputs_changed ? OC_ERR_INPUT : oc_gram_inputs_unchanged(ctx, job->a, job->b);
+    /* A forced checkpoint follows a failure: a change it finds keeps that failure's message. */
+    const oc_status st =
+        r->inputs_changed ? OC_ERR_INPUT : oc_gram_inputs_unchanged(force ? NULL : ctx, job->a, job->b);
     if (st != OC_OK) {
         r->inputs_changed = 1;
         r->npending = 0;
@@ -561,19 +563,17 @@ oc_status oc_resume_checkpoint(oc_context *ctx, oc_resume *r, const oc_gram_job 
         !(r->kind == KIND_PAIRS && oc_journal_pending(r->journal) >= PAIRS_FLUSH_BYTES))
         return OC_OK;
     r->last = now;
-    /* A forced checkpoint follows a failure: a change it finds keeps that failure's message. */
-    oc_context *quiet = force ? NULL : ctx;
     const int64_t before = r->units;
     if (r->kind == KIND_PAIRS) {
         const int64_t blocks = oc_select_pairs_blocks_delivered(job->select);
         const int64_t pairs = oc_select_pairs_count(job->select);
         if (blocks == r->blocks_done) return OC_OK;
-        OC_CHECK(ctx, inputs_unchanged(quiet, r, job));
+        OC_CHECK(ctx, inputs_unchanged(ctx, r, job, force));
         OC_CHECK(ctx, oc_journal_append(ctx, r->journal, REC_BLOCKS, (uint64_t)blocks, &pairs, 8));
         r->units = r->blocks_done = blocks;
     } else {
         if (r->npending == 0) return OC_OK;
-        OC_CHECK(ctx, inputs_unchanged(quiet, r, job));
+        OC_CHECK(ctx, inputs_unchanged(ctx, r, job, force));
         /* The tiles' bytes reach the disk before the records that vouch for them. */
         if (r->kind == KIND_DENSE && r->dense_writer) OC_CHECK(ctx, oc_npy_out_sync(ctx, r->dense_writer));
         for (int64_t k = 0; k < r->npending; ++k) {
@@ -644,7 +644,7 @@ oc_status oc_resume_topk_lists(oc_context *ctx, oc_resume *r, const oc_gram_job 
     /* The part's lists hold exactly its tiles so far (the caller's promise): merged into the
      * job's, which hold the tiles on record, they make the lists of both sets of tiles. */
     const int64_t before = r->units;
-    st = inputs_unchanged(force ? NULL : ctx, r, job);
+    st = inputs_unchanged(ctx, r, job, force);
     if (st != OC_OK) p->count = 0;
     if (st == OC_OK) st = merge_part(ctx, job, fetch, user);
     if (st == OC_OK) {

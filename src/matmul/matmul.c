@@ -396,7 +396,7 @@ static oc_status resume_open(oc_context *ctx, mm_setup *s, oc_mm_io *io, const o
                                  s->transpose[OC_MM_A],
                                  s->transpose[OC_MM_B],
                                  s->result,
-                                 {&s->a, s->has_b ? &s->b : NULL}};
+                                 s->has_b ? &s->b : NULL};
     OC_CHECK(ctx, oc_mm_resume_start(ctx, &s->job, &id, o, c, &io->resume));
     oc_mm_resume *r = io->resume;
     OC_CHECK(ctx, oc_mm_dest_open(ctx, c, s->result, s->job.m, s->job.n, &s->a, s->has_b ? &s->b : NULL,

@@ -209,8 +209,8 @@ oc_status oc_mm_resume_start(oc_context *ctx, const oc_matmul_job *job, const oc
     r->kill_after = kill_after;
     r->last = oc_now();
     r->out_path = c->path;
-    r->read[0] = id->read[0];
-    r->read[1] = id->read[1];
+    r->read[0] = id->a;
+    r->read[1] = id->b_read;
     r->options = describe_options(opts);
     if (!r->options) st = oc_fail(ctx, OC_ERR_NO_MEMORY, "out of memory");
     /* The journal held before the inputs are read whole to describe the job: meanwhile a

@@ -36,13 +36,13 @@
 typedef struct oc_mm_resume oc_mm_resume;
 
 /* What identifies the job: its operands (op(A)'s and op(B)'s sources and transposes; b NULL
- * for A·Aᵀ from A alone) and the result's dtype; and every source the job reads (the second
- * NULL for A alone), checked at each checkpoint. */
+ * for A·Aᵀ from A alone) and the result's dtype; and B's source whenever the job reads one
+ * (A·Aᵀ of B the same file included), checked with A's at each checkpoint. */
 typedef struct oc_mm_resume_job {
     const oc_mm_source *a, *b;
     int transpose_a, transpose_b;
     oc_matmul_dtype result;
-    const oc_mm_source *read[2];
+    const oc_mm_source *b_read;
 } oc_mm_resume_job;
 
 /* Before the output is created. Without opts->resume: refuses (OC_ERR_INPUT, saying how to

@@ -74,13 +74,6 @@ static long usable_processors(void)
     return n > 0 ? n : 1;
 }
 
-/* A threaded OpenBLAS starts its threads as it loads, one fewer than the processors or than
- * OPENBLAS_NUM_THREADS (GOTO_NUM_THREADS, OMP_NUM_THREADS) says, whichever is fewer, and each
- * maps its stack and its buffer; one it cannot start or give a buffer under an address space
- * limit is waited for at its first threaded call, or at exit, for ever. So under a limit
- * without room for them no library is loaded (the CLI sets OPENBLAS_NUM_THREADS to its
- * --threads when none is set). A library named by path is looked for first: one that is not
- * there is refused as such. 0, or -1 with why. */
 static void *no_work(void *arg) { return arg; }
 
 /* Whether n more threads can start now (each started and joined at once): OpenBLAS, when
@@ -99,6 +92,13 @@ static int threads_can_start(long n)
     return err;
 }
 
+/* A threaded OpenBLAS starts its threads as it loads, one fewer than the processors or than
+ * OPENBLAS_NUM_THREADS (GOTO_NUM_THREADS, OMP_NUM_THREADS) says, whichever is fewer, and each
+ * maps its stack and its buffer; one it cannot start or give a buffer under an address space
+ * limit is waited for at its first threaded call, or at exit, for ever. So under a limit
+ * without room for them, or where they cannot start (ulimit -u), no library is loaded (the
+ * CLI sets OPENBLAS_NUM_THREADS to its --threads when none is set). A library named by path
+ * is looked for first: one that is not there is refused as such. 0, or -1 with why. */
 static int load_threads_room(const char *lib, char *why, size_t why_size)
 {
     const int64_t limit = oc_address_space_limit();
