@@ -185,10 +185,11 @@ OC_API oc_status oc_matrix_save(oc_context *ctx, const oc_matrix *m, const char 
 
 /* Called from the thread that called the job (oc_gram, oc_matrix_write_rows), about ten
  * times a second while it runs: done and total are in the same unit (work items). A call
- * comes a tenth of a second after the previous one returned, so a callback that takes longer
- * is called less often, never back to back. The job's worker threads go on meanwhile; what
- * the calling thread does itself (the CPU product of oc_matmul, a GPU job's loop over its
- * tiles or chunks) waits for it. The callback may call oc_context_cancel on the job's
+ * comes a tenth of a second after the previous one returned, or nine times as long as the
+ * previous one took when that is longer, so a slow callback is called less often and takes
+ * at most about a tenth of the calling thread's time. The job's worker threads go on
+ * meanwhile; what the calling thread does itself (the CPU product of oc_matmul, a GPU job's
+ * loop over its tiles or chunks) waits for it. The callback may call oc_context_cancel on the job's
  * context: the job then stops as it would on a cancel from another thread. */
 typedef void (*oc_progress_fn)(void *user, double done, double total);
 

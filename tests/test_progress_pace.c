@@ -6,7 +6,8 @@
  * returns at once and one that sleeps: the calls stay near ten a second of the time the job
  * spends outside its callback (a callback made after every piece of work is called far more
  * often), a bound read off the run itself, so that a loaded or instrumented machine does not
- * fail it; and where the job's workers go on during the callback, the slow run takes not many
+ * fail it; a slow callback is called less often still, so that it takes about a tenth of the
+ * calling thread's time at most (the CPU product's calling thread does the work); and where the job's workers go on during the callback, the slow run takes not many
  * times as long as the quick one. A callback called far too often, or long
  * after the job should have ended, cancels its job, so that a failure is quick.
  */
@@ -34,6 +35,11 @@ typedef struct pace_log {
 /* At most this many calls in `outside` seconds of the job outside its callback: one each
  * tenth of a second, and a few more (the first and the last). */
 static int calls_allowed(double outside) { return (int)(10 * outside) + 3; }
+
+/* At most this many seconds in the callback: a report is due nine times as long after the
+ * previous one returned as that one took (so a ninth of the time outside it), but for the
+ * final report and the one before it, which may come back to back. */
+static double callback_allowed(double outside, double sleep_s) { return outside / 9 + 2 * sleep_s + 0.05; }
 
 /* Seconds after which a job is cancelled: each takes a second or two when paced. */
 #define GIVE_UP_S 30
@@ -73,6 +79,9 @@ static void check_job(oc_context *ctx, const char *what, job_fn job, void *arg, 
         CHECK_MSG(log.calls <= calls_allowed(outside),
                   "%s, callback of %.2f s: %d calls in %.2f s, %.2f s of them outside the callback", what, log.sleep_s,
                   log.calls, seconds, outside);
+        CHECK_MSG(log.in_callback <= callback_allowed(outside, log.sleep_s),
+                  "%s, callback of %.2f s: %.2f s in %d calls of it, %.2f s outside it", what, log.sleep_s,
+                  log.in_callback, log.calls, outside);
     }
     if (beside)
         CHECK_MSG(took[1] < 3 * took[0] + 1, "%s: %.2f s with a callback of %.2f s, %.2f s with a quick one", what,
@@ -162,7 +171,7 @@ static oc_status run_matmul(oc_context *ctx, void *arg, oc_progress_fn fn, void 
 
 /* A CPU product of small tiles reported after every K panel and band: hundreds of calls a
  * second, each one waited for by the thread that runs the product. The calling thread runs
- * the product, so a callback's own time adds to the job's: 50 ms. */
+ * the product, so a callback's own time adds to the job's, a tenth of it at most: 50 ms. */
 static void check_matmul(oc_context *ctx)
 {
     mm_case mc = {malloc(sizeof(double) * MM_N * MM_N), malloc(sizeof(double) * MM_N * MM_N)};

@@ -25,13 +25,20 @@ oc_progress_pace oc_progress_pace_start(oc_progress_fn fn, void *user)
     return (oc_progress_pace){.fn = fn, .user = user, .returned = oc_now()};
 }
 
-int oc_progress_due(const oc_progress_pace *p) { return p->fn && oc_now() - p->returned >= OC_PROGRESS_INTERVAL; }
+double oc_progress_until_due(const oc_progress_pace *p)
+{
+    return p->returned + (p->wait > OC_PROGRESS_INTERVAL ? p->wait : OC_PROGRESS_INTERVAL) - oc_now();
+}
+
+int oc_progress_due(const oc_progress_pace *p) { return p->fn && oc_progress_until_due(p) <= 0; }
 
 int oc_progress_report(oc_progress_pace *p, double done, double total, int last)
 {
     if (!p->fn || (!last && !oc_progress_due(p))) return 0;
+    const double called = oc_now();
     p->fn(p->user, done, total);
     p->returned = oc_now();
+    p->wait = OC_PROGRESS_SLOW_FACTOR * (p->returned - called);
     return 1;
 }
 
@@ -147,9 +154,9 @@ oc_status oc_parallel_run(oc_context *ctx, int threads, int64_t ntasks, oc_task_
      * of a job that runs its tasks in several runs would keep the next run waiting for it. */
     pthread_mutex_lock(&s.lock);
     while (s.running > 0) {
-        /* until the next report is due, else the cancel check's interval */
+        /* until the next report is due, at most the cancel check's interval */
         double wait = OC_PROGRESS_INTERVAL;
-        if (progress && progress->fn) wait = progress->returned + OC_PROGRESS_INTERVAL - oc_now();
+        if (progress && progress->fn && oc_progress_until_due(progress) < wait) wait = oc_progress_until_due(progress);
         int rc = ETIMEDOUT;
         if (wait > 0) {
             struct timespec until;

@@ -18,25 +18,35 @@
 #include <stdatomic.h>
 #endif
 
-/* Seconds from the end of one progress report to the start of the next. */
+/* Seconds from the end of one progress report to the start of the next, at least. */
 #define OC_PROGRESS_INTERVAL 0.1
+/* ...and at least this many times as long as the previous report took, so that a slow callback
+ * takes at most a tenth of the calling thread's time (1 in 1 + 9). */
+#define OC_PROGRESS_SLOW_FACTOR 9
 
 /* A job's progress reports (oc_progress_fn: about ten times a second), paced from when the
  * previous report returned, not from when it started: a callback that takes the interval or
  * longer then still leaves the job the interval to run between two reports, where pacing from
  * its start called it again as soon as it returned, after every piece of work. One pace
- * serves a job's whole run, across the pieces it runs one after the other. */
+ * serves a job's whole run, across the pieces it runs one after the other. A callback slower
+ * than a ninth of the interval moves the next report further off (OC_PROGRESS_SLOW_FACTOR
+ * times its own duration): the calling thread works on between reports in some jobs (the CPU
+ * product, a GPU job's loop), and a fixed interval let a 0.2 s callback take two thirds of it. */
 typedef struct oc_progress_pace {
     oc_progress_fn fn; /* NULL: nothing is reported */
     void *user;
     double returned; /* oc_now() when the last report returned, or when the pace started */
+    double wait;     /* seconds from `returned` to the next report: 0 means OC_PROGRESS_INTERVAL */
 } oc_progress_pace;
 
 /* A pace for fn(user, ...) (fn may be NULL), started now. */
 oc_progress_pace oc_progress_pace_start(oc_progress_fn fn, void *user);
 
-/* Whether a report is due: fn is set and OC_PROGRESS_INTERVAL has passed since the last
- * report returned. */
+/* Seconds until the next report is due (<= 0: due now, if fn is set). */
+double oc_progress_until_due(const oc_progress_pace *p);
+
+/* Whether a report is due: fn is set and OC_PROGRESS_INTERVAL (or OC_PROGRESS_SLOW_FACTOR
+ * times the last report's duration, when longer) has passed since the last report returned. */
 int oc_progress_due(const oc_progress_pace *p);
 
 /* Reports done of total when due, or whenever fn is set with `last` (the job's final report,
