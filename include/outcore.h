@@ -307,7 +307,8 @@ typedef struct oc_gram_options {
     /* The job's host memory budget in bytes (docs/memory.md); 0 = 80% of the memory available
      * (MemAvailable) when the job starts. The CPU backend reads the rows of file-backed inputs
      * (oc_read_options.host_mem_bytes) in panels that fit in it beside what the job keeps;
-     * the CUDA backend caps its pinned staging by it (0 there: 1 GiB of staging). */
+     * the CUDA backend's pinned staging takes at most a quarter of it, after the top-k lists,
+     * shared by the devices (docs/memory.md). */
     int64_t host_mem_bytes;
     /* Top-k and threshold (docs/topk.md): the same results on every backend, tile size, thread
      * count and budget.
