@@ -87,8 +87,9 @@ static int operands_of(const oc_map_eval *ev, const step *s, int *out)
 static int assign_buffers(const oc_map_eval *ev, int *slot)
 {
     int n = ev->nsteps, nslots = 0, nfree = 0, ops[4];
-    int *last = malloc(sizeof(int) * (size_t)(2 * n + 1)), *free_slots = last + n;
+    int *last = malloc(sizeof(int) * (size_t)(2 * n + 1));
     if (!last) return -1;
+    int *free_slots = last + n;
     for (int i = 0; i < n; i++) last[i] = i == n - 1 || ev->steps[i].node->op == MOP_CONST ? n : i;
     for (int i = 0; i < n; i++)
         for (int j = 0, k = operands_of(ev, &ev->steps[i], ops); j < k; j++)
