@@ -45,7 +45,7 @@ void oc_pages_discard_on(void *p, size_t n, int threads)
     /* Every slice but the last on a thread of its own; the last, and any whose thread did not
      * start, on the caller's. */
     for (int i = 0; i + 1 < k; ++i)
-        slice[i].started = pthread_create(&slice[i].thread, NULL, discard_slice_run, &slice[i]) == 0;
+        slice[i].started = oc_thread_start(&slice[i].thread, 0, discard_slice_run, &slice[i]) == 0;
     for (int i = 0; i < k; ++i)
         if (!slice[i].started) discard_slice_run(&slice[i]);
     for (int i = 0; i < k; ++i)

@@ -1,6 +1,7 @@
 #include "core/threads.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -60,6 +61,31 @@ oc_status oc_thread_start_failed(oc_context *ctx, int rc, const char *what, int 
     if (rc != EAGAIN) return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot start the %s: %s", what, strerror(rc));
     return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot start the %s: %s (the limit of processes and threads, ulimit -u)%s",
                    what, strerror(rc), threads > 1 ? "; give fewer threads (--threads)" : "");
+}
+
+size_t oc_thread_stack_size(void)
+{
+    size_t size = 0;
+    pthread_attr_t attr;
+    if (pthread_attr_init(&attr) == 0) {
+        if (pthread_attr_getstacksize(&attr, &size) != 0) size = 0;
+        pthread_attr_destroy(&attr);
+    }
+    if (size < OC_THREAD_STACK_MIN) size = OC_THREAD_STACK_MIN;
+    if (size < (size_t)PTHREAD_STACK_MIN) size = (size_t)PTHREAD_STACK_MIN;
+    return size;
+}
+
+int oc_thread_start(pthread_t *thread, int detached, void *(*fn)(void *), void *arg)
+{
+    pthread_attr_t attr;
+    int rc = pthread_attr_init(&attr);
+    if (rc != 0) return rc;
+    rc = pthread_attr_setstacksize(&attr, oc_thread_stack_size());
+    if (rc == 0 && detached) rc = pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    if (rc == 0) rc = pthread_create(thread, &attr, fn, arg);
+    pthread_attr_destroy(&attr);
+    return rc;
 }
 
 int oc_threads_resolve(int requested) { return requested > 0 ? requested : oc_cpu_cores(); }
@@ -136,7 +162,7 @@ oc_status oc_parallel_run(oc_context *ctx, int threads, int64_t ntasks, oc_task_
         pthread_mutex_lock(&s.lock);
         s.running++;
         pthread_mutex_unlock(&s.lock);
-        int rc = pthread_create(&tids[started], NULL, worker_main, &args[started]);
+        int rc = oc_thread_start(&tids[started], 0, worker_main, &args[started]);
         if (rc != 0) {
             pthread_mutex_lock(&s.lock);
             s.running--;

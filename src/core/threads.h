@@ -12,6 +12,7 @@
 #ifndef OC_CORE_THREADS_H
 #define OC_CORE_THREADS_H
 
+#include <pthread.h>
 #include <stdint.h>
 #include "outcore.h"
 #ifndef __cplusplus /* C11 atomics; the CUDA benchmarks (C++) include this header for the rest */
@@ -77,6 +78,23 @@ static inline void oc_first_failure(atomic_int *first, oc_status st)
     if (st != OC_OK) atomic_compare_exchange_strong(first, &ok, (int)st);
 }
 #endif
+
+/* The stack every thread the library starts has at least. glibc gives a thread the stack limit
+ * (ulimit -s) by default, and a limit of 32 KiB then ends a job in a segmentation fault on its
+ * first worker. The deepest thread of the library's own (a CPU tile with its epilogue, a sink
+ * writing its rows, a failure formatting its message) was measured at 13 KiB over the CLI
+ * tests' jobs; this leaves room for far deeper ones, and for a sanitizer's larger frames. */
+#define OC_THREAD_STACK_MIN ((size_t)256 << 10)
+
+/* The stack size a thread of the library's starts with: the default (pthread_attr_getstacksize
+ * of a default attribute: the stack limit under glibc) when that is at least
+ * OC_THREAD_STACK_MIN, else OC_THREAD_STACK_MIN, never below PTHREAD_STACK_MIN. */
+size_t oc_thread_stack_size(void);
+
+/* Every thread the library starts starts here: pthread_create of fn(arg) with a stack of
+ * oc_thread_stack_size() bytes, detached when `detached` (else the caller joins it). Returns
+ * pthread_create's status (0: started). */
+int oc_thread_start(pthread_t *thread, int detached, void *(*fn)(void *), void *arg);
 
 /* Fails ctx for a thread pthread_create would not start (its error rc), named by what ("worker
  * thread 2 of 4"): an exhausted limit of threads (EAGAIN) is named as ulimit -u, with fewer

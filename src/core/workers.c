@@ -103,7 +103,7 @@ oc_status oc_workers_grow(oc_context *ctx, oc_workers *w, int threads)
         w->thread_cap = threads;
     }
     while (w->nthreads < threads) {
-        int rc = pthread_create(&w->threads[w->nthreads], NULL, worker_main, w);
+        int rc = oc_thread_start(&w->threads[w->nthreads], 0, worker_main, w);
         if (rc != 0) {
             if (w->nthreads > 0) return OC_OK; /* fewer threads only make copies slower */
             /* The pool's threads work beside the job's calling thread: the job asked one more. */

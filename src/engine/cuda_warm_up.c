@@ -9,6 +9,7 @@
 
 #include "core/context.h"
 #include "core/gpu_probe.h"
+#include "core/threads.h"
 #include "engine/device_spec.h"
 
 #ifdef OC_HAVE_CUDA
@@ -35,7 +36,7 @@ int oc_cuda_warm_up(const char *devices, int device)
         const int n = oc_device_list_physical(&list, count, physical);
         pthread_t thread[OC_MAX_LOGICAL_DEVICES];
         int started[OC_MAX_LOGICAL_DEVICES] = {0};
-        for (int e = 1; e < n; ++e) started[e] = pthread_create(&thread[e], NULL, context_thread, &physical[e]) == 0;
+        for (int e = 1; e < n; ++e) started[e] = oc_thread_start(&thread[e], 0, context_thread, &physical[e]) == 0;
         for (int e = 0; e < n; ++e)
             if (e == 0 || !started[e]) oc_gpu_probe_cuda.make_context(physical[e]);
         for (int e = 1; e < n; ++e)

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "core/process/fork_locks.h"
+#include "core/threads.h"
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t finished = PTHREAD_COND_INITIALIZER;
@@ -62,15 +63,8 @@ static void register_at_exit(void) { (void)atexit(oc_after_job_wait); }
 /* Starts a counted call on a thread of its own, or runs it here when none can start. */
 static void start(after_job_call *call)
 {
-    pthread_attr_t attr;
-    int started = 0;
-    if (pthread_attr_init(&attr) == 0) {
-        (void)pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        pthread_t thread;
-        started = pthread_create(&thread, &attr, after_job_thread, call) == 0;
-        pthread_attr_destroy(&attr);
-    }
-    if (!started) run_call(call);
+    pthread_t thread;
+    if (oc_thread_start(&thread, 1, after_job_thread, call) != 0) run_call(call);
 }
 
 void oc_after_job(void (*fn)(void *arg), void *arg)

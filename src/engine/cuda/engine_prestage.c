@@ -90,7 +90,7 @@ oc_status oc_prestage_start(oc_context *ctx, int device, const int64_t *keys, in
     p->ops = *ops;
     p->ctx = ctx;
     p->device = device;
-    int rc = pthread_create(&p->thread, NULL, prestage_main, p);
+    int rc = oc_thread_start(&p->thread, 0, prestage_main, p);
     if (rc != 0) {
         prestage_free(p);
         return oc_thread_start_failed(ctx, rc, "panel upload thread", 1);

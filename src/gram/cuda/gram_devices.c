@@ -66,7 +66,7 @@ static void parts_run(oc_gram_parts *g)
     for (int d = 1; d < g->count; ++d) {
         oc_part_slot *p = &g->slot[d];
         run[d] = (part_run){g, d};
-        p->started = pthread_create(&p->thread, NULL, part_thread, &run[d]) == 0;
+        p->started = oc_thread_start(&p->thread, 0, part_thread, &run[d]) == 0;
         if (!p->started) {
             /* The others stop too: the job has failed. */
             p->st = oc_fail(p->part.ctx, OC_ERR_NO_MEMORY, "cannot start the thread of a device part");

@@ -100,7 +100,7 @@ static void parts_each(oc_gram_parts *g, part_fn fn, void *arg)
     int started[OC_MAX_LOGICAL_DEVICES] = {0};
     for (int d = 1; d < g->count; ++d) {
         call[d] = (part_call){fn, &g->slot[d], arg};
-        started[d] = pthread_create(&thread[d], NULL, part_call_thread, &call[d]) == 0;
+        started[d] = oc_thread_start(&thread[d], 0, part_call_thread, &call[d]) == 0;
         if (!started[d]) fn(&g->slot[d], arg); /* no thread: in turn, as before */
     }
     if (g->count > 0) fn(&g->slot[0], arg);

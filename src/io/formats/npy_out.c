@@ -151,7 +151,7 @@ static int start_reserver(oc_npy_out *w, oc_context *ctx)
         pthread_mutex_destroy(&w->mu);
         return 0;
     }
-    if (pthread_create(&w->reserver, NULL, reserver_main, w) != 0) {
+    if (oc_thread_start(&w->reserver, 0, reserver_main, w) != 0) {
         pthread_cond_destroy(&w->cv);
         pthread_mutex_destroy(&w->mu);
         return 0;

@@ -85,6 +85,8 @@ static int threads_can_start(long n)
     int err = 0;
     for (long done = 0; done < n && !err;) {
         long batch = n - done < 64 ? n - done : 64, started = 0;
+        /* Default attributes, not oc_thread_start: these stand for the threads OpenBLAS starts
+         * with the defaults, and run nothing. */
         while (started < batch && !(err = pthread_create(&t[started], NULL, no_work, NULL))) started++;
         for (long i = 0; i < started; i++) pthread_join(t[i], NULL);
         done += started;

@@ -358,7 +358,7 @@ static oc_status run_job(oc_matmul_job *job)
     oc_trace_phase(&t_phase, "matmul", "device contexts");
     for (int i = 0; i < nd && st == OC_OK && !inline_run; ++i) {
         atomic_fetch_add(&running, 1);
-        if (pthread_create(&t[i].thread, NULL, device_main, &t[i]) != 0) {
+        if (oc_thread_start(&t[i].thread, 0, device_main, &t[i]) != 0) {
             atomic_fetch_sub(&running, 1);
             atomic_store(&sh.stop, 1);
             st = oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot start the thread of CUDA device %d", t[i].device);

@@ -234,8 +234,8 @@ static void run_tiles(oc_mm_device *d, int device)
     oc_status st = setup(d, device);
     oc_trace_phase(&t, d->who, "set-up");
     if (st == OC_OK) {
-        readers = pthread_create(&reader, NULL, oc_mm_reader_main, d) == 0;
-        writers = pthread_create(&writer, NULL, oc_mm_writer_main, d) == 0;
+        readers = oc_thread_start(&reader, 0, oc_mm_reader_main, d) == 0;
+        writers = oc_thread_start(&writer, 0, oc_mm_writer_main, d) == 0;
         if (!readers || !writers)
             st = oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot start the threads of CUDA device %d", device);
     }
