@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -112,9 +113,32 @@ static void hold_standard_streams(void)
         }
 }
 
+/* The stack limit (ulimit -s) the command line needs, in KiB. Its main thread runs every job's
+ * calling side (reading, planning, the cost model, the output's checks and a failure's
+ * message) on the process's stack, which cannot grow past the limit; the deepest run of the
+ * CLI tests took 49 KiB of it, and this is about twice that. The library's own threads do not
+ * count (they get a stack of their own size, core/threads.h), and the command line's two
+ * (gen's pair picking, gram's GPU warm-up) take the limit as theirs, which this keeps large
+ * enough for them. */
+#define CLI_STACK_MIN_KIB 96
+
+/* Whether the stack limit is below CLI_STACK_MIN_KIB, said in one line: a job would end in a
+ * segmentation fault, without a word, somewhere in its first steps. */
+static int stack_too_small(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_STACK, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY ||
+        rl.rlim_cur >= (rlim_t)CLI_STACK_MIN_KIB << 10)
+        return 0;
+    fprintf(stderr, "outcore: the stack limit (ulimit -s) is %llu KiB; outcore needs at least %d KiB\n",
+            (unsigned long long)(rl.rlim_cur >> 10), CLI_STACK_MIN_KIB);
+    return 1;
+}
+
 int main(int argc, char **argv)
 {
     hold_standard_streams();
+    if (stack_too_small()) return OC_EXIT_USAGE;
     /* A write past RLIMIT_FSIZE (ulimit -f) fails with EFBIG, which the writers report and
      * clean up after, instead of SIGXFSZ killing the process with its temporary file left;
      * a closed standard output fails a write with EPIPE, which cli_stdout_status reports,

@@ -205,24 +205,31 @@ static void first_difference(const char *path, const char *have_job, const char 
              wl ? "'" : "nothing");
 }
 
+/* The most of a journal's start that its header is looked for in. */
+#define JOURNAL_HEADER_MAX ((size_t)1 << 16)
+
 /* Reads the header at the start of the file into a string; returns its length in the
- * file, 0 when it is damaged. */
+ * file, 0 when it is damaged (or no memory is left to read it). The buffer is the heap's:
+ * a resume runs on its caller's stack, which may be small (docs/cli.md, "Memory"). */
 static size_t read_header(int fd, char **job_out)
 {
-    char buf[1 << 16];
-    ssize_t got = pread(fd, buf, sizeof buf - 1, 0);
-    if (got <= 0) return 0;
-    buf[got] = '\0';
-    size_t ml = strlen(JOURNAL_MAGIC_LINE);
-    if ((size_t)got < ml || memcmp(buf, JOURNAL_MAGIC_LINE, ml) != 0) return 0;
-    char *crc_line = strstr(buf, "\ncrc ");
-    if (!crc_line || (size_t)(crc_line + 1 - buf) + 13 > (size_t)got) return 0;
-    size_t body = (size_t)(crc_line + 1 - buf);
-    unsigned crc = 0;
-    if (sscanf(crc_line + 5, "%8x", &crc) != 1 || crc_line[13] != '\n') return 0;
-    if (crc != oc_crc32_update(0, buf, body)) return 0;
-    *job_out = strndup(buf + ml, body - ml);
-    return *job_out ? body + 13 : 0;
+    char *buf = malloc(JOURNAL_HEADER_MAX);
+    if (!buf) return 0;
+    size_t len = 0;
+    ssize_t got = pread(fd, buf, JOURNAL_HEADER_MAX - 1, 0);
+    const size_t ml = strlen(JOURNAL_MAGIC_LINE);
+    if (got > 0) buf[got] = '\0';
+    char *crc_line =
+        got > 0 && (size_t)got >= ml && memcmp(buf, JOURNAL_MAGIC_LINE, ml) == 0 ? strstr(buf, "\ncrc ") : NULL;
+    if (crc_line && (size_t)(crc_line + 1 - buf) + 13 <= (size_t)got) {
+        size_t body = (size_t)(crc_line + 1 - buf);
+        unsigned crc = 0;
+        if (sscanf(crc_line + 5, "%8x", &crc) == 1 && crc_line[13] == '\n' && crc == oc_crc32_update(0, buf, body) &&
+            (*job_out = strndup(buf + ml, body - ml)))
+            len = body + 13;
+    }
+    free(buf);
+    return len;
 }
 
 /* A journal made where the file system has no RENAME_NOREPLACE goes in by link and unlink

@@ -330,7 +330,12 @@ void oc_io_describe(char *buf, size_t size, const char *action, const char *name
 oc_status oc_io_fail_at(oc_context *ctx, const char *file, int line, const char *action, const char *name, int err,
                         int64_t done, int64_t total, int free_fd)
 {
-    char msg[OC_MESSAGE_MAX];
-    oc_io_describe(msg, sizeof msg, action, name, err, done, total, free_fd);
-    return oc_fail_at(ctx, OC_ERR_IO, file, line, "%s", msg);
+    /* The heap's, beside oc_fail_at's own buffer on the stack: a failure deep in a job keeps
+     * to the stack a caller may run on (docs/cli.md, "Memory"). */
+    char *msg = malloc(OC_MESSAGE_MAX);
+    if (!msg) return oc_fail_at(ctx, OC_ERR_IO, file, line, "%s %s failed: %s", action, name, strerror(err));
+    oc_io_describe(msg, OC_MESSAGE_MAX, action, name, err, done, total, free_fd);
+    oc_status st = oc_fail_at(ctx, OC_ERR_IO, file, line, "%s", msg);
+    free(msg);
+    return st;
 }

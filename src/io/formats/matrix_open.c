@@ -86,10 +86,12 @@ static oc_status matrix_read_call(oc_context *ctx, const char *path, const oc_re
     if (kind == 'n') OC_CHECK(ctx, oc_npy_read(ctx, path, opts, out));
     else if (kind == 'm') OC_CHECK(ctx, oc_mtx_read(ctx, path, opts, out));
     else OC_CHECK(ctx, oc_text_read(ctx, path, opts, out));
-    if (oc_tracing()) { /* OUTCORE_TRACE says which inputs stay in their files */
-        char what[OC_MESSAGE_MAX];
-        snprintf(what, sizeof what, "%s%s", path, oc_matrix_file_backed(*out) ? " (left in its file)" : "");
-        oc_trace_phase(&t, "read", what);
+    if (oc_tracing()) {    /* OUTCORE_TRACE says which inputs stay in their files */
+        char *what = NULL; /* the heap's: no frame of every read holds a message's buffer */
+        if (asprintf(&what, "%s%s", path, oc_matrix_file_backed(*out) ? " (left in its file)" : "") >= 0) {
+            oc_trace_phase(&t, "read", what);
+            free(what);
+        }
     }
     return OC_OK;
 }
