@@ -101,31 +101,37 @@ def _submit(fn, box, done):
 
 
 def wait(ctx, cancel, box, done):
-    """Waits for the worker in short steps; turns Ctrl-C into a cancel of the job (the library
-    context ctx, and the Python-side flag cancel, an Event or None).
+    """Waits for the worker in short steps; turns Ctrl-C, or any exception a signal handler
+    raises meanwhile (SystemExit from a SIGTERM handler, TimeoutError from a SIGALRM one),
+    into a cancel of the job (the library context ctx, and the Python-side flag cancel, an
+    Event or None), and waits on until the library has stopped.
 
-    Returns whether Ctrl-C was pressed. done is a lock taken before the call was handed over,
-    which the worker releases when the call has returned, after setting box["done"]: the loop
-    ends on that key, since a KeyboardInterrupt may be raised just after an acquire that
-    succeeded. It waits on the lock, not on a thread's join: a KeyboardInterrupt inside join
-    can mark a running thread as stopped (CPython's bpo-45274 handling releases the lock the
-    live thread holds), and the context and the caller's buffers must outlive the library's
-    use of them.
+    Returns whether Ctrl-C was pressed; another such exception is raised once the job has
+    stopped. done is a lock taken before the call was handed over, which the worker releases
+    when the call has returned, after setting box["done"]: the loop ends on that key, since an
+    exception may be raised just after an acquire that succeeded. It waits on the lock, not on
+    a thread's join: a KeyboardInterrupt inside join can mark a running thread as stopped
+    (CPython's bpo-45274 handling releases the lock the live thread holds), and the context
+    and the caller's buffers must outlive the library's use of them: leaving early on another
+    exception let the context be freed under the running job.
     """
-    interrupted = False
+    raised = None
     while "done" not in box:
         try:
-            if interrupted:
+            if raised is not None:
                 _lib.lib.oc_context_cancel(ctx)
             done.acquire(timeout=_WAIT_STEP_S)
-        except KeyboardInterrupt:
+        except BaseException as exc:  # noqa: B036 - every exception must wait for the library
             # A second Ctrl-C lands here too: the call must still finish before its buffers
             # can be released, and cancelling is what makes that prompt.
-            interrupted = True
+            if raised is None:
+                raised = exc
             if cancel is not None:
                 cancel.set()
             _lib.lib.oc_context_cancel(ctx)
-    return interrupted
+    if raised is not None and not isinstance(raised, KeyboardInterrupt):
+        raise raised
+    return raised is not None
 
 
 def run_interruptible(job, fn):

@@ -16,12 +16,18 @@ the default context busy (another thread's call, or a progress callback calling 
 on a context of its own for that call instead of waiting, so threads never serialise on it.
 Code that runs for a call holding a Context (its progress callback, on any thread) and calls
 into that Context again gets an InputError instead of waiting for ever (_calls.holding).
+
+A forked child has only the thread that forked: a Context that another thread's call held at
+the fork is closed in the child (its handle is left alone, since the job that used it has no
+thread there), and the default one is made again at the child's first call.
 """
 from __future__ import annotations
 
 import atexit
 import ctypes
+import os
 import threading
+import weakref
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +44,7 @@ lib = _lib.lib
 
 _created = 0  # library contexts this module has created (the tests watch the default's reuse)
 _created_lock = threading.Lock()
+_contexts: weakref.WeakSet = weakref.WeakSet()  # every Context, for a forked child's check
 
 
 def _new_handle():
@@ -72,7 +79,9 @@ class Context:
         # Held while the handle is freed, and by the calls made beside a running job
         # (cached_memory_bytes, release_cached_memory), which _lock would make wait for it.
         self._free_lock = threading.Lock()
+        self._busy_at_fork = False
         self._handle = _new_handle()
+        _contexts.add(self)
 
     def __repr__(self) -> str:
         given = ", ".join(f"{k}={v!r}" for k, v in self.settings.items() if v is not None)
@@ -110,6 +119,10 @@ class Context:
             yield None
             return
         try:
+            if self._handle is None and self._busy_at_fork:
+                raise InputError("this outcore.Context was running a call on another thread when the process "
+                                 "forked, and that call has no thread in this child: create a new one here, or make "
+                                 "the call without context= to use the default one")
             if self._handle is None:
                 raise InputError("this outcore.Context is closed: create a new one, or make the call "
                                  "without context= to use the default one")
@@ -171,6 +184,23 @@ class Context:
 
 _default = None
 _default_guard = threading.Lock()
+
+
+def _after_fork_in_child():
+    # Locks that a thread of the parent held stay held in the child, where no thread will
+    # release them: a Context busy at the fork is closed here without freeing its handle
+    # (its job's state is the vanished thread's), and the default made again when needed.
+    global _default, _default_guard, _created_lock
+    _default_guard, _created_lock = threading.Lock(), threading.Lock()
+    for ctx in list(_contexts):
+        if ctx._lock.locked():
+            ctx._handle, ctx._busy_at_fork = None, True
+            ctx._lock, ctx._free_lock = threading.Lock(), threading.Lock()
+    if _default is not None and _default._busy_at_fork:
+        _default = None
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def default_context():

@@ -57,6 +57,43 @@ def test_ctrl_c_cancels_the_running_job_and_leaves_no_file(tmp_path, rng):
     assert np.array_equal(outcore.gram(small), exact(small))
 
 
+@pytest.mark.parametrize("raised", [SystemExit, TimeoutError])
+def test_another_exception_from_a_signal_handler_cancels_the_job_first(tmp_path, rng, raised):
+    # A SIGTERM handler that calls sys.exit (SystemExit), or a SIGALRM one that raises
+    # TimeoutError, interrupts the wait as Ctrl-C does: the job is cancelled and the exception
+    # raised once the library has stopped. Raised at once, it let the context be freed under
+    # the running job (a use after free) and the job write its file after the call had failed.
+    n, m = 8000, 131072
+    packed = big_packed_job(rng, n, m)
+    out = tmp_path / "c.npy"
+    handled = threading.Event()
+    reports = []
+
+    def on_signal(signum, frame):
+        handled.set()
+        raise raised("from the handler")
+
+    def progress(done, total):
+        reports.append((done, total))
+        if len(reports) == 1:
+            os.kill(os.getpid(), signal.SIGUSR1)
+            assert handled.wait(120), "the signal never reached the main thread"
+
+    previous = signal.signal(signal.SIGUSR1, on_signal)
+    try:
+        with pytest.raises(raised, match="from the handler"):
+            outcore.gram(packed, bits=m, backend="cpu", threads=1, out=out, progress=progress)
+        # The job has stopped before the exception came: no file now, and none later.
+        assert list(tmp_path.iterdir()) == [], "the job's files were still there when the call raised"
+        time.sleep(0.5)
+        assert list(tmp_path.iterdir()) == [], "the job went on after the call raised"
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+    assert max(done for done, _ in reports) < reports[0][1], "the job ran to the end despite the signal"
+    small = random01(rng, 20, 70)
+    assert np.array_equal(outcore.gram(small), exact(small))
+
+
 def test_an_exception_in_progress_cancels_the_job(tmp_path, rng):
     n, m = 8000, 131072
     packed = big_packed_job(rng, n, m)
@@ -187,6 +224,69 @@ def test_a_forked_child_starts_its_own_worker(rng):
         os.waitpid(pid, 0)
         pytest.fail("the forked child's call did not return within 60 s")
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+@pytest.mark.parametrize("explicit", [False, True])
+def test_a_context_busy_at_the_fork_is_closed_in_the_child(rng, explicit):
+    # Another thread's call holds a Context while the process forks: that call has no thread in
+    # the child, so the child's calls on an explicit Context are refused at once (they waited
+    # for ever) and the default is made again (the child's exit waited 5 s for it).
+    n, m = 8000, 131072
+    packed = big_packed_job(rng, n, m)
+    ctx = outcore.Context(backend="cpu", threads=1) if explicit else None
+    running, stop = threading.Event(), threading.Event()
+
+    def progress(done, total):
+        running.set()
+        if stop.is_set():
+            raise RuntimeError("stopped")
+
+    def call():
+        try:
+            outcore.gram(packed, bits=m, backend="cpu", threads=1, progress=progress, context=ctx)
+        except RuntimeError:
+            pass
+
+    busy = threading.Thread(target=call, daemon=True)
+    busy.start()
+    assert running.wait(60), "the job in the thread did not start"
+    small = random01(rng, 20, 70)
+    pid = os.fork()
+    if pid == 0:  # the child: 0 when the busy Context is refused (or the default works) at once
+        code = 1
+        try:
+            if explicit:
+                try:
+                    outcore.gram(small, context=ctx)
+                    code = 2
+                except outcore.InputError as exc:
+                    code = 0 if "forked" in str(exc) else 3
+            else:
+                code = 0 if np.array_equal(outcore.gram(small), exact(small)) else 2
+                began = time.monotonic()
+                outcore._context._close_default()  # what the child's exit runs
+                if time.monotonic() - began > 2:
+                    code = 4
+        finally:
+            os._exit(code)
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+            time.sleep(0.05)
+        else:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            pytest.fail("the forked child's call waited for the Context busy at the fork")
+        assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+    finally:
+        stop.set()
+        busy.join(60)
+        if ctx is not None:
+            ctx.close()
 
 
 def test_a_short_product_runs_on_the_calling_thread(rng, monkeypatch):
