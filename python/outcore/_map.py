@@ -96,15 +96,20 @@ def _memmap_file(x):
 
 def _file_mappings():
     """(start, end, path) of this process's mappings of files (Linux: /proc/self/maps; empty
-    where it cannot be read), read once per check."""
+    where it cannot be read), read once per check. The file is read as bytes, since a path
+    need not be UTF-8; the kernel writes a newline in a path as \\012, read back (the raw
+    text is kept where no file has the path with the newline)."""
     spans = []
     try:
-        with open("/proc/self/maps") as maps:
+        with open("/proc/self/maps", "rb") as maps:
             for line in maps:
-                fields = line.split(None, 5)
-                if len(fields) == 6 and fields[5].startswith("/") and not fields[5].endswith(" (deleted)\n"):
-                    start, end = (int(v, 16) for v in fields[0].split("-"))
-                    spans.append((start, end, fields[5].rstrip("\n")))
+                fields = line.rstrip(b"\n").split(None, 5)
+                if len(fields) == 6 and fields[5].startswith(b"/") and not fields[5].endswith(b" (deleted)"):
+                    start, end = (int(v, 16) for v in fields[0].split(b"-"))
+                    path = fields[5]
+                    if b"\\012" in path and os.path.exists(path.replace(b"\\012", b"\n")):
+                        path = path.replace(b"\\012", b"\n")
+                    spans.append((start, end, os.fsdecode(path)))
     except OSError:
         pass
     return spans

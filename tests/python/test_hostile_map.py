@@ -280,6 +280,31 @@ def test_untraced_mappings_of_an_input_file_are_refused(tmp_path):
     assert np.array_equal(outcore.matmul(str(path), s, out=np.empty((40, 40))), s @ s)
 
 
+def test_mappings_of_files_with_unusual_names(tmp_path):
+    """The process's mappings are read as bytes: a mapped file whose name is not UTF-8
+    (anywhere in the process) no longer fails every out= call with a UnicodeDecodeError, and
+    one whose name holds a newline (written \\012 by the kernel) is still found by its
+    addresses, so that out mapping it over an input is refused."""
+    import mmap
+    odd = os.fsdecode(os.path.join(os.fsencode(tmp_path), b"\xff odd.npy"))
+    np.save(odd, np.arange(6.0))
+    held = np.load(odd, mmap_mode="r")  # a mapping whose name is not UTF-8
+    x = np.arange(6.0)
+    assert np.array_equal(outcore.map("x + 1", x=x, out=np.empty(6)), x + 1)
+    nl = tmp_path / "new\nline.npy"
+    np.save(nl, np.arange(1600.0).reshape(40, 40))
+    before = nl.read_bytes()
+    with open(nl, "r+b") as f:
+        raw = mmap.mmap(f.fileno(), 0)
+        framed = np.frombuffer(raw, "<f8", offset=128).reshape(40, 40)
+        with pytest.raises(outcore.InputError, match="out maps the input file of 'a'"):
+            outcore.map("a * 2", a=str(nl), out=framed)
+        del framed
+        raw.close()
+    del held
+    assert nl.read_bytes() == before
+
+
 def test_out_path_naming_the_file_an_input_array_maps_is_refused(tmp_path):
     """An out= path naming the file an input memmap maps (by its name, another name or a hard
     link, through a view of the memmap too) is refused before any work by gram, map and
