@@ -238,9 +238,16 @@ def mtx_corpus():
         "nan": head.format("real", "general") + "2 2 1\n1 1 nan\n",
         "huge_index": mtx_head + "3 4 1\n99999999999999999999 1\n",
         "too_many_fields": mtx_head + "3 4 1\n1 1 1 1 1 1 1\n",
+        # values judged by their digits and their sign: -1 is not a one
+        "minus_one": head.format("integer", "general") + "3 4 2\n1 1 1\n2 3 -1\n",
+        "minus_one_real": head.format("real", "general") + "3 4 2\n1 1 1\n2 3 -1.0\n",
+        "hex_float": head.format("real", "general") + "2 2 1\n1 1 0x1p0\n",
+        "past_int64": head.format("integer", "general") + "2 2 1\n1 1 100000000000000000001\n",
     }
     for name, content in bad.items():
         write("mtx", f"bad_{name}.mtx", content)
+    # a one written with a sign, an exponent or trailing zeros is a one
+    write("mtx", "signed_ones.mtx", head.format("real", "general") + "3 3 4\n1 1 +1\n2 2 1e0\n3 3 1.000\n1 3 -0\n")
 
 
 # ---------------------------------------------------------------- .txt / .csv
@@ -258,7 +265,15 @@ def text_corpus():
         "double_comma": "1,,0\n",
         "trailing_comma": "1,0,\n",
         "long_token": "1 0 10\n",
+        # what pandas writes: a header line, an index column, ';' separators, quotes
+        "header": "a,b,c\n1,0,1\n",
+        "index_column": ",a,b\n0,1,0\n1,0,1\n",
+        "semicolons": "1;0;1\n0;1;1\n",
+        "quoted": '"1","0"\n"0","1"\n',
+        "minus_one": "1,0,-1\n",
     }
+    # numbers equal to 0 or 1 in any spelling are values
+    write("text", "float_spellings.csv", "1.0,0.0,1e0\n-0,+1,0.000\n")
     for name, content in bad.items():
         write("text", f"bad_{name}.{'csv' if ',' in content else 'txt'}", content)
 
