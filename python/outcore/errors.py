@@ -85,16 +85,30 @@ _BY_STATUS = {
 
 # The library's messages name the CLI's options where they say what to change ("raise
 # --host-mem"); the binding's callers pass keyword arguments, so those options are named by
-# their keyword. A message that already gives the Python spelling ("in Python
-# binarize=True", "(Python: bits=M)") is left as it is.
-_KEYWORDS = {
-    "host-mem": "host_mem", "gpu-mem": "gpu_mem", "dtype": "dtype", "backend": "backend",
-    "algorithm": "algorithm", "bits": "bits", "binarize": "binarize", "threads": "threads",
-    "devices": "devices", "device": "device", "metric": "metric", "topk": "topk",
-    "threshold": "threshold", "resume": "resume", "min-score": "min_score", "arch": "arch",
-    "maxrregcount": "maxrregcount", "opt-level": "opt_level", "transpose-a": "transpose_a",
-    "transpose-b": "transpose_b", "tf32": "tf32", "axis": "axis", "reduce": "reduce",
-}
+# their keyword. Every option is the keyword of the same setting with "_" written "-", so the
+# table is read from the public functions' signatures (built on first use: they import this
+# module). A message that already gives the Python spelling ("in Python binarize=True",
+# "(Python: bits=M)") is left as it is.
+_PUBLIC_FUNCTIONS = ("gram", "explain", "matmul", "map", "stream", "Context", "devices", "inspect", "cuda_warm_up")
+_keywords = None
+
+
+def keywords():
+    """{CLI option without its dashes: keyword}, for every keyword of outcore's public functions."""
+    global _keywords
+    if _keywords is None:
+        import inspect
+
+        import outcore
+        table = {}
+        for name in _PUBLIC_FUNCTIONS:
+            for p in inspect.signature(getattr(outcore, name)).parameters.values():
+                if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY):
+                    table[p.name.replace("_", "-")] = p.name
+        _keywords = table
+    return _keywords
+
+
 _OPTION = re.compile(r"(?<![\w-])--([a-z][a-z0-9-]*)(?![\w.-])")
 # A field named beside its flag ("transpose_b (--transpose-b)", as the C API's messages give
 # both): the keyword alone, once.
@@ -116,8 +130,8 @@ def python_spelling(message):
     if "Python" in message or "syntax error" in message:
         return message
     message = _FIELD_AND_OPTION.sub(
-        lambda m: m.group(1) if _KEYWORDS.get(m.group(2)) == m.group(1) else m.group(0), message)
-    return _OPTION.sub(lambda m: _KEYWORDS.get(m.group(1), m.group(0)), message)
+        lambda m: m.group(1) if keywords().get(m.group(2)) == m.group(1) else m.group(0), message)
+    return _OPTION.sub(lambda m: keywords().get(m.group(1), m.group(0)), message)
 
 
 def from_status(status, ctx):

@@ -2,11 +2,27 @@
 host_mem", not "raise --host-mem". A message that gives the Python spelling itself, a file
 name that looks like an option and an expression echoed by a syntax error keep their text.
 An error of the binding's own checks carries the status the library gives its kind."""
+import os
+import re
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 import outcore
-from outcore.errors import python_spelling
+from outcore.errors import keywords, python_spelling
+
+SOURCE_DIR = Path(os.environ.get("OUTCORE_SOURCE_DIR", Path(__file__).resolve().parents[2]))
+
+# The "--name"s the library's string literals hold that are no option of a Python call, and why.
+CLI_ONLY = {
+    "set": "map's scalars are keyword operands; the binding writes their values itself",
+    "gpu-mem-fraction": "a line of matmul's journal, shown to the user as a --gpu-mem percentage",
+    "gpu-architecture": "an option of NVRTC, which map's GPU backend passes to it",
+    "std": "an option of NVRTC, which map's GPU backend passes to it",
+    "version": "an option of ptxas, which inspect runs to read its release",
+    "top": "a decrement in the CUDA source map generates (st_v[--top])",
+}
 
 
 def test_options_named_by_their_keyword():
@@ -33,7 +49,43 @@ def test_what_is_not_an_option_is_kept():
     assert python_spelling("use --backend cpu (or auto); raise --gpu-mem") == \
         'use backend="cpu" (or "auto"); raise gpu_mem'
     assert python_spelling("syntax error at column 3: 'a --dtype'") == "syntax error at column 3: 'a --dtype'"
-    assert python_spelling("--plan and --no-such-option") == "--plan and --no-such-option"
+    assert python_spelling("--json and --no-such-option") == "--json and --no-such-option"
+
+
+def test_tile_and_gpu_mem_mode_are_named_by_their_keyword():
+    A = (np.random.default_rng(0).random((2000, 512)) < 0.3).astype(np.uint8)
+    with pytest.raises(outcore.InputError) as e:
+        outcore.gram(A, tile=1024, host_mem="1M", backend="cpu", threads=2)
+    assert "give a smaller tile" in str(e.value) and "--" not in str(e.value), e.value
+    assert python_spelling("grow with --gpu-mem-mode reserve") == "grow with gpu_mem_mode reserve"
+
+
+def _string_literals(text):
+    """The string literals of C source text, comments and character literals skipped."""
+    token = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'', re.S)
+    return [m.group(0) for m in token.finditer(text) if m.group(0).startswith('"')]
+
+
+def test_every_option_a_library_message_names_has_a_python_spelling():
+    """Each "--name" in a string literal of src/ is the keyword of a public function (the
+    table python_spelling reads), or is on CLI_ONLY with the reason; a name ending in "-" is
+    completed by a format ("--transpose-%c") and must start a keyword's option."""
+    option = re.compile(r"(?<![\w-])--([a-z][a-z0-9-]*)(?![\w.-])")
+    named = {}
+    for path in sorted((SOURCE_DIR / "src").rglob("*")):
+        if path.suffix in (".c", ".h", ".cu", ".cuh"):
+            for literal in _string_literals(path.read_text(encoding="utf-8")):
+                for name in option.findall(literal):
+                    named.setdefault(name, path.relative_to(SOURCE_DIR))
+    assert "tile" in named and "gpu-mem-mode" in named, sorted(named)  # the scan finds what it must
+    table = keywords()
+    missing = {name: str(path) for name, path in named.items()
+               if name not in CLI_ONLY and name not in table
+               and not (name.endswith("-") and any(k.startswith(name) for k in table))}
+    assert not missing, f"options without a Python keyword: {missing}"
+    for name in named.keys() & table.keys():
+        assert python_spelling(f"raise --{name}") == f"raise {table[name]}"
+    assert not CLI_ONLY.keys() & table.keys(), "an option on CLI_ONLY has a keyword now"
 
 
 def test_no_gpu_names_the_backend_keyword_to_pass():
