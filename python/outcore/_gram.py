@@ -41,11 +41,10 @@ if TYPE_CHECKING:
 
 lib = _lib.lib
 
-_NUMPY_DTYPES = {
-    _lib.OC_DTYPE_INT32: np.dtype(np.int32),
-    _lib.OC_DTYPE_UINT16: np.dtype(np.uint16),
-    _lib.OC_DTYPE_FLOAT32: np.dtype(np.float32),
-}
+# The numpy dtypes of gram's results by their oc_dtype codes, from the library's names
+# (numpy's); OC_DTYPE_DEFAULT ("default") is none.
+_NUMPY_DTYPES = {code: np.dtype(name) for code, name in enumerate(_lib.names(lib.oc_dtype_name))
+                 if code != _lib.OC_DTYPE_DEFAULT}
 _DENSE_INPUT_DTYPES = (np.dtype(np.bool_), np.dtype(np.uint8), np.dtype(np.int8))
 
 

@@ -38,9 +38,8 @@ if TYPE_CHECKING:
 
 lib = _lib.lib
 
-# oc_map_dtype codes in order.
-_DTYPES = [np.dtype(t) for t in (np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16,
-                                  np.uint32, np.uint64, np.float32, np.float64)]
+# The numpy dtypes of the oc_map_dtype codes in order, by the library's names (numpy's).
+_DTYPES = [np.dtype(name) for name in _lib.names(_lib.lib.oc_map_dtype_name)]
 _CODES = {dt: i for i, dt in enumerate(_DTYPES)}
 # The reductions by the library's names (oc_map_reduce_name; code 0, "none", is reduce=None).
 _REDUCE = {None: 0, **{name: code for code, name in enumerate(_lib.names(_lib.lib.oc_map_reduce_name)) if code}}

@@ -1,6 +1,6 @@
 """outcore.metrics(), outcore.output_formats(), outcore.map_functions(), map's reductions,
-matmul's dtypes and the type hints: the library's lists, through ctypes, equal to what the CLI
-lists and accepts (tests/cli/test_name_lists.py)."""
+matmul's dtypes, map's and gram's dtype codes and the type hints: the library's lists, through
+ctypes, equal to what the CLI lists and accepts (tests/cli/test_name_lists.py)."""
 import os
 import subprocess
 
@@ -105,3 +105,25 @@ def test_map_and_matmul_read_the_librarys_lists():
     a = np.ones((2, 3), dtype=bool)
     for dtype in cli_list("matmul-dtypes"):
         assert outcore.matmul(a, a.T, dtype=dtype).dtype == np.dtype(dtype)
+
+
+def test_the_dtype_codes_are_the_librarys():
+    """map's and gram's numpy dtypes stand at the codes the library names them by
+    (oc_map_dtype_name, oc_dtype_name), every code but gram's default included, so a code
+    cannot name one dtype in C and another in Python."""
+    from outcore import _gram, _lib, _map
+    lib = _lib.lib
+    map_names = _lib.names(lib.oc_map_dtype_name)
+    assert [dt.name for dt in _map._DTYPES] == map_names
+    assert all(_map._CODES[np.dtype(name)] == code for code, name in enumerate(map_names))
+    gram_names = _lib.names(lib.oc_dtype_name)
+    assert {code: dt.name for code, dt in _gram._NUMPY_DTYPES.items()} == \
+        {code: name for code, name in enumerate(gram_names) if code != _lib.OC_DTYPE_DEFAULT}
+    # What the library computes in a dtype comes back in it.
+    x = np.arange(6).reshape(2, 3)
+    for name in map_names:
+        assert outcore.map("a", a=x.astype(name), backend="cpu").dtype == np.dtype(name)
+    a = np.array([[1, 0, 1], [0, 1, 1]], dtype=bool)
+    for name in ("int32", "uint16"):
+        assert outcore.gram(a, dtype=name, backend="cpu").dtype == np.dtype(name)
+    assert outcore.gram(a, metric="jaccard", dtype="float32", backend="cpu").dtype == np.float32
