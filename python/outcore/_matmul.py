@@ -194,7 +194,8 @@ def _gpu_result(out, gpus, shape, dtype, user_shape):
 
 def matmul(A: ArrayLike | Path, B: ArrayLike | Path | None = None, out: Path | np.ndarray | None = None, *,
            transpose_a: Flag = False, transpose_b: Flag = False, dtype: DTypeLike | None = None,
-           backend: Backend | None = None, devices: Devices | None = None, gpu_mem: Size | None = None,
+           backend: Backend | None = None, device: Integer | None = None, devices: Devices | None = None,
+           gpu_mem: Size | None = None,
            host_mem: Size | None = None, threads: Integer | None = None, tf32: Flag = False, resume: Flag = False,
            context: Context | None = None, explain: Flag = False, tile: Integer | None = None, plan: Flag = False,
            stats: dict | None = None) -> Any:
@@ -242,6 +243,9 @@ def matmul(A: ArrayLike | Path, B: ArrayLike | Path | None = None, out: Path | n
         int8 x int8 (and bool) need a float here.
     backend : {"auto", "cpu", "cuda"}, optional
         "auto" (the default: the cost model's pick), "cpu" or "cuda".
+    device : int, optional
+        The CUDA device index (default 0), as the CLI's --device; devices= overrides it.
+        Nothing on the CPU.
     devices : str or sequence, optional
         CUDA devices: "0,1", "all", "0:2" (device 0 split in two), or [0, 1]; default device 0.
     gpu_mem : int or str, optional
@@ -309,12 +313,10 @@ def matmul(A: ArrayLike | Path, B: ArrayLike | Path | None = None, out: Path | n
     dtype('int32')
     """
     single_gpu_mem("matmul", gpu_mem)
-    given = call_resources(context, backend=backend, device=None, gpu_mem=gpu_mem, host_mem=host_mem,
+    given = call_resources(context, backend=backend, device=device, gpu_mem=gpu_mem, host_mem=host_mem,
                            threads=threads)
     backend, gpu_mem, host_mem, threads = given["backend"], given["gpu_mem"], given["host_mem"], given["threads"]
     opts = _lib.MatmulOptions()
-    if given["device"] is not None:  # the GPU a job placed there runs on (a list, devices=, asks for one)
-        opts.device = given["device"]
     keep: list = []
     transpose_a, transpose_b = flag("transpose_a", transpose_a), flag("transpose_b", transpose_b)
     tf32, resume = flag("tf32", tf32), flag("resume", resume)
@@ -360,7 +362,8 @@ def matmul(A: ArrayLike | Path, B: ArrayLike | Path | None = None, out: Path | n
         text = c_text("devices", _device_list(devices))
         keep.append(text)
         opts.devices = text
-    set_device_budgets(opts, None, one_gpu_mem("matmul", gpu_mem, given["device"], devices), host_mem)
+    # the call's device, else the Context's: the GPU a job placed there runs on (a list, devices=, asks for one)
+    set_device_budgets(opts, given["device"], one_gpu_mem("matmul", gpu_mem, given["device"], devices), host_mem)
 
     # numpy's shape of a product of a vector: the vector's dimension dropped (A·Aᵀ of one: v·v)
     drop = (a_vector, b_vector or (B is None and a_vector))
