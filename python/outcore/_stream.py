@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 import numpy as np
 
 from . import _lib
-from ._calls import Progress as _ProgressCall, checked_progress
+from ._calls import Progress as _ProgressCall, checked_progress, checked_stats
 from ._context import lease
 from ._map import check_out_path_not_input
 from ._options import (INT64_MAX, _integer, c_path, c_text, check_fits_in_memory, flag, set_device_budgets,
@@ -356,7 +356,7 @@ def stream(fn: Callable[[Chunk], object], inputs: Mapping[str, npt.ArrayLike | P
            axis: int | Mapping[str, int] = 0, extent: Integer | None = None, gpu_mem: Size | None = None,
            host_mem: Size | None = None, device: Integer | None = None, chunk_rows: Integer | None = None,
            in_flight: Integer | None = None, progress: Progress | None = None, context: Context | None = None,
-           return_stats: Flag = False) -> Any:
+           stats: dict | None = None, return_stats: Flag = False) -> Any:
     """Runs fn(chunk) over chunks of the arrays, on the GPU, under the device's budget.
 
     Parameters
@@ -406,8 +406,14 @@ def stream(fn: Callable[[Chunk], object], inputs: Mapping[str, npt.ArrayLike | P
     context : outcore.Context, optional
         The Context whose library context the call runs on; default the module's default
         context.
+    stats : dict, optional
+        A dict that stream fills once the job has run with its statistics, oc_stream_stats's
+        fields by name: chunks, chunk_rows, in_flight, bytes_h2d, bytes_d2h, dev_budget_bytes,
+        dev_peak_bytes, pinned_bytes, seconds, launch_seconds, bytes_direct (as gram, map
+        and matmul fill theirs).
     return_stats : bool, default False
-        True also returns a dict of the job's statistics (oc_stream_stats).
+        The older form of stats: True also returns a dict of those statistics, the pair
+        (arrays, statistics).
 
     Returns
     -------
@@ -443,7 +449,7 @@ def stream(fn: Callable[[Chunk], object], inputs: Mapping[str, npt.ArrayLike | P
     ...                      outputs={"out": (x.shape, x.dtype)}, gpu_mem="1G")
     >>> out = res["out"]                                          # doctest: +SKIP
     """
-    return_stats = flag("return_stats", return_stats)
+    return_stats, stats = flag("return_stats", return_stats), checked_stats(stats)
     if not callable(fn):
         raise InputError("fn must be callable: it receives each chunk and launches the kernel")
     checked_progress(progress)
@@ -526,8 +532,8 @@ def stream(fn: Callable[[Chunk], object], inputs: Mapping[str, npt.ArrayLike | P
             reports = _ProgressCall(progress, handle) if progress is not None else None
             if reports is not None:
                 opts.progress = reports.callback
-            stats = _lib.StreamStats()
-            status = lib.oc_stream_run(handle, ctypes.byref(spec), ctypes.byref(opts), ctypes.byref(stats))
+            job_stats = _lib.StreamStats()
+            status = lib.oc_stream_run(handle, ctypes.byref(spec), ctypes.byref(opts), ctypes.byref(job_stats))
             error = from_status(status, handle) if status != _lib.OC_OK else None
             if failure:
                 raise failure[0] from error
@@ -540,6 +546,7 @@ def stream(fn: Callable[[Chunk], object], inputs: Mapping[str, npt.ArrayLike | P
         finally:
             for _, f in files:
                 f.abort()  # nothing left of one committed
-    if return_stats:
-        return results, {f: getattr(stats, f) for f, *_ in _lib.StreamStats._fields_ if f != "struct_size"}
-    return results
+    numbers = {f: getattr(job_stats, f) for f, *_ in _lib.StreamStats._fields_ if f != "struct_size"}
+    if stats is not None:
+        stats.update(numbers)
+    return (results, numbers) if return_stats else results

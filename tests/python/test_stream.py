@@ -333,3 +333,50 @@ def test_chunk_gives_arrays_by_attribute_and_item():
     assert (chunk.index, chunk.count, chunk.start, chunk.rows, chunk.stream, chunk.device) == (2, 5, 40, 20, 7, 0)
     with pytest.raises(AttributeError):
         chunk.y
+
+
+class FakeRunWithStats(FakeRun):
+    """FakeRun whose oc_stream_run also fills the statistics, as the library's run does."""
+
+    def oc_stream_run(self, handle, spec, opts, stats):
+        s = stats._obj
+        s.chunks, s.chunk_rows, s.in_flight, s.bytes_h2d, s.bytes_d2h, s.seconds = 3, 4, 2, 80, 80, 0.25
+        return super().oc_stream_run(handle, spec, opts, stats)
+
+
+def test_stats_is_filled_as_return_stats_returns_it(monkeypatch):
+    """stats={} is filled with the statistics return_stats=True returns (oc_stream_stats's
+    fields by name), as gram, map and matmul fill theirs; both may be given at once."""
+    def job(spec, opts):
+        fill(spec, "y", np.arange(10.0))
+        return _lib.OC_OK
+
+    fake = FakeRunWithStats(job)
+    monkeypatch.setattr(outcore._stream, "lib", fake)
+    x = np.zeros(10)
+    stats = {"kept": 1}
+    got = outcore.stream(nothing, inputs={"x": x}, outputs={"y": ((10,), np.float64)}, stats=stats)
+    assert list(got) == ["y"] and (got["y"] == np.arange(10.0)).all()
+    fields = [f for f, *_ in _lib.StreamStats._fields_ if f != "struct_size"]
+    assert list(stats) == ["kept"] + fields, stats
+    assert (stats["chunks"], stats["chunk_rows"], stats["in_flight"], stats["seconds"]) == (3, 4, 2, 0.25)
+    both = {}
+    got, returned = outcore.stream(nothing, inputs={"x": x}, outputs={"y": ((10,), np.float64)}, stats=both,
+                                   return_stats=True)
+    assert returned == both == {f: stats[f] for f in fields}
+    # every field is named in the docstring, which docs/stream.md follows
+    assert all(f in " ".join(outcore.stream.__doc__.split()) for f in fields)
+
+
+def test_stats_and_return_stats_are_checked_before_any_work():
+    for kwargs, message in ((dict(stats=[]), "stats must be a dict to fill; got list"),
+                            (dict(return_stats="no"), "return_stats")):
+        with pytest.raises(InputError, match=message):
+            outcore.stream(nothing, inputs={"x": np.zeros(3)}, **kwargs)
+
+
+def test_stats_left_as_it_was_when_the_job_fails():
+    stats = {}
+    run_or_unsupported(lambda: outcore.stream(lambda chunk: None, inputs={"x": np.zeros(3)}, stats=stats))
+    if not outcore.cuda_device_count():
+        assert stats == {}

@@ -79,8 +79,11 @@ def test_numba_inner_axis_in_place(tmp_path):
         grid, block = grid2(chunk.x.shape)
         square_cols[grid, block, cuda.external_stream(chunk.stream)](chunk.x)
 
-    got = outcore.stream(launch, inout={"x": x}, axis=1, gpu_mem=BUDGET // 2)
+    stats = {}
+    got = outcore.stream(launch, inout={"x": x}, axis=1, gpu_mem=BUDGET // 2, stats=stats)
     np.testing.assert_array_equal(got["x"], want)
+    # stats= is filled as return_stats=True reports: the chunks the job ran, within the budget
+    assert stats["chunks"] > 1 and stats["dev_peak_bytes"] <= BUDGET // 2 and stats["seconds"] > 0, stats
 
     # The same from a .npy file to a .npy file, through a copy kernel written with numba.
     @cuda.jit
