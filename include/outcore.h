@@ -533,6 +533,13 @@ OC_API oc_status oc_algorithm_parse(const char *name, oc_algorithm *out);
  * above 100%, a unit other than B, K, M, G, T with optional B or iB, a NULL bytes or
  * fraction). */
 OC_API oc_status oc_size_parse(const char *text, int64_t *bytes, double *fraction);
+/* A host budget as --host-mem takes it, in bytes: a size as oc_size_parse reads it, or a
+ * percentage of the machine's physical memory ("25%"), resolved here, so that every front end
+ * gives a percentage the same bytes. Returns OC_ERR_INVALID_ARGUMENT, setting nothing, for
+ * what oc_size_parse refuses, a NULL bytes and a percentage that comes to less than a byte;
+ * OC_ERR_UNSUPPORTED, setting nothing, for a percentage where the machine's memory size is
+ * unknown. */
+OC_API oc_status oc_host_mem_parse(const char *text, int64_t *bytes);
 
 /* Copies the ..._INIT values of the option struct named `type` ("oc_gram_options",
  * "oc_map_options", ...: every struct with an _INIT macro) into out, for callers that cannot

@@ -1,9 +1,11 @@
 /*
  * test_device_spec.c - parsing `--devices` and per-device `--gpu-mem` (engine/device_spec.h):
  * the logical devices and budgets they make, one-line errors naming the bad token, and the
- * physical devices a job opens (only those the options name, each once).
+ * physical devices a job opens (only those the options name, each once); budgets' text, and a
+ * --host-mem percentage resolved to bytes (oc_host_mem_parse).
  */
 #include <string.h>
+#include <unistd.h>
 
 #include "harness.h"
 #include "engine/device_spec.h"
@@ -158,6 +160,25 @@ static void check_sizes(void)
     CHECK(oc_size_parse("1e19", &b, &f) == OC_ERR_INVALID_ARGUMENT);
 }
 
+/* A host budget: a size as oc_size_parse reads it, a percentage of the physical memory in
+ * bytes; a refusal sets nothing. */
+static void check_host_mem(void)
+{
+    const double memory = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+    int64_t b = 7;
+    CHECK(oc_host_mem_parse("4G", &b) == OC_OK && b == 4LL << 30);
+    CHECK(oc_host_mem_parse("4096", &b) == OC_OK && b == 4096);
+    CHECK(oc_host_mem_parse("25%", &b) == OC_OK && b == (int64_t)(memory * 0.25));
+    CHECK(oc_host_mem_parse("100%", &b) == OC_OK && b == (int64_t)memory);
+    b = 7;
+    CHECK(oc_host_mem_parse("0%", &b) == OC_ERR_INVALID_ARGUMENT && b == 7);
+    CHECK(oc_host_mem_parse("150%", &b) == OC_ERR_INVALID_ARGUMENT && b == 7);
+    CHECK(oc_host_mem_parse("garbage", &b) == OC_ERR_INVALID_ARGUMENT && b == 7);
+    CHECK(oc_host_mem_parse("1e-12%", &b) == OC_ERR_INVALID_ARGUMENT && b == 7); /* less than a byte */
+    CHECK(oc_host_mem_parse(NULL, &b) == OC_ERR_INVALID_ARGUMENT && b == 7);
+    CHECK(oc_host_mem_parse("4G", NULL) == OC_ERR_INVALID_ARGUMENT);
+}
+
 int main(void)
 {
     oc_context *ctx = NULL;
@@ -166,6 +187,7 @@ int main(void)
     check_errors(ctx);
     check_opened(ctx);
     check_sizes();
+    check_host_mem();
     oc_context_free(ctx);
     return oc_test_finish();
 }

@@ -229,14 +229,11 @@ int cli_parse_host_mem(const char *text, int64_t *bytes)
 {
     double frac = 0;
     if (cli_parse_size(text, bytes, &frac)) return size_error("--host-mem", text, "4G or 512M", "25%");
-    if (frac > 0) {
-        /* A percentage is of the machine's physical memory. */
-        long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-        *bytes = (int64_t)((double)pages * (double)page * frac);
-        if (pages <= 0 || page <= 0)
-            return cli_usage_error("--host-mem %s: the machine's memory size is unknown; give a size", text);
-        if (*bytes < 1) return cli_usage_error("--host-mem %s: less than a byte of this machine's memory", text);
-    }
+    /* A percentage is of the machine's physical memory, resolved by the library. */
+    const oc_status st = oc_host_mem_parse(text, bytes);
+    if (st == OC_ERR_UNSUPPORTED)
+        return cli_usage_error("--host-mem %s: the machine's memory size is unknown; give a size", text);
+    if (st != OC_OK) return cli_usage_error("--host-mem %s: less than a byte of this machine's memory", text);
     return -1;
 }
 

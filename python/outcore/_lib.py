@@ -274,6 +274,7 @@ _SIGNATURES = {
     "oc_algorithm_parse": (ctypes.c_int, [ctypes.c_char_p, ctypes.POINTER(ctypes.c_int)]),
     "oc_struct_defaults": (ctypes.c_int, [ctypes.c_char_p, _vp, ctypes.c_size_t]),
     "oc_size_parse": (ctypes.c_int, [ctypes.c_char_p, c_int64_p, ctypes.POINTER(ctypes.c_double)]),
+    "oc_host_mem_parse": (ctypes.c_int, [ctypes.c_char_p, c_int64_p]),
     "oc_metric_name": (ctypes.c_char_p, [ctypes.c_int]),
     "oc_dtype_name": (ctypes.c_char_p, [ctypes.c_int]),
     "oc_backend_name": (ctypes.c_char_p, [ctypes.c_int]),

@@ -177,12 +177,17 @@ def parse_gpu_mem(value):
 
 def parse_host_mem(value):
     """Bytes of a host budget given as bytes (int) or as "4G", "512MiB", or "25%" of the
-    machine's physical memory, as the CLI's --host-mem takes it."""
+    machine's physical memory, as the CLI's --host-mem takes it: the library resolves a
+    percentage (oc_host_mem_parse), for the CLI and the binding alike."""
     size, fraction = _parse_budget("host_mem", value, percent=True)
     if fraction:
-        size = int(machine_memory() * fraction)
-        if size < 1:  # 0 is the library's "not given": the default budget, not this one
+        resolved = ctypes.c_int64()
+        status = lib.oc_host_mem_parse(value.encode(), ctypes.byref(resolved))
+        if status == _lib.OC_ERR_UNSUPPORTED:
+            raise InputError(f"host_mem={value!r}: the machine's memory size is unknown; give a size")
+        if status != _lib.OC_OK:  # 0 would be the library's "not given": the default budget, not this one
             raise InputError(f"host_mem={value!r}: less than a byte of this machine's memory")
+        size = resolved.value
     return size
 
 

@@ -1,6 +1,7 @@
 /*
  * device_spec.c - the one parser of device lists and budgets (device_spec.h), and of the
- * budget text itself (oc_size_parse: the CLI's --gpu-mem and --host-mem call it too).
+ * budget text itself (oc_size_parse: the CLI's --gpu-mem and --host-mem call it too; and
+ * oc_host_mem_parse, which resolves a --host-mem percentage to bytes for every front end).
  */
 #include "engine/device_spec.h"
 
@@ -14,6 +15,7 @@
 #include "core/text_buf.h"
 #include "core/error.h"
 #include "core/gpu_probe.h"
+#include "mem/host_budget.h"
 
 oc_status oc_size_parse(const char *text, int64_t *bytes, double *fraction)
 {
@@ -70,6 +72,21 @@ oc_status oc_size_parse(const char *text, int64_t *bytes, double *fraction)
         }
     }
     return OC_ERR_INVALID_ARGUMENT;
+}
+
+oc_status oc_host_mem_parse(const char *text, int64_t *bytes)
+{
+    int64_t size;
+    double fraction;
+    if (!bytes || oc_size_parse(text, &size, &fraction) != OC_OK) return OC_ERR_INVALID_ARGUMENT;
+    if (fraction > 0) {
+        const int64_t memory = oc_host_mem_physical();
+        if (memory <= 0) return OC_ERR_UNSUPPORTED;
+        size = (int64_t)((double)memory * fraction);
+        if (size < 1) return OC_ERR_INVALID_ARGUMENT; /* 0 would be the library's default budget */
+    }
+    *bytes = size;
+    return OC_OK;
 }
 
 /* A device index: digits only, below 2^20. */

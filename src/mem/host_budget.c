@@ -30,6 +30,12 @@ int64_t oc_host_mem_available(void)
     return pages > 0 && page > 0 ? (int64_t)pages * page : 0;
 }
 
+int64_t oc_host_mem_physical(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 ? (int64_t)pages * page : 0;
+}
+
 /* The memory available, read at most AVAILABLE_FRESH seconds ago: the kernel formats the
  * whole of /proc/meminfo for it, a visible part of a product of a few milliseconds on device
  * arrays (bench/RESULTS.md, "What a resident call reads of /proc"), while what other

@@ -18,6 +18,10 @@
 /* Bytes of host memory available now (MemAvailable), or 0 when unknown. */
 int64_t oc_host_mem_available(void);
 
+/* Bytes of the machine's physical memory (what a --host-mem percentage is of), or 0 when
+ * unknown. */
+int64_t oc_host_mem_physical(void);
+
 /* The budget for a requested value (> 0: itself; 0: the default share above, at least
  * 64 MiB so that a machine that reports nothing still runs; the memory available as read at
  * most a tenth of a second before). Thread-safe. */

@@ -3,6 +3,8 @@
 Run by ctest with PYTHONPATH=<repo>/python and OUTCORE_LIBRARY=<build>/liboutcore.so, or by
 hand: OUTCORE_LIBRARY=build/liboutcore.so PYTHONPATH=python python3 -m pytest tests/python
 """
+import ctypes
+import json
 import os
 import re
 import subprocess
@@ -346,6 +348,45 @@ def test_sizes_the_cli_refuses_python_refuses(text):
                                            ("12.5%", (0, 0.125)), ("7B", (7, 0.0)), ("1TiB", (1 << 40, 0.0))])
 def test_sizes_both_take(text, expected):
     assert parse_gpu_mem(text) == expected
+
+
+# A --host-mem text, then the reason each front end gives for refusing it (None: taken).
+HOST_MEM = [("25%", None, None), ("4G", None, None),
+            ("0%", "a percentage must be in (0, 100]", "a percentage must be more than 0 and at most 100"),
+            ("150%", "a percentage must be in (0, 100]", "a percentage must be more than 0 and at most 100"),
+            ("garbage", "expected bytes as an int, a size such as '2G' or '512M', or a percentage such as '50%'",
+             "expected a size such as 4G or 512M (1 byte to 2^63 - 1), or a percentage such as 25%"),
+            ("1e-12%", "less than a byte of this machine's memory", "less than a byte of this machine's memory")]
+
+
+@pytest.mark.parametrize("text,python,cli", HOST_MEM, ids=[t for t, *_ in HOST_MEM])
+def test_host_mem_the_cli_and_python_resolve_alike(tmp_path, text, python, cli):
+    """One resolution of a host budget (the library's oc_host_mem_parse): a size or a
+    percentage of the machine's memory is the same bytes from Python and from the CLI, and
+    each refuses the same texts with its own spelling of the option."""
+    x = np.arange(16.0).reshape(4, 4)
+    np.save(tmp_path / "x.npy", x)
+    resolved = ctypes.c_int64()
+    status = outcore._lib.lib.oc_host_mem_parse(text.encode(), ctypes.byref(resolved))
+    stats = {}
+    if python is None:
+        outcore.matmul(x, x, backend="cpu", host_mem=text, stats=stats)
+        assert status == outcore._lib.OC_OK and stats["host_budget_bytes"] == resolved.value == parse_host_mem(text)
+    else:
+        assert status == outcore._lib.OC_ERR_INVALID_ARGUMENT
+        with pytest.raises(outcore.InputError) as e:
+            outcore.matmul(x, x, backend="cpu", host_mem=text)
+        assert str(e.value).endswith(python) and "host_mem" in str(e.value), e.value
+    binary = os.environ.get("OUTCORE_BIN")
+    if not binary:
+        return
+    proc = subprocess.run([binary, "matmul", tmp_path / "x.npy", tmp_path / "x.npy", "-o", tmp_path / "y.npy",
+                           "--backend", "cpu", "--host-mem", text, "--json"], capture_output=True, text=True)
+    if cli is None:
+        assert proc.returncode == 0, proc.stderr
+        assert json.loads(proc.stdout)["host_budget_bytes"] == stats["host_budget_bytes"]
+    else:
+        assert proc.returncode == 2 and proc.stderr == f"outcore: --host-mem {text}: {cli}\n", proc.stderr
 
 
 def test_host_mem_reads_a_large_file_in_panels(rng, tmp_path):
