@@ -4,7 +4,8 @@
  *  - oc_matrix_from_bits refuses a set padding bit, naming its own argument (cols), while
  *    oc_matrix_write_rows ignores the padding its fill leaves in the library's buffer;
  *  - oc_matrix_from_values reads a bool as its byte: 2 is refused without binarize, as
- *    oc_matrix_from_dense refuses it, and is a one with binarize;
+ *    oc_matrix_from_dense refuses it, and is a one with binarize; it tells an int8 or uint8
+ *    value as the .npy reader does (signed; the packbits hint);
  *  - oc_matrix_peek leaves *rows and *cols untouched on failure;
  *  - a negative oc_read_options.host_mem_bytes is refused, as the gram and matmul budgets are;
  *  - packed, in oc_matrix_save and oc_write_options, is 0 or 1;
@@ -115,6 +116,26 @@ static void test_values_named_exactly(void)
     const double f64[2] = {1.0, 0.1 + 0.2};
     CHECK_FAILED(ctx, oc_matrix_from_values(ctx, f64, 1, 2, sizeof f64, OC_MAP_FLOAT64, 0, &m), OC_ERR_INPUT,
                  "value 0.30000000000000004 at row 0, column 1", "float64");
+    CHECK(m == NULL);
+}
+
+/* An int8 or uint8 value is told as the .npy reader tells the same bytes: int8 signed, and a
+ * uint8 row that looks like numpy.packbits output with the --bits it needs; one stray value
+ * among 0/1 bytes gets no hint. */
+static void test_byte_values_told_as_files(void)
+{
+    oc_matrix *m = NULL;
+    const unsigned char packed[4] = {170, 85, 255, 3};
+    CHECK_FAILED(ctx, oc_matrix_from_values(ctx, packed, 1, 4, 4, OC_MAP_UINT8, 0, &m), OC_ERR_INPUT,
+                 "A: value 170 at row 0, column 0 is not 0 or 1", "numpy.packbits output: add --bits M",
+                 "25 to 32 for these 4-byte rows");
+    const unsigned char stray[4] = {1, 0, 7, 1};
+    CHECK_FAILED(ctx, oc_matrix_from_values(ctx, stray, 1, 4, 4, OC_MAP_UINT8, 0, &m), OC_ERR_INPUT,
+                 "value 7 at row 0, column 2");
+    CHECK(strstr(oc_context_last_error(ctx), "packbits") == NULL);
+    const signed char i8[3] = {0, 1, -1};
+    CHECK_FAILED(ctx, oc_matrix_from_values(ctx, i8, 1, 3, 3, OC_MAP_INT8, 0, &m), OC_ERR_INPUT,
+                 "A: value -1 at row 0, column 2 is not 0 or 1");
     CHECK(m == NULL);
 }
 
@@ -266,6 +287,7 @@ int main(void)
     if (!a || oc_matrix_save(ctx, a, npy, 0) != OC_OK) return 1;
     test_packed_padding();
     test_values_named_exactly();
+    test_byte_values_told_as_files();
     test_bool_values();
     test_peek_out_parameters(npy, mtx);
     test_negative_host_budget(npy, mtx);

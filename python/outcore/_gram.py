@@ -127,37 +127,6 @@ def _renamed(err, name):
     return err
 
 
-def _packbits_hint(arr, name, bits):
-    """The hint for a uint8 array with values above 1 and no bits=, where the first row holding
-    one looks like packbits output as the library judges a file's (at least half of its nonzero
-    bytes other than 1; a 0/1 row with one stray value gets no hint)."""
-    if bits is not None or arr.dtype != np.uint8:
-        return ""
-    above = (arr > 1).any(axis=1)
-    if not above.any():
-        return ""
-    row = arr[int(np.argmax(above))]
-    if 2 * int(np.count_nonzero(row > 1)) < int(np.count_nonzero(row)):
-        return ""
-    width = arr.shape[1]
-    return (f"; uint8 rows holding bytes like this look like numpy.packbits output: pass bits=M with M the "
-            f"true column count, {8 * width - 7} to {8 * width} for these {width}-byte rows")
-
-
-def _int8_value_named(err, arr):
-    """err, oc_matrix_from_dense's refusal of an int8 array, naming the value as int8 (-1) where
-    the library, which reads the array as bytes, names the byte (255); the .npy reader names
-    -1 too. The first bad element is found again here, on the error path only."""
-    bad = (arr != 0) & (arr != 1)
-    row, col = divmod(int(np.argmax(bad)), arr.shape[1])  # the library's first: lowest row, then column
-    byte, value = int(arr[row, col].view(np.uint8)), int(arr[row, col])
-    where = f" at row {row}, column {col} "
-    old, new = f": value {byte}{where}", f": value {value}{where}"
-    if old not in err.message:
-        return err
-    return type(err)(err.message.replace(old, new, 1), err.status, err.trace)
-
-
 def _build_matrix(ctx, x, name, bits, keep, binarize=False, host_mem=0):
     """An oc_matrix handle (c_void_p) for x; arrays it reads are appended to keep. A path is
     read under the host budget host_mem (bytes, 0 = the library's default)."""
@@ -186,24 +155,22 @@ def _build_matrix(ctx, x, name, bits, keep, binarize=False, host_mem=0):
                                                1 if binarize else 0, ctypes.byref(handle))
         elif bits is None:
             status = lib.oc_matrix_from_dense(ctx, arr.ctypes.data, rows, arr.shape[1], stride, ctypes.byref(handle))
-            if status == _lib.OC_ERR_INPUT and arr.dtype == np.bool_:
-                # A bool byte other than 0 and 1 is True, as numpy reads it (docs/map.md):
-                # oc_matrix_from_values reads bools so with binarize (without it, such a byte
-                # is refused, as in a bool .npy). Only then, so the common case packs the
-                # bytes at oc_matrix_from_dense's speed with no copy.
+            if status == _lib.OC_ERR_INPUT:
+                # A byte other than 0 and 1: oc_matrix_from_values reads the array by its dtype.
+                # A bool byte is True, as numpy reads it (docs/map.md), so bools are read with
+                # binarize (without it, such a byte is refused, as in a bool .npy); an int8 or
+                # uint8 value is refused as the .npy reader refuses it, int8 named signed and a
+                # uint8 row that looks like numpy.packbits output with the bits= it needs.
+                # Only then, so the common case packs the bytes at oc_matrix_from_dense's
+                # speed with no copy.
                 status = lib.oc_matrix_from_values(ctx, arr.ctypes.data, rows, arr.shape[1], stride,
-                                                   _VALUE_TYPES[arr.dtype], 1, ctypes.byref(handle))
+                                                   _VALUE_TYPES[arr.dtype], 1 if arr.dtype == np.bool_ else 0,
+                                                   ctypes.byref(handle))
         else:
             status = lib.oc_matrix_from_bits(ctx, arr.ctypes.data, rows, bits, stride, _lib.OC_BITS_MSB_FIRST,
                                              ctypes.byref(handle))
         if status != _lib.OC_OK:
-            err = _renamed(from_status(status, ctx), name)
-            if status == _lib.OC_ERR_INPUT and arr.dtype == np.int8 and bits is None and value_type is None:
-                err = _int8_value_named(err, arr)
-            hint = _packbits_hint(arr, name, bits) if "is not 0 or 1" in err.message else ""
-            if hint:  # the library's message already names binarize; the packbits hint is Python's
-                err = type(err)(err.message + hint, err.status, err.trace)
-            raise err
+            raise _renamed(from_status(status, ctx), name)
     try:
         check(lib.oc_matrix_set_name(ctx, handle, c_text("name", name)), ctx)
     except BaseException:

@@ -60,7 +60,7 @@ oc_status oc_dense_value_error(oc_context *ctx, const char *name, oc_dense_bytes
     const unsigned char byte = row_bytes[col];
     int value = kind == OC_DENSE_INT8 ? (int)(signed char)byte : (int)byte;
     char hint[200] = "";
-    if (kind == OC_DENSE_UINT8_FILE && looks_packed(row_bytes, cols))
+    if (kind == OC_DENSE_UINT8 && looks_packed(row_bytes, cols))
         snprintf(hint, sizeof hint,
                  "; uint8 rows holding bytes like this look like numpy.packbits output: add --bits M "
                  "(Python: bits=M) with M the true column count, %" PRId64 " to %" PRId64 " for these %" PRId64

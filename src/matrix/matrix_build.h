@@ -11,11 +11,12 @@
 
 /* What the bytes of a dense source hold, and so how a value other than 0 or 1 is told. */
 typedef enum oc_dense_bytes {
-    OC_DENSE_BYTES = 0,  /* bool or uint8 from memory: the value is shown unsigned */
-    OC_DENSE_INT8,       /* int8: the value is shown signed */
-    OC_DENSE_UINT8_FILE, /* uint8 read from a file without --bits: where the row's bytes look
-                            like numpy.packbits output, the message adds which --bits fit */
-    OC_DENSE_BINARIZE,   /* any nonzero byte is a one; no value is an error */
+    OC_DENSE_BYTES = 0, /* bool or uint8 from memory: the value is shown unsigned */
+    OC_DENSE_INT8,      /* int8: the value is shown signed */
+    OC_DENSE_UINT8,     /* uint8 without --bits (a file's, or an array's read by its dtype):
+                            where the row's bytes look like numpy.packbits output, the
+                            message adds which --bits fit */
+    OC_DENSE_BINARIZE,  /* any nonzero byte is a one; no value is an error */
 } oc_dense_bytes;
 
 /* Packs nrows rows of dense bytes (stride bytes apart, cols bytes each) into dst

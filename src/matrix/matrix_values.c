@@ -4,7 +4,8 @@
  * (files of wider types), so every caller reads the same values the same way:
  *   - without binarize, every value must be 0 or 1 (0.0, 1.0 and -0.0 included; a bool's
  *     value is its byte), else OC_ERR_INPUT naming the value, its row and column and the fix
- *     (binarize);
+ *     (binarize; an int8 or uint8 value as oc_dense_value_error tells it, with the packbits
+ *     hint of a uint8 row that looks packed);
  *   - with binarize, a nonzero value is a one; NaN, neither zero nor nonzero, is an error.
  * Rows are converted to bytes one at a time and packed as dense bytes are.
  */
@@ -128,6 +129,13 @@ oc_status oc_values_to_matrix(oc_context *ctx, const char *name, const unsigned 
                 break;
             }
             if (!binarize && v != 0.0 && v != 1.0) {
+                if (type == OC_MAP_INT8 || type == OC_MAP_UINT8) {
+                    /* Told as the .npy reader tells the same bytes: int8 signed, uint8 with the
+                     * packbits hint where its row looks packed. */
+                    st = oc_dense_value_error(ctx, name, type == OC_MAP_INT8 ? OC_DENSE_INT8 : OC_DENSE_UINT8, cols, i,
+                                              j, row);
+                    break;
+                }
                 char shown[40];
                 st = oc_fail(ctx, OC_ERR_INPUT,
                              "%s: value %s at row %" PRId64 ", column %" PRId64 " is not 0 or 1 "

@@ -625,12 +625,40 @@ def test_binarize_reads_any_nonzero_value_as_one(tmp_path, rng):
 def test_uint8_values_above_one_hint_at_packbits(rng):
     a = random01(rng, 10, 300)
     packed = np.packbits(a, axis=1)
-    with pytest.raises(outcore.InputError, match=r"look like numpy.packbits output: pass bits=M.* 297 to 304"):
+    with pytest.raises(outcore.InputError, match=r"look like numpy.packbits output: add --bits M \(Python: bits=M\)"
+                                                 r".* 297 to 304"):
         outcore.gram(packed)
     a[4, 9] = 2  # one stray value among 0/1 bytes is no packbits output
     with pytest.raises(outcore.InputError, match="value 2 at row 4, column 9") as e:
         outcore.gram(a)
     assert "packbits" not in str(e.value)
+
+
+@pytest.mark.parametrize("kind", ["packed", "int8", "stray"])
+def test_a_bad_byte_is_told_alike_in_arrays_files_and_the_cli(rng, tmp_path, kind):
+    """The library tells a byte other than 0 and 1 in one message, whoever reads it: an array
+    (oc_matrix_from_values), a .npy file from Python, and the CLI, which give the same text
+    after the matrix's name: an int8 value signed, the packbits hint for a uint8 row that
+    looks packed, none for one stray value."""
+    a = random01(rng, 10, 300)
+    x = {"packed": np.packbits(a, axis=1), "int8": a.astype(np.int8), "stray": a.astype(np.uint8)}[kind]
+    x[4, 9] = {"packed": x[4, 9], "int8": -1, "stray": 2}[kind]
+    path = tmp_path / "x.npy"
+    np.save(path, x)
+    told = []
+    for given in (x, path, np.asfortranarray(x)):
+        with pytest.raises(outcore.InputError) as e:
+            outcore.gram(given)
+        told.append(str(e.value).split(": ", 1)[1])
+    if kind == "packed":
+        assert "numpy.packbits output: add --bits M (Python: bits=M)" in told[0], told[0]
+    else:
+        assert told[0].startswith(f"value {x[4, 9]} at row 4, column 9 ") and "packbits" not in told[0], told[0]
+    assert told[1] == told[0] == told[2], told
+    binary = os.environ.get("OUTCORE_BIN")
+    if binary:
+        proc = subprocess.run([binary, "gram", path, "-o", tmp_path / "c.npy"], capture_output=True, text=True)
+        assert proc.returncode == 2 and proc.stderr == f"outcore: {path}: {told[0]}\n", proc.stderr
 
 
 @pytest.mark.parametrize("metric", ["counts", "jaccard", "cosine", "hamming"])

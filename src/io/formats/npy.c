@@ -426,7 +426,7 @@ static oc_status parse_npy(oc_context *ctx, const char *path, oc_mapped_file *fi
                                    out);
     oc_dense_bytes dense_kind = opts->binarize        ? OC_DENSE_BINARIZE
                                 : kind == NPY_KIND_I8 ? OC_DENSE_INT8
-                                : kind == NPY_KIND_U8 ? OC_DENSE_UINT8_FILE
+                                : kind == NPY_KIND_U8 ? OC_DENSE_UINT8
                                                       : OC_DENSE_BYTES;
     /* Larger than the host budget keeps resident: leave the rows in the file (npy_source.c).
      * Only a real file can be read again later, not the caller's buffer. */
