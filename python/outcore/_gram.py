@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import _lib
-from ._calls import Progress as _ProgressCall, checked_progress, checked_stats, run_interruptible
+from ._calls import Progress as _ProgressCall, checked_out, checked_progress, checked_stats, run_interruptible
 from ._context import Context, lease
 from ._map import _CODES as _MAP_CODES, _check_out_overlap, check_out_path_not_input, operands_named
 from ._sparse import is_sparse as _is_sparse, sparse_rows
@@ -182,17 +182,8 @@ def _build_matrix(ctx, x, name, bits, keep, binarize=False, host_mem=0):
 # ---------------------------------------------------------------- outputs
 def _out_array(out, n, p, dtype):
     """ld (in elements) of a caller array that receives the n x p result in place."""
-    if out.shape != (n, p):
-        raise InputError(f"out has shape {out.shape}; the result is {n} x {p}")
-    if out.dtype != dtype:
-        raise InputError(f"out has dtype {out.dtype}; the result is {dtype} (pass dtype= to choose it)")
-    if not out.flags.writeable:
-        raise InputError("out is read-only")
+    checked_out(out, dtype, (n, p), rows_only=True, dtype_hint=" (pass dtype= to choose it)")
     item = dtype.itemsize
-    ok = (p <= 1 or out.strides[1] == item) and (n <= 1 or (out.strides[0] % item == 0 and out.strides[0] >= p * item))
-    if not ok:
-        raise InputError(f"out must have contiguous rows (strides {out.strides} with itemsize {item}); "
-                         "pass a C-ordered array or a row slice of one")
     return out.strides[0] // item if n > 1 else p
 
 

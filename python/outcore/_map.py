@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import _lib
-from ._calls import Progress as _ProgressCall, checked_progress, checked_stats, run_on_context
+from ._calls import Progress as _ProgressCall, checked_out, checked_progress, checked_stats, run_on_context
 from ._context import call_resources, lease
 from ._options import (_integer, c_path, c_text, check_fits_in_memory, flag, no_array_form, one_gpu_mem, parse_backend,
                        parse_gpu_mem, parse_host_mem, single_gpu_mem, threads_count, unmasked)
@@ -465,10 +465,7 @@ def map(expr: str, out: Path | np.ndarray | None = None, *, dtype: DTypeLike | N
                                      "pass out= a .npy path (or reduce= to reduce it)")
                 result = np.empty(shape, dtype=rdt)
             else:
-                result = out  # type: ignore[assignment]  # checked on the next line
-                if not isinstance(out, np.ndarray) or out.shape != shape or out.dtype != rdt \
-                        or not out.flags.c_contiguous or not out.flags.writeable:
-                    raise InputError(f"out: expected a writeable C-contiguous {rdt} array of shape {shape}")
+                result = checked_out(out, rdt, shape)
                 _check_out_overlap(out, inputs, paths)
             run(None, result.ctypes.data if result.size else ctypes.addressof(ctypes.c_int64()))
             return result[()] if out is None and nd == 0 else result

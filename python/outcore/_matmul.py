@@ -20,7 +20,7 @@ import numpy as np
 
 from . import _gpu_arrays, _lib
 from ._context import call_resources, lease
-from ._calls import checked_stats, run_on_context
+from ._calls import Progress as _ProgressCall, checked_out, checked_progress, checked_stats, run_on_context
 from ._map import _check_out_overlap, _is_path, _out_path, check_out_path_not_input, operands_named
 from ._options import (_device_list, as_numbers, c_path, c_text, check_fits_in_memory, flag, no_array_form,
                        one_gpu_mem, parse_backend, positive_int, set_device_budgets, single_gpu_mem, threads_count)
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from numpy.typing import ArrayLike, DTypeLike
 
     from ._context import Context
-    from ._types import Backend, Devices, Flag, Integer, Path, Size
+    from ._types import Backend, Devices, Flag, Integer, Path, Progress, Size
 
 lib = _lib.lib
 _CODES = {name: i for i, name in enumerate(_lib.MATMUL_DTYPES)}
@@ -164,12 +164,10 @@ def _host_result(out, shape, dtype, inputs, paths, user_shape):
         check_fits_in_memory(operands_named(sorted(inputs + paths, key=lambda operand: operand[0])), "the {} product",
                              shape, rdt, "pass out= a .npy path, or an array such as a numpy.memmap")
         return np.empty(shape, dtype=rdt)
-    if not isinstance(out, np.ndarray) or out.shape != shape or out.dtype != rdt or not out.flags.writeable \
-            or (out.size and not _rows_contiguous(out)):
-        floats = ("float64", "float32", "float16", "bfloat16")
-        hint = f" (dtype={out.dtype} asks for the product in {out.dtype})" if isinstance(out, np.ndarray) \
-            and out.shape == shape and out.dtype != rdt and _dtype_name(out.dtype) in floats else ""
-        raise InputError(f"out: expected a writeable {rdt} array of shape {user_shape} with contiguous rows{hint}")
+    floats = ("float64", "float32", "float16", "bfloat16")
+    hint = f" (dtype={out.dtype} asks for the product in {out.dtype})" if isinstance(out, np.ndarray) \
+        and out.dtype.isnative and _dtype_name(out.dtype) in floats else ""
+    checked_out(out, rdt, shape, rows_only=True, shown_shape=user_shape, dtype_hint=hint)
     _check_out_overlap(out, inputs, paths)
     return out
 
@@ -198,7 +196,7 @@ def matmul(A: ArrayLike | Path, B: ArrayLike | Path | None = None, out: Path | n
            gpu_mem: Size | None = None,
            host_mem: Size | None = None, threads: Integer | None = None, tf32: Flag = False, resume: Flag = False,
            context: Context | None = None, explain: Flag = False, tile: Integer | None = None, plan: Flag = False,
-           stats: dict | None = None) -> Any:
+           progress: Progress | None = None, stats: dict | None = None) -> Any:
     """The dense product C = op(A)·op(B), tile by tile within the memory budgets.
 
     Parameters
@@ -279,6 +277,13 @@ def matmul(A: ArrayLike | Path, B: ArrayLike | Path | None = None, out: Path | n
     plan : bool, default False
         True returns the text of ``outcore matmul --plan`` (backend, tiles, K panels and what
         bounds them) instead of running; with explain, the plan then the reasons.
+    progress : callable, optional
+        progress(done, total), called about ten times a second while the product runs (done
+        and total in multiply-adds on the CPU, tiles on the GPU), and once at the end
+        with done == total; an exception it raises (KeyboardInterrupt too) cancels the job and
+        is raised by matmul once the job has stopped, as for outcore.gram. On the CPU the
+        calling thread runs the product, which waits while the callback runs (a slow one is
+        called less often: docs/python.md).
     stats : dict, optional
         A dict filled once the product has run with the run's keys of ``outcore matmul
         --json``: m, n, k, dtype, backend, backend_desc, backend_explain, seconds, flops,
@@ -373,6 +378,7 @@ def matmul(A: ArrayLike | Path, B: ArrayLike | Path | None = None, out: Path | n
     if tile is not None:
         opts.tile = positive_int("tile", tile)
     explain, plan, stats = flag("explain", explain), flag("plan", plan), checked_stats(stats)
+    checked_progress(progress)
     with lease(context) as ctx:
         code, rows, cols = ctypes.c_int(), ctypes.c_int64(), ctypes.c_int64()
         try:
@@ -403,8 +409,14 @@ def matmul(A: ArrayLike | Path, B: ArrayLike | Path | None = None, out: Path | n
         depth = a.rows if opts.transpose_a else a.cols
         in_memory = not (paths or resume or _is_path(out))
         short = in_memory and shape[0] * shape[1] * depth <= (_SHORT_GPU if gpus else _SHORT_HOST)
-        run_on_context(ctx, lambda: check(lib.oc_matmul(ctx, ctypes.byref(a), b_ptr, ctypes.byref(c),
-                                                        ctypes.byref(opts), ctypes.byref(job_stats)), ctx), short)
+        reports = _ProgressCall(progress, ctx) if progress is not None else None
+        if reports is not None:
+            opts.progress = reports.callback
+        status = run_on_context(ctx, lambda: lib.oc_matmul(ctx, ctypes.byref(a), b_ptr, ctypes.byref(c),
+                                                           ctypes.byref(opts), ctypes.byref(job_stats)), short)
+        if reports is not None and reports.error is not None:
+            raise reports.error
+        check(status, ctx)
         if stats is not None:
             stats.update(_stats_dict(job_stats))
         if not any(drop):

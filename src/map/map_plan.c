@@ -183,7 +183,7 @@ static oc_status bind_inputs(oc_context *ctx, oc_map *m, const oc_map_array *inp
         m->n_inputs = i + 1;
         if (!a->name) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "input %d has no name", i);
         if (!valid_name(a->name))
-            return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "input %d: '%s' is not a valid name (" VALID_NAME ")", i,
+            return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "'%s' is not a valid name for an input (" VALID_NAME ")",
                            a->name);
         for (int j = 0; j < i; j++)
             if (strcmp(m->inputs[j].name, a->name) == 0)
@@ -364,7 +364,7 @@ static oc_status map_create(oc_context *ctx, oc_map *m, const char *expr, const 
             break;
         }
         if (!valid_name(scalars[i].name)) {
-            st = oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "--set: '%s' is not a valid name (" VALID_NAME ")",
+            st = oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "'%s' is not a valid name for a scalar (" VALID_NAME ")",
                          scalars[i].name);
             break;
         }

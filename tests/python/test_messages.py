@@ -130,3 +130,37 @@ def test_the_bindings_own_errors_carry_the_librarys_status():
         err = cls("a message")
         assert err.status is not None and err.status_name == name, (cls, err.status, err.status_name)
         assert cls("a message", 2).status_name == "bad input"  # a given status wins
+
+
+def test_a_refused_out_array_is_told_what_is_wrong():
+    """An out= array that cannot take the result is told the one thing that is wrong, by gram,
+    map and matmul alike: a byte order other than the machine's (the array looked right by
+    dtype name), read-only, the shape, the layout; where one message covered them all."""
+    a = np.ones((6, 4))
+    calls = {"map": (lambda out: outcore.map("x * 2", x=np.ones((6, 6)), out=out, host_mem="64M"), np.float64),
+             "matmul": (lambda out: outcore.matmul(a, a.T, out=out, host_mem="64M"), np.float64),
+             "gram": (lambda out: outcore.gram(np.eye(6, dtype=np.uint8), out=out, host_mem="64M"), np.int32)}
+    for name, (call, dtype) in calls.items():
+        swapped = np.empty((6, 6), np.dtype(dtype).newbyteorder("S"))
+        read_only = np.empty((6, 6), dtype)
+        read_only.flags.writeable = False
+        cases = [(swapped, "which is not in this machine's byte order"),
+                 (read_only, "^out is read-only$"),
+                 (np.empty((6, 5), dtype), r"^out has shape \(6, 5\); the result's is \(6, 6\)"),
+                 (np.empty((6, 12), dtype)[:, ::2], "contiguous")]
+        for out, message in cases:
+            with pytest.raises(outcore.InputError, match=message) as e:
+                call(out)
+            assert "\n" not in e.value.message, (name, e.value.message)
+    with pytest.raises(outcore.InputError, match=r"^out: expected a numpy array of float64 of shape \(6, 6\)"):
+        outcore.map("x * 2", x=np.ones((6, 6)), out=[[0.0] * 6] * 6, host_mem="64M")
+
+
+def test_a_map_operand_name_is_told_as_written():
+    """A keyword operand of map that is no valid name is named as the caller wrote it, with
+    neither the CLI's --set nor a position."""
+    for value in (2, np.ones(3)):
+        with pytest.raises(outcore.InputError) as e:
+            outcore.map("x + 1", x=np.ones(3), host_mem="64M", **{"a-b": value})
+        assert e.value.message.startswith("'a-b' is not a valid name for "), e.value.message
+        assert "--set" not in e.value.message and "input 1" not in e.value.message, e.value.message
