@@ -94,7 +94,14 @@ OC_API const char *oc_context_last_error(const oc_context *ctx);
 OC_API const char *oc_context_error_trace(const oc_context *ctx);
 
 /* Asks the job running on ctx to stop; it returns OC_ERR_CANCELLED soon after and leaves
- * no output file. Async-signal-safe. The flag is cleared when the next job starts. */
+ * no output file. Async-signal-safe. The flag is cleared when the next job starts. Reading
+ * a matrix (oc_matrix_read) and building one from dense memory (oc_matrix_from_dense,
+ * oc_matrix_from_bits, oc_matrix_from_values) are jobs too: a cancel stops them with
+ * OC_ERR_CANCELLED ("NAME: reading was cancelled"), nothing allocated. So a cancel asked
+ * after one call returned and before the next started is cleared by the next: a caller that
+ * reads its inputs and then runs a job checks its own stop request between the calls (the
+ * CLI does for Ctrl-C), or, as the Python binding does, repeats the cancel until the call
+ * it waits for returns. */
 OC_API void oc_context_cancel(oc_context *ctx);
 
 /* ---------------------------------------------------------------- matrices */
@@ -162,7 +169,8 @@ typedef struct oc_read_options {
  * .txt/.csv (0/1 text: any decimal number equal to 0 or 1, 1.0 and 1e0 included, as in a
  * float64 .npy; '#' lines skipped).
  * opts may be NULL (the defaults). Errors name the file and the problem; rows and columns
- * in them count from 0, line numbers from 1. Blocks while reading. */
+ * in them count from 0, line numbers from 1. Blocks while reading; oc_context_cancel stops
+ * it with OC_ERR_CANCELLED. */
 OC_API oc_status oc_matrix_read(oc_context *ctx, const char *path, const oc_read_options *opts, oc_matrix **out);
 
 /* The shape path declares, without reading its data: a .npy's header (with opts->bits, a

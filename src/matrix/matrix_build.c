@@ -7,6 +7,9 @@
  * shorter than a row, an index pointer that goes backwards, an index out of range) are
  * OC_ERR_INVALID_ARGUMENT; a value other than 0 or 1 in the data, and a set bit in the
  * padding of a packed row (past its columns), are OC_ERR_INPUT, like the same bytes in a file.
+ * The dense ones (bytes, bits, and numbers in matrix_values.c) start a job on the context, as
+ * a file's read does: oc_context_cancel stops them (OC_ERR_CANCELLED), and a cancel left over
+ * from an earlier job does not.
  */
 #include <inttypes.h>
 #include <pthread.h>
@@ -78,7 +81,7 @@ oc_status oc_dense_value_error(oc_context *ctx, const char *name, oc_dense_bytes
 typedef struct pack_job {
     oc_matrix *m;
     const oc_pack_source *src;
-    const oc_context *ctx; /* read for its cancel flag when src->stop_on_cancel */
+    const oc_context *ctx; /* read for its cancel flag between tasks */
     int64_t rows_per_task, tasks;
     /* Tasks are taken in index order from `next` by every part of the split. */
     atomic_llong next;
@@ -129,7 +132,7 @@ static void pack_part(void *arg, int part, int parts)
     (void)parts;
     pack_job *job = arg;
     for (;;) {
-        if (job->src->stop_on_cancel && oc_cancelled(job->ctx)) {
+        if (oc_cancelled(job->ctx)) {
             atomic_store(&job->cancelled, 1);
             return;
         }
@@ -162,8 +165,20 @@ oc_status oc_pack_rows_parallel(oc_context *ctx, oc_matrix *m, const oc_pack_sou
     pthread_mutex_destroy(&job.lock);
     *bad_row = job.bad_row;
     *bad_col = job.bad_col;
-    if (atomic_load(&job.cancelled)) return oc_fail(ctx, OC_ERR_CANCELLED, "cancelled");
+    if (atomic_load(&job.cancelled)) return oc_read_cancelled(ctx, m->name);
     return OC_OK;
+}
+
+oc_status oc_read_cancelled(oc_context *ctx, const char *name)
+{
+    return oc_fail(ctx, OC_ERR_CANCELLED, "%s: reading was cancelled", name);
+}
+
+oc_status oc_read_cancel_point(oc_context *ctx, const char *name, int64_t done, int64_t *next)
+{
+    if (done < *next) return OC_OK;
+    *next = done + OC_CANCEL_CHECK_BYTES;
+    return oc_cancelled(ctx) ? oc_read_cancelled(ctx, name) : OC_OK;
 }
 
 /* Checks what every constructor shares: out, the dimensions, and that rows * stride bytes
@@ -192,6 +207,7 @@ oc_status oc_matrix_from_dense(oc_context *ctx, const void *data, int64_t rows, 
                                oc_matrix **out)
 {
     OC_CHECK(ctx, check_shape(ctx, OC_DEFAULT_NAME, data, rows, cols, row_stride, cols, out));
+    oc_context_begin_job(ctx); /* a conversion is a job: oc_context_cancel stops it (matrix_build.h) */
     oc_matrix *m;
     OC_CHECK(ctx, oc_matrix_alloc_uninit(ctx, rows, cols, OC_DEFAULT_NAME, &m));
     oc_pack_source src = {.data = data, .stride = row_stride, .kind = OC_DENSE_BYTES};
@@ -216,6 +232,7 @@ oc_status oc_matrix_from_bits(oc_context *ctx, const void *data, int64_t rows, i
     OC_CHECK(ctx, check_shape(ctx, OC_DEFAULT_NAME, data, rows, cols, row_stride, row_bytes, out));
     if (order != OC_BITS_MSB_FIRST && order != OC_BITS_LSB_FIRST)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, OC_DEFAULT_NAME ": unknown bit order %d", (int)order);
+    oc_context_begin_job(ctx); /* a conversion is a job: oc_context_cancel stops it (matrix_build.h) */
     oc_matrix *m;
     OC_CHECK(ctx, oc_matrix_alloc_uninit(ctx, rows, cols, OC_DEFAULT_NAME, &m));
     oc_pack_source src = {.data = data, .stride = row_stride, .packed = 1, .order = order};

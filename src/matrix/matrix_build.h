@@ -35,9 +35,20 @@ oc_status oc_dense_value_error(oc_context *ctx, const char *name, oc_dense_bytes
 size_t oc_value_type_size(int type);
 /* A matrix named name from rows x cols values of oc_map_dtype `type` (row_stride bytes
  * apart, checked by the caller), by the one rule of matrix_values.c: values 0 and 1 only,
- * or with binarize any nonzero value a one; NaN is an error either way. */
+ * or with binarize any nonzero value a one; NaN is an error either way. A cancel of ctx
+ * stops it (oc_read_cancel_point, below). */
 oc_status oc_values_to_matrix(oc_context *ctx, const char *name, const unsigned char *data, int64_t rows, int64_t cols,
                               int64_t row_stride, int type, int binarize, oc_matrix **out);
+
+/* The file readers and the dense constructors are jobs that oc_context_cancel stops: each
+ * checks the cancel about every OC_CANCEL_CHECK_BYTES of its input and fails through
+ * oc_read_cancelled (OC_ERR_CANCELLED, "NAME: reading was cancelled"), leaving nothing
+ * allocated. oc_read_cancel_point is that check for a reader that walks its input in order:
+ * when done (the bytes read so far) has reached *next, *next moves OC_CANCEL_CHECK_BYTES on
+ * and a cancel fails the read; *next starts at 0, so the first call checks. */
+#define OC_CANCEL_CHECK_BYTES ((int64_t)4 << 20)
+oc_status oc_read_cancelled(oc_context *ctx, const char *name);
+oc_status oc_read_cancel_point(oc_context *ctx, const char *name, int64_t done, int64_t *next);
 
 /* Where the rows of a resident matrix come from when they are packed in parallel. */
 typedef struct oc_pack_source {
@@ -47,9 +58,6 @@ typedef struct oc_pack_source {
                                 * zero: cols bytes holding `kind` */
     oc_bit_order order;
     oc_dense_bytes kind;
-    /* Nonzero: stop when the context is cancelled (a reader); the public constructors
-     * never fail on a cancel, which is a job's. */
-    int stop_on_cancel;
     /* May be NULL. Called by the worker that packed rows [row0, row0 + rows), on that
      * worker and concurrently with others: the .npy reader drops the source pages behind. */
     void (*rows_packed)(void *user, int64_t row0, int64_t rows);
@@ -63,8 +71,9 @@ typedef struct oc_pack_source {
  * *bad_row to -1, or to the first row (in row order, whatever the thread count) holding a
  * bad value, with *bad_col the column: for dense bytes the first byte other than 0 or 1
  * (never with OC_DENSE_BINARIZE), for packed rows the first bit set past m->cols. The
- * caller words the message. Fails only when src->stop_on_cancel and ctx is cancelled
- * (OC_ERR_CANCELLED); threads that cannot start leave the work to the caller. */
+ * caller words the message. Fails only when ctx is cancelled (OC_ERR_CANCELLED, checked
+ * between tasks, named by m's name as oc_read_cancel_point names it); threads that cannot
+ * start leave the work to the caller. */
 #define OC_PACK_TASK_BYTES ((int64_t)4 << 20)
 oc_status oc_pack_rows_parallel(oc_context *ctx, oc_matrix *m, const oc_pack_source *src, int threads, int64_t *bad_row,
                                 int64_t *bad_col);

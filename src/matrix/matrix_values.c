@@ -7,7 +7,8 @@
  *     (binarize; an int8 or uint8 value as oc_dense_value_error tells it, with the packbits
  *     hint of a uint8 row that looks packed);
  *   - with binarize, a nonzero value is a one; NaN, neither zero nor nonzero, is an error.
- * Rows are converted to bytes one at a time and packed as dense bytes are.
+ * Rows are converted to bytes one at a time and packed as dense bytes are; the cancel is
+ * checked every OC_CANCEL_CHECK_BYTES of values (a float64 input of gigabytes takes seconds).
  */
 #include <inttypes.h>
 #include <math.h>
@@ -16,6 +17,7 @@
 #include <string.h>
 
 #include "core/text_buf.h"
+#include "core/context.h"
 #include "core/error.h"
 #include "matrix/matrix.h"
 #include "matrix/matrix_build.h"
@@ -117,7 +119,10 @@ oc_status oc_values_to_matrix(oc_context *ctx, const char *name, const unsigned 
     if (!bytes) return oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: cannot allocate a row of %" PRId64 " values", name, cols);
     oc_matrix *m = NULL;
     oc_status st = oc_matrix_alloc_uninit(ctx, rows, cols, name, &m);
+    const int64_t row_bytes = cols * (int64_t)oc_value_type_size(type);
+    int64_t next_check = 0;
     for (int64_t i = 0; st == OC_OK && i < rows; ++i) {
+        if ((st = oc_read_cancel_point(ctx, name, i * row_bytes, &next_check)) != OC_OK) break;
         const unsigned char *row = data + i * row_stride;
         for (int64_t j = 0; j < cols; ++j) {
             double v = value_at(row, type, j);
@@ -173,5 +178,6 @@ oc_status oc_matrix_from_values(oc_context *ctx, const void *data, int64_t rows,
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
                        "A: row_stride %" PRId64 " does not fit rows of %" PRId64 " %s values", row_stride, cols,
                        oc_map_dtype_name(value_type));
+    oc_context_begin_job(ctx); /* a conversion is a job: oc_context_cancel stops it (matrix_build.h) */
     return oc_values_to_matrix(ctx, "A", data, rows, cols, row_stride, value_type, binarize, out);
 }

@@ -94,6 +94,39 @@ def test_another_exception_from_a_signal_handler_cancels_the_job_first(tmp_path,
     assert np.array_equal(outcore.gram(small), exact(small))
 
 
+def test_ctrl_c_while_a_float64_array_is_read(rng):
+    """Ctrl-C while a float64 array is converted to bits, before the job starts, raises
+    KeyboardInterrupt within moments, not once the whole array is read: the conversion is a
+    job that the cancel stops. The array is zero pages (read, never resident), so its
+    gigabytes cost no memory; plan=True reads it as gram does and stops there, which times
+    the whole read on this machine."""
+    X = np.zeros((16384, 16384))
+    start = time.monotonic()
+    outcore.gram(X, topk=1, plan=True)
+    whole = time.monotonic() - start
+    if whole < 0.4:
+        pytest.skip(f"the whole read takes {whole:.2f} s: too short to tell an early stop")
+    sent = []
+
+    def interrupt():
+        sent.append(time.monotonic())
+        os.kill(os.getpid(), signal.SIGINT)
+
+    timer = threading.Timer(whole / 4, interrupt)
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            outcore.gram(X, topk=1)
+        raised = time.monotonic()
+    finally:
+        timer.cancel()
+        timer.join()
+    assert sent and raised - sent[0] < whole / 2, (raised - sent[0], whole)
+    # The context reads again: the cancel does not outlive the call.
+    small = random01(rng, 20, 70)
+    assert np.array_equal(outcore.gram(small), exact(small))
+
+
 def test_an_exception_in_progress_cancels_the_job(tmp_path, rng):
     n, m = 8000, 131072
     packed = big_packed_job(rng, n, m)

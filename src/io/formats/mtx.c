@@ -23,6 +23,7 @@
 
 #include "core/error.h"
 #include "matrix/matrix.h"
+#include "matrix/matrix_build.h"
 #include "io/io.h"
 #include "io/mapped_file.h"
 #include "io/formats/mtx_tokens.h"
@@ -147,8 +148,9 @@ static oc_status parse_entries(oc_context *ctx, const char *path, oc_mapped_file
     c->rows = rows, c->cols = cols;
 
     /* Large files are parsed on every core first; a file that is not valid is parsed again
-     * below, on one thread, for its exact message (mtx_parallel.c). Oversubscription would
-     * only slow this down, and a cancel is checked at the end. */
+     * below, on one thread, for its exact message (mtx_parallel.c), and a cancel that stopped
+     * the threads is said there, at its first line. Oversubscription would only slow this
+     * down. */
     if ((size_t)(end - pos) >= PARALLEL_MIN_BYTES &&
         oc_mtx_parse_parallel(ctx, pos, (size_t)(end - pos), pattern, real, mirror, opts->binarize, entries,
                               oc_threads_resolve(0), c))
@@ -156,9 +158,10 @@ static oc_status parse_entries(oc_context *ctx, const char *path, oc_mapped_file
     c->count = 0;
 
     int want = pattern ? 2 : 3;
-    int64_t seen = 0;
+    int64_t seen = 0, next_check = 0; /* checks at once: a cancel may have stopped the threads */
     while (oc_next_line(&pos, end, &line, &len)) {
         ++line_no;
+        OC_CHECK(ctx, oc_read_cancel_point(ctx, path, pos - file->data, &next_check));
         if (is_skippable(line, len)) continue;
         if (seen == entries)
             return oc_fail(ctx, OC_ERR_INPUT,

@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "core/threads.h"
+#include "matrix/matrix_build.h"
 #include "io/mapped_file.h"
 #include "io/formats/mtx_tokens.h"
 
@@ -23,6 +24,7 @@ typedef struct chunk {
 } chunk;
 
 typedef struct parallel_job {
+    const struct oc_context *ctx; /* read for its cancel */
     chunk *chunks;
     int pattern, real, mirror, binarize;
     int64_t rows, cols;
@@ -40,7 +42,13 @@ static oc_status chunk_task(void *arg, int64_t task, int worker)
     size_t len;
     token tok[MTX_MAX_TOKENS];
     const int want = pj->pattern ? 2 : 3;
+    int64_t next_check = OC_CANCEL_CHECK_BYTES;
     while (oc_next_line(&pos, ch->end, &line, &len)) {
+        /* A cancel stops the chunk; the caller's parse on one thread then says so. */
+        if (pos - ch->begin >= next_check) {
+            if (oc_cancelled(pj->ctx)) return OC_ERR_CANCELLED;
+            next_check += OC_CANCEL_CHECK_BYTES;
+        }
         if (is_skippable(line, len)) continue;
         int64_t i, j;
         if (split(line, len, tok) != want || !parse_int(&tok[0], &i) || !parse_int(&tok[1], &j) || i < 1 ||
@@ -69,8 +77,13 @@ int oc_mtx_parse_parallel(struct oc_context *ctx, const unsigned char *body, siz
                           int mirror, int binarize, int64_t entries, int threads, coords *c)
 {
     const int64_t nchunks = 4 * (int64_t)threads;
-    parallel_job pj = {
-        .pattern = pattern, .real = real, .mirror = mirror, .binarize = binarize, .rows = c->rows, .cols = c->cols};
+    parallel_job pj = {.ctx = ctx,
+                       .pattern = pattern,
+                       .real = real,
+                       .mirror = mirror,
+                       .binarize = binarize,
+                       .rows = c->rows,
+                       .cols = c->cols};
     pj.chunks = calloc((size_t)nchunks, sizeof *pj.chunks);
     if (!pj.chunks) return 0;
     const unsigned char *end = body + size, *at = body;

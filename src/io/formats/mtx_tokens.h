@@ -127,8 +127,8 @@ static inline int coords_push(coords *c, uint32_t i, uint32_t j)
 
 /* The entries of body[0 .. size) (the lines after the size line) on `threads` threads, into
  * c (empty; its arrays are allocated to the count of ones found). Returns 1 when every line was a valid entry and
- * there were exactly `entries` of them; 0 otherwise, and the caller parses the file again
- * sequentially for its exact message (mtx_parallel.c). */
+ * there were exactly `entries` of them; 0 otherwise (a cancel of ctx included), and the
+ * caller parses the file again sequentially for its exact message (mtx_parallel.c). */
 struct oc_context;
 int oc_mtx_parse_parallel(struct oc_context *ctx, const unsigned char *body, size_t size, int pattern, int real,
                           int mirror, int binarize, int64_t entries, int threads, coords *c);

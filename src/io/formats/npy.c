@@ -456,13 +456,10 @@ static oc_status parse_npy(oc_context *ctx, const char *path, oc_mapped_file *fi
                           .packed = bits > 0,
                           .order = OC_BITS_MSB_FIRST,
                           .kind = dense_kind,
-                          .stop_on_cancel = 1,
                           .rows_packed = release_rows,
                           .user = &release};
     int64_t bad = -1, col = -1;
-    oc_status st = oc_pack_rows_parallel(ctx, m, &src, 0, &bad, &col);
-    if (st == OC_ERR_CANCELLED) return oc_fail(ctx, OC_ERR_CANCELLED, "%s: reading was cancelled", path);
-    OC_CHECK(ctx, st);
+    OC_CHECK(ctx, oc_pack_rows_parallel(ctx, m, &src, 0, &bad, &col));
     if (bad < 0) return OC_OK;
     if (bits > 0)
         return oc_fail(ctx, OC_ERR_INPUT,

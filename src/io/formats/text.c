@@ -5,7 +5,8 @@
  *
  * The file is mapped and read twice: the first pass counts the rows and every row's values,
  * so that the packed matrix is allocated once at its final size, within the host budget;
- * the second checks and packs every value.
+ * the second checks and packs every value. Both check the cancel as they go
+ * (oc_read_cancel_point).
  * A value is any decimal number equal to 0 or 1 (0, 1, 1.0, 1e0, -0: the rule of a .mtx real
  * field and of float .npy values); when the caller binarizes, any number but NaN is read and
  * a nonzero one is a one. Messages give the line number (from 1, as editors show it) and the
@@ -19,6 +20,7 @@
 #include "core/text_buf.h"
 #include "core/error.h"
 #include "matrix/matrix.h"
+#include "matrix/matrix_build.h"
 #include "io/io.h"
 #include "io/mapped_file.h"
 #include "io/formats/mtx_tokens.h"
@@ -221,8 +223,10 @@ static oc_status parse_text(oc_context *ctx, const char *path, oc_mapped_file *f
     int64_t rows = 0;
     first_row first = {0};
     line_parse lp = {.path = path, .data = file->data, .end = end, .binarize = opts->binarize};
+    int64_t next_check = 0;
     for (pos = file->data; oc_next_line(&pos, end, &line, &len);) {
         ++lp.line_no;
+        OC_CHECK(ctx, oc_read_cancel_point(ctx, path, pos - file->data, &next_check));
         if (!is_data_line(line, len)) continue;
         lp.row = rows;
         /* Every row's length, before the matrix is allocated from the first's: a ragged
@@ -249,8 +253,10 @@ static oc_status parse_text(oc_context *ctx, const char *path, oc_mapped_file *f
     OC_CHECK(ctx, oc_matrix_alloc(ctx, rows, cols, path, out));
     oc_matrix *m = *out;
     lp.line_no = lp.row = 0;
+    next_check = 0;
     for (pos = file->data; oc_next_line(&pos, end, &line, &len);) {
         ++lp.line_no;
+        OC_CHECK(ctx, oc_read_cancel_point(ctx, path, pos - file->data, &next_check));
         if (!is_data_line(line, len)) continue;
         int64_t n = 0;
         OC_CHECK(ctx,
