@@ -434,6 +434,19 @@ const char *cli_bytes(double b, char *buf, int size)
     return buf;
 }
 
+static oc_context *signal_ctx;
+/* Set by the handler, read by any thread (a worker waiting on gen's planted pairs): an
+ * atomic, lock-free int, which C11 allows a handler to store to. */
+static atomic_int signal_seen;
+
+static void on_signal(int sig)
+{
+    atomic_store(&signal_seen, sig);
+    if (signal_ctx) oc_context_cancel(signal_ctx);
+}
+
+int cli_cancel_requested(void) { return atomic_load(&signal_seen) != 0; }
+
 void cli_progress_init(cli_progress *p, const char *label, double work, int enabled)
 {
     p->work = work;
@@ -449,6 +462,7 @@ void cli_progress_init(cli_progress *p, const char *label, double work, int enab
 void cli_progress_update(void *user, double done, double total)
 {
     cli_progress *p = user;
+    if (signal_ctx && cli_cancel_requested()) oc_context_cancel(signal_ctx); /* cli_cancel_on_signal */
     if (!p->enabled || total <= 0) return;
     double now = cli_now(), elapsed = now - p->start;
     if (elapsed < 1.0 || (p->drawn && now - p->last_draw < 0.1)) return;
@@ -489,18 +503,12 @@ void cli_warn_gpu_only(const char *option, const char *value, int given, oc_back
         cli_message("warning: %s%s%s has no effect: no usable GPU, the job runs on the CPU", option, gap, value);
 }
 
-static oc_context *signal_ctx;
-/* Set by the handler, read by any thread (a worker waiting on gen's planted pairs): an
- * atomic, lock-free int, which C11 allows a handler to store to. */
-static atomic_int signal_seen;
-
-static void on_signal(int sig)
+int cli_cancelled_before_job(void)
 {
-    atomic_store(&signal_seen, sig);
-    if (signal_ctx) oc_context_cancel(signal_ctx);
+    if (!cli_cancel_requested()) return -1;
+    cli_message("%s", oc_status_string(OC_ERR_CANCELLED));
+    return OC_EXIT_CANCELLED;
 }
-
-int cli_cancel_requested(void) { return atomic_load(&signal_seen) != 0; }
 
 void cli_cancel_on_signal(oc_context *ctx)
 {

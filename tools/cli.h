@@ -104,7 +104,8 @@ int cli_unknown_option(const cli_args *a, int positionals);
 #define CLI_OPTION(args, r, v, spec) (((r) = cli_take((args), (spec), 0)) != 0 && ((v) = (args)->value, 1))
 
 /* The progress bar: pass as oc_gram_options.progress with a cli_progress as user data. It
- * draws on stderr (a terminal only) once the job has run about a second. */
+ * draws on stderr (a terminal only) once the job has run about a second, and cancels the job
+ * when a signal was caught (cli_cancel_on_signal), -q or not. */
 typedef struct cli_progress {
     double start;
     double last_draw;
@@ -144,11 +145,19 @@ void cli_note_threads(int asked, int ran, const char *why);
 void cli_warn_gpu_only(const char *option, const char *value, int given, oc_backend backend);
 
 /* Installs SIGINT/SIGTERM/SIGHUP handlers that cancel the job running on ctx; NULL restores the
- * default actions (before ctx is freed: under mpirun a SIGTERM can come at any time). */
+ * default actions (before ctx is freed: under mpirun a SIGTERM can come at any time). A job's
+ * start clears the context's cancel flag (oc_context_cancel), so a signal caught between two
+ * calls (after an input's read, before the job) would be lost: the commands check
+ * cli_cancel_requested before each job (cli_cancelled_before_job), and cli_progress_update
+ * cancels the job again at its first report when a signal came in the instant before it
+ * started. */
 void cli_cancel_on_signal(oc_context *ctx);
 /* Nonzero once such a handler caught a signal (since cli_cancel_on_signal installed it): under
  * MPI ranks the CLI's own agreements before the job count it as a cancel. */
 int cli_cancel_requested(void);
+/* Before a job: OC_EXIT_CANCELLED, having said "cancelled" on stderr, when such a handler
+ * caught a signal; else -1 (start the job). */
+int cli_cancelled_before_job(void);
 /* -q: what the library itself would say on stderr during ctx's jobs (a stale temporary it
  * removed beside the output) is silenced too; errors still are one line. quiet 0: no-op. */
 void cli_quiet_library(oc_context *ctx, int quiet);

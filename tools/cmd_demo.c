@@ -122,6 +122,7 @@ int oc_cmd_demo(int argc, char **argv)
     out.pairs = on_pairs;
     out.pairs_user = &f;
     oc_gram_stats stats = {.struct_size = sizeof stats};
+    if ((rc = cli_cancelled_before_job()) >= 0) goto done; /* its start would clear the cancel */
     st = oc_gram(ctx, a, NULL, &opts, &out, &stats);
     cli_progress_finish(&progress);
     if (st != OC_OK) {

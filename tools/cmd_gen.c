@@ -213,7 +213,10 @@ int oc_cmd_gen(int argc, char **argv)
     progress.unit = "B";
     wopts.progress = cli_progress_update;
     wopts.progress_user = &progress;
-    oc_status st = oc_matrix_write_rows(ctx, output, p.rows, p.cols, gen_job_fill, job, &wopts);
+    /* Its start would clear the cancel: a signal caught before it is asked for here. */
+    oc_status st = cli_cancel_requested()
+                       ? OC_ERR_CANCELLED
+                       : oc_matrix_write_rows(ctx, output, p.rows, p.cols, gen_job_fill, job, &wopts);
     cli_progress_finish(&progress);
     pthread_mutex_lock(&job->lock);
     const int state = job->state, scratch_failed = job->scratch_failed;

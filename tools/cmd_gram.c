@@ -538,7 +538,8 @@ int oc_cmd_gram(int argc, char **argv)
     oc_read_options read = g.read;
     if (read_in_file(&g, ranked)) read.host_mem_bytes = 1; /* no budget keeps it: it stays in its file */
     st = oc_matrix_read(ctx, g.inputs[0], &read, &a);
-    if (st == OC_OK && g.ninputs > 1) st = oc_matrix_read(ctx, g.inputs[1], &read, &b);
+    /* A signal caught after A's read stopped checking would be cleared by B's start. */
+    if (st == OC_OK && g.ninputs > 1 && !cli_cancel_requested()) st = oc_matrix_read(ctx, g.inputs[1], &read, &b);
     /* Every rank reads the inputs; one that cannot (or was cancelled) fails the job on all of them. */
     if (ranked) st = cli_agree_or_cancel(ctx, st);
     double load_seconds = cli_now() - t0, t = t0, cuda_wait = 0;
@@ -549,6 +550,7 @@ int oc_cmd_gram(int argc, char **argv)
         cli_trace_phase(&t, "CUDA start");
     }
     if (st != OC_OK) goto failed;
+    if (!ranked && (rc = cli_cancelled_before_job()) >= 0) goto done; /* under ranks: the agreement above */
 
     /* The plan and the explanation of a ranked job: rank 0's share of its node, as the job
      * runs it (collective: every rank takes its share). */
@@ -592,6 +594,10 @@ int oc_cmd_gram(int argc, char **argv)
     g.opts.progress = cli_progress_update;
     g.opts.progress_user = &progress;
     oc_gram_stats stats = {.struct_size = sizeof stats};
+    /* The job's start clears the context's cancel: a signal caught since the reading is
+     * this job's (cli_cancel_on_signal). */
+    if (ranked && (st = cli_agree_or_cancel(ctx, OC_OK)) != OC_OK) goto failed;
+    if (!ranked && (rc = cli_cancelled_before_job()) >= 0) goto done;
     if (ranked) st = oc_gram_ranks(ctx, a, b, &g.opts, &out, &stats, &ranks_json);
     else st = oc_gram(ctx, a, b, &g.opts, &out, &stats);
     cli_progress_finish(&progress);

@@ -437,6 +437,7 @@ int oc_cmd_map(int argc, char **argv)
     }
     unsigned char value[8] = {0};
     oc_map_stats stats = {.struct_size = sizeof stats};
+    if ((rc = cli_cancelled_before_job()) >= 0) goto done; /* its start would clear the cancel */
     st = oc_map_run(ctx, m, g.output, to_stdout ? value : NULL, &stats);
     cli_progress_finish(&progress);
     if (st != OC_OK) {

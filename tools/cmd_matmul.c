@@ -249,6 +249,7 @@ int oc_cmd_matmul(int argc, char **argv)
     g.opts.progress = cli_progress_update;
     g.opts.progress_user = &progress;
     oc_matmul_stats stats = {.struct_size = sizeof stats};
+    if ((rc = cli_cancelled_before_job()) >= 0) goto done; /* its start would clear the cancel */
     st = oc_matmul(ctx, &a, bp, &c, &g.opts, &stats);
     cli_progress_finish(&progress);
     if (st != OC_OK) {
