@@ -506,6 +506,12 @@ OC_API oc_status oc_gram_explain(oc_context *ctx, const oc_matrix *a, const oc_m
  * OC_DTYPE_DEFAULT when the combination is invalid. */
 OC_API oc_dtype oc_gram_result_dtype(oc_metric metric, oc_dtype dtype);
 
+/* The result dtypes each metric allows, as oc_gram_result_dtype accepts them, in the words
+ * of the library's messages: "counts and hamming: int32 or uint16; jaccard and cosine:
+ * float32" (the metrics of the same dtypes together, in the library's order). Written into
+ * text (size bytes), truncated to fit and always terminated; nothing when size is 0. */
+OC_API void oc_metric_dtypes_text(char *text, size_t size);
+
 /* Size in bytes of one element of dtype (0 for OC_DTYPE_DEFAULT). */
 OC_API size_t oc_dtype_size(oc_dtype dtype);
 

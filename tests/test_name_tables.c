@@ -58,6 +58,9 @@ static void test_metric_dtypes_text(void)
     char small[12];
     oc_metric_dtypes_text(small, sizeof small);
     CHECK_MSG(strcmp(small, "counts and ") == 0, "truncated to '%s'", small);
+    oc_metric_dtypes_text(small, 0); /* public: a size of 0 writes nothing */
+    CHECK(strcmp(small, "counts and ") == 0);
+    oc_metric_dtypes_text(NULL, 0);
 }
 
 static void test_map_op_rows(void)

@@ -20,7 +20,7 @@ static const char gram_usage[] =
     "rows i and j are both 1; --metric turns counts into similarities.\n"
     "Inputs: .npy (0/1 of bool, integers, float32/64; or numpy.packbits rows with --bits), .mtx,\n"
     ".txt/.csv.\n"
-    "Output: OUT.npy, dense (int32 counts; float32 jaccard/cosine); with --topk each row's K\n"
+    "Output: OUT.npy, dense (in the metric's dtype, below); with --topk each row's K\n"
     "best columns (.npz: indices, scores; .tsv), with --threshold every pair whose score passes\n"
     "(.npz: rows, cols, values; .mtx; .tsv). See docs/topk.md.\n"
     "\n"
@@ -98,39 +98,13 @@ static const char *suffixes(char *text, size_t size, cli_name_at format, const c
     return text;
 }
 
-/* The items of a list whose bit is set in mask, joined as "a, b and c" (last: " and ", " or "). */
-static void print_some(cli_name_at name, unsigned mask, const char *last)
-{
-    int final = -1;
-    for (int i = 0; name(i) && i < 32; ++i)
-        if (mask >> i & 1u) final = i;
-    for (int i = 0, k = 0; name(i) && i < 32; ++i)
-        if (mask >> i & 1u) printf("%s%s", k++ == 0 ? "" : i == final ? last : ", ", name(i));
-}
-
-/* The dtypes each metric takes, as oc_gram_result_dtype allows them, metrics of the same
- * dtypes together: "counts and hamming: int32 or uint16; jaccard and cosine: float32". */
+/* The dtypes each metric takes, in the library's words, and the default. */
 static void print_metric_dtypes(void)
 {
-    unsigned allowed[32] = {0}, done = 0;
-    int metrics = 0;
-    for (; metrics < 32 && cli_metric_at(metrics); ++metrics)
-        for (int d = 0; cli_dtype_at(d); ++d)
-            if (oc_gram_result_dtype((oc_metric)metrics, (oc_dtype)(d + 1)) == (oc_dtype)(d + 1))
-                allowed[metrics] |= 1u << d;
-    printf("%*s", CLI_HELP_COLUMN, "");
-    for (int m = 0; m < metrics; ++m) {
-        if (done >> m & 1u) continue;
-        unsigned group = 0;
-        for (int o = m; o < metrics; ++o)
-            if (allowed[o] == allowed[m]) group |= 1u << o;
-        printf("%s", done ? "; " : "");
-        print_some(cli_metric_at, group, " and ");
-        printf(": ");
-        print_some(cli_dtype_at, allowed[m], " or ");
-        done |= group;
-    }
-    printf("\n%*s(default: the metric's first; uint16 holds counts below 65536)\n", CLI_HELP_COLUMN, "");
+    char allowed[256];
+    oc_metric_dtypes_text(allowed, sizeof allowed);
+    printf("%*s%s\n", CLI_HELP_COLUMN, "", allowed);
+    printf("%*s(default: the metric's first; uint16 holds counts below 65536)\n", CLI_HELP_COLUMN, "");
 }
 
 static void print_usage(void)

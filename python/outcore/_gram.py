@@ -279,18 +279,11 @@ def _stats_dict(stats):
 
 
 def _dtypes_of_metrics():
-    """"counts and hamming give int32 or uint16, jaccard and cosine float32": the library's
-    metrics grouped by the result dtypes oc_gram_result_dtype accepts for them."""
-    dtypes = _lib.names(lib.oc_dtype_name)
-    groups = {}
-    for code, name in enumerate(_lib.names(lib.oc_metric_name)):
-        allowed = tuple(d for d in range(1, len(dtypes)) if lib.oc_gram_result_dtype(code, d) == d)
-        groups.setdefault(allowed, []).append(name)
-
-    def listed(words, last):
-        return words[0] if len(words) == 1 else ", ".join(words[:-1]) + last + words[-1]
-    return ", ".join(listed(metrics, " and ") + (" give " if k == 0 else " ")
-                     + listed([dtypes[d] for d in allowed], " or ") for k, (allowed, metrics) in enumerate(groups.items()))
+    """"counts and hamming: int32 or uint16; jaccard and cosine: float32": the result dtypes
+    the library allows each metric, in its words (oc_metric_dtypes_text)."""
+    text = ctypes.create_string_buffer(256)
+    lib.oc_metric_dtypes_text(text, ctypes.sizeof(text))
+    return _lib.text(text.value)
 
 
 def _result_dtype(opts):
@@ -298,7 +291,8 @@ def _result_dtype(opts):
     code = lib.oc_gram_result_dtype(opts.metric, opts.dtype)
     if code == _lib.OC_DTYPE_DEFAULT:
         metric = _lib.text(lib.oc_metric_name(opts.metric))
-        raise InputError(f"the requested dtype cannot hold metric {metric}: {_dtypes_of_metrics()}")
+        dtype = _lib.text(lib.oc_dtype_name(opts.dtype))
+        raise InputError(f"dtype {dtype} does not hold metric {metric} ({_dtypes_of_metrics()})")
     return _NUMPY_DTYPES[code]
 
 
@@ -433,7 +427,7 @@ def _checked_arguments(A, B, metric, topk, threshold, dtype, backend, gpu_mem, t
     opts.resume = 1 if resume else 0
     if dtype_from_out and lib.oc_gram_result_dtype(opts.metric, opts.dtype) == _lib.OC_DTYPE_DEFAULT:
         metric = _lib.text(lib.oc_metric_name(opts.metric))
-        raise InputError(f"out has dtype {out.dtype}, which cannot hold metric {metric}: {_dtypes_of_metrics()}")
+        raise InputError(f"out has dtype {out.dtype}, which does not hold metric {metric} ({_dtypes_of_metrics()})")
     checked_progress(progress)
     _check_out_kind(out, bool(opts.topk or opts.use_threshold),
                     _lib.OC_RESULT_TOPK if opts.topk else

@@ -268,6 +268,7 @@ _SIGNATURES = {
     "oc_gram_plan": (ctypes.c_int, [_vp, _vp, _vp, ctypes.POINTER(GramOptions), ctypes.POINTER(Output), ctypes.c_int,
                                     ctypes.POINTER(ctypes.c_void_p)]),
     "oc_gram_result_dtype": (ctypes.c_int, [ctypes.c_int, ctypes.c_int]),
+    "oc_metric_dtypes_text": (None, [ctypes.c_char_p, ctypes.c_size_t]),
     "oc_metric_parse": (ctypes.c_int, [ctypes.c_char_p, ctypes.POINTER(ctypes.c_int)]),
     "oc_dtype_parse": (ctypes.c_int, [ctypes.c_char_p, ctypes.POINTER(ctypes.c_int)]),
     "oc_backend_parse": (ctypes.c_int, [ctypes.c_char_p, ctypes.POINTER(ctypes.c_int)]),

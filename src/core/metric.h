@@ -51,10 +51,6 @@ extern "C" {
 /* The metric's row, or NULL when m is not a metric. */
 const oc_metric_info *oc_metric_info_of(oc_metric m);
 
-/* Which dtypes each metric allows, for messages: "counts and hamming: int32 or uint16;
- * jaccard and cosine: float32" (metrics grouped by their dtypes, in table order). */
-void oc_metric_dtypes_text(char *text, size_t size);
-
 #ifdef __cplusplus
 }
 #endif

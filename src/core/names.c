@@ -56,6 +56,7 @@ void oc_metric_dtypes_text(char *text, size_t size)
 {
     size_t len = 0;
     unsigned done = 0;
+    if (!text || size == 0) return;
     text[0] = 0;
     for (int i = 0; i < OC_METRIC_COUNT; ++i) {
         if (done >> i & 1u) continue;

@@ -44,13 +44,13 @@ def test_the_dtype_message_follows_the_library():
     a = np.zeros((2, 8), dtype=bool)
     with pytest.raises(outcore.InputError) as err:
         outcore.gram(a, metric="jaccard", dtype="int32")
-    assert str(err.value) == ("the requested dtype cannot hold metric jaccard: counts and hamming give int32 or uint16, "
-                              "jaccard and cosine float32")
+    assert str(err.value) == ("dtype int32 does not hold metric jaccard (counts and hamming: int32 or uint16; "
+                              "jaccard and cosine: float32)")
     # A dtype that comes from out= is named as the array's.
     with pytest.raises(outcore.InputError) as err:
         outcore.gram(a, out=np.zeros((2, 2), np.float32))
-    assert str(err.value) == ("out has dtype float32, which cannot hold metric counts: counts and hamming give int32 "
-                              "or uint16, jaccard and cosine float32")
+    assert str(err.value) == ("out has dtype float32, which does not hold metric counts (counts and hamming: int32 "
+                              "or uint16; jaccard and cosine: float32)")
 
 
 def test_map_functions_are_the_clis():
