@@ -294,8 +294,9 @@ typedef enum oc_algorithm {
 } oc_algorithm;
 
 typedef enum oc_gpu_mem_mode {
-    OC_GPU_MEM_GROW = 0,   /* allocate on demand up to the budget */
-    OC_GPU_MEM_RESERVE = 1 /* take the whole budget at start; fail fast */
+    OC_GPU_MEM_GROW = 0,    /* allocate on demand up to the budget */
+    OC_GPU_MEM_RESERVE = 1, /* take the whole budget at start; fail fast */
+    OC_GPU_MEM_MODE_COUNT   /* the number of modes, not a mode */
 } oc_gpu_mem_mode;
 
 
@@ -521,6 +522,7 @@ OC_API const char *oc_metric_name(oc_metric metric);
 OC_API const char *oc_dtype_name(oc_dtype dtype);
 OC_API const char *oc_backend_name(oc_backend backend);
 OC_API const char *oc_algorithm_name(oc_algorithm algorithm);
+OC_API const char *oc_gpu_mem_mode_name(oc_gpu_mem_mode mode); /* "grow", "reserve" */
 /* The files a Gram result is written to (OC_OUTPUT_FILE), each named by its path's suffix:
  * oc_output_format_name(i) for i = 0, 1, ... until NULL lists them ("npy", "npz", ...), and
  * oc_output_format_results(i) says which results a format holds (OC_RESULT_* bits; 0 past
@@ -541,6 +543,7 @@ OC_API oc_status oc_metric_parse(const char *name, oc_metric *out);
 OC_API oc_status oc_dtype_parse(const char *name, oc_dtype *out);
 OC_API oc_status oc_backend_parse(const char *name, oc_backend *out);
 OC_API oc_status oc_algorithm_parse(const char *name, oc_algorithm *out);
+OC_API oc_status oc_gpu_mem_mode_parse(const char *name, oc_gpu_mem_mode *out);
 /* A budget as --gpu-mem and --host-mem take it: a size ("2G", "512MiB", "4096": bytes into
  * *bytes, *fraction = 0) or a percentage ("50%": *fraction = 0.5, *bytes = 0). Returns
  * OC_ERR_INVALID_ARGUMENT, setting nothing, for anything else (zero, 2^63 bytes or more,

@@ -1,7 +1,8 @@
 /*
  * test_name_tables.c - the tables that give names to metrics, to map's operations and to the
  * output formats: every metric has a row whose name parses back to it and whose properties
- * agree with what oc_gram_result_dtype and the messages say; every map op has one row, every
+ * agree with what oc_gram_result_dtype and the messages say; every GPU memory mode has a name
+ * that parses back to it; every map op has one row, every
  * function name the list gives is found by the parser's lookup, and the public lists end
  * where the tables do; every output format has a row that its suffix finds again; every map
  * reduction has a name, "none" first; a matmul dtype is a result exactly when the promotion
@@ -61,6 +62,22 @@ static void test_metric_dtypes_text(void)
     oc_metric_dtypes_text(small, 0); /* public: a size of 0 writes nothing */
     CHECK(strcmp(small, "counts and ") == 0);
     oc_metric_dtypes_text(NULL, 0);
+}
+
+static void test_gpu_mem_mode_rows(void)
+{
+    for (int i = 0; i < OC_GPU_MEM_MODE_COUNT; ++i) {
+        const char *name = oc_gpu_mem_mode_name((oc_gpu_mem_mode)i);
+        CHECK_MSG(name, "GPU memory mode %d has no name", i);
+        oc_gpu_mem_mode parsed = OC_GPU_MEM_MODE_COUNT;
+        CHECK(oc_gpu_mem_mode_parse(name, &parsed) == OC_OK && parsed == (oc_gpu_mem_mode)i);
+    }
+    CHECK(oc_gpu_mem_mode_name(OC_GPU_MEM_MODE_COUNT) == NULL && oc_gpu_mem_mode_name((oc_gpu_mem_mode)-1) == NULL);
+    CHECK(strcmp(oc_gpu_mem_mode_name(OC_GPU_MEM_GROW), "grow") == 0);
+    oc_gpu_mem_mode mode = OC_GPU_MEM_RESERVE;
+    CHECK(oc_gpu_mem_mode_parse("pin", &mode) == OC_ERR_INVALID_ARGUMENT && mode == OC_GPU_MEM_RESERVE);
+    CHECK(oc_gpu_mem_mode_parse(NULL, &mode) == OC_ERR_INVALID_ARGUMENT);
+    CHECK(oc_gpu_mem_mode_parse("grow", NULL) == OC_ERR_INVALID_ARGUMENT);
 }
 
 static void test_map_op_rows(void)
@@ -159,6 +176,7 @@ int main(void)
 {
     test_metric_rows();
     test_metric_dtypes_text();
+    test_gpu_mem_mode_rows();
     test_map_op_rows();
     test_output_format_rows();
     test_map_reduce_rows();

@@ -11,6 +11,7 @@ const char *cli_metric_at(int i) { return i >= 0 ? oc_metric_name((oc_metric)i) 
 const char *cli_dtype_at(int i) { return i >= 0 ? oc_dtype_name((oc_dtype)(i + 1)) : NULL; }
 const char *cli_backend_at(int i) { return i >= 0 ? oc_backend_name((oc_backend)i) : NULL; }
 const char *cli_algorithm_at(int i) { return i >= 0 ? oc_algorithm_name((oc_algorithm)i) : NULL; }
+const char *cli_gpu_mem_mode_at(int i) { return i >= 0 ? oc_gpu_mem_mode_name((oc_gpu_mem_mode)i) : NULL; }
 const char *cli_map_function_at(int i) { return oc_map_function_name(i); }
 const char *cli_map_operator_at(int i) { return oc_map_operator_name(i); }
 const char *cli_map_dtype_at(int i) { return oc_map_dtype_name(i); }
@@ -117,6 +118,7 @@ static const struct {
     {"dtypes", cli_dtype_at},
     {"backends", cli_backend_at},
     {"algorithms", cli_algorithm_at},
+    {"gpu-mem-modes", cli_gpu_mem_mode_at},
     {"map-functions", cli_map_function_at},
     {"map-operators", cli_map_operator_at},
     {"map-dtypes", cli_map_dtype_at},

@@ -1,9 +1,8 @@
 /*
  * cli_names.h - the lists of names the library holds (metrics, dtypes, backends, algorithms,
- * map functions, operators, dtypes and reductions, matmul's result dtypes, the Gram result's
- * file formats),
- * as the help texts, the messages and `outcore --list` show them: read from the library at
- * run time, never copied into the CLI. Uses include/outcore.h only.
+ * GPU memory modes, map functions, operators, dtypes and reductions, matmul's result dtypes,
+ * the Gram result's file formats), as the help texts, the messages and `outcore --list` show
+ * them: read from the library at run time, never copied into the CLI. Uses include/outcore.h only.
  */
 #ifndef OC_TOOLS_CLI_NAMES_H
 #define OC_TOOLS_CLI_NAMES_H
@@ -16,6 +15,7 @@ const char *cli_metric_at(int i);
 const char *cli_dtype_at(int i); /* a Gram result's dtypes: "default" is not one */
 const char *cli_backend_at(int i);
 const char *cli_algorithm_at(int i);
+const char *cli_gpu_mem_mode_at(int i);
 const char *cli_map_function_at(int i);
 const char *cli_map_operator_at(int i);
 const char *cli_map_dtype_at(int i);
@@ -57,9 +57,9 @@ void cli_wrap_word(cli_wrap *w, const char *word, const char *suffix);
 /* Prints every name of the list, the last one followed by suffix. */
 void cli_wrap_names(cli_wrap *w, cli_name_at name, const char *suffix);
 
-/* `outcore --list WHAT` (metrics, dtypes, backends, algorithms, map-functions, map-operators,
- * map-dtypes, map-reductions, matmul-dtypes, output-formats, dense-formats, topk-formats,
- * threshold-formats): the names, one a line, for the bash completion and the tests. Returns
+/* `outcore --list WHAT` (metrics, dtypes, backends, algorithms, gpu-mem-modes, map-functions,
+ * map-operators, map-dtypes, map-reductions, matmul-dtypes, output-formats, dense-formats,
+ * topk-formats, threshold-formats): the names, one a line, for the bash completion and the tests. Returns
  * the exit status. */
 int cli_list_names(const char *what);
 

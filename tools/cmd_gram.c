@@ -46,8 +46,11 @@ static const char gram_usage_algorithm[] =
     "  --devices LIST         several CUDA devices: 0,1,3 or all; 0:2 splits device 0 into two\n"
     "                         logical devices, each with half its budget (docs/architecture.md)\n" CLI_HELP_GPU_MEM
     "; per\n"
-    "                         device: 0=20G,1=40G\n"
-    "  --gpu-mem-mode MODE    grow (default) or reserve\n" CLI_HELP_HOST_MEM ": a .npy input\n"
+    "                         device: 0=20G,1=40G\n";
+/* Then the --gpu-mem-mode line, from the library's list (print_usage), and the rest. */
+static const char gram_usage_gpu_mem_mode[] =
+    "                         grow allocates on demand up to the budget, reserve takes all of\n"
+    "                         it at the start\n" CLI_HELP_HOST_MEM ": a .npy input\n"
     "                         whose packed bits take more than half of it stays in its file and\n"
     "                         is read in panels (so is a packed .npy for --backend cuda, at\n"
     "                         any budget); .mtx and text inputs are always loaded\n"
@@ -125,6 +128,8 @@ static void print_usage(void)
     fputs(gram_usage_backend, stdout);
     cli_help_names("--algorithm A", cli_algorithm_at, oc_algorithm_name(defaults.algorithm));
     fputs(gram_usage_algorithm, stdout);
+    cli_help_names("--gpu-mem-mode MODE", cli_gpu_mem_mode_at, oc_gpu_mem_mode_name(defaults.gpu_mem_mode));
+    fputs(gram_usage_gpu_mem_mode, stdout);
 }
 
 typedef struct gram_args {
@@ -231,9 +236,8 @@ static int parse_gram_args(int argc, char **argv, gram_args *g)
         } else if (CLI_OPTION(a, r, v, "--gpu-mem-mode")) {
             if (r < 0) return OC_EXIT_USAGE;
             g->gpu_mem_mode = 1;
-            if (strcmp(v, "grow") == 0) g->opts.gpu_mem_mode = OC_GPU_MEM_GROW;
-            else if (strcmp(v, "reserve") == 0) g->opts.gpu_mem_mode = OC_GPU_MEM_RESERVE;
-            else return cli_usage_error("--gpu-mem-mode %s: expected grow or reserve", v);
+            if (oc_gpu_mem_mode_parse(v, &g->opts.gpu_mem_mode) != OC_OK)
+                return cli_expected("--gpu-mem-mode", v, cli_gpu_mem_mode_at);
         } else if (CLI_OPTION(a, r, v, "--tile")) {
             if (r < 0) return OC_EXIT_USAGE;
             if (cli_parse_i64(v, &g->opts.tile) || g->opts.tile < 1)
@@ -437,8 +441,7 @@ static void warn_gpu_only(const gram_args *g)
 {
     cli_warn_gpu_only("--gpu-mem", g->gpu_mem, g->gpu_mem != NULL, g->opts.backend);
     cli_warn_gpu_only("--device", g->device, g->device != NULL, g->opts.backend);
-    cli_warn_gpu_only("--gpu-mem-mode", g->opts.gpu_mem_mode == OC_GPU_MEM_RESERVE ? "reserve" : "grow",
-                      g->gpu_mem_mode, g->opts.backend);
+    cli_warn_gpu_only("--gpu-mem-mode", oc_gpu_mem_mode_name(g->opts.gpu_mem_mode), g->gpu_mem_mode, g->opts.backend);
 }
 
 /* oc_gram_explain's "backend: " and "algorithm: " lines into stats' explanation: what

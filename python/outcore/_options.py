@@ -129,19 +129,11 @@ def parse_backend(value):
     return _parse_name("backend", value, lib.oc_backend_parse, ", ".join(_lib.names(lib.oc_backend_name)))
 
 
-# oc_gpu_mem_mode's values by the names the CLI's --gpu-mem-mode takes, in the enum's order.
-GPU_MEM_MODES = ("grow", "reserve")
-
-
 def parse_gpu_mem_mode(value):
     """gpu_mem_mode= as the CLI's --gpu-mem-mode takes it: "grow" (allocate on demand up to the
     budget) or "reserve" (take the whole budget at start), as oc_gpu_mem_mode's code."""
-    choices = ", ".join(GPU_MEM_MODES)
-    if not isinstance(value, str):
-        raise InputError(f"gpu_mem_mode must be a string, one of {choices}; got {value!r}")
-    if value not in GPU_MEM_MODES:
-        raise InputError(f"unknown gpu_mem_mode {value!r}: expected one of {choices}")
-    return GPU_MEM_MODES.index(value)
+    return _parse_name("gpu_mem_mode", value, lib.oc_gpu_mem_mode_parse,
+                       ", ".join(_lib.names(lib.oc_gpu_mem_mode_name)))
 
 
 def _parse_budget(name, value, percent):

@@ -40,13 +40,12 @@ GpuMem = Union[Size, Mapping[int, Size]]
 # Several CUDA devices: "0,1,3", "all", "0:2", or a sequence such as [0, 1] or ["0:2"].
 Devices = Union[str, Sequence[Union[int, str]]]
 # The library's lists as literals, for type checkers: tests/python/test_name_lists.py compares
-# each with the library's (oc_metric_name, oc_backend_name, oc_algorithm_name, oc_map_reduce_name).
+# each with the library's (oc_metric_name, oc_backend_name, oc_algorithm_name, oc_map_reduce_name,
+# oc_gpu_mem_mode_name).
 Metric = Literal["counts", "jaccard", "cosine", "hamming"]
 Backend = Literal["auto", "cpu", "cuda"]
 Algorithm = Literal["auto", "dense", "sparse"]
 Reduction = Literal["sum", "mean", "min", "max"]
-# oc_gpu_mem_mode's names, as --gpu-mem-mode takes them (the library has no list of them:
-# tests/python/test_name_lists.py compares this one with _options.GPU_MEM_MODES).
 GpuMemMode = Literal["grow", "reserve"]
 # progress(done, total), both in the job's unit; what it returns is ignored.
 Progress = Callable[[float, float], object]

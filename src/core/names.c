@@ -1,5 +1,5 @@
-/* names.c - the names of metrics, dtypes and backends, shared by the CLI and the binding, and
- * the table of the metrics' properties (core/metric.h). */
+/* names.c - the names of metrics, dtypes, backends, algorithms and GPU memory modes, shared by
+ * the CLI and the binding, and the table of the metrics' properties (core/metric.h). */
 #include <stdio.h>
 #include <string.h>
 
@@ -76,8 +76,12 @@ void oc_metric_dtypes_text(char *text, size_t size)
 static const char *const dtype_names[] = {"default", "int32", "uint16", "float32"};
 static const char *const backend_names[] = {"auto", "cpu", "cuda"};
 static const char *const algorithm_names[] = {"auto", "dense", "sparse"};
+static const char *const gpu_mem_mode_names[] = {[OC_GPU_MEM_GROW] = "grow", [OC_GPU_MEM_RESERVE] = "reserve"};
 
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+_Static_assert(COUNT(gpu_mem_mode_names) == OC_GPU_MEM_MODE_COUNT,
+               "gpu_mem_mode_names[] needs one row per oc_gpu_mem_mode");
 
 static int find_name(const char *const *names, int count, const char *name)
 {
@@ -97,6 +101,11 @@ const char *oc_backend_name(oc_backend b) { return (unsigned)b < COUNT(backend_n
 const char *oc_algorithm_name(oc_algorithm a)
 {
     return (unsigned)a < COUNT(algorithm_names) ? algorithm_names[a] : NULL;
+}
+
+const char *oc_gpu_mem_mode_name(oc_gpu_mem_mode m)
+{
+    return (unsigned)m < COUNT(gpu_mem_mode_names) ? gpu_mem_mode_names[m] : NULL;
 }
 
 /* The parsers refuse a NULL out as an unknown name: nothing is written. */
@@ -139,6 +148,15 @@ oc_status oc_algorithm_parse(const char *name, oc_algorithm *out)
     int i = find_name(algorithm_names, COUNT(algorithm_names), name);
     if (i < 0) return OC_ERR_INVALID_ARGUMENT;
     *out = (oc_algorithm)i;
+    return OC_OK;
+}
+
+oc_status oc_gpu_mem_mode_parse(const char *name, oc_gpu_mem_mode *out)
+{
+    if (!out) return OC_ERR_INVALID_ARGUMENT;
+    int i = find_name(gpu_mem_mode_names, COUNT(gpu_mem_mode_names), name);
+    if (i < 0) return OC_ERR_INVALID_ARGUMENT;
+    *out = (oc_gpu_mem_mode)i;
     return OC_OK;
 }
 

@@ -139,7 +139,7 @@ static oc_status check_options(oc_context *ctx, const oc_gram_options *o, const 
                        o->threads);
     if ((unsigned)o->backend > OC_BACKEND_CUDA)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "backend %d: expected auto, cpu or cuda", (int)o->backend);
-    if ((unsigned)o->gpu_mem_mode > OC_GPU_MEM_RESERVE)
+    if ((unsigned)o->gpu_mem_mode >= OC_GPU_MEM_MODE_COUNT)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "gpu_mem_mode %d: expected grow or reserve", (int)o->gpu_mem_mode);
     if (o->tile < 0) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "tile must be >= 0, got %lld", (long long)o->tile);
     /* The fraction is read only without a size (outcore.h), as matmul's and map's. */

@@ -115,6 +115,7 @@ def test_option_values(workdir, command, option):
 @pytest.mark.parametrize("command,option,what", [("gram", "--metric", "metrics"), ("gram", "--dtype", "dtypes"),
                                                  ("gram", "--backend", "backends"), ("map", "--dtype", "map-dtypes"),
                                                  ("gram", "--algorithm", "algorithms"),
+                                                 ("gram", "--gpu-mem-mode", "gpu-mem-modes"),
                                                  ("map", "--reduce", "map-reductions"),
                                                  ("matmul", "--dtype", "matmul-dtypes")])
 def test_option_values_are_the_libraries(workdir, command, option, what):

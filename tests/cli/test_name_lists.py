@@ -23,9 +23,9 @@ def test_list_prints_one_name_a_line():
 def test_list_refuses_an_unknown_list():
     proc = run("--list", "colours", check=False)
     assert proc.returncode == 2 and proc.stdout == ""
-    assert proc.stderr == ("outcore: --list colours: expected metrics, dtypes, backends, algorithms, map-functions, "
-                           "map-operators, map-dtypes, map-reductions, matmul-dtypes, output-formats, dense-formats, "
-                           "topk-formats or threshold-formats\n")
+    assert proc.stderr == ("outcore: --list colours: expected metrics, dtypes, backends, algorithms, gpu-mem-modes, "
+                           "map-functions, map-operators, map-dtypes, map-reductions, matmul-dtypes, output-formats, "
+                           "dense-formats, topk-formats or threshold-formats\n")
 
 
 def test_the_reductions_and_matmul_dtypes_are_listed():
@@ -67,6 +67,7 @@ def test_every_listed_format_is_accepted(tmp_path, kind, args):
 
 @pytest.mark.parametrize("command,option,what", [("gram", "--metric", "metrics"), ("gram", "--dtype", "dtypes"),
                                                  ("gram", "--backend", "backends"), ("gram", "--algorithm", "algorithms"),
+                                                 ("gram", "--gpu-mem-mode", "gpu-mem-modes"),
                                                  ("map", "--dtype", "map-dtypes"), ("map", "--backend", "backends"),
                                                  ("map", "--reduce", "map-reductions"),
                                                  ("matmul", "--dtype", "matmul-dtypes")])
@@ -98,6 +99,7 @@ def help_list(command, option):
 
 @pytest.mark.parametrize("command,option,what", [("gram", "--metric", "metrics"), ("gram", "--dtype", "dtypes"),
                                                  ("gram", "--backend", "backends"), ("gram", "--algorithm", "algorithms"),
+                                                 ("gram", "--gpu-mem-mode", "gpu-mem-modes"),
                                                  ("map", "--dtype", "map-dtypes"), ("map", "--backend", "backends"),
                                                  ("map", "--reduce", "map-reductions"),
                                                  ("matmul", "--dtype", "matmul-dtypes"),

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import outcore
-from outcore import _gram, _options
+from outcore import _gram, _lib
 
 
 @pytest.fixture(autouse=True)
@@ -124,10 +124,14 @@ def test_the_clis_limits_and_names(tmp_path):
     """What the CLI takes, the binding takes, and what it refuses, the binding refuses."""
     np.save(tmp_path / "a.npy", matrix(4, 8))
     base = [cli(), "gram", str(tmp_path / "a.npy"), "--plan", "--backend", "cpu", "-q"]
-    for mode in _options.GPU_MEM_MODES:
+    modes = _lib.names(_lib.lib.oc_gpu_mem_mode_name)
+    for mode in modes:
         assert subprocess.run(base + ["--gpu-mem-mode", mode], capture_output=True).returncode == 0
+        outcore.gram(tmp_path / "a.npy", backend="cpu", gpu_mem_mode=mode, plan=True)
     bad = subprocess.run(base + ["--gpu-mem-mode", "pin"], capture_output=True, text=True)
-    assert bad.returncode != 0 and "expected " + " or ".join(_options.GPU_MEM_MODES) in bad.stderr
+    assert bad.returncode != 0 and "expected " + " or ".join(modes) in bad.stderr
+    with pytest.raises(outcore.InputError, match="expected one of " + ", ".join(modes) + "$"):
+        outcore.gram(tmp_path / "a.npy", backend="cpu", gpu_mem_mode="pin", plan=True)
     assert subprocess.run(base + ["--tile", "0"], capture_output=True).returncode != 0
     planned = json.loads(subprocess.run(base + ["--tile", "1", "--json"], capture_output=True, text=True,
                                         check=True).stdout)

@@ -82,9 +82,7 @@ def test_type_hints_are_the_librarys_lists():
     assert list(get_args(_types.Algorithm)) == _lib.names(lib.oc_algorithm_name)
     assert list(get_args(_types.Reduction)) == _lib.names(lib.oc_map_reduce_name)[1:]  # 0 is "none": reduce=None
     assert list(get_args(_types.Reduction)) == cli_list("map-reductions")
-    # oc_gpu_mem_mode has no name table: the binding's list, which parses gpu_mem_mode=, is the hint's
-    from outcore import _options
-    assert get_args(_types.GpuMemMode) == _options.GPU_MEM_MODES
+    assert list(get_args(_types.GpuMemMode)) == _lib.names(lib.oc_gpu_mem_mode_name) == cli_list("gpu-mem-modes")
     # outcore.map's docstring names them too.
     assert "{" + ", ".join(f'"{r}"' for r in get_args(_types.Reduction)) + "}" in outcore.map.__doc__
 

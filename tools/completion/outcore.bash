@@ -106,7 +106,7 @@ _outcore()
             --reduce) _outcore_words "$("$cli" --list map-reductions 2>/dev/null)" "$cur" ;;
             --backend) _outcore_words "$("$cli" --list backends 2>/dev/null)" "$cur" ;;
             --algorithm) _outcore_words "$("$cli" --list algorithms 2>/dev/null)" "$cur" ;;
-            --gpu-mem-mode) _outcore_words "grow reserve" "$cur" ;;
+            --gpu-mem-mode) _outcore_words "$("$cli" --list gpu-mem-modes 2>/dev/null)" "$cur" ;;
             -o | --output)
                 local words=" ${COMP_WORDS[*]} " result=dense
                 if [[ $command == gram && $words == *" --topk"[\ =]* ]]; then
