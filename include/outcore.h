@@ -186,6 +186,17 @@ OC_API oc_status oc_matrix_peek(oc_context *ctx, const char *path, const oc_read
 /* oc_matrix_read with bits and no other option. */
 OC_API oc_status oc_matrix_open(oc_context *ctx, const char *path, int64_t bits, oc_matrix **out);
 
+/* The files oc_matrix_read reads, each named by its path's suffix (compared lower-cased):
+ * oc_input_format_name(i) for i = 0, 1, ... until NULL lists them ("npy", "mtx", ...). */
+typedef enum oc_input_format {
+    OC_INPUT_NPY = 0,     /* .npy */
+    OC_INPUT_MTX = 1,     /* MatrixMarket */
+    OC_INPUT_TXT = 2,     /* 0/1 text */
+    OC_INPUT_CSV = 3,     /* 0/1 text, read as .txt */
+    OC_INPUT_FORMAT_COUNT /* the number of formats, not a format */
+} oc_input_format;
+OC_API const char *oc_input_format_name(oc_input_format format);
+
 /* Writes m to path as .npy: uint8 0/1 (packed = 0) or numpy.packbits rows (packed = 1; any
  * other value is OC_ERR_INVALID_ARGUMENT). Written under a temporary name and renamed when
  * complete. */

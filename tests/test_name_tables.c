@@ -4,7 +4,8 @@
  * agree with what oc_gram_result_dtype and the messages say; every GPU memory mode has a name
  * that parses back to it; every map op has one row, every
  * function name the list gives is found by the parser's lookup, and the public lists end
- * where the tables do; every output format has a row that its suffix finds again; every map
+ * where the tables do; every output format has a row that its suffix finds again, and every
+ * input format a name whose files the reader takes; every map
  * reduction has a name, "none" first; a matmul dtype is a result exactly when the promotion
  * computes a product in it.
  * tests/cli/test_name_lists.py checks the same lists through the CLI and the binding.
@@ -137,6 +138,25 @@ static void test_output_format_rows(void)
     oc_context_free(ctx);
 }
 
+static void test_input_format_rows(void)
+{
+    oc_context *ctx = NULL;
+    CHECK(oc_context_create(&ctx) == OC_OK);
+    for (int f = 0; f < OC_INPUT_FORMAT_COUNT; ++f) {
+        const char *name = oc_input_format_name((oc_input_format)f);
+        CHECK_MSG(name, "input format %d has no name", f);
+        if (!name) continue;
+        /* The reader takes its suffix: a missing file is looked for, not refused by its name. */
+        char path[64];
+        snprintf(path, sizeof path, "/nonexistent-dir/a.%s", name);
+        oc_matrix *m = NULL;
+        CHECK(oc_matrix_read(ctx, path, NULL, &m) == OC_ERR_INPUT && !m);
+        CHECK_MSG(!strstr(oc_context_last_error(ctx), "unknown file type"), "%s", oc_context_last_error(ctx));
+    }
+    CHECK(oc_input_format_name(OC_INPUT_FORMAT_COUNT) == NULL && oc_input_format_name((oc_input_format)-1) == NULL);
+    oc_context_free(ctx);
+}
+
 static void test_map_reduce_rows(void)
 {
     CHECK(strcmp(oc_map_reduce_name(OC_MAP_REDUCE_NONE), "none") == 0);
@@ -179,6 +199,7 @@ int main(void)
     test_gpu_mem_mode_rows();
     test_map_op_rows();
     test_output_format_rows();
+    test_input_format_rows();
     test_map_reduce_rows();
     test_matmul_dtype_uses();
     return oc_test_finish();

@@ -35,6 +35,7 @@ static const char *format_at(int i, unsigned mask)
             return oc_output_format_name((oc_output_format)f);
     return NULL;
 }
+const char *cli_input_format_at(int i) { return i >= 0 ? oc_input_format_name((oc_input_format)i) : NULL; }
 const char *cli_output_format_at(int i) { return format_at(i, ~0u); }
 const char *cli_dense_format_at(int i) { return format_at(i, OC_RESULT_DENSE); }
 const char *cli_topk_format_at(int i) { return format_at(i, OC_RESULT_TOPK); }
@@ -124,6 +125,7 @@ static const struct {
     {"map-dtypes", cli_map_dtype_at},
     {"map-reductions", cli_map_reduction_at},
     {"matmul-dtypes", cli_matmul_dtype_at},
+    {"input-formats", cli_input_format_at},
     {"output-formats", cli_output_format_at},
     {"dense-formats", cli_dense_format_at},
     {"topk-formats", cli_topk_format_at},

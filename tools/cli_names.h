@@ -1,7 +1,7 @@
 /*
  * cli_names.h - the lists of names the library holds (metrics, dtypes, backends, algorithms,
  * GPU memory modes, map functions, operators, dtypes and reductions, matmul's result dtypes,
- * the Gram result's file formats), as the help texts, the messages and `outcore --list` show
+ * the input formats, the Gram result's file formats), as the help texts, the messages and `outcore --list` show
  * them: read from the library at run time, never copied into the CLI. Uses include/outcore.h only.
  */
 #ifndef OC_TOOLS_CLI_NAMES_H
@@ -21,6 +21,8 @@ const char *cli_map_operator_at(int i);
 const char *cli_map_dtype_at(int i);
 const char *cli_map_reduction_at(int i); /* "none" is not one */
 const char *cli_matmul_dtype_at(int i);  /* matmul's --dtype: a result a .npy file holds */
+/* The files a matrix is read from, by suffix ("npy", "mtx", ...). */
+const char *cli_input_format_at(int i);
 /* The Gram result's file formats by suffix ("npy"): all of them, and those that hold a dense,
  * a top-k, a threshold, or a top-k or threshold result. */
 const char *cli_output_format_at(int i);
@@ -58,8 +60,8 @@ void cli_wrap_word(cli_wrap *w, const char *word, const char *suffix);
 void cli_wrap_names(cli_wrap *w, cli_name_at name, const char *suffix);
 
 /* `outcore --list WHAT` (metrics, dtypes, backends, algorithms, gpu-mem-modes, map-functions,
- * map-operators, map-dtypes, map-reductions, matmul-dtypes, output-formats, dense-formats,
- * topk-formats, threshold-formats): the names, one a line, for the bash completion and the tests. Returns
+ * map-operators, map-dtypes, map-reductions, matmul-dtypes, input-formats, output-formats,
+ * dense-formats, topk-formats, threshold-formats): the names, one a line, for the bash completion and the tests. Returns
  * the exit status. */
 int cli_list_names(const char *what);
 

@@ -17,9 +17,9 @@
 static const char gram_usage[] =
     "\n"
     "Computes C = A·Aᵀ (or A·Bᵀ) of 0/1 matrices exactly: C[i,j] counts the columns where\n"
-    "rows i and j are both 1; --metric turns counts into similarities.\n"
-    "Inputs: .npy (0/1 of bool, integers, float32/64; or numpy.packbits rows with --bits), .mtx,\n"
-    ".txt/.csv.\n"
+    "rows i and j are both 1; --metric turns counts into similarities.\n";
+/* Then the inputs' line, whose suffixes come from the library's formats (print_usage). */
+static const char gram_usage_output[] =
     "Output: OUT.npy, dense (in the metric's dtype, below); with --topk each row's K\n"
     "best columns (.npz: indices, scores; .tsv), with --threshold every pair whose score passes\n"
     "(.npz: rows, cols, values; .mtx; .tsv). See docs/topk.md.\n"
@@ -120,6 +120,10 @@ static void print_usage(void)
     printf("       outcore gram A [B] --threshold T -o %s [options]\n",
            output_paths(paths, sizeof paths, cli_threshold_format_at));
     fputs(gram_usage, stdout);
+    printf("Inputs: %s (a .npy of 0/1 bool, integers or float32/64, or of\n"
+           "numpy.packbits rows with --bits).\n",
+           suffixes(paths, sizeof paths, cli_input_format_at, " or ."));
+    fputs(gram_usage_output, stdout);
     cli_help_names("--metric M", cli_metric_at, oc_metric_name(defaults.metric));
     cli_help_names("--dtype T", cli_dtype_at, NULL);
     print_metric_dtypes();

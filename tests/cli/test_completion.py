@@ -125,6 +125,7 @@ def test_option_values_are_the_libraries(workdir, command, option, what):
 
 def test_files_by_extension(workdir):
     assert complete(workdir, "gram", "") == with_ext("npy", "mtx", "txt", "csv")
+    assert complete(workdir, "gram", "") == with_ext(*run("--list", "input-formats").stdout.split())
     assert complete(workdir, "gram", "a.npy", "-o", "") == with_ext("npy")
     assert complete(workdir, "matmul", "") == with_ext("npy")
     assert complete(workdir, "matmul", "a.npy", "-o", "") == with_ext("npy")

@@ -1,7 +1,7 @@
 """The name lists the library holds (metrics, dtypes, backends, algorithms; map's functions,
-operators, dtypes and reductions; matmul's result dtypes; the Gram result's file formats), as
-the CLI's messages, help texts and docs/map.md show them: each read from the library, so they
-agree (tests/python/test_name_lists.py: the binding's).
+operators, dtypes and reductions; matmul's result dtypes; the input formats and the Gram
+result's file formats), as the CLI's messages, help texts and docs/map.md show them: each read
+from the library, so they agree (tests/python/test_name_lists.py: the binding's).
 """
 import re
 
@@ -24,8 +24,8 @@ def test_list_refuses_an_unknown_list():
     proc = run("--list", "colours", check=False)
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr == ("outcore: --list colours: expected metrics, dtypes, backends, algorithms, gpu-mem-modes, "
-                           "map-functions, map-operators, map-dtypes, map-reductions, matmul-dtypes, output-formats, "
-                           "dense-formats, topk-formats or threshold-formats\n")
+                           "map-functions, map-operators, map-dtypes, map-reductions, matmul-dtypes, input-formats, "
+                           "output-formats, dense-formats, topk-formats or threshold-formats\n")
 
 
 def test_the_reductions_and_matmul_dtypes_are_listed():
@@ -34,6 +34,20 @@ def test_the_reductions_and_matmul_dtypes_are_listed():
     assert listed("matmul-dtypes") == ["float64", "float32", "float16", "int32", "bool"]
     synopsis = run("map", "--help").stdout.split("\n")[1]
     assert f"--reduce {'|'.join(listed('map-reductions'))} [--axis N]" in synopsis
+
+
+def test_the_input_formats_are_the_libraries(tmp_path):
+    formats = listed("input-formats")
+    assert formats == ["npy", "mtx", "txt", "csv"]
+    # The reader takes each (a missing file is looked for, not refused by its suffix), and
+    # the help and the message for another suffix name them all.
+    for fmt in formats:
+        proc = run("gram", str(tmp_path / f"missing.{fmt}"), "-o", str(tmp_path / "o.npy"), check=False)
+        assert proc.returncode == 2 and "no such file" in proc.stderr, proc.stderr
+    suffixes = ", ".join("." + f for f in formats[:-1])
+    proc = run("gram", str(tmp_path / "a.dat"), "-o", str(tmp_path / "o.npy"), check=False)
+    assert proc.stderr.endswith(f"supported inputs are {suffixes} and .{formats[-1]}\n"), proc.stderr
+    assert f"\nInputs: {suffixes} or .{formats[-1]} (" in run("gram", "--help").stdout
 
 
 def test_the_output_formats_are_the_libraries():

@@ -130,7 +130,8 @@ _outcore()
         return 0
     fi
     case $command in
-        gram) _outcore_files "$cur" npy mtx txt csv ;;
+        # shellcheck disable=SC2046 # the inputs: one word per format
+        gram) _outcore_files "$cur" $("$cli" --list input-formats 2>/dev/null) ;;
         inspect) _outcore_files "$cur" ptx cubin fatbin o so ;;
         map) _outcore_files "$cur" npy ;;  # NAME=FILE.npy: the file part completes after "="
         matmul) _outcore_files "$cur" npy ;;

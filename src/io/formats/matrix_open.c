@@ -1,6 +1,7 @@
 /*
  * matrix_open.c - the public file entry points: oc_matrix_open picks a reader by the
- * file's extension, oc_matrix_peek the same reader's look at the header alone; oc_matrix_save
+ * file's extension from the table of input formats (oc_input_format), oc_matrix_peek the same
+ * reader's look at the header alone; oc_matrix_save
  * writes a matrix as .npy (0/1 bytes or packbits rows).
  */
 #include <inttypes.h>
@@ -14,6 +15,7 @@
 #include "core/error.h"
 #include "matrix/matrix.h"
 #include "core/abi/struct_version.h"
+#include "core/text_buf.h"
 #include "core/threads.h"
 #include "core/trace.h"
 #include "io/io.h"
@@ -50,24 +52,56 @@ static const oc_read_options *read_options(oc_context *ctx, const oc_read_option
     return opts;
 }
 
-/* The reader's kind of file for path's extension: 'n' .npy, 'm' .mtx, 't' .txt and .csv;
- * else fails: an unknown extension, or --bits with a file that is not .npy. */
-static oc_status input_kind(oc_context *ctx, const char *path, const oc_read_options *opts, char *kind)
+/* Each input format's suffix, reader and header's reader (NULL: a text file declares no shape). */
+static const struct {
+    const char *name;
+    oc_status (*read)(oc_context *ctx, const char *path, const oc_read_options *opts, oc_matrix **out);
+    oc_mapped_head_fn head;
+} formats[] = {
+    [OC_INPUT_NPY] = {"npy", oc_npy_read, oc_npy_head},
+    [OC_INPUT_MTX] = {"mtx", oc_mtx_read, oc_mtx_head},
+    [OC_INPUT_TXT] = {"txt", oc_text_read, NULL},
+    [OC_INPUT_CSV] = {"csv", oc_text_read, NULL},
+};
+
+/* A format added to oc_input_format without its row here (or the reverse) stops the build. */
+_Static_assert(sizeof formats / sizeof formats[0] == OC_INPUT_FORMAT_COUNT,
+               "formats[] needs one row per oc_input_format");
+
+const char *oc_input_format_name(oc_input_format f)
+{
+    return (unsigned)f < OC_INPUT_FORMAT_COUNT ? formats[f].name : NULL;
+}
+
+/* The input format of path's extension in *format; else fails: an unknown extension, or
+ * --bits with a file that is not .npy. */
+static oc_status input_format(oc_context *ctx, const char *path, const oc_read_options *opts, int *format)
 {
     int64_t bits = opts->bits;
     if (!path[0]) return oc_fail(ctx, OC_ERR_INPUT, "an input file's name is empty");
     if (bits < 0) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: --bits %" PRId64 " is negative", path, bits);
     char ext[16];
     oc_path_extension(path, ext, sizeof ext);
-    if (bits > 0 && strcmp(ext, "npy") != 0)
+    if (bits > 0 && strcmp(ext, formats[OC_INPUT_NPY].name) != 0)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: --bits applies to .npy files of numpy.packbits output only",
                        path);
-    if (strcmp(ext, "npy") == 0) *kind = 'n';
-    else if (strcmp(ext, "mtx") == 0) *kind = 'm';
-    else if (strcmp(ext, "txt") == 0 || strcmp(ext, "csv") == 0) *kind = 't';
-    else
-        return oc_fail(ctx, OC_ERR_INPUT, "%s: unknown file type%s%s%s; supported inputs are .npy, .mtx, .txt and .csv",
-                       path, ext[0] ? " '." : "", ext, ext[0] ? "'" : " (no extension)");
+    int f = 0;
+    while (f < OC_INPUT_FORMAT_COUNT && strcmp(ext, formats[f].name) != 0) ++f;
+    if (f == OC_INPUT_FORMAT_COUNT) {
+        oc_text names = {0}; /* ".npy, .mtx, .txt and .csv" */
+        for (int i = 0; i < OC_INPUT_FORMAT_COUNT; ++i)
+            oc_text_printf(&names, "%s.%s",
+                           i == 0                           ? ""
+                           : i == OC_INPUT_FORMAT_COUNT - 1 ? " and "
+                                                            : ", ",
+                           formats[i].name);
+        oc_status st =
+            oc_fail(ctx, OC_ERR_INPUT, "%s: unknown file type%s%s%s; supported inputs are %s", path,
+                    ext[0] ? " '." : "", ext, ext[0] ? "'" : " (no extension)", names.data ? names.data : "?");
+        free(names.data);
+        return st;
+    }
+    *format = f;
     return OC_OK;
 }
 
@@ -80,12 +114,10 @@ static oc_status matrix_read_call(oc_context *ctx, const char *path, const oc_re
     oc_context_begin_job(ctx);
     oc_read_options buf;
     if (!(opts = read_options(ctx, opts, &buf))) return OC_ERR_INVALID_ARGUMENT;
-    char kind;
-    OC_CHECK(ctx, input_kind(ctx, path, opts, &kind));
+    int f;
+    OC_CHECK(ctx, input_format(ctx, path, opts, &f));
     double t = oc_now();
-    if (kind == 'n') OC_CHECK(ctx, oc_npy_read(ctx, path, opts, out));
-    else if (kind == 'm') OC_CHECK(ctx, oc_mtx_read(ctx, path, opts, out));
-    else OC_CHECK(ctx, oc_text_read(ctx, path, opts, out));
+    OC_CHECK(ctx, formats[f].read(ctx, path, opts, out));
     if (oc_tracing()) {    /* OUTCORE_TRACE says which inputs stay in their files */
         char *what = NULL; /* the heap's: no frame of every read holds a message's buffer */
         if (asprintf(&what, "%s%s", path, oc_matrix_file_backed(*out) ? " (left in its file)" : "") >= 0) {
@@ -109,11 +141,11 @@ static oc_status matrix_peek_call(oc_context *ctx, const char *path, const oc_re
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "peeking at a matrix: the path, rows or cols is NULL");
     oc_read_options buf;
     if (!(opts = read_options(ctx, opts, &buf))) return OC_ERR_INVALID_ARGUMENT;
-    char kind;
-    OC_CHECK(ctx, input_kind(ctx, path, opts, &kind));
+    int f;
+    OC_CHECK(ctx, input_format(ctx, path, opts, &f));
     /* Written only once the call succeeds (outcore.h: out-parameters). */
     int64_t r = -1, c = -1; /* text: its rows are known once read */
-    if (kind != 't') OC_CHECK(ctx, oc_mapped_head(ctx, path, kind == 'n' ? oc_npy_head : oc_mtx_head, opts, &r, &c));
+    if (formats[f].head) OC_CHECK(ctx, oc_mapped_head(ctx, path, formats[f].head, opts, &r, &c));
     *rows = r, *cols = c;
     return OC_OK;
 }
