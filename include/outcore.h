@@ -286,13 +286,15 @@ typedef enum oc_dtype {
     OC_DTYPE_DEFAULT = 0, /* int32 for counts and hamming, float32 for jaccard and cosine */
     OC_DTYPE_INT32 = 1,
     OC_DTYPE_UINT16 = 2,  /* counts and hamming when cols < 65536 */
-    OC_DTYPE_FLOAT32 = 3
+    OC_DTYPE_FLOAT32 = 3,
+    OC_DTYPE_COUNT        /* the number of codes, not a dtype */
 } oc_dtype;
 
 typedef enum oc_backend {
     OC_BACKEND_AUTO = 0, /* the one the cost model predicts faster (docs/cost-model.md); CPU without a usable GPU */
     OC_BACKEND_CPU = 1,
-    OC_BACKEND_CUDA = 2
+    OC_BACKEND_CUDA = 2,
+    OC_BACKEND_COUNT /* the number of backends, not a backend */
 } oc_backend;
 
 /* How oc_gram computes: the packed-bit kernels (dense), or per-row accumulation over the
@@ -301,7 +303,8 @@ typedef enum oc_backend {
 typedef enum oc_algorithm {
     OC_ALGORITHM_AUTO = 0,   /* the one predicted faster (oc_gram_stats.algorithm_desc says why) */
     OC_ALGORITHM_DENSE = 1,
-    OC_ALGORITHM_SPARSE = 2
+    OC_ALGORITHM_SPARSE = 2,
+    OC_ALGORITHM_COUNT /* the number of algorithms, not an algorithm */
 } oc_algorithm;
 
 typedef enum oc_gpu_mem_mode {

@@ -1,7 +1,8 @@
 /*
  * test_name_tables.c - the tables that give names to metrics, to map's operations and to the
  * output formats: every metric has a row whose name parses back to it and whose properties
- * agree with what oc_gram_result_dtype and the messages say; every GPU memory mode has a name
+ * agree with what oc_gram_result_dtype and the messages say; every dtype, and each of the
+ * .npy writer's own types, has a row of its name and size; every GPU memory mode has a name
  * that parses back to it; every map op has one row, every
  * function name the list gives is found by the parser's lookup, and the public lists end
  * where the tables do; every output format has a row that its suffix finds again, and every
@@ -13,6 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/dtype.h"
 #include "core/metric.h"
 #include "io/formats/output_format.h"
 #include "map/map_expr.h"
@@ -63,6 +65,28 @@ static void test_metric_dtypes_text(void)
     oc_metric_dtypes_text(small, 0); /* public: a size of 0 writes nothing */
     CHECK(strcmp(small, "counts and ") == 0);
     oc_metric_dtypes_text(NULL, 0);
+}
+
+static void test_dtype_rows(void)
+{
+    for (int d = OC_DTYPE_INT32; d < OC_DTYPE_COUNT; ++d) {
+        const oc_element *e = oc_element_of(d);
+        CHECK_MSG(e && e->name && e->size > 0, "dtype %d has no row", d);
+        if (!e) continue;
+        CHECK(oc_dtype_name((oc_dtype)d) == e->name && oc_dtype_size((oc_dtype)d) == e->size);
+        oc_dtype parsed = OC_DTYPE_DEFAULT;
+        CHECK(oc_dtype_parse(e->name, &parsed) == OC_OK && parsed == (oc_dtype)d);
+    }
+    /* The .npy writer's own types have rows, but are no oc_dtype. */
+    CHECK(strcmp(oc_element_of(OC_NPY_UINT8)->name, "uint8") == 0 && oc_element_of(OC_NPY_UINT8)->size == 1);
+    CHECK(strcmp(oc_element_of(OC_NPY_INT64)->name, "int64") == 0 && oc_element_of(OC_NPY_INT64)->size == 8);
+    CHECK(oc_element_of(OC_DTYPE_DEFAULT) == NULL && oc_element_of(OC_NPY_TYPE_COUNT) == NULL);
+    CHECK(oc_dtype_name(OC_DTYPE_COUNT) == NULL && oc_dtype_size(OC_DTYPE_COUNT) == 0);
+    oc_dtype d = OC_DTYPE_INT32;
+    CHECK(oc_dtype_parse("uint8", &d) == OC_ERR_INVALID_ARGUMENT && d == OC_DTYPE_INT32);
+    CHECK(oc_backend_name(OC_BACKEND_COUNT) == NULL && oc_algorithm_name(OC_ALGORITHM_COUNT) == NULL);
+    CHECK(strcmp(oc_backend_name(OC_BACKEND_COUNT - 1), "cuda") == 0);
+    CHECK(strcmp(oc_algorithm_name(OC_ALGORITHM_COUNT - 1), "sparse") == 0);
 }
 
 static void test_gpu_mem_mode_rows(void)
@@ -196,6 +220,7 @@ int main(void)
 {
     test_metric_rows();
     test_metric_dtypes_text();
+    test_dtype_rows();
     test_gpu_mem_mode_rows();
     test_map_op_rows();
     test_output_format_rows();

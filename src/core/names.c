@@ -1,8 +1,10 @@
-/* names.c - the names of metrics, dtypes, backends, algorithms and GPU memory modes, shared by
- * the CLI and the binding, and the table of the metrics' properties (core/metric.h). */
+/* names.c - the names of metrics, dtypes (with their sizes: core/dtype.h), backends,
+ * algorithms and GPU memory modes, shared by the CLI and the binding, and the table of the
+ * metrics' properties (core/metric.h). */
 #include <stdio.h>
 #include <string.h>
 
+#include "core/dtype.h"
 #include "core/metric.h"
 #include "outcore.h"
 
@@ -73,15 +75,30 @@ void oc_metric_dtypes_text(char *text, size_t size)
     }
 }
 
-static const char *const dtype_names[] = {"default", "int32", "uint16", "float32"};
-static const char *const backend_names[] = {"auto", "cpu", "cuda"};
-static const char *const algorithm_names[] = {"auto", "dense", "sparse"};
+/* OC_DTYPE_DEFAULT's row holds its name alone. */
+static const oc_element elements[] = {
+    [OC_DTYPE_DEFAULT] = {"default", 0, 0}, [OC_DTYPE_INT32] = {"int32", 4, 'i'},
+    [OC_DTYPE_UINT16] = {"uint16", 2, 'u'}, [OC_DTYPE_FLOAT32] = {"float32", 4, 'f'},
+    [OC_NPY_UINT8] = {"uint8", 1, 'u'},     [OC_NPY_INT64] = {"int64", 8, 'i'},
+};
+static const char *const backend_names[] = {
+    [OC_BACKEND_AUTO] = "auto", [OC_BACKEND_CPU] = "cpu", [OC_BACKEND_CUDA] = "cuda"};
+static const char *const algorithm_names[] = {
+    [OC_ALGORITHM_AUTO] = "auto", [OC_ALGORITHM_DENSE] = "dense", [OC_ALGORITHM_SPARSE] = "sparse"};
 static const char *const gpu_mem_mode_names[] = {[OC_GPU_MEM_GROW] = "grow", [OC_GPU_MEM_RESERVE] = "reserve"};
 
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
+_Static_assert(COUNT(elements) == OC_NPY_TYPE_COUNT, "elements[] needs one row per oc_dtype and writer's type");
+_Static_assert(COUNT(backend_names) == OC_BACKEND_COUNT, "backend_names[] needs one row per oc_backend");
+_Static_assert(COUNT(algorithm_names) == OC_ALGORITHM_COUNT, "algorithm_names[] needs one row per oc_algorithm");
 _Static_assert(COUNT(gpu_mem_mode_names) == OC_GPU_MEM_MODE_COUNT,
                "gpu_mem_mode_names[] needs one row per oc_gpu_mem_mode");
+
+const oc_element *oc_element_of(int type)
+{
+    return type > OC_DTYPE_DEFAULT && type < OC_NPY_TYPE_COUNT ? &elements[type] : NULL;
+}
 
 static int find_name(const char *const *names, int count, const char *name)
 {
@@ -96,7 +113,7 @@ const char *oc_metric_name(oc_metric m)
     const oc_metric_info *info = oc_metric_info_of(m);
     return info ? info->name : NULL;
 }
-const char *oc_dtype_name(oc_dtype d) { return (unsigned)d < COUNT(dtype_names) ? dtype_names[d] : NULL; }
+const char *oc_dtype_name(oc_dtype d) { return (unsigned)d < OC_DTYPE_COUNT ? elements[d].name : NULL; }
 const char *oc_backend_name(oc_backend b) { return (unsigned)b < COUNT(backend_names) ? backend_names[b] : NULL; }
 const char *oc_algorithm_name(oc_algorithm a)
 {
@@ -127,10 +144,12 @@ oc_status oc_dtype_parse(const char *name, oc_dtype *out)
     if (!out) return OC_ERR_INVALID_ARGUMENT;
     for (int k = 0; k < COUNT(aliases); ++k)
         if (name && strcmp(name, aliases[k][0]) == 0) name = aliases[k][1];
-    int i = find_name(dtype_names, COUNT(dtype_names), name);
-    if (i < 0) return OC_ERR_INVALID_ARGUMENT;
-    *out = (oc_dtype)i;
-    return OC_OK;
+    for (int i = 0; name && i < OC_DTYPE_COUNT; ++i)
+        if (strcmp(elements[i].name, name) == 0) {
+            *out = (oc_dtype)i;
+            return OC_OK;
+        }
+    return OC_ERR_INVALID_ARGUMENT;
 }
 
 oc_status oc_backend_parse(const char *name, oc_backend *out)
@@ -160,18 +179,7 @@ oc_status oc_gpu_mem_mode_parse(const char *name, oc_gpu_mem_mode *out)
     return OC_OK;
 }
 
-size_t oc_dtype_size(oc_dtype d)
-{
-    switch (d) {
-    case OC_DTYPE_INT32:
-    case OC_DTYPE_FLOAT32:
-        return 4;
-    case OC_DTYPE_UINT16:
-        return 2;
-    default:
-        return 0;
-    }
-}
+size_t oc_dtype_size(oc_dtype d) { return (unsigned)d < OC_DTYPE_COUNT ? elements[d].size : 0; }
 
 oc_dtype oc_gram_result_dtype(oc_metric metric, oc_dtype dtype)
 {

@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include "outcore.h"
+#include "core/dtype.h"
 
 /* Readers (oc_matrix_read dispatches on the extension; opts is never NULL here). */
 oc_status oc_npy_read(oc_context *ctx, const char *path, const oc_read_options *opts, oc_matrix **out);
@@ -39,10 +40,9 @@ oc_status oc_text_read_buffer(oc_context *ctx, const char *name, const void *dat
 typedef struct oc_npy_out oc_npy_out;
 
 /* Creates PATH's temporary file sized for a rows x cols array of dtype (INT32, UINT16,
- * FLOAT32 or, for oc_matrix_save, the internal UINT8 code below), maps it, and returns the
+ * FLOAT32 or, for oc_matrix_save, OC_NPY_UINT8: core/dtype.h), maps it, and returns the
  * address of element (0,0). Fails with OC_ERR_INPUT when the directory is missing or not
  * writable. */
-#define OC_NPY_UINT8 100
 oc_status oc_npy_out_create(oc_context *ctx, const char *path, int dtype, int64_t rows, int64_t cols, oc_npy_out **out,
                             void **data);
 /* Before anything is read or created: OC_ERR_INPUT naming path when the rows x cols .npy of

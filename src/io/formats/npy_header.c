@@ -15,23 +15,14 @@
 #define NPY_NATIVE ">"
 #endif
 
-/* The descr of dtype's elements in this host's byte order (see the header's top comment). */
-static const char *npy_descr(int dtype)
+/* The descr of dtype's elements in this host's byte order (see the header's top comment):
+ * "<i4", "|u1"; 0 for a code with no row. */
+static int npy_descr(char descr[8], int dtype)
 {
-    switch (dtype) {
-    case OC_DTYPE_INT32:
-        return NPY_NATIVE "i4";
-    case OC_DTYPE_UINT16:
-        return NPY_NATIVE "u2";
-    case OC_DTYPE_FLOAT32:
-        return NPY_NATIVE "f4";
-    case OC_NPY_INT64:
-        return NPY_NATIVE "i8";
-    case OC_NPY_UINT8:
-        return "|u1";
-    default:
-        return NULL;
-    }
+    const oc_element *e = oc_element_of(dtype);
+    if (!e) return 0;
+    snprintf(descr, 8, "%s%c%zu", e->size == 1 ? "|" : NPY_NATIVE, e->kind, e->size);
+    return 1;
 }
 
 /* Magic, version 1.0, the header length, dict and the padding up to total bytes. */
@@ -49,8 +40,10 @@ static size_t npy_frame(unsigned char *h, const char *dict, size_t len, size_t t
 
 size_t oc_npy_header(unsigned char *h, int dtype, int64_t d0, int64_t d1, size_t fixed)
 {
-    const char *descr = npy_descr(dtype);
-    assert(descr != NULL);
+    char descr[8];
+    const int known = npy_descr(descr, dtype);
+    assert(known);
+    (void)known;
     char dict[160];
     int len = d1 < 0 ? snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (%" PRId64 ",), }",
                                 descr, d0)

@@ -18,14 +18,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/dtype.h"
+
 #define OC_NPY_ALIGN 64       /* numpy's ARRAY_ALIGN: the data starts at a multiple of this */
 #define OC_NPY_HEADER_MAX 256 /* room for any header oc_npy_header writes */
 
-/* The element type of a written array: an oc_dtype (INT32, UINT16, FLOAT32), io.h's
- * OC_NPY_UINT8, or OC_NPY_INT64 (indices, rows and columns of selection results). */
-#define OC_NPY_INT64 101
-
-/* Writes the header of a C-order array of dtype (one of the above) and shape
+/* Writes the header of a C-order array of dtype (a code of core/dtype.h's table: an oc_dtype,
+ * OC_NPY_UINT8, or OC_NPY_INT64 for indices, rows and columns of selection results) and shape
  * (d0,) (d1 < 0) or (d0, d1) into h (OC_NPY_HEADER_MAX bytes) and returns its length, the
  * offset of the data. fixed = 0: the natural length, a multiple of OC_NPY_ALIGN; else
  * exactly fixed bytes (a multiple of OC_NPY_ALIGN that holds the header), for a header

@@ -239,23 +239,9 @@ int oc_npy_out_prefaulted(const oc_npy_out *w) { return w && w->prefaulted; }
 static oc_status npy_out_size(oc_context *ctx, const char *path, int dtype, int64_t rows, int64_t cols,
                               unsigned char *header, size_t *offset, size_t *total)
 {
-    int64_t elem;
-    switch (dtype) {
-    case OC_DTYPE_INT32:
-        elem = 4;
-        break;
-    case OC_DTYPE_UINT16:
-        elem = 2;
-        break;
-    case OC_DTYPE_FLOAT32:
-        elem = 4;
-        break;
-    case OC_NPY_UINT8:
-        elem = 1;
-        break;
-    default:
-        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: no .npy output for dtype code %d", path, dtype);
-    }
+    const oc_element *e = oc_element_of(dtype);
+    if (!e) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: no .npy output for dtype code %d", path, dtype);
+    const int64_t elem = (int64_t)e->size;
     int64_t count, bytes;
     if (rows <= 0 || cols <= 0)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: output shape %" PRId64 " x %" PRId64 " is not positive", path,
@@ -291,8 +277,7 @@ oc_status oc_npy_out_check_fits(oc_context *ctx, const char *path, int dtype, in
     OC_CHECK(ctx, npy_out_size(ctx, path, dtype, rows, cols, header, &offset, &total));
     if (!space) return OC_OK;
     char what[96];
-    snprintf(what, sizeof what, "dense %" PRId64 " x %" PRId64 " %s", rows, cols,
-             dtype == OC_NPY_UINT8 ? "uint8" : oc_dtype_name((oc_dtype)dtype));
+    snprintf(what, sizeof what, "dense %" PRId64 " x %" PRId64 " %s", rows, cols, oc_element_of(dtype)->name);
     return oc_npy_out_check_room(ctx, path, what, (int64_t)total);
 }
 
@@ -437,7 +422,7 @@ static oc_status reopen_as(oc_context *ctx, const char *path, const char *temp_p
 oc_status oc_npy_out_reopen(oc_context *ctx, const char *path, const char *temp_path, int dtype, int64_t rows,
                             int64_t cols, oc_npy_out **out, void **data)
 {
-    const int64_t elem = dtype == OC_DTYPE_UINT16 ? 2 : dtype == OC_NPY_UINT8 ? 1 : 4;
+    const int64_t elem = (int64_t)oc_element_of(dtype)->size;
     unsigned char header[OC_NPY_HEADER_MAX];
     size_t offset = oc_npy_header(header, dtype, rows, cols, 0);
     return reopen_as(ctx, path, temp_path, header, offset, offset + (size_t)(rows * cols * elem), out, data);

@@ -100,14 +100,18 @@ static char *put_i64(char *p, int64_t v)
 /* A score as text: integers exactly, float32 with 9 significant digits (round-trips). */
 static char *put_score(char *p, oc_dtype dtype, const void *values, int64_t i)
 {
-    switch (dtype) {
+    switch (dtype) { /* no default: a dtype added to oc_dtype is named here by -Wswitch */
     case OC_DTYPE_FLOAT32:
         return p + sprintf(p, "%.9g", (double)((const float *)values)[i]); /* '.': oc_numeric_begin */
     case OC_DTYPE_UINT16:
         return put_i64(p, ((const uint16_t *)values)[i]);
-    default:
+    case OC_DTYPE_INT32:
         return put_i64(p, ((const int32_t *)values)[i]);
+    case OC_DTYPE_DEFAULT: /* a job's result dtype is resolved before anything is written */
+    case OC_DTYPE_COUNT:
+        break;
     }
+    return p;
 }
 
 /* ---------------------------------------------------------------- checks */

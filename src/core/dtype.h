@@ -1,0 +1,35 @@
+/*
+ * dtype.h - the element types of the arrays a Gram job and the .npy writer produce, in one
+ * table (names.c): a result's oc_dtype and the two types the writer adds for itself (uint8
+ * 0/1 rows, oc_matrix_save's; int64 indices and pairs of selection results), by one code.
+ * The public oc_dtype_name and oc_dtype_size read the same rows.
+ */
+#ifndef OC_CORE_DTYPE_H
+#define OC_CORE_DTYPE_H
+
+#include <stddef.h>
+
+#include "outcore.h"
+
+/* The writer's own types, numbered after oc_dtype's. */
+enum { OC_NPY_UINT8 = OC_DTYPE_COUNT, OC_NPY_INT64, OC_NPY_TYPE_COUNT };
+
+typedef struct oc_element {
+    const char *name; /* numpy's ("int32") */
+    size_t size;      /* bytes */
+    char kind;        /* numpy's kind letter: 'i', 'u' or 'f' ('<i4' without its byte order and size) */
+} oc_element;
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The row of an oc_dtype other than OC_DTYPE_DEFAULT, or of OC_NPY_UINT8 or OC_NPY_INT64;
+ * NULL for any other code. */
+const oc_element *oc_element_of(int type);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
