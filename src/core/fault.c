@@ -5,11 +5,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const variables[OC_FAULT_CALLS] = {
-    "OUTCORE_FAULT_OPEN",   "OUTCORE_FAULT_WRITE",        "OUTCORE_FAULT_TRUNCATE",
-    "OUTCORE_FAULT_MMAP",   "OUTCORE_FAULT_FSYNC",        "OUTCORE_FAULT_CLOSE",
-    "OUTCORE_FAULT_RENAME", "OUTCORE_FAULT_FLUSH_FOLDER", "OUTCORE_FAULT_SHRINK",
+static const char *const variables[] = {
+    [OC_FAULT_OPEN] = "OUTCORE_FAULT_OPEN",         [OC_FAULT_WRITE] = "OUTCORE_FAULT_WRITE",
+    [OC_FAULT_TRUNCATE] = "OUTCORE_FAULT_TRUNCATE", [OC_FAULT_MMAP] = "OUTCORE_FAULT_MMAP",
+    [OC_FAULT_FSYNC] = "OUTCORE_FAULT_FSYNC",       [OC_FAULT_CLOSE] = "OUTCORE_FAULT_CLOSE",
+    [OC_FAULT_RENAME] = "OUTCORE_FAULT_RENAME",     [OC_FAULT_FLUSH_FOLDER] = "OUTCORE_FAULT_FLUSH_FOLDER",
+    [OC_FAULT_SHRINK] = "OUTCORE_FAULT_SHRINK",
 };
+/* A call added to oc_fault_call without its variable here (or the reverse) stops the build. */
+_Static_assert(sizeof variables / sizeof variables[0] == OC_FAULT_CALLS, "variables[] needs one row per oc_fault_call");
 
 const char *oc_fault_variable(oc_fault_call call) { return (unsigned)call < OC_FAULT_CALLS ? variables[call] : "?"; }
 

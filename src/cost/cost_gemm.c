@@ -6,7 +6,12 @@
 
 const char *oc_cost_gemm_type_name(oc_cost_gemm_type t)
 {
-    static const char *names[OC_COST_GEMM_TYPES] = {"float64", "float32", "tf32", "float16", "int8"};
+    static const char *const names[] = {[OC_COST_GEMM_F64] = "float64",
+                                        [OC_COST_GEMM_F32] = "float32",
+                                        [OC_COST_GEMM_TF32] = "tf32",
+                                        [OC_COST_GEMM_F16] = "float16",
+                                        [OC_COST_GEMM_INT8] = "int8"};
+    _Static_assert(sizeof names / sizeof names[0] == OC_COST_GEMM_TYPES, "names[] needs one row per GEMM type");
     return (unsigned)t < OC_COST_GEMM_TYPES ? names[t] : "?";
 }
 
@@ -21,7 +26,12 @@ double oc_cost_gemm_cpu_rate(oc_cost_gemm_type t, int blas, int cores)
 
 double oc_cost_gemm_gpu_rate(oc_cost_gemm_type t, int cc)
 {
-    static const double hopper[OC_COST_GEMM_TYPES] = {50e12, 50e12, 400e12, 700e12, 1400e12};
+    static const double hopper[] = {[OC_COST_GEMM_F64] = 50e12,
+                                    [OC_COST_GEMM_F32] = 50e12,
+                                    [OC_COST_GEMM_TF32] = 400e12,
+                                    [OC_COST_GEMM_F16] = 700e12,
+                                    [OC_COST_GEMM_INT8] = 1400e12};
+    _Static_assert(sizeof hopper / sizeof hopper[0] == OC_COST_GEMM_TYPES, "hopper[] needs one rate per GEMM type");
     double r = hopper[(unsigned)t < OC_COST_GEMM_TYPES ? t : 0];
     if (cc >= 90) return r;
     return cc >= 80 ? r / 2 : r / 4;

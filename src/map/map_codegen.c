@@ -63,14 +63,6 @@ static const char prelude[] =
     "  return 0x8000000000000000ULL;\n"
     "}\n";
 
-static const char *ctype(int t)
-{
-    static const char *names[OC_MT_COUNT] = {"unsigned char", "signed char",   "short",          "int",
-                                             "long long",     "unsigned char", "unsigned short", "unsigned int",
-                                             "oc_u64",        "float",         "double"};
-    return names[t];
-}
-
 static const char *int_min(int t)
 {
     switch (t) {
@@ -110,11 +102,11 @@ static void emit_const(oc_text *b, const oc_map_node *n)
     case MT_U16:
     case MT_U32:
     case MT_U64:
-        oc_text_printf(b, "(%s)%" PRIu64 "ULL", ctype(t), n->value.u);
+        oc_text_printf(b, "(%s)%" PRIu64 "ULL", oc_mt_ctype(t), n->value.u);
         break;
     default:
-        if (n->value.i == INT64_MIN) oc_text_printf(b, "(%s)(-9223372036854775807LL - 1)", ctype(t));
-        else oc_text_printf(b, "(%s)%" PRId64 "LL", ctype(t), n->value.i);
+        if (n->value.i == INT64_MIN) oc_text_printf(b, "(%s)(-9223372036854775807LL - 1)", oc_mt_ctype(t));
+        else oc_text_printf(b, "(%s)%" PRId64 "LL", oc_mt_ctype(t), n->value.i);
     }
 }
 
@@ -123,8 +115,8 @@ static void emit_cast(oc_text *b, int from, int to, const char *x)
 {
     if (from == to) oc_text_printf(b, "%s", x);
     else if (to == MT_BOOL) oc_text_printf(b, "(unsigned char)(%s != 0)", x);
-    else if (oc_mt_is_float(to) || !oc_mt_is_float(from)) oc_text_printf(b, "(%s)%s", ctype(to), x);
-    else oc_text_printf(b, "(%s)oc_f2bits((double)%s)", ctype(to), x);
+    else if (oc_mt_is_float(to) || !oc_mt_is_float(from)) oc_text_printf(b, "(%s)%s", oc_mt_ctype(to), x);
+    else oc_text_printf(b, "(%s)oc_f2bits((double)%s)", oc_mt_ctype(to), x);
 }
 
 static const char *math_name(oc_map_op op) { return oc_map_op_info_of(op)->cuda; }
@@ -134,7 +126,7 @@ static void emit_expr(oc_text *b, const oc_map_plan *m, int k)
 {
     const oc_map_node *n = &m->ir.nodes[k];
     const int t = n->otype;
-    const char *T = ctype(t);
+    const char *T = oc_mt_ctype(t);
     const int is_f = oc_mt_is_float(t), is_b = t == MT_BOOL, is_s = oc_mt_kind_of(t) == MT_KIND_INT;
     const char *f = t == MT_F32 ? "f" : "";
     char A[24], B[24], C[24];
@@ -269,7 +261,7 @@ static void emit_inputs(oc_text *b, const oc_map_plan *m, int args)
     for (int k = 0; k < m->n_inputs; k++) {
         if (!m->inputs[k].used) continue;
         if (args) oc_text_printf(b, ", in%d", k);
-        else oc_text_printf(b, ", const %s *__restrict__ in%d", ctype(m->inputs[k].type), k);
+        else oc_text_printf(b, ", const %s *__restrict__ in%d", oc_mt_ctype(m->inputs[k].type), k);
     }
 }
 
@@ -297,7 +289,7 @@ static void emit_body(oc_text *b, const oc_map_plan *m, const char *live, const 
     for (int k = 0; k < m->ir.count; k++) {
         if (!live[k]) continue;
         const oc_map_node *n = &m->ir.nodes[k];
-        oc_text_printf(b, "    const %s v%d = ", ctype(n->type), k);
+        oc_text_printf(b, "    const %s v%d = ", oc_mt_ctype(n->type), k);
         if (n->op == MOP_INPUT) {
             /* A bool array's bytes need not be 0 or 1: any nonzero byte is True, as in numpy
              * (the CPU evaluator's bool inputs alike). */
@@ -330,7 +322,7 @@ static void emit_reduce(oc_text *b, const oc_map_plan *m, const char *live, cons
 {
     const int rt = m->reduce_type, is_f = oc_mt_is_float(rt);
     const int sum = m->reduce == OC_MAP_REDUCE_SUM || m->reduce == OC_MAP_REDUCE_MEAN;
-    const char *R = ctype(rt), *combine;
+    const char *R = oc_mt_ctype(rt), *combine;
     if (m->reduce == OC_MAP_REDUCE_MIN) combine = is_f ? "(a <= b || a != a) ? a : b" : "a <= b ? a : b";
     else if (m->reduce == OC_MAP_REDUCE_MAX) combine = is_f ? "(a >= b || a != a) ? a : b" : "a >= b ? a : b";
     else combine = rt == MT_F32 ? "__fadd_rn(a, b)" : rt == MT_F64 ? "__dadd_rn(a, b)" : "(oc_u64)a + (oc_u64)b";
@@ -443,7 +435,7 @@ oc_status oc_map_emit_cuda(oc_context *ctx, const oc_map_plan *m, char **src, in
     for (const char *p = m->text; *p; p++) /* keep the comment closed whatever the text holds */
         oc_text_printf(&b, "%c", p[0] == '*' && p[1] == '/' ? '+' : *p);
     oc_text_printf(&b, " */\n\nextern \"C\" __global__ void oc_map_elementwise(%s *__restrict__ out",
-                   ctype(m->reduce == OC_MAP_REDUCE_NONE ? m->out_type : et));
+                   oc_mt_ctype(m->reduce == OC_MAP_REDUCE_NONE ? m->out_type : et));
     emit_params(&b, m);
     oc_text_printf(&b, "%s", grid_loop);
     emit_body(&b, m, live, "start + i");

@@ -15,19 +15,28 @@ static const struct {
     const char *code; /* numpy's one-letter kind + size, as in a descr without byte order */
     size_t size;
     oc_mt_kind kind;
-} mt_info[OC_MT_COUNT] = {
-    {"bool", "|b1", "b1", 1, MT_KIND_BOOL},           {"int8", "|i1", "i1", 1, MT_KIND_INT},
-    {"int16", NATIVE "i2", "i2", 2, MT_KIND_INT},     {"int32", NATIVE "i4", "i4", 4, MT_KIND_INT},
-    {"int64", NATIVE "i8", "i8", 8, MT_KIND_INT},     {"uint8", "|u1", "u1", 1, MT_KIND_UINT},
-    {"uint16", NATIVE "u2", "u2", 2, MT_KIND_UINT},   {"uint32", NATIVE "u4", "u4", 4, MT_KIND_UINT},
-    {"uint64", NATIVE "u8", "u8", 8, MT_KIND_UINT},   {"float32", NATIVE "f4", "f4", 4, MT_KIND_FLOAT},
-    {"float64", NATIVE "f8", "f8", 8, MT_KIND_FLOAT},
+    const char *ctype; /* the CUDA C type of the generated kernels (oc_u64: map_codegen.c's) */
+} mt_info[] = {
+    [MT_BOOL] = {"bool", "|b1", "b1", 1, MT_KIND_BOOL, "unsigned char"},
+    [MT_I8] = {"int8", "|i1", "i1", 1, MT_KIND_INT, "signed char"},
+    [MT_I16] = {"int16", NATIVE "i2", "i2", 2, MT_KIND_INT, "short"},
+    [MT_I32] = {"int32", NATIVE "i4", "i4", 4, MT_KIND_INT, "int"},
+    [MT_I64] = {"int64", NATIVE "i8", "i8", 8, MT_KIND_INT, "long long"},
+    [MT_U8] = {"uint8", "|u1", "u1", 1, MT_KIND_UINT, "unsigned char"},
+    [MT_U16] = {"uint16", NATIVE "u2", "u2", 2, MT_KIND_UINT, "unsigned short"},
+    [MT_U32] = {"uint32", NATIVE "u4", "u4", 4, MT_KIND_UINT, "unsigned int"},
+    [MT_U64] = {"uint64", NATIVE "u8", "u8", 8, MT_KIND_UINT, "oc_u64"},
+    [MT_F32] = {"float32", NATIVE "f4", "f4", 4, MT_KIND_FLOAT, "float"},
+    [MT_F64] = {"float64", NATIVE "f8", "f8", 8, MT_KIND_FLOAT, "double"},
 };
+/* A type added to oc_map_dtype and OC_MT_COUNT without its row here stops the build. */
+_Static_assert(sizeof mt_info / sizeof mt_info[0] == OC_MT_COUNT, "mt_info[] needs one row per map type");
 
 size_t oc_mt_size(int t) { return t >= 0 && t < OC_MT_COUNT ? mt_info[t].size : 0; }
 oc_mt_kind oc_mt_kind_of(int t) { return mt_info[t].kind; }
 const char *oc_mt_name(int t) { return t >= 0 && t < OC_MT_COUNT ? mt_info[t].name : "?"; }
 const char *oc_mt_descr(int t) { return mt_info[t].descr; }
+const char *oc_mt_ctype(int t) { return mt_info[t].ctype; }
 
 int oc_mt_parse(const char *name)
 {

@@ -41,6 +41,8 @@ const char *oc_mt_name(int t);
 int oc_mt_parse(const char *name);
 /* The .npy descr of t in this host's byte order ("<f8", "|b1"). */
 const char *oc_mt_descr(int t);
+/* The C type that holds t in the generated CUDA kernels ("float", "unsigned char" for bool). */
+const char *oc_mt_ctype(int t);
 /* The type of a .npy descr ('<i4', '|u1', '?', 'f8'...) when it is native or byte-free;
  * -1 otherwise (another byte order, or a type map does not read). */
 int oc_mt_from_descr(const char *descr);

@@ -10,7 +10,9 @@ adds the pretend metric's row to the metric table (src/core/names.c);
 in src/map/map_ops.c; -DOC_TEST_PRETEND_FORMAT adds the pretend format's row to
 src/io/formats/output_format.c; -DOC_TEST_PRETEND_REDUCE adds the pretend reduction's name to
 src/map/map_plan.c; -DOC_TEST_PRETEND_WITHOUT_ROW leaves the rows out. Each file is only
-compiled (-fsyntax-only), so the test costs a few compiler runs, not a build.
+compiled (-fsyntax-only), so the test costs a few compiler runs, not a build. Tables indexed by
+a private enum (the fault plan's variables, map's types, the GEMM rates) are compiled once
+more from a copy without a row, which their _Static_assert refuses.
 """
 import os
 import re
@@ -218,3 +220,25 @@ def test_the_public_header_has_no_test_hooks():
 
     assert preprocessed(*defines) == preprocessed()
     assert "OC_TEST_" not in (SOURCE_DIR / "include" / "outcore.h").read_text()
+
+
+# Tables indexed by an enum of their own, with a row (a regex over the file's text) whose loss
+# must stop the build, and the message of the table's _Static_assert.
+ROWS = [("src/core/fault.c", r"\n\s*\[OC_FAULT_SHRINK\] = [^\n]*", "variables[] needs one row per oc_fault_call"),
+        ("src/map/map_types.c", r"\n\s*\[MT_F64\] = [^\n]*", "mt_info[] needs one row per map type"),
+        ("src/cost/cost_gemm.c", r',\s*\[OC_COST_GEMM_INT8\] = "int8"', "names[] needs one row per GEMM type"),
+        ("src/cost/cost_gemm.c", r",\s*\[OC_COST_GEMM_INT8\] = 1400e12", "hopper[] needs one rate per GEMM type")]
+
+
+@pytest.mark.parametrize("path,row,message", ROWS)
+def test_a_table_without_a_row_stops_the_build(tmp_path, path, row, message):
+    # A copy of the file without the row: zero-filled, it would compile (a NULL name, a rate 0).
+    text = (SOURCE_DIR / path).read_text()
+    short, found = re.subn(row, "", text)
+    assert found == 1, f"{path}: the row {row!r} was expected once"
+    copy = tmp_path / os.path.basename(path)
+    copy.write_text(short)
+    status, out = compile_unit(path)
+    assert status == 0, out
+    status, out = compile_unit(copy)
+    assert status != 0 and message in out, out
