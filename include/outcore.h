@@ -317,6 +317,10 @@ typedef enum oc_gpu_mem_mode {
 /* The most CPU worker threads a job takes (the CLI's --threads, Python's threads=). */
 #define OC_MAX_THREADS 4096
 
+/* The share of a device's free memory a GPU job takes without a size (gpu_mem_bytes 0) and
+ * without a fraction of its own (gpu_mem_fraction 0): the options' INIT value. */
+#define OC_GPU_MEM_FRACTION_DEFAULT 0.9
+
 typedef struct oc_gram_options {
     size_t struct_size;         /* sizeof(oc_gram_options) */
     oc_metric metric;
@@ -380,7 +384,7 @@ typedef struct oc_gram_options {
 #define OC_GRAM_OPTIONS_INIT                                                                        \
     {                                                                                               \
         sizeof(oc_gram_options), OC_METRIC_COUNTS, OC_DTYPE_DEFAULT, OC_BACKEND_AUTO, 0, 0, 0,      \
-            0.9, OC_GPU_MEM_GROW, 0, 0, 0, 0.0, 0, NULL, NULL, OC_ALGORITHM_AUTO, 0, NULL, NULL, 0, \
+            OC_GPU_MEM_FRACTION_DEFAULT, OC_GPU_MEM_GROW, 0, 0, 0, 0.0, 0, NULL, NULL, OC_ALGORITHM_AUTO, 0, NULL, NULL, 0, \
             0.0                                                                                     \
     }
 
@@ -853,7 +857,8 @@ typedef struct oc_stream_options {
     void *progress_user;
 } oc_stream_options;
 
-#define OC_STREAM_OPTIONS_INIT {sizeof(oc_stream_options), 0, 0, 0.9, OC_GPU_MEM_GROW, 0, 0, 0, NULL, NULL}
+#define OC_STREAM_OPTIONS_INIT                                                                               \
+    {sizeof(oc_stream_options), 0, 0, OC_GPU_MEM_FRACTION_DEFAULT, OC_GPU_MEM_GROW, 0, 0, 0, NULL, NULL}
 
 typedef struct oc_stream_stats {
     size_t struct_size;        /* set by the caller: sizeof(oc_stream_stats) */
@@ -1104,7 +1109,7 @@ typedef struct oc_matmul_options {
 } oc_matmul_options;
 
 #define OC_MATMUL_OPTIONS_INIT                                                                     \
-    {sizeof(oc_matmul_options), 0, 0, 0, OC_MATMUL_DEFAULT, 0, OC_BACKEND_AUTO, 0, 0, NULL, 0, 0.9, 0, 0, NULL, NULL, 0}
+    {sizeof(oc_matmul_options), 0, 0, 0, OC_MATMUL_DEFAULT, 0, OC_BACKEND_AUTO, 0, 0, NULL, 0, OC_GPU_MEM_FRACTION_DEFAULT, 0, 0, NULL, NULL, 0}
 
 typedef struct oc_matmul_stats {
     size_t struct_size;      /* sizeof(oc_matmul_stats); set by the caller */

@@ -26,10 +26,18 @@ static void check_lists(oc_context *ctx)
     o.device = 2, o.gpu_mem_bytes = 1 << 30;
     CHECK(oc_device_list_parse(ctx, &o, 4, &l) == OC_OK);
     CHECK(l.count == 1 && l.dev[0].physical == 2 && l.dev[0].parts == 1 && l.dev[0].budget_bytes == 1 << 30);
+    /* Without a size or a fraction: the default share, the one every options' INIT holds. */
+    o.gpu_mem_bytes = 0, o.gpu_mem_fraction = 0;
+    CHECK(oc_device_list_parse(ctx, &o, 4, &l) == OC_OK);
+    CHECK(l.dev[0].budget_bytes == 0 && l.dev[0].budget_fraction == OC_GPU_MEM_FRACTION_DEFAULT);
+    const oc_stream_options so = OC_STREAM_OPTIONS_INIT;
+    const oc_matmul_options mo = OC_MATMUL_OPTIONS_INIT;
+    CHECK(((oc_gram_options)OC_GRAM_OPTIONS_INIT).gpu_mem_fraction == OC_GPU_MEM_FRACTION_DEFAULT &&
+          so.gpu_mem_fraction == OC_GPU_MEM_FRACTION_DEFAULT && mo.gpu_mem_fraction == OC_GPU_MEM_FRACTION_DEFAULT);
 
     CHECK(parse(ctx, "0,1,3", NULL, 4, &l) == OC_OK);
     CHECK(l.count == 3 && l.dev[0].physical == 0 && l.dev[1].physical == 1 && l.dev[2].physical == 3);
-    CHECK(l.dev[2].budget_bytes == 0 && l.dev[2].budget_fraction == 0.9);
+    CHECK(l.dev[2].budget_bytes == 0 && l.dev[2].budget_fraction == OC_GPU_MEM_FRACTION_DEFAULT);
 
     CHECK(parse(ctx, "all", NULL, 3, &l) == OC_OK);
     CHECK(l.count == 3 && l.dev[2].physical == 2);

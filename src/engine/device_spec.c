@@ -252,7 +252,8 @@ oc_status oc_device_list_parse(oc_context *ctx, const oc_gram_options *opts, int
     if (devices) OC_CHECK(ctx, parse_devices(ctx, devices, physical_count, out));
     else OC_CHECK(ctx, add_physical(ctx, out, opts->device, 1, "device"));
     /* The job's one budget first; per-device entries then override theirs. */
-    set_budget(out, -1, opts->gpu_mem_bytes, opts->gpu_mem_fraction > 0 ? opts->gpu_mem_fraction : 0.9);
+    set_budget(out, -1, opts->gpu_mem_bytes,
+               opts->gpu_mem_fraction > 0 ? opts->gpu_mem_fraction : OC_GPU_MEM_FRACTION_DEFAULT);
     if (opts->gpu_mem_devices && *opts->gpu_mem_devices) OC_CHECK(ctx, parse_budgets(ctx, opts->gpu_mem_devices, out));
     return devices ? check_exist(ctx, out, physical_count) : OC_OK;
 }

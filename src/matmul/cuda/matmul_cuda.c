@@ -29,8 +29,6 @@
 #include "matmul/matmul_job.h"
 
 #define MIB(x) ((double)(x) / 1048576.0)
-/* Without --gpu-mem a device gives at most this share of its free memory, less headroom. */
-#define FREE_SHARE 0.9
 
 /* The device first: loading cuBLASLt maps a large library, worth it only where a GPU is. */
 static int cuda_usable(int device, char *why, size_t why_size)
@@ -151,7 +149,8 @@ static oc_status make_plan(oc_context *ctx, const oc_matmul_job *job, const call
                                MIB(job->gpu_mem_bytes), dev, prop.name, MIB(total_b), OC_ENGINE_HEADROOM >> 20);
             b = job->gpu_mem_bytes;
         } else {
-            const int64_t share = (int64_t)(FREE_SHARE * (double)free_b), avail = (int64_t)free_b - OC_ENGINE_HEADROOM;
+            const int64_t share = (int64_t)(OC_GPU_MEM_FRACTION_DEFAULT * (double)free_b),
+                          avail = (int64_t)free_b - OC_ENGINE_HEADROOM;
             b = share < avail ? share : avail;
             if (b <= 0)
                 return oc_fail(ctx, OC_ERR_DEVICE_NO_MEMORY, "cuda:%d (%s) has only %.1f MiB free", dev, prop.name,
