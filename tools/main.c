@@ -14,42 +14,51 @@
 #include "commands.h"
 #include "outcore.h"
 
-static const char usage[] = "usage: outcore <command> [options]\n"
-                            "\n"
-                            "Binary Gram matrices (A·Aᵀ of 0/1 matrices) that do not fit: exact counts, Jaccard,\n"
-                            "cosine and Hamming similarity, on 1-bit tensor cores or a fast CPU backend.\n"
-                            "\n"
-                            "commands:\n"
-                            "  gram      C = A·Aᵀ or A·Bᵀ of 0/1 matrix files          (outcore gram --help)\n"
-                            "  gen       write a random 0/1 matrix with planted near-duplicates\n"
-                            "  demo      run the main job on a built-in example and check what it finds\n"
-                            "  devices   the GPUs (and CPU) outcore can use, their limits and bandwidth\n"
-                            "  inspect   registers, shared memory and launch limits of a PTX/cubin kernel\n"
-                            "  map       a numpy-style expression over .npy arrays of any size  (outcore map --help)\n"
-                            "  matmul    C = A·B of dense .npy matrices beyond memory  (outcore matmul --help)\n"
-                            "  clean     remove what interrupted jobs left beside an output (outcore clean --help)\n"
-                            "\n"
-                            "  --version, --help\n"
-                            "  help COMMAND   the command's help, as outcore COMMAND --help prints it\n"
-                            "An option that takes a value is given once; -- ends a command's options.\n"
-                            "Exit status: 0 success, 2 bad input or usage, 1 other failures, 130 interrupted.\n";
+/* The usage's text before and after the list of commands (print_usage). */
+static const char usage_head[] = "usage: outcore <command> [options]\n"
+                                 "\n"
+                                 "Binary Gram matrices (A·Aᵀ of 0/1 matrices) that do not fit: exact counts, Jaccard,\n"
+                                 "cosine and Hamming similarity, on 1-bit tensor cores or a fast CPU backend.\n"
+                                 "\n"
+                                 "commands:\n";
+static const char usage_tail[] = "\n"
+                                 "  --version, --help\n"
+                                 "  help COMMAND   the command's help, as outcore COMMAND --help prints it\n"
+                                 "An option that takes a value is given once; -- ends a command's options.\n"
+                                 "Exit status: 0 success, 2 bad input or usage, 1 other failures, 130 interrupted.\n";
+
+/* The commands in the usage's order, each with its line of the usage. alone: a command that
+ * writes an output and does not split over MPI ranks (only gram does, docs/mpi.md): under a
+ * launcher of several ranks each would compute the whole job into the same output, so it is
+ * refused. */
+static const struct {
+    const char *name;
+    int (*run)(int, char **);
+    int alone;
+    const char *summary;
+} commands[] = {
+    {"gram", oc_cmd_gram, 0, "C = A·Aᵀ or A·Bᵀ of 0/1 matrix files          (outcore gram --help)"},
+    {"gen", oc_cmd_gen, 1, "write a random 0/1 matrix with planted near-duplicates"},
+    {"demo", oc_cmd_demo, 0, "run the main job on a built-in example and check what it finds"},
+    {"devices", oc_cmd_devices, 0, "the GPUs (and CPU) outcore can use, their limits and bandwidth"},
+    {"inspect", oc_cmd_inspect, 0, "registers, shared memory and launch limits of a PTX/cubin kernel"},
+    {"map", oc_cmd_map, 1, "a numpy-style expression over .npy arrays of any size  (outcore map --help)"},
+    {"matmul", oc_cmd_matmul, 1, "C = A·B of dense .npy matrices beyond memory  (outcore matmul --help)"},
+    {"clean", oc_cmd_clean, 0, "remove what interrupted jobs left beside an output (outcore clean --help)"},
+};
+
+static void print_usage(FILE *f)
+{
+    fputs(usage_head, f);
+    for (size_t k = 0; k < sizeof commands / sizeof commands[0]; ++k)
+        fprintf(f, "  %-9s %s\n", commands[k].name, commands[k].summary);
+    fputs(usage_tail, f);
+}
 
 static int run(int argc, char **argv)
 {
-    /* alone: a command that writes an output and does not split over MPI ranks (only gram
-     * does, docs/mpi.md): under a launcher of several ranks each would compute the whole job
-     * into the same output, so it is refused. */
-    static const struct {
-        const char *name;
-        int (*run)(int, char **);
-        int alone;
-    } commands[] = {
-        {"gram", oc_cmd_gram, 0},       {"gen", oc_cmd_gen, 1},         {"demo", oc_cmd_demo, 0},
-        {"devices", oc_cmd_devices, 0}, {"inspect", oc_cmd_inspect, 0}, {"map", oc_cmd_map, 1},
-        {"clean", oc_cmd_clean, 0},     {"matmul", oc_cmd_matmul, 1},
-    };
     if (argc < 2) {
-        fputs(usage, stderr);
+        print_usage(stderr);
         return OC_EXIT_USAGE;
     }
     /* "help COMMAND" is "COMMAND --help"; "help" alone, or of itself, this text. */
@@ -57,7 +66,7 @@ static int run(int argc, char **argv)
     if (help && argc > 3) return cli_usage_error("help: one command at a time (outcore help COMMAND)");
     const char *name = help ? argv[2] : argv[1];
     if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0 || strcmp(name, "help") == 0) {
-        fputs(usage, stdout);
+        print_usage(stdout);
         return OC_EXIT_OK;
     }
     if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {
