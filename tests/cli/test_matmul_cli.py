@@ -696,3 +696,19 @@ def test_cuda_memory_held_elsewhere_says_lower_the_budget(tmp_path):
     assert "less memory free than the budget" in proc.stderr and "lower --gpu-mem" in proc.stderr, proc.stderr
     assert "raise --gpu-mem" not in proc.stderr, proc.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.npy"]
+
+
+def test_cuda_gpu_mem_percentage_sets_the_device_budget(tmp_path):
+    """--gpu-mem N% is that share of the device's free memory: the CUDA product took 90%
+    whatever the percentage asked. The plan's budget at 20% is twice that at 10% (the free
+    memory moves a little between two runs), and under the default's."""
+    require_backend("cuda", tmp_path)
+    np.save(tmp_path / "a.npy", np.ones((512, 512), np.float32))
+    budget = {}
+    for share in ("10%", "20%", None):
+        proc = run("matmul", tmp_path / "a.npy", tmp_path / "a.npy", "--plan", "--json", "--backend", "cuda",
+                   *(("--gpu-mem", share) if share else ()))
+        assert proc.returncode == 0, proc.stderr
+        budget[share] = json.loads(proc.stdout)["device_budget"]
+    assert 1.8 < budget["20%"] / budget["10%"] < 2.2, budget
+    assert budget[None] > 3 * budget["20%"], budget

@@ -149,7 +149,7 @@ static oc_status make_plan(oc_context *ctx, const oc_matmul_job *job, const call
                                MIB(job->gpu_mem_bytes), dev, prop.name, MIB(total_b), OC_ENGINE_HEADROOM >> 20);
             b = job->gpu_mem_bytes;
         } else {
-            const int64_t share = (int64_t)(OC_GPU_MEM_FRACTION_DEFAULT * (double)free_b),
+            const int64_t share = (int64_t)(job->gpu_mem_fraction * (double)free_b),
                           avail = (int64_t)free_b - OC_ENGINE_HEADROOM;
             b = share < avail ? share : avail;
             if (b <= 0)
