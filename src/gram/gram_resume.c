@@ -66,8 +66,6 @@ struct oc_resume {
     oc_journal *journal;
     char *snap_path;
     const char *out_path; /* the output's (the caller's string, for the job's life) */
-    const char *job_text; /* the header's lines while the journal is opened */
-    const char *jpath;    /* the journal's name while it is opened */
     uint32_t job_crc;
     int kind;
     size_t elem;
@@ -188,53 +186,23 @@ static int on_record(void *user, uint32_t type, uint64_t unit, const void *paylo
     }
 }
 
-/* A header line of an input ("a.size 123") that differs: the input changed, or is another. */
-static void input_changed(void *user, const char *have_job, const char *have, size_t hl, const char *want, size_t wl,
-                          char *buf, size_t size)
-{
-    (void)have, (void)hl;
-    const oc_resume *r = user;
-    oc_journal_input_changed(have_job, r->job_text, r->jpath, r->out_path, want, wl, buf, size);
-}
-
 /* ---------------------------------------------------------------- start and end */
-oc_status oc_resume_start(oc_context *ctx, const oc_gram_job *job, const oc_output *out, oc_resume **out_r)
+/* The job oc_resume_start starts a journal for (oc_journal_keeper's user), and its record. */
+typedef struct resume_starting {
+    const oc_gram_job *job;
+    const oc_output *out;
+    oc_resume *r;
+    int snap_exists;
+} resume_starting;
+
+static void resume_free(oc_resume *r);
+
+static oc_status start_make(oc_context *ctx, void *user, const char *jpath, double interval, int64_t kill_after)
 {
-    *out_r = NULL;
-    if (out->kind != OC_OUTPUT_FILE || !out->path) {
-        if (job->opts->resume)
-            return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "resume: only a job that writes a file can be resumed");
-        return OC_OK;
-    }
-    char *jpath = oc_journal_path_for(out->path);
-    if (!jpath) return oc_fail(ctx, OC_ERR_NO_MEMORY, "out of memory");
-    int exists = 0;
-    oc_status checked = oc_journal_side_check(ctx, jpath, "resume journal", &exists);
-    if (checked == OC_OK && job->opts->resume)
-        checked = oc_output_name_fits(ctx, out->path, ".outcore-journal.topk", OC_TMP_SUFFIX_MAX);
-    if (checked != OC_OK) {
-        free(jpath);
-        return checked;
-    }
-    if (!job->opts->resume) {
-        oc_status st = exists ? oc_journal_refuse_without_resume(ctx, jpath, out->path) : OC_OK;
-        free(jpath);
-        return st;
-    }
-    double interval;
-    int64_t kill_after;
-    oc_status env = oc_journal_env(ctx, &interval, &kill_after);
-    if (env != OC_OK) {
-        free(jpath);
-        return env;
-    }
-    oc_resume *r = calloc(1, sizeof *r);
-    char *text = NULL;
-    oc_status st = OC_OK;
-    if (!r) {
-        free(jpath);
-        return oc_fail(ctx, OC_ERR_NO_MEMORY, "out of memory");
-    }
+    resume_starting *s = user;
+    const oc_gram_job *job = s->job;
+    oc_resume *r = s->r = calloc(1, sizeof *r);
+    if (!r) return oc_fail(ctx, OC_ERR_NO_MEMORY, "out of memory");
     pthread_mutex_init(&r->lock, NULL);
     r->kind = job->opts->topk > 0 ? KIND_TOPK : job->opts->use_threshold ? KIND_PAIRS : KIND_DENSE;
     r->elem = oc_dtype_size(job->dtype);
@@ -245,61 +213,82 @@ oc_status oc_resume_start(oc_context *ctx, const oc_gram_job *job, const oc_outp
     r->kill_after = kill_after;
     r->last = oc_now();
     for (int d = 0; d < OC_MAX_LOGICAL_DEVICES; ++d) r->parts[d].last = r->last;
+    r->out_path = s->out->path;
     size_t jl = strlen(jpath);
     r->snap_path = malloc(jl + sizeof ".topk");
-    if (!r->snap_path) {
-        st = oc_fail(ctx, OC_ERR_NO_MEMORY, "out of memory");
-        goto cleanup;
-    }
+    if (!r->snap_path) return oc_fail(ctx, OC_ERR_NO_MEMORY, "out of memory");
     snprintf(r->snap_path, jl + sizeof ".topk", "%s.topk", jpath);
-    int snap_exists;
-    OC_CHECK_GOTO(ctx, st,
-                  oc_journal_side_check(ctx, r->snap_path, "top-k snapshot of the resume journal", &snap_exists),
-                  cleanup);
-    /* The journal held before anything beside it is touched and the inputs are read whole
-     * to describe the job: meanwhile a second run of the command, or `outcore clean`, is
-     * refused. */
-    if (exists) OC_CHECK_GOTO(ctx, st, oc_journal_hold(ctx, jpath, &r->journal), cleanup);
+    return oc_journal_side_check(ctx, r->snap_path, "top-k snapshot of the resume journal", &s->snap_exists);
+}
+
+static void start_drop(void *user)
+{
+    resume_starting *s = user;
+    if (s->r) resume_free(s->r);
+    s->r = NULL;
+}
+
+static oc_status start_held(oc_context *ctx, void *user, int found)
+{
+    const resume_starting *s = user;
     /* A snapshot's temporary that a kill left (mid-write) is removed here: the run that
      * finishes may write no snapshot of its own, whose writing would remove it. */
-    oc_stale_temps_remove(ctx, r->snap_path);
-    OC_CHECK_GOTO(ctx, st, oc_resume_describe_job(ctx, job, out, &text), cleanup);
-    r->out_path = out->path;
-    if (exists) {
-        r->resumed = 1;
-        r->job_text = text;
-        r->jpath = jpath;
-        OC_CHECK_GOTO(ctx, st, oc_journal_load(ctx, r->journal, text, input_changed, on_record, r), cleanup);
-        r->job_text = r->jpath = NULL;
-        /* A run stopped after its rename: the job runs from the start. */
-        int dropped = 0;
-        OC_CHECK_GOTO(ctx, st, oc_journal_drop_committed(ctx, jpath, oc_resume_dense_temp(r), out->path, &dropped),
-                      cleanup);
-        if (dropped) {
-            free(text);
-            free(jpath);
-            oc_resume_close(r);
-            return oc_resume_start(ctx, job, out, out_r);
-        }
-        /* PAIRS after the last BLOCKS went to an output that died with its run. */
-        if (r->uncommitted_off >= 0)
-            OC_CHECK_GOTO(ctx, st, oc_journal_truncate_before(ctx, r->journal, r->uncommitted_off), cleanup);
-        r->npairs = r->pairs_committed;
-    } else {
-        if (snap_exists) unlink(r->snap_path); /* an earlier job's, whose journal is gone */
-        OC_CHECK_GOTO(ctx, st, oc_journal_create(ctx, jpath, text, &r->journal), cleanup);
+    oc_stale_temps_remove(ctx, s->r->snap_path);
+    if (!found && s->snap_exists) unlink(s->r->snap_path); /* an earlier job's, whose journal is gone */
+    return OC_OK;
+}
+
+static oc_status start_describe(oc_context *ctx, void *user, char **text)
+{
+    const resume_starting *s = user;
+    return oc_resume_describe_job(ctx, s->job, s->out, text);
+}
+
+static int start_record(void *user, uint32_t type, uint64_t unit, const void *payload, uint32_t len, int64_t offset)
+{
+    return on_record(((resume_starting *)user)->r, type, unit, payload, len, offset);
+}
+
+static const char *start_temp(void *user) { return oc_resume_dense_temp(((resume_starting *)user)->r); }
+
+oc_status oc_resume_start(oc_context *ctx, const oc_gram_job *job, const oc_output *out, oc_resume **out_r)
+{
+    *out_r = NULL;
+    if (out->kind != OC_OUTPUT_FILE || !out->path) {
+        if (job->opts->resume)
+            return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "resume: only a job that writes a file can be resumed");
+        return OC_OK;
     }
+    resume_starting s = {job, out, NULL, 0};
+    const oc_journal_keeper k = {.out_path = out->path,
+                                 .longest = ".outcore-journal.topk",
+                                 .resume = job->opts->resume,
+                                 .user = &s,
+                                 .make = start_make,
+                                 .drop = start_drop,
+                                 .held = start_held,
+                                 .describe = start_describe,
+                                 .record = start_record,
+                                 .temp = start_temp};
+    oc_journal *journal;
+    int resumed;
+    OC_CHECK(ctx, oc_journal_start(ctx, &k, &journal, &resumed));
+    if (!journal) return OC_OK;
+    oc_resume *r = s.r;
+    r->journal = journal;
+    r->resumed = resumed;
+    oc_status st = OC_OK;
+    /* PAIRS after the last BLOCKS went to an output that died with its run. */
+    if (resumed && r->uncommitted_off >= 0)
+        OC_CHECK_GOTO(ctx, st, oc_journal_truncate_before(ctx, journal, r->uncommitted_off), cleanup);
+    if (resumed) r->npairs = r->pairs_committed;
     /* The job as its journal holds it, paths as the first run spelled them: the snapshot of
      * a run that spelled them otherwise is still this job's. */
-    r->job_crc = oc_journal_job_crc(r->journal);
-    free(text);
-    free(jpath);
+    r->job_crc = oc_journal_job_crc(journal);
     *out_r = r;
     return OC_OK;
 cleanup:
-    free(text);
-    free(jpath);
-    oc_resume_close(r);
+    resume_free(r);
     return st;
 }
 

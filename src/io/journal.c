@@ -585,8 +585,14 @@ static int same_file(const char *p1, int n1, const char *p2, int n2)
     return same;
 }
 
-void oc_journal_input_changed(const char *have_job, const char *job_text, const char *jpath, const char *out_path,
-                              const char *want, size_t wl, char *buf, size_t size)
+/* An oc_journal_differ_fn's words for a header line of input "a." or "b." (shape, size,
+ * mtime, crc32, rows_crc) that differs: its results so far are not this input's. When the
+ * journal's header have_job names the input by the path job_text (the job's header) names it
+ * by, or by another spelling of the same file, the input changed since the journal jpath of
+ * output out_path was written; else it is another input than the journal's, whose path is
+ * quoted. Leaves buf alone for any other line. */
+static void input_changed(const char *have_job, const char *job_text, const char *jpath, const char *out_path,
+                          const char *want, size_t wl, char *buf, size_t size)
 {
     static const struct {
         const char *key, *what;
@@ -632,5 +638,75 @@ oc_status oc_journal_env(oc_context *ctx, double *interval, int64_t *kill_after)
     if (oc_env_whole("OUTCORE_RESUME_KILL_AFTER", 0, INT64_MAX, kill_after) < 0)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "OUTCORE_RESUME_KILL_AFTER=%s: expected a whole number >= 0",
                        getenv("OUTCORE_RESUME_KILL_AFTER"));
+    return OC_OK;
+}
+
+/* ---------------------------------------------------------------- a job's start */
+/* What oc_journal_load's hooks read while oc_journal_start loads a journal. */
+typedef struct journal_loading {
+    const oc_journal_keeper *k;
+    const char *text, *jpath; /* the job's header lines, the journal's name */
+} journal_loading;
+
+static void loading_differ(void *user, const char *have_job, const char *have, size_t hl, const char *want, size_t wl,
+                           char *buf, size_t size)
+{
+    (void)have, (void)hl;
+    const journal_loading *l = user;
+    input_changed(have_job, l->text, l->jpath, l->k->out_path, want, wl, buf, size);
+}
+
+static int loading_record(void *user, uint32_t type, uint64_t unit, const void *payload, uint32_t len, int64_t offset)
+{
+    const journal_loading *l = user;
+    return l->k->record(l->k->user, type, unit, payload, len, offset);
+}
+
+oc_status oc_journal_start(oc_context *ctx, const oc_journal_keeper *k, oc_journal **journal, int *resumed)
+{
+    *journal = NULL;
+    *resumed = 0;
+    char *jpath = oc_journal_path_for(k->out_path);
+    if (!jpath) return oc_fail(ctx, OC_ERR_NO_MEMORY, "out of memory");
+    char *text = NULL;
+    oc_journal *j = NULL;
+    int exists = 0, made = 0, dropped = 0;
+    double interval;
+    int64_t kill_after;
+    oc_status st = OC_OK;
+    OC_CHECK_GOTO(ctx, st, oc_journal_side_check(ctx, jpath, "resume journal", &exists), cleanup);
+    if (!k->resume) {
+        if (exists) OC_CHECK_GOTO(ctx, st, oc_journal_refuse_without_resume(ctx, jpath, k->out_path), cleanup);
+        goto cleanup;
+    }
+    OC_CHECK_GOTO(ctx, st, oc_output_name_fits(ctx, k->out_path, k->longest, OC_TMP_SUFFIX_MAX), cleanup);
+    OC_CHECK_GOTO(ctx, st, oc_journal_env(ctx, &interval, &kill_after), cleanup);
+    made = 1;
+    OC_CHECK_GOTO(ctx, st, k->make(ctx, k->user, jpath, interval, kill_after), cleanup);
+    /* The journal held before anything beside it is touched and the inputs are read whole to
+     * describe the job: meanwhile a second run of the command, or `outcore clean`, is
+     * refused. */
+    if (exists) OC_CHECK_GOTO(ctx, st, oc_journal_hold(ctx, jpath, &j), cleanup);
+    if (k->held) OC_CHECK_GOTO(ctx, st, k->held(ctx, k->user, exists), cleanup);
+    OC_CHECK_GOTO(ctx, st, k->describe(ctx, k->user, &text), cleanup);
+    if (exists) {
+        journal_loading l = {k, text, jpath};
+        OC_CHECK_GOTO(ctx, st, oc_journal_load(ctx, j, text, loading_differ, loading_record, &l), cleanup);
+        /* A run stopped after its rename: the job runs from the start. */
+        OC_CHECK_GOTO(ctx, st, oc_journal_drop_committed(ctx, jpath, k->temp(k->user), k->out_path, &dropped), cleanup);
+    } else {
+        OC_CHECK_GOTO(ctx, st, oc_journal_create(ctx, jpath, text, &j), cleanup);
+    }
+
+cleanup:
+    free(text);
+    free(jpath);
+    if (st != OC_OK || dropped) {
+        oc_journal_close(j);
+        if (made) k->drop(k->user);
+        return dropped ? oc_journal_start(ctx, k, journal, resumed) : st;
+    }
+    *journal = j;
+    *resumed = exists;
     return OC_OK;
 }

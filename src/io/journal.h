@@ -139,14 +139,39 @@ char *oc_journal_temp_of(const char *out_path, const void *payload, size_t len);
  * the job again as if it had found none. *dropped is 0 without temp. */
 oc_status oc_journal_drop_committed(oc_context *ctx, const char *jpath, const char *temp, const char *out_path,
                                     int *dropped);
-/* An oc_journal_differ_fn's words for a header line of input "a." or "b." (shape, size,
- * mtime, crc32, rows_crc) that differs: its results so far are not this input's. When the
- * journal's header have_job names the input by the path job_text (the job's header) names it
- * by, or by another spelling of the same file, the input changed since the journal jpath of
- * output out_path was written; else it is another input than the journal's, whose path is
- * quoted. Leaves buf alone for any other line. */
-void oc_journal_input_changed(const char *have_job, const char *job_text, const char *jpath, const char *out_path,
-                              const char *want, size_t wl, char *buf, size_t size);
+/* What a job that keeps a journal (gram/gram_resume.c, matmul/matmul_resume.c) gives
+ * oc_journal_start: its output, and the hooks over its own record of the journal, each called
+ * with user. */
+typedef struct oc_journal_keeper {
+    const char *out_path; /* the output; its journal is oc_journal_path_for(out_path) */
+    const char *longest;  /* the longest suffix the job puts on out_path for a file of its own */
+    int resume;           /* the job is resumable (--resume); else a journal found is refused */
+    void *user;
+    /* Makes the job's record, with the journal's name and settings (oc_journal_env). */
+    oc_status (*make)(oc_context *ctx, void *user, const char *jpath, double interval, int64_t kill_after);
+    /* Frees what make made, whether or not it succeeded. */
+    void (*drop)(void *user);
+    /* Once the journal found (found) is held, or none was: may be NULL. */
+    oc_status (*held)(oc_context *ctx, void *user, int found);
+    /* The job's header lines (malloc'd into *text; `job` of oc_journal_create). */
+    oc_status (*describe)(oc_context *ctx, void *user, char **text);
+    /* Each valid record of the journal found (oc_journal_load's fn). */
+    oc_journal_record_fn record;
+    /* The temporary those records named, or NULL (oc_journal_drop_committed's temp). */
+    const char *(*temp)(void *user);
+} oc_journal_keeper;
+
+/* Starts a job's journal. Without k->resume: OC_OK with *journal NULL when the output has
+ * no journal, else the refusal (oc_journal_refuse_without_resume). With it: refuses an
+ * output whose name leaves no room for k->longest (oc_output_name_fits) and bad settings
+ * (oc_journal_env); makes the job's record; holds the journal found (oc_journal_hold);
+ * describes the job; then loads the journal found, a header that differs on an input's line
+ * worded as the input having changed or being another, or creates the journal. A journal
+ * whose run was stopped after its commit (oc_journal_drop_committed) is removed, the record
+ * dropped, and the start begun again. On success *journal is the journal (the caller's to
+ * close) and *resumed whether it was found; on failure the record is dropped and *journal is
+ * NULL. */
+oc_status oc_journal_start(oc_context *ctx, const oc_journal_keeper *k, oc_journal **journal, int *resumed);
 /* Closes the journal (its file stays). NULL is a no-op. */
 void oc_journal_close(oc_journal *j);
 

@@ -33,8 +33,6 @@ typedef struct in_flight {
 struct oc_mm_resume {
     oc_journal *journal;
     const char *out_path;        /* the caller's string, for the job's life */
-    const char *job_text;        /* the header's lines while the journal is opened */
-    const char *jpath;           /* the journal's name while it is opened */
     char *options;               /* the options that choose the plan: one line */
     const oc_mm_source *read[2]; /* the sources the job reads, checked at each checkpoint */
     /* what the journal held when this run started */
@@ -147,14 +145,6 @@ static int on_record(void *user, uint32_t type, uint64_t unit, const void *paylo
     }
 }
 
-static void input_changed(void *user, const char *have_job, const char *have, size_t hl, const char *want, size_t wl,
-                          char *buf, size_t size)
-{
-    (void)have, (void)hl;
-    const oc_mm_resume *r = user;
-    oc_journal_input_changed(have_job, r->job_text, r->jpath, r->out_path, want, wl, buf, size);
-}
-
 /* ---------------------------------------------------------------- start and end */
 static void resume_free(oc_mm_resume *r)
 {
@@ -171,6 +161,54 @@ static void resume_free(oc_mm_resume *r)
     free(r);
 }
 
+/* The product oc_mm_resume_start starts a journal for (oc_journal_keeper's user), and its
+ * record. */
+typedef struct resume_starting {
+    const oc_matmul_job *job;
+    const oc_mm_resume_job *id;
+    const oc_matmul_options *opts;
+    const char *out_path;
+    oc_mm_resume *r;
+} resume_starting;
+
+static oc_status start_make(oc_context *ctx, void *user, const char *jpath, double interval, int64_t kill_after)
+{
+    (void)jpath;
+    resume_starting *s = user;
+    oc_mm_resume *r = s->r = calloc(1, sizeof *r);
+    if (!r) return oc_fail(ctx, OC_ERR_NO_MEMORY, "out of memory");
+    pthread_mutex_init(&r->lock, NULL);
+    r->interval = interval;
+    r->kill_after = kill_after;
+    r->last = oc_now();
+    r->out_path = s->out_path;
+    r->read[0] = s->id->a;
+    r->read[1] = s->id->b_read;
+    r->options = describe_options(s->opts);
+    if (!r->options) return oc_fail(ctx, OC_ERR_NO_MEMORY, "out of memory");
+    return OC_OK;
+}
+
+static void start_drop(void *user)
+{
+    resume_starting *s = user;
+    if (s->r) resume_free(s->r);
+    s->r = NULL;
+}
+
+static oc_status start_describe(oc_context *ctx, void *user, char **text)
+{
+    const resume_starting *s = user;
+    return describe_job(ctx, s->job, s->id, s->out_path, text);
+}
+
+static int start_record(void *user, uint32_t type, uint64_t unit, const void *payload, uint32_t len, int64_t offset)
+{
+    return on_record(((resume_starting *)user)->r, type, unit, payload, len, offset);
+}
+
+static const char *start_temp(void *user) { return ((resume_starting *)user)->r->temp; }
+
 oc_status oc_mm_resume_start(oc_context *ctx, const oc_matmul_job *job, const oc_mm_resume_job *id,
                              const oc_matmul_options *opts, const oc_matmul_array *c, oc_mm_resume **out)
 {
@@ -181,67 +219,23 @@ oc_status oc_mm_resume_start(oc_context *ctx, const oc_matmul_job *job, const oc
                            "resume: only a product written to a .npy file can be resumed, not one into memory");
         return OC_OK;
     }
-    char *jpath = oc_journal_path_for(c->path);
-    if (!jpath) return oc_fail(ctx, OC_ERR_NO_MEMORY, "out of memory");
-    int exists = 0;
-    oc_status st = oc_journal_side_check(ctx, jpath, "resume journal", &exists);
-    if (st == OC_OK && opts->resume) st = oc_output_name_fits(ctx, c->path, ".outcore-journal", OC_TMP_SUFFIX_MAX);
-    if (st == OC_OK && !opts->resume && exists) st = oc_journal_refuse_without_resume(ctx, jpath, c->path);
-    if (st != OC_OK || !opts->resume) {
-        free(jpath);
-        return st;
-    }
-    double interval;
-    int64_t kill_after;
-    st = oc_journal_env(ctx, &interval, &kill_after);
-    if (st != OC_OK) {
-        free(jpath);
-        return st;
-    }
-    oc_mm_resume *r = calloc(1, sizeof *r);
-    char *text = NULL;
-    if (!r) {
-        free(jpath);
-        return oc_fail(ctx, OC_ERR_NO_MEMORY, "out of memory");
-    }
-    pthread_mutex_init(&r->lock, NULL);
-    r->interval = interval;
-    r->kill_after = kill_after;
-    r->last = oc_now();
-    r->out_path = c->path;
-    r->read[0] = id->a;
-    r->read[1] = id->b_read;
-    r->options = describe_options(opts);
-    if (!r->options) st = oc_fail(ctx, OC_ERR_NO_MEMORY, "out of memory");
-    /* The journal held before the inputs are read whole to describe the job: meanwhile a
-     * second run of the command, or `outcore clean`, is refused. */
-    if (st == OC_OK && exists) st = oc_journal_hold(ctx, jpath, &r->journal);
-    if (st == OC_OK) st = describe_job(ctx, job, id, c->path, &text);
-    if (st == OC_OK && exists) {
-        r->resumed = 1;
-        r->job_text = text;
-        r->jpath = jpath;
-        st = oc_journal_load(ctx, r->journal, text, input_changed, on_record, r);
-        r->job_text = r->jpath = NULL;
-        /* A run stopped after its rename: the product runs from the start. */
-        int dropped = 0;
-        if (st == OC_OK) st = oc_journal_drop_committed(ctx, jpath, r->temp, c->path, &dropped);
-        if (dropped) {
-            resume_free(r);
-            free(text);
-            free(jpath);
-            return oc_mm_resume_start(ctx, job, id, opts, c, out);
-        }
-    } else if (st == OC_OK) {
-        st = oc_journal_create(ctx, jpath, text, &r->journal);
-    }
-    free(text);
-    free(jpath);
-    if (st != OC_OK) {
-        resume_free(r);
-        return st;
-    }
-    *out = r;
+    resume_starting s = {job, id, opts, c->path, NULL};
+    const oc_journal_keeper k = {.out_path = c->path,
+                                 .longest = ".outcore-journal",
+                                 .resume = opts->resume,
+                                 .user = &s,
+                                 .make = start_make,
+                                 .drop = start_drop,
+                                 .describe = start_describe,
+                                 .record = start_record,
+                                 .temp = start_temp};
+    oc_journal *journal;
+    int resumed;
+    OC_CHECK(ctx, oc_journal_start(ctx, &k, &journal, &resumed));
+    if (!journal) return OC_OK;
+    s.r->journal = journal;
+    s.r->resumed = resumed;
+    *out = s.r;
     return OC_OK;
 }
 
