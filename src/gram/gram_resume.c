@@ -357,13 +357,14 @@ oc_status oc_resume_pairs(oc_context *ctx, oc_resume *r, const int64_t *rows, co
     memcpy(buf + 8, rows, (size_t)count * 8);
     memcpy(buf + 8 + (size_t)count * 8, cols, (size_t)count * 8);
     memcpy(buf + 8 + (size_t)count * 16, values, (size_t)count * r->elem);
-    oc_status st = oc_journal_append(ctx, r->journal, REC_PAIRS, 0, buf, (uint32_t)len);
+    const oc_status st = oc_journal_append(ctx, r->journal, REC_PAIRS, 0, buf, (uint32_t)len);
     free(buf);
+    OC_CHECK(ctx, st);
     /* A drain's pairs can be many more than the host budget holds: past a few MiB they go to
      * the file, unsynced (the BLOCKS record of the next checkpoint vouches for them; a resume
      * cuts PAIRS records after the last BLOCKS). */
-    if (st == OC_OK && oc_journal_pending(r->journal) >= PAIRS_WRITE_BYTES) st = oc_journal_write(ctx, r->journal);
-    return st;
+    if (oc_journal_pending(r->journal) >= PAIRS_WRITE_BYTES) OC_CHECK(ctx, oc_journal_write(ctx, r->journal));
+    return OC_OK;
 }
 
 /* ---------------------------------------------------------------- tiles */
@@ -402,27 +403,30 @@ static oc_status replay_pairs(oc_context *ctx, oc_resume *r, const oc_gram_job *
     unsigned char *buf = NULL;
     size_t cap = 0;
     r->replaying = 1;
-    for (int64_t k = 0; k < r->npairs && st == OC_OK; ++k) {
+    for (int64_t k = 0; k < r->npairs; ++k) {
         if (r->pairs[k].len > cap) {
             free(buf);
             cap = r->pairs[k].len;
             buf = malloc(cap);
             if (!buf) {
                 st = oc_fail(ctx, OC_ERR_NO_MEMORY, "out of memory replaying the journal's pairs");
-                break;
+                goto cleanup;
             }
         }
-        st = oc_journal_read(ctx, r->journal, r->pairs[k].offset, buf, r->pairs[k].len);
+        OC_CHECK_GOTO(ctx, st, oc_journal_read(ctx, r->journal, r->pairs[k].offset, buf, r->pairs[k].len), cleanup);
         int64_t count;
-        if (st == OC_OK) memcpy(&count, buf, 8);
+        memcpy(&count, buf, 8);
         /* rows and cols: 8-byte aligned in buf (malloc, offsets 8 + multiples of 8) */
-        if (st == OC_OK && r->emit)
-            st = r->emit(ctx, r->emit_user, (const int64_t *)(buf + 8), (const int64_t *)(buf + 8 + count * 8),
-                         buf + 8 + count * 16, count);
+        if (r->emit)
+            OC_CHECK_GOTO(ctx, st,
+                          r->emit(ctx, r->emit_user, (const int64_t *)(buf + 8), (const int64_t *)(buf + 8 + count * 8),
+                                  buf + 8 + count * 16, count),
+                          cleanup);
     }
+    oc_select_pairs_resume(job->select, r->blocks_done, r->pairs_done);
+cleanup:
     r->replaying = 0;
     free(buf);
-    if (st == OC_OK) oc_select_pairs_resume(job->select, r->blocks_done, r->pairs_done);
     r->units = r->blocks_done;
     return st;
 }
@@ -594,12 +598,13 @@ static oc_status merge_part(oc_context *ctx, const oc_gram_job *job, oc_resume_f
     if (!keys) return oc_fail(ctx, OC_ERR_NO_MEMORY, "out of memory fetching %lld top-k lists", (long long)block);
     const int threads = oc_threads_resolve(job->opts->threads);
     oc_status st = OC_OK;
-    for (int64_t row0 = 0; row0 < n && st == OC_OK; row0 += block) {
+    for (int64_t row0 = 0; row0 < n; row0 += block) {
         const int64_t rows = n - row0 < block ? n - row0 : block;
-        st = fetch(user, row0, rows, keys);
+        OC_CHECK_GOTO(ctx, st, fetch(user, row0, rows, keys), cleanup);
         const uint64_t *lists[1] = {keys};
-        if (st == OC_OK) st = oc_select_topk_merge_rows(ctx, s, lists, 1, row0, rows, threads);
+        OC_CHECK_GOTO(ctx, st, oc_select_topk_merge_rows(ctx, s, lists, 1, row0, rows, threads), cleanup);
     }
+cleanup:
     free(keys);
     return st;
 }
@@ -634,18 +639,21 @@ oc_status oc_resume_topk_lists(oc_context *ctx, oc_resume *r, const oc_gram_job 
      * job's, which hold the tiles on record, they make the lists of both sets of tiles. */
     const int64_t before = r->units;
     st = inputs_unchanged(ctx, r, job, force);
-    if (st != OC_OK) p->count = 0;
-    if (st == OC_OK) st = merge_part(ctx, job, fetch, user);
-    if (st == OC_OK) {
-        for (int64_t k = 0; k < p->count; ++k)
-            if (!bit_get(r->done, p->tiles[k])) {
-                bit_set(r->done, p->tiles[k]);
-                r->units++;
-            }
+    if (st != OC_OK) {
         p->count = 0;
-        st = record_topk(ctx, r, job);
+        oc_trace_at(ctx, st, __FILE__, __LINE__);
+        goto cleanup;
     }
-    if (st == OC_OK) st = record_flush(ctx, r, before);
+    OC_CHECK_GOTO(ctx, st, merge_part(ctx, job, fetch, user), cleanup);
+    for (int64_t k = 0; k < p->count; ++k)
+        if (!bit_get(r->done, p->tiles[k])) {
+            bit_set(r->done, p->tiles[k]);
+            r->units++;
+        }
+    p->count = 0;
+    OC_CHECK_GOTO(ctx, st, record_topk(ctx, r, job), cleanup);
+    OC_CHECK_GOTO(ctx, st, record_flush(ctx, r, before), cleanup);
+cleanup:
     pthread_mutex_unlock(&r->lock);
     return st;
 }

@@ -479,43 +479,52 @@ static oc_status matmul_call(oc_context *ctx, const oc_matmul_array *a, const oc
     oc_mm_io io;
     char explain[640];
     const oc_mm_backend *be = NULL;
-    oc_status st = setup(ctx, a, b, opts, &s);
-    if (st == OC_OK && !c) st = oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "no output C");
-    /* C's size before any of its fields is read, and its name before any work. */
-    if (st == OC_OK) st = oc_mm_array_check_size(ctx, c, "C");
-    if (st == OC_OK && c->path) st = oc_output_npy_name(ctx, c->path, "a product is written");
-    if (st == OC_OK) st = gpu_result(ctx, opts, c, &s);
-    if (st == OC_OK) result_file(c, &s);
-    if (st == OC_OK) st = result_room(ctx, c, opts, &s);
-    oc_trace_phase(&t, "matmul", "operands");
-    if (st == OC_OK) st = oc_mm_choose(ctx, &s.job, opts, &be, explain, sizeof explain);
-    oc_trace_phase(&t, "matmul", "backend choice");
-    if (st != OC_OK) {
-        setup_close(&s);
-        return oc_trace_at(ctx, st, __FILE__, __LINE__);
+    int io_open = 0, committed = 0; /* io_init ran; the commit was tried */
+    oc_status st;
+    OC_CHECK_GOTO(ctx, st, setup(ctx, a, b, opts, &s), cleanup);
+    if (!c) {
+        st = oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "no output C");
+        goto cleanup;
     }
+    /* C's size before any of its fields is read, and its name before any work. */
+    OC_CHECK_GOTO(ctx, st, oc_mm_array_check_size(ctx, c, "C"), cleanup);
+    if (c->path) OC_CHECK_GOTO(ctx, st, oc_output_npy_name(ctx, c->path, "a product is written"), cleanup);
+    OC_CHECK_GOTO(ctx, st, gpu_result(ctx, opts, c, &s), cleanup);
+    result_file(c, &s);
+    OC_CHECK_GOTO(ctx, st, result_room(ctx, c, opts, &s), cleanup);
+    oc_trace_phase(&t, "matmul", "operands");
+    OC_CHECK_GOTO(ctx, st, oc_mm_choose(ctx, &s.job, opts, &be, explain, sizeof explain), cleanup);
+    oc_trace_phase(&t, "matmul", "backend choice");
     io_init(&s, &io);
-    st = resume_open(ctx, &s, &io, c, opts);
+    io_open = 1;
+    OC_CHECK_GOTO(ctx, st, resume_open(ctx, &s, &io, c, opts), cleanup);
     oc_trace_phase(&t, "matmul", "output opened");
-    if (st == OC_OK && s.job.m > 0 && s.job.n > 0) st = be->run(&s.job);
-    else if (st == OC_OK)
+    if (s.job.m > 0 && s.job.n > 0) {
+        OC_CHECK_GOTO(ctx, st, be->run(&s.job), cleanup);
+    } else {
         snprintf(s.job.stats.backend, sizeof s.job.stats.backend, "%s", be->name); /* nothing to run */
+    }
     oc_trace_phase(&t, "matmul", "backend run");
-    if (st == OC_OK) st = oc_mm_source_check(ctx, &s.a);
-    if (st == OC_OK && s.has_b) st = oc_mm_source_check(ctx, &s.b);
-    if (st == OC_OK && strcmp(be->name, "cuda") == 0) oc_cost_note_gpu_job();
-    const int committed = st == OC_OK, resumable = io.resume != NULL;
-    if (committed) st = oc_mm_dest_commit(ctx, &io.dest);
-    resume_end(ctx, &io, st, committed);
-    /* A temporary of an earlier run that the journal no longer named (a damaged journal the
-     * run started over from) is no longer owned by one: removed, as a new job's start does. */
-    if (st == OC_OK && resumable) oc_stale_temps_remove(ctx, c->path);
-    oc_trace_phase(&t, "matmul", "output committed");
-    if (st == OC_OK) fill_stats(&s, &io, be, oc_now() - start, explain, stats);
-    pthread_mutex_destroy(&io.lock);
+    OC_CHECK_GOTO(ctx, st, oc_mm_source_check(ctx, &s.a), cleanup);
+    if (s.has_b) OC_CHECK_GOTO(ctx, st, oc_mm_source_check(ctx, &s.b), cleanup);
+    if (strcmp(be->name, "cuda") == 0) oc_cost_note_gpu_job();
+    committed = 1;
+    OC_CHECK_GOTO(ctx, st, oc_mm_dest_commit(ctx, &io.dest), cleanup);
+
+cleanup:
+    if (io_open) {
+        const int resumable = io.resume != NULL;
+        resume_end(ctx, &io, st, committed);
+        /* A temporary of an earlier run that the journal no longer named (a damaged journal the
+         * run started over from) is no longer owned by one: removed, as a new job's start does. */
+        if (st == OC_OK && resumable) oc_stale_temps_remove(ctx, c->path);
+        oc_trace_phase(&t, "matmul", "output committed");
+        if (st == OC_OK) fill_stats(&s, &io, be, oc_now() - start, explain, stats);
+        pthread_mutex_destroy(&io.lock);
+    }
     setup_close(&s);
     oc_trace_phase(&t, "matmul", "stats and close");
-    return st == OC_OK ? OC_OK : oc_trace_at(ctx, st, __FILE__, __LINE__);
+    return st;
 }
 
 /* The job reads mapped inputs: SIGBUS deliverable meanwhile (core/process/bus_signal.h). */

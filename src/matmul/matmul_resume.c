@@ -97,13 +97,13 @@ static oc_status describe_job(oc_context *ctx, const oc_matmul_job *job, const o
     oc_text_printf(
         &t, "output %s\ncommand matmul\nproduct %s\nshape %" PRId64 " %" PRId64 " %" PRId64 "\ndtype %s\ntf32 %d\n",
         out_path, job->symmetric ? "A.At" : "A.B", job->m, job->n, job->k, oc_matmul_dtype_name(id->result), job->tf32);
-    oc_status st = describe_operand(ctx, &t, "a", id->a, id->transpose_a);
-    if (st == OC_OK && id->b) st = describe_operand(ctx, &t, "b", id->b, id->transpose_b);
-    if (st != OC_OK) {
-        free(t.data);
-        return st;
-    }
+    oc_status st;
+    OC_CHECK_GOTO(ctx, st, describe_operand(ctx, &t, "a", id->a, id->transpose_a), cleanup);
+    if (id->b) OC_CHECK_GOTO(ctx, st, describe_operand(ctx, &t, "b", id->b, id->transpose_b), cleanup);
     return oc_text_finish(ctx, &t, text);
+cleanup:
+    free(t.data);
+    return st;
 }
 
 /* The options that choose the plan, one line: what a refusal names when the plan changed. */
@@ -415,21 +415,23 @@ static oc_status checkpoint_locked(oc_context *ctx, oc_mm_resume *r)
 {
     r->last = oc_now();
     if (r->npending == 0 || r->failed) return OC_OK;
-    oc_status st = inputs_unchanged(ctx, r);
-    if (st == OC_OK && r->writer) st = oc_npy_out_sync(ctx, r->writer);
-    for (int64_t k = 0; k < r->npending && st == OC_OK; ++k)
-        st = oc_journal_append(ctx, r->journal, REC_TILE, (uint64_t)r->pending[k].index, &r->pending[k].crc, 4);
-    if (st == OC_OK) st = oc_journal_flush(ctx, r->journal);
-    if (st != OC_OK) {
-        r->failed = 1;
-        return st;
-    }
+    oc_status st;
+    OC_CHECK_GOTO(ctx, st, inputs_unchanged(ctx, r), failed);
+    if (r->writer) OC_CHECK_GOTO(ctx, st, oc_npy_out_sync(ctx, r->writer), failed);
+    for (int64_t k = 0; k < r->npending; ++k)
+        OC_CHECK_GOTO(
+            ctx, st, oc_journal_append(ctx, r->journal, REC_TILE, (uint64_t)r->pending[k].index, &r->pending[k].crc, 4),
+            failed);
+    OC_CHECK_GOTO(ctx, st, oc_journal_flush(ctx, r->journal), failed);
     for (int64_t k = 0; k < r->npending; ++k) bit_set(r->done, r->pending[k].index);
     r->units += r->npending;
     r->units_this_run += r->npending;
     r->npending = 0;
     if (r->kill_after > 0 && r->units_this_run > 0 && r->units >= r->kill_after) raise(SIGKILL);
     return OC_OK;
+failed:
+    r->failed = 1;
+    return st;
 }
 
 /* Under r->lock: `cells` more elements of tile index stored; 1 when it is now whole. */

@@ -111,6 +111,36 @@ cleanup:
     return st;
 }
 
+/* Rank 0's result file, its path checked first. */
+static oc_status topk_open(oc_rank_job *j, oc_topk_out **w)
+{
+    OC_CHECK(j->ctx, check_select_path(j, 1));
+    OC_CHECK(j->ctx, oc_topk_out_create(j->ctx, j->path, w));
+    return OC_OK;
+}
+
+/* Delivery: rank 0 receives every other rank's rows in place; the others send theirs. */
+static oc_status topk_deliver(oc_rank_job *j, int64_t *idx, char *scores)
+{
+    oc_context *ctx = j->ctx;
+    const int64_t k = j->opts.topk;
+    const size_t es = oc_dtype_size(j->dtype);
+    if (j->rank != 0) {
+        const int64_t rows = j->row1 - j->row0;
+        j->bytes_written += rows * k * (int64_t)(sizeof *idx + es);
+        OC_CHECK(ctx, oc_mpi_send_bytes(ctx, idx, rows * k * (int64_t)sizeof *idx, 0, TAG_TOPK));
+        OC_CHECK(ctx, oc_mpi_send_bytes(ctx, scores, rows * k * (int64_t)es, 0, TAG_TOPK));
+        return OC_OK;
+    }
+    for (int r = 1; r < j->size; ++r) {
+        int64_t r0, r1;
+        oc_rank_rows_even(j->n, r, j->size, &r0, &r1);
+        OC_CHECK(ctx, oc_mpi_recv_bytes(ctx, idx + r0 * k, (r1 - r0) * k * (int64_t)sizeof *idx, r, TAG_TOPK));
+        OC_CHECK(ctx, oc_mpi_recv_bytes(ctx, scores + r0 * k * (int64_t)es, (r1 - r0) * k * (int64_t)es, r, TAG_TOPK));
+    }
+    return OC_OK;
+}
+
 oc_status oc_ranks_topk(oc_rank_job *j)
 {
     oc_context *ctx = j->ctx;
@@ -126,10 +156,7 @@ oc_status oc_ranks_topk(oc_rank_job *j)
     if (!idx || !scores)
         st = oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the top-%lld result of %lld rows", (long long)k,
                      (long long)held);
-    if (st == OC_OK && j->rank == 0) {
-        st = check_select_path(j, 1);
-        if (st == OC_OK) st = oc_topk_out_create(ctx, j->path, &w);
-    }
+    if (st == OC_OK && j->rank == 0) st = topk_open(j, &w);
     st = oc_mpi_agree(ctx, st);
     if (st != OC_OK) goto cleanup;
 
@@ -143,22 +170,7 @@ oc_status oc_ranks_topk(oc_rank_job *j)
     st = oc_mpi_agree(ctx, st);
     if (st != OC_OK) goto cleanup;
 
-    /* Delivery: rank 0 receives every other rank's rows in place. */
-    if (j->rank == 0) {
-        for (int r = 1; r < j->size && st == OC_OK; ++r) {
-            int64_t r0, r1;
-            oc_rank_rows_even(j->n, r, j->size, &r0, &r1);
-            st = oc_mpi_recv_bytes(ctx, idx + r0 * k, (r1 - r0) * k * (int64_t)sizeof *idx, r, TAG_TOPK);
-            if (st == OC_OK)
-                st = oc_mpi_recv_bytes(ctx, scores + r0 * k * (int64_t)es, (r1 - r0) * k * (int64_t)es, r, TAG_TOPK);
-        }
-    } else {
-        int64_t rows = j->row1 - j->row0;
-        st = oc_mpi_send_bytes(ctx, idx, rows * k * (int64_t)sizeof *idx, 0, TAG_TOPK);
-        if (st == OC_OK) st = oc_mpi_send_bytes(ctx, scores, rows * k * (int64_t)es, 0, TAG_TOPK);
-        j->bytes_written += rows * k * (int64_t)(sizeof *idx + es);
-    }
-    st = oc_mpi_agree(ctx, oc_rank_cancelled(j, st));
+    st = oc_mpi_agree(ctx, oc_rank_cancelled(j, topk_deliver(j, idx, scores)));
     if (st != OC_OK) goto cleanup;
 
     /* Commit: every rank delivered its rows, so rank 0 renames the file into place. */
@@ -298,6 +310,33 @@ static oc_status pairs_compute(oc_rank_job *j, pairs_sink *s)
     return OC_OK;
 }
 
+/* A piece of m pairs from e0 on, sent to rank 0: its count, then the arrays. */
+static oc_status send_piece(oc_context *ctx, const pairs_sink *s, int64_t e0, int64_t m)
+{
+    OC_CHECK(ctx, oc_mpi_send_bytes(ctx, &m, sizeof m, 0, TAG_PAIRS));
+    OC_CHECK(ctx, oc_mpi_send_bytes(ctx, s->rows + e0, m * (int64_t)sizeof *s->rows, 0, TAG_PAIRS));
+    OC_CHECK(ctx, oc_mpi_send_bytes(ctx, s->cols + e0, m * (int64_t)sizeof *s->cols, 0, TAG_PAIRS));
+    OC_CHECK(ctx, oc_mpi_send_bytes(ctx, s->values + e0 * (int64_t)s->es, m * (int64_t)s->es, 0, TAG_PAIRS));
+    return OC_OK;
+}
+
+/* The arrays of a piece of m pairs (values es bytes each) from rank r, after its count. */
+static oc_status receive_piece(oc_context *ctx, int r, int64_t m, size_t es, int64_t *rows, int64_t *cols, char *values)
+{
+    OC_CHECK(ctx, oc_mpi_recv_bytes(ctx, rows, m * (int64_t)sizeof *rows, r, TAG_PAIRS));
+    OC_CHECK(ctx, oc_mpi_recv_bytes(ctx, cols, m * (int64_t)sizeof *cols, r, TAG_PAIRS));
+    OC_CHECK(ctx, oc_mpi_recv_bytes(ctx, values, m * (int64_t)es, r, TAG_PAIRS));
+    return OC_OK;
+}
+
+/* Rank 0's result file, its path checked first. */
+static oc_status pairs_open(oc_rank_job *j, oc_pairs_out **w)
+{
+    OC_CHECK(j->ctx, check_select_path(j, 0));
+    OC_CHECK(j->ctx, oc_pairs_out_create(j->ctx, j->path, j->dtype, j->n, j->p, w));
+    return OC_OK;
+}
+
 /* Rank r (> 0) sends its spool to rank 0 in pieces: a count, then the arrays; 0 ends. */
 static oc_status send_spool(oc_rank_job *j, pairs_sink *s)
 {
@@ -319,11 +358,7 @@ static oc_status send_spool(oc_rank_job *j, pairs_sink *s)
         }
         for (int64_t e0 = 0; e0 < count && st == OC_OK; e0 += PIECE_PAIRS) {
             int64_t m = count - e0 < PIECE_PAIRS ? count - e0 : PIECE_PAIRS;
-            st = oc_mpi_send_bytes(ctx, &m, sizeof m, 0, TAG_PAIRS);
-            if (st == OC_OK) st = oc_mpi_send_bytes(ctx, s->rows + e0, m * (int64_t)sizeof *s->rows, 0, TAG_PAIRS);
-            if (st == OC_OK) st = oc_mpi_send_bytes(ctx, s->cols + e0, m * (int64_t)sizeof *s->cols, 0, TAG_PAIRS);
-            if (st == OC_OK)
-                st = oc_mpi_send_bytes(ctx, s->values + e0 * (int64_t)s->es, m * (int64_t)s->es, 0, TAG_PAIRS);
+            st = send_piece(ctx, s, e0, m);
             j->bytes_written += m * (int64_t)(2 * sizeof(int64_t) + s->es);
         }
     }
@@ -352,9 +387,7 @@ static oc_status receive_rank(oc_rank_job *j, pairs_sink *s, int r, oc_status st
             if (st == OC_OK) st = rs;
             break;
         }
-        rs = oc_mpi_recv_bytes(ctx, rows, m * (int64_t)sizeof *rows, r, TAG_PAIRS);
-        if (rs == OC_OK) rs = oc_mpi_recv_bytes(ctx, cols, m * (int64_t)sizeof *cols, r, TAG_PAIRS);
-        if (rs == OC_OK) rs = oc_mpi_recv_bytes(ctx, values, m * (int64_t)s->es, r, TAG_PAIRS);
+        rs = receive_piece(ctx, r, m, s->es, rows, cols, values);
         if (rs != OC_OK) {
             if (st == OC_OK) st = rs;
             break; /* the link is broken: nothing more can be matched */
@@ -380,8 +413,7 @@ oc_status oc_ranks_pairs(oc_rank_job *j, int64_t *pairs)
     pairs_sink s = {.j = j, .spool = -1, .es = oc_dtype_size(j->dtype)};
     oc_status st = OC_OK;
     if (j->rank == 0) {
-        st = check_select_path(j, 0);
-        if (st == OC_OK) st = oc_pairs_out_create(ctx, j->path, j->dtype, j->n, j->p, &s.writer);
+        st = pairs_open(j, &s.writer);
     } else {
         char tmpl[4096];
         snprintf(tmpl, sizeof tmpl, "%s/outcore-rank-pairs-XXXXXX", oc_scratch_dir());

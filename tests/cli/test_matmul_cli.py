@@ -10,7 +10,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from conftest import outcore_bin, require_backend, run
+from conftest import SOURCE_DIR, outcore_bin, require_backend, run
 
 
 @pytest.fixture
@@ -712,3 +712,30 @@ def test_cuda_gpu_mem_percentage_sets_the_device_budget(tmp_path):
         budget[share] = json.loads(proc.stdout)["device_budget"]
     assert 1.8 < budget["20%"] / budget["10%"] < 2.2, budget
     assert budget[None] > 3 * budget["20%"], budget
+
+
+def source_line(path, text):
+    """The line number of the one line of path (under the source tree) that holds text."""
+    lines = [n for n, line in enumerate((SOURCE_DIR / path).read_text().splitlines(), 1) if text in line]
+    assert len(lines) == 1, (path, text, lines)
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    "shapes,budget,call",
+    [
+        (((4, 4), (5, 4)), "64M", "OC_CHECK_GOTO(ctx, st, setup(ctx, a, b, opts, &s), cleanup)"),  # inner dimensions differ
+        (((4, 4), (4, 4)), "1", "be->run(&s.job)"),  # no room for a tile
+    ],
+)
+def test_a_failure_trace_names_the_failing_call(tmp_path, shapes, budget, call):
+    """-v's trace of a failed product ends at the call in oc_matmul that failed, not at the
+    function's exit."""
+    paths = []
+    for name, shape in zip("MN", shapes):
+        np.save(tmp_path / f"{name}.npy", np.ones(shape, np.float32))
+        paths.append(tmp_path / f"{name}.npy")
+    proc = run("matmul", *paths, "-o", tmp_path / "P.npy", "--host-mem", budget, "-v", check=False)
+    assert proc.returncode == 2, proc.stderr
+    frames = re.findall(r"^\s+at matmul\.c:(\d+)$", proc.stderr, re.M)
+    assert frames and int(frames[-1]) == source_line("src/matmul/matmul.c", call), proc.stderr
