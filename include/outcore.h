@@ -90,7 +90,8 @@ OC_API void oc_context_free(oc_context *ctx);
  * newline, carriage return or tab a value brought in is a blank. */
 OC_API const char *oc_context_last_error(const oc_context *ctx);
 
-/* The file:line trace of the last failure, innermost first, one frame per line. */
+/* The file:line trace of the last failure, innermost first, one frame per line ("" when none
+ * or ctx is NULL). Held by ctx: valid until the next call on ctx. */
 OC_API const char *oc_context_error_trace(const oc_context *ctx);
 
 /* Asks the job running on ctx to stop; it returns OC_ERR_CANCELLED soon after and leaves
@@ -266,10 +267,15 @@ OC_API oc_status oc_output_clean(oc_context *ctx, const char *path, oc_removed_f
  * ..."); a function that does nothing silences them (the CLI's -q). */
 OC_API void oc_context_set_removed_fn(oc_context *ctx, oc_removed_fn fn, void *user);
 
+/* The matrix's rows and columns (bits for a binary matrix); 0 when m is NULL. */
 OC_API int64_t oc_matrix_rows(const oc_matrix *m);
 OC_API int64_t oc_matrix_cols(const oc_matrix *m);
-/* The name used in messages: the file path, or "A"/"B" style names set by the caller. */
+/* The name used in messages: the file path, or "A"/"B" style names set by the caller ("" when
+ * m is NULL). Held by m: valid until oc_matrix_set_name or oc_matrix_free on it. A file's path
+ * longer than 511 bytes is named by its first 511. */
 OC_API const char *oc_matrix_name(const oc_matrix *m);
+/* Names m in messages from now on (a copy of name is kept). A name longer than 511 bytes, or
+ * a NULL m or name, is OC_ERR_INVALID_ARGUMENT and leaves the name as it was. */
 OC_API oc_status oc_matrix_set_name(oc_context *ctx, oc_matrix *m, const char *name);
 OC_API void oc_matrix_free(oc_matrix *m);
 
@@ -536,6 +542,7 @@ OC_API size_t oc_dtype_size(oc_dtype dtype);
 
 /* Names used by the CLI and the binding: "counts", "int32", "cpu", ... NULL when unknown, so
  * oc_metric_name(i) for i = 0, 1, ... until NULL lists every metric of the library. */
+/* Each name is in static storage: valid for the life of the process, never freed. */
 OC_API const char *oc_metric_name(oc_metric metric);
 OC_API const char *oc_dtype_name(oc_dtype dtype);
 OC_API const char *oc_backend_name(oc_backend backend);
@@ -596,9 +603,12 @@ typedef enum oc_escape { OC_ESCAPE_TERMINAL = 0, OC_ESCAPE_JSON = 1 } oc_escape;
 OC_API size_t oc_text_escape(char *out, size_t size, const char *text, oc_escape how);
 
 /* ---------------------------------------------------------------- system */
-/* The CPU kernel path in use: "ref", "avx2" or "avx512" (OUTCORE_CPU_ISA forces one). */
+/* The CPU kernel path in use: "ref", "avx2" or "avx512" (OUTCORE_CPU_ISA forces one), in
+ * static storage. Safe from any thread: the first call of any makes the choice, once
+ * (pthread_once). */
 OC_API const char *oc_cpu_isa(void);
-/* Logical CPU cores available to this process. */
+/* Logical CPU cores available to this process (its CPU affinity, else the online CPUs; at
+ * least 1), asked of the system at each call: safe from any thread. */
 OC_API int oc_cpu_cores(void);
 /* Number of usable CUDA devices; 0 when built without CUDA or none is present. */
 OC_API int oc_cuda_device_count(void);
@@ -656,7 +666,9 @@ typedef struct oc_inspect_options {
 
 /* Block sizes at which occupancy is reported. */
 #define OC_INSPECT_BLOCK_SIZES 6
-OC_API const int *oc_inspect_block_sizes(void); /* {64, 128, 256, 512, 768, 1024} */
+/* The OC_INSPECT_BLOCK_SIZES sizes {64, 128, 256, 512, 768, 1024}, in static storage: valid
+ * for the life of the process, never freed. */
+OC_API const int *oc_inspect_block_sizes(void);
 
 typedef struct oc_inspect_kernel {
     const char *name;             /* as in the code (mangled for C++) */
@@ -1007,7 +1019,9 @@ OC_API int oc_map_result_shape(const oc_map *m, int64_t *shape);
  * Blocks; uses opts->threads threads. On failure no output file is left. */
 OC_API oc_status oc_map_run(oc_context *ctx, oc_map *m, const char *out_path, void *out_data, oc_map_stats *stats);
 /* What the run would do and why (backend, types, shapes, bytes), text or JSON; *text is
- * malloc'ed, the caller frees it. */
+ * malloc'ed, the caller frees it, and is left untouched on failure. Runs nothing of the job,
+ * but blocks while the choice of backend measures this host's rates, at the first such call
+ * on a machine (docs/cost-model.md). */
 OC_API oc_status oc_map_explain(oc_context *ctx, const oc_map *m, int json, char **text);
 /* numpy's name of a map dtype ("float64"), or NULL; and the reverse (OC_ERR_INVALID_ARGUMENT
  * for an unknown name). */
@@ -1171,7 +1185,9 @@ OC_API unsigned oc_matmul_dtype_uses(oc_matmul_dtype dtype);
  * oc_mpi_library returns NULL and the other calls fail with OC_ERR_UNSUPPORTED. */
 
 /* The MPI library this build uses ("Open MPI v4.1.4, ..." as MPI_Get_library_version says,
- * first line), or NULL when it was built without MPI. Needs no MPI_Init. */
+ * first line), or NULL when it was built without MPI. Needs no MPI_Init. The text is in static
+ * storage, valid for the life of the process; the first call fills it, so it is not to be
+ * made from two threads at once. */
 OC_API const char *oc_mpi_library(void);
 
 /* Initialises MPI (MPI_Init_thread, funneled: only the calling thread makes MPI calls) when

@@ -10,7 +10,9 @@
  *  - a negative oc_read_options.host_mem_bytes is refused, as the gram and matmul budgets are;
  *  - packed, in oc_matrix_save and oc_write_options, is 0 or 1;
  *  - a shape oc_matrix_write_rows cannot write (its bytes past 64-bit sizes) is the caller's
- *    argument, OC_ERR_INVALID_ARGUMENT, and leaves no file.
+ *    argument, OC_ERR_INVALID_ARGUMENT, and leaves no file;
+ *  - oc_matrix_set_name refuses a name longer than 511 bytes and leaves the name as it was;
+ *    the name and shape calls give "" and 0 for a NULL matrix.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -274,6 +276,25 @@ static void test_write_rows_sizes(void)
     CHECK_EQ_I64(oc_test_dir_entries(oc_test_tmpdir), entries); /* no temporary either */
 }
 
+/* ---------------------------------------------------------------- names */
+
+static void test_names(oc_matrix *a)
+{
+    CHECK(oc_matrix_set_name(ctx, a, "left") == OC_OK);
+    char name[1000];
+    memset(name, 'n', sizeof name - 1);
+    name[sizeof name - 1] = '\0'; /* 999 bytes */
+    CHECK_FAILED(ctx, oc_matrix_set_name(ctx, a, name), OC_ERR_INVALID_ARGUMENT, "the name is 999 bytes; at most 511");
+    CHECK(strcmp(oc_matrix_name(a), "left") == 0);
+    name[511] = '\0'; /* the longest a name may be */
+    CHECK(oc_matrix_set_name(ctx, a, name) == OC_OK);
+    CHECK(strcmp(oc_matrix_name(a), name) == 0);
+    name[512 - 1] = 'n', name[512] = '\0';
+    CHECK_FAILED(ctx, oc_matrix_set_name(ctx, a, name), OC_ERR_INVALID_ARGUMENT, "the name is 512 bytes");
+    CHECK(strcmp(oc_matrix_name(NULL), "") == 0);
+    CHECK(oc_matrix_rows(NULL) == 0 && oc_matrix_cols(NULL) == 0);
+}
+
 int main(void)
 {
     if (!oc_test_tmp_create("oc_test_matrix_contracts")) return 1;
@@ -293,6 +314,7 @@ int main(void)
     test_negative_host_budget(npy, mtx);
     test_packed_flag(a);
     test_write_rows_sizes();
+    test_names(a);
     oc_matrix_free(a);
     oc_context_free(ctx);
     oc_test_tmp_remove();

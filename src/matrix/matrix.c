@@ -282,7 +282,11 @@ void oc_matrix_pair_names(const oc_matrix *a, const oc_matrix *b, const char **a
 oc_status oc_matrix_set_name(oc_context *ctx, oc_matrix *m, const char *name)
 {
     if (!m || !name) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_matrix_set_name: NULL argument");
-    snprintf(m->name, sizeof m->name, "%s", name);
+    const size_t len = strlen(name);
+    if (len >= sizeof m->name)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_matrix_set_name: the name is %zu bytes; at most %zu", len,
+                       sizeof m->name - 1);
+    memcpy(m->name, name, len + 1);
     return OC_OK;
 }
 
