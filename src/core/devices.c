@@ -1,6 +1,7 @@
 /*
- * devices.c - oc_devices_query: the GPUs outcore can use (through the CUDA probe table in a
- * CUDA build) and the CPU it falls back to, plus the JSON and text renderings.
+ * devices.c - oc_devices_query and oc_cuda_device_count: the GPUs outcore can use (through the
+ * CUDA probe table in a CUDA build) and the CPU it falls back to, plus the JSON and text
+ * renderings.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,17 @@
 #include "core/error.h"
 #include "core/gpu_probe.h"
 #include "core/text_buf.h"
+
+int oc_cuda_device_count(void)
+{
+#ifdef OC_HAVE_CUDA
+    int count = 0;
+    while (count < 64 && oc_gpu_probe_cuda.usable(count)) count++;
+    return count;
+#else
+    return 0;
+#endif
+}
 
 /* "model name : Intel(R) Xeon(R) ..." from /proc/cpuinfo; "" where there is none (non-x86
  * kernels name the field differently, and that is not worth an error). */

@@ -53,6 +53,8 @@ typedef struct oc_gpu_probe {
     void (*pinned_free)(void *ptr);
     /* The device whose memory byte p is, else -1 (host memory of any kind). */
     int (*memory_device)(const void *p);
+    /* Whether GPU `device` is one the runtime can use (oc_cuda_device_count counts them). */
+    int (*usable)(int device);
 } oc_gpu_probe;
 
 /* The CPU's model name from /proc/cpuinfo, "" when unknown (core/devices.c). */

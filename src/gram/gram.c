@@ -45,17 +45,6 @@ static const oc_backend_vtbl *backend_for(const oc_gram_options *opts)
     return &oc_backend_cpu;
 }
 
-int oc_cuda_device_count(void)
-{
-#ifdef OC_HAVE_CUDA
-    int count = 0;
-    while (count < 64 && oc_backend_cuda.usable(count)) count++;
-    return count;
-#else
-    return 0;
-#endif
-}
-
 oc_status oc_gram_check_topk(oc_context *ctx, int64_t topk, int64_t p, const char *b_name)
 {
     if (topk <= p) return OC_OK;

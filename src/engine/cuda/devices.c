@@ -277,4 +277,5 @@ const oc_gpu_probe oc_gpu_probe_cuda = {
     oc_cuda_host_pin,
     oc_cuda_host_unpin,
     oc_cuda_memory_device,
+    oc_cuda_device_usable,
 };
