@@ -149,8 +149,9 @@ static oc_status make_plan(oc_context *ctx, const oc_matmul_job *job, const call
                                MIB(job->gpu_mem_bytes), dev, prop.name, MIB(total_b), OC_ENGINE_HEADROOM >> 20);
             b = job->gpu_mem_bytes;
         } else {
-            const int64_t share = (int64_t)(job->gpu_mem_fraction * (double)free_b),
-                          avail = (int64_t)free_b - OC_ENGINE_HEADROOM;
+            /* the job's share of free memory; a job made without one (the GPU tests') the default */
+            const double fraction = job->gpu_mem_fraction > 0 ? job->gpu_mem_fraction : OC_GPU_MEM_FRACTION_DEFAULT;
+            const int64_t share = (int64_t)(fraction * (double)free_b), avail = (int64_t)free_b - OC_ENGINE_HEADROOM;
             b = share < avail ? share : avail;
             if (b <= 0)
                 return oc_fail(ctx, OC_ERR_DEVICE_NO_MEMORY, "cuda:%d (%s) has only %.1f MiB free", dev, prop.name,
