@@ -1,12 +1,12 @@
 /*
  * test_cli_visible.c - the CUDA_VISIBLE_DEVICES the CLI sets before its first CUDA call
- * (tools/cli_visible.c): devices 0..M of the job's list, every index kept; "all", unknown
+ * (tools/cli/cli_visible.c): devices 0..M of the job's list, every index kept; "all", unknown
  * spellings and a list shorter than the job names leave the environment alone.
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli_visible.h"
+#include "cli/cli_visible.h"
 #include "harness.h"
 
 /* cli_visible_prefix's answer and value, "-" when it leaves the environment alone. */

@@ -4,7 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli.h"
+#include "cli/cli.h"
+#include "cli/cli_args.h"
 #include "commands.h"
 #include "outcore.h"
 

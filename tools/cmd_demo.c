@@ -8,8 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "cli_names.h"
+#include "cli/cli.h"
+#include "cli/cli_args.h"
+#include "cli/cli_names.h"
+#include "cli/cli_parse.h"
+#include "cli/cli_progress.h"
+#include "cli/cli_signal.h"
 #include "commands.h"
 #include "generate.h"
 

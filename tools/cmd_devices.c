@@ -5,7 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
+#include "cli/cli.h"
+#include "cli/cli_args.h"
 #include "commands.h"
 #include "outcore.h"
 

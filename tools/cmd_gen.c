@@ -8,7 +8,11 @@
 #include <strings.h>
 #include <time.h>
 
-#include "cli.h"
+#include "cli/cli.h"
+#include "cli/cli_args.h"
+#include "cli/cli_parse.h"
+#include "cli/cli_progress.h"
+#include "cli/cli_signal.h"
 #include "commands.h"
 #include "generate.h"
 

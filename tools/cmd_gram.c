@@ -6,11 +6,15 @@
 #include <pthread.h>
 #include <sys/stat.h>
 
-#include "cli.h"
-#include "cli_placement.h"
-#include "cli_visible.h"
-#include "cli_names.h"
-#include "cli_ranks.h"
+#include "cli/cli.h"
+#include "cli/cli_args.h"
+#include "cli/cli_names.h"
+#include "cli/cli_parse.h"
+#include "cli/cli_placement.h"
+#include "cli/cli_progress.h"
+#include "cli/cli_ranks.h"
+#include "cli/cli_signal.h"
+#include "cli/cli_visible.h"
 #include "commands.h"
 
 /* After the usage lines, whose output names come from the library's formats (print_usage). */

@@ -4,7 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
+#include "cli/cli.h"
+#include "cli/cli_args.h"
+#include "cli/cli_parse.h"
 #include "commands.h"
 #include "outcore.h"
 

@@ -8,10 +8,14 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "cli.h"
-#include "cli_placement.h"
-#include "cli_visible.h"
-#include "cli_names.h"
+#include "cli/cli.h"
+#include "cli/cli_args.h"
+#include "cli/cli_names.h"
+#include "cli/cli_parse.h"
+#include "cli/cli_placement.h"
+#include "cli/cli_progress.h"
+#include "cli/cli_signal.h"
+#include "cli/cli_visible.h"
 #include "commands.h"
 
 static const char map_usage[] = "usage: outcore map EXPR NAME=FILE.npy ... -o OUT.npy [options]\n";

@@ -5,10 +5,14 @@
 #include <string.h>
 #include <strings.h>
 
-#include "cli.h"
-#include "cli_placement.h"
-#include "cli_visible.h"
-#include "cli_names.h"
+#include "cli/cli.h"
+#include "cli/cli_args.h"
+#include "cli/cli_names.h"
+#include "cli/cli_parse.h"
+#include "cli/cli_placement.h"
+#include "cli/cli_progress.h"
+#include "cli/cli_signal.h"
+#include "cli/cli_visible.h"
 #include "commands.h"
 
 static const char matmul_usage[] =

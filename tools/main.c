@@ -8,9 +8,9 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "cli.h"
-#include "cli_names.h"
-#include "cli_ranks.h"
+#include "cli/cli.h"
+#include "cli/cli_names.h"
+#include "cli/cli_ranks.h"
 #include "commands.h"
 #include "outcore.h"
 

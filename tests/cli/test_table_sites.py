@@ -40,10 +40,10 @@ METRIC_TABLE_READERS = ["src/core/names.c", "src/gram/gram.c", "src/gram/select/
 MAP_SWITCHES = {"src/map/map_codegen.c": "src/map/map_codegen.c"}
 # The output formats have no switch: every check of a suffix and the CLI read the table.
 FORMAT_TABLE_READERS = ["src/io/formats/output_format.c", "src/io/formats/select_out.c", "src/gram/gram.c",
-                        "tools/cmd_gram.c", "tools/cli_names.c"]
+                        "tools/cmd_gram.c", "tools/cli/cli_names.c"]
 MAP_TABLE_READERS = ["src/map/map_ops.c", "src/map/map_parse.c", "src/map/map_typecheck.c", "src/map/map_choice.c"]
 # The reductions have no switch over their names: the plan, --explain and the CLI read the table.
-REDUCE_TABLE_READERS = ["src/map/map_plan.c", "src/map/map_explain.c", "tools/cli_names.c", "tools/cmd_map.c"]
+REDUCE_TABLE_READERS = ["src/map/map_plan.c", "src/map/map_explain.c", "tools/cli/cli_names.c", "tools/cmd_map.c"]
 
 
 # The public enums a pretend name joins: its define, the enum's count and the pretend value
@@ -77,10 +77,11 @@ def pretend_include(tmp_path_factory):
 def compile_unit(path, *defines, switch_enum=False, pretend_include=None):
     """(exit status, diagnostics) of compiling one file of the library, a switch without a case
     for an enum value (-Wswitch; with switch_enum, also one with a default) an error. A define
-    of PUBLIC_PRETEND also puts its copy of outcore.h (pretend_include) ahead of include/."""
+    of PUBLIC_PRETEND also puts its copy of outcore.h (pretend_include) ahead of include/. A
+    file of the CLI finds its shared parts from tools/ ("cli/cli.h"), as the build has it."""
     first = [f"-I{pretend_include[d]}" for d in defines if d in PUBLIC_PRETEND]
     proc = subprocess.run([CC, "-std=gnu11", "-D_GNU_SOURCE", *first, f"-I{SOURCE_DIR / 'include'}",
-                           f"-I{SOURCE_DIR / 'src'}", "-fsyntax-only", "-Werror=switch",
+                           f"-I{SOURCE_DIR / 'src'}", f"-I{SOURCE_DIR / 'tools'}", "-fsyntax-only", "-Werror=switch",
                            *(["-Werror=switch-enum"] if switch_enum else []), *[f"-D{d}" for d in defines],
                            str(SOURCE_DIR / path)], capture_output=True, text=True)
     return proc.returncode, proc.stderr

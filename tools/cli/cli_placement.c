@@ -2,11 +2,14 @@
  * cli_placement.c - the options every job's command takes for where it runs and within what
  * (cli_placement.h).
  */
-#include "cli_placement.h"
+#include "cli/cli_placement.h"
 
 #include <string.h>
 
-#include "cli_names.h"
+#include "cli/cli.h"
+#include "cli/cli_args.h"
+#include "cli/cli_names.h"
+#include "cli/cli_parse.h"
 
 int cli_take_placement(cli_args *a, const cli_placement *p)
 {

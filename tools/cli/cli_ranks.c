@@ -1,6 +1,6 @@
 /* cli_ranks.c - the CLI under MPI ranks (cli_ranks.h): the launcher, the command line
  * parsed on every rank, the ranks' agreements. */
-#include "cli_ranks.h"
+#include "cli/cli_ranks.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -8,7 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "cli/cli.h"
+#include "cli/cli_signal.h"
 
 /* The launchers' variables: size first, then the rank that goes with it. Open MPI sets
  * OMPI_COMM_WORLD_*, MPICH's and Intel MPI's Hydra PMI_*, PMIx launchers (Open MPI 5, srun

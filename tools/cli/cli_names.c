@@ -1,10 +1,10 @@
 /* cli_names.c - the library's lists of names in the CLI's help, messages and --list. */
-#include "cli_names.h"
+#include "cli/cli_names.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#include "cli.h"
+#include "cli/cli.h"
 #include "outcore.h"
 
 const char *cli_metric_at(int i) { return i >= 0 ? oc_metric_name((oc_metric)i) : NULL; }

@@ -1,7 +1,7 @@
 /*
  * cli_visible.c - CUDA_VISIBLE_DEVICES narrowed to the devices a CLI job names (cli_visible.h).
  */
-#include "cli_visible.h"
+#include "cli/cli_visible.h"
 
 #include <ctype.h>
 #include <stdio.h>

@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #include "outcore.h"
-#include "cli.h"
+#include "cli/cli_args.h"
 
 typedef struct cli_placement {
     oc_backend *backend;
