@@ -193,9 +193,12 @@ def _after_fork_in_child():
     global _default, _default_guard, _created_lock
     _default_guard, _created_lock = threading.Lock(), threading.Lock()
     for ctx in list(_contexts):
+        # _free_lock is taken alone too (cached_memory_bytes, release_cached_memory): no
+        # thread of the child holds it, whichever held it in the parent.
+        ctx._free_lock = threading.Lock()
         if ctx._lock.locked():
             ctx._handle, ctx._busy_at_fork = None, True
-            ctx._lock, ctx._free_lock = threading.Lock(), threading.Lock()
+            ctx._lock = threading.Lock()
     if _default is not None and _default._busy_at_fork:
         _default = None
 

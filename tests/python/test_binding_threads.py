@@ -322,6 +322,35 @@ def test_a_context_busy_at_the_fork_is_closed_in_the_child(rng, explicit):
             ctx.close()
 
 
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_closes_a_context_another_thread_was_asking():
+    """A thread reading a Context's cached memory at the fork held its lock for freeing, which
+    the child inherited held: the child's close() waited for ever. Each child closes at once."""
+    ctx = outcore.Context(host_mem="1G")
+    stop = threading.Event()
+
+    def ask():
+        while not stop.is_set():
+            ctx.cached_memory_bytes  # noqa: B018 - takes and releases the lock
+
+    asker = threading.Thread(target=ask, daemon=True)
+    asker.start()
+    try:
+        for _ in range(20):
+            pid = os.fork()
+            if pid == 0:
+                signal.signal(signal.SIGALRM, signal.SIG_DFL)
+                signal.alarm(5)  # a child that hangs dies of SIGALRM
+                ctx.close()
+                os._exit(0)
+            _, status = os.waitpid(pid, 0)
+            assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+    finally:
+        stop.set()
+        asker.join(10)
+        ctx.close()
+
+
 def test_a_short_product_runs_on_the_calling_thread(rng, monkeypatch):
     # A product of at most _SHORT_HOST multiply-adds of arrays in memory is not handed to the
     # worker, from the main thread too; a longer one, or one written to a file, is.
