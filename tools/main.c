@@ -1,6 +1,7 @@
 /* main.c - the outcore command line: dispatches to the subcommands. Uses outcore.h only. */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -126,10 +127,29 @@ static void hold_standard_streams(void)
  * calling side (reading, planning, the cost model, the output's checks and a failure's
  * message) on the process's stack, which cannot grow past the limit; the deepest run of the
  * CLI tests took 49 KiB of it, and this is about twice that. The library's own threads do not
- * count (they get a stack of their own size, core/threads.h), and the command line's two
- * (gen's pair picking, gram's GPU warm-up) take the limit as theirs, which this keeps large
- * enough for them. */
+ * count (they get a stack of their own size, core/threads.h), nor do the threads started
+ * without a size of their own (the command line's two, gen's pair picking and gram's GPU
+ * warm-up, the BLAS's and the CUDA driver's), which would take the limit as theirs: they get
+ * CLI_THREAD_STACK_MIN_KIB at least (threads_stack_at_least). */
 #define CLI_STACK_MIN_KIB 96
+#define CLI_THREAD_STACK_MIN_KIB 1024
+
+/* Threads the process starts from now on without a stack size of their own get at least
+ * kib KiB (glibc's default attributes; elsewhere they keep the stack limit). */
+static void threads_stack_at_least(size_t kib)
+{
+#ifdef __GLIBC__
+    pthread_attr_t attr;
+    size_t size = 0;
+    if (pthread_getattr_default_np(&attr) != 0) return;
+    if (pthread_attr_getstacksize(&attr, &size) == 0 && size < kib << 10 &&
+        pthread_attr_setstacksize(&attr, kib << 10) == 0)
+        (void)pthread_setattr_default_np(&attr);
+    pthread_attr_destroy(&attr);
+#else
+    (void)kib;
+#endif
+}
 
 /* Whether the stack limit is below CLI_STACK_MIN_KIB, said in one line: a job would end in a
  * segmentation fault, without a word, somewhere in its first steps. */
@@ -148,6 +168,7 @@ int main(int argc, char **argv)
 {
     hold_standard_streams();
     if (stack_too_small()) return OC_EXIT_USAGE;
+    threads_stack_at_least(CLI_THREAD_STACK_MIN_KIB);
     /* A write past RLIMIT_FSIZE (ulimit -f) fails with EFBIG, which the writers report and
      * clean up after, instead of SIGXFSZ killing the process with its temporary file left;
      * a closed standard output fails a write with EPIPE, which cli_stdout_status reports,
