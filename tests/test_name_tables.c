@@ -8,7 +8,8 @@
  * where the tables do; every output format has a row that its suffix finds again, and every
  * input format a name whose files the reader takes; every map
  * reduction has a name, "none" first; a matmul dtype is a result exactly when the promotion
- * computes a product in it.
+ * computes a product in it; every type a product computes in is a matmul dtype, whose name
+ * and size it has.
  * tests/cli/test_name_lists.py checks the same lists through the CLI and the binding.
  */
 #include <stdio.h>
@@ -216,6 +217,22 @@ static void test_matmul_dtype_uses(void)
     CHECK(oc_matmul_dtype_uses(OC_MATMUL_DEFAULT) == 0 && oc_matmul_dtype_uses((oc_matmul_dtype)d) == 0);
 }
 
+static void test_matmul_type_rows(void)
+{
+    /* Every compute and result type is a public dtype, whose name and size it goes by; no two
+     * types share one. */
+    for (int i = 0; i < OC_MM_TYPE_COUNT; ++i) {
+        const oc_matmul_dtype d = oc_matmul_dtype_of((oc_mm_type)i);
+        CHECK_MSG(d != OC_MATMUL_DEFAULT, "type %d has no dtype", i);
+        CHECK(oc_mm_type_name((oc_mm_type)i) == oc_matmul_dtype_name(d));
+        CHECK(oc_mm_type_size((oc_mm_type)i) == oc_matmul_dtype_size(d) && oc_mm_type_size((oc_mm_type)i) > 0);
+        for (int j = 0; j < i; ++j) CHECK(oc_matmul_dtype_of((oc_mm_type)j) != d);
+    }
+    CHECK(strcmp(oc_mm_type_name(OC_MM_BFLOAT16), "bfloat16") == 0 && oc_mm_type_size(OC_MM_FLOAT64) == 8);
+    CHECK(oc_matmul_dtype_of(OC_MM_TYPE_COUNT) == OC_MATMUL_DEFAULT && oc_mm_type_size(OC_MM_TYPE_COUNT) == 0);
+    CHECK(strcmp(oc_mm_type_name(OC_MM_TYPE_COUNT), "?") == 0 && strcmp(oc_mm_type_name((oc_mm_type)-1), "?") == 0);
+}
+
 int main(void)
 {
     test_metric_rows();
@@ -227,5 +244,6 @@ int main(void)
     test_input_format_rows();
     test_map_reduce_rows();
     test_matmul_dtype_uses();
+    test_matmul_type_rows();
     return oc_test_finish();
 }

@@ -124,13 +124,22 @@ static oc_matmul_dtype numpy_result(oc_matmul_dtype a, oc_matmul_dtype b)
     return int8_pair(a, b) ? OC_MATMUL_INT32 : OC_MATMUL_DEFAULT;
 }
 
+/* The public dtype of each compute and result type, which gives its name and size. */
+static const oc_matmul_dtype mm_types[] = {
+    [OC_MM_FLOAT64] = OC_MATMUL_FLOAT64,   [OC_MM_FLOAT32] = OC_MATMUL_FLOAT32, [OC_MM_FLOAT16] = OC_MATMUL_FLOAT16,
+    [OC_MM_BFLOAT16] = OC_MATMUL_BFLOAT16, [OC_MM_INT8] = OC_MATMUL_INT8,       [OC_MM_INT32] = OC_MATMUL_INT32,
+    [OC_MM_BOOL] = OC_MATMUL_BOOL,
+};
+_Static_assert(sizeof mm_types / sizeof mm_types[0] == OC_MM_TYPE_COUNT, "mm_types[] needs one row per oc_mm_type");
+
 oc_matmul_dtype oc_matmul_dtype_of(oc_mm_type t)
 {
-    static const oc_matmul_dtype of[OC_MM_TYPE_COUNT] = {OC_MATMUL_FLOAT64,  OC_MATMUL_FLOAT32, OC_MATMUL_FLOAT16,
-                                                         OC_MATMUL_BFLOAT16, OC_MATMUL_INT8,    OC_MATMUL_INT32,
-                                                         OC_MATMUL_BOOL};
-    return (unsigned)t < OC_MM_TYPE_COUNT ? of[t] : OC_MATMUL_DEFAULT;
+    return (unsigned)t < OC_MM_TYPE_COUNT ? mm_types[t] : OC_MATMUL_DEFAULT;
 }
+
+size_t oc_mm_type_size(oc_mm_type t) { return oc_matmul_dtype_size(oc_matmul_dtype_of(t)); }
+
+const char *oc_mm_type_name(oc_mm_type t) { return (unsigned)t < OC_MM_TYPE_COUNT ? types[mm_types[t]].name : "?"; }
 
 int oc_matmul_promote(oc_matmul_dtype ta, oc_matmul_dtype tb, oc_matmul_dtype requested, oc_mm_type *in,
                       oc_mm_type *out, oc_matmul_dtype *result, char *why, size_t why_size)

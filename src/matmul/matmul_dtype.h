@@ -26,8 +26,12 @@ oc_matmul_dtype oc_matmul_dtype_from_descr(const char *descr);
 int oc_matmul_promote(oc_matmul_dtype ta, oc_matmul_dtype tb, oc_matmul_dtype requested, oc_mm_type *in,
                       oc_mm_type *out, oc_matmul_dtype *result, char *why, size_t why_size);
 
-/* The public dtype of a compute or result type. */
+/* The public dtype of a compute or result type (DEFAULT for an unknown value). Its element
+ * size (0 for an unknown value) and its name as numpy spells it ("float32", "bfloat16"; "?"
+ * for an unknown value, for messages) are that dtype's. */
 oc_matmul_dtype oc_matmul_dtype_of(oc_mm_type t);
+size_t oc_mm_type_size(oc_mm_type t);
+const char *oc_mm_type_name(oc_mm_type t);
 
 /* Nonzero when elements of `from` converted to compute type `to` take no fewer bytes than
  * as stored (a promotion, not a rounding into a narrower type asked for): a backend that

@@ -261,11 +261,4 @@ static inline int64_t oc_mm_least_budget(const oc_matmul_job *job, int64_t need)
     return b;
 }
 
-/* Size of one element of t. */
-static inline size_t oc_mm_type_size(oc_mm_type t)
-{
-    static const unsigned char size[OC_MM_TYPE_COUNT] = {8, 4, 2, 2, 1, 4, 1};
-    return (unsigned)t < OC_MM_TYPE_COUNT ? size[t] : 0;
-}
-
 #endif

@@ -12,6 +12,7 @@
 
 #include "harness.h"
 #include "matmul/cuda/matmul_cuda_plan.h"
+#include "matmul/matmul_dtype.h"
 
 #define MIB (1LL << 20)
 

@@ -21,6 +21,7 @@
 #define OC_HAVE_CUDA 1
 #endif
 #include "matmul/matmul_job.h"
+#include "matmul/matmul_dtype.h"
 
 /* ---------------------------------------------------------------- element conversions */
 static uint16_t to_half(float f)

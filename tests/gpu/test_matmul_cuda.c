@@ -31,6 +31,7 @@
 #include "engine/cuda/device.h"
 #include "matmul_reference.h"
 #include "matmul/matmul_job.h"
+#include "matmul/matmul_dtype.h"
 #include "matmul/matmul_choice.h"
 #include "cost/cost.h"
 

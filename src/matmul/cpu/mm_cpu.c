@@ -17,6 +17,7 @@
 #include "core/trace.h"
 #include "matmul/cpu/mm_cpu.h"
 #include "io/sysio.h"
+#include "matmul/matmul_dtype.h"
 #include "matmul/mm_half.h"
 #include "matmul/mm_half_run.h"
 

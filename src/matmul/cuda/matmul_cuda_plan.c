@@ -18,11 +18,6 @@
 
 #define MIB(x) ((double)(x) / 1048576.0)
 
-static const char *const type_names[OC_MM_TYPE_COUNT] = {"float64", "float32", "float16", "bfloat16",
-                                                         "int8",    "int32",   "bool"};
-
-const char *oc_mm_cuda_type_name(oc_mm_type t) { return (unsigned)t < OC_MM_TYPE_COUNT ? type_names[t] : "?"; }
-
 static int64_t round_up(int64_t x, int64_t q) { return (x + q - 1) / q * q; }
 
 /* int8's B packed in chunks (b_chunk below): the fewest columns a chunk has. */
@@ -55,7 +50,7 @@ oc_status oc_mm_cuda_types(oc_context *ctx, oc_mm_type in, oc_mm_type out, int t
     if (!ok)
         return oc_fail(ctx, OC_ERR_UNSUPPORTED,
                        "matmul on the GPU: %s operands with %s output is not a product cuBLASLt computes",
-                       oc_mm_cuda_type_name(in), oc_mm_cuda_type_name(out));
+                       oc_mm_type_name(in), oc_mm_type_name(out));
     return OC_OK;
 }
 
@@ -395,7 +390,7 @@ void oc_mm_cuda_plan_tile(const oc_mm_cuda_plan *plan, int64_t t, int64_t *row0,
 static const char *uploaded_as(const oc_mm_cuda_plan *p, int which)
 {
     return p->in.from[which] != OC_MATMUL_DEFAULT ? oc_matmul_dtype_name(p->in.from[which])
-                                                  : oc_mm_cuda_type_name(p->in.in_type);
+                                                  : oc_mm_type_name(p->in.in_type);
 }
 
 oc_status oc_mm_cuda_plan_render(oc_context *ctx, const oc_mm_cuda_plan *p, const char *where, int json, char **out)
@@ -411,8 +406,8 @@ oc_status oc_mm_cuda_plan_render(oc_context *ctx, const oc_mm_cuda_plan *p, cons
         oc_text_printf(&t,
                        ", \"m\": %lld, \"n\": %lld, \"k\": %lld, \"in_type\": \"%s\", \"out_type\": \"%s\", "
                        "\"accumulator\": \"%s\", \"compute\": \"%s\", \"symmetric\": %s, ",
-                       (long long)p->in.m, (long long)p->in.n, (long long)p->in.k, oc_mm_cuda_type_name(p->in.in_type),
-                       oc_mm_cuda_type_name(p->in.out_type), oc_mm_cuda_type_name(p->acc_type), compute,
+                       (long long)p->in.m, (long long)p->in.n, (long long)p->in.k, oc_mm_type_name(p->in.in_type),
+                       oc_mm_type_name(p->in.out_type), oc_mm_type_name(p->acc_type), compute,
                        p->in.symmetric ? "true" : "false");
         oc_text_printf(&t,
                        "\"tile\": [%lld, %lld], \"tile_bound\": \"%s\", \"tiles\": %lld, \"grid\": [%lld, %lld], "
@@ -441,8 +436,8 @@ oc_status oc_mm_cuda_plan_render(oc_context *ctx, const oc_mm_cuda_plan *p, cons
     oc_text_printf(&t, "matmul on cuda/cublasLt, ");
     oc_text_shown(&t, where);
     oc_text_printf(&t, "\n  product    C %lld x %lld, k %lld: %s -> %s, %s, %s accumulator%s\n", (long long)p->in.m,
-                   (long long)p->in.n, (long long)p->in.k, oc_mm_cuda_type_name(p->in.in_type),
-                   oc_mm_cuda_type_name(p->in.out_type), compute, oc_mm_cuda_type_name(p->acc_type),
+                   (long long)p->in.n, (long long)p->in.k, oc_mm_type_name(p->in.in_type),
+                   oc_mm_type_name(p->in.out_type), compute, oc_mm_type_name(p->acc_type),
                    p->in.symmetric ? ", symmetric (upper tiles only)" : "");
     if (p->in.resident) {
         oc_text_printf(&t,
@@ -456,7 +451,7 @@ oc_status oc_mm_cuda_plan_render(oc_context *ctx, const oc_mm_cuda_plan *p, cons
                            "the workspace), each packed while the one before runs",
                            (long long)p->b_chunk, MIB(p->chunk_bytes));
         if (p->acc_bytes)
-            oc_text_printf(&t, ", a %s accumulator %.1f MiB", oc_mm_cuda_type_name(p->acc_type), MIB(p->acc_bytes));
+            oc_text_printf(&t, ", a %s accumulator %.1f MiB", oc_mm_type_name(p->acc_type), MIB(p->acc_bytes));
         oc_text_printf(&t, ", workspace up to %.1f MiB (what the algorithm asks); nothing pinned\n", MIB(p->workspace));
         return oc_text_finish(ctx, &t, out);
     }
@@ -467,7 +462,7 @@ oc_status oc_mm_cuda_plan_render(oc_context *ctx, const oc_mm_cuda_plan *p, cons
     for (int i = 0; i < 2; ++i)
         if (p->in.from[i] != OC_MATMUL_DEFAULT)
             oc_text_printf(&t, "  promoted   %s's panels uploaded as %s, converted to %s on the device\n",
-                           i ? "B" : "A", uploaded_as(p, i), oc_mm_cuda_type_name(p->in.in_type));
+                           i ? "B" : "A", uploaded_as(p, i), oc_mm_type_name(p->in.in_type));
     oc_text_printf(&t, "  device     %.1f MiB of %.1f MiB (%s): panels 2 x %.1f MiB, accumulators 2 x %.1f MiB",
                    MIB(p->device_bytes), MIB(p->in.device_budget), budget_from, MIB(p->panel_bytes), MIB(p->acc_bytes));
     if (p->pack_bytes) oc_text_printf(&t, ", int8 packing %.1f MiB", MIB(p->pack_bytes));

@@ -168,9 +168,6 @@ typedef struct oc_mm_cuda_plan {
  * product stays above it. */
 #define OC_MM_TUNE_MIN_MACS (1LL << 36)
 
-/* The name of a type as numpy spells it ("float32", "bfloat16", "int8"). */
-const char *oc_mm_cuda_type_name(oc_mm_type t);
-
 /* The accumulation type of (in, out) and the name of cuBLASLt's compute type; OC_ERR_UNSUPPORTED
  * naming the pair when cuBLASLt has no product for it. */
 oc_status oc_mm_cuda_types(oc_context *ctx, oc_mm_type in, oc_mm_type out, int tf32, oc_mm_type *acc,

@@ -14,6 +14,7 @@
 #include "core/trace.h"
 #include "cost/cost.h"
 #include "core/process/fork_locks.h"
+#include "matmul/matmul_dtype.h"
 
 #define LT_CHECK(ctx, call)                                                                                         \
     do {                                                                                                            \
@@ -226,7 +227,7 @@ static oc_status shape_of(oc_context *ctx, oc_mm_gemm *g, int64_t rows, int64_t 
     if (r != CUBLAS_STATUS_SUCCESS || nfound < 1)
         return oc_fail(ctx, OC_ERR_UNSUPPORTED,
                        "cuBLASLt has no %s algorithm for a %lld x %lld tile with K panels of %lld: %s",
-                       oc_mm_cuda_type_name(g->plan->in.in_type), (long long)rows, (long long)cols, (long long)depth,
+                       oc_mm_type_name(g->plan->in.in_type), (long long)rows, (long long)cols, (long long)depth,
                        r != CUBLAS_STATUS_SUCCESS ? oc_cublaslt_status_name(r) : "none found");
     s->algo = found[0].algo, s->algo_workspace = found[0].workspaceSize;
     s->answer.candidates = nfound < want ? nfound : want;

@@ -12,6 +12,7 @@
 
 #include "matmul/cuda/matmul_cuda_plan.h"
 #include "matmul/cuda/matmul_gemm.h"
+#include "matmul/matmul_dtype.h"
 #include "matmul/cuda/matmul_rate.h"
 
 /* Work timed, and the most calls it may take. */

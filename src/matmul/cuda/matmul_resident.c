@@ -14,6 +14,7 @@
 #include "engine/cuda/cuda_check.h"
 #include "engine/cuda/device.h"
 #include "matmul/cuda/matmul_gemm.h"
+#include "matmul/matmul_dtype.h"
 #include "matmul/cuda/kernels/matmul_mirror.cuh"
 #include "matmul/cuda/kernels/matmul_pack.cuh"
 #include "matmul/cuda/kernels/matmul_round.cuh"
