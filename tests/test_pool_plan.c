@@ -81,6 +81,39 @@ static void test_faults(oc_context *ctx)
     unsetenv("OUTCORE_FAULT_PINNED_ALLOC");
 }
 
+/* A fault variable that is no whole number >= 0 refuses the pool, naming it, and allocates
+ * nothing; never a prefix ("2x" as 2) nor text read as 0 (never). */
+static void test_fault_values(oc_context *ctx)
+{
+    const char *vars[2] = {"OUTCORE_FAULT_DEVICE_ALLOC", "OUTCORE_FAULT_PINNED_ALLOC"};
+    const char *bad[] = {"2x", "abc", "-1", "1e3", " 2", "99999999999999999999"};
+    for (int v = 0; v < 2; ++v) {
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
+            setenv(vars[v], bad[i], 1);
+            oc_pool *p = NULL;
+            CHECK_MSG(oc_pool_create(ctx, &ops, 0, 1 << 20, OC_GPU_MEM_RESERVE, 1 << 20, &p) == OC_ERR_INVALID_ARGUMENT,
+                      "%s=%s", vars[v], bad[i]);
+            CHECK(p == NULL);
+            char want[96];
+            snprintf(want, sizeof want, "%s=%s: expected a whole number >= 0", vars[v], bad[i]);
+            CHECK_MSG(strcmp(oc_context_last_error(ctx), want) == 0, "message: %s", oc_context_last_error(ctx));
+        }
+        /* Empty is unset, 0 never. */
+        const char *never[] = {"", "0"};
+        for (int i = 0; i < 2; ++i) {
+            setenv(vars[v], never[i], 1);
+            oc_pool *p = NULL;
+            void *a;
+            CHECK(oc_pool_create(ctx, &ops, 0, 1 << 20, OC_GPU_MEM_GROW, 1 << 20, &p) == OC_OK);
+            CHECK(oc_pool_alloc(ctx, p, 100, "first", &a) == OC_OK &&
+                  oc_pool_host_alloc(ctx, p, 100, "pinned", &a) == OC_OK);
+            oc_pool_destroy(p);
+        }
+        unsetenv(vars[v]);
+    }
+    CHECK_EQ_I64(live, 0);
+}
+
 /* A device allocator that refuses: for want of memory, or for another cause. */
 static int refusal;
 static int refusing_alloc(void *user, size_t bytes, void **out, char *why, size_t why_size)
@@ -262,6 +295,7 @@ int main(void)
     test_grow(ctx);
     test_reserve(ctx);
     test_faults(ctx);
+    test_fault_values(ctx);
     test_device_refusals(ctx);
     test_plans(ctx);
     oc_context_free(ctx);

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "io/env.h"
+#include "core/env.h"
 #include "core/text_buf.h"
 #include "core/error.h"
 #include "core/metric.h"

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "io/env.h"
+#include "core/env.h"
 #include "core/error.h"
 #include "core/threads.h"
 

@@ -34,7 +34,7 @@
 
 #include "core/error.h"
 #include "inspect/ptxas.h"
-#include "io/env.h"
+#include "core/env.h"
 #include "core/process/fork_locks.h"
 
 extern char **environ;

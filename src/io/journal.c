@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "io/env.h"
+#include "core/env.h"
 #include "core/error.h"
 #include "io/crc32.h"
 #include "io/io.h"

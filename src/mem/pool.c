@@ -32,10 +32,12 @@
  */
 #include "mem/pool.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/env.h"
 #include "core/error.h"
 
 typedef struct pool_seg {
@@ -64,12 +66,6 @@ struct oc_pool {
 };
 
 #define MIB(x) ((double)(x) / (1024.0 * 1024.0))
-
-static long env_long(const char *name)
-{
-    const char *v = getenv(name);
-    return v ? strtol(v, NULL, 10) : 0;
-}
 
 static size_t align_up(size_t x) { return (x + OC_POOL_ALIGN - 1) / OC_POOL_ALIGN * OC_POOL_ALIGN; }
 
@@ -126,6 +122,13 @@ oc_status oc_pool_create(oc_context *ctx, const oc_mem_ops *ops, int device, int
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
                        "cuda:%d: the memory budgets must be positive (device %lld, host %lld)", device,
                        (long long)budget, (long long)host_budget);
+    /* The fault injection variables: a whole number >= 0, else the pool is refused. */
+    static const char *const fault_vars[2] = {"OUTCORE_FAULT_DEVICE_ALLOC", "OUTCORE_FAULT_PINNED_ALLOC"};
+    int64_t fault_at[2] = {0, 0};
+    for (int i = 0; i < 2; ++i)
+        if (oc_env_whole(fault_vars[i], 0, LONG_MAX, &fault_at[i]) < 0)
+            return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s=%s: expected a whole number >= 0", fault_vars[i],
+                           getenv(fault_vars[i]));
     oc_pool *p = calloc(1, sizeof *p);
     if (!p) return oc_fail(ctx, OC_ERR_NO_MEMORY, "cannot allocate the device pool descriptor");
     p->ops = *ops;
@@ -133,8 +136,8 @@ oc_status oc_pool_create(oc_context *ctx, const oc_mem_ops *ops, int device, int
     p->mode = mode;
     p->st.budget = budget / OC_POOL_ALIGN * OC_POOL_ALIGN;
     p->st.host_budget = host_budget;
-    p->fault_dev_at = env_long("OUTCORE_FAULT_DEVICE_ALLOC");
-    p->fault_host_at = env_long("OUTCORE_FAULT_PINNED_ALLOC");
+    p->fault_dev_at = (long)fault_at[0];
+    p->fault_host_at = (long)fault_at[1];
 
     if (mode == OC_GPU_MEM_RESERVE) {
         char why[160] = "";

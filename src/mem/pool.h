@@ -51,7 +51,8 @@ typedef struct oc_pool oc_pool;
  * the whole device budget is allocated now (and a failure is reported now); in GROW mode
  * each request allocates. `device` only names the device in messages. Reads the fault
  * injection variables OUTCORE_FAULT_DEVICE_ALLOC=N and OUTCORE_FAULT_PINNED_ALLOC=N: the
- * pool's Nth device (pinned) allocation request then fails as if memory were exhausted. */
+ * pool's Nth device (pinned) allocation request then fails as if memory were exhausted (0:
+ * never); another value than a whole number >= 0 is OC_ERR_INVALID_ARGUMENT naming it. */
 oc_status oc_pool_create(oc_context *ctx, const oc_mem_ops *ops, int device, int64_t budget, oc_gpu_mem_mode mode,
                          int64_t host_budget, oc_pool **out);
 

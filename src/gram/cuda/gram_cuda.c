@@ -30,7 +30,7 @@
 #include "core/metric.h"
 #include "core/threads.h"
 #include "core/trace.h"
-#include "io/env.h"
+#include "core/env.h"
 #include "gram/backend.h"
 #include "gram/cuda/gram_cuda.h"
 #include "gram/gram_resume.h"

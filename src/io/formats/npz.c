@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "io/env.h"
+#include "core/env.h"
 #include "io/crc32.h"
 #include "io/sysio.h"
 

@@ -30,7 +30,7 @@
 #include "core/trace.h"
 #include "gram/select/select.h"
 #include "engine/cuda/cuda_check.h"
-#include "io/env.h"
+#include "core/env.h"
 #include "gram/cuda/gram_select.cuh"
 #include "gram/select/cuda/select_floors.cuh"
 
