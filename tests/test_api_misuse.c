@@ -61,12 +61,17 @@ static void check_gram(oc_context *ctx, const oc_matrix *a)
     for (size_t i = sizeof stats.struct_size; i < sizeof stats; ++i) untouched &= bytes[i] == 0x5a;
     CHECK_MSG(untouched, "a failed job wrote the caller's stats");
     CHECK(oc_gram(ctx, a, NULL, &opts, &out, &stats) == OC_OK && stats.seconds >= 0 && stats.seconds < 1e6);
-    /* Enum values out of range. */
-    opts.backend = (oc_backend)9;
+    /* Enum values out of range, refused with a message that lists every name. */
+    opts.backend = (oc_backend)OC_BACKEND_COUNT;
     CHECK(oc_gram(ctx, a, NULL, &opts, &out, NULL) == OC_ERR_INVALID_ARGUMENT);
+    for (int i = 0; i < OC_BACKEND_COUNT; ++i)
+        CHECK_MSG(strstr(oc_context_last_error(ctx), oc_backend_name((oc_backend)i)), "%s", oc_context_last_error(ctx));
     opts.backend = OC_BACKEND_CPU;
     opts.gpu_mem_mode = (oc_gpu_mem_mode)9;
     CHECK(oc_gram(ctx, a, NULL, &opts, &out, NULL) == OC_ERR_INVALID_ARGUMENT);
+    for (int i = 0; i < OC_GPU_MEM_MODE_COUNT; ++i)
+        CHECK_MSG(strstr(oc_context_last_error(ctx), oc_gpu_mem_mode_name((oc_gpu_mem_mode)i)), "%s",
+                  oc_context_last_error(ctx));
     opts.gpu_mem_mode = OC_GPU_MEM_GROW;
     /* Sizes of no version: larger than the library's own. */
     opts.struct_size = 12345;

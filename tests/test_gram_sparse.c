@@ -303,6 +303,9 @@ static void check_bad_options(oc_context *ctx)
     o.algorithm = (oc_algorithm)7;
     result r = run(ctx, a, NULL, o, OUT_DENSE, 2, 2);
     CHECK(r.st == OC_ERR_INVALID_ARGUMENT && strstr(oc_context_last_error(ctx), "algorithm") != NULL);
+    for (int i = 0; i < OC_ALGORITHM_COUNT; ++i) /* the message lists every name */
+        CHECK_MSG(strstr(oc_context_last_error(ctx), oc_algorithm_name((oc_algorithm)i)), "%s",
+                  oc_context_last_error(ctx));
     result_free(&r);
     o.algorithm = OC_ALGORITHM_SPARSE;
     o.backend = OC_BACKEND_CUDA;

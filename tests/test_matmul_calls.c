@@ -64,6 +64,12 @@ static void test_gpu_memory_refused(void)
           strstr(oc_context_last_error(ctx), "struct_size"));
     A.struct_size = B.struct_size = C.struct_size = sizeof A;
     A.gpu = B.gpu = C.gpu = 0;
+    /* A backend out of range is refused with a message that lists every name. */
+    o.backend = (oc_backend)OC_BACKEND_COUNT;
+    CHECK(oc_matmul(ctx, &A, &B, &C, &o, NULL) == OC_ERR_INVALID_ARGUMENT);
+    for (int i = 0; i < OC_BACKEND_COUNT; ++i)
+        CHECK_MSG(strstr(oc_context_last_error(ctx), oc_backend_name((oc_backend)i)), "%s", oc_context_last_error(ctx));
+    o.backend = OC_BACKEND_AUTO;
     /* A struct of no version, as large as its own size: refused without a read past its end
      * (AddressSanitizer's build checks the "without"). */
     size_t *stub = malloc(sizeof *stub);

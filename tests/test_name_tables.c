@@ -233,6 +233,26 @@ static void test_matmul_type_rows(void)
     CHECK(strcmp(oc_mm_type_name(OC_MM_TYPE_COUNT), "?") == 0 && strcmp(oc_mm_type_name((oc_mm_type)-1), "?") == 0);
 }
 
+static void test_names_text(void)
+{
+    char text[64];
+    CHECK(oc_names_text(OC_NAMES_BACKENDS, text, sizeof text) == text && strcmp(text, "auto, cpu or cuda") == 0);
+    CHECK(strcmp(oc_names_text(OC_NAMES_ALGORITHMS, text, sizeof text), "auto, dense or sparse") == 0);
+    CHECK(strcmp(oc_names_text(OC_NAMES_GPU_MEM_MODES, text, sizeof text), "grow or reserve") == 0);
+    /* Every name of the table, whatever it holds. */
+    oc_names_text(OC_NAMES_BACKENDS, text, sizeof text);
+    for (int i = 0; i < OC_BACKEND_COUNT; ++i) CHECK(strstr(text, oc_backend_name((oc_backend)i)) != NULL);
+    oc_names_text(OC_NAMES_ALGORITHMS, text, sizeof text);
+    for (int i = 0; i < OC_ALGORITHM_COUNT; ++i) CHECK(strstr(text, oc_algorithm_name((oc_algorithm)i)) != NULL);
+    oc_names_text(OC_NAMES_GPU_MEM_MODES, text, sizeof text);
+    for (int i = 0; i < OC_GPU_MEM_MODE_COUNT; ++i)
+        CHECK(strstr(text, oc_gpu_mem_mode_name((oc_gpu_mem_mode)i)) != NULL);
+    char small[8];
+    CHECK(strcmp(oc_names_text(OC_NAMES_BACKENDS, small, sizeof small), "auto, c") == 0);
+    CHECK(strcmp(oc_names_text(OC_NAME_LIST_COUNT, text, sizeof text), "") == 0);
+    CHECK(oc_names_text(OC_NAMES_BACKENDS, NULL, 0) == NULL);
+}
+
 int main(void)
 {
     test_metric_rows();
@@ -245,5 +265,6 @@ int main(void)
     test_map_reduce_rows();
     test_matmul_dtype_uses();
     test_matmul_type_rows();
+    test_names_text();
     return oc_test_finish();
 }

@@ -1,6 +1,7 @@
 /* names.c - the names of metrics, dtypes (with their sizes: core/dtype.h), backends,
- * algorithms and GPU memory modes, shared by the CLI and the binding, and the table of the
- * metrics' properties (core/metric.h). */
+ * algorithms and GPU memory modes, shared by the CLI and the binding, joined for the
+ * library's messages (oc_names_text, core/dtype.h), and the table of the metrics' properties
+ * (core/metric.h). */
 #include <stdio.h>
 #include <string.h>
 
@@ -94,6 +95,24 @@ _Static_assert(COUNT(backend_names) == OC_BACKEND_COUNT, "backend_names[] needs 
 _Static_assert(COUNT(algorithm_names) == OC_ALGORITHM_COUNT, "algorithm_names[] needs one row per oc_algorithm");
 _Static_assert(COUNT(gpu_mem_mode_names) == OC_GPU_MEM_MODE_COUNT,
                "gpu_mem_mode_names[] needs one row per oc_gpu_mem_mode");
+
+const char *oc_names_text(oc_name_list list, char *text, size_t size)
+{
+    static const struct {
+        const char *const *names;
+        int count;
+    } lists[] = {
+        [OC_NAMES_BACKENDS] = {backend_names, COUNT(backend_names)},
+        [OC_NAMES_ALGORITHMS] = {algorithm_names, COUNT(algorithm_names)},
+        [OC_NAMES_GPU_MEM_MODES] = {gpu_mem_mode_names, COUNT(gpu_mem_mode_names)},
+    };
+    _Static_assert(COUNT(lists) == OC_NAME_LIST_COUNT, "lists[] needs one row per oc_name_list");
+    size_t len = 0;
+    if (!text || size == 0) return text;
+    text[0] = 0;
+    if ((unsigned)list < OC_NAME_LIST_COUNT) put_list(text, size, &len, lists[list].names, lists[list].count, " or ");
+    return text;
+}
 
 const oc_element *oc_element_of(int type)
 {

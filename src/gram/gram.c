@@ -16,6 +16,7 @@
 #include "core/process/after_job.h"
 #include "core/error.h"
 #include "core/context.h"
+#include "core/dtype.h"
 #include "core/gpu_probe.h"
 #include "core/metric.h"
 #include "core/text_buf.h"
@@ -126,10 +127,13 @@ static oc_status check_options(oc_context *ctx, const oc_gram_options *o, const 
     if (o->threads < 0 || o->threads > OC_MAX_THREADS)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "threads must be from 0 (all cores) to %d, got %d", OC_MAX_THREADS,
                        o->threads);
-    if ((unsigned)o->backend > OC_BACKEND_CUDA)
-        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "backend %d: expected auto, cpu or cuda", (int)o->backend);
+    char names[64];
+    if ((unsigned)o->backend >= OC_BACKEND_COUNT)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "backend %d: expected %s", (int)o->backend,
+                       oc_names_text(OC_NAMES_BACKENDS, names, sizeof names));
     if ((unsigned)o->gpu_mem_mode >= OC_GPU_MEM_MODE_COUNT)
-        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "gpu_mem_mode %d: expected grow or reserve", (int)o->gpu_mem_mode);
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "gpu_mem_mode %d: expected %s", (int)o->gpu_mem_mode,
+                       oc_names_text(OC_NAMES_GPU_MEM_MODES, names, sizeof names));
     if (o->tile < 0) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "tile must be >= 0, got %lld", (long long)o->tile);
     /* The fraction is read only without a size (outcore.h), as matmul's and map's. */
     if (o->gpu_mem_bytes < 0 || (o->gpu_mem_bytes == 0 && !(o->gpu_mem_fraction > 0.0 && o->gpu_mem_fraction <= 1.0)))

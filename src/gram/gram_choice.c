@@ -18,6 +18,7 @@
 #include "core/env.h"
 #include "core/text_buf.h"
 #include "core/error.h"
+#include "core/dtype.h"
 #include "core/metric.h"
 #include "core/threads.h"
 #include "gram/gram_choice.h"
@@ -213,8 +214,10 @@ oc_status oc_gram_choose_algorithm(oc_context *ctx, const oc_gram_job *job, cons
     memset(plan, 0, sizeof *plan);
     plan->sparse_seconds = plan->dense_seconds = -1;
     const oc_algorithm want = job->opts->algorithm;
-    if ((unsigned)want > OC_ALGORITHM_SPARSE)
-        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "unknown algorithm %d (auto, dense or sparse)", (int)want);
+    char names[64];
+    if ((unsigned)want >= OC_ALGORITHM_COUNT)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "unknown algorithm %d (%s)", (int)want,
+                       oc_names_text(OC_NAMES_ALGORITHMS, names, sizeof names));
     if (want == OC_ALGORITHM_SPARSE && job->opts->backend == OC_BACKEND_CUDA)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
                        "the sparse algorithm runs on the CPU: drop --backend cuda, or "

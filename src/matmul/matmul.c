@@ -13,6 +13,7 @@
 
 #include "core/process/bus_signal.h"
 #include "core/context.h"
+#include "core/dtype.h"
 #include "core/error.h"
 #include "core/abi/struct_version.h"
 #include "core/text_buf.h"
@@ -108,8 +109,10 @@ static oc_status check_options(oc_context *ctx, const oc_matmul_options *o, cons
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
                        "gram (A·Aᵀ) has no B to transpose: drop transpose_b (--transpose-b); "
                        "transpose_a (--transpose-a) gives Aᵀ·A");
-    if ((unsigned)o->backend > OC_BACKEND_CUDA)
-        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "backend %d: expected auto, cpu or cuda", (int)o->backend);
+    char names[64];
+    if ((unsigned)o->backend >= OC_BACKEND_COUNT)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "backend %d: expected %s", (int)o->backend,
+                       oc_names_text(OC_NAMES_BACKENDS, names, sizeof names));
     if (o->threads < 0 || o->threads > OC_MAX_THREADS)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "threads %d: expected 0 (all cores) to %d", o->threads,
                        OC_MAX_THREADS);
