@@ -54,7 +54,8 @@ def listed_options(command):
 
 
 def test_commands(workdir):
-    assert complete(workdir, "") == commands() | {"--help", "--version"}
+    assert complete(workdir, "") == commands() | {"help", "--help", "--version"}
+    assert complete(workdir, "he") == {"help"}
     assert complete(workdir, "g") == {c for c in commands() if c.startswith("g")}
 
 

@@ -33,6 +33,15 @@ _outcore_commands()
     "$1" --help 2>/dev/null | sed -n '/^commands:/,/^$/s/^  \([a-z][a-z0-9-]*\)  .*/\1/p'
 }
 
+# The words that may come first: the commands, `help` (its line "  help COMMAND" in the same
+# help text), --help and --version.
+_outcore_first_words()
+{
+    _outcore_commands "$1"
+    "$1" --help 2>/dev/null | sed -n 's/^  \(help\) COMMAND .*/\1/p'
+    printf '%s\n' --help --version
+}
+
 # Directories and the files whose names end in one of the extensions $2...
 _outcore_files()
 {
@@ -74,7 +83,7 @@ _outcore()
         fi
     done
     if [[ -z $command ]]; then
-        _outcore_words "$(_outcore_commands "$cli") --help --version" "$cur"
+        _outcore_words "$(_outcore_first_words "$cli")" "$cur"
         return 0
     fi
     # "outcore help COMMAND": one command name.
