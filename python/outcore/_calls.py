@@ -196,35 +196,3 @@ class Progress:
             self.error = exc
             _lib.lib.oc_context_cancel(self.ctx)
 
-
-def checked_out(out, dtype, shape, rows_only=False, shown_shape=None, dtype_hint=""):
-    """out, a numpy array that receives a result of dtype and shape in place, or InputError
-    naming the first thing that does not fit: its type, shape, dtype (a byte order other than
-    the machine's named as such), writeability, or layout (rows_only: contiguous rows a whole
-    number of elements apart, else C-contiguous). shown_shape: the shape to name, where the
-    caller asked for another view of the result (a vector's); dtype_hint ends the dtype's."""
-    import numpy as np
-    shown = shape if shown_shape is None else shown_shape
-    if not isinstance(out, np.ndarray):
-        raise InputError(f"out: expected a numpy array of {np.dtype(dtype)} of shape {shown} (or a .npy path), "
-                         f"not {type(out).__name__}")
-    if out.shape != tuple(shape):
-        raise InputError(f"out has shape {out.shape}; the result's is {shown}")
-    if out.dtype != dtype:
-        if out.dtype.newbyteorder("=") == np.dtype(dtype) and out.dtype.byteorder not in "=|":
-            raise InputError(f"out has dtype {out.dtype.str}, which is not in this machine's byte order: the result "
-                             f"is {np.dtype(dtype)} ({np.dtype(dtype).str})")
-        raise InputError(f"out has dtype {out.dtype}; the result is {np.dtype(dtype)}{dtype_hint}")
-    if not out.flags.writeable:
-        raise InputError("out is read-only")
-    item = out.itemsize
-    if rows_only:
-        rows, cols = out.shape
-        rs, cs = out.strides
-        if not ((cols <= 1 or cs == item) and (rows <= 1 or (rs % item == 0 and rs >= item * cols))):
-            raise InputError(f"out must have contiguous rows (strides {out.strides} with itemsize {item}); "
-                             "pass a C-ordered array or a row slice of one")
-    elif out.size and not out.flags.c_contiguous:
-        raise InputError(f"out must be C-contiguous (strides {out.strides} with itemsize {item}); pass a C-ordered "
-                         "array, such as numpy.empty's")
-    return out

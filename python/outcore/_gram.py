@@ -25,11 +25,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import _lib
-from ._calls import Progress as _ProgressCall, checked_out, checked_progress, checked_stats, run_interruptible
+from ._calls import Progress as _ProgressCall, checked_progress, checked_stats, run_interruptible
 from ._context import Context, lease
 from ._map import _CODES as _MAP_CODES, _check_out_overlap, check_out_path_not_input, operands_named
 from ._sparse import is_sparse as _is_sparse, sparse_rows
-from ._options import (as_numbers, c_path, c_text, check_fits_in_memory, flag, gram_options,  # noqa: F401
+from ._options import (as_numbers, c_path, c_text, check_fits_in_memory, checked_out, flag, gram_options,  # noqa: F401
                        parse_gpu_mem, parse_host_mem, positive_int)
 from .errors import CancelledError, InputError, check, from_status
 

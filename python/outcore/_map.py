@@ -24,10 +24,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import _lib
-from ._calls import Progress as _ProgressCall, checked_out, checked_progress, checked_stats, run_on_context
+from ._calls import Progress as _ProgressCall, checked_progress, checked_stats, run_on_context
 from ._context import call_resources, lease
-from ._options import (_integer, c_path, c_text, check_fits_in_memory, flag, no_array_form, one_gpu_mem, parse_backend,
-                       parse_gpu_mem, parse_host_mem, single_gpu_mem, threads_count, unmasked)
+from ._options import (_integer, c_path, c_text, check_fits_in_memory, checked_out, flag, no_array_form, one_gpu_mem,
+                       parse_backend, parse_gpu_mem, parse_host_mem, single_gpu_mem, threads_count, unmasked)
 from .errors import InputError, check, from_status
 
 if TYPE_CHECKING:

@@ -20,10 +20,11 @@ import numpy as np
 
 from . import _gpu_arrays, _lib
 from ._context import call_resources, lease
-from ._calls import Progress as _ProgressCall, checked_out, checked_progress, checked_stats, run_on_context
+from ._calls import Progress as _ProgressCall, checked_progress, checked_stats, run_on_context
 from ._map import _check_out_overlap, _is_path, _out_path, check_out_path_not_input, operands_named
-from ._options import (_device_list, as_numbers, c_path, c_text, check_fits_in_memory, flag, no_array_form,
-                       one_gpu_mem, parse_backend, positive_int, set_device_budgets, single_gpu_mem, threads_count)
+from ._options import (_device_list, as_numbers, c_path, c_text, check_fits_in_memory, checked_out, flag, no_array_form,
+                       one_gpu_mem, parse_backend, positive_int, rows_contiguous, set_device_budgets, single_gpu_mem,
+                       threads_count)
 from .errors import InputError, check
 
 if TYPE_CHECKING:
@@ -66,15 +67,6 @@ def _numpy_dtype(name):
         import ml_dtypes  # only a bfloat16 input leads here, and that needs ml_dtypes
         return np.dtype(ml_dtypes.bfloat16)
     return np.dtype(name)
-
-
-def _rows_contiguous(x):
-    """Whether the 2-D array x has contiguous rows a whole number of elements apart, which the
-    library reads in place with that row stride. A stride along a dimension of one element is
-    never used (numpy may give it any value, 0 for y[None, :])."""
-    rows, cols = x.shape
-    item, (rs, cs) = x.itemsize, x.strides
-    return (cols <= 1 or cs == item) and (rows <= 1 or (rs % item == 0 and rs >= item * cols))
 
 
 def _npy_ndim(path):
@@ -131,7 +123,7 @@ def _operand(name, x, transpose, keep, vector=None):
         raise InputError(f"{name}: dtype {arr.dtype} is not one matmul takes (float64, float32, float16, bfloat16, "
                          "int8-64, uint8-64, bool)")
     item = arr.itemsize
-    if not _rows_contiguous(arr):
+    if not rows_contiguous(arr):
         if arr.strides[0] == item and arr.strides[1] % item == 0 and arr.strides[1] >= item * arr.shape[0]:
             arr, transpose = arr.T, not transpose
         else:

@@ -16,6 +16,21 @@ import outcore
 from gram_refs import exact, random01, rng  # noqa: F401 (rng: a fixture)
 
 
+def child_exits_0(pid, seconds, late):
+    """Waits up to `seconds` for forked child pid and asserts it exited with status 0; a child
+    still running then is killed and the test fails with `late`."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+            return
+        time.sleep(0.05)
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    pytest.fail(late)
+
+
 def big_packed_job(rng, n, m):
     return rng.integers(0, 256, size=(n, m // 8), dtype=np.uint8)
 
@@ -246,17 +261,7 @@ def test_a_forked_child_starts_its_own_worker(rng):
             code = 0 if np.allclose(outcore.matmul(x, x.T, backend="cpu"), x @ x.T) else 2
         finally:
             os._exit(code)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            break
-        time.sleep(0.05)
-    else:
-        os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
-        pytest.fail("the forked child's call did not return within 60 s")
-    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+    child_exits_0(pid, 60, "the forked child's call did not return within 60 s")
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
@@ -304,17 +309,7 @@ def test_a_context_busy_at_the_fork_is_closed_in_the_child(rng, explicit):
         finally:
             os._exit(code)
     try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            done, status = os.waitpid(pid, os.WNOHANG)
-            if done:
-                break
-            time.sleep(0.05)
-        else:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-            pytest.fail("the forked child's call waited for the Context busy at the fork")
-        assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+        child_exits_0(pid, 30, "the forked child's call waited for the Context busy at the fork")
     finally:
         stop.set()
         busy.join(60)
