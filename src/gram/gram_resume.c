@@ -39,6 +39,7 @@
 #include "io/crc32.h"
 #include "io/io.h"
 #include "io/journal.h"
+#include "io/journal_start.h"
 #include "io/sysio.h"
 
 enum { REC_TEMP = 1, REC_PLAN = 2, REC_TILE = 3, REC_TOPK = 4, REC_PAIRS = 5, REC_BLOCKS = 6 };

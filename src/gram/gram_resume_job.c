@@ -16,6 +16,7 @@
 #include "io/crc32.h"
 #include "io/io.h"
 #include "io/journal.h"
+#include "io/journal_start.h"
 
 /* What identifies an input: its shape and the CRC of all its rows' bits (any matrix, also
  * one from memory; a file-backed input samples 64 rows, its file's CRC covering the rest),

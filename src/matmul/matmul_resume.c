@@ -18,6 +18,7 @@
 #include "core/threads.h"
 #include "io/crc32.h"
 #include "io/journal.h"
+#include "io/journal_start.h"
 #include "matmul/matmul_dtype.h"
 #include "matmul/matmul_io.h"
 
