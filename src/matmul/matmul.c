@@ -335,7 +335,7 @@ static oc_status setup(oc_context *ctx, const oc_matmul_array *a, const oc_matmu
     job->file_bytes[0] = oc_mm_source_file_bytes(&s->a);
     job->file_bytes[1] = s->has_b ? oc_mm_source_file_bytes(&s->b) : 0;
     job->gpu_mem_bytes = o->gpu_mem_bytes;
-    job->gpu_mem_fraction = o->gpu_mem_fraction > 0 ? o->gpu_mem_fraction : OC_GPU_MEM_FRACTION_DEFAULT;
+    job->gpu_mem_fraction = o->gpu_mem_fraction;
     job->threads = o->threads;
     OC_CHECK(ctx, gpu_operands(ctx, o, s));
     job->tile = o->tile;

@@ -188,7 +188,8 @@ struct oc_matmul_job {
         char backend[32]; /* "cpu/openblas", "cpu/reference", "cuda/cublasLt" */
     } stats;
     /* gpu_mem_bytes is 0 when the caller gave a share instead: this share of each device's
-     * free memory (OC_GPU_MEM_FRACTION_DEFAULT by default), which a GPU backend resolves when it opens the device. */
+     * free memory (0: OC_GPU_MEM_FRACTION_DEFAULT), which a GPU backend resolves when it opens
+     * the device. */
     double gpu_mem_fraction;
 };
 

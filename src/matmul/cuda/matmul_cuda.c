@@ -149,7 +149,7 @@ static oc_status make_plan(oc_context *ctx, const oc_matmul_job *job, const call
                                MIB(job->gpu_mem_bytes), dev, prop.name, MIB(total_b), OC_ENGINE_HEADROOM >> 20);
             b = job->gpu_mem_bytes;
         } else {
-            /* the job's share of free memory; a job made without one (the GPU tests') the default */
+            /* the job's share of free memory (0: the default) */
             const double fraction = job->gpu_mem_fraction > 0 ? job->gpu_mem_fraction : OC_GPU_MEM_FRACTION_DEFAULT;
             const int64_t share = (int64_t)(fraction * (double)free_b), avail = (int64_t)free_b - OC_ENGINE_HEADROOM;
             b = share < avail ? share : avail;
