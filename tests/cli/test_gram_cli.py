@@ -136,7 +136,10 @@ def test_json_phases(tmp_path, rng, backend):
     assert sorted(phases) == sorted(PHASES)
     assert all(phases[p] >= 0 for p in PHASES), phases
     assert sum(phases.values()) <= wall + 0.001, (phases, wall)
-    assert sum(phases[p] for p in PHASES if p not in ("cuda_start", "read")) <= s["seconds"] + 2e-6
+    # The job's phases within its seconds, each figure printed to the microsecond: the sum's
+    # rounding is half a microsecond a figure at most.
+    job_phases = [p for p in PHASES if p not in ("cuda_start", "read")]
+    assert sum(phases[p] for p in job_phases) <= s["seconds"] + 0.5e-6 * (len(job_phases) + 1) + 1e-12
     assert phases["read"] == s["load_seconds"]
     assert phases["compute"] > 0 and phases["output"] > 0  # a dense file is synced and renamed
     if s["backend"] == "cpu" and backend == "cpu":
