@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "harness.h"
 #include "outcore.h"
@@ -68,13 +69,24 @@ static oc_status read_input(oc_context *ctx, const input *in, oc_matrix **out)
     return oc_matrix_from_bits(ctx, in->data, in->rows, in->cols, in->cols / 8, OC_BITS_MSB_FIRST, out);
 }
 
+static double seconds_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
 /* Cancelled from another thread while it reads, the call fails with OC_ERR_CANCELLED and the
- * message naming the input, and leaves *out alone. The canceller thread may start late on a
- * busy machine, after a small input was read: a few attempts, each a whole read. */
+ * message naming the input, and leaves *out alone. A read takes milliseconds; on a loaded
+ * machine the canceller may get no time slice between the call's start (which clears the
+ * cancel) and its last check, read after read: attempts, each a whole read, until one is
+ * cancelled or 30 seconds have passed. */
 static void check_cancelled_mid_read(oc_context *ctx, const input *in, const char *name)
 {
     oc_status st = OC_OK;
-    for (int attempt = 0; attempt < 5 && st == OC_OK; ++attempt) {
+    const double give_up = seconds_now() + 30.0;
+    int attempts = 0;
+    for (; st == OC_OK && (attempts < 5 || seconds_now() < give_up); ++attempts) {
         oc_matrix *m = NULL;
         canceller c;
         canceller_start(&c, ctx);
@@ -83,6 +95,7 @@ static void check_cancelled_mid_read(oc_context *ctx, const input *in, const cha
         if (st == OC_OK) oc_matrix_free(m);
         else CHECK_MSG(m == NULL, "%s: a cancelled read set its out-parameter", in->what);
     }
+    CHECK_MSG(st != OC_OK, "%s: %d reads in 30 s, none cancelled", in->what, attempts);
     char want[512];
     snprintf(want, sizeof want, "%s: reading was cancelled", name);
     CHECK_FAILED(ctx, st, OC_ERR_CANCELLED, want);
