@@ -30,7 +30,7 @@ from ._context import Context, lease
 from ._map import _CODES as _MAP_CODES, _check_out_overlap, check_out_path_not_input, operands_named
 from ._sparse import is_sparse as _is_sparse, sparse_rows
 from ._options import (as_numbers, c_path, c_text, check_fits_in_memory, checked_out, flag, gram_options,  # noqa: F401
-                       parse_gpu_mem, parse_host_mem, positive_int)
+                       parse_gpu_mem, parse_host_mem, positive_int, warn_gpu_only)
 from .errors import CancelledError, InputError, check, from_status
 
 if TYPE_CHECKING:
@@ -424,6 +424,8 @@ def _checked_arguments(A, B, metric, topk, threshold, dtype, backend, gpu_mem, t
         resources = context.options(**resources)
     opts = gram_options(metric, dtype, topk, threshold, algorithm=algorithm, devices=devices, min_score=min_score,
                         tile=tile, gpu_mem_mode=gpu_mem_mode, **resources)
+    warn_gpu_only(opts.backend, 3, gpu_mem=gpu_mem, device=device,
+                  gpu_mem_mode=None if gpu_mem_mode == "grow" else gpu_mem_mode)
     opts.resume = 1 if resume else 0
     if dtype_from_out and lib.oc_gram_result_dtype(opts.metric, opts.dtype) == _lib.OC_DTYPE_DEFAULT:
         metric = _lib.text(lib.oc_metric_name(opts.metric))

@@ -27,7 +27,8 @@ from . import _lib
 from ._calls import Progress as _ProgressCall, checked_progress, checked_stats, run_on_context
 from ._context import call_resources, lease
 from ._options import (_integer, c_path, c_text, check_fits_in_memory, checked_out, flag, no_array_form, one_gpu_mem,
-                       parse_backend, parse_gpu_mem, parse_host_mem, single_gpu_mem, threads_count, unmasked)
+                       parse_backend, parse_gpu_mem, parse_host_mem, single_gpu_mem, threads_count, unmasked,
+                       warn_gpu_only)
 from .errors import InputError, check, from_status
 
 if TYPE_CHECKING:
@@ -368,6 +369,7 @@ def map(expr: str, out: Path | np.ndarray | None = None, *, dtype: DTypeLike | N
     single_gpu_mem("map", gpu_mem)
     checked_progress(progress)
     checked_stats(stats)
+    own_gpu_mem = gpu_mem  # the call's own, for warn_gpu_only
     given = call_resources(context, backend=backend, gpu_mem=gpu_mem, host_mem=host_mem, threads=threads)
     backend, gpu_mem, host_mem, threads = given["backend"], given["gpu_mem"], given["host_mem"], given["threads"]
     if not (reduce is None or isinstance(reduce, str)) or reduce not in _REDUCE:
@@ -375,6 +377,7 @@ def map(expr: str, out: Path | np.ndarray | None = None, *, dtype: DTypeLike | N
         raise InputError(f"reduce={reduce!r}: expected {', '.join(named[:-1])} or {named[-1]}")
     opts = _lib.MapOptions()
     opts.backend = parse_backend("auto" if backend is None else backend)
+    warn_gpu_only(opts.backend, 2, gpu_mem=own_gpu_mem)
     if dtype is not None:
         try:  # the result is in this machine's byte order, as the arrays map reads are
             dt = np.dtype(dtype).newbyteorder("=")

@@ -24,7 +24,7 @@ from ._calls import Progress as _ProgressCall, checked_progress, checked_stats, 
 from ._map import _check_out_overlap, _is_path, _out_path, check_out_path_not_input, operands_named
 from ._options import (_device_list, as_numbers, c_path, c_text, check_fits_in_memory, checked_out, flag, no_array_form,
                        one_gpu_mem, parse_backend, positive_int, rows_contiguous, set_device_budgets, single_gpu_mem,
-                       threads_count)
+                       threads_count, warn_gpu_only)
 from .errors import InputError, check
 
 if TYPE_CHECKING:
@@ -310,6 +310,7 @@ def matmul(A: ArrayLike | Path, B: ArrayLike | Path | None = None, out: Path | n
     dtype('int32')
     """
     single_gpu_mem("matmul", gpu_mem)
+    own_gpu = dict(gpu_mem=gpu_mem, device=device, tf32=tf32)  # the call's own, for warn_gpu_only
     given = call_resources(context, backend=backend, device=device, gpu_mem=gpu_mem, host_mem=host_mem,
                            threads=threads)
     backend, gpu_mem, host_mem, threads = given["backend"], given["gpu_mem"], given["host_mem"], given["threads"]
@@ -353,6 +354,7 @@ def matmul(A: ArrayLike | Path, B: ArrayLike | Path | None = None, out: Path | n
     opts.resume = 1 if resume else 0
     if backend is not None:
         opts.backend = parse_backend(backend)
+    warn_gpu_only(opts.backend, 2, **own_gpu)
     if threads is not None:
         opts.threads = threads_count(threads)
     if devices is not None:

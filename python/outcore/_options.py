@@ -5,6 +5,7 @@ import ctypes
 import math
 import operator
 import os
+import warnings
 
 import numpy as np
 
@@ -127,6 +128,27 @@ def _parse_dtype(dtype):
 
 def parse_backend(value):
     return _parse_name("backend", value, lib.oc_backend_parse, ", ".join(_lib.names(lib.oc_backend_name)))
+
+
+def warn_gpu_only(backend, stacklevel, **given):
+    """A RuntimeWarning for each GPU-only keyword the call gave itself that cannot take effect,
+    as the CLI warns of --gpu-mem, --device and --tf32: with backend "cpu", or with "auto" when
+    no GPU is usable (the job runs on the CPU; with "cuda" the job's own error says why).
+    backend is oc_backend's code; given holds the call's keywords, None or False where not
+    given; stacklevel is warn_gpu_only's depth below the user's call."""
+    given = {name: value for name, value in given.items() if value is not None and value is not False}
+    if not given:
+        return
+    name = _lib.text(lib.oc_backend_name(backend))
+    if name == "cpu":
+        why = 'with backend="cpu"'
+    elif name == "auto" and lib.oc_cuda_device_count() == 0:
+        why = "here: no usable GPU, the job runs on the CPU"
+    else:
+        return
+    for keyword, value in given.items():
+        shown = keyword if value is True else f"{keyword}={value!r}"
+        warnings.warn(f"{shown} has no effect {why}", RuntimeWarning, stacklevel=stacklevel + 1)
 
 
 def parse_gpu_mem_mode(value):
