@@ -96,8 +96,8 @@ OC_API const char *oc_context_error_trace(const oc_context *ctx);
 
 /* Asks the job running on ctx to stop; it returns OC_ERR_CANCELLED soon after and leaves
  * no output file. Async-signal-safe. The flag is cleared when the next job starts. Reading
- * a matrix (oc_matrix_read) and building one from dense memory (oc_matrix_from_dense,
- * oc_matrix_from_bits, oc_matrix_from_values) are jobs too: a cancel stops them with
+ * a matrix (oc_matrix_read) and building one from memory (oc_matrix_from_dense,
+ * oc_matrix_from_bits, oc_matrix_from_values, oc_matrix_from_csr) are jobs too: a cancel stops them with
  * OC_ERR_CANCELLED ("NAME: reading was cancelled"), nothing allocated. So a cancel asked
  * after one call returned and before the next started is cleared by the next: a caller that
  * reads its inputs and then runs a job checks its own stop request between the calls (the

@@ -1,7 +1,7 @@
 /*
  * test_read_cancel.c - oc_context_cancel stops the reading of an input: oc_matrix_read of a
- * float64 .npy, a .csv and a .mtx, and the dense constructors from memory (float64 numbers,
- * 0/1 bytes, packed bits), each a job that a cancel from another thread fails with
+ * float64 .npy, a .csv and a .mtx, and the constructors from memory (float64 numbers, 0/1
+ * bytes, packed bits, sparse rows), each a job that a cancel from another thread fails with
  * OC_ERR_CANCELLED, "NAME: reading was cancelled", its out-parameter untouched. A cancel
  * left over from before the call does not stop it (the call starts a job, which clears it),
  * and the context reads again after a cancelled read.
@@ -55,8 +55,9 @@ static void canceller_stop(canceller *c)
 typedef struct input {
     const char *what; /* in failure messages */
     const char *path; /* a file for oc_matrix_read, else NULL */
-    int kind;         /* without a path: 0 float64 numbers, 1 0/1 bytes, 2 packed bits */
-    const void *data;
+    int kind;         /* without a path: 0 float64 numbers, 1 0/1 bytes, 2 packed bits, 3 CSR */
+    const void *data; /* for CSR, indptr */
+    const int64_t *indices;
     int64_t rows, cols;
 } input;
 
@@ -66,6 +67,7 @@ static oc_status read_input(oc_context *ctx, const input *in, oc_matrix **out)
     if (in->kind == 0)
         return oc_matrix_from_values(ctx, in->data, in->rows, in->cols, in->cols * 8, OC_MAP_FLOAT64, 0, out);
     if (in->kind == 1) return oc_matrix_from_dense(ctx, in->data, in->rows, in->cols, in->cols, out);
+    if (in->kind == 3) return oc_matrix_from_csr(ctx, in->rows, in->cols, in->data, in->indices, out);
     return oc_matrix_from_bits(ctx, in->data, in->rows, in->cols, in->cols / 8, OC_BITS_MSB_FIRST, out);
 }
 
@@ -184,19 +186,31 @@ int main(void)
     if (!v || !bytes) return 1;
     for (int64_t k = 0; k < rows * cols * 4; ++k) bytes[k] = (unsigned char)(k % 3 == 0);
 
-    input values = {"float64 numbers", NULL, 0, v, rows, cols};
+    input values = {"float64 numbers", NULL, 0, v, NULL, rows, cols};
     check_cancelled_mid_read(ctx, &values, "A");
-    input dense = {"0/1 bytes", NULL, 1, bytes, rows * 4, cols};
+    input dense = {"0/1 bytes", NULL, 1, bytes, NULL, rows * 4, cols};
     check_cancelled_mid_read(ctx, &dense, "A");
-    input bits = {"packed bits", NULL, 2, bytes, rows * 4, cols * 8};
+    input bits = {"packed bits", NULL, 2, bytes, NULL, rows * 4, cols * 8};
     check_cancelled_mid_read(ctx, &bits, "A");
 
-    input npy = {"a float64 .npy", write_f64_npy("values.npy", v, rows, cols), 0, NULL, rows, cols};
+    /* Sparse rows: every fourth column of rows * 4 rows, 64 MB of indices. */
+    const int64_t csr_rows = rows * 4, per_row = cols / 4;
+    int64_t *indptr = malloc((size_t)(csr_rows + 1) * sizeof *indptr),
+            *indices = malloc((size_t)(csr_rows * per_row) * sizeof *indices);
+    if (!indptr || !indices) return 1;
+    for (int64_t i = 0; i <= csr_rows; ++i) indptr[i] = i * per_row;
+    for (int64_t k = 0; k < csr_rows * per_row; ++k) indices[k] = (k % per_row) * 4;
+    input csr = {"sparse rows", NULL, 3, indptr, indices, csr_rows, cols};
+    check_cancelled_mid_read(ctx, &csr, "A");
+    free(indptr);
+    free(indices);
+
+    input npy = {"a float64 .npy", write_f64_npy("values.npy", v, rows, cols), 0, NULL, NULL, rows, cols};
     check_cancelled_mid_read(ctx, &npy, npy.path);
     /* Text: a quarter of the rows, still 16 MB of "0," */
-    input csv = {"a .csv", write_text_of("values.csv", v, rows / 4, cols, 0), 0, NULL, rows / 4, cols};
+    input csv = {"a .csv", write_text_of("values.csv", v, rows / 4, cols, 0), 0, NULL, NULL, rows / 4, cols};
     check_cancelled_mid_read(ctx, &csv, csv.path);
-    input mtx = {"a .mtx", write_text_of("values.mtx", v, rows, cols, 1), 0, NULL, rows, cols};
+    input mtx = {"a .mtx", write_text_of("values.mtx", v, rows, cols, 1), 0, NULL, NULL, rows, cols};
     check_cancelled_mid_read(ctx, &mtx, mtx.path);
 
     free(v);

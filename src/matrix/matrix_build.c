@@ -7,8 +7,8 @@
  * shorter than a row, an index pointer that goes backwards, an index out of range) are
  * OC_ERR_INVALID_ARGUMENT; a value other than 0 or 1 in the data, and a set bit in the
  * padding of a packed row (past its columns), are OC_ERR_INPUT, like the same bytes in a file.
- * The dense ones (bytes, bits, and numbers in matrix_values.c) start a job on the context, as
- * a file's read does: oc_context_cancel stops them (OC_ERR_CANCELLED), and a cancel left over
+ * Each one (bytes, bits, numbers in matrix_values.c, sparse rows) starts a job on the context,
+ * as a file's read does: oc_context_cancel stops it (OC_ERR_CANCELLED), and a cancel left over
  * from an earlier job does not.
  */
 #include <inttypes.h>
@@ -272,12 +272,17 @@ oc_status oc_matrix_from_csr(oc_context *ctx, int64_t rows, int64_t cols, const 
     if (indptr[rows] > indptr[0] && !indices)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "%s: indices is NULL but indptr holds %" PRId64 " entries", fn,
                        indptr[rows] - indptr[0]);
-    for (int64_t i = 0; i < rows; ++i)
+    oc_context_begin_job(ctx); /* a conversion is a job: oc_context_cancel stops it (matrix_build.h) */
+    /* Cancel points by the index bytes walked, twice: in the checks and in the copy below. */
+    int64_t next_check = 0;
+    for (int64_t i = 0; i < rows; ++i) {
+        OC_CHECK(ctx, oc_read_cancel_point(ctx, fn, (indptr[i] - indptr[0]) * 8, &next_check));
         for (int64_t k = indptr[i]; k < indptr[i + 1]; ++k)
             if (indices[k] < 0 || indices[k] >= cols)
                 return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
                                "%s: indices[%" PRId64 "] = %" PRId64 " (row %" PRId64 ") is outside [0, %" PRId64 ")",
                                fn, k, indices[k], i, cols);
+    }
     /* Held as column lists (matrix.h): the sparse algorithm reads them as they are. */
     OC_CHECK(ctx, oc_matrix_check_dims(ctx, rows, cols, fn));
     const int64_t count = indptr[rows] - indptr[0];
@@ -287,12 +292,15 @@ oc_status oc_matrix_from_csr(oc_context *ctx, int64_t rows, int64_t cols, const 
     if (!row || !col) {
         st = oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: cannot allocate %" PRId64 " entries", fn, count);
     } else {
-        for (int64_t i = 0; i < rows; ++i)
+        next_check = 0;
+        for (int64_t i = 0; i < rows && st == OC_OK; ++i) {
+            st = oc_read_cancel_point(ctx, fn, (indptr[i] - indptr[0]) * 8, &next_check);
             for (int64_t k = indptr[i]; k < indptr[i + 1]; ++k) {
                 row[k - indptr[0]] = (uint32_t)i;
                 col[k - indptr[0]] = (uint32_t)indices[k];
             }
-        st = oc_matrix_from_coords(ctx, rows, cols, OC_DEFAULT_NAME, row, col, count, out);
+        }
+        if (st == OC_OK) st = oc_matrix_from_coords(ctx, rows, cols, OC_DEFAULT_NAME, row, col, count, out);
     }
     free(row);
     free(col);

@@ -40,7 +40,7 @@ size_t oc_value_type_size(int type);
 oc_status oc_values_to_matrix(oc_context *ctx, const char *name, const unsigned char *data, int64_t rows, int64_t cols,
                               int64_t row_stride, int type, int binarize, oc_matrix **out);
 
-/* The file readers and the dense constructors are jobs that oc_context_cancel stops: each
+/* The file readers and the constructors from memory are jobs that oc_context_cancel stops: each
  * checks the cancel about every OC_CANCEL_CHECK_BYTES of its input and fails through
  * oc_read_cancelled (OC_ERR_CANCELLED, "NAME: reading was cancelled"), leaving nothing
  * allocated. oc_read_cancel_point is that check for a reader that walks its input in order:
