@@ -15,6 +15,7 @@
 #include "malloc_ops.h"
 #include "outcore.h"
 #include "core/context.h"
+#include "core/threads.h"
 #include "core/workers.h"
 #include "engine/engine_plan.h"
 #include "gram/cuda/gram_tile.h"
@@ -188,6 +189,7 @@ typedef struct releaser {
     oc_staging_ring *ring;
     int slot;
     int fail;
+    double released_at; /* oc_now() just before the release */
 } releaser;
 
 static void *release_later(void *arg)
@@ -195,6 +197,7 @@ static void *release_later(void *arg)
     releaser *r = arg;
     usleep(20000);
     if (r->fail) oc_staging_fail(r->ring, OC_ERR_DEVICE, "sink of slot %d failed", r->slot);
+    r->released_at = oc_now();
     oc_staging_release(r->ring, r->slot);
     return NULL;
 }
@@ -233,14 +236,20 @@ static void test_staging(oc_context *ctx)
     int held[3];
     for (int i = 0; i < 3; ++i) CHECK(oc_staging_acquire(ctx, r, &held[i], NULL) == OC_OK);
     pthread_t th;
-    releaser rel = {r, held[1], 0};
+    releaser rel = {r, held[1], 0, 0};
     pthread_create(&th, NULL, release_later, &rel);
     int got = -1;
     double waited = 0;
+    const double entered = oc_now();
     CHECK(oc_staging_acquire(ctx, r, &got, &waited) == OC_OK);
+    const double returned = oc_now();
     pthread_join(th, NULL);
     CHECK_EQ_I64(got, held[1]);
-    CHECK(waited > 0.005);
+    /* The wait counted is the time blocked: at least from the call to the release (about
+     * 20 ms, or nothing when this thread was held up past the release), at most the call. */
+    CHECK_MSG(waited >= rel.released_at - entered - 1e-4 && waited <= returned - entered + 1e-4,
+              "waited %.4f s; called %.4f s before the release, returned %.4f s after the call", waited,
+              rel.released_at - entered, returned - entered);
     oc_staging_release(r, held[0]);
     oc_staging_release(r, held[2]);
     oc_staging_release(r, got);
@@ -259,7 +268,7 @@ static void test_staging(oc_context *ctx)
 
     /* A holder's failure reaches the waiting acquirer and the drain, with its message. */
     for (int i = 0; i < 3; ++i) CHECK(oc_staging_acquire(ctx, r, &held[i], NULL) == OC_OK);
-    rel = (releaser){r, held[0], 1};
+    rel = (releaser){r, held[0], 1, 0};
     pthread_create(&th, NULL, release_later, &rel);
     st = oc_staging_acquire(ctx, r, &got, NULL);
     pthread_join(th, NULL);

@@ -13,8 +13,17 @@
 #include "harness.h"
 #include "engine/scheduler.h"
 
+/* Holds the other workers back until one has taken its first group (simulate's `first`). */
+typedef struct start_gate {
+    pthread_mutex_t lock;
+    pthread_cond_t opened;
+    int open;
+} start_gate;
+
 typedef struct sim_worker {
     oc_scheduler *s;
+    start_gate *gate; /* NULL: starts at once */
+    int opens_gate;   /* nonzero: opens gate once its first group is taken; others wait for it */
     int id;
     long nanos_per_tile; /* its speed */
     int fail_at;         /* > 0: fails on its fail_at-th tile */
@@ -29,7 +38,18 @@ static void *sim_run(void *arg)
 {
     sim_worker *w = arg;
     int64_t first, count, last_key = -1;
-    while (oc_scheduler_next(w->s, w->id, &first, &count)) {
+    if (w->gate && !w->opens_gate) {
+        pthread_mutex_lock(&w->gate->lock);
+        while (!w->gate->open) pthread_cond_wait(&w->gate->opened, &w->gate->lock);
+        pthread_mutex_unlock(&w->gate->lock);
+    }
+    for (int taken = 0; oc_scheduler_next(w->s, w->id, &first, &count); ++taken) {
+        if (w->gate && w->opens_gate && taken == 0) {
+            pthread_mutex_lock(&w->gate->lock);
+            w->gate->open = 1;
+            pthread_cond_broadcast(&w->gate->opened);
+            pthread_mutex_unlock(&w->gate->lock);
+        }
         if (last_key >= 0 && w->keys[first] != last_key) w->switches++;
         last_key = w->keys[first];
         for (int64_t t = first; t < first + count; ++t) {
@@ -49,10 +69,12 @@ static void *sim_run(void *arg)
 }
 
 /* Runs `workers` simulated workers over an order of n tiles with keys; returns the tiles
- * each did in done[]. */
+ * each did in done[]. first >= 0: that worker takes its first group before the others start
+ * (so a test does not hang on which thread the machine runs first). */
 static void simulate(const int64_t *keys, int64_t n, int workers, const long *speed, const int *fail_at, int *hits,
-                     int *owner, sim_worker *sw)
+                     int *owner, sim_worker *sw, int first)
 {
+    start_gate gate = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
     oc_context *ctx = NULL;
     CHECK(oc_context_create(&ctx) == OC_OK);
     oc_scheduler *s = NULL;
@@ -61,6 +83,8 @@ static void simulate(const int64_t *keys, int64_t n, int workers, const long *sp
     pthread_t th[8];
     for (int w = 0; w < workers; ++w) {
         sw[w] = (sim_worker){.s = s,
+                             .gate = first >= 0 ? &gate : NULL,
+                             .opens_gate = w == first,
                              .id = w,
                              .nanos_per_tile = speed[w],
                              .fail_at = fail_at ? fail_at[w] : 0,
@@ -94,7 +118,7 @@ static void check_exactly_once_and_balance(void)
     sim_worker sw[4];
     /* Worker 0 waits for nothing, the others a millisecond per tile. */
     const long speed[4] = {0, 1000000, 1000000, 1000000};
-    simulate(keys, n, 4, speed, NULL, hits, owner, sw);
+    simulate(keys, n, 4, speed, NULL, hits, owner, sw, -1);
     for (int64_t t = 0; t < n; ++t) CHECK_MSG(hits[t] == 1, "tile %lld done %d times", (long long)t, hits[t]);
     int64_t total = 0;
     for (int w = 0; w < 4; ++w) total += sw[w].tiles;
@@ -152,7 +176,7 @@ static void check_affinity(void)
     int hits[8 * 64], owner[8 * 64];
     sim_worker sw[2];
     const long speed[2] = {10000, 10000};
-    simulate(many, 8 * 64, 2, speed, NULL, hits, owner, sw);
+    simulate(many, 8 * 64, 2, speed, NULL, hits, owner, sw, -1);
     for (int t = 0; t < 8 * 64; ++t) CHECK(hits[t] == 1);
     /* 8 panels in 32 groups of 16: a worker changes panel at most once per panel it visits
      * plus once per panel the other one finished first. */
@@ -199,7 +223,9 @@ static void check_abort(void)
     sim_worker sw[3];
     const long speed[3] = {20000, 20000, 20000};
     const int fail_at[3] = {0, 7, 0};
-    simulate(keys, n, 3, speed, fail_at, hits, owner, sw);
+    /* Worker 1 takes the first group (of 20 tiles) before the others start, whatever the
+     * machine runs first, and fails on its seventh tile. */
+    simulate(keys, n, 3, speed, fail_at, hits, owner, sw, 1);
     int64_t done = 0;
     for (int64_t t = 0; t < n; ++t) {
         CHECK(hits[t] <= 1);
