@@ -3,6 +3,7 @@ cancels the job and is raised, and stats with the keys and values of `outcore ma
 import json
 import os
 import subprocess
+import time
 from pathlib import Path
 
 import numpy as np
@@ -16,12 +17,27 @@ SOURCE_DIR = Path(os.environ.get("OUTCORE_SOURCE_DIR", Path(__file__).resolve().
 CALL_KEYS = {"command", "expression", "output", "value", "dtype", "shape"}
 
 
-def slow_input():
-    """A 1-D float32 array whose expression below takes most of a second on one thread."""
-    return np.linspace(0.0, 1.0, 8_000_000, dtype=np.float32)
-
-
 SLOW = "sin(exp(cos(a))) * tanh(a) + log1p(abs(a))"
+
+
+@pytest.fixture(scope="module")
+def slow_input():
+    """A 1-D float32 array whose SLOW expression takes at least half a second of one thread's
+    work on the machine running the tests: five progress intervals (OC_PROGRESS_INTERVAL,
+    src/core/threads.h), so that reports come while the job runs, not only its final one. The
+    array is doubled until a run with no callback takes that long in the process's CPU time:
+    one thread does the work, and a loaded machine stretches a run's wall time (which paces the
+    reports) but not the work in it, so a size measured under load is long enough when idle."""
+    n = 1 << 22
+    for _ in range(7):  # at most 1 << 28 elements (1 GiB)
+        a = np.linspace(0.0, 1.0, n, dtype=np.float32)
+        started = time.process_time()
+        outcore.map(SLOW, a=a, backend="cpu", threads=1)
+        seconds = time.process_time() - started
+        if seconds >= 0.5:
+            return a
+        n *= 2
+    pytest.fail(f"map of {n // 2} elements still took only {seconds:.3f} s")
 
 
 @pytest.mark.parametrize("kwargs", [{}, {"reduce": "sum"}, {"reduce": "max", "axis": 1}])
@@ -34,8 +50,8 @@ def test_progress_ends_at_the_total(kwargs):
     assert [r for r in reports if r[0] == r[1]] == [reports[-1]], reports
 
 
-def test_progress_reports_while_the_job_runs():
-    a = slow_input()
+def test_progress_reports_while_the_job_runs(slow_input):
+    a = slow_input
     reports = []
     got = outcore.map(SLOW, a=a, backend="cpu", threads=1, progress=lambda done, total: reports.append((done, total)))
     assert got.shape == a.shape
@@ -45,8 +61,8 @@ def test_progress_reports_while_the_job_runs():
 
 
 @pytest.mark.parametrize("error", [RuntimeError("enough"), KeyboardInterrupt()])
-def test_an_exception_in_progress_cancels_the_job(tmp_path, error):
-    a = slow_input()
+def test_an_exception_in_progress_cancels_the_job(tmp_path, error, slow_input):
+    a = slow_input
     reports = []
 
     def progress(done, total):
