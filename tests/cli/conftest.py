@@ -127,6 +127,37 @@ def require_backend(backend, tmp_path):
         pytest.skip(f"no usable GPU: {_cuda_usable[1]}")
 
 
+def holds_open(pid, path):
+    """Whether process pid has the file path open (one of its /proc/PID/fd is that file)."""
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return False
+    for fd in fds:
+        try:
+            if os.path.samefile(f"/proc/{pid}/fd/{fd}", path):
+                return True
+        except OSError:  # closed meanwhile
+            pass
+    return False
+
+
+def wait_until_open(proc, path, seconds=60):
+    """Waits until the running CLI proc (a Popen) has path open: a point of its run that a
+    test signals it at, reached whatever the machine's speed or load. Fails the test (proc
+    killed) when proc ends first or after `seconds`."""
+    deadline = time.monotonic() + seconds
+    while not holds_open(proc.pid, path):
+        ended = proc.poll() is not None
+        if ended or time.monotonic() >= deadline:
+            if not ended:
+                proc.kill()
+            _, err = proc.communicate()
+            what = f"ended (exit {proc.returncode}) without opening" if ended else f"did not open in {seconds} s"
+            pytest.fail(f"outcore {what} {path}; stderr: {err}")
+        time.sleep(0.01)
+
+
 def sigkill_while_running(args, env, seconds, journal, out, shares=(0.3, 0.6)):
     """Starts the resumable job `args` (a command line with its output, and --resume) and
     kills it with SIGKILL after each share of `seconds`; returns how many kills landed while it

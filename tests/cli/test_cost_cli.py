@@ -14,7 +14,7 @@ import time
 import numpy as np
 import pytest
 
-from conftest import outcore_bin, run
+from conftest import outcore_bin, run, wait_until_open
 
 
 def gpu_count():
@@ -198,7 +198,7 @@ def test_a_held_cache_lock_neither_hangs_nor_outlives_ctrl_c(small, tmp_path):
         fcntl.flock(held, fcntl.LOCK_EX)
         proc = subprocess.Popen([outcore_bin(), "gram", small, "-o", tmp_path / "c.npy", "--backend", "cpu"],
                                 env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        time.sleep(0.5)
+        wait_until_open(proc, tmp_path / "rates.txt.lock")  # waiting for the lock
         start = time.monotonic()
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=60)

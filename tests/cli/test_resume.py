@@ -14,7 +14,7 @@ import pytest
 
 from conftest import (outcore_bin, read_journal, require_backend, resume_while_an_input_is_cut,
                       rewrite_keeping_size_and_mtime, run, run_in,
-                      sigkill_while_running, write_journal)
+                      sigkill_while_running, wait_until_open, write_journal)
 
 # .npz members carry their write time: both runs write the same one.
 EPOCH = {"SOURCE_DATE_EPOCH": "1700000000"}
@@ -207,7 +207,7 @@ def test_ctrl_c_while_a_held_journal_is_waited_for(inputs):
         fcntl.flock(held, fcntl.LOCK_EX)
         job = subprocess.Popen([outcore_bin(), *map(str, args), "-o", str(d / "C.npy"), "--resume"],
                                stderr=subprocess.PIPE, text=True)
-        time.sleep(1.0)  # well inside the wait for the lock
+        wait_until_open(job, journal)  # inside the wait for its lock
         job.send_signal(signal.SIGINT)
         _, err = job.communicate(timeout=60)
     assert job.returncode == 130, err
