@@ -18,6 +18,7 @@ How a call runs:
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 import threading
 from typing import TYPE_CHECKING, Any
@@ -30,14 +31,14 @@ from ._context import Context, lease
 from ._map import _CODES as _MAP_CODES, _check_out_overlap, check_out_path_not_input, operands_named
 from ._sparse import is_sparse as _is_sparse, sparse_rows
 from ._options import (as_numbers, c_path, c_text, check_fits_in_memory, checked_out, flag, gram_options,  # noqa: F401
-                       parse_gpu_mem, parse_host_mem, positive_int, warn_gpu_only)
+                       parse_gpu_mem, parse_host_mem, plan_flag, positive_int, warn_gpu_only)
 from .errors import CancelledError, InputError, check, from_status
 
 if TYPE_CHECKING:
     from numpy.typing import DTypeLike
 
-    from ._types import (Algorithm, Backend, Devices, Flag, GpuMem, GpuMemMode, Integer, Matrix, Metric, Path, Progress,
-                         Real, Size)
+    from ._types import (Algorithm, Backend, Devices, Flag, GpuMem, GpuMemMode, Integer, Matrix, Metric, Path, Plan,
+                         Progress, Real, Size)
 
 lib = _lib.lib
 
@@ -412,7 +413,7 @@ def _checked_arguments(A, B, metric, topk, threshold, dtype, backend, gpu_mem, t
     if bits is not None:
         bits = positive_int("bits", bits)
     binarize, resume = flag("binarize", binarize), flag("resume", resume)
-    flag("plan", plan)
+    plan_flag(plan)
     dtype_from_out = (dtype is None and isinstance(out, np.ndarray) and topk is None and threshold is None
                       and out.dtype in _NUMPY_DTYPES.values())
     if dtype_from_out:
@@ -456,8 +457,13 @@ def _planned_output(out, opts, dense_output=True):
 
 
 def _plan_text(ctx, a, b, opts, output, text):
-    """oc_gram_plan's text (not its JSON), as a describer of _describe calls it."""
+    """oc_gram_plan's text, as a describer of _describe calls it."""
     return lib.oc_gram_plan(ctx, a, b, opts, output, 0, text)
+
+
+def _plan_json(ctx, a, b, opts, output, text):
+    """oc_gram_plan's JSON object, as a describer of _describe calls it."""
+    return lib.oc_gram_plan(ctx, a, b, opts, output, 1, text)
 
 
 def _describe(A, B, out, opts, bits, binarize, context, output, describers):
@@ -494,7 +500,7 @@ def gram(A: Matrix, B: Matrix | None = None, metric: Metric = "counts", topk: In
          device: Integer | None = None, host_mem: Size | None = None, context: Context | None = None,
          algorithm: Algorithm = "auto", resume: Flag = False, devices: Devices | None = None,
          min_score: Real | None = None, stats: dict | None = None, tile: Integer | None = None,
-         gpu_mem_mode: GpuMemMode = "grow", plan: Flag = False) -> Any:
+         gpu_mem_mode: GpuMemMode = "grow", plan: Plan = False) -> Any:
     """The binary Gram matrix A·Aᵀ (or A·Bᵀ) and the similarities built on it.
 
     Parameters
@@ -590,13 +596,14 @@ def gram(A: Matrix, B: Matrix | None = None, metric: Metric = "counts", topk: In
         How a GPU job takes its device budget, as the CLI's --gpu-mem-mode: "grow" allocates
         on demand up to it, "reserve" takes the whole budget at the start (failing at once
         when it is not there). No effect on the CPU.
-    plan : bool, default False
+    plan : bool or "json", default False
         True returns the plan the job would run under instead of running it: the text of
         `outcore gram --plan` (on a GPU the tile edge, panel and output slots, the device
         budget, the pinned staging, threads and the estimated time of kernels, uploads and
         output; on the CPU the tiles, the host budget and threads; for the sparse algorithm
-        that and why). Nothing is computed and out is not written (an out array is checked
-        and left untouched); progress and stats are checked and left unused.
+        that and why); "json" returns the same plan as a dict, the object of
+        `outcore gram --plan --json`. Nothing is computed and out is not written (an out
+        array is checked and left untouched); progress and stats are checked and left unused.
 
     Returns
     -------
@@ -604,7 +611,8 @@ def gram(A: Matrix, B: Matrix | None = None, metric: Metric = "counts", topk: In
         Dense: the n x p matrix (a new array, the out array, or a read-only memmap of an out
         .npy). topk: (indices, scores), int64 and the result dtype. threshold: (rows, cols,
         values), int64, int64 and the result dtype. With out any other path (top-k or
-        threshold results in .npz, .tsv or .mtx): that path. With plan=True: the plan's text.
+        threshold results in .npz, .tsv or .mtx): that path. With plan=True: the plan's text;
+        with plan="json": the plan as a dict.
 
     Raises
     ------
@@ -629,8 +637,11 @@ def gram(A: Matrix, B: Matrix | None = None, metric: Metric = "counts", topk: In
     ...
     """
     opts, bits = _checked_arguments(**locals())  # every argument, as explain checks them too
-    if flag("plan", plan):
-        return _describe(A, B, out, opts, bits, binarize, context, _planned_output(out, opts), [_plan_text])
+    plan = plan_flag(plan)
+    if plan:
+        text = _describe(A, B, out, opts, bits, binarize, context, _planned_output(out, opts),
+                         [_plan_json if plan == 2 else _plan_text])
+        return json.loads(text) if plan == 2 else text
     with lease(context) as ctx:
         job = _Job(ctx, opts, A, B, bits, out, progress, binarize, stats)
         return run_interruptible(job, job.run)

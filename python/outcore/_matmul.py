@@ -11,6 +11,7 @@ host budget. See docs/matmul.md.
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 import re
 import stat
@@ -23,15 +24,15 @@ from ._context import call_resources, lease
 from ._calls import Progress as _ProgressCall, checked_progress, checked_stats, run_on_context
 from ._map import _check_out_overlap, _is_path, _out_path, check_out_path_not_input, operands_named
 from ._options import (_device_list, as_numbers, c_path, c_text, check_fits_in_memory, checked_out, flag, no_array_form,
-                       one_gpu_mem, parse_backend, positive_int, rows_contiguous, set_device_budgets, single_gpu_mem,
-                       threads_count, warn_gpu_only)
+                       one_gpu_mem, parse_backend, plan_flag, positive_int, rows_contiguous, set_device_budgets,
+                       single_gpu_mem, threads_count, warn_gpu_only)
 from .errors import InputError, check
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike, DTypeLike
 
     from ._context import Context
-    from ._types import Backend, Devices, Flag, Integer, Path, Progress, Size
+    from ._types import Backend, Devices, Flag, Integer, Path, Plan, Progress, Size
 
 lib = _lib.lib
 _CODES = {name: i for i, name in enumerate(_lib.MATMUL_DTYPES)}
@@ -187,7 +188,7 @@ def matmul(A: ArrayLike | Path, B: ArrayLike | Path | None = None, out: Path | n
            backend: Backend | None = None, device: Integer | None = None, devices: Devices | None = None,
            gpu_mem: Size | None = None,
            host_mem: Size | None = None, threads: Integer | None = None, tf32: Flag = False, resume: Flag = False,
-           context: Context | None = None, explain: Flag = False, tile: Integer | None = None, plan: Flag = False,
+           context: Context | None = None, explain: Flag = False, tile: Integer | None = None, plan: Plan = False,
            progress: Progress | None = None, stats: dict | None = None) -> Any:
     """The dense product C = op(A)·op(B), tile by tile within the memory budgets.
 
@@ -266,9 +267,10 @@ def matmul(A: ArrayLike | Path, B: ArrayLike | Path | None = None, out: Path | n
     tile : int, optional
         The tile edge of C in rows, as ``--tile`` (default: the planner's, from the budgets);
         which tiles and K panels a product has can change its bits (docs/matmul.md).
-    plan : bool, default False
+    plan : bool or "json", default False
         True returns the text of ``outcore matmul --plan`` (backend, tiles, K panels and what
-        bounds them) instead of running; with explain, the plan then the reasons.
+        bounds them) instead of running; with explain, the plan then the reasons. "json"
+        returns the plan as a dict, the object of ``--plan --json`` (not with explain).
     progress : callable, optional
         progress(done, total), called about ten times a second while the product runs (done
         and total in multiply-adds on the CPU, tiles on the GPU), and once at the end
@@ -371,7 +373,9 @@ def matmul(A: ArrayLike | Path, B: ArrayLike | Path | None = None, out: Path | n
                          "out=None or an array, pass the vector as a 2-D array, or save it as a 1-D .npy")
     if tile is not None:
         opts.tile = positive_int("tile", tile)
-    explain, plan, stats = flag("explain", explain), flag("plan", plan), checked_stats(stats)
+    explain, plan, stats = flag("explain", explain), plan_flag(plan), checked_stats(stats)
+    if plan == 2 and explain:
+        raise InputError('plan="json" returns the plan alone, as a dict: ask explain=True in a call of its own')
     checked_progress(progress)
     with lease(context) as ctx:
         code, rows, cols = ctypes.c_int(), ctypes.c_int64(), ctypes.c_int64()
@@ -380,6 +384,8 @@ def matmul(A: ArrayLike | Path, B: ArrayLike | Path | None = None, out: Path | n
                                        ctypes.byref(rows), ctypes.byref(cols)), ctx)
         except InputError as e:
             raise _as_given(e, opts.transpose_a != bool(transpose_a), opts.transpose_b != bool(transpose_b)) from None
+        if plan == 2:  # the CLI's --plan --json
+            return json.loads(_plan_text(ctx, a, b_ptr, out, opts, 0, as_json=1))
         if plan or explain:  # the CLI's --plan, --explain or both, the plan first
             return ((_plan_text(ctx, a, b_ptr, out, opts, 0) if plan else "") +
                     (_plan_text(ctx, a, b_ptr, out, opts, 1) if explain else ""))
@@ -434,16 +440,17 @@ def _stats_dict(s):
             "dev_peak_bytes": s.dev_peak_bytes, "threads": s.threads}
 
 
-def _plan_text(ctx, a, b_ptr, out, opts, explain):
+def _plan_text(ctx, a, b_ptr, out, opts, explain, as_json=0):
     """The text of `outcore matmul --plan` (explain 0) or `--explain` (1) for this call
-    (oc_matmul_plan), nothing run: the output planned as the .npy file out names, or as one."""
+    (oc_matmul_plan), nothing run: the output planned as the .npy file out names, or as one;
+    as_json=1: the plan's JSON object."""
     c = None
     if _is_path(out):
         c = _lib.MatmulArray()
         c.path = _out_path(out, "matmul")
     text = ctypes.c_void_p()
     check(lib.oc_matmul_plan(ctx, ctypes.byref(a), b_ptr, ctypes.byref(c) if c is not None else None,
-                             ctypes.byref(opts), 0, explain, ctypes.byref(text)), ctx)
+                             ctypes.byref(opts), as_json, explain, ctypes.byref(text)), ctx)
     return _lib.owned_text(text)
 
 

@@ -48,6 +48,17 @@ def flag(name, value):
     raise InputError(f"{name} must be True or False; got {value!r}")
 
 
+def plan_flag(value):
+    """plan= as 0 (run the job), 1 (True: the text of the CLI's --plan) or 2 ("json": the plan
+    as a dict, the object of --plan --json). Another value is refused as flag() refuses it."""
+    if isinstance(value, str) and value == "json":
+        return 2
+    try:
+        return flag("plan", value)
+    except InputError:
+        raise InputError(f'plan must be True, False or "json"; got {value!r}') from None
+
+
 def unmasked(name, x):
     """x itself, unless it is a numpy masked array hiding values: np.asarray reads the values
     under the mask too, which would give a result the caller did not ask for. Refused, naming

@@ -47,5 +47,6 @@ Backend = Literal["auto", "cpu", "cuda"]
 Algorithm = Literal["auto", "dense", "sparse"]
 Reduction = Literal["sum", "mean", "min", "max"]
 GpuMemMode = Literal["grow", "reserve"]
+Plan = Union[Flag, Literal["json"]]  # plan=: True the text of --plan, "json" its object as a dict
 # progress(done, total), both in the job's unit; what it returns is ignored.
 Progress = Callable[[float, float], object]

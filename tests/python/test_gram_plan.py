@@ -110,7 +110,8 @@ def test_tile_and_gpu_mem_mode_reach_the_library(monkeypatch):
     (dict(tile=2**63), "tile=9223372036854775808: at most 9223372036854775807"),
     (dict(gpu_mem_mode="Reserve"), "unknown gpu_mem_mode 'Reserve': expected one of grow, reserve"),
     (dict(gpu_mem_mode=None), "gpu_mem_mode must be a string, one of grow, reserve; got None"),
-    (dict(plan="yes"), "plan must be True or False; got 'yes'"),
+    (dict(plan="yes"), "plan must be True, False or \"json\"; got 'yes'"),
+    (dict(plan=2), "plan must be True, False or \"json\"; got 2"),
 ])
 def test_bad_values_are_refused(kwargs, message):
     a = matrix(4, 8)
@@ -145,3 +146,23 @@ def test_explain_with_plan_is_the_plan_then_the_prediction():
     both = outcore.explain(a, backend="cpu", tile=128, plan=True)
     alone = outcore.explain(a, backend="cpu", tile=128)
     assert without_budget(both) == without_budget(plan) + alone.splitlines()
+
+
+def test_plan_json_is_the_clis_object(tmp_path):
+    """plan="json" returns the object of `outcore gram --plan --json` as a dict (the host
+    budget, which follows the memory available at each call, given); another string is
+    refused, and explain(plan=...) takes only a flag."""
+    np.save(tmp_path / "a.npy", matrix())
+    args = [cli(), "gram", str(tmp_path / "a.npy"), "--plan", "--json", "--backend", "cpu", "--threads", "2",
+            "--tile", "64", "--host-mem", "1G"]
+    want = json.loads(subprocess.run(args, capture_output=True, text=True, check=True).stdout)
+    got = outcore.gram(tmp_path / "a.npy", backend="cpu", threads=2, tile=64, host_mem="1G", plan="json")
+    assert got == want
+    assert got["tile"] == 64 and got["tiles"] == 36
+    assert outcore.gram(matrix(), backend="cpu", threads=2, tile=64, host_mem="1G", plan="json") == want
+    for bad in ("JSON", "text", ""):
+        with pytest.raises(outcore.InputError, match='plan must be True, False or "json"'):
+            outcore.gram(matrix(), plan=bad)
+    with pytest.raises(outcore.InputError, match="plan must be True or False"):
+        outcore.explain(matrix(), plan="json")
+    assert sorted(os.listdir(tmp_path)) == ["a.npy"]

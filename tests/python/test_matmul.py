@@ -466,6 +466,33 @@ def test_tile_plan_and_stats_as_the_cli_gives_them(tmp_path):
         outcore.matmul(a, b, backend="cpu", stats=[])
 
 
+def test_plan_json_is_the_clis_object(tmp_path):
+    """plan="json" returns the object of `outcore matmul --plan --json` as a dict, for paths
+    and arrays alike; not with explain, whose reasons are text."""
+    rng = np.random.default_rng(6)
+    a, b = rng.standard_normal((300, 200)), rng.standard_normal((200, 250))
+    np.save(tmp_path / "a.npy", a)
+    np.save(tmp_path / "b.npy", b)
+    kw = dict(backend="cpu", host_mem="64M", tile=64, threads=2)
+    got = outcore.matmul(tmp_path / "a.npy", tmp_path / "b.npy", plan="json", **kw)
+    assert isinstance(got, dict) and (got["m"], got["n"], got["k"], got["tiles"]) == (300, 250, 200, 20), got
+    # Arrays in memory: the same plan; host_budget differs (what the budget leaves for the
+    # product: files' mapped inputs count in it, the caller's arrays do not).
+    in_memory = outcore.matmul(a, b, plan="json", **kw)
+    assert 0 < in_memory.pop("host_budget") <= 64 << 20
+    assert in_memory == {key: value for key, value in got.items() if key != "host_budget"}
+    cli = os.environ.get("OUTCORE_BIN")
+    if cli:
+        args = [cli, "matmul", tmp_path / "a.npy", tmp_path / "b.npy", "--backend", "cpu", "--host-mem", "64M",
+                "--tile", "64", "--threads", "2", "--plan", "--json"]
+        assert json.loads(subprocess.run(args, capture_output=True, text=True, check=True).stdout) == got
+    with pytest.raises(outcore.InputError, match='plan="json" returns the plan alone'):
+        outcore.matmul(a, b, plan="json", explain=True, **kw)
+    with pytest.raises(outcore.InputError, match='plan must be True, False or "json"'):
+        outcore.matmul(a, b, plan="yes", **kw)
+    assert sorted(os.listdir(tmp_path)) == ["a.npy", "b.npy"]
+
+
 def test_progress_reaches_the_total_and_an_exception_cancels():
     """progress= as gram's and map's: reports that grow to the total, the last equal to it; an
     exception it raises cancels the product, raised once it has stopped, with no file left."""
