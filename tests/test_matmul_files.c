@@ -25,7 +25,7 @@ static void write_npy_nd(const char *path, const char *descr, const void *data, 
                          const int64_t *shape)
 {
     unsigned char h[OC_NPY_HEADER_ND_MAX];
-    size_t len = oc_npy_header_nd(h, sizeof h, descr, ndim, shape);
+    size_t len = oc_npy_header_nd(h, sizeof h, descr, ndim, shape, 0);
     FILE *f = fopen(path, "wb");
     fwrite(h, 1, len, f);
     fwrite(data, 1, bytes, f);

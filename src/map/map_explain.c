@@ -22,8 +22,11 @@ oc_status oc_map_explain(oc_context *ctx, const oc_map *m, int json, char **text
     const double out_bytes = (double)m->out_count * (double)oc_mt_size(m->out_type);
     int threads = oc_threads_resolve(m->opts.threads);
     char shape[512], oshape[512];
-    oc_map_shape_text(m->ndim, m->shape, shape, sizeof shape);
-    oc_map_shape_text(m->out_ndim, m->out_shape, oshape, sizeof oshape);
+    int64_t dims[OC_MAP_MAX_DIMS];
+    oc_map_user_shape(m, m->ndim, m->shape, dims);
+    oc_map_shape_text(m->ndim, dims, shape, sizeof shape);
+    oc_map_user_shape(m, m->out_ndim, m->out_shape, dims);
+    oc_map_shape_text(m->out_ndim, dims, oshape, sizeof oshape);
     oc_map_choice choice;
     OC_CHECK(ctx, oc_map_choose(ctx, m, &choice));
     const char *why = choice.explain;
@@ -40,8 +43,8 @@ oc_status oc_map_explain(oc_context *ctx, const oc_map *m, int json, char **text
                        ", \"threads\": %d, "
                        "\"expr_dtype\": \"%s\", \"out_dtype\": \"%s\", \"reduce\": \"%s\", \"axis\": %d, "
                        "\"elements\": %" PRId64 ", \"bytes_in\": %.0f, \"bytes_out\": %.0f}\n",
-                       threads, oc_mt_name(m->expr_type), oc_mt_name(m->out_type), reduce_name(m->reduce), m->axis,
-                       m->count, in_bytes, out_bytes);
+                       threads, oc_mt_name(m->expr_type), oc_mt_name(m->out_type), reduce_name(m->reduce),
+                       oc_map_user_axis(m), m->count, in_bytes, out_bytes);
     } else {
         oc_text_shown(&b, m->text);
         oc_text_printf(

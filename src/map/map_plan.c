@@ -131,7 +131,8 @@ static int valid_name(const char *s)
     return 1;
 }
 
-/* Maps a .npy input and checks that it is a C-order array of a type map reads. */
+/* Maps a .npy input and checks that it is an array of a type map reads (in C order, or in
+ * Fortran order: fortran_plan). */
 static oc_status open_file_input(oc_context *ctx, const oc_map_array *a, oc_map_bound *b)
 {
     OC_CHECK(ctx, oc_mapped_file_open(ctx, a->path, &b->file));
@@ -145,9 +146,7 @@ static oc_status open_file_input(oc_context *ctx, const oc_map_array *a, oc_map_
                        a->path, info.descr);
     int64_t count = shape_count(info.ndim, info.shape);
     if (count < 0) return too_many_elements(ctx, OC_ERR_INPUT, a->path, info.ndim, info.shape);
-    if (info.fortran_order && info.ndim > 1)
-        return oc_fail(ctx, OC_ERR_INPUT,
-                       "%s: the array is in Fortran order; map reads C order (numpy.ascontiguousarray)", a->path);
+    b->fortran = info.fortran_order && info.ndim > 1; /* one dimension is both orders */
     size_t elem = oc_mt_size(b->type);
     /* The evaluators load elements as their type: numpy.save puts the data on a multiple of 64
      * bytes, and a header that leaves it off its elements' alignment is refused. */
@@ -238,6 +237,64 @@ static void mark_used(oc_map *m)
         if (m->ir.nodes[k].op == MOP_INPUT) m->inputs[m->ir.nodes[k].input].used = 1;
 }
 
+static void reverse(int n, int64_t *v)
+{
+    for (int i = 0, j = n - 1; i < j; i++, j--) {
+        const int64_t t = v[i];
+        v[i] = v[j], v[j] = t;
+    }
+}
+
+void oc_map_user_shape(const oc_map_plan *m, int ndim, const int64_t *shape, int64_t *out)
+{
+    memmove(out, shape, sizeof(int64_t) * (size_t)ndim);
+    if (m->fortran) reverse(ndim, out);
+}
+
+int oc_map_user_axis(const oc_map_plan *m) { return m->axis < 0 || !m->fortran ? m->axis : m->ndim - 1 - m->axis; }
+
+/* Fortran-order inputs (numpy.save of a transposed array writes one). A Fortran-order array's
+ * bytes are the C-order array of its reversed shape, and arrays of one number of dimensions
+ * broadcast alike in either reading; so when every used input that is not a single element is
+ * in Fortran order with as many dimensions, the plan runs on the reversed shapes and writes
+ * its result in Fortran order (map_plan.h, `fortran`), reading each input in place. An array
+ * with at most one dimension longer than 1 is in both orders (numpy.save calls it C order),
+ * and a single element with no more dimensions broadcasts either way. Any other mix (a C-order
+ * array, a 1-D one, which numpy lines up with the last dimension, or fewer dimensions) would
+ * need a transpose of an input: refused, naming the two. */
+static int both_orders(const oc_map_bound *b)
+{
+    int longer = 0;
+    for (int d = 0; d < b->ndim; d++) longer += b->shape[d] > 1;
+    return longer <= 1;
+}
+
+static oc_status fortran_plan(oc_context *ctx, oc_map *m)
+{
+    const oc_map_bound *f = NULL;
+    for (int i = 0; i < m->n_inputs && !f; i++)
+        if (m->inputs[i].used && m->inputs[i].fortran) f = &m->inputs[i];
+    if (!f) return OC_OK;
+    for (int i = 0; i < m->n_inputs; i++) {
+        const oc_map_bound *b = &m->inputs[i];
+        if (!b->used || ((b->fortran || both_orders(b)) && b->ndim == f->ndim) || (b->count == 1 && b->ndim <= f->ndim))
+            continue;
+        char x[256], y[256];
+        return oc_fail(ctx, OC_ERR_INPUT,
+                       "%s is in Fortran order (%s) and %s is %s (%s): map reads a Fortran-order array beside only "
+                       "Fortran-order arrays of as many dimensions, or single elements; save them alike "
+                       "(numpy.asfortranarray or numpy.ascontiguousarray)",
+                       f->path, oc_map_shape_text(f->ndim, f->shape, x, sizeof x), b->path ? b->path : b->name,
+                       b->fortran     ? "too"
+                       : b->ndim == 1 ? "one-dimensional"
+                                      : "in C order",
+                       oc_map_shape_text(b->ndim, b->shape, y, sizeof y));
+    }
+    m->fortran = 1;
+    for (int i = 0; i < m->n_inputs; i++) reverse(m->inputs[i].ndim, m->inputs[i].shape);
+    return OC_OK;
+}
+
 /* numpy broadcasting of the used inputs' shapes; strides per result dim. */
 static oc_status broadcast(oc_context *ctx, oc_map *m)
 {
@@ -261,13 +318,20 @@ static oc_status broadcast(oc_context *ctx, oc_map *m)
             }
             char x[256], y[256];
             const oc_map_bound *o = &m->inputs[owner[od]];
+            int64_t os[OC_MAP_MAX_DIMS], bs[OC_MAP_MAX_DIMS];
+            oc_map_user_shape(m, o->ndim, o->shape, os);
+            oc_map_user_shape(m, b->ndim, b->shape, bs);
             return oc_fail(ctx, OC_ERR_INPUT, "shapes do not broadcast: %s is %s, %s is %s", o->name,
-                           oc_map_shape_text(o->ndim, o->shape, x, sizeof x), b->name,
-                           oc_map_shape_text(b->ndim, b->shape, y, sizeof y));
+                           oc_map_shape_text(o->ndim, os, x, sizeof x), b->name,
+                           oc_map_shape_text(b->ndim, bs, y, sizeof y));
         }
     }
     m->count = shape_count(nd, m->shape);
-    if (m->count < 0) return too_many_elements(ctx, OC_ERR_INPUT, "the broadcast result", nd, m->shape);
+    if (m->count < 0) {
+        int64_t shape[OC_MAP_MAX_DIMS];
+        oc_map_user_shape(m, nd, m->shape, shape);
+        return too_many_elements(ctx, OC_ERR_INPUT, "the broadcast result", nd, shape);
+    }
     for (int i = 0; i < m->n_inputs; i++) {
         oc_map_bound *b = &m->inputs[i];
         int64_t st = 1;
@@ -313,9 +377,9 @@ static oc_status resolve_output(oc_context *ctx, oc_map *m)
                                m->ndim == 0 && m->reduce == OC_MAP_REDUCE_MEAN
                                    ? " (numpy.mean takes no axis of a 0-d array; sum, min and max take 0 and -1)"
                                    : "");
-            m->axis = ax;
+            m->axis = m->fortran ? m->ndim - 1 - ax : ax; /* the plan's dims are reversed */
             for (int d = 0; d < m->ndim; d++)
-                if (d != ax) m->out_shape[m->out_ndim++] = m->shape[d];
+                if (d != m->axis) m->out_shape[m->out_ndim++] = m->shape[d];
         }
         int64_t len = m->axis < 0 ? m->count : m->shape[m->axis];
         if (len == 0 && (m->reduce == OC_MAP_REDUCE_MIN || m->reduce == OC_MAP_REDUCE_MAX))
@@ -323,7 +387,11 @@ static oc_status resolve_output(oc_context *ctx, oc_map *m)
                            m->reduce == OC_MAP_REDUCE_MIN ? "minimum" : "maximum");
     }
     m->out_count = shape_count(m->out_ndim, m->out_shape);
-    if (m->out_count < 0) return too_many_elements(ctx, OC_ERR_INPUT, "the result", m->out_ndim, m->out_shape);
+    if (m->out_count < 0) {
+        int64_t shape[OC_MAP_MAX_DIMS];
+        oc_map_user_shape(m, m->out_ndim, m->out_shape, shape);
+        return too_many_elements(ctx, OC_ERR_INPUT, "the result", m->out_ndim, shape);
+    }
     m->out_type = m->reduce_type;
     if (m->opts.dtype >= 0) {
         if (m->opts.dtype >= OC_MT_COUNT)
@@ -422,6 +490,7 @@ static oc_status map_create(oc_context *ctx, oc_map *m, const char *expr, const 
     oc_map_expr_free(&tree);
     OC_CHECK(ctx, st);
     mark_used(m);
+    OC_CHECK(ctx, fortran_plan(ctx, m));
     OC_CHECK(ctx, broadcast(ctx, m));
     OC_CHECK(ctx, resolve_output(ctx, m));
     return OC_OK;
@@ -486,7 +555,7 @@ oc_map_dtype oc_map_result_dtype(const oc_map *m) { return m ? (oc_map_dtype)m->
 int oc_map_result_shape(const oc_map *m, int64_t *shape)
 {
     if (!m) return -1;
-    if (shape) memcpy(shape, m->out_shape, sizeof(int64_t) * (size_t)m->out_ndim);
+    if (shape) oc_map_user_shape(m, m->out_ndim, m->out_shape, shape);
     return m->out_ndim;
 }
 
@@ -515,6 +584,10 @@ static oc_status map_run_call(oc_context *ctx, oc_map *m, const char *out_path, 
 {
     if (!ctx || !m || (!out_path && !out_data && m->out_count > 0))
         return ctx ? oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_map_run: no output given") : OC_ERR_INVALID_ARGUMENT;
+    if (!out_path && m->fortran && m->out_ndim > 1)
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
+                       "the inputs are in Fortran order and so is the result, which memory in C order cannot take: "
+                       "write it to a .npy file");
     /* oc_map_stats has versions 1 (up to bytes_written), 2 (up to threads) and 3 (docs/abi.md). */
     const size_t stats_v1 = OC_STRUCT_VERSION_SIZE(oc_map_stats, threads),
                  stats_v2 = OC_STRUCT_VERSION_SIZE(oc_map_stats, host_peak_bytes);
@@ -539,8 +612,10 @@ static oc_status map_run_call(oc_context *ctx, oc_map *m, const char *out_path, 
         snprintf(what, sizeof what, "%s %" PRId64 " elements", oc_mt_name(m->out_type), m->out_count);
         OC_CHECK(ctx,
                  oc_npy_out_check_room(ctx, out_path, what, m->out_count * (int64_t)oc_mt_size(m->out_type) + 128));
+        int64_t shape[OC_MAP_MAX_DIMS];
+        oc_map_user_shape(m, m->out_ndim, m->out_shape, shape);
         OC_CHECK(ctx, oc_npy_out_create_nd(ctx, out_path, oc_mt_descr(m->out_type), oc_mt_size(m->out_type),
-                                           m->out_ndim, m->out_shape, &w, &dst));
+                                           m->out_ndim, shape, m->fortran, &w, &dst));
     }
     m->out_is_file = w != NULL;
     /* An empty result runs nothing; the stats still name where it would have run. */

@@ -5,7 +5,7 @@
  * change it.
  *
  * Element indexing: the element-wise result has the broadcast shape `shape` (ndim dims,
- * `count` elements, C order). Input k's element for the result's multi-index (i_0..i_{n-1})
+ * `count` elements, C order; a Fortran-order plan's are reversed, see `fortran` below). Input k's element for the result's multi-index (i_0..i_{n-1})
  * is at data + elem * sum_d i_d * stride[d], where stride[d] is 0 along broadcast dims and
  * dims the input lacks (numpy's broadcasting).
  */
@@ -27,6 +27,7 @@ typedef struct oc_map_bound {
     int64_t count;                   /* elements */
     int64_t stride[OC_MAP_MAX_DIMS]; /* elements per step of each result dim (0: broadcast) */
     int same_shape;                  /* its shape is the result's: flat index = element index */
+    int fortran;                     /* a .npy in Fortran order (2 dims or more): shape is reversed */
     oc_mapped_file file;             /* file inputs; zeroed for memory */
     char *path;
 } oc_map_bound;
@@ -48,6 +49,11 @@ struct oc_map {
     int64_t out_shape[OC_MAP_MAX_DIMS];
     int64_t out_count;
     oc_map_options opts;
+    /* Nonzero: the array inputs are in Fortran order. The plan runs over each one's bytes as
+     * the C-order array of its reversed shape (its transpose), so shape, the strides, axis and
+     * out_shape are all reversed, and the result is written in Fortran order, which reverses
+     * them back (oc_map_user_shape, oc_map_user_axis). */
+    int fortran;
     int out_is_file; /* set by oc_map_run: the output is a shared file mapping,
                                        * whose written pages the backend may drop (they stay in
                                        * the page cache and reach the file) */
@@ -84,6 +90,11 @@ oc_status oc_map_choose(oc_context *ctx, const oc_map_plan *m, oc_map_choice *ou
 
 /* numpy's result type of a reduction over elements of type t. */
 int oc_map_reduce_type(oc_map_reduce r, int t);
+
+/* A shape of the plan (shape, out_shape) as the caller gave its inputs: reversed back in a
+ * Fortran-order plan; out may be shape. The reduced axis likewise (-1: all elements). */
+void oc_map_user_shape(const oc_map_plan *m, int ndim, const int64_t *shape, int64_t *out);
+int oc_map_user_axis(const oc_map_plan *m);
 
 /* "1000000 x 500" ("a scalar" for 0-d) into buf. */
 const char *oc_map_shape_text(int ndim, const int64_t *shape, char *buf, size_t size);

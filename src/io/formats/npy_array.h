@@ -29,10 +29,11 @@ uint64_t oc_npy_header_end(const unsigned char *head, size_t got);
 oc_status oc_npy_array_parse(oc_context *ctx, const char *path, const unsigned char *base, size_t size,
                              oc_npy_array_info *out);
 
-/* oc_npy_out_create for any shape (ndim 0..32) and element descr of elem bytes: commit and
- * abort as for oc_npy_out_create. */
+/* oc_npy_out_create for any shape (ndim 0..32) and element descr of elem bytes, its data in
+ * Fortran order when fortran_order is nonzero (the header says so; the caller writes the
+ * elements in that order): commit and abort as for oc_npy_out_create. */
 oc_status oc_npy_out_create_nd(oc_context *ctx, const char *path, const char *descr, size_t elem, int ndim,
-                               const int64_t *shape, oc_npy_out **out, void **data);
+                               const int64_t *shape, int fortran_order, oc_npy_out **out, void **data);
 /* oc_npy_out_create_nd for a writer that says where it writes: a file of more than one
  * reservation chunk (16 MiB) has its first chunk's blocks reserved on return and the rest
  * reserved on a thread of its own, chunk after chunk from the start, while the job runs, so

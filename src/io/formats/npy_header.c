@@ -58,7 +58,8 @@ size_t oc_npy_header(unsigned char *h, int dtype, int64_t d0, int64_t d1, size_t
     return npy_frame(h, dict, (size_t)len, total);
 }
 
-size_t oc_npy_header_nd(unsigned char *h, size_t cap, const char *descr, int ndim, const int64_t *shape)
+size_t oc_npy_header_nd(unsigned char *h, size_t cap, const char *descr, int ndim, const int64_t *shape,
+                        int fortran_order)
 {
     char dims[32 * 24 + 8];
     size_t n = 0;
@@ -67,7 +68,8 @@ size_t oc_npy_header_nd(unsigned char *h, size_t cap, const char *descr, int ndi
     if (ndim == 1) n += (size_t)snprintf(dims + n, sizeof dims - n, ",");
     dims[n] = '\0';
     char dict[sizeof dims + 96];
-    int len = snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }", descr, dims);
+    int len = snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': %s, 'shape': (%s), }", descr,
+                       fortran_order ? "True" : "False", dims);
     const size_t prefix = 10;
     const size_t total = (prefix + (size_t)len + 1 + OC_NPY_ALIGN - 1) / OC_NPY_ALIGN * OC_NPY_ALIGN;
     if (total > cap || total - prefix > 65535) return 0;

@@ -31,10 +31,12 @@
  * rewritten in place once the shape is known. */
 size_t oc_npy_header(unsigned char *h, int dtype, int64_t d0, int64_t d1, size_t fixed);
 
-/* The header of a C-order array of any shape (ndim 0..32) and element descr ("<f8",
- * "|b1") into h (cap bytes; OC_NPY_HEADER_ND_MAX always suffices); returns its length, a
- * multiple of OC_NPY_ALIGN, or 0 when it does not fit in cap. */
+/* The header of an array of any shape (ndim 0..32) and element descr ("<f8", "|b1"), in C
+ * order, or in Fortran order when fortran_order is nonzero, into h (cap bytes;
+ * OC_NPY_HEADER_ND_MAX always suffices); returns its length, a multiple of OC_NPY_ALIGN, or 0
+ * when it does not fit in cap. */
 #define OC_NPY_HEADER_ND_MAX 1024
-size_t oc_npy_header_nd(unsigned char *h, size_t cap, const char *descr, int ndim, const int64_t *shape);
+size_t oc_npy_header_nd(unsigned char *h, size_t cap, const char *descr, int ndim, const int64_t *shape,
+                        int fortran_order);
 
 #endif

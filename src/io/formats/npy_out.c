@@ -431,7 +431,8 @@ oc_status oc_npy_out_reopen(oc_context *ctx, const char *path, const char *temp_
 /* ---------------------------------------------------------------- any dtype and shape (map) */
 /* The header of the array and the bytes of its data (OC_ERR_INPUT when they overflow). */
 static oc_status nd_header(oc_context *ctx, const char *path, const char *descr, size_t elem, int ndim,
-                           const int64_t *shape, unsigned char *header, size_t size, size_t *offset, int64_t *bytes)
+                           const int64_t *shape, int fortran_order, unsigned char *header, size_t size, size_t *offset,
+                           int64_t *bytes)
 {
     int64_t count = 1;
     for (int i = 0; i < ndim; i++)
@@ -439,7 +440,7 @@ static oc_status nd_header(oc_context *ctx, const char *path, const char *descr,
             return oc_fail(ctx, OC_ERR_INPUT, "%s: the output shape overflows 64-bit sizes", path);
     if (!oc_mul_i64(count, (int64_t)elem, bytes) || (uint64_t)*bytes > SIZE_MAX / 2)
         return oc_fail(ctx, OC_ERR_INPUT, "%s: the output shape overflows 64-bit sizes", path);
-    *offset = oc_npy_header_nd(header, size, descr, ndim, shape);
+    *offset = oc_npy_header_nd(header, size, descr, ndim, shape, fortran_order);
     if (*offset == 0) return oc_fail(ctx, OC_ERR_INTERNAL, "%s: the .npy header does not fit", path);
     return OC_OK;
 }
@@ -450,17 +451,18 @@ oc_status oc_npy_out_reopen_nd(oc_context *ctx, const char *path, const char *te
     unsigned char header[OC_NPY_HEADER_ND_MAX];
     size_t offset = 0;
     int64_t bytes = 0;
-    OC_CHECK(ctx, nd_header(ctx, path, descr, elem, ndim, shape, header, sizeof header, &offset, &bytes));
+    OC_CHECK(ctx, nd_header(ctx, path, descr, elem, ndim, shape, 0, header, sizeof header, &offset, &bytes));
     return reopen_as(ctx, path, temp_path, header, offset, offset + (size_t)bytes, out, data);
 }
 
 static oc_status create_nd(oc_context *ctx, const char *path, const char *descr, size_t elem, int ndim,
-                           const int64_t *shape, int ahead, oc_npy_out **out, void **data)
+                           const int64_t *shape, int fortran_order, int ahead, oc_npy_out **out, void **data)
 {
     unsigned char header[OC_NPY_HEADER_ND_MAX];
     size_t offset = 0;
     int64_t bytes = 0;
-    OC_CHECK(ctx, nd_header(ctx, path, descr, elem, ndim, shape, header, sizeof header, &offset, &bytes));
+    OC_CHECK(ctx,
+             nd_header(ctx, path, descr, elem, ndim, shape, fortran_order, header, sizeof header, &offset, &bytes));
     oc_npy_out *w = calloc(1, sizeof *w);
     if (!w) return oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: out of memory", path);
     w->file.fd = -1;
@@ -477,13 +479,13 @@ static oc_status create_nd(oc_context *ctx, const char *path, const char *descr,
 }
 
 oc_status oc_npy_out_create_nd(oc_context *ctx, const char *path, const char *descr, size_t elem, int ndim,
-                               const int64_t *shape, oc_npy_out **out, void **data)
+                               const int64_t *shape, int fortran_order, oc_npy_out **out, void **data)
 {
-    return create_nd(ctx, path, descr, elem, ndim, shape, 0, out, data);
+    return create_nd(ctx, path, descr, elem, ndim, shape, fortran_order, 0, out, data);
 }
 
 oc_status oc_npy_out_create_nd_ahead(oc_context *ctx, const char *path, const char *descr, size_t elem, int ndim,
                                      const int64_t *shape, oc_npy_out **out, void **data)
 {
-    return create_nd(ctx, path, descr, elem, ndim, shape, 1, out, data);
+    return create_nd(ctx, path, descr, elem, ndim, shape, 0, 1, out, data);
 }
