@@ -1016,6 +1016,8 @@ OC_API int oc_map_result_shape(const oc_map *m, int64_t *shape);
 /* Runs the job: the result goes to the .npy file out_path (temporary name + rename; a name
  * ending in .npy, else OC_ERR_INVALID_ARGUMENT; an empty path is OC_ERR_INPUT, as
  * oc_output_check says) when it is not NULL, else to out_data (C order, the result's dtype and shape). stats may be NULL.
+ * Fortran-order .npy inputs give a result in Fortran order (docs/map.md): written so to
+ * out_path; into out_data, a result of 2 dimensions or more is OC_ERR_INVALID_ARGUMENT.
  * Blocks; uses opts->threads threads. On failure no output file is left. */
 OC_API oc_status oc_map_run(oc_context *ctx, oc_map *m, const char *out_path, void *out_data, oc_map_stats *stats);
 /* What the run would do and why (backend, types, shapes, bytes), text or JSON; *text is

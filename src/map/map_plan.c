@@ -131,6 +131,14 @@ static int valid_name(const char *s)
     return 1;
 }
 
+/* The dimensions of a shape longer than 1. */
+static int longer_dims(int ndim, const int64_t *shape)
+{
+    int longer = 0;
+    for (int d = 0; d < ndim; d++) longer += shape[d] > 1;
+    return longer;
+}
+
 /* Maps a .npy input and checks that it is an array of a type map reads (in C order, or in
  * Fortran order: fortran_plan). */
 static oc_status open_file_input(oc_context *ctx, const oc_map_array *a, oc_map_bound *b)
@@ -146,7 +154,8 @@ static oc_status open_file_input(oc_context *ctx, const oc_map_array *a, oc_map_
                        a->path, info.descr);
     int64_t count = shape_count(info.ndim, info.shape);
     if (count < 0) return too_many_elements(ctx, OC_ERR_INPUT, a->path, info.ndim, info.shape);
-    b->fortran = info.fortran_order && info.ndim > 1; /* one dimension is both orders */
+    /* An array with at most one dimension longer than 1, or none at all, is in both orders. */
+    b->fortran = info.fortran_order && count > 0 && longer_dims(info.ndim, info.shape) > 1;
     size_t elem = oc_mt_size(b->type);
     /* The evaluators load elements as their type: numpy.save puts the data on a multiple of 64
      * bytes, and a header that leaves it off its elements' alignment is refused. */
@@ -258,16 +267,13 @@ int oc_map_user_axis(const oc_map_plan *m) { return m->axis < 0 || !m->fortran ?
  * broadcast alike in either reading; so when every used input that is not a single element is
  * in Fortran order with as many dimensions, the plan runs on the reversed shapes and writes
  * its result in Fortran order (map_plan.h, `fortran`), reading each input in place. An array
- * with at most one dimension longer than 1 is in both orders (numpy.save calls it C order),
- * and a single element with no more dimensions broadcasts either way. Any other mix (a C-order
+ * with at most one dimension longer than 1, or no element, is in both orders (numpy.save calls
+ * it C order; open_file_input never marks it Fortran), and a single element with no more
+ * dimensions broadcasts either way. Any other mix (a C-order
  * array, a 1-D one, which numpy lines up with the last dimension, or fewer dimensions) would
  * need a transpose of an input: refused, naming the two. */
-static int both_orders(const oc_map_bound *b)
-{
-    int longer = 0;
-    for (int d = 0; d < b->ndim; d++) longer += b->shape[d] > 1;
-    return longer <= 1;
-}
+/* The same bytes in C and Fortran order: no element, or at most one dimension longer than 1. */
+static int both_orders(const oc_map_bound *b) { return b->count == 0 || longer_dims(b->ndim, b->shape) <= 1; }
 
 static oc_status fortran_plan(oc_context *ctx, oc_map *m)
 {
@@ -279,15 +285,18 @@ static oc_status fortran_plan(oc_context *ctx, oc_map *m)
         const oc_map_bound *b = &m->inputs[i];
         if (!b->used || ((b->fortran || both_orders(b)) && b->ndim == f->ndim) || (b->count == 1 && b->ndim <= f->ndim))
             continue;
-        char x[256], y[256];
+        char x[256], y[256], who[300];
+        if (b->path) snprintf(who, sizeof who, "%s", b->path);
+        else snprintf(who, sizeof who, "input '%s'", b->name);
+        const char *is = b->fortran     ? "is too" /* of other dimensions */
+                         : b->ndim == 1 ? "is one-dimensional"
+                         : b->path      ? "is in C order"
+                                        : "is an array in memory, read in C order";
         return oc_fail(ctx, OC_ERR_INPUT,
-                       "%s is in Fortran order (%s) and %s is %s (%s): map reads a Fortran-order array beside only "
+                       "%s is in Fortran order (%s) and %s %s (%s): map reads a Fortran-order array beside only "
                        "Fortran-order arrays of as many dimensions, or single elements; save them alike "
-                       "(numpy.asfortranarray or numpy.ascontiguousarray)",
-                       f->path, oc_map_shape_text(f->ndim, f->shape, x, sizeof x), b->path ? b->path : b->name,
-                       b->fortran     ? "too"
-                       : b->ndim == 1 ? "one-dimensional"
-                                      : "in C order",
+                       "(numpy.asfortranarray or numpy.ascontiguousarray, then numpy.save)",
+                       f->path, oc_map_shape_text(f->ndim, f->shape, x, sizeof x), who, is,
                        oc_map_shape_text(b->ndim, b->shape, y, sizeof y));
     }
     m->fortran = 1;
@@ -587,7 +596,7 @@ static oc_status map_run_call(oc_context *ctx, oc_map *m, const char *out_path, 
     if (!out_path && m->fortran && m->out_ndim > 1)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
                        "the inputs are in Fortran order and so is the result, which memory in C order cannot take: "
-                       "write it to a .npy file");
+                       "write it to a .npy file (the CLI's -o; Python: out= a .npy path)");
     /* oc_map_stats has versions 1 (up to bytes_written), 2 (up to threads) and 3 (docs/abi.md). */
     const size_t stats_v1 = OC_STRUCT_VERSION_SIZE(oc_map_stats, threads),
                  stats_v2 = OC_STRUCT_VERSION_SIZE(oc_map_stats, host_peak_bytes);

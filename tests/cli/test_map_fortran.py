@@ -126,6 +126,37 @@ def test_a_mix_that_needs_a_transpose_is_refused(files, other, says):
     assert sorted(p.name for p in tmp.iterdir() if p.name.startswith("out")) == []
 
 
+def fortran_header_file(path, a):
+    """a saved with 'fortran_order': True whatever its shape (numpy.save writes False for an
+    array in both orders; other writers may not)."""
+    np.save(path, np.asfortranarray(a))
+    raw = bytearray(path.read_bytes())
+    if b"'fortran_order': False" in raw:
+        at = raw.index(b"'fortran_order': False")
+        raw[at:at + 23] = b"'fortran_order': True, "
+        path.write_bytes(bytes(raw))
+    with open(path, "rb") as f:
+        np.lib.format.read_magic(f)
+        assert np.lib.format.read_array_header_1_0(f)[1]
+    return path
+
+
+def test_arrays_in_both_orders_go_with_either(files):
+    """An empty array (numpy.save calls it C order) beside a Fortran one, and a Fortran-headed
+    array with one dimension longer than 1 beside a C-order one: the same bytes in either
+    order, accepted, numpy's result."""
+    tmp, paths = files
+    out = tmp / "out.npy"
+    f517 = save_f(tmp / "f517.npy", np.arange(35.0).reshape(5, 1, 7))
+    np.save(tmp / "e.npy", np.zeros((5, 0, 7)))
+    run("map", "a + b", f"a={f517}", f"b={tmp / 'e.npy'}", "-o", out, "-q")
+    assert np.load(out).shape == (5, 0, 7)
+    row = fortran_header_file(tmp / "row_f.npy", np.arange(53.0).reshape(1, 53))
+    run("map", "a + b", f"a={row}", f"b={paths['c']}", "-o", out, "-q")
+    np.testing.assert_array_equal(np.load(out), np.load(row) + np.load(paths["c"]))
+    assert not header_says_fortran(out)  # the C-order array decides
+
+
 def test_an_unused_input_does_not_count(files):
     tmp, paths = files
     out = tmp / "out.npy"
@@ -152,7 +183,10 @@ def test_python_writes_such_a_result_to_a_file_and_refuses_memory(files):
     outcore.map("a - b", a=str(paths["a"]), b=str(paths["b"]), out=str(out))
     a, b = load(paths, "a", "b")
     np.testing.assert_array_equal(np.load(out), a - b)
-    with pytest.raises(outcore.InputError, match="Fortran order .* write it to a .npy file"):
+    with pytest.raises(outcore.InputError, match=r"Fortran order .* write it to a .npy file .*out= a .npy path"):
         outcore.map("a - b", a=str(paths["a"]), b=str(paths["b"]))
+    # An array in memory is read in C order, whatever its layout (it is copied so): named as such.
+    with pytest.raises(outcore.InputError, match=r"and input 'b' is an array in memory, read in C order \(37 x 53\)"):
+        outcore.map("a - b", a=str(paths["a"]), b=np.asfortranarray(b), out=str(out))
     # A 1-D result is the same in either order: returned.
     np.testing.assert_allclose(outcore.map("a", a=str(paths["a"]), reduce="sum", axis=1), a.sum(axis=1), rtol=1e-12)

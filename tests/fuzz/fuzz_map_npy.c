@@ -66,7 +66,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         /* A file whose header and size pass holds what the expression reads: it evaluates
          * (an integer division by zero is numpy's 0, not an error). */
         st = oc_map_run(ctx, m, NULL, out, NULL);
-        if (st != OC_OK) fuzz_fail("oc_map_run after oc_map_create passed: %s", oc_context_last_error(ctx));
+        /* A result in Fortran order (Fortran-order inputs) of 2 dimensions or more is refused
+         * in memory, which is C order (docs/map.md). */
+        const int refused_in_memory = m->fortran && ndim > 1 && st == OC_ERR_INVALID_ARGUMENT;
+        if (st != OC_OK && !refused_in_memory)
+            fuzz_fail("oc_map_run after oc_map_create passed: %s", oc_context_last_error(ctx));
         free(out);
     }
     oc_map_free(m);
