@@ -123,11 +123,12 @@ def explain(A: Matrix, B: Matrix | None = None, metric: Metric = "counts", topk:
     args = dict(locals())
     del args["dense_output"]
     dense_output = flag("dense_output", dense_output)
+    plan = flag("plan", plan)  # a flag here: gram's plan="json" has no place in the explanation's text
     opts, bits = _checked_arguments(**args)  # gram's own checks, on gram's arguments
     if not dense_output and out is not None:
         raise InputError("dense_output=False explains a job whose result is dropped; out= gives it a place: "
                          "pass one or the other")
     fn = _function("oc_gram_explain", ctypes.c_int, [_ctx_p, _ctx_p, _ctx_p, ctypes.POINTER(_lib.GramOptions),
                                                     ctypes.POINTER(_lib.Output), _out_p])
-    describers = ([_plan_text] if flag("plan", plan) else []) + [fn]
+    describers = ([_plan_text] if plan else []) + [fn]
     return _describe(A, B, out, opts, bits, binarize, context, _planned_output(out, opts, dense_output), describers)

@@ -377,7 +377,6 @@ def map(expr: str, out: Path | np.ndarray | None = None, *, dtype: DTypeLike | N
         raise InputError(f"reduce={reduce!r}: expected {', '.join(named[:-1])} or {named[-1]}")
     opts = _lib.MapOptions()
     opts.backend = parse_backend("auto" if backend is None else backend)
-    warn_gpu_only(opts.backend, 2, gpu_mem=own_gpu_mem)
     if dtype is not None:
         try:  # the result is in this machine's byte order, as the arrays map reads are
             dt = np.dtype(dtype).newbyteorder("=")
@@ -397,6 +396,7 @@ def map(expr: str, out: Path | np.ndarray | None = None, *, dtype: DTypeLike | N
     gpu_mem = one_gpu_mem("map", gpu_mem)  # device 0's: map runs there
     if gpu_mem is not None:
         opts.gpu_mem_bytes, opts.gpu_mem_fraction = parse_gpu_mem(gpu_mem)
+    warn_gpu_only(opts.backend, 2, gpu_mem=own_gpu_mem)  # once it is known good
     path = _out_path(out) if _is_path(out) else None
     if path is not None:
         check_out_path_not_input(path, list(operands.items()))

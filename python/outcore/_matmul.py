@@ -312,7 +312,7 @@ def matmul(A: ArrayLike | Path, B: ArrayLike | Path | None = None, out: Path | n
     dtype('int32')
     """
     single_gpu_mem("matmul", gpu_mem)
-    own_gpu = dict(gpu_mem=gpu_mem, device=device, tf32=tf32)  # the call's own, for warn_gpu_only
+    own_gpu = dict(gpu_mem=gpu_mem, device=device)  # the call's own, for warn_gpu_only
     given = call_resources(context, backend=backend, device=device, gpu_mem=gpu_mem, host_mem=host_mem,
                            threads=threads)
     backend, gpu_mem, host_mem, threads = given["backend"], given["gpu_mem"], given["host_mem"], given["threads"]
@@ -356,7 +356,6 @@ def matmul(A: ArrayLike | Path, B: ArrayLike | Path | None = None, out: Path | n
     opts.resume = 1 if resume else 0
     if backend is not None:
         opts.backend = parse_backend(backend)
-    warn_gpu_only(opts.backend, 2, **own_gpu)
     if threads is not None:
         opts.threads = threads_count(threads)
     if devices is not None:
@@ -365,6 +364,7 @@ def matmul(A: ArrayLike | Path, B: ArrayLike | Path | None = None, out: Path | n
         opts.devices = text
     # the call's device, else the Context's: the GPU a job placed there runs on (a list, devices=, asks for one)
     set_device_budgets(opts, given["device"], one_gpu_mem("matmul", gpu_mem, given["device"], devices), host_mem)
+    warn_gpu_only(opts.backend, 2, tf32=tf32 == 1, **own_gpu)  # once they are known good
 
     # numpy's shape of a product of a vector: the vector's dimension dropped (A·Aᵀ of one: v·v)
     drop = (a_vector, b_vector or (B is None and a_vector))

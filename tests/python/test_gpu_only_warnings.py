@@ -70,3 +70,19 @@ def test_a_context_setting_is_not_the_call_s_own():
     call: no warning when a CPU job runs with it."""
     with outcore.Context(gpu_mem="2G") as ctx:
         assert caught("matmul", backend="cpu", context=ctx) == []
+
+
+@pytest.mark.parametrize("off", [False, 0, np.False_])
+def test_a_flag_left_off_is_not_given(off):
+    assert caught("matmul", backend="cpu", tf32=off) == []
+
+
+@pytest.mark.parametrize("call,kw", [("map", dict(gpu_mem="bogus")), ("matmul", dict(gpu_mem="bogus")),
+                                     ("matmul", dict(device=-1)), ("gram", dict(gpu_mem="bogus")),
+                                     ("gram", dict(device=-1))])
+def test_a_bad_value_is_refused_without_a_warning_first(call, kw):
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        with pytest.raises(outcore.InputError):
+            CALLS[call](backend="cpu", **kw)
+    assert [str(w.message) for w in seen if issubclass(w.category, RuntimeWarning)] == []

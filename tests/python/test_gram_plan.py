@@ -110,8 +110,6 @@ def test_tile_and_gpu_mem_mode_reach_the_library(monkeypatch):
     (dict(tile=2**63), "tile=9223372036854775808: at most 9223372036854775807"),
     (dict(gpu_mem_mode="Reserve"), "unknown gpu_mem_mode 'Reserve': expected one of grow, reserve"),
     (dict(gpu_mem_mode=None), "gpu_mem_mode must be a string, one of grow, reserve; got None"),
-    (dict(plan="yes"), "plan must be True, False or \"json\"; got 'yes'"),
-    (dict(plan=2), "plan must be True, False or \"json\"; got 2"),
 ])
 def test_bad_values_are_refused(kwargs, message):
     a = matrix(4, 8)
@@ -119,6 +117,19 @@ def test_bad_values_are_refused(kwargs, message):
         with pytest.raises(outcore.InputError) as err:
             call(a, **kwargs)
         assert str(err.value).startswith(message), str(err.value)
+
+
+@pytest.mark.parametrize("value", ["yes", 2, "JSON", None])
+def test_bad_plans_are_refused_naming_what_each_call_takes(value):
+    """gram takes a flag or "json"; explain, whose answer is text, a flag."""
+    a = matrix(4, 8)
+    with pytest.raises(outcore.InputError) as err:
+        outcore.gram(a, plan=value)
+    assert str(err.value) == f'plan must be True, False or "json"; got {value!r}'
+    for explained in (value, "json"):
+        with pytest.raises(outcore.InputError) as err:
+            outcore.explain(a, plan=explained)
+        assert str(err.value) == f"plan must be True or False; got {explained!r}"
 
 
 def test_the_clis_limits_and_names(tmp_path):

@@ -122,7 +122,14 @@ def no_rate_cache(monkeypatch):
 def test_explain_takes_every_gram_argument(no_rate_cache, tmp_path):
     gram_params = list(inspect.signature(outcore.gram).parameters.values())
     explain_params = list(inspect.signature(outcore.explain).parameters.values())
-    assert explain_params[:len(gram_params)] == gram_params
+    def shown(params):
+        return [(p.name, p.kind, p.default) for p in params]
+    assert shown(explain_params[:len(gram_params)]) == shown(gram_params)
+    # The same types, but plan's: explain's answer is text, so it takes no plan="json".
+    assert {p.name: p.annotation for p in explain_params[:len(gram_params)] if p.name != "plan"} == \
+        {p.name: p.annotation for p in gram_params if p.name != "plan"}
+    assert inspect.signature(outcore.explain).parameters["plan"].annotation == "Flag"
+    assert inspect.signature(outcore.gram).parameters["plan"].annotation == "Plan"
     assert [p.name for p in explain_params[len(gram_params):]] == ["dense_output"]
 
     a = np.random.default_rng(3).random((60, 100)) < 0.3
