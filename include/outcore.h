@@ -978,9 +978,14 @@ typedef struct oc_map_options {
     /* Version 2: the device budget as a share of the device's free memory, used when
      * gpu_mem_bytes is 0; 0 = the default (0.9). */
     double gpu_mem_fraction;
+    /* Version 3: nonzero: oc_map_run's out_data takes a result in Fortran order (Fortran-order
+     * .npy inputs give one: oc_map_result_fortran_order) in that order; zero (the default):
+     * such a result of 2 dimensions or more is refused there, OC_ERR_INVALID_ARGUMENT. */
+    int fortran_out;
 } oc_map_options;
 
-#define OC_MAP_OPTIONS_INIT {sizeof(oc_map_options), -1, OC_BACKEND_AUTO, 0, 0, 0, OC_MAP_REDUCE_NONE, 0, 0, NULL, NULL, 0}
+#define OC_MAP_OPTIONS_INIT                                                                                            \
+    {sizeof(oc_map_options), -1, OC_BACKEND_AUTO, 0, 0, 0, OC_MAP_REDUCE_NONE, 0, 0, NULL, NULL, 0, 0}
 
 typedef struct oc_map_stats {
     size_t struct_size;      /* sizeof(oc_map_stats); set by the caller */
@@ -1013,11 +1018,15 @@ OC_API oc_status oc_map_create(oc_context *ctx, const char *expr, const oc_map_a
  * NULL: OC_MAP_DTYPE_NONE (-1) and -1 (shape untouched; oc_map_dtype_name(-1) is NULL). */
 OC_API oc_map_dtype oc_map_result_dtype(const oc_map *m);
 OC_API int oc_map_result_shape(const oc_map *m, int64_t *shape);
+/* 1 when the result is in Fortran order (its array inputs are Fortran-order .npy files:
+ * docs/map.md; the shape above is the result's own either way), 0 in C order, -1 for NULL. */
+OC_API int oc_map_result_fortran_order(const oc_map *m);
 /* Runs the job: the result goes to the .npy file out_path (temporary name + rename; a name
  * ending in .npy, else OC_ERR_INVALID_ARGUMENT; an empty path is OC_ERR_INPUT, as
  * oc_output_check says) when it is not NULL, else to out_data (C order, the result's dtype and shape). stats may be NULL.
- * Fortran-order .npy inputs give a result in Fortran order (docs/map.md): written so to
- * out_path; into out_data, a result of 2 dimensions or more is OC_ERR_INVALID_ARGUMENT.
+ * Fortran-order .npy inputs give a result in Fortran order (oc_map_result_fortran_order;
+ * docs/map.md): written so to out_path, and to out_data when opts->fortran_out asked for it
+ * (else a result of 2 dimensions or more is OC_ERR_INVALID_ARGUMENT, out_data untouched).
  * Blocks; uses opts->threads threads. On failure no output file is left. */
 OC_API oc_status oc_map_run(oc_context *ctx, oc_map *m, const char *out_path, void *out_data, oc_map_stats *stats);
 /* What the run would do and why (backend, types, shapes, bytes), text or JSON; *text is

@@ -413,6 +413,15 @@ static void test_struct_sizes(void)
     CHECK(m && m->opts.gpu_mem_fraction == 0 && m->opts.struct_size == sizeof o);
     oc_map_free(m);
     m = NULL;
+    /* Version 2 (without fortran_out) too. */
+    o.struct_size = offsetof(oc_map_options, fortran_out);
+    o.gpu_mem_fraction = 0.25;
+    o.fortran_out = 1;
+    CHECK(oc_map_create(ctx, "a", &in, 1, NULL, 0, &o, &m) == OC_OK);
+    CHECK(m && m->opts.gpu_mem_fraction == 0.25 && m->opts.fortran_out == 0 && m->opts.struct_size == sizeof o);
+    CHECK(oc_map_result_fortran_order(m) == 0 && oc_map_result_fortran_order(NULL) == -1);
+    oc_map_free(m);
+    m = NULL;
     in.struct_size = 8;
     CHECK(oc_map_create(ctx, "a", &in, 1, NULL, 0, NULL, &m) == OC_ERR_INVALID_ARGUMENT);
     CHECK(strstr(oc_context_last_error(ctx), "OC_MAP_ARRAY_INIT") != NULL);

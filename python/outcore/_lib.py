@@ -484,6 +484,7 @@ class MapOptions(_Defaults):
         ("progress", _progress_c),
         ("progress_user", ctypes.c_void_p),
         ("gpu_mem_fraction", ctypes.c_double),
+        ("fortran_out", ctypes.c_int),
     ]
 
 
@@ -510,6 +511,7 @@ for _name, (_restype, _argtypes) in {
                                      ctypes.POINTER(MapScalar), ctypes.c_int, ctypes.POINTER(MapOptions), _ctx_pp]),
     "oc_map_result_dtype": (ctypes.c_int, [_vp]),
     "oc_map_result_shape": (ctypes.c_int, [_vp, c_int64_p]),
+    "oc_map_result_fortran_order": (ctypes.c_int, [_vp]),
     "oc_map_run": (ctypes.c_int, [_vp, _vp, ctypes.c_char_p, _vp, ctypes.POINTER(MapStats)]),
     "oc_map_explain": (ctypes.c_int, [_vp, _vp, ctypes.c_int, ctypes.POINTER(ctypes.c_void_p)]),
     "oc_map_dtype_name": (ctypes.c_char_p, [ctypes.c_int]),

@@ -376,6 +376,7 @@ def map(expr: str, out: Path | np.ndarray | None = None, *, dtype: DTypeLike | N
         named = [name for name in _REDUCE if name]
         raise InputError(f"reduce={reduce!r}: expected {', '.join(named[:-1])} or {named[-1]}")
     opts = _lib.MapOptions()
+    opts.fortran_out = 1  # a Fortran-order result (of Fortran-order files) goes to an array in that order
     opts.backend = parse_backend("auto" if backend is None else backend)
     if dtype is not None:
         try:  # the result is in this machine's byte order, as the arrays map reads are
@@ -448,6 +449,7 @@ def map(expr: str, out: Path | np.ndarray | None = None, *, dtype: DTypeLike | N
             shp = (ctypes.c_int64 * _lib.OC_MAP_MAX_DIMS)()
             nd = lib.oc_map_result_shape(handle, shp)
             shape = tuple(shp[i] for i in range(nd))
+            order = "F" if lib.oc_map_result_fortran_order(handle) == 1 else "C"
             job_stats = _lib.MapStats()
 
             def run(target, data):
@@ -466,9 +468,9 @@ def map(expr: str, out: Path | np.ndarray | None = None, *, dtype: DTypeLike | N
             if out is None:
                 check_fits_in_memory(operands_named(paths + inputs), "the {} result", shape, rdt,
                                      "pass out= a .npy path (or reduce= to reduce it)")
-                result = np.empty(shape, dtype=rdt)
+                result = np.empty(shape, dtype=rdt, order=order)
             else:
-                result = checked_out(out, rdt, shape)
+                result = checked_out(out, rdt, shape, order=order)
                 _check_out_overlap(out, inputs, paths)
             run(None, result.ctypes.data if result.size else ctypes.addressof(ctypes.c_int64()))
             return result[()] if out is None and nd == 0 else result

@@ -414,12 +414,13 @@ def rows_contiguous(x):
     return (cols <= 1 or cs == item) and (rows <= 1 or (rs % item == 0 and rs >= item * cols))
 
 
-def checked_out(out, dtype, shape, rows_only=False, shown_shape=None, dtype_hint=""):
+def checked_out(out, dtype, shape, rows_only=False, shown_shape=None, dtype_hint="", order="C"):
     """out, a numpy array that receives a result of dtype and shape in place, or InputError
     naming the first thing that does not fit: its type, shape, dtype (a byte order other than
     the machine's named as such), writeability, or layout (rows_only: contiguous rows a whole
-    number of elements apart, else C-contiguous). shown_shape: the shape to name, where the
-    caller asked for another view of the result (a vector's); dtype_hint ends the dtype's."""
+    number of elements apart, else C-contiguous, or with order "F" Fortran-contiguous: map's
+    result of Fortran-order files). shown_shape: the shape to name, where the caller asked for
+    another view of the result (a vector's); dtype_hint ends the dtype's."""
     shown = shape if shown_shape is None else shown_shape
     if not isinstance(out, np.ndarray):
         raise InputError(f"out: expected a numpy array of {np.dtype(dtype)} of shape {shown} (or a .npy path), "
@@ -438,6 +439,11 @@ def checked_out(out, dtype, shape, rows_only=False, shown_shape=None, dtype_hint
         if not rows_contiguous(out):
             raise InputError(f"out must have contiguous rows (strides {out.strides} with itemsize {item}); "
                              "pass a C-ordered array or a row slice of one")
+    elif order == "F":
+        if out.size and not out.flags.f_contiguous:
+            raise InputError(f"out must be Fortran-contiguous, as the result of Fortran-order inputs is (strides "
+                             f"{out.strides} with itemsize {item}); pass numpy.empty(shape, order='F') or a "
+                             ".npy path")
     elif out.size and not out.flags.c_contiguous:
         raise InputError(f"out must be C-contiguous (strides {out.strides} with itemsize {item}); pass a C-ordered "
                          "array, such as numpy.empty's")

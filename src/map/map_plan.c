@@ -513,8 +513,9 @@ static oc_status map_create_call(oc_context *ctx, const char *expr, const oc_map
     oc_context_begin_job(ctx);
     /* oc_map_options has versions 1 (up to progress_user) and 2; the other structs one
      * (docs/abi.md). */
-    const size_t opts_v1 = OC_STRUCT_VERSION_SIZE(oc_map_options, gpu_mem_fraction);
-    if (opts && opts->struct_size != sizeof *opts && opts->struct_size != opts_v1)
+    const size_t opts_v1 = OC_STRUCT_VERSION_SIZE(oc_map_options, gpu_mem_fraction),
+                 opts_v2 = OC_STRUCT_VERSION_SIZE(oc_map_options, fortran_out);
+    if (opts && opts->struct_size != sizeof *opts && opts->struct_size != opts_v1 && opts->struct_size != opts_v2)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
                        "oc_map_options: struct_size %zu is no version's (%zu): start from OC_MAP_OPTIONS_INIT",
                        opts->struct_size, sizeof *opts);
@@ -561,6 +562,8 @@ oc_status oc_map_create(oc_context *ctx, const char *expr, const oc_map_array *i
  * -1 dimensions with shape untouched. */
 oc_map_dtype oc_map_result_dtype(const oc_map *m) { return m ? (oc_map_dtype)m->out_type : OC_MAP_DTYPE_NONE; }
 
+int oc_map_result_fortran_order(const oc_map *m) { return m ? m->fortran && m->out_ndim > 1 : -1; }
+
 int oc_map_result_shape(const oc_map *m, int64_t *shape)
 {
     if (!m) return -1;
@@ -593,10 +596,10 @@ static oc_status map_run_call(oc_context *ctx, oc_map *m, const char *out_path, 
 {
     if (!ctx || !m || (!out_path && !out_data && m->out_count > 0))
         return ctx ? oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_map_run: no output given") : OC_ERR_INVALID_ARGUMENT;
-    if (!out_path && m->fortran && m->out_ndim > 1)
+    if (!out_path && m->fortran && m->out_ndim > 1 && !m->opts.fortran_out)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT,
-                       "the inputs are in Fortran order and so is the result, which memory in C order cannot take: "
-                       "write it to a .npy file (the CLI's -o; Python: out= a .npy path)");
+                       "the inputs are in Fortran order and so is the result, which out_data takes only with "
+                       "oc_map_options.fortran_out set: set it, or write the result to a .npy file");
     /* oc_map_stats has versions 1 (up to bytes_written), 2 (up to threads) and 3 (docs/abi.md). */
     const size_t stats_v1 = OC_STRUCT_VERSION_SIZE(oc_map_stats, threads),
                  stats_v2 = OC_STRUCT_VERSION_SIZE(oc_map_stats, host_peak_bytes);

@@ -176,15 +176,26 @@ def test_json_and_explain_name_the_shapes_as_given(files):
     assert bad.returncode == 2 and "axis 3 is out of bounds for a result of 3 dimensions" in bad.stderr
 
 
-def test_python_writes_such_a_result_to_a_file_and_refuses_memory(files):
+def test_python_returns_such_a_result_in_fortran_order(files):
+    """Python: the result of Fortran-order files is a Fortran-ordered array (new, or an out=
+    array in that order; a C-ordered one is refused, untouched), or the .npy file out names."""
     outcore = pytest.importorskip("outcore")
     tmp, paths = files
     out = tmp / "py.npy"
     outcore.map("a - b", a=str(paths["a"]), b=str(paths["b"]), out=str(out))
     a, b = load(paths, "a", "b")
     np.testing.assert_array_equal(np.load(out), a - b)
-    with pytest.raises(outcore.InputError, match=r"Fortran order .* write it to a .npy file .*out= a .npy path"):
-        outcore.map("a - b", a=str(paths["a"]), b=str(paths["b"]))
+    assert header_says_fortran(out)
+    got = outcore.map("a - b", a=str(paths["a"]), b=str(paths["b"]))
+    assert got.flags.f_contiguous and got.shape == a.shape
+    np.testing.assert_array_equal(got, a - b)
+    mine = np.empty(a.shape, order="F")
+    assert outcore.map("a * b", a=str(paths["a"]), b=str(paths["b"]), out=mine) is mine
+    np.testing.assert_array_equal(mine, a * b)
+    c_ordered = np.full(a.shape, 7.0)
+    with pytest.raises(outcore.InputError, match="out must be Fortran-contiguous"):
+        outcore.map("a * b", a=str(paths["a"]), b=str(paths["b"]), out=c_ordered)
+    assert (c_ordered == 7).all()
     # An array in memory is read in C order, whatever its layout (it is copied so): named as such.
     with pytest.raises(outcore.InputError, match=r"and input 'b' is an array in memory, read in C order \(37 x 53\)"):
         outcore.map("a - b", a=str(paths["a"]), b=np.asfortranarray(b), out=str(out))
