@@ -9,7 +9,7 @@ import json
 import numpy as np
 import pytest
 
-from conftest import run
+from conftest import require_backend, run
 
 
 def save_f(path, a):
@@ -174,6 +174,23 @@ def test_json_and_explain_name_the_shapes_as_given(files):
     assert "over 5 x 6 x 7 " in text and "of float32 5 x 6 x 7" in text, text
     bad = run("map", "x", f"x={paths['t']}", "--reduce", "sum", "--axis", "3", "-o", out, check=False)
     assert bad.returncode == 2 and "axis 3 is out of bounds for a result of 3 dimensions" in bad.stderr
+
+
+@pytest.mark.parametrize("backend", ["cpu", "cuda"])
+def test_each_backend_runs_the_reversed_plan(files, backend):
+    """The backends receive a C-order plan over the reversed shapes: the GPU's element-wise
+    pass and its reductions give numpy's values as the CPU's do (skipped without a GPU)."""
+    tmp, paths = files
+    require_backend(backend, tmp)
+    out = tmp / "out.npy"
+    a, b, t = load(paths, "a", "b", "t")
+    run("map", "a * b - a", f"a={paths['a']}", f"b={paths['b']}", "--backend", backend, "-o", out, "-q")
+    np.testing.assert_array_equal(np.load(out), a * b - a)
+    assert header_says_fortran(out)
+    for axis, reduce in ((0, "max"), (2, "min"), (None, "max")):
+        args = ["map", "t", f"t={paths['t']}", "--backend", backend, "--reduce", reduce, "-o", out, "-q"]
+        run(*args, *(["--axis", axis] if axis is not None else []))
+        np.testing.assert_array_equal(np.load(out), getattr(np, reduce)(t, axis=axis))
 
 
 def test_python_returns_such_a_result_in_fortran_order(files):
