@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -665,6 +666,48 @@ static void test_figures_kept(void)
     oc_test_tmp_remove();
 }
 
+/* Counts its calls in a file (shared by forked processes: O_APPEND, one byte a call), takes
+ * a while, as a measurement does, and gives a rate. */
+static double slow_count_and_give(void *arg)
+{
+    const char *calls = arg;
+    FILE *f = fopen(calls, "a");
+    if (f) fputc('m', f), fclose(f);
+    usleep(300 * 1000);
+    return 3.5e10;
+}
+
+/* Processes that ask for a figure the cache lacks at once measure it one after another: the
+ * first measures and stores it, the others, waiting for the cache's lock, find it stored. */
+static void test_figure_measured_once_by_processes_at_once(void)
+{
+    if (!oc_test_tmp_create("oc_cost_once")) return;
+    const char *path = oc_test_tmp_path("rates.txt"), *calls = oc_test_tmp_path("calls");
+    setenv("OUTCORE_COST_CACHE", path, 1);
+    oc_cost_rates_reset();
+    enum { PROCESSES = 4 };
+    pid_t pids[PROCESSES];
+    for (int p = 0; p < PROCESSES; p++) {
+        pids[p] = fork();
+        if (pids[p] == 0) {
+            alarm(60);
+            const double v = oc_cost_figure(0, OC_COST_GEMM_FIGURE "test_once.f64", "test figure", slow_count_and_give,
+                                            (void *)calls);
+            _exit(v == 3.5e10 ? 0 : 1);
+        }
+    }
+    for (int p = 0; p < PROCESSES; p++) {
+        int status = 1;
+        CHECK(pids[p] > 0 && waitpid(pids[p], &status, 0) == pids[p] && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    }
+    size_t len = 0;
+    char *text = (char *)oc_test_read_file(calls, &len);
+    CHECK_MSG(text && len == 1, "measured %zu times by %d processes", len, PROCESSES);
+    free(text);
+    restore_cache_env();
+    oc_test_tmp_remove();
+}
+
 int main(void)
 {
     oc_context *ctx = NULL;
@@ -684,6 +727,7 @@ int main(void)
     test_result_file();
     test_gpu_defaults();
     test_figures_kept();
+    test_figure_measured_once_by_processes_at_once();
     oc_context_free(ctx);
     return oc_test_finish();
 }

@@ -160,14 +160,20 @@ double oc_cost_figure(int gpus, const char *name, const char *what, double (*mea
         figure_keep(gpus, name, path_hash, value);
         return value;
     }
+    /* Measured under the cache's lock, after reading the cache again, as the host figures are
+     * (measure_host): processes that start together measure one after another, each after the
+     * first finding the figure stored, where all measured at once, sharing the cores, and stored
+     * a rate a fraction of the machine's. Without the lock (a cache that cannot be written, or
+     * held past OC_COST_CACHE_WAIT) the figure is measured for this process and not stored. */
     double t = oc_now();
-    value = measure(arg);
-    oc_trace_phase(&t, "cost", what);
-    const int lock = value > 0 ? oc_cost_cache_lock(path, NULL) : -1;
-    if (lock >= 0) {
-        (void)oc_cost_cache_store_value(path, key, name, value);
-        oc_cost_cache_unlock(lock);
+    const int lock = oc_cost_cache_lock(path, NULL);
+    if (lock >= 0) value = oc_cost_cache_value(path, key, name);
+    if (!(value > 0)) {
+        value = measure(arg);
+        oc_trace_phase(&t, "cost", what);
+        if (lock >= 0 && value > 0) (void)oc_cost_cache_store_value(path, key, name, value);
     }
+    oc_cost_cache_unlock(lock);
     figure_keep(gpus, name, path_hash, value);
     return value;
 }
