@@ -10,7 +10,8 @@
  * cause, and leave nothing in the output directory (which is also TMPDIR, where the spill
  * file goes); the job that succeeds must not have reached its fault and must write the same
  * bytes as a job without faults. Short writes must never fail a job; a short write followed
- * by a full disk must. Under ASan (make test's second pass) every failure is also leak-free.
+ * by a full disk must, and a temporary removed before its lock is taken (another host's sweep
+ * of stale temporaries, OUTCORE_FAULT_SWEEP) is made anew, the job writing the same bytes. Under ASan (make test's second pass) every failure is also leak-free.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -258,13 +259,21 @@ static void run_case(const out_case *c)
     int points[OC_FAULT_CALLS] = {0}, spilled = 0;
     int mapped = c->kind == JOB_DENSE || c->kind == JOB_SAVE || c->kind == JOB_MATMUL || c->kind == JOB_MATMUL_GRAM;
     for (int call = 0; call < OC_FAULT_CALLS; ++call)
-        for (size_t w = 0; call != OC_FAULT_FLUSH_FOLDER && w < sizeof ways / sizeof *ways; ++w) {
+        for (size_t w = 0; call != OC_FAULT_FLUSH_FOLDER && call != OC_FAULT_SWEEP && w < sizeof ways / sizeof *ways;
+             ++w) {
             int n = fail_each_call(c, (oc_fault_call)call, &ways[w], ref, ref_len, &spilled);
             CHECK_MSG(w == 0 || n == points[call], "%s: %s fails %d calls with %s but %d with %s", c->name,
                       oc_fault_variable((oc_fault_call)call), n, ways[w].mode, points[call], ways[0].mode);
             points[call] = n;
         }
     int writes = short_writes(c, ref, ref_len, &spilled);
+    /* A temporary removed by another host's sweep before its lock is taken is made anew,
+     * and the job writes the same bytes into the new one. */
+    arm(OC_FAULT_SWEEP, "1,2");
+    oc_status swept = run_job(c);
+    arm(OC_FAULT_SWEEP, NULL);
+    CHECK_MSG(swept == OC_OK, "%s with its temporary swept twice: %s", c->name, oc_context_last_error(ctx));
+    if (swept == OC_OK) check_success(c, ref, ref_len, "OUTCORE_FAULT_SWEEP=1,2");
     printf("  %-22s calls failed: open %d, write %d (short %d), truncate %d, mmap %d, fsync %d, close %d, rename %d\n",
            c->name, points[OC_FAULT_OPEN], points[OC_FAULT_WRITE], writes, points[OC_FAULT_TRUNCATE],
            points[OC_FAULT_MMAP], points[OC_FAULT_FSYNC], points[OC_FAULT_CLOSE], points[OC_FAULT_RENAME]);

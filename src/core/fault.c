@@ -10,7 +10,7 @@ static const char *const variables[] = {
     [OC_FAULT_TRUNCATE] = "OUTCORE_FAULT_TRUNCATE", [OC_FAULT_MMAP] = "OUTCORE_FAULT_MMAP",
     [OC_FAULT_FSYNC] = "OUTCORE_FAULT_FSYNC",       [OC_FAULT_CLOSE] = "OUTCORE_FAULT_CLOSE",
     [OC_FAULT_RENAME] = "OUTCORE_FAULT_RENAME",     [OC_FAULT_FLUSH_FOLDER] = "OUTCORE_FAULT_FLUSH_FOLDER",
-    [OC_FAULT_SHRINK] = "OUTCORE_FAULT_SHRINK",
+    [OC_FAULT_SHRINK] = "OUTCORE_FAULT_SHRINK",     [OC_FAULT_SWEEP] = "OUTCORE_FAULT_SWEEP",
 };
 /* A call added to oc_fault_call without its variable here (or the reverse) stops the build. */
 _Static_assert(sizeof variables / sizeof variables[0] == OC_FAULT_CALLS, "variables[] needs one row per oc_fault_call");

@@ -21,6 +21,9 @@
  *   OUTCORE_FAULT_SHRINK=spec     mapping of an input file: the mapped input reads as though
  *                                 the file had been cut to half its size after it was opened
  *                                 (the file itself is not touched; any mode does it)
+ *   OUTCORE_FAULT_SWEEP=spec      creation of an output's temporary: the new file is removed
+ *                                 before its lock is taken, as another host's sweep of stale
+ *                                 temporaries can remove it (any mode does it)
  *
  *   spec = entry[,entry...]   entry = k[:enospc|:eio|:short]   (default eio; short: writes)
  *
@@ -48,6 +51,7 @@ typedef enum oc_fault_call {
     OC_FAULT_RENAME,
     OC_FAULT_FLUSH_FOLDER,
     OC_FAULT_SHRINK,
+    OC_FAULT_SWEEP,
     OC_FAULT_CALLS
 } oc_fault_call;
 

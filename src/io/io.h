@@ -82,6 +82,9 @@ typedef struct oc_tmpfile {
     char *path;     /* final name */
     char *tmp_path; /* where it is written */
     int fd;
+    /* The folder the temporary was made in (O_PATH), or -1: it is renamed and removed
+     * through this handle, so a folder moved while the job runs keeps no temporary. */
+    int dir;
     /* The replaced file's permission bits, given to the new one at commit (0: none); until
      * then it has them and its owner's read and write, so that a resumed job can reopen a
      * write-only one (mode 0200) to carry on. */
@@ -94,9 +97,19 @@ oc_status oc_tmpfile_open(oc_context *ctx, const char *path, oc_tmpfile *f);
  * full disk or a failing device is OC_ERR_IO (sysio.h). */
 oc_status oc_create_fail(oc_context *ctx, const char *path, const char *what, int err);
 /* fsync, close, rename over path; on failure (OC_ERR_IO, message naming path and the cause)
- * the temporary file is removed. Either way f is released. */
+ * the temporary file is removed, and the message names it where it cannot be. A folder
+ * that is no longer the one path names (moved or removed while the job ran) is a failure:
+ * the file is not renamed into the folder's new place. Either way f is released. */
 oc_status oc_tmpfile_commit(oc_context *ctx, oc_tmpfile *f);
+/* Removes the temporary file and releases f. */
 void oc_tmpfile_abort(oc_tmpfile *f);
+/* Releases f and keeps its file (renamed already, or left for a resumed run): the names are
+ * freed, the descriptor (unless the caller took it and set fd to -1) and the folder's
+ * handle closed. */
+void oc_tmpfile_release(oc_tmpfile *f);
+/* The handle (O_PATH | O_DIRECTORY) of the folder of path, for f->dir of a temporary reopened
+ * there, or -1 with errno set. */
+int oc_tmpfile_folder_open(const char *path);
 
 /* A scratch file that no name keeps (the side files of .npz pairs, the spill file of
  * threshold pairs): created from tmpl, whose last six characters XXXXXX are replaced as
@@ -136,6 +149,8 @@ oc_status oc_output_npy_name(oc_context *ctx, const char *path, const char *what
 oc_status oc_output_name_fits(oc_context *ctx, const char *path, const char *side, size_t extra);
 /* The folder part of path ("." when it has none). */
 void oc_path_folder(const char *path, char *buf, size_t size);
+/* The file name of path: what follows its last '/'. */
+const char *oc_path_name(const char *path);
 
 /* ---------------------------------------------------------------- stale temporaries (output_stale.c) */
 /* Removes the temporaries PATH.tmp-PID-RANDOM beside path whose process is no longer running

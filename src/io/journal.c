@@ -131,8 +131,8 @@ oc_status oc_journal_create(oc_context *ctx, const char *path, const char *job, 
         goto fail;
     }
     j->fd = f.fd;
-    free(f.tmp_path);
-    free(f.path);
+    f.fd = -1;
+    oc_tmpfile_release(&f);
     j->end = (int64_t)len;
     j->job_crc = oc_crc32_update(0, job, strlen(job));
     *out = j;

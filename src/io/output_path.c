@@ -40,6 +40,12 @@ void oc_path_folder(const char *path, char *buf, size_t size)
     else snprintf(buf, size, "%.*s", (int)(slash - path), path);
 }
 
+const char *oc_path_name(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
 oc_status oc_output_name_fits(oc_context *ctx, const char *path, const char *side, size_t extra)
 {
     char dir[4096];

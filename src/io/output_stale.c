@@ -144,12 +144,6 @@ static void sweep_temps(sweep *s)
     closedir(d);
 }
 
-static const char *file_name(const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    return slash ? slash + 1 : path;
-}
-
 int oc_stale_temps_remove(oc_context *ctx, const char *path)
 {
     char folder[4096];
@@ -162,7 +156,7 @@ int oc_stale_temps_remove(oc_context *ctx, const char *path)
     /* A killed job's files are still held a moment after its parent saw it end: waited for
      * (oc_sys_lock_released), as outcore clean does, or its temporary would outlive it. */
     sweep s = {.folder = folder,
-               .base = file_name(path),
+               .base = oc_path_name(path),
                .print = 1,
                .wait = 1,
                .ctx = ctx,
@@ -209,7 +203,7 @@ static oc_status clean_journal(oc_context *ctx, sweep *s, const char *journal)
     if (fd >= 0) close(fd);
     /* Its side files: the top-k snapshot, and the temporaries of both. */
     char snapshot[4096 + 16];
-    snprintf(snapshot, sizeof snapshot, "%s.topk", file_name(journal));
+    snprintf(snapshot, sizeof snapshot, "%s.topk", oc_path_name(journal));
     int dfd = open(s->folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     int64_t bytes = 0;
     int snap = dfd >= 0 ? take_unheld(dfd, snapshot, &bytes, s->wait, ctx) : -1;
@@ -226,7 +220,7 @@ static oc_status clean_journal(oc_context *ctx, sweep *s, const char *journal)
         report(s, snapshot, 0, 0);
     if (dfd >= 0) close(dfd);
     sweep side = *s;
-    side.base = file_name(journal);
+    side.base = oc_path_name(journal);
     sweep_temps(&side);
     side.base = snapshot;
     sweep_temps(&side);
@@ -252,7 +246,7 @@ oc_status oc_output_clean(oc_context *ctx, const char *path, oc_removed_fn fn, v
     char *journal = oc_journal_path_for(path);
     if (!journal) return oc_fail(ctx, OC_ERR_NO_MEMORY, "out of memory");
     sweep s = {
-        .folder = folder, .base = file_name(path), .older_names = 1, .wait = 1, .ctx = ctx, .fn = fn, .user = user};
+        .folder = folder, .base = oc_path_name(path), .older_names = 1, .wait = 1, .ctx = ctx, .fn = fn, .user = user};
     oc_status st = clean_journal(ctx, &s, journal);
     free(journal);
     if (st != OC_OK) return st;

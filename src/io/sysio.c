@@ -48,8 +48,13 @@ static int write_fault(oc_context *ctx, size_t *len)
 
 int oc_sys_open(oc_context *ctx, const char *path, int flags, mode_t mode)
 {
+    return oc_sys_openat(ctx, AT_FDCWD, path, flags, mode);
+}
+
+int oc_sys_openat(oc_context *ctx, int dirfd, const char *path, int flags, mode_t mode)
+{
     oc_fault_mode f = next_fault(ctx, OC_FAULT_OPEN);
-    return f == OC_FAULT_NONE ? open(path, flags, mode) : injected(f);
+    return f == OC_FAULT_NONE ? openat(dirfd, path, flags, mode) : injected(f);
 }
 
 int oc_sys_mkstemp(oc_context *ctx, char *tmpl)
@@ -118,10 +123,10 @@ int oc_sys_close(oc_context *ctx, int fd)
     return injected(f);
 }
 
-int oc_sys_rename(oc_context *ctx, const char *from, const char *to)
+int oc_sys_renameat(oc_context *ctx, int fromdir, const char *from, int todir, const char *to)
 {
     oc_fault_mode f = next_fault(ctx, OC_FAULT_RENAME);
-    return f == OC_FAULT_NONE ? rename(from, to) : injected(f);
+    return f == OC_FAULT_NONE ? renameat(fromdir, from, todir, to) : injected(f);
 }
 
 int oc_sys_rename_noreplace(oc_context *ctx, const char *from, const char *to)

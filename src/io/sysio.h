@@ -21,6 +21,8 @@
 #include "outcore.h"
 
 int oc_sys_open(oc_context *ctx, const char *path, int flags, mode_t mode);
+/* open of path relative to the folder dirfd (openat; AT_FDCWD: as oc_sys_open). */
+int oc_sys_openat(oc_context *ctx, int dirfd, const char *path, int flags, mode_t mode);
 int oc_sys_mkstemp(oc_context *ctx, char *tmpl);
 ssize_t oc_sys_write(oc_context *ctx, int fd, const void *buf, size_t len);
 ssize_t oc_sys_pwrite(oc_context *ctx, int fd, const void *buf, size_t len, off_t off);
@@ -37,7 +39,9 @@ int oc_sys_msync(oc_context *ctx, void *addr, size_t len);
 int oc_sys_fsync(oc_context *ctx, int fd);
 /* close() of a file that was written: it may report a deferred write error (NFS). */
 int oc_sys_close(oc_context *ctx, int fd);
-int oc_sys_rename(oc_context *ctx, const char *from, const char *to);
+/* rename of from in the folder fromdir to `to` in the folder todir (renameat; AT_FDCWD:
+ * relative to the working folder). */
+int oc_sys_renameat(oc_context *ctx, int fromdir, const char *from, int todir, const char *to);
 /* rename that fails with EEXIST when `to` exists (renameat2's RENAME_NOREPLACE, or a hard
  * link where the file system lacks it; a plain rename where it has neither). */
 int oc_sys_rename_noreplace(oc_context *ctx, const char *from, const char *to);

@@ -8,7 +8,12 @@
  * read-only file are bad input naming the path), and the temporaries that dead processes left
  * beside it are removed (output_stale.c). The new file is created with O_EXCL under a name no
  * one can guess, holds an flock while it is open (its PID and the lock tell a later run
- * whether its job still runs), and takes the mode of the file it replaces.
+ * whether its job still runs), and takes the mode of the file it replaces. A sweep that cannot
+ * see this process (another host or PID namespace sharing the folder) may remove the file
+ * before its lock is taken: the name is checked to be the open file once locked, and a file
+ * that lost it is replaced by a new one. The folder is held by a handle from the start, and
+ * the file renamed and removed through it: a folder moved or removed while the job runs
+ * fails the commit and keeps no temporary.
  *
  * Commit flushes the file to the disk (fsync) before it renames it: a rename that reaches
  * the disk before the data would leave, after a crash, a complete-looking name over an
@@ -32,6 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/context.h"
 #include "core/error.h"
 #include "io/io.h"
 #include "io/sysio.h"
@@ -108,11 +114,52 @@ static void random_suffix(char out[9], const void *f)
     out[8] = '\0';
 }
 
+int oc_tmpfile_folder_open(const char *path)
+{
+    char folder[4096];
+    oc_path_folder(path, folder, sizeof folder);
+    return open(folder, O_PATH | O_DIRECTORY | O_CLOEXEC);
+}
+
+/* Where f's names are resolved: its folder's handle and the names in it, or (no handle) the
+ * working folder and the paths. */
+static int folder_of(const oc_tmpfile *f) { return f->dir >= 0 ? f->dir : AT_FDCWD; }
+static const char *temp_name(const oc_tmpfile *f) { return f->dir >= 0 ? oc_path_name(f->tmp_path) : f->tmp_path; }
+static const char *final_name(const oc_tmpfile *f) { return f->dir >= 0 ? oc_path_name(f->path) : f->path; }
+
+/* Whether the name f->tmp_path refers to f->fd's file: another host's (or PID namespace's)
+ * sweep of stale temporaries, which cannot see this process run, may remove a new temporary
+ * before its lock is taken. */
+static int name_is_fd(const oc_tmpfile *f)
+{
+    struct stat have, named;
+    if (fstat(f->fd, &have) != 0) return 1; /* nothing to compare: kept, as before */
+    return fstatat(folder_of(f), temp_name(f), &named, AT_SYMLINK_NOFOLLOW) == 0 && named.st_dev == have.st_dev &&
+           named.st_ino == have.st_ino;
+}
+
+/* Takes the new temporary's lock and checks that it is still this job's: 1, or 0 when a
+ * sweep removed it (or holds it to remove it), the descriptor then closed and a name still
+ * on it removed. */
+static int lock_own(oc_context *ctx, oc_tmpfile *f)
+{
+    if (ctx && oc_fault_plan_next(&ctx->faults, OC_FAULT_SWEEP) != OC_FAULT_NONE)
+        (void)unlinkat(folder_of(f), temp_name(f), 0); /* the sweep, for the tests (fault.h) */
+    /* Held while the file is open: a later run sees a live job's temporary by it. A lock
+     * that cannot be taken at all (a file system without flock) leaves it unheld, as before. */
+    const int held_elsewhere = flock(f->fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+    if (!held_elsewhere && name_is_fd(f)) return 1;
+    if (name_is_fd(f)) (void)unlinkat(folder_of(f), temp_name(f), 0);
+    close(f->fd);
+    f->fd = -1;
+    return 0;
+}
+
 oc_status oc_tmpfile_open(oc_context *ctx, const char *path, oc_tmpfile *f)
 {
     if (!path || !f) return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_tmpfile_open: NULL argument");
     f->path = f->tmp_path = NULL;
-    f->fd = -1;
+    f->fd = f->dir = -1;
     f->mode = 0;
     oc_output_prior prior;
     OC_CHECK(ctx, oc_output_path_check(ctx, path, &prior));
@@ -126,16 +173,28 @@ oc_status oc_tmpfile_open(oc_context *ctx, const char *path, oc_tmpfile *f)
         return oc_fail(ctx, OC_ERR_NO_MEMORY, "%s: out of memory for the output name", path);
     }
     memcpy(f->path, path, len + 1);
+    f->dir = oc_tmpfile_folder_open(path);
+    if (f->dir < 0) {
+        int err = errno;
+        free(f->tmp_path);
+        f->tmp_path = NULL; /* nothing was created: abort must not unlink */
+        oc_tmpfile_abort(f);
+        return oc_create_fail(ctx, path, "the output", err);
+    }
 
     /* Not mkstemp: it creates mode 0600, and an output should get the permissions any other
      * new file gets (0666 less the umask), or those of the file it replaces. O_EXCL (which
      * never follows a symbolic link) settles races; O_NOFOLLOW says so twice. */
-    for (int attempt = 0; attempt < 100; ++attempt) {
+    int swept = 0;
+    for (int attempt = 0; attempt < 100 && f->fd < 0; ++attempt) {
         char suffix[9];
         random_suffix(suffix, f);
         snprintf(f->tmp_path, cap, "%s.tmp-%ld-%s", path, (long)getpid(), suffix);
-        f->fd = oc_sys_open(ctx, f->tmp_path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
-        if (f->fd >= 0) break;
+        f->fd = oc_sys_openat(ctx, f->dir, temp_name(f), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+        if (f->fd >= 0) {
+            swept += !lock_own(ctx, f);
+            continue;
+        }
         if (errno != EEXIST) {
             int err = errno;
             free(f->tmp_path);
@@ -148,10 +207,12 @@ oc_status oc_tmpfile_open(oc_context *ctx, const char *path, oc_tmpfile *f)
         free(f->tmp_path);
         f->tmp_path = NULL;
         oc_tmpfile_abort(f);
+        if (swept)
+            return oc_fail(ctx, OC_ERR_IO,
+                           "%s: its temporary file beside it was removed by another process %d times as it was made",
+                           path, swept);
         return oc_fail(ctx, OC_ERR_IO, "%s: could not find a free temporary name beside it", path);
     }
-    /* Held while the file is open: a later run sees a live job's temporary by it. */
-    (void)flock(f->fd, LOCK_EX | LOCK_NB);
     if (prior.exists) {
         /* The replaced file's owner (only root can give a file away) and mode. */
         if (geteuid() == 0 && fchown(f->fd, prior.uid, prior.gid) != 0) {
@@ -169,47 +230,90 @@ oc_status oc_tmpfile_open(oc_context *ctx, const char *path, oc_tmpfile *f)
     return OC_OK;
 }
 
+/* Whether the folder f->path names is still the one its temporary was made in (it was not
+ * moved or removed meanwhile). */
+static int folder_in_place(const oc_tmpfile *f)
+{
+    char folder[4096];
+    oc_path_folder(f->path, folder, sizeof folder);
+    struct stat made, named;
+    if (f->dir < 0 || fstat(f->dir, &made) != 0) return 1; /* nothing to compare */
+    return stat(folder, &named) == 0 && named.st_dev == made.st_dev && named.st_ino == made.st_ino;
+}
+
+/* Fails the commit with the one line `what` after removing the temporary; where it cannot
+ * be removed, the line names it where it is now (a moved folder's new place, which
+ * /proc/self/fd tells), and how to remove it. */
+static oc_status fail_removing(oc_context *ctx, oc_tmpfile *f, const char *what)
+{
+    if (unlinkat(folder_of(f), temp_name(f), 0) == 0 || errno == ENOENT) {
+        free(f->tmp_path);
+        f->tmp_path = NULL;
+        return oc_fail(ctx, OC_ERR_IO, "%s", what);
+    }
+    const int err = errno;
+    char left[4096 + 256], output[4096 + 256];
+    snprintf(left, sizeof left, "%s", f->tmp_path);
+    snprintf(output, sizeof output, "%s", f->path);
+    char link[64], now[4096];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", f->dir);
+    ssize_t n = f->dir >= 0 && !folder_in_place(f) ? readlink(link, now, sizeof now - 1) : -1;
+    if (n > 0) {
+        now[n] = '\0';
+        snprintf(left, sizeof left, "%s/%s", now, temp_name(f));
+        snprintf(output, sizeof output, "%s/%s", now, final_name(f));
+    }
+    free(f->tmp_path);
+    f->tmp_path = NULL; /* left: abort must not try again */
+    return oc_fail(ctx, OC_ERR_IO,
+                   "%s; its temporary %s is left (%s): 'outcore clean %s' removes it once the folder can be written",
+                   what, left, strerror(err), output);
+}
+
 oc_status oc_tmpfile_commit(oc_context *ctx, oc_tmpfile *f)
 {
     if (!f || f->fd < 0 || !f->tmp_path)
         return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "oc_tmpfile_commit: the file is not open");
+    char what[4096 + 512], folder[4096];
+    oc_path_folder(f->path, folder, sizeof folder);
     oc_status st = OC_OK;
     if (f->mode && fchmod(f->fd, (mode_t)f->mode) != 0) {
-        st = oc_fail(ctx, OC_ERR_IO, "%s: cannot give the new file the mode %04o of the old: %s", f->path, f->mode,
-                     strerror(errno));
-        goto cleanup;
+        snprintf(what, sizeof what, "%s: cannot give the new file the mode %04o of the old: %s", f->path, f->mode,
+                 strerror(errno));
+        goto failed;
     }
     if (oc_sys_fsync(ctx, f->fd) != 0) {
-        st = oc_io_fail(ctx, "flushing", f->path, errno, -1, -1, -1);
-        goto cleanup;
+        oc_io_describe(what, sizeof what, "flushing", f->path, errno, -1, -1, -1);
+        goto failed;
     }
     /* close() can report a deferred write error (NFS); a file that failed there is not done. */
     int rc = oc_sys_close(ctx, f->fd);
     f->fd = -1;
     if (rc != 0) {
-        st = oc_io_fail(ctx, "writing", f->path, errno, -1, -1, -1);
-        goto cleanup;
+        oc_io_describe(what, sizeof what, "writing", f->path, errno, -1, -1, -1);
+        goto failed;
     }
-    if (oc_sys_rename(ctx, f->tmp_path, f->path) != 0) {
-        const int err = errno;
-        char what[4096 + 512];
-        oc_io_describe(what, sizeof what, "renaming the finished output to", f->path, err, -1, -1, -1);
+    /* Renamed within the folder it was made in, and only while path still names that folder:
+     * a folder moved meanwhile would otherwise get the file at its new place, which is not
+     * the output asked for. */
+    if (!folder_in_place(f)) {
+        snprintf(what, sizeof what,
+                 "%s: the output's folder %s was moved or removed while the job ran: nothing written", f->path, folder);
+        goto failed;
+    }
+    if (oc_sys_renameat(ctx, folder_of(f), temp_name(f), folder_of(f), final_name(f)) != 0) {
         /* A folder made read-only meanwhile refuses the removal too: the message names what
          * is left, and how to remove it once it can be. */
-        if (unlink(f->tmp_path) == 0 || errno == ENOENT) st = oc_fail(ctx, OC_ERR_IO, "%s", what);
-        else
-            st = oc_fail(ctx, OC_ERR_IO,
-                         "%s; its temporary %s is left (%s): 'outcore clean %s' removes it once the folder can be "
-                         "written",
-                         what, f->tmp_path, strerror(errno), f->path);
-        goto cleanup;
+        oc_io_describe(what, sizeof what, "renaming the finished output to", f->path, errno, -1, -1, -1);
+        goto failed;
     }
     free(f->tmp_path);
     f->tmp_path = NULL;
-    char folder[4096];
-    oc_path_folder(f->path, folder, sizeof folder);
     (void)oc_sys_flush_folder(ctx, folder); /* the new name, as durable as the data under it */
-cleanup:
+    oc_tmpfile_abort(f);
+    return OC_OK;
+failed:
+    st = fail_removing(ctx, f, what);
     oc_tmpfile_abort(f);
     return st;
 }
@@ -217,12 +321,19 @@ cleanup:
 void oc_tmpfile_abort(oc_tmpfile *f)
 {
     if (!f) return;
+    if (f->tmp_path) unlinkat(folder_of(f), temp_name(f), 0);
+    oc_tmpfile_release(f);
+}
+
+void oc_tmpfile_release(oc_tmpfile *f)
+{
+    if (!f) return;
     if (f->fd >= 0) close(f->fd);
-    if (f->tmp_path) unlink(f->tmp_path);
+    if (f->dir >= 0) close(f->dir);
     free(f->tmp_path);
     free(f->path);
     f->tmp_path = f->path = NULL;
-    f->fd = -1;
+    f->fd = f->dir = -1;
 }
 
 const char *oc_scratch_dir(void)

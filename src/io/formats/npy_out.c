@@ -350,9 +350,7 @@ void oc_npy_out_keep(oc_npy_out *w)
     if (!w) return;
     join_reserver(w, 1); /* a resumed run reserves what this one did not (reopen_as) */
     if (w->map) munmap(w->map, w->map_len);
-    if (w->file.fd >= 0) close(w->file.fd);
-    free(w->file.tmp_path);
-    free(w->file.path);
+    oc_tmpfile_release(&w->file);
     free(w);
 }
 
@@ -363,6 +361,7 @@ static oc_status reopen_as(oc_context *ctx, const char *path, const char *temp_p
     unsigned char have[OC_NPY_HEADER_ND_MAX];
     oc_npy_out *w = calloc(1, sizeof *w);
     if (w) {
+        w->file.fd = w->file.dir = -1;
         w->file.path = strdup(path);
         w->file.tmp_path = strdup(temp_path);
     }
@@ -372,6 +371,7 @@ static oc_status reopen_as(oc_context *ctx, const char *path, const char *temp_p
     }
     /* Never through a link; held (flock) while this run uses it, as a new temporary is. */
     w->file.fd = oc_sys_open(ctx, temp_path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0);
+    w->file.dir = oc_tmpfile_folder_open(temp_path); /* -1: renamed and removed by its path */
     const char *problem = NULL;
     struct stat sb;
     int unlocked = 0;
