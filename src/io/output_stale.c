@@ -118,6 +118,14 @@ static void report(sweep *s, const char *name, int64_t bytes, long pid)
     s->removed++;
 }
 
+/* Removes name in dirfd and reports it. A name another process removed first (ENOENT: a
+ * second `outcore clean`, a job that ended) is no failure, and nothing this run removed. */
+static void remove_at(sweep *s, int dirfd, const char *name, int64_t bytes, long pid)
+{
+    if (unlinkat(dirfd, name, 0) == 0) report(s, name, bytes, pid);
+    else if (errno != ENOENT) note_failure(s, name);
+}
+
 /* Removes the stale temporaries of s->base in its folder. */
 static void sweep_temps(sweep *s)
 {
@@ -135,10 +143,7 @@ static void sweep_temps(sweep *s)
             close(fd);
             continue;
         }
-        if (!process_runs(pid)) {
-            if (unlinkat(dirfd(d), e->d_name, 0) == 0) report(s, e->d_name, bytes, pid);
-            else note_failure(s, e->d_name);
-        }
+        if (!process_runs(pid)) remove_at(s, dirfd(d), e->d_name, bytes, pid);
         close(fd);
     }
     closedir(d);
@@ -171,7 +176,7 @@ int oc_stale_temps_remove(oc_context *ctx, const char *path)
 static oc_status clean_journal(oc_context *ctx, sweep *s, const char *journal)
 {
     struct stat sb;
-    const int exists = lstat(journal, &sb) == 0;
+    int exists = lstat(journal, &sb) == 0;
     /* A folder under the journal's name is no journal outcore made: the job refuses it, and
      * it is the user's to remove (nothing in it is touched). */
     if (exists && S_ISDIR(sb.st_mode))
@@ -191,10 +196,14 @@ static oc_status clean_journal(oc_context *ctx, sweep *s, const char *journal)
                            journal);
         }
     }
+    /* ENOENT: another process removed it first, and there is nothing to remove. */
     if (exists && unlink(journal) != 0) {
         const int e = errno;
-        if (fd >= 0) close(fd);
-        return oc_fail(ctx, OC_ERR_IO, "%s: cannot remove the resume journal: %s", journal, strerror(e));
+        if (e != ENOENT) {
+            if (fd >= 0) close(fd);
+            return oc_fail(ctx, OC_ERR_IO, "%s: cannot remove the resume journal: %s", journal, strerror(e));
+        }
+        exists = 0;
     }
     if (exists) {
         if (s->fn) s->fn(s->user, journal, (int64_t)sb.st_size);
@@ -208,8 +217,7 @@ static oc_status clean_journal(oc_context *ctx, sweep *s, const char *journal)
     int64_t bytes = 0;
     int snap = dfd >= 0 ? take_unheld(dfd, snapshot, &bytes, s->wait, ctx) : -1;
     if (snap >= 0) {
-        if (unlinkat(dfd, snapshot, 0) == 0) report(s, snapshot, bytes, 0);
-        else note_failure(s, snapshot);
+        remove_at(s, dfd, snapshot, bytes, 0);
         close(snap);
     }
     /* A link under the snapshot's name (which the job refuses) goes too: removing a link
