@@ -256,37 +256,50 @@ static int drop_creation_name(const char *path, const struct stat *sb)
 
 oc_status oc_journal_hold(oc_context *ctx, const char *path, oc_journal **out)
 {
+    *out = NULL;
     oc_journal *j = NULL;
     OC_CHECK(ctx, journal_alloc(ctx, path, &j));
     oc_status st = OC_OK;
-    /* O_NOFOLLOW: a journal that is a symbolic link is refused, not followed. */
-    j->fd = oc_sys_open(ctx, path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0);
-    struct stat sb;
-    int unlocked = 0;
-    if (j->fd < 0)
-        st = oc_fail(ctx, OC_ERR_INPUT, "%s: cannot open the resume journal: %s", path,
-                     errno == ELOOP ? "it is a symbolic link; remove it" : strerror(errno));
-    else if (fstat(j->fd, &sb) != 0 || !S_ISREG(sb.st_mode))
-        st = oc_fail(ctx, OC_ERR_INPUT, "%s: the resume journal is not a regular file; remove it", path);
-    else if (sb.st_nlink == 2 && drop_creation_name(path, &sb) == 0 && fstat(j->fd, &sb) != 0)
-        st = oc_fail(ctx, OC_ERR_INPUT, "%s: cannot read the resume journal: %s", path, strerror(errno));
-    /* A journal this library made has one name; it is appended to, which another name (a
-     * hard link) would see change: a file outside the output's names. */
-    else if (sb.st_nlink != 1)
-        st = oc_fail(ctx, OC_ERR_INPUT,
-                     "%s: the resume journal has other names (hard links), which resuming would write "
-                     "through; remove it or them",
-                     path);
-    else if ((unlocked = oc_sys_lock_released(j->fd, ctx)) != 0 && errno == ECANCELED)
-        st = oc_fail(ctx, OC_ERR_CANCELLED, "cancelled while waiting for the resume journal %s", path);
-    else if (unlocked != 0 && errno == EWOULDBLOCK)
-        st =
-            oc_fail(ctx, OC_ERR_INPUT, "%s: a running job holds this resume journal: let it end before resuming", path);
-    if (st != OC_OK) {
-        oc_journal_close(j);
-        return st;
+    for (;;) {
+        /* O_NOFOLLOW: a journal that is a symbolic link is refused, not followed. */
+        j->fd = oc_sys_open(ctx, path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0);
+        struct stat sb;
+        int unlocked = 0;
+        if (j->fd < 0 && errno == ENOENT) break; /* removed since the caller saw it: no journal */
+        else if (j->fd < 0)
+            st = oc_fail(ctx, OC_ERR_INPUT, "%s: cannot open the resume journal: %s", path,
+                         errno == ELOOP ? "it is a symbolic link; remove it" : strerror(errno));
+        else if (fstat(j->fd, &sb) != 0 || !S_ISREG(sb.st_mode))
+            st = oc_fail(ctx, OC_ERR_INPUT, "%s: the resume journal is not a regular file; remove it", path);
+        else if (sb.st_nlink == 2 && drop_creation_name(path, &sb) == 0 && fstat(j->fd, &sb) != 0)
+            st = oc_fail(ctx, OC_ERR_INPUT, "%s: cannot read the resume journal: %s", path, strerror(errno));
+        /* A journal this library made has one name; it is appended to, which another name (a
+         * hard link) would see change: a file outside the output's names. */
+        else if (sb.st_nlink != 1)
+            st = oc_fail(ctx, OC_ERR_INPUT,
+                         "%s: the resume journal has other names (hard links), which resuming would write "
+                         "through; remove it or them",
+                         path);
+        else if ((unlocked = oc_sys_lock_released(j->fd, ctx)) != 0 && errno == ECANCELED)
+            st = oc_fail(ctx, OC_ERR_CANCELLED, "cancelled while waiting for the resume journal %s", path);
+        else if (unlocked != 0 && errno == EWOULDBLOCK)
+            st = oc_fail(ctx, OC_ERR_INPUT, "%s: a running job holds this resume journal: let it end before resuming",
+                         path);
+        if (st != OC_OK) {
+            oc_journal_close(j);
+            return st;
+        }
+        /* The lock is the open file's: a journal removed while this run waited for it
+         * (`outcore clean`, its job ended) is no journal, and the file now under its name, if
+         * any, is opened afresh. */
+        if (oc_sys_path_names(j->fd, path)) {
+            *out = j;
+            return OC_OK;
+        }
+        close(j->fd);
+        j->fd = -1;
     }
-    *out = j;
+    oc_journal_close(j);
     return OC_OK;
 }
 
@@ -295,6 +308,7 @@ oc_status oc_journal_open(oc_context *ctx, const char *path, const char *job, oc
 {
     oc_journal *j = NULL;
     OC_CHECK(ctx, oc_journal_hold(ctx, path, &j));
+    if (!j) return oc_fail(ctx, OC_ERR_INPUT, "%s: cannot open the resume journal: %s", path, strerror(ENOENT));
     const oc_status st = oc_journal_load(ctx, j, job, differ, fn, user);
     if (st != OC_OK) {
         oc_journal_close(j);

@@ -68,7 +68,10 @@ oc_status oc_journal_open(oc_context *ctx, const char *path, const char *job, oc
  * when a running job holds it), so that a job that must first read its inputs whole to
  * describe itself holds the journal meanwhile (a second run or `outcore clean` is refused
  * then); load compares the header and scans the records as oc_journal_open does (on failure
- * the caller closes j). */
+ * the caller closes j). The lock is taken on the open file and removals go by name: hold
+ * keeps a file that path still names once it is locked, opens afresh the one now under that
+ * name, and sets *out to NULL with OC_OK when none is there any more (another process removed
+ * the journal meanwhile, as `outcore clean` does: no journal to resume from). */
 oc_status oc_journal_hold(oc_context *ctx, const char *path, oc_journal **out);
 oc_status oc_journal_load(oc_context *ctx, oc_journal *j, const char *job, oc_journal_differ_fn differ,
                           oc_journal_record_fn fn, void *user);

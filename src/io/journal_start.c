@@ -281,6 +281,9 @@ oc_status oc_journal_start(oc_context *ctx, const oc_journal_keeper *k, oc_journ
      * describe the job: meanwhile a second run of the command, or `outcore clean`, is
      * refused. */
     if (exists) OC_CHECK_GOTO(ctx, st, oc_journal_hold(ctx, jpath, &j), cleanup);
+    /* One removed while this run waited for its lock (`outcore clean`, its job ended) is none:
+     * the job starts over, as a run without a journal does. */
+    exists = j != NULL;
     if (k->held) OC_CHECK_GOTO(ctx, st, k->held(ctx, k->user, exists), cleanup);
     OC_CHECK_GOTO(ctx, st, k->describe(ctx, k->user, &text), cleanup);
     if (exists) {

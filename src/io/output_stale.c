@@ -176,16 +176,23 @@ int oc_stale_temps_remove(oc_context *ctx, const char *path)
 static oc_status clean_journal(oc_context *ctx, sweep *s, const char *journal)
 {
     struct stat sb;
-    int exists = lstat(journal, &sb) == 0;
-    /* A folder under the journal's name is no journal outcore made: the job refuses it, and
-     * it is the user's to remove (nothing in it is touched). */
-    if (exists && S_ISDIR(sb.st_mode))
-        return oc_fail(ctx, OC_ERR_INPUT,
-                       "%s: a folder under the resume journal's name, which no job made: remove it yourself", journal);
-    int fd = -1;
-    if (exists && S_ISREG(sb.st_mode)) {
+    int exists, fd;
+    for (;;) {
+        fd = -1;
+        exists = lstat(journal, &sb) == 0;
+        /* A folder under the journal's name is no journal outcore made: the job refuses it,
+         * and it is the user's to remove (nothing in it is touched). */
+        if (exists && S_ISDIR(sb.st_mode))
+            return oc_fail(ctx, OC_ERR_INPUT,
+                           "%s: a folder under the resume journal's name, which no job made: remove it yourself",
+                           journal);
+        if (!exists || !S_ISREG(sb.st_mode)) break;
         fd = open(journal, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-        if (fd >= 0 && take_lock(fd, s->wait, ctx) != 0) {
+        if (fd < 0) {
+            exists = errno != ENOENT;
+            break;
+        }
+        if (take_lock(fd, s->wait, ctx) != 0) {
             const int e = errno;
             close(fd);
             if (e == ECANCELED)
@@ -195,6 +202,11 @@ static oc_status clean_journal(oc_context *ctx, sweep *s, const char *journal)
                            "before cleaning",
                            journal);
         }
+        /* The lock is the open file's, the removal by name: a journal removed meanwhile (its
+         * job done, another clean) leaves nothing to remove, and one made since under its
+         * name (a new job's) is looked at afresh, and refused while its job holds it. */
+        if (oc_sys_path_names(fd, journal)) break;
+        close(fd);
     }
     /* ENOENT: another process removed it first, and there is nothing to remove. */
     if (exists && unlink(journal) != 0) {

@@ -14,7 +14,7 @@ import pytest
 
 from conftest import (outcore_bin, read_journal, require_backend, resume_while_an_input_is_cut,
                       rewrite_keeping_size_and_mtime, run, run_in,
-                      sigkill_while_running, write_journal)
+                      sigkill_while_running, wait_until_open, write_journal)
 
 EVERY = {"OUTCORE_RESUME_INTERVAL": "0"}  # a checkpoint at every finished tile
 
@@ -299,6 +299,32 @@ def test_a_journal_held_by_a_running_job_is_named_so(mats, command):
     proc = run(*args, "-o", d / "C.npy", check=False)
     assert proc.returncode == 2 and "an interrupted job left this journal" in proc.stderr, proc.stderr
     assert len(proc.stderr.splitlines()) == 1 and not (d / "C.npy").exists()
+
+
+def test_journal_removed_while_the_resume_waits_for_it(mats):
+    """A --resume that waits for the lock of a journal (a job killed a moment ago still holds
+    it) which `outcore clean` removes meanwhile, with its temporary, runs the product from the
+    start, as a run without a journal does: the journal it waited for is no longer the
+    output's, and it never names a temporary that is gone."""
+    import fcntl
+    d = mats
+    args = [d / "A64.npy", d / "B64.npy", "--backend", "cpu", "--host-mem", "100K", "--threads", "1", "-q"]
+    run("matmul", *args, "-o", d / "ref.npy")
+    out = d / "C.npy"
+    killed_once(d, args + ["-o", out])
+    journal = d / "C.npy.outcore-journal"
+    with open(journal, "rb") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        proc = subprocess.Popen([outcore_bin(), "matmul", *map(str, args), "-o", str(out), "--resume"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        wait_until_open(proc, journal)
+        for p in d.iterdir():
+            if p.name.startswith("C.npy.tmp-") or p == journal:
+                p.unlink()
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    assert out.read_bytes() == (d / "ref.npy").read_bytes()
+    assert leftovers(d, out) == []
 
 
 def test_temporary_with_other_names_refused(mats):
