@@ -9,6 +9,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -190,11 +191,31 @@ typedef struct releaser {
     int slot;
     int fail;
     double released_at; /* oc_now() just before the release */
+    pid_t waiter;       /* nonzero: first wait until this thread sleeps (blocked in its acquire) */
+    double blocked_at;  /* oc_now() once it was seen asleep */
 } releaser;
+
+/* Whether thread tid of this process sleeps (state S in /proc/self/task/TID/stat). */
+static int asleep(pid_t tid)
+{
+    char path[64], text[512];
+    snprintf(path, sizeof path, "/proc/self/task/%d/stat", (int)tid);
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
+    if (f) fclose(f);
+    text[n] = '\0';
+    const char *close = strrchr(text, ')');
+    return close && close[1] == ' ' && close[2] == 'S';
+}
 
 static void *release_later(void *arg)
 {
     releaser *r = arg;
+    if (r->waiter) {
+        const double give_up = oc_now() + 10;
+        while (!asleep(r->waiter) && oc_now() < give_up) usleep(200);
+        r->blocked_at = oc_now();
+    }
     usleep(20000);
     if (r->fail) oc_staging_fail(r->ring, OC_ERR_DEVICE, "sink of slot %d failed", r->slot);
     r->released_at = oc_now();
@@ -236,7 +257,8 @@ static void test_staging(oc_context *ctx)
     int held[3];
     for (int i = 0; i < 3; ++i) CHECK(oc_staging_acquire(ctx, r, &held[i], NULL) == OC_OK);
     pthread_t th;
-    releaser rel = {r, held[1], 0, 0};
+    /* The releaser lets go 20 ms after it has seen this thread asleep in the acquire. */
+    releaser rel = {r, held[1], 0, 0, (pid_t)syscall(SYS_gettid), 0};
     pthread_create(&th, NULL, release_later, &rel);
     int got = -1;
     double waited = 0;
@@ -245,11 +267,12 @@ static void test_staging(oc_context *ctx)
     const double returned = oc_now();
     pthread_join(th, NULL);
     CHECK_EQ_I64(got, held[1]);
-    /* The wait counted is the time blocked: at least from the call to the release (about
-     * 20 ms, or nothing when this thread was held up past the release), at most the call. */
-    CHECK_MSG(waited >= rel.released_at - entered - 1e-4 && waited <= returned - entered + 1e-4,
-              "waited %.4f s; called %.4f s before the release, returned %.4f s after the call", waited,
-              rel.released_at - entered, returned - entered);
+    /* The wait counted is the time blocked: at least from when it was seen asleep to the
+     * release (20 ms and more), at most the call. */
+    CHECK(rel.released_at - rel.blocked_at >= 0.02);
+    CHECK_MSG(waited >= rel.released_at - rel.blocked_at && waited <= returned - entered + 1e-4,
+              "waited %.4f s; asleep %.4f s before the release; returned %.4f s after the call", waited,
+              rel.released_at - rel.blocked_at, returned - entered);
     oc_staging_release(r, held[0]);
     oc_staging_release(r, held[2]);
     oc_staging_release(r, got);
@@ -268,7 +291,7 @@ static void test_staging(oc_context *ctx)
 
     /* A holder's failure reaches the waiting acquirer and the drain, with its message. */
     for (int i = 0; i < 3; ++i) CHECK(oc_staging_acquire(ctx, r, &held[i], NULL) == OC_OK);
-    rel = (releaser){r, held[0], 1, 0};
+    rel = (releaser){r, held[0], 1, 0, 0, 0};
     pthread_create(&th, NULL, release_later, &rel);
     st = oc_staging_acquire(ctx, r, &got, NULL);
     pthread_join(th, NULL);

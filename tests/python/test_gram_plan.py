@@ -92,6 +92,8 @@ class Recording:
         return self.real.oc_gram(ctx, a, b, opts, out, stats)
 
 
+# gpu_mem_mode on a CPU job: the warning that it has no effect is test_gpu_only_warnings.py's.
+@pytest.mark.filterwarnings("ignore:gpu_mem_mode=.* has no effect:RuntimeWarning")
 def test_tile_and_gpu_mem_mode_reach_the_library(monkeypatch):
     recording = Recording(_gram.lib)
     monkeypatch.setattr(_gram, "lib", recording)
@@ -132,6 +134,8 @@ def test_bad_plans_are_refused_naming_what_each_call_takes(value):
         assert str(err.value) == f"plan must be True or False; got {explained!r}"
 
 
+# gpu_mem_mode on a CPU job: the warning that it has no effect is test_gpu_only_warnings.py's.
+@pytest.mark.filterwarnings("ignore:gpu_mem_mode=.* has no effect:RuntimeWarning")
 def test_the_clis_limits_and_names(tmp_path):
     """What the CLI takes, the binding takes, and what it refuses, the binding refuses."""
     np.save(tmp_path / "a.npy", matrix(4, 8))
