@@ -12,10 +12,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "harness.h"
 #include "outcore.h"
+#include "core/threads.h"
 
 /* The canceller: oc_context_cancel on ctx over and over (the call's start clears the flag,
  * so one cancel before it would not reach it) until told to stop. */
@@ -71,13 +71,6 @@ static oc_status read_input(oc_context *ctx, const input *in, oc_matrix **out)
     return oc_matrix_from_bits(ctx, in->data, in->rows, in->cols, in->cols / 8, OC_BITS_MSB_FIRST, out);
 }
 
-static double seconds_now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 /* Cancelled from another thread while it reads, the call fails with OC_ERR_CANCELLED and the
  * message naming the input, and leaves *out alone. A read takes milliseconds; on a loaded
  * machine the canceller may get no time slice between the call's start (which clears the
@@ -86,9 +79,9 @@ static double seconds_now(void)
 static void check_cancelled_mid_read(oc_context *ctx, const input *in, const char *name)
 {
     oc_status st = OC_OK;
-    const double give_up = seconds_now() + 30.0;
+    const double give_up = oc_now() + 30.0;
     int attempts = 0;
-    for (; st == OC_OK && (attempts < 5 || seconds_now() < give_up); ++attempts) {
+    for (; st == OC_OK && (attempts < 5 || oc_now() < give_up); ++attempts) {
         oc_matrix *m = NULL;
         canceller c;
         canceller_start(&c, ctx);

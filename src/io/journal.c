@@ -292,7 +292,7 @@ oc_status oc_journal_hold(oc_context *ctx, const char *path, oc_journal **out)
         /* The lock is the open file's: a journal removed while this run waited for it
          * (`outcore clean`, its job ended) is no journal, and the file now under its name, if
          * any, is opened afresh. */
-        if (oc_sys_path_names(j->fd, path)) {
+        if (oc_sys_path_names(j->fd, AT_FDCWD, path)) {
             *out = j;
             return OC_OK;
         }

@@ -205,7 +205,7 @@ static oc_status clean_journal(oc_context *ctx, sweep *s, const char *journal)
         /* The lock is the open file's, the removal by name: a journal removed meanwhile (its
          * job done, another clean) leaves nothing to remove, and one made since under its
          * name (a new job's) is looked at afresh, and refused while its job holds it. */
-        if (oc_sys_path_names(fd, journal)) break;
+        if (oc_sys_path_names(fd, AT_FDCWD, journal)) break;
         close(fd);
     }
     /* ENOENT: another process removed it first, and there is nothing to remove. */

@@ -193,11 +193,11 @@ int oc_sys_lock_released(int fd, const oc_context *ctx)
     }
 }
 
-int oc_sys_path_names(int fd, const char *path)
+int oc_sys_path_names(int fd, int dir, const char *path)
 {
     struct stat held, named;
-    return fstat(fd, &held) == 0 && held.st_nlink > 0 && lstat(path, &named) == 0 && named.st_dev == held.st_dev &&
-           named.st_ino == held.st_ino;
+    return fstat(fd, &held) == 0 && held.st_nlink > 0 && fstatat(dir, path, &named, AT_SYMLINK_NOFOLLOW) == 0 &&
+           named.st_dev == held.st_dev && named.st_ino == held.st_ino;
 }
 
 int oc_sys_file_held_here(int fd)

@@ -71,11 +71,12 @@ int64_t oc_sys_file_size(int fd);
 #define OC_LOCK_RELEASE_WAIT 3.0
 int oc_sys_lock_released(int fd, const oc_context *ctx);
 
-/* Whether path still names the file fd is open on (the same device and inode, a link at path
- * not followed). A lock is taken on an open file but files are removed by name: a file locked
- * after another process removed it (or put another file under its name) is no longer the one
- * the name stands for, and the caller looks at path again. */
-int oc_sys_path_names(int fd, const char *path);
+/* Whether path (resolved against the folder handle dir, or AT_FDCWD) still names the file fd
+ * is open on (the same device and inode, a link at path not followed). A lock is taken on an
+ * open file but files are removed by name: a file locked after another process removed it (or
+ * put another file under its name) is no longer the one the name stands for, and the caller
+ * looks at path again. */
+int oc_sys_path_names(int fd, int dir, const char *path);
 
 /* Whether this process holds the file fd is open on through another descriptor, or maps it:
  * an input of a job in progress, which no cleanup or resumed run may take for a temporary of

@@ -127,20 +127,10 @@ static int folder_of(const oc_tmpfile *f) { return f->dir >= 0 ? f->dir : AT_FDC
 static const char *temp_name(const oc_tmpfile *f) { return f->dir >= 0 ? oc_path_name(f->tmp_path) : f->tmp_path; }
 static const char *final_name(const oc_tmpfile *f) { return f->dir >= 0 ? oc_path_name(f->path) : f->path; }
 
-/* Whether the name f->tmp_path refers to f->fd's file: another host's (or PID namespace's)
- * sweep of stale temporaries, which cannot see this process run, may remove a new temporary
- * before its lock is taken. */
-static int name_is_fd(const oc_tmpfile *f)
-{
-    struct stat have, named;
-    if (fstat(f->fd, &have) != 0) return 1; /* nothing to compare: kept, as before */
-    return fstatat(folder_of(f), temp_name(f), &named, AT_SYMLINK_NOFOLLOW) == 0 && named.st_dev == have.st_dev &&
-           named.st_ino == have.st_ino;
-}
-
 /* Takes the new temporary's lock and checks that it is still this job's: 1, or 0 when a
  * sweep removed it (or holds it to remove it), the descriptor then closed and a name still
- * on it removed. */
+ * on it removed. Another host's (or PID namespace's) sweep of stale temporaries, which cannot
+ * see this process run, may remove a new temporary before its lock is taken. */
 static int lock_own(oc_context *ctx, oc_tmpfile *f)
 {
     if (ctx && oc_fault_plan_next(&ctx->faults, OC_FAULT_SWEEP) != OC_FAULT_NONE)
@@ -148,8 +138,9 @@ static int lock_own(oc_context *ctx, oc_tmpfile *f)
     /* Held while the file is open: a later run sees a live job's temporary by it. A lock
      * that cannot be taken at all (a file system without flock) leaves it unheld, as before. */
     const int held_elsewhere = flock(f->fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
-    if (!held_elsewhere && name_is_fd(f)) return 1;
-    if (name_is_fd(f)) (void)unlinkat(folder_of(f), temp_name(f), 0);
+    const int own_name = oc_sys_path_names(f->fd, folder_of(f), temp_name(f));
+    if (!held_elsewhere && own_name) return 1;
+    if (own_name) (void)unlinkat(folder_of(f), temp_name(f), 0);
     close(f->fd);
     f->fd = -1;
     return 0;

@@ -25,8 +25,7 @@ oc_status oc_map_explain(oc_context *ctx, const oc_map *m, int json, char **text
     int64_t dims[OC_MAP_MAX_DIMS];
     oc_map_user_shape(m, m->ndim, m->shape, dims);
     oc_map_shape_text(m->ndim, dims, shape, sizeof shape);
-    oc_map_user_shape(m, m->out_ndim, m->out_shape, dims);
-    oc_map_shape_text(m->out_ndim, dims, oshape, sizeof oshape);
+    oc_map_shape_text(oc_map_result_shape(m, dims), dims, oshape, sizeof oshape);
     oc_map_choice choice;
     OC_CHECK(ctx, oc_map_choose(ctx, m, &choice));
     const char *why = choice.explain;

@@ -625,9 +625,8 @@ static oc_status map_run_call(oc_context *ctx, oc_map *m, const char *out_path, 
         OC_CHECK(ctx,
                  oc_npy_out_check_room(ctx, out_path, what, m->out_count * (int64_t)oc_mt_size(m->out_type) + 128));
         int64_t shape[OC_MAP_MAX_DIMS];
-        oc_map_user_shape(m, m->out_ndim, m->out_shape, shape);
         OC_CHECK(ctx, oc_npy_out_create_nd(ctx, out_path, oc_mt_descr(m->out_type), oc_mt_size(m->out_type),
-                                           m->out_ndim, shape, m->fortran, &w, &dst));
+                                           oc_map_result_shape(m, shape), shape, m->fortran, &w, &dst));
     }
     m->out_is_file = w != NULL;
     /* An empty result runs nothing; the stats still name where it would have run. */
