@@ -251,6 +251,15 @@ static void test_names_text(void)
     CHECK(strcmp(oc_names_text(OC_NAMES_BACKENDS, small, sizeof small), "auto, c") == 0);
     CHECK(strcmp(oc_names_text(OC_NAME_LIST_COUNT, text, sizeof text), "") == 0);
     CHECK(oc_names_text(OC_NAMES_BACKENDS, NULL, 0) == NULL);
+    /* A table kept beside its code: a row left empty is neither listed nor found. */
+    static const char *const rows[] = {"one", NULL, "two", "three", NULL};
+    CHECK(strcmp(oc_names_join(rows, 5, text, sizeof text), "one, two or three") == 0);
+    CHECK(strcmp(oc_names_join(rows, 2, text, sizeof text), "one") == 0);
+    CHECK(strcmp(oc_names_join(rows, 0, text, sizeof text), "") == 0);
+    CHECK(strcmp(oc_names_join(NULL, 3, text, sizeof text), "") == 0);
+    CHECK(oc_names_find(rows, 5, "three") == 3 && oc_names_find(rows, 5, "one") == 0);
+    CHECK(oc_names_find(rows, 5, "four") == -1 && oc_names_find(rows, 5, NULL) == -1);
+    CHECK(oc_names_find(rows, 3, "three") == -1 && oc_names_find(NULL, 5, "one") == -1);
 }
 
 int main(void)

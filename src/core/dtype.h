@@ -3,7 +3,7 @@
  * table (names.c): a result's oc_dtype and the two types the writer adds for itself (uint8
  * 0/1 rows, oc_matrix_save's; int64 indices and pairs of selection results), by one code.
  * The public oc_dtype_name and oc_dtype_size read the same rows. Also the other tables'
- * names joined for a message (oc_names_text).
+ * names joined for a message (oc_names_text, oc_names_join for a table kept elsewhere).
  */
 #ifndef OC_CORE_DTYPE_H
 #define OC_CORE_DTYPE_H
@@ -40,6 +40,10 @@ typedef enum oc_name_list {
 /* Every name of the table in its order, joined for a message ("auto, cpu or cuda"), in text
  * (truncated to size; empty for an unknown list). Returns text. */
 const char *oc_names_text(oc_name_list list, char *text, size_t size);
+/* The same for a table kept beside the code it names (count names; NULL rows left out). */
+const char *oc_names_join(const char *const *names, int count, char *text, size_t size);
+/* The index of name in names[0..count) (NULL rows never match), or -1. */
+int oc_names_find(const char *const *names, int count, const char *name);
 
 #ifdef __cplusplus
 }

@@ -46,12 +46,16 @@ static void put(char *text, size_t size, size_t *len, const char *s)
     if (w > 0) *len = *len + (size_t)w < size ? *len + (size_t)w : size - 1;
 }
 
-/* Appends "a", "a LAST b", "a, b LAST c". */
+/* Appends "a", "a LAST b", "a, b LAST c" (NULL words left out). */
 static void put_list(char *text, size_t size, size_t *len, const char *const *words, int n, const char *last)
 {
+    int total = 0, done = 0;
+    for (int i = 0; i < n; ++i) total += words[i] != NULL;
     for (int i = 0; i < n; ++i) {
-        if (i > 0) put(text, size, len, i == n - 1 ? last : ", ");
+        if (!words[i]) continue;
+        if (done > 0) put(text, size, len, done == total - 1 ? last : ", ");
         put(text, size, len, words[i]);
+        ++done;
     }
 }
 
@@ -107,10 +111,19 @@ const char *oc_names_text(oc_name_list list, char *text, size_t size)
         [OC_NAMES_GPU_MEM_MODES] = {gpu_mem_mode_names, COUNT(gpu_mem_mode_names)},
     };
     _Static_assert(COUNT(lists) == OC_NAME_LIST_COUNT, "lists[] needs one row per oc_name_list");
+    if ((unsigned)list >= OC_NAME_LIST_COUNT) {
+        if (text && size > 0) text[0] = 0;
+        return text;
+    }
+    return oc_names_join(lists[list].names, lists[list].count, text, size);
+}
+
+const char *oc_names_join(const char *const *names, int count, char *text, size_t size)
+{
     size_t len = 0;
     if (!text || size == 0) return text;
     text[0] = 0;
-    if ((unsigned)list < OC_NAME_LIST_COUNT) put_list(text, size, &len, lists[list].names, lists[list].count, " or ");
+    if (names) put_list(text, size, &len, names, count, " or ");
     return text;
 }
 
@@ -119,11 +132,11 @@ const oc_element *oc_element_of(int type)
     return type > OC_DTYPE_DEFAULT && type < OC_NPY_TYPE_COUNT ? &elements[type] : NULL;
 }
 
-static int find_name(const char *const *names, int count, const char *name)
+int oc_names_find(const char *const *names, int count, const char *name)
 {
-    if (!name) return -1;
+    if (!names || !name) return -1;
     for (int i = 0; i < count; ++i)
-        if (strcmp(names[i], name) == 0) return i;
+        if (names[i] && strcmp(names[i], name) == 0) return i;
     return -1;
 }
 
@@ -174,7 +187,7 @@ oc_status oc_dtype_parse(const char *name, oc_dtype *out)
 oc_status oc_backend_parse(const char *name, oc_backend *out)
 {
     if (!out) return OC_ERR_INVALID_ARGUMENT;
-    int i = find_name(backend_names, COUNT(backend_names), name);
+    int i = oc_names_find(backend_names, COUNT(backend_names), name);
     if (i < 0) return OC_ERR_INVALID_ARGUMENT;
     *out = (oc_backend)i;
     return OC_OK;
@@ -183,7 +196,7 @@ oc_status oc_backend_parse(const char *name, oc_backend *out)
 oc_status oc_algorithm_parse(const char *name, oc_algorithm *out)
 {
     if (!out) return OC_ERR_INVALID_ARGUMENT;
-    int i = find_name(algorithm_names, COUNT(algorithm_names), name);
+    int i = oc_names_find(algorithm_names, COUNT(algorithm_names), name);
     if (i < 0) return OC_ERR_INVALID_ARGUMENT;
     *out = (oc_algorithm)i;
     return OC_OK;
@@ -192,7 +205,7 @@ oc_status oc_algorithm_parse(const char *name, oc_algorithm *out)
 oc_status oc_gpu_mem_mode_parse(const char *name, oc_gpu_mem_mode *out)
 {
     if (!out) return OC_ERR_INVALID_ARGUMENT;
-    int i = find_name(gpu_mem_mode_names, COUNT(gpu_mem_mode_names), name);
+    int i = oc_names_find(gpu_mem_mode_names, COUNT(gpu_mem_mode_names), name);
     if (i < 0) return OC_ERR_INVALID_ARGUMENT;
     *out = (oc_gpu_mem_mode)i;
     return OC_OK;

@@ -6,7 +6,7 @@ import zipfile
 import numpy as np
 import pytest
 
-from conftest import run
+from conftest import require_backend, run
 
 
 @pytest.fixture
@@ -34,6 +34,17 @@ def test_a_malformed_value_is_refused_naming_the_variable(a, name, value, args):
     assert proc.returncode == 2 and proc.stderr.startswith(f"outcore: {name}={value}: expected"), proc.stderr
     assert len(proc.stderr.splitlines()) == 1
     assert sorted(p.name for p in d.iterdir()) == before
+
+
+@pytest.mark.parametrize("value", ["nope", "B1", "b1 "])
+def test_a_kernel_that_is_not_one_is_refused_with_every_name(a, value):
+    """OUTCORE_CUDA_KERNEL takes one of the GPU kernels' names, listed from their table."""
+    require_backend("cuda", a.parent)
+    out = a.parent / "c.npy"
+    proc = run("gram", a, "--backend", "cuda", "-o", out, env={"OUTCORE_CUDA_KERNEL": value}, check=False)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr == f"outcore: OUTCORE_CUDA_KERNEL={value}: expected b1, wgmma or popc\n", proc.stderr
+    assert not out.exists()
 
 
 @pytest.mark.parametrize("value, date", [

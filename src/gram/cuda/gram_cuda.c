@@ -25,8 +25,8 @@
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
+#include "core/dtype.h"
 #include "core/metric.h"
 #include "core/threads.h"
 #include "core/trace.h"
@@ -54,6 +54,11 @@ typedef oc_gram_part gram_cuda;
 #define KERNEL_B1 OC_GRAM_KERNEL_B1
 #define KERNEL_WGMMA OC_GRAM_KERNEL_WGMMA
 #define KERNEL_POPC OC_GRAM_KERNEL_POPC
+
+/* OUTCORE_CUDA_KERNEL's names, one per kernel. */
+static const char *const kernel_names[] = {[KERNEL_B1] = "b1", [KERNEL_WGMMA] = "wgmma", [KERNEL_POPC] = "popc"};
+_Static_assert(sizeof kernel_names / sizeof kernel_names[0] == OC_GRAM_KERNEL_COUNT,
+               "kernel_names[] needs one row per oc_gram_kernel");
 
 /* The wgmma kernel needs sm_90 and a build that holds sm_90a code. */
 static int has_wgmma(const oc_cuda_device *dev)
@@ -85,10 +90,13 @@ static oc_status choose_kernel(gram_cuda *g)
     /* The fastest the device has: wgmma on Hopper (1.4x mma.sync, bench/RESULTS.md). */
     g->kernel = has_wgmma(dev) ? KERNEL_WGMMA : dev->cc >= 80 ? KERNEL_B1 : KERNEL_POPC;
     if (!force || !*force) return OC_OK;
-    if (strcmp(force, "b1") == 0) g->kernel = KERNEL_B1;
-    else if (strcmp(force, "wgmma") == 0) g->kernel = KERNEL_WGMMA;
-    else if (strcmp(force, "popc") == 0) g->kernel = KERNEL_POPC;
-    else return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "OUTCORE_CUDA_KERNEL=%s: expected b1, wgmma or popc", force);
+    int named = oc_names_find(kernel_names, OC_GRAM_KERNEL_COUNT, force);
+    if (named < 0) {
+        char names[64];
+        return oc_fail(ctx, OC_ERR_INVALID_ARGUMENT, "OUTCORE_CUDA_KERNEL=%s: expected %s", force,
+                       oc_names_join(kernel_names, OC_GRAM_KERNEL_COUNT, names, sizeof names));
+    }
+    g->kernel = (oc_gram_kernel)named;
     if (g->kernel == KERNEL_B1 && dev->cc < 80)
         return oc_fail(ctx, OC_ERR_UNSUPPORTED, "OUTCORE_CUDA_KERNEL=b1: cuda:%d (%s, sm_%d) has no 1-bit tensor cores",
                        dev->index, dev->name, dev->cc);

@@ -12,7 +12,8 @@
 #include "gram/cuda/gram_tile.h"
 #include "gram/select/cuda/select_cuda.h"
 
-typedef enum { OC_GRAM_KERNEL_B1, OC_GRAM_KERNEL_WGMMA, OC_GRAM_KERNEL_POPC } oc_gram_kernel;
+/* The 1-bit kernels a part may run; their OUTCORE_CUDA_KERNEL names are gram_cuda.c's table. */
+typedef enum { OC_GRAM_KERNEL_B1, OC_GRAM_KERNEL_WGMMA, OC_GRAM_KERNEL_POPC, OC_GRAM_KERNEL_COUNT } oc_gram_kernel;
 
 typedef struct oc_gram_part {
     oc_gram_job *job; /* the part's copy of the job: its context and statistics */
